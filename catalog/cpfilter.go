@@ -1,0 +1,44 @@
+package catalog
+
+import (
+	"math/rand/v2"
+
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// FilterCPRank registers transfer.filter_cp_rank (transfer.md §1).
+func FilterCPRank() *Op[ref.FilterCPRankInput, ref.FilterCPRankOutput] {
+	return &Op[ref.FilterCPRankInput, ref.FilterCPRankOutput]{
+		OpName:  "transfer.filter_cp_rank",
+		SpecRef: "transfer.md §1",
+		Summary: "pages one CP rank sends for a chunk, and their absolute request positions",
+		Ref:     ref.FilterCPRank,
+		Fast:    fast.FilterCPRank,
+		Sample:  ref.FilterCPRankInput{KV: []int64{40, 41, 42, 43, 44}, ChunkPageStart: 8, CPRank: 1, CPSize: 2},
+		Shapes: []Shape[ref.FilterCPRankInput]{
+			{Name: "1024-pages-contiguous", Make: func() ref.FilterCPRankInput {
+				return ref.FilterCPRankInput{KV: contiguousPages(5000, 1024), ChunkPageStart: 2048, CPRank: 3, CPSize: 8}
+			}},
+			{Name: "1024-pages-shuffled", Make: func() ref.FilterCPRankInput {
+				kv := contiguousPages(5000, 1024)
+				rng := rand.New(rand.NewPCG(1, 2))
+				rng.Shuffle(len(kv), func(i, j int) { kv[i], kv[j] = kv[j], kv[i] })
+				return ref.FilterCPRankInput{KV: kv, ChunkPageStart: 2048, CPRank: 3, CPSize: 8}
+			}},
+			{Name: "1024-pages-position-range", Make: func() ref.FilterCPRankInput {
+				total := int64(8192)
+				return ref.FilterCPRankInput{KV: contiguousPages(5000, 1024), ChunkPageStart: 2048,
+					TotalPages: &total, CPRank: 3, CPSize: 8, Policy: ref.PositionRange}
+			}},
+		},
+	}
+}
+
+func contiguousPages(first int64, n int) []int64 {
+	kv := make([]int64, n)
+	for i := range kv {
+		kv[i] = first + int64(i)
+	}
+	return kv
+}

@@ -1,0 +1,252 @@
+// Package equiv is kvtwin's differential suite. For every catalog op it
+// holds a Spec: generators of valid and invalid inputs, boundary and
+// regression tables, and the spec's properties. A check runs the reference
+// and an implementation on one input and requires byte-equal canonical
+// results (errors included), then the properties on the result. The same
+// checks drive `go test` (through rapid, with shrinking), `kvtwin audit`, the
+// bug zoo (package mutants) and golden fixture generation.
+package equiv
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"pgregory.net/rapid"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/fixtures"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// Kind is the class of a generated case.
+type Kind string
+
+const (
+	// Valid cases come from the valid-input generator; ref must accept them.
+	Valid Kind = "valid"
+	// Invalid cases carry one violation; ref must reject them with the expected sentinel.
+	Invalid Kind = "invalid"
+)
+
+// Bad is an invalid input together with the sentinel ref must reject it with.
+type Bad[In any] struct {
+	// In is the input, valid except for one violation.
+	In In
+	// Want is the sentinel the violation maps to.
+	Want *ref.Sentinel
+}
+
+// Case is a named hand-written input (boundary and regression tables).
+type Case[In any] struct {
+	// Name identifies the case in fixtures and failures.
+	Name string
+	// In is the input.
+	In In
+}
+
+// Prop is one spec property, checked on every accepted result.
+type Prop[In, Out any] struct {
+	// Name is the property's name, e.g. "shift-equivariance".
+	Name string
+	// Holds returns nil when the property holds for in and its output out.
+	Holds func(lim ref.Limits, in In, out Out) error
+}
+
+// Spec is the differential specification of one catalog op.
+type Spec[In, Out any] struct {
+	// Op is the catalog registration under test.
+	Op *catalog.Op[In, Out]
+	// Valid generates inputs ref accepts.
+	Valid *rapid.Generator[In]
+	// Invalid generates inputs with exactly one violation.
+	Invalid *rapid.Generator[Bad[In]]
+	// Boundary lists inputs at size boundaries (page size, cp_size, 2×cp_size…).
+	Boundary []Case[In]
+	// Regressions lists each historic bug's minimal distinguishing input,
+	// named as its mutant is (see package mutants).
+	Regressions []Case[In]
+	// Props are the spec's properties.
+	Props []Prop[In, Out]
+}
+
+// Failure is a counterexample: the input, what went wrong, and a diff.
+type Failure struct {
+	// Op is the op name.
+	Op string
+	// Impl is the implementation (or mutant) checked.
+	Impl string
+	// Case names the input ("valid/12", "boundary/…").
+	Case string
+	// Seed is the generator seed of the input.
+	Seed int64
+	// Input is the input as canonical JSON.
+	Input []byte
+	// Reason says which check failed.
+	Reason string
+	// Diff is the go-cmp diff (-ref +impl) for result mismatches.
+	Diff string
+}
+
+// Error renders the failure with the input as a fixture-style line.
+func (f *Failure) Error() string {
+	s := fmt.Sprintf("%s on %s, case %s (seed %d): %s\ninput: %s", f.Op, f.Impl, f.Case, f.Seed, f.Reason, f.Input)
+	if f.Diff != "" {
+		s += "\ndiff (-ref +" + f.Impl + "):\n" + f.Diff
+	}
+	return s
+}
+
+// Name returns the op name.
+func (s *Spec[In, Out]) Name() string { return s.Op.OpName }
+
+// Check runs impl against ref on in and returns the first failed check:
+// generator sanity (ref accepts valid input / rejects with want), a panic,
+// input mutation, byte-inequality of canonical results, then the properties.
+// want is nil for inputs that must be accepted.
+func (s *Spec[In, Out]) Check(implName string, impl catalog.Func[In, Out], in In, want *ref.Sentinel) (reason, diff string) {
+	lim := ref.DefaultLimits()
+	before, err := json.Marshal(in)
+	if err != nil {
+		return "input does not encode: " + err.Error(), ""
+	}
+	rout, rerr := s.Op.Ref(lim, in)
+	switch {
+	case want == nil && rerr != nil:
+		return "ref rejected a valid input: " + rerr.Error(), ""
+	case want != nil && !errors.Is(rerr, want):
+		return fmt.Sprintf("ref returned %v, want sentinel %q", rerr, want.Code()), ""
+	}
+	iout, ierr, panicked := protect(impl, lim, in)
+	if panicked != "" {
+		return "panic: " + panicked, ""
+	}
+	if after, _ := json.Marshal(in); !bytes.Equal(before, after) {
+		return implName + " mutated its input", ""
+	}
+	rb, ib := catalog.Canonical(rout, rerr), catalog.Canonical(iout, ierr)
+	if !bytes.Equal(rb, ib) {
+		return "canonical results differ", fixtures.DiffJSON(
+			fixtures.Result{Bytes: rb, Rejected: rerr != nil}, fixtures.Result{Bytes: ib, Rejected: ierr != nil})
+	}
+	if ierr != nil {
+		return "", ""
+	}
+	for _, p := range s.Props {
+		if err := p.Holds(lim, in, iout); err != nil {
+			return fmt.Sprintf("property %q: %v", p.Name, err), ""
+		}
+	}
+	return "", ""
+}
+
+func protect[In, Out any](f catalog.Func[In, Out], lim ref.Limits, in In) (out Out, err error, panicked string) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = fmt.Sprintf("%v\n%s", r, debug.Stack())
+		}
+	}()
+	out, err = f(lim, in)
+	return out, err, ""
+}
+
+func (s *Spec[In, Out]) failure(implName, name string, seed int64, in In, reason, diff string) *Failure {
+	b, _ := json.Marshal(in)
+	return &Failure{Op: s.Op.OpName, Impl: implName, Case: name, Seed: seed, Input: b, Reason: reason, Diff: diff}
+}
+
+// Trial checks impl on the seed-th generated case of kind.
+func (s *Spec[In, Out]) Trial(implName string, impl catalog.Func[In, Out], kind Kind, seed int) *Failure {
+	in, want := s.draw(kind, seed)
+	if reason, diff := s.Check(implName, impl, in, want); reason != "" {
+		return s.failure(implName, fmt.Sprintf("%s/%d", kind, seed), int64(seed), in, reason, diff)
+	}
+	return nil
+}
+
+func (s *Spec[In, Out]) draw(kind Kind, seed int) (In, *ref.Sentinel) {
+	if kind == Invalid {
+		b := s.Invalid.Example(seed)
+		return b.In, b.Want
+	}
+	return s.Valid.Example(seed), nil
+}
+
+// Tables checks impl on every boundary and regression case.
+func (s *Spec[In, Out]) Tables(implName string, impl catalog.Func[In, Out]) []*Failure {
+	var fs []*Failure
+	for _, c := range s.tableCases() {
+		if reason, diff := s.Check(implName, impl, c.In, nil); reason != "" {
+			fs = append(fs, s.failure(implName, c.Name, 0, c.In, reason, diff))
+		}
+	}
+	return fs
+}
+
+func (s *Spec[In, Out]) tableCases() []Case[In] {
+	var cs []Case[In]
+	for _, c := range s.Boundary {
+		cs = append(cs, Case[In]{Name: "boundary/" + c.Name, In: c.In})
+	}
+	for _, c := range s.Regressions {
+		cs = append(cs, Case[In]{Name: "regression/" + c.Name, In: c.In})
+	}
+	return cs
+}
+
+// Property returns the rapid property for impl over kind; rapid shrinks any
+// counterexample and the failure message carries it as a fixture-style line.
+func (s *Spec[In, Out]) Property(implName string, impl catalog.Func[In, Out], kind Kind) func(*rapid.T) {
+	return func(t *rapid.T) {
+		var in In
+		var want *ref.Sentinel
+		if kind == Invalid {
+			b := s.Invalid.Draw(t, "bad")
+			in, want = b.In, b.Want
+		} else {
+			in = s.Valid.Draw(t, "in")
+		}
+		if reason, diff := s.Check(implName, impl, in, want); reason != "" {
+			t.Fatal(s.failure(implName, "rapid", 0, in, reason, diff).Error())
+		}
+	}
+}
+
+// Fixtures generates the op's golden cases from ref: every boundary and
+// regression case, then nValid valid and nInvalid invalid generated cases
+// (seeds 0…n-1). The output is a pure function of the generators and ref.
+func (s *Spec[In, Out]) Fixtures(nValid, nInvalid int) []fixtures.Case {
+	var cs []fixtures.Case
+	add := func(name string, seed int, in In) {
+		b, err := json.Marshal(in)
+		if err != nil {
+			panic(fmt.Sprintf("%s %s: input does not encode: %v", s.Op.OpName, name, err))
+		}
+		out, rerr := s.Op.Ref(ref.DefaultLimits(), in)
+		res := fixtures.Result{Bytes: catalog.Canonical(out, rerr), Rejected: rerr != nil}
+		cs = append(cs, fixtures.NewCase(s.Op.OpName, s.Op.SpecRef, name, int64(seed), b, res))
+	}
+	for _, c := range s.tableCases() {
+		add(c.Name, 0, c.In)
+	}
+	for i := range nValid {
+		add(fmt.Sprintf("valid/%d", i), i, s.Valid.Example(i))
+	}
+	for i := range nInvalid {
+		add(fmt.Sprintf("invalid/%d", i), i, s.Invalid.Example(i).In)
+	}
+	return cs
+}
+
+// Regression returns the regression case called name.
+func (s *Spec[In, Out]) Regression(name string) (In, bool) {
+	for _, c := range s.Regressions {
+		if c.Name == name {
+			return c.In, true
+		}
+	}
+	var zero In
+	return zero, false
+}

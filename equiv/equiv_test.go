@@ -1,0 +1,60 @@
+package equiv_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+	"pgregory.net/rapid"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/equiv"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestAllImplementations runs every suite's property on every implementation
+// present in this build, over valid and invalid inputs, then the boundary
+// and regression tables — crypto/internal/impl style.
+func TestAllImplementations(t *testing.T) {
+	for _, s := range equiv.Suites() {
+		t.Run(s.Name(), func(t *testing.T) {
+			t.Parallel()
+			for _, impl := range s.Entry().Impls() {
+				t.Run(string(impl), func(t *testing.T) {
+					for _, kind := range []equiv.Kind{equiv.Valid, equiv.Invalid} {
+						prop, err := s.Property(impl, kind)
+						if err != nil {
+							t.Fatal(err)
+						}
+						t.Run(string(kind), rapid.MakeCheck(prop))
+					}
+					fs, err := s.Tables(impl)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, f := range fs {
+						t.Error(f)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestSuitesCoverTheCatalog fails when an op has no differential suite, or a
+// suite has empty tables: adding an op means adding its generators too.
+func TestSuitesCoverTheCatalog(t *testing.T) {
+	for _, e := range catalog.All() {
+		s, ok := equiv.Lookup(e.Name())
+		if !ok {
+			t.Errorf("%s has no suite in equiv.Suites()", e.Name())
+			continue
+		}
+		if b, _ := s.TableSizes(); b == 0 {
+			t.Errorf("%s has no boundary table", e.Name())
+		}
+	}
+	if got, want := len(equiv.Suites()), len(catalog.All()); got != want {
+		t.Errorf("%d suites for %d catalog entries", got, want)
+	}
+}

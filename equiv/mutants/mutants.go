@@ -1,0 +1,18 @@
+// Package mutants is kvtwin's bug zoo: each historic bug the engineering
+// notes describe, re-introduced into a copy of the fast twin. The
+// differential suite must kill every one (TestMutantsAreKilled), and each
+// has a named regression fixture holding its minimal distinguishing input.
+package mutants
+
+import "github.com/kvtwin/kvtwin/equiv"
+
+// MaxCases is how many generated cases a mutant may survive before the
+// suite is judged too weak to catch it.
+const MaxCases = 1000
+
+// All returns every mutant, grouped by op in catalog order.
+func All() []equiv.Killable {
+	return []equiv.Killable{
+		ChunkPageStartZero(),
+	}
+}

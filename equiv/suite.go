@@ -1,0 +1,152 @@
+package equiv
+
+import (
+	"fmt"
+
+	"pgregory.net/rapid"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/fixtures"
+)
+
+// Suite is the type-erased view of a Spec that the tests, the audit and the
+// fixture generator iterate.
+type Suite interface {
+	// Name is the op name.
+	Name() string
+	// Entry is the catalog entry under test.
+	Entry() catalog.Entry
+	// Trial checks impl on the seed-th generated case of kind.
+	Trial(impl catalog.Impl, kind Kind, seed int) (*Failure, error)
+	// Tables checks impl on the boundary and regression tables.
+	Tables(impl catalog.Impl) ([]*Failure, error)
+	// Property is the rapid property of impl over kind.
+	Property(impl catalog.Impl, kind Kind) (func(*rapid.T), error)
+	// Fixtures generates golden cases from ref.
+	Fixtures(nValid, nInvalid int) []fixtures.Case
+	// TableSizes reports how many boundary and regression cases there are.
+	TableSizes() (boundary, regressions int)
+}
+
+type suite[In, Out any] struct{ s *Spec[In, Out] }
+
+// Erase wraps a Spec as a Suite.
+func Erase[In, Out any](s *Spec[In, Out]) Suite { return suite[In, Out]{s} }
+
+func (u suite[In, Out]) Name() string         { return u.s.Op.OpName }
+func (u suite[In, Out]) Entry() catalog.Entry { return u.s.Op }
+func (u suite[In, Out]) TableSizes() (int, int) {
+	return len(u.s.Boundary), len(u.s.Regressions)
+}
+
+func (u suite[In, Out]) Trial(impl catalog.Impl, kind Kind, seed int) (*Failure, error) {
+	f, err := u.s.Op.Func(impl)
+	if err != nil {
+		return nil, err
+	}
+	return u.s.Trial(string(impl), f, kind, seed), nil
+}
+
+func (u suite[In, Out]) Tables(impl catalog.Impl) ([]*Failure, error) {
+	f, err := u.s.Op.Func(impl)
+	if err != nil {
+		return nil, err
+	}
+	return u.s.Tables(string(impl), f), nil
+}
+
+func (u suite[In, Out]) Property(impl catalog.Impl, kind Kind) (func(*rapid.T), error) {
+	f, err := u.s.Op.Func(impl)
+	if err != nil {
+		return nil, err
+	}
+	return u.s.Property(string(impl), f, kind), nil
+}
+
+func (u suite[In, Out]) Fixtures(nValid, nInvalid int) []fixtures.Case {
+	return u.s.Fixtures(nValid, nInvalid)
+}
+
+// Suites returns the differential suite of every op, in name order.
+func Suites() []Suite {
+	return []Suite{
+		Erase(FilterCPRank()),
+	}
+}
+
+// Lookup returns the suite of the op called name.
+func Lookup(name string) (Suite, bool) {
+	for _, s := range Suites() {
+		if s.Name() == name {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// Mutant is a historic bug re-introduced into an op's twin: the bug zoo.
+type Mutant[In, Out any] struct {
+	// Spec is the op's differential spec.
+	Spec *Spec[In, Out]
+	// ID names the bug; the op's regression case of the same name is its
+	// minimal distinguishing input.
+	ID string
+	// Section is the spec section describing the bug.
+	Section string
+	// About is a one-line description of the buggy behaviour.
+	About string
+	// Fn is the buggy twin.
+	Fn catalog.Func[In, Out]
+}
+
+// Killable is the type-erased view of a Mutant.
+type Killable interface {
+	// Name is the mutant's ID.
+	Name() string
+	// Op is the op the mutant replaces.
+	Op() string
+	// SpecRef is the spec section of the bug.
+	SpecRef() string
+	// Bug describes the buggy behaviour.
+	Bug() string
+	// Hunt runs generated cases (valid i, then invalid i, for i = 0, 1, …)
+	// with the mutant as the implementation until a check fails or maxCases
+	// cases have run; it returns the number of cases run and the failure.
+	Hunt(maxCases int) (int, *Failure)
+	// Regression runs the mutant on its named regression case and returns
+	// the failure that case must produce (nil means the fixture misses the bug).
+	Regression() (*Failure, error)
+}
+
+func (m *Mutant[In, Out]) Name() string    { return m.ID }
+func (m *Mutant[In, Out]) Op() string      { return m.Spec.Op.OpName }
+func (m *Mutant[In, Out]) SpecRef() string { return m.Section }
+func (m *Mutant[In, Out]) Bug() string     { return m.About }
+
+func (m *Mutant[In, Out]) Hunt(maxCases int) (int, *Failure) {
+	name := "mutant:" + m.ID
+	for i, n := 0, 0; n < maxCases; i++ {
+		for _, kind := range []Kind{Valid, Invalid} {
+			if n >= maxCases {
+				break
+			}
+			n++
+			if f := m.Spec.Trial(name, m.Fn, kind, i); f != nil {
+				return n, f
+			}
+		}
+	}
+	return maxCases, nil
+}
+
+func (m *Mutant[In, Out]) Regression() (*Failure, error) {
+	in, ok := m.Spec.Regression(m.ID)
+	if !ok {
+		return nil, fmt.Errorf("%s has no regression case %q", m.Spec.Op.OpName, m.ID)
+	}
+	name := "mutant:" + m.ID
+	if reason, diff := m.Spec.Check(name, m.Fn, in, nil); reason != "" {
+		return m.Spec.failure(name, "regression/"+m.ID, 0, in, reason, diff), nil
+	}
+	return nil, nil
+}

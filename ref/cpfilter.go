@@ -1,0 +1,193 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// OwnershipPolicy selects how a CP rank's share of a chunk's pages is chosen
+// (transfer.md §1.3, E4).
+type OwnershipPolicy string
+
+const (
+	// ValueRange is the fork's rule: the rank's range is shifted into page-id
+	// space by min(kv) and the span of matching ids is sent. It can leave
+	// pages unsent when ids are not a contiguous ascending run (E4).
+	ValueRange OwnershipPolicy = "value_range"
+	// PositionRange is the safe rule of newer upstream: rank bounds over the
+	// request's total pages, intersected with the chunk's positions.
+	PositionRange OwnershipPolicy = "position_range"
+)
+
+// FilterCPRankInput is the input of transfer.filter_cp_rank (transfer.md §1.1).
+type FilterCPRankInput struct {
+	// KV holds this chunk's prefill page ids, in request order.
+	KV []int64 `json:"kv"`
+	// ChunkPageStart is the absolute position of KV[0] in the request's page list.
+	ChunkPageStart int64 `json:"chunk_page_start"`
+	// TotalPages is the page count the rank split is computed over; nil means
+	// len(KV) under ValueRange and is an error under PositionRange.
+	TotalPages *int64 `json:"total_pages,omitempty"`
+	// CPRank is this rank, in [0, CPSize).
+	CPRank int `json:"cp_rank"`
+	// CPSize is the number of CP ranks, >= 1.
+	CPSize int `json:"cp_size"`
+	// Policy is ValueRange (default when empty) or PositionRange.
+	Policy OwnershipPolicy `json:"policy,omitempty"`
+}
+
+// FilterCPRankOutput is the rank's share: Owned[i] is sent to the decode page
+// at absolute request position Positions[i] (transfer.md §1.1).
+type FilterCPRankOutput struct {
+	// Owned is the page ids this rank sends.
+	Owned []int64 `json:"owned"`
+	// Positions are the absolute request page positions of Owned, ascending by 1.
+	Positions []int64 `json:"positions"`
+}
+
+// ValidateFilterCPRank checks in against transfer.md §1.5 and returns the
+// effective policy and total page count. The scalar checks come first and the
+// scan of kv last, so a twin that folds the scan into its own pass reports
+// the same first error.
+func ValidateFilterCPRank(in FilterCPRankInput) (OwnershipPolicy, int64, error) {
+	policy, total, err := CheckFilterCPRankScalars(in)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := CheckNonNegative("kv", in.KV); err != nil {
+		return "", 0, err
+	}
+	return policy, total, nil
+}
+
+// CheckFilterCPRankScalars is ValidateFilterCPRank without the scan of kv.
+func CheckFilterCPRankScalars(in FilterCPRankInput) (OwnershipPolicy, int64, error) {
+	if in.CPSize < 1 {
+		return "", 0, Reject(ErrBadCPSize, "cp_size", in.CPSize, ">= 1")
+	}
+	if in.CPRank < 0 || in.CPRank >= in.CPSize {
+		return "", 0, Reject(ErrBadCPRank, "cp_rank", in.CPRank, fmt.Sprintf("in [0, cp_size=%d)", in.CPSize))
+	}
+	if in.ChunkPageStart < 0 {
+		return "", 0, Reject(ErrNegative, "chunk_page_start", in.ChunkPageStart, ">= 0")
+	}
+	if in.TotalPages != nil && *in.TotalPages < 0 {
+		return "", 0, Reject(ErrNegative, "total_pages", *in.TotalPages, ">= 0")
+	}
+	n := int64(len(in.KV))
+	if AddOverflows(in.ChunkPageStart, n) {
+		return "", 0, Reject(ErrOverflow, "chunk_page_start", in.ChunkPageStart,
+			fmt.Sprintf("<= %d - len(kv) (%d)", int64(math.MaxInt64), n))
+	}
+	policy := in.Policy
+	if policy == "" {
+		policy = ValueRange
+	}
+	switch policy {
+	case ValueRange:
+		if in.TotalPages == nil {
+			return policy, n, nil
+		}
+		return policy, *in.TotalPages, nil
+	case PositionRange:
+		if in.TotalPages == nil {
+			return "", 0, Reject(ErrTotalPagesRequired, "total_pages", nil, "the request's page count under position_range")
+		}
+		if end := in.ChunkPageStart + n; end > *in.TotalPages {
+			return "", 0, Reject(ErrChunkOutOfRange, "chunk_page_start", in.ChunkPageStart,
+				fmt.Sprintf("chunk [%d, %d) inside [0, total_pages=%d)", in.ChunkPageStart, end, *in.TotalPages))
+		}
+		return policy, *in.TotalPages, nil
+	default:
+		return "", 0, Reject(ErrBadEnum, "policy", string(in.Policy), `"value_range" or "position_range"`)
+	}
+}
+
+// RankPageBounds returns rank's half-open share [ls, le) of total pages split
+// over size ranks, the first total%size ranks taking one extra (transfer.md §1.2 step 3).
+// Preconditions: total >= 0, 0 <= rank < size.
+func RankPageBounds(total int64, rank, size int) (int64, int64) {
+	base, rem := total/int64(size), total%int64(size)
+	r := int64(rank)
+	ls := r*base + min(r, rem)
+	le := ls + base
+	if r < rem {
+		le++
+	}
+	return ls, le
+}
+
+// FilterCPRank returns the pages CP rank cpRank sends for one chunk and their
+// absolute request positions (transfer.md §1). The ValueRange policy is the
+// old np.isin form kept verbatim, as the notes' differential test kept it:
+// build the range mask, collect the masked values, then re-mask by membership.
+func FilterCPRank(_ Limits, in FilterCPRankInput) (FilterCPRankOutput, error) {
+	policy, total, err := ValidateFilterCPRank(in)
+	if err != nil {
+		return FilterCPRankOutput{}, err
+	}
+	kv, s, n := in.KV, in.ChunkPageStart, int64(len(in.KV))
+	if policy == PositionRange {
+		ls, le := RankPageBounds(total, in.CPRank, in.CPSize)
+		first, last := max(ls, s)-s, min(le, s+n)-s
+		if first >= last {
+			return emptyFilter(), nil
+		}
+		return spanOf(kv, s, first, last), nil
+	}
+	if in.CPSize == 1 {
+		return spanOf(kv, s, 0, n), nil
+	}
+	if n == 0 {
+		return emptyFilter(), nil
+	}
+	ls, le := RankPageBounds(total, in.CPRank, in.CPSize)
+	// The spec's lo = m+ls <= v < hi = m+le, written on v-m (>= 0) so that
+	// ids near MaxInt64 cannot overflow the bounds.
+	m := slices.Min(kv)
+	mask := make([]bool, n)
+	for i, v := range kv {
+		mask[i] = ls <= v-m && v-m < le
+	}
+	// np.isin(kv, kv[mask]): sorted unique rank values, then membership.
+	var rankVals []int64
+	for i, v := range kv {
+		if mask[i] {
+			rankVals = append(rankVals, v)
+		}
+	}
+	slices.Sort(rankVals)
+	rankVals = slices.Compact(rankVals)
+	mask2 := make([]bool, n)
+	for i, v := range kv {
+		_, mask2[i] = slices.BinarySearch(rankVals, v)
+	}
+	first, last := int64(-1), int64(-1)
+	for i, in := range mask2 {
+		if in {
+			if first < 0 {
+				first = int64(i)
+			}
+			last = int64(i) + 1
+		}
+	}
+	if first < 0 {
+		return emptyFilter(), nil
+	}
+	return spanOf(kv, s, first, last), nil
+}
+
+func emptyFilter() FilterCPRankOutput {
+	return FilterCPRankOutput{Owned: []int64{}, Positions: []int64{}}
+}
+
+// spanOf copies kv[first:last] and numbers it from absolute position s+first.
+func spanOf(kv []int64, s, first, last int64) FilterCPRankOutput {
+	out := FilterCPRankOutput{Owned: make([]int64, 0, last-first), Positions: make([]int64, 0, last-first)}
+	for i := first; i < last; i++ {
+		out.Owned = append(out.Owned, kv[i])
+		out.Positions = append(out.Positions, s+i)
+	}
+	return out
+}

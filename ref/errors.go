@@ -1,0 +1,82 @@
+package ref
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel is a class of rejected input. Twins must fail on the same input
+// with the same Sentinel (compare with errors.Is); its Code is the stable
+// machine-readable name used in fixtures and HTTP error bodies.
+type Sentinel struct {
+	code string
+	text string
+}
+
+// Error returns the sentinel's human-readable description.
+func (s *Sentinel) Error() string { return s.text }
+
+// Code returns the stable snake_case identifier of the sentinel (e.g. "bad_cp_rank").
+func (s *Sentinel) Code() string { return s.code }
+
+// NewSentinel declares a sentinel; packages call it once per class of
+// failure, at package initialisation.
+func NewSentinel(code, text string) *Sentinel { return &Sentinel{code: code, text: text} }
+
+// Input-error sentinels shared by every family. Each op documents which ones
+// it returns; the spec section that defines them is noted beside each.
+var (
+	// ErrNegative: a count, offset, page id or slot is below zero (every spec's bad-input table).
+	ErrNegative = NewSentinel("negative", "value must not be negative")
+	// ErrOverflow: an index or address computation would overflow its integer type.
+	ErrOverflow = NewSentinel("overflow", "arithmetic overflow")
+	// ErrTooLarge: the output would exceed the configured Limits.
+	ErrTooLarge = NewSentinel("too_large", "output exceeds the configured limit")
+	// ErrLengthMismatch: two parallel lists have different lengths (transfer.md §2, §3).
+	ErrLengthMismatch = NewSentinel("length_mismatch", "parallel lists differ in length")
+	// ErrBadEnum: a string option is not one of its allowed values.
+	ErrBadEnum = NewSentinel("bad_enum", "unknown option value")
+
+	// ErrBadCPSize: cp_size < 1 (transfer.md §1.5).
+	ErrBadCPSize = NewSentinel("bad_cp_size", "cp_size must be >= 1")
+	// ErrBadCPRank: cp_rank outside [0, cp_size) (transfer.md §1.5).
+	ErrBadCPRank = NewSentinel("bad_cp_rank", "cp_rank out of range")
+	// ErrChunkOutOfRange: positional policy with the chunk not inside [0, total_pages) (transfer.md §1.5).
+	ErrChunkOutOfRange = NewSentinel("chunk_out_of_range", "chunk not inside the request's pages")
+	// ErrTotalPagesRequired: positional policy without the request's total page count (transfer.md §1.5).
+	ErrTotalPagesRequired = NewSentinel("total_pages_required", "position_range needs total_pages")
+)
+
+// InputError is the error every op returns for bad input: which field, the
+// offending value, and the bound it broke. It wraps a *Sentinel.
+type InputError struct {
+	// Err is the sentinel class of the failure.
+	Err *Sentinel
+	// Field is the JSON path of the offending input field, e.g. "kv[3]".
+	Field string
+	// Value is the offending value (a number, string or small struct).
+	Value any
+	// Bound says what the value must satisfy, e.g. "< cp_size (4)".
+	Bound string
+}
+
+// Error renders "field = value: want bound (sentinel text)".
+func (e *InputError) Error() string {
+	return fmt.Sprintf("%s = %v: want %s (%s)", e.Field, e.Value, e.Bound, e.Err.text)
+}
+
+// Unwrap exposes the sentinel to errors.Is.
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Reject builds an *InputError; twins call it with identical arguments so
+// their canonical errors are byte-equal.
+func Reject(s *Sentinel, field string, value any, bound string) error {
+	return &InputError{Err: s, Field: field, Value: value, Bound: bound}
+}
+
+// AsInputError returns err's *InputError, if it has one.
+func AsInputError(err error) (*InputError, bool) {
+	var ie *InputError
+	ok := errors.As(err, &ie)
+	return ie, ok
+}
