@@ -137,7 +137,7 @@ func (o *Op[In, Out]) Func(impl Impl) (Func[In, Out], error) {
 
 // Example implements Entry.
 func (o *Op[In, Out]) Example() json.RawMessage {
-	b, err := json.Marshal(o.Sample)
+	b, err := Marshal(o.Sample)
 	if err != nil {
 		panic(fmt.Sprintf("%s: sample input does not encode: %v", o.OpName, err))
 	}
@@ -264,11 +264,25 @@ func Canonical[Out any](out Out, err error) []byte {
 	if err != nil {
 		v = ErrorObjectOf(err)
 	}
-	b, merr := json.Marshal(v)
+	b, merr := Marshal(v)
 	if merr != nil {
-		b, _ = json.Marshal(ErrorObject{Code: "internal", Message: "output does not encode: " + merr.Error()})
+		b, _ = Marshal(ErrorObject{Code: "internal", Message: "output does not encode: " + merr.Error()})
 	}
 	return b
+}
+
+// Marshal is kvtwin's canonical JSON encoding: encoding/json without HTML
+// escaping (so "<=" stays readable in messages and fixtures) and without a
+// trailing newline. Everything that embeds canonical bytes (fixture lines,
+// HTTP bodies) must encode with it, or embedded raw bytes would be re-escaped.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // All returns every registered op, in name order. Each call builds fresh

@@ -28,7 +28,8 @@ func FilterCPRank() *Op[ref.FilterCPRankInput, ref.FilterCPRankOutput] {
 			}},
 			{Name: "1024-pages-position-range", Make: func() ref.FilterCPRankInput {
 				total := int64(8192)
-				return ref.FilterCPRankInput{KV: contiguousPages(5000, 1024), ChunkPageStart: 2048,
+				// rank 3 owns request pages [3072, 4096): half of this chunk.
+				return ref.FilterCPRankInput{KV: contiguousPages(5000, 1024), ChunkPageStart: 2560,
 					TotalPages: &total, CPRank: 3, CPSize: 8, Policy: ref.PositionRange}
 			}},
 		},

@@ -75,19 +75,19 @@ type Spec[In, Out any] struct {
 // Failure is a counterexample: the input, what went wrong, and a diff.
 type Failure struct {
 	// Op is the op name.
-	Op string
+	Op string `json:"op"`
 	// Impl is the implementation (or mutant) checked.
-	Impl string
+	Impl string `json:"impl"`
 	// Case names the input ("valid/12", "boundary/…").
-	Case string
+	Case string `json:"case"`
 	// Seed is the generator seed of the input.
-	Seed int64
+	Seed int64 `json:"seed"`
 	// Input is the input as canonical JSON.
-	Input []byte
+	Input json.RawMessage `json:"input"`
 	// Reason says which check failed.
-	Reason string
+	Reason string `json:"reason"`
 	// Diff is the go-cmp diff (-ref +impl) for result mismatches.
-	Diff string
+	Diff string `json:"diff,omitempty"`
 }
 
 // Error renders the failure with the input as a fixture-style line.
@@ -108,7 +108,7 @@ func (s *Spec[In, Out]) Name() string { return s.Op.OpName }
 // want is nil for inputs that must be accepted.
 func (s *Spec[In, Out]) Check(implName string, impl catalog.Func[In, Out], in In, want *ref.Sentinel) (reason, diff string) {
 	lim := ref.DefaultLimits()
-	before, err := json.Marshal(in)
+	before, err := catalog.Marshal(in)
 	if err != nil {
 		return "input does not encode: " + err.Error(), ""
 	}
@@ -119,11 +119,11 @@ func (s *Spec[In, Out]) Check(implName string, impl catalog.Func[In, Out], in In
 	case want != nil && !errors.Is(rerr, want):
 		return fmt.Sprintf("ref returned %v, want sentinel %q", rerr, want.Code()), ""
 	}
-	iout, ierr, panicked := protect(impl, lim, in)
+	iout, panicked, ierr := protect(impl, lim, in)
 	if panicked != "" {
 		return "panic: " + panicked, ""
 	}
-	if after, _ := json.Marshal(in); !bytes.Equal(before, after) {
+	if after, _ := catalog.Marshal(in); !bytes.Equal(before, after) {
 		return implName + " mutated its input", ""
 	}
 	rb, ib := catalog.Canonical(rout, rerr), catalog.Canonical(iout, ierr)
@@ -142,18 +142,18 @@ func (s *Spec[In, Out]) Check(implName string, impl catalog.Func[In, Out], in In
 	return "", ""
 }
 
-func protect[In, Out any](f catalog.Func[In, Out], lim ref.Limits, in In) (out Out, err error, panicked string) {
+func protect[In, Out any](f catalog.Func[In, Out], lim ref.Limits, in In) (out Out, panicked string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			panicked = fmt.Sprintf("%v\n%s", r, debug.Stack())
 		}
 	}()
 	out, err = f(lim, in)
-	return out, err, ""
+	return out, "", err
 }
 
 func (s *Spec[In, Out]) failure(implName, name string, seed int64, in In, reason, diff string) *Failure {
-	b, _ := json.Marshal(in)
+	b, _ := catalog.Marshal(in)
 	return &Failure{Op: s.Op.OpName, Impl: implName, Case: name, Seed: seed, Input: b, Reason: reason, Diff: diff}
 }
 
@@ -199,6 +199,12 @@ func (s *Spec[In, Out]) tableCases() []Case[In] {
 // Property returns the rapid property for impl over kind; rapid shrinks any
 // counterexample and the failure message carries it as a fixture-style line.
 func (s *Spec[In, Out]) Property(implName string, impl catalog.Func[In, Out], kind Kind) func(*rapid.T) {
+	return s.recordingProperty(implName, impl, kind, func(*Failure) {})
+}
+
+// recordingProperty is Property that also hands every failure to record;
+// after rapid has shrunk, the last one recorded is the minimal counterexample.
+func (s *Spec[In, Out]) recordingProperty(implName string, impl catalog.Func[In, Out], kind Kind, record func(*Failure)) func(*rapid.T) {
 	return func(t *rapid.T) {
 		var in In
 		var want *ref.Sentinel
@@ -209,18 +215,26 @@ func (s *Spec[In, Out]) Property(implName string, impl catalog.Func[In, Out], ki
 			in = s.Valid.Draw(t, "in")
 		}
 		if reason, diff := s.Check(implName, impl, in, want); reason != "" {
-			t.Fatal(s.failure(implName, "rapid", 0, in, reason, diff).Error())
+			f := s.failure(implName, "shrunk", 0, in, reason, diff)
+			record(f)
+			t.Fatal(f.Error())
 		}
 	}
 }
 
-// Fixtures generates the op's golden cases from ref: every boundary and
-// regression case, then nValid valid and nInvalid invalid generated cases
-// (seeds 0…n-1). The output is a pure function of the generators and ref.
+// Fixtures is FixturesFrom(0, nValid, nInvalid): the golden set's cases.
 func (s *Spec[In, Out]) Fixtures(nValid, nInvalid int) []fixtures.Case {
+	return s.FixturesFrom(0, nValid, nInvalid)
+}
+
+// FixturesFrom generates cases from ref: every boundary and regression
+// case, then nValid valid and nInvalid invalid generated cases with seeds
+// seed…seed+n-1. The output is a pure function of the arguments, the
+// generators and ref.
+func (s *Spec[In, Out]) FixturesFrom(seed, nValid, nInvalid int) []fixtures.Case {
 	var cs []fixtures.Case
 	add := func(name string, seed int, in In) {
-		b, err := json.Marshal(in)
+		b, err := catalog.Marshal(in)
 		if err != nil {
 			panic(fmt.Sprintf("%s %s: input does not encode: %v", s.Op.OpName, name, err))
 		}
@@ -231,10 +245,10 @@ func (s *Spec[In, Out]) Fixtures(nValid, nInvalid int) []fixtures.Case {
 	for _, c := range s.tableCases() {
 		add(c.Name, 0, c.In)
 	}
-	for i := range nValid {
+	for i := seed; i < seed+nValid; i++ {
 		add(fmt.Sprintf("valid/%d", i), i, s.Valid.Example(i))
 	}
-	for i := range nInvalid {
+	for i := seed; i < seed+nInvalid; i++ {
 		add(fmt.Sprintf("invalid/%d", i), i, s.Invalid.Example(i).In)
 	}
 	return cs

@@ -1,6 +1,7 @@
 package equiv_test
 
 import (
+	"flag"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -10,7 +11,15 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain disables rapid's fail files (failures print the shrunk input and
+// the seed instead; TestShrink… fails on purpose) and checks for leaks.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if err := flag.Set("rapid.nofailfile", "true"); err != nil {
+		panic(err)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // TestAllImplementations runs every suite's property on every implementation
 // present in this build, over valid and invalid inputs, then the boundary

@@ -22,8 +22,13 @@ type Suite interface {
 	Tables(impl catalog.Impl) ([]*Failure, error)
 	// Property is the rapid property of impl over kind.
 	Property(impl catalog.Impl, kind Kind) (func(*rapid.T), error)
-	// Fixtures generates golden cases from ref.
+	// Fixtures generates golden cases from ref (seeds from 0).
 	Fixtures(nValid, nInvalid int) []fixtures.Case
+	// FixturesFrom generates cases from ref with seeds from seed.
+	FixturesFrom(seed, nValid, nInvalid int) []fixtures.Case
+	// Shrink runs impl's rapid property over kind and returns rapid's
+	// minimal counterexample, or nil when rapid finds none.
+	Shrink(impl catalog.Impl, kind Kind) (*Failure, error)
 	// TableSizes reports how many boundary and regression cases there are.
 	TableSizes() (boundary, regressions int)
 }
@@ -65,6 +70,18 @@ func (u suite[In, Out]) Property(impl catalog.Impl, kind Kind) (func(*rapid.T), 
 
 func (u suite[In, Out]) Fixtures(nValid, nInvalid int) []fixtures.Case {
 	return u.s.Fixtures(nValid, nInvalid)
+}
+
+func (u suite[In, Out]) FixturesFrom(seed, nValid, nInvalid int) []fixtures.Case {
+	return u.s.FixturesFrom(seed, nValid, nInvalid)
+}
+
+func (u suite[In, Out]) Shrink(impl catalog.Impl, kind Kind) (*Failure, error) {
+	f, err := u.s.Op.Func(impl)
+	if err != nil {
+		return nil, err
+	}
+	return u.s.Shrink(string(impl), f, kind), nil
 }
 
 // Suites returns the differential suite of every op, in name order.
@@ -150,3 +167,13 @@ func (m *Mutant[In, Out]) Regression() (*Failure, error) {
 	}
 	return nil, nil
 }
+
+// Golden-set sizes: how many generated cases per op `make fixtures` writes
+// beside the boundary and regression tables.
+const (
+	GoldenValid   = 20
+	GoldenInvalid = 10
+)
+
+// GoldenFileName is the golden fixture file of op inside fixtures/testdata.
+func GoldenFileName(op string) string { return op + ".jsonl" }

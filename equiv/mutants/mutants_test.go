@@ -1,7 +1,10 @@
 package mutants_test
 
 import (
+	"os"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/equiv/mutants"
@@ -41,5 +44,21 @@ func TestEveryMutantNamesASuite(t *testing.T) {
 		if _, ok := equiv.Lookup(m.Op()); !ok {
 			t.Errorf("mutant %s replaces unknown op %s", m.Name(), m.Op())
 		}
+	}
+}
+
+// TestBugZooPageIsCurrent keeps docs/bugzoo.md generated from the suite:
+// run `make bugzoo` after changing a mutant, a generator or a regression case.
+func TestBugZooPageIsCurrent(t *testing.T) {
+	want, err := mutants.ZooMarkdown()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../../docs/bugzoo.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Errorf("docs/bugzoo.md is stale; run `make bugzoo`:\n%s", cmp.Diff(want, string(got)))
 	}
 }

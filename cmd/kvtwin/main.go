@@ -1,0 +1,62 @@
+// Command kvtwin serves, audits, benchmarks and replays kvtwin's catalog of
+// KV-cache algorithms: `kvtwin serve`, `kvtwin audit`, `kvtwin fixtures gen|check`
+// and `kvtwin bench`. Run `kvtwin help` for the flags of each.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a process exit code out of a command without printing
+// usage; commands return it when they ran but found failures.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func main() {
+	// audit and bench run Go's testing machinery (rapid, testing.Benchmark)
+	// outside `go test`; testing.Init registers the flags they consult.
+	testing.Init()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "kvtwin:", ee.msg)
+		}
+		return ee.code
+	default:
+		fmt.Fprintln(stderr, "kvtwin:", err)
+		return 2
+	}
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kvtwin",
+		Short:         "Reference and fast twins of LLM KV-cache algorithms, checked byte for byte",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newServeCmd(), newAuditCmd(), newFixturesCmd(), newBenchCmd(), newBugzooCmd())
+	return root
+}
