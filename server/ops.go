@@ -91,14 +91,13 @@ func (s *Server) parseCall(r *http.Request) (call, *apiError) {
 	if aerr := checkQueryKeys(q); aerr != nil {
 		return c, aerr
 	}
-	c.impl = s.cfg.Impl
+	impl := s.cfg.Impl
 	if v, ok := q["impl"]; ok {
-		impl, err := catalog.ParseImpl(v[0])
-		if err != nil {
+		if impl, err = catalog.ParseImpl(v[0]); err != nil {
 			return c, badRequest("impl", "impl: %v", err)
 		}
-		c.impl = impl
 	}
+	c.impl = impl
 	if v, ok := q["compare"]; ok {
 		if c.compare, err = strconv.ParseBool(v[0]); err != nil {
 			return c, badRequest("compare", "compare = %q: want 1 or 0 (true or false)", v[0])

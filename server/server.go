@@ -180,6 +180,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info("serving", "addr", ln.Addr().String(), "impl", string(s.cfg.Impl), "ops", len(s.ops))
 	select {
 	case err := <-served:
+		hs.Close() // the listener failed; do not leave its connections behind
 		return fmt.Errorf("server: serve %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
