@@ -279,6 +279,9 @@ func TestAPanickingOpIsRecoveredAs500LoggedAndCounted(t *testing.T) {
 	if n := metric(t, ts, "kvtwin_recovered_panics_total"); n != 1 {
 		t.Errorf("recovered panics %v, want 1", n)
 	}
+	if n := metric(t, ts, "kvtwin_op_requests_in_flight"); n != 0 {
+		t.Errorf("the panicked request still holds its concurrency slot (in flight %v)", n)
+	}
 	if n := metric(t, ts, `kvtwin_op_requests_total{code="500",impl="fast",op="test.panic"}`); n != 1 {
 		t.Errorf("the panicked request is counted %v times as a 500, want 1", n)
 	}
