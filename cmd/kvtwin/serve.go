@@ -1,7 +1,77 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/server"
+)
 
 func newServeCmd() *cobra.Command {
-	return &cobra.Command{Use: "serve", Short: "placeholder until server lands"}
+	cfg := server.DefaultConfig()
+	var impl, logLevel, logFormat string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the catalog over HTTP (127.0.0.1:8080, fast path) until SIGTERM or SIGINT, then drain",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			i, err := catalog.ParseImpl(impl)
+			if err != nil {
+				return fmt.Errorf("--impl: %w", err)
+			}
+			cfg.Impl = i
+			logger, err := newLogger(cmd.ErrOrStderr(), logLevel, logFormat)
+			if err != nil {
+				return err
+			}
+			cfg.Logger = logger
+			srv, err := server.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			if err := srv.ListenAndServe(ctx); err != nil {
+				return &exitError{code: 1, msg: err.Error()}
+			}
+			logger.Info("stopped cleanly")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Addr, "addr", envOr("KVTWIN_ADDR", cfg.Addr), "listen address (host:port); binds loopback unless told otherwise")
+	f.StringVar(&impl, "impl", envOr("KVTWIN_IMPL", string(cfg.Impl)), "implementation: ref, fast or cuda (cuda needs a cuda build and a device)")
+	f.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body; larger ones get 413")
+	f.Int64Var(&cfg.Limits.MaxOutputBytes, "max-output-bytes", cfg.Limits.MaxOutputBytes, "largest output an op may allocate")
+	f.IntVar(&cfg.MaxConcurrent, "max-concurrent", cfg.MaxConcurrent, "op requests in flight; beyond it 429")
+	f.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "http.Server ReadHeaderTimeout")
+	f.DurationVar(&cfg.ReadTimeout, "read-timeout", cfg.ReadTimeout, "http.Server ReadTimeout")
+	f.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "http.Server WriteTimeout")
+	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "http.Server IdleTimeout")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "graceful drain limit after SIGTERM")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&logFormat, "log-format", "text", "text or json")
+	return cmd
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }

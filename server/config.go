@@ -1,0 +1,135 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"time"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// ErrBadConfig is the sentinel of every configuration error New returns; the
+// error itself is an *ref.InputError naming the Config field, its value and
+// the bound it broke.
+var ErrBadConfig = ref.NewSentinel("bad_config", "invalid server configuration")
+
+// DefaultMaxBodyBytes is the request body limit of DefaultConfig (64 MiB).
+const DefaultMaxBodyBytes int64 = 64 << 20
+
+// Config configures a Server. Start from DefaultConfig: New rejects zero
+// limits and timeouts rather than guessing what they should have been.
+type Config struct {
+	// Addr is the listen address of ListenAndServe; 127.0.0.1 unless told otherwise.
+	Addr string
+	// Impl is the implementation op requests run on; ?impl= overrides it per request.
+	// Every op must have it in this build: nothing falls back to another implementation.
+	Impl catalog.Impl
+	// Limits are passed to every op run.
+	Limits ref.Limits
+	// MaxBodyBytes bounds a request body; larger bodies get 413.
+	MaxBodyBytes int64
+	// MaxConcurrent bounds the op requests in flight; the next one gets 429.
+	// It also bounds memory: at most MaxConcurrent bodies are held at once.
+	MaxConcurrent int
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are the
+	// http.Server timeouts; ShutdownTimeout bounds the graceful drain.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout, ShutdownTimeout time.Duration
+	// Logger receives structured logs: panics at ERROR, request errors at
+	// WARN, successes at DEBUG. Use slog.New(slog.DiscardHandler) to silence it.
+	Logger *slog.Logger
+	// Entries replaces catalog.All() as the ops served. It exists for tests
+	// (an op that panics or blocks); nil, the default, serves catalog.All().
+	Entries []catalog.Entry
+}
+
+// DefaultConfig returns the configuration `kvtwin serve` starts from: the
+// fast implementation on 127.0.0.1:8080, 64 MiB bodies, one op request in
+// flight per CPU (ops are CPU-bound; more would only queue), default op
+// limits, and timeouts sized for the largest body and output.
+func DefaultConfig() Config {
+	return Config{
+		Addr:              "127.0.0.1:8080",
+		Impl:              catalog.Fast,
+		Limits:            ref.DefaultLimits(),
+		MaxBodyBytes:      DefaultMaxBodyBytes,
+		MaxConcurrent:     runtime.GOMAXPROCS(0),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ShutdownTimeout:   30 * time.Second,
+		Logger:            slog.Default(),
+	}
+}
+
+// validate returns the first field of cfg that is out of bounds, in field
+// order, as an *ref.InputError wrapping ErrBadConfig.
+func (cfg Config) validate() error {
+	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
+		return ref.Reject(ErrBadConfig, "Addr", cfg.Addr, "host:port ("+err.Error()+")")
+	}
+	if _, err := catalog.ParseImpl(string(cfg.Impl)); err != nil {
+		return ref.Reject(ErrBadConfig, "Impl", string(cfg.Impl), "ref, fast or cuda")
+	}
+	if cfg.Limits.MaxOutputBytes < 1 {
+		return ref.Reject(ErrBadConfig, "Limits.MaxOutputBytes", cfg.Limits.MaxOutputBytes, ">= 1")
+	}
+	if cfg.MaxBodyBytes < 1 {
+		return ref.Reject(ErrBadConfig, "MaxBodyBytes", cfg.MaxBodyBytes, ">= 1")
+	}
+	if cfg.MaxConcurrent < 1 {
+		return ref.Reject(ErrBadConfig, "MaxConcurrent", cfg.MaxConcurrent, ">= 1")
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"ReadHeaderTimeout", cfg.ReadHeaderTimeout}, {"ReadTimeout", cfg.ReadTimeout},
+		{"WriteTimeout", cfg.WriteTimeout}, {"IdleTimeout", cfg.IdleTimeout},
+		{"ShutdownTimeout", cfg.ShutdownTimeout},
+	} {
+		if d.v <= 0 {
+			return ref.Reject(ErrBadConfig, d.field, d.v.String(), "> 0")
+		}
+	}
+	if cfg.Logger == nil {
+		return ref.Reject(ErrBadConfig, "Logger", "nil", "a *slog.Logger (slog.New(slog.DiscardHandler) to silence)")
+	}
+	if cfg.Entries != nil {
+		return validateEntries(cfg.Entries)
+	}
+	return nil
+}
+
+func validateEntries(entries []catalog.Entry) error {
+	if len(entries) == 0 {
+		return ref.Reject(ErrBadConfig, "Entries", "[]", "at least one entry, or nil for catalog.All()")
+	}
+	seen := make(map[string]bool, len(entries))
+	for i, e := range entries {
+		if e == nil {
+			return ref.Reject(ErrBadConfig, ref.Idx("Entries", i), "nil", "a catalog.Entry")
+		}
+		if seen[e.Name()] {
+			return ref.Reject(ErrBadConfig, ref.Idx("Entries", i), e.Name(), "a name not already served")
+		}
+		seen[e.Name()] = true
+	}
+	return nil
+}
+
+// checkImplEverywhere rejects an Impl that some served op lacks, with the
+// catalog's own reason (e.g. built without -tags cuda): serving it would
+// mean failing or falling back on those ops, and kvtwin does neither.
+func checkImplEverywhere(impl catalog.Impl, ops []*opInfo) error {
+	for _, o := range ops {
+		if reason := o.unavailable[impl]; reason != nil {
+			return fmt.Errorf("%w; %w", ref.Reject(ErrBadConfig, "Impl", string(impl),
+				"an implementation every op has in this build; kvtwin never falls back"), reason)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sync/atomic"
+
+	"github.com/gorilla/mux"
+
+	"github.com/kvtwin/kvtwin/catalog"
+)
+
+// allImpls is every implementation name, in the order readiness reports them.
+func allImpls() []catalog.Impl { return []catalog.Impl{catalog.Ref, catalog.Fast, catalog.CUDA} }
+
+// Server serves the catalog over HTTP. Build it with New; it is safe for
+// concurrent use and serves once (Serve or ListenAndServe).
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	ops      []*opInfo
+	byName   map[string]*opInfo
+	listBody []byte
+	metrics  *metrics
+	handler  http.Handler
+
+	draining atomic.Bool
+	inflight atomic.Int64
+	served   atomic.Bool
+}
+
+// opInfo is one served op with, per implementation it lacks, the reason.
+type opInfo struct {
+	entry       catalog.Entry
+	unavailable map[catalog.Impl]error
+}
+
+// New validates cfg and builds a Server over cfg.Entries (catalog.All() when
+// nil). A configuration error is an *ref.InputError wrapping ErrBadConfig
+// that names the field, its value and the bound; an Impl some op lacks in
+// this build (cuda without -tags cuda) is rejected with the catalog's reason.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	entries := cfg.Entries
+	if entries == nil {
+		entries = catalog.All()
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, byName: make(map[string]*opInfo, len(entries))}
+	for _, e := range entries {
+		o := &opInfo{entry: e, unavailable: unavailableImpls(e, cfg)}
+		s.ops = append(s.ops, o)
+		s.byName[e.Name()] = o
+	}
+	if err := checkImplEverywhere(cfg.Impl, s.ops); err != nil {
+		return nil, err
+	}
+	body, err := encodeOpList(s.ops)
+	if err != nil {
+		return nil, err
+	}
+	s.listBody = body
+	s.metrics = newMetrics(&s.inflight)
+	s.handler = s.routes()
+	return s, nil
+}
+
+// unavailableImpls asks the entry why each implementation it does not list
+// is missing. Entry.Run answers ErrImplUnavailable, with the reason, before
+// it reads its input, so the probe runs nothing.
+func unavailableImpls(e catalog.Entry, cfg Config) map[catalog.Impl]error {
+	missing := map[catalog.Impl]error{}
+	for _, impl := range allImpls() {
+		if slices.Contains(e.Impls(), impl) {
+			continue
+		}
+		_, err := e.Run(impl, cfg.Limits, nil)
+		if !errors.Is(err, catalog.ErrImplUnavailable) {
+			err = fmt.Errorf("%s: %w: %s is not one of its implementations %v", e.Name(), catalog.ErrImplUnavailable, impl, e.Impls())
+		}
+		missing[impl] = err
+	}
+	return missing
+}
+
+// opListing is one element of the GET /v1/ops array.
+type opListing struct {
+	Name    string          `json:"name"`
+	Spec    string          `json:"spec"`
+	Doc     string          `json:"doc"`
+	Impls   []catalog.Impl  `json:"impls"`
+	Example json.RawMessage `json:"example"`
+}
+
+// encodeOpList encodes GET /v1/ops once: the catalog is fixed for the
+// server's lifetime.
+func encodeOpList(ops []*opInfo) ([]byte, error) {
+	list := make([]opListing, 0, len(ops))
+	for _, o := range ops {
+		e := o.entry
+		list = append(list, opListing{Name: e.Name(), Spec: e.Spec(), Doc: e.Doc(), Impls: e.Impls(), Example: e.Example()})
+	}
+	b, err := encode(list)
+	if err != nil {
+		return nil, fmt.Errorf("encode GET /v1/ops: %w", err)
+	}
+	return b, nil
+}
+
+// Handler returns the server's root handler (routes, drain gate, panic
+// recovery), for tests and for embedding behind another server.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// routes builds the router. Each path also answers every other method with
+// 405 and an Allow header, so a wrong method is never mistaken for a 404.
+func (s *Server) routes() http.Handler {
+	r := mux.NewRouter()
+	r.NotFoundHandler = http.HandlerFunc(s.notFound)
+	r.MethodNotAllowedHandler = http.HandlerFunc(s.methodNotAllowed)
+	route := func(path, method string, h http.HandlerFunc) {
+		r.Handle(path, h).Methods(method)
+		r.Handle(path, s.allowOnly(method))
+	}
+	route("/v1/ops", http.MethodGet, s.drainGate(s.handleList))
+	route("/v1/ops/{name}", http.MethodPost, s.drainGate(s.handleOp))
+	route("/healthz", http.MethodGet, s.handleHealthz)
+	route("/readyz", http.MethodGet, s.handleReadyz)
+	route("/metrics", http.MethodGet, s.metrics.handler().ServeHTTP)
+	return s.recoverPanics(r)
+}
+
+// httpServer is the http.Server Serve runs: the configured timeouts, and
+// net/http's own errors (TLS, malformed requests) logged at WARN.
+func (s *Server) httpServer() *http.Server {
+	return &http.Server{
+		Addr:              s.cfg.Addr,
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// ErrServed is returned by a second call to Serve or ListenAndServe: a
+// drained server does not come back.
+var ErrServed = errors.New("server: already served")
+
+// ListenAndServe listens on Config.Addr and calls Serve.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("server: listen: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx is done, then drains: /readyz and new requests
+// answer 503, ln is closed, and requests in flight get Config.ShutdownTimeout
+// to finish. It returns nil on a clean shutdown, an error naming
+// ShutdownTimeout when requests were cut off, or the listener's error if
+// serving failed first. ln is closed in every case.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if !s.served.CompareAndSwap(false, true) {
+		ln.Close()
+		return ErrServed
+	}
+	hs := s.httpServer()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	s.log.Info("serving", "addr", ln.Addr().String(), "impl", string(s.cfg.Impl), "ops", len(s.ops))
+	select {
+	case err := <-served:
+		hs.Close() // the listener failed; do not leave its connections behind
+		return fmt.Errorf("server: serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	return s.drain(ctx, hs, served)
+}
+
+// drain shuts hs down gracefully within ShutdownTimeout, then closes what is
+// left so no connection outlives Serve.
+func (s *Server) drain(ctx context.Context, hs *http.Server, served <-chan error) error {
+	s.draining.Store(true)
+	s.log.Info("draining", "in_flight", s.inflight.Load(), "shutdown_timeout", s.cfg.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if err != nil {
+		hs.Close()
+		err = fmt.Errorf("server: requests still in flight after ShutdownTimeout (%s) were cut off: %w", s.cfg.ShutdownTimeout, err)
+	}
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = fmt.Errorf("server: serve: %w", serr)
+	}
+	if err != nil {
+		s.log.Error("shutdown", "err", err)
+		return err
+	}
+	s.log.Info("shut down cleanly")
+	return nil
+}
