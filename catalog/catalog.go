@@ -290,6 +290,7 @@ func Marshal(v any) ([]byte, error) {
 func All() []Entry {
 	entries := []Entry{
 		FilterCPRank(),
+		SamplingPack(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

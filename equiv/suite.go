@@ -88,6 +88,7 @@ func (u suite[In, Out]) Shrink(impl catalog.Impl, kind Kind) (*Failure, error) {
 func Suites() []Suite {
 	return []Suite{
 		Erase(FilterCPRank()),
+		Erase(SamplingPack()),
 	}
 }
 
