@@ -71,6 +71,7 @@ func TestNewRefusesCUDAWhenAnOpHasNoCUDATwinAndSaysWhy(t *testing.T) {
 	}
 	cfg := server.DefaultConfig()
 	cfg.Impl = catalog.CUDA
+	cfg.Entries = []catalog.Entry{entry}
 	_, err := server.New(cfg)
 	if !errors.Is(err, server.ErrBadConfig) || !errors.Is(err, catalog.ErrImplUnavailable) {
 		t.Fatalf("New with Impl cuda = %v, want ErrBadConfig and ErrImplUnavailable", err)
