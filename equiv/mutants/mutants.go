@@ -14,5 +14,8 @@ const MaxCases = 1000
 func All() []equiv.Killable {
 	return []equiv.Killable{
 		ChunkPageStartZero(),
+		PrebuiltSliceFromZero(),
+		StateLayersPairedByCount(),
+		IndexBytesUseAllLayers(),
 	}
 }
