@@ -291,6 +291,8 @@ func All() []Entry {
 	entries := []Entry{
 		FilterCPRank(),
 		SamplingPack(),
+		PrebuiltSlice(),
+		StateLayerPairing(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

@@ -15,5 +15,8 @@ func All() []equiv.Killable {
 	return []equiv.Killable{
 		ChunkPageStartZero(),
 		FlagsFromFloat32(),
+		PrebuiltSliceFromZero(),
+		StateLayersPairedByCount(),
+		IndexBytesUseAllLayers(),
 	}
 }

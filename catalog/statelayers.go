@@ -1,0 +1,76 @@
+package catalog
+
+import (
+	"math/rand/v2"
+	"strings"
+
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// StateLayerPairing registers transfer.state_layer_pairing (transfer.md §6).
+func StateLayerPairing() *Op[ref.StateLayerPairingInput, ref.StateLayerPairingOutput] {
+	pattern := "FSSSFSSS"
+	return &Op[ref.StateLayerPairingInput, ref.StateLayerPairingOutput]{
+		OpName:  "transfer.state_layer_pairing",
+		SpecRef: "transfer.md §6",
+		Summary: "pair prefill and decode NSA index state buffers by logical layer id, and their compact slots",
+		Ref:     ref.StateLayerPairing,
+		Fast:    fast.StateLayerPairing,
+		Sample: ref.StateLayerPairingInput{
+			PPSize: 1,
+			Src:    ref.StateRegistration{Ptrs: []uint64{0x1000, 0x2000}, ItemLens: []uint64{8448, 8448}, LayerIDs: []int64{0, 4}},
+			Dst:    ref.StateRegistration{Ptrs: []uint64{0x9000, 0xa000}, ItemLens: []uint64{8448, 8448}, LayerIDs: []int64{4, 0}},
+			Index: &ref.IndexConfig{NumHiddenLayers: 8, Pattern: &pattern,
+				Capacity: &ref.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}},
+		},
+		Shapes: []Shape[ref.StateLayerPairingInput]{
+			{Name: "glm5-78-layers-same-order", Make: func() ref.StateLayerPairingInput { return glm5State(1, false) }},
+			{Name: "glm5-78-layers-shuffled-dst", Make: func() ref.StateLayerPairingInput { return glm5State(1, true) }},
+			{Name: "glm5-78-layers-pp4-stage", Make: func() ref.StateLayerPairingInput { return glm5State(4, true) }},
+		},
+	}
+}
+
+// glm5State is a GLM-5-shaped registration: 78 layers with pattern
+// FFF(SSSF)…, i.e. 21 active index layers plus one draft layer, K and V
+// groups registered as two buffers each. With pp > 1 the prefill side holds
+// one stage's contiguous share of the buffers; shuffle reorders decode's.
+func glm5State(pp int, shuffle bool) ref.StateLayerPairingInput {
+	pattern := "FFF" + strings.Repeat("SSSF", 18) + "SSS"
+	var ids []int64
+	for range 2 {
+		for l := range len(pattern) {
+			if pattern[l] == 'F' {
+				ids = append(ids, int64(l))
+			}
+		}
+		ids = append(ids, ref.DraftLayerIDBase)
+	}
+	dst := registration(ids, 0x7f00_0000_0000)
+	if shuffle {
+		rng := rand.New(rand.NewPCG(7, 8))
+		rng.Shuffle(len(ids), func(i, j int) {
+			dst.Ptrs[i], dst.Ptrs[j] = dst.Ptrs[j], dst.Ptrs[i]
+			dst.ItemLens[i], dst.ItemLens[j] = dst.ItemLens[j], dst.ItemLens[i]
+			dst.LayerIDs[i], dst.LayerIDs[j] = dst.LayerIDs[j], dst.LayerIDs[i]
+		})
+	}
+	stage := len(ids) / pp
+	src := registration(ids[:stage], 0x7e00_0000_0000)
+	return ref.StateLayerPairingInput{PPSize: pp, Src: src, Dst: dst,
+		Index: &ref.IndexConfig{NumHiddenLayers: int64(len(pattern)), Pattern: &pattern,
+			Capacity: &ref.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}}}
+}
+
+// registration lays buffers out back to back from base, 64 pages of 132
+// bytes per token each.
+func registration(ids []int64, base uint64) ref.StateRegistration {
+	const itemLen = 64 * 132
+	r := ref.StateRegistration{LayerIDs: append([]int64(nil), ids...)}
+	for k := range ids {
+		r.Ptrs = append(r.Ptrs, base+uint64(k)*itemLen*4096)
+		r.ItemLens = append(r.ItemLens, itemLen)
+	}
+	return r
+}
