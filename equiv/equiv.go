@@ -47,6 +47,17 @@ type Case[In any] struct {
 	In In
 }
 
+// Refusal is a named input that ref must reject with Want: a historic bug
+// whose fix is a refusal, so its minimal distinguishing input is invalid.
+type Refusal[In any] struct {
+	// Name identifies the case; it equals the mutant's ID.
+	Name string
+	// In is the input.
+	In In
+	// Want is the sentinel ref rejects it with.
+	Want *ref.Sentinel
+}
+
 // Prop is one spec property, checked on every accepted result.
 type Prop[In, Out any] struct {
 	// Name is the property's name, e.g. "shift-equivariance".
@@ -68,6 +79,10 @@ type Spec[In, Out any] struct {
 	// Regressions lists each historic bug's minimal distinguishing input,
 	// named as its mutant is (see package mutants).
 	Regressions []Case[In]
+	// Refusals lists the historic bugs whose fix is to reject the input
+	// (the bug accepted it), named as their mutants are. They run and land
+	// in the golden set with Regressions, as regression/<name>.
+	Refusals []Refusal[In]
 	// Props are the spec's properties.
 	Props []Prop[In, Out]
 }
@@ -178,20 +193,25 @@ func (s *Spec[In, Out]) draw(kind Kind, seed int) (In, *ref.Sentinel) {
 func (s *Spec[In, Out]) Tables(implName string, impl catalog.Func[In, Out]) []*Failure {
 	var fs []*Failure
 	for _, c := range s.tableCases() {
-		if reason, diff := s.Check(implName, impl, c.In, nil); reason != "" {
+		if reason, diff := s.Check(implName, impl, c.In, c.Want); reason != "" {
 			fs = append(fs, s.failure(implName, c.Name, 0, c.In, reason, diff))
 		}
 	}
 	return fs
 }
 
-func (s *Spec[In, Out]) tableCases() []Case[In] {
-	var cs []Case[In]
+// tableCases lists boundary, regression and refusal cases with their full
+// names; Want is nil for the cases ref must accept.
+func (s *Spec[In, Out]) tableCases() []Refusal[In] {
+	var cs []Refusal[In]
 	for _, c := range s.Boundary {
-		cs = append(cs, Case[In]{Name: "boundary/" + c.Name, In: c.In})
+		cs = append(cs, Refusal[In]{Name: "boundary/" + c.Name, In: c.In})
 	}
 	for _, c := range s.Regressions {
-		cs = append(cs, Case[In]{Name: "regression/" + c.Name, In: c.In})
+		cs = append(cs, Refusal[In]{Name: "regression/" + c.Name, In: c.In})
+	}
+	for _, c := range s.Refusals {
+		cs = append(cs, Refusal[In]{Name: "regression/" + c.Name, In: c.In, Want: c.Want})
 	}
 	return cs
 }
@@ -242,11 +262,23 @@ func (s *Spec[In, Out]) Fixtures(nValid, nInvalid int) []fixtures.Case {
 
 // Regression returns the regression case called name.
 func (s *Spec[In, Out]) Regression(name string) (In, bool) {
+	in, _, ok := s.regression(name)
+	return in, ok
+}
+
+// regression finds name among Regressions and Refusals, with the sentinel
+// ref must reject it with (nil for a regression ref accepts).
+func (s *Spec[In, Out]) regression(name string) (In, *ref.Sentinel, bool) {
 	for _, c := range s.Regressions {
 		if c.Name == name {
-			return c.In, true
+			return c.In, nil, true
+		}
+	}
+	for _, c := range s.Refusals {
+		if c.Name == name {
+			return c.In, c.Want, true
 		}
 	}
 	var zero In
-	return zero, false
+	return zero, nil, false
 }

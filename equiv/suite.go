@@ -36,7 +36,7 @@ func Erase[In, Out any](s *Spec[In, Out]) Suite { return suite[In, Out]{s} }
 func (u suite[In, Out]) Name() string         { return u.s.Op.OpName }
 func (u suite[In, Out]) Entry() catalog.Entry { return u.s.Op }
 func (u suite[In, Out]) TableSizes() (int, int) {
-	return len(u.s.Boundary), len(u.s.Regressions)
+	return len(u.s.Boundary), len(u.s.Regressions) + len(u.s.Refusals)
 }
 
 func (u suite[In, Out]) Trial(impl catalog.Impl, kind Kind, seed int) (*Failure, error) {
@@ -140,12 +140,12 @@ func (m *Mutant[In, Out]) Hunt(maxCases int) (int, *Failure) {
 }
 
 func (m *Mutant[In, Out]) Regression() (*Failure, error) {
-	in, ok := m.Spec.Regression(m.ID)
+	in, want, ok := m.Spec.regression(m.ID)
 	if !ok {
 		return nil, fmt.Errorf("%s has no regression case %q", m.Spec.Op.OpName, m.ID)
 	}
 	name := "mutant:" + m.ID
-	if reason, diff := m.Spec.Check(name, m.Fn, in, nil); reason != "" {
+	if reason, diff := m.Spec.Check(name, m.Fn, in, want); reason != "" {
 		return m.Spec.failure(name, "regression/"+m.ID, 0, in, reason, diff), nil
 	}
 	return nil, nil
