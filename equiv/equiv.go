@@ -134,7 +134,7 @@ func (s *Spec[In, Out]) Check(implName string, impl catalog.Func[In, Out], in In
 	case want != nil && !errors.Is(rerr, want):
 		return fmt.Sprintf("ref returned %v, want sentinel %q", rerr, want.Code()), ""
 	}
-	iout, ierr, panicked := protect(impl, lim, in)
+	iout, panicked, ierr := protect(impl, lim, in)
 	if panicked != "" {
 		return "panic: " + panicked, ""
 	}
@@ -157,14 +157,14 @@ func (s *Spec[In, Out]) Check(implName string, impl catalog.Func[In, Out], in In
 	return "", ""
 }
 
-func protect[In, Out any](f catalog.Func[In, Out], lim ref.Limits, in In) (out Out, err error, panicked string) {
+func protect[In, Out any](f catalog.Func[In, Out], lim ref.Limits, in In) (out Out, panicked string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			panicked = fmt.Sprintf("%v\n%s", r, debug.Stack())
 		}
 	}()
 	out, err = f(lim, in)
-	return out, err, ""
+	return out, "", err
 }
 
 func (s *Spec[In, Out]) failure(implName, name string, seed int64, in In, reason, diff string) *Failure {
