@@ -27,29 +27,56 @@ func stridesOf(g ref.HostGeometry) strides {
 // HostOffsets is the strided twin of ref.HostOffsets (transfer.md §7.1):
 // the per-layout strides are computed once, a token's page and in-page
 // position collapse into one multiply wherever page = P×token stride (all
-// but PFD), and every span's ranges live in one exact-size backing slice.
+// but PFD), every span's ranges live in one exact-size backing slice, and
+// the range checks ride along in the same pass (one unsigned compare per
+// coordinate), deferring to ref's checks only to word the first rejection.
 func HostOffsets(lim ref.Limits, in ref.HostOffsetsInput) (ref.HostOffsetsOutput, error) {
-	g, err := ref.ValidateHostOffsets(lim, in)
+	g, err := ref.CheckHostOffsetsGeometry(in)
 	if err != nil {
 		return ref.HostOffsetsOutput{}, err
 	}
-	s, P := stridesOf(g), g.P
-	offsets := make([]int64, len(in.Points))
-	if s.page == P*s.tok {
-		for i, pt := range in.Points {
-			offsets[i] = pt.KV*s.plane + pt.Layer*s.layer + pt.Token*s.tok + pt.Byte
+	offsets, err := pointOffsets(g, in.Points)
+	if err != nil {
+		return ref.HostOffsetsOutput{}, err
+	}
+	planes, L, NP := uint64(g.Planes()), uint64(g.L), uint64(g.NP)
+	for i, q := range in.Spans {
+		if uint64(q.KV) >= planes || uint64(q.Layer) >= L || uint64(q.Page) >= NP {
+			return ref.HostOffsetsOutput{}, ref.CheckPageQuery(g, i, q)
 		}
-	} else {
-		for i, pt := range in.Points {
-			offsets[i] = pt.KV*s.plane + pt.Layer*s.layer + pt.Token/P*s.page + pt.Token%P*s.tok + pt.Byte
-		}
+	}
+	if err := ref.CheckSpansOutput(lim, g, len(in.Spans)); err != nil {
+		return ref.HostOffsetsOutput{}, err
 	}
 	return ref.HostOffsetsOutput{
 		Offsets:                    offsets,
-		Spans:                      pageSpans(g, s, in.Spans),
+		Spans:                      pageSpans(g, stridesOf(g), in.Spans),
 		TotalBytes:                 g.TotalBytes(),
 		PageContiguousAcrossLayers: g.PageContiguousAcrossLayers(),
 	}, nil
+}
+
+// pointOffsets checks and places every point in one pass; a negative
+// coordinate is a huge unsigned one, so one compare per coordinate bounds
+// it on both sides.
+func pointOffsets(g ref.HostGeometry, pts []ref.HostPoint) ([]int64, error) {
+	s, P := stridesOf(g), g.P
+	planes, L, S, tb := uint64(g.Planes()), uint64(g.L), uint64(g.S()), uint64(g.TB)
+	linear := s.page == P*s.tok // every layout but PFD: p×page + o×tok = t×tok
+	offsets := make([]int64, len(pts))
+	for i, pt := range pts {
+		if uint64(pt.KV) >= planes || uint64(pt.Layer) >= L || uint64(pt.Token) >= S || uint64(pt.Byte) >= tb {
+			return nil, ref.CheckPoint(g, i, pt)
+		}
+		off := pt.KV*s.plane + pt.Layer*s.layer + pt.Byte
+		if linear {
+			off += pt.Token * s.tok
+		} else {
+			off += pt.Token/P*s.page + pt.Token%P*s.tok
+		}
+		offsets[i] = off
+	}
+	return offsets, nil
 }
 
 // pageSpans answers the page queries: one pb range per query, or under PF

@@ -60,53 +60,55 @@ func (c *copier) flush() {
 // layerMajor reports LF or LPF, whose offsets coincide on an MLA buffer.
 func layerMajor(x ref.HostLayout) bool { return x == ref.LayerFirst || x == ref.LayerPageFirst }
 
-// relayout copies the arena whole when the layouts' offsets coincide, and
-// otherwise walks the source in memory order, each layer page being one
-// piece unless PF (whose layer page is P strided tokens) is on either side.
-// Sequential source pieces merge whenever their targets are adjacent too,
-// which is exactly ref's count of maximal runs.
+// relayout copies the arena whole when the layouts' offsets coincide.
+// Otherwise it walks the target in memory order, so the writes stream
+// sequentially while the reads come from at most L sequential streams,
+// each layer page being one piece unless PF (whose layer page is P strided
+// tokens) is on either side. Consecutive pieces merge whenever their
+// sources are adjacent too; a permutation and its inverse have the same
+// number of maximal runs, so this is ref's count, taken from the other side.
 func relayout(plan ref.ConvertPlan, src []byte) ref.LayoutConvertOutput {
 	from, to := plan.Host, plan.To
 	if from.Layout == to.Layout || (layerMajor(from.Layout) && layerMajor(to.Layout)) {
 		return ref.LayoutConvertOutput{Arena: bytes.Clone(src), Descriptors: 1}
 	}
 	c := copier{dst: make([]byte, len(src)), src: src}
-	t := stridesOf(to)
-	P, tb, pb := from.P, from.TB, from.PB()
+	f := stridesOf(from)
+	P, tb, pb := to.P, to.TB, to.PB()
 	byToken := from.Layout == ref.PageFirst || to.Layout == ref.PageFirst
-	var s int64 // the source cursor: the walk visits source bytes in order
+	var d int64 // the target cursor: the walk visits target bytes in order
 	layerPage := func(kv, l, p int64) {
-		d := kv*t.plane + l*t.layer + p*t.page
+		s := kv*f.plane + l*f.layer + p*f.page
 		if !byToken {
 			c.add(d, s, pb)
-			s += pb
+			d += pb
 			return
 		}
 		for o := range P {
-			c.add(d+o*t.tok, s, tb)
-			s += tb
+			c.add(d, s+o*f.tok, tb)
+			d += tb
 		}
 	}
-	for kv := range from.Planes() {
-		switch from.Layout {
+	for kv := range to.Planes() {
+		switch to.Layout {
 		case ref.PageFirst: // token-major: (p, o, l)
-			for p := range from.NP {
+			for p := range to.NP {
 				for o := range P {
-					for l := range from.L {
-						c.add(kv*t.plane+l*t.layer+p*t.page+o*t.tok, s, tb)
-						s += tb
+					for l := range to.L {
+						c.add(d, kv*f.plane+l*f.layer+p*f.page+o*f.tok, tb)
+						d += tb
 					}
 				}
 			}
 		case ref.PageFirstDirect: // page-major: (p, l)
-			for p := range from.NP {
-				for l := range from.L {
+			for p := range to.NP {
+				for l := range to.L {
 					layerPage(kv, l, p)
 				}
 			}
 		default: // layer-major: (l, p)
-			for l := range from.L {
-				for p := range from.NP {
+			for l := range to.L {
+				for p := range to.NP {
 					layerPage(kv, l, p)
 				}
 			}

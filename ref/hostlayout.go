@@ -305,11 +305,31 @@ type HostOffsetsOutput struct {
 }
 
 // ValidateHostOffsets checks in against transfer.md §7.1 in this order:
-// layout, pool, LPF-on-MHA, the sizes and their product, every point
-// (kv, layer, token, byte of points[0], then points[1], …), every span query
-// (kv, layer, page), and last the size of the spans output. It returns the
-// validated geometry.
+// the geometry (CheckHostOffsetsGeometry), every point (kv, layer, token,
+// byte of points[0], then points[1], …), every span query (kv, layer,
+// page), and last the size of the spans output (CheckSpansOutput). It
+// returns the validated geometry.
 func ValidateHostOffsets(lim Limits, in HostOffsetsInput) (HostGeometry, error) {
+	g, err := CheckHostOffsetsGeometry(in)
+	if err != nil {
+		return HostGeometry{}, err
+	}
+	for i, pt := range in.Points {
+		if err := CheckPoint(g, i, pt); err != nil {
+			return HostGeometry{}, err
+		}
+	}
+	for i, q := range in.Spans {
+		if err := CheckPageQuery(g, i, q); err != nil {
+			return HostGeometry{}, err
+		}
+	}
+	return g, CheckSpansOutput(lim, g, len(in.Spans))
+}
+
+// CheckHostOffsetsGeometry checks layout, pool, LPF-on-MHA, then the sizes
+// and their product, and returns the geometry.
+func CheckHostOffsetsGeometry(in HostOffsetsInput) (HostGeometry, error) {
 	if err := CheckHostLayout("layout", in.Layout); err != nil {
 		return HostGeometry{}, err
 	}
@@ -319,53 +339,61 @@ func ValidateHostOffsets(lim Limits, in HostOffsetsInput) (HostGeometry, error) 
 	if err := CheckLPFPool("layout", in.Layout, in.Pool); err != nil {
 		return HostGeometry{}, err
 	}
-	g, err := CheckHostSizes(in.Layout, in.Pool, in.Layers, in.Pages, in.PageSize, in.TokenBytes)
-	if err != nil {
-		return HostGeometry{}, err
-	}
-	for i, pt := range in.Points {
-		if err := CheckPoint(g, Idx("points", i), pt); err != nil {
-			return HostGeometry{}, err
-		}
-	}
-	for i, q := range in.Spans {
-		if err := CheckPageQuery(g, Idx("spans", i), q); err != nil {
-			return HostGeometry{}, err
-		}
-	}
-	n, per := int64(len(in.Spans)), g.RangesPerPage()
-	if MulOverflows(n, per) {
-		return HostGeometry{}, Reject(ErrOverflow, "spans", n, fmt.Sprintf("len(spans)×page_size <= %d", int64(math.MaxInt64)))
-	}
-	if err := lim.CheckOutput("spans", n*per, 16); err != nil {
-		return HostGeometry{}, err
-	}
-	return g, nil
+	return CheckHostSizes(in.Layout, in.Pool, in.Layers, in.Pages, in.PageSize, in.TokenBytes)
 }
 
-// CheckPoint checks one point's kv, layer, token and byte, in that order.
-func CheckPoint(g HostGeometry, field string, pt HostPoint) error {
-	if err := checkCoord(field+".kv", pt.KV, g.Planes(), "planes", ErrIndexOutOfRange); err != nil {
-		return err
+// CheckSpansOutput bounds the answer to n span queries: n ranges, or n×P
+// under PF, of 16 bytes each.
+func CheckSpansOutput(lim Limits, g HostGeometry, n int) error {
+	count, per := int64(n), g.RangesPerPage()
+	if MulOverflows(count, per) {
+		return Reject(ErrOverflow, "spans", count, fmt.Sprintf("len(spans)×page_size <= %d", int64(math.MaxInt64)))
 	}
-	if err := checkCoord(field+".layer", pt.Layer, g.L, "layers", ErrIndexOutOfRange); err != nil {
-		return err
-	}
-	if err := checkCoord(field+".token", pt.Token, g.S(), "pages×page_size", ErrIndexOutOfRange); err != nil {
-		return err
-	}
-	return checkCoord(field+".byte", pt.Byte, g.TB, "token_bytes", ErrIndexOutOfRange)
+	return lim.CheckOutput("spans", count*per, 16)
 }
 
-// CheckPageQuery checks one span query's kv, layer and page, in that order.
-func CheckPageQuery(g HostGeometry, field string, q HostPageQuery) error {
-	if err := checkCoord(field+".kv", q.KV, g.Planes(), "planes", ErrIndexOutOfRange); err != nil {
-		return err
+// coord is one query coordinate and its bound, for the range checks.
+type coord struct {
+	name  string // field name within the query, e.g. "layer"
+	v, n  int64  // the value, which must lie in [0, n)
+	bound string // the bound's name, e.g. "layers"
+	s     *Sentinel
+}
+
+// CheckPoint checks points[i]'s kv, layer, token and byte, in that order:
+// each in [0, planes / layers / pages×page_size / token_bytes).
+func CheckPoint(g HostGeometry, i int, pt HostPoint) error {
+	return checkCoords("points", i, [4]coord{
+		{"kv", pt.KV, g.Planes(), "planes", ErrIndexOutOfRange},
+		{"layer", pt.Layer, g.L, "layers", ErrIndexOutOfRange},
+		{"token", pt.Token, g.S(), "pages×page_size", ErrIndexOutOfRange},
+		{"byte", pt.Byte, g.TB, "token_bytes", ErrIndexOutOfRange},
+	})
+}
+
+// CheckPageQuery checks spans[i]'s kv, layer and page, in that order; a
+// page past the arena is ErrPageOutOfRange.
+func CheckPageQuery(g HostGeometry, i int, q HostPageQuery) error {
+	return checkCoords("spans", i, [4]coord{
+		{"kv", q.KV, g.Planes(), "planes", ErrIndexOutOfRange},
+		{"layer", q.Layer, g.L, "layers", ErrIndexOutOfRange},
+		{"page", q.Page, g.NP, "pages", ErrPageOutOfRange},
+	})
+}
+
+// checkCoords rejects the first coordinate outside its range, naming it
+// list[i].name; the field path is only built for a rejection, so a valid
+// query list costs no allocation.
+func checkCoords(list string, i int, cs [4]coord) error {
+	for _, c := range cs {
+		if c.name == "" {
+			break
+		}
+		if c.v < 0 || c.v >= c.n {
+			return checkCoord(fmt.Sprintf("%s[%d].%s", list, i, c.name), c.v, c.n, c.bound, c.s)
+		}
 	}
-	if err := checkCoord(field+".layer", q.Layer, g.L, "layers", ErrIndexOutOfRange); err != nil {
-		return err
-	}
-	return checkCoord(field+".page", q.Page, g.NP, "pages", ErrPageOutOfRange)
+	return nil
 }
 
 // checkCoord requires 0 <= v < n: ErrNegative below, s at or above.

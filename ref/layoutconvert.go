@@ -307,26 +307,22 @@ func checkLPFConfig(in LayoutConvertInput) error {
 func CheckConvertModeFields(in LayoutConvertInput) error {
 	relayout, pageGet := in.Mode == ConvertRelayout, in.Mode == ConvertPageGet
 	transfer := !relayout && !pageGet
-	var layer any
-	if in.Layer != nil {
-		layer = *in.Layer
+	stray := func(field string, value any) error {
+		return Reject(ErrFieldNotInMode, field, value, fmt.Sprintf("absent in mode %q", in.Mode))
 	}
-	for _, f := range []struct {
-		name    string
-		set     bool
-		value   any
-		allowed bool
-	}{
-		{"to", in.To != "", string(in.To), relayout},
-		{"layer", in.Layer != nil, layer, transfer},
-		{"device_pages", in.DevicePages != 0, in.DevicePages, transfer},
-		{"host_indices", len(in.HostIndices) != 0, len(in.HostIndices), !relayout},
-		{"device_indices", len(in.DeviceIndices) != 0, len(in.DeviceIndices), transfer},
-		{"device", len(in.Device) != 0, len(in.Device), transfer},
-	} {
-		if f.set && !f.allowed {
-			return Reject(ErrFieldNotInMode, f.name, f.value, fmt.Sprintf("absent in mode %q", in.Mode))
-		}
+	switch {
+	case in.To != "" && !relayout:
+		return stray("to", string(in.To))
+	case in.Layer != nil && !transfer:
+		return stray("layer", *in.Layer)
+	case in.DevicePages != 0 && !transfer:
+		return stray("device_pages", in.DevicePages)
+	case len(in.HostIndices) != 0 && relayout:
+		return stray("host_indices", len(in.HostIndices))
+	case len(in.DeviceIndices) != 0 && !transfer:
+		return stray("device_indices", len(in.DeviceIndices))
+	case len(in.Device) != 0 && !transfer:
+		return stray("device", len(in.Device))
 	}
 	return nil
 }
