@@ -293,6 +293,8 @@ func All() []Entry {
 		SamplingPack(),
 		PrebuiltSlice(),
 		StateLayerPairing(),
+		HostOffsets(),
+		LayoutConvert(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

@@ -91,6 +91,8 @@ func Suites() []Suite {
 		Erase(SamplingPack()),
 		Erase(PrebuiltSlice()),
 		Erase(StateLayerPairing()),
+		Erase(HostOffsets()),
+		Erase(LayoutConvert()),
 	}
 }
 

@@ -18,5 +18,6 @@ func All() []equiv.Killable {
 		PrebuiltSliceFromZero(),
 		StateLayersPairedByCount(),
 		IndexBytesUseAllLayers(),
+		LPFStorageAccepted(),
 	}
 }

@@ -1,0 +1,250 @@
+package fast
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// LayoutConvert is the coalescing twin of ref.LayoutConvert (transfer.md
+// §7.2, §7.3): whole-span copy() calls instead of bytes. A relayout walks
+// the source arena in memory order and merges pieces that stay contiguous
+// in the target (LF↔LPF on MLA is one copy: the offsets coincide); a load or
+// backup groups its page pairs into runs and issues §7.2's copies per run;
+// a flat page read copies each page's contiguous host ranges. Validation is
+// ref's, so both twins report the same first violation.
+func LayoutConvert(lim ref.Limits, in ref.LayoutConvertInput) (ref.LayoutConvertOutput, error) {
+	plan, err := ref.ValidateLayoutConvert(lim, in)
+	if err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	switch in.Mode {
+	case ref.ConvertRelayout:
+		return relayout(plan, in.Host), nil
+	case ref.ConvertPageGet:
+		return pageGet(plan, in.Host, in.HostIndices), nil
+	default:
+		return transfer(plan, in), nil
+	}
+}
+
+// copier issues copy() calls, growing the pending copy while each new
+// piece continues it on both sides, so it issues the fewest copies for the
+// order pieces arrive in.
+type copier struct {
+	dst, src []byte
+	d, s, n  int64 // the pending copy: dst[d:d+n] = src[s:s+n]
+	copies   int64
+}
+
+func (c *copier) add(d, s, n int64) {
+	if c.n > 0 && d == c.d+c.n && s == c.s+c.n {
+		c.n += n
+		return
+	}
+	c.flush()
+	c.d, c.s, c.n = d, s, n
+}
+
+func (c *copier) flush() {
+	if c.n == 0 {
+		return
+	}
+	copy(c.dst[c.d:c.d+c.n], c.src[c.s:c.s+c.n])
+	c.copies++
+	c.n = 0
+}
+
+// layerMajor reports LF or LPF, whose offsets coincide on an MLA buffer.
+func layerMajor(x ref.HostLayout) bool { return x == ref.LayerFirst || x == ref.LayerPageFirst }
+
+// relayout copies the arena whole when the layouts' offsets coincide.
+// Otherwise it walks the target in memory order, so the writes stream
+// sequentially while the reads come from at most L sequential streams,
+// each layer page being one piece unless PF (whose layer page is P strided
+// tokens) is on either side. Consecutive pieces merge whenever their
+// sources are adjacent too; a permutation and its inverse have the same
+// number of maximal runs, so this is ref's count, taken from the other side.
+func relayout(plan ref.ConvertPlan, src []byte) ref.LayoutConvertOutput {
+	from, to := plan.Host, plan.To
+	if from.Layout == to.Layout || (layerMajor(from.Layout) && layerMajor(to.Layout)) {
+		return ref.LayoutConvertOutput{Arena: bytes.Clone(src), Descriptors: 1}
+	}
+	c := copier{dst: make([]byte, len(src)), src: src}
+	f := stridesOf(from)
+	P, tb, pb := to.P, to.TB, to.PB()
+	byToken := from.Layout == ref.PageFirst || to.Layout == ref.PageFirst
+	var d int64 // the target cursor: the walk visits target bytes in order
+	layerPage := func(kv, l, p int64) {
+		s := kv*f.plane + l*f.layer + p*f.page
+		if !byToken {
+			c.add(d, s, pb)
+			d += pb
+			return
+		}
+		for o := range P {
+			c.add(d, s+o*f.tok, tb)
+			d += tb
+		}
+	}
+	for kv := range to.Planes() {
+		switch to.Layout {
+		case ref.PageFirst: // token-major: (p, o, l)
+			for p := range to.NP {
+				for o := range P {
+					for l := range to.L {
+						c.add(d, kv*f.plane+l*f.layer+p*f.page+o*f.tok, tb)
+						d += tb
+					}
+				}
+			}
+		case ref.PageFirstDirect: // page-major: (p, l)
+			for p := range to.NP {
+				for l := range to.L {
+					layerPage(kv, l, p)
+				}
+			}
+		default: // layer-major: (l, p)
+			for l := range to.L {
+				for p := range to.NP {
+					layerPage(kv, l, p)
+				}
+			}
+		}
+	}
+	c.flush()
+	return ref.LayoutConvertOutput{Arena: c.dst, Descriptors: c.copies}
+}
+
+// forEachRun is the run coalescing of transfer.md §2 in one pass: it calls
+// fn for each maximal run of pages that step by +1 on both sides, in order.
+// The i-th host page is hp[i×stride]/stride (token indices with stride P,
+// or page lists with stride 1), so no page arrays are built.
+func forEachRun(hp, dp []int64, stride int64, fn func(h, d, count int64)) {
+	n := int64(len(hp)) / stride
+	if n == 0 {
+		return
+	}
+	h0, d0, count := hp[0]/stride, dp[0]/stride, int64(1)
+	for i := int64(1); i < n; i++ {
+		h, d := hp[i*stride]/stride, dp[i*stride]/stride
+		if h == h0+count && d == d0+count {
+			count++
+			continue
+		}
+		fn(h0, d0, count)
+		h0, d0, count = h, d, 1
+	}
+	fn(h0, d0, count)
+}
+
+// transfer runs a load or backup: for each run of page pairs, for each
+// layer moved and each plane, §7.2's copies — one of count×pb under LF and
+// LPF, count of pb under PFD, count×P of tb under PF. Descriptors counts
+// the copies issued.
+func transfer(plan ref.ConvertPlan, in ref.LayoutConvertInput) ref.LayoutConvertOutput {
+	h := plan.Host
+	hs, ds := stridesOf(h), stridesOf(plan.Device)
+	load := in.Mode == ref.ConvertLoad
+	src, dst := in.Host, bytes.Clone(in.Device)
+	if !load {
+		src, dst = in.Device, bytes.Clone(in.Host)
+	}
+	var copies int64
+	move := func(hostOff, devOff, n int64) {
+		if load {
+			copy(dst[devOff:devOff+n], src[hostOff:hostOff+n])
+		} else {
+			copy(dst[hostOff:hostOff+n], src[devOff:devOff+n])
+		}
+		copies++
+	}
+	P, tb, pb := h.P, h.TB, h.PB()
+	run := func(h0, d0, count int64) {
+		for l := plan.FirstLayer; l < plan.EndLayer; l++ {
+			for kv := range h.Planes() {
+				hb, db := kv*hs.plane+l*hs.layer+h0*hs.page, kv*ds.plane+l*ds.layer+d0*pb
+				switch h.Layout {
+				case ref.PageFirstDirect:
+					for j := range count {
+						move(hb+j*hs.page, db+j*pb, pb)
+					}
+				case ref.PageFirst:
+					for j := range count {
+						for o := range P {
+							move(hb+j*hs.page+o*hs.tok, db+j*pb+o*tb, tb)
+						}
+					}
+				default: // LF, LPF: a layer's consecutive pages are adjacent
+					move(hb, db, count*pb)
+				}
+			}
+		}
+	}
+	hp, dp, stride := in.HostIndices, in.DeviceIndices, P
+	if plan.SortHost && !pagesAscending(hp, P) {
+		both := sortedByHost(hp, dp, P)
+		hp, dp, stride = both[:len(both)/2], both[len(both)/2:], 1
+	}
+	forEachRun(hp, dp, stride, run)
+	return ref.LayoutConvertOutput{Arena: dst, Descriptors: copies}
+}
+
+// pagesAscending reports whether the pages of token list idx never
+// decrease, in which case the stable sort of §7.2 is the identity.
+func pagesAscending(idx []int64, p int64) bool {
+	for i := p; i < int64(len(idx)); i += p {
+		if idx[i] < idx[i-p] {
+			return false
+		}
+	}
+	return true
+}
+
+// sortedByHost is §7.2's LF index order: the pairs' pages sorted stably by
+// host page, returned as one slice holding the host pages then the device
+// pages (a single allocation for both lists).
+func sortedByHost(hp, dp []int64, p int64) []int64 {
+	n := int64(len(hp)) / p
+	pairs := make([][2]int64, n)
+	for i := range pairs {
+		pairs[i] = [2]int64{hp[int64(i)*p] / p, dp[int64(i)*p] / p}
+	}
+	slices.SortStableFunc(pairs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	out := make([]int64, 2*n)
+	for i, pr := range pairs {
+		out[i], out[n+int64(i)] = pr[0], pr[1]
+	}
+	return out
+}
+
+// pageGet copies each listed page's bytes in host order, per plane: one
+// span of L×pb under PF and PFD, L ranges of pb under LF, merged where they
+// touch. The copier is flushed at every page and plane so Descriptors
+// counts ranges per page and plane, as ref does.
+func pageGet(plan ref.ConvertPlan, host []byte, idx []int64) ref.LayoutConvertOutput {
+	g := plan.Host
+	s := stridesOf(g)
+	span := g.L * g.PB()
+	c := copier{dst: make([]byte, plan.Pages*g.Planes()*span), src: host}
+	var w int64
+	for i := int64(0); i < int64(len(idx)); i += g.P {
+		p := idx[i] / g.P
+		for kv := range g.Planes() {
+			base := kv*s.plane + p*s.page
+			if g.PageContiguousAcrossLayers() {
+				c.add(w, base, span)
+				w += span
+			} else {
+				for l := range g.L {
+					c.add(w, base+l*s.layer, g.PB())
+					w += g.PB()
+				}
+			}
+			c.flush()
+		}
+	}
+	return ref.LayoutConvertOutput{Arena: c.dst, Descriptors: c.copies}
+}

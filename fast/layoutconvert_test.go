@@ -1,0 +1,120 @@
+package fast_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+func mlaArena(layers, pages, pageSize, tb int64) []byte {
+	b := make([]byte, layers*pages*pageSize*tb)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	return b
+}
+
+// TestLFToLPFRelayoutIsOneCopy checks the issue's headline path: on an MLA
+// arena LF and LPF offsets coincide, so fast converts with one copy into
+// one fresh allocation (never aliasing the input), and LF→PFD takes one
+// copy per layer page.
+func TestLFToLPFRelayoutIsOneCopy(t *testing.T) {
+	in := ref.LayoutConvertInput{Mode: ref.ConvertRelayout, Layout: ref.LayerFirst, To: ref.LayerPageFirst, Pool: ref.HostPoolMLA,
+		Layers: 8, Pages: 16, PageSize: 64, TokenBytes: 1152, Host: mlaArena(8, 16, 64, 1152)}
+	out, err := fast.LayoutConvert(ref.DefaultLimits(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Descriptors != 1 || &out.Arena[0] == &in.Host[0] {
+		t.Errorf("LF→LPF: %d descriptors (want 1), aliased input: %v", out.Descriptors, &out.Arena[0] == &in.Host[0])
+	}
+	if allocs := testing.AllocsPerRun(10, func() { _, _ = fast.LayoutConvert(ref.DefaultLimits(), in) }); allocs != 1 {
+		t.Errorf("LF→LPF allocated %v times per call, want 1 (the output arena)", allocs)
+	}
+	in.To = ref.PageFirstDirect
+	if out, err := fast.LayoutConvert(ref.DefaultLimits(), in); err != nil || out.Descriptors != 8*16 {
+		t.Errorf("LF→PFD: %d descriptors, %v; want one per layer page (128)", out.Descriptors, err)
+	}
+}
+
+// TestLPFLoadIssuesOneCopyPerRun checks the coalescing path of a load:
+// 64 pages in 4 runs of 16, on 8 layers, are 4×8 copies under LPF and
+// 64×8 under PFD (and LF, whose pages are already ascending, sorts
+// nothing); the only allocations are the output arena and the
+// destination-page bitset: no page lists are built.
+func TestLPFLoadIssuesOneCopyPerRun(t *testing.T) {
+	const L, NP, DP, P, tb = 8, 128, 96, 16, 576
+	var hostIdx, devIdx []int64
+	for run := range int64(4) {
+		for j := range int64(16) {
+			for o := range int64(P) {
+				hostIdx = append(hostIdx, (run*32+j)*P+o)
+				devIdx = append(devIdx, ((3-run)*20+j)*P+o)
+			}
+		}
+	}
+	for _, c := range []struct {
+		layout ref.HostLayout
+		want   int64
+	}{{ref.LayerPageFirst, 4 * L}, {ref.LayerFirst, 4 * L}, {ref.PageFirstDirect, 64 * L}} {
+		in := ref.LayoutConvertInput{Mode: ref.ConvertLoad, Layout: c.layout, Pool: ref.HostPoolMLA, Layers: L, Pages: NP, PageSize: P,
+			TokenBytes: tb, DevicePages: DP, HostIndices: hostIdx, DeviceIndices: devIdx,
+			Host: mlaArena(L, NP, P, tb), Device: make([]byte, L*DP*P*tb)}
+		out, err := fast.LayoutConvert(ref.DefaultLimits(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Descriptors != c.want {
+			t.Errorf("%s: %d copies, want %d", c.layout, out.Descriptors, c.want)
+		}
+		// The output arena, and the bitset when it is too big for the stack.
+		if allocs := testing.AllocsPerRun(10, func() { _, _ = fast.LayoutConvert(ref.DefaultLimits(), in) }); allocs > 2 {
+			t.Errorf("%s load allocated %v times per call, want at most 2 (output arena, page bitset)", c.layout, allocs)
+		}
+	}
+}
+
+// sink keeps benchmark results alive.
+var sink []byte
+
+// BenchmarkLayoutConvertShapes times fast (and ref) on the catalog's
+// shapes beside the issue's yardstick, a plain copy of the shape's
+// CopyBytes into a preallocated buffer, and beside bytes.Clone (a fresh
+// buffer, as every op result is), in the same run. Target: fast within 2×
+// of copy.
+func BenchmarkLayoutConvertShapes(b *testing.B) {
+	for _, sh := range catalog.LayoutConvert().Shapes {
+		in := sh.Make()
+		src := make([]byte, sh.CopyBytes)
+		for i := range src {
+			src[i] = byte(i)
+		}
+		b.Run(sh.Name+"/copy", func(b *testing.B) {
+			dst := make([]byte, sh.CopyBytes)
+			b.SetBytes(sh.CopyBytes)
+			for b.Loop() {
+				copy(dst, src)
+			}
+		})
+		// The floor of any op that returns a fresh arena: allocate and copy.
+		b.Run(sh.Name+"/clone", func(b *testing.B) {
+			b.SetBytes(sh.CopyBytes)
+			for b.Loop() {
+				sink = bytes.Clone(src)
+			}
+		})
+		for name, f := range map[string]catalog.Func[ref.LayoutConvertInput, ref.LayoutConvertOutput]{"fast": fast.LayoutConvert, "ref": ref.LayoutConvert} {
+			b.Run(sh.Name+"/"+name, func(b *testing.B) {
+				b.SetBytes(sh.CopyBytes)
+				for b.Loop() {
+					if _, err := f(ref.DefaultLimits(), in); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

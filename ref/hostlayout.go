@@ -1,0 +1,430 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+)
+
+// HostLayout names how a HiCache host (L2) arena orders its bytes
+// (transfer.md §7.1).
+type HostLayout string
+
+const (
+	// LayerFirst (LF) stores each layer's tokens contiguously, layer after layer.
+	LayerFirst HostLayout = "layer_first"
+	// PageFirst (PF) stores each token's layers contiguously, token after token.
+	PageFirst HostLayout = "page_first"
+	// PageFirstDirect (PFD) stores each page's layers contiguously, each
+	// layer's slice of the page being one contiguous block.
+	PageFirstDirect HostLayout = "page_first_direct"
+	// LayerPageFirst (LPF) stores each layer's pages contiguously; it is the
+	// fork's layout for per-layer CP HiCache transfers, MLA-only and
+	// numerically equal to LayerFirst for one MLA buffer.
+	LayerPageFirst HostLayout = "layer_page_first"
+)
+
+// HostPool is the kind of host KV pool (transfer.md §7.1): one MLA buffer,
+// or an MHA pool of two planes (K then V).
+type HostPool string
+
+const (
+	// HostPoolMLA is a single latent buffer per layer.
+	HostPoolMLA HostPool = "mla"
+	// HostPoolMHA holds a K plane and a V plane, each L×S×tb bytes.
+	HostPoolMHA HostPool = "mha"
+)
+
+// Sentinels of layout.host_offsets (transfer.md §7.1, §7.2), shared with
+// layout.convert.
+var (
+	// ErrUnsupportedLayout: a layout string is not one of the four §7.1 layouts (§7.3).
+	ErrUnsupportedLayout = NewSentinel("unsupported_layout", "unknown host memory layout")
+	// ErrLPFUnsupportedPool: layer_page_first asked of an MHA pool (§7.1).
+	ErrLPFUnsupportedPool = NewSentinel("lpf_unsupported_pool", "layer_page_first supports only the MLA pool")
+	// ErrZeroSize: a geometry size (layers, pages, page_size, token_bytes,
+	// device_pages) is zero; an empty arena has no addresses (§0: P >= 1).
+	ErrZeroSize = NewSentinel("zero_size", "a geometry size must be >= 1")
+	// ErrPageOutOfRange: a page is not below the arena's page count (§7.2).
+	ErrPageOutOfRange = NewSentinel("page_out_of_range", "page beyond the arena's pages")
+	// ErrIndexOutOfRange: a plane, layer, token or byte coordinate is not
+	// inside the arena's geometry (§7.1).
+	ErrIndexOutOfRange = NewSentinel("index_out_of_range", "coordinate outside the arena's geometry")
+)
+
+// HostGeometry is a validated host arena geometry in §7.1's notation. Build
+// it with CheckHostSizes after checking the layout and pool; every product
+// its methods form is then known not to overflow int64.
+type HostGeometry struct {
+	// Layout is the arena's byte order.
+	Layout HostLayout
+	// Pool is MLA (one plane) or MHA (two planes).
+	Pool HostPool
+	// L is the number of layers.
+	L int64
+	// NP is the number of pages.
+	NP int64
+	// P is the page size in tokens.
+	P int64
+	// TB is the bytes per token per layer (per plane).
+	TB int64
+}
+
+// Planes is 1 for MLA and 2 (K, V) for MHA.
+func (g HostGeometry) Planes() int64 {
+	if g.Pool == HostPoolMHA {
+		return 2
+	}
+	return 1
+}
+
+// S is the number of token slots, NP×P.
+func (g HostGeometry) S() int64 { return g.NP * g.P }
+
+// PB is the bytes of one layer's page, P×tb.
+func (g HostGeometry) PB() int64 { return g.P * g.TB }
+
+// PlaneBytes is the size of one plane, L×S×tb.
+func (g HostGeometry) PlaneBytes() int64 { return g.L * g.S() * g.TB }
+
+// TotalBytes is the arena size: planes × L×S×tb.
+func (g HostGeometry) TotalBytes() int64 { return g.Planes() * g.PlaneBytes() }
+
+// PageContiguousAcrossLayers is §7.1's "one pointer per page" fact: all
+// layers of a page form one contiguous span under PF and PFD, not under LF
+// and LPF. It is a property of the layout, whatever L is.
+func (g HostGeometry) PageContiguousAcrossLayers() bool {
+	return g.Layout == PageFirst || g.Layout == PageFirstDirect
+}
+
+// Offset is the byte offset of (plane kv, layer l, token t, byte b), the
+// §7.1 table written out term by term. Preconditions: g is validated and
+// every coordinate is inside it.
+func (g HostGeometry) Offset(kv, l, t, b int64) int64 {
+	L, NP, P, S, tb := g.L, g.NP, g.P, g.S(), g.TB
+	p, o := t/P, t%P
+	plane := kv * L * S * tb
+	switch g.Layout {
+	case LayerFirst:
+		return plane + (l*S+t)*tb + b
+	case PageFirst:
+		return plane + (t*L+l)*tb + b
+	case PageFirstDirect:
+		return plane + ((p*L+l)*P+o)*tb + b
+	default: // LayerPageFirst
+		return plane + ((l*NP+p)*P+o)*tb + b
+	}
+}
+
+// Coords inverts Offset: the (plane, layer, token, byte) stored at byte off.
+// Precondition: 0 <= off < g.TotalBytes().
+func (g HostGeometry) Coords(off int64) (kv, l, t, b int64) {
+	L, NP, P, S, tb := g.L, g.NP, g.P, g.S(), g.TB
+	kv, r := off/(L*S*tb), off%(L*S*tb)
+	switch g.Layout {
+	case LayerFirst:
+		l, r = r/(S*tb), r%(S*tb)
+		return kv, l, r / tb, r % tb
+	case PageFirst:
+		t, r = r/(L*tb), r%(L*tb)
+		return kv, r / tb, t, r % tb
+	case PageFirstDirect:
+		p := r / (L * P * tb)
+		r %= L * P * tb
+		l, r = r/(P*tb), r%(P*tb)
+		return kv, l, p*P + r/tb, r % tb
+	default: // LayerPageFirst
+		l, r = r/(NP*P*tb), r%(NP*P*tb)
+		p := r / (P * tb)
+		r %= P * tb
+		return kv, l, p*P + r/tb, r % tb
+	}
+}
+
+// PageRanges returns the contiguous byte ranges holding layer l's page p in
+// plane kv, in ascending offset order (§7.1 contiguity facts): one range of
+// pb bytes under LF, LPF and PFD; P ranges of tb bytes, L×tb apart, under PF.
+func (g HostGeometry) PageRanges(kv, l, p int64) []ByteRange {
+	if g.Layout != PageFirst {
+		return []ByteRange{{Offset: g.Offset(kv, l, p*g.P, 0), Len: g.PB()}}
+	}
+	rs := make([]ByteRange, 0, g.P)
+	for o := range g.P {
+		rs = append(rs, ByteRange{Offset: g.Offset(kv, l, p*g.P+o, 0), Len: g.TB})
+	}
+	return rs
+}
+
+// RangesPerPage is how many ranges PageRanges returns: P under PF, else 1.
+func (g HostGeometry) RangesPerPage() int64 {
+	if g.Layout == PageFirst {
+		return g.P
+	}
+	return 1
+}
+
+// CheckHostLayout rejects a layout string that is not one of §7.1's four.
+func CheckHostLayout(field string, x HostLayout) error {
+	switch x {
+	case LayerFirst, PageFirst, PageFirstDirect, LayerPageFirst:
+		return nil
+	}
+	return Reject(ErrUnsupportedLayout, field, string(x),
+		`"layer_first", "page_first", "page_first_direct" or "layer_page_first"`)
+}
+
+// CheckHostPool rejects a pool that is neither "mla" nor "mha".
+func CheckHostPool(p HostPool) error {
+	if p == HostPoolMLA || p == HostPoolMHA {
+		return nil
+	}
+	return Reject(ErrBadEnum, "pool", string(p), `"mla" or "mha"`)
+}
+
+// CheckLPFPool rejects layer_page_first on an MHA pool (§7.1: unsupported).
+func CheckLPFPool(field string, x HostLayout, p HostPool) error {
+	if x == LayerPageFirst && p == HostPoolMHA {
+		return Reject(ErrLPFUnsupportedPool, field, string(x), `a layout other than "layer_page_first" for pool "mha"`)
+	}
+	return nil
+}
+
+// CheckSize rejects a geometry size below 1: ErrNegative below zero,
+// ErrZeroSize at zero.
+func CheckSize(field string, v int64) error {
+	switch {
+	case v < 0:
+		return Reject(ErrNegative, field, v, ">= 1")
+	case v == 0:
+		return Reject(ErrZeroSize, field, v, ">= 1")
+	}
+	return nil
+}
+
+// CheckHostSizes validates layers, pages, page_size and token_bytes (in that
+// order) and that planes×L×NP×P×tb fits in int64, and returns the geometry.
+// Preconditions: layout and pool already checked (CheckHostLayout,
+// CheckHostPool, CheckLPFPool).
+func CheckHostSizes(layout HostLayout, pool HostPool, layers, pages, pageSize, tokenBytes int64) (HostGeometry, error) {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"layers", layers}, {"pages", pages}, {"page_size", pageSize}, {"token_bytes", tokenBytes}} {
+		if err := CheckSize(f.name, f.v); err != nil {
+			return HostGeometry{}, err
+		}
+	}
+	g := HostGeometry{Layout: layout, Pool: pool, L: layers, NP: pages, P: pageSize, TB: tokenBytes}
+	if err := checkGeometryFits(g); err != nil {
+		return HostGeometry{}, err
+	}
+	return g, nil
+}
+
+// checkGeometryFits multiplies the arena size out one factor at a time and
+// names the factor whose product first overflows.
+func checkGeometryFits(g HostGeometry) error {
+	const most = int64(math.MaxInt64)
+	bound := func(expr string) string { return fmt.Sprintf("%s <= %d", expr, most) }
+	if MulOverflows(g.NP, g.P) {
+		return Reject(ErrOverflow, "page_size", g.P, bound("pages×page_size"))
+	}
+	if MulOverflows(g.L, g.S()) {
+		return Reject(ErrOverflow, "layers", g.L, bound("layers×pages×page_size"))
+	}
+	if MulOverflows(g.L*g.S(), g.TB) {
+		return Reject(ErrOverflow, "token_bytes", g.TB, bound("layers×pages×page_size×token_bytes"))
+	}
+	if MulOverflows(g.PlaneBytes(), g.Planes()) {
+		return Reject(ErrOverflow, "pool", string(g.Pool), bound("2×layers×pages×page_size×token_bytes"))
+	}
+	return nil
+}
+
+// HostPoint asks for the byte offset of one (plane, layer, token, byte).
+type HostPoint struct {
+	// KV is the plane: 0 for MLA; 0 (K) or 1 (V) for MHA.
+	KV int64 `json:"kv"`
+	// Layer is the layer, in [0, layers).
+	Layer int64 `json:"layer"`
+	// Token is the token slot, in [0, pages×page_size).
+	Token int64 `json:"token"`
+	// Byte is the byte within the token's layer slice, in [0, token_bytes).
+	Byte int64 `json:"byte"`
+}
+
+// HostPageQuery asks for the byte ranges holding one layer's page.
+type HostPageQuery struct {
+	// KV is the plane: 0 for MLA; 0 (K) or 1 (V) for MHA.
+	KV int64 `json:"kv"`
+	// Layer is the layer, in [0, layers).
+	Layer int64 `json:"layer"`
+	// Page is the page, in [0, pages).
+	Page int64 `json:"page"`
+}
+
+// ByteRange is a contiguous run of arena bytes.
+type ByteRange struct {
+	// Offset is the first byte's offset in the arena.
+	Offset int64 `json:"offset"`
+	// Len is the number of bytes.
+	Len int64 `json:"len"`
+}
+
+// HostOffsetsInput is the input of layout.host_offsets (transfer.md §7.1):
+// an arena geometry and the addresses asked of it.
+type HostOffsetsInput struct {
+	// Layout is the arena's layout.
+	Layout HostLayout `json:"layout"`
+	// Pool is "mla" or "mha"; "mha" with "layer_page_first" is rejected.
+	Pool HostPool `json:"pool"`
+	// Layers is L, >= 1.
+	Layers int64 `json:"layers"`
+	// Pages is NP, >= 1.
+	Pages int64 `json:"pages"`
+	// PageSize is P in tokens, >= 1.
+	PageSize int64 `json:"page_size"`
+	// TokenBytes is tb, the bytes per token per layer per plane, >= 1.
+	TokenBytes int64 `json:"token_bytes"`
+	// Points are the byte coordinates whose offsets are wanted.
+	Points []HostPoint `json:"points"`
+	// Spans are the layer pages whose byte ranges are wanted.
+	Spans []HostPageQuery `json:"spans"`
+}
+
+// HostOffsetsOutput answers a HostOffsetsInput.
+type HostOffsetsOutput struct {
+	// Offsets[i] is the byte offset of Points[i].
+	Offsets []int64 `json:"offsets"`
+	// Spans[i] are the ranges holding Spans[i]'s layer page, ascending:
+	// one range under LF, LPF and PFD, page_size ranges under PF.
+	Spans [][]ByteRange `json:"spans"`
+	// TotalBytes is the arena size.
+	TotalBytes int64 `json:"total_bytes"`
+	// PageContiguousAcrossLayers is the layout's "one pointer per page" fact.
+	PageContiguousAcrossLayers bool `json:"page_contiguous_across_layers"`
+}
+
+// ValidateHostOffsets checks in against transfer.md §7.1 in this order:
+// the geometry (CheckHostOffsetsGeometry), every point (kv, layer, token,
+// byte of points[0], then points[1], …), every span query (kv, layer,
+// page), and last the size of the spans output (CheckSpansOutput). It
+// returns the validated geometry.
+func ValidateHostOffsets(lim Limits, in HostOffsetsInput) (HostGeometry, error) {
+	g, err := CheckHostOffsetsGeometry(in)
+	if err != nil {
+		return HostGeometry{}, err
+	}
+	for i, pt := range in.Points {
+		if err := CheckPoint(g, i, pt); err != nil {
+			return HostGeometry{}, err
+		}
+	}
+	for i, q := range in.Spans {
+		if err := CheckPageQuery(g, i, q); err != nil {
+			return HostGeometry{}, err
+		}
+	}
+	return g, CheckSpansOutput(lim, g, len(in.Spans))
+}
+
+// CheckHostOffsetsGeometry checks layout, pool, LPF-on-MHA, then the sizes
+// and their product, and returns the geometry.
+func CheckHostOffsetsGeometry(in HostOffsetsInput) (HostGeometry, error) {
+	if err := CheckHostLayout("layout", in.Layout); err != nil {
+		return HostGeometry{}, err
+	}
+	if err := CheckHostPool(in.Pool); err != nil {
+		return HostGeometry{}, err
+	}
+	if err := CheckLPFPool("layout", in.Layout, in.Pool); err != nil {
+		return HostGeometry{}, err
+	}
+	return CheckHostSizes(in.Layout, in.Pool, in.Layers, in.Pages, in.PageSize, in.TokenBytes)
+}
+
+// CheckSpansOutput bounds the answer to n span queries: n ranges, or n×P
+// under PF, of 16 bytes each.
+func CheckSpansOutput(lim Limits, g HostGeometry, n int) error {
+	count, per := int64(n), g.RangesPerPage()
+	if MulOverflows(count, per) {
+		return Reject(ErrOverflow, "spans", count, fmt.Sprintf("len(spans)×page_size <= %d", int64(math.MaxInt64)))
+	}
+	return lim.CheckOutput("spans", count*per, 16)
+}
+
+// coord is one query coordinate and its bound, for the range checks.
+type coord struct {
+	name  string // field name within the query, e.g. "layer"
+	v, n  int64  // the value, which must lie in [0, n)
+	bound string // the bound's name, e.g. "layers"
+	s     *Sentinel
+}
+
+// CheckPoint checks points[i]'s kv, layer, token and byte, in that order:
+// each in [0, planes / layers / pages×page_size / token_bytes).
+func CheckPoint(g HostGeometry, i int, pt HostPoint) error {
+	return checkCoords("points", i, [4]coord{
+		{"kv", pt.KV, g.Planes(), "planes", ErrIndexOutOfRange},
+		{"layer", pt.Layer, g.L, "layers", ErrIndexOutOfRange},
+		{"token", pt.Token, g.S(), "pages×page_size", ErrIndexOutOfRange},
+		{"byte", pt.Byte, g.TB, "token_bytes", ErrIndexOutOfRange},
+	})
+}
+
+// CheckPageQuery checks spans[i]'s kv, layer and page, in that order; a
+// page past the arena is ErrPageOutOfRange.
+func CheckPageQuery(g HostGeometry, i int, q HostPageQuery) error {
+	return checkCoords("spans", i, [4]coord{
+		{"kv", q.KV, g.Planes(), "planes", ErrIndexOutOfRange},
+		{"layer", q.Layer, g.L, "layers", ErrIndexOutOfRange},
+		{"page", q.Page, g.NP, "pages", ErrPageOutOfRange},
+	})
+}
+
+// checkCoords rejects the first coordinate outside its range, naming it
+// list[i].name; the field path is only built for a rejection, so a valid
+// query list costs no allocation.
+func checkCoords(list string, i int, cs [4]coord) error {
+	for _, c := range cs {
+		if c.name == "" {
+			break
+		}
+		if c.v < 0 || c.v >= c.n {
+			return checkCoord(fmt.Sprintf("%s[%d].%s", list, i, c.name), c.v, c.n, c.bound, c.s)
+		}
+	}
+	return nil
+}
+
+// checkCoord requires 0 <= v < n: ErrNegative below, s at or above.
+func checkCoord(field string, v, n int64, name string, s *Sentinel) error {
+	if v < 0 {
+		return Reject(ErrNegative, field, v, ">= 0")
+	}
+	if v >= n {
+		return Reject(s, field, v, fmt.Sprintf("in [0, %s=%d)", name, n))
+	}
+	return nil
+}
+
+// HostOffsets answers byte-offset and page-range queries on a host arena
+// geometry with the §7.1 formulas, one query at a time.
+func HostOffsets(lim Limits, in HostOffsetsInput) (HostOffsetsOutput, error) {
+	g, err := ValidateHostOffsets(lim, in)
+	if err != nil {
+		return HostOffsetsOutput{}, err
+	}
+	out := HostOffsetsOutput{
+		Offsets:                    []int64{},
+		Spans:                      [][]ByteRange{},
+		TotalBytes:                 g.TotalBytes(),
+		PageContiguousAcrossLayers: g.PageContiguousAcrossLayers(),
+	}
+	for _, pt := range in.Points {
+		out.Offsets = append(out.Offsets, g.Offset(pt.KV, pt.Layer, pt.Token, pt.Byte))
+	}
+	for _, q := range in.Spans {
+		out.Spans = append(out.Spans, g.PageRanges(q.KV, q.Layer, q.Page))
+	}
+	return out, nil
+}
