@@ -68,6 +68,11 @@ type Spec[In, Out any] struct {
 	// Regressions lists each historic bug's minimal distinguishing input,
 	// named as its mutant is (see package mutants).
 	Regressions []Case[In]
+	// Rejects maps the name of a Boundary or Regressions case to the
+	// sentinel ref must reject it with; every case not listed must be
+	// accepted. A historic bug that accepted bad input (transfer.md §2's
+	// unequal lengths) has an invalid minimal input.
+	Rejects map[string]*ref.Sentinel
 	// Props are the spec's properties.
 	Props []Prop[In, Out]
 }
@@ -119,7 +124,7 @@ func (s *Spec[In, Out]) Check(implName string, impl catalog.Func[In, Out], in In
 	case want != nil && !errors.Is(rerr, want):
 		return fmt.Sprintf("ref returned %v, want sentinel %q", rerr, want.Code()), ""
 	}
-	iout, ierr, panicked := protect(impl, lim, in)
+	iout, panicked, ierr := protect(impl, lim, in)
 	if panicked != "" {
 		return "panic: " + panicked, ""
 	}
@@ -142,14 +147,14 @@ func (s *Spec[In, Out]) Check(implName string, impl catalog.Func[In, Out], in In
 	return "", ""
 }
 
-func protect[In, Out any](f catalog.Func[In, Out], lim ref.Limits, in In) (out Out, err error, panicked string) {
+func protect[In, Out any](f catalog.Func[In, Out], lim ref.Limits, in In) (out Out, panicked string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			panicked = fmt.Sprintf("%v\n%s", r, debug.Stack())
 		}
 	}()
 	out, err = f(lim, in)
-	return out, err, ""
+	return out, "", err
 }
 
 func (s *Spec[In, Out]) failure(implName, name string, seed int64, in In, reason, diff string) *Failure {
@@ -178,20 +183,27 @@ func (s *Spec[In, Out]) draw(kind Kind, seed int) (In, *ref.Sentinel) {
 func (s *Spec[In, Out]) Tables(implName string, impl catalog.Func[In, Out]) []*Failure {
 	var fs []*Failure
 	for _, c := range s.tableCases() {
-		if reason, diff := s.Check(implName, impl, c.In, nil); reason != "" {
+		if reason, diff := s.Check(implName, impl, c.In, s.Rejects[c.name]); reason != "" {
 			fs = append(fs, s.failure(implName, c.Name, 0, c.In, reason, diff))
 		}
 	}
 	return fs
 }
 
-func (s *Spec[In, Out]) tableCases() []Case[In] {
-	var cs []Case[In]
+// tableCase is a table case under its fixture name ("boundary/…"), with
+// the name it has in its table, the key of Rejects.
+type tableCase[In any] struct {
+	Case[In]
+	name string
+}
+
+func (s *Spec[In, Out]) tableCases() []tableCase[In] {
+	var cs []tableCase[In]
 	for _, c := range s.Boundary {
-		cs = append(cs, Case[In]{Name: "boundary/" + c.Name, In: c.In})
+		cs = append(cs, tableCase[In]{Case[In]{Name: "boundary/" + c.Name, In: c.In}, c.Name})
 	}
 	for _, c := range s.Regressions {
-		cs = append(cs, Case[In]{Name: "regression/" + c.Name, In: c.In})
+		cs = append(cs, tableCase[In]{Case[In]{Name: "regression/" + c.Name, In: c.In}, c.Name})
 	}
 	return cs
 }

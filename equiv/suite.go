@@ -145,7 +145,7 @@ func (m *Mutant[In, Out]) Regression() (*Failure, error) {
 		return nil, fmt.Errorf("%s has no regression case %q", m.Spec.Op.OpName, m.ID)
 	}
 	name := "mutant:" + m.ID
-	if reason, diff := m.Spec.Check(name, m.Fn, in, nil); reason != "" {
+	if reason, diff := m.Spec.Check(name, m.Fn, in, m.Spec.Rejects[m.ID]); reason != "" {
 		return m.Spec.failure(name, "regression/"+m.ID, 0, in, reason, diff), nil
 	}
 	return nil, nil
