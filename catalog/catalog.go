@@ -276,6 +276,7 @@ func Canonical[Out any](out Out, err error) []byte {
 func All() []Entry {
 	entries := []Entry{
 		FilterCPRank(),
+		GroupContiguous(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

@@ -71,6 +71,7 @@ func (u suite[In, Out]) Fixtures(nValid, nInvalid int) []fixtures.Case {
 func Suites() []Suite {
 	return []Suite{
 		Erase(FilterCPRank()),
+		Erase(GroupContiguous()),
 	}
 }
 

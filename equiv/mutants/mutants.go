@@ -14,5 +14,6 @@ const MaxCases = 1000
 func All() []equiv.Killable {
 	return []equiv.Killable{
 		ChunkPageStartZero(),
+		GroupLengthMismatch(),
 	}
 }
