@@ -277,6 +277,7 @@ func All() []Entry {
 	entries := []Entry{
 		FilterCPRank(),
 		GroupContiguous(),
+		LayerBlocks(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

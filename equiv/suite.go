@@ -72,6 +72,7 @@ func Suites() []Suite {
 	return []Suite{
 		Erase(FilterCPRank()),
 		Erase(GroupContiguous()),
+		Erase(LayerBlocks()),
 	}
 }
 

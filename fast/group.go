@@ -6,9 +6,10 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// GroupContiguous is the one-pass-emitter twin of ref.GroupContiguous
-// (transfer.md §2 "fast"): no diff or break arrays, and exactly one
-// allocation, the output, sized exactly by a first counting pass.
+// GroupContiguous is the Run-emitter twin of ref.GroupContiguous
+// (transfer.md §2 "fast"): no diff or break arrays and exactly one
+// allocation, the output. A branch-free counting pass sizes it exactly and
+// an emitting pass fills it (see groupRuns for why not a single pass).
 func GroupContiguous(_ ref.Limits, in ref.GroupContiguousInput) (ref.GroupContiguousOutput, error) {
 	src, dst := in.Src, in.Dst
 	if len(src) == 0 || len(dst) == 0 || len(src) != len(dst) {

@@ -15,5 +15,6 @@ func All() []equiv.Killable {
 	return []equiv.Killable{
 		ChunkPageStartZero(),
 		GroupLengthMismatch(),
+		VItemLenForK(),
 	}
 }
