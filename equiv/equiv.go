@@ -68,13 +68,13 @@ type Spec[In, Out any] struct {
 	// Regressions lists each historic bug's minimal distinguishing input,
 	// named as its mutant is (see package mutants).
 	Regressions []Case[In]
-	// Rejects maps the name of a Boundary or Regressions case to the
-	// sentinel ref must reject it with; every case not listed must be
-	// accepted. A historic bug that accepted bad input (transfer.md §2's
-	// unequal lengths) has an invalid minimal input.
-	Rejects map[string]*ref.Sentinel
 	// Props are the spec's properties.
 	Props []Prop[In, Out]
+	// Rejects names the Boundary and Regression cases that ref must reject,
+	// with the sentinel it must reject them with; every other table case
+	// must be accepted. A historic bug that accepted bad input (a silent
+	// corruption the fix turned into an error) is caught on such a case.
+	Rejects map[string]*ref.Sentinel
 }
 
 // Failure is a counterexample: the input, what went wrong, and a diff.
@@ -183,27 +183,27 @@ func (s *Spec[In, Out]) draw(kind Kind, seed int) (In, *ref.Sentinel) {
 func (s *Spec[In, Out]) Tables(implName string, impl catalog.Func[In, Out]) []*Failure {
 	var fs []*Failure
 	for _, c := range s.tableCases() {
-		if reason, diff := s.Check(implName, impl, c.In, s.Rejects[c.name]); reason != "" {
+		if reason, diff := s.Check(implName, impl, c.In, c.Want); reason != "" {
 			fs = append(fs, s.failure(implName, c.Name, 0, c.In, reason, diff))
 		}
 	}
 	return fs
 }
 
-// tableCase is a table case under its fixture name ("boundary/…"), with
-// the name it has in its table, the key of Rejects.
+// tableCase is a table case under its fixture name, with the sentinel ref
+// must reject it with (nil: must accept).
 type tableCase[In any] struct {
 	Case[In]
-	name string
+	Want *ref.Sentinel
 }
 
 func (s *Spec[In, Out]) tableCases() []tableCase[In] {
 	var cs []tableCase[In]
 	for _, c := range s.Boundary {
-		cs = append(cs, tableCase[In]{Case[In]{Name: "boundary/" + c.Name, In: c.In}, c.Name})
+		cs = append(cs, tableCase[In]{Case[In]{Name: "boundary/" + c.Name, In: c.In}, s.Rejects[c.Name]})
 	}
 	for _, c := range s.Regressions {
-		cs = append(cs, tableCase[In]{Case[In]{Name: "regression/" + c.Name, In: c.In}, c.Name})
+		cs = append(cs, tableCase[In]{Case[In]{Name: "regression/" + c.Name, In: c.In}, s.Rejects[c.Name]})
 	}
 	return cs
 }
