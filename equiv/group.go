@@ -116,14 +116,22 @@ func groupInvalid(t *rapid.T) Bad[ref.GroupContiguousInput] {
 
 // groupBoundary: empty and one-sided inputs, one and two pairs, breaks on
 // one side only, ids at MaxInt64 (where +1 does not exist, and wrapping +1
-// is negative), a run of 1024 and 1024 runs of one; plus the spec's worked
-// examples.
+// is negative), runs of every length 1..9, a run of 1024 and 1024 runs of
+// one; plus the spec's worked examples.
 func groupBoundary() []Case[ref.GroupContiguousInput] {
 	type in = ref.GroupContiguousInput
 	const top = math.MaxInt64
 	alternating := make([]int64, 1024)
 	for i := range alternating {
 		alternating[i] = int64(2 * i)
+	}
+	// Runs of 1, 2, …, 9 pairs, each starting 10 pages on: run lengths on
+	// both sides of every small multiple a scanner might step by.
+	var growing []int64
+	for l := int64(1); l <= 9; l++ {
+		for j := range l {
+			growing = append(growing, 10*l+j)
+		}
 	}
 	return []Case[ref.GroupContiguousInput]{
 		{"spec-two-runs-src-jump", in{Src: []int64{1, 2, 3, 7, 8}, Dst: []int64{10, 11, 12, 13, 14}}},
@@ -143,6 +151,9 @@ func groupBoundary() []Case[ref.GroupContiguousInput] {
 		// Rejected: MinInt64 is MaxInt64+1 in wrapping arithmetic, so a
 		// twin that only checks where runs start would miss it.
 		{"negative-after-max-int64", in{Src: []int64{top, math.MinInt64}, Dst: []int64{0, 1}}},
+		{"runs-of-1-to-9-pairs", in{Src: growing, Dst: run(0, len(growing))}},
+		{"four-pairs-one-run", in{Src: run(3, 4), Dst: run(9, 4)}},
+		{"five-pairs-break-last", in{Src: []int64{3, 4, 5, 6, 8}, Dst: run(9, 5)}},
 		{"1024-pairs-one-run", in{Src: run(100, 1024), Dst: run(7000, 1024)}},
 		{"1024-pairs-1024-runs", in{Src: alternating, Dst: run(0, 1024)}},
 	}
