@@ -295,6 +295,8 @@ func All() []Entry {
 		StateLayerPairing(),
 		HostOffsets(),
 		LayoutConvert(),
+		GroupContiguous(),
+		LayerBlocks(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

@@ -130,7 +130,7 @@ func drawTransfer(t *rapid.T, in *ref.LayoutConvertInput, g ref.HostGeometry) {
 		dstPages, srcPages = g.NP, in.DevicePages
 	}
 	n := rapid.Int64Range(0, dstPages).Draw(t, "n_pairs")
-	dst, src := distinctPages(t, n, dstPages), anyPages(t, n, srcPages)
+	dst, src := distinctPagesBelow(t, n, dstPages), anyPages(t, n, srcPages)
 	hp, dp := src, dst
 	if in.Mode == ref.ConvertBackup {
 		hp, dp = dst, src
@@ -140,7 +140,8 @@ func drawTransfer(t *rapid.T, in *ref.LayoutConvertInput, g ref.HostGeometry) {
 	in.Device = drawArena(t, "device", dev.TotalBytes())
 }
 
-func distinctPages(t *rapid.T, n, total int64) []int64 {
+// distinctPagesBelow draws n distinct pages in [0, total): a run or a random pick.
+func distinctPagesBelow(t *rapid.T, n, total int64) []int64 {
 	if rapid.Bool().Draw(t, "dst_run") {
 		return pageRun(rapid.Int64Range(0, total-n).Draw(t, "dst_start"), n)
 	}

@@ -93,6 +93,8 @@ func Suites() []Suite {
 		Erase(StateLayerPairing()),
 		Erase(HostOffsets()),
 		Erase(LayoutConvert()),
+		Erase(GroupContiguous()),
+		Erase(LayerBlocks()),
 	}
 }
 

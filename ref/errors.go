@@ -34,6 +34,10 @@ var (
 	ErrTooLarge = NewSentinel("too_large", "output exceeds the configured limit")
 	// ErrLengthMismatch: two parallel lists have different lengths (transfer.md §2, §3).
 	ErrLengthMismatch = NewSentinel("length_mismatch", "parallel lists differ in length")
+	// ErrItemLenMismatch: item lens that must agree differ — MLA entries, whose
+	// upstream path uses item_lens[0] for every layer (transfer.md §3.2), or a
+	// state-buffer pair (transfer.md §6.2 rule 5).
+	ErrItemLenMismatch = NewSentinel("item_len_mismatch", "item lens differ")
 	// ErrBadEnum: a string option is not one of its allowed values.
 	ErrBadEnum = NewSentinel("bad_enum", "unknown option value")
 

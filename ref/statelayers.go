@@ -26,8 +26,6 @@ var (
 	// layers the state buffers hold; the value is a StateLayerIdentityMismatch
 	// (transfer.md §6.2 rule 4).
 	ErrStateLayerIdentityMismatch = NewSentinel("state_layer_identity_mismatch", "prefill and decode disagree on state layer identity")
-	// ErrItemLenMismatch: a pair's buffers differ in item_len (transfer.md §6.2 rule 5).
-	ErrItemLenMismatch = NewSentinel("item_len_mismatch", "paired state buffers differ in item_len")
 	// ErrBadIndexPattern: the index-topk pattern or active set is invalid;
 	// the bound says why (transfer.md §6.1).
 	ErrBadIndexPattern = NewSentinel("bad_index_pattern", "invalid index-topk pattern or active set")

@@ -19,5 +19,7 @@ func All() []equiv.Killable {
 		StateLayersPairedByCount(),
 		IndexBytesUseAllLayers(),
 		LPFStorageAccepted(),
+		GroupLengthMismatch(),
+		VItemLenForK(),
 	}
 }

@@ -1,0 +1,99 @@
+package equiv_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// propHolds runs the property called name of props on (in, out).
+func propHolds[In, Out any](t *testing.T, props []equiv.Prop[In, Out], name string, in In, out Out) error {
+	t.Helper()
+	for _, p := range props {
+		if p.Name == name {
+			return p.Holds(ref.DefaultLimits(), in, out)
+		}
+	}
+	t.Fatalf("no property %q", name)
+	return nil
+}
+
+// TestGroupPropertiesCatchWrongRuns: each §2 property holds on ref's runs
+// and fails on a result broken the way that property guards against.
+func TestGroupPropertiesCatchWrongRuns(t *testing.T) {
+	spec := equiv.GroupContiguous()
+	in := ref.GroupContiguousInput{Src: []int64{1, 2, 3, 7, 8}, Dst: []int64{10, 11, 12, 13, 14}}
+	good, err := ref.GroupContiguous(ref.DefaultLimits(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := map[string][]ref.Run{
+		"concat-equals-input":           {{SrcStart: 1, DstStart: 10, Count: 3}, {SrcStart: 7, DstStart: 14, Count: 2}},
+		"equal-run-lengths":             {{SrcStart: 1, DstStart: 10, Count: 3}, {SrcStart: 7, DstStart: 13, Count: 0}, {SrcStart: 7, DstStart: 13, Count: 2}},
+		"plus-one-inside-runs":          {{SrcStart: 1, DstStart: 10, Count: 5}},
+		"maximal-at-boundaries":         {{SrcStart: 1, DstStart: 10, Count: 1}, {SrcStart: 2, DstStart: 11, Count: 2}, {SrcStart: 7, DstStart: 13, Count: 2}},
+		"runs-equal-one-plus-breaks":    {{SrcStart: 1, DstStart: 10, Count: 1}, {SrcStart: 2, DstStart: 11, Count: 2}, {SrcStart: 7, DstStart: 13, Count: 2}},
+		"single-run-regroups-to-itself": {{SrcStart: 1, DstStart: 10, Count: 1}, {SrcStart: 2, DstStart: 11, Count: 2}, {SrcStart: -7, DstStart: 13, Count: 2}},
+	}
+	for _, p := range spec.Props {
+		if err := p.Holds(ref.DefaultLimits(), in, good); err != nil {
+			t.Errorf("%s fails on ref's runs: %v", p.Name, err)
+		}
+		bad, ok := broken[p.Name]
+		if !ok {
+			t.Errorf("no broken result for property %s", p.Name)
+			continue
+		}
+		if propHolds(t, spec.Props, p.Name, in, ref.GroupContiguousOutput{Runs: bad}) == nil {
+			t.Errorf("%s holds on broken runs %v", p.Name, bad)
+		}
+	}
+}
+
+// TestLayerBlocksPropertiesCatchWrongBlocks: each §3.5 property holds on
+// ref's batch and fails on a batch broken the way it guards against.
+func TestLayerBlocksPropertiesCatchWrongBlocks(t *testing.T) {
+	spec := equiv.LayerBlocks()
+	in := ref.LayerBlocksInput{ // §3.4 as MHA, K and V lens differing
+		Owned: []int64{3, 4, 9}, DstPages: []int64{20, 21, 22},
+		SrcPtrs: []uint64{0x10000000, 0x20000000}, DstPtrs: []uint64{0x90000000, 0xA0000000},
+		ItemLens: []uint64{1024, 512}, SrcDataLens: []uint64{10 * 1024, 10 * 512},
+	}
+	good, err := ref.LayerBlocks(ref.DefaultLimits(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(f func(*ref.LayerBlocksOutput)) ref.LayerBlocksOutput {
+		out := good
+		out.Runs, out.Blocks = slices.Clone(good.Runs), slices.Clone(good.Blocks)
+		f(&out)
+		return out
+	}
+	broken := map[string]ref.LayerBlocksOutput{
+		// The runs of a perturbed page list (§3's other suggested mutation).
+		"runs-are-grouped-pages": with(func(o *ref.LayerBlocksOutput) { o.Runs[1].SrcStart = 8 }),
+		// K scaled by V's item len: v-item-len-for-k.
+		"cross-layer-invariant": with(func(o *ref.LayerBlocksOutput) { o.Blocks[0].Src = 0x10000000 + 3*512 }),
+		"byte-count":            with(func(o *ref.LayerBlocksOutput) { o.Blocks[3].Len = 1024 }),
+		"per-layer-concat-equals-monolithic": with(func(o *ref.LayerBlocksOutput) {
+			o.Blocks[0], o.Blocks[1] = o.Blocks[1], o.Blocks[0]
+		}),
+		"disjoint-dst-ranges": with(func(o *ref.LayerBlocksOutput) { o.Blocks[1].Dst = o.Blocks[0].Dst + 1024 }),
+		"within-data-bounds":  with(func(o *ref.LayerBlocksOutput) { o.Blocks[3].Src += 512 }),
+	}
+	for _, p := range spec.Props {
+		if err := p.Holds(ref.DefaultLimits(), in, good); err != nil {
+			t.Errorf("%s fails on ref's batch: %v", p.Name, err)
+		}
+		bad, ok := broken[p.Name]
+		if !ok {
+			t.Errorf("no broken batch for property %s", p.Name)
+			continue
+		}
+		if propHolds(t, spec.Props, p.Name, in, bad) == nil {
+			t.Errorf("%s holds on a broken batch %+v", p.Name, bad)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package ref
+
+import "fmt"
+
+// Run is one run of page pairs contiguous on both sides (transfer.md §0, §2):
+// source pages SrcStart … SrcStart+Count-1 pair with destination pages
+// DstStart … DstStart+Count-1. It is the triple form of one (srcRun, dstRun)
+// pair of §2, so both sides have the same length by construction.
+type Run struct {
+	// SrcStart is the first source page of the run.
+	SrcStart int64 `json:"src_start"`
+	// DstStart is the first destination page of the run.
+	DstStart int64 `json:"dst_start"`
+	// Count is the number of pages in the run, >= 1.
+	Count int64 `json:"count"`
+}
+
+// GroupContiguousInput is the input of transfer.group_contiguous (transfer.md §2).
+type GroupContiguousInput struct {
+	// Src holds the source page ids, in transfer order.
+	Src []int64 `json:"src"`
+	// Dst holds the destination page ids; Dst[i] receives Src[i].
+	Dst []int64 `json:"dst"`
+}
+
+// GroupContiguousOutput is the list of maximal double-contiguous runs, in
+// input order (transfer.md §2).
+type GroupContiguousOutput struct {
+	// Runs are the maximal runs; empty (never null) when either side is empty.
+	Runs []Run `json:"runs"`
+}
+
+// ValidateGroupContiguous checks in against transfer.md §2 in the contract's
+// order: unequal non-empty lengths first, then negative ids, every src id
+// before any dst id. Exactly one empty side is not an error (newer upstream
+// returns "nothing to transfer").
+func ValidateGroupContiguous(in GroupContiguousInput) error {
+	if n, m := len(in.Src), len(in.Dst); n > 0 && m > 0 && n != m {
+		return Reject(ErrLengthMismatch, "dst", m, fmt.Sprintf("== len(src) (%d)", n))
+	}
+	if err := CheckNonNegative("src", in.Src); err != nil {
+		return err
+	}
+	return CheckNonNegative("dst", in.Dst)
+}
+
+// GroupContiguous merges page pairs into the fewest runs contiguous on both
+// sides (transfer.md §2). A break falls before i exactly when src or dst does
+// not step by +1; runs are the maximal segments between breaks.
+func GroupContiguous(_ Limits, in GroupContiguousInput) (GroupContiguousOutput, error) {
+	if err := ValidateGroupContiguous(in); err != nil {
+		return GroupContiguousOutput{}, err
+	}
+	if len(in.Src) == 0 || len(in.Dst) == 0 {
+		return GroupContiguousOutput{Runs: []Run{}}, nil
+	}
+	return GroupContiguousOutput{Runs: GroupRuns(in.Src, in.Dst)}, nil
+}
+
+// GroupRuns is §2's grouping in upstream's numpy form: diff both sides, take
+// the break positions where either diff is not 1, split both lists there, and
+// describe each (srcRun, dstRun) pair as a Run.
+// Preconditions: len(src) == len(dst) and no id is negative (so that no diff
+// overflows). An empty input yields an empty, non-nil list.
+func GroupRuns(src, dst []int64) []Run {
+	if len(src) == 0 {
+		return []Run{}
+	}
+	srcDiff, dstDiff := diff(src), diff(dst)
+	var breaks []int
+	for i := range srcDiff {
+		if srcDiff[i] != 1 || dstDiff[i] != 1 {
+			breaks = append(breaks, i+1)
+		}
+	}
+	srcRuns, dstRuns := split(src, breaks), split(dst, breaks)
+	runs := make([]Run, len(srcRuns))
+	for k := range srcRuns {
+		runs[k] = Run{SrcStart: srcRuns[k][0], DstStart: dstRuns[k][0], Count: int64(len(srcRuns[k]))}
+	}
+	return runs
+}
+
+// diff is np.diff: out[i] = xs[i+1] - xs[i].
+func diff(xs []int64) []int64 {
+	out := make([]int64, len(xs)-1)
+	for i := range out {
+		out[i] = xs[i+1] - xs[i]
+	}
+	return out
+}
+
+// split is np.split: the segments of xs between consecutive break indices.
+func split(xs []int64, breaks []int) [][]int64 {
+	var parts [][]int64
+	start := 0
+	for _, b := range breaks {
+		parts = append(parts, xs[start:b])
+		start = b
+	}
+	return append(parts, xs[start:])
+}

@@ -1,0 +1,68 @@
+package ref_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// TestGroupContiguousWorkedExamples pins transfer.md §2's examples, in the
+// triple form: a run is (src_start, dst_start, count).
+func TestGroupContiguousWorkedExamples(t *testing.T) {
+	cases := []struct {
+		name     string
+		src, dst []int64
+		want     []ref.Run
+	}{
+		{"a src jump splits", []int64{1, 2, 3, 7, 8}, []int64{10, 11, 12, 13, 14}, []ref.Run{{1, 10, 3}, {7, 13, 2}}},
+		{"a dst jump splits", []int64{1, 2, 3}, []int64{5, 6, 9}, []ref.Run{{1, 5, 2}, {3, 9, 1}}},
+		{"descending steps break", []int64{4, 3}, []int64{1, 2}, []ref.Run{{4, 1, 1}, {3, 2, 1}}},
+		{"equal steps break", []int64{5, 5}, []int64{1, 2}, []ref.Run{{5, 1, 1}, {5, 2, 1}}},
+		{"empty gives no runs", []int64{}, []int64{}, []ref.Run{}},
+		{"src alone gives no runs", []int64{1, 2}, nil, []ref.Run{}},
+		{"dst alone gives no runs", nil, []int64{1, 2}, []ref.Run{}},
+		{"nothing follows MaxInt64", []int64{math.MaxInt64, 0}, []int64{1, 2}, []ref.Run{{math.MaxInt64, 1, 1}, {0, 2, 1}}},
+	}
+	for _, c := range cases {
+		got, err := ref.GroupContiguous(ref.DefaultLimits(), ref.GroupContiguousInput{Src: c.src, Dst: c.dst})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if d := cmp.Diff(c.want, got.Runs); d != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, d)
+		}
+		if got.Runs == nil {
+			t.Errorf("%s: runs is nil, want [] so it encodes as a list", c.name)
+		}
+	}
+}
+
+// TestGroupContiguousRejectsBadInputNamingFieldAndBound pins §2's bad input
+// and the lead's order: unequal non-empty lengths, then src ids, then dst ids.
+func TestGroupContiguousRejectsBadInputNamingFieldAndBound(t *testing.T) {
+	cases := []struct {
+		name     string
+		src, dst []int64
+		want     *ref.Sentinel
+		field    string
+		value    any
+		bound    string
+	}{
+		{"old upstream's silent misalignment", []int64{1, 2, 3}, []int64{5, 6}, ref.ErrLengthMismatch, "dst", 2, "== len(src) (3)"},
+		{"length before sign", []int64{-1}, []int64{5, 6}, ref.ErrLengthMismatch, "dst", 2, "== len(src) (1)"},
+		{"negative src id", []int64{1, -2}, []int64{5, -6}, ref.ErrNegative, "src[1]", int64(-2), ">= 0"},
+		{"negative dst id", []int64{1, 2}, []int64{5, -6}, ref.ErrNegative, "dst[1]", int64(-6), ">= 0"},
+		{"negative id beside an empty side", []int64{-1}, nil, ref.ErrNegative, "src[0]", int64(-1), ">= 0"},
+	}
+	for _, c := range cases {
+		_, err := ref.GroupContiguous(ref.DefaultLimits(), ref.GroupContiguousInput{Src: c.src, Dst: c.dst})
+		ie, ok := ref.AsInputError(err)
+		if !ok || !errors.Is(err, c.want) || ie.Field != c.field || ie.Value != c.value || ie.Bound != c.bound {
+			t.Errorf("%s: got %v, want %s on %s = %v (%s)", c.name, err, c.want.Code(), c.field, c.value, c.bound)
+		}
+	}
+}

@@ -1,0 +1,296 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// Sentinels of transfer.layer_blocks (transfer.md §3).
+var (
+	// ErrDstPtrRange: the decode pointer slice [start_layer, start_layer+n) is
+	// outside dst_ptrs (transfer.md §3.2, PP slicing).
+	ErrDstPtrRange = NewSentinel("dst_ptr_range", "decode pointer slice out of range")
+	// ErrOddMHAPtrs: an MHA pointer list is not K halves then V halves (transfer.md §3.2).
+	ErrOddMHAPtrs = NewSentinel("odd_mha_ptrs", "MHA pointer count must be even")
+	// ErrZeroItemLen: an entry moves zero bytes per page (transfer.md §3.5 bad input).
+	ErrZeroItemLen = NewSentinel("zero_item_len", "item_len must be >= 1")
+	// ErrDuplicateDstPage: two pairs write the same decode page, so RDMA
+	// completion order would decide the bytes (transfer.md §3.5.4).
+	ErrDuplicateDstPage = NewSentinel("duplicate_dst_page", "decode pages must be distinct")
+	// ErrOutOfBounds: a block reaches past its buffer's known data length (transfer.md §3.5.5).
+	ErrOutOfBounds = NewSentinel("out_of_bounds", "block outside its buffer")
+)
+
+// BlockBytes is the size of one Block in an output list, for Limits.CheckOutput.
+const BlockBytes = 24
+
+// Block is one contiguous RDMA write of Len bytes from Src to Dst (transfer.md §0).
+type Block struct {
+	// Src is the source device address.
+	Src uint64 `json:"src"`
+	// Dst is the destination device address.
+	Dst uint64 `json:"dst"`
+	// Len is the number of bytes.
+	Len uint64 `json:"len"`
+}
+
+// LayerBlocksInput is the input of transfer.layer_blocks (transfer.md §3.1,
+// §3.2): the CP-filtered page pairs of one chunk and both sides' per-entry
+// buffers.
+type LayerBlocksInput struct {
+	// IsMLA selects MLA pointer selection (one entry per layer); false is MHA
+	// (K entries of every layer, then V entries).
+	IsMLA bool `json:"is_mla"`
+	// Owned holds the prefill page ids this rank sends, in request order.
+	Owned []int64 `json:"owned"`
+	// DstPages holds the decode page ids; DstPages[i] receives Owned[i]. They must be distinct.
+	DstPages []int64 `json:"dst_pages"`
+	// SrcPtrs are the prefill buffers' device addresses, one per transfer entry.
+	SrcPtrs []uint64 `json:"src_ptrs"`
+	// DstPtrs are the decode buffers' device addresses; with pipeline
+	// parallelism they cover more layers than SrcPtrs and are sliced at StartLayer.
+	DstPtrs []uint64 `json:"dst_ptrs"`
+	// ItemLens are the bytes per page of each source entry (same length as SrcPtrs).
+	ItemLens []uint64 `json:"item_lens"`
+	// StartLayer is the first decode layer of this prefill PP stage; used
+	// only when the entry counts of the two sides differ.
+	StartLayer int64 `json:"start_layer"`
+	// SrcDataLens, when non-empty, are the byte sizes of the SrcPtrs buffers (one per entry).
+	SrcDataLens []uint64 `json:"src_data_lens,omitempty"`
+	// DstDataLens, when non-empty, are the byte sizes of the DstPtrs buffers (one per pointer).
+	DstDataLens []uint64 `json:"dst_data_lens,omitempty"`
+}
+
+// LayerBlocksOutput is the monolithic batch of transfer.md §3.3.
+type LayerBlocksOutput struct {
+	// Runs are the §2 runs of (Owned, DstPages), shared by every entry.
+	Runs []Run `json:"runs"`
+	// Blocks is concat over entries of that entry's blocks: entry-major, run-minor.
+	Blocks []Block `json:"blocks"`
+	// BlocksPerEntry is len(Runs): entry e's blocks are Blocks[e*BlocksPerEntry:(e+1)*BlocksPerEntry].
+	BlocksPerEntry int64 `json:"blocks_per_entry"`
+}
+
+// LayerGeometry is the validated pointer selection of a layer_blocks input
+// (transfer.md §3.2).
+type LayerGeometry struct {
+	// Entries is the number of transfer entries, len(src_ptrs).
+	Entries int
+	// Half is the number of layers per half: len(src_ptrs)/2 for MHA, len(src_ptrs) for MLA.
+	Half int
+	// DstHalf is the same count on the decode side.
+	DstHalf int
+	// DstOffset is start_layer when the counts differ (PP slicing), else 0.
+	DstOffset int
+}
+
+// LayerEntry is one transfer entry's buffers and page size (transfer.md §3.1).
+type LayerEntry struct {
+	// SrcIdx is the entry's index in src_ptrs (and item_lens, src_data_lens).
+	SrcIdx int
+	// DstIdx is the index in dst_ptrs (and dst_data_lens) it writes to.
+	DstIdx int
+	// SrcBase is src_ptrs[SrcIdx].
+	SrcBase uint64
+	// DstBase is dst_ptrs[DstIdx].
+	DstBase uint64
+	// ItemLen is the bytes per page on both sides: the source entry's item len.
+	ItemLen uint64
+}
+
+// EntryAt returns transfer entry e of in under g. MLA entry e is layer e and
+// writes dst_ptrs[offset+e]; MHA entries are K_0…K_{n-1}, V_0…V_{n-1}, and
+// V_l writes dst_ptrs[D+offset+l]. MHA uses the entry's own item_lens[e]
+// (upstream's per-layer form); MLA's are all equal once validated.
+// Preconditions: g came from CheckLayerPointers(in) and 0 <= e < g.Entries.
+func (g LayerGeometry) EntryAt(in LayerBlocksInput, e int) LayerEntry {
+	dst := g.DstOffset + e
+	if e >= g.Half {
+		dst = g.DstHalf + g.DstOffset + (e - g.Half)
+	}
+	return LayerEntry{SrcIdx: e, DstIdx: dst, SrcBase: in.SrcPtrs[e], DstBase: in.DstPtrs[dst], ItemLen: in.ItemLens[e]}
+}
+
+// CheckLayerPages checks the page pairs (transfer.md §3.5 bad input, §3.5.4):
+// equal lengths (even when one side is empty: unlike §2, the KV path checks
+// lengths first), then negative owned ids, then negative dst ids, then the
+// first dst page equal to an earlier one.
+func CheckLayerPages(in LayerBlocksInput) error {
+	if n, m := len(in.Owned), len(in.DstPages); n != m {
+		return Reject(ErrLengthMismatch, "dst_pages", m, fmt.Sprintf("== len(owned) (%d)", n))
+	}
+	if err := CheckNonNegative("owned", in.Owned); err != nil {
+		return err
+	}
+	if err := CheckNonNegative("dst_pages", in.DstPages); err != nil {
+		return err
+	}
+	firstAt := make(map[int64]int, len(in.DstPages))
+	for j, p := range in.DstPages {
+		if i, seen := firstAt[p]; seen {
+			return Reject(ErrDuplicateDstPage, Idx("dst_pages", j), p, fmt.Sprintf("distinct from dst_pages[%d]", i))
+		}
+		firstAt[p] = j
+	}
+	return nil
+}
+
+// CheckLayerPointers checks the pointer lists and item lens (transfer.md
+// §3.2) and returns the entry selection. Order: start_layer >= 0; MHA
+// src_ptrs then dst_ptrs even; item_lens, src_data_lens, dst_data_lens
+// lengths; the PP slice in range; then per entry in order, item_len >= 1
+// and (MLA) item_len == item_lens[0].
+func CheckLayerPointers(in LayerBlocksInput) (LayerGeometry, error) {
+	if in.StartLayer < 0 {
+		return LayerGeometry{}, Reject(ErrNegative, "start_layer", in.StartLayer, ">= 0")
+	}
+	if err := checkPointerCounts(in); err != nil {
+		return LayerGeometry{}, err
+	}
+	g, err := selectDst(in)
+	if err != nil {
+		return LayerGeometry{}, err
+	}
+	return g, checkItemLens(in)
+}
+
+func checkPointerCounts(in LayerBlocksInput) error {
+	if !in.IsMLA {
+		if len(in.SrcPtrs)%2 != 0 {
+			return Reject(ErrOddMHAPtrs, "src_ptrs", len(in.SrcPtrs), "an even count (all K, then all V) when is_mla is false")
+		}
+		if len(in.DstPtrs)%2 != 0 {
+			return Reject(ErrOddMHAPtrs, "dst_ptrs", len(in.DstPtrs), "an even count (all K, then all V) when is_mla is false")
+		}
+	}
+	n := len(in.SrcPtrs)
+	if len(in.ItemLens) != n {
+		return Reject(ErrLengthMismatch, "item_lens", len(in.ItemLens), fmt.Sprintf("== len(src_ptrs) (%d)", n))
+	}
+	if k := len(in.SrcDataLens); k != 0 && k != n {
+		return Reject(ErrLengthMismatch, "src_data_lens", k, fmt.Sprintf("== len(src_ptrs) (%d), or empty", n))
+	}
+	if k, d := len(in.DstDataLens), len(in.DstPtrs); k != 0 && k != d {
+		return Reject(ErrLengthMismatch, "dst_data_lens", k, fmt.Sprintf("== len(dst_ptrs) (%d), or empty", d))
+	}
+	return nil
+}
+
+// selectDst applies §3.2's PP rule: equal layer counts pair positionally,
+// otherwise the decode side is sliced at start_layer and must cover it.
+func selectDst(in LayerBlocksInput) (LayerGeometry, error) {
+	g := LayerGeometry{Entries: len(in.SrcPtrs), Half: len(in.SrcPtrs), DstHalf: len(in.DstPtrs)}
+	unit := "entries"
+	if !in.IsMLA {
+		g.Half, g.DstHalf, unit = g.Half/2, g.DstHalf/2, "layers per K/V half"
+	}
+	if g.Half == g.DstHalf {
+		return g, nil
+	}
+	if in.StartLayer > int64(g.DstHalf)-int64(g.Half) {
+		return LayerGeometry{}, Reject(ErrDstPtrRange, "start_layer", in.StartLayer,
+			fmt.Sprintf("start_layer + %d <= %d decode %s", g.Half, g.DstHalf, unit))
+	}
+	g.DstOffset = int(in.StartLayer)
+	return g, nil
+}
+
+func checkItemLens(in LayerBlocksInput) error {
+	for e, l := range in.ItemLens {
+		if l == 0 {
+			return Reject(ErrZeroItemLen, Idx("item_lens", e), l, ">= 1")
+		}
+		if in.IsMLA && l != in.ItemLens[0] {
+			return Reject(ErrItemLenMismatch, Idx("item_lens", e), l,
+				fmt.Sprintf("== item_lens[0] (%d): MLA moves every layer with one item_len", in.ItemLens[0]))
+		}
+	}
+	return nil
+}
+
+// CheckBlockCount rejects an output of entries×runs blocks that Limits do
+// not allow, before anything of that size is allocated.
+func CheckBlockCount(lim Limits, entries, runs int) error {
+	if MulOverflows(int64(entries), int64(runs)) {
+		return Reject(ErrOverflow, "blocks", entries, fmt.Sprintf("entries * %d runs <= %d", runs, int64(math.MaxInt64)))
+	}
+	return lim.CheckOutput("blocks", int64(entries)*int64(runs), BlockBytes)
+}
+
+// CheckLayerAddresses checks every page of every entry (transfer.md §3.5
+// bad input, §3.5.5): the page's end address base + (page+1)*item_len must
+// fit in uint64, and when data lens are given the end offset must not pass
+// them. Entries in order, pages in order, source side before destination.
+// It reports the first offending page; a run is in range iff its last page is.
+// Preconditions: the pages passed CheckLayerPages and g came from CheckLayerPointers.
+func CheckLayerAddresses(in LayerBlocksInput, g LayerGeometry) error {
+	for e := range g.Entries {
+		ent := g.EntryAt(in, e)
+		for i := range in.Owned {
+			if err := checkPageEnd("owned", i, in.Owned[i], ent.ItemLen, "src", ent.SrcIdx, ent.SrcBase, in.SrcDataLens); err != nil {
+				return err
+			}
+			if err := checkPageEnd("dst_pages", i, in.DstPages[i], ent.ItemLen, "dst", ent.DstIdx, ent.DstBase, in.DstDataLens); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkPageEnd checks one page's block end on one side. page >= 0, so
+// page+1 <= 2^63 fits a uint64.
+func checkPageEnd(field string, i int, page int64, itemLen uint64, side string, idx int, base uint64, dataLens []uint64) error {
+	hi, end := bits.Mul64(uint64(page)+1, itemLen)
+	if _, carry := bits.Add64(base, end, 0); hi != 0 || carry != 0 {
+		return Reject(ErrOverflow, Idx(field, i), page,
+			fmt.Sprintf("%s_ptrs[%d] (%#x) + (page+1)*item_len (%d) <= %d", side, idx, base, itemLen, uint64(math.MaxUint64)))
+	}
+	if len(dataLens) > 0 && end > dataLens[idx] {
+		return Reject(ErrOutOfBounds, Idx(field, i), page,
+			fmt.Sprintf("(page+1)*item_len (%d) <= %s_data_lens[%d] (%d)", itemLen, side, idx, dataLens[idx]))
+	}
+	return nil
+}
+
+// BuildLayerBlocks is the seed's per-layer address computation (transfer.md
+// §3.1): one block per run, both sides scaled by the source item_len.
+// Preconditions: the addresses fit in uint64 (CheckLayerAddresses).
+func BuildLayerBlocks(srcBase, dstBase, itemLen uint64, runs []Run) []Block {
+	blocks := make([]Block, 0, len(runs))
+	for _, r := range runs {
+		blocks = append(blocks, Block{
+			Src: srcBase + uint64(r.SrcStart)*itemLen,
+			Dst: dstBase + uint64(r.DstStart)*itemLen,
+			Len: uint64(r.Count) * itemLen,
+		})
+	}
+	return blocks
+}
+
+// LayerBlocks returns the monolithic batch of one chunk (transfer.md §3.3):
+// the §2 runs of (owned, dst_pages) computed once, and for every entry in
+// order its BuildLayerBlocks, concatenated.
+func LayerBlocks(lim Limits, in LayerBlocksInput) (LayerBlocksOutput, error) {
+	if err := CheckLayerPages(in); err != nil {
+		return LayerBlocksOutput{}, err
+	}
+	g, err := CheckLayerPointers(in)
+	if err != nil {
+		return LayerBlocksOutput{}, err
+	}
+	runs := GroupRuns(in.Owned, in.DstPages)
+	if err := CheckBlockCount(lim, g.Entries, len(runs)); err != nil {
+		return LayerBlocksOutput{}, err
+	}
+	if err := CheckLayerAddresses(in, g); err != nil {
+		return LayerBlocksOutput{}, err
+	}
+	blocks := []Block{}
+	for e := range g.Entries {
+		ent := g.EntryAt(in, e)
+		blocks = append(blocks, BuildLayerBlocks(ent.SrcBase, ent.DstBase, ent.ItemLen, runs)...)
+	}
+	return LayerBlocksOutput{Runs: runs, Blocks: blocks, BlocksPerEntry: int64(len(runs))}, nil
+}
