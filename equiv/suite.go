@@ -2,6 +2,8 @@ package equiv
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"pgregory.net/rapid"
 
@@ -84,9 +86,10 @@ func (u suite[In, Out]) Shrink(impl catalog.Impl, kind Kind) (*Failure, error) {
 	return u.s.Shrink(string(impl), f, kind), nil
 }
 
-// Suites returns the differential suite of every op, in name order.
+// Suites returns the differential suite of every op, in name order (the
+// catalog's order).
 func Suites() []Suite {
-	return []Suite{
+	suites := []Suite{
 		Erase(FilterCPRank()),
 		Erase(SamplingPack()),
 		Erase(PrebuiltSlice()),
@@ -96,6 +99,8 @@ func Suites() []Suite {
 		Erase(GroupContiguous()),
 		Erase(LayerBlocks()),
 	}
+	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
+	return suites
 }
 
 // Lookup returns the suite of the op called name.

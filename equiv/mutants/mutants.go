@@ -4,22 +4,29 @@
 // has a named regression fixture holding its minimal distinguishing input.
 package mutants
 
-import "github.com/kvtwin/kvtwin/equiv"
+import (
+	"slices"
+	"strings"
+
+	"github.com/kvtwin/kvtwin/equiv"
+)
 
 // MaxCases is how many generated cases a mutant may survive before the
 // suite is judged too weak to catch it.
 const MaxCases = 1000
 
-// All returns every mutant, grouped by op in catalog order.
+// All returns every mutant, grouped by op in catalog (name) order.
 func All() []equiv.Killable {
-	return []equiv.Killable{
-		ChunkPageStartZero(),
+	zoo := []equiv.Killable{
+		LPFStorageAccepted(),
 		FlagsFromFloat32(),
+		ChunkPageStartZero(),
+		GroupLengthMismatch(),
+		VItemLenForK(),
 		PrebuiltSliceFromZero(),
 		StateLayersPairedByCount(),
 		IndexBytesUseAllLayers(),
-		LPFStorageAccepted(),
-		GroupLengthMismatch(),
-		VItemLenForK(),
 	}
+	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
+	return zoo
 }
