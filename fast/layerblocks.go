@@ -50,7 +50,7 @@ func groupPages(owned, dst []int64) (runs []ref.Run, ok bool) {
 	case len(owned) == 0:
 		return []ref.Run{}, true
 	}
-	return groupRuns(owned, dst)
+	return groupRuns(owned, dst, segmentsFor(len(owned)))
 }
 
 // dstRunsDisjoint reports whether no decode page appears twice (§3.5.4).
