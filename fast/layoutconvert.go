@@ -3,6 +3,7 @@ package fast
 import (
 	"bytes"
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/kvtwin/kvtwin/ref"
@@ -68,11 +69,37 @@ func layerMajor(x ref.HostLayout) bool { return x == ref.LayerFirst || x == ref.
 // sources are adjacent too; a permutation and its inverse have the same
 // number of maximal runs, so this is ref's count, taken from the other side.
 func relayout(plan ref.ConvertPlan, src []byte) ref.LayoutConvertOutput {
+	dst := make([]byte, len(src))
+	return ref.LayoutConvertOutput{Arena: dst, Descriptors: relayoutInto(plan, src, dst)}
+}
+
+// RelayoutInto is LayoutConvert's relayout written into dst, a caller-owned
+// arena of the source's size, and returns the number of copies issued.
+// HiCache host pools are allocated once and reused, so this is the
+// production form: it allocates nothing, where the catalog op must return
+// a fresh arena. in.Mode must be "relayout"; dst must not overlap in.Host.
+func RelayoutInto(lim ref.Limits, in ref.LayoutConvertInput, dst []byte) (int64, error) {
+	if in.Mode != ref.ConvertRelayout {
+		return 0, ref.Reject(ref.ErrBadEnum, "mode", string(in.Mode), `"relayout" (RelayoutInto converts whole arenas)`)
+	}
+	plan, err := ref.ValidateLayoutConvert(lim, in)
+	if err != nil {
+		return 0, err
+	}
+	if len(dst) != len(in.Host) {
+		return 0, ref.Reject(ref.ErrArenaSize, "dst", len(dst), fmt.Sprintf("len == len(host) = %d", len(in.Host)))
+	}
+	return relayoutInto(plan, in.Host, dst), nil
+}
+
+// relayoutInto writes the relayout of src into dst (same length).
+func relayoutInto(plan ref.ConvertPlan, src, dst []byte) int64 {
 	from, to := plan.Host, plan.To
 	if from.Layout == to.Layout || (layerMajor(from.Layout) && layerMajor(to.Layout)) {
-		return ref.LayoutConvertOutput{Arena: bytes.Clone(src), Descriptors: 1}
+		copy(dst, src)
+		return 1
 	}
-	c := copier{dst: make([]byte, len(src)), src: src}
+	c := copier{dst: dst, src: src}
 	f := stridesOf(from)
 	P, tb, pb := to.P, to.TB, to.PB()
 	byToken := from.Layout == ref.PageFirst || to.Layout == ref.PageFirst
@@ -115,7 +142,7 @@ func relayout(plan ref.ConvertPlan, src []byte) ref.LayoutConvertOutput {
 		}
 	}
 	c.flush()
-	return ref.LayoutConvertOutput{Arena: c.dst, Descriptors: c.copies}
+	return c.copies
 }
 
 // forEachRun is the run coalescing of transfer.md §2 in one pass: it calls

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -17,8 +18,10 @@ import (
 )
 
 // benchRow is one op × shape × implementation measurement (`kvtwin bench --json`).
-// Impl "copy" rows time a plain copy of the shape's CopyBytes, the yardstick
-// for memory-bound ops.
+// For shapes with CopyBytes, two yardstick rows are timed in the same run:
+// impl "copy" is copy() into a warm destination (the memory-bandwidth
+// floor), impl "clone" is bytes.Clone (a fresh destination: what any op
+// returning new bytes of that size pays at least).
 type benchRow struct {
 	Op          string  `json:"op"`
 	Shape       string  `json:"shape"`
@@ -105,11 +108,16 @@ func runBenches(opSel, shapeSel *regexp.Regexp, impls []catalog.Impl) ([]benchRo
 				rows = append(rows, row)
 			}
 			if b.CopyBytes > 0 {
-				row, err := measure(e.Name(), b.Shape, "copy", copyRun(b.CopyBytes))
-				if err != nil {
-					return nil, err
+				for _, y := range []struct {
+					impl string
+					run  func() error
+				}{{"copy", copyRun(b.CopyBytes)}, {"clone", cloneRun(b.CopyBytes)}} {
+					row, err := measure(e.Name(), b.Shape, y.impl, y.run)
+					if err != nil {
+						return nil, err
+					}
+					rows = append(rows, row)
 				}
-				rows = append(rows, row)
 			}
 		}
 	}
@@ -122,6 +130,15 @@ func copyRun(n int64) func() error {
 		src[i] = byte(i)
 	}
 	return func() error { copy(dst, src); return nil }
+}
+
+func cloneRun(n int64) func() error {
+	src := make([]byte, n)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	var keep []byte
+	return func() error { keep = bytes.Clone(src); _ = keep; return nil }
 }
 
 func measure(op, shape, impl string, run func() error) (benchRow, error) {
@@ -149,16 +166,16 @@ func printBench(w io.Writer, rows []benchRow) {
 	}
 	ratio := func(r benchRow, other string) string {
 		d, ok := ns[key{r.Op, r.Shape, other}]
-		if !ok || r.Impl == other || r.Impl == "copy" || d == 0 {
+		if !ok || r.Impl == other || r.Impl == "copy" || r.Impl == "clone" || d == 0 {
 			return ""
 		}
 		return fmt.Sprintf("%.3f", r.NsPerOp/d)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "OP\tSHAPE\tIMPL\tNS/OP\tB/OP\tALLOCS/OP\t÷REF\t÷COPY\t")
+	fmt.Fprintln(tw, "OP\tSHAPE\tIMPL\tNS/OP\tB/OP\tALLOCS/OP\t÷REF\t÷COPY\t÷CLONE\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", r.Op, r.Shape, r.Impl, fmtNs(r.NsPerOp),
-			r.BytesPerOp, r.AllocsPerOp, ratio(r, "ref"), ratio(r, "copy"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", r.Op, r.Shape, r.Impl, fmtNs(r.NsPerOp),
+			r.BytesPerOp, r.AllocsPerOp, ratio(r, "ref"), ratio(r, "copy"), ratio(r, "clone"))
 	}
 	tw.Flush()
 }
