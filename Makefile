@@ -5,7 +5,7 @@ GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not 
 FIXTURES  = $(wildcard fixtures/testdata/*.jsonl)
 
 .PHONY: all build run test fmt-check vet staticcheck test-race fixtures-check audit-short \
-        fixtures bugzoo audit bench lint clean
+        fixtures bugzoo audit bench fuzz lint clean
 
 all: build
 
@@ -59,3 +59,8 @@ bench: build
 
 clean:
 	rm -rf bin
+
+## fuzz: explore arbitrary inputs on every op (no panic, twins agree); FUZZTIME=5m for longer.
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzRunNeverPanicsAndTwinsAgree -fuzztime $(FUZZTIME) ./catalog/

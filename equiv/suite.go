@@ -147,11 +147,19 @@ type Killable interface {
 	Regression() (*Failure, error)
 }
 
-func (m *Mutant[In, Out]) Name() string    { return m.ID }
-func (m *Mutant[In, Out]) Op() string      { return m.Spec.Op.OpName }
-func (m *Mutant[In, Out]) SpecRef() string { return m.Section }
-func (m *Mutant[In, Out]) Bug() string     { return m.About }
+// Name implements Killable.
+func (m *Mutant[In, Out]) Name() string { return m.ID }
 
+// Op implements Killable.
+func (m *Mutant[In, Out]) Op() string { return m.Spec.Op.OpName }
+
+// SpecRef implements Killable.
+func (m *Mutant[In, Out]) SpecRef() string { return m.Section }
+
+// Bug implements Killable.
+func (m *Mutant[In, Out]) Bug() string { return m.About }
+
+// Hunt implements Killable.
 func (m *Mutant[In, Out]) Hunt(maxCases int) (int, *Failure) {
 	name := "mutant:" + m.ID
 	for i, n := 0, 0; n < maxCases; i++ {
@@ -168,6 +176,8 @@ func (m *Mutant[In, Out]) Hunt(maxCases int) (int, *Failure) {
 	return maxCases, nil
 }
 
+// Regression implements Killable; a regression case listed in the
+// Spec's Rejects must be rejected with that sentinel by ref.
 func (m *Mutant[In, Out]) Regression() (*Failure, error) {
 	in, ok := m.Spec.Regression(m.ID)
 	if !ok {
