@@ -76,9 +76,6 @@ func TestLPFLoadIssuesOneCopyPerRun(t *testing.T) {
 	}
 }
 
-// sink keeps benchmark results alive.
-var sink []byte
-
 // BenchmarkRelayoutIntoAgainstCopy is the issue's layout.convert target
 // (fast within 2× of a plain copy of the same bytes, measured in the same
 // run) on the catalog's 64 MiB relayout shapes: RelayoutInto writes into a
