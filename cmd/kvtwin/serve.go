@@ -41,7 +41,6 @@ func newServeCmd() *cobra.Command {
 			if err := srv.ListenAndServe(ctx); err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
-			logger.Info("stopped cleanly")
 			return nil
 		},
 	}
