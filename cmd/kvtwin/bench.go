@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"runtime"
 	"slices"
 	"testing"
 	"text/tabwriter"
@@ -145,6 +146,9 @@ func measure(op, shape, impl string, run func() error) (benchRow, error) {
 	if err := run(); err != nil {
 		return benchRow{}, fmt.Errorf("%s %s on %s: shape input rejected: %w", op, shape, impl, err)
 	}
+	// Start every measurement from a collected heap, so one shape's garbage
+	// (64 MiB arenas) is not collected on the next shape's clock.
+	runtime.GC()
 	res := testing.Benchmark(func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
