@@ -1,14 +1,13 @@
 package mutants
 
 import (
-	"math"
-
 	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // FlagsFromFloat32 is the hazard of transfer.md §8's single-pass rewrite,
-// re-introduced into a copy of fast.SamplingPack: the need_* flags read the
+// re-introduced on top of fast.SamplingPack: the need_* flags read the
 // float32 copies in the packed buffer instead of the float64 sources, so
 // top_p = 1 − 1e-12 (stored as 1.0f) leaves need_top_p_sampling false and
 // a min_p below float32's range (stored as 0f) leaves need_min_p_sampling
@@ -25,40 +24,18 @@ func FlagsFromFloat32() equiv.Killable {
 	}
 }
 
-func flagsFromFloat32(_ ref.Limits, in ref.SamplingPackInput) (ref.SamplingPackOutput, error) {
-	reqs := in.Requests
-	bs := len(reqs)
-	f := make([]float32, 3*bs)
-	temps, topPs, minPs := f[:bs:bs], f[bs:2*bs:2*bs], f[2*bs:]
-	topK := make([]int32, bs)
-	var seeds []int64
-	if in.Deterministic {
-		seeds = make([]int64, bs)
+// flagsFromFloat32 runs the fast twin, then recomputes the two float flags
+// from the packed float32 copies, as a fused packing pass easily would.
+func flagsFromFloat32(lim ref.Limits, in ref.SamplingPackInput) (ref.SamplingPackOutput, error) {
+	out, err := fast.SamplingPack(lim, in)
+	if err != nil {
+		return out, err
 	}
-	greedy, needP, needK, needMin := true, false, false, false
-	for i := range reqs {
-		r := &reqs[i]
-		t, p, k, m := r.Temperature, r.TopP, r.TopK, r.MinP
-		if 0 <= t && t < ref.SamplingEps {
-			t, k = 1, 1
-		}
-		if k == -1 {
-			k = ref.TopKAll
-		}
-		if !(t >= 0 && t < ref.Float32Overflow && p > 0 && p <= 1 && k >= 1 && k <= math.MaxInt32 && m >= 0 && m <= 1) {
-			if _, err := ref.NormalizeSamplingRequest(i, *r); err != nil {
-				return ref.SamplingPackOutput{}, err
-			}
-		}
-		temps[i], topPs[i], minPs[i], topK[i] = float32(t), float32(p), float32(m), int32(k)
-		if seeds != nil {
-			seeds[i] = ref.SamplingSeedOf(*r)
-		}
-		greedy = greedy && topK[i] <= 1
-		needP = needP || topPs[i] != 1.0 // the bug: the float32 copy
-		needK = needK || topK[i] != ref.TopKAll
-		needMin = needMin || minPs[i] > 0 // the bug: the float32 copy
+	bs := len(in.Requests)
+	out.NeedTopPSampling, out.NeedMinPSampling = false, false
+	for i := range bs {
+		out.NeedTopPSampling = out.NeedTopPSampling || out.F[bs+i] != 1.0 // the bug: the float32 copy
+		out.NeedMinPSampling = out.NeedMinPSampling || out.F[2*bs+i] > 0  // the bug: the float32 copy
 	}
-	return ref.SamplingPackOutput{F: f, TopK: topK, Seeds: seeds,
-		IsAllGreedy: greedy, NeedTopPSampling: needP, NeedTopKSampling: needK, NeedMinPSampling: needMin}, nil
+	return out, nil
 }
