@@ -66,12 +66,12 @@ func loadShape(layout ref.HostLayout, layers, hostPages, devPages, pageSize, tb 
 	var hostRuns, devRuns [][]int64
 	for p := int64(0); p < hostPages; {
 		r := min(1+rng.Int64N(16), hostPages-p)
-		hostRuns = append(hostRuns, pageRun(p, r))
+		hostRuns = append(hostRuns, contiguousPages(p, int(r)))
 		p += r + rng.Int64N(3)
 	}
 	for p := int64(0); p < devPages; {
 		r := min(1+rng.Int64N(16), devPages-p)
-		devRuns = append(devRuns, pageRun(p, r))
+		devRuns = append(devRuns, contiguousPages(p, int(r)))
 		p += r
 	}
 	rng.Shuffle(len(hostRuns), func(i, j int) { hostRuns[i], hostRuns[j] = hostRuns[j], hostRuns[i] })
@@ -90,14 +90,6 @@ func loadShape(layout ref.HostLayout, layers, hostPages, devPages, pageSize, tb 
 	return ref.LayoutConvertInput{Mode: ref.ConvertLoad, Layout: layout, Pool: ref.HostPoolMLA,
 		Layers: layers, Pages: hostPages, PageSize: pageSize, TokenBytes: tb, DevicePages: devPages,
 		HostIndices: hostIdx, DeviceIndices: devIdx, Host: host, Device: make([]byte, layers*devPages*pageSize*tb)}
-}
-
-func pageRun(first, n int64) []int64 {
-	r := make([]int64, n)
-	for i := range r {
-		r[i] = first + int64(i)
-	}
-	return r
 }
 
 func concat(runs [][]int64) []int64 {

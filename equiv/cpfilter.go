@@ -172,6 +172,7 @@ func filterRegressions() []Case[ref.FilterCPRankInput] {
 	}
 }
 
+// run returns n consecutive page ids from first (none when n <= 0).
 func run(first int64, n int) []int64 {
 	kv := make([]int64, max(n, 0))
 	for i := range kv {

@@ -143,15 +143,15 @@ func drawTransfer(t *rapid.T, in *ref.LayoutConvertInput, g ref.HostGeometry) {
 // distinctPagesBelow draws n distinct pages in [0, total): a run or a random pick.
 func distinctPagesBelow(t *rapid.T, n, total int64) []int64 {
 	if rapid.Bool().Draw(t, "dst_run") {
-		return pageRun(rapid.Int64Range(0, total-n).Draw(t, "dst_start"), n)
+		return run(rapid.Int64Range(0, total-n).Draw(t, "dst_start"), int(n))
 	}
-	return rapid.Permutation(pageRun(0, total)).Draw(t, "dst_perm")[:n]
+	return rapid.Permutation(run(0, int(total))).Draw(t, "dst_perm")[:n]
 }
 
 func anyPages(t *rapid.T, n, total int64) []int64 {
 	if rapid.Bool().Draw(t, "src_run") {
 		start := rapid.Int64Range(0, total-1).Draw(t, "src_start")
-		ps := pageRun(start, n)
+		ps := run(start, int(n))
 		for i := range ps {
 			ps[i] %= total
 		}
@@ -162,14 +162,6 @@ func anyPages(t *rapid.T, n, total int64) []int64 {
 		ps[i] = rapid.Int64Range(0, total-1).Draw(t, "src_page")
 	}
 	return ps
-}
-
-func pageRun(first, n int64) []int64 {
-	r := make([]int64, max(n, 0))
-	for i := range r {
-		r[i] = first + int64(i)
-	}
-	return r
 }
 
 // tokensOf expands pages into their token slots, page by page.
