@@ -1,0 +1,345 @@
+package ref
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// This file holds the types every radix-tree twin shares (radix-acks.md §0,
+// §1): units, namespaces, keys, the tree configuration, results, the
+// observable state and the RadixTree interface the ref and fast trees both
+// implement.
+
+// Unit is one radix key element (radix-acks.md §0.1): uint64(t) for a token,
+// uint64(a)<<32|uint64(b) for the bigram (a, b). The packing is for
+// comparison only; hashes write pairs as two LE32 words (§2.4).
+type Unit = uint64
+
+// SlotIdx is the index of one token slot in a KV pool (radix-acks.md §0.1).
+type SlotIdx = int64
+
+// NodeID identifies a tree node; the root is 0 and every created node takes
+// the tree's next id (radix-acks.md §0.2).
+type NodeID = int64
+
+// MaxToken is the largest valid token id: the storage hash writes each id as
+// 4 little-endian bytes (radix-acks.md §0.1).
+const MaxToken = math.MaxUint32
+
+// Radix sentinels (radix-acks.md §0.3, §1.10).
+var (
+	// ErrInvalidPageSize: page_size < 1 at tree construction.
+	ErrInvalidPageSize = NewSentinel("invalid_page_size", "page_size must be >= 1")
+	// ErrUnalignedKey: an inserted key's length is not a multiple of page_size.
+	ErrUnalignedKey = NewSentinel("unaligned_key", "key length is not a multiple of page_size")
+	// ErrValueLength: an inserted value's length differs from its key's.
+	ErrValueLength = NewSentinel("value_length", "value length differs from key length")
+	// ErrExtraKeyMismatch: two keys in different namespaces were compared.
+	ErrExtraKeyMismatch = NewSentinel("extra_key_mismatch", "keys are in different namespaces")
+	// ErrKeyRange: a key slice or index is outside the key.
+	ErrKeyRange = NewSentinel("key_range", "key index out of range")
+	// ErrForeignNode: a node handle that is not a live node of this tree.
+	ErrForeignNode = NewSentinel("foreign_node", "node is not in this tree")
+	// ErrLockUnderflow: an unlock would make a lock count negative.
+	ErrLockUnderflow = NewSentinel("lock_underflow", "lock count would go negative")
+	// ErrNegativeCount: a negative token count to evict.
+	ErrNegativeCount = NewSentinel("negative_count", "count must not be negative")
+	// ErrTokenRange: a token id outside [0, 2^32).
+	ErrTokenRange = NewSentinel("token_range", "token id outside [0, 2^32)")
+)
+
+// ExtraKey is a key's namespace (LoRA id and cache salt; radix-acks.md §0.1
+// and the §1.1 erratum). Two keys share a subtree only when both fields are
+// equal, and an unset field differs from the empty string. It is comparable,
+// so it can be part of a map key.
+type ExtraKey struct {
+	// Extra is the extra-key namespace (a LoRA id); meaningful when HasExtra.
+	Extra string
+	// HasExtra distinguishes an unset extra key from "".
+	HasExtra bool
+	// Salt is the cache salt; meaningful when HasSalt.
+	Salt string
+	// HasSalt distinguishes an unset salt from "".
+	HasSalt bool
+}
+
+// ExtraKeyOf builds an ExtraKey from optional fields (nil = unset).
+func ExtraKeyOf(extra, salt *string) ExtraKey {
+	var k ExtraKey
+	if extra != nil {
+		k.Extra, k.HasExtra = *extra, true
+	}
+	if salt != nil {
+		k.Salt, k.HasSalt = *salt, true
+	}
+	return k
+}
+
+type extraKeyJSON struct {
+	Extra *string `json:"extra,omitempty"`
+	Salt  *string `json:"salt,omitempty"`
+}
+
+// MarshalJSON encodes the namespace as {"extra": …, "salt": …}, omitting
+// unset fields, so unset and "" stay distinct in canonical output.
+func (k ExtraKey) MarshalJSON() ([]byte, error) {
+	var j extraKeyJSON
+	if k.HasExtra {
+		j.Extra = &k.Extra
+	}
+	if k.HasSalt {
+		j.Salt = &k.Salt
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON is the inverse of MarshalJSON.
+func (k *ExtraKey) UnmarshalJSON(b []byte) error {
+	var j extraKeyJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*k = ExtraKeyOf(j.Extra, j.Salt)
+	return nil
+}
+
+// Key is a radix key as the caller hands it to a tree: the units, the
+// namespace, and whether the units are already bigrams (radix-acks.md §1.1).
+// Trees never modify Units; the fast tree views them without copying while a
+// call runs and copies what it stores.
+type Key struct {
+	// Units are the key's elements (tokens, or packed bigrams when Bigram).
+	Units []Unit
+	// Extra is the namespace.
+	Extra ExtraKey
+	// Bigram is set when Units are packed pairs (radix-acks.md §2).
+	Bigram bool
+}
+
+// TokenKey builds a token-mode key from wider integers, rejecting ids
+// outside [0, 2^32) with ErrTokenRange naming field[i] (radix-acks.md §1.10).
+func TokenKey(field string, tokens []int64, extra ExtraKey) (Key, error) {
+	if err := CheckTokens(field, tokens); err != nil {
+		return Key{}, err
+	}
+	units := make([]Unit, len(tokens))
+	for i, t := range tokens {
+		units[i] = Unit(t)
+	}
+	return Key{Units: units, Extra: extra}, nil
+}
+
+// CheckTokens rejects the first token outside [0, 2^32) with ErrTokenRange.
+func CheckTokens(field string, tokens []int64) error {
+	for i, t := range tokens {
+		if t < 0 || t > MaxToken {
+			return Reject(ErrTokenRange, Idx(field, i), t, fmt.Sprintf("in [0, %d]", int64(MaxToken)))
+		}
+	}
+	return nil
+}
+
+// EvictPolicy names the order in which evictable leaves are chosen
+// (radix-acks.md §0.2 rule 3). Every policy breaks ties by ascending node id.
+type EvictPolicy string
+
+// The eviction policies of radix-acks.md §0.2; the empty policy is LRU.
+const (
+	// PolicyLRU evicts in ascending (lastAccess, id).
+	PolicyLRU EvictPolicy = "lru"
+	// PolicyLFU evicts in ascending (hitCount, lastAccess, id).
+	PolicyLFU EvictPolicy = "lfu"
+	// PolicyFIFO evicts in ascending (created, id).
+	PolicyFIFO EvictPolicy = "fifo"
+	// PolicyMRU evicts in ascending (-lastAccess, id).
+	PolicyMRU EvictPolicy = "mru"
+	// PolicyFILO evicts in ascending (-created, id).
+	PolicyFILO EvictPolicy = "filo"
+	// PolicyPriority evicts in ascending (priority, lastAccess, id).
+	PolicyPriority EvictPolicy = "priority"
+)
+
+// EvictOrder is the sort key of a leaf under a policy; victims come in
+// ascending EvictOrder (then ascending id). Both twins call it, so the
+// policy tuples of radix-acks.md §0.2 are written once.
+func EvictOrder(p EvictPolicy, lastAccess, created uint64, hitCount, priority int) [2]int64 {
+	switch p {
+	case PolicyLFU:
+		return [2]int64{int64(hitCount), int64(lastAccess)}
+	case PolicyFIFO:
+		return [2]int64{int64(created), 0}
+	case PolicyMRU:
+		return [2]int64{-int64(lastAccess), 0}
+	case PolicyFILO:
+		return [2]int64{-int64(created), 0}
+	case PolicyPriority:
+		return [2]int64{int64(priority), int64(lastAccess)}
+	}
+	return [2]int64{int64(lastAccess), 0}
+}
+
+// TreeConfig configures a radix tree (radix-acks.md §1.4).
+type TreeConfig struct {
+	// PageSize is the number of units per page, >= 1.
+	PageSize int `json:"page_size"`
+	// Eagle keys the tree by bigrams: token keys are converted on entry (§2).
+	Eagle bool `json:"eagle,omitempty"`
+	// Disable turns the cache off: match returns nothing, insert returns 0,
+	// and neither advances the tick.
+	Disable bool `json:"disable,omitempty"`
+	// Policy is the eviction order; "" means lru.
+	Policy EvictPolicy `json:"policy,omitempty"`
+}
+
+// Validate rejects a page size below 1 (ErrInvalidPageSize) and an unknown
+// policy (ErrBadEnum).
+func (c TreeConfig) Validate() error {
+	if c.PageSize < 1 {
+		return Reject(ErrInvalidPageSize, "page_size", c.PageSize, ">= 1")
+	}
+	switch c.Policy {
+	case "", PolicyLRU, PolicyLFU, PolicyFIFO, PolicyMRU, PolicyFILO, PolicyPriority:
+		return nil
+	}
+	return Reject(ErrBadEnum, "policy", string(c.Policy), "one of lru, lfu, fifo, mru, filo, priority")
+}
+
+// MatchResult is the result of MatchPrefix (radix-acks.md §1.4): the device
+// slot indices of the matched prefix, in key order, and the deepest matched
+// node.
+type MatchResult struct {
+	// Indices are the matched prefix's slots; never nil.
+	Indices []SlotIdx `json:"indices"`
+	// LastNode is the node the match ended on (the root for no match).
+	LastNode NodeID `json:"last_node"`
+}
+
+// EvictResult is the result of Evict (radix-acks.md §1.8).
+type EvictResult struct {
+	// Evicted is the number of units freed (may exceed the request: whole leaves go).
+	Evicted int `json:"evicted"`
+	// Freed are the victims' slot lists, in eviction order; never nil.
+	Freed [][]SlotIdx `json:"freed"`
+	// Victims are the evicted node ids, in eviction order; never nil.
+	Victims []NodeID `json:"victims"`
+}
+
+// NodeState is the observable state of one node.
+type NodeState struct {
+	// ID is the node id.
+	ID NodeID `json:"id"`
+	// Parent is the parent's id, -1 for the root.
+	Parent NodeID `json:"parent"`
+	// Key are the node's key units (empty for the root).
+	Key []Unit `json:"key"`
+	// Extra is the node's namespace.
+	Extra ExtraKey `json:"extra"`
+	// Value are the node's slots.
+	Value []SlotIdx `json:"value"`
+	// LockRef counts outstanding locks in the node's subtree.
+	LockRef int `json:"lock_ref"`
+	// LastAccess is the tick of the last call that touched the node.
+	LastAccess uint64 `json:"last_access"`
+	// Created is the tick the node was created at.
+	Created uint64 `json:"created"`
+	// HitCount is the node's hit count (LFU).
+	HitCount int `json:"hit_count"`
+	// Priority is the max priority of the inserts through the node.
+	Priority int `json:"priority"`
+}
+
+// TreeState is the whole observable state of a tree: what the differential
+// suite compares after every step (radix-acks.md §1.9 P5).
+type TreeState struct {
+	// Config is the tree's configuration.
+	Config TreeConfig `json:"config"`
+	// Tick is the logical clock.
+	Tick uint64 `json:"tick"`
+	// NextID is the id the next created node will take.
+	NextID NodeID `json:"next_id"`
+	// EvictableSize is the units held by unlocked nodes.
+	EvictableSize int `json:"evictable_size"`
+	// ProtectedSize is the units held by locked nodes.
+	ProtectedSize int `json:"protected_size"`
+	// Nodes are every node, root first, in ascending id.
+	Nodes []NodeState `json:"nodes"`
+}
+
+// RadixTree is the radix prefix cache both twins implement
+// (radix-acks.md §1). Node handles are ids; an id that is not a live node
+// is ErrForeignNode. A failed call leaves the tree unchanged.
+type RadixTree interface {
+	// Config returns the tree's configuration.
+	Config() TreeConfig
+	// MatchPrefix returns the slots of the longest page-aligned cached
+	// prefix of k, splitting the node the match ends inside (§1.4).
+	MatchPrefix(k Key) (MatchResult, error)
+	// PrefixLen is a read-only match: the length of the cached page-aligned
+	// prefix of k, without advancing the tick, stamping or splitting
+	// (designed for routers scoring a prompt against many pools). It is safe
+	// to call concurrently with other PrefixLen calls.
+	PrefixLen(k Key) (int, error)
+	// Insert stores k → value and returns how many leading units were
+	// already present (§1.5). A nil value is simulation mode: the slots are
+	// the key's units before any bigram conversion.
+	Insert(k Key, value []SlotIdx, priority int) (int, error)
+	// IncLockRef protects the path from node to the root and returns minus
+	// the units newly protected (§1.7).
+	IncLockRef(node NodeID) (int, error)
+	// DecLockRef releases one lock on the path and returns the units newly
+	// evictable; ErrLockUnderflow changes nothing (§1.7).
+	DecLockRef(node NodeID) (int, error)
+	// Evict frees unlocked leaves in policy order until numTokens units are
+	// freed or none is left (§1.8).
+	Evict(numTokens int) (EvictResult, error)
+	// EvictableSize is the units held by unlocked nodes.
+	EvictableSize() int
+	// ProtectedSize is the units held by locked nodes.
+	ProtectedSize() int
+	// TotalSize is the units held by all nodes.
+	TotalSize() int
+	// State returns the observable state.
+	State() TreeState
+}
+
+// NewRadixTreeFunc constructs a tree; ref.NewRadixTree and fast.NewRadixTree
+// have this type, so drivers (scripts, pools, replay) take either.
+type NewRadixTreeFunc func(TreeConfig) (RadixTree, error)
+
+// The rejections below are written once so both twins report byte-equal
+// errors (field, value and bound).
+
+// ErrValueLengthFor rejects an insert whose value has valueLen slots for a
+// key of keyLen units (before any bigram conversion).
+func ErrValueLengthFor(valueLen, keyLen int) error {
+	return Reject(ErrValueLength, "value", valueLen, fmt.Sprintf("== len(key) (%d)", keyLen))
+}
+
+// ErrUnalignedKeyFor rejects an inserted key of keyLen units (after any
+// bigram conversion) that is not a whole number of pages.
+func ErrUnalignedKeyFor(keyLen, pageSize int) error {
+	return Reject(ErrUnalignedKey, "key", keyLen, fmt.Sprintf("a multiple of page_size (%d)", pageSize))
+}
+
+// ErrForeignNodeFor rejects a node handle that is not a live node.
+func ErrForeignNodeFor(id NodeID) error {
+	return Reject(ErrForeignNode, "node", id, "a live node of this tree")
+}
+
+// ErrLockUnderflowAt rejects an unlock of node whose path holds the node
+// zero, which has lock_ref 0 (the first such node walking up from node).
+func ErrLockUnderflowAt(node, zero NodeID) error {
+	return Reject(ErrLockUnderflow, "node", node, fmt.Sprintf("every node on its path locked (node %d has lock_ref 0)", zero))
+}
+
+// ErrNegativeCountFor rejects a negative eviction count.
+func ErrNegativeCountFor(n int) error {
+	return Reject(ErrNegativeCount, "num_tokens", n, ">= 0")
+}
+
+// ErrTokenRangeAt rejects unit i of a token-mode key that is not a 32-bit
+// token when the tree converts it to bigrams.
+func ErrTokenRangeAt(i int, u Unit) error {
+	return Reject(ErrTokenRange, Idx("key", i), u, fmt.Sprintf("in [0, %d]", int64(MaxToken)))
+}
