@@ -99,7 +99,10 @@ func TestBigramAndHashRejectBadInput(t *testing.T) {
 			_, err := PageHashes(lim, PageHashesInput{Tokens: []int64{1}, PageSize: 1, Prior: "ABC"})
 			return err
 		}(), ErrBadEnum},
-		{"hash-token", func() error { _, err := PageHashes(lim, PageHashesInput{Tokens: []int64{1 << 32}, PageSize: 1}); return err }(), ErrTokenRange},
+		{"hash-token", func() error {
+			_, err := PageHashes(lim, PageHashesInput{Tokens: []int64{1 << 32}, PageSize: 1})
+			return err
+		}(), ErrTokenRange},
 	} {
 		if !errors.Is(c.err, c.want) {
 			t.Errorf("%s: %v, want %s", c.name, c.err, c.want.Code())
