@@ -242,3 +242,38 @@ func TestEvictionPoliciesBreakTiesByID(t *testing.T) {
 		}
 	}
 }
+
+func TestCopiedUnitsCountOnlyStoredKeys(t *testing.T) {
+	tr := newTree(t, TreeConfig{PageSize: 1})
+	// The §1.11 B1.a shape: a 4-node path of 4 units each, built by prefixes.
+	for i := 1; i <= 4; i++ {
+		k := make([]Unit, 4*i)
+		for j := range k {
+			k[j] = Unit(j)
+		}
+		insert(t, tr, Key{Units: k}, nil, 4*(i-1))
+	}
+	if got := tr.State().CopiedUnits; got != 16 {
+		t.Fatalf("four 4-unit leaves stored %d units, want 16", got)
+	}
+	full := make([]Unit, 16)
+	for j := range full {
+		full[j] = Unit(j)
+	}
+	match(t, tr, Key{Units: full}, full16(), 4)
+	if got := tr.State().CopiedUnits; got != 16 {
+		t.Fatalf("a full-hit match copied %d units", got-16)
+	}
+	match(t, tr, Key{Units: full[:6]}, []SlotIdx{0, 1, 2, 3, 4, 5}, 5)
+	if got := tr.State().CopiedUnits; got != 20 {
+		t.Fatalf("a match splitting a 4-unit node copied %d units, want 4", got-16)
+	}
+}
+
+func full16() []SlotIdx {
+	v := make([]SlotIdx, 16)
+	for i := range v {
+		v[i] = SlotIdx(i)
+	}
+	return v
+}
