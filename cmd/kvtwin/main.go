@@ -57,6 +57,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServeCmd(), newAuditCmd(), newFixturesCmd(), newBenchCmd(), newBugzooCmd())
+	root.AddCommand(newServeCmd(), newAuditCmd(), newFixturesCmd(), newBenchCmd(), newBugzooCmd(), newReplayCmd())
 	return root
 }
