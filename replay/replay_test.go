@@ -132,6 +132,25 @@ func TestUnlimitedReplayHitsTheLongestPrefixSharedWithAnEarlierRequest(t *testin
 	}
 }
 
+// TestFullTraceUnlimitedBlocksReplayMatchesTheModel checks the model
+// identity on all 12,031 requests. It needs the full trace and the fast
+// tree: the ref tree's full walks take over a minute there.
+func TestFullTraceUnlimitedBlocksReplayMatchesTheModel(t *testing.T) {
+	newTree, ok := trees["fast"]
+	if !ok {
+		t.Skip("needs fast.NewRadixTree, not in this build yet (the ref tree takes over a minute on the full trace)")
+	}
+	reqs := readFullOrSkip(t)
+	rep, err := Run(reqs, Config{Mode: ModeBlocks, NewTree: newTree})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := modelHits(reqs, ModeBlocks, 1); rep.HitTokens != want || rep.FinalUnits != 182790 {
+		t.Errorf("hit tokens %d, final %d blocks; the naive model says %d tokens, and the trace has 182,790 distinct prefixes",
+			rep.HitTokens, rep.FinalUnits, want)
+	}
+}
+
 // sizeCheckedTree fails the test whenever the wrapped tree holds more than
 // limit units after an insert or an eviction, counting by a full walk
 // (TotalSize), not by the replay's own bookkeeping.
@@ -213,8 +232,8 @@ func TestTreesAgreeOnTheDeterministicReport(t *testing.T) {
 	if len(trees) < 2 {
 		t.Skip("only the ref tree is in this build; fast.NewRadixTree has not landed")
 	}
-	reqs := readSample(t)
-	for _, cfg := range []Config{{Mode: ModeBlocks, CapacityTokens: 64 << 10}, {Mode: ModeTokens, CapacityTokens: 1 << 20}} {
+	for _, cfg := range []Config{{Mode: ModeBlocks, CapacityTokens: 64 << 10}, {Mode: ModeTokens, CapacityTokens: 256 << 10}} {
+		reqs := sampleFor(t, cfg.Mode)
 		cfg.NewTree = ref.NewRadixTree
 		want, err := Run(reqs, cfg)
 		if err != nil {
