@@ -90,10 +90,17 @@ func mustInsert(t *testing.T, p *prefix.Pool, tokens []int64) prefix.InsertResul
 	return r
 }
 
+// fataler is what checkConsistent needs of *testing.T and *rapid.T.
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // checkConsistent checks the pool against its tree: the mirrored node
 // count, used slots equal to cached units, every cached slot distinct and
 // in [0, capacity), and the tree's own invariants.
-func checkConsistent(t *testing.T, p *prefix.Pool, tree ref.RadixTree) {
+func checkConsistent(t fataler, p *prefix.Pool, tree ref.RadixTree) {
 	t.Helper()
 	st := tree.State()
 	if err := ref.CheckTreeState(st); err != nil {

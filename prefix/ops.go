@@ -2,6 +2,7 @@ package prefix
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -170,7 +171,7 @@ func pathEvictable(st ref.TreeState, k ref.Key, ps int) int {
 func childFor(st ref.TreeState, idx []int, extra ref.ExtraKey, page []ref.Unit) (ref.NodeState, bool) {
 	for _, i := range idx {
 		n := st.Nodes[i]
-		if n.Extra == extra && len(n.Key) >= len(page) && equalUnits(n.Key[:len(page)], page) {
+		if n.Extra == extra && len(n.Key) >= len(page) && slices.Equal(n.Key[:len(page)], page) {
 			return n, true
 		}
 	}
@@ -180,22 +181,10 @@ func childFor(st ref.TreeState, idx []int, extra ref.ExtraKey, page []ref.Unit) 
 // pageMatch is the page-wise common prefix length of a and b (radix-acks.md §1.3).
 func pageMatch(a, b []ref.Unit, ps int) int {
 	i := 0
-	for i+ps <= len(a) && i+ps <= len(b) && equalUnits(a[i:i+ps], b[i:i+ps]) {
+	for i+ps <= len(a) && i+ps <= len(b) && slices.Equal(a[i:i+ps], b[i:i+ps]) {
 		i += ps
 	}
 	return i
-}
-
-func equalUnits(a, b []ref.Unit) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // MatchResult is what Match found.
@@ -237,6 +226,7 @@ func (p *Pool) Match(tokens []int64, extra ref.ExtraKey, lock bool) (MatchResult
 		if _, err := p.tree.IncLockRef(m.LastNode); err != nil {
 			return MatchResult{}, fmt.Errorf("prefix: lock of the matched path: %w", err)
 		}
+		p.locks[m.LastNode]++
 	}
 	p.counters.QueryTokens += int64(len(tokens))
 	p.counters.HitTokens += int64(len(m.Indices))
@@ -267,21 +257,42 @@ func (p *Pool) prefixLenKey(k ref.Key) (int, error) {
 }
 
 // Lock protects node and its path from eviction (radix-acks.md §1.7) and
-// returns the units newly protected. Errors: ref.ErrForeignNode.
+// returns the units newly protected. Each Lock is released by one Unlock of
+// the same node. Errors: ref.ErrForeignNode.
 func (p *Pool) Lock(node ref.NodeID) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	d, err := p.tree.IncLockRef(node)
-	return -d, err
+	if err != nil {
+		return 0, err
+	}
+	p.locks[node]++
+	return -d, nil
 }
 
-// Unlock releases one lock on node's path (radix-acks.md §1.7) and returns
-// the units newly evictable. Errors, changing nothing: ref.ErrForeignNode,
-// ref.ErrLockUnderflow.
+// Unlock releases one lock taken on node by Lock or a locking Match
+// (radix-acks.md §1.7) and returns the units newly evictable.
+//
+// The pool counts the locks taken on each node, and refuses to release one
+// that was never taken (ref.ErrLockUnderflow, changing nothing). The tree
+// alone would accept unlocking an ancestor of a locked node, because the
+// ancestor's lock_ref counts its descendants' locks: that breaks R-LOCKSUM,
+// and the descendant could then never be unlocked.
 func (p *Pool) Unlock(node ref.NodeID) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.tree.DecLockRef(node)
+	if p.locks[node] == 0 {
+		return 0, ref.Reject(ref.ErrLockUnderflow, "node", node,
+			"a node with an outstanding Lock or locking match (this one has none)")
+	}
+	d, err := p.tree.DecLockRef(node)
+	if err != nil {
+		return 0, err
+	}
+	if p.locks[node]--; p.locks[node] == 0 {
+		delete(p.locks, node)
+	}
+	return d, nil
 }
 
 // EvictResult is what Evict freed.

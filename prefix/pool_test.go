@@ -338,3 +338,32 @@ func TestNewPoolRejectsBadConfigurations(t *testing.T) {
 	_, err := prefix.NewPool(ref.NewRadixTree, prefix.Config{PageSize: 1, CapacityTokens: 8}, 64, 0)
 	wantReject(t, err, prefix.ErrBadLimits, "MaxRequestTokens")
 }
+
+func TestUnlockOfAnAncestorOfALockedNodeIsRefused(t *testing.T) {
+	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+		p, tree := newPool(t, newTree, prefix.Config{PageSize: 1, CapacityTokens: 8})
+		mustInsert(t, p, []int64{1, 2, 3, 4})
+		m, err := p.Match([]int64{1, 2}, noExtra, true) // splits: node 2 = [1 2], locked
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf := ref.NodeID(1) // [3 4], below the locked node
+		if _, err := p.Lock(leaf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Unlock(m.LastNode); err != nil {
+			t.Fatalf("unlock of the match's own lock: %v", err)
+		}
+		// Node 2's lock_ref is still 1, from the leaf's lock: the tree would
+		// let it go to 0 under a locked child.
+		wantUnchanged(t, p, tree, func() error {
+			_, err := p.Unlock(m.LastNode)
+			wantReject(t, err, ref.ErrLockUnderflow, "node")
+			return err
+		})
+		if n, err := p.Unlock(leaf); err != nil || n != 4 {
+			t.Fatalf("unlock of the leaf: %d, %v; want all 4 units evictable again", n, err)
+		}
+		checkConsistent(t, p, tree)
+	})
+}
