@@ -120,4 +120,3 @@ func serveBinary(t *testing.T, flags ...string) (string, func()) {
 	}
 	return base, stop
 }
-
