@@ -39,6 +39,7 @@ type RefRadixTree struct {
 	tick          uint64
 	evictableSize int
 	protectedSize int
+	copiedUnits   int64
 }
 
 var _ RadixTree = (*RefRadixTree)(nil)
@@ -190,6 +191,7 @@ func (t *RefRadixTree) split(c *radixNode, p int) *radixNode {
 		lastAccess: t.tick, created: t.tick,
 	}
 	t.nextID++
+	t.copiedUnits += int64(len(c.key.Units))
 	m.key, c.key = copyKey(c.key, 0, p), copyKey(c.key, p, len(c.key.Units))
 	m.value, c.value = append([]SlotIdx{}, c.value[:p]...), append([]SlotIdx{}, c.value[p:]...)
 	m.parent.children[t.childKey(m.key)] = m
@@ -253,6 +255,7 @@ func (t *RefRadixTree) Insert(k Key, value []SlotIdx, priority int) (int, error)
 			lastAccess: t.tick, created: t.tick,
 		}
 		t.nextID++
+		t.copiedUnits += int64(len(k.Units))
 		node.children[t.childKey(k)] = leaf
 		t.evictableSize += len(k.Units)
 	}
@@ -306,7 +309,10 @@ func (t *RefRadixTree) IncLockRef(id NodeID) (int, error) {
 }
 
 // DecLockRef implements RadixTree (radix-acks.md §1.7): the whole path is
-// checked before anything changes, so an underflow is atomic.
+// checked before anything changes, so an underflow is atomic. An unlock must
+// also release a lock taken on this very node, not one its descendants
+// hold: otherwise R-LOCKSUM breaks (a designed tightening; upstream lets an
+// ancestor be unlocked from under a locked descendant).
 func (t *RefRadixTree) DecLockRef(id NodeID) (int, error) {
 	x, err := t.find(id)
 	if err != nil {
@@ -315,6 +321,15 @@ func (t *RefRadixTree) DecLockRef(id NodeID) (int, error) {
 	for y := x; y != t.root; y = y.parent {
 		if y.lockRef == 0 {
 			return 0, ErrLockUnderflowAt(id, y.id)
+		}
+	}
+	if x != t.root {
+		held := 0
+		for _, c := range x.children {
+			held += c.lockRef
+		}
+		if x.lockRef <= held {
+			return 0, ErrNoOwnLockAt(id, x.lockRef)
 		}
 	}
 	delta := 0
@@ -391,7 +406,7 @@ func (t *RefRadixTree) Evict(numTokens int) (EvictResult, error) {
 func (t *RefRadixTree) State() TreeState {
 	nodes := append([]*radixNode{t.root}, t.walk()...)
 	st := TreeState{Config: t.cfg, Tick: t.tick, NextID: t.nextID,
-		EvictableSize: t.evictableSize, ProtectedSize: t.protectedSize, Nodes: make([]NodeState, len(nodes))}
+		EvictableSize: t.evictableSize, ProtectedSize: t.protectedSize, CopiedUnits: t.copiedUnits, Nodes: make([]NodeState, len(nodes))}
 	for i, n := range nodes {
 		parent := NodeID(-1)
 		if n.parent != nil {

@@ -242,3 +242,57 @@ func TestEvictionPoliciesBreakTiesByID(t *testing.T) {
 		}
 	}
 }
+
+func TestCopiedUnitsCountOnlyStoredKeys(t *testing.T) {
+	tr := newTree(t, TreeConfig{PageSize: 1})
+	// The §1.11 B1.a shape: a 4-node path of 4 units each, built by prefixes.
+	for i := 1; i <= 4; i++ {
+		k := make([]Unit, 4*i)
+		for j := range k {
+			k[j] = Unit(j)
+		}
+		insert(t, tr, Key{Units: k}, nil, 4*(i-1))
+	}
+	if got := tr.State().CopiedUnits; got != 16 {
+		t.Fatalf("four 4-unit leaves stored %d units, want 16", got)
+	}
+	full := make([]Unit, 16)
+	for j := range full {
+		full[j] = Unit(j)
+	}
+	match(t, tr, Key{Units: full}, full16(), 4)
+	if got := tr.State().CopiedUnits; got != 16 {
+		t.Fatalf("a full-hit match copied %d units", got-16)
+	}
+	match(t, tr, Key{Units: full[:6]}, []SlotIdx{0, 1, 2, 3, 4, 5}, 5)
+	if got := tr.State().CopiedUnits; got != 20 {
+		t.Fatalf("a match splitting a 4-unit node copied %d units, want 4", got-16)
+	}
+}
+
+func full16() []SlotIdx {
+	v := make([]SlotIdx, 16)
+	for i := range v {
+		v[i] = SlotIdx(i)
+	}
+	return v
+}
+
+func TestUnlockMustReleaseALockOfTheNodeItself(t *testing.T) {
+	tr := newTree(t, TreeConfig{PageSize: 1})
+	insert(t, tr, key(0), nil, 0)
+	insert(t, tr, key(0, 0), nil, 1)
+	if _, err := tr.IncLockRef(2); err != nil {
+		t.Fatal(err)
+	}
+	before := tr.State()
+	if _, err := tr.DecLockRef(1); !errors.Is(err, ErrLockUnderflow) {
+		t.Fatalf("unlocking the parent of the locked node: %v, want ErrLockUnderflow", err)
+	}
+	if diff := cmp.Diff(before, tr.State()); diff != "" {
+		t.Fatal(diff)
+	}
+	if d, err := tr.DecLockRef(2); err != nil || d != 2 {
+		t.Fatalf("DecLockRef(2) = %d, %v", d, err)
+	}
+}

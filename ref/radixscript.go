@@ -144,6 +144,7 @@ func RunRadixScript(lim Limits, in RadixScriptInput, newTree NewRadixTreeFunc) (
 	var tree RadixTree
 	out := RadixScriptOutput{Trace: make([]RadixStepResult, 0, len(in.Steps))}
 	var units int64
+	var buf []Unit
 	for i, s := range in.Steps {
 		if s.Op == StepCreate {
 			t, err := newTree(stepConfig(s))
@@ -152,7 +153,10 @@ func RunRadixScript(lim Limits, in RadixScriptInput, newTree NewRadixTreeFunc) (
 			}
 			tree = t
 		}
-		r, n, err := runStep(tree, s)
+		var r RadixStepResult
+		var n int64
+		var err error
+		r, n, buf, err = runStep(tree, s, buf)
 		if err != nil {
 			r = RadixStepResult{Error: new(ErrorObjectOf(prefixField(err, Idx("steps", i)+".")))}
 		}
@@ -172,23 +176,27 @@ func RunRadixScript(lim Limits, in RadixScriptInput, newTree NewRadixTreeFunc) (
 }
 
 // runStep runs one non-create step and returns its result and the number of
-// slot entries it added to the trace.
-func runStep(tree RadixTree, s RadixStep) (RadixStepResult, int64, error) {
+// slot entries it added to the trace. Every key is decoded into the one
+// reused buffer buf, as a scheduler reuses its request buffers: a tree that
+// kept a view of a caller's key instead of copying what it stores (§1.11
+// B1.b) sees its stored keys change under it.
+func runStep(tree RadixTree, s RadixStep, buf []Unit) (RadixStepResult, int64, []Unit, error) {
 	var r RadixStepResult
 	switch s.Op {
 	case StepInsert, StepMatch:
-		k, err := TokenKey("key", s.Key, ExtraKeyOf(s.Extra, s.Salt))
-		if err != nil {
-			return r, 0, err
+		buf = buf[:0]
+		for _, t := range s.Key {
+			buf = append(buf, Unit(t))
 		}
+		k := Key{Units: buf, Extra: ExtraKeyOf(s.Extra, s.Salt)}
 		if s.Op == StepMatch {
 			m, err := tree.MatchPrefix(k)
 			r.Match = &m
-			return r, int64(len(m.Indices)), err
+			return r, int64(len(m.Indices)), buf, err
 		}
 		n, err := tree.Insert(k, s.Value, s.Priority)
 		r.PrefixLen = &n
-		return r, 0, err
+		return r, 0, buf, err
 	case StepLock, StepUnlock:
 		f := tree.IncLockRef
 		if s.Op == StepUnlock {
@@ -196,13 +204,13 @@ func runStep(tree RadixTree, s RadixStep) (RadixStepResult, int64, error) {
 		}
 		d, err := f(s.Node)
 		r.Delta = &d
-		return r, 0, err
+		return r, 0, buf, err
 	case StepEvict:
 		e, err := tree.Evict(s.NumTokens)
 		r.Evict = &e
-		return r, int64(e.Evicted), err
+		return r, int64(e.Evicted), buf, err
 	}
-	return r, 0, nil
+	return r, 0, buf, nil
 }
 
 // RadixScript is the reference twin of radix.script (radix-acks.md §1):

@@ -262,6 +262,13 @@ type TreeState struct {
 	EvictableSize int `json:"evictable_size"`
 	// ProtectedSize is the units held by locked nodes.
 	ProtectedSize int `json:"protected_size"`
+	// CopiedUnits counts the units copied into stored keys: a new leaf's
+	// length, and a split node's whole length (both halves are stored anew;
+	// store sites S1–S2 of radix-acks.md §1.1). Walking a key costs nothing,
+	// so a match that ends on a node boundary adds 0 (§1.9 P6). The reference
+	// counts what the fixed tree must copy; the fast tree counts what it
+	// does copy, and the two must agree.
+	CopiedUnits int64 `json:"copied_units"`
 	// Nodes are every node, root first, in ascending id.
 	Nodes []NodeState `json:"nodes"`
 }
@@ -331,6 +338,12 @@ func ErrForeignNodeFor(id NodeID) error {
 // zero, which has lock_ref 0 (the first such node walking up from node).
 func ErrLockUnderflowAt(node, zero NodeID) error {
 	return Reject(ErrLockUnderflow, "node", node, fmt.Sprintf("every node on its path locked (node %d has lock_ref 0)", zero))
+}
+
+// ErrNoOwnLockAt rejects an unlock of a node whose lock_ref is all held by
+// its children's locks: no lock was taken on the node itself.
+func ErrNoOwnLockAt(node NodeID, lockRef int) error {
+	return Reject(ErrLockUnderflow, "node", node, fmt.Sprintf("a node with a lock of its own (its lock_ref %d is all held by its children)", lockRef))
 }
 
 // ErrNegativeCountFor rejects a negative eviction count.
