@@ -226,7 +226,6 @@ func (p *Pool) Match(tokens []int64, extra ref.ExtraKey, lock bool) (MatchResult
 		if _, err := p.tree.IncLockRef(m.LastNode); err != nil {
 			return MatchResult{}, fmt.Errorf("prefix: lock of the matched path: %w", err)
 		}
-		p.locks[m.LastNode]++
 	}
 	p.counters.QueryTokens += int64(len(tokens))
 	p.counters.HitTokens += int64(len(m.Indices))
@@ -263,36 +262,18 @@ func (p *Pool) Lock(node ref.NodeID) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	d, err := p.tree.IncLockRef(node)
-	if err != nil {
-		return 0, err
-	}
-	p.locks[node]++
-	return -d, nil
+	return -d, err
 }
 
-// Unlock releases one lock taken on node by Lock or a locking Match
-// (radix-acks.md §1.7) and returns the units newly evictable.
-//
-// The pool counts the locks taken on each node, and refuses to release one
-// that was never taken (ref.ErrLockUnderflow, changing nothing). The tree
-// alone would accept unlocking an ancestor of a locked node, because the
-// ancestor's lock_ref counts its descendants' locks: that breaks R-LOCKSUM,
-// and the descendant could then never be unlocked.
+// Unlock releases one lock taken on node itself by Lock or a locking Match
+// (radix-acks.md §1.7) and returns the units newly evictable. Errors,
+// changing nothing: ref.ErrForeignNode, and ref.ErrLockUnderflow when the
+// node holds no lock of its own (the lock_ref of an ancestor of a locked
+// node counts its descendants' locks, which are not its to release).
 func (p *Pool) Unlock(node ref.NodeID) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.locks[node] == 0 {
-		return 0, ref.Reject(ref.ErrLockUnderflow, "node", node,
-			"a node with an outstanding Lock or locking match (this one has none)")
-	}
-	d, err := p.tree.DecLockRef(node)
-	if err != nil {
-		return 0, err
-	}
-	if p.locks[node]--; p.locks[node] == 0 {
-		delete(p.locks, node)
-	}
-	return d, nil
+	return p.tree.DecLockRef(node)
 }
 
 // EvictResult is what Evict freed.

@@ -88,12 +88,8 @@ type Pool struct {
 	// that ends on id nextID split a node, and an insert that stored new
 	// units created one leaf. The RadixTree interface has no O(1) node
 	// count, and State() copies the whole tree.
-	nextID ref.NodeID
-	nodes  int
-	// locks counts the outstanding locks taken on each node through Lock
-	// and locking matches; see Unlock. A locked node cannot be evicted and
-	// a split keeps the id on the deeper part, so the ids stay live.
-	locks    map[ref.NodeID]int
+	nextID   ref.NodeID
+	nodes    int
 	counters Counters
 }
 
@@ -118,7 +114,7 @@ func NewPool(newTree ref.NewRadixTreeFunc, cfg Config, maxCapacity, maxRequestTo
 		cfg.Policy = ref.PolicyLRU
 	}
 	return &Pool{cfg: cfg, maxTokens: maxRequestTokens, tree: tree,
-		slots: newSlotAllocator(cfg.CapacityTokens), nextID: 1, locks: map[ref.NodeID]int{}}, nil
+		slots: newSlotAllocator(cfg.CapacityTokens), nextID: 1}, nil
 }
 
 // Config returns the pool's configuration (Policy "" reads as "lru").

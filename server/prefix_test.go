@@ -161,7 +161,7 @@ func TestPrefixRoutesAnswerEveryErrorStatus(t *testing.T) {
 		{"insert larger than the pool", "POST", "/v1/prefix/a/insert", `{"tokens":[1,2,3,4,5]}`, 400, "BadRequestError", "tokens"},
 		{"missing node", "POST", "/v1/prefix/a/lock", `{}`, 400, "BadRequestError", "node"},
 		{"foreign node", "POST", "/v1/prefix/a/lock", `{"node":42}`, 400, "BadRequestError", "node"},
-		{"unlock without a lock", "POST", "/v1/prefix/a/unlock", `{"node":0}`, 400, "BadRequestError", "node"},
+		{"unlock of a foreign node", "POST", "/v1/prefix/a/unlock", `{"node":7}`, 400, "BadRequestError", "node"},
 		{"negative evict", "POST", "/v1/prefix/a/evict", `{"num_tokens":-1}`, 400, "BadRequestError", "num_tokens"},
 		{"missing num_tokens", "POST", "/v1/prefix/a/evict", `{"n":1}`, 400, "BadRequestError", "n"},
 		{"score unknown pool", "POST", "/v1/prefix:score", `{"tokens":[1],"pools":["a","zz"]}`, 404, "NotFoundError", "pools[1]"},
