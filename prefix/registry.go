@@ -2,9 +2,11 @@ package prefix
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -169,7 +171,8 @@ type Score struct {
 // in namespace extra it holds. It is read-only (ref.RadixTree.PrefixLen):
 // no pool's LRU order, tree shape or counters change, and scores run
 // concurrently with each other. The key is built once per unit space
-// (tokens, bigrams), not once per pool.
+// (tokens, bigrams), not once per pool, and a long prompt is scored against
+// several pools in parallel, up to GOMAXPROCS at once.
 //
 // Errors: ErrRequestTooLong, ErrTokenRange (tokens[i]), ErrBadPoolName,
 // ErrDuplicatePool and ErrUnknownPool (pools[i]).
@@ -181,20 +184,78 @@ func (r *Registry) Score(tokens []int64, extra ref.ExtraKey, pools []string) ([]
 	if err != nil {
 		return nil, err
 	}
-	var keys [2]*ref.Key // [token key, bigram key], built on first use
+	keys, err := unitKeys(tokens, extra, targets)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Score, len(targets))
-	for i, t := range targets {
-		k, err := keyFor(&keys, tokens, extra, t.Pool.cfg.Eagle)
+	errs := make([]error, len(targets))
+	score := func(i int) {
+		t := targets[i]
+		out[i].Pool = t.Name
+		out[i].MatchedTokens, errs[i] = t.Pool.prefixLenKey(keys[eagleIndex(t.Pool.cfg.Eagle)])
+	}
+	workers := min(len(targets), runtime.GOMAXPROCS(0))
+	if len(tokens) < parallelScoreTokens || workers < 2 {
+		for i := range targets {
+			score(i)
+		}
+	} else {
+		parallel(len(targets), workers, score)
+	}
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		n, err := t.Pool.prefixLenKey(*k)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = Score{Pool: t.Name, MatchedTokens: n}
 	}
 	return out, nil
+}
+
+// parallelScoreTokens is the prompt length from which Score spreads pools
+// over goroutines: matching a long prompt is bound by memory reads (a
+// 240K-token prompt compares ~2 MB per pool), while a short one costs less
+// than starting a goroutine.
+const parallelScoreTokens = 16 << 10
+
+// parallel runs f(0..n-1) on workers goroutines and returns when all are done.
+func parallel(n, workers int, f func(int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func eagleIndex(eagle bool) int {
+	if eagle {
+		return 1
+	}
+	return 0
+}
+
+// unitKeys builds tokens' key once per unit space the targets use (index 0
+// tokens, 1 bigrams), before any pool is scored, so concurrent scorers only
+// read them.
+func unitKeys(tokens []int64, extra ref.ExtraKey, targets []Named) ([2]ref.Key, error) {
+	var keys [2]ref.Key
+	var built [2]bool
+	for _, t := range targets {
+		i := eagleIndex(t.Pool.cfg.Eagle)
+		if built[i] {
+			continue
+		}
+		k, err := unitKey(tokens, extra, t.Pool.cfg.Eagle)
+		if err != nil {
+			return keys, err
+		}
+		keys[i], built[i] = k, true
+	}
+	return keys, nil
 }
 
 // resolve looks up the named pools, or lists all of them for none.
@@ -220,22 +281,4 @@ func (r *Registry) resolve(pools []string) ([]Named, error) {
 		out = append(out, Named{Name: name, Pool: p})
 	}
 	return out, nil
-}
-
-// keyFor returns the key of tokens in the unit space of an EAGLE or plain
-// pool, converting at most once per space.
-func keyFor(keys *[2]*ref.Key, tokens []int64, extra ref.ExtraKey, eagle bool) (*ref.Key, error) {
-	i := 0
-	if eagle {
-		i = 1
-	}
-	if keys[i] != nil {
-		return keys[i], nil
-	}
-	k, err := unitKey(tokens, extra, eagle)
-	if err != nil {
-		return nil, err
-	}
-	keys[i] = &k
-	return keys[i], nil
 }

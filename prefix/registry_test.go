@@ -1,6 +1,7 @@
 package prefix_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -159,5 +160,34 @@ func TestScoreIsReadOnly(t *testing.T) {
 	}
 	if n, _ := p.PrefixLen([]int64{5, 6}, noExtra); n != 2 {
 		t.Fatal("score refreshed [1 2 3 4]: eviction took [5 6] instead")
+	}
+}
+
+// TestScoreOfALongPromptAgreesWithEachPool covers the parallel path: a
+// prompt long enough to be scored on several goroutines must get, per
+// pool, what that pool's own PrefixLen says.
+func TestScoreOfALongPromptAgreesWithEachPool(t *testing.T) {
+	r := newRegistry(t, prefix.DefaultLimits())
+	prompt := seq(7, 20<<10)
+	for i, held := range []int{20 << 10, 12 << 10, 0, 5 << 10, 20 << 10} {
+		p, err := r.Create(fmt.Sprintf("p%d", i), prefix.Config{PageSize: 16, CapacityTokens: 32 << 10, Eagle: i == 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustInsert(t, p, prompt[:held])
+	}
+	got, err := r.Score(prompt, noExtra, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range got {
+		p, _ := r.Get(s.Pool)
+		want, _ := p.PrefixLen(prompt, noExtra)
+		if s.Pool != fmt.Sprintf("p%d", i) || s.MatchedTokens != want {
+			t.Errorf("score %+v, want pool p%d with %d", s, i, want)
+		}
+	}
+	if got[0].MatchedTokens != 20<<10 || got[4].MatchedTokens != 20<<10-16 {
+		t.Errorf("scores %v", got)
 	}
 }
