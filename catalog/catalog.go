@@ -234,28 +234,12 @@ func unknownField(msg string) (string, bool) {
 	return "", false
 }
 
-// ErrorObject is the canonical encoding of a rejected input: the same bytes
-// for every twin that rejects the input the same way.
-type ErrorObject struct {
-	// Code is the sentinel's code ("internal" for errors that are not input errors).
-	Code string `json:"code"`
-	// Field is the JSON path of the offending field.
-	Field string `json:"field,omitempty"`
-	// Value is the offending value.
-	Value any `json:"value,omitempty"`
-	// Bound is what the value must satisfy.
-	Bound string `json:"bound,omitempty"`
-	// Message is the full error text.
-	Message string `json:"message"`
-}
+// ErrorObject is the canonical encoding of a rejected input (see
+// ref.ErrorObject).
+type ErrorObject = ref.ErrorObject
 
 // ErrorObjectOf converts err to its canonical error object.
-func ErrorObjectOf(err error) ErrorObject {
-	if ie, ok := ref.AsInputError(err); ok {
-		return ErrorObject{Code: ie.Err.Code(), Field: ie.Field, Value: ie.Value, Bound: ie.Bound, Message: ie.Error()}
-	}
-	return ErrorObject{Code: "internal", Message: err.Error()}
-}
+func ErrorObjectOf(err error) ErrorObject { return ref.ErrorObjectOf(err) }
 
 // Canonical is the byte form twins are compared on: the output's JSON when
 // err is nil, otherwise the JSON of the error object.

@@ -73,3 +73,125 @@ func HashEventID(digest string) (int64, error) {
 	}
 	return int64(u), nil
 }
+
+// BigramKeyInput is the input of radix.bigram_key (radix-acks.md §2.1).
+type BigramKeyInput struct {
+	// Tokens are the token ids, each in [0, 2^32).
+	Tokens []int64 `json:"tokens"`
+	// Value are the tokens' KV slots; omitted when only the key is wanted.
+	Value []SlotIdx `json:"value,omitzero"`
+	// PageSize aligns the bigram key down to whole pages, >= 1.
+	PageSize int `json:"page_size"`
+}
+
+// BigramKeyOutput is the output of radix.bigram_key.
+type BigramKeyOutput struct {
+	// Pairs are (t[i], t[i+1]) for i < len(tokens)-1; never nil.
+	Pairs [][2]int64 `json:"pairs"`
+	// Value is the input value truncated to len(pairs): token i's slot
+	// serves bigram i; nil when no value was given.
+	Value []SlotIdx `json:"value,omitzero"`
+	// AlignedLen is len(pairs) floored to whole pages: what a tree caches.
+	AlignedLen int `json:"aligned_len"`
+}
+
+// CheckBigramKeyInput validates radix.bigram_key's input in the order both
+// twins report: tokens, page_size, value length.
+func CheckBigramKeyInput(in BigramKeyInput) error {
+	if err := CheckTokens("tokens", in.Tokens); err != nil {
+		return err
+	}
+	if in.PageSize < 1 {
+		return Reject(ErrInvalidPageSize, "page_size", in.PageSize, ">= 1")
+	}
+	if in.Value != nil && len(in.Value) != len(in.Tokens) {
+		return Reject(ErrValueLength, "value", len(in.Value), fmt.Sprintf("== len(tokens) (%d)", len(in.Tokens)))
+	}
+	return nil
+}
+
+// BigramKey is the reference twin of radix.bigram_key: the EAGLE bigram key
+// of a token sequence, its value pairing and its page-aligned length
+// (radix-acks.md §2.1; alignment counts bigrams, after conversion).
+func BigramKey(_ Limits, in BigramKeyInput) (BigramKeyOutput, error) {
+	if err := CheckBigramKeyInput(in); err != nil {
+		return BigramKeyOutput{}, err
+	}
+	k, _ := TokenKey("tokens", in.Tokens, ExtraKey{})
+	b, err := ToBigram(k)
+	if err != nil {
+		return BigramKeyOutput{}, err
+	}
+	out := BigramKeyOutput{Pairs: [][2]int64{}, AlignedLen: len(b.Units) / in.PageSize * in.PageSize}
+	for _, u := range b.Units {
+		out.Pairs = append(out.Pairs, [2]int64{int64(u >> 32), int64(u & MaxToken)})
+	}
+	if in.Value != nil {
+		out.Value = append([]SlotIdx{}, in.Value[:len(b.Units)]...)
+	}
+	return out, nil
+}
+
+// PageHashesInput is the input of radix.page_hashes (radix-acks.md §2.4).
+type PageHashesInput struct {
+	// Tokens are the token ids, each in [0, 2^32).
+	Tokens []int64 `json:"tokens"`
+	// Bigram hashes the bigram key of Tokens instead of the tokens.
+	Bigram bool `json:"bigram,omitzero"`
+	// PageSize is the number of units per hashed page, >= 1.
+	PageSize int `json:"page_size"`
+	// Prior is the digest the first page chains on; omitted for none.
+	Prior string `json:"prior,omitzero"`
+}
+
+// PageHashesOutput is the output of radix.page_hashes.
+type PageHashesOutput struct {
+	// Units is the key length in units (tokens, or bigrams).
+	Units int `json:"units"`
+	// Hashes are the chained digests of every whole page; never nil.
+	Hashes []string `json:"hashes"`
+	// EventIDs are the hashes' int64 event ids.
+	EventIDs []int64 `json:"event_ids"`
+}
+
+// CheckPageHashesInput validates radix.page_hashes's input in the order
+// both twins report: tokens, page_size, prior.
+func CheckPageHashesInput(in PageHashesInput) error {
+	if err := CheckTokens("tokens", in.Tokens); err != nil {
+		return err
+	}
+	if in.PageSize < 1 {
+		return Reject(ErrInvalidPageSize, "page_size", in.PageSize, ">= 1")
+	}
+	if in.Prior != "" {
+		if p, err := hex.DecodeString(in.Prior); err != nil || len(p) != sha256.Size || hex.EncodeToString(p) != in.Prior {
+			return Reject(ErrBadEnum, "prior", in.Prior, "empty or 64 lowercase hex digits")
+		}
+	}
+	return nil
+}
+
+// PageHashes is the reference twin of radix.page_hashes: the HiCache
+// storage hashes of a key's whole pages, each chained on the previous one,
+// with their event ids (radix-acks.md §2.4).
+func PageHashes(_ Limits, in PageHashesInput) (PageHashesOutput, error) {
+	if err := CheckPageHashesInput(in); err != nil {
+		return PageHashesOutput{}, err
+	}
+	k, _ := TokenKey("tokens", in.Tokens, ExtraKey{})
+	if in.Bigram {
+		k, _ = ToBigram(k)
+	}
+	out := PageHashesOutput{Units: len(k.Units), Hashes: []string{}, EventIDs: []int64{}}
+	prior := in.Prior
+	for start := 0; start+in.PageSize <= len(k.Units); start += in.PageSize {
+		h, err := HashPage(k, start, start+in.PageSize, prior)
+		if err != nil {
+			return PageHashesOutput{}, err
+		}
+		id, _ := HashEventID(h)
+		out.Hashes, out.EventIDs = append(out.Hashes, h), append(out.EventIDs, id)
+		prior = h
+	}
+	return out, nil
+}

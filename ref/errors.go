@@ -84,3 +84,27 @@ func AsInputError(err error) (*InputError, bool) {
 	ok := errors.As(err, &ie)
 	return ie, ok
 }
+
+// ErrorObject is the canonical encoding of a rejected input: the same bytes
+// for every twin that rejects the input the same way. Script ops embed it
+// in their traces for steps that fail.
+type ErrorObject struct {
+	// Code is the sentinel's code ("internal" for errors that are not input errors).
+	Code string `json:"code"`
+	// Field is the JSON path of the offending field.
+	Field string `json:"field,omitempty"`
+	// Value is the offending value.
+	Value any `json:"value,omitempty"`
+	// Bound is what the value must satisfy.
+	Bound string `json:"bound,omitempty"`
+	// Message is the full error text.
+	Message string `json:"message"`
+}
+
+// ErrorObjectOf converts err to its canonical error object.
+func ErrorObjectOf(err error) ErrorObject {
+	if ie, ok := AsInputError(err); ok {
+		return ErrorObject{Code: ie.Err.Code(), Field: ie.Field, Value: ie.Value, Bound: ie.Bound, Message: ie.Error()}
+	}
+	return ErrorObject{Code: "internal", Message: err.Error()}
+}

@@ -262,6 +262,13 @@ type TreeState struct {
 	EvictableSize int `json:"evictable_size"`
 	// ProtectedSize is the units held by locked nodes.
 	ProtectedSize int `json:"protected_size"`
+	// CopiedUnits counts the units copied into stored keys: a new leaf's
+	// length, and a split node's whole length (both halves are stored anew;
+	// store sites S1–S2 of radix-acks.md §1.1). Walking a key costs nothing,
+	// so a match that ends on a node boundary adds 0 (§1.9 P6). The reference
+	// counts what the fixed tree must copy; the fast tree counts what it
+	// does copy, and the two must agree.
+	CopiedUnits int64 `json:"copied_units"`
 	// Nodes are every node, root first, in ascending id.
 	Nodes []NodeState `json:"nodes"`
 }

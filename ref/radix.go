@@ -1,0 +1,472 @@
+package ref
+
+import (
+	"cmp"
+	"container/heap"
+	"fmt"
+	"slices"
+)
+
+// radixNode is a node of the reference tree (radix-acks.md §1.2). Its key is
+// a plain copy: the pre-fix behaviour, obviously correct and slow.
+type radixNode struct {
+	id         NodeID
+	parent     *radixNode
+	children   map[radixChildKey]*radixNode
+	key        Key
+	value      []SlotIdx
+	lockRef    int
+	lastAccess uint64
+	created    uint64
+	hitCount   int
+	priority   int
+}
+
+// radixChildKey selects a child: the namespace and the first page's units
+// (radix-acks.md §1.3). The page is rendered as text, which is exact.
+type radixChildKey struct {
+	extra ExtraKey
+	page  string
+}
+
+// RefRadixTree is the reference radix tree (radix-acks.md §1): copying key
+// slices, node lookup and leaf collection by full walks. It is not safe for
+// concurrent use.
+type RefRadixTree struct {
+	cfg           TreeConfig
+	root          *radixNode
+	nextID        NodeID
+	tick          uint64
+	evictableSize int
+	protectedSize int
+	copiedUnits   int64
+}
+
+var _ RadixTree = (*RefRadixTree)(nil)
+
+// NewRadixTree returns an empty reference tree: the root has id 0, lock_ref
+// 1 forever and an empty key (radix-acks.md §0.2 rule 1). It rejects an
+// invalid config (TreeConfig.Validate).
+func NewRadixTree(cfg TreeConfig) (RadixTree, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	root := &radixNode{id: 0, lockRef: 1, children: map[radixChildKey]*radixNode{}, value: []SlotIdx{}}
+	return &RefRadixTree{cfg: cfg, root: root, nextID: 1}, nil
+}
+
+// Config implements RadixTree.
+func (t *RefRadixTree) Config() TreeConfig { return t.cfg }
+
+// EvictableSize implements RadixTree.
+func (t *RefRadixTree) EvictableSize() int { return t.evictableSize }
+
+// ProtectedSize implements RadixTree.
+func (t *RefRadixTree) ProtectedSize() int { return t.protectedSize }
+
+// TotalSize implements RadixTree: the sum of every non-root key length.
+func (t *RefRadixTree) TotalSize() int {
+	total := 0
+	for _, n := range t.walk() {
+		total += len(n.key.Units)
+	}
+	return total
+}
+
+// copyKey is the pre-fix slice: a fresh copy of units [i, j).
+func copyKey(k Key, i, j int) Key {
+	return Key{Units: append([]Unit{}, k.Units[i:j]...), Extra: k.Extra, Bigram: k.Bigram}
+}
+
+func (t *RefRadixTree) childKey(k Key) radixChildKey {
+	return radixChildKey{extra: k.Extra, page: fmt.Sprint(k.Units[:t.cfg.PageSize])}
+}
+
+// MatchLen is the key match of radix-acks.md §1.3: the length of the common
+// prefix of a and b counted in whole pages of ps units (ps = 1: the longest
+// common prefix). Only whole pages count, so unaligned keys never match
+// past their last whole page (the §1.1 erratum; old upstream compared
+// partial tails). Keys in different namespaces are ErrExtraKeyMismatch.
+func MatchLen(a, b Key, ps int) (int, error) {
+	if a.Extra != b.Extra {
+		return 0, Reject(ErrExtraKeyMismatch, "extra", b.Extra, fmt.Sprintf("== %+v", a.Extra))
+	}
+	n := min(len(a.Units), len(b.Units))
+	i := 0
+	for i+ps <= n && slices.Equal(a.Units[i:i+ps], b.Units[i:i+ps]) {
+		i += ps
+	}
+	return i, nil
+}
+
+// treeKey converts a query or insert key to the tree's unit kind: bigrams in
+// Eagle mode (radix-acks.md §1.4 step 1).
+func (t *RefRadixTree) treeKey(k Key) (Key, error) {
+	if t.cfg.Eagle && !k.Bigram {
+		return ToBigram(k)
+	}
+	return k, nil
+}
+
+// MatchPrefix implements RadixTree (radix-acks.md §1.4).
+func (t *RefRadixTree) MatchPrefix(k Key) (MatchResult, error) {
+	empty := MatchResult{Indices: []SlotIdx{}, LastNode: t.root.id}
+	if t.cfg.Disable {
+		return empty, nil
+	}
+	k, err := t.treeKey(k)
+	if err != nil {
+		return MatchResult{}, err
+	}
+	t.tick++
+	ps := t.cfg.PageSize
+	if len(k.Units) == 0 {
+		return empty, nil
+	}
+	k = copyKey(k, 0, len(k.Units)/ps*ps)
+	if len(k.Units) == 0 {
+		return empty, nil
+	}
+	node, vals := t.root, []SlotIdx{}
+	node.lastAccess = t.tick
+	for len(k.Units) > 0 {
+		c := node.children[t.childKey(k)]
+		if c == nil {
+			break
+		}
+		c.lastAccess = t.tick
+		p, _ := MatchLen(c.key, k, ps)
+		if p < len(c.key.Units) {
+			m := t.split(c, p)
+			vals = append(vals, m.value...)
+			node = m
+			break
+		}
+		vals = append(vals, c.value...)
+		node = c
+		k = copyKey(k, p, len(k.Units))
+	}
+	return MatchResult{Indices: vals, LastNode: node.id}, nil
+}
+
+// PrefixLen implements RadixTree: MatchPrefix's length without any change
+// to the tree.
+func (t *RefRadixTree) PrefixLen(k Key) (int, error) {
+	if t.cfg.Disable {
+		return 0, nil
+	}
+	k, err := t.treeKey(k)
+	if err != nil {
+		return 0, err
+	}
+	ps := t.cfg.PageSize
+	k = copyKey(k, 0, len(k.Units)/ps*ps)
+	node, total := t.root, 0
+	for len(k.Units) > 0 {
+		c := node.children[t.childKey(k)]
+		if c == nil {
+			break
+		}
+		p, _ := MatchLen(c.key, k, ps)
+		total += p
+		if p < len(c.key.Units) {
+			break
+		}
+		node = c
+		k = copyKey(k, p, len(k.Units))
+	}
+	return total, nil
+}
+
+// split divides c at p (0 < p < len(c.key), a page multiple): a new parent m
+// with a fresh id takes the first p units; c keeps its id and the rest
+// (radix-acks.md §1.6). Sizes do not change.
+func (t *RefRadixTree) split(c *radixNode, p int) *radixNode {
+	if p <= 0 || p >= len(c.key.Units) || p%t.cfg.PageSize != 0 {
+		panic(fmt.Sprintf("radix: split of node %d at %d (len %d) breaks §1.6", c.id, p, len(c.key.Units)))
+	}
+	m := &radixNode{
+		id: t.nextID, parent: c.parent, children: map[radixChildKey]*radixNode{},
+		priority: c.priority, lockRef: c.lockRef, hitCount: c.hitCount,
+		lastAccess: t.tick, created: t.tick,
+	}
+	t.nextID++
+	t.copiedUnits += int64(len(c.key.Units))
+	m.key, c.key = copyKey(c.key, 0, p), copyKey(c.key, p, len(c.key.Units))
+	m.value, c.value = append([]SlotIdx{}, c.value[:p]...), append([]SlotIdx{}, c.value[p:]...)
+	m.parent.children[t.childKey(m.key)] = m
+	m.children[t.childKey(c.key)] = c
+	c.parent = m
+	return m
+}
+
+// Insert implements RadixTree (radix-acks.md §1.5). Every check runs before
+// the tick advances, so a rejected insert changes nothing; the value length
+// is checked against the key as given, before a bigram conversion shortens
+// both (a designed tightening: upstream truncates the value silently).
+func (t *RefRadixTree) Insert(k Key, value []SlotIdx, priority int) (int, error) {
+	if t.cfg.Disable {
+		return 0, nil
+	}
+	if value == nil {
+		value = make([]SlotIdx, len(k.Units))
+		for i, u := range k.Units {
+			value[i] = SlotIdx(u)
+		}
+	} else if len(value) != len(k.Units) {
+		return 0, ErrValueLengthFor(len(value), len(k.Units))
+	}
+	k, err := t.treeKey(k)
+	if err != nil {
+		return 0, err
+	}
+	value = value[:len(k.Units)]
+	ps := t.cfg.PageSize
+	if len(k.Units)%ps != 0 {
+		return 0, ErrUnalignedKeyFor(len(k.Units), ps)
+	}
+	t.tick++
+	if len(k.Units) == 0 {
+		return 0, nil
+	}
+	node, total := t.root, 0
+	node.lastAccess = t.tick
+	node.priority = max(node.priority, priority)
+	k = copyKey(k, 0, len(k.Units))
+	for len(k.Units) > 0 {
+		c := node.children[t.childKey(k)]
+		if c == nil {
+			break
+		}
+		node = c
+		node.lastAccess = t.tick
+		p, _ := MatchLen(node.key, k, ps)
+		if p < len(node.key.Units) {
+			node = t.split(node, p)
+		}
+		node.priority = max(node.priority, priority)
+		total += p
+		k, value = copyKey(k, p, len(k.Units)), value[p:]
+	}
+	if len(k.Units) > 0 {
+		leaf := &radixNode{
+			id: t.nextID, parent: node, children: map[radixChildKey]*radixNode{},
+			key: k, value: append([]SlotIdx{}, value...), priority: priority,
+			lastAccess: t.tick, created: t.tick,
+		}
+		t.nextID++
+		t.copiedUnits += int64(len(k.Units))
+		node.children[t.childKey(k)] = leaf
+		t.evictableSize += len(k.Units)
+	}
+	return total, nil
+}
+
+// walk returns every non-root node, in ascending id.
+func (t *RefRadixTree) walk() []*radixNode {
+	var out []*radixNode
+	var visit func(*radixNode)
+	visit = func(n *radixNode) {
+		for _, c := range n.children {
+			out = append(out, c)
+			visit(c)
+		}
+	}
+	visit(t.root)
+	slices.SortFunc(out, func(a, b *radixNode) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
+// find returns the live node with the given id, or ErrForeignNode.
+func (t *RefRadixTree) find(id NodeID) (*radixNode, error) {
+	if id == t.root.id {
+		return t.root, nil
+	}
+	for _, n := range t.walk() {
+		if n.id == id {
+			return n, nil
+		}
+	}
+	return nil, ErrForeignNodeFor(id)
+}
+
+// IncLockRef implements RadixTree (radix-acks.md §1.7).
+func (t *RefRadixTree) IncLockRef(id NodeID) (int, error) {
+	x, err := t.find(id)
+	if err != nil {
+		return 0, err
+	}
+	delta := 0
+	for y := x; y != t.root; y = y.parent {
+		if y.lockRef == 0 {
+			t.evictableSize -= len(y.key.Units)
+			t.protectedSize += len(y.key.Units)
+			delta -= len(y.key.Units)
+		}
+		y.lockRef++
+	}
+	return delta, nil
+}
+
+// DecLockRef implements RadixTree (radix-acks.md §1.7): the whole path is
+// checked before anything changes, so an underflow is atomic.
+func (t *RefRadixTree) DecLockRef(id NodeID) (int, error) {
+	x, err := t.find(id)
+	if err != nil {
+		return 0, err
+	}
+	for y := x; y != t.root; y = y.parent {
+		if y.lockRef == 0 {
+			return 0, ErrLockUnderflowAt(id, y.id)
+		}
+	}
+	delta := 0
+	for y := x; y != t.root; y = y.parent {
+		if y.lockRef == 1 {
+			t.protectedSize -= len(y.key.Units)
+			t.evictableSize += len(y.key.Units)
+			delta += len(y.key.Units)
+		}
+		y.lockRef--
+	}
+	return delta, nil
+}
+
+// evictable reports whether n is an evictable leaf (radix-acks.md §1.8).
+func (t *RefRadixTree) evictable(n *radixNode) bool {
+	return n != t.root && n.lockRef == 0 && len(n.children) == 0
+}
+
+// leafHeap orders evictable leaves by the policy tuple, then id.
+type leafHeap struct {
+	policy EvictPolicy
+	nodes  []*radixNode
+}
+
+func (h *leafHeap) Len() int { return len(h.nodes) }
+func (h *leafHeap) Less(i, j int) bool {
+	a, b := h.nodes[i], h.nodes[j]
+	ka := EvictOrder(h.policy, a.lastAccess, a.created, a.hitCount, a.priority)
+	kb := EvictOrder(h.policy, b.lastAccess, b.created, b.hitCount, b.priority)
+	if ka != kb {
+		return ka[0] < kb[0] || (ka[0] == kb[0] && ka[1] < kb[1])
+	}
+	return a.id < b.id
+}
+func (h *leafHeap) Swap(i, j int) { h.nodes[i], h.nodes[j] = h.nodes[j], h.nodes[i] }
+func (h *leafHeap) Push(x any)    { h.nodes = append(h.nodes, x.(*radixNode)) }
+func (h *leafHeap) Pop() any {
+	n := h.nodes[len(h.nodes)-1]
+	h.nodes = h.nodes[:len(h.nodes)-1]
+	return n
+}
+
+// Evict implements RadixTree (radix-acks.md §1.8): the evictable leaves are
+// collected by a full walk, then popped in policy order; a parent that
+// becomes an evictable leaf joins the heap.
+func (t *RefRadixTree) Evict(numTokens int) (EvictResult, error) {
+	if numTokens < 0 {
+		return EvictResult{}, ErrNegativeCountFor(numTokens)
+	}
+	res := EvictResult{Freed: [][]SlotIdx{}, Victims: []NodeID{}}
+	h := &leafHeap{policy: t.cfg.Policy}
+	for _, n := range t.walk() {
+		if t.evictable(n) {
+			h.nodes = append(h.nodes, n)
+		}
+	}
+	heap.Init(h)
+	for res.Evicted < numTokens && h.Len() > 0 {
+		x := heap.Pop(h).(*radixNode)
+		res.Freed = append(res.Freed, append([]SlotIdx{}, x.value...))
+		res.Victims = append(res.Victims, x.id)
+		res.Evicted += len(x.value)
+		t.evictableSize -= len(x.key.Units)
+		delete(x.parent.children, t.childKey(x.key))
+		if p := x.parent; t.evictable(p) {
+			heap.Push(h, p)
+		}
+	}
+	return res, nil
+}
+
+// State implements RadixTree.
+func (t *RefRadixTree) State() TreeState {
+	nodes := append([]*radixNode{t.root}, t.walk()...)
+	st := TreeState{Config: t.cfg, Tick: t.tick, NextID: t.nextID,
+		EvictableSize: t.evictableSize, ProtectedSize: t.protectedSize, CopiedUnits: t.copiedUnits, Nodes: make([]NodeState, len(nodes))}
+	for i, n := range nodes {
+		parent := NodeID(-1)
+		if n.parent != nil {
+			parent = n.parent.id
+		}
+		st.Nodes[i] = NodeState{ID: n.id, Parent: parent, Key: append([]Unit{}, n.key.Units...),
+			Extra: n.key.Extra, Value: append([]SlotIdx{}, n.value...), LockRef: n.lockRef,
+			LastAccess: n.lastAccess, Created: n.created, HitCount: n.hitCount, Priority: n.priority}
+	}
+	return st
+}
+
+// CheckTreeState checks the invariants of radix-acks.md §1.7 and §1.9 P2
+// that the observable state determines: node keys are positive whole pages
+// with one slot per unit, parents exist (a split mints the parent, so a
+// parent may have the larger id) and share the child's namespace, siblings have distinct child keys, R-EVICT, R-PROT, R-LOCKSUM (a node's
+// lock_ref is at least the sum of its children's) and R-TOTAL, and the
+// clock bounds every stamp. R-COMPACT is about representation, so the fast
+// tree checks it itself.
+func CheckTreeState(st TreeState) error {
+	if len(st.Nodes) == 0 || st.Nodes[0].ID != 0 || st.Nodes[0].Parent != -1 || st.Nodes[0].LockRef != 1 {
+		return fmt.Errorf("radix: the root must come first with id 0, no parent and lock_ref 1")
+	}
+	ps := st.Config.PageSize
+	byID := map[NodeID]NodeState{}
+	childLocks := map[NodeID]int{}
+	siblings := map[string]bool{}
+	evictable, protected := 0, 0
+	for i, n := range st.Nodes {
+		if n.LastAccess > st.Tick || n.Created > n.LastAccess && n.ID != 0 || n.ID >= st.NextID {
+			return fmt.Errorf("radix: node %d: stamps (%d, %d) or id beyond tick %d / next id %d", n.ID, n.Created, n.LastAccess, st.Tick, st.NextID)
+		}
+		if i > 0 && n.ID <= st.Nodes[i-1].ID {
+			return fmt.Errorf("radix: nodes out of id order at %d", n.ID)
+		}
+		byID[n.ID] = n
+		if i == 0 {
+			continue
+		}
+		if len(n.Key) == 0 || len(n.Key)%ps != 0 || len(n.Value) != len(n.Key) {
+			return fmt.Errorf("radix: node %d: key length %d (page size %d), value length %d", n.ID, len(n.Key), ps, len(n.Value))
+		}
+		ck := fmt.Sprint(n.Parent, n.Extra, n.Key[:ps])
+		if siblings[ck] {
+			return fmt.Errorf("radix: node %d shares its child key under parent %d", n.ID, n.Parent)
+		}
+		siblings[ck] = true
+		childLocks[n.Parent] += n.LockRef
+		if n.LockRef > 0 {
+			protected += len(n.Key)
+		} else if n.LockRef == 0 {
+			evictable += len(n.Key)
+		} else {
+			return fmt.Errorf("radix: node %d: lock_ref %d < 0", n.ID, n.LockRef)
+		}
+	}
+	for _, n := range st.Nodes[1:] {
+		p, ok := byID[n.Parent]
+		if !ok {
+			return fmt.Errorf("radix: node %d: parent %d is not in the tree", n.ID, n.Parent)
+		}
+		if p.ID != 0 && p.Extra != n.Extra {
+			return fmt.Errorf("radix: node %d: namespace differs from its parent %d", n.ID, p.ID)
+		}
+	}
+	for id, locks := range childLocks {
+		if n := byID[id]; id != 0 && n.LockRef < locks {
+			return fmt.Errorf("radix: R-LOCKSUM: node %d has lock_ref %d < its children's %d", id, n.LockRef, locks)
+		}
+	}
+	if evictable != st.EvictableSize || protected != st.ProtectedSize {
+		return fmt.Errorf("radix: R-EVICT/R-PROT: sizes (%d, %d), nodes hold (%d, %d)", st.EvictableSize, st.ProtectedSize, evictable, protected)
+	}
+	return nil
+}

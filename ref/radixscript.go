@@ -1,0 +1,220 @@
+package ref
+
+// The radix.script op (radix-acks.md §1.9 P5): a list of steps against one
+// tree, returning the trace of results and the final observable tree, so
+// the stateful tree gets fixtures and an HTTP endpoint like every pure op.
+
+// Script step kinds.
+const (
+	// StepCreate replaces the tree with a new, empty one (page_size, eagle, disable, policy).
+	StepCreate = "create"
+	// StepInsert inserts key → value (value omitted: simulation mode).
+	StepInsert = "insert"
+	// StepMatch matches key.
+	StepMatch = "match"
+	// StepLock increments the lock refs on node's path.
+	StepLock = "lock"
+	// StepUnlock decrements the lock refs on node's path.
+	StepUnlock = "unlock"
+	// StepEvict evicts at least num_tokens units, or all that are evictable.
+	StepEvict = "evict"
+)
+
+// ErrScriptOrder: a script whose first step does not create the tree.
+var ErrScriptOrder = NewSentinel("script_order", "the first step must create the tree")
+
+// RadixStep is one step of a radix script. Which fields apply depends on Op.
+type RadixStep struct {
+	// Op is create, insert, match, lock, unlock or evict.
+	Op string `json:"op"`
+	// PageSize is the new tree's page size (create).
+	PageSize int `json:"page_size,omitzero"`
+	// Eagle keys the new tree by bigrams (create).
+	Eagle bool `json:"eagle,omitzero"`
+	// Disable creates a disabled cache (create).
+	Disable bool `json:"disable,omitzero"`
+	// Policy is the new tree's eviction policy (create).
+	Policy EvictPolicy `json:"policy,omitzero"`
+	// Key are the token ids, each in [0, 2^32) (insert, match).
+	Key []int64 `json:"key,omitzero"`
+	// Value are the slots (insert); omitted is simulation mode.
+	Value []SlotIdx `json:"value,omitzero"`
+	// Extra is the key's extra namespace; omitted is unset (insert, match).
+	Extra *string `json:"extra,omitzero"`
+	// Salt is the key's cache salt; omitted is unset (insert, match).
+	Salt *string `json:"salt,omitzero"`
+	// Priority is the insert priority (insert).
+	Priority int `json:"priority,omitzero"`
+	// Node is the node id (lock, unlock).
+	Node NodeID `json:"node,omitzero"`
+	// NumTokens is the number of units to evict (evict).
+	NumTokens int `json:"num_tokens,omitzero"`
+}
+
+// RadixScriptInput is the input of radix.script.
+type RadixScriptInput struct {
+	// Steps run in order; the first must be a create.
+	Steps []RadixStep `json:"steps"`
+}
+
+// RadixStepResult is the result of one step: exactly one of the result
+// fields, or Error when the tree rejected the step (and did not change),
+// plus the tree's sizes after the step.
+type RadixStepResult struct {
+	// Op echoes the step's op.
+	Op string `json:"op"`
+	// PrefixLen is an insert's already-present prefix length.
+	PrefixLen *int `json:"prefix_len,omitempty"`
+	// Match is a match's result.
+	Match *MatchResult `json:"match,omitempty"`
+	// Delta is a lock's or unlock's size delta.
+	Delta *int `json:"delta,omitempty"`
+	// Evict is an evict's result.
+	Evict *EvictResult `json:"evict,omitempty"`
+	// Error is the canonical rejection of a step the tree refused.
+	Error *ErrorObject `json:"error,omitempty"`
+	// EvictableSize is the tree's evictable size after the step.
+	EvictableSize int `json:"evictable_size"`
+	// ProtectedSize is the tree's protected size after the step.
+	ProtectedSize int `json:"protected_size"`
+}
+
+// RadixScriptOutput is the output of radix.script.
+type RadixScriptOutput struct {
+	// Trace has one result per step.
+	Trace []RadixStepResult `json:"trace"`
+	// Tree is the final observable state of the last created tree.
+	Tree TreeState `json:"tree"`
+}
+
+// ValidateRadixScript rejects a script that cannot run at all: no create
+// first (ErrScriptOrder), an unknown op (ErrBadEnum), an invalid create
+// config or a token outside [0, 2^32) — each naming steps[i].field.
+func ValidateRadixScript(in RadixScriptInput) error {
+	if len(in.Steps) == 0 || in.Steps[0].Op != StepCreate {
+		op := ""
+		if len(in.Steps) > 0 {
+			op = in.Steps[0].Op
+		}
+		return Reject(ErrScriptOrder, "steps[0].op", op, `"create"`)
+	}
+	for i, s := range in.Steps {
+		at := Idx("steps", i)
+		switch s.Op {
+		case StepCreate:
+			if err := stepConfig(s).Validate(); err != nil {
+				return prefixField(err, at+".")
+			}
+		case StepInsert, StepMatch:
+			if err := CheckTokens(at+".key", s.Key); err != nil {
+				return err
+			}
+		case StepLock, StepUnlock, StepEvict:
+		default:
+			return Reject(ErrBadEnum, at+".op", s.Op, "one of create, insert, match, lock, unlock, evict")
+		}
+	}
+	return nil
+}
+
+func stepConfig(s RadixStep) TreeConfig {
+	return TreeConfig{PageSize: s.PageSize, Eagle: s.Eagle, Disable: s.Disable, Policy: s.Policy}
+}
+
+// prefixField returns err with its field path prefixed, for errors a tree
+// reports about its own arguments ("key" → "steps[3].key").
+func prefixField(err error, prefix string) error {
+	if ie, ok := AsInputError(err); ok {
+		c := *ie
+		c.Field = prefix + c.Field
+		return &c
+	}
+	return err
+}
+
+// RunRadixScript runs a validated script on trees built by newTree. Both
+// twins of radix.script call it with their own tree, so the step semantics
+// are written once and the trees are what differs. The trace's slot lists
+// are bounded by lim (a script of many matches on a large tree would
+// otherwise grow its output quadratically).
+func RunRadixScript(lim Limits, in RadixScriptInput, newTree NewRadixTreeFunc) (RadixScriptOutput, error) {
+	if err := ValidateRadixScript(in); err != nil {
+		return RadixScriptOutput{}, err
+	}
+	var tree RadixTree
+	out := RadixScriptOutput{Trace: make([]RadixStepResult, 0, len(in.Steps))}
+	var units int64
+	var buf []Unit
+	for i, s := range in.Steps {
+		if s.Op == StepCreate {
+			t, err := newTree(stepConfig(s))
+			if err != nil {
+				return RadixScriptOutput{}, prefixField(err, Idx("steps", i)+".")
+			}
+			tree = t
+		}
+		var r RadixStepResult
+		var n int64
+		var err error
+		r, n, buf, err = runStep(tree, s, buf)
+		if err != nil {
+			r = RadixStepResult{Error: new(ErrorObjectOf(prefixField(err, Idx("steps", i)+".")))}
+		}
+		if units += n; units > 0 {
+			if err := lim.CheckOutput(Idx("steps", i), units, 8); err != nil {
+				return RadixScriptOutput{}, err
+			}
+		}
+		r.Op, r.EvictableSize, r.ProtectedSize = s.Op, tree.EvictableSize(), tree.ProtectedSize()
+		out.Trace = append(out.Trace, r)
+	}
+	out.Tree = tree.State()
+	if err := lim.CheckOutput("steps", units+int64(2*tree.TotalSize()), 8); err != nil {
+		return RadixScriptOutput{}, err
+	}
+	return out, nil
+}
+
+// runStep runs one non-create step and returns its result and the number of
+// slot entries it added to the trace. Every key is decoded into the one
+// reused buffer buf, as a scheduler reuses its request buffers: a tree that
+// kept a view of a caller's key instead of copying what it stores (§1.11
+// B1.b) sees its stored keys change under it.
+func runStep(tree RadixTree, s RadixStep, buf []Unit) (RadixStepResult, int64, []Unit, error) {
+	var r RadixStepResult
+	switch s.Op {
+	case StepInsert, StepMatch:
+		buf = buf[:0]
+		for _, t := range s.Key {
+			buf = append(buf, Unit(t))
+		}
+		k := Key{Units: buf, Extra: ExtraKeyOf(s.Extra, s.Salt)}
+		if s.Op == StepMatch {
+			m, err := tree.MatchPrefix(k)
+			r.Match = &m
+			return r, int64(len(m.Indices)), buf, err
+		}
+		n, err := tree.Insert(k, s.Value, s.Priority)
+		r.PrefixLen = &n
+		return r, 0, buf, err
+	case StepLock, StepUnlock:
+		f := tree.IncLockRef
+		if s.Op == StepUnlock {
+			f = tree.DecLockRef
+		}
+		d, err := f(s.Node)
+		r.Delta = &d
+		return r, 0, buf, err
+	case StepEvict:
+		e, err := tree.Evict(s.NumTokens)
+		r.Evict = &e
+		return r, int64(e.Evicted), buf, err
+	}
+	return r, 0, buf, nil
+}
+
+// RadixScript is the reference twin of radix.script (radix-acks.md §1):
+// the script run on reference trees.
+func RadixScript(lim Limits, in RadixScriptInput) (RadixScriptOutput, error) {
+	return RunRadixScript(lim, in, NewRadixTree)
+}
