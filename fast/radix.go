@@ -286,12 +286,12 @@ func (t *Tree) Insert(k ref.Key, value []ref.SlotIdx, priority int) (int, error)
 		return 0, ref.ErrUnalignedKeyFor(q.n, t.ps)
 	}
 	t.tick++
-	n := t.root
-	n.lastAccess = t.tick
-	n.priority = max(n.priority, priority)
 	if q.n == 0 {
 		return 0, nil
 	}
+	n := t.root
+	n.lastAccess = t.tick
+	n.priority = max(n.priority, priority)
 	var buf [pageBuf]ref.Unit
 	scratch := t.scratchFor(q, buf[:])
 	total := 0
@@ -586,7 +586,7 @@ func (t *Tree) State() ref.TreeState {
 	}
 	return ref.TreeState{
 		Config: t.cfg, Tick: t.tick, NextID: t.nextID,
-		EvictableSize: t.evictable, ProtectedSize: t.protected, Nodes: nodes,
+		EvictableSize: t.evictable, ProtectedSize: t.protected, CopiedUnits: t.copied, Nodes: nodes,
 	}
 }
 

@@ -3,9 +3,11 @@ package fast_test
 import (
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -357,6 +359,36 @@ func TestEveryOpKeepsTheInvariants(t *testing.T) {
 			op.apply(tr)
 			if err := tr.CheckInvariants(); err != nil {
 				t.Fatalf("%+v step %d (%s): %v", cfg, i, op, err)
+			}
+		}
+	}
+}
+
+// TestFastTreeMatchesRefStepByStep is the differential smoke test (§1.9
+// P5): the same random ops on ref.NewRadixTree and the fast tree give equal
+// results, byte-equal errors and equal State (ticks, ids, stamps, sizes,
+// copied units, victim order) after every step. The full state machine
+// lives in equiv/.
+func TestFastTreeMatchesRefStepByStep(t *testing.T) {
+	for _, cfg := range append(smokeConfigs(), ref.TreeConfig{PageSize: 1, Disable: true}) {
+		rng := rand.New(rand.NewPCG(uint64(cfg.PageSize), 11))
+		want, err := ref.NewRadixTree(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tree(t, cfg)
+		for i := range 400 {
+			op := randomOp(rng, cfg.PageSize, want.State().NextID)
+			// reflect.DeepEqual first: cmp.Diff costs ten times more and is only
+			// needed to explain a failure.
+			if rw, rg := op.apply(want), op.apply(got); !reflect.DeepEqual(rw, rg) {
+				t.Fatalf("%+v step %d %s: result (-ref +fast):\n%s", cfg, i, op, cmp.Diff(rw, rg))
+			}
+			if sw, sg := want.State(), got.State(); !reflect.DeepEqual(sw, sg) {
+				t.Fatalf("%+v step %d %s: state (-ref +fast):\n%s", cfg, i, op, cmp.Diff(sw, sg))
+			}
+			if err := got.CheckInvariants(); err != nil {
+				t.Fatalf("%+v step %d %s: %v", cfg, i, op, err)
 			}
 		}
 	}
