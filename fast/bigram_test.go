@@ -165,4 +165,3 @@ func TestHashPageEqualsRef(t *testing.T) {
 		}
 	}
 }
-
