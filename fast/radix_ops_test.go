@@ -12,7 +12,8 @@ import (
 func stateEqual(a, b ref.TreeState) bool { return cmp.Equal(a, b) }
 
 // smokeConfigs are the configurations the random tests cover: P5's page
-// sizes, Eagle on and off, and a non-default eviction policy.
+// sizes, Eagle on and off, every non-default eviction policy, and an Eagle
+// page larger than the child lookup's stack buffer.
 func smokeConfigs() []ref.TreeConfig {
 	var cfgs []ref.TreeConfig
 	for _, ps := range []int{1, 2, 4, 64} {
@@ -23,7 +24,9 @@ func smokeConfigs() []ref.TreeConfig {
 	return append(cfgs,
 		ref.TreeConfig{PageSize: 2, Policy: ref.PolicyLFU},
 		ref.TreeConfig{PageSize: 1, Policy: ref.PolicyFILO},
-		ref.TreeConfig{PageSize: 2, Policy: ref.PolicyPriority, Eagle: true})
+		ref.TreeConfig{PageSize: 4, Policy: ref.PolicyFIFO},
+		ref.TreeConfig{PageSize: 2, Policy: ref.PolicyPriority, Eagle: true},
+		ref.TreeConfig{PageSize: 100, Eagle: true, Policy: ref.PolicyMRU}) // pages beyond the lookup's stack buffer
 }
 
 // treeOp is one random call on a tree.

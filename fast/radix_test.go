@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -392,4 +393,22 @@ func TestFastTreeMatchesRefStepByStep(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPrefixLenIsSafeForConcurrentReaders runs PrefixLen from several
+// goroutines at once (run under -race): it reads the tree without writing.
+func TestPrefixLenIsSafeForConcurrentReaders(t *testing.T) {
+	tr, k := pathTree(t, 4096, 8, 64, true)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 50 {
+				if n, err := tr.PrefixLen(k); n != 4096 || err != nil {
+					t.Errorf("PrefixLen = %d, %v", n, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
