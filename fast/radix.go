@@ -2,6 +2,7 @@ package fast
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/kvtwin/kvtwin/ref"
@@ -371,8 +372,13 @@ func (t *Tree) attach(parent, child *node) {
 // split cuts c at p (0 < p < len, a page multiple) into a new prefix node m,
 // which takes a fresh id and c's place under its parent, and c, which keeps
 // its id and becomes m's only child (radix-acks.md §1.6). Both halves are
-// compacted (S2); sizes and c's leaf status do not change.
+// compacted (S2); sizes and c's leaf status do not change. A bad p would be
+// a bug in the walk (a child is only found when its first page matches, so
+// p >= page size), never bad input, so it panics like ref's split.
 func (t *Tree) split(c *node, p int) *node {
+	if p <= 0 || p >= c.key.n || p%t.ps != 0 {
+		panic(fmt.Sprintf("radix: split of node %d at %d (len %d) breaks §1.6", c.id, p, c.key.n))
+	}
 	parent := c.parent
 	delete(parent.children, t.storedChildKey(c.key))
 	mk, n1 := c.key.slice(0, p).Compact()
