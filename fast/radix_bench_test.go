@@ -26,19 +26,24 @@ func benchKey(n int) (ref.Key, []ref.SlotIdx) {
 	return k, v
 }
 
-// benchPath stores the n-token sequence as a k-node root-to-leaf path at
-// page size ps by inserting its prefixes of page-floored length
-// n·i/k for i = 1..k (radix-acks.md §1.12).
-func benchPath(b *testing.B, newTree ref.NewRadixTreeFunc, n, k, ps int) (ref.RadixTree, ref.Key, []ref.SlotIdx) {
+// benchPath stores an n-unit sequence as a k-node root-to-leaf path at
+// page size ps by inserting its prefixes of page-floored length n·i/k for
+// i = 1..k (radix-acks.md §1.12). In Eagle mode the key has n+1 tokens, so
+// its n bigrams are the stored units.
+func benchPath(b *testing.B, newTree ref.NewRadixTreeFunc, n, k, ps int, eagle bool) (ref.RadixTree, ref.Key, []ref.SlotIdx) {
 	b.Helper()
-	tr, err := newTree(ref.TreeConfig{PageSize: ps})
+	tr, err := newTree(ref.TreeConfig{PageSize: ps, Eagle: eagle})
 	if err != nil {
 		b.Fatal(err)
 	}
-	key, value := benchKey(n)
+	extra := 0
+	if eagle {
+		extra = 1
+	}
+	key, value := benchKey(n + extra)
 	pages := n / ps
 	for i := 1; i <= k; i++ {
-		end := pages * i / k * ps
+		end := pages*i/k*ps + extra
 		if _, err := tr.Insert(ref.Key{Units: key.Units[:end]}, value[:end], 0); err != nil {
 			b.Fatal(err)
 		}
@@ -64,13 +69,13 @@ func copiedNow(tr ref.RadixTree) int64 {
 	return 0
 }
 
-// benchFullHit benchmarks full-hit matches of an n-token sequence stored as
+// benchFullHit benchmarks full-hit matches of an n-unit sequence stored as
 // a k-node path: MatchPrefix on each twin, and MatchPrefixAppend into a
 // reused buffer on the fast tree (0 allocs/op).
-func benchFullHit(b *testing.B, n, k int) {
+func benchFullHit(b *testing.B, n, k int, eagle bool) {
 	for _, impl := range benchImpls {
 		b.Run("impl="+impl.name, func(b *testing.B) {
-			tr, key, _ := benchPath(b, impl.new, n, k, 64)
+			tr, key, _ := benchPath(b, impl.new, n, k, 64, eagle)
 			before := copiedNow(tr)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -82,7 +87,7 @@ func benchFullHit(b *testing.B, n, k int) {
 		})
 	}
 	b.Run("impl=fast-append", func(b *testing.B) {
-		tr, key, _ := benchPath(b, fast.NewRadixTree, n, k, 64)
+		tr, key, _ := benchPath(b, fast.NewRadixTree, n, k, 64, eagle)
 		f := tr.(*fast.Tree)
 		buf := make([]ref.SlotIdx, 0, n)
 		before := f.CopiedUnits()
@@ -101,21 +106,28 @@ func benchFullHit(b *testing.B, n, k int) {
 // stored as a 16- or 128-node path, a full-hit match of the whole key.
 func BenchmarkMatchFullHit64K(b *testing.B) {
 	for _, k := range []int{16, 128} {
-		b.Run(fmt.Sprintf("nodes=%d", k), func(b *testing.B) { benchFullHit(b, 1<<16, k) })
+		b.Run(fmt.Sprintf("nodes=%d", k), func(b *testing.B) { benchFullHit(b, 1<<16, k, false) })
 	}
+}
+
+// BenchmarkMatchFullHitEagle64K is the 128-node shape in an Eagle tree: the
+// query is 65,537 tokens viewed as 65,536 bigrams without materializing
+// them, compared pair by pair against the stored packed keys.
+func BenchmarkMatchFullHitEagle64K(b *testing.B) {
+	b.Run("nodes=128", func(b *testing.B) { benchFullHit(b, 1<<16, 128, true) })
 }
 
 // BenchmarkMatchFullHit240K is the llm-d shape: 240,000 tokens (3,750 pages
 // of 64) stored as one path of 16 nodes (inserted in 16 page-floored
 // chunks), a full-hit match.
-func BenchmarkMatchFullHit240K(b *testing.B) { benchFullHit(b, 240_000, 16) }
+func BenchmarkMatchFullHit240K(b *testing.B) { benchFullHit(b, 240_000, 16, false) }
 
 // BenchmarkPrefixLen240K is the read-only router score of the same 240K,
 // 16-node path.
 func BenchmarkPrefixLen240K(b *testing.B) {
 	for _, impl := range benchImpls {
 		b.Run("impl="+impl.name, func(b *testing.B) {
-			tr, key, _ := benchPath(b, impl.new, 240_000, 16, 64)
+			tr, key, _ := benchPath(b, impl.new, 240_000, 16, 64, false)
 			b.ReportAllocs()
 			for b.Loop() {
 				if n, err := tr.PrefixLen(key); err != nil || n != 240_000 {
@@ -132,7 +144,7 @@ func BenchmarkInsertRewalk64K(b *testing.B) {
 	b.Run("nodes=128", func(b *testing.B) {
 		for _, impl := range benchImpls {
 			b.Run("impl="+impl.name, func(b *testing.B) {
-				tr, key, value := benchPath(b, impl.new, 1<<16, 128, 64)
+				tr, key, value := benchPath(b, impl.new, 1<<16, 128, 64, false)
 				before := copiedNow(tr)
 				b.ReportAllocs()
 				for b.Loop() {
