@@ -16,6 +16,9 @@ type node struct {
 	key      Key                // compact (R-COMPACT); empty for the root
 	value    []ref.SlotIdx      // len == key.n; capacity-capped so no append reaches a neighbour
 	lockRef  int
+	// ownLocks counts the locks taken on this node itself (R-LOCKSUM's
+	// directLocks): lockRef == ownLocks + Σ children's lockRef.
+	ownLocks int
 	// lastAccess and created are ticks (§0.2 rule 2).
 	lastAccess, created uint64
 	hitCount, priority  int
@@ -423,6 +426,9 @@ func (t *Tree) IncLockRef(id ref.NodeID) (int, error) {
 	if !ok {
 		return 0, ref.ErrForeignNodeFor(id)
 	}
+	if x != t.root {
+		x.ownLocks++
+	}
 	delta := 0
 	for y := x; y != t.root; y = y.parent {
 		if y.lockRef == 0 {
@@ -437,9 +443,11 @@ func (t *Tree) IncLockRef(id ref.NodeID) (int, error) {
 }
 
 // DecLockRef releases one lock on the path from node up to the root and
-// returns the units newly evictable (radix-acks.md §1.7). The whole path is
-// checked first: a node with lock_ref 0 on it is ErrLockUnderflow and
-// nothing changes.
+// returns the units newly evictable (radix-acks.md §1.7). Everything is
+// checked first, so a rejected unlock changes nothing: a node with lock_ref
+// 0 on the path is ErrLockUnderflow, and so is a node whose lock_ref is all
+// held by its descendants' locks (ref's tightening that keeps R-LOCKSUM;
+// the per-node own-lock count makes it O(1) instead of a sum over children).
 func (t *Tree) DecLockRef(id ref.NodeID) (int, error) {
 	x, ok := t.nodes[id]
 	if !ok {
@@ -449,6 +457,12 @@ func (t *Tree) DecLockRef(id ref.NodeID) (int, error) {
 		if y.lockRef == 0 {
 			return 0, ref.ErrLockUnderflowAt(id, y.id)
 		}
+	}
+	if x != t.root && x.ownLocks == 0 {
+		return 0, ref.ErrNoOwnLockAt(id, x.lockRef)
+	}
+	if x != t.root {
+		x.ownLocks--
 	}
 	delta := 0
 	for y := x; y != t.root; y = y.parent {

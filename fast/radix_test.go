@@ -412,3 +412,29 @@ func TestPrefixLenIsSafeForConcurrentReaders(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestUnlockNeedsALockOfTheNodeItself: with only a leaf locked, unlocking
+// its parent would leave the parent's lock_ref below the leaf's (R-LOCKSUM),
+// so it is ErrLockUnderflow like ref's, and nothing changes.
+func TestUnlockNeedsALockOfTheNodeItself(t *testing.T) {
+	tr := tree(t, ref.TreeConfig{PageSize: 1})
+	mustInsert(t, tr, key(1, 2), slots(1, 2), 0)
+	mustInsert(t, tr, key(1, 3), slots(1, 3), 1) // node 2 = [1] over leaves 1 and 3
+	if _, err := tr.IncLockRef(3); err != nil {
+		t.Fatal(err)
+	}
+	before := tr.State()
+	_, err := tr.DecLockRef(2)
+	if !errors.Is(err, ref.ErrLockUnderflow) || err.Error() != ref.ErrNoOwnLockAt(2, 1).Error() {
+		t.Fatalf("unlocking the parent of the only locked node: %v", err)
+	}
+	if !stateEqual(before, tr.State()) {
+		t.Error("the rejected unlock changed the tree")
+	}
+	if d, err := tr.DecLockRef(3); d != 2 || err != nil {
+		t.Errorf("DecLockRef(3) = %d, %v; want 2", d, err)
+	}
+	if err := tr.CheckInvariants(); err != nil {
+		t.Error(err)
+	}
+}

@@ -14,14 +14,10 @@ import (
 // the whole of its own private backing, and no two nodes share one — by
 // backing and by memory), the child-map entries (k == ChildKey(c.Key) and
 // c.Parent == owner), positive page-multiple key lengths, len(Value) ==
-// len(Key), the size accounting (R-EVICT, R-PROT; R-TOTAL holds by
-// construction), the id
+// len(Key), the lock and size accounting (R-LOCKSUM with the own-lock
+// counts, R-EVICT, R-PROT; R-TOTAL holds by construction), the id
 // index, and that the incremental evictable-leaf set equals the full-walk
-// set. R-LOCKSUM is not checked: §1.7 rejects only an unlock that would go
-// negative, so unlocking an ancestor that is locked only through a
-// descendant is accepted and leaves lock_ref below the children's sum; it
-// is a property of well-paired lock use, not of the tree. It is for tests;
-// a nil result means the tree is sound.
+// set. It is for tests; a nil result means the tree is sound.
 func (t *Tree) CheckInvariants() error {
 	w := checkWalk{t: t, backings: map[*keyBacking]ref.NodeID{}, memory: map[*ref.Unit]ref.NodeID{}}
 	if err := w.node(t.root); err != nil {
@@ -77,6 +73,7 @@ func (w *checkWalk) node(x *node) error {
 			return err
 		}
 	}
+	held := 0
 	for k, c := range x.children {
 		if c.parent != x {
 			return fmt.Errorf("node %d: child %d has another parent", x.id, c.id)
@@ -87,6 +84,10 @@ func (w *checkWalk) node(x *node) error {
 		if err := w.node(c); err != nil {
 			return err
 		}
+		held += c.lockRef
+	}
+	if x != w.t.root && (x.ownLocks < 0 || x.lockRef != x.ownLocks+held) {
+		return fmt.Errorf("node %d: lock_ref %d != own locks %d + children's %d (R-LOCKSUM)", x.id, x.lockRef, x.ownLocks, held)
 	}
 	return nil
 }
