@@ -176,3 +176,67 @@ func checkSlice(i, j, n int) error {
 	}
 	return nil
 }
+
+// BigramKey is the fast twin of radix.bigram_key (radix-acks.md §2.1): the
+// pairs are read straight off the tokens in one pass, without building the
+// packed key ref goes through.
+func BigramKey(_ ref.Limits, in ref.BigramKeyInput) (ref.BigramKeyOutput, error) {
+	if err := ref.CheckBigramKeyInput(in); err != nil {
+		return ref.BigramKeyOutput{}, err
+	}
+	n := max(0, len(in.Tokens)-1)
+	out := ref.BigramKeyOutput{Pairs: make([][2]int64, n), AlignedLen: n / in.PageSize * in.PageSize}
+	for i := range out.Pairs {
+		out.Pairs[i] = [2]int64{in.Tokens[i], in.Tokens[i+1]}
+	}
+	if in.Value != nil {
+		out.Value = append(make([]ref.SlotIdx, 0, n), in.Value[:n]...)
+	}
+	return out, nil
+}
+
+// PageHashes is the fast twin of radix.page_hashes (radix-acks.md §2.4):
+// each page is encoded into one reused buffer and hashed with a single
+// Write, chaining on the previous page's raw digest instead of re-decoding
+// its hex.
+func PageHashes(_ ref.Limits, in ref.PageHashesInput) (ref.PageHashesOutput, error) {
+	if err := ref.CheckPageHashesInput(in); err != nil {
+		return ref.PageHashesOutput{}, err
+	}
+	units, width := len(in.Tokens), 4
+	if in.Bigram {
+		units, width = max(0, len(in.Tokens)-1), 8
+	}
+	pages := units / in.PageSize
+	out := ref.PageHashesOutput{Units: units, Hashes: make([]string, pages), EventIDs: make([]int64, pages)}
+	var prior []byte
+	if in.Prior != "" {
+		prior, _ = hex.DecodeString(in.Prior)
+	}
+	buf := make([]byte, 0, sha256.Size+in.PageSize*width)
+	for p := range pages {
+		buf = append(buf[:0], prior...)
+		from := p * in.PageSize
+		if in.Bigram { // pair i is (t[i], t[i+1]): the page reads one token more
+			buf = appendPairs(buf, in.Tokens[from:from+in.PageSize+1])
+		} else {
+			for _, t := range in.Tokens[from : from+in.PageSize] {
+				buf = binary.LittleEndian.AppendUint32(buf, uint32(t))
+			}
+		}
+		sum := sha256.Sum256(buf)
+		out.Hashes[p] = hex.EncodeToString(sum[:])
+		out.EventIDs[p] = int64(binary.BigEndian.Uint64(sum[:8]))
+		prior = append(prior[:0], sum[:]...)
+	}
+	return out, nil
+}
+
+// appendPairs appends LE32(t[i]) LE32(t[i+1]) for each adjacent pair of t.
+func appendPairs(buf []byte, t []int64) []byte {
+	for i := 0; i+1 < len(t); i++ {
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(t[i]))
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(t[i+1]))
+	}
+	return buf
+}
