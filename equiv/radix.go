@@ -295,7 +295,9 @@ func radixRegressions() []Case[ref.RadixScriptInput] {
 		{"radix-key-slices-copy", steps(append(path, mat(iota64(0, 16)...))...)},
 		// §1.11 B1.b: the caller reuses its key buffer (the script decodes
 		// every key into one buffer) after inserting a view of it.
-		{"radix-stored-key-views", steps(create(1), ins([]int64{1, 2, 3, 4}, 10, 11, 12, 13), mat(9, 2, 3, 4), mat(1, 2, 3, 4))},
+		// A sub-page query never reaches the child map, so the rewritten
+		// node key shows in the final tree deterministically.
+		{"radix-stored-key-views", steps(create(2), ins([]int64{1, 2, 3, 4}, 10, 11, 12, 13), mat(9))},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kvtwin/kvtwin/internal/radixfault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -48,6 +49,9 @@ type Tree struct {
 	// _update_leaf_status; its order is not observable.
 	leaves []*node
 	copied int64
+	// faults re-introduces historic bugs for the bug zoo; always zero in
+	// trees built by NewTree.
+	faults radixfault.Faults
 }
 
 // NewTree builds an empty tree (the root, id 0) for cfg; an invalid config is
@@ -63,6 +67,17 @@ func NewTree(cfg ref.TreeConfig) (*Tree, error) {
 		leafPos: -1,
 	}
 	return &Tree{cfg: cfg, ps: cfg.PageSize, root: root, nodes: map[ref.NodeID]*node{0: root}, nextID: 1}, nil
+}
+
+// NewTreeWithFaults is NewTree with historic bugs re-introduced, for the bug
+// zoo only (radixfault is internal to kvtwin).
+func NewTreeWithFaults(cfg ref.TreeConfig, f radixfault.Faults) (*Tree, error) {
+	t, err := NewTree(cfg)
+	if err != nil {
+		return nil, err
+	}
+	t.faults = f
+	return t, nil
 }
 
 // NewRadixTree is NewTree as a ref.NewRadixTreeFunc.
@@ -228,9 +243,20 @@ func (t *Tree) match(k ref.Key) (*node, error) {
 			return t.split(c, p), nil
 		}
 		n = c
-		q = q.slice(p, q.n)
+		q = t.rest(q, p)
 	}
 	return n, nil
+}
+
+// rest is q after its first p units: an O(1) view, or under the B1.a fault
+// a copy of the remaining units, as the pre-fix list slice made.
+func (t *Tree) rest(q Key, p int) Key {
+	q = q.slice(p, q.n)
+	if !t.faults.CopyingSlices || q.n == 0 {
+		return q
+	}
+	t.copied += int64(q.n)
+	return Key{b: &keyBacking{units: q.materialize()}, n: q.n, Extra: q.Extra, Bigram: q.Bigram}
 }
 
 // PrefixLen is the length MatchPrefix(k) would return, computed read-only:
@@ -311,7 +337,7 @@ func (t *Tree) Insert(k ref.Key, value []ref.SlotIdx, priority int) (int, error)
 		}
 		c.priority = max(c.priority, priority)
 		total += p
-		q = q.slice(p, q.n)
+		q = t.rest(q, p)
 		if !sim {
 			value = value[p:]
 		}
@@ -329,9 +355,14 @@ func (t *Tree) Insert(k ref.Key, value []ref.SlotIdx, priority int) (int, error)
 // from q so that q (whose backing lives on Insert's stack) never flows into
 // the heap.
 func (t *Tree) addLeaf(parent *node, q Key, extra ref.ExtraKey, value []ref.SlotIdx, sim bool, priority int) {
-	units := q.materialize()
-	t.copied += int64(len(units))
-	key := Key{b: &keyBacking{units: units, private: true}, n: len(units), Extra: extra, Bigram: q.Bigram}
+	var key Key
+	if t.faults.StoredViews {
+		key = Key{b: &keyBacking{units: q.b.units, pairs: q.b.pairs}, off: q.off, n: q.n, Extra: extra, Bigram: q.Bigram}
+	} else {
+		units := q.materialize()
+		t.copied += int64(len(units))
+		key = Key{b: &keyBacking{units: units, private: true}, n: len(units), Extra: extra, Bigram: q.Bigram}
+	}
 	leaf := t.newNode(key, leafValue(q, value, sim))
 	leaf.priority = priority
 	t.attach(parent, leaf)
@@ -368,7 +399,11 @@ func (t *Tree) attach(parent, child *node) {
 	if parent.children == nil {
 		parent.children = make(map[ChildKey]*node, 1)
 	}
-	parent.children[t.storedChildKey(child.key)] = child
+	ck := child.key
+	if t.faults.StoredViews {
+		ck, _ = ck.Compact() // the map keeps the key the node was stored under
+	}
+	parent.children[t.storedChildKey(ck)] = child
 	child.parent = parent
 }
 
@@ -384,9 +419,13 @@ func (t *Tree) split(c *node, p int) *node {
 	}
 	parent := c.parent
 	delete(parent.children, t.storedChildKey(c.key))
-	mk, n1 := c.key.slice(0, p).Compact()
-	ck, n2 := c.key.slice(p, c.key.n).Compact()
-	t.copied += int64(n1 + n2)
+	mk, ck := c.key.slice(0, p), c.key.slice(p, c.key.n)
+	if !t.faults.StoredViews {
+		var n1, n2 int
+		mk, n1 = mk.Compact()
+		ck, n2 = ck.Compact()
+		t.copied += int64(n1 + n2)
+	}
 	m := t.newNode(mk, c.value[:p:p])
 	m.priority, m.lockRef, m.hitCount = c.priority, c.lockRef, c.hitCount
 	c.key, c.value = ck, c.value[p:]
