@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -15,7 +16,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // trees are the tree constructors every pool test runs on.
 func trees() map[string]ref.NewRadixTreeFunc {
-	return map[string]ref.NewRadixTreeFunc{"ref": ref.NewRadixTree}
+	return map[string]ref.NewRadixTreeFunc{"fast": fast.NewRadixTree, "ref": ref.NewRadixTree}
 }
 
 // eachTree runs f as a subtest per tree constructor, in name order.

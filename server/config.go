@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -71,7 +72,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout:   30 * time.Second,
 		Logger:            slog.Default(),
 		Prefix:            prefix.DefaultLimits(),
-		PrefixTree:        ref.NewRadixTree,
+		PrefixTree:        fast.NewRadixTree,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
 )
@@ -62,7 +63,7 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&cfg.Prefix.MaxPools, "prefix-max-pools", cfg.Prefix.MaxPools, "most prefix-index pools at once; beyond it 409")
 	f.IntVar(&cfg.Prefix.MaxPoolCapacity, "prefix-max-pool-capacity", cfg.Prefix.MaxPoolCapacity, "largest capacity_tokens of one pool")
 	f.IntVar(&cfg.Prefix.MaxRequestTokens, "prefix-max-request-tokens", cfg.Prefix.MaxRequestTokens, "longest token list of one prefix request; longer ones get 413")
-	f.StringVar(&prefixTree, "prefix-tree", "ref", "radix tree of the prefix pools: ref")
+	f.StringVar(&prefixTree, "prefix-tree", "fast", "radix tree of the prefix pools: fast or ref")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "text or json")
 	return cmd
@@ -71,10 +72,12 @@ func newServeCmd() *cobra.Command {
 // parsePrefixTree names the pools' tree constructor.
 func parsePrefixTree(name string) (ref.NewRadixTreeFunc, error) {
 	switch name {
+	case "fast":
+		return fast.NewRadixTree, nil
 	case "ref":
 		return ref.NewRadixTree, nil
 	}
-	return nil, fmt.Errorf("--prefix-tree %q: want ref", name)
+	return nil, fmt.Errorf("--prefix-tree %q: want fast or ref", name)
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
