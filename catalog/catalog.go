@@ -281,6 +281,9 @@ func All() []Entry {
 		LayoutConvert(),
 		GroupContiguous(),
 		LayerBlocks(),
+		RadixScript(),
+		BigramKey(),
+		PageHashes(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

@@ -98,6 +98,9 @@ func Suites() []Suite {
 		Erase(LayoutConvert()),
 		Erase(GroupContiguous()),
 		Erase(LayerBlocks()),
+		Erase(RadixScript()),
+		Erase(BigramKey()),
+		Erase(PageHashes()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites

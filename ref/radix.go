@@ -309,7 +309,10 @@ func (t *RefRadixTree) IncLockRef(id NodeID) (int, error) {
 }
 
 // DecLockRef implements RadixTree (radix-acks.md §1.7): the whole path is
-// checked before anything changes, so an underflow is atomic.
+// checked before anything changes, so an underflow is atomic. An unlock must
+// also release a lock taken on this very node, not one its descendants
+// hold: otherwise R-LOCKSUM breaks (a designed tightening; upstream lets an
+// ancestor be unlocked from under a locked descendant).
 func (t *RefRadixTree) DecLockRef(id NodeID) (int, error) {
 	x, err := t.find(id)
 	if err != nil {
@@ -318,6 +321,15 @@ func (t *RefRadixTree) DecLockRef(id NodeID) (int, error) {
 	for y := x; y != t.root; y = y.parent {
 		if y.lockRef == 0 {
 			return 0, ErrLockUnderflowAt(id, y.id)
+		}
+	}
+	if x != t.root {
+		held := 0
+		for _, c := range x.children {
+			held += c.lockRef
+		}
+		if x.lockRef <= held {
+			return 0, ErrNoOwnLockAt(id, x.lockRef)
 		}
 	}
 	delta := 0

@@ -277,3 +277,22 @@ func full16() []SlotIdx {
 	}
 	return v
 }
+
+func TestUnlockMustReleaseALockOfTheNodeItself(t *testing.T) {
+	tr := newTree(t, TreeConfig{PageSize: 1})
+	insert(t, tr, key(0), nil, 0)
+	insert(t, tr, key(0, 0), nil, 1)
+	if _, err := tr.IncLockRef(2); err != nil {
+		t.Fatal(err)
+	}
+	before := tr.State()
+	if _, err := tr.DecLockRef(1); !errors.Is(err, ErrLockUnderflow) {
+		t.Fatalf("unlocking the parent of the locked node: %v, want ErrLockUnderflow", err)
+	}
+	if diff := cmp.Diff(before, tr.State()); diff != "" {
+		t.Fatal(diff)
+	}
+	if d, err := tr.DecLockRef(2); err != nil || d != 2 {
+		t.Fatalf("DecLockRef(2) = %d, %v", d, err)
+	}
+}

@@ -340,6 +340,12 @@ func ErrLockUnderflowAt(node, zero NodeID) error {
 	return Reject(ErrLockUnderflow, "node", node, fmt.Sprintf("every node on its path locked (node %d has lock_ref 0)", zero))
 }
 
+// ErrNoOwnLockAt rejects an unlock of a node whose lock_ref is all held by
+// its children's locks: no lock was taken on the node itself.
+func ErrNoOwnLockAt(node NodeID, lockRef int) error {
+	return Reject(ErrLockUnderflow, "node", node, fmt.Sprintf("a node with a lock of its own (its lock_ref %d is all held by its children)", lockRef))
+}
+
 // ErrNegativeCountFor rejects a negative eviction count.
 func ErrNegativeCountFor(n int) error {
 	return Reject(ErrNegativeCount, "num_tokens", n, ">= 0")

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -40,6 +42,12 @@ type Config struct {
 	// Logger receives structured logs: panics at ERROR, request errors at
 	// WARN, successes at DEBUG. Use slog.New(slog.DiscardHandler) to silence it.
 	Logger *slog.Logger
+	// Prefix bounds the prefix-index pools of /v1/prefix: pool count,
+	// capacity per pool, and tokens per request (longer lists get 413).
+	Prefix prefix.Limits
+	// PrefixTree builds the pools' radix trees (ref.NewRadixTree or
+	// fast.NewRadixTree; both give identical results).
+	PrefixTree ref.NewRadixTreeFunc
 	// Entries replaces catalog.All() as the ops served. It exists for tests
 	// (an op that panics or blocks); nil, the default, serves catalog.All().
 	Entries []catalog.Entry
@@ -48,7 +56,8 @@ type Config struct {
 // DefaultConfig returns the configuration `kvtwin serve` starts from: the
 // fast implementation on 127.0.0.1:8080, 64 MiB bodies, one op request in
 // flight per CPU (ops are CPU-bound; more would only queue), default op
-// limits, and timeouts sized for the largest body and output.
+// limits, timeouts sized for the largest body and output, and prefix pools
+// under prefix.DefaultLimits on the reference tree until the fast tree lands.
 func DefaultConfig() Config {
 	return Config{
 		Addr:              "127.0.0.1:8080",
@@ -62,6 +71,8 @@ func DefaultConfig() Config {
 		IdleTimeout:       2 * time.Minute,
 		ShutdownTimeout:   30 * time.Second,
 		Logger:            slog.Default(),
+		Prefix:            prefix.DefaultLimits(),
+		PrefixTree:        fast.NewRadixTree,
 	}
 }
 
@@ -98,8 +109,23 @@ func (cfg Config) validate() error {
 	if cfg.Logger == nil {
 		return ref.Reject(ErrBadConfig, "Logger", "nil", "a *slog.Logger (slog.New(slog.DiscardHandler) to silence)")
 	}
+	if err := cfg.validatePrefix(); err != nil {
+		return err
+	}
 	if cfg.Entries != nil {
 		return validateEntries(cfg.Entries)
+	}
+	return nil
+}
+
+// validatePrefix rejects a prefix limit below 1 and a nil tree constructor.
+func (cfg Config) validatePrefix() error {
+	if err := cfg.Prefix.Validate(); err != nil {
+		ie, _ := ref.AsInputError(err)
+		return ref.Reject(ErrBadConfig, "Prefix."+ie.Field, ie.Value, ie.Bound)
+	}
+	if cfg.PrefixTree == nil {
+		return ref.Reject(ErrBadConfig, "PrefixTree", "nil", "ref.NewRadixTree or fast.NewRadixTree")
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
 )
@@ -19,7 +20,8 @@ func TestDefaultConfigIsValidAndBindsLoopback(t *testing.T) {
 	if host, _, err := net.SplitHostPort(cfg.Addr); err != nil || host != "127.0.0.1" {
 		t.Errorf("default Addr %q, want 127.0.0.1:port", cfg.Addr)
 	}
-	if cfg.Impl != catalog.Fast || cfg.MaxBodyBytes != 64<<20 || cfg.Limits != ref.DefaultLimits() {
+	if cfg.Impl != catalog.Fast || cfg.MaxBodyBytes != 64<<20 || cfg.Limits != ref.DefaultLimits() ||
+		cfg.Prefix != prefix.DefaultLimits() || cfg.PrefixTree == nil {
 		t.Errorf("defaults %+v", cfg)
 	}
 	if _, err := server.New(cfg); err != nil {
@@ -44,6 +46,10 @@ func TestNewRejectsEachOutOfBoundsFieldNamingFieldValueAndBound(t *testing.T) {
 		{"IdleTimeout", "0s", "> 0", func(c *server.Config) { c.IdleTimeout = 0 }},
 		{"ShutdownTimeout", "0s", "> 0", func(c *server.Config) { c.ShutdownTimeout = 0 }},
 		{"Logger", "nil", "*slog.Logger", func(c *server.Config) { c.Logger = nil }},
+		{"Prefix.MaxPools", "0", ">= 1", func(c *server.Config) { c.Prefix.MaxPools = 0 }},
+		{"Prefix.MaxPoolCapacity", "-1", ">= 1", func(c *server.Config) { c.Prefix.MaxPoolCapacity = -1 }},
+		{"Prefix.MaxRequestTokens", "0", ">= 1", func(c *server.Config) { c.Prefix.MaxRequestTokens = 0 }},
+		{"PrefixTree", "nil", "NewRadixTree", func(c *server.Config) { c.PrefixTree = nil }},
 		{"Entries", "[]", "at least one entry", func(c *server.Config) { c.Entries = []catalog.Entry{} }},
 		{"Entries[1]", "transfer.filter_cp_rank", "not already served", func(c *server.Config) {
 			c.Entries = []catalog.Entry{catalog.FilterCPRank(), catalog.FilterCPRank()}

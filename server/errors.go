@@ -37,6 +37,8 @@ func errorType(status int) string {
 		return "NotFoundError"
 	case http.StatusMethodNotAllowed:
 		return "MethodNotAllowedError"
+	case http.StatusConflict:
+		return "ConflictError"
 	case http.StatusRequestEntityTooLarge:
 		return "PayloadTooLargeError"
 	case http.StatusTooManyRequests:

@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kvtwin/kvtwin/prefix"
 )
 
 // metrics are one server's Prometheus collectors, on a registry of its own:
@@ -59,4 +61,69 @@ func (m *metrics) observe(op, impl string, code int, d time.Duration) {
 // handler serves the registry in the Prometheus text format.
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
+
+// poolCollector exports every pool's counters and occupancy, labelled by
+// pool, read from the registry at scrape time: the series are exactly the
+// live pools, so deleting a pool deletes its series, and no request path
+// pays for metric bookkeeping. Pool names are bounded in number
+// (Prefix.MaxPools) and in form, so the label set is bounded too.
+type poolCollector struct {
+	pools   *prefix.Registry
+	metrics []poolMetric
+}
+
+func newPoolCollector(pools *prefix.Registry) poolCollector {
+	return poolCollector{pools: pools, metrics: poolMetrics()}
+}
+
+// poolMetric is one per-pool series: its description, kind and value.
+type poolMetric struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(prefix.Stats) float64
+}
+
+func poolMetrics() []poolMetric {
+	def := func(name, help string, kind prometheus.ValueType, v func(prefix.Stats) float64) poolMetric {
+		return poolMetric{desc: prometheus.NewDesc(name, help, []string{"pool"}, nil), kind: kind, value: v}
+	}
+	c, g := prometheus.CounterValue, prometheus.GaugeValue
+	return []poolMetric{
+		def("kvtwin_prefix_query_tokens_total", "Tokens passed to match, by pool.", c,
+			func(s prefix.Stats) float64 { return float64(s.QueryTokens) }),
+		def("kvtwin_prefix_hit_tokens_total", "Units match found cached, by pool.", c,
+			func(s prefix.Stats) float64 { return float64(s.HitTokens) }),
+		def("kvtwin_prefix_inserted_tokens_total", "Units newly cached by insert, by pool.", c,
+			func(s prefix.Stats) float64 { return float64(s.InsertedTokens) }),
+		def("kvtwin_prefix_evicted_tokens_total", "Units evicted, explicitly or to fit an insert, by pool.", c,
+			func(s prefix.Stats) float64 { return float64(s.EvictedTokens) }),
+		def("kvtwin_prefix_evictions_total", "Nodes evicted, by pool.", c,
+			func(s prefix.Stats) float64 { return float64(s.Evictions) }),
+		def("kvtwin_prefix_size_tokens", "Slots holding cached units, by pool.", g,
+			func(s prefix.Stats) float64 { return float64(s.UsedTokens) }),
+		def("kvtwin_prefix_evictable_tokens", "Cached units in unlocked nodes, by pool.", g,
+			func(s prefix.Stats) float64 { return float64(s.EvictableTokens) }),
+		def("kvtwin_prefix_protected_tokens", "Cached units in locked nodes, by pool.", g,
+			func(s prefix.Stats) float64 { return float64(s.ProtectedTokens) }),
+		def("kvtwin_prefix_capacity_tokens", "Slots the pool owns, by pool.", g,
+			func(s prefix.Stats) float64 { return float64(s.CapacityTokens) }),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.metrics {
+		ch <- m.desc
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, n := range c.pools.List() {
+		st := n.Pool.Stats()
+		for _, m := range c.metrics {
+			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(st), n.Name)
+		}
+	}
 }

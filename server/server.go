@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/prefix"
 )
 
 // allImpls is every implementation name, in the order readiness reports them.
@@ -28,6 +29,7 @@ type Server struct {
 	byName   map[string]*opInfo
 	listBody []byte
 	metrics  *metrics
+	pools    *prefix.Registry
 	handler  http.Handler
 
 	draining atomic.Bool
@@ -67,7 +69,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.listBody = body
+	if s.pools, err = prefix.NewRegistry(cfg.PrefixTree, cfg.Prefix); err != nil {
+		return nil, err
+	}
 	s.metrics = newMetrics(&s.inflight)
+	s.metrics.registry.MustRegister(newPoolCollector(s.pools))
 	s.handler = s.routes()
 	return s, nil
 }
@@ -133,6 +139,7 @@ func (s *Server) routes() http.Handler {
 	route("/healthz", http.MethodGet, s.handleHealthz)
 	route("/readyz", http.MethodGet, s.handleReadyz)
 	route("/metrics", http.MethodGet, s.metrics.handler().ServeHTTP)
+	s.prefixRoutes(r)
 	return s.recoverPanics(r)
 }
 

@@ -11,12 +11,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
 )
 
 func newServeCmd() *cobra.Command {
 	cfg := server.DefaultConfig()
-	var impl, logLevel, logFormat string
+	var impl, prefixTree, logLevel, logFormat string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the catalog over HTTP (127.0.0.1:8080, fast path) until SIGTERM or SIGINT, then drain",
@@ -27,6 +29,9 @@ func newServeCmd() *cobra.Command {
 				return fmt.Errorf("--impl: %w", err)
 			}
 			cfg.Impl = i
+			if cfg.PrefixTree, err = parsePrefixTree(prefixTree); err != nil {
+				return err
+			}
 			logger, err := newLogger(cmd.ErrOrStderr(), logLevel, logFormat)
 			if err != nil {
 				return err
@@ -55,9 +60,24 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "http.Server WriteTimeout")
 	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "http.Server IdleTimeout")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "graceful drain limit after SIGTERM")
+	f.IntVar(&cfg.Prefix.MaxPools, "prefix-max-pools", cfg.Prefix.MaxPools, "most prefix-index pools at once; beyond it 409")
+	f.IntVar(&cfg.Prefix.MaxPoolCapacity, "prefix-max-pool-capacity", cfg.Prefix.MaxPoolCapacity, "largest capacity_tokens of one pool")
+	f.IntVar(&cfg.Prefix.MaxRequestTokens, "prefix-max-request-tokens", cfg.Prefix.MaxRequestTokens, "longest token list of one prefix request; longer ones get 413")
+	f.StringVar(&prefixTree, "prefix-tree", "fast", "radix tree of the prefix pools: fast or ref")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "text or json")
 	return cmd
+}
+
+// parsePrefixTree names the pools' tree constructor.
+func parsePrefixTree(name string) (ref.NewRadixTreeFunc, error) {
+	switch name {
+	case "fast":
+		return fast.NewRadixTree, nil
+	case "ref":
+		return ref.NewRadixTree, nil
+	}
+	return nil, fmt.Errorf("--prefix-tree %q: want fast or ref", name)
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {

@@ -26,6 +26,10 @@ func All() []equiv.Killable {
 		PrebuiltSliceFromZero(),
 		StateLayersPairedByCount(),
 		IndexBytesUseAllLayers(),
+		RadixKeySlicesCopy(),
+		RadixStoredKeyViews(),
+		BigramPairsTokenWithItself(),
+		BigramHashPackedLE64(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo

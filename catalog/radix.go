@@ -1,0 +1,83 @@
+package catalog
+
+import (
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// RadixScript registers radix.script (radix-acks.md §1): a step script
+// against one radix tree, the trace of results and the final tree.
+func RadixScript() *Op[ref.RadixScriptInput, ref.RadixScriptOutput] {
+	return &Op[ref.RadixScriptInput, ref.RadixScriptOutput]{
+		OpName:  "radix.script",
+		SpecRef: "radix-acks.md §1",
+		Summary: "radix prefix cache: run create/insert/match/lock/unlock/evict steps, trace the results and the final tree",
+		Ref:     ref.RadixScript,
+		Fast:    fast.RadixScript,
+		Sample: ref.RadixScriptInput{Steps: []ref.RadixStep{
+			{Op: ref.StepCreate, PageSize: 1},
+			{Op: ref.StepInsert, Key: []int64{1, 2, 3}, Value: []ref.SlotIdx{10, 11, 12}},
+			{Op: ref.StepInsert, Key: []int64{1, 2, 4}, Value: []ref.SlotIdx{20, 21, 22}},
+			{Op: ref.StepMatch, Key: []int64{1, 2, 4}},
+			{Op: ref.StepLock, Node: 3},
+			{Op: ref.StepEvict, NumTokens: 4},
+		}},
+		Shapes: []Shape[ref.RadixScriptInput]{
+			// The seed's 64K-token shapes are Go benchmarks on the trees
+			// themselves (fast/radix_bench_test.go); a whole script also
+			// builds the path, which the copying reference does in O(L·k²).
+			{Name: "8K-tokens-16-node-path-full-hit", Make: func() ref.RadixScriptInput { return pathScript(8192, 16, 64) }},
+			{Name: "8K-tokens-128-node-path-full-hit", Make: func() ref.RadixScriptInput { return pathScript(8192, 128, 64) }},
+		},
+	}
+}
+
+// pathScript is the seed's benchmark shape (radix-acks.md §1.12): a tokens-
+// long sequence stored as a nodes-node path by inserting its prefixes of
+// length tokens·i/nodes in order, then a full-hit match.
+func pathScript(tokens, nodes, pageSize int) ref.RadixScriptInput {
+	seq := make([]int64, tokens)
+	for i := range seq {
+		seq[i] = int64(i*7919) % 151936
+	}
+	steps := []ref.RadixStep{{Op: ref.StepCreate, PageSize: pageSize}}
+	for i := 1; i <= nodes; i++ {
+		steps = append(steps, ref.RadixStep{Op: ref.StepInsert, Key: seq[:tokens*i/nodes]})
+	}
+	steps = append(steps, ref.RadixStep{Op: ref.StepMatch, Key: seq})
+	return ref.RadixScriptInput{Steps: steps}
+}
+
+// BigramKey registers radix.bigram_key (radix-acks.md §2.1).
+func BigramKey() *Op[ref.BigramKeyInput, ref.BigramKeyOutput] {
+	return &Op[ref.BigramKeyInput, ref.BigramKeyOutput]{
+		OpName:  "radix.bigram_key",
+		SpecRef: "radix-acks.md §2.1",
+		Summary: "EAGLE bigram key of a token sequence: adjacent pairs, value pairing, page-aligned length",
+		Ref:     ref.BigramKey,
+		Fast:    fast.BigramKey,
+		Sample:  ref.BigramKeyInput{Tokens: []int64{5, 7, 7, 9}, Value: []ref.SlotIdx{100, 101, 102, 103}, PageSize: 2},
+		Shapes: []Shape[ref.BigramKeyInput]{
+			{Name: "64K-tokens", Make: func() ref.BigramKeyInput {
+				return ref.BigramKeyInput{Tokens: pathScript(65536, 1, 64).Steps[1].Key, PageSize: 64}
+			}},
+		},
+	}
+}
+
+// PageHashes registers radix.page_hashes (radix-acks.md §2.4).
+func PageHashes() *Op[ref.PageHashesInput, ref.PageHashesOutput] {
+	return &Op[ref.PageHashesInput, ref.PageHashesOutput]{
+		OpName:  "radix.page_hashes",
+		SpecRef: "radix-acks.md §2.4",
+		Summary: "HiCache storage hashes of a key's pages (tokens or bigrams as LE32 words), chained, with event ids",
+		Ref:     ref.PageHashes,
+		Fast:    fast.PageHashes,
+		Sample:  ref.PageHashesInput{Tokens: []int64{1, 2, 3, 4}, PageSize: 2},
+		Shapes: []Shape[ref.PageHashesInput]{
+			{Name: "64K-tokens-bigram", Make: func() ref.PageHashesInput {
+				return ref.PageHashesInput{Tokens: pathScript(65536, 1, 64).Steps[1].Key, Bigram: true, PageSize: 64}
+			}},
+		},
+	}
+}

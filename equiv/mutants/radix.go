@@ -1,0 +1,94 @@
+package mutants
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/radixfault"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// faultyScript runs radix.script on fast trees with the given faults.
+func faultyScript(f radixfault.Faults) func(ref.Limits, ref.RadixScriptInput) (ref.RadixScriptOutput, error) {
+	newTree := func(cfg ref.TreeConfig) (ref.RadixTree, error) { return fast.NewTreeWithFaults(cfg, f) }
+	return func(lim ref.Limits, in ref.RadixScriptInput) (ref.RadixScriptOutput, error) {
+		return ref.RunRadixScript(lim, in, newTree)
+	}
+}
+
+// RadixKeySlicesCopy is radix-acks.md §1.11 B1.a (performance): key slices
+// copied the rest of the key at every node hop, so a full-hit match over a
+// k-node path of L units copied about L·(k−1)/2 units. Results are
+// unchanged; the copied units the tree reports are not.
+func RadixKeySlicesCopy() equiv.Killable {
+	return &equiv.Mutant[ref.RadixScriptInput, ref.RadixScriptOutput]{
+		Spec:    equiv.RadixScript(),
+		ID:      "radix-key-slices-copy",
+		Section: "radix-acks.md §1.11 B1.a",
+		About:   "RadixKey slices copy the remaining key at every node hop: a match is quadratic in path depth",
+		Fn:      faultyScript(radixfault.Faults{CopyingSlices: true}),
+	}
+}
+
+// RadixStoredKeyViews is radix-acks.md §1.11 B1.b: stored keys kept views
+// of the caller's request buffer instead of compact copies, so a caller
+// reusing its buffer rewrote the tree's keys (and pinned the buffer).
+func RadixStoredKeyViews() equiv.Killable {
+	return &equiv.Mutant[ref.RadixScriptInput, ref.RadixScriptOutput]{
+		Spec:    equiv.RadixScript(),
+		ID:      "radix-stored-key-views",
+		Section: "radix-acks.md §1.11 B1.b",
+		About:   "stored keys are views of the caller's buffer, not compact copies: reusing the buffer rewrites the tree",
+		Fn:      faultyScript(radixfault.Faults{StoredViews: true}),
+	}
+}
+
+// BigramPairsTokenWithItself is radix-acks.md §2.5's mutation check: an
+// off-by-one builder emitting (t[i], t[i]) instead of (t[i], t[i+1]).
+func BigramPairsTokenWithItself() equiv.Killable {
+	return &equiv.Mutant[ref.BigramKeyInput, ref.BigramKeyOutput]{
+		Spec:    equiv.BigramKey(),
+		ID:      "bigram-pairs-token-with-itself",
+		Section: "radix-acks.md §2.5",
+		About:   "off-by-one bigram builder: pair i is (t[i], t[i]) instead of (t[i], t[i+1])",
+		Fn: func(lim ref.Limits, in ref.BigramKeyInput) (ref.BigramKeyOutput, error) {
+			out, err := fast.BigramKey(lim, in)
+			for i := range out.Pairs {
+				out.Pairs[i][1] = out.Pairs[i][0]
+			}
+			return out, err
+		},
+	}
+}
+
+// BigramHashPackedLE64 is radix-acks.md §2.4's trap: hashing a packed bigram
+// a<<32|b as one LE64 word writes the bytes of b before a and changes every
+// storage hash (the reason the notes kept pairs out of int64 packing).
+func BigramHashPackedLE64() equiv.Killable {
+	return &equiv.Mutant[ref.PageHashesInput, ref.PageHashesOutput]{
+		Spec:    equiv.PageHashes(),
+		ID:      "bigram-hash-packed-le64",
+		Section: "radix-acks.md §2.4",
+		About:   "bigrams hashed as the packed uint64 in little-endian: every bigram page hash changes",
+		Fn: func(lim ref.Limits, in ref.PageHashesInput) (ref.PageHashesOutput, error) {
+			out, err := fast.PageHashes(lim, in)
+			if err != nil || !in.Bigram {
+				return out, err
+			}
+			prior, _ := hex.DecodeString(in.Prior)
+			for p := range out.Hashes {
+				buf := append([]byte{}, prior...)
+				for i := p * in.PageSize; i < (p+1)*in.PageSize; i++ {
+					buf = binary.LittleEndian.AppendUint64(buf, uint64(ref.PackBigram(ref.Unit(in.Tokens[i]), ref.Unit(in.Tokens[i+1]))))
+				}
+				sum := sha256.Sum256(buf)
+				out.Hashes[p], out.EventIDs[p] = hex.EncodeToString(sum[:]), int64(binary.BigEndian.Uint64(sum[:8]))
+				prior = sum[:]
+			}
+			return out, nil
+		},
+	}
+}

@@ -1,0 +1,456 @@
+package equiv
+
+import (
+	"fmt"
+	"slices"
+
+	"pgregory.net/rapid"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// RadixScript is the differential spec of radix.script (radix-acks.md §1).
+// The step-by-step state machine over the trees themselves is
+// TestRadixTwinsAgreeAfterEveryStep; this spec holds the script-level
+// generators, tables and the §1.9 properties read off a trace.
+func RadixScript() *Spec[ref.RadixScriptInput, ref.RadixScriptOutput] {
+	return &Spec[ref.RadixScriptInput, ref.RadixScriptOutput]{
+		Op:          catalog.RadixScript(),
+		Valid:       rapid.Custom(func(t *rapid.T) ref.RadixScriptInput { return RadixSteps(t, 24) }),
+		Invalid:     rapid.Custom(radixInvalid),
+		Boundary:    radixBoundary(),
+		Regressions: radixRegressions(),
+		Props: []Prop[ref.RadixScriptInput, ref.RadixScriptOutput]{
+			{"tree-invariants", radixTreeInvariants},
+			{"model-equivalence", radixModelEquivalence},
+			{"match-idempotent", radixMatchIdempotent},
+			{"match-bounded", radixMatchBounded},
+			{"size-accounting", radixSizeAccounting},
+		},
+	}
+}
+
+// RadixSteps draws a script of up to maxSteps steps shaped like a cache's
+// life: keys from a small alphabet that share prefixes, extending earlier
+// keys; locks and unlocks of live nodes (tracked on a reference tree while
+// drawing); evictions of part of the tree; occasional bad steps the tree
+// must reject without changing (unaligned keys, wrong value lengths,
+// foreign nodes, underflows, negative counts).
+func RadixSteps(t *rapid.T, maxSteps int) ref.RadixScriptInput {
+	create := ref.RadixStep{
+		Op:       ref.StepCreate,
+		PageSize: rapid.SampledFrom([]int{1, 1, 2, 4, 64}).Draw(t, "page_size"),
+		Eagle:    rapid.IntRange(0, 4).Draw(t, "eagle") == 0,
+		Disable:  rapid.IntRange(0, 19).Draw(t, "disable") == 0,
+		Policy:   rapid.SampledFrom([]ref.EvictPolicy{"", "", ref.PolicyLRU, ref.PolicyLFU, ref.PolicyFIFO, ref.PolicyMRU, ref.PolicyFILO, ref.PolicyPriority}).Draw(t, "policy"),
+	}
+	g := &scriptGen{t: t, steps: []ref.RadixStep{create}}
+	g.reset(create)
+	n := rapid.IntRange(0, maxSteps).Draw(t, "steps")
+	for range n {
+		g.step()
+	}
+	return ref.RadixScriptInput{Steps: g.steps}
+}
+
+// scriptGen draws steps while a reference tree follows them, so locks
+// target live nodes and evictions ask for sizes the tree holds.
+type scriptGen struct {
+	t      *rapid.T
+	steps  []ref.RadixStep
+	tree   ref.RadixTree
+	keys   [][]int64
+	nextVS ref.SlotIdx
+	buf    []ref.Unit
+}
+
+func (g *scriptGen) reset(create ref.RadixStep) {
+	tree, err := ref.NewRadixTree(ref.TreeConfig{PageSize: create.PageSize, Eagle: create.Eagle, Disable: create.Disable, Policy: create.Policy})
+	if err != nil {
+		panic(err)
+	}
+	g.tree, g.keys = tree, nil
+}
+
+// step draws the next step, appends it and runs it on the generator's
+// tree; it returns the step and its canonical result (nil for a create,
+// which replaces the tree).
+func (g *scriptGen) step() (ref.RadixStep, []byte) {
+	t := g.t
+	var s ref.RadixStep
+	switch op := rapid.IntRange(0, 99).Draw(t, "op"); {
+	case op < 36:
+		s = ref.RadixStep{Op: ref.StepInsert, Key: g.key(), Priority: rapid.IntRange(-1, 2).Draw(t, "priority")}
+		s.Extra, s.Salt = g.namespace()
+		if rapid.Bool().Draw(t, "explicit_value") {
+			s.Value = g.values(len(s.Key))
+		}
+		g.keys = append(g.keys, s.Key)
+	case op < 66:
+		s = ref.RadixStep{Op: ref.StepMatch, Key: g.key()}
+		s.Extra, s.Salt = g.namespace()
+		if last := g.steps[len(g.steps)-1]; last.Op == ref.StepMatch && rapid.IntRange(0, 3).Draw(t, "repeat") == 0 {
+			s = last
+		}
+	case op < 76:
+		s = ref.RadixStep{Op: ref.StepLock, Node: g.node(false)}
+	case op < 86:
+		s = ref.RadixStep{Op: ref.StepUnlock, Node: g.node(true)}
+	case op < 97:
+		hi := g.tree.EvictableSize() + 2
+		s = ref.RadixStep{Op: ref.StepEvict, NumTokens: rapid.IntRange(-1, hi).Draw(t, "num_tokens")}
+	default:
+		s = ref.RadixStep{Op: ref.StepCreate, PageSize: g.steps[0].PageSize, Eagle: g.steps[0].Eagle, Policy: g.steps[0].Policy}
+		g.reset(s)
+		g.steps = append(g.steps, s)
+		return s, nil
+	}
+	g.steps = append(g.steps, s)
+	return s, g.apply(s)
+}
+
+// apply runs s on the generator's tree (errors are expected: bad steps are
+// drawn on purpose and leave the tree unchanged) and returns the canonical
+// result.
+func (g *scriptGen) apply(s ref.RadixStep) []byte {
+	var out []byte
+	out, g.buf = applyStep(g.tree, s, g.buf)
+	return out
+}
+
+// applyStep runs s on tree with its key decoded into buf (reused, as a
+// caller reuses request buffers) and returns the canonical result and the
+// buffer. Op "prefix_len" runs the read-only PrefixLen.
+func applyStep(tree ref.RadixTree, s ref.RadixStep, buf []ref.Unit) ([]byte, []ref.Unit) {
+	buf = buf[:0]
+	for _, u := range s.Key {
+		buf = append(buf, ref.Unit(u))
+	}
+	k := ref.Key{Units: buf, Extra: ref.ExtraKeyOf(s.Extra, s.Salt)}
+	var out any
+	var err error
+	switch s.Op {
+	case ref.StepInsert:
+		out, err = tree.Insert(k, s.Value, s.Priority)
+	case ref.StepMatch:
+		out, err = tree.MatchPrefix(k)
+	case ref.StepLock:
+		out, err = tree.IncLockRef(s.Node)
+	case ref.StepUnlock:
+		out, err = tree.DecLockRef(s.Node)
+	case ref.StepEvict:
+		out, err = tree.Evict(s.NumTokens)
+	case "prefix_len":
+		out, err = tree.PrefixLen(k)
+	}
+	return catalog.Canonical(out, err), buf
+}
+
+// key draws a key of whole pages (plus the one extra token an Eagle tree's
+// bigrams need), sometimes extending an earlier key, sometimes unaligned.
+func (g *scriptGen) key() []int64 {
+	t, ps := g.t, g.steps[0].PageSize
+	var k []int64
+	if len(g.keys) > 0 && rapid.Bool().Draw(t, "extend") {
+		prev := rapid.SampledFrom(g.keys).Draw(t, "prev")
+		k = append(k, prev[:rapid.IntRange(0, len(prev)).Draw(t, "keep")/ps*ps]...)
+	}
+	pages := rapid.IntRange(0, 3).Draw(t, "pages")
+	for range pages * ps {
+		k = append(k, rapid.Int64Range(0, 3).Draw(t, "token"))
+	}
+	if g.steps[0].Eagle && len(k) > 0 {
+		k = append(k, rapid.Int64Range(0, 3).Draw(t, "token"))
+	}
+	if ps > 1 && rapid.IntRange(0, 9).Draw(t, "unaligned") == 0 {
+		k = append(k, rapid.Int64Range(0, 3).Draw(t, "tail"))
+	}
+	return k
+}
+
+func (g *scriptGen) namespace() (extra, salt *string) {
+	choices := []*string{nil, nil, nil, new(""), new("A")}
+	return rapid.SampledFrom(choices).Draw(g.t, "extra"), rapid.SampledFrom(choices[1:]).Draw(g.t, "salt")
+}
+
+// values draws n fresh slots, or rarely a list of the wrong length.
+func (g *scriptGen) values(n int) []ref.SlotIdx {
+	if rapid.IntRange(0, 19).Draw(g.t, "bad_value_len") == 0 {
+		n++
+	}
+	v := make([]ref.SlotIdx, n)
+	for i := range v {
+		g.nextVS++
+		v[i] = 1000 + g.nextVS
+	}
+	return v
+}
+
+// node draws a live node id (a locked one when unlocking), sometimes the
+// root, sometimes an id that is not in the tree.
+func (g *scriptGen) node(locked bool) ref.NodeID {
+	st := g.tree.State()
+	var ids []ref.NodeID
+	for _, n := range st.Nodes[1:] {
+		if !locked || n.LockRef > 0 {
+			ids = append(ids, n.ID)
+		}
+	}
+	if len(ids) == 0 || rapid.IntRange(0, 9).Draw(g.t, "odd_node") == 0 {
+		return rapid.Int64Range(-1, st.NextID+1).Draw(g.t, "any_node")
+	}
+	return rapid.SampledFrom(ids).Draw(g.t, "node")
+}
+
+func radixInvalid(t *rapid.T) Bad[ref.RadixScriptInput] {
+	in := RadixSteps(t, 8)
+	at := rapid.IntRange(0, len(in.Steps)-1).Draw(t, "at")
+	switch rapid.IntRange(0, 4).Draw(t, "violation") {
+	case 0:
+		in.Steps[0].Op = rapid.SampledFrom([]string{ref.StepInsert, ref.StepMatch, ref.StepEvict, ""}).Draw(t, "first_op")
+		return Bad[ref.RadixScriptInput]{in, ref.ErrScriptOrder}
+	case 1:
+		bad := rapid.SampledFrom([]string{"split", "Insert", "reset"}).Draw(t, "bad_op")
+		if len(in.Steps) == 1 {
+			in.Steps = append(in.Steps, ref.RadixStep{Op: bad})
+		} else {
+			in.Steps[max(at, 1)].Op = bad
+		}
+		return Bad[ref.RadixScriptInput]{in, ref.ErrBadEnum}
+	case 2:
+		in.Steps[0].PageSize = rapid.IntRange(-2, 0).Draw(t, "bad_page_size")
+		return Bad[ref.RadixScriptInput]{in, ref.ErrInvalidPageSize}
+	case 3:
+		in.Steps[0].Policy = ref.EvictPolicy(rapid.SampledFrom([]string{"LRU", "random", "arc"}).Draw(t, "bad_policy"))
+		return Bad[ref.RadixScriptInput]{in, ref.ErrBadEnum}
+	default:
+		bad := rapid.SampledFrom([]int64{-1, 1 << 32, -1 << 40}).Draw(t, "bad_token")
+		key := append(slices.Clone(in.Steps[at].Key), bad)
+		in.Steps = slices.Insert(in.Steps, at+1, ref.RadixStep{Op: ref.StepMatch, Key: key})
+		return Bad[ref.RadixScriptInput]{in, ref.ErrTokenRange}
+	}
+}
+
+func steps(s ...ref.RadixStep) ref.RadixScriptInput { return ref.RadixScriptInput{Steps: s} }
+
+func ins(key []int64, value ...ref.SlotIdx) ref.RadixStep {
+	if len(value) == 0 {
+		value = nil
+	}
+	return ref.RadixStep{Op: ref.StepInsert, Key: key, Value: value}
+}
+
+func mat(key ...int64) ref.RadixStep { return ref.RadixStep{Op: ref.StepMatch, Key: key} }
+
+func create(ps int) ref.RadixStep { return ref.RadixStep{Op: ref.StepCreate, PageSize: ps} }
+
+func iota64(from, n int) []int64 {
+	k := make([]int64, n)
+	for i := range k {
+		k[i] = int64(from + i)
+	}
+	return k
+}
+
+func radixBoundary() []Case[ref.RadixScriptInput] {
+	a, b := "A", "B"
+	eagle := create(64)
+	eagle.Eagle = true
+	return []Case[ref.RadixScriptInput]{
+		{"worked-example-page-size-1", steps(create(1), // §1.4 and §1.8
+			ins([]int64{1, 2, 3}, 10, 11, 12), ins([]int64{1, 2, 4}, 20, 21, 22), ins([]int64{5, 6}, 30, 31),
+			mat(1, 2, 4), mat(1, 2, 4, 9), ref.RadixStep{Op: ref.StepLock, Node: 3},
+			ref.RadixStep{Op: ref.StepEvict, NumTokens: 1}, ref.RadixStep{Op: ref.StepEvict, NumTokens: 10},
+			ref.RadixStep{Op: ref.StepUnlock, Node: 3}, ref.RadixStep{Op: ref.StepEvict, NumTokens: 3})},
+		{"worked-example-page-size-2", steps(create(2), // §1.4
+			ins([]int64{1, 2, 3, 4}, 10, 11, 12, 13), mat(1, 2, 3, 5, 6),
+			ins([]int64{1, 2, 3, 5, 7, 8}, 30, 31, 32, 33, 34, 35), mat(1, 2, 3, 5, 7))},
+		{"namespaces-unset-empty-and-named-differ", steps(create(1),
+			ref.RadixStep{Op: ref.StepInsert, Key: []int64{1, 2}, Extra: &a},
+			ref.RadixStep{Op: ref.StepMatch, Key: []int64{1, 2}, Extra: &b},
+			ref.RadixStep{Op: ref.StepMatch, Key: []int64{1, 2}},
+			ref.RadixStep{Op: ref.StepMatch, Key: []int64{1, 2}, Extra: new("")},
+			ref.RadixStep{Op: ref.StepMatch, Key: []int64{1, 2}, Extra: &a, Salt: new("")},
+			ref.RadixStep{Op: ref.StepMatch, Key: []int64{1, 2}, Extra: &a})},
+		{"eagle-130-tokens-cache-128-bigrams", steps(eagle, ins(iota64(0, 129)), mat(iota64(0, 130)...))},
+		{"page-64-split-at-second-page", steps(create(64), ins(iota64(0, 192)), mat(append(iota64(0, 64), iota64(500, 64)...)...), mat(iota64(0, 192)...))},
+		{"query-shorter-than-a-page", steps(create(4), ins(iota64(0, 4)), mat(0, 1, 2))},
+		{"unlock-underflow-and-foreign-nodes", steps(create(1), ins([]int64{1, 2}),
+			ref.RadixStep{Op: ref.StepUnlock, Node: 1}, ref.RadixStep{Op: ref.StepLock, Node: 7},
+			ref.RadixStep{Op: ref.StepLock}, ref.RadixStep{Op: ref.StepEvict, NumTokens: -1})},
+		{"disabled-cache", steps(ref.RadixStep{Op: ref.StepCreate, PageSize: 1, Disable: true}, ins([]int64{1}), mat(1))},
+		{"evict-zero-does-nothing", steps(create(1), ins([]int64{1}), ref.RadixStep{Op: ref.StepEvict})},
+	}
+}
+
+func radixRegressions() []Case[ref.RadixScriptInput] {
+	path := []ref.RadixStep{create(1)}
+	for i := 1; i <= 4; i++ {
+		path = append(path, ins(iota64(0, 4*i)))
+	}
+	return []Case[ref.RadixScriptInput]{
+		// §1.11 B1.a: a full-hit match over a 4-node path of 4 units copies
+		// 12+8+4 = 24 units when slices copy, 0 when they are views.
+		{"radix-key-slices-copy", steps(append(path, mat(iota64(0, 16)...))...)},
+		// §1.11 B1.b: the caller reuses its key buffer (the script decodes
+		// every key into one buffer) after inserting a view of it.
+		// A sub-page query never reaches the child map, so the rewritten
+		// node key shows in the final tree deterministically.
+		{"radix-stored-key-views", steps(create(2), ins([]int64{1, 2, 3, 4}, 10, 11, 12, 13), mat(9))},
+	}
+}
+
+func radixTreeInvariants(_ ref.Limits, _ ref.RadixScriptInput, out ref.RadixScriptOutput) error {
+	return ref.CheckTreeState(out.Tree)
+}
+
+// treeUnits converts a step's key to the tree's units (bigrams in Eagle
+// mode) and its slots (simulation mode: the tokens), as §1.5 step 1 does.
+func treeUnits(cfg ref.RadixStep, s ref.RadixStep) ([]ref.Unit, []ref.SlotIdx) {
+	units := make([]ref.Unit, len(s.Key))
+	vals := slices.Clone(s.Value)
+	for i, u := range s.Key {
+		units[i] = ref.Unit(u)
+		if s.Value == nil {
+			vals = append(vals, u)
+		}
+	}
+	if cfg.Eagle {
+		k, _ := ref.ToBigram(ref.Key{Units: units})
+		units, vals = k.Units, vals[:len(k.Units)]
+	}
+	return units, vals
+}
+
+// pageModel is §1.9 P1's naive model: each page-aligned prefix (with its
+// namespace) maps to that page's slots, set by the first insert.
+type pageModel map[string][]ref.SlotIdx
+
+func modelKey(s ref.RadixStep, units []ref.Unit, end int) string {
+	return fmt.Sprint(ref.ExtraKeyOf(s.Extra, s.Salt), units[:end])
+}
+
+// radixModelEquivalence is §1.9 P1: until the first eviction of a tree
+// (after which the naive model no longer knows what is resident), an insert
+// returns the leading pages already present times the page size, and a
+// match returns the model's slots of the longest run of present pages.
+func radixModelEquivalence(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixScriptOutput) error {
+	var cfg ref.RadixStep
+	var model pageModel
+	for i, s := range in.Steps {
+		r := out.Trace[i]
+		if s.Op == ref.StepCreate {
+			cfg, model = s, pageModel{}
+			continue
+		}
+		if model == nil || r.Error != nil {
+			continue
+		}
+		ps := cfg.PageSize
+		units, vals := treeUnits(cfg, s)
+		present := 0
+		for present+ps <= len(units) && model[modelKey(s, units, present+ps)] != nil {
+			present += ps
+		}
+		switch s.Op {
+		case ref.StepEvict:
+			model = nil
+		case ref.StepInsert:
+			want := present
+			if cfg.Disable {
+				want = 0
+			}
+			if *r.PrefixLen != want {
+				return fmt.Errorf("step %d: insert returned %d, the model has %d units present", i, *r.PrefixLen, want)
+			}
+			for end := ps; end <= len(units) && !cfg.Disable; end += ps {
+				if k := modelKey(s, units, end); model[k] == nil {
+					model[k] = vals[end-ps : end]
+				}
+			}
+		case ref.StepMatch:
+			want := []ref.SlotIdx{}
+			for end := ps; end <= present && !cfg.Disable; end += ps {
+				want = append(want, model[modelKey(s, units, end)]...)
+			}
+			if !slices.Equal(want, r.Match.Indices) {
+				return fmt.Errorf("step %d: match returned %v, the model has %v", i, r.Match.Indices, want)
+			}
+		}
+	}
+	return nil
+}
+
+// radixMatchIdempotent is §1.9 P3: two consecutive identical matches
+// return identical slots (only the first may split).
+func radixMatchIdempotent(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixScriptOutput) error {
+	for i := 1; i < len(in.Steps); i++ {
+		a, b := in.Steps[i-1], in.Steps[i]
+		if a.Op != ref.StepMatch || b.Op != ref.StepMatch || !slices.Equal(a.Key, b.Key) ||
+			ref.ExtraKeyOf(a.Extra, a.Salt) != ref.ExtraKeyOf(b.Extra, b.Salt) || out.Trace[i].Error != nil {
+			continue
+		}
+		if !slices.Equal(out.Trace[i-1].Match.Indices, out.Trace[i].Match.Indices) {
+			return fmt.Errorf("steps %d and %d: the same match returned %v then %v", i-1, i, out.Trace[i-1].Match.Indices, out.Trace[i].Match.Indices)
+		}
+	}
+	return nil
+}
+
+// radixMatchBounded is §1.9 P4: a match returns at most the query's whole
+// pages (counted in the tree's units).
+func radixMatchBounded(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixScriptOutput) error {
+	var cfg ref.RadixStep
+	for i, s := range in.Steps {
+		if s.Op == ref.StepCreate {
+			cfg = s
+		}
+		if s.Op != ref.StepMatch || out.Trace[i].Error != nil {
+			continue
+		}
+		units, _ := treeUnits(cfg, s)
+		if n := len(out.Trace[i].Match.Indices); n > len(units)/cfg.PageSize*cfg.PageSize || n%cfg.PageSize != 0 {
+			return fmt.Errorf("step %d: match of %d units at page size %d returned %d slots", i, len(units), cfg.PageSize, n)
+		}
+	}
+	return nil
+}
+
+// radixSizeAccounting checks §1.7 and §1.8 on the trace: a lock moves
+// exactly -delta units from evictable to protected and an unlock moves delta
+// back; an eviction frees at least min(request, evictable) units, all from
+// the evictable size, one slot list per victim; an insert adds its new
+// units to the evictable size; a match and a rejected step change no size.
+func radixSizeAccounting(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixScriptOutput) error {
+	for i := 1; i < len(in.Steps); i++ {
+		s, r, prev := in.Steps[i], out.Trace[i], out.Trace[i-1]
+		dE, dP := r.EvictableSize-prev.EvictableSize, r.ProtectedSize-prev.ProtectedSize
+		var ok bool
+		switch {
+		case s.Op == ref.StepCreate:
+			ok = r.EvictableSize == 0 && r.ProtectedSize == 0
+		case r.Error != nil || s.Op == ref.StepMatch:
+			ok = dE == 0 && dP == 0
+		case s.Op == ref.StepLock || s.Op == ref.StepUnlock:
+			ok = dE == *r.Delta && dP == -*r.Delta
+		case s.Op == ref.StepEvict:
+			e := r.Evict
+			ok = dE == -e.Evicted && dP == 0 && e.Evicted >= min(s.NumTokens, prev.EvictableSize) &&
+				len(e.Freed) == len(e.Victims)
+		case s.Op == ref.StepInsert:
+			var cfg ref.RadixStep
+			for _, c := range in.Steps[:i] {
+				if c.Op == ref.StepCreate {
+					cfg = c
+				}
+			}
+			units, _ := treeUnits(cfg, s)
+			ok = dP == 0 && (dE == len(units)-*r.PrefixLen || cfg.Disable && dE == 0)
+		}
+		if !ok {
+			return fmt.Errorf("step %d (%s): sizes moved by (%d, %d): %+v", i, s.Op, dE, dP, r)
+		}
+	}
+	return nil
+}

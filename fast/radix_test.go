@@ -1,0 +1,440 @@
+package fast_test
+
+import (
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// tree builds a fast tree or fails the test.
+func tree(t testing.TB, cfg ref.TreeConfig) *fast.Tree {
+	t.Helper()
+	tr, err := fast.NewTree(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// key is a token key in the unset namespace.
+func key(units ...ref.Unit) ref.Key { return ref.Key{Units: units} }
+
+// slots is shorthand for a value list.
+func slots(s ...ref.SlotIdx) []ref.SlotIdx { return s }
+
+// mustInsert inserts and checks the returned prefix length and the tree.
+func mustInsert(t *testing.T, tr *fast.Tree, k ref.Key, v []ref.SlotIdx, want int) {
+	t.Helper()
+	got, err := tr.Insert(k, v, 0)
+	if err != nil || got != want {
+		t.Fatalf("Insert(%v) = %d, %v; want %d", k.Units, got, err, want)
+	}
+	if err := tr.CheckInvariants(); err != nil {
+		t.Fatalf("after Insert(%v): %v", k.Units, err)
+	}
+}
+
+// mustMatch matches and checks the result and the tree.
+func mustMatch(t *testing.T, tr *fast.Tree, k ref.Key, want []ref.SlotIdx, last ref.NodeID) {
+	t.Helper()
+	got, err := tr.MatchPrefix(k)
+	if err != nil || !slices.Equal(got.Indices, want) || got.Indices == nil || got.LastNode != last {
+		t.Fatalf("MatchPrefix(%v) = %v, %d, %v; want %v, node %d", k.Units, got.Indices, got.LastNode, err, want, last)
+	}
+	if err := tr.CheckInvariants(); err != nil {
+		t.Fatalf("after MatchPrefix(%v): %v", k.Units, err)
+	}
+}
+
+// TestMatchPrefixWorkedExamplePageSize1 is radix-acks.md §1.4's ps = 1
+// example: the second insert splits, the match ends on the new leaf and a
+// longer query stops at the node boundary without splitting.
+func TestMatchPrefixWorkedExamplePageSize1(t *testing.T) {
+	tr := tree(t, ref.TreeConfig{PageSize: 1})
+	mustInsert(t, tr, key(1, 2, 3), slots(10, 11, 12), 0)
+	mustInsert(t, tr, key(1, 2, 4), slots(20, 21, 22), 2)
+	mustInsert(t, tr, key(5, 6), slots(30, 31), 0)
+	mustMatch(t, tr, key(1, 2, 4), slots(10, 11, 22), 3)
+	next := tr.State().NextID
+	mustMatch(t, tr, key(1, 2, 4, 9), slots(10, 11, 22), 3)
+	if tr.State().NextID != next {
+		t.Error("a match ending on a node boundary split a node")
+	}
+	want := map[ref.NodeID][]ref.Unit{0: {}, 1: {3}, 2: {1, 2}, 3: {4}, 4: {5, 6}}
+	for _, n := range tr.State().Nodes {
+		if !slices.Equal(n.Key, want[n.ID]) {
+			t.Errorf("node %d key %v, want %v", n.ID, n.Key, want[n.ID])
+		}
+	}
+}
+
+// TestMatchPrefixWorkedExamplePageSize2 is §1.4's ps = 2 example: matches
+// truncate to whole pages, and a match ending inside a node splits it with
+// the new prefix taking the next id.
+func TestMatchPrefixWorkedExamplePageSize2(t *testing.T) {
+	tr := tree(t, ref.TreeConfig{PageSize: 2})
+	mustInsert(t, tr, key(1, 2, 3, 4), slots(10, 11, 12, 13), 0)
+	mustMatch(t, tr, key(1, 2, 3, 5, 6), slots(10, 11), 2)
+	mustInsert(t, tr, key(1, 2, 3, 5, 7, 8), slots(30, 31, 32, 33, 34, 35), 2)
+	mustMatch(t, tr, key(1, 2, 3, 5, 7), slots(10, 11, 32, 33), 4)
+}
+
+// TestNamespacesDoNotShareASubtree is §1.4's namespace example, with the
+// erratum's salt: unset, "" and other values are all different namespaces.
+func TestNamespacesDoNotShareASubtree(t *testing.T) {
+	a, b, empty := "A", "B", ""
+	tr := tree(t, ref.TreeConfig{PageSize: 1})
+	mustInsert(t, tr, ref.Key{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(&a, nil)}, slots(1, 2), 0)
+	for _, extra := range []ref.ExtraKey{ref.ExtraKeyOf(&b, nil), {}, ref.ExtraKeyOf(&empty, nil), ref.ExtraKeyOf(&a, &empty)} {
+		mustMatch(t, tr, ref.Key{Units: []ref.Unit{1, 2}, Extra: extra}, slots(), 0)
+	}
+	mustMatch(t, tr, ref.Key{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(&a, nil)}, slots(1, 2), 1)
+}
+
+// TestLockAndEvictWorkedExample is §1.7 and §1.8: locking moves the path's
+// units to protected, eviction takes unlocked leaves in LRU order and pushes
+// a parent once it becomes a leaf.
+func TestLockAndEvictWorkedExample(t *testing.T) {
+	tr := tree(t, ref.TreeConfig{PageSize: 1})
+	mustInsert(t, tr, key(1, 2, 3), slots(10, 11, 12), 0)
+	mustInsert(t, tr, key(1, 2, 4), slots(20, 21, 22), 2)
+	mustInsert(t, tr, key(5, 6), slots(30, 31), 0)
+	mustMatch(t, tr, key(1, 2, 4), slots(10, 11, 22), 3)
+	if d, err := tr.IncLockRef(3); d != -3 || err != nil {
+		t.Fatalf("IncLockRef(3) = %d, %v; want -3", d, err)
+	}
+	if tr.EvictableSize() != 3 || tr.ProtectedSize() != 3 {
+		t.Fatalf("sizes %d/%d, want 3/3", tr.EvictableSize(), tr.ProtectedSize())
+	}
+	evict := func(n, want int, freed [][]ref.SlotIdx, victims []ref.NodeID) {
+		t.Helper()
+		r, err := tr.Evict(n)
+		if err != nil || r.Evicted != want || !slices.EqualFunc(r.Freed, freed, slices.Equal) || !slices.Equal(r.Victims, victims) {
+			t.Fatalf("Evict(%d) = %+v, %v; want %d %v %v", n, r, err, want, freed, victims)
+		}
+		if err := tr.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evict(1, 1, [][]ref.SlotIdx{{12}}, []ref.NodeID{1})
+	evict(10, 2, [][]ref.SlotIdx{{30, 31}}, []ref.NodeID{4})
+	if d, err := tr.DecLockRef(3); d != 3 || err != nil {
+		t.Fatalf("DecLockRef(3) = %d, %v; want 3", d, err)
+	}
+	evict(3, 3, [][]ref.SlotIdx{{22}, {10, 11}}, []ref.NodeID{3, 2})
+	if tr.EvictableSize() != 0 || tr.ProtectedSize() != 0 || tr.TotalSize() != 0 {
+		t.Errorf("sizes %d/%d after evicting everything", tr.EvictableSize(), tr.ProtectedSize())
+	}
+}
+
+// TestBadInputIsRejectedWithoutChange is §1.10 on the fast tree: each bad
+// call returns its sentinel and leaves State (tick included) as it was.
+func TestBadInputIsRejectedWithoutChange(t *testing.T) {
+	if _, err := fast.NewTree(ref.TreeConfig{PageSize: 0}); !errors.Is(err, ref.ErrInvalidPageSize) {
+		t.Errorf("page_size 0: %v", err)
+	}
+	tr := tree(t, ref.TreeConfig{PageSize: 2})
+	mustInsert(t, tr, key(1, 2, 3, 4), slots(1, 2, 3, 4), 0)
+	before := tr.State()
+	cases := []struct {
+		name string
+		err  error
+		call func() error
+	}{
+		{"value length", ref.ErrValueLength, func() error { _, err := tr.Insert(key(1, 2), slots(1), 0); return err }},
+		{"unaligned", ref.ErrUnalignedKey, func() error { _, err := tr.Insert(key(1, 2, 3), slots(1, 2, 3), 0); return err }},
+		{"foreign lock", ref.ErrForeignNode, func() error { _, err := tr.IncLockRef(99); return err }},
+		{"foreign unlock", ref.ErrForeignNode, func() error { _, err := tr.DecLockRef(-1); return err }},
+		{"underflow", ref.ErrLockUnderflow, func() error { _, err := tr.DecLockRef(1); return err }},
+		{"negative evict", ref.ErrNegativeCount, func() error { _, err := tr.Evict(-1); return err }},
+	}
+	for _, c := range cases {
+		if err := c.call(); !errors.Is(err, c.err) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.err)
+		}
+		if !stateEqual(before, tr.State()) {
+			t.Errorf("%s changed the tree", c.name)
+		}
+	}
+}
+
+// TestUnlockUnderflowIsAtomic locks a leaf, then unlocks its parent twice:
+// the second unlock finds the parent's count at 0 only after the leaf's lock
+// is accounted, so nothing on the path may change.
+func TestUnlockUnderflowIsAtomic(t *testing.T) {
+	tr := tree(t, ref.TreeConfig{PageSize: 1})
+	mustInsert(t, tr, key(1, 2), slots(1, 2), 0)
+	mustInsert(t, tr, key(1, 3), slots(1, 3), 1) // splits: node 2 = [1], node 3 = [3]
+	if _, err := tr.IncLockRef(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.DecLockRef(2); err != nil {
+		t.Fatal(err)
+	}
+	before := tr.State()
+	if _, err := tr.DecLockRef(3); !errors.Is(err, ref.ErrLockUnderflow) {
+		t.Fatalf("DecLockRef of an unlocked leaf: %v", err)
+	}
+	if !stateEqual(before, tr.State()) {
+		t.Error("a failed unlock changed the tree")
+	}
+}
+
+// TestFullHitMatchCopiesNoKeyAndAllocatesNothing is "the fast path was
+// taken" (§1.1 Instrumentation, P6): on a 64K-token, 128-node path a
+// full-hit match adds 0 to CopiedUnits, and MatchPrefixAppend into a big
+// enough buffer makes no allocation; MatchPrefix allocates only the result.
+func TestFullHitMatchCopiesNoKeyAndAllocatesNothing(t *testing.T) {
+	for _, eagle := range []bool{false, true} {
+		tr, k := pathTree(t, 1<<16, 128, 64, eagle)
+		copied := tr.CopiedUnits()
+		want := 1 << 16
+		buf := make([]ref.SlotIdx, 0, len(k.Units))
+		allocs := testing.AllocsPerRun(20, func() {
+			out, _, err := tr.MatchPrefixAppend(buf[:0], k)
+			if err != nil || len(out) != want {
+				t.Fatalf("eagle=%v: matched %d, %v; want %d", eagle, len(out), err, want)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("eagle=%v: MatchPrefixAppend made %v allocations, want 0", eagle, allocs)
+		}
+		if allocs := testing.AllocsPerRun(20, func() { _, _ = tr.MatchPrefix(k) }); allocs != 1 {
+			t.Errorf("eagle=%v: MatchPrefix made %v allocations, want 1 (the result)", eagle, allocs)
+		}
+		if allocs := testing.AllocsPerRun(20, func() { _, _ = tr.PrefixLen(k) }); allocs != 0 {
+			t.Errorf("eagle=%v: PrefixLen made %v allocations, want 0", eagle, allocs)
+		}
+		if tr.CopiedUnits() != copied {
+			t.Errorf("eagle=%v: matches copied %d key units, want 0", eagle, tr.CopiedUnits()-copied)
+		}
+	}
+}
+
+// pathTree stores one n-unit sequence as a k-node path by inserting the
+// prefixes of length n·i/k (§1.12) and returns the tree and the full key. In
+// Eagle mode the key has n+1 tokens, so its n bigrams are whole pages.
+func pathTree(t testing.TB, n, k, ps int, eagle bool) (*fast.Tree, ref.Key) {
+	t.Helper()
+	tr := tree(t, ref.TreeConfig{PageSize: ps, Eagle: eagle})
+	extra := 0
+	if eagle {
+		extra = 1
+	}
+	full := ref.Key{Units: make([]ref.Unit, n+extra)}
+	for i := range full.Units {
+		full.Units[i] = ref.Unit(i*7919) % 50000
+	}
+	for i := 1; i <= k; i++ {
+		if _, err := tr.Insert(ref.Key{Units: full.Units[:n*i/k+extra]}, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tr, full
+}
+
+// TestInsertCopiesExactlyTheNewUnits is P6 for Insert: a fresh leaf adds
+// its length, a split adds the split node's length, a re-walk adds nothing.
+func TestInsertCopiesExactlyTheNewUnits(t *testing.T) {
+	tr := tree(t, ref.TreeConfig{PageSize: 2})
+	step := func(k ref.Key, want int64) {
+		t.Helper()
+		before := tr.CopiedUnits()
+		if _, err := tr.Insert(k, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := tr.CopiedUnits() - before; got != want {
+			t.Errorf("Insert(%v) copied %d units, want %d", k.Units, got, want)
+		}
+	}
+	step(key(1, 2, 3, 4, 5, 6), 6)   // new leaf
+	step(key(1, 2, 3, 4, 5, 6), 0)   // re-walk
+	step(key(1, 2, 3, 4, 9, 9), 6+2) // split of the 6-unit node, leaf of 2
+	step(key(1, 2, 7, 7, 7, 7), 4+4) // split of the 4-unit prefix, leaf of 4
+	step(key(8, 8), 2)               // new leaf under the root
+	step(key(1, 2, 3, 4, 5, 6, 1, 1), 2)
+}
+
+// TestMatchSplitCompactsBothHalves is S2 on the match path: the only units a
+// match copies are the halves of the node it splits.
+func TestMatchSplitCompactsBothHalves(t *testing.T) {
+	tr := tree(t, ref.TreeConfig{PageSize: 2})
+	mustInsert(t, tr, key(1, 2, 3, 4, 5, 6), nil, 0)
+	before := tr.CopiedUnits()
+	mustMatch(t, tr, key(1, 2, 3, 4, 9, 9), slots(1, 2, 3, 4), 2)
+	if got := tr.CopiedUnits() - before; got != 6 {
+		t.Errorf("a splitting match copied %d units, want 6 (the split node)", got)
+	}
+}
+
+// TestStoredKeysSurviveCallerBufferReuse is B1.b (§1.11): the caller
+// overwrites the buffer it inserted from, and the tree still matches the
+// original units because the stored key is a private copy.
+func TestStoredKeysSurviveCallerBufferReuse(t *testing.T) {
+	for _, eagle := range []bool{false, true} {
+		tr := tree(t, ref.TreeConfig{PageSize: 1, Eagle: eagle})
+		buf := []ref.Unit{1, 2, 3, 4}
+		if _, err := tr.Insert(ref.Key{Units: buf}, slots(10, 11, 12, 13), 0); err != nil {
+			t.Fatal(err)
+		}
+		buf[0], buf[1] = 9, 9
+		want := slots(10, 11, 12, 13)
+		if eagle {
+			want = want[:3]
+		}
+		mustMatch(t, tr, key(1, 2, 3, 4), want, 1)
+	}
+}
+
+// TestEagleKeysAreBigramsOfTheTokens is §2.1 in the tree: a token key is
+// stored as its bigrams with the last token's slot dropped, 130 tokens at
+// ps 64 cache 128 bigrams, and a bigram-mode key matches the same entries.
+func TestEagleKeysAreBigramsOfTheTokens(t *testing.T) {
+	tr := tree(t, ref.TreeConfig{PageSize: 2, Eagle: true})
+	mustInsert(t, tr, key(5, 7, 7, 9, 1), slots(100, 101, 102, 103, 104), 0)
+	st := tr.State()
+	if got := st.Nodes[1]; !slices.Equal(got.Key, []ref.Unit{5<<32 | 7, 7<<32 | 7, 7<<32 | 9, 9<<32 | 1}) || !slices.Equal(got.Value, slots(100, 101, 102, 103)) {
+		t.Errorf("stored %v → %v", got.Key, got.Value)
+	}
+	mustMatch(t, tr, key(5, 7, 7), slots(100, 101), 2)
+	mustMatch(t, tr, ref.Key{Units: []ref.Unit{5<<32 | 7, 7<<32 | 7}, Bigram: true}, slots(100, 101), 2)
+	if _, err := tr.MatchPrefix(key(1, 1<<32)); !errors.Is(err, ref.ErrTokenRange) {
+		t.Errorf("token 2^32: %v", err)
+	}
+	big := tree(t, ref.TreeConfig{PageSize: 64, Eagle: true})
+	toks := make([]ref.Unit, 130)
+	if _, err := big.Insert(ref.Key{Units: toks}, nil, 0); !errors.Is(err, ref.ErrUnalignedKey) {
+		t.Errorf("130 tokens at ps 64 insert: %v, want unaligned (129 bigrams)", err)
+	}
+	if _, err := big.Insert(ref.Key{Units: toks[:129]}, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := big.PrefixLen(ref.Key{Units: toks}); n != 128 {
+		t.Errorf("PrefixLen of 130 tokens = %d, want 128", n)
+	}
+}
+
+// TestDisabledTreeDoesNothing: a disabled cache matches nothing, stores
+// nothing and keeps its tick (§1.4 step 1, §1.5 step 1).
+func TestDisabledTreeDoesNothing(t *testing.T) {
+	tr := tree(t, ref.TreeConfig{PageSize: 1, Disable: true})
+	if n, err := tr.Insert(key(1, 2), slots(1, 2), 0); n != 0 || err != nil {
+		t.Fatalf("Insert = %d, %v", n, err)
+	}
+	mustMatch(t, tr, key(1, 2), slots(), 0)
+	if st := tr.State(); st.Tick != 0 || len(st.Nodes) != 1 {
+		t.Errorf("tick %d, %d nodes", st.Tick, len(st.Nodes))
+	}
+}
+
+// TestPrefixLenIsReadOnly: PrefixLen reports what a match would return but
+// neither ticks, stamps nor splits.
+func TestPrefixLenIsReadOnly(t *testing.T) {
+	tr := tree(t, ref.TreeConfig{PageSize: 2})
+	mustInsert(t, tr, key(1, 2, 3, 4), slots(1, 2, 3, 4), 0)
+	before := tr.State()
+	if n, err := tr.PrefixLen(key(1, 2, 3, 5, 6)); n != 2 || err != nil {
+		t.Fatalf("PrefixLen = %d, %v; want 2", n, err)
+	}
+	if !stateEqual(before, tr.State()) {
+		t.Error("PrefixLen changed the tree")
+	}
+}
+
+// TestEveryOpKeepsTheInvariants drives a random op sequence (insert, match,
+// lock, unlock, evict over two namespaces, every page size, Eagle on and
+// off) and checks R-COMPACT and the rest of P2 after each op.
+func TestEveryOpKeepsTheInvariants(t *testing.T) {
+	for _, cfg := range smokeConfigs() {
+		rng := rand.New(rand.NewPCG(uint64(cfg.PageSize), 7))
+		tr := tree(t, cfg)
+		for i := range 300 {
+			op := randomOp(rng, cfg.PageSize, tr.State().NextID)
+			op.apply(tr)
+			if err := tr.CheckInvariants(); err != nil {
+				t.Fatalf("%+v step %d (%s): %v", cfg, i, op, err)
+			}
+		}
+	}
+}
+
+// TestFastTreeMatchesRefStepByStep is the differential smoke test (§1.9
+// P5): the same random ops on ref.NewRadixTree and the fast tree give equal
+// results, byte-equal errors and equal State (ticks, ids, stamps, sizes,
+// copied units, victim order) after every step. The full state machine
+// lives in equiv/.
+func TestFastTreeMatchesRefStepByStep(t *testing.T) {
+	for _, cfg := range append(smokeConfigs(), ref.TreeConfig{PageSize: 1, Disable: true}) {
+		rng := rand.New(rand.NewPCG(uint64(cfg.PageSize), 11))
+		want, err := ref.NewRadixTree(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tree(t, cfg)
+		for i := range 400 {
+			op := randomOp(rng, cfg.PageSize, want.State().NextID)
+			// reflect.DeepEqual first: cmp.Diff costs ten times more and is only
+			// needed to explain a failure.
+			if rw, rg := op.apply(want), op.apply(got); !reflect.DeepEqual(rw, rg) {
+				t.Fatalf("%+v step %d %s: result (-ref +fast):\n%s", cfg, i, op, cmp.Diff(rw, rg))
+			}
+			if sw, sg := want.State(), got.State(); !reflect.DeepEqual(sw, sg) {
+				t.Fatalf("%+v step %d %s: state (-ref +fast):\n%s", cfg, i, op, cmp.Diff(sw, sg))
+			}
+			if err := got.CheckInvariants(); err != nil {
+				t.Fatalf("%+v step %d %s: %v", cfg, i, op, err)
+			}
+		}
+	}
+}
+
+// TestPrefixLenIsSafeForConcurrentReaders runs PrefixLen from several
+// goroutines at once (run under -race): it reads the tree without writing.
+func TestPrefixLenIsSafeForConcurrentReaders(t *testing.T) {
+	tr, k := pathTree(t, 4096, 8, 64, true)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 50 {
+				if n, err := tr.PrefixLen(k); n != 4096 || err != nil {
+					t.Errorf("PrefixLen = %d, %v", n, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestUnlockNeedsALockOfTheNodeItself: with only a leaf locked, unlocking
+// its parent would leave the parent's lock_ref below the leaf's (R-LOCKSUM),
+// so it is ErrLockUnderflow like ref's, and nothing changes.
+func TestUnlockNeedsALockOfTheNodeItself(t *testing.T) {
+	tr := tree(t, ref.TreeConfig{PageSize: 1})
+	mustInsert(t, tr, key(1, 2), slots(1, 2), 0)
+	mustInsert(t, tr, key(1, 3), slots(1, 3), 1) // node 2 = [1] over leaves 1 and 3
+	if _, err := tr.IncLockRef(3); err != nil {
+		t.Fatal(err)
+	}
+	before := tr.State()
+	_, err := tr.DecLockRef(2)
+	if !errors.Is(err, ref.ErrLockUnderflow) || err.Error() != ref.ErrNoOwnLockAt(2, 1).Error() {
+		t.Fatalf("unlocking the parent of the only locked node: %v", err)
+	}
+	if !stateEqual(before, tr.State()) {
+		t.Error("the rejected unlock changed the tree")
+	}
+	if d, err := tr.DecLockRef(3); d != 2 || err != nil {
+		t.Errorf("DecLockRef(3) = %d, %v; want 2", d, err)
+	}
+	if err := tr.CheckInvariants(); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,18 @@
+// Package radixfault names the historic radix-tree bugs that the fast tree
+// can re-introduce for the bug zoo (equiv/mutants, radix-acks.md §1.11). The
+// package is internal, so nothing outside kvtwin can construct Faults and
+// production trees never carry one.
+package radixfault
+
+// Faults selects the re-introduced bugs; the zero value is the fixed tree.
+type Faults struct {
+	// CopyingSlices is §1.11 B1.a: every hop of a walk copies the rest of
+	// the key (the pre-fix `key = key[p:]` on a list), so a full-hit match
+	// over a k-node path copies about L·(k−1)/2 units.
+	CopyingSlices bool
+	// StoredViews is §1.11 B1.b: new leaves and both halves of a split keep
+	// views of the caller's key instead of compact private copies, so a
+	// caller reusing its buffer rewrites stored keys. The child-map entry
+	// keeps the key it was stored under, as in the notes' account.
+	StoredViews bool
+}

@@ -1,0 +1,43 @@
+package prefix_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/prefix"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// BenchmarkScore240K8Pools is the router target (<= 400 µs): score
+// a 240,000-token prompt against 8 pools that each hold all of it as a
+// 16-node path (page size 64, the shape of radix-acks.md §1.12).
+func BenchmarkScore240K8Pools(b *testing.B) {
+	for name, newTree := range trees() {
+		b.Run("tree="+name, func(b *testing.B) {
+			const n, pools, nodes = 240_000, 8, 16 // 3,750 pages, as llm-d measured
+			prompt := seq(1, n)
+			r, err := prefix.NewRegistry(newTree, prefix.Limits{MaxPools: pools, MaxPoolCapacity: n, MaxRequestTokens: n})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range pools {
+				p, err := r.Create(fmt.Sprintf("pool%d", i), prefix.Config{PageSize: 64, CapacityTokens: n})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for j := 1; j <= nodes; j++ {
+					if _, err := p.Insert(prompt[:n*j/nodes], ref.ExtraKey{}, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				scores, err := r.Score(prompt, ref.ExtraKey{}, nil)
+				if err != nil || scores[pools-1].MatchedTokens != n {
+					b.Fatalf("%v, %v", scores, err)
+				}
+			}
+		})
+	}
+}

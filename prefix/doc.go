@@ -1,0 +1,22 @@
+// Package prefix keeps long-lived prefix-index pools: named radix trees
+// (radix-acks.md §1) that own a fixed range of KV slots, so a router can ask
+// "how much of this prompt is cached where" and a cache manager can insert,
+// match, lock and evict without tracking slots itself.
+//
+// A Pool wraps one ref.RadixTree (built by an injected ref.NewRadixTreeFunc,
+// so the ref and fast twins are interchangeable) with a slot allocator over
+// [0, capacity_tokens). Inserting a prompt caches its whole pages, reuses the
+// slots of the prefix already cached, takes slots for the new suffix from the
+// free list and, when the pool is short, evicts unlocked leaves in the
+// tree's policy order; evicted slots go back to the free list. An insert
+// that cannot fit even after evicting everything evictable is refused with
+// ErrPoolFull and changes nothing.
+//
+// A Registry holds named pools under limits (pool count, capacity per pool,
+// tokens per request) and scores a prompt against many pools at once with
+// the tree's read-only PrefixLen: scoring never changes a pool's LRU order,
+// never splits a node and runs concurrently with other scores.
+//
+// Every error for bad input is an *ref.InputError naming the field, the value
+// and the bound; a failed call leaves the pool unchanged.
+package prefix

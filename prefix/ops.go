@@ -1,0 +1,299 @@
+package prefix
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// InsertResult is what Insert did.
+type InsertResult struct {
+	// PrefixLen is the units that were already cached (radix-acks.md §1.5);
+	// their slots were reused.
+	PrefixLen int `json:"prefix_len"`
+	// InsertedTokens is the units newly cached, each in a newly taken slot.
+	InsertedTokens int `json:"inserted_tokens"`
+	// EvictedTokens is the units evicted to make room.
+	EvictedTokens int `json:"evicted_tokens"`
+	// UncachedTailTokens is the tokens past the last whole page, which are
+	// not cached: len(tokens) - (PrefixLen + InsertedTokens). In an EAGLE
+	// pool it includes the last token, which no bigram slot covers.
+	UncachedTailTokens int `json:"uncached_tail_tokens"`
+	// Slots are the slots of the cached units, in key order: the reused
+	// prefix, then the new suffix. Never nil.
+	Slots []ref.SlotIdx `json:"slots"`
+	// LastNode is the node holding the last cached unit (the root when
+	// nothing was cached); Lock it to protect the inserted path.
+	LastNode ref.NodeID `json:"last_node"`
+}
+
+// Insert caches the whole pages of tokens in namespace extra with the given
+// priority (radix-acks.md §1.5): the cached prefix keeps its slots, the new
+// suffix takes slots from the free list, and when the pool is short it
+// evicts unlocked leaves in policy order, never the inserted path itself.
+// The unaligned tail is not cached and is reported.
+//
+// Errors, each leaving the pool unchanged: ErrRequestTooLong, ErrTokenRange
+// (tokens[i]), ErrExceedsCapacity when the whole pages alone exceed the
+// capacity, and ErrPoolFull when the new suffix does not fit after evicting
+// everything evictable off the path.
+func (p *Pool) Insert(tokens []int64, extra ref.ExtraKey, priority int) (InsertResult, error) {
+	if err := checkLength(tokens, p.maxTokens); err != nil {
+		return InsertResult{}, err
+	}
+	k, err := unitKey(tokens, extra, p.cfg.Eagle)
+	if err != nil {
+		return InsertResult{}, err
+	}
+	aligned := len(k.Units) / p.cfg.PageSize * p.cfg.PageSize
+	k.Units = k.Units[:aligned]
+	res := InsertResult{UncachedTailTokens: len(tokens) - aligned, Slots: []ref.SlotIdx{}}
+	if aligned > p.cfg.CapacityTokens {
+		return InsertResult{}, ref.Reject(ErrExceedsCapacity, "tokens", aligned,
+			fmt.Sprintf("<= capacity_tokens (%d) whole-page units", p.cfg.CapacityTokens))
+	}
+	if aligned == 0 {
+		return res, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	shortfall, err := p.plan(k)
+	if err != nil {
+		return InsertResult{}, err
+	}
+	return p.commit(k, priority, shortfall, res)
+}
+
+// plan decides, without changing anything, how many slots Insert must evict
+// for k (0 when the free list suffices), or why it cannot.
+func (p *Pool) plan(k ref.Key) (int, error) {
+	cached, err := p.tree.PrefixLen(k)
+	if err != nil {
+		return 0, err
+	}
+	shortfall := len(k.Units) - cached - p.slots.available()
+	if shortfall <= 0 {
+		return 0, nil
+	}
+	evictable := p.tree.EvictableSize()
+	// The path of k is locked while evicting, so its unlocked units
+	// (at most cached of them) are not available. Only when that bound
+	// decides the answer is the exact figure worth a walk of the tree.
+	if shortfall > evictable-cached && shortfall <= evictable {
+		evictable -= pathEvictable(p.tree.State(), k, p.cfg.PageSize)
+	}
+	if shortfall > evictable {
+		return 0, ref.Reject(ErrPoolFull, "tokens", len(k.Units)-cached, fmt.Sprintf(
+			"new units <= free (%d) + evictable off the inserted path (%d) slots; unlock or evict, then retry",
+			p.slots.available(), evictable))
+	}
+	return shortfall, nil
+}
+
+// commit performs a planned insert. The tree calls cannot fail on a key the
+// plan accepted; an error here is a broken tree and is reported as such.
+func (p *Pool) commit(k ref.Key, priority, shortfall int, res InsertResult) (InsertResult, error) {
+	m, err := p.tree.MatchPrefix(k)
+	if err != nil {
+		return InsertResult{}, fmt.Errorf("prefix: match of a planned insert: %w", err)
+	}
+	p.noteMatch(m)
+	if shortfall > 0 {
+		if res.EvictedTokens, err = p.evictAround(m.LastNode, shortfall); err != nil {
+			return InsertResult{}, err
+		}
+	}
+	res.PrefixLen = len(m.Indices)
+	res.InsertedTokens = len(k.Units) - res.PrefixLen
+	res.Slots = p.slots.alloc(append(make([]ref.SlotIdx, 0, len(k.Units)), m.Indices...), res.InsertedTokens)
+	if _, err := p.tree.Insert(k, res.Slots, priority); err != nil {
+		return InsertResult{}, fmt.Errorf("prefix: insert of a planned key: %w", err)
+	}
+	res.LastNode = m.LastNode
+	if res.InsertedTokens > 0 {
+		res.LastNode = p.nextID
+		p.nextID++
+		p.nodes++
+	}
+	p.counters.InsertedTokens += int64(res.InsertedTokens)
+	return res, nil
+}
+
+// evictAround evicts at least n units while node's path is locked, so the
+// prefix an insert is about to reuse stays cached.
+func (p *Pool) evictAround(node ref.NodeID, n int) (int, error) {
+	if _, err := p.tree.IncLockRef(node); err != nil {
+		return 0, fmt.Errorf("prefix: lock of the matched path: %w", err)
+	}
+	ev, err := p.tree.Evict(n)
+	if _, uerr := p.tree.DecLockRef(node); err == nil && uerr != nil {
+		err = uerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("prefix: eviction for an insert: %w", err)
+	}
+	p.noteEvict(ev)
+	return ev.Evicted, nil
+}
+
+// pathEvictable is the number of unlocked units on the path k matches in
+// st: the units locking that path would take out of the evictable set. It
+// walks the snapshot as MatchPrefix walks the tree (radix-acks.md §1.4); a
+// node the match ends inside counts only its matched part, which is what
+// the split would lock.
+func pathEvictable(st ref.TreeState, k ref.Key, ps int) int {
+	children := make(map[ref.NodeID][]int, len(st.Nodes))
+	for i, n := range st.Nodes {
+		if n.Parent >= 0 {
+			children[n.Parent] = append(children[n.Parent], i)
+		}
+	}
+	total, cur, rest := 0, ref.NodeID(0), k.Units
+	for len(rest) >= ps {
+		c, ok := childFor(st, children[cur], k.Extra, rest[:ps])
+		if !ok {
+			break
+		}
+		q := pageMatch(c.Key, rest, ps)
+		if c.LockRef == 0 {
+			total += q
+		}
+		if q < len(c.Key) {
+			break
+		}
+		cur, rest = c.ID, rest[q:]
+	}
+	return total
+}
+
+// childFor finds the child whose first page is page in namespace extra.
+func childFor(st ref.TreeState, idx []int, extra ref.ExtraKey, page []ref.Unit) (ref.NodeState, bool) {
+	for _, i := range idx {
+		n := st.Nodes[i]
+		if n.Extra == extra && len(n.Key) >= len(page) && slices.Equal(n.Key[:len(page)], page) {
+			return n, true
+		}
+	}
+	return ref.NodeState{}, false
+}
+
+// pageMatch is the page-wise common prefix length of a and b (radix-acks.md §1.3).
+func pageMatch(a, b []ref.Unit, ps int) int {
+	i := 0
+	for i+ps <= len(a) && i+ps <= len(b) && slices.Equal(a[i:i+ps], b[i:i+ps]) {
+		i += ps
+	}
+	return i
+}
+
+// MatchResult is what Match found.
+type MatchResult struct {
+	// MatchedTokens is the cached units of the longest whole-page prefix.
+	MatchedTokens int `json:"matched_tokens"`
+	// Slots are those units' slots, in key order. Never nil.
+	Slots []ref.SlotIdx `json:"slots"`
+	// LastNode is the node the match ended on (0, the root, for no match).
+	LastNode ref.NodeID `json:"last_node"`
+	// Locked reports that LastNode's path was locked as part of the match.
+	Locked bool `json:"locked"`
+}
+
+// Match looks up the longest cached whole-page prefix of tokens in
+// namespace extra (radix-acks.md §1.4): it stamps the path for LRU and may
+// split the node the match ends inside. With lock set it also locks the
+// path (§1.7) in the same critical section, so nothing can evict the
+// matched prefix between the match and the lock. It counts the tokens as
+// queried and the matched units as hits.
+//
+// Errors, each leaving the pool unchanged: ErrRequestTooLong, ErrTokenRange.
+func (p *Pool) Match(tokens []int64, extra ref.ExtraKey, lock bool) (MatchResult, error) {
+	if err := checkLength(tokens, p.maxTokens); err != nil {
+		return MatchResult{}, err
+	}
+	k, err := unitKey(tokens, extra, p.cfg.Eagle)
+	if err != nil {
+		return MatchResult{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m, err := p.tree.MatchPrefix(k)
+	if err != nil {
+		return MatchResult{}, err
+	}
+	p.noteMatch(m)
+	if lock {
+		if _, err := p.tree.IncLockRef(m.LastNode); err != nil {
+			return MatchResult{}, fmt.Errorf("prefix: lock of the matched path: %w", err)
+		}
+	}
+	p.counters.QueryTokens += int64(len(tokens))
+	p.counters.HitTokens += int64(len(m.Indices))
+	return MatchResult{MatchedTokens: len(m.Indices), Slots: m.Indices, LastNode: m.LastNode, Locked: lock}, nil
+}
+
+// PrefixLen is the cached whole-page prefix length of tokens in namespace
+// extra, read-only (ref.RadixTree.PrefixLen): no stamp, no split, no
+// counter. Concurrent PrefixLen calls run in parallel under the read lock.
+//
+// Errors: ErrRequestTooLong, ErrTokenRange.
+func (p *Pool) PrefixLen(tokens []int64, extra ref.ExtraKey) (int, error) {
+	if err := checkLength(tokens, p.maxTokens); err != nil {
+		return 0, err
+	}
+	k, err := unitKey(tokens, extra, p.cfg.Eagle)
+	if err != nil {
+		return 0, err
+	}
+	return p.prefixLenKey(k)
+}
+
+// prefixLenKey is PrefixLen of a key already in the pool's unit space.
+func (p *Pool) prefixLenKey(k ref.Key) (int, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.tree.PrefixLen(k)
+}
+
+// Lock protects node and its path from eviction (radix-acks.md §1.7) and
+// returns the units newly protected. Each Lock is released by one Unlock of
+// the same node. Errors: ref.ErrForeignNode.
+func (p *Pool) Lock(node ref.NodeID) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d, err := p.tree.IncLockRef(node)
+	return -d, err
+}
+
+// Unlock releases one lock taken on node itself by Lock or a locking Match
+// (radix-acks.md §1.7) and returns the units newly evictable. Errors,
+// changing nothing: ref.ErrForeignNode, and ref.ErrLockUnderflow when the
+// node holds no lock of its own (the lock_ref of an ancestor of a locked
+// node counts its descendants' locks, which are not its to release).
+func (p *Pool) Unlock(node ref.NodeID) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tree.DecLockRef(node)
+}
+
+// EvictResult is what Evict freed.
+type EvictResult struct {
+	// EvictedTokens is the units freed; whole leaves go, so it may exceed the request.
+	EvictedTokens int `json:"evicted_tokens"`
+	// EvictedNodes is the number of nodes evicted.
+	EvictedNodes int `json:"evicted_nodes"`
+}
+
+// Evict frees unlocked leaves in policy order until numTokens units are
+// freed or none is evictable (radix-acks.md §1.8); their slots return to
+// the free list. Errors: ref.ErrNegativeCount.
+func (p *Pool) Evict(numTokens int) (EvictResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ev, err := p.tree.Evict(numTokens)
+	if err != nil {
+		return EvictResult{}, err
+	}
+	p.noteEvict(ev)
+	return EvictResult{EvictedTokens: ev.Evicted, EvictedNodes: len(ev.Victims)}, nil
+}

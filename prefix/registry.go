@@ -1,0 +1,284 @@
+package prefix
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// Limits bound a Registry, so no request can make the process allocate
+// without bound.
+type Limits struct {
+	// MaxPools is the most pools the registry holds at once.
+	MaxPools int
+	// MaxPoolCapacity is the largest capacity_tokens of one pool.
+	MaxPoolCapacity int
+	// MaxRequestTokens is the longest token list one request may carry.
+	MaxRequestTokens int
+}
+
+// DefaultLimits are 64 pools of at most 2^24 slots each, and requests of at
+// most 2^20 tokens.
+func DefaultLimits() Limits {
+	return Limits{MaxPools: 64, MaxPoolCapacity: 1 << 24, MaxRequestTokens: 1 << 20}
+}
+
+// Validate rejects a limit below 1 with ErrBadLimits naming the field.
+func (l Limits) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"MaxPools", l.MaxPools}, {"MaxPoolCapacity", l.MaxPoolCapacity}, {"MaxRequestTokens", l.MaxRequestTokens}} {
+		if f.v < 1 {
+			return ref.Reject(ErrBadLimits, f.name, f.v, ">= 1")
+		}
+	}
+	return nil
+}
+
+// Registry is a set of named pools under Limits. It is safe for concurrent
+// use; a pool it hands out stays usable after Delete, but is no longer
+// reachable by name.
+type Registry struct {
+	mu      sync.RWMutex
+	newTree ref.NewRadixTreeFunc
+	lim     Limits
+	pools   map[string]*Pool
+}
+
+// NewRegistry returns an empty registry whose pools' trees newTree builds
+// (fast.NewRadixTree in production, ref.NewRadixTree in tests).
+func NewRegistry(newTree ref.NewRadixTreeFunc, lim Limits) (*Registry, error) {
+	if newTree == nil {
+		return nil, ref.Reject(ErrBadLimits, "newTree", "nil", "a ref.NewRadixTreeFunc")
+	}
+	if err := lim.Validate(); err != nil {
+		return nil, err
+	}
+	return &Registry{newTree: newTree, lim: lim, pools: map[string]*Pool{}}, nil
+}
+
+// Limits returns the registry's limits.
+func (r *Registry) Limits() Limits { return r.lim }
+
+// CheckName rejects a pool name outside ^[A-Za-z0-9._-]{1,64}$ with
+// ErrBadPoolName. "." and ".." match the pattern but are refused too: URL
+// path cleaning would make them unreachable at /v1/prefix/{pool}.
+func CheckName(name string) error { return checkNameAt("pool", name) }
+
+// checkNameAt is CheckName reporting the name as field.
+func checkNameAt(field, name string) error {
+	bound := "1 to 64 characters of [A-Za-z0-9._-], not . or .."
+	if len(name) < 1 || len(name) > 64 || name == "." || name == ".." {
+		return ref.Reject(ErrBadPoolName, field, name, bound)
+	}
+	for _, c := range []byte(name) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			return ref.Reject(ErrBadPoolName, field, name, bound)
+		}
+	}
+	return nil
+}
+
+// Create adds an empty pool named name. Errors: ErrBadPoolName, the
+// configuration's rejection (ref.ErrInvalidPageSize, ref.ErrBadEnum on the
+// policy, ErrBadCapacity), ErrPoolExists, ErrTooManyPools.
+func (r *Registry) Create(name string, cfg Config) (*Pool, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(r.lim.MaxPoolCapacity); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.pools[name]; ok {
+		return nil, ref.Reject(ErrPoolExists, "pool", name, "a name no live pool has; DELETE it first")
+	}
+	if len(r.pools) >= r.lim.MaxPools {
+		return nil, ref.Reject(ErrTooManyPools, "pool", name, fmt.Sprintf("at most %d pools; delete one first", r.lim.MaxPools))
+	}
+	p, err := NewPool(r.newTree, cfg, r.lim.MaxPoolCapacity, r.lim.MaxRequestTokens)
+	if err != nil {
+		return nil, err
+	}
+	r.pools[name] = p
+	return p, nil
+}
+
+// Get returns the pool named name. Errors: ErrUnknownPool.
+func (r *Registry) Get(name string) (*Pool, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	p, ok := r.pools[name]
+	if !ok {
+		return nil, unknownPool("pool", name)
+	}
+	return p, nil
+}
+
+func unknownPool(field, name string) error {
+	return ref.Reject(ErrUnknownPool, field, name, "the name of a live pool; GET /v1/prefix lists them")
+}
+
+// Delete removes the pool named name. Errors: ErrUnknownPool.
+func (r *Registry) Delete(name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.pools[name]; !ok {
+		return unknownPool("pool", name)
+	}
+	delete(r.pools, name)
+	return nil
+}
+
+// Named is one pool with its name.
+type Named struct {
+	// Name is the pool's name.
+	Name string
+	// Pool is the pool.
+	Pool *Pool
+}
+
+// List returns every pool in ascending name order.
+func (r *Registry) List() []Named {
+	r.mu.RLock()
+	out := make([]Named, 0, len(r.pools))
+	for name, p := range r.pools {
+		out = append(out, Named{Name: name, Pool: p})
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Score is one pool's answer to Registry.Score.
+type Score struct {
+	// Pool is the pool's name.
+	Pool string `json:"pool"`
+	// MatchedTokens is the pool's cached whole-page prefix of the prompt, in units.
+	MatchedTokens int `json:"matched_tokens"`
+}
+
+// Score returns, for each named pool in the order given (every pool in name
+// order when pools is empty), how many units of tokens' whole-page prefix
+// in namespace extra it holds. It is read-only (ref.RadixTree.PrefixLen):
+// no pool's LRU order, tree shape or counters change, and scores run
+// concurrently with each other. The key is built once per unit space
+// (tokens, bigrams), not once per pool, and a long prompt is scored against
+// several pools in parallel, up to GOMAXPROCS at once.
+//
+// Errors: ErrRequestTooLong, ErrTokenRange (tokens[i]), ErrBadPoolName,
+// ErrDuplicatePool and ErrUnknownPool (pools[i]).
+func (r *Registry) Score(tokens []int64, extra ref.ExtraKey, pools []string) ([]Score, error) {
+	if err := checkLength(tokens, r.lim.MaxRequestTokens); err != nil {
+		return nil, err
+	}
+	targets, err := r.resolve(pools)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := unitKeys(tokens, extra, targets)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Score, len(targets))
+	errs := make([]error, len(targets))
+	score := func(i int) {
+		t := targets[i]
+		out[i].Pool = t.Name
+		out[i].MatchedTokens, errs[i] = t.Pool.prefixLenKey(keys[eagleIndex(t.Pool.cfg.Eagle)])
+	}
+	workers := min(len(targets), runtime.GOMAXPROCS(0))
+	if len(tokens) < parallelScoreTokens || workers < 2 {
+		for i := range targets {
+			score(i)
+		}
+	} else {
+		parallel(len(targets), workers, score)
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// parallelScoreTokens is the prompt length from which Score spreads pools
+// over goroutines: matching a long prompt is bound by memory reads (a
+// 240K-token prompt compares ~2 MB per pool), while a short one costs less
+// than starting a goroutine.
+const parallelScoreTokens = 16 << 10
+
+// parallel runs f(0..n-1) on workers goroutines and returns when all are done.
+func parallel(n, workers int, f func(int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func eagleIndex(eagle bool) int {
+	if eagle {
+		return 1
+	}
+	return 0
+}
+
+// unitKeys builds tokens' key once per unit space the targets use (index 0
+// tokens, 1 bigrams), before any pool is scored, so concurrent scorers only
+// read them.
+func unitKeys(tokens []int64, extra ref.ExtraKey, targets []Named) ([2]ref.Key, error) {
+	var keys [2]ref.Key
+	var built [2]bool
+	for _, t := range targets {
+		i := eagleIndex(t.Pool.cfg.Eagle)
+		if built[i] {
+			continue
+		}
+		k, err := unitKey(tokens, extra, t.Pool.cfg.Eagle)
+		if err != nil {
+			return keys, err
+		}
+		keys[i], built[i] = k, true
+	}
+	return keys, nil
+}
+
+// resolve looks up the named pools, or lists all of them for none.
+func (r *Registry) resolve(pools []string) ([]Named, error) {
+	if len(pools) == 0 {
+		return r.List(), nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Named, 0, min(len(pools), len(r.pools)))
+	for i, name := range pools {
+		field := ref.Idx("pools", i)
+		if err := checkNameAt(field, name); err != nil {
+			return nil, err
+		}
+		if j := slices.Index(pools[:i], name); j >= 0 {
+			return nil, ref.Reject(ErrDuplicatePool, field, name, fmt.Sprintf("a pool not already named (pools[%d])", j))
+		}
+		p, ok := r.pools[name]
+		if !ok {
+			return nil, unknownPool(field, name)
+		}
+		out = append(out, Named{Name: name, Pool: p})
+	}
+	return out, nil
+}

@@ -1,0 +1,193 @@
+package prefix_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kvtwin/kvtwin/prefix"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+func newRegistry(t *testing.T, lim prefix.Limits) *prefix.Registry {
+	t.Helper()
+	r, err := prefix.NewRegistry(ref.NewRadixTree, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+var small = prefix.Config{PageSize: 1, CapacityTokens: 64}
+
+func TestRegistryCreatesGetsListsAndDeletesByName(t *testing.T) {
+	r := newRegistry(t, prefix.DefaultLimits())
+	for _, name := range []string{"b", "a.1", "A_-9"} {
+		if _, err := r.Create(name, small); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var names []string
+	for _, n := range r.List() {
+		names = append(names, n.Name)
+	}
+	if want := []string{"A_-9", "a.1", "b"}; !cmp.Equal(names, want) {
+		t.Fatalf("list %v, want %v", names, want)
+	}
+	_, err := r.Create("b", small)
+	wantReject(t, err, prefix.ErrPoolExists, "pool")
+	if err := r.Delete("b"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Get("b")
+	wantReject(t, err, prefix.ErrUnknownPool, "pool")
+	wantReject(t, r.Delete("b"), prefix.ErrUnknownPool, "pool")
+	if _, err := r.Create("b", small); err != nil {
+		t.Fatalf("re-create after delete: %v", err)
+	}
+}
+
+func TestRegistryEnforcesItsLimits(t *testing.T) {
+	r := newRegistry(t, prefix.Limits{MaxPools: 2, MaxPoolCapacity: 128, MaxRequestTokens: 8})
+	for _, name := range []string{"a", "b"} {
+		if _, err := r.Create(name, small); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := r.Create("c", small)
+	wantReject(t, err, prefix.ErrTooManyPools, "pool")
+	_ = r.Delete("b")
+	_, err = r.Create("c", prefix.Config{PageSize: 1, CapacityTokens: 129})
+	wantReject(t, err, prefix.ErrBadCapacity, "capacity_tokens")
+	_, err = r.Score(seq(0, 9), noExtra, nil)
+	wantReject(t, err, prefix.ErrRequestTooLong, "tokens")
+	p, _ := r.Get("a")
+	_, err = p.Insert(seq(0, 9), noExtra, 0)
+	wantReject(t, err, prefix.ErrRequestTooLong, "tokens")
+	for _, bad := range []prefix.Limits{{0, 1, 1}, {1, 0, 1}, {1, 1, 0}} {
+		if _, err := prefix.NewRegistry(ref.NewRadixTree, bad); err == nil {
+			t.Errorf("limits %+v accepted", bad)
+		}
+	}
+}
+
+func TestPoolNamesFollowThePattern(t *testing.T) {
+	r := newRegistry(t, prefix.DefaultLimits())
+	for _, bad := range []string{"", ".", "..", "a/b", "a b", "ü", "x:score", strings.Repeat("a", 65)} {
+		_, err := r.Create(bad, small)
+		wantReject(t, err, prefix.ErrBadPoolName, "pool")
+	}
+	for _, good := range []string{"a", "...", "Model-7B_v1.2", strings.Repeat("z", 64)} {
+		if _, err := r.Create(good, small); err != nil {
+			t.Errorf("%q: %v", good, err)
+		}
+	}
+}
+
+func TestScoreReportsEachPoolsCachedPrefix(t *testing.T) {
+	r := newRegistry(t, prefix.DefaultLimits())
+	prompt := seq(100, 12)
+	fill := map[string][]int64{"full": prompt, "half": prompt[:6], "none": seq(0, 4)}
+	for name, tokens := range fill {
+		p, err := r.Create(name, prefix.Config{PageSize: 2, CapacityTokens: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustInsert(t, p, tokens)
+	}
+	e, _ := r.Create("eagle", prefix.Config{PageSize: 2, CapacityTokens: 64, Eagle: true})
+	mustInsert(t, e, prompt)
+	got, err := r.Score(prompt, noExtra, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []prefix.Score{{"eagle", 10}, {"full", 12}, {"half", 6}, {"none", 0}}
+	if !cmp.Equal(got, want) {
+		t.Fatalf("score of every pool %v, want %v (name order)", got, want)
+	}
+	got, _ = r.Score(prompt, noExtra, []string{"none", "full"})
+	if want := []prefix.Score{{"none", 0}, {"full", 12}}; !cmp.Equal(got, want) {
+		t.Fatalf("score of named pools %v, want %v (request order)", got, want)
+	}
+	got, _ = r.Score(prompt, ref.ExtraKeyOf(new("lora"), nil), []string{"full"})
+	if got[0].MatchedTokens != 0 {
+		t.Fatalf("another namespace scored %v", got)
+	}
+}
+
+func TestScoreRejectsBadPoolLists(t *testing.T) {
+	r := newRegistry(t, prefix.DefaultLimits())
+	_, _ = r.Create("a", small)
+	_, err := r.Score([]int64{1}, noExtra, []string{"a", "nope"})
+	wantReject(t, err, prefix.ErrUnknownPool, "pools[1]")
+	_, err = r.Score([]int64{1}, noExtra, []string{"a", "a"})
+	wantReject(t, err, prefix.ErrDuplicatePool, "pools[1]")
+	_, err = r.Score([]int64{1}, noExtra, []string{"a/b"})
+	wantReject(t, err, prefix.ErrBadPoolName, "pools[0]")
+	_, err = r.Score([]int64{1, -1}, noExtra, nil)
+	wantReject(t, err, ref.ErrTokenRange, "tokens[1]")
+	if got, err := r.Score([]int64{1}, noExtra, nil); err != nil || len(got) != 1 {
+		t.Fatalf("score %v, %v", got, err)
+	}
+}
+
+func TestScoreIsReadOnly(t *testing.T) {
+	rec := &treeRecorder{newTree: ref.NewRadixTree}
+	r, err := prefix.NewRegistry(rec.build, prefix.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := r.Create("a", prefix.Config{PageSize: 1, CapacityTokens: 8})
+	tree := rec.last
+	mustInsert(t, p, []int64{1, 2, 3, 4}) // one node, LRU-stamped at tick 1
+	mustInsert(t, p, []int64{5, 6})       // tick 2
+	before, stats := tree.State(), p.Stats()
+	// [1 2 9] ends inside node 1: a match would split it and restamp it.
+	if got, _ := r.Score([]int64{1, 2, 9}, noExtra, nil); got[0].MatchedTokens != 2 {
+		t.Fatalf("score %v, want 2", got)
+	}
+	if diff := cmp.Diff(before, tree.State()); diff != "" {
+		t.Fatalf("score changed the tree (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(stats, p.Stats()); diff != "" {
+		t.Fatalf("score changed the stats (-before +after):\n%s", diff)
+	}
+	// And the LRU order is the insert order still: [1 2 3 4] goes first.
+	if _, err := p.Evict(1); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := p.PrefixLen([]int64{5, 6}, noExtra); n != 2 {
+		t.Fatal("score refreshed [1 2 3 4]: eviction took [5 6] instead")
+	}
+}
+
+// TestScoreOfALongPromptAgreesWithEachPool covers the parallel path: a
+// prompt long enough to be scored on several goroutines must get, per
+// pool, what that pool's own PrefixLen says.
+func TestScoreOfALongPromptAgreesWithEachPool(t *testing.T) {
+	r := newRegistry(t, prefix.DefaultLimits())
+	prompt := seq(7, 20<<10)
+	for i, held := range []int{20 << 10, 12 << 10, 0, 5 << 10, 20 << 10} {
+		p, err := r.Create(fmt.Sprintf("p%d", i), prefix.Config{PageSize: 16, CapacityTokens: 32 << 10, Eagle: i == 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustInsert(t, p, prompt[:held])
+	}
+	got, err := r.Score(prompt, noExtra, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range got {
+		p, _ := r.Get(s.Pool)
+		want, _ := p.PrefixLen(prompt, noExtra)
+		if s.Pool != fmt.Sprintf("p%d", i) || s.MatchedTokens != want {
+			t.Errorf("score %+v, want pool p%d with %d", s, i, want)
+		}
+	}
+	if got[0].MatchedTokens != 20<<10 || got[4].MatchedTokens != 20<<10-16 {
+		t.Errorf("scores %v", got)
+	}
+}

@@ -1,0 +1,343 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/gorilla/mux"
+	"github.com/tidwall/gjson"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/prefix"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// This file serves the prefix-index pools of package prefix under
+// /v1/prefix (docs/api.md, "Prefix-index pools").
+
+// prefixRoutes adds the pool routes to r; route registers one method on a
+// path and answers the others with 405.
+func (s *Server) prefixRoutes(r *mux.Router) {
+	multi := func(path string, methods map[string]http.HandlerFunc, allow string) {
+		for m, h := range methods {
+			r.Handle(path, s.drainGate(h)).Methods(m)
+		}
+		r.Handle(path, s.allowOnly(allow))
+	}
+	post := func(path string, h http.HandlerFunc) {
+		multi(path, map[string]http.HandlerFunc{http.MethodPost: h}, http.MethodPost)
+	}
+	multi("/v1/prefix", map[string]http.HandlerFunc{http.MethodGet: s.handlePoolList}, http.MethodGet)
+	post("/v1/prefix:score", prefixPost(s, http.StatusOK, s.score))
+	multi("/v1/prefix/{pool}", map[string]http.HandlerFunc{
+		http.MethodGet:    s.handlePoolGet,
+		http.MethodPost:   prefixPost(s, http.StatusCreated, s.createPool),
+		http.MethodDelete: s.handlePoolDelete,
+	}, "GET, POST, DELETE")
+	post("/v1/prefix/{pool}/insert", prefixPost(s, http.StatusOK, s.insert))
+	post("/v1/prefix/{pool}/match", prefixPost(s, http.StatusOK, s.match))
+	post("/v1/prefix/{pool}/lock", prefixPost(s, http.StatusOK, s.lock))
+	post("/v1/prefix/{pool}/unlock", prefixPost(s, http.StatusOK, s.unlock))
+	post("/v1/prefix/{pool}/evict", prefixPost(s, http.StatusOK, s.evict))
+}
+
+// PoolStats is a pool's stats with its name: GET /v1/prefix/{pool}, the 201
+// of a create, and each element of GET /v1/prefix.
+type PoolStats struct {
+	// Pool is the pool's name.
+	Pool string `json:"pool"`
+	prefix.Stats
+}
+
+// PoolList is the GET /v1/prefix body, pools in name order.
+type PoolList struct {
+	// Pools are every pool's stats.
+	Pools []PoolStats `json:"pools"`
+}
+
+// The request bodies. Pointers tell a missing field from a zero one;
+// unknown fields are refused by catalog.DecodeStrict.
+type (
+	createBody struct {
+		PageSize       *int            `json:"page_size"`
+		CapacityTokens *int            `json:"capacity_tokens"`
+		Eagle          bool            `json:"eagle"`
+		Policy         ref.EvictPolicy `json:"policy"`
+	}
+	insertBody struct {
+		Tokens   []int64 `json:"tokens"`
+		Extra    *string `json:"extra"`
+		Salt     *string `json:"salt"`
+		Priority int     `json:"priority"`
+	}
+	matchBody struct {
+		Tokens []int64 `json:"tokens"`
+		Extra  *string `json:"extra"`
+		Salt   *string `json:"salt"`
+		Lock   bool    `json:"lock"`
+	}
+	scoreBody struct {
+		Tokens []int64  `json:"tokens"`
+		Extra  *string  `json:"extra"`
+		Salt   *string  `json:"salt"`
+		Pools  []string `json:"pools"`
+	}
+	nodeBody struct {
+		Node *ref.NodeID `json:"node"`
+	}
+	evictBody struct {
+		NumTokens *int `json:"num_tokens"`
+	}
+)
+
+// LockResult answers POST /v1/prefix/{pool}/lock.
+type LockResult struct {
+	// Node is the locked node.
+	Node ref.NodeID `json:"node"`
+	// NewlyProtectedTokens is the units this lock moved from evictable to protected.
+	NewlyProtectedTokens int `json:"newly_protected_tokens"`
+}
+
+// UnlockResult answers POST /v1/prefix/{pool}/unlock.
+type UnlockResult struct {
+	// Node is the unlocked node.
+	Node ref.NodeID `json:"node"`
+	// NewlyEvictableTokens is the units this unlock made evictable again.
+	NewlyEvictableTokens int `json:"newly_evictable_tokens"`
+}
+
+// ScoreResult answers POST /v1/prefix:score.
+type ScoreResult struct {
+	// Scores holds one entry per pool, in request order (name order for all pools).
+	Scores []prefix.Score `json:"scores"`
+}
+
+// DeleteResult answers DELETE /v1/prefix/{pool}.
+type DeleteResult struct {
+	// Pool is the deleted pool's name.
+	Pool string `json:"pool"`
+	// Deleted is always true.
+	Deleted bool `json:"deleted"`
+}
+
+// missing rejects a body without a required field, as the op decoder would
+// reject a malformed one.
+func missing(field, want string) error {
+	return ref.Reject(catalog.ErrBadJSON, field, "missing", want)
+}
+
+const tokensWant = "a list of token ids in [0, 4294967295]"
+
+// prefixPost is every POST route of the pools: take a concurrency slot, read
+// the body, refuse a token list over the limit from a gjson count before
+// decoding it (so an oversized list is never materialised), decode strictly
+// and run. status is the success status.
+func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.acquire() {
+			w.Header().Set("Retry-After", "1")
+			s.writeError(w, r, &apiError{status: http.StatusTooManyRequests,
+				message: fmt.Sprintf("too many requests in flight: MaxConcurrent is %d; retry later", s.cfg.MaxConcurrent)})
+			return
+		}
+		defer s.inflight.Add(-1)
+		body, aerr := s.readBody(w, r)
+		if aerr == nil {
+			aerr = precheck(body)
+		}
+		if aerr == nil {
+			aerr = s.checkTokenCount(body)
+		}
+		if aerr != nil {
+			s.writeError(w, r, aerr)
+			return
+		}
+		in, err := catalog.DecodeStrict[In](body)
+		if err != nil {
+			s.writeError(w, r, s.prefixError(err))
+			return
+		}
+		out, err := run(r, &in)
+		if err != nil {
+			s.writeError(w, r, s.prefixError(err))
+			return
+		}
+		s.writeJSON(w, r, status, out)
+	}
+}
+
+// checkTokenCount answers 413 when the body's "tokens" array is longer than
+// Prefix.MaxRequestTokens, with the message of admission-serving.md S1.1.
+func (s *Server) checkTokenCount(body []byte) *apiError {
+	tokens := gjson.GetBytes(body, "tokens")
+	if !tokens.IsArray() {
+		return nil
+	}
+	n := int(tokens.Get("#").Int())
+	if n <= s.cfg.Prefix.MaxRequestTokens {
+		return nil
+	}
+	return tooManyTokens(n, s.cfg.Prefix.MaxRequestTokens)
+}
+
+// tooManyTokens is the S1 413: exactly this message, type
+// PayloadTooLargeError, param null.
+func tooManyTokens(n, limit int) *apiError {
+	return &apiError{status: http.StatusRequestEntityTooLarge,
+		message: fmt.Sprintf("The input (%d tokens) is longer than the model's context length (%d tokens).", n, limit)}
+}
+
+// prefixError maps a pool error to its response: 404 for an unknown pool,
+// 409 for a conflict with the current state (the name is taken, the
+// registry or the pool is full), 413 for a request over the token limit,
+// 400 for any other bad input, each with the canonical error object in
+// detail except the 413, whose body is exactly S1's. Anything else is a
+// 500.
+func (s *Server) prefixError(err error) *apiError {
+	ie, ok := ref.AsInputError(err)
+	if !ok {
+		return &apiError{status: http.StatusInternalServerError, message: "prefix pool failed: " + err.Error()}
+	}
+	if errors.Is(err, prefix.ErrRequestTooLong) {
+		n, _ := ie.Value.(int)
+		return tooManyTokens(n, s.cfg.Prefix.MaxRequestTokens)
+	}
+	e := inputError(err, catalog.Canonical(struct{}{}, err))
+	switch {
+	case errors.Is(err, prefix.ErrUnknownPool):
+		e.status = http.StatusNotFound
+	case errors.Is(err, prefix.ErrPoolExists), errors.Is(err, prefix.ErrTooManyPools), errors.Is(err, prefix.ErrPoolFull):
+		e.status = http.StatusConflict
+	}
+	return e
+}
+
+// writeJSON answers status with v encoded.
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	b, err := encode(v)
+	if err != nil {
+		s.writeError(w, r, &apiError{status: http.StatusInternalServerError, message: "response does not encode: " + err.Error()})
+		return
+	}
+	writeBody(w, status, b)
+	s.log.LogAttrs(r.Context(), slog.LevelDebug, "prefix request served",
+		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status))
+}
+
+// pool resolves the {pool} path variable.
+func (s *Server) pool(r *http.Request) (string, *prefix.Pool, error) {
+	name := mux.Vars(r)["pool"]
+	p, err := s.pools.Get(name)
+	return name, p, err
+}
+
+func (s *Server) handlePoolList(w http.ResponseWriter, r *http.Request) {
+	list := PoolList{Pools: []PoolStats{}}
+	for _, n := range s.pools.List() {
+		list.Pools = append(list.Pools, PoolStats{Pool: n.Name, Stats: n.Pool.Stats()})
+	}
+	s.writeJSON(w, r, http.StatusOK, list)
+}
+
+func (s *Server) handlePoolGet(w http.ResponseWriter, r *http.Request) {
+	name, p, err := s.pool(r)
+	if err != nil {
+		s.writeError(w, r, s.prefixError(err))
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, PoolStats{Pool: name, Stats: p.Stats()})
+}
+
+func (s *Server) handlePoolDelete(w http.ResponseWriter, r *http.Request) {
+	name := mux.Vars(r)["pool"]
+	if err := s.pools.Delete(name); err != nil {
+		s.writeError(w, r, s.prefixError(err))
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, DeleteResult{Pool: name, Deleted: true})
+}
+
+func (s *Server) createPool(r *http.Request, in *createBody) (any, error) {
+	name := mux.Vars(r)["pool"]
+	if err := prefix.CheckName(name); err != nil {
+		return nil, err
+	}
+	if in.PageSize == nil {
+		return nil, missing("page_size", "an integer >= 1")
+	}
+	if in.CapacityTokens == nil {
+		return nil, missing("capacity_tokens", "an integer >= page_size")
+	}
+	p, err := s.pools.Create(name, prefix.Config{PageSize: *in.PageSize, CapacityTokens: *in.CapacityTokens, Eagle: in.Eagle, Policy: in.Policy})
+	if err != nil {
+		return nil, err
+	}
+	return PoolStats{Pool: name, Stats: p.Stats()}, nil
+}
+
+func (s *Server) insert(r *http.Request, in *insertBody) (any, error) {
+	_, p, err := s.pool(r)
+	if err != nil {
+		return nil, err
+	}
+	if in.Tokens == nil {
+		return nil, missing("tokens", tokensWant)
+	}
+	return p.Insert(in.Tokens, ref.ExtraKeyOf(in.Extra, in.Salt), in.Priority)
+}
+
+func (s *Server) match(r *http.Request, in *matchBody) (any, error) {
+	_, p, err := s.pool(r)
+	if err != nil {
+		return nil, err
+	}
+	if in.Tokens == nil {
+		return nil, missing("tokens", tokensWant)
+	}
+	return p.Match(in.Tokens, ref.ExtraKeyOf(in.Extra, in.Salt), in.Lock)
+}
+
+func (s *Server) lock(r *http.Request, in *nodeBody) (any, error) {
+	_, p, err := s.pool(r)
+	if err != nil {
+		return nil, err
+	}
+	if in.Node == nil {
+		return nil, missing("node", "a node id from insert or match")
+	}
+	n, err := p.Lock(*in.Node)
+	return LockResult{Node: *in.Node, NewlyProtectedTokens: n}, err
+}
+
+func (s *Server) unlock(r *http.Request, in *nodeBody) (any, error) {
+	_, p, err := s.pool(r)
+	if err != nil {
+		return nil, err
+	}
+	if in.Node == nil {
+		return nil, missing("node", "a node id from insert or match")
+	}
+	n, err := p.Unlock(*in.Node)
+	return UnlockResult{Node: *in.Node, NewlyEvictableTokens: n}, err
+}
+
+func (s *Server) evict(r *http.Request, in *evictBody) (any, error) {
+	_, p, err := s.pool(r)
+	if err != nil {
+		return nil, err
+	}
+	if in.NumTokens == nil {
+		return nil, missing("num_tokens", "an integer >= 0")
+	}
+	return p.Evict(*in.NumTokens)
+}
+
+func (s *Server) score(_ *http.Request, in *scoreBody) (any, error) {
+	if in.Tokens == nil {
+		return nil, missing("tokens", tokensWant)
+	}
+	scores, err := s.pools.Score(in.Tokens, ref.ExtraKeyOf(in.Extra, in.Salt), in.Pools)
+	return ScoreResult{Scores: scores}, err
+}
