@@ -3,12 +3,12 @@ package replay
 import (
 	"testing"
 
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// benchTree is the tree the benchmarks measure: the production tree once
-// fast.NewRadixTree lands on main, the reference tree until then.
-var benchTree ref.NewRadixTreeFunc = ref.NewRadixTree
+// benchTree is the tree the benchmarks measure: the production tree.
+var benchTree ref.NewRadixTreeFunc = fast.NewRadixTree
 
 // benchCapacityTokens is the mixed benchmark's pool: 4 Mi tokens (8,192
 // blocks), small enough that the full trace evicts throughout.

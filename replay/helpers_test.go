@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -18,7 +19,7 @@ const samplePath = "testdata/mooncake_conversation_500.jsonl"
 const fullTraceName = "shared/traces/mooncake_conversation_trace.jsonl"
 
 // trees are the implementations the replay is checked on.
-var trees = map[string]ref.NewRadixTreeFunc{"ref": ref.NewRadixTree}
+var trees = map[string]ref.NewRadixTreeFunc{"ref": ref.NewRadixTree, "fast": fast.NewRadixTree}
 
 // readSample reads the committed sample.
 func readSample(tb testing.TB) []Request {

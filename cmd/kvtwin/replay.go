@@ -11,22 +11,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/replay"
 )
 
-// replayTrees are the radix trees `kvtwin replay --impl` selects; add
-// "fast": fast.NewRadixTree here when it lands, and it becomes the default.
+// replayTrees are the radix trees `kvtwin replay --impl` selects.
 func replayTrees() map[string]ref.NewRadixTreeFunc {
-	return map[string]ref.NewRadixTreeFunc{"ref": ref.NewRadixTree}
-}
-
-// defaultReplayImpl is fast when the build has it, ref otherwise.
-func defaultReplayImpl() string {
-	if _, ok := replayTrees()["fast"]; ok {
-		return "fast"
-	}
-	return "ref"
+	return map[string]ref.NewRadixTreeFunc{"ref": ref.NewRadixTree, "fast": fast.NewRadixTree}
 }
 
 // replayOutput is `kvtwin replay --json`: the report with its inputs.
@@ -78,7 +70,7 @@ func newReplayCmd() *cobra.Command {
 	f.IntVar(&capacity, "capacity-tokens", 0, "KV pool size in tokens, 0 = unlimited (blocks mode: capacity/512 blocks)")
 	f.IntVar(&pageSize, "page-size", replay.DefaultPageSize, "tokens per page in tokens mode (blocks mode is always 1 block a unit)")
 	f.StringVar(&mode, "mode", string(replay.ModeTokens), "tokens (expanded token ids, an engine cache) or blocks (hash ids, a router index)")
-	f.StringVar(&impl, "impl", defaultReplayImpl(), "radix tree implementation: fast or ref")
+	f.StringVar(&impl, "impl", "fast", "radix tree implementation: fast or ref")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	// MarkFlagRequired fails only for an undefined name; the CLI test
 	// checks that both flags are required.
