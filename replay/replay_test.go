@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -106,6 +107,9 @@ func sampleFor(t *testing.T, mode Mode) []Request {
 	return reqs
 }
 
+// The invariant tests below run on the production tree (fast, quick under
+// -race); TestTreesAgreeOnTheDeterministicReport ties ref to it.
+
 func TestUnlimitedReplayHitsTheLongestPrefixSharedWithAnEarlierRequest(t *testing.T) {
 	for _, tc := range []struct {
 		mode Mode
@@ -114,7 +118,7 @@ func TestUnlimitedReplayHitsTheLongestPrefixSharedWithAnEarlierRequest(t *testin
 		t.Run(fmt.Sprintf("%s/page=%d", tc.mode, tc.ps), func(t *testing.T) {
 			t.Parallel()
 			reqs := sampleFor(t, tc.mode)
-			rep, err := Run(reqs, Config{Mode: tc.mode, PageSize: tc.ps, NewTree: ref.NewRadixTree})
+			rep, err := Run(reqs, Config{Mode: tc.mode, PageSize: tc.ps, NewTree: fast.NewRadixTree})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +191,7 @@ func TestBoundedReplayNeverExceedsItsCapacity(t *testing.T) {
 			reqs := sampleFor(t, tc.mode)
 			limit := tc.capacity / tc.capUnit
 			newTree := func(cfg ref.TreeConfig) (ref.RadixTree, error) {
-				tree, err := ref.NewRadixTree(cfg)
+				tree, err := fast.NewRadixTree(cfg)
 				return sizeCheckedTree{tree, t, limit}, err
 			}
 			rep, err := Run(reqs, Config{Mode: tc.mode, PageSize: tc.ps, CapacityTokens: tc.capacity, NewTree: newTree})
@@ -210,7 +214,7 @@ func TestBoundedReplayNeverExceedsItsCapacity(t *testing.T) {
 
 func TestReportTimingIsTheOnlyNondeterministicPart(t *testing.T) {
 	reqs := readSample(t)[:60]
-	cfg := Config{Mode: ModeTokens, CapacityTokens: 256 << 10, NewTree: ref.NewRadixTree}
+	cfg := Config{Mode: ModeTokens, CapacityTokens: 256 << 10, NewTree: fast.NewRadixTree}
 	a, errA := Run(reqs, cfg)
 	b, errB := Run(reqs, cfg)
 	if errA != nil || errB != nil {
