@@ -53,9 +53,12 @@ bugzoo:
 audit: build
 	$(BIN) audit
 
-## bench: Go benchmarks of every op shape, with fast/ref and plain-copy ratios.
+## bench: Go benchmarks of every op shape, with fast/ref and plain-copy ratios, then the radix
+## tree, prefix-pool and trace-replay benchmarks (docs/perf.md records both).
+RADIX_BENCH ?= MatchFullHit|PrefixLen240K|InsertRewalk|Bigram64K|Score240K|ReplayBlocks
 bench: build
 	$(BIN) bench
+	$(GO) test -run '^$$' -bench '$(RADIX_BENCH)' -benchmem -count 1 ./fast/ ./prefix/ ./replay/
 
 clean:
 	rm -rf bin

@@ -287,3 +287,23 @@ func (k Key) materialize() []ref.Unit {
 	copy(out, k.plain())
 	return out
 }
+
+// TokenKeyView is ref.TokenKey without the copy: a validated token id in
+// [0, 2^32) has the same bits as int64 and as Unit, so the key's units are
+// tokens itself, reinterpreted. The range check is one branch-free pass;
+// a bad id is reported exactly as ref.TokenKey reports it. The key aliases
+// tokens: the caller must not modify them while the key is in use (trees
+// copy what they store, so a key may be passed to Insert).
+func TokenKeyView(field string, tokens []int64, extra ref.ExtraKey) (ref.Key, error) {
+	var units []ref.Unit
+	if len(tokens) > 0 {
+		units = unsafe.Slice((*ref.Unit)(unsafe.Pointer(unsafe.SliceData(tokens))), len(tokens))
+	}
+	if err := checkTokenUnits(units); err != nil {
+		return ref.Key{}, ref.CheckTokens(field, tokens)
+	}
+	if units == nil {
+		units = []ref.Unit{}
+	}
+	return ref.Key{Units: units, Extra: extra}, nil
+}

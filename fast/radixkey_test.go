@@ -2,9 +2,12 @@ package fast_test
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
@@ -104,4 +107,26 @@ func randomUnits(rng *rand.Rand) []ref.Unit {
 		}
 	}
 	return u
+}
+
+func TestTokenKeyViewEqualsTokenKeyWithoutCopying(t *testing.T) {
+	for _, tokens := range [][]int64{{}, {0, 1, ref.MaxToken}, {5, -1, 7}, {1, 1 << 32}, {-1 << 63}} {
+		want, werr := ref.TokenKey("tokens", tokens, ref.ExtraKey{})
+		got, gerr := fast.TokenKeyView("tokens", tokens, ref.ExtraKey{})
+		if diff := cmp.Diff(fmt.Sprint(werr), fmt.Sprint(gerr)); diff != "" {
+			t.Fatalf("%v: errors differ:\n%s", tokens, diff)
+		}
+		if diff := cmp.Diff(want, got); werr == nil && diff != "" {
+			t.Fatalf("%v: keys differ:\n%s", tokens, diff)
+		}
+	}
+	tokens := []int64{3, 4}
+	k, _ := fast.TokenKeyView("tokens", tokens, ref.ExtraKey{})
+	tokens[0] = 9
+	if k.Units[0] != 9 {
+		t.Fatal("TokenKeyView copied the tokens")
+	}
+	if n := testing.AllocsPerRun(10, func() { _, _ = fast.TokenKeyView("tokens", tokens, ref.ExtraKey{}) }); n != 0 {
+		t.Fatalf("TokenKeyView allocated %v times", n)
+	}
 }

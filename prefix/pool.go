@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -133,7 +134,7 @@ func checkLength(tokens []int64, limit int) error {
 // or bigrams for an EAGLE pool. Converting here rather than in the tree lets
 // Insert align and size the value in the units the tree stores.
 func unitKey(tokens []int64, extra ref.ExtraKey, eagle bool) (ref.Key, error) {
-	k, err := ref.TokenKey("tokens", tokens, extra)
+	k, err := fast.TokenKeyView("tokens", tokens, extra) // no copy: trees copy what they store
 	if err != nil || !eagle {
 		return k, err
 	}
