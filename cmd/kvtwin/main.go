@@ -1,6 +1,7 @@
 // Command kvtwin serves, audits, benchmarks and replays kvtwin's catalog of
-// KV-cache algorithms: `kvtwin serve`, `kvtwin audit`, `kvtwin fixtures gen|check`
-// and `kvtwin bench`. Run `kvtwin help` for the flags of each.
+// KV-cache algorithms: `kvtwin serve`, `kvtwin audit`, `kvtwin fixtures gen|check`,
+// `kvtwin bench`, `kvtwin bugzoo` and `kvtwin replay` (a request trace through the
+// radix prefix cache). Run `kvtwin help` for the flags of each.
 package main
 
 import (
