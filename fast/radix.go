@@ -14,6 +14,10 @@ type node struct {
 	id       ref.NodeID
 	parent   *node
 	children map[ChildKey]*node // nil until the first child
+	// only is the sole child when there is exactly one (every node of a
+	// path), so a walk along a path compares the first page instead of
+	// hashing it for the map; nil otherwise.
+	only *node
 	key      Key                // compact (R-COMPACT); empty for the root
 	value    []ref.SlotIdx      // len == key.n; capacity-capped so no append reaches a neighbour
 	lockRef  int
@@ -135,7 +139,24 @@ func (t *Tree) lookup(n *node, q Key, scratch []ref.Unit) *node {
 	if len(n.children) == 0 {
 		return nil
 	}
-	return n.children[t.queryChildKey(q, scratch)]
+	ck := t.queryChildKey(q, scratch)
+	if c := n.only; c != nil {
+		if ck.Extra == c.key.Extra && ck.Page == unitString(c.key.plain()[:t.ps]) {
+			return c
+		}
+		return nil
+	}
+	return n.children[ck]
+}
+
+// relink brings n.only up to date after n's children changed.
+func relink(n *node) {
+	n.only = nil
+	if len(n.children) == 1 {
+		for _, c := range n.children {
+			n.only = c
+		}
+	}
 }
 
 // queryChildKey is q's child key with the page packed into scratch when q
@@ -405,6 +426,7 @@ func (t *Tree) attach(parent, child *node) {
 	}
 	parent.children[t.storedChildKey(ck)] = child
 	child.parent = parent
+	relink(parent)
 }
 
 // split cuts c at p (0 < p < len, a page multiple) into a new prefix node m,
@@ -419,6 +441,7 @@ func (t *Tree) split(c *node, p int) *node {
 	}
 	parent := c.parent
 	delete(parent.children, t.storedChildKey(c.key))
+	relink(parent)
 	mk, ck := c.key.slice(0, p), c.key.slice(p, c.key.n)
 	if !t.faults.StoredViews {
 		var n1, n2 int
@@ -575,6 +598,7 @@ func (t *Tree) deleteLeaf(x *node) *node {
 	t.dropLeaf(x)
 	parent := x.parent
 	delete(parent.children, t.storedChildKey(x.key))
+	relink(parent)
 	delete(t.nodes, x.id)
 	x.parent = nil
 	t.updateLeaf(parent)

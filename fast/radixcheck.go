@@ -73,6 +73,9 @@ func (w *checkWalk) node(x *node) error {
 			return err
 		}
 	}
+	if (len(x.children) == 1) != (x.only != nil) || x.only != nil && x.children[w.t.storedChildKey(x.only.key)] != x.only {
+		return fmt.Errorf("node %d: the only-child link disagrees with its %d children", x.id, len(x.children))
+	}
 	held := 0
 	for k, c := range x.children {
 		if c.parent != x {
