@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"slices"
 
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -58,9 +59,9 @@ func packPairs(t []ref.Unit) []ref.Unit {
 		return []ref.Unit{}
 	}
 	out := make([]ref.Unit, len(t)-1)
-	next := t[1 : len(out)+1] // same length as out: no bounds checks in the loop
+	first, next := t[:len(out)], t[1:len(out)+1] // equal lengths: no bounds checks in the loop
 	for i := range out {
-		out[i] = ref.PackBigram(t[i], next[i])
+		out[i] = ref.PackBigram(first[i], next[i])
 	}
 	return out
 }
@@ -163,6 +164,21 @@ func (v BigramView) Materialize() []ref.Unit {
 		return []ref.Unit{}
 	}
 	return packPairs(v.t)
+}
+
+// AppendTo appends the packed pairs to dst and returns it: Materialize into
+// a caller's buffer, so a steady-state conversion allocates nothing.
+func (v BigramView) AppendTo(dst []ref.Unit) []ref.Unit {
+	if v.n == 0 {
+		return dst
+	}
+	dst = slices.Grow(dst, v.n)
+	out := dst[len(dst) : len(dst)+v.n]
+	first, next := v.t[:len(out)], v.t[1:len(out)+1] // equal lengths: no bounds checks in the loop
+	for i := range out {
+		out[i] = ref.PackBigram(first[i], next[i])
+	}
+	return dst[:len(dst)+v.n]
 }
 
 // checkSlice rejects a slice [i, j) of an n-unit sequence unless

@@ -165,3 +165,23 @@ func TestHashPageEqualsRef(t *testing.T) {
 		}
 	}
 }
+
+func TestBigramViewAppendToEqualsMaterializeWithoutAllocating(t *testing.T) {
+	tokens := []ref.Unit{5, 7, 7, 9}
+	v, err := fast.NewBigramView(tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]ref.Unit, 1, 8)
+	got := v.AppendTo(dst)
+	want := append([]ref.Unit{0}, v.Materialize()...)
+	if !slices.Equal(got, want) {
+		t.Fatalf("AppendTo = %v, want %v", got, want)
+	}
+	if n := testing.AllocsPerRun(10, func() { dst = v.AppendTo(dst[:0]) }); n != 0 {
+		t.Fatalf("AppendTo into a big-enough buffer allocated %v times", n)
+	}
+	if got := (fast.BigramView{}).AppendTo(nil); got != nil {
+		t.Fatalf("empty view appended %v", got)
+	}
+}

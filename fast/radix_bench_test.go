@@ -190,6 +190,16 @@ func BenchmarkBigram64K(b *testing.B) {
 			}
 		}
 	})
+	b.Run("materialize-into", func(b *testing.B) {
+		dst := make([]ref.Unit, 0, 1<<16)
+		b.ReportAllocs()
+		for b.Loop() {
+			v, err := fast.NewBigramView(key.Units)
+			if dst = v.AppendTo(dst[:0]); err != nil || len(dst) != 1<<16-1 {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("ref", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
