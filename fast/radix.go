@@ -17,10 +17,10 @@ type node struct {
 	// only is the sole child when there is exactly one (every node of a
 	// path), so a walk along a path compares the first page instead of
 	// hashing it for the map; nil otherwise.
-	only *node
-	key      Key                // compact (R-COMPACT); empty for the root
-	value    []ref.SlotIdx      // len == key.n; capacity-capped so no append reaches a neighbour
-	lockRef  int
+	only    *node
+	key     Key           // compact (R-COMPACT); empty for the root
+	value   []ref.SlotIdx // len == key.n; capacity-capped so no append reaches a neighbour
+	lockRef int
 	// ownLocks counts the locks taken on this node itself (R-LOCKSUM's
 	// directLocks): lockRef == ownLocks + Σ children's lockRef.
 	ownLocks int
