@@ -129,6 +129,9 @@ type Mutant[In, Out any] struct {
 	About string
 	// Fn is the buggy twin.
 	Fn catalog.Func[In, Out]
+	// Scenario is the repository path of the datadriven scenario file that
+	// narrates the bug's trace with the fixed behaviour, or "" for none.
+	Scenario string
 }
 
 // Killable is the type-erased view of a Mutant.
@@ -141,6 +144,9 @@ type Killable interface {
 	SpecRef() string
 	// Bug describes the buggy behaviour.
 	Bug() string
+	// ScenarioFile is the repository path of the bug's narrated scenario
+	// file, or "".
+	ScenarioFile() string
 	// Hunt runs generated cases (valid i, then invalid i, for i = 0, 1, …)
 	// with the mutant as the implementation until a check fails or maxCases
 	// cases have run; it returns the number of cases run and the failure.
@@ -161,6 +167,9 @@ func (m *Mutant[In, Out]) SpecRef() string { return m.Section }
 
 // Bug implements Killable.
 func (m *Mutant[In, Out]) Bug() string { return m.About }
+
+// ScenarioFile implements Killable.
+func (m *Mutant[In, Out]) ScenarioFile() string { return m.Scenario }
 
 // Hunt implements Killable.
 func (m *Mutant[In, Out]) Hunt(maxCases int) (int, *Failure) {

@@ -108,3 +108,7 @@ func ErrorObjectOf(err error) ErrorObject {
 	}
 	return ErrorObject{Code: "internal", Message: err.Error()}
 }
+
+// ErrLayerOutOfOrder: a layer index outside [0, L), or not the next layer
+// in order (radix-acks.md §3.6, §5.2, §5.3).
+var ErrLayerOutOfOrder = NewSentinel("layer_out_of_order", "layer out of range or out of order")

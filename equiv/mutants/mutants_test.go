@@ -62,3 +62,15 @@ func TestBugZooPageIsCurrent(t *testing.T) {
 		t.Errorf("docs/bugzoo.md is stale; run `make bugzoo`:\n%s", cmp.Diff(want, string(got)))
 	}
 }
+
+// TestScenarioFilesExist requires every scenario a mutant names to be a
+// file of the repository (the scenario tests run it).
+func TestScenarioFilesExist(t *testing.T) {
+	for _, m := range mutants.All() {
+		if s := m.ScenarioFile(); s != "" {
+			if _, err := os.Stat("../../" + s); err != nil {
+				t.Errorf("%s: scenario %s: %v", m.Name(), s, err)
+			}
+		}
+	}
+}

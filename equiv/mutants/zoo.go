@@ -34,9 +34,11 @@ func ZooMarkdown() (string, error) {
 	b.WriteString("twin (`equiv/mutants/`): a copy of the fast path with the bug put back. \"Cases to kill\" counts\n")
 	b.WriteString(fmt.Sprintf("generated cases (valid seed i, then invalid seed i, for i = 0, 1, …; limit %d) until the\n", MaxCases))
 	b.WriteString("differential suite tells the mutant from ref. The regression fixture is the spec's minimal\n")
-	b.WriteString("distinguishing input, a line of the op's golden file that ref passes and the mutant fails.\n\n")
-	b.WriteString("| mutant | spec | op | bug | regression fixture | cases to kill | caught by |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
+	b.WriteString("distinguishing input, a line of the op's golden file that ref passes and the mutant fails.\n")
+	b.WriteString("A scenario is a narrated datadriven trace of the bug's situation showing the fixed behaviour\n")
+	b.WriteString("(run by `go test` in `make test`).\n\n")
+	b.WriteString("| mutant | spec | op | bug | regression fixture | scenario | cases to kill | caught by |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, m := range All() {
 		n, f := m.Hunt(MaxCases)
 		if f == nil {
@@ -50,7 +52,11 @@ func ZooMarkdown() (string, error) {
 			return "", fmt.Errorf("mutant %s passes its own regression fixture", m.Name())
 		}
 		fixture := fmt.Sprintf("`fixtures/testdata/%s` case `regression/%s`", equiv.GoldenFileName(m.Op()), m.Name())
-		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s | %s | %d | %s |\n", m.Name(), m.SpecRef(), m.Op(), m.Bug(), fixture, n, f.Reason)
+		scenario := "—"
+		if s := m.ScenarioFile(); s != "" {
+			scenario = "`" + s + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s | %s | %s | %d | %s |\n", m.Name(), m.SpecRef(), m.Op(), m.Bug(), fixture, scenario, n, f.Reason)
 	}
 	b.WriteString("\n## Historic bugs whose op has not landed yet\n\n")
 	b.WriteString("| bug | spec | what went wrong | modeled in |\n|---|---|---|---|\n")
