@@ -30,6 +30,11 @@ type node struct {
 	// leafPos is the node's index in Tree.leaves, -1 when it is not an
 	// evictable leaf.
 	leafPos int
+	// meta is the node's CP owner metadata (radix-acks.md §4.2): start page
+	// and page count always, owners and counts only with CP on.
+	meta CpNodeMeta
+	// planMark is the plan generation whose load path holds the node.
+	planMark uint64
 }
 
 // Tree is the production radix prefix cache (radix-acks.md §1, §2): view
@@ -56,11 +61,24 @@ type Tree struct {
 	// faults re-introduces historic bugs for the bug zoo; always zero in
 	// trees built by NewTree.
 	faults radixfault.Faults
+	// owner maps pages to CP ranks (§4.1); sizes are cfg.CPSizes().
+	owner ref.OwnerFn
+	sizes []int
+	// recounts, metaMisses and loadRefusals are the §4.4–§4.6 counters;
+	// planGen numbers plans for the load-path marks.
+	recounts, metaMisses, loadRefusals int64
+	planGen                            uint64
 }
 
 // NewTree builds an empty tree (the root, id 0) for cfg; an invalid config is
-// rejected as by cfg.Validate.
+// rejected as by cfg.Validate. CP owners are round-robin.
 func NewTree(cfg ref.TreeConfig) (*Tree, error) {
+	return NewTreeOwned(cfg, ref.RoundRobin{})
+}
+
+// NewTreeOwned is NewTree with the page → owner rule owner (radix-acks.md
+// §4.1, §6 item 1).
+func NewTreeOwned(cfg ref.TreeConfig, owner ref.OwnerFn) (*Tree, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -70,7 +88,10 @@ func NewTree(cfg ref.TreeConfig) (*Tree, error) {
 		lockRef: 1,
 		leafPos: -1,
 	}
-	return &Tree{cfg: cfg, ps: cfg.PageSize, root: root, nodes: map[ref.NodeID]*node{0: root}, nextID: 1}, nil
+	t := &Tree{cfg: cfg, ps: cfg.PageSize, root: root, nodes: map[ref.NodeID]*node{0: root}, nextID: 1,
+		owner: owner, sizes: cfg.CPSizes()}
+	root.meta = t.newMeta(0, 0)
+	return t, nil
 }
 
 // NewTreeWithFaults is NewTree with historic bugs re-introduced, for the bug
@@ -386,6 +407,7 @@ func (t *Tree) addLeaf(parent *node, q Key, extra ref.ExtraKey, value []ref.Slot
 	}
 	leaf := t.newNode(key, leafValue(q, value, sim))
 	leaf.priority = priority
+	leaf.meta = t.newMeta(parent.meta.StartPage+parent.meta.NumPages, key.n/t.ps)
 	t.attach(parent, leaf)
 	t.evictable += key.n
 	t.updateLeaf(leaf)
@@ -452,6 +474,7 @@ func (t *Tree) split(c *node, p int) *node {
 	m := t.newNode(mk, c.value[:p:p])
 	m.priority, m.lockRef, m.hitCount = c.priority, c.lockRef, c.hitCount
 	c.key, c.value = ck, c.value[p:]
+	m.meta, c.meta = t.splitMeta(c.meta, p/t.ps)
 	t.attach(parent, m)
 	t.attach(m, c)
 	return m
@@ -669,7 +692,8 @@ func (t *Tree) State() ref.TreeState {
 	}
 	return ref.TreeState{
 		Config: t.cfg, Tick: t.tick, NextID: t.nextID,
-		EvictableSize: t.evictable, ProtectedSize: t.protected, CopiedUnits: t.copied, Nodes: nodes,
+		EvictableSize: t.evictable, ProtectedSize: t.protected, CopiedUnits: t.copied,
+		OwnerCountRecomputations: t.recounts, MetaMisses: t.metaMisses, LoadRefusals: t.loadRefusals, Nodes: nodes,
 	}
 }
 
@@ -683,5 +707,6 @@ func (t *Tree) nodeState(n *node) ref.NodeState {
 		ID: n.id, Parent: parent, Key: n.key.Units(), Extra: n.key.Extra,
 		Value: append([]ref.SlotIdx{}, n.value...), LockRef: n.lockRef,
 		LastAccess: n.lastAccess, Created: n.created, HitCount: n.hitCount, Priority: n.priority,
+		CP: t.nodeCP(n),
 	}
 }

@@ -16,7 +16,7 @@ import (
 // c.Parent == owner), positive page-multiple key lengths, len(Value) ==
 // len(Key), the lock and size accounting (R-LOCKSUM with the own-lock
 // counts, R-EVICT, R-PROT; R-TOTAL holds by construction), the id
-// index, and that the incremental evictable-leaf set equals the full-walk
+// index, the CP owner metadata (radix-acks.md §4.2), and that the incremental evictable-leaf set equals the full-walk
 // set. It is for tests; a nil result means the tree is sound.
 func (t *Tree) CheckInvariants() error {
 	w := checkWalk{t: t, backings: map[*keyBacking]ref.NodeID{}, memory: map[*ref.Unit]ref.NodeID{}}
@@ -72,6 +72,9 @@ func (w *checkWalk) node(x *node) error {
 		if err := w.stored(x); err != nil {
 			return err
 		}
+	}
+	if err := w.t.checkMeta(x); err != nil {
+		return err
 	}
 	if (len(x.children) == 1) != (x.only != nil) || x.only != nil && x.children[w.t.storedChildKey(x.only.key)] != x.only {
 		return fmt.Errorf("node %d: the only-child link disagrees with its %d children", x.id, len(x.children))

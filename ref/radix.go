@@ -40,19 +40,31 @@ type RefRadixTree struct {
 	evictableSize int
 	protectedSize int
 	copiedUnits   int64
+	// owner maps pages to CP ranks (§4.1).
+	owner OwnerFn
+	// metaMisses and loadRefusals are the §4.4–§4.5 counters; the
+	// reference never recomputes counts it could read, so its
+	// owner_count_recomputations is always 0 (the contract).
+	metaMisses, loadRefusals int64
 }
 
 var _ RadixTree = (*RefRadixTree)(nil)
 
 // NewRadixTree returns an empty reference tree: the root has id 0, lock_ref
 // 1 forever and an empty key (radix-acks.md §0.2 rule 1). It rejects an
-// invalid config (TreeConfig.Validate).
+// invalid config (TreeConfig.Validate). CP owners are round-robin.
 func NewRadixTree(cfg TreeConfig) (RadixTree, error) {
+	return NewRadixTreeOwned(cfg, RoundRobin{})
+}
+
+// NewRadixTreeOwned is NewRadixTree with the page → owner rule owner
+// (radix-acks.md §4.1, §6 item 1).
+func NewRadixTreeOwned(cfg TreeConfig, owner OwnerFn) (RadixTree, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	root := &radixNode{id: 0, lockRef: 1, children: map[radixChildKey]*radixNode{}, value: []SlotIdx{}}
-	return &RefRadixTree{cfg: cfg, root: root, nextID: 1}, nil
+	return &RefRadixTree{cfg: cfg, root: root, nextID: 1, owner: owner}, nil
 }
 
 // Config implements RadixTree.
@@ -406,7 +418,8 @@ func (t *RefRadixTree) Evict(numTokens int) (EvictResult, error) {
 func (t *RefRadixTree) State() TreeState {
 	nodes := append([]*radixNode{t.root}, t.walk()...)
 	st := TreeState{Config: t.cfg, Tick: t.tick, NextID: t.nextID,
-		EvictableSize: t.evictableSize, ProtectedSize: t.protectedSize, CopiedUnits: t.copiedUnits, Nodes: make([]NodeState, len(nodes))}
+		EvictableSize: t.evictableSize, ProtectedSize: t.protectedSize, CopiedUnits: t.copiedUnits,
+		MetaMisses: t.metaMisses, LoadRefusals: t.loadRefusals, Nodes: make([]NodeState, len(nodes))}
 	for i, n := range nodes {
 		parent := NodeID(-1)
 		if n.parent != nil {
@@ -414,9 +427,127 @@ func (t *RefRadixTree) State() TreeState {
 		}
 		st.Nodes[i] = NodeState{ID: n.id, Parent: parent, Key: append([]Unit{}, n.key.Units...),
 			Extra: n.key.Extra, Value: append([]SlotIdx{}, n.value...), LockRef: n.lockRef,
-			LastAccess: n.lastAccess, Created: n.created, HitCount: n.hitCount, Priority: n.priority}
+			LastAccess: n.lastAccess, Created: n.created, HitCount: n.hitCount, Priority: n.priority,
+			CP: t.nodeCP(n)}
 	}
 	return st
+}
+
+// tokenDepth is the sum of n's ancestors' key lengths (radix-acks.md §4.1).
+func (t *RefRadixTree) tokenDepth(n *radixNode) int {
+	d := 0
+	for y := n.parent; y != nil; y = y.parent {
+		d += len(y.key.Units)
+	}
+	return d
+}
+
+// nodeCP derives n's owner metadata the old way: its pages enumerated from
+// its token depth (radix-acks.md §4.3); nil with CP off.
+func (t *RefRadixTree) nodeCP(n *radixNode) *NodeCP {
+	sizes := t.cfg.CPSizes()
+	if len(sizes) == 0 {
+		return nil
+	}
+	ps, d := t.cfg.PageSize, t.tokenDepth(n)
+	cp := &NodeCP{StartPage: d / ps, NumPages: len(n.key.Units) / ps,
+		PageOwners: PageOwnersOf(t.owner, d/ps, len(n.key.Units)/ps, sizes[0])}
+	for _, size := range sizes {
+		cp.OwnerCounts = append(cp.OwnerCounts, CPCounts{CPSize: size, Counts: EnumerateOwnerCounts(t.owner, d, len(n.key.Units), ps, size)})
+	}
+	return cp
+}
+
+// EvictOwnerLanes implements RadixTree (radix-acks.md §4.4) as the spec
+// reads, with the plain-tree leaf definition of §1.8 (the tree keeps no
+// host backups, so every leaf is resident and a victim is deleted). Each
+// scanned leaf's counts are recounted from its tokens — the old path, O(n)
+// per leaf — and a leaf whose size has no metadata in the fixed tree
+// counts a miss, as the fast tree must.
+func (t *RefRadixTree) EvictOwnerLanes(req OwnerPlanRequest) (OwnerPlan, error) {
+	n, err := ValidateOwnerPlan(req, t.cfg.CPSize)
+	if err != nil {
+		return OwnerPlan{}, err
+	}
+	load, err := t.find(req.Locked)
+	if err != nil {
+		return OwnerPlan{}, err
+	}
+	deficit := PlanDeficit(req.Need, req.Free)
+	plan := OwnerPlan{CPSize: n, Deficit: slices.Clone(deficit), Victims: []NodeID{}, Freed: [][]SlotIdx{}}
+	onPath := map[*radixNode]bool{}
+	for y := load; y != nil; y = y.parent {
+		onPath[y] = true
+	}
+	victims := t.planVictims(n, deficit, onPath)
+	for _, v := range victims {
+		plan.Victims = append(plan.Victims, v.id)
+	}
+	plan.Remaining = deficit
+	plan.Admitted = !slices.ContainsFunc(deficit, func(d int) bool { return d > 0 })
+	switch {
+	case req.DryRun:
+	case !plan.Admitted:
+		t.loadRefusals++
+	default:
+		for _, v := range victims {
+			plan.Freed = append(plan.Freed, append([]SlotIdx{}, v.value...))
+			plan.Evicted += len(v.value)
+			t.evictableSize -= len(v.key.Units)
+			delete(v.parent.children, t.childKey(v.key))
+		}
+	}
+	return plan, nil
+}
+
+// planVictims is steps 2–4 of §4.4: pop evictable leaves (not on the load
+// path) in policy order while a lane is short; skip a leaf that frees
+// nothing a short lane needs; take the others, lowering the deficit in
+// place, and push a parent whose children have all been taken.
+func (t *RefRadixTree) planVictims(n int, deficit []int, onPath map[*radixNode]bool) []*radixNode {
+	short := func() bool { return slices.ContainsFunc(deficit, func(d int) bool { return d > 0 }) }
+	if !short() {
+		return nil
+	}
+	h := &leafHeap{policy: t.cfg.Policy}
+	for _, x := range t.walk() {
+		if t.evictable(x) && !onPath[x] {
+			h.nodes = append(h.nodes, x)
+		}
+	}
+	heap.Init(h)
+	taken := map[*radixNode]int{}
+	var victims []*radixNode
+	for short() && h.Len() > 0 {
+		x := heap.Pop(h).(*radixNode)
+		c := t.leafCounts(x, n)
+		useful := 0
+		for r := range deficit {
+			useful += min(deficit[r], int(c[r]))
+		}
+		if useful == 0 {
+			continue
+		}
+		victims = append(victims, x)
+		for r := range deficit {
+			deficit[r] = max(0, deficit[r]-int(c[r]))
+		}
+		p := x.parent
+		taken[p]++
+		if p != t.root && !onPath[p] && p.lockRef == 0 && taken[p] == len(p.children) {
+			heap.Push(h, p)
+		}
+	}
+	return victims
+}
+
+// leafCounts recounts x's owner counts under N = n from its tokens; a size
+// the tree keeps no metadata for is a metadata miss (§4.5).
+func (t *RefRadixTree) leafCounts(x *radixNode, n int) []int32 {
+	if !slices.Contains(t.cfg.CPSizes(), n) {
+		t.metaMisses++
+	}
+	return EnumerateOwnerCounts(t.owner, t.tokenDepth(x), len(x.key.Units), t.cfg.PageSize, n)
 }
 
 // CheckTreeState checks the invariants of radix-acks.md §1.7 and §1.9 P2

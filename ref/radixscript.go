@@ -18,6 +18,10 @@ const (
 	StepUnlock = "unlock"
 	// StepEvict evicts at least num_tokens units, or all that are evictable.
 	StepEvict = "evict"
+	// StepPlanEvict plans (and unless dry_run executes) the owner-lane
+	// eviction of a load-back: cp_size (0: the tree's), need, free, and
+	// node, the load's locked node (radix-acks.md §4.4).
+	StepPlanEvict = "plan_evict"
 )
 
 // ErrScriptOrder: a script whose first step does not create the tree.
@@ -35,6 +39,11 @@ type RadixStep struct {
 	Disable bool `json:"disable,omitzero"`
 	// Policy is the new tree's eviction policy (create).
 	Policy EvictPolicy `json:"policy,omitzero"`
+	// CPSize is the new tree's CP size, 0 for off (create), or the plan's N,
+	// 0 for the tree's (plan_evict).
+	CPSize int `json:"cp_size,omitzero"`
+	// CPDraftSize is the new tree's second CP size (create).
+	CPDraftSize int `json:"cp_draft_size,omitzero"`
 	// Key are the token ids, each in [0, 2^32) (insert, match).
 	Key []int64 `json:"key,omitzero"`
 	// Value are the slots (insert); omitted is simulation mode.
@@ -45,10 +54,17 @@ type RadixStep struct {
 	Salt *string `json:"salt,omitzero"`
 	// Priority is the insert priority (insert).
 	Priority int `json:"priority,omitzero"`
-	// Node is the node id (lock, unlock).
+	// Node is the node id (lock, unlock), or the load's locked node
+	// (plan_evict; 0, the root, excludes nothing).
 	Node NodeID `json:"node,omitzero"`
 	// NumTokens is the number of units to evict (evict).
 	NumTokens int `json:"num_tokens,omitzero"`
+	// Need are the pages per lane the load needs (plan_evict).
+	Need []int `json:"need,omitzero"`
+	// Free are the free device pages per lane (plan_evict).
+	Free []int `json:"free,omitzero"`
+	// DryRun plans without evicting (plan_evict).
+	DryRun bool `json:"dry_run,omitzero"`
 }
 
 // RadixScriptInput is the input of radix.script.
@@ -71,6 +87,8 @@ type RadixStepResult struct {
 	Delta *int `json:"delta,omitempty"`
 	// Evict is an evict's result.
 	Evict *EvictResult `json:"evict,omitempty"`
+	// Plan is a plan_evict's result.
+	Plan *OwnerPlan `json:"plan,omitempty"`
 	// Error is the canonical rejection of a step the tree refused.
 	Error *ErrorObject `json:"error,omitempty"`
 	// EvictableSize is the tree's evictable size after the step.
@@ -109,16 +127,16 @@ func ValidateRadixScript(in RadixScriptInput) error {
 			if err := CheckTokens(at+".key", s.Key); err != nil {
 				return err
 			}
-		case StepLock, StepUnlock, StepEvict:
+		case StepLock, StepUnlock, StepEvict, StepPlanEvict:
 		default:
-			return Reject(ErrBadEnum, at+".op", s.Op, "one of create, insert, match, lock, unlock, evict")
+			return Reject(ErrBadEnum, at+".op", s.Op, "one of create, insert, match, lock, unlock, evict, plan_evict")
 		}
 	}
 	return nil
 }
 
 func stepConfig(s RadixStep) TreeConfig {
-	return TreeConfig{PageSize: s.PageSize, Eagle: s.Eagle, Disable: s.Disable, Policy: s.Policy}
+	return TreeConfig{PageSize: s.PageSize, Eagle: s.Eagle, Disable: s.Disable, Policy: s.Policy, CPSize: s.CPSize, CPDraftSize: s.CPDraftSize}
 }
 
 // prefixField returns err with its field path prefixed, for errors a tree
@@ -209,8 +227,17 @@ func runStep(tree RadixTree, s RadixStep, buf []Unit) (RadixStepResult, int64, [
 		e, err := tree.Evict(s.NumTokens)
 		r.Evict = &e
 		return r, int64(e.Evicted), buf, err
+	case StepPlanEvict:
+		p, err := tree.EvictOwnerLanes(PlanRequestOf(s))
+		r.Plan = &p
+		return r, int64(p.Evicted), buf, err
 	}
 	return r, 0, buf, nil
+}
+
+// PlanRequestOf is the owner-lane plan request of a plan_evict step.
+func PlanRequestOf(s RadixStep) OwnerPlanRequest {
+	return OwnerPlanRequest{CPSize: s.CPSize, Need: s.Need, Free: s.Free, Locked: s.Node, DryRun: s.DryRun}
 }
 
 // RadixScript is the reference twin of radix.script (radix-acks.md §1):

@@ -190,19 +190,26 @@ type TreeConfig struct {
 	Disable bool `json:"disable,omitempty"`
 	// Policy is the eviction order; "" means lru.
 	Policy EvictPolicy `json:"policy,omitempty"`
+	// CPSize turns on CP owner metadata (radix-acks.md §4.2) for a CP group
+	// of this many ranks; 0 is off.
+	CPSize int `json:"cp_size,omitempty"`
+	// CPDraftSize is a second CP size whose owner counts every node also
+	// keeps (a draft tree's group; §4.2 "per-CP-size"); 0 is none.
+	CPDraftSize int `json:"cp_draft_size,omitempty"`
 }
 
-// Validate rejects a page size below 1 (ErrInvalidPageSize) and an unknown
-// policy (ErrBadEnum).
+// Validate rejects a page size below 1 (ErrInvalidPageSize), an unknown
+// policy (ErrBadEnum) and bad CP sizes (ErrBadCPSize), in that order.
 func (c TreeConfig) Validate() error {
 	if c.PageSize < 1 {
 		return Reject(ErrInvalidPageSize, "page_size", c.PageSize, ">= 1")
 	}
 	switch c.Policy {
 	case "", PolicyLRU, PolicyLFU, PolicyFIFO, PolicyMRU, PolicyFILO, PolicyPriority:
-		return nil
+	default:
+		return Reject(ErrBadEnum, "policy", string(c.Policy), "one of lru, lfu, fifo, mru, filo, priority")
 	}
-	return Reject(ErrBadEnum, "policy", string(c.Policy), "one of lru, lfu, fifo, mru, filo, priority")
+	return c.validateCP()
 }
 
 // MatchResult is the result of MatchPrefix (radix-acks.md §1.4): the device
@@ -247,6 +254,9 @@ type NodeState struct {
 	HitCount int `json:"hit_count"`
 	// Priority is the max priority of the inserts through the node.
 	Priority int `json:"priority"`
+	// CP is the node's owner metadata when the tree has a cp_size (§4.2);
+	// nil otherwise.
+	CP *NodeCP `json:"cp,omitempty"`
 }
 
 // TreeState is the whole observable state of a tree: what the differential
@@ -269,6 +279,18 @@ type TreeState struct {
 	// counts what the fixed tree must copy; the fast tree counts what it
 	// does copy, and the two must agree.
 	CopiedUnits int64 `json:"copied_units"`
+	// OwnerCountRecomputations counts owner counts recomputed from a
+	// node's tokens while planning (§4.6 B4.a). The fixed planner reads
+	// metadata, so the reference reports 0, the contract, and the fast tree
+	// what it did: the counter turns the historic stall into an observable
+	// difference, as CopiedUnits does for B1.a.
+	OwnerCountRecomputations int64 `json:"owner_count_recomputations,omitempty"`
+	// MetaMisses counts scanned leaves whose metadata lacks the planned CP
+	// size, counted from positions instead (§4.5).
+	MetaMisses int64 `json:"meta_misses,omitempty"`
+	// LoadRefusals counts executed plans that left a deficit: the load-back
+	// was refused with one warning and nothing evicted (§4.4).
+	LoadRefusals int64 `json:"load_refusals,omitempty"`
 	// Nodes are every node, root first, in ascending id.
 	Nodes []NodeState `json:"nodes"`
 }
@@ -304,6 +326,11 @@ type RadixTree interface {
 	EvictableSize() int
 	// ProtectedSize is the units held by locked nodes.
 	ProtectedSize() int
+	// EvictOwnerLanes plans the owner-lane eviction of a load-back and,
+	// unless req.DryRun, executes it: the victims are evicted only when
+	// they cover every lane; otherwise nothing is evicted and one refusal
+	// is counted (radix-acks.md §4.4). A rejected request changes nothing.
+	EvictOwnerLanes(req OwnerPlanRequest) (OwnerPlan, error)
 	// TotalSize is the units held by all nodes.
 	TotalSize() int
 	// State returns the observable state.

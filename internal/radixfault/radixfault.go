@@ -15,4 +15,13 @@ type Faults struct {
 	// caller reusing its buffer rewrites stored keys. The child-map entry
 	// keeps the key it was stored under, as in the notes' account.
 	StoredViews bool
+	// RecountOwners is §4.6 B4.a: the owner-lane planner recounts each
+	// scanned leaf's owner counts from its tokens (token depth walk, page
+	// padding, per-page owner) instead of reading the node metadata. Plans
+	// are identical; owner_count_recomputations is 1 per scanned leaf.
+	RecountOwners bool
+	// SplitKeepsOwnerCounts is §4.6 B4.b: a split gives both halves the
+	// split node's owner counts instead of splitting them, so the suffix of
+	// a [2,2] node split at one page claims [2,2] for its 3 pages.
+	SplitKeepsOwnerCounts bool
 }
