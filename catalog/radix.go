@@ -28,6 +28,9 @@ func RadixScript() *Op[ref.RadixScriptInput, ref.RadixScriptOutput] {
 			// builds the path, which the copying reference does in O(L·k²).
 			{Name: "8K-tokens-16-node-path-full-hit", Make: func() ref.RadixScriptInput { return pathScript(8192, 16, 64) }},
 			{Name: "8K-tokens-128-node-path-full-hit", Make: func() ref.RadixScriptInput { return pathScript(8192, 128, 64) }},
+			// §4.7's plan at script scale (the 10,000-leaf shape is a Go
+			// benchmark on the trees, fast/owners_bench_test.go).
+			{Name: "owner-plan-256-leaves-16-pages-cp-8", Make: func() ref.RadixScriptInput { return ownerPlanScript(256, 16, 16, 8) }},
 		},
 	}
 }
@@ -46,6 +49,23 @@ func pathScript(tokens, nodes, pageSize int) ref.RadixScriptInput {
 	}
 	steps = append(steps, ref.RadixStep{Op: ref.StepMatch, Key: seq})
 	return ref.RadixScriptInput{Steps: steps}
+}
+
+// ownerPlanScript builds leaves sibling leaves of pages pages each at page
+// size ps under a cp-rank tree, then dry-runs an owner-lane plan whose lane
+// 0 can never be covered, so every leaf is scanned (radix-acks.md §4.7).
+func ownerPlanScript(leaves, pages, ps, cp int) ref.RadixScriptInput {
+	steps := []ref.RadixStep{{Op: ref.StepCreate, PageSize: ps, CPSize: cp}}
+	for i := range leaves {
+		key := make([]int64, pages*ps)
+		for j := range key {
+			key[j] = int64(i*len(key) + j)
+		}
+		steps = append(steps, ref.RadixStep{Op: ref.StepInsert, Key: key})
+	}
+	need, free := make([]int, cp), make([]int, cp)
+	need[0] = leaves * pages
+	return ref.RadixScriptInput{Steps: append(steps, ref.RadixStep{Op: ref.StepPlanEvict, Need: need, Free: free, DryRun: true})}
 }
 
 // BigramKey registers radix.bigram_key (radix-acks.md §2.1).

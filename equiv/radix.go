@@ -27,6 +27,8 @@ func RadixScript() *Spec[ref.RadixScriptInput, ref.RadixScriptOutput] {
 			{"match-idempotent", radixMatchIdempotent},
 			{"match-bounded", radixMatchBounded},
 			{"size-accounting", radixSizeAccounting},
+			{"owner-metadata", radixOwnerMetadata},
+			{"owner-lane-plans", radixOwnerPlans},
 		},
 	}
 }
@@ -36,7 +38,9 @@ func RadixScript() *Spec[ref.RadixScriptInput, ref.RadixScriptOutput] {
 // keys; locks and unlocks of live nodes (tracked on a reference tree while
 // drawing); evictions of part of the tree; occasional bad steps the tree
 // must reject without changing (unaligned keys, wrong value lengths,
-// foreign nodes, underflows, negative counts).
+// foreign nodes, underflows, negative counts, bad plans). Most trees keep
+// CP owner metadata (radix-acks.md §4.2) and some steps plan owner-lane
+// evictions (§4.4), sometimes for a CP size the tree has no metadata for.
 func RadixSteps(t *rapid.T, maxSteps int) ref.RadixScriptInput {
 	create := ref.RadixStep{
 		Op:       ref.StepCreate,
@@ -44,6 +48,10 @@ func RadixSteps(t *rapid.T, maxSteps int) ref.RadixScriptInput {
 		Eagle:    rapid.IntRange(0, 4).Draw(t, "eagle") == 0,
 		Disable:  rapid.IntRange(0, 19).Draw(t, "disable") == 0,
 		Policy:   rapid.SampledFrom([]ref.EvictPolicy{"", "", ref.PolicyLRU, ref.PolicyLFU, ref.PolicyFIFO, ref.PolicyMRU, ref.PolicyFILO, ref.PolicyPriority}).Draw(t, "policy"),
+		CPSize:   rapid.SampledFrom([]int{0, 0, 1, 2, 3, 4, 8}).Draw(t, "cp_size"),
+	}
+	if draft := rapid.SampledFrom([]int{0, 0, 0, 2, 5}).Draw(t, "cp_draft_size"); create.CPSize > 0 && draft != create.CPSize {
+		create.CPDraftSize = draft
 	}
 	g := &scriptGen{t: t, steps: []ref.RadixStep{create}}
 	g.reset(create)
@@ -66,7 +74,7 @@ type scriptGen struct {
 }
 
 func (g *scriptGen) reset(create ref.RadixStep) {
-	tree, err := ref.NewRadixTree(ref.TreeConfig{PageSize: create.PageSize, Eagle: create.Eagle, Disable: create.Disable, Policy: create.Policy})
+	tree, err := ref.NewRadixTree(stepConfig(create))
 	if err != nil {
 		panic(err)
 	}
@@ -79,7 +87,7 @@ func (g *scriptGen) reset(create ref.RadixStep) {
 func (g *scriptGen) step() (ref.RadixStep, []byte) {
 	t := g.t
 	var s ref.RadixStep
-	switch op := rapid.IntRange(0, 99).Draw(t, "op"); {
+	switch op := rapid.IntRange(0, 111).Draw(t, "op"); {
 	case op < 36:
 		s = ref.RadixStep{Op: ref.StepInsert, Key: g.key(), Priority: rapid.IntRange(-1, 2).Draw(t, "priority")}
 		s.Extra, s.Salt = g.namespace()
@@ -100,11 +108,14 @@ func (g *scriptGen) step() (ref.RadixStep, []byte) {
 	case op < 97:
 		hi := g.tree.EvictableSize() + 2
 		s = ref.RadixStep{Op: ref.StepEvict, NumTokens: rapid.IntRange(-1, hi).Draw(t, "num_tokens")}
-	default:
-		s = ref.RadixStep{Op: ref.StepCreate, PageSize: g.steps[0].PageSize, Eagle: g.steps[0].Eagle, Policy: g.steps[0].Policy}
+	case op < 100:
+		s = g.steps[0]
+		s.Disable = false
 		g.reset(s)
 		g.steps = append(g.steps, s)
 		return s, nil
+	default:
+		s = g.plan()
 	}
 	g.steps = append(g.steps, s)
 	return s, g.apply(s)
@@ -141,10 +152,54 @@ func applyStep(tree ref.RadixTree, s ref.RadixStep, buf []ref.Unit) ([]byte, []r
 		out, err = tree.DecLockRef(s.Node)
 	case ref.StepEvict:
 		out, err = tree.Evict(s.NumTokens)
+	case ref.StepPlanEvict:
+		out, err = tree.EvictOwnerLanes(ref.PlanRequestOf(s))
 	case "prefix_len":
 		out, err = tree.PrefixLen(k)
 	}
 	return catalog.Canonical(out, err), buf
+}
+
+// plan draws a plan_evict step: usually for the tree's CP size, sometimes
+// for another (a metadata miss), rarely for a bad one; per-lane needs and
+// free pages of a few pages each, rarely a list of the wrong length or a
+// negative entry; the load's node is a live node, the root or an odd id.
+func (g *scriptGen) plan() ref.RadixStep {
+	t := g.t
+	s := ref.RadixStep{Op: ref.StepPlanEvict, DryRun: rapid.IntRange(0, 3).Draw(t, "dry_run") == 0}
+	switch rapid.IntRange(0, 19).Draw(t, "plan_cp") {
+	case 0, 1:
+		s.CPSize = rapid.IntRange(1, 5).Draw(t, "other_cp_size")
+	case 2:
+		s.CPSize = rapid.SampledFrom([]int{-1, ref.MaxCPSize + 1}).Draw(t, "bad_cp_size")
+	case 3, 4:
+		s.CPSize = g.steps[0].CPSize
+	case 5: // a tree without CP has no size to default to
+	default:
+		if g.steps[0].CPSize == 0 {
+			s.CPSize = rapid.IntRange(1, 4).Draw(t, "explicit_cp_size")
+		}
+	}
+	n := s.CPSize
+	if n == 0 {
+		n = g.steps[0].CPSize
+	}
+	n = max(1, min(n, 8))
+	s.Need, s.Free = make([]int, n), make([]int, n)
+	for r := range n {
+		s.Need[r] = rapid.IntRange(0, 5).Draw(t, "need")
+		s.Free[r] = rapid.IntRange(0, 2).Draw(t, "free")
+	}
+	switch rapid.IntRange(0, 19).Draw(t, "bad_lanes") {
+	case 0:
+		s.Free = append(s.Free, 0)
+	case 1:
+		s.Need[rapid.IntRange(0, n-1).Draw(t, "neg_lane")] = -1
+	}
+	if len(g.tree.State().Nodes) > 1 && rapid.IntRange(0, 3).Draw(t, "load_path") > 0 {
+		s.Node = g.node(false)
+	}
+	return s
 }
 
 // key draws a key of whole pages (plus the one extra token an Eagle tree's
@@ -206,7 +261,7 @@ func (g *scriptGen) node(locked bool) ref.NodeID {
 func radixInvalid(t *rapid.T) Bad[ref.RadixScriptInput] {
 	in := RadixSteps(t, 8)
 	at := rapid.IntRange(0, len(in.Steps)-1).Draw(t, "at")
-	switch rapid.IntRange(0, 4).Draw(t, "violation") {
+	switch rapid.IntRange(0, 5).Draw(t, "violation") {
 	case 0:
 		in.Steps[0].Op = rapid.SampledFrom([]string{ref.StepInsert, ref.StepMatch, ref.StepEvict, ""}).Draw(t, "first_op")
 		return Bad[ref.RadixScriptInput]{in, ref.ErrScriptOrder}
@@ -224,12 +279,20 @@ func radixInvalid(t *rapid.T) Bad[ref.RadixScriptInput] {
 	case 3:
 		in.Steps[0].Policy = ref.EvictPolicy(rapid.SampledFrom([]string{"LRU", "random", "arc"}).Draw(t, "bad_policy"))
 		return Bad[ref.RadixScriptInput]{in, ref.ErrBadEnum}
+	case 4:
+		in.Steps[0].CPSize = rapid.SampledFrom([]int{-1, ref.MaxCPSize + 1}).Draw(t, "bad_cp_size")
+		return Bad[ref.RadixScriptInput]{in, ref.ErrBadCPSize}
 	default:
 		bad := rapid.SampledFrom([]int64{-1, 1 << 32, -1 << 40}).Draw(t, "bad_token")
 		key := append(slices.Clone(in.Steps[at].Key), bad)
 		in.Steps = slices.Insert(in.Steps, at+1, ref.RadixStep{Op: ref.StepMatch, Key: key})
 		return Bad[ref.RadixScriptInput]{in, ref.ErrTokenRange}
 	}
+}
+
+// stepConfig is a create step's tree configuration.
+func stepConfig(s ref.RadixStep) ref.TreeConfig {
+	return ref.TreeConfig{PageSize: s.PageSize, Eagle: s.Eagle, Disable: s.Disable, Policy: s.Policy, CPSize: s.CPSize, CPDraftSize: s.CPDraftSize}
 }
 
 func steps(s ...ref.RadixStep) ref.RadixScriptInput { return ref.RadixScriptInput{Steps: s} }
@@ -281,7 +344,61 @@ func radixBoundary() []Case[ref.RadixScriptInput] {
 			ref.RadixStep{Op: ref.StepLock}, ref.RadixStep{Op: ref.StepEvict, NumTokens: -1})},
 		{"disabled-cache", steps(ref.RadixStep{Op: ref.StepCreate, PageSize: 1, Disable: true}, ins([]int64{1}), mat(1))},
 		{"evict-zero-does-nothing", steps(create(1), ins([]int64{1}), ref.RadixStep{Op: ref.StepEvict})},
+		{"owner-split-example", steps(cpCreate(1, 2, 0), ins([]int64{1, 2, 3, 4}), mat(1))}, // §4.2: [2,2] → [1,0] + [1,2]
+		{"owner-counts-for-target-and-draft-sizes", steps(cpCreate(2, 4, 3), ins(iota64(0, 10)), mat(iota64(0, 6)...), ins(append(iota64(0, 4), 9, 9)))},
+		{"owner-plan-worked-example", ownerPlanWorkedExample()},
+		{"owner-plan-pushes-a-parent-that-becomes-a-leaf", steps(cpCreate(1, 2, 0),
+			ins([]int64{1, 2}), ins([]int64{1, 2, 3, 4}), plan(0, []int{4, 0}, []int{0, 0}))},
+		{"owner-plan-skipped-child-keeps-its-parent", steps(cpCreate(1, 2, 0), // leaf [3] (page 2, lane 0) is skipped
+			ins([]int64{1, 2}), ins([]int64{1, 2, 3}), ins([]int64{1, 2, 4, 5}), plan(0, []int{0, 2}, []int{0, 0}))},
+		{"owner-plan-excludes-an-unlocked-load-path", steps(cpCreate(1, 2, 0),
+			ins([]int64{1, 2}), ins([]int64{5, 6}), plan(1, []int{2, 2}, []int{0, 0}))},
+		{"owner-plan-without-deficit-admits-nothing", steps(cpCreate(1, 2, 0), ins([]int64{1, 2}), plan(0, []int{1, 3}, []int{1, 5}))},
+		{"owner-plan-metadata-miss", steps(cpCreate(1, 2, 0), ins([]int64{1, 2, 3}), ins([]int64{7, 8}),
+			ref.RadixStep{Op: ref.StepPlanEvict, CPSize: 3, Need: []int{0, 0, 2}, Free: []int{0, 0, 0}})},
+		{"owner-plan-on-a-tree-without-cp", steps(create(2), ins([]int64{1, 2, 3, 4}),
+			ref.RadixStep{Op: ref.StepPlanEvict, Need: []int{1}, Free: []int{0}},
+			ref.RadixStep{Op: ref.StepPlanEvict, CPSize: 1, Need: []int{1}, Free: []int{0}})},
+		{"owner-plan-bad-requests-change-nothing", steps(cpCreate(1, 2, 0), ins([]int64{1, 2}),
+			ref.RadixStep{Op: ref.StepPlanEvict, CPSize: -1, Need: []int{1}, Free: []int{0}},
+			ref.RadixStep{Op: ref.StepPlanEvict, CPSize: ref.MaxCPSize + 1},
+			plan(0, []int{1}, []int{0, 0}), plan(0, []int{1, 0}, []int{0}),
+			plan(0, []int{1, -1}, []int{0, 0}), plan(0, []int{1, 0}, []int{-2, 0}),
+			plan(9, []int{1, 0}, []int{0, 0}))},
 	}
+}
+
+// cpCreate creates a tree with CP owner metadata for cp (and draft) ranks.
+func cpCreate(ps, cp, draft int) ref.RadixStep {
+	return ref.RadixStep{Op: ref.StepCreate, PageSize: ps, CPSize: cp, CPDraftSize: draft}
+}
+
+// plan executes an owner-lane plan for the tree's CP size with the load
+// path ending at node.
+func plan(node ref.NodeID, need, free []int) ref.RadixStep {
+	return ref.RadixStep{Op: ref.StepPlanEvict, Node: node, Need: need, Free: free}
+}
+
+// ownerPlanWorkedExample is radix-acks.md §4.4's example at page size 1 and
+// N = 2: leaves L3 (node 2, s = 2, n = 1, counts [1,0]), L1 (node 4, s = 4,
+// n = 2, [1,1]) and L2 (node 6, s = 4, n = 3, [2,1]) in LRU order, their
+// parents locked by other requests. Dry runs give victims [L1] for deficit
+// [0,1], [L3, L1, L2] for [3,0], and [L1, L2] with [0,3] remaining (refused)
+// for [0,5]; then [0,1] is executed (L1 goes) and [0,5] refused (nothing
+// goes, one refusal counted).
+func ownerPlanWorkedExample() ref.RadixScriptInput {
+	dry := func(need ...int) ref.RadixStep {
+		s := plan(0, need, []int{0, 0})
+		s.DryRun = true
+		return s
+	}
+	return steps(cpCreate(1, 2, 0),
+		ins([]int64{10, 11}), ins([]int64{10, 11, 12}),
+		ins([]int64{20, 21, 22, 23}), ins([]int64{20, 21, 22, 23, 24, 25}),
+		ins([]int64{30, 31, 32, 33}), ins([]int64{30, 31, 32, 33, 34, 35, 36}),
+		ref.RadixStep{Op: ref.StepLock, Node: 1}, ref.RadixStep{Op: ref.StepLock, Node: 3}, ref.RadixStep{Op: ref.StepLock, Node: 5},
+		dry(0, 1), dry(3, 0), dry(0, 5),
+		plan(0, []int{0, 1}, []int{0, 0}), plan(0, []int{0, 5}, []int{0, 0}))
 }
 
 func radixRegressions() []Case[ref.RadixScriptInput] {
@@ -298,6 +415,15 @@ func radixRegressions() []Case[ref.RadixScriptInput] {
 		// A sub-page query never reaches the child map, so the rewritten
 		// node key shows in the final tree deterministically.
 		{"radix-stored-key-views", steps(create(2), ins([]int64{1, 2, 3, 4}, 10, 11, 12, 13), mat(9))},
+		// §4.6 B4.a: one scanned leaf; the fixed planner reads its metadata
+		// (owner_count_recomputations 0), the historic one recounted it (1).
+		{"owner-counts-recounted", steps(cpCreate(1, 2, 0), ins([]int64{1, 2}), plan(0, []int{1, 0}, []int{0, 0}))},
+		// §4.6 B4.b: node s = 0, n = 4, N = 2 ([2,2]) split at one page; the
+		// load path (the prefix) is locked, so only the suffix ([1,2]) is
+		// evictable. Deficit [2,0]: fixed, victims [suffix] leave [1,0] and
+		// the load is refused; with the counts kept the suffix claims [2,2].
+		{"split-keeps-owner-counts", steps(cpCreate(1, 2, 0), ins([]int64{1, 2, 3, 4}), mat(1),
+			ref.RadixStep{Op: ref.StepLock, Node: 2}, plan(2, []int{2, 0}, []int{0, 0}))},
 	}
 }
 
@@ -356,6 +482,10 @@ func radixModelEquivalence(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixS
 		switch s.Op {
 		case ref.StepEvict:
 			model = nil
+		case ref.StepPlanEvict:
+			if len(r.Plan.Victims) > 0 && r.Plan.Admitted && !s.DryRun {
+				model = nil
+			}
 		case ref.StepInsert:
 			want := present
 			if cfg.Disable {
@@ -438,6 +568,8 @@ func radixSizeAccounting(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixScr
 			e := r.Evict
 			ok = dE == -e.Evicted && dP == 0 && e.Evicted >= min(s.NumTokens, prev.EvictableSize) &&
 				len(e.Freed) == len(e.Victims)
+		case s.Op == ref.StepPlanEvict:
+			ok = dE == -r.Plan.Evicted && dP == 0
 		case s.Op == ref.StepInsert:
 			var cfg ref.RadixStep
 			for _, c := range in.Steps[:i] {

@@ -53,6 +53,9 @@ func (m *radixMachine) check(t *rapid.T) {
 	if err := ref.CheckTreeState(fs); err != nil {
 		t.Fatal(err)
 	}
+	if err := ref.CheckOwnerState(fs); err != nil {
+		t.Fatal(err)
+	}
 	if tot := m.fast.TotalSize(); tot != fs.EvictableSize+fs.ProtectedSize || tot != m.gen.tree.TotalSize() {
 		t.Fatalf("R-TOTAL: total %d, evictable %d + protected %d", tot, fs.EvictableSize, fs.ProtectedSize)
 	}
@@ -71,9 +74,6 @@ func newFastTree(t *rapid.T, create ref.RadixStep) ref.RadixTree {
 	return tr
 }
 
-func stepConfig(s ref.RadixStep) ref.TreeConfig {
-	return ref.TreeConfig{PageSize: s.PageSize, Eagle: s.Eagle, Disable: s.Disable, Policy: s.Policy}
-}
 
 // TestRadixTwinsAgreeAfterEveryStep is the radix state machine (radix-acks.md
 // §1.9 P2, P5): random insert/match/lock/unlock/evict/peek sequences, with

@@ -387,3 +387,24 @@ func (t *Tree) checkMeta(x *node) error {
 	}
 	return nil
 }
+
+// OwnerCounts is the fast twin of hicache.owner_counts (radix-acks.md §4.3):
+// the owners by a stepping rank counter, the metadata counts as a node's
+// population computes them (the closed form), the enumeration as the
+// owners' histogram, and the closed form.
+func OwnerCounts(lim ref.Limits, in ref.OwnerCountsInput) (ref.OwnerCountsOutput, error) {
+	if err := ref.ValidateOwnerCounts(lim, in); err != nil {
+		return ref.OwnerCountsOutput{}, err
+	}
+	n := in.CPSize
+	s, pages := in.TokenDepth/in.PageSize, in.Tokens/in.PageSize
+	counts := make([]int32, 3*n)
+	out := ref.OwnerCountsOutput{StartPage: s, NumPages: pages, PageOwners: pageOwners(ref.RoundRobin{}, s, pages, n),
+		Enumerated: counts[:n:n], Metadata: counts[n : 2*n : 2*n], ClosedForm: counts[2*n:]}
+	for _, o := range out.PageOwners {
+		out.Enumerated[o]++
+	}
+	closedForm(s, pages, n, out.Metadata)
+	closedForm(s, pages, n, out.ClosedForm)
+	return out, nil
+}

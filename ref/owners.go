@@ -2,6 +2,7 @@ package ref
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -208,8 +209,11 @@ func ValidateOwnerPlan(req OwnerPlanRequest, treeCPSize int) (int, error) {
 		n = treeCPSize
 	}
 	if n < 1 || n > MaxCPSize {
-		return 0, Reject(ErrBadCPSize, "cp_size", req.CPSize,
-			fmt.Sprintf("in [1, %d], or 0 for the tree's cp_size (%d) when it is set", MaxCPSize, treeCPSize))
+		bound := fmt.Sprintf("in [1, %d] (0 takes the tree's cp_size, %d)", MaxCPSize, treeCPSize)
+		if treeCPSize == 0 {
+			bound = fmt.Sprintf("in [1, %d] (the tree has no cp_size for 0 to take)", MaxCPSize)
+		}
+		return 0, Reject(ErrBadCPSize, "cp_size", req.CPSize, bound)
 	}
 	for _, l := range []struct {
 		name string
@@ -321,4 +325,87 @@ func checkNodeCP(n NodeState, sizes []int, ps int) error {
 		return fmt.Errorf("owners O2: node %d counts %v, its page owners histogram to %v", n.ID, cp.OwnerCounts[0].Counts, hist)
 	}
 	return nil
+}
+
+// OwnerCountsInput is the input of hicache.owner_counts (radix-acks.md
+// §4.3): one node, given by its token depth and its key length, under a CP
+// group of cp_size ranks with round-robin owners.
+type OwnerCountsInput struct {
+	// CPSize is N, in [1, MaxCPSize].
+	CPSize int `json:"cp_size"`
+	// PageSize is the tokens per page, >= 1.
+	PageSize int `json:"page_size"`
+	// TokenDepth is the sum of the node's ancestors' key lengths, a
+	// non-negative multiple of page_size.
+	TokenDepth int `json:"token_depth"`
+	// Tokens is the node's key length, a non-negative multiple of page_size.
+	Tokens int `json:"tokens"`
+}
+
+// OwnerCountsOutput is the node's pages, their owners and the three
+// computations of its owner counts, equal by contract (§4.3 O1).
+type OwnerCountsOutput struct {
+	// StartPage is token_depth / page_size.
+	StartPage int `json:"start_page"`
+	// NumPages is tokens / page_size.
+	NumPages int `json:"num_pages"`
+	// PageOwners is each page's owner.
+	PageOwners []uint16 `json:"page_owners"`
+	// Enumerated are the counts of the old path: pages enumerated from the
+	// token depth and histogrammed, O(pages).
+	Enumerated []int32 `json:"enumerated"`
+	// Metadata are the counts a node's metadata holds: populated with its
+	// page owners when it is registered, read in O(1).
+	Metadata []int32 `json:"metadata"`
+	// ClosedForm are the counts of the closed form, O(N).
+	ClosedForm []int32 `json:"closed_form"`
+}
+
+// ValidateOwnerCounts rejects, in order: page_size < 1
+// (ErrInvalidPageSize), cp_size outside [1, MaxCPSize] (ErrBadCPSize), a
+// negative token_depth or tokens (ErrNegative), either not a multiple of
+// page_size (ErrUnalignedKey), their sum overflowing (ErrOverflow), and a
+// page list over the output limit.
+func ValidateOwnerCounts(lim Limits, in OwnerCountsInput) error {
+	if in.PageSize < 1 {
+		return Reject(ErrInvalidPageSize, "page_size", in.PageSize, ">= 1")
+	}
+	if in.CPSize < 1 || in.CPSize > MaxCPSize {
+		return Reject(ErrBadCPSize, "cp_size", in.CPSize, fmt.Sprintf("in [1, %d]", MaxCPSize))
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"token_depth", in.TokenDepth}, {"tokens", in.Tokens}} {
+		if f.v < 0 {
+			return Reject(ErrNegative, f.name, f.v, ">= 0")
+		}
+		if f.v%in.PageSize != 0 {
+			return Reject(ErrUnalignedKey, f.name, f.v, fmt.Sprintf("a multiple of page_size (%d)", in.PageSize))
+		}
+	}
+	if AddOverflows(int64(in.TokenDepth), int64(in.Tokens)) {
+		return Reject(ErrOverflow, "tokens", in.Tokens, fmt.Sprintf("token_depth + tokens <= %d", int64(math.MaxInt64)))
+	}
+	return lim.CheckOutput("tokens", int64(in.Tokens/in.PageSize), 2)
+}
+
+// OwnerCounts is the reference twin of hicache.owner_counts: the owners
+// listed page by page, then the counts three ways — enumerated from the
+// token depth, populated as metadata (the owners' histogram), and by the
+// closed form.
+func OwnerCounts(lim Limits, in OwnerCountsInput) (OwnerCountsOutput, error) {
+	if err := ValidateOwnerCounts(lim, in); err != nil {
+		return OwnerCountsOutput{}, err
+	}
+	fn := RoundRobin{}
+	s, n := in.TokenDepth/in.PageSize, in.Tokens/in.PageSize
+	out := OwnerCountsOutput{StartPage: s, NumPages: n, PageOwners: PageOwnersOf(fn, s, n, in.CPSize),
+		Enumerated: EnumerateOwnerCounts(fn, in.TokenDepth, in.Tokens, in.PageSize, in.CPSize),
+		Metadata:   make([]int32, in.CPSize), ClosedForm: make([]int32, in.CPSize)}
+	for _, o := range out.PageOwners {
+		out.Metadata[o]++
+	}
+	ClosedFormCounts(s, n, in.CPSize, out.ClosedForm)
+	return out, nil
 }

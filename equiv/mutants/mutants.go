@@ -30,6 +30,9 @@ func All() []equiv.Killable {
 		RadixStoredKeyViews(),
 		BigramPairsTokenWithItself(),
 		BigramHashPackedLE64(),
+		OwnerCountsRecounted(),
+		SplitKeepsOwnerCounts(),
+		OwnerClosedFormGoMod(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo
