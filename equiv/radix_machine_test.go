@@ -74,7 +74,6 @@ func newFastTree(t *rapid.T, create ref.RadixStep) ref.RadixTree {
 	return tr
 }
 
-
 // TestRadixTwinsAgreeAfterEveryStep is the radix state machine (radix-acks.md
 // §1.9 P2, P5): random insert/match/lock/unlock/evict/peek sequences, with
 // random namespaces and page sizes 1, 2, 4 and 64, Eagle on and off; after
