@@ -75,11 +75,13 @@ func newFastTree(t *rapid.T, create ref.RadixStep) ref.RadixTree {
 }
 
 // TestRadixTwinsAgreeAfterEveryStep is the radix state machine (radix-acks.md
-// §1.9 P2, P5): random insert/match/lock/unlock/evict/peek sequences, with
-// random namespaces and page sizes 1, 2, 4 and 64, Eagle on and off; after
-// every step ref and fast return the same canonical result, the same
-// observable state (node ids, keys, slots, locks, stamps, sizes, copied
-// units), and every invariant holds — R-COMPACT included, on the fast tree.
+// §1.9 P2, P5; §4.3 O1–O3, §4.4 E1): random insert/match/lock/unlock/evict/
+// plan_evict/peek sequences, with random namespaces, page sizes 1, 2, 4 and
+// 64, Eagle on and off, CP owner metadata for 0–2 sizes; after every step
+// ref and fast return the same canonical result, the same observable state
+// (node ids, keys, slots, locks, stamps, sizes, copied units, owner
+// metadata and planner counters), and every invariant holds — R-COMPACT
+// and the stored metadata included, on the fast tree.
 func TestRadixTwinsAgreeAfterEveryStep(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := RadixSteps(t, 0)

@@ -171,7 +171,7 @@ func (t *Tree) OwnerCounts(id ref.NodeID, n int) ([]int32, error) {
 		return nil, ref.Reject(ref.ErrBadCPSize, "cp_size", n, fmt.Sprintf("in [1, %d]", ref.MaxCPSize))
 	}
 	var misses, recounts int64
-	c, err := t.leafCounts(x, n, t.sizeIndex(n), make([]int32, n), &recounts, &misses)
+	c, err := t.leafCounts(x, n, t.sizeIndex(n), nil, &recounts, &misses)
 	if err == nil {
 		t.metaMisses += misses
 		t.recounts += recounts
@@ -184,7 +184,7 @@ func (t *Tree) sizeIndex(n int) int { return slices.Index(t.sizes, n) }
 
 // leafCounts is x's counts for n ranks: the stored counts (sizes[idx])
 // after the staleness checks of §4.5, or for idx < 0 the closed form into
-// scratch with a miss counted. Under the B4.a fault it recounts from the
+// scratch (allocated when nil) with a miss counted. Under the B4.a fault it recounts from the
 // tokens instead. Counters are accumulated by the caller's pointers so a
 // failed plan can drop them.
 func (t *Tree) leafCounts(x *node, n, idx int, scratch []int32, recounts, misses *int64) ([]int32, error) {
@@ -200,6 +200,9 @@ func (t *Tree) leafCounts(x *node, n, idx int, scratch []int32, recounts, misses
 		return nil, ref.ErrMetadataStaleAt(x.id, fmt.Sprintf("num_pages %d, len(key)/page_size %d", m.NumPages, x.key.n/t.ps))
 	}
 	if idx < 0 {
+		if scratch == nil {
+			scratch = make([]int32, n)
+		}
 		countRange(t.owner, m.StartPage, m.NumPages, n, scratch)
 		return scratch, nil
 	}
