@@ -169,7 +169,9 @@ func TestPluggedOwnerRuleNeedsNoPlannerChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := []func(ref.RadixTree) (any, error){
-		func(tr ref.RadixTree) (any, error) { return tr.Insert(ref.Key{Units: []ref.Unit{1, 2, 3, 4, 5, 6}}, nil, 0) },
+		func(tr ref.RadixTree) (any, error) {
+			return tr.Insert(ref.Key{Units: []ref.Unit{1, 2, 3, 4, 5, 6}}, nil, 0)
+		},
 		func(tr ref.RadixTree) (any, error) { return tr.Insert(ref.Key{Units: []ref.Unit{1, 2, 3, 9}}, nil, 0) },
 		func(tr ref.RadixTree) (any, error) { return tr.MatchPrefix(ref.Key{Units: []ref.Unit{1}}) },
 		func(tr ref.RadixTree) (any, error) {
@@ -178,7 +180,9 @@ func TestPluggedOwnerRuleNeedsNoPlannerChange(t *testing.T) {
 		func(tr ref.RadixTree) (any, error) {
 			return tr.EvictOwnerLanes(ref.OwnerPlanRequest{CPSize: 5, Need: []int{0, 0, 0, 0, 1}, Free: []int{0, 0, 0, 0, 0}, DryRun: true})
 		},
-		func(tr ref.RadixTree) (any, error) { return tr.EvictOwnerLanes(ref.OwnerPlanRequest{Need: []int{2, 1}, Free: []int{0, 0}}) },
+		func(tr ref.RadixTree) (any, error) {
+			return tr.EvictOwnerLanes(ref.OwnerPlanRequest{Need: []int{2, 1}, Free: []int{0, 0}})
+		},
 	}
 	for i, step := range steps {
 		ro, rerr := step(r)
