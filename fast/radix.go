@@ -40,7 +40,9 @@ type node struct {
 // Tree is the production radix prefix cache (radix-acks.md §1, §2): view
 // keys that are only copied when stored, a child map keyed by the first
 // page's bytes, memequal key matching, an incrementally kept set of
-// evictable leaves and an id index for lock handles. Its observable
+// evictable leaves, an id index for lock handles, and CP owner metadata on
+// every node (CpNodeMeta, radix-acks.md §4.2) for the owner-lane eviction
+// planner (owners.go). Its observable
 // behaviour (results, errors, State) equals ref.NewRadixTree's. A Tree is not
 // safe for concurrent use, except that PrefixLen may run concurrently with
 // other PrefixLen calls.
