@@ -55,7 +55,7 @@ audit: build
 
 ## bench: Go benchmarks of every op shape, with fast/ref and plain-copy ratios, then the radix
 ## tree, prefix-pool and trace-replay benchmarks (docs/perf.md records both).
-RADIX_BENCH ?= MatchFullHit|PrefixLen240K|InsertRewalk|Bigram64K|Score240K|ReplayBlocks
+RADIX_BENCH ?= MatchFullHit|PrefixLen240K|InsertRewalk|Bigram64K|Score240K|ReplayBlocks|OwnerCounts64K|OwnerPlan10K
 bench: build
 	$(BIN) bench
 	$(GO) test -run '^$$' -bench '$(RADIX_BENCH)' -benchmem -count 1 ./fast/ ./prefix/ ./replay/
