@@ -284,6 +284,8 @@ func All() []Entry {
 		RadixScript(),
 		BigramKey(),
 		PageHashes(),
+		LoadScript(),
+		LayerDoneScript(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries
