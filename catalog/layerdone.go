@@ -24,7 +24,9 @@ func LayerDoneScript() *Op[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput] 
 
 // LayerDoneWorkedExample is radix-acks.md §5.3's example (L = 3).
 func LayerDoneWorkedExample() ref.LayerDoneScriptInput {
-	s := func(op string, slot, layer int) ref.CounterStep { return ref.CounterStep{Op: op, Slot: slot, Layer: layer} }
+	s := func(op string, slot, layer int) ref.CounterStep {
+		return ref.CounterStep{Op: op, Slot: slot, Layer: layer}
+	}
 	return ref.LayerDoneScriptInput{Layers: 3, Steps: []ref.CounterStep{
 		s(ref.CounterUpdateProducer, 0, 0), s(ref.CounterSetConsumer, 0, 0), s(ref.CounterReady, 0, 0),
 		s(ref.CounterComplete, 0, 0), s(ref.CounterReady, 0, 0), s(ref.CounterReady, 0, 1),
