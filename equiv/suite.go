@@ -101,6 +101,8 @@ func Suites() []Suite {
 		Erase(RadixScript()),
 		Erase(BigramKey()),
 		Erase(PageHashes()),
+		Erase(LoadScript()),
+		Erase(LayerDoneScript()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites

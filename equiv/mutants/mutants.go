@@ -30,6 +30,10 @@ func All() []equiv.Killable {
 		RadixStoredKeyViews(),
 		BigramPairsTokenWithItself(),
 		BigramHashPackedLE64(),
+		DescriptorRebuiltPerLayer(),
+		DescriptorReusedAcrossBatches(),
+		SilentFallback(),
+		AllLayerWait(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo
