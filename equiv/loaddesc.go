@@ -207,9 +207,9 @@ func loadBoundary() []Case[ref.LoadScriptInput] {
 	worked := catalog.LoadWorkedExample()
 	bad := worked
 	bad.Ops = []ref.LoadOp{
-		loadOp(1, 4, []int64{2, 3}, []int64{10, 10}), // §5.2: duplicate destination
+		loadOp(1, 4, []int64{2, 3}, []int64{10, 10}),                                                      // §5.2: duplicate destination
 		{OpID: 2, PageSize: 4, HostIdx: []ref.SlotIdx{1, 2, 3, 4}, DevIdx: []ref.SlotIdx{40, 41, 42, 43}}, // 1 % 4 != 0
-		loadOp(3, 4, []int64{0, 0}, []int64{10, 11}), // duplicate host pages are allowed
+		loadOp(3, 4, []int64{0, 0}, []int64{10, 11}),                                                      // duplicate host pages are allowed
 	}
 	pools := ref.LoadPools{Layers: 2, HostSlots: 8, DevSlots: 8, KVBytes: 2, IndexBytes: 1, IndexLayers: []int{0}}
 	misuse := ref.LoadScriptInput{Pools: pools, Ops: []ref.LoadOp{
