@@ -145,6 +145,7 @@ func expandPages(pages []int64, ps int) []ref.SlotIdx {
 // loadDefect breaks one op so that BeginLoad must refuse it.
 func loadDefect(t *rapid.T, op ref.LoadOp) ref.LoadOp {
 	op.HostIdx, op.DevIdx = slices.Clone(op.HostIdx), slices.Clone(op.DevIdx)
+	op.PageSize = max(op.PageSize, 1) // a repeat of an earlier defective op
 	switch rapid.IntRange(0, 5).Draw(t, "defect_kind") {
 	case 0:
 		op.PageSize = rapid.IntRange(-1, 0).Draw(t, "bad_page_size")
@@ -158,7 +159,7 @@ func loadDefect(t *rapid.T, op ref.LoadOp) ref.LoadOp {
 		op.DevIdx = append(op.DevIdx, expandPages([]int64{1 << 20}, op.PageSize)...)
 		op.HostIdx = append(op.HostIdx, expandPages([]int64{0}, op.PageSize)[1:]...)
 	case 4:
-		if len(op.DevIdx) > 0 {
+		if min(len(op.HostIdx), len(op.DevIdx)) >= op.PageSize {
 			op.HostIdx = append(op.HostIdx, op.HostIdx[:op.PageSize]...)
 			op.DevIdx = append(op.DevIdx, op.DevIdx[:op.PageSize]...)
 		} else {
