@@ -123,24 +123,20 @@ func ValidateLoadPools(lim Limits, p LoadPools) error {
 	return p.checkSizes(lim)
 }
 
-// checkSizes bounds each pool's bytes (one of host or device, KV and index
-// together) by lim before anything is allocated.
+// checkSizes bounds the bytes of both pools together (KV and index, host
+// and device) by lim before anything is allocated: one small request can
+// never ask for more than one output's worth of memory.
 func (p LoadPools) checkSizes(lim Limits) error {
-	for _, s := range []struct {
-		field string
-		slots int64
-	}{{"host_slots", p.HostSlots}, {"dev_slots", p.DevSlots}} {
-		perSlot := int64(p.Layers) * p.KVBytes
-		if MulOverflows(int64(len(p.IndexLayers)), p.IndexBytes) || MulOverflows(int64(p.Layers), p.KVBytes) ||
-			AddOverflows(perSlot, int64(len(p.IndexLayers))*p.IndexBytes) {
-			return Reject(ErrOverflow, "kv_bytes", p.KVBytes, "layers*kv_bytes + len(index_layers)*index_bytes fits int64")
-		}
-		perSlot += int64(len(p.IndexLayers)) * p.IndexBytes
-		if err := lim.CheckOutput(s.field, s.slots, perSlot); err != nil {
-			return err
-		}
+	idx := int64(len(p.IndexLayers))
+	if MulOverflows(int64(p.Layers), p.KVBytes) || MulOverflows(idx, p.IndexBytes) ||
+		AddOverflows(int64(p.Layers)*p.KVBytes, idx*p.IndexBytes) {
+		return Reject(ErrOverflow, "kv_bytes", p.KVBytes, "layers*kv_bytes + len(index_layers)*index_bytes fits int64")
 	}
-	return nil
+	perSlot := int64(p.Layers)*p.KVBytes + idx*p.IndexBytes
+	if AddOverflows(p.HostSlots, p.DevSlots) {
+		return Reject(ErrOverflow, "dev_slots", p.DevSlots, "host_slots + dev_slots fits int64")
+	}
+	return lim.CheckOutput("host_slots+dev_slots", p.HostSlots+p.DevSlots, perSlot)
 }
 
 // IndexSlot returns l's NSA index slot (its rank among IndexLayers) and

@@ -188,7 +188,7 @@ func TestValidateLoadPools(t *testing.T) {
 		{"index layer past L", func(p *LoadPools) { p.IndexLayers = []int{3} }, ErrBadLoadPools, "index_layers[0]"},
 		{"index layers not ascending", func(p *LoadPools) { p.IndexLayers = []int{1, 1} }, ErrBadLoadPools, "index_layers[1]"},
 		{"index layers without bytes", func(p *LoadPools) { p.IndexBytes = 0 }, ErrBadLoadPools, "index_bytes"},
-		{"arena past the limit", func(p *LoadPools) { p.DevSlots = 1 << 40 }, ErrTooLarge, "dev_slots"},
+		{"arena past the limit", func(p *LoadPools) { p.DevSlots = 1 << 40 }, ErrTooLarge, "host_slots+dev_slots"},
 		{"bytes per slot overflow", func(p *LoadPools) { p.KVBytes = 1 << 62 }, ErrOverflow, "kv_bytes"},
 	}
 	for _, c := range cases {
