@@ -79,14 +79,18 @@ func CheckCounterLayers(layers int) error {
 
 // CheckSlot rejects a slot outside the ring (and -1 unless allowNone).
 func CheckSlot(slot int, allowNone bool) error {
-	lo, bound := 0, fmt.Sprintf("in [0, %d)", CounterSlots)
+	lo := 0
 	if allowNone {
-		lo, bound = -1, fmt.Sprintf("-1 or in [0, %d)", CounterSlots)
+		lo = -1
 	}
-	if slot < lo || slot >= CounterSlots {
-		return Reject(ErrBadSlot, "slot", slot, bound)
+	if slot >= lo && slot < CounterSlots {
+		return nil
 	}
-	return nil
+	bound := fmt.Sprintf("in [0, %d)", CounterSlots)
+	if allowNone {
+		bound = "-1 or " + bound
+	}
+	return Reject(ErrBadSlot, "slot", slot, bound)
 }
 
 // CheckReadyLayer rejects a layer outside [0, L): waiting for it would
@@ -130,6 +134,7 @@ func NewLayerDoneCounter(layers int) (LayerDoneCounter, error) {
 	return c, nil
 }
 
+// UpdateProducer moves the producer to the next slot unless it is still loading.
 func (c *refCounter) UpdateProducer() (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -142,6 +147,7 @@ func (c *refCounter) UpdateProducer() (int, error) {
 	return p, nil
 }
 
+// Complete records layer l of slot, which must be the slot's done count.
 func (c *refCounter) Complete(slot, l int) error {
 	if err := CheckSlot(slot, false); err != nil {
 		return err
@@ -156,6 +162,7 @@ func (c *refCounter) Complete(slot, l int) error {
 	return nil
 }
 
+// SetConsumer records the slot the computed batch reads (-1: none).
 func (c *refCounter) SetConsumer(slot int) error {
 	if err := CheckSlot(slot, true); err != nil {
 		return err
@@ -172,6 +179,7 @@ func (c *refCounter) ready(l int) bool {
 	return c.state.Consumer < 0 || c.state.Done[c.state.Consumer] > l
 }
 
+// Ready reports whether layer l of the consumer's op has landed.
 func (c *refCounter) Ready(l int) (bool, error) {
 	if err := CheckReadyLayer(l, c.layers()); err != nil {
 		return false, err
@@ -210,6 +218,7 @@ func (c *refCounter) WaitUntil(ctx context.Context, l int) error {
 	return nil
 }
 
+// Reset forgets producer and consumer; the slots keep their counts.
 func (c *refCounter) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -217,6 +226,7 @@ func (c *refCounter) Reset() {
 	c.cond.Broadcast()
 }
 
+// State returns the observable state.
 func (c *refCounter) State() CounterState {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -407,7 +407,10 @@ func NewLoader(lim Limits, p LoadPools) (Loader, error) {
 	return &refLoader{arena: a, fallbacks: []FallbackEvent{}}, nil
 }
 
-func (r *refLoader) Arena() *LoadArena          { return r.arena }
+// Arena returns the loader's memory.
+func (r *refLoader) Arena() *LoadArena { return r.arena }
+
+// Fallbacks returns a copy of the fallback log.
 func (r *refLoader) Fallbacks() []FallbackEvent { return slices.Clone(r.fallbacks) }
 
 // BeginLoad checks the backend, then the indices, then builds the runs
@@ -444,12 +447,24 @@ type refDesc struct {
 	runs             []Run
 }
 
-func (d *refDesc) OpID() uint64   { return d.op }
-func (d *refDesc) Serial() int    { return d.serial }
-func (d *refDesc) Runs() []Run    { return slices.Clone(d.runs) }
+// OpID returns the load op the descriptor was built for.
+func (d *refDesc) OpID() uint64 { return d.op }
+
+// Serial returns the loader's descriptor count at this descriptor's build.
+func (d *refDesc) Serial() int { return d.serial }
+
+// Runs returns a copy of the runs (empty after EndLoad).
+func (d *refDesc) Runs() []Run { return slices.Clone(d.runs) }
+
+// Fallback reports whether the op runs the recorded fallback path.
 func (d *refDesc) Fallback() bool { return d.fallback }
+
+// NextLayer returns the layer the next SubmitLayer must name.
 func (d *refDesc) NextLayer() int { return d.next }
 
+// Builds is the contract's count: 1 on the prepared path, whatever L is
+// (the reference itself rebuilds every layer); one per submitted layer on
+// the fallback path.
 func (d *refDesc) Builds() int {
 	if d.fallback {
 		return d.next
