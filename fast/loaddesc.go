@@ -1,6 +1,7 @@
 package fast
 
 import (
+	"math/bits"
 	"slices"
 
 	"github.com/kvtwin/kvtwin/internal/loadfault"
@@ -105,24 +106,34 @@ func pages(runs []ref.Run) int64 {
 
 // buildRuns validates the indices and coalesces their pages into runs in
 // one pass. A page that fails the inline checks is handed to ref's checker,
-// which names the first violation exactly as the reference does.
+// which names the first violation exactly as the reference does. A power
+// of two page size (the usual case) divides by shifting.
 func (l *Loader) buildRuns(hostIdx, devIdx []ref.SlotIdx, ps int) ([]ref.Run, error) {
 	if err := ref.CheckLoadShape(hostIdx, devIdx, ps); err != nil {
 		return nil, err
 	}
 	p := l.arena.Pools
-	n := len(hostIdx) / ps
-	runs := make([]ref.Run, 0, 8)
 	ps64 := int64(ps)
 	hostMax, devMax := p.HostSlots-ps64, p.DevSlots-ps64
-	for k := range n {
-		h0, d0 := hostIdx[k*ps], devIdx[k*ps]
-		if !pageOK(hostIdx[k*ps:(k+1)*ps], h0, ps64, hostMax) || !pageOK(devIdx[k*ps:(k+1)*ps], d0, ps64, devMax) {
+	pow2, shift, mask := ps&(ps-1) == 0, uint(bits.TrailingZeros(uint(ps))), ps64-1
+	runs := make([]ref.Run, 0, 8)
+	for k := range len(hostIdx) / ps {
+		hs, ds := hostIdx[k*ps:(k+1)*ps], devIdx[k*ps:(k+1)*ps]
+		h0, d0 := hs[0], ds[0]
+		ok := h0 >= 0 && d0 >= 0 && h0 <= hostMax && d0 <= devMax
+		var hp, dp int64
+		if pow2 {
+			ok = ok && (h0|d0)&mask == 0
+			hp, dp = h0>>shift, d0>>shift
+		} else {
+			ok = ok && h0%ps64 == 0 && d0%ps64 == 0
+			hp, dp = h0/ps64, d0/ps64
+		}
+		if !ok || !contiguous(hs, h0) || !contiguous(ds, d0) {
 			l.clearSeen(runs)
 			_, _, err := ref.CheckLoadPage(p, hostIdx, devIdx, ps, k)
 			return nil, err
 		}
-		hp, dp := h0/ps64, d0/ps64
 		if w, bit := dp>>6, uint64(1)<<(dp&63); l.seen[w]&bit != 0 {
 			l.clearSeen(runs)
 			return nil, ref.ErrDuplicateDestinationAt(ps, k, firstWriter(devIdx, ps, k, d0), dp)
@@ -139,13 +150,9 @@ func (l *Loader) buildRuns(hostIdx, devIdx []ref.SlotIdx, ps int) ([]ref.Run, er
 	return runs, nil
 }
 
-// pageOK is the inline form of ref.CheckLoadPage for one side: aligned,
-// contiguous, inside the pool.
-func pageOK(x []ref.SlotIdx, x0, ps, maxStart int64) bool {
-	if x0 < 0 || x0 > maxStart || x0%ps != 0 {
-		return false
-	}
-	for j := range x {
+// contiguous reports whether x steps by one from x0 (x[0] == x0).
+func contiguous(x []ref.SlotIdx, x0 int64) bool {
+	for j := 1; j < len(x); j++ {
 		if x[j] != x0+int64(j) {
 			return false
 		}
