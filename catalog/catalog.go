@@ -285,6 +285,8 @@ func All() []Entry {
 		BigramKey(),
 		PageHashes(),
 		OwnerCounts(),
+		LoadScript(),
+		LayerDoneScript(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

@@ -102,6 +102,8 @@ func Suites() []Suite {
 		Erase(BigramKey()),
 		Erase(PageHashes()),
 		Erase(OwnerCounts()),
+		Erase(LoadScript()),
+		Erase(LayerDoneScript()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites

@@ -33,6 +33,10 @@ func All() []equiv.Killable {
 		OwnerCountsRecounted(),
 		SplitKeepsOwnerCounts(),
 		OwnerClosedFormGoMod(),
+		DescriptorRebuiltPerLayer(),
+		DescriptorReusedAcrossBatches(),
+		SilentFallback(),
+		AllLayerWait(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo

@@ -1,0 +1,52 @@
+package catalog
+
+import (
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// LayerDoneScript registers hicache.layer_done_script (radix-acks.md
+// §5.3): producer updates, layer completions, consumer changes and
+// per-layer readiness questions against one LayerDoneCounter.
+func LayerDoneScript() *Op[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput] {
+	return &Op[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput]{
+		OpName:  "hicache.layer_done_script",
+		SpecRef: "radix-acks.md §5.3",
+		Summary: "per-layer load readiness: a 3-slot ring of done counts; update_producer/complete/set_consumer/ready/reset steps and the state after each",
+		Ref:     ref.LayerDoneScript,
+		Fast:    fast.LayerDoneScript,
+		Sample:  LayerDoneWorkedExample(),
+		Shapes: []Shape[ref.LayerDoneScriptInput]{
+			{Name: "79-layers-3-ops-ready-per-layer", Make: func() ref.LayerDoneScriptInput { return layerDoneBench(79, 3) }},
+		},
+	}
+}
+
+// LayerDoneWorkedExample is radix-acks.md §5.3's example (L = 3).
+func LayerDoneWorkedExample() ref.LayerDoneScriptInput {
+	s := func(op string, slot, layer int) ref.CounterStep {
+		return ref.CounterStep{Op: op, Slot: slot, Layer: layer}
+	}
+	return ref.LayerDoneScriptInput{Layers: 3, Steps: []ref.CounterStep{
+		s(ref.CounterUpdateProducer, 0, 0), s(ref.CounterSetConsumer, 0, 0), s(ref.CounterReady, 0, 0),
+		s(ref.CounterComplete, 0, 0), s(ref.CounterReady, 0, 0), s(ref.CounterReady, 0, 1),
+		s(ref.CounterComplete, 0, 1), s(ref.CounterComplete, 0, 2), s(ref.CounterReady, 0, 2),
+		s(ref.CounterUpdateProducer, 0, 0), s(ref.CounterComplete, 1, 0),
+		s(ref.CounterUpdateProducer, 0, 0), s(ref.CounterUpdateProducer, 0, 0), s(ref.CounterUpdateProducer, 0, 0),
+	}}
+}
+
+// layerDoneBench is ops load ops of layers layers, the consumer asking
+// Ready(l) before and after each layer lands.
+func layerDoneBench(layers, ops int) ref.LayerDoneScriptInput {
+	in := ref.LayerDoneScriptInput{Layers: layers}
+	for o := range ops {
+		slot := o % ref.CounterSlots
+		in.Steps = append(in.Steps, ref.CounterStep{Op: ref.CounterUpdateProducer}, ref.CounterStep{Op: ref.CounterSetConsumer, Slot: slot})
+		for l := range layers {
+			in.Steps = append(in.Steps, ref.CounterStep{Op: ref.CounterReady, Layer: l},
+				ref.CounterStep{Op: ref.CounterComplete, Slot: slot, Layer: l}, ref.CounterStep{Op: ref.CounterReady, Layer: l})
+		}
+	}
+	return in
+}

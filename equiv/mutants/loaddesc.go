@@ -1,0 +1,75 @@
+package mutants
+
+import (
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/loadfault"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// faultyLoadScript runs hicache.load_script on fast loaders with the given faults.
+func faultyLoadScript(f loadfault.Faults) func(ref.Limits, ref.LoadScriptInput) (ref.LoadScriptOutput, error) {
+	newLoader := func(lim ref.Limits, p ref.LoadPools) (ref.Loader, error) { return fast.NewLoaderWithFaults(lim, p, f) }
+	return func(lim ref.Limits, in ref.LoadScriptInput) (ref.LoadScriptOutput, error) {
+		return ref.RunLoadScript(lim, in, newLoader)
+	}
+}
+
+// DescriptorRebuiltPerLayer is radix-acks.md §5.4 B5.a (performance): the
+// host pool rebuilt the layer-invariant page lists and runs from the same
+// indices at every layer. The bytes are identical; Builds is L, not 1.
+func DescriptorRebuiltPerLayer() equiv.Killable {
+	return &equiv.Mutant[ref.LoadScriptInput, ref.LoadScriptOutput]{
+		Spec:     equiv.LoadScript(),
+		ID:       "descriptor-rebuilt-per-layer",
+		Section:  "radix-acks.md §5.4 B5.a",
+		About:    "the prepared path rebuilds the layer-invariant page lists at every layer: Builds = L instead of 1",
+		Fn:       faultyLoadScript(loadfault.Faults{RebuildPerLayer: true}),
+		Scenario: "equiv/testdata/load_descriptor_rebuilt_per_layer.txt",
+	}
+}
+
+// DescriptorReusedAcrossBatches is radix-acks.md §5.4 B5.b (the rejected
+// design): a batch of as many pages reuses the previous batch's descriptor,
+// so its own pages are never copied and the device keeps stale bytes.
+func DescriptorReusedAcrossBatches() equiv.Killable {
+	return &equiv.Mutant[ref.LoadScriptInput, ref.LoadScriptOutput]{
+		Spec:     equiv.LoadScript(),
+		ID:       "descriptor-reused-across-batches",
+		Section:  "radix-acks.md §5.4 B5.b",
+		About:    "a descriptor is reused across batches: batch 2 copies batch 1's pages again and its own device pages stay stale",
+		Fn:       faultyLoadScript(loadfault.Faults{ReuseAcrossBatches: true}),
+		Scenario: "equiv/testdata/load_descriptor_reused_across_batches.txt",
+	}
+}
+
+// SilentFallback is radix-acks.md §5.4 B5.d (forbidden): a backend without
+// the prepared submit falls back to the per-layer path with no
+// FallbackEvent, and strict mode proceeds instead of refusing.
+func SilentFallback() equiv.Killable {
+	return &equiv.Mutant[ref.LoadScriptInput, ref.LoadScriptOutput]{
+		Spec:     equiv.LoadScript(),
+		ID:       "silent-fallback",
+		Section:  "radix-acks.md §5.4 B5.d",
+		About:    "an unavailable prepared submit falls back silently: no FallbackEvent, and strict proceeds",
+		Fn:       faultyLoadScript(loadfault.Faults{SilentFallback: true}),
+		Scenario: "equiv/testdata/load_silent_fallback.txt",
+	}
+}
+
+// AllLayerWait is radix-acks.md §5.4 B5.c (directive): Ready(l) waits for
+// the whole op (done == L), so compute no longer overlaps the load.
+func AllLayerWait() equiv.Killable {
+	return &equiv.Mutant[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput]{
+		Spec:    equiv.LayerDoneScript(),
+		ID:      "all-layer-wait",
+		Section: "radix-acks.md §5.4 B5.c",
+		About:   "Ready(l) becomes done == L: a reader of layer l waits for every layer and the load/compute overlap is lost",
+		Fn: func(_ ref.Limits, in ref.LayerDoneScriptInput) (ref.LayerDoneScriptOutput, error) {
+			return ref.RunLayerDoneScript(in, func(layers int) (ref.LayerDoneCounter, error) {
+				return fast.NewCounterWithFaults(layers, loadfault.Faults{AllLayerWait: true})
+			})
+		},
+		Scenario: "equiv/testdata/load_all_layer_wait.txt",
+	}
+}

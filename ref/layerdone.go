@@ -1,0 +1,234 @@
+package ref
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// This file holds the LayerDoneCounter both twins implement (radix-acks.md
+// §5.3): a ring of three slots of per-layer completion counts, so that in
+// overlap mode the producer (the load stream) and the consumer (the batch
+// being computed) can be up to two load ops apart, and a reader of layer l
+// waits for layer l only — never for the whole op.
+
+// CounterSlots is the size of the counter's ring (radix-acks.md §5.3).
+const CounterSlots = 3
+
+// LayerDoneCounter sentinels (radix-acks.md §0.3, §5.3).
+var (
+	// ErrSlotBusy: the producer wrapped onto a slot whose op is still loading.
+	ErrSlotBusy = NewSentinel("slot_busy", "slot's previous load op is still loading")
+	// ErrBadSlot: a slot outside the ring [designed].
+	ErrBadSlot = NewSentinel("bad_slot", "slot outside the counter's ring")
+)
+
+// CounterState is the observable state of a LayerDoneCounter.
+type CounterState struct {
+	// Layers is L.
+	Layers int `json:"layers"`
+	// Producer is the slot of the op being loaded, -1 before the first.
+	Producer int `json:"producer"`
+	// Consumer is the slot the computed batch reads, -1 for none.
+	Consumer int `json:"consumer"`
+	// Done are the slots' completed layer counts (L: idle = complete).
+	Done [CounterSlots]int `json:"done"`
+}
+
+// LayerDoneCounter is the per-layer readiness counter (radix-acks.md §5.3).
+// It is safe for concurrent use: one producer completing layers, any number
+// of waiters. A refused call changes nothing.
+type LayerDoneCounter interface {
+	// UpdateProducer moves the producer to the next slot of the ring and
+	// starts it at done = 0; ErrSlotBusy while that slot is still loading.
+	UpdateProducer() (int, error)
+	// Complete records layer l of slot as landed; l must be the slot's done
+	// count (ErrLayerOutOfOrder) — the load stream is in order.
+	Complete(slot, l int) error
+	// SetConsumer records the slot the batch being computed loaded into,
+	// -1 when it loaded nothing.
+	SetConsumer(slot int) error
+	// Ready reports whether layer l of the consumer's op has landed (always
+	// with no consumer); l outside [0, L) is ErrLayerOutOfOrder.
+	Ready(l int) (bool, error)
+	// WaitUntil blocks until Ready(l) or ctx ends; it wakes for layer l,
+	// not for the whole op.
+	WaitUntil(ctx context.Context, l int) error
+	// Reset forgets producer and consumer (the slots keep their counts).
+	Reset()
+	// State returns the observable state.
+	State() CounterState
+}
+
+// NewLayerDoneCounterFunc builds a counter for L layers;
+// ref.NewLayerDoneCounter and fast.NewLayerDoneCounter have this type.
+type NewLayerDoneCounterFunc func(layers int) (LayerDoneCounter, error)
+
+// MaxCounterLayers bounds L [designed]: 16 bits per slot count lets the
+// fast counter publish its whole state in one atomic word.
+const MaxCounterLayers = 1<<16 - 1
+
+// CheckCounterLayers rejects a counter of fewer than one or more than
+// MaxCounterLayers layers.
+func CheckCounterLayers(layers int) error {
+	if layers < 1 || layers > MaxCounterLayers {
+		return Reject(ErrBadLoadPools, "layers", layers, fmt.Sprintf("in [1, %d]", MaxCounterLayers))
+	}
+	return nil
+}
+
+// CheckSlot rejects a slot outside the ring (and -1 unless allowNone).
+func CheckSlot(slot int, allowNone bool) error {
+	lo := 0
+	if allowNone {
+		lo = -1
+	}
+	if slot >= lo && slot < CounterSlots {
+		return nil
+	}
+	bound := fmt.Sprintf("in [0, %d)", CounterSlots)
+	if allowNone {
+		bound = "-1 or " + bound
+	}
+	return Reject(ErrBadSlot, "slot", slot, bound)
+}
+
+// CheckReadyLayer rejects a layer outside [0, L): waiting for it would
+// never end.
+func CheckReadyLayer(l, layers int) error {
+	if l < 0 || l >= layers {
+		return Reject(ErrLayerOutOfOrder, "layer", l, fmt.Sprintf("in [0, layers (%d))", layers))
+	}
+	return nil
+}
+
+// ErrSlotBusyAt rejects a producer update onto slot p, done of layers loaded.
+func ErrSlotBusyAt(p, done, layers int) error {
+	return Reject(ErrSlotBusy, "slot", p, fmt.Sprintf("a complete slot (it has %d of %d layers)", done, layers))
+}
+
+// ErrCompleteOrder rejects Complete(slot, l) on a slot at done of layers.
+func ErrCompleteOrder(l, done, layers int) error {
+	return Reject(ErrLayerOutOfOrder, "layer", l, fmt.Sprintf("== the slot's done count (%d), < layers (%d)", done, layers))
+}
+
+// refCounter is the reference counter: every field under one mutex, and
+// waiters on a condition variable broadcast at every change.
+type refCounter struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	state CounterState
+}
+
+// NewLayerDoneCounter returns the reference counter for layers layers, all
+// slots idle (done = L) and no producer or consumer.
+func NewLayerDoneCounter(layers int) (LayerDoneCounter, error) {
+	if err := CheckCounterLayers(layers); err != nil {
+		return nil, err
+	}
+	c := &refCounter{state: CounterState{Layers: layers, Producer: -1, Consumer: -1}}
+	for i := range c.state.Done {
+		c.state.Done[i] = layers
+	}
+	c.cond = sync.NewCond(&c.mu)
+	return c, nil
+}
+
+// UpdateProducer moves the producer to the next slot unless it is still loading.
+func (c *refCounter) UpdateProducer() (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := (c.state.Producer + 1) % CounterSlots
+	if d := c.state.Done[p]; d < c.state.Layers {
+		return 0, ErrSlotBusyAt(p, d, c.state.Layers)
+	}
+	c.state.Done[p], c.state.Producer = 0, p
+	c.cond.Broadcast()
+	return p, nil
+}
+
+// Complete records layer l of slot, which must be the slot's done count.
+func (c *refCounter) Complete(slot, l int) error {
+	if err := CheckSlot(slot, false); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d := c.state.Done[slot]; l != d || l >= c.state.Layers {
+		return ErrCompleteOrder(l, d, c.state.Layers)
+	}
+	c.state.Done[slot]++
+	c.cond.Broadcast()
+	return nil
+}
+
+// SetConsumer records the slot the computed batch reads (-1: none).
+func (c *refCounter) SetConsumer(slot int) error {
+	if err := CheckSlot(slot, true); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.state.Consumer = slot
+	c.cond.Broadcast()
+	return nil
+}
+
+// ready is §5.3's Ready(l) on the locked state.
+func (c *refCounter) ready(l int) bool {
+	return c.state.Consumer < 0 || c.state.Done[c.state.Consumer] > l
+}
+
+// Ready reports whether layer l of the consumer's op has landed.
+func (c *refCounter) Ready(l int) (bool, error) {
+	if err := CheckReadyLayer(l, c.layers()); err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ready(l), nil
+}
+
+func (c *refCounter) layers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state.Layers
+}
+
+// WaitUntil waits on the condition variable until layer l is ready; a
+// context that ends wakes the waiters so this one can return.
+func (c *refCounter) WaitUntil(ctx context.Context, l int) error {
+	if err := CheckReadyLayer(l, c.layers()); err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	defer stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !c.ready(l) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		c.cond.Wait()
+	}
+	return nil
+}
+
+// Reset forgets producer and consumer; the slots keep their counts.
+func (c *refCounter) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.state.Producer, c.state.Consumer = -1, -1
+	c.cond.Broadcast()
+}
+
+// State returns the observable state.
+func (c *refCounter) State() CounterState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
