@@ -54,11 +54,11 @@ audit: build
 	$(BIN) audit
 
 ## bench: Go benchmarks of every op shape, with fast/ref and plain-copy ratios, then the radix
-## tree, prefix-pool and trace-replay benchmarks (docs/perf.md records both).
-RADIX_BENCH ?= MatchFullHit|PrefixLen240K|InsertRewalk|Bigram64K|Score240K|ReplayBlocks|OwnerCounts64K|OwnerPlan10K
+## tree, prefix-pool, trace-replay and HiCache benchmarks (docs/perf.md records both).
+GO_BENCH ?= MatchFullHit|PrefixLen240K|InsertRewalk|Bigram64K|Score240K|ReplayBlocks|OwnerCounts64K|OwnerPlan10K|HasUndrained|LoadDescriptorBuild|LoadSubmitLayer|CounterWaitLanded|CounterLoadOp
 bench: build
 	$(BIN) bench
-	$(GO) test -run '^$$' -bench '$(RADIX_BENCH)' -benchmem -count 1 ./fast/ ./prefix/ ./replay/
+	$(GO) test -run '^$$' -bench '$(GO_BENCH)' -benchmem -count 1 ./fast/ ./prefix/ ./replay/
 
 clean:
 	rm -rf bin
