@@ -74,7 +74,9 @@ var _ ref.AckQueue = (*AckQueue)(nil)
 
 // NewAckQueue builds the fast write state of one rank after validating cfg
 // as ref.NewAckQueue does; it has type ref.NewAckQueueFunc.
-func NewAckQueue(cfg ref.AckConfig) (ref.AckQueue, error) { return NewAckQueueWithFaults(cfg, ackfault.Faults{}) }
+func NewAckQueue(cfg ref.AckConfig) (ref.AckQueue, error) {
+	return NewAckQueueWithFaults(cfg, ackfault.Faults{})
+}
 
 // NewAckQueueWithFaults is NewAckQueue with historic bugs re-introduced,
 // for the bug zoo only (ackfault is internal to kvtwin).

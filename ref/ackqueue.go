@@ -840,7 +840,7 @@ func (q *refAckQueue) RollbackPendingBackup(id NodeID) error {
 	// (a) the write-stream sync is implicit: layer copies are synchronous here.
 	delete(q.pending, id) // (b)
 	q.regOrder = slices.DeleteFunc(q.regOrder, func(x NodeID) bool { return x == id })
-	q.scrubAcks(id)        // (c)
+	q.scrubAcks(id)       // (c)
 	delete(q.ongoing, id) // (d) the registration's lock goes with it
 	q.freeHost(id)        // (e)
 	return nil
