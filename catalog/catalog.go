@@ -284,6 +284,7 @@ func All() []Entry {
 		RadixScript(),
 		BigramKey(),
 		PageHashes(),
+		AckScript(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

@@ -101,6 +101,7 @@ func Suites() []Suite {
 		Erase(RadixScript()),
 		Erase(BigramKey()),
 		Erase(PageHashes()),
+		Erase(AckScript()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites

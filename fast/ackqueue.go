@@ -242,7 +242,7 @@ func (q *AckQueue) reserveCP(id ref.NodeID, owned int) (*ackNode, error) {
 // reserve runs the input checks and the four guards of §3.2 op 3 in
 // order, then allocates host slots and registers n (taking its lock).
 func (q *AckQueue) reserve(n *ackNode, owned int, nonCP bool) error {
-	if err := ref.CheckOwnedPages(owned, n.valueLen); err != nil {
+	if err := ref.CheckOwnedPages("owned", owned); err != nil {
 		return err
 	}
 	switch {

@@ -36,8 +36,8 @@ var (
 	ErrWriteBackupFailed = NewSentinel("write_backup_failed", "write_backup raised; its registration was rolled back")
 	// ErrBadNumLayers: a write state with fewer than one layer.
 	ErrBadNumLayers = NewSentinel("bad_num_layers", "num_layers must be >= 1")
-	// ErrOwnedPages: a rank owning more pages of a node than the node holds.
-	ErrOwnedPages = NewSentinel("owned_pages", "owned pages exceed the node's length")
+	// ErrOwnedPages: an owned page count above MaxOwnedPages.
+	ErrOwnedPages = NewSentinel("owned_pages", "owned page count too large")
 	// ErrNodeIDTaken: a declared node id that was already minted (ids only grow, §0.2).
 	ErrNodeIDTaken = NewSentinel("node_id_taken", "node ids are minted in increasing order")
 	// ErrNodeLocked: evicting the device value of a locked node.
@@ -47,6 +47,12 @@ var (
 	// ErrEventsBeyondQueue: completing more write events than there are unready acks.
 	ErrEventsBeyondQueue = NewSentinel("events_beyond_queue", "more events completed than unready acks")
 )
+
+// MaxOwnedPages bounds one rank's owned page count, so the copied-pages
+// counter cannot overflow. Owned pages are not bounded by the node's
+// length: the model does not know the page size (§3.2 needs only whether
+// the count is zero).
+const MaxOwnedPages = 1 << 20
 
 // MaxAckNodeID bounds declared node ids, so nextID+2 (§3.3 W5) never overflows.
 const MaxAckNodeID NodeID = 1 << 40
@@ -294,13 +300,14 @@ func CheckDeclareNode(id NodeID, valueLen int, nextID NodeID) error {
 	return nil
 }
 
-// CheckOwnedPages rejects a negative owned count or one above the node's length.
-func CheckOwnedPages(owned, valueLen int) error {
+// CheckOwnedPages rejects a negative owned count or one above MaxOwnedPages;
+// field names it.
+func CheckOwnedPages(field string, owned int) error {
 	if owned < 0 {
-		return Reject(ErrNegative, "owned", owned, ">= 0")
+		return Reject(ErrNegative, field, owned, ">= 0")
 	}
-	if owned > valueLen {
-		return Reject(ErrOwnedPages, "owned", owned, fmt.Sprintf("<= value_len (%d)", valueLen))
+	if owned > MaxOwnedPages {
+		return Reject(ErrOwnedPages, field, owned, fmt.Sprintf("<= %d", MaxOwnedPages))
 	}
 	return nil
 }
@@ -565,7 +572,7 @@ func (q *refAckQueue) reserve(id NodeID, owned int, nonCP bool) error {
 	if err != nil {
 		return err
 	}
-	if err := CheckOwnedPages(owned, n.valueLen); err != nil {
+	if err := CheckOwnedPages("owned", owned); err != nil {
 		return err
 	}
 	switch {

@@ -285,7 +285,7 @@ func TestAckBadInputChangesNothing(t *testing.T) {
 		{"layer above range", func() error { _, err := q.LayerStep(2); return err }, ErrLayerOutOfOrder, "layer"},
 		{"unknown node", func() error { return q.ReserveWriteCP(9, 0) }, ErrForeignNode, "node"},
 		{"negative owned", func() error { return q.ReserveWriteCP(1, -1) }, ErrNegative, "owned"},
-		{"owned above value", func() error { return q.WriteBackupCP(1, 3, FailNone) }, ErrOwnedPages, "owned"},
+		{"owned above bound", func() error { return q.WriteBackupCP(1, MaxOwnedPages+1, FailNone) }, ErrOwnedPages, "owned"},
 		{"bad fail_at", func() error { return q.WriteBackupCP(1, 0, "later") }, ErrBadEnum, "fail_at"},
 		{"negative value len", func() error { _, err := q.DeclareNode(0, -1); return err }, ErrNegative, "value_len"},
 		{"reused node id", func() error { _, err := q.DeclareNode(1, 1); return err }, ErrNodeIDTaken, "node"},

@@ -141,8 +141,9 @@ type AckScriptOutput struct {
 // ValidateAckScript rejects a script that cannot run at all, naming
 // steps[i].field: no create first (ErrScriptOrder), an unknown op
 // (ErrBadEnum), a create with ranks < 1 (ErrBadCPSize), an invalid rank
-// configuration or a group whose host tables exceed lim, an owned list
-// whose length is not the group size (ErrLengthMismatch), an unknown fail_at
+// configuration or a group whose host and layer tables exceed lim, an
+// owned list whose length is not the group size (ErrLengthMismatch) or
+// with a negative or too large count (ErrNegative, ErrOwnedPages), an unknown fail_at
 // (ErrBadEnum), or a rank outside [0, R) (ErrBadCPRank).
 func ValidateAckScript(lim Limits, in AckScriptInput) error {
 	if len(in.Steps) == 0 || in.Steps[0].Op != AckCreate {
@@ -152,13 +153,18 @@ func ValidateAckScript(lim Limits, in AckScriptInput) error {
 		}
 		return Reject(ErrScriptOrder, "steps[0].op", op, `"create"`)
 	}
-	ranks := 0
+	ranks, regs := 0, 0
+	for _, s := range in.Steps {
+		if s.Op == AckReserve || s.Op == AckWriteBackup {
+			regs++
+		}
+	}
 	for i, s := range in.Steps {
 		at := Idx("steps", i)
 		if !slices.Contains(ackOps, s.Op) {
 			return Reject(ErrBadEnum, at+".op", s.Op, "one of create, node, evict_device, lock, unlock, reserve, layer_step, write_backup, write_noncp, events_complete, writing_check, rollback, rollback_prepared, has, append_ack, inject_duplicate, reset")
 		}
-		if err := validateAckStep(lim, s, at, ranks); err != nil {
+		if err := validateAckStep(lim, s, at, ranks, regs); err != nil {
 			return err
 		}
 		if s.Op == AckCreate {
@@ -168,7 +174,7 @@ func ValidateAckScript(lim Limits, in AckScriptInput) error {
 	return nil
 }
 
-func validateAckStep(lim Limits, s AckStep, at string, ranks int) error {
+func validateAckStep(lim Limits, s AckStep, at string, ranks, regs int) error {
 	switch s.Op {
 	case AckCreate:
 		if s.Ranks < 1 {
@@ -177,13 +183,23 @@ func validateAckStep(lim Limits, s AckStep, at string, ranks int) error {
 		if err := ackStepConfig(s).Validate(); err != nil {
 			return prefixField(err, at+".")
 		}
-		if MulOverflows(int64(s.Ranks), int64(s.HostCapacity)+1) {
-			return Reject(ErrOverflow, at+".host_capacity", s.HostCapacity, "ranks*(host_capacity+1) in int64")
+		// Each rank holds host_capacity slots and each registration L
+		// layer flags; bound both before any rank is built.
+		per := int64(s.HostCapacity) + int64(s.Layers)*int64(regs+1)
+		if MulOverflows(int64(s.Ranks), per) {
+			return Reject(ErrOverflow, at+".host_capacity", s.HostCapacity, "ranks*(host_capacity+layers*registrations) in int64")
 		}
-		return lim.CheckOutput(at+".host_capacity", int64(s.Ranks)*(int64(s.HostCapacity)+1), 8)
+		return lim.CheckOutput(at+".host_capacity", int64(s.Ranks)*per, 8)
 	case AckReserve, AckWriteBackup:
 		if len(s.Owned) != ranks {
 			return Reject(ErrLengthMismatch, at+".owned", len(s.Owned), fmt.Sprintf("== ranks (%d)", ranks))
+		}
+		// Owned counts are checked for the whole group before any rank
+		// runs the step, so a bad count cannot make the ranks diverge.
+		for r, o := range s.Owned {
+			if err := CheckOwnedPages(Idx(at+".owned", r), o); err != nil {
+				return err
+			}
 		}
 		return s.FailAt.Validate(at + ".fail_at")
 	case AckEventsComplete:
