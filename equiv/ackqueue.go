@@ -55,10 +55,11 @@ func AckSteps(t *rapid.T, maxSteps int) ref.AckScriptInput {
 // ackGen draws steps while a reference group follows them, so steps name
 // live nodes, ongoing registrations and reachable event counts.
 type ackGen struct {
-	t      *rapid.T
-	steps  []ref.AckStep
-	group  []ref.AckQueue
-	halted bool
+	t       *rapid.T
+	steps   []ref.AckStep
+	results []ref.AckStepResult
+	group   []ref.AckQueue
+	halted  bool
 }
 
 func newAckGen(t *rapid.T) *ackGen {
@@ -87,54 +88,80 @@ func (g *ackGen) apply(s ref.AckStep) ref.AckStepResult {
 	}
 	g.steps = append(g.steps, s)
 	r := ref.RunAckGroupStep(g.group, s, ref.Idx("steps", len(g.steps)-1)+".")
+	g.results = append(g.results, r)
 	g.halted = r.Terminal
 	return r
 }
 
-// step draws the next step, runs it on the group and returns it with its result.
-func (g *ackGen) step() (ref.AckStep, ref.AckStepResult) {
-	s := g.draw()
-	return s, g.apply(s)
+// step draws the next step (sometimes preceded by a step it implies, such
+// as the event completions an idle loop sees before it drains) and runs it
+// on the group; callers find every new step and result at the end of
+// g.steps and g.results.
+func (g *ackGen) step() {
+	g.apply(g.draw())
 }
 
+// uniform draws an int in [0, n) close to uniformly: rapid favours small
+// and boundary integers (good for sizes, bad for a weighted choice among
+// ops), so the draw is mixed by a multiplicative hash. Shrinking still
+// works: it moves toward the draw 0, which is the first band.
+func uniform(t *rapid.T, n int, label string) int {
+	x := rapid.Uint64().Draw(t, label)
+	return int((x * 0x9E3779B97F4A7C15 >> 32) % uint64(n))
+}
+
+// oneIn draws true about once in n.
+func oneIn(t *rapid.T, n int, label string) bool { return uniform(t, n, label) == 0 }
+
+// draw picks the next step by weight: bands of [0, 1000).
 func (g *ackGen) draw() ref.AckStep {
 	t := g.t
-	switch op := rapid.IntRange(0, 99).Draw(t, "op"); {
-	case op < 12:
-		return g.declare()
-	case op < 26:
-		return ref.AckStep{Op: ref.AckReserve, Node: g.node(false), Owned: g.owned()}
-	case op < 40:
-		return ref.AckStep{Op: ref.AckLayerStep, Layer: g.layer()}
-	case op < 48:
-		fail := rapid.SampledFrom([]ref.FailAt{"", ref.FailNone, ref.FailMidLayers, ref.FailAfterAck}).Draw(t, "fail_at")
-		return ref.AckStep{Op: ref.AckWriteBackup, Node: g.node(false), Owned: g.owned(), FailAt: fail}
-	case op < 55:
-		return ref.AckStep{Op: ref.AckWriteNonCP, Node: g.node(false)}
-	case op < 66:
+	switch op := uniform(t, 1000, "op"); {
+	case op < 120:
 		return g.events()
-	case op < 79:
+	case op < 260:
 		return g.drain()
-	case op < 85:
+	case op < 400:
+		return ref.AckStep{Op: ref.AckReserve, Node: g.target(), Owned: g.owned()}
+	case op < 520:
+		return ref.AckStep{Op: ref.AckLayerStep, Layer: g.layer()}
+	case op < 600:
+		return ref.AckStep{Op: ref.AckWriteNonCP, Node: g.target()}
+	case op < 610:
+		first := g.steps[0]
+		return ref.AckStep{Op: ref.AckCreate, Ranks: first.Ranks, Layers: first.Layers, HostCapacity: first.HostCapacity}
+	case op < 620:
+		return ref.AckStep{Op: ref.AckReset}
+	case op < 700:
+		fail := rapid.SampledFrom([]ref.FailAt{"", ref.FailNone, ref.FailMidLayers, ref.FailAfterAck}).Draw(t, "fail_at")
+		return ref.AckStep{Op: ref.AckWriteBackup, Node: g.target(), Owned: g.owned(), FailAt: fail}
+	case op < 760:
+		return ref.AckStep{Op: ref.AckInjectDuplicate, Node: g.queued()}
+	case op < 820:
 		kind := rapid.SampledFrom([]string{ref.AckRollback, ref.AckRollbackPrepared}).Draw(t, "rollback")
 		return ref.AckStep{Op: kind, Node: g.node(true)}
-	case op < 89:
+	case op < 850:
 		return ref.AckStep{Op: ref.AckHas, Node: rapid.Int64Range(-1, g.state().NextID+1).Draw(t, "has_node")}
-	case op < 92:
+	case op < 870:
 		return ref.AckStep{Op: rapid.SampledFrom([]string{ref.AckEvictDevice, ref.AckLock, ref.AckUnlock}).Draw(t, "node_op"), Node: g.node(false)}
-	case op < 96:
-		return ref.AckStep{Op: ref.AckInjectDuplicate, Node: g.queued()}
-	case op < 98:
-		ids := []ref.NodeID{g.node(false)}
-		if rapid.Bool().Draw(t, "two_ids") {
-			ids = append(ids, rapid.Int64Range(-1, g.state().NextID+2).Draw(t, "append_id"))
-		}
-		return ref.AckStep{Op: ref.AckAppend, IDs: ids}
-	case op < 99:
-		return ref.AckStep{Op: ref.AckReset}
+	case op < 890:
+		return g.appendAck()
 	}
-	first := g.steps[0]
-	return ref.AckStep{Op: ref.AckCreate, Ranks: first.Ranks, Layers: first.Layers, HostCapacity: first.HostCapacity}
+	return g.declare()
+}
+
+// appendAck pushes an ack by fault injection: a declared node, sometimes
+// a pending one, sometimes with a second id that may be unknown.
+func (g *ackGen) appendAck() ref.AckStep {
+	t := g.t
+	ids := []ref.NodeID{g.node(false)}
+	if p := g.state().Pending; len(p) > 0 && rapid.Bool().Draw(t, "pending_id") {
+		ids[0] = rapid.SampledFrom(p).Draw(t, "pending").ID
+	}
+	if rapid.Bool().Draw(t, "two_ids") {
+		ids = append(ids, rapid.Int64Range(-1, g.state().NextID+2).Draw(t, "append_id"))
+	}
+	return ref.AckStep{Op: ref.AckAppend, IDs: ids}
 }
 
 func (g *ackGen) state() ref.AckState { return g.group[0].State() }
@@ -144,15 +171,28 @@ func (g *ackGen) state() ref.AckState { return g.group[0].State() }
 func (g *ackGen) declare() ref.AckStep {
 	t := g.t
 	s := ref.AckStep{Op: ref.AckNode, ValueLen: rapid.IntRange(0, 4).Draw(t, "value_len")}
-	switch rapid.IntRange(0, 19).Draw(t, "declare_kind") {
-	case 0:
+	switch {
+	case oneIn(t, 10, "skip_ahead"):
 		s.Node = g.state().NextID + rapid.Int64Range(0, 3).Draw(t, "skip")
-	case 1:
+	case oneIn(t, 20, "reuse_id"):
 		s.Node = rapid.Int64Range(1, g.state().NextID).Draw(t, "reused")
-	case 2:
+	case oneIn(t, 20, "negative_len"):
 		s.ValueLen = -1
 	}
 	return s
+}
+
+// target draws the node a write registers: often a freshly declared one
+// (the prepare path mints a node per request per chunk), otherwise any
+// node as node(false) draws it.
+func (g *ackGen) target() ref.NodeID {
+	if rapid.Bool().Draw(g.t, "fresh") {
+		s := ref.AckStep{Op: ref.AckNode, ValueLen: rapid.IntRange(1, 3).Draw(g.t, "fresh_len")}
+		if r := g.apply(s); r.Node != nil {
+			return *r.Node
+		}
+	}
+	return g.node(false)
 }
 
 // node draws a declared node (an ongoing one when ongoing), sometimes any
@@ -169,7 +209,7 @@ func (g *ackGen) node(ongoing bool) ref.NodeID {
 			ids = append(ids, n.ID)
 		}
 	}
-	if len(ids) == 0 || rapid.IntRange(0, 9).Draw(g.t, "odd_node") == 0 {
+	if len(ids) == 0 || oneIn(g.t, 12, "odd_node") {
 		return rapid.Int64Range(-1, st.NextID+1).Draw(g.t, "any_node")
 	}
 	return rapid.SampledFrom(ids).Draw(g.t, "node")
@@ -203,7 +243,7 @@ func (g *ackGen) layer() int {
 			l = s.Layers
 		}
 	}
-	if rapid.IntRange(0, 29).Draw(g.t, "bad_layer") == 0 {
+	if oneIn(g.t, 30, "bad_layer") {
 		return rapid.SampledFrom([]int{-1, l}).Draw(g.t, "bad_layer_value")
 	}
 	return rapid.IntRange(0, l-1).Draw(g.t, "layer")
@@ -213,7 +253,7 @@ func (g *ackGen) layer() int {
 func (g *ackGen) events() ref.AckStep {
 	s := ref.AckStep{Op: ref.AckEventsComplete}
 	q := g.group[0]
-	if rapid.IntRange(0, 2).Draw(g.t, "all_ranks") > 0 {
+	if rapid.Bool().Draw(g.t, "one_rank") {
 		r := rapid.IntRange(0, len(g.group)-1).Draw(g.t, "rank")
 		s.Rank, q = &r, g.group[r]
 	}
@@ -223,7 +263,7 @@ func (g *ackGen) events() ref.AckStep {
 		unready = min(unready, len(qq.State().Queue)-qq.ReadyPrefix())
 	}
 	s.K = rapid.IntRange(0, unready).Draw(g.t, "k")
-	if rapid.IntRange(0, 29).Draw(g.t, "bad_k") == 0 {
+	if oneIn(g.t, 30, "bad_k") {
 		s.K = rapid.SampledFrom([]int{-1, unready + 1}).Draw(g.t, "bad_k_value")
 	}
 	return s
@@ -232,11 +272,20 @@ func (g *ackGen) events() ref.AckStep {
 // drain is a writing check: usually the MIN all-reduce, sometimes an
 // explicit agreed count, rarely one beyond some rank's readiness.
 func (g *ackGen) drain() ref.AckStep {
+	if rapid.IntRange(0, 2).Draw(g.t, "settle") > 0 {
+		unready := 0
+		for r, q := range g.group {
+			if u := len(q.State().Queue) - q.ReadyPrefix(); r == 0 || u < unready {
+				unready = u
+			}
+		}
+		g.apply(ackEvents(unready))
+	}
 	s := ref.AckStep{Op: ref.AckWritingCheck}
-	switch rapid.IntRange(0, 9).Draw(g.t, "agreed_kind") {
-	case 0:
+	switch {
+	case oneIn(g.t, 10, "explicit_agreed"):
 		s.Agreed = new(rapid.IntRange(0, ref.AgreedDrain(g.group)).Draw(g.t, "agreed"))
-	case 1:
+	case oneIn(g.t, 20, "agreed_beyond"):
 		s.Agreed = new(ref.AgreedDrain(g.group) + rapid.IntRange(1, 2).Draw(g.t, "beyond"))
 	}
 	return s

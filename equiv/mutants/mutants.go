@@ -30,6 +30,13 @@ func All() []equiv.Killable {
 		RadixStoredKeyViews(),
 		BigramPairsTokenWithItself(),
 		BigramHashPackedLE64(),
+		AckFunnelBypass(),
+		RollbackLeavesOrphanAck(),
+		RollbackLeavesLayerState(),
+		ConsumerForgetsCompleted(),
+		BlindPopUnknownAck(),
+		ZeroOwnedRankReturnsEarly(),
+		WritingCheckStrandsDuplicates(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo
