@@ -437,6 +437,9 @@ func (q *AckQueue) ReadyPrefix() int {
 	return n - q.head
 }
 
+// QueueLen is the number of queued acks.
+func (q *AckQueue) QueueLen() int { return len(q.queue) - q.head }
+
 // WritingCheck is the consumer (§3.2 op 9).
 func (q *AckQueue) WritingCheck(agreed int) (ref.DrainResult, error) {
 	res := ref.DrainResult{Completed: []ref.NodeID{}}

@@ -263,6 +263,8 @@ type AckQueue interface {
 	EventsComplete(k int) error
 	// ReadyPrefix counts the ready acks at the front (§3.2 op 8).
 	ReadyPrefix() int
+	// QueueLen is the number of queued acks.
+	QueueLen() int
 	// WritingCheck drains agreed acks (§3.2 op 9).
 	WritingCheck(agreed int) (DrainResult, error)
 	// RollbackPendingBackup is write_backup's exception path (§3.2 op 11).
@@ -775,6 +777,8 @@ func (q *refAckQueue) ReadyPrefix() int {
 	}
 	return n
 }
+
+func (q *refAckQueue) QueueLen() int { return len(q.queue) }
 
 func (q *refAckQueue) WritingCheck(agreed int) (DrainResult, error) {
 	res := DrainResult{Completed: []NodeID{}}

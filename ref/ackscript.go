@@ -261,9 +261,12 @@ func newGroup(s AckStep, newQueue NewAckQueueFunc) ([]AckQueue, error) {
 // reports the fresh group) and returns its result; at prefixes error
 // fields. The state machine calls it too, so it and the script share the
 // group semantics: a writing check drains MIN(ReadyPrefix) over ranks, or
-// an explicit agreed count that, when some rank is not that ready, is
-// refused as a whole with that rank's ErrDrainBeyondReady (the all-reduce
-// is one group operation); events_complete with a rank touches only it.
+// an explicit agreed count; events_complete with a rank touches only it.
+// A group step whose count some rank must reject (an agreed count beyond a
+// rank's ready prefix, k beyond a rank's unready acks, a negative count)
+// is refused as a whole with the first such rank's error and changes no
+// rank: the all-reduce and the event sweep are group operations, and bad
+// input must not split the ranks.
 func RunAckGroupStep(group []AckQueue, s AckStep, at string) AckStepResult {
 	r := AckStepResult{Op: s.Op}
 	var outs []AckOutcome
@@ -272,6 +275,8 @@ func RunAckGroupStep(group []AckQueue, s AckStep, at string) AckStepResult {
 		outs = []AckOutcome{{}}
 	case s.Op == AckEventsComplete && s.Rank != nil:
 		outs = []AckOutcome{runAckStep(group[*s.Rank], s, 0, 0, at)}
+	case s.Op == AckEventsComplete:
+		outs = allOrNone(group, s, 0, at, func(q AckQueue) bool { return s.K < 0 || s.K > q.QueueLen()-q.ReadyPrefix() })
 	case s.Op == AckWritingCheck:
 		outs = writingCheck(group, s, at)
 	default:
@@ -302,10 +307,17 @@ func writingCheck(group []AckQueue, s AckStep, at string) []AckOutcome {
 	agreed := AgreedDrain(group)
 	if s.Agreed != nil {
 		agreed = *s.Agreed
-		for rank, q := range group {
-			if q.ReadyPrefix() < agreed || agreed < 0 {
-				return []AckOutcome{runAckStep(group[rank], s, rank, agreed, at)}
-			}
+	}
+	return allOrNone(group, s, agreed, at, func(q AckQueue) bool { return agreed < 0 || agreed > q.ReadyPrefix() })
+}
+
+// allOrNone runs s on every rank, unless rejects says some rank must
+// reject it: then only that (first) rank runs it, to report its canonical
+// error, and no rank changes.
+func allOrNone(group []AckQueue, s AckStep, agreed int, at string, rejects func(AckQueue) bool) []AckOutcome {
+	for rank, q := range group {
+		if rejects(q) {
+			return []AckOutcome{runAckStep(q, s, rank, agreed, at)}
 		}
 	}
 	var outs []AckOutcome
