@@ -87,7 +87,7 @@ func (g *ackGen) apply(s ref.AckStep) ref.AckStepResult {
 		}
 	}
 	g.steps = append(g.steps, s)
-	r := ref.RunAckGroupStep(g.group, s, ref.Idx("steps", len(g.steps)-1)+".")
+	r := ref.RunAckGroupStep(g.group, s, len(g.steps)-1)
 	g.results = append(g.results, r)
 	g.halted = r.Terminal
 	return r

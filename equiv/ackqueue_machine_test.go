@@ -54,7 +54,7 @@ func (m *ackMachine) step(t *rapid.T) {
 			m.fast = newFastGroup(t, s)
 		}
 		fastPrev := groupStates(m.fast)
-		fr := ref.RunAckGroupStep(m.fast, s, ref.Idx("steps", i)+".")
+		fr := ref.RunAckGroupStep(m.fast, s, i)
 		rb, _ := json.Marshal(rr)
 		fb, _ := json.Marshal(fr)
 		if diff := cmp.Diff(string(rb), string(fb)); diff != "" {

@@ -67,10 +67,9 @@ func (sc *ackScenario) run(t *testing.T, td *datadriven.TestData) string {
 	} else if sc.refGroup == nil {
 		td.Fatalf(t, "the first command must be create")
 	}
-	at := ref.Idx("steps", sc.steps) + "."
+	rr := ref.RunAckGroupStep(sc.refGroup, s, sc.steps)
+	fr := ref.RunAckGroupStep(sc.fastGroup, s, sc.steps)
 	sc.steps++
-	rr := ref.RunAckGroupStep(sc.refGroup, s, at)
-	fr := ref.RunAckGroupStep(sc.fastGroup, s, at)
 	rb, _ := json.Marshal(rr)
 	fb, _ := json.Marshal(fr)
 	if string(rb) != string(fb) {

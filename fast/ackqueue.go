@@ -440,6 +440,9 @@ func (q *AckQueue) ReadyPrefix() int {
 // QueueLen is the number of queued acks.
 func (q *AckQueue) QueueLen() int { return len(q.queue) - q.head }
 
+// DuplicateAcks counts the duplicate-ack warnings since Reset.
+func (q *AckQueue) DuplicateAcks() int { return q.duplicates }
+
 // WritingCheck is the consumer (§3.2 op 9).
 func (q *AckQueue) WritingCheck(agreed int) (ref.DrainResult, error) {
 	res := ref.DrainResult{Completed: []ref.NodeID{}}

@@ -265,6 +265,8 @@ type AckQueue interface {
 	ReadyPrefix() int
 	// QueueLen is the number of queued acks.
 	QueueLen() int
+	// DuplicateAcks counts the duplicate-ack warnings since Reset.
+	DuplicateAcks() int
 	// WritingCheck drains agreed acks (§3.2 op 9).
 	WritingCheck(agreed int) (DrainResult, error)
 	// RollbackPendingBackup is write_backup's exception path (§3.2 op 11).
@@ -779,6 +781,8 @@ func (q *refAckQueue) ReadyPrefix() int {
 }
 
 func (q *refAckQueue) QueueLen() int { return len(q.queue) }
+
+func (q *refAckQueue) DuplicateAcks() int { return q.duplicates }
 
 func (q *refAckQueue) WritingCheck(agreed int) (DrainResult, error) {
 	res := DrainResult{Completed: []NodeID{}}

@@ -160,11 +160,10 @@ func ValidateAckScript(lim Limits, in AckScriptInput) error {
 		}
 	}
 	for i, s := range in.Steps {
-		at := Idx("steps", i)
 		if !slices.Contains(ackOps, s.Op) {
-			return Reject(ErrBadEnum, at+".op", s.Op, "one of create, node, evict_device, lock, unlock, reserve, layer_step, write_backup, write_noncp, events_complete, writing_check, rollback, rollback_prepared, has, append_ack, inject_duplicate, reset")
+			return Reject(ErrBadEnum, Idx("steps", i)+".op", s.Op, "one of create, node, evict_device, lock, unlock, reserve, layer_step, write_backup, write_noncp, events_complete, writing_check, rollback, rollback_prepared, has, append_ack, inject_duplicate, reset")
 		}
-		if err := validateAckStep(lim, s, at, ranks, regs); err != nil {
+		if err := validateAckStep(lim, s, i, ranks, regs); err != nil {
 			return err
 		}
 		if s.Op == AckCreate {
@@ -174,37 +173,42 @@ func ValidateAckScript(lim Limits, in AckScriptInput) error {
 	return nil
 }
 
-func validateAckStep(lim Limits, s AckStep, at string, ranks, regs int) error {
+// validateAckStep checks step i; its field paths are only formatted for
+// a rejection, so a long valid script costs no string building.
+func validateAckStep(lim Limits, s AckStep, i, ranks, regs int) error {
+	at := func() string { return Idx("steps", i) }
 	switch s.Op {
 	case AckCreate:
 		if s.Ranks < 1 {
-			return Reject(ErrBadCPSize, at+".ranks", s.Ranks, ">= 1")
+			return Reject(ErrBadCPSize, at()+".ranks", s.Ranks, ">= 1")
 		}
 		if err := ackStepConfig(s).Validate(); err != nil {
-			return prefixField(err, at+".")
+			return prefixField(err, at()+".")
 		}
 		// Each rank holds host_capacity slots and each registration L
 		// layer flags; bound both before any rank is built.
 		per := int64(s.HostCapacity) + int64(s.Layers)*int64(regs+1)
 		if MulOverflows(int64(s.Ranks), per) {
-			return Reject(ErrOverflow, at+".host_capacity", s.HostCapacity, "ranks*(host_capacity+layers*registrations) in int64")
+			return Reject(ErrOverflow, at()+".host_capacity", s.HostCapacity, "ranks*(host_capacity+layers*registrations) in int64")
 		}
-		return lim.CheckOutput(at+".host_capacity", int64(s.Ranks)*per, 8)
+		return lim.CheckOutput(at()+".host_capacity", int64(s.Ranks)*per, 8)
 	case AckReserve, AckWriteBackup:
 		if len(s.Owned) != ranks {
-			return Reject(ErrLengthMismatch, at+".owned", len(s.Owned), fmt.Sprintf("== ranks (%d)", ranks))
+			return Reject(ErrLengthMismatch, at()+".owned", len(s.Owned), fmt.Sprintf("== ranks (%d)", ranks))
 		}
 		// Owned counts are checked for the whole group before any rank
 		// runs the step, so a bad count cannot make the ranks diverge.
 		for r, o := range s.Owned {
-			if err := CheckOwnedPages(Idx(at+".owned", r), o); err != nil {
-				return err
+			if o < 0 || o > MaxOwnedPages {
+				return CheckOwnedPages(Idx(at()+".owned", r), o)
 			}
 		}
-		return s.FailAt.Validate(at + ".fail_at")
+		if s.FailAt.Validate("") != nil {
+			return s.FailAt.Validate(at() + ".fail_at")
+		}
 	case AckEventsComplete:
 		if s.Rank != nil && (*s.Rank < 0 || *s.Rank >= ranks) {
-			return Reject(ErrBadCPRank, at+".rank", *s.Rank, fmt.Sprintf("in [0, ranks=%d)", ranks))
+			return Reject(ErrBadCPRank, at()+".rank", *s.Rank, fmt.Sprintf("in [0, ranks=%d)", ranks))
 		}
 	}
 	return nil
@@ -232,7 +236,7 @@ func RunAckScript(lim Limits, in AckScriptInput, newQueue NewAckQueueFunc) (AckS
 			}
 			group = g
 		}
-		r := RunAckGroupStep(group, s, at)
+		r := RunAckGroupStep(group, s, i)
 		out.Trace = append(out.Trace, r)
 		if r.Terminal {
 			out.Halted = i < len(in.Steps)-1
@@ -258,8 +262,8 @@ func newGroup(s AckStep, newQueue NewAckQueueFunc) ([]AckQueue, error) {
 }
 
 // RunAckGroupStep runs one step on every rank of group (a create step only
-// reports the fresh group) and returns its result; at prefixes error
-// fields. The state machine calls it too, so it and the script share the
+// reports the fresh group) and returns its result; error fields are
+// prefixed with steps[index]. The state machine calls it too, so it and the script share the
 // group semantics: a writing check drains MIN(ReadyPrefix) over ranks, or
 // an explicit agreed count; events_complete with a rank touches only it.
 // A group step whose count some rank must reject (an agreed count beyond a
@@ -267,21 +271,21 @@ func newGroup(s AckStep, newQueue NewAckQueueFunc) ([]AckQueue, error) {
 // is refused as a whole with the first such rank's error and changes no
 // rank: the all-reduce and the event sweep are group operations, and bad
 // input must not split the ranks.
-func RunAckGroupStep(group []AckQueue, s AckStep, at string) AckStepResult {
+func RunAckGroupStep(group []AckQueue, s AckStep, index int) AckStepResult {
 	r := AckStepResult{Op: s.Op}
 	var outs []AckOutcome
 	switch {
 	case s.Op == AckCreate:
 		outs = []AckOutcome{{}}
 	case s.Op == AckEventsComplete && s.Rank != nil:
-		outs = []AckOutcome{runAckStep(group[*s.Rank], s, 0, 0, at)}
+		outs = []AckOutcome{runAckStep(group[*s.Rank], s, 0, 0, index)}
 	case s.Op == AckEventsComplete:
-		outs = allOrNone(group, s, 0, at, func(q AckQueue) bool { return s.K < 0 || s.K > q.QueueLen()-q.ReadyPrefix() })
+		outs = allOrNone(group, s, 0, index, func(q AckQueue) bool { return s.K < 0 || s.K > q.QueueLen()-q.ReadyPrefix() })
 	case s.Op == AckWritingCheck:
-		outs = writingCheck(group, s, at)
+		outs = writingCheck(group, s, index)
 	default:
 		for rank, q := range group {
-			outs = append(outs, runAckStep(q, s, rank, 0, at))
+			outs = append(outs, runAckStep(q, s, rank, 0, index))
 		}
 	}
 	if agree(outs) {
@@ -298,31 +302,31 @@ func RunAckGroupStep(group []AckQueue, s AckStep, at string) AckStepResult {
 	r.ReadyPrefix, r.DuplicateAcks = make([]int, len(group)), make([]int, len(group))
 	for rank, q := range group {
 		r.ReadyPrefix[rank] = q.ReadyPrefix()
-		r.DuplicateAcks[rank] = q.State().DuplicateAcks
+		r.DuplicateAcks[rank] = q.DuplicateAcks()
 	}
 	return r
 }
 
-func writingCheck(group []AckQueue, s AckStep, at string) []AckOutcome {
+func writingCheck(group []AckQueue, s AckStep, index int) []AckOutcome {
 	agreed := AgreedDrain(group)
 	if s.Agreed != nil {
 		agreed = *s.Agreed
 	}
-	return allOrNone(group, s, agreed, at, func(q AckQueue) bool { return agreed < 0 || agreed > q.ReadyPrefix() })
+	return allOrNone(group, s, agreed, index, func(q AckQueue) bool { return agreed < 0 || agreed > q.ReadyPrefix() })
 }
 
 // allOrNone runs s on every rank, unless rejects says some rank must
 // reject it: then only that (first) rank runs it, to report its canonical
 // error, and no rank changes.
-func allOrNone(group []AckQueue, s AckStep, agreed int, at string, rejects func(AckQueue) bool) []AckOutcome {
+func allOrNone(group []AckQueue, s AckStep, agreed, index int, rejects func(AckQueue) bool) []AckOutcome {
 	for rank, q := range group {
 		if rejects(q) {
-			return []AckOutcome{runAckStep(q, s, rank, agreed, at)}
+			return []AckOutcome{runAckStep(q, s, rank, agreed, index)}
 		}
 	}
 	var outs []AckOutcome
 	for rank, q := range group {
-		outs = append(outs, runAckStep(q, s, rank, agreed, at))
+		outs = append(outs, runAckStep(q, s, rank, agreed, index))
 	}
 	return outs
 }
@@ -340,18 +344,37 @@ func AgreedDrain(group []AckQueue) int {
 }
 
 func agree(outs []AckOutcome) bool {
-	first, _ := json.Marshal(outs[0])
 	for _, o := range outs[1:] {
-		if b, _ := json.Marshal(o); !bytes.Equal(first, b) {
+		if !sameOutcome(outs[0], o) {
 			return false
 		}
 	}
 	return true
 }
 
+// sameOutcome reports whether two outcomes encode to the same JSON.
+func sameOutcome(a, b AckOutcome) bool {
+	eqPtr := func(x, y *int64) bool { return x == nil && y == nil || x != nil && y != nil && *x == *y }
+	eqBool := func(x, y *bool) bool { return x == nil && y == nil || x != nil && y != nil && *x == *y }
+	eqDrain := func(x, y *DrainResult) bool {
+		return x == nil && y == nil || x != nil && y != nil && x.Popped == y.Popped &&
+			x.Duplicates == y.Duplicates && slices.Equal(x.Completed, y.Completed)
+	}
+	eqErr := func(x, y *ErrorObject) bool {
+		if x == nil || y == nil {
+			return x == nil && y == nil
+		}
+		bx, _ := json.Marshal(x)
+		by, _ := json.Marshal(y)
+		return bytes.Equal(bx, by)
+	}
+	return eqPtr(a.Node, b.Node) && eqBool(a.Has, b.Has) && slices.Equal(a.Acked, b.Acked) &&
+		eqDrain(a.Drain, b.Drain) && a.Refused == b.Refused && eqErr(a.Error, b.Error)
+}
+
 // runAckStep runs s on one rank (rank selects its owned pages; agreed is a
 // writing check's drain count).
-func runAckStep(q AckQueue, s AckStep, rank, agreed int, at string) AckOutcome {
+func runAckStep(q AckQueue, s AckStep, rank, agreed, index int) AckOutcome {
 	var o AckOutcome
 	var err error
 	switch s.Op {
@@ -397,17 +420,17 @@ func runAckStep(q AckQueue, s AckStep, rank, agreed int, at string) AckOutcome {
 	case AckReset:
 		q.Reset()
 	}
-	return withError(o, err, at)
+	return withError(o, err, index)
 }
 
-func withError(o AckOutcome, err error, at string) AckOutcome {
+func withError(o AckOutcome, err error, index int) AckOutcome {
 	if err == nil {
 		return o
 	}
 	if f, ok := AsWriteFailure(err); ok {
 		return AckOutcome{Refused: f.Reason}
 	}
-	e := ErrorObjectOf(prefixField(err, at))
+	e := ErrorObjectOf(prefixField(err, Idx("steps", index)+"."))
 	o.Error = &e
 	if !errors.Is(err, ErrUnknownWriteAck) && !errors.Is(err, ErrAckForPendingBackup) {
 		o.Drain = nil // a rejected drain did nothing; a terminal one reports what it did
