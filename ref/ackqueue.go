@@ -445,6 +445,7 @@ func NewAckQueue(cfg AckConfig) (AckQueue, error) {
 	return q, nil
 }
 
+// Reset is §3.2 op 13: everything cleared, max_appended -1, ids from 1.
 func (q *refAckQueue) Reset() {
 	q.nodes = map[NodeID]*refAckNode{}
 	q.nextID = 1
@@ -477,6 +478,7 @@ func (q *refAckQueue) lockRef(id NodeID) int {
 	return n
 }
 
+// DeclareNode adds a node to the node table (§0.2: ids only grow).
 func (q *refAckQueue) DeclareNode(id NodeID, valueLen int) (NodeID, error) {
 	if err := CheckDeclareNode(id, valueLen, q.nextID); err != nil {
 		return 0, err
@@ -489,6 +491,7 @@ func (q *refAckQueue) DeclareNode(id NodeID, valueLen int) (NodeID, error) {
 	return id, nil
 }
 
+// EvictDevice drops the device value of an unlocked node.
 func (q *refAckQueue) EvictDevice(id NodeID) error {
 	n, err := q.node(id)
 	if err != nil {
@@ -501,6 +504,7 @@ func (q *refAckQueue) EvictDevice(id NodeID) error {
 	return nil
 }
 
+// Lock takes a request lock (W6's requestLocks).
 func (q *refAckQueue) Lock(id NodeID) error {
 	n, err := q.node(id)
 	if err != nil {
@@ -510,6 +514,7 @@ func (q *refAckQueue) Lock(id NodeID) error {
 	return nil
 }
 
+// Unlock releases a request lock; a registration's lock is not the caller's.
 func (q *refAckQueue) Unlock(id NodeID) error {
 	n, err := q.node(id)
 	if err != nil {
@@ -532,6 +537,8 @@ func (q *refAckQueue) appendWriteAck(ids []NodeID) error {
 	return nil
 }
 
+// AppendWriteAck is the funnel used by fault injection (§3.3): the
+// state is marked, which suspends W1–W3.
 func (q *refAckQueue) AppendWriteAck(ids []NodeID) error {
 	if err := q.appendWriteAck(ids); err != nil {
 		return err
@@ -540,6 +547,8 @@ func (q *refAckQueue) AppendWriteAck(ids []NodeID) error {
 	return nil
 }
 
+// InjectDuplicateAck is §3.3's InjectDuplicateAck: a copy of the first
+// queued ack naming id, pushed through the funnel.
 func (q *refAckQueue) InjectDuplicateAck(id NodeID) error {
 	for _, a := range q.queue {
 		if slices.Contains(a.NodeIDs, id) {
@@ -560,6 +569,8 @@ func (q *refAckQueue) NodeHasUndrainedWriteAck(id NodeID) bool {
 	return false
 }
 
+// ReserveWriteCP is §3.2 op 3: the guards, then the registration and its
+// per-layer written flags.
 func (q *refAckQueue) ReserveWriteCP(id NodeID, ownedPages int) error {
 	if err := q.reserve(id, ownedPages, false); err != nil {
 		return err
@@ -665,6 +676,8 @@ func (q *refAckQueue) freeHost(id NodeID) {
 	n.host, n.backedUp = nil, false
 }
 
+// LayerStep is §3.2 op 4: layer l for every pending registration in
+// registration order, then one merged final ack for those now complete.
 func (q *refAckQueue) LayerStep(l int) ([]NodeID, error) {
 	if l < 0 || l >= q.cfg.NumLayers {
 		return nil, ErrLayerRange(l, q.cfg.NumLayers)
@@ -714,6 +727,8 @@ func (q *refAckQueue) finishWritten(sel func(NodeID) bool) []NodeID {
 	return done
 }
 
+// WriteBackupCP is §3.2 op 5: reserve, write all layers of this
+// registration at once, and on the injected failure roll back and return it.
 func (q *refAckQueue) WriteBackupCP(id NodeID, ownedPages int, failAt FailAt) error {
 	if err := failAt.Validate("fail_at"); err != nil {
 		return err
@@ -739,6 +754,8 @@ func (q *refAckQueue) WriteBackupCP(id NodeID, ownedPages int, failAt FailAt) er
 	return nil
 }
 
+// WriteNonCP is §3.2 op 6: the same guards, a registration without layer
+// state, and its ack at once.
 func (q *refAckQueue) WriteNonCP(id NodeID) error {
 	n, err := q.node(id)
 	if err != nil {
@@ -750,6 +767,7 @@ func (q *refAckQueue) WriteNonCP(id NodeID) error {
 	return q.appendWriteAck([]NodeID{id})
 }
 
+// EventsComplete is §3.2 op 7: the first k unready acks become ready.
 func (q *refAckQueue) EventsComplete(k int) error {
 	unready := 0
 	for _, a := range q.queue {
@@ -772,6 +790,7 @@ func (q *refAckQueue) EventsComplete(k int) error {
 	return nil
 }
 
+// ReadyPrefix is §3.2 op 8.
 func (q *refAckQueue) ReadyPrefix() int {
 	n := 0
 	for n < len(q.queue) && q.queue[n].Ready {
@@ -780,10 +799,15 @@ func (q *refAckQueue) ReadyPrefix() int {
 	return n
 }
 
+// QueueLen is the number of queued acks.
 func (q *refAckQueue) QueueLen() int { return len(q.queue) }
 
+// DuplicateAcks counts the duplicate-ack warnings since Reset.
 func (q *refAckQueue) DuplicateAcks() int { return q.duplicates }
 
+// WritingCheck is §3.2 op 9: pop agreed acks and complete, warn about or
+// fail fast on each id in order, then prune the completed memory. On a
+// terminal error the acks already popped stay popped and nothing is pruned.
 func (q *refAckQueue) WritingCheck(agreed int) (DrainResult, error) {
 	res := DrainResult{Completed: []NodeID{}}
 	if err := CheckAgreed(agreed, q.ReadyPrefix()); err != nil {
@@ -847,6 +871,7 @@ func (q *refAckQueue) scrubAcks(id NodeID) {
 	q.pruneCompleted()
 }
 
+// RollbackPendingBackup is §3.2 op 11 (a)–(e).
 func (q *refAckQueue) RollbackPendingBackup(id NodeID) error {
 	reg := q.ongoing[id]
 	if reg == nil {
@@ -861,10 +886,13 @@ func (q *refAckQueue) RollbackPendingBackup(id NodeID) error {
 	return nil
 }
 
+// RollbackPreparedCPBackup is §3.2 op 12, identical to op 11.
 func (q *refAckQueue) RollbackPreparedCPBackup(id NodeID) error {
 	return q.RollbackPendingBackup(id)
 }
 
+// State returns the observable state: ongoing, completed and nodes in
+// ascending id, pending in registration order, the queue front first.
 func (q *refAckQueue) State() AckState {
 	s := AckState{
 		Config:        q.cfg,
