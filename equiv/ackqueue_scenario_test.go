@@ -195,8 +195,9 @@ func formatOne(o ref.AckOutcome) string {
 }
 
 // formatAckState renders one rank's state on one line: max appended, the
-// queue (R = ready), ongoing registrations with their locks and host slots,
-// pending layer flags, completed memory, warnings and host accounting.
+// queue (R = ready), ongoing registrations with their host slots, pending
+// layer flags (one digit per layer), completed memory, warnings, the locked
+// or backed-up nodes, free host slots and pages copied by layer steps.
 func formatAckState(s ref.AckState) string {
 	var q []string
 	for _, a := range s.Queue {
@@ -228,11 +229,14 @@ func formatAckState(s ref.AckState) string {
 			locks = append(locks, tag)
 		}
 	}
-	out := fmt.Sprintf("max=%d queue=[%s] ongoing=[%s] pending=[%s] completed=%v dups=%d nodes=[%s] free=%d",
+	out := fmt.Sprintf("max=%d queue=[%s] ongoing=[%s] pending=[%s] completed=%v dups=%d nodes=[%s] free=%d copied=%d",
 		s.MaxAppended, strings.Join(q, " "), strings.Join(ongoing, " "), strings.Join(pending, " "),
-		s.Completed, s.DuplicateAcks, strings.Join(locks, " "), s.HostFree)
+		s.Completed, s.DuplicateAcks, strings.Join(locks, " "), s.HostFree, s.CopiedPages)
 	if s.ForeignWrites > 0 {
 		out += fmt.Sprintf(" FOREIGN_WRITES=%d", s.ForeignWrites)
+	}
+	if s.FaultInjected {
+		out += " (fault-injected: W1–W3 suspended)"
 	}
 	return out
 }
