@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/ackfault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -239,4 +240,58 @@ func formatAckState(s ref.AckState) string {
 		out += " (fault-injected: W1–W3 suspended)"
 	}
 	return out
+}
+
+// scenarioBugs maps each write-ack scenario to the fault its narration
+// describes (the same fault as the bug-zoo mutant of that name).
+var scenarioBugs = []struct {
+	id     string
+	faults ackfault.Faults
+}{
+	{"ack-funnel-bypass", ackfault.Faults{FunnelBypass: true}},
+	{"rollback-leaves-orphan-ack", ackfault.Faults{RollbackNoScrub: true}},
+	{"rollback-leaves-layer-state", ackfault.Faults{RollbackKeepsLayerState: true}},
+	{"consumer-forgets-completed", ackfault.Faults{ForgetCompleted: true}},
+	{"blind-pop-unknown-ack", ackfault.Faults{BlindPop: true}},
+	{"zero-owned-rank-returns-early", ackfault.Faults{ZeroOwnedReturnsEarly: true}},
+	{"writing-check-strands-duplicates", ackfault.Faults{EarlyReturnOnEmptyOngoing: true}},
+}
+
+// TestAckScenariosReplayTheirBug replays each scenario's commands on a fast
+// group with the scenario's bug put back: somewhere along the trace its
+// results or states must differ from ref's, so each file narrates a trace
+// that actually tells the bug apart.
+func TestAckScenariosReplayTheirBug(t *testing.T) {
+	for _, bug := range scenarioBugs {
+		t.Run(bug.id, func(t *testing.T) {
+			var refGroup, bugGroup []ref.AckQueue
+			steps, differs, done := 0, "", false
+			datadriven.RunTest(t, filepath.Join("testdata", "ack_"+bug.id+".txt"), func(t *testing.T, td *datadriven.TestData) string {
+				if done {
+					return td.Expected
+				}
+				s := scenarioStep(t, td)
+				if s.Op == ref.AckCreate {
+					refGroup, bugGroup = make([]ref.AckQueue, s.Ranks), make([]ref.AckQueue, s.Ranks)
+					for r := range s.Ranks {
+						cfg := ref.AckConfig{NumLayers: s.Layers, HostCapacity: s.HostCapacity}
+						refGroup[r], _ = ref.NewAckQueue(cfg)
+						bugGroup[r], _ = fast.NewAckQueueWithFaults(cfg, bug.faults)
+					}
+				}
+				rr := ref.RunAckGroupStep(refGroup, s, steps)
+				br := ref.RunAckGroupStep(bugGroup, s, steps)
+				steps++
+				if mustJSON(rr) != mustJSON(br) || mustJSON(groupStates(refGroup)) != mustJSON(groupStates(bugGroup)) {
+					differs, done = fmt.Sprintf("%s: %s", td.Pos, td.Cmd), true
+				}
+				done = done || rr.Terminal || br.Terminal
+				return td.Expected
+			})
+			if differs == "" {
+				t.Fatalf("the scenario never tells the bug from the fixed queue")
+			}
+			t.Logf("the bug shows first at %s", differs)
+		})
+	}
 }
