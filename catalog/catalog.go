@@ -287,6 +287,7 @@ func All() []Entry {
 		OwnerCounts(),
 		LoadScript(),
 		LayerDoneScript(),
+		AckScript(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

@@ -104,6 +104,7 @@ func Suites() []Suite {
 		Erase(OwnerCounts()),
 		Erase(LoadScript()),
 		Erase(LayerDoneScript()),
+		Erase(AckScript()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites

@@ -37,6 +37,13 @@ func All() []equiv.Killable {
 		DescriptorReusedAcrossBatches(),
 		SilentFallback(),
 		AllLayerWait(),
+		AckFunnelBypass(),
+		RollbackLeavesOrphanAck(),
+		RollbackLeavesLayerState(),
+		ConsumerForgetsCompleted(),
+		BlindPopUnknownAck(),
+		ZeroOwnedRankReturnsEarly(),
+		WritingCheckStrandsDuplicates(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo

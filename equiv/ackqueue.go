@@ -1,0 +1,531 @@
+package equiv
+
+import (
+	"fmt"
+	"slices"
+
+	"pgregory.net/rapid"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// AckScript is the differential spec of hicache.ack_script (radix-acks.md
+// §3). The step-by-step state machine over the write states themselves is
+// TestAckQueueTwinsAgreeAfterEveryStep; this spec holds the script-level
+// generators, the §3.4 worked examples and §3.5 minimal inputs, and the
+// §3.3 properties read off a trace and the final states.
+func AckScript() *Spec[ref.AckScriptInput, ref.AckScriptOutput] {
+	return &Spec[ref.AckScriptInput, ref.AckScriptOutput]{
+		Op:          catalog.AckScript(),
+		Valid:       rapid.Custom(func(t *rapid.T) ref.AckScriptInput { return AckSteps(t, 32) }),
+		Invalid:     rapid.Custom(ackInvalid),
+		Boundary:    ackBoundary(),
+		Regressions: ackRegressions(),
+		Props: []Prop[ref.AckScriptInput, ref.AckScriptOutput]{
+			{"write-invariants", ackWriteInvariants},
+			{"spmd-consistency", ackSPMDConsistency},
+			{"drain-pops-agreed", ackDrainPopsAgreed},
+			{"duplicates-warn", ackDuplicatesWarn},
+			{"terminal-ends-run", ackTerminalEndsRun},
+		},
+	}
+}
+
+// AckSteps draws a script of up to maxSteps steps shaped like a CP
+// scheduler's write-through: a group of 1–4 ranks; nodes declared as
+// requests arrive; reservations with per-rank owned pages (zero-owned
+// ranks often); layer steps across forwards; write_backup fallbacks that
+// sometimes fail mid-layers or after the ack; non-CP writes; partial event
+// readiness per rank; drains between any two ops; rollbacks; refusals; and
+// occasional bad steps and injected faults (duplicates, unknown acks).
+// A terminal consumer error ends the script.
+func AckSteps(t *rapid.T, maxSteps int) ref.AckScriptInput {
+	g := newAckGen(t)
+	n := rapid.IntRange(0, maxSteps).Draw(t, "steps")
+	for range n {
+		if g.halted {
+			break
+		}
+		g.step()
+	}
+	return ref.AckScriptInput{Steps: g.steps}
+}
+
+// ackGen draws steps while a reference group follows them, so steps name
+// live nodes, ongoing registrations and reachable event counts.
+type ackGen struct {
+	t       *rapid.T
+	steps   []ref.AckStep
+	results []ref.AckStepResult
+	group   []ref.AckQueue
+	halted  bool
+}
+
+func newAckGen(t *rapid.T) *ackGen {
+	create := ref.AckStep{
+		Op:           ref.AckCreate,
+		Ranks:        rapid.SampledFrom([]int{1, 2, 2, 3, 4}).Draw(t, "ranks"),
+		Layers:       rapid.IntRange(1, 3).Draw(t, "layers"),
+		HostCapacity: rapid.IntRange(2, 16).Draw(t, "host_capacity"),
+	}
+	g := &ackGen{t: t}
+	g.apply(create)
+	return g
+}
+
+// apply appends s and runs it on the generator's group, returning its result.
+func (g *ackGen) apply(s ref.AckStep) ref.AckStepResult {
+	if s.Op == ref.AckCreate {
+		g.group = make([]ref.AckQueue, s.Ranks)
+		for r := range g.group {
+			q, err := ref.NewAckQueue(ref.AckConfig{NumLayers: s.Layers, HostCapacity: s.HostCapacity})
+			if err != nil {
+				panic(err)
+			}
+			g.group[r] = q
+		}
+	}
+	g.steps = append(g.steps, s)
+	r := ref.RunAckGroupStep(g.group, s, len(g.steps)-1)
+	g.results = append(g.results, r)
+	g.halted = r.Terminal
+	return r
+}
+
+// step draws the next step (sometimes preceded by a step it implies, such
+// as the event completions an idle loop sees before it drains) and runs it
+// on the group; callers find every new step and result at the end of
+// g.steps and g.results.
+func (g *ackGen) step() {
+	g.apply(g.draw())
+}
+
+// uniform draws an int in [0, n) close to uniformly: rapid favours small
+// and boundary integers (good for sizes, bad for a weighted choice among
+// ops), so the draw is mixed by a multiplicative hash. Shrinking still
+// works: it moves toward the draw 0, which is the first band.
+func uniform(t *rapid.T, n int, label string) int {
+	x := rapid.Uint64().Draw(t, label)
+	return int((x * 0x9E3779B97F4A7C15 >> 32) % uint64(n))
+}
+
+// oneIn draws true about once in n.
+func oneIn(t *rapid.T, n int, label string) bool { return uniform(t, n, label) == 0 }
+
+// draw picks the next step by weight: bands of [0, 1000).
+func (g *ackGen) draw() ref.AckStep {
+	t := g.t
+	switch op := uniform(t, 1000, "op"); {
+	case op < 120:
+		return g.events()
+	case op < 260:
+		return g.drain()
+	case op < 400:
+		return ref.AckStep{Op: ref.AckReserve, Node: g.target(), Owned: g.owned()}
+	case op < 520:
+		return ref.AckStep{Op: ref.AckLayerStep, Layer: g.layer()}
+	case op < 600:
+		return ref.AckStep{Op: ref.AckWriteNonCP, Node: g.target()}
+	case op < 610:
+		first := g.steps[0]
+		return ref.AckStep{Op: ref.AckCreate, Ranks: first.Ranks, Layers: first.Layers, HostCapacity: first.HostCapacity}
+	case op < 620:
+		return ref.AckStep{Op: ref.AckReset}
+	case op < 700:
+		fail := rapid.SampledFrom([]ref.FailAt{"", ref.FailNone, ref.FailMidLayers, ref.FailAfterAck}).Draw(t, "fail_at")
+		return ref.AckStep{Op: ref.AckWriteBackup, Node: g.target(), Owned: g.owned(), FailAt: fail}
+	case op < 760:
+		return ref.AckStep{Op: ref.AckInjectDuplicate, Node: g.queued()}
+	case op < 820:
+		kind := rapid.SampledFrom([]string{ref.AckRollback, ref.AckRollbackPrepared}).Draw(t, "rollback")
+		return ref.AckStep{Op: kind, Node: g.node(true)}
+	case op < 850:
+		return ref.AckStep{Op: ref.AckHas, Node: rapid.Int64Range(-1, g.state().NextID+1).Draw(t, "has_node")}
+	case op < 870:
+		return ref.AckStep{Op: rapid.SampledFrom([]string{ref.AckEvictDevice, ref.AckLock, ref.AckUnlock}).Draw(t, "node_op"), Node: g.node(false)}
+	case op < 890:
+		return g.appendAck()
+	}
+	return g.declare()
+}
+
+// appendAck pushes an ack by fault injection: a declared node, sometimes
+// a pending one, sometimes with a second id that may be unknown.
+func (g *ackGen) appendAck() ref.AckStep {
+	t := g.t
+	ids := []ref.NodeID{g.node(false)}
+	if p := g.state().Pending; len(p) > 0 && rapid.Bool().Draw(t, "pending_id") {
+		ids[0] = rapid.SampledFrom(p).Draw(t, "pending").ID
+	}
+	if rapid.Bool().Draw(t, "two_ids") {
+		ids = append(ids, rapid.Int64Range(-1, g.state().NextID+2).Draw(t, "append_id"))
+	}
+	return ref.AckStep{Op: ref.AckAppend, IDs: ids}
+}
+
+func (g *ackGen) state() ref.AckState { return g.group[0].State() }
+
+// declare draws a node: usually the next id, sometimes a skip ahead, rarely
+// a reused id or a negative length.
+func (g *ackGen) declare() ref.AckStep {
+	t := g.t
+	s := ref.AckStep{Op: ref.AckNode, ValueLen: rapid.IntRange(0, 4).Draw(t, "value_len")}
+	switch {
+	case oneIn(t, 10, "skip_ahead"):
+		s.Node = g.state().NextID + rapid.Int64Range(0, 3).Draw(t, "skip")
+	case oneIn(t, 20, "reuse_id"):
+		s.Node = rapid.Int64Range(1, g.state().NextID).Draw(t, "reused")
+	case oneIn(t, 20, "negative_len"):
+		s.ValueLen = -1
+	}
+	return s
+}
+
+// target draws the node a write registers: often a freshly declared one
+// (the prepare path mints a node per request per chunk), otherwise any
+// node as node(false) draws it.
+func (g *ackGen) target() ref.NodeID {
+	if rapid.Bool().Draw(g.t, "fresh") {
+		s := ref.AckStep{Op: ref.AckNode, ValueLen: rapid.IntRange(1, 3).Draw(g.t, "fresh_len")}
+		if r := g.apply(s); r.Node != nil {
+			return *r.Node
+		}
+	}
+	return g.node(false)
+}
+
+// node draws a declared node (an ongoing one when ongoing), sometimes any
+// id near the table, which may be unknown or not registered.
+func (g *ackGen) node(ongoing bool) ref.NodeID {
+	st := g.state()
+	var ids []ref.NodeID
+	if ongoing {
+		for _, r := range st.Ongoing {
+			ids = append(ids, r.ID)
+		}
+	} else {
+		for _, n := range st.Nodes {
+			ids = append(ids, n.ID)
+		}
+	}
+	if len(ids) == 0 || oneIn(g.t, 12, "odd_node") {
+		return rapid.Int64Range(-1, st.NextID+1).Draw(g.t, "any_node")
+	}
+	return rapid.SampledFrom(ids).Draw(g.t, "node")
+}
+
+// queued draws an id named by a queued ack, or any id.
+func (g *ackGen) queued() ref.NodeID {
+	var ids []ref.NodeID
+	for _, a := range g.state().Queue {
+		ids = append(ids, a.NodeIDs...)
+	}
+	if len(ids) == 0 {
+		return g.node(false)
+	}
+	return rapid.SampledFrom(ids).Draw(g.t, "queued")
+}
+
+// owned draws each rank's owned pages: zero often (the zero-owned rank).
+func (g *ackGen) owned() []int {
+	o := make([]int, len(g.group))
+	for r := range o {
+		o[r] = rapid.SampledFrom([]int{0, 0, 1, 1, 2, 3}).Draw(g.t, "owned")
+	}
+	return o
+}
+
+func (g *ackGen) layer() int {
+	l := g.steps[0].Layers
+	for _, s := range g.steps {
+		if s.Op == ref.AckCreate {
+			l = s.Layers
+		}
+	}
+	if oneIn(g.t, 30, "bad_layer") {
+		return rapid.SampledFrom([]int{-1, l}).Draw(g.t, "bad_layer_value")
+	}
+	return rapid.IntRange(0, l-1).Draw(g.t, "layer")
+}
+
+// events completes some of one rank's (or every rank's) unready acks.
+func (g *ackGen) events() ref.AckStep {
+	s := ref.AckStep{Op: ref.AckEventsComplete}
+	q := g.group[0]
+	if rapid.Bool().Draw(g.t, "one_rank") {
+		r := rapid.IntRange(0, len(g.group)-1).Draw(g.t, "rank")
+		s.Rank, q = &r, g.group[r]
+	}
+	st := q.State()
+	unready := len(st.Queue) - q.ReadyPrefix()
+	for _, qq := range g.group {
+		unready = min(unready, len(qq.State().Queue)-qq.ReadyPrefix())
+	}
+	s.K = rapid.IntRange(0, unready).Draw(g.t, "k")
+	if oneIn(g.t, 30, "bad_k") {
+		s.K = rapid.SampledFrom([]int{-1, unready + 1}).Draw(g.t, "bad_k_value")
+	}
+	return s
+}
+
+// drain is a writing check: usually the MIN all-reduce, sometimes an
+// explicit agreed count, rarely one beyond some rank's readiness.
+func (g *ackGen) drain() ref.AckStep {
+	if rapid.IntRange(0, 2).Draw(g.t, "settle") > 0 {
+		unready := 0
+		for r, q := range g.group {
+			if u := len(q.State().Queue) - q.ReadyPrefix(); r == 0 || u < unready {
+				unready = u
+			}
+		}
+		g.apply(ackEvents(unready))
+	}
+	s := ref.AckStep{Op: ref.AckWritingCheck}
+	switch {
+	case oneIn(g.t, 10, "explicit_agreed"):
+		s.Agreed = new(rapid.IntRange(0, ref.AgreedDrain(g.group)).Draw(g.t, "agreed"))
+	case oneIn(g.t, 20, "agreed_beyond"):
+		s.Agreed = new(ref.AgreedDrain(g.group) + rapid.IntRange(1, 2).Draw(g.t, "beyond"))
+	}
+	return s
+}
+
+func ackInvalid(t *rapid.T) Bad[ref.AckScriptInput] {
+	in := AckSteps(t, 8)
+	at := rapid.IntRange(0, len(in.Steps)).Draw(t, "at")
+	insert := func(s ref.AckStep) {
+		in.Steps = slices.Insert(in.Steps, max(at, 1), s)
+	}
+	ranks := in.Steps[0].Ranks
+	switch rapid.IntRange(0, 9).Draw(t, "violation") {
+	case 0:
+		in.Steps[0].Op = rapid.SampledFrom([]string{ref.AckReserve, ref.AckWritingCheck, ""}).Draw(t, "first_op")
+		return Bad[ref.AckScriptInput]{in, ref.ErrScriptOrder}
+	case 1:
+		insert(ref.AckStep{Op: rapid.SampledFrom([]string{"drain", "Reserve", "evict_host"}).Draw(t, "bad_op")})
+		return Bad[ref.AckScriptInput]{in, ref.ErrBadEnum}
+	case 2:
+		in.Steps[0].Ranks = rapid.IntRange(-1, 0).Draw(t, "bad_ranks")
+		return Bad[ref.AckScriptInput]{in, ref.ErrBadCPSize}
+	case 3:
+		in.Steps[0].Layers = rapid.IntRange(-1, 0).Draw(t, "bad_layers")
+		return Bad[ref.AckScriptInput]{in, ref.ErrBadNumLayers}
+	case 4:
+		in.Steps[0].HostCapacity = -1
+		return Bad[ref.AckScriptInput]{in, ref.ErrNegative}
+	case 5:
+		in.Steps[0].HostCapacity = 1 << 40
+		return Bad[ref.AckScriptInput]{in, ref.ErrTooLarge}
+	case 6:
+		insert(ref.AckStep{Op: ref.AckReserve, Node: 1, Owned: make([]int, ranks+rapid.SampledFrom([]int{-1, 1}).Draw(t, "owned_len"))})
+		return Bad[ref.AckScriptInput]{in, ref.ErrLengthMismatch}
+	case 7:
+		insert(ref.AckStep{Op: ref.AckWriteBackup, Node: 1, Owned: make([]int, ranks), FailAt: "sometimes"})
+		return Bad[ref.AckScriptInput]{in, ref.ErrBadEnum}
+	case 8:
+		owned := make([]int, ranks)
+		owned[rapid.IntRange(0, ranks-1).Draw(t, "bad_owned_rank")] = -1
+		insert(ref.AckStep{Op: ref.AckReserve, Node: 1, Owned: owned})
+		return Bad[ref.AckScriptInput]{in, ref.ErrNegative}
+	default:
+		insert(ref.AckStep{Op: ref.AckEventsComplete, Rank: new(rapid.SampledFrom([]int{-1, ranks}).Draw(t, "bad_rank"))})
+		return Bad[ref.AckScriptInput]{in, ref.ErrBadCPRank}
+	}
+}
+
+// Script-building helpers for the tables and the scenario tests.
+
+func ackCreate(ranks, layers, capacity int) ref.AckStep {
+	return ref.AckStep{Op: ref.AckCreate, Ranks: ranks, Layers: layers, HostCapacity: capacity}
+}
+
+func ackNode(id ref.NodeID, valueLen int) ref.AckStep {
+	return ref.AckStep{Op: ref.AckNode, Node: id, ValueLen: valueLen}
+}
+
+func ackOn(op string, id ref.NodeID) ref.AckStep { return ref.AckStep{Op: op, Node: id} }
+
+func ackReserve(id ref.NodeID, owned ...int) ref.AckStep {
+	return ref.AckStep{Op: ref.AckReserve, Node: id, Owned: owned}
+}
+
+func ackBackup(id ref.NodeID, fail ref.FailAt, owned ...int) ref.AckStep {
+	return ref.AckStep{Op: ref.AckWriteBackup, Node: id, Owned: owned, FailAt: fail}
+}
+
+func ackLayer(l int) ref.AckStep { return ref.AckStep{Op: ref.AckLayerStep, Layer: l} }
+
+func ackEvents(k int) ref.AckStep { return ref.AckStep{Op: ref.AckEventsComplete, K: k} }
+
+func ackRankEvents(rank, k int) ref.AckStep {
+	return ref.AckStep{Op: ref.AckEventsComplete, Rank: &rank, K: k}
+}
+
+func ackDrain() ref.AckStep { return ref.AckStep{Op: ref.AckWritingCheck} }
+
+func ackScript(s ...ref.AckStep) ref.AckScriptInput { return ref.AckScriptInput{Steps: s} }
+
+func ackBoundary() []Case[ref.AckScriptInput] {
+	return []Case[ref.AckScriptInput]{
+		// §3.4 "fast path versus scan": a merged [3,5] ack, Has on both
+		// sides of the max, the max kept after the drain.
+		{"worked-example-has-fast-path", ackScript(ackCreate(1, 1, 8),
+			ackOn(ref.AckHas, 3), ackNode(3, 1), ackNode(5, 1), ackReserve(3, 1), ackReserve(5, 1), ackLayer(0),
+			ackOn(ref.AckHas, 4), ackOn(ref.AckHas, 5), ackOn(ref.AckHas, 6), ackEvents(1), ackDrain(), ackOn(ref.AckHas, 5))},
+		// §3.4 duplicate consumer, both copies ready in one drain.
+		{"worked-example-duplicate-one-drain", ackScript(ackCreate(1, 1, 8),
+			ackNode(7, 1), ackOn(ref.AckWriteNonCP, 7), ackOn(ref.AckInjectDuplicate, 7), ackEvents(2), ackDrain())},
+		// §3.4 duplicate consumer split across drains.
+		{"worked-example-duplicate-split-drains", ackScript(ackCreate(1, 1, 8),
+			ackNode(7, 1), ackOn(ref.AckWriteNonCP, 7), ackOn(ref.AckInjectDuplicate, 7), ackEvents(1), ackDrain(),
+			ackEvents(1), ackDrain())},
+		// §3.4 unknown ack: fail fast, the run ends.
+		{"worked-example-unknown-ack", ackScript(ackCreate(1, 1, 8),
+			ref.AckStep{Op: ref.AckAppend, IDs: []ref.NodeID{9}}, ackEvents(1), ackDrain(), ackOn(ref.AckHas, 9))},
+		// MIN draining over ranks with different readiness, and a drain
+		// asked beyond one rank's ready prefix, refused as a whole.
+		{"min-drain-over-ranks", ackScript(ackCreate(3, 2, 8),
+			ackNode(0, 2), ackNode(0, 2), ackReserve(1, 1, 1, 0), ackReserve(2, 2, 0, 0), ackLayer(0), ackLayer(1),
+			ackOn(ref.AckWriteNonCP, 2), ackRankEvents(0, 1), ackRankEvents(1, 1), ackDrain(),
+			ref.AckStep{Op: ref.AckWritingCheck, Agreed: new(1)}, ackRankEvents(2, 1), ackDrain())},
+		// Every refusal reason, the host-full retry through evict_host, and
+		// the bad inputs of §3.6 as step errors.
+		{"refusals-and-bad-steps", ackScript(ackCreate(2, 2, 4),
+			ackNode(0, 2), ackNode(0, 2), ackNode(0, 3), ackOn(ref.AckWriteNonCP, 1), ackOn(ref.AckWriteNonCP, 1),
+			ackReserve(1, 1, 1), ackEvents(1), ackDrain(), ackOn(ref.AckEvictDevice, 1), ackOn(ref.AckWriteNonCP, 2),
+			ackOn(ref.AckWriteNonCP, 3), ackEvents(1), ackDrain(), ackOn(ref.AckWriteNonCP, 3), ackOn(ref.AckWriteNonCP, 1),
+			ref.AckStep{Op: ref.AckAppend}, ackLayer(2), ackOn(ref.AckRollback, 2), ackOn(ref.AckRollback, 2),
+			ackReserve(9, 0, 0), ackNode(1, 1), ackEvents(-1), ackEvents(5))},
+		// A zero-layer-written mid_layers failure (L = 1) and a reset.
+		{"single-layer-backup-and-reset", ackScript(ackCreate(2, 1, 2),
+			ackNode(0, 1), ackBackup(1, ref.FailMidLayers, 1, 0), ackBackup(1, ref.FailNone, 0, 1), ackEvents(1), ackDrain(),
+			ref.AckStep{Op: ref.AckReset}, ackOn(ref.AckHas, 1), ackNode(0, 2))},
+	}
+}
+
+func ackRegressions() []Case[ref.AckScriptInput] {
+	return []Case[ref.AckScriptInput]{
+		// §3.5 B3.a: WriteNonCP(5) must raise the max; Has(5) is true.
+		{"ack-funnel-bypass", ackScript(ackCreate(1, 1, 8), ackNode(5, 1), ackOn(ref.AckWriteNonCP, 5), ackOn(ref.AckHas, 5))},
+		// §3.5 B3.b after-ack: the rollback scrubs {4}; the re-registration
+		// completes only through its own ack.
+		{"rollback-leaves-orphan-ack", ackScript(ackCreate(1, 2, 8), ackNode(4, 2),
+			ackBackup(4, ref.FailAfterAck, 2), ackBackup(4, ref.FailNone, 2), ackEvents(1), ackDrain())},
+		// §3.5 B3.b mid-layer: node 6 takes node 4's freed slots; the next
+		// forward must write node 6 only.
+		{"rollback-leaves-layer-state", ackScript(ackCreate(1, 2, 2), ackNode(4, 2), ackNode(6, 2),
+			ackBackup(4, ref.FailMidLayers, 2), ackReserve(6, 2), ackLayer(0), ackLayer(1), ackEvents(1), ackDrain())},
+		// §3.5 B3.c: the duplicate of a completed ack warns, not KeyError.
+		{"consumer-forgets-completed", ackScript(ackCreate(1, 1, 8), ackNode(7, 1), ackOn(ref.AckWriteNonCP, 7),
+			ackOn(ref.AckInjectDuplicate, 7), ackEvents(2), ackDrain())},
+		// §3.5 B3.d: an ack for an id never registered fails fast.
+		{"blind-pop-unknown-ack", ackScript(ackCreate(1, 1, 8), ref.AckStep{Op: ref.AckAppend, IDs: []ref.NodeID{9}}, ackEvents(1), ackDrain())},
+		// The early return that lets ranks diverge: rank 1 owns no page of
+		// node 1 but must still register and ack at the last layer step.
+		{"zero-owned-rank-returns-early", ackScript(ackCreate(2, 2, 4), ackNode(0, 2), ackReserve(1, 2, 0),
+			ackLayer(0), ackLayer(1), ackEvents(1), ackDrain())},
+		// Upstream's early return on an empty Ongoing alone (§6 item 4): the
+		// queued duplicate of a completed ack must still drain.
+		{"writing-check-strands-duplicates", ackScript(ackCreate(1, 1, 8), ackNode(7, 1), ackOn(ref.AckWriteNonCP, 7),
+			ackOn(ref.AckInjectDuplicate, 7), ackEvents(1), ackDrain(), ackEvents(1), ackDrain())},
+	}
+}
+
+// finalUnspecified reports whether the final states are outside the
+// invariants' scope: a terminal consumer error leaves them unspecified.
+func finalUnspecified(out ref.AckScriptOutput) bool {
+	return len(out.Trace) > 0 && out.Trace[len(out.Trace)-1].Terminal
+}
+
+// ackWriteInvariants is §3.3 W1–W4 and W6–W9 on every rank's final state.
+func ackWriteInvariants(_ ref.Limits, _ ref.AckScriptInput, out ref.AckScriptOutput) error {
+	if finalUnspecified(out) {
+		return nil
+	}
+	for r, s := range out.Ranks {
+		if err := ref.CheckAckState(s); err != nil {
+			return fmt.Errorf("rank %d: %w", r, err)
+		}
+	}
+	return nil
+}
+
+// ackSPMDConsistency is §3.3 W11: every step returned the same outcome on
+// every rank, and the final ranks agree on ongoing ids, queue id
+// sequences, lock refs and completed memory.
+func ackSPMDConsistency(_ ref.Limits, _ ref.AckScriptInput, out ref.AckScriptOutput) error {
+	for i, r := range out.Trace {
+		if r.Diverged != nil {
+			return fmt.Errorf("W11: step %d (%s): ranks returned different outcomes %+v", i, r.Op, r.Diverged)
+		}
+	}
+	if finalUnspecified(out) {
+		return nil
+	}
+	return ref.CheckAckRanks(out.Ranks)
+}
+
+// ackDrainPopsAgreed is §3.2 op 9 with §3.1 step 3: a writing check without
+// an explicit count pops exactly MIN(ReadyPrefix) over ranks before it.
+func ackDrainPopsAgreed(_ ref.Limits, in ref.AckScriptInput, out ref.AckScriptOutput) error {
+	for i := 1; i < len(out.Trace); i++ {
+		s, r := in.Steps[i], out.Trace[i]
+		if s.Op != ref.AckWritingCheck || s.Agreed != nil || r.Error != nil || r.Diverged != nil {
+			continue
+		}
+		want := slices.Min(out.Trace[i-1].ReadyPrefix)
+		if r.Drain == nil || r.Drain.Popped != want {
+			return fmt.Errorf("step %d: the drain popped %+v, want MIN ready prefix %d", i, r.Drain, want)
+		}
+	}
+	return nil
+}
+
+// ackDuplicatesWarn is §3.2 op 9's duplicate rule: each rank's warning count
+// rises by exactly the duplicates a drain reports and by nothing else
+// (a create or reset restarts it at 0).
+func ackDuplicatesWarn(_ ref.Limits, in ref.AckScriptInput, out ref.AckScriptOutput) error {
+	for i := 1; i < len(out.Trace); i++ {
+		s, r, prev := in.Steps[i], out.Trace[i], out.Trace[i-1]
+		if s.Op == ref.AckCreate || s.Op == ref.AckReset {
+			continue
+		}
+		for rank := range r.DuplicateAcks {
+			d := 0
+			if s.Op == ref.AckWritingCheck && r.Drain != nil {
+				d = r.Drain.Duplicates
+			} else if s.Op == ref.AckWritingCheck && r.Diverged != nil && r.Diverged[rank].Drain != nil {
+				d = r.Diverged[rank].Drain.Duplicates
+			}
+			if r.DuplicateAcks[rank] != prev.DuplicateAcks[rank]+d {
+				return fmt.Errorf("step %d rank %d: duplicate warnings %d -> %d, the drain reported %d", i, rank, prev.DuplicateAcks[rank], r.DuplicateAcks[rank], d)
+			}
+		}
+	}
+	return nil
+}
+
+// ackTerminalEndsRun is §3.2 op 9's fail-fast rule: only an unknown ack or
+// an ack for a pending backup is terminal, it ends the run, and a run
+// that did not halt traced every step.
+func ackTerminalEndsRun(_ ref.Limits, in ref.AckScriptInput, out ref.AckScriptOutput) error {
+	for i, r := range out.Trace {
+		if !r.Terminal {
+			continue
+		}
+		if e := r.Error; e == nil || (e.Code != ref.ErrUnknownWriteAck.Code() && e.Code != ref.ErrAckForPendingBackup.Code()) {
+			if r.Diverged == nil {
+				return fmt.Errorf("step %d is terminal without a terminal error: %+v", i, r)
+			}
+		}
+		if i != len(out.Trace)-1 || out.Halted != (i < len(in.Steps)-1) {
+			return fmt.Errorf("terminal step %d is not the end of the run (trace %d of %d steps, halted %t)", i, len(out.Trace), len(in.Steps), out.Halted)
+		}
+		return nil
+	}
+	if len(out.Trace) != len(in.Steps) || out.Halted {
+		return fmt.Errorf("a run without a terminal error traced %d of %d steps (halted %t)", len(out.Trace), len(in.Steps), out.Halted)
+	}
+	return nil
+}

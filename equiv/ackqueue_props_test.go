@@ -1,0 +1,74 @@
+package equiv_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// TestAckPropertiesCatchWrongRuns: each §3.3 property holds on ref's run of
+// a two-rank duplicate-drain script and fails on a result broken the way
+// it guards against.
+func TestAckPropertiesCatchWrongRuns(t *testing.T) {
+	spec := equiv.AckScript()
+	in := ref.AckScriptInput{Steps: []ref.AckStep{
+		{Op: ref.AckCreate, Ranks: 2, Layers: 1, HostCapacity: 8},
+		{Op: ref.AckNode, Node: 7, ValueLen: 1},
+		{Op: ref.AckWriteNonCP, Node: 7},
+		{Op: ref.AckInjectDuplicate, Node: 7},
+		{Op: ref.AckEventsComplete, K: 2},
+		{Op: ref.AckWritingCheck},
+		{Op: ref.AckHas, Node: 7},
+	}}
+	good, err := ref.AckScript(ref.DefaultLimits(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := good.Trace[5].Drain; d == nil || d.Popped != 2 || d.Duplicates != 1 {
+		t.Fatalf("the script does not drain a duplicate: %+v", good.Trace[5])
+	}
+	broken := map[string]func(*ref.AckScriptOutput){
+		// W6 broken: a lock left behind on rank 1.
+		"write-invariants": func(o *ref.AckScriptOutput) { o.Ranks[1].Nodes[0].LockRef = 1 },
+		// W11 broken: rank 1 returned a different outcome.
+		"spmd-consistency": func(o *ref.AckScriptOutput) {
+			o.Trace[2].Diverged = []ref.AckOutcome{{}, {Refused: ref.ReasonPending}}
+		},
+		// the drain stopped after one ack although two were ready everywhere.
+		"drain-pops-agreed": func(o *ref.AckScriptOutput) { o.Trace[5].Drain.Popped = 1 },
+		// a warning counted without a duplicate drained.
+		"duplicates-warn": func(o *ref.AckScriptOutput) { o.Trace[6].DuplicateAcks[0] = 2 },
+		// the run halted without a terminal error.
+		"terminal-ends-run": func(o *ref.AckScriptOutput) { o.Trace, o.Halted = o.Trace[:6], true },
+	}
+	for _, p := range spec.Props {
+		if err := p.Holds(ref.DefaultLimits(), in, good); err != nil {
+			t.Errorf("%s fails on ref's run: %v", p.Name, err)
+		}
+		breakIt, ok := broken[p.Name]
+		if !ok {
+			t.Errorf("no broken result for property %s", p.Name)
+			continue
+		}
+		bad := deepCopyAckOutput(t, good)
+		breakIt(&bad)
+		if propHolds(t, spec.Props, p.Name, in, bad) == nil {
+			t.Errorf("%s holds on a broken result", p.Name)
+		}
+	}
+}
+
+func deepCopyAckOutput(t *testing.T, o ref.AckScriptOutput) ref.AckScriptOutput {
+	t.Helper()
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c ref.AckScriptOutput
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

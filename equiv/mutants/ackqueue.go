@@ -1,0 +1,91 @@
+package mutants
+
+import (
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/ackfault"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// faultyAckScript runs hicache.ack_script on fast write states with the
+// given faults.
+func faultyAckScript(f ackfault.Faults) func(ref.Limits, ref.AckScriptInput) (ref.AckScriptOutput, error) {
+	newQueue := func(cfg ref.AckConfig) (ref.AckQueue, error) { return fast.NewAckQueueWithFaults(cfg, f) }
+	return func(lim ref.Limits, in ref.AckScriptInput) (ref.AckScriptOutput, error) {
+		return ref.RunAckScript(lim, in, newQueue)
+	}
+}
+
+func ackMutant(id, section, about string, f ackfault.Faults) equiv.Killable {
+	return &equiv.Mutant[ref.AckScriptInput, ref.AckScriptOutput]{
+		Spec:     equiv.AckScript(),
+		ID:       id,
+		Section:  section,
+		About:    about,
+		Fn:       faultyAckScript(f),
+		Scenario: "equiv/testdata/ack_" + id + ".txt",
+	}
+}
+
+// AckFunnelBypass is radix-acks.md §3.5 B3.a: the zero-owned-rank and
+// non-CP append sites pushed to the queue without raising the max, so the
+// max-appended shortcut said "no undrained ack" for a queued id.
+func AckFunnelBypass() equiv.Killable {
+	return ackMutant("ack-funnel-bypass", "radix-acks.md §3.5 B3.a",
+		"zero-owned-rank and non-CP acks skip the max update: Has(id) is a false negative for a queued id",
+		ackfault.Faults{FunnelBypass: true})
+}
+
+// RollbackLeavesOrphanAck is radix-acks.md §3.5 B3.b (after-ack): the
+// write_backup rollback did not scrub the node's final ack, and the orphan
+// later completed a fresh registration of the same id prematurely.
+func RollbackLeavesOrphanAck() equiv.Killable {
+	return ackMutant("rollback-leaves-orphan-ack", "radix-acks.md §3.5 B3.b",
+		"write_backup's rollback leaves the final ack queued: the orphan completes the next registration of the id",
+		ackfault.Faults{RollbackNoScrub: true})
+}
+
+// RollbackLeavesLayerState is radix-acks.md §3.5 B3.b (mid-layer): the
+// rollback left the half-written layer-write state alive, and later
+// forwards wrote that node's layers into host slots now owned by another.
+func RollbackLeavesLayerState() equiv.Killable {
+	return ackMutant("rollback-leaves-layer-state", "radix-acks.md §3.5 B3.b",
+		"write_backup's rollback leaves the layer-write state alive: later forwards write into freed, reused host slots",
+		ackfault.Faults{RollbackKeepsLayerState: true})
+}
+
+// ConsumerForgetsCompleted is radix-acks.md §3.5 B3.c: without the
+// completed-ack memory a duplicate of a completed ack raised KeyError and
+// killed the scheduler.
+func ConsumerForgetsCompleted() equiv.Killable {
+	return ackMutant("consumer-forgets-completed", "radix-acks.md §3.5 B3.c",
+		"the consumer keeps no completed-ack memory: a duplicate ack is an unknown ack and stops the scheduler",
+		ackfault.Faults{ForgetCompleted: true})
+}
+
+// BlindPopUnknownAck is radix-acks.md §3.5 B3.d, the rejected design:
+// pop(id, None) silently ignores acks for ids never registered.
+func BlindPopUnknownAck() equiv.Killable {
+	return ackMutant("blind-pop-unknown-ack", "radix-acks.md §3.5 B3.d",
+		"unknown ack ids are popped with a default and ignored, hiding corrupt ack state",
+		ackfault.Faults{BlindPop: true})
+}
+
+// ZeroOwnedRankReturnsEarly is the early return that lets ranks diverge
+// (radix-acks.md §3.2, §3.3 W11): a rank owning no page of the node
+// returned before registering, so it never produced the final ack its
+// peers produce and MIN-draining popped different ids on different ranks.
+func ZeroOwnedRankReturnsEarly() equiv.Killable {
+	return ackMutant("zero-owned-rank-returns-early", "radix-acks.md §3.2, §3.3 W11",
+		"a rank owning no page of the node returns before registering: its queue and locks diverge from its peers'",
+		ackfault.Faults{ZeroOwnedReturnsEarly: true})
+}
+
+// WritingCheckStrandsDuplicates is upstream's writing_check early return
+// on an empty ongoing_write_through alone (radix-acks.md §3.2 op 9, §6
+// item 4): queued duplicates of completed acks never drain.
+func WritingCheckStrandsDuplicates() equiv.Killable {
+	return ackMutant("writing-check-strands-duplicates", "radix-acks.md §3.2 op 9, §6 item 4",
+		"writing_check returns when nothing is ongoing, though acks are queued: duplicates are stranded forever",
+		ackfault.Faults{EarlyReturnOnEmptyOngoing: true})
+}
