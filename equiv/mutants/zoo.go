@@ -56,12 +56,15 @@ func ZooMarkdown() (string, error) {
 		if s := m.ScenarioFile(); s != "" {
 			scenario = "`" + s + "`"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s | %s | %s | %d | %s |\n", m.Name(), m.SpecRef(), m.Op(), m.Bug(), fixture, scenario, n, f.Reason)
+		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s | %s | %s | %d | %s |\n", m.Name(), m.SpecRef(), m.Op(), cell(m.Bug()), fixture, scenario, n, cell(f.Reason))
 	}
 	b.WriteString("\n## Historic bugs whose op has not landed yet\n\n")
 	b.WriteString("| bug | spec | what went wrong | modeled in |\n|---|---|---|---|\n")
 	for _, p := range pending() {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", p.id, p.section, p.bug, p.where)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", p.id, p.section, cell(p.bug), p.where)
 	}
 	return b.String(), nil
 }
+
+// cell escapes the pipes of a Markdown table cell ("the |A| active ones").
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
