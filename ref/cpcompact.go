@@ -1,0 +1,158 @@
+package ref
+
+import "fmt"
+
+// CPCompactInput is the input of cp.compact_valid (cp-layout.md §4.2 steps
+// 1–2): a rank's local rows, to be compacted to its valid rows before MoE.
+type CPCompactInput struct {
+	// Layout names the CP layout.
+	Layout LayoutSpec `json:"layout"`
+	// Rank is the CP rank r, in [0, cp).
+	Rank int `json:"rank"`
+	// X holds rank r's R(r) cp-local-compute-padded rows.
+	X Rows `json:"x"`
+}
+
+// CPRestoreInput is the input of cp.restore_padded (cp-layout.md §4.2 step
+// 4): the MoE's output on a rank's compacted rows, to be put back in place.
+type CPRestoreInput struct {
+	// Layout names the CP layout.
+	Layout LayoutSpec `json:"layout"`
+	// Rank is the CP rank r, in [0, cp).
+	Rank int `json:"rank"`
+	// Y holds the Rv(r) rows f produced from the compacted rows, of any width W'.
+	Y Rows `json:"y"`
+}
+
+// CPRowsOutput is the row buffer cp.compact_valid and cp.restore_padded return.
+type CPRowsOutput struct {
+	// Rows is the result buffer.
+	Rows Rows `json:"rows"`
+}
+
+// ValidateCPCompact checks a cp.compact_valid input (cp-layout.md §4.4):
+// the layout, the rank, then the cp-local-compute-padded contract of X.
+func ValidateCPCompact(in CPCompactInput) (Layout, error) {
+	return ValidateCPValidRows(CPValidRowsInput(in))
+}
+
+// ValidateCPRestore checks a cp.restore_padded input: the layout, the rank,
+// Y's shape and its row count Rv(r) (ErrRowCount: the buffer disagrees with
+// the layout; §4.4 calls an f that changed the row count ErrShape, and the
+// op sees that as a Y of the wrong length), then the R(r)·W' output bound.
+func ValidateCPRestore(lim Limits, in CPRestoreInput) (Layout, error) {
+	lay, err := BuildLayoutAt("layout", in.Layout)
+	if err != nil {
+		return Layout{}, err
+	}
+	if err := lay.CheckRank("rank", in.Rank); err != nil {
+		return Layout{}, err
+	}
+	if err := in.Y.CheckRows("y", lay.Rv(in.Rank)); err != nil {
+		return Layout{}, err
+	}
+	return lay, lim.CheckOutput("layout", int64(lay.R(in.Rank)), int64(in.Y.W))
+}
+
+// CPCompactValid is cp.compact_valid (cp-layout.md §4.2 steps 1–2): the
+// rows of X where ValidMask is true, stable. Padding rows are interleaved
+// with valid ones (§0.3), so they are picked by the mask, never by a count
+// of leading rows (§4.5).
+func CPCompactValid(_ Limits, in CPCompactInput) (CPRowsOutput, error) {
+	lay, err := ValidateCPCompact(in)
+	if err != nil {
+		return CPRowsOutput{}, err
+	}
+	rows, err := CompactValid(lay, in.Rank, in.X)
+	return CPRowsOutput{Rows: rows}, err
+}
+
+// CPRestorePadded is cp.restore_padded (cp-layout.md §4.2 step 4).
+func CPRestorePadded(lim Limits, in CPRestoreInput) (CPRowsOutput, error) {
+	lay, err := ValidateCPRestore(lim, in)
+	if err != nil {
+		return CPRowsOutput{}, err
+	}
+	rows, err := RestorePadded(lim, lay, in.Rank, in.Y)
+	return CPRowsOutput{Rows: rows}, err
+}
+
+// CompactValid returns x[idx] for idx = the valid local rows of rank r,
+// ascending (§4.2 steps 1–2). x must be R(r) rows.
+func CompactValid(lay Layout, r int, x Rows) (Rows, error) {
+	rows, _, err := SelectLocalValidRows(lay, r, x)
+	return rows, err
+}
+
+// RestorePadded returns R(r) rows of y's width: zero rows, with row idx[j]
+// set to y[j] for idx = the valid local rows of rank r (§4.2 step 4;
+// padding rows all-zero is our choice, Appendix D.3). y must be Rv(r) rows.
+func RestorePadded(lim Limits, lay Layout, r int, y Rows) (Rows, error) {
+	if err := lay.CheckRank("rank", r); err != nil {
+		return Rows{}, err
+	}
+	if err := y.CheckRows("y", lay.Rv(r)); err != nil {
+		return Rows{}, err
+	}
+	if err := lim.CheckOutput("layout", int64(lay.R(r)), int64(y.W)); err != nil {
+		return Rows{}, err
+	}
+	out := NewRows(y.W, lay.R(r))
+	j := 0
+	for p, valid := range ValidMask(lay, r) {
+		if valid {
+			copy(out.Row(p), y.Row(j))
+			j++
+		}
+	}
+	return out, nil
+}
+
+// ErrMoEShape: a MoE function returned a row count other than its input's
+// (cp-layout.md §4.4's ErrShape, declared under this name by this file so as
+// not to claim the family-wide ErrShape of §8).
+var ErrMoEShape = NewSentinel("moe_shape", "MoE output row count differs from its input")
+
+// MoEWithCompaction runs f on rank r's valid rows only and puts its output
+// back in place (cp-layout.md §4.1–4.2): compact, f (called even on zero
+// rows: ranks take part in collectives), check f kept the row count, restore.
+func MoEWithCompaction(lim Limits, lay Layout, r int, x Rows, f func(Rows) (Rows, error)) (Rows, error) {
+	xc, err := CompactValid(lay, r, x)
+	if err != nil {
+		return Rows{}, err
+	}
+	yc, err := f(xc)
+	if err != nil {
+		return Rows{}, err
+	}
+	if err := yc.CheckShape("f"); err != nil {
+		return Rows{}, err
+	}
+	if yc.N() != xc.N() {
+		return Rows{}, Reject(ErrMoEShape, "f", yc.N(), fmt.Sprintf("%d rows, as given", xc.N()))
+	}
+	return RestorePadded(lim, lay, r, yc)
+}
+
+// CapacityRouter is §4.3's deterministic, batch-coupled test MoE: a row's
+// expert is row[0] mod e; experts admit rows in row order up to capacity c
+// each; an admitted row's output is its bytes XOR (expert+1), any other
+// row's output is zeros. e must be >= 1.
+func CapacityRouter(e, c int) func(Rows) (Rows, error) {
+	return func(x Rows) (Rows, error) {
+		out := NewRows(x.W, x.N())
+		load := make([]int, e)
+		for p := range x.N() {
+			row := x.Row(p)
+			ex := int(row[0]) % e
+			if load[ex] >= c {
+				continue
+			}
+			load[ex]++
+			for b, v := range row {
+				out.Row(p)[b] = v ^ byte(ex+1)
+			}
+		}
+		return out, nil
+	}
+}

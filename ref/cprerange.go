@@ -1,0 +1,148 @@
+package ref
+
+import "fmt"
+
+// SrcKind says what each rank contributed to an all-gather (cp-layout.md §3.1).
+type SrcKind string
+
+const (
+	// SrcCompute: each rank sent its R(r) compute rows, padding included.
+	SrcCompute SrcKind = "compute"
+	// SrcValid: each rank sent its Rv(r) already-selected valid rows (§7).
+	SrcValid SrcKind = "valid"
+)
+
+// CPRerangeInput is the input of cp.rerange (cp-layout.md §3.1).
+type CPRerangeInput struct {
+	// Layout names the CP layout.
+	Layout LayoutSpec `json:"layout"`
+	// G holds the rank-major gathered rows, cp·M rows: rank r's payload at
+	// [r·M, r·M + n_r), static all-gather padding after it.
+	G Rows `json:"g"`
+	// M is the all-gather stride in rows, >= max_r n_r.
+	M int `json:"m"`
+	// Src is compute (default when empty) or valid.
+	Src SrcKind `json:"src,omitempty"`
+}
+
+// CPRerangeOutput is the batch in global valid order.
+type CPRerangeOutput struct {
+	// Rows holds Σ L_i rows, request-major, token order.
+	Rows Rows `json:"rows"`
+}
+
+// RankPayload is n_r, the rows rank r contributes under src: R(r) for
+// compute, Rv(r) for valid.
+func (lay Layout) RankPayload(r int, src SrcKind) int {
+	if src == SrcValid {
+		return lay.Rv(r)
+	}
+	return lay.R(r)
+}
+
+// ValidateCPRerange checks in (cp-layout.md §3.5) and returns its layout
+// and effective source kind. Order: layout, src, the buffer's shape, its
+// row count cp·M, then the stride.
+func ValidateCPRerange(in CPRerangeInput) (Layout, SrcKind, error) {
+	lay, err := BuildLayoutAt("layout", in.Layout)
+	if err != nil {
+		return Layout{}, "", err
+	}
+	src := in.Src
+	switch src {
+	case "":
+		src = SrcCompute
+	case SrcCompute, SrcValid:
+	default:
+		return Layout{}, "", Reject(ErrBadEnum, "src", string(in.Src), `"compute" or "valid"`)
+	}
+	if err := CheckGathered(lay, in.G, in.M, src); err != nil {
+		return Layout{}, "", err
+	}
+	return lay, src, nil
+}
+
+// CheckGathered checks a gathered buffer against lay (cp-layout.md §3.5):
+// its shape, its row count cp·M (ErrRowCount), then M >= n_r for every
+// rank (ErrStride).
+func CheckGathered(lay Layout, g Rows, m int, src SrcKind) error {
+	if err := g.CheckShape("g"); err != nil {
+		return err
+	}
+	if m < 0 {
+		return Reject(ErrNegative, "m", m, ">= 0")
+	}
+	// N == cp·M without forming cp·M, which may overflow.
+	if n := g.N(); n%lay.CP != 0 || n/lay.CP != m {
+		return Reject(ErrRowCount, "g", n, fmt.Sprintf("cp·m = %d·%d rows", lay.CP, m))
+	}
+	for r := range lay.CP {
+		if nr := lay.RankPayload(r, src); m < nr {
+			return Reject(ErrStride, "m", m, fmt.Sprintf(">= n_%d (%d rows of rank %d under src %q)", r, nr, r, src))
+		}
+	}
+	return nil
+}
+
+// CPRerange is cp.rerange (cp-layout.md §3).
+func CPRerange(_ Limits, in CPRerangeInput) (CPRerangeOutput, error) {
+	lay, src, err := ValidateCPRerange(in)
+	if err != nil {
+		return CPRerangeOutput{}, err
+	}
+	rows, err := Rerange(lay, in.G, in.M, src)
+	return CPRerangeOutput{Rows: rows}, err
+}
+
+// Rerange restores global valid order from rank-major gathered rows
+// (cp-layout.md §3.2). With SS = S for compute and V for valid, for every
+// rank r, lane (k = r, then m(r)) and request i it copies V[i][k] rows from
+// srcStart = r·M + laneBase + Σ_{j<i} SS[j][k] (source offsets from the
+// sizes the rank *sent*) to dstStart = OutBase(i) + Σ_{k'<k} V[i][k']
+// (placement from valid sizes). Taking source offsets from V when the rank
+// sent S is the historic bug of §3.6.
+func Rerange(lay Layout, g Rows, m int, src SrcKind) (Rows, error) {
+	if err := CheckGathered(lay, g, m, src); err != nil {
+		return Rows{}, err
+	}
+	ss := lay.S
+	if src == SrcValid {
+		ss = lay.V
+	}
+	out := NewRows(g.W, lay.TotalValid())
+	for r := range lay.CP {
+		for _, k := range lay.Lanes(r) {
+			laneBase := 0
+			if lay.LaneOf(k) == LaneMirror {
+				laneBase = sumBefore(ss, lay.B(), r)
+			}
+			for i := range lay.L {
+				srcStart := r*m + laneBase + sumBefore(ss, i, k)
+				dstStart := lay.OutBase(i) + validBefore(lay, i, k)
+				for p := range lay.V[i][k] {
+					copy(out.Row(dstStart+p), g.Row(srcStart+p))
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// sumBefore is Σ_{j<i} sizes[j][k].
+func sumBefore(sizes [][]int, i, k int) int {
+	n := 0
+	for j := range i {
+		n += sizes[j][k]
+	}
+	return n
+}
+
+// validBefore is Σ_{k'<k} V[i][k'], segment k's first row in request i's
+// valid rows.
+func validBefore(lay Layout, i, k int) int {
+	n := 0
+	for _, v := range lay.V[i][:k] {
+		n += v
+	}
+	return n
+}

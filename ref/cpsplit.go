@@ -1,0 +1,164 @@
+package ref
+
+import "fmt"
+
+// CPSplitInput is the input of cp.split (cp-layout.md §1.1): a batch's rows
+// in global valid order and what SplitLocal and PositionsLocal need to give
+// every rank its local rows.
+type CPSplitInput struct {
+	// Layout names the CP layout (cp, valid lengths, granule).
+	Layout LayoutSpec `json:"layout"`
+	// X holds the batch rows in global valid order: Σ L_i rows, request-major.
+	X Rows `json:"x"`
+	// Pad is the W-byte pattern written into every synthetic (padding) row.
+	Pad []byte `json:"pad"`
+	// Prefix holds P_i, each request's prefix length (tokens already cached), >= 0.
+	Prefix []int64 `json:"prefix"`
+}
+
+// CPSplitRank is one rank's share of the batch.
+type CPSplitRank struct {
+	// Rows are the rank's R(r) local compute rows in lane-slot order (§0.3).
+	Rows Rows `json:"rows"`
+	// Positions is the position id of each local row (PositionsLocal).
+	Positions []int64 `json:"positions"`
+}
+
+// CPSplitOutput is every rank's share, rank 0 first.
+type CPSplitOutput struct {
+	// Ranks holds rank r's rows and positions at index r.
+	Ranks []CPSplitRank `json:"ranks"`
+}
+
+// ValidateCPSplit checks in against cp-layout.md §1.5 and returns its
+// layout. Order: the layout, the prefix list, the rows, the pad, then the
+// output bound (Σ C_i rows of W bytes plus one position each).
+func ValidateCPSplit(lim Limits, in CPSplitInput) (Layout, error) {
+	lay, err := BuildLayoutAt("layout", in.Layout)
+	if err != nil {
+		return Layout{}, err
+	}
+	if err := CheckPrefix(lay, "prefix", in.Prefix); err != nil {
+		return Layout{}, err
+	}
+	if err := in.X.CheckRows("x", lay.TotalValid()); err != nil {
+		return Layout{}, err
+	}
+	if err := CheckPad("pad", in.Pad, in.X.W); err != nil {
+		return Layout{}, err
+	}
+	total := int64(0)
+	for i := range lay.L {
+		total += int64(lay.ComputeLen(i))
+	}
+	if err := lim.CheckOutput("layout", total, int64(in.X.W)); err != nil {
+		return Layout{}, err
+	}
+	return lay, lim.CheckOutput("layout", total, 8)
+}
+
+// CheckPrefix rejects a prefix list that is not one P_i >= 0 per request,
+// or whose positions P_i + C_i − 1 would overflow int64.
+func CheckPrefix(lay Layout, field string, p []int64) error {
+	if len(p) != lay.B() {
+		return Reject(ErrLengthMismatch, field, len(p), fmt.Sprintf("one prefix length per request (%d)", lay.B()))
+	}
+	for i, x := range p {
+		if x < 0 {
+			return Reject(ErrNegative, Idx(field, i), x, ">= 0")
+		}
+		if AddOverflows(x, int64(lay.ComputeLen(i))) {
+			return Reject(ErrOverflow, Idx(field, i), x, fmt.Sprintf("prefix + compute length (%d) fits int64", lay.ComputeLen(i)))
+		}
+	}
+	return nil
+}
+
+// CheckPad rejects a pad pattern that is not exactly one row of w bytes.
+func CheckPad(field string, pad []byte, w int) error {
+	if len(pad) != w {
+		return Reject(ErrRowCount, field, len(pad), fmt.Sprintf("one row of w (%d) bytes", w))
+	}
+	return nil
+}
+
+// CPSplit is cp.split (cp-layout.md §1): every rank's SplitLocal rows and
+// PositionsLocal ids.
+func CPSplit(lim Limits, in CPSplitInput) (CPSplitOutput, error) {
+	lay, err := ValidateCPSplit(lim, in)
+	if err != nil {
+		return CPSplitOutput{}, err
+	}
+	out := CPSplitOutput{Ranks: make([]CPSplitRank, lay.CP)}
+	for r := range lay.CP {
+		rows, err := SplitLocal(lim, lay, r, in.X, in.Pad)
+		if err != nil {
+			return CPSplitOutput{}, err
+		}
+		pos, err := PositionsLocal(lay, r, in.Prefix)
+		if err != nil {
+			return CPSplitOutput{}, err
+		}
+		out.Ranks[r] = CPSplitRank{Rows: rows, Positions: pos}
+	}
+	return out, nil
+}
+
+// Lanes returns rank r's two segments in lane order: PREV (segment r),
+// then MIRROR (segment m(r)) (§0.3).
+func (lay Layout) Lanes(r int) [2]int { return [2]int{r, lay.Mirror(r)} }
+
+// SplitLocal returns rank r's local rows (cp-layout.md §1.2): for lane PREV
+// then MIRROR, for every request i, the V[i][k] rows of segment k taken from
+// X (global valid order), then S[i][k] − V[i][k] copies of pad. X must hold
+// Σ L_i rows and pad one row; the R(r)·W output is checked against lim.
+func SplitLocal(lim Limits, lay Layout, r int, x Rows, pad []byte) (Rows, error) {
+	if err := lay.CheckRank("rank", r); err != nil {
+		return Rows{}, err
+	}
+	if err := x.CheckRows("x", lay.TotalValid()); err != nil {
+		return Rows{}, err
+	}
+	if err := CheckPad("pad", pad, x.W); err != nil {
+		return Rows{}, err
+	}
+	if err := lim.CheckOutput("layout", int64(lay.R(r)), int64(x.W)); err != nil {
+		return Rows{}, err
+	}
+	out := Rows{W: x.W, B: make([]byte, 0, lay.R(r)*x.W)}
+	for _, k := range lay.Lanes(r) {
+		for i := range lay.L {
+			start := lay.OutBase(i) + lay.SegStart(i, k)
+			for p := range lay.V[i][k] {
+				out.B = append(out.B, x.Row(start+p)...)
+			}
+			for range lay.S[i][k] - lay.V[i][k] {
+				out.B = append(out.B, pad...)
+			}
+		}
+	}
+	return out, nil
+}
+
+// PositionsLocal returns the position id of each of rank r's local compute
+// rows (cp-layout.md §1.2): the row at compute position c of request i gets
+// P_i + c, padding rows included (positions continue through the padding;
+// §2 masks padding out of cache writes and logits).
+func PositionsLocal(lay Layout, r int, prefix []int64) ([]int64, error) {
+	if err := lay.CheckRank("rank", r); err != nil {
+		return nil, err
+	}
+	if err := CheckPrefix(lay, "prefix", prefix); err != nil {
+		return nil, err
+	}
+	pos := make([]int64, 0, lay.R(r))
+	for _, k := range lay.Lanes(r) {
+		for i := range lay.L {
+			start := int64(lay.SegStart(i, k))
+			for p := range lay.S[i][k] {
+				pos = append(pos, prefix[i]+start+int64(p))
+			}
+		}
+	}
+	return pos, nil
+}
