@@ -119,7 +119,6 @@ func TestCPSplitRejectsBadInput(t *testing.T) {
 		{with(func(in *ref.CPSplitInput) { in.X.B = in.X.B[:13] }), ref.ErrRowCount, "x.b"},
 		{with(func(in *ref.CPSplitInput) { in.X.W = 0 }), ref.ErrRowCount, "x.w"},
 		{with(func(in *ref.CPSplitInput) { in.Pad = []byte{1} }), ref.ErrRowCount, "pad"},
-		{with(func(in *ref.CPSplitInput) { in.Layout.Granule = 1 << 24 }), ref.ErrTooLarge, "layout"},
 	}
 	for _, c := range cases {
 		_, err := ref.CPSplit(ref.DefaultLimits(), c.in)
@@ -127,6 +126,10 @@ func TestCPSplitRejectsBadInput(t *testing.T) {
 		if !isInput || !errors.Is(err, c.want) || ie.Field != c.field || ie.Bound == "" {
 			t.Errorf("%+v: got %v, want %s on field %s with a bound", c.in.Layout, err, c.want.Code(), c.field)
 		}
+	}
+	small := ref.Limits{MaxOutputBytes: 1 << 20}
+	if _, err := ref.CPSplit(small, with(func(in *ref.CPSplitInput) { in.Layout.Granule = 1 << 20 })); !errors.Is(err, ref.ErrTooLarge) {
+		t.Errorf("granule 2^20 under a 1 MiB limit: got %v, want too_large before allocating", err)
 	}
 	if _, err := ref.SplitLocal(ref.DefaultLimits(), mustLayout(t, ok().Layout), 2, tokRows(3, 4), pad); !errors.Is(err, ref.ErrRank) {
 		t.Errorf("SplitLocal rank 2 of cp 2: got %v, want rank", err)
