@@ -1,0 +1,110 @@
+package ref_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// gathered concatenates each rank's rows padded to m rows with the static
+// all-gather pad row {'S','S'}.
+func gathered(m int, ranks ...ref.Rows) ref.Rows {
+	g := ref.Rows{W: 2, B: []byte{}}
+	for _, x := range ranks {
+		g.B = append(g.B, x.B...)
+		for range m - x.N() {
+			g.B = append(g.B, 'S', 'S')
+		}
+	}
+	return g
+}
+
+// TestCPRerangeWorkedExamples pins cp-layout.md §3.3 (g=2, L=[3,9], M=12,
+// and M=14 with static padding) and §3.6 / Appendix A1 (g=1, L=[3,4], M=4).
+func TestCPRerangeWorkedExamples(t *testing.T) {
+	for _, c := range []struct {
+		sp ref.LayoutSpec
+		m  int
+	}{
+		{ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}, 12},
+		{ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}, 14},
+		{ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}, 4},
+		{ref.LayoutSpec{CP: 2, Lens: []int{8, 9}}, 9},
+	} {
+		g := gathered(c.m, localRows(t, c.sp, 0), localRows(t, c.sp, 1))
+		out, err := ref.CPRerange(ref.DefaultLimits(), ref.CPRerangeInput{Layout: c.sp, G: g, M: c.m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := names(out.Rows), names(tokRows(c.sp.Lens...)); got != want {
+			t.Errorf("%+v M=%d: got %s, want %s", c.sp, c.m, got, want)
+		}
+	}
+	// §3.6: G = [a0 b0 P b3 | a1 b1 a2 b2] literally.
+	g := ref.Rows{W: 2, B: []byte{'a', 0, 'b', 0, 'P', 'P', 'b', 3, 'a', 1, 'b', 1, 'a', 2, 'b', 2}}
+	out, err := ref.CPRerange(ref.DefaultLimits(), ref.CPRerangeInput{Layout: ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}, G: g, M: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(out.Rows); got != "a0 a1 a2 b0 b1 b2 b3" {
+		t.Errorf("A1: got %s", got)
+	}
+}
+
+// TestCPRerangeValidSource is P3.2 on §2.2's example: the ranks' selected
+// valid rows, gathered at M = max Rv, rerange with src = valid.
+func TestCPRerangeValidSource(t *testing.T) {
+	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}
+	lay := mustLayout(t, sp)
+	var sel []ref.Rows
+	for r := range 2 {
+		s, _, err := ref.SelectLocalValidRows(lay, r, localRows(t, sp, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sel = append(sel, s)
+	}
+	out, err := ref.CPRerange(ref.DefaultLimits(), ref.CPRerangeInput{Layout: sp, G: gathered(7, sel...), M: 7, Src: ref.SrcValid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(out.Rows), names(tokRows(3, 9)); got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// TestCPRerangeRejectsBadInput pins §3.5.
+func TestCPRerangeRejectsBadInput(t *testing.T) {
+	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
+	g := gathered(4, localRows(t, sp, 0), localRows(t, sp, 1))
+	cases := []struct {
+		in    ref.CPRerangeInput
+		want  *ref.Sentinel
+		field string
+	}{
+		{ref.CPRerangeInput{Layout: sp, G: g, M: 5}, ref.ErrRowCount, "g"},
+		{ref.CPRerangeInput{Layout: sp, G: gathered(3, tokRows(3), tokRows(3)), M: 3}, ref.ErrStride, "m"},
+		{ref.CPRerangeInput{Layout: sp, G: ref.Rows{W: 3, B: g.B}, M: 4}, ref.ErrRowCount, "g.b"},
+		{ref.CPRerangeInput{Layout: sp, G: g, M: -4}, ref.ErrNegative, "m"},
+		{ref.CPRerangeInput{Layout: sp, G: g, M: 4, Src: "padded"}, ref.ErrBadEnum, "src"},
+		{ref.CPRerangeInput{Layout: ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 0}, G: g, M: 4}, ref.ErrTooShortForZigzag, "layout.lens[0]"},
+	}
+	for _, c := range cases {
+		_, err := ref.CPRerange(ref.DefaultLimits(), c.in)
+		ie, ok := ref.AsInputError(err)
+		if !ok || !errors.Is(err, c.want) || ie.Field != c.field || ie.Bound == "" {
+			t.Errorf("M=%d src=%q: got %v, want %s on %s", c.in.M, c.in.Src, err, c.want.Code(), c.field)
+		}
+	}
+	// §2.2's ranks hold 6 valid of 12 compute rows: the valid source needs
+	// only M >= max Rv = 6, the compute source M >= max R = 12.
+	sp2 := ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}
+	g6 := ref.Rows{W: 2, B: make([]byte, 2*12)}
+	if _, err := ref.CPRerange(ref.DefaultLimits(), ref.CPRerangeInput{Layout: sp2, G: g6, M: 6, Src: ref.SrcValid}); err != nil {
+		t.Errorf("valid source at M = max Rv: %v", err)
+	}
+	if _, err := ref.CPRerange(ref.DefaultLimits(), ref.CPRerangeInput{Layout: sp2, G: g6, M: 6}); !errors.Is(err, ref.ErrStride) {
+		t.Errorf("compute source at M = max Rv < max R: got %v, want stride", err)
+	}
+}
