@@ -288,6 +288,11 @@ func All() []Entry {
 		LoadScript(),
 		LayerDoneScript(),
 		AckScript(),
+		CPSplit(),
+		CPValidRows(),
+		CPRerange(),
+		CPCompactValid(),
+		CPRestorePadded(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

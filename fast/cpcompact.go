@@ -1,0 +1,32 @@
+package fast
+
+import "github.com/kvtwin/kvtwin/ref"
+
+// CPCompactValid is the twin of ref.CPCompactValid (cp-layout.md §4.2
+// steps 1–2): one move per lane slot's valid run, in parallel chunks for
+// large buffers.
+func CPCompactValid(_ ref.Limits, in ref.CPCompactInput) (ref.CPRowsOutput, error) {
+	lay, err := ref.ValidateCPCompact(in)
+	if err != nil {
+		return ref.CPRowsOutput{}, err
+	}
+	return ref.CPRowsOutput{Rows: selectValid(lay, in.Rank, in.X)}, nil
+}
+
+// CPRestorePadded is the twin of ref.CPRestorePadded (cp-layout.md §4.2
+// step 4): the compaction plan run backwards into a zeroed buffer, so the
+// padding rows stay zero without being written.
+func CPRestorePadded(lim ref.Limits, in ref.CPRestoreInput) (ref.CPRowsOutput, error) {
+	lay, err := ref.ValidateCPRestore(lim, in)
+	if err != nil {
+		return ref.CPRowsOutput{}, err
+	}
+	w := in.Y.W
+	moves, _ := compactMoves(lay, in.Rank, w)
+	for i := range moves {
+		moves[i].d, moves[i].s = moves[i].s, moves[i].d
+	}
+	out := ref.NewRows(w, rankRows(lay, lay.S, in.Rank))
+	runMoves(out.B, in.Y.B, nil, w, moves)
+	return ref.CPRowsOutput{Rows: out}, nil
+}
