@@ -105,6 +105,11 @@ func Suites() []Suite {
 		Erase(LoadScript()),
 		Erase(LayerDoneScript()),
 		Erase(AckScript()),
+		Erase(CPSplit()),
+		Erase(CPValidRows()),
+		Erase(CPRerange()),
+		Erase(CPCompactValid()),
+		Erase(CPRestorePadded()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites

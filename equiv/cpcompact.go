@@ -1,0 +1,256 @@
+package equiv
+
+import (
+	"bytes"
+	"fmt"
+
+	"pgregory.net/rapid"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// CPCompactValid is the differential spec of cp.compact_valid (cp-layout.md §4).
+func CPCompactValid() *Spec[ref.CPCompactInput, ref.CPRowsOutput] {
+	bnd, rejects := localBoundary(func(sp ref.LayoutSpec, r int, x ref.Rows) ref.CPCompactInput {
+		return ref.CPCompactInput{Layout: sp, Rank: r, X: x}
+	})
+	return &Spec[ref.CPCompactInput, ref.CPRowsOutput]{
+		Op: catalog.CPCompactValid(),
+		Valid: rapid.Custom(func(t *rapid.T) ref.CPCompactInput {
+			sp, r, x := localValid(t)
+			return ref.CPCompactInput{Layout: sp, Rank: r, X: x}
+		}),
+		Invalid: rapid.Custom(func(t *rapid.T) Bad[ref.CPCompactInput] {
+			sp, r, x, want := localInvalid(t)
+			return Bad[ref.CPCompactInput]{ref.CPCompactInput{Layout: sp, Rank: r, X: x}, want}
+		}),
+		Boundary:    bnd,
+		Regressions: compactRegressions(),
+		Rejects:     rejects,
+		Props: []Prop[ref.CPCompactInput, ref.CPRowsOutput]{
+			{"no-pad-row-reaches-f", compactNoPad},
+			{"row-wise-f-commutes", compactRowWise},
+			{"restore-then-compact-is-identity", compactRoundtrip},
+			{"capacity-router-ignores-padding", compactCapacityRouter},
+		},
+	}
+}
+
+// CPRestorePadded is the differential spec of cp.restore_padded (cp-layout.md §4).
+func CPRestorePadded() *Spec[ref.CPRestoreInput, ref.CPRowsOutput] {
+	bnd, rejects := localBoundary(func(sp ref.LayoutSpec, r int, x ref.Rows) ref.CPRestoreInput {
+		y := ref.Rows{W: 3, B: []byte{}}
+		if x.N() > 1 || len(x.B) != 2 {
+			y = seededRows(3, mustCPLayout(sp).Rv(r), 17)
+		}
+		return ref.CPRestoreInput{Layout: sp, Rank: r, Y: y}
+	})
+	return &Spec[ref.CPRestoreInput, ref.CPRowsOutput]{
+		Op:          catalog.CPRestorePadded(),
+		Valid:       rapid.Custom(restoreValid),
+		Invalid:     rapid.Custom(restoreInvalid),
+		Boundary:    bnd,
+		Regressions: restoreRegressions(),
+		Rejects:     rejects,
+		Props: []Prop[ref.CPRestoreInput, ref.CPRowsOutput]{
+			{"shape-and-zero-padding", restoreShape},
+			{"compact-inverts-restore", restoreRoundtrip},
+			{"row-wise-f-commutes", restoreRowWise},
+		},
+	}
+}
+
+func restoreValid(t *rapid.T) ref.CPRestoreInput {
+	sp := cpLayout(t)
+	r := rapid.IntRange(0, sp.CP-1).Draw(t, "rank")
+	return ref.CPRestoreInput{Layout: sp, Rank: r, Y: cpRows(t, mustCPLayout(sp).Rv(r))}
+}
+
+func restoreInvalid(t *rapid.T) Bad[ref.CPRestoreInput] {
+	in := restoreValid(t)
+	lay := mustCPLayout(in.Layout)
+	switch rapid.IntRange(0, 3).Draw(t, "violation") {
+	case 0:
+		sp, want := badLayout(t, in.Layout)
+		in.Layout = sp
+		return Bad[ref.CPRestoreInput]{in, want}
+	case 1:
+		in.Rank = rapid.SampledFrom([]int{-1, in.Layout.CP, in.Layout.CP + 3}).Draw(t, "bad_rank")
+		return Bad[ref.CPRestoreInput]{in, ref.ErrRank}
+	case 2:
+		// The compute-padded count (R(r)) where it differs, else one off:
+		// an f that changed the row count.
+		n := lay.R(in.Rank)
+		if n == lay.Rv(in.Rank) {
+			n += rapid.SampledFrom([]int{-1, 1}).Draw(t, "off_by")
+		}
+		in.Y = seededRows(in.Y.W, n, 21)
+		return Bad[ref.CPRestoreInput]{in, ref.ErrRowCount}
+	default:
+		in.Y = raggedRows(t, in.Y)
+		return Bad[ref.CPRestoreInput]{in, ref.ErrRowCount}
+	}
+}
+
+// compactRegressions: §4.5 / Appendix A4, padded cp=2, g=1, L=[3,4],
+// rank 0 = [a0 b0 PAD b3]: compaction keeps a0 b0 b3; the scalar
+// non-padded count (3) keeps a0 b0 PAD, and under the capacity router
+// (E=1, c=3) b3 is never processed.
+func compactRegressions() []Case[ref.CPCompactInput] {
+	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
+	return []Case[ref.CPCompactInput]{{"moe-suffix-count", ref.CPCompactInput{Layout: sp, Rank: 0, X: tokenRank(sp, 0)}}}
+}
+
+// restoreRegressions: the same minimal input after the MoE, three rows of
+// output for a0 b0 b3: the fixed restore puts the third at row 3 (b3) and
+// zeroes row 2 (the PAD); the suffix form writes rows 0..2.
+func restoreRegressions() []Case[ref.CPRestoreInput] {
+	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
+	return []Case[ref.CPRestoreInput]{{"restore-suffix-count", ref.CPRestoreInput{Layout: sp, Rank: 0, Y: tagged(3, 1)}}}
+}
+
+// xorRows is a row-wise test f: every byte XOR 0x5A.
+func xorRows(x ref.Rows) ref.Rows {
+	y := ref.Rows{W: x.W, B: bytes.Clone(x.B)}
+	if y.B == nil {
+		y.B = []byte{}
+	}
+	for i := range y.B {
+		y.B[i] ^= 0x5A
+	}
+	return y
+}
+
+// withPadding returns x with every padding row of rank r replaced by fill.
+func withPadding(lay ref.Layout, r int, x ref.Rows, fill byte) ref.Rows {
+	y := ref.Rows{W: x.W, B: bytes.Clone(x.B)}
+	for p, v := range ref.ValidMask(lay, r) {
+		if !v {
+			for b := range y.Row(p) {
+				y.Row(p)[b] = fill
+			}
+		}
+	}
+	return y
+}
+
+// compactNoPad is P4.1: the compacted rows hold Rv(r) rows and do not
+// change when every padding row of X is overwritten (twice, with different
+// bytes): no padding row reaches f.
+func compactNoPad(_ ref.Limits, in ref.CPCompactInput, out ref.CPRowsOutput) error {
+	lay := mustCPLayout(in.Layout)
+	if out.Rows.N() != lay.Rv(in.Rank) {
+		return fmt.Errorf("%d compacted rows, want Rv = %d", out.Rows.N(), lay.Rv(in.Rank))
+	}
+	for _, fill := range []byte{0x00, 0xFF} {
+		c, err := ref.CompactValid(lay, in.Rank, withPadding(lay, in.Rank, in.X, fill))
+		if err != nil {
+			return err
+		}
+		if err := rowsEqual(fmt.Sprintf("compaction with padding rows %#x", fill), out.Rows, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compactRowWise is P4.2: for a row-wise f, restore(f(compact(X))) is f(X)
+// on the valid rows and zero on the padding rows.
+func compactRowWise(lim ref.Limits, in ref.CPCompactInput, out ref.CPRowsOutput) error {
+	lay := mustCPLayout(in.Layout)
+	y, err := ref.RestorePadded(lim, lay, in.Rank, xorRows(out.Rows))
+	if err != nil {
+		return err
+	}
+	return rowsEqual("restore(f(compact(X)))", y, withPadding(lay, in.Rank, xorRows(in.X), 0))
+}
+
+// compactRoundtrip is P4.3: restore gives R(r) rows, and compacting them
+// again gives the compacted rows back.
+func compactRoundtrip(lim ref.Limits, in ref.CPCompactInput, out ref.CPRowsOutput) error {
+	lay := mustCPLayout(in.Layout)
+	y, err := ref.RestorePadded(lim, lay, in.Rank, out.Rows)
+	if err != nil {
+		return err
+	}
+	if y.N() != lay.R(in.Rank) {
+		return fmt.Errorf("restore gave %d rows, want R = %d", y.N(), lay.R(in.Rank))
+	}
+	c, err := ref.CompactValid(lay, in.Rank, y)
+	if err != nil {
+		return err
+	}
+	return rowsEqual("compact(restore(Yc))", c, out.Rows)
+}
+
+// compactCapacityRouter is P4.4: with §4.3's batch-coupled capacity router
+// (E=2, capacity a third of the rows), the MoE run on the compacted rows
+// equals MoEWithCompaction on X whatever its padding rows hold.
+func compactCapacityRouter(lim ref.Limits, in ref.CPCompactInput, out ref.CPRowsOutput) error {
+	lay := mustCPLayout(in.Layout)
+	f := ref.CapacityRouter(2, max(1, lay.Rv(in.Rank)/3))
+	yc, err := f(out.Rows)
+	if err != nil {
+		return err
+	}
+	want, err := ref.RestorePadded(lim, lay, in.Rank, yc)
+	if err != nil {
+		return err
+	}
+	for _, fill := range []byte{0x00, 0x01, 0xFF} {
+		got, err := ref.MoEWithCompaction(lim, lay, in.Rank, withPadding(lay, in.Rank, in.X, fill), f)
+		if err != nil {
+			return err
+		}
+		if err := rowsEqual(fmt.Sprintf("MoE with padding rows %#x", fill), got, want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restoreShape: R(r) rows of Y's width, Y's rows in order at the valid
+// rows, every padding row all-zero (Appendix D.3).
+func restoreShape(_ ref.Limits, in ref.CPRestoreInput, out ref.CPRowsOutput) error {
+	lay := mustCPLayout(in.Layout)
+	if out.Rows.N() != lay.R(in.Rank) || out.Rows.W != in.Y.W {
+		return fmt.Errorf("%d rows of %d B, want R = %d of %d B", out.Rows.N(), out.Rows.W, lay.R(in.Rank), in.Y.W)
+	}
+	j := 0
+	zero := make([]byte, in.Y.W)
+	for p, v := range ref.ValidMask(lay, in.Rank) {
+		want := zero
+		if v {
+			want = in.Y.Row(j)
+			j++
+		}
+		if !bytes.Equal(out.Rows.Row(p), want) {
+			return fmt.Errorf("row %d (valid %v) is %x, want %x", p, v, out.Rows.Row(p), want)
+		}
+	}
+	return nil
+}
+
+// restoreRoundtrip is P4.3: compacting the restored rows gives Y back.
+func restoreRoundtrip(_ ref.Limits, in ref.CPRestoreInput, out ref.CPRowsOutput) error {
+	c, err := ref.CompactValid(mustCPLayout(in.Layout), in.Rank, out.Rows)
+	if err != nil {
+		return err
+	}
+	return rowsEqual("compact(restore(Y))", c, in.Y)
+}
+
+// restoreRowWise is P4.2 on the restore side: restore commutes with a
+// row-wise f on the valid rows and leaves padding zero.
+func restoreRowWise(lim ref.Limits, in ref.CPRestoreInput, out ref.CPRowsOutput) error {
+	lay := mustCPLayout(in.Layout)
+	y, err := ref.RestorePadded(lim, lay, in.Rank, xorRows(in.Y))
+	if err != nil {
+		return err
+	}
+	if out.Rows.N() != y.N() {
+		return fmt.Errorf("%d rows, want %d", out.Rows.N(), y.N())
+	}
+	return rowsEqual("restore(f(Y))", y, withPadding(lay, in.Rank, xorRows(out.Rows), 0))
+}
