@@ -44,6 +44,12 @@ func All() []equiv.Killable {
 		BlindPopUnknownAck(),
 		ZeroOwnedRankReturnsEarly(),
 		WritingCheckStrandsDuplicates(),
+		ZigzagConcatenation(),
+		ValidMaskSuffix(),
+		LastTokenComputeLength(),
+		RerangeValidOffsets(),
+		MoESuffixCount(),
+		RestoreSuffixCount(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo

@@ -1,0 +1,27 @@
+package mutants
+
+import (
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// RerangeValidOffsets is cp-layout.md §3.6: source offsets computed from
+// the valid splits although every rank sent its compute rows, so "following
+// requests on the same rank are shifted when a previous request has padded
+// mirror rows". Running the valid-source rerange on a compute gather is
+// exactly that: placement from V (right) and offsets from V (wrong).
+func RerangeValidOffsets() equiv.Killable {
+	return &equiv.Mutant[ref.CPRerangeInput, ref.CPRerangeOutput]{
+		Spec:    equiv.CPRerange(),
+		ID:      "rerange-valid-offsets",
+		Section: "cp-layout.md §3.6",
+		About:   "rerange takes source offsets from valid splits: rows after a padded slot are read shifted (a PAD lands in the output)",
+		Fn: func(lim ref.Limits, in ref.CPRerangeInput) (ref.CPRerangeOutput, error) {
+			if in.Src == "" || in.Src == ref.SrcCompute {
+				in.Src = ref.SrcValid
+			}
+			return fast.CPRerange(lim, in)
+		},
+	}
+}
