@@ -73,9 +73,6 @@ const tagW = 4
 // tagSentinel is a tag no real row carries: the pad row of tagged runs.
 const tagSentinel = 0xFFFFFFFF
 
-// staticTag marks the static all-gather padding of a tagged gather.
-const staticTag = 0xFFFFFFFE
-
 // tagged returns n rows where row j carries tag first+j.
 func tagged(n int, first uint32) ref.Rows {
 	x := ref.NewRows(tagW, n)
