@@ -184,27 +184,31 @@ func compactRoundtrip(lim ref.Limits, in ref.CPCompactInput, out ref.CPRowsOutpu
 	return rowsEqual("compact(restore(Yc))", c, out.Rows)
 }
 
-// compactCapacityRouter is P4.4: with §4.3's batch-coupled capacity router
-// (E=2, capacity a third of the rows), the MoE run on the compacted rows
-// equals MoEWithCompaction on X whatever its padding rows hold.
+// compactCapacityRouter is P4.4: under §4.3's batch-coupled capacity
+// router — E=1 with capacity Rv(r) (§4.5's minimal: every valid row
+// admitted, so a PAD that reaches f takes a valid row's place), and E=2
+// with half that — the MoE run on the compacted rows equals
+// MoEWithCompaction on X whatever X's padding rows hold.
 func compactCapacityRouter(lim ref.Limits, in ref.CPCompactInput, out ref.CPRowsOutput) error {
 	lay := mustCPLayout(in.Layout)
-	f := ref.CapacityRouter(2, max(1, lay.Rv(in.Rank)/3))
-	yc, err := f(out.Rows)
-	if err != nil {
-		return err
-	}
-	want, err := ref.RestorePadded(lim, lay, in.Rank, yc)
-	if err != nil {
-		return err
-	}
-	for _, fill := range []byte{0x00, 0x01, 0xFF} {
-		got, err := ref.MoEWithCompaction(lim, lay, in.Rank, withPadding(lay, in.Rank, in.X, fill), f)
+	rv := lay.Rv(in.Rank)
+	for _, f := range []func(ref.Rows) (ref.Rows, error){ref.CapacityRouter(1, max(1, rv)), ref.CapacityRouter(2, max(1, rv/2))} {
+		yc, err := f(out.Rows)
 		if err != nil {
 			return err
 		}
-		if err := rowsEqual(fmt.Sprintf("MoE with padding rows %#x", fill), got, want); err != nil {
+		want, err := ref.RestorePadded(lim, lay, in.Rank, yc)
+		if err != nil {
 			return err
+		}
+		for _, fill := range []byte{0x00, 0x01, 0xFF} {
+			got, err := ref.MoEWithCompaction(lim, lay, in.Rank, withPadding(lay, in.Rank, in.X, fill), f)
+			if err != nil {
+				return err
+			}
+			if err := rowsEqual(fmt.Sprintf("MoE with padding rows %#x", fill), got, want); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
