@@ -13,6 +13,24 @@ func CPCompactValid(_ ref.Limits, in ref.CPCompactInput) (ref.CPRowsOutput, erro
 	return ref.CPRowsOutput{Rows: selectValid(lay, in.Rank, in.X)}, nil
 }
 
+// CompactValidInto is ref.CompactValid into a caller's buffer (a MoE
+// input buffer reused across forwards): x must be rank r's R(r) local rows
+// and dst hold Rv(r) rows of x's width (ErrRowCount otherwise).
+func CompactValidInto(dst ref.Rows, lay ref.Layout, r int, x ref.Rows) error {
+	if err := lay.CheckRank("rank", r); err != nil {
+		return err
+	}
+	if err := ref.CheckLocalRows(lay, r, "x", x); err != nil {
+		return err
+	}
+	if err := checkInto(dst, x.W, rankRows(lay, lay.V, r)); err != nil {
+		return err
+	}
+	moves, _ := compactMoves(lay, r, x.W)
+	runMoves(dst.B, x.B, nil, x.W, moves)
+	return nil
+}
+
 // CPRestorePadded is the twin of ref.CPRestorePadded (cp-layout.md §4.2
 // step 4): the compaction plan run backwards into a zeroed buffer, so the
 // padding rows stay zero without being written.

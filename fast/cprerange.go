@@ -1,6 +1,10 @@
 package fast
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"fmt"
+
+	"github.com/kvtwin/kvtwin/ref"
+)
 
 // CPRerange is the twin of ref.CPRerange (cp-layout.md §3): a plan of one
 // move per (request, segment), built in output order from running column
@@ -11,11 +15,39 @@ func CPRerange(_ ref.Limits, in ref.CPRerangeInput) (ref.CPRerangeOutput, error)
 	if err != nil {
 		return ref.CPRerangeOutput{}, err
 	}
+	out := ref.NewRows(in.G.W, lay.TotalValid())
+	rerangeInto(out, lay, in.G, in.M, src)
+	return ref.CPRerangeOutput{Rows: out}, nil
+}
+
+// RerangeInto is ref.Rerange into a caller's buffer (production all-gather
+// outputs are preallocated and reused): dst must hold Σ L_i rows of g's
+// width (ErrRowCount otherwise) and g must pass ref.CheckGathered.
+func RerangeInto(dst ref.Rows, lay ref.Layout, g ref.Rows, m int, src ref.SrcKind) error {
+	if err := ref.CheckGathered(lay, g, m, src); err != nil {
+		return err
+	}
+	if err := checkInto(dst, g.W, lay.TotalValid()); err != nil {
+		return err
+	}
+	rerangeInto(dst, lay, g, m, src)
+	return nil
+}
+
+// checkInto rejects a destination buffer of another width or row count.
+func checkInto(dst ref.Rows, w, n int) error {
+	if dst.W != w {
+		return ref.Reject(ref.ErrRowCount, "dst.w", dst.W, fmt.Sprintf("the source width (%d)", w))
+	}
+	return dst.CheckRows("dst", n)
+}
+
+func rerangeInto(out ref.Rows, lay ref.Layout, g ref.Rows, m int, src ref.SrcKind) {
 	ss := lay.S
 	if src == ref.SrcValid {
 		ss = lay.V
 	}
-	x, w, m := newCPIndex(lay), in.G.W, in.M
+	x, w := newCPIndex(lay), g.W
 	ns := lay.NS()
 	// laneBase[k]: the first row of segment k's lane on its owner, in G.
 	// colSum[k]: Σ_{j<i} ss[j][k] as the request loop advances.
@@ -35,7 +67,5 @@ func CPRerange(_ ref.Limits, in ref.CPRerangeInput) (ref.CPRerangeOutput, error)
 			colSum[k] += ss[i][k]
 		}
 	}
-	out := ref.NewRows(w, x.outBase[lay.B()])
-	runMoves(out.B, in.G.B, nil, w, moves)
-	return ref.CPRerangeOutput{Rows: out}, nil
+	runMoves(out.B, g.B, nil, w, moves)
 }
