@@ -120,9 +120,11 @@ func TestCPValidRowsPropertiesCatchWrongMetadata(t *testing.T) {
 		}
 	}
 	checkProps(t, equiv.CPValidRows().Props, in, good, map[string]func() (ref.CPValidRowsInput, ref.CPValidRowsOutput){
-		"split-sums":              with(func(o *ref.CPValidRowsOutput) { o.ValidSplitsRankMajor[2]++ }),
-		"mask-popcount":           with(func(o *ref.CPValidRowsOutput) { o.ValidMask[1] = true }),
-		"reverse-index":           with(func(o *ref.CPValidRowsOutput) { o.ReverseIndex[0], o.ReverseIndex[1] = o.ReverseIndex[1], o.ReverseIndex[0] }),
+		"split-sums":    with(func(o *ref.CPValidRowsOutput) { o.ValidSplitsRankMajor[2]++ }),
+		"mask-popcount": with(func(o *ref.CPValidRowsOutput) { o.ValidMask[1] = true }),
+		"reverse-index": with(func(o *ref.CPValidRowsOutput) {
+			o.ReverseIndex[0], o.ReverseIndex[1] = o.ReverseIndex[1], o.ReverseIndex[0]
+		}),
 		"lane-slots-tile":         with(func(o *ref.CPValidRowsOutput) { o.LaneSlots[1].Off++ }),
 		"last-token-owned-once":   with(func(o *ref.CPValidRowsOutput) { o.LastTokenRows[1].LocalRow = 9 }), // a PAD
 		"selected-are-token-rows": with(func(o *ref.CPValidRowsOutput) { swapRows(o.Selected, 0, 1) }),

@@ -58,7 +58,7 @@ func ValidateCPSplit(lim Limits, in CPSplitInput) (Layout, error) {
 }
 
 // CheckPrefix rejects a prefix list that is not one P_i >= 0 per request,
-// or whose positions P_i + C_i − 1 would overflow int64.
+// or with P_i + C_i beyond int64 (positions run to P_i + C_i − 1).
 func CheckPrefix(lay Layout, field string, p []int64) error {
 	if len(p) != lay.B() {
 		return Reject(ErrLengthMismatch, field, len(p), fmt.Sprintf("one prefix length per request (%d)", lay.B()))
