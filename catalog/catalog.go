@@ -288,6 +288,7 @@ func All() []Entry {
 		LoadScript(),
 		LayerDoneScript(),
 		AckScript(),
+		CanSplit(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

@@ -105,6 +105,7 @@ func Suites() []Suite {
 		Erase(LoadScript()),
 		Erase(LayerDoneScript()),
 		Erase(AckScript()),
+		Erase(CanSplit()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites

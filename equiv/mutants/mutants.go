@@ -44,6 +44,7 @@ func All() []equiv.Killable {
 		BlindPopUnknownAck(),
 		ZeroOwnedRankReturnsEarly(),
 		WritingCheckStrandsDuplicates(),
+		PagePlanBeforeEligibility(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo
