@@ -289,6 +289,8 @@ func All() []Entry {
 		LayerDoneScript(),
 		AckScript(),
 		CanSplit(),
+		PageDescriptors(),
+		RemapLocs(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

@@ -38,7 +38,7 @@ var allModes = []ref.ForwardMode{ref.ModeExtend, ref.ModeMixed, ref.ModeDecode, 
 // cpLen draws an extend length from the §5 boundary set for (cp, ps) or
 // an ordinary prefill length.
 func cpLen(t *rapid.T, cp, ps int, label string) int {
-	edges := []int{1, ps - 1, ps, ps + 1, 2*cp - 1, 2 * cp, 2*cp + 1}
+	edges := []int{1, max(ps-1, 1), ps, ps + 1, 2*cp - 1, 2 * cp, 2*cp + 1}
 	return rapid.OneOf(rapid.SampledFrom(edges), rapid.IntRange(1, 300)).Draw(t, label)
 }
 

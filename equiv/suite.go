@@ -106,6 +106,8 @@ func Suites() []Suite {
 		Erase(LayerDoneScript()),
 		Erase(AckScript()),
 		Erase(CanSplit()),
+		Erase(PageDescriptors()),
+		Erase(RemapLocs()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites

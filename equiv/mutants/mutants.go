@@ -45,6 +45,7 @@ func All() []equiv.Killable {
 		ZeroOwnedRankReturnsEarly(),
 		WritingCheckStrandsDuplicates(),
 		PagePlanBeforeEligibility(),
+		GlobalPageInverse(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo
