@@ -71,7 +71,10 @@ func TestRemapLocsRejectsBadInputNamingFieldAndBound(t *testing.T) {
 		{with(func(in *ref.RemapLocsInput) { in.RowIDs[1] = 2 }), ref.ErrRowOutOfRange, "row_ids[1]"},
 		{with(func(in *ref.RemapLocsInput) { in.RowIDs[0] = -1 }), ref.ErrRowOutOfRange, "row_ids[0]"},
 		{with(func(in *ref.RemapLocsInput) { in.Locs[0] = 18 }), ref.ErrPageNotInRow, "locs[0]"},
-		{with(func(in *ref.RemapLocsInput) { in.Global, in.RowIDs, in.Pages[1] = true, nil, []int64{9}; in.Locs[0] = 8 }), ref.ErrPageNotInRow, "locs[0]"},
+		{with(func(in *ref.RemapLocsInput) {
+			in.Global, in.RowIDs, in.Pages[1] = true, nil, []int64{9}
+			in.Locs[0] = 8
+		}), ref.ErrPageNotInRow, "locs[0]"},
 	}
 	for _, c := range cases {
 		_, err := ref.RemapLocs(ref.DefaultLimits(), c.in)
