@@ -291,6 +291,7 @@ func All() []Entry {
 		CanSplit(),
 		PageDescriptors(),
 		RemapLocs(),
+		DraftInput(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

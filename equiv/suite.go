@@ -108,6 +108,7 @@ func Suites() []Suite {
 		Erase(CanSplit()),
 		Erase(PageDescriptors()),
 		Erase(RemapLocs()),
+		Erase(DraftInput()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites

@@ -46,6 +46,8 @@ func All() []equiv.Killable {
 		WritingCheckStrandsDuplicates(),
 		PagePlanBeforeEligibility(),
 		GlobalPageInverse(),
+		DraftCPLocalFromLength(),
+		DraftV2GlobalHidden(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo
