@@ -70,7 +70,9 @@ func TestDraftInputRejectsBadInputNamingFieldAndBound(t *testing.T) {
 		{with(func(in *ref.DraftInputInput) { in.Rank = 2 }), ref.ErrRank, "rank"},
 		{with(func(in *ref.DraftInputInput) { in.Layout, in.DraftHidden, in.Rank = nil, nil, 1 }), ref.ErrRank, "rank"},
 		{with(func(in *ref.DraftInputInput) { in.HiddenContract = "GLOBAL_VALID" }), ref.ErrBadEnum, "hidden_contract"},
-		{with(func(in *ref.DraftInputInput) { in.Layout, in.DraftHidden, in.HiddenContract = nil, nil, ref.DraftCPLocal }), ref.ErrRowContract, "hidden_contract"},
+		{with(func(in *ref.DraftInputInput) {
+			in.Layout, in.DraftHidden, in.HiddenContract = nil, nil, ref.DraftCPLocal
+		}), ref.ErrRowContract, "hidden_contract"},
 		{with(func(in *ref.DraftInputInput) { in.Hidden.W = 2 }), ref.ErrRowCount, "hidden.b"},
 		// §7.5's A10 shape: 3 global rows declared CP-local (R(0) = 2).
 		{with(func(in *ref.DraftInputInput) { in.HiddenContract = ref.DraftCPLocal }), ref.ErrRowContract, "hidden"},
