@@ -58,19 +58,61 @@ func (sc *rowScratch) pairBuf(n int) []pageSlot {
 
 // buildDescriptors fills the descriptors of pages (at most
 // MaxDescriptorPages in all), or returns the first row whose pages are not
-// non-negative and unique.
+// non-negative and unique. From descParallelMin pages on, the rows are cut
+// into contiguous groups of about equal page counts, each sorted on its
+// own goroutine with its own scratch buffer.
 func buildDescriptors(pages [][]int64) (ref.PageDescriptors, int) {
-	total, longest := 0, 0
+	total := 0
 	for _, row := range pages {
 		total += len(row)
-		longest = max(longest, len(row))
 	}
 	d := ref.PageDescriptors{RowPtr: make([]int32, len(pages)+1), Page: make([]int64, total), Slot: make([]int32, total)}
-	sc := rowScratch{cap: longest}
 	for b, row := range pages {
-		lo := d.RowPtr[b]
-		hi := lo + int32(len(row))
-		d.RowPtr[b+1] = hi
+		d.RowPtr[b+1] = d.RowPtr[b] + int32(len(row))
+	}
+	groups := 1
+	if total >= descParallelMin {
+		groups = max(1, min(runtime.GOMAXPROCS(0), remapMaxChunks, len(pages)))
+	}
+	if groups == 1 {
+		return d, fillRows(d, pages, 0, len(pages))
+	}
+	var bounds [remapMaxChunks + 1]int
+	for g, b := 1, 0; g < groups; g++ {
+		for b < len(pages) && int(d.RowPtr[b]) < g*total/groups {
+			b++
+		}
+		bounds[g] = b
+	}
+	bounds[groups] = len(pages)
+	var bad [remapMaxChunks]int
+	var wg sync.WaitGroup
+	for g := 1; g < groups; g++ {
+		wg.Go(func() { bad[g] = fillRows(d, pages, bounds[g], bounds[g+1]) })
+	}
+	bad[0] = fillRows(d, pages, 0, bounds[1])
+	wg.Wait()
+	for _, b := range bad[:groups] {
+		if b >= 0 {
+			return d, b
+		}
+	}
+	return d, -1
+}
+
+// descParallelMin is the page count from which rows are sorted in parallel.
+const descParallelMin = 1 << 13
+
+// fillRows fills the descriptors of rows [from, to) and returns the first
+// bad row among them, or −1.
+func fillRows(d ref.PageDescriptors, pages [][]int64, from, to int) int {
+	longest := 0
+	for _, row := range pages[from:to] {
+		longest = max(longest, len(row))
+	}
+	sc := rowScratch{cap: longest}
+	for b := from; b < to; b++ {
+		row, lo, hi := pages[b], d.RowPtr[b], d.RowPtr[b+1]
 		if ascending(row) {
 			copy(d.Page[lo:hi], row)
 			for j := range row {
@@ -79,10 +121,10 @@ func buildDescriptors(pages [][]int64) (ref.PageDescriptors, int) {
 			continue
 		}
 		if !sortRow(row, lo, d.Page[lo:hi], d.Slot[lo:hi], &sc) {
-			return d, b
+			return b
 		}
 	}
-	return d, -1
+	return -1
 }
 
 // ascending reports whether row is non-negative and strictly ascending.
@@ -166,7 +208,11 @@ func RemapLocs(lim ref.Limits, in ref.RemapLocsInput) (ref.RemapLocsOutput, erro
 	if err != nil {
 		return ref.RemapLocsOutput{}, err
 	}
-	w := remapWork{ps: in.PageSize, locs: in.Locs, rows: in.RowIDs, rowPtr: d.RowPtr, page: d.Page, slot: d.Slot}
+	w := remapWork{ps: in.PageSize, locs: in.Locs, rows: in.RowIDs, rowPtr: d.RowPtr, page: d.Page, slot: d.Slot,
+		bySlot: make([]int64, 0, len(d.Page))}
+	for _, row := range in.Pages {
+		w.bySlot = append(w.bySlot, row...)
+	}
 	if in.Global {
 		if !w.globalInverse() {
 			return ref.RemapLocsOutput{}, ref.CheckGlobalUnique(in.Pages)
@@ -188,6 +234,7 @@ type remapWork struct {
 	rowPtr []int32
 	page   []int64
 	slot   []int32
+	bySlot []int64 // bySlot[s] is the page at compact slot s (the windows concatenated)
 	out    []int64
 }
 
@@ -244,9 +291,13 @@ func (w *remapWork) run() int {
 }
 
 // chunk remaps locations [lo, hi) and returns the first bad index, or −1.
+// A miss on the cached page first tries the next slot of the same row (the
+// next page of its window, where a row's tokens continue) and only then
+// binary-searches the row.
 func (w *remapWork) chunk(lo, hi int) int {
 	ps, nRows := w.ps, int32(len(w.rowPtr)-1)
-	cRow, cFirst, cBase := int32(-1), int64(0), int64(0) // the cached page: row, first loc, first compact row
+	// the cached page: its row, first loc, slot and first compact row
+	cRow, cFirst, cSlot, cBase := int32(-1), int64(0), int32(0), int64(0)
 	for e := lo; e < hi; e++ {
 		loc := w.locs[e]
 		if loc < -1 {
@@ -268,14 +319,28 @@ func (w *remapWork) chunk(lo, hi int) int {
 			continue
 		}
 		page := loc / ps
-		x, ok := searchPage(w.page[w.rowPtr[row]:w.rowPtr[row+1]], page)
+		slot, ok := w.lookup(row, page, cRow, cSlot)
 		if !ok {
 			return e
 		}
-		cRow, cFirst, cBase = row, page*ps, int64(w.slot[int(w.rowPtr[row])+x])*ps
+		cRow, cFirst, cSlot, cBase = row, page*ps, slot, int64(slot)*ps
 		w.out[e] = cBase + (loc - cFirst)
 	}
 	return -1
+}
+
+// lookup returns the slot of page in row: the slot after the cached one
+// when it holds page, else by binary search of the row's descriptors.
+func (w *remapWork) lookup(row int32, page int64, cRow, cSlot int32) (int32, bool) {
+	lo, hi := w.rowPtr[row], w.rowPtr[row+1]
+	if next := cSlot + 1; row == cRow && next < hi && w.bySlot[next] == page {
+		return next, true
+	}
+	x, ok := searchPage(w.page[lo:hi], page)
+	if !ok {
+		return 0, false
+	}
+	return w.slot[int(lo)+x], true
 }
 
 // searchPage finds p in an ascending list by lower-bound binary search.

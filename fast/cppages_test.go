@@ -57,7 +57,9 @@ func TestRemapLocsMemoryIsOPages(t *testing.T) {
 }
 
 // TestPageDescriptorsAllocateOnlyTheirArrays checks the no-per-row-allocation
-// path: the three CSR arrays and one shared scratch buffer.
+// path: the three CSR arrays and one shared scratch buffer (AllocsPerRun
+// runs on one core, so the rows are sorted by one goroutine; in parallel
+// each further group adds its own scratch buffer and goroutine).
 func TestPageDescriptorsAllocateOnlyTheirArrays(t *testing.T) {
 	in := ref.PageDescriptorsInput{Pages: remapShape(t).Pages}
 	if n := testing.AllocsPerRun(20, func() { _, _ = fast.BuildDescriptors(ref.DefaultLimits(), in) }); n > 4 {

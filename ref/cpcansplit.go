@@ -42,7 +42,7 @@ const (
 	ModeIdle ForwardMode = "IDLE"
 )
 
-// ForwardModes lists every mode, in §5.1's order.
+// forwardModes lists every mode, in §5.1's order.
 var forwardModes = []ForwardMode{ModeExtend, ModeMixed, ModeDecode, ModeTargetVerify, ModeDraftExtend, ModeDraftExtendV2, ModeIdle}
 
 // The reasons Decide reports (canonical output: both twins use these).
