@@ -293,6 +293,10 @@ func All() []Entry {
 		CPRerange(),
 		CPCompactValid(),
 		CPRestorePadded(),
+		CanSplit(),
+		PageDescriptors(),
+		RemapLocs(),
+		DraftInput(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

@@ -110,6 +110,10 @@ func Suites() []Suite {
 		Erase(CPRerange()),
 		Erase(CPCompactValid()),
 		Erase(CPRestorePadded()),
+		Erase(CanSplit()),
+		Erase(PageDescriptors()),
+		Erase(RemapLocs()),
+		Erase(DraftInput()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites

@@ -50,6 +50,10 @@ func All() []equiv.Killable {
 		RerangeValidOffsets(),
 		MoESuffixCount(),
 		RestoreSuffixCount(),
+		PagePlanBeforeEligibility(),
+		GlobalPageInverse(),
+		DraftCPLocalFromLength(),
+		DraftV2GlobalHidden(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo

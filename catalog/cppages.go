@@ -1,0 +1,79 @@
+package catalog
+
+import (
+	"math/rand/v2"
+
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// PageDescriptors registers cp.page_descriptors (cp-layout.md §6).
+func PageDescriptors() *Op[ref.PageDescriptorsInput, ref.PageDescriptors] {
+	return &Op[ref.PageDescriptorsInput, ref.PageDescriptors]{
+		OpName:  "cp.page_descriptors",
+		SpecRef: "cp-layout.md §6.1",
+		Summary: "row-scoped page descriptors (CSR, sorted by page per row) of a batch's page windows",
+		Ref:     ref.BuildDescriptors,
+		Fast:    fast.BuildDescriptors,
+		Sample:  ref.PageDescriptorsInput{Pages: [][]int64{{7, 3}, {3, 9}}},
+		Shapes: []Shape[ref.PageDescriptorsInput]{
+			{Name: "bs10-100K-tokens-ps64-shared-prefix", Make: func() ref.PageDescriptorsInput {
+				return ref.PageDescriptorsInput{Pages: sharedPrefixWindows(10, 100_000, 40_000, 64)}
+			}},
+		},
+	}
+}
+
+// RemapLocs registers cp.remap_locs (cp-layout.md §6).
+func RemapLocs() *Op[ref.RemapLocsInput, ref.RemapLocsOutput] {
+	return &Op[ref.RemapLocsInput, ref.RemapLocsOutput]{
+		OpName:  "cp.remap_locs",
+		SpecRef: "cp-layout.md §6.1",
+		Summary: "row-aware remap of flattened KV locations into a row-scoped compact buffer",
+		Ref:     ref.RemapLocs,
+		Fast:    fast.RemapLocs,
+		Sample: ref.RemapLocsInput{PageSize: 2, Pages: [][]int64{{7, 3}, {3, 9}},
+			Locs: []int64{14, 7, 6, 19, -1}, RowIDs: []int32{0, 0, 1, 1, 1}},
+		Shapes: []Shape[ref.RemapLocsInput]{
+			{Name: "bs10-100K-tokens-ps64-shared-prefix", Make: func() ref.RemapLocsInput {
+				return flattenedRagged(10, 100_000, 40_000, 64)
+			}},
+		},
+	}
+}
+
+// sharedPrefixWindows is bs rows of tokens tokens each whose first shared
+// tokens sit on pages every row shares (a radix-cache prefix hit); page
+// ids come shuffled from one pool, as a page allocator hands them out.
+func sharedPrefixWindows(bs, tokens, shared int, ps int64) [][]int64 {
+	perRow := (int64(tokens) + ps - 1) / ps
+	common := int64(shared) / ps
+	pool := make([]int64, common+int64(bs)*(perRow-common))
+	for i := range pool {
+		pool[i] = int64(i) * 3
+	}
+	rng := rand.New(rand.NewPCG(6, 4))
+	rng.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
+	next := common
+	rows := make([][]int64, bs)
+	for b := range rows {
+		rows[b] = append(make([]int64, 0, perRow), pool[:common]...)
+		rows[b] = append(rows[b], pool[next:next+perRow-common]...)
+		next += perRow - common
+	}
+	return rows
+}
+
+// flattenedRagged is the RAGGED flattened page table of sharedPrefixWindows:
+// every token of every row in row order, as loc = page·ps + offset.
+func flattenedRagged(bs, tokens, shared int, ps int64) ref.RemapLocsInput {
+	in := ref.RemapLocsInput{PageSize: ps, Pages: sharedPrefixWindows(bs, tokens, shared, ps),
+		Locs: make([]int64, 0, bs*tokens), RowIDs: make([]int32, 0, bs*tokens)}
+	for b, row := range in.Pages {
+		for t := range int64(tokens) {
+			in.Locs = append(in.Locs, row[t/ps]*ps+t%ps)
+			in.RowIDs = append(in.RowIDs, int32(b))
+		}
+	}
+	return in
+}

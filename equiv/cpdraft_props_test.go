@@ -1,0 +1,60 @@
+package equiv_test
+
+import (
+	"testing"
+
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// TestDraftInputPropertiesCatchWrongInputs: each cp.draft_input property
+// holds on ref's draft input and fails on one broken the way it guards
+// against.
+func TestDraftInputPropertiesCatchWrongInputs(t *testing.T) {
+	spec := equiv.DraftInput()
+	lim := ref.DefaultLimits()
+	// padded cp=2, g=1, L=[2]: R(0) = 2 = Σ L.
+	global := ref.DraftInputInput{Layout: &ref.LayoutSpec{CP: 2, Lens: []int{2}, Granule: 1},
+		HiddenContract: ref.DraftGlobalValid, Hidden: ref.Rows{W: 2, B: []byte{1, 1, 2, 2}}}
+	withDraft := global
+	withDraft.DraftHidden = &ref.Rows{W: 1, B: []byte{9, 0}}
+	run := func(in ref.DraftInputInput) ref.DraftInputOutput {
+		out, err := ref.DraftInput(lim, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// The length-inference bug on the global rows: marked CP-local, guard masks a2.
+	inferred := run(global)
+	inferred.CPLocal, inferred.Contract = true, ref.DraftCPLocal
+	inferred.Guard = ref.DraftGuard(&ref.Layout{CP: 2, L: []int{2}, S: [][]int{{1, 1, 1, 1}}, V: [][]int{{1, 1, 0, 0}}}, 0, true, 2)
+	// The v2 bug: global rows although draft hidden states were given.
+	ignored := run(global)
+	// A guard that masks nothing on CP-local rows (scalar non-padded count).
+	unmasked := run(withDraft)
+	unmasked.Guard.ValidMask = []bool{true, true}
+	broken := map[string]struct {
+		in  ref.DraftInputInput
+		out ref.DraftInputOutput
+	}{
+		"marker-is-declared":            {global, inferred},
+		"prefers-cp-local-draft-hidden": {withDraft, ignored},
+		"guard-follows-marker":          {withDraft, unmasked},
+	}
+	for _, p := range spec.Props {
+		for _, in := range []ref.DraftInputInput{global, withDraft} {
+			if err := p.Holds(lim, in, run(in)); err != nil {
+				t.Errorf("%s fails on ref's draft input: %v", p.Name, err)
+			}
+		}
+		b, ok := broken[p.Name]
+		if !ok {
+			t.Errorf("no broken draft input for property %s", p.Name)
+			continue
+		}
+		if propHolds(t, spec.Props, p.Name, b.in, b.out) == nil {
+			t.Errorf("%s holds on broken draft input %+v", p.Name, b.out)
+		}
+	}
+}

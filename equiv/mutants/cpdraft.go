@@ -1,0 +1,55 @@
+package mutants
+
+import (
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// DraftCPLocalFromLength is the seed's rejected alternative to the SPEC_V2
+// draft-input fix: infer the CP-local marker from the draft rows' length
+// (CP-local iff the count is R(rank)). Under compute padding R(r) can equal
+// Σ L_i, so global rows get marked CP-local and the padding guard masks
+// real tokens.
+func DraftCPLocalFromLength() equiv.Killable {
+	return &equiv.Mutant[ref.DraftInputInput, ref.DraftInputOutput]{
+		Spec:    equiv.DraftInput(),
+		ID:      "draft-cp-local-from-length",
+		Section: "seed SPEC_V2 draft input (cp-layout.md §2.4 contracts)",
+		About:   "CP-local marker inferred from the row count: global rows with R(r) == Σ L are marked CP-local and real tokens masked",
+		Fn: func(lim ref.Limits, in ref.DraftInputInput) (ref.DraftInputOutput, error) {
+			out, err := fast.DraftInput(lim, in)
+			if err != nil || in.Layout == nil {
+				return out, err
+			}
+			lay, _ := in.Layout.Build()
+			out.CPLocal = out.Hidden.N() == lay.R(in.Rank)
+			out.Contract = ref.DraftGlobalValid
+			if out.CPLocal {
+				out.Contract = ref.DraftCPLocal
+			}
+			out.Guard = ref.DraftGuard(&lay, in.Rank, out.CPLocal, out.Hidden.N())
+			return out, nil
+		},
+	}
+}
+
+// DraftV2GlobalHidden is the SPEC_V2 bug the seed fixed: the v2 draft
+// extend for prefill passed the target's global hidden states and never
+// marked the input CP-local, ignoring the model's CP-local draft hidden
+// states (the non-v2 path already used them).
+func DraftV2GlobalHidden() equiv.Killable {
+	return &equiv.Mutant[ref.DraftInputInput, ref.DraftInputOutput]{
+		Spec:    equiv.DraftInput(),
+		ID:      "draft-v2-global-hidden",
+		Section: "seed SPEC_V2 draft input",
+		About:   "v2 draft input ignores the CP-local draft hidden states: global rows, marker never set",
+		Fn: func(lim ref.Limits, in ref.DraftInputInput) (ref.DraftInputOutput, error) {
+			if _, err := ref.ValidateDraftInput(in); err != nil {
+				return ref.DraftInputOutput{}, err
+			}
+			in.DraftHidden = nil
+			return fast.DraftInput(lim, in)
+		},
+	}
+}
