@@ -31,7 +31,7 @@ const (
 	DraftGlobalValid DraftContract = "global-valid"
 	// DraftCPLocal is rank r's local compute-padded rows, lane-slot order
 	// with padding interleaved: R(r) rows (before CP output collection).
-	DraftCPLocal DraftContract = "cp-local-compute-padded"
+	DraftCPLocal DraftContract = ContractCPLocalComputePadded
 )
 
 // The sources DraftInput reports.
