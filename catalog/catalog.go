@@ -288,6 +288,9 @@ func All() []Entry {
 		LoadScript(),
 		LayerDoneScript(),
 		AckScript(),
+		MQAChunkRows(),
+		MQAChunkedTopK(),
+		NSAIndexPlan(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

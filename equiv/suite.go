@@ -105,6 +105,9 @@ func Suites() []Suite {
 		Erase(LoadScript()),
 		Erase(LayerDoneScript()),
 		Erase(AckScript()),
+		Erase(MQAChunkRows()),
+		Erase(MQAChunkedTopK()),
+		Erase(NSAIndexPlan()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites

@@ -44,6 +44,14 @@ func All() []equiv.Killable {
 		BlindPopUnknownAck(),
 		ZeroOwnedRankReturnsEarly(),
 		WritingCheckStrandsDuplicates(),
+		FullRequestAccounting(),
+		EstimatorIgnoresChunkCap(),
+		ChunkOffsetsNotRowAddressed(),
+		PatternLengthUnchecked(),
+		PrefetchUngated(),
+		SharedLayerMissingPrevTopk(),
+		HiCacheIndexBytesEveryLayer(),
+		PatternCharsetCForFull(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo

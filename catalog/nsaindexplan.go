@@ -1,0 +1,43 @@
+package catalog
+
+import (
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// NSAIndexPlan registers nsa.index_plan (cp-layout.md §9).
+func NSAIndexPlan() *Op[ref.NSAIndexPlanInput, ref.NSAIndexPlanOutput] {
+	four := 4
+	return &Op[ref.NSAIndexPlanInput, ref.NSAIndexPlanOutput]{
+		OpName:  "nsa.index_plan",
+		SpecRef: "cp-layout.md §9",
+		Summary: "NSA index-topk layer skip from freq/offset/pattern: skip, next-skip, active layers, compact slots, warnings, and the runtime slot/prefetch/shared-input rules",
+		Ref:     ref.NSAIndexPlanFor,
+		Fast:    fast.NSAIndexPlanFor,
+		// §9.3's N=10, Freq=4, Offset=3 (FFFSSSFSSS) and §9.5's gate and shared-layer checks.
+		Sample: ref.NSAIndexPlanInput{N: 10, Freq: &four, Offset: 3, Queries: []ref.NSAIndexQuery{
+			{Kind: ref.QueryPrefetchAfter, Layer: 2},
+			{Kind: ref.QueryPrefetchAfter, Layer: 5},
+			{Kind: ref.QuerySlotOf, Layer: 6},
+			{Kind: ref.QuerySharedInput, Layer: 3},
+		}},
+		Shapes: []Shape[ref.NSAIndexPlanInput]{
+			{Name: "glm5-78-layers-every-query", Make: func() ref.NSAIndexPlanInput { return everyQuery(78, 4, 3) }},
+			{Name: "4096-layers-every-query", Make: func() ref.NSAIndexPlanInput { return everyQuery(4096, 4, 3) }},
+		},
+	}
+}
+
+// everyQuery is the plan a pool resolves at init together with one forward
+// pass's runtime checks: every layer's shared-input check, slot lookup for
+// its F layers and prefetch gate.
+func everyQuery(n, freq, offset int) ref.NSAIndexPlanInput {
+	in := ref.NSAIndexPlanInput{N: n, Freq: &freq, Offset: offset}
+	for l := range n {
+		in.Queries = append(in.Queries,
+			ref.NSAIndexQuery{Kind: ref.QuerySharedInput, Layer: l, PrevPresent: l > 0},
+			ref.NSAIndexQuery{Kind: ref.QuerySlotOf, Layer: l},
+			ref.NSAIndexQuery{Kind: ref.QueryPrefetchAfter, Layer: l})
+	}
+	return in
+}
