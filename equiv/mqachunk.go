@@ -240,7 +240,9 @@ func mqaChunkBoundary() []Case[ref.MQAChunkRowsInput] {
 		Config: ref.MQAChunkConfig{MaxGB: &one},
 		Shapes: []ref.MQALogitsShape{{Q: 1 << 20, K: 131072}, {Q: 1 << 20, K: 100000}, {Q: 0, K: 5}, {Q: 5, K: 0}, {Q: 7, K: 1 << 30}},
 	}})
-	rt := func(free, total int64) *ref.MQARuntimeBudget { return &ref.MQARuntimeBudget{FreeAtInit: free, TotalMem: total} }
+	rt := func(free, total int64) *ref.MQARuntimeBudget {
+		return &ref.MQARuntimeBudget{FreeAtInit: free, TotalMem: total}
+	}
 	cs = append(cs,
 		// 2000·3999 = 7,998,000 < 8M stays whole; 2000·4000 = 8M is tested against the budget.
 		Case[ref.MQAChunkRowsInput]{"runtime-threshold", ref.MQAChunkRowsInput{Runtime: rt(0, 0),

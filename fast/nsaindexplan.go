@@ -35,7 +35,7 @@ func NSAIndexPlanFor(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlan
 		}
 	}
 	out := ref.NSAIndexPlanOutput{
-		NSAIndexPlan:            p,
+		NSAIndexPlan:         p,
 		Pattern:              string(pattern),
 		Warnings:             ref.NSAIndexPlanWarnings(in),
 		Log:                  ref.NSAIndexPlanLog(n, p.Active),

@@ -365,7 +365,7 @@ func NSAIndexPlanFor(lim Limits, in NSAIndexPlanInput) (NSAIndexPlanOutput, erro
 		return NSAIndexPlanOutput{}, err
 	}
 	out := NSAIndexPlanOutput{
-		NSAIndexPlan:            p,
+		NSAIndexPlan:         p,
 		Pattern:              RenderNSAIndexPattern(p.Skip),
 		Warnings:             warnings,
 		Log:                  NSAIndexPlanLog(in.N, p.Active),
