@@ -249,9 +249,9 @@ func planSlots(_ ref.Limits, in ref.NSAIndexPlanInput, out ref.NSAIndexPlanOutpu
 	for l, s := range out.Skip {
 		switch {
 		case s && out.Slot[l] != -1:
-			return fmt.Errorf("S layer %d has slot %d, want -1", l, out.Slot[l])
+			return fmt.Errorf("shared layer %d has slot %d, want -1", l, out.Slot[l])
 		case !s && (out.Slot[l] != next || out.Active[next] != l):
-			return fmt.Errorf("F layer %d: slot %d, want %d (active %v)", l, out.Slot[l], next, out.Active)
+			return fmt.Errorf("full layer %d: slot %d, want %d (active %v)", l, out.Slot[l], next, out.Active)
 		case !s:
 			next++
 		}
