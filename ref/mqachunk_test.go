@@ -14,7 +14,9 @@ func f64(x float64) *float64 { return &x }
 // the MaxGB examples (1 GiB at K=131072 → 2048 rows, K=100000 → 2684), and
 // rule 4's threshold and budget with injected memory figures.
 func TestChunkRowsWorkedExamples(t *testing.T) {
-	rt := func(free, total int64) *ref.MQARuntimeBudget { return &ref.MQARuntimeBudget{FreeAtInit: free, TotalMem: total} }
+	rt := func(free, total int64) *ref.MQARuntimeBudget {
+		return &ref.MQARuntimeBudget{FreeAtInit: free, TotalMem: total}
+	}
 	none := ref.MQAChunkConfig{}
 	cases := []struct {
 		name    string
