@@ -336,18 +336,23 @@ func RenderNSAIndexPattern(skip []bool) string {
 	return b.String()
 }
 
-// NSAIndexPlanLog is the once-at-pool-init line naming every active layer.
+// NSAIndexPlanLog is the once-at-pool-init line naming every active layer,
+// e.g. "index layers active=21/78 [0 1 2 6 …]". Digits are appended in place
+// (no string per layer), so the line costs a couple of allocations.
 func NSAIndexPlanLog(n int, active []int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "index layers active=%d/%d [", len(active), n)
+	b := make([]byte, 0, 40+8*len(active))
+	b = append(b, "index layers active="...)
+	b = strconv.AppendInt(b, int64(len(active)), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, " ["...)
 	for i, l := range active {
 		if i > 0 {
-			b.WriteByte(' ')
+			b = append(b, ' ')
 		}
-		b.WriteString(strconv.Itoa(l))
+		b = strconv.AppendInt(b, int64(l), 10)
 	}
-	b.WriteByte(']')
-	return b.String()
+	return string(append(b, ']'))
 }
 
 // NSAHiCacheBytesPerToken is §9.4 P9.6: every layer's MLA row plus an index-K
