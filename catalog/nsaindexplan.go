@@ -22,22 +22,24 @@ func NSAIndexPlan() *Op[ref.NSAIndexPlanInput, ref.NSAIndexPlanOutput] {
 			{Kind: ref.QuerySharedInput, Layer: 3},
 		}},
 		Shapes: []Shape[ref.NSAIndexPlanInput]{
-			{Name: "glm5-78-layers-every-query", Make: func() ref.NSAIndexPlanInput { return everyQuery(78, 4, 3) }},
-			{Name: "4096-layers-every-query", Make: func() ref.NSAIndexPlanInput { return everyQuery(4096, 4, 3) }},
+			{Name: "glm5-78-layers-forward-pass", Make: func() ref.NSAIndexPlanInput { return everyQuery(78, 4, 3) }},
+			{Name: "4096-layers-forward-pass", Make: func() ref.NSAIndexPlanInput { return everyQuery(4096, 4, 3) }},
 		},
 	}
 }
 
 // everyQuery is the plan a pool resolves at init together with one forward
-// pass's runtime checks: every layer's shared-input check, slot lookup for
-// its F layers and prefetch gate.
+// pass's runtime checks, none of which refuses: every layer's shared-input
+// check (with the previous top-k after layer 0), the slot lookup of every F
+// layer and the prefetch gate after every layer.
 func everyQuery(n, freq, offset int) ref.NSAIndexPlanInput {
 	in := ref.NSAIndexPlanInput{N: n, Freq: &freq, Offset: offset}
 	for l := range n {
-		in.Queries = append(in.Queries,
-			ref.NSAIndexQuery{Kind: ref.QuerySharedInput, Layer: l, PrevPresent: l > 0},
-			ref.NSAIndexQuery{Kind: ref.QuerySlotOf, Layer: l},
-			ref.NSAIndexQuery{Kind: ref.QueryPrefetchAfter, Layer: l})
+		in.Queries = append(in.Queries, ref.NSAIndexQuery{Kind: ref.QuerySharedInput, Layer: l, PrevPresent: l > 0})
+		if !ref.SkipLayer(in, l) {
+			in.Queries = append(in.Queries, ref.NSAIndexQuery{Kind: ref.QuerySlotOf, Layer: l})
+		}
+		in.Queries = append(in.Queries, ref.NSAIndexQuery{Kind: ref.QueryPrefetchAfter, Layer: l})
 	}
 	return in
 }

@@ -42,8 +42,11 @@ func NSAIndexPlanFor(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlan
 		HiCacheBytesPerToken: ref.NSAHiCacheBytesPerToken(n, nActive),
 		Answers:              make([]ref.NSAIndexAnswer, len(in.Queries)),
 	}
+	// One backing array for the answers' slot and layer numbers instead of
+	// one small allocation per answer.
+	ints := make([]int, 2*len(in.Queries))
 	for i, q := range in.Queries {
-		out.Answers[i] = answer(p, q)
+		out.Answers[i] = answer(p, q, ints[2*i:2*i+2:2*i+2])
 	}
 	return out, nil
 }
@@ -84,8 +87,8 @@ func fillSkip(skip []bool, in ref.NSAIndexPlanInput) int {
 
 // answer is ref.AnswerNSAIndexQuery read off the plan's tables: the gate
 // checks Skip[l+1] before it looks at a slot, so it never asks for the
-// slot of an S layer.
-func answer(p ref.NSAIndexPlan, q ref.NSAIndexQuery) ref.NSAIndexAnswer {
+// slot of an S layer. The answer's numbers live in buf (slot, then layer).
+func answer(p ref.NSAIndexPlan, q ref.NSAIndexQuery, buf []int) ref.NSAIndexAnswer {
 	switch q.Kind {
 	case ref.QuerySharedInput:
 		if p.Skip[q.Layer] && !q.PrevPresent {
@@ -97,15 +100,15 @@ func answer(p ref.NSAIndexPlan, q ref.NSAIndexQuery) ref.NSAIndexAnswer {
 			_, err := p.SlotOf(q.Layer)
 			return refusal(err)
 		}
-		s := p.Slot[q.Layer]
-		return ref.NSAIndexAnswer{Slot: &s}
+		buf[0] = p.Slot[q.Layer]
+		return ref.NSAIndexAnswer{Slot: &buf[0]}
 	default:
 		next := q.Layer + 1
 		if next >= len(p.Skip) || p.Skip[next] {
 			return ref.NSAIndexAnswer{}
 		}
-		s := p.Slot[next]
-		return ref.NSAIndexAnswer{Slot: &s, Prefetch: &next}
+		buf[0], buf[1] = p.Slot[next], next
+		return ref.NSAIndexAnswer{Slot: &buf[0], Prefetch: &buf[1]}
 	}
 }
 
