@@ -1,6 +1,7 @@
 package fast
 
 import (
+	"math"
 	"runtime"
 	"sync"
 
@@ -13,13 +14,14 @@ import (
 // (P8.1: chunked == unchunked), so the rows are not walked chunk by chunk:
 // each row reads its own offset by its absolute row index, which is what
 // "row-addressed" means. Per row it makes a partial selection instead of a
-// sort: each candidate becomes one distinct uint64 (sort key above, inverted
-// window position below, so larger means earlier in §8.3's order), a
-// quickselect finds the topk-th largest, and one scan in j order emits every
-// candidate at or above it — already ascending in j, so no second sort.
+// sort: each candidate becomes one distinct uint64 (sort key in the high
+// half, inverted window position in the low half, so larger means earlier
+// in §8.3's order and a smaller j wins a tie), a quickselect on a copy
+// finds the topk-th largest, and one scan of the keys in j order emits
+// every candidate at or above it — already ascending in j, so no sort.
 //
 // Memory: the output is one flat []int32 that the rows slice, and each
-// worker has one scratch buffer sized to its widest window; nothing is
+// worker has one scratch buffer of twice its widest window; nothing is
 // allocated per row. Large inputs are split across cores by rows; the
 // goroutines end before the call returns.
 func MQAChunkedTopK(lim ref.Limits, in ref.MQATopKInput) (ref.MQATopKOutput, error) {
@@ -64,7 +66,8 @@ func topkSegments(in ref.MQATopKInput) int {
 	return int(max(1, min(int64(runtime.GOMAXPROCS(0)), 8, int64(len(in.KS)), work/(topkParallelMinWork/2))))
 }
 
-// selectRows fills rows [lo, hi) with one scratch buffer for all of them.
+// selectRows fills rows [lo, hi) with one pair of scratch buffers for all
+// of them.
 func selectRows(in ref.MQATopKInput, rows [][]int32, lo, hi int) {
 	k := in.TopK
 	widest := int64(0)
@@ -73,19 +76,22 @@ func selectRows(in ref.MQATopKInput, rows [][]int32, lo, hi int) {
 			widest = max(widest, n)
 		}
 	}
-	scratch := make([]uint64, widest)
+	scratch := make([]uint64, 2*widest)
+	keys, work := scratch[:widest:widest], scratch[widest:]
 	for r := lo; r < hi; r++ {
 		var add int32
 		if len(in.Offset) > 0 {
 			add = in.Offset[r] // row-addressed: the absolute row, whatever the chunk
 		}
-		selectRow(rows[r], in.Logits[r][in.KS[r]:in.KE[r]], add, scratch)
+		selectRow(rows[r], in.Logits[r][in.KS[r]:in.KE[r]], add, keys, work)
 	}
 }
 
 // selectRow writes one row's §8.3 result into dst (len topk) for the
-// window w (w[i] is candidate j = ks + i, emitted as i + add).
-func selectRow(dst []int32, w []float32, add int32, scratch []uint64) {
+// window w (w[i] is candidate j = ks + i, emitted as i + add). keys holds
+// the candidates' composites in window order for the emitting scan; work
+// is the copy the quickselect reorders.
+func selectRow(dst []int32, w []float32, add int32, keys, work []uint64) {
 	n, k := len(w), len(dst)
 	if n <= k {
 		for i := range n {
@@ -96,25 +102,35 @@ func selectRow(dst []int32, w []float32, add int32, scratch []uint64) {
 		}
 		return
 	}
-	s := scratch[:n]
+	keys, work = keys[:n], work[:n]
 	for i, x := range w {
-		s[i] = composite(x, i)
+		keys[i] = uint64(sortKey(x))<<32 | uint64(^uint32(i))
 	}
-	t := kthLargest(s, k)
+	copy(work, keys)
+	t := kthLargest(work, k)
 	o := 0
-	for i, x := range w {
-		if composite(x, i) >= t {
+	for i, c := range keys {
+		if c >= t {
 			dst[o] = int32(i) + add
 			o++
 		}
 	}
 }
 
-// composite packs §8.3's order into one uint64: the sort key in the high
-// half, the inverted window position in the low half, so a smaller j wins a
-// tie and no two candidates are equal.
-func composite(x float32, i int) uint64 {
-	return uint64(ref.MQATopKKey(x))<<32 | uint64(^uint32(i))
+// sortKey is ref.MQATopKKey without branches on the sign: ±0 is mapped to
+// +0 first, then a negative number's bits are inverted and a positive
+// number's sign bit set; NaN (either sign) is 0. TestSortKeyMatchesRef
+// compares the two.
+func sortKey(x float32) uint32 {
+	u := math.Float32bits(x)
+	if u<<1 == 0 {
+		u = 0 // −0 == +0
+	}
+	if u&0x7FFFFFFF > 0x7F800000 {
+		return 0 // NaN ranks below −Inf
+	}
+	neg := uint32(int32(u) >> 31) // all ones for negative numbers
+	return u ^ (neg | 0x80000000)
 }
 
 // kthLargest returns the k-th largest (1-based) of distinct values,

@@ -1,9 +1,12 @@
 package fast
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/kvtwin/kvtwin/ref"
 )
 
 // TestKthLargestMatchesSort checks the quickselect against a full sort on
@@ -29,6 +32,24 @@ func TestKthLargestMatchesSort(t *testing.T) {
 					t.Fatalf("%s n=%d k=%d: %d, want %d", name, n, k, got, sorted[k-1])
 				}
 			}
+		}
+	}
+}
+
+// TestSortKeyMatchesRef compares the branch-light key with the
+// reference's on every special value and a million random bit patterns
+// (the sign, exponent and NaN edges are in the list).
+func TestSortKeyMatchesRef(t *testing.T) {
+	special := []uint32{0, 0x80000000, 1, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00800000, 0x80800000,
+		0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7F800001, 0xFF800001, 0x7FC00000, 0xFFC00000, 0x7FFFFFFF, 0xFFFFFFFF}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 1<<20; i++ {
+		special = append(special, rng.Uint32())
+	}
+	for _, u := range special {
+		x := math.Float32frombits(u)
+		if got, want := sortKey(x), ref.MQATopKKey(x); got != want {
+			t.Fatalf("bits %#08x: sortKey %#08x, ref %#08x", u, got, want)
 		}
 	}
 }
