@@ -16,10 +16,10 @@ func NSAIndexPlan() *Op[ref.NSAIndexPlanInput, ref.NSAIndexPlanOutput] {
 		Fast:    fast.NSAIndexPlanFor,
 		// §9.3's N=10, Freq=4, Offset=3 (FFFSSSFSSS) and §9.5's gate and shared-layer checks.
 		Sample: ref.NSAIndexPlanInput{N: 10, Freq: &four, Offset: 3, Queries: []ref.NSAIndexQuery{
-			{Kind: ref.QueryPrefetchAfter, Layer: 2},
-			{Kind: ref.QueryPrefetchAfter, Layer: 5},
-			{Kind: ref.QuerySlotOf, Layer: 6},
-			{Kind: ref.QuerySharedInput, Layer: 3},
+			{Kind: ref.NSAQueryPrefetchAfter, Layer: 2},
+			{Kind: ref.NSAQueryPrefetchAfter, Layer: 5},
+			{Kind: ref.NSAQuerySlotOf, Layer: 6},
+			{Kind: ref.NSAQuerySharedInput, Layer: 3},
 		}},
 		Shapes: []Shape[ref.NSAIndexPlanInput]{
 			{Name: "glm5-78-layers-forward-pass", Make: func() ref.NSAIndexPlanInput { return everyQuery(78, 4, 3) }},
@@ -35,11 +35,11 @@ func NSAIndexPlan() *Op[ref.NSAIndexPlanInput, ref.NSAIndexPlanOutput] {
 func everyQuery(n, freq, offset int) ref.NSAIndexPlanInput {
 	in := ref.NSAIndexPlanInput{N: n, Freq: &freq, Offset: offset}
 	for l := range n {
-		in.Queries = append(in.Queries, ref.NSAIndexQuery{Kind: ref.QuerySharedInput, Layer: l, PrevPresent: l > 0})
-		if !ref.SkipLayer(in, l) {
-			in.Queries = append(in.Queries, ref.NSAIndexQuery{Kind: ref.QuerySlotOf, Layer: l})
+		in.Queries = append(in.Queries, ref.NSAIndexQuery{Kind: ref.NSAQuerySharedInput, Layer: l, PrevPresent: l > 0})
+		if !ref.NSASkipLayer(in, l) {
+			in.Queries = append(in.Queries, ref.NSAIndexQuery{Kind: ref.NSAQuerySlotOf, Layer: l})
 		}
-		in.Queries = append(in.Queries, ref.NSAIndexQuery{Kind: ref.QueryPrefetchAfter, Layer: l})
+		in.Queries = append(in.Queries, ref.NSAIndexQuery{Kind: ref.NSAQueryPrefetchAfter, Layer: l})
 	}
 	return in
 }

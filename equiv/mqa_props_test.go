@@ -113,7 +113,7 @@ func TestMQAChunkedTopKPropertiesCatchWrongRows(t *testing.T) {
 func TestNSAIndexPlanPropertiesCatchWrongPlans(t *testing.T) {
 	four := 4
 	in := ref.NSAIndexPlanInput{N: 6, Freq: &four, Offset: 3, Queries: []ref.NSAIndexQuery{
-		{Kind: ref.QueryPrefetchAfter, Layer: 2}, {Kind: ref.QuerySlotOf, Layer: 1}, {Kind: ref.QuerySharedInput, Layer: 4},
+		{Kind: ref.NSAQueryPrefetchAfter, Layer: 2}, {Kind: ref.NSAQuerySlotOf, Layer: 1}, {Kind: ref.NSAQuerySharedInput, Layer: 4},
 	}}
 	good, err := ref.NSAIndexPlanFor(ref.DefaultLimits(), in) // FFFSSS
 	if err != nil {
@@ -138,7 +138,7 @@ func TestNSAIndexPlanPropertiesCatchWrongPlans(t *testing.T) {
 		"P9.5-prefetch-gated": with(func(o *ref.NSAIndexPlanOutput) { o.Answers[0] = ref.NSAIndexAnswer{Err: &inactive} }),
 		// Index bytes for every layer (§9.5 bug 4).
 		"P9.6-hicache-bytes":   with(func(o *ref.NSAIndexPlanOutput) { o.HiCacheBytesPerToken = 6*656 + 6*132 }),
-		"warning-iff-shadowed": with(func(o *ref.NSAIndexPlanOutput) { o.Warnings = []string{ref.PatternShadowsFreq} }),
+		"warning-iff-shadowed": with(func(o *ref.NSAIndexPlanOutput) { o.Warnings = []string{ref.NSAPatternShadowsFreq} }),
 	}
 	checkBroken(t, equiv.NSAIndexPlan().Props, in, good, broken)
 	// P9.5's other rules: an unrefused shared layer, a slot for an S layer.

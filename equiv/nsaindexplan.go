@@ -61,7 +61,7 @@ func indexPlanValid(t *rapid.T) ref.NSAIndexPlanInput {
 	nq := rapid.IntRange(0, 10).Draw(t, "n_queries")
 	for range nq {
 		in.Queries = append(in.Queries, ref.NSAIndexQuery{
-			Kind:        rapid.SampledFrom([]string{ref.QuerySharedInput, ref.QuerySlotOf, ref.QueryPrefetchAfter}).Draw(t, "kind"),
+			Kind:        rapid.SampledFrom([]string{ref.NSAQuerySharedInput, ref.NSAQuerySlotOf, ref.NSAQueryPrefetchAfter}).Draw(t, "kind"),
 			Layer:       rapid.IntRange(0, n-1).Draw(t, "layer"),
 			PrevPresent: rapid.Bool().Draw(t, "prev_present"),
 		})
@@ -137,7 +137,7 @@ func indexPlanInvalid(t *rapid.T) Bad[ref.NSAIndexPlanInput] {
 		return bad{in, ref.ErrBadEnum}
 	case 10:
 		layer := rapid.OneOf(rapid.IntRange(-5, -1), rapid.IntRange(in.N, in.N+5)).Draw(t, "bad_layer")
-		in.Queries = append(in.Queries, ref.NSAIndexQuery{Kind: ref.QuerySlotOf, Layer: layer})
+		in.Queries = append(in.Queries, ref.NSAIndexQuery{Kind: ref.NSAQuerySlotOf, Layer: layer})
 		return bad{in, ref.ErrLayerOutOfOrder}
 	default:
 		in.N = rapid.IntRange(int(ref.DefaultMaxOutputBytes/18)+1, 1<<40).Draw(t, "huge_n")
@@ -153,10 +153,10 @@ func everyLayerQueries(n int) []ref.NSAIndexQuery {
 	qs := []ref.NSAIndexQuery{}
 	for l := range n {
 		qs = append(qs,
-			ref.NSAIndexQuery{Kind: ref.QuerySharedInput, Layer: l},
-			ref.NSAIndexQuery{Kind: ref.QuerySharedInput, Layer: l, PrevPresent: true},
-			ref.NSAIndexQuery{Kind: ref.QuerySlotOf, Layer: l},
-			ref.NSAIndexQuery{Kind: ref.QueryPrefetchAfter, Layer: l})
+			ref.NSAIndexQuery{Kind: ref.NSAQuerySharedInput, Layer: l},
+			ref.NSAIndexQuery{Kind: ref.NSAQuerySharedInput, Layer: l, PrevPresent: true},
+			ref.NSAIndexQuery{Kind: ref.NSAQuerySlotOf, Layer: l},
+			ref.NSAIndexQuery{Kind: ref.NSAQueryPrefetchAfter, Layer: l})
 	}
 	return qs
 }
@@ -198,9 +198,9 @@ func indexPlanRegressions() []Case[ref.NSAIndexPlanInput] {
 		// Fixed ErrPatternLength(4, 5); the bug ignored the tail.
 		{"pattern-length-unchecked", ref.NSAIndexPlanInput{N: 4, Pattern: "FSSFS"}},
 		// After layer 0 of "FS": fixed no prefetch; the bug asked SlotOf(1).
-		{"prefetch-ungated", ref.NSAIndexPlanInput{N: 2, Pattern: "FS", Queries: []ref.NSAIndexQuery{{Kind: ref.QueryPrefetchAfter, Layer: 0}}}},
+		{"prefetch-ungated", ref.NSAIndexPlanInput{N: 2, Pattern: "FS", Queries: []ref.NSAIndexQuery{{Kind: ref.NSAQueryPrefetchAfter, Layer: 0}}}},
 		// Layer 1 of "FS" without top-k: fixed ErrSharedLayerMissingPrevTopk; the bug ran on.
-		{"shared-layer-missing-prev-topk", ref.NSAIndexPlanInput{N: 2, Pattern: "FS", Queries: []ref.NSAIndexQuery{{Kind: ref.QuerySharedInput, Layer: 1}}}},
+		{"shared-layer-missing-prev-topk", ref.NSAIndexPlanInput{N: 2, Pattern: "FS", Queries: []ref.NSAIndexQuery{{Kind: ref.NSAQuerySharedInput, Layer: 1}}}},
 		// The old fork's 'C' for full layers: fixed ErrPatternCharset(1).
 		{"pattern-charset-c-for-full", ref.NSAIndexPlanInput{N: 4, Pattern: "FCSS"}},
 		// "FSSS": fixed 4·656 + 1·132 = 2756 B/token; the bug 3152.
@@ -295,7 +295,7 @@ func planAnswers(_ ref.Limits, in ref.NSAIndexPlanInput, out ref.NSAIndexPlanOut
 		a, l := out.Answers[i], q.Layer
 		refused := func(code string) bool { return a.Err != nil && a.Err.Code == code }
 		switch q.Kind {
-		case ref.QueryPrefetchAfter:
+		case ref.NSAQueryPrefetchAfter:
 			fetch := l+1 < in.N && !out.Skip[l+1]
 			if a.Err != nil {
 				return fmt.Errorf("query %d: prefetch after %d refused: %s", i, l, a.Err.Message)
@@ -303,7 +303,7 @@ func planAnswers(_ ref.Limits, in ref.NSAIndexPlanInput, out ref.NSAIndexPlanOut
 			if fetch != (a.Prefetch != nil) || (fetch && (*a.Prefetch != l+1 || a.Slot == nil || *a.Slot != out.Slot[l+1])) {
 				return fmt.Errorf("query %d: prefetch after %d of %s answered %+v", i, l, out.Pattern, a)
 			}
-		case ref.QuerySlotOf:
+		case ref.NSAQuerySlotOf:
 			if out.Skip[l] != refused(ref.ErrInactiveIndexLayer.Code()) || (!out.Skip[l] && (a.Slot == nil || *a.Slot != out.Slot[l])) {
 				return fmt.Errorf("query %d: slot_of(%d) of %s answered %+v", i, l, out.Pattern, a)
 			}
@@ -329,7 +329,7 @@ func planBytes(_ ref.Limits, in ref.NSAIndexPlanInput, out ref.NSAIndexPlanOutpu
 func planWarnings(_ ref.Limits, in ref.NSAIndexPlanInput, out ref.NSAIndexPlanOutput) error {
 	want := []string{}
 	if in.Pattern != "" && (in.FreqOf() > 1 || in.Offset > 0) {
-		want = []string{ref.PatternShadowsFreq}
+		want = []string{ref.NSAPatternShadowsFreq}
 	}
 	if !slices.Equal(want, out.Warnings) {
 		return fmt.Errorf("warnings %q, want %q", out.Warnings, want)

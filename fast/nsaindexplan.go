@@ -13,7 +13,7 @@ func NSAIndexPlanFor(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlan
 	n := in.N
 	skip := make([]bool, n)
 	firstShared := fillSkip(skip, in)
-	if err := ref.CheckIndexShare(in, firstShared); err != nil {
+	if err := ref.CheckNSAIndexShare(in, firstShared); err != nil {
 		return ref.NSAIndexPlanOutput{}, err
 	}
 	p := ref.NSAIndexPlan{Skip: skip, NextSkip: make([]bool, n), Slot: make([]int, n)}
@@ -90,12 +90,12 @@ func fillSkip(skip []bool, in ref.NSAIndexPlanInput) int {
 // slot of an S layer. The answer's numbers live in buf (slot, then layer).
 func answer(p ref.NSAIndexPlan, q ref.NSAIndexQuery, buf []int) ref.NSAIndexAnswer {
 	switch q.Kind {
-	case ref.QuerySharedInput:
+	case ref.NSAQuerySharedInput:
 		if p.Skip[q.Layer] && !q.PrevPresent {
 			return refusal(p.CheckSharedLayerInput(q.Layer, false))
 		}
 		return ref.NSAIndexAnswer{}
-	case ref.QuerySlotOf:
+	case ref.NSAQuerySlotOf:
 		if p.Skip[q.Layer] {
 			_, err := p.SlotOf(q.Layer)
 			return refusal(err)

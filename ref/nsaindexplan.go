@@ -33,25 +33,25 @@ var (
 	ErrInactiveIndexLayer = NewSentinel("inactive_index_layer", "layer has no index-cache slot")
 )
 
-// PatternShadowsFreq is the §9.2 warning for a pattern set together with
+// NSAPatternShadowsFreq is the §9.2 warning for a pattern set together with
 // index_topk_freq > 1 or an offset: the pattern wins.
-const PatternShadowsFreq = "pattern shadows index_topk_freq"
+const NSAPatternShadowsFreq = "pattern shadows index_topk_freq"
 
 // Bytes per token and layer of the two caches HiCache holds (§7.1): the
 // 656-byte FP8 MLA row of every layer and the 132-byte index-K row of F layers.
 const (
-	MLARowBytes    = 656
-	IndexKRowBytes = 132
+	NSAMLARowBytes    = 656
+	NSAIndexKRowBytes = 132
 )
 
 // Index-plan query kinds (§9.2 runtime rules).
 const (
-	// QuerySharedInput is CheckSharedLayerInput(layer, prev_present).
-	QuerySharedInput = "shared_input"
-	// QuerySlotOf is SlotOf(layer).
-	QuerySlotOf = "slot_of"
-	// QueryPrefetchAfter is the prefetch gate run after layer finishes.
-	QueryPrefetchAfter = "prefetch_after"
+	// NSAQuerySharedInput is CheckSharedLayerInput(layer, prev_present).
+	NSAQuerySharedInput = "shared_input"
+	// NSAQuerySlotOf is SlotOf(layer).
+	NSAQuerySlotOf = "slot_of"
+	// NSAQueryPrefetchAfter is the prefetch gate run after layer finishes.
+	NSAQueryPrefetchAfter = "prefetch_after"
 )
 
 // NSAIndexPlanInput is the input of nsa.index_plan (cp-layout.md §9.1): the
@@ -75,7 +75,7 @@ type NSAIndexPlanInput struct {
 
 // NSAIndexQuery is one runtime rule invocation (§9.2 "Runtime rules").
 type NSAIndexQuery struct {
-	// Kind is QuerySharedInput, QuerySlotOf or QueryPrefetchAfter.
+	// Kind is NSAQuerySharedInput, NSAQuerySlotOf or NSAQueryPrefetchAfter.
 	Kind string `json:"kind"`
 	// Layer is the layer the rule is invoked for, in [0, N).
 	Layer int `json:"layer"`
@@ -114,7 +114,7 @@ type NSAIndexPlanOutput struct {
 	NSAIndexPlan
 	// Pattern is the plan rendered as an 'F'/'S' string.
 	Pattern string `json:"pattern"`
-	// Warnings are the §9.2 config warnings (PatternShadowsFreq), never nil.
+	// Warnings are the §9.2 config warnings (NSAPatternShadowsFreq), never nil.
 	Warnings []string `json:"warnings"`
 	// Log is the once-at-pool-init line, "index layers active=A/N [l0 l1 …]".
 	Log string `json:"log"`
@@ -155,15 +155,15 @@ func ValidateNSAIndexPlanScalars(lim Limits, in NSAIndexPlanInput) error {
 	if in.PPSize < 0 {
 		return Reject(ErrConfig, "pp_size", in.PPSize, ">= 1 (0 = 1)")
 	}
-	if err := CheckIndexPattern(in.N, in.Pattern); err != nil {
+	if err := CheckNSAIndexPattern(in.N, in.Pattern); err != nil {
 		return err
 	}
 	for q, x := range in.Queries {
 		switch x.Kind {
-		case QuerySharedInput, QuerySlotOf, QueryPrefetchAfter:
+		case NSAQuerySharedInput, NSAQuerySlotOf, NSAQueryPrefetchAfter:
 		default:
 			return Reject(ErrBadEnum, Idx("queries", q)+".kind", x.Kind,
-				fmt.Sprintf("%q, %q or %q", QuerySharedInput, QuerySlotOf, QueryPrefetchAfter))
+				fmt.Sprintf("%q, %q or %q", NSAQuerySharedInput, NSAQuerySlotOf, NSAQueryPrefetchAfter))
 		}
 		if x.Layer < 0 || x.Layer >= in.N {
 			return Reject(ErrLayerOutOfOrder, Idx("queries", q)+".layer", x.Layer, fmt.Sprintf("in [0, n=%d)", in.N))
@@ -172,10 +172,10 @@ func ValidateNSAIndexPlanScalars(lim Limits, in NSAIndexPlanInput) error {
 	return nil
 }
 
-// CheckIndexPattern validates a set pattern against n layers (§9.2, §9.5):
+// CheckNSAIndexPattern validates a set pattern against n layers (§9.2, §9.5):
 // charset first (naming the position), then layer 0, then the length. The
 // empty pattern is unset and always passes.
-func CheckIndexPattern(n int, pattern string) error {
+func CheckNSAIndexPattern(n int, pattern string) error {
 	if pattern == "" {
 		return nil
 	}
@@ -193,9 +193,9 @@ func CheckIndexPattern(n int, pattern string) error {
 	return nil
 }
 
-// CheckIndexShare rejects a plan with a shared layer under pipeline
+// CheckNSAIndexShare rejects a plan with a shared layer under pipeline
 // parallelism (PP first) or two-batch overlap (§9.2), naming the first S layer.
-func CheckIndexShare(in NSAIndexPlanInput, firstShared int) error {
+func CheckNSAIndexShare(in NSAIndexPlanInput, firstShared int) error {
 	if firstShared < 0 {
 		return nil
 	}
@@ -211,14 +211,14 @@ func CheckIndexShare(in NSAIndexPlanInput, firstShared int) error {
 // NSAIndexPlanWarnings returns the §9.2 warnings of a valid config, never nil.
 func NSAIndexPlanWarnings(in NSAIndexPlanInput) []string {
 	if in.Pattern != "" && (in.FreqOf() > 1 || in.Offset > 0) {
-		return []string{PatternShadowsFreq}
+		return []string{NSAPatternShadowsFreq}
 	}
 	return []string{}
 }
 
-// SkipLayer is skip(l) of §9.2 for a valid config: the pattern when set,
+// NSASkipLayer is skip(l) of §9.2 for a valid config: the pattern when set,
 // else vLLM's offset formula, else upstream's (offset 2 in effect).
-func SkipLayer(in NSAIndexPlanInput, l int) bool {
+func NSASkipLayer(in NSAIndexPlanInput, l int) bool {
 	if in.Pattern != "" {
 		return in.Pattern[l] == 'S'
 	}
@@ -242,12 +242,12 @@ func ResolveNSAIndexPlan(lim Limits, in NSAIndexPlanInput) (NSAIndexPlan, []stri
 	p := NSAIndexPlan{Skip: make([]bool, in.N), NextSkip: make([]bool, in.N), Active: []int{}, Slot: make([]int, in.N)}
 	firstShared := -1
 	for l := range in.N {
-		p.Skip[l] = SkipLayer(in, l)
+		p.Skip[l] = NSASkipLayer(in, l)
 		if p.Skip[l] && firstShared < 0 {
 			firstShared = l
 		}
 	}
-	if err := CheckIndexShare(in, firstShared); err != nil {
+	if err := CheckNSAIndexShare(in, firstShared); err != nil {
 		return NSAIndexPlan{}, nil, err
 	}
 	for l := range in.N {
@@ -297,9 +297,9 @@ func (p NSAIndexPlan) PrefetchAfter(l int) (layer, slot int, ok bool) {
 // AnswerNSAIndexQuery answers one validated query against the plan.
 func AnswerNSAIndexQuery(p NSAIndexPlan, q NSAIndexQuery) NSAIndexAnswer {
 	switch q.Kind {
-	case QuerySharedInput:
+	case NSAQuerySharedInput:
 		return answerErr(p.CheckSharedLayerInput(q.Layer, q.PrevPresent))
-	case QuerySlotOf:
+	case NSAQuerySlotOf:
 		s, err := p.SlotOf(q.Layer)
 		if err != nil {
 			return answerErr(err)
@@ -358,7 +358,7 @@ func NSAIndexPlanLog(n int, active []int) string {
 // NSAHiCacheBytesPerToken is §9.4 P9.6: every layer's MLA row plus an index-K
 // row for each active layer. n is bounded by ValidateNSAIndexPlanScalars.
 func NSAHiCacheBytesPerToken(n, active int) int64 {
-	return int64(n)*MLARowBytes + int64(active)*IndexKRowBytes
+	return int64(n)*NSAMLARowBytes + int64(active)*NSAIndexKRowBytes
 }
 
 // NSAIndexPlanFor is nsa.index_plan (cp-layout.md §9): the resolved plan, its

@@ -56,14 +56,14 @@ func slicesHavePrefix(xs, prefix []int) bool {
 // 2756 B/token.
 func TestIndexPlanRuntimeRules(t *testing.T) {
 	out, err := ref.NSAIndexPlanFor(ref.DefaultLimits(), ref.NSAIndexPlanInput{N: 4, Pattern: "FSSF", Queries: []ref.NSAIndexQuery{
-		{Kind: ref.QueryPrefetchAfter, Layer: 0},
-		{Kind: ref.QueryPrefetchAfter, Layer: 2},
-		{Kind: ref.QueryPrefetchAfter, Layer: 3},
-		{Kind: ref.QuerySharedInput, Layer: 1},
-		{Kind: ref.QuerySharedInput, Layer: 1, PrevPresent: true},
-		{Kind: ref.QuerySharedInput, Layer: 3},
-		{Kind: ref.QuerySlotOf, Layer: 1},
-		{Kind: ref.QuerySlotOf, Layer: 3},
+		{Kind: ref.NSAQueryPrefetchAfter, Layer: 0},
+		{Kind: ref.NSAQueryPrefetchAfter, Layer: 2},
+		{Kind: ref.NSAQueryPrefetchAfter, Layer: 3},
+		{Kind: ref.NSAQuerySharedInput, Layer: 1},
+		{Kind: ref.NSAQuerySharedInput, Layer: 1, PrevPresent: true},
+		{Kind: ref.NSAQuerySharedInput, Layer: 3},
+		{Kind: ref.NSAQuerySlotOf, Layer: 1},
+		{Kind: ref.NSAQuerySlotOf, Layer: 3},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestIndexPlanRuntimeRules(t *testing.T) {
 		t.Errorf("FSSS bytes/token %d, want 4·656 + 132 = 2756", fsss.HiCacheBytesPerToken)
 	}
 	shadow, _ := ref.NSAIndexPlanFor(ref.DefaultLimits(), ref.NSAIndexPlanInput{N: 4, Freq: ip(2), Pattern: "FSFS"})
-	if !cmp.Equal(shadow.Warnings, []string{ref.PatternShadowsFreq}) || shadow.Pattern != "FSFS" {
+	if !cmp.Equal(shadow.Warnings, []string{ref.NSAPatternShadowsFreq}) || shadow.Pattern != "FSFS" {
 		t.Errorf("pattern with freq 2: warnings %q, pattern %s; want the shadow warning and the pattern", shadow.Warnings, shadow.Pattern)
 	}
 }
@@ -119,7 +119,7 @@ func TestIndexPlanRejectsBadInputNamingFieldAndBound(t *testing.T) {
 		{ref.NSAIndexPlanInput{N: 4, Pattern: "FSFF", PPSize: 2, TBO: true}, ref.ErrPPIndexShare, "pp_size", 2},
 		{ref.NSAIndexPlanInput{N: 4, Freq: ip(2), TBO: true}, ref.ErrTBOIndexShare, "tbo", true},
 		{ref.NSAIndexPlanInput{N: 4, Queries: []ref.NSAIndexQuery{{Kind: "slot", Layer: 0}}}, ref.ErrBadEnum, "queries[0].kind", "slot"},
-		{ref.NSAIndexPlanInput{N: 4, Queries: []ref.NSAIndexQuery{{Kind: ref.QuerySlotOf, Layer: 4}}}, ref.ErrLayerOutOfOrder, "queries[0].layer", 4},
+		{ref.NSAIndexPlanInput{N: 4, Queries: []ref.NSAIndexQuery{{Kind: ref.NSAQuerySlotOf, Layer: 4}}}, ref.ErrLayerOutOfOrder, "queries[0].layer", 4},
 	}
 	for _, c := range cases {
 		_, err := ref.NSAIndexPlanFor(ref.DefaultLimits(), c.in)

@@ -23,7 +23,7 @@ func PatternLengthUnchecked() equiv.Killable {
 		About:   "pattern length not checked against N: a long pattern's tail is ignored, a short one fails late in pool init",
 		Fn: func(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlanOutput, error) {
 			if in.Pattern != "" && in.N >= 1 && len(in.Pattern) != in.N {
-				if ref.CheckIndexPattern(len(in.Pattern), in.Pattern) == nil {
+				if ref.CheckNSAIndexPattern(len(in.Pattern), in.Pattern) == nil {
 					if len(in.Pattern) < in.N { // the late failure in pool init
 						return ref.NSAIndexPlanOutput{}, fmt.Errorf("pool init: layer %d: pattern index out of range", len(in.Pattern))
 					}
@@ -50,7 +50,7 @@ func PrefetchUngated() equiv.Killable {
 				return out, err
 			}
 			for i, q := range in.Queries {
-				if q.Kind != ref.QueryPrefetchAfter || q.Layer+1 >= in.N {
+				if q.Kind != ref.NSAQueryPrefetchAfter || q.Layer+1 >= in.N {
 					continue
 				}
 				next := q.Layer + 1
@@ -82,7 +82,7 @@ func SharedLayerMissingPrevTopk() equiv.Killable {
 				return out, err
 			}
 			for i, q := range in.Queries {
-				if q.Kind == ref.QuerySharedInput {
+				if q.Kind == ref.NSAQuerySharedInput {
 					out.Answers[i] = ref.NSAIndexAnswer{} // the bug: never refused
 				}
 			}
