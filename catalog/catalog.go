@@ -297,6 +297,9 @@ func All() []Entry {
 		PageDescriptors(),
 		RemapLocs(),
 		DraftInput(),
+		MQAChunkRows(),
+		MQAChunkedTopK(),
+		NSAIndexPlan(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

@@ -114,6 +114,9 @@ func Suites() []Suite {
 		Erase(PageDescriptors()),
 		Erase(RemapLocs()),
 		Erase(DraftInput()),
+		Erase(MQAChunkRows()),
+		Erase(MQAChunkedTopK()),
+		Erase(NSAIndexPlan()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites

@@ -54,6 +54,14 @@ func All() []equiv.Killable {
 		GlobalPageInverse(),
 		DraftCPLocalFromLength(),
 		DraftV2GlobalHidden(),
+		FullRequestAccounting(),
+		EstimatorIgnoresChunkCap(),
+		ChunkOffsetsNotRowAddressed(),
+		PatternLengthUnchecked(),
+		PrefetchUngated(),
+		SharedLayerMissingPrevTopk(),
+		HiCacheIndexBytesEveryLayer(),
+		PatternCharsetCForFull(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo

@@ -1,0 +1,45 @@
+package catalog
+
+import (
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// NSAIndexPlan registers nsa.index_plan (cp-layout.md §9).
+func NSAIndexPlan() *Op[ref.NSAIndexPlanInput, ref.NSAIndexPlanOutput] {
+	four := 4
+	return &Op[ref.NSAIndexPlanInput, ref.NSAIndexPlanOutput]{
+		OpName:  "nsa.index_plan",
+		SpecRef: "cp-layout.md §9",
+		Summary: "NSA index-topk layer skip from freq/offset/pattern: skip, next-skip, active layers, compact slots, warnings, and the runtime slot/prefetch/shared-input rules",
+		Ref:     ref.NSAIndexPlanFor,
+		Fast:    fast.NSAIndexPlanFor,
+		// §9.3's N=10, Freq=4, Offset=3 (FFFSSSFSSS) and §9.5's gate and shared-layer checks.
+		Sample: ref.NSAIndexPlanInput{N: 10, Freq: &four, Offset: 3, Queries: []ref.NSAIndexQuery{
+			{Kind: ref.NSAQueryPrefetchAfter, Layer: 2},
+			{Kind: ref.NSAQueryPrefetchAfter, Layer: 5},
+			{Kind: ref.NSAQuerySlotOf, Layer: 6},
+			{Kind: ref.NSAQuerySharedInput, Layer: 3},
+		}},
+		Shapes: []Shape[ref.NSAIndexPlanInput]{
+			{Name: "glm5-78-layers-forward-pass", Make: func() ref.NSAIndexPlanInput { return everyQuery(78, 4, 3) }},
+			{Name: "4096-layers-forward-pass", Make: func() ref.NSAIndexPlanInput { return everyQuery(4096, 4, 3) }},
+		},
+	}
+}
+
+// everyQuery is the plan a pool resolves at init together with one forward
+// pass's runtime checks, none of which refuses: every layer's shared-input
+// check (with the previous top-k after layer 0), the slot lookup of every F
+// layer and the prefetch gate after every layer.
+func everyQuery(n, freq, offset int) ref.NSAIndexPlanInput {
+	in := ref.NSAIndexPlanInput{N: n, Freq: &freq, Offset: offset}
+	for l := range n {
+		in.Queries = append(in.Queries, ref.NSAIndexQuery{Kind: ref.NSAQuerySharedInput, Layer: l, PrevPresent: l > 0})
+		if !ref.NSASkipLayer(in, l) {
+			in.Queries = append(in.Queries, ref.NSAIndexQuery{Kind: ref.NSAQuerySlotOf, Layer: l})
+		}
+		in.Queries = append(in.Queries, ref.NSAIndexQuery{Kind: ref.NSAQueryPrefetchAfter, Layer: l})
+	}
+	return in
+}

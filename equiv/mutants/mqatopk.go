@@ -1,0 +1,41 @@
+package mutants
+
+import (
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// ChunkOffsetsNotRowAddressed is cp-layout.md §8.6 bug 2: the row-chunk
+// loop passed every chunk offset[0 : end−start] instead of offset[start :
+// end], so rows of later chunks were shifted by earlier requests' offsets
+// (the seed's directive: CP-ragged chunking relies on row-addressed
+// topk_indices_offset_override).
+func ChunkOffsetsNotRowAddressed() equiv.Killable {
+	return &equiv.Mutant[ref.MQATopKInput, ref.MQATopKOutput]{
+		Spec:    equiv.MQAChunkedTopK(),
+		ID:      "chunk-offsets-not-row-addressed",
+		Section: "cp-layout.md §8.6",
+		About:   "each row chunk reads offset[0:end-start] instead of offset[start:end]",
+		Fn: func(lim ref.Limits, in ref.MQATopKInput) (ref.MQATopKOutput, error) {
+			if _, err := ref.ValidateMQATopK(lim, in); err != nil {
+				return ref.MQATopKOutput{}, err
+			}
+			q := int64(len(in.Logits))
+			out := ref.MQATopKOutput{Indices: [][]int32{}}
+			for s := int64(0); s < q; s += in.ChunkRows {
+				e := min(s+in.ChunkRows, q)
+				chunk := ref.MQATopKInput{Logits: in.Logits[s:e], KS: in.KS[s:e], KE: in.KE[s:e], TopK: in.TopK, ChunkRows: e - s}
+				if len(in.Offset) > 0 {
+					chunk.Offset = in.Offset[0 : e-s] // the bug: not offset[s:e]
+				}
+				part, err := fast.MQAChunkedTopK(lim, chunk)
+				if err != nil {
+					return ref.MQATopKOutput{}, err
+				}
+				out.Indices = append(out.Indices, part.Indices...)
+			}
+			return out, nil
+		},
+	}
+}

@@ -1,0 +1,175 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+)
+
+// This file is mqa.chunked_topk (cp-layout.md §8.3): per query row, the
+// top-k K positions of its logits window, processed in row chunks whose
+// per-row inputs (window bounds and RAGGED offsets) are sliced by the same
+// row range, so chunking never changes the result.
+
+// ErrShape: a top-k input whose shapes disagree (§8.5: ks > ke, ke > Kt,
+// topk <= 0, an offset list shorter than the rows; also ragged logits,
+// bound lists of the wrong length and chunk rows below 1).
+var ErrShape = NewSentinel("shape", "top-k input shapes disagree")
+
+// MQATopKInput is the input of mqa.chunked_topk (§8.3).
+type MQATopKInput struct {
+	// Logits are Q rows of Kt fp32 scores each (rectangular).
+	Logits [][]float32 `json:"logits"`
+	// KS are the window starts, one per row, 0 <= ks[q] <= ke[q].
+	KS []int64 `json:"ks"`
+	// KE are the window ends, one per row, ke[q] <= Kt.
+	KE []int64 `json:"ke"`
+	// TopK is the output width per row, >= 1.
+	TopK int64 `json:"topk"`
+	// Offset are the row-addressed RAGGED offsets added to every emitted
+	// index (int32, >= 0); empty means none, else at least Q of them.
+	Offset []int32 `json:"offset,omitempty"`
+	// ChunkRows is the number of query rows per chunk, >= 1.
+	ChunkRows int64 `json:"chunk_rows"`
+}
+
+// MQATopKOutput is the output of mqa.chunked_topk.
+type MQATopKOutput struct {
+	// Indices has one row of TopK entries per query row: the selected
+	// window positions j − ks (+ offset) in ascending j order, then −1s.
+	Indices [][]int32 `json:"indices"`
+}
+
+// MQATopKKey is the §8.3 order-preserving sort key: larger keys rank
+// first; NaN (either sign) is 0, below −Inf; −0 and +0 share +0's key.
+func MQATopKKey(x float32) uint32 {
+	if x != x {
+		return 0
+	}
+	if x == 0 {
+		x = 0 // −0 == +0; the assignment drops the sign
+	}
+	u := math.Float32bits(x)
+	if u>>31 == 1 {
+		return ^u
+	}
+	return u | 0x80000000
+}
+
+// ValidateMQATopK checks in against §8.5, in the contract order: chunk
+// rows, topk, rectangular logits, bound list lengths, offset length, the
+// output bound, then each row's window (ks >= 0, ks <= ke, ke <= Kt) and
+// offset (>= 0, and the largest emitted index fits int32). It returns Kt.
+func ValidateMQATopK(lim Limits, in MQATopKInput) (int64, error) {
+	if in.ChunkRows < 1 {
+		return 0, Reject(ErrShape, "chunk_rows", in.ChunkRows, ">= 1")
+	}
+	if in.TopK <= 0 {
+		return 0, Reject(ErrShape, "topk", in.TopK, ">= 1")
+	}
+	q := len(in.Logits)
+	kt := 0
+	if q > 0 {
+		kt = len(in.Logits[0])
+	}
+	for r, row := range in.Logits {
+		if len(row) != kt {
+			return 0, Reject(ErrShape, Idx("logits", r), len(row), fmt.Sprintf("Kt (%d) scores, as logits[0]", kt))
+		}
+	}
+	if len(in.KS) != q {
+		return 0, Reject(ErrShape, "ks", len(in.KS), fmt.Sprintf("one per row (%d)", q))
+	}
+	if len(in.KE) != q {
+		return 0, Reject(ErrShape, "ke", len(in.KE), fmt.Sprintf("one per row (%d)", q))
+	}
+	if len(in.Offset) > 0 && len(in.Offset) < q {
+		return 0, Reject(ErrShape, "offset", len(in.Offset), fmt.Sprintf(">= one per row (%d), or none", q))
+	}
+	if err := lim.CheckOutput("topk", in.TopK, 4*int64(q)); err != nil {
+		return 0, err
+	}
+	for r := range q {
+		if err := checkTopKRow(in, r, int64(kt)); err != nil {
+			return 0, err
+		}
+	}
+	return int64(kt), nil
+}
+
+func checkTopKRow(in MQATopKInput, r int, kt int64) error {
+	ks, ke := in.KS[r], in.KE[r]
+	switch {
+	case ks < 0:
+		return Reject(ErrNegative, Idx("ks", r), ks, ">= 0")
+	case ks > ke:
+		return Reject(ErrShape, Idx("ks", r), ks, fmt.Sprintf("<= ke[%d] (%d)", r, ke))
+	case ke > kt:
+		return Reject(ErrShape, Idx("ke", r), ke, fmt.Sprintf("<= Kt (%d)", kt))
+	}
+	if len(in.Offset) == 0 {
+		return nil
+	}
+	off := int64(in.Offset[r])
+	if off < 0 {
+		return Reject(ErrNegative, Idx("offset", r), off, ">= 0 (a negative index would read as padding)")
+	}
+	if ke > ks && off+(ke-ks-1) > math.MaxInt32 {
+		return Reject(ErrOverflow, Idx("offset", r), off, fmt.Sprintf("<= %d - (ke-ks-1) (%d)", math.MaxInt32, ke-ks-1))
+	}
+	return nil
+}
+
+// MQAChunkedTopK is mqa.chunked_topk (cp-layout.md §8.3): rows are
+// processed in chunks [s, min(s+c, Q)) with ks, ke and offset sliced by the
+// same row range.
+func MQAChunkedTopK(lim Limits, in MQATopKInput) (MQATopKOutput, error) {
+	if _, err := ValidateMQATopK(lim, in); err != nil {
+		return MQATopKOutput{}, err
+	}
+	q := int64(len(in.Logits))
+	out := MQATopKOutput{Indices: make([][]int32, 0, q)}
+	for s := int64(0); s < q; s += in.ChunkRows {
+		e := min(s+in.ChunkRows, q)
+		var off []int32
+		if len(in.Offset) > 0 {
+			off = in.Offset[s:e]
+		}
+		out.Indices = append(out.Indices, MQATopKChunk(in.Logits[s:e], in.KS[s:e], in.KE[s:e], off, in.TopK)...)
+	}
+	return out, nil
+}
+
+// MQATopKChunk is one chunk of §8.3: for each of its rows, sort the window's
+// candidates by (key descending, j ascending), keep the first min(topk, n),
+// and emit them in ascending j order as j − ks (+ offset), padded with −1.
+// off is the chunk's own rows' offsets (nil for none). Preconditions: the
+// inputs passed ValidateMQATopK and are sliced to the same rows.
+func MQATopKChunk(logits [][]float32, ks, ke []int64, off []int32, topk int64) [][]int32 {
+	rows := make([][]int32, len(logits))
+	for r, row := range logits {
+		var cand []int64
+		for j := ks[r]; j < ke[r]; j++ {
+			cand = append(cand, j)
+		}
+		sort.SliceStable(cand, func(a, b int) bool {
+			ka, kb := MQATopKKey(row[cand[a]]), MQATopKKey(row[cand[b]])
+			return ka > kb || (ka == kb && cand[a] < cand[b])
+		})
+		sel := cand[:min(topk, int64(len(cand)))]
+		slices.Sort(sel)
+		var add int64
+		if off != nil {
+			add = int64(off[r])
+		}
+		rows[r] = make([]int32, topk)
+		for i := range rows[r] {
+			rows[r][i] = -1
+		}
+		for i, j := range sel {
+			rows[r][i] = int32(j - ks[r] + add)
+		}
+	}
+	return rows
+}
