@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"net/http"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -66,57 +62,3 @@ func (c *client) want(method, path, body string, status int, fragment string) {
 	}
 }
 
-// serveBinary builds kvtwin, runs `kvtwin serve` on an ephemeral loopback
-// port with extra flags, and returns the base URL and a stop function that
-// sends SIGTERM and requires a clean exit. The process is killed at cleanup
-// if the test ends first.
-func serveBinary(t *testing.T, flags ...string) (string, func()) {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kvtwin")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--shutdown-timeout", "10s"}, flags...)
-	cmd := exec.Command(bin, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	logs := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			select {
-			case logs <- sc.Text():
-			default:
-			}
-		}
-		exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	base := "http://" + listenAddr(t, logs)
-	stop := func() {
-		t.Helper()
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Fatalf("kvtwin serve exited with %v after SIGTERM", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Fatal("kvtwin serve did not exit within 15s of SIGTERM")
-		}
-	}
-	return base, stop
-}

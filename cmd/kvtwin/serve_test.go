@@ -22,11 +22,42 @@ func TestRealBinaryServesAndExitsCleanlyOnSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
+	base, stop := serveBinary(t)
+
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(base + "/v1/ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []struct{ Name string }
+	err = json.NewDecoder(resp.Body).Decode(&ops)
+	resp.Body.Close()
+	if err != nil || len(ops) != len(catalog.All()) {
+		t.Fatalf("GET /v1/ops: %d ops (%v), want %d", len(ops), err, len(catalog.All()))
+	}
+	cases, err := fixtures.ReadFile("../../fixtures/testdata/transfer.filter_cp_rank.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, mm, err := fixtures.Check(cases, &fixtures.HTTP{Base: base, Client: client}); err != nil || mm != nil {
+		t.Fatalf("fixture replay over HTTP stopped after %d cases: %v %v", n, err, mm)
+	}
+
+	stop()
+}
+
+// serveBinary builds kvtwin, runs `kvtwin serve` on an ephemeral loopback
+// port with extra flags, and returns the base URL and a stop function that
+// sends SIGTERM and requires a clean exit. The process is killed at cleanup
+// if the test ends first.
+func serveBinary(t *testing.T, flags ...string) (string, func()) {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "kvtwin")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--shutdown-timeout", "10s")
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--shutdown-timeout", "10s"}, flags...)
+	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -53,37 +84,21 @@ func TestRealBinaryServesAndExitsCleanlyOnSIGTERM(t *testing.T) {
 		}
 	})
 	base := "http://" + listenAddr(t, logs)
-
-	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get(base + "/v1/ops")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ops []struct{ Name string }
-	err = json.NewDecoder(resp.Body).Decode(&ops)
-	resp.Body.Close()
-	if err != nil || len(ops) != len(catalog.All()) {
-		t.Fatalf("GET /v1/ops: %d ops (%v), want %d", len(ops), err, len(catalog.All()))
-	}
-	cases, err := fixtures.ReadFile("../../fixtures/testdata/transfer.filter_cp_rank.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, mm, err := fixtures.Check(cases, &fixtures.HTTP{Base: base, Client: client}); err != nil || mm != nil {
-		t.Fatalf("fixture replay over HTTP stopped after %d cases: %v %v", n, err, mm)
-	}
-
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("kvtwin serve exited with %v after SIGTERM", err)
+	stop := func() {
+		t.Helper()
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("kvtwin serve did not exit within 15s of SIGTERM")
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("kvtwin serve exited with %v after SIGTERM", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("kvtwin serve did not exit within 15s of SIGTERM")
+		}
 	}
+	return base, stop
 }
 
 // listenAddr reads the server's JSON logs until the "serving" record and
