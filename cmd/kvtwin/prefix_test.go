@@ -61,4 +61,3 @@ func (c *client) want(method, path, body string, status int, fragment string) {
 		c.t.Fatalf("%s %s: %d %s\nwant %d containing %s", method, path, resp.StatusCode, got, status, fragment)
 	}
 }
-
