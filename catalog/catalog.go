@@ -300,6 +300,9 @@ func All() []Entry {
 		MQAChunkRows(),
 		MQAChunkedTopK(),
 		NSAIndexPlan(),
+		FP8StorePages(),
+		FP8MaterializePages(),
+		FP8DequantTopK(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

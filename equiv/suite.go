@@ -117,6 +117,9 @@ func Suites() []Suite {
 		Erase(MQAChunkRows()),
 		Erase(MQAChunkedTopK()),
 		Erase(NSAIndexPlan()),
+		Erase(FP8StorePages()),
+		Erase(FP8MaterializePages()),
+		Erase(FP8DequantTopK()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites
