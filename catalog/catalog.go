@@ -303,6 +303,7 @@ func All() []Entry {
 		FP8StorePages(),
 		FP8MaterializePages(),
 		FP8DequantTopK(),
+		FP8ComposeCurrent(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

@@ -96,7 +96,7 @@ func fp8BadPool(t *rapid.T, p ref.FP8Pool) (ref.FP8Pool, *ref.Sentinel) {
 		return p, ref.ErrRowCount
 	default:
 		p.Rows = ref.Rows{W: ref.FP8RowBytes - 1, B: p.Rows.B[:len(p.Rows.B)/ref.FP8RowBytes*(ref.FP8RowBytes-1)]}
-		return p, ref.ErrRowCount
+		return p, ref.ErrUnsupportedDims
 	}
 }
 
@@ -113,7 +113,7 @@ func fp8StoreInvalid(t *rapid.T) Bad[ref.FP8StoreInput] {
 		return Bad[ref.FP8StoreInput]{in, ref.ErrLengthMismatch}
 	case 2:
 		in.Rows = ref.Rows{W: 1152, B: make([]byte, 1152*len(in.Locs))}
-		return Bad[ref.FP8StoreInput]{in, ref.ErrRowCount}
+		return Bad[ref.FP8StoreInput]{in, ref.ErrUnsupportedDims}
 	case 3:
 		if len(in.Locs) == 0 {
 			in.Locs = []int64{0}

@@ -51,9 +51,9 @@ func dequantTopKInvalid(t *rapid.T) Bad[ref.FP8DequantTopKInput] {
 	if rapid.Bool().Draw(t, "bad_kq") {
 		if rapid.Bool().Draw(t, "wide") {
 			in.Kq = ref.Rows{W: ref.DequantRowBytes, B: make([]byte, ref.DequantRowBytes*in.Kq.N())}
-		} else {
-			in.Kq = ref.Rows{W: ref.FP8RowBytes, B: append(bytes.Clone(in.Kq.B), 1)}
+			return Bad[ref.FP8DequantTopKInput]{in, ref.ErrUnsupportedDims}
 		}
+		in.Kq = ref.Rows{W: ref.FP8RowBytes, B: append(bytes.Clone(in.Kq.B), 1)}
 		return Bad[ref.FP8DequantTopKInput]{in, ref.ErrRowCount}
 	}
 	n := int32(in.Kq.N())

@@ -120,6 +120,7 @@ func Suites() []Suite {
 		Erase(FP8StorePages()),
 		Erase(FP8MaterializePages()),
 		Erase(FP8DequantTopK()),
+		Erase(FP8ComposeCurrent()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites

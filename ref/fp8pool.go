@@ -2,10 +2,6 @@ package ref
 
 import "fmt"
 
-// FP8RowBytes is the width of one NSA/MLA FP8 KV row (cp-layout.md §7.1):
-// 512 e4m3 codes, four fp32 tile scales, 64 bf16 rope values.
-const FP8RowBytes = 656
-
 var (
 	// ErrSlotOutOfRange: a pool slot (token loc) outside [0, numSlots)
 	// (cp-layout.md §7.4, §7.5).
@@ -62,18 +58,15 @@ type FP8MaterializeOutput struct {
 	Rows Rows `json:"rows"`
 }
 
-// CheckFP8Rows rejects a buffer whose width is not 656 or that is ragged
-// (ErrRowCount naming field).
+// CheckFP8Rows rejects a malformed buffer (ErrRowCount) or one whose width
+// is not 656 (ErrUnsupportedDims), naming field.
 func CheckFP8Rows(field string, x Rows) error {
-	if x.W != FP8RowBytes {
-		return Reject(ErrRowCount, field+".w", x.W, fmt.Sprintf("%d (the FP8 row)", FP8RowBytes))
-	}
-	return x.CheckShape(field)
+	return CheckFP8Width(field, x, FP8RowBytes)
 }
 
 // ValidateFP8Pool checks a pool (cp-layout.md §7.4): page_size >= 1
 // (ErrPagePlan), size >= 0 (ErrNegative), size+page_size without overflow,
-// 656-byte rows, exactly size+page_size of them (ErrRowCount). It returns
+// 656-byte rows (ErrUnsupportedDims), exactly size+page_size of them (ErrRowCount). It returns
 // numSlots.
 func ValidateFP8Pool(field string, p FP8Pool) (int64, error) {
 	if p.PageSize < 1 {

@@ -61,7 +61,7 @@ func TestFP8PoolBadInput(t *testing.T) {
 		{"loc-negative", ref.FP8StoreInput{Pool: pool, Locs: []int64{0, -1}, Rows: fp8TestRows(2, 9)}, ref.ErrSlotOutOfRange, "locs[1]"},
 		{"duplicate", ref.FP8StoreInput{Pool: pool, Locs: []int64{3, 1, 3}, Rows: fp8TestRows(3, 9)}, ref.ErrDuplicateSlot, "locs[2]"},
 		{"length", ref.FP8StoreInput{Pool: pool, Locs: []int64{0}, Rows: fp8TestRows(2, 9)}, ref.ErrLengthMismatch, "rows"},
-		{"row-width", ref.FP8StoreInput{Pool: pool, Locs: []int64{}, Rows: ref.Rows{W: 1152, B: []byte{}}}, ref.ErrRowCount, "rows.w"},
+		{"row-width", ref.FP8StoreInput{Pool: pool, Locs: []int64{}, Rows: ref.Rows{W: 1152, B: []byte{}}}, ref.ErrUnsupportedDims, "rows.w"},
 		{"page-size", ref.FP8StoreInput{Pool: ref.FP8Pool{PageSize: 0, Size: 4, Rows: fp8TestRows(4, 0)}, Locs: []int64{}, Rows: fp8TestRows(0, 0)}, ref.ErrPagePlan, "pool.page_size"},
 		{"size", ref.FP8StoreInput{Pool: ref.FP8Pool{PageSize: 2, Size: -2, Rows: fp8TestRows(0, 0)}, Locs: []int64{}, Rows: fp8TestRows(0, 0)}, ref.ErrNegative, "pool.size"},
 		{"pool-rows", ref.FP8StoreInput{Pool: ref.FP8Pool{PageSize: 2, Size: 3, Rows: fp8TestRows(4, 0)}, Locs: []int64{}, Rows: fp8TestRows(0, 0)}, ref.ErrRowCount, "pool.rows"},

@@ -3,13 +3,12 @@ package ref
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"slices"
 )
 
 // DequantRowBytes is the width of one dequantized MLA row (cp-layout.md
 // §7.1): 512 k_nope + 64 k_rope bf16 values, little-endian.
-const DequantRowBytes = 1152
+const DequantRowBytes = MLABF16RowBytes
 
 var (
 	// ErrTopkIndexOutOfRange: a top-k row id outside [-1, N) (cp-layout.md §7.6).
@@ -41,7 +40,8 @@ type FP8DequantTopKOutput struct {
 	Rows Rows `json:"rows"`
 }
 
-// ValidateDequantTopK checks kq's shape (656-byte rows, ErrRowCount), then
+// ValidateDequantTopK checks kq's shape (ErrRowCount) and width (656,
+// ErrUnsupportedDims), then
 // every top-k entry in query-major order: -1 <= idx < N, else
 // ErrTopkIndexOutOfRange (cp-layout.md §7.6 step 1: before any write).
 func ValidateDequantTopK(kq Rows, topk [][]int32) error {
@@ -63,14 +63,9 @@ func ValidateDequantTopK(kq Rows, topk [][]int32) error {
 // §7.2): nope out_j = bf16RNE(fl32(dec(code_j)·s_t)) with s_t the tile's
 // fp32 scale (a NaN code gives 0x7FC0), rope bytes copied.
 func DequantRowInto656(dst, src []byte) {
-	for t := range 4 {
-		s := math.Float32frombits(binary.LittleEndian.Uint32(src[512+4*t:]))
-		for j := t * 128; j < (t+1)*128; j++ {
-			v := float32(DecodeE4M3(src[j]) * s)
-			binary.LittleEndian.PutUint16(dst[2*j:], BF16FromF32(v))
-		}
+	for j, h := range DequantRow656([FP8RowBytes]byte(src[:FP8RowBytes])) {
+		binary.LittleEndian.PutUint16(dst[2*j:], h)
 	}
-	copy(dst[1024:DequantRowBytes], src[528:FP8RowBytes])
 }
 
 // FullDequant656 dequantizes every row of kq (the old, correct, expensive

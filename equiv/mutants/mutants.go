@@ -62,6 +62,8 @@ func All() []equiv.Killable {
 		SharedLayerMissingPrevTopk(),
 		HiCacheIndexBytesEveryLayer(),
 		PatternCharsetCForFull(),
+		FullMaterializeStaleCurrent(),
+		ContractMismatchAccepted(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo
