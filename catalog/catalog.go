@@ -300,6 +300,8 @@ func All() []Entry {
 		MQAChunkRows(),
 		MQAChunkedTopK(),
 		NSAIndexPlan(),
+		FP8QuantizeRow(),
+		FP8QuantizeIndexK(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

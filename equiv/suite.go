@@ -117,6 +117,8 @@ func Suites() []Suite {
 		Erase(MQAChunkRows()),
 		Erase(MQAChunkedTopK()),
 		Erase(NSAIndexPlan()),
+		Erase(FP8QuantizeRow()),
+		Erase(FP8QuantizeIndexK()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites
