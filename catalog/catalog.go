@@ -304,6 +304,8 @@ func All() []Entry {
 		FP8MaterializePages(),
 		FP8DequantTopK(),
 		FP8ComposeCurrent(),
+		FP8QuantizeRow(),
+		FP8QuantizeIndexK(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

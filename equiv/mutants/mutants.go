@@ -64,6 +64,9 @@ func All() []equiv.Killable {
 		PatternCharsetCForFull(),
 		FullMaterializeStaleCurrent(),
 		ContractMismatchAccepted(),
+		NoSaturation(),
+		NaNLost(),
+		ReciprocalMultiply(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo
