@@ -300,6 +300,12 @@ func All() []Entry {
 		MQAChunkRows(),
 		MQAChunkedTopK(),
 		NSAIndexPlan(),
+		FP8StorePages(),
+		FP8MaterializePages(),
+		FP8DequantTopK(),
+		FP8ComposeCurrent(),
+		FP8QuantizeRow(),
+		FP8QuantizeIndexK(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

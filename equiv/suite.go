@@ -117,6 +117,12 @@ func Suites() []Suite {
 		Erase(MQAChunkRows()),
 		Erase(MQAChunkedTopK()),
 		Erase(NSAIndexPlan()),
+		Erase(FP8StorePages()),
+		Erase(FP8MaterializePages()),
+		Erase(FP8DequantTopK()),
+		Erase(FP8ComposeCurrent()),
+		Erase(FP8QuantizeRow()),
+		Erase(FP8QuantizeIndexK()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites

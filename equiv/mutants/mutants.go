@@ -62,6 +62,11 @@ func All() []equiv.Killable {
 		SharedLayerMissingPrevTopk(),
 		HiCacheIndexBytesEveryLayer(),
 		PatternCharsetCForFull(),
+		FullMaterializeStaleCurrent(),
+		ContractMismatchAccepted(),
+		NoSaturation(),
+		NaNLost(),
+		ReciprocalMultiply(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo

@@ -1,0 +1,39 @@
+package fast
+
+import "github.com/kvtwin/kvtwin/ref"
+
+// FP8ComposeCurrent is the twin of ref.FP8ComposeCurrent (cp-layout.md
+// §7.5): the current rows are normalized once, quantized in one pass
+// straight into the output buffer, and the prefix gathered in runs of
+// consecutive slots.
+func FP8ComposeCurrent(lim ref.Limits, in ref.FP8ComposeInput) (ref.FP8ComposeOutput, error) {
+	plan, err := ref.ValidateFP8Compose(lim, in)
+	if err != nil {
+		return ref.FP8ComposeOutput{}, err
+	}
+	cur, err := ref.NormalizeCurrent(plan, in.Current, in.M)
+	if err != nil {
+		return ref.FP8ComposeOutput{}, err
+	}
+	const w, cw = ref.FP8RowBytes, ref.MLABF16RowBytes
+	out := make([]byte, plan.Total*w)
+	src := in.Pool.Rows.B
+	row, base := 0, 0
+	for b, ps := range in.PrefixSlots {
+		for i := 0; i < len(ps); {
+			j := i + 1
+			for j < len(ps) && ps[j] == ps[j-1]+1 {
+				j++
+			}
+			copy(out[(row+i)*w:(row+j)*w], src[ps[i]*w:(ps[i]+int64(j-i))*w])
+			i = j
+		}
+		row += len(ps)
+		l := in.Lens[b]
+		// Validation proved every value finite, so no row is rejected here.
+		QuantizeRows656(out[row*w:(row+l)*w], cur.B[base*cw:(base+l)*cw], ref.ScaleDivFP32)
+		row += l
+		base += l
+	}
+	return ref.FP8ComposeOutput{Rows: ref.Rows{W: w, B: out}}, nil
+}

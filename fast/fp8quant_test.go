@@ -1,0 +1,135 @@
+package fast_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// bf16Rows is n rows of w bytes of random finite bf16 values of mixed
+// magnitude (subnormals, ties, zero runs), seeded.
+func bf16Rows(w, n int, seed uint64) ref.Rows {
+	r := rand.New(rand.NewPCG(seed, 7))
+	x := ref.NewRows(w, n)
+	for i := 0; i < len(x.B); i += 2 {
+		h := uint16(r.Uint32())
+		switch r.IntN(8) {
+		case 0:
+			h = 0
+		case 1:
+			h &= 0x807F // subnormal
+		case 2:
+			h = h&0x80FF | 0x3F00 // around 0.5..2
+		}
+		if h&0x7F80 == 0x7F80 {
+			h &^= 0x0400
+		}
+		binary.LittleEndian.PutUint16(x.B[i:], h)
+	}
+	return x
+}
+
+// TestFP8QuantizeRowFastMatchesRef runs both twins in every mode on a
+// parallel-sized input (so goroutine chunks are taken) with zero rows and
+// one non-finite row late in the input.
+func TestFP8QuantizeRowFastMatchesRef(t *testing.T) {
+	lim := ref.DefaultLimits()
+	x := bf16Rows(ref.MLABF16RowBytes, 5000, 1)
+	clear(x.Row(3))
+	for _, m := range []ref.ScaleMode{"", ref.ScaleDivFP32, ref.ScaleRecipFP32, ref.ScaleDivBF16} {
+		in := ref.FP8QuantizeRowInput{Mode: m, X: x}
+		want, err1 := ref.FP8QuantizeRow(lim, in)
+		got, err2 := fast.FP8QuantizeRow(lim, in)
+		if err1 != nil || err2 != nil || !bytes.Equal(want.Rows.B, got.Rows.B) || got.Rows.W != ref.FP8RowBytes {
+			t.Fatalf("mode %q: ref/fast differ (%v, %v)", m, err1, err2)
+		}
+	}
+	bad := ref.Rows{W: x.W, B: bytes.Clone(x.B)}
+	binary.LittleEndian.PutUint16(bad.Row(4321)[2*550:], 0xFF80)
+	binary.LittleEndian.PutUint16(bad.Row(4500)[0:], 0x7FC0)
+	_, err1 := ref.FP8QuantizeRow(lim, ref.FP8QuantizeRowInput{X: bad})
+	_, err2 := fast.FP8QuantizeRow(lim, ref.FP8QuantizeRowInput{X: bad})
+	var ie *ref.InputError
+	if !errors.As(err2, &ie) || ie.Field != "x[4321].rope[38]" || err1.Error() != err2.Error() {
+		t.Fatalf("non-finite: ref %v, fast %v", err1, err2)
+	}
+}
+
+func TestFP8QuantizeIndexKFastMatchesRef(t *testing.T) {
+	lim := ref.DefaultLimits()
+	x := bf16Rows(ref.IndexKBF16RowBytes, 9000, 2)
+	clear(x.Row(10))
+	in := ref.FP8QuantizeIndexKInput{X: x}
+	want, err1 := ref.FP8QuantizeIndexK(lim, in)
+	got, err2 := fast.FP8QuantizeIndexK(lim, in)
+	if err1 != nil || err2 != nil || !bytes.Equal(want.Rows.B, got.Rows.B) {
+		t.Fatalf("ref/fast differ (%v, %v)", err1, err2)
+	}
+	binary.LittleEndian.PutUint16(x.Row(8000)[2*5:], 0x7F80)
+	_, err1 = ref.FP8QuantizeIndexK(lim, in)
+	_, err2 = fast.FP8QuantizeIndexK(lim, in)
+	if err1 == nil || err2 == nil || err1.Error() != err2.Error() {
+		t.Fatalf("non-finite: ref %v, fast %v", err1, err2)
+	}
+}
+
+// TestQuantizeRows656NoAlloc: the into-buffer path allocates nothing per
+// row, so the op's only allocation is its output.
+func TestQuantizeRows656NoAlloc(t *testing.T) {
+	x := bf16Rows(ref.MLABF16RowBytes, 64, 3)
+	dst := make([]byte, 64*ref.FP8RowBytes)
+	if a := testing.AllocsPerRun(10, func() { fast.QuantizeRows656(dst, x.B, ref.ScaleDivFP32) }); a != 0 {
+		t.Errorf("%v allocations", a)
+	}
+	k := bf16Rows(ref.IndexKBF16RowBytes, 64, 4)
+	kd := make([]byte, 64*ref.IndexKRowBytes)
+	if a := testing.AllocsPerRun(10, func() { fast.QuantizeIndexKRows(kd, k.B) }); a != 0 {
+		t.Errorf("index-K: %v allocations", a)
+	}
+}
+
+// Run: go test -run '^$' -bench FP8Quantize -benchmem ./fast/
+// (SetBytes is the bf16 input; -cpu 1 gives the per-core figure.)
+func BenchmarkFP8QuantizeRow128K(b *testing.B) {
+	x := bf16Rows(ref.MLABF16RowBytes, 128<<10, 5)
+	in := ref.FP8QuantizeRowInput{X: x}
+	lim := ref.DefaultLimits()
+	for _, c := range []struct {
+		name string
+		f    func(ref.Limits, ref.FP8QuantizeRowInput) (ref.FP8RowsOutput, error)
+	}{{"ref", ref.FP8QuantizeRow}, {"fast", fast.FP8QuantizeRow}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(x.B)))
+			for b.Loop() {
+				if _, err := c.f(lim, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("fast-into", func(b *testing.B) {
+		dst := make([]byte, x.N()*ref.FP8RowBytes)
+		b.SetBytes(int64(len(x.B)))
+		for b.Loop() {
+			fast.QuantizeRows656(dst, x.B, ref.ScaleDivFP32)
+		}
+	})
+}
+
+func BenchmarkFP8QuantizeRowModes(b *testing.B) {
+	x := bf16Rows(ref.MLABF16RowBytes, 16<<10, 5)
+	dst := make([]byte, x.N()*ref.FP8RowBytes)
+	for _, m := range []ref.ScaleMode{ref.ScaleDivFP32, ref.ScaleRecipFP32} {
+		b.Run(string(m), func(b *testing.B) {
+			b.SetBytes(int64(len(x.B)))
+			for b.Loop() {
+				fast.QuantizeRows656(dst, x.B, m)
+			}
+		})
+	}
+}

@@ -1,0 +1,252 @@
+package ref
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// CurrentContract names how the caller holds the current (just computed)
+// rows of fp8.compose_current (cp-layout.md §7.5); explicit, never inferred
+// from the row count.
+type CurrentContract string
+
+const (
+	// ContractLocalValid: every rank's rows after valid selection, rank-major
+	// (Σ_r Rv(r) rows, or cp·M with a static stride).
+	ContractLocalValid CurrentContract = "local_valid"
+	// ContractLocalComputePadded: every rank's compute-padded local rows,
+	// rank-major (Σ_r R(r) rows, or cp·M).
+	ContractLocalComputePadded CurrentContract = "local_compute_padded"
+	// ContractGlobalValid: all valid rows in token order (Σ L_b rows).
+	ContractGlobalValid CurrentContract = "global_valid"
+)
+
+// FP8ComposeInput is the input of fp8.compose_current (cp-layout.md §7.5).
+type FP8ComposeInput struct {
+	// Pool is the page-slot pool holding the prefix rows.
+	Pool FP8Pool `json:"pool"`
+	// PrefixSlots lists, per request b, its P_b prefix slots (P_b mod ps == 0).
+	PrefixSlots [][]int64 `json:"prefix_slots"`
+	// CurrentSlots lists, per request b, the L_b slots the current rows are
+	// cached at; compose never reads them (P7.5), they name P7.6's cache view.
+	CurrentSlots [][]int64 `json:"current_slots"`
+	// Lens are the current lengths L_b, >= 0.
+	Lens []int `json:"lens"`
+	// Layout is the CP layout of the forward, or nil when it was not CP-split;
+	// its lens must equal Lens.
+	Layout *LayoutSpec `json:"layout,omitempty"`
+	// Contract is the current rows' contract.
+	Contract CurrentContract `json:"contract"`
+	// M is the static all-gather stride of the local contracts, 0 = packed.
+	M int `json:"m,omitzero"`
+	// Current holds the fresh 1152-byte k_nope‖k_rope bf16 rows.
+	Current Rows `json:"current"`
+}
+
+// FP8ComposeOutput is the flattened RAGGED K buffer.
+type FP8ComposeOutput struct {
+	// Rows holds, per request, P_b prefix pool rows then L_b quantized
+	// current rows: Σ_b (P_b + L_b) rows of 656 B.
+	Rows Rows `json:"rows"`
+}
+
+// FP8ComposePlan is a validated compose input: its layout (nil when not
+// CP-split), the effective contract and the rows it expects.
+type FP8ComposePlan struct {
+	// Lay is the built layout, or nil.
+	Lay *Layout
+	// Contract is the effective contract (local_valid without a layout is global_valid).
+	Contract CurrentContract
+	// Total is Σ_b (P_b + L_b), the output row count.
+	Total int
+}
+
+// ExpectedCurrentRows is the row count contract c expects (cp-layout.md
+// §7.5's table): Σ L_b for global_valid, Σ_r Rv(r) or Σ_r R(r) for the
+// local contracts, cp·M with a static stride.
+func ExpectedCurrentRows(lay *Layout, c CurrentContract, lens []int, m int) int {
+	if c == ContractGlobalValid {
+		n := 0
+		for _, l := range lens {
+			n += l
+		}
+		return n
+	}
+	if m > 0 {
+		return lay.CP * m
+	}
+	n := 0
+	for r := range lay.CP {
+		n += lay.RankPayload(r, contractSrc(c))
+	}
+	return n
+}
+
+func contractSrc(c CurrentContract) SrcKind {
+	if c == ContractLocalValid {
+		return SrcValid
+	}
+	return SrcCompute
+}
+
+// ValidateFP8Compose checks an fp8.compose_current input in the order both
+// twins report (cp-layout.md §7.5): the pool; one prefix and one current
+// slot list per length (ErrLengthMismatch); lengths >= 0; the contract
+// (ErrBadEnum); the layout and lay.L == lens (ErrLayoutMismatch), or no
+// layout with local_compute_padded (ErrRowContract); each prefix a whole
+// number of pages (ErrPagePlan); every slot in range, current slot lists of
+// L_b entries; the stride; the current buffer's shape and width; its row
+// count (ErrRowContract); every current value finite (ErrNonFinite); the
+// output bound.
+func ValidateFP8Compose(lim Limits, in FP8ComposeInput) (FP8ComposePlan, error) {
+	n, err := ValidateFP8Pool("pool", in.Pool)
+	if err != nil {
+		return FP8ComposePlan{}, err
+	}
+	b := len(in.Lens)
+	if len(in.PrefixSlots) != b {
+		return FP8ComposePlan{}, Reject(ErrLengthMismatch, "prefix_slots", len(in.PrefixSlots), fmt.Sprintf("len(lens) = %d lists", b))
+	}
+	if len(in.CurrentSlots) != b {
+		return FP8ComposePlan{}, Reject(ErrLengthMismatch, "current_slots", len(in.CurrentSlots), fmt.Sprintf("len(lens) = %d lists", b))
+	}
+	for i, l := range in.Lens {
+		if l < 0 {
+			return FP8ComposePlan{}, Reject(ErrNegative, Idx("lens", i), l, ">= 0")
+		}
+	}
+	c := in.Contract
+	switch c {
+	case ContractLocalValid, ContractLocalComputePadded, ContractGlobalValid:
+	default:
+		return FP8ComposePlan{}, Reject(ErrBadEnum, "contract", string(c), `"local_valid", "local_compute_padded" or "global_valid"`)
+	}
+	var lay *Layout
+	if in.Layout != nil {
+		l, err := BuildLayoutAt("layout", *in.Layout)
+		if err != nil {
+			return FP8ComposePlan{}, err
+		}
+		if !slices.Equal(l.L, in.Lens) {
+			return FP8ComposePlan{}, Reject(ErrLayoutMismatch, "layout.lens", fmt.Sprint(l.L), fmt.Sprintf("lens = %v", in.Lens))
+		}
+		lay = &l
+	} else if c == ContractLocalComputePadded {
+		return FP8ComposePlan{}, Reject(ErrRowContract, "contract", string(c), "a CP layout (the forward was not CP-split)")
+	}
+	if lay == nil || c == ContractGlobalValid {
+		c = ContractGlobalValid
+	}
+	total := int64(0)
+	for i, ps := range in.PrefixSlots {
+		if int64(len(ps))%in.Pool.PageSize != 0 {
+			return FP8ComposePlan{}, Reject(ErrPagePlan, Idx("prefix_slots", i), len(ps), fmt.Sprintf("a multiple of page_size = %d slots", in.Pool.PageSize))
+		}
+		for j, s := range ps {
+			if s < 0 || s >= n {
+				return FP8ComposePlan{}, Reject(ErrSlotOutOfRange, fmt.Sprintf("prefix_slots[%d][%d]", i, j), s, fmt.Sprintf("in [0, numSlots=%d)", n))
+			}
+		}
+		total += int64(len(ps)) + int64(in.Lens[i])
+	}
+	for i, cs := range in.CurrentSlots {
+		if len(cs) != in.Lens[i] {
+			return FP8ComposePlan{}, Reject(ErrLengthMismatch, Idx("current_slots", i), len(cs), fmt.Sprintf("L_%d = %d slots", i, in.Lens[i]))
+		}
+		for j, s := range cs {
+			if s < 0 || s >= n {
+				return FP8ComposePlan{}, Reject(ErrSlotOutOfRange, fmt.Sprintf("current_slots[%d][%d]", i, j), s, fmt.Sprintf("in [0, numSlots=%d)", n))
+			}
+		}
+	}
+	if in.M < 0 {
+		return FP8ComposePlan{}, Reject(ErrNegative, "m", in.M, ">= 0")
+	}
+	if in.M > 0 {
+		if c == ContractGlobalValid {
+			return FP8ComposePlan{}, Reject(ErrStride, "m", in.M, "0 for global valid rows")
+		}
+		for r := range lay.CP {
+			if nr := lay.RankPayload(r, contractSrc(c)); in.M < nr {
+				return FP8ComposePlan{}, Reject(ErrStride, "m", in.M, fmt.Sprintf(">= n_%d = %d rows", r, nr))
+			}
+		}
+	}
+	if err := CheckFP8Width("current", in.Current, MLABF16RowBytes); err != nil {
+		return FP8ComposePlan{}, err
+	}
+	if want, got := ExpectedCurrentRows(lay, c, in.Lens, in.M), in.Current.N(); got != want {
+		return FP8ComposePlan{}, Reject(ErrRowContract, "current", got, fmt.Sprintf("contract %q: %d rows", in.Contract, want))
+	}
+	for i := range in.Current.N() {
+		if err := FirstNonFiniteRow656(i, in.Current.Row(i)); err != nil {
+			if ie, ok := AsInputError(err); ok {
+				return FP8ComposePlan{}, Reject(ie.Err, "current"+strings.TrimPrefix(ie.Field, "x"), ie.Value, ie.Bound)
+			}
+			return FP8ComposePlan{}, err
+		}
+	}
+	if err := lim.CheckOutput("lens", total, FP8RowBytes); err != nil {
+		return FP8ComposePlan{}, err
+	}
+	return FP8ComposePlan{Lay: lay, Contract: c, Total: int(total)}, nil
+}
+
+// NormalizeCurrent returns the current rows in global valid order
+// (cp-layout.md §7.5's table): as given for global_valid, Rerange with
+// src = valid or compute for the local contracts (packed rows are first
+// laid out at stride max_r n_r).
+func NormalizeCurrent(plan FP8ComposePlan, cur Rows, m int) (Rows, error) {
+	if plan.Contract == ContractGlobalValid {
+		return cur, nil
+	}
+	lay, src := *plan.Lay, contractSrc(plan.Contract)
+	if m == 0 {
+		for r := range lay.CP {
+			m = max(m, lay.RankPayload(r, src))
+		}
+		g := NewRows(cur.W, lay.CP*m)
+		at := 0
+		for r := range lay.CP {
+			nr := lay.RankPayload(r, src)
+			copy(g.B[r*m*cur.W:], cur.B[at*cur.W:(at+nr)*cur.W])
+			at += nr
+		}
+		cur = g
+	}
+	return Rerange(lay, cur, m, src)
+}
+
+// FP8ComposeCurrent is fp8.compose_current (cp-layout.md §7.5): per request,
+// the raw pool rows at its prefix slots, then its current rows (global
+// valid order, OutBase(b)+t) quantized (div_fp32). The current slots are
+// never read: the suffix comes from the fresh rows, not the cache.
+func FP8ComposeCurrent(lim Limits, in FP8ComposeInput) (FP8ComposeOutput, error) {
+	plan, err := ValidateFP8Compose(lim, in)
+	if err != nil {
+		return FP8ComposeOutput{}, err
+	}
+	cur, err := NormalizeCurrent(plan, in.Current, in.M)
+	if err != nil {
+		return FP8ComposeOutput{}, err
+	}
+	q, err := FP8QuantizeRow(lim, FP8QuantizeRowInput{X: cur})
+	if err != nil {
+		return FP8ComposeOutput{}, err
+	}
+	out := NewRows(FP8RowBytes, plan.Total)
+	row, base := 0, 0
+	for b, ps := range in.PrefixSlots {
+		for _, s := range ps {
+			copy(out.Row(row), in.Pool.Rows.Row(int(s)))
+			row++
+		}
+		for t := range in.Lens[b] {
+			copy(out.Row(row), q.Rows.Row(base+t))
+			row++
+		}
+		base += in.Lens[b]
+	}
+	return FP8ComposeOutput{Rows: out}, nil
+}

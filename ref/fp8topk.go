@@ -1,0 +1,159 @@
+package ref
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+)
+
+// DequantRowBytes is the width of one dequantized MLA row (cp-layout.md
+// §7.1): 512 k_nope + 64 k_rope bf16 values, little-endian.
+const DequantRowBytes = MLABF16RowBytes
+
+var (
+	// ErrTopkIndexOutOfRange: a top-k row id outside [-1, N) (cp-layout.md §7.6).
+	ErrTopkIndexOutOfRange = NewSentinel("topk_index_out_of_range", "top-k index outside [-1, N)")
+	// ErrDequantVerifyMismatch: the verify gate found a sparse row that
+	// differs from the full dequant (cp-layout.md §7.6 step 4).
+	ErrDequantVerifyMismatch = NewSentinel("dequant_verify_mismatch", "top-k dequant differs from full dequant")
+)
+
+// FP8DequantTopKInput is the input of fp8.dequant_topk (cp-layout.md §7.6).
+type FP8DequantTopKInput struct {
+	// Kq is the composed/materialized buffer of N 656-byte FP8 rows.
+	Kq Rows `json:"kq"`
+	// TopK holds, per query, global row ids into Kq; -1 is an empty entry.
+	TopK [][]int32 `json:"topk"`
+	// Verify also runs the full dequant and compares (the expensive debug gate).
+	Verify bool `json:"verify"`
+}
+
+// FP8DequantTopKOutput is the set of writes the in-place dequant makes into
+// the N×1152-byte out buffer: one row per referenced row id, each once.
+// The op returns the writes rather than the whole buffer so that its cost
+// (and its canonical output) stays proportional to the referenced rows;
+// DequantTopKInPlace applies them to a caller's pre-filled buffer.
+type FP8DequantTopKOutput struct {
+	// RowIDs are the distinct referenced rows (ids >= 0 in TopK), ascending.
+	RowIDs []int64 `json:"row_ids"`
+	// Rows holds the dequantized row of each RowIDs entry, 1152 B each.
+	Rows Rows `json:"rows"`
+}
+
+// ValidateDequantTopK checks kq's shape (ErrRowCount) and width (656,
+// ErrUnsupportedDims), then
+// every top-k entry in query-major order: -1 <= idx < N, else
+// ErrTopkIndexOutOfRange (cp-layout.md §7.6 step 1: before any write).
+func ValidateDequantTopK(kq Rows, topk [][]int32) error {
+	if err := CheckFP8Rows("kq", kq); err != nil {
+		return err
+	}
+	n := int64(kq.N())
+	for q, row := range topk {
+		for j, idx := range row {
+			if idx < -1 || int64(idx) >= n {
+				return Reject(ErrTopkIndexOutOfRange, fmt.Sprintf("topk[%d][%d]", q, j), idx, fmt.Sprintf("in [-1, N=%d)", n))
+			}
+		}
+	}
+	return nil
+}
+
+// DequantRowInto656 dequantizes one 656-byte row into 1152 bytes (cp-layout.md
+// §7.2): nope out_j = bf16RNE(fl32(dec(code_j)·s_t)) with s_t the tile's
+// fp32 scale (a NaN code gives 0x7FC0), rope bytes copied.
+func DequantRowInto656(dst, src []byte) {
+	for j, h := range DequantRow656([FP8RowBytes]byte(src[:FP8RowBytes])) {
+		binary.LittleEndian.PutUint16(dst[2*j:], h)
+	}
+}
+
+// FullDequant656 dequantizes every row of kq (the old, correct, expensive
+// path §7.6 replaces). kq must hold 656-byte rows.
+func FullDequant656(kq Rows) Rows {
+	out := NewRows(DequantRowBytes, kq.N())
+	for i := range kq.N() {
+		DequantRowInto656(out.Row(i), kq.Row(i))
+	}
+	return out
+}
+
+// DequantTopKInPlace is cp-layout.md §7.6 on a caller's buffer: validate
+// every index, then write out[row] = Dequant(kq[row]) once for each
+// distinct row >= 0 in topk; other rows of out keep their bytes and topk is
+// not modified. out must hold N rows of 1152 B (ErrRowCount). With verify
+// the full dequant is computed and compared on the written rows.
+func DequantTopKInPlace(kq Rows, topk [][]int32, out Rows, verify bool) error {
+	if err := ValidateDequantTopK(kq, topk); err != nil {
+		return err
+	}
+	if out.W != DequantRowBytes {
+		return Reject(ErrRowCount, "out.w", out.W, fmt.Sprintf("%d", DequantRowBytes))
+	}
+	if err := out.CheckRows("out", kq.N()); err != nil {
+		return err
+	}
+	done := map[int32]bool{}
+	for _, q := range topk {
+		for _, idx := range q {
+			if idx < 0 || done[idx] {
+				continue
+			}
+			done[idx] = true
+			DequantRowInto656(out.Row(int(idx)), kq.Row(int(idx)))
+		}
+	}
+	if verify {
+		full := FullDequant656(kq)
+		for _, idx := range sortedKeys(done) {
+			if string(full.Row(int(idx))) != string(out.Row(int(idx))) {
+				return Reject(ErrDequantVerifyMismatch, Idx("kq", int(idx)), idx, "top-k row equal to the full dequant")
+			}
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[int32]bool) []int32 {
+	keys := make([]int32, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// FP8DequantTopK is fp8.dequant_topk (cp-layout.md §7.6): the distinct
+// referenced rows, ascending, each dequantized once. With verify, each is
+// compared against the full dequant of the buffer.
+func FP8DequantTopK(lim Limits, in FP8DequantTopKInput) (FP8DequantTopKOutput, error) {
+	if err := ValidateDequantTopK(in.Kq, in.TopK); err != nil {
+		return FP8DequantTopKOutput{}, err
+	}
+	set := map[int32]bool{}
+	for _, q := range in.TopK {
+		for _, idx := range q {
+			if idx >= 0 {
+				set[idx] = true
+			}
+		}
+	}
+	ids := sortedKeys(set)
+	if err := lim.CheckOutput("topk", int64(len(ids)), DequantRowBytes); err != nil {
+		return FP8DequantTopKOutput{}, err
+	}
+	out := FP8DequantTopKOutput{RowIDs: make([]int64, len(ids)), Rows: NewRows(DequantRowBytes, len(ids))}
+	for i, idx := range ids {
+		out.RowIDs[i] = int64(idx)
+		DequantRowInto656(out.Rows.Row(i), in.Kq.Row(int(idx)))
+	}
+	if in.Verify {
+		full := FullDequant656(in.Kq)
+		for i, idx := range ids {
+			if string(full.Row(int(idx))) != string(out.Rows.Row(i)) {
+				return FP8DequantTopKOutput{}, Reject(ErrDequantVerifyMismatch, Idx("kq", int(idx)), idx, "top-k row equal to the full dequant")
+			}
+		}
+	}
+	return out, nil
+}
