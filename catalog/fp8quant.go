@@ -71,8 +71,9 @@ func WorkedIndexKRows() ref.Rows {
 	return x
 }
 
-// BF16BenchRows is n rows of w bytes of finite bf16 values spread over
-// many magnitudes (a deterministic xorshift; NaN/Inf exponents folded).
+// BF16BenchRows is n rows of w bytes of bf16 activations: random sign and
+// mantissa, exponents uniform over 2^-7..2^0 (a deterministic xorshift),
+// so each tile spans the e4m3 range as real k_nope tiles do.
 func BF16BenchRows(w, n int) ref.Rows {
 	x := ref.NewRows(w, n)
 	s := uint32(0x9E3779B9)
@@ -80,7 +81,7 @@ func BF16BenchRows(w, n int) ref.Rows {
 		s ^= s << 13
 		s ^= s >> 17
 		s ^= s << 5
-		h := uint16(s)&0x8FFF | 0x3000 // exponents 0x60..0x7F: about 2^-31..2^0
+		h := uint16(s)&0x83FF | 0x3C00 // exponents 0x78..0x7F
 		binary.LittleEndian.PutUint16(x.B[i:], h)
 	}
 	return x

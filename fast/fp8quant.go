@@ -12,7 +12,7 @@ import (
 // FP8 quantization twins (cp-layout.md §7.2, §7.3): one pass per row, the
 // tile amax taken on bf16 bits (for finite bf16 the magnitude order is the
 // integer order of h&0x7FFF, and a NaN/Inf shows as >= 0x7F80), e4m3
-// encoding in integer arithmetic, no per-row allocation, and row-aligned
+// encoding by table lookup, division only near rounding boundaries, no per-row allocation, and row-aligned
 // goroutine chunks for large inputs.
 
 // quantParallelMinRows is the row count from which quantization runs in
@@ -98,71 +98,119 @@ func forRowChunks(n int, f func(lo, hi int) int) int {
 // dst is then partly written — or -1. It allocates nothing, so a caller
 // may reuse dst across forwards.
 func QuantizeRows656(dst, src []byte, m ref.ScaleMode) int {
+	tab := e4m3Table()
 	n := len(src) / ref.MLABF16RowBytes
 	for i := range n {
-		if !quantRow656((*[ref.FP8RowBytes]byte)(dst[i*ref.FP8RowBytes:]), (*[ref.MLABF16RowBytes]byte)(src[i*ref.MLABF16RowBytes:]), m) {
+		if !quantRow656((*[ref.FP8RowBytes]byte)(dst[i*ref.FP8RowBytes:]), (*[ref.MLABF16RowBytes]byte)(src[i*ref.MLABF16RowBytes:]), m, tab) {
 			return i
 		}
 	}
 	return -1
 }
 
-// quantRow656 is ref.QuantizeRow656 on bytes; false when a value is not finite.
-func quantRow656(dst *[ref.FP8RowBytes]byte, src *[ref.MLABF16RowBytes]byte, m ref.ScaleMode) bool {
+// quantRow656 is ref.QuantizeRow656 on bytes; false when a value is not
+// finite. tab is e4m3Table().
+func quantRow656(dst *[ref.FP8RowBytes]byte, src *[ref.MLABF16RowBytes]byte, m ref.ScaleMode, tab *[1 << 16]uint16) bool {
 	rope := src[2*ref.MLANopeDim:]
-	var ropeMax uint16
-	for j := 0; j < len(rope); j += 2 {
-		ropeMax = max(ropeMax, binary.LittleEndian.Uint16(rope[j:])&0x7FFF)
-	}
-	if ropeMax >= 0x7F80 {
+	if bf16AbsMax(rope) >= 0x7F80 {
 		return false
 	}
 	copy(dst[ref.FP8RopeOff:], rope)
 	for t := range ref.FP8Tiles {
 		tile := (*[2 * ref.FP8TileDim]byte)(src[2*ref.FP8TileDim*t:])
 		codes := (*[ref.FP8TileDim]byte)(dst[ref.FP8TileDim*t:])
-		var amax uint16
-		for j := 0; j < len(tile); j += 2 {
-			amax = max(amax, binary.LittleEndian.Uint16(tile[j:])&0x7FFF)
-		}
+		amax := bf16AbsMax(tile[:])
 		if amax >= 0x7F80 {
 			return false
 		}
 		var s float32
-		switch {
-		case amax == 0:
+		if amax == 0 {
 			clear(codes[:])
-		case m == ref.ScaleRecipFP32:
+		} else {
 			s = ref.FP8TileScale(ref.F32FromBF16(amax), m)
-			inv := float32(1 / s)
-			for j := range codes {
-				x := math.Float32frombits(uint32(binary.LittleEndian.Uint16(tile[2*j:])) << 16)
-				codes[j] = encE4M3(float32(x * inv))
-			}
-		default:
-			s = ref.FP8TileScale(ref.F32FromBF16(amax), m)
-			for j := range codes {
-				x := math.Float32frombits(uint32(binary.LittleEndian.Uint16(tile[2*j:])) << 16)
-				codes[j] = encE4M3(x / s)
-			}
+			quantTile(codes, tile, s, m, tab)
 		}
 		binary.LittleEndian.PutUint32(dst[ref.FP8ScaleOff+4*t:], math.Float32bits(s))
 	}
 	return true
 }
 
+// quantTile writes the codes of one non-zero tile of scale s in mode m.
+//
+// With s and 1/s normal fp32 (every tile but those of tiny amax), the
+// division modes multiply by inv = fl32(1/s) and divide only near a
+// rounding boundary: q' = fl32(x·inv) is within 3 fp32 ulps of fl32(x/s)
+// (two roundings of 2^-24 each), and every e4m3 rounding boundary (the
+// midpoints (2k+1)·2^-10 of the subnormal codes, the normal midpoints, 464)
+// is an fp32 whose low 19 bits are zero; so when q' is more than 8 bit
+// steps from such a pattern no boundary lies between q' and fl32(x/s) and
+// both encode alike; below 2^-12 both are far under the smallest boundary
+// 2^-10 (zeros included), so no division either. Other tiles divide every
+// value.
+func quantTile(codes *[ref.FP8TileDim]byte, tile *[2 * ref.FP8TileDim]byte, s float32, m ref.ScaleMode, tab *[1 << 16]uint16) {
+	if s < 0x1p-126 || s >= 0x1p126 {
+		for j := range codes {
+			x := math.Float32frombits(uint32(binary.LittleEndian.Uint16(tile[2*j:])) << 16)
+			codes[j] = ref.FP8TileCode(x, s, m)
+		}
+		return
+	}
+	inv := float32(1 / s)
+	if m == ref.ScaleRecipFP32 {
+		for j := range codes {
+			x := math.Float32frombits(uint32(binary.LittleEndian.Uint16(tile[2*j:])) << 16)
+			codes[j] = encTab(tab, float32(x*inv))
+		}
+		return
+	}
+	// Four values per step (one 8-byte load, one 4-byte store): the
+	// steps are independent, so they overlap in the pipeline.
+	for j := 0; j < ref.FP8TileDim; j += 4 {
+		v := binary.LittleEndian.Uint64(tile[2*j:])
+		c0 := divCode(tab, math.Float32frombits(uint32(v)<<16), inv, s)
+		c1 := divCode(tab, math.Float32frombits(uint32(v)&0xFFFF0000), inv, s)
+		c2 := divCode(tab, math.Float32frombits(uint32(v>>32)<<16), inv, s)
+		c3 := divCode(tab, math.Float32frombits(uint32(v>>32)&0xFFFF0000), inv, s)
+		binary.LittleEndian.PutUint32(codes[j:], uint32(c0)|uint32(c1)<<8|uint32(c2)<<16|uint32(c3)<<24)
+	}
+}
+
+// divCode is enc(fl32(x/s)) given inv = fl32(1/s), both normal: the
+// product, and the quotient only near a boundary (see quantTile).
+func divCode(tab *[1 << 16]uint16, x, inv, s float32) uint8 {
+	q := float32(x * inv)
+	if a := math.Float32bits(q) & 0x7FFFFFFF; (a+8)&0x7FFFF < 16 && a >= 0x39800000 {
+		q = x / s
+	}
+	return encTab(tab, q)
+}
+
+// bf16AbsMax is max(h & 0x7FFF) over the little-endian bf16 values of b
+// (len a multiple of 8): the largest magnitude of finite values, and
+// >= 0x7F80 when one is NaN or ±Inf. Four accumulators, so the max chain
+// is not one long dependency.
+func bf16AbsMax(b []byte) uint16 {
+	var m0, m1, m2, m3 uint16
+	for ; len(b) >= 8; b = b[8:] {
+		v := binary.LittleEndian.Uint64(b)
+		m0 = max(m0, uint16(v)&0x7FFF)
+		m1 = max(m1, uint16(v>>16)&0x7FFF)
+		m2 = max(m2, uint16(v>>32)&0x7FFF)
+		m3 = max(m3, uint16(v>>48)&0x7FFF)
+	}
+	return max(m0, m1, m2, m3)
+}
+
 // QuantizeIndexKRows quantizes the 256-byte bf16 keys of src into the
 // 132-byte rows of dst (same row count); it returns the first row holding
 // a NaN or ±Inf, or -1, and allocates nothing.
 func QuantizeIndexKRows(dst, src []byte) int {
+	tab := e4m3Table()
 	n := len(src) / ref.IndexKBF16RowBytes
 	for i := range n {
 		k := (*[ref.IndexKBF16RowBytes]byte)(src[i*ref.IndexKBF16RowBytes:])
 		d := (*[ref.IndexKRowBytes]byte)(dst[i*ref.IndexKRowBytes:])
-		var amax uint16
-		for j := 0; j < len(k); j += 2 {
-			amax = max(amax, binary.LittleEndian.Uint16(k[j:])&0x7FFF)
-		}
+		amax := bf16AbsMax(k[:])
 		if amax >= 0x7F80 {
 			return i
 		}
@@ -173,28 +221,34 @@ func QuantizeIndexKRows(dst, src []byte) int {
 		inv := 1 / s
 		for j := range ref.IndexKDim {
 			x := math.Float32frombits(uint32(binary.LittleEndian.Uint16(k[2*j:])) << 16)
-			d[j] = encE4M3(float32(x * inv))
+			d[j] = encTab(tab, float32(x*inv))
 		}
 		binary.LittleEndian.PutUint32(d[ref.IndexKDim:], math.Float32bits(s))
 	}
 	return -1
 }
 
-// encE4M3 is ref.EncodeE4M3 without branches or rounding calls: both the
-// normal-range and the subnormal-range code are computed and one selected
-// (conditional moves). In the subnormal range |x|+2^14 puts RNE(|x|·2^9)
-// in the low mantissa bits (one fp32 add, ulp 2^-9 at 2^14).
-func encE4M3(x float32) uint8 {
-	u := math.Float32bits(x)
-	a := u & 0x7FFFFFFF
-	code := min((a+0x7FFFF+((a>>20)&1))>>20-960, uint32(ref.E4M3Max))
-	sub := math.Float32bits(math.Float32frombits(a)+16384) - 0x46800000
-	if a < 0x3C800000 {
-		code = sub
+// e4m3Table is ref.EncodeE4M3 tabulated by the top 16 bits of an fp32 u:
+// the low byte of entry u>>16 is enc(u with low bits 0), the high byte enc
+// of any u with non-zero low 16 bits. Every e4m3 rounding boundary (and
+// the NaN/Inf split) has zero low 16 bits, so no boundary lies strictly
+// inside one entry's range and the two bytes are exact. 128 KiB, built on
+// first use.
+var e4m3Table = sync.OnceValue(func() *[1 << 16]uint16 {
+	var t [1 << 16]uint16
+	for i := range t {
+		u := uint32(i) << 16
+		t[i] = uint16(ref.EncodeE4M3(math.Float32frombits(u))) | uint16(ref.EncodeE4M3(math.Float32frombits(u|1)))<<8
 	}
-	code |= u >> 24 & 0x80
-	if a > 0x7F800000 {
-		code = uint32(ref.E4M3NaN)
+	return &t
+})
+
+// encTab is ref.EncodeE4M3 by one lookup in tab (e4m3Table()).
+func encTab(tab *[1 << 16]uint16, q float32) uint8 {
+	u := math.Float32bits(q)
+	e := tab[u>>16]
+	if u&0xFFFF != 0 {
+		e >>= 8
 	}
-	return uint8(code)
+	return uint8(e)
 }

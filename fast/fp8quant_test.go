@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -78,6 +79,48 @@ func TestFP8QuantizeIndexKFastMatchesRef(t *testing.T) {
 	}
 }
 
+// TestQuantizeRowSweepsEveryBF16: for tile maxima across the range (the
+// worked ones, tiny ones with subnormal scales, the largest bf16), every
+// finite bf16 magnitude at most amax, both signs, quantized by fast in every
+// mode equals ref — the multiply-then-check-the-boundary path included.
+func TestQuantizeRowSweepsEveryBF16(t *testing.T) {
+	for _, amax := range []uint16{0x3F80, 0x3F44, 0x3F81, 0x4000, 0x43E0, 0x7F7F, 0x0180, 0x0001, 0x0080, 0x00FF, 0x2F3A} {
+		x := ref.NewRows(ref.MLABF16RowBytes, 0)
+		row := make([]byte, ref.MLABF16RowBytes)
+		j := 0
+		flush := func() {
+			x.B = append(x.B, row...)
+			clear(row)
+			j = 0
+		}
+		for h := uint16(0); h <= amax; h++ {
+			if j%ref.FP8TileDim == 0 {
+				binary.LittleEndian.PutUint16(row[2*j:], amax)
+				j++
+			}
+			sign := uint16(h&1) << 15
+			binary.LittleEndian.PutUint16(row[2*j:], h|sign)
+			if j++; j == ref.MLANopeDim {
+				flush()
+			}
+		}
+		flush()
+		for _, m := range []ref.ScaleMode{ref.ScaleDivFP32, ref.ScaleRecipFP32, ref.ScaleDivBF16} {
+			in := ref.FP8QuantizeRowInput{Mode: m, X: x}
+			want, err1 := ref.FP8QuantizeRow(ref.DefaultLimits(), in)
+			got, err2 := fast.FP8QuantizeRow(ref.DefaultLimits(), in)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			for i := range x.N() {
+				if !bytes.Equal(want.Rows.Row(i), got.Rows.Row(i)) {
+					t.Fatalf("amax %#04x mode %s row %d: fast differs from ref", amax, m, i)
+				}
+			}
+		}
+	}
+}
+
 // TestQuantizeRows656NoAlloc: the into-buffer path allocates nothing per
 // row, so the op's only allocation is its output.
 func TestQuantizeRows656NoAlloc(t *testing.T) {
@@ -96,7 +139,7 @@ func TestQuantizeRows656NoAlloc(t *testing.T) {
 // Run: go test -run '^$' -bench FP8Quantize -benchmem ./fast/
 // (SetBytes is the bf16 input; -cpu 1 gives the per-core figure.)
 func BenchmarkFP8QuantizeRow128K(b *testing.B) {
-	x := bf16Rows(ref.MLABF16RowBytes, 128<<10, 5)
+	x := catalog.BF16BenchRows(ref.MLABF16RowBytes, 128<<10)
 	in := ref.FP8QuantizeRowInput{X: x}
 	lim := ref.DefaultLimits()
 	for _, c := range []struct {
@@ -122,7 +165,7 @@ func BenchmarkFP8QuantizeRow128K(b *testing.B) {
 }
 
 func BenchmarkFP8QuantizeRowModes(b *testing.B) {
-	x := bf16Rows(ref.MLABF16RowBytes, 16<<10, 5)
+	x := catalog.BF16BenchRows(ref.MLABF16RowBytes, 16<<10)
 	dst := make([]byte, x.N()*ref.FP8RowBytes)
 	for _, m := range []ref.ScaleMode{ref.ScaleDivFP32, ref.ScaleRecipFP32} {
 		b.Run(string(m), func(b *testing.B) {
