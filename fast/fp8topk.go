@@ -9,9 +9,9 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// e4m3Table is DecodeE4M3 for every code: exact fp32 values, NaN for the
+// e4m3Decode is DecodeE4M3 for every code: exact fp32 values, NaN for the
 // two NaN codes.
-var e4m3Table = func() (t [256]float32) {
+var e4m3Decode = func() (t [256]float32) {
 	for c := range 256 {
 		t[c] = ref.DecodeE4M3(uint8(c))
 	}
@@ -27,7 +27,7 @@ func dequantRow(dst, src []byte) {
 		codes := src[t*128 : t*128+128]
 		d := dst[t*256 : t*256+256]
 		for j, c := range codes {
-			binary.LittleEndian.PutUint16(d[2*j:], ref.BF16FromF32(float32(e4m3Table[c]*s)))
+			binary.LittleEndian.PutUint16(d[2*j:], ref.BF16FromF32(float32(e4m3Decode[c]*s)))
 		}
 	}
 	copy(dst[1024:], src[528:])
