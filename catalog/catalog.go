@@ -304,6 +304,7 @@ func All() []Entry {
 		FP8MaterializePages(),
 		FP8DequantTopK(),
 		FP8ComposeCurrent(),
+		FP8StoreValidRows(),
 		FP8QuantizeRow(),
 		FP8QuantizeIndexK(),
 	}

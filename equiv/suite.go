@@ -121,6 +121,7 @@ func Suites() []Suite {
 		Erase(FP8MaterializePages()),
 		Erase(FP8DequantTopK()),
 		Erase(FP8ComposeCurrent()),
+		Erase(FP8StoreValidRows()),
 		Erase(FP8QuantizeRow()),
 		Erase(FP8QuantizeIndexK()),
 	}

@@ -49,6 +49,7 @@ func All() []equiv.Killable {
 		LastTokenComputeLength(),
 		RerangeValidOffsets(),
 		MoESuffixCount(),
+		StoreSuffixCount(),
 		RestoreSuffixCount(),
 		PagePlanBeforeEligibility(),
 		GlobalPageInverse(),

@@ -1,0 +1,157 @@
+package ref
+
+import (
+	"fmt"
+	"strings"
+)
+
+// FP8StoreValidRowsInput is the input of fp8.store_valid_rows (cp-layout.md
+// §7.4 StoreValidRows): rank r's cache write of one layer.
+type FP8StoreValidRowsInput struct {
+	// Pool is the pool before the write (as fp8.store_pages' pool).
+	Pool FP8Pool `json:"pool"`
+	// Layout names the CP layout of the forward.
+	Layout LayoutSpec `json:"layout"`
+	// Rank is the CP rank r, in [0, cp).
+	Rank int `json:"rank"`
+	// X holds rank r's R(r) cp-local-compute-padded rows of 1152 bytes
+	// (k_nope‖k_rope bf16, little-endian); padding rows are never read.
+	X Rows `json:"x"`
+	// ReqToToken holds, per request i, its token locs: token P_i + t of
+	// request i is cached at slot ReqToToken[i][P_i + t]; each list holds
+	// at least P_i + L_i entries.
+	ReqToToken [][]int64 `json:"req_to_token"`
+	// PrefixLens are the prefix lengths P_i, >= 0.
+	PrefixLens []int `json:"prefix_lens"`
+}
+
+// FP8StoreValidRowsOutput is the pool after fp8.store_valid_rows.
+type FP8StoreValidRowsOutput struct {
+	// Pool is the pool with rank r's valid rows written.
+	Pool FP8Pool `json:"pool"`
+}
+
+// FP8StoreValidPlan is a validated fp8.store_valid_rows input: the layout
+// and, per valid local row of the rank (local order, LocalTokenIDs), the
+// local row it comes from and the slot it goes to.
+type FP8StoreValidPlan struct {
+	// Lay is the built layout.
+	Lay Layout
+	// Local is the local row of each valid row, ascending.
+	Local []int
+	// Locs is the destination slot of each valid row.
+	Locs []int64
+}
+
+// ValidateFP8StoreValidRows checks an fp8.store_valid_rows input in the
+// order both twins report: the pool; the layout; the rank (ErrRank); one
+// req_to_token list and one prefix length per request (ErrLengthMismatch);
+// each P_i >= 0 (ErrNegative) and each list long enough for P_i + L_i
+// tokens (ErrLengthMismatch); x's shape and width (ErrRowCount,
+// ErrUnsupportedDims) and its contract, R(r) rows (ErrRowContract); then
+// each valid local row in local order: its slot in [0, numSlots)
+// (ErrSlotOutOfRange), not named before in this call (ErrDuplicateSlot),
+// its values finite (ErrNonFinite, "x[p]…" with p the local row). Padding
+// rows are not checked: they never reach the pool.
+func ValidateFP8StoreValidRows(in FP8StoreValidRowsInput) (FP8StoreValidPlan, error) {
+	n, err := ValidateFP8Pool("pool", in.Pool)
+	if err != nil {
+		return FP8StoreValidPlan{}, err
+	}
+	lay, err := BuildLayoutAt("layout", in.Layout)
+	if err != nil {
+		return FP8StoreValidPlan{}, err
+	}
+	r := in.Rank
+	if err := lay.CheckRank("rank", r); err != nil {
+		return FP8StoreValidPlan{}, err
+	}
+	b := lay.B()
+	if len(in.ReqToToken) != b {
+		return FP8StoreValidPlan{}, Reject(ErrLengthMismatch, "req_to_token", len(in.ReqToToken), fmt.Sprintf("B = %d lists", b))
+	}
+	if len(in.PrefixLens) != b {
+		return FP8StoreValidPlan{}, Reject(ErrLengthMismatch, "prefix_lens", len(in.PrefixLens), fmt.Sprintf("B = %d lengths", b))
+	}
+	for i, p := range in.PrefixLens {
+		if p < 0 {
+			return FP8StoreValidPlan{}, Reject(ErrNegative, Idx("prefix_lens", i), p, ">= 0")
+		}
+		// Compared as len − L_i < P_i so that a huge P_i cannot overflow.
+		if len(in.ReqToToken[i])-lay.L[i] < p {
+			return FP8StoreValidPlan{}, Reject(ErrLengthMismatch, Idx("req_to_token", i), len(in.ReqToToken[i]), fmt.Sprintf(">= P_%d + L_%d = %d + %d entries", i, i, p, lay.L[i]))
+		}
+	}
+	if err := CheckFP8Width("x", in.X, MLABF16RowBytes); err != nil {
+		return FP8StoreValidPlan{}, err
+	}
+	if err := CheckLocalRows(lay, r, "x", in.X); err != nil {
+		return FP8StoreValidPlan{}, err
+	}
+	plan := FP8StoreValidPlan{Lay: lay, Local: []int{}, Locs: []int64{}}
+	toks := LocalTokenIDs(lay, r)
+	e := 0
+	seen := map[int64]int{}
+	for p, valid := range ValidMask(lay, r) {
+		if !valid {
+			continue
+		}
+		tok := toks[e]
+		e++
+		j := in.PrefixLens[tok.Req] + tok.T
+		loc := in.ReqToToken[tok.Req][j]
+		field := fmt.Sprintf("req_to_token[%d][%d]", tok.Req, j)
+		if loc < 0 || loc >= n {
+			return FP8StoreValidPlan{}, Reject(ErrSlotOutOfRange, field, loc, fmt.Sprintf("in [0, numSlots=%d)", n))
+		}
+		if first, dup := seen[loc]; dup {
+			return FP8StoreValidPlan{}, Reject(ErrDuplicateSlot, field, loc, fmt.Sprintf("distinct (also the slot of local row %d)", first))
+		}
+		seen[loc] = p
+		if err := FirstNonFiniteRow656(p, in.X.Row(p)); err != nil {
+			return FP8StoreValidPlan{}, err
+		}
+		plan.Local = append(plan.Local, p)
+		plan.Locs = append(plan.Locs, loc)
+	}
+	return plan, nil
+}
+
+// StoreValidLocs returns the cache-write slots of rank r's valid local rows
+// (cp-layout.md §7.4): req_to_token[i][P_i + t] for each (i, t) of
+// LocalTokenIDs(lay, r), in local order. The caller has checked the
+// lists' lengths.
+func StoreValidLocs(lay Layout, r int, reqToToken [][]int64, prefixLens []int) []int64 {
+	locs := []int64{}
+	for _, tok := range LocalTokenIDs(lay, r) {
+		locs = append(locs, reqToToken[tok.Req][prefixLens[tok.Req]+tok.T])
+	}
+	return locs
+}
+
+// FP8StoreValidRows is fp8.store_valid_rows (cp-layout.md §7.4
+// StoreValidRows), written as the spec composes it: SelectLocalValidRows →
+// quantize each row (div_fp32) → Store at req_to_token[i][P_i + t] for each
+// (i, t) of LocalTokenIDs(r). Padding rows never touch the pool.
+func FP8StoreValidRows(lim Limits, in FP8StoreValidRowsInput) (FP8StoreValidRowsOutput, error) {
+	plan, err := ValidateFP8StoreValidRows(in)
+	if err != nil {
+		return FP8StoreValidRowsOutput{}, err
+	}
+	sel, _, err := SelectLocalValidRows(plan.Lay, in.Rank, in.X)
+	if err != nil {
+		return FP8StoreValidRowsOutput{}, err
+	}
+	q, err := FP8QuantizeRow(lim, FP8QuantizeRowInput{X: sel})
+	if err != nil {
+		if ie, ok := AsInputError(err); ok {
+			return FP8StoreValidRowsOutput{}, Reject(ie.Err, "selected"+strings.TrimPrefix(ie.Field, "x"), ie.Value, ie.Bound)
+		}
+		return FP8StoreValidRowsOutput{}, err
+	}
+	st, err := FP8StorePages(lim, FP8StoreInput{Pool: in.Pool, Locs: StoreValidLocs(plan.Lay, in.Rank, in.ReqToToken, in.PrefixLens), Rows: q.Rows})
+	if err != nil {
+		return FP8StoreValidRowsOutput{}, err
+	}
+	return FP8StoreValidRowsOutput(st), nil
+}
