@@ -2,7 +2,9 @@ package equiv
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 
 	"pgregory.net/rapid"
@@ -28,6 +30,7 @@ func FP8DequantTopK() *Spec[ref.FP8DequantTopKInput, ref.FP8DequantTopKOutput] {
 			{"equals-full-dequant-on-referenced-rows", dequantTopKFull},
 			{"in-place-leaves-unreferenced-rows", dequantTopKInPlace},
 			{"duplicates-and-order-do-not-matter", dequantTopKDuplicates},
+			{"sparse-attention-equals-full-dequant-attention", dequantTopKAttention},
 		},
 	}
 }
@@ -189,6 +192,59 @@ func dequantTopKDuplicates(lim ref.Limits, in ref.FP8DequantTopKInput, out ref.F
 	}
 	if !slices.Equal(got.RowIDs, out.RowIDs) || !bytes.Equal(got.Rows.B, out.Rows.B) {
 		return fmt.Errorf("duplicated/reordered topk changed the result")
+	}
+	return nil
+}
+
+// sparseAttention is a reference sparse attention over topk (cp-layout.md
+// §7.6 P7.9) that reads only the rows top-k names, through row(id): per
+// query q a fixed query vector, and the score Σ over q's entries (in
+// order, duplicates included, -1 skipped) of the fp32 dot product with the
+// row's 576 bf16 values — softmax-free, every product and sum one fp32
+// operation in a fixed order, so two row sources agree bit for bit exactly
+// when the rows they return do.
+func sparseAttention(topk [][]int32, row func(id int64) []byte) []uint32 {
+	out := make([]uint32, len(topk))
+	for q, ids := range topk {
+		var acc float32
+		for _, id := range ids {
+			if id < 0 {
+				continue
+			}
+			r := row(int64(id))
+			for j := range ref.MLANopeDim + ref.MLARopeDim {
+				qv := float32((q*31+j)%17-8) / 8
+				k := math.Float32frombits(uint32(binary.LittleEndian.Uint16(r[2*j:])) << 16)
+				acc = float32(acc + float32(qv*k))
+			}
+		}
+		out[q] = math.Float32bits(acc)
+	}
+	return out
+}
+
+// dequantTopKAttention is P7.9: the reference sparse attention over topk
+// gives identical results reading the op's top-k rows and reading the
+// full dequant of Kq.
+func dequantTopKAttention(_ ref.Limits, in ref.FP8DequantTopKInput, out ref.FP8DequantTopKOutput) error {
+	full := ref.FullDequant656(in.Kq)
+	fromFull := sparseAttention(in.TopK, func(id int64) []byte { return full.Row(int(id)) })
+	missing := int64(-1)
+	fromTopK := sparseAttention(in.TopK, func(id int64) []byte {
+		i, ok := slices.BinarySearch(out.RowIDs, id)
+		if !ok || i >= out.Rows.N() {
+			missing = id
+			return make([]byte, ref.DequantRowBytes)
+		}
+		return out.Rows.Row(i)
+	})
+	if missing >= 0 {
+		return fmt.Errorf("attention read row %d, which the top-k dequant did not write", missing)
+	}
+	for q := range fromFull {
+		if fromTopK[q] != fromFull[q] {
+			return fmt.Errorf("query %d: score %#x with top-k dequant, %#x with full dequant", q, fromTopK[q], fromFull[q])
+		}
 	}
 	return nil
 }

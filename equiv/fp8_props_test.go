@@ -1,0 +1,38 @@
+package equiv_test
+
+import (
+	"testing"
+
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// TestDequantTopKAttentionCatchesWrongRows: P7.9's sparse attention holds
+// on ref's top-k rows and fails when a written row is wrong or a
+// referenced row was not written.
+func TestDequantTopKAttentionCatchesWrongRows(t *testing.T) {
+	props := equiv.FP8DequantTopK().Props
+	const name = "sparse-attention-equals-full-dequant-attention"
+	kq := ref.NewRows(ref.FP8RowBytes, 4)
+	for i := range kq.B {
+		kq.B[i] = byte(i*7) & 0x3F
+	}
+	in := ref.FP8DequantTopKInput{Kq: kq, TopK: [][]int32{{2, 0, -1}, {3, 3}}}
+	out, err := ref.FP8DequantTopK(ref.DefaultLimits(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := propHolds(t, props, name, in, out); err != nil {
+		t.Fatalf("ref: %v", err)
+	}
+	bad := out
+	bad.Rows = ref.Rows{W: out.Rows.W, B: append([]byte{}, out.Rows.B...)}
+	bad.Rows.Row(1)[1] ^= 0x40 // row 2's first k_nope value, weight −1 for query 0
+	if propHolds(t, props, name, in, bad) == nil {
+		t.Error("a wrong top-k row was not caught")
+	}
+	short := ref.FP8DequantTopKOutput{RowIDs: out.RowIDs[:2], Rows: ref.Rows{W: out.Rows.W, B: out.Rows.B[:2*out.Rows.W]}}
+	if propHolds(t, props, name, in, short) == nil {
+		t.Error("an unwritten referenced row was not caught")
+	}
+}
