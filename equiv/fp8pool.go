@@ -26,6 +26,7 @@ func FP8StorePages() *Spec[ref.FP8StoreInput, ref.FP8StoreOutput] {
 		Props: []Prop[ref.FP8StoreInput, ref.FP8StoreOutput]{
 			{"materialize-after-store-is-identity", fp8StoreRoundtrip},
 			{"other-slots-unchanged", fp8StoreOthersUnchanged},
+			{"host-roundtrip-preserves-pool", fp8StoreHostRoundtrip},
 		},
 	}
 }
@@ -251,4 +252,58 @@ func fp8MaterializeRestore(lim ref.Limits, in ref.FP8MaterializeInput, out ref.F
 		return err
 	}
 	return rowsEqual("store(materialize(slots))", st.Pool.Rows, in.Pool.Rows)
+}
+
+// fp8StoreHostRoundtrip is P7.3 on every store result: the pool's whole
+// pages, as two device layers (the pool, and its bytes inverted so that a
+// layer mix-up shows), backed up device→host into reversed host pages of
+// an arena pre-filled with other bytes, then loaded host→device into a
+// zeroed device arena, come back byte for byte — under every host layout.
+func fp8StoreHostRoundtrip(lim ref.Limits, _ ref.FP8StoreInput, out ref.FP8StoreOutput) error {
+	return fp8HostRoundtrip(lim, out.Pool)
+}
+
+func fp8HostRoundtrip(lim ref.Limits, pool ref.FP8Pool) error {
+	ps := pool.PageSize
+	dp := int64(pool.Rows.N()) / ps
+	np := dp + 1
+	layer := pool.Rows.B[:dp*ps*ref.FP8RowBytes]
+	device := append(bytes.Clone(layer), layer...)
+	for i := len(layer); i < len(device); i++ {
+		device[i] = ^device[i]
+	}
+	devIdx, hostIdx := []int64{}, []int64{}
+	for p := range dp {
+		for s := range ps {
+			devIdx = append(devIdx, p*ps+s)
+			hostIdx = append(hostIdx, (np-1-p)*ps+s)
+		}
+	}
+	for _, hl := range []ref.HostLayout{ref.LayerFirst, ref.PageFirst, ref.PageFirstDirect, ref.LayerPageFirst} {
+		base := ref.LayoutConvertInput{Layout: hl, Pool: ref.HostPoolMLA, Layers: 2, Pages: np, PageSize: ps, TokenBytes: ref.FP8RowBytes,
+			DevicePages: dp, HostIndices: hostIdx, DeviceIndices: devIdx}
+		d2h := base
+		d2h.Mode, d2h.Device = ref.ConvertBackup, device
+		d2h.Host = bytes.Repeat([]byte{0xC3}, int(2*np*ps*ref.FP8RowBytes))
+		host, err := ref.LayoutConvert(lim, d2h)
+		if err != nil {
+			return fmt.Errorf("%s backup: %w", hl, err)
+		}
+		// The backup really wrote: slot 0's row (layer 0, device page 0 →
+		// host page np-1) is somewhere in the host arena. Host page 0 is
+		// never a destination and keeps the fill.
+		if !bytes.Contains(host.Arena, device[:ref.FP8RowBytes]) {
+			return fmt.Errorf("%s backup: slot 0's bytes are nowhere in the host arena", hl)
+		}
+		h2d := base
+		h2d.Mode, h2d.Host, h2d.Device = ref.ConvertLoad, host.Arena, make([]byte, len(device))
+		back, err := ref.LayoutConvert(lim, h2d)
+		if err != nil {
+			return fmt.Errorf("%s load: %w", hl, err)
+		}
+		if !bytes.Equal(back.Arena, device) {
+			return fmt.Errorf("%s: device→host→device changed the pool's pages", hl)
+		}
+	}
+	return nil
 }
