@@ -36,3 +36,35 @@ func TestDequantTopKAttentionCatchesWrongRows(t *testing.T) {
 		t.Error("an unwritten referenced row was not caught")
 	}
 }
+
+// TestStoreValidAllRanksCatchesWrongSlot: P7.2 holds on the seed's bs=5
+// page-aligned case and fails when the rank's write left one current slot
+// wrong (so the property is not skipped on that case).
+func TestStoreValidAllRanksCatchesWrongSlot(t *testing.T) {
+	spec := equiv.FP8StoreValidRows()
+	const name = "all-ranks-materialize-global-valid-rows"
+	seen := 0
+	for _, c := range spec.Boundary {
+		if c.Name != "bs5-page-aligned-rank0" && c.Name != "bs5-page-aligned-rank1" {
+			continue
+		}
+		seen++
+		out, err := ref.FP8StoreValidRows(ref.DefaultLimits(), c.In)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := propHolds(t, spec.Props, name, c.In, out); err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		bad := ref.FP8StoreValidRowsOutput{Pool: c.In.Pool}
+		bad.Pool.Rows = ref.Rows{W: out.Pool.Rows.W, B: append([]byte{}, out.Pool.Rows.B...)}
+		s := c.In.ReqToToken[0][c.In.PrefixLens[0]+c.In.Rank]
+		bad.Pool.Rows.Row(int(s))[0] ^= 1
+		if propHolds(t, spec.Props, name, c.In, bad) == nil {
+			t.Errorf("%s: a wrong byte at current slot %d was not caught", c.Name, s)
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("%d bs=5 cases in the boundary table, want 2", seen)
+	}
+}

@@ -88,10 +88,11 @@ func ValidateFP8StoreValidRows(in FP8StoreValidRowsInput) (FP8StoreValidPlan, er
 	if err := CheckLocalRows(lay, r, "x", in.X); err != nil {
 		return FP8StoreValidPlan{}, err
 	}
-	plan := FP8StoreValidPlan{Lay: lay, Local: []int{}, Locs: []int64{}}
 	toks := LocalTokenIDs(lay, r)
+	// Sized by the rank's own valid rows, which the input holds.
+	plan := FP8StoreValidPlan{Lay: lay, Local: make([]int, 0, len(toks)), Locs: make([]int64, 0, len(toks))}
 	e := 0
-	seen := map[int64]int{}
+	seen := make(map[int64]int, len(toks))
 	for p, valid := range ValidMask(lay, r) {
 		if !valid {
 			continue
@@ -100,12 +101,11 @@ func ValidateFP8StoreValidRows(in FP8StoreValidRowsInput) (FP8StoreValidPlan, er
 		e++
 		j := in.PrefixLens[tok.Req] + tok.T
 		loc := in.ReqToToken[tok.Req][j]
-		field := fmt.Sprintf("req_to_token[%d][%d]", tok.Req, j)
 		if loc < 0 || loc >= n {
-			return FP8StoreValidPlan{}, Reject(ErrSlotOutOfRange, field, loc, fmt.Sprintf("in [0, numSlots=%d)", n))
+			return FP8StoreValidPlan{}, Reject(ErrSlotOutOfRange, fmt.Sprintf("req_to_token[%d][%d]", tok.Req, j), loc, fmt.Sprintf("in [0, numSlots=%d)", n))
 		}
 		if first, dup := seen[loc]; dup {
-			return FP8StoreValidPlan{}, Reject(ErrDuplicateSlot, field, loc, fmt.Sprintf("distinct (also the slot of local row %d)", first))
+			return FP8StoreValidPlan{}, Reject(ErrDuplicateSlot, fmt.Sprintf("req_to_token[%d][%d]", tok.Req, j), loc, fmt.Sprintf("distinct (also the slot of local row %d)", first))
 		}
 		seen[loc] = p
 		if err := FirstNonFiniteRow656(p, in.X.Row(p)); err != nil {
