@@ -39,6 +39,21 @@ func patternRows(w, n int) ref.Rows {
 	return x
 }
 
+// SeededRows returns n rows of width w filled by xorshift32 from seed (an
+// odd seed is used as is): deterministic bytes for generators, tests and
+// bench shapes that must not share a pattern.
+func SeededRows(w, n int, seed uint32) ref.Rows {
+	x := ref.NewRows(w, n)
+	s := seed | 1
+	for i := range x.B {
+		s ^= s << 13
+		s ^= s >> 17
+		s ^= s << 5
+		x.B[i] = byte(s)
+	}
+	return x
+}
+
 // mustBuild builds a layout the catalog's own shapes name.
 func mustBuild(sp ref.LayoutSpec) ref.Layout {
 	lay, err := sp.Build()

@@ -42,7 +42,7 @@ func CPRestorePadded() *Spec[ref.CPRestoreInput, ref.CPRowsOutput] {
 	bnd, rejects := localBoundary(func(sp ref.LayoutSpec, r int, x ref.Rows) ref.CPRestoreInput {
 		y := ref.Rows{W: 3, B: []byte{}}
 		if x.N() > 1 || len(x.B) != 2 {
-			y = seededRows(3, mustCPLayout(sp).Rv(r), 17)
+			y = catalog.SeededRows(3, mustCPLayout(sp).Rv(r), 17)
 		}
 		return ref.CPRestoreInput{Layout: sp, Rank: r, Y: y}
 	})
@@ -85,7 +85,7 @@ func restoreInvalid(t *rapid.T) Bad[ref.CPRestoreInput] {
 		if n == lay.Rv(in.Rank) {
 			n += rapid.SampledFrom([]int{-1, 1}).Draw(t, "off_by")
 		}
-		in.Y = seededRows(in.Y.W, n, 21)
+		in.Y = catalog.SeededRows(in.Y.W, n, 21)
 		return Bad[ref.CPRestoreInput]{in, ref.ErrRowCount}
 	default:
 		in.Y = raggedRows(t, in.Y)

@@ -40,7 +40,7 @@ func gatheredFor(lay ref.Layout, src ref.SrcKind, w, m int, seed uint32) ref.Row
 		}
 		ranks[r] = x
 	}
-	return gather(w, m, ranks, seededRows(w, 1, seed+1).B)
+	return gather(w, m, ranks, catalog.SeededRows(w, 1, seed+1).B)
 }
 
 func rerangeValid(t *rapid.T) ref.CPRerangeInput {
@@ -80,7 +80,7 @@ func rerangeInvalid(t *rapid.T) Bad[ref.CPRerangeInput] {
 		}
 		in.M = maxPayload(lay, src) - rapid.IntRange(1, 2).Draw(t, "short_by")
 		in.M = max(in.M, 0)
-		in.G = seededRows(in.G.W, lay.CP*in.M, 9)
+		in.G = catalog.SeededRows(in.G.W, lay.CP*in.M, 9)
 		return Bad[ref.CPRerangeInput]{in, ref.ErrStride}
 	default:
 		in.M = -rapid.IntRange(1, 3).Draw(t, "neg_m")

@@ -7,6 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -51,20 +52,7 @@ func mustCPLayout(sp ref.LayoutSpec) ref.Layout {
 // one drawn seed (drawing every byte would make cases slow to generate).
 func cpRows(t *rapid.T, n int) ref.Rows {
 	w := rapid.IntRange(1, 8).Draw(t, "w")
-	return seededRows(w, n, rapid.Uint32().Draw(t, "row_seed"))
-}
-
-// seededRows returns n rows of width w filled by xorshift32 from seed.
-func seededRows(w, n int, seed uint32) ref.Rows {
-	x := ref.NewRows(w, n)
-	s := seed | 1
-	for i := range x.B {
-		s ^= s << 13
-		s ^= s >> 17
-		s ^= s << 5
-		x.B[i] = byte(s)
-	}
-	return x
+	return catalog.SeededRows(w, n, rapid.Uint32().Draw(t, "row_seed"))
 }
 
 // tagW is the width of a tagged row: a 4-byte little-endian tag.

@@ -41,7 +41,7 @@ func splitValid(t *rapid.T) ref.CPSplitInput {
 	sp := cpLayout(t)
 	lay := mustCPLayout(sp)
 	x := cpRows(t, lay.TotalValid())
-	pad := seededRows(x.W, 1, rapid.Uint32().Draw(t, "pad_seed")).B
+	pad := catalog.SeededRows(x.W, 1, rapid.Uint32().Draw(t, "pad_seed")).B
 	prefix := make([]int64, lay.B())
 	for i := range prefix {
 		prefix[i] = rapid.Int64Range(0, 1<<20).Draw(t, "prefix")
@@ -65,7 +65,7 @@ func splitInvalid(t *rapid.T) Bad[ref.CPSplitInput] {
 		return Bad[ref.CPSplitInput]{in, ref.ErrNegative}
 	case 3:
 		extra := rapid.SampledFrom([]int{-1, 1, 2}).Draw(t, "extra_rows")
-		in.X = seededRows(in.X.W, in.X.N()+extra, 7)
+		in.X = catalog.SeededRows(in.X.W, in.X.N()+extra, 7)
 		return Bad[ref.CPSplitInput]{in, ref.ErrRowCount}
 	case 4:
 		in.X = raggedRows(t, in.X)
@@ -89,7 +89,7 @@ func splitBoundary() ([]Case[ref.CPSplitInput], map[string]*ref.Sentinel) {
 		for _, l := range b.sp.Lens {
 			n += l
 		}
-		cs = append(cs, Case[ref.CPSplitInput]{b.name, splitInputFor(b.sp, seededRows(2, n, 11), []byte{0xEE, 0xEE}, make([]int64, len(b.sp.Lens)))})
+		cs = append(cs, Case[ref.CPSplitInput]{b.name, splitInputFor(b.sp, catalog.SeededRows(2, n, 11), []byte{0xEE, 0xEE}, make([]int64, len(b.sp.Lens)))})
 		if b.tooShort {
 			rejects[b.name] = ref.ErrTooShortForZigzag
 		}

@@ -37,8 +37,8 @@ func CPValidRows() *Spec[ref.CPValidRowsInput, ref.CPValidRowsOutput] {
 // localRowsOf is rank r's SplitLocal rows of a batch of pseudo-random rows
 // (width w) with a pseudo-random pad row: what a rank really holds.
 func localRowsOf(lay ref.Layout, r, w int, seed uint32) ref.Rows {
-	x := seededRows(w, lay.TotalValid(), seed)
-	rows, err := ref.SplitLocal(ref.DefaultLimits(), lay, r, x, seededRows(w, 1, seed^0x9E3779B9).B)
+	x := catalog.SeededRows(w, lay.TotalValid(), seed)
+	rows, err := ref.SplitLocal(ref.DefaultLimits(), lay, r, x, catalog.SeededRows(w, 1, seed^0x9E3779B9).B)
 	if err != nil {
 		panic(fmt.Sprintf("equiv: SplitLocal: %v", err))
 	}
@@ -71,7 +71,7 @@ func localInvalid(t *rapid.T) (ref.LayoutSpec, int, ref.Rows, *ref.Sentinel) {
 		if n == lay.R(r) {
 			n = lay.R(r) + rapid.SampledFrom([]int{-1, 1}).Draw(t, "off_by")
 		}
-		return sp, r, seededRows(x.W, n, 3), ref.ErrRowContract
+		return sp, r, catalog.SeededRows(x.W, n, 3), ref.ErrRowContract
 	default:
 		return sp, r, raggedRows(t, x), ref.ErrRowCount
 	}

@@ -38,7 +38,7 @@ func FP8ComposeCurrent() *Spec[ref.FP8ComposeInput, ref.FP8ComposeOutput] {
 
 // composeGlobalRows returns n finite bf16 rows (some all-zero).
 func composeGlobalRows(n int, seed uint32) ref.Rows {
-	x := seededRows(ref.MLABF16RowBytes, n, seed)
+	x := catalog.SeededRows(ref.MLABF16RowBytes, n, seed)
 	for i := 1; i < len(x.B); i += 2 {
 		x.B[i] &= 0xBF
 	}
@@ -120,7 +120,7 @@ func composeValid(t *rapid.T) ref.FP8ComposeInput {
 		}
 	}
 	size := at + rapid.Int64Range(0, 2).Draw(t, "spare")
-	pool := ref.FP8Pool{PageSize: ps, Size: size, Rows: seededRows(ref.FP8RowBytes, int(size+ps), rapid.Uint32().Draw(t, "pool_seed"))}
+	pool := ref.FP8Pool{PageSize: ps, Size: size, Rows: catalog.SeededRows(ref.FP8RowBytes, int(size+ps), rapid.Uint32().Draw(t, "pool_seed"))}
 	total := 0
 	for _, l := range lens {
 		total += l
@@ -237,7 +237,7 @@ func composeRegressions() []Case[ref.FP8ComposeInput] {
 }
 
 func composeBoundary() []Case[ref.FP8ComposeInput] {
-	pool := ref.FP8Pool{PageSize: 2, Size: 8, Rows: seededRows(ref.FP8RowBytes, 10, 41)}
+	pool := ref.FP8Pool{PageSize: 2, Size: 8, Rows: catalog.SeededRows(ref.FP8RowBytes, 10, 41)}
 	sp := ref.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1}
 	lay := mustCPLayout(sp)
 	g3 := composeGlobalRows(3, 7)
@@ -256,14 +256,20 @@ func composeBoundary() []Case[ref.FP8ComposeInput] {
 	}
 }
 
+// freshRows is the input's current rows in global valid order: what every
+// contract must reduce to (§7.5's normalization).
+func freshRows(lim ref.Limits, in ref.FP8ComposeInput) (ref.Rows, error) {
+	plan, err := ref.ValidateFP8Compose(lim, in)
+	if err != nil {
+		return ref.Rows{}, err
+	}
+	return ref.NormalizeCurrent(plan, in.Current, in.M)
+}
+
 // composeContracts is P7.4: the same fresh rows under every contract the
 // input's layout allows give byte-identical output.
 func composeContracts(lim ref.Limits, in ref.FP8ComposeInput, out ref.FP8ComposeOutput) error {
-	plan, err := ref.ValidateFP8Compose(lim, in)
-	if err != nil {
-		return err
-	}
-	x, err := ref.NormalizeCurrent(plan, in.Current, in.M)
+	x, err := freshRows(lim, in)
 	if err != nil {
 		return err
 	}
@@ -313,11 +319,7 @@ func composeStale(lim ref.Limits, in ref.FP8ComposeInput, out ref.FP8ComposeOutp
 // their slots, materializing prefix ++ current slots per request gives the
 // output (checked when no prefix slot is also a current slot).
 func composeCache(lim ref.Limits, in ref.FP8ComposeInput, out ref.FP8ComposeOutput) error {
-	plan, err := ref.ValidateFP8Compose(lim, in)
-	if err != nil {
-		return err
-	}
-	x, err := ref.NormalizeCurrent(plan, in.Current, in.M)
+	x, err := freshRows(lim, in)
 	if err != nil {
 		return err
 	}

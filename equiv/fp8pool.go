@@ -54,7 +54,7 @@ func FP8MaterializePages() *Spec[ref.FP8MaterializeInput, ref.FP8MaterializeOutp
 func fp8PoolGen(t *rapid.T) ref.FP8Pool {
 	ps := rapid.Int64Range(1, 4).Draw(t, "page_size")
 	size := rapid.Int64Range(0, 12).Draw(t, "size")
-	return ref.FP8Pool{PageSize: ps, Size: size, Rows: seededRows(ref.FP8RowBytes, int(size+ps), rapid.Uint32().Draw(t, "pool_seed"))}
+	return ref.FP8Pool{PageSize: ps, Size: size, Rows: catalog.SeededRows(ref.FP8RowBytes, int(size+ps), rapid.Uint32().Draw(t, "pool_seed"))}
 }
 
 // fp8Slots draws distinct slots of an n-slot pool: arbitrary slots, or
@@ -80,7 +80,7 @@ func fp8Slots(t *rapid.T, ps, n int64) []int64 {
 func fp8StoreValid(t *rapid.T) ref.FP8StoreInput {
 	p := fp8PoolGen(t)
 	locs := fp8Slots(t, p.PageSize, p.Size+p.PageSize)
-	return ref.FP8StoreInput{Pool: p, Locs: locs, Rows: seededRows(ref.FP8RowBytes, len(locs), rapid.Uint32().Draw(t, "rows_seed"))}
+	return ref.FP8StoreInput{Pool: p, Locs: locs, Rows: catalog.SeededRows(ref.FP8RowBytes, len(locs), rapid.Uint32().Draw(t, "rows_seed"))}
 }
 
 // fp8BadPool puts one violation into a valid pool.
@@ -110,7 +110,7 @@ func fp8StoreInvalid(t *rapid.T) Bad[ref.FP8StoreInput] {
 		in.Pool = p
 		return Bad[ref.FP8StoreInput]{in, want}
 	case 1:
-		in.Rows = seededRows(ref.FP8RowBytes, len(in.Locs)+1, 5)
+		in.Rows = catalog.SeededRows(ref.FP8RowBytes, len(in.Locs)+1, 5)
 		return Bad[ref.FP8StoreInput]{in, ref.ErrLengthMismatch}
 	case 2:
 		in.Rows = ref.Rows{W: 1152, B: make([]byte, 1152*len(in.Locs))}
@@ -118,7 +118,7 @@ func fp8StoreInvalid(t *rapid.T) Bad[ref.FP8StoreInput] {
 	case 3:
 		if len(in.Locs) == 0 {
 			in.Locs = []int64{0}
-			in.Rows = seededRows(ref.FP8RowBytes, 1, 9)
+			in.Rows = catalog.SeededRows(ref.FP8RowBytes, 1, 9)
 		}
 		e := rapid.IntRange(0, len(in.Locs)-1).Draw(t, "bad_at")
 		in.Locs = slices.Clone(in.Locs)
@@ -127,7 +127,7 @@ func fp8StoreInvalid(t *rapid.T) Bad[ref.FP8StoreInput] {
 	default:
 		if len(in.Locs) < 2 {
 			in.Locs = []int64{0, 0}
-			in.Rows = seededRows(ref.FP8RowBytes, 2, 11)
+			in.Rows = catalog.SeededRows(ref.FP8RowBytes, 2, 11)
 			return Bad[ref.FP8StoreInput]{in, ref.ErrDuplicateSlot}
 		}
 		j := rapid.IntRange(1, len(in.Locs)-1).Draw(t, "dup_at")
@@ -140,9 +140,9 @@ func fp8StoreInvalid(t *rapid.T) Bad[ref.FP8StoreInput] {
 
 func fp8StoreBoundary() []Case[ref.FP8StoreInput] {
 	pool := func(ps, size int64) ref.FP8Pool {
-		return ref.FP8Pool{PageSize: ps, Size: size, Rows: seededRows(ref.FP8RowBytes, int(size+ps), 3)}
+		return ref.FP8Pool{PageSize: ps, Size: size, Rows: catalog.SeededRows(ref.FP8RowBytes, int(size+ps), 3)}
 	}
-	rows := func(n int) ref.Rows { return seededRows(ref.FP8RowBytes, n, 7) }
+	rows := func(n int) ref.Rows { return catalog.SeededRows(ref.FP8RowBytes, n, 7) }
 	return []Case[ref.FP8StoreInput]{
 		{"empty-store", ref.FP8StoreInput{Pool: pool(2, 4), Locs: []int64{}, Rows: rows(0)}},
 		{"size-zero-padding-page-only", ref.FP8StoreInput{Pool: pool(3, 0), Locs: []int64{2, 0, 1}, Rows: rows(3)}},
@@ -152,7 +152,7 @@ func fp8StoreBoundary() []Case[ref.FP8StoreInput] {
 		{"whole-pool", ref.FP8StoreInput{Pool: pool(2, 2), Locs: []int64{3, 2, 1, 0}, Rows: rows(4)}},
 		{"loc-equals-num-slots", ref.FP8StoreInput{Pool: pool(2, 2), Locs: []int64{4}, Rows: rows(1)}},
 		{"duplicate-adjacent", ref.FP8StoreInput{Pool: pool(2, 2), Locs: []int64{1, 1}, Rows: rows(2)}},
-		{"page-size-zero", ref.FP8StoreInput{Pool: ref.FP8Pool{PageSize: 0, Size: 2, Rows: seededRows(ref.FP8RowBytes, 2, 3)}, Locs: []int64{}, Rows: rows(0)}},
+		{"page-size-zero", ref.FP8StoreInput{Pool: ref.FP8Pool{PageSize: 0, Size: 2, Rows: catalog.SeededRows(ref.FP8RowBytes, 2, 3)}, Locs: []int64{}, Rows: rows(0)}},
 	}
 }
 
@@ -213,7 +213,7 @@ func fp8MaterializeInvalid(t *rapid.T) Bad[ref.FP8MaterializeInput] {
 }
 
 func fp8MaterializeBoundary() []Case[ref.FP8MaterializeInput] {
-	pool := ref.FP8Pool{PageSize: 2, Size: 4, Rows: seededRows(ref.FP8RowBytes, 6, 13)}
+	pool := ref.FP8Pool{PageSize: 2, Size: 4, Rows: catalog.SeededRows(ref.FP8RowBytes, 6, 13)}
 	return []Case[ref.FP8MaterializeInput]{
 		{"no-slots", ref.FP8MaterializeInput{Pool: pool, Slots: []int64{}}},
 		{"bs2-flattened-page-table", ref.FP8MaterializeInput{Pool: pool, Slots: []int64{2, 3, 4, 0, 1}}},

@@ -37,7 +37,7 @@ func FP8DequantTopK() *Spec[ref.FP8DequantTopKInput, ref.FP8DequantTopKOutput] {
 
 func dequantTopKValid(t *rapid.T) ref.FP8DequantTopKInput {
 	n := rapid.IntRange(0, 8).Draw(t, "n")
-	kq := seededRows(ref.FP8RowBytes, n, rapid.Uint32().Draw(t, "kq_seed"))
+	kq := catalog.SeededRows(ref.FP8RowBytes, n, rapid.Uint32().Draw(t, "kq_seed"))
 	q := rapid.IntRange(0, 4).Draw(t, "q")
 	topk := make([][]int32, q)
 	for i := range topk {
@@ -74,7 +74,7 @@ func dequantTopKInvalid(t *rapid.T) Bad[ref.FP8DequantTopKInput] {
 }
 
 func dequantTopKBoundary() []Case[ref.FP8DequantTopKInput] {
-	kq := seededRows(ref.FP8RowBytes, 5, 29)
+	kq := catalog.SeededRows(ref.FP8RowBytes, 5, 29)
 	// Row 4: all-NaN codes (0x7F / 0xFF alternate), a zero scale and an Inf scale.
 	r := kq.Row(4)
 	for j := range 512 {

@@ -95,7 +95,7 @@ func storeValidValid(t *rapid.T) ref.FP8StoreValidRowsInput {
 	g := composeGlobalRows(lay.TotalValid(), seed)
 	pad := composeGlobalRows(1, seed^0x5bd1e995).B
 	return ref.FP8StoreValidRowsInput{
-		Pool:       ref.FP8Pool{PageSize: ps, Size: size, Rows: seededRows(ref.FP8RowBytes, int(size+ps), rapid.Uint32().Draw(t, "pool_seed"))},
+		Pool:       ref.FP8Pool{PageSize: ps, Size: size, Rows: catalog.SeededRows(ref.FP8RowBytes, int(size+ps), rapid.Uint32().Draw(t, "pool_seed"))},
 		Layout:     sp,
 		Rank:       r,
 		X:          finiteLocalRows(lay, r, g, pad),
@@ -200,7 +200,7 @@ func storeValidBS5(r int) ref.FP8StoreValidRowsInput {
 		perm = append(perm, p)
 	}
 	return ref.FP8StoreValidRowsInput{
-		Pool:       ref.FP8Pool{PageSize: ps, Size: need * ps, Rows: seededRows(ref.FP8RowBytes, int((need+1)*ps), 57)},
+		Pool:       ref.FP8Pool{PageSize: ps, Size: need * ps, Rows: catalog.SeededRows(ref.FP8RowBytes, int((need+1)*ps), 57)},
 		Layout:     sp,
 		Rank:       r,
 		X:          finiteLocalRows(lay, r, composeGlobalRows(lay.TotalValid(), 59), composeGlobalRows(1, 61).B),
@@ -225,7 +225,7 @@ func storeValidBoundary() []Case[ref.FP8StoreValidRowsInput] {
 			}
 			r2t, pre = append(r2t, row), append(pre, 0)
 		}
-		return ref.FP8StoreValidRowsInput{Pool: ref.FP8Pool{PageSize: 2, Size: at, Rows: seededRows(ref.FP8RowBytes, int(at+2), 17)}, Layout: sp, Rank: r, X: x, ReqToToken: r2t, PrefixLens: pre}
+		return ref.FP8StoreValidRowsInput{Pool: ref.FP8Pool{PageSize: 2, Size: at, Rows: catalog.SeededRows(ref.FP8RowBytes, int(at+2), 17)}, Layout: sp, Rank: r, X: x, ReqToToken: r2t, PrefixLens: pre}
 	}
 	padded := ref.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1}
 	outOfRange := tiny(padded, 0, ref.Rows{})

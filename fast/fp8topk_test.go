@@ -3,21 +3,13 @@ package fast_test
 import (
 	"testing"
 
+	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-func fp8Buffer(n int) ref.Rows {
-	x := ref.NewRows(ref.FP8RowBytes, n)
-	s := uint32(0x9E3779B9)
-	for i := range x.B {
-		s ^= s << 13
-		s ^= s >> 17
-		s ^= s << 5
-		x.B[i] = byte(s)
-	}
-	return x
-}
+// fp8Buffer is n pseudo-random 656-byte rows (catalog.SeededRows).
+func fp8Buffer(n int) ref.Rows { return catalog.SeededRows(ref.FP8RowBytes, n, 0x9E3779B9) }
 
 func sentinelOut(n int) ref.Rows {
 	out := ref.NewRows(ref.DequantRowBytes, n)
