@@ -1,0 +1,593 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+)
+
+// This file is admission.estimate (admission-serving.md A2): the CPU-only
+// bound on the temporary GPU memory one CP shared-KV bs>1 prefill forward
+// needs beyond the KV pool, and the --cp-shared-kv-prefill-max-buffer-size
+// gate (A1.9 C5) that admits or stops a batch on it. The reference
+// computes every term in exact integers (math/big) and only then asks
+// whether each fits int64, so it can neither wrap nor report an overflow
+// that the exact value does not have; the fast twin uses checked int64.
+
+// ErrEstimatorParam: an estimator size (vocab, a byte constant, the
+// buffer-size limit) below 1 (A2.7).
+var ErrEstimatorParam = NewSentinel("estimator_param", "estimator: size must be >= 1")
+
+// A2.2's defaults and the constants of A2.3/A1.9.
+const (
+	// DefaultEstimatorPageSize is the CP shared-KV page size.
+	DefaultEstimatorPageSize = 64
+	// DefaultMLARowBytes is one materialized fp8_e4m3 MLA KV row.
+	DefaultMLARowBytes = 656
+	// DefaultIndexRowBytes is one NSA index-K row: 128 fp8 + a 4-byte fp32 scale.
+	DefaultIndexRowBytes = 132
+	// DefaultVocabSize is the vocabulary of A2.5's worked examples.
+	DefaultVocabSize = 154880
+	// DefaultLogitRowsPerReq is last-token logits.
+	DefaultLogitRowsPerReq = 1
+	// DefaultDescriptorBytes is one transfer descriptor: src, dst, length.
+	DefaultDescriptorBytes = 24
+	// DefaultPageDescriptorBytes is one row-scoped sorted page descriptor.
+	DefaultPageDescriptorBytes = 16
+	// DefaultRowRemapBytes is an int32 flattened loc plus an int32 row id.
+	DefaultRowRemapBytes = 8
+	// MQALogitsElemBytes is one fp32 logit.
+	MQALogitsElemBytes = 4
+	// BufferGateDetail is the stop detail of a batch the gate refuses (A1.9 C5).
+	BufferGateDetail = "cp_max_buffer_size"
+	// rankMQABytes is the encoded size bound of one RankMQA (five int64s),
+	// for lim.CheckOutput on the cp_size-long per_rank list.
+	rankMQABytes = 5 * 8
+)
+
+// The two environment knobs of A2.2, named in errors.
+const (
+	EnvMQAChunkMaxRows = "SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_ROWS"
+	EnvMQAChunkMaxGB   = "SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_GB"
+)
+
+// EstimateReq is one request of the batch (A2.2): its prefix after
+// load-back and the extend this forward runs.
+type EstimateReq struct {
+	// PrefixLen is P_i, tokens already in the KV cache, >= 0.
+	PrefixLen int64 `json:"prefix_len"`
+	// ExtendLen is E_i, tokens computed this forward, >= 0.
+	ExtendLen int64 `json:"extend_len"`
+}
+
+// EstimatorContext is the static information the estimator reads (A2.2).
+// The MQA chunk caps reuse mqa.chunk_rows' MQAChunkConfig (A2.2 calls it
+// MQAChunkCap), validated here with A2.7's stricter rules.
+type EstimatorContext struct {
+	// PageSize is the KV page size in tokens, >= 1.
+	PageSize int64 `json:"page_size"`
+	// CPSize is the attention CP size c, in [1, MaxCP].
+	CPSize int64 `json:"cp_size"`
+	// MLARowBytes is one materialized MLA KV row, >= 1 (default 656).
+	MLARowBytes int64 `json:"mla_row_bytes"`
+	// IndexRowBytes is one materialized NSA index-K row, >= 1 (default 132).
+	IndexRowBytes int64 `json:"index_row_bytes"`
+	// VocabSize is the logits width, >= 1.
+	VocabSize int64 `json:"vocab_size"`
+	// LogitRowsPerReq is the logits rows kept per request, >= 0 (default 1).
+	LogitRowsPerReq int64 `json:"logit_rows_per_req"`
+	// TransferEnabled turns on the PD per-layer transfer descriptors.
+	TransferEnabled bool `json:"transfer_enabled"`
+	// TransferLayers is the number of KV buffers transferred (MTP included), >= 0.
+	TransferLayers int64 `json:"transfer_layers"`
+	// DescriptorBytes is one transfer descriptor, >= 1 (default 24).
+	DescriptorBytes int64 `json:"descriptor_bytes"`
+	// PageDescriptorBytes is one row-scoped page descriptor, >= 1 (default 16).
+	PageDescriptorBytes int64 `json:"page_descriptor_bytes"`
+	// RowRemapBytes is one row-aware loc remap entry, >= 1 (default 8).
+	RowRemapBytes int64 `json:"row_remap_bytes"`
+	// Chunk holds the MQA-logits chunk caps, at most one set.
+	Chunk MQAChunkConfig `json:"chunk"`
+	// BsGt1L1PrefetchEnabled adds the next layer's dense buffers (A2.4).
+	BsGt1L1PrefetchEnabled bool `json:"bs_gt1_l1_prefetch_enabled"`
+}
+
+// DefaultEstimatorContext is A2.2's defaults for a page size and CP size:
+// 656/132-byte rows, last-token logits over A2.5's vocabulary, 24/16/8-byte
+// descriptors, no chunk cap, transfer and L1 prefetch off.
+func DefaultEstimatorContext(pageSize, cpSize int64) EstimatorContext {
+	return EstimatorContext{
+		PageSize: pageSize, CPSize: cpSize,
+		MLARowBytes: DefaultMLARowBytes, IndexRowBytes: DefaultIndexRowBytes,
+		VocabSize: DefaultVocabSize, LogitRowsPerReq: DefaultLogitRowsPerReq,
+		DescriptorBytes: DefaultDescriptorBytes, PageDescriptorBytes: DefaultPageDescriptorBytes,
+		RowRemapBytes: DefaultRowRemapBytes,
+	}
+}
+
+// RankMQA is one CP rank's fused MQA-logits matrix (A2.3).
+type RankMQA struct {
+	// Rank is r.
+	Rank int64 `json:"rank"`
+	// QRows is Q_r, the query rows of r's two zigzag segments over the batch.
+	QRows int64 `json:"q_rows"`
+	// KRows is K_r, each request's prefix plus its extend up to the end of r's later segment.
+	KRows int64 `json:"k_rows"`
+	// ChunkRows is R_r, the query rows of one chunk under the cap.
+	ChunkRows int64 `json:"chunk_rows"`
+	// PeakBytes is R_r·K_r·4.
+	PeakBytes int64 `json:"peak_bytes"`
+}
+
+// Estimate is the estimator's result (A2.4), every term in bytes.
+type Estimate struct {
+	// MLAMaterializeBytes is rows·MLARowBytes.
+	MLAMaterializeBytes int64 `json:"mla_materialize_bytes"`
+	// IndexMaterializeBytes is rows·IndexRowBytes.
+	IndexMaterializeBytes int64 `json:"index_materialize_bytes"`
+	// RemapMetadataBytes is Σ (pages_i·PageDescriptorBytes + ctx_i·RowRemapBytes).
+	RemapMetadataBytes int64 `json:"remap_metadata_bytes"`
+	// TransferDescriptorBytes is Σ ceil(E_i/PageSize)·TransferLayers·DescriptorBytes, or 0.
+	TransferDescriptorBytes int64 `json:"transfer_descriptor_bytes"`
+	// LogitsWindowBytes is n_reqs·LogitRowsPerReq·VocabSize·4.
+	LogitsWindowBytes int64 `json:"logits_window_bytes"`
+	// MQALogitsPeakBytes is the worst rank's PeakBytes.
+	MQALogitsPeakBytes int64 `json:"mqa_logits_peak_bytes"`
+	// PrefetchBytes is MLA + index materialization with L1 prefetch on, else 0.
+	PrefetchBytes int64 `json:"prefetch_bytes"`
+	// LayerForwardPeakBytes is MLA + index + MQA.
+	LayerForwardPeakBytes int64 `json:"layer_forward_peak_bytes"`
+	// PerForwardBytes is remap + transfer + logits window.
+	PerForwardBytes int64 `json:"per_forward_bytes"`
+	// TotalBytes is per-forward + layer-forward peak + prefetch.
+	TotalBytes int64 `json:"total_bytes"`
+	// WorstRank is the smallest rank attaining MQALogitsPeakBytes.
+	WorstRank int64 `json:"worst_rank"`
+	// PerRank lists every rank's matrix, ascending; len == CPSize.
+	PerRank []RankMQA `json:"per_rank"`
+}
+
+// BufferGate is the --cp-shared-kv-prefill-max-buffer-size decision on
+// the last request of a batch (A1.9 C5): the batch before it is already
+// admitted, and it may join unless the estimate of the whole batch exceeds
+// the limit. A batch of one is never refused (no deadlock).
+type BufferGate struct {
+	// MaxBufferSizeBytes is the limit, >= 1.
+	MaxBufferSizeBytes int64 `json:"max_buffer_size_bytes"`
+	// Admit says the last request may join the batch.
+	Admit bool `json:"admit"`
+	// AloneOverLimit marks a single request whose own estimate exceeds the
+	// limit, admitted alone (A1.9 logs one WARNING for it).
+	AloneOverLimit bool `json:"alone_over_limit"`
+	// Detail is BufferGateDetail when the request is refused; omitted otherwise.
+	Detail string `json:"detail,omitempty"`
+}
+
+// AdmissionEstimateInput is the input of admission.estimate.
+type AdmissionEstimateInput struct {
+	// Context is the estimator's static information.
+	Context EstimatorContext `json:"context"`
+	// Requests is the batch in admission order; the last one is the
+	// gate's candidate. May be empty.
+	Requests []EstimateReq `json:"requests"`
+	// MaxBufferSizeBytes, when set, applies the gate; nil turns it off.
+	MaxBufferSizeBytes *int64 `json:"max_buffer_size_bytes,omitempty"`
+}
+
+// AdmissionEstimateOutput is the output of admission.estimate.
+type AdmissionEstimateOutput struct {
+	// Estimate is the batch's buffer estimate.
+	Estimate Estimate `json:"estimate"`
+	// Gate is the max-buffer-size decision; omitted when no limit is set.
+	Gate *BufferGate `json:"gate,omitempty"`
+}
+
+// ValidateEstimatorContext checks ctx in field order (A2.7) with JSON
+// paths under "context.": page size, CP size, the byte constants and
+// vocabulary (>= 1), the logit rows and transfer layers (>= 0), then the
+// chunk caps.
+func ValidateEstimatorContext(ctx EstimatorContext) error {
+	if ctx.PageSize < 1 {
+		return Reject(ErrInvalidPageSize, "context.page_size", ctx.PageSize, ">= 1")
+	}
+	if ctx.CPSize < 1 {
+		return Reject(ErrBadCPSize, "context.cp_size", ctx.CPSize, ">= 1")
+	}
+	if ctx.CPSize > MaxCP {
+		return Reject(ErrInvalidCPSize, "context.cp_size", ctx.CPSize, fmt.Sprintf("<= %d (MaxCP)", MaxCP))
+	}
+	atLeastOne := []struct {
+		field string
+		v     int64
+	}{
+		{"context.mla_row_bytes", ctx.MLARowBytes},
+		{"context.index_row_bytes", ctx.IndexRowBytes},
+		{"context.vocab_size", ctx.VocabSize},
+	}
+	for _, f := range atLeastOne {
+		if f.v < 1 {
+			return Reject(ErrEstimatorParam, f.field, f.v, ">= 1")
+		}
+	}
+	if ctx.LogitRowsPerReq < 0 {
+		return Reject(ErrNegative, "context.logit_rows_per_req", ctx.LogitRowsPerReq, ">= 0")
+	}
+	if ctx.TransferLayers < 0 {
+		return Reject(ErrNegative, "context.transfer_layers", ctx.TransferLayers, ">= 0")
+	}
+	for _, f := range []struct {
+		field string
+		v     int64
+	}{
+		{"context.descriptor_bytes", ctx.DescriptorBytes},
+		{"context.page_descriptor_bytes", ctx.PageDescriptorBytes},
+		{"context.row_remap_bytes", ctx.RowRemapBytes},
+	} {
+		if f.v < 1 {
+			return Reject(ErrEstimatorParam, f.field, f.v, ">= 1")
+		}
+	}
+	return CheckEstimatorChunk("context.chunk", ctx.Chunk)
+}
+
+// CheckEstimatorChunk validates the chunk caps under A2.7: not both (the
+// seed rejected a silent precedence), a row cap >= 1, a GiB cap positive,
+// finite and at least one byte once converted (int(g·2^30) >= 1). A
+// non-finite value is reported as its string, since JSON cannot carry it.
+func CheckEstimatorChunk(field string, c MQAChunkConfig) error {
+	if c.MaxRows != nil && c.MaxGB != nil {
+		return Reject(ErrConfig, field, "max_rows and max_gb",
+			EnvMQAChunkMaxRows+" and "+EnvMQAChunkMaxGB+" are mutually exclusive; set one")
+	}
+	if c.MaxRows != nil && *c.MaxRows < 1 {
+		return Reject(ErrConfig, field+".max_rows", *c.MaxRows, "an integer >= 1 ("+EnvMQAChunkMaxRows+")")
+	}
+	if c.MaxGB == nil {
+		return nil
+	}
+	g := *c.MaxGB
+	switch {
+	case math.IsNaN(g) || math.IsInf(g, 0):
+		return Reject(ErrConfig, field+".max_gb", strconv.FormatFloat(g, 'g', -1, 64), "a positive finite number ("+EnvMQAChunkMaxGB+")")
+	case g <= 0:
+		return Reject(ErrConfig, field+".max_gb", g, "a positive finite number ("+EnvMQAChunkMaxGB+")")
+	case g < 1.0/(1<<30):
+		// g·2^30 < 1 exactly (scaling by a power of two is exact here).
+		return Reject(ErrConfig, field+".max_gb", g, "int(max_gb·2^30) >= 1 byte ("+EnvMQAChunkMaxGB+" is too small)")
+	}
+	return nil
+}
+
+// ParseEstimatorChunkEnv reads the two A2.2 environment values once, up
+// front (A2.6 invariant 6). An empty or whitespace-only value is unset;
+// others are trimmed of surrounding whitespace, as Python's int() and
+// float() do, then parsed as a decimal integer and a float. Errors name the
+// variable and quote its value.
+func ParseEstimatorChunkEnv(maxRows, maxGB string) (MQAChunkConfig, error) {
+	var c MQAChunkConfig
+	rows, gb := strings.TrimSpace(maxRows), strings.TrimSpace(maxGB)
+	if rows != "" && gb != "" {
+		return c, Reject(ErrConfig, EnvMQAChunkMaxRows, rows,
+			EnvMQAChunkMaxRows+" and "+EnvMQAChunkMaxGB+" are mutually exclusive; set one")
+	}
+	if rows != "" {
+		n, err := strconv.ParseInt(rows, 10, 64)
+		if err != nil || n < 1 {
+			return MQAChunkConfig{}, Reject(ErrConfig, EnvMQAChunkMaxRows, strconv.Quote(maxRows), "an integer >= 1")
+		}
+		c.MaxRows = &n
+	}
+	if gb != "" {
+		g, err := strconv.ParseFloat(gb, 64)
+		if (err != nil && !isRangeErr(err)) || math.IsNaN(g) || math.IsInf(g, 0) || g <= 0 {
+			return MQAChunkConfig{}, Reject(ErrConfig, EnvMQAChunkMaxGB, strconv.Quote(maxGB), "a positive finite number")
+		}
+		if g < 1.0/(1<<30) {
+			return MQAChunkConfig{}, Reject(ErrConfig, EnvMQAChunkMaxGB, strconv.Quote(maxGB), "int(g·2^30) >= 1 byte (too small)")
+		}
+		c.MaxGB = &g
+	}
+	return c, nil
+}
+
+// isRangeErr reports a ParseFloat range error, whose result (±Inf or a
+// rounded-to-zero value) the caller then judges by value.
+func isRangeErr(err error) bool {
+	ne, ok := err.(*strconv.NumError)
+	return ok && ne.Err == strconv.ErrRange
+}
+
+// CheckEstimateReqs rejects the first request (in order) with a negative
+// prefix or extend length, prefix first.
+func CheckEstimateReqs(reqs []EstimateReq) error {
+	for i, r := range reqs {
+		if err := CheckEstimateReq(i, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckEstimateReq rejects request r at index i of the batch when a length
+// is negative (A2.7), naming requests[i].prefix_len or .extend_len.
+func CheckEstimateReq(i int, r EstimateReq) error {
+	if r.PrefixLen < 0 {
+		return Reject(ErrNegative, Idx("requests", i)+".prefix_len", r.PrefixLen, ">= 0")
+	}
+	if r.ExtendLen < 0 {
+		return Reject(ErrNegative, Idx("requests", i)+".extend_len", r.ExtendLen, ">= 0")
+	}
+	return nil
+}
+
+// ValidateAdmissionEstimate checks everything but overflow, in the
+// contract order: context, the output's size under lim (per_rank has
+// cp_size entries), the gate's limit, then the requests.
+func ValidateAdmissionEstimate(lim Limits, in AdmissionEstimateInput) error {
+	if err := ValidateEstimatorContext(in.Context); err != nil {
+		return err
+	}
+	if err := lim.CheckOutput("context.cp_size", in.Context.CPSize, rankMQABytes); err != nil {
+		return err
+	}
+	if m := in.MaxBufferSizeBytes; m != nil && *m < 1 {
+		return Reject(ErrEstimatorParam, "max_buffer_size_bytes", *m, ">= 1")
+	}
+	return CheckEstimateReqs(in.Requests)
+}
+
+// EstimateOverflow is the error of a term whose exact value exceeds int64
+// (A2.7): the field names the term, the value its operands (for the MQA
+// term the rank's rows, which always fit), the bound int64's maximum.
+// Both twins build it from the same arguments.
+func EstimateOverflow(term, operands string) error {
+	return Reject(ErrOverflow, "estimate."+term, operands, fmt.Sprintf("<= %d (int64); overflow computing %s", int64(math.MaxInt64), term))
+}
+
+// The operands each summed term reports on overflow: its formula, which
+// does not depend on where the running sum first overflowed.
+const (
+	OperandsRows      = "Σ ceil((prefix_len+extend_len)/page_size)·page_size"
+	OperandsMLA       = "rows·mla_row_bytes"
+	OperandsIndex     = "rows·index_row_bytes"
+	OperandsRemap     = "Σ (pages·page_descriptor_bytes + ctx·row_remap_bytes)"
+	OperandsTransfer  = "Σ ceil(extend_len/page_size)·transfer_layers·descriptor_bytes"
+	OperandsLogits    = "n_reqs·logit_rows_per_req·vocab_size·4"
+	OperandsPrefetch  = "mla + index materialization"
+	OperandsLayerPeak = "mla + index + mqa"
+	OperandsPerFwd    = "remap + transfer + logits window"
+	OperandsTotal     = "per-forward + layer-forward peak + prefetch"
+)
+
+// MQAOverflowOperands is the MQA term's operands for rank r.
+func MQAOverflowOperands(r, q, k, rows int64) string {
+	return fmt.Sprintf("rank %d: chunk_rows=%d × k_rows=%d × 4 (q_rows=%d)", r, rows, k, q)
+}
+
+// EstimatorSplit is request e's zigzag split for CP size c as a one-request
+// Layout (A2.3, cp-layout.md §1.2): 2c segments, the first e mod 2c one
+// token longer. It is BuildLayoutUnpadded's rule without that builder's
+// preconditions (c >= 2, e >= 2c), which the estimator does not have: c = 1
+// is the non-CP shape, and a short extend leaves its last segments empty.
+// Preconditions: 1 <= c <= MaxCP, e >= 0.
+func EstimatorSplit(c int, e int64) Layout {
+	ns := int64(2 * c)
+	lay := Layout{CP: c, L: []int{int(e)}, S: [][]int{make([]int, ns)}, V: [][]int{make([]int, ns)}}
+	q, m := e/ns, e%ns
+	for k := range ns {
+		lay.S[0][k] = int(q)
+		if k < m {
+			lay.S[0][k]++
+		}
+		lay.V[0][k] = lay.S[0][k]
+	}
+	return lay
+}
+
+// EstimateBuffers is A2's estimator: validates ctx and reqs, then computes
+// every A2.4 term of the batch. Terms are exact; the first (in A2.4's
+// order, MQA ranks ascending) whose value exceeds int64 is an ErrOverflow.
+func EstimateBuffers(ctx EstimatorContext, reqs []EstimateReq) (Estimate, error) {
+	if err := ValidateEstimatorContext(ctx); err != nil {
+		return Estimate{}, err
+	}
+	if err := CheckEstimateReqs(reqs); err != nil {
+		return Estimate{}, err
+	}
+	return estimateExact(ctx, reqs)
+}
+
+// AdmissionEstimate is admission.estimate (A2, A1.9 C5): the estimate of
+// the batch and, with a limit, the gate's decision on its last request.
+func AdmissionEstimate(lim Limits, in AdmissionEstimateInput) (AdmissionEstimateOutput, error) {
+	if err := ValidateAdmissionEstimate(lim, in); err != nil {
+		return AdmissionEstimateOutput{}, err
+	}
+	est, err := estimateExact(in.Context, in.Requests)
+	if err != nil {
+		return AdmissionEstimateOutput{}, err
+	}
+	out := AdmissionEstimateOutput{Estimate: est}
+	if in.MaxBufferSizeBytes != nil {
+		g := GateOn(est.TotalBytes, len(in.Requests), *in.MaxBufferSizeBytes)
+		out.Gate = &g
+	}
+	return out, nil
+}
+
+// GateOn is the max-buffer-size gate (A1.9 C5) for a batch of n requests
+// whose estimate is total: the last request joins unless it is not alone
+// (n >= 2) and total exceeds maxBytes. A single request over the limit is
+// admitted alone and flagged.
+func GateOn(total int64, n int, maxBytes int64) BufferGate {
+	over := total > maxBytes
+	g := BufferGate{MaxBufferSizeBytes: maxBytes, Admit: !over || n <= 1, AloneOverLimit: over && n == 1}
+	if !g.Admit {
+		g.Detail = BufferGateDetail
+	}
+	return g
+}
+
+// exact is an int64 check on a big integer: v's value, or an overflow
+// error naming term.
+func exact(v *big.Int, term, operands string) (int64, error) {
+	if !v.IsInt64() {
+		return 0, EstimateOverflow(term, operands)
+	}
+	return v.Int64(), nil
+}
+
+func bi(x int64) *big.Int { return big.NewInt(x) }
+
+// estimateExact computes A2.4 term by term in exact arithmetic, checking
+// each result against int64 in the order the terms are listed.
+func estimateExact(ctx EstimatorContext, reqs []EstimateReq) (Estimate, error) {
+	ps := bi(ctx.PageSize)
+	rows, remap, transfer := new(big.Int), new(big.Int), new(big.Int)
+	for _, r := range reqs {
+		ctxLen := new(big.Int).Add(bi(r.PrefixLen), bi(r.ExtendLen))
+		pages := ceilDiv(ctxLen, ps)
+		rows.Add(rows, new(big.Int).Mul(pages, ps))
+		remap.Add(remap, new(big.Int).Mul(pages, bi(ctx.PageDescriptorBytes)))
+		remap.Add(remap, new(big.Int).Mul(ctxLen, bi(ctx.RowRemapBytes)))
+		if ctx.TransferEnabled {
+			t := ceilDiv(bi(r.ExtendLen), ps)
+			t.Mul(t, bi(ctx.TransferLayers))
+			transfer.Add(transfer, t.Mul(t, bi(ctx.DescriptorBytes)))
+		}
+	}
+	var est Estimate
+	var err error
+	if _, err = exact(rows, "rows", OperandsRows); err != nil {
+		return Estimate{}, err
+	}
+	mla := new(big.Int).Mul(rows, bi(ctx.MLARowBytes))
+	index := new(big.Int).Mul(rows, bi(ctx.IndexRowBytes))
+	logits := new(big.Int).Mul(bi(int64(len(reqs))), bi(ctx.LogitRowsPerReq))
+	logits.Mul(logits, bi(ctx.VocabSize))
+	logits.Mul(logits, bi(MQALogitsElemBytes))
+	for _, t := range []struct {
+		dst      *int64
+		v        *big.Int
+		term, op string
+	}{
+		{&est.MLAMaterializeBytes, mla, "mla_materialize_bytes", OperandsMLA},
+		{&est.IndexMaterializeBytes, index, "index_materialize_bytes", OperandsIndex},
+		{&est.RemapMetadataBytes, remap, "remap_metadata_bytes", OperandsRemap},
+		{&est.TransferDescriptorBytes, transfer, "transfer_descriptor_bytes", OperandsTransfer},
+		{&est.LogitsWindowBytes, logits, "logits_window_bytes", OperandsLogits},
+	} {
+		if *t.dst, err = exact(t.v, t.term, t.op); err != nil {
+			return Estimate{}, err
+		}
+	}
+	if est.PerRank, err = mqaRanks(ctx, reqs); err != nil {
+		return Estimate{}, err
+	}
+	for _, rk := range est.PerRank {
+		if rk.PeakBytes > est.MQALogitsPeakBytes {
+			est.MQALogitsPeakBytes, est.WorstRank = rk.PeakBytes, rk.Rank
+		}
+	}
+	return sumTerms(ctx, est)
+}
+
+// sumTerms fills the three groups and the total of A2.4, exactly.
+func sumTerms(ctx EstimatorContext, est Estimate) (Estimate, error) {
+	dense := new(big.Int).Add(bi(est.MLAMaterializeBytes), bi(est.IndexMaterializeBytes))
+	prefetch := new(big.Int)
+	if ctx.BsGt1L1PrefetchEnabled {
+		prefetch.Set(dense)
+	}
+	layer := new(big.Int).Add(dense, bi(est.MQALogitsPeakBytes))
+	perFwd := new(big.Int).Add(bi(est.RemapMetadataBytes), bi(est.TransferDescriptorBytes))
+	perFwd.Add(perFwd, bi(est.LogitsWindowBytes))
+	total := new(big.Int).Add(perFwd, layer)
+	total.Add(total, prefetch)
+	var err error
+	for _, t := range []struct {
+		dst      *int64
+		v        *big.Int
+		term, op string
+	}{
+		{&est.PrefetchBytes, prefetch, "prefetch_bytes", OperandsPrefetch},
+		{&est.LayerForwardPeakBytes, layer, "layer_forward_peak_bytes", OperandsLayerPeak},
+		{&est.PerForwardBytes, perFwd, "per_forward_bytes", OperandsPerFwd},
+		{&est.TotalBytes, total, "total_bytes", OperandsTotal},
+	} {
+		if *t.dst, err = exact(t.v, t.term, t.op); err != nil {
+			return Estimate{}, err
+		}
+	}
+	return est, nil
+}
+
+// mqaRanks is A2.3 for every rank: each request's zigzag split adds its
+// segments r and 2c−1−r to Q_r, and its prefix plus the end of segment
+// 2c−1−r (the later one) to K_r; the chunk rows follow the cap. The
+// caller has checked rows, which bounds every Q_r and K_r.
+func mqaRanks(ctx EstimatorContext, reqs []EstimateReq) ([]RankMQA, error) {
+	c := int(ctx.CPSize)
+	q, k := make([]int64, c), make([]int64, c)
+	for _, rq := range reqs {
+		lay := EstimatorSplit(c, rq.ExtendLen)
+		for r := range c {
+			m := lay.Mirror(r)
+			q[r] += int64(lay.S[0][r] + lay.S[0][m])
+			k[r] += rq.PrefixLen + int64(lay.SegStart(0, m)+lay.S[0][m])
+		}
+	}
+	ranks := make([]RankMQA, c)
+	for r := range c {
+		rows := estimatorChunkRows(q[r], k[r], ctx.Chunk)
+		peak := new(big.Int).Mul(bi(rows), bi(k[r]))
+		p, err := exact(peak.Mul(peak, bi(MQALogitsElemBytes)), "mqa_logits_peak_bytes", MQAOverflowOperands(int64(r), q[r], k[r], rows))
+		if err != nil {
+			return nil, err
+		}
+		ranks[r] = RankMQA{Rank: int64(r), QRows: q[r], KRows: k[r], ChunkRows: rows, PeakBytes: p}
+	}
+	return ranks, nil
+}
+
+// estimatorChunkRows is A2.3's R for Q query and K context rows: Q without
+// a cap (the estimator stays conservative), min(Q, n) under a row cap,
+// min(Q, max(1, cap/(4K))) under a GiB cap with cap = int(g·2^30), taken
+// exactly (Python's int() of the float product, which can exceed int64).
+// No query rows means no chunk.
+func estimatorChunkRows(q, k int64, c MQAChunkConfig) int64 {
+	switch {
+	case q == 0:
+		return 0
+	case c.MaxRows != nil:
+		return min(q, *c.MaxRows)
+	case c.MaxGB != nil:
+		capB := GBCapExact(*c.MaxGB)
+		per := new(big.Int).Quo(capB, new(big.Int).Mul(bi(k), bi(MQALogitsElemBytes)))
+		if per.Cmp(bi(q)) >= 0 {
+			return q
+		}
+		return max(1, per.Int64())
+	}
+	return q
+}
+
+// GBCapExact is int(g·2^30) for a positive finite g as an exact integer:
+// the float product by 2^30 is exact, and truncating it is Python's int().
+func GBCapExact(g float64) *big.Int {
+	f := new(big.Float).SetFloat64(g)
+	f.SetMantExp(f, 30)
+	n, _ := f.Int(nil)
+	return n
+}
+
+// ceilDiv is ceil(a/b) for a >= 0, b >= 1.
+func ceilDiv(a, b *big.Int) *big.Int {
+	q, m := new(big.Int).QuoRem(a, b, new(big.Int))
+	if m.Sign() != 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return q
+}
