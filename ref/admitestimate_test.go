@@ -200,7 +200,9 @@ func TestEstimateBadInput(t *testing.T) {
 		{"descriptor bytes 0", func(in *ref.AdmissionEstimateInput) { in.Context.DescriptorBytes = 0 }, ref.ErrEstimatorParam, "context.descriptor_bytes"},
 		{"page descriptor bytes 0", func(in *ref.AdmissionEstimateInput) { in.Context.PageDescriptorBytes = 0 }, ref.ErrEstimatorParam, "context.page_descriptor_bytes"},
 		{"row remap bytes 0", func(in *ref.AdmissionEstimateInput) { in.Context.RowRemapBytes = 0 }, ref.ErrEstimatorParam, "context.row_remap_bytes"},
-		{"both caps (A2-B3)", func(in *ref.AdmissionEstimateInput) { in.Context.Chunk = ref.MQAChunkConfig{MaxRows: &rows, MaxGB: &gb} }, ref.ErrConfig, "context.chunk"},
+		{"both caps (A2-B3)", func(in *ref.AdmissionEstimateInput) {
+			in.Context.Chunk = ref.MQAChunkConfig{MaxRows: &rows, MaxGB: &gb}
+		}, ref.ErrConfig, "context.chunk"},
 		{"row cap 0", func(in *ref.AdmissionEstimateInput) { in.Context.Chunk.MaxRows = &neg }, ref.ErrConfig, "context.chunk.max_rows"},
 		{"gb cap NaN", func(in *ref.AdmissionEstimateInput) { in.Context.Chunk.MaxGB = &nan }, ref.ErrConfig, "context.chunk.max_gb"},
 		{"gb cap under one byte", func(in *ref.AdmissionEstimateInput) { in.Context.Chunk.MaxGB = &tiny }, ref.ErrConfig, "context.chunk.max_gb"},
