@@ -298,6 +298,7 @@ func All() []Entry {
 		RemapLocs(),
 		DraftInput(),
 		MQAChunkRows(),
+		AdmissionEstimate(),
 		MQAChunkedTopK(),
 		NSAIndexPlan(),
 		FP8StorePages(),

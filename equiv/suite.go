@@ -115,6 +115,7 @@ func Suites() []Suite {
 		Erase(RemapLocs()),
 		Erase(DraftInput()),
 		Erase(MQAChunkRows()),
+		Erase(AdmissionEstimate()),
 		Erase(MQAChunkedTopK()),
 		Erase(NSAIndexPlan()),
 		Erase(FP8StorePages()),
