@@ -160,17 +160,22 @@ type estimator struct {
 	rows, remap, transfer acc
 	q, k                  []int64
 	sumE, sumCtx          int64 // saturating, for A2-B2's full-request rows
+	capB                  int64 // int(g·2^30) of a GiB cap below 2^63 bytes, else -1
 }
 
 func newEstimator(ctx ref.EstimatorContext, f estimatefault.Faults) *estimator {
 	if f.BothCapsRowWins {
 		ctx.Chunk = rowCapWins(ctx.Chunk)
 	}
-	return &estimator{ctx: ctx, f: f, q: make([]int64, ctx.CPSize), k: make([]int64, ctx.CPSize)}
+	e := &estimator{ctx: ctx, f: f, q: make([]int64, ctx.CPSize), k: make([]int64, ctx.CPSize), capB: -1}
+	if g := ctx.Chunk.MaxGB; g != nil && *g*(1<<30) < 1<<63 {
+		e.capB = int64(*g * (1 << 30))
+	}
+	return e
 }
 
 func (e *estimator) reset() {
-	*e = estimator{ctx: e.ctx, f: e.f, q: e.q, k: e.k}
+	*e = estimator{ctx: e.ctx, f: e.f, q: e.q, k: e.k, capB: e.capB}
 	clear(e.q)
 	clear(e.k)
 }
@@ -215,8 +220,9 @@ func (e *estimator) add(r ref.EstimateReq) {
 	e.remap = e.remap.plus(remap.v, !remap.over)
 	e.transfer = e.transfer.plus(transfer.v, !transfer.over)
 	c := int(e.ctx.CPSize)
+	z := split(c, r)
 	for rk := range c {
-		dq, dk := rankShare(c, rk, r)
+		dq, dk := z.share(rk)
 		e.q[rk] = addSat(e.q[rk], dq)
 		e.k[rk] = addSat(e.k[rk], dk)
 	}
@@ -225,22 +231,30 @@ func (e *estimator) add(r ref.EstimateReq) {
 	e.n++
 }
 
-// rankShare is request r's share of rank rk's matrix (A2.3) in closed
-// form: with b = E/(2c) and m = E mod 2c, segment j has b + [j < m] rows
-// and ends at (j+1)·b + min(j+1, m); rank rk gets segments rk and
-// 2c−1−rk, and the prefix plus the end of the later one.
-func rankShare(c, rk int, r ref.EstimateReq) (dq, dk int64) {
+// zigzag is one request's split over 2c segments in closed form (A2.3):
+// with b = E/(2c) and m = E mod 2c, segment j has b + [j < m] rows and
+// ends at (j+1)·b + min(j+1, m).
+type zigzag struct{ ns, b, m, prefix int64 }
+
+func split(c int, r ref.EstimateReq) zigzag {
 	ns := int64(2 * c)
-	b, m := r.ExtendLen/ns, r.ExtendLen%ns
-	j, mirror := int64(rk), ns-1-int64(rk)
-	seg := func(j int64) int64 {
-		if j < m {
-			return b + 1
-		}
-		return b
+	return zigzag{ns: ns, b: r.ExtendLen / ns, m: r.ExtendLen % ns, prefix: r.PrefixLen}
+}
+
+// share is the request's share of rank rk's matrix: segments rk and
+// 2c−1−rk as query rows, and the prefix plus the end of the later one as
+// context rows.
+func (z zigzag) share(rk int) (dq, dk int64) {
+	j, mirror := int64(rk), z.ns-1-int64(rk)
+	dq = 2 * z.b
+	if j < z.m {
+		dq++
 	}
-	end := (mirror+1)*b + min(mirror+1, m) // <= E: no overflow
-	return seg(j) + seg(mirror), addSat(r.PrefixLen, end)
+	if mirror < z.m {
+		dq++
+	}
+	end := (mirror+1)*z.b + min(mirror+1, z.m) // <= E: no overflow
+	return dq, addSat(z.prefix, end)
 }
 
 // build is the estimate of the committed batch plus extra (if any), with
@@ -304,16 +318,20 @@ func (e *estimator) mqa(est *ref.Estimate, extra *ref.EstimateReq, sumE, sumCtx 
 	if perRank {
 		est.PerRank = make([]ref.RankMQA, c)
 	}
+	var z zigzag
+	if extra != nil {
+		z = split(c, *extra)
+	}
 	for rk := range c {
 		q, k := e.q[rk], e.k[rk]
 		if extra != nil {
-			dq, dk := rankShare(c, rk, *extra)
+			dq, dk := z.share(rk)
 			q, k = addSat(q, dq), addSat(k, dk)
 		}
 		if e.f.FullRequestQK {
 			q, k = sumE, sumCtx
 		}
-		rows := chunkRows(q, k, e.ctx.Chunk)
+		rows := e.chunkRows(q, k)
 		peak, ok := mul(rows, k)
 		if ok {
 			peak, ok = mul(peak, ref.MQALogitsElemBytes)
@@ -362,9 +380,10 @@ func (e *estimator) groups(est ref.Estimate) (ref.Estimate, error) {
 }
 
 // chunkRows is A2.3's R. The GiB cap int(g·2^30) fits int64 unless g >=
-// 2^33; then the exact quotient is taken in math/big (never on a real
-// configuration, but the reference is exact and so is this).
-func chunkRows(q, k int64, c ref.MQAChunkConfig) int64 {
+// 2^33 (capB < 0); then the exact quotient is taken in math/big (never on
+// a real configuration, but the reference is exact and so is this).
+func (e *estimator) chunkRows(q, k int64) int64 {
+	c := e.ctx.Chunk
 	switch {
 	case q == 0:
 		return 0
@@ -372,18 +391,14 @@ func chunkRows(q, k int64, c ref.MQAChunkConfig) int64 {
 		return min(q, *c.MaxRows)
 	case c.MaxGB == nil:
 		return q
-	}
-	x := *c.MaxGB * (1 << 30)
-	if x >= 1<<63 {
+	case e.capB < 0:
 		per := new(big.Int).Quo(ref.GBCapExact(*c.MaxGB), new(big.Int).Mul(big.NewInt(k), big.NewInt(ref.MQALogitsElemBytes)))
 		if per.Cmp(big.NewInt(q)) >= 0 {
 			return q
 		}
 		return max(1, per.Int64())
-	}
-	capB := int64(x)
-	if k > math.MaxInt64/ref.MQALogitsElemBytes {
+	case k > math.MaxInt64/ref.MQALogitsElemBytes:
 		return 1 // 4K > cap: one row, the floor
 	}
-	return min(q, max(1, capB/(k*ref.MQALogitsElemBytes)))
+	return min(q, max(1, e.capB/(k*ref.MQALogitsElemBytes)))
 }
