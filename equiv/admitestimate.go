@@ -405,7 +405,7 @@ func estimateRanks(_ ref.Limits, in estIn, out estOut) error {
 		sumQ += got.QRows
 	}
 	if sumQ != sumE {
-		return fmt.Errorf("Σ Q_r = %d, want Σ E_i = %d", sumQ, sumE)
+		return fmt.Errorf("the ranks hold %d query rows (Σ Q_r), want Σ E_i = %d", sumQ, sumE)
 	}
 	return nil
 }
