@@ -300,6 +300,7 @@ func All() []Entry {
 		MQAChunkRows(),
 		MQAChunkedTopK(),
 		NSAIndexPlan(),
+		IndexTopkOverrides(),
 		FP8StorePages(),
 		FP8MaterializePages(),
 		FP8DequantTopK(),

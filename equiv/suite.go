@@ -117,6 +117,7 @@ func Suites() []Suite {
 		Erase(MQAChunkRows()),
 		Erase(MQAChunkedTopK()),
 		Erase(NSAIndexPlan()),
+		Erase(IndexTopkOverrides()),
 		Erase(FP8StorePages()),
 		Erase(FP8MaterializePages()),
 		Erase(FP8DequantTopK()),

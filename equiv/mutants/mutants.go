@@ -63,6 +63,8 @@ func All() []equiv.Killable {
 		SharedLayerMissingPrevTopk(),
 		HiCacheIndexBytesEveryLayer(),
 		PatternCharsetCForFull(),
+		OffsetZeroInjected(),
+		FlagsReplaceJSON(),
 		FullMaterializeStaleCurrent(),
 		ContractMismatchAccepted(),
 		NoSaturation(),
