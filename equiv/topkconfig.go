@@ -62,7 +62,9 @@ func drawOverrideJSON(t *rapid.T) string {
 	}
 	keys := rapid.Permutation(overrideKeys).Draw(t, "keys")
 	keys = keys[:rapid.IntRange(0, len(keys)).Draw(t, "n_keys")]
-	ws := func(label string) string { return rapid.SampledFrom([]string{"", "", " ", "\n  ", "\t"}).Draw(t, label) }
+	ws := func(label string) string {
+		return rapid.SampledFrom([]string{"", "", " ", "\n  ", "\t"}).Draw(t, label)
+	}
 	var b strings.Builder
 	b.WriteString(ws("ws_open") + "{")
 	for i, k := range keys {
