@@ -301,6 +301,7 @@ func All() []Entry {
 		MQAChunkedTopK(),
 		NSAIndexPlan(),
 		IndexTopkOverrides(),
+		DeepGEMMWarmupPlan(),
 		FP8StorePages(),
 		FP8MaterializePages(),
 		FP8DequantTopK(),

@@ -118,6 +118,7 @@ func Suites() []Suite {
 		Erase(MQAChunkedTopK()),
 		Erase(NSAIndexPlan()),
 		Erase(IndexTopkOverrides()),
+		Erase(DeepGEMMWarmupPlan()),
 		Erase(FP8StorePages()),
 		Erase(FP8MaterializePages()),
 		Erase(FP8DequantTopK()),
