@@ -264,8 +264,6 @@ func dgAfter(in ref.DeepGEMMWarmupInput, edit func([]ref.DeepGEMMCacheEntry) []r
 
 func keepCache(c []ref.DeepGEMMCacheEntry) []ref.DeepGEMMCacheEntry { return c }
 
-func strPtr(s string) *string { return &s }
-
 // dgBoundary: §S3.4's grid sizes at the three m_max values, the empty
 // contig grid, the hit / stale / miss / corrupt / foreign-schema paths,
 // a failed replay, a failed write, warmup disabled, and the env mapping.

@@ -71,8 +71,12 @@ func TestIndexTopkOverridesFeedTheIndexPlan(t *testing.T) {
 	if strings.Contains(out.JSON, ref.KeyIndexSkipTopkOffset) {
 		t.Fatalf("offset 0 reached the config: %s", out.JSON)
 	}
-	if layer0Injected := max(0-0+1, 0)%4 != 0; !layer0Injected {
+	// Bug S4-B1's injected offset 0 would make layer 0 S: max(0-0+1, 0) % 4 = 1.
+	if injected := dsaSkip(0, 0, 4); !injected {
 		t.Fatal("the S4-B1 arithmetic no longer shows layer 0 as S")
+	}
+	if dsaSkip(0, 3, 4) {
+		t.Fatal("layer 0 is S under offset 3")
 	}
 }
 
@@ -100,3 +104,7 @@ func TestIndexTopkOverridesBadInput(t *testing.T) {
 		}
 	}
 }
+
+// dsaSkip is §S4.3's rule without a pattern: layer l is S iff
+// max(l - offset + 1, 0) % freq != 0.
+func dsaSkip(l, offset, freq int) bool { return max(l-offset+1, 0)%freq != 0 }
