@@ -301,6 +301,8 @@ func All() []Entry {
 		AdmissionEstimate(),
 		MQAChunkedTopK(),
 		NSAIndexPlan(),
+		IndexTopkOverrides(),
+		DeepGEMMWarmupPlan(),
 		FP8StorePages(),
 		FP8MaterializePages(),
 		FP8DequantTopK(),

@@ -118,6 +118,8 @@ func Suites() []Suite {
 		Erase(AdmissionEstimate()),
 		Erase(MQAChunkedTopK()),
 		Erase(NSAIndexPlan()),
+		Erase(IndexTopkOverrides()),
+		Erase(DeepGEMMWarmupPlan()),
 		Erase(FP8StorePages()),
 		Erase(FP8MaterializePages()),
 		Erase(FP8DequantTopK()),

@@ -39,8 +39,10 @@ type Config struct {
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are the
 	// http.Server timeouts; ShutdownTimeout bounds the graceful drain.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout, ShutdownTimeout time.Duration
-	// Logger receives structured logs: panics at ERROR, request errors at
-	// WARN, successes at DEBUG. Use slog.New(slog.DiscardHandler) to silence it.
+	// Logger receives structured logs (admission-serving.md §S5): request
+	// successes at DEBUG, failed requests and recovered panics at WARN,
+	// start-up and shutdown at INFO, only a failed shutdown at ERROR. Use
+	// slog.New(slog.DiscardHandler) to silence it.
 	Logger *slog.Logger
 	// Prefix bounds the prefix-index pools of /v1/prefix: pool count,
 	// capacity per pool, and tokens per request (longer lists get 413).

@@ -71,13 +71,11 @@ func (e *apiError) body() ErrorBody {
 	return b
 }
 
-// writeError answers e and logs it: server faults at ERROR, client errors at WARN.
+// writeError answers e and logs it once at WARN, server faults included:
+// the server recovers from every failed request, and admission-serving.md
+// §S5.3 keeps ERROR for conditions it does not recover from.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *apiError) {
-	level := slog.LevelWarn
-	if e.status >= 500 && e.status != http.StatusServiceUnavailable {
-		level = slog.LevelError
-	}
-	s.log.LogAttrs(r.Context(), level, "request failed",
+	s.log.LogAttrs(r.Context(), slog.LevelWarn, "request failed",
 		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", e.status),
 		slog.String("message", e.message), slog.String("param", e.param))
 	b, err := encode(e.body())

@@ -57,7 +57,8 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 				panic(p)
 			}
 			s.metrics.panics.Inc()
-			s.log.LogAttrs(r.Context(), slog.LevelError, "panic recovered",
+			// WARN, not ERROR: the request fails, the server carries on (§S5.3).
+			s.log.LogAttrs(r.Context(), slog.LevelWarn, "panic recovered",
 				slog.String("method", r.Method), slog.String("path", r.URL.Path),
 				slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))
 			if sw.status != 0 {

@@ -1,7 +1,8 @@
 // Command kvtwin serves, audits, benchmarks and replays kvtwin's catalog of
 // KV-cache algorithms: `kvtwin serve`, `kvtwin audit`, `kvtwin fixtures gen|check`,
-// `kvtwin bench`, `kvtwin bugzoo` and `kvtwin replay` (a request trace through the
-// radix prefix cache). Run `kvtwin help` for the flags of each.
+// `kvtwin bench`, `kvtwin bugzoo`, `kvtwin replay` (a request trace through the
+// radix prefix cache) and `kvtwin warmup-plan` (the DeepGEMM warmup plan). Run
+// `kvtwin help` for the flags of each.
 package main
 
 import (
@@ -58,6 +59,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServeCmd(), newAuditCmd(), newFixturesCmd(), newBenchCmd(), newBugzooCmd(), newReplayCmd())
+	root.AddCommand(newServeCmd(), newAuditCmd(), newFixturesCmd(), newBenchCmd(), newBugzooCmd(), newReplayCmd(), newWarmupPlanCmd())
 	return root
 }

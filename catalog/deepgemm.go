@@ -1,0 +1,61 @@
+package catalog
+
+import (
+	"fmt"
+
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// DeepGEMMWarmupPlan registers deepgemm.warmup_plan (admission-serving.md §S3).
+func DeepGEMMWarmupPlan() *Op[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput] {
+	return &Op[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput]{
+		OpName:  "deepgemm.warmup_plan",
+		SpecRef: "admission-serving.md §S3",
+		Summary: "DeepGEMM JIT warmup: env prepared before import, m_max, sparse per-category M grids, manifest keys and hit/miss/stale decisions with the rewritten manifest",
+		Ref:     ref.DeepGEMMWarmupPlan,
+		Fast:    fast.DeepGEMMWarmupPlan,
+		// A cold start on an H200: no manifest, three GLM-5-like kernels.
+		Sample: DeepGEMMColdStart(3),
+		Shapes: []Shape[ref.DeepGEMMWarmupInput]{
+			{Name: "cold-start-64-kernels", Make: func() ref.DeepGEMMWarmupInput { return DeepGEMMColdStart(64) }},
+			{Name: "restart-all-hits-64-kernels", Make: func() ref.DeepGEMMWarmupInput { return DeepGEMMRestart(64) }},
+		},
+	}
+}
+
+// DeepGEMMBuildH200 is a fingerprint build for an H200 with wheel 0.1.2.
+var DeepGEMMBuildH200 = ref.DeepGEMMBuild{DeepGEMMVersion: "0.1.2", IncludePath: "/usr/local/lib/python3.12/site-packages/deep_gemm/include",
+	Device: "NVIDIA H200", SM: "90", CUDA: "12.8"}
+
+// DeepGEMMColdStart is a first start with n kernels (cycling through the
+// three categories over distinct shapes), each compiling one cache entry,
+// and no manifest yet.
+func DeepGEMMColdStart(n int) ref.DeepGEMMWarmupInput {
+	in := ref.DeepGEMMWarmupInput{
+		Env:                map[string]string{"HOME": "/root", "SGLANG_DG_CACHE_DIR": "/data/dg-cache"},
+		ChunkedPrefillSize: 16384,
+		Alignment:          128,
+		Build:              DeepGEMMBuildH200,
+		Kernels:            []ref.DeepGEMMKernel{},
+		Cache:              []ref.DeepGEMMCacheEntry{},
+	}
+	types := []string{ref.KernelGEMMNT, ref.KernelGroupedMasked, ref.KernelGroupedContig}
+	for i := range n {
+		in.Kernels = append(in.Kernels, ref.DeepGEMMKernel{KernelType: types[i%3], N: 7168 + 128*int64(i/3), K: 2048,
+			NumGroups: []int64{1, 8, 8}[i%3], Compiles: []string{fmt.Sprintf("kernel.k%03d", i)}})
+	}
+	return in
+}
+
+// DeepGEMMRestart is the restart after DeepGEMMColdStart(n): the manifest
+// and cache it left, so every kernel is a verified hit.
+func DeepGEMMRestart(n int) ref.DeepGEMMWarmupInput {
+	in := DeepGEMMColdStart(n)
+	// The cold start is valid, so err is nil; were it not, the shape would
+	// stay a cold start rather than stop the bench.
+	if out, err := ref.DeepGEMMWarmupPlan(ref.DefaultLimits(), in); err == nil {
+		in.Manifest, in.Cache = out.Manifest, out.Cache
+	}
+	return in
+}
