@@ -11,7 +11,6 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-
 // req is a §A1.12 request (L1Prefix, HostHit, ExtendLen, MaxNewTokens).
 func req(rid string, l1, host, extend, maxNew int64) ref.Request {
 	return ref.Request{RID: rid, InputLen: l1 + host + extend, MaxNewTokens: maxNew, L1Prefix: l1, HostHit: host}

@@ -56,23 +56,23 @@ type StopDetail string
 
 // Stop details (§A1.10).
 const (
-	DetailQueueExhausted      StopDetail = "queue_exhausted"
-	DetailMaxRunning          StopDetail = "max_running_requests"
-	DetailRemTotal            StopDetail = "rem_total_tokens"
-	DetailRemInput            StopDetail = "rem_input_tokens"
-	DetailRemChunk            StopDetail = "rem_chunk_tokens"
-	DetailTruncationAlign     StopDetail = "truncation_align"
-	DetailBudgetTotal         StopDetail = "budget_total"
-	DetailBudgetCurrent       StopDetail = "budget_current"
-	DetailBudgetInput         StopDetail = "budget_input"
-	DetailBudgetChunk         StopDetail = "budget_chunk"
-	DetailCPMaxRequests       StopDetail = "cp_max_requests"
-	DetailCPMaxExtendTokens   StopDetail = "cp_max_total_extend_tokens"
-	DetailCPMaxCachedTokens   StopDetail = "cp_max_total_cached_tokens"
-	DetailCPMaxBufferSize     StopDetail = "cp_max_buffer_size"
-	detailNone                StopDetail = ""
-	admissionClip                        = 4096 // SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION (§A1.3)
-	admissionLoadBackThreshold           = 10   // hiradix_cache load_back_threshold (§A1.6 step 5)
+	DetailQueueExhausted       StopDetail = "queue_exhausted"
+	DetailMaxRunning           StopDetail = "max_running_requests"
+	DetailRemTotal             StopDetail = "rem_total_tokens"
+	DetailRemInput             StopDetail = "rem_input_tokens"
+	DetailRemChunk             StopDetail = "rem_chunk_tokens"
+	DetailTruncationAlign      StopDetail = "truncation_align"
+	DetailBudgetTotal          StopDetail = "budget_total"
+	DetailBudgetCurrent        StopDetail = "budget_current"
+	DetailBudgetInput          StopDetail = "budget_input"
+	DetailBudgetChunk          StopDetail = "budget_chunk"
+	DetailCPMaxRequests        StopDetail = "cp_max_requests"
+	DetailCPMaxExtendTokens    StopDetail = "cp_max_total_extend_tokens"
+	DetailCPMaxCachedTokens    StopDetail = "cp_max_total_cached_tokens"
+	DetailCPMaxBufferSize      StopDetail = "cp_max_buffer_size"
+	detailNone                 StopDetail = ""
+	admissionClip                         = 4096 // SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION (§A1.3)
+	admissionLoadBackThreshold            = 10   // hiradix_cache load_back_threshold (§A1.6 step 5)
 )
 
 // MaxAdmitTokens bounds every token count, budget and coefficient of the
