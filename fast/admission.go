@@ -36,6 +36,8 @@ type adder struct {
 	l2Loaded  int64
 	est       ref.BufferEstimator
 	batch     []ref.PlannedEntry // the estimator's view of the batch, reused
+	lin       *ref.LinearBuffer  // the JSON buffer model, summed incrementally
+	linSum    int64              // lin's estimate of the admitted batch
 	admitted  []ref.AdmittedReq
 	warnings  []string
 }
@@ -92,7 +94,9 @@ func newAdder(in *ref.RoundInput, f admitfault.Faults) *adder {
 		n = int(*cfg.CP.MaxRequests + 1)
 	}
 	a.admitted = make([]ref.AdmittedReq, 0, n)
-	if a.est != nil {
+	if a.est != nil && cfg.CP.Estimator == nil {
+		a.lin = cfg.CP.BufferModel // O(1) per decision instead of a pass over the batch
+	} else if a.est != nil {
 		a.batch = make([]ref.PlannedEntry, 0, n+1)
 	}
 	return a
@@ -164,9 +168,32 @@ func (a *adder) admit(e ref.AdmittedReq, cumExt int64) {
 			a.cumCached -= e.LoadedFromL2
 		}
 	}
-	if a.est != nil {
+	switch {
+	case a.lin != nil:
+		a.linSum += a.linTerm(e.PrefixLen, e.RunExtend) // the gate just summed it without overflow
+	case a.est != nil:
 		a.batch = append(a.batch, ref.PlannedEntry{PrefixLen: e.PrefixLen, RunExtend: e.RunExtend})
 	}
+}
+
+func (a *adder) linTerm(prefix, extend int64) int64 {
+	return a.lin.PerRequest + a.lin.PerPrefixToken*prefix + a.lin.PerExtendToken*extend
+}
+
+// estimate is the buffer estimate of the batch plus the candidate: the
+// linear model's running sum, or the estimator over the whole batch. The
+// linear path fails exactly where LinearBuffer.Estimate would: at the
+// candidate's index, since the batch's own sum was checked when its last
+// entry was the candidate.
+func (a *adder) estimate(prefix, extend int64) (int64, error) {
+	if a.lin == nil {
+		return a.est(append(a.batch, ref.PlannedEntry{PrefixLen: prefix, RunExtend: extend}))
+	}
+	b := a.linTerm(prefix, extend)
+	if ref.AddOverflows(a.linSum, b) {
+		return 0, ref.Reject(ref.ErrOverflow, ref.Idx("buffer_estimate.batch", len(a.admitted)), b, "running total fits int64")
+	}
+	return a.linSum + b, nil
 }
 
 type verdict struct {
@@ -280,7 +307,7 @@ func (a *adder) cpGates(cached, prefix, chargeExt, runExt int64) (verdict, error
 		return verdict{ref.Other, ref.DetailCPMaxExtendTokens, false}, nil
 	}
 	if a.est != nil {
-		bytes, err := a.est(append(a.batch, ref.PlannedEntry{PrefixLen: prefix, RunExtend: runExt}))
+		bytes, err := a.estimate(prefix, runExt)
 		if err != nil {
 			return verdict{}, err
 		}
@@ -292,7 +319,7 @@ func (a *adder) cpGates(cached, prefix, chargeExt, runExt int64) (verdict, error
 }
 
 func (a *adder) warnIfOversized(rid string, prefix, runExt int64) error {
-	bytes, err := a.est(append(a.batch[:0], ref.PlannedEntry{PrefixLen: prefix, RunExtend: runExt}))
+	bytes, err := a.estimate(prefix, runExt) // the batch is empty here
 	if err != nil {
 		return err
 	}
