@@ -73,16 +73,22 @@ func TestAdmissionPropertiesCatchWrongRounds(t *testing.T) {
 		{"queue-order", "cp", func(o *ref.RoundResult) { o.Admitted[0], o.Admitted[1] = o.Admitted[1], o.Admitted[0] }},
 		{"queue-order", "cp", func(o *ref.RoundResult) { o.Stop.RID = "b" }},
 		{"at-most-one-chunk", "chunk", func(o *ref.RoundResult) { o.Admitted[0].Chunked = true }},
-		{"at-most-one-chunk", "chunk", func(o *ref.RoundResult) { o.Admitted = append(o.Admitted, ref.AdmittedReq{RID: "b", RunExtend: 10, ChargedExtend: 16}) }},
+		{"at-most-one-chunk", "chunk", func(o *ref.RoundResult) {
+			o.Admitted = append(o.Admitted, ref.AdmittedReq{RID: "b", RunExtend: 10, ChargedExtend: 16})
+		}},
 		{"cp-bounds", "cp", func(o *ref.RoundResult) { o.CumCached += 600 }},
-		{"cp-bounds", "cp", func(o *ref.RoundResult) { o.Admitted = append(o.Admitted, ref.AdmittedReq{}, ref.AdmittedReq{}, ref.AdmittedReq{}) }},
+		{"cp-bounds", "cp", func(o *ref.RoundResult) {
+			o.Admitted = append(o.Admitted, ref.AdmittedReq{}, ref.AdmittedReq{}, ref.AdmittedReq{})
+		}},
 		{"inertness", "inert", func(o *ref.RoundResult) { o.Stop.Detail = ref.DetailBudgetInput }},
 		{"lift-bound", "cp", func(o *ref.RoundResult) { o.EffectiveCPExtendLimit = ap64(4096) }},
 		{"lift-bound", "cp", func(o *ref.RoundResult) { o.RemInputTokens += 100 }},
 		{"single-request-fits-alone", "alone", func(o *ref.RoundResult) {
 			o.Admitted, o.Stop = nil, ref.RoundStop{Result: ref.Other, Detail: ref.DetailCPMaxCachedTokens, RID: "a"}
 		}},
-		{"monotone-in-every-budget", "cp", func(o *ref.RoundResult) { o.Admitted = append(o.Admitted, ref.AdmittedReq{RID: "zz"}, ref.AdmittedReq{RID: "zz"}) }},
+		{"monotone-in-every-budget", "cp", func(o *ref.RoundResult) {
+			o.Admitted = append(o.Admitted, ref.AdmittedReq{RID: "zz"}, ref.AdmittedReq{RID: "zz"})
+		}},
 	}
 	props := equiv.AdmissionProps()
 	for name, out := range good {

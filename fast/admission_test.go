@@ -1,6 +1,8 @@
 package fast_test
 
 import (
+	"errors"
+	"math"
 	"testing"
 
 	"github.com/kvtwin/kvtwin/catalog"
@@ -49,4 +51,24 @@ func BenchmarkAdmissionRound1000Ref(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/req")
+}
+
+// TestAdmissionBufferOverflowMatchesRef: the incremental linear buffer
+// model fails with the reference's error (same batch index) when the
+// batch's estimate overflows int64, rather than wrapping.
+func TestAdmissionBufferOverflowMatchesRef(t *testing.T) {
+	maxBuf := int64(math.MaxInt64)
+	in := ref.RoundInput{
+		Config: ref.AdderConfig{PageSize: 1, MaxPrefillTokens: 1 << 20, MaxRunningRequests: 1000,
+			CP: &ref.CPAdmission{MaxBufferSizeBytes: &maxBuf, BufferModel: &ref.LinearBuffer{PerPrefixToken: ref.MaxLinearBufferCoeff}}},
+		Pool: ref.PoolState{Available: 1 << 20},
+	}
+	for i := range 200 {
+		in.Queue = append(in.Queue, ref.Request{RID: string(rune('A'+i%26)) + string(rune('a'+i/26)), InputLen: ref.MaxAdmitTokens, L1Prefix: ref.MaxAdmitTokens - 1})
+	}
+	_, rerr := ref.AdmitRound(ref.DefaultLimits(), in)
+	_, ferr := fast.AdmitRound(ref.DefaultLimits(), in)
+	if !errors.Is(ferr, ref.ErrOverflow) || rerr == nil || rerr.Error() != ferr.Error() {
+		t.Errorf("ref %v, fast %v: want the same overflow error", rerr, ferr)
+	}
 }
