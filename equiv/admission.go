@@ -145,6 +145,13 @@ func AdmissionValid(t *rapid.T) ref.RoundInput {
 	}
 	in.Pool.Evictable = locked + rapid.SampledFrom([]int64{0, 0, 100, 5000}).Draw(t, "spare_evictable")
 	in.Pool.Available = rapid.OneOf(rapid.Int64Range(0, 4000), rapid.Int64Range(0, 60000), rapid.Just[int64](1_000_000)).Draw(t, "available")
+	if q := in.Queue; len(q) > 0 && q[0].L1PrefixEvictable > 0 && rapid.IntRange(0, 3).Draw(t, "tight") == 0 {
+		// Tight memory for the first request: it fits before its lock and
+		// not after (§A1.6 step 4's re-check), unless running requests or
+		// mixed decode already took the slack.
+		total := ref.TotalTokens(q[0].InputLen-q[0].L1Prefix, &q[0])
+		in.Pool.Available = max(0, total-in.Pool.Evictable+rapid.Int64Range(1, q[0].L1PrefixEvictable).Draw(t, "slack"))
+	}
 	if rapid.IntRange(0, 3).Draw(t, "l2_cap_on") == 0 {
 		in.L2LoadBackCapacity = p64(rapid.Int64Range(0, 10000).Draw(t, "l2_cap"))
 	}

@@ -17,11 +17,12 @@ func faultyRound(f admitfault.Faults) func(ref.Limits, ref.RoundInput) (ref.Roun
 // admissionMutant builds one §A1.15 mutant.
 func admissionMutant(id, section, about string, f admitfault.Faults) equiv.Killable {
 	return &equiv.Mutant[ref.RoundInput, ref.RoundResult]{
-		Spec:    equiv.AdmissionRound(),
-		ID:      id,
-		Section: section,
-		About:   about,
-		Fn:      faultyRound(f),
+		Spec:     equiv.AdmissionRound(),
+		ID:       id,
+		Section:  section,
+		About:    about,
+		Fn:       faultyRound(f),
+		Scenario: "equiv/testdata/admission_" + id + ".txt",
 	}
 }
 
