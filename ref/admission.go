@@ -188,15 +188,9 @@ func (a *refAdder) addOneReq(field string, r *Request) (verdict, error) {
 	}
 	chargeExt, runExt, maxNew, chunked := input, extend, ChargeMaxNew(r.MaxNewTokens), false
 	if c := a.remChunk(); c != nil && input > *c {
-		trunc := FloorPage(*c, ps)
-		if trunc <= 0 {
-			return unlock(verdict{Other, DetailRemChunk, false})
-		}
-		if al := a.cfg.TruncationAlignSize; al != nil {
-			if trunc < *al {
-				return unlock(verdict{Other, DetailTruncationAlign, false})
-			}
-			trunc = trunc / *al * *al
+		trunc, stop := a.chunkCut(*c)
+		if stop != detailNone {
+			return unlock(verdict{Other, stop, false})
 		}
 		if a.hasNewChunk() {
 			return verdict{}, secondChunkError(field, a.cfg)
@@ -224,6 +218,22 @@ func (a *refAdder) addOneReq(field string, r *Request) (verdict, error) {
 	a.entries = append(a.entries, e)
 	res, detail := a.budgetState()
 	return verdict{res, detail, true}, nil
+}
+
+// chunkCut is §A1.6 step 7's cut of a request that does not fit the chunk
+// budget remChunk: page-floored, then aligned; or the detail it stops with.
+func (a *refAdder) chunkCut(remChunk int64) (int64, StopDetail) {
+	trunc := FloorPage(remChunk, a.cfg.PageSize)
+	if trunc <= 0 {
+		return 0, DetailRemChunk
+	}
+	if al := a.cfg.TruncationAlignSize; al != nil {
+		if trunc < *al {
+			return 0, DetailTruncationAlign
+		}
+		trunc = trunc / *al * *al
+	}
+	return trunc, detailNone
 }
 
 // cpGates runs C3, C4 and C5 (§A1.9) on a non-empty batch.

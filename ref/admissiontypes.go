@@ -56,23 +56,43 @@ type StopDetail string
 
 // Stop details (§A1.10).
 const (
-	DetailQueueExhausted       StopDetail = "queue_exhausted"
-	DetailMaxRunning           StopDetail = "max_running_requests"
-	DetailRemTotal             StopDetail = "rem_total_tokens"
-	DetailRemInput             StopDetail = "rem_input_tokens"
-	DetailRemChunk             StopDetail = "rem_chunk_tokens"
-	DetailTruncationAlign      StopDetail = "truncation_align"
-	DetailBudgetTotal          StopDetail = "budget_total"
-	DetailBudgetCurrent        StopDetail = "budget_current"
-	DetailBudgetInput          StopDetail = "budget_input"
-	DetailBudgetChunk          StopDetail = "budget_chunk"
-	DetailCPMaxRequests        StopDetail = "cp_max_requests"
-	DetailCPMaxExtendTokens    StopDetail = "cp_max_total_extend_tokens"
-	DetailCPMaxCachedTokens    StopDetail = "cp_max_total_cached_tokens"
-	DetailCPMaxBufferSize      StopDetail = "cp_max_buffer_size"
-	detailNone                 StopDetail = ""
-	admissionClip                         = 4096 // SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION (§A1.3)
-	admissionLoadBackThreshold            = 10   // hiradix_cache load_back_threshold (§A1.6 step 5)
+	// DetailQueueExhausted: the queue ran out (result CONTINUE).
+	DetailQueueExhausted StopDetail = "queue_exhausted"
+	// DetailMaxRunning: running + admitted reached max_running_requests.
+	DetailMaxRunning StopDetail = "max_running_requests"
+	// DetailRemTotal: §A1.6 step 3/4: total tokens do not fit rem_total_tokens.
+	DetailRemTotal StopDetail = "rem_total_tokens"
+	// DetailRemInput: §A1.6 step 3/6: the input does not fit rem_input_tokens.
+	DetailRemInput StopDetail = "rem_input_tokens"
+	// DetailRemChunk: §A1.6 step 7: the chunk budget holds no whole page.
+	DetailRemChunk StopDetail = "rem_chunk_tokens"
+	// DetailTruncationAlign: §A1.6 step 7: the cut is below truncation_align_size.
+	DetailTruncationAlign StopDetail = "truncation_align"
+	// DetailBudgetTotal: budget_state after admission: rem_total_tokens <= 0.
+	DetailBudgetTotal StopDetail = "budget_total"
+	// DetailBudgetCurrent: budget_state after admission: cur_rem_tokens <= 0.
+	DetailBudgetCurrent StopDetail = "budget_current"
+	// DetailBudgetInput: budget_state after admission: rem_input_tokens <= 0.
+	DetailBudgetInput StopDetail = "budget_input"
+	// DetailBudgetChunk: budget_state after admission: rem_chunk_tokens <= 0.
+	DetailBudgetChunk StopDetail = "budget_chunk"
+	// DetailCPMaxRequests: CP gate C2: request count.
+	DetailCPMaxRequests StopDetail = "cp_max_requests"
+	// DetailCPMaxExtendTokens: CP gate C4: total extend tokens.
+	DetailCPMaxExtendTokens StopDetail = "cp_max_total_extend_tokens"
+	// DetailCPMaxCachedTokens: CP gate C3: total cached tokens after load-back.
+	DetailCPMaxCachedTokens StopDetail = "cp_max_total_cached_tokens"
+	// DetailCPMaxBufferSize: CP gate C5: buffer estimate.
+	DetailCPMaxBufferSize StopDetail = "cp_max_buffer_size"
+	// detailNone: no stop (Continue).
+	detailNone StopDetail = ""
+)
+
+const (
+	// admissionClip is SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION (§A1.3).
+	admissionClip = 4096
+	// admissionLoadBackThreshold is hiradix_cache's load_back_threshold (§A1.6 step 5).
+	admissionLoadBackThreshold = 10
 )
 
 // MaxAdmitTokens bounds every token count, budget and coefficient of the
