@@ -282,6 +282,8 @@ func All() []Entry {
 		GroupContiguous(),
 		LayerBlocks(),
 		RadixScript(),
+		AdmissionRound(),
+		AdmissionScript(),
 		BigramKey(),
 		PageHashes(),
 		OwnerCounts(),

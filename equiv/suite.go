@@ -99,6 +99,8 @@ func Suites() []Suite {
 		Erase(GroupContiguous()),
 		Erase(LayerBlocks()),
 		Erase(RadixScript()),
+		Erase(AdmissionRound()),
+		Erase(AdmissionScript()),
 		Erase(BigramKey()),
 		Erase(PageHashes()),
 		Erase(OwnerCounts()),

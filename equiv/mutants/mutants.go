@@ -19,6 +19,12 @@ const MaxCases = 1000
 func All() []equiv.Killable {
 	zoo := []equiv.Killable{
 		LPFStorageAccepted(),
+		CachedGateBeforeLoadBack(),
+		CPGatesOnEmptyBatch(),
+		CPNoLegacyLift(),
+		CPUserLimitUncapped(),
+		CPLimitNotDefaulted(),
+		LockRecheckSkipped(),
 		FlagsFromFloat32(),
 		ChunkPageStartZero(),
 		GroupLengthMismatch(),

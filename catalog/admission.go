@@ -1,0 +1,89 @@
+package catalog
+
+import (
+	"fmt"
+
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// AdmissionRound registers admission.round (admission-serving.md §A1): one
+// PrefillAdder queue walk with its stop reason and budget snapshot.
+func AdmissionRound() *Op[ref.RoundInput, ref.RoundResult] {
+	return &Op[ref.RoundInput, ref.RoundResult]{
+		OpName:  "admission.round",
+		SpecRef: "admission-serving.md §A1",
+		Summary: "prefill admission: walk the waiting queue under total, input, chunk and CP shared-KV budgets; the batch, stop reason and budgets",
+		Ref:     ref.AdmitRound,
+		Fast:    fast.AdmitRound,
+		Sample:  admissionSample(),
+		Shapes: []Shape[ref.RoundInput]{
+			{Name: "queue-1000-all-admitted", Make: func() ref.RoundInput { return AdmissionQueue(1000, false) }},
+			{Name: "queue-1000-cp-gates", Make: func() ref.RoundInput { return AdmissionQueue(1000, true) }},
+		},
+	}
+}
+
+// AdmissionScript registers admission.script: consecutive rounds under one
+// configuration, carrying the chunked request between them.
+func AdmissionScript() *Op[ref.AdmissionScriptInput, ref.AdmissionScriptOutput] {
+	return &Op[ref.AdmissionScriptInput, ref.AdmissionScriptOutput]{
+		OpName:  "admission.script",
+		SpecRef: "admission-serving.md §A1.7, §A1.10",
+		Summary: "prefill admission over several rounds: each step's queue walk, the chunked request carried to the next",
+		Ref:     ref.AdmissionScript,
+		Fast:    fast.AdmissionScript,
+		Sample: ref.AdmissionScriptInput{Config: admissionSample().Config, Steps: []ref.AdmissionStep{
+			{Pool: ref.PoolState{Available: 100000}, Queue: []ref.Request{{RID: "a", InputLen: 20000, MaxNewTokens: 16}}},
+			{Pool: ref.PoolState{Available: 100000}, Queue: []ref.Request{{RID: "b", InputLen: 300, MaxNewTokens: 16}}},
+		}},
+		Shapes: []Shape[ref.AdmissionScriptInput]{
+			{Name: "16-rounds-of-64", Make: func() ref.AdmissionScriptInput {
+				in := ref.AdmissionScriptInput{Config: AdmissionQueue(0, true).Config}
+				for s := range 16 {
+					q := AdmissionQueue(64, true)
+					for i := range q.Queue {
+						q.Queue[i].RID = fmt.Sprintf("s%d-%s", s, q.Queue[i].RID)
+					}
+					in.Steps = append(in.Steps, ref.AdmissionStep{Pool: q.Pool, Queue: q.Queue})
+				}
+				return in
+			}},
+		},
+	}
+}
+
+func ptr(v int64) *int64 { return &v }
+
+// admissionSample is §A1.12 E6, the seed's bench case.
+func admissionSample() ref.RoundInput {
+	return ref.RoundInput{
+		Config: ref.AdderConfig{PageSize: 64, NewTokenRatio: 0.7, MaxPrefillTokens: 16384, ChunkedPrefillSize: ptr(8192),
+			MaxRunningRequests: 64, HierarchicalCache: true, CP: &ref.CPAdmission{MaxTotalCachedTokens: ptr(4096)}},
+		Pool: ref.PoolState{Available: 100000},
+		Queue: []ref.Request{{RID: "A", InputLen: 4160, MaxNewTokens: 16, HostHit: 4096},
+			{RID: "B", InputLen: 4160, MaxNewTokens: 16, HostHit: 4096}},
+	}
+}
+
+// AdmissionQueue is the performance shape: n requests, every one admitted
+// (budgets sized to the queue), with L1 prefixes, some host hits and, when
+// cp is set, every CP gate configured (and passing) including the buffer
+// model, so each decision runs the whole §A1.6 path.
+func AdmissionQueue(n int, cp bool) ref.RoundInput {
+	in := ref.RoundInput{
+		Config: ref.AdderConfig{PageSize: 64, NewTokenRatio: 0.7, MaxPrefillTokens: 1 << 36, MaxRunningRequests: int64(n) + 1},
+		Pool:   ref.PoolState{Available: 1 << 36, Evictable: 1 << 30},
+		Queue:  make([]ref.Request, n),
+	}
+	if cp {
+		in.Config.CP = &ref.CPAdmission{MaxRequests: ptr(int64(n) + 1), MaxTotalExtendTokens: ptr(1 << 36), MaxTotalCachedTokens: ptr(1 << 36),
+			MaxBufferSizeBytes: ptr(1 << 60), BufferModel: &ref.LinearBuffer{PerRequest: 4096, PerPrefixToken: 656, PerExtendToken: 788}}
+	}
+	for i := range in.Queue {
+		l1 := int64(64 * (i % 8))
+		in.Queue[i] = ref.Request{RID: fmt.Sprintf("r%d", i), InputLen: l1 + int64(64*(i%4)) + 500 + int64(i%97), MaxNewTokens: int64(16 + i%300),
+			L1Prefix: l1, L1PrefixEvictable: l1 / 2, HostHit: int64(64 * (i % 4))}
+	}
+	return in
+}

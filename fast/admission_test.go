@@ -1,0 +1,74 @@
+package fast_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// TestAdmissionRoundAllocatesPerRoundNotPerRequest checks the fast path was
+// taken: a 1,000-request round with every CP gate running allocates a
+// bounded number of times (the rid set, the batch and the estimator view),
+// not once per decision as the reference's per-read recomputation does.
+func TestAdmissionRoundAllocatesPerRoundNotPerRequest(t *testing.T) {
+	in := catalog.AdmissionQueue(1000, true)
+	out, err := fast.AdmitRound(ref.DefaultLimits(), in)
+	if err != nil || len(out.Admitted) != 1000 || out.Stop.Detail != ref.DetailQueueExhausted {
+		t.Fatalf("shape no longer admits the whole queue: %d admitted, stop %+v, %v", len(out.Admitted), out.Stop, err)
+	}
+	if n := testing.AllocsPerRun(5, func() { _, _ = fast.AdmitRound(ref.DefaultLimits(), in) }); n > 40 {
+		t.Errorf("a 1,000-request round allocated %v times, want a per-round bound (<= 40)", n)
+	}
+}
+
+// BenchmarkAdmissionRound1000 is the target: one admission
+// decision per request on a 1,000-request queue, every CP gate and the
+// buffer model evaluated, all requests admitted (fast <= 1 µs per decision).
+func BenchmarkAdmissionRound1000(b *testing.B) {
+	in := catalog.AdmissionQueue(1000, true)
+	lim := ref.DefaultLimits()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := fast.AdmitRound(lim, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/req")
+}
+
+// BenchmarkAdmissionRound1000Ref is the reference on the same queue, for
+// the ratio (it recomputes every budget from the batch on each read).
+func BenchmarkAdmissionRound1000Ref(b *testing.B) {
+	in := catalog.AdmissionQueue(1000, true)
+	lim := ref.DefaultLimits()
+	for b.Loop() {
+		if _, err := ref.AdmitRound(lim, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/req")
+}
+
+// TestAdmissionBufferOverflowMatchesRef: the incremental linear buffer
+// model fails with the reference's error (same batch index) when the
+// batch's estimate overflows int64, rather than wrapping.
+func TestAdmissionBufferOverflowMatchesRef(t *testing.T) {
+	maxBuf := int64(math.MaxInt64)
+	in := ref.RoundInput{
+		Config: ref.AdderConfig{PageSize: 1, MaxPrefillTokens: 1 << 20, MaxRunningRequests: 1000,
+			CP: &ref.CPAdmission{MaxBufferSizeBytes: &maxBuf, BufferModel: &ref.LinearBuffer{PerPrefixToken: ref.MaxLinearBufferCoeff}}},
+		Pool: ref.PoolState{Available: 1 << 20},
+	}
+	for i := range 200 {
+		in.Queue = append(in.Queue, ref.Request{RID: string(rune('A'+i%26)) + string(rune('a'+i/26)), InputLen: ref.MaxAdmitTokens, L1Prefix: ref.MaxAdmitTokens - 1})
+	}
+	_, rerr := ref.AdmitRound(ref.DefaultLimits(), in)
+	_, ferr := fast.AdmitRound(ref.DefaultLimits(), in)
+	if !errors.Is(ferr, ref.ErrOverflow) || rerr == nil || rerr.Error() != ferr.Error() {
+		t.Errorf("ref %v, fast %v: want the same overflow error", rerr, ferr)
+	}
+}
