@@ -309,25 +309,38 @@ var httpStatusNames = map[int64]string{
 	507: "INSUFFICIENT_STORAGE", 508: "LOOP_DETECTED", 510: "NOT_EXTENDED", 511: "NETWORK_AUTHENTICATION_REQUIRED",
 }
 
-// StreamErrorInput is the input of serving.stream_error_chunk (S1.3,
-// streaming abort typing).
+// StreamErrorInput is the input of serving.stream_error_chunk: one item of
+// the generation stream (S1.3 streaming abort typing, S2.5 first-chunk
+// preflight).
 type StreamErrorInput struct {
-	// FinishReason is the chunk's finish reason exactly as the engine sent
-	// it (any JSON value; null when the chunk has none).
-	FinishReason json.RawMessage `json:"finish_reason"`
+	// FinishReason is the item's finish reason exactly as the engine sent
+	// it (any JSON value; null or absent when the item has none).
+	FinishReason json.RawMessage `json:"finish_reason,omitempty"`
+	// Chunk is the data the normal chunk path sends for this item (the
+	// chunk's JSON text), used when the item is not an error.
+	Chunk string `json:"chunk"`
+	// First is true for the stream's first item, before the status is committed.
+	First bool `json:"first,omitempty"`
+	// Preflight is --stream-first-chunk-preflight.
+	Preflight bool `json:"preflight,omitempty"`
 }
 
-// StreamErrorOutput says whether the chunk ends the stream with an error.
+// StreamErrorOutput is what the server sends for the item.
 type StreamErrorOutput struct {
-	// Emit is true when an error chunk is sent and the stream stops; false is
-	// a graceful abort or a normal chunk: the normal chunk path continues.
+	// Emit is true when the item is an error that ends the stream; false is
+	// a normal chunk or a graceful abort (the normal chunk path continues).
 	Emit bool `json:"emit"`
 	// Code is the normalized integer status code (0 when Emit is false).
 	Code int64 `json:"code"`
 	// ErrType is the chosen err_type ("" when Emit is false).
 	ErrType string `json:"err_type"`
-	// SSE is the exact bytes sent: the error chunk then data: [DONE] ("" when Emit is false).
-	SSE string `json:"sse"`
+	// Status is the HTTP status this item commits: set on the first item
+	// only (200, or the error's code under preflight), 0 afterwards.
+	Status int64 `json:"status"`
+	// ContentType is the committed content type on the first item, "" afterwards.
+	ContentType string `json:"content_type"`
+	// Body is the exact bytes sent for the item.
+	Body string `json:"body"`
 }
 
 // StatusCodeDigits normalizes a status_code per S1.3: a JSON integer
@@ -358,32 +371,25 @@ func StatusCodeDigits(raw string, isString bool) (int64, bool, error) {
 }
 
 // StreamErrorChunk applies streaming abort typing (admission-serving.md
-// S1.3): an abort finish reason with an int-like status code ends the
-// stream with an error chunk typed by its err_type, else by the status
-// name; anything else continues the normal chunk path.
+// S1.3) and the first-chunk preflight (S2.5) to one stream item. An abort
+// finish reason with an int-like status code is an error typed by its
+// err_type, else by the status name; it is sent in-stream (then [DONE]),
+// or, when it is the first item under preflight and its code is a 4xx or
+// 5xx, as the non-streaming error with that status. Anything else is the
+// normal chunk, whose bytes preflight never changes.
 func StreamErrorChunk(_ Limits, in StreamErrorInput) (StreamErrorOutput, error) {
-	fr, ok := parseObject(in.FinishReason)
-	if !ok || string(fr.get("type")) != `"abort"` {
-		return StreamErrorOutput{}, nil
+	code, isErr, err := streamAbortCode(in.FinishReason)
+	if err != nil {
+		return StreamErrorOutput{}, err
 	}
-	sc := fr.get("status_code")
-	var code int64
-	switch jsonKind(sc) {
-	case "string":
-		c, ok, err := StatusCodeDigits(decodeString(sc), true)
-		if err != nil || !ok {
-			return StreamErrorOutput{}, err
+	if !isErr {
+		out := StreamErrorOutput{Body: "data: " + in.Chunk + "\n\n"}
+		if in.First {
+			out.Status, out.ContentType = 200, ContentSSE
 		}
-		code = c
-	case "number":
-		c, ok, err := StatusCodeDigits(string(sc), false)
-		if err != nil || !ok {
-			return StreamErrorOutput{}, err
-		}
-		code = c
-	default:
-		return StreamErrorOutput{}, nil
+		return out, nil
 	}
+	fr, _ := parseObject(in.FinishReason)
 	errType := ""
 	if et := fr.get("err_type"); jsonKind(et) == "string" {
 		errType = decodeString(et)
@@ -398,6 +404,32 @@ func StreamErrorChunk(_ Limits, in StreamErrorInput) (StreamErrorOutput, error) 
 	if msg == "" {
 		msg = "Generation aborted."
 	}
-	return StreamErrorOutput{Emit: true, Code: code, ErrType: errType,
-		SSE: StreamErrorSSE(msg, errType, strconv.FormatInt(code, 10))}, nil
+	out := StreamErrorOutput{Emit: true, Code: code, ErrType: errType}
+	codeText := strconv.FormatInt(code, 10)
+	switch {
+	case in.First && in.Preflight && code >= 400 && code <= 599:
+		out.Status, out.ContentType, out.Body = code, ContentJSON, OpenAIErrorJSON(msg, errType, codeText)
+	case in.First:
+		out.Status, out.ContentType, out.Body = 200, ContentSSE, StreamErrorSSE(msg, errType, codeText)
+	default:
+		out.Body = StreamErrorSSE(msg, errType, codeText)
+	}
+	return out, nil
+}
+
+// streamAbortCode returns the normalized status code and true when the
+// finish reason is an abort with an int-like status code.
+func streamAbortCode(raw json.RawMessage) (int64, bool, error) {
+	fr, ok := parseObject(raw)
+	if !ok || string(fr.get("type")) != `"abort"` {
+		return 0, false, nil
+	}
+	sc := fr.get("status_code")
+	switch jsonKind(sc) {
+	case "string":
+		return StatusCodeDigits(decodeString(sc), true)
+	case "number":
+		return StatusCodeDigits(string(sc), false)
+	}
+	return 0, false, nil
 }

@@ -113,8 +113,8 @@ func TestStreamErrorChunkS14(t *testing.T) {
 	}
 	out, _ := ref.StreamErrorChunk(ref.DefaultLimits(), ref.StreamErrorInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413,"err_type":"PayloadTooLargeError","message":"m"}`)})
 	want := "data: {\"error\": {\"object\": \"error\", \"message\": \"m\", \"type\": \"PayloadTooLargeError\", \"param\": null, \"code\": 413}}\n\ndata: [DONE]\n\n"
-	if out.SSE != want {
-		t.Errorf("chunk %q, want %q", out.SSE, want)
+	if out.Body != want {
+		t.Errorf("chunk %q, want %q", out.Body, want)
 	}
 }
 
@@ -206,6 +206,23 @@ func TestPyFloatRepr(t *testing.T) {
 		"1e-5": "1e-05", "-0.0": "-0.0", "1.5e300": "1.5e+300", "1e999": "Infinity", "-0": "0", "123": "123", "2.5": "2.5", "0.1": "0.1"} {
 		if got := ref.PyNumber(lit); got != want {
 			t.Errorf("PyNumber(%s) = %s, want %s", lit, got, want)
+		}
+	}
+}
+
+// S2.5: preflight turns a first-item error into the non-streaming error and
+// changes nothing else.
+func TestStreamPreflightS25(t *testing.T) {
+	abort := json.RawMessage(`{"type":"abort","status_code":413,"err_type":"PayloadTooLargeError","message":"m"}`)
+	out, _ := ref.StreamErrorChunk(ref.DefaultLimits(), ref.StreamErrorInput{FinishReason: abort, First: true, Preflight: true})
+	if out.Status != 413 || out.ContentType != "application/json" ||
+		out.Body != `{"object":"error","message":"m","type":"PayloadTooLargeError","param":null,"code":413}` {
+		t.Errorf("preflight error: %+v", out)
+	}
+	for _, pre := range []bool{false, true} {
+		ok, _ := ref.StreamErrorChunk(ref.DefaultLimits(), ref.StreamErrorInput{Chunk: `{"id":"x"}`, First: true, Preflight: pre})
+		if ok.Status != 200 || ok.Body != "data: {\"id\":\"x\"}\n\n" {
+			t.Errorf("preflight=%v success: %+v", pre, ok)
 		}
 	}
 }

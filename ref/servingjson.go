@@ -127,6 +127,7 @@ func encodeArray(elems []json.RawMessage) json.RawMessage {
 // jsonKind names a raw JSON value's type: "object", "array", "string",
 // "number", "boolean" or "null" ("" for nil, an absent member).
 func jsonKind(raw json.RawMessage) string {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
 	if len(raw) == 0 {
 		return ""
 	}
@@ -167,5 +168,6 @@ func JSONString(s string) string {
 // IsAbsentOrNull reports whether a member is missing or JSON null; pydantic
 // reads both as None.
 func IsAbsentOrNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
 	return len(raw) == 0 || string(raw) == "null"
 }
