@@ -122,9 +122,9 @@ func usageGLMDetails(_ ref.Limits, in ref.UsageInput, u ref.Usage) error {
 	var err error
 	if prev := gjson.ParseBytes(in.CompletionTokensDetails); prev.IsObject() {
 		prev.ForEach(func(k, v gjson.Result) bool {
-		if k.Str != "reasoning_tokens" && string(compactJSON([]byte(d.Get(gjsonEscape(k.Str)).Raw))) != string(compactJSON([]byte(v.Raw))) {
-			err = fmt.Errorf("glm: existing detail %q was not kept", k.Str)
-		}
+			if k.Str != "reasoning_tokens" && string(compactJSON([]byte(d.Get(gjsonEscape(k.Str)).Raw))) != string(compactJSON([]byte(v.Raw))) {
+				err = fmt.Errorf("glm: existing detail %q was not kept", k.Str)
+			}
 			return err == nil
 		})
 	}

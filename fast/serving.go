@@ -18,7 +18,9 @@ func ValidateInputLength(lim ref.Limits, in ref.InputLengthInput) (ref.InputLeng
 
 // ValidateInputLengthFaulty is ValidateInputLength with bugs put back, for the bug zoo.
 func ValidateInputLengthFaulty(f servingfault.Faults) func(ref.Limits, ref.InputLengthInput) (ref.InputLengthOutput, error) {
-	return func(_ ref.Limits, in ref.InputLengthInput) (ref.InputLengthOutput, error) { return validateInputLength(f, in) }
+	return func(_ ref.Limits, in ref.InputLengthInput) (ref.InputLengthOutput, error) {
+		return validateInputLength(f, in)
+	}
 }
 
 func validateInputLength(f servingfault.Faults, in ref.InputLengthInput) (ref.InputLengthOutput, error) {
@@ -199,7 +201,9 @@ func StreamErrorChunk(lim ref.Limits, in ref.StreamErrorInput) (ref.StreamErrorO
 
 // StreamErrorChunkFaulty is StreamErrorChunk with bugs put back, for the bug zoo.
 func StreamErrorChunkFaulty(f servingfault.Faults) func(ref.Limits, ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
-	return func(_ ref.Limits, in ref.StreamErrorInput) (ref.StreamErrorOutput, error) { return streamErrorChunk(f, in) }
+	return func(_ ref.Limits, in ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
+		return streamErrorChunk(f, in)
+	}
 }
 
 // lastMembers reads the last occurrence of each wanted key of a JSON

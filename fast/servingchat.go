@@ -83,7 +83,9 @@ func ChatNormalize(lim ref.Limits, in ref.ChatNormalizeInput) (ref.ChatNormalize
 
 // ChatNormalizeFaulty is ChatNormalize with bugs put back, for the bug zoo.
 func ChatNormalizeFaulty(f servingfault.Faults) func(ref.Limits, ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) {
-	return func(_ ref.Limits, in ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) { return chatNormalize(f, in) }
+	return func(_ ref.Limits, in ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) {
+		return chatNormalize(f, in)
+	}
 }
 
 // bytesView reads b as a string without copying; gjson never writes, and
@@ -218,11 +220,11 @@ func toolNames(tools gjson.Result) (int, []string) {
 }
 
 var (
-	fnKey       = []string{"function"}
-	nameKey     = []string{"name"}
-	tcKeys      = []string{"type", "name", "function"}
-	msgKeys     = []string{"role", "content"}
-	partKeys    = []string{"type", "text", "image_url"}
+	fnKey    = []string{"function"}
+	nameKey  = []string{"name"}
+	tcKeys   = []string{"type", "name", "function"}
+	msgKeys  = []string{"role", "content"}
+	partKeys = []string{"type", "text", "image_url"}
 )
 
 // toolChoice is S2.3 (flag on) or upstream's validation (flag off).
