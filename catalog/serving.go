@@ -81,11 +81,11 @@ func ChatNormalize() *Op[ref.ChatNormalizeInput, ref.ChatNormalizeOutput] {
 			Flags:   ref.CompatFlags{ParaChatDefaultMaxTokens: &d, NormalizeToolChoice: true, FlattenToolRoleContent: true}},
 		Shapes: []Shape[ref.ChatNormalizeInput]{
 			{Name: "32KB-tools-flags-on", Make: func() ref.ChatNormalizeInput {
-				return ref.ChatNormalizeInput{Endpoint: ref.EndpointChat, ContextLen: 131072, PromptTokens: &n, Request: ChatRequest32K(),
+				return ref.ChatNormalizeInput{Endpoint: ref.EndpointChat, ContextLen: 131072, PromptTokens: &n, Request: ChatRequest32K("any"),
 					Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: &d, NormalizeToolChoice: true, FlattenToolRoleContent: true}}
 			}},
 			{Name: "32KB-tools-flags-off", Make: func() ref.ChatNormalizeInput {
-				return ref.ChatNormalizeInput{Endpoint: ref.EndpointChat, ContextLen: 131072, PromptTokens: &n, Request: ChatRequest32K()}
+				return ref.ChatNormalizeInput{Endpoint: ref.EndpointChat, ContextLen: 131072, PromptTokens: &n, Request: ChatRequest32K("auto")}
 			}},
 		},
 	}
@@ -93,8 +93,8 @@ func ChatNormalize() *Op[ref.ChatNormalizeInput, ref.ChatNormalizeOutput] {
 
 // ChatRequest32K is the benchmark request of the issue: a chat request of
 // about 32 KB with 8 tools, a tool-role message with text parts, a string
-// image_url part and tool_choice "any". It is deterministic.
-func ChatRequest32K() json.RawMessage {
+// image_url part and the given tool_choice. It is deterministic.
+func ChatRequest32K(toolChoice string) json.RawMessage {
 	var b strings.Builder
 	b.WriteString(`{"model":"glm-4.5","stream":true,"temperature":0.7,"messages":[`)
 	b.WriteString(`{"role":"system","content":"You are a helpful assistant."}`)
@@ -112,7 +112,7 @@ func ChatRequest32K() json.RawMessage {
 		fmt.Fprintf(&b, `{"type":"function","function":{"name":"tool_%d","description":"%s","parameters":{"type":"object","properties":{"query":{"type":"string","description":"what to look up"},"limit":{"type":"integer"}},"required":["query"]}}}`,
 			i, strings.Repeat("does a thing ", 40))
 	}
-	b.WriteString(`],"tool_choice":"any","user":"bench"}`)
+	b.WriteString(`],"tool_choice":"` + toolChoice + `","user":"bench"}`)
 	return json.RawMessage(b.String())
 }
 

@@ -27,7 +27,8 @@ type splice struct {
 
 // chatDoc is one request being normalized.
 type chatDoc struct {
-	s       string
+	b       []byte // the document; returned as is when nothing changes
+	s       string // b viewed as a string for gjson
 	edits   []splice
 	closing int  // offset of the top-level object's closing brace
 	members bool // the top-level object has (or has been given) a member
@@ -59,7 +60,7 @@ func (d *chatDoc) setTop(v gjson.Result, key, repl string) {
 // the order they were made in).
 func (d *chatDoc) build() json.RawMessage {
 	if len(d.edits) == 0 {
-		return json.RawMessage(d.s)
+		return d.b
 	}
 	slices.SortStableFunc(d.edits, func(a, b splice) int { return cmp.Compare(a.start, b.start) })
 	n := len(d.s)
@@ -135,7 +136,7 @@ func chatNormalize(f servingfault.Faults, in ref.ChatNormalizeInput) (ref.ChatNo
 	if in.Endpoint == ref.EndpointCompletions {
 		return ref.ChatNormalizeOutput{Status: 200, Request: in.Request}, nil
 	}
-	d := chatDoc{s: s, closing: strings.LastIndexByte(s, '}')}
+	d := chatDoc{b: in.Request, s: s, closing: strings.LastIndexByte(s, '}')}
 	var top [5]gjson.Result
 	root.ForEach(func(k, v gjson.Result) bool {
 		d.members = true
@@ -337,10 +338,21 @@ func textOf(v gjson.Result) string {
 
 // messages walks messages in order: tool-role flattening (flag on), else
 // string image_url parts.
+//
+// Both rules fire only on a literal "tool" role or a literal "image_url"
+// part type (ref compares the raw literals too), so a message whose bytes
+// contain neither is skipped without being parsed: strings.Contains is far
+// cheaper than gjson's member walk.
 func (d *chatDoc) messages(f servingfault.Faults, msgs gjson.Result, flatten bool) string {
+	needs := func(raw string) bool {
+		return strings.Contains(raw, `"image_url"`) || (flatten && strings.Contains(raw, `"tool"`))
+	}
+	if !needs(msgs.Raw) {
+		return ""
+	}
 	msg, i := "", 0
 	msgs.ForEach(func(_, m gjson.Result) bool {
-		if m.IsObject() {
+		if m.IsObject() && needs(m.Raw) {
 			var rc [2]gjson.Result
 			lastMembers(m, msgKeys, rc[:])
 			if flatten && rc[0].Raw == `"tool"` {

@@ -44,7 +44,7 @@ func usageOf(f servingfault.Faults, in ref.UsageInput) (ref.Usage, error) {
 		return u, nil
 	}
 	s := bytesView(u.CompletionTokensDetails)
-	d := chatDoc{s: s, closing: lastBrace(s)}
+	d := chatDoc{b: u.CompletionTokensDetails, s: s, closing: lastBrace(s)}
 	var m [1]gjson.Result
 	gjson.Parse(s).ForEach(func(k, v gjson.Result) bool {
 		d.members = true
