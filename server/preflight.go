@@ -96,7 +96,9 @@ func parseEnvelope(body []byte) (preflightEnvelope, error) {
 	if err := decodeFlags(m[4], &env.flags); err != nil {
 		return env, err
 	}
-	if env.endpoint, err = envelopeEndpoint(m[5], m[0]); err != nil {
+	hasMessages, hasPrompt, stream := requestFacts(m[0])
+	env.stream = stream
+	if env.endpoint, err = envelopeEndpoint(m[5], hasMessages, hasPrompt); err != nil {
 		return env, err
 	}
 	switch m[6].Type {
@@ -106,7 +108,6 @@ func parseEnvelope(body []byte) (preflightEnvelope, error) {
 	default:
 		return env, ref.Reject(ErrBadPreflight, "allow_auto_truncate", m[6].Raw, "a boolean")
 	}
-	env.stream = lastMember(m[0], "stream").Type == gjson.True
 	return env, nil
 }
 
@@ -149,33 +150,40 @@ func decodeFlags(v gjson.Result, into *ref.CompatFlags) error {
 	return nil
 }
 
+// requestFacts reads, in one pass over the request's top level, whether it
+// has messages or a prompt (the endpoint when none is given) and whether it
+// streams (Python's json.loads keeps a repeated key's last value).
+func requestFacts(req gjson.Result) (hasMessages, hasPrompt, stream bool) {
+	req.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "messages":
+			hasMessages = true
+		case "prompt":
+			hasPrompt = true
+		case "stream":
+			stream = v.Type == gjson.True
+		}
+		return true
+	})
+	return hasMessages, hasPrompt, stream
+}
+
 // envelopeEndpoint is the given endpoint, else chat when the request has
 // messages and completions when it has a prompt.
-func envelopeEndpoint(v, req gjson.Result) (string, error) {
+func envelopeEndpoint(v gjson.Result, hasMessages, hasPrompt bool) (string, error) {
 	if v.Exists() {
 		if v.Type != gjson.String {
 			return "", ref.Reject(ErrBadPreflight, "endpoint", v.Raw, `"chat" or "completions"`)
 		}
 		return v.Str, nil
 	}
-	if lastMember(req, "messages").Exists() {
+	if hasMessages {
 		return ref.EndpointChat, nil
 	}
-	if lastMember(req, "prompt").Exists() {
+	if hasPrompt {
 		return ref.EndpointCompletions, nil
 	}
 	return "", ref.Reject(ErrBadPreflight, "request", "neither messages nor prompt", `a chat request (messages) or a completions request (prompt), or an explicit "endpoint"`)
-}
-
-func lastMember(obj gjson.Result, key string) gjson.Result {
-	var r gjson.Result
-	obj.ForEach(func(k, v gjson.Result) bool {
-		if k.Str == key {
-			r = v
-		}
-		return true
-	})
-	return r
 }
 
 // preflight runs what the engine runs before the first token: request
