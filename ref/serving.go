@@ -350,10 +350,8 @@ type StreamErrorOutput struct {
 // int-like code does not fit int64 (field "finish_reason.status_code").
 func StatusCodeDigits(raw string, isString bool) (int64, bool, error) {
 	digits := raw
-	if !isString {
-		if strings.HasPrefix(digits, "-") {
-			digits = digits[1:]
-		}
+	if !isString { // an int literal may be negative; a digit string may not
+		digits = strings.TrimPrefix(digits, "-")
 	}
 	if digits == "" {
 		return 0, false, nil
