@@ -284,29 +284,142 @@ func PyJSONString(s string, ensureASCII bool) string {
 // HTTPStatusName is Python's HTTPStatus(code).name (CPython 3.12 names) for
 // a known status, else "HTTP_<code>" (admission-serving.md S1.3).
 func HTTPStatusName(code int64) string {
-	if name, ok := httpStatusNames[code]; ok {
+	if name, ok := pyStatusName(code); ok {
 		return name
 	}
 	return "HTTP_" + strconv.FormatInt(code, 10)
 }
 
-// httpStatusNames is a read-only table; no code path writes it.
-var httpStatusNames = map[int64]string{
-	100: "CONTINUE", 101: "SWITCHING_PROTOCOLS", 102: "PROCESSING", 103: "EARLY_HINTS",
-	200: "OK", 201: "CREATED", 202: "ACCEPTED", 203: "NON_AUTHORITATIVE_INFORMATION", 204: "NO_CONTENT",
-	205: "RESET_CONTENT", 206: "PARTIAL_CONTENT", 207: "MULTI_STATUS", 208: "ALREADY_REPORTED", 226: "IM_USED",
-	300: "MULTIPLE_CHOICES", 301: "MOVED_PERMANENTLY", 302: "FOUND", 303: "SEE_OTHER", 304: "NOT_MODIFIED",
-	305: "USE_PROXY", 307: "TEMPORARY_REDIRECT", 308: "PERMANENT_REDIRECT",
-	400: "BAD_REQUEST", 401: "UNAUTHORIZED", 402: "PAYMENT_REQUIRED", 403: "FORBIDDEN", 404: "NOT_FOUND",
-	405: "METHOD_NOT_ALLOWED", 406: "NOT_ACCEPTABLE", 407: "PROXY_AUTHENTICATION_REQUIRED", 408: "REQUEST_TIMEOUT",
-	409: "CONFLICT", 410: "GONE", 411: "LENGTH_REQUIRED", 412: "PRECONDITION_FAILED", 413: "REQUEST_ENTITY_TOO_LARGE",
-	414: "REQUEST_URI_TOO_LONG", 415: "UNSUPPORTED_MEDIA_TYPE", 416: "REQUESTED_RANGE_NOT_SATISFIABLE",
-	417: "EXPECTATION_FAILED", 418: "IM_A_TEAPOT", 421: "MISDIRECTED_REQUEST", 422: "UNPROCESSABLE_ENTITY",
-	423: "LOCKED", 424: "FAILED_DEPENDENCY", 425: "TOO_EARLY", 426: "UPGRADE_REQUIRED", 428: "PRECONDITION_REQUIRED",
-	429: "TOO_MANY_REQUESTS", 431: "REQUEST_HEADER_FIELDS_TOO_LARGE", 451: "UNAVAILABLE_FOR_LEGAL_REASONS",
-	500: "INTERNAL_SERVER_ERROR", 501: "NOT_IMPLEMENTED", 502: "BAD_GATEWAY", 503: "SERVICE_UNAVAILABLE",
-	504: "GATEWAY_TIMEOUT", 505: "HTTP_VERSION_NOT_SUPPORTED", 506: "VARIANT_ALSO_NEGOTIATES",
-	507: "INSUFFICIENT_STORAGE", 508: "LOOP_DETECTED", 510: "NOT_EXTENDED", 511: "NETWORK_AUTHENTICATION_REQUIRED",
+// pyStatusName is CPython 3.12's HTTPStatus name table, as a switch so no
+// package state exists.
+func pyStatusName(code int64) (string, bool) {
+	switch code {
+	case 100:
+		return "CONTINUE", true
+	case 101:
+		return "SWITCHING_PROTOCOLS", true
+	case 102:
+		return "PROCESSING", true
+	case 103:
+		return "EARLY_HINTS", true
+	case 200:
+		return "OK", true
+	case 201:
+		return "CREATED", true
+	case 202:
+		return "ACCEPTED", true
+	case 203:
+		return "NON_AUTHORITATIVE_INFORMATION", true
+	case 204:
+		return "NO_CONTENT", true
+	case 205:
+		return "RESET_CONTENT", true
+	case 206:
+		return "PARTIAL_CONTENT", true
+	case 207:
+		return "MULTI_STATUS", true
+	case 208:
+		return "ALREADY_REPORTED", true
+	case 226:
+		return "IM_USED", true
+	case 300:
+		return "MULTIPLE_CHOICES", true
+	case 301:
+		return "MOVED_PERMANENTLY", true
+	case 302:
+		return "FOUND", true
+	case 303:
+		return "SEE_OTHER", true
+	case 304:
+		return "NOT_MODIFIED", true
+	case 305:
+		return "USE_PROXY", true
+	case 307:
+		return "TEMPORARY_REDIRECT", true
+	case 308:
+		return "PERMANENT_REDIRECT", true
+	case 400:
+		return "BAD_REQUEST", true
+	case 401:
+		return "UNAUTHORIZED", true
+	case 402:
+		return "PAYMENT_REQUIRED", true
+	case 403:
+		return "FORBIDDEN", true
+	case 404:
+		return "NOT_FOUND", true
+	case 405:
+		return "METHOD_NOT_ALLOWED", true
+	case 406:
+		return "NOT_ACCEPTABLE", true
+	case 407:
+		return "PROXY_AUTHENTICATION_REQUIRED", true
+	case 408:
+		return "REQUEST_TIMEOUT", true
+	case 409:
+		return "CONFLICT", true
+	case 410:
+		return "GONE", true
+	case 411:
+		return "LENGTH_REQUIRED", true
+	case 412:
+		return "PRECONDITION_FAILED", true
+	case 413:
+		return "REQUEST_ENTITY_TOO_LARGE", true
+	case 414:
+		return "REQUEST_URI_TOO_LONG", true
+	case 415:
+		return "UNSUPPORTED_MEDIA_TYPE", true
+	case 416:
+		return "REQUESTED_RANGE_NOT_SATISFIABLE", true
+	case 417:
+		return "EXPECTATION_FAILED", true
+	case 418:
+		return "IM_A_TEAPOT", true
+	case 421:
+		return "MISDIRECTED_REQUEST", true
+	case 422:
+		return "UNPROCESSABLE_ENTITY", true
+	case 423:
+		return "LOCKED", true
+	case 424:
+		return "FAILED_DEPENDENCY", true
+	case 425:
+		return "TOO_EARLY", true
+	case 426:
+		return "UPGRADE_REQUIRED", true
+	case 428:
+		return "PRECONDITION_REQUIRED", true
+	case 429:
+		return "TOO_MANY_REQUESTS", true
+	case 431:
+		return "REQUEST_HEADER_FIELDS_TOO_LARGE", true
+	case 451:
+		return "UNAVAILABLE_FOR_LEGAL_REASONS", true
+	case 500:
+		return "INTERNAL_SERVER_ERROR", true
+	case 501:
+		return "NOT_IMPLEMENTED", true
+	case 502:
+		return "BAD_GATEWAY", true
+	case 503:
+		return "SERVICE_UNAVAILABLE", true
+	case 504:
+		return "GATEWAY_TIMEOUT", true
+	case 505:
+		return "HTTP_VERSION_NOT_SUPPORTED", true
+	case 506:
+		return "VARIANT_ALSO_NEGOTIATES", true
+	case 507:
+		return "INSUFFICIENT_STORAGE", true
+	case 508:
+		return "LOOP_DETECTED", true
+	case 510:
+		return "NOT_EXTENDED", true
+	case 511:
+		return "NETWORK_AUTHENTICATION_REQUIRED", true
+	}
+	return "", false
 }
 
 // StreamErrorInput is the input of serving.stream_error_chunk: one item of
