@@ -312,6 +312,12 @@ func All() []Entry {
 		FP8StoreValidRows(),
 		FP8QuantizeRow(),
 		FP8QuantizeIndexK(),
+		ValidateInputLength(),
+		ErrorBody(),
+		StreamErrorChunk(),
+		ChatNormalize(),
+		Usage(),
+		GLMToolArgs(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

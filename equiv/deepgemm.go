@@ -500,14 +500,15 @@ func dgKeepsOtherKeys(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMM
 		if !ok {
 			return fmt.Errorf("entry %s of another key was deleted", k)
 		}
-		if a, b := compactJSON(v), compactJSON(w); a != b {
+		if a, b := reencodedJSON(v), reencodedJSON(w); a != b {
 			return fmt.Errorf("entry %s of another key changed: %s -> %s", k, a, b)
 		}
 	}
 	return nil
 }
 
-func compactJSON(raw json.RawMessage) string {
+// reencodedJSON is raw after a json.Marshal round trip, so two spellings of one value compare equal.
+func reencodedJSON(raw json.RawMessage) string {
 	b, _ := json.Marshal(raw)
 	return string(b)
 }

@@ -2,102 +2,142 @@ package equiv_test
 
 import (
 	"encoding/json"
-	"slices"
 	"testing"
 
-	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestIndexTopkOverridesPropertiesCatchWrongMerges: each §S4.5 property
-// holds on ref's merge and fails on a merge broken the way it guards
-// against.
-func TestIndexTopkOverridesPropertiesCatchWrongMerges(t *testing.T) {
-	spec := equiv.IndexTopkOverrides()
-	four := int64(4)
-	in := ref.IndexTopkOverridesInput{JSON: `{"rope_theta":8e6,"index_topk_freq":2}`, Freq: &four}
-	good, err := ref.MergeIndexTopkOverrides(ref.DefaultLimits(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	with := func(json string, warnings ...string) ref.IndexTopkOverridesOutput {
-		if warnings == nil {
-			warnings = good.Warnings
-		}
-		return ref.IndexTopkOverridesOutput{JSON: json, Warnings: warnings}
-	}
-	broken := map[string]ref.IndexTopkOverridesOutput{
-		"S4.5.1-idempotent":        with(`{"rope_theta":8e6, "index_topk_freq":4}`),
-		"S4.5.2-other-keys-kept":   with(`{"rope_theta":8000000,"index_topk_freq":4}`),
-		"S4.5.3-offset-zero-unset": with(`{"rope_theta":8e6,"index_topk_freq":4,"index_skip_topk_offset":0}`),
-		"flags-set-their-keys":     with(`{"rope_theta":8e6,"index_topk_freq":5}`),
-		"warnings-exact":           with(good.JSON, "index_topk_pattern shadows index_topk_freq=4"),
-	}
-	// A decode-side merge that lost the override warning.
-	broken["S4.5.4-prefill-decode-agree"] = ref.IndexTopkOverridesOutput{JSON: good.JSON, Warnings: []string{}}
-	for _, p := range spec.Props {
+// checkServingProps requires every property of props to hold on good and to fail
+// on broken[name], the result broken the way that property guards against.
+func checkServingProps[In, Out any](t *testing.T, props []equiv.Prop[In, Out], in In, good Out, broken map[string]Out) {
+	t.Helper()
+	for _, p := range props {
 		if err := p.Holds(ref.DefaultLimits(), in, good); err != nil {
-			t.Errorf("%s fails on ref's merge: %v", p.Name, err)
+			t.Errorf("%s fails on ref's result: %v", p.Name, err)
 		}
 		bad, ok := broken[p.Name]
 		if !ok {
-			t.Errorf("no broken merge for property %s", p.Name)
+			t.Errorf("no broken result for property %s", p.Name)
 			continue
 		}
-		if propHolds(t, spec.Props, p.Name, in, bad) == nil {
-			t.Errorf("%s holds on the broken merge %+v", p.Name, bad)
+		if p.Holds(ref.DefaultLimits(), in, bad) == nil {
+			t.Errorf("%s holds on the broken result %+v", p.Name, bad)
 		}
 	}
 }
 
-// TestDeepGEMMPropertiesCatchWrongPlans: each §S3.6 property holds on
-// ref's plan and fails on a plan broken the way it guards against.
-func TestDeepGEMMPropertiesCatchWrongPlans(t *testing.T) {
-	spec := equiv.DeepGEMMWarmupPlan()
-	other := `{"schema":"sglang-deepgemm-warmup/1","entries":{"zz-other":{"cache_entries":[]}}}`
-	in := ref.DeepGEMMWarmupInput{Env: map[string]string{"HOME": "/root"}, ChunkedPrefillSize: 8192, Alignment: 128,
-		Build:    catalog.DeepGEMMBuildH200,
-		Kernels:  []ref.DeepGEMMKernel{{KernelType: ref.KernelGEMMNT, N: 7168, K: 2048, NumGroups: 1, Compiles: []string{"kernel.x"}}},
-		Manifest: &other, Cache: []ref.DeepGEMMCacheEntry{}}
-	good, err := ref.DeepGEMMWarmupPlan(ref.DefaultLimits(), in)
-	if err != nil {
-		t.Fatal(err)
+// TestServingLengthPropertiesCatchWrongVerdicts: S1.5's invariants, each
+// failing on the verdict of the bug it guards against (S1.7).
+func TestServingLengthPropertiesCatchWrongVerdicts(t *testing.T) {
+	in := ref.InputLengthInput{PromptTokens: 8186, ContextLen: 8192, MaxTotalTokens: 100000}
+	good, _ := ref.ValidateInputLength(ref.DefaultLimits(), in)
+	accepted, upstream, exceeds, prefilled := good, good, good, good
+	accepted.Accepted = true
+	upstream.Status, upstream.ErrType, upstream.Message = 400, "BadRequestError", "Input length (8186 tokens) exceeds the maximum allowed length (8186 tokens)."
+	exceeds.Message = ref.LengthMessage(8186, 8186)
+	prefilled.PrefillTokens = 8186
+	checkServingProps(t, equiv.ValidateInputLength().Props, in, good, map[string]ref.InputLengthOutput{
+		"accepted-iff-below-both-bounds":    accepted,
+		"rejection-is-413-with-the-message": upstream,
+		"scheduler-message-truthful":        exceeds,
+		"aborted-never-prefilled":           prefilled,
+	})
+}
+
+func TestServingErrorBodyPropertiesCatchWrongBodies(t *testing.T) {
+	in := ref.ErrorBodyInput{Surface: ref.SurfaceOpenAI, Status: 413, Message: "m"}
+	good, _ := ref.ErrorBody(ref.DefaultLimits(), in)
+	spaced, as400 := good, good
+	spaced.Body = `{"object": "error", "message": "m", "type": "PayloadTooLargeError", "param": null, "code": 413}`
+	as400.Status, as400.Body = 400, `{"object":"error","message":"m","type":"BadRequestError","param":null,"code":400}`
+	checkServingProps(t, equiv.ErrorBody().Props[:2], in, good, map[string]ref.ErrorBodyOutput{
+		"openai-body-round-trips": spaced,
+		"openai-status-kept":      as400,
+	})
+	sin := ref.ErrorBodyInput{Surface: ref.SurfaceOpenAIStream, Status: 413, Message: "é"}
+	sgood, _ := ref.ErrorBody(ref.DefaultLimits(), sin)
+	utf8Chunk := sgood
+	utf8Chunk.Body = "data: {\"error\": {\"object\": \"error\", \"message\": \"é\", \"type\": \"PayloadTooLargeError\", \"param\": null, \"code\": 413}}\n\ndata: [DONE]\n\n"
+	checkServingProps(t, equiv.ErrorBody().Props[2:], sin, sgood, map[string]ref.ErrorBodyOutput{"stream-chunk-then-done": utf8Chunk})
+}
+
+func TestServingStreamPropertiesCatchWrongChunks(t *testing.T) {
+	in := ref.StreamErrorInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413,"err_type":"PayloadTooLargeError","message":"m"}`),
+		Chunk: "{}", First: true, Preflight: true}
+	good, _ := ref.StreamErrorChunk(ref.DefaultLimits(), in)
+	byName, silent, inStream := good, ref.StreamErrorOutput{Status: 200, ContentType: ref.ContentSSE, Body: "data: {}\n\n"}, good
+	byName.ErrType = "REQUEST_ENTITY_TOO_LARGE"
+	inStream.Status, inStream.ContentType = 200, ref.ContentSSE
+	inStream.Body = ref.StreamErrorSSE("m", "PayloadTooLargeError", "413")
+	ok := ref.StreamErrorInput{Chunk: "{}", First: true, Preflight: true}
+	okGood, _ := ref.StreamErrorChunk(ref.DefaultLimits(), ok)
+	extra := okGood
+	extra.Body = "data: {}\n\ndata: {}\n\n"
+	props := equiv.StreamErrorChunk().Props
+	checkServingProps(t, []equiv.Prop[ref.StreamErrorInput, ref.StreamErrorOutput]{props[0], props[1], props[3]}, in, good, map[string]ref.StreamErrorOutput{
+		"err-type-preferred":               byName,
+		"int-like-codes-emit":              silent,
+		"preflight-error-is-non-streaming": inStream,
+	})
+	checkServingProps(t, props[2:3], ok, okGood, map[string]ref.StreamErrorOutput{"preflight-keeps-success-bytes": extra})
+}
+
+func TestServingChatPropertiesCatchWrongRequests(t *testing.T) {
+	d := int64(512)
+	in := ref.ChatNormalizeInput{Endpoint: "chat", ContextLen: 32768, PromptTokens: new(int64(1000)),
+		Request: json.RawMessage(`{"model":"m","messages":[{"role":"tool","content":[{"type":"text","text":"a"}]},{"role":"user","content":[{"type":"image_url","image_url":"u"}]}],"tools":[{"function":{"name":"f"}}],"tool_choice":"ANY"}`),
+		Flags:   ref.CompatFlags{ParaChatDefaultMaxTokens: &d, NormalizeToolChoice: true, FlattenToolRoleContent: true}}
+	good, _ := ref.ChatNormalize(ref.DefaultLimits(), in)
+	with := func(req string, soft bool) ref.ChatNormalizeOutput {
+		return ref.ChatNormalizeOutput{Status: 200, Request: json.RawMessage(req), SoftMaxTokens: soft}
 	}
-	edit := func(f func(*ref.DeepGEMMWarmupOutput)) ref.DeepGEMMWarmupOutput {
-		var o ref.DeepGEMMWarmupOutput
-		b, _ := json.Marshal(good)
-		_ = json.Unmarshal(b, &o) // a deep copy
-		f(&o)
-		return o
-	}
-	manifest := func(key string) *string {
-		entry := ref.EncodeDeepGEMMEntry(good.Plans[0], in.Build.Fingerprint(good.Env), []string{"kernel.x"})
-		m := ref.EncodeDeepGEMMManifest(map[string]json.RawMessage{key: entry})
-		return &m
-	}
-	broken := map[string]ref.DeepGEMMWarmupOutput{
-		"S3.6.1-grid-shape": edit(func(o *ref.DeepGEMMWarmupOutput) { o.Plans[0].MGrid[0], o.Plans[0].MGrid[1] = 2, 1 }),
-		"S3.6.2-dense-head": edit(func(o *ref.DeepGEMMWarmupOutput) {
-			o.Plans[0].MGrid = slices.Delete(o.Plans[0].MGrid, 4, 5)
-		}),
-		"S3.6.3-manifest-round-trip":              edit(func(o *ref.DeepGEMMWarmupOutput) { o.Manifest = manifest("not-the-key") }),
-		"S3.6.4-hit-never-writes-other-keys-kept": edit(func(o *ref.DeepGEMMWarmupOutput) { o.Manifest = manifest(good.Plans[0].Key) }),
-		"S3.6.5-import-sees-prepared-env":         edit(func(o *ref.DeepGEMMWarmupOutput) { o.Imported.CacheDir = "/stale" }),
-		"launches-iff-replayed":                   edit(func(o *ref.DeepGEMMWarmupOutput) { o.Plans[0].Launches = 16384 }),
-		"log-levels":                              edit(func(o *ref.DeepGEMMWarmupOutput) { o.Logs[0].Level = "ERROR" }),
-	}
-	for _, p := range spec.Props {
-		if err := p.Holds(ref.DefaultLimits(), in, good); err != nil {
-			t.Errorf("%s fails on ref's plan: %v", p.Name, err)
-		}
-		bad, ok := broken[p.Name]
-		if !ok {
-			t.Errorf("no broken plan for property %s", p.Name)
-			continue
-		}
-		if propHolds(t, spec.Props, p.Name, in, bad) == nil {
-			t.Errorf("%s holds on the broken plan", p.Name)
-		}
-	}
+	msgs := `"messages":[{"role":"tool","content":"a"},{"role":"user","content":[{"type":"image_url","image_url":{"url":"u","detail":"auto"}}]}]`
+	props := equiv.ChatNormalize().Props
+	checkServingProps(t, props[1:], in, good, map[string]ref.ChatNormalizeOutput{
+		"other-members-untouched-in-order":     with(`{"model":"x",`+msgs+`,"tools":[{"function":{"name":"f"}}],"tool_choice":"required","max_tokens":512}`, true),
+		"tool-choice-canonical-and-idempotent": with(`{"model":"m",`+msgs+`,"tools":[{"function":{"name":"f"}}],"tool_choice":"any","max_tokens":512}`, true),
+		"soft-max-tokens-rule":                 with(`{"model":"m",`+msgs+`,"tools":[{"function":{"name":"f"}}],"tool_choice":"required","max_tokens":32768}`, true),
+		"no-string-image-url-left":             with(`{"model":"m","messages":[{"role":"tool","content":"a"},{"role":"user","content":[{"type":"image_url","image_url":"u"}]}],"tools":[{"function":{"name":"f"}}],"tool_choice":"required","max_tokens":512}`, true),
+		"tool-content-flattened":               with(`{"model":"m","messages":[{"role":"tool","content":[{"type":"text","text":"a"}]},{"role":"user","content":[{"type":"image_url","image_url":{"url":"u","detail":"auto"}}]}],"tools":[{"function":{"name":"f"}}],"tool_choice":"required","max_tokens":512}`, true),
+	})
+	off := ref.ChatNormalizeInput{Endpoint: "chat", ContextLen: 32768, Request: json.RawMessage(`{"messages":[]}`)}
+	offGood, _ := ref.ChatNormalize(ref.DefaultLimits(), off)
+	checkServingProps(t, props[:1], off, offGood, map[string]ref.ChatNormalizeOutput{
+		"flags-off-is-upstream": with(`{"messages":[],"max_tokens":32768}`, true), // S2-B1
+	})
+}
+
+func TestServingUsagePropertiesCatchWrongUsage(t *testing.T) {
+	in := ref.UsageInput{Family: ref.FamilyGLM, PromptTokens: 12, Choices: []ref.UsageChoice{{CompletionTokens: 40, ReasoningTokens: 25}},
+		CompletionTokensDetails: json.RawMessage(`{"accepted_prediction_tokens":3}`)}
+	good, _ := ref.UsageOf(ref.DefaultLimits(), in)
+	added, over, noDetails := good, good, good
+	added.TotalTokens = 77 // reasoning added on top
+	over.ReasoningTokens = 41
+	noDetails.CompletionTokensDetails = json.RawMessage(`{"accepted_prediction_tokens":3}`) // S2-B4
+	props := equiv.Usage().Props
+	checkServingProps(t, props[:3], in, good, map[string]ref.Usage{
+		"total-is-prompt-plus-completion": added,
+		"reasoning-within-completion":     over,
+		"glm-details-merge":               noDetails,
+	})
+	nin := in
+	nin.Family = ref.FamilyNone
+	ngood, _ := ref.UsageOf(ref.DefaultLimits(), nin)
+	merged := ngood
+	merged.CompletionTokensDetails = json.RawMessage(`{"accepted_prediction_tokens":3,"reasoning_tokens":25}`)
+	checkServingProps(t, props[3:], nin, ngood, map[string]ref.Usage{"non-glm-details-untouched": merged})
+}
+
+func TestServingGLMPropertiesCatchWrongArguments(t *testing.T) {
+	spec := equiv.GLMToolArgs()
+	in := spec.Regressions[0].In
+	good, _ := ref.GLMToolArgs(ref.DefaultLimits(), in)
+	notJSON := ref.GLMToolArgsOutput{Calls: []ref.GLMToolCall{{Name: "run", Arguments: `{"code": def}`}}}
+	stripped := ref.GLMToolArgsOutput{Calls: []ref.GLMToolCall{{Name: "run", Arguments: `{"code": "def f():\n    return 1"}`}}} // S2-B2
+	checkServingProps(t, spec.Props, in, good, map[string]ref.GLMToolArgsOutput{
+		"arguments-are-json-objects":     notJSON,
+		"string-values-keep-their-bytes": stripped,
+	})
 }

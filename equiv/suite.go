@@ -129,6 +129,12 @@ func Suites() []Suite {
 		Erase(FP8StoreValidRows()),
 		Erase(FP8QuantizeRow()),
 		Erase(FP8QuantizeIndexK()),
+		Erase(ValidateInputLength()),
+		Erase(ErrorBody()),
+		Erase(StreamErrorChunk()),
+		Erase(ChatNormalize()),
+		Erase(Usage()),
+		Erase(GLMToolArgs()),
 	}
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites

@@ -128,7 +128,6 @@ func overrideInvalid(t *rapid.T) Bad[ref.IndexTopkOverridesInput] {
 	}
 }
 
-func i64(v int64) *int64   { return &v }
 func str(s string) *string { return &s }
 
 // overrideBoundary: §S4.4's table and the edges around it.

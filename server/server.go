@@ -136,6 +136,7 @@ func (s *Server) routes() http.Handler {
 	}
 	route("/v1/ops", http.MethodGet, s.drainGate(s.handleList))
 	route("/v1/ops/{name}", http.MethodPost, s.drainGate(s.handleOp))
+	route(PreflightPath, http.MethodPost, s.drainGate(s.handlePreflight))
 	route("/healthz", http.MethodGet, s.handleHealthz)
 	route("/readyz", http.MethodGet, s.handleReadyz)
 	route("/metrics", http.MethodGet, s.metrics.handler().ServeHTTP)

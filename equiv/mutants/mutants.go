@@ -84,6 +84,17 @@ func All() []equiv.Killable {
 		NoSaturation(),
 		NaNLost(),
 		ReciprocalMultiply(),
+		SchedulerUpstreamWording(),
+		ExceedsItself(),
+		BatchNoAbort(),
+		GenericValueErrorFirst(),
+		StreamTypeFromStatus(),
+		HTTPStatusOnly(),
+		PreflightExtraChunk(),
+		ParaDefaultUngated(),
+		StringImageURLRejected(),
+		GLMArgsStripped(),
+		GLMUsageNoDetails(),
 	}
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo

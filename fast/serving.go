@@ -1,0 +1,279 @@
+package fast
+
+import (
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/kvtwin/kvtwin/internal/servingfault"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// ValidateInputLength is serving.validate_input_length (admission-serving.md
+// S1.2), the ref contract with the messages built by one append.
+func ValidateInputLength(lim ref.Limits, in ref.InputLengthInput) (ref.InputLengthOutput, error) {
+	return validateInputLength(servingfault.Faults{}, in)
+}
+
+// ValidateInputLengthFaulty is ValidateInputLength with bugs put back, for the bug zoo.
+func ValidateInputLengthFaulty(f servingfault.Faults) func(ref.Limits, ref.InputLengthInput) (ref.InputLengthOutput, error) {
+	return func(_ ref.Limits, in ref.InputLengthInput) (ref.InputLengthOutput, error) {
+		return validateInputLength(f, in)
+	}
+}
+
+func validateInputLength(f servingfault.Faults, in ref.InputLengthInput) (ref.InputLengthOutput, error) {
+	maxReqLen, maxIn, err := ref.CheckInputLengthArgs(in)
+	if err != nil {
+		return ref.InputLengthOutput{}, err
+	}
+	out := ref.InputLengthOutput{MaxReqLen: maxReqLen, MaxReqInputLen: maxIn}
+	n, c := in.PromptTokens, in.ContextLen
+	if in.AllowAutoTruncate {
+		out.Accepted, out.PrefillTokens = true, min(n, c, maxIn)
+		return out, nil
+	}
+	if n < c && n < maxIn {
+		out.Accepted, out.PrefillTokens = true, n
+		return out, nil
+	}
+	out.Status, out.ErrType = ref.StatusPayloadTooLarge, ref.PayloadTooLarge
+	if n >= c {
+		out.Stage, out.Message = ref.StageTokenizer, lengthMessage(n, c)
+		return out, nil
+	}
+	out.Stage, out.PrefillTokens, out.Message = ref.StageScheduler, 1, lengthMessage(n, maxIn-1)
+	switch {
+	case f.SchedulerUpstreamWording:
+		out.Status, out.ErrType, out.Message = ref.StatusBadRequest, ref.BadRequest, upstreamWording(n, maxIn)
+	case f.ExceedsItself:
+		out.Message = upstreamWording(n, maxIn)
+	}
+	if f.BatchNoAbort {
+		out.PrefillTokens = n
+	}
+	return out, nil
+}
+
+func lengthMessage(n, limit int64) string {
+	b := make([]byte, 0, 96)
+	b = append(b, "The input ("...)
+	b = strconv.AppendInt(b, n, 10)
+	b = append(b, " tokens) is longer than the model's context length ("...)
+	b = strconv.AppendInt(b, limit, 10)
+	b = append(b, " tokens)."...)
+	return string(b)
+}
+
+// upstreamWording is the pre-fix scheduler message (S1.7 B1, B2).
+func upstreamWording(n, maxIn int64) string {
+	return "Input length (" + strconv.FormatInt(n, 10) + " tokens) exceeds the maximum allowed length (" +
+		strconv.FormatInt(maxIn, 10) + " tokens). Use a shorter input or enable --allow-auto-truncate."
+}
+
+// ErrorBody is serving.error_body (S1.3).
+func ErrorBody(lim ref.Limits, in ref.ErrorBodyInput) (ref.ErrorBodyOutput, error) {
+	return errorBody(servingfault.Faults{}, in)
+}
+
+// ErrorBodyFaulty is ErrorBody with bugs put back, for the bug zoo.
+func ErrorBodyFaulty(f servingfault.Faults) func(ref.Limits, ref.ErrorBodyInput) (ref.ErrorBodyOutput, error) {
+	return func(_ ref.Limits, in ref.ErrorBodyInput) (ref.ErrorBodyOutput, error) { return errorBody(f, in) }
+}
+
+func errorBody(f servingfault.Faults, in ref.ErrorBodyInput) (ref.ErrorBodyOutput, error) {
+	if err := ref.CheckErrorBody(in); err != nil {
+		return ref.ErrorBodyOutput{}, err
+	}
+	status, errType := in.Status, in.ErrType
+	if errType == "" {
+		errType = ref.DefaultErrType(int64(status))
+	}
+	switch in.Surface {
+	case ref.SurfaceOpenAI:
+		if f.GenericValueErrorFirst && status == ref.StatusPayloadTooLarge {
+			status, errType = ref.StatusBadRequest, ref.BadRequest
+		}
+		return ref.ErrorBodyOutput{Status: status, ContentType: ref.ContentJSON,
+			Body: string(appendOpenAIError(nil, in.Message, errType, int64(status)))}, nil
+	case ref.SurfaceOpenAIStream:
+		return ref.ErrorBodyOutput{Status: 200, ContentType: ref.ContentSSE,
+			Body: string(appendStreamError(nil, in.Message, errType, int64(status)))}, nil
+	}
+	if status < 500 {
+		status = ref.StatusBadRequest
+	}
+	b := make([]byte, 0, len(in.Message)+32)
+	b = append(b, `{"error":{"message":`...)
+	b = appendPyString(b, in.Message, false)
+	b = append(b, "}}"...)
+	return ref.ErrorBodyOutput{Status: status, ContentType: ref.ContentJSON, Body: string(b)}, nil
+}
+
+func appendOpenAIError(b []byte, msg, errType string, code int64) []byte {
+	b = append(b, `{"object":"error","message":`...)
+	b = appendPyString(b, msg, false)
+	b = append(b, `,"type":`...)
+	b = appendPyString(b, errType, false)
+	b = append(b, `,"param":null,"code":`...)
+	b = strconv.AppendInt(b, code, 10)
+	return append(b, '}')
+}
+
+func appendStreamError(b []byte, msg, errType string, code int64) []byte {
+	b = append(b, `data: {"error": {"object": "error", "message": `...)
+	b = appendPyString(b, msg, true)
+	b = append(b, `, "type": `...)
+	b = appendPyString(b, errType, true)
+	b = append(b, `, "param": null, "code": `...)
+	b = strconv.AppendInt(b, code, 10)
+	return append(b, "}}\n\ndata: [DONE]\n\n"...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+func appendU(b []byte, r rune) []byte {
+	return append(b, '\\', 'u', hexDigits[r>>12&15], hexDigits[r>>8&15], hexDigits[r>>4&15], hexDigits[r&15])
+}
+
+// appendPyString is ref.PyJSONString appended to b, with a byte loop for
+// the printable-ASCII common case.
+func appendPyString(b []byte, s string, ascii bool) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
+			b = append(b, c)
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			if c == 0x7f && !ascii {
+				b = append(b, c) // json.dumps escapes DEL only under ensure_ascii
+			} else {
+				b = appendPyASCII(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case !ascii:
+			b = utf8.AppendRune(b, r)
+		case r > 0xffff:
+			r -= 0x10000
+			b = appendU(appendU(b, 0xd800+(r>>10)), 0xdc00+(r&0x3ff))
+		default:
+			b = appendU(b, r)
+		}
+	}
+	return append(b, '"')
+}
+
+// appendPyASCII escapes one ASCII byte that is not printable-plain.
+func appendPyASCII(b []byte, c byte) []byte {
+	switch c {
+	case '"':
+		return append(b, '\\', '"')
+	case '\\':
+		return append(b, '\\', '\\')
+	case '\n':
+		return append(b, '\\', 'n')
+	case '\r':
+		return append(b, '\\', 'r')
+	case '\t':
+		return append(b, '\\', 't')
+	case '\b':
+		return append(b, '\\', 'b')
+	case '\f':
+		return append(b, '\\', 'f')
+	}
+	return appendU(b, rune(c))
+}
+
+// StreamErrorChunk is serving.stream_error_chunk (S1.3, S2.5), reading the
+// finish reason with gjson.
+func StreamErrorChunk(lim ref.Limits, in ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
+	return streamErrorChunk(servingfault.Faults{}, in)
+}
+
+// StreamErrorChunkFaulty is StreamErrorChunk with bugs put back, for the bug zoo.
+func StreamErrorChunkFaulty(f servingfault.Faults) func(ref.Limits, ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
+	return func(_ ref.Limits, in ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
+		return streamErrorChunk(f, in)
+	}
+}
+
+// lastMembers reads the last occurrence of each wanted key of a JSON
+// object (Python's json.loads keeps the last), in one pass.
+func lastMembers(obj gjson.Result, keys []string, into []gjson.Result) {
+	obj.ForEach(func(k, v gjson.Result) bool {
+		for i, want := range keys {
+			if k.Str == want {
+				into[i] = v
+			}
+		}
+		return true
+	})
+}
+
+var finishKeys = []string{"type", "status_code", "err_type", "message"}
+
+func streamErrorChunk(f servingfault.Faults, in ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
+	var m [4]gjson.Result
+	isErr, code := false, int64(0)
+	if fr := gjson.ParseBytes(in.FinishReason); fr.IsObject() {
+		lastMembers(fr, finishKeys[:], m[:])
+		if m[0].Raw == `"abort"` {
+			var err error
+			switch sc := m[1]; sc.Type {
+			case gjson.String:
+				code, isErr, err = ref.StatusCodeDigits(sc.Str, true)
+			case gjson.Number:
+				code, isErr, err = ref.StatusCodeDigits(sc.Raw, false)
+				isErr = isErr && !f.HTTPStatusOnly
+			}
+			if err != nil {
+				return ref.StreamErrorOutput{}, err
+			}
+		}
+	}
+	if !isErr {
+		return streamChunk(f, in), nil
+	}
+	errType := ""
+	if m[2].Type == gjson.String && !f.StreamTypeFromStatus {
+		errType = m[2].Str
+	}
+	if errType == "" {
+		errType = ref.HTTPStatusName(code)
+	}
+	msg := "Generation aborted."
+	if m[3].Type == gjson.String && m[3].Str != "" {
+		msg = m[3].Str
+	}
+	out := ref.StreamErrorOutput{Emit: true, Code: code, ErrType: errType}
+	switch {
+	case in.First && in.Preflight && code >= 400 && code <= 599:
+		out.Status, out.ContentType, out.Body = code, ref.ContentJSON, string(appendOpenAIError(nil, msg, errType, code))
+	case in.First:
+		out.Status, out.ContentType, out.Body = 200, ref.ContentSSE, string(appendStreamError(nil, msg, errType, code))
+	default:
+		out.Body = string(appendStreamError(nil, msg, errType, code))
+	}
+	return out, nil
+}
+
+// streamChunk is the normal chunk path.
+func streamChunk(f servingfault.Faults, in ref.StreamErrorInput) ref.StreamErrorOutput {
+	out := ref.StreamErrorOutput{Body: "data: " + in.Chunk + "\n\n"}
+	if in.First {
+		out.Status, out.ContentType = 200, ref.ContentSSE
+		if f.PreflightExtraChunk && in.Preflight {
+			out.Body = "data: {}\n\n" + out.Body
+		}
+	}
+	return out
+}

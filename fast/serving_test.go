@@ -1,0 +1,32 @@
+package fast_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// TestChatNormalizeFastPathAllocations: the fast twin never decodes the
+// request, so normalizing a 32 KB request costs a bounded number of small
+// allocations plus one output buffer, not one per member; with every flag
+// off the request is returned without a copy.
+func TestChatNormalizeFastPathAllocations(t *testing.T) {
+	shapes := catalog.ChatNormalize().Shapes
+	on, off := shapes[0].Make(), shapes[1].Make()
+	// Without the string image_url part (always normalized, S2.7) nothing changes.
+	off.Request = bytes.Replace(off.Request, []byte(`"image_url":"https://example.com/cat.png"`), []byte(`"image_url":{"url":"u"}`), 1)
+	lim := ref.DefaultLimits()
+	if a := testing.AllocsPerRun(20, func() { _, _ = fast.ChatNormalize(lim, on) }); a > 24 {
+		t.Errorf("flags on: %.0f allocations per 32 KB request, want <= 24", a)
+	}
+	if a := testing.AllocsPerRun(20, func() { _, _ = fast.ChatNormalize(lim, off) }); a > 4 {
+		t.Errorf("flags off: %.0f allocations, want <= 4 (no copy of the request)", a)
+	}
+	out, _ := fast.ChatNormalize(lim, off)
+	if &out.Request[0] != &off.Request[0] {
+		t.Error("flags off: the request was copied; an untouched request is returned as is")
+	}
+}

@@ -1,0 +1,546 @@
+package ref
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Sentinels of the serving surface (admission-serving.md S1.6, S2.10).
+var (
+	// ErrPoolTooSmall: context_len or max_total_tokens below 1, or a
+	// max_req_input_len below 1 (admission-serving.md S1.6).
+	ErrPoolTooSmall = NewSentinel("pool_too_small", "max_req_input_len must be >= 1 (memory pool too small)")
+	// ErrBadStatus: an error body asked for a status outside [400, 599] (S1.6).
+	ErrBadStatus = NewSentinel("bad_status", "error status must be a 4xx or 5xx code")
+	// ErrBadFlag: a server flag outside its type (S2.10).
+	ErrBadFlag = NewSentinel("bad_flag", "server argument outside its type")
+	// ErrNotJSONObject: a field that carries a JSON document is not a JSON object (S2).
+	ErrNotJSONObject = NewSentinel("not_json_object", "value must be a JSON object")
+)
+
+// Scheduler stages that can reject an input (admission-serving.md S1.2).
+const (
+	// StageTokenizer is the tokenizer pre-check, N >= context_len.
+	StageTokenizer = "tokenizer"
+	// StageScheduler is validate_input_length, N >= max_req_input_len.
+	StageScheduler = "scheduler"
+)
+
+// Error types and statuses of S1.
+const (
+	// PayloadTooLarge is the err_type of every length rejection (S1.2).
+	PayloadTooLarge = "PayloadTooLargeError"
+	// BadRequest is the err_type of every other client error (S1.3, S2.10).
+	BadRequest = "BadRequestError"
+	// StatusPayloadTooLarge is HTTP 413.
+	StatusPayloadTooLarge = 413
+	// StatusBadRequest is HTTP 400.
+	StatusBadRequest = 400
+)
+
+// InputLengthInput is the input of serving.validate_input_length
+// (admission-serving.md S1.2).
+type InputLengthInput struct {
+	// PromptTokens is N, the prompt's token count after multimodal expansion, >= 0.
+	PromptTokens int64 `json:"prompt_tokens"`
+	// ContextLen is C, the model context length, >= 1.
+	ContextLen int64 `json:"context_len"`
+	// MaxTotalTokens is T, the KV pool size in tokens, >= 1.
+	MaxTotalTokens int64 `json:"max_total_tokens"`
+	// AllowAutoTruncate is --allow-auto-truncate: truncate instead of rejecting.
+	AllowAutoTruncate bool `json:"allow_auto_truncate,omitempty"`
+}
+
+// InputLengthOutput is the verdict of both bounds (S1.2).
+type InputLengthOutput struct {
+	// MaxReqLen is min(C-1, T-1).
+	MaxReqLen int64 `json:"max_req_len"`
+	// MaxReqInputLen is max_req_len - 5.
+	MaxReqInputLen int64 `json:"max_req_input_len"`
+	// Accepted is true when generation proceeds.
+	Accepted bool `json:"accepted"`
+	// Stage is the rejecting check ("tokenizer" or "scheduler"), "" when accepted.
+	Stage string `json:"stage"`
+	// PrefillTokens is how many tokens reach prefill: N, the truncated length
+	// under auto-truncate, 1 (the abort placeholder) for a scheduler
+	// rejection, 0 for a tokenizer rejection (S1.2, S1.5 invariant 4).
+	PrefillTokens int64 `json:"prefill_tokens"`
+	// Status is 413 on rejection, 0 when accepted.
+	Status int `json:"status"`
+	// ErrType is "PayloadTooLargeError" on rejection, "" when accepted.
+	ErrType string `json:"err_type"`
+	// Message is the exact client message on rejection, "" when accepted.
+	Message string `json:"message"`
+}
+
+// LengthMessage is the one client message of S1.1.
+func LengthMessage(n, limit int64) string {
+	return "The input (" + strconv.FormatInt(n, 10) + " tokens) is longer than the model's context length (" +
+		strconv.FormatInt(limit, 10) + " tokens)."
+}
+
+// CheckInputLengthArgs validates S1.6 and returns max_req_len and
+// max_req_input_len. The order (context_len, max_total_tokens,
+// max_req_input_len, prompt_tokens) is the contract both twins keep.
+func CheckInputLengthArgs(in InputLengthInput) (int64, int64, error) {
+	if in.ContextLen < 1 {
+		return 0, 0, Reject(ErrPoolTooSmall, "context_len", in.ContextLen, ">= 1")
+	}
+	if in.MaxTotalTokens < 1 {
+		return 0, 0, Reject(ErrPoolTooSmall, "max_total_tokens", in.MaxTotalTokens, ">= 1")
+	}
+	maxReqLen := min(in.ContextLen, in.MaxTotalTokens) - 1
+	maxReqInputLen := maxReqLen - 5
+	if maxReqInputLen < 1 {
+		return 0, 0, Reject(ErrPoolTooSmall, "max_req_input_len", maxReqInputLen,
+			">= 1 (memory pool too small): min(context_len, max_total_tokens) - 6")
+	}
+	if in.PromptTokens < 0 {
+		return 0, 0, Reject(ErrNegative, "prompt_tokens", in.PromptTokens, ">= 0 (input token count must be >= 0)")
+	}
+	return maxReqLen, maxReqInputLen, nil
+}
+
+// ValidateInputLength applies the tokenizer pre-check and the scheduler
+// check of admission-serving.md S1.2, in that order.
+func ValidateInputLength(_ Limits, in InputLengthInput) (InputLengthOutput, error) {
+	maxReqLen, maxReqInputLen, err := CheckInputLengthArgs(in)
+	if err != nil {
+		return InputLengthOutput{}, err
+	}
+	out := InputLengthOutput{MaxReqLen: maxReqLen, MaxReqInputLen: maxReqInputLen}
+	n := in.PromptTokens
+	if in.AllowAutoTruncate {
+		// Rule 3: the tokenizer keeps the first C tokens, then the scheduler
+		// the first max_req_input_len.
+		out.Accepted, out.PrefillTokens = true, min(n, in.ContextLen, maxReqInputLen)
+		return out, nil
+	}
+	switch {
+	case n >= in.ContextLen: // rule 1, the upstream N == C quirk kept
+		out.Stage, out.PrefillTokens = StageTokenizer, 0
+		out.Message = LengthMessage(n, in.ContextLen)
+	case n >= maxReqInputLen: // rule 2, reporting L_eff so the message is true
+		out.Stage, out.PrefillTokens = StageScheduler, 1
+		out.Message = LengthMessage(n, maxReqInputLen-1)
+	default:
+		out.Accepted, out.PrefillTokens = true, n
+		return out, nil
+	}
+	out.Status, out.ErrType = StatusPayloadTooLarge, PayloadTooLarge
+	return out, nil
+}
+
+// Surfaces an error body is rendered for (admission-serving.md S1.3).
+const (
+	// SurfaceOpenAI is an OpenAI endpoint answering a non-streaming request.
+	SurfaceOpenAI = "openai"
+	// SurfaceOpenAIStream is an OpenAI endpoint whose SSE stream is already open.
+	SurfaceOpenAIStream = "openai_stream"
+	// SurfaceGenerate is the raw /generate endpoint.
+	SurfaceGenerate = "generate"
+)
+
+// Content types of the rendered responses.
+const (
+	// ContentJSON is the non-streaming content type.
+	ContentJSON = "application/json"
+	// ContentSSE is the streaming content type.
+	ContentSSE = "text/event-stream"
+)
+
+// ErrorBodyInput is the input of serving.error_body (S1.3).
+type ErrorBodyInput struct {
+	// Surface is "openai", "openai_stream" or "generate".
+	Surface string `json:"surface"`
+	// Status is the error's status code, in [400, 599].
+	Status int `json:"status"`
+	// ErrType is the error class; "" means the default for Status (DefaultErrType).
+	ErrType string `json:"err_type,omitempty"`
+	// Message is the client message.
+	Message string `json:"message"`
+}
+
+// ErrorBodyOutput is the exact response an error produces (S1.3).
+type ErrorBodyOutput struct {
+	// Status is the HTTP status of the response (200 for an in-stream error).
+	Status int `json:"status"`
+	// ContentType is the response content type.
+	ContentType string `json:"content_type"`
+	// Body is the response body, byte for byte.
+	Body string `json:"body"`
+}
+
+// DefaultErrType is the err_type of a status when none is given: the two
+// classes S1.3 names, else the status name as streaming abort typing
+// derives it (HTTPStatusName).
+func DefaultErrType(status int64) string {
+	switch status {
+	case StatusPayloadTooLarge:
+		return PayloadTooLarge
+	case StatusBadRequest:
+		return BadRequest
+	}
+	return HTTPStatusName(status)
+}
+
+// CheckErrorBody validates S1.6's status bound and the surface.
+func CheckErrorBody(in ErrorBodyInput) error {
+	switch in.Surface {
+	case SurfaceOpenAI, SurfaceOpenAIStream, SurfaceGenerate:
+	default:
+		return Reject(ErrBadEnum, "surface", in.Surface, `"openai", "openai_stream" or "generate"`)
+	}
+	if in.Status < 400 || in.Status > 599 {
+		return Reject(ErrBadStatus, "status", in.Status, "in [400, 599] (error status must be a 4xx or 5xx code)")
+	}
+	return nil
+}
+
+// ErrorBody renders the response of S1.3 for an error on a surface: the
+// compact OpenAI error object; the in-stream data: chunk followed by
+// [DONE]; or /generate's {"error":{"message"}}, which answers 400 for every
+// 4xx (PayloadTooLargeError is a ValueError there) and keeps a 5xx status.
+func ErrorBody(_ Limits, in ErrorBodyInput) (ErrorBodyOutput, error) {
+	if err := CheckErrorBody(in); err != nil {
+		return ErrorBodyOutput{}, err
+	}
+	errType := in.ErrType
+	if errType == "" {
+		errType = DefaultErrType(int64(in.Status))
+	}
+	code := strconv.Itoa(in.Status)
+	switch in.Surface {
+	case SurfaceOpenAI:
+		return ErrorBodyOutput{Status: in.Status, ContentType: ContentJSON, Body: OpenAIErrorJSON(in.Message, errType, code)}, nil
+	case SurfaceOpenAIStream:
+		return ErrorBodyOutput{Status: 200, ContentType: ContentSSE, Body: StreamErrorSSE(in.Message, errType, code)}, nil
+	}
+	status := in.Status
+	if status < 500 {
+		status = StatusBadRequest
+	}
+	return ErrorBodyOutput{Status: status, ContentType: ContentJSON,
+		Body: `{"error":{"message":` + PyJSONString(in.Message, false) + `}}`}, nil
+}
+
+// OpenAIErrorJSON is the compact ErrorResponse of S1.3 (as FastAPI's
+// JSONResponse writes it: separators "," and ":", UTF-8 kept). code is the
+// status already rendered as an integer literal.
+func OpenAIErrorJSON(message, errType, code string) string {
+	return `{"object":"error","message":` + PyJSONString(message, false) + `,"type":` + PyJSONString(errType, false) +
+		`,"param":null,"code":` + code + `}`
+}
+
+// StreamErrorSSE is the in-stream error of S1.3: one data: chunk as
+// Python's json.dumps writes it (separators ", " and ": ", non-ASCII
+// escaped), then data: [DONE].
+func StreamErrorSSE(message, errType, code string) string {
+	return `data: {"error": {"object": "error", "message": ` + PyJSONString(message, true) + `, "type": ` +
+		PyJSONString(errType, true) + `, "param": null, "code": ` + code + "}}\n\ndata: [DONE]\n\n"
+}
+
+// PyJSONString encodes s as Python's json.dumps does: \" \\ \n \r \t \b \f
+// short escapes, other controls as \u00XX, and with ensureASCII every rune
+// above 0x7E (0x7F included) as \uXXXX (UTF-16 surrogate pairs above the
+// BMP). Invalid UTF-8 is read as U+FFFD, as Python could not hold it.
+func PyJSONString(s string, ensureASCII bool) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		case !ensureASCII || r < 0x7f:
+			b.WriteRune(r)
+		case r > 0xffff:
+			r -= 0x10000
+			fmt.Fprintf(&b, `\u%04x\u%04x`, 0xd800+(r>>10), 0xdc00+(r&0x3ff))
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// HTTPStatusName is Python's HTTPStatus(code).name (CPython 3.12 names) for
+// a known status, else "HTTP_<code>" (admission-serving.md S1.3).
+func HTTPStatusName(code int64) string {
+	if name, ok := pyStatusName(code); ok {
+		return name
+	}
+	return "HTTP_" + strconv.FormatInt(code, 10)
+}
+
+// pyStatusName is CPython 3.12's HTTPStatus name table, as a switch so no
+// package state exists.
+func pyStatusName(code int64) (string, bool) {
+	switch code {
+	case 100:
+		return "CONTINUE", true
+	case 101:
+		return "SWITCHING_PROTOCOLS", true
+	case 102:
+		return "PROCESSING", true
+	case 103:
+		return "EARLY_HINTS", true
+	case 200:
+		return "OK", true
+	case 201:
+		return "CREATED", true
+	case 202:
+		return "ACCEPTED", true
+	case 203:
+		return "NON_AUTHORITATIVE_INFORMATION", true
+	case 204:
+		return "NO_CONTENT", true
+	case 205:
+		return "RESET_CONTENT", true
+	case 206:
+		return "PARTIAL_CONTENT", true
+	case 207:
+		return "MULTI_STATUS", true
+	case 208:
+		return "ALREADY_REPORTED", true
+	case 226:
+		return "IM_USED", true
+	case 300:
+		return "MULTIPLE_CHOICES", true
+	case 301:
+		return "MOVED_PERMANENTLY", true
+	case 302:
+		return "FOUND", true
+	case 303:
+		return "SEE_OTHER", true
+	case 304:
+		return "NOT_MODIFIED", true
+	case 305:
+		return "USE_PROXY", true
+	case 307:
+		return "TEMPORARY_REDIRECT", true
+	case 308:
+		return "PERMANENT_REDIRECT", true
+	case 400:
+		return "BAD_REQUEST", true
+	case 401:
+		return "UNAUTHORIZED", true
+	case 402:
+		return "PAYMENT_REQUIRED", true
+	case 403:
+		return "FORBIDDEN", true
+	case 404:
+		return "NOT_FOUND", true
+	case 405:
+		return "METHOD_NOT_ALLOWED", true
+	case 406:
+		return "NOT_ACCEPTABLE", true
+	case 407:
+		return "PROXY_AUTHENTICATION_REQUIRED", true
+	case 408:
+		return "REQUEST_TIMEOUT", true
+	case 409:
+		return "CONFLICT", true
+	case 410:
+		return "GONE", true
+	case 411:
+		return "LENGTH_REQUIRED", true
+	case 412:
+		return "PRECONDITION_FAILED", true
+	case 413:
+		return "REQUEST_ENTITY_TOO_LARGE", true
+	case 414:
+		return "REQUEST_URI_TOO_LONG", true
+	case 415:
+		return "UNSUPPORTED_MEDIA_TYPE", true
+	case 416:
+		return "REQUESTED_RANGE_NOT_SATISFIABLE", true
+	case 417:
+		return "EXPECTATION_FAILED", true
+	case 418:
+		return "IM_A_TEAPOT", true
+	case 421:
+		return "MISDIRECTED_REQUEST", true
+	case 422:
+		return "UNPROCESSABLE_ENTITY", true
+	case 423:
+		return "LOCKED", true
+	case 424:
+		return "FAILED_DEPENDENCY", true
+	case 425:
+		return "TOO_EARLY", true
+	case 426:
+		return "UPGRADE_REQUIRED", true
+	case 428:
+		return "PRECONDITION_REQUIRED", true
+	case 429:
+		return "TOO_MANY_REQUESTS", true
+	case 431:
+		return "REQUEST_HEADER_FIELDS_TOO_LARGE", true
+	case 451:
+		return "UNAVAILABLE_FOR_LEGAL_REASONS", true
+	case 500:
+		return "INTERNAL_SERVER_ERROR", true
+	case 501:
+		return "NOT_IMPLEMENTED", true
+	case 502:
+		return "BAD_GATEWAY", true
+	case 503:
+		return "SERVICE_UNAVAILABLE", true
+	case 504:
+		return "GATEWAY_TIMEOUT", true
+	case 505:
+		return "HTTP_VERSION_NOT_SUPPORTED", true
+	case 506:
+		return "VARIANT_ALSO_NEGOTIATES", true
+	case 507:
+		return "INSUFFICIENT_STORAGE", true
+	case 508:
+		return "LOOP_DETECTED", true
+	case 510:
+		return "NOT_EXTENDED", true
+	case 511:
+		return "NETWORK_AUTHENTICATION_REQUIRED", true
+	}
+	return "", false
+}
+
+// StreamErrorInput is the input of serving.stream_error_chunk: one item of
+// the generation stream (S1.3 streaming abort typing, S2.5 first-chunk
+// preflight).
+type StreamErrorInput struct {
+	// FinishReason is the item's finish reason exactly as the engine sent
+	// it (any JSON value; null or absent when the item has none).
+	FinishReason json.RawMessage `json:"finish_reason,omitempty"`
+	// Chunk is the data the normal chunk path sends for this item (the
+	// chunk's JSON text), used when the item is not an error.
+	Chunk string `json:"chunk"`
+	// First is true for the stream's first item, before the status is committed.
+	First bool `json:"first,omitempty"`
+	// Preflight is --stream-first-chunk-preflight.
+	Preflight bool `json:"preflight,omitempty"`
+}
+
+// StreamErrorOutput is what the server sends for the item.
+type StreamErrorOutput struct {
+	// Emit is true when the item is an error that ends the stream; false is
+	// a normal chunk or a graceful abort (the normal chunk path continues).
+	Emit bool `json:"emit"`
+	// Code is the normalized integer status code (0 when Emit is false).
+	Code int64 `json:"code"`
+	// ErrType is the chosen err_type ("" when Emit is false).
+	ErrType string `json:"err_type"`
+	// Status is the HTTP status this item commits: set on the first item
+	// only (200, or the error's code under preflight), 0 afterwards.
+	Status int64 `json:"status"`
+	// ContentType is the committed content type on the first item, "" afterwards.
+	ContentType string `json:"content_type"`
+	// Body is the exact bytes sent for the item.
+	Body string `json:"body"`
+}
+
+// StatusCodeDigits normalizes a status_code per S1.3: a JSON integer
+// literal (a plain int; JSON cannot carry an IntEnum, whose value arrives
+// as the int) or a string of ASCII digits. It returns the code and true,
+// false for any other value (a graceful abort), or an error when an
+// int-like code does not fit int64 (field "finish_reason.status_code").
+func StatusCodeDigits(raw string, isString bool) (int64, bool, error) {
+	digits := raw
+	if !isString { // an int literal may be negative; a digit string may not
+		digits = strings.TrimPrefix(digits, "-")
+	}
+	if digits == "" {
+		return 0, false, nil
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false, nil
+		}
+	}
+	v, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		return 0, false, Reject(ErrOverflow, "finish_reason.status_code", raw, fmt.Sprintf("in [%d, %d]", int64(math.MinInt64), int64(math.MaxInt64)))
+	}
+	return v, true, nil
+}
+
+// StreamErrorChunk applies streaming abort typing (admission-serving.md
+// S1.3) and the first-chunk preflight (S2.5) to one stream item. An abort
+// finish reason with an int-like status code is an error typed by its
+// err_type, else by the status name; it is sent in-stream (then [DONE]),
+// or, when it is the first item under preflight and its code is a 4xx or
+// 5xx, as the non-streaming error with that status. Anything else is the
+// normal chunk, whose bytes preflight never changes.
+func StreamErrorChunk(_ Limits, in StreamErrorInput) (StreamErrorOutput, error) {
+	code, isErr, err := streamAbortCode(in.FinishReason)
+	if err != nil {
+		return StreamErrorOutput{}, err
+	}
+	if !isErr {
+		out := StreamErrorOutput{Body: "data: " + in.Chunk + "\n\n"}
+		if in.First {
+			out.Status, out.ContentType = 200, ContentSSE
+		}
+		return out, nil
+	}
+	fr, _ := parseObject(in.FinishReason)
+	errType := ""
+	if et := fr.get("err_type"); jsonKind(et) == "string" {
+		errType = decodeString(et)
+	}
+	if errType == "" {
+		errType = HTTPStatusName(code)
+	}
+	msg := ""
+	if m := fr.get("message"); jsonKind(m) == "string" {
+		msg = decodeString(m)
+	}
+	if msg == "" {
+		msg = "Generation aborted."
+	}
+	out := StreamErrorOutput{Emit: true, Code: code, ErrType: errType}
+	codeText := strconv.FormatInt(code, 10)
+	switch {
+	case in.First && in.Preflight && code >= 400 && code <= 599:
+		out.Status, out.ContentType, out.Body = code, ContentJSON, OpenAIErrorJSON(msg, errType, codeText)
+	case in.First:
+		out.Status, out.ContentType, out.Body = 200, ContentSSE, StreamErrorSSE(msg, errType, codeText)
+	default:
+		out.Body = StreamErrorSSE(msg, errType, codeText)
+	}
+	return out, nil
+}
+
+// streamAbortCode returns the normalized status code and true when the
+// finish reason is an abort with an int-like status code.
+func streamAbortCode(raw json.RawMessage) (int64, bool, error) {
+	fr, ok := parseObject(raw)
+	if !ok || string(fr.get("type")) != `"abort"` {
+		return 0, false, nil
+	}
+	sc := fr.get("status_code")
+	switch jsonKind(sc) {
+	case "string":
+		return StatusCodeDigits(decodeString(sc), true)
+	case "number":
+		return StatusCodeDigits(string(sc), false)
+	}
+	return 0, false, nil
+}

@@ -1,0 +1,299 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// preflightLabel is the metric op label of POST /v1/openai/preflight.
+const preflightLabel = "openai.preflight"
+
+// PreflightPath is the route of the OpenAI preflight endpoint (docs/api.md).
+const PreflightPath = "/v1/openai/preflight"
+
+// ErrBadPreflight is the sentinel of a preflight envelope that does not
+// hold what the endpoint needs (the request object, the token counts).
+var ErrBadPreflight = ref.NewSentinel("bad_preflight", "preflight envelope malformed")
+
+// preflightTwins are the typed twins one implementation answers with.
+type preflightTwins struct {
+	normalize catalog.Func[ref.ChatNormalizeInput, ref.ChatNormalizeOutput]
+	length    catalog.Func[ref.InputLengthInput, ref.InputLengthOutput]
+	errorBody catalog.Func[ref.ErrorBodyInput, ref.ErrorBodyOutput]
+}
+
+// twinsFor returns impl's twins; only ref and fast implement the serving ops.
+func twinsFor(impl catalog.Impl) (preflightTwins, bool) {
+	switch impl {
+	case catalog.Ref:
+		return preflightTwins{ref.ChatNormalize, ref.ValidateInputLength, ref.ErrorBody}, true
+	case catalog.Fast:
+		return preflightTwins{fast.ChatNormalize, fast.ValidateInputLength, fast.ErrorBody}, true
+	}
+	return preflightTwins{}, false
+}
+
+// preflightEnvelope is the decoded POST body.
+type preflightEnvelope struct {
+	endpoint string
+	request  json.RawMessage // a view into the body
+	n, c, t  int64
+	truncate bool
+	flags    ref.CompatFlags
+	stream   bool
+}
+
+// preflightAnswer is the response the engine would have produced.
+type preflightAnswer struct {
+	status      int
+	contentType string
+	body        []byte
+	soft        bool
+}
+
+var envelopeKeys = []string{"request", "prompt_tokens", "context_len", "max_total_tokens", "flags", "endpoint", "allow_auto_truncate"}
+
+// parseEnvelope reads the envelope with one gjson pass, so the (large)
+// request is never decoded here; only the small flags object is, strictly.
+func parseEnvelope(body []byte) (preflightEnvelope, error) {
+	var env preflightEnvelope
+	var m [7]gjson.Result
+	var unknown string
+	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+		for i, want := range envelopeKeys {
+			if k.Str == want {
+				m[i] = v
+				return true
+			}
+		}
+		unknown = k.Str
+		return false
+	})
+	if unknown != "" {
+		return env, ref.Reject(ErrBadPreflight, unknown, "unknown field", "one of request, prompt_tokens, context_len, max_total_tokens, flags, endpoint, allow_auto_truncate")
+	}
+	if !m[0].IsObject() {
+		return env, ref.Reject(ErrBadPreflight, "request", kindName(m[0]), "an OpenAI chat or completions request object")
+	}
+	env.request = json.RawMessage(body[m[0].Index : m[0].Index+len(m[0].Raw)])
+	var err error
+	for i, dst := range []*int64{&env.n, &env.c, &env.t} {
+		if *dst, err = envelopeInt(envelopeKeys[i+1], m[i+1]); err != nil {
+			return env, err
+		}
+	}
+	if err := decodeFlags(m[4], &env.flags); err != nil {
+		return env, err
+	}
+	hasMessages, hasPrompt, stream := requestFacts(m[0])
+	env.stream = stream
+	if env.endpoint, err = envelopeEndpoint(m[5], hasMessages, hasPrompt); err != nil {
+		return env, err
+	}
+	switch m[6].Type {
+	case gjson.True:
+		env.truncate = true
+	case gjson.False, gjson.Null:
+	default:
+		return env, ref.Reject(ErrBadPreflight, "allow_auto_truncate", m[6].Raw, "a boolean")
+	}
+	return env, nil
+}
+
+func kindName(v gjson.Result) string {
+	switch {
+	case !v.Exists():
+		return "missing"
+	case v.IsArray():
+		return "array"
+	case v.Type == gjson.String:
+		return "string"
+	case v.Type == gjson.Number:
+		return "number"
+	}
+	return v.Raw
+}
+
+// envelopeInt reads a required integer literal.
+func envelopeInt(field string, v gjson.Result) (int64, error) {
+	if v.Type != gjson.Number {
+		return 0, ref.Reject(ErrBadPreflight, field, kindName(v), "an integer")
+	}
+	n, err := strconv.ParseInt(v.Raw, 10, 64)
+	if err != nil {
+		return 0, ref.Reject(ErrBadPreflight, field, v.Raw, "an integer in int64")
+	}
+	return n, nil
+}
+
+// decodeFlags decodes the flags object strictly (unknown flags are errors).
+func decodeFlags(v gjson.Result, into *ref.CompatFlags) error {
+	if !v.Exists() || v.Type == gjson.Null {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(v.Raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil || !v.IsObject() {
+		return ref.Reject(ErrBadPreflight, "flags", v.Raw, fmt.Sprintf("an object of the S2.1 flags (%v)", err))
+	}
+	return nil
+}
+
+// requestFacts reads, in one pass over the request's top level, whether it
+// has messages or a prompt (the endpoint when none is given) and whether it
+// streams (Python's json.loads keeps a repeated key's last value).
+func requestFacts(req gjson.Result) (hasMessages, hasPrompt, stream bool) {
+	req.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "messages":
+			hasMessages = true
+		case "prompt":
+			hasPrompt = true
+		case "stream":
+			stream = v.Type == gjson.True
+		}
+		return true
+	})
+	return hasMessages, hasPrompt, stream
+}
+
+// envelopeEndpoint is the given endpoint, else chat when the request has
+// messages and completions when it has a prompt.
+func envelopeEndpoint(v gjson.Result, hasMessages, hasPrompt bool) (string, error) {
+	if v.Exists() {
+		if v.Type != gjson.String {
+			return "", ref.Reject(ErrBadPreflight, "endpoint", v.Raw, `"chat" or "completions"`)
+		}
+		return v.Str, nil
+	}
+	if hasMessages {
+		return ref.EndpointChat, nil
+	}
+	if hasPrompt {
+		return ref.EndpointCompletions, nil
+	}
+	return "", ref.Reject(ErrBadPreflight, "request", "neither messages nor prompt", `a chat request (messages) or a completions request (prompt), or an explicit "endpoint"`)
+}
+
+// preflight runs what the engine runs before the first token: request
+// validation and normalization (400, always non-streaming), the input-length
+// bounds (413: non-streaming, or the in-stream chunk for a stream without
+// --stream-first-chunk-preflight), then the normalized request (200).
+func preflight(tw preflightTwins, lim ref.Limits, env preflightEnvelope) (preflightAnswer, error) {
+	n := env.n
+	norm, err := tw.normalize(lim, ref.ChatNormalizeInput{Endpoint: env.endpoint, Request: env.request,
+		PromptTokens: &n, ContextLen: env.c, Flags: env.flags})
+	if err != nil {
+		return preflightAnswer{}, err
+	}
+	if norm.Status != http.StatusOK {
+		return errorAnswer(tw, lim, ref.SurfaceOpenAI, norm.Status, ref.BadRequest, norm.Message)
+	}
+	verdict, err := tw.length(lim, ref.InputLengthInput{PromptTokens: env.n, ContextLen: env.c, MaxTotalTokens: env.t, AllowAutoTruncate: env.truncate})
+	if err != nil {
+		return preflightAnswer{}, err
+	}
+	if !verdict.Accepted {
+		surface := ref.SurfaceOpenAI
+		if env.stream && !env.flags.StreamFirstChunkPreflight {
+			surface = ref.SurfaceOpenAIStream
+		}
+		return errorAnswer(tw, lim, surface, verdict.Status, verdict.ErrType, verdict.Message)
+	}
+	return preflightAnswer{status: http.StatusOK, contentType: ref.ContentJSON, body: norm.Request, soft: norm.SoftMaxTokens}, nil
+}
+
+func errorAnswer(tw preflightTwins, lim ref.Limits, surface string, status int, errType, msg string) (preflightAnswer, error) {
+	b, err := tw.errorBody(lim, ref.ErrorBodyInput{Surface: surface, Status: status, ErrType: errType, Message: msg})
+	if err != nil {
+		return preflightAnswer{}, err
+	}
+	return preflightAnswer{status: b.Status, contentType: b.ContentType, body: []byte(b.Body)}, nil
+}
+
+// handlePreflight serves POST /v1/openai/preflight (docs/api.md).
+func (s *Server) handlePreflight(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	impl := s.cfg.Impl
+	defer func() { s.metrics.observe(preflightLabel, string(impl), sw.code(), time.Since(start)) }()
+	s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var aerr *apiError
+		if impl, aerr = preflightImpl(r, impl); aerr != nil {
+			s.writeError(w, r, aerr)
+			return
+		}
+		s.servePreflight(w, r, impl)
+	})).ServeHTTP(sw, r)
+}
+
+// preflightImpl reads the optional ?impl= (ref or fast).
+func preflightImpl(r *http.Request, impl catalog.Impl) (catalog.Impl, *apiError) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return impl, badRequest("", "malformed query string: %v", err)
+	}
+	for k, v := range q {
+		if k != "impl" || len(v) != 1 {
+			return impl, badRequest(k, "query parameter %q: want at most one impl", k)
+		}
+		if impl, err = catalog.ParseImpl(v[0]); err != nil {
+			return impl, badRequest("impl", "impl: %v", err)
+		}
+	}
+	if _, ok := twinsFor(impl); !ok {
+		return impl, badRequest("impl", "impl = %s: %s: %v; kvtwin never falls back to another implementation",
+			impl, preflightLabel, catalog.ErrImplUnavailable)
+	}
+	return impl, nil
+}
+
+func (s *Server) servePreflight(w http.ResponseWriter, r *http.Request, impl catalog.Impl) {
+	if !s.acquire() {
+		w.Header().Set("Retry-After", "1")
+		s.writeError(w, r, &apiError{status: http.StatusTooManyRequests,
+			message: fmt.Sprintf("too many op requests in flight: MaxConcurrent is %d; retry later", s.cfg.MaxConcurrent)})
+		return
+	}
+	defer s.inflight.Add(-1)
+	body, aerr := s.readBody(w, r)
+	if aerr == nil {
+		aerr = precheck(body)
+	}
+	if aerr != nil {
+		s.writeError(w, r, aerr)
+		return
+	}
+	tw, _ := twinsFor(impl)
+	env, err := parseEnvelope(body)
+	var ans preflightAnswer
+	if err == nil {
+		ans, err = preflight(tw, s.cfg.Limits, env)
+	}
+	if err != nil {
+		if _, ok := ref.AsInputError(err); !ok {
+			err = ref.Reject(ErrBadPreflight, "$", err.Error(), "a valid preflight")
+		}
+		s.writeError(w, r, inputError(err, catalog.Canonical(struct{}{}, err)))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", ans.contentType)
+	h.Set("Content-Length", strconv.Itoa(len(ans.body)))
+	if ans.soft {
+		h.Set("X-Kvtwin-Max-Tokens", "soft")
+	}
+	w.WriteHeader(ans.status)
+	_, _ = w.Write(ans.body)
+}
