@@ -307,6 +307,7 @@ func All() []Entry {
 		FP8StoreValidRows(),
 		FP8QuantizeRow(),
 		FP8QuantizeIndexK(),
+		PerLayerScript(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

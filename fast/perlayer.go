@@ -579,7 +579,7 @@ func (c *plCtx) drain(engine ref.Engine, logger *slog.Logger) {
 func (c *plCtx) result(st int) ref.FinishResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return ref.FinishResult{Handled: true, Status: st, Chunk: c.chunk, Reason: c.reason}
+	return ref.FinishResult{Handled: true, Status: st, Chunk: c.chunk, Session: c.plan.Session, Reason: c.reason}
 }
 
 func (c *plCtx) state() ref.ContextState {

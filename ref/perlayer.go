@@ -163,6 +163,8 @@ type FinishResult struct {
 	Status int `json:"status"`
 	// Chunk is the chunk key of the context that finished (B6 shows here).
 	Chunk int64 `json:"chunk"`
+	// Session is the finished context's session ("" when not handled).
+	Session string `json:"session,omitempty"`
 	// Reason is the failure reason when Status != 0.
 	Reason string `json:"reason,omitempty"`
 }
@@ -204,7 +206,9 @@ type NewPerLayerManagerFunc func(cfg PerLayerConfig, engine Engine, events Event
 // Failure reasons, written once so both twins report equal strings.
 
 // ReasonHookOutOfRange is NoteEnqueued's fail-closed reason (§4.3).
-func ReasonHookOutOfRange(l, n int) string { return fmt.Sprintf("hook layer %d out of range N=%d", l, n) }
+func ReasonHookOutOfRange(l, n int) string {
+	return fmt.Sprintf("hook layer %d out of range N=%d", l, n)
+}
 
 // ReasonEventWait is SubmitGroup's event-failure reason (§4.3 step 3).
 func ReasonEventWait(err error) string { return "event wait: " + err.Error() }
@@ -486,7 +490,7 @@ func (m *refManager) Finish(room uint64, chunkKey int64) (FinishResult, error) {
 	c := m.popFront(room)
 	st := c.finish(m.engine, m.logger)
 	m.lastDone = c
-	return FinishResult{Handled: true, Status: st, Chunk: c.chunk, Reason: c.reason}, nil
+	return FinishResult{Handled: true, Status: st, Chunk: c.chunk, Session: c.plan.Session, Reason: c.reason}, nil
 }
 
 func (m *refManager) popFront(room uint64) *refContext {
@@ -545,7 +549,7 @@ func (m *refManager) Refinish() (FinishResult, bool) {
 		return FinishResult{}, false
 	}
 	st := c.finish(m.engine, m.logger)
-	return FinishResult{Handled: true, Status: st, Chunk: c.chunk, Reason: c.reason}, true
+	return FinishResult{Handled: true, Status: st, Chunk: c.chunk, Session: c.plan.Session, Reason: c.reason}, true
 }
 
 func (m *refManager) Drop(room uint64) int {

@@ -284,7 +284,6 @@ type XferRun struct {
 	Engine *MemEngine
 	// Events is the fake event factory.
 	Events *FakeEvents
-	builds int
 }
 
 // NewXferRun builds the arenas, engine, events and manager of a validated
@@ -301,9 +300,11 @@ func NewXferRun(s XferStep, newManager NewPerLayerManagerFunc, logger *slog.Logg
 	return r, nil
 }
 
-// Session names the build-th context of a run (build counts from 1).
-func Session(room uint64, chunk int64, build int) string {
-	return fmt.Sprintf("room%d/chunk%d#%d", room, chunk, build)
+// Session names the context built by the register step at index step
+// (the monolithic step at that index), so a session in the engine log
+// leads back to the step that gave its pages.
+func Session(room uint64, chunk int64, step int) string {
+	return fmt.Sprintf("room%d/chunk%d@%d", room, chunk, step)
 }
 
 // Step runs one validated non-create step and returns its result; errors
@@ -314,10 +315,7 @@ func (r *XferRun) Step(s XferStep, index int) XferStepResult {
 	m := r.Manager
 	switch s.Op {
 	case XferRegister:
-		build := func() *LayerPlan {
-			r.builds++
-			return r.Geometry.Plan(Session(s.Room, s.Chunk, r.builds), s.Owned, s.Dst)
-		}
+		build := func() *LayerPlan { return r.Geometry.Plan(Session(s.Room, s.Chunk, index), s.Owned, s.Dst) }
 		var ok bool
 		if ok, err = m.Register(s.Room, s.Chunk, s.Infos, build); err == nil {
 			res.Registered = &ok
@@ -353,7 +351,7 @@ func (r *XferRun) Step(s XferStep, index int) XferStepResult {
 	case XferHas:
 		res.Has = new(m.HasRoom(s.Room))
 	case XferMonolithic:
-		plan := r.Geometry.Plan(Session(s.Room, s.Chunk, 0), s.Owned, s.Dst)
+		plan := r.Geometry.Plan(Session(s.Room, s.Chunk, index), s.Owned, s.Dst)
 		res.Status = new(MonolithicSend(r.Engine, plan.Session, plan.Blocks))
 	}
 	if err != nil {

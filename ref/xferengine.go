@@ -3,7 +3,6 @@ package ref
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -130,13 +129,6 @@ func (e *MemEngine) InjectFault(f EngineFault) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.armed[f]++
-}
-
-// Armed returns how many injected faults of kind f are still pending.
-func (e *MemEngine) Armed(f EngineFault) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.armed[f]
 }
 
 func (e *MemEngine) fails(f EngineFault) bool {
@@ -451,8 +443,3 @@ type ReadyEvents struct{}
 
 // Record returns ReadyEvent{}.
 func (ReadyEvents) Record() Event { return ReadyEvent{} }
-
-// IsEventError reports whether err is one of the event errors.
-func IsEventError(err error) bool {
-	return errors.Is(err, ErrEventTimeout) || errors.Is(err, ErrEventFailed)
-}
