@@ -62,7 +62,7 @@ type xferChecker struct {
 	steps   []ref.XferStep
 	hooked  int
 	sent    map[string]map[ref.Block]bool
-	closed  map[string]bool       // finished, drained or failed: nothing more may be submitted
+	closed  map[string]bool        // finished, drained or failed: nothing more may be submitted
 	eventOf map[string]map[int]int // session → layer → the event of its group
 	evFail  map[int]bool
 	owner   map[uint64]string // batch → session

@@ -13,8 +13,7 @@ type pendingBug struct{ id, section, bug, where string }
 // pending lists the historic bugs not yet modeled, so docs/bugzoo.md names
 // every historic bug, modeled or not.
 func pending() []pendingBug {
-	return []pendingBug{
-	}
+	return []pendingBug{}
 }
 
 // ZooMarkdown renders docs/bugzoo.md: every mutant with its spec section,
