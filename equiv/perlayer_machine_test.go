@@ -213,10 +213,13 @@ func (c *xferChecker) checkFinish(s ref.XferStep, res ref.XferStepResult, logs i
 		}
 		return nil
 	}
+	if err := c.checkMonolithic(f.Session); err != nil {
+		return err
+	}
 	if n := countLevel(recs, slog.LevelInfo); n != 0 {
 		return fmt.Errorf("§4.8.10: a successful finish logged %d records at INFO or above", n)
 	}
-	return c.checkMonolithic(f.Session)
+	return nil
 }
 
 func countLevel(recs []logRec, min slog.Level) int {
