@@ -16,7 +16,9 @@ import (
 )
 
 // TestXferScenarios runs the narrated per-layer transfer scenarios
-// (testdata/xfer_*.txt, one per historic bug of transfer.md §4.7): each
+// (testdata/xfer_*.txt, one per historic bug of transfer.md §4.7; B4's
+// pages come from transfer.filter_cp_rank, whose zoo mutant
+// chunk-page-start-zero it replays): each
 // command drives a reference run and a fast run in deterministic mode,
 // requires identical results, checks the ten §4.8 invariants on both, and
 // prints the outcome and the manager's state, so a file reads as the fixed
@@ -27,6 +29,7 @@ import (
 //
 //	create layers=N hooked=H group=K            (item_len=2, 4 pages per layer each side)
 //	register room=R chunk=C [infos=I]           (pages (0,1,3) → (2,3,0))
+//	register_chunk room=R chunk=C page=P kv=(…) dst_full=(…)   (§4.2: the CP filter picks the pages)
 //	forward h=H        the hooks of layers 0..H-1 inside one forward
 //	events             completes every pending event
 //	event e=E [fail]   complete batch=B [fail]  inject fault=submit|wait|sync
@@ -59,7 +62,7 @@ type xferScenario struct {
 // second run carries the bug and is neither compared nor checked, and
 // run returns its printout in err's place via sc.buggy.
 func (sc *xferScenario) run(td *datadriven.TestData, bug *xferfault.Faults) (string, error) {
-	steps, err := xferScenarioSteps(td, sc.refChk)
+	steps, err := xferScenarioSteps(td, sc.refChk, false)
 	if err != nil {
 		return "", err
 	}
@@ -81,6 +84,7 @@ func (sc *xferScenario) run(td *datadriven.TestData, bug *xferfault.Faults) (str
 		return "", fmt.Errorf("the first command must be create")
 	}
 	var refRes, othRes []ref.XferStepResult
+	pages := pagesText(steps)
 	for _, s := range steps {
 		rr, err := sc.refChk.step(s)
 		if err != nil {
@@ -103,7 +107,15 @@ func (sc *xferScenario) run(td *datadriven.TestData, bug *xferfault.Faults) (str
 			return "", fmt.Errorf("ref and fast states disagree:\nref  %s\nfast %s", a, b)
 		}
 	}
-	return xferResultsText(refRes) + xferStateText(sc.refChk.run), nil
+	return pages + xferResultsText(refRes) + xferStateText(sc.refChk.run), nil
+}
+
+// pagesText shows the page pairs a register_chunk command built.
+func pagesText(steps []ref.XferStep) string {
+	if len(steps) == 1 && steps[0].Op == ref.XferRegister {
+		return fmt.Sprintf("pages owned=%v dst=%v\n", steps[0].Owned, steps[0].Dst)
+	}
+	return ""
 }
 
 // buggyText is what the bug run printed for the last command.
@@ -111,7 +123,11 @@ func (sc *xferScenario) buggyText(res []ref.XferStepResult) string {
 	return xferResultsText(res) + xferStateText(sc.othChk.run)
 }
 
-func xferScenarioSteps(td *datadriven.TestData, chk *xferChecker) ([]ref.XferStep, error) {
+// xferScenarioSteps expands one command; chunkPageStartZero builds
+// register_chunk's pages the way B4 did (transfer.md §1.6: the filter
+// called with chunk_page_start = 0, as the zoo's chunk-page-start-zero
+// mutant of transfer.filter_cp_rank does).
+func xferScenarioSteps(td *datadriven.TestData, chk *xferChecker, chunkPageStartZero bool) ([]ref.XferStep, error) {
 	arg := func(key string) int {
 		n, _ := strconv.Atoi(argVal(td, key))
 		return n
@@ -129,6 +145,8 @@ func xferScenarioSteps(td *datadriven.TestData, chk *xferChecker) ([]ref.XferSte
 		s := xferReg(room, chunk)
 		s.Infos = infos
 		return []ref.XferStep{s}, nil
+	case "register_chunk":
+		return registerChunk(td, room, chunk, arg("page"), chunkPageStartZero)
 	case "forward":
 		return xferForward(arg("h"), 0, 0), nil
 	case "events":
@@ -167,6 +185,41 @@ func xferScenarioSteps(td *datadriven.TestData, chk *xferChecker) ([]ref.XferSte
 	return nil, fmt.Errorf("unknown command %q", td.Cmd)
 }
 
+// registerChunk is build_per_layer_context's page selection (§4.2 steps
+// 3 and 5) on one CP rank of one: the chunk's prefill pages kv are
+// filtered with chunk_page_start = chunk / page (0 under B4), and the
+// decode pages are the request's dst_full at the returned positions.
+func registerChunk(td *datadriven.TestData, room uint64, chunk int64, page int, b4 bool) ([]ref.XferStep, error) {
+	kv, full := argInts(td, "kv"), argInts(td, "dst_full")
+	in := ref.FilterCPRankInput{KV: kv, ChunkPageStart: chunk / int64(page), CPRank: 0, CPSize: 1}
+	if b4 {
+		in.ChunkPageStart = 0
+	}
+	f, err := fast.FilterCPRank(ref.DefaultLimits(), in)
+	if err != nil {
+		return nil, err
+	}
+	dst := make([]int64, len(f.Positions))
+	for i, p := range f.Positions {
+		dst[i] = full[p]
+	}
+	return []ref.XferStep{{Op: ref.XferRegister, Room: room, Chunk: chunk, Infos: 1, Owned: f.Owned, Dst: dst}}, nil
+}
+
+func argInts(td *datadriven.TestData, key string) []int64 {
+	for _, a := range td.CmdArgs {
+		if a.Key == key {
+			out := make([]int64, len(a.Vals))
+			for i, v := range a.Vals {
+				n, _ := strconv.Atoi(v)
+				out[i] = int64(n)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
 // argVal is the first value of the command's argument key, or "".
 func argVal(td *datadriven.TestData, key string) string {
 	for _, a := range td.CmdArgs {
@@ -202,6 +255,8 @@ func xferResultsText(res []ref.XferStepResult) string {
 		case r.Op == ref.XferCompleteEvent:
 		case r.Registered != nil:
 			fmt.Fprintf(&b, "registered %t\n", *r.Registered)
+		case r.Status != nil:
+			fmt.Fprintf(&b, "monolithic status=%d\n", *r.Status)
 		case r.Finish != nil && !r.Finish.Handled:
 			b.WriteString("not handled: use the monolithic send\n")
 		case r.Finish != nil:
@@ -272,13 +327,15 @@ func ranges(xs []int) string {
 var xferScenarioBugs = []struct {
 	id      string
 	faults  xferfault.Faults
+	b4      bool
 	symptom string
 }{
-	{"finish-requires-all-layers", xferfault.Faults{FinishRequiresAll: true}, `reason="finish TIMEOUT processed=78/79"`},
-	{"enqueue-without-dedup", xferfault.Faults{NoEnqueueDedup: true}, `reason="finish TIMEOUT processed=78/156"`},
-	{"register-overwrites-room", xferfault.Faults{RegisterOverwrites: true}, "builds=2"},
-	{"finish-per-info", xferfault.Faults{RegisterAnyInfos: true}, "registered true"},
-	{"one-context-per-room", xferfault.Faults{OneContextPerRoom: true}, "status=0 chunk=4"},
+	{"chunk-page-start-zero", xferfault.Faults{}, true, "pages owned=[2 3] dst=[0 1]"},
+	{"finish-requires-all-layers", xferfault.Faults{FinishRequiresAll: true}, false, `reason="finish TIMEOUT processed=78/79"`},
+	{"enqueue-without-dedup", xferfault.Faults{NoEnqueueDedup: true}, false, `reason="finish TIMEOUT processed=78/156"`},
+	{"register-overwrites-room", xferfault.Faults{RegisterOverwrites: true}, false, "builds=2"},
+	{"finish-per-info", xferfault.Faults{RegisterAnyInfos: true}, false, "registered true"},
+	{"one-context-per-room", xferfault.Faults{OneContextPerRoom: true}, false, "status=0 chunk=4"},
 }
 
 // TestXferScenariosReplayTheirBug replays each scenario on a fast manager
@@ -290,10 +347,11 @@ func TestXferScenariosReplayTheirBug(t *testing.T) {
 			var sc xferScenario
 			differs, shown := "", false
 			datadriven.RunTest(t, filepath.Join("testdata", "xfer_"+bug.id+".txt"), func(t *testing.T, td *datadriven.TestData) string {
-				steps, err := xferScenarioSteps(td, sc.refChk)
+				steps, err := xferScenarioSteps(td, sc.refChk, false)
 				if err != nil {
 					td.Fatalf(t, "%v", err)
 				}
+				bugSteps, _ := xferScenarioSteps(td, sc.othChk, bug.b4)
 				if steps[0].Op == ref.XferCreate {
 					out, err := sc.run(td, &bug.faults)
 					if err != nil {
@@ -302,16 +360,16 @@ func TestXferScenariosReplayTheirBug(t *testing.T) {
 					return out
 				}
 				var refRes, bugRes []ref.XferStepResult
-				for _, s := range steps {
+				for i, s := range steps {
 					rr, _ := sc.refChk.step(s)
-					br, _ := sc.othChk.step(s)
+					br, _ := sc.othChk.step(bugSteps[i])
 					refRes, bugRes = append(refRes, rr), append(bugRes, br)
 					if s.Op == ref.XferWorkerStep && (rr.Error != nil || rr.Work.Idle) {
 						break
 					}
 				}
-				fixed := xferResultsText(refRes) + xferStateText(sc.refChk.run)
-				buggy := sc.buggyText(bugRes)
+				fixed := pagesText(steps) + xferResultsText(refRes) + xferStateText(sc.refChk.run)
+				buggy := pagesText(bugSteps) + sc.buggyText(bugRes)
 				if differs == "" && fixed != buggy {
 					differs = fmt.Sprintf("%s: the buggy manager printed\n%s", td.Pos, buggy)
 				}

@@ -250,3 +250,28 @@ func TestWorkerStepNeedsDeterministicMode(t *testing.T) {
 		t.Fatalf("want ErrNotStepping, got %v", err)
 	}
 }
+
+// TestNotifierDoesNotAllocate: the fast path is taken — a non-boundary
+// hook, and a boundary whose layers every context already enqueued,
+// allocate nothing.
+func TestNotifierDoesNotAllocate(t *testing.T) {
+	m, err := fast.NewManager(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: 16, Group: 8},
+		Engine: ref.NewMemEngine(nil, nil, false), Events: ref.ReadyEvents{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for room := range 10 {
+		m.Register(uint64(room), 0, 1, func() *ref.LayerPlan { return &ref.LayerPlan{Session: "s", Blocks: make([][]ref.Block, 17)} })
+	}
+	m.ForwardBegin()
+	for l := range 16 {
+		m.OnLayerEnd(l)
+	}
+	if n := testing.AllocsPerRun(100, func() { m.OnLayerEnd(3) }); n != 0 {
+		t.Errorf("non-boundary hook: %v allocations", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { m.OnLayerEnd(7) }); n != 0 {
+		t.Errorf("deduplicated boundary: %v allocations", n)
+	}
+}
