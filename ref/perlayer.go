@@ -343,6 +343,8 @@ func NewPerLayerManager(cfg PerLayerConfig, engine Engine, events EventFactory, 
 	return &refManager{cfg: cfg, engine: engine, events: events, logger: logger, active: map[uint64][]*refContext{}}, nil
 }
 
+// Register is §4.4 Register: exactly one non-dummy info, dedup by (room,
+// chunk) without a build, append at the back, never overwrite.
 func (m *refManager) Register(room uint64, chunkKey int64, infos int, build BuildFunc) (bool, error) {
 	if err := CheckRegister(m.forward, chunkKey, infos); err != nil {
 		return false, err
@@ -369,8 +371,10 @@ func (m *refManager) Register(room uint64, chunkKey int64, infos int, build Buil
 	return true, nil
 }
 
+// HasRoom is §4.4 HasRoom.
 func (m *refManager) HasRoom(room uint64) bool { return len(m.active[room]) > 0 }
 
+// ForwardBegin sets forwardInProgress (§4.4 precondition of Register).
 func (m *refManager) ForwardBegin() error {
 	if m.forward {
 		return Reject(ErrForwardState, "forward", true, "forward_begin outside a forward")
@@ -379,6 +383,7 @@ func (m *refManager) ForwardBegin() error {
 	return nil
 }
 
+// ForwardEnd clears forwardInProgress.
 func (m *refManager) ForwardEnd() error {
 	if !m.forward {
 		return Reject(ErrForwardState, "forward", false, "forward_end inside a forward")
@@ -387,6 +392,8 @@ func (m *refManager) ForwardEnd() error {
 	return nil
 }
 
+// OnLayerEnd is §4.4 OnLayerEnd: at a boundary, one event shared by every
+// context and one work item per context that newly enqueued a layer.
 func (m *refManager) OnLayerEnd(l int) (int, error) {
 	if err := CheckOnLayerEnd(m.cfg, m.forward, l); err != nil {
 		return 0, err
@@ -435,6 +442,8 @@ func (c *refContext) fail(reason string) {
 	}
 }
 
+// WorkerStep is one worker of §4.3 SubmitGroup on the front item; an item
+// whose event has not completed is refused and stays queued.
 func (m *refManager) WorkerStep() (WorkResult, error) {
 	if len(m.queue) == 0 {
 		return WorkResult{Idle: true}, nil
@@ -479,6 +488,7 @@ func (c *refContext) submitGroup(engine Engine, layers []int, ev Event) uint64 {
 	return id
 }
 
+// Finish is §4.4 Finish with the chunk-key hardening.
 func (m *refManager) Finish(room uint64, chunkKey int64) (FinishResult, error) {
 	dq := m.active[room]
 	if len(dq) == 0 || dq[0].chunk > chunkKey {
@@ -543,6 +553,7 @@ func (c *refContext) finish(engine Engine, logger *slog.Logger) int {
 	return c.status
 }
 
+// Refinish re-finishes the last finished context (§4.8.9).
 func (m *refManager) Refinish() (FinishResult, bool) {
 	c := m.lastDone
 	if c == nil {
@@ -552,6 +563,7 @@ func (m *refManager) Refinish() (FinishResult, bool) {
 	return FinishResult{Handled: true, Status: st, Chunk: c.chunk, Session: c.plan.Session, Reason: c.reason}, true
 }
 
+// Drop is §4.4 Drop: every context of the room drained, front first.
 func (m *refManager) Drop(room uint64) int {
 	n := 0
 	for m.HasRoom(room) {
@@ -573,6 +585,7 @@ func (c *refContext) drain(engine Engine, logger *slog.Logger) {
 	LogDrain(logger, c.state())
 }
 
+// State returns the observable state.
 func (m *refManager) State() PerLayerState {
 	s := PerLayerState{Forward: m.forward, Builds: m.builds, Events: m.nEvents, Rooms: []RoomState{}, Queue: []WorkItemState{}}
 	for _, room := range m.rooms {
@@ -606,4 +619,5 @@ func setBits(b []bool) []int {
 	return out
 }
 
+// Close is a no-op: the reference manager runs no goroutine.
 func (m *refManager) Close() {}
