@@ -318,6 +318,7 @@ func All() []Entry {
 		ChatNormalize(),
 		Usage(),
 		GLMToolArgs(),
+		PerLayerScript(),
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries

@@ -91,6 +91,7 @@ func (u suite[In, Out]) Shrink(impl catalog.Impl, kind Kind) (*Failure, error) {
 func Suites() []Suite {
 	suites := []Suite{
 		Erase(FilterCPRank()),
+		Erase(PerLayerScript()),
 		Erase(SamplingPack()),
 		Erase(PrebuiltSlice()),
 		Erase(StateLayerPairing()),

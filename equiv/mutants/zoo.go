@@ -13,13 +13,7 @@ type pendingBug struct{ id, section, bug, where string }
 // pending lists the historic bugs not yet modeled, so docs/bugzoo.md names
 // every historic bug, modeled or not.
 func pending() []pendingBug {
-	return []pendingBug{
-		{"B1 finish-requires-all-layers", "transfer.md §4.7", "completion waited for all N layers: the MTP layer was never sent and finish timed out (processed=78/79)", "issue 7 (per-layer transfer engine)"},
-		{"B2 enqueue-without-dedup", "transfer.md §4.7", "every hook fire was counted, so the completion target grew by H per forward (TTFT p99 116 s)", "issue 7 (per-layer transfer engine)"},
-		{"B3 register-overwrites-room", "transfer.md §4.7", "re-registration overwrote an active room's context and leaked it", "issue 7 (per-layer transfer engine)"},
-		{"B5 finish-per-info", "transfer.md §4.7", "one context finished once per non-dummy info over-popped the room's deque", "issue 7 (per-layer transfer engine)"},
-		{"B6 one-context-per-room", "transfer.md §4.7", "chunk N+1 registering while chunk N finished collided with it", "issue 7 (per-layer transfer engine)"},
-	}
+	return []pendingBug{}
 }
 
 // ZooMarkdown renders docs/bugzoo.md: every mutant with its spec section,

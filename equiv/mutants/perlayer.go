@@ -1,0 +1,73 @@
+package mutants
+
+import (
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/xferfault"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// faultyXferScript runs transfer.per_layer_script on fast managers with
+// the given faults.
+func faultyXferScript(f xferfault.Faults) func(ref.Limits, ref.XferScriptInput) (ref.XferScriptOutput, error) {
+	newManager := fast.NewPerLayerManagerWithFaults(f)
+	return func(lim ref.Limits, in ref.XferScriptInput) (ref.XferScriptOutput, error) {
+		return ref.RunXferScript(lim, in, newManager)
+	}
+}
+
+func xferMutant(id, section, about string, f xferfault.Faults) equiv.Killable {
+	return &equiv.Mutant[ref.XferScriptInput, ref.XferScriptOutput]{
+		Spec:     equiv.PerLayerScript(),
+		ID:       id,
+		Section:  section,
+		About:    about,
+		Fn:       faultyXferScript(f),
+		Scenario: "equiv/testdata/xfer_" + id + ".txt",
+	}
+}
+
+// FinishRequiresAllLayers is transfer.md §4.7 B1: completion waited for
+// all N layers, so every finish timed out (processed=78/79) and the MTP
+// layer, which never fires the hook, was never copied.
+func FinishRequiresAllLayers() equiv.Killable {
+	return xferMutant("finish-requires-all-layers", "transfer.md §4.7 B1",
+		"finish waits for all N layers instead of the count enqueued and has no sync fallback: TIMEOUT processed=78/79, the MTP layer is never sent",
+		xferfault.Faults{FinishRequiresAll: true})
+}
+
+// EnqueueWithoutDedup is transfer.md §4.7 B2: every hook fire counted, so
+// an active context's target grew by H per forward and finishes timed out
+// (TTFT p99 116 s).
+func EnqueueWithoutDedup() equiv.Killable {
+	return xferMutant("enqueue-without-dedup", "transfer.md §4.7 B2",
+		"NoteEnqueued counts every hook fire: the completion target grows by H per forward past N and finish times out",
+		xferfault.Faults{NoEnqueueDedup: true})
+}
+
+// RegisterOverwritesRoom is transfer.md §4.7 B3: re-registering an active
+// chunk rebuilt it and overwrote the registered context, which leaked with
+// its batches (registered=917 for ~100 requests).
+func RegisterOverwritesRoom() equiv.Killable {
+	return xferMutant("register-overwrites-room", "transfer.md §4.7 B3",
+		"Register of an active (room, chunk) rebuilds and overwrites the context: the orphan's batches are never waited",
+		xferfault.Faults{RegisterOverwrites: true})
+}
+
+// FinishPerInfo is transfer.md §4.7 B5: with several non-dummy infos one
+// context was registered and then finished once per info, over-popping
+// the room's deque while the other infos got no KV.
+func FinishPerInfo() equiv.Killable {
+	return xferMutant("finish-per-info", "transfer.md §4.7 B5",
+		"Register accepts several non-dummy infos: one context serves (and is finished for) every info, the others get no KV",
+		xferfault.Faults{RegisterAnyInfos: true})
+}
+
+// OneContextPerRoom is transfer.md §4.7 B6: one context per room, so
+// chunk N+1 registering while chunk N was unfinished replaced it and the
+// finish of chunk N finished chunk N+1's context.
+func OneContextPerRoom() equiv.Killable {
+	return xferMutant("one-context-per-room", "transfer.md §4.7 B6",
+		"a room holds one context: the next chunk's registration replaces it and finish pops it whatever its key",
+		xferfault.Faults{OneContextPerRoom: true})
+}

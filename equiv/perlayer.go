@@ -1,0 +1,498 @@
+package equiv
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+
+	"pgregory.net/rapid"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// PerLayerScript is the differential spec of transfer.per_layer_script
+// (transfer.md §4). The step-by-step state machine over the managers
+// themselves, with the byte comparison against a monolithic send on a
+// clone, is TestPerLayerTwinsAgreeAfterEveryStep; this spec holds the
+// script-level generators, the §4.6 worked trace and §4.7 minimal inputs,
+// and the §4.8 invariants read off a trace, the engine log and the final
+// state.
+func PerLayerScript() *Spec[ref.XferScriptInput, ref.XferScriptOutput] {
+	return &Spec[ref.XferScriptInput, ref.XferScriptOutput]{
+		Op:          catalog.PerLayerScript(),
+		Valid:       rapid.Custom(func(t *rapid.T) ref.XferScriptInput { return XferSteps(t, 40) }),
+		Invalid:     rapid.Custom(xferInvalid),
+		Boundary:    xferBoundary(),
+		Regressions: xferRegressions(),
+		Props: []Prop[ref.XferScriptInput, ref.XferScriptOutput]{
+			{"enqueued-bounded", xferEnqueuedBounded},
+			{"no-double-send", xferNoDoubleSend},
+			{"no-submit-after-failure", xferNoSubmitAfterFailure},
+			{"finish-zero-is-monolithic", xferFinishZeroIsMonolithic},
+			{"batches-waited", xferBatchesWaited},
+			{"fifo-per-room", xferFIFOPerRoom},
+			{"refinish-idempotent", xferRefinishIdempotent},
+		},
+	}
+}
+
+// XferSteps draws a script of up to maxSteps steps shaped like a prefill
+// scheduler: 1–3 rooms registering chunks in send order (mostly with one
+// non-dummy info), forwards firing the hooks in layer order, events and
+// batches completing in any order, worker steps, injected engine faults,
+// finishes of the front chunk (sometimes too early, so they time out),
+// drops, duplicate registrations and finishes, and occasional refused
+// steps. A reference run follows the steps so they name live events,
+// batches and chunks.
+func XferSteps(t *rapid.T, maxSteps int) ref.XferScriptInput {
+	create := xferDrawCreate(t)
+	g := newXferGen(t, create, nil)
+	for range rapid.IntRange(0, maxSteps).Draw(t, "steps") {
+		g.step()
+	}
+	return ref.XferScriptInput{Steps: g.steps}
+}
+
+// xferDrawCreate draws a create step: N in [1, 6], H = N mostly (N−1: an
+// MTP layer; N+1: a hook past N; 0: no hook), K in [1, 4], small arenas.
+func xferDrawCreate(t *rapid.T) ref.XferStep {
+	n := rapid.IntRange(1, 6).Draw(t, "layers")
+	create := ref.XferStep{Op: ref.XferCreate, Layers: n,
+		Hooked:   rapid.SampledFrom([]int{n, n, n - 1, n + 1, 0}).Draw(t, "hooked"),
+		Group:    rapid.IntRange(1, 4).Draw(t, "group"),
+		ItemLen:  rapid.IntRange(1, 4).Draw(t, "item_len"),
+		SrcPages: rapid.IntRange(1, 6).Draw(t, "src_pages"),
+		DstPages: rapid.IntRange(1, 6).Draw(t, "dst_pages")}
+	if create.Hooked < 0 {
+		create.Hooked = 0
+	}
+	return create
+}
+
+// xferGen draws steps while a reference run follows them.
+type xferGen struct {
+	t       *rapid.T
+	run     *ref.XferRun
+	steps   []ref.XferStep
+	results []ref.XferStepResult
+	next    map[uint64]int64 // each room's next chunk key
+	layer   int              // the next layer a forward hooks
+}
+
+func newXferGen(t *rapid.T, create ref.XferStep, logger *slog.Logger) *xferGen {
+	run, err := ref.NewXferRun(create, ref.NewPerLayerManager, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &xferGen{t: t, run: run, steps: []ref.XferStep{create}, results: []ref.XferStepResult{{Op: ref.XferCreate}},
+		next: map[uint64]int64{}}
+}
+
+func (g *xferGen) apply(s ref.XferStep) {
+	g.results = append(g.results, g.run.Step(s, len(g.steps)))
+	g.steps = append(g.steps, s)
+}
+
+func (g *xferGen) pages(label string) ([]int64, []int64) {
+	geo := g.run.Geometry
+	m := rapid.IntRange(0, min(geo.SrcPages, geo.DstPages)).Draw(g.t, label+"_n")
+	src := rapid.Permutation(pageSeq(geo.SrcPages)).Draw(g.t, label+"_src")[:m]
+	dst := rapid.Permutation(pageSeq(geo.DstPages)).Draw(g.t, label+"_dst")[:m]
+	return src, dst
+}
+
+func pageSeq(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(i)
+	}
+	return out
+}
+
+func (g *xferGen) step() {
+	t := g.t
+	st := g.run.Manager.State()
+	switch rapid.IntRange(0, 15).Draw(t, "kind") {
+	case 0, 1:
+		room := uint64(rapid.IntRange(1, 3).Draw(t, "room"))
+		chunk := g.next[room]
+		if rapid.IntRange(0, 5).Draw(t, "dup") == 0 && chunk > 0 {
+			chunk -= 4 // a duplicate registration of the last chunk
+		} else {
+			g.next[room] = chunk + 4
+		}
+		owned, dst := g.pages("reg")
+		infos := rapid.SampledFrom([]int{1, 1, 1, 1, 0, 2}).Draw(t, "infos")
+		g.apply(ref.XferStep{Op: ref.XferRegister, Room: room, Chunk: chunk, Infos: infos, Owned: owned, Dst: dst})
+	case 2:
+		if st.Forward {
+			g.apply(ref.XferStep{Op: ref.XferForwardEnd})
+		} else {
+			g.layer = 0
+			g.apply(ref.XferStep{Op: ref.XferForwardBegin})
+		}
+	case 3, 4, 5:
+		l := g.layer
+		if !st.Forward || l >= g.steps[0].Hooked || rapid.IntRange(0, 9).Draw(t, "odd_layer") == 0 {
+			l = rapid.IntRange(-1, g.steps[0].Hooked).Draw(t, "layer")
+		} else {
+			g.layer++
+		}
+		g.apply(ref.XferStep{Op: ref.XferLayerEnd, Layer: l})
+	case 6, 7:
+		ev := 1
+		if p := g.run.Events.Pending(); len(p) > 0 {
+			ev = rapid.SampledFrom(p).Draw(t, "event")
+		}
+		g.apply(ref.XferStep{Op: ref.XferCompleteEvent, Event: ev, Fail: rapid.IntRange(0, 9).Draw(t, "ev_fail") == 0})
+	case 8, 9:
+		g.apply(ref.XferStep{Op: ref.XferWorkerStep})
+	case 10:
+		b := uint64(1)
+		if f := g.run.Engine.InFlight(); len(f) > 0 {
+			b = rapid.SampledFrom(f).Draw(t, "batch")
+		}
+		g.apply(ref.XferStep{Op: ref.XferEngineComplete, Batch: b, Fail: rapid.IntRange(0, 9).Draw(t, "b_fail") == 0})
+	case 11:
+		g.apply(ref.XferStep{Op: ref.XferInject, Fault: rapid.SampledFrom([]ref.EngineFault{ref.FaultSubmit, ref.FaultWait, ref.FaultSync}).Draw(t, "fault")})
+	case 12, 13:
+		room, chunk := uint64(rapid.IntRange(1, 3).Draw(t, "f_room")), int64(0)
+		for _, r := range st.Rooms {
+			if r.Room == room {
+				chunk = r.Contexts[0].Chunk
+			}
+		}
+		if rapid.IntRange(0, 7).Draw(t, "f_odd") == 0 {
+			chunk = 4 * int64(rapid.IntRange(0, 3).Draw(t, "f_chunk"))
+		}
+		g.apply(ref.XferStep{Op: ref.XferFinish, Room: room, Chunk: chunk})
+	case 14:
+		g.apply(ref.XferStep{Op: rapid.SampledFrom([]string{ref.XferRefinish, ref.XferHas, ref.XferDrop}).Draw(t, "misc"),
+			Room: uint64(rapid.IntRange(1, 3).Draw(t, "m_room"))})
+	case 15:
+		owned, dst := g.pages("mono")
+		g.apply(ref.XferStep{Op: ref.XferMonolithic, Room: 9, Chunk: 0, Owned: owned, Dst: dst})
+	}
+}
+
+// xferInvalid draws a valid script and breaks it once: the create step,
+// the op of a step, or a register/monolithic step appended at the end
+// with mismatched lengths, a page outside the arena or a repeated dst page.
+func xferInvalid(t *rapid.T) Bad[ref.XferScriptInput] {
+	in := XferSteps(t, 8)
+	steps := slices.Clone(in.Steps)
+	c := &steps[0]
+	var want *ref.Sentinel
+	switch rapid.IntRange(0, 10).Draw(t, "violation") {
+	case 0:
+		steps = steps[1:]
+		want = ref.ErrScriptOrder
+	case 1:
+		c.Layers, want = rapid.SampledFrom([]int{0, -1, ref.MaxXferLayers + 1}).Draw(t, "layers"), ref.ErrBadNumLayers
+	case 2:
+		c.Group, want = rapid.IntRange(-2, 0).Draw(t, "group"), ref.ErrBadGroupSize
+	case 3:
+		c.ItemLen, want = rapid.IntRange(-2, 0).Draw(t, "item_len"), ref.ErrZeroItemLen
+	case 4:
+		c.DstPages, want = 0, ref.ErrNegative
+	case 5:
+		c.ItemLen, want = 1<<40, ref.ErrTooLarge
+	case 6:
+		steps, want = append(steps, ref.XferStep{Op: "warp"}), ref.ErrBadEnum
+	case 7:
+		steps, want = append(steps, ref.XferStep{Op: ref.XferRegister, Owned: []int64{0}}), ref.ErrLengthMismatch
+	case 8:
+		steps, want = append(steps, ref.XferStep{Op: ref.XferRegister, Owned: []int64{int64(c.SrcPages)}, Dst: []int64{0}}), ref.ErrPageOutOfArena
+	case 9:
+		if c.SrcPages < 2 {
+			c.SrcPages = 2
+		}
+		steps, want = append(steps, ref.XferStep{Op: ref.XferMonolithic, Owned: []int64{0, 1}, Dst: []int64{0, 0}}), ref.ErrDuplicateDstPage
+	case 10:
+		steps, want = append(steps, ref.XferStep{Op: ref.XferInject, Fault: "cosmic_ray"}), ref.ErrBadEnum
+	}
+	return Bad[ref.XferScriptInput]{In: ref.XferScriptInput{Steps: steps}, Want: want}
+}
+
+// xferForward is the steps of one forward over layers [0, h): the hooks,
+// then every event completed and the given number of worker steps.
+func xferForward(h, events, work int) []ref.XferStep {
+	s := []ref.XferStep{{Op: ref.XferForwardBegin}}
+	for l := range h {
+		s = append(s, ref.XferStep{Op: ref.XferLayerEnd, Layer: l})
+	}
+	s = append(s, ref.XferStep{Op: ref.XferForwardEnd})
+	for e := 1; e <= events; e++ {
+		s = append(s, ref.XferStep{Op: ref.XferCompleteEvent, Event: e})
+	}
+	for range work {
+		s = append(s, ref.XferStep{Op: ref.XferWorkerStep})
+	}
+	return s
+}
+
+func xferCreate(n, h, k int) ref.XferStep {
+	return ref.XferStep{Op: ref.XferCreate, Layers: n, Hooked: h, Group: k, ItemLen: 2, SrcPages: 4, DstPages: 4}
+}
+
+func xferReg(room uint64, chunk int64) ref.XferStep {
+	return ref.XferStep{Op: ref.XferRegister, Room: room, Chunk: chunk, Infos: 1, Owned: []int64{0, 1, 3}, Dst: []int64{2, 3, 0}}
+}
+
+func xferScript(parts ...[]ref.XferStep) ref.XferScriptInput {
+	var steps []ref.XferStep
+	for _, p := range parts {
+		steps = append(steps, p...)
+	}
+	return ref.XferScriptInput{Steps: steps}
+}
+
+func one(s ...ref.XferStep) []ref.XferStep { return s }
+
+func xferBoundary() []Case[ref.XferScriptInput] {
+	fin := func(room uint64, chunk int64) ref.XferStep {
+		return ref.XferStep{Op: ref.XferFinish, Room: room, Chunk: chunk}
+	}
+	return []Case[ref.XferScriptInput]{
+		{"worked-trace-4.6", catalog.PerLayerScript().Sample},
+		{"n1", xferScript(one(xferCreate(1, 1, 8), xferReg(1, 0)), xferForward(1, 1, 1), one(fin(1, 0)))},
+		{"n-equals-k", xferScript(one(xferCreate(4, 4, 4), xferReg(1, 0)), xferForward(4, 1, 1), one(fin(1, 0)))},
+		{"n-k-plus-1", xferScript(one(xferCreate(5, 5, 4), xferReg(1, 0)), xferForward(5, 2, 2), one(fin(1, 0)))},
+		{"mtp-h-below-n", xferScript(one(xferCreate(5, 4, 2), xferReg(1, 0)), xferForward(4, 2, 2), one(fin(1, 0)))},
+		{"two-rooms", xferScript(one(xferCreate(3, 3, 2), xferReg(1, 0), xferReg(2, 0)), xferForward(3, 2, 4), one(fin(2, 0), fin(1, 0)))},
+		{"two-chunks-per-room", xferScript(one(xferCreate(3, 3, 2), xferReg(1, 0)), xferForward(3, 2, 2),
+			one(xferReg(1, 4)), xferForward(3, 0, 0), one(fin(1, 0), fin(1, 4)))},
+		{"no-hook-fired", xferScript(one(xferCreate(3, 0, 2), xferReg(1, 0), fin(1, 0)))},
+		{"empty-owned-skip", xferScript(one(xferCreate(2, 2, 1),
+			ref.XferStep{Op: ref.XferRegister, Room: 1, Infos: 1, Owned: []int64{}, Dst: []int64{}}), xferForward(2, 2, 2), one(fin(1, 0)))},
+		{"hook-past-n-fails-closed", xferScript(one(xferCreate(2, 3, 4), xferReg(1, 0)), xferForward(3, 1, 1), one(fin(1, 0)))},
+		{"submit-failure", xferScript(one(xferCreate(2, 2, 1), xferReg(1, 0), ref.XferStep{Op: ref.XferInject, Fault: ref.FaultSubmit}),
+			xferForward(2, 2, 2), one(fin(1, 0)))},
+		{"drop-waits-batches", xferScript(one(xferCreate(2, 2, 1), xferReg(1, 0), xferReg(1, 4)), xferForward(2, 2, 4),
+			one(ref.XferStep{Op: ref.XferDrop, Room: 1}, ref.XferStep{Op: ref.XferHas, Room: 1}))},
+		{"finish-behind-front-refused", xferScript(one(xferCreate(2, 2, 1), xferReg(1, 4), fin(1, 0), fin(1, 8)))},
+	}
+}
+
+func xferRegressions() []Case[ref.XferScriptInput] {
+	fin := ref.XferStep{Op: ref.XferFinish, Room: 7}
+	return []Case[ref.XferScriptInput]{
+		// B1: N=2, H=1, K=1. Fixed: 0 and entry 1 sent by the sync
+		// fallback; buggy: "finish TIMEOUT processed=1/2".
+		{"finish-requires-all-layers", xferScript(one(xferCreate(2, 1, 1), xferReg(7, 0)), xferForward(1, 1, 1), one(fin))},
+		// B2: N=H=2, K=1; a second forward fires 0, 1 again before the
+		// finish. Fixed target 2; buggy 4 and a timeout processed=2/4.
+		{"enqueue-without-dedup", xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 2, 2), xferForward(2, 0, 0), one(fin))},
+		// B3: Register(7, 0) twice. Fixed: one build; buggy: two, the first orphaned.
+		{"register-overwrites-room", xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), xferReg(7, 0)))},
+		// B5: two non-dummy infos. Fixed: Register returns false.
+		{"finish-per-info", xferScript(one(xferCreate(2, 2, 1),
+			ref.XferStep{Op: ref.XferRegister, Room: 7, Infos: 2, Owned: []int64{0}, Dst: []int64{1}}, fin, fin))},
+		// B6: register chunk 0, register chunk 4, finish chunk 0. Fixed
+		// finishes chunk 0's context; buggy chunk 4's.
+		{"one-context-per-room", xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), xferReg(7, 4), fin))},
+	}
+}
+
+// ---- properties (transfer.md §4.8, read off the script output) ----
+
+// xferEnqueuedBounded is §4.8.1: every context's enqueued layers lie in
+// [0, H), number at most N, and its completion target is their count.
+func xferEnqueuedBounded(_ ref.Limits, in ref.XferScriptInput, out ref.XferScriptOutput) error {
+	h := in.Steps[0].Hooked
+	for _, r := range out.State.Rooms {
+		for _, c := range r.Contexts {
+			for _, l := range c.Enqueued {
+				if l < 0 || l >= h {
+					return fmt.Errorf("%s: enqueued layer %d outside [0, H=%d)", c.Session, l, h)
+				}
+			}
+			if len(c.Enqueued) > c.Layers || c.Target != len(c.Enqueued) {
+				return fmt.Errorf("%s: target %d, |enqueued| %d, N %d", c.Session, c.Target, len(c.Enqueued), c.Layers)
+			}
+		}
+	}
+	return nil
+}
+
+// sent lists, per session, the blocks handed to the engine (async and sync).
+func sent(out ref.XferScriptOutput) map[string][]ref.Block {
+	m := map[string][]ref.Block{}
+	for _, c := range out.Calls {
+		if c.Kind != ref.CallWait {
+			m[c.Session] = append(m[c.Session], c.Blocks...)
+		}
+	}
+	return m
+}
+
+// xferNoDoubleSend is §4.8.2: no context hands the same block to the
+// engine twice (the dst pages of a chunk are distinct, so its blocks are).
+func xferNoDoubleSend(_ ref.Limits, _ ref.XferScriptInput, out ref.XferScriptOutput) error {
+	for s, blocks := range sent(out) {
+		seen := map[ref.Block]bool{}
+		for _, b := range blocks {
+			if seen[b] && b.Len > 0 {
+				return fmt.Errorf("%s sent block %+v twice", s, b)
+			}
+			seen[b] = true
+		}
+	}
+	return nil
+}
+
+// xferNoSubmitAfterFailure is §4.8.2's second half as the log shows it:
+// after a session's failed submit or sync transfer, that session hands
+// nothing more to the engine.
+func xferNoSubmitAfterFailure(_ ref.Limits, _ ref.XferScriptInput, out ref.XferScriptOutput) error {
+	failed := map[string]bool{}
+	for i, c := range out.Calls {
+		if c.Kind == ref.CallWait {
+			continue
+		}
+		if failed[c.Session] {
+			return fmt.Errorf("call %d: %s submitted after its failure", i, c.Session)
+		}
+		if c.Status != 0 {
+			failed[c.Session] = true
+		}
+	}
+	return nil
+}
+
+// stepOf is the register step index a session names (ref.Session).
+func stepOf(session string) (int, bool) {
+	i := strings.LastIndexByte(session, '@')
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(session[i+1:])
+	return n, err == nil
+}
+
+// xferFinishZeroIsMonolithic is §4.8.4: after Finish returns 0, the
+// multiset of the context's blocks handed to the engine equals the blocks
+// of the monolithic send of its chunk.
+func xferFinishZeroIsMonolithic(_ ref.Limits, in ref.XferScriptInput, out ref.XferScriptOutput) error {
+	geo := ref.GeometryOf(in.Steps[0])
+	got := sent(out)
+	for i, r := range out.Trace {
+		f := r.Finish
+		if f == nil || !f.Handled || f.Status != 0 {
+			continue
+		}
+		k, ok := stepOf(f.Session)
+		if !ok || k <= 0 || k >= len(in.Steps) || in.Steps[k].Op != ref.XferRegister {
+			return fmt.Errorf("step %d: finished session %q names no register step", i, f.Session)
+		}
+		s := in.Steps[k]
+		var want []ref.Block
+		for _, bl := range geo.Plan(f.Session, s.Owned, s.Dst).Blocks {
+			want = append(want, bl...)
+		}
+		if !sameMultiset(want, got[f.Session]) {
+			return fmt.Errorf("step %d: %s finished 0 but sent %v, the monolithic send is %v", i, f.Session, got[f.Session], want)
+		}
+	}
+	return nil
+}
+
+func sameMultiset(a, b []ref.Block) bool {
+	cmp := func(x, y ref.Block) int {
+		if x.Src != y.Src {
+			return compare(x.Src, y.Src)
+		}
+		if x.Dst != y.Dst {
+			return compare(x.Dst, y.Dst)
+		}
+		return compare(x.Len, y.Len)
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.SortFunc(a, cmp)
+	slices.SortFunc(b, cmp)
+	return slices.Equal(a, b)
+}
+
+func compare(x, y uint64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// xferBatchesWaited is §4.8.5 and §4.8.7: every batch of a context that
+// finished or was dropped was listed by a wait, and a Finish that returned
+// 0 saw every wait of its batches succeed. Batches left unwaited belong to
+// contexts still registered.
+func xferBatchesWaited(_ ref.Limits, _ ref.XferScriptInput, out ref.XferScriptOutput) error {
+	owner := map[uint64]string{}
+	for _, c := range out.Calls {
+		if c.Kind == ref.CallAsync && c.Batch != 0 {
+			owner[c.Batch] = c.Session
+		}
+	}
+	live := map[string]bool{}
+	for _, r := range out.State.Rooms {
+		for _, c := range r.Contexts {
+			live[c.Session] = true
+		}
+	}
+	for _, id := range out.Unwaited {
+		if !live[owner[id]] {
+			return fmt.Errorf("batch %d of %s, which is no longer registered, was never waited", id, owner[id])
+		}
+	}
+	waitFailed := map[string]bool{}
+	for _, c := range out.Calls {
+		if c.Kind == ref.CallWait && c.Status != 0 {
+			for _, id := range c.Batches {
+				waitFailed[owner[id]] = true
+			}
+		}
+	}
+	for i, r := range out.Trace {
+		if f := r.Finish; f != nil && f.Handled && f.Status == 0 && waitFailed[f.Session] {
+			return fmt.Errorf("step %d: %s finished 0 though a wait of its batches failed", i, f.Session)
+		}
+	}
+	return nil
+}
+
+// xferFIFOPerRoom is §4.8.6: a handled finish finishes the chunk it named
+// (contexts finish in send order), and every listed room has a context.
+func xferFIFOPerRoom(_ ref.Limits, in ref.XferScriptInput, out ref.XferScriptOutput) error {
+	for i, r := range out.Trace {
+		if f := r.Finish; f != nil && f.Handled && r.Op == ref.XferFinish && f.Chunk != in.Steps[i].Chunk {
+			return fmt.Errorf("step %d: finish of chunk %d finished chunk %d", i, in.Steps[i].Chunk, f.Chunk)
+		}
+	}
+	for _, r := range out.State.Rooms {
+		if len(r.Contexts) == 0 {
+			return fmt.Errorf("room %d is listed with no context", r.Room)
+		}
+	}
+	return nil
+}
+
+// xferRefinishIdempotent is §4.8.9: finishing the last finished context
+// again returns what its finish returned.
+func xferRefinishIdempotent(_ ref.Limits, _ ref.XferScriptInput, out ref.XferScriptOutput) error {
+	var last *ref.FinishResult
+	for i, r := range out.Trace {
+		switch {
+		case r.Op == ref.XferFinish && r.Finish != nil && r.Finish.Handled:
+			last = r.Finish
+		case r.Op == ref.XferRefinish && r.Finish != nil:
+			if last == nil || *last != *r.Finish {
+				return fmt.Errorf("step %d: refinish returned %+v, the finish returned %+v", i, r.Finish, last)
+			}
+		}
+	}
+	return nil
+}

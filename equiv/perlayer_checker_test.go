@@ -1,0 +1,187 @@
+package equiv
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/xferfault"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// eagerManager breaks §4.8.3: its worker step submits the front item's
+// layers before their event completed.
+type eagerManager struct {
+	ref.PerLayerManager
+	engine ref.Engine
+	plans  map[string]*ref.LayerPlan
+}
+
+func (m *eagerManager) WorkerStep() (ref.WorkResult, error) {
+	if q := m.State().Queue; len(q) > 0 {
+		var blocks []ref.Block
+		for _, l := range q[0].Layers {
+			blocks = append(blocks, m.plans[q[0].Session].Blocks[l]...)
+		}
+		m.engine.SubmitAsync(q[0].Session, blocks)
+	}
+	return m.PerLayerManager.WorkerStep()
+}
+
+func (m *eagerManager) Register(room uint64, chunk int64, infos int, build ref.BuildFunc) (bool, error) {
+	return m.PerLayerManager.Register(room, chunk, infos, func() *ref.LayerPlan {
+		p := build()
+		m.plans[p.Session] = p
+		return p
+	})
+}
+
+// chattyManager breaks §4.8.10: a successful finish logs at INFO.
+type chattyManager struct {
+	ref.PerLayerManager
+	logger *slog.Logger
+}
+
+func (m *chattyManager) Finish(room uint64, chunk int64) (ref.FinishResult, error) {
+	f, err := m.PerLayerManager.Finish(room, chunk)
+	if f.Handled && f.Status == 0 {
+		m.logger.Log(context.Background(), slog.LevelInfo, "per-layer finish done")
+	}
+	return f, err
+}
+
+// liarManager breaks §4.8.4: a failed finish reports 0.
+type liarManager struct{ ref.PerLayerManager }
+
+func (m *liarManager) Finish(room uint64, chunk int64) (ref.FinishResult, error) {
+	f, err := m.PerLayerManager.Finish(room, chunk)
+	f.Status, f.Reason = 0, ""
+	return f, err
+}
+
+// stragglerManager breaks §4.8.5 and §4.8.7: after a finish or a drop of
+// a context one more batch of it is in flight.
+type stragglerManager struct {
+	ref.PerLayerManager
+	engine ref.Engine
+}
+
+func (m *stragglerManager) sessions(room uint64) []string {
+	var out []string
+	for _, r := range m.State().Rooms {
+		for _, c := range r.Contexts {
+			if r.Room == room {
+				out = append(out, c.Session)
+			}
+		}
+	}
+	return out
+}
+
+func (m *stragglerManager) Finish(room uint64, chunk int64) (ref.FinishResult, error) {
+	f, err := m.PerLayerManager.Finish(room, chunk)
+	m.engine.SubmitAsync(f.Session, nil)
+	return f, err
+}
+
+func (m *stragglerManager) Drop(room uint64) int {
+	ss := m.sessions(room)
+	n := m.PerLayerManager.Drop(room)
+	for _, s := range ss {
+		m.engine.SubmitAsync(s, nil)
+	}
+	return n
+}
+
+// flipManager breaks §4.8.9: a refinish answers differently.
+type flipManager struct{ ref.PerLayerManager }
+
+func (m *flipManager) Refinish() (ref.FinishResult, bool) {
+	f, ok := m.PerLayerManager.Refinish()
+	f.Status = 1 - f.Status
+	return f, ok
+}
+
+// doubleManager breaks §4.8.2: every worker step's batch is submitted twice.
+type doubleManager struct {
+	ref.PerLayerManager
+	engine *ref.MemEngine
+}
+
+func (m *doubleManager) WorkerStep() (ref.WorkResult, error) {
+	w, err := m.PerLayerManager.WorkerStep()
+	if calls := m.engine.Calls(); w.Batch != 0 {
+		last := calls[len(calls)-1]
+		m.engine.SubmitAsync(last.Session, last.Blocks)
+	}
+	return w, err
+}
+
+// TestXferCheckerCatchesBrokenManagers: each of the ten §4.8 invariants
+// the state machine checks fails on a manager broken the way it guards
+// against — the zoo's faults where a historic bug breaks it (§4.8.1 B2,
+// §4.8.6 B6, §4.8.8 B3), wrappers around the reference manager otherwise.
+func TestXferCheckerCatchesBrokenManagers(t *testing.T) {
+	withFaults := func(f xferfault.Faults) ref.NewPerLayerManagerFunc { return fast.NewPerLayerManagerWithFaults(f) }
+	eager := func(cfg ref.PerLayerConfig, e ref.Engine, ev ref.EventFactory, l *slog.Logger) (ref.PerLayerManager, error) {
+		m, err := ref.NewPerLayerManager(cfg, e, ev, l)
+		return &eagerManager{PerLayerManager: m, engine: e, plans: map[string]*ref.LayerPlan{}}, err
+	}
+	chatty := func(cfg ref.PerLayerConfig, e ref.Engine, ev ref.EventFactory, l *slog.Logger) (ref.PerLayerManager, error) {
+		m, err := ref.NewPerLayerManager(cfg, e, ev, l)
+		return &chattyManager{PerLayerManager: m, logger: l}, err
+	}
+	liar := func(cfg ref.PerLayerConfig, e ref.Engine, ev ref.EventFactory, l *slog.Logger) (ref.PerLayerManager, error) {
+		m, err := ref.NewPerLayerManager(cfg, e, ev, l)
+		return &liarManager{m}, err
+	}
+	straggler := func(cfg ref.PerLayerConfig, e ref.Engine, ev ref.EventFactory, l *slog.Logger) (ref.PerLayerManager, error) {
+		m, err := ref.NewPerLayerManager(cfg, e, ev, l)
+		return &stragglerManager{m, e}, err
+	}
+	flip := func(cfg ref.PerLayerConfig, e ref.Engine, ev ref.EventFactory, l *slog.Logger) (ref.PerLayerManager, error) {
+		m, err := ref.NewPerLayerManager(cfg, e, ev, l)
+		return &flipManager{m}, err
+	}
+	double := func(cfg ref.PerLayerConfig, e ref.Engine, ev ref.EventFactory, l *slog.Logger) (ref.PerLayerManager, error) {
+		m, err := ref.NewPerLayerManager(cfg, e, ev, l)
+		return &doubleManager{m, e.(*ref.MemEngine)}, err
+	}
+	fin := ref.XferStep{Op: ref.XferFinish, Room: 7}
+	syncFault := ref.XferStep{Op: ref.XferInject, Fault: ref.FaultSync}
+	for _, tc := range []struct {
+		invariant string
+		newM      ref.NewPerLayerManagerFunc
+		steps     []ref.XferStep
+	}{
+		{"§4.8.1", withFaults(xferfault.Faults{NoEnqueueDedup: true}), xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 0, 0), xferForward(2, 0, 0)).Steps},
+		{"§4.8.3", eager, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 0, 1)).Steps},
+		{"§4.8.2", double, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 2, 1)).Steps},
+		{"§4.8.4", liar, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), syncFault, fin)).Steps},
+		{"§4.8.5", straggler, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), fin)).Steps},
+		{"§4.8.7", straggler, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), ref.XferStep{Op: ref.XferDrop, Room: 7})).Steps},
+		{"§4.8.8", withFaults(xferfault.Faults{RegisterOverwrites: true}), xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 2, 2), one(xferReg(7, 0))).Steps},
+		{"§4.8.9", flip, xferScript(one(xferCreate(2, 0, 1), xferReg(7, 0), fin, ref.XferStep{Op: ref.XferRefinish})).Steps},
+		{"§4.8.6", withFaults(xferfault.Faults{OneContextPerRoom: true}), xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), xferReg(7, 4), fin)).Steps},
+		{"§4.8.10", chatty, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), fin)).Steps},
+	} {
+		t.Run(tc.invariant, func(t *testing.T) {
+			log := &logRecorder{}
+			run, err := ref.NewXferRun(tc.steps[0], tc.newM, slog.New(log))
+			if err != nil {
+				t.Fatal(err)
+			}
+			chk := newXferChecker(run, log, tc.steps[0])
+			for _, s := range tc.steps[1:] {
+				if _, err = chk.step(s); err != nil {
+					break
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.invariant) {
+				t.Fatalf("the checker missed the broken %s: %v", tc.invariant, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,25 @@
+// Package xferfault names the historic per-layer transfer bugs that the
+// fast manager can re-introduce for the bug zoo (equiv/mutants,
+// transfer.md §4.7). The package is internal, so nothing outside kvtwin can
+// construct Faults and production managers never carry one.
+package xferfault
+
+// Faults selects the re-introduced bugs; the zero value is the fixed manager.
+type Faults struct {
+	// FinishRequiresAll is §4.7 B1: completion waits for all N layers
+	// instead of the count enqueued, and the layers the notifier never
+	// fired (the MTP layer) get no synchronous fallback.
+	FinishRequiresAll bool
+	// NoEnqueueDedup is §4.7 B2: NoteEnqueued counts every hook fire, so
+	// the completion target grows by H per forward.
+	NoEnqueueDedup bool
+	// RegisterOverwrites is §4.7 B3: Register of an active (room, chunk)
+	// rebuilds and overwrites the registered context, orphaning it.
+	RegisterOverwrites bool
+	// RegisterAnyInfos is §4.7 B5: Register accepts any number of
+	// non-dummy infos, so one context is finished once per info.
+	RegisterAnyInfos bool
+	// OneContextPerRoom is §4.7 B6: a room holds one context; registering
+	// another chunk replaces it and Finish pops it whatever its key.
+	OneContextPerRoom bool
+}

@@ -1,0 +1,215 @@
+package ref_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// workedTrace is transfer.md §4.6: N=3, H=2, K=2, one context.
+func workedTrace() ref.XferScriptInput {
+	return ref.XferScriptInput{Steps: []ref.XferStep{
+		{Op: ref.XferCreate, Layers: 3, Hooked: 2, Group: 2, ItemLen: 4, SrcPages: 4, DstPages: 4},
+		{Op: ref.XferRegister, Room: 7, Chunk: 0, Infos: 1, Owned: []int64{1, 2}, Dst: []int64{0, 3}},
+		{Op: ref.XferForwardBegin},
+		{Op: ref.XferLayerEnd, Layer: 0},
+		{Op: ref.XferLayerEnd, Layer: 1},
+		{Op: ref.XferForwardEnd},
+		{Op: ref.XferCompleteEvent, Event: 1},
+		{Op: ref.XferWorkerStep},
+		{Op: ref.XferFinish, Room: 7, Chunk: 0},
+	}}
+}
+
+func TestWorkedTraceMatchesMonolithic(t *testing.T) {
+	out, err := ref.XferScript(ref.DefaultLimits(), workedTrace())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := out.Trace[3].Event; e != 0 {
+		t.Errorf("layer 0 is not a boundary, recorded event %d", e)
+	}
+	if e := out.Trace[4].Event; e != 1 {
+		t.Errorf("layer 1 closes the group: want event 1, got %d", e)
+	}
+	if w := out.Trace[7].Work; w == nil || w.Batch != 1 || len(w.Layers) != 2 {
+		t.Errorf("worker step: want batch 1 over layers [0 1], got %+v", w)
+	}
+	if f := out.Trace[8].Finish; f == nil || !f.Handled || f.Status != 0 {
+		t.Fatalf("finish: want handled status 0, got %+v", f)
+	}
+	kinds := []string{}
+	for _, c := range out.Calls {
+		kinds = append(kinds, c.Kind)
+	}
+	if got := kinds; len(got) != 3 || got[0] != ref.CallAsync || got[1] != ref.CallSync || got[2] != ref.CallWait {
+		t.Errorf("engine calls: want async, sync (the missed layer 2), wait; got %v", got)
+	}
+	g := ref.GeometryOf(workedTrace().Steps[0])
+	src, dst := g.Arenas()
+	e := ref.NewMemEngine(src, dst, false)
+	p := g.Plan("mono", []int64{1, 2}, []int64{0, 3})
+	if st := ref.MonolithicSend(e, "mono", p.Blocks); st != 0 {
+		t.Fatal(st)
+	}
+	if out.DstDigest != e.DstDigest() {
+		t.Error("per-layer dst bytes differ from the monolithic send")
+	}
+}
+
+func TestXferScriptRejects(t *testing.T) {
+	create := ref.XferStep{Op: ref.XferCreate, Layers: 2, Hooked: 2, Group: 1, ItemLen: 2, SrcPages: 2, DstPages: 2}
+	bad := func(mod func(*ref.XferStep)) []ref.XferStep {
+		c := create
+		mod(&c)
+		return []ref.XferStep{c}
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []ref.XferStep
+		want  *ref.Sentinel
+		field string
+	}{
+		{"empty", nil, ref.ErrScriptOrder, "steps[0].op"},
+		{"no create first", []ref.XferStep{{Op: ref.XferWorkerStep}}, ref.ErrScriptOrder, "steps[0].op"},
+		{"second create", []ref.XferStep{create, create}, ref.ErrScriptOrder, "steps[1].op"},
+		{"unknown op", []ref.XferStep{create, {Op: "teleport"}}, ref.ErrBadEnum, "steps[1].op"},
+		{"zero layers", bad(func(s *ref.XferStep) { s.Layers = 0 }), ref.ErrBadNumLayers, "steps[0].layers"},
+		{"K = 0", bad(func(s *ref.XferStep) { s.Group = 0 }), ref.ErrBadGroupSize, "steps[0].group"},
+		{"negative H", bad(func(s *ref.XferStep) { s.Hooked = -1 }), ref.ErrLayerOutOfOrder, "steps[0].hooked"},
+		{"zero item_len", bad(func(s *ref.XferStep) { s.ItemLen = 0 }), ref.ErrZeroItemLen, "steps[0].item_len"},
+		{"zero src pages", bad(func(s *ref.XferStep) { s.SrcPages = 0 }), ref.ErrNegative, "steps[0].src_pages"},
+		{"huge arena", bad(func(s *ref.XferStep) { s.ItemLen = 1 << 40 }), ref.ErrTooLarge, "steps[0].src_pages"},
+		{"overflowing arena", bad(func(s *ref.XferStep) { s.ItemLen, s.SrcPages = 1<<40, 1<<40 }), ref.ErrOverflow, "steps[0].src_pages"},
+		{"length mismatch", []ref.XferStep{create, {Op: ref.XferRegister, Owned: []int64{0}, Dst: []int64{}}}, ref.ErrLengthMismatch, "steps[1].dst"},
+		{"owned past arena", []ref.XferStep{create, {Op: ref.XferRegister, Owned: []int64{2}, Dst: []int64{0}}}, ref.ErrPageOutOfArena, "steps[1].owned[0]"},
+		{"dst duplicate", []ref.XferStep{create, {Op: ref.XferMonolithic, Owned: []int64{0, 1}, Dst: []int64{1, 1}}}, ref.ErrDuplicateDstPage, "steps[1].dst[1]"},
+		{"bad fault", []ref.XferStep{create, {Op: ref.XferInject, Fault: "gremlin"}}, ref.ErrBadEnum, "steps[1].fault"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ref.XferScript(ref.DefaultLimits(), ref.XferScriptInput{Steps: tc.steps})
+			ie, ok := ref.AsInputError(err)
+			if !errors.Is(err, tc.want) || !ok || ie.Field != tc.field {
+				t.Fatalf("want %s at %s, got %v", tc.want.Code(), tc.field, err)
+			}
+		})
+	}
+}
+
+// TestRefusedStepsChangeNothing: every runtime refusal leaves the manager
+// deep-equal to before (the quality bar's "never half-update").
+func TestRefusedStepsChangeNothing(t *testing.T) {
+	run, err := ref.NewXferRun(ref.XferStep{Op: ref.XferCreate, Layers: 2, Hooked: 2, Group: 2, ItemLen: 1, SrcPages: 2, DstPages: 2}, ref.NewPerLayerManager, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := run.Manager
+	if ok, err := m.Register(1, 0, 1, func() *ref.LayerPlan { return run.Geometry.Plan("s", []int64{0}, []int64{1}) }); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	_ = m.ForwardBegin()
+	_, _ = m.OnLayerEnd(1)
+	before := m.State()
+	refusals := []func() error{
+		func() error { _, err := m.Register(1, 2, 1, nil); return err },
+		func() error { return m.ForwardBegin() },
+		func() error { _, err := m.OnLayerEnd(2); return err },
+		func() error { _, err := m.WorkerStep(); return err },
+		func() error { _, err := m.Finish(1, 4); return err },
+	}
+	for i, f := range refusals {
+		if f() == nil {
+			t.Fatalf("refusal %d was accepted", i)
+		}
+		if a, b := mustJSON(t, before), mustJSON(t, m.State()); a != b {
+			t.Fatalf("refusal %d changed the state:\n%s\n%s", i, a, b)
+		}
+	}
+}
+
+// recorder is a slog.Handler that keeps every record.
+type recorder struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recs = append(r.recs, rec)
+	return nil
+}
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *recorder) WithGroup(string) slog.Handler      { return r }
+
+func (r *recorder) atLeast(l slog.Level) []slog.Record {
+	var out []slog.Record
+	for _, rec := range r.recs {
+		if rec.Level >= l {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// TestLoggingContract is transfer.md §9 on the reference manager: a
+// successful finish logs only DEBUG, a failed one exactly one WARNING
+// naming the timeout, a repeated finish nothing.
+func TestLoggingContract(t *testing.T) {
+	rec := &recorder{}
+	create := ref.XferStep{Op: ref.XferCreate, Layers: 2, Hooked: 1, Group: 1, ItemLen: 1, SrcPages: 1, DstPages: 2}
+	run, _ := ref.NewXferRun(create, ref.NewPerLayerManager, slog.New(rec))
+	m := run.Manager
+	plan := func() *ref.LayerPlan { return run.Geometry.Plan("s", []int64{0}, []int64{1}) }
+	m.Register(1, 0, 1, plan)
+	m.Register(2, 0, 1, plan)
+	m.ForwardBegin()
+	m.OnLayerEnd(0)
+	m.ForwardEnd()
+	if f, _ := m.Finish(1, 0); f.Status != -1 || f.Reason != "finish TIMEOUT processed=0/1" {
+		t.Fatalf("want a timeout, got %+v", f)
+	}
+	warn := rec.atLeast(slog.LevelWarn)
+	if len(warn) != 1 || !bytes.Contains([]byte(attrs(warn[0])), []byte("finish TIMEOUT processed=0/1")) {
+		t.Fatalf("want one WARNING with the timeout text, got %d", len(warn))
+	}
+	n := len(rec.recs)
+	m.Refinish()
+	if len(rec.recs) != n {
+		t.Error("a repeated finish logged again")
+	}
+	run.Events.Complete(1, false)
+	m.WorkerStep()
+	m.WorkerStep()
+	if f, _ := m.Finish(2, 0); f.Status != 0 {
+		t.Fatalf("room 2: want 0, got %+v", f)
+	}
+	if len(rec.atLeast(slog.LevelInfo)) != 1 {
+		t.Error("the successful finish logged at INFO or above")
+	}
+	if len(rec.recs) <= n {
+		t.Error("the successful finish logged no DEBUG record")
+	}
+}
+
+func attrs(r slog.Record) string {
+	var b bytes.Buffer
+	r.Attrs(func(a slog.Attr) bool { b.WriteString(a.String() + " "); return true })
+	return b.String()
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,445 @@
+package ref
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// This file holds the transfer-engine contract of transfer.md §0 (the
+// Mooncake batch API), the in-memory engine over two byte arenas with
+// injectable faults (§4.9 FakeEngine), and the fake CUDA events the
+// per-layer manager waits on. Both twins of the per-layer manager drive
+// the same engine, so a byte difference in the destination arena can only
+// come from the managers.
+
+// Engine is the Mooncake batch API of transfer.md §0.
+type Engine interface {
+	// SyncTransfer copies every block and returns 0, or a negative status on failure.
+	SyncTransfer(session string, blocks []Block) int
+	// SubmitAsync hands blocks to the engine and returns a batch id; 0
+	// means the submit failed. It must not block (§4.3 SubmitGroup step 7
+	// calls it under the context lock).
+	SubmitAsync(session string, blocks []Block) uint64
+	// WaitBatches blocks until every listed batch finished; 0 iff all succeeded.
+	WaitBatches(ids []uint64) int
+}
+
+// Engine call kinds (EngineCall.Kind).
+const (
+	// CallSync is a SyncTransfer.
+	CallSync = "sync"
+	// CallAsync is a SubmitAsync.
+	CallAsync = "async"
+	// CallWait is a WaitBatches.
+	CallWait = "wait"
+)
+
+// EngineFault names an injectable engine failure (§4.9).
+type EngineFault string
+
+// The injectable engine faults: the next call of the kind fails.
+const (
+	// FaultSubmit: the next SubmitAsync returns batch id 0.
+	FaultSubmit EngineFault = "submit"
+	// FaultWait: the next WaitBatches fails every batch it waits.
+	FaultWait EngineFault = "wait"
+	// FaultSync: the next SyncTransfer returns -1 and copies nothing.
+	FaultSync EngineFault = "sync"
+)
+
+// Validate rejects an unknown fault with ErrBadEnum.
+func (f EngineFault) Validate(field string) error {
+	switch f {
+	case FaultSubmit, FaultWait, FaultSync:
+		return nil
+	}
+	return Reject(ErrBadEnum, field, string(f), "one of submit, wait, sync")
+}
+
+// Engine sentinels.
+var (
+	// ErrUnknownBatch: completing a batch id that is not in flight.
+	ErrUnknownBatch = NewSentinel("unknown_batch", "no batch in flight with this id")
+	// ErrUnknownEvent: completing an event id never recorded, or already completed.
+	ErrUnknownEvent = NewSentinel("unknown_event", "no pending event with this id")
+	// ErrEventTimeout is the error of an event wait that ran past its timeout.
+	ErrEventTimeout = NewSentinel("event_timeout", "event wait timed out")
+	// ErrEventFailed is the error of an event completed with a failure.
+	ErrEventFailed = NewSentinel("event_failed", "event completed with an error")
+)
+
+// EngineCall is one recorded engine call, in call order.
+type EngineCall struct {
+	// Kind is CallSync, CallAsync or CallWait.
+	Kind string `json:"kind"`
+	// Session names the context that made the call (sync, async).
+	Session string `json:"session,omitempty"`
+	// Batch is the id an async submit returned (0: the submit failed).
+	Batch uint64 `json:"batch,omitempty"`
+	// Batches are the ids a wait listed.
+	Batches []uint64 `json:"batches,omitempty"`
+	// Blocks are the blocks handed over (sync, async).
+	Blocks []Block `json:"blocks,omitempty"`
+	// Status is the call's status (0 ok, -1 failed); for async, -1 iff the id is 0.
+	Status int `json:"status"`
+}
+
+type memBatch struct {
+	blocks []Block
+	done   bool
+	status int
+}
+
+// MemEngine is the in-memory engine of transfer.md §4.9: blocks address a
+// source and a destination byte arena by offset. SyncTransfer copies at
+// once; an async batch copies when EngineComplete or WaitBatches completes
+// it. Faults are injected per call (InjectFault) or by a schedule
+// (Faulter); a block outside an arena fails its call instead of panicking.
+// Safe for concurrent use.
+type MemEngine struct {
+	mu      sync.Mutex
+	src     []byte
+	dst     []byte
+	nextID  uint64
+	batches map[uint64]*memBatch
+	calls   []EngineCall
+	record  bool
+	armed   map[EngineFault]int
+	// Faulter, when set, is asked once per call whether the call fails
+	// (random fault schedules); it runs under the engine lock.
+	Faulter func(EngineFault) bool
+	// WaitDelay is slept (outside the lock) by every WaitBatches: a slow wait.
+	WaitDelay time.Duration
+	// Reverse completes the batches of a WaitBatches in reverse order (reordered completion).
+	Reverse bool
+}
+
+// NewMemEngine returns an engine over src and dst (not copied: dst is
+// written in place). record keeps every call with its blocks (Calls).
+func NewMemEngine(src, dst []byte, record bool) *MemEngine {
+	return &MemEngine{src: src, dst: dst, batches: map[uint64]*memBatch{}, record: record, armed: map[EngineFault]int{}}
+}
+
+// InjectFault arms f: the next call of its kind fails.
+func (e *MemEngine) InjectFault(f EngineFault) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.armed[f]++
+}
+
+func (e *MemEngine) fails(f EngineFault) bool {
+	if e.armed[f] > 0 {
+		e.armed[f]--
+		return true
+	}
+	return e.Faulter != nil && e.Faulter(f)
+}
+
+func (e *MemEngine) inBounds(blocks []Block) bool {
+	for _, b := range blocks {
+		if AddOverflowsU(b.Src, b.Len) || AddOverflowsU(b.Dst, b.Len) ||
+			b.Src+b.Len > uint64(len(e.src)) || b.Dst+b.Len > uint64(len(e.dst)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *MemEngine) apply(blocks []Block) {
+	for _, b := range blocks {
+		copy(e.dst[b.Dst:b.Dst+b.Len], e.src[b.Src:b.Src+b.Len])
+	}
+}
+
+func (e *MemEngine) log(c EngineCall) {
+	if e.record {
+		e.calls = append(e.calls, c)
+	}
+}
+
+// SyncTransfer copies blocks now (transfer.md §0). It fails with -1, copying
+// nothing, on an injected fault or a block outside an arena.
+func (e *MemEngine) SyncTransfer(session string, blocks []Block) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := 0
+	if e.fails(FaultSync) || !e.inBounds(blocks) {
+		st = -1
+	} else {
+		e.apply(blocks)
+	}
+	e.log(EngineCall{Kind: CallSync, Session: session, Blocks: slices.Clone(blocks), Status: st})
+	return st
+}
+
+// SubmitAsync records blocks as a batch in flight and returns its id
+// (1, 2, …), or 0 on an injected fault or a block outside an arena.
+// It never blocks beyond the engine lock.
+func (e *MemEngine) SubmitAsync(session string, blocks []Block) uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var id uint64
+	if !e.fails(FaultSubmit) && e.inBounds(blocks) {
+		e.nextID++
+		id = e.nextID
+		e.batches[id] = &memBatch{blocks: blocks}
+	}
+	c := EngineCall{Kind: CallAsync, Session: session, Batch: id, Status: 0}
+	if id == 0 {
+		c.Status = -1
+	}
+	if e.record {
+		c.Blocks = slices.Clone(blocks)
+	}
+	e.log(c)
+	return id
+}
+
+// EngineComplete finishes batch id now: ok copies its blocks, !ok fails it
+// (its bytes are not written). A batch can complete once.
+func (e *MemEngine) EngineComplete(id uint64, ok bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b := e.batches[id]
+	if b == nil || b.done {
+		return Reject(ErrUnknownBatch, "batch", id, "a batch in flight")
+	}
+	e.finish(b, ok)
+	return nil
+}
+
+func (e *MemEngine) finish(b *memBatch, ok bool) {
+	b.done = true
+	if ok {
+		e.apply(b.blocks)
+	} else {
+		b.status = -1
+	}
+}
+
+// WaitBatches completes every listed batch still in flight (successfully,
+// unless a wait fault fires) and forgets the listed ids; it returns 0 iff
+// every listed id was known and succeeded.
+func (e *MemEngine) WaitBatches(ids []uint64) int {
+	if e.WaitDelay > 0 {
+		time.Sleep(e.WaitDelay)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	fail := e.fails(FaultWait)
+	st := 0
+	order := ids
+	if e.Reverse {
+		order = slices.Clone(ids)
+		slices.Reverse(order)
+	}
+	for _, id := range order {
+		b := e.batches[id]
+		if b == nil {
+			st = -1
+			continue
+		}
+		if !b.done {
+			e.finish(b, !fail)
+		}
+		if b.status != 0 {
+			st = -1
+		}
+		delete(e.batches, id)
+	}
+	e.log(EngineCall{Kind: CallWait, Batches: slices.Clone(ids), Status: st})
+	return st
+}
+
+// InFlight returns the ids of the batches submitted and not yet completed, ascending.
+func (e *MemEngine) InFlight() []uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ids := []uint64{}
+	for id, b := range e.batches {
+		if !b.done {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Unwaited returns the ids submitted and not yet listed by a WaitBatches, ascending.
+func (e *MemEngine) Unwaited() []uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ids := []uint64{}
+	for id := range e.batches {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Calls returns a copy of the recorded calls (NewMemEngine's record flag).
+func (e *MemEngine) Calls() []EngineCall {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.calls)
+}
+
+// Dst returns a copy of the destination arena.
+func (e *MemEngine) Dst() []byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.dst)
+}
+
+// DstDigest is the hex SHA-256 of the destination arena.
+func (e *MemEngine) DstDigest() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return Digest(e.dst)
+}
+
+// Digest is the hex SHA-256 of b.
+func Digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// AddOverflowsU reports whether a+b overflows uint64.
+func AddOverflowsU(a, b uint64) bool { return a+b < a }
+
+// MonolithicSend is transfer.md §3.3: one SyncTransfer of every entry's
+// blocks, entry-major. It is the reference the per-layer send must equal.
+func MonolithicSend(e Engine, session string, perLayer [][]Block) int {
+	var all []Block
+	for _, bl := range perLayer {
+		all = append(all, bl...)
+	}
+	return e.SyncTransfer(session, all)
+}
+
+// Event is a recorded point on the compute stream (§4.4 step 4, §4.9).
+type Event interface {
+	// ID is the event's sequence number (1, 2, … per factory), for traces.
+	ID() int
+	// Wait blocks until the event completes or timeout passes; it returns
+	// nil, the completion error, or ErrEventTimeout.
+	Wait(timeout time.Duration) error
+	// Query reports without blocking whether the event completed (cudaEventQuery).
+	Query() bool
+}
+
+// EventFactory records one event per call (§4.4 step 4).
+type EventFactory interface {
+	// Record records the next event. It must not block.
+	Record() Event
+}
+
+// FakeEvent is the test double of §4.9: Wait blocks until Complete.
+type FakeEvent struct {
+	id   int
+	done chan struct{}
+	err  error
+}
+
+// ID returns the event's sequence number.
+func (f *FakeEvent) ID() int { return f.id }
+
+// Query reports whether Complete was called.
+func (f *FakeEvent) Query() bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits for Complete, or returns ErrEventTimeout after timeout.
+func (f *FakeEvent) Wait(timeout time.Duration) error {
+	select {
+	case <-f.done:
+		return f.err
+	default:
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-f.done:
+		return f.err
+	case <-t.C:
+		return ErrEventTimeout
+	}
+}
+
+// FakeEvents is the fake event factory: events complete when the test
+// says so, or at once when Auto is set (a GPU that is never behind).
+type FakeEvents struct {
+	mu     sync.Mutex
+	events []*FakeEvent
+	// Auto completes every event as it is recorded.
+	Auto bool
+}
+
+// Record returns the next event (ids 1, 2, …).
+func (fe *FakeEvents) Record() Event {
+	fe.mu.Lock()
+	defer fe.mu.Unlock()
+	ev := &FakeEvent{id: len(fe.events) + 1, done: make(chan struct{})}
+	if fe.Auto {
+		close(ev.done)
+	}
+	fe.events = append(fe.events, ev)
+	return ev
+}
+
+// Complete completes event id; fail makes its Wait return ErrEventFailed.
+// An unknown or already completed id is ErrUnknownEvent.
+func (fe *FakeEvents) Complete(id int, fail bool) error {
+	fe.mu.Lock()
+	defer fe.mu.Unlock()
+	if id < 1 || id > len(fe.events) || fe.events[id-1].Query() {
+		return Reject(ErrUnknownEvent, "event", id, fmt.Sprintf("a pending event in [1, %d]", len(fe.events)))
+	}
+	ev := fe.events[id-1]
+	if fail {
+		ev.err = ErrEventFailed
+	}
+	close(ev.done)
+	return nil
+}
+
+// Pending returns the ids of the recorded events not yet completed, ascending.
+func (fe *FakeEvents) Pending() []int {
+	fe.mu.Lock()
+	defer fe.mu.Unlock()
+	ids := []int{}
+	for _, ev := range fe.events {
+		if !ev.Query() {
+			ids = append(ids, ev.id)
+		}
+	}
+	return ids
+}
+
+// ReadyEvent is an event that has always completed; ReadyEvents returns it
+// from every Record without allocating (benchmarks, instant GPUs).
+type ReadyEvent struct{}
+
+// ID is 0: ready events are not traced.
+func (ReadyEvent) ID() int { return 0 }
+
+// Wait returns nil at once.
+func (ReadyEvent) Wait(time.Duration) error { return nil }
+
+// Query returns true.
+func (ReadyEvent) Query() bool { return true }
+
+// ReadyEvents is a factory of ReadyEvent.
+type ReadyEvents struct{}
+
+// Record returns ReadyEvent{}.
+func (ReadyEvents) Record() Event { return ReadyEvent{} }
