@@ -87,7 +87,9 @@ type Op[In, Out any] struct {
 	SpecRef string
 	// Summary is a one-line description.
 	Summary string
-	// Ref, Fast and CUDA are the twins; CUDA is nil unless built with -tags cuda.
+	// Ref, Fast and CUDA are the twins. CUDA is the fast/cuda twin, nil for
+	// an op without one; it is offered (Impls, Func) only when the CUDA
+	// runtime is usable and passed its start-up self-test (CUDAStatus).
 	Ref, Fast, CUDA Func[In, Out]
 	// Sample is a small valid input shown by GET /v1/ops.
 	Sample In
@@ -107,7 +109,7 @@ func (o *Op[In, Out]) Doc() string { return o.Summary }
 // Impls implements Entry.
 func (o *Op[In, Out]) Impls() []Impl {
 	impls := []Impl{Ref, Fast}
-	if o.CUDA != nil {
+	if o.CUDA != nil && CUDAStatus() == nil {
 		impls = append(impls, CUDA)
 	}
 	return impls
@@ -122,9 +124,12 @@ func (o *Op[In, Out]) Func(impl Impl) (Func[In, Out], error) {
 	case Fast:
 		f = o.Fast
 	case CUDA:
+		if err := CUDAStatus(); err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", o.OpName, ErrImplUnavailable, err)
+		}
 		f = o.CUDA
 		if f == nil {
-			return nil, fmt.Errorf("%s: %w: cuda: this binary was built without -tags cuda", o.OpName, ErrImplUnavailable)
+			return nil, fmt.Errorf("%s: %w: cuda: the op has no CUDA twin yet", o.OpName, ErrImplUnavailable)
 		}
 	default:
 		return nil, fmt.Errorf("%s: %w %q", o.OpName, ErrUnknownImpl, impl)

@@ -1,0 +1,22 @@
+//go:build !cuda
+
+package cuda
+
+import "github.com/kvtwin/kvtwin/ref"
+
+// Enabled reports whether this binary was built with the CUDA path (-tags cuda).
+const Enabled = false
+
+// Ready reports whether the CUDA runtime is usable. Without -tags cuda it
+// is always ErrNoCUDA.
+func Ready() error { return ErrNoCUDA }
+
+// Info describes the driver and device in use. Without -tags cuda it is
+// always ErrNoCUDA.
+func Info() (DriverInfo, error) { return DriverInfo{}, ErrNoCUDA }
+
+// FilterCPRank is the CUDA twin of ref.FilterCPRank; without -tags cuda it
+// returns ErrNoCUDA.
+func FilterCPRank(ref.Limits, ref.FilterCPRankInput) (ref.FilterCPRankOutput, error) {
+	return ref.FilterCPRankOutput{}, ErrNoCUDA
+}
