@@ -27,10 +27,20 @@ var cudaStatus = sync.OnceValue(func() error {
 func CUDAStatus() error { return cudaStatus() }
 
 // cudaSelfTester is implemented by *Op: it runs the op's sample input on its
-// CUDA twin and on ref.
+// CUDA twin and on ref, and says whether there is such a twin.
 type cudaSelfTester interface {
 	cudaSelfTest() error
+	hasCUDATwin() bool
 }
+
+// HasCUDATwin reports whether e registers a CUDA twin in this build, whether
+// or not CUDAStatus currently allows it to run.
+func HasCUDATwin(e Entry) bool {
+	st, ok := e.(cudaSelfTester)
+	return ok && st.hasCUDATwin()
+}
+
+func (o *Op[In, Out]) hasCUDATwin() bool { return o.CUDA != nil && cuda.Enabled }
 
 // CUDASelfTest is the start-up known-answer test: every entry's sample input
 // is run on its CUDA twin (when it has one) and must give ref's canonical

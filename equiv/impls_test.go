@@ -28,8 +28,9 @@ func selectedImpls(t *testing.T, e catalog.Entry) []catalog.Impl {
 	if slices.Contains(e.Impls(), impl) {
 		return []catalog.Impl{impl}
 	}
-	if impl == catalog.CUDA {
+	if impl == catalog.CUDA && catalog.HasCUDATwin(e) {
 		requireCUDA(t)
+		t.Skipf("KVTWIN_IMPL=cuda: the CUDA twin is withheld: %v", catalog.CUDAStatus())
 	}
 	return nil
 }

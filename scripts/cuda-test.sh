@@ -27,5 +27,7 @@ else
 	export KVTWIN_CUDA_DRIVER=emulation
 	export LD_LIBRARY_PATH="$(cd "$EMU_DIR" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
-export KVTWIN_CUDA_POISON=1 KVTWIN_IMPL=cuda
+# The emulation (or a real driver) is always usable here: a withheld CUDA
+# implementation (failed self-test, module load) must fail, not skip.
+export KVTWIN_CUDA_POISON=1 KVTWIN_IMPL=cuda KVTWIN_REQUIRE_CUDA=1
 ${GO:-go} test -tags cuda -count=1 ${CUDA_TEST_FLAGS:-} ./fast/cuda/... ./equiv/

@@ -20,3 +20,9 @@ func Info() (DriverInfo, error) { return DriverInfo{}, ErrNoCUDA }
 func FilterCPRank(ref.Limits, ref.FilterCPRankInput) (ref.FilterCPRankOutput, error) {
 	return ref.FilterCPRankOutput{}, ErrNoCUDA
 }
+
+// LayoutConvert is the CUDA twin of ref.LayoutConvert; without -tags cuda
+// it returns ErrNoCUDA.
+func LayoutConvert(ref.Limits, ref.LayoutConvertInput) (ref.LayoutConvertOutput, error) {
+	return ref.LayoutConvertOutput{}, ErrNoCUDA
+}
