@@ -132,8 +132,8 @@ test-cuda: cuda-deps emu ptx-check
 ## gpu-bin: the cuda-tagged test and bench binaries for the GPU machine, in gpu-bin/ (ignored).
 gpu-bin: cuda-deps
 	@mkdir -p gpu-bin
-	$(CUDA_ENV) $(GO) test -c -tags cuda -o gpu-bin/cuda.test ./fast/cuda
-	$(CUDA_ENV) $(GO) test -c -tags cuda -o gpu-bin/equiv.test ./equiv
+	$(CUDA_ENV) $(GO) test -c -tags cuda -trimpath -ldflags="-s -w" -o gpu-bin/cuda.test ./fast/cuda
+	$(CUDA_ENV) $(GO) test -c -tags cuda -trimpath -ldflags="-s -w" -o gpu-bin/equiv.test ./equiv
 	cp scripts/gpu-check.sh gpu-bin/gpu-check.sh
 
 ## gpu-check: build gpu-bin/ and print the one command the GPU machine runs (docs/gpu.md).

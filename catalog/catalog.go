@@ -167,7 +167,7 @@ func (o *Op[In, Out]) Run(impl Impl, lim ref.Limits, in []byte) ([]byte, error) 
 func (o *Op[In, Out]) Benchmarks() []Bench {
 	var bs []Bench
 	for _, sh := range o.Shapes {
-		bs = append(bs, Bench{Shape: sh.Name, CopyBytes: sh.CopyBytes, Prepare: o.prepare(sh)})
+		bs = append(bs, Bench{Shape: sh.Name, CopyBytes: sh.CopyBytes, Prepare: o.prepare(sh), Output: o.output(sh)})
 	}
 	return bs
 }
@@ -183,6 +183,18 @@ func (o *Op[In, Out]) prepare(sh Shape[In]) func(Impl) (func() error, error) {
 	}
 }
 
+// output runs impl once on the shape's input and returns the canonical result.
+func (o *Op[In, Out]) output(sh Shape[In]) func(Impl) ([]byte, error) {
+	return func(impl Impl) ([]byte, error) {
+		f, err := o.Func(impl)
+		if err != nil {
+			return nil, err
+		}
+		out, err := f(ref.DefaultLimits(), sh.Make())
+		return Canonical(out, err), err
+	}
+}
+
 // Bench is a type-erased benchmark shape of an Entry.
 type Bench struct {
 	// Shape is the shape name.
@@ -191,6 +203,9 @@ type Bench struct {
 	CopyBytes int64
 	// Prepare builds the input once and returns a closure running impl on it.
 	Prepare func(Impl) (func() error, error)
+	// Output builds the input and returns impl's canonical result on it, so
+	// payload-scale shapes can be compared across implementations.
+	Output func(Impl) ([]byte, error)
 }
 
 // DecodeStrict decodes canonical or hand-written JSON into In, rejecting

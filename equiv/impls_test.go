@@ -1,6 +1,7 @@
 package equiv_test
 
 import (
+	"bytes"
 	"os"
 	"slices"
 	"testing"
@@ -67,4 +68,36 @@ func TestCUDAAvailabilityIsExplained(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("cuda: %+v", info)
+}
+
+// TestCUDAMatchesFastOnPayloadShapes runs every CUDA twin on its op's
+// benchmark shapes (payload scale: 64 MiB arenas, thousands of pages) and
+// requires fast's canonical bytes. Fast is the oracle here because the
+// differential suite proves it equal to ref, whose byte-by-byte loops are
+// too slow at this size; the generated cases above compare against ref.
+func TestCUDAMatchesFastOnPayloadShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("payload-scale shapes are skipped in -short mode")
+	}
+	if want := os.Getenv("KVTWIN_IMPL"); want != "" && want != string(catalog.CUDA) {
+		t.Skipf("KVTWIN_IMPL=%s", want)
+	}
+	requireCUDA(t)
+	for _, e := range catalog.All() {
+		if !slices.Contains(e.Impls(), catalog.CUDA) {
+			continue
+		}
+		for _, b := range e.Benchmarks() {
+			t.Run(e.Name()+"/"+b.Shape, func(t *testing.T) {
+				want, werr := b.Output(catalog.Fast)
+				got, gerr := b.Output(catalog.CUDA)
+				if (werr == nil) != (gerr == nil) {
+					t.Fatalf("fast error %v, cuda error %v", werr, gerr)
+				}
+				if !bytes.Equal(want, got) {
+					t.Fatalf("cuda differs from fast (%d vs %d canonical bytes)", len(got), len(want))
+				}
+			})
+		}
+	}
 }

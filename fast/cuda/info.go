@@ -1,5 +1,7 @@
 package cuda
 
+import "time"
+
 // DriverInfo describes the CUDA driver and device a cuda build runs on.
 type DriverInfo struct {
 	// Emulated is true when the loaded libcuda.so.1 is kvtwin's host
@@ -16,4 +18,13 @@ type DriverInfo struct {
 	ComputeCapability string `json:"compute_capability"`
 	// Kernels lists the kernel entry points loaded, in name order.
 	Kernels []string `json:"kernels"`
+}
+
+// KernelStats counts the kernel launches made, and (while timing is on)
+// their summed device time measured with CUDA events.
+type KernelStats struct {
+	// Launches is the number of kernel launches.
+	Launches int64
+	// KernelTime is the device time of the timed launches.
+	KernelTime time.Duration
 }

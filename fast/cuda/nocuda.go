@@ -2,7 +2,11 @@
 
 package cuda
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"time"
+
+	"github.com/kvtwin/kvtwin/ref"
+)
 
 // Enabled reports whether this binary was built with the CUDA path (-tags cuda).
 const Enabled = false
@@ -26,3 +30,12 @@ func FilterCPRank(ref.Limits, ref.FilterCPRankInput) (ref.FilterCPRankOutput, er
 func LayoutConvert(ref.Limits, ref.LayoutConvertInput) (ref.LayoutConvertOutput, error) {
 	return ref.LayoutConvertOutput{}, ErrNoCUDA
 }
+
+// SetKernelTiming returns ErrNoCUDA without -tags cuda.
+func SetKernelTiming(bool) error { return ErrNoCUDA }
+
+// Stats returns ErrNoCUDA without -tags cuda.
+func Stats() (KernelStats, error) { return KernelStats{}, ErrNoCUDA }
+
+// MeasureCopy returns ErrNoCUDA without -tags cuda.
+func MeasureCopy(int64, int) (time.Duration, error) { return 0, ErrNoCUDA }

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 	"unsafe"
 
 	_ "github.com/kvtwin/kvtwin/fast/cuda/cudaguard" // must initialise before gorgonia.org/cu
@@ -54,6 +55,8 @@ type device struct {
 	poison   byte                     // next poison byte (KVTWIN_CUDA_POISON=1)
 	poisonOn bool
 	info     DriverInfo
+	stats    KernelStats
+	timing   bool // record events around every launch (SetKernelTiming)
 }
 
 var (
@@ -337,6 +340,10 @@ func (c *call) launch(kernel string, n int64, args ...any) error {
 		params[i] = unsafe.Pointer(&slots[i])
 	}
 	blocks := min(max((n+blockThreads-1)/blockThreads, 1), maxBlocks)
+	c.d.stats.Launches++
+	if c.d.timing {
+		return c.timedLaunch(kernel, fn, int(blocks), params)
+	}
 	if err := fn.Launch(int(blocks), 1, 1, blockThreads, 1, 1, 0, cu.NoStream, params); err != nil {
 		return c.fail("cuLaunchKernel("+kernel+")", err)
 	}
@@ -344,4 +351,113 @@ func (c *call) launch(kernel string, n int64, args ...any) error {
 		return c.fail("cuCtxSynchronize after "+kernel, err)
 	}
 	return nil
+}
+
+// timedLaunch is launch with events recorded around the kernel, adding its
+// device time to the statistics.
+func (c *call) timedLaunch(kernel string, fn cu.Function, blocks int, params []unsafe.Pointer) error {
+	start, err := cu.MakeEvent(cu.DefaultEvent)
+	if err != nil {
+		return c.fail("cuEventCreate", err)
+	}
+	defer cu.DestroyEvent(&start)
+	end, err := cu.MakeEvent(cu.DefaultEvent)
+	if err != nil {
+		return c.fail("cuEventCreate", err)
+	}
+	defer cu.DestroyEvent(&end)
+	if err := start.Record(cu.NoStream); err != nil {
+		return c.fail("cuEventRecord", err)
+	}
+	if err := fn.Launch(blocks, 1, 1, blockThreads, 1, 1, 0, cu.NoStream, params); err != nil {
+		return c.fail("cuLaunchKernel("+kernel+")", err)
+	}
+	if err := end.Record(cu.NoStream); err != nil {
+		return c.fail("cuEventRecord", err)
+	}
+	if err := cu.Synchronize(); err != nil {
+		return c.fail("cuCtxSynchronize after "+kernel, err)
+	}
+	ms, err := start.Elapsed(end)
+	if err != nil {
+		return c.fail("cuEventElapsedTime", err)
+	}
+	c.d.stats.KernelTime += time.Duration(ms * float64(time.Millisecond))
+	return nil
+}
+
+// SetKernelTiming turns event timing of every launch on or off and resets
+// the statistics. Benchmarks use it to separate device time from the host
+// transfers a twin's host-in/host-out signature implies.
+func SetKernelTiming(on bool) error {
+	d, err := getDevice()
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.timing, d.stats = on, KernelStats{}
+	return nil
+}
+
+// Stats returns the statistics since the last SetKernelTiming.
+func Stats() (KernelStats, error) {
+	d, err := getDevice()
+	if err != nil {
+		return KernelStats{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stats, nil
+}
+
+// MeasureCopy times one device-to-device copy of n bytes (cuMemcpyDtoD
+// between two pooled buffers, timed with events, best of reps) and returns
+// its duration: the memory-bandwidth yardstick payload-sized ops are
+// reported against.
+func MeasureCopy(n int64, reps int) (time.Duration, error) {
+	var best time.Duration
+	err := run("copy-yardstick", func(c *call) error {
+		src, err := c.alloc(n)
+		if err != nil {
+			return err
+		}
+		dst, err := c.alloc(n)
+		if err != nil {
+			return err
+		}
+		start, err := cu.MakeEvent(cu.DefaultEvent)
+		if err != nil {
+			return c.fail("cuEventCreate", err)
+		}
+		defer cu.DestroyEvent(&start)
+		end, err := cu.MakeEvent(cu.DefaultEvent)
+		if err != nil {
+			return c.fail("cuEventCreate", err)
+		}
+		defer cu.DestroyEvent(&end)
+		for range max(reps, 1) {
+			if err := start.Record(cu.NoStream); err != nil {
+				return c.fail("cuEventRecord", err)
+			}
+			if err := cu.MemcpyDtoD(dst, src, n); err != nil {
+				return c.fail("cuMemcpyDtoD", err)
+			}
+			if err := end.Record(cu.NoStream); err != nil {
+				return c.fail("cuEventRecord", err)
+			}
+			if err := cu.Synchronize(); err != nil {
+				return c.fail("cuCtxSynchronize", err)
+			}
+			ms, err := start.Elapsed(end)
+			if err != nil {
+				return c.fail("cuEventElapsedTime", err)
+			}
+			if d := time.Duration(ms * float64(time.Millisecond)); best == 0 || d < best {
+				best = d
+			}
+		}
+		return nil
+	})
+	return best, err
 }
