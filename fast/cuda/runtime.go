@@ -86,7 +86,8 @@ func getDevice() (*device, error) {
 	return dev, devErr
 }
 
-var entryRE = regexp.MustCompile(`(?m)^\.(?:visible )?\.?entry ([A-Za-z_][A-Za-z0-9_]*)\(`)
+// entryRE finds the kernel entry points a PTX module declares.
+var entryRE = regexp.MustCompile(`(?m)^(?:\.visible\s+)?\.entry\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
 
 // openDevice retains device 0's primary context and loads every embedded
 // PTX module, resolving each .entry it declares.
