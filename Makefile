@@ -5,7 +5,8 @@ GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not 
 FIXTURES  = $(wildcard fixtures/testdata/*.jsonl)
 
 .PHONY: all build run test test-long fmt-check vet staticcheck test-race fixtures-check audit-short \
-        fixtures bugzoo audit bench fuzz lint clean
+        fixtures bugzoo audit bench fuzz lint clean \
+        cuda-deps ptx ptx-check emu cuda-build test-cuda gpu-bin gpu-check
 
 all: build
 
@@ -17,7 +18,7 @@ run: build
 	$(BIN) serve
 
 ## test: every gate CI runs, on a fresh clone, in under 10 minutes on 2 cores.
-test: fmt-check vet staticcheck test-race fixtures-check audit-short
+test: fmt-check vet staticcheck test-race fixtures-check audit-short test-cuda
 
 ## test-long: the exhaustive checks too slow for every CI run (all 2^32 float32 inputs through the
 ## e4m3 and bf16 codecs against independent oracles: about 30 s on 2 cores).
@@ -72,3 +73,70 @@ clean:
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzRunNeverPanicsAndTwinsAgree -fuzztime $(FUZZTIME) ./catalog/
+
+## ---- CUDA path (docs/gpu.md). Plain `go build ./...` / `go test ./...` need none of this. ----
+# The toolchain is unpacked (not installed) by scripts/cuda-setup.sh into a per-user cache
+# shared by every checkout; nvcc 11.8 with the system g++-12 (shared/design/cuda.md).
+CUDA_ROOT ?= $(HOME)/.cache/kvtwin/cuda-11.8
+NVCC      ?= $(CUDA_ROOT)/usr/lib/nvidia-cuda-toolkit/bin/nvcc
+PTXAS     ?= $(CUDA_ROOT)/usr/bin/ptxas
+# IEEE-faithful device arithmetic (no FMA contraction, IEEE division and square root, no
+# flush-to-zero), so the kernels are bit-exact with ref; no -lineinfo (it embeds paths).
+NVCCFLAGS ?= -ccbin g++-12 -allow-unsupported-compiler -std=c++17 -O3 -arch=compute_90 \
+             -fmad=false -prec-div=true -prec-sqrt=true -ftz=false
+# The host build of the same kernels for the emulation driver: no FMA contraction, no fast math.
+EMU_FLAGS ?= -O2 -fPIC -ffp-contract=off -fno-fast-math -Wall -Wextra
+CUDA_ENV   = CGO_ENABLED=1 CGO_CFLAGS="-I$(CUDA_ROOT)/usr/include" \
+             CGO_LDFLAGS="-L$(CUDA_ROOT)/usr/lib/x86_64-linux-gnu/stubs"
+KERNELS_CU = $(wildcard fast/cuda/kernels/*.cu)
+KERNELS_PTX = $(KERNELS_CU:.cu=.ptx)
+EMU_DIR   := .cache/emu
+
+## cuda-deps: unpack the CUDA 11.8 headers, link stub and nvcc into $(CUDA_ROOT) (idempotent;
+## fails loudly when the fetch fails).
+cuda-deps:
+	CUDA_ROOT=$(CUDA_ROOT) sh scripts/cuda-setup.sh
+
+## ptx: regenerate fast/cuda/kernels/<base>.ptx from each <base>.cu (committed; go:embed).
+ptx: cuda-deps
+	@for cu in $(KERNELS_CU); do sh scripts/ptx.sh "$(NVCC)" "$$cu" "$${cu%.cu}.ptx" $(NVCCFLAGS) || exit 1; done
+
+## ptx-check: the committed PTX equals a fresh build, and ptxas accepts it for sm_90.
+ptx-check: cuda-deps
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	for cu in $(KERNELS_CU); do b=$$(basename "$${cu%.cu}"); \
+	  sh scripts/ptx.sh "$(NVCC)" "$$cu" "$$tmp/$$b.ptx" $(NVCCFLAGS) || exit 1; \
+	  cmp -s "$$tmp/$$b.ptx" "$${cu%.cu}.ptx" || { echo "ptx-check: $${cu%.cu}.ptx is stale: run make ptx"; exit 1; }; \
+	  $(PTXAS) -arch=sm_90 "$${cu%.cu}.ptx" -o /dev/null || exit 1; \
+	done; echo "ptx-check: $(words $(KERNELS_CU)) module(s) match their source and assemble for sm_90"
+
+## emu: the host emulation driver ($(EMU_DIR)/libcuda.so.1): fast/cuda/emu plus every kernel's host build.
+emu: cuda-deps
+	@mkdir -p $(EMU_DIR)/obj
+	gcc -std=c11 $(EMU_FLAGS) -I$(CUDA_ROOT)/usr/include -c fast/cuda/emu/emu.c -o $(EMU_DIR)/obj/emu.o
+	sh fast/cuda/emu/gen-stubs.sh $(CUDA_ROOT)/usr/include $(EMU_DIR)/obj/emu.o > $(EMU_DIR)/obj/stubs.c
+	gcc -std=c11 -O2 -fPIC -c $(EMU_DIR)/obj/stubs.c -o $(EMU_DIR)/obj/stubs.o
+	@for cu in $(KERNELS_CU); do b=$$(basename "$${cu%.cu}"); \
+	  g++ -x c++ -std=c++17 $(EMU_FLAGS) -c "$$cu" -o $(EMU_DIR)/obj/k_$$b.o || exit 1; done
+	g++ -shared -Wl,-soname,libcuda.so.1 -o $(EMU_DIR)/libcuda.so.1 $(EMU_DIR)/obj/*.o -ldl
+
+## cuda-build: compile everything with -tags cuda (links against the CUDA link stub).
+cuda-build: cuda-deps
+	$(CUDA_ENV) $(GO) build -tags cuda ./...
+	$(CUDA_ENV) $(GO) vet -tags cuda ./...
+
+## test-cuda: the cuda-tagged suite; against the host emulation unless a real driver is installed.
+test-cuda: cuda-deps emu ptx-check
+	$(CUDA_ENV) EMU_DIR=$(EMU_DIR) sh scripts/cuda-test.sh
+
+## gpu-bin: the cuda-tagged test and bench binaries for the GPU machine, in gpu-bin/ (ignored).
+gpu-bin: cuda-deps
+	@mkdir -p gpu-bin
+	$(CUDA_ENV) $(GO) test -c -tags cuda -trimpath -ldflags="-s -w" -o gpu-bin/cuda.test ./fast/cuda
+	$(CUDA_ENV) $(GO) test -c -tags cuda -trimpath -ldflags="-s -w" -o gpu-bin/equiv.test ./equiv
+	cp scripts/gpu-check.sh gpu-bin/gpu-check.sh
+
+## gpu-check: build gpu-bin/ and print the one command the GPU machine runs (docs/gpu.md).
+gpu-check: gpu-bin
+	@echo "gpu-check: ready. On the GPU machine (carry gpu-bin), run:"
+	@echo "  sh gpu-bin/gpu-check.sh"

@@ -87,7 +87,9 @@ type Op[In, Out any] struct {
 	SpecRef string
 	// Summary is a one-line description.
 	Summary string
-	// Ref, Fast and CUDA are the twins; CUDA is nil unless built with -tags cuda.
+	// Ref, Fast and CUDA are the twins. CUDA is the fast/cuda twin, nil for
+	// an op without one; it is offered (Impls, Func) only when the CUDA
+	// runtime is usable and passed its start-up self-test (CUDAStatus).
 	Ref, Fast, CUDA Func[In, Out]
 	// Sample is a small valid input shown by GET /v1/ops.
 	Sample In
@@ -107,7 +109,7 @@ func (o *Op[In, Out]) Doc() string { return o.Summary }
 // Impls implements Entry.
 func (o *Op[In, Out]) Impls() []Impl {
 	impls := []Impl{Ref, Fast}
-	if o.CUDA != nil {
+	if o.CUDA != nil && CUDAStatus() == nil {
 		impls = append(impls, CUDA)
 	}
 	return impls
@@ -122,9 +124,12 @@ func (o *Op[In, Out]) Func(impl Impl) (Func[In, Out], error) {
 	case Fast:
 		f = o.Fast
 	case CUDA:
+		if err := CUDAStatus(); err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", o.OpName, ErrImplUnavailable, err)
+		}
 		f = o.CUDA
 		if f == nil {
-			return nil, fmt.Errorf("%s: %w: cuda: this binary was built without -tags cuda", o.OpName, ErrImplUnavailable)
+			return nil, fmt.Errorf("%s: %w: cuda: the op has no CUDA twin yet", o.OpName, ErrImplUnavailable)
 		}
 	default:
 		return nil, fmt.Errorf("%s: %w %q", o.OpName, ErrUnknownImpl, impl)
@@ -162,7 +167,7 @@ func (o *Op[In, Out]) Run(impl Impl, lim ref.Limits, in []byte) ([]byte, error) 
 func (o *Op[In, Out]) Benchmarks() []Bench {
 	var bs []Bench
 	for _, sh := range o.Shapes {
-		bs = append(bs, Bench{Shape: sh.Name, CopyBytes: sh.CopyBytes, Prepare: o.prepare(sh)})
+		bs = append(bs, Bench{Shape: sh.Name, CopyBytes: sh.CopyBytes, Prepare: o.prepare(sh), Output: o.output(sh)})
 	}
 	return bs
 }
@@ -178,6 +183,18 @@ func (o *Op[In, Out]) prepare(sh Shape[In]) func(Impl) (func() error, error) {
 	}
 }
 
+// output runs impl once on the shape's input and returns the canonical result.
+func (o *Op[In, Out]) output(sh Shape[In]) func(Impl) ([]byte, error) {
+	return func(impl Impl) ([]byte, error) {
+		f, err := o.Func(impl)
+		if err != nil {
+			return nil, err
+		}
+		out, err := f(ref.DefaultLimits(), sh.Make())
+		return Canonical(out, err), err
+	}
+}
+
 // Bench is a type-erased benchmark shape of an Entry.
 type Bench struct {
 	// Shape is the shape name.
@@ -186,6 +203,9 @@ type Bench struct {
 	CopyBytes int64
 	// Prepare builds the input once and returns a closure running impl on it.
 	Prepare func(Impl) (func() error, error)
+	// Output builds the input and returns impl's canonical result on it, so
+	// payload-scale shapes can be compared across implementations.
+	Output func(Impl) ([]byte, error)
 }
 
 // DecodeStrict decodes canonical or hand-written JSON into In, rejecting

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -15,6 +16,7 @@ func FilterCPRank() *Op[ref.FilterCPRankInput, ref.FilterCPRankOutput] {
 		Summary: "pages one CP rank sends for a chunk, and their absolute request positions",
 		Ref:     ref.FilterCPRank,
 		Fast:    fast.FilterCPRank,
+		CUDA:    cuda.FilterCPRank,
 		Sample:  ref.FilterCPRankInput{KV: []int64{40, 41, 42, 43, 44}, ChunkPageStart: 8, CPRank: 1, CPSize: 2},
 		Shapes: []Shape[ref.FilterCPRankInput]{
 			{Name: "1024-pages-contiguous", Make: func() ref.FilterCPRankInput {

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -15,6 +16,7 @@ func LayoutConvert() *Op[ref.LayoutConvertInput, ref.LayoutConvertOutput] {
 		Summary: "host arena relayout, per-layer load/backup against a layer-first device pool, and flat page reads",
 		Ref:     ref.LayoutConvert,
 		Fast:    fast.LayoutConvert,
+		CUDA:    cuda.LayoutConvert,
 		Sample: ref.LayoutConvertInput{Mode: ref.ConvertRelayout, Layout: ref.LayerFirst, To: ref.PageFirst, Pool: ref.HostPoolMLA,
 			Layers: 2, Pages: 2, PageSize: 2, TokenBytes: 1, Host: []byte{0, 1, 2, 3, 4, 5, 6, 7}},
 		Shapes: []Shape[ref.LayoutConvertInput]{

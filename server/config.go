@@ -27,7 +27,9 @@ type Config struct {
 	// Addr is the listen address of ListenAndServe; 127.0.0.1 unless told otherwise.
 	Addr string
 	// Impl is the implementation op requests run on; ?impl= overrides it per request.
-	// Every op must have it in this build: nothing falls back to another implementation.
+	// Every op must have it in this build (cuda: the device must be usable and
+	// pass its self-test; ops without a CUDA twin then answer 400 per request):
+	// nothing falls back to another implementation.
 	Impl catalog.Impl
 	// Limits are passed to every op run.
 	Limits ref.Limits
@@ -151,10 +153,16 @@ func validateEntries(entries []catalog.Entry) error {
 
 // checkImplEverywhere rejects an Impl that some served op lacks, with the
 // catalog's own reason (e.g. built without -tags cuda): serving it would
-// mean failing or falling back on those ops, and kvtwin does neither.
+// mean failing or falling back on those ops, and kvtwin does neither. The
+// one exception is cuda on a usable device (catalog.CUDAStatus is nil):
+// only some ops have CUDA twins, and a request for one that has none is
+// answered 400 naming that, per request — still never a fallback.
 func checkImplEverywhere(impl catalog.Impl, ops []*opInfo) error {
 	for _, o := range ops {
 		if reason := o.unavailable[impl]; reason != nil {
+			if impl == catalog.CUDA && catalog.CUDAStatus() == nil {
+				continue
+			}
 			return fmt.Errorf("%w; %w", ref.Reject(ErrBadConfig, "Impl", string(impl),
 				"an implementation every op has in this build; kvtwin never falls back"), reason)
 		}

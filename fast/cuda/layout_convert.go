@@ -1,0 +1,272 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// LayoutConvert is the CUDA twin of ref.LayoutConvert (transfer.md §7.2,
+// §7.3). Every mode is one launch of the strided copy kernel
+// (kernels/layout_convert.cu) over token slices: a relayout enumerates the
+// target's slices in memory order and reads them from the source layout; a
+// load or backup enumerates (page pair, layer, plane, token) through the
+// page lists; a flat page read enumerates each page's slices in host order.
+// Descriptors follow §7.2's rule: a relayout's maximal runs are counted on
+// the device, a load's or backup's runs of page pairs and a page read's
+// ranges on the host from the index lists. Validation is ref's.
+func LayoutConvert(lim ref.Limits, in ref.LayoutConvertInput) (ref.LayoutConvertOutput, error) {
+	plan, err := ref.ValidateLayoutConvert(lim, in)
+	if err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	var out ref.LayoutConvertOutput
+	err = run("layout.convert", func(c *call) error {
+		switch in.Mode {
+		case ref.ConvertRelayout:
+			out, err = relayout(c, plan, in.Host)
+		case ref.ConvertPageGet:
+			out, err = pageGet(c, plan, in.Host, in.HostIndices)
+		default:
+			out, err = transfer(c, plan, in)
+		}
+		return err
+	})
+	if err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	return out, nil
+}
+
+// strides are a layout's byte strides per plane, layer, page and token
+// (each §7.1 offset is linear in them).
+type strides struct{ plane, layer, page, tok int64 }
+
+func stridesOf(g ref.HostGeometry) strides {
+	s := strides{plane: g.PlaneBytes()}
+	switch g.Layout {
+	case ref.PageFirst:
+		s.layer, s.page, s.tok = g.TB, g.L*g.PB(), g.L*g.TB
+	case ref.PageFirstDirect:
+		s.layer, s.page, s.tok = g.PB(), g.L*g.PB(), g.TB
+	default: // LayerFirst, LayerPageFirst
+		s.layer, s.page, s.tok = g.S()*g.TB, g.PB(), g.TB
+	}
+	return s
+}
+
+// copyGeo is the kernel's geometry (kernels/layout_convert.cu, enum G_*):
+// four dimensions, source and destination strides and bases, the unit (a
+// token slice, tb bytes) and the chunk width.
+type copyGeo struct {
+	n, ss, ds  [4]int64
+	soff, doff int64
+	unit       int64
+}
+
+// contiguous sets the destination strides so units land one after another.
+func (g *copyGeo) contiguous() {
+	g.ds[3] = g.unit
+	for k := 2; k >= 0; k-- {
+		g.ds[k] = g.ds[k+1] * g.n[k+1]
+	}
+}
+
+func (g *copyGeo) units() int64 { return g.n[0] * g.n[1] * g.n[2] * g.n[3] }
+
+// chunkWidth is the largest power of two <= 16 dividing the unit: every
+// offset is a multiple of the unit and device buffers are 256-aligned.
+func (g *copyGeo) chunkWidth() int64 { return min(g.unit&-g.unit, 16) }
+
+func (g *copyGeo) words() []int64 {
+	w := make([]int64, 0, 16)
+	w = append(w, g.n[:]...)
+	w = append(w, g.ss[:]...)
+	w = append(w, g.ds[:]...)
+	return append(w, g.soff, g.doff, g.unit, g.chunkWidth())
+}
+
+// copyUnits uploads g and launches the copy of its units from src to dst.
+func copyUnits(c *call, g copyGeo, dst, src, sidx, didx devicePtr) error {
+	dgeo, err := c.uploadInt64s(g.words())
+	if err != nil {
+		return err
+	}
+	nchunks := g.units() * (g.unit / g.chunkWidth())
+	return c.launch("layout_convert_copy", nchunks, dst, src, sidx, didx, dgeo, nchunks)
+}
+
+// relayout writes the arena in To order: dimensions are the target's memory
+// order, strides the source's.
+func relayout(c *call, plan ref.ConvertPlan, host []byte) (ref.LayoutConvertOutput, error) {
+	from, to := plan.Host, plan.To
+	f := stridesOf(from)
+	g := copyGeo{unit: to.TB}
+	switch to.Layout {
+	case ref.PageFirst: // (kv, p, o, l)
+		g.n, g.ss = [4]int64{to.Planes(), to.NP, to.P, to.L}, [4]int64{f.plane, f.page, f.tok, f.layer}
+	case ref.PageFirstDirect: // (kv, p, l, o)
+		g.n, g.ss = [4]int64{to.Planes(), to.NP, to.L, to.P}, [4]int64{f.plane, f.page, f.layer, f.tok}
+	default: // (kv, l, p, o)
+		g.n, g.ss = [4]int64{to.Planes(), to.L, to.NP, to.P}, [4]int64{f.plane, f.layer, f.page, f.tok}
+	}
+	g.contiguous()
+	src, err := c.upload(host)
+	if err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	dst, err := c.alloc(int64(len(host)))
+	if err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	if err := copyUnits(c, g, dst, src, 0, 0); err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	runs, err := countRuns(c, g)
+	if err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	out := ref.LayoutConvertOutput{Arena: make([]byte, len(host)), Descriptors: runs}
+	return out, c.download(out.Arena, dst)
+}
+
+// countRuns counts the maximal contiguous copies of a relayout on the device.
+func countRuns(c *call, g copyGeo) (int64, error) {
+	dgeo, err := c.uploadInt64s(g.words())
+	if err != nil {
+		return 0, err
+	}
+	count := []int64{0}
+	dcount, err := c.uploadInt64s(count)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.launch("layout_convert_runs", g.units(), dgeo, g.units(), dcount); err != nil {
+		return 0, err
+	}
+	return count[0], c.downloadInt64s(count, dcount)
+}
+
+// transfer runs a load (host pages → device pages) or a backup (device →
+// host) on (pair, layer, plane, token) units; the destination arena is
+// uploaded, updated in place and read back whole.
+func transfer(c *call, plan ref.ConvertPlan, in ref.LayoutConvertInput) (ref.LayoutConvertOutput, error) {
+	h, d := plan.Host, plan.Device
+	hp, dp := pagePairs(plan, in.HostIndices, in.DeviceIndices)
+	hs, ds := stridesOf(h), stridesOf(d)
+	layers := plan.EndLayer - plan.FirstLayer
+	hostSide := [4]int64{hs.page, hs.layer, hs.plane, hs.tok}
+	devSide := [4]int64{ds.page, ds.layer, ds.plane, ds.tok}
+	g := copyGeo{n: [4]int64{int64(len(hp)), layers, h.Planes(), h.P}, unit: h.TB}
+	hoff, doff := plan.FirstLayer*hs.layer, plan.FirstLayer*ds.layer
+	srcArena, dstArena := in.Host, in.Device
+	g.ss, g.ds, g.soff, g.doff = hostSide, devSide, hoff, doff
+	if in.Mode == ref.ConvertBackup {
+		srcArena, dstArena = in.Device, in.Host
+		g.ss, g.ds, g.soff, g.doff = devSide, hostSide, doff, hoff
+	}
+	src, err := c.upload(srcArena)
+	if err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	dst, err := c.upload(dstArena)
+	if err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	dhp, err := c.uploadInt64s(hp)
+	if err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	ddp, err := c.uploadInt64s(dp)
+	if err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	sidx, didx := dhp, ddp
+	if in.Mode == ref.ConvertBackup {
+		sidx, didx = ddp, dhp
+	}
+	if err := copyUnits(c, g, dst, src, sidx, didx); err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	out := ref.LayoutConvertOutput{Arena: make([]byte, len(dstArena)),
+		Descriptors: transferDescriptors(h, hp, dp) * h.Planes() * layers}
+	return out, c.download(out.Arena, dst)
+}
+
+// pagePairs returns the pairs' host and device pages, sorted stably by host
+// page when §7.2's LF direct rule (plan.SortHost) applies.
+func pagePairs(plan ref.ConvertPlan, hostIdx, devIdx []int64) (hp, dp []int64) {
+	p := plan.Host.P
+	pairs := make([][2]int64, plan.Pages)
+	for i := range pairs {
+		pairs[i] = [2]int64{hostIdx[int64(i)*p] / p, devIdx[int64(i)*p] / p}
+	}
+	if plan.SortHost {
+		slices.SortStableFunc(pairs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	}
+	hp, dp = make([]int64, len(pairs)), make([]int64, len(pairs))
+	for i, pr := range pairs {
+		hp[i], dp[i] = pr[0], pr[1]
+	}
+	return hp, dp
+}
+
+// transferDescriptors is §7.2's copies per layer and plane: CopiesPerRun
+// summed over the maximal runs of pairs stepping +1 on both sides.
+func transferDescriptors(h ref.HostGeometry, hp, dp []int64) int64 {
+	var total int64
+	for i := 0; i < len(hp); {
+		j := i + 1
+		for j < len(hp) && hp[j] == hp[j-1]+1 && dp[j] == dp[j-1]+1 {
+			j++
+		}
+		total += ref.CopiesPerRun(h.Layout, int64(j-i), h.P)
+		i = j
+	}
+	return total
+}
+
+// pageGet reads each listed page's bytes per plane in ascending host
+// offset order: (layer, token) under LF and PFD, (token, layer) under PF.
+func pageGet(c *call, plan ref.ConvertPlan, host []byte, idx []int64) (ref.LayoutConvertOutput, error) {
+	h := plan.Host
+	s := stridesOf(h)
+	pages := make([]int64, plan.Pages)
+	for i := range pages {
+		pages[i] = idx[int64(i)*h.P] / h.P
+	}
+	g := copyGeo{unit: h.TB}
+	if h.Layout == ref.PageFirst {
+		g.n, g.ss = [4]int64{plan.Pages, h.Planes(), h.P, h.L}, [4]int64{s.page, s.plane, s.tok, s.layer}
+	} else {
+		g.n, g.ss = [4]int64{plan.Pages, h.Planes(), h.L, h.P}, [4]int64{s.page, s.plane, s.layer, s.tok}
+	}
+	g.contiguous()
+	src, err := c.upload(host)
+	if err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	size := g.units() * g.unit
+	dst, err := c.alloc(size)
+	if err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	dpages, err := c.uploadInt64s(pages)
+	if err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	if err := copyUnits(c, g, dst, src, dpages, 0); err != nil {
+		return ref.LayoutConvertOutput{}, err
+	}
+	// Per page and plane: one span under PF and PFD (one pointer per page);
+	// L ranges of pb under LF, which touch only when the arena has one page.
+	perPagePlane := int64(1)
+	if !h.PageContiguousAcrossLayers() && h.NP > 1 {
+		perPagePlane = h.L
+	}
+	out := ref.LayoutConvertOutput{Arena: make([]byte, size), Descriptors: plan.Pages * h.Planes() * perPagePlane}
+	return out, c.download(out.Arena, dst)
+}

@@ -1,0 +1,59 @@
+package cuda_test
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCommittedPTXMatchesItsSource checks, without nvcc, that every
+// kernels/<base>.cu has a committed kernels/<base>.ptx generated from its
+// current text (and the convention header's): make ptx records the source's
+// SHA-256 in the PTX header. An edited kernel with stale PTX would run old
+// code on the GPU while the emulation (compiled from the source) runs new.
+// `make ptx-check` additionally rebuilds the PTX and compares it byte for byte.
+func TestCommittedPTXMatchesItsSource(t *testing.T) {
+	header, err := os.ReadFile("kernels/kvtwin_kernel.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources, _ := filepath.Glob("kernels/*.cu")
+	if len(sources) == 0 {
+		t.Fatal("no kernels/*.cu")
+	}
+	for _, src := range sources {
+		body, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(append(body, header...))
+		ptx := strings.TrimSuffix(src, ".cu") + ".ptx"
+		got, err := recordedSum(ptx)
+		if err != nil {
+			t.Errorf("%s: %v (run make ptx)", ptx, err)
+			continue
+		}
+		if want := hex.EncodeToString(sum[:]); got != want {
+			t.Errorf("%s is stale: generated from source sha256 %s, the source is now %s; run make ptx", ptx, got, want)
+		}
+	}
+}
+
+func recordedSum(ptx string) (string, error) {
+	f, err := os.Open(ptx)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for i := 0; i < 3 && sc.Scan(); i++ {
+		if v, ok := strings.CutPrefix(sc.Text(), "// source-sha256: "); ok {
+			return v, nil
+		}
+	}
+	return "", os.ErrNotExist
+}
