@@ -24,7 +24,7 @@ func rerangeInput(rng *rand.Rand, sp ref.LayoutSpec, lay ref.Layout, w, extra in
 
 // TestCPRerangeMatchesRef runs the CUDA twin against ref on random layouts,
 // both source kinds, strides with and without static padding and every row
-// width, from one output row to the payload shape (128K gathered rows of
+// width, from one output row to the payload shape (130K gathered rows of
 // 656 B, both source kinds).
 func TestCPRerangeMatchesRef(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 1))

@@ -73,8 +73,10 @@ func randomBytes(rng *rand.Rand, n int) []byte {
 	return b
 }
 
-// payloadLayout is the catalog's payload shape, bs=10, cp=8, page-granular
-// (g=64), 13 granules per segment: Σ C_i = 128K compute rows, 16K per rank.
+// payloadLayout is the catalog's payload layout: bs=10, cp=8, page-granular
+// (g=64), units granules per segment, request i 37·(i+1) rows short of its
+// compute length (the padding sits in rank 0's mirror slots). units=13:
+// Σ C_i = 130K compute rows (16.25K per rank); units=103: 128.75K per rank.
 func payloadLayout(units int) ref.LayoutSpec {
 	lens := make([]int, 10)
 	for i := range lens {
@@ -85,7 +87,7 @@ func payloadLayout(units int) ref.LayoutSpec {
 
 // TestCPSplitMatchesRef runs the CUDA twin against ref on random layouts
 // and every row width, from one row (padded L=[1]) to the payload shape
-// (128K rows of 656 B), with random rows, pad and prefixes.
+// (130K rows of 656 B), with random rows, pad and prefixes.
 func TestCPSplitMatchesRef(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 1))
 	specs := []ref.LayoutSpec{{CP: 2, Lens: []int{1}, Granule: 1}, {CP: 2, Lens: []int{3, 4}, Granule: 1}}
