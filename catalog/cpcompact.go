@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -13,6 +14,7 @@ func CPCompactValid() *Op[ref.CPCompactInput, ref.CPRowsOutput] {
 		Summary: "stable compaction of a rank's valid rows before MoE (padding is interleaved, never a suffix)",
 		Ref:     ref.CPCompactValid,
 		Fast:    fast.CPCompactValid,
+		CUDA:    cuda.CPCompactValid,
 		Sample:  ref.CPCompactInput{Layout: cpSampleLayout(), Rank: 1, X: patternRows(2, 12)},
 		Shapes: []Shape[ref.CPCompactInput]{
 			// The headline: one rank of bs=10, cp=8 holding 128K
@@ -33,6 +35,7 @@ func CPRestorePadded() *Op[ref.CPRestoreInput, ref.CPRowsOutput] {
 		Summary: "put a rank's MoE output rows back at their valid local rows, padding rows zero",
 		Ref:     ref.CPRestorePadded,
 		Fast:    fast.CPRestorePadded,
+		CUDA:    cuda.CPRestorePadded,
 		Sample:  ref.CPRestoreInput{Layout: cpSampleLayout(), Rank: 1, Y: patternRows(3, 6)},
 		Shapes: []Shape[ref.CPRestoreInput]{
 			{Name: "bs10-cp8-rank3-128K-rows-656B", CopyBytes: 128 << 10 * mlaRowBytes, Make: func() ref.CPRestoreInput {

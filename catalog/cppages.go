@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -32,6 +33,7 @@ func RemapLocs() *Op[ref.RemapLocsInput, ref.RemapLocsOutput] {
 		Summary: "row-aware remap of flattened KV locations into a row-scoped compact buffer",
 		Ref:     ref.RemapLocs,
 		Fast:    fast.RemapLocs,
+		CUDA:    cuda.RemapLocs,
 		Sample: ref.RemapLocsInput{PageSize: 2, Pages: [][]int64{{7, 3}, {3, 9}},
 			Locs: []int64{14, 7, 6, 19, -1}, RowIDs: []int32{0, 0, 1, 1, 1}},
 		Shapes: []Shape[ref.RemapLocsInput]{

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -13,6 +14,7 @@ func CPRerange() *Op[ref.CPRerangeInput, ref.CPRerangeOutput] {
 		Summary: "restore global valid token order from rank-major all-gathered rows (offsets from compute splits, placement from valid splits)",
 		Ref:     ref.CPRerange,
 		Fast:    fast.CPRerange,
+		CUDA:    cuda.CPRerange,
 		Sample:  ref.CPRerangeInput{Layout: cpSampleLayout(), G: patternRows(2, 24), M: 12},
 		Shapes: []Shape[ref.CPRerangeInput]{
 			// The headline: bs=10, cp=8, 128K gathered rows × 656 B

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -13,6 +14,7 @@ func CPSplit() *Op[ref.CPSplitInput, ref.CPSplitOutput] {
 		Summary: "zigzag split of a batch's rows into every CP rank's lane-slot rows (padding filled), with position ids",
 		Ref:     ref.CPSplit,
 		Fast:    fast.CPSplit,
+		CUDA:    cuda.CPSplit,
 		Sample: ref.CPSplitInput{Layout: cpSampleLayout(), X: patternRows(2, 12), Pad: []byte{0xEE, 0xEE},
 			Prefix: []int64{0, 5}},
 		Shapes: []Shape[ref.CPSplitInput]{

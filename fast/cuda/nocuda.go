@@ -39,3 +39,32 @@ func Stats() (KernelStats, error) { return KernelStats{}, ErrNoCUDA }
 
 // MeasureCopy returns ErrNoCUDA without -tags cuda.
 func MeasureCopy(int64, int) (time.Duration, error) { return 0, ErrNoCUDA }
+// CPSplit is the CUDA twin of ref.CPSplit; without -tags cuda it returns
+// ErrNoCUDA.
+func CPSplit(ref.Limits, ref.CPSplitInput) (ref.CPSplitOutput, error) {
+	return ref.CPSplitOutput{}, ErrNoCUDA
+}
+
+// CPRerange is the CUDA twin of ref.CPRerange; without -tags cuda it
+// returns ErrNoCUDA.
+func CPRerange(ref.Limits, ref.CPRerangeInput) (ref.CPRerangeOutput, error) {
+	return ref.CPRerangeOutput{}, ErrNoCUDA
+}
+
+// CPCompactValid is the CUDA twin of ref.CPCompactValid; without -tags cuda
+// it returns ErrNoCUDA.
+func CPCompactValid(ref.Limits, ref.CPCompactInput) (ref.CPRowsOutput, error) {
+	return ref.CPRowsOutput{}, ErrNoCUDA
+}
+
+// CPRestorePadded is the CUDA twin of ref.CPRestorePadded; without -tags
+// cuda it returns ErrNoCUDA.
+func CPRestorePadded(ref.Limits, ref.CPRestoreInput) (ref.CPRowsOutput, error) {
+	return ref.CPRowsOutput{}, ErrNoCUDA
+}
+
+// RemapLocs is the CUDA twin of ref.RemapLocs; without -tags cuda it
+// returns ErrNoCUDA.
+func RemapLocs(ref.Limits, ref.RemapLocsInput) (ref.RemapLocsOutput, error) {
+	return ref.RemapLocsOutput{}, ErrNoCUDA
+}

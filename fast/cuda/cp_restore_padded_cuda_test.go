@@ -1,0 +1,53 @@
+//go:build cuda
+
+package cuda_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/fast/cuda"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// TestCPRestorePaddedMatchesRef runs the CUDA twin against ref for every
+// rank of random layouts and every row width — including a rank with no
+// valid row (every output row is written zero) — and at the payload shape
+// (rank 0 of bs=10, cp=8, g=64: 128.75K rows of 656 B, 2035 of them zero).
+func TestCPRestorePaddedMatchesRef(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 1))
+	specs := []ref.LayoutSpec{{CP: 2, Lens: []int{3}, Granule: 64}, {CP: 2, Lens: []int{1}, Granule: 1},
+		{CP: 2, Lens: []int{3, 4}, Granule: 1}}
+	for range 10 {
+		specs = append(specs, randomLayout(rng, 12))
+	}
+	for _, sp := range specs {
+		lay := mustLayout(t, sp)
+		for r := range lay.CP {
+			for _, w := range rowWidths {
+				in := ref.CPRestoreInput{Layout: sp, Rank: r, Y: ref.Rows{W: w, B: randomBytes(rng, lay.Rv(r)*w)}}
+				sameAsRef(t, "restore_padded", ref.CPRestorePadded, cuda.CPRestorePadded, in)
+			}
+		}
+	}
+	if testing.Short() {
+		return
+	}
+	sp := payloadLayout(103)
+	lay := mustLayout(t, sp)
+	in := ref.CPRestoreInput{Layout: sp, Rank: 0, Y: ref.Rows{W: 656, B: randomBytes(rng, lay.Rv(0)*656)}}
+	sameAsRef(t, "restore_padded payload", ref.CPRestorePadded, cuda.CPRestorePadded, in)
+}
+
+// TestCPRestorePaddedRejectionsAreRefs checks rejected inputs give ref's
+// error object, byte for byte.
+func TestCPRestorePaddedRejectionsAreRefs(t *testing.T) {
+	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
+	for _, in := range []ref.CPRestoreInput{
+		{Layout: sp, Rank: 0, Y: ref.Rows{W: 2, B: make([]byte, 8)}}, // R rows, not Rv
+		{Layout: sp, Rank: -1, Y: ref.Rows{W: 2, B: make([]byte, 6)}},
+		{Layout: sp, Rank: 0, Y: ref.Rows{W: 0}},
+	} {
+		sameAsRef(t, "restore_padded rejection", ref.CPRestorePadded, cuda.CPRestorePadded, in)
+	}
+}
