@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -42,6 +43,7 @@ func FP8ComposeCurrent() *Op[ref.FP8ComposeInput, ref.FP8ComposeOutput] {
 		Summary: "flattened FP8 K buffer: prefix rows from cache slots, current rows quantized from fresh k (three explicit contracts)",
 		Ref:     ref.FP8ComposeCurrent,
 		Fast:    fast.FP8ComposeCurrent,
+		CUDA:    cuda.FP8ComposeCurrent,
 		Sample: func() ref.FP8ComposeInput {
 			pre, cur := composeSlots(2, 1, 2, 1)
 			return ref.FP8ComposeInput{Pool: fp8Pool(2, 4), PrefixSlots: pre, CurrentSlots: cur, Lens: []int{1}, Contract: ref.ContractGlobalValid, Current: finiteBF16Rows(1)}

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -30,6 +31,7 @@ func FP8StorePages() *Op[ref.FP8StoreInput, ref.FP8StoreOutput] {
 		Summary: "write 656-byte FP8 rows into the page-slot pool at their token locs (range and duplicate checked)",
 		Ref:     ref.FP8StorePages,
 		Fast:    fast.FP8StorePages,
+		CUDA:    cuda.FP8StorePages,
 		Sample:  ref.FP8StoreInput{Pool: fp8Pool(2, 4), Locs: []int64{2, 3}, Rows: patternRows(ref.FP8RowBytes, 2)},
 		Shapes: []Shape[ref.FP8StoreInput]{
 			// A 128K-slot pool (ps=64) receiving 32 pages: the pool copy
@@ -49,6 +51,7 @@ func FP8MaterializePages() *Op[ref.FP8MaterializeInput, ref.FP8MaterializeOutput
 		Summary: "gather raw 656-byte FP8 rows from the page-slot pool (flattened page table, no dequant)",
 		Ref:     ref.FP8MaterializePages,
 		Fast:    fast.FP8MaterializePages,
+		CUDA:    cuda.FP8MaterializePages,
 		Sample:  ref.FP8MaterializeInput{Pool: fp8Pool(2, 4), Slots: []int64{2, 3, 4, 5}},
 		Shapes: []Shape[ref.FP8MaterializeInput]{
 			{Name: "pool-128K-slots-ps64-gather-64K-rows", CopyBytes: 64 << 10 * mlaRowBytes, Make: func() ref.FP8MaterializeInput {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -15,6 +16,7 @@ func FP8QuantizeRow() *Op[ref.FP8QuantizeRowInput, ref.FP8RowsOutput] {
 		Summary: "MLA bf16 rows (1152 B) to 656-byte FP8 rows: e4m3 codes, per-tile fp32 scales (div_fp32, recip_fp32 or div_bf16), bf16 rope; all-zero tile has scale 0",
 		Ref:     ref.FP8QuantizeRow,
 		Fast:    fast.FP8QuantizeRow,
+		CUDA:    cuda.FP8QuantizeRow,
 		Sample:  ref.FP8QuantizeRowInput{Mode: ref.ScaleDivFP32, X: WorkedFP8Rows()},
 		Shapes: []Shape[ref.FP8QuantizeRowInput]{
 			// The shape: 128K rows (144 MiB of bf16 input).
@@ -33,6 +35,7 @@ func FP8QuantizeIndexK() *Op[ref.FP8QuantizeIndexKInput, ref.FP8RowsOutput] {
 		Summary: "NSA index keys (128 bf16) to 132-byte rows: e4m3 codes and one power-of-two (ue8m0) fp32 scale",
 		Ref:     ref.FP8QuantizeIndexK,
 		Fast:    fast.FP8QuantizeIndexK,
+		CUDA:    cuda.FP8QuantizeIndexK,
 		Sample:  ref.FP8QuantizeIndexKInput{X: WorkedIndexKRows()},
 		Shapes: []Shape[ref.FP8QuantizeIndexKInput]{
 			{Name: "128K-keys", Make: func() ref.FP8QuantizeIndexKInput {

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -46,6 +47,7 @@ func FP8DequantTopK() *Op[ref.FP8DequantTopKInput, ref.FP8DequantTopKOutput] {
 		Summary: "dequantize only the FP8 rows top-k references, each once, at their row ids (-1 = empty)",
 		Ref:     ref.FP8DequantTopK,
 		Fast:    fast.FP8DequantTopK,
+		CUDA:    cuda.FP8DequantTopK,
 		Sample:  ref.FP8DequantTopKInput{Kq: fp8QuantRows(4), TopK: [][]int32{{2, -1, 0}, {2, 3}}},
 		Shapes: []Shape[ref.FP8DequantTopKInput]{
 			// The target: 2,048 referenced rows of 128K; the next

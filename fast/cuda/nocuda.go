@@ -39,6 +39,7 @@ func Stats() (KernelStats, error) { return KernelStats{}, ErrNoCUDA }
 
 // MeasureCopy returns ErrNoCUDA without -tags cuda.
 func MeasureCopy(int64, int) (time.Duration, error) { return 0, ErrNoCUDA }
+
 // CPSplit is the CUDA twin of ref.CPSplit; without -tags cuda it returns
 // ErrNoCUDA.
 func CPSplit(ref.Limits, ref.CPSplitInput) (ref.CPSplitOutput, error) {
@@ -67,4 +68,40 @@ func CPRestorePadded(ref.Limits, ref.CPRestoreInput) (ref.CPRowsOutput, error) {
 // returns ErrNoCUDA.
 func RemapLocs(ref.Limits, ref.RemapLocsInput) (ref.RemapLocsOutput, error) {
 	return ref.RemapLocsOutput{}, ErrNoCUDA
+}
+
+// FP8QuantizeRow is the CUDA twin of ref.FP8QuantizeRow; without -tags
+// cuda it returns ErrNoCUDA.
+func FP8QuantizeRow(ref.Limits, ref.FP8QuantizeRowInput) (ref.FP8RowsOutput, error) {
+	return ref.FP8RowsOutput{}, ErrNoCUDA
+}
+
+// FP8QuantizeIndexK is the CUDA twin of ref.FP8QuantizeIndexK; without
+// -tags cuda it returns ErrNoCUDA.
+func FP8QuantizeIndexK(ref.Limits, ref.FP8QuantizeIndexKInput) (ref.FP8RowsOutput, error) {
+	return ref.FP8RowsOutput{}, ErrNoCUDA
+}
+
+// FP8StorePages is the CUDA twin of ref.FP8StorePages; without -tags cuda
+// it returns ErrNoCUDA.
+func FP8StorePages(ref.Limits, ref.FP8StoreInput) (ref.FP8StoreOutput, error) {
+	return ref.FP8StoreOutput{}, ErrNoCUDA
+}
+
+// FP8MaterializePages is the CUDA twin of ref.FP8MaterializePages; without
+// -tags cuda it returns ErrNoCUDA.
+func FP8MaterializePages(ref.Limits, ref.FP8MaterializeInput) (ref.FP8MaterializeOutput, error) {
+	return ref.FP8MaterializeOutput{}, ErrNoCUDA
+}
+
+// FP8ComposeCurrent is the CUDA twin of ref.FP8ComposeCurrent; without
+// -tags cuda it returns ErrNoCUDA.
+func FP8ComposeCurrent(ref.Limits, ref.FP8ComposeInput) (ref.FP8ComposeOutput, error) {
+	return ref.FP8ComposeOutput{}, ErrNoCUDA
+}
+
+// FP8DequantTopK is the CUDA twin of ref.FP8DequantTopK; without -tags
+// cuda it returns ErrNoCUDA.
+func FP8DequantTopK(ref.Limits, ref.FP8DequantTopKInput) (ref.FP8DequantTopKOutput, error) {
+	return ref.FP8DequantTopKOutput{}, ErrNoCUDA
 }

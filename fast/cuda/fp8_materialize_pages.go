@@ -1,0 +1,42 @@
+//go:build cuda
+
+package cuda
+
+import "github.com/kvtwin/kvtwin/ref"
+
+// FP8MaterializePages is the CUDA twin of ref.FP8MaterializePages
+// (cp-layout.md §7.4 Materialize): ref's validation on the host, then
+// fp8_materialize_pages_gather copies the pool rows at slots into the
+// output (one thread per 16-byte output word). No slots launch nothing.
+func FP8MaterializePages(lim ref.Limits, in ref.FP8MaterializeInput) (ref.FP8MaterializeOutput, error) {
+	if err := ref.ValidateFP8Materialize(lim, in); err != nil {
+		return ref.FP8MaterializeOutput{}, err
+	}
+	n := int64(len(in.Slots))
+	out := ref.NewRows(ref.FP8RowBytes, len(in.Slots))
+	if n == 0 {
+		return ref.FP8MaterializeOutput{Rows: out}, nil
+	}
+	err := run("fp8.materialize_pages", func(c *call) error {
+		dpool, err := c.upload(in.Pool.Rows.B)
+		if err != nil {
+			return err
+		}
+		dslots, err := c.uploadInt64s(in.Slots)
+		if err != nil {
+			return err
+		}
+		dout, err := c.alloc(int64(len(out.B)))
+		if err != nil {
+			return err
+		}
+		if err := c.launch("fp8_materialize_pages_gather", n*fp8RowWords, dout, dpool, dslots, n); err != nil {
+			return err
+		}
+		return c.download(out.B, dout)
+	})
+	if err != nil {
+		return ref.FP8MaterializeOutput{}, err
+	}
+	return ref.FP8MaterializeOutput{Rows: out}, nil
+}

@@ -1,0 +1,46 @@
+//go:build cuda
+
+package cuda
+
+import "github.com/kvtwin/kvtwin/ref"
+
+// FP8StorePages is the CUDA twin of ref.FP8StorePages (cp-layout.md §7.4
+// Store): ref's validation on the host (slots in range and pairwise
+// distinct, so the scatter has no write conflict), then the pool is
+// uploaded, fp8_store_pages_scatter writes row e at slot locs[e] (one
+// thread per 16-byte word), and the pool is read back. A store of no rows
+// launches nothing.
+func FP8StorePages(_ ref.Limits, in ref.FP8StoreInput) (ref.FP8StoreOutput, error) {
+	if err := ref.ValidateFP8Store(in); err != nil {
+		return ref.FP8StoreOutput{}, err
+	}
+	pool := ref.Rows{W: ref.FP8RowBytes, B: make([]byte, len(in.Pool.Rows.B))}
+	out := ref.FP8StoreOutput{Pool: ref.FP8Pool{PageSize: in.Pool.PageSize, Size: in.Pool.Size, Rows: pool}}
+	n := int64(len(in.Locs))
+	if n == 0 {
+		copy(pool.B, in.Pool.Rows.B)
+		return out, nil
+	}
+	err := run("fp8.store_pages", func(c *call) error {
+		dpool, err := c.upload(in.Pool.Rows.B)
+		if err != nil {
+			return err
+		}
+		drows, err := c.upload(in.Rows.B)
+		if err != nil {
+			return err
+		}
+		dlocs, err := c.uploadInt64s(in.Locs)
+		if err != nil {
+			return err
+		}
+		if err := c.launch("fp8_store_pages_scatter", n*fp8RowWords, dpool, drows, dlocs, n); err != nil {
+			return err
+		}
+		return c.download(pool.B, dpool)
+	})
+	if err != nil {
+		return ref.FP8StoreOutput{}, err
+	}
+	return out, nil
+}
