@@ -38,7 +38,7 @@ func TestFP8DequantTopKFromOneRowToPayload(t *testing.T) {
 		}
 		want, werr := ref.FP8DequantTopK(ref.DefaultLimits(), in)
 		got, gerr := cuda.FP8DequantTopK(ref.DefaultLimits(), in)
-		sameAsRef(t, "dequant_topk", want, werr, got, gerr)
+		sameResultAsRef(t, "dequant_topk", want, werr, got, gerr)
 	}
 }
 
@@ -71,6 +71,6 @@ func TestFP8DequantTopKEveryCodeAndScaleKind(t *testing.T) {
 		in := ref.FP8DequantTopKInput{Kq: kq, TopK: topk, Verify: true}
 		want, werr := ref.FP8DequantTopK(ref.DefaultLimits(), in)
 		got, gerr := cuda.FP8DequantTopK(ref.DefaultLimits(), in)
-		sameAsRef(t, "dequant_topk", want, werr, got, gerr)
+		sameResultAsRef(t, "dequant_topk", want, werr, got, gerr)
 	}
 }

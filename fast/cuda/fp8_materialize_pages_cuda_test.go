@@ -34,13 +34,13 @@ func TestFP8MaterializePagesFromOneRowToPayload(t *testing.T) {
 		}
 		want, werr := ref.FP8MaterializePages(ref.DefaultLimits(), in)
 		got, gerr := cuda.FP8MaterializePages(ref.DefaultLimits(), in)
-		sameAsRef(t, "materialize_pages", want, werr, got, gerr)
+		sameResultAsRef(t, "materialize_pages", want, werr, got, gerr)
 	}
 	// no slots, and a slot out of range: ref's result and error
 	for _, slots := range [][]int64{{}, {1, 2, 99}} {
 		in := ref.FP8MaterializeInput{Pool: randomPool(r, 2, 4), Slots: slots}
 		want, werr := ref.FP8MaterializePages(ref.DefaultLimits(), in)
 		got, gerr := cuda.FP8MaterializePages(ref.DefaultLimits(), in)
-		sameAsRef(t, "materialize_pages", want, werr, got, gerr)
+		sameResultAsRef(t, "materialize_pages", want, werr, got, gerr)
 	}
 }

@@ -30,7 +30,7 @@ func TestFP8QuantizeIndexKFromOneKeyToPayload(t *testing.T) {
 			i := firstDiff(want.Rows.B, got.Rows.B)
 			t.Fatalf("n=%d: key %d byte %d: ref %#02x, cuda %#02x", n, i/ref.IndexKRowBytes, i%ref.IndexKRowBytes, want.Rows.B[i], got.Rows.B[i])
 		}
-		sameAsRef(t, "quantize_index_k", want, werr, got, gerr)
+		sameResultAsRef(t, "quantize_index_k", want, werr, got, gerr)
 	}
 }
 
@@ -55,7 +55,7 @@ func TestFP8QuantizeIndexKBoundaries(t *testing.T) {
 	in := ref.FP8QuantizeIndexKInput{X: x}
 	want, werr := ref.FP8QuantizeIndexK(ref.DefaultLimits(), in)
 	got, gerr := cuda.FP8QuantizeIndexK(ref.DefaultLimits(), in)
-	sameAsRef(t, "boundaries", want, werr, got, gerr)
+	sameResultAsRef(t, "boundaries", want, werr, got, gerr)
 	if werr != nil || got.Rows.Row(0)[0] != 0x80 {
 		t.Fatalf("−0 in the all-zero key: %v, code %#02x, want 0x80", werr, got.Rows.Row(0)[0])
 	}
@@ -65,5 +65,5 @@ func TestFP8QuantizeIndexKBoundaries(t *testing.T) {
 	if werr == nil {
 		t.Fatal("ref accepted a NaN")
 	}
-	sameAsRef(t, "nan", want, werr, got, gerr)
+	sameResultAsRef(t, "nan", want, werr, got, gerr)
 }

@@ -6,22 +6,22 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
-	"reflect"
 	"testing"
 
+	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// sameAsRef fails t unless the CUDA twin's result equals ref's: the same
-// error text (errors are part of the output) or deep-equal outputs.
-func sameAsRef[Out any](t *testing.T, what string, want Out, werr error, got Out, gerr error) {
+// sameResultAsRef fails t unless the CUDA twin's canonical encoding (the
+// output, or the error object: errors are part of the output) is
+// byte-identical to ref's.
+func sameResultAsRef[Out any](t *testing.T, what string, want Out, werr error, got Out, gerr error) {
 	t.Helper()
-	if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
-		t.Fatalf("%s: errors differ: ref %v, cuda %v", what, werr, gerr)
-	}
-	if !reflect.DeepEqual(want, got) {
-		t.Fatalf("%s: results differ from ref", what)
+	w, g := catalog.Canonical(want, werr), catalog.Canonical(got, gerr)
+	if !bytes.Equal(w, g) {
+		at := firstDiff(w, g)
+		t.Fatalf("%s: cuda differs from ref at byte %d of %d/%d", what, at, len(w), len(g))
 	}
 }
 
@@ -89,7 +89,7 @@ func TestFP8QuantizeRowFromOneRowToPayload(t *testing.T) {
 				i := firstDiff(want.Rows.B, got.Rows.B)
 				t.Fatalf("n=%d mode=%q: row %d byte %d: ref %#02x, cuda %#02x", n, m, i/ref.FP8RowBytes, i%ref.FP8RowBytes, want.Rows.B[i], got.Rows.B[i])
 			}
-			sameAsRef(t, "quantize_row", want, werr, got, gerr)
+			sameResultAsRef(t, "quantize_row", want, werr, got, gerr)
 		}
 	}
 }
@@ -128,7 +128,7 @@ func TestFP8QuantizeRowRoundingBoundaries(t *testing.T) {
 		in := ref.FP8QuantizeRowInput{Mode: m, X: x}
 		want, werr := ref.FP8QuantizeRow(ref.DefaultLimits(), in)
 		got, gerr := cuda.FP8QuantizeRow(ref.DefaultLimits(), in)
-		sameAsRef(t, string(m), want, werr, got, gerr)
+		sameResultAsRef(t, string(m), want, werr, got, gerr)
 	}
 	got, err := cuda.FP8QuantizeRow(ref.DefaultLimits(), ref.FP8QuantizeRowInput{X: x})
 	if err != nil {
@@ -171,5 +171,5 @@ func TestFP8QuantizeRowNonFiniteIsRefsError(t *testing.T) {
 	if werr == nil {
 		t.Fatal("ref accepted a NaN")
 	}
-	sameAsRef(t, "non-finite", want, werr, got, gerr)
+	sameResultAsRef(t, "non-finite", want, werr, got, gerr)
 }

@@ -46,7 +46,7 @@ func TestFP8StorePagesFromOneRowToPayload(t *testing.T) {
 		}
 		want, werr := ref.FP8StorePages(ref.DefaultLimits(), in)
 		got, gerr := cuda.FP8StorePages(ref.DefaultLimits(), in)
-		sameAsRef(t, "store_pages", want, werr, got, gerr)
+		sameResultAsRef(t, "store_pages", want, werr, got, gerr)
 	}
 }
 
@@ -60,7 +60,7 @@ func TestFP8StorePagesRejectsAsRef(t *testing.T) {
 		in := ref.FP8StoreInput{Pool: pool, Locs: locs, Rows: randomRows656(r, len(locs))}
 		want, werr := ref.FP8StorePages(ref.DefaultLimits(), in)
 		got, gerr := cuda.FP8StorePages(ref.DefaultLimits(), in)
-		sameAsRef(t, "store_pages", want, werr, got, gerr)
+		sameResultAsRef(t, "store_pages", want, werr, got, gerr)
 	}
 	if string(pool.Rows.B) != before {
 		t.Fatal("the input pool was modified")
