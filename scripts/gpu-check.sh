@@ -6,7 +6,7 @@
 # It prints the glibc, driver and device; runs the cuda-tagged suite with
 # KVTWIN_REQUIRE_CUDA=1 (a skipped CUDA implementation fails) on the real
 # driver; then the benchmarks; and writes under $OUT (default gpu-bin/out):
-#   env.txt, cuda-test.log, equiv-test.log, bench.log, bench.json, summary.json
+#   env.txt, cuda-test.log, equiv-test.log, bench.log, bench.json, kernel-bench.log, summary.json
 # Budget: about 3 minutes on an H200; every step has its own timeout.
 set -u
 bin=$(cd "$(dirname "$0")" && pwd)
@@ -54,5 +54,10 @@ unset KVTWIN_CUDA_POISON
 	-test.v -test.count=1 -test.timeout=80s) >"$out/bench.log" 2>&1
 rc_bench=$?
 grep -E 'bench_cuda_test|^(--- |ok|PASS|FAIL)' "$out/bench.log" | head -40
-printf '{"rc_cuda_test":%d,"rc_equiv_test":%d,"rc_bench":%d}\n' "$rc_cuda" "$rc_equiv" "$rc_bench" | tee "$out/summary.json"
-[ "$rc_cuda" -eq 0 ] && [ "$rc_equiv" -eq 0 ] && [ "$rc_bench" -eq 0 ]
+echo "== kernel-only benchmarks (inputs uploaded once; launch + sync vs a same-run device copy)"
+(cd fast/cuda && timeout 90 "$bin/cuda.test" -test.run '^$' -test.bench '^BenchmarkKernel' -test.benchtime 20x \
+	-test.count=1 -test.timeout=80s) >"$out/kernel-bench.log" 2>&1
+rc_kbench=$?
+grep -E '^(Benchmark|ok|PASS|FAIL)' "$out/kernel-bench.log" | head -20
+printf '{"rc_cuda_test":%d,"rc_equiv_test":%d,"rc_bench":%d,"rc_kernel_bench":%d}\n' "$rc_cuda" "$rc_equiv" "$rc_bench" "$rc_kbench" | tee "$out/summary.json"
+[ "$rc_cuda" -eq 0 ] && [ "$rc_equiv" -eq 0 ] && [ "$rc_bench" -eq 0 ] && [ "$rc_kbench" -eq 0 ]
