@@ -284,6 +284,7 @@ func All() []Entry {
 		RadixScript(),
 		AdmissionRound(),
 		AdmissionScript(),
+		AdmissionBench(),
 		BigramKey(),
 		PageHashes(),
 		OwnerCounts(),
