@@ -101,6 +101,7 @@ func Suites() []Suite {
 		Erase(RadixScript()),
 		Erase(AdmissionRound()),
 		Erase(AdmissionScript()),
+		Erase(AdmissionBench()),
 		Erase(BigramKey()),
 		Erase(PageHashes()),
 		Erase(OwnerCounts()),
