@@ -72,11 +72,11 @@ func BenchValid(t *rapid.T) ref.BenchInput {
 	ps := rapid.SampledFrom([]int64{1, 16, 64}).Draw(t, "page_size")
 	in := ref.BenchInput{
 		PageSize: ps, CPSize: rapid.Int64Range(1, 8).Draw(t, "cp_size"),
-		MaxPrefillTokens:   rapid.Int64Range(64, 20000).Draw(t, "max_prefill"),
-		NewTokenRatio:      rapid.SampledFrom([]float64{0, 0.7, 1}).Draw(t, "ratio"),
-		MaxRunningRequests: rapid.Int64Range(1, 12).Draw(t, "max_running"),
-		HierarchicalCache:  rapid.Bool().Draw(t, "hicache"),
-		FakeL1:             ref.PoolState{Available: rapid.Int64Range(0, 200000).Draw(t, "l1_available")},
+		MaxPrefillTokens:       rapid.Int64Range(64, 20000).Draw(t, "max_prefill"),
+		NewTokenRatio:          rapid.SampledFrom([]float64{0, 0.7, 1}).Draw(t, "ratio"),
+		MaxRunningRequests:     rapid.Int64Range(1, 12).Draw(t, "max_running"),
+		HierarchicalCache:      rapid.Bool().Draw(t, "hicache"),
+		FakeL1:                 ref.PoolState{Available: rapid.Int64Range(0, 200000).Draw(t, "l1_available")},
 		FakeL2LoadBackCapacity: rapid.Int64Range(0, 20000).Draw(t, "l2_capacity"),
 		MaxRounds:              rapid.Int64Range(1, 20).Draw(t, "max_rounds"),
 		QueueWindow:            rapid.SampledFrom([]int64{0, 0, 1, 3}).Draw(t, "window"),
