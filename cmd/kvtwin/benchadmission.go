@@ -37,11 +37,11 @@ func newBenchAdmissionCmd() *cobra.Command {
 			"prefix cache (docs/admission.md). Budget flags override the input's values when given.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := fl.benchInput(cmd.Flags())
+			in, st, err := fl.benchInput(cmd.Flags())
 			if err != nil {
 				return err
 			}
-			return runBenchAdmission(cmd.OutOrStdout(), fl, in)
+			return runBenchAdmission(cmd.OutOrStdout(), fl, in, st)
 		},
 	}
 	f := cmd.Flags()
@@ -69,29 +69,30 @@ func newBenchAdmissionCmd() *cobra.Command {
 	return cmd
 }
 
-// benchInput reads --input, or converts --trace, and applies the flags.
-func (fl benchAdmissionFlags) benchInput(fs *pflag.FlagSet) (ref.BenchInput, error) {
+// benchInput reads --input, or converts --trace (returning what the cache
+// replay saw), and applies the flags.
+func (fl benchAdmissionFlags) benchInput(fs *pflag.FlagSet) (ref.BenchInput, *admtrace.Stats, error) {
 	switch {
 	case (fl.input == "") == (fl.trace == ""):
-		return ref.BenchInput{}, fmt.Errorf("give exactly one of --input and --trace")
+		return ref.BenchInput{}, nil, fmt.Errorf("give exactly one of --input and --trace")
 	case fl.input != "":
 		b, err := os.ReadFile(fl.input)
 		if err != nil {
-			return ref.BenchInput{}, err
+			return ref.BenchInput{}, nil, err
 		}
 		in, err := catalog.DecodeStrict[ref.BenchInput](b)
 		if err != nil {
-			return ref.BenchInput{}, fmt.Errorf("%s: %w", fl.input, err)
+			return ref.BenchInput{}, nil, fmt.Errorf("%s: %w", fl.input, err)
 		}
-		return fl.apply(fs, in, false), nil
+		return fl.apply(fs, in, false), nil, nil
 	}
 	reqs, err := replay.ReadFile(fl.trace, replay.DefaultLimits())
 	if err != nil {
-		return ref.BenchInput{}, err
+		return ref.BenchInput{}, nil, err
 	}
 	base := fl.apply(fs, TraceBenchBase(), true)
-	in, _, err := admtrace.Bench(reqs, base, admtrace.Config{L1CacheTokens: fl.l1CacheTokens, L2CacheTokens: fl.l2CacheTokens, Window: fl.window})
-	return in, err
+	in, st, err := admtrace.Bench(reqs, base, admtrace.Config{L1CacheTokens: fl.l1CacheTokens, L2CacheTokens: fl.l2CacheTokens, Window: fl.window})
+	return in, &st, err
 }
 
 // TraceBenchBase is the trace bench's settings before flags: A3.2's
@@ -161,8 +162,10 @@ func (fl benchAdmissionFlags) apply(fs *pflag.FlagSet, in ref.BenchInput, all bo
 	return in
 }
 
-// runBenchAdmission runs the bench on the chosen twin and prints its JSON.
-func runBenchAdmission(w io.Writer, fl benchAdmissionFlags, in ref.BenchInput) error {
+// runBenchAdmission runs the bench on the chosen twin and prints its JSON
+// (with --summary: the termination, the summary and, in trace mode, the
+// cache replay's totals).
+func runBenchAdmission(w io.Writer, fl benchAdmissionFlags, in ref.BenchInput, st *admtrace.Stats) error {
 	f, err := catalog.AdmissionBench().Func(catalog.Impl(fl.impl))
 	if err != nil {
 		return err
@@ -175,9 +178,10 @@ func runBenchAdmission(w io.Writer, fl benchAdmissionFlags, in ref.BenchInput) e
 	enc.SetIndent("", "  ")
 	if fl.summary {
 		return enc.Encode(struct {
+			Trace       *admtrace.Stats  `json:"trace,omitempty"`
 			Termination string           `json:"termination"`
 			Summary     ref.BenchSummary `json:"summary"`
-		}{out.Termination, out.Summary})
+		}{st, out.Termination, out.Summary})
 	}
 	return enc.Encode(out)
 }
