@@ -304,6 +304,7 @@ func All() []Entry {
 		RadixScript(),
 		AdmissionRound(),
 		AdmissionScript(),
+		AdmissionBench(),
 		BigramKey(),
 		PageHashes(),
 		OwnerCounts(),

@@ -272,8 +272,22 @@ func admissionBoundary() []Case[ref.RoundInput] {
 		{"lock-time-evictable-short", ref.RoundInput{Config: admCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100000, Evictable: 10},
 			Queue: []ref.Request{{RID: "x", InputLen: 100, L1Prefix: 50, L1PrefixEvictable: 20}}}},
 		{"empty-queue", ref.RoundInput{Config: admCfg(1, 8192, p64(100), &ref.CPAdmission{}), Pool: big}},
+		{"cp-buffer-gate-a2-estimator-x2", admissionX2()},
 	}
 	return cs
+}
+
+// admissionX2 is A2.5 X2 through the adder's buffer gate on A2's real
+// estimator (config.cp.estimator): X1 alone is 111,188,480 bytes, two are
+// 423,703,552 > 128 MiB, so the second stops with cp_max_buffer_size.
+func admissionX2() ref.RoundInput {
+	ctx := ref.DefaultEstimatorContext(64, 2)
+	ctx.TransferEnabled, ctx.TransferLayers = true, 79
+	x1 := ref.Request{InputLen: 12288, L1Prefix: 8192, L1PrefixEvictable: 8192}
+	a, b := x1, x1
+	a.RID, b.RID = "x1", "x2"
+	return ref.RoundInput{Config: admCfg(64, 1<<20, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(128 << 20), EstimatorContext: &ctx}),
+		Pool: ref.PoolState{Available: 1 << 20, Evictable: 1 << 15}, Queue: []ref.Request{a, b}}
 }
 
 // admissionE2Script is §A1.12 E2 as two rounds.

@@ -102,6 +102,7 @@ func Suites() []Suite {
 		Erase(RadixScript()),
 		Erase(AdmissionRound()),
 		Erase(AdmissionScript()),
+		Erase(AdmissionBench()),
 		Erase(BigramKey()),
 		Erase(PageHashes()),
 		Erase(OwnerCounts()),

@@ -37,6 +37,7 @@ type adder struct {
 	est       ref.BufferEstimator
 	batch     []ref.PlannedEntry // the estimator's view of the batch, reused
 	lin       *ref.LinearBuffer  // the JSON buffer model, summed incrementally
+	inc       *BufferEstimator   // A2's estimator over the batch, kept incrementally
 	linSum    int64              // lin's estimate of the admitted batch
 	admitted  []ref.AdmittedReq
 	warnings  []string
@@ -94,9 +95,16 @@ func newAdder(in *ref.RoundInput, f admitfault.Faults) *adder {
 		n = int(*cfg.CP.MaxRequests + 1)
 	}
 	a.admitted = make([]ref.AdmittedReq, 0, n)
-	if a.est != nil && cfg.CP.Estimator == nil {
+	switch {
+	case a.est == nil:
+	case cfg.CP.Estimator == nil && cfg.CP.EstimatorContext != nil:
+		// A2 priced incrementally: O(cp_size) per decision, no allocation.
+		// ValidateRound accepted the context, so this cannot fail; if it
+		// did, a.est (the reference adapter) still prices every candidate.
+		a.inc, _ = NewBufferEstimator(*cfg.CP.EstimatorContext)
+	case cfg.CP.Estimator == nil:
 		a.lin = cfg.CP.BufferModel // O(1) per decision instead of a pass over the batch
-	} else if a.est != nil {
+	default:
 		a.batch = make([]ref.PlannedEntry, 0, n+1)
 	}
 	return a
@@ -171,6 +179,8 @@ func (a *adder) admit(e ref.AdmittedReq, cumExt int64) {
 	switch {
 	case a.lin != nil:
 		a.linSum += a.linTerm(e.PrefixLen, e.RunExtend) // the gate just summed it without overflow
+	case a.inc != nil:
+		_ = a.inc.Add(ref.EstimateReq{PrefixLen: e.PrefixLen, ExtendLen: e.RunExtend}) // lengths are >= 0: Add cannot refuse
 	case a.est != nil:
 		a.batch = append(a.batch, ref.PlannedEntry{PrefixLen: e.PrefixLen, RunExtend: e.RunExtend})
 	}
@@ -186,6 +196,9 @@ func (a *adder) linTerm(prefix, extend int64) int64 {
 // candidate's index, since the batch's own sum was checked when its last
 // entry was the candidate.
 func (a *adder) estimate(prefix, extend int64) (int64, error) {
+	if a.inc != nil {
+		return a.inc.TotalWith(ref.EstimateReq{PrefixLen: prefix, ExtendLen: extend})
+	}
 	if a.lin == nil {
 		return a.est(append(a.batch, ref.PlannedEntry{PrefixLen: prefix, RunExtend: extend}))
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // AddReqResult is the adder's answer for one request (§A1.2).
@@ -171,9 +172,14 @@ type CPAdmission struct {
 	MaxTotalCachedTokens *int64 `json:"max_total_cached_tokens"`
 	// MaxBufferSizeBytes caps the batch's buffer estimate; nil = gate off.
 	MaxBufferSizeBytes *int64 `json:"max_buffer_size_bytes"`
-	// BufferModel is the JSON estimator, used when Estimator is nil; one of
-	// the two is required when MaxBufferSizeBytes is set.
+	// BufferModel is the linear stand-in estimator (kept for hand-written
+	// fixtures); at most one of BufferModel and EstimatorContext is set, and
+	// one of them (or Estimator) is required when MaxBufferSizeBytes is set.
 	BufferModel *LinearBuffer `json:"buffer_model,omitempty"`
+	// EstimatorContext selects A2's real estimator (EstimateBuffers) for
+	// gate C5, from JSON: the block admission.bench builds from its
+	// cp.estimator (A3.2). The fast twin prices it incrementally.
+	EstimatorContext *EstimatorContext `json:"estimator,omitempty"`
 	// Estimator is A2's estimator for Go callers (the bench); not encoded.
 	Estimator BufferEstimator `json:"-"`
 }
@@ -400,13 +406,16 @@ func InitialBudgets(cfg AdderConfig) Budgets {
 }
 
 // BufferEstimatorOf returns the estimator gate C5 uses: cp.Estimator, else
-// the JSON model, else nil (gate off).
+// A2's estimator over cp.EstimatorContext, else the linear model, else nil
+// (gate off).
 func BufferEstimatorOf(cp *CPAdmission) BufferEstimator {
 	switch {
 	case cp == nil || cp.MaxBufferSizeBytes == nil:
 		return nil
 	case cp.Estimator != nil:
 		return cp.Estimator
+	case cp.EstimatorContext != nil:
+		return A2Estimator(*cp.EstimatorContext)
 	case cp.BufferModel != nil:
 		return cp.BufferModel.Estimate
 	}
@@ -548,10 +557,44 @@ func validateCP(cp *CPAdmission) error {
 			}
 		}
 	}
-	if cp.MaxBufferSizeBytes != nil && cp.BufferModel == nil && cp.Estimator == nil {
-		return Reject(ErrAdmitConfig, "config.cp.buffer_model", nil, "set when max_buffer_size_bytes is set")
+	if cp.EstimatorContext != nil {
+		if cp.BufferModel != nil {
+			return Reject(ErrAdmitConfig, "config.cp.buffer_model", "set", "unset when config.cp.estimator is set (one buffer estimator)")
+		}
+		if err := ValidateEstimatorContext(*cp.EstimatorContext); err != nil {
+			return Reroot(err, "context.", "config.cp.estimator.")
+		}
+	}
+	if cp.MaxBufferSizeBytes != nil && cp.BufferModel == nil && cp.EstimatorContext == nil && cp.Estimator == nil {
+		return Reject(ErrAdmitConfig, "config.cp.buffer_model", nil, "set (or config.cp.estimator) when max_buffer_size_bytes is set")
 	}
 	return nil
+}
+
+// A2Estimator adapts A2's estimator to gate C5: the batch's
+// EstimateBuffers(ctx, batch).TotalBytes. ctx must be valid
+// (ValidateEstimatorContext); an overflow is EstimateBuffers' error.
+func A2Estimator(ctx EstimatorContext) BufferEstimator {
+	return func(batch []PlannedEntry) (int64, error) {
+		reqs := make([]EstimateReq, len(batch))
+		for i, e := range batch {
+			reqs[i] = EstimateReq{PrefixLen: e.PrefixLen, ExtendLen: e.RunExtend}
+		}
+		est, err := EstimateBuffers(ctx, reqs)
+		return est.TotalBytes, err
+	}
+}
+
+// Reroot returns err with its JSON path's prefix from replaced by to, so a
+// nested validator's error names the field where the caller's input holds
+// it. Errors that are not input errors, or whose path lacks the prefix,
+// are returned as they are.
+func Reroot(err error, from, to string) error {
+	ie, ok := AsInputError(err)
+	if !ok || !strings.HasPrefix(ie.Field, from) {
+		return err
+	}
+	return Reject(ie.Err, to+strings.TrimPrefix(ie.Field, from), ie.Value, ie.Bound)
 }
 
 // ValidateRequest checks one request's fields in §A1.14's order. Its JSON

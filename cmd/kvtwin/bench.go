@@ -81,6 +81,7 @@ func newBenchCmd() *cobra.Command {
 	f.StringVar(&implList, "impls", "", "comma-separated implementations (default: all in this build)")
 	f.BoolVar(&asJSON, "json", false, "print [{op, shape, impl, ns_per_op, bytes_per_op, allocs_per_op}]")
 	f.DurationVar(&benchtime, "benchtime", time.Second, "target run time per measurement")
+	cmd.AddCommand(newBenchAdmissionCmd()) // `kvtwin bench admission`; plain `kvtwin bench` is unchanged
 	return cmd
 }
 

@@ -25,6 +25,7 @@ func All() []equiv.Killable {
 		CPUserLimitUncapped(),
 		CPLimitNotDefaulted(),
 		LockRecheckSkipped(),
+		BenchL2HitsAsL1(),
 		FlagsFromFloat32(),
 		ChunkPageStartZero(),
 		FinishRequiresAllLayers(),
