@@ -124,26 +124,14 @@ func encodeArray(elems []json.RawMessage) json.RawMessage {
 	return b.Bytes()
 }
 
-// jsonKind names a raw JSON value's type: "object", "array", "string",
-// "number", "boolean" or "null" ("" for nil, an absent member).
+// jsonKind names a raw JSON value's type like JSONKind, after leading
+// whitespace; "" for nil, an absent member.
 func jsonKind(raw json.RawMessage) string {
 	raw = bytes.TrimLeft(raw, " \t\r\n")
 	if len(raw) == 0 {
 		return ""
 	}
-	switch raw[0] {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	}
-	return "number"
+	return JSONKind(raw)
 }
 
 // decodeString decodes a raw JSON string literal.
