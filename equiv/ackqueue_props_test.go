@@ -1,7 +1,6 @@
 package equiv_test
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/kvtwin/kvtwin/equiv"
@@ -43,32 +42,5 @@ func TestAckPropertiesCatchWrongRuns(t *testing.T) {
 		// the run halted without a terminal error.
 		"terminal-ends-run": func(o *ref.AckScriptOutput) { o.Trace, o.Halted = o.Trace[:6], true },
 	}
-	for _, p := range spec.Props {
-		if err := p.Holds(ref.DefaultLimits(), in, good); err != nil {
-			t.Errorf("%s fails on ref's run: %v", p.Name, err)
-		}
-		breakIt, ok := broken[p.Name]
-		if !ok {
-			t.Errorf("no broken result for property %s", p.Name)
-			continue
-		}
-		bad := deepCopyAckOutput(t, good)
-		breakIt(&bad)
-		if propHolds(t, spec.Props, p.Name, in, bad) == nil {
-			t.Errorf("%s holds on a broken result", p.Name)
-		}
-	}
-}
-
-func deepCopyAckOutput(t *testing.T, o ref.AckScriptOutput) ref.AckScriptOutput {
-	t.Helper()
-	b, err := json.Marshal(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c ref.AckScriptOutput
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	propsCatchBreaks(t, spec.Props, in, good, broken)
 }

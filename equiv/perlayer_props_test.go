@@ -1,7 +1,6 @@
 package equiv_test
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/kvtwin/kvtwin/equiv"
@@ -48,32 +47,5 @@ func TestPerLayerPropertiesCatchWrongRuns(t *testing.T) {
 		// a second finish of the same context changed its status.
 		"refinish-idempotent": func(o *ref.XferScriptOutput) { o.Trace[14].Finish.Status = -1 },
 	}
-	for _, p := range spec.Props {
-		if err := p.Holds(ref.DefaultLimits(), in, good); err != nil {
-			t.Errorf("%s fails on ref's run: %v", p.Name, err)
-		}
-		breakIt, ok := broken[p.Name]
-		if !ok {
-			t.Errorf("no broken result for property %s", p.Name)
-			continue
-		}
-		bad := deepCopyXferOutput(t, good)
-		breakIt(&bad)
-		if propHolds(t, spec.Props, p.Name, in, bad) == nil {
-			t.Errorf("%s holds on a broken result", p.Name)
-		}
-	}
-}
-
-func deepCopyXferOutput(t *testing.T, o ref.XferScriptOutput) ref.XferScriptOutput {
-	t.Helper()
-	b, err := json.Marshal(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c ref.XferScriptOutput
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	propsCatchBreaks(t, spec.Props, in, good, broken)
 }

@@ -1,6 +1,7 @@
 package equiv_test
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 
@@ -18,6 +19,43 @@ func propHolds[In, Out any](t *testing.T, props []equiv.Prop[In, Out], name stri
 	}
 	t.Fatalf("no property %q", name)
 	return nil
+}
+
+// propsCatchBreaks requires every property of props to hold on good and to
+// fail on a deep copy of good broken by broken[name]: a property that no
+// break is given for, or that a break does not trip, cannot fail.
+func propsCatchBreaks[In, Out any](t *testing.T, props []equiv.Prop[In, Out], in In, good Out, broken map[string]func(*Out)) {
+	t.Helper()
+	for _, p := range props {
+		if err := p.Holds(ref.DefaultLimits(), in, good); err != nil {
+			t.Errorf("%s fails on ref's run: %v", p.Name, err)
+		}
+		breakIt, ok := broken[p.Name]
+		if !ok {
+			t.Errorf("no broken result for property %s", p.Name)
+			continue
+		}
+		bad := deepCopyJSON(t, good)
+		breakIt(&bad)
+		if propHolds(t, props, p.Name, in, bad) == nil {
+			t.Errorf("%s holds on a broken result", p.Name)
+		}
+	}
+}
+
+// deepCopyJSON copies v through its JSON encoding, so a break of the copy
+// cannot reach the original's slices.
+func deepCopyJSON[T any](t *testing.T, v T) T {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c T
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestGroupPropertiesCatchWrongRuns: each §2 property holds on ref's runs
