@@ -7,6 +7,14 @@ import "github.com/kvtwin/kvtwin/ref"
 // of the page, byte b) is kv×plane + l×layer + p×page + o×tok + b.
 type strides struct{ plane, layer, page, tok int64 }
 
+// HostStrides returns g's byte strides per plane, layer, page and token:
+// the §7.1 offset of (kv, l, p, o, b) is kv×plane + l×layer + p×page +
+// o×tok + b (transfer.md §7.1). g must be valid (ref.HostGeometry.Validate).
+func HostStrides(g ref.HostGeometry) (plane, layer, page, tok int64) {
+	s := stridesOf(g)
+	return s.plane, s.layer, s.page, s.tok
+}
+
 // stridesOf expands each row of the §7.1 table into strides:
 // LF/LPF (l×S+t)×tb → layer S×tb, page pb, token tb;
 // PF (t×L+l)×tb → layer tb, page L×pb, token L×tb;

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -46,16 +47,8 @@ func LayoutConvert(lim ref.Limits, in ref.LayoutConvertInput) (ref.LayoutConvert
 type strides struct{ plane, layer, page, tok int64 }
 
 func stridesOf(g ref.HostGeometry) strides {
-	s := strides{plane: g.PlaneBytes()}
-	switch g.Layout {
-	case ref.PageFirst:
-		s.layer, s.page, s.tok = g.TB, g.L*g.PB(), g.L*g.TB
-	case ref.PageFirstDirect:
-		s.layer, s.page, s.tok = g.PB(), g.L*g.PB(), g.TB
-	default: // LayerFirst, LayerPageFirst
-		s.layer, s.page, s.tok = g.S()*g.TB, g.PB(), g.TB
-	}
-	return s
+	plane, layer, page, tok := fast.HostStrides(g)
+	return strides{plane: plane, layer: layer, page: page, tok: tok}
 }
 
 // copyGeo is the kernel's geometry (kernels/layout_convert.cu, enum G_*):
