@@ -1,0 +1,293 @@
+package fast
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"math/bits"
+)
+
+// jsonScan is a validating, single-pass JSON scanner that accepts exactly
+// what encoding/json's json.Valid accepts (the ref twin's gate): RFC 8259
+// grammar, whitespace " \t\n\r", no UTF-8 check inside strings (json.Valid
+// has none), and at most maxJSONDepth nested arrays and objects. It never
+// allocates. The serving ops walk a request once with it: it validates
+// everything and hands the levels an op reads to callbacks (members,
+// elems), so no second pass is needed (admission-serving.md S2;
+// docs/decisions.md "Preflight in one pass").
+type jsonScan struct {
+	b     []byte
+	i     int // next byte to read
+	depth int // open arrays and objects
+}
+
+// maxJSONDepth is encoding/json's maxNestingDepth: json.Valid rejects a
+// document nested deeper.
+const maxJSONDepth = 10000
+
+// Word-at-a-time string scanning (SWAR): lsb has one bit per byte.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// stringStops marks the bytes of w (little-endian) that end a run of plain
+// string bytes: '"', '\\' or a control byte below 0x20. A marked bit may
+// be wrong only above a correct one, so the lowest mark is exact.
+func stringStops(w uint64) uint64 {
+	q := w ^ (lsb * '"')
+	e := w ^ (lsb * '\\')
+	return (((q - lsb) &^ q) | ((e - lsb) &^ e) | ((w - lsb*0x20) &^ w)) & msb
+}
+
+// nextStop is the index of the first '"', '\\' or control byte of b at or
+// after i, or len(b).
+func nextStop(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		if m := stringStops(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+			return i
+		}
+	}
+	return i
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isHex(c byte) bool { return isDigit(c) || (c|0x20 >= 'a' && c|0x20 <= 'f') }
+
+// ws skips whitespace.
+func (p *jsonScan) ws() {
+	for p.i < len(p.b) && isSpace(p.b[p.i]) {
+		p.i++
+	}
+}
+
+// at reports whether the next byte is c.
+func (p *jsonScan) at(c byte) bool { return p.i < len(p.b) && p.b[p.i] == c }
+
+// str scans the string literal at p.i (a '"').
+func (p *jsonScan) str() bool {
+	b, i := p.b, p.i+1
+	for {
+		i = nextStop(b, i)
+		if i >= len(b) || b[i] < 0x20 {
+			return false
+		}
+		if b[i] == '"' {
+			p.i = i + 1
+			return true
+		}
+		if i+1 >= len(b) { // a backslash: one escape
+			return false
+		}
+		switch b[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+				return false
+			}
+			i += 6
+		default:
+			return false
+		}
+	}
+}
+
+// digits skips a run of digits and reports whether there was one.
+func (p *jsonScan) digits() bool {
+	start := p.i
+	for p.i < len(p.b) && isDigit(p.b[p.i]) {
+		p.i++
+	}
+	return p.i > start
+}
+
+// number scans -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?.
+func (p *jsonScan) number() bool {
+	if p.at('-') {
+		p.i++
+	}
+	switch {
+	case p.at('0'):
+		p.i++
+	case p.i < len(p.b) && isDigit(p.b[p.i]):
+		p.digits()
+	default:
+		return false
+	}
+	if p.at('.') {
+		p.i++
+		if !p.digits() {
+			return false
+		}
+	}
+	if p.at('e') || p.at('E') {
+		p.i++
+		if p.at('+') || p.at('-') {
+			p.i++
+		}
+		return p.digits()
+	}
+	return true
+}
+
+// lit scans the literal word (true, false or null).
+func (p *jsonScan) lit(word string) bool {
+	if end := p.i + len(word); end > len(p.b) || string(p.b[p.i:end]) != word {
+		return false
+	}
+	p.i += len(word)
+	return true
+}
+
+// value scans one value at p.i, whatever it is.
+func (p *jsonScan) value() bool {
+	if p.i >= len(p.b) {
+		return false
+	}
+	switch p.b[p.i] {
+	case '"':
+		return p.str()
+	case '{':
+		return p.members(nil)
+	case '[':
+		return p.elems(nil)
+	case 't':
+		return p.lit("true")
+	case 'f':
+		return p.lit("false")
+	case 'n':
+		return p.lit("null")
+	}
+	return p.number()
+}
+
+// open enters the array or object at p.i.
+func (p *jsonScan) open() bool {
+	p.depth++
+	p.i++
+	p.ws()
+	return p.depth <= maxJSONDepth
+}
+
+// closeOrNext moves past a ',' (done false) or leaves an array or object at its closing byte c, else fails.
+func (p *jsonScan) closeOrNext(c byte) (done, ok bool) {
+	p.ws()
+	if p.at(',') {
+		p.i++
+		p.ws()
+		return false, true
+	}
+	if p.at(c) {
+		p.i++
+		p.depth--
+		return true, true
+	}
+	return false, false
+}
+
+// members scans the object at p.i (a '{'). For each member, val gets the
+// key's literal (quotes and escapes as written) with p.i at the value, and
+// must scan the value; nil scans it with value.
+func (p *jsonScan) members(val func(key []byte) bool) bool {
+	if !p.open() {
+		return false
+	}
+	if p.at('}') {
+		p.i++
+		p.depth--
+		return true
+	}
+	for {
+		start := p.i
+		if !p.at('"') || !p.str() {
+			return false
+		}
+		key := p.b[start:p.i]
+		p.ws()
+		if !p.at(':') {
+			return false
+		}
+		p.i++
+		p.ws()
+		ok := false
+		if val == nil {
+			ok = p.value()
+		} else {
+			ok = val(key)
+		}
+		if !ok {
+			return false
+		}
+		if done, ok := p.closeOrNext('}'); done || !ok {
+			return ok
+		}
+	}
+}
+
+// elems scans the array at p.i (a '['). For element i, val is called with
+// p.i at the element and must scan it; nil scans it with value.
+func (p *jsonScan) elems(val func(i int) bool) bool {
+	if !p.open() {
+		return false
+	}
+	if p.at(']') {
+		p.i++
+		p.depth--
+		return true
+	}
+	for i := 0; ; i++ {
+		ok := false
+		if val == nil {
+			ok = p.value()
+		} else {
+			ok = val(i)
+		}
+		if !ok {
+			return false
+		}
+		if done, ok := p.closeOrNext(']'); done || !ok {
+			return ok
+		}
+	}
+}
+
+// end reports whether only whitespace is left (json.Valid's trailing rule).
+func (p *jsonScan) end() bool {
+	p.ws()
+	return p.i == len(p.b)
+}
+
+// validJSON is json.Valid in one allocation-free pass.
+func validJSON(b []byte) bool {
+	p := jsonScan{b: b}
+	p.ws()
+	return p.value() && p.end()
+}
+
+// keyIs reports whether the key literal (quotes included) decodes to want.
+// Keys with escapes are decoded (rare; Python's json.loads and the ref twin
+// compare decoded keys).
+func keyIs(key []byte, want string) bool {
+	if len(key) == len(want)+2 && string(key[1:len(key)-1]) == want {
+		return true
+	}
+	if bytes.IndexByte(key, '\\') < 0 {
+		return false
+	}
+	var s string
+	return json.Unmarshal(key, &s) == nil && s == want
+}
+
+// valSpan is a value's bytes [start, end) in the document; end == 0 means absent.
+type valSpan struct{ start, end int }
+
+func (s valSpan) exists() bool { return s.end > 0 }
