@@ -43,9 +43,16 @@ func stringStops(w uint64) uint64 {
 // nextStop is the index of the first '"', '\\' or control byte of b at or
 // after i, or len(b).
 func nextStop(b []byte, i int) int {
-	for ; i+8 <= len(b); i += 8 {
-		if m := stringStops(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
+	// Two words per round: a JSON string's text is mostly long runs.
+	for ; i+16 <= len(b); i += 16 {
+		w := b[i : i+16 : i+16]
+		m0 := stringStops(binary.LittleEndian.Uint64(w[:8]))
+		m1 := stringStops(binary.LittleEndian.Uint64(w[8:]))
+		if m0|m1 != 0 {
+			if m0 != 0 {
+				return i + bits.TrailingZeros64(m0)>>3
+			}
+			return i + 8 + bits.TrailingZeros64(m1)>>3
 		}
 	}
 	for ; i < len(b); i++ {
