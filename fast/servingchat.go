@@ -11,12 +11,13 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/kvtwin/kvtwin/internal/jsonscan"
 	"github.com/kvtwin/kvtwin/internal/servingfault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // The fast chat layer never decodes the request. One validating pass
-// (jsonScan, servingscan.go) walks the document, records where the few
+// (internal/jsonscan) walks the document, records where the few
 // members S2 reads are, and normalizes each message as soon as its object
 // closes; the changes are collected as splices and the output is built in
 // one allocation, or not at all when nothing changes. Members it does not
@@ -150,7 +151,7 @@ func kindOf(v gjson.Result) string {
 // requestKind is the bad value of a request that is not a JSON object
 // (ref's jsonKindOrInvalid).
 func requestKind(b []byte) string {
-	if !validJSON(b) {
+	if !jsonscan.Valid(b) {
 		return "invalid JSON"
 	}
 	return kindOf(gjson.ParseBytes(b))
@@ -181,54 +182,54 @@ func chatNormalize(f servingfault.Faults, in ref.ChatNormalizeInput) (ref.ChatNo
 // one JSON object. For a chat request (chat true) it also records the
 // top-level members S2 reads and normalizes every message on the way.
 func (d *chatDoc) scan(chat bool) bool {
-	p := jsonScan{b: d.b}
-	p.ws()
-	if !p.at('{') {
+	p := jsonscan.New(d.b)
+	p.WS()
+	if !p.At('{') {
 		return false
 	}
-	ok := p.members(func(key []byte) bool {
+	ok := p.Members(func(key []byte) bool {
 		d.members = true
 		if !chat {
-			return p.value()
+			return p.Value()
 		}
-		return d.topMember(&p, key)
+		return d.topMember(p, key)
 	})
-	d.closing = p.i - 1
-	return ok && p.end()
+	d.closing = p.Pos() - 1
+	return ok && p.End()
 }
 
 // topMember scans one top-level member's value, recording the last
 // occurrence of each member S2 reads (Python's json.loads keeps the last).
-func (d *chatDoc) topMember(p *jsonScan, key []byte) bool {
-	start := p.i
+func (d *chatDoc) topMember(p *jsonscan.Scanner, key []byte) bool {
+	start := p.Pos()
 	var at *valSpan
 	switch {
-	case keyIs(key, "messages"):
+	case jsonscan.KeyIs(key, "messages"):
 		// A repeated messages member replaces the earlier one: forget what
 		// the earlier one's messages recorded (the only edits so far).
 		d.edits, d.msgErr, at = d.edits[:0], "", &d.top.msgs
-		if p.at('[') {
-			ok := p.elems(func(i int) bool { return d.message(p, i) })
-			*at = valSpan{start, p.i}
+		if p.At('[') {
+			ok := p.Elems(func(i int) bool { return d.message(p, i) })
+			*at = valSpan{start, p.Pos()}
 			return ok
 		}
-	case keyIs(key, "tools"):
+	case jsonscan.KeyIs(key, "tools"):
 		d.nTools, d.names, at = 0, d.names[:0], &d.top.tools
-		if p.at('[') {
-			ok := p.elems(func(int) bool { return d.tool(p) })
-			*at = valSpan{start, p.i}
+		if p.At('[') {
+			ok := p.Elems(func(int) bool { return d.tool(p) })
+			*at = valSpan{start, p.Pos()}
 			return ok
 		}
-	case keyIs(key, "tool_choice"):
+	case jsonscan.KeyIs(key, "tool_choice"):
 		at = &d.top.tc
-	case keyIs(key, "max_tokens"):
+	case jsonscan.KeyIs(key, "max_tokens"):
 		at = &d.top.maxTokens
-	case keyIs(key, "max_completion_tokens"):
+	case jsonscan.KeyIs(key, "max_completion_tokens"):
 		at = &d.top.maxCompletion
 	}
-	ok := p.value()
+	ok := p.Value()
 	if at != nil {
-		*at = valSpan{start, p.i}
+		*at = valSpan{start, p.Pos()}
 	}
 	return ok
 }
@@ -237,19 +238,19 @@ func (d *chatDoc) topMember(p *jsonScan, key []byte) bool {
 // valid), applies S2.4 (tool role, flag on) or S2.7 (string image_url
 // parts) to it, as ref's normalizeMessage does. After the first message
 // error the rest is only validated.
-func (d *chatDoc) message(p *jsonScan, i int) bool {
-	if !p.at('{') {
-		return p.value() // not an object: not ours to validate
+func (d *chatDoc) message(p *jsonscan.Scanner, i int) bool {
+	if !p.At('{') {
+		return p.Value() // not an object: not ours to validate
 	}
 	var role, content valSpan
-	ok := p.members(func(key []byte) bool {
-		start := p.i
-		ok := p.value()
+	ok := p.Members(func(key []byte) bool {
+		start := p.Pos()
+		ok := p.Value()
 		switch {
-		case keyIs(key, "role"):
-			role = valSpan{start, p.i}
-		case keyIs(key, "content"):
-			content = valSpan{start, p.i}
+		case jsonscan.KeyIs(key, "role"):
+			role = valSpan{start, p.Pos()}
+		case jsonscan.KeyIs(key, "content"):
+			content = valSpan{start, p.Pos()}
 		}
 		return ok
 	})
@@ -270,29 +271,29 @@ func (d *chatDoc) message(p *jsonScan, i int) bool {
 // tool scans one element of tools and records its function's string name
 // (ref's toolNames: the last "function" member, if an object, and its last
 // "name" member, if a string).
-func (d *chatDoc) tool(p *jsonScan) bool {
+func (d *chatDoc) tool(p *jsonscan.Scanner) bool {
 	d.nTools++
-	if !p.at('{') {
-		return p.value()
+	if !p.At('{') {
+		return p.Value()
 	}
 	var fn, name valSpan
-	ok := p.members(func(key []byte) bool {
-		if !keyIs(key, "function") {
-			return p.value()
+	ok := p.Members(func(key []byte) bool {
+		if !jsonscan.KeyIs(key, "function") {
+			return p.Value()
 		}
-		fn, name = valSpan{p.i, 0}, valSpan{}
-		if !p.at('{') {
-			return p.value()
+		fn, name = valSpan{p.Pos(), 0}, valSpan{}
+		if !p.At('{') {
+			return p.Value()
 		}
-		ok := p.members(func(key []byte) bool {
-			start := p.i
-			ok := p.value()
-			if keyIs(key, "name") {
-				name = valSpan{start, p.i}
+		ok := p.Members(func(key []byte) bool {
+			start := p.Pos()
+			ok := p.Value()
+			if jsonscan.KeyIs(key, "name") {
+				name = valSpan{start, p.Pos()}
 			}
 			return ok
 		})
-		fn.end = p.i
+		fn.end = p.Pos()
 		return ok
 	})
 	if ok && d.b[fn.start] == '{' && name.exists() && d.b[name.start] == '"' {

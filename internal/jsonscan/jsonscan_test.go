@@ -1,4 +1,4 @@
-package fast
+package jsonscan
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// validJSON must accept exactly what encoding/json's json.Valid accepts:
+// Valid must accept exactly what encoding/json's json.Valid accepts:
 // the ref twin rejects a request with it, and the fast twin's single pass
 // replaces it (docs/decisions.md "Preflight in one pass").
 func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
@@ -20,8 +20,8 @@ func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
 		`{"messages":[` + strings.Repeat(`{"role":"user","content":"lorem ipsum dolor sit amet"},`, 50) + `{}]}`,
 	}
 	for _, c := range cases {
-		if got, want := validJSON([]byte(c)), json.Valid([]byte(c)); got != want {
-			t.Errorf("validJSON(%.60q) = %v, json.Valid says %v", c, got, want)
+		if got, want := Valid([]byte(c)), json.Valid([]byte(c)); got != want {
+			t.Errorf("Valid(%.60q) = %v, json.Valid says %v", c, got, want)
 		}
 	}
 }
@@ -44,8 +44,8 @@ func TestValidJSONAgreesOnMutations(t *testing.T) {
 			i := r.IntN(len(b))
 			b = append(b[:i], b[i+1:]...)
 		}
-		if got, want := validJSON(b), json.Valid(b); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", b, got, want)
+		if got, want := Valid(b), json.Valid(b); got != want {
+			t.Fatalf("Valid(%q) = %v, json.Valid says %v", b, got, want)
 		}
 	}
 }
