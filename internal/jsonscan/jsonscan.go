@@ -296,10 +296,12 @@ func Valid(b []byte) bool {
 // Keys with escapes are decoded (rare; Python's json.loads and the ref twin
 // compare decoded keys).
 func KeyIs(key []byte, want string) bool {
-	if len(key) == len(want)+2 && string(key[1:len(key)-1]) == want {
-		return true
+	if len(key) == len(want)+2 {
+		return string(key[1:len(key)-1]) == want
 	}
-	if bytes.IndexByte(key, '\\') < 0 {
+	// An escape is longer than the character it stands for, so only a
+	// longer literal with a backslash can still decode to want.
+	if len(key) < len(want)+2 || bytes.IndexByte(key, '\\') < 0 {
 		return false
 	}
 	var s string

@@ -49,3 +49,15 @@ func TestValidJSONAgreesOnMutations(t *testing.T) {
 		}
 	}
 }
+
+// KeyIs compares decoded keys, as Python's json.loads and the ref twin do.
+func TestKeyIsComparesDecodedKeys(t *testing.T) {
+	for key, want := range map[string]bool{
+		`"role"`: true, `"rol\u0065"`: true, `"\u0072ole"`: true, `"rolex"`: false, `"rol"`: false,
+		`"Role"`: false, `"ro\"le"`: false, `"rol\u0066"`: false,
+	} {
+		if got := KeyIs([]byte(key), "role"); got != want {
+			t.Errorf("KeyIs(%s, role) = %v, want %v", key, got, want)
+		}
+	}
+}
