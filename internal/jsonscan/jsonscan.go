@@ -85,7 +85,7 @@ func (p *Scanner) WS() {
 // At reports whether the next byte is c.
 func (p *Scanner) At(c byte) bool { return p.i < len(p.b) && p.b[p.i] == c }
 
-// str scans the string literal at p.i (a '"').
+// str scans the string literal at Pos (a '"').
 func (p *Scanner) str() bool {
 	b, i := p.b, p.i+1
 	for {
@@ -161,7 +161,7 @@ func (p *Scanner) lit(word string) bool {
 	return true
 }
 
-// Value scans one value at p.i, whatever it is.
+// Value scans (validates) one value at Pos, whatever it is.
 func (p *Scanner) Value() bool {
 	if p.i >= len(p.b) {
 		return false
@@ -183,7 +183,7 @@ func (p *Scanner) Value() bool {
 	return p.number()
 }
 
-// open enters the array or object at p.i.
+// open enters the array or object at Pos.
 func (p *Scanner) open() bool {
 	p.depth++
 	p.i++
@@ -207,9 +207,10 @@ func (p *Scanner) closeOrNext(c byte) (done, ok bool) {
 	return false, false
 }
 
-// Members scans the object at p.i (a '{'). For each member, val gets the
-// key's literal (quotes and escapes as written) with p.i at the value, and
-// must scan the value; nil scans it with value.
+// Members scans the object at Pos (a '{'). For each member, val gets the
+// key's literal (quotes and escapes as written) with Pos at the value, and
+// must scan the value (a nil val scans it with Value). It reports whether
+// the object is valid.
 func (p *Scanner) Members(val func(key []byte) bool) bool {
 	if !p.open() {
 		return false
@@ -246,8 +247,9 @@ func (p *Scanner) Members(val func(key []byte) bool) bool {
 	}
 }
 
-// Elems scans the array at p.i (a '['). For element i, val is called with
-// p.i at the element and must scan it; nil scans it with value.
+// Elems scans the array at Pos (a '['). For element i, val is called with
+// Pos at the element and must scan it (a nil val scans it with Value). It
+// reports whether the array is valid.
 func (p *Scanner) Elems(val func(i int) bool) bool {
 	if !p.open() {
 		return false
