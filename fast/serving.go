@@ -208,7 +208,7 @@ func StreamErrorChunkFaulty(f servingfault.Faults) func(ref.Limits, ref.StreamEr
 
 // lastMembers reads the last occurrence of each wanted key of a JSON
 // object (Python's json.loads keeps the last), in one pass.
-func lastMembers(obj gjson.Result, keys []string, into []gjson.Result) {
+func lastMembers(obj gjson.Result, into []gjson.Result, keys ...string) {
 	obj.ForEach(func(k, v gjson.Result) bool {
 		for i, want := range keys {
 			if k.Str == want {
@@ -219,13 +219,11 @@ func lastMembers(obj gjson.Result, keys []string, into []gjson.Result) {
 	})
 }
 
-var finishKeys = []string{"type", "status_code", "err_type", "message"}
-
 func streamErrorChunk(f servingfault.Faults, in ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
 	var m [4]gjson.Result
 	isErr, code := false, int64(0)
 	if fr := gjson.ParseBytes(in.FinishReason); fr.IsObject() {
-		lastMembers(fr, finishKeys[:], m[:])
+		lastMembers(fr, m[:], "type", "status_code", "err_type", "message")
 		if m[0].Raw == `"abort"` {
 			var err error
 			switch sc := m[1]; sc.Type {

@@ -6,18 +6,23 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/kvtwin/kvtwin/internal/jsonscan"
 	"github.com/kvtwin/kvtwin/internal/servingfault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// The fast chat layer never decodes the request: gjson reads the few members
-// it needs (with their byte offsets), the changes are collected as splices,
-// and the output is built in one allocation. Members it does not edit keep
-// their bytes and places (admission-serving.md S2; docs/decisions.md).
+// The fast chat layer never decodes the request. One validating pass
+// (internal/jsonscan) walks the document, records where the few
+// members S2 reads are, and normalizes each message as soon as its object
+// closes; the changes are collected as splices and the output is built in
+// one allocation, or not at all when nothing changes. Members it does not
+// edit keep their bytes and places (admission-serving.md S2;
+// docs/decisions.md "Preflight in one pass").
 
 // splice replaces doc[start:end] with repl (start == end inserts).
 type splice struct {
@@ -32,6 +37,28 @@ type chatDoc struct {
 	edits   []splice
 	closing int  // offset of the top-level object's closing brace
 	members bool // the top-level object has (or has been given) a member
+
+	// Set while scanning a chat request.
+	f       servingfault.Faults
+	flatten bool     // --flatten-tool-role-content
+	top     chatTop  // the last occurrence of each member S2 reads
+	msgErr  string   // the first message's 400, in message order
+	nTools  int      // len(tools) of the last tools member, when a list
+	names   []string // the string tools[*].function.name, in order
+}
+
+// chatTop holds the spans of the top-level members S2 reads.
+type chatTop struct{ msgs, tools, tc, maxTokens, maxCompletion valSpan }
+
+// result is the value at sp as a gjson result whose offsets are the
+// document's (gjson adds a parent's Index to its children's).
+func (d *chatDoc) result(sp valSpan) gjson.Result {
+	if !sp.exists() {
+		return gjson.Result{}
+	}
+	r := gjson.Parse(d.s[sp.start:sp.end])
+	r.Index = sp.start
+	return r
 }
 
 // replace records a new value for the member value v.
@@ -67,14 +94,21 @@ func (d *chatDoc) build() json.RawMessage {
 	for _, e := range d.edits {
 		n += len(e.repl) - (e.end - e.start)
 	}
-	out := make([]byte, 0, n)
+	// strings.Builder.Grow allocates without zeroing (the output is
+	// written whole just below), which matters at 32 KB.
+	var out strings.Builder
+	out.Grow(n)
 	prev := 0
 	for _, e := range d.edits {
-		out = append(out, d.s[prev:e.start]...)
-		out = append(out, e.repl...)
+		out.WriteString(d.s[prev:e.start])
+		out.WriteString(e.repl)
 		prev = e.end
 	}
-	return append(out, d.s[prev:]...)
+	out.WriteString(d.s[prev:])
+	r := out.String()
+	// The builder's bytes are handed over as the result; nothing else
+	// holds r, so the bytes may be read and written as a slice.
+	return unsafe.Slice(unsafe.StringData(r), len(r))
 }
 
 // ChatNormalize is serving.chat_normalize (S2.2–S2.4, S2.7).
@@ -114,119 +148,209 @@ func kindOf(v gjson.Result) string {
 	return "object"
 }
 
-// requestKind is the bad value of a request that is not a JSON object.
-func requestKind(s string) string {
-	if !gjson.Valid(s) {
+// requestKind is the bad value of a request that is not a JSON object
+// (ref's jsonKindOrInvalid).
+func requestKind(b []byte) string {
+	if !jsonscan.Valid(b) {
 		return "invalid JSON"
 	}
-	return kindOf(gjson.Parse(s))
+	return kindOf(gjson.ParseBytes(b))
 }
-
-var topKeys = []string{"messages", "tools", "tool_choice", "max_tokens", "max_completion_tokens"}
 
 func chatNormalize(f servingfault.Faults, in ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) {
 	if err := ref.CheckChatNormalize(in); err != nil {
 		return ref.ChatNormalizeOutput{}, err
 	}
-	s := bytesView(in.Request)
-	root := gjson.Parse(s)
-	if !root.IsObject() || !gjson.Valid(s) {
-		return ref.ChatNormalizeOutput{}, ref.Reject(ref.ErrNotJSONObject, "request", requestKind(s), "a JSON object")
+	var edits [8]splice
+	var names [16]string
+	d := chatDoc{b: in.Request, s: bytesView(in.Request), edits: edits[:0], names: names[:0],
+		f: f, flatten: in.Flags.FlattenToolRoleContent}
+	if !d.scan(in.Endpoint == ref.EndpointChat) {
+		return ref.ChatNormalizeOutput{}, ref.Reject(ref.ErrNotJSONObject, "request", requestKind(in.Request), "a JSON object")
 	}
 	if in.Endpoint == ref.EndpointCompletions {
 		return ref.ChatNormalizeOutput{Status: 200, Request: in.Request}, nil
 	}
-	d := chatDoc{b: in.Request, s: s, closing: strings.LastIndexByte(s, '}')}
-	var top [5]gjson.Result
-	root.ForEach(func(k, v gjson.Result) bool {
-		d.members = true
-		for i, want := range topKeys {
-			if k.Str == want {
-				top[i] = v
-			}
-		}
-		return true
-	})
-	soft, msg := d.normalize(f, in, top)
+	soft, msg := d.normalize(in)
 	if msg != "" {
 		return ref.ChatNormalizeOutput{Status: ref.StatusBadRequest, Message: msg}, nil
 	}
 	return ref.ChatNormalizeOutput{Status: 200, Request: d.build(), SoftMaxTokens: soft}, nil
 }
 
-// normalize records the edits in ref's order and returns the soft flag, or
-// the 400 message.
-func (d *chatDoc) normalize(f servingfault.Faults, in ref.ChatNormalizeInput, top [5]gjson.Result) (bool, string) {
-	msgs, tools, tc := top[0], top[1], top[2]
-	if !msgs.IsArray() {
+// scan validates the whole request in one pass and reports whether it is
+// one JSON object. For a chat request (chat true) it also records the
+// top-level members S2 reads and normalizes every message on the way.
+func (d *chatDoc) scan(chat bool) bool {
+	p := jsonscan.New(d.b)
+	p.WS()
+	if !p.At('{') {
+		return false
+	}
+	ok := p.Members(func(key []byte) bool {
+		d.members = true
+		if !chat {
+			return p.Value()
+		}
+		return d.topMember(p, key)
+	})
+	d.closing = p.Pos() - 1
+	return ok && p.End()
+}
+
+// topMember scans one top-level member's value, recording the last
+// occurrence of each member S2 reads (Python's json.loads keeps the last).
+func (d *chatDoc) topMember(p *jsonscan.Scanner, key []byte) bool {
+	start := p.Pos()
+	var at *valSpan
+	switch {
+	case jsonscan.KeyIs(key, "messages"):
+		// A repeated messages member replaces the earlier one: forget what
+		// the earlier one's messages recorded (the only edits so far).
+		d.edits, d.msgErr, at = d.edits[:0], "", &d.top.msgs
+		if p.At('[') {
+			ok := p.Elems(func(i int) bool { return d.message(p, i) })
+			*at = valSpan{start, p.Pos()}
+			return ok
+		}
+	case jsonscan.KeyIs(key, "tools"):
+		d.nTools, d.names, at = 0, d.names[:0], &d.top.tools
+		if p.At('[') {
+			ok := p.Elems(func(int) bool { return d.tool(p) })
+			*at = valSpan{start, p.Pos()}
+			return ok
+		}
+	case jsonscan.KeyIs(key, "tool_choice"):
+		at = &d.top.tc
+	case jsonscan.KeyIs(key, "max_tokens"):
+		at = &d.top.maxTokens
+	case jsonscan.KeyIs(key, "max_completion_tokens"):
+		at = &d.top.maxCompletion
+	}
+	ok := p.Value()
+	if at != nil {
+		*at = valSpan{start, p.Pos()}
+	}
+	return ok
+}
+
+// message scans messages[i] and, once its object has closed (so it is
+// valid), applies S2.4 (tool role, flag on) or S2.7 (string image_url
+// parts) to it, as ref's normalizeMessage does. After the first message
+// error the rest is only validated.
+func (d *chatDoc) message(p *jsonscan.Scanner, i int) bool {
+	if !p.At('{') {
+		return p.Value() // not an object: not ours to validate
+	}
+	var role, content valSpan
+	ok := p.Members(func(key []byte) bool {
+		start := p.Pos()
+		ok := p.Value()
+		switch {
+		case jsonscan.KeyIs(key, "role"):
+			role = valSpan{start, p.Pos()}
+		case jsonscan.KeyIs(key, "content"):
+			content = valSpan{start, p.Pos()}
+		}
+		return ok
+	})
+	if !ok || d.msgErr != "" {
+		return ok
+	}
+	if d.flatten && d.s[role.start:role.end] == `"tool"` {
+		d.msgErr = d.flattenContent(i, d.result(content))
+	} else if content.exists() && d.b[content.start] == '[' &&
+		// ref compares the part type's literal, so an array without that
+		// literal holds no part to rewrite: skip gjson's walk.
+		strings.Contains(d.s[content.start:content.end], `"image_url"`) {
+		d.msgErr = d.imageParts(i, d.result(content))
+	}
+	return true
+}
+
+// tool scans one element of tools and records its function's string name
+// (ref's toolNames: the last "function" member, if an object, and its last
+// "name" member, if a string).
+func (d *chatDoc) tool(p *jsonscan.Scanner) bool {
+	d.nTools++
+	if !p.At('{') {
+		return p.Value()
+	}
+	var fn, name valSpan
+	ok := p.Members(func(key []byte) bool {
+		if !jsonscan.KeyIs(key, "function") {
+			return p.Value()
+		}
+		fn, name = valSpan{p.Pos(), 0}, valSpan{}
+		if !p.At('{') {
+			return p.Value()
+		}
+		ok := p.Members(func(key []byte) bool {
+			start := p.Pos()
+			ok := p.Value()
+			if jsonscan.KeyIs(key, "name") {
+				name = valSpan{start, p.Pos()}
+			}
+			return ok
+		})
+		fn.end = p.Pos()
+		return ok
+	})
+	if ok && d.b[fn.start] == '{' && name.exists() && d.b[name.start] == '"' {
+		d.names = append(d.names, d.decodeString(name))
+	}
+	return ok
+}
+
+// decodeString is the string literal at sp, decoded: a view of the
+// document when it is plain ASCII without escapes, else encoding/json's
+// decoding (invalid UTF-8 becomes U+FFFD there, as in ref).
+func (d *chatDoc) decodeString(sp valSpan) string {
+	raw := d.s[sp.start+1 : sp.end-1]
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == '\\' || raw[i] >= utf8.RuneSelf {
+			var s string
+			_ = json.Unmarshal(d.b[sp.start:sp.end], &s) // validated above
+			return s
+		}
+	}
+	return raw
+}
+
+// normalize applies the top-level rules in ref's order (messages' shape,
+// tools, tool_choice, the messages' own errors, then the max_tokens
+// default) and returns the soft flag, or the 400 message.
+func (d *chatDoc) normalize(in ref.ChatNormalizeInput) (bool, string) {
+	t := d.top
+	if !t.msgs.exists() || d.b[t.msgs.start] != '[' {
 		return false, ref.MsgMessagesNotList
 	}
-	nTools, names := 0, []string(nil)
-	switch tools.Type {
-	case gjson.Null:
-	case gjson.JSON:
-		if !tools.IsArray() {
-			return false, ref.MsgToolsNotList
-		}
-		nTools, names = toolNames(tools)
-	default:
+	if t.tools.exists() && d.b[t.tools.start] != '[' && d.s[t.tools.start:t.tools.end] != "null" {
 		return false, ref.MsgToolsNotList
 	}
-	if msg := d.toolChoice(tc, nTools, names, in.Flags.NormalizeToolChoice); msg != "" {
+	if msg := d.toolChoice(d.result(t.tc), d.nTools, d.names, in.Flags.NormalizeToolChoice); msg != "" {
 		return false, msg
 	}
-	if msg := d.messages(f, msgs, in.Flags.FlattenToolRoleContent); msg != "" {
-		return false, msg
+	if d.msgErr != "" {
+		return false, d.msgErr
 	}
 	dflt := in.Flags.ParaChatDefaultMaxTokens
-	if f.ParaDefaultUngated && dflt == nil {
+	if d.f.ParaDefaultUngated && dflt == nil {
 		para := int64(32768)
 		dflt = &para
 	}
-	if dflt == nil || !absentOrNull(top[3]) || !absentOrNull(top[4]) {
+	if dflt == nil || !absentOrNull(d.result(t.maxTokens)) || !absentOrNull(d.result(t.maxCompletion)) {
 		return false, ""
 	}
 	n := int64(-1)
 	if in.PromptTokens != nil {
 		n = *in.PromptTokens
 	}
-	d.setTop(top[3], "max_tokens", strconv.FormatInt(ref.SoftMaxTokens(*dflt, n, in.ContextLen), 10))
+	d.setTop(d.result(t.maxTokens), "max_tokens", strconv.FormatInt(ref.SoftMaxTokens(*dflt, n, in.ContextLen), 10))
 	return true, ""
 }
 
 func absentOrNull(v gjson.Result) bool { return v.Type == gjson.Null }
-
-// toolNames counts the tools and lists the string names of those with one.
-func toolNames(tools gjson.Result) (int, []string) {
-	n := 0
-	var names []string
-	var fn, name [1]gjson.Result
-	tools.ForEach(func(_, t gjson.Result) bool {
-		n++
-		if !t.IsObject() {
-			return true
-		}
-		lastMembers(t, fnKey, fn[:])
-		if !fn[0].IsObject() {
-			return true
-		}
-		lastMembers(fn[0], nameKey, name[:])
-		if name[0].Type == gjson.String {
-			names = append(names, name[0].Str)
-		}
-		fn[0], name[0] = gjson.Result{}, gjson.Result{}
-		return true
-	})
-	return n, names
-}
-
-var (
-	fnKey    = []string{"function"}
-	nameKey  = []string{"name"}
-	tcKeys   = []string{"type", "name", "function"}
-	msgKeys  = []string{"role", "content"}
-	partKeys = []string{"type", "text", "image_url"}
-)
 
 // toolChoice is S2.3 (flag on) or upstream's validation (flag off).
 func (d *chatDoc) toolChoice(tc gjson.Result, nTools int, names []string, on bool) string {
@@ -268,10 +392,10 @@ func upstreamToolChoice(tc gjson.Result) string {
 	case gjson.JSON:
 		if tc.IsObject() {
 			var m [3]gjson.Result
-			lastMembers(tc, tcKeys, m[:])
+			lastMembers(tc, m[:], "type", "name", "function")
 			var name [1]gjson.Result
 			if m[2].IsObject() {
-				lastMembers(m[2], nameKey, name[:])
+				lastMembers(m[2], name[:], "name")
 			}
 			if m[0].Raw == `"function"` && m[2].IsObject() && name[0].Type == gjson.String {
 				return ""
@@ -309,14 +433,14 @@ func toolChoiceString(s string, names []string) (string, string) {
 
 func toolChoiceObject(tc gjson.Result, names []string) (string, string) {
 	var m [3]gjson.Result
-	lastMembers(tc, tcKeys, m[:])
+	lastMembers(tc, m[:], "type", "name", "function")
 	if t := m[0]; t.Exists() && t.Raw != `"function"` {
 		return "", ref.ToolChoiceTypeError(textOf(t))
 	}
 	name := m[1]
 	if m[2].IsObject() {
 		var fn [1]gjson.Result
-		lastMembers(m[2], nameKey, fn[:])
+		lastMembers(m[2], fn[:], "name")
 		name = fn[0]
 	}
 	if name.Type != gjson.String {
@@ -336,38 +460,8 @@ func textOf(v gjson.Result) string {
 	return v.Raw
 }
 
-// messages walks messages in order: tool-role flattening (flag on), else
-// string image_url parts.
-//
-// Both rules fire only on a literal "tool" role or a literal "image_url"
-// part type (ref compares the raw literals too), so a message whose bytes
-// contain neither is skipped without being parsed: strings.Contains is far
-// cheaper than gjson's member walk.
-func (d *chatDoc) messages(f servingfault.Faults, msgs gjson.Result, flatten bool) string {
-	needs := func(raw string) bool {
-		return strings.Contains(raw, `"image_url"`) || (flatten && strings.Contains(raw, `"tool"`))
-	}
-	if !needs(msgs.Raw) {
-		return ""
-	}
-	msg, i := "", 0
-	msgs.ForEach(func(_, m gjson.Result) bool {
-		if m.IsObject() && needs(m.Raw) {
-			var rc [2]gjson.Result
-			lastMembers(m, msgKeys, rc[:])
-			if flatten && rc[0].Raw == `"tool"` {
-				msg = d.flatten(i, rc[1])
-			} else if rc[1].IsArray() {
-				msg = d.imageParts(f, i, rc[1])
-			}
-		}
-		i++
-		return msg == ""
-	})
-	return msg
-}
-
-func (d *chatDoc) flatten(i int, content gjson.Result) string {
+// flattenContent is S2.4 for messages[i]'s content.
+func (d *chatDoc) flattenContent(i int, content gjson.Result) string {
 	switch kindOf(content) {
 	case "", "string":
 		return ""
@@ -383,7 +477,7 @@ func (d *chatDoc) flatten(i int, content gjson.Result) string {
 	content.ForEach(func(_, p gjson.Result) bool {
 		var tt [3]gjson.Result
 		if p.IsObject() {
-			lastMembers(p, partKeys[:2], tt[:2])
+			lastMembers(p, tt[:2], "type", "text")
 		}
 		if !p.IsObject() || tt[0].Raw != `"text"` || tt[1].Type != gjson.String {
 			msg = ref.ToolPartError(i, j, ref.PartTypeName(kindOf(p), kindOf(tt[0]), textOf(tt[0])))
@@ -402,16 +496,17 @@ func (d *chatDoc) flatten(i int, content gjson.Result) string {
 	return msg
 }
 
-func (d *chatDoc) imageParts(f servingfault.Faults, i int, content gjson.Result) string {
+// imageParts is S2.7 for messages[i]'s content parts.
+func (d *chatDoc) imageParts(i int, content gjson.Result) string {
 	msg, j := "", 0
 	content.ForEach(func(_, p gjson.Result) bool {
 		if p.IsObject() {
 			var m [3]gjson.Result
-			lastMembers(p, partKeys, m[:])
+			lastMembers(p, m[:], "type", "text", "image_url")
 			if m[0].Raw == `"image_url"` {
 				switch u := m[2]; {
 				case u.IsObject():
-				case u.Type == gjson.String && u.Str != "" && !f.RejectStringImageURL:
+				case u.Type == gjson.String && u.Str != "" && !d.f.RejectStringImageURL:
 					d.replace(u, ref.ImageURLObject(u.Raw))
 				default:
 					msg = ref.ImageURLError(i, j)

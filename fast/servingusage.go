@@ -21,8 +21,6 @@ func UsageOfFaulty(f servingfault.Faults) func(ref.Limits, ref.UsageInput) (ref.
 	return func(_ ref.Limits, in ref.UsageInput) (ref.Usage, error) { return usageOf(f, in) }
 }
 
-var reasoningKey = []string{"reasoning_tokens"}
-
 func usageOf(f servingfault.Faults, in ref.UsageInput) (ref.Usage, error) {
 	comp, reas, total, err := ref.CheckUsage(in)
 	if err != nil {
@@ -48,7 +46,7 @@ func usageOf(f servingfault.Faults, in ref.UsageInput) (ref.Usage, error) {
 	var m [1]gjson.Result
 	gjson.Parse(s).ForEach(func(k, v gjson.Result) bool {
 		d.members = true
-		if k.Str == reasoningKey[0] {
+		if k.Str == "reasoning_tokens" {
 			m[0] = v
 		}
 		return true

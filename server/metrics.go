@@ -54,8 +54,24 @@ func newMetrics(inflight *atomic.Int64) *metrics {
 
 // observe records one finished op request.
 func (m *metrics) observe(op, impl string, code int, d time.Duration) {
-	m.requests.WithLabelValues(op, impl, strconv.Itoa(code)).Inc()
+	m.requests.WithLabelValues(op, impl, codeLabel(code)).Inc()
 	m.latency.WithLabelValues(op, impl).Observe(d.Seconds())
+}
+
+// codeLabel is the status label; the codes the server answers with are
+// constants, so the hot path formats nothing.
+func codeLabel(code int) string {
+	switch code {
+	case http.StatusOK:
+		return "200"
+	case http.StatusBadRequest:
+		return "400"
+	case http.StatusRequestEntityTooLarge:
+		return "413"
+	case http.StatusTooManyRequests:
+		return "429"
+	}
+	return strconv.Itoa(code)
 }
 
 // handler serves the registry in the Prometheus text format.

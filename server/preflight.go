@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/jsonscan"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -62,53 +63,138 @@ type preflightAnswer struct {
 	soft        bool
 }
 
-var envelopeKeys = []string{"request", "prompt_tokens", "context_len", "max_total_tokens", "flags", "endpoint", "allow_auto_truncate"}
+// envelopeKeys are the envelope's members, in the order of preflightSpans.
+var envelopeKeys = [...]string{"request", "prompt_tokens", "context_len", "max_total_tokens", "flags", "endpoint", "allow_auto_truncate"}
 
-// parseEnvelope reads the envelope with one gjson pass, so the (large)
-// request is never decoded here; only the small flags object is, strictly.
-func parseEnvelope(body []byte) (preflightEnvelope, error) {
-	var env preflightEnvelope
-	var m [7]gjson.Result
-	var unknown string
-	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
-		for i, want := range envelopeKeys {
-			if k.Str == want {
-				m[i] = v
-				return true
-			}
+// preflightSpans is what one pass over the body records: where each
+// envelope member's value lies (the last occurrence, as Python keeps), the
+// first unknown member, and the request's top-level facts.
+type preflightSpans struct {
+	at                             [len(envelopeKeys)][2]int // [start, end); end == 0: absent
+	unknown                        string
+	hasMessages, hasPrompt, stream bool
+}
+
+// value is envelope member i as a gjson result (the members are small,
+// except request, which is only ever read through its span).
+func (sp *preflightSpans) value(body []byte, i int) gjson.Result {
+	if sp.at[i][1] == 0 {
+		return gjson.Result{}
+	}
+	return gjson.ParseBytes(body[sp.at[i][0]:sp.at[i][1]])
+}
+
+// scanEnvelope validates the whole body and records the envelope in one
+// pass (internal/jsonscan; docs/decisions.md "Preflight in one pass"): the
+// generic pre-check, the envelope walk and the request's top-level walk
+// were three passes. The request's members are read, not validated twice:
+// the scan validates them here and the op validates the request again by
+// its own contract. A body that is not one JSON object gets the pre-check's
+// exact error.
+func scanEnvelope(body []byte) (preflightSpans, *apiError) {
+	var sp preflightSpans
+	p := jsonscan.New(body)
+	p.WS()
+	ok := p.At('{') && p.Members(func(key []byte) bool {
+		i := envelopeIndex(key)
+		if i < 0 && sp.unknown == "" {
+			sp.unknown = decodeKey(key)
 		}
-		unknown = k.Str
-		return false
-	})
-	if unknown != "" {
-		return env, ref.Reject(ErrBadPreflight, unknown, "unknown field", "one of request, prompt_tokens, context_len, max_total_tokens, flags, endpoint, allow_auto_truncate")
+		start := p.Pos()
+		ok := false
+		if i == 0 {
+			sp.hasMessages, sp.hasPrompt, sp.stream = false, false, false // the last request counts
+		}
+		if i == 0 && p.At('{') {
+			ok = p.Members(func(key []byte) bool { return requestFact(p, key, &sp) })
+		} else {
+			ok = p.Value()
+		}
+		if i >= 0 {
+			sp.at[i] = [2]int{start, p.Pos()}
+		}
+		return ok
+	}) && p.End()
+	if ok {
+		return sp, nil
 	}
-	if !m[0].IsObject() {
-		return env, ref.Reject(ErrBadPreflight, "request", kindName(m[0]), "an OpenAI chat or completions request object")
+	if aerr := precheck(body); aerr != nil {
+		return sp, aerr
 	}
-	env.request = json.RawMessage(body[m[0].Index : m[0].Index+len(m[0].Raw)])
+	// gjson accepts nesting deeper than encoding/json's limit; the scan does not.
+	err := ref.Reject(catalog.ErrBadJSON, "$", "not valid JSON", "a JSON object")
+	return sp, inputError(err, catalog.Canonical(struct{}{}, err))
+}
+
+// envelopeIndex is key's index in envelopeKeys, or -1.
+func envelopeIndex(key []byte) int {
+	for i, want := range envelopeKeys {
+		if jsonscan.KeyIs(key, want) {
+			return i
+		}
+	}
+	return -1
+}
+
+// decodeKey is a validated key literal, decoded.
+func decodeKey(key []byte) string {
+	var k string
+	_ = json.Unmarshal(key, &k) // validated by the scan
+	return k
+}
+
+// requestFact scans one top-level member of the request, noting whether
+// it has messages or a prompt (the endpoint when none is given) and
+// whether it streams (Python's json.loads keeps a repeated key's last value).
+func requestFact(p *jsonscan.Scanner, key []byte, sp *preflightSpans) bool {
+	switch {
+	case jsonscan.KeyIs(key, "messages"):
+		sp.hasMessages = true
+	case jsonscan.KeyIs(key, "prompt"):
+		sp.hasPrompt = true
+	case jsonscan.KeyIs(key, "stream"):
+		sp.stream = p.At('t') // a valid value starting with t is true
+	}
+	return p.Value()
+}
+
+// parseEnvelope reads the envelope from one validating pass, so the
+// (large) request is never decoded here; only the small flags object is,
+// strictly.
+func parseEnvelope(body []byte) (preflightEnvelope, *apiError, error) {
+	var env preflightEnvelope
+	sp, aerr := scanEnvelope(body)
+	if aerr != nil {
+		return env, aerr, nil
+	}
+	if sp.unknown != "" {
+		return env, nil, ref.Reject(ErrBadPreflight, sp.unknown, "unknown field", "one of request, prompt_tokens, context_len, max_total_tokens, flags, endpoint, allow_auto_truncate")
+	}
+	if r := sp.at[0]; r[1] == 0 || body[r[0]] != '{' {
+		return env, nil, ref.Reject(ErrBadPreflight, "request", kindName(sp.value(body, 0)), "an OpenAI chat or completions request object")
+	}
+	env.request = json.RawMessage(body[sp.at[0][0]:sp.at[0][1]])
 	var err error
 	for i, dst := range []*int64{&env.n, &env.c, &env.t} {
-		if *dst, err = envelopeInt(envelopeKeys[i+1], m[i+1]); err != nil {
-			return env, err
+		if *dst, err = envelopeInt(envelopeKeys[i+1], sp.value(body, i+1)); err != nil {
+			return env, nil, err
 		}
 	}
-	if err := decodeFlags(m[4], &env.flags); err != nil {
-		return env, err
+	if err := decodeFlags(sp.value(body, 4), &env.flags); err != nil {
+		return env, nil, err
 	}
-	hasMessages, hasPrompt, stream := requestFacts(m[0])
-	env.stream = stream
-	if env.endpoint, err = envelopeEndpoint(m[5], hasMessages, hasPrompt); err != nil {
-		return env, err
+	env.stream = sp.stream
+	if env.endpoint, err = envelopeEndpoint(sp.value(body, 5), sp.hasMessages, sp.hasPrompt); err != nil {
+		return env, nil, err
 	}
-	switch m[6].Type {
+	switch v := sp.value(body, 6); v.Type {
 	case gjson.True:
 		env.truncate = true
 	case gjson.False, gjson.Null:
 	default:
-		return env, ref.Reject(ErrBadPreflight, "allow_auto_truncate", m[6].Raw, "a boolean")
+		return env, nil, ref.Reject(ErrBadPreflight, "allow_auto_truncate", v.Raw, "a boolean")
 	}
-	return env, nil
+	return env, nil, nil
 }
 
 func kindName(v gjson.Result) string {
@@ -148,24 +234,6 @@ func decodeFlags(v gjson.Result, into *ref.CompatFlags) error {
 		return ref.Reject(ErrBadPreflight, "flags", v.Raw, fmt.Sprintf("an object of the S2.1 flags (%v)", err))
 	}
 	return nil
-}
-
-// requestFacts reads, in one pass over the request's top level, whether it
-// has messages or a prompt (the endpoint when none is given) and whether it
-// streams (Python's json.loads keeps a repeated key's last value).
-func requestFacts(req gjson.Result) (hasMessages, hasPrompt, stream bool) {
-	req.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "messages":
-			hasMessages = true
-		case "prompt":
-			hasPrompt = true
-		case "stream":
-			stream = v.Type == gjson.True
-		}
-		return true
-	})
-	return hasMessages, hasPrompt, stream
 }
 
 // envelopeEndpoint is the given endpoint, else chat when the request has
@@ -268,15 +336,16 @@ func (s *Server) servePreflight(w http.ResponseWriter, r *http.Request, impl cat
 	}
 	defer s.inflight.Add(-1)
 	body, aerr := s.readBody(w, r)
+	var env preflightEnvelope
+	var err error
 	if aerr == nil {
-		aerr = precheck(body)
+		env, aerr, err = parseEnvelope(body)
 	}
 	if aerr != nil {
 		s.writeError(w, r, aerr)
 		return
 	}
 	tw, _ := twinsFor(impl)
-	env, err := parseEnvelope(body)
 	var ans preflightAnswer
 	if err == nil {
 		ans, err = preflight(tw, s.cfg.Limits, env)

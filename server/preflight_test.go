@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/kvtwin/kvtwin/server"
@@ -92,6 +93,26 @@ func TestPreflightRejectsMalformedEnvelopes(t *testing.T) {
 		if param(e) != field {
 			t.Errorf("%s: param %q, want %q", body, param(e), field)
 		}
+	}
+	// The envelope is validated in the same pass that reads it: invalid
+	// JSON anywhere (deep in the request, after the object, or nested past
+	// encoding/json's 10,000 levels) is the generic bad_json at "$".
+	deep := strings.Repeat("[", 10001) + strings.Repeat("]", 10001)
+	for _, body := range []string{
+		`{"request":{"messages":[{"role":"user","content":"a` + "\x01" + `"}]},"prompt_tokens":1,"context_len":10,"max_total_tokens":10}`,
+		`{"request":{"messages":[]},"prompt_tokens":1,"context_len":10,"max_total_tokens":10} {}`,
+		`{"request":{"messages":[],"x":` + deep + `},"prompt_tokens":1,"context_len":10,"max_total_tokens":10}`,
+		`[1,2]`,
+	} {
+		r := post(t, ts, server.PreflightPath, body)
+		if e := openAIError(t, r, http.StatusBadRequest, "BadRequestError"); param(e) != "$" {
+			t.Errorf("%.60s: param %q, want $ (bad_json)", body, param(e))
+		}
+	}
+	// A repeated request member: the last one is the request (Python's json.loads).
+	r := post(t, ts, server.PreflightPath, `{"request":{"messages":[]},"request":{"prompt":"p"},"prompt_tokens":1,"context_len":10,"max_total_tokens":10}`)
+	if r.status != http.StatusOK || compact(t, r.body) != `{"prompt":"p"}` {
+		t.Errorf("repeated request: %d %s, want 200 with the last request", r.status, r.body)
 	}
 	if r := post(t, ts, server.PreflightPath+"?impl=cuda", `{}`); r.status != 400 {
 		t.Errorf("impl=cuda: %d, want 400 (no silent fallback)", r.status)
