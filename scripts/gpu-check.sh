@@ -45,9 +45,9 @@ echo "== cuda-tagged suite: fast/cuda"
 rc_cuda=$?
 grep -E '^(--- |ok|PASS|FAIL|SKIP)|driver:' "$out/cuda-test.log" | head -40
 echo "== cuda-tagged suite: equiv (KVTWIN_IMPL=cuda)"
-(cd equiv && timeout 150 "$bin/equiv.test" -test.count=1 -test.timeout=140s) >"$out/equiv-test.log" 2>&1
+(cd equiv && timeout 150 "$bin/equiv.test" -test.v -test.count=1 -test.timeout=140s) >"$out/equiv-test.log" 2>&1
 rc_equiv=$?
-tail -5 "$out/equiv-test.log"
+grep -E "^    --- (PASS|FAIL|SKIP): TestAllImplementations/|^(ok|PASS|FAIL)" "$out/equiv-test.log" | head -60
 echo "== benchmarks"
 unset KVTWIN_CUDA_POISON
 (cd fast/cuda && KVTWIN_GPU_BENCH_OUT="$out/bench.json" timeout 90 "$bin/cuda.test" -test.run '^TestGPUBenchReport$' \

@@ -75,7 +75,8 @@ func TestGPUBenchReport(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s/%s: %v", e.Name(), b.Shape, err)
 			}
-			t.Logf("%+v", r)
+			line, _ := json.Marshal(r) // a pointer field (meets_target) prints as an address under %+v
+			t.Logf("%s", line)
 			rep.Results = append(rep.Results, r)
 		}
 	}
