@@ -33,8 +33,8 @@ KVT_KERNEL3(fp8_dequant_topk_rows, kvt_w16 *, dst, const u64 *, src, i64, n)
 		kvt_w16 w;
 		w.lo = w.hi = 0;
 		for (int j = 0; j < 4; j++) {
-			w.lo |= (u64)kvt_bf16_rne(kvt_e4m3_dec((unsigned)(codes >> (8 * j)) & 0xFFu) * s) << (16 * j);
-			w.hi |= (u64)kvt_bf16_rne(kvt_e4m3_dec((unsigned)(codes >> (8 * (j + 4))) & 0xFFu) * s) << (16 * j);
+			w.lo |= kvt_bf16_rne<u64>(kvt_e4m3_dec((unsigned)(codes >> (8 * j)) & 0xFFu) * s) << (16 * j);
+			w.hi |= kvt_bf16_rne<u64>(kvt_e4m3_dec((unsigned)(codes >> (8 * (j + 4))) & 0xFFu) * s) << (16 * j);
 		}
 		dst[i] = w;
 	}

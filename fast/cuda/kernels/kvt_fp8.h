@@ -26,8 +26,13 @@ KVT_DEVICE unsigned kvt_bf16_absmax4(u64 v, unsigned m)
 	return m;
 }
 
-// kvt_bf16_rne is ref.BF16FromF32: round to nearest even, every NaN to 0x7FC0.
-KVT_DEVICE unsigned kvt_bf16_rne(float x)
+// kvt_bf16_rne is ref.BF16FromF32: round to nearest even, every NaN to
+// 0x7FC0, returned as R. A caller that packs the bits into a 64-bit word
+// asks for R = u64: the widening then happens in each return, which keeps
+// fp8_dequant_topk's PTX as it was before this helper was shared (the
+// values are the same either way).
+template <typename R = unsigned>
+KVT_DEVICE R kvt_bf16_rne(float x)
 {
 	unsigned u = __float_as_uint(x);
 	if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0u;
