@@ -17,28 +17,10 @@ import (
 // bs=10, cp=8, g=64: 128.75K rows of 656 B, 2035 of them padding at the
 // ends of its mirror slots).
 func TestCPCompactValidMatchesRef(t *testing.T) {
-	rng := rand.New(rand.NewPCG(13, 1))
-	specs := []ref.LayoutSpec{{CP: 2, Lens: []int{3}, Granule: 64}, {CP: 2, Lens: []int{1}, Granule: 1},
-		{CP: 2, Lens: []int{3, 4}, Granule: 1}}
-	for range 10 {
-		specs = append(specs, randomLayout(rng, 12))
-	}
-	for _, sp := range specs {
-		lay := mustLayout(t, sp)
-		for r := range lay.CP {
-			for _, w := range rowWidths {
-				in := ref.CPCompactInput{Layout: sp, Rank: r, X: ref.Rows{W: w, B: randomBytes(rng, lay.R(r)*w)}}
-				sameAsRef(t, "compact_valid", ref.CPCompactValid, cuda.CPCompactValid, in)
-			}
-		}
-	}
-	if testing.Short() {
-		return
-	}
-	sp := payloadLayout(103)
-	lay := mustLayout(t, sp)
-	in := ref.CPCompactInput{Layout: sp, Rank: 0, X: ref.Rows{W: 656, B: randomBytes(rng, lay.R(0)*656)}}
-	sameAsRef(t, "compact_valid payload", ref.CPCompactValid, cuda.CPCompactValid, in)
+	eachRankRows(t, rand.New(rand.NewPCG(13, 1)), ref.Layout.R, func(what string, sp ref.LayoutSpec, r int, x ref.Rows) {
+		in := ref.CPCompactInput{Layout: sp, Rank: r, X: x}
+		sameAsRef(t, "compact_valid"+what, ref.CPCompactValid, cuda.CPCompactValid, in)
+	})
 }
 
 // TestCPCompactValidRejectionsAreRefs checks rejected inputs give ref's

@@ -15,28 +15,10 @@ import (
 // valid row (every output row is written zero) — and at the payload shape
 // (rank 0 of bs=10, cp=8, g=64: 128.75K rows of 656 B, 2035 of them zero).
 func TestCPRestorePaddedMatchesRef(t *testing.T) {
-	rng := rand.New(rand.NewPCG(14, 1))
-	specs := []ref.LayoutSpec{{CP: 2, Lens: []int{3}, Granule: 64}, {CP: 2, Lens: []int{1}, Granule: 1},
-		{CP: 2, Lens: []int{3, 4}, Granule: 1}}
-	for range 10 {
-		specs = append(specs, randomLayout(rng, 12))
-	}
-	for _, sp := range specs {
-		lay := mustLayout(t, sp)
-		for r := range lay.CP {
-			for _, w := range rowWidths {
-				in := ref.CPRestoreInput{Layout: sp, Rank: r, Y: ref.Rows{W: w, B: randomBytes(rng, lay.Rv(r)*w)}}
-				sameAsRef(t, "restore_padded", ref.CPRestorePadded, cuda.CPRestorePadded, in)
-			}
-		}
-	}
-	if testing.Short() {
-		return
-	}
-	sp := payloadLayout(103)
-	lay := mustLayout(t, sp)
-	in := ref.CPRestoreInput{Layout: sp, Rank: 0, Y: ref.Rows{W: 656, B: randomBytes(rng, lay.Rv(0)*656)}}
-	sameAsRef(t, "restore_padded payload", ref.CPRestorePadded, cuda.CPRestorePadded, in)
+	eachRankRows(t, rand.New(rand.NewPCG(14, 1)), ref.Layout.Rv, func(what string, sp ref.LayoutSpec, r int, x ref.Rows) {
+		in := ref.CPRestoreInput{Layout: sp, Rank: r, Y: x}
+		sameAsRef(t, "restore_padded"+what, ref.CPRestorePadded, cuda.CPRestorePadded, in)
+	})
 }
 
 // TestCPRestorePaddedRejectionsAreRefs checks rejected inputs give ref's

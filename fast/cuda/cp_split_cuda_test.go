@@ -85,6 +85,36 @@ func payloadLayout(units int) ref.LayoutSpec {
 	return ref.LayoutSpec{CP: 8, Lens: lens, Granule: 64}
 }
 
+// eachRankRows is the case set of the per-rank row kernels (compact_valid,
+// restore_padded): it calls check for every rank of three edge layouts (a
+// rank with no valid row: padded cp=2, g=64, L=[3]; a rank with one: L=[1];
+// two requests) and of 10 random ones, at every row width, with random
+// input rows, rows(lay, rank) of them; and, unless -short, for rank 0 of
+// the payload layout (bs=10, cp=8, g=64: 128.75K rows of 656 B, 2035 of
+// them padding at the ends of its mirror slots). what is "" or " payload".
+func eachRankRows(t *testing.T, rng *rand.Rand, rows func(ref.Layout, int) int, check func(what string, sp ref.LayoutSpec, rank int, x ref.Rows)) {
+	t.Helper()
+	specs := []ref.LayoutSpec{{CP: 2, Lens: []int{3}, Granule: 64}, {CP: 2, Lens: []int{1}, Granule: 1},
+		{CP: 2, Lens: []int{3, 4}, Granule: 1}}
+	for range 10 {
+		specs = append(specs, randomLayout(rng, 12))
+	}
+	for _, sp := range specs {
+		lay := mustLayout(t, sp)
+		for r := range lay.CP {
+			for _, w := range rowWidths {
+				check("", sp, r, ref.Rows{W: w, B: randomBytes(rng, rows(lay, r)*w)})
+			}
+		}
+	}
+	if testing.Short() {
+		return
+	}
+	sp := payloadLayout(103)
+	lay := mustLayout(t, sp)
+	check(" payload", sp, 0, ref.Rows{W: 656, B: randomBytes(rng, rows(lay, 0)*656)})
+}
+
 // TestCPSplitMatchesRef runs the CUDA twin against ref on random layouts
 // and every row width, from one row (padded L=[1]) to the payload shape
 // (130K rows of 656 B), with random rows, pad and prefixes.

@@ -12,15 +12,13 @@ import (
 
 // TestCommittedPTXMatchesItsSource checks, without nvcc, that every
 // kernels/<base>.cu has a committed kernels/<base>.ptx generated from its
-// current text (and the convention header's): make ptx records the source's
-// SHA-256 in the PTX header. An edited kernel with stale PTX would run old
+// current text and every header's: make ptx records the SHA-256 of the
+// source followed by all kernels/*.h in byte order (scripts/ptx.sh), so an
+// edit of a shared header marks every module stale. An edited kernel with stale PTX would run old
 // code on the GPU while the emulation (compiled from the source) runs new.
 // `make ptx-check` additionally rebuilds the PTX and compares it byte for byte.
 func TestCommittedPTXMatchesItsSource(t *testing.T) {
-	header, err := os.ReadFile("kernels/kvtwin_kernel.h")
-	if err != nil {
-		t.Fatal(err)
-	}
+	header := kernelHeaders(t)
 	sources, _ := filepath.Glob("kernels/*.cu")
 	if len(sources) == 0 {
 		t.Fatal("no kernels/*.cu")
@@ -41,6 +39,25 @@ func TestCommittedPTXMatchesItsSource(t *testing.T) {
 			t.Errorf("%s is stale: generated from source sha256 %s, the source is now %s; run make ptx", ptx, got, want)
 		}
 	}
+}
+
+// kernelHeaders returns every kernels/*.h concatenated in byte order of
+// their names (filepath.Glob sorts), as scripts/ptx.sh hashes them.
+func kernelHeaders(t *testing.T) []byte {
+	t.Helper()
+	names, _ := filepath.Glob("kernels/*.h")
+	if len(names) == 0 {
+		t.Fatal("no kernels/*.h")
+	}
+	var all []byte
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	return all
 }
 
 func recordedSum(ptx string) (string, error) {

@@ -4,17 +4,7 @@
 // kvtwin_kernel.h.
 #include "kvtwin_kernel.h"
 
-#ifdef __CUDACC__
-#define FP8C_ALIGN16 __align__(16)
-#else
-#define FP8C_ALIGN16 __attribute__((aligned(16)))
-#endif
-
-// fp8c_w16 is one 16-byte word (ld/st.global.v2.u64 on the GPU); a
-// 656-byte row is 41 of them.
-struct FP8C_ALIGN16 fp8c_w16 {
-	u64 lo, hi;
-};
+// A 656-byte row is 41 16-byte words (kvt_w16).
 #define FP8C_WORDS 41
 
 // fp8_compose_current_gather: the RAGGED K buffer, out row r for r < n
@@ -22,7 +12,7 @@ struct FP8C_ALIGN16 fp8c_w16 {
 // quantized current row q. One work item per 16-byte output word, so
 // every output word is written exactly once; src was built and checked by
 // the host (slots in range, q below the quantized row count).
-KVT_KERNEL5(fp8_compose_current_gather, fp8c_w16 *, out, const fp8c_w16 *, pool, const fp8c_w16 *, cur, const i64 *, src, i64, n)
+KVT_KERNEL5(fp8_compose_current_gather, kvt_w16 *, out, const kvt_w16 *, pool, const kvt_w16 *, cur, const i64 *, src, i64, n)
 {
 	KVT_FOR(i, n * FP8C_WORDS)
 	{

@@ -2,9 +2,9 @@
 // fast/cuda/fp8_quantize_index_k.go. Convention: kvtwin_kernel.h.
 // Bit-exact with ref.QuantizeIndexK: the scale is built from bits as ref
 // builds it, the codes are enc(clamp(x/s, ±448)) with IEEE division and
-// ref.EncodeE4M3 written on integers (the same encoder as
-// fp8_quantize_row.cu; each kernel module is self-contained).
-#include "kvtwin_kernel.h"
+// ref.EncodeE4M3 written on integers (kvt_fp8.h, the encoder
+// fp8_quantize_row.cu uses too).
+#include "kvt_fp8.h"
 
 // Byte geometry of §7.3: 128 bf16 in (256 B), 128 codes and one fp32
 // scale out (132 B, so output rows are only 4-byte aligned).
@@ -12,30 +12,6 @@
 #define FP8K_OUT_W 132
 // Work items per key: 8, each 16 codes (four 4-byte stores).
 #define FP8K_ITEMS 8
-
-// fp8k_enc is ref.EncodeE4M3 (see fp8_quantize_row.cu's fp8q_enc).
-KVT_DEVICE unsigned fp8k_enc(float x)
-{
-	unsigned u = __float_as_uint(x), sign = u >> 31, a = u & 0x7FFFFFFFu, code;
-	if (a > 0x7F800000u) return 0x7Fu;
-	if (a < 0x3C800000u) {
-		unsigned e = a >> 23;
-		int r = 141 - (int)e; // |x|·2^9 = M·2^(e-141), r >= 21 here
-		if (e == 0 || r > 24) {
-			code = 0; // below one half (M < 2^24)
-		} else {
-			unsigned m = (a & 0x7FFFFFu) | 0x800000u;
-			unsigned q = m >> r, rem = m & ((1u << r) - 1u), half = 1u << (r - 1);
-			if (rem > half || (rem == half && (q & 1u))) q++;
-			code = q;
-		}
-	} else {
-		unsigned r = a + 0x7FFFFu + ((a >> 20) & 1u);
-		code = (r >> 20) - 960u;
-	}
-	if (code > 0x7Eu) code = 0x7Eu;
-	return code | sign << 7;
-}
 
 // fp8k_scale is ref.IndexKScale of amax (finite, >= 0): t = fl32(max(amax,
 // fl32(1e-4)) · fl32(1/448)), s = 2^(E(t) − 127 + (mantissa(t) != 0)).
@@ -65,11 +41,7 @@ KVT_KERNEL4(fp8_quantize_index_k_rows, unsigned *, dst, const u64 *, src, i64, n
 		unsigned *out = dst + row * (FP8K_OUT_W / 4);
 		unsigned am = 0;
 		for (int j = 0; j < FP8K_IN_W / 8; j++) {
-			u64 v = key[j];
-			for (int b = 0; b < 4; b++) {
-				unsigned a = (unsigned)(v >> (16 * b)) & 0x7FFFu;
-				am = a > am ? a : am;
-			}
+			am = kvt_bf16_absmax4(key[j], am);
 		}
 		if (am >= 0x7F80u) {
 			if (k == 0) atomicMin(bad, row);
@@ -80,11 +52,11 @@ KVT_KERNEL4(fp8_quantize_index_k_rows, unsigned *, dst, const u64 *, src, i64, n
 			u64 v = key[4 * k + w];
 			unsigned word = 0;
 			for (int b = 0; b < 4; b++) {
-				float x = __uint_as_float(((unsigned)(v >> (16 * b)) & 0xFFFFu) << 16);
+				float x = __uint_as_float(kvt_bf16(v, b) << 16);
 				float q = x / s;
 				q = q < -448.0f ? -448.0f : q;
 				q = q > 448.0f ? 448.0f : q;
-				word |= fp8k_enc(q) << (8 * b);
+				word |= kvt_e4m3_enc(q) << (8 * b);
 			}
 			out[4 * k + w] = word;
 		}

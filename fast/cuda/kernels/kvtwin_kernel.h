@@ -118,6 +118,13 @@ KVT_DEVICE int atomicAdd(int *p, int v) { int o = *p; *p = o + v; return o; }
 #define KVT_KERNEL10(name, T1, a1, T2, a2, T3, a3, T4, a4, T5, a5, T6, a6, T7, a7, T8, a8, T9, a9, T10, a10) KVT_CHECK8_(T1); KVT_CHECK8_(T2); KVT_CHECK8_(T3); KVT_CHECK8_(T4); KVT_CHECK8_(T5); KVT_CHECK8_(T6); KVT_CHECK8_(T7); KVT_CHECK8_(T8); KVT_CHECK8_(T9); KVT_CHECK8_(T10); \
 	KVT_KERNEL_(name, (T1 a1, T2 a2, T3 a3, T4 a4, T5 a5, T6 a6, T7 a7, T8 a8, T9 a9, T10 a10), (KVT_ARG_(0, T1), KVT_ARG_(1, T2), KVT_ARG_(2, T3), KVT_ARG_(3, T4), KVT_ARG_(4, T5), KVT_ARG_(5, T6), KVT_ARG_(6, T7), KVT_ARG_(7, T8), KVT_ARG_(8, T9), KVT_ARG_(9, T10)))
 
+// kvt_w16 is a 16-byte word: kernels that move whole 16-byte words load
+// and store them as one ld/st.global.v2.u64 per thread (device buffers are
+// 256-byte aligned; rows start at multiples of the word).
+struct alignas(16) kvt_w16 {
+	u64 lo, hi;
+};
+
 // KVT_FOR(i, n) is the grid-stride loop every kernel is written with: this
 // thread's indices KVT_TID, KVT_TID+KVT_NTHREADS, ... below n.
 #define KVT_FOR(i, n) for (i64 i = KVT_TID; i < (i64)(n); i += KVT_NTHREADS)
