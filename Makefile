@@ -61,7 +61,7 @@ audit: build
 
 ## bench: Go benchmarks of every op shape, with fast/ref and plain-copy ratios, then the radix
 ## tree, prefix-pool, trace-replay and HiCache benchmarks (docs/perf.md records both).
-GO_BENCH ?= MatchFullHit|PrefixLen240K|InsertRewalk|Bigram64K|Score240K|ReplayBlocks|OwnerCounts64K|OwnerPlan10K|HasUndrained|LoadDescriptorBuild|LoadSubmitLayer|CounterWaitLanded|CounterLoadOp|EstimateTotalWith|EstimateBatch64|AdmissionRound1000|Preflight32K|PreflightHandler|PerLayerForwardGLM5|OnLayerEnd|Move(Monolithic|PerLayer)256MiB|AdmissionBenchTrace
+GO_BENCH ?= MatchFullHit|PrefixLen240K|InsertRewalk|Bigram64K|Score240K|ReplayBlocks|OwnerCounts64K|OwnerPlan10K|HasUndrained|LoadDescriptorBuild|LoadSubmitLayer|CounterWaitLanded|CounterLoadOp|EstimateTotalWith|EstimateBatch64|AdmissionRound1000|Preflight32K|PreflightHandler|PerLayerForwardGLM5|OnLayerEnd|Move(Copy|Monolithic|PerLayer)256MiB|AdmissionBenchTrace
 bench: build
 	$(BIN) bench
 	$(GO) test -run '^$$' -bench '$(GO_BENCH)' -benchmem -count 1 ./fast/ ./prefix/ ./replay/ ./admtrace/ ./server/

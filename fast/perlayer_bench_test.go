@@ -138,6 +138,17 @@ func moveShape() (ref.XferGeometry, []int64, []int64) {
 	return geo, owned, dst
 }
 
+// BenchmarkMoveCopy256MiB is the yardstick the issue names: one plain copy
+// of the same 256 MiB, arena to arena, measured in the same run.
+func BenchmarkMoveCopy256MiB(b *testing.B) {
+	geo, _, _ := moveShape()
+	src, d := geo.Arenas()
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		copy(d, src)
+	}
+}
+
 // BenchmarkMoveMonolithic256MiB is the reference: one sync batch of every
 // layer's blocks (transfer.md §3.3) on the in-memory engine.
 func BenchmarkMoveMonolithic256MiB(b *testing.B) {
