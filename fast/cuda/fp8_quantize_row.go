@@ -8,12 +8,12 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// Work items per row of the FP8 kernels (one per 16-byte output word; see
-// kernels/fp8_*.cu): 32 code words and 8 rope words of a quantized row,
-// 41 words of a raw 656-byte row, 72 words of a dequantized 1152-byte row,
+// Work items per row of the FP8 kernels (see kernels/fp8_*.cu): 4 tiles of
+// a quantized row (each thread encodes a whole tile and copies 2 rope
+// words), and one per 16-byte output word elsewhere: 41 words of a raw 656-byte row, 72 words of a dequantized 1152-byte row,
 // and 8 items of 16 codes per index key.
 const (
-	quantRowItems  = 40
+	quantRowItems  = 4
 	fp8RowWords    = ref.FP8RowBytes / 16
 	dequantItems   = ref.DequantRowBytes / 16
 	indexKRowItems = ref.IndexKDim / 16
@@ -22,7 +22,7 @@ const (
 // FP8QuantizeRow is the CUDA twin of ref.FP8QuantizeRow (cp-layout.md
 // §7.2): the mode and width are checked on the host as fast checks them,
 // the rows are quantized by one launch of fp8_quantize_row_rows (one
-// thread per 16-byte output word), and a NaN/±Inf found on the device is
+// thread per 128-value tile), and a NaN/±Inf found on the device is
 // reported by ref's helper for the first row holding one, so the error is
 // ref's byte for byte.
 func FP8QuantizeRow(_ ref.Limits, in ref.FP8QuantizeRowInput) (ref.FP8RowsOutput, error) {

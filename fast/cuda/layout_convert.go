@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/kvtwin/kvtwin/fast"
@@ -16,8 +17,8 @@ import (
 // target's slices in memory order and reads them from the source layout; a
 // load or backup enumerates (page pair, layer, plane, token) through the
 // page lists; a flat page read enumerates each page's slices in host order.
-// Descriptors follow §7.2's rule: a relayout's maximal runs are counted on
-// the device, a load's or backup's runs of page pairs and a page read's
+// Descriptors follow §7.2's rule: a relayout's maximal runs are counted in
+// closed form from the geometry, a load's or backup's runs of page pairs and a page read's
 // ranges on the host from the index lists. Validation is ref's.
 func LayoutConvert(lim ref.Limits, in ref.LayoutConvertInput) (ref.LayoutConvertOutput, error) {
 	plan, err := ref.ValidateLayoutConvert(lim, in)
@@ -58,6 +59,7 @@ type copyGeo struct {
 	n, ss, ds  [4]int64
 	soff, doff int64
 	unit       int64
+	wide       bool // force layout_convert_copy64 (tests)
 }
 
 // contiguous sets the destination strides so units land one after another.
@@ -82,31 +84,39 @@ func (g *copyGeo) words() []int64 {
 	return append(w, g.soff, g.doff, g.unit, g.chunkWidth())
 }
 
-// copyUnits uploads g and launches the copy of its units from src to dst.
+// copyUnits uploads g and launches the copy of its units from src to dst:
+// layout_convert_copy32 when the chunk count fits in 32 bits (then so does
+// every coordinate and divisor the kernel divides by), _copy64 otherwise.
 func copyUnits(c *call, g copyGeo, dst, src, sidx, didx devicePtr) error {
 	dgeo, err := c.uploadInt64s(g.words())
 	if err != nil {
 		return err
 	}
 	nchunks := g.units() * (g.unit / g.chunkWidth())
-	return c.launch("layout_convert_copy", nchunks, dst, src, sidx, didx, dgeo, nchunks)
+	return c.launch(copyKernel(nchunks, g.wide), nchunks, dst, src, sidx, didx, dgeo, nchunks)
+}
+
+// copyKernel names the copy kernel for nchunks chunks: the 32-bit variant
+// whenever its unsigned index arithmetic is exact, unless wide forces the
+// 64-bit one (tests use that to cover it at small sizes).
+func copyKernel(nchunks int64, wide bool) string {
+	if wide || nchunks > math.MaxUint32 {
+		return "layout_convert_copy64"
+	}
+	return "layout_convert_copy32"
 }
 
 // relayout writes the arena in To order: dimensions are the target's memory
-// order, strides the source's.
+// order, strides the source's. The descriptors (maximal contiguous source
+// runs) are counted on the host in closed form (relayoutRuns).
 func relayout(c *call, plan ref.ConvertPlan, host []byte) (ref.LayoutConvertOutput, error) {
-	from, to := plan.Host, plan.To
-	f := stridesOf(from)
-	g := copyGeo{unit: to.TB}
-	switch to.Layout {
-	case ref.PageFirst: // (kv, p, o, l)
-		g.n, g.ss = [4]int64{to.Planes(), to.NP, to.P, to.L}, [4]int64{f.plane, f.page, f.tok, f.layer}
-	case ref.PageFirstDirect: // (kv, p, l, o)
-		g.n, g.ss = [4]int64{to.Planes(), to.NP, to.L, to.P}, [4]int64{f.plane, f.page, f.layer, f.tok}
-	default: // (kv, l, p, o)
-		g.n, g.ss = [4]int64{to.Planes(), to.L, to.NP, to.P}, [4]int64{f.plane, f.layer, f.page, f.tok}
-	}
-	g.contiguous()
+	return relayoutWith(c, plan, host, false)
+}
+
+// relayoutWith is relayout with the copy kernel's width forced to 64 bits
+// when wide is set.
+func relayoutWith(c *call, plan ref.ConvertPlan, host []byte, wide bool) (ref.LayoutConvertOutput, error) {
+	g := relayoutGeo(plan, wide)
 	src, err := c.upload(host)
 	if err != nil {
 		return ref.LayoutConvertOutput{}, err
@@ -118,29 +128,55 @@ func relayout(c *call, plan ref.ConvertPlan, host []byte) (ref.LayoutConvertOutp
 	if err := copyUnits(c, g, dst, src, 0, 0); err != nil {
 		return ref.LayoutConvertOutput{}, err
 	}
-	runs, err := countRuns(c, g)
-	if err != nil {
-		return ref.LayoutConvertOutput{}, err
-	}
-	out := ref.LayoutConvertOutput{Arena: make([]byte, len(host)), Descriptors: runs}
+	out := ref.LayoutConvertOutput{Arena: make([]byte, len(host)), Descriptors: relayoutRuns(g)}
 	return out, c.download(out.Arena, dst)
 }
 
-// countRuns counts the maximal contiguous copies of a relayout on the device.
-func countRuns(c *call, g copyGeo) (int64, error) {
-	dgeo, err := c.uploadInt64s(g.words())
-	if err != nil {
-		return 0, err
+// relayoutGeo is a relayout's copy geometry: dimensions in the target's
+// memory order (so the destination is contiguous), strides the source's.
+func relayoutGeo(plan ref.ConvertPlan, wide bool) copyGeo {
+	from, to := plan.Host, plan.To
+	f := stridesOf(from)
+	g := copyGeo{unit: to.TB, wide: wide}
+	switch to.Layout {
+	case ref.PageFirst: // (kv, p, o, l)
+		g.n, g.ss = [4]int64{to.Planes(), to.NP, to.P, to.L}, [4]int64{f.plane, f.page, f.tok, f.layer}
+	case ref.PageFirstDirect: // (kv, p, l, o)
+		g.n, g.ss = [4]int64{to.Planes(), to.NP, to.L, to.P}, [4]int64{f.plane, f.page, f.layer, f.tok}
+	default: // (kv, l, p, o)
+		g.n, g.ss = [4]int64{to.Planes(), to.L, to.NP, to.P}, [4]int64{f.plane, f.layer, f.page, f.tok}
 	}
-	count := []int64{0}
-	dcount, err := c.uploadInt64s(count)
-	if err != nil {
-		return 0, err
+	g.contiguous()
+	return g
+}
+
+// relayoutRuns is the number of maximal contiguous copies of a relayout:
+// the units u in enumeration order (no index lists) whose source does not
+// continue unit u-1's. Units u-1 and u differ by a carry into dimension k
+// (i_k += 1, every inner coordinate back to 0) for exactly n0···n(k-1) ·
+// (n_k - 1) values of u, and their source offsets then differ by
+// ss_k - Σ_{j>k} (n_j - 1)·ss_j whatever the other coordinates are; the
+// pair continues a run iff that step equals the unit. So runs = units -
+// Σ_k [step_k = unit] · n0···n(k-1) · (n_k - 1), with no per-unit work.
+// Every product is bounded by the unit count and every step by the arena
+// size, which ref's validation bounds.
+func relayoutRuns(g copyGeo) int64 {
+	units := g.units()
+	if units == 0 {
+		return 0
 	}
-	if err := c.launch("layout_convert_runs", g.units(), dgeo, g.units(), dcount); err != nil {
-		return 0, err
+	runs, outer := units, int64(1)
+	for k := 0; k < 4; k++ {
+		step := g.ss[k]
+		for j := k + 1; j < 4; j++ {
+			step -= (g.n[j] - 1) * g.ss[j]
+		}
+		if step == g.unit {
+			runs -= outer * (g.n[k] - 1)
+		}
+		outer *= g.n[k]
 	}
-	return count[0], c.downloadInt64s(count, dcount)
+	return runs
 }
 
 // transfer runs a load (host pages → device pages) or a backup (device →
