@@ -24,9 +24,12 @@ func DeepGEMMWarmupPlan() *Op[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput]
 	}
 }
 
-// DeepGEMMBuildH200 is a fingerprint build for an H200 with wheel 0.1.2.
-var DeepGEMMBuildH200 = ref.DeepGEMMBuild{DeepGEMMVersion: "0.1.2", IncludePath: "/usr/local/lib/python3.12/site-packages/deep_gemm/include",
-	Device: "NVIDIA H200", SM: "90", CUDA: "12.8"}
+// DeepGEMMBuildH200 is a fingerprint build for an H200 with wheel 0.1.2 (a
+// function, so no caller can change the value another one sees).
+func DeepGEMMBuildH200() ref.DeepGEMMBuild {
+	return ref.DeepGEMMBuild{DeepGEMMVersion: "0.1.2", IncludePath: "/usr/local/lib/python3.12/site-packages/deep_gemm/include",
+		Device: "NVIDIA H200", SM: "90", CUDA: "12.8"}
+}
 
 // DeepGEMMColdStart is a first start with n kernels (cycling through the
 // three categories over distinct shapes), each compiling one cache entry,
@@ -36,7 +39,7 @@ func DeepGEMMColdStart(n int) ref.DeepGEMMWarmupInput {
 		Env:                map[string]string{"HOME": "/root", "SGLANG_DG_CACHE_DIR": "/data/dg-cache"},
 		ChunkedPrefillSize: 16384,
 		Alignment:          128,
-		Build:              DeepGEMMBuildH200,
+		Build:              DeepGEMMBuildH200(),
 		Kernels:            []ref.DeepGEMMKernel{},
 		Cache:              []ref.DeepGEMMCacheEntry{},
 	}

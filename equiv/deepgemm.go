@@ -108,7 +108,7 @@ func dgValid(t *rapid.T) ref.DeepGEMMWarmupInput {
 		ChunkedPrefillSize: rapid.OneOf(rapid.SampledFrom([]int64{-1, 0, 1, 8192, 8193, 16384, 32768, 65536, 65537, 1 << 40}), rapid.Int64Range(-10, 70000)).Draw(t, "chunked_prefill_size"),
 		MaskedMMax:         rapid.OneOf(rapid.Just(int64(0)), rapid.Int64Range(1, ref.DeepGEMMMaxM)).Draw(t, "masked_m_max"),
 		Alignment:          rapid.OneOf(rapid.Just(int64(128)), rapid.Int64Range(1, 300), rapid.Int64Range(16384, 200000)).Draw(t, "alignment"),
-		Build:              catalog.DeepGEMMBuildH200,
+		Build:              catalog.DeepGEMMBuildH200(),
 		Kernels:            dgKernels(t),
 		Cache:              dgCache(t),
 		WriteFails:         rapid.IntRange(0, 5).Draw(t, "write_fails") == 0,
@@ -248,7 +248,7 @@ func dgKernel(kernelType string, compiles ...string) ref.DeepGEMMKernel {
 
 func dgIn(chunked int64, kernels ...ref.DeepGEMMKernel) ref.DeepGEMMWarmupInput {
 	return ref.DeepGEMMWarmupInput{Env: map[string]string{"HOME": "/root"}, ChunkedPrefillSize: chunked, Alignment: 128,
-		Build: catalog.DeepGEMMBuildH200, Kernels: kernels, Cache: []ref.DeepGEMMCacheEntry{}}
+		Build: catalog.DeepGEMMBuildH200(), Kernels: kernels, Cache: []ref.DeepGEMMCacheEntry{}}
 }
 
 // dgAfter is the restart after in: its manifest and cache, with edit

@@ -57,7 +57,7 @@ func TestDeepGEMMPropertiesCatchWrongPlans(t *testing.T) {
 	spec := equiv.DeepGEMMWarmupPlan()
 	other := `{"schema":"sglang-deepgemm-warmup/1","entries":{"zz-other":{"cache_entries":[]}}}`
 	in := ref.DeepGEMMWarmupInput{Env: map[string]string{"HOME": "/root"}, ChunkedPrefillSize: 8192, Alignment: 128,
-		Build:    catalog.DeepGEMMBuildH200,
+		Build:    catalog.DeepGEMMBuildH200(),
 		Kernels:  []ref.DeepGEMMKernel{{KernelType: ref.KernelGEMMNT, N: 7168, K: 2048, NumGroups: 1, Compiles: []string{"kernel.x"}}},
 		Manifest: &other, Cache: []ref.DeepGEMMCacheEntry{}}
 	good, err := ref.DeepGEMMWarmupPlan(ref.DefaultLimits(), in)

@@ -76,7 +76,16 @@ func (b ByteSize) MarshalJSON() ([]byte, error) {
 
 var byteSizeRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)(KB|MB|GB|KiB|MiB|GiB)$`)
 
-var byteSizeUnits = map[string]float64{"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+// byteSizeUnit is a size suffix's multiplier: all binary, so 1GB = 2^30 (A1.9).
+func byteSizeUnit(suffix string) float64 {
+	switch suffix {
+	case "KB", "KiB":
+		return 1 << 10
+	case "MB", "MiB":
+		return 1 << 20
+	}
+	return 1 << 30 // GB, GiB: the only other suffixes byteSizeRE admits
+}
 
 // Bytes parses the size (A1.9): the result is >= 1, else ErrBenchConfig
 // naming field.
@@ -94,7 +103,7 @@ func (b ByteSize) Bytes(field string) (int64, error) {
 		return 0, Reject(ErrBenchConfig, field, s, want)
 	}
 	f, err := strconv.ParseFloat(m[1], 64)
-	v := f * byteSizeUnits[m[2]]
+	v := f * byteSizeUnit(m[2])
 	if err != nil || v >= math.MaxInt64 || int64(v) < 1 {
 		return 0, Reject(ErrBenchConfig, field, s, want)
 	}

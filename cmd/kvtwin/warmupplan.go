@@ -18,7 +18,7 @@ import (
 // DeepGEMM warmup plan for given kernel shapes, and, when the cache dir
 // exists, what a start would decide against its manifest. It only reads.
 func newWarmupPlanCmd() *cobra.Command {
-	in := ref.DeepGEMMWarmupInput{Build: catalog.DeepGEMMBuildH200}
+	in := ref.DeepGEMMWarmupInput{Build: catalog.DeepGEMMBuildH200()}
 	var kernels []string
 	var cacheDir string
 	var asJSON bool

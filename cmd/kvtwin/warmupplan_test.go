@@ -41,7 +41,7 @@ func TestWarmupPlanReadsTheCacheDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "cache", "kernel.x", "kernel.cubin"), []byte("cubin"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	entry := ref.EncodeDeepGEMMEntry(cold.Plans[0], catalog.DeepGEMMBuildH200.Fingerprint(cold.Env), []string{"kernel.x"})
+	entry := ref.EncodeDeepGEMMEntry(cold.Plans[0], catalog.DeepGEMMBuildH200().Fingerprint(cold.Env), []string{"kernel.x"})
 	manifest := ref.EncodeDeepGEMMManifest(map[string]json.RawMessage{cold.Plans[0].Key: entry})
 	if err := os.WriteFile(filepath.Join(dir, ref.DeepGEMMManifestFile), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
