@@ -136,10 +136,7 @@ func (s *Server) checkCallable(c call) *apiError {
 
 // serveCall takes a concurrency slot, reads and pre-checks the body, and runs c.
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c call, start time.Time) {
-	if !s.acquire() {
-		w.Header().Set("Retry-After", "1")
-		s.writeError(w, r, &apiError{status: http.StatusTooManyRequests,
-			message: fmt.Sprintf("too many op requests in flight: MaxConcurrent is %d; retry later", s.cfg.MaxConcurrent)})
+	if !s.admit(w, r) {
 		return
 	}
 	defer s.inflight.Add(-1)
@@ -156,6 +153,18 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c call, start
 		return
 	}
 	s.runOne(w, r, c, body, start)
+}
+
+// admit takes an op slot, or answers 429 with Retry-After and reports
+// false; the caller releases a taken slot with s.inflight.Add(-1).
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
+	if s.acquire() {
+		return true
+	}
+	w.Header().Set("Retry-After", "1")
+	s.writeError(w, r, &apiError{status: http.StatusTooManyRequests,
+		message: fmt.Sprintf("too many op requests in flight: MaxConcurrent is %d; retry later", s.cfg.MaxConcurrent)})
+	return false
 }
 
 // acquire takes one of the MaxConcurrent op slots without waiting: a full

@@ -328,10 +328,7 @@ func preflightImpl(r *http.Request, impl catalog.Impl) (catalog.Impl, *apiError)
 }
 
 func (s *Server) servePreflight(w http.ResponseWriter, r *http.Request, impl catalog.Impl) {
-	if !s.acquire() {
-		w.Header().Set("Retry-After", "1")
-		s.writeError(w, r, &apiError{status: http.StatusTooManyRequests,
-			message: fmt.Sprintf("too many op requests in flight: MaxConcurrent is %d; retry later", s.cfg.MaxConcurrent)})
+	if !s.admit(w, r) {
 		return
 	}
 	defer s.inflight.Add(-1)
