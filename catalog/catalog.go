@@ -63,6 +63,8 @@ type Entry interface {
 	Run(impl Impl, lim ref.Limits, in []byte) ([]byte, error)
 	// Benchmarks lists the op's benchmark shapes, type-erased.
 	Benchmarks() []Bench
+	// Cost is the op's stated bound on what one run may allocate.
+	Cost() Cost
 }
 
 // Func is the signature every twin of an op has.
@@ -95,6 +97,8 @@ type Op[In, Out any] struct {
 	Sample In
 	// Shapes are the benchmark inputs.
 	Shapes []Shape[In]
+	// Work is the op's cost bound; the zero value means DefaultCost.
+	Work Cost
 }
 
 // Name implements Entry.
@@ -159,6 +163,7 @@ func (o *Op[In, Out]) Run(impl Impl, lim ref.Limits, in []byte) ([]byte, error) 
 	if err != nil {
 		return Canonical[Out](*new(Out), err), err
 	}
+	lim.InputBytes = int64(len(in))
 	out, err := f(lim, x)
 	return Canonical(out, err), err
 }

@@ -32,6 +32,10 @@ var (
 	ErrOverflow = NewSentinel("overflow", "arithmetic overflow")
 	// ErrTooLarge: the output would exceed the configured Limits.
 	ErrTooLarge = NewSentinel("too_large", "output exceeds the configured limit")
+	// ErrCanceled: the run was stopped by Limits.Done (its deadline passed or
+	// its caller left) before it finished; not the input's fault, so the
+	// server answers it 503, not 400.
+	ErrCanceled = NewSentinel("canceled", "the run was canceled before it finished")
 	// ErrLengthMismatch: two parallel lists have different lengths (transfer.md §2, §3).
 	ErrLengthMismatch = NewSentinel("length_mismatch", "parallel lists differ in length")
 	// ErrItemLenMismatch: item lens that must agree differ — MLA entries, whose

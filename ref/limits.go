@@ -9,20 +9,53 @@ import (
 // DefaultMaxOutputBytes is the output size bound of DefaultLimits (1 GiB).
 const DefaultMaxOutputBytes int64 = 1 << 30
 
-// Limits bounds what an op may allocate for its output. Ops whose output size
-// is derived from input numbers (not from input list lengths) check it before
-// allocating, so a small request can never ask for a huge allocation.
+// Limits bounds what an op may allocate for its output and how long it may
+// run. Ops whose output size is derived from input numbers (not from input
+// list lengths) check it with CheckOutput before allocating, so a small
+// request can never ask for a huge allocation; long loops poll Canceled.
 type Limits struct {
 	// MaxOutputBytes bounds the bytes of any one output buffer or list.
 	MaxOutputBytes int64
+	// MaxOutputRatio, when > 0, also bounds an output to this many times
+	// InputBytes (but never below RatioFloorBytes): a 200 KB request may not
+	// ask for 65 MB of rows however far below MaxOutputBytes that is. The
+	// server sets it; 0 (DefaultLimits) leaves only MaxOutputBytes.
+	MaxOutputRatio int64
+	// RatioFloorBytes is the output every request may have whatever its size,
+	// when MaxOutputRatio is set.
+	RatioFloorBytes int64
+	// InputBytes is the size of the request being run; catalog.Entry.Run sets it.
+	InputBytes int64
+	// Done, when non-nil, is closed when the run's deadline passes or its
+	// caller goes away; Canceled reports it. nil means never.
+	Done <-chan struct{}
 }
 
-// DefaultLimits returns the limits the server and CLI use unless configured.
+// DefaultLimits returns the limits the CLI, fixtures and benchmarks use
+// unless configured: 1 GiB outputs, no ratio bound, no deadline.
 func DefaultLimits() Limits { return Limits{MaxOutputBytes: DefaultMaxOutputBytes} }
 
+// OutputBound is the largest output CheckOutput admits for this run:
+// MaxOutputBytes, lowered to max(RatioFloorBytes, MaxOutputRatio×InputBytes)
+// when a ratio is set.
+func (lim Limits) OutputBound() int64 {
+	bound := lim.MaxOutputBytes
+	if lim.MaxOutputRatio <= 0 {
+		return bound
+	}
+	in := max(lim.InputBytes, 0)
+	ratio := lim.RatioFloorBytes
+	if hi, lo := bits.Mul64(uint64(in), uint64(lim.MaxOutputRatio)); hi == 0 && lo <= math.MaxInt64 {
+		ratio = max(ratio, int64(lo))
+	} else {
+		ratio = math.MaxInt64
+	}
+	return min(bound, ratio)
+}
+
 // CheckOutput rejects an output of count elements of elemBytes each when it
-// would overflow int64 or exceed lim.MaxOutputBytes. field names the input
-// that determined count.
+// would overflow int64 or exceed OutputBound. field names the input that
+// determined count.
 func (lim Limits) CheckOutput(field string, count, elemBytes int64) error {
 	hi, lo := bits.Mul64(uint64(count), uint64(elemBytes))
 	if count < 0 || elemBytes < 0 || hi != 0 || lo > math.MaxInt64 {
@@ -31,7 +64,26 @@ func (lim Limits) CheckOutput(field string, count, elemBytes int64) error {
 	if int64(lo) > lim.MaxOutputBytes {
 		return Reject(ErrTooLarge, field, count, fmt.Sprintf("count*%d bytes <= max_output_bytes (%d)", elemBytes, lim.MaxOutputBytes))
 	}
+	if b := lim.OutputBound(); int64(lo) > b {
+		return Reject(ErrTooLarge, field, count, fmt.Sprintf("count*%d bytes <= max(%d, max_output_ratio %d × %d request bytes) = %d",
+			elemBytes, lim.RatioFloorBytes, lim.MaxOutputRatio, lim.InputBytes, b))
+	}
 	return nil
+}
+
+// Canceled returns an error wrapping ErrCanceled once lim.Done is closed,
+// and nil before. It does not block, so loops call it every few thousand
+// iterations; field names where the run stopped.
+func (lim Limits) Canceled(field string) error {
+	if lim.Done == nil {
+		return nil
+	}
+	select {
+	case <-lim.Done:
+		return Reject(ErrCanceled, field, "canceled", "the run finishing before its deadline")
+	default:
+		return nil
+	}
 }
 
 // Idx formats an indexed field path such as "kv[3]".

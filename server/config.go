@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/jsonscan"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -20,6 +21,23 @@ var ErrBadConfig = ref.NewSentinel("bad_config", "invalid server configuration")
 
 // DefaultMaxBodyBytes is the request body limit of DefaultConfig (64 MiB).
 const DefaultMaxBodyBytes int64 = 64 << 20
+
+// DefaultMaxJSONDepth is the nesting limit of DefaultConfig: far above the
+// deepest op input (about 6 levels) or chat request with nested tool
+// schemas, far below what would make any recursive decoder costly.
+const DefaultMaxJSONDepth = 512
+
+// DefaultLimits are the op limits the server runs with unless configured:
+// ref.DefaultLimits' 1 GiB output bound, and no output more than 64 times
+// the request's bytes beyond a 16 MiB floor, so a 200 KB request cannot
+// ask for 65 MB of rows (issue 15, found 6) while a 64 MiB payload still
+// gets its 64 MiB answer.
+func DefaultLimits() ref.Limits {
+	lim := ref.DefaultLimits()
+	lim.MaxOutputRatio = 64
+	lim.RatioFloorBytes = 16 << 20
+	return lim
+}
 
 // Config configures a Server. Start from DefaultConfig: New rejects zero
 // limits and timeouts rather than guessing what they should have been.
@@ -41,6 +59,29 @@ type Config struct {
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are the
 	// http.Server timeouts; ShutdownTimeout bounds the graceful drain.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout, ShutdownTimeout time.Duration
+	// MaxJSONDepth bounds the nesting of every request body (arrays and
+	// objects), checked by one iterative pass before anything decodes it;
+	// deeper bodies get 400. At most jsonscan.MaxDepthLimit (10000).
+	MaxJSONDepth int
+	// OpTimeout is the deadline of one op run (both runs of ?compare=1):
+	// past it the request answers 503, and the op, which polls
+	// Limits.Canceled, stops and frees its slot. Below ShutdownTimeout, so
+	// a drain can always wait a request out.
+	OpTimeout time.Duration
+	// MinTransferRate (bytes/s) and TransferGrace bound slow clients: after
+	// the grace, a body must arrive and a response be read at least at this
+	// average rate, or the connection is cut (408 for a body). Bodies are
+	// read before a compute slot is taken and answers written after it is
+	// freed, so a slow client holds a connection, never a slot.
+	MinTransferRate int64
+	TransferGrace   time.Duration
+	// MaxBodyBytesInFlight bounds the bytes of all request bodies being read
+	// or held at once; a body that does not fit gets 503. Reserved before
+	// the body is allocated.
+	MaxBodyBytesInFlight int64
+	// MaxConnections bounds the open client connections; further ones wait
+	// in the listen backlog until one closes.
+	MaxConnections int
 	// Logger receives structured logs (admission-serving.md §S5): request
 	// successes at DEBUG, failed requests and recovered panics at WARN,
 	// start-up and shutdown at INFO, only a failed shutdown at ERROR. Use
@@ -66,7 +107,7 @@ func DefaultConfig() Config {
 	return Config{
 		Addr:              "127.0.0.1:8080",
 		Impl:              catalog.Fast,
-		Limits:            ref.DefaultLimits(),
+		Limits:            DefaultLimits(),
 		MaxBodyBytes:      DefaultMaxBodyBytes,
 		MaxConcurrent:     runtime.GOMAXPROCS(0),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -74,7 +115,15 @@ func DefaultConfig() Config {
 		WriteTimeout:      2 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
 		ShutdownTimeout:   30 * time.Second,
-		Logger:            slog.Default(),
+		MaxJSONDepth:      DefaultMaxJSONDepth,
+		OpTimeout:         10 * time.Second,
+		MinTransferRate:   64 << 10,
+		TransferGrace:     5 * time.Second,
+		// Four bodies of the largest size: the compute slots' worth on a
+		// small machine, and room to read the next ones meanwhile.
+		MaxBodyBytesInFlight: 4 * DefaultMaxBodyBytes,
+		MaxConnections:       1024,
+		Logger:               slog.Default(),
 		Prefix:            prefix.DefaultLimits(),
 		PrefixTree:        fast.NewRadixTree,
 	}
@@ -110,6 +159,9 @@ func (cfg Config) validate() error {
 			return ref.Reject(ErrBadConfig, d.field, d.v.String(), "> 0")
 		}
 	}
+	if err := cfg.validateHostileBounds(); err != nil {
+		return err
+	}
 	if cfg.Logger == nil {
 		return ref.Reject(ErrBadConfig, "Logger", "nil", "a *slog.Logger (slog.New(slog.DiscardHandler) to silence)")
 	}
@@ -118,6 +170,30 @@ func (cfg Config) validate() error {
 	}
 	if cfg.Entries != nil {
 		return validateEntries(cfg.Entries)
+	}
+	return nil
+}
+
+// validateHostileBounds checks the limits that keep hostile clients from
+// crashing, pinning or starving the server (docs/reliability.md).
+func (cfg Config) validateHostileBounds() error {
+	switch {
+	case cfg.Limits.MaxOutputRatio < 0:
+		return ref.Reject(ErrBadConfig, "Limits.MaxOutputRatio", cfg.Limits.MaxOutputRatio, ">= 0 (0: no ratio bound)")
+	case cfg.Limits.RatioFloorBytes < 0:
+		return ref.Reject(ErrBadConfig, "Limits.RatioFloorBytes", cfg.Limits.RatioFloorBytes, ">= 0")
+	case cfg.MaxJSONDepth < 1 || cfg.MaxJSONDepth > jsonscan.MaxDepthLimit:
+		return ref.Reject(ErrBadConfig, "MaxJSONDepth", cfg.MaxJSONDepth, fmt.Sprintf("in [1, %d]", jsonscan.MaxDepthLimit))
+	case cfg.OpTimeout <= 0 || cfg.OpTimeout >= cfg.ShutdownTimeout:
+		return ref.Reject(ErrBadConfig, "OpTimeout", cfg.OpTimeout.String(), fmt.Sprintf("> 0 and < ShutdownTimeout (%s), so a drain can wait out any op", cfg.ShutdownTimeout))
+	case cfg.MinTransferRate < 1:
+		return ref.Reject(ErrBadConfig, "MinTransferRate", cfg.MinTransferRate, ">= 1 byte/s")
+	case cfg.TransferGrace <= 0:
+		return ref.Reject(ErrBadConfig, "TransferGrace", cfg.TransferGrace.String(), "> 0")
+	case cfg.MaxBodyBytesInFlight < cfg.MaxBodyBytes+1:
+		return ref.Reject(ErrBadConfig, "MaxBodyBytesInFlight", cfg.MaxBodyBytesInFlight, fmt.Sprintf(">= MaxBodyBytes+1 (%d), so one largest body fits", cfg.MaxBodyBytes+1))
+	case cfg.MaxConnections < 1:
+		return ref.Reject(ErrBadConfig, "MaxConnections", cfg.MaxConnections, ">= 1")
 	}
 	return nil
 }

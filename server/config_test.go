@@ -20,7 +20,7 @@ func TestDefaultConfigIsValidAndBindsLoopback(t *testing.T) {
 	if host, _, err := net.SplitHostPort(cfg.Addr); err != nil || host != "127.0.0.1" {
 		t.Errorf("default Addr %q, want 127.0.0.1:port", cfg.Addr)
 	}
-	if cfg.Impl != catalog.Fast || cfg.MaxBodyBytes != 64<<20 || cfg.Limits != ref.DefaultLimits() ||
+	if cfg.Impl != catalog.Fast || cfg.MaxBodyBytes != 64<<20 || cfg.Limits != server.DefaultLimits() ||
 		cfg.Prefix != prefix.DefaultLimits() || cfg.PrefixTree == nil {
 		t.Errorf("defaults %+v", cfg)
 	}
@@ -45,6 +45,15 @@ func TestNewRejectsEachOutOfBoundsFieldNamingFieldValueAndBound(t *testing.T) {
 		{"WriteTimeout", "0s", "> 0", func(c *server.Config) { c.WriteTimeout = 0 }},
 		{"IdleTimeout", "0s", "> 0", func(c *server.Config) { c.IdleTimeout = 0 }},
 		{"ShutdownTimeout", "0s", "> 0", func(c *server.Config) { c.ShutdownTimeout = 0 }},
+		{"MaxJSONDepth", "0", "in [1, 10000]", func(c *server.Config) { c.MaxJSONDepth = 0 }},
+		{"MaxJSONDepth", "10001", "in [1, 10000]", func(c *server.Config) { c.MaxJSONDepth = 10001 }},
+		{"OpTimeout", "30s", "< ShutdownTimeout (30s)", func(c *server.Config) { c.OpTimeout = 30 * time.Second }},
+		{"OpTimeout", "0s", "> 0", func(c *server.Config) { c.OpTimeout = 0 }},
+		{"MinTransferRate", "0", ">= 1 byte/s", func(c *server.Config) { c.MinTransferRate = 0 }},
+		{"TransferGrace", "0s", "> 0", func(c *server.Config) { c.TransferGrace = 0 }},
+		{"MaxBodyBytesInFlight", "67108864", ">= MaxBodyBytes+1", func(c *server.Config) { c.MaxBodyBytesInFlight = 64 << 20 }},
+		{"MaxConnections", "0", ">= 1", func(c *server.Config) { c.MaxConnections = 0 }},
+		{"Limits.MaxOutputRatio", "-1", ">= 0", func(c *server.Config) { c.Limits.MaxOutputRatio = -1 }},
 		{"Logger", "nil", "*slog.Logger", func(c *server.Config) { c.Logger = nil }},
 		{"Prefix.MaxPools", "0", ">= 1", func(c *server.Config) { c.Prefix.MaxPools = 0 }},
 		{"Prefix.MaxPoolCapacity", "-1", ">= 1", func(c *server.Config) { c.Prefix.MaxPoolCapacity = -1 }},

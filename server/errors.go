@@ -39,6 +39,8 @@ func errorType(status int) string {
 		return "MethodNotAllowedError"
 	case http.StatusConflict:
 		return "ConflictError"
+	case http.StatusRequestTimeout:
+		return "RequestTimeoutError"
 	case http.StatusRequestEntityTooLarge:
 		return "PayloadTooLargeError"
 	case http.StatusTooManyRequests:

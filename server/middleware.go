@@ -58,9 +58,13 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 			}
 			s.metrics.panics.Inc()
 			// WARN, not ERROR: the request fails, the server carries on (§S5.3).
+			stack := debug.Stack()
+			if op, ok := p.(*opPanic); ok {
+				stack = op.stack // where the op panicked, not where it was re-raised
+			}
 			s.log.LogAttrs(r.Context(), slog.LevelWarn, "panic recovered",
 				slog.String("method", r.Method), slog.String("path", r.URL.Path),
-				slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))
+				slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(stack)))
 			if sw.status != 0 {
 				// The response is under way; all that is left is to cut it short.
 				panic(http.ErrAbortHandler)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
-	"github.com/tidwall/gjson"
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
@@ -134,25 +132,23 @@ func (s *Server) checkCallable(c call) *apiError {
 	return nil
 }
 
-// serveCall takes a concurrency slot, reads and pre-checks the body, and runs c.
+// serveCall reads and gates the body, then takes a compute slot and runs c
+// under OpTimeout; the slot is freed before the answer is written.
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c call, start time.Time) {
-	if !s.admit(w, r) {
-		return
-	}
-	defer s.inflight.Add(-1)
-	body, aerr := s.readBody(w, r)
-	if aerr == nil {
-		aerr = precheck(body)
-	}
+	in, aerr := s.readGated(w, r)
 	if aerr != nil {
 		s.writeError(w, r, aerr)
 		return
 	}
-	if c.compare {
-		s.runCompare(w, r, c, body, start)
+	defer s.releaseBody(in)
+	if !s.admit(w, r) {
 		return
 	}
-	s.runOne(w, r, c, body, start)
+	if c.compare {
+		s.runCompare(w, r, c, in.body, start)
+		return
+	}
+	s.runOne(w, r, c, in.body, start)
 }
 
 // admit takes an op slot, or answers 429 with Retry-After and reports
@@ -177,78 +173,6 @@ func (s *Server) acquire() bool {
 	return true
 }
 
-// readBody reads at most MaxBodyBytes; a declared Content-Length over the
-// limit is refused before a byte is read.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
-	limit := s.cfg.MaxBodyBytes
-	tooLarge := &apiError{status: http.StatusRequestEntityTooLarge,
-		message: fmt.Sprintf("request body exceeds MaxBodyBytes (%d bytes)", limit)}
-	if r.ContentLength > limit {
-		return nil, tooLarge
-	}
-	body := http.MaxBytesReader(w, r.Body, limit)
-	var b []byte
-	var err error
-	if n := r.ContentLength; n > 0 {
-		// The declared length (bounded by limit just above) is read into
-		// one exact buffer: bytes.Buffer.ReadFrom keeps 512 bytes spare and
-		// so doubled every body that declared its length.
-		b = make([]byte, n)
-		if _, err = io.ReadFull(body, b); err == nil {
-			b, err = readRest(body, b) // net/http stops a body at its Content-Length
-		}
-	} else {
-		b, err = io.ReadAll(body)
-	}
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, tooLarge
-		}
-		return nil, badRequest("", "reading the request body: %v", err)
-	}
-	return b, nil
-}
-
-// readRest appends what follows the declared length, normally nothing.
-func readRest(body io.Reader, b []byte) ([]byte, error) {
-	var one [1]byte
-	n, err := body.Read(one[:])
-	if n == 0 {
-		if err == io.EOF {
-			err = nil
-		}
-		return b, err
-	}
-	rest, err := io.ReadAll(body)
-	return append(append(b, one[0]), rest...), err
-}
-
-// precheck rejects bodies that are not one JSON object with a linear,
-// allocation-free scan, before any op decodes them. The detail is a
-// canonical bad_json error object, as the op's own decoder would return.
-func precheck(body []byte) *apiError {
-	var kind string
-	switch v := gjson.ParseBytes(body); {
-	case !gjson.ValidBytes(body):
-		kind = "not valid JSON"
-	case v.IsObject():
-		return nil
-	case v.IsArray():
-		kind = "array"
-	case v.Type == gjson.String:
-		kind = "string"
-	case v.Type == gjson.Number:
-		kind = "number"
-	case v.Type == gjson.True || v.Type == gjson.False:
-		kind = "boolean"
-	default:
-		kind = "null"
-	}
-	err := ref.Reject(catalog.ErrBadJSON, "$", kind, "a JSON object")
-	return inputError(err, catalog.Canonical(struct{}{}, err))
-}
-
 // inputError is the 400 for an input an op (or the pre-check) rejected:
 // param is the field, and detail the canonical error object, unchanged.
 func inputError(err error, canonical []byte) *apiError {
@@ -257,7 +181,10 @@ func inputError(err error, canonical []byte) *apiError {
 }
 
 // runError maps an error from catalog.Entry.Run to its response.
-func runError(c call, impl catalog.Impl, err error, canonical []byte) *apiError {
+func (s *Server) runError(c call, impl catalog.Impl, err error, canonical []byte) *apiError {
+	if errors.Is(err, ref.ErrCanceled) {
+		return s.deadlineError(fmt.Sprintf("%s on %s", c.op.entry.Name(), impl))
+	}
 	if errors.Is(err, catalog.ErrImplUnavailable) {
 		return badRequest("impl", "impl = %s: %v; kvtwin never falls back to another implementation", impl, err)
 	}
@@ -268,13 +195,23 @@ func runError(c call, impl catalog.Impl, err error, canonical []byte) *apiError 
 		message: fmt.Sprintf("%s on %s failed: %v", c.op.entry.Name(), impl, err)}
 }
 
-// runOne answers the canonical output followed by a newline, byte for byte.
+// runOne answers the canonical output followed by a newline, byte for
+// byte. It owns the compute slot admit took: runDeadline frees it.
 func (s *Server) runOne(w http.ResponseWriter, r *http.Request, c call, body []byte, start time.Time) {
-	out, err := c.op.entry.Run(c.impl, s.cfg.Limits, body)
-	if err != nil {
-		s.writeError(w, r, runError(c, c.impl, err, out))
+	res, ok := s.runDeadline(r, func(lim ref.Limits) opResult {
+		out, err := c.op.entry.Run(c.impl, lim, body)
+		return opResult{out: out, err: err}
+	})
+	if !ok {
+		s.writeError(w, r, s.deadlineError(fmt.Sprintf("%s on %s", c.op.entry.Name(), c.impl)))
 		return
 	}
+	out, err := res.out, res.err
+	if err != nil {
+		s.writeError(w, r, s.runError(c, c.impl, err, out))
+		return
+	}
+	s.setWriteDeadline(w, len(out)+1)
 	writeBody(w, http.StatusOK, append(out, '\n'))
 	s.logSuccess(r, c, len(body), len(out)+1, start)
 }
@@ -291,14 +228,29 @@ type compareBody struct {
 // result, not a failure: the comparison itself succeeded, so it is a 200.
 func (s *Server) runCompare(w http.ResponseWriter, r *http.Request, c call, body []byte, start time.Time) {
 	e := c.op.entry
-	refOut, refErr := e.Run(catalog.Ref, s.cfg.Limits, body)
-	implOut, implErr := e.Run(c.impl, s.cfg.Limits, body)
+	var refOut, implOut []byte
+	var refErr, implErr error
+	_, ok := s.runDeadline(r, func(lim ref.Limits) opResult {
+		refOut, refErr = e.Run(catalog.Ref, lim, body)
+		implOut, implErr = e.Run(c.impl, lim, body)
+		return opResult{}
+	})
+	if !ok {
+		s.writeError(w, r, s.deadlineError(fmt.Sprintf("%s on ref and %s", e.Name(), c.impl)))
+		return
+	}
+	for _, err := range []error{refErr, implErr} {
+		if errors.Is(err, ref.ErrCanceled) {
+			s.writeError(w, r, s.deadlineError(fmt.Sprintf("%s on ref and %s", e.Name(), c.impl)))
+			return
+		}
+	}
 	for _, side := range []struct {
 		impl catalog.Impl
 		err  error
 	}{{catalog.Ref, refErr}, {c.impl, implErr}} {
 		if errors.Is(side.err, catalog.ErrImplUnavailable) {
-			s.writeError(w, r, runError(c, side.impl, side.err, nil))
+			s.writeError(w, r, s.runError(c, side.impl, side.err, nil))
 			return
 		}
 	}
@@ -314,6 +266,7 @@ func (s *Server) runCompare(w http.ResponseWriter, r *http.Request, c call, body
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "implementations disagree",
 			slog.String("op", e.Name()), slog.String("impl", string(c.impl)))
 	}
+	s.setWriteDeadline(w, len(out))
 	writeBody(w, http.StatusOK, out)
 	s.logSuccess(r, c, len(body), len(out), start)
 }

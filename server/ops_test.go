@@ -135,7 +135,7 @@ func TestNonObjectBodiesAreRejectedBeforeAnyOpDecodesThem(t *testing.T) {
 		e := openAIError(t, r, http.StatusBadRequest, "BadRequestError")
 		detail := gjson.GetBytes(r.body, "detail")
 		if param(e) != "$" || detail.Get("code").String() != "bad_json" || detail.Get("field").String() != "$" ||
-			detail.Get("value").String() != tc.value || detail.Get("bound").String() != "a JSON object" {
+			!strings.HasPrefix(detail.Get("value").String(), tc.value) || detail.Get("bound").String() != "a JSON object" {
 			t.Errorf("body %q: param %s, detail %s; want bad_json at $ with value %q", tc.body, param(e), detail.Raw, tc.value)
 		}
 	}

@@ -130,12 +130,22 @@ func missing(field, want string) error {
 
 const tokensWant = "a list of token ids in [0, 4294967295]"
 
-// prefixPost is every POST route of the pools: take a concurrency slot, read
-// the body, refuse a token list over the limit from a gjson count before
-// decoding it (so an oversized list is never materialised), decode strictly
-// and run. status is the success status.
+// prefixPost is every POST route of the pools: read and gate the body (no
+// slot is held while a client sends it), refuse a token list over the limit
+// from a gjson count before decoding it (so an oversized list is never
+// materialised), take a concurrency slot, decode strictly and run. status
+// is the success status.
 func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		got, aerr := s.readGated(w, r)
+		if aerr == nil {
+			defer s.releaseBody(got)
+			aerr = s.checkTokenCount(got.body)
+		}
+		if aerr != nil {
+			s.writeError(w, r, aerr)
+			return
+		}
 		if !s.acquire() {
 			w.Header().Set("Retry-After", "1")
 			s.writeError(w, r, &apiError{status: http.StatusTooManyRequests,
@@ -143,17 +153,7 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 			return
 		}
 		defer s.inflight.Add(-1)
-		body, aerr := s.readBody(w, r)
-		if aerr == nil {
-			aerr = precheck(body)
-		}
-		if aerr == nil {
-			aerr = s.checkTokenCount(body)
-		}
-		if aerr != nil {
-			s.writeError(w, r, aerr)
-			return
-		}
+		body := got.body
 		in, err := catalog.DecodeStrict[In](body)
 		if err != nil {
 			s.writeError(w, r, s.prefixError(err))

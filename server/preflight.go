@@ -91,9 +91,9 @@ func (sp *preflightSpans) value(body []byte, i int) gjson.Result {
 // the scan validates them here and the op validates the request again by
 // its own contract. A body that is not one JSON object gets the pre-check's
 // exact error.
-func scanEnvelope(body []byte) (preflightSpans, *apiError) {
+func scanEnvelope(body []byte, maxDepth int) (preflightSpans, *apiError) {
 	var sp preflightSpans
-	p := jsonscan.New(body)
+	p := jsonscan.NewLimited(body, maxDepth)
 	p.WS()
 	ok := p.At('{') && p.Members(func(key []byte) bool {
 		i := envelopeIndex(key)
@@ -118,10 +118,11 @@ func scanEnvelope(body []byte) (preflightSpans, *apiError) {
 	if ok {
 		return sp, nil
 	}
-	if aerr := precheck(body); aerr != nil {
+	// The scan failed: the iterative gate says why (invalid JSON, not an
+	// object, or nested past MaxJSONDepth), as every other route does.
+	if aerr := gate(body, maxDepth); aerr != nil {
 		return sp, aerr
 	}
-	// gjson accepts nesting deeper than encoding/json's limit; the scan does not.
 	err := ref.Reject(catalog.ErrBadJSON, "$", "not valid JSON", "a JSON object")
 	return sp, inputError(err, catalog.Canonical(struct{}{}, err))
 }
@@ -161,9 +162,9 @@ func requestFact(p *jsonscan.Scanner, key []byte, sp *preflightSpans) bool {
 // parseEnvelope reads the envelope from one validating pass, so the
 // (large) request is never decoded here; only the small flags object is,
 // strictly.
-func parseEnvelope(body []byte) (preflightEnvelope, *apiError, error) {
+func parseEnvelope(body []byte, maxDepth int) (preflightEnvelope, *apiError, error) {
 	var env preflightEnvelope
-	sp, aerr := scanEnvelope(body)
+	sp, aerr := scanEnvelope(body, maxDepth)
 	if aerr != nil {
 		return env, aerr, nil
 	}
@@ -328,16 +329,19 @@ func preflightImpl(r *http.Request, impl catalog.Impl) (catalog.Impl, *apiError)
 }
 
 func (s *Server) servePreflight(w http.ResponseWriter, r *http.Request, impl catalog.Impl) {
+	in, aerr := s.readBody(w, r)
+	if aerr != nil {
+		s.writeError(w, r, aerr)
+		return
+	}
+	defer s.releaseBody(in)
 	if !s.admit(w, r) {
 		return
 	}
 	defer s.inflight.Add(-1)
-	body, aerr := s.readBody(w, r)
 	var env preflightEnvelope
 	var err error
-	if aerr == nil {
-		env, aerr, err = parseEnvelope(body)
-	}
+	env, aerr, err = parseEnvelope(in.body, s.cfg.MaxJSONDepth)
 	if aerr != nil {
 		s.writeError(w, r, aerr)
 		return

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 
 	"github.com/gorilla/mux"
+	"golang.org/x/net/netutil"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/prefix"
@@ -31,6 +33,9 @@ type Server struct {
 	metrics  *metrics
 	pools    *prefix.Registry
 	handler  http.Handler
+
+	// bodies is the MaxBodyBytesInFlight budget of request bodies held.
+	bodies *semaphore.Weighted
 
 	draining atomic.Bool
 	inflight atomic.Int64
@@ -55,7 +60,8 @@ func New(cfg Config) (*Server, error) {
 	if entries == nil {
 		entries = catalog.All()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, byName: make(map[string]*opInfo, len(entries))}
+	s := &Server{cfg: cfg, log: cfg.Logger, byName: make(map[string]*opInfo, len(entries)),
+		bodies: semaphore.NewWeighted(cfg.MaxBodyBytesInFlight)}
 	for _, e := range entries {
 		o := &opInfo{entry: e, unavailable: unavailableImpls(e, cfg)}
 		s.ops = append(s.ops, o)
@@ -184,7 +190,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	hs := s.httpServer()
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(netutil.LimitListener(ln, s.cfg.MaxConnections)) }()
 	s.log.Info("serving", "addr", ln.Addr().String(), "impl", string(s.cfg.Impl), "ops", len(s.ops))
 	select {
 	case err := <-served:

@@ -22,9 +22,10 @@ import (
 // elems), so no second pass is needed (admission-serving.md S2;
 // docs/decisions.md "Preflight in one pass").
 type Scanner struct {
-	b     []byte
-	i     int // next byte to read
-	depth int // open arrays and objects
+	b        []byte
+	i        int // next byte to read
+	depth    int // open arrays and objects
+	maxDepth int // 0 means maxJSONDepth
 }
 
 // maxJSONDepth is encoding/json's maxNestingDepth: json.Valid rejects a
@@ -188,6 +189,9 @@ func (p *Scanner) open() bool {
 	p.depth++
 	p.i++
 	p.WS()
+	if p.maxDepth > 0 {
+		return p.depth <= p.maxDepth
+	}
 	return p.depth <= maxJSONDepth
 }
 
@@ -283,6 +287,13 @@ func (p *Scanner) End() bool {
 
 // New returns a scanner at the start of b.
 func New(b []byte) *Scanner { return &Scanner{b: b} }
+
+// NewLimited returns a scanner at the start of b that fails past maxDepth
+// nested arrays and objects (at most MaxDepthLimit): the scanner recurses
+// once per level, so its stack is bounded by the limit, not by the input.
+func NewLimited(b []byte, maxDepth int) *Scanner {
+	return &Scanner{b: b, maxDepth: min(max(maxDepth, 1), maxJSONDepth)}
+}
 
 // Pos is the offset of the next byte to read.
 func (p *Scanner) Pos() int { return p.i }

@@ -1,0 +1,156 @@
+package jsonscan
+
+// MaxDepthLimit is the deepest nesting a Gate may be configured to admit:
+// encoding/json's own limit, past which json.Unmarshal fails anyway.
+const MaxDepthLimit = maxJSONDepth
+
+// Gate is the verdict of Check on one document: its top-level kind, and why
+// it was refused, if it was.
+type Gate struct {
+	// Kind is the top-level value's kind: "object", "array", "string",
+	// "number", "boolean", "null", or "" when the document is empty.
+	Kind string
+	// Depth is the nesting depth reached when a document was refused for
+	// being too deep, else 0.
+	Depth int
+	// Offset is where the document was refused, or -1 when it was accepted.
+	Offset int
+	// Reason says why it was refused ("" when accepted).
+	Reason string
+}
+
+// OK reports whether the document was accepted.
+func (g Gate) OK() bool { return g.Offset < 0 }
+
+// Check validates b exactly as json.Valid does, and refuses nesting deeper
+// than maxDepth arrays and objects, in one iterative pass: time linear in
+// len(b), no allocation, and constant stack whatever the nesting (a
+// recursive validator overflows its goroutine's stack on a few MB of "[",
+// which no recover can catch). It is the gate every request body passes
+// before anything recursive (encoding/json, the serving scanners) sees it.
+// maxDepth must be in [1, MaxDepthLimit]; larger is treated as the limit.
+func Check(b []byte, maxDepth int) Gate {
+	maxDepth = min(max(maxDepth, 1), MaxDepthLimit)
+	var stack [MaxDepthLimit/64 + 1]uint64 // bit d set: level d is an object
+	p := Scanner{b: b}
+	p.WS()
+	g := Gate{Kind: kindAt(b, p.i), Offset: -1}
+	refuse := func(reason string) Gate {
+		g.Offset, g.Reason = p.i, reason
+		return g
+	}
+	depth := 0
+	for {
+		// A value starts at p.i.
+		if p.i >= len(b) {
+			return refuse("unexpected end of input")
+		}
+		switch c := b[p.i]; c {
+		case '{', '[':
+			if depth == maxDepth {
+				g.Depth = depth + 1
+				return refuse("nesting too deep")
+			}
+			isObj := c == '{'
+			if isObj {
+				stack[depth/64] |= 1 << (depth % 64)
+			} else {
+				stack[depth/64] &^= 1 << (depth % 64)
+			}
+			depth++
+			p.i++
+			p.WS()
+			if p.At(c + 2) { // '}' is '{'+2, ']' is '['+2
+				p.i++
+				depth--
+				break
+			}
+			if isObj && !p.key() {
+				return refuse("invalid object key")
+			}
+			continue
+		case '"':
+			if !p.str() {
+				return refuse("invalid string")
+			}
+		case 't', 'f', 'n':
+			if !p.lit(literal(c)) {
+				return refuse("invalid literal")
+			}
+		default:
+			if !p.number() {
+				return refuse("invalid value")
+			}
+		}
+		// A value ended: close what it closes, or move to the next one.
+		for {
+			p.WS()
+			if depth == 0 {
+				if p.i != len(b) {
+					return refuse("data after the top-level value")
+				}
+				return g
+			}
+			isObj := stack[(depth-1)/64]&(1<<((depth-1)%64)) != 0
+			if p.At(',') {
+				p.i++
+				p.WS()
+				if isObj && !p.key() {
+					return refuse("invalid object key")
+				}
+				break
+			}
+			if (isObj && p.At('}')) || (!isObj && p.At(']')) {
+				p.i++
+				depth--
+				continue
+			}
+			return refuse("expected ',' or the closing bracket")
+		}
+	}
+}
+
+// key scans an object key and its colon, leaving Pos at the value.
+func (p *Scanner) key() bool {
+	if !p.At('"') || !p.str() {
+		return false
+	}
+	p.WS()
+	if !p.At(':') {
+		return false
+	}
+	p.i++
+	p.WS()
+	return true
+}
+
+// kindAt names the kind of the value starting at b[i].
+func kindAt(b []byte, i int) string {
+	if i >= len(b) {
+		return ""
+	}
+	switch b[i] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// literal is the JSON literal starting with c ('t', 'f' or 'n').
+func literal(c byte) string {
+	switch c {
+	case 't':
+		return "true"
+	case 'f':
+		return "false"
+	}
+	return "null"
+}

@@ -1,0 +1,234 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/internal/jsonscan"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// intake is a request body read, gated and held against the body budget.
+// release returns its bytes to the budget; call it once the body is no
+// longer referenced.
+type intake struct {
+	body     []byte
+	reserved int64
+}
+
+// readGated reads the whole body before the request may take a compute
+// slot (a slow sender holds a connection, never a slot), under three
+// bounds: MaxBodyBytes (413), the bytes of all bodies being held at once
+// (MaxBodyBytesInFlight, 503), and the minimum transfer rate (408: after
+// TransferGrace the body must keep arriving at MinTransferRate on
+// average). Then it passes the JSON gate: one iterative pass that refuses
+// invalid JSON and nesting deeper than MaxJSONDepth, so nothing recursive
+// sees an unchecked body. The caller must call s.releaseBody(in) when done.
+func (s *Server) readGated(w http.ResponseWriter, r *http.Request) (intake, *apiError) {
+	in, aerr := s.readBody(w, r)
+	if aerr != nil {
+		return in, aerr
+	}
+	if aerr := gate(in.body, s.cfg.MaxJSONDepth); aerr != nil {
+		s.releaseBody(in)
+		return intake{}, aerr
+	}
+	return in, nil
+}
+
+// releaseBody returns in's reservation to the body budget.
+func (s *Server) releaseBody(in intake) {
+	if in.reserved > 0 {
+		s.bodies.Release(in.reserved)
+	}
+}
+
+// bodyChunk is how much of a body without a declared length is reserved
+// and read at a time.
+const bodyChunk = 64 << 10
+
+// readBody reads at most MaxBodyBytes at no less than the minimum rate,
+// reserving what it holds from the body budget before it allocates it. A
+// declared Content-Length over the limit is refused before a byte is read.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (intake, *apiError) {
+	limit := s.cfg.MaxBodyBytes
+	tooLarge := &apiError{status: http.StatusRequestEntityTooLarge,
+		message: fmt.Sprintf("request body exceeds MaxBodyBytes (%d bytes)", limit)}
+	if r.ContentLength > limit {
+		return intake{}, tooLarge
+	}
+	rd := &rateReader{r: http.MaxBytesReader(w, r.Body, limit), rc: http.NewResponseController(w),
+		start: time.Now(), grace: s.cfg.TransferGrace, rate: s.cfg.MinTransferRate}
+	var in intake
+	// The declared length (bounded just above) is read into one exact
+	// buffer; a body without one grows by bodyChunk, each reserved first.
+	want := int64(bodyChunk)
+	if r.ContentLength > 0 {
+		want = r.ContentLength + 1 // one spare byte notices a body longer than declared
+	}
+	for {
+		if int64(cap(in.body)-len(in.body)) == 0 {
+			grow := min(want, limit+1-int64(len(in.body)))
+			if !s.bodies.TryAcquire(grow) {
+				s.releaseBody(in)
+				return intake{}, s.bodyBudgetError()
+			}
+			in.reserved += grow
+			in.body = append(make([]byte, 0, int64(len(in.body))+grow), in.body...)
+			want = bodyChunk
+		}
+		n, err := rd.Read(in.body[len(in.body):cap(in.body)])
+		in.body = in.body[:len(in.body)+n]
+		if err == io.EOF {
+			// Lift the rate deadline: net/http's background read of the
+			// idle connection would take it for a hang-up and cancel the
+			// request's context mid-op.
+			_ = rd.rc.SetReadDeadline(time.Time{})
+			return in, nil
+		}
+		if err != nil {
+			s.releaseBody(in)
+			return intake{}, s.readError(w, err, tooLarge, int64(len(in.body)))
+		}
+	}
+}
+
+// readError maps a failed body read to its answer.
+func (s *Server) readError(w http.ResponseWriter, err error, tooLarge *apiError, got int64) *apiError {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return tooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		return &apiError{status: http.StatusRequestTimeout, message: fmt.Sprintf(
+			"request body too slow: %d bytes arrived, below MinTransferRate (%d bytes/s after a %s grace); the connection is closed",
+			got, s.cfg.MinTransferRate, s.cfg.TransferGrace)}
+	}
+	return badRequest("", "reading the request body: %v", err)
+}
+
+// bodyBudgetError is the 503 for a body that does not fit the bytes every
+// body being held may take together.
+func (s *Server) bodyBudgetError() *apiError {
+	return &apiError{status: http.StatusServiceUnavailable, message: fmt.Sprintf(
+		"the server is holding MaxBodyBytesInFlight (%d bytes) of request bodies; retry later", s.cfg.MaxBodyBytesInFlight)}
+}
+
+// gate refuses a body that is not one JSON object, or nests deeper than
+// maxDepth, with the canonical bad_json error object an op's own decoder
+// would return, naming $, the depth and the bound.
+func gate(body []byte, maxDepth int) *apiError {
+	g := jsonscan.Check(body, maxDepth)
+	var err error
+	switch {
+	case g.Depth > 0:
+		err = ref.Reject(catalog.ErrBadJSON, "$", fmt.Sprintf("nesting depth %d at offset %d", g.Depth, g.Offset),
+			fmt.Sprintf("at most %d nested arrays and objects (MaxJSONDepth)", maxDepth))
+	case !g.OK():
+		err = ref.Reject(catalog.ErrBadJSON, "$", fmt.Sprintf("not valid JSON (%s at offset %d)", g.Reason, g.Offset), "a JSON object")
+	case g.Kind != "object":
+		err = ref.Reject(catalog.ErrBadJSON, "$", g.Kind, "a JSON object")
+	default:
+		return nil
+	}
+	return inputError(err, catalog.Canonical(struct{}{}, err))
+}
+
+// rateReader reads a request body no slower than rate bytes per second on
+// average once grace has passed: before each Read the connection's read
+// deadline is moved to where a sender at exactly that rate would be.
+type rateReader struct {
+	r     io.Reader
+	rc    *http.ResponseController
+	start time.Time
+	grace time.Duration
+	rate  int64
+	n     int64
+}
+
+// Read implements io.Reader.
+func (rr *rateReader) Read(p []byte) (int, error) {
+	_ = rr.rc.SetReadDeadline(rr.start.Add(rr.grace + transferTime(rr.n, rr.rate)))
+	n, err := rr.r.Read(p)
+	rr.n += int64(n)
+	return n, err
+}
+
+// transferTime is how long n bytes take at rate bytes per second, saturating.
+func transferTime(n, rate int64) time.Duration {
+	secs := n / rate
+	if secs > int64(time.Duration(1<<62)/time.Second) {
+		return 1 << 62
+	}
+	return time.Duration(secs)*time.Second + time.Duration(n%rate)*time.Second/time.Duration(rate)
+}
+
+// setWriteDeadline gives a response of n bytes TransferGrace plus the time
+// it takes at MinTransferRate: a reader slower than that is cut off rather
+// than holding the connection (its compute slot is already free).
+func (s *Server) setWriteDeadline(w http.ResponseWriter, n int) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.TransferGrace + transferTime(int64(n), s.cfg.MinTransferRate)))
+}
+
+// opResult is what an op run under a deadline returned.
+type opResult struct {
+	out   []byte
+	err   error
+	panic *opPanic
+}
+
+// runDeadline runs f under OpTimeout in a goroutine of its own, passing it
+// limits whose Done closes at the deadline or when the client goes away.
+// The goroutine owns the compute slot the caller took and frees it when f
+// returns; ops poll Limits.Canceled in their long loops, so that is soon
+// after the deadline. ok is false when the deadline passed first.
+func (s *Server) runDeadline(r *http.Request, f func(ref.Limits) opResult) (res opResult, ok bool) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OpTimeout)
+	defer cancel() // once answered, the op (if still running) is told to stop
+	lim := s.cfg.Limits
+	lim.Done = ctx.Done()
+	done := make(chan opResult, 1)
+	go func() {
+		defer s.inflight.Add(-1)
+		defer func() {
+			if p := recover(); p != nil {
+				done <- opResult{panic: &opPanic{value: p, stack: debug.Stack()}}
+			}
+		}()
+		done <- f(lim)
+	}()
+	select {
+	case res = <-done:
+		if res.panic != nil {
+			panic(res.panic) // recoverPanics answers 500 and logs the op's stack
+		}
+		return res, true
+	case <-ctx.Done():
+		return opResult{}, false
+	}
+}
+
+// opPanic carries a panic out of the goroutine an op ran in, with that
+// goroutine's stack, to the handler's recoverPanics.
+type opPanic struct {
+	value any
+	stack []byte
+}
+
+// String is what the log shows as the panic.
+func (p *opPanic) String() string { return fmt.Sprint(p.value) }
+
+// deadlineError is the 503 of a request whose op outlived OpTimeout or
+// whose client left.
+func (s *Server) deadlineError(what string) *apiError {
+	return &apiError{status: http.StatusServiceUnavailable, message: fmt.Sprintf(
+		"%s did not finish within OpTimeout (%s); it was canceled and its slot freed", what, s.cfg.OpTimeout)}
+}

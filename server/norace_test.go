@@ -1,0 +1,6 @@
+//go:build !race
+
+package server_test
+
+// slowdown is 1 without -race.
+const slowdown = 1
