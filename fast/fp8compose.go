@@ -20,6 +20,9 @@ func FP8ComposeCurrent(lim ref.Limits, in ref.FP8ComposeInput) (ref.FP8ComposeOu
 	src := in.Pool.Rows.B
 	row, base := 0, 0
 	for b, ps := range in.PrefixSlots {
+		if err := lim.Canceled(ref.Idx("prefix_slots", b)); err != nil {
+			return ref.FP8ComposeOutput{}, err
+		}
 		for i := 0; i < len(ps); {
 			j := i + 1
 			for j < len(ps) && ps[j] == ps[j-1]+1 {

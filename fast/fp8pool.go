@@ -57,7 +57,13 @@ func FP8MaterializePages(lim ref.Limits, in ref.FP8MaterializeInput) (ref.FP8Mat
 	const w = ref.FP8RowBytes
 	out := make([]byte, len(in.Slots)*w)
 	src := in.Pool.Rows.B
-	for i := 0; i < len(in.Slots); {
+	for i, polled := 0, -ref.PollEvery; i < len(in.Slots); {
+		if i-polled >= ref.PollEvery {
+			if err := lim.Canceled("slots"); err != nil {
+				return ref.FP8MaterializeOutput{}, err
+			}
+			polled = i
+		}
 		j := i + 1
 		for j < len(in.Slots) && in.Slots[j] == in.Slots[j-1]+1 {
 			j++

@@ -23,6 +23,11 @@ func FP8ComposeCurrent(lim ref.Limits, in ref.FP8ComposeInput) (ref.FP8ComposeOu
 	if err != nil {
 		return ref.FP8ComposeOutput{}, err
 	}
+	// One kernel launch cannot be interrupted: the deadline is checked
+	// before the device work starts.
+	if err := lim.Canceled("prefix_slots"); err != nil {
+		return ref.FP8ComposeOutput{}, err
+	}
 	out := ref.NewRows(ref.FP8RowBytes, plan.Total)
 	if plan.Total == 0 {
 		return ref.FP8ComposeOutput{Rows: out}, nil

@@ -12,6 +12,11 @@ func FP8MaterializePages(lim ref.Limits, in ref.FP8MaterializeInput) (ref.FP8Mat
 	if err := ref.ValidateFP8Materialize(lim, in); err != nil {
 		return ref.FP8MaterializeOutput{}, err
 	}
+	// One kernel launch cannot be interrupted: the deadline is checked
+	// before the device work starts.
+	if err := lim.Canceled("slots"); err != nil {
+		return ref.FP8MaterializeOutput{}, err
+	}
 	n := int64(len(in.Slots))
 	out := ref.NewRows(ref.FP8RowBytes, len(in.Slots))
 	if n == 0 {

@@ -123,3 +123,28 @@ func FuzzGateAgreesWithJSONValid(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkGate measures the gate on a 32 KiB chat request and on 12 MB of
+// nesting, beside json.Valid on the same bytes (the yardstick it replaces
+// in front of encoding/json).
+func BenchmarkGate(b *testing.B) {
+	chat := []byte(`{"messages":[` + strings.Repeat(`{"role":"user","content":"lorem ipsum dolor sit amet, consectetur"},`, 500) + `{}]}`)
+	deep := []byte(strings.Repeat("[", 6_000_000) + strings.Repeat("]", 6_000_000))
+	for _, tc := range []struct {
+		name string
+		doc  []byte
+	}{{"chat", chat}, {"deep", deep}} {
+		b.Run(tc.name+"/gate", func(b *testing.B) {
+			b.SetBytes(int64(len(tc.doc)))
+			for b.Loop() {
+				Check(tc.doc, 512)
+			}
+		})
+		b.Run(tc.name+"/json.Valid", func(b *testing.B) {
+			b.SetBytes(int64(len(tc.doc)))
+			for b.Loop() {
+				json.Valid(tc.doc)
+			}
+		})
+	}
+}
