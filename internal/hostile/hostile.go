@@ -208,7 +208,10 @@ func siteVariants(root *node, i int, opt Options) []Variant {
 			mutate("-"+key, func(n *node) { drop(n, k) })
 			mutate("+dup "+key, func(n *node) { n.keys = append(n.keys, key); n.vals = append(n.vals, n.vals[k].clone()) })
 		}
-		mutate("+unknown", func(n *node) { n.keys = append(n.keys, "zz_unknown"); n.vals = append(n.vals, &node{kind: 'n', raw: "1"}) })
+		mutate("+unknown", func(n *node) {
+			n.keys = append(n.keys, "zz_unknown")
+			n.vals = append(n.vals, &node{kind: 'n', raw: "1"})
+		})
 	}
 	if i > 0 && opt.Depth > 0 {
 		mutate(fmt.Sprintf("=nested×%d", opt.Depth), func(n *node) { nest(n, opt.Depth) })
