@@ -4,8 +4,8 @@ BIN      := bin/kvtwin
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
 FIXTURES  = $(wildcard fixtures/testdata/*.jsonl)
 
-.PHONY: all build run test test-long fmt-check vet staticcheck test-race fixtures-check audit-short \
-        fixtures bugzoo audit bench fuzz lint clean \
+.PHONY: all build run test test-long fmt-check vet staticcheck test-race hostile-short hostile fixtures-check audit-short \
+        fixtures bugzoo audit bench soak fuzz lint clean \
         cuda-deps ptx ptx-check emu cuda-build test-cuda gpu-bin gpu-check
 
 all: build
@@ -18,7 +18,7 @@ run: build
 	$(BIN) serve
 
 ## test: every gate CI runs, on a fresh clone, in under 10 minutes on 2 cores.
-test: fmt-check vet staticcheck test-race fixtures-check audit-short test-cuda
+test: fmt-check vet staticcheck test-race hostile-short fixtures-check audit-short test-cuda
 
 ## test-long: the exhaustive checks too slow for every CI run (all 2^32 float32 inputs through the
 ## e4m3 and bf16 codecs against independent oracles: about 30 s on 2 cores).
@@ -37,6 +37,15 @@ staticcheck:
 
 test-race:
 	$(GO) test -race -count=1 ./...
+
+## hostile-short: the hostile-input harness (equiv/hostile_test.go) on every op × implementation,
+## bounded form; it measures time and allocation, so it runs without -race (docs/reliability.md).
+hostile-short:
+	$(GO) test -count=1 -run 'TestHostileInputs' ./equiv/
+
+## hostile: the harness long: more golden seeds, arrays grown to 1 MiB, nesting to 512.
+hostile:
+	KVTWIN_HOSTILE=long $(GO) test -count=1 -timeout 60m -v -run 'TestHostileInputs' ./equiv/
 
 fixtures-check: build
 	$(BIN) fixtures check --impl fast $(FIXTURES)
@@ -65,6 +74,12 @@ GO_BENCH ?= MatchFullHit|PrefixLen240K|InsertRewalk|Bigram64K|Score240K|ReplayBl
 bench: build
 	$(BIN) bench
 	$(GO) test -run '^$$' -bench '$(GO_BENCH)' -benchmem -count 1 ./fast/ ./prefix/ ./replay/ ./admtrace/ ./server/
+
+## soak: `kvtwin soak` — `kvtwin serve` as a child on 127.0.0.1 under well-behaved and hostile
+## clients for SOAKTIME; fails on any 5xx, a crash, RSS past its bounds, a 429 storm or transport errors.
+SOAKTIME ?= 60s
+soak: build
+	$(BIN) soak --duration $(SOAKTIME)
 
 clean:
 	rm -rf bin

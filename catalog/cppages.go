@@ -16,7 +16,13 @@ func PageDescriptors() *Op[ref.PageDescriptorsInput, ref.PageDescriptors] {
 		Summary: "row-scoped page descriptors (CSR, sorted by page per row) of a batch's page windows",
 		Ref:     ref.BuildDescriptors,
 		Fast:    fast.BuildDescriptors,
-		Sample:  ref.PageDescriptorsInput{Pages: [][]int64{{7, 3}, {3, 9}}},
+		// One descriptor per page, from the page lists: about 4 output bytes
+		// per request byte, bounded by the lists, not by a number. Measured
+		// with the harness's limits on 1 MiB of page lists: ref 88 B per
+		// request byte (rows of 8 one-digit pages; 81 for the example's rows
+		// repeated), fast 53.
+		Work:   Cost{PerInputByte: 128, PerOutputByte: 8, Fixed: 4 << 20},
+		Sample: ref.PageDescriptorsInput{Pages: [][]int64{{7, 3}, {3, 9}}},
 		Shapes: []Shape[ref.PageDescriptorsInput]{
 			{Name: "bs10-100K-tokens-ps64-shared-prefix", Make: func() ref.PageDescriptorsInput {
 				return ref.PageDescriptorsInput{Pages: sharedPrefixWindows(10, 100_000, 40_000, 64)}

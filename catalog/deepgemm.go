@@ -16,6 +16,12 @@ func DeepGEMMWarmupPlan() *Op[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput]
 		Ref:     ref.DeepGEMMWarmupPlan,
 		Fast:    fast.DeepGEMMWarmupPlan,
 		// A cold start on an H200: no manifest, three GLM-5-like kernels.
+		// Per kernel a grid of at most ~70 M values (geo and dense sets up to
+		// DeepGEMMMaxM, logarithmic in it), names and logs: about 6.5 output
+		// bytes per request byte, bounded by the kernel list. Measured with
+		// the harness's limits on 1 MiB of kernels: ref 99 B per request byte
+		// (the harness's variant; 90 for n=1, k=1 kernels), fast 50.
+		Work:   Cost{PerInputByte: 144, PerOutputByte: 8, Fixed: 4 << 20},
 		Sample: DeepGEMMColdStart(3),
 		Shapes: []Shape[ref.DeepGEMMWarmupInput]{
 			{Name: "cold-start-64-kernels", Make: func() ref.DeepGEMMWarmupInput { return DeepGEMMColdStart(64) }},

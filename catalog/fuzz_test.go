@@ -1,19 +1,42 @@
 package catalog_test
 
 import (
+	"bytes"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fixtures"
+	"github.com/kvtwin/kvtwin/internal/hostile"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
+// fuzzLimits are the hostile-input harness's limits (equiv/hostile_test.go):
+// a 1 MiB output bound and the server's ratio bound, so every op's Cost is
+// small enough to check on every input.
+func fuzzLimits() ref.Limits {
+	return ref.Limits{MaxOutputBytes: 1 << 20, MaxOutputRatio: 64, RatioFloorBytes: 256 << 10}
+}
+
+// fuzzHang is how long one run may take before it counts as a hang: far
+// above the harness's 2 s, since fuzz workers share the machine's cores,
+// and far below "for ever", which is what a size formed from an unchecked
+// number takes.
+const fuzzHang = 10 * time.Second
+
 // FuzzRunNeverPanicsAndTwinsAgree feeds arbitrary bytes to every op on both
-// twins: neither may panic, and both must produce the same canonical bytes
-// (errors included). The seed corpus is the golden set, so `go test` runs
-// every golden input through this check; `go test -fuzz` explores from there.
+// twins: neither may panic or hang, either may reject only with an input
+// error, what each allocates stays within the op's Cost, and both produce
+// the same canonical bytes (errors included). leaf > 0 first rewrites
+// numeric leaf (leaf−1) mod n of the input to hostile.Extremes[extreme],
+// driving the search towards the numbers that size allocations and loops
+// (0, −1, 2^31±1, 2^53+1, 2^63−1, 1e308, …), which byte mutations reach
+// only by luck. The seed corpus is the golden set, unmutated, plus every
+// op's example with each extreme on its first leaf, so `go test` runs all
+// of them through this check; `go test -fuzz` explores from there.
 func FuzzRunNeverPanicsAndTwinsAgree(f *testing.F) {
 	entries := catalog.All()
 	for i, e := range entries {
@@ -22,16 +45,77 @@ func FuzzRunNeverPanicsAndTwinsAgree(f *testing.F) {
 			f.Fatal(err)
 		}
 		for _, c := range cases {
-			f.Add(uint8(i), []byte(c.In))
+			f.Add(uint8(i), []byte(c.In), uint8(0), uint8(0))
+		}
+		for x := range hostile.Extremes {
+			f.Add(uint8(i), []byte(e.Example()), uint8(1), uint8(x))
 		}
 	}
-	lim := ref.Limits{MaxOutputBytes: 1 << 24}
-	f.Fuzz(func(t *testing.T, op uint8, in []byte) {
+	lim := fuzzLimits()
+	f.Fuzz(func(t *testing.T, op uint8, in []byte, leaf, extreme uint8) {
 		e := entries[int(op)%len(entries)]
-		want, werr := e.Run(catalog.Ref, lim, in)
-		got, gerr := e.Run(catalog.Fast, lim, in)
-		if (werr == nil) != (gerr == nil) || string(want) != string(got) {
-			t.Fatalf("%s: ref %s (%v)\nfast %s (%v)\ninput %s", e.Name(), want, werr, got, gerr, in)
+		if n := hostile.NumberLeaves(in); leaf > 0 && n > 0 {
+			in, _ = hostile.ReplaceNumber(in, (int(leaf)-1)%n, hostile.Extremes[int(extreme)%len(hostile.Extremes)])
+		}
+		bound := e.Cost().AllocBound(len(in), lim)
+		want := fuzzRun(t, e, catalog.Ref, lim, in, bound)
+		got := fuzzRun(t, e, catalog.Fast, lim, in, bound)
+		if (want.err == nil) != (got.err == nil) || !bytes.Equal(want.out, got.out) && !(want.err == nil && timedOutput(e, in)) {
+			t.Fatalf("%s: ref %.500s (%v)\nfast %.500s (%v)\ninput %.1000s", e.Name(), want.out, want.err, got.out, got.err, in)
 		}
 	})
+}
+
+// fuzzResult is one twin's answer.
+type fuzzResult struct {
+	out []byte
+	err error
+}
+
+// fuzzRun runs impl on in in a goroutine of its own and fails t when it
+// panics, outlives fuzzHang, rejects with an error the server answers 5xx,
+// or allocates more than bound.
+func fuzzRun(t *testing.T, e catalog.Entry, impl catalog.Impl, lim ref.Limits, in []byte, bound int64) fuzzResult {
+	t.Helper()
+	type answer struct {
+		fuzzResult
+		panic any
+		alloc uint64
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		defer func() {
+			a.panic = recover()
+			runtime.ReadMemStats(&m1)
+			a.alloc = m1.TotalAlloc - m0.TotalAlloc
+			done <- a
+		}()
+		a.out, a.err = e.Run(impl, lim, in)
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-time.After(fuzzHang):
+		t.Fatalf("%s on %s: still running after %v; input %.1000s", e.Name(), impl, fuzzHang, in)
+	}
+	switch _, isInput := ref.AsInputError(a.err); {
+	case a.panic != nil:
+		t.Fatalf("%s on %s: panic: %v; input %.1000s", e.Name(), impl, a.panic, in)
+	case a.err != nil && !isInput:
+		t.Fatalf("%s on %s: an error the server answers 5xx: %v; input %.1000s", e.Name(), impl, a.err, in)
+	case a.alloc > uint64(bound):
+		t.Fatalf("%s on %s: allocated %d bytes, over the op's Cost bound %d for %d input bytes; input %.1000s", e.Name(), impl, a.alloc, bound, len(in), in)
+	}
+	return a.fuzzResult
+}
+
+// timedOutput reports whether in asks e for wall-clock figures, which
+// differ from run to run: admission.bench reports each round's duration_us
+// unless "deterministic" is true (admission-serving.md §A3.3). The twins
+// are then compared on the verdict only (as in equiv/hostile_test.go).
+func timedOutput(e catalog.Entry, in []byte) bool {
+	return e.Name() == "admission.bench" && !bytes.Contains(in, []byte(`"deterministic":true`))
 }

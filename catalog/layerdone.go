@@ -16,6 +16,13 @@ func LayerDoneScript() *Op[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput] 
 		Ref:     ref.LayerDoneScript,
 		Fast:    fast.LayerDoneScript,
 		Sample:  LayerDoneWorkedExample(),
+		// Every step answers with the counter's whole state, and a refused
+		// one with its canonical error and message: up to 18 output bytes
+		// per request byte, bounded by the step list, not by a number.
+		// Measured with the harness's limits on 1 MiB of steps: both twins
+		// 127 B per request byte on {"op":"complete"} (each refused), 79 on
+		// update_producer, 42 on reset. 192 leaves half again of headroom.
+		Work: Cost{PerInputByte: 192, PerOutputByte: 8, Fixed: 4 << 20},
 		Shapes: []Shape[ref.LayerDoneScriptInput]{
 			{Name: "79-layers-3-ops-ready-per-layer", Make: func() ref.LayerDoneScriptInput { return layerDoneBench(79, 3) }},
 		},

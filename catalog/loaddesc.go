@@ -15,7 +15,15 @@ func LoadScript() *Op[ref.LoadScriptInput, ref.LoadScriptOutput] {
 		Summary: "prepared H2D load descriptors: begin, submit every layer (MLA KV + active NSA index), end; runs, builds, fallbacks, device bytes",
 		Ref:     ref.LoadScript,
 		Fast:    fast.LoadScript,
-		Sample:  LoadWorkedExample(),
+		// Per op a trace entry (runs, misuse results and the three after-end
+		// probes' error objects): about 7 output bytes per request byte for
+		// real ops, bounded by the op list. Measured with the harness's limits
+		// on 1 MiB of the golden ops repeated: 87 B per request byte (fast),
+		// 85 (ref). Empty ops ({}) cost 729 B and answer 92 bytes per request
+		// byte, past the server's 64× output ratio: a trace bound is owed
+		// there, and this Cost deliberately does not cover it.
+		Work:   Cost{PerInputByte: 128, PerOutputByte: 8, Fixed: 4 << 20},
+		Sample: LoadWorkedExample(),
 		Shapes: []Shape[ref.LoadScriptInput]{
 			// Whole scripts also allocate and fill the arenas; the build and
 			// per-layer submit times alone are Go benchmarks on the loaders

@@ -272,7 +272,7 @@ func storeValidRegressions() []Case[ref.FP8StoreValidRowsInput] {
 // storeValidSelected is SelectLocalValidRows(x) quantized (div_fp32) and
 // the slots they go to.
 func storeValidSelected(lim ref.Limits, in ref.FP8StoreValidRowsInput) (ref.Rows, []int64, error) {
-	lay, err := ref.BuildLayoutAt("layout", in.Layout)
+	lay, err := ref.BuildLayoutAt(lim, "layout", in.Layout)
 	if err != nil {
 		return ref.Rows{}, nil, err
 	}
@@ -314,7 +314,7 @@ func storeValidOthers(lim ref.Limits, in ref.FP8StoreValidRowsInput, out ref.FP8
 // storeValidPadding: padding rows never touch the pool, so filling every
 // padding row with NaN (which quantize would reject) changes nothing.
 func storeValidPadding(lim ref.Limits, in ref.FP8StoreValidRowsInput, out ref.FP8StoreValidRowsOutput) error {
-	lay, err := ref.BuildLayoutAt("layout", in.Layout)
+	lay, err := ref.BuildLayoutAt(lim, "layout", in.Layout)
 	if err != nil {
 		return err
 	}
@@ -340,7 +340,7 @@ func storeValidPadding(lim ref.Limits, in ref.FP8StoreValidRowsInput, out ref.FP
 // every current slot req_to_token[i][P_i + t] in token order equals
 // Quantize(G). Inputs whose current slots repeat across ranks are skipped.
 func storeValidAllRanks(lim ref.Limits, in ref.FP8StoreValidRowsInput, out ref.FP8StoreValidRowsOutput) error {
-	lay, err := ref.BuildLayoutAt("layout", in.Layout)
+	lay, err := ref.BuildLayoutAt(lim, "layout", in.Layout)
 	if err != nil {
 		return err
 	}

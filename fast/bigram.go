@@ -225,6 +225,13 @@ func PageHashes(_ ref.Limits, in ref.PageHashesInput) (ref.PageHashesOutput, err
 	}
 	pages := units / in.PageSize
 	out := ref.PageHashesOutput{Units: units, Hashes: make([]string, pages), EventIDs: make([]int64, pages)}
+	if pages == 0 {
+		// A page larger than the key hashes nothing. Returning here keeps
+		// page_size from sizing the buffer below: only a page_size <= units
+		// (the tokens sent) reaches it, so page_size·width cannot overflow or
+		// ask for more than the input's own size.
+		return out, nil
+	}
 	var prior []byte
 	if in.Prior != "" {
 		prior, _ = hex.DecodeString(in.Prior)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -183,5 +184,30 @@ func TestBigramViewAppendToEqualsMaterializeWithoutAllocating(t *testing.T) {
 	}
 	if got := (fast.BigramView{}).AppendTo(nil); got != nil {
 		t.Fatalf("empty view appended %v", got)
+	}
+}
+
+// TestPageHashesSizesItsBufferByTheTokensNotByPageSize is the
+// hostile-input harness's finding on radix.page_hashes: the fast twin sized
+// its page buffer as page_size·width before knowing whether one whole page
+// exists, so page_size 2^31−1 allocated 8 GB for four tokens, 2^31+1 ran
+// for seconds, 2^53+1 panicked (makeslice) and 10^12 took the server down.
+// A page larger than the key hashes nothing — ref's answer — and what the
+// twin allocates is bounded by the tokens it was sent.
+func TestPageHashesSizesItsBufferByTheTokensNotByPageSize(t *testing.T) {
+	for _, ps := range []int{1<<31 - 1, 1<<31 + 1, 1<<53 + 1, 1 << 61, 1<<63 - 1, 1_000_000_000_000} {
+		for _, bigram := range []bool{false, true} {
+			in := ref.PageHashesInput{Tokens: []int64{1, 2, 3, 4}, Bigram: bigram, PageSize: ps}
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			r := runBounded(t, hostileName(in), fast.PageHashes, ref.DefaultLimits(), in)
+			runtime.ReadMemStats(&m1)
+			if a := m1.TotalAlloc - m0.TotalAlloc; a > 64<<10 {
+				t.Errorf("page_size %d bigram %t: allocated %d bytes for 4 tokens", ps, bigram, a)
+			}
+			if r.panic == nil {
+				sameAsRef(t, hostileName(in), ref.PageHashes, fast.PageHashes, ref.DefaultLimits(), in)
+			}
+		}
 	}
 }

@@ -5,8 +5,8 @@ import "github.com/kvtwin/kvtwin/ref"
 // CPCompactValid is the twin of ref.CPCompactValid (cp-layout.md §4.2
 // steps 1–2): one move per lane slot's valid run, in parallel chunks for
 // large buffers.
-func CPCompactValid(_ ref.Limits, in ref.CPCompactInput) (ref.CPRowsOutput, error) {
-	lay, err := ref.ValidateCPCompact(in)
+func CPCompactValid(lim ref.Limits, in ref.CPCompactInput) (ref.CPRowsOutput, error) {
+	lay, err := ref.ValidateCPCompact(lim, in)
 	if err != nil {
 		return ref.CPRowsOutput{}, err
 	}

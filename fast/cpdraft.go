@@ -8,8 +8,8 @@ import "github.com/kvtwin/kvtwin/ref"
 // draft extend only reads them — and the guard walks the lane slots with
 // running offsets (O(B·cp) instead of ref's O(B²·cp) SlotOff and
 // SegStart sums), filling the valid mask one slot-prefix at a time.
-func DraftInput(_ ref.Limits, in ref.DraftInputInput) (ref.DraftInputOutput, error) {
-	lay, err := ref.ValidateDraftInput(in)
+func DraftInput(lim ref.Limits, in ref.DraftInputInput) (ref.DraftInputOutput, error) {
+	lay, err := ref.ValidateDraftInput(lim, in)
 	if err != nil {
 		return ref.DraftInputOutput{}, err
 	}

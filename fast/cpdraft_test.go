@@ -27,7 +27,7 @@ func TestDraftInputAliasesItsSource(t *testing.T) {
 		t.Fatalf("draft rows do not alias the CP-local draft hidden states (cp_local %t)", out.CPLocal)
 	}
 	// The layout build (validation) allocates per request; the guard adds two.
-	base := testing.AllocsPerRun(20, func() { _, _ = ref.ValidateDraftInput(in) })
+	base := testing.AllocsPerRun(20, func() { _, _ = ref.ValidateDraftInput(ref.DefaultLimits(), in) })
 	if n := testing.AllocsPerRun(20, func() { _, _ = fast.DraftInput(ref.DefaultLimits(), in) }); n > base+2 {
 		t.Errorf("fast.DraftInput allocated %v times, validation alone %v: want at most 2 more", n, base)
 	}

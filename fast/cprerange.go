@@ -10,8 +10,8 @@ import (
 // move per (request, segment), built in output order from running column
 // sums of the sizes each rank sent (source offsets) and the valid prefix
 // sums (placement), then executed in parallel chunks for large batches.
-func CPRerange(_ ref.Limits, in ref.CPRerangeInput) (ref.CPRerangeOutput, error) {
-	lay, src, err := ref.ValidateCPRerange(in)
+func CPRerange(lim ref.Limits, in ref.CPRerangeInput) (ref.CPRerangeOutput, error) {
+	lay, src, err := ref.ValidateCPRerange(lim, in)
 	if err != nil {
 		return ref.CPRerangeOutput{}, err
 	}

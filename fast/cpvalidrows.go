@@ -6,8 +6,8 @@ import "github.com/kvtwin/kvtwin/ref"
 // list is sized exactly and filled from running sums in one pass over the
 // sizes; the mask is set a slot's valid run at a time and the valid rows
 // are selected with one move per lane slot.
-func CPValidRows(_ ref.Limits, in ref.CPValidRowsInput) (ref.CPValidRowsOutput, error) {
-	lay, err := ref.ValidateCPValidRows(in)
+func CPValidRows(lim ref.Limits, in ref.CPValidRowsInput) (ref.CPValidRowsOutput, error) {
+	lay, err := ref.ValidateCPValidRows(lim, in)
 	if err != nil {
 		return ref.CPValidRowsOutput{}, err
 	}

@@ -20,7 +20,7 @@ func FP8ComposeCurrent(lim ref.Limits, in ref.FP8ComposeInput) (ref.FP8ComposeOu
 	src := in.Pool.Rows.B
 	row, base := 0, 0
 	for b, ps := range in.PrefixSlots {
-		if err := lim.Canceled(ref.Idx("prefix_slots", b)); err != nil {
+		if err := lim.Canceled("prefix_slots"); err != nil {
 			return ref.FP8ComposeOutput{}, err
 		}
 		for i := 0; i < len(ps); {

@@ -6,8 +6,8 @@ import "github.com/kvtwin/kvtwin/ref"
 // §7.4): one bulk copy of the pool, then each valid local row quantized
 // straight into its slot, with no selected-rows or quantized-rows buffer
 // in between.
-func FP8StoreValidRows(_ ref.Limits, in ref.FP8StoreValidRowsInput) (ref.FP8StoreValidRowsOutput, error) {
-	plan, err := ref.ValidateFP8StoreValidRows(in)
+func FP8StoreValidRows(lim ref.Limits, in ref.FP8StoreValidRowsInput) (ref.FP8StoreValidRowsOutput, error) {
+	plan, err := ref.ValidateFP8StoreValidRows(lim, in)
 	if err != nil {
 		return ref.FP8StoreValidRowsOutput{}, err
 	}

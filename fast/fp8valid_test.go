@@ -48,7 +48,7 @@ func TestFP8StoreValidRowsFastPath(t *testing.T) {
 	}
 	// The race detector adds a few allocations of its own, hence the slack;
 	// ref's selected, quantized and locs buffers cost far more.
-	base := testing.AllocsPerRun(5, func() { _, _ = ref.ValidateFP8StoreValidRows(in) })
+	base := testing.AllocsPerRun(5, func() { _, _ = ref.ValidateFP8StoreValidRows(lim, in) })
 	n := testing.AllocsPerRun(5, func() { _, _ = fast.FP8StoreValidRows(lim, in) })
 	r := testing.AllocsPerRun(5, func() { _, _ = ref.FP8StoreValidRows(lim, in) })
 	if n > base+8 || n >= r {

@@ -10,8 +10,8 @@ import "github.com/kvtwin/kvtwin/ref"
 // and piece (O(cp²) per request); this walks each request's segments once
 // and credits both pieces of every rank in the same pass, with one
 // allocation for the rank shapes.
-func MQAChunkRows(_ ref.Limits, in ref.MQAChunkRowsInput) (ref.MQAChunkRowsOutput, error) {
-	lay, err := ref.CheckMQAChunkRowsScalars(in)
+func MQAChunkRows(lim ref.Limits, in ref.MQAChunkRowsInput) (ref.MQAChunkRowsOutput, error) {
+	lay, err := ref.CheckMQAChunkRowsScalars(lim, in)
 	if err != nil {
 		return ref.MQAChunkRowsOutput{}, err
 	}

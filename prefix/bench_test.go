@@ -16,7 +16,7 @@ func BenchmarkScore240K8Pools(b *testing.B) {
 		b.Run("tree="+name, func(b *testing.B) {
 			const n, pools, nodes = 240_000, 8, 16 // 3,750 pages, as llm-d measured
 			prompt := seq(1, n)
-			r, err := prefix.NewRegistry(newTree, prefix.Limits{MaxPools: pools, MaxPoolCapacity: n, MaxRequestTokens: n})
+			r, err := prefix.NewRegistry(newTree, prefix.Limits{MaxPools: pools, MaxPoolCapacity: n, MaxRequestTokens: n, MaxBytes: 1 << 40})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -16,7 +16,7 @@ import (
 // anything but an input error, and every surviving pool to agree with
 // itself afterwards.
 func TestRegistryIsSafeUnderConcurrentUse(t *testing.T) {
-	r := newRegistry(t, prefix.Limits{MaxPools: 4, MaxPoolCapacity: 256, MaxRequestTokens: 64})
+	r := newRegistry(t, prefix.Limits{MaxPools: 4, MaxPoolCapacity: 256, MaxRequestTokens: 64, MaxBytes: 1 << 30})
 	names := []string{"p0", "p1", "p2", "p3"}
 	for _, n := range names {
 		if _, err := r.Create(n, prefix.Config{PageSize: 2, CapacityTokens: 64}); err != nil {

@@ -17,6 +17,14 @@
 // the tree's read-only PrefixLen: scoring never changes a pool's LRU order,
 // never splits a node and runs concurrently with other scores.
 //
+// The registry also holds a memory budget, Limits.MaxBytes: each pool
+// reserves its worst-case heap when it is created (Config.ReservedBytes,
+// from per-unit and per-node costs measured in budget_test.go), a create
+// that would exceed the budget is refused with ErrBudget, and a delete
+// returns the reservation. An insert evicts rather than hold more than the
+// pool's capacity, so whatever the pool caches fits its reservation (apart
+// from memory the trees keep after evictions; see budget_test.go).
+//
 // Every error for bad input is an *ref.InputError naming the field, the value
 // and the bound; a failed call leaves the pool unchanged.
 package prefix

@@ -3,10 +3,10 @@ package prefix
 import "github.com/kvtwin/kvtwin/ref"
 
 // Pool and registry sentinels. The server maps them to HTTP statuses:
-// ErrUnknownPool is 404, ErrPoolExists, ErrTooManyPools and ErrPoolFull are
-// 409 (the request is fine but conflicts with the registry's or the pool's
-// current state, so it may succeed later), ErrRequestTooLong is 413, and
-// every other rejection is 400.
+// ErrUnknownPool is 404, ErrPoolExists, ErrTooManyPools, ErrBudget and
+// ErrPoolFull are 409 (the request is fine but conflicts with the registry's
+// or the pool's current state, so it may succeed later), ErrRequestTooLong
+// is 413, and every other rejection is 400.
 var (
 	// ErrBadPoolName: a pool name outside ^[A-Za-z0-9._-]{1,64}$, or "." or "..".
 	ErrBadPoolName = ref.NewSentinel("bad_pool_name", "pool name must be 1 to 64 of [A-Za-z0-9._-], not . or ..")
@@ -28,6 +28,13 @@ var (
 	ErrPoolFull = ref.NewSentinel("pool_full", "not enough free or evictable slots")
 	// ErrDuplicatePool: a pool named twice in one score request.
 	ErrDuplicatePool = ref.NewSentinel("duplicate_pool", "pool named twice")
+	// ErrBudget: create when the pool's reservation (Config.ReservedBytes)
+	// exceeds what the other pools left of Limits.MaxBytes. Deleting a pool
+	// returns its reservation, so the same create may succeed later.
+	ErrBudget = ref.NewSentinel("memory_budget", "the pool's memory reservation exceeds what is left of the budget")
+	// ErrNamespaceTooLong: an insert whose extra or salt is longer than
+	// MaxNamespaceBytes; every node stores its own copy of both.
+	ErrNamespaceTooLong = ref.NewSentinel("namespace_too_long", "extra or salt longer than the namespace limit")
 	// ErrBadLimits: a Registry limit below 1.
 	ErrBadLimits = ref.NewSentinel("bad_limits", "registry limits must be >= 1")
 )

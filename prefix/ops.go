@@ -3,6 +3,7 @@ package prefix
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -34,12 +35,16 @@ type InsertResult struct {
 // evicts unlocked leaves in policy order, never the inserted path itself.
 // The unaligned tail is not cached and is reported.
 //
-// Errors, each leaving the pool unchanged: ErrRequestTooLong, ErrTokenRange
+// Errors, each leaving the pool unchanged: ErrRequestTooLong,
+// ErrNamespaceTooLong (extra or salt over MaxNamespaceBytes), ErrTokenRange
 // (tokens[i]), ErrExceedsCapacity when the whole pages alone exceed the
 // capacity, and ErrPoolFull when the new suffix does not fit after evicting
 // everything evictable off the path.
 func (p *Pool) Insert(tokens []int64, extra ref.ExtraKey, priority int) (InsertResult, error) {
 	if err := checkLength(tokens, p.maxTokens); err != nil {
+		return InsertResult{}, err
+	}
+	if err := checkNamespace(extra); err != nil {
 		return InsertResult{}, err
 	}
 	k, err := unitKey(tokens, extra, p.cfg.Eagle)
@@ -107,6 +112,9 @@ func (p *Pool) commit(k ref.Key, priority, shortfall int, res InsertResult) (Ins
 	res.PrefixLen = len(m.Indices)
 	res.InsertedTokens = len(k.Units) - res.PrefixLen
 	res.Slots = p.slots.alloc(append(make([]ref.SlotIdx, 0, len(k.Units)), m.Indices...), res.InsertedTokens)
+	if res.InsertedTokens > 0 {
+		k.Extra = ownNamespace(k.Extra) // the new leaf stores it
+	}
 	if _, err := p.tree.Insert(k, res.Slots, priority); err != nil {
 		return InsertResult{}, fmt.Errorf("prefix: insert of a planned key: %w", err)
 	}
@@ -118,6 +126,29 @@ func (p *Pool) commit(k ref.Key, priority, shortfall int, res InsertResult) (Ins
 	}
 	p.counters.InsertedTokens += int64(res.InsertedTokens)
 	return res, nil
+}
+
+// checkNamespace rejects an extra or salt longer than MaxNamespaceBytes,
+// reporting its length rather than echoing it.
+func checkNamespace(extra ref.ExtraKey) error {
+	for _, f := range []struct {
+		name string
+		v    string
+	}{{"extra", extra.Extra}, {"salt", extra.Salt}} {
+		if len(f.v) > MaxNamespaceBytes {
+			return ref.Reject(ErrNamespaceTooLong, f.name, fmt.Sprintf("%d bytes", len(f.v)),
+				fmt.Sprintf("at most %d bytes", MaxNamespaceBytes))
+		}
+	}
+	return nil
+}
+
+// ownNamespace copies extra's strings, so a stored node pins exactly their
+// bytes (at most 2×MaxNamespaceBytes, as ReservedBytes assumes) and never a
+// larger buffer a caller's string may be a slice of.
+func ownNamespace(extra ref.ExtraKey) ref.ExtraKey {
+	extra.Extra, extra.Salt = strings.Clone(extra.Extra), strings.Clone(extra.Salt)
+	return extra
 }
 
 // evictAround evicts at least n units while node's path is locked, so the

@@ -71,6 +71,10 @@ type Stats struct {
 	ProtectedTokens int `json:"protected_tokens"`
 	// Nodes is the number of tree nodes, the root excluded.
 	Nodes int `json:"nodes"`
+	// ReservedBytes is the heap the pool may grow to, Config.ReservedBytes:
+	// what a Registry holds back from Limits.MaxBytes while the pool lives.
+	// It is fixed at creation, whatever the pool holds now.
+	ReservedBytes int64 `json:"reserved_bytes"`
 	Counters
 }
 
@@ -82,6 +86,7 @@ type Pool struct {
 	mu        sync.RWMutex
 	cfg       Config
 	maxTokens int
+	reserved  int64 // cfg.ReservedBytes(), fixed at creation
 	tree      ref.RadixTree
 	slots     slotAllocator
 	// nextID mirrors the tree's id counter and nodes its node count: node
@@ -96,7 +101,9 @@ type Pool struct {
 
 // NewPool builds an empty pool whose tree newTree constructs. Requests longer
 // than maxRequestTokens are rejected with ErrRequestTooLong. Preconditions
-// (checked): cfg valid with capacity at most maxCapacity; both limits >= 1.
+// (checked): cfg valid with capacity at most maxCapacity; both limits >= 1;
+// cfg.ReservedBytes() fits in int64 (else ErrBudget). A pool built here
+// belongs to no budget; Registry.Create charges one.
 func NewPool(newTree ref.NewRadixTreeFunc, cfg Config, maxCapacity, maxRequestTokens int) (*Pool, error) {
 	if maxCapacity < 1 {
 		return nil, ref.Reject(ErrBadLimits, "MaxPoolCapacity", maxCapacity, ">= 1")
@@ -107,6 +114,10 @@ func NewPool(newTree ref.NewRadixTreeFunc, cfg Config, maxCapacity, maxRequestTo
 	if err := cfg.validate(maxCapacity); err != nil {
 		return nil, err
 	}
+	reserved, ok := cfg.ReservedBytes()
+	if !ok {
+		return nil, ref.Reject(ErrBudget, "capacity_tokens", cfg.CapacityTokens, "a capacity whose reservation fits in int64 bytes")
+	}
 	tree, err := newTree(cfg.treeConfig())
 	if err != nil {
 		return nil, err
@@ -114,7 +125,7 @@ func NewPool(newTree ref.NewRadixTreeFunc, cfg Config, maxCapacity, maxRequestTo
 	if cfg.Policy == "" {
 		cfg.Policy = ref.PolicyLRU
 	}
-	return &Pool{cfg: cfg, maxTokens: maxRequestTokens, tree: tree,
+	return &Pool{cfg: cfg, maxTokens: maxRequestTokens, reserved: reserved, tree: tree,
 		slots: newSlotAllocator(cfg.CapacityTokens), nextID: 1}, nil
 }
 
@@ -173,5 +184,5 @@ func (p *Pool) statsLocked() Stats {
 	return Stats{PageSize: p.cfg.PageSize, CapacityTokens: p.cfg.CapacityTokens, Eagle: p.cfg.Eagle,
 		Policy: p.cfg.Policy, UsedTokens: used, FreeTokens: p.cfg.CapacityTokens - used,
 		EvictableTokens: p.tree.EvictableSize(), ProtectedTokens: p.tree.ProtectedSize(),
-		Nodes: p.nodes, Counters: p.counters}
+		Nodes: p.nodes, ReservedBytes: p.reserved, Counters: p.counters}
 }

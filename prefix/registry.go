@@ -2,6 +2,7 @@ package prefix
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"sort"
@@ -20,12 +21,23 @@ type Limits struct {
 	MaxPoolCapacity int
 	// MaxRequestTokens is the longest token list one request may carry.
 	MaxRequestTokens int
+	// MaxBytes is the heap all pools together may grow to: each pool
+	// reserves its worst case (Config.ReservedBytes) when it is created, and
+	// a create that would take the reservations past MaxBytes is refused
+	// with ErrBudget. Reserving the capacity up front, rather than charging
+	// units as they are cached, is what makes the bound hold: a pool's maps
+	// and free list keep the size they reached, so memory never goes back
+	// down to what is cached now.
+	MaxBytes int64
 }
 
-// DefaultLimits are 64 pools of at most 2^24 slots each, and requests of at
-// most 2^20 tokens.
+// DefaultLimits are 64 pools of at most 2^24 slots each, requests of at
+// most 2^20 tokens, and a memory budget of DefaultMaxBytes(os.DirFS("/")):
+// a quarter of the memory this process may use (cgroup limit or physical
+// memory). It reads the file system on every call.
 func DefaultLimits() Limits {
-	return Limits{MaxPools: 64, MaxPoolCapacity: 1 << 24, MaxRequestTokens: 1 << 20}
+	return Limits{MaxPools: 64, MaxPoolCapacity: 1 << 24, MaxRequestTokens: 1 << 20,
+		MaxBytes: DefaultMaxBytes(os.DirFS("/"))}
 }
 
 // Validate rejects a limit below 1 with ErrBadLimits naming the field.
@@ -38,6 +50,9 @@ func (l Limits) Validate() error {
 			return ref.Reject(ErrBadLimits, f.name, f.v, ">= 1")
 		}
 	}
+	if l.MaxBytes < 1 {
+		return ref.Reject(ErrBadLimits, "MaxBytes", l.MaxBytes, ">= 1")
+	}
 	return nil
 }
 
@@ -49,6 +64,8 @@ type Registry struct {
 	newTree ref.NewRadixTreeFunc
 	lim     Limits
 	pools   map[string]*Pool
+	// reserved is the sum of the pools' Stats.ReservedBytes, <= lim.MaxBytes.
+	reserved int64
 }
 
 // NewRegistry returns an empty registry whose pools' trees newTree builds
@@ -86,9 +103,13 @@ func checkNameAt(field, name string) error {
 	return nil
 }
 
-// Create adds an empty pool named name. Errors: ErrBadPoolName, the
-// configuration's rejection (ref.ErrInvalidPageSize, ref.ErrBadEnum on the
-// policy, ErrBadCapacity), ErrPoolExists, ErrTooManyPools.
+// Create adds an empty pool named name and reserves its worst-case memory,
+// cfg.ReservedBytes(), from Limits.MaxBytes. Errors, each changing nothing:
+// ErrBadPoolName, the configuration's rejection (ref.ErrInvalidPageSize,
+// ref.ErrBadEnum on the policy, ErrBadCapacity), ErrPoolExists,
+// ErrTooManyPools, and ErrBudget on capacity_tokens when the reservation
+// exceeds what the live pools left of MaxBytes (its bound names the largest
+// capacity that would fit).
 func (r *Registry) Create(name string, cfg Config) (*Pool, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
@@ -104,11 +125,17 @@ func (r *Registry) Create(name string, cfg Config) (*Pool, error) {
 	if len(r.pools) >= r.lim.MaxPools {
 		return nil, ref.Reject(ErrTooManyPools, "pool", name, fmt.Sprintf("at most %d pools; delete one first", r.lim.MaxPools))
 	}
+	left := r.lim.MaxBytes - r.reserved
+	if need, ok := cfg.ReservedBytes(); !ok || need > left {
+		return nil, ref.Reject(ErrBudget, "capacity_tokens", cfg.CapacityTokens,
+			budgetBound(cfg, r.lim.MaxPoolCapacity, left, r.lim.MaxBytes))
+	}
 	p, err := NewPool(r.newTree, cfg, r.lim.MaxPoolCapacity, r.lim.MaxRequestTokens)
 	if err != nil {
 		return nil, err
 	}
 	r.pools[name] = p
+	r.reserved += p.reserved
 	return p, nil
 }
 
@@ -127,15 +154,28 @@ func unknownPool(field, name string) error {
 	return ref.Reject(ErrUnknownPool, field, name, "the name of a live pool; GET /v1/prefix lists them")
 }
 
-// Delete removes the pool named name. Errors: ErrUnknownPool.
+// Delete removes the pool named name and returns its reservation to the
+// budget. A caller still holding the *Pool can keep using it, but its
+// memory is no longer counted: the budget bounds the pools reachable by
+// name. Errors: ErrUnknownPool.
 func (r *Registry) Delete(name string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.pools[name]; !ok {
+	p, ok := r.pools[name]
+	if !ok {
 		return unknownPool("pool", name)
 	}
 	delete(r.pools, name)
+	r.reserved -= p.reserved
 	return nil
+}
+
+// Budget returns Limits.MaxBytes and the bytes the live pools reserve, read
+// together under the registry's lock.
+func (r *Registry) Budget() Budget {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return Budget{MaxBytes: r.lim.MaxBytes, ReservedBytes: r.reserved}
 }
 
 // Named is one pool with its name.

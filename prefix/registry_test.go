@@ -50,7 +50,7 @@ func TestRegistryCreatesGetsListsAndDeletesByName(t *testing.T) {
 }
 
 func TestRegistryEnforcesItsLimits(t *testing.T) {
-	r := newRegistry(t, prefix.Limits{MaxPools: 2, MaxPoolCapacity: 128, MaxRequestTokens: 8})
+	r := newRegistry(t, prefix.Limits{MaxPools: 2, MaxPoolCapacity: 128, MaxRequestTokens: 8, MaxBytes: 1 << 30})
 	for _, name := range []string{"a", "b"} {
 		if _, err := r.Create(name, small); err != nil {
 			t.Fatal(err)
@@ -66,10 +66,11 @@ func TestRegistryEnforcesItsLimits(t *testing.T) {
 	p, _ := r.Get("a")
 	_, err = p.Insert(seq(0, 9), noExtra, 0)
 	wantReject(t, err, prefix.ErrRequestTooLong, "tokens")
-	for _, bad := range []prefix.Limits{{0, 1, 1}, {1, 0, 1}, {1, 1, 0}} {
-		if _, err := prefix.NewRegistry(ref.NewRadixTree, bad); err == nil {
-			t.Errorf("limits %+v accepted", bad)
-		}
+	for field, bad := range map[string]prefix.Limits{
+		"MaxPools": {0, 1, 1, 1}, "MaxPoolCapacity": {1, 0, 1, 1}, "MaxRequestTokens": {1, 1, 0, 1}, "MaxBytes": {1, 1, 1, 0},
+	} {
+		_, err := prefix.NewRegistry(ref.NewRadixTree, bad)
+		wantReject(t, err, prefix.ErrBadLimits, field)
 	}
 }
 

@@ -144,7 +144,10 @@ type AckScriptOutput struct {
 // configuration or a group whose host and layer tables exceed lim, an
 // owned list whose length is not the group size (ErrLengthMismatch) or
 // with a negative or too large count (ErrNegative, ErrOwnedPages), an unknown fail_at
-// (ErrBadEnum), or a rank outside [0, R) (ErrBadCPRank).
+// (ErrBadEnum), or a rank outside [0, R) (ErrBadCPRank); and, checked
+// after each step, a trace whose per-rank entries — the group's ranks summed
+// over the steps so far, 16 bytes each — exceed lim (ErrTooLarge at the
+// ranks of the create in effect).
 func ValidateAckScript(lim Limits, in AckScriptInput) error {
 	if len(in.Steps) == 0 || in.Steps[0].Op != AckCreate {
 		op := ""
@@ -159,6 +162,12 @@ func ValidateAckScript(lim Limits, in AckScriptInput) error {
 			regs++
 		}
 	}
+	// Every step's result holds a ready prefix and a duplicate count per
+	// rank of the group (and the step runs on every rank), so the trace is
+	// Σ_steps ranks entries: bounded like an output, at the create whose
+	// ranks multiply the steps after it.
+	var entries int64
+	created, maxEntries := 0, lim.OutputBound()/16
 	for i, s := range in.Steps {
 		if !slices.Contains(ackOps, s.Op) {
 			return Reject(ErrBadEnum, Idx("steps", i)+".op", s.Op, "one of create, node, evict_device, lock, unlock, reserve, layer_step, write_backup, write_noncp, events_complete, writing_check, rollback, rollback_prepared, has, append_ack, inject_duplicate, reset")
@@ -167,7 +176,13 @@ func ValidateAckScript(lim Limits, in AckScriptInput) error {
 			return err
 		}
 		if s.Op == AckCreate {
-			ranks = s.Ranks
+			ranks, created = s.Ranks, i
+		}
+		// A create's ranks passed its own bound (ranks·8 bytes within
+		// lim), and entries stays within lim/16 + ranks: no overflow. The
+		// field is formatted only for the rejection.
+		if entries += int64(ranks); entries > maxEntries {
+			return lim.CheckOutput(Idx("steps", created)+".ranks", entries, 16)
 		}
 	}
 	return nil
@@ -187,11 +202,19 @@ func validateAckStep(lim Limits, s AckStep, i, ranks, regs int) error {
 		}
 		// Each rank holds host_capacity slots and each registration L
 		// layer flags; bound both before any rank is built.
-		per := int64(s.HostCapacity) + int64(s.Layers)*int64(regs+1)
-		if MulOverflows(int64(s.Ranks), per) {
+		// Formed unchecked, layers·(registrations+1) wrapped (2^61 layers ×
+		// 8 flag sets = 2^64 = 0) below the bound and the first reservation
+		// allocated the layer flags from the raw number.
+		flags, ok := CheckedMul(int64(s.Layers), int64(regs+1))
+		if !ok {
+			return Reject(ErrOverflow, at()+".layers", s.Layers, fmt.Sprintf("layers*(registrations+1) = layers*%d in int64", regs+1))
+		}
+		per, okSum := CheckedAdd(int64(s.HostCapacity), flags)
+		total, okProd := CheckedMul(int64(s.Ranks), per)
+		if !okSum || !okProd {
 			return Reject(ErrOverflow, at()+".host_capacity", s.HostCapacity, "ranks*(host_capacity+layers*registrations) in int64")
 		}
-		return lim.CheckOutput(at()+".host_capacity", int64(s.Ranks)*per, 8)
+		return lim.CheckOutput(at()+".host_capacity", total, 8)
 	case AckReserve, AckWriteBackup:
 		if len(s.Owned) != ranks {
 			return Reject(ErrLengthMismatch, at()+".owned", len(s.Owned), fmt.Sprintf("== ranks (%d)", ranks))

@@ -2,6 +2,7 @@ package ref
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 )
 
@@ -106,5 +107,70 @@ func TestAckScriptRejectsUnrunnableScripts(t *testing.T) {
 		if !errors.Is(err, c.want) || !ok || ie.Field != c.field {
 			t.Errorf("%s: got %v, want %s at %s", c.name, err, c.want.Code(), c.field)
 		}
+	}
+}
+
+// TestAckScriptRejectsLayersWhoseFlagTableOverflows is the hostile-input
+// harness's finding on hicache.ack_script: the group's table size
+// ranks·(host_capacity + layers·(registrations+1)) was formed unchecked, so
+// layers = 2^63−1 (or 2^61 with 7 registrations: 2^64 flags, i.e. 0)
+// wrapped it below the output bound and the first reservation's
+// make([]bool, layers) panicked in both twins. The layers term is checked
+// on its own and named; the sum and the product then cannot wrap silently.
+func TestAckScriptRejectsLayersWhoseFlagTableOverflows(t *testing.T) {
+	backup := AckStep{Op: AckWriteBackup, Node: 1, Owned: []int{1, 1, 1}}
+	script := func(layers, regs int) []AckStep {
+		steps := []AckStep{{Op: AckCreate, Ranks: 3, Layers: layers, HostCapacity: 10}, {Op: AckNode, ValueLen: 3}}
+		for range regs {
+			steps = append(steps, backup)
+		}
+		return steps
+	}
+	for _, c := range []struct {
+		name  string
+		steps []AckStep
+		want  *Sentinel
+		field string
+	}{
+		{"layers 2^63-1", script(1<<63-1, 1), ErrOverflow, "steps[0].layers"},
+		{"layers 2^61, 8 flag sets", script(1<<61, 7), ErrOverflow, "steps[0].layers"},
+		{"layers 2^62 on 3 ranks: the product wraps", script(1<<62, 0)[:1], ErrOverflow, "steps[0].host_capacity"},
+		{"layers 2^40: fits int64, not the limits", script(1<<40, 0)[:1], ErrTooLarge, "steps[0].host_capacity"},
+		{"capacity near 2^63", []AckStep{{Op: AckCreate, Ranks: 1, Layers: 1, HostCapacity: 1<<63 - 1}}, ErrOverflow, "steps[0].host_capacity"},
+	} {
+		_, err := AckScript(DefaultLimits(), AckScriptInput{Steps: c.steps})
+		ie, ok := AsInputError(err)
+		if !errors.Is(err, c.want) || !ok || ie.Field != c.field {
+			t.Errorf("%s: got %v, want %s at %s", c.name, err, c.want.Code(), c.field)
+		}
+	}
+}
+
+// TestAckScriptBoundsTheTraceTheRankCountMultiplies: every step's result
+// carries one ready prefix and one duplicate count per rank, and runs the
+// step on every rank, so a create of 100,000 ranks — within its own bound
+// (ranks × (host_capacity + layers) × 8 bytes) — made each of the
+// following one-word steps cost 1.6 MB of trace and 100,000 rank steps.
+// The trace's per-rank entries are bounded like an output, at the create
+// whose ranks they multiply.
+func TestAckScriptBoundsTheTraceTheRankCountMultiplies(t *testing.T) {
+	steps := []AckStep{{Op: AckCreate, Ranks: 100_000, Layers: 1}}
+	for range 100 {
+		steps = append(steps, AckStep{Op: AckReset})
+	}
+	lim := Limits{MaxOutputBytes: 1 << 20}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	_, err := AckScript(lim, AckScriptInput{Steps: steps})
+	runtime.ReadMemStats(&m1)
+	if ie, ok := AsInputError(err); !ok || !errors.Is(err, ErrTooLarge) || ie.Field != "steps[0].ranks" {
+		t.Errorf("got %v, want too_large at steps[0].ranks", err)
+	}
+	if a := m1.TotalAlloc - m0.TotalAlloc; a > 4<<20 {
+		t.Errorf("allocated %d bytes before rejecting", a)
+	}
+	// The same group for a few steps fits: 4 × 2 ranks' entries.
+	if _, err := AckScript(lim, AckScriptInput{Steps: []AckStep{{Op: AckCreate, Ranks: 2, Layers: 1}, {Op: AckReset}, {Op: AckReset}, {Op: AckReset}}}); err != nil {
+		t.Errorf("a small script: %v", err)
 	}
 }

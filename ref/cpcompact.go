@@ -32,8 +32,8 @@ type CPRowsOutput struct {
 
 // ValidateCPCompact checks a cp.compact_valid input (cp-layout.md §4.4):
 // the layout, the rank, then the cp-local-compute-padded contract of X.
-func ValidateCPCompact(in CPCompactInput) (Layout, error) {
-	return ValidateCPValidRows(CPValidRowsInput(in))
+func ValidateCPCompact(lim Limits, in CPCompactInput) (Layout, error) {
+	return ValidateCPValidRows(lim, CPValidRowsInput(in))
 }
 
 // ValidateCPRestore checks a cp.restore_padded input: the layout, the rank,
@@ -41,7 +41,7 @@ func ValidateCPCompact(in CPCompactInput) (Layout, error) {
 // the layout; §4.4 calls an f that changed the row count ErrShape, and the
 // op sees that as a Y of the wrong length), then the R(r)·W' output bound.
 func ValidateCPRestore(lim Limits, in CPRestoreInput) (Layout, error) {
-	lay, err := BuildLayoutAt("layout", in.Layout)
+	lay, err := BuildLayoutAt(lim, "layout", in.Layout)
 	if err != nil {
 		return Layout{}, err
 	}
@@ -58,8 +58,8 @@ func ValidateCPRestore(lim Limits, in CPRestoreInput) (Layout, error) {
 // rows of X where ValidMask is true, stable. Padding rows are interleaved
 // with valid ones (§0.3), so they are picked by the mask, never by a count
 // of leading rows (§4.5).
-func CPCompactValid(_ Limits, in CPCompactInput) (CPRowsOutput, error) {
-	lay, err := ValidateCPCompact(in)
+func CPCompactValid(lim Limits, in CPCompactInput) (CPRowsOutput, error) {
+	lay, err := ValidateCPCompact(lim, in)
 	if err != nil {
 		return CPRowsOutput{}, err
 	}

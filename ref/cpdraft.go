@@ -94,10 +94,10 @@ type DraftInputOutput struct {
 // then the contract's row count), the draft hidden rows (only with a
 // layout; shape, then R(rank) rows). Row counts are checked against the
 // declared contract only — never used to pick one.
-func ValidateDraftInput(in DraftInputInput) (*Layout, error) {
+func ValidateDraftInput(lim Limits, in DraftInputInput) (*Layout, error) {
 	var lay *Layout
 	if in.Layout != nil {
-		l, err := BuildLayoutAt("layout", *in.Layout)
+		l, err := BuildLayoutAt(lim, "layout", *in.Layout)
 		if err != nil {
 			return nil, err
 		}
@@ -179,8 +179,8 @@ func DraftMarker(in DraftInputInput) (src Rows, c DraftContract, source string) 
 // DraftInput builds the EAGLE draft input after a CP prefill (see the file
 // comment): validate, pick the source and marker (DraftMarker), then let
 // the padding guard read the marker (DraftGuard). Hidden is a copy.
-func DraftInput(_ Limits, in DraftInputInput) (DraftInputOutput, error) {
-	lay, err := ValidateDraftInput(in)
+func DraftInput(lim Limits, in DraftInputInput) (DraftInputOutput, error) {
+	lay, err := ValidateDraftInput(lim, in)
 	if err != nil {
 		return DraftInputOutput{}, err
 	}

@@ -79,12 +79,40 @@ type Layout struct {
 }
 
 // Build builds the layout the spec names (BuildLayoutUnpadded when Granule
-// is 0, else BuildLayoutPadded).
+// is 0, else BuildLayoutPadded). It does not bound the layout's own size,
+// which cp multiplies: for specs the caller trusts (tests, benchmark
+// shapes); an op's input goes through BuildWithin.
 func (sp LayoutSpec) Build() (Layout, error) {
 	if sp.Granule == 0 {
 		return BuildLayoutUnpadded(sp.CP, sp.Lens)
 	}
 	return BuildLayoutPadded(sp.CP, sp.Lens, sp.Granule)
+}
+
+// BuildWithin is Build with the layout's own size checked against lim
+// after the §1.5 checks and before it is allocated: S and V hold 2·B·2·cp
+// sizes, and cp (up to MaxCP) multiplies the batch, so 1M one-token
+// requests at cp = 1024 — a 2 MB request — would be 32 GB of sizes. The
+// sizes are counted as an output of B·4·cp 8-byte elements, field "cp"
+// (BuildSplitLayout's bound), so the layout of a batch a request may ask
+// for is never more than the output it may have.
+func (sp LayoutSpec) BuildWithin(lim Limits) (Layout, error) {
+	if err := sp.Check(); err != nil {
+		return Layout{}, err
+	}
+	if err := lim.CheckOutput("cp", int64(len(sp.Lens))*4*int64(sp.CP), 8); err != nil {
+		return Layout{}, err
+	}
+	return sp.Build()
+}
+
+// Check applies Build's checks (§1.5), in its order, without allocating
+// the layout.
+func (sp LayoutSpec) Check() error {
+	if sp.Granule == 0 {
+		return checkUnpadded(sp.CP, sp.Lens)
+	}
+	return checkPadded(sp.CP, sp.Lens, sp.Granule)
 }
 
 // checkBatch applies the checks both builders share (§1.5), in order: cp,
@@ -104,12 +132,18 @@ func checkBatch(cp int, lens []int) error {
 	return nil
 }
 
-// checkRows rejects a layout whose compute rows reach 2^31 (§1.5), summing
-// without overflow.
-func checkRows(field string, perRequest func(i int) int64, n int) error {
+// checkRows rejects a batch whose compute rows reach 2^31 (§1.5). A
+// request whose valid length alone exceeds the bound is named first (its
+// compute rows include its valid ones): that keeps every length computeRows
+// sees below 2^31, so its arithmetic and the running total stay exact
+// instead of wrapping past the bound.
+func checkRows(field string, lens []int, computeRows func(l int) int64) error {
 	var total int64
-	for i := range n {
-		total += perRequest(i)
+	for i, l := range lens {
+		if l > MaxLayoutRows {
+			return Reject(ErrTooLarge, Idx(field, i), l, fmt.Sprintf("<= %d rows (a request's compute rows include its valid rows)", int64(MaxLayoutRows)))
+		}
+		total += computeRows(l)
 		if total > MaxLayoutRows {
 			return Reject(ErrTooLarge, field, total, fmt.Sprintf("total compute rows <= %d", int64(MaxLayoutRows)))
 		}
@@ -121,18 +155,10 @@ func checkRows(field string, perRequest func(i int) int64, n int) error {
 // request's L_i tokens in 2·cp segments of q or q+1 rows (the first L_i mod
 // 2·cp segments one longer), no padding. Every L_i must be >= 2·cp.
 func BuildLayoutUnpadded(cp int, lens []int) (Layout, error) {
-	if err := checkBatch(cp, lens); err != nil {
+	if err := checkUnpadded(cp, lens); err != nil {
 		return Layout{}, err
 	}
 	ns := 2 * cp
-	for i, l := range lens {
-		if l < ns {
-			return Layout{}, Reject(ErrTooShortForZigzag, Idx("lens", i), l, fmt.Sprintf(">= 2*cp (%d)", ns))
-		}
-	}
-	if err := checkRows("lens", func(i int) int64 { return int64(lens[i]) }, len(lens)); err != nil {
-		return Layout{}, err
-	}
 	lay := newLayout(cp, lens)
 	for i, l := range lens {
 		q, rem := l/ns, l%ns
@@ -152,29 +178,65 @@ func BuildLayoutUnpadded(cp int, lens []int) (Layout, error) {
 // / 2·cp)), and the valid rows are the first L_i of the request, so padding
 // sits at its tail.
 func BuildLayoutPadded(cp int, lens []int, g int) (Layout, error) {
-	if err := checkBatch(cp, lens); err != nil {
+	if err := checkPadded(cp, lens, g); err != nil {
 		return Layout{}, err
-	}
-	if g < 1 {
-		return Layout{}, Reject(ErrInvalidGranule, "granule", g, ">= 1")
 	}
 	ns := 2 * cp
-	seg := func(l int) int64 {
-		units := (int64(l) + int64(g) - 1) / int64(g)
-		return max(1, (units+int64(ns)-1)/int64(ns)) * int64(g)
-	}
-	if err := checkRows("lens", func(i int) int64 { return int64(ns) * seg(lens[i]) }, len(lens)); err != nil {
-		return Layout{}, err
-	}
 	lay := newLayout(cp, lens)
 	for i, l := range lens {
-		s := int(seg(l))
+		s := int(paddedSegment(l, g, ns))
 		for k := range ns {
 			lay.S[i][k] = s
 			lay.V[i][k] = min(max(l-k*s, 0), s)
 		}
 	}
 	return lay, nil
+}
+
+// checkUnpadded applies BuildLayoutUnpadded's checks (§1.5), in order:
+// the batch, each length's 2·cp minimum, the compute rows.
+func checkUnpadded(cp int, lens []int) error {
+	if err := checkBatch(cp, lens); err != nil {
+		return err
+	}
+	ns := 2 * cp
+	for i, l := range lens {
+		if l < ns {
+			return Reject(ErrTooShortForZigzag, Idx("lens", i), l, fmt.Sprintf(">= 2*cp (%d)", ns))
+		}
+	}
+	return checkRows("lens", lens, func(l int) int64 { return int64(l) })
+}
+
+// checkPadded applies BuildLayoutPadded's checks (§1.5), in order: the
+// batch, the granule, the compute rows.
+func checkPadded(cp int, lens []int, g int) error {
+	if err := checkBatch(cp, lens); err != nil {
+		return err
+	}
+	if g < 1 {
+		return Reject(ErrInvalidGranule, "granule", g, ">= 1")
+	}
+	ns := 2 * cp
+	// Every request has 2·cp segments of at least one granule, so a granule
+	// past MaxLayoutRows/(2·cp) is too large whatever the lengths. Bounding
+	// it here, and each length in checkRows, keeps seg below 2^32: formed
+	// from unbounded numbers, (l+g−1)/g and 2·cp·u·g wrapped to small or
+	// negative totals that passed the row bound (a granule of 2^61 at cp=4
+	// made 2^64 rows, i.e. 0).
+	if g > MaxLayoutRows/ns {
+		return Reject(ErrTooLarge, "granule", g,
+			fmt.Sprintf("<= %d: 2*cp (%d) segments of at least one granule are compute rows, %d at most", MaxLayoutRows/ns, ns, int64(MaxLayoutRows)))
+	}
+	return checkRows("lens", lens, func(l int) int64 { return int64(ns) * paddedSegment(l, g, ns) })
+}
+
+// paddedSegment is u·g, the rows of each of the ns segments of a request of
+// l tokens padded to granule g (§1.2). Exact for the l and g checkPadded
+// admits (below 2^31): ceil is taken without forming l+g−1.
+func paddedSegment(l, g, ns int) int64 {
+	units := CeilDiv(int64(l), int64(g))
+	return max(1, CeilDiv(units, int64(ns))) * int64(g)
 }
 
 func newLayout(cp int, lens []int) Layout {

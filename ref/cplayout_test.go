@@ -85,3 +85,79 @@ func TestLayoutRejectsBadBatches(t *testing.T) {
 		t.Fatalf("rank 2 of cp 2: %v", err)
 	}
 }
+
+// TestLayoutRejectsAGranuleOrLengthWhoseComputeRowsOverflow pins §1.5's
+// Σ C_i >= 2^31 → ErrTooLarge for the sizes whose compute rows overflow
+// int64 when formed naively: ceil(L/g) as (L+g−1)/g wraps for L or g near
+// 2^63, and 2·cp·u·g wraps for g >= 2^63/(2·cp), either leaving a small or
+// negative total that passed the bound and a layout that later ops indexed
+// out of range (or looped over for ever). A granule whose 2·cp segments
+// alone exceed the bound is named as the granule; a request whose valid
+// length alone exceeds it, as that request.
+func TestLayoutRejectsAGranuleOrLengthWhoseComputeRowsOverflow(t *testing.T) {
+	const maxInt = 1<<63 - 1
+	for _, c := range []struct {
+		sp    LayoutSpec
+		field string
+		value int
+	}{
+		{LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 1 << 61}, "granule", 1 << 61},
+		{LayoutSpec{CP: 4, Lens: []int{3}, Granule: 1 << 61}, "granule", 1 << 61},
+		{LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: maxInt}, "granule", maxInt},
+		{LayoutSpec{CP: 2, Lens: []int{3}, Granule: MaxLayoutRows/4 + 1}, "granule", MaxLayoutRows/4 + 1},
+		{LayoutSpec{CP: 2, Lens: []int{maxInt, 9}, Granule: 2}, "lens[0]", maxInt},
+		{LayoutSpec{CP: 2, Lens: []int{3, maxInt}, Granule: 2}, "lens[1]", maxInt},
+		{LayoutSpec{CP: 2, Lens: []int{5, maxInt}}, "lens[1]", maxInt},
+		{LayoutSpec{CP: 2, Lens: []int{MaxLayoutRows + 1}}, "lens[0]", MaxLayoutRows + 1},
+	} {
+		_, err := c.sp.Build()
+		ie, ok := AsInputError(err)
+		if !ok || !errors.Is(err, ErrTooLarge) || ie.Field != c.field || ie.Value != any(c.value) || ie.Bound == "" {
+			t.Errorf("%+v: got %v, want too_large at %s = %d with a bound", c.sp, err, c.field, c.value)
+		}
+	}
+	// The largest granule the bound admits still builds when the batch fits.
+	g := MaxLayoutRows / 4
+	if lay := buildOK(t, LayoutSpec{CP: 2, Lens: []int{3}, Granule: g}); lay.ComputeLen(0) != 4*g {
+		t.Errorf("granule %d: compute length %d, want %d", g, lay.ComputeLen(0), 4*g)
+	}
+}
+
+// TestBuildWithinCountsTheLayoutAsAnOutput: S and V hold B·4·cp sizes, a
+// number cp multiplies, so BuildWithin checks them against the limits like
+// an output (field "cp", B·4·cp elements of 8 bytes) — after every §1.5
+// check, so a bad spec is reported as before, and before allocating.
+func TestBuildWithinCountsTheLayoutAsAnOutput(t *testing.T) {
+	lim := Limits{MaxOutputBytes: 1 << 20}
+	ones := func(n int) []int {
+		lens := make([]int, n)
+		for i := range lens {
+			lens[i] = 1
+		}
+		return lens
+	}
+	// 4096 requests × 4·1024 sizes × 8 bytes = 128 MiB of sizes.
+	big := LayoutSpec{CP: MaxCP, Lens: ones(4096), Granule: 1}
+	_, err := big.BuildWithin(lim)
+	if ie, ok := AsInputError(err); !ok || !errors.Is(err, ErrTooLarge) || ie.Field != "cp" || ie.Value != any(int64(4096*4*MaxCP)) {
+		t.Errorf("cp %d × 4096 requests: got %v, want too_large at cp = %d", MaxCP, err, 4096*4*MaxCP)
+	}
+	bad := big
+	bad.Lens = append(ones(4095), 0)
+	if _, err := bad.BuildWithin(lim); !errors.Is(err, ErrBadLength) {
+		t.Errorf("a bad length with a large layout: got %v, want bad_length first", err)
+	}
+	// 32 requests × 4·2 sizes × 8 bytes = 2 KiB: within the bound, and the
+	// same layout Build builds.
+	small := LayoutSpec{CP: 2, Lens: ones(32), Granule: 1}
+	got, err := small.BuildWithin(Limits{MaxOutputBytes: 2 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(buildOK(t, small), got); diff != "" {
+		t.Errorf("BuildWithin differs from Build (-Build +BuildWithin):\n%s", diff)
+	}
+	if _, err := small.BuildWithin(Limits{MaxOutputBytes: 2<<10 - 1}); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("one byte below the layout's size: got %v, want too_large", err)
+	}
+}

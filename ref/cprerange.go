@@ -43,8 +43,8 @@ func (lay Layout) RankPayload(r int, src SrcKind) int {
 // ValidateCPRerange checks in (cp-layout.md §3.5) and returns its layout
 // and effective source kind. Order: layout, src, the buffer's shape, its
 // row count cp·M, then the stride.
-func ValidateCPRerange(in CPRerangeInput) (Layout, SrcKind, error) {
-	lay, err := BuildLayoutAt("layout", in.Layout)
+func ValidateCPRerange(lim Limits, in CPRerangeInput) (Layout, SrcKind, error) {
+	lay, err := BuildLayoutAt(lim, "layout", in.Layout)
 	if err != nil {
 		return Layout{}, "", err
 	}
@@ -85,8 +85,8 @@ func CheckGathered(lay Layout, g Rows, m int, src SrcKind) error {
 }
 
 // CPRerange is cp.rerange (cp-layout.md §3).
-func CPRerange(_ Limits, in CPRerangeInput) (CPRerangeOutput, error) {
-	lay, src, err := ValidateCPRerange(in)
+func CPRerange(lim Limits, in CPRerangeInput) (CPRerangeOutput, error) {
+	lay, src, err := ValidateCPRerange(lim, in)
 	if err != nil {
 		return CPRerangeOutput{}, err
 	}

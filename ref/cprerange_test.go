@@ -2,6 +2,7 @@ package ref_test
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/kvtwin/kvtwin/ref"
@@ -106,5 +107,52 @@ func TestCPRerangeRejectsBadInput(t *testing.T) {
 	}
 	if _, err := ref.CPRerange(ref.DefaultLimits(), ref.CPRerangeInput{Layout: sp2, G: g6, M: 6}); !errors.Is(err, ref.ErrStride) {
 		t.Errorf("compute source at M = max Rv < max R: got %v, want stride", err)
+	}
+}
+
+// TestCPRerangeRejectsAGranuleWhoseRoundUpOverflows is the hostile-input
+// harness's finding on cp.rerange's example: a granule of 2^61 or 2^63−1,
+// or a length of 2^63−1, used to wrap the layout builder's segment
+// arithmetic and leave a layout whose row offsets panicked (slice bounds)
+// or, in fast, looped for ever. They are too large layouts (§1.5).
+func TestCPRerangeRejectsAGranuleWhoseRoundUpOverflows(t *testing.T) {
+	for _, c := range []struct {
+		sp    ref.LayoutSpec
+		field string
+	}{
+		{ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 1 << 61}, "layout.granule"},
+		{ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 1<<63 - 1}, "layout.granule"},
+		{ref.LayoutSpec{CP: 2, Lens: []int{1<<63 - 1, 9}, Granule: 2}, "layout.lens[0]"},
+		{ref.LayoutSpec{CP: 2, Lens: []int{3, 1<<63 - 1}, Granule: 2}, "layout.lens[1]"},
+	} {
+		_, err := ref.CPRerange(ref.DefaultLimits(), ref.CPRerangeInput{Layout: c.sp, G: tokRows(24), M: 12})
+		if ie, ok := ref.AsInputError(err); !ok || !errors.Is(err, ref.ErrTooLarge) || ie.Field != c.field {
+			t.Errorf("%+v: got %v, want too_large at %s", c.sp, err, c.field)
+		}
+	}
+}
+
+// TestCPRerangeBoundsTheLayoutCPMultipliesBeforeBuildingIt: the layout
+// holds 2·B·2·cp sizes, and cp (up to MaxCP) multiplies the batch, so
+// 32K one-token requests at cp = 1024 — a 64 KB request — built 1 GB of
+// sizes before the buffers were even looked at. The layout is now checked
+// against the limits like an output, before it is allocated; under the
+// harness's limits this request is too large, and nothing big is allocated.
+func TestCPRerangeBoundsTheLayoutCPMultipliesBeforeBuildingIt(t *testing.T) {
+	lens := make([]int, 32<<10)
+	for i := range lens {
+		lens[i] = 1
+	}
+	in := ref.CPRerangeInput{Layout: ref.LayoutSpec{CP: ref.MaxCP, Lens: lens, Granule: 1}, G: ref.Rows{W: 2, B: []byte{}}}
+	lim := ref.Limits{MaxOutputBytes: 1 << 20, MaxOutputRatio: 64, RatioFloorBytes: 256 << 10, InputBytes: 64 << 10}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	_, err := ref.CPRerange(lim, in)
+	runtime.ReadMemStats(&m1)
+	if ie, ok := ref.AsInputError(err); !ok || !errors.Is(err, ref.ErrTooLarge) || ie.Field != "layout.cp" {
+		t.Errorf("got %v, want too_large at layout.cp", err)
+	}
+	if a := m1.TotalAlloc - m0.TotalAlloc; a > 4<<20 {
+		t.Errorf("allocated %d bytes before rejecting", a)
 	}
 }

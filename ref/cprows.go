@@ -57,11 +57,12 @@ func (x Rows) CheckRows(field string, want int) error {
 	return nil
 }
 
-// BuildLayoutAt builds the layout sp names, as an op input field called
-// field (e.g. "layout"): a rejection from the builder names the JSON path
-// inside the op's input ("layout.lens[2]"), not the builder's own argument.
-func BuildLayoutAt(field string, sp LayoutSpec) (Layout, error) {
-	lay, err := sp.Build()
+// BuildLayoutAt builds the layout sp names within lim (BuildWithin), as an
+// op input field called field (e.g. "layout"): a rejection from the builder
+// names the JSON path inside the op's input ("layout.lens[2]"), not the
+// builder's own argument.
+func BuildLayoutAt(lim Limits, field string, sp LayoutSpec) (Layout, error) {
+	lay, err := sp.BuildWithin(lim)
 	if ie, ok := AsInputError(err); ok {
 		return Layout{}, Reject(ie.Err, field+"."+ie.Field, ie.Value, ie.Bound)
 	}

@@ -34,7 +34,7 @@ type CPSplitOutput struct {
 // layout. Order: the layout, the prefix list, the rows, the pad, then the
 // output bound (Σ C_i rows of W bytes plus one position each).
 func ValidateCPSplit(lim Limits, in CPSplitInput) (Layout, error) {
-	lay, err := BuildLayoutAt("layout", in.Layout)
+	lay, err := BuildLayoutAt(lim, "layout", in.Layout)
 	if err != nil {
 		return Layout{}, err
 	}

@@ -144,3 +144,15 @@ func mustLayout(t *testing.T, sp ref.LayoutSpec) ref.Layout {
 	}
 	return lay
 }
+
+// TestCPSplitRejectsAGranuleWhoseSegmentsOverflow is the hostile-input
+// harness's finding on cp.split: with cp=4 a granule of 2^61 made the 2·cp
+// segments' 2^64 compute rows wrap to 0, so the layout passed the row bound
+// and the split then sized its rows (and loops) by the granule.
+func TestCPSplitRejectsAGranuleWhoseSegmentsOverflow(t *testing.T) {
+	in := ref.CPSplitInput{Layout: ref.LayoutSpec{CP: 4, Lens: []int{3}, Granule: 1 << 61}, X: tokRows(3), Pad: pad, Prefix: []int64{0}}
+	_, err := ref.CPSplit(ref.DefaultLimits(), in)
+	if ie, ok := ref.AsInputError(err); !ok || !errors.Is(err, ref.ErrTooLarge) || ie.Field != "layout.granule" {
+		t.Fatalf("got %v, want too_large at layout.granule", err)
+	}
+}

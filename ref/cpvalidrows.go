@@ -81,8 +81,8 @@ type CPValidRowsOutput struct {
 
 // ValidateCPValidRows checks in (cp-layout.md §2.4): the layout, the rank,
 // the row buffer's shape, then its contract.
-func ValidateCPValidRows(in CPValidRowsInput) (Layout, error) {
-	lay, err := BuildLayoutAt("layout", in.Layout)
+func ValidateCPValidRows(lim Limits, in CPValidRowsInput) (Layout, error) {
+	lay, err := BuildLayoutAt(lim, "layout", in.Layout)
 	if err != nil {
 		return Layout{}, err
 	}
@@ -108,8 +108,8 @@ func CheckLocalRows(lay Layout, r int, field string, x Rows) error {
 }
 
 // CPValidRows is cp.valid_rows (cp-layout.md §2.1).
-func CPValidRows(_ Limits, in CPValidRowsInput) (CPValidRowsOutput, error) {
-	lay, err := ValidateCPValidRows(in)
+func CPValidRows(lim Limits, in CPValidRowsInput) (CPValidRowsOutput, error) {
+	lay, err := ValidateCPValidRows(lim, in)
 	if err != nil {
 		return CPValidRowsOutput{}, err
 	}

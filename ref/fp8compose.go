@@ -124,7 +124,7 @@ func ValidateFP8Compose(lim Limits, in FP8ComposeInput) (FP8ComposePlan, error) 
 	}
 	var lay *Layout
 	if in.Layout != nil {
-		l, err := BuildLayoutAt("layout", *in.Layout)
+		l, err := BuildLayoutAt(lim, "layout", *in.Layout)
 		if err != nil {
 			return FP8ComposePlan{}, err
 		}

@@ -53,12 +53,12 @@ type FP8StoreValidPlan struct {
 // (ErrSlotOutOfRange), not named before in this call (ErrDuplicateSlot),
 // its values finite (ErrNonFinite, "x[p]…" with p the local row). Padding
 // rows are not checked: they never reach the pool.
-func ValidateFP8StoreValidRows(in FP8StoreValidRowsInput) (FP8StoreValidPlan, error) {
+func ValidateFP8StoreValidRows(lim Limits, in FP8StoreValidRowsInput) (FP8StoreValidPlan, error) {
 	n, err := ValidateFP8Pool("pool", in.Pool)
 	if err != nil {
 		return FP8StoreValidPlan{}, err
 	}
-	lay, err := BuildLayoutAt("layout", in.Layout)
+	lay, err := BuildLayoutAt(lim, "layout", in.Layout)
 	if err != nil {
 		return FP8StoreValidPlan{}, err
 	}
@@ -134,7 +134,7 @@ func StoreValidLocs(lay Layout, r int, reqToToken [][]int64, prefixLens []int) [
 // quantize each row (div_fp32) → Store at req_to_token[i][P_i + t] for each
 // (i, t) of LocalTokenIDs(r). Padding rows never touch the pool.
 func FP8StoreValidRows(lim Limits, in FP8StoreValidRowsInput) (FP8StoreValidRowsOutput, error) {
-	plan, err := ValidateFP8StoreValidRows(in)
+	plan, err := ValidateFP8StoreValidRows(lim, in)
 	if err != nil {
 		return FP8StoreValidRowsOutput{}, err
 	}

@@ -90,11 +90,17 @@ type LoadPools struct {
 	IndexLayers []int `json:"index_layers,omitzero"`
 }
 
+// MaxLoadLayers bounds L [designed]. The arena's byte bound (slots × bytes
+// per slot) says nothing about L when the pools have no slots, yet the
+// arena keeps a table per layer and every op loops over the layers; the
+// bound is MaxXferLayers, the transfer manager's, far above any model.
+const MaxLoadLayers = MaxXferLayers
+
 // ValidateLoadPools rejects a configuration that cannot hold a load, and
 // arenas whose bytes exceed lim, in field order.
 func ValidateLoadPools(lim Limits, p LoadPools) error {
-	if p.Layers < 1 {
-		return Reject(ErrBadLoadPools, "layers", p.Layers, ">= 1")
+	if p.Layers < 1 || p.Layers > MaxLoadLayers {
+		return Reject(ErrBadLoadPools, "layers", p.Layers, fmt.Sprintf("in [1, %d]", MaxLoadLayers))
 	}
 	if p.HostSlots < 0 {
 		return Reject(ErrNegative, "host_slots", p.HostSlots, ">= 0")

@@ -200,3 +200,27 @@ func TestValidateLoadPools(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadPoolsRejectALayerCountPastTheBound is the hostile-input
+// harness's finding on hicache.load_script: the arena's bytes were bounded
+// (slots × bytes per slot), but with no slots they are 0 whatever the
+// layer count, so pools.layers = 2^31−1 passed and the arena's per-layer
+// tables (and fast's index-slot table, and every op's layer loop) were
+// sized by the raw number: ref ran for ever, a larger count panicked
+// makeslice. L is now bounded like the transfer manager's.
+func TestLoadPoolsRejectALayerCountPastTheBound(t *testing.T) {
+	for _, layers := range []int{MaxLoadLayers + 1, 1<<31 - 1, 1 << 61, 1<<63 - 1} {
+		p := LoadPools{Layers: layers, KVBytes: 1}
+		err := ValidateLoadPools(DefaultLimits(), p)
+		if ie, ok := AsInputError(err); !ok || !errors.Is(err, ErrBadLoadPools) || ie.Field != "layers" || ie.Value != any(layers) {
+			t.Errorf("layers %d: got %v, want bad_load_pools at layers", layers, err)
+		}
+		_, err = LoadScript(DefaultLimits(), LoadScriptInput{Pools: p, Ops: []LoadOp{{OpID: 1, PageSize: 1, HostIdx: []SlotIdx{}, DevIdx: []SlotIdx{}}}})
+		if ie, ok := AsInputError(err); !ok || ie.Field != "pools.layers" {
+			t.Errorf("script with layers %d: got %v, want a rejection at pools.layers", layers, err)
+		}
+	}
+	if err := ValidateLoadPools(DefaultLimits(), LoadPools{Layers: MaxLoadLayers, KVBytes: 1}); err != nil {
+		t.Errorf("layers = MaxLoadLayers: %v", err)
+	}
+}

@@ -149,8 +149,8 @@ func CheckMQAChunkConfig(cfg MQAChunkConfig) error {
 // ValidateMQAChunkRows checks in, in the contract order: config, runtime
 // budget, shapes, batch (layout, prefixes, then every rank's K rows). It
 // returns the batch's layout (zero for a non-CP batch or none).
-func ValidateMQAChunkRows(in MQAChunkRowsInput) (Layout, error) {
-	lay, err := CheckMQAChunkRowsScalars(in)
+func ValidateMQAChunkRows(lim Limits, in MQAChunkRowsInput) (Layout, error) {
+	lay, err := CheckMQAChunkRowsScalars(lim, in)
 	if err != nil || in.Batch == nil {
 		return lay, err
 	}
@@ -159,7 +159,7 @@ func ValidateMQAChunkRows(in MQAChunkRowsInput) (Layout, error) {
 
 // CheckMQAChunkRowsScalars is ValidateMQAChunkRows without the bound on
 // the batch's K rows, which needs the per-rank shapes (CheckMQAPeakK).
-func CheckMQAChunkRowsScalars(in MQAChunkRowsInput) (Layout, error) {
+func CheckMQAChunkRowsScalars(lim Limits, in MQAChunkRowsInput) (Layout, error) {
 	if err := CheckMQAChunkConfig(in.Config); err != nil {
 		return Layout{}, err
 	}
@@ -182,7 +182,7 @@ func CheckMQAChunkRowsScalars(in MQAChunkRowsInput) (Layout, error) {
 	if in.Batch == nil {
 		return Layout{}, nil
 	}
-	return checkPeakBatch(*in.Batch)
+	return checkPeakBatch(lim, *in.Batch)
 }
 
 // checkLogitsDim bounds a row count to [0, 2^31) (the CUDA int32 bound, §0.1).
@@ -196,15 +196,15 @@ func checkLogitsDim(field string, n int64) error {
 	return nil
 }
 
-// checkPeakBatch validates the batch: its layout (CP 0: the lengths only)
-// and one non-negative prefix per request.
-func checkPeakBatch(b MQAPeakBatch) (Layout, error) {
+// checkPeakBatch validates the batch: its layout (CP 0: the lengths only;
+// else built within lim) and one non-negative prefix per request.
+func checkPeakBatch(lim Limits, b MQAPeakBatch) (Layout, error) {
 	var lay Layout
 	var err error
 	if b.Layout.CP == 0 {
 		err = checkNonCPBatch(b.Layout)
 	} else {
-		lay, err = b.Layout.Build()
+		lay, err = b.Layout.BuildWithin(lim)
 	}
 	if err != nil {
 		return Layout{}, underField("batch.layout.", err)
@@ -244,7 +244,7 @@ func checkNonCPBatch(sp LayoutSpec) error {
 			return Reject(ErrBadLength, Idx("lens", i), l, ">= 1")
 		}
 	}
-	return checkRows("lens", func(i int) int64 { return int64(sp.Lens[i]) }, len(sp.Lens))
+	return checkRows("lens", sp.Lens, func(l int) int64 { return int64(l) })
 }
 
 // underField returns err with its input-error field placed under prefix,
@@ -360,8 +360,8 @@ func MQAPlanOf(s MQALogitsShape, cfg MQAChunkConfig, rt *MQARuntimeBudget) MQACh
 // MQAChunkRows is mqa.chunk_rows (cp-layout.md §8.2, §8.4): the chunk plan
 // of every given shape, and for a batch the plan of every CP rank's fused
 // logits matrix with the admission peak, the worst rank's.
-func MQAChunkRows(_ Limits, in MQAChunkRowsInput) (MQAChunkRowsOutput, error) {
-	lay, err := ValidateMQAChunkRows(in)
+func MQAChunkRows(lim Limits, in MQAChunkRowsInput) (MQAChunkRowsOutput, error) {
+	lay, err := ValidateMQAChunkRows(lim, in)
 	if err != nil {
 		return MQAChunkRowsOutput{}, err
 	}

@@ -26,7 +26,9 @@ type jsonObject []jsonMember
 // parseObject splits raw, which must be one JSON object, into its members;
 // ok is false when raw is not a JSON object.
 func parseObject(raw []byte) (jsonObject, bool) {
-	if !json.Valid(raw) {
+	// The kind is read first: a decoder costs about a kilobyte, and a list
+	// of a million one-byte non-objects ([1,1,…]) must not cost a gigabyte.
+	if jsonKind(raw) != "object" || !json.Valid(raw) {
 		return nil, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -52,6 +54,9 @@ func parseObject(raw []byte) (jsonObject, bool) {
 
 // parseArray splits raw, which must be one JSON array, into its elements.
 func parseArray(raw []byte) ([]json.RawMessage, bool) {
+	if jsonKind(raw) != "array" { // as in parseObject: no decoder for the other kinds
+		return nil, false
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return nil, false

@@ -88,7 +88,8 @@ type Config struct {
 	// slog.New(slog.DiscardHandler) to silence it.
 	Logger *slog.Logger
 	// Prefix bounds the prefix-index pools of /v1/prefix: pool count,
-	// capacity per pool, and tokens per request (longer lists get 413).
+	// capacity per pool, tokens per request (longer lists get 413), and the
+	// memory all pools may reserve (a create beyond it gets 409).
 	Prefix prefix.Limits
 	// PrefixTree builds the pools' radix trees (ref.NewRadixTree or
 	// fast.NewRadixTree; both give identical results).
@@ -102,7 +103,8 @@ type Config struct {
 // fast implementation on 127.0.0.1:8080, 64 MiB bodies, one op request in
 // flight per CPU (ops are CPU-bound; more would only queue), default op
 // limits, timeouts sized for the largest body and output, and prefix pools
-// under prefix.DefaultLimits on the reference tree until the fast tree lands.
+// on the fast tree under prefix.DefaultLimits, whose memory budget is a
+// quarter of this machine's (or container's) memory.
 func DefaultConfig() Config {
 	return Config{
 		Addr:              "127.0.0.1:8080",
@@ -124,8 +126,8 @@ func DefaultConfig() Config {
 		MaxBodyBytesInFlight: 4 * DefaultMaxBodyBytes,
 		MaxConnections:       1024,
 		Logger:               slog.Default(),
-		Prefix:            prefix.DefaultLimits(),
-		PrefixTree:        fast.NewRadixTree,
+		Prefix:               prefix.DefaultLimits(),
+		PrefixTree:           fast.NewRadixTree,
 	}
 }
 

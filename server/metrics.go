@@ -79,18 +79,26 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
 
-// poolCollector exports every pool's counters and occupancy, labelled by
-// pool, read from the registry at scrape time: the series are exactly the
-// live pools, so deleting a pool deletes its series, and no request path
-// pays for metric bookkeeping. Pool names are bounded in number
-// (Prefix.MaxPools) and in form, so the label set is bounded too.
+// poolCollector exports every pool's counters, occupancy and memory
+// reservation, labelled by pool, and the registry's memory budget, read
+// from the registry at scrape time: the series are exactly the live pools,
+// so deleting a pool deletes its series, and no request path pays for
+// metric bookkeeping. Pool names are bounded in number (Prefix.MaxPools)
+// and in form, so the label set is bounded too.
 type poolCollector struct {
 	pools   *prefix.Registry
 	metrics []poolMetric
+	// budget and reserved are the registry-wide gauges of prefix.Budget.
+	budget, reserved *prometheus.Desc
 }
 
 func newPoolCollector(pools *prefix.Registry) poolCollector {
-	return poolCollector{pools: pools, metrics: poolMetrics()}
+	return poolCollector{pools: pools, metrics: poolMetrics(),
+		budget: prometheus.NewDesc("kvtwin_prefix_budget_bytes",
+			"Memory all prefix pools together may reserve (Prefix.MaxBytes, --prefix-max-bytes).", nil, nil),
+		reserved: prometheus.NewDesc("kvtwin_prefix_budget_reserved_bytes",
+			"Memory the live prefix pools reserve, each its worst case at full capacity.", nil, nil),
+	}
 }
 
 // poolMetric is one per-pool series: its description, kind and value.
@@ -124,6 +132,8 @@ func poolMetrics() []poolMetric {
 			func(s prefix.Stats) float64 { return float64(s.ProtectedTokens) }),
 		def("kvtwin_prefix_capacity_tokens", "Slots the pool owns, by pool.", g,
 			func(s prefix.Stats) float64 { return float64(s.CapacityTokens) }),
+		def("kvtwin_prefix_reserved_bytes", "Memory the pool reserves from the budget (its worst case at full capacity), by pool.", g,
+			func(s prefix.Stats) float64 { return float64(s.ReservedBytes) }),
 	}
 }
 
@@ -132,10 +142,15 @@ func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, m := range c.metrics {
 		ch <- m.desc
 	}
+	ch <- c.budget
+	ch <- c.reserved
 }
 
 // Collect implements prometheus.Collector.
 func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
+	b := c.pools.Budget()
+	ch <- prometheus.MustNewConstMetric(c.budget, prometheus.GaugeValue, float64(b.MaxBytes))
+	ch <- prometheus.MustNewConstMetric(c.reserved, prometheus.GaugeValue, float64(b.ReservedBytes))
 	for _, n := range c.pools.List() {
 		st := n.Pool.Stats()
 		for _, m := range c.metrics {

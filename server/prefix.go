@@ -152,14 +152,15 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 				message: fmt.Sprintf("too many requests in flight: MaxConcurrent is %d; retry later", s.cfg.MaxConcurrent)})
 			return
 		}
-		defer s.inflight.Add(-1)
-		body := got.body
-		in, err := catalog.DecodeStrict[In](body)
-		if err != nil {
-			s.writeError(w, r, s.prefixError(err))
-			return
-		}
-		out, err := run(r, &in)
+		// The slot is held while the pool works, not while the answer is written.
+		out, err := func() (any, error) {
+			defer s.inflight.Add(-1)
+			in, err := catalog.DecodeStrict[In](got.body)
+			if err != nil {
+				return nil, err
+			}
+			return run(r, &in)
+		}()
 		if err != nil {
 			s.writeError(w, r, s.prefixError(err))
 			return
@@ -191,10 +192,18 @@ func tooManyTokens(n, limit int) *apiError {
 
 // prefixError maps a pool error to its response: 404 for an unknown pool,
 // 409 for a conflict with the current state (the name is taken, the
-// registry or the pool is full), 413 for a request over the token limit,
-// 400 for any other bad input, each with the canonical error object in
-// detail except the 413, whose body is exactly S1's. Anything else is a
-// 500.
+// registry or the pool is full, the memory budget is spent), 413 for a
+// request over the token limit, 400 for any other bad input, each with the
+// canonical error object in detail except the 413, whose body is exactly
+// S1's. Anything else is a 500.
+//
+// A create refused by the memory budget (prefix.ErrBudget) is 409, as
+// MaxPools exhaustion is: both are a sound request that the registry's
+// current contents refuse, and deleting a pool makes the same request
+// succeed. 507 Insufficient Storage would read as a server failure, which
+// clients and proxies retry and alert on, and it is WebDAV's status for
+// storage, not for a configured limit the client can plan around (the
+// error's bound names the largest capacity that still fits).
 func (s *Server) prefixError(err error) *apiError {
 	ie, ok := ref.AsInputError(err)
 	if !ok {
@@ -208,7 +217,8 @@ func (s *Server) prefixError(err error) *apiError {
 	switch {
 	case errors.Is(err, prefix.ErrUnknownPool):
 		e.status = http.StatusNotFound
-	case errors.Is(err, prefix.ErrPoolExists), errors.Is(err, prefix.ErrTooManyPools), errors.Is(err, prefix.ErrPoolFull):
+	case errors.Is(err, prefix.ErrPoolExists), errors.Is(err, prefix.ErrTooManyPools), errors.Is(err, prefix.ErrBudget),
+		errors.Is(err, prefix.ErrPoolFull):
 		e.status = http.StatusConflict
 	}
 	return e
@@ -221,6 +231,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 		s.writeError(w, r, &apiError{status: http.StatusInternalServerError, message: "response does not encode: " + err.Error()})
 		return
 	}
+	s.setWriteDeadline(w, len(b))
 	writeBody(w, status, b)
 	s.log.LogAttrs(r.Context(), slog.LevelDebug, "prefix request served",
 		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status))

@@ -2,8 +2,10 @@ package server_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,7 +23,7 @@ import (
 func startPools(t *testing.T) *httptest.Server {
 	t.Helper()
 	ts, _ := start(t, func(c *server.Config) {
-		c.Prefix = prefix.Limits{MaxPools: 3, MaxPoolCapacity: 64, MaxRequestTokens: 16}
+		c.Prefix = prefix.Limits{MaxPools: 3, MaxPoolCapacity: 64, MaxRequestTokens: 16, MaxBytes: 1 << 30}
 	})
 	return ts
 }
@@ -47,7 +49,8 @@ func createPool(t *testing.T, ts *httptest.Server, name, body string) server.Poo
 func TestPoolLifecycleOverHTTP(t *testing.T) {
 	ts := startPools(t)
 	got := createPool(t, ts, "a", `{"page_size":2,"capacity_tokens":8}`)
-	want := server.PoolStats{Pool: "a", Stats: prefix.Stats{PageSize: 2, CapacityTokens: 8, Policy: "lru", FreeTokens: 8}}
+	reserved, _ := prefix.Config{PageSize: 2, CapacityTokens: 8}.ReservedBytes()
+	want := server.PoolStats{Pool: "a", Stats: prefix.Stats{PageSize: 2, CapacityTokens: 8, Policy: "lru", FreeTokens: 8, ReservedBytes: reserved}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("create (-want +got):\n%s", diff)
 	}
@@ -159,6 +162,8 @@ func TestPrefixRoutesAnswerEveryErrorStatus(t *testing.T) {
 		{"negative token", "POST", "/v1/prefix/a/insert", `{"tokens":[1,-2]}`, 400, "BadRequestError", "tokens[1]"},
 		{"token over 2^32-1", "POST", "/v1/prefix/a/match", `{"tokens":[4294967296]}`, 400, "BadRequestError", "tokens[0]"},
 		{"insert larger than the pool", "POST", "/v1/prefix/a/insert", `{"tokens":[1,2,3,4,5]}`, 400, "BadRequestError", "tokens"},
+		{"salt over the namespace limit", "POST", "/v1/prefix/a/insert",
+			`{"tokens":[1],"salt":"` + strings.Repeat("s", prefix.MaxNamespaceBytes+1) + `"}`, 400, "BadRequestError", "salt"},
 		{"missing node", "POST", "/v1/prefix/a/lock", `{}`, 400, "BadRequestError", "node"},
 		{"foreign node", "POST", "/v1/prefix/a/lock", `{"node":42}`, 400, "BadRequestError", "node"},
 		{"unlock of a foreign node", "POST", "/v1/prefix/a/unlock", `{"node":7}`, 400, "BadRequestError", "node"},
@@ -278,4 +283,99 @@ func tryDo(ts *httptest.Server, method, path, body string) (int, []byte, error) 
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, b, err
+}
+
+// startBudget is a server whose pools may reserve exactly maxBytes.
+func startBudget(t *testing.T, maxBytes int64) *httptest.Server {
+	t.Helper()
+	ts, _ := start(t, func(c *server.Config) {
+		c.Prefix = prefix.Limits{MaxPools: 8, MaxPoolCapacity: 1 << 16, MaxRequestTokens: 64, MaxBytes: maxBytes}
+	})
+	return ts
+}
+
+func reservation(t *testing.T, pageSize, capacity int) int64 {
+	t.Helper()
+	b, ok := prefix.Config{PageSize: pageSize, CapacityTokens: capacity}.ReservedBytes()
+	if !ok {
+		t.Fatalf("reservation of %d at page size %d overflows", capacity, pageSize)
+	}
+	return b
+}
+
+// TestAPoolBeyondTheMemoryBudgetAnswers409AndChangesNothing: a create whose
+// reservation exceeds what is left of Prefix.MaxBytes is a 409
+// ConflictError (as a full registry is) with param capacity_tokens and the
+// canonical memory_budget error naming the largest capacity that fits;
+// nothing is created, and deleting a pool frees its share.
+func TestAPoolBeyondTheMemoryBudgetAnswers409AndChangesNothing(t *testing.T) {
+	maxBytes := reservation(t, 1, 64) + reservation(t, 1, 32)
+	ts := startBudget(t, maxBytes)
+	a := createPool(t, ts, "a", `{"page_size":1,"capacity_tokens":64}`)
+	if a.ReservedBytes != reservation(t, 1, 64) {
+		t.Fatalf("create answered reserved_bytes %d, want %d", a.ReservedBytes, reservation(t, 1, 64))
+	}
+	before := get(t, ts, "/v1/prefix").body
+
+	e := openAIError(t, post(t, ts, "/v1/prefix/b", `{"page_size":1,"capacity_tokens":64}`), http.StatusConflict, "ConflictError")
+	var detail ref.ErrorObject
+	if err := json.Unmarshal(e.Detail, &detail); err != nil {
+		t.Fatalf("detail %s: %v", e.Detail, err)
+	}
+	left := maxBytes - reservation(t, 1, 64)
+	if param(e) != "capacity_tokens" || detail.Code != "memory_budget" || detail.Value != float64(64) ||
+		!strings.Contains(detail.Bound, "<= 32 at page_size 1") ||
+		!strings.Contains(detail.Bound, fmt.Sprintf("%d bytes are left of the %d-byte MaxBytes budget", left, maxBytes)) {
+		t.Fatalf("refusal %+v, detail %+v", e, detail)
+	}
+	if after := get(t, ts, "/v1/prefix").body; string(after) != string(before) {
+		t.Fatalf("a refused create changed the pools:\n%s\n%s", before, after)
+	}
+	openAIError(t, get(t, ts, "/v1/prefix/b"), http.StatusNotFound, "NotFoundError")
+
+	createPool(t, ts, "b", `{"page_size":1,"capacity_tokens":32}`) // what the bound said fits
+	openAIError(t, post(t, ts, "/v1/prefix/c", `{"page_size":1,"capacity_tokens":1}`), http.StatusConflict, "ConflictError")
+	decodeAs[server.DeleteResult](t, do(t, ts, http.MethodDelete, "/v1/prefix/a", ""), http.StatusOK)
+	createPool(t, ts, "c", `{"page_size":1,"capacity_tokens":64}`)
+}
+
+// TestMetricsShowTheMemoryBudget: /metrics carries the budget, the bytes
+// reserved in all, and each pool's reservation, which go with the pool.
+func TestMetricsShowTheMemoryBudget(t *testing.T) {
+	const maxBytes = 64 << 20
+	ts := startBudget(t, maxBytes)
+	createPool(t, ts, "a", `{"page_size":1,"capacity_tokens":1024}`)
+	createPool(t, ts, "b", `{"page_size":16,"capacity_tokens":4096}`)
+	ra, rb := reservation(t, 1, 1024), reservation(t, 16, 4096)
+	for series, want := range map[string]float64{
+		"kvtwin_prefix_budget_bytes":                    maxBytes,
+		"kvtwin_prefix_budget_reserved_bytes":           float64(ra + rb),
+		`kvtwin_prefix_reserved_bytes{pool="a"}`:        float64(ra),
+		`kvtwin_prefix_reserved_bytes{pool="b"}`:        float64(rb),
+		`kvtwin_prefix_capacity_tokens{pool="b"}`:       4096,
+		`kvtwin_prefix_evictable_tokens{pool="b"}`:      0,
+		`kvtwin_prefix_inserted_tokens_total{pool="a"}`: 0,
+	} {
+		if got := metric(t, ts, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
+	do(t, ts, http.MethodDelete, "/v1/prefix/a", "")
+	if got := metric(t, ts, "kvtwin_prefix_budget_reserved_bytes"); got != float64(rb) {
+		t.Errorf("after delete: reserved %v, want %v", got, float64(rb))
+	}
+	if got := metric(t, ts, `kvtwin_prefix_reserved_bytes{pool="a"}`); got != -1 {
+		t.Errorf("a deleted pool still has a reservation series (%v)", got)
+	}
+}
+
+func TestNewRejectsAPrefixBudgetBelowOneByte(t *testing.T) {
+	cfg := server.DefaultConfig()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.Prefix.MaxBytes = 0
+	_, err := server.New(cfg)
+	ie, ok := ref.AsInputError(err)
+	if !ok || !errors.Is(err, server.ErrBadConfig) || ie.Field != "Prefix.MaxBytes" || ie.Bound != ">= 1" {
+		t.Fatalf("New = %v, want ErrBadConfig on Prefix.MaxBytes", err)
+	}
 }

@@ -338,24 +338,9 @@ func (s *Server) servePreflight(w http.ResponseWriter, r *http.Request, impl cat
 	if !s.admit(w, r) {
 		return
 	}
-	defer s.inflight.Add(-1)
-	var env preflightEnvelope
-	var err error
-	env, aerr, err = parseEnvelope(in.body, s.cfg.MaxJSONDepth)
+	ans, aerr := s.preflightInSlot(in.body, impl)
 	if aerr != nil {
 		s.writeError(w, r, aerr)
-		return
-	}
-	tw, _ := twinsFor(impl)
-	var ans preflightAnswer
-	if err == nil {
-		ans, err = preflight(tw, s.cfg.Limits, env)
-	}
-	if err != nil {
-		if _, ok := ref.AsInputError(err); !ok {
-			err = ref.Reject(ErrBadPreflight, "$", err.Error(), "a valid preflight")
-		}
-		s.writeError(w, r, inputError(err, catalog.Canonical(struct{}{}, err)))
 		return
 	}
 	h := w.Header()
@@ -364,6 +349,30 @@ func (s *Server) servePreflight(w http.ResponseWriter, r *http.Request, impl cat
 	if ans.soft {
 		h.Set("X-Kvtwin-Max-Tokens", "soft")
 	}
+	s.setWriteDeadline(w, len(ans.body))
 	w.WriteHeader(ans.status)
 	_, _ = w.Write(ans.body)
+}
+
+// preflightInSlot answers a preflight body on impl and frees the slot
+// admit took, so the answer is written without holding it. The body's
+// scanner is depth-limited by MaxJSONDepth: it recurses once per level.
+func (s *Server) preflightInSlot(body []byte, impl catalog.Impl) (preflightAnswer, *apiError) {
+	defer s.inflight.Add(-1)
+	var ans preflightAnswer
+	env, aerr, err := parseEnvelope(body, s.cfg.MaxJSONDepth)
+	if aerr != nil {
+		return ans, aerr
+	}
+	tw, _ := twinsFor(impl)
+	if err == nil {
+		ans, err = preflight(tw, s.cfg.Limits, env)
+	}
+	if err != nil {
+		if _, ok := ref.AsInputError(err); !ok {
+			err = ref.Reject(ErrBadPreflight, "$", err.Error(), "a valid preflight")
+		}
+		return ans, inputError(err, catalog.Canonical(struct{}{}, err))
+	}
+	return ans, nil
 }

@@ -59,6 +59,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServeCmd(), newAuditCmd(), newFixturesCmd(), newBenchCmd(), newBugzooCmd(), newReplayCmd(), newWarmupPlanCmd())
+	root.AddCommand(newServeCmd(), newAuditCmd(), newFixturesCmd(), newBenchCmd(), newBugzooCmd(), newReplayCmd(), newWarmupPlanCmd(), newSoakCmd())
 	return root
 }

@@ -4,19 +4,20 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
 
 // TestRealBinaryServesPrefixPools builds the kvtwin binary, starts `kvtwin
-// serve` with a small per-request token limit, and drives a pool over HTTP:
-// create, insert, match, score, stats, the S1 413, delete; then SIGTERM and
-// a clean exit.
+// serve` with a small per-request token limit and memory budget, and drives
+// a pool over HTTP: create, insert, match, score, stats, the S1 413, a
+// create beyond the budget, delete; then SIGTERM and a clean exit.
 func TestRealBinaryServesPrefixPools(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	base, stop := serveBinary(t, "--prefix-max-request-tokens", "8", "--prefix-max-pools", "2")
+	base, stop := serveBinary(t, "--prefix-max-request-tokens", "8", "--prefix-max-pools", "2", "--prefix-max-bytes", "1MiB")
 	c := &client{t: t, base: base, http: &http.Client{Timeout: 10 * time.Second}}
 
 	c.want("POST", "/v1/prefix/chat", `{"page_size":2,"capacity_tokens":16}`, 201, `"capacity_tokens":16`)
@@ -30,6 +31,9 @@ func TestRealBinaryServesPrefixPools(t *testing.T) {
 	c.want("POST", "/v1/prefix/chat/insert", `{"tokens":[1,2,3,4,5,6,7,8,9]}`, 413,
 		`{"object":"error","message":"The input (9 tokens) is longer than the model's context length (8 tokens).","type":"PayloadTooLargeError","param":null,"code":413}`)
 	c.want("GET", "/metrics", "", 200, `kvtwin_prefix_hit_tokens_total{pool="chat"} 4`)
+	// 1000 one-token pages reserve about 1.5 MB, more than --prefix-max-bytes 1MiB.
+	c.want("POST", "/v1/prefix/big", `{"page_size":1,"capacity_tokens":1000}`, 409, `"code":"memory_budget"`)
+	c.want("GET", "/metrics", "", 200, "kvtwin_prefix_budget_bytes 1.048576e+06")
 	c.want("DELETE", "/v1/prefix/chat", "", 200, `{"pool":"chat","deleted":true}`)
 	c.want("GET", "/v1/prefix", "", 200, `{"pools":[]}`)
 	stop()
@@ -59,5 +63,22 @@ func (c *client) want(method, path, body string, status int, fragment string) {
 	}
 	if resp.StatusCode != status || !bytes.Contains(got, []byte(fragment)) {
 		c.t.Fatalf("%s %s: %d %s\nwant %d containing %s", method, path, resp.StatusCode, got, status, fragment)
+	}
+}
+
+// TestServeReadsPrefixMaxBytesAsBytesOrABinarySize: --prefix-max-bytes
+// takes plain bytes or a ref.ByteSize ("2GiB"); anything else, or less than
+// one byte, exits 2 naming the flag before a server starts.
+func TestServeReadsPrefixMaxBytesAsBytesOrABinarySize(t *testing.T) {
+	for s, want := range map[string]int64{"1": 1, "1048576": 1 << 20, "2GiB": 2 << 30, "1.5KiB": 1536, "3MB": 3 << 20} {
+		if got, err := parseByteSize("--prefix-max-bytes", s); err != nil || got != want {
+			t.Errorf("%q: %d, %v; want %d", s, got, err, want)
+		}
+	}
+	for _, bad := range []string{"0", "-1", "lots", "1TiB", ""} {
+		code, _, stderr := runCLI(t, "serve", "--addr", "127.0.0.1:0", "--prefix-max-bytes", bad)
+		if code != 2 || !strings.Contains(stderr, "--prefix-max-bytes") || !strings.Contains(stderr, "GiB") {
+			t.Errorf("--prefix-max-bytes %q: exit %d, %s", bad, code, stderr)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -18,7 +19,7 @@ import (
 
 func newServeCmd() *cobra.Command {
 	cfg := server.DefaultConfig()
-	var impl, prefixTree, logLevel, logFormat string
+	var impl, prefixTree, prefixMaxBytes, logLevel, logFormat string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the catalog over HTTP (127.0.0.1:8080, fast path) until SIGTERM or SIGINT, then drain",
@@ -30,6 +31,9 @@ func newServeCmd() *cobra.Command {
 			}
 			cfg.Impl = i
 			if cfg.PrefixTree, err = parsePrefixTree(prefixTree); err != nil {
+				return err
+			}
+			if cfg.Prefix.MaxBytes, err = parseByteSize("--prefix-max-bytes", prefixMaxBytes); err != nil {
 				return err
 			}
 			logger, err := newLogger(cmd.ErrOrStderr(), logLevel, logFormat)
@@ -71,6 +75,8 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&cfg.Prefix.MaxPools, "prefix-max-pools", cfg.Prefix.MaxPools, "most prefix-index pools at once; beyond it 409")
 	f.IntVar(&cfg.Prefix.MaxPoolCapacity, "prefix-max-pool-capacity", cfg.Prefix.MaxPoolCapacity, "largest capacity_tokens of one pool")
 	f.IntVar(&cfg.Prefix.MaxRequestTokens, "prefix-max-request-tokens", cfg.Prefix.MaxRequestTokens, "longest token list of one prefix request; longer ones get 413")
+	f.StringVar(&prefixMaxBytes, "prefix-max-bytes", strconv.FormatInt(cfg.Prefix.MaxBytes, 10),
+		"memory all prefix pools together may reserve, bytes or <n>{KB,MB,GB,KiB,MiB,GiB} (binary); a pool create beyond it gets 409. Default: 1/4 of the cgroup or physical memory")
 	f.StringVar(&prefixTree, "prefix-tree", "fast", "radix tree of the prefix pools: fast or ref")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "text or json")
@@ -86,6 +92,16 @@ func parsePrefixTree(name string) (ref.NewRadixTreeFunc, error) {
 		return ref.NewRadixTree, nil
 	}
 	return nil, fmt.Errorf("--prefix-tree %q: want fast or ref", name)
+}
+
+// parseByteSize reads a size flag: plain bytes or a number with a binary
+// unit, as ref.ByteSize ("2GiB", "1.5MB"), at least 1.
+func parseByteSize(flag, s string) (int64, error) {
+	n, err := ref.ByteSize(s).Bytes(flag)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q: want bytes or <n>{KB,MB,GB,KiB,MiB,GiB} (binary), >= 1", flag, s)
+	}
+	return n, nil
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {

@@ -56,7 +56,7 @@ func serveBinary(t *testing.T, flags ...string) (string, func()) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--shutdown-timeout", "10s"}, flags...)
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--shutdown-timeout", "10s", "--op-timeout", "5s"}, flags...)
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -66,6 +66,7 @@ func serveBinary(t *testing.T, flags ...string) (string, func()) {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
+	waited := make(chan struct{})
 	logs := make(chan string, 64)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -76,12 +77,11 @@ func serveBinary(t *testing.T, flags ...string) (string, func()) {
 			}
 		}
 		exited <- cmd.Wait()
+		close(waited)
 	}()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		_ = cmd.Process.Kill() // an error once it has exited, which is fine
+		<-waited
 	})
 	base := "http://" + listenAddr(t, logs)
 	stop := func() {

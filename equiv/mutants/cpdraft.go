@@ -45,7 +45,7 @@ func DraftV2GlobalHidden() equiv.Killable {
 		Section: "seed SPEC_V2 draft input",
 		About:   "v2 draft input ignores the CP-local draft hidden states: global rows, marker never set",
 		Fn: func(lim ref.Limits, in ref.DraftInputInput) (ref.DraftInputOutput, error) {
-			if _, err := ref.ValidateDraftInput(in); err != nil {
+			if _, err := ref.ValidateDraftInput(lim, in); err != nil {
 				return ref.DraftInputOutput{}, err
 			}
 			in.DraftHidden = nil

@@ -17,7 +17,7 @@ func StoreSuffixCount() equiv.Killable {
 		Section: "cp-layout.md §2.5, §7.4",
 		About:   "the cache write stores the first Rv(r) local rows (scalar non-padded count): a PAD row lands in a token's slot, a later valid row is never stored",
 		Fn: func(lim ref.Limits, in ref.FP8StoreValidRowsInput) (ref.FP8StoreValidRowsOutput, error) {
-			plan, err := ref.ValidateFP8StoreValidRows(in)
+			plan, err := ref.ValidateFP8StoreValidRows(lim, in)
 			if err != nil {
 				return ref.FP8StoreValidRowsOutput{}, err
 			}

@@ -46,7 +46,7 @@ func EstimatorIgnoresChunkCap() equiv.Killable {
 		Section: "cp-layout.md §8.6",
 		About:   "the scheduler estimator plans min(Q, Q) rows with max_rows set, instead of min(Q, max_rows)",
 		Fn: func(lim ref.Limits, in ref.MQAChunkRowsInput) (ref.MQAChunkRowsOutput, error) {
-			if _, err := ref.ValidateMQAChunkRows(in); err != nil || in.Runtime != nil {
+			if _, err := ref.ValidateMQAChunkRows(lim, in); err != nil || in.Runtime != nil {
 				return fast.MQAChunkRows(lim, in)
 			}
 			in.Config.MaxRows = nil // the bug: the estimator never read the cap

@@ -10,8 +10,8 @@ import "github.com/kvtwin/kvtwin/ref"
 // slot with valid rows (a slot's valid rows are its first V[i][k], §0.3, so
 // the padding interleaved between slots is skipped by the run table, never
 // by a count of leading rows, §4.5). Validation is ref's.
-func CPCompactValid(_ ref.Limits, in ref.CPCompactInput) (ref.CPRowsOutput, error) {
-	lay, err := ref.ValidateCPCompact(in)
+func CPCompactValid(lim ref.Limits, in ref.CPCompactInput) (ref.CPRowsOutput, error) {
+	lay, err := ref.ValidateCPCompact(lim, in)
 	if err != nil {
 		return ref.CPRowsOutput{}, err
 	}

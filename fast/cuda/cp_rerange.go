@@ -8,8 +8,8 @@ import "github.com/kvtwin/kvtwin/ref"
 // the gathered buffer is uploaded and one launch of cp_rerange_rows writes
 // the output rows from one run per (request, segment) with valid rows.
 // Validation is ref's.
-func CPRerange(_ ref.Limits, in ref.CPRerangeInput) (ref.CPRerangeOutput, error) {
-	lay, src, err := ref.ValidateCPRerange(in)
+func CPRerange(lim ref.Limits, in ref.CPRerangeInput) (ref.CPRerangeOutput, error) {
+	lay, src, err := ref.ValidateCPRerange(lim, in)
 	if err != nil {
 		return ref.CPRerangeOutput{}, err
 	}
