@@ -473,9 +473,13 @@ func (t *Tree) split(c *node, p int) *node {
 		ck, n2 = ck.Compact()
 		t.copied += int64(n1 + n2)
 	}
-	m := t.newNode(mk, c.value[:p:p])
+	// Each half gets its own slot array (as ref's split does): views of the
+	// split node's array would let a one-page prefix pin the whole array
+	// of the insert it came from after the rest is evicted, past the
+	// pool's memory reservation (prefix/budget.go).
+	m := t.newNode(mk, slices.Clone(c.value[:p]))
 	m.priority, m.lockRef, m.hitCount = c.priority, c.lockRef, c.hitCount
-	c.key, c.value = ck, c.value[p:]
+	c.key, c.value = ck, slices.Clone(c.value[p:])
 	m.meta, c.meta = t.splitMeta(c.meta, p/t.ps)
 	t.attach(parent, m)
 	t.attach(m, c)

@@ -199,9 +199,6 @@ func TestBytesPerTokenAndNodeBoundTheMeasuredHeap(t *testing.T) {
 // reproduce (the test says when it no longer does, so the entry goes and
 // the bound is enforced from then on).
 var knownRetention = map[string]string{
-	"fast/split then evict": "fast.Tree.split keeps both halves' values as views of the split node's slot array " +
-		"(m.value = c.value[:p:p]), so a one-page prefix pins the whole array of the insert it came from after " +
-		"the rest is evicted; cloning the two halves, as ref's split does, removes it (fast/radix.go)",
 	"fast/fan-out then evict": "Go maps never shrink: a node's child map keeps the size of the most children it " +
 		"ever had at once, ~160 bytes a child; rebuilding a map when it falls to a quarter of its peak would bound it (fast/radix.go)",
 	"ref/fan-out then evict": "as fast: RefRadixTree's child maps never shrink (ref/radix.go)",
