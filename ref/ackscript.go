@@ -205,16 +205,15 @@ func validateAckStep(lim Limits, s AckStep, i, ranks, regs int) error {
 		// Formed unchecked, layers·(registrations+1) wrapped (2^61 layers ×
 		// 8 flag sets = 2^64 = 0) below the bound and the first reservation
 		// allocated the layer flags from the raw number.
-		flags, ok := CheckedMul(int64(s.Layers), int64(regs+1))
-		if !ok {
+		// Validate made every operand non-negative.
+		if MulOverflows(int64(s.Layers), int64(regs+1)) {
 			return Reject(ErrOverflow, at()+".layers", s.Layers, fmt.Sprintf("layers*(registrations+1) = layers*%d in int64", regs+1))
 		}
-		per, okSum := CheckedAdd(int64(s.HostCapacity), flags)
-		total, okProd := CheckedMul(int64(s.Ranks), per)
-		if !okSum || !okProd {
+		flags := int64(s.Layers) * int64(regs+1)
+		if AddOverflows(int64(s.HostCapacity), flags) || MulOverflows(int64(s.Ranks), int64(s.HostCapacity)+flags) {
 			return Reject(ErrOverflow, at()+".host_capacity", s.HostCapacity, "ranks*(host_capacity+layers*registrations) in int64")
 		}
-		return lim.CheckOutput(at()+".host_capacity", total, 8)
+		return lim.CheckOutput(at()+".host_capacity", int64(s.Ranks)*(int64(s.HostCapacity)+flags), 8)
 	case AckReserve, AckWriteBackup:
 		if len(s.Owned) != ranks {
 			return Reject(ErrLengthMismatch, at()+".owned", len(s.Owned), fmt.Sprintf("== ranks (%d)", ranks))

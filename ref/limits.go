@@ -113,6 +113,22 @@ func MulOverflows(a, b int64) bool {
 	return a > math.MaxInt64/b
 }
 
+// CeilDiv returns ceil(a/b) for a >= 0 and b >= 1 without forming a+b−1,
+// which overflows when a or b is near math.MaxInt64 (a granule or page size
+// of 2^63−1 made (l+g−1)/g negative). The result is at most a, so it never
+// overflows. It panics on b < 1, a caller's bug: every input number is
+// checked against its bound before it reaches here.
+func CeilDiv(a, b int64) int64 {
+	if b < 1 || a < 0 {
+		panic("ref.CeilDiv: want a >= 0 and b >= 1")
+	}
+	q := a / b
+	if a%b != 0 {
+		q++
+	}
+	return q
+}
+
 // CheckNonNegative rejects the first negative element of xs with ErrNegative,
 // naming it as field[i].
 func CheckNonNegative(field string, xs []int64) error {

@@ -3,6 +3,7 @@ package ref
 import (
 	"errors"
 	"math"
+	"math/big"
 	"strings"
 	"testing"
 )
@@ -57,5 +58,54 @@ func TestCanceledReportsAClosedDoneOnly(t *testing.T) {
 	}
 	if lim.Poll(1, "x") != nil || !errors.Is(lim.Poll(PollEvery, "x"), ErrCanceled) {
 		t.Error("Poll must look on multiples of PollEvery only")
+	}
+}
+
+// TestAddAndMulOverflowsMatchBigIntegers compares AddOverflows and
+// MulOverflows with big-integer arithmetic on every pair of non-negative
+// edges (their domain): each reports overflow exactly when the true result
+// does not fit int64.
+func TestAddAndMulOverflowsMatchBigIntegers(t *testing.T) {
+	edges := []int64{0, 1, 2, 3037000499, 3037000500, 1 << 32, 1 << 61, math.MaxInt64 - 1, math.MaxInt64}
+	for _, a := range edges {
+		for _, b := range edges {
+			ba, bb := big.NewInt(a), big.NewInt(b)
+			if got, want := AddOverflows(a, b), !new(big.Int).Add(ba, bb).IsInt64(); got != want {
+				t.Errorf("AddOverflows(%d, %d) = %t, want %t", a, b, got, want)
+			}
+			if got, want := MulOverflows(a, b), !new(big.Int).Mul(ba, bb).IsInt64(); got != want {
+				t.Errorf("MulOverflows(%d, %d) = %t, want %t", a, b, got, want)
+			}
+		}
+	}
+}
+
+// TestCeilDivRoundsUpWithoutOverflow: ceil(a/b) at the ends of the range,
+// where (a+b−1)/b wraps negative.
+func TestCeilDivRoundsUpWithoutOverflow(t *testing.T) {
+	for _, c := range []struct{ a, b, want int64 }{
+		{0, 1, 0}, {0, math.MaxInt64, 0}, {1, 1, 1}, {7, 2, 4}, {8, 2, 4},
+		{3, math.MaxInt64, 1}, {math.MaxInt64, 1, math.MaxInt64}, {math.MaxInt64, 2, 1 << 62},
+		{math.MaxInt64, math.MaxInt64, 1}, {math.MaxInt64 - 1, math.MaxInt64, 1}, {1 << 62, 1 << 61, 2},
+	} {
+		if got := CeilDiv(c.a, c.b); got != c.want {
+			t.Errorf("CeilDiv(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// TestCeilDivRefusesOperandsOutsideItsDomain: a zero divisor or a negative
+// dividend is a caller's bug (numbers are bounded before they get here),
+// and CeilDiv says so rather than answering something.
+func TestCeilDivRefusesOperandsOutsideItsDomain(t *testing.T) {
+	for _, c := range [][2]int64{{1, 0}, {1, -1}, {-1, 1}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("CeilDiv(%d, %d) did not panic", c[0], c[1])
+				}
+			}()
+			CeilDiv(c[0], c[1])
+		}()
 	}
 }
