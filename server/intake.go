@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -127,6 +128,10 @@ func (s *Server) bodyBudgetError() *apiError {
 // would return, naming $, the depth and the bound.
 func gate(body []byte, maxDepth int) *apiError {
 	g := jsonscan.Check(body, maxDepth)
+	kind := ""
+	if g.OK() { // a valid document: a value starts after the whitespace
+		kind = ref.JSONKind(bytes.TrimLeft(body, " \t\n\r"))
+	}
 	var err error
 	switch {
 	case g.Depth > 0:
@@ -134,8 +139,8 @@ func gate(body []byte, maxDepth int) *apiError {
 			fmt.Sprintf("at most %d nested arrays and objects (MaxJSONDepth)", maxDepth))
 	case !g.OK():
 		err = ref.Reject(catalog.ErrBadJSON, "$", fmt.Sprintf("not valid JSON (%s at offset %d)", g.Reason, g.Offset), "a JSON object")
-	case g.Kind != "object":
-		err = ref.Reject(catalog.ErrBadJSON, "$", g.Kind, "a JSON object")
+	case kind != "object":
+		err = ref.Reject(catalog.ErrBadJSON, "$", kind, "a JSON object")
 	default:
 		return nil
 	}

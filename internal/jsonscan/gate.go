@@ -4,12 +4,9 @@ package jsonscan
 // encoding/json's own limit, past which json.Unmarshal fails anyway.
 const MaxDepthLimit = maxJSONDepth
 
-// Gate is the verdict of Check on one document: its top-level kind, and why
-// it was refused, if it was.
+// Gate is the verdict of Check on one document: why it was refused, if it
+// was.
 type Gate struct {
-	// Kind is the top-level value's kind: "object", "array", "string",
-	// "number", "boolean", "null", or "" when the document is empty.
-	Kind string
 	// Depth is the nesting depth reached when a document was refused for
 	// being too deep, else 0.
 	Depth int
@@ -34,7 +31,7 @@ func Check(b []byte, maxDepth int) Gate {
 	var stack [MaxDepthLimit/64 + 1]uint64 // bit d set: level d is an object
 	p := Scanner{b: b}
 	p.WS()
-	g := Gate{Kind: kindAt(b, p.i), Offset: -1}
+	g := Gate{Offset: -1}
 	refuse := func(reason string) Gate {
 		g.Offset, g.Reason = p.i, reason
 		return g
@@ -122,26 +119,6 @@ func (p *Scanner) key() bool {
 	p.i++
 	p.WS()
 	return true
-}
-
-// kindAt names the kind of the value starting at b[i].
-func kindAt(b []byte, i int) string {
-	if i >= len(b) {
-		return ""
-	}
-	switch b[i] {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	}
-	return "number"
 }
 
 // literal is the JSON literal starting with c ('t', 'f' or 'n').

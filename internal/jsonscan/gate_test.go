@@ -72,17 +72,6 @@ func TestGateRefusesNestingPastItsLimit(t *testing.T) {
 	}
 }
 
-// The top-level kind is reported for accepted and refused documents alike.
-func TestGateReportsTheTopLevelKind(t *testing.T) {
-	for doc, want := range map[string]string{
-		`{}`: "object", ` [1]`: "array", `"s"`: "string", `-1`: "number", `true`: "boolean", `null`: "null", ``: "", `{`: "object",
-	} {
-		if got := Check([]byte(doc), 8).Kind; got != want {
-			t.Errorf("Check(%q).Kind = %q, want %q", doc, got, want)
-		}
-	}
-}
-
 // Six million nested brackets — the body that overflowed the stack of the
 // recursive pre-check (issue 15, found 1) — are refused at the limit's
 // first excess bracket, without allocating and without growing the stack.
