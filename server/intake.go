@@ -16,9 +16,9 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// intake is a request body read, gated and held against the body budget.
-// release returns its bytes to the budget; call it once the body is no
-// longer referenced.
+// intake is a request body read and held against the body budget:
+// reserved is what it took (the capacities it grew through), which
+// Server.releaseBody returns once the body is no longer referenced.
 type intake struct {
 	body     []byte
 	reserved int64
@@ -51,8 +51,7 @@ func (s *Server) releaseBody(in intake) {
 	}
 }
 
-// bodyChunk is how much of a body without a declared length is reserved
-// and read at a time.
+// bodyChunk is the first buffer of a body without a declared length.
 const bodyChunk = 64 << 10
 
 // readBody reads at most MaxBodyBytes at no less than the minimum rate,
@@ -69,21 +68,21 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (intake, *apiE
 		start: time.Now(), grace: s.cfg.TransferGrace, rate: s.cfg.MinTransferRate}
 	var in intake
 	// The declared length (bounded just above) is read into one exact
-	// buffer; a body without one grows by bodyChunk, each reserved first.
+	// buffer; a body without one starts at bodyChunk and doubles, so its
+	// copies add up to less than its size. Each growth is reserved first.
 	want := int64(bodyChunk)
 	if r.ContentLength > 0 {
 		want = r.ContentLength + 1 // one spare byte notices a body longer than declared
 	}
 	for {
-		if int64(cap(in.body)-len(in.body)) == 0 {
-			grow := min(want, limit+1-int64(len(in.body)))
+		if len(in.body) == cap(in.body) {
+			grow := min(max(want, int64(len(in.body))), limit+1-int64(len(in.body)))
 			if !s.bodies.TryAcquire(grow) {
 				s.releaseBody(in)
 				return intake{}, s.bodyBudgetError()
 			}
 			in.reserved += grow
 			in.body = append(make([]byte, 0, int64(len(in.body))+grow), in.body...)
-			want = bodyChunk
 		}
 		n, err := rd.Read(in.body[len(in.body):cap(in.body)])
 		in.body = in.body[:len(in.body)+n]
