@@ -234,5 +234,5 @@ func (p *opPanic) String() string { return fmt.Sprint(p.value) }
 // whose client left.
 func (s *Server) deadlineError(what string) *apiError {
 	return &apiError{status: http.StatusServiceUnavailable, message: fmt.Sprintf(
-		"%s did not finish within OpTimeout (%s); it was canceled and its slot freed", what, s.cfg.OpTimeout)}
+		"%s did not finish within OpTimeout (%s); it was canceled, and its slot is freed as it stops", what, s.cfg.OpTimeout)}
 }

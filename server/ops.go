@@ -54,9 +54,9 @@ func (s *Server) handleList(w http.ResponseWriter, _ *http.Request) {
 	writeBody(w, http.StatusOK, s.listBody)
 }
 
-// handleOp serves POST /v1/ops/{name}. Checks run cheapest first, and the
-// body is read only after the request holds one of the MaxConcurrent slots,
-// so at most MaxConcurrent bodies are ever in memory.
+// handleOp serves POST /v1/ops/{name}. Checks run cheapest first; the body
+// is read (within MaxBodyBytesInFlight) before the request takes one of the
+// MaxConcurrent slots, so a slow sender never holds a slot.
 func (s *Server) handleOp(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}

@@ -146,10 +146,7 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 			s.writeError(w, r, aerr)
 			return
 		}
-		if !s.acquire() {
-			w.Header().Set("Retry-After", "1")
-			s.writeError(w, r, &apiError{status: http.StatusTooManyRequests,
-				message: fmt.Sprintf("too many requests in flight: MaxConcurrent is %d; retry later", s.cfg.MaxConcurrent)})
+		if !s.admit(w, r) {
 			return
 		}
 		// The slot is held while the pool works, not while the answer is written.
