@@ -1,9 +1,7 @@
 package catalog_test
 
 import (
-	"bytes"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -13,13 +11,6 @@ import (
 	"github.com/kvtwin/kvtwin/internal/hostile"
 	"github.com/kvtwin/kvtwin/ref"
 )
-
-// fuzzLimits are the hostile-input harness's limits (equiv/hostile_test.go):
-// a 1 MiB output bound and the server's ratio bound, so every op's Cost is
-// small enough to check on every input.
-func fuzzLimits() ref.Limits {
-	return ref.Limits{MaxOutputBytes: 1 << 20, MaxOutputRatio: 64, RatioFloorBytes: 256 << 10}
-}
 
 // fuzzHang is how long one run may take before it counts as a hang: far
 // above the harness's 2 s, since fuzz workers share the machine's cores,
@@ -51,7 +42,7 @@ func FuzzRunNeverPanicsAndTwinsAgree(f *testing.F) {
 			f.Add(uint8(i), []byte(e.Example()), uint8(1), uint8(x))
 		}
 	}
-	lim := fuzzLimits()
+	lim := hostile.Limits()
 	f.Fuzz(func(t *testing.T, op uint8, in []byte, leaf, extreme uint8) {
 		e := entries[int(op)%len(entries)]
 		if n := hostile.NumberLeaves(in); leaf > 0 && n > 0 {
@@ -60,62 +51,27 @@ func FuzzRunNeverPanicsAndTwinsAgree(f *testing.F) {
 		bound := e.Cost().AllocBound(len(in), lim)
 		want := fuzzRun(t, e, catalog.Ref, lim, in, bound)
 		got := fuzzRun(t, e, catalog.Fast, lim, in, bound)
-		if (want.err == nil) != (got.err == nil) || !bytes.Equal(want.out, got.out) && !(want.err == nil && timedOutput(e, in)) {
-			t.Fatalf("%s: ref %.500s (%v)\nfast %.500s (%v)\ninput %.1000s", e.Name(), want.out, want.err, got.out, got.err, in)
+		if !hostile.SameVerdict(e, in, want, got) {
+			t.Fatalf("%s: ref %.500s (%v)\nfast %.500s (%v)\ninput %.1000s", e.Name(), want.Out, want.Err, got.Out, got.Err, in)
 		}
 	})
 }
 
-// fuzzResult is one twin's answer.
-type fuzzResult struct {
-	out []byte
-	err error
-}
-
-// fuzzRun runs impl on in in a goroutine of its own and fails t when it
-// panics, outlives fuzzHang, rejects with an error the server answers 5xx,
-// or allocates more than bound.
-func fuzzRun(t *testing.T, e catalog.Entry, impl catalog.Impl, lim ref.Limits, in []byte, bound int64) fuzzResult {
+// fuzzRun runs impl on in and fails t when it panics, outlives fuzzHang,
+// rejects with an error the server answers 5xx, or allocates more than
+// bound.
+func fuzzRun(t *testing.T, e catalog.Entry, impl catalog.Impl, lim ref.Limits, in []byte, bound int64) hostile.Run {
 	t.Helper()
-	type answer struct {
-		fuzzResult
-		panic any
-		alloc uint64
-	}
-	done := make(chan answer, 1)
-	go func() {
-		var a answer
-		var m0, m1 runtime.MemStats
-		runtime.ReadMemStats(&m0)
-		defer func() {
-			a.panic = recover()
-			runtime.ReadMemStats(&m1)
-			a.alloc = m1.TotalAlloc - m0.TotalAlloc
-			done <- a
-		}()
-		a.out, a.err = e.Run(impl, lim, in)
-	}()
-	var a answer
-	select {
-	case a = <-done:
-	case <-time.After(fuzzHang):
+	r, ok := hostile.Measure(e, impl, lim, in, fuzzHang)
+	switch {
+	case !ok:
 		t.Fatalf("%s on %s: still running after %v; input %.1000s", e.Name(), impl, fuzzHang, in)
+	case r.Panic != nil:
+		t.Fatalf("%s on %s: panic: %v; input %.1000s", e.Name(), impl, r.Panic, in)
+	case hostile.ServerError(r.Err):
+		t.Fatalf("%s on %s: an error the server answers 5xx: %v; input %.1000s", e.Name(), impl, r.Err, in)
+	case r.Alloc > uint64(bound):
+		t.Fatalf("%s on %s: allocated %d bytes, over the op's Cost bound %d for %d input bytes; input %.1000s", e.Name(), impl, r.Alloc, bound, len(in), in)
 	}
-	switch _, isInput := ref.AsInputError(a.err); {
-	case a.panic != nil:
-		t.Fatalf("%s on %s: panic: %v; input %.1000s", e.Name(), impl, a.panic, in)
-	case a.err != nil && !isInput:
-		t.Fatalf("%s on %s: an error the server answers 5xx: %v; input %.1000s", e.Name(), impl, a.err, in)
-	case a.alloc > uint64(bound):
-		t.Fatalf("%s on %s: allocated %d bytes, over the op's Cost bound %d for %d input bytes; input %.1000s", e.Name(), impl, a.alloc, bound, len(in), in)
-	}
-	return a.fuzzResult
-}
-
-// timedOutput reports whether in asks e for wall-clock figures, which
-// differ from run to run: admission.bench reports each round's duration_us
-// unless "deterministic" is true (admission-serving.md §A3.3). The twins
-// are then compared on the verdict only (as in equiv/hostile_test.go).
-func timedOutput(e catalog.Entry, in []byte) bool {
-	return e.Name() == "admission.bench" && !bytes.Contains(in, []byte(`"deterministic":true`))
+	return r
 }

@@ -1,12 +1,9 @@
 package equiv_test
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -16,15 +13,6 @@ import (
 	"github.com/kvtwin/kvtwin/internal/hostile"
 	"github.com/kvtwin/kvtwin/ref"
 )
-
-// hostileRun is one measured run of an op on a hostile body.
-type hostileRun struct {
-	out   []byte
-	err   error
-	panic any
-	alloc uint64
-	took  time.Duration
-}
 
 // hostileScale is how far the harness goes: `make test` runs the bounded
 // form; KVTWIN_HOSTILE=long (`make hostile`) seeds from more golden cases,
@@ -41,39 +29,6 @@ func scaleOf() hostileScale {
 		return hostileScale{seeds: 12, arrBytes: 1 << 20, depth: 512, timeBound: 5 * time.Second}
 	}
 	return hostileScale{seeds: 2, arrBytes: 32 << 10, depth: 128, timeBound: 2 * time.Second}
-}
-
-// hostileLimits are the limits of the harness: a 1 MiB output bound and the
-// server's ratio bound, so every op's worst case is small enough to measure.
-func hostileLimits() ref.Limits {
-	return ref.Limits{MaxOutputBytes: 1 << 20, MaxOutputRatio: 64, RatioFloorBytes: 256 << 10}
-}
-
-// measure runs impl on in in a goroutine of its own and reports what it
-// allocated and how long it took; ok is false when it outlived bound (the
-// goroutine is then abandoned: the test fails and stops that op).
-func measure(e catalog.Entry, impl catalog.Impl, lim ref.Limits, in []byte, bound time.Duration) (r hostileRun, ok bool) {
-	done := make(chan hostileRun, 1)
-	go func() {
-		var res hostileRun
-		var m0, m1 runtime.MemStats
-		runtime.ReadMemStats(&m0)
-		start := time.Now()
-		defer func() {
-			res.panic = recover()
-			res.took = time.Since(start)
-			runtime.ReadMemStats(&m1)
-			res.alloc = m1.TotalAlloc - m0.TotalAlloc
-			done <- res
-		}()
-		res.out, res.err = e.Run(impl, lim, in)
-	}()
-	select {
-	case r = <-done:
-		return r, true
-	case <-time.After(bound):
-		return hostileRun{}, false
-	}
 }
 
 // hostileSeeds are e's example and up to n golden inputs ref accepts,
@@ -112,7 +67,7 @@ func TestHostileInputsAreRejectedOrServedWithinBounds(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation and time bounds are measured without -race (make hostile-short, part of make test)")
 	}
-	sc, lim := scaleOf(), hostileLimits()
+	sc, lim := scaleOf(), hostile.Limits()
 	for _, e := range catalog.All() {
 		t.Run(e.Name(), func(t *testing.T) {
 			impls := selectedImpls(t, e)
@@ -142,9 +97,9 @@ func TestHostileInputsAreRejectedOrServedWithinBounds(t *testing.T) {
 func checkHostile(t *testing.T, e catalog.Entry, impls []catalog.Impl, lim ref.Limits, sc hostileScale, name string, body []byte) bool {
 	t.Helper()
 	bound := e.Cost().AllocBound(len(body), lim)
-	var want hostileRun
+	var want hostile.Run
 	for _, impl := range append([]catalog.Impl{catalog.Ref}, impls...) {
-		r, ok := measure(e, impl, lim, body, sc.timeBound)
+		r, ok := hostile.Measure(e, impl, lim, body, sc.timeBound)
 		if !ok {
 			t.Errorf("%s on %s: still running after %v; body %.300s", name, impl, sc.timeBound, body)
 			return false
@@ -153,43 +108,20 @@ func checkHostile(t *testing.T, e catalog.Entry, impls []catalog.Impl, lim ref.L
 			want = r
 		}
 		switch {
-		case r.panic != nil:
-			t.Errorf("%s on %s: panic: %v; body %.300s", name, impl, r.panic, body)
+		case r.Panic != nil:
+			t.Errorf("%s on %s: panic: %v; body %.300s", name, impl, r.Panic, body)
 			continue
-		case r.err != nil && !isInputError(r.err):
-			t.Errorf("%s on %s: error the server would answer 5xx: %v", name, impl, r.err)
-		case r.alloc > uint64(bound):
-			t.Errorf("%s on %s: allocated %d bytes, over the op's Cost bound %d for %d input bytes (took %v)", name, impl, r.alloc, bound, len(body), r.took)
+		case hostile.ServerError(r.Err):
+			t.Errorf("%s on %s: error the server would answer 5xx: %v", name, impl, r.Err)
+		case r.Alloc > uint64(bound):
+			t.Errorf("%s on %s: allocated %d bytes, over the op's Cost bound %d for %d input bytes (took %v)", name, impl, r.Alloc, bound, len(body), r.Took)
 		}
 		if impl == catalog.Ref {
 			continue
 		}
-		if want.panic == nil && r.panic == nil && !sameVerdict(e, body, want, r) {
-			t.Errorf("%s: ref and %s disagree:\nref  %.300s (%v)\n%-4s %.300s (%v)\nbody %.300s", name, impl, want.out, want.err, impl, r.out, r.err, body)
+		if want.Panic == nil && !hostile.SameVerdict(e, body, want, r) {
+			t.Errorf("%s: ref and %s disagree:\nref  %.300s (%v)\n%-4s %.300s (%v)\nbody %.300s", name, impl, want.Out, want.Err, impl, r.Out, r.Err, body)
 		}
 	}
 	return true
-}
-
-// isInputError reports whether err is one the server answers 4xx.
-func isInputError(err error) bool {
-	_, ok := ref.AsInputError(err)
-	return ok || errors.Is(err, catalog.ErrImplUnavailable)
-}
-
-// sameVerdict compares two runs: both rejected with the same canonical
-// error, or both served with the same bytes — except where the output is
-// documented to vary from run to run (timedOutput), compared on the verdict.
-func sameVerdict(e catalog.Entry, body []byte, want, got hostileRun) bool {
-	if (want.err == nil) != (got.err == nil) {
-		return false
-	}
-	return bytes.Equal(want.out, got.out) || want.err == nil && timedOutput(e, body)
-}
-
-// timedOutput reports whether body asks e for wall-clock figures:
-// admission.bench reports each round's duration_us unless "deterministic"
-// is true (admission-serving.md §A3.3).
-func timedOutput(e catalog.Entry, body []byte) bool {
-	return e.Name() == "admission.bench" && !bytes.Contains(body, []byte(`"deterministic":true`))
 }
