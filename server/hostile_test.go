@@ -24,10 +24,10 @@ import (
 // issue's 100 ms, scaled under -race.
 const quickBound = slowdown * 100 * time.Millisecond
 
-// refusedQuickly posts body to path and requires the status within
+// answeredQuickly posts body to path and requires the status within
 // quickBound, allocating at most a few times the body (no recursion stack,
 // no allocation sized by a number the request sent). It returns the answer.
-func refusedQuickly(t *testing.T, sv *serving, path string, body []byte, status int) response {
+func answeredQuickly(t *testing.T, sv *serving, path string, body []byte, status int) response {
 	t.Helper()
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -101,7 +101,7 @@ func TestDeepNestingIsRefusedOnEveryPostRoute(t *testing.T) {
 	}
 	deep := hostile.Nested(6_000_000)
 	for _, path := range []string{"/v1/ops/" + filterOp, "/v1/prefix:score", "/v1/prefix/p/insert", "/v1/prefix/p/match", server.PreflightPath} {
-		r := refusedQuickly(t, sv, path, deep, http.StatusBadRequest)
+		r := answeredQuickly(t, sv, path, deep, http.StatusBadRequest)
 		if path == server.PreflightPath {
 			continue // the preflight answers its own error shape; the status is the contract
 		}
@@ -127,8 +127,8 @@ func TestPageHashesWithAHugePageSizeIsAnsweredQuickly(t *testing.T) {
 	sv := serve(t, nil)
 	for _, ps := range []string{"1000000000000", "4294967296", "2305843009213693952", "9223372036854775807"} {
 		body := []byte(`{"tokens":[1,2,3,4],"page_size":` + ps + `}`)
-		want := refusedQuickly(t, sv, "/v1/ops/radix.page_hashes?impl=ref", body, http.StatusOK)
-		got := refusedQuickly(t, sv, "/v1/ops/radix.page_hashes?impl=fast", body, http.StatusOK)
+		want := answeredQuickly(t, sv, "/v1/ops/radix.page_hashes?impl=ref", body, http.StatusOK)
+		got := answeredQuickly(t, sv, "/v1/ops/radix.page_hashes?impl=fast", body, http.StatusOK)
 		if string(got.body) != string(want.body) {
 			t.Errorf("page_size %s: fast %s, ref %s", ps, got.body, want.body)
 		}
@@ -141,7 +141,7 @@ func TestRerangeWithAnOverflowingGranuleIsRefusedQuickly(t *testing.T) {
 	sv := serve(t, nil)
 	body := []byte(`{"layout":{"cp":2,"lens":[3,9],"granule":9223372036854775807},"g":{"w":2,"b":"AB8/Xn6dvdz8Gztaepm52PgXN1Z2lbXU9BMzUnKRsdDwDy9Obo2tzOwLK0pqianI"},"m":12}`)
 	for _, impl := range []string{"fast", "ref"} {
-		d := detailOf(t, refusedQuickly(t, sv, "/v1/ops/cp.rerange?impl="+impl, body, http.StatusBadRequest))
+		d := detailOf(t, answeredQuickly(t, sv, "/v1/ops/cp.rerange?impl="+impl, body, http.StatusBadRequest))
 		if !strings.Contains(fmt.Sprint(d["field"]), "granule") {
 			t.Errorf("%s: detail %v; want it to name layout.granule", impl, d)
 		}
@@ -156,7 +156,7 @@ func TestComposeWithAHundredThousandPrefixSlotsIsRefusedQuickly(t *testing.T) {
 	body := opBody(t, "fp8.compose_current", func(m map[string]any) {
 		m["prefix_slots"] = []any{slices.Repeat([]any{0}, 100_000)}
 	})
-	d := detailOf(t, refusedQuickly(t, sv, "/v1/ops/fp8.compose_current", body, http.StatusBadRequest))
+	d := detailOf(t, answeredQuickly(t, sv, "/v1/ops/fp8.compose_current", body, http.StatusBadRequest))
 	if d["code"] != "too_large" || !strings.Contains(fmt.Sprint(d["bound"]), "max_output_ratio") {
 		t.Errorf("detail %v; want too_large naming the ratio bound", d)
 	}
