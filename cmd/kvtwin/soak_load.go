@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/kvtwin/kvtwin/internal/hostile"
 )
 
 // This file builds the soak's request mix. Everything that can be built
@@ -347,17 +349,11 @@ func (l *soakLoad) hostileRequest(rng *rand.Rand) soakRequest {
 }
 
 // deepBody is size bytes of nesting: size/2 '[' then as many ']' (inside
-// {"tokens": ...} when wrapped), built by repetition, not recursion.
+// {"tokens": ...} when wrapped), hostile.Nested's flat construction.
 func deepBody(size int, wrapped bool) []byte {
-	depth := max(size/2, 1)
-	b := make([]byte, 0, 2*depth+12)
+	b := hostile.Nested(max(size/2, 1))
 	if wrapped {
-		b = append(b, `{"tokens":`...)
-	}
-	b = append(b, bytes.Repeat([]byte{'['}, depth)...)
-	b = append(b, bytes.Repeat([]byte{']'}, depth)...)
-	if wrapped {
-		b = append(b, '}')
+		b = append(append([]byte(`{"tokens":`), b...), '}')
 	}
 	return b
 }
@@ -381,45 +377,12 @@ func extremeNumbers() []string {
 // without numbers gets one as an unknown member instead.
 func hugeNumber(rng *rand.Rand, valid []byte) []byte {
 	x := extremeNumbers()[rng.IntN(len(extremeNumbers()))]
-	spans := numberSpans(valid)
-	if len(spans) == 0 {
+	n := hostile.NumberLeaves(valid)
+	if n == 0 {
 		return withMember(valid, `"soak_huge":`+x)
 	}
-	sp := spans[rng.IntN(len(spans))]
-	out := make([]byte, 0, len(valid)+len(x))
-	out = append(append(append(out, valid[:sp[0]]...), x...), valid[sp[1]:]...)
+	out, _ := hostile.ReplaceNumber(valid, rng.IntN(n), x)
 	return out
-}
-
-// numberSpans are the [start, end) of every number literal of the JSON text
-// b, found in one pass that tracks only whether it is inside a string.
-func numberSpans(b []byte) [][2]int {
-	var spans [][2]int
-	inString, escaped := false, false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '-' || (c >= '0' && c <= '9'):
-			j := i + 1
-			for j < len(b) && strings.IndexByte("0123456789+-.eE", b[j]) >= 0 {
-				j++
-			}
-			spans = append(spans, [2]int{i, j})
-			i = j - 1
-		}
-	}
-	return spans
 }
 
 // withUnknownMember adds a member no route accepts at the top level.
