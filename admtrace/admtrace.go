@@ -1,5 +1,5 @@
 // Package admtrace turns a Mooncake request trace into an admission bench
-// (admission-serving.md §A3, `kvtwin bench admission --trace`): it replays
+// (docs/spec/admission-serving.md §A3, `kvtwin bench admission --trace`): it replays
 // the trace in arrival order through a live two-tier prefix cache — a
 // capacity-bounded device (L1) radix tree and a larger host (L2) tree, both
 // keyed by the trace's 512-token hash blocks — so that each request's

@@ -5,7 +5,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// AckScript registers hicache.ack_script (radix-acks.md §3): a step script
+// AckScript registers hicache.ack_script (docs/spec/radix-acks.md §3): a step script
 // run by a group of ranks on the HiCache write-ack queue, the trace of
 // results and refusals, and every rank's final write state.
 func AckScript() *Op[ref.AckScriptInput, ref.AckScriptOutput] {

@@ -7,7 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// AdmissionRound registers admission.round (admission-serving.md §A1): one
+// AdmissionRound registers admission.round (docs/spec/admission-serving.md §A1): one
 // PrefillAdder queue walk with its stop reason and budget snapshot.
 func AdmissionRound() *Op[ref.RoundInput, ref.RoundResult] {
 	return &Op[ref.RoundInput, ref.RoundResult]{

@@ -7,7 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// AdmissionBench registers admission.bench (admission-serving.md §A3): the
+// AdmissionBench registers admission.bench (docs/spec/admission-serving.md §A3): the
 // offline admission benchmark, a thin driver around admission.round.
 func AdmissionBench() *Op[ref.BenchInput, ref.BenchOutput] {
 	return &Op[ref.BenchInput, ref.BenchOutput]{

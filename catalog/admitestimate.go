@@ -5,7 +5,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// AdmissionEstimate registers admission.estimate (admission-serving.md A2, A1.9 C5).
+// AdmissionEstimate registers admission.estimate (docs/spec/admission-serving.md A2, A1.9 C5).
 func AdmissionEstimate() *Op[ref.AdmissionEstimateInput, ref.AdmissionEstimateOutput] {
 	limit := int64(128 << 20)
 	return &Op[ref.AdmissionEstimateInput, ref.AdmissionEstimateOutput]{

@@ -49,7 +49,7 @@ func ParseImpl(s string) (Impl, error) {
 type Entry interface {
 	// Name is the op's dotted name, e.g. "transfer.filter_cp_rank".
 	Name() string
-	// Spec is the spec section, e.g. "transfer.md §1".
+	// Spec is the spec section, e.g. "docs/spec/transfer.md §1".
 	Spec() string
 	// Doc is a one-line description.
 	Doc() string

@@ -5,7 +5,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// CanSplit registers cp.can_split (cp-layout.md §5).
+// CanSplit registers cp.can_split (docs/spec/cp-layout.md §5).
 func CanSplit() *Op[ref.CanSplitInput, ref.CanSplitOutput] {
 	return &Op[ref.CanSplitInput, ref.CanSplitOutput]{
 		OpName:  "cp.can_split",

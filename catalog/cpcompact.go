@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// CPCompactValid registers cp.compact_valid (cp-layout.md §4).
+// CPCompactValid registers cp.compact_valid (docs/spec/cp-layout.md §4).
 func CPCompactValid() *Op[ref.CPCompactInput, ref.CPRowsOutput] {
 	return &Op[ref.CPCompactInput, ref.CPRowsOutput]{
 		OpName:  "cp.compact_valid",
@@ -27,7 +27,7 @@ func CPCompactValid() *Op[ref.CPCompactInput, ref.CPRowsOutput] {
 	}
 }
 
-// CPRestorePadded registers cp.restore_padded (cp-layout.md §4).
+// CPRestorePadded registers cp.restore_padded (docs/spec/cp-layout.md §4).
 func CPRestorePadded() *Op[ref.CPRestoreInput, ref.CPRowsOutput] {
 	return &Op[ref.CPRestoreInput, ref.CPRowsOutput]{
 		OpName:  "cp.restore_padded",

@@ -6,7 +6,7 @@ import (
 )
 
 // DraftInput registers cp.draft_input (the SPEC_V2 EAGLE draft input after
-// a CP prefill; designed from the seed on cp-layout.md §2.4's contracts).
+// a CP prefill; designed from the seed on docs/spec/cp-layout.md §2.4's contracts).
 func DraftInput() *Op[ref.DraftInputInput, ref.DraftInputOutput] {
 	return &Op[ref.DraftInputInput, ref.DraftInputOutput]{
 		OpName:  "cp.draft_input",

@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// FilterCPRank registers transfer.filter_cp_rank (transfer.md §1).
+// FilterCPRank registers transfer.filter_cp_rank (docs/spec/transfer.md §1).
 func FilterCPRank() *Op[ref.FilterCPRankInput, ref.FilterCPRankOutput] {
 	return &Op[ref.FilterCPRankInput, ref.FilterCPRankOutput]{
 		OpName:  "transfer.filter_cp_rank",

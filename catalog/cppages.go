@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// PageDescriptors registers cp.page_descriptors (cp-layout.md §6).
+// PageDescriptors registers cp.page_descriptors (docs/spec/cp-layout.md §6).
 func PageDescriptors() *Op[ref.PageDescriptorsInput, ref.PageDescriptors] {
 	return &Op[ref.PageDescriptorsInput, ref.PageDescriptors]{
 		OpName:  "cp.page_descriptors",
@@ -31,7 +31,7 @@ func PageDescriptors() *Op[ref.PageDescriptorsInput, ref.PageDescriptors] {
 	}
 }
 
-// RemapLocs registers cp.remap_locs (cp-layout.md §6).
+// RemapLocs registers cp.remap_locs (docs/spec/cp-layout.md §6).
 func RemapLocs() *Op[ref.RemapLocsInput, ref.RemapLocsOutput] {
 	return &Op[ref.RemapLocsInput, ref.RemapLocsOutput]{
 		OpName:  "cp.remap_locs",

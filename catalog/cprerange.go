@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// CPRerange registers cp.rerange (cp-layout.md §3).
+// CPRerange registers cp.rerange (docs/spec/cp-layout.md §3).
 func CPRerange() *Op[ref.CPRerangeInput, ref.CPRerangeOutput] {
 	return &Op[ref.CPRerangeInput, ref.CPRerangeOutput]{
 		OpName:  "cp.rerange",

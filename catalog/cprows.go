@@ -3,9 +3,9 @@ package catalog
 import "github.com/kvtwin/kvtwin/ref"
 
 // This file holds the inputs the CP row ops' samples and benchmark shapes
-// share (cp-layout.md §1–§4).
+// share (docs/spec/cp-layout.md §1–§4).
 
-// mlaRowBytes is an FP8 MLA KV row (cp-layout.md §7.1), the row width the
+// mlaRowBytes is an FP8 MLA KV row (docs/spec/cp-layout.md §7.1), the row width the
 // issue's benchmarks move.
 const mlaRowBytes = 656
 

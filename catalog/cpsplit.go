@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// CPSplit registers cp.split (cp-layout.md §1).
+// CPSplit registers cp.split (docs/spec/cp-layout.md §1).
 func CPSplit() *Op[ref.CPSplitInput, ref.CPSplitOutput] {
 	return &Op[ref.CPSplitInput, ref.CPSplitOutput]{
 		OpName:  "cp.split",

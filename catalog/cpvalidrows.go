@@ -5,7 +5,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// CPValidRows registers cp.valid_rows (cp-layout.md §2).
+// CPValidRows registers cp.valid_rows (docs/spec/cp-layout.md §2).
 func CPValidRows() *Op[ref.CPValidRowsInput, ref.CPValidRowsOutput] {
 	return &Op[ref.CPValidRowsInput, ref.CPValidRowsOutput]{
 		OpName:  "cp.valid_rows",

@@ -7,7 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// DeepGEMMWarmupPlan registers deepgemm.warmup_plan (admission-serving.md §S3).
+// DeepGEMMWarmupPlan registers deepgemm.warmup_plan (docs/spec/admission-serving.md §S3).
 func DeepGEMMWarmupPlan() *Op[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput] {
 	return &Op[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput]{
 		OpName:  "deepgemm.warmup_plan",

@@ -35,7 +35,7 @@ func composeSlots(ps int64, b, p, l int) ([][]int64, [][]int64) {
 	return pre, cur
 }
 
-// FP8ComposeCurrent registers fp8.compose_current (cp-layout.md §7.5).
+// FP8ComposeCurrent registers fp8.compose_current (docs/spec/cp-layout.md §7.5).
 func FP8ComposeCurrent() *Op[ref.FP8ComposeInput, ref.FP8ComposeOutput] {
 	return &Op[ref.FP8ComposeInput, ref.FP8ComposeOutput]{
 		OpName:  "fp8.compose_current",

@@ -23,7 +23,7 @@ func pageAlignedLocs(ps int64, pages int) []int64 {
 	return locs
 }
 
-// FP8StorePages registers fp8.store_pages (cp-layout.md §7.4).
+// FP8StorePages registers fp8.store_pages (docs/spec/cp-layout.md §7.4).
 func FP8StorePages() *Op[ref.FP8StoreInput, ref.FP8StoreOutput] {
 	return &Op[ref.FP8StoreInput, ref.FP8StoreOutput]{
 		OpName:  "fp8.store_pages",
@@ -43,7 +43,7 @@ func FP8StorePages() *Op[ref.FP8StoreInput, ref.FP8StoreOutput] {
 	}
 }
 
-// FP8MaterializePages registers fp8.materialize_pages (cp-layout.md §7.4).
+// FP8MaterializePages registers fp8.materialize_pages (docs/spec/cp-layout.md §7.4).
 func FP8MaterializePages() *Op[ref.FP8MaterializeInput, ref.FP8MaterializeOutput] {
 	return &Op[ref.FP8MaterializeInput, ref.FP8MaterializeOutput]{
 		OpName:  "fp8.materialize_pages",

@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// FP8QuantizeRow registers fp8.quantize_row (cp-layout.md §7.2).
+// FP8QuantizeRow registers fp8.quantize_row (docs/spec/cp-layout.md §7.2).
 func FP8QuantizeRow() *Op[ref.FP8QuantizeRowInput, ref.FP8RowsOutput] {
 	return &Op[ref.FP8QuantizeRowInput, ref.FP8RowsOutput]{
 		OpName:  "fp8.quantize_row",
@@ -27,7 +27,7 @@ func FP8QuantizeRow() *Op[ref.FP8QuantizeRowInput, ref.FP8RowsOutput] {
 	}
 }
 
-// FP8QuantizeIndexK registers fp8.quantize_index_k (cp-layout.md §7.3).
+// FP8QuantizeIndexK registers fp8.quantize_index_k (docs/spec/cp-layout.md §7.3).
 func FP8QuantizeIndexK() *Op[ref.FP8QuantizeIndexKInput, ref.FP8RowsOutput] {
 	return &Op[ref.FP8QuantizeIndexKInput, ref.FP8RowsOutput]{
 		OpName:  "fp8.quantize_index_k",

@@ -39,7 +39,7 @@ func spreadTopK(q, k, n int) [][]int32 {
 	return topk
 }
 
-// FP8DequantTopK registers fp8.dequant_topk (cp-layout.md §7.6).
+// FP8DequantTopK registers fp8.dequant_topk (docs/spec/cp-layout.md §7.6).
 func FP8DequantTopK() *Op[ref.FP8DequantTopKInput, ref.FP8DequantTopKOutput] {
 	return &Op[ref.FP8DequantTopKInput, ref.FP8DequantTopKOutput]{
 		OpName:  "fp8.dequant_topk",

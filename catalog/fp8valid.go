@@ -21,7 +21,7 @@ func reqToTokenSpans(ps int64, prefix int, lens []int) ([][]int64, []int) {
 	return r2t, pre
 }
 
-// FP8StoreValidRows registers fp8.store_valid_rows (cp-layout.md §7.4).
+// FP8StoreValidRows registers fp8.store_valid_rows (docs/spec/cp-layout.md §7.4).
 func FP8StoreValidRows() *Op[ref.FP8StoreValidRowsInput, ref.FP8StoreValidRowsOutput] {
 	return &Op[ref.FP8StoreValidRowsInput, ref.FP8StoreValidRowsOutput]{
 		OpName:  "fp8.store_valid_rows",

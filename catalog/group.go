@@ -7,7 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// GroupContiguous registers transfer.group_contiguous (transfer.md §2).
+// GroupContiguous registers transfer.group_contiguous (docs/spec/transfer.md §2).
 func GroupContiguous() *Op[ref.GroupContiguousInput, ref.GroupContiguousOutput] {
 	return &Op[ref.GroupContiguousInput, ref.GroupContiguousOutput]{
 		OpName:  "transfer.group_contiguous",

@@ -7,7 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// HostOffsets registers layout.host_offsets (transfer.md §7.1).
+// HostOffsets registers layout.host_offsets (docs/spec/transfer.md §7.1).
 func HostOffsets() *Op[ref.HostOffsetsInput, ref.HostOffsetsOutput] {
 	return &Op[ref.HostOffsetsInput, ref.HostOffsetsOutput]{
 		OpName:  "layout.host_offsets",

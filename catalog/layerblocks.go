@@ -7,7 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LayerBlocks registers transfer.layer_blocks (transfer.md §3).
+// LayerBlocks registers transfer.layer_blocks (docs/spec/transfer.md §3).
 func LayerBlocks() *Op[ref.LayerBlocksInput, ref.LayerBlocksOutput] {
 	return &Op[ref.LayerBlocksInput, ref.LayerBlocksOutput]{
 		OpName:  "transfer.layer_blocks",
@@ -15,7 +15,7 @@ func LayerBlocks() *Op[ref.LayerBlocksInput, ref.LayerBlocksOutput] {
 		Summary: "RDMA blocks (src, dst, len) of every transfer entry for one chunk's page pairs, entry-major",
 		Ref:     ref.LayerBlocks,
 		Fast:    fast.LayerBlocks,
-		Sample: ref.LayerBlocksInput{ // transfer.md §3.4
+		Sample: ref.LayerBlocksInput{ // docs/spec/transfer.md §3.4
 			IsMLA: true, Owned: []int64{3, 4, 9}, DstPages: []int64{20, 21, 22},
 			SrcPtrs: []uint64{0x10000000, 0x20000000}, DstPtrs: []uint64{0x90000000, 0xA0000000},
 			ItemLens: []uint64{1024, 1024},

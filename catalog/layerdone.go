@@ -5,7 +5,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LayerDoneScript registers hicache.layer_done_script (radix-acks.md
+// LayerDoneScript registers hicache.layer_done_script (docs/spec/radix-acks.md
 // §5.3): producer updates, layer completions, consumer changes and
 // per-layer readiness questions against one LayerDoneCounter.
 func LayerDoneScript() *Op[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput] {
@@ -29,7 +29,7 @@ func LayerDoneScript() *Op[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput] 
 	}
 }
 
-// LayerDoneWorkedExample is radix-acks.md §5.3's example (L = 3).
+// LayerDoneWorkedExample is docs/spec/radix-acks.md §5.3's example (L = 3).
 func LayerDoneWorkedExample() ref.LayerDoneScriptInput {
 	s := func(op string, slot, layer int) ref.CounterStep {
 		return ref.CounterStep{Op: op, Slot: slot, Layer: layer}

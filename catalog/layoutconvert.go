@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LayoutConvert registers layout.convert (transfer.md §7.2, §7.3).
+// LayoutConvert registers layout.convert (docs/spec/transfer.md §7.2, §7.3).
 func LayoutConvert() *Op[ref.LayoutConvertInput, ref.LayoutConvertOutput] {
 	return &Op[ref.LayoutConvertInput, ref.LayoutConvertOutput]{
 		OpName:  "layout.convert",

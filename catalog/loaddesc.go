@@ -5,7 +5,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LoadScript registers hicache.load_script (radix-acks.md §5.2): load
+// LoadScript registers hicache.load_script (docs/spec/radix-acks.md §5.2): load
 // operations run through prepared descriptors, with misuse steps, giving
 // each op's runs, builds and refusals, the fallback log and the device bytes.
 func LoadScript() *Op[ref.LoadScriptInput, ref.LoadScriptOutput] {
@@ -34,7 +34,7 @@ func LoadScript() *Op[ref.LoadScriptInput, ref.LoadScriptOutput] {
 	}
 }
 
-// LoadWorkedExample is radix-acks.md §5.2's worked example (ps = 4, host
+// LoadWorkedExample is docs/spec/radix-acks.md §5.2's worked example (ps = 4, host
 // pages [2,3,0] to device pages [10,11,12]) over 3 layers, layer 1 with an
 // index slot.
 func LoadWorkedExample() ref.LoadScriptInput {

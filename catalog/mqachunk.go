@@ -5,7 +5,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// MQAChunkRows registers mqa.chunk_rows (cp-layout.md §8.1, §8.2, §8.4).
+// MQAChunkRows registers mqa.chunk_rows (docs/spec/cp-layout.md §8.1, §8.2, §8.4).
 func MQAChunkRows() *Op[ref.MQAChunkRowsInput, ref.MQAChunkRowsOutput] {
 	two := int64(2)
 	return &Op[ref.MQAChunkRowsInput, ref.MQAChunkRowsOutput]{

@@ -7,7 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// MQAChunkedTopK registers mqa.chunked_topk (cp-layout.md §8.3).
+// MQAChunkedTopK registers mqa.chunked_topk (docs/spec/cp-layout.md §8.3).
 func MQAChunkedTopK() *Op[ref.MQATopKInput, ref.MQATopKOutput] {
 	return &Op[ref.MQATopKInput, ref.MQATopKOutput]{
 		OpName:  "mqa.chunked_topk",

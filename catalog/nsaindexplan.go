@@ -5,7 +5,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// NSAIndexPlan registers nsa.index_plan (cp-layout.md §9).
+// NSAIndexPlan registers nsa.index_plan (docs/spec/cp-layout.md §9).
 func NSAIndexPlan() *Op[ref.NSAIndexPlanInput, ref.NSAIndexPlanOutput] {
 	four := 4
 	return &Op[ref.NSAIndexPlanInput, ref.NSAIndexPlanOutput]{

@@ -5,7 +5,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// OwnerCounts registers hicache.owner_counts (radix-acks.md §4.1–§4.3): one
+// OwnerCounts registers hicache.owner_counts (docs/spec/radix-acks.md §4.1–§4.3): one
 // node's page owners and its owner counts computed three ways. The
 // owner-lane eviction plan is the plan_evict step of radix.script, which
 // runs it on the trees themselves.

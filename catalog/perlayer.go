@@ -5,7 +5,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// PerLayerScript registers transfer.per_layer_script (transfer.md §4): the
+// PerLayerScript registers transfer.per_layer_script (docs/spec/transfer.md §4): the
 // §4.8 operations run on the per-layer transfer manager in deterministic
 // mode over the in-memory engine, the trace, the final manager state, the
 // engine's call log and the destination arena's digest.
@@ -28,7 +28,7 @@ func PerLayerScript() *Op[ref.XferScriptInput, ref.XferScriptOutput] {
 			{Op: ref.XferFinish, Room: 7, Chunk: 0},
 		}},
 		Shapes: []Shape[ref.XferScriptInput]{
-			// The seed's GLM-5 shape at bs=10 (transfer.md §4.5): the
+			// The seed's GLM-5 shape at bs=10 (docs/spec/transfer.md §4.5): the
 			// per-call figures are the Go benchmarks BenchmarkPerLayer*
 			// (fast/perlayer_bench_test.go).
 			{Name: "glm5-79-layers-bs10", Make: func() ref.XferScriptInput { return PerLayerForwardScript(79, 78, 8, 10) }},

@@ -7,7 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// PrebuiltSlice registers transfer.prebuilt_slice (transfer.md §5).
+// PrebuiltSlice registers transfer.prebuilt_slice (docs/spec/transfer.md §5).
 func PrebuiltSlice() *Op[ref.PrebuiltSliceInput, ref.PrebuiltSliceOutput] {
 	five := int64(5)
 	return &Op[ref.PrebuiltSliceInput, ref.PrebuiltSliceOutput]{

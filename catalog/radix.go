@@ -5,7 +5,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// RadixScript registers radix.script (radix-acks.md §1): a step script
+// RadixScript registers radix.script (docs/spec/radix-acks.md §1): a step script
 // against one radix tree, the trace of results and the final tree.
 func RadixScript() *Op[ref.RadixScriptInput, ref.RadixScriptOutput] {
 	return &Op[ref.RadixScriptInput, ref.RadixScriptOutput]{
@@ -42,7 +42,7 @@ func RadixScript() *Op[ref.RadixScriptInput, ref.RadixScriptOutput] {
 	}
 }
 
-// pathScript is the seed's benchmark shape (radix-acks.md §1.12): a tokens-
+// pathScript is the seed's benchmark shape (docs/spec/radix-acks.md §1.12): a tokens-
 // long sequence stored as a nodes-node path by inserting its prefixes of
 // length tokens·i/nodes in order, then a full-hit match.
 func pathScript(tokens, nodes, pageSize int) ref.RadixScriptInput {
@@ -60,7 +60,7 @@ func pathScript(tokens, nodes, pageSize int) ref.RadixScriptInput {
 
 // ownerPlanScript builds leaves sibling leaves of pages pages each at page
 // size ps under a cp-rank tree, then dry-runs an owner-lane plan whose lane
-// 0 can never be covered, so every leaf is scanned (radix-acks.md §4.7).
+// 0 can never be covered, so every leaf is scanned (docs/spec/radix-acks.md §4.7).
 func ownerPlanScript(leaves, pages, ps, cp int) ref.RadixScriptInput {
 	steps := []ref.RadixStep{{Op: ref.StepCreate, PageSize: ps, CPSize: cp}}
 	for i := range leaves {
@@ -75,7 +75,7 @@ func ownerPlanScript(leaves, pages, ps, cp int) ref.RadixScriptInput {
 	return ref.RadixScriptInput{Steps: append(steps, ref.RadixStep{Op: ref.StepPlanEvict, Need: need, Free: free, DryRun: true})}
 }
 
-// BigramKey registers radix.bigram_key (radix-acks.md §2.1).
+// BigramKey registers radix.bigram_key (docs/spec/radix-acks.md §2.1).
 func BigramKey() *Op[ref.BigramKeyInput, ref.BigramKeyOutput] {
 	return &Op[ref.BigramKeyInput, ref.BigramKeyOutput]{
 		OpName:  "radix.bigram_key",
@@ -97,7 +97,7 @@ func BigramKey() *Op[ref.BigramKeyInput, ref.BigramKeyOutput] {
 	}
 }
 
-// PageHashes registers radix.page_hashes (radix-acks.md §2.4).
+// PageHashes registers radix.page_hashes (docs/spec/radix-acks.md §2.4).
 func PageHashes() *Op[ref.PageHashesInput, ref.PageHashesOutput] {
 	return &Op[ref.PageHashesInput, ref.PageHashesOutput]{
 		OpName:  "radix.page_hashes",

@@ -7,7 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// SamplingPack registers sampling.pack (transfer.md §8).
+// SamplingPack registers sampling.pack (docs/spec/transfer.md §8).
 func SamplingPack() *Op[ref.SamplingPackInput, ref.SamplingPackOutput] {
 	seven := int64(7)
 	return &Op[ref.SamplingPackInput, ref.SamplingPackOutput]{

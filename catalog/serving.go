@@ -9,7 +9,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// ValidateInputLength registers serving.validate_input_length (admission-serving.md S1.2).
+// ValidateInputLength registers serving.validate_input_length (docs/spec/admission-serving.md S1.2).
 func ValidateInputLength() *Op[ref.InputLengthInput, ref.InputLengthOutput] {
 	return &Op[ref.InputLengthInput, ref.InputLengthOutput]{
 		OpName:  "serving.validate_input_length",
@@ -26,7 +26,7 @@ func ValidateInputLength() *Op[ref.InputLengthInput, ref.InputLengthOutput] {
 	}
 }
 
-// ErrorBody registers serving.error_body (admission-serving.md S1.3).
+// ErrorBody registers serving.error_body (docs/spec/admission-serving.md S1.3).
 func ErrorBody() *Op[ref.ErrorBodyInput, ref.ErrorBodyOutput] {
 	msg := "The input (9000 tokens) is longer than the model's context length (8192 tokens)."
 	return &Op[ref.ErrorBodyInput, ref.ErrorBodyOutput]{
@@ -47,7 +47,7 @@ func ErrorBody() *Op[ref.ErrorBodyInput, ref.ErrorBodyOutput] {
 	}
 }
 
-// StreamErrorChunk registers serving.stream_error_chunk (admission-serving.md S1.3, S2.5).
+// StreamErrorChunk registers serving.stream_error_chunk (docs/spec/admission-serving.md S1.3, S2.5).
 func StreamErrorChunk() *Op[ref.StreamErrorInput, ref.StreamErrorOutput] {
 	abort := json.RawMessage(`{"type":"abort","status_code":413,"err_type":"PayloadTooLargeError","message":"m"}`)
 	return &Op[ref.StreamErrorInput, ref.StreamErrorOutput]{
@@ -66,7 +66,7 @@ func StreamErrorChunk() *Op[ref.StreamErrorInput, ref.StreamErrorOutput] {
 	}
 }
 
-// ChatNormalize registers serving.chat_normalize (admission-serving.md S2.2–S2.4, S2.7).
+// ChatNormalize registers serving.chat_normalize (docs/spec/admission-serving.md S2.2–S2.4, S2.7).
 func ChatNormalize() *Op[ref.ChatNormalizeInput, ref.ChatNormalizeOutput] {
 	d := int64(32768)
 	n := int64(1000)
@@ -122,7 +122,7 @@ func ChatRequest32K(toolChoice string) json.RawMessage {
 	return json.RawMessage(b.String())
 }
 
-// Usage registers serving.usage (admission-serving.md S2.6).
+// Usage registers serving.usage (docs/spec/admission-serving.md S2.6).
 func Usage() *Op[ref.UsageInput, ref.Usage] {
 	return &Op[ref.UsageInput, ref.Usage]{
 		OpName:  "serving.usage",
@@ -140,7 +140,7 @@ func Usage() *Op[ref.UsageInput, ref.Usage] {
 	}
 }
 
-// GLMToolArgs registers serving.glm_tool_args (admission-serving.md S2.8).
+// GLMToolArgs registers serving.glm_tool_args (docs/spec/admission-serving.md S2.8).
 func GLMToolArgs() *Op[ref.GLMToolArgsInput, ref.GLMToolArgsOutput] {
 	tools := json.RawMessage(`[{"type":"function","function":{"name":"run","parameters":{"type":"object","properties":{"code":{"type":"string"},"n":{"type":"integer"}}}}}]`)
 	text := "<tool_call>run\n<arg_key>code</arg_key>\n<arg_value>  def f():\n    return 1\n</arg_value>\n<arg_key>n</arg_key>\n<arg_value>3</arg_value>\n</tool_call>"

@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// StateLayerPairing registers transfer.state_layer_pairing (transfer.md §6).
+// StateLayerPairing registers transfer.state_layer_pairing (docs/spec/transfer.md §6).
 func StateLayerPairing() *Op[ref.StateLayerPairingInput, ref.StateLayerPairingOutput] {
 	pattern := "FSSSFSSS"
 	return &Op[ref.StateLayerPairingInput, ref.StateLayerPairingOutput]{

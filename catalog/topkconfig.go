@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// IndexTopkOverrides registers config.index_topk_overrides (admission-serving.md §S4).
+// IndexTopkOverrides registers config.index_topk_overrides (docs/spec/admission-serving.md §S4).
 func IndexTopkOverrides() *Op[ref.IndexTopkOverridesInput, ref.IndexTopkOverridesOutput] {
 	four := int64(4)
 	return &Op[ref.IndexTopkOverridesInput, ref.IndexTopkOverridesOutput]{

@@ -10,7 +10,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// AckScript is the differential spec of hicache.ack_script (radix-acks.md
+// AckScript is the differential spec of hicache.ack_script (docs/spec/radix-acks.md
 // §3). The step-by-step state machine over the write states themselves is
 // TestAckQueueTwinsAgreeAfterEveryStep; this spec holds the script-level
 // generators, the §3.4 worked examples and §3.5 minimal inputs, and the

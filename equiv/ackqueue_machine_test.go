@@ -12,7 +12,7 @@ import (
 )
 
 // ackMachine drives a reference group (the generator's own) and a fast
-// group with one step sequence (radix-acks.md §3.3).
+// group with one step sequence (docs/spec/radix-acks.md §3.3).
 type ackMachine struct {
 	gen  *ackGen
 	fast []ref.AckQueue
@@ -126,7 +126,7 @@ func (m *ackMachine) check(t *rapid.T) {
 }
 
 // TestAckQueueTwinsAgreeAfterEveryStep is the write-ack state machine
-// (radix-acks.md §3.3): groups of 1–4 ranks with 1–3 layers run random
+// (docs/spec/radix-acks.md §3.3): groups of 1–4 ranks with 1–3 layers run random
 // reservations (zero-owned ranks included), layer steps, write_backup
 // fallbacks failing mid-layers or after the ack, non-CP writes, per-rank
 // event completion, MIN-agreed and explicit drains between any two

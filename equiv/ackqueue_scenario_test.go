@@ -15,14 +15,14 @@ import (
 )
 
 // TestAckScenarios runs the narrated write-ack scenarios
-// (testdata/ack_*.txt, one per historic bug of radix-acks.md §3.5 and the
+// (testdata/ack_*.txt, one per historic bug of docs/spec/radix-acks.md §3.5 and the
 // rank-divergence early return): each command drives a reference group and
 // a fast group, requires identical results, checks every §3.3 invariant,
 // and prints the outcome and each rank's observable state, so a file reads
 // as the fixed behaviour along the bug's trace. Regenerate the expected
 // output with `go test ./equiv -run TestAckScenarios -rewrite`.
 //
-// Commands (arguments as in the ack script, radix-acks.md §3.2):
+// Commands (arguments as in the ack script, docs/spec/radix-acks.md §3.2):
 //
 //	create ranks=R layers=L capacity=C
 //	node [id=N] len=V          evict node=N       lock node=N     unlock node=N

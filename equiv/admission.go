@@ -12,7 +12,7 @@ import (
 )
 
 // AdmissionRound is the differential spec of admission.round
-// (admission-serving.md §A1) with the §A1.13 properties.
+// (docs/spec/admission-serving.md §A1) with the §A1.13 properties.
 func AdmissionRound() *Spec[ref.RoundInput, ref.RoundResult] {
 	return &Spec[ref.RoundInput, ref.RoundResult]{
 		Op:          catalog.AdmissionRound(),

@@ -11,7 +11,7 @@ import (
 )
 
 // AdmissionBench is the differential spec of admission.bench
-// (admission-serving.md §A3) with the A3.5 properties.
+// (docs/spec/admission-serving.md §A3) with the A3.5 properties.
 func AdmissionBench() *Spec[ref.BenchInput, ref.BenchOutput] {
 	return &Spec[ref.BenchInput, ref.BenchOutput]{
 		Op:          catalog.AdmissionBench(),

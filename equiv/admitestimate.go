@@ -18,7 +18,7 @@ type (
 )
 
 // AdmissionEstimate is the differential spec of admission.estimate
-// (admission-serving.md A2; the gate is A1.9 C5).
+// (docs/spec/admission-serving.md A2; the gate is A1.9 C5).
 func AdmissionEstimate() *Spec[estIn, estOut] {
 	return &Spec[estIn, estOut]{
 		Op:          catalog.AdmissionEstimate(),

@@ -10,7 +10,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// BigramKey is the differential spec of radix.bigram_key (radix-acks.md §2.1, §2.5).
+// BigramKey is the differential spec of radix.bigram_key (docs/spec/radix-acks.md §2.1, §2.5).
 func BigramKey() *Spec[ref.BigramKeyInput, ref.BigramKeyOutput] {
 	return &Spec[ref.BigramKeyInput, ref.BigramKeyOutput]{
 		Op:      catalog.BigramKey(),
@@ -119,7 +119,7 @@ func bigramValuePairing(_ ref.Limits, in ref.BigramKeyInput, out ref.BigramKeyOu
 	return nil
 }
 
-// PageHashes is the differential spec of radix.page_hashes (radix-acks.md §2.4).
+// PageHashes is the differential spec of radix.page_hashes (docs/spec/radix-acks.md §2.4).
 func PageHashes() *Spec[ref.PageHashesInput, ref.PageHashesOutput] {
 	first, _ := ref.PageHashes(ref.DefaultLimits(), ref.PageHashesInput{Tokens: []int64{1, 2, 3}, Bigram: true, PageSize: 2})
 	return &Spec[ref.PageHashesInput, ref.PageHashesOutput]{

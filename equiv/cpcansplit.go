@@ -12,7 +12,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// CanSplit is the differential spec of cp.can_split (cp-layout.md §5).
+// CanSplit is the differential spec of cp.can_split (docs/spec/cp-layout.md §5).
 func CanSplit() *Spec[ref.CanSplitInput, ref.CanSplitOutput] {
 	return &Spec[ref.CanSplitInput, ref.CanSplitOutput]{
 		Op:          catalog.CanSplit(),

@@ -10,7 +10,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// CPCompactValid is the differential spec of cp.compact_valid (cp-layout.md §4).
+// CPCompactValid is the differential spec of cp.compact_valid (docs/spec/cp-layout.md §4).
 func CPCompactValid() *Spec[ref.CPCompactInput, ref.CPRowsOutput] {
 	bnd, rejects := localBoundary(func(sp ref.LayoutSpec, r int, x ref.Rows) ref.CPCompactInput {
 		return ref.CPCompactInput{Layout: sp, Rank: r, X: x}
@@ -37,7 +37,7 @@ func CPCompactValid() *Spec[ref.CPCompactInput, ref.CPRowsOutput] {
 	}
 }
 
-// CPRestorePadded is the differential spec of cp.restore_padded (cp-layout.md §4).
+// CPRestorePadded is the differential spec of cp.restore_padded (docs/spec/cp-layout.md §4).
 func CPRestorePadded() *Spec[ref.CPRestoreInput, ref.CPRowsOutput] {
 	bnd, rejects := localBoundary(func(sp ref.LayoutSpec, r int, x ref.Rows) ref.CPRestoreInput {
 		y := ref.Rows{W: 3, B: []byte{}}

@@ -11,7 +11,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// FilterCPRank is the differential spec of transfer.filter_cp_rank (transfer.md §1).
+// FilterCPRank is the differential spec of transfer.filter_cp_rank (docs/spec/transfer.md §1).
 func FilterCPRank() *Spec[ref.FilterCPRankInput, ref.FilterCPRankOutput] {
 	return &Spec[ref.FilterCPRankInput, ref.FilterCPRankOutput]{
 		Op:          catalog.FilterCPRank(),

@@ -10,7 +10,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// PageDescriptors is the differential spec of cp.page_descriptors (cp-layout.md §6).
+// PageDescriptors is the differential spec of cp.page_descriptors (docs/spec/cp-layout.md §6).
 func PageDescriptors() *Spec[ref.PageDescriptorsInput, ref.PageDescriptors] {
 	return &Spec[ref.PageDescriptorsInput, ref.PageDescriptors]{
 		Op:       catalog.PageDescriptors(),
@@ -25,7 +25,7 @@ func PageDescriptors() *Spec[ref.PageDescriptorsInput, ref.PageDescriptors] {
 	}
 }
 
-// RemapLocs is the differential spec of cp.remap_locs (cp-layout.md §6).
+// RemapLocs is the differential spec of cp.remap_locs (docs/spec/cp-layout.md §6).
 func RemapLocs() *Spec[ref.RemapLocsInput, ref.RemapLocsOutput] {
 	return &Spec[ref.RemapLocsInput, ref.RemapLocsOutput]{
 		Op:          catalog.RemapLocs(),

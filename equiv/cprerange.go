@@ -10,7 +10,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// CPRerange is the differential spec of cp.rerange (cp-layout.md §3).
+// CPRerange is the differential spec of cp.rerange (docs/spec/cp-layout.md §3).
 func CPRerange() *Spec[ref.CPRerangeInput, ref.CPRerangeOutput] {
 	bnd, rejects := rerangeBoundary()
 	return &Spec[ref.CPRerangeInput, ref.CPRerangeOutput]{

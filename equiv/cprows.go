@@ -11,7 +11,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// This file holds what the CP row ops' specs share (cp-layout.md §0–§4):
+// This file holds what the CP row ops' specs share (docs/spec/cp-layout.md §0–§4):
 // layout generators and boundary layouts, row buffers, tagged rows (row j
 // carries j, so a property can tell where every output row came from), and
 // the bad-layout violations every op rejects the same way.

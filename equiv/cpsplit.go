@@ -11,7 +11,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// CPSplit is the differential spec of cp.split (cp-layout.md §1).
+// CPSplit is the differential spec of cp.split (docs/spec/cp-layout.md §1).
 func CPSplit() *Spec[ref.CPSplitInput, ref.CPSplitOutput] {
 	bnd, rejects := splitBoundary()
 	return &Spec[ref.CPSplitInput, ref.CPSplitOutput]{

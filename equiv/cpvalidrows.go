@@ -11,7 +11,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// CPValidRows is the differential spec of cp.valid_rows (cp-layout.md §2).
+// CPValidRows is the differential spec of cp.valid_rows (docs/spec/cp-layout.md §2).
 func CPValidRows() *Spec[ref.CPValidRowsInput, ref.CPValidRowsOutput] {
 	bnd, rejects := localBoundary(func(sp ref.LayoutSpec, r int, x ref.Rows) ref.CPValidRowsInput {
 		return ref.CPValidRowsInput{Layout: sp, Rank: r, X: x}

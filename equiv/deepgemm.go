@@ -14,7 +14,7 @@ import (
 )
 
 // DeepGEMMWarmupPlan is the differential spec of deepgemm.warmup_plan
-// (admission-serving.md §S3).
+// (docs/spec/admission-serving.md §S3).
 func DeepGEMMWarmupPlan() *Spec[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput] {
 	return &Spec[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput]{
 		Op:          catalog.DeepGEMMWarmupPlan(),

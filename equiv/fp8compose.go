@@ -12,7 +12,7 @@ import (
 )
 
 // FP8ComposeCurrent is the differential spec of fp8.compose_current
-// (cp-layout.md §7.5).
+// (docs/spec/cp-layout.md §7.5).
 func FP8ComposeCurrent() *Spec[ref.FP8ComposeInput, ref.FP8ComposeOutput] {
 	return &Spec[ref.FP8ComposeInput, ref.FP8ComposeOutput]{
 		Op:          catalog.FP8ComposeCurrent(),

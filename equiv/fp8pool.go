@@ -11,7 +11,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// FP8StorePages is the differential spec of fp8.store_pages (cp-layout.md §7.4).
+// FP8StorePages is the differential spec of fp8.store_pages (docs/spec/cp-layout.md §7.4).
 func FP8StorePages() *Spec[ref.FP8StoreInput, ref.FP8StoreOutput] {
 	return &Spec[ref.FP8StoreInput, ref.FP8StoreOutput]{
 		Op:       catalog.FP8StorePages(),
@@ -32,7 +32,7 @@ func FP8StorePages() *Spec[ref.FP8StoreInput, ref.FP8StoreOutput] {
 }
 
 // FP8MaterializePages is the differential spec of fp8.materialize_pages
-// (cp-layout.md §7.4).
+// (docs/spec/cp-layout.md §7.4).
 func FP8MaterializePages() *Spec[ref.FP8MaterializeInput, ref.FP8MaterializeOutput] {
 	return &Spec[ref.FP8MaterializeInput, ref.FP8MaterializeOutput]{
 		Op:       catalog.FP8MaterializePages(),

@@ -93,7 +93,7 @@ func fp8Invalid(t *rapid.T, x ref.Rows, want int) (ref.Rows, *ref.Sentinel) {
 	}
 }
 
-// FP8QuantizeRow is the differential spec of fp8.quantize_row (cp-layout.md §7.2).
+// FP8QuantizeRow is the differential spec of fp8.quantize_row (docs/spec/cp-layout.md §7.2).
 func FP8QuantizeRow() *Spec[ref.FP8QuantizeRowInput, ref.FP8RowsOutput] {
 	return &Spec[ref.FP8QuantizeRowInput, ref.FP8RowsOutput]{
 		Op: catalog.FP8QuantizeRow(),
@@ -302,7 +302,7 @@ func fp8DequantClose(_ ref.Limits, in ref.FP8QuantizeRowInput, out ref.FP8RowsOu
 	return nil
 }
 
-// FP8QuantizeIndexK is the differential spec of fp8.quantize_index_k (cp-layout.md §7.3).
+// FP8QuantizeIndexK is the differential spec of fp8.quantize_index_k (docs/spec/cp-layout.md §7.3).
 func FP8QuantizeIndexK() *Spec[ref.FP8QuantizeIndexKInput, ref.FP8RowsOutput] {
 	key := func(vals ...uint16) ref.Rows {
 		x := ref.NewRows(ref.IndexKBF16RowBytes, 1)

@@ -13,7 +13,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// FP8DequantTopK is the differential spec of fp8.dequant_topk (cp-layout.md §7.6).
+// FP8DequantTopK is the differential spec of fp8.dequant_topk (docs/spec/cp-layout.md §7.6).
 func FP8DequantTopK() *Spec[ref.FP8DequantTopKInput, ref.FP8DequantTopKOutput] {
 	return &Spec[ref.FP8DequantTopKInput, ref.FP8DequantTopKOutput]{
 		Op:       catalog.FP8DequantTopK(),
@@ -196,7 +196,7 @@ func dequantTopKDuplicates(lim ref.Limits, in ref.FP8DequantTopKInput, out ref.F
 	return nil
 }
 
-// sparseAttention is a reference sparse attention over topk (cp-layout.md
+// sparseAttention is a reference sparse attention over topk (docs/spec/cp-layout.md
 // §7.6 P7.9) that reads only the rows top-k names, through row(id): per
 // query q a fixed query vector, and the score Σ over q's entries (in
 // order, duplicates included, -1 skipped) of the fp32 dot product with the

@@ -12,7 +12,7 @@ import (
 )
 
 // FP8StoreValidRows is the differential spec of fp8.store_valid_rows
-// (cp-layout.md §7.4 StoreValidRows, P7.2).
+// (docs/spec/cp-layout.md §7.4 StoreValidRows, P7.2).
 func FP8StoreValidRows() *Spec[ref.FP8StoreValidRowsInput, ref.FP8StoreValidRowsOutput] {
 	return &Spec[ref.FP8StoreValidRowsInput, ref.FP8StoreValidRowsOutput]{
 		Op:          catalog.FP8StoreValidRows(),

@@ -11,7 +11,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// GroupContiguous is the differential spec of transfer.group_contiguous (transfer.md §2).
+// GroupContiguous is the differential spec of transfer.group_contiguous (docs/spec/transfer.md §2).
 func GroupContiguous() *Spec[ref.GroupContiguousInput, ref.GroupContiguousOutput] {
 	return &Spec[ref.GroupContiguousInput, ref.GroupContiguousOutput]{
 		Op:          catalog.GroupContiguous(),

@@ -12,7 +12,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// HostOffsets is the differential spec of layout.host_offsets (transfer.md §7.1).
+// HostOffsets is the differential spec of layout.host_offsets (docs/spec/transfer.md §7.1).
 func HostOffsets() *Spec[ref.HostOffsetsInput, ref.HostOffsetsOutput] {
 	return &Spec[ref.HostOffsetsInput, ref.HostOffsetsOutput]{
 		Op:       catalog.HostOffsets(),

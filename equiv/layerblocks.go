@@ -12,7 +12,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LayerBlocks is the differential spec of transfer.layer_blocks (transfer.md §3).
+// LayerBlocks is the differential spec of transfer.layer_blocks (docs/spec/transfer.md §3).
 func LayerBlocks() *Spec[ref.LayerBlocksInput, ref.LayerBlocksOutput] {
 	return &Spec[ref.LayerBlocksInput, ref.LayerBlocksOutput]{
 		Op:          catalog.LayerBlocks(),
@@ -341,7 +341,7 @@ func layerBoundary() []Case[ref.LayerBlocksInput] {
 	mla := func(owned, dst []int64, il uint64, src, dsts []uint64) in {
 		return in{IsMLA: true, Owned: owned, DstPages: dst, SrcPtrs: src, DstPtrs: dsts, ItemLens: slices.Repeat([]uint64{il}, len(src))}
 	}
-	ex := func() in { // transfer.md §3.4
+	ex := func() in { // docs/spec/transfer.md §3.4
 		return mla([]int64{3, 4, 9}, []int64{20, 21, 22}, 1024, []uint64{0x10000000, 0x20000000}, []uint64{0x90000000, 0xA0000000})
 	}
 	exMHA := ex()

@@ -10,7 +10,7 @@ import (
 )
 
 // LayerDoneScript is the differential spec of hicache.layer_done_script
-// (radix-acks.md §5.3): generated counter scripts shaped like a loader's
+// (docs/spec/radix-acks.md §5.3): generated counter scripts shaped like a loader's
 // life (the producer loading in order, the consumer asking per layer, with
 // out-of-order completions, busy wraps and bad slots mixed in), the worked
 // example, and C1–C5 read off the trace against a model of the done counts.

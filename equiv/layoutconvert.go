@@ -14,7 +14,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LayoutConvert is the differential spec of layout.convert (transfer.md §7.2, §7.3).
+// LayoutConvert is the differential spec of layout.convert (docs/spec/transfer.md §7.2, §7.3).
 func LayoutConvert() *Spec[ref.LayoutConvertInput, ref.LayoutConvertOutput] {
 	return &Spec[ref.LayoutConvertInput, ref.LayoutConvertOutput]{
 		Op:       catalog.LayoutConvert(),

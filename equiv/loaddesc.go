@@ -13,7 +13,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LoadScript is the differential spec of hicache.load_script (radix-acks.md
+// LoadScript is the differential spec of hicache.load_script (docs/spec/radix-acks.md
 // §5.2): generated load scripts over small arenas (page lists contiguous,
 // reversed, scattered, single-page and empty; ops repeating the previous
 // op's indices; unavailable backends under both policies; misuse steps;

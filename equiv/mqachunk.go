@@ -10,7 +10,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// MQAChunkRows is the differential spec of mqa.chunk_rows (cp-layout.md §8.1, §8.2, §8.4).
+// MQAChunkRows is the differential spec of mqa.chunk_rows (docs/spec/cp-layout.md §8.1, §8.2, §8.4).
 func MQAChunkRows() *Spec[ref.MQAChunkRowsInput, ref.MQAChunkRowsOutput] {
 	return &Spec[ref.MQAChunkRowsInput, ref.MQAChunkRowsOutput]{
 		Op:          catalog.MQAChunkRows(),

@@ -10,7 +10,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// MQAChunkedTopK is the differential spec of mqa.chunked_topk (cp-layout.md §8.3).
+// MQAChunkedTopK is the differential spec of mqa.chunked_topk (docs/spec/cp-layout.md §8.3).
 func MQAChunkedTopK() *Spec[ref.MQATopKInput, ref.MQATopKOutput] {
 	return &Spec[ref.MQATopKInput, ref.MQATopKOutput]{
 		Op:          catalog.MQAChunkedTopK(),

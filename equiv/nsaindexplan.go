@@ -12,7 +12,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// NSAIndexPlan is the differential spec of nsa.index_plan (cp-layout.md §9).
+// NSAIndexPlan is the differential spec of nsa.index_plan (docs/spec/cp-layout.md §9).
 func NSAIndexPlan() *Spec[ref.NSAIndexPlanInput, ref.NSAIndexPlanOutput] {
 	return &Spec[ref.NSAIndexPlanInput, ref.NSAIndexPlanOutput]{
 		Op:          catalog.NSAIndexPlan(),

@@ -12,7 +12,7 @@ import (
 )
 
 // OwnerCounts is the differential spec of hicache.owner_counts
-// (radix-acks.md §4.1–§4.3): O1 and O2 on one node, with the §4.2 worked
+// (docs/spec/radix-acks.md §4.1–§4.3): O1 and O2 on one node, with the §4.2 worked
 // examples and the zero-owned boundary.
 func OwnerCounts() *Spec[ref.OwnerCountsInput, ref.OwnerCountsOutput] {
 	return &Spec[ref.OwnerCountsInput, ref.OwnerCountsOutput]{
@@ -179,7 +179,7 @@ func radixOwnerMetadata(_ ref.Limits, _ ref.RadixScriptInput, out ref.RadixScrip
 }
 
 // radixOwnerPlans checks every accepted plan_evict step against the tree
-// before it (replayed on a reference tree): E2–E5 of radix-acks.md §4.4,
+// before it (replayed on a reference tree): E2–E5 of docs/spec/radix-acks.md §4.4,
 // the deficit and remaining arithmetic, the scan rule (each victim helps a
 // short lane and is a leaf once the earlier victims are gone), and the
 // execution policy (evict exactly the victims when admitted and not a dry

@@ -14,7 +14,7 @@ import (
 )
 
 // PerLayerScript is the differential spec of transfer.per_layer_script
-// (transfer.md §4). The step-by-step state machine over the managers
+// (docs/spec/transfer.md §4). The step-by-step state machine over the managers
 // themselves, with the byte comparison against a monolithic send on a
 // clone, is TestPerLayerTwinsAgreeAfterEveryStep; this spec holds the
 // script-level generators, the §4.6 worked trace and §4.7 minimal inputs,
@@ -297,7 +297,7 @@ func xferRegressions() []Case[ref.XferScriptInput] {
 	}
 }
 
-// ---- properties (transfer.md §4.8, read off the script output) ----
+// ---- properties (docs/spec/transfer.md §4.8, read off the script output) ----
 
 // xferEnqueuedBounded is §4.8.1: every context's enqueued layers lie in
 // [0, H), number at most N, and its completion target is their count.

@@ -53,7 +53,7 @@ func (r *logRecorder) len() int {
 	return len(r.recs)
 }
 
-// xferChecker checks the ten invariants of transfer.md §4.8 on one run
+// xferChecker checks the ten invariants of docs/spec/transfer.md §4.8 on one run
 // after every step, from the step, its result, the state before and the
 // engine's new calls.
 type xferChecker struct {
@@ -408,7 +408,7 @@ func (m *xferMachine) check(t *rapid.T) {
 }
 
 // TestPerLayerTwinsAgreeAfterEveryStep is the per-layer state machine of
-// transfer.md §4.8: registrations of 1–3 rooms (duplicates, several
+// docs/spec/transfer.md §4.8: registrations of 1–3 rooms (duplicates, several
 // chunks per room, 0 or 2 non-dummy infos), forwards whose hooks fire in
 // order with stray and out-of-range layers, events and batches completing
 // in any order and sometimes failing, deterministic worker steps, injected

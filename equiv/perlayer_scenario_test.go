@@ -16,7 +16,7 @@ import (
 )
 
 // TestXferScenarios runs the narrated per-layer transfer scenarios
-// (testdata/xfer_*.txt, one per historic bug of transfer.md §4.7; B4's
+// (testdata/xfer_*.txt, one per historic bug of docs/spec/transfer.md §4.7; B4's
 // pages come from transfer.filter_cp_rank, whose zoo mutant
 // chunk-page-start-zero it replays): each
 // command drives a reference run and a fast run in deterministic mode,
@@ -25,7 +25,7 @@ import (
 // behaviour along the bug's trace. Regenerate the expected output with
 // `go test ./equiv -run TestXferScenarios -rewrite`.
 //
-// Commands (arguments as in the per-layer script, transfer.md §4.8):
+// Commands (arguments as in the per-layer script, docs/spec/transfer.md §4.8):
 //
 //	create layers=N hooked=H group=K            (item_len=2, 4 pages per layer each side)
 //	register room=R chunk=C [infos=I]           (pages (0,1,3) → (2,3,0))
@@ -124,7 +124,7 @@ func (sc *xferScenario) buggyText(res []ref.XferStepResult) string {
 }
 
 // xferScenarioSteps expands one command; chunkPageStartZero builds
-// register_chunk's pages the way B4 did (transfer.md §1.6: the filter
+// register_chunk's pages the way B4 did (docs/spec/transfer.md §1.6: the filter
 // called with chunk_page_start = 0, as the zoo's chunk-page-start-zero
 // mutant of transfer.filter_cp_rank does).
 func xferScenarioSteps(td *datadriven.TestData, chk *xferChecker, chunkPageStartZero bool) ([]ref.XferStep, error) {

@@ -11,7 +11,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// PrebuiltSlice is the differential spec of transfer.prebuilt_slice (transfer.md §5).
+// PrebuiltSlice is the differential spec of transfer.prebuilt_slice (docs/spec/transfer.md §5).
 func PrebuiltSlice() *Spec[ref.PrebuiltSliceInput, ref.PrebuiltSliceOutput] {
 	return &Spec[ref.PrebuiltSliceInput, ref.PrebuiltSliceOutput]{
 		Op:          catalog.PrebuiltSlice(),
@@ -116,7 +116,7 @@ func ensureRequest(in *ref.PrebuiltSliceInput) int {
 	return len(in.Requests) - 1
 }
 
-// prebuiltInvalid breaks one rule of transfer.md §5 in a valid batch. Each
+// prebuiltInvalid breaks one rule of docs/spec/transfer.md §5 in a valid batch. Each
 // violation sits in a request whose earlier fields, and every earlier
 // request, are valid, so it is the first violation ref meets.
 func prebuiltInvalid(t *rapid.T) Bad[ref.PrebuiltSliceInput] {
@@ -232,7 +232,7 @@ func pageRow(first, n int64) []int64 {
 	return row
 }
 
-// prebuiltSpecExample is transfer.md §5's example: fixed [9,10,20,21,22],
+// prebuiltSpecExample is docs/spec/transfer.md §5's example: fixed [9,10,20,21,22],
 // buggy [7,8,20,21,22].
 func prebuiltSpecExample() ref.PrebuiltSliceInput {
 	five := int64(5)

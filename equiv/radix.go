@@ -10,7 +10,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// RadixScript is the differential spec of radix.script (radix-acks.md §1).
+// RadixScript is the differential spec of radix.script (docs/spec/radix-acks.md §1).
 // The step-by-step state machine over the trees themselves is
 // TestRadixTwinsAgreeAfterEveryStep; this spec holds the script-level
 // generators, tables and the §1.9 properties read off a trace.
@@ -39,7 +39,7 @@ func RadixScript() *Spec[ref.RadixScriptInput, ref.RadixScriptOutput] {
 // drawing); evictions of part of the tree; occasional bad steps the tree
 // must reject without changing (unaligned keys, wrong value lengths,
 // foreign nodes, underflows, negative counts, bad plans). Most trees keep
-// CP owner metadata (radix-acks.md §4.2) and some steps plan owner-lane
+// CP owner metadata (docs/spec/radix-acks.md §4.2) and some steps plan owner-lane
 // evictions (§4.4), sometimes for a CP size the tree has no metadata for.
 func RadixSteps(t *rapid.T, maxSteps int) ref.RadixScriptInput {
 	create := ref.RadixStep{
@@ -379,7 +379,7 @@ func plan(node ref.NodeID, need, free []int) ref.RadixStep {
 	return ref.RadixStep{Op: ref.StepPlanEvict, Node: node, Need: need, Free: free}
 }
 
-// ownerPlanWorkedExample is radix-acks.md §4.4's example at page size 1 and
+// ownerPlanWorkedExample is docs/spec/radix-acks.md §4.4's example at page size 1 and
 // N = 2: leaves L3 (node 2, s = 2, n = 1, counts [1,0]), L1 (node 4, s = 4,
 // n = 2, [1,1]) and L2 (node 6, s = 4, n = 3, [2,1]) in LRU order, their
 // parents locked by other requests. Dry runs give victims [L1] for deficit

@@ -11,7 +11,7 @@ import (
 )
 
 // radixMachine drives the reference tree (the generator's own) and the fast
-// tree with one step sequence (radix-acks.md §1.9 P5).
+// tree with one step sequence (docs/spec/radix-acks.md §1.9 P5).
 type radixMachine struct {
 	gen     *scriptGen
 	fast    ref.RadixTree
@@ -74,7 +74,7 @@ func newFastTree(t *rapid.T, create ref.RadixStep) ref.RadixTree {
 	return tr
 }
 
-// TestRadixTwinsAgreeAfterEveryStep is the radix state machine (radix-acks.md
+// TestRadixTwinsAgreeAfterEveryStep is the radix state machine (docs/spec/radix-acks.md
 // §1.9 P2, P5; §4.3 O1–O3, §4.4 E1): random insert/match/lock/unlock/evict/
 // plan_evict/peek sequences, with random namespaces, page sizes 1, 2, 4 and
 // 64, Eagle on and off, CP owner metadata for 0–2 sizes; after every step

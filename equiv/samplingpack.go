@@ -12,7 +12,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// SamplingPack is the differential spec of sampling.pack (transfer.md §8).
+// SamplingPack is the differential spec of sampling.pack (docs/spec/transfer.md §8).
 // Canonical JSON writes each float32 as its shortest round-tripping decimal
 // ("-0" included), so byte-equal outputs are bit-equal buffers.
 func SamplingPack() *Spec[ref.SamplingPackInput, ref.SamplingPackOutput] {
@@ -212,7 +212,7 @@ func samplingBoundary() []Case[ref.SamplingPackInput] {
 	return cs
 }
 
-// samplingWorkedExample is the three requests of transfer.md §8's example
+// samplingWorkedExample is the three requests of docs/spec/transfer.md §8's example
 // (the greedy one's raw top_k, unstated there, is -1).
 func samplingWorkedExample() []ref.SamplingRequest {
 	seven := int64(7)

@@ -17,7 +17,7 @@ import (
 )
 
 // TestSamplingPackRejectsNonFiniteAlike is the differential for NaN and ±Inf
-// (transfer.md §8 ErrNonFinite). These cannot go through the Spec's Invalid
+// (docs/spec/transfer.md §8 ErrNonFinite). These cannot go through the Spec's Invalid
 // generator: the suite and the golden fixtures JSON-encode every input, and
 // JSON has no NaN or Inf, so they are reachable only from Go and are drawn
 // here on typed values. Both twins must name the same field, with the value

@@ -15,7 +15,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// ---- serving.validate_input_length (admission-serving.md S1) ----
+// ---- serving.validate_input_length (docs/spec/admission-serving.md S1) ----
 
 // ValidateInputLength is the differential spec of serving.validate_input_length (S1.2, S1.5).
 func ValidateInputLength() *Spec[ref.InputLengthInput, ref.InputLengthOutput] {

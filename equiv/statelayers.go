@@ -12,7 +12,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// StateLayerPairing is the differential spec of transfer.state_layer_pairing (transfer.md §6).
+// StateLayerPairing is the differential spec of transfer.state_layer_pairing (docs/spec/transfer.md §6).
 func StateLayerPairing() *Spec[ref.StateLayerPairingInput, ref.StateLayerPairingOutput] {
 	return &Spec[ref.StateLayerPairingInput, ref.StateLayerPairingOutput]{
 		Op:          catalog.StateLayerPairing(),
@@ -182,7 +182,7 @@ func keepOccurrenceOrder(perm []int, ids []int64) {
 	}
 }
 
-// stateInvalid breaks one rule of transfer.md §6 in a valid input; the
+// stateInvalid breaks one rule of docs/spec/transfer.md §6 in a valid input; the
 // config is checked before the registrations, rules 1–5 in order, then the
 // slots, so each violation below is the first one ref meets.
 func stateInvalid(t *rapid.T) Bad[ref.StateLayerPairingInput] {

@@ -13,7 +13,7 @@ import (
 )
 
 // IndexTopkOverrides is the differential spec of config.index_topk_overrides
-// (admission-serving.md §S4).
+// (docs/spec/admission-serving.md §S4).
 func IndexTopkOverrides() *Spec[ref.IndexTopkOverridesInput, ref.IndexTopkOverridesOutput] {
 	return &Spec[ref.IndexTopkOverridesInput, ref.IndexTopkOverridesOutput]{
 		Op:          catalog.IndexTopkOverrides(),

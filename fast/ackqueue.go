@@ -42,7 +42,7 @@ type ackPend struct {
 	owned    int
 }
 
-// AckQueue is the production write state of one rank (radix-acks.md §3.2):
+// AckQueue is the production write state of one rank (docs/spec/radix-acks.md §3.2):
 // the max id ever appended, kept by the one append funnel, so that
 // NodeHasUndrainedWriteAck on a freshly minted id is one compare; a FIFO
 // with a moving head; per-layer written counts; a lowest-free hint for the
@@ -615,7 +615,7 @@ func (q *AckQueue) State() ref.AckState {
 	return s
 }
 
-// AckScript is the fast twin of hicache.ack_script (radix-acks.md §3): the
+// AckScript is the fast twin of hicache.ack_script (docs/spec/radix-acks.md §3): the
 // shared group interpreter run on fast write states.
 func AckScript(lim ref.Limits, in ref.AckScriptInput) (ref.AckScriptOutput, error) {
 	return ref.RunAckScript(lim, in, NewAckQueue)

@@ -31,7 +31,7 @@ func queuedAcks(b *testing.B, newQueue ref.NewAckQueueFunc, n int) ref.AckQueue 
 
 var hasSink bool
 
-// BenchmarkHasUndrained is radix-acks.md §3.7: NodeHasUndrainedWriteAck on a
+// BenchmarkHasUndrained is docs/spec/radix-acks.md §3.7: NodeHasUndrainedWriteAck on a
 // fresh id (the prepare path: fast leaves on one compare) and on an old id
 // (the write_backup fallback: both twins scan; the id sits in the last ack,
 // so the scan is whole), with 1, 64 and 1,024 queued acks. Target: fresh

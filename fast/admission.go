@@ -1,6 +1,6 @@
 package fast
 
-// The admission.round op's fast twin (admission-serving.md §A1): the same
+// The admission.round op's fast twin (docs/spec/admission-serving.md §A1): the same
 // walk as ref.AdmitRound, but every budget is a running counter updated by
 // charge() instead of a sum recomputed per read, so one decision is O(1)
 // and allocation-free apart from the batch it appends to. Floating-point
@@ -342,7 +342,7 @@ func (a *adder) warnIfOversized(rid string, prefix, runExt int64) error {
 	return nil
 }
 
-// AdmitRound runs one scheduling step (admission-serving.md §A1.10); see
+// AdmitRound runs one scheduling step (docs/spec/admission-serving.md §A1.10); see
 // ref.AdmitRound for the contract. Budgets are kept incrementally.
 func AdmitRound(lim ref.Limits, in ref.RoundInput) (ref.RoundResult, error) {
 	return AdmitRoundWithFaults(lim, in, admitfault.Faults{})

@@ -5,7 +5,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// AdmissionBench is the twin of ref.AdmissionBench (admission-serving.md
+// AdmissionBench is the twin of ref.AdmissionBench (docs/spec/admission-serving.md
 // §A3): the shared bench interpreter over the fast round (whose buffer
 // gate prices candidates with the incremental A2 estimator) and the fast
 // EstimateBuffers.

@@ -9,7 +9,7 @@ import (
 )
 
 // AdmissionEstimate is the twin of ref.AdmissionEstimate
-// (admission-serving.md A2, A1.9 C5). The reference computes every term in
+// (docs/spec/admission-serving.md A2, A1.9 C5). The reference computes every term in
 // math/big; this one keeps checked int64 sums with a sticky overflow flag
 // per term, walks each request once (the zigzag segment of every rank in
 // closed form, no layout allocation), and reports the first overflowing

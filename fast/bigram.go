@@ -10,7 +10,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// ToBigram is the one-pass twin of ref.ToBigram (radix-acks.md §2.1, §2.3
+// ToBigram is the one-pass twin of ref.ToBigram (docs/spec/radix-acks.md §2.1, §2.3
 // "Fast"): the range check is an OR-reduction (the first offending index is
 // searched for only on the error path) and the pairs are written into one
 // exact-size backing. A key already in bigram mode is returned unchanged; the
@@ -70,7 +70,7 @@ func packPairs(t []ref.Unit) []ref.Unit {
 // each are encoded, then handed to SHA-256 in one Write.
 const hashChunkUnits = 256
 
-// HashPage is ref.HashPage (radix-acks.md §2.4) without a Write call per
+// HashPage is ref.HashPage (docs/spec/radix-acks.md §2.4) without a Write call per
 // unit: units are encoded as LE32 words (a bigram as LE32(a) then LE32(b),
 // never the packed LE64) into a stack buffer that is hashed a chunk at a
 // time. Errors and digests are identical to ref's.
@@ -110,7 +110,7 @@ func HashPage(k ref.Key, start, end int, prior string) (string, error) {
 	return hex.EncodeToString(h.Sum(sum[:0])), nil
 }
 
-// BigramView is an O(1) bigram view over raw tokens (radix-acks.md §2.3
+// BigramView is an O(1) bigram view over raw tokens (docs/spec/radix-acks.md §2.3
 // "Designed option"): pair i is PackBigram(t[i], t[i+1]), so n pairs read
 // n+1 tokens and a slice shares its boundary token with its neighbour.
 // Nothing is copied until Materialize. The zero value is the empty view.
@@ -193,7 +193,7 @@ func checkSlice(i, j, n int) error {
 	return nil
 }
 
-// BigramKey is the fast twin of radix.bigram_key (radix-acks.md §2.1): the
+// BigramKey is the fast twin of radix.bigram_key (docs/spec/radix-acks.md §2.1): the
 // pairs are read straight off the tokens in one pass, without building the
 // packed key ref goes through.
 func BigramKey(_ ref.Limits, in ref.BigramKeyInput) (ref.BigramKeyOutput, error) {
@@ -211,7 +211,7 @@ func BigramKey(_ ref.Limits, in ref.BigramKeyInput) (ref.BigramKeyOutput, error)
 	return out, nil
 }
 
-// PageHashes is the fast twin of radix.page_hashes (radix-acks.md §2.4):
+// PageHashes is the fast twin of radix.page_hashes (docs/spec/radix-acks.md §2.4):
 // each page is encoded into one reused buffer and hashed with a single
 // Write, chaining on the previous page's raw digest instead of re-decoding
 // its hex.

@@ -12,7 +12,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestToBigramWorkedExamples is radix-acks.md §2.1: n tokens give n-1
+// TestToBigramWorkedExamples is docs/spec/radix-acks.md §2.1: n tokens give n-1
 // pairs, fewer than two give an empty (non-nil) key, a bigram key comes back
 // unchanged, and the result never aliases the input.
 func TestToBigramWorkedExamples(t *testing.T) {

@@ -2,7 +2,7 @@ package fast
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// CanSplit is the one-pass twin of ref.CanSplit (cp-layout.md §5.2): the
+// CanSplit is the one-pass twin of ref.CanSplit (docs/spec/cp-layout.md §5.2): the
 // same step order, but steps 4–6 read the lists once — the page plan of
 // request i, whether any length is positive and whether any is below 2·cp
 // are all gathered in a single loop. Steps 4–6 only report after the loop

@@ -2,7 +2,7 @@ package fast
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// CPCompactValid is the twin of ref.CPCompactValid (cp-layout.md §4.2
+// CPCompactValid is the twin of ref.CPCompactValid (docs/spec/cp-layout.md §4.2
 // steps 1–2): one move per lane slot's valid run, in parallel chunks for
 // large buffers.
 func CPCompactValid(lim ref.Limits, in ref.CPCompactInput) (ref.CPRowsOutput, error) {
@@ -31,7 +31,7 @@ func CompactValidInto(dst ref.Rows, lay ref.Layout, r int, x ref.Rows) error {
 	return nil
 }
 
-// CPRestorePadded is the twin of ref.CPRestorePadded (cp-layout.md §4.2
+// CPRestorePadded is the twin of ref.CPRestorePadded (docs/spec/cp-layout.md §4.2
 // step 4): the compaction plan run backwards into a zeroed buffer, so the
 // padding rows stay zero without being written.
 func CPRestorePadded(lim ref.Limits, in ref.CPRestoreInput) (ref.CPRowsOutput, error) {

@@ -2,7 +2,7 @@ package fast
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// FilterCPRank is the one-pass twin of ref.FilterCPRank (transfer.md §1.2
+// FilterCPRank is the one-pass twin of ref.FilterCPRank (docs/spec/transfer.md §1.2
 // "Fast path"): one pass for min(kv), then a forward scan for the first and
 // a backward scan for the last in-range id. No mask, no sort, no set; Owned
 // aliases in.KV (a sub-slice) and only Positions is allocated.

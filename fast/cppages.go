@@ -10,7 +10,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// BuildDescriptors is the twin of ref.BuildDescriptors (cp-layout.md §6.1):
+// BuildDescriptors is the twin of ref.BuildDescriptors (docs/spec/cp-layout.md §6.1):
 // the CSR arrays are allocated once at their final size and each row is
 // sorted in place through one scratch buffer shared by all rows (no
 // per-row allocation, no per-row map). A row already ascending — pages
@@ -187,7 +187,7 @@ func sortRow(row []int64, base int32, page []int64, slot []int32, sc *rowScratch
 	return true
 }
 
-// RemapLocs is the twin of ref.RemapLocs (cp-layout.md §6.1, P6.5). Each
+// RemapLocs is the twin of ref.RemapLocs (docs/spec/cp-layout.md §6.1, P6.5). Each
 // location costs one compare on the common path: consecutive locations
 // mostly fall in the page just looked up, so a worker keeps that page's
 // (row, first loc, first compact row) and binary-searches only on a miss —

@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// CPRerange is the twin of ref.CPRerange (cp-layout.md §3): a plan of one
+// CPRerange is the twin of ref.CPRerange (docs/spec/cp-layout.md §3): a plan of one
 // move per (request, segment), built in output order from running column
 // sums of the sizes each rank sent (source offsets) and the valid prefix
 // sums (placement), then executed in parallel chunks for large batches.

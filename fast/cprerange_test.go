@@ -13,7 +13,7 @@ import (
 // fast twin panicked (slice bounds) and with 2^63−1 it looped for ever,
 // because the shared layout builder's (L+g−1)/g and 2·cp·u·g wrapped and
 // let a layout of absurd segment sizes through. Both twins must now reject
-// it the same way, as too large (cp-layout.md §1.5).
+// it the same way, as too large (docs/spec/cp-layout.md §1.5).
 func TestCPRerangeRejectsAGranuleWhoseRoundUpOverflowsLikeRef(t *testing.T) {
 	for _, sp := range []ref.LayoutSpec{
 		{CP: 2, Lens: []int{3, 9}, Granule: 1 << 61},

@@ -2,7 +2,7 @@ package fast
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// CPSplit is the twin of ref.CPSplit (cp-layout.md §1): one output buffer
+// CPSplit is the twin of ref.CPSplit (docs/spec/cp-layout.md §1): one output buffer
 // for all ranks (rank r's rows are a capacity-limited window of it), filled
 // from a plan of one move per lane slot's valid rows and one per slot's
 // padding, executed in parallel chunks for large batches.

@@ -2,7 +2,7 @@ package fast
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// CPValidRows is the twin of ref.CPValidRows (cp-layout.md §2.1): every
+// CPValidRows is the twin of ref.CPValidRows (docs/spec/cp-layout.md §2.1): every
 // list is sized exactly and filled from running sums in one pass over the
 // sizes; the mask is set a slot's valid run at a time and the valid rows
 // are selected with one move per lane slot.

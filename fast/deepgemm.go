@@ -14,7 +14,7 @@ import (
 )
 
 // DeepGEMMWarmupPlan is the twin of ref.DeepGEMMWarmupPlan
-// (admission-serving.md §S3). Grids are emitted already sorted (no set, no
+// (docs/spec/admission-serving.md §S3). Grids are emitted already sorted (no set, no
 // sort), a kernel's key preimage is appended with strconv after a
 // fingerprint prefix encoded once per call (no reflection per kernel), and
 // the cache listing is indexed by name once, so each liveness check is a

@@ -2,7 +2,7 @@ package fast
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// FP8ComposeCurrent is the twin of ref.FP8ComposeCurrent (cp-layout.md
+// FP8ComposeCurrent is the twin of ref.FP8ComposeCurrent (docs/spec/cp-layout.md
 // §7.5): the current rows are normalized once, quantized in one pass
 // straight into the output buffer, and the prefix gathered in runs of
 // consecutive slots.

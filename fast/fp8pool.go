@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// FP8StorePages is the twin of ref.FP8StorePages (cp-layout.md §7.4): one
+// FP8StorePages is the twin of ref.FP8StorePages (docs/spec/cp-layout.md §7.4): one
 // bulk copy of the pool, a bitset instead of a map for the duplicate check,
 // then one row copy per loc.
 func FP8StorePages(_ ref.Limits, in ref.FP8StoreInput) (ref.FP8StoreOutput, error) {
@@ -47,7 +47,7 @@ func FP8StorePages(_ ref.Limits, in ref.FP8StoreInput) (ref.FP8StoreOutput, erro
 	return ref.FP8StoreOutput{Pool: ref.FP8Pool{PageSize: in.Pool.PageSize, Size: in.Pool.Size, Rows: ref.Rows{W: w, B: b}}}, nil
 }
 
-// FP8MaterializePages is the twin of ref.FP8MaterializePages (cp-layout.md
+// FP8MaterializePages is the twin of ref.FP8MaterializePages (docs/spec/cp-layout.md
 // §7.4): runs of consecutive slots (a page, or several adjacent pages) are
 // gathered with one copy each.
 func FP8MaterializePages(lim ref.Limits, in ref.FP8MaterializeInput) (ref.FP8MaterializeOutput, error) {

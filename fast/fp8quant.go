@@ -9,7 +9,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// FP8 quantization twins (cp-layout.md §7.2, §7.3): one pass per row, the
+// FP8 quantization twins (docs/spec/cp-layout.md §7.2, §7.3): one pass per row, the
 // tile amax taken on bf16 bits (for finite bf16 the magnitude order is the
 // integer order of h&0x7FFF, and a NaN/Inf shows as >= 0x7F80), e4m3
 // encoding by table lookup, division only near rounding boundaries, no per-row allocation, and row-aligned
@@ -19,7 +19,7 @@ import (
 // parallel chunks (about 1 MiB of 656-byte output).
 const quantParallelMinRows = 2048
 
-// FP8QuantizeRow is the twin of ref.FP8QuantizeRow (cp-layout.md §7.2).
+// FP8QuantizeRow is the twin of ref.FP8QuantizeRow (docs/spec/cp-layout.md §7.2).
 // The first non-finite value is found while quantizing: each chunk stops
 // at its first bad row, the smallest such row is the input's first, and
 // ref names the offending value in it.
@@ -41,7 +41,7 @@ func FP8QuantizeRow(_ ref.Limits, in ref.FP8QuantizeRowInput) (ref.FP8RowsOutput
 	return ref.FP8RowsOutput{Rows: out}, nil
 }
 
-// FP8QuantizeIndexK is the twin of ref.FP8QuantizeIndexK (cp-layout.md §7.3).
+// FP8QuantizeIndexK is the twin of ref.FP8QuantizeIndexK (docs/spec/cp-layout.md §7.3).
 func FP8QuantizeIndexK(_ ref.Limits, in ref.FP8QuantizeIndexKInput) (ref.FP8RowsOutput, error) {
 	if err := ref.CheckFP8Width("x", in.X, ref.IndexKBF16RowBytes); err != nil {
 		return ref.FP8RowsOutput{}, err

@@ -56,7 +56,7 @@ func referenced(topk [][]int32, n int) []uint64 {
 	return set
 }
 
-// DequantTopKInPlace is the twin of ref.DequantTopKInPlace (cp-layout.md
+// DequantTopKInPlace is the twin of ref.DequantTopKInPlace (docs/spec/cp-layout.md
 // §7.6): a bitset of the referenced rows, then one table-driven dequant per
 // set bit; the cost is the referenced rows plus N/64 words.
 func DequantTopKInPlace(kq ref.Rows, topk [][]int32, out ref.Rows, verify bool) error {
@@ -91,7 +91,7 @@ func DequantTopKInPlace(kq ref.Rows, topk [][]int32, out ref.Rows, verify bool) 
 	return nil
 }
 
-// FP8DequantTopK is the twin of ref.FP8DequantTopK (cp-layout.md §7.6).
+// FP8DequantTopK is the twin of ref.FP8DequantTopK (docs/spec/cp-layout.md §7.6).
 func FP8DequantTopK(lim ref.Limits, in ref.FP8DequantTopKInput) (ref.FP8DequantTopKOutput, error) {
 	if err := ref.ValidateDequantTopK(in.Kq, in.TopK); err != nil {
 		return ref.FP8DequantTopKOutput{}, err

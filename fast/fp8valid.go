@@ -2,7 +2,7 @@ package fast
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// FP8StoreValidRows is the twin of ref.FP8StoreValidRows (cp-layout.md
+// FP8StoreValidRows is the twin of ref.FP8StoreValidRows (docs/spec/cp-layout.md
 // §7.4): one bulk copy of the pool, then each valid local row quantized
 // straight into its slot, with no selected-rows or quantized-rows buffer
 // in between.

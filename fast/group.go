@@ -9,7 +9,7 @@ import (
 )
 
 // GroupContiguous is the Run-emitter twin of ref.GroupContiguous
-// (transfer.md §2 "fast"): no diff or break arrays. A counting pass sizes
+// (docs/spec/transfer.md §2 "fast"): no diff or break arrays. A counting pass sizes
 // the output exactly and an emitting pass fills it (see groupRuns for why
 // not a single pass). Below parallelMinPairs pairs the output is the only
 // allocation; from there both passes are split across cores, adding a few

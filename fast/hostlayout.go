@@ -9,7 +9,7 @@ type strides struct{ plane, layer, page, tok int64 }
 
 // HostStrides returns g's byte strides per plane, layer, page and token:
 // the §7.1 offset of (kv, l, p, o, b) is kv×plane + l×layer + p×page +
-// o×tok + b (transfer.md §7.1). g must be valid (ref.HostGeometry.Validate).
+// o×tok + b (docs/spec/transfer.md §7.1). g must be valid (ref.HostGeometry.Validate).
 func HostStrides(g ref.HostGeometry) (plane, layer, page, tok int64) {
 	s := stridesOf(g)
 	return s.plane, s.layer, s.page, s.tok
@@ -32,7 +32,7 @@ func stridesOf(g ref.HostGeometry) strides {
 	return s
 }
 
-// HostOffsets is the strided twin of ref.HostOffsets (transfer.md §7.1):
+// HostOffsets is the strided twin of ref.HostOffsets (docs/spec/transfer.md §7.1):
 // the per-layout strides are computed once, a token's page and in-page
 // position collapse into one multiply wherever page = P×token stride (all
 // but PFD), every span's ranges live in one exact-size backing slice, and

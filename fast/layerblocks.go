@@ -9,7 +9,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LayerBlocks is the precomputed-runs twin of ref.LayerBlocks (transfer.md
+// LayerBlocks is the precomputed-runs twin of ref.LayerBlocks (docs/spec/transfer.md
 // §3 "fast"): the runs are grouped once by fast's Run emitter, every
 // entry's address range is checked once against its largest page instead of
 // page by page, and the blocks are a multiply-add loop into one exact-size

@@ -9,7 +9,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// Counter is the fast LayerDoneCounter (radix-acks.md §5.3). Its whole
+// Counter is the fast LayerDoneCounter (docs/spec/radix-acks.md §5.3). Its whole
 // state — three 16-bit done counts, the consumer and the producer — is one
 // atomic word, so Ready is a single load of a consistent snapshot and a
 // waiter whose layer has landed never takes the lock. Writers are
@@ -189,7 +189,7 @@ func (c *Counter) State() ref.CounterState {
 }
 
 // LayerDoneScript is the fast twin of hicache.layer_done_script
-// (radix-acks.md §5.3): the shared interpreter run on fast counters.
+// (docs/spec/radix-acks.md §5.3): the shared interpreter run on fast counters.
 func LayerDoneScript(_ ref.Limits, in ref.LayerDoneScriptInput) (ref.LayerDoneScriptOutput, error) {
 	return ref.RunLayerDoneScript(in, NewLayerDoneCounter)
 }

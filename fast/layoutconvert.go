@@ -9,7 +9,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LayoutConvert is the coalescing twin of ref.LayoutConvert (transfer.md
+// LayoutConvert is the coalescing twin of ref.LayoutConvert (docs/spec/transfer.md
 // §7.2, §7.3): whole-span copy() calls instead of bytes. A relayout walks
 // the source arena in memory order and merges pieces that stay contiguous
 // in the target (LF↔LPF on MLA is one copy: the offsets coincide); a load or
@@ -145,7 +145,7 @@ func relayoutInto(plan ref.ConvertPlan, src, dst []byte) int64 {
 	return c.copies
 }
 
-// forEachRun is the run coalescing of transfer.md §2 in one pass: it calls
+// forEachRun is the run coalescing of docs/spec/transfer.md §2 in one pass: it calls
 // fn for each maximal run of pages that step by +1 on both sides, in order.
 // The i-th host page is hp[i×stride]/stride (token indices with stride P,
 // or page lists with stride 1), so no page arrays are built.

@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// Loader is the fast prepared-load controller (radix-acks.md §5.2): one
+// Loader is the fast prepared-load controller (docs/spec/radix-acks.md §5.2): one
 // validating pass over the indices builds the coalesced runs, so each layer
 // is one copy per run and buffer kind; no per-layer index work remains.
 type Loader struct {
@@ -60,7 +60,7 @@ func (l *Loader) Arena() *ref.LoadArena { return l.arena }
 func (l *Loader) Fallbacks() []ref.FallbackEvent { return slices.Clone(l.fallbacks) }
 
 // BeginLoad checks the backend and the indices and builds the runs in one
-// pass (radix-acks.md §5.2 steps 1–5); a refused op changes nothing.
+// pass (docs/spec/radix-acks.md §5.2 steps 1–5); a refused op changes nothing.
 func (l *Loader) BeginLoad(op uint64, hostIdx, devIdx []ref.SlotIdx, ps int, b ref.LoadBackend) (ref.LoadDescriptor, error) {
 	silent := l.faults.SilentFallback && b.Unavailable
 	if silent {
@@ -212,7 +212,7 @@ func (d *Desc) Fallback() bool { return d.fallback }
 func (d *Desc) NextLayer() int { return d.next }
 
 // SubmitLayer copies layer l of every buffer kind, one copy per run
-// (radix-acks.md §5.2); the per-layer path first rebuilds the runs.
+// (docs/spec/radix-acks.md §5.2); the per-layer path first rebuilds the runs.
 func (d *Desc) SubmitLayer(op uint64, l int) error {
 	a := d.loader.arena
 	if err := ref.CheckSubmit(d.open, d.op, op, l, d.next, a.Pools.Layers); err != nil {
@@ -267,7 +267,7 @@ func (d *Desc) close() {
 	}
 }
 
-// LoadScript is the fast twin of hicache.load_script (radix-acks.md §5.2):
+// LoadScript is the fast twin of hicache.load_script (docs/spec/radix-acks.md §5.2):
 // the shared interpreter run on fast loaders.
 func LoadScript(lim ref.Limits, in ref.LoadScriptInput) (ref.LoadScriptOutput, error) {
 	return ref.RunLoadScript(lim, in, NewLoader)

@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// MQAChunkedTopK is the twin of ref.MQAChunkedTopK (cp-layout.md §8.3).
+// MQAChunkedTopK is the twin of ref.MQAChunkedTopK (docs/spec/cp-layout.md §8.3).
 //
 // Every row's result depends only on that row's logits, window and offset
 // (P8.1: chunked == unchunked), so the rows are not walked chunk by chunk:

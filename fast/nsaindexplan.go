@@ -2,7 +2,7 @@ package fast
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// NSAIndexPlanFor is the twin of ref.NSAIndexPlanFor (cp-layout.md §9). It
+// NSAIndexPlanFor is the twin of ref.NSAIndexPlanFor (docs/spec/cp-layout.md §9). It
 // validates with ref's helpers, then builds the whole plan in one pass with
 // a phase counter instead of a modulo per layer, and answers the queries
 // from the plan's tables without re-deriving skip.

@@ -8,7 +8,7 @@ import (
 )
 
 // CpNodeMeta is the CP owner metadata a fast-tree node keeps
-// (radix-acks.md §4.2). It is populated when the node is created (from its
+// (docs/spec/radix-acks.md §4.2). It is populated when the node is created (from its
 // parent's end page, O(pages) for the owners and O(N) per size for the
 // counts), split at every split (the counts by the closed form, O(N·sizes))
 // and dropped with the node, so the planner reads counts in O(1) instead of
@@ -66,7 +66,7 @@ func (t *Tree) newCounts() []SizeCounts {
 	return out
 }
 
-// splitMeta splits a node's metadata at sp pages (radix-acks.md §4.2): the
+// splitMeta splits a node's metadata at sp pages (docs/spec/radix-acks.md §4.2): the
 // prefix takes [s, s+sp), the suffix [s+sp, s+n). The prefix's counts come
 // from the closed form; the suffix's are the node's minus the prefix's,
 // updated in place (the suffix is the node that was split). Under the
@@ -238,7 +238,7 @@ func (t *Tree) recount(x *node, n int) []int32 {
 }
 
 // EvictOwnerLanes plans the owner-lane eviction of a load-back and, unless
-// req.DryRun, executes it (radix-acks.md §4.4): victims are evicted only
+// req.DryRun, executes it (docs/spec/radix-acks.md §4.4): victims are evicted only
 // when they cover every lane's deficit; otherwise nothing is evicted and
 // one refusal is counted. Leaves follow the plain-tree definition (§1.8);
 // the heap starts from the incrementally kept leaf set minus the load path,
@@ -391,7 +391,7 @@ func (t *Tree) checkMeta(x *node) error {
 	return nil
 }
 
-// OwnerCounts is the fast twin of hicache.owner_counts (radix-acks.md §4.3):
+// OwnerCounts is the fast twin of hicache.owner_counts (docs/spec/radix-acks.md §4.3):
 // the owners by a stepping rank counter, the metadata counts as a node's
 // population computes them (the closed form), the enumeration as the
 // owners' histogram, and the closed form.

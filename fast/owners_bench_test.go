@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// BenchmarkOwnerCounts64K is the owner-count target (radix-acks.md
+// BenchmarkOwnerCounts64K is the owner-count target (docs/spec/radix-acks.md
 // §4.3, §4.6 B4.a): one 64K-token node (page size 64, 1,024 pages) at
 // token depth 64K under CP size 8. "metadata" reads the node's stored
 // counts (the fixed planner, O(1)); "recount" is the same call on a tree
@@ -51,7 +51,7 @@ func ownerBenchTree(b *testing.B, f radixfault.Faults) (*fast.Tree, ref.NodeID) 
 	return tr, 2
 }
 
-// BenchmarkOwnerPlan10KLeaves is radix-acks.md §4.7's plan shape: 10,000
+// BenchmarkOwnerPlan10KLeaves is docs/spec/radix-acks.md §4.7's plan shape: 10,000
 // evictable leaves of 1,024 pages (page size 1) under CP size 8, and a dry
 // run whose lane-0 deficit no set of leaves covers, so every leaf is
 // scanned; the leaves' LRU order is scrambled. ref recounts each scanned leaf from its tokens (about 10 M page

@@ -146,7 +146,7 @@ func must(tr ref.RadixTree, err error) ref.RadixTree {
 	return tr
 }
 
-// zigzag is another owner rule (radix-acks.md §6 item 1's "zigzag at page
+// zigzag is another owner rule (docs/spec/radix-acks.md §6 item 1's "zigzag at page
 // granularity"): positions 0..N−1 go up the ranks, N..2N−1 come back down.
 type zigzag struct{}
 

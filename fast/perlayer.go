@@ -13,7 +13,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// This file is the production per-layer transfer manager of transfer.md
+// This file is the production per-layer transfer manager of docs/spec/transfer.md
 // §4: a sync.Mutex over the rooms and an unbounded slice-backed work queue
 // with a sync.Cond, W worker goroutines, per-context locks and condition
 // variables, and a layer-end notifier that never blocks and does not
@@ -48,7 +48,7 @@ type workItem struct {
 	ev     ref.Event
 }
 
-// Manager is the per-layer transfer manager (transfer.md §4.4). Its
+// Manager is the per-layer transfer manager (docs/spec/transfer.md §4.4). Its
 // methods are safe for concurrent use; OnLayerEnd is meant for the forward
 // goroutine, Finish and Drop for the transfer worker.
 type Manager struct {

@@ -42,7 +42,7 @@ func glm5Plan(room int) *ref.LayerPlan {
 }
 
 // BenchmarkPerLayerForwardGLM5 is one forward of the seed's GLM-5 shape
-// (transfer.md §4.5): bs=10 requests registered, 78 hooks, every work item
+// (docs/spec/transfer.md §4.5): bs=10 requests registered, 78 hooks, every work item
 // and every finish, on a deterministic manager over a counting engine.
 // submits/forward is the async submits per forward: 10 groups × 10
 // requests at K=8 (the notes' per-layer K=1: 78 × 10 = 780, plus the MTP
@@ -150,7 +150,7 @@ func BenchmarkMoveCopy256MiB(b *testing.B) {
 }
 
 // BenchmarkMoveMonolithic256MiB is the reference: one sync batch of every
-// layer's blocks (transfer.md §3.3) on the in-memory engine.
+// layer's blocks (docs/spec/transfer.md §3.3) on the in-memory engine.
 func BenchmarkMoveMonolithic256MiB(b *testing.B) {
 	geo, owned, dst := moveShape()
 	src, d := geo.Arenas()

@@ -3,7 +3,7 @@ package fast
 import "github.com/kvtwin/kvtwin/ref"
 
 // PrebuiltSlice is the one-allocation twin of ref.PrebuiltSlice
-// (transfer.md §5, §10 "single preallocated output"). Everything is checked
+// (docs/spec/transfer.md §5, §10 "single preallocated output"). Everything is checked
 // before anything is written: ref's length checks, then one branch-free scan
 // that ORs the copied slots together (a negative slot shows in the sign bit;
 // only then is ref's scan run to name it). Then one exact-size buffer backs

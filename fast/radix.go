@@ -9,7 +9,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// node is one radix-tree node (radix-acks.md §1.2).
+// node is one radix-tree node (docs/spec/radix-acks.md §1.2).
 type node struct {
 	id       ref.NodeID
 	parent   *node
@@ -30,18 +30,18 @@ type node struct {
 	// leafPos is the node's index in Tree.leaves, -1 when it is not an
 	// evictable leaf.
 	leafPos int
-	// meta is the node's CP owner metadata (radix-acks.md §4.2): start page
+	// meta is the node's CP owner metadata (docs/spec/radix-acks.md §4.2): start page
 	// and page count always, owners and counts only with CP on.
 	meta CpNodeMeta
 	// planMark is the plan generation whose load path holds the node.
 	planMark uint64
 }
 
-// Tree is the production radix prefix cache (radix-acks.md §1, §2): view
+// Tree is the production radix prefix cache (docs/spec/radix-acks.md §1, §2): view
 // keys that are only copied when stored, a child map keyed by the first
 // page's bytes, memequal key matching, an incrementally kept set of
 // evictable leaves, an id index for lock handles, and CP owner metadata on
-// every node (CpNodeMeta, radix-acks.md §4.2) for the owner-lane eviction
+// every node (CpNodeMeta, docs/spec/radix-acks.md §4.2) for the owner-lane eviction
 // planner (owners.go). Its observable
 // behaviour (results, errors, State) equals ref.NewRadixTree's. A Tree is not
 // safe for concurrent use, except that PrefixLen may run concurrently with
@@ -78,7 +78,7 @@ func NewTree(cfg ref.TreeConfig) (*Tree, error) {
 	return NewTreeOwned(cfg, ref.RoundRobin{})
 }
 
-// NewTreeOwned is NewTree with the page → owner rule owner (radix-acks.md
+// NewTreeOwned is NewTree with the page → owner rule owner (docs/spec/radix-acks.md
 // §4.1, §6 item 1).
 func NewTreeOwned(cfg ref.TreeConfig, owner ref.OwnerFn) (*Tree, error) {
 	if err := cfg.Validate(); err != nil {
@@ -122,7 +122,7 @@ var _ ref.NewRadixTreeFunc = NewRadixTree
 func (t *Tree) Config() ref.TreeConfig { return t.cfg }
 
 // CopiedUnits is the number of key units materialized by stores so far
-// (radix-acks.md §1.1 "Instrumentation"): a match adds 0, an insert adds its
+// (docs/spec/radix-acks.md §1.1 "Instrumentation"): a match adds 0, an insert adds its
 // new leaf's length plus the length of every node it split.
 func (t *Tree) CopiedUnits() int64 { return t.copied }
 
@@ -215,7 +215,7 @@ func (t *Tree) storedChildKey(k Key) ChildKey {
 
 // MatchPrefix returns the slots of the longest page-aligned cached prefix of
 // k and the node it ends on, splitting a node the match ends inside
-// (radix-acks.md §1.4). It copies no key units; only the result is
+// (docs/spec/radix-acks.md §1.4). It copies no key units; only the result is
 // allocated, once, at its exact size.
 func (t *Tree) MatchPrefix(k ref.Key) (ref.MatchResult, error) {
 	last, err := t.match(k)
@@ -304,7 +304,7 @@ func (t *Tree) rest(q Key, p int) Key {
 }
 
 // PrefixLen is the length MatchPrefix(k) would return, computed read-only:
-// no tick, no stamp, no split, no allocation (radix-acks.md §1.4, designed
+// no tick, no stamp, no split, no allocation (docs/spec/radix-acks.md §1.4, designed
 // for routers). Concurrent PrefixLen calls are safe.
 func (t *Tree) PrefixLen(k ref.Key) (int, error) {
 	if t.cfg.Disable {
@@ -336,7 +336,7 @@ func (t *Tree) PrefixLen(k ref.Key) (int, error) {
 }
 
 // Insert stores k → value and returns the number of leading units already
-// present (radix-acks.md §1.5). A nil value is simulation mode: the slots
+// present (docs/spec/radix-acks.md §1.5). A nil value is simulation mode: the slots
 // are k's units before any bigram conversion. Every check (value length,
 // token range, alignment) runs before the tree changes, so a failed insert
 // changes nothing, the tick included.
@@ -455,7 +455,7 @@ func (t *Tree) attach(parent, child *node) {
 
 // split cuts c at p (0 < p < len, a page multiple) into a new prefix node m,
 // which takes a fresh id and c's place under its parent, and c, which keeps
-// its id and becomes m's only child (radix-acks.md §1.6). Both halves are
+// its id and becomes m's only child (docs/spec/radix-acks.md §1.6). Both halves are
 // compacted (S2); sizes and c's leaf status do not change. A bad p would be
 // a bug in the walk (a child is only found when its first page matches, so
 // p >= page size), never bad input, so it panics like ref's split.
@@ -510,7 +510,7 @@ func (t *Tree) dropLeaf(x *node) {
 }
 
 // IncLockRef protects the path from node up to (not including) the root and
-// returns minus the units newly protected (radix-acks.md §1.7). An id that is
+// returns minus the units newly protected (docs/spec/radix-acks.md §1.7). An id that is
 // not a live node is ErrForeignNode.
 func (t *Tree) IncLockRef(id ref.NodeID) (int, error) {
 	x, ok := t.nodes[id]
@@ -534,7 +534,7 @@ func (t *Tree) IncLockRef(id ref.NodeID) (int, error) {
 }
 
 // DecLockRef releases one lock on the path from node up to the root and
-// returns the units newly evictable (radix-acks.md §1.7). Everything is
+// returns the units newly evictable (docs/spec/radix-acks.md §1.7). Everything is
 // checked first, so a rejected unlock changes nothing: a node with lock_ref
 // 0 on the path is ErrLockUnderflow, and so is a node whose lock_ref is all
 // held by its descendants' locks (ref's tightening that keeps R-LOCKSUM;
@@ -586,7 +586,7 @@ func (a victim) before(b victim) bool {
 }
 
 // Evict frees unlocked leaves in policy order until numTokens units are
-// freed or none is left (radix-acks.md §1.8). The heap starts from the
+// freed or none is left (docs/spec/radix-acks.md §1.8). The heap starts from the
 // incrementally kept leaf set; a parent left childless and unlocked joins it.
 // The Freed slot lists are handed over, not copied: their nodes are gone.
 func (t *Tree) Evict(numTokens int) (ref.EvictResult, error) {
@@ -684,7 +684,7 @@ func (h victimHeap) down(i int) {
 	}
 }
 
-// State returns the observable state (radix-acks.md §1.9 P5): every node in
+// State returns the observable state (docs/spec/radix-acks.md §1.9 P5): every node in
 // ascending id with copies of its key and value.
 func (t *Tree) State() ref.TreeState {
 	ids := make([]ref.NodeID, 0, len(t.nodes))

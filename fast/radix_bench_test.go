@@ -28,7 +28,7 @@ func benchKey(n int) (ref.Key, []ref.SlotIdx) {
 
 // benchPath stores an n-unit sequence as a k-node root-to-leaf path at
 // page size ps by inserting its prefixes of page-floored length n·i/k for
-// i = 1..k (radix-acks.md §1.12). In Eagle mode the key has n+1 tokens, so
+// i = 1..k (docs/spec/radix-acks.md §1.12). In Eagle mode the key has n+1 tokens, so
 // its n bigrams are the stored units.
 func benchPath(b *testing.B, newTree ref.NewRadixTreeFunc, n, k, ps int, eagle bool) (ref.RadixTree, ref.Key, []ref.SlotIdx) {
 	b.Helper()

@@ -53,7 +53,7 @@ func mustMatch(t *testing.T, tr *fast.Tree, k ref.Key, want []ref.SlotIdx, last 
 	}
 }
 
-// TestMatchPrefixWorkedExamplePageSize1 is radix-acks.md §1.4's ps = 1
+// TestMatchPrefixWorkedExamplePageSize1 is docs/spec/radix-acks.md §1.4's ps = 1
 // example: the second insert splits, the match ends on the new leaf and a
 // longer query stops at the node boundary without splitting.
 func TestMatchPrefixWorkedExamplePageSize1(t *testing.T) {

@@ -10,13 +10,13 @@ import (
 )
 
 // CheckInvariants walks the whole tree and reports the first broken
-// invariant of radix-acks.md §1.9 P2: R-COMPACT (every non-root key views
+// invariant of docs/spec/radix-acks.md §1.9 P2: R-COMPACT (every non-root key views
 // the whole of its own private backing, and no two nodes share one — by
 // backing and by memory), the child-map entries (k == ChildKey(c.Key) and
 // c.Parent == owner), positive page-multiple key lengths, len(Value) ==
 // len(Key), the lock and size accounting (R-LOCKSUM with the own-lock
 // counts, R-EVICT, R-PROT; R-TOTAL holds by construction), the id
-// index, the CP owner metadata (radix-acks.md §4.2), and that the incremental evictable-leaf set equals the full-walk
+// index, the CP owner metadata (docs/spec/radix-acks.md §4.2), and that the incremental evictable-leaf set equals the full-walk
 // set. It is for tests; a nil result means the tree is sound.
 func (t *Tree) CheckInvariants() error {
 	w := checkWalk{t: t, backings: map[*keyBacking]ref.NodeID{}, memory: map[*ref.Unit]ref.NodeID{}}

@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// keyBacking is the unit storage a Key views (radix-acks.md §1.1). Its units
+// keyBacking is the unit storage a Key views (docs/spec/radix-acks.md §1.1). Its units
 // are never written after construction.
 type keyBacking struct {
 	// units are the stored units, or the raw tokens of a bigram view.
@@ -22,7 +22,7 @@ type keyBacking struct {
 }
 
 // Key is the fast tree's radix key: an O(1) view of n units starting at off
-// in a shared backing (radix-acks.md §1.1). Slicing never copies; only
+// in a shared backing (docs/spec/radix-acks.md §1.1). Slicing never copies; only
 // Compact, Units and ToBigram materialize. The zero Key is empty.
 type Key struct {
 	b      *keyBacking
@@ -224,7 +224,7 @@ func unitString(u []ref.Unit) string {
 	return unsafe.String((*byte)(unsafe.Pointer(&u[0])), len(u)*8)
 }
 
-// ChildKey selects a child (radix-acks.md §1.3): the namespace and the bytes
+// ChildKey selects a child (docs/spec/radix-acks.md §1.3): the namespace and the bytes
 // of the first page (the whole key when shorter than a page). Two keys
 // select the same child iff their ChildKeys are ==.
 type ChildKey struct {

@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// SamplingPack is the single-pass twin of ref.SamplingPack (transfer.md §8,
+// SamplingPack is the single-pass twin of ref.SamplingPack (docs/spec/transfer.md §8,
 // the seed's from_schedule_batch rewrite): one exact-size allocation for the
 // packed [temperatures | top_ps | min_ps] buffer, one for top_k and one for
 // seeds when deterministic, all filled and all four flags accumulated in one
@@ -58,7 +58,7 @@ func SamplingPack(_ ref.Limits, in ref.SamplingPackInput) (ref.SamplingPackOutpu
 // FilterSampling is the one-pass twin of ref.FilterSampling: exact-size
 // fresh buffers (never aliasing b), each kept request's five values copied
 // in the same pass that range-checks its index. Flags are copied, not
-// recomputed (transfer.md §8).
+// recomputed (docs/spec/transfer.md §8).
 func FilterSampling(b ref.SamplingPackOutput, keep []int64) (ref.SamplingPackOutput, error) {
 	if err := ref.CheckSamplingBatch("batch", b); err != nil {
 		return ref.SamplingPackOutput{}, err
@@ -88,7 +88,7 @@ func FilterSampling(b ref.SamplingPackOutput, keep []int64) (ref.SamplingPackOut
 
 // MergeSampling is the copy-based twin of ref.MergeSampling: one exact-size
 // packed buffer filled by six block copies, top_k and seeds by two each;
-// is_all_greedy ANDed, need_* ORed (transfer.md §8).
+// is_all_greedy ANDed, need_* ORed (docs/spec/transfer.md §8).
 func MergeSampling(a, b ref.SamplingPackOutput) (ref.SamplingPackOutput, error) {
 	if err := ref.CheckSamplingMerge(a, b); err != nil {
 		return ref.SamplingPackOutput{}, err

@@ -10,7 +10,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// ValidateInputLength is serving.validate_input_length (admission-serving.md
+// ValidateInputLength is serving.validate_input_length (docs/spec/admission-serving.md
 // S1.2), the ref contract with the messages built by one append.
 func ValidateInputLength(lim ref.Limits, in ref.InputLengthInput) (ref.InputLengthOutput, error) {
 	return validateInputLength(servingfault.Faults{}, in)

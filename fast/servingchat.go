@@ -21,7 +21,7 @@ import (
 // members S2 reads are, and normalizes each message as soon as its object
 // closes; the changes are collected as splices and the output is built in
 // one allocation, or not at all when nothing changes. Members it does not
-// edit keep their bytes and places (admission-serving.md S2;
+// edit keep their bytes and places (docs/spec/admission-serving.md S2;
 // docs/decisions.md "Preflight in one pass").
 
 // splice replaces doc[start:end] with repl (start == end inserts).

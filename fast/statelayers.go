@@ -8,7 +8,7 @@ import (
 )
 
 // StateLayerPairing is the map-free twin of ref.StateLayerPairing
-// (transfer.md §6, §10 "slice-based pairing"). The config and shape checks
+// (docs/spec/transfer.md §6, §10 "slice-based pairing"). The config and shape checks
 // are ref's. When both peers list the same ids in the same order — the usual
 // registration — the pairing is i↔i after one compare of the lists.
 // Otherwise each side's buffer indices are sorted by (id, index) and merged:

@@ -10,7 +10,7 @@ import (
 )
 
 // MergeIndexTopkOverrides is the twin of ref.MergeIndexTopkOverrides
-// (admission-serving.md §S4). It validates with ref's helpers, compacts the
+// (docs/spec/admission-serving.md §S4). It validates with ref's helpers, compacts the
 // input once and then walks the compact bytes with a byte scanner instead
 // of a token decoder, copying each member's span straight into one output
 // buffer: no per-member allocation unless a key has escapes.

@@ -10,7 +10,7 @@ import (
 
 // BenchmarkScore240K8Pools is the router target (<= 400 µs): score
 // a 240,000-token prompt against 8 pools that each hold all of it as a
-// 16-node path (page size 64, the shape of radix-acks.md §1.12).
+// 16-node path (page size 64, the shape of docs/spec/radix-acks.md §1.12).
 func BenchmarkScore240K8Pools(b *testing.B) {
 	for name, newTree := range trees() {
 		b.Run("tree="+name, func(b *testing.B) {

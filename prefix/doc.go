@@ -1,5 +1,5 @@
 // Package prefix keeps long-lived prefix-index pools: named radix trees
-// (radix-acks.md §1) that own a fixed range of KV slots, so a router can ask
+// (docs/spec/radix-acks.md §1) that own a fixed range of KV slots, so a router can ask
 // "how much of this prompt is cached where" and a cache manager can insert,
 // match, lock and evict without tracking slots itself.
 //

@@ -10,7 +10,7 @@ import (
 
 // InsertResult is what Insert did.
 type InsertResult struct {
-	// PrefixLen is the units that were already cached (radix-acks.md §1.5);
+	// PrefixLen is the units that were already cached (docs/spec/radix-acks.md §1.5);
 	// their slots were reused.
 	PrefixLen int `json:"prefix_len"`
 	// InsertedTokens is the units newly cached, each in a newly taken slot.
@@ -30,7 +30,7 @@ type InsertResult struct {
 }
 
 // Insert caches the whole pages of tokens in namespace extra with the given
-// priority (radix-acks.md §1.5): the cached prefix keeps its slots, the new
+// priority (docs/spec/radix-acks.md §1.5): the cached prefix keeps its slots, the new
 // suffix takes slots from the free list, and when the pool is short it
 // evicts unlocked leaves in policy order, never the inserted path itself.
 // The unaligned tail is not cached and is reported.
@@ -170,7 +170,7 @@ func (p *Pool) evictAround(node ref.NodeID, n int) (int, error) {
 
 // pathEvictable is the number of unlocked units on the path k matches in
 // st: the units locking that path would take out of the evictable set. It
-// walks the snapshot as MatchPrefix walks the tree (radix-acks.md §1.4); a
+// walks the snapshot as MatchPrefix walks the tree (docs/spec/radix-acks.md §1.4); a
 // node the match ends inside counts only its matched part, which is what
 // the split would lock.
 func pathEvictable(st ref.TreeState, k ref.Key, ps int) int {
@@ -209,7 +209,7 @@ func childFor(st ref.TreeState, idx []int, extra ref.ExtraKey, page []ref.Unit) 
 	return ref.NodeState{}, false
 }
 
-// pageMatch is the page-wise common prefix length of a and b (radix-acks.md §1.3).
+// pageMatch is the page-wise common prefix length of a and b (docs/spec/radix-acks.md §1.3).
 func pageMatch(a, b []ref.Unit, ps int) int {
 	i := 0
 	for i+ps <= len(a) && i+ps <= len(b) && slices.Equal(a[i:i+ps], b[i:i+ps]) {
@@ -231,7 +231,7 @@ type MatchResult struct {
 }
 
 // Match looks up the longest cached whole-page prefix of tokens in
-// namespace extra (radix-acks.md §1.4): it stamps the path for LRU and may
+// namespace extra (docs/spec/radix-acks.md §1.4): it stamps the path for LRU and may
 // split the node the match ends inside. With lock set it also locks the
 // path (§1.7) in the same critical section, so nothing can evict the
 // matched prefix between the match and the lock. It counts the tokens as
@@ -286,7 +286,7 @@ func (p *Pool) prefixLenKey(k ref.Key) (int, error) {
 	return p.tree.PrefixLen(k)
 }
 
-// Lock protects node and its path from eviction (radix-acks.md §1.7) and
+// Lock protects node and its path from eviction (docs/spec/radix-acks.md §1.7) and
 // returns the units newly protected. Each Lock is released by one Unlock of
 // the same node. Errors: ref.ErrForeignNode.
 func (p *Pool) Lock(node ref.NodeID) (int, error) {
@@ -297,7 +297,7 @@ func (p *Pool) Lock(node ref.NodeID) (int, error) {
 }
 
 // Unlock releases one lock taken on node itself by Lock or a locking Match
-// (radix-acks.md §1.7) and returns the units newly evictable. Errors,
+// (docs/spec/radix-acks.md §1.7) and returns the units newly evictable. Errors,
 // changing nothing: ref.ErrForeignNode, and ref.ErrLockUnderflow when the
 // node holds no lock of its own (the lock_ref of an ancestor of a locked
 // node counts its descendants' locks, which are not its to release).
@@ -316,7 +316,7 @@ type EvictResult struct {
 }
 
 // Evict frees unlocked leaves in policy order until numTokens units are
-// freed or none is evictable (radix-acks.md §1.8); their slots return to
+// freed or none is evictable (docs/spec/radix-acks.md §1.8); their slots return to
 // the free list. Errors: ref.ErrNegativeCount.
 func (p *Pool) Evict(numTokens int) (EvictResult, error) {
 	p.mu.Lock()

@@ -8,14 +8,14 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// Config configures one pool (radix-acks.md §1.4 for the tree fields).
+// Config configures one pool (docs/spec/radix-acks.md §1.4 for the tree fields).
 type Config struct {
 	// PageSize is the units per page, >= 1: only whole pages are cached.
 	PageSize int `json:"page_size"`
 	// CapacityTokens is the number of KV slots the pool owns, in
 	// [PageSize, Limits.MaxPoolCapacity]. One cached unit holds one slot.
 	CapacityTokens int `json:"capacity_tokens"`
-	// Eagle keys the tree by bigrams (radix-acks.md §2): n tokens are n-1
+	// Eagle keys the tree by bigrams (docs/spec/radix-acks.md §2): n tokens are n-1
 	// units, so the last token of every insert is never cached.
 	Eagle bool `json:"eagle,omitempty"`
 	// Policy is the eviction order; "" is lru.
@@ -90,7 +90,7 @@ type Pool struct {
 	tree      ref.RadixTree
 	slots     slotAllocator
 	// nextID mirrors the tree's id counter and nodes its node count: node
-	// ids are minted in sequence (radix-acks.md §0.2 rule 1), so a match
+	// ids are minted in sequence (docs/spec/radix-acks.md §0.2 rule 1), so a match
 	// that ends on id nextID split a node, and an insert that stored new
 	// units created one leaf. The RadixTree interface has no O(1) node
 	// count, and State() copies the whole tree.

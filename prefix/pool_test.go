@@ -222,7 +222,7 @@ func TestMatchReturnsSlotsCountsHitsAndCanLock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// radix-acks.md §1.4 (ps = 2): node 1 splits; new node 2 holds [1 2].
+		// docs/spec/radix-acks.md §1.4 (ps = 2): node 1 splits; new node 2 holds [1 2].
 		want := prefix.MatchResult{MatchedTokens: 2, Slots: slots(0, 1), LastNode: 2, Locked: true}
 		if diff := cmp.Diff(want, m); diff != "" {
 			t.Fatalf("match (-want +got):\n%s", diff)

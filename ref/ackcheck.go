@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// The invariants of radix-acks.md §3.3 as checkers on observable states.
+// The invariants of docs/spec/radix-acks.md §3.3 as checkers on observable states.
 // CheckAckState holds for every state of a fixed implementation outside a
 // terminal error; CheckAckMonotone compares consecutive states; CheckAckRanks
 // compares the ranks of one group. W5 (fast == scan) and W10 (a refusal is

@@ -7,7 +7,7 @@ import (
 	"slices"
 )
 
-// This file holds the HiCache write-ack queue (radix-acks.md §3): the types
+// This file holds the HiCache write-ack queue (docs/spec/radix-acks.md §3): the types
 // both twins share, the sentinels of §0.3/§3.6, the AckQueue interface and
 // the reference implementation, which reads like §3.2 and answers
 // NodeHasUndrainedWriteAck by scanning the queue.
@@ -18,7 +18,7 @@ import (
 // The group of CP/TP ranks that see the same operation sequence is modelled
 // by the script op (ackscript.go), which drives one AckQueue per rank.
 
-// Write-ack sentinels (radix-acks.md §0.3, §3.6).
+// Write-ack sentinels (docs/spec/radix-acks.md §0.3, §3.6).
 var (
 	// ErrEmptyAck: appendWriteAck with no ids.
 	ErrEmptyAck = NewSentinel("empty_ack", "an ack must name at least one node")
@@ -57,7 +57,7 @@ const MaxOwnedPages = 1 << 20
 // MaxAckNodeID bounds declared node ids, so nextID+2 (§3.3 W5) never overflows.
 const MaxAckNodeID NodeID = 1 << 40
 
-// WriteFailureReason is why a reservation was refused (radix-acks.md §3.2 op 3).
+// WriteFailureReason is why a reservation was refused (docs/spec/radix-acks.md §3.2 op 3).
 type WriteFailureReason string
 
 // The four refusal reasons, in the order ReserveWriteCP checks them.
@@ -72,7 +72,7 @@ const (
 	ReasonHostFull WriteFailureReason = "host_full"
 )
 
-// HiCacheWriteFailure is a refused reservation (radix-acks.md §3.2 op 3):
+// HiCacheWriteFailure is a refused reservation (docs/spec/radix-acks.md §3.2 op 3):
 // "skip this round", not bad input. A refusal changes no state (§3.3 W10).
 type HiCacheWriteFailure struct {
 	// Node is the refused node.
@@ -96,7 +96,7 @@ func AsWriteFailure(err error) (*HiCacheWriteFailure, bool) {
 	return f, ok
 }
 
-// FailAt injects write_backup's exception (radix-acks.md §3.2 op 5).
+// FailAt injects write_backup's exception (docs/spec/radix-acks.md §3.2 op 5).
 type FailAt string
 
 // The injection points of WriteBackupCP.
@@ -138,7 +138,7 @@ func (c AckConfig) Validate() error {
 }
 
 // Ack is one queued write ack: the node ids of one merged copy and whether
-// its finish event has completed (radix-acks.md §3.2).
+// its finish event has completed (docs/spec/radix-acks.md §3.2).
 type Ack struct {
 	// NodeIDs are the ids the ack completes, in registration order.
 	NodeIDs []NodeID `json:"ids"`
@@ -227,7 +227,7 @@ type AckState struct {
 	FaultInjected bool `json:"fault_injected,omitempty"`
 }
 
-// AckQueue is one rank's HiCache write state (radix-acks.md §3.2) with its
+// AckQueue is one rank's HiCache write state (docs/spec/radix-acks.md §3.2) with its
 // node table and host allocator. Every call is atomic: on error nothing
 // changes, except the terminal WritingCheck errors (ErrUnknownWriteAck,
 // ErrAckForPendingBackup), after which the state is unspecified but equal
@@ -434,7 +434,7 @@ type refAckQueue struct {
 	faultInjected bool
 }
 
-// NewAckQueue builds the reference write state of one rank (radix-acks.md
+// NewAckQueue builds the reference write state of one rank (docs/spec/radix-acks.md
 // §3.2) after validating cfg.
 func NewAckQueue(cfg AckConfig) (AckQueue, error) {
 	if err := cfg.Validate(); err != nil {

@@ -8,7 +8,7 @@ import (
 	"slices"
 )
 
-// The hicache.ack_script op (radix-acks.md §3): a list of steps run by a
+// The hicache.ack_script op (docs/spec/radix-acks.md §3): a list of steps run by a
 // group of R ranks (CP/TP) that see the same operation sequence but own
 // different pages of each node and complete their write events
 // independently. The output is the trace of results and every rank's final
@@ -460,7 +460,7 @@ func withError(o AckOutcome, err error, index int) AckOutcome {
 	return o
 }
 
-// AckScript is the reference twin of hicache.ack_script (radix-acks.md §3).
+// AckScript is the reference twin of hicache.ack_script (docs/spec/radix-acks.md §3).
 func AckScript(lim Limits, in AckScriptInput) (AckScriptOutput, error) {
 	return RunAckScript(lim, in, NewAckQueue)
 }

@@ -1,6 +1,6 @@
 package ref
 
-// The admission.round op (admission-serving.md §A1): the PrefillAdder and
+// The admission.round op (docs/spec/admission-serving.md §A1): the PrefillAdder and
 // the scheduler's queue walk. This twin keeps only the facts — the pool,
 // the admitted entries, the load-back tally — and recomputes every budget
 // from scratch whenever it reads one, so it reads like the spec's formulas.

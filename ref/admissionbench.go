@@ -1,6 +1,6 @@
 package ref
 
-// The admission.bench op (admission-serving.md §A3): an offline driver
+// The admission.bench op (docs/spec/admission-serving.md §A3): an offline driver
 // that feeds a request list through a twin's round function (AdmitRound)
 // round after round and reports each round's batch, stop reason, L2
 // load-back use and buffer estimate. It adds no admission logic (A3.1,

@@ -1,7 +1,7 @@
 package ref
 
 // Shared types, validation and arithmetic of the prefill adder and its round
-// driver (admission-serving.md §A1). Both twins take and return these types
+// driver (docs/spec/admission-serving.md §A1). Both twins take and return these types
 // and call ValidateRound, so they reject bad input with byte-equal errors.
 
 import (

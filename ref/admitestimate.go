@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// This file is admission.estimate (admission-serving.md A2): the CPU-only
+// This file is admission.estimate (docs/spec/admission-serving.md A2): the CPU-only
 // bound on the temporary GPU memory one CP shared-KV bs>1 prefill forward
 // needs beyond the KV pool, and the --cp-shared-kv-prefill-max-buffer-size
 // gate (A1.9 C5) that admits or stops a batch on it. The reference
@@ -367,7 +367,7 @@ func MQAOverflowOperands(r, q, k, rows int64) string {
 }
 
 // EstimatorSplit is request e's zigzag split for CP size c as a one-request
-// Layout (A2.3, cp-layout.md §1.2): 2c segments, the first e mod 2c one
+// Layout (A2.3, docs/spec/cp-layout.md §1.2): 2c segments, the first e mod 2c one
 // token longer. It is BuildLayoutUnpadded's rule without that builder's
 // preconditions (c >= 2, e >= 2c), which the estimator does not have: c = 1
 // is the non-CP shape, and a short extend leaves its last segments empty.

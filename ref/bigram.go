@@ -9,10 +9,10 @@ import (
 )
 
 // PackBigram packs the pair (a, b) into one unit, a in the high word
-// (radix-acks.md §0.1). The packing orders pairs for comparison only.
+// (docs/spec/radix-acks.md §0.1). The packing orders pairs for comparison only.
 func PackBigram(a, b Unit) Unit { return a<<32 | b }
 
-// ToBigram converts a token-mode key to its bigram key (radix-acks.md §2.1):
+// ToBigram converts a token-mode key to its bigram key (docs/spec/radix-acks.md §2.1):
 // unit i becomes the pair (t[i], t[i+1]), so n tokens give max(0, n-1)
 // pairs. A key already in bigram mode is returned unchanged. The result
 // never aliases k.Units; a token above 2^32-1 is ErrTokenRange.
@@ -33,7 +33,7 @@ func ToBigram(k Key) (Key, error) {
 }
 
 // HashPage is the HiCache storage hash of units [start, end) of k chained on
-// prior (radix-acks.md §2.4): lowercase hex of SHA-256(prior bytes ‖ unit
+// prior (docs/spec/radix-acks.md §2.4): lowercase hex of SHA-256(prior bytes ‖ unit
 // bytes), where prior is the previous page's hex digest decoded to 32 bytes
 // ("" for none), a token writes LE32(t) and a bigram writes LE32(a) then
 // LE32(b) — never the packed LE64, which would change every hash.
@@ -61,7 +61,7 @@ func HashPage(k Key, start, end int, prior string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// HashEventID is the int64 event id of a page hash (radix-acks.md §2.4): its
+// HashEventID is the int64 event id of a page hash (docs/spec/radix-acks.md §2.4): its
 // first 16 hex digits read as a uint64 and reinterpreted as signed.
 func HashEventID(digest string) (int64, error) {
 	if len(digest) < 16 {
@@ -74,7 +74,7 @@ func HashEventID(digest string) (int64, error) {
 	return int64(u), nil
 }
 
-// BigramKeyInput is the input of radix.bigram_key (radix-acks.md §2.1).
+// BigramKeyInput is the input of radix.bigram_key (docs/spec/radix-acks.md §2.1).
 type BigramKeyInput struct {
 	// Tokens are the token ids, each in [0, 2^32).
 	Tokens []int64 `json:"tokens"`
@@ -112,7 +112,7 @@ func CheckBigramKeyInput(in BigramKeyInput) error {
 
 // BigramKey is the reference twin of radix.bigram_key: the EAGLE bigram key
 // of a token sequence, its value pairing and its page-aligned length
-// (radix-acks.md §2.1; alignment counts bigrams, after conversion).
+// (docs/spec/radix-acks.md §2.1; alignment counts bigrams, after conversion).
 func BigramKey(_ Limits, in BigramKeyInput) (BigramKeyOutput, error) {
 	if err := CheckBigramKeyInput(in); err != nil {
 		return BigramKeyOutput{}, err
@@ -132,7 +132,7 @@ func BigramKey(_ Limits, in BigramKeyInput) (BigramKeyOutput, error) {
 	return out, nil
 }
 
-// PageHashesInput is the input of radix.page_hashes (radix-acks.md §2.4).
+// PageHashesInput is the input of radix.page_hashes (docs/spec/radix-acks.md §2.4).
 type PageHashesInput struct {
 	// Tokens are the token ids, each in [0, 2^32).
 	Tokens []int64 `json:"tokens"`
@@ -173,7 +173,7 @@ func CheckPageHashesInput(in PageHashesInput) error {
 
 // PageHashes is the reference twin of radix.page_hashes: the HiCache
 // storage hashes of a key's whole pages, each chained on the previous one,
-// with their event ids (radix-acks.md §2.4).
+// with their event ids (docs/spec/radix-acks.md §2.4).
 func PageHashes(_ Limits, in PageHashesInput) (PageHashesOutput, error) {
 	if err := CheckPageHashesInput(in); err != nil {
 		return PageHashesOutput{}, err

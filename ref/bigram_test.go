@@ -50,7 +50,7 @@ func TestToBigramIsIdempotentAndDoesNotTouchItsInput(t *testing.T) {
 	}
 }
 
-// The vectors of radix-acks.md §2.4, computed independently of kvtwin.
+// The vectors of docs/spec/radix-acks.md §2.4, computed independently of kvtwin.
 func TestPageHashesMatchTheSpecVectors(t *testing.T) {
 	h := func(in PageHashesInput) PageHashesOutput {
 		t.Helper()

@@ -6,12 +6,12 @@ import (
 	"strings"
 )
 
-// cp.can_split (cp-layout.md §5): decide per forward whether to zigzag-split
+// cp.can_split (docs/spec/cp-layout.md §5): decide per forward whether to zigzag-split
 // it across the CP group. The order of the steps is the contract: the
 // eligibility check comes before the page-plan validation, so forwards that
 // are not context-parallel extends never fail on metadata they do not own.
 
-// CP-split sentinels (cp-layout.md §0.5, §5.2).
+// CP-split sentinels (docs/spec/cp-layout.md §0.5, §5.2).
 var (
 	// ErrPagePlan: an eligible shared-KV extend whose prefix page plan is
 	// missing or broken (§5.2 step 4).
@@ -242,7 +242,7 @@ func BuildSplitLayout(lim Limits, in CanSplitInput) (CanSplitOutput, error) {
 // NoSplit is a no-split decision for reason.
 func NoSplit(reason string) CanSplitOutput { return CanSplitOutput{Reason: reason} }
 
-// CanSplit decides whether a forward is CP-split (cp-layout.md §5.2), in
+// CanSplit decides whether a forward is CP-split (docs/spec/cp-layout.md §5.2), in
 // this order:
 //
 //  0. Mode must be one of §5.1's modes (ErrBadEnum) — the only check before

@@ -9,7 +9,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestCanSplitDecisionTable pins cp-layout.md §5.3 row by row (cp=2,
+// TestCanSplitDecisionTable pins docs/spec/cp-layout.md §5.3 row by row (cp=2,
 // shared-KV on unless stated) and §5.5's regression.
 func TestCanSplitDecisionTable(t *testing.T) {
 	fwd := func(mode ref.ForwardMode, shared bool, lens, prefix []int) ref.CanSplitInput {

@@ -2,7 +2,7 @@ package ref
 
 import "fmt"
 
-// CPCompactInput is the input of cp.compact_valid (cp-layout.md §4.2 steps
+// CPCompactInput is the input of cp.compact_valid (docs/spec/cp-layout.md §4.2 steps
 // 1–2): a rank's local rows, to be compacted to its valid rows before MoE.
 type CPCompactInput struct {
 	// Layout names the CP layout.
@@ -13,7 +13,7 @@ type CPCompactInput struct {
 	X Rows `json:"x"`
 }
 
-// CPRestoreInput is the input of cp.restore_padded (cp-layout.md §4.2 step
+// CPRestoreInput is the input of cp.restore_padded (docs/spec/cp-layout.md §4.2 step
 // 4): the MoE's output on a rank's compacted rows, to be put back in place.
 type CPRestoreInput struct {
 	// Layout names the CP layout.
@@ -30,7 +30,7 @@ type CPRowsOutput struct {
 	Rows Rows `json:"rows"`
 }
 
-// ValidateCPCompact checks a cp.compact_valid input (cp-layout.md §4.4):
+// ValidateCPCompact checks a cp.compact_valid input (docs/spec/cp-layout.md §4.4):
 // the layout, the rank, then the cp-local-compute-padded contract of X.
 func ValidateCPCompact(lim Limits, in CPCompactInput) (Layout, error) {
 	return ValidateCPValidRows(lim, CPValidRowsInput(in))
@@ -54,7 +54,7 @@ func ValidateCPRestore(lim Limits, in CPRestoreInput) (Layout, error) {
 	return lay, lim.CheckOutput("layout", int64(lay.R(in.Rank)), int64(in.Y.W))
 }
 
-// CPCompactValid is cp.compact_valid (cp-layout.md §4.2 steps 1–2): the
+// CPCompactValid is cp.compact_valid (docs/spec/cp-layout.md §4.2 steps 1–2): the
 // rows of X where ValidMask is true, stable. Padding rows are interleaved
 // with valid ones (§0.3), so they are picked by the mask, never by a count
 // of leading rows (§4.5).
@@ -67,7 +67,7 @@ func CPCompactValid(lim Limits, in CPCompactInput) (CPRowsOutput, error) {
 	return CPRowsOutput{Rows: rows}, err
 }
 
-// CPRestorePadded is cp.restore_padded (cp-layout.md §4.2 step 4).
+// CPRestorePadded is cp.restore_padded (docs/spec/cp-layout.md §4.2 step 4).
 func CPRestorePadded(lim Limits, in CPRestoreInput) (CPRowsOutput, error) {
 	lay, err := ValidateCPRestore(lim, in)
 	if err != nil {
@@ -109,12 +109,12 @@ func RestorePadded(lim Limits, lay Layout, r int, y Rows) (Rows, error) {
 }
 
 // ErrMoEShape: a MoE function returned a row count other than its input's
-// (cp-layout.md §4.4's ErrShape, declared under this name by this file so as
+// (docs/spec/cp-layout.md §4.4's ErrShape, declared under this name by this file so as
 // not to claim the family-wide ErrShape of §8).
 var ErrMoEShape = NewSentinel("moe_shape", "MoE output row count differs from its input")
 
 // MoEWithCompaction runs f on rank r's valid rows only and puts its output
-// back in place (cp-layout.md §4.1–4.2): compact, f (called even on zero
+// back in place (docs/spec/cp-layout.md §4.1–4.2): compact, f (called even on zero
 // rows: ranks take part in collectives), check f kept the row count, restore.
 func MoEWithCompaction(lim Limits, lay Layout, r int, x Rows, f func(Rows) (Rows, error)) (Rows, error) {
 	xc, err := CompactValid(lay, r, x)

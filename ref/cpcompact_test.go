@@ -7,7 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestMoEWithCompactionSeedMinimal pins cp-layout.md §4.5 / Appendix A4:
+// TestMoEWithCompactionSeedMinimal pins docs/spec/cp-layout.md §4.5 / Appendix A4:
 // rank 0 of padded cp2 g1 L[3,4] holds [a0 b0 P b3]; under the capacity
 // router with E=1, c=3 the compacted rows a0 b0 b3 are all admitted, so b3
 // is processed (XOR 1) and the pad row comes back zero.

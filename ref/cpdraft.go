@@ -7,7 +7,7 @@ import (
 
 // cp.draft_input: the EAGLE draft input SPEC_V2 builds during a CP target
 // prefill [designed from seed; the spec has no section for it, the seed's
-// SPEC_V2 commit and the row contracts of cp-layout.md §2.4 / §7.5 are the
+// SPEC_V2 commit and the row contracts of docs/spec/cp-layout.md §2.4 / §7.5 are the
 // sources].
 //
 // Under CP shared-KV the target model may expose draft_hidden_states, its
@@ -21,7 +21,7 @@ import (
 // g=1, L=[2]: R(0) = R(1) = 2 = Σ L), so the two contracts share lengths.
 
 // DraftContract is the row contract of a hidden-state buffer on one rank
-// (the one-rank forms of cp-layout.md §2.4 and §7.5's contracts).
+// (the one-rank forms of docs/spec/cp-layout.md §2.4 and §7.5's contracts).
 type DraftContract string
 
 // The row contracts a draft input's source may follow.

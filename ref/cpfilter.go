@@ -7,7 +7,7 @@ import (
 )
 
 // OwnershipPolicy selects how a CP rank's share of a chunk's pages is chosen
-// (transfer.md §1.3, E4).
+// (docs/spec/transfer.md §1.3, E4).
 type OwnershipPolicy string
 
 const (
@@ -20,7 +20,7 @@ const (
 	PositionRange OwnershipPolicy = "position_range"
 )
 
-// FilterCPRankInput is the input of transfer.filter_cp_rank (transfer.md §1.1).
+// FilterCPRankInput is the input of transfer.filter_cp_rank (docs/spec/transfer.md §1.1).
 type FilterCPRankInput struct {
 	// KV holds this chunk's prefill page ids, in request order.
 	KV []int64 `json:"kv"`
@@ -38,7 +38,7 @@ type FilterCPRankInput struct {
 }
 
 // FilterCPRankOutput is the rank's share: Owned[i] is sent to the decode page
-// at absolute request position Positions[i] (transfer.md §1.1).
+// at absolute request position Positions[i] (docs/spec/transfer.md §1.1).
 type FilterCPRankOutput struct {
 	// Owned is the page ids this rank sends.
 	Owned []int64 `json:"owned"`
@@ -46,7 +46,7 @@ type FilterCPRankOutput struct {
 	Positions []int64 `json:"positions"`
 }
 
-// ValidateFilterCPRank checks in against transfer.md §1.5 and returns the
+// ValidateFilterCPRank checks in against docs/spec/transfer.md §1.5 and returns the
 // effective policy and total page count. The scalar checks come first and the
 // scan of kv last, so a twin that folds the scan into its own pass reports
 // the same first error.
@@ -105,7 +105,7 @@ func CheckFilterCPRankScalars(in FilterCPRankInput) (OwnershipPolicy, int64, err
 }
 
 // RankPageBounds returns rank's half-open share [ls, le) of total pages split
-// over size ranks, the first total%size ranks taking one extra (transfer.md §1.2 step 3).
+// over size ranks, the first total%size ranks taking one extra (docs/spec/transfer.md §1.2 step 3).
 // Preconditions: total >= 0, 0 <= rank < size.
 func RankPageBounds(total int64, rank, size int) (int64, int64) {
 	base, rem := total/int64(size), total%int64(size)
@@ -119,7 +119,7 @@ func RankPageBounds(total int64, rank, size int) (int64, int64) {
 }
 
 // FilterCPRank returns the pages CP rank cpRank sends for one chunk and their
-// absolute request positions (transfer.md §1). The ValueRange policy is the
+// absolute request positions (docs/spec/transfer.md §1). The ValueRange policy is the
 // old np.isin form kept verbatim, as the notes' differential test kept it:
 // build the range mask, collect the masked values, then re-mask by membership.
 func FilterCPRank(_ Limits, in FilterCPRankInput) (FilterCPRankOutput, error) {

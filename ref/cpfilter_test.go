@@ -9,7 +9,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestFilterCPRankWorkedExamples pins transfer.md §1.3 E1–E4 and §1.6.
+// TestFilterCPRankWorkedExamples pins docs/spec/transfer.md §1.3 E1–E4 and §1.6.
 func TestFilterCPRankWorkedExamples(t *testing.T) {
 	six := int64(6)
 	e4 := []int64{10, 2, 30, 4, 50, 6}
@@ -54,7 +54,7 @@ func TestFilterCPRankWorkedExamples(t *testing.T) {
 	}
 }
 
-// TestFilterCPRankRejectsBadInputNamingFieldAndBound pins transfer.md §1.5.
+// TestFilterCPRankRejectsBadInputNamingFieldAndBound pins docs/spec/transfer.md §1.5.
 func TestFilterCPRankRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	four := int64(4)
 	cases := []struct {

@@ -5,12 +5,12 @@ import (
 	"math"
 )
 
-// This file holds the CP token layout every cp-layout.md op shares (§0.2,
+// This file holds the CP token layout every docs/spec/cp-layout.md op shares (§0.2,
 // §0.3) and its two builders (§1.2): integer metadata both twins compute
 // with these functions, so the layout itself is never a point of
 // disagreement.
 
-// CP-layout sentinels (cp-layout.md §0.5, §1.5, §2.4, §3.5).
+// CP-layout sentinels (docs/spec/cp-layout.md §0.5, §1.5, §2.4, §3.5).
 var (
 	// ErrInvalidCPSize: cp outside [2, MaxCP].
 	ErrInvalidCPSize = NewSentinel("invalid_cp_size", "CP size outside the supported range")
@@ -64,7 +64,7 @@ type LayoutSpec struct {
 	Granule int `json:"granule,omitzero"`
 }
 
-// Layout is the CP token layout of a batch (cp-layout.md §0.2): per request
+// Layout is the CP token layout of a batch (docs/spec/cp-layout.md §0.2): per request
 // i and segment k in [0, 2·cp), the compute size S[i][k] and the valid size
 // V[i][k]. Valid rows are a prefix of each request's compute sequence.
 type Layout struct {
@@ -151,7 +151,7 @@ func checkRows(field string, lens []int, computeRows func(l int) int64) error {
 	return nil
 }
 
-// BuildLayoutUnpadded is upstream's zigzag split (cp-layout.md §1.2): each
+// BuildLayoutUnpadded is upstream's zigzag split (docs/spec/cp-layout.md §1.2): each
 // request's L_i tokens in 2·cp segments of q or q+1 rows (the first L_i mod
 // 2·cp segments one longer), no padding. Every L_i must be >= 2·cp.
 func BuildLayoutUnpadded(cp int, lens []int) (Layout, error) {
@@ -173,7 +173,7 @@ func BuildLayoutUnpadded(cp int, lens []int) (Layout, error) {
 	return lay, nil
 }
 
-// BuildLayoutPadded is the fork's compute-padded split (cp-layout.md §1.2):
+// BuildLayoutPadded is the fork's compute-padded split (docs/spec/cp-layout.md §1.2):
 // every segment of request i has u_i·g rows with u_i = max(1, ceil(ceil(L_i/g)
 // / 2·cp)), and the valid rows are the first L_i of the request, so padding
 // sits at its tail.
@@ -353,7 +353,7 @@ func (lay Layout) OutBase(i int) int {
 func (lay Layout) TotalValid() int { return lay.OutBase(lay.B()) }
 
 // SlotOff is the offset of lane slot (r, lane, i) in rank r's local rows
-// (cp-layout.md §0.3): the PREV lane holds segment r of every request, then
+// (docs/spec/cp-layout.md §0.3): the PREV lane holds segment r of every request, then
 // the MIRROR lane segment m(r) of every request.
 func (lay Layout) SlotOff(r int, lane Lane, i int) int {
 	off := 0

@@ -19,7 +19,7 @@ func buildOK(t *testing.T, sp LayoutSpec) Layout {
 	return lay
 }
 
-// The worked examples of cp-layout.md §1.3 and §2.2.
+// The worked examples of docs/spec/cp-layout.md §1.3 and §2.2.
 func TestLayoutBuildersMatchTheWorkedExamples(t *testing.T) {
 	for _, c := range []struct {
 		sp   LayoutSpec

@@ -7,14 +7,14 @@ import (
 	"slices"
 )
 
-// cp.page_descriptors and cp.remap_locs (cp-layout.md §6): translate
+// cp.page_descriptors and cp.remap_locs (docs/spec/cp-layout.md §6): translate
 // flattened logical KV locations into rows of a compact, row-scoped
 // materialized buffer. Rows may share logical pages (warm-cache prefixes
 // through the radix cache), so the translation is keyed by (row, page),
 // never by page alone, and its tables are O(pages): nothing is sized by the
 // logical page capacity.
 
-// Page-descriptor sentinels (cp-layout.md §0.5, §6.3).
+// Page-descriptor sentinels (docs/spec/cp-layout.md §0.5, §6.3).
 var (
 	// ErrBadLoc: a page size below 1, or a location below −1 (−1 is padding).
 	ErrBadLoc = NewSentinel("bad_loc", "bad KV location or page size")

@@ -9,7 +9,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestPageDescriptorsSpecExample pins cp-layout.md §6.4's rows A: [7, 3],
+// TestPageDescriptorsSpecExample pins docs/spec/cp-layout.md §6.4's rows A: [7, 3],
 // B: [3, 9]: slots A:7→0, A:3→1, B:3→2, B:9→3, sorted by page per row.
 func TestPageDescriptorsSpecExample(t *testing.T) {
 	got, err := ref.BuildDescriptors(ref.DefaultLimits(), ref.PageDescriptorsInput{Pages: [][]int64{{7, 3}, {3, 9}}})

@@ -2,7 +2,7 @@ package ref
 
 import "fmt"
 
-// SrcKind says what each rank contributed to an all-gather (cp-layout.md §3.1).
+// SrcKind says what each rank contributed to an all-gather (docs/spec/cp-layout.md §3.1).
 type SrcKind string
 
 const (
@@ -12,7 +12,7 @@ const (
 	SrcValid SrcKind = "valid"
 )
 
-// CPRerangeInput is the input of cp.rerange (cp-layout.md §3.1).
+// CPRerangeInput is the input of cp.rerange (docs/spec/cp-layout.md §3.1).
 type CPRerangeInput struct {
 	// Layout names the CP layout.
 	Layout LayoutSpec `json:"layout"`
@@ -40,7 +40,7 @@ func (lay Layout) RankPayload(r int, src SrcKind) int {
 	return lay.R(r)
 }
 
-// ValidateCPRerange checks in (cp-layout.md §3.5) and returns its layout
+// ValidateCPRerange checks in (docs/spec/cp-layout.md §3.5) and returns its layout
 // and effective source kind. Order: layout, src, the buffer's shape, its
 // row count cp·M, then the stride.
 func ValidateCPRerange(lim Limits, in CPRerangeInput) (Layout, SrcKind, error) {
@@ -62,7 +62,7 @@ func ValidateCPRerange(lim Limits, in CPRerangeInput) (Layout, SrcKind, error) {
 	return lay, src, nil
 }
 
-// CheckGathered checks a gathered buffer against lay (cp-layout.md §3.5):
+// CheckGathered checks a gathered buffer against lay (docs/spec/cp-layout.md §3.5):
 // its shape, its row count cp·M (ErrRowCount), then M >= n_r for every
 // rank (ErrStride).
 func CheckGathered(lay Layout, g Rows, m int, src SrcKind) error {
@@ -84,7 +84,7 @@ func CheckGathered(lay Layout, g Rows, m int, src SrcKind) error {
 	return nil
 }
 
-// CPRerange is cp.rerange (cp-layout.md §3).
+// CPRerange is cp.rerange (docs/spec/cp-layout.md §3).
 func CPRerange(lim Limits, in CPRerangeInput) (CPRerangeOutput, error) {
 	lay, src, err := ValidateCPRerange(lim, in)
 	if err != nil {
@@ -95,7 +95,7 @@ func CPRerange(lim Limits, in CPRerangeInput) (CPRerangeOutput, error) {
 }
 
 // Rerange restores global valid order from rank-major gathered rows
-// (cp-layout.md §3.2). With SS = S for compute and V for valid, for every
+// (docs/spec/cp-layout.md §3.2). With SS = S for compute and V for valid, for every
 // rank r, lane (k = r, then m(r)) and request i it copies V[i][k] rows from
 // srcStart = r·M + laneBase + Σ_{j<i} SS[j][k] (source offsets from the
 // sizes the rank *sent*) to dstStart = OutBase(i) + Σ_{k'<k} V[i][k']

@@ -21,7 +21,7 @@ func gathered(m int, ranks ...ref.Rows) ref.Rows {
 	return g
 }
 
-// TestCPRerangeWorkedExamples pins cp-layout.md §3.3 (g=2, L=[3,9], M=12,
+// TestCPRerangeWorkedExamples pins docs/spec/cp-layout.md §3.3 (g=2, L=[3,9], M=12,
 // and M=14 with static padding) and §3.6 / Appendix A1 (g=1, L=[3,4], M=4).
 func TestCPRerangeWorkedExamples(t *testing.T) {
 	for _, c := range []struct {

@@ -2,7 +2,7 @@ package ref
 
 import "fmt"
 
-// Rows is a buffer of opaque rows of W bytes each (cp-layout.md §0.1): the
+// Rows is a buffer of opaque rows of W bytes each (docs/spec/cp-layout.md §0.1): the
 // layout ops (§1–§4) move rows without reading them, so they are
 // dtype-agnostic and byte-exact. In JSON it is {"w": W, "b": base64 bytes}.
 // A well-formed buffer has W >= 1 and len(B) a multiple of W; CheckRows

@@ -2,7 +2,7 @@ package ref
 
 import "fmt"
 
-// CPSplitInput is the input of cp.split (cp-layout.md §1.1): a batch's rows
+// CPSplitInput is the input of cp.split (docs/spec/cp-layout.md §1.1): a batch's rows
 // in global valid order and what SplitLocal and PositionsLocal need to give
 // every rank its local rows.
 type CPSplitInput struct {
@@ -30,7 +30,7 @@ type CPSplitOutput struct {
 	Ranks []CPSplitRank `json:"ranks"`
 }
 
-// ValidateCPSplit checks in against cp-layout.md §1.5 and returns its
+// ValidateCPSplit checks in against docs/spec/cp-layout.md §1.5 and returns its
 // layout. Order: the layout, the prefix list, the rows, the pad, then the
 // output bound (Σ C_i rows of W bytes plus one position each).
 func ValidateCPSplit(lim Limits, in CPSplitInput) (Layout, error) {
@@ -82,7 +82,7 @@ func CheckPad(field string, pad []byte, w int) error {
 	return nil
 }
 
-// CPSplit is cp.split (cp-layout.md §1): every rank's SplitLocal rows and
+// CPSplit is cp.split (docs/spec/cp-layout.md §1): every rank's SplitLocal rows and
 // PositionsLocal ids.
 func CPSplit(lim Limits, in CPSplitInput) (CPSplitOutput, error) {
 	lay, err := ValidateCPSplit(lim, in)
@@ -108,7 +108,7 @@ func CPSplit(lim Limits, in CPSplitInput) (CPSplitOutput, error) {
 // then MIRROR (segment m(r)) (§0.3).
 func (lay Layout) Lanes(r int) [2]int { return [2]int{r, lay.Mirror(r)} }
 
-// SplitLocal returns rank r's local rows (cp-layout.md §1.2): for lane PREV
+// SplitLocal returns rank r's local rows (docs/spec/cp-layout.md §1.2): for lane PREV
 // then MIRROR, for every request i, the V[i][k] rows of segment k taken from
 // X (global valid order), then S[i][k] − V[i][k] copies of pad. X must hold
 // Σ L_i rows and pad one row; the R(r)·W output is checked against lim.
@@ -141,7 +141,7 @@ func SplitLocal(lim Limits, lay Layout, r int, x Rows, pad []byte) (Rows, error)
 }
 
 // PositionsLocal returns the position id of each of rank r's local compute
-// rows (cp-layout.md §1.2): the row at compute position c of request i gets
+// rows (docs/spec/cp-layout.md §1.2): the row at compute position c of request i gets
 // P_i + c, padding rows included (positions continue through the padding;
 // §2 masks padding out of cache writes and logits).
 func PositionsLocal(lay Layout, r int, prefix []int64) ([]int64, error) {

@@ -40,7 +40,7 @@ func names(x ref.Rows) string {
 	return strings.Join(s, " ")
 }
 
-// TestCPSplitWorkedExamples pins cp-layout.md §1.3 (the lane bar dropped).
+// TestCPSplitWorkedExamples pins docs/spec/cp-layout.md §1.3 (the lane bar dropped).
 func TestCPSplitWorkedExamples(t *testing.T) {
 	cases := []struct {
 		name string

@@ -4,10 +4,10 @@ import "fmt"
 
 // ContractCPLocalComputePadded names the row contract of a rank's local
 // rows as SplitLocal lays them out: R(r) rows, lane-slot order, padding
-// interleaved (cp-layout.md §2.4).
+// interleaved (docs/spec/cp-layout.md §2.4).
 const ContractCPLocalComputePadded = "cp-local-compute-padded"
 
-// CPValidRowsInput is the input of cp.valid_rows (cp-layout.md §2.1): a
+// CPValidRowsInput is the input of cp.valid_rows (docs/spec/cp-layout.md §2.1): a
 // layout, a rank, and that rank's local rows.
 type CPValidRowsInput struct {
 	// Layout names the CP layout.
@@ -79,7 +79,7 @@ type CPValidRowsOutput struct {
 	Selected Rows `json:"selected"`
 }
 
-// ValidateCPValidRows checks in (cp-layout.md §2.4): the layout, the rank,
+// ValidateCPValidRows checks in (docs/spec/cp-layout.md §2.4): the layout, the rank,
 // the row buffer's shape, then its contract.
 func ValidateCPValidRows(lim Limits, in CPValidRowsInput) (Layout, error) {
 	lay, err := BuildLayoutAt(lim, "layout", in.Layout)
@@ -107,7 +107,7 @@ func CheckLocalRows(lay Layout, r int, field string, x Rows) error {
 	return nil
 }
 
-// CPValidRows is cp.valid_rows (cp-layout.md §2.1).
+// CPValidRows is cp.valid_rows (docs/spec/cp-layout.md §2.1).
 func CPValidRows(lim Limits, in CPValidRowsInput) (CPValidRowsOutput, error) {
 	lay, err := ValidateCPValidRows(lim, in)
 	if err != nil {

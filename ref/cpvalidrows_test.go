@@ -19,7 +19,7 @@ func localRows(t *testing.T, sp ref.LayoutSpec, r int) ref.Rows {
 	return x
 }
 
-// TestCPValidRowsWorkedExample pins cp-layout.md §2.2 (padded cp=2, g=2,
+// TestCPValidRowsWorkedExample pins docs/spec/cp-layout.md §2.2 (padded cp=2, g=2,
 // L=[3,9]) and Appendix A2/A3.
 func TestCPValidRowsWorkedExample(t *testing.T) {
 	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}

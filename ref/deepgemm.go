@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// This file is deepgemm.warmup_plan (admission-serving.md §S3): the JIT
+// This file is deepgemm.warmup_plan (docs/spec/admission-serving.md §S3): the JIT
 // environment prepared before the library's import, the category-specific
 // sparse M grids that replace the dense 1..m_max walk, and the warmup
 // manifest whose verified hits skip SGLang's replay loop after a restart.

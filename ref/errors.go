@@ -36,22 +36,22 @@ var (
 	// its caller left) before it finished; not the input's fault, so the
 	// server answers it 503, not 400.
 	ErrCanceled = NewSentinel("canceled", "the run was canceled before it finished")
-	// ErrLengthMismatch: two parallel lists have different lengths (transfer.md §2, §3).
+	// ErrLengthMismatch: two parallel lists have different lengths (docs/spec/transfer.md §2, §3).
 	ErrLengthMismatch = NewSentinel("length_mismatch", "parallel lists differ in length")
 	// ErrItemLenMismatch: item lens that must agree differ — MLA entries, whose
-	// upstream path uses item_lens[0] for every layer (transfer.md §3.2), or a
-	// state-buffer pair (transfer.md §6.2 rule 5).
+	// upstream path uses item_lens[0] for every layer (docs/spec/transfer.md §3.2), or a
+	// state-buffer pair (docs/spec/transfer.md §6.2 rule 5).
 	ErrItemLenMismatch = NewSentinel("item_len_mismatch", "item lens differ")
 	// ErrBadEnum: a string option is not one of its allowed values.
 	ErrBadEnum = NewSentinel("bad_enum", "unknown option value")
 
-	// ErrBadCPSize: cp_size < 1 (transfer.md §1.5).
+	// ErrBadCPSize: cp_size < 1 (docs/spec/transfer.md §1.5).
 	ErrBadCPSize = NewSentinel("bad_cp_size", "cp_size must be >= 1")
-	// ErrBadCPRank: cp_rank outside [0, cp_size) (transfer.md §1.5).
+	// ErrBadCPRank: cp_rank outside [0, cp_size) (docs/spec/transfer.md §1.5).
 	ErrBadCPRank = NewSentinel("bad_cp_rank", "cp_rank out of range")
-	// ErrChunkOutOfRange: positional policy with the chunk not inside [0, total_pages) (transfer.md §1.5).
+	// ErrChunkOutOfRange: positional policy with the chunk not inside [0, total_pages) (docs/spec/transfer.md §1.5).
 	ErrChunkOutOfRange = NewSentinel("chunk_out_of_range", "chunk not inside the request's pages")
-	// ErrTotalPagesRequired: positional policy without the request's total page count (transfer.md §1.5).
+	// ErrTotalPagesRequired: positional policy without the request's total page count (docs/spec/transfer.md §1.5).
 	ErrTotalPagesRequired = NewSentinel("total_pages_required", "position_range needs total_pages")
 )
 
@@ -114,5 +114,5 @@ func ErrorObjectOf(err error) ErrorObject {
 }
 
 // ErrLayerOutOfOrder: a layer index outside [0, L), or not the next layer
-// in order (radix-acks.md §3.6, §5.2, §5.3).
+// in order (docs/spec/radix-acks.md §3.6, §5.2, §5.3).
 var ErrLayerOutOfOrder = NewSentinel("layer_out_of_order", "layer out of range or out of order")

@@ -2,7 +2,7 @@ package ref
 
 import "math"
 
-// The bit-exact number codecs of cp-layout.md §0.4, written as integer
+// The bit-exact number codecs of docs/spec/cp-layout.md §0.4, written as integer
 // algorithms so every implementation (Go, and a GPU kernel compiled without
 // fast math) produces the same bytes: fp32 ↔ bf16 and fp32 ↔ fp8 e4m3fn.
 

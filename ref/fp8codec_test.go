@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// The worked enc values of cp-layout.md §0.4.
+// The worked enc values of docs/spec/cp-layout.md §0.4.
 func TestEncodeE4M3MatchesTheWorkedValues(t *testing.T) {
 	inf := float32(math.Inf(1))
 	for _, c := range []struct {

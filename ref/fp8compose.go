@@ -7,7 +7,7 @@ import (
 )
 
 // CurrentContract names how the caller holds the current (just computed)
-// rows of fp8.compose_current (cp-layout.md §7.5); explicit, never inferred
+// rows of fp8.compose_current (docs/spec/cp-layout.md §7.5); explicit, never inferred
 // from the row count.
 type CurrentContract string
 
@@ -22,7 +22,7 @@ const (
 	ContractGlobalValid CurrentContract = "global_valid"
 )
 
-// FP8ComposeInput is the input of fp8.compose_current (cp-layout.md §7.5).
+// FP8ComposeInput is the input of fp8.compose_current (docs/spec/cp-layout.md §7.5).
 type FP8ComposeInput struct {
 	// Pool is the page-slot pool holding the prefix rows.
 	Pool FP8Pool `json:"pool"`
@@ -62,7 +62,7 @@ type FP8ComposePlan struct {
 	Total int
 }
 
-// ExpectedCurrentRows is the row count contract c expects (cp-layout.md
+// ExpectedCurrentRows is the row count contract c expects (docs/spec/cp-layout.md
 // §7.5's table): Σ L_b for global_valid, Σ_r Rv(r) or Σ_r R(r) for the
 // local contracts, cp·M with a static stride.
 func ExpectedCurrentRows(lay *Layout, c CurrentContract, lens []int, m int) int {
@@ -91,7 +91,7 @@ func contractSrc(c CurrentContract) SrcKind {
 }
 
 // ValidateFP8Compose checks an fp8.compose_current input in the order both
-// twins report (cp-layout.md §7.5): the pool; one prefix and one current
+// twins report (docs/spec/cp-layout.md §7.5): the pool; one prefix and one current
 // slot list per length (ErrLengthMismatch); lengths >= 0; the contract
 // (ErrBadEnum); the layout and lay.L == lens (ErrLayoutMismatch), or no
 // layout with local_compute_padded (ErrRowContract); each prefix a whole
@@ -194,7 +194,7 @@ func ValidateFP8Compose(lim Limits, in FP8ComposeInput) (FP8ComposePlan, error) 
 }
 
 // NormalizeCurrent returns the current rows in global valid order
-// (cp-layout.md §7.5's table): as given for global_valid, Rerange with
+// (docs/spec/cp-layout.md §7.5's table): as given for global_valid, Rerange with
 // src = valid or compute for the local contracts (packed rows are first
 // laid out at stride max_r n_r).
 func NormalizeCurrent(plan FP8ComposePlan, cur Rows, m int) (Rows, error) {
@@ -218,7 +218,7 @@ func NormalizeCurrent(plan FP8ComposePlan, cur Rows, m int) (Rows, error) {
 	return Rerange(lay, cur, m, src)
 }
 
-// FP8ComposeCurrent is fp8.compose_current (cp-layout.md §7.5): per request,
+// FP8ComposeCurrent is fp8.compose_current (docs/spec/cp-layout.md §7.5): per request,
 // the raw pool rows at its prefix slots, then its current rows (global
 // valid order, OutBase(b)+t) quantized (div_fp32). The current slots are
 // never read: the suffix comes from the fresh rows, not the cache.

@@ -4,14 +4,14 @@ import "fmt"
 
 var (
 	// ErrSlotOutOfRange: a pool slot (token loc) outside [0, numSlots)
-	// (cp-layout.md §7.4, §7.5).
+	// (docs/spec/cp-layout.md §7.4, §7.5).
 	ErrSlotOutOfRange = NewSentinel("slot_out_of_range", "slot outside the page-slot pool")
 	// ErrDuplicateSlot: one store names the same slot twice; the GPU's write
-	// order would be undefined (cp-layout.md §7.4).
+	// order would be undefined (docs/spec/cp-layout.md §7.4).
 	ErrDuplicateSlot = NewSentinel("duplicate_slot", "slot stored twice in one call")
 )
 
-// FP8Pool is one layer of the page-slot pool of cp-layout.md §7.4, as an op
+// FP8Pool is one layer of the page-slot pool of docs/spec/cp-layout.md §7.4, as an op
 // input: numSlots = size + page_size rows of 656 bytes; slot = token loc.
 //
 // Ops take the pool state in their input and return it (a pure function of
@@ -27,7 +27,7 @@ type FP8Pool struct {
 	Rows Rows `json:"rows"`
 }
 
-// FP8StoreInput is the input of fp8.store_pages (cp-layout.md §7.4 Store).
+// FP8StoreInput is the input of fp8.store_pages (docs/spec/cp-layout.md §7.4 Store).
 type FP8StoreInput struct {
 	// Pool is the pool before the store.
 	Pool FP8Pool `json:"pool"`
@@ -43,7 +43,7 @@ type FP8StoreOutput struct {
 	Pool FP8Pool `json:"pool"`
 }
 
-// FP8MaterializeInput is the input of fp8.materialize_pages (cp-layout.md
+// FP8MaterializeInput is the input of fp8.materialize_pages (docs/spec/cp-layout.md
 // §7.4 Materialize).
 type FP8MaterializeInput struct {
 	// Pool is the pool to read.
@@ -64,7 +64,7 @@ func CheckFP8Rows(field string, x Rows) error {
 	return CheckFP8Width(field, x, FP8RowBytes)
 }
 
-// ValidateFP8Pool checks a pool (cp-layout.md §7.4): page_size >= 1
+// ValidateFP8Pool checks a pool (docs/spec/cp-layout.md §7.4): page_size >= 1
 // (ErrPagePlan), size >= 0 (ErrNegative), size+page_size without overflow,
 // 656-byte rows (ErrUnsupportedDims), exactly size+page_size of them (ErrRowCount). It returns
 // numSlots.
@@ -132,7 +132,7 @@ func ValidateFP8Materialize(lim Limits, in FP8MaterializeInput) error {
 	return lim.CheckOutput("slots", int64(len(in.Slots)), FP8RowBytes)
 }
 
-// FP8StorePages is fp8.store_pages (cp-layout.md §7.4 Store): the pool with
+// FP8StorePages is fp8.store_pages (docs/spec/cp-layout.md §7.4 Store): the pool with
 // row e written at slot locs[e]; every other slot unchanged.
 func FP8StorePages(_ Limits, in FP8StoreInput) (FP8StoreOutput, error) {
 	if err := ValidateFP8Store(in); err != nil {
@@ -148,7 +148,7 @@ func FP8StorePages(_ Limits, in FP8StoreInput) (FP8StoreOutput, error) {
 	return FP8StoreOutput{Pool: FP8Pool{PageSize: in.Pool.PageSize, Size: in.Pool.Size, Rows: pool}}, nil
 }
 
-// FP8MaterializePages is fp8.materialize_pages (cp-layout.md §7.4
+// FP8MaterializePages is fp8.materialize_pages (docs/spec/cp-layout.md §7.4
 // Materialize): the raw rows at slots, concatenated (no dequant).
 func FP8MaterializePages(lim Limits, in FP8MaterializeInput) (FP8MaterializeOutput, error) {
 	if err := ValidateFP8Materialize(lim, in); err != nil {

@@ -6,10 +6,10 @@ import (
 	"math"
 )
 
-// FP8 row quantization of cp-layout.md §7.2 (the 656-byte NSA/MLA row) and
+// FP8 row quantization of docs/spec/cp-layout.md §7.2 (the 656-byte NSA/MLA row) and
 // §7.3 (the 132-byte index-K row), written to read like the spec.
 
-// Byte geometry of the FP8 rows (cp-layout.md §7.1).
+// Byte geometry of the FP8 rows (docs/spec/cp-layout.md §7.1).
 const (
 	// MLANopeDim is the number of bf16 k_nope values of an MLA latent.
 	MLANopeDim = 512
@@ -38,11 +38,11 @@ const (
 )
 
 // ErrUnsupportedDims: an FP8 op got rows of a width other than the one its
-// format fixes (cp-layout.md §0.5, §7.1).
+// format fixes (docs/spec/cp-layout.md §0.5, §7.1).
 var ErrUnsupportedDims = NewSentinel("unsupported_dims", "row width is not the FP8 format's")
 
 // ScaleMode selects the byte-exact arithmetic of a 656-byte row's tile
-// scales and codes (cp-layout.md §7.2, "Scale modes").
+// scales and codes (docs/spec/cp-layout.md §7.2, "Scale modes").
 type ScaleMode string
 
 // The three scale modes of §7.2. The empty string means ScaleDivFP32.
@@ -199,7 +199,7 @@ func QuantizeIndexK(k [IndexKDim]uint16) ([IndexKRowBytes]byte, error) {
 	return row, nil
 }
 
-// FP8QuantizeRowInput is the input of fp8.quantize_row (cp-layout.md §7.2).
+// FP8QuantizeRowInput is the input of fp8.quantize_row (docs/spec/cp-layout.md §7.2).
 type FP8QuantizeRowInput struct {
 	// Mode is the scale mode: div_fp32 (default when empty), recip_fp32 or div_bf16.
 	Mode ScaleMode `json:"mode"`
@@ -207,7 +207,7 @@ type FP8QuantizeRowInput struct {
 	X Rows `json:"x"`
 }
 
-// FP8QuantizeIndexKInput is the input of fp8.quantize_index_k (cp-layout.md §7.3).
+// FP8QuantizeIndexKInput is the input of fp8.quantize_index_k (docs/spec/cp-layout.md §7.3).
 type FP8QuantizeIndexKInput struct {
 	// X holds index keys of 256 bytes: 128 bf16 values, little-endian.
 	X Rows `json:"x"`
@@ -294,7 +294,7 @@ func ValidateFP8QuantizeIndexK(in FP8QuantizeIndexKInput) error {
 	return nil
 }
 
-// FP8QuantizeRow is fp8.quantize_row (cp-layout.md §7.2): each 1152-byte
+// FP8QuantizeRow is fp8.quantize_row (docs/spec/cp-layout.md §7.2): each 1152-byte
 // MLA bf16 row of X quantized to its 656-byte FP8 row, in mode in.Mode.
 func FP8QuantizeRow(_ Limits, in FP8QuantizeRowInput) (FP8RowsOutput, error) {
 	m, err := ValidateFP8QuantizeRow(in)
@@ -321,7 +321,7 @@ func FP8QuantizeRow(_ Limits, in FP8QuantizeRowInput) (FP8RowsOutput, error) {
 	return FP8RowsOutput{Rows: out}, nil
 }
 
-// FP8QuantizeIndexK is fp8.quantize_index_k (cp-layout.md §7.3): each
+// FP8QuantizeIndexK is fp8.quantize_index_k (docs/spec/cp-layout.md §7.3): each
 // 256-byte bf16 key of X quantized to its 132-byte row.
 func FP8QuantizeIndexK(_ Limits, in FP8QuantizeIndexKInput) (FP8RowsOutput, error) {
 	if err := ValidateFP8QuantizeIndexK(in); err != nil {

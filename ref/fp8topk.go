@@ -6,19 +6,19 @@ import (
 	"slices"
 )
 
-// DequantRowBytes is the width of one dequantized MLA row (cp-layout.md
+// DequantRowBytes is the width of one dequantized MLA row (docs/spec/cp-layout.md
 // §7.1): 512 k_nope + 64 k_rope bf16 values, little-endian.
 const DequantRowBytes = MLABF16RowBytes
 
 var (
-	// ErrTopkIndexOutOfRange: a top-k row id outside [-1, N) (cp-layout.md §7.6).
+	// ErrTopkIndexOutOfRange: a top-k row id outside [-1, N) (docs/spec/cp-layout.md §7.6).
 	ErrTopkIndexOutOfRange = NewSentinel("topk_index_out_of_range", "top-k index outside [-1, N)")
 	// ErrDequantVerifyMismatch: the verify gate found a sparse row that
-	// differs from the full dequant (cp-layout.md §7.6 step 4).
+	// differs from the full dequant (docs/spec/cp-layout.md §7.6 step 4).
 	ErrDequantVerifyMismatch = NewSentinel("dequant_verify_mismatch", "top-k dequant differs from full dequant")
 )
 
-// FP8DequantTopKInput is the input of fp8.dequant_topk (cp-layout.md §7.6).
+// FP8DequantTopKInput is the input of fp8.dequant_topk (docs/spec/cp-layout.md §7.6).
 type FP8DequantTopKInput struct {
 	// Kq is the composed/materialized buffer of N 656-byte FP8 rows.
 	Kq Rows `json:"kq"`
@@ -43,7 +43,7 @@ type FP8DequantTopKOutput struct {
 // ValidateDequantTopK checks kq's shape (ErrRowCount) and width (656,
 // ErrUnsupportedDims), then
 // every top-k entry in query-major order: -1 <= idx < N, else
-// ErrTopkIndexOutOfRange (cp-layout.md §7.6 step 1: before any write).
+// ErrTopkIndexOutOfRange (docs/spec/cp-layout.md §7.6 step 1: before any write).
 func ValidateDequantTopK(kq Rows, topk [][]int32) error {
 	if err := CheckFP8Rows("kq", kq); err != nil {
 		return err
@@ -59,7 +59,7 @@ func ValidateDequantTopK(kq Rows, topk [][]int32) error {
 	return nil
 }
 
-// DequantRowInto656 dequantizes one 656-byte row into 1152 bytes (cp-layout.md
+// DequantRowInto656 dequantizes one 656-byte row into 1152 bytes (docs/spec/cp-layout.md
 // §7.2): nope out_j = bf16RNE(fl32(dec(code_j)·s_t)) with s_t the tile's
 // fp32 scale (a NaN code gives 0x7FC0), rope bytes copied.
 func DequantRowInto656(dst, src []byte) {
@@ -78,7 +78,7 @@ func FullDequant656(kq Rows) Rows {
 	return out
 }
 
-// DequantTopKInPlace is cp-layout.md §7.6 on a caller's buffer: validate
+// DequantTopKInPlace is docs/spec/cp-layout.md §7.6 on a caller's buffer: validate
 // every index, then write out[row] = Dequant(kq[row]) once for each
 // distinct row >= 0 in topk; other rows of out keep their bytes and topk is
 // not modified. out must hold N rows of 1152 B (ErrRowCount). With verify
@@ -123,7 +123,7 @@ func sortedKeys(m map[int32]bool) []int32 {
 	return keys
 }
 
-// FP8DequantTopK is fp8.dequant_topk (cp-layout.md §7.6): the distinct
+// FP8DequantTopK is fp8.dequant_topk (docs/spec/cp-layout.md §7.6): the distinct
 // referenced rows, ascending, each dequantized once. With verify, each is
 // compared against the full dequant of the buffer.
 func FP8DequantTopK(lim Limits, in FP8DequantTopKInput) (FP8DequantTopKOutput, error) {

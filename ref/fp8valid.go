@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// FP8StoreValidRowsInput is the input of fp8.store_valid_rows (cp-layout.md
+// FP8StoreValidRowsInput is the input of fp8.store_valid_rows (docs/spec/cp-layout.md
 // §7.4 StoreValidRows): rank r's cache write of one layer.
 type FP8StoreValidRowsInput struct {
 	// Pool is the pool before the write (as fp8.store_pages' pool).
@@ -118,7 +118,7 @@ func ValidateFP8StoreValidRows(lim Limits, in FP8StoreValidRowsInput) (FP8StoreV
 }
 
 // StoreValidLocs returns the cache-write slots of rank r's valid local rows
-// (cp-layout.md §7.4): req_to_token[i][P_i + t] for each (i, t) of
+// (docs/spec/cp-layout.md §7.4): req_to_token[i][P_i + t] for each (i, t) of
 // LocalTokenIDs(lay, r), in local order. The caller has checked the
 // lists' lengths.
 func StoreValidLocs(lay Layout, r int, reqToToken [][]int64, prefixLens []int) []int64 {
@@ -129,7 +129,7 @@ func StoreValidLocs(lay Layout, r int, reqToToken [][]int64, prefixLens []int) [
 	return locs
 }
 
-// FP8StoreValidRows is fp8.store_valid_rows (cp-layout.md §7.4
+// FP8StoreValidRows is fp8.store_valid_rows (docs/spec/cp-layout.md §7.4
 // StoreValidRows), written as the spec composes it: SelectLocalValidRows →
 // quantize each row (div_fp32) → Store at req_to_token[i][P_i + t] for each
 // (i, t) of LocalTokenIDs(r). Padding rows never touch the pool.

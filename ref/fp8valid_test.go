@@ -76,7 +76,7 @@ func TestFP8StoreValidRowsMinimal(t *testing.T) {
 	}
 }
 
-// TestFP8StoreValidRowsBadInput is the bad-input table (cp-layout.md §7.4,
+// TestFP8StoreValidRowsBadInput is the bad-input table (docs/spec/cp-layout.md §7.4,
 // §2.4): sentinel and field of the first violation.
 func TestFP8StoreValidRowsBadInput(t *testing.T) {
 	for _, tc := range []struct {

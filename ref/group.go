@@ -2,7 +2,7 @@ package ref
 
 import "fmt"
 
-// Run is one run of page pairs contiguous on both sides (transfer.md §0, §2):
+// Run is one run of page pairs contiguous on both sides (docs/spec/transfer.md §0, §2):
 // source pages SrcStart … SrcStart+Count-1 pair with destination pages
 // DstStart … DstStart+Count-1. It is the triple form of one (srcRun, dstRun)
 // pair of §2, so both sides have the same length by construction.
@@ -15,7 +15,7 @@ type Run struct {
 	Count int64 `json:"count"`
 }
 
-// GroupContiguousInput is the input of transfer.group_contiguous (transfer.md §2).
+// GroupContiguousInput is the input of transfer.group_contiguous (docs/spec/transfer.md §2).
 type GroupContiguousInput struct {
 	// Src holds the source page ids, in transfer order.
 	Src []int64 `json:"src"`
@@ -24,13 +24,13 @@ type GroupContiguousInput struct {
 }
 
 // GroupContiguousOutput is the list of maximal double-contiguous runs, in
-// input order (transfer.md §2).
+// input order (docs/spec/transfer.md §2).
 type GroupContiguousOutput struct {
 	// Runs are the maximal runs; empty (never null) when either side is empty.
 	Runs []Run `json:"runs"`
 }
 
-// ValidateGroupContiguous checks in against transfer.md §2 in the contract's
+// ValidateGroupContiguous checks in against docs/spec/transfer.md §2 in the contract's
 // order: unequal non-empty lengths first, then negative ids, every src id
 // before any dst id. Exactly one empty side is not an error (newer upstream
 // returns "nothing to transfer").
@@ -45,7 +45,7 @@ func ValidateGroupContiguous(in GroupContiguousInput) error {
 }
 
 // GroupContiguous merges page pairs into the fewest runs contiguous on both
-// sides (transfer.md §2). A break falls before i exactly when src or dst does
+// sides (docs/spec/transfer.md §2). A break falls before i exactly when src or dst does
 // not step by +1; runs are the maximal segments between breaks.
 func GroupContiguous(_ Limits, in GroupContiguousInput) (GroupContiguousOutput, error) {
 	if err := ValidateGroupContiguous(in); err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestGroupContiguousWorkedExamples pins transfer.md §2's examples, in the
+// TestGroupContiguousWorkedExamples pins docs/spec/transfer.md §2's examples, in the
 // triple form: a run is (src_start, dst_start, count).
 func TestGroupContiguousWorkedExamples(t *testing.T) {
 	cases := []struct {

@@ -6,7 +6,7 @@ import (
 )
 
 // HostLayout names how a HiCache host (L2) arena orders its bytes
-// (transfer.md §7.1).
+// (docs/spec/transfer.md §7.1).
 type HostLayout string
 
 const (
@@ -23,7 +23,7 @@ const (
 	LayerPageFirst HostLayout = "layer_page_first"
 )
 
-// HostPool is the kind of host KV pool (transfer.md §7.1): one MLA buffer,
+// HostPool is the kind of host KV pool (docs/spec/transfer.md §7.1): one MLA buffer,
 // or an MHA pool of two planes (K then V).
 type HostPool string
 
@@ -34,7 +34,7 @@ const (
 	HostPoolMHA HostPool = "mha"
 )
 
-// Sentinels of layout.host_offsets (transfer.md §7.1, §7.2), shared with
+// Sentinels of layout.host_offsets (docs/spec/transfer.md §7.1, §7.2), shared with
 // layout.convert.
 var (
 	// ErrUnsupportedLayout: a layout string is not one of the four §7.1 layouts (§7.3).
@@ -270,7 +270,7 @@ type ByteRange struct {
 	Len int64 `json:"len"`
 }
 
-// HostOffsetsInput is the input of layout.host_offsets (transfer.md §7.1):
+// HostOffsetsInput is the input of layout.host_offsets (docs/spec/transfer.md §7.1):
 // an arena geometry and the addresses asked of it.
 type HostOffsetsInput struct {
 	// Layout is the arena's layout.
@@ -304,7 +304,7 @@ type HostOffsetsOutput struct {
 	PageContiguousAcrossLayers bool `json:"page_contiguous_across_layers"`
 }
 
-// ValidateHostOffsets checks in against transfer.md §7.1 in this order:
+// ValidateHostOffsets checks in against docs/spec/transfer.md §7.1 in this order:
 // the geometry (CheckHostOffsetsGeometry), every point (kv, layer, token,
 // byte of points[0], then points[1], …), every span query (kv, layer,
 // page), and last the size of the spans output (CheckSpansOutput). It

@@ -9,7 +9,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// workedPoints are the eight (l, t) of transfer.md §7.1's worked table
+// workedPoints are the eight (l, t) of docs/spec/transfer.md §7.1's worked table
 // (L=2, NP=2, P=2, tb=1), in the table's column order.
 func workedPoints() []ref.HostPoint {
 	var pts []ref.HostPoint

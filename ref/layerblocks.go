@@ -6,26 +6,26 @@ import (
 	"math/bits"
 )
 
-// Sentinels of transfer.layer_blocks (transfer.md §3).
+// Sentinels of transfer.layer_blocks (docs/spec/transfer.md §3).
 var (
 	// ErrDstPtrRange: the decode pointer slice [start_layer, start_layer+n) is
-	// outside dst_ptrs (transfer.md §3.2, PP slicing).
+	// outside dst_ptrs (docs/spec/transfer.md §3.2, PP slicing).
 	ErrDstPtrRange = NewSentinel("dst_ptr_range", "decode pointer slice out of range")
-	// ErrOddMHAPtrs: an MHA pointer list is not K halves then V halves (transfer.md §3.2).
+	// ErrOddMHAPtrs: an MHA pointer list is not K halves then V halves (docs/spec/transfer.md §3.2).
 	ErrOddMHAPtrs = NewSentinel("odd_mha_ptrs", "MHA pointer count must be even")
-	// ErrZeroItemLen: an entry moves zero bytes per page (transfer.md §3.5 bad input).
+	// ErrZeroItemLen: an entry moves zero bytes per page (docs/spec/transfer.md §3.5 bad input).
 	ErrZeroItemLen = NewSentinel("zero_item_len", "item_len must be >= 1")
 	// ErrDuplicateDstPage: two pairs write the same decode page, so RDMA
-	// completion order would decide the bytes (transfer.md §3.5.4).
+	// completion order would decide the bytes (docs/spec/transfer.md §3.5.4).
 	ErrDuplicateDstPage = NewSentinel("duplicate_dst_page", "decode pages must be distinct")
-	// ErrOutOfBounds: a block reaches past its buffer's known data length (transfer.md §3.5.5).
+	// ErrOutOfBounds: a block reaches past its buffer's known data length (docs/spec/transfer.md §3.5.5).
 	ErrOutOfBounds = NewSentinel("out_of_bounds", "block outside its buffer")
 )
 
 // BlockBytes is the size of one Block in an output list, for Limits.CheckOutput.
 const BlockBytes = 24
 
-// Block is one contiguous RDMA write of Len bytes from Src to Dst (transfer.md §0).
+// Block is one contiguous RDMA write of Len bytes from Src to Dst (docs/spec/transfer.md §0).
 type Block struct {
 	// Src is the source device address.
 	Src uint64 `json:"src"`
@@ -35,7 +35,7 @@ type Block struct {
 	Len uint64 `json:"len"`
 }
 
-// LayerBlocksInput is the input of transfer.layer_blocks (transfer.md §3.1,
+// LayerBlocksInput is the input of transfer.layer_blocks (docs/spec/transfer.md §3.1,
 // §3.2): the CP-filtered page pairs of one chunk and both sides' per-entry
 // buffers.
 type LayerBlocksInput struct {
@@ -62,7 +62,7 @@ type LayerBlocksInput struct {
 	DstDataLens []uint64 `json:"dst_data_lens,omitempty"`
 }
 
-// LayerBlocksOutput is the monolithic batch of transfer.md §3.3.
+// LayerBlocksOutput is the monolithic batch of docs/spec/transfer.md §3.3.
 type LayerBlocksOutput struct {
 	// Runs are the §2 runs of (Owned, DstPages), shared by every entry.
 	Runs []Run `json:"runs"`
@@ -73,7 +73,7 @@ type LayerBlocksOutput struct {
 }
 
 // LayerGeometry is the validated pointer selection of a layer_blocks input
-// (transfer.md §3.2).
+// (docs/spec/transfer.md §3.2).
 type LayerGeometry struct {
 	// Entries is the number of transfer entries, len(src_ptrs).
 	Entries int
@@ -85,7 +85,7 @@ type LayerGeometry struct {
 	DstOffset int
 }
 
-// LayerEntry is one transfer entry's buffers and page size (transfer.md §3.1).
+// LayerEntry is one transfer entry's buffers and page size (docs/spec/transfer.md §3.1).
 type LayerEntry struct {
 	// SrcIdx is the entry's index in src_ptrs (and item_lens, src_data_lens).
 	SrcIdx int
@@ -112,7 +112,7 @@ func (g LayerGeometry) EntryAt(in LayerBlocksInput, e int) LayerEntry {
 	return LayerEntry{SrcIdx: e, DstIdx: dst, SrcBase: in.SrcPtrs[e], DstBase: in.DstPtrs[dst], ItemLen: in.ItemLens[e]}
 }
 
-// CheckLayerPages checks the page pairs (transfer.md §3.5 bad input, §3.5.4):
+// CheckLayerPages checks the page pairs (docs/spec/transfer.md §3.5 bad input, §3.5.4):
 // equal lengths (even when one side is empty: unlike §2, the KV path checks
 // lengths first), then negative owned ids, then negative dst ids, then the
 // first dst page equal to an earlier one.
@@ -136,7 +136,7 @@ func CheckLayerPages(in LayerBlocksInput) error {
 	return nil
 }
 
-// CheckLayerPointers checks the pointer lists and item lens (transfer.md
+// CheckLayerPointers checks the pointer lists and item lens (docs/spec/transfer.md
 // §3.2) and returns the entry selection. Order: start_layer >= 0; MHA
 // src_ptrs then dst_ptrs even; item_lens, src_data_lens, dst_data_lens
 // lengths; the PP slice in range; then per entry in order, item_len >= 1
@@ -218,7 +218,7 @@ func CheckBlockCount(lim Limits, entries, runs int) error {
 	return lim.CheckOutput("blocks", int64(entries)*int64(runs), BlockBytes)
 }
 
-// CheckLayerAddresses checks every page of every entry (transfer.md §3.5
+// CheckLayerAddresses checks every page of every entry (docs/spec/transfer.md §3.5
 // bad input, §3.5.5): the page's end address base + (page+1)*item_len must
 // fit in uint64, and when data lens are given the end offset must not pass
 // them. Entries in order, pages in order, source side before destination.
@@ -254,7 +254,7 @@ func checkPageEnd(field string, i int, page int64, itemLen uint64, side string, 
 	return nil
 }
 
-// BuildLayerBlocks is the seed's per-layer address computation (transfer.md
+// BuildLayerBlocks is the seed's per-layer address computation (docs/spec/transfer.md
 // §3.1): one block per run, both sides scaled by the source item_len.
 // Preconditions: the addresses fit in uint64 (CheckLayerAddresses).
 func BuildLayerBlocks(srcBase, dstBase, itemLen uint64, runs []Run) []Block {
@@ -269,7 +269,7 @@ func BuildLayerBlocks(srcBase, dstBase, itemLen uint64, runs []Run) []Block {
 	return blocks
 }
 
-// LayerBlocks returns the monolithic batch of one chunk (transfer.md §3.3):
+// LayerBlocks returns the monolithic batch of one chunk (docs/spec/transfer.md §3.3):
 // the §2 runs of (owned, dst_pages) computed once, and for every entry in
 // order its BuildLayerBlocks, concatenated.
 func LayerBlocks(lim Limits, in LayerBlocksInput) (LayerBlocksOutput, error) {

@@ -10,7 +10,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// worked34 is transfer.md §3.4: MLA, two layers, item_len 1024.
+// worked34 is docs/spec/transfer.md §3.4: MLA, two layers, item_len 1024.
 func worked34() ref.LayerBlocksInput {
 	return ref.LayerBlocksInput{
 		IsMLA: true, Owned: []int64{3, 4, 9}, DstPages: []int64{20, 21, 22},

@@ -6,16 +6,16 @@ import (
 	"sync"
 )
 
-// This file holds the LayerDoneCounter both twins implement (radix-acks.md
+// This file holds the LayerDoneCounter both twins implement (docs/spec/radix-acks.md
 // §5.3): a ring of three slots of per-layer completion counts, so that in
 // overlap mode the producer (the load stream) and the consumer (the batch
 // being computed) can be up to two load ops apart, and a reader of layer l
 // waits for layer l only — never for the whole op.
 
-// CounterSlots is the size of the counter's ring (radix-acks.md §5.3).
+// CounterSlots is the size of the counter's ring (docs/spec/radix-acks.md §5.3).
 const CounterSlots = 3
 
-// LayerDoneCounter sentinels (radix-acks.md §0.3, §5.3).
+// LayerDoneCounter sentinels (docs/spec/radix-acks.md §0.3, §5.3).
 var (
 	// ErrSlotBusy: the producer wrapped onto a slot whose op is still loading.
 	ErrSlotBusy = NewSentinel("slot_busy", "slot's previous load op is still loading")
@@ -35,7 +35,7 @@ type CounterState struct {
 	Done [CounterSlots]int `json:"done"`
 }
 
-// LayerDoneCounter is the per-layer readiness counter (radix-acks.md §5.3).
+// LayerDoneCounter is the per-layer readiness counter (docs/spec/radix-acks.md §5.3).
 // It is safe for concurrent use: one producer completing layers, any number
 // of waiters. A refused call changes nothing.
 type LayerDoneCounter interface {

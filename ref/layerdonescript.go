@@ -2,7 +2,7 @@ package ref
 
 import "fmt"
 
-// The hicache.layer_done_script op (radix-acks.md §5.3): steps against one
+// The hicache.layer_done_script op (docs/spec/radix-acks.md §5.3): steps against one
 // LayerDoneCounter, returning each step's answer and the state after it, so
 // the counter gets fixtures and an HTTP endpoint. Blocking waits are not
 // script steps (a single-threaded script would block forever); Ready is
@@ -123,7 +123,7 @@ func counterStep(c LayerDoneCounter, s CounterStep, r *CounterStepResult) error 
 }
 
 // LayerDoneScript is the reference twin of hicache.layer_done_script
-// (radix-acks.md §5.3).
+// (docs/spec/radix-acks.md §5.3).
 func LayerDoneScript(_ Limits, in LayerDoneScriptInput) (LayerDoneScriptOutput, error) {
 	return RunLayerDoneScript(in, NewLayerDoneCounter)
 }

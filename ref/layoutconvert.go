@@ -7,7 +7,7 @@ import (
 	"slices"
 )
 
-// ConvertMode selects what layout.convert does (transfer.md §7.2, §7.3).
+// ConvertMode selects what layout.convert does (docs/spec/transfer.md §7.2, §7.3).
 type ConvertMode string
 
 const (
@@ -55,7 +55,7 @@ const (
 	IndexInt32 IndexDType = "int32"
 )
 
-// Sentinels of layout.convert (transfer.md §7.2, §7.3).
+// Sentinels of layout.convert (docs/spec/transfer.md §7.2, §7.3).
 var (
 	// ErrIncompletePageSpan: token indices that are not whole, aligned pages (§7.2).
 	ErrIncompletePageSpan = NewSentinel("incomplete_page_span", "token indices do not cover whole pages")
@@ -449,7 +449,7 @@ func CopiesPerRun(layout HostLayout, count, p int64) int64 {
 }
 
 // LayoutConvert runs a relayout, load, backup or flat page read on a host
-// arena (transfer.md §7.2, §7.3), byte by byte through the §7.1 offset
+// arena (docs/spec/transfer.md §7.2, §7.3), byte by byte through the §7.1 offset
 // formula.
 func LayoutConvert(lim Limits, in LayoutConvertInput) (LayoutConvertOutput, error) {
 	plan, err := ValidateLayoutConvert(lim, in)
@@ -488,7 +488,7 @@ func relayout(plan ConvertPlan, src []byte) LayoutConvertOutput {
 // pagePair is one (host page, device page) pair of a load or backup.
 type pagePair struct{ host, device int64 }
 
-// pageRun is a run of pairs consecutive on both sides (transfer.md §2).
+// pageRun is a run of pairs consecutive on both sides (docs/spec/transfer.md §2).
 type pageRun struct{ host, device, count int64 }
 
 // transfer moves whole pages between the host arena and the layer-first
@@ -531,7 +531,7 @@ func transfer(plan ConvertPlan, in LayoutConvertInput) LayoutConvertOutput {
 }
 
 // groupPairs splits pairs into maximal runs that step by exactly +1 on
-// both sides (transfer.md §2).
+// both sides (docs/spec/transfer.md §2).
 func groupPairs(pairs []pagePair) []pageRun {
 	var runs []pageRun
 	for i, pr := range pairs {

@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// This file holds what every prepared-load twin shares (radix-acks.md §5.1,
+// This file holds what every prepared-load twin shares (docs/spec/radix-acks.md §5.1,
 // §5.2): the sentinels, the byte arenas the loads copy between, the shared
 // validation (so both twins report byte-equal errors), the Loader and
 // LoadDescriptor interfaces, and the reference implementation: a
@@ -13,7 +13,7 @@ import (
 // reports the Builds the fixed prepared path must have (as CopiedUnits does
 // for the radix tree).
 
-// Prepared-load sentinels (radix-acks.md §0.3, §5.2).
+// Prepared-load sentinels (docs/spec/radix-acks.md §0.3, §5.2).
 var (
 	// ErrDescriptorClosed: a descriptor used after EndLoad or Cancel.
 	ErrDescriptorClosed = NewSentinel("descriptor_closed", "descriptor is closed")
@@ -36,7 +36,7 @@ var (
 )
 
 // LoadPolicy says what BeginLoad does when the prepared submit is
-// unavailable (radix-acks.md §5.2 "Fallback").
+// unavailable (docs/spec/radix-acks.md §5.2 "Fallback").
 type LoadPolicy string
 
 const (
@@ -51,7 +51,7 @@ const (
 const FallbackReasonUnavailable = "prepared H2D submit unavailable: backend lacks support"
 
 // FallbackEvent is the explicit record of one load op that ran the
-// per-layer path instead of the prepared one (radix-acks.md §5.2): never
+// per-layer path instead of the prepared one (docs/spec/radix-acks.md §5.2): never
 // silent, exactly one per op.
 type FallbackEvent struct {
 	// OpID is the load op that fell back.
@@ -69,7 +69,7 @@ type LoadBackend struct {
 }
 
 // LoadPools configures the host and device pools a load copies between
-// (radix-acks.md §5.2; transfer.md §7.2 with one allocation per layer). Each
+// (docs/spec/radix-acks.md §5.2; docs/spec/transfer.md §7.2 with one allocation per layer). Each
 // pool holds, per layer, Slots token slots of KVBytes bytes of MLA KV, and,
 // per active index layer, Slots slots of IndexBytes bytes of NSA index.
 // Page size is per load op, so the arenas are token-granular.
@@ -86,7 +86,7 @@ type LoadPools struct {
 	// when IndexLayers is not empty.
 	IndexBytes int64 `json:"index_bytes,omitzero"`
 	// IndexLayers are the layers with an active index slot, strictly
-	// ascending in [0, Layers); slot(l) is l's rank (transfer.md §6.1).
+	// ascending in [0, Layers); slot(l) is l's rank (docs/spec/transfer.md §6.1).
 	IndexLayers []int `json:"index_layers,omitzero"`
 }
 
@@ -146,7 +146,7 @@ func (p LoadPools) checkSizes(lim Limits) error {
 }
 
 // IndexSlot returns l's NSA index slot (its rank among IndexLayers) and
-// whether l has one (transfer.md §6.1).
+// whether l has one (docs/spec/transfer.md §6.1).
 func (p LoadPools) IndexSlot(l int) (int, bool) {
 	return slices.BinarySearch(p.IndexLayers, l)
 }
@@ -218,7 +218,7 @@ func (a *LoadArena) Clone() *LoadArena {
 	return c
 }
 
-// CheckLoadPage checks page k of a load (radix-acks.md §5.2 step 2): host
+// CheckLoadPage checks page k of a load (docs/spec/radix-acks.md §5.2 step 2): host
 // then device, each X = idx[k·ps : (k+1)·ps] must start on a page boundary
 // (X[0] % ps == 0), step by one, and lie in its pool (a negative slot is
 // ErrNegative). It returns the page pair. Preconditions: ps >= 1 and both
@@ -266,12 +266,12 @@ func CheckLoadShape(hostIdx, devIdx []SlotIdx, ps int) error {
 }
 
 // ErrDuplicateDestinationAt rejects page k, whose device page dp page k0
-// of the same load already writes (radix-acks.md §5.2 step 3).
+// of the same load already writes (docs/spec/radix-acks.md §5.2 step 3).
 func ErrDuplicateDestinationAt(ps, k, k0 int, dp int64) error {
 	return Reject(ErrDuplicateDestination, Idx("dev_idx", k*ps), dp*int64(ps), fmt.Sprintf("a device page no earlier page writes (page %d is written by dev_idx[%d])", dp, k0*ps))
 }
 
-// CheckLoadBackend applies the fallback policy (radix-acks.md §5.2): an
+// CheckLoadBackend applies the fallback policy (docs/spec/radix-acks.md §5.2): an
 // unknown policy is ErrBadEnum; an unavailable backend under strict is
 // ErrPreparedUnavailable. It reports whether the load falls back.
 func CheckLoadBackend(b LoadBackend) (fallback bool, err error) {
@@ -291,7 +291,7 @@ func CheckLoadBackend(b LoadBackend) (fallback bool, err error) {
 
 // LoadPageLists checks a load's indices in the contract's order (backend,
 // shape, then page by page: host page, device page, duplicate destination)
-// and returns its page lists hp and dp (radix-acks.md §5.2 steps 1–3).
+// and returns its page lists hp and dp (docs/spec/radix-acks.md §5.2 steps 1–3).
 func LoadPageLists(p LoadPools, hostIdx, devIdx []SlotIdx, ps int) (hp, dp []int64, err error) {
 	if err := CheckLoadShape(hostIdx, devIdx, ps); err != nil {
 		return nil, nil, err
@@ -331,7 +331,7 @@ func ErrEndBeforeCompleteAt(next, layers int) error {
 	return Reject(ErrEndBeforeComplete, "layer", next, fmt.Sprintf("== layers (%d): every layer submitted before EndLoad", layers))
 }
 
-// CheckSubmit is SubmitLayer's check order (radix-acks.md §5.2): closed,
+// CheckSubmit is SubmitLayer's check order (docs/spec/radix-acks.md §5.2): closed,
 // then op mismatch, then layer order.
 func CheckSubmit(open bool, descOp, op uint64, l, next, layers int) error {
 	switch {
@@ -345,7 +345,7 @@ func CheckSubmit(open bool, descOp, op uint64, l, next, layers int) error {
 	return nil
 }
 
-// CheckEnd is EndLoad's check order (radix-acks.md §5.2).
+// CheckEnd is EndLoad's check order (docs/spec/radix-acks.md §5.2).
 func CheckEnd(open bool, descOp uint64, next, layers int) error {
 	if !open {
 		return ErrClosedFor(descOp)
@@ -356,7 +356,7 @@ func CheckEnd(open bool, descOp uint64, next, layers int) error {
 	return nil
 }
 
-// LoadDescriptor is one load op's prepared descriptor (radix-acks.md §5.2).
+// LoadDescriptor is one load op's prepared descriptor (docs/spec/radix-acks.md §5.2).
 // A refused call changes nothing.
 type LoadDescriptor interface {
 	// OpID is the load op the descriptor was built for.
@@ -382,7 +382,7 @@ type LoadDescriptor interface {
 }
 
 // Loader is the load side of a HiCache controller: it owns the arena,
-// builds descriptors and keeps the fallback log (radix-acks.md §5.1–5.2).
+// builds descriptors and keeps the fallback log (docs/spec/radix-acks.md §5.1–5.2).
 type Loader interface {
 	// BeginLoad checks a load op and builds its descriptor; a refused op
 	// records nothing.

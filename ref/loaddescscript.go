@@ -6,13 +6,13 @@ import (
 	"fmt"
 )
 
-// The hicache.load_script op (radix-acks.md §5.2): a list of load
+// The hicache.load_script op (docs/spec/radix-acks.md §5.2): a list of load
 // operations (batches) against one loader, each begun, submitted layer by
 // layer and ended, with optional misuse steps; the output is each op's
 // descriptor facts, the fallback log and the device bytes, so the
 // descriptor lifecycle gets fixtures and an HTTP endpoint like every pure op.
 
-// Misuse kinds of a load op (radix-acks.md §5.2, §5.4).
+// Misuse kinds of a load op (docs/spec/radix-acks.md §5.2, §5.4).
 const (
 	// MisuseOtherOp submits the next layer under another op id (op_id+1):
 	// ErrDescriptorOpMismatch.
@@ -277,7 +277,7 @@ func deviceBytes(a *LoadArena) DeviceBytes {
 	return d
 }
 
-// LoadScript is the reference twin of hicache.load_script (radix-acks.md
+// LoadScript is the reference twin of hicache.load_script (docs/spec/radix-acks.md
 // §5.2): the script run on the reference loader.
 func LoadScript(lim Limits, in LoadScriptInput) (LoadScriptOutput, error) {
 	return RunLoadScript(lim, in, NewLoader)

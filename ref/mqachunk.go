@@ -8,7 +8,7 @@ import (
 	"strconv"
 )
 
-// This file is mqa.chunk_rows (cp-layout.md §8.1, §8.2, §8.4): how many
+// This file is mqa.chunk_rows (docs/spec/cp-layout.md §8.1, §8.2, §8.4): how many
 // query rows one fp32 [q, k] MQA-logits chunk may hold, under the two
 // mutually exclusive caps, the runtime's one-time memory budget or the
 // scheduler's CPU-only estimator, and the CP-aware per-rank peak the
@@ -357,7 +357,7 @@ func MQAPlanOf(s MQALogitsShape, cfg MQAChunkConfig, rt *MQARuntimeBudget) MQACh
 	return p
 }
 
-// MQAChunkRows is mqa.chunk_rows (cp-layout.md §8.2, §8.4): the chunk plan
+// MQAChunkRows is mqa.chunk_rows (docs/spec/cp-layout.md §8.2, §8.4): the chunk plan
 // of every given shape, and for a batch the plan of every CP rank's fused
 // logits matrix with the admission peak, the worst rank's.
 func MQAChunkRows(lim Limits, in MQAChunkRowsInput) (MQAChunkRowsOutput, error) {

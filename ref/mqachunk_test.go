@@ -10,7 +10,7 @@ import (
 
 func f64(x float64) *float64 { return &x }
 
-// TestChunkRowsWorkedExamples pins cp-layout.md §8.2: rules 1–5 in order,
+// TestChunkRowsWorkedExamples pins docs/spec/cp-layout.md §8.2: rules 1–5 in order,
 // the MaxGB examples (1 GiB at K=131072 → 2048 rows, K=100000 → 2684), and
 // rule 4's threshold and budget with injected memory figures.
 func TestChunkRowsWorkedExamples(t *testing.T) {
@@ -50,7 +50,7 @@ func TestChunkRowsWorkedExamples(t *testing.T) {
 	}
 }
 
-// TestMQAPeakWorkedExamples pins cp-layout.md §8.4 (Appendix A11): cp=2,
+// TestMQAPeakWorkedExamples pins docs/spec/cp-layout.md §8.4 (Appendix A11): cp=2,
 // one request L=8: each rank Q=4, K=10 → 160 B (the full-request bug gives
 // 256 B); P=64 → K=138, 2208 B; with MaxRows=2 → 1104 B.
 func TestMQAPeakWorkedExamples(t *testing.T) {

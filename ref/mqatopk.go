@@ -7,7 +7,7 @@ import (
 	"sort"
 )
 
-// This file is mqa.chunked_topk (cp-layout.md §8.3): per query row, the
+// This file is mqa.chunked_topk (docs/spec/cp-layout.md §8.3): per query row, the
 // top-k K positions of its logits window, processed in row chunks whose
 // per-row inputs (window bounds and RAGGED offsets) are sliced by the same
 // row range, so chunking never changes the result.
@@ -121,7 +121,7 @@ func checkTopKRow(in MQATopKInput, r int, kt int64) error {
 	return nil
 }
 
-// MQAChunkedTopK is mqa.chunked_topk (cp-layout.md §8.3): rows are
+// MQAChunkedTopK is mqa.chunked_topk (docs/spec/cp-layout.md §8.3): rows are
 // processed in chunks [s, min(s+c, Q)) with ks, ke and offset sliced by the
 // same row range.
 func MQAChunkedTopK(lim Limits, in MQATopKInput) (MQATopKOutput, error) {

@@ -6,12 +6,12 @@ import (
 	"strings"
 )
 
-// This file is nsa.index_plan (cp-layout.md §9): which layers run the NSA
+// This file is nsa.index_plan (docs/spec/cp-layout.md §9): which layers run the NSA
 // indexer ("F", full) and which reuse the previous layer's top-k ("S",
 // shared), the compact index-cache slots of the F layers, and the runtime
 // rules built on that plan (shared-layer input, slot lookup, prefetch gate).
 
-// Index-plan sentinels (cp-layout.md §0.5, §9.2).
+// Index-plan sentinels (docs/spec/cp-layout.md §0.5, §9.2).
 var (
 	// ErrPatternCharset: a pattern character other than 'F' or 'S'.
 	ErrPatternCharset = NewSentinel("pattern_charset", "index-topk pattern characters must be 'F' or 'S'")
@@ -54,7 +54,7 @@ const (
 	NSAQueryPrefetchAfter = "prefetch_after"
 )
 
-// NSAIndexPlanInput is the input of nsa.index_plan (cp-layout.md §9.1): the
+// NSAIndexPlanInput is the input of nsa.index_plan (docs/spec/cp-layout.md §9.1): the
 // resolved config plus runtime queries answered against the plan.
 type NSAIndexPlanInput struct {
 	// N is the number of hidden layers, >= 1.
@@ -234,7 +234,7 @@ func NSASkipLayer(in NSAIndexPlanInput, l int) bool {
 }
 
 // ResolveNSAIndexPlan validates in and returns its plan and warnings
-// (cp-layout.md §9.1 ResolvePlan).
+// (docs/spec/cp-layout.md §9.1 ResolvePlan).
 func ResolveNSAIndexPlan(lim Limits, in NSAIndexPlanInput) (NSAIndexPlan, []string, error) {
 	if err := ValidateNSAIndexPlanScalars(lim, in); err != nil {
 		return NSAIndexPlan{}, nil, err
@@ -361,7 +361,7 @@ func NSAHiCacheBytesPerToken(n, active int) int64 {
 	return int64(n)*NSAMLARowBytes + int64(active)*NSAIndexKRowBytes
 }
 
-// NSAIndexPlanFor is nsa.index_plan (cp-layout.md §9): the resolved plan, its
+// NSAIndexPlanFor is nsa.index_plan (docs/spec/cp-layout.md §9): the resolved plan, its
 // rendering, warnings, log line and HiCache bytes per token, and the answer
 // to every runtime query.
 func NSAIndexPlanFor(lim Limits, in NSAIndexPlanInput) (NSAIndexPlanOutput, error) {

@@ -12,7 +12,7 @@ import (
 
 func ip(x int) *int { return &x }
 
-// TestIndexPlanWorkedExamples pins cp-layout.md §9.3.
+// TestIndexPlanWorkedExamples pins docs/spec/cp-layout.md §9.3.
 func TestIndexPlanWorkedExamples(t *testing.T) {
 	cases := []struct {
 		in      ref.NSAIndexPlanInput

@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// This file holds what every twin of radix-acks.md §4 shares: the page →
+// This file holds what every twin of docs/spec/radix-acks.md §4 shares: the page →
 // owner mapping, the closed form and the old enumerating count, the owner-
 // lane eviction plan's request and result with their validation, the
 // observable owner metadata and its invariants, and the hicache.owner_counts
@@ -18,13 +18,13 @@ import (
 const MaxCPSize = 1024
 
 // ErrMetadataStale: a node's owner metadata disagrees with its key — the
-// page count, the count list's length or its sum (radix-acks.md §4.5). The
+// page count, the count list's length or its sum (docs/spec/radix-acks.md §4.5). The
 // fixed trees never hold stale metadata; it is how a split that forgot to
 // split the metadata (§4.6 B4.b) fails fast instead of planning on lies.
 var ErrMetadataStale = NewSentinel("metadata_stale", "node owner metadata disagrees with its key")
 
 // OwnerFn maps an absolute page position q to the CP rank that stores the
-// page, for a CP group of n >= 1 ranks (radix-acks.md §4.1). It must depend
+// page, for a CP group of n >= 1 ranks (docs/spec/radix-acks.md §4.1). It must depend
 // on q and n only, so every request sharing a prefix agrees on the owners,
 // and return a rank in [0, n). The trees and the planner call nothing else,
 // so another confirmed rule is a new OwnerFn (§6 item 1), not a planner
@@ -46,7 +46,7 @@ type RangeCounter interface {
 }
 
 // RoundRobin is the default owner rule: owner_N(q) = q mod N, round-robin
-// by absolute page position (radix-acks.md §4.1), the arithmetic of
+// by absolute page position (docs/spec/radix-acks.md §4.1), the arithmetic of
 // upstream's page-interleave placement.
 type RoundRobin struct{}
 
@@ -56,7 +56,7 @@ func (RoundRobin) Owner(q, n int) int { return q % n }
 // CountRange implements RangeCounter with the closed form.
 func (RoundRobin) CountRange(s, num, n int, dst []int32) { ClosedFormCounts(s, num, n, dst) }
 
-// ClosedFormCounts is the closed form of radix-acks.md §4.2 for round-robin
+// ClosedFormCounts is the closed form of docs/spec/radix-acks.md §4.2 for round-robin
 // owners: dst[r] = ⌊num/n⌋ + (((r − s) mod n) < (num mod n) ? 1 : 0), with a
 // non-negative mod. O(n). Preconditions: s, num >= 0, n >= 1, len(dst) == n.
 func ClosedFormCounts(s, num, n int, dst []int32) {
@@ -86,7 +86,7 @@ func CountRange(fn OwnerFn, s, num, n int, dst []int32) {
 	}
 }
 
-// EnumerateOwnerCounts is the old path of radix-acks.md §4.3: derive a
+// EnumerateOwnerCounts is the old path of docs/spec/radix-acks.md §4.3: derive a
 // node's pages from its token depth and its tokens (padded up to whole
 // pages, as the tensor path padded the slot tensor), map each page to its
 // owner and histogram. O(pages). Preconditions: tokenDepth is a multiple of
@@ -146,7 +146,7 @@ type CPCounts struct {
 	Counts []int32 `json:"counts"`
 }
 
-// NodeCP is a node's observable owner metadata (radix-acks.md §4.2): the
+// NodeCP is a node's observable owner metadata (docs/spec/radix-acks.md §4.2): the
 // reference derives it by enumerating the node's pages from its token
 // depth, the fast tree reports what it stores.
 type NodeCP struct {
@@ -161,7 +161,7 @@ type NodeCP struct {
 }
 
 // OwnerPlanRequest asks for the owner-lane eviction plan of a load-back
-// (radix-acks.md §4.4).
+// (docs/spec/radix-acks.md §4.4).
 type OwnerPlanRequest struct {
 	// CPSize is N; 0 takes the tree's cp_size. A size the tree has no
 	// metadata for is counted from positions (a metadata miss).
@@ -178,7 +178,7 @@ type OwnerPlanRequest struct {
 	DryRun bool
 }
 
-// OwnerPlan is the plan and what executing it did (radix-acks.md §4.4).
+// OwnerPlan is the plan and what executing it did (docs/spec/radix-acks.md §4.4).
 type OwnerPlan struct {
 	// CPSize is the N planned for.
 	CPSize int `json:"cp_size"`
@@ -236,7 +236,7 @@ func ValidateOwnerPlan(req OwnerPlanRequest, treeCPSize int) (int, error) {
 	return n, nil
 }
 
-// PlanDeficit is step 1 of radix-acks.md §4.4: deficit[r] = max(0,
+// PlanDeficit is step 1 of docs/spec/radix-acks.md §4.4: deficit[r] = max(0,
 // need[r] − free[r]) (both non-negative, so no overflow).
 func PlanDeficit(need, free []int) []int {
 	d := make([]int, len(need))
@@ -327,7 +327,7 @@ func checkNodeCP(n NodeState, sizes []int, ps int) error {
 	return nil
 }
 
-// OwnerCountsInput is the input of hicache.owner_counts (radix-acks.md
+// OwnerCountsInput is the input of hicache.owner_counts (docs/spec/radix-acks.md
 // §4.3): one node, given by its token depth and its key length, under a CP
 // group of cp_size ranks with round-robin owners.
 type OwnerCountsInput struct {

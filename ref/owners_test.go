@@ -14,7 +14,7 @@ func closed(s, n, cp int) []int32 {
 	return c
 }
 
-// TestOwnerCountsWorkedExamples are the examples of radix-acks.md §4.2.
+// TestOwnerCountsWorkedExamples are the examples of docs/spec/radix-acks.md §4.2.
 func TestOwnerCountsWorkedExamples(t *testing.T) {
 	for _, c := range []struct {
 		name        string
@@ -151,7 +151,7 @@ func workedPlanTree(t *testing.T, newTree NewRadixTreeFunc) RadixTree {
 	return tr
 }
 
-// TestOwnerPlanWorkedExample is radix-acks.md §4.4's worked example.
+// TestOwnerPlanWorkedExample is docs/spec/radix-acks.md §4.4's worked example.
 func TestOwnerPlanWorkedExample(t *testing.T) {
 	tr := workedPlanTree(t, NewRadixTree)
 	for _, c := range []struct {

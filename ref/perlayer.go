@@ -8,14 +8,14 @@ import (
 	"time"
 )
 
-// This file holds the per-layer prefill→decode transfer of transfer.md §4:
+// This file holds the per-layer prefill→decode transfer of docs/spec/transfer.md §4:
 // the types both twins share, the sentinels, the PerLayerManager interface
 // and the reference manager, a plain single-threaded state machine whose
 // every step is explicit (the worker pool is WorkerStep, the finish
 // deadline is "now"). It is the contract the goroutine manager in fast
 // must reproduce step for step in its deterministic mode.
 
-// Per-layer transfer sentinels (transfer.md §4).
+// Per-layer transfer sentinels (docs/spec/transfer.md §4).
 var (
 	// ErrBadGroupSize: K < 1 (§4.1).
 	ErrBadGroupSize = NewSentinel("bad_group_size", "group size K must be >= 1")

@@ -12,7 +12,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// workedTrace is transfer.md §4.6: N=3, H=2, K=2, one context.
+// workedTrace is docs/spec/transfer.md §4.6: N=3, H=2, K=2, one context.
 func workedTrace() ref.XferScriptInput {
 	return ref.XferScriptInput{Steps: []ref.XferStep{
 		{Op: ref.XferCreate, Layers: 3, Hooked: 2, Group: 2, ItemLen: 4, SrcPages: 4, DstPages: 4},
@@ -159,7 +159,7 @@ func (r *recorder) atLeast(l slog.Level) []slog.Record {
 	return out
 }
 
-// TestLoggingContract is transfer.md §9 on the reference manager: a
+// TestLoggingContract is docs/spec/transfer.md §9 on the reference manager: a
 // successful finish logs only DEBUG, a failed one exactly one WARNING
 // naming the timeout, a repeated finish nothing.
 func TestLoggingContract(t *testing.T) {

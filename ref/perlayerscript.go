@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// The transfer.per_layer_script op (transfer.md §4): a list of the §4.8
+// The transfer.per_layer_script op (docs/spec/transfer.md §4): a list of the §4.8
 // operations run on one manager in deterministic mode over the in-memory
 // engine and fake events. The output is the trace, the manager's final
 // state, the engine's call log and the digest of the destination arena, so
@@ -250,7 +250,7 @@ func validateXferCreate(lim Limits, s XferStep) error {
 }
 
 // CheckPages validates a chunk's page pairs against the arenas: equal
-// lengths, pages in range, distinct dst pages (transfer.md §3.5.4).
+// lengths, pages in range, distinct dst pages (docs/spec/transfer.md §3.5.4).
 func (g XferGeometry) CheckPages(owned, dst []int64) error {
 	if len(owned) != len(dst) {
 		return Reject(ErrLengthMismatch, "dst", len(dst), fmt.Sprintf("== len(owned) (%d)", len(owned)))
@@ -388,7 +388,7 @@ func RunXferScript(lim Limits, in XferScriptInput, newManager NewPerLayerManager
 	return out, nil
 }
 
-// XferScript is the reference twin of transfer.per_layer_script (transfer.md §4).
+// XferScript is the reference twin of transfer.per_layer_script (docs/spec/transfer.md §4).
 func XferScript(lim Limits, in XferScriptInput) (XferScriptOutput, error) {
 	return RunXferScript(lim, in, NewPerLayerManager)
 }

@@ -5,21 +5,21 @@ import (
 	"math"
 )
 
-// Sentinels of transfer.prebuilt_slice (transfer.md §5).
+// Sentinels of transfer.prebuilt_slice (docs/spec/transfer.md §5).
 var (
 	// ErrRowTooShort: prefix_len + extend_len is past the end of the
-	// request's req_to_token row (transfer.md §5 "Bad input").
+	// request's req_to_token row (docs/spec/transfer.md §5 "Bad input").
 	ErrRowTooShort = NewSentinel("row_too_short", "prefix_len + extend_len exceeds the req_to_token row")
 	// ErrExceedsTotal: the extend lengths do not add up to the pre-allocated
-	// extend_num_tokens; upstream asserts "Exceeds total size" (transfer.md §5).
+	// extend_num_tokens; upstream asserts "Exceeds total size" (docs/spec/transfer.md §5).
 	ErrExceedsTotal = NewSentinel("exceeds_total", "extend lengths do not add up to extend_num_tokens")
 	// ErrSeqLenMismatch: a request with no outputs yet has
-	// seq_len - prefix_len != extend_len (transfer.md §5).
+	// seq_len - prefix_len != extend_len (docs/spec/transfer.md §5).
 	ErrSeqLenMismatch = NewSentinel("seq_len_mismatch", "seq_len - prefix_len != extend_len for a request with no outputs")
 )
 
 // PrebuiltRequest is one request of the decode-side prebuilt batch
-// (transfer.md §5): its req_to_token row and the lengths that say which part
+// (docs/spec/transfer.md §5): its req_to_token row and the lengths that say which part
 // of the row arrived from prefill.
 type PrebuiltRequest struct {
 	// Row is req_to_token[req_pool_idx]: entry i is the device token slot of
@@ -35,7 +35,7 @@ type PrebuiltRequest struct {
 	NumOutputs int64 `json:"num_outputs"`
 }
 
-// PrebuiltSliceInput is the input of transfer.prebuilt_slice (transfer.md §5).
+// PrebuiltSliceInput is the input of transfer.prebuilt_slice (docs/spec/transfer.md §5).
 type PrebuiltSliceInput struct {
 	// Requests is the batch, in batch order.
 	Requests []PrebuiltRequest `json:"requests"`
@@ -45,7 +45,7 @@ type PrebuiltSliceInput struct {
 }
 
 // PrebuiltSliceOutput is the prebuilt batch's slot and length lists
-// (transfer.md §5).
+// (docs/spec/transfer.md §5).
 type PrebuiltSliceOutput struct {
 	// OutCacheLoc is the concatenation, in batch order, of each request's
 	// row[prefix_len : prefix_len+extend_len].
@@ -60,7 +60,7 @@ type PrebuiltSliceOutput struct {
 	ExtendNumTokens int64 `json:"extend_num_tokens"`
 }
 
-// ValidatePrebuiltSlice checks in against transfer.md §5 and returns
+// ValidatePrebuiltSlice checks in against docs/spec/transfer.md §5 and returns
 // Σ extend_len. The length checks of every request come first and the scan
 // of the copied slots last, so a twin that folds the scan into its copy pass
 // reports the same first error.
@@ -157,7 +157,7 @@ func CheckPrebuiltSlots(in PrebuiltSliceInput) error {
 
 func fieldOf(i int, name string) string { return Idx("requests", i) + "." + name }
 
-// PrebuiltSlice builds the decode-side prebuilt batch (transfer.md §5): for
+// PrebuiltSlice builds the decode-side prebuilt batch (docs/spec/transfer.md §5): for
 // each request in batch order it appends the newly transferred suffix
 // row[prefix_len : prefix_len+extend_len] to out_cache_loc. Slicing from
 // prefix_len, not 0, is the fix of the seed's bug: with a decode-side cache

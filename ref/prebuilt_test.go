@@ -12,7 +12,7 @@ import (
 
 func i64(v int64) *int64 { return &v }
 
-// TestPrebuiltSliceStartsAtThePrefix pins transfer.md §5's example: r1's
+// TestPrebuiltSliceStartsAtThePrefix pins docs/spec/transfer.md §5's example: r1's
 // cached prefix [7,8] is skipped, r2 has no prefix; the buggy row[:extend]
 // would have given [7,8,20,21,22].
 func TestPrebuiltSliceStartsAtThePrefix(t *testing.T) {
@@ -71,7 +71,7 @@ func TestPrebuiltSliceIgnoresSlotsOutsideTheCopiedRange(t *testing.T) {
 	}
 }
 
-// TestPrebuiltSliceRejectsBadInputNamingFieldAndBound pins transfer.md §5's
+// TestPrebuiltSliceRejectsBadInputNamingFieldAndBound pins docs/spec/transfer.md §5's
 // bad-input list and the check order.
 func TestPrebuiltSliceRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	req := func(row []int64, p, e, o, n int64) ref.PrebuiltRequest {

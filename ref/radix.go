@@ -7,7 +7,7 @@ import (
 	"slices"
 )
 
-// radixNode is a node of the reference tree (radix-acks.md §1.2). Its key is
+// radixNode is a node of the reference tree (docs/spec/radix-acks.md §1.2). Its key is
 // a plain copy: the pre-fix behaviour, obviously correct and slow.
 type radixNode struct {
 	id         NodeID
@@ -23,13 +23,13 @@ type radixNode struct {
 }
 
 // radixChildKey selects a child: the namespace and the first page's units
-// (radix-acks.md §1.3). The page is rendered as text, which is exact.
+// (docs/spec/radix-acks.md §1.3). The page is rendered as text, which is exact.
 type radixChildKey struct {
 	extra ExtraKey
 	page  string
 }
 
-// RefRadixTree is the reference radix tree (radix-acks.md §1): copying key
+// RefRadixTree is the reference radix tree (docs/spec/radix-acks.md §1): copying key
 // slices, node lookup and leaf collection by full walks. It is not safe for
 // concurrent use.
 type RefRadixTree struct {
@@ -51,14 +51,14 @@ type RefRadixTree struct {
 var _ RadixTree = (*RefRadixTree)(nil)
 
 // NewRadixTree returns an empty reference tree: the root has id 0, lock_ref
-// 1 forever and an empty key (radix-acks.md §0.2 rule 1). It rejects an
+// 1 forever and an empty key (docs/spec/radix-acks.md §0.2 rule 1). It rejects an
 // invalid config (TreeConfig.Validate). CP owners are round-robin.
 func NewRadixTree(cfg TreeConfig) (RadixTree, error) {
 	return NewRadixTreeOwned(cfg, RoundRobin{})
 }
 
 // NewRadixTreeOwned is NewRadixTree with the page → owner rule owner
-// (radix-acks.md §4.1, §6 item 1).
+// (docs/spec/radix-acks.md §4.1, §6 item 1).
 func NewRadixTreeOwned(cfg TreeConfig, owner OwnerFn) (RadixTree, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -94,7 +94,7 @@ func (t *RefRadixTree) childKey(k Key) radixChildKey {
 	return radixChildKey{extra: k.Extra, page: fmt.Sprint(k.Units[:t.cfg.PageSize])}
 }
 
-// MatchLen is the key match of radix-acks.md §1.3: the length of the common
+// MatchLen is the key match of docs/spec/radix-acks.md §1.3: the length of the common
 // prefix of a and b counted in whole pages of ps units (ps = 1: the longest
 // common prefix). Only whole pages count, so unaligned keys never match
 // past their last whole page (the §1.1 erratum; old upstream compared
@@ -112,7 +112,7 @@ func MatchLen(a, b Key, ps int) (int, error) {
 }
 
 // treeKey converts a query or insert key to the tree's unit kind: bigrams in
-// Eagle mode (radix-acks.md §1.4 step 1).
+// Eagle mode (docs/spec/radix-acks.md §1.4 step 1).
 func (t *RefRadixTree) treeKey(k Key) (Key, error) {
 	if t.cfg.Eagle && !k.Bigram {
 		return ToBigram(k)
@@ -120,7 +120,7 @@ func (t *RefRadixTree) treeKey(k Key) (Key, error) {
 	return k, nil
 }
 
-// MatchPrefix implements RadixTree (radix-acks.md §1.4).
+// MatchPrefix implements RadixTree (docs/spec/radix-acks.md §1.4).
 func (t *RefRadixTree) MatchPrefix(k Key) (MatchResult, error) {
 	empty := MatchResult{Indices: []SlotIdx{}, LastNode: t.root.id}
 	if t.cfg.Disable {
@@ -192,7 +192,7 @@ func (t *RefRadixTree) PrefixLen(k Key) (int, error) {
 
 // split divides c at p (0 < p < len(c.key), a page multiple): a new parent m
 // with a fresh id takes the first p units; c keeps its id and the rest
-// (radix-acks.md §1.6). Sizes do not change.
+// (docs/spec/radix-acks.md §1.6). Sizes do not change.
 func (t *RefRadixTree) split(c *radixNode, p int) *radixNode {
 	if p <= 0 || p >= len(c.key.Units) || p%t.cfg.PageSize != 0 {
 		panic(fmt.Sprintf("radix: split of node %d at %d (len %d) breaks §1.6", c.id, p, len(c.key.Units)))
@@ -212,7 +212,7 @@ func (t *RefRadixTree) split(c *radixNode, p int) *radixNode {
 	return m
 }
 
-// Insert implements RadixTree (radix-acks.md §1.5). Every check runs before
+// Insert implements RadixTree (docs/spec/radix-acks.md §1.5). Every check runs before
 // the tick advances, so a rejected insert changes nothing; the value length
 // is checked against the key as given, before a bigram conversion shortens
 // both (a designed tightening: upstream truncates the value silently).
@@ -302,7 +302,7 @@ func (t *RefRadixTree) find(id NodeID) (*radixNode, error) {
 	return nil, ErrForeignNodeFor(id)
 }
 
-// IncLockRef implements RadixTree (radix-acks.md §1.7).
+// IncLockRef implements RadixTree (docs/spec/radix-acks.md §1.7).
 func (t *RefRadixTree) IncLockRef(id NodeID) (int, error) {
 	x, err := t.find(id)
 	if err != nil {
@@ -320,7 +320,7 @@ func (t *RefRadixTree) IncLockRef(id NodeID) (int, error) {
 	return delta, nil
 }
 
-// DecLockRef implements RadixTree (radix-acks.md §1.7): the whole path is
+// DecLockRef implements RadixTree (docs/spec/radix-acks.md §1.7): the whole path is
 // checked before anything changes, so an underflow is atomic. An unlock must
 // also release a lock taken on this very node, not one its descendants
 // hold: otherwise R-LOCKSUM breaks (a designed tightening; upstream lets an
@@ -356,7 +356,7 @@ func (t *RefRadixTree) DecLockRef(id NodeID) (int, error) {
 	return delta, nil
 }
 
-// evictable reports whether n is an evictable leaf (radix-acks.md §1.8).
+// evictable reports whether n is an evictable leaf (docs/spec/radix-acks.md §1.8).
 func (t *RefRadixTree) evictable(n *radixNode) bool {
 	return n != t.root && n.lockRef == 0 && len(n.children) == 0
 }
@@ -385,7 +385,7 @@ func (h *leafHeap) Pop() any {
 	return n
 }
 
-// Evict implements RadixTree (radix-acks.md §1.8): the evictable leaves are
+// Evict implements RadixTree (docs/spec/radix-acks.md §1.8): the evictable leaves are
 // collected by a full walk, then popped in policy order; a parent that
 // becomes an evictable leaf joins the heap.
 func (t *RefRadixTree) Evict(numTokens int) (EvictResult, error) {
@@ -433,7 +433,7 @@ func (t *RefRadixTree) State() TreeState {
 	return st
 }
 
-// tokenDepth is the sum of n's ancestors' key lengths (radix-acks.md §4.1).
+// tokenDepth is the sum of n's ancestors' key lengths (docs/spec/radix-acks.md §4.1).
 func (t *RefRadixTree) tokenDepth(n *radixNode) int {
 	d := 0
 	for y := n.parent; y != nil; y = y.parent {
@@ -443,7 +443,7 @@ func (t *RefRadixTree) tokenDepth(n *radixNode) int {
 }
 
 // nodeCP derives n's owner metadata the old way: its pages enumerated from
-// its token depth (radix-acks.md §4.3); nil with CP off.
+// its token depth (docs/spec/radix-acks.md §4.3); nil with CP off.
 func (t *RefRadixTree) nodeCP(n *radixNode) *NodeCP {
 	sizes := t.cfg.CPSizes()
 	if len(sizes) == 0 {
@@ -458,7 +458,7 @@ func (t *RefRadixTree) nodeCP(n *radixNode) *NodeCP {
 	return cp
 }
 
-// EvictOwnerLanes implements RadixTree (radix-acks.md §4.4) as the spec
+// EvictOwnerLanes implements RadixTree (docs/spec/radix-acks.md §4.4) as the spec
 // reads, with the plain-tree leaf definition of §1.8 (the tree keeps no
 // host backups, so every leaf is resident and a victim is deleted). Each
 // scanned leaf's counts are recounted from its tokens — the old path, O(n)
@@ -550,7 +550,7 @@ func (t *RefRadixTree) leafCounts(x *radixNode, n int) []int32 {
 	return EnumerateOwnerCounts(t.owner, t.tokenDepth(x), len(x.key.Units), t.cfg.PageSize, n)
 }
 
-// CheckTreeState checks the invariants of radix-acks.md §1.7 and §1.9 P2
+// CheckTreeState checks the invariants of docs/spec/radix-acks.md §1.7 and §1.9 P2
 // that the observable state determines: node keys are positive whole pages
 // with one slot per unit, parents exist (a split mints the parent, so a
 // parent may have the larger id) and share the child's namespace, siblings have distinct child keys, R-EVICT, R-PROT, R-LOCKSUM (a node's

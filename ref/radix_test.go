@@ -43,7 +43,7 @@ func match(t *testing.T, tr RadixTree, k Key, want []SlotIdx, wantNode NodeID) {
 	}
 }
 
-// workedTree builds the page-size-1 tree of radix-acks.md §1.4.
+// workedTree builds the page-size-1 tree of docs/spec/radix-acks.md §1.4.
 func workedTree(t *testing.T) RadixTree {
 	tr := newTree(t, TreeConfig{PageSize: 1})
 	insert(t, tr, key(1, 2, 3), []SlotIdx{10, 11, 12}, 0)

@@ -1,6 +1,6 @@
 package ref
 
-// The radix.script op (radix-acks.md §1.9 P5): a list of steps against one
+// The radix.script op (docs/spec/radix-acks.md §1.9 P5): a list of steps against one
 // tree, returning the trace of results and the final observable tree, so
 // the stateful tree gets fixtures and an HTTP endpoint like every pure op.
 
@@ -20,7 +20,7 @@ const (
 	StepEvict = "evict"
 	// StepPlanEvict plans (and unless dry_run executes) the owner-lane
 	// eviction of a load-back: cp_size (0: the tree's), need, free, and
-	// node, the load's locked node (radix-acks.md §4.4).
+	// node, the load's locked node (docs/spec/radix-acks.md §4.4).
 	StepPlanEvict = "plan_evict"
 )
 
@@ -240,7 +240,7 @@ func PlanRequestOf(s RadixStep) OwnerPlanRequest {
 	return OwnerPlanRequest{CPSize: s.CPSize, Need: s.Need, Free: s.Free, Locked: s.Node, DryRun: s.DryRun}
 }
 
-// RadixScript is the reference twin of radix.script (radix-acks.md §1):
+// RadixScript is the reference twin of radix.script (docs/spec/radix-acks.md §1):
 // the script run on reference trees.
 func RadixScript(lim Limits, in RadixScriptInput) (RadixScriptOutput, error) {
 	return RunRadixScript(lim, in, NewRadixTree)

@@ -6,28 +6,28 @@ import (
 	"math"
 )
 
-// This file holds the types every radix-tree twin shares (radix-acks.md §0,
+// This file holds the types every radix-tree twin shares (docs/spec/radix-acks.md §0,
 // §1): units, namespaces, keys, the tree configuration, results, the
 // observable state and the RadixTree interface the ref and fast trees both
 // implement.
 
-// Unit is one radix key element (radix-acks.md §0.1): uint64(t) for a token,
+// Unit is one radix key element (docs/spec/radix-acks.md §0.1): uint64(t) for a token,
 // uint64(a)<<32|uint64(b) for the bigram (a, b). The packing is for
 // comparison only; hashes write pairs as two LE32 words (§2.4).
 type Unit = uint64
 
-// SlotIdx is the index of one token slot in a KV pool (radix-acks.md §0.1).
+// SlotIdx is the index of one token slot in a KV pool (docs/spec/radix-acks.md §0.1).
 type SlotIdx = int64
 
 // NodeID identifies a tree node; the root is 0 and every created node takes
-// the tree's next id (radix-acks.md §0.2).
+// the tree's next id (docs/spec/radix-acks.md §0.2).
 type NodeID = int64
 
 // MaxToken is the largest valid token id: the storage hash writes each id as
-// 4 little-endian bytes (radix-acks.md §0.1).
+// 4 little-endian bytes (docs/spec/radix-acks.md §0.1).
 const MaxToken = math.MaxUint32
 
-// Radix sentinels (radix-acks.md §0.3, §1.10).
+// Radix sentinels (docs/spec/radix-acks.md §0.3, §1.10).
 var (
 	// ErrInvalidPageSize: page_size < 1 at tree construction.
 	ErrInvalidPageSize = NewSentinel("invalid_page_size", "page_size must be >= 1")
@@ -49,7 +49,7 @@ var (
 	ErrTokenRange = NewSentinel("token_range", "token id outside [0, 2^32)")
 )
 
-// ExtraKey is a key's namespace (LoRA id and cache salt; radix-acks.md §0.1
+// ExtraKey is a key's namespace (LoRA id and cache salt; docs/spec/radix-acks.md §0.1
 // and the §1.1 erratum). Two keys share a subtree only when both fields are
 // equal, and an unset field differs from the empty string. It is comparable,
 // so it can be part of a map key.
@@ -105,7 +105,7 @@ func (k *ExtraKey) UnmarshalJSON(b []byte) error {
 }
 
 // Key is a radix key as the caller hands it to a tree: the units, the
-// namespace, and whether the units are already bigrams (radix-acks.md §1.1).
+// namespace, and whether the units are already bigrams (docs/spec/radix-acks.md §1.1).
 // Trees never modify Units; the fast tree views them without copying while a
 // call runs and copies what it stores.
 type Key struct {
@@ -113,12 +113,12 @@ type Key struct {
 	Units []Unit
 	// Extra is the namespace.
 	Extra ExtraKey
-	// Bigram is set when Units are packed pairs (radix-acks.md §2).
+	// Bigram is set when Units are packed pairs (docs/spec/radix-acks.md §2).
 	Bigram bool
 }
 
 // TokenKey builds a token-mode key from wider integers, rejecting ids
-// outside [0, 2^32) with ErrTokenRange naming field[i] (radix-acks.md §1.10).
+// outside [0, 2^32) with ErrTokenRange naming field[i] (docs/spec/radix-acks.md §1.10).
 func TokenKey(field string, tokens []int64, extra ExtraKey) (Key, error) {
 	if err := CheckTokens(field, tokens); err != nil {
 		return Key{}, err
@@ -141,10 +141,10 @@ func CheckTokens(field string, tokens []int64) error {
 }
 
 // EvictPolicy names the order in which evictable leaves are chosen
-// (radix-acks.md §0.2 rule 3). Every policy breaks ties by ascending node id.
+// (docs/spec/radix-acks.md §0.2 rule 3). Every policy breaks ties by ascending node id.
 type EvictPolicy string
 
-// The eviction policies of radix-acks.md §0.2; the empty policy is LRU.
+// The eviction policies of docs/spec/radix-acks.md §0.2; the empty policy is LRU.
 const (
 	// PolicyLRU evicts in ascending (lastAccess, id).
 	PolicyLRU EvictPolicy = "lru"
@@ -162,7 +162,7 @@ const (
 
 // EvictOrder is the sort key of a leaf under a policy; victims come in
 // ascending EvictOrder (then ascending id). Both twins call it, so the
-// policy tuples of radix-acks.md §0.2 are written once.
+// policy tuples of docs/spec/radix-acks.md §0.2 are written once.
 func EvictOrder(p EvictPolicy, lastAccess, created uint64, hitCount, priority int) [2]int64 {
 	switch p {
 	case PolicyLFU:
@@ -179,7 +179,7 @@ func EvictOrder(p EvictPolicy, lastAccess, created uint64, hitCount, priority in
 	return [2]int64{int64(lastAccess), 0}
 }
 
-// TreeConfig configures a radix tree (radix-acks.md §1.4).
+// TreeConfig configures a radix tree (docs/spec/radix-acks.md §1.4).
 type TreeConfig struct {
 	// PageSize is the number of units per page, >= 1.
 	PageSize int `json:"page_size"`
@@ -190,7 +190,7 @@ type TreeConfig struct {
 	Disable bool `json:"disable,omitempty"`
 	// Policy is the eviction order; "" means lru.
 	Policy EvictPolicy `json:"policy,omitempty"`
-	// CPSize turns on CP owner metadata (radix-acks.md §4.2) for a CP group
+	// CPSize turns on CP owner metadata (docs/spec/radix-acks.md §4.2) for a CP group
 	// of this many ranks; 0 is off.
 	CPSize int `json:"cp_size,omitempty"`
 	// CPDraftSize is a second CP size whose owner counts every node also
@@ -212,7 +212,7 @@ func (c TreeConfig) Validate() error {
 	return c.validateCP()
 }
 
-// MatchResult is the result of MatchPrefix (radix-acks.md §1.4): the device
+// MatchResult is the result of MatchPrefix (docs/spec/radix-acks.md §1.4): the device
 // slot indices of the matched prefix, in key order, and the deepest matched
 // node.
 type MatchResult struct {
@@ -222,7 +222,7 @@ type MatchResult struct {
 	LastNode NodeID `json:"last_node"`
 }
 
-// EvictResult is the result of Evict (radix-acks.md §1.8).
+// EvictResult is the result of Evict (docs/spec/radix-acks.md §1.8).
 type EvictResult struct {
 	// Evicted is the number of units freed (may exceed the request: whole leaves go).
 	Evicted int `json:"evicted"`
@@ -260,7 +260,7 @@ type NodeState struct {
 }
 
 // TreeState is the whole observable state of a tree: what the differential
-// suite compares after every step (radix-acks.md §1.9 P5).
+// suite compares after every step (docs/spec/radix-acks.md §1.9 P5).
 type TreeState struct {
 	// Config is the tree's configuration.
 	Config TreeConfig `json:"config"`
@@ -274,7 +274,7 @@ type TreeState struct {
 	ProtectedSize int `json:"protected_size"`
 	// CopiedUnits counts the units copied into stored keys: a new leaf's
 	// length, and a split node's whole length (both halves are stored anew;
-	// store sites S1–S2 of radix-acks.md §1.1). Walking a key costs nothing,
+	// store sites S1–S2 of docs/spec/radix-acks.md §1.1). Walking a key costs nothing,
 	// so a match that ends on a node boundary adds 0 (§1.9 P6). The reference
 	// counts what the fixed tree must copy; the fast tree counts what it
 	// does copy, and the two must agree.
@@ -296,7 +296,7 @@ type TreeState struct {
 }
 
 // RadixTree is the radix prefix cache both twins implement
-// (radix-acks.md §1). Node handles are ids; an id that is not a live node
+// (docs/spec/radix-acks.md §1). Node handles are ids; an id that is not a live node
 // is ErrForeignNode. A failed call leaves the tree unchanged.
 type RadixTree interface {
 	// Config returns the tree's configuration.
@@ -329,7 +329,7 @@ type RadixTree interface {
 	// EvictOwnerLanes plans the owner-lane eviction of a load-back and,
 	// unless req.DryRun, executes it: the victims are evicted only when
 	// they cover every lane; otherwise nothing is evicted and one refusal
-	// is counted (radix-acks.md §4.4). A rejected request changes nothing.
+	// is counted (docs/spec/radix-acks.md §4.4). A rejected request changes nothing.
 	EvictOwnerLanes(req OwnerPlanRequest) (OwnerPlan, error)
 	// TotalSize is the units held by all nodes.
 	TotalSize() int

@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// Sampling constants of transfer.md §8 (upstream sampling_params.py).
+// Sampling constants of docs/spec/transfer.md §8 (upstream sampling_params.py).
 const (
 	// SamplingEps is the temperature below which a request is greedy:
 	// 0 <= temperature < SamplingEps becomes temperature 1, top_k 1.
@@ -19,33 +19,33 @@ const (
 	DefaultSamplingSeed = 42
 )
 
-// Sentinels of sampling.pack (transfer.md §8) and of its Filter and Merge.
+// Sentinels of sampling.pack (docs/spec/transfer.md §8) and of its Filter and Merge.
 var (
 	// ErrNonFinite: a float parameter is NaN or ±Inf, or a temperature too
-	// large to convert to a finite float32 (transfer.md §8 [designed]; a NaN
+	// large to convert to a finite float32 (docs/spec/transfer.md §8 [designed]; a NaN
 	// temperature would pass upstream's "< 0" check).
 	ErrNonFinite = NewSentinel("non_finite", "float parameter must be finite, also as float32")
-	// ErrTopKOverflow: top_k after normalisation does not fit the int32 top_k buffer (transfer.md §8 [designed]).
+	// ErrTopKOverflow: top_k after normalisation does not fit the int32 top_k buffer (docs/spec/transfer.md §8 [designed]).
 	ErrTopKOverflow = NewSentinel("top_k_overflow", "top_k must fit in int32")
-	// ErrBadTemperature: temperature < 0 (transfer.md §8 verify).
+	// ErrBadTemperature: temperature < 0 (docs/spec/transfer.md §8 verify).
 	ErrBadTemperature = NewSentinel("bad_temperature", "temperature must be >= 0")
-	// ErrBadTopP: top_p outside (0, 1] (transfer.md §8 verify).
+	// ErrBadTopP: top_p outside (0, 1] (docs/spec/transfer.md §8 verify).
 	ErrBadTopP = NewSentinel("bad_top_p", "top_p must be in (0, 1]")
-	// ErrBadMinP: min_p outside [0, 1] (transfer.md §8 verify).
+	// ErrBadMinP: min_p outside [0, 1] (docs/spec/transfer.md §8 verify).
 	ErrBadMinP = NewSentinel("bad_min_p", "min_p must be in [0, 1]")
 	// ErrBadTopK: top_k < 1 after normalisation, i.e. 0 or below -1 on a
-	// non-greedy request (transfer.md §8 verify).
+	// non-greedy request (docs/spec/transfer.md §8 verify).
 	ErrBadTopK = NewSentinel("bad_top_k", "top_k must be >= 1 after normalisation (-1 means all)")
-	// ErrKeepIndexOutOfRange: a Filter keep index is >= the batch size (transfer.md §8 filter).
+	// ErrKeepIndexOutOfRange: a Filter keep index is >= the batch size (docs/spec/transfer.md §8 filter).
 	ErrKeepIndexOutOfRange = NewSentinel("keep_index_out_of_range", "keep index must be < batch size")
 	// ErrMixedDeterminism: Merge of a batch with seeds and one without
-	// (transfer.md §8 merge [designed]; upstream would keep the left seeds
+	// (docs/spec/transfer.md §8 merge [designed]; upstream would keep the left seeds
 	// and leave them shorter than the other arrays).
 	ErrMixedDeterminism = NewSentinel("mixed_determinism", "cannot merge a deterministic batch with a non-deterministic one")
 )
 
 // SamplingRequest is one request's sampling parameters as the client sent
-// them, before normalisation (transfer.md §8).
+// them, before normalisation (docs/spec/transfer.md §8).
 type SamplingRequest struct {
 	// Temperature is >= 0; below SamplingEps the request is greedy.
 	Temperature float64 `json:"temperature"`
@@ -60,7 +60,7 @@ type SamplingRequest struct {
 }
 
 // SamplingPackInput is the input of sampling.pack: a schedule batch's
-// requests in batch order (transfer.md §8).
+// requests in batch order (docs/spec/transfer.md §8).
 type SamplingPackInput struct {
 	// Requests are the batch's requests; the batch size bs is len(Requests).
 	Requests []SamplingRequest `json:"requests"`
@@ -68,7 +68,7 @@ type SamplingPackInput struct {
 	Deterministic bool `json:"deterministic"`
 }
 
-// SamplingPackOutput is a packed sampling batch (transfer.md §8). It is
+// SamplingPackOutput is a packed sampling batch (docs/spec/transfer.md §8). It is
 // also the batch type Filter and Merge take and return.
 type SamplingPackOutput struct {
 	// F is the packed float buffer of 3×bs: temperatures, then top_ps, then
@@ -111,7 +111,7 @@ func (o SamplingPackOutput) MinPs() []float32 {
 }
 
 // SamplingParams is one request after normalisation and verification: the
-// float64 source values the flags are computed from (transfer.md §8).
+// float64 source values the flags are computed from (docs/spec/transfer.md §8).
 type SamplingParams struct {
 	// Temperature is the normalised temperature (1 for greedy requests).
 	Temperature float64
@@ -124,7 +124,7 @@ type SamplingParams struct {
 }
 
 // NormalizeSamplingRequest normalises request i and verifies it, in the
-// order both twins report violations (transfer.md §8): temperature
+// order both twins report violations (docs/spec/transfer.md §8): temperature
 // (finite, >= 0, finite as float32), top_p (finite, in (0,1]), top_k
 // (normalised, >= 1, <= MaxInt32), min_p (finite, in [0,1]). Greedy
 // normalisation happens first, so a greedy request's raw top_k is never
@@ -158,7 +158,7 @@ func NormalizeSamplingRequest(i int, r SamplingRequest) (SamplingParams, error) 
 // Float32Overflow is the smallest magnitude float32 conversion rounds to
 // ±Inf: halfway between MaxFloat32 and 2^128, where the tie goes to the
 // even neighbour 2^128 (= Inf). Temperatures must stay below it ([designed],
-// transfer.md §8): the packed buffer is float32 and JSON cannot carry Inf.
+// docs/spec/transfer.md §8): the packed buffer is float32 and JSON cannot carry Inf.
 const Float32Overflow = 0x1p128 - 0x1p103
 
 func checkTemperature(i int, t float64) error {
@@ -210,7 +210,7 @@ func SamplingSeedOf(r SamplingRequest) int64 {
 }
 
 // SamplingPack builds a batch's sampling buffers the legacy way the seed
-// replaced (transfer.md §8, §10 row 8): normalise every request, build one
+// replaced (docs/spec/transfer.md §8, §10 row 8): normalise every request, build one
 // array per field, concatenate the float arrays into the packed layout, then
 // compute each flag in its own pass over the float64 source values.
 func SamplingPack(_ Limits, in SamplingPackInput) (SamplingPackOutput, error) {
@@ -250,7 +250,7 @@ func SamplingPack(_ Limits, in SamplingPackInput) (SamplingPackOutput, error) {
 	return out, nil
 }
 
-// samplingFlags computes the four flags of transfer.md §8, one pass each, as
+// samplingFlags computes the four flags of docs/spec/transfer.md §8, one pass each, as
 // upstream's all()/any() comprehensions do.
 func samplingFlags(params []SamplingParams) (isAllGreedy, needTopP, needTopK, needMinP bool) {
 	isAllGreedy = true
@@ -316,7 +316,7 @@ func CheckSamplingKeep(keep []int64, bs int) error {
 	return nil
 }
 
-// FilterSampling keeps the requests at keep, in keep's order (transfer.md §8
+// FilterSampling keeps the requests at keep, in keep's order (docs/spec/transfer.md §8
 // filter_batch). Every array is indexed into fresh memory that never aliases
 // b; the flags are copied, not recomputed, so they stay a conservative
 // superset of the kept requests' needs, as upstream's are. The legacy form:
@@ -356,7 +356,7 @@ func FilterSampling(b SamplingPackOutput, keep []int64) (SamplingPackOutput, err
 	}, nil
 }
 
-// MergeSampling appends batch b's requests after a's (transfer.md §8
+// MergeSampling appends batch b's requests after a's (docs/spec/transfer.md §8
 // merge_batch): each field's arrays are concatenated and repacked into fresh
 // memory, is_all_greedy is ANDed and every need_* ORed. Both batches must be
 // deterministic or neither (seeds both non-nil or both nil).

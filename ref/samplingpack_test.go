@@ -19,7 +19,7 @@ func workedExample() []ref.SamplingRequest {
 	}
 }
 
-// TestSamplingPackWorkedExample pins transfer.md §8's example: top_k
+// TestSamplingPackWorkedExample pins docs/spec/transfer.md §8's example: top_k
 // normalises to [1<<30, 1, 40], the greedy request's temperature to 1, every
 // flag but is_all_greedy is set, and deterministic seeds default to 42.
 func TestSamplingPackWorkedExample(t *testing.T) {

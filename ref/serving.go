@@ -8,10 +8,10 @@ import (
 	"strings"
 )
 
-// Sentinels of the serving surface (admission-serving.md S1.6, S2.10).
+// Sentinels of the serving surface (docs/spec/admission-serving.md S1.6, S2.10).
 var (
 	// ErrPoolTooSmall: context_len or max_total_tokens below 1, or a
-	// max_req_input_len below 1 (admission-serving.md S1.6).
+	// max_req_input_len below 1 (docs/spec/admission-serving.md S1.6).
 	ErrPoolTooSmall = NewSentinel("pool_too_small", "max_req_input_len must be >= 1 (memory pool too small)")
 	// ErrBadStatus: an error body asked for a status outside [400, 599] (S1.6).
 	ErrBadStatus = NewSentinel("bad_status", "error status must be a 4xx or 5xx code")
@@ -21,7 +21,7 @@ var (
 	ErrNotJSONObject = NewSentinel("not_json_object", "value must be a JSON object")
 )
 
-// Scheduler stages that can reject an input (admission-serving.md S1.2).
+// Scheduler stages that can reject an input (docs/spec/admission-serving.md S1.2).
 const (
 	// StageTokenizer is the tokenizer pre-check, N >= context_len.
 	StageTokenizer = "tokenizer"
@@ -42,7 +42,7 @@ const (
 )
 
 // InputLengthInput is the input of serving.validate_input_length
-// (admission-serving.md S1.2).
+// (docs/spec/admission-serving.md S1.2).
 type InputLengthInput struct {
 	// PromptTokens is N, the prompt's token count after multimodal expansion, >= 0.
 	PromptTokens int64 `json:"prompt_tokens"`
@@ -105,7 +105,7 @@ func CheckInputLengthArgs(in InputLengthInput) (int64, int64, error) {
 }
 
 // ValidateInputLength applies the tokenizer pre-check and the scheduler
-// check of admission-serving.md S1.2, in that order.
+// check of docs/spec/admission-serving.md S1.2, in that order.
 func ValidateInputLength(_ Limits, in InputLengthInput) (InputLengthOutput, error) {
 	maxReqLen, maxReqInputLen, err := CheckInputLengthArgs(in)
 	if err != nil {
@@ -134,7 +134,7 @@ func ValidateInputLength(_ Limits, in InputLengthInput) (InputLengthOutput, erro
 	return out, nil
 }
 
-// Surfaces an error body is rendered for (admission-serving.md S1.3).
+// Surfaces an error body is rendered for (docs/spec/admission-serving.md S1.3).
 const (
 	// SurfaceOpenAI is an OpenAI endpoint answering a non-streaming request.
 	SurfaceOpenAI = "openai"
@@ -282,7 +282,7 @@ func PyJSONString(s string, ensureASCII bool) string {
 }
 
 // HTTPStatusName is Python's HTTPStatus(code).name (CPython 3.12 names) for
-// a known status, else "HTTP_<code>" (admission-serving.md S1.3).
+// a known status, else "HTTP_<code>" (docs/spec/admission-serving.md S1.3).
 func HTTPStatusName(code int64) string {
 	if name, ok := pyStatusName(code); ok {
 		return name
@@ -481,7 +481,7 @@ func StatusCodeDigits(raw string, isString bool) (int64, bool, error) {
 	return v, true, nil
 }
 
-// StreamErrorChunk applies streaming abort typing (admission-serving.md
+// StreamErrorChunk applies streaming abort typing (docs/spec/admission-serving.md
 // S1.3) and the first-chunk preflight (S2.5) to one stream item. An abort
 // finish reason with an int-like status code is an error typed by its
 // err_type, else by the status name; it is sent in-stream (then [DONE]),

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Compatibility families of --openai-compat-family (admission-serving.md S2.1).
+// Compatibility families of --openai-compat-family (docs/spec/admission-serving.md S2.1).
 const (
 	// FamilyNone is upstream behaviour (also spelled "").
 	FamilyNone = "none"
@@ -185,7 +185,7 @@ func PartTypeName(partKind, typeKind, typeString string) string {
 	return typeKind
 }
 
-// ChatNormalize is serving.chat_normalize (admission-serving.md S2.2–S2.4,
+// ChatNormalize is serving.chat_normalize (docs/spec/admission-serving.md S2.2–S2.4,
 // S2.7): the request edited member by member; a client fault is a 400 output.
 // Order: messages' shape, tools, tool_choice, then each message in order,
 // then the max_tokens default.

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// GLM tool-call markup (admission-serving.md S2.8).
+// GLM tool-call markup (docs/spec/admission-serving.md S2.8).
 const (
 	GLMCallOpen   = "<tool_call>"  // GLMCallOpen starts a call.
 	GLMCallClose  = "</tool_call>" // GLMCallClose ends a call.

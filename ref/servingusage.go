@@ -8,7 +8,7 @@ import (
 )
 
 // ErrReasoningExceedsCompletion: a choice reports more reasoning tokens
-// than completion tokens (admission-serving.md S2.6 invariant).
+// than completion tokens (docs/spec/admission-serving.md S2.6 invariant).
 var ErrReasoningExceedsCompletion = NewSentinel("reasoning_exceeds_completion", "reasoning_tokens must be <= completion_tokens")
 
 // UsageChoice is one choice's token counts as the engine reports them.

@@ -7,35 +7,35 @@ import (
 )
 
 // DraftLayerIDBase is the logical layer id of the first draft layer: draft
-// layer j registers id DraftLayerIDBase+j (transfer.md §6.2, [designed],
+// layer j registers id DraftLayerIDBase+j (docs/spec/transfer.md §6.2, [designed],
 // following upstream's draft-KV id base).
 const DraftLayerIDBase int64 = 1_000_000
 
-// Sentinels of transfer.state_layer_pairing (transfer.md §6).
+// Sentinels of transfer.state_layer_pairing (docs/spec/transfer.md §6).
 var (
 	// ErrBadPPSize: pp_size < 1.
 	ErrBadPPSize = NewSentinel("bad_pp_size", "pp_size must be >= 1")
 	// ErrStateCountMismatch: legacy positional pairing with different buffer
-	// counts on the two sides (transfer.md §6.2 rule 1).
+	// counts on the two sides (docs/spec/transfer.md §6.2 rule 1).
 	ErrStateCountMismatch = NewSentinel("state_count_mismatch", "positional state pairing needs equal buffer counts")
-	// ErrLayerIDsOneSided: only one peer sent layer ids (transfer.md §6.2 rule 2).
+	// ErrLayerIDsOneSided: only one peer sent layer ids (docs/spec/transfer.md §6.2 rule 2).
 	ErrLayerIDsOneSided = NewSentinel("layer_ids_one_sided", "layer metadata must be provided by both PD peers or neither")
-	// ErrLayerIDsLength: layer_ids is not parallel to ptrs (transfer.md §6.2 rule 3).
+	// ErrLayerIDsLength: layer_ids is not parallel to ptrs (docs/spec/transfer.md §6.2 rule 3).
 	ErrLayerIDsLength = NewSentinel("layer_ids_length", "layer_ids must name one logical layer per state buffer")
 	// ErrStateLayerIdentityMismatch: the peers disagree on which logical
 	// layers the state buffers hold; the value is a StateLayerIdentityMismatch
-	// (transfer.md §6.2 rule 4).
+	// (docs/spec/transfer.md §6.2 rule 4).
 	ErrStateLayerIdentityMismatch = NewSentinel("state_layer_identity_mismatch", "prefill and decode disagree on state layer identity")
 	// ErrBadIndexPattern: the index-topk pattern or active set is invalid;
-	// the bound says why (transfer.md §6.1).
+	// the bound says why (docs/spec/transfer.md §6.1).
 	ErrBadIndexPattern = NewSentinel("bad_index_pattern", "invalid index-topk pattern or active set")
 	// ErrNoIndexSlot: a target layer id is not an active index layer, so it
-	// has no index-cache slot (transfer.md §6.1).
+	// has no index-cache slot (docs/spec/transfer.md §6.1).
 	ErrNoIndexSlot = NewSentinel("no_index_slot", "layer has no index-cache slot")
 )
 
 // StateRegistration is one peer's registration of a state component
-// (transfer.md §6.2): parallel lists, one entry per state buffer.
+// (docs/spec/transfer.md §6.2): parallel lists, one entry per state buffer.
 type StateRegistration struct {
 	// Ptrs are the buffers' base addresses, in buffer order.
 	Ptrs []uint64 `json:"ptrs"`
@@ -47,7 +47,7 @@ type StateRegistration struct {
 }
 
 // HostCapacityTerms are the per-layer byte sizes of the HiCache host
-// capacity estimate (transfer.md §6.1).
+// capacity estimate (docs/spec/transfer.md §6.1).
 type HostCapacityTerms struct {
 	// KVBytesPerTokenPerLayer is the MLA KV bytes per token of one layer;
 	// KV exists for every layer.
@@ -57,7 +57,7 @@ type HostCapacityTerms struct {
 	IndexBytesPerTokenPerLayer int64 `json:"index_bytes_per_token_per_layer"`
 }
 
-// IndexConfig says which layers own an NSA index cache (transfer.md §6.1).
+// IndexConfig says which layers own an NSA index cache (docs/spec/transfer.md §6.1).
 // Exactly one of Pattern and Active is given.
 type IndexConfig struct {
 	// NumHiddenLayers is L, the target model's layer count, in [0, DraftLayerIDBase].
@@ -72,7 +72,7 @@ type IndexConfig struct {
 	Capacity *HostCapacityTerms `json:"capacity,omitempty"`
 }
 
-// StateLayerPairingInput is the input of transfer.state_layer_pairing (transfer.md §6).
+// StateLayerPairingInput is the input of transfer.state_layer_pairing (docs/spec/transfer.md §6).
 type StateLayerPairingInput struct {
 	// PPSize is the prefill pipeline-parallel size, >= 1; above 1 a prefill
 	// stage holds a subset of decode's layers.
@@ -85,7 +85,7 @@ type StateLayerPairingInput struct {
 	Index *IndexConfig `json:"index,omitempty"`
 }
 
-// StatePair is one transfer entry (transfer.md §6.2 rule 6): src buffer
+// StatePair is one transfer entry (docs/spec/transfer.md §6.2 rule 6): src buffer
 // Src is written to dst buffer Dst, ItemLen bytes per page.
 type StatePair struct {
 	// Src is the index into the prefill registration.
@@ -97,7 +97,7 @@ type StatePair struct {
 }
 
 // StateLayerPairingOutput is the pairing and, when an index config is
-// given, the compact slots (transfer.md §6). The index outputs are null
+// given, the compact slots (docs/spec/transfer.md §6). The index outputs are null
 // when no index config is given.
 type StateLayerPairingOutput struct {
 	// Positional reports that both peers omitted layer ids, so the legacy
@@ -140,7 +140,7 @@ type IndexPlan struct {
 	HostBytesPerToken *int64
 }
 
-// CheckStateLayerConfig checks pp_size and the index config (transfer.md
+// CheckStateLayerConfig checks pp_size and the index config (docs/spec/transfer.md
 // §6.1) and resolves A and the host capacity estimate; the plan is zero when
 // no index config is given. Order: pp_size; num_hidden_layers; exactly one
 // of pattern/active; the pattern's charset, first layer, length (or the
@@ -168,7 +168,7 @@ func CheckStateLayerConfig(in StateLayerPairingInput) (IndexPlan, error) {
 }
 
 // ActiveIndexLayers validates cfg (all but Capacity) and returns A, the
-// ascending layers that own an index cache (transfer.md §6.1).
+// ascending layers that own an index cache (docs/spec/transfer.md §6.1).
 func ActiveIndexLayers(cfg IndexConfig) ([]int64, error) {
 	L := cfg.NumHiddenLayers
 	if L < 0 {
@@ -235,7 +235,7 @@ func checkActiveList(active []int64, L int64) ([]int64, error) {
 	return slices.Clone(active), nil
 }
 
-// HostBytesPerToken is the HiCache host capacity estimate of transfer.md
+// HostBytesPerToken is the HiCache host capacity estimate of docs/spec/transfer.md
 // §6.1: MLA KV is kept for all L layers but the index only for the |A|
 // active ones — L×kv + |A|×index. (The seed fixed an estimate that used L for
 // both terms.) Preconditions: 0 <= numActive <= L.
@@ -260,7 +260,7 @@ func HostBytesPerToken(L, numActive int64, c HostCapacityTerms) (int64, error) {
 	return L*kv + numActive*idx, nil
 }
 
-// CheckStateRegistrations checks the registrations' shape, transfer.md §6.2
+// CheckStateRegistrations checks the registrations' shape, docs/spec/transfer.md §6.2
 // rules 1–3 in order, plus non-negative layer ids, and reports whether the
 // legacy positional pairing applies. Order: item_lens parallel to ptrs (src,
 // then dst); rule 1's count check; rule 2; rule 3 (src, then dst); ids >= 0
@@ -328,7 +328,7 @@ func RejectNoSlot(field string, k int, id int64, numActive int) error {
 }
 
 // StateLayerPairing pairs prefill's state buffers with decode's by logical
-// layer id (transfer.md §6.2) and maps each buffer's id to its compact index
+// layer id (docs/spec/transfer.md §6.2) and maps each buffer's id to its compact index
 // slot (§6.1). It fails fast when the peers disagree on which layers they
 // hold: it never truncates and never pairs by count, which is the seed's
 // reason for carrying layer ids at all.
@@ -423,7 +423,7 @@ func pairByLayerID(in StateLayerPairingInput) (StateLayerPairingOutput, error) {
 }
 
 // slotsOf maps each id to its compact index slot: a target layer l to its
-// rank in A, draft layer DraftLayerIDBase+j to |A|+j (transfer.md §6.1).
+// rank in A, draft layer DraftLayerIDBase+j to |A|+j (docs/spec/transfer.md §6.1).
 func slotsOf(field string, ids, active []int64) ([]int64, error) {
 	rank := map[int64]int64{}
 	for r, l := range active {

@@ -33,7 +33,7 @@ func patternIndex(p string, capacity *ref.HostCapacityTerms) *ref.IndexConfig {
 	return &ref.IndexConfig{NumHiddenLayers: int64(len(p)), Pattern: &p, Capacity: capacity}
 }
 
-// TestStateLayerPairingWorkedExamples pins transfer.md §6.2's examples and
+// TestStateLayerPairingWorkedExamples pins docs/spec/transfer.md §6.2's examples and
 // §6.1's FSSSFSSS slots.
 func TestStateLayerPairingWorkedExamples(t *testing.T) {
 	glm := &ref.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}
@@ -109,7 +109,7 @@ func TestStateLayerIdentityMismatchKeepsMultiplicity(t *testing.T) {
 	}
 }
 
-// TestActiveIndexLayersOfGLM5Pattern pins cp-layout.md §9.3's 78-layer
+// TestActiveIndexLayersOfGLM5Pattern pins docs/spec/cp-layout.md §9.3's 78-layer
 // pattern (21 active) and the §6.1 capacity formula on it.
 func TestActiveIndexLayersOfGLM5Pattern(t *testing.T) {
 	p := "FFF" + strings.Repeat("SSSF", 18) + "SSS"
@@ -127,7 +127,7 @@ func TestActiveIndexLayersOfGLM5Pattern(t *testing.T) {
 }
 
 // TestStateLayerPairingRejectsBadInputNamingFieldAndBound pins the check
-// order of transfer.md §6: config, then rules 1–5, then slots.
+// order of docs/spec/transfer.md §6: config, then rules 1–5, then slots.
 func TestStateLayerPairingRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	pat := func(p string, L int64) *ref.IndexConfig { return &ref.IndexConfig{NumHiddenLayers: L, Pattern: &p} }
 	act := func(L int64, a ...int64) *ref.IndexConfig { return &ref.IndexConfig{NumHiddenLayers: L, Active: a} }

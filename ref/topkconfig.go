@@ -8,7 +8,7 @@ import (
 	"strconv"
 )
 
-// This file is config.index_topk_overrides (admission-serving.md §S4): the
+// This file is config.index_topk_overrides (docs/spec/admission-serving.md §S4): the
 // launch flags --nsa-index-topk-freq, --nsa-index-topk-pattern and
 // --nsa-index-skip-topk-offset merged into --json-model-override-args
 // before any model config is read, so prefill and decode see one config.

@@ -14,7 +14,7 @@ import (
 func i64p(v int64) *int64   { return &v }
 func strp(s string) *string { return &s }
 
-// TestIndexTopkOverridesExamples pins admission-serving.md §S4.4's table.
+// TestIndexTopkOverridesExamples pins docs/spec/admission-serving.md §S4.4's table.
 func TestIndexTopkOverridesExamples(t *testing.T) {
 	override := "--nsa-index-topk-freq=4 overrides index_topk_freq=2 from --json-model-override-args"
 	cases := []struct {

@@ -9,14 +9,14 @@ import (
 	"time"
 )
 
-// This file holds the transfer-engine contract of transfer.md §0 (the
+// This file holds the transfer-engine contract of docs/spec/transfer.md §0 (the
 // Mooncake batch API), the in-memory engine over two byte arenas with
 // injectable faults (§4.9 FakeEngine), and the fake CUDA events the
 // per-layer manager waits on. Both twins of the per-layer manager drive
 // the same engine, so a byte difference in the destination arena can only
 // come from the managers.
 
-// Engine is the Mooncake batch API of transfer.md §0.
+// Engine is the Mooncake batch API of docs/spec/transfer.md §0.
 type Engine interface {
 	// SyncTransfer copies every block and returns 0, or a negative status on failure.
 	SyncTransfer(session string, blocks []Block) int
@@ -94,7 +94,7 @@ type memBatch struct {
 	status int
 }
 
-// MemEngine is the in-memory engine of transfer.md §4.9: blocks address a
+// MemEngine is the in-memory engine of docs/spec/transfer.md §4.9: blocks address a
 // source and a destination byte arena by offset. SyncTransfer copies at
 // once; an async batch copies when EngineComplete or WaitBatches completes
 // it. Faults are injected per call (InjectFault) or by a schedule
@@ -161,7 +161,7 @@ func (e *MemEngine) log(c EngineCall) {
 	}
 }
 
-// SyncTransfer copies blocks now (transfer.md §0). It fails with -1, copying
+// SyncTransfer copies blocks now (docs/spec/transfer.md §0). It fails with -1, copying
 // nothing, on an injected fault or a block outside an arena.
 func (e *MemEngine) SyncTransfer(session string, blocks []Block) int {
 	e.mu.Lock()
@@ -311,7 +311,7 @@ func Digest(b []byte) string {
 // AddOverflowsU reports whether a+b overflows uint64.
 func AddOverflowsU(a, b uint64) bool { return a+b < a }
 
-// MonolithicSend is transfer.md §3.3: one SyncTransfer of every entry's
+// MonolithicSend is docs/spec/transfer.md §3.3: one SyncTransfer of every entry's
 // blocks, entry-major. It is the reference the per-layer send must equal.
 func MonolithicSend(e Engine, session string, perLayer [][]Block) int {
 	var all []Block

@@ -44,7 +44,7 @@ type modelKey struct {
 	page   string
 }
 
-// modelHits is the naive model of an unlimited cache (radix-acks.md §1.9
+// modelHits is the naive model of an unlimited cache (docs/spec/radix-acks.md §1.9
 // P1): the set of every page-aligned prefix of every earlier prompt. A
 // request hits the longest run of its leading pages in the set — the
 // longest page-aligned prefix it shares with any earlier request — counted

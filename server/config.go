@@ -82,7 +82,7 @@ type Config struct {
 	// MaxConnections bounds the open client connections; further ones wait
 	// in the listen backlog until one closes.
 	MaxConnections int
-	// Logger receives structured logs (admission-serving.md §S5): request
+	// Logger receives structured logs (docs/spec/admission-serving.md §S5): request
 	// successes at DEBUG, failed requests and recovered panics at WARN,
 	// start-up and shutdown at INFO, only a failed shutdown at ERROR. Use
 	// slog.New(slog.DiscardHandler) to silence it.

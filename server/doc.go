@@ -14,5 +14,5 @@
 // followed by a newline, and a 400 for bad input carries the canonical error
 // object, byte for byte, in its "detail" member, so fixtures.HTTP replays the
 // golden set against a server exactly as fixtures.Local does in-process. See
-// docs/api.md for the API reference and ARCHITECTURE.md (Server) for the design.
+// docs/api.md for the API reference and docs/design/ARCHITECTURE.md (Server) for the design.
 package server

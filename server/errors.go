@@ -10,7 +10,7 @@ import (
 )
 
 // ErrorBody is every error response: the OpenAI error object
-// (admission-serving.md S1.3, fields in that order) plus, for a 400 that an
+// (docs/spec/admission-serving.md S1.3, fields in that order) plus, for a 400 that an
 // op rejected, Detail: the canonical error object exactly as
 // catalog.Entry.Run returned it (fixtures.HTTP reads it back).
 type ErrorBody struct {
@@ -74,7 +74,7 @@ func (e *apiError) body() ErrorBody {
 }
 
 // writeError answers e and logs it once at WARN, server faults included:
-// the server recovers from every failed request, and admission-serving.md
+// the server recovers from every failed request, and docs/spec/admission-serving.md
 // §S5.3 keeps ERROR for conditions it does not recover from.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *apiError) {
 	s.log.LogAttrs(r.Context(), slog.LevelWarn, "request failed",

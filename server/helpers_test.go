@@ -129,7 +129,7 @@ func get(t *testing.T, ts *httptest.Server, path string) response {
 }
 
 // openAIError asserts r is an OpenAI-style error with status: the members
-// in the order of admission-serving.md S1.3, code equal to the status, and
+// in the order of docs/spec/admission-serving.md S1.3, code equal to the status, and
 // the type of the status. It returns the decoded body.
 func openAIError(t *testing.T, r response, status int, typ string) server.ErrorBody {
 	t.Helper()

@@ -15,7 +15,7 @@ import (
 	"github.com/kvtwin/kvtwin/server"
 )
 
-// The log-level contract of admission-serving.md §S5 applied to kvtwin's own
+// The log-level contract of docs/spec/admission-serving.md §S5 applied to kvtwin's own
 // server: hot-path request success at DEBUG only, every failure at WARN
 // (at least one record, never ERROR, since the server recovers from
 // it), one-time start-up and shutdown at INFO. The records come from the

@@ -167,7 +167,7 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 }
 
 // checkTokenCount answers 413 when the body's "tokens" array is longer than
-// Prefix.MaxRequestTokens, with the message of admission-serving.md S1.1.
+// Prefix.MaxRequestTokens, with the message of docs/spec/admission-serving.md S1.1.
 func (s *Server) checkTokenCount(body []byte) *apiError {
 	tokens := gjson.GetBytes(body, "tokens")
 	if !tokens.IsArray() {

@@ -118,7 +118,7 @@ func TestScoreOverHTTP(t *testing.T) {
 	}
 }
 
-// TestTheTokenLimitAnswersS1s413 checks the exact bytes of admission-serving.md
+// TestTheTokenLimitAnswersS1s413 checks the exact bytes of docs/spec/admission-serving.md
 // S1.3 on every route that takes tokens.
 func TestTheTokenLimitAnswersS1s413(t *testing.T) {
 	ts := startPools(t)

@@ -20,7 +20,7 @@ func compact(t *testing.T, b []byte) string {
 }
 
 // TestPreflightAnswersWhatTheEngineWould: the endpoint's three outcomes
-// (admission-serving.md S1.3, S2), on both implementations, byte for byte.
+// (docs/spec/admission-serving.md S1.3, S2), on both implementations, byte for byte.
 func TestPreflightAnswersWhatTheEngineWould(t *testing.T) {
 	ts, _ := start(t, nil)
 	tools := `"tools":[{"type":"function","function":{"name":"f"}}]`

@@ -10,7 +10,7 @@ import (
 
 // TestRealBinaryPreflight runs the built binary and asks POST
 // /v1/openai/preflight for each of its outcomes over loopback
-// (admission-serving.md S1.3, S2; docs/api.md).
+// (docs/spec/admission-serving.md S1.3, S2; docs/api.md).
 func TestRealBinaryPreflight(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")

@@ -14,7 +14,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// newWarmupPlanCmd is `kvtwin warmup-plan` (admission-serving.md §S3): the
+// newWarmupPlanCmd is `kvtwin warmup-plan` (docs/spec/admission-serving.md §S3): the
 // DeepGEMM warmup plan for given kernel shapes, and, when the cache dir
 // exists, what a start would decide against its manifest. It only reads.
 func newWarmupPlanCmd() *cobra.Command {

@@ -27,7 +27,7 @@ func ackMutant(id, section, about string, f ackfault.Faults) equiv.Killable {
 	}
 }
 
-// AckFunnelBypass is radix-acks.md §3.5 B3.a: the zero-owned-rank and
+// AckFunnelBypass is docs/spec/radix-acks.md §3.5 B3.a: the zero-owned-rank and
 // non-CP append sites pushed to the queue without raising the max, so the
 // max-appended shortcut said "no undrained ack" for a queued id.
 func AckFunnelBypass() equiv.Killable {
@@ -36,7 +36,7 @@ func AckFunnelBypass() equiv.Killable {
 		ackfault.Faults{FunnelBypass: true})
 }
 
-// RollbackLeavesOrphanAck is radix-acks.md §3.5 B3.b (after-ack): the
+// RollbackLeavesOrphanAck is docs/spec/radix-acks.md §3.5 B3.b (after-ack): the
 // write_backup rollback did not scrub the node's final ack, and the orphan
 // later completed a fresh registration of the same id prematurely.
 func RollbackLeavesOrphanAck() equiv.Killable {
@@ -45,7 +45,7 @@ func RollbackLeavesOrphanAck() equiv.Killable {
 		ackfault.Faults{RollbackNoScrub: true})
 }
 
-// RollbackLeavesLayerState is radix-acks.md §3.5 B3.b (mid-layer): the
+// RollbackLeavesLayerState is docs/spec/radix-acks.md §3.5 B3.b (mid-layer): the
 // rollback left the half-written layer-write state alive, and later
 // forwards wrote that node's layers into host slots now owned by another.
 func RollbackLeavesLayerState() equiv.Killable {
@@ -54,7 +54,7 @@ func RollbackLeavesLayerState() equiv.Killable {
 		ackfault.Faults{RollbackKeepsLayerState: true})
 }
 
-// ConsumerForgetsCompleted is radix-acks.md §3.5 B3.c: without the
+// ConsumerForgetsCompleted is docs/spec/radix-acks.md §3.5 B3.c: without the
 // completed-ack memory a duplicate of a completed ack raised KeyError and
 // killed the scheduler.
 func ConsumerForgetsCompleted() equiv.Killable {
@@ -63,7 +63,7 @@ func ConsumerForgetsCompleted() equiv.Killable {
 		ackfault.Faults{ForgetCompleted: true})
 }
 
-// BlindPopUnknownAck is radix-acks.md §3.5 B3.d, the rejected design:
+// BlindPopUnknownAck is docs/spec/radix-acks.md §3.5 B3.d, the rejected design:
 // pop(id, None) silently ignores acks for ids never registered.
 func BlindPopUnknownAck() equiv.Killable {
 	return ackMutant("blind-pop-unknown-ack", "radix-acks.md §3.5 B3.d",
@@ -72,7 +72,7 @@ func BlindPopUnknownAck() equiv.Killable {
 }
 
 // ZeroOwnedRankReturnsEarly is the early return that lets ranks diverge
-// (radix-acks.md §3.2, §3.3 W11): a rank owning no page of the node
+// (docs/spec/radix-acks.md §3.2, §3.3 W11): a rank owning no page of the node
 // returned before registering, so it never produced the final ack its
 // peers produce and MIN-draining popped different ids on different ranks.
 func ZeroOwnedRankReturnsEarly() equiv.Killable {
@@ -82,7 +82,7 @@ func ZeroOwnedRankReturnsEarly() equiv.Killable {
 }
 
 // WritingCheckStrandsDuplicates is upstream's writing_check early return
-// on an empty ongoing_write_through alone (radix-acks.md §3.2 op 9, §6
+// on an empty ongoing_write_through alone (docs/spec/radix-acks.md §3.2 op 9, §6
 // item 4): queued duplicates of completed acks never drain.
 func WritingCheckStrandsDuplicates() equiv.Killable {
 	return ackMutant("writing-check-strands-duplicates", "radix-acks.md §3.2 op 9, §6 item 4",

@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// PagePlanBeforeEligibility is cp-layout.md §5.5: the shared-KV page-plan
+// PagePlanBeforeEligibility is docs/spec/cp-layout.md §5.5: the shared-KV page-plan
 // validator ran before the eligibility check, so speculative non-extend
 // forwards (TARGET_VERIFY, decode), which carry no prefix plan, failed with
 // ErrPagePlan before reaching the no-split decision.

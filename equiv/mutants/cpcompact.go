@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// MoESuffixCount is cp-layout.md §4.5: DeepEP MoE given a scalar
+// MoESuffixCount is docs/spec/cp-layout.md §4.5: DeepEP MoE given a scalar
 // non-padded count instead of compacted rows, so it takes the first Rv(r)
 // local rows. Padding is interleaved, so a PAD takes part in gate/top-k
 // and a valid row is never processed (rank 0 of padded cp=2, g=1, L=[3,4]:
@@ -28,7 +28,7 @@ func MoESuffixCount() equiv.Killable {
 	}
 }
 
-// RestoreSuffixCount is the same bug on the way back (cp-layout.md §4.5):
+// RestoreSuffixCount is the same bug on the way back (docs/spec/cp-layout.md §4.5):
 // the MoE output written over the first Rv(r) local rows, so a PAD row
 // receives a valid row's output and the valid row after it stays zero.
 func RestoreSuffixCount() equiv.Killable {

@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// ChunkPageStartZero is transfer.md §1.6 (bug B4): the per-layer
+// ChunkPageStartZero is docs/spec/transfer.md §1.6 (bug B4): the per-layer
 // registration called the filter with chunk_page_start = 0, so chunk N > 0
 // got chunk-local positions and its KV overwrote chunk 0's decode pages.
 func ChunkPageStartZero() equiv.Killable {

@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// GlobalPageInverse is cp-layout.md §6.4: the materialize path built one
+// GlobalPageInverse is docs/spec/cp-layout.md §6.4: the materialize path built one
 // batch-global inverse inv[page] = slot by scattering every row's
 // descriptors, so with a logical page shared by two rows the last writer
 // won and a row's lookup landed in another row's compact slot (the GSM8K

@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// RerangeValidOffsets is cp-layout.md §3.6: source offsets computed from
+// RerangeValidOffsets is docs/spec/cp-layout.md §3.6: source offsets computed from
 // the valid splits although every rank sent its compute rows, so "following
 // requests on the same rank are shifted when a previous request has padded
 // mirror rows". Running the valid-source rerange on a compute gather is

@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// ZigzagConcatenation is cp-layout.md §1.6: upstream's original bs=1
+// ZigzagConcatenation is docs/spec/cp-layout.md §1.6: upstream's original bs=1
 // assumption, the batch concatenated and zigzag-split as one request, so
 // segments mix requests (cp=2, L=[4,4]: rank 0 gets a0 a1 | b2 b3 instead
 // of a0 b0 | a3 b3).

@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// ValidMaskSuffix is cp-layout.md §2.5's first bug: scalar "non-padded
+// ValidMaskSuffix is docs/spec/cp-layout.md §2.5's first bug: scalar "non-padded
 // count" semantics, the first Rv(r) local rows taken as the valid ones
 // (suffix padding). Padding is interleaved per lane slot, so on padded
 // cp=2, g=1, L=[3,4] rank 0 (a0 b0 PAD b3) the mask is [1,1,1,0]: PAD in,
@@ -32,7 +32,7 @@ func ValidMaskSuffix() equiv.Killable {
 	}
 }
 
-// LastTokenComputeLength is cp-layout.md §2.5's second bug: the last token
+// LastTokenComputeLength is docs/spec/cp-layout.md §2.5's second bug: the last token
 // located at compute position C_i − 1 rather than L_i − 1. On padded cp=2,
 // g=1, L=[3] that is segment 3, rank 0 row 1, a PAD, instead of a2 at
 // rank 1 row 1.

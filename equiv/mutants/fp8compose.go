@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// FullMaterializeStaleCurrent is cp-layout.md §7.5 historic bug 1: the
+// FullMaterializeStaleCurrent is docs/spec/cp-layout.md §7.5 historic bug 1: the
 // prefix and the current suffix are both materialized from the persistent
 // KV cache, so the current rows are whatever the cache slots hold (stale,
 // or not yet written) instead of the fresh rows packed to FP8.
@@ -36,7 +36,7 @@ func FullMaterializeStaleCurrent() equiv.Killable {
 	}
 }
 
-// ContractMismatchAccepted is cp-layout.md §7.5 historic bug 2 turned
+// ContractMismatchAccepted is docs/spec/cp-layout.md §7.5 historic bug 2 turned
 // around: a row count that does not match the declared contract is not
 // rejected but the contract is inferred from the length (the rows taken as
 // global valid rows), so a caller's contract confusion passes silently.

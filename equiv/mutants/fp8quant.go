@@ -39,7 +39,7 @@ func fp8Requantize(code func(x, s float32, m ref.ScaleMode) uint8) func(ref.Limi
 	}
 }
 
-// NoSaturation is cp-layout.md §0.4/§7.2: the quotient cast to e4m3
+// NoSaturation is docs/spec/cp-layout.md §0.4/§7.2: the quotient cast to e4m3
 // without the ±448 clamp, as PyTorch's CPU cast does (anything rounding
 // above 448 becomes NaN). With a normal scale x/s stays near 448, but a
 // div_bf16 scale that bf16 rounds into its subnormals (amax = 2^-124:
@@ -64,7 +64,7 @@ func NoSaturation() equiv.Killable {
 	}
 }
 
-// NaNLost is cp-layout.md §7.2: a NaN quotient encoded with its sign, as
+// NaNLost is docs/spec/cp-layout.md §7.2: a NaN quotient encoded with its sign, as
 // x86's 0/0 (the default NaN is negative) gives 0xFF, not §0.4's 0x7F. It
 // shows where a finite tile's scale is 0 (div_bf16, amax = 2^-133) and a
 // zero in it is divided by it.
@@ -84,7 +84,7 @@ func NaNLost() equiv.Killable {
 	}
 }
 
-// ReciprocalMultiply is cp-layout.md §7.2's mode confusion: recip_fp32
+// ReciprocalMultiply is docs/spec/cp-layout.md §7.2's mode confusion: recip_fp32
 // arithmetic (x·fl32(1/s), upstream's Triton kernel) when div_fp32 was
 // asked. Vector A7: x = 0x3EAF, amax = 0x3F44 gives 0x75, not 0x74.
 func ReciprocalMultiply() equiv.Killable {

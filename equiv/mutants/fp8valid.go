@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// StoreSuffixCount is cp-layout.md §2.5's scalar "non-padded count" put
+// StoreSuffixCount is docs/spec/cp-layout.md §2.5's scalar "non-padded count" put
 // into the cache write of §7.4: the first Rv(r) local rows are taken as the
 // valid ones, so a PAD row is quantized into a token's slot and a later
 // valid row is never stored.

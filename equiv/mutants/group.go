@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// GroupLengthMismatch is transfer.md §2's buggy variant (upstream history,
+// GroupLengthMismatch is docs/spec/transfer.md §2's buggy variant (upstream history,
 // found by running the old code): lengths were never checked, so unequal
 // non-empty lists were grouped by src alone and src=[1,2,3], dst=[5,6] came
 // back as one silently misaligned run instead of ErrLengthMismatch.

@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// VItemLenForK is transfer.md §3's suggested mutation: the MHA K entries
+// VItemLenForK is docs/spec/transfer.md §3's suggested mutation: the MHA K entries
 // are scaled by the V half's item_len (item_lens[n+l] for K_l), so K
 // blocks land at the wrong offsets whenever K and V page sizes differ.
 // Property 1 (cross-layer) and property 3 (per-layer == monolithic) break.

@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LPFStorageAccepted is transfer.md §7.3's storage bug: a storage backend
+// LPFStorageAccepted is docs/spec/transfer.md §7.3's storage bug: a storage backend
 // (and its flat page get) accepted on a layer_page_first arena. Storage
 // assumes one pointer per page, PF-style: page p is the L×pb span at
 // p×L×pb. On LPF that span is layer 0 of pages p…p+L-1, so with L=2, NP=2,

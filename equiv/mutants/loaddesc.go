@@ -15,7 +15,7 @@ func faultyLoadScript(f loadfault.Faults) func(ref.Limits, ref.LoadScriptInput) 
 	}
 }
 
-// DescriptorRebuiltPerLayer is radix-acks.md §5.4 B5.a (performance): the
+// DescriptorRebuiltPerLayer is docs/spec/radix-acks.md §5.4 B5.a (performance): the
 // host pool rebuilt the layer-invariant page lists and runs from the same
 // indices at every layer. The bytes are identical; Builds is L, not 1.
 func DescriptorRebuiltPerLayer() equiv.Killable {
@@ -29,7 +29,7 @@ func DescriptorRebuiltPerLayer() equiv.Killable {
 	}
 }
 
-// DescriptorReusedAcrossBatches is radix-acks.md §5.4 B5.b (the rejected
+// DescriptorReusedAcrossBatches is docs/spec/radix-acks.md §5.4 B5.b (the rejected
 // design): a batch of as many pages reuses the previous batch's descriptor,
 // so its own pages are never copied and the device keeps stale bytes.
 func DescriptorReusedAcrossBatches() equiv.Killable {
@@ -43,7 +43,7 @@ func DescriptorReusedAcrossBatches() equiv.Killable {
 	}
 }
 
-// SilentFallback is radix-acks.md §5.4 B5.d (forbidden): a backend without
+// SilentFallback is docs/spec/radix-acks.md §5.4 B5.d (forbidden): a backend without
 // the prepared submit falls back to the per-layer path with no
 // FallbackEvent, and strict mode proceeds instead of refusing.
 func SilentFallback() equiv.Killable {
@@ -57,7 +57,7 @@ func SilentFallback() equiv.Killable {
 	}
 }
 
-// AllLayerWait is radix-acks.md §5.4 B5.c (directive): Ready(l) waits for
+// AllLayerWait is docs/spec/radix-acks.md §5.4 B5.c (directive): Ready(l) waits for
 // the whole op (done == L), so compute no longer overlaps the load.
 func AllLayerWait() equiv.Killable {
 	return &equiv.Mutant[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput]{

@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// FullRequestAccounting is cp-layout.md §8.6 bug 1: CP admission estimated
+// FullRequestAccounting is docs/spec/cp-layout.md §8.6 bug 1: CP admission estimated
 // the MQA logits from whole requests (Q = Σ L, K = Σ (P + L)) as if every
 // rank computed them, over-gating CP bs>1 batches; the fused CP path only
 // materialises each rank's two zigzag segments.
@@ -36,7 +36,7 @@ func FullRequestAccounting() equiv.Killable {
 	}
 }
 
-// EstimatorIgnoresChunkCap is cp-layout.md §8.6 bug 3: before the row cap
+// EstimatorIgnoresChunkCap is docs/spec/cp-layout.md §8.6 bug 3: before the row cap
 // was honoured, the scheduler estimator assumed the full extend-row count
 // even with SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_ROWS set.
 func EstimatorIgnoresChunkCap() equiv.Killable {

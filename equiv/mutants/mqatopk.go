@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// ChunkOffsetsNotRowAddressed is cp-layout.md §8.6 bug 2: the row-chunk
+// ChunkOffsetsNotRowAddressed is docs/spec/cp-layout.md §8.6 bug 2: the row-chunk
 // loop passed every chunk offset[0 : end−start] instead of offset[start :
 // end], so rows of later chunks were shifted by earlier requests' offsets
 // (the seed's directive: CP-ragged chunking relies on row-addressed

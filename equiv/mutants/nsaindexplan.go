@@ -9,7 +9,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// PatternLengthUnchecked is cp-layout.md §9.5 bug 1: the pattern's length
+// PatternLengthUnchecked is docs/spec/cp-layout.md §9.5 bug 1: the pattern's length
 // was never compared with the layer count. A long pattern's tail was
 // silently ignored; a short one failed late, deep in pool init, with an
 // obscure per-layer error (here an internal error naming the first layer
@@ -35,7 +35,7 @@ func PatternLengthUnchecked() equiv.Killable {
 	}
 }
 
-// PrefetchUngated is cp-layout.md §9.5 bug 2: the CP shared-KV index
+// PrefetchUngated is docs/spec/cp-layout.md §9.5 bug 2: the CP shared-KV index
 // prefetcher asked for layer l+1's slot whatever the layer, so the first
 // F→S transition hit the inactive-layer fail-fast.
 func PrefetchUngated() equiv.Killable {
@@ -67,7 +67,7 @@ func PrefetchUngated() equiv.Killable {
 	}
 }
 
-// SharedLayerMissingPrevTopk is cp-layout.md §9.5 bug 3: a shared layer
+// SharedLayerMissingPrevTopk is docs/spec/cp-layout.md §9.5 bug 3: a shared layer
 // given no previous top-k fell through and ran sparse attention without
 // indices instead of failing fast.
 func SharedLayerMissingPrevTopk() equiv.Killable {
@@ -91,7 +91,7 @@ func SharedLayerMissingPrevTopk() equiv.Killable {
 	}
 }
 
-// HiCacheIndexBytesEveryLayer is cp-layout.md §9.5 bug 4: the HiCache
+// HiCacheIndexBytesEveryLayer is docs/spec/cp-layout.md §9.5 bug 4: the HiCache
 // estimate counted a 132-byte index-K row for every layer, not only the
 // active ones.
 func HiCacheIndexBytesEveryLayer() equiv.Killable {
@@ -110,7 +110,7 @@ func HiCacheIndexBytesEveryLayer() equiv.Killable {
 	}
 }
 
-// PatternCharsetCForFull is cp-layout.md §9.5 item 5: an earlier fork test
+// PatternCharsetCForFull is docs/spec/cp-layout.md §9.5 item 5: an earlier fork test
 // spelled full layers 'C'; accepting it as 'F' hides a pattern written for
 // another charset.
 func PatternCharsetCForFull() equiv.Killable {

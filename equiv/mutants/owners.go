@@ -7,7 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// OwnerCountsRecounted is radix-acks.md §4.6 B4.a (historic, performance):
+// OwnerCountsRecounted is docs/spec/radix-acks.md §4.6 B4.a (historic, performance):
 // the load-back planner recounted every scanned leaf's owner counts from
 // its token tensor (padding it to pages) instead of reading the node's
 // metadata, which stalled scheduler planning under shared-KV pressure.
@@ -24,7 +24,7 @@ func OwnerCountsRecounted() equiv.Killable {
 	}
 }
 
-// SplitKeepsOwnerCounts is radix-acks.md §4.6 B4.b (designed regression
+// SplitKeepsOwnerCounts is docs/spec/radix-acks.md §4.6 B4.b (designed regression
 // guard): a split gives both halves the split node's owner counts, so a
 // suffix claims pages it does not hold and a plan would admit a load it
 // cannot serve. The fast tree's staleness check turns the lie into
@@ -40,7 +40,7 @@ func SplitKeepsOwnerCounts() equiv.Killable {
 	}
 }
 
-// OwnerClosedFormGoMod is the pitfall radix-acks.md §4.2 warns about (the
+// OwnerClosedFormGoMod is the pitfall docs/spec/radix-acks.md §4.2 warns about (the
 // closed form needs a non-negative mod): written with Go's %, (r − s) % N is
 // negative for r < s mod N, so those ranks always get the extra page.
 func OwnerClosedFormGoMod() equiv.Killable {

@@ -27,7 +27,7 @@ func xferMutant(id, section, about string, f xferfault.Faults) equiv.Killable {
 	}
 }
 
-// FinishRequiresAllLayers is transfer.md §4.7 B1: completion waited for
+// FinishRequiresAllLayers is docs/spec/transfer.md §4.7 B1: completion waited for
 // all N layers, so every finish timed out (processed=78/79) and the MTP
 // layer, which never fires the hook, was never copied.
 func FinishRequiresAllLayers() equiv.Killable {
@@ -36,7 +36,7 @@ func FinishRequiresAllLayers() equiv.Killable {
 		xferfault.Faults{FinishRequiresAll: true})
 }
 
-// EnqueueWithoutDedup is transfer.md §4.7 B2: every hook fire counted, so
+// EnqueueWithoutDedup is docs/spec/transfer.md §4.7 B2: every hook fire counted, so
 // an active context's target grew by H per forward and finishes timed out
 // (TTFT p99 116 s).
 func EnqueueWithoutDedup() equiv.Killable {
@@ -45,7 +45,7 @@ func EnqueueWithoutDedup() equiv.Killable {
 		xferfault.Faults{NoEnqueueDedup: true})
 }
 
-// RegisterOverwritesRoom is transfer.md §4.7 B3: re-registering an active
+// RegisterOverwritesRoom is docs/spec/transfer.md §4.7 B3: re-registering an active
 // chunk rebuilt it and overwrote the registered context, which leaked with
 // its batches (registered=917 for ~100 requests).
 func RegisterOverwritesRoom() equiv.Killable {
@@ -54,7 +54,7 @@ func RegisterOverwritesRoom() equiv.Killable {
 		xferfault.Faults{RegisterOverwrites: true})
 }
 
-// FinishPerInfo is transfer.md §4.7 B5: with several non-dummy infos one
+// FinishPerInfo is docs/spec/transfer.md §4.7 B5: with several non-dummy infos one
 // context was registered and then finished once per info, over-popping
 // the room's deque while the other infos got no KV.
 func FinishPerInfo() equiv.Killable {
@@ -63,7 +63,7 @@ func FinishPerInfo() equiv.Killable {
 		xferfault.Faults{RegisterAnyInfos: true})
 }
 
-// OneContextPerRoom is transfer.md §4.7 B6: one context per room, so
+// OneContextPerRoom is docs/spec/transfer.md §4.7 B6: one context per room, so
 // chunk N+1 registering while chunk N was unfinished replaced it and the
 // finish of chunk N finished chunk N+1's context.
 func OneContextPerRoom() equiv.Killable {

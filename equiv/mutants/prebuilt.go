@@ -5,7 +5,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// PrebuiltSliceFromZero is transfer.md §5's historic bug: the prebuilt
+// PrebuiltSliceFromZero is docs/spec/transfer.md §5's historic bug: the prebuilt
 // chunk was sliced from the start of the row (row[:extend_len]), so with a
 // decode-side cache hit the cached prefix's slots were copied into the
 // suffix chunk. The twin is fast.PrebuiltSlice with that one slice changed.

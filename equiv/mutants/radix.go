@@ -19,7 +19,7 @@ func faultyScript(f radixfault.Faults) func(ref.Limits, ref.RadixScriptInput) (r
 	}
 }
 
-// RadixKeySlicesCopy is radix-acks.md §1.11 B1.a (performance): key slices
+// RadixKeySlicesCopy is docs/spec/radix-acks.md §1.11 B1.a (performance): key slices
 // copied the rest of the key at every node hop, so a full-hit match over a
 // k-node path of L units copied about L·(k−1)/2 units. Results are
 // unchanged; the copied units the tree reports are not.
@@ -33,7 +33,7 @@ func RadixKeySlicesCopy() equiv.Killable {
 	}
 }
 
-// RadixStoredKeyViews is radix-acks.md §1.11 B1.b: stored keys kept views
+// RadixStoredKeyViews is docs/spec/radix-acks.md §1.11 B1.b: stored keys kept views
 // of the caller's request buffer instead of compact copies, so a caller
 // reusing its buffer rewrote the tree's keys (and pinned the buffer).
 func RadixStoredKeyViews() equiv.Killable {
@@ -46,7 +46,7 @@ func RadixStoredKeyViews() equiv.Killable {
 	}
 }
 
-// BigramPairsTokenWithItself is radix-acks.md §2.5's mutation check: an
+// BigramPairsTokenWithItself is docs/spec/radix-acks.md §2.5's mutation check: an
 // off-by-one builder emitting (t[i], t[i]) instead of (t[i], t[i+1]).
 func BigramPairsTokenWithItself() equiv.Killable {
 	return &equiv.Mutant[ref.BigramKeyInput, ref.BigramKeyOutput]{
@@ -64,7 +64,7 @@ func BigramPairsTokenWithItself() equiv.Killable {
 	}
 }
 
-// BigramHashPackedLE64 is radix-acks.md §2.4's trap: hashing a packed bigram
+// BigramHashPackedLE64 is docs/spec/radix-acks.md §2.4's trap: hashing a packed bigram
 // a<<32|b as one LE64 word writes the bytes of b before a and changes every
 // storage hash (the reason the notes kept pairs out of int64 packing).
 func BigramHashPackedLE64() equiv.Killable {

@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// FlagsFromFloat32 is the hazard of transfer.md §8's single-pass rewrite,
+// FlagsFromFloat32 is the hazard of docs/spec/transfer.md §8's single-pass rewrite,
 // re-introduced on top of fast.SamplingPack: the need_* flags read the
 // float32 copies in the packed buffer instead of the float64 sources, so
 // top_p = 1 − 1e-12 (stored as 1.0f) leaves need_top_p_sampling false and

@@ -7,7 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// The serving-surface bugs of admission-serving.md S1.7 and S2.11, each the
+// The serving-surface bugs of docs/spec/admission-serving.md S1.7 and S2.11, each the
 // fast twin with one servingfault put back.
 
 func lengthMutant(id, section, about string, f servingfault.Faults) equiv.Killable {

@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// StateLayersPairedByCount is the design transfer.md §6.2 rejects: when
+// StateLayersPairedByCount is the design docs/spec/transfer.md §6.2 rejects: when
 // both peers register as many state buffers, buffer i is taken to be buffer
 // i's layer on the other side, so disagreeing layer sets (prefill [0,4,8],
 // decode [0,4,12]) silently write layer 8's index into decode's layer-12
@@ -68,7 +68,7 @@ func rankSlots(field string, ids, active []int64) ([]int64, error) {
 	return s, nil
 }
 
-// IndexBytesUseAllLayers is transfer.md §6.1's estimate bug from the seed:
+// IndexBytesUseAllLayers is docs/spec/transfer.md §6.1's estimate bug from the seed:
 // the HiCache host bytes per token counted an index cache for every target
 // layer (L×kv + L×index), keeping host capacity artificially low after
 // index skip compacted the index buffers to the active layers.

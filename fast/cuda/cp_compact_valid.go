@@ -4,7 +4,7 @@ package cuda
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// CPCompactValid is the CUDA twin of ref.CPCompactValid (cp-layout.md §4.2
+// CPCompactValid is the CUDA twin of ref.CPCompactValid (docs/spec/cp-layout.md §4.2
 // steps 1–2): rank r's rows are uploaded and one launch of
 // cp_compact_valid_rows writes its valid rows, stable, from one run per lane
 // slot with valid rows (a slot's valid rows are its first V[i][k], §0.3, so

@@ -11,7 +11,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// RemapLocs is the CUDA twin of ref.RemapLocs (cp-layout.md §6.1, P6.5):
+// RemapLocs is the CUDA twin of ref.RemapLocs (docs/spec/cp-layout.md §6.1, P6.5):
 // the row-scoped descriptors are built on the host (fast.BuildDescriptors,
 // whose rejections are ref's), uploaded with the locations and row ids,
 // and one launch of cp_remap_locs_remap maps every location with one thread

@@ -4,7 +4,7 @@ package cuda
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// CPRerange is the CUDA twin of ref.CPRerange (cp-layout.md §3.2 "GPU"):
+// CPRerange is the CUDA twin of ref.CPRerange (docs/spec/cp-layout.md §3.2 "GPU"):
 // the gathered buffer is uploaded and one launch of cp_rerange_rows writes
 // the output rows from one run per (request, segment) with valid rows.
 // Validation is ref's.

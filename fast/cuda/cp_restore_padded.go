@@ -4,7 +4,7 @@ package cuda
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// CPRestorePadded is the CUDA twin of ref.CPRestorePadded (cp-layout.md
+// CPRestorePadded is the CUDA twin of ref.CPRestorePadded (docs/spec/cp-layout.md
 // §4.2 step 4): the compacted rows are uploaded and one launch of
 // cp_restore_padded_rows writes all R(r) local rows — each valid row from
 // y, each padding row zero — from one run per lane slot. Validation is ref's.

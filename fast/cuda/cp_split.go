@@ -11,7 +11,7 @@ import "github.com/kvtwin/kvtwin/ref"
 // a host-built table of runs — one per lane slot or (request, segment), so
 // O(cp·B) entries, never one per row — found by binary search per word.
 
-// CPSplit is the CUDA twin of ref.CPSplit (cp-layout.md §1.2, §1.7 "a
+// CPSplit is the CUDA twin of ref.CPSplit (docs/spec/cp-layout.md §1.2, §1.7 "a
 // single gather"): every rank's rows in one device buffer, rank after rank,
 // and their position ids, written by one launch of cp_split_rows from one
 // run per lane slot. Validation is ref's.

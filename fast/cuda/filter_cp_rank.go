@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// FilterCPRank is the CUDA twin of ref.FilterCPRank (transfer.md §1.2 "Fast
+// FilterCPRank is the CUDA twin of ref.FilterCPRank (docs/spec/transfer.md §1.2 "Fast
 // path"), for large page lists: the page ids are uploaded once; one kernel
 // folds min(kv) (which is also the negative-id check), one finds the first
 // and last in-range index under value_range, one writes the positions; the

@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// FP8ComposeCurrent is the CUDA twin of ref.FP8ComposeCurrent (cp-layout.md
+// FP8ComposeCurrent is the CUDA twin of ref.FP8ComposeCurrent (docs/spec/cp-layout.md
 // §7.5): ref's validation and current-row normalization on the host, then
 // on the device the current rows are quantized (div_fp32) by
 // fp8_quantize_row_rows and fp8_compose_current_gather writes every output

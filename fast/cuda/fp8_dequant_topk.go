@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// FP8DequantTopK is the CUDA twin of ref.FP8DequantTopK (cp-layout.md
+// FP8DequantTopK is the CUDA twin of ref.FP8DequantTopK (docs/spec/cp-layout.md
 // §7.6): ref's index validation on the host, the distinct referenced rows
 // found with a bitset (ascending), only those rows gathered and uploaded,
 // and fp8_dequant_topk_rows dequantizes them (one thread per 16-byte

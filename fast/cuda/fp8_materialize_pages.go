@@ -5,7 +5,7 @@ package cuda
 import "github.com/kvtwin/kvtwin/ref"
 
 // FP8MaterializePages is the CUDA twin of ref.FP8MaterializePages
-// (cp-layout.md §7.4 Materialize): ref's validation on the host, then
+// (docs/spec/cp-layout.md §7.4 Materialize): ref's validation on the host, then
 // fp8_materialize_pages_gather copies the pool rows at slots into the
 // output (one thread per 16-byte output word). No slots launch nothing.
 func FP8MaterializePages(lim ref.Limits, in ref.FP8MaterializeInput) (ref.FP8MaterializeOutput, error) {

@@ -4,7 +4,7 @@ package cuda
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// FP8QuantizeIndexK is the CUDA twin of ref.FP8QuantizeIndexK (cp-layout.md
+// FP8QuantizeIndexK is the CUDA twin of ref.FP8QuantizeIndexK (docs/spec/cp-layout.md
 // §7.3): the width is checked on the host as fast checks it, the keys are
 // quantized by one launch of fp8_quantize_index_k_rows (8 threads per key,
 // 16 codes each), and a NaN/±Inf found on the device is reported by ref's

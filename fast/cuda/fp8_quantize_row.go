@@ -19,7 +19,7 @@ const (
 	indexKRowItems = ref.IndexKDim / 16
 )
 
-// FP8QuantizeRow is the CUDA twin of ref.FP8QuantizeRow (cp-layout.md
+// FP8QuantizeRow is the CUDA twin of ref.FP8QuantizeRow (docs/spec/cp-layout.md
 // §7.2): the mode and width are checked on the host as fast checks them,
 // the rows are quantized by one launch of fp8_quantize_row_rows (one
 // thread per 128-value tile), and a NaN/±Inf found on the device is

@@ -4,7 +4,7 @@ package cuda
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// FP8StorePages is the CUDA twin of ref.FP8StorePages (cp-layout.md §7.4
+// FP8StorePages is the CUDA twin of ref.FP8StorePages (docs/spec/cp-layout.md §7.4
 // Store): ref's validation on the host (slots in range and pairwise
 // distinct, so the scatter has no write conflict), then the pool is
 // uploaded, fp8_store_pages_scatter writes row e at slot locs[e] (one

@@ -11,7 +11,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LayoutConvert is the CUDA twin of ref.LayoutConvert (transfer.md §7.2,
+// LayoutConvert is the CUDA twin of ref.LayoutConvert (docs/spec/transfer.md §7.2,
 // §7.3). Every mode is one launch of the strided copy kernel
 // (kernels/layout_convert.cu) over token slices: a relayout enumerates the
 // target's slices in memory order and reads them from the source layout; a

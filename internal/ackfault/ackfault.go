@@ -1,6 +1,6 @@
 // Package ackfault names the historic write-ack queue bugs that the fast
 // write state can re-introduce for the bug zoo (equiv/mutants,
-// radix-acks.md §3.5). The package is internal, so nothing outside kvtwin
+// docs/spec/radix-acks.md §3.5). The package is internal, so nothing outside kvtwin
 // can construct Faults and production write states never carry one.
 package ackfault
 

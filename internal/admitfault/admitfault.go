@@ -1,6 +1,6 @@
 // Package admitfault names the historic prefill-adder bugs that the fast
 // adder can re-introduce for the bug zoo (equiv/mutants,
-// admission-serving.md §A1.15). The package is internal, so nothing outside
+// docs/spec/admission-serving.md §A1.15). The package is internal, so nothing outside
 // kvtwin can construct Faults and production rounds never carry one.
 package admitfault
 

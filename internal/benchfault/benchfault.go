@@ -1,6 +1,6 @@
 // Package benchfault names the historic admission-bench bugs that the fast
 // bench can re-introduce for the bug zoo (equiv/mutants,
-// admission-serving.md §A3.7). The package is internal, so nothing outside
+// docs/spec/admission-serving.md §A3.7). The package is internal, so nothing outside
 // kvtwin can construct Faults and production benches never carry one.
 package benchfault
 

@@ -1,5 +1,5 @@
 // Package dgfault names the historic DeepGEMM warmup bugs
-// (admission-serving.md §S3.8) that the fast warmup planner can
+// (docs/spec/admission-serving.md §S3.8) that the fast warmup planner can
 // re-introduce for the bug zoo (equiv/mutants). The package is internal, so
 // production plans never carry a fault.
 package dgfault

@@ -1,6 +1,6 @@
 // Package estimatefault names the historic buffer-estimator bugs that the
 // fast estimator can re-introduce for the bug zoo (equiv/mutants,
-// admission-serving.md A2.8). The package is internal, so nothing outside
+// docs/spec/admission-serving.md A2.8). The package is internal, so nothing outside
 // kvtwin can construct Faults and production estimators never carry one.
 package estimatefault
 

@@ -68,7 +68,7 @@ func ServerError(err error) bool {
 // canonical error, or both served with the same bytes — except where body
 // asks for wall-clock figures, which differ from run to run
 // (admission.bench reports each round's duration_us unless "deterministic"
-// is true, admission-serving.md §A3.3): those are compared on the verdict.
+// is true, docs/spec/admission-serving.md §A3.3): those are compared on the verdict.
 func SameVerdict(e catalog.Entry, body []byte, want, got Run) bool {
 	if (want.Err == nil) != (got.Err == nil) {
 		return false

@@ -2,7 +2,7 @@
 // exactly what encoding/json's json.Valid accepts. The serving surface
 // reads large OpenAI requests with it: one pass validates the document and
 // hands the few levels a caller reads to callbacks, so no second
-// validation pass and no decoding is needed (admission-serving.md S2;
+// validation pass and no decoding is needed (docs/spec/admission-serving.md S2;
 // docs/decisions.md "Preflight in one pass").
 package jsonscan
 
@@ -19,7 +19,7 @@ import (
 // has none), and at most maxJSONDepth nested arrays and objects. It never
 // allocates. The serving ops walk a request once with it: it validates
 // everything and hands the levels an op reads to callbacks (members,
-// elems), so no second pass is needed (admission-serving.md S2;
+// elems), so no second pass is needed (docs/spec/admission-serving.md S2;
 // docs/decisions.md "Preflight in one pass").
 type Scanner struct {
 	b        []byte

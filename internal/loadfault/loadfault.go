@@ -1,6 +1,6 @@
 // Package loadfault names the historic prepared-load and layer-readiness
 // bugs that the fast loader and counter can re-introduce for the bug zoo
-// (equiv/mutants, radix-acks.md §5.4). The package is internal, so nothing
+// (equiv/mutants, docs/spec/radix-acks.md §5.4). The package is internal, so nothing
 // outside kvtwin can construct Faults and production objects never carry one.
 package loadfault
 

@@ -1,5 +1,5 @@
 // Package radixfault names the historic radix-tree bugs that the fast tree
-// can re-introduce for the bug zoo (equiv/mutants, radix-acks.md §1.11). The
+// can re-introduce for the bug zoo (equiv/mutants, docs/spec/radix-acks.md §1.11). The
 // package is internal, so nothing outside kvtwin can construct Faults and
 // production trees never carry one.
 package radixfault

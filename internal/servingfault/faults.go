@@ -1,6 +1,6 @@
 // Package servingfault names the historic serving-surface bugs that the
 // fast twins can re-introduce for the bug zoo (equiv/mutants,
-// admission-serving.md S1.7, S2.11). The package is internal, so nothing
+// docs/spec/admission-serving.md S1.7, S2.11). The package is internal, so nothing
 // outside kvtwin can construct Faults; the exported fast ops always run with
 // the zero value, the fixed code.
 package servingfault

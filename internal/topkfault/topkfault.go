@@ -1,5 +1,5 @@
 // Package topkfault names the historic bugs of the index-topk config merge
-// (admission-serving.md §S4.7) that the fast merge can re-introduce for the
+// (docs/spec/admission-serving.md §S4.7) that the fast merge can re-introduce for the
 // bug zoo (equiv/mutants). The package is internal, so production merges
 // never carry a fault.
 package topkfault

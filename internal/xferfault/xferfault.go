@@ -1,6 +1,6 @@
 // Package xferfault names the historic per-layer transfer bugs that the
 // fast manager can re-introduce for the bug zoo (equiv/mutants,
-// transfer.md §4.7). The package is internal, so nothing outside kvtwin can
+// docs/spec/transfer.md §4.7). The package is internal, so nothing outside kvtwin can
 // construct Faults and production managers never carry one.
 package xferfault
 

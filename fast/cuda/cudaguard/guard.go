@@ -5,7 +5,7 @@
 // cu's init calling os.Exit(1) with a terse message. It is imported (blank)
 // by fast/cuda; its import path sorts before "gorgonia.org/cu", and since Go
 // 1.21 packages whose imports are ready initialise in import-path order, so
-// this init runs first (shared/design/cuda.md §7).
+// this init runs first (docs/design/cuda.md §7).
 //
 // A test binary (name ending in ".test") exits 0 with a SKIP line, unless
 // KVTWIN_REQUIRE_CUDA=1, which makes it exit 1: a GPU check must not pass by
