@@ -336,6 +336,11 @@ func radixBoundary() []Case[ref.RadixScriptInput] {
 			ref.RadixStep{Op: ref.StepMatch, Key: []int64{1, 2}, Extra: new("")},
 			ref.RadixStep{Op: ref.StepMatch, Key: []int64{1, 2}, Extra: &a, Salt: new("")},
 			ref.RadixStep{Op: ref.StepMatch, Key: []int64{1, 2}, Extra: &a})},
+		// §1.1 amendment: upstream turns cache_salt "" into None, so an
+		// entry inserted with salt "" answers a match without one ([10,11]).
+		{"empty-salt-is-no-salt", steps(create(1),
+			ref.RadixStep{Op: ref.StepInsert, Key: []int64{1, 2}, Value: []ref.SlotIdx{10, 11}, Salt: new("")},
+			mat(1, 2))},
 		{"eagle-130-tokens-cache-128-bigrams", steps(eagle, ins(iota64(0, 129)), mat(iota64(0, 130)...))},
 		{"page-64-split-at-second-page", steps(create(64), ins(iota64(0, 192)), mat(append(iota64(0, 64), iota64(500, 64)...)...), mat(iota64(0, 192)...))},
 		{"query-shorter-than-a-page", steps(create(4), ins(iota64(0, 4)), mat(0, 1, 2))},

@@ -87,15 +87,47 @@ func TestMatchPrefixWorkedExamplePageSize2(t *testing.T) {
 }
 
 // TestNamespacesDoNotShareASubtree is §1.4's namespace example, with the
-// erratum's salt: unset, "" and other values are all different namespaces.
+// erratum's salt: an unset extra key, "" and other values are all different
+// namespaces; an empty salt is no salt (TestEmptySaltIsNoSalt).
 func TestNamespacesDoNotShareASubtree(t *testing.T) {
 	a, b, empty := "A", "B", ""
 	tr := tree(t, ref.TreeConfig{PageSize: 1})
 	mustInsert(t, tr, ref.Key{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(&a, nil)}, slots(1, 2), 0)
-	for _, extra := range []ref.ExtraKey{ref.ExtraKeyOf(&b, nil), {}, ref.ExtraKeyOf(&empty, nil), ref.ExtraKeyOf(&a, &empty)} {
+	salt := "s"
+	for _, extra := range []ref.ExtraKey{ref.ExtraKeyOf(&b, nil), {}, ref.ExtraKeyOf(&empty, nil), ref.ExtraKeyOf(&a, &salt)} {
 		mustMatch(t, tr, ref.Key{Units: []ref.Unit{1, 2}, Extra: extra}, slots(), 0)
 	}
 	mustMatch(t, tr, ref.Key{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(&a, nil)}, slots(1, 2), 1)
+}
+
+// TestInsertCountsNoHits is the §0.2 amendment on hit counts: the plain
+// tree follows upstream's RadixCache before inserts counted hits, so after
+// insert [1] every node still reports hit_count 0.
+func TestInsertCountsNoHits(t *testing.T) {
+	tr := tree(t, ref.TreeConfig{PageSize: 1})
+	mustInsert(t, tr, key(1), slots(10), 0)
+	mustMatch(t, tr, key(1), slots(10), 1)
+	nodes := tr.State().Nodes
+	if len(nodes) != 2 {
+		t.Fatalf("%d nodes, want the root and [1]", len(nodes))
+	}
+	for _, n := range nodes {
+		if n.HitCount != 0 {
+			t.Fatalf("node %d hit_count %d, want 0", n.ID, n.HitCount)
+		}
+	}
+}
+
+// TestEmptySaltIsNoSalt is the §1.1 amendment, the case upstream SGLang's own
+// key constructor decides: an entry inserted with cache_salt "" is found by a
+// match without a salt and the other way round, since "" becomes None there.
+func TestEmptySaltIsNoSalt(t *testing.T) {
+	empty := ""
+	tr := tree(t, ref.TreeConfig{PageSize: 1})
+	mustInsert(t, tr, ref.Key{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(nil, &empty)}, slots(10, 11), 0)
+	mustMatch(t, tr, ref.Key{Units: []ref.Unit{1, 2}}, slots(10, 11), 1)
+	mustInsert(t, tr, ref.Key{Units: []ref.Unit{3}}, slots(12), 0)
+	mustMatch(t, tr, ref.Key{Units: []ref.Unit{3}, Extra: ref.ExtraKeyOf(nil, &empty)}, slots(12), 2)
 }
 
 // TestLockAndEvictWorkedExample is §1.7 and §1.8: locking moves the path's

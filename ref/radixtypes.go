@@ -51,8 +51,10 @@ var (
 
 // ExtraKey is a key's namespace (LoRA id and cache salt; docs/spec/radix-acks.md §0.1
 // and the §1.1 erratum). Two keys share a subtree only when both fields are
-// equal, and an unset field differs from the empty string. It is comparable,
-// so it can be part of a map key.
+// equal. An unset extra key differs from "", but an empty salt is no salt, as
+// upstream's key constructor makes it (the §1.1 amendment); ExtraKeyOf keeps
+// that rule, so build namespaces with it. It is comparable, so it can be part
+// of a map key.
 type ExtraKey struct {
 	// Extra is the extra-key namespace (a LoRA id); meaningful when HasExtra.
 	Extra string
@@ -60,17 +62,21 @@ type ExtraKey struct {
 	HasExtra bool
 	// Salt is the cache salt; meaningful when HasSalt.
 	Salt string
-	// HasSalt distinguishes an unset salt from "".
+	// HasSalt says a salt is set; ExtraKeyOf never sets it for "".
 	HasSalt bool
 }
 
-// ExtraKeyOf builds an ExtraKey from optional fields (nil = unset).
+// ExtraKeyOf builds an ExtraKey from optional fields (nil = unset). An empty
+// salt is no salt: upstream SGLang turns cache_salt "" into None before it
+// builds the key, so a client sending "" shares entries with one sending none
+// (docs/spec/radix-acks.md §1.1 amendment). An empty extra key stays its own
+// namespace, as upstream keeps it.
 func ExtraKeyOf(extra, salt *string) ExtraKey {
 	var k ExtraKey
 	if extra != nil {
 		k.Extra, k.HasExtra = *extra, true
 	}
-	if salt != nil {
+	if salt != nil && *salt != "" {
 		k.Salt, k.HasSalt = *salt, true
 	}
 	return k
