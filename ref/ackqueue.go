@@ -18,45 +18,6 @@ import (
 // The group of CP/TP ranks that see the same operation sequence is modelled
 // by the script op (ackscript.go), which drives one AckQueue per rank.
 
-// Write-ack sentinels (docs/spec/radix-acks.md §0.3, §3.6).
-var (
-	// ErrEmptyAck: appendWriteAck with no ids.
-	ErrEmptyAck = NewSentinel("empty_ack", "an ack must name at least one node")
-	// ErrDrainBeyondReady: WritingCheck asked to pop more acks than are ready.
-	ErrDrainBeyondReady = NewSentinel("drain_beyond_ready", "agreed drain count exceeds the ready prefix")
-	// ErrAckForPendingBackup: a drained ack names a registration whose layers are not all written (terminal).
-	ErrAckForPendingBackup = NewSentinel("ack_for_pending_backup", "final ack for a registration with unwritten layers")
-	// ErrUnknownWriteAck: a drained ack names an id neither ongoing nor recently completed (terminal).
-	ErrUnknownWriteAck = NewSentinel("unknown_write_ack", "ack for an id neither ongoing nor recently completed")
-	// ErrNotRegistered: a rollback of an id with no ongoing registration.
-	ErrNotRegistered = NewSentinel("not_registered", "no ongoing write registration for this node")
-	// ErrHiCacheWriteFailure is the sentinel every *HiCacheWriteFailure unwraps to.
-	ErrHiCacheWriteFailure = NewSentinel("hicache_write_failure", "write-through refused this round")
-	// ErrWriteBackupFailed: the injected write_backup exception (§3.2 op 5); the registration was rolled back.
-	ErrWriteBackupFailed = NewSentinel("write_backup_failed", "write_backup raised; its registration was rolled back")
-	// ErrBadNumLayers: a write state with fewer than one layer.
-	ErrBadNumLayers = NewSentinel("bad_num_layers", "num_layers must be >= 1")
-	// ErrOwnedPages: an owned page count above MaxOwnedPages.
-	ErrOwnedPages = NewSentinel("owned_pages", "owned page count too large")
-	// ErrNodeIDTaken: a declared node id that was already minted (ids only grow, §0.2).
-	ErrNodeIDTaken = NewSentinel("node_id_taken", "node ids are minted in increasing order")
-	// ErrNodeLocked: evicting the device value of a locked node.
-	ErrNodeLocked = NewSentinel("node_locked", "a locked node cannot be evicted")
-	// ErrAlreadyBackedUp: reserving a write for a node that already holds a host copy.
-	ErrAlreadyBackedUp = NewSentinel("already_backed_up", "node already holds a host copy")
-	// ErrEventsBeyondQueue: completing more write events than there are unready acks.
-	ErrEventsBeyondQueue = NewSentinel("events_beyond_queue", "more events completed than unready acks")
-)
-
-// MaxOwnedPages bounds one rank's owned page count, so the copied-pages
-// counter cannot overflow. Owned pages are not bounded by the node's
-// length: the model does not know the page size (§3.2 needs only whether
-// the count is zero).
-const MaxOwnedPages = 1 << 20
-
-// MaxAckNodeID bounds declared node ids, so nextID+2 (§3.3 W5) never overflows.
-const MaxAckNodeID NodeID = 1 << 40
-
 // WriteFailureReason is why a reservation was refused (docs/spec/radix-acks.md §3.2 op 3).
 type WriteFailureReason string
 
@@ -109,32 +70,12 @@ const (
 	FailAfterAck FailAt = "after_ack"
 )
 
-// Validate rejects an unknown injection point with ErrBadEnum.
-func (f FailAt) Validate(field string) error {
-	switch f {
-	case "", FailNone, FailMidLayers, FailAfterAck:
-		return nil
-	}
-	return Reject(ErrBadEnum, field, string(f), "one of none, mid_layers, after_ack")
-}
-
 // AckConfig configures one rank's write state.
 type AckConfig struct {
 	// NumLayers is L, the layers every registration writes; >= 1.
 	NumLayers int `json:"num_layers"`
 	// HostCapacity is the number of host slots; >= 0.
 	HostCapacity int `json:"host_capacity"`
-}
-
-// Validate rejects num_layers < 1 and a negative host capacity.
-func (c AckConfig) Validate() error {
-	if c.NumLayers < 1 {
-		return Reject(ErrBadNumLayers, "num_layers", c.NumLayers, ">= 1")
-	}
-	if c.HostCapacity < 0 {
-		return Reject(ErrNegative, "host_capacity", c.HostCapacity, ">= 0")
-	}
-	return nil
 }
 
 // Ack is one queued write ack: the node ids of one merged copy and whether
@@ -282,114 +223,6 @@ type AckQueue interface {
 // NewAckQueueFunc constructs one rank's write state; ref.NewAckQueue and
 // fast.NewAckQueue have this type.
 type NewAckQueueFunc func(AckConfig) (AckQueue, error)
-
-// The rejections below are written once so both twins report byte-equal
-// errors.
-
-// ErrUnknownNode rejects a node id that is not in the node table.
-func ErrUnknownNode(id NodeID) error { return ErrForeignNodeFor(id) }
-
-// CheckDeclareNode validates DeclareNode's arguments against nextID.
-func CheckDeclareNode(id NodeID, valueLen int, nextID NodeID) error {
-	switch {
-	case id < 0:
-		return Reject(ErrNegative, "node", id, ">= 0")
-	case id > MaxAckNodeID:
-		return Reject(ErrOverflow, "node", id, fmt.Sprintf("<= %d", MaxAckNodeID))
-	case id != 0 && id < nextID:
-		return Reject(ErrNodeIDTaken, "node", id, fmt.Sprintf(">= next_id (%d), or 0 for the next id", nextID))
-	case valueLen < 0:
-		return Reject(ErrNegative, "value_len", valueLen, ">= 0")
-	}
-	return nil
-}
-
-// CheckOwnedPages rejects a negative owned count or one above MaxOwnedPages;
-// field names it.
-func CheckOwnedPages(field string, owned int) error {
-	if owned < 0 {
-		return Reject(ErrNegative, field, owned, ">= 0")
-	}
-	if owned > MaxOwnedPages {
-		return Reject(ErrOwnedPages, field, owned, fmt.Sprintf("<= %d", MaxOwnedPages))
-	}
-	return nil
-}
-
-// CheckAppendIDs validates a funnel append: at least one id, none negative.
-func CheckAppendIDs(ids []NodeID) error {
-	if len(ids) == 0 {
-		return Reject(ErrEmptyAck, "ids", 0, ">= 1 id")
-	}
-	return CheckNonNegative("ids", ids)
-}
-
-// ErrLayerRange rejects a layer outside [0, L).
-func ErrLayerRange(l, numLayers int) error {
-	return Reject(ErrLayerOutOfOrder, "layer", l, fmt.Sprintf("in [0, num_layers=%d)", numLayers))
-}
-
-// ErrNotRegisteredFor rejects a rollback of an id not in Ongoing.
-func ErrNotRegisteredFor(id NodeID) error {
-	return Reject(ErrNotRegistered, "node", id, "an id with an ongoing registration")
-}
-
-// ErrNotQueuedFor rejects a duplicate injection of an id no queued ack names.
-func ErrNotQueuedFor(id NodeID) error {
-	return Reject(ErrUnknownWriteAck, "node", id, "an id named by a queued ack")
-}
-
-// ErrLockedFor rejects evicting a locked node.
-func ErrLockedFor(id NodeID, lockRef int) error {
-	return Reject(ErrNodeLocked, "node", id, fmt.Sprintf("lock_ref 0 (has %d)", lockRef))
-}
-
-// ErrUnlockFor rejects an unlock of a node without request locks.
-func ErrUnlockFor(id NodeID) error {
-	return Reject(ErrLockUnderflow, "node", id, "a node with a request lock")
-}
-
-// ErrBackedUpFor rejects a reservation of a node that already has a host copy.
-func ErrBackedUpFor(id NodeID) error {
-	return Reject(ErrAlreadyBackedUp, "node", id, "a node without a host copy")
-}
-
-// CheckEventsComplete rejects k < 0 and k above the unready acks.
-func CheckEventsComplete(k, unready int) error {
-	if k < 0 {
-		return Reject(ErrNegative, "k", k, ">= 0")
-	}
-	if k > unready {
-		return Reject(ErrEventsBeyondQueue, "k", k, fmt.Sprintf("<= unready acks (%d)", unready))
-	}
-	return nil
-}
-
-// CheckAgreed rejects a negative drain count and one above the ready prefix.
-func CheckAgreed(agreed, ready int) error {
-	if agreed < 0 {
-		return Reject(ErrNegative, "agreed", agreed, ">= 0")
-	}
-	if agreed > ready {
-		return Reject(ErrDrainBeyondReady, "agreed", agreed, fmt.Sprintf("<= ready_prefix (%d)", ready))
-	}
-	return nil
-}
-
-// ErrPendingAck is the terminal error of a drained ack naming a pending registration.
-func ErrPendingAck(id NodeID) error {
-	return Reject(ErrAckForPendingBackup, "ack", id, "an id whose layers are all written")
-}
-
-// ErrUnknownAck is the terminal error of a drained ack naming an unknown id.
-func ErrUnknownAck(id NodeID) error {
-	return Reject(ErrUnknownWriteAck, "ack", id, "an ongoing or recently completed id")
-}
-
-// ErrInjectedFailure is WriteBackupCP's injected exception.
-func ErrInjectedFailure(f FailAt) error {
-	return Reject(ErrWriteBackupFailed, "fail_at", string(f), "none (the exception was injected)")
-}
 
 // MidLayersWritten is how many layers a mid_layers failure writes: [0, L/2).
 func MidLayersWritten(numLayers int) int { return numLayers / 2 }

@@ -1,9 +1,6 @@
 package ref
 
-import (
-	"fmt"
-	"slices"
-)
+import "slices"
 
 // cp.draft_input: the EAGLE draft input SPEC_V2 builds during a CP target
 // prefill [designed from seed; the spec has no section for it, the seed's
@@ -89,81 +86,12 @@ type DraftInputOutput struct {
 	Guard DraftPadGuard `json:"guard"`
 }
 
-// ValidateDraftInput checks in and returns its layout (nil without CP), in
-// order: the layout, the rank, the hidden contract, the hidden rows (shape,
-// then the contract's row count), the draft hidden rows (only with a
-// layout; shape, then R(rank) rows). Row counts are checked against the
-// declared contract only — never used to pick one.
-func ValidateDraftInput(lim Limits, in DraftInputInput) (*Layout, error) {
-	var lay *Layout
-	if in.Layout != nil {
-		l, err := BuildLayoutAt(lim, "layout", *in.Layout)
-		if err != nil {
-			return nil, err
-		}
-		lay = &l
-		if err := lay.CheckRank("rank", in.Rank); err != nil {
-			return nil, err
-		}
-	} else if in.Rank != 0 {
-		return nil, Reject(ErrRank, "rank", in.Rank, "0 without a CP layout")
-	}
-	if err := checkDraftContract(in.HiddenContract, lay); err != nil {
-		return nil, err
-	}
-	if err := in.Hidden.CheckShape("hidden"); err != nil {
-		return nil, err
-	}
-	if lay != nil {
-		if err := checkContractRows("hidden", in.Hidden, in.HiddenContract, lay, in.Rank); err != nil {
-			return nil, err
-		}
-	}
-	if in.DraftHidden != nil {
-		if lay == nil {
-			return nil, Reject(ErrRowContract, "draft_hidden", in.DraftHidden.N(), "null without a CP layout (CP-local rows need a CP forward)")
-		}
-		if err := in.DraftHidden.CheckShape("draft_hidden"); err != nil {
-			return nil, err
-		}
-		if err := checkContractRows("draft_hidden", *in.DraftHidden, DraftCPLocal, lay, in.Rank); err != nil {
-			return nil, err
-		}
-	}
-	return lay, nil
-}
-
-// checkDraftContract rejects an unknown contract (ErrBadEnum), and a
-// CP-local one without a layout (ErrRowContract, as §7.5 does for
-// LOCAL_COMPUTE_PADDED when the forward was not split).
-func checkDraftContract(c DraftContract, lay *Layout) error {
-	switch c {
-	case DraftGlobalValid:
-		return nil
-	case DraftCPLocal:
-		if lay == nil {
-			return Reject(ErrRowContract, "hidden_contract", string(c), `"global-valid" without a CP layout`)
-		}
-		return nil
-	}
-	return Reject(ErrBadEnum, "hidden_contract", string(c), fmt.Sprintf("%q or %q", DraftGlobalValid, DraftCPLocal))
-}
-
 // DraftContractRows is the row count contract c demands of rank r.
 func DraftContractRows(c DraftContract, lay Layout, r int) int {
 	if c == DraftCPLocal {
 		return lay.R(r)
 	}
 	return lay.TotalValid()
-}
-
-// checkContractRows rejects rows whose count is not contract c's, with
-// ErrRowContract{contract, expected, got}.
-func checkContractRows(field string, x Rows, c DraftContract, lay *Layout, r int) error {
-	if want := DraftContractRows(c, *lay, r); x.N() != want {
-		return Reject(ErrRowContract, field, x.N(), fmt.Sprintf("contract %q: %d rows", c, want))
-	}
-	return nil
 }
 
 // DraftMarker is the fix's choice of source and marker: the CP-local draft

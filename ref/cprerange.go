@@ -1,7 +1,5 @@
 package ref
 
-import "fmt"
-
 // SrcKind says what each rank contributed to an all-gather (docs/spec/cp-layout.md §3.1).
 type SrcKind string
 
@@ -38,50 +36,6 @@ func (lay Layout) RankPayload(r int, src SrcKind) int {
 		return lay.Rv(r)
 	}
 	return lay.R(r)
-}
-
-// ValidateCPRerange checks in (docs/spec/cp-layout.md §3.5) and returns its layout
-// and effective source kind. Order: layout, src, the buffer's shape, its
-// row count cp·M, then the stride.
-func ValidateCPRerange(lim Limits, in CPRerangeInput) (Layout, SrcKind, error) {
-	lay, err := BuildLayoutAt(lim, "layout", in.Layout)
-	if err != nil {
-		return Layout{}, "", err
-	}
-	src := in.Src
-	switch src {
-	case "":
-		src = SrcCompute
-	case SrcCompute, SrcValid:
-	default:
-		return Layout{}, "", Reject(ErrBadEnum, "src", string(in.Src), `"compute" or "valid"`)
-	}
-	if err := CheckGathered(lay, in.G, in.M, src); err != nil {
-		return Layout{}, "", err
-	}
-	return lay, src, nil
-}
-
-// CheckGathered checks a gathered buffer against lay (docs/spec/cp-layout.md §3.5):
-// its shape, its row count cp·M (ErrRowCount), then M >= n_r for every
-// rank (ErrStride).
-func CheckGathered(lay Layout, g Rows, m int, src SrcKind) error {
-	if err := g.CheckShape("g"); err != nil {
-		return err
-	}
-	if m < 0 {
-		return Reject(ErrNegative, "m", m, ">= 0")
-	}
-	// N == cp·M without forming cp·M, which may overflow.
-	if n := g.N(); n%lay.CP != 0 || n/lay.CP != m {
-		return Reject(ErrRowCount, "g", n, fmt.Sprintf("cp·m = %d·%d rows", lay.CP, m))
-	}
-	for r := range lay.CP {
-		if nr := lay.RankPayload(r, src); m < nr {
-			return Reject(ErrStride, "m", m, fmt.Sprintf(">= n_%d (%d rows of rank %d under src %q)", r, nr, r, src))
-		}
-	}
-	return nil
 }
 
 // CPRerange is cp.rerange (docs/spec/cp-layout.md §3).

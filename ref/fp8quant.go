@@ -37,10 +37,6 @@ const (
 	IndexKRowBytes = IndexKDim + 4
 )
 
-// ErrUnsupportedDims: an FP8 op got rows of a width other than the one its
-// format fixes (docs/spec/cp-layout.md §0.5, §7.1).
-var ErrUnsupportedDims = NewSentinel("unsupported_dims", "row width is not the FP8 format's")
-
 // ScaleMode selects the byte-exact arithmetic of a 656-byte row's tile
 // scales and codes (docs/spec/cp-layout.md §7.2, "Scale modes").
 type ScaleMode string
@@ -54,18 +50,6 @@ const (
 	// ScaleDivBF16 is upstream's torch reference: s = fl32(bf16RNE(amax/448)).
 	ScaleDivBF16 ScaleMode = "div_bf16"
 )
-
-// CheckScaleMode rejects a mode other than the three of §7.2 (or "", the
-// default) with ErrBadEnum naming field, and returns the effective mode.
-func CheckScaleMode(field string, m ScaleMode) (ScaleMode, error) {
-	switch m {
-	case "":
-		return ScaleDivFP32, nil
-	case ScaleDivFP32, ScaleRecipFP32, ScaleDivBF16:
-		return m, nil
-	}
-	return "", Reject(ErrBadEnum, field, string(m), "one of div_fp32, recip_fp32, div_bf16")
-}
 
 // fp8Max is 448, the largest finite e4m3fn value, as fp32.
 const fp8Max float32 = 448
@@ -220,38 +204,6 @@ type FP8RowsOutput struct {
 	Rows Rows `json:"rows"`
 }
 
-// CheckFP8Width rejects a buffer that is malformed (ErrRowCount) or whose
-// width is not w (ErrUnsupportedDims), naming field.
-func CheckFP8Width(field string, x Rows, w int) error {
-	if err := x.CheckShape(field); err != nil {
-		return err
-	}
-	if x.W != w {
-		return Reject(ErrUnsupportedDims, field+".w", x.W, fmt.Sprintf("%d bytes", w))
-	}
-	return nil
-}
-
-// ValidateFP8QuantizeRow checks an fp8.quantize_row input in order: the
-// mode, the shape and width of X, then every value finite (the first
-// non-finite one, row by row, nope before rope, is ErrNonFinite naming
-// "x[i].nope[j]" or "x[i].rope[j]"). It returns the effective mode.
-func ValidateFP8QuantizeRow(in FP8QuantizeRowInput) (ScaleMode, error) {
-	m, err := CheckScaleMode("mode", in.Mode)
-	if err != nil {
-		return "", err
-	}
-	if err := CheckFP8Width("x", in.X, MLABF16RowBytes); err != nil {
-		return "", err
-	}
-	for i := range in.X.N() {
-		if err := FirstNonFiniteRow656(i, in.X.Row(i)); err != nil {
-			return "", err
-		}
-	}
-	return m, nil
-}
-
 // FirstNonFiniteRow656 returns ErrNonFinite for the first NaN or ±Inf bf16
 // of 1152-byte row i (nope before rope), or nil.
 func FirstNonFiniteRow656(i int, row []byte) error {
@@ -274,21 +226,6 @@ func FirstNonFiniteIndexK(i int, row []byte) error {
 	for j := range IndexKDim {
 		if h := binary.LittleEndian.Uint16(row[2*j:]); !bf16Finite(h) {
 			return rejectNonFiniteBF16(Idx("x", i)+Idx(".k", j), h)
-		}
-	}
-	return nil
-}
-
-// ValidateFP8QuantizeIndexK checks an fp8.quantize_index_k input: the
-// shape and width of X, then every value finite (first offender,
-// "x[i].k[j]").
-func ValidateFP8QuantizeIndexK(in FP8QuantizeIndexKInput) error {
-	if err := CheckFP8Width("x", in.X, IndexKBF16RowBytes); err != nil {
-		return err
-	}
-	for i := range in.X.N() {
-		if err := FirstNonFiniteIndexK(i, in.X.Row(i)); err != nil {
-			return err
 		}
 	}
 	return nil

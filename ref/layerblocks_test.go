@@ -38,7 +38,7 @@ func TestLayerBlocksWorkedExample(t *testing.T) {
 	}
 }
 
-// TestBuildLayerBlocksIsOneLayerOfTheBatch pins §3.5.3 on §3.4: the seed's
+// TestBuildLayerBlocksIsOneLayerOfTheBatch pins §3.5 property 3 on §3.4: the seed's
 // per-layer function gives exactly layer 1's slice of the monolithic batch.
 func TestBuildLayerBlocksIsOneLayerOfTheBatch(t *testing.T) {
 	out, err := ref.LayerBlocks(ref.DefaultLimits(), worked34())
@@ -127,7 +127,7 @@ func TestLayerBlocksRejectsBadInputNamingFieldAndBound(t *testing.T) {
 			ref.ErrNegative, "owned[1]", int64(-4), ">= 0"},
 		{"negative dst page", with(func(in *ref.LayerBlocksInput) { in.DstPages = []int64{20, 21, -22} }),
 			ref.ErrNegative, "dst_pages[2]", int64(-22), ">= 0"},
-		{"duplicate dst page (§3.5.4)", with(func(in *ref.LayerBlocksInput) { in.DstPages = []int64{20, 21, 20} }),
+		{"duplicate dst page (§3.5 property 4)", with(func(in *ref.LayerBlocksInput) { in.DstPages = []int64{20, 21, 20} }),
 			ref.ErrDuplicateDstPage, "dst_pages[2]", int64(20), "distinct from dst_pages[0]"},
 		{"negative start_layer", with(func(in *ref.LayerBlocksInput) { in.StartLayer = -1 }),
 			ref.ErrNegative, "start_layer", int64(-1), ">= 0"},
@@ -155,9 +155,9 @@ func TestLayerBlocksRejectsBadInputNamingFieldAndBound(t *testing.T) {
 			ref.ErrOverflow, "owned[1]", int64(4), "src_ptrs[1] (0xffffffffffffefff) + (page+1)*item_len (1024) <= 18446744073709551615"},
 		{"dst page times item_len wraps", with(func(in *ref.LayerBlocksInput) { in.DstPages = []int64{20, 21, 1 << 60} }),
 			ref.ErrOverflow, "dst_pages[2]", int64(1 << 60), "dst_ptrs[0] (0x90000000) + (page+1)*item_len (1024) <= 18446744073709551615"},
-		{"src block past its buffer (§3.5.5)", with(func(in *ref.LayerBlocksInput) { in.SrcDataLens = []uint64{10 * 1024, 10*1024 - 1} }),
+		{"src block past its buffer (§3.5 property 5)", with(func(in *ref.LayerBlocksInput) { in.SrcDataLens = []uint64{10 * 1024, 10*1024 - 1} }),
 			ref.ErrOutOfBounds, "owned[2]", int64(9), "(page+1)*item_len (1024) <= src_data_lens[1] (10239)"},
-		{"dst block past its buffer (§3.5.5)", with(func(in *ref.LayerBlocksInput) { in.DstDataLens = []uint64{22 * 1024, 23 * 1024} }),
+		{"dst block past its buffer (§3.5 property 5)", with(func(in *ref.LayerBlocksInput) { in.DstDataLens = []uint64{22 * 1024, 23 * 1024} }),
 			ref.ErrOutOfBounds, "dst_pages[2]", int64(22), "(page+1)*item_len (1024) <= dst_data_lens[0] (22528)"},
 	}
 	for _, c := range cases {

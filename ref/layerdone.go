@@ -2,7 +2,6 @@ package ref
 
 import (
 	"context"
-	"fmt"
 	"sync"
 )
 
@@ -14,14 +13,6 @@ import (
 
 // CounterSlots is the size of the counter's ring (docs/spec/radix-acks.md §5.3).
 const CounterSlots = 3
-
-// LayerDoneCounter sentinels (docs/spec/radix-acks.md §0.3, §5.3).
-var (
-	// ErrSlotBusy: the producer wrapped onto a slot whose op is still loading.
-	ErrSlotBusy = NewSentinel("slot_busy", "slot's previous load op is still loading")
-	// ErrBadSlot: a slot outside the ring [designed].
-	ErrBadSlot = NewSentinel("bad_slot", "slot outside the counter's ring")
-)
 
 // CounterState is the observable state of a LayerDoneCounter.
 type CounterState struct {
@@ -63,54 +54,6 @@ type LayerDoneCounter interface {
 // NewLayerDoneCounterFunc builds a counter for L layers;
 // ref.NewLayerDoneCounter and fast.NewLayerDoneCounter have this type.
 type NewLayerDoneCounterFunc func(layers int) (LayerDoneCounter, error)
-
-// MaxCounterLayers bounds L [designed]: 16 bits per slot count lets the
-// fast counter publish its whole state in one atomic word.
-const MaxCounterLayers = 1<<16 - 1
-
-// CheckCounterLayers rejects a counter of fewer than one or more than
-// MaxCounterLayers layers.
-func CheckCounterLayers(layers int) error {
-	if layers < 1 || layers > MaxCounterLayers {
-		return Reject(ErrBadLoadPools, "layers", layers, fmt.Sprintf("in [1, %d]", MaxCounterLayers))
-	}
-	return nil
-}
-
-// CheckSlot rejects a slot outside the ring (and -1 unless allowNone).
-func CheckSlot(slot int, allowNone bool) error {
-	lo := 0
-	if allowNone {
-		lo = -1
-	}
-	if slot >= lo && slot < CounterSlots {
-		return nil
-	}
-	bound := fmt.Sprintf("in [0, %d)", CounterSlots)
-	if allowNone {
-		bound = "-1 or " + bound
-	}
-	return Reject(ErrBadSlot, "slot", slot, bound)
-}
-
-// CheckReadyLayer rejects a layer outside [0, L): waiting for it would
-// never end.
-func CheckReadyLayer(l, layers int) error {
-	if l < 0 || l >= layers {
-		return Reject(ErrLayerOutOfOrder, "layer", l, fmt.Sprintf("in [0, layers (%d))", layers))
-	}
-	return nil
-}
-
-// ErrSlotBusyAt rejects a producer update onto slot p, done of layers loaded.
-func ErrSlotBusyAt(p, done, layers int) error {
-	return Reject(ErrSlotBusy, "slot", p, fmt.Sprintf("a complete slot (it has %d of %d layers)", done, layers))
-}
-
-// ErrCompleteOrder rejects Complete(slot, l) on a slot at done of layers.
-func ErrCompleteOrder(l, done, layers int) error {
-	return Reject(ErrLayerOutOfOrder, "layer", l, fmt.Sprintf("== the slot's done count (%d), < layers (%d)", done, layers))
-}
 
 // refCounter is the reference counter: every field under one mutex, and
 // waiters on a condition variable broadcast at every change.

@@ -76,9 +76,12 @@ func TestNamespacesDoNotShare(t *testing.T) {
 	insert(t, tr, Key{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&a, nil)}, nil, 0)
 	match(t, tr, Key{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&b, nil)}, []SlotIdx{}, 0)
 	match(t, tr, key(1, 2), []SlotIdx{}, 0)
-	empty := ""
-	match(t, tr, Key{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&a, &empty)}, []SlotIdx{}, 0)
+	salt, empty := "s", ""
+	match(t, tr, Key{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&a, &salt)}, []SlotIdx{}, 0)
+	match(t, tr, Key{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&empty, nil)}, []SlotIdx{}, 0)
 	match(t, tr, Key{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&a, nil)}, []SlotIdx{1, 2}, 1)
+	// An empty salt is no salt (§1.1 amendment): the same namespace as none.
+	match(t, tr, Key{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&a, &empty)}, []SlotIdx{1, 2}, 1)
 }
 
 func TestReinsertOfPresentKeyCreatesNothing(t *testing.T) {

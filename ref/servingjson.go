@@ -11,7 +11,7 @@ import (
 // The ref twin parses one level at a time into ordered members that keep
 // each key's and value's exact bytes, and re-emits them plainly. Duplicate
 // keys follow Python's json.loads: the last occurrence is the one read and
-// the one edited (docs/spec/admission-serving.md S2; docs/decisions.md).
+// the one edited (docs/spec/admission-serving.md §S2.1, amendment).
 
 // jsonMember is one "key": value pair with its key and value bytes as written.
 type jsonMember struct {

@@ -1,0 +1,207 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+)
+
+// Validation for admission.round (docs/spec/admission-serving.md §A1): sentinels, bounds, ValidateRound and ValidateRequest.
+
+// MaxAdmitTokens bounds every token count, budget and coefficient of the
+// adder's input (2^40), so sums over up to MaxAdmitEntries entries cannot
+// overflow int64 and stay exact in float64.
+const MaxAdmitTokens int64 = 1 << 40
+
+// MaxAdmitEntries bounds len(queue) + len(running) of one round (2^20).
+const MaxAdmitEntries = 1 << 20
+
+// MaxLinearBufferCoeff bounds each LinearBuffer coefficient (bytes per unit).
+const MaxLinearBufferCoeff int64 = 1 << 16
+
+// Admission sentinels (§A1.14).
+var (
+	// ErrAdmitConfig: an AdderConfig or CP knob outside its range.
+	ErrAdmitConfig = NewSentinel("admission_config", "prefill adder configuration out of range")
+	// ErrAdmitRequest: a request whose lengths are inconsistent.
+	ErrAdmitRequest = NewSentinel("admission_request", "request lengths are inconsistent")
+	// ErrDuplicateRID: two requests of one round share a rid.
+	ErrDuplicateRID = NewSentinel("duplicate_rid", "duplicate rid in one round")
+	// ErrEvictableShort: a request would lock more evictable slots than the pool holds.
+	ErrEvictableShort = NewSentinel("evictable_exceeds_pool", "l1_prefix_evictable exceeds pool.evictable at lock time")
+	// ErrSecondChunk: a second chunk cut in one round (truncation_align_size not a multiple of page_size).
+	ErrSecondChunk = NewSentinel("second_chunk", "second chunked request in one round")
+)
+
+// ValidateRound checks a round's input in a fixed order (config, CP knobs,
+// pool, running, chunked, queue; each request field by field, then its rid
+// against earlier ones) and returns the first violation (§A1.14). Both
+// twins call it before any mutation. The lock-time evictable check and the
+// second-chunk check depend on the walk and are made during it.
+func ValidateRound(in RoundInput) error {
+	if err := validateAdderConfig(in.Config); err != nil {
+		return err
+	}
+	if err := checkTokens("pool.available", in.Pool.Available, 0); err != nil {
+		return err
+	}
+	if err := checkTokens("pool.evictable", in.Pool.Evictable, 0); err != nil {
+		return err
+	}
+	if in.L2LoadBackCapacity != nil {
+		if err := checkTokens("l2_load_back_capacity", *in.L2LoadBackCapacity, 0); err != nil {
+			return err
+		}
+	}
+	if n := len(in.Running) + len(in.Queue); n > MaxAdmitEntries {
+		return Reject(ErrTooLarge, "queue", n, fmt.Sprintf("len(queue)+len(running) <= %d", MaxAdmitEntries))
+	}
+	for i, r := range in.Running {
+		if r.MaxNewTokens < 0 || r.MaxNewTokens > MaxAdmitTokens {
+			return checkTokens(Idx("running", i)+".max_new_tokens", r.MaxNewTokens, 0)
+		}
+		if r.OutputLen < 0 || r.OutputLen > MaxAdmitTokens {
+			return checkTokens(Idx("running", i)+".output_len", r.OutputLen, 0)
+		}
+	}
+	seen := make(map[string]int, len(in.Queue)+1)
+	if c := in.Chunked; c != nil {
+		if err := ValidateRequest("chunked", -1, c); err != nil {
+			return err
+		}
+		if c.HostHit != 0 || c.L1PrefixEvictable != 0 {
+			return Reject(ErrAdmitRequest, "chunked", fmt.Sprintf("host_hit=%d l1_prefix_evictable=%d", c.HostHit, c.L1PrefixEvictable),
+				"a continuing chunk holds its own lock and loads nothing back: both 0")
+		}
+		seen[c.RID] = -1
+	}
+	for i := range in.Queue {
+		q := &in.Queue[i]
+		if err := ValidateRequest("queue", i, q); err != nil {
+			return err
+		}
+		if j, dup := seen[q.RID]; dup {
+			return Reject(ErrDuplicateRID, Idx("queue", i)+".rid", q.RID, fmt.Sprintf("unique in the round (also at position %d; -1 is chunked)", j))
+		}
+		seen[q.RID] = i
+	}
+	return nil
+}
+
+// checkTokens rejects v below lo (ErrNegative for lo 0, else ErrAdmitConfig)
+// or above MaxAdmitTokens (ErrTooLarge).
+func checkTokens(field string, v, lo int64) error {
+	switch {
+	case v < lo && lo == 0:
+		return Reject(ErrNegative, field, v, ">= 0")
+	case v < lo:
+		return Reject(ErrAdmitConfig, field, v, fmt.Sprintf(">= %d", lo))
+	case v > MaxAdmitTokens:
+		return Reject(ErrTooLarge, field, v, fmt.Sprintf("<= %d", MaxAdmitTokens))
+	}
+	return nil
+}
+
+func validateAdderConfig(c AdderConfig) error {
+	if err := checkTokens("config.page_size", c.PageSize, 1); err != nil {
+		return err
+	}
+	if r := c.NewTokenRatio; math.IsNaN(r) || r < 0 || r > 1 {
+		return Reject(ErrAdmitConfig, "config.new_token_ratio", r, "in [0, 1]")
+	}
+	if err := checkTokens("config.max_prefill_tokens", c.MaxPrefillTokens, 1); err != nil {
+		return err
+	}
+	if p := c.ChunkedPrefillSize; p != nil && *p > MaxAdmitTokens {
+		return Reject(ErrTooLarge, "config.chunked_prefill_size", *p, fmt.Sprintf("<= %d", MaxAdmitTokens))
+	}
+	if err := checkTokens("config.mixed_decode_tokens", c.MixedDecodeTokens, 0); err != nil {
+		return err
+	}
+	if a := c.TruncationAlignSize; a != nil {
+		if err := checkTokens("config.truncation_align_size", *a, 1); err != nil {
+			return err
+		}
+	}
+	if err := checkTokens("config.max_running_requests", c.MaxRunningRequests, 1); err != nil {
+		return err
+	}
+	if c.CP != nil {
+		return validateCP(c.CP)
+	}
+	return nil
+}
+
+func validateCP(cp *CPAdmission) error {
+	knobs := []struct {
+		name string
+		v    *int64
+	}{{"max_requests", cp.MaxRequests}, {"max_total_extend_tokens", cp.MaxTotalExtendTokens},
+		{"max_total_cached_tokens", cp.MaxTotalCachedTokens}}
+	for _, k := range knobs {
+		if k.v == nil {
+			continue
+		}
+		if *k.v < 1 {
+			return Reject(ErrAdmitConfig, "config.cp."+k.name, *k.v, ">= 1 (or unset for unlimited)")
+		}
+		if *k.v > MaxAdmitTokens {
+			return Reject(ErrTooLarge, "config.cp."+k.name, *k.v, fmt.Sprintf("<= %d", MaxAdmitTokens))
+		}
+	}
+	if b := cp.MaxBufferSizeBytes; b != nil && *b < 1 {
+		return Reject(ErrAdmitConfig, "config.cp.max_buffer_size_bytes", *b, ">= 1 (or unset for off)")
+	}
+	if m := cp.BufferModel; m != nil {
+		for _, k := range []struct {
+			name string
+			v    int64
+		}{{"per_request", m.PerRequest}, {"per_prefix_token", m.PerPrefixToken}, {"per_extend_token", m.PerExtendToken}} {
+			if k.v < 0 || k.v > MaxLinearBufferCoeff {
+				return Reject(ErrAdmitConfig, "config.cp.buffer_model."+k.name, k.v, fmt.Sprintf("in [0, %d]", MaxLinearBufferCoeff))
+			}
+		}
+	}
+	if cp.EstimatorContext != nil {
+		if cp.BufferModel != nil {
+			return Reject(ErrAdmitConfig, "config.cp.buffer_model", "set", "unset when config.cp.estimator is set (one buffer estimator)")
+		}
+		if err := ValidateEstimatorContext(*cp.EstimatorContext); err != nil {
+			return Reroot(err, "context.", "config.cp.estimator.")
+		}
+	}
+	if cp.MaxBufferSizeBytes != nil && cp.BufferModel == nil && cp.EstimatorContext == nil && cp.Estimator == nil {
+		return Reject(ErrAdmitConfig, "config.cp.buffer_model", nil, "set (or config.cp.estimator) when max_buffer_size_bytes is set")
+	}
+	return nil
+}
+
+// ValidateRequest checks one request's fields in §A1.14's order. Its JSON
+// path is list[i], or list alone when i < 0 (the chunked request); the
+// path is formatted only on failure, keeping validation allocation-free.
+func ValidateRequest(list string, i int, r *Request) error {
+	field := func(name string) string {
+		if i < 0 {
+			return list + "." + name
+		}
+		return Idx(list, i) + "." + name
+	}
+	if r.InputLen < 1 {
+		return Reject(ErrAdmitRequest, field("input_len"), r.InputLen, ">= 1")
+	}
+	vals := [...]int64{r.InputLen, r.OutputLen, r.MaxNewTokens, r.L1Prefix, r.L1PrefixEvictable, r.HostHit}
+	for k, v := range vals {
+		if v < 0 || v > MaxAdmitTokens {
+			return checkTokens(field(requestFieldNames[k]), v, 0)
+		}
+	}
+	if r.L1Prefix+r.HostHit > r.InputLen-1 {
+		return Reject(ErrAdmitRequest, field("host_hit"), r.HostHit,
+			fmt.Sprintf("l1_prefix (%d) + host_hit (%d) must be <= input_len - 1 (%d)", r.L1Prefix, r.HostHit, r.InputLen-1))
+	}
+	if r.L1PrefixEvictable > r.L1Prefix {
+		return Reject(ErrAdmitRequest, field("l1_prefix_evictable"), r.L1PrefixEvictable, fmt.Sprintf("in [0, l1_prefix=%d]", r.L1Prefix))
+	}
+	return nil
+}
+
+var requestFieldNames = [...]string{"input_len", "output_len", "max_new_tokens", "l1_prefix", "l1_prefix_evictable", "host_hit"}

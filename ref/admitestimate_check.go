@@ -1,0 +1,128 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Validation for admission.estimate (docs/spec/admission-serving.md A2): estimator context, chunk settings and requests.
+
+// ErrEstimatorParam: an estimator size (vocab, a byte constant, the
+// buffer-size limit) below 1 (A2.7).
+var ErrEstimatorParam = NewSentinel("estimator_param", "estimator: size must be >= 1")
+
+// ValidateEstimatorContext checks ctx in field order (A2.7) with JSON
+// paths under "context.": page size, CP size, the byte constants and
+// vocabulary (>= 1), the logit rows and transfer layers (>= 0), then the
+// chunk caps.
+func ValidateEstimatorContext(ctx EstimatorContext) error {
+	if ctx.PageSize < 1 {
+		return Reject(ErrInvalidPageSize, "context.page_size", ctx.PageSize, ">= 1")
+	}
+	if ctx.CPSize < 1 {
+		return Reject(ErrBadCPSize, "context.cp_size", ctx.CPSize, ">= 1")
+	}
+	if ctx.CPSize > MaxCP {
+		return Reject(ErrInvalidCPSize, "context.cp_size", ctx.CPSize, fmt.Sprintf("<= %d (MaxCP)", MaxCP))
+	}
+	atLeastOne := []struct {
+		field string
+		v     int64
+	}{
+		{"context.mla_row_bytes", ctx.MLARowBytes},
+		{"context.index_row_bytes", ctx.IndexRowBytes},
+		{"context.vocab_size", ctx.VocabSize},
+	}
+	for _, f := range atLeastOne {
+		if f.v < 1 {
+			return Reject(ErrEstimatorParam, f.field, f.v, ">= 1")
+		}
+	}
+	if ctx.LogitRowsPerReq < 0 {
+		return Reject(ErrNegative, "context.logit_rows_per_req", ctx.LogitRowsPerReq, ">= 0")
+	}
+	if ctx.TransferLayers < 0 {
+		return Reject(ErrNegative, "context.transfer_layers", ctx.TransferLayers, ">= 0")
+	}
+	for _, f := range []struct {
+		field string
+		v     int64
+	}{
+		{"context.descriptor_bytes", ctx.DescriptorBytes},
+		{"context.page_descriptor_bytes", ctx.PageDescriptorBytes},
+		{"context.row_remap_bytes", ctx.RowRemapBytes},
+	} {
+		if f.v < 1 {
+			return Reject(ErrEstimatorParam, f.field, f.v, ">= 1")
+		}
+	}
+	return CheckEstimatorChunk("context.chunk", ctx.Chunk)
+}
+
+// CheckEstimatorChunk validates the chunk caps under A2.7: not both (the
+// seed rejected a silent precedence), a row cap >= 1, a GiB cap positive,
+// finite and at least one byte once converted (int(g·2^30) >= 1). A
+// non-finite value is reported as its string, since JSON cannot carry it.
+func CheckEstimatorChunk(field string, c MQAChunkConfig) error {
+	if c.MaxRows != nil && c.MaxGB != nil {
+		return Reject(ErrConfig, field, "max_rows and max_gb",
+			EnvMQAChunkMaxRows+" and "+EnvMQAChunkMaxGB+" are mutually exclusive; set one")
+	}
+	if c.MaxRows != nil && *c.MaxRows < 1 {
+		return Reject(ErrConfig, field+".max_rows", *c.MaxRows, "an integer >= 1 ("+EnvMQAChunkMaxRows+")")
+	}
+	if c.MaxGB == nil {
+		return nil
+	}
+	g := *c.MaxGB
+	switch {
+	case math.IsNaN(g) || math.IsInf(g, 0):
+		return Reject(ErrConfig, field+".max_gb", strconv.FormatFloat(g, 'g', -1, 64), "a positive finite number ("+EnvMQAChunkMaxGB+")")
+	case g <= 0:
+		return Reject(ErrConfig, field+".max_gb", g, "a positive finite number ("+EnvMQAChunkMaxGB+")")
+	case g < 1.0/(1<<30):
+		// g·2^30 < 1 exactly (scaling by a power of two is exact here).
+		return Reject(ErrConfig, field+".max_gb", g, "int(max_gb·2^30) >= 1 byte ("+EnvMQAChunkMaxGB+" is too small)")
+	}
+	return nil
+}
+
+// CheckEstimateReqs rejects the first request (in order) with a negative
+// prefix or extend length, prefix first.
+func CheckEstimateReqs(reqs []EstimateReq) error {
+	for i, r := range reqs {
+		if err := CheckEstimateReq(i, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckEstimateReq rejects request r at index i of the batch when a length
+// is negative (A2.7), naming requests[i].prefix_len or .extend_len.
+func CheckEstimateReq(i int, r EstimateReq) error {
+	if r.PrefixLen < 0 {
+		return Reject(ErrNegative, Idx("requests", i)+".prefix_len", r.PrefixLen, ">= 0")
+	}
+	if r.ExtendLen < 0 {
+		return Reject(ErrNegative, Idx("requests", i)+".extend_len", r.ExtendLen, ">= 0")
+	}
+	return nil
+}
+
+// ValidateAdmissionEstimate checks everything but overflow, in the
+// contract order: context, the output's size under lim (per_rank has
+// cp_size entries), the gate's limit, then the requests.
+func ValidateAdmissionEstimate(lim Limits, in AdmissionEstimateInput) error {
+	if err := ValidateEstimatorContext(in.Context); err != nil {
+		return err
+	}
+	if err := lim.CheckOutput("context.cp_size", in.Context.CPSize, rankMQABytes); err != nil {
+		return err
+	}
+	if m := in.MaxBufferSizeBytes; m != nil && *m < 1 {
+		return Reject(ErrEstimatorParam, "max_buffer_size_bytes", *m, ">= 1")
+	}
+	return CheckEstimateReqs(in.Requests)
+}

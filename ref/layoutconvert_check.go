@@ -1,0 +1,291 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+)
+
+// Validation for layout.convert (docs/spec/transfer.md §7.2, §7.3): configuration, mode fields and page spans.
+
+// Sentinels of layout.convert (docs/spec/transfer.md §7.2, §7.3).
+var (
+	// ErrIncompletePageSpan: token indices that are not whole, aligned pages (§7.2).
+	ErrIncompletePageSpan = NewSentinel("incomplete_page_span", "token indices do not cover whole pages")
+	// ErrDuplicateHostPage: a backup writes one host page twice (§7.2).
+	ErrDuplicateHostPage = NewSentinel("duplicate_host_page", "host page listed twice in a backup")
+	// ErrDuplicateDevicePage: a load writes one device page twice; the mirror
+	// of ErrDuplicateHostPage (docs/spec/transfer.md §7.2 amendment).
+	ErrDuplicateDevicePage = NewSentinel("duplicate_device_page", "device page listed twice in a load")
+	// ErrLPFRequiresDirect: layer_page_first with an io backend other than direct (§7.3).
+	ErrLPFRequiresDirect = NewSentinel("lpf_requires_direct", "layer_page_first is direct-only")
+	// ErrLPFStorageUnsupported: a storage backend, or a flat page read, on layer_page_first (§7.3).
+	ErrLPFStorageUnsupported = NewSentinel("lpf_storage_unsupported", "layer_page_first has no one-pointer-per-page storage contract")
+	// ErrLPFKernelUnavailable: the LPF direct kernel is missing; never fall back silently (§7.3).
+	ErrLPFKernelUnavailable = NewSentinel("lpf_kernel_unavailable", "layer_page_first kernel not available")
+	// ErrDeviceIndices: device-resident indices given to the direct path (§7.3).
+	ErrDeviceIndices = NewSentinel("device_indices", "the direct path needs host-resident indices")
+	// ErrIndexDType: indices that are not int64 given to the direct path (§7.3).
+	ErrIndexDType = NewSentinel("index_dtype", "the direct path needs int64 indices")
+	// ErrArenaSize: an arena's length differs from its geometry's size (§7.1).
+	ErrArenaSize = NewSentinel("arena_size", "arena length does not match its geometry")
+	// ErrFieldNotInMode: a field the chosen mode does not read is set, so
+	// the caller's intent is unclear (kvtwin input contract).
+	ErrFieldNotInMode = NewSentinel("field_not_in_mode", "field is not used by this mode")
+)
+
+// ValidateLayoutConvert checks in and returns its plan. The order is the
+// contract: the §7.3 configuration (CheckConvertConfig), fields the mode
+// does not read (CheckConvertModeFields), the host geometry, the host arena
+// size, then the mode's own fields, and last the output size.
+func ValidateLayoutConvert(lim Limits, in LayoutConvertInput) (ConvertPlan, error) {
+	if err := CheckConvertConfig(in); err != nil {
+		return ConvertPlan{}, err
+	}
+	if err := CheckConvertModeFields(in); err != nil {
+		return ConvertPlan{}, err
+	}
+	g, err := CheckHostSizes(in.Layout, in.Pool, in.Layers, in.Pages, in.PageSize, in.TokenBytes)
+	if err != nil {
+		return ConvertPlan{}, err
+	}
+	if err := checkArena("host", in.Host, g.TotalBytes(), "planes×layers×pages×page_size×token_bytes"); err != nil {
+		return ConvertPlan{}, err
+	}
+	plan := ConvertPlan{Host: g}
+	switch in.Mode {
+	case ConvertRelayout:
+		plan.To = g
+		plan.To.Layout = in.To
+		return plan, lim.CheckOutput("host", g.TotalBytes(), 1)
+	case ConvertPageGet:
+		if err := CheckPageSpans("host_indices", in.HostIndices, g.P, g.NP, "pages"); err != nil {
+			return ConvertPlan{}, err
+		}
+		plan.Pages = int64(len(in.HostIndices)) / g.P
+		return plan, lim.CheckOutput("host_indices", plan.Pages, g.Planes()*g.L*g.PB())
+	default:
+		return validateTransfer(lim, in, plan)
+	}
+}
+
+// CheckConvertConfig is the §7.3 fail-fast table, checked before any size:
+// mode, layout (and to), pool, LPF on MHA, the enums io_backend,
+// index_device and index_dtype; then, when an LPF arena takes part, direct
+// io, no storage backend, no flat page read and an available kernel; then,
+// for a load or backup on the direct path, CPU and int64 indices.
+func CheckConvertConfig(in LayoutConvertInput) error {
+	switch in.Mode {
+	case ConvertRelayout, ConvertLoad, ConvertBackup, ConvertPageGet:
+	default:
+		return Reject(ErrBadEnum, "mode", string(in.Mode), `"relayout", "load", "backup" or "page_get"`)
+	}
+	if err := checkConvertLayouts(in); err != nil {
+		return err
+	}
+	if err := checkConvertEnums(in); err != nil {
+		return err
+	}
+	if UsesLPF(in) {
+		if err := checkLPFConfig(in); err != nil {
+			return err
+		}
+	}
+	if (in.Mode == ConvertLoad || in.Mode == ConvertBackup) && EffectiveIOBackend(in) == IOBackendDirect {
+		if in.IndexDevice == IndexOnCUDA {
+			return Reject(ErrDeviceIndices, "index_device", string(in.IndexDevice), `"cpu" on the direct io backend`)
+		}
+		if in.IndexDType == IndexInt32 {
+			return Reject(ErrIndexDType, "index_dtype", string(in.IndexDType), `"int64" on the direct io backend`)
+		}
+	}
+	return nil
+}
+
+func checkConvertLayouts(in LayoutConvertInput) error {
+	relayout := in.Mode == ConvertRelayout
+	if err := CheckHostLayout("layout", in.Layout); err != nil {
+		return err
+	}
+	if relayout {
+		if err := CheckHostLayout("to", in.To); err != nil {
+			return err
+		}
+	}
+	if err := CheckHostPool(in.Pool); err != nil {
+		return err
+	}
+	if err := CheckLPFPool("layout", in.Layout, in.Pool); err != nil {
+		return err
+	}
+	if relayout {
+		return CheckLPFPool("to", in.To, in.Pool)
+	}
+	return nil
+}
+
+func checkConvertEnums(in LayoutConvertInput) error {
+	switch in.IOBackend {
+	case "", IOBackendDirect, IOBackendKernel:
+	default:
+		return Reject(ErrBadEnum, "io_backend", string(in.IOBackend), `"direct" or "kernel"`)
+	}
+	switch in.IndexDevice {
+	case "", IndexOnCPU, IndexOnCUDA:
+	default:
+		return Reject(ErrBadEnum, "index_device", string(in.IndexDevice), `"cpu" or "cuda"`)
+	}
+	switch in.IndexDType {
+	case "", IndexInt64, IndexInt32:
+	default:
+		return Reject(ErrBadEnum, "index_dtype", string(in.IndexDType), `"int64" or "int32"`)
+	}
+	return nil
+}
+
+// checkLPFConfig is §7.3's LPF rows, in the table's order.
+func checkLPFConfig(in LayoutConvertInput) error {
+	if io := EffectiveIOBackend(in); io != IOBackendDirect {
+		return Reject(ErrLPFRequiresDirect, "io_backend", string(io), `"direct" with layer_page_first`)
+	}
+	if in.StorageBackend != "" {
+		return Reject(ErrLPFStorageUnsupported, "storage_backend", in.StorageBackend, `"" (none) with layer_page_first`)
+	}
+	if in.Mode == ConvertPageGet {
+		return Reject(ErrLPFStorageUnsupported, "mode", string(in.Mode), `not "page_get" on layer_page_first`)
+	}
+	if in.LPFKernelUnavailable {
+		return Reject(ErrLPFKernelUnavailable, "lpf_kernel_unavailable", true, "false: no silent fallback to a slower copy")
+	}
+	return nil
+}
+
+// CheckConvertModeFields rejects, in struct order, a field that in.Mode
+// does not read but that is set: to (relayout only); layer, device_pages,
+// device_indices, device (load and backup); host_indices (all but relayout).
+func CheckConvertModeFields(in LayoutConvertInput) error {
+	relayout, pageGet := in.Mode == ConvertRelayout, in.Mode == ConvertPageGet
+	transfer := !relayout && !pageGet
+	stray := func(field string, value any) error {
+		return Reject(ErrFieldNotInMode, field, value, fmt.Sprintf("absent in mode %q", in.Mode))
+	}
+	switch {
+	case in.To != "" && !relayout:
+		return stray("to", string(in.To))
+	case in.Layer != nil && !transfer:
+		return stray("layer", *in.Layer)
+	case in.DevicePages != 0 && !transfer:
+		return stray("device_pages", in.DevicePages)
+	case len(in.HostIndices) != 0 && relayout:
+		return stray("host_indices", len(in.HostIndices))
+	case len(in.DeviceIndices) != 0 && !transfer:
+		return stray("device_indices", len(in.DeviceIndices))
+	case len(in.Device) != 0 && !transfer:
+		return stray("device", len(in.Device))
+	}
+	return nil
+}
+
+// validateTransfer checks a load or backup after the host arena: device
+// pages and arena, the layer, the index lists' lengths, host then device
+// page spans, the destination pages' uniqueness, and the output size.
+func validateTransfer(lim Limits, in LayoutConvertInput, plan ConvertPlan) (ConvertPlan, error) {
+	g := plan.Host
+	if err := CheckSize("device_pages", in.DevicePages); err != nil {
+		return ConvertPlan{}, err
+	}
+	if perPage := g.Planes() * g.L * g.PB(); MulOverflows(in.DevicePages, perPage) {
+		return ConvertPlan{}, Reject(ErrOverflow, "device_pages", in.DevicePages,
+			fmt.Sprintf("device_pages×planes×layers×page_size×token_bytes <= %d", int64(math.MaxInt64)))
+	}
+	dev := HostGeometry{Layout: LayerFirst, Pool: g.Pool, L: g.L, NP: in.DevicePages, P: g.P, TB: g.TB}
+	if err := checkArena("device", in.Device, dev.TotalBytes(), "planes×layers×device_pages×page_size×token_bytes"); err != nil {
+		return ConvertPlan{}, err
+	}
+	plan.Device, plan.FirstLayer, plan.EndLayer = dev, 0, g.L
+	if in.Layer != nil {
+		if err := checkCoord("layer", *in.Layer, g.L, "layers", ErrIndexOutOfRange); err != nil {
+			return ConvertPlan{}, err
+		}
+		plan.FirstLayer, plan.EndLayer = *in.Layer, *in.Layer+1
+	}
+	if len(in.DeviceIndices) != len(in.HostIndices) {
+		return ConvertPlan{}, Reject(ErrLengthMismatch, "device_indices", len(in.DeviceIndices),
+			fmt.Sprintf("len == len(host_indices) = %d", len(in.HostIndices)))
+	}
+	if err := CheckPageSpans("host_indices", in.HostIndices, g.P, g.NP, "pages"); err != nil {
+		return ConvertPlan{}, err
+	}
+	if err := CheckPageSpans("device_indices", in.DeviceIndices, g.P, dev.NP, "device_pages"); err != nil {
+		return ConvertPlan{}, err
+	}
+	// The destination's pages must be unique: a page written twice would
+	// make the result depend on copy order.
+	arena, field, idx, pages, dup := "device", "device_indices", in.DeviceIndices, dev.NP, ErrDuplicateDevicePage
+	if in.Mode == ConvertBackup {
+		arena, field, idx, pages, dup = "host", "host_indices", in.HostIndices, g.NP, ErrDuplicateHostPage
+	}
+	if err := CheckUniquePages(field, idx, g.P, pages, dup); err != nil {
+		return ConvertPlan{}, err
+	}
+	plan.SortHost = g.Layout == LayerFirst && EffectiveIOBackend(in) == IOBackendDirect
+	plan.Pages = int64(len(in.HostIndices)) / g.P
+	size := dev.TotalBytes()
+	if in.Mode == ConvertBackup {
+		size = g.TotalBytes()
+	}
+	return plan, lim.CheckOutput(arena, size, 1)
+}
+
+func checkArena(field string, arena []byte, want int64, expr string) error {
+	if int64(len(arena)) != want {
+		return Reject(ErrArenaSize, field, len(arena), fmt.Sprintf("len == %s = %d", expr, want))
+	}
+	return nil
+}
+
+// CheckPageSpans checks §7.2's token→page rule on idx: its length is a
+// multiple of p, and each group of p entries is exactly [k×p … k×p+p−1]
+// with 0 <= k < pages. Entries are checked in order; for each, a negative
+// value (ErrNegative) first, then its place in the page
+// (ErrIncompletePageSpan), then, on a page's first token, the page bound
+// (ErrPageOutOfRange). pagesName names the bound's field.
+func CheckPageSpans(field string, idx []int64, p, pages int64, pagesName string) error {
+	if n := int64(len(idx)); n%p != 0 {
+		return Reject(ErrIncompletePageSpan, field, n, fmt.Sprintf("len a multiple of page_size=%d", p))
+	}
+	for i, v := range idx {
+		if v < 0 {
+			return Reject(ErrNegative, Idx(field, i), v, ">= 0")
+		}
+		o := int64(i) % p
+		if o != 0 {
+			if want := idx[i-int(o)] + o; v != want {
+				return Reject(ErrIncompletePageSpan, Idx(field, i), v, fmt.Sprintf("== %s[%d]+%d = %d (same page)", field, i-int(o), o, want))
+			}
+			continue
+		}
+		if v%p != 0 {
+			return Reject(ErrIncompletePageSpan, Idx(field, i), v, fmt.Sprintf("a multiple of page_size=%d (a page's first token)", p))
+		}
+		if v/p >= pages {
+			return Reject(ErrPageOutOfRange, Idx(field, i), v, fmt.Sprintf("page (token/page_size) < %s=%d", pagesName, pages))
+		}
+	}
+	return nil
+}
+
+// CheckUniquePages rejects, with s, the first page of idx (whole pages of
+// size p, already checked by CheckPageSpans against pages) that an earlier
+// group already named. Its scratch is a bitset of pages bits, bounded by the
+// validated arena the pages index.
+func CheckUniquePages(field string, idx []int64, p, pages int64, s *Sentinel) error {
+	seen := make([]uint64, (pages+63)/64)
+	for i := 0; i < len(idx); i += int(p) {
+		k := idx[i] / p
+		if seen[k/64]&(1<<(k%64)) != 0 {
+			return Reject(s, Idx(field, i), idx[i], fmt.Sprintf("a page (%d) not listed earlier in %s", k, field))
+		}
+		seen[k/64] |= 1 << (k % 64)
+	}
+	return nil
+}
