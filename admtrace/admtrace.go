@@ -2,9 +2,10 @@
 // (docs/spec/admission-serving.md §A3, `kvtwin bench admission --trace`): it replays
 // the trace in arrival order through a live two-tier prefix cache — a
 // capacity-bounded device (L1) radix tree and a larger host (L2) tree, both
-// keyed by the trace's 512-token hash blocks — so that each request's
-// l1_cached_tokens and l2_host_hit_tokens are the prefix the caches held
-// when it arrived. The bench itself (ref.RunAdmissionBench over the fast
+// keyed by the trace's 512-token hash blocks, built by Config.NewTree (the
+// production fast tree, catalog.RadixTree(catalog.Fast), by default) — so
+// that each request's l1_cached_tokens and l2_host_hit_tokens are the
+// prefix the caches held when it arrived. The bench itself (ref.RunAdmissionBench over the fast
 // round) is unchanged: this package only builds its requests and its
 // fake L1 pool.
 package admtrace
@@ -13,7 +14,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/replay"
 )
@@ -36,6 +37,11 @@ type Config struct {
 	L2CacheTokens int
 	// Window is the bench's queue_window, >= 1.
 	Window int
+	// NewTree builds both tiers' radix trees (docs/spec/radix-acks.md §1),
+	// e.g. catalog.RadixTree(impl); nil means the production tree,
+	// catalog.RadixTree(catalog.Fast). Every tree of the contract gives
+	// the same requests and Stats.
+	NewTree ref.NewRadixTreeFunc
 }
 
 // Stats are what the cache replay saw, for the report.
@@ -58,8 +64,8 @@ type tier struct {
 	blocks int // capacity in blocks
 }
 
-func newTier(tokens int) (*tier, error) {
-	tree, err := fast.NewRadixTree(ref.TreeConfig{PageSize: 1, Policy: ref.PolicyLRU})
+func newTier(newTree ref.NewRadixTreeFunc, tokens int) (*tier, error) {
+	tree, err := newTree(ref.TreeConfig{PageSize: 1, Policy: ref.PolicyLRU})
 	if err != nil {
 		return nil, err
 	}
@@ -108,13 +114,20 @@ func Requests(reqs []replay.Request, pageSize int64, cfg Config) ([]ref.BenchReq
 	if err := check(cfg); err != nil {
 		return nil, Stats{}, err
 	}
-	l1, err := newTier(cfg.L1CacheTokens)
+	newTree := cfg.NewTree
+	if newTree == nil {
+		var err error
+		if newTree, err = catalog.RadixTree(catalog.Fast); err != nil {
+			return nil, Stats{}, err
+		}
+	}
+	l1, err := newTier(newTree, cfg.L1CacheTokens)
 	if err != nil {
 		return nil, Stats{}, err
 	}
 	var l2 *tier
 	if cfg.L2CacheTokens > 0 {
-		if l2, err = newTier(cfg.L2CacheTokens); err != nil {
+		if l2, err = newTier(newTree, cfg.L2CacheTokens); err != nil {
 			return nil, Stats{}, err
 		}
 	}

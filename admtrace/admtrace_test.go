@@ -170,3 +170,33 @@ func fullTracePath(tb testing.TB) (string, bool) {
 		}
 	}
 }
+
+// TestEveryTreeGivesTheSameRequests: the caches' trees come from the
+// caller (catalog.RadixTree), nil meaning the production fast tree, and
+// the ref and fast trees give the same bench requests and stats.
+func TestEveryTreeGivesTheSameRequests(t *testing.T) {
+	reqs, err := replay.ReadFile(samplePath, replay.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs = reqs[:100]
+	want, wantSt, err := admtrace.Requests(reqs, 64, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, impl := range []catalog.Impl{catalog.Ref, catalog.Fast} {
+		newTree, err := catalog.RadixTree(impl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cfg
+		c.NewTree = newTree
+		got, st, err := admtrace.Requests(reqs, 64, c)
+		if err != nil {
+			t.Fatalf("%s: %v", impl, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" || st != wantSt {
+			t.Errorf("%s tree differs from the default (-default +%s):\n%s\nstats %+v, want %+v", impl, impl, diff, st, wantSt)
+		}
+	}
+}

@@ -69,7 +69,8 @@ type Registry struct {
 }
 
 // NewRegistry returns an empty registry whose pools' trees newTree builds
-// (fast.NewRadixTree in production, ref.NewRadixTree in tests).
+// (catalog.RadixTree(catalog.Fast) in production, catalog.RadixTree(catalog.Ref)
+// as the reference).
 func NewRegistry(newTree ref.NewRadixTreeFunc, lim Limits) (*Registry, error) {
 	if newTree == nil {
 		return nil, ref.Reject(ErrBadLimits, "newTree", "nil", "a ref.NewRadixTreeFunc")

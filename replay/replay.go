@@ -48,8 +48,8 @@ type Config struct {
 	// Blocks mode holds CapacityTokens/512 blocks. A non-zero capacity must
 	// hold at least one page (ErrBadCapacity).
 	CapacityTokens int
-	// NewTree builds the tree: fast.NewRadixTree in production,
-	// ref.NewRadixTree as the reference.
+	// NewTree builds the tree, required: catalog.RadixTree(catalog.Fast)
+	// in production, catalog.RadixTree(catalog.Ref) as the reference.
 	NewTree ref.NewRadixTreeFunc
 	// Limits bounds the requests Run accepts (CheckRequest); the zero value
 	// means DefaultLimits.

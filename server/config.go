@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/jsonscan"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/ref"
@@ -47,7 +46,9 @@ type Config struct {
 	// Impl is the implementation op requests run on; ?impl= overrides it per request.
 	// Every op must have it in this build (cuda: the device must be usable and
 	// pass its self-test; ops without a CUDA twin then answer 400 per request):
-	// nothing falls back to another implementation.
+	// nothing falls back to another implementation. It also picks the radix
+	// tree of the prefix pools, catalog.RadixTree(Impl): ref or fast (the tree
+	// has no CUDA twin, so under cuda a pool create answers 400).
 	Impl catalog.Impl
 	// Limits are passed to every op run.
 	Limits ref.Limits
@@ -91,9 +92,6 @@ type Config struct {
 	// capacity per pool, tokens per request (longer lists get 413), and the
 	// memory all pools may reserve (a create beyond it gets 409).
 	Prefix prefix.Limits
-	// PrefixTree builds the pools' radix trees (ref.NewRadixTree or
-	// fast.NewRadixTree; both give identical results).
-	PrefixTree ref.NewRadixTreeFunc
 	// Entries replaces catalog.All() as the ops served. It exists for tests
 	// (an op that panics or blocks); nil, the default, serves catalog.All().
 	Entries []catalog.Entry
@@ -103,8 +101,8 @@ type Config struct {
 // fast implementation on 127.0.0.1:8080, 64 MiB bodies, one op request in
 // flight per CPU (ops are CPU-bound; more would only queue), default op
 // limits, timeouts sized for the largest body and output, and prefix pools
-// on the fast tree under prefix.DefaultLimits, whose memory budget is a
-// quarter of this machine's (or container's) memory.
+// on the fast tree (Impl's) under prefix.DefaultLimits, whose memory budget
+// is a quarter of this machine's (or container's) memory.
 func DefaultConfig() Config {
 	return Config{
 		Addr:              "127.0.0.1:8080",
@@ -127,7 +125,6 @@ func DefaultConfig() Config {
 		MaxConnections:       1024,
 		Logger:               slog.Default(),
 		Prefix:               prefix.DefaultLimits(),
-		PrefixTree:           fast.NewRadixTree,
 	}
 }
 
@@ -200,14 +197,11 @@ func (cfg Config) validateHostileBounds() error {
 	return nil
 }
 
-// validatePrefix rejects a prefix limit below 1 and a nil tree constructor.
+// validatePrefix rejects a prefix limit below 1.
 func (cfg Config) validatePrefix() error {
 	if err := cfg.Prefix.Validate(); err != nil {
 		ie, _ := ref.AsInputError(err)
 		return ref.Reject(ErrBadConfig, "Prefix."+ie.Field, ie.Value, ie.Bound)
-	}
-	if cfg.PrefixTree == nil {
-		return ref.Reject(ErrBadConfig, "PrefixTree", "nil", "ref.NewRadixTree or fast.NewRadixTree")
 	}
 	return nil
 }

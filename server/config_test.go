@@ -21,7 +21,7 @@ func TestDefaultConfigIsValidAndBindsLoopback(t *testing.T) {
 		t.Errorf("default Addr %q, want 127.0.0.1:port", cfg.Addr)
 	}
 	if cfg.Impl != catalog.Fast || cfg.MaxBodyBytes != 64<<20 || cfg.Limits != server.DefaultLimits() ||
-		cfg.Prefix != prefix.DefaultLimits() || cfg.PrefixTree == nil {
+		cfg.Prefix != prefix.DefaultLimits() {
 		t.Errorf("defaults %+v", cfg)
 	}
 	if _, err := server.New(cfg); err != nil {
@@ -58,7 +58,6 @@ func TestNewRejectsEachOutOfBoundsFieldNamingFieldValueAndBound(t *testing.T) {
 		{"Prefix.MaxPools", "0", ">= 1", func(c *server.Config) { c.Prefix.MaxPools = 0 }},
 		{"Prefix.MaxPoolCapacity", "-1", ">= 1", func(c *server.Config) { c.Prefix.MaxPoolCapacity = -1 }},
 		{"Prefix.MaxRequestTokens", "0", ">= 1", func(c *server.Config) { c.Prefix.MaxRequestTokens = 0 }},
-		{"PrefixTree", "nil", "NewRadixTree", func(c *server.Config) { c.PrefixTree = nil }},
 		{"Entries", "[]", "at least one entry", func(c *server.Config) { c.Entries = []catalog.Entry{} }},
 		{"Entries[1]", "transfer.filter_cp_rank", "not already served", func(c *server.Config) {
 			c.Entries = []catalog.Entry{catalog.FilterCPRank(), catalog.FilterCPRank()}

@@ -33,7 +33,7 @@ func (s *Server) prefixRoutes(r *mux.Router) {
 	post("/v1/prefix:score", prefixPost(s, http.StatusOK, s.score))
 	multi("/v1/prefix/{pool}", map[string]http.HandlerFunc{
 		http.MethodGet:    s.handlePoolGet,
-		http.MethodPost:   prefixPost(s, http.StatusCreated, s.createPool),
+		http.MethodPost:   s.poolsAvailable(prefixPost(s, http.StatusCreated, s.createPool)),
 		http.MethodDelete: s.handlePoolDelete,
 	}, "GET, POST, DELETE")
 	post("/v1/prefix/{pool}/insert", prefixPost(s, http.StatusOK, s.insert))
@@ -41,6 +41,20 @@ func (s *Server) prefixRoutes(r *mux.Router) {
 	post("/v1/prefix/{pool}/lock", prefixPost(s, http.StatusOK, s.lock))
 	post("/v1/prefix/{pool}/unlock", prefixPost(s, http.StatusOK, s.unlock))
 	post("/v1/prefix/{pool}/evict", prefixPost(s, http.StatusOK, s.evict))
+}
+
+// poolsAvailable answers 400, before reading the body, when the configured
+// implementation has no prefix-pool tree (cuda: catalog.RadixTree): the
+// pools never fall back to another tree. Only a create needs the gate:
+// without pools every other route answers as for an unknown pool.
+func (s *Server) poolsAvailable(h http.HandlerFunc) http.HandlerFunc {
+	if s.poolsUnavailable == nil {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, badRequest("impl", "impl = %s: prefix pools: %v; kvtwin never falls back to another implementation",
+			s.cfg.Impl, s.poolsUnavailable))
+	}
 }
 
 // PoolStats is a pool's stats with its name: GET /v1/prefix/{pool}, the 201

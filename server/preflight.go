@@ -12,7 +12,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/jsonscan"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -27,22 +26,12 @@ const PreflightPath = "/v1/openai/preflight"
 // hold what the endpoint needs (the request object, the token counts).
 var ErrBadPreflight = ref.NewSentinel("bad_preflight", "preflight envelope malformed")
 
-// preflightTwins are the typed twins one implementation answers with.
+// preflightTwins are one implementation's preflight twins from
+// catalog.Preflight, or why it has none (err; only ref and fast implement
+// the serving ops).
 type preflightTwins struct {
-	normalize catalog.Func[ref.ChatNormalizeInput, ref.ChatNormalizeOutput]
-	length    catalog.Func[ref.InputLengthInput, ref.InputLengthOutput]
-	errorBody catalog.Func[ref.ErrorBodyInput, ref.ErrorBodyOutput]
-}
-
-// twinsFor returns impl's twins; only ref and fast implement the serving ops.
-func twinsFor(impl catalog.Impl) (preflightTwins, bool) {
-	switch impl {
-	case catalog.Ref:
-		return preflightTwins{ref.ChatNormalize, ref.ValidateInputLength, ref.ErrorBody}, true
-	case catalog.Fast:
-		return preflightTwins{fast.ChatNormalize, fast.ValidateInputLength, fast.ErrorBody}, true
-	}
-	return preflightTwins{}, false
+	catalog.PreflightTwins
+	err error
 }
 
 // preflightEnvelope is the decoded POST body.
@@ -259,9 +248,9 @@ func envelopeEndpoint(v gjson.Result, hasMessages, hasPrompt bool) (string, erro
 // validation and normalization (400, always non-streaming), the input-length
 // bounds (413: non-streaming, or the in-stream chunk for a stream without
 // --stream-first-chunk-preflight), then the normalized request (200).
-func preflight(tw preflightTwins, lim ref.Limits, env preflightEnvelope) (preflightAnswer, error) {
+func preflight(tw catalog.PreflightTwins, lim ref.Limits, env preflightEnvelope) (preflightAnswer, error) {
 	n := env.n
-	norm, err := tw.normalize(lim, ref.ChatNormalizeInput{Endpoint: env.endpoint, Request: env.request,
+	norm, err := tw.Normalize(lim, ref.ChatNormalizeInput{Endpoint: env.endpoint, Request: env.request,
 		PromptTokens: &n, ContextLen: env.c, Flags: env.flags})
 	if err != nil {
 		return preflightAnswer{}, err
@@ -269,7 +258,7 @@ func preflight(tw preflightTwins, lim ref.Limits, env preflightEnvelope) (prefli
 	if norm.Status != http.StatusOK {
 		return errorAnswer(tw, lim, ref.SurfaceOpenAI, norm.Status, ref.BadRequest, norm.Message)
 	}
-	verdict, err := tw.length(lim, ref.InputLengthInput{PromptTokens: env.n, ContextLen: env.c, MaxTotalTokens: env.t, AllowAutoTruncate: env.truncate})
+	verdict, err := tw.InputLength(lim, ref.InputLengthInput{PromptTokens: env.n, ContextLen: env.c, MaxTotalTokens: env.t, AllowAutoTruncate: env.truncate})
 	if err != nil {
 		return preflightAnswer{}, err
 	}
@@ -283,8 +272,8 @@ func preflight(tw preflightTwins, lim ref.Limits, env preflightEnvelope) (prefli
 	return preflightAnswer{status: http.StatusOK, contentType: ref.ContentJSON, body: norm.Request, soft: norm.SoftMaxTokens}, nil
 }
 
-func errorAnswer(tw preflightTwins, lim ref.Limits, surface string, status int, errType, msg string) (preflightAnswer, error) {
-	b, err := tw.errorBody(lim, ref.ErrorBodyInput{Surface: surface, Status: status, ErrType: errType, Message: msg})
+func errorAnswer(tw catalog.PreflightTwins, lim ref.Limits, surface string, status int, errType, msg string) (preflightAnswer, error) {
+	b, err := tw.ErrorBody(lim, ref.ErrorBodyInput{Surface: surface, Status: status, ErrType: errType, Message: msg})
 	if err != nil {
 		return preflightAnswer{}, err
 	}
@@ -299,7 +288,7 @@ func (s *Server) handlePreflight(w http.ResponseWriter, r *http.Request) {
 	defer func() { s.metrics.observe(preflightLabel, string(impl), sw.code(), time.Since(start)) }()
 	s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var aerr *apiError
-		if impl, aerr = preflightImpl(r, impl); aerr != nil {
+		if impl, aerr = s.preflightImpl(r, impl); aerr != nil {
 			s.writeError(w, r, aerr)
 			return
 		}
@@ -308,7 +297,7 @@ func (s *Server) handlePreflight(w http.ResponseWriter, r *http.Request) {
 }
 
 // preflightImpl reads the optional ?impl= (ref or fast).
-func preflightImpl(r *http.Request, impl catalog.Impl) (catalog.Impl, *apiError) {
+func (s *Server) preflightImpl(r *http.Request, impl catalog.Impl) (catalog.Impl, *apiError) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return impl, badRequest("", "malformed query string: %v", err)
@@ -321,9 +310,8 @@ func preflightImpl(r *http.Request, impl catalog.Impl) (catalog.Impl, *apiError)
 			return impl, badRequest("impl", "impl: %v", err)
 		}
 	}
-	if _, ok := twinsFor(impl); !ok {
-		return impl, badRequest("impl", "impl = %s: %s: %v; kvtwin never falls back to another implementation",
-			impl, preflightLabel, catalog.ErrImplUnavailable)
+	if err := s.preflight[impl].err; err != nil {
+		return impl, badRequest("impl", "impl = %s: %v; kvtwin never falls back to another implementation", impl, err)
 	}
 	return impl, nil
 }
@@ -364,9 +352,8 @@ func (s *Server) preflightInSlot(body []byte, impl catalog.Impl) (preflightAnswe
 	if aerr != nil {
 		return ans, aerr
 	}
-	tw, _ := twinsFor(impl)
 	if err == nil {
-		ans, err = preflight(tw, s.cfg.Limits, env)
+		ans, err = preflight(s.preflight[impl].PreflightTwins, s.cfg.Limits, env)
 	}
 	if err != nil {
 		if _, ok := ref.AsInputError(err); !ok {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/prefix"
+	"github.com/kvtwin/kvtwin/ref"
 )
 
 // allImpls is every implementation name, in the order readiness reports them.
@@ -33,6 +34,13 @@ type Server struct {
 	metrics  *metrics
 	pools    *prefix.Registry
 	handler  http.Handler
+
+	// preflight holds, per implementation, the preflight's twins or why
+	// the implementation has none (catalog.Preflight), looked up once.
+	preflight map[catalog.Impl]preflightTwins
+	// poolsUnavailable is why Impl has no prefix-pool radix tree
+	// (catalog.RadixTree: cuda), or nil; a pool create then answers 400.
+	poolsUnavailable error
 
 	// bodies is the MaxBodyBytesInFlight budget of request bodies held.
 	bodies *semaphore.Weighted
@@ -75,7 +83,20 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.listBody = body
-	if s.pools, err = prefix.NewRegistry(cfg.PrefixTree, cfg.Prefix); err != nil {
+	s.preflight = make(map[catalog.Impl]preflightTwins, len(allImpls()))
+	for _, impl := range allImpls() {
+		tw, err := catalog.Preflight(impl)
+		s.preflight[impl] = preflightTwins{tw, err}
+	}
+	newTree, err := catalog.RadixTree(cfg.Impl)
+	if err != nil {
+		// Only cuda gets here (validate accepted the name, and the op check
+		// a usable device): the pools then refuse creates, naming this, and
+		// never fall back to another tree.
+		s.poolsUnavailable = err
+		newTree = func(ref.TreeConfig) (ref.RadixTree, error) { return nil, err }
+	}
+	if s.pools, err = prefix.NewRegistry(newTree, cfg.Prefix); err != nil {
 		return nil, err
 	}
 	s.metrics = newMetrics(&s.inflight)

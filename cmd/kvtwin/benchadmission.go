@@ -47,7 +47,7 @@ func newBenchAdmissionCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&fl.input, "input", "", "A3.2 JSON input file")
 	f.StringVar(&fl.trace, "trace", "", "Mooncake JSONL trace to drive the bench")
-	f.StringVar(&fl.impl, "impl", "fast", "implementation: ref or fast")
+	f.StringVar(&fl.impl, "impl", "fast", "implementation of the admission round and, with --trace, of the prefix caches' radix trees: ref or fast")
 	f.BoolVar(&fl.summary, "summary", false, "print only termination and summary (stop-reason histogram)")
 	f.BoolVar(&fl.deterministic, "deterministic", false, "emit duration_us as 0")
 	f.BoolVar(&fl.noCP, "no-cp", false, "disable the CP shared-KV path (cp: null)")
@@ -86,12 +86,16 @@ func (fl benchAdmissionFlags) benchInput(fs *pflag.FlagSet) (ref.BenchInput, *ad
 		}
 		return fl.apply(fs, in, false), nil, nil
 	}
+	newTree, err := catalog.RadixTree(catalog.Impl(fl.impl))
+	if err != nil {
+		return ref.BenchInput{}, nil, fmt.Errorf("--impl %s: %w", fl.impl, err)
+	}
 	reqs, err := replay.ReadFile(fl.trace, replay.DefaultLimits())
 	if err != nil {
 		return ref.BenchInput{}, nil, err
 	}
 	base := fl.apply(fs, TraceBenchBase(), true)
-	in, st, err := admtrace.Bench(reqs, base, admtrace.Config{L1CacheTokens: fl.l1CacheTokens, L2CacheTokens: fl.l2CacheTokens, Window: fl.window})
+	in, st, err := admtrace.Bench(reqs, base, admtrace.Config{L1CacheTokens: fl.l1CacheTokens, L2CacheTokens: fl.l2CacheTokens, Window: fl.window, NewTree: newTree})
 	return in, &st, err
 }
 

@@ -4,22 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/replay"
 )
-
-// replayTrees are the radix trees `kvtwin replay --impl` selects.
-func replayTrees() map[string]ref.NewRadixTreeFunc {
-	return map[string]ref.NewRadixTreeFunc{"ref": ref.NewRadixTree, "fast": fast.NewRadixTree}
-}
 
 // replayOutput is `kvtwin replay --json`: the report with its inputs.
 type replayOutput struct {
@@ -39,9 +30,13 @@ func newReplayCmd() *cobra.Command {
 		Short: "Replay a Mooncake request trace through the radix prefix cache: hit rate, evictions, block ops/s, match latency",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			newTree, ok := replayTrees()[impl]
-			if !ok {
-				return fmt.Errorf("--impl %q: want one of %s (this build's radix trees)", impl, strings.Join(slices.Sorted(maps.Keys(replayTrees())), ", "))
+			i, err := catalog.ParseImpl(impl)
+			if err != nil {
+				return fmt.Errorf("--impl: %w", err)
+			}
+			newTree, err := catalog.RadixTree(i)
+			if err != nil {
+				return fmt.Errorf("--impl %s: %w", i, err)
 			}
 			cfg := replay.Config{Mode: replay.Mode(mode), CapacityTokens: capacity, NewTree: newTree}
 			if cfg.Mode == replay.ModeTokens || cmd.Flags().Changed("page-size") {
@@ -70,7 +65,7 @@ func newReplayCmd() *cobra.Command {
 	f.IntVar(&capacity, "capacity-tokens", 0, "KV pool size in tokens, 0 = unlimited (blocks mode: capacity/512 blocks)")
 	f.IntVar(&pageSize, "page-size", replay.DefaultPageSize, "tokens per page in tokens mode (blocks mode is always 1 block a unit)")
 	f.StringVar(&mode, "mode", string(replay.ModeTokens), "tokens (expanded token ids, an engine cache) or blocks (hash ids, a router index)")
-	f.StringVar(&impl, "impl", "fast", "radix tree implementation: fast or ref")
+	f.StringVar(&impl, "impl", string(catalog.Fast), "radix tree implementation: fast or ref (cuda is refused: the tree has no CUDA twin)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	// MarkFlagRequired fails only for an undefined name; the CLI test
 	// checks that both flags are required.

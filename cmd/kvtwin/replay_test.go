@@ -77,7 +77,8 @@ func TestReplayRejectsBadInvocations(t *testing.T) {
 	}{
 		{"no trace", []string{"--capacity-tokens", "0"}, `"trace" not set`},
 		{"no capacity", []string{"--trace", replaySample}, `"capacity-tokens" not set`},
-		{"unknown impl", []string{"--trace", replaySample, "--capacity-tokens", "0", "--impl", "gpu"}, `--impl "gpu": want one of`},
+		{"unknown impl", []string{"--trace", replaySample, "--capacity-tokens", "0", "--impl", "gpu"}, `--impl: unknown implementation "gpu": want ref, fast or cuda`},
+		{"cuda impl", []string{"--trace", replaySample, "--capacity-tokens", "0", "--impl", "cuda"}, "--impl cuda: radix tree (radix.script): implementation unavailable: cuda: it has no CUDA twin"},
 		{"unknown mode", []string{"--trace", replaySample, "--capacity-tokens", "0", "--mode", "pages"}, "mode = pages"},
 		{"paged blocks", []string{"--trace", replaySample, "--capacity-tokens", "0", "--mode", "blocks", "--page-size", "64"}, "page_size = 64"},
 		{"tiny capacity", []string{"--trace", replaySample, "--capacity-tokens", "10"}, "capacity_tokens = 10"},

@@ -12,14 +12,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
 )
 
 func newServeCmd() *cobra.Command {
 	cfg := server.DefaultConfig()
-	var impl, prefixTree, prefixMaxBytes, logLevel, logFormat string
+	var impl, prefixMaxBytes, logLevel, logFormat string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the catalog over HTTP (127.0.0.1:8080, fast path) until SIGTERM or SIGINT, then drain",
@@ -30,9 +29,6 @@ func newServeCmd() *cobra.Command {
 				return fmt.Errorf("--impl: %w", err)
 			}
 			cfg.Impl = i
-			if cfg.PrefixTree, err = parsePrefixTree(prefixTree); err != nil {
-				return err
-			}
 			if cfg.Prefix.MaxBytes, err = parseByteSize("--prefix-max-bytes", prefixMaxBytes); err != nil {
 				return err
 			}
@@ -55,7 +51,7 @@ func newServeCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Addr, "addr", envOr("KVTWIN_ADDR", cfg.Addr), "listen address (host:port); binds loopback unless told otherwise")
-	f.StringVar(&impl, "impl", envOr("KVTWIN_IMPL", string(cfg.Impl)), "implementation: ref, fast or cuda (cuda needs a cuda build and a device)")
+	f.StringVar(&impl, "impl", envOr("KVTWIN_IMPL", string(cfg.Impl)), "implementation: ref, fast or cuda, for op and preflight requests (?impl= overrides it per request) and for the prefix pools' radix tree. cuda needs a cuda build and a device; then ops without a CUDA twin and the preflight answer 400 unless the request asks ?impl=, and prefix pool creates answer 400 (the tree has no CUDA twin)")
 	f.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body; larger ones get 413")
 	f.Int64Var(&cfg.Limits.MaxOutputBytes, "max-output-bytes", cfg.Limits.MaxOutputBytes, "largest output an op may allocate")
 	f.IntVar(&cfg.MaxConcurrent, "max-concurrent", cfg.MaxConcurrent, "op requests in flight; beyond it 429")
@@ -77,21 +73,9 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&cfg.Prefix.MaxRequestTokens, "prefix-max-request-tokens", cfg.Prefix.MaxRequestTokens, "longest token list of one prefix request; longer ones get 413")
 	f.StringVar(&prefixMaxBytes, "prefix-max-bytes", strconv.FormatInt(cfg.Prefix.MaxBytes, 10),
 		"memory all prefix pools together may reserve, bytes or <n>{KB,MB,GB,KiB,MiB,GiB} (binary); a pool create beyond it gets 409. Default: 1/4 of the cgroup or physical memory")
-	f.StringVar(&prefixTree, "prefix-tree", "fast", "radix tree of the prefix pools: fast or ref")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "text or json")
 	return cmd
-}
-
-// parsePrefixTree names the pools' tree constructor.
-func parsePrefixTree(name string) (ref.NewRadixTreeFunc, error) {
-	switch name {
-	case "fast":
-		return fast.NewRadixTree, nil
-	case "ref":
-		return ref.NewRadixTree, nil
-	}
-	return nil, fmt.Errorf("--prefix-tree %q: want fast or ref", name)
 }
 
 // parseByteSize reads a size flag: plain bytes or a number with a binary
