@@ -10,7 +10,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/ackfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -246,15 +246,15 @@ func formatAckState(s ref.AckState) string {
 // describes (the same fault as the bug-zoo mutant of that name).
 var scenarioBugs = []struct {
 	id     string
-	faults ackfault.Faults
+	faults fault.Ack
 }{
-	{"ack-funnel-bypass", ackfault.Faults{FunnelBypass: true}},
-	{"rollback-leaves-orphan-ack", ackfault.Faults{RollbackNoScrub: true}},
-	{"rollback-leaves-layer-state", ackfault.Faults{RollbackKeepsLayerState: true}},
-	{"consumer-forgets-completed", ackfault.Faults{ForgetCompleted: true}},
-	{"blind-pop-unknown-ack", ackfault.Faults{BlindPop: true}},
-	{"zero-owned-rank-returns-early", ackfault.Faults{ZeroOwnedReturnsEarly: true}},
-	{"writing-check-strands-duplicates", ackfault.Faults{EarlyReturnOnEmptyOngoing: true}},
+	{"ack-funnel-bypass", fault.Ack{FunnelBypass: true}},
+	{"rollback-leaves-orphan-ack", fault.Ack{RollbackNoScrub: true}},
+	{"rollback-leaves-layer-state", fault.Ack{RollbackKeepsLayerState: true}},
+	{"consumer-forgets-completed", fault.Ack{ForgetCompleted: true}},
+	{"blind-pop-unknown-ack", fault.Ack{BlindPop: true}},
+	{"zero-owned-rank-returns-early", fault.Ack{ZeroOwnedReturnsEarly: true}},
+	{"writing-check-strands-duplicates", fault.Ack{EarlyReturnOnEmptyOngoing: true}},
 }
 
 // TestAckScenariosReplayTheirBug replays each scenario's commands on a fast

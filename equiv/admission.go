@@ -519,7 +519,7 @@ func admQueueOrder(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
 // the leftover chunk budget is then under one page, and every later
 // request needs at least a page. With an alignment the cut can leave
 // whole pages that a smaller later request fits in entirely, as upstream
-// allows (docs/decisions.md), so only "at most one" is required then.
+// allows (docs/spec/admission-serving.md §A1.13, amendment), so only "at most one" is required then.
 func admOneChunk(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
 	cont, fromQueue := admEntries(in, out)
 	n := 0

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/admitfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -47,14 +47,14 @@ func TestAdmissionScenarios(t *testing.T) {
 // admScenarioBugs maps each scenario file to the fault it narrates.
 var admScenarioBugs = []struct {
 	id     string
-	faults admitfault.Faults
+	faults fault.Admission
 }{
-	{"cached-gate-before-load-back", admitfault.Faults{CachedBeforeLoadBack: true}},
-	{"cp-gates-on-empty-batch", admitfault.Faults{GatesOnEmptyBatch: true}},
-	{"cp-no-legacy-lift", admitfault.Faults{NoLift: true}},
-	{"cp-user-limit-uncapped", admitfault.Faults{UserLimitUncapped: true}},
-	{"cp-limit-not-defaulted", admitfault.Faults{NoDefaultLimit: true}},
-	{"lock-recheck-skipped", admitfault.Faults{SkipLockRecheck: true}},
+	{"cached-gate-before-load-back", fault.Admission{CachedBeforeLoadBack: true}},
+	{"cp-gates-on-empty-batch", fault.Admission{GatesOnEmptyBatch: true}},
+	{"cp-no-legacy-lift", fault.Admission{NoLift: true}},
+	{"cp-user-limit-uncapped", fault.Admission{UserLimitUncapped: true}},
+	{"cp-limit-not-defaulted", fault.Admission{NoDefaultLimit: true}},
+	{"lock-recheck-skipped", fault.Admission{SkipLockRecheck: true}},
 }
 
 // TestAdmissionScenariosReplayTheirBug replays each scenario on the fast

@@ -6,8 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/xferfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -124,7 +123,7 @@ func (m *doubleManager) WorkerStep() (ref.WorkResult, error) {
 // against — the zoo's faults where a historic bug breaks it (§4.8.1 B2,
 // §4.8.6 B6, §4.8.8 B3), wrappers around the reference manager otherwise.
 func TestXferCheckerCatchesBrokenManagers(t *testing.T) {
-	withFaults := func(f xferfault.Faults) ref.NewPerLayerManagerFunc { return fast.NewPerLayerManagerWithFaults(f) }
+	withFaults := perLayerManagerWithFaults
 	eager := func(cfg ref.PerLayerConfig, e ref.Engine, ev ref.EventFactory, l *slog.Logger) (ref.PerLayerManager, error) {
 		m, err := ref.NewPerLayerManager(cfg, e, ev, l)
 		return &eagerManager{PerLayerManager: m, engine: e, plans: map[string]*ref.LayerPlan{}}, err
@@ -156,15 +155,15 @@ func TestXferCheckerCatchesBrokenManagers(t *testing.T) {
 		newM      ref.NewPerLayerManagerFunc
 		steps     []ref.XferStep
 	}{
-		{"§4.8.1", withFaults(xferfault.Faults{NoEnqueueDedup: true}), xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 0, 0), xferForward(2, 0, 0)).Steps},
+		{"§4.8.1", withFaults(fault.Transfer{NoEnqueueDedup: true}), xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 0, 0), xferForward(2, 0, 0)).Steps},
 		{"§4.8.3", eager, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 0, 1)).Steps},
 		{"§4.8.2", double, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 2, 1)).Steps},
 		{"§4.8.4", liar, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), syncFault, fin)).Steps},
 		{"§4.8.5", straggler, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), fin)).Steps},
 		{"§4.8.7", straggler, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), ref.XferStep{Op: ref.XferDrop, Room: 7})).Steps},
-		{"§4.8.8", withFaults(xferfault.Faults{RegisterOverwrites: true}), xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 2, 2), one(xferReg(7, 0))).Steps},
+		{"§4.8.8", withFaults(fault.Transfer{RegisterOverwrites: true}), xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 2, 2), one(xferReg(7, 0))).Steps},
 		{"§4.8.9", flip, xferScript(one(xferCreate(2, 0, 1), xferReg(7, 0), fin, ref.XferStep{Op: ref.XferRefinish})).Steps},
-		{"§4.8.6", withFaults(xferfault.Faults{OneContextPerRoom: true}), xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), xferReg(7, 4), fin)).Steps},
+		{"§4.8.6", withFaults(fault.Transfer{OneContextPerRoom: true}), xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), xferReg(7, 4), fin)).Steps},
 		{"§4.8.10", chatty, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), fin)).Steps},
 	} {
 		t.Run(tc.invariant, func(t *testing.T) {

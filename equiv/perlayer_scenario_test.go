@@ -11,7 +11,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/xferfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -61,7 +61,7 @@ type xferScenario struct {
 // returns the printed outcome of the reference run; with bug != nil the
 // second run carries the bug and is neither compared nor checked, and
 // run returns its printout in err's place via sc.buggy.
-func (sc *xferScenario) run(td *datadriven.TestData, bug *xferfault.Faults) (string, error) {
+func (sc *xferScenario) run(td *datadriven.TestData, bug *fault.Transfer) (string, error) {
 	steps, err := xferScenarioSteps(td, sc.refChk, false)
 	if err != nil {
 		return "", err
@@ -69,7 +69,7 @@ func (sc *xferScenario) run(td *datadriven.TestData, bug *xferfault.Faults) (str
 	if steps[0].Op == ref.XferCreate {
 		newOther := fast.NewPerLayerManager
 		if bug != nil {
-			newOther = fast.NewPerLayerManagerWithFaults(*bug)
+			newOther = perLayerManagerWithFaults(*bug)
 		}
 		refLog, othLog := &logRecorder{}, &logRecorder{}
 		rr, err := ref.NewXferRun(steps[0], ref.NewPerLayerManager, slog.New(refLog))
@@ -321,21 +321,29 @@ func ranges(xs []int) string {
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
+// perLayerManagerWithFaults is fast.NewPerLayerManager (a deterministic
+// manager) built through fast.NewManagerWithFaults with f.
+func perLayerManagerWithFaults(f fault.Transfer) ref.NewPerLayerManagerFunc {
+	return func(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
+		return fast.NewManagerWithFaults(fast.PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger}, f)
+	}
+}
+
 // xferScenarioBugs maps each per-layer scenario to the fault its narration
 // describes (the bug-zoo mutant of that name) and the notes' symptom the
 // buggy run must print somewhere along the trace.
 var xferScenarioBugs = []struct {
 	id      string
-	faults  xferfault.Faults
+	faults  fault.Transfer
 	b4      bool
 	symptom string
 }{
-	{"chunk-page-start-zero", xferfault.Faults{}, true, "pages owned=[2 3] dst=[0 1]"},
-	{"finish-requires-all-layers", xferfault.Faults{FinishRequiresAll: true}, false, `reason="finish TIMEOUT processed=78/79"`},
-	{"enqueue-without-dedup", xferfault.Faults{NoEnqueueDedup: true}, false, `reason="finish TIMEOUT processed=78/156"`},
-	{"register-overwrites-room", xferfault.Faults{RegisterOverwrites: true}, false, "builds=2"},
-	{"finish-per-info", xferfault.Faults{RegisterAnyInfos: true}, false, "registered true"},
-	{"one-context-per-room", xferfault.Faults{OneContextPerRoom: true}, false, "status=0 chunk=4"},
+	{"chunk-page-start-zero", fault.Transfer{}, true, "pages owned=[2 3] dst=[0 1]"},
+	{"finish-requires-all-layers", fault.Transfer{FinishRequiresAll: true}, false, `reason="finish TIMEOUT processed=78/79"`},
+	{"enqueue-without-dedup", fault.Transfer{NoEnqueueDedup: true}, false, `reason="finish TIMEOUT processed=78/156"`},
+	{"register-overwrites-room", fault.Transfer{RegisterOverwrites: true}, false, "builds=2"},
+	{"finish-per-info", fault.Transfer{RegisterAnyInfos: true}, false, "registered true"},
+	{"one-context-per-room", fault.Transfer{OneContextPerRoom: true}, false, "status=0 chunk=4"},
 }
 
 // TestXferScenariosReplayTheirBug replays each scenario on a fast manager

@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/kvtwin/kvtwin/internal/ackfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -67,7 +67,7 @@ type AckQueue struct {
 	injected    bool
 	// faults re-introduces historic bugs for the bug zoo; always zero in
 	// write states built by NewAckQueue.
-	faults ackfault.Faults
+	faults fault.Ack
 }
 
 var _ ref.AckQueue = (*AckQueue)(nil)
@@ -75,12 +75,21 @@ var _ ref.AckQueue = (*AckQueue)(nil)
 // NewAckQueue builds the fast write state of one rank after validating cfg
 // as ref.NewAckQueue does; it has type ref.NewAckQueueFunc.
 func NewAckQueue(cfg ref.AckConfig) (ref.AckQueue, error) {
-	return NewAckQueueWithFaults(cfg, ackfault.Faults{})
+	return NewAckQueueWithFaults(cfg, fault.Ack{})
 }
 
-// NewAckQueueWithFaults is NewAckQueue with historic bugs re-introduced,
-// for the bug zoo only (ackfault is internal to kvtwin).
-func NewAckQueueWithFaults(cfg ref.AckConfig, f ackfault.Faults) (*AckQueue, error) {
+// NewAckQueueWithFaults is NewAckQueue with the historic bugs f selects put
+// back, for the bug zoo only (docs/adding-an-op.md); the production
+// function is NewAckQueue.
+func NewAckQueueWithFaults(cfg ref.AckConfig, f fault.Ack) (ref.AckQueue, error) {
+	q, err := newAckQueue(cfg, f)
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+func newAckQueue(cfg ref.AckConfig, f fault.Ack) (*AckQueue, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

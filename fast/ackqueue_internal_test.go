@@ -3,7 +3,7 @@ package fast
 import (
 	"testing"
 
-	"github.com/kvtwin/kvtwin/internal/ackfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -12,7 +12,7 @@ import (
 // queue that (by a push past the funnel) does name it — and with no
 // allocation; an id at or below the max is scanned.
 func TestHasUndrainedTakesTheMaxShortcut(t *testing.T) {
-	q, err := NewAckQueueWithFaults(ref.AckConfig{NumLayers: 1, HostCapacity: 4}, ackfault.Faults{})
+	q, err := newAckQueue(ref.AckConfig{NumLayers: 1, HostCapacity: 4}, fault.Ack{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestHasUndrainedTakesTheMaxShortcut(t *testing.T) {
 // TestDrainedHeadIsCompacted: draining moves the live queue to the front
 // instead of growing the backing array forever.
 func TestDrainedHeadIsCompacted(t *testing.T) {
-	q, _ := NewAckQueueWithFaults(ref.AckConfig{NumLayers: 1, HostCapacity: 64}, ackfault.Faults{})
+	q, _ := newAckQueue(ref.AckConfig{NumLayers: 1, HostCapacity: 64}, fault.Ack{})
 	for i := range 64 {
 		id, _ := q.DeclareNode(0, 1)
 		if err := q.WriteNonCP(id); err != nil {

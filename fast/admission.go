@@ -10,14 +10,14 @@ package fast
 import (
 	"strconv"
 
-	"github.com/kvtwin/kvtwin/internal/admitfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // adder is the incremental PrefillAdder.
 type adder struct {
 	cfg       ref.AdderConfig
-	f         admitfault.Faults
+	f         fault.Admission
 	pool      ref.PoolState
 	ps        int64
 	totalOff  float64 // rem_total_token_offset
@@ -44,7 +44,7 @@ type adder struct {
 }
 
 // budgets is §A1.4 and C1, with the fault switches of A1-B3..B5.
-func budgets(cfg ref.AdderConfig, f admitfault.Faults) (remInput int64, remChunk, eff *int64) {
+func budgets(cfg ref.AdderConfig, f fault.Admission) (remInput int64, remChunk, eff *int64) {
 	remInput = cfg.MaxPrefillTokens - cfg.MixedDecodeTokens
 	if c := cfg.ChunkedPrefillSize; c != nil && *c > 0 {
 		v := *c - cfg.MixedDecodeTokens
@@ -69,7 +69,7 @@ func budgets(cfg ref.AdderConfig, f admitfault.Faults) (remInput int64, remChunk
 	return remInput, remChunk, eff
 }
 
-func newAdder(in *ref.RoundInput, f admitfault.Faults) *adder {
+func newAdder(in *ref.RoundInput, f fault.Admission) *adder {
 	cfg := in.Config
 	remInput, remChunk, eff := budgets(cfg, f)
 	a := &adder{cfg: cfg, f: f, pool: in.Pool, ps: cfg.PageSize, remInput0: remInput,
@@ -345,12 +345,13 @@ func (a *adder) warnIfOversized(rid string, prefix, runExt int64) error {
 // AdmitRound runs one scheduling step (docs/spec/admission-serving.md §A1.10); see
 // ref.AdmitRound for the contract. Budgets are kept incrementally.
 func AdmitRound(lim ref.Limits, in ref.RoundInput) (ref.RoundResult, error) {
-	return AdmitRoundWithFaults(lim, in, admitfault.Faults{})
+	return AdmitRoundWithFaults(lim, in, fault.Admission{})
 }
 
-// AdmitRoundWithFaults is AdmitRound with historic bugs re-introduced (the
-// bug zoo only; admitfault is internal).
-func AdmitRoundWithFaults(_ ref.Limits, in ref.RoundInput, f admitfault.Faults) (ref.RoundResult, error) {
+// AdmitRoundWithFaults is AdmitRound with the historic bugs f selects put
+// back, for the bug zoo only (docs/adding-an-op.md); the production
+// function is AdmitRound.
+func AdmitRoundWithFaults(_ ref.Limits, in ref.RoundInput, f fault.Admission) (ref.RoundResult, error) {
 	if err := ref.ValidateRound(in); err != nil {
 		return ref.RoundResult{}, err
 	}

@@ -4,7 +4,7 @@ import (
 	"math"
 	"math/big"
 
-	"github.com/kvtwin/kvtwin/internal/estimatefault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -15,21 +15,13 @@ import (
 // closed form, no layout allocation), and reports the first overflowing
 // term in the reference's order, so the errors are the same bytes.
 func AdmissionEstimate(lim ref.Limits, in ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error) {
-	return admissionEstimate(lim, in, estimatefault.Faults{})
+	return AdmissionEstimateWithFaults(lim, in, fault.Estimate{})
 }
 
-// AdmissionEstimateWithFaults is AdmissionEstimate with historic bugs put
-// back, for the bug zoo only (the fault type is internal to kvtwin).
-func AdmissionEstimateWithFaults(f estimatefault.Faults) func(ref.Limits, ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error) {
-	return func(lim ref.Limits, in ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error) {
-		return admissionEstimate(lim, in, f)
-	}
-}
-
-func admissionEstimate(lim ref.Limits, in ref.AdmissionEstimateInput, f estimatefault.Faults) (ref.AdmissionEstimateOutput, error) {
-	if f.BothCapsRowWins {
-		in.Context.Chunk = rowCapWins(in.Context.Chunk)
-	}
+// AdmissionEstimateWithFaults is AdmissionEstimate with the historic bugs f
+// selects put back, for the bug zoo only (docs/adding-an-op.md); the
+// production function is AdmissionEstimate.
+func AdmissionEstimateWithFaults(lim ref.Limits, in ref.AdmissionEstimateInput, f fault.Estimate) (ref.AdmissionEstimateOutput, error) {
 	if err := ref.ValidateAdmissionEstimate(lim, in); err != nil {
 		return ref.AdmissionEstimateOutput{}, err
 	}
@@ -49,14 +41,6 @@ func admissionEstimate(lim ref.Limits, in ref.AdmissionEstimateInput, f estimate
 	return out, nil
 }
 
-// rowCapWins is A2-B3's precedence: with both caps set the GiB cap is dropped.
-func rowCapWins(c ref.MQAChunkConfig) ref.MQAChunkConfig {
-	if c.MaxRows != nil && c.MaxGB != nil {
-		c.MaxGB = nil
-	}
-	return c
-}
-
 // EstimateBuffers is the twin of ref.EstimateBuffers.
 func EstimateBuffers(ctx ref.EstimatorContext, reqs []ref.EstimateReq) (ref.Estimate, error) {
 	if err := ref.ValidateEstimatorContext(ctx); err != nil {
@@ -65,7 +49,7 @@ func EstimateBuffers(ctx ref.EstimatorContext, reqs []ref.EstimateReq) (ref.Esti
 	if err := ref.CheckEstimateReqs(reqs); err != nil {
 		return ref.Estimate{}, err
 	}
-	e := newEstimator(ctx, estimatefault.Faults{})
+	e := newEstimator(ctx, fault.Estimate{})
 	for _, r := range reqs {
 		e.add(r)
 	}
@@ -86,7 +70,7 @@ func NewBufferEstimator(ctx ref.EstimatorContext) (*BufferEstimator, error) {
 	if err := ref.ValidateEstimatorContext(ctx); err != nil {
 		return nil, err
 	}
-	return &BufferEstimator{newEstimator(ctx, estimatefault.Faults{})}, nil
+	return &BufferEstimator{newEstimator(ctx, fault.Estimate{})}, nil
 }
 
 // Len is the number of committed requests.
@@ -155,7 +139,7 @@ func mul(a, b int64) (int64, bool) {
 // overflow is reported first).
 type estimator struct {
 	ctx                   ref.EstimatorContext
-	f                     estimatefault.Faults
+	f                     fault.Estimate
 	n                     int
 	rows, remap, transfer acc
 	q, k                  []int64
@@ -163,10 +147,7 @@ type estimator struct {
 	capB                  int64 // int(g·2^30) of a GiB cap below 2^63 bytes, else -1
 }
 
-func newEstimator(ctx ref.EstimatorContext, f estimatefault.Faults) *estimator {
-	if f.BothCapsRowWins {
-		ctx.Chunk = rowCapWins(ctx.Chunk)
-	}
+func newEstimator(ctx ref.EstimatorContext, f fault.Estimate) *estimator {
 	e := &estimator{ctx: ctx, f: f, q: make([]int64, ctx.CPSize), k: make([]int64, ctx.CPSize), capB: -1}
 	if g := ctx.Chunk.MaxGB; g != nil && *g*(1<<30) < 1<<63 {
 		e.capB = int64(*g * (1 << 30))

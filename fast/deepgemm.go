@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kvtwin/kvtwin/internal/dgfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -19,42 +19,24 @@ import (
 // fingerprint prefix encoded once per call (no reflection per kernel), and
 // the cache listing is indexed by name once, so each liveness check is a
 // map lookup instead of a scan.
-func DeepGEMMWarmupPlan(_ ref.Limits, in ref.DeepGEMMWarmupInput) (ref.DeepGEMMWarmupOutput, error) {
-	return deepGEMMWarmupPlan(in, dgfault.Faults{})
+func DeepGEMMWarmupPlan(lim ref.Limits, in ref.DeepGEMMWarmupInput) (ref.DeepGEMMWarmupOutput, error) {
+	return DeepGEMMWarmupPlanWithFaults(lim, in, fault.DeepGEMM{})
 }
 
-// DeepGEMMWarmupPlanWithFaults is the planner with historic bugs put back,
-// for the bug zoo only (dgfault is internal to kvtwin).
-func DeepGEMMWarmupPlanWithFaults(f dgfault.Faults) func(ref.Limits, ref.DeepGEMMWarmupInput) (ref.DeepGEMMWarmupOutput, error) {
-	return func(_ ref.Limits, in ref.DeepGEMMWarmupInput) (ref.DeepGEMMWarmupOutput, error) {
-		return deepGEMMWarmupPlan(in, f)
-	}
-}
-
-func deepGEMMWarmupPlan(in ref.DeepGEMMWarmupInput, fault dgfault.Faults) (ref.DeepGEMMWarmupOutput, error) {
+// DeepGEMMWarmupPlanWithFaults is DeepGEMMWarmupPlan with the historic bugs
+// f selects put back, for the bug zoo only (docs/adding-an-op.md); the
+// production function is DeepGEMMWarmupPlan.
+func DeepGEMMWarmupPlanWithFaults(_ ref.Limits, in ref.DeepGEMMWarmupInput, f fault.DeepGEMM) (ref.DeepGEMMWarmupOutput, error) {
 	if err := ref.ValidateDeepGEMMWarmup(in); err != nil {
 		return ref.DeepGEMMWarmupOutput{}, err
 	}
-	env := in.Env
-	if fault.LegacyNVRTCOnly { // the bug: the current spelling is never read
-		env = make(map[string]string, len(in.Env))
-		for k, v := range in.Env {
-			if k != "SGLANG_DG_USE_NVRTC" {
-				env[k] = v
-			}
-		}
-	}
-	prepared, err := ref.PrepareDeepGEMMEnv(env)
+	prepared, err := ref.PrepareDeepGEMMEnv(in.Env)
 	if err != nil {
 		return ref.DeepGEMMWarmupOutput{}, err
 	}
 	dg := ref.DeepGEMMEnv{CacheDir: prepared["DG_JIT_CACHE_DIR"], UseNVRTC: prepared["DG_JIT_USE_NVRTC"]}
-	imported := ref.ImportDeepGEMM(prepared)
-	if fault.ImportBeforePrepare { // the bug: the snapshot predates the bridge
-		imported = ref.ImportDeepGEMM(in.Env)
-	}
 	out := ref.DeepGEMMWarmupOutput{
-		Env: dg, Imported: imported,
+		Env: dg, Imported: ref.ImportDeepGEMM(prepared),
 		Enabled:  ref.DeepGEMMWarmupEnabled(in.Env),
 		MMax:     ref.DeepGEMMMMax(in.ChunkedPrefillSize),
 		Plans:    make([]ref.DeepGEMMPlan, 0, len(in.Kernels)),
@@ -77,7 +59,7 @@ func deepGEMMWarmupPlan(in ref.DeepGEMMWarmupInput, fault dgfault.Faults) (ref.D
 	for _, k := range in.Kernels {
 		grid, ok := grids[k.KernelType]
 		if !ok {
-			grid = kernelGrid(k.KernelType, out.MMax, in.MaskedMMax, in.Alignment, fault.DenseWalk)
+			grid = kernelGrid(k.KernelType, out.MMax, in.MaskedMMax, in.Alignment, f.DenseWalk)
 			grids[k.KernelType] = grid
 		}
 		p := ref.DeepGEMMPlan{KernelType: k.KernelType, N: k.N, K: k.K, NumGroups: k.NumGroups, MGrid: grid}
@@ -89,7 +71,7 @@ func deepGEMMWarmupPlan(in ref.DeepGEMMWarmupInput, fault dgfault.Faults) (ref.D
 			p.Decision = ref.DecisionEmpty
 			out.Logs = append(out.Logs, ref.DGEmptyLog(k, out.MMax, in.Alignment))
 		default:
-			if p.Decision = c.decide(entries[p.Key], fault.TrustManifest); p.Decision == ref.DecisionHit {
+			if p.Decision = c.decide(entries[p.Key], f.TrustManifest); p.Decision == ref.DecisionHit {
 				out.Logs = append(out.Logs, ref.DGHitLog(p.Key))
 				break
 			}

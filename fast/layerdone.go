@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kvtwin/kvtwin/internal/loadfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -21,7 +21,7 @@ type Counter struct {
 	cond   *sync.Cond
 	// waiters counts goroutines parked in WaitUntil (under mu).
 	waiters int
-	faults  loadfault.Faults
+	faults  fault.Load
 }
 
 // The packed word: done[i] in bits 16i..16i+15, then the consumer and the
@@ -53,12 +53,22 @@ func (w packed) withProducer(s int) packed {
 // NewLayerDoneCounter returns a fast counter for layers layers, all slots
 // idle (done = L) and no producer or consumer.
 func NewLayerDoneCounter(layers int) (ref.LayerDoneCounter, error) {
-	return NewCounterWithFaults(layers, loadfault.Faults{})
+	return NewLayerDoneCounterWithFaults(layers, fault.Load{})
 }
 
-// NewCounterWithFaults is NewLayerDoneCounter with historic bugs put back,
-// for the bug zoo only.
-func NewCounterWithFaults(layers int, f loadfault.Faults) (*Counter, error) {
+// NewLayerDoneCounterWithFaults is NewLayerDoneCounter with the historic
+// bugs f selects put back (only AllLayerWait is read here), for the bug zoo
+// only (docs/adding-an-op.md); the production function is
+// NewLayerDoneCounter.
+func NewLayerDoneCounterWithFaults(layers int, f fault.Load) (ref.LayerDoneCounter, error) {
+	c, err := newCounter(layers, f)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func newCounter(layers int, f fault.Load) (*Counter, error) {
 	if err := ref.CheckCounterLayers(layers); err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@ import (
 	"math/bits"
 	"slices"
 
-	"github.com/kvtwin/kvtwin/internal/loadfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -24,7 +24,7 @@ type Loader struct {
 	seen []uint64
 	// faults re-introduces historic bugs for the bug zoo; always zero in
 	// production.
-	faults loadfault.Faults
+	faults fault.Load
 	// last is the previous op's descriptor, kept only under the
 	// ReuseAcrossBatches fault.
 	last *Desc
@@ -32,12 +32,21 @@ type Loader struct {
 
 // NewLoader returns a fast loader over a fresh arena for p.
 func NewLoader(lim ref.Limits, p ref.LoadPools) (ref.Loader, error) {
-	return NewLoaderWithFaults(lim, p, loadfault.Faults{})
+	return NewLoaderWithFaults(lim, p, fault.Load{})
 }
 
-// NewLoaderWithFaults is NewLoader with historic bugs put back, for the bug
-// zoo only (loadfault is internal to kvtwin).
-func NewLoaderWithFaults(lim ref.Limits, p ref.LoadPools, f loadfault.Faults) (*Loader, error) {
+// NewLoaderWithFaults is NewLoader with the historic bugs f selects put
+// back, for the bug zoo only (docs/adding-an-op.md); the production
+// function is NewLoader.
+func NewLoaderWithFaults(lim ref.Limits, p ref.LoadPools, f fault.Load) (ref.Loader, error) {
+	l, err := newLoader(lim, p, f)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func newLoader(lim ref.Limits, p ref.LoadPools, f fault.Load) (*Loader, error) {
 	a, err := ref.NewLoadArena(lim, p)
 	if err != nil {
 		return nil, err

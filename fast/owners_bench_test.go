@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/radixfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -18,8 +18,8 @@ import (
 func BenchmarkOwnerCounts64K(b *testing.B) {
 	for _, c := range []struct {
 		name string
-		f    radixfault.Faults
-	}{{"metadata", radixfault.Faults{}}, {"recount", radixfault.Faults{RecountOwners: true}}} {
+		f    fault.Radix
+	}{{"metadata", fault.Radix{}}, {"recount", fault.Radix{RecountOwners: true}}} {
 		b.Run("impl="+c.name, func(b *testing.B) {
 			tr, leaf := ownerBenchTree(b, c.f)
 			b.ReportAllocs()
@@ -40,7 +40,7 @@ func BenchmarkOwnerCounts64K(b *testing.B) {
 
 // ownerBenchTree holds a 64K-token node below a 64K-token parent and
 // returns the tree and the node's id.
-func ownerBenchTree(b *testing.B, f radixfault.Faults) (*fast.Tree, ref.NodeID) {
+func ownerBenchTree(b *testing.B, f fault.Radix) (*fast.Tree, ref.NodeID) {
 	tr, err := fast.NewTreeWithFaults(ref.TreeConfig{PageSize: 64, CPSize: 8}, f)
 	if err != nil {
 		b.Fatal(err)

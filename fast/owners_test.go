@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/radixfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -21,7 +21,7 @@ func insertUnits(t testing.TB, tr ref.RadixTree, units ...ref.Unit) {
 
 // planTree is §4.4's worked-example tree (ref/owners_test.go) on a fast
 // tree built with faults f.
-func planTree(t testing.TB, f radixfault.Faults) *fast.Tree {
+func planTree(t testing.TB, f fault.Radix) *fast.Tree {
 	tr, err := fast.NewTreeWithFaults(ref.TreeConfig{PageSize: 1, CPSize: 2}, f)
 	if err != nil {
 		t.Fatal(err)
@@ -62,9 +62,9 @@ func TestOwnerCountsFromMetadataAllocateNothing(t *testing.T) {
 func TestPlanReadsMetadata(t *testing.T) {
 	req := ref.OwnerPlanRequest{Need: []int{3, 0}, Free: []int{0, 0}, DryRun: true}
 	for _, c := range []struct {
-		f    radixfault.Faults
+		f    fault.Radix
 		want int64
-	}{{radixfault.Faults{}, 0}, {radixfault.Faults{RecountOwners: true}, 3}} {
+	}{{fault.Radix{}, 0}, {fault.Radix{RecountOwners: true}, 3}} {
 		tr := planTree(t, c.f)
 		p, err := tr.EvictOwnerLanes(req)
 		if err != nil || !slices.Equal(p.Victims, []ref.NodeID{2, 4, 6}) {
@@ -80,7 +80,7 @@ func TestPlanReadsMetadata(t *testing.T) {
 // keeps [2,2] for 3 pages; the planner rejects it with ErrMetadataStale
 // and the tree, counters included, is unchanged.
 func TestStaleMetadataFailsFast(t *testing.T) {
-	tr, err := fast.NewTreeWithFaults(ref.TreeConfig{PageSize: 1, CPSize: 2}, radixfault.Faults{SplitKeepsOwnerCounts: true})
+	tr, err := fast.NewTreeWithFaults(ref.TreeConfig{PageSize: 1, CPSize: 2}, fault.Radix{SplitKeepsOwnerCounts: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestRejectedPlansChangeNothing(t *testing.T) {
 		{CPSize: -1}, {Need: []int{1}, Free: []int{0, 0}}, {Need: []int{1, 0}, Free: []int{0}},
 		{Need: []int{-1, 0}, Free: []int{0, 0}}, {Need: []int{9, 9}, Free: []int{0, 0}, Locked: 42},
 	} {
-		tr := planTree(t, radixfault.Faults{})
+		tr := planTree(t, fault.Radix{})
 		_, refErr := planRefTree(t).EvictOwnerLanes(req)
 		want := ref.ErrorObjectOf(refErr)
 		before := tr.State()

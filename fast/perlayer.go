@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kvtwin/kvtwin/internal/xferfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -58,7 +58,7 @@ type Manager struct {
 	logger   *slog.Logger
 	timeout  time.Duration
 	stepping bool
-	faults   xferfault.Faults
+	faults   fault.Transfer
 
 	forward atomic.Bool
 	nActive atomic.Int64 // contexts in the rooms' deques
@@ -79,11 +79,13 @@ type Manager struct {
 // NewManager starts a manager with opts.Workers worker goroutines (none
 // in deterministic mode). Close stops them.
 func NewManager(opts PerLayerOptions) (*Manager, error) {
-	return NewManagerWithFaults(opts, xferfault.Faults{})
+	return NewManagerWithFaults(opts, fault.Transfer{})
 }
 
-// NewManagerWithFaults is NewManager with historic bugs put back (the bug zoo).
-func NewManagerWithFaults(opts PerLayerOptions, f xferfault.Faults) (*Manager, error) {
+// NewManagerWithFaults is NewManager with the historic bugs f selects put
+// back, for the bug zoo only (docs/adding-an-op.md); the production
+// function is NewManager.
+func NewManagerWithFaults(opts PerLayerOptions, f fault.Transfer) (*Manager, error) {
 	if err := opts.Config.Validate(); err != nil {
 		return nil, err
 	}
@@ -107,14 +109,6 @@ func NewManagerWithFaults(opts PerLayerOptions, f xferfault.Faults) (*Manager, e
 // a deterministic-mode Manager.
 func NewPerLayerManager(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
 	return NewManager(PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger})
-}
-
-// NewPerLayerManagerWithFaults returns the constructor of a deterministic
-// manager carrying f (mutants, scenarios).
-func NewPerLayerManagerWithFaults(f xferfault.Faults) ref.NewPerLayerManagerFunc {
-	return func(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
-		return NewManagerWithFaults(PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger}, f)
-	}
 }
 
 // Register is §4.4 Register: only with exactly one non-dummy info, dedup
@@ -373,7 +367,7 @@ type plCtx struct {
 	chunk  int64
 	plan   ref.LayerPlan
 	n      int
-	faults *xferfault.Faults
+	faults *fault.Transfer
 
 	mu        sync.Mutex
 	cond      sync.Cond // processed grew, or the finish deadline passed
@@ -393,7 +387,7 @@ type plCtx struct {
 	sync      int
 }
 
-func newPLCtx(room uint64, chunk int64, plan ref.LayerPlan, f *xferfault.Faults) *plCtx {
+func newPLCtx(room uint64, chunk int64, plan ref.LayerPlan, f *fault.Transfer) *plCtx {
 	n := len(plan.Blocks)
 	words := (n + 63) / 64
 	c := &plCtx{room: room, chunk: chunk, plan: plan, n: n, faults: f,

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/kvtwin/kvtwin/internal/radixfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -62,7 +62,7 @@ type Tree struct {
 	copied int64
 	// faults re-introduces historic bugs for the bug zoo; always zero in
 	// trees built by NewTree.
-	faults radixfault.Faults
+	faults fault.Radix
 	// owner maps pages to CP ranks (§4.1); sizes are cfg.CPSizes().
 	owner ref.OwnerFn
 	sizes []int
@@ -76,6 +76,18 @@ type Tree struct {
 // rejected as by cfg.Validate. CP owners are round-robin.
 func NewTree(cfg ref.TreeConfig) (*Tree, error) {
 	return NewTreeOwned(cfg, ref.RoundRobin{})
+}
+
+// NewTreeWithFaults is NewTree with the historic bugs f selects put back,
+// for the bug zoo only (docs/adding-an-op.md); the production function is
+// NewTree.
+func NewTreeWithFaults(cfg ref.TreeConfig, f fault.Radix) (*Tree, error) {
+	t, err := NewTree(cfg)
+	if err != nil {
+		return nil, err
+	}
+	t.faults = f
+	return t, nil
 }
 
 // NewTreeOwned is NewTree with the page → owner rule owner (docs/spec/radix-acks.md
@@ -93,17 +105,6 @@ func NewTreeOwned(cfg ref.TreeConfig, owner ref.OwnerFn) (*Tree, error) {
 	t := &Tree{cfg: cfg, ps: cfg.PageSize, root: root, nodes: map[ref.NodeID]*node{0: root}, nextID: 1,
 		owner: owner, sizes: cfg.CPSizes()}
 	root.meta = t.newMeta(0, 0)
-	return t, nil
-}
-
-// NewTreeWithFaults is NewTree with historic bugs re-introduced, for the bug
-// zoo only (radixfault is internal to kvtwin).
-func NewTreeWithFaults(cfg ref.TreeConfig, f radixfault.Faults) (*Tree, error) {
-	t, err := NewTree(cfg)
-	if err != nil {
-		return nil, err
-	}
-	t.faults = f
 	return t, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -121,6 +122,43 @@ func BenchmarkMatchFullHitEagle64K(b *testing.B) {
 // of 64) stored as one path of 16 nodes (inserted in 16 page-floored
 // chunks), a full-hit match.
 func BenchmarkMatchFullHit240K(b *testing.B) { benchFullHit(b, 240_000, 16, false) }
+
+// BenchmarkRadixMatchZeroFaults pins what the bug-zoo switches cost the
+// hottest path, the radix walk: a full-hit MatchPrefixAppend (0 allocs/op)
+// on the production tree (NewTree) and on NewTreeWithFaults(cfg,
+// fault.Radix{}) with the same shape. The walk reads one fault flag per hop
+// (Tree.rest); the two trees run the same code and must not differ
+// measurably. Shapes: §1.12's 64K tokens as 128 nodes of 512, and 4,096
+// one-unit nodes at page size 1, where the per-hop check weighs most.
+func BenchmarkRadixMatchZeroFaults(b *testing.B) {
+	trees := []struct {
+		name string
+		new  ref.NewRadixTreeFunc
+	}{
+		{"production", fast.NewRadixTree},
+		{"zero-faults", func(cfg ref.TreeConfig) (ref.RadixTree, error) {
+			return fast.NewTreeWithFaults(cfg, fault.Radix{})
+		}},
+	}
+	for _, shape := range []struct{ n, k, ps int }{{1 << 16, 128, 64}, {4096, 4096, 1}} {
+		b.Run(fmt.Sprintf("tokens=%d/nodes=%d", shape.n, shape.k), func(b *testing.B) {
+			for _, tree := range trees {
+				b.Run("tree="+tree.name, func(b *testing.B) {
+					tr, key, _ := benchPath(b, tree.new, shape.n, shape.k, shape.ps, false)
+					f := tr.(*fast.Tree)
+					buf := make([]ref.SlotIdx, 0, shape.n)
+					b.ReportAllocs()
+					for b.Loop() {
+						out, _, err := f.MatchPrefixAppend(buf[:0], key)
+						if err != nil || len(out) != shape.n {
+							b.Fatalf("matched %d, %v", len(out), err)
+						}
+					}
+				})
+			}
+		})
+	}
+}
 
 // BenchmarkPrefixLen240K is the read-only router score of the same 240K,
 // 16-node path.

@@ -6,24 +6,13 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/kvtwin/kvtwin/internal/servingfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // ValidateInputLength is serving.validate_input_length (docs/spec/admission-serving.md
 // S1.2), the ref contract with the messages built by one append.
 func ValidateInputLength(lim ref.Limits, in ref.InputLengthInput) (ref.InputLengthOutput, error) {
-	return validateInputLength(servingfault.Faults{}, in)
-}
-
-// ValidateInputLengthFaulty is ValidateInputLength with bugs put back, for the bug zoo.
-func ValidateInputLengthFaulty(f servingfault.Faults) func(ref.Limits, ref.InputLengthInput) (ref.InputLengthOutput, error) {
-	return func(_ ref.Limits, in ref.InputLengthInput) (ref.InputLengthOutput, error) {
-		return validateInputLength(f, in)
-	}
-}
-
-func validateInputLength(f servingfault.Faults, in ref.InputLengthInput) (ref.InputLengthOutput, error) {
 	maxReqLen, maxIn, err := ref.CheckInputLengthArgs(in)
 	if err != nil {
 		return ref.InputLengthOutput{}, err
@@ -44,15 +33,6 @@ func validateInputLength(f servingfault.Faults, in ref.InputLengthInput) (ref.In
 		return out, nil
 	}
 	out.Stage, out.PrefillTokens, out.Message = ref.StageScheduler, 1, lengthMessage(n, maxIn-1)
-	switch {
-	case f.SchedulerUpstreamWording:
-		out.Status, out.ErrType, out.Message = ref.StatusBadRequest, ref.BadRequest, upstreamWording(n, maxIn)
-	case f.ExceedsItself:
-		out.Message = upstreamWording(n, maxIn)
-	}
-	if f.BatchNoAbort {
-		out.PrefillTokens = n
-	}
 	return out, nil
 }
 
@@ -66,23 +46,8 @@ func lengthMessage(n, limit int64) string {
 	return string(b)
 }
 
-// upstreamWording is the pre-fix scheduler message (S1.7 B1, B2).
-func upstreamWording(n, maxIn int64) string {
-	return "Input length (" + strconv.FormatInt(n, 10) + " tokens) exceeds the maximum allowed length (" +
-		strconv.FormatInt(maxIn, 10) + " tokens). Use a shorter input or enable --allow-auto-truncate."
-}
-
 // ErrorBody is serving.error_body (S1.3).
 func ErrorBody(lim ref.Limits, in ref.ErrorBodyInput) (ref.ErrorBodyOutput, error) {
-	return errorBody(servingfault.Faults{}, in)
-}
-
-// ErrorBodyFaulty is ErrorBody with bugs put back, for the bug zoo.
-func ErrorBodyFaulty(f servingfault.Faults) func(ref.Limits, ref.ErrorBodyInput) (ref.ErrorBodyOutput, error) {
-	return func(_ ref.Limits, in ref.ErrorBodyInput) (ref.ErrorBodyOutput, error) { return errorBody(f, in) }
-}
-
-func errorBody(f servingfault.Faults, in ref.ErrorBodyInput) (ref.ErrorBodyOutput, error) {
 	if err := ref.CheckErrorBody(in); err != nil {
 		return ref.ErrorBodyOutput{}, err
 	}
@@ -92,9 +57,6 @@ func errorBody(f servingfault.Faults, in ref.ErrorBodyInput) (ref.ErrorBodyOutpu
 	}
 	switch in.Surface {
 	case ref.SurfaceOpenAI:
-		if f.GenericValueErrorFirst && status == ref.StatusPayloadTooLarge {
-			status, errType = ref.StatusBadRequest, ref.BadRequest
-		}
 		return ref.ErrorBodyOutput{Status: status, ContentType: ref.ContentJSON,
 			Body: string(appendOpenAIError(nil, in.Message, errType, int64(status)))}, nil
 	case ref.SurfaceOpenAIStream:
@@ -193,19 +155,6 @@ func appendPyASCII(b []byte, c byte) []byte {
 	return appendU(b, rune(c))
 }
 
-// StreamErrorChunk is serving.stream_error_chunk (S1.3, S2.5), reading the
-// finish reason with gjson.
-func StreamErrorChunk(lim ref.Limits, in ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
-	return streamErrorChunk(servingfault.Faults{}, in)
-}
-
-// StreamErrorChunkFaulty is StreamErrorChunk with bugs put back, for the bug zoo.
-func StreamErrorChunkFaulty(f servingfault.Faults) func(ref.Limits, ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
-	return func(_ ref.Limits, in ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
-		return streamErrorChunk(f, in)
-	}
-}
-
 // lastMembers reads the last occurrence of each wanted key of a JSON
 // object (Python's json.loads keeps the last), in one pass.
 func lastMembers(obj gjson.Result, into []gjson.Result, keys ...string) {
@@ -219,7 +168,16 @@ func lastMembers(obj gjson.Result, into []gjson.Result, keys ...string) {
 	})
 }
 
-func streamErrorChunk(f servingfault.Faults, in ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
+// StreamErrorChunk is serving.stream_error_chunk (S1.3, S2.5), reading the
+// finish reason with gjson.
+func StreamErrorChunk(lim ref.Limits, in ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
+	return StreamErrorChunkWithFaults(lim, in, fault.Serving{})
+}
+
+// StreamErrorChunkWithFaults is StreamErrorChunk with the historic bugs f
+// selects put back (StreamTypeFromStatus, HTTPStatusOnly), for the bug zoo
+// only (docs/adding-an-op.md); the production function is StreamErrorChunk.
+func StreamErrorChunkWithFaults(_ ref.Limits, in ref.StreamErrorInput, f fault.Serving) (ref.StreamErrorOutput, error) {
 	var m [4]gjson.Result
 	isErr, code := false, int64(0)
 	if fr := gjson.ParseBytes(in.FinishReason); fr.IsObject() {
@@ -239,7 +197,7 @@ func streamErrorChunk(f servingfault.Faults, in ref.StreamErrorInput) (ref.Strea
 		}
 	}
 	if !isErr {
-		return streamChunk(f, in), nil
+		return streamChunk(in), nil
 	}
 	errType := ""
 	if m[2].Type == gjson.String && !f.StreamTypeFromStatus {
@@ -265,13 +223,10 @@ func streamErrorChunk(f servingfault.Faults, in ref.StreamErrorInput) (ref.Strea
 }
 
 // streamChunk is the normal chunk path.
-func streamChunk(f servingfault.Faults, in ref.StreamErrorInput) ref.StreamErrorOutput {
+func streamChunk(in ref.StreamErrorInput) ref.StreamErrorOutput {
 	out := ref.StreamErrorOutput{Body: "data: " + in.Chunk + "\n\n"}
 	if in.First {
 		out.Status, out.ContentType = 200, ref.ContentSSE
-		if f.PreflightExtraChunk && in.Preflight {
-			out.Body = "data: {}\n\n" + out.Body
-		}
 	}
 	return out
 }

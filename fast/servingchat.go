@@ -11,8 +11,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/internal/jsonscan"
-	"github.com/kvtwin/kvtwin/internal/servingfault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -39,7 +39,7 @@ type chatDoc struct {
 	members bool // the top-level object has (or has been given) a member
 
 	// Set while scanning a chat request.
-	f       servingfault.Faults
+	f       fault.Serving
 	flatten bool     // --flatten-tool-role-content
 	top     chatTop  // the last occurrence of each member S2 reads
 	msgErr  string   // the first message's 400, in message order
@@ -113,14 +113,14 @@ func (d *chatDoc) build() json.RawMessage {
 
 // ChatNormalize is serving.chat_normalize (S2.2–S2.4, S2.7).
 func ChatNormalize(lim ref.Limits, in ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) {
-	return chatNormalize(servingfault.Faults{}, in)
+	return chatNormalize(fault.Serving{}, in)
 }
 
-// ChatNormalizeFaulty is ChatNormalize with bugs put back, for the bug zoo.
-func ChatNormalizeFaulty(f servingfault.Faults) func(ref.Limits, ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) {
-	return func(_ ref.Limits, in ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) {
-		return chatNormalize(f, in)
-	}
+// ChatNormalizeWithFaults is ChatNormalize with the historic bugs f selects
+// put back (RejectStringImageURL), for the bug zoo only
+// (docs/adding-an-op.md); the production function is ChatNormalize.
+func ChatNormalizeWithFaults(_ ref.Limits, in ref.ChatNormalizeInput, f fault.Serving) (ref.ChatNormalizeOutput, error) {
+	return chatNormalize(f, in)
 }
 
 // bytesView reads b as a string without copying; gjson never writes, and
@@ -157,7 +157,7 @@ func requestKind(b []byte) string {
 	return kindOf(gjson.ParseBytes(b))
 }
 
-func chatNormalize(f servingfault.Faults, in ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) {
+func chatNormalize(f fault.Serving, in ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) {
 	if err := ref.CheckChatNormalize(in); err != nil {
 		return ref.ChatNormalizeOutput{}, err
 	}
@@ -335,10 +335,6 @@ func (d *chatDoc) normalize(in ref.ChatNormalizeInput) (bool, string) {
 		return false, d.msgErr
 	}
 	dflt := in.Flags.ParaChatDefaultMaxTokens
-	if d.f.ParaDefaultUngated && dflt == nil {
-		para := int64(32768)
-		dflt = &para
-	}
 	if dflt == nil || !absentOrNull(d.result(t.maxTokens)) || !absentOrNull(d.result(t.maxCompletion)) {
 		return false, ""
 	}

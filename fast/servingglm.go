@@ -5,7 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/kvtwin/kvtwin/internal/servingfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -13,15 +13,17 @@ import (
 // by offsets, schema types read with gjson, and ref's value contract
 // (ref.ParseGLMArg) applied to each value's exact bytes.
 func GLMToolArgs(lim ref.Limits, in ref.GLMToolArgsInput) (ref.GLMToolArgsOutput, error) {
-	return glmToolArgs(servingfault.Faults{}, in)
+	return glmToolArgs(fault.Serving{}, in)
 }
 
-// GLMToolArgsFaulty is GLMToolArgs with bugs put back, for the bug zoo.
-func GLMToolArgsFaulty(f servingfault.Faults) func(ref.Limits, ref.GLMToolArgsInput) (ref.GLMToolArgsOutput, error) {
-	return func(_ ref.Limits, in ref.GLMToolArgsInput) (ref.GLMToolArgsOutput, error) { return glmToolArgs(f, in) }
+// GLMToolArgsWithFaults is GLMToolArgs with the historic bugs f selects put
+// back (StripGLMArgs), for the bug zoo only (docs/adding-an-op.md); the
+// production function is GLMToolArgs.
+func GLMToolArgsWithFaults(_ ref.Limits, in ref.GLMToolArgsInput, f fault.Serving) (ref.GLMToolArgsOutput, error) {
+	return glmToolArgs(f, in)
 }
 
-func glmToolArgs(f servingfault.Faults, in ref.GLMToolArgsInput) (ref.GLMToolArgsOutput, error) {
+func glmToolArgs(f fault.Serving, in ref.GLMToolArgsInput) (ref.GLMToolArgsOutput, error) {
 	if err := ref.CheckGLMTools(in.Tools); err != nil {
 		return ref.GLMToolArgsOutput{}, err
 	}
@@ -52,7 +54,7 @@ func glmToolArgs(f servingfault.Faults, in ref.GLMToolArgsInput) (ref.GLMToolArg
 // glmArg is one argument in first-seen order with its last value.
 type glmArg struct{ key, val string }
 
-func glmCall(f servingfault.Faults, body string, tools gjson.Result) ref.GLMToolCall {
+func glmCall(f fault.Serving, body string, tools gjson.Result) ref.GLMToolCall {
 	nameEnd := strings.IndexByte(body, '\n')
 	if nameEnd < 0 {
 		nameEnd = len(body)

@@ -6,22 +6,12 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/kvtwin/kvtwin/internal/servingfault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // UsageOf is serving.usage (S2.6); the glm merge splices reasoning_tokens
 // into the existing details instead of decoding them.
 func UsageOf(lim ref.Limits, in ref.UsageInput) (ref.Usage, error) {
-	return usageOf(servingfault.Faults{}, in)
-}
-
-// UsageOfFaulty is UsageOf with bugs put back, for the bug zoo.
-func UsageOfFaulty(f servingfault.Faults) func(ref.Limits, ref.UsageInput) (ref.Usage, error) {
-	return func(_ ref.Limits, in ref.UsageInput) (ref.Usage, error) { return usageOf(f, in) }
-}
-
-func usageOf(f servingfault.Faults, in ref.UsageInput) (ref.Usage, error) {
 	comp, reas, total, err := ref.CheckUsage(in)
 	if err != nil {
 		return ref.Usage{}, err
@@ -33,7 +23,7 @@ func usageOf(f servingfault.Faults, in ref.UsageInput) (ref.Usage, error) {
 	if !ref.IsAbsentOrNull(in.CompletionTokensDetails) {
 		u.CompletionTokensDetails = in.CompletionTokensDetails
 	}
-	if in.Family != ref.FamilyGLM || f.GLMUsageNoDetails {
+	if in.Family != ref.FamilyGLM {
 		return u, nil
 	}
 	r := strconv.FormatInt(reas, 10)

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/kvtwin/kvtwin/internal/topkfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -14,19 +14,15 @@ import (
 // input once and then walks the compact bytes with a byte scanner instead
 // of a token decoder, copying each member's span straight into one output
 // buffer: no per-member allocation unless a key has escapes.
-func MergeIndexTopkOverrides(_ ref.Limits, in ref.IndexTopkOverridesInput) (ref.IndexTopkOverridesOutput, error) {
-	return mergeIndexTopk(in, topkfault.Faults{})
+func MergeIndexTopkOverrides(lim ref.Limits, in ref.IndexTopkOverridesInput) (ref.IndexTopkOverridesOutput, error) {
+	return MergeIndexTopkOverridesWithFaults(lim, in, fault.IndexTopk{})
 }
 
-// MergeIndexTopkOverridesWithFaults is the merge with historic bugs put
-// back, for the bug zoo only (topkfault is internal to kvtwin).
-func MergeIndexTopkOverridesWithFaults(f topkfault.Faults) func(ref.Limits, ref.IndexTopkOverridesInput) (ref.IndexTopkOverridesOutput, error) {
-	return func(_ ref.Limits, in ref.IndexTopkOverridesInput) (ref.IndexTopkOverridesOutput, error) {
-		return mergeIndexTopk(in, f)
-	}
-}
-
-func mergeIndexTopk(in ref.IndexTopkOverridesInput, fault topkfault.Faults) (ref.IndexTopkOverridesOutput, error) {
+// MergeIndexTopkOverridesWithFaults is MergeIndexTopkOverrides with the
+// historic bugs f selects put back, for the bug zoo only
+// (docs/adding-an-op.md); the production function is
+// MergeIndexTopkOverrides.
+func MergeIndexTopkOverridesWithFaults(_ ref.Limits, in ref.IndexTopkOverridesInput, f fault.IndexTopk) (ref.IndexTopkOverridesOutput, error) {
 	if err := ref.ValidateIndexTopkFlags(in); err != nil {
 		return ref.IndexTopkOverridesOutput{}, err
 	}
@@ -46,11 +42,8 @@ func mergeIndexTopk(in ref.IndexTopkOverridesInput, fault topkfault.Faults) (ref
 	}
 	warnings := []string{}
 	flags := ref.IndexTopkFlags(in)
-	if fault.OffsetZeroInjected && in.Offset == 0 {
+	if f.OffsetZeroInjected && in.Offset == 0 {
 		flags = append(flags, ref.IndexTopkOffsetFlag(0))
-	}
-	if fault.FlagsReplaceJSON && len(flags) > 0 {
-		src, spans = []byte("{}"), spans[:0]
 	}
 	if len(flags) == 0 {
 		return ref.IndexTopkOverridesOutput{JSON: in.JSON, Warnings: warnings}, nil

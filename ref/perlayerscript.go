@@ -250,7 +250,7 @@ func validateXferCreate(lim Limits, s XferStep) error {
 }
 
 // CheckPages validates a chunk's page pairs against the arenas: equal
-// lengths, pages in range, distinct dst pages (docs/spec/transfer.md §3.5.4).
+// lengths, pages in range, distinct dst pages (docs/spec/transfer.md §3.5, property 4).
 func (g XferGeometry) CheckPages(owned, dst []int64) error {
 	if len(owned) != len(dst) {
 		return Reject(ErrLengthMismatch, "dst", len(dst), fmt.Sprintf("== len(owned) (%d)", len(owned)))

@@ -3,20 +3,20 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/ackfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // faultyAckScript runs hicache.ack_script on fast write states with the
 // given faults.
-func faultyAckScript(f ackfault.Faults) func(ref.Limits, ref.AckScriptInput) (ref.AckScriptOutput, error) {
+func faultyAckScript(f fault.Ack) func(ref.Limits, ref.AckScriptInput) (ref.AckScriptOutput, error) {
 	newQueue := func(cfg ref.AckConfig) (ref.AckQueue, error) { return fast.NewAckQueueWithFaults(cfg, f) }
 	return func(lim ref.Limits, in ref.AckScriptInput) (ref.AckScriptOutput, error) {
 		return ref.RunAckScript(lim, in, newQueue)
 	}
 }
 
-func ackMutant(id, section, about string, f ackfault.Faults) equiv.Killable {
+func ackMutant(id, section, about string, f fault.Ack) equiv.Killable {
 	return &equiv.Mutant[ref.AckScriptInput, ref.AckScriptOutput]{
 		Spec:     equiv.AckScript(),
 		ID:       id,
@@ -33,7 +33,7 @@ func ackMutant(id, section, about string, f ackfault.Faults) equiv.Killable {
 func AckFunnelBypass() equiv.Killable {
 	return ackMutant("ack-funnel-bypass", "radix-acks.md §3.5 B3.a",
 		"zero-owned-rank and non-CP acks skip the max update: Has(id) is a false negative for a queued id",
-		ackfault.Faults{FunnelBypass: true})
+		fault.Ack{FunnelBypass: true})
 }
 
 // RollbackLeavesOrphanAck is docs/spec/radix-acks.md §3.5 B3.b (after-ack): the
@@ -42,7 +42,7 @@ func AckFunnelBypass() equiv.Killable {
 func RollbackLeavesOrphanAck() equiv.Killable {
 	return ackMutant("rollback-leaves-orphan-ack", "radix-acks.md §3.5 B3.b",
 		"write_backup's rollback leaves the final ack queued: the orphan completes the next registration of the id",
-		ackfault.Faults{RollbackNoScrub: true})
+		fault.Ack{RollbackNoScrub: true})
 }
 
 // RollbackLeavesLayerState is docs/spec/radix-acks.md §3.5 B3.b (mid-layer): the
@@ -51,7 +51,7 @@ func RollbackLeavesOrphanAck() equiv.Killable {
 func RollbackLeavesLayerState() equiv.Killable {
 	return ackMutant("rollback-leaves-layer-state", "radix-acks.md §3.5 B3.b",
 		"write_backup's rollback leaves the layer-write state alive: later forwards write into freed, reused host slots",
-		ackfault.Faults{RollbackKeepsLayerState: true})
+		fault.Ack{RollbackKeepsLayerState: true})
 }
 
 // ConsumerForgetsCompleted is docs/spec/radix-acks.md §3.5 B3.c: without the
@@ -60,7 +60,7 @@ func RollbackLeavesLayerState() equiv.Killable {
 func ConsumerForgetsCompleted() equiv.Killable {
 	return ackMutant("consumer-forgets-completed", "radix-acks.md §3.5 B3.c",
 		"the consumer keeps no completed-ack memory: a duplicate ack is an unknown ack and stops the scheduler",
-		ackfault.Faults{ForgetCompleted: true})
+		fault.Ack{ForgetCompleted: true})
 }
 
 // BlindPopUnknownAck is docs/spec/radix-acks.md §3.5 B3.d, the rejected design:
@@ -68,7 +68,7 @@ func ConsumerForgetsCompleted() equiv.Killable {
 func BlindPopUnknownAck() equiv.Killable {
 	return ackMutant("blind-pop-unknown-ack", "radix-acks.md §3.5 B3.d",
 		"unknown ack ids are popped with a default and ignored, hiding corrupt ack state",
-		ackfault.Faults{BlindPop: true})
+		fault.Ack{BlindPop: true})
 }
 
 // ZeroOwnedRankReturnsEarly is the early return that lets ranks diverge
@@ -78,7 +78,7 @@ func BlindPopUnknownAck() equiv.Killable {
 func ZeroOwnedRankReturnsEarly() equiv.Killable {
 	return ackMutant("zero-owned-rank-returns-early", "radix-acks.md §3.2, §3.3 W11",
 		"a rank owning no page of the node returns before registering: its queue and locks diverge from its peers'",
-		ackfault.Faults{ZeroOwnedReturnsEarly: true})
+		fault.Ack{ZeroOwnedReturnsEarly: true})
 }
 
 // WritingCheckStrandsDuplicates is upstream's writing_check early return
@@ -87,5 +87,5 @@ func ZeroOwnedRankReturnsEarly() equiv.Killable {
 func WritingCheckStrandsDuplicates() equiv.Killable {
 	return ackMutant("writing-check-strands-duplicates", "radix-acks.md §3.2 op 9, §6 item 4",
 		"writing_check returns when nothing is ongoing, though acks are queued: duplicates are stranded forever",
-		ackfault.Faults{EarlyReturnOnEmptyOngoing: true})
+		fault.Ack{EarlyReturnOnEmptyOngoing: true})
 }

@@ -3,19 +3,19 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/admitfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // faultyRound is admission.round on the fast adder with the given faults.
-func faultyRound(f admitfault.Faults) func(ref.Limits, ref.RoundInput) (ref.RoundResult, error) {
+func faultyRound(f fault.Admission) func(ref.Limits, ref.RoundInput) (ref.RoundResult, error) {
 	return func(lim ref.Limits, in ref.RoundInput) (ref.RoundResult, error) {
 		return fast.AdmitRoundWithFaults(lim, in, f)
 	}
 }
 
 // admissionMutant builds one §A1.15 mutant.
-func admissionMutant(id, section, about string, f admitfault.Faults) equiv.Killable {
+func admissionMutant(id, section, about string, f fault.Admission) equiv.Killable {
 	return &equiv.Mutant[ref.RoundInput, ref.RoundResult]{
 		Spec:     equiv.AdmissionRound(),
 		ID:       id,
@@ -32,7 +32,7 @@ func admissionMutant(id, section, about string, f admitfault.Faults) equiv.Killa
 func CachedGateBeforeLoadBack() equiv.Killable {
 	return admissionMutant("cached-gate-before-load-back", "admission-serving.md §A1.15 A1-B1",
 		"cached-token gate counts only the L1 prefix before load-back: E6's B is admitted (cached 0 + 0)",
-		admitfault.Faults{CachedBeforeLoadBack: true})
+		fault.Admission{CachedBeforeLoadBack: true})
 }
 
 // CPGatesOnEmptyBatch is A1-B2: the CP gates also ran on an empty batch,
@@ -40,7 +40,7 @@ func CachedGateBeforeLoadBack() equiv.Killable {
 func CPGatesOnEmptyBatch() equiv.Killable {
 	return admissionMutant("cp-gates-on-empty-batch", "admission-serving.md §A1.15 A1-B2",
 		"CP gates applied to an empty batch: a lone oversized request stops with Other forever; the queue never drains",
-		admitfault.Faults{GatesOnEmptyBatch: true})
+		fault.Admission{GatesOnEmptyBatch: true})
 }
 
 // CPNoLegacyLift is A1-B3: the CP path grouped under the generic
@@ -48,7 +48,7 @@ func CPGatesOnEmptyBatch() equiv.Killable {
 func CPNoLegacyLift() equiv.Killable {
 	return admissionMutant("cp-no-legacy-lift", "admission-serving.md §A1.15 A1-B3",
 		"legacy rem_input_tokens not raised to the CP extend limit: E5 admits 1 instead of 5",
-		admitfault.Faults{NoLift: true})
+		fault.Admission{NoLift: true})
 }
 
 // CPUserLimitUncapped is A1-B4: the user extend limit was not capped by
@@ -57,7 +57,7 @@ func CPNoLegacyLift() equiv.Killable {
 func CPUserLimitUncapped() equiv.Killable {
 	return admissionMutant("cp-user-limit-uncapped", "admission-serving.md §A1.15 A1-B4",
 		"user extend limit not capped by the chunk budget: limit 32768 and rem_input 32768 instead of 8192 and 16384",
-		admitfault.Faults{UserLimitUncapped: true})
+		fault.Admission{UserLimitUncapped: true})
 }
 
 // CPLimitNotDefaulted is A1-B5: without a user limit under chunked
@@ -65,7 +65,7 @@ func CPUserLimitUncapped() equiv.Killable {
 func CPLimitNotDefaulted() equiv.Killable {
 	return admissionMutant("cp-limit-not-defaulted", "admission-serving.md §A1.15 A1-B5",
 		"extend limit not defaulted from the chunk budget: effective_cp_extend_limit nil instead of 8192",
-		admitfault.Faults{NoDefaultLimit: true})
+		fault.Admission{NoDefaultLimit: true})
 }
 
 // LockRecheckSkipped is A1-B6: the rem_total re-check after locking the
@@ -73,5 +73,5 @@ func CPLimitNotDefaulted() equiv.Killable {
 func LockRecheckSkipped() equiv.Killable {
 	return admissionMutant("lock-recheck-skipped", "admission-serving.md §A1.15 A1-B6",
 		"rem_total re-check after the prefix lock skipped: a request is admitted against stale capacity",
-		admitfault.Faults{SkipLockRecheck: true})
+		fault.Admission{SkipLockRecheck: true})
 }

@@ -3,18 +3,27 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/estimatefault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// estimateMutant is the fast estimator with one A2.8 bug put back.
-func estimateMutant(id, about string, f estimatefault.Faults) equiv.Killable {
+// estimateMutant is the fast estimator with one A2.8 bug put back: fn is a
+// wrapper around fast.AdmissionEstimate or a switch through
+// fast.AdmissionEstimateWithFaults.
+func estimateMutant(id, about string, fn func(ref.Limits, ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error)) equiv.Killable {
 	return &equiv.Mutant[ref.AdmissionEstimateInput, ref.AdmissionEstimateOutput]{
 		Spec:    equiv.AdmissionEstimate(),
 		ID:      id,
 		Section: "admission-serving.md A2.8",
 		About:   about,
-		Fn:      fast.AdmissionEstimateWithFaults(f),
+		Fn:      fn,
+	}
+}
+
+// estimateSwitch is fast.AdmissionEstimateWithFaults with f.
+func estimateSwitch(f fault.Estimate) func(ref.Limits, ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error) {
+	return func(lim ref.Limits, in ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error) {
+		return fast.AdmissionEstimateWithFaults(lim, in, f)
 	}
 }
 
@@ -24,7 +33,7 @@ func estimateMutant(id, about string, f estimatefault.Faults) equiv.Killable {
 func EstimateMQATermMissing() equiv.Killable {
 	return estimateMutant("estimate-mqa-term-missing",
 		"the fp32 MQA-logits peak is left out of the layer-forward peak and the total",
-		estimatefault.Faults{MQATermMissing: true})
+		estimateSwitch(fault.Estimate{MQATermMissing: true}))
 }
 
 // EstimateFullRequestQK is A2-B2: every rank charged Σ E query rows against
@@ -33,15 +42,22 @@ func EstimateMQATermMissing() equiv.Killable {
 func EstimateFullRequestQK() equiv.Killable {
 	return estimateMutant("estimate-full-request-qk",
 		"full-request q×k (Q = ΣE, K = Σ(P+E)) on every rank instead of its two zigzag segments",
-		estimatefault.Faults{FullRequestQK: true})
+		estimateSwitch(fault.Estimate{FullRequestQK: true}))
 }
 
 // EstimateBothCapsRowWins is A2-B3: both chunk caps accepted, the row cap
-// silently winning, where the seed made the pair a configuration error.
+// silently winning, where the seed made the pair a configuration error. A
+// wrapper: with both caps set the GiB cap is dropped from the input before
+// fast.AdmissionEstimate sees it.
 func EstimateBothCapsRowWins() equiv.Killable {
 	return estimateMutant("estimate-both-caps-row-wins",
 		"MAX_ROWS and MAX_GB both accepted, the row cap silently wins, instead of a configuration error",
-		estimatefault.Faults{BothCapsRowWins: true})
+		func(lim ref.Limits, in ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error) {
+			if c := &in.Context.Chunk; c.MaxRows != nil && c.MaxGB != nil {
+				c.MaxGB = nil // in is a copy; the caller's config is untouched
+			}
+			return fast.AdmissionEstimate(lim, in)
+		})
 }
 
 // EstimateRank0Only is A2-B4: the MQA peak taken from rank 0 alone; X4's
@@ -49,5 +65,5 @@ func EstimateBothCapsRowWins() equiv.Killable {
 func EstimateRank0Only() equiv.Killable {
 	return estimateMutant("estimate-rank0-only",
 		"the MQA-logits peak is rank 0's instead of the worst rank's",
-		estimatefault.Faults{Rank0Only: true})
+		estimateSwitch(fault.Estimate{Rank0Only: true}))
 }

@@ -3,34 +3,63 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/dgfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-func dgMutant(id, about string, f dgfault.Faults) equiv.Killable {
+type dgFunc = func(ref.Limits, ref.DeepGEMMWarmupInput) (ref.DeepGEMMWarmupOutput, error)
+
+func dgMutant(id, about string, fn dgFunc) equiv.Killable {
 	return &equiv.Mutant[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput]{
 		Spec:    equiv.DeepGEMMWarmupPlan(),
 		ID:      id,
 		Section: "admission-serving.md §S3.8",
 		About:   about,
-		Fn:      fast.DeepGEMMWarmupPlanWithFaults(f),
+		Fn:      fn,
+	}
+}
+
+// dgSwitch is fast.DeepGEMMWarmupPlanWithFaults with f.
+func dgSwitch(f fault.DeepGEMM) dgFunc {
+	return func(lim ref.Limits, in ref.DeepGEMMWarmupInput) (ref.DeepGEMMWarmupOutput, error) {
+		return fast.DeepGEMMWarmupPlanWithFaults(lim, in, f)
 	}
 }
 
 // EnvBridgedAfterImport is S3-B1: the wrapper translated SGLANG_DG_* to
-// DG_JIT_* after importing deep_gemm, whose snapshot kept the defaults.
+// DG_JIT_* after importing deep_gemm, whose snapshot kept the defaults. A
+// wrapper: the import snapshot is taken of the unbridged input environment.
 func EnvBridgedAfterImport() equiv.Killable {
 	return dgMutant("env-bridged-after-import",
 		"SGLANG_DG_* bridged to DG_JIT_* after the deep_gemm import: the library sees the stale default cache dir",
-		dgfault.Faults{ImportBeforePrepare: true})
+		func(lim ref.Limits, in ref.DeepGEMMWarmupInput) (ref.DeepGEMMWarmupOutput, error) {
+			out, err := fast.DeepGEMMWarmupPlan(lim, in)
+			if err == nil {
+				out.Imported = ref.ImportDeepGEMM(in.Env) // the bug: the snapshot predates the bridge
+			}
+			return out, err
+		})
 }
 
 // LegacyOnlyNVRTC is S3-B2: only SGL_DG_USE_NVRTC was bridged, so the
-// current SGLANG_DG_USE_NVRTC=1 left NVRTC off.
+// current SGLANG_DG_USE_NVRTC=1 left NVRTC off. A wrapper: the input is
+// validated as given, then planned without the current spelling.
 func LegacyOnlyNVRTC() equiv.Killable {
 	return dgMutant("legacy-only-nvrtc",
 		"only the legacy SGL_DG_USE_NVRTC spelling is bridged: SGLANG_DG_USE_NVRTC=1 gives DG_JIT_USE_NVRTC=0",
-		dgfault.Faults{LegacyNVRTCOnly: true})
+		func(lim ref.Limits, in ref.DeepGEMMWarmupInput) (ref.DeepGEMMWarmupOutput, error) {
+			if err := ref.ValidateDeepGEMMWarmup(in); err != nil {
+				return ref.DeepGEMMWarmupOutput{}, err
+			}
+			env := make(map[string]string, len(in.Env))
+			for k, v := range in.Env {
+				if k != "SGLANG_DG_USE_NVRTC" { // the bug: the current spelling is never read
+					env[k] = v
+				}
+			}
+			in.Env = env
+			return fast.DeepGEMMWarmupPlan(lim, in)
+		})
 }
 
 // DenseWalk is S3-B3: warmup replayed every M in 1..m_max, which since
@@ -38,7 +67,7 @@ func LegacyOnlyNVRTC() equiv.Killable {
 func DenseWalk() equiv.Killable {
 	return dgMutant("dense-walk",
 		"dense 1..m_max warmup walk: 16384 real launches at m_max 16384 instead of the 50-point sparse grid",
-		dgfault.Faults{DenseWalk: true})
+		dgSwitch(fault.DeepGEMM{DenseWalk: true}))
 }
 
 // ManifestTrustedWithoutLiveness is S3-B4: a manifest entry counted as a
@@ -47,5 +76,5 @@ func DenseWalk() equiv.Killable {
 func ManifestTrustedWithoutLiveness() equiv.Killable {
 	return dgMutant("manifest-trusted-without-liveness",
 		"manifest entry trusted without checking that its cache entries are live: hit, then a cold compile at serving time",
-		dgfault.Faults{TrustManifest: true})
+		dgSwitch(fault.DeepGEMM{TrustManifest: true}))
 }

@@ -3,12 +3,12 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/loadfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // faultyLoadScript runs hicache.load_script on fast loaders with the given faults.
-func faultyLoadScript(f loadfault.Faults) func(ref.Limits, ref.LoadScriptInput) (ref.LoadScriptOutput, error) {
+func faultyLoadScript(f fault.Load) func(ref.Limits, ref.LoadScriptInput) (ref.LoadScriptOutput, error) {
 	newLoader := func(lim ref.Limits, p ref.LoadPools) (ref.Loader, error) { return fast.NewLoaderWithFaults(lim, p, f) }
 	return func(lim ref.Limits, in ref.LoadScriptInput) (ref.LoadScriptOutput, error) {
 		return ref.RunLoadScript(lim, in, newLoader)
@@ -24,7 +24,7 @@ func DescriptorRebuiltPerLayer() equiv.Killable {
 		ID:       "descriptor-rebuilt-per-layer",
 		Section:  "radix-acks.md §5.4 B5.a",
 		About:    "the prepared path rebuilds the layer-invariant page lists at every layer: Builds = L instead of 1",
-		Fn:       faultyLoadScript(loadfault.Faults{RebuildPerLayer: true}),
+		Fn:       faultyLoadScript(fault.Load{RebuildPerLayer: true}),
 		Scenario: "equiv/testdata/load_descriptor_rebuilt_per_layer.txt",
 	}
 }
@@ -38,7 +38,7 @@ func DescriptorReusedAcrossBatches() equiv.Killable {
 		ID:       "descriptor-reused-across-batches",
 		Section:  "radix-acks.md §5.4 B5.b",
 		About:    "a descriptor is reused across batches: batch 2 copies batch 1's pages again and its own device pages stay stale",
-		Fn:       faultyLoadScript(loadfault.Faults{ReuseAcrossBatches: true}),
+		Fn:       faultyLoadScript(fault.Load{ReuseAcrossBatches: true}),
 		Scenario: "equiv/testdata/load_descriptor_reused_across_batches.txt",
 	}
 }
@@ -52,7 +52,7 @@ func SilentFallback() equiv.Killable {
 		ID:       "silent-fallback",
 		Section:  "radix-acks.md §5.4 B5.d",
 		About:    "an unavailable prepared submit falls back silently: no FallbackEvent, and strict proceeds",
-		Fn:       faultyLoadScript(loadfault.Faults{SilentFallback: true}),
+		Fn:       faultyLoadScript(fault.Load{SilentFallback: true}),
 		Scenario: "equiv/testdata/load_silent_fallback.txt",
 	}
 }
@@ -67,7 +67,7 @@ func AllLayerWait() equiv.Killable {
 		About:   "Ready(l) becomes done == L: a reader of layer l waits for every layer and the load/compute overlap is lost",
 		Fn: func(_ ref.Limits, in ref.LayerDoneScriptInput) (ref.LayerDoneScriptOutput, error) {
 			return ref.RunLayerDoneScript(in, func(layers int) (ref.LayerDoneCounter, error) {
-				return fast.NewCounterWithFaults(layers, loadfault.Faults{AllLayerWait: true})
+				return fast.NewLayerDoneCounterWithFaults(layers, fault.Load{AllLayerWait: true})
 			})
 		},
 		Scenario: "equiv/testdata/load_all_layer_wait.txt",

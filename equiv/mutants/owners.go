@@ -3,7 +3,7 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/radixfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -19,7 +19,7 @@ func OwnerCountsRecounted() equiv.Killable {
 		ID:       "owner-counts-recounted",
 		Section:  "radix-acks.md §4.6 B4.a",
 		About:    "the owner-lane planner recounts each scanned leaf's owner counts from its tokens instead of its metadata",
-		Fn:       faultyScript(radixfault.Faults{RecountOwners: true}),
+		Fn:       faultyScript(fault.Radix{RecountOwners: true}),
 		Scenario: "equiv/testdata/owners_recount.txt",
 	}
 }
@@ -35,7 +35,7 @@ func SplitKeepsOwnerCounts() equiv.Killable {
 		ID:       "split-keeps-owner-counts",
 		Section:  "radix-acks.md §4.6 B4.b",
 		About:    "a split keeps the node's owner counts on both halves instead of splitting them",
-		Fn:       faultyScript(radixfault.Faults{SplitKeepsOwnerCounts: true}),
+		Fn:       faultyScript(fault.Radix{SplitKeepsOwnerCounts: true}),
 		Scenario: "equiv/testdata/owners_split.txt",
 	}
 }

@@ -1,22 +1,27 @@
 package mutants
 
 import (
+	"log/slog"
+
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/xferfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // faultyXferScript runs transfer.per_layer_script on fast managers with
 // the given faults.
-func faultyXferScript(f xferfault.Faults) func(ref.Limits, ref.XferScriptInput) (ref.XferScriptOutput, error) {
-	newManager := fast.NewPerLayerManagerWithFaults(f)
+func faultyXferScript(f fault.Transfer) func(ref.Limits, ref.XferScriptInput) (ref.XferScriptOutput, error) {
+	// fast.NewPerLayerManager with the faults: a deterministic manager.
+	newManager := func(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
+		return fast.NewManagerWithFaults(fast.PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger}, f)
+	}
 	return func(lim ref.Limits, in ref.XferScriptInput) (ref.XferScriptOutput, error) {
 		return ref.RunXferScript(lim, in, newManager)
 	}
 }
 
-func xferMutant(id, section, about string, f xferfault.Faults) equiv.Killable {
+func xferMutant(id, section, about string, f fault.Transfer) equiv.Killable {
 	return &equiv.Mutant[ref.XferScriptInput, ref.XferScriptOutput]{
 		Spec:     equiv.PerLayerScript(),
 		ID:       id,
@@ -33,7 +38,7 @@ func xferMutant(id, section, about string, f xferfault.Faults) equiv.Killable {
 func FinishRequiresAllLayers() equiv.Killable {
 	return xferMutant("finish-requires-all-layers", "transfer.md §4.7 B1",
 		"finish waits for all N layers instead of the count enqueued and has no sync fallback: TIMEOUT processed=78/79, the MTP layer is never sent",
-		xferfault.Faults{FinishRequiresAll: true})
+		fault.Transfer{FinishRequiresAll: true})
 }
 
 // EnqueueWithoutDedup is docs/spec/transfer.md §4.7 B2: every hook fire counted, so
@@ -42,7 +47,7 @@ func FinishRequiresAllLayers() equiv.Killable {
 func EnqueueWithoutDedup() equiv.Killable {
 	return xferMutant("enqueue-without-dedup", "transfer.md §4.7 B2",
 		"NoteEnqueued counts every hook fire: the completion target grows by H per forward past N and finish times out",
-		xferfault.Faults{NoEnqueueDedup: true})
+		fault.Transfer{NoEnqueueDedup: true})
 }
 
 // RegisterOverwritesRoom is docs/spec/transfer.md §4.7 B3: re-registering an active
@@ -51,7 +56,7 @@ func EnqueueWithoutDedup() equiv.Killable {
 func RegisterOverwritesRoom() equiv.Killable {
 	return xferMutant("register-overwrites-room", "transfer.md §4.7 B3",
 		"Register of an active (room, chunk) rebuilds and overwrites the context: the orphan's batches are never waited",
-		xferfault.Faults{RegisterOverwrites: true})
+		fault.Transfer{RegisterOverwrites: true})
 }
 
 // FinishPerInfo is docs/spec/transfer.md §4.7 B5: with several non-dummy infos one
@@ -60,7 +65,7 @@ func RegisterOverwritesRoom() equiv.Killable {
 func FinishPerInfo() equiv.Killable {
 	return xferMutant("finish-per-info", "transfer.md §4.7 B5",
 		"Register accepts several non-dummy infos: one context serves (and is finished for) every info, the others get no KV",
-		xferfault.Faults{RegisterAnyInfos: true})
+		fault.Transfer{RegisterAnyInfos: true})
 }
 
 // OneContextPerRoom is docs/spec/transfer.md §4.7 B6: one context per room, so
@@ -69,5 +74,5 @@ func FinishPerInfo() equiv.Killable {
 func OneContextPerRoom() equiv.Killable {
 	return xferMutant("one-context-per-room", "transfer.md §4.7 B6",
 		"a room holds one context: the next chunk's registration replaces it and finish pops it whatever its key",
-		xferfault.Faults{OneContextPerRoom: true})
+		fault.Transfer{OneContextPerRoom: true})
 }

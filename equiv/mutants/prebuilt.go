@@ -1,14 +1,19 @@
 package mutants
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // PrebuiltSliceFromZero is docs/spec/transfer.md §5's historic bug: the prebuilt
 // chunk was sliced from the start of the row (row[:extend_len]), so with a
 // decode-side cache hit the cached prefix's slots were copied into the
-// suffix chunk. The twin is fast.PrebuiltSlice with that one slice changed.
+// suffix chunk. A wrapper around fast.PrebuiltSlice: each row is given to
+// it with row[:extend_len] moved to where the suffix is read.
 func PrebuiltSliceFromZero() equiv.Killable {
 	return &equiv.Mutant[ref.PrebuiltSliceInput, ref.PrebuiltSliceOutput]{
 		Spec:    equiv.PrebuiltSlice(),
@@ -19,33 +24,28 @@ func PrebuiltSliceFromZero() equiv.Killable {
 	}
 }
 
+// prebuiltFromZero runs fast.PrebuiltSlice on copies of the rows whose
+// suffix row[prefix_len:prefix_len+extend_len] holds row[:extend_len]. The
+// lengths are unchanged, so every length check, seq_len and prefix_len is
+// production's; a negative slot is named where the buggy slice read it.
 func prebuiltFromZero(lim ref.Limits, in ref.PrebuiltSliceInput) (ref.PrebuiltSliceOutput, error) {
-	total, err := ref.CheckPrebuiltSliceLengths(lim, in)
-	if err != nil {
+	if _, err := ref.CheckPrebuiltSliceLengths(lim, in); err != nil {
 		return ref.PrebuiltSliceOutput{}, err
 	}
-	for i, r := range in.Requests {
-		for k, v := range r.Row[:r.ExtendLen] {
-			if v < 0 {
-				return ref.PrebuiltSliceOutput{}, ref.Reject(ref.ErrNegative, ref.Idx(ref.Idx("requests", i)+".row", k), v, ">= 0 (a copied token slot)")
-			}
+	moved := in
+	moved.Requests = slices.Clone(in.Requests)
+	for i, r := range moved.Requests {
+		row := slices.Clone(r.Row)
+		copy(row[r.PrefixLen:], r.Row[:r.ExtendLen]) // the bug: from 0, not prefix_len
+		moved.Requests[i].Row = row
+	}
+	out, err := fast.PrebuiltSlice(lim, moved)
+	if ie, ok := ref.AsInputError(err); ok && ie.Err == ref.ErrNegative {
+		var i int
+		var k int64
+		if _, serr := fmt.Sscanf(ie.Field, "requests[%d].row[%d]", &i, &k); serr == nil {
+			ie.Field = ref.Idx(ref.Idx("requests", i)+".row", int(k-in.Requests[i].PrefixLen))
 		}
 	}
-	n := int64(len(in.Requests))
-	buf := make([]int64, total+3*n)
-	out := ref.PrebuiltSliceOutput{
-		OutCacheLoc:     buf[:total:total],
-		SeqLens:         buf[total : total+n : total+n],
-		PrefixLens:      buf[total+n : total+2*n : total+2*n],
-		ExtendLens:      buf[total+2*n:],
-		ExtendNumTokens: total,
-	}
-	off := int64(0)
-	for i, r := range in.Requests {
-		off += int64(copy(out.OutCacheLoc[off:], r.Row[:r.ExtendLen])) // the bug: from 0, not prefix_len
-		out.SeqLens[i] = r.OriginLen + max(0, r.NumOutputs-1)
-		out.PrefixLens[i] = r.PrefixLen
-		out.ExtendLens[i] = r.ExtendLen
-	}
-	return out, nil
+	return out, err
 }

@@ -7,12 +7,12 @@ import (
 
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/radixfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // faultyScript runs radix.script on fast trees with the given faults.
-func faultyScript(f radixfault.Faults) func(ref.Limits, ref.RadixScriptInput) (ref.RadixScriptOutput, error) {
+func faultyScript(f fault.Radix) func(ref.Limits, ref.RadixScriptInput) (ref.RadixScriptOutput, error) {
 	newTree := func(cfg ref.TreeConfig) (ref.RadixTree, error) { return fast.NewTreeWithFaults(cfg, f) }
 	return func(lim ref.Limits, in ref.RadixScriptInput) (ref.RadixScriptOutput, error) {
 		return ref.RunRadixScript(lim, in, newTree)
@@ -29,7 +29,7 @@ func RadixKeySlicesCopy() equiv.Killable {
 		ID:      "radix-key-slices-copy",
 		Section: "radix-acks.md §1.11 B1.a",
 		About:   "RadixKey slices copy the remaining key at every node hop: a match is quadratic in path depth",
-		Fn:      faultyScript(radixfault.Faults{CopyingSlices: true}),
+		Fn:      faultyScript(fault.Radix{CopyingSlices: true}),
 	}
 }
 
@@ -42,7 +42,7 @@ func RadixStoredKeyViews() equiv.Killable {
 		ID:      "radix-stored-key-views",
 		Section: "radix-acks.md §1.11 B1.b",
 		About:   "stored keys are views of the caller's buffer, not compact copies: reusing the buffer rewrites the tree",
-		Fn:      faultyScript(radixfault.Faults{StoredViews: true}),
+		Fn:      faultyScript(fault.Radix{StoredViews: true}),
 	}
 }
 

@@ -1,18 +1,39 @@
 package mutants
 
 import (
+	"strconv"
+
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/servingfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// The serving-surface bugs of docs/spec/admission-serving.md S1.7 and S2.11, each the
-// fast twin with one servingfault put back.
+// The serving-surface bugs of docs/spec/admission-serving.md §S1.7 and
+// §S2.11. Those that change only what a production function is given or
+// returns are wrappers around it; the three that live inside the fast
+// parsers (S1-B5 and S1-B6 in the finish-reason scan, S2-B2 in the GLM
+// argument scan, S2-B3 in the content-part scan) are fault.Serving
+// switches.
 
-func lengthMutant(id, section, about string, f servingfault.Faults) equiv.Killable {
+// lengthMutant wraps fast.ValidateInputLength: bug rewrites the output of
+// an input the scheduler rejects (n is its prompt length).
+func lengthMutant(id, section, about string, bug func(out *ref.InputLengthOutput, n int64)) equiv.Killable {
 	return &equiv.Mutant[ref.InputLengthInput, ref.InputLengthOutput]{Spec: equiv.ValidateInputLength(), ID: id, Section: section, About: about,
-		Fn: fast.ValidateInputLengthFaulty(f)}
+		Fn: func(lim ref.Limits, in ref.InputLengthInput) (ref.InputLengthOutput, error) {
+			out, err := fast.ValidateInputLength(lim, in)
+			if err == nil && out.Stage == ref.StageScheduler {
+				bug(&out, in.PromptTokens)
+			}
+			return out, err
+		}}
+}
+
+// upstreamWording is the pre-fix scheduler message (S1-B1, S1-B2), which
+// names the exclusive bound max_req_input_len.
+func upstreamWording(n, maxIn int64) string {
+	return "Input length (" + strconv.FormatInt(n, 10) + " tokens) exceeds the maximum allowed length (" +
+		strconv.FormatInt(maxIn, 10) + " tokens). Use a shorter input or enable --allow-auto-truncate."
 }
 
 // SchedulerUpstreamWording is S1-B1: the scheduler rejected an over-long
@@ -21,7 +42,9 @@ func lengthMutant(id, section, about string, f servingfault.Faults) equiv.Killab
 func SchedulerUpstreamWording() equiv.Killable {
 	return lengthMutant("s1-b1-scheduler-400-upstream-wording", "admission-serving.md S1.7 S1-B1",
 		"scheduler rejects with 400 BadRequestError and upstream's \"Input length … exceeds …\" wording",
-		servingfault.Faults{SchedulerUpstreamWording: true})
+		func(out *ref.InputLengthOutput, n int64) {
+			out.Status, out.ErrType, out.Message = ref.StatusBadRequest, ref.BadRequest, upstreamWording(n, out.MaxReqInputLen)
+		})
 }
 
 // ExceedsItself is S1-B2: reporting the exclusive bound max_req_input_len
@@ -29,7 +52,7 @@ func SchedulerUpstreamWording() equiv.Killable {
 func ExceedsItself() equiv.Killable {
 	return lengthMutant("s1-b2-exceeds-itself", "admission-serving.md S1.7 S1-B2",
 		"scheduler message reports max_req_input_len: N = 8186 \"exceeds\" 8186",
-		servingfault.Faults{ExceedsItself: true})
+		func(out *ref.InputLengthOutput, n int64) { out.Message = upstreamWording(n, out.MaxReqInputLen) })
 }
 
 // BatchNoAbort is S1-B3: the batch handler queued a rejected request
@@ -37,21 +60,36 @@ func ExceedsItself() equiv.Killable {
 func BatchNoAbort() equiv.Killable {
 	return lengthMutant("s1-b3-batch-no-abort", "admission-serving.md S1.7 S1-B3",
 		"batch handler does not abort: the rejected request's original tokens reach prefill",
-		servingfault.Faults{BatchNoAbort: true})
+		func(out *ref.InputLengthOutput, n int64) { out.PrefillTokens = n })
 }
 
 // GenericValueErrorFirst is S1-B4: the OpenAI layer's generic ValueError
-// clause caught PayloadTooLargeError first, so a 413 answered 400.
+// clause caught PayloadTooLargeError first, so a 413 answered 400. A
+// wrapper: an accepted OpenAI 413 is rendered as a 400 BadRequestError.
 func GenericValueErrorFirst() equiv.Killable {
 	return &equiv.Mutant[ref.ErrorBodyInput, ref.ErrorBodyOutput]{Spec: equiv.ErrorBody(),
 		ID: "s1-b4-generic-valueerror-first", Section: "admission-serving.md S1.7 S1-B4",
 		About: "generic ValueError clause first: a non-streaming 413 becomes 400 BadRequestError",
-		Fn:    fast.ErrorBodyFaulty(servingfault.Faults{GenericValueErrorFirst: true})}
+		Fn: func(lim ref.Limits, in ref.ErrorBodyInput) (ref.ErrorBodyOutput, error) {
+			out, err := fast.ErrorBody(lim, in)
+			if err == nil && in.Surface == ref.SurfaceOpenAI && in.Status == ref.StatusPayloadTooLarge {
+				in.Status, in.ErrType = ref.StatusBadRequest, ref.BadRequest
+				return fast.ErrorBody(lim, in)
+			}
+			return out, err
+		}}
 }
 
-func streamMutant(id, section, about string, f servingfault.Faults) equiv.Killable {
+func streamMutant(id, section, about string, fn func(ref.Limits, ref.StreamErrorInput) (ref.StreamErrorOutput, error)) equiv.Killable {
 	return &equiv.Mutant[ref.StreamErrorInput, ref.StreamErrorOutput]{Spec: equiv.StreamErrorChunk(), ID: id, Section: section, About: about,
-		Fn: fast.StreamErrorChunkFaulty(f)}
+		Fn: fn}
+}
+
+// streamSwitch is fast.StreamErrorChunkWithFaults with f.
+func streamSwitch(f fault.Serving) func(ref.Limits, ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
+	return func(lim ref.Limits, in ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
+		return fast.StreamErrorChunkWithFaults(lim, in, f)
+	}
 }
 
 // StreamTypeFromStatus is S1-B5: the in-stream error was typed by the
@@ -59,7 +97,7 @@ func streamMutant(id, section, about string, f servingfault.Faults) equiv.Killab
 func StreamTypeFromStatus() equiv.Killable {
 	return streamMutant("s1-b5-stream-type-from-status", "admission-serving.md S1.7 S1-B5",
 		"stream error typed REQUEST_ENTITY_TOO_LARGE although err_type says PayloadTooLargeError",
-		servingfault.Faults{StreamTypeFromStatus: true})
+		streamSwitch(fault.Serving{StreamTypeFromStatus: true}))
 }
 
 // HTTPStatusOnly is S1-B6: only an HTTPStatus status code was recognized,
@@ -67,35 +105,51 @@ func StreamTypeFromStatus() equiv.Killable {
 func HTTPStatusOnly() equiv.Killable {
 	return streamMutant("s1-b6-http-status-only", "admission-serving.md S1.7 S1-B6",
 		"status code accepted only as HTTPStatus: a plain int 413 sends no error chunk",
-		servingfault.Faults{HTTPStatusOnly: true})
+		streamSwitch(fault.Serving{HTTPStatusOnly: true}))
 }
 
 // PreflightExtraChunk is S2-B5: the first-chunk preflight changed the
-// bytes of a successful stream.
+// bytes of a successful stream. A wrapper: a normal first chunk under
+// preflight is preceded by an empty one.
 func PreflightExtraChunk() equiv.Killable {
 	return streamMutant("s2-b5-preflight-extra-chunk", "admission-serving.md S2.11 S2-B5",
 		"preflight sends an extra empty chunk before a successful first chunk",
-		servingfault.Faults{PreflightExtraChunk: true})
+		func(lim ref.Limits, in ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
+			out, err := fast.StreamErrorChunk(lim, in)
+			if err == nil && !out.Emit && in.First && in.Preflight {
+				out.Body = "data: {}\n\n" + out.Body
+			}
+			return out, err
+		})
 }
 
-func chatMutant(id, section, about string, f servingfault.Faults) equiv.Killable {
+func chatMutant(id, section, about string, fn func(ref.Limits, ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error)) equiv.Killable {
 	return &equiv.Mutant[ref.ChatNormalizeInput, ref.ChatNormalizeOutput]{Spec: equiv.ChatNormalize(), ID: id, Section: section, About: about,
-		Fn: fast.ChatNormalizeFaulty(f)}
+		Fn: fn}
 }
 
 // ParaDefaultUngated is S2-B1: the Para max_tokens default was hard-coded,
-// so every chat request without max_tokens got 32768.
+// so every chat request without max_tokens got 32768. A wrapper: an unset
+// --para-chat-default-max-tokens reads 32768.
 func ParaDefaultUngated() equiv.Killable {
 	return chatMutant("s2-b1-para-default-ungated", "admission-serving.md S2.11 S2-B1",
 		"max_tokens = 32768 injected with --para-chat-default-max-tokens unset",
-		servingfault.Faults{ParaDefaultUngated: true})
+		func(lim ref.Limits, in ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) {
+			if in.Flags.ParaChatDefaultMaxTokens == nil {
+				para := int64(32768)
+				in.Flags.ParaChatDefaultMaxTokens = &para // in is a copy
+			}
+			return fast.ChatNormalize(lim, in)
+		})
 }
 
 // StringImageURLRejected is S2-B3: a string image_url part was a 400.
 func StringImageURLRejected() equiv.Killable {
 	return chatMutant("s2-b3-string-image-url-rejected", "admission-serving.md S2.11 S2-B3",
 		"a string image_url content part is rejected with 400 instead of normalized",
-		servingfault.Faults{RejectStringImageURL: true})
+		func(lim ref.Limits, in ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) {
+			return fast.ChatNormalizeWithFaults(lim, in, fault.Serving{RejectStringImageURL: true})
+		})
 }
 
 // GLMArgsStripped is S2-B2: GLM argument values were stripped before
@@ -104,14 +158,26 @@ func GLMArgsStripped() equiv.Killable {
 	return &equiv.Mutant[ref.GLMToolArgsInput, ref.GLMToolArgsOutput]{Spec: equiv.GLMToolArgs(),
 		ID: "s2-b2-glm-args-stripped", Section: "admission-serving.md S2.11 S2-B2",
 		About: "GLM argument values stripped: \"  def f():\\n    return 1\\n\" loses its whitespace",
-		Fn:    fast.GLMToolArgsFaulty(servingfault.Faults{StripGLMArgs: true})}
+		Fn: func(lim ref.Limits, in ref.GLMToolArgsInput) (ref.GLMToolArgsOutput, error) {
+			return fast.GLMToolArgsWithFaults(lim, in, fault.Serving{StripGLMArgs: true})
+		}}
 }
 
 // GLMUsageNoDetails is S2-B4: the glm family did not get
-// completion_tokens_details.reasoning_tokens.
+// completion_tokens_details.reasoning_tokens. A wrapper: a glm usage keeps
+// the input's completion_tokens_details as the other families do.
 func GLMUsageNoDetails() equiv.Killable {
 	return &equiv.Mutant[ref.UsageInput, ref.Usage]{Spec: equiv.Usage(),
 		ID: "s2-b4-glm-usage-missing-details", Section: "admission-serving.md S2.11 S2-B4",
 		About: "glm usage lacks completion_tokens_details.reasoning_tokens",
-		Fn:    fast.UsageOfFaulty(servingfault.Faults{GLMUsageNoDetails: true})}
+		Fn: func(lim ref.Limits, in ref.UsageInput) (ref.Usage, error) {
+			u, err := fast.UsageOf(lim, in)
+			if err == nil && in.Family == ref.FamilyGLM {
+				u.CompletionTokensDetails = nil
+				if !ref.IsAbsentOrNull(in.CompletionTokensDetails) {
+					u.CompletionTokensDetails = in.CompletionTokensDetails
+				}
+			}
+			return u, err
+		}}
 }

@@ -3,33 +3,45 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/topkfault"
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-func topkMutant(id, about string, f topkfault.Faults) equiv.Killable {
+func topkMutant(id, about string, fn func(ref.Limits, ref.IndexTopkOverridesInput) (ref.IndexTopkOverridesOutput, error)) equiv.Killable {
 	return &equiv.Mutant[ref.IndexTopkOverridesInput, ref.IndexTopkOverridesOutput]{
 		Spec:    equiv.IndexTopkOverrides(),
 		ID:      id,
 		Section: "admission-serving.md §S4.7",
 		About:   about,
-		Fn:      fast.MergeIndexTopkOverridesWithFaults(f),
+		Fn:      fn,
 	}
 }
 
 // OffsetZeroInjected is S4-B1: --nsa-index-skip-topk-offset 0 was written
 // into the override as index_skip_topk_offset 0 instead of meaning unset,
 // so with freq 4 layer 0 became S (max(0-0+1,0) % 4 = 1), an invalid plan.
+// A switch: offset 0 is unset in the input, so only the merge can inject it.
 func OffsetZeroInjected() equiv.Killable {
 	return topkMutant("offset-zero-injected",
 		"offset flag 0 injected literally as index_skip_topk_offset:0 (layer 0 becomes S) instead of unset",
-		topkfault.Faults{OffsetZeroInjected: true})
+		func(lim ref.Limits, in ref.IndexTopkOverridesInput) (ref.IndexTopkOverridesOutput, error) {
+			return fast.MergeIndexTopkOverridesWithFaults(lim, in, fault.IndexTopk{OffsetZeroInjected: true})
+		})
 }
 
 // FlagsReplaceJSON is S4-B2: the flags built a fresh override object and
-// the user's --json-model-override-args keys (rope_theta) were lost.
+// the user's --json-model-override-args keys (rope_theta) were lost. A
+// wrapper: once the input is accepted as given, a merge with a flag set is
+// run again on an empty --json-model-override-args.
 func FlagsReplaceJSON() equiv.Killable {
 	return topkMutant("flags-replace-json",
 		"the index-topk flags replace --json-model-override-args instead of merging into it (rope_theta lost)",
-		topkfault.Faults{FlagsReplaceJSON: true})
+		func(lim ref.Limits, in ref.IndexTopkOverridesInput) (ref.IndexTopkOverridesOutput, error) {
+			out, err := fast.MergeIndexTopkOverrides(lim, in)
+			if err != nil || len(ref.IndexTopkFlags(in)) == 0 {
+				return out, err
+			}
+			in.JSON = "" // the bug: the flags build a fresh object
+			return fast.MergeIndexTopkOverrides(lim, in)
+		})
 }
