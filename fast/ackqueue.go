@@ -114,7 +114,7 @@ func (q *AckQueue) node(id ref.NodeID) (*ackNode, error) {
 	if n := q.nodes[id]; n != nil {
 		return n, nil
 	}
-	return nil, ref.ErrUnknownNode(id)
+	return nil, ref.UnknownNodeError(id)
 }
 
 func (n *ackNode) lockRef() int {
@@ -144,7 +144,7 @@ func (q *AckQueue) EvictDevice(id ref.NodeID) error {
 		return err
 	}
 	if lr := n.lockRef(); lr > 0 {
-		return ref.ErrLockedFor(id, lr)
+		return ref.LockedError(id, lr)
 	}
 	n.evicted = true
 	return nil
@@ -167,7 +167,7 @@ func (q *AckQueue) Unlock(id ref.NodeID) error {
 		return err
 	}
 	if n.requestLocks == 0 {
-		return ref.ErrUnlockFor(id)
+		return ref.UnlockError(id)
 	}
 	n.requestLocks--
 	return nil
@@ -206,7 +206,7 @@ func (q *AckQueue) InjectDuplicateAck(id ref.NodeID) error {
 			return q.AppendWriteAck(a.NodeIDs)
 		}
 	}
-	return ref.ErrNotQueuedFor(id)
+	return ref.NotQueuedError(id)
 }
 
 // NodeHasUndrainedWriteAck answers from maxAppended when id was never
@@ -262,7 +262,7 @@ func (q *AckQueue) reserve(n *ackNode, owned int, nonCP bool) error {
 	case q.NodeHasUndrainedWriteAck(n.id):
 		return &ref.HiCacheWriteFailure{Node: n.id, Reason: ref.ReasonUndrainedAck}
 	case n.backedUp:
-		return ref.ErrBackedUpFor(n.id)
+		return ref.BackedUpError(n.id)
 	}
 	if !q.makeRoom(n.valueLen) {
 		return &ref.HiCacheWriteFailure{Node: n.id, Reason: ref.ReasonHostFull}
@@ -328,7 +328,7 @@ func (q *AckQueue) freeHost(n *ackNode) {
 // merged final ack for those it completed (§3.2 op 4).
 func (q *AckQueue) LayerStep(l int) ([]ref.NodeID, error) {
 	if l < 0 || l >= q.cfg.NumLayers {
-		return nil, ref.ErrLayerRange(l, q.cfg.NumLayers)
+		return nil, ref.LayerRangeError(l, q.cfg.NumLayers)
 	}
 	for _, p := range q.regOrder {
 		if !p.written[l] {
@@ -403,7 +403,7 @@ func (q *AckQueue) WriteBackupCP(id ref.NodeID, ownedPages int, failAt ref.FailA
 	}
 	if failAt == ref.FailMidLayers || failAt == ref.FailAfterAck {
 		q.rollback(n, !q.faults.RollbackNoScrub)
-		return ref.ErrInjectedFailure(failAt)
+		return ref.InjectedFailureError(failAt)
 	}
 	return nil
 }
@@ -492,7 +492,7 @@ func (q *AckQueue) consume(id ref.NodeID, res *ref.DrainResult) error {
 	n := q.nodes[id]
 	switch {
 	case n != nil && n.pend != nil:
-		return ref.ErrPendingAck(id)
+		return ref.PendingAckError(id)
 	case n != nil && n.reg != nil:
 		n.reg = nil
 		q.ongoing--
@@ -507,7 +507,7 @@ func (q *AckQueue) consume(id ref.NodeID, res *ref.DrainResult) error {
 		q.duplicates++
 	case q.faults.BlindPop:
 	default:
-		return ref.ErrUnknownAck(id)
+		return ref.UnknownAckError(id)
 	}
 	return nil
 }
@@ -556,7 +556,7 @@ func (q *AckQueue) scrub(id ref.NodeID) {
 func (q *AckQueue) RollbackPendingBackup(id ref.NodeID) error {
 	n := q.nodes[id]
 	if n == nil || n.reg == nil {
-		return ref.ErrNotRegisteredFor(id)
+		return ref.NotRegisteredError(id)
 	}
 	q.rollback(n, !q.faults.RollbackNoScrub)
 	return nil
@@ -567,7 +567,7 @@ func (q *AckQueue) RollbackPendingBackup(id ref.NodeID) error {
 func (q *AckQueue) RollbackPreparedCPBackup(id ref.NodeID) error {
 	n := q.nodes[id]
 	if n == nil || n.reg == nil {
-		return ref.ErrNotRegisteredFor(id)
+		return ref.NotRegisteredError(id)
 	}
 	q.rollback(n, true)
 	return nil

@@ -27,7 +27,7 @@ func ToBigram(k ref.Key) (ref.Key, error) {
 }
 
 // checkTokenUnits rejects the first unit above ref.MaxToken with
-// ref.ErrTokenRangeAt. The common (valid) case is one branch-free pass with
+// ref.TokenRangeError. The common (valid) case is one branch-free pass with
 // four independent accumulators; only a failing key is scanned again for
 // the index.
 func checkTokenUnits(t []ref.Unit) error {
@@ -45,7 +45,7 @@ func checkTokenUnits(t []ref.Unit) error {
 	}
 	for i, u := range t {
 		if u > ref.MaxToken {
-			return ref.ErrTokenRangeAt(i, u)
+			return ref.TokenRangeError(i, u)
 		}
 	}
 	return nil

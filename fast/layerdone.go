@@ -100,7 +100,7 @@ func (c *Counter) UpdateProducer() (int, error) {
 	w := c.load()
 	p := (w.producer() + 1) % ref.CounterSlots
 	if d := w.done(p); d < c.layers {
-		return 0, ref.ErrSlotBusyAt(p, d, c.layers)
+		return 0, ref.SlotBusyError(p, d, c.layers)
 	}
 	c.publish(w.withDone(p, 0).withProducer(p))
 	return p, nil
@@ -115,7 +115,7 @@ func (c *Counter) Complete(slot, l int) error {
 	defer c.mu.Unlock()
 	w := c.load()
 	if d := w.done(slot); l != d || l >= c.layers {
-		return ref.ErrCompleteOrder(l, d, c.layers)
+		return ref.CompleteOrderError(l, d, c.layers)
 	}
 	c.publish(w.withDone(slot, l+1))
 	return nil

@@ -145,7 +145,7 @@ func (l *Loader) buildRuns(hostIdx, devIdx []ref.SlotIdx, ps int) ([]ref.Run, er
 		}
 		if w, bit := dp>>6, uint64(1)<<(dp&63); l.seen[w]&bit != 0 {
 			l.clearSeen(runs)
-			return nil, ref.ErrDuplicateDestinationAt(ps, k, firstWriter(devIdx, ps, k, d0), dp)
+			return nil, ref.DuplicateDestinationError(ps, k, firstWriter(devIdx, ps, k, d0), dp)
 		} else {
 			l.seen[w] |= bit
 		}
@@ -263,7 +263,7 @@ func (d *Desc) EndLoad() error {
 // synchronous, so there is nothing in flight to wait for.
 func (d *Desc) Cancel() error {
 	if !d.open {
-		return ref.ErrClosedFor(d.op)
+		return ref.ClosedError(d.op)
 	}
 	d.close()
 	return nil

@@ -165,7 +165,7 @@ func (t *Tree) nodeCP(n *node) *ref.NodeCP {
 func (t *Tree) OwnerCounts(id ref.NodeID, n int) ([]int32, error) {
 	x, ok := t.nodes[id]
 	if !ok {
-		return nil, ref.ErrForeignNodeFor(id)
+		return nil, ref.ForeignNodeError(id)
 	}
 	if n < 1 || n > ref.MaxCPSize {
 		return nil, ref.Reject(ref.ErrBadCPSize, "cp_size", n, fmt.Sprintf("in [1, %d]", ref.MaxCPSize))
@@ -197,7 +197,7 @@ func (t *Tree) leafCounts(x *node, n, idx int, scratch []int32, recounts, misses
 	}
 	m := &x.meta
 	if m.NumPages != x.key.n/t.ps {
-		return nil, ref.ErrMetadataStaleAt(x.id, fmt.Sprintf("num_pages %d, len(key)/page_size %d", m.NumPages, x.key.n/t.ps))
+		return nil, ref.MetadataStaleError(x.id, fmt.Sprintf("num_pages %d, len(key)/page_size %d", m.NumPages, x.key.n/t.ps))
 	}
 	if idx < 0 {
 		if scratch == nil {
@@ -207,21 +207,21 @@ func (t *Tree) leafCounts(x *node, n, idx int, scratch []int32, recounts, misses
 		return scratch, nil
 	}
 	if len(m.OwnerCounts) != len(t.sizes) || len(m.PageOwners) != m.NumPages {
-		return nil, ref.ErrMetadataStaleAt(x.id, fmt.Sprintf("%d count lists for %d sizes, %d page owners for %d pages", len(m.OwnerCounts), len(t.sizes), len(m.PageOwners), m.NumPages))
+		return nil, ref.MetadataStaleError(x.id, fmt.Sprintf("%d count lists for %d sizes, %d page owners for %d pages", len(m.OwnerCounts), len(t.sizes), len(m.PageOwners), m.NumPages))
 	}
 	c := m.OwnerCounts[idx].Counts
 	if len(c) != n {
-		return nil, ref.ErrMetadataStaleAt(x.id, fmt.Sprintf("%d counts for cp_size %d", len(c), n))
+		return nil, ref.MetadataStaleError(x.id, fmt.Sprintf("%d counts for cp_size %d", len(c), n))
 	}
 	sum := 0
 	for _, v := range c {
 		if v < 0 {
-			return nil, ref.ErrMetadataStaleAt(x.id, fmt.Sprintf("negative count %d", v))
+			return nil, ref.MetadataStaleError(x.id, fmt.Sprintf("negative count %d", v))
 		}
 		sum += int(v)
 	}
 	if sum != m.NumPages {
-		return nil, ref.ErrMetadataStaleAt(x.id, fmt.Sprintf("counts sum to %d, num_pages %d", sum, m.NumPages))
+		return nil, ref.MetadataStaleError(x.id, fmt.Sprintf("counts sum to %d, num_pages %d", sum, m.NumPages))
 	}
 	return c, nil
 }
@@ -252,7 +252,7 @@ func (t *Tree) EvictOwnerLanes(req ref.OwnerPlanRequest) (ref.OwnerPlan, error) 
 	}
 	load, ok := t.nodes[req.Locked]
 	if !ok {
-		return ref.OwnerPlan{}, ref.ErrForeignNodeFor(req.Locked)
+		return ref.OwnerPlan{}, ref.ForeignNodeError(req.Locked)
 	}
 	deficit := make([]int, n)
 	for r := range deficit {

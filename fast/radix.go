@@ -347,7 +347,7 @@ func (t *Tree) Insert(k ref.Key, value []ref.SlotIdx, priority int) (int, error)
 	}
 	sim := value == nil
 	if !sim && len(value) != len(k.Units) {
-		return 0, ref.ErrValueLengthFor(len(value), len(k.Units))
+		return 0, ref.ValueLengthError(len(value), len(k.Units))
 	}
 	var qb keyBacking
 	q, err := t.queryKey(k, &qb)
@@ -358,7 +358,7 @@ func (t *Tree) Insert(k ref.Key, value []ref.SlotIdx, priority int) (int, error)
 		value = value[:q.n] // the last token's slot serves no bigram (§2.1)
 	}
 	if q.n%t.ps != 0 {
-		return 0, ref.ErrUnalignedKeyFor(q.n, t.ps)
+		return 0, ref.UnalignedKeyError(q.n, t.ps)
 	}
 	t.tick++
 	if q.n == 0 {
@@ -516,7 +516,7 @@ func (t *Tree) dropLeaf(x *node) {
 func (t *Tree) IncLockRef(id ref.NodeID) (int, error) {
 	x, ok := t.nodes[id]
 	if !ok {
-		return 0, ref.ErrForeignNodeFor(id)
+		return 0, ref.ForeignNodeError(id)
 	}
 	if x != t.root {
 		x.ownLocks++
@@ -543,15 +543,15 @@ func (t *Tree) IncLockRef(id ref.NodeID) (int, error) {
 func (t *Tree) DecLockRef(id ref.NodeID) (int, error) {
 	x, ok := t.nodes[id]
 	if !ok {
-		return 0, ref.ErrForeignNodeFor(id)
+		return 0, ref.ForeignNodeError(id)
 	}
 	for y := x; y != t.root; y = y.parent {
 		if y.lockRef == 0 {
-			return 0, ref.ErrLockUnderflowAt(id, y.id)
+			return 0, ref.LockUnderflowError(id, y.id)
 		}
 	}
 	if x != t.root && x.ownLocks == 0 {
-		return 0, ref.ErrNoOwnLockAt(id, x.lockRef)
+		return 0, ref.NoOwnLockError(id, x.lockRef)
 	}
 	if x != t.root {
 		x.ownLocks--
@@ -592,7 +592,7 @@ func (a victim) before(b victim) bool {
 // The Freed slot lists are handed over, not copied: their nodes are gone.
 func (t *Tree) Evict(numTokens int) (ref.EvictResult, error) {
 	if numTokens < 0 {
-		return ref.EvictResult{}, ref.ErrNegativeCountFor(numTokens)
+		return ref.EvictResult{}, ref.NegativeCountError(numTokens)
 	}
 	res := ref.EvictResult{Freed: [][]ref.SlotIdx{}, Victims: []ref.NodeID{}}
 	if numTokens == 0 || len(t.leaves) == 0 {

@@ -457,7 +457,7 @@ func TestUnlockNeedsALockOfTheNodeItself(t *testing.T) {
 	}
 	before := tr.State()
 	_, err := tr.DecLockRef(2)
-	if !errors.Is(err, ref.ErrLockUnderflow) || err.Error() != ref.ErrNoOwnLockAt(2, 1).Error() {
+	if !errors.Is(err, ref.ErrLockUnderflow) || err.Error() != ref.NoOwnLockError(2, 1).Error() {
 		t.Fatalf("unlocking the parent of the only locked node: %v", err)
 	}
 	if !stateEqual(before, tr.State()) {

@@ -298,7 +298,7 @@ func (q *refAckQueue) Reset() {
 func (q *refAckQueue) node(id NodeID) (*refAckNode, error) {
 	n, ok := q.nodes[id]
 	if !ok {
-		return nil, ErrUnknownNode(id)
+		return nil, UnknownNodeError(id)
 	}
 	return n, nil
 }
@@ -331,7 +331,7 @@ func (q *refAckQueue) EvictDevice(id NodeID) error {
 		return err
 	}
 	if lr := q.lockRef(id); lr > 0 {
-		return ErrLockedFor(id, lr)
+		return LockedError(id, lr)
 	}
 	n.evicted = true
 	return nil
@@ -354,7 +354,7 @@ func (q *refAckQueue) Unlock(id NodeID) error {
 		return err
 	}
 	if n.requestLocks == 0 {
-		return ErrUnlockFor(id)
+		return UnlockError(id)
 	}
 	n.requestLocks--
 	return nil
@@ -388,7 +388,7 @@ func (q *refAckQueue) InjectDuplicateAck(id NodeID) error {
 			return q.AppendWriteAck(a.NodeIDs)
 		}
 	}
-	return ErrNotQueuedFor(id)
+	return NotQueuedError(id)
 }
 
 // NodeHasUndrainedWriteAck scans the whole queue: the contract the fast
@@ -431,7 +431,7 @@ func (q *refAckQueue) reserve(id NodeID, owned int, nonCP bool) error {
 	case q.NodeHasUndrainedWriteAck(id):
 		return &HiCacheWriteFailure{Node: id, Reason: ReasonUndrainedAck}
 	case n.backedUp:
-		return ErrBackedUpFor(id)
+		return BackedUpError(id)
 	}
 	slots, ok := q.allocHost(n.valueLen)
 	if !ok {
@@ -513,7 +513,7 @@ func (q *refAckQueue) freeHost(id NodeID) {
 // registration order, then one merged final ack for those now complete.
 func (q *refAckQueue) LayerStep(l int) ([]NodeID, error) {
 	if l < 0 || l >= q.cfg.NumLayers {
-		return nil, ErrLayerRange(l, q.cfg.NumLayers)
+		return nil, LayerRangeError(l, q.cfg.NumLayers)
 	}
 	for _, id := range q.regOrder {
 		if p := q.pending[id]; !p.written[l] {
@@ -582,7 +582,7 @@ func (q *refAckQueue) WriteBackupCP(id NodeID, ownedPages int, failAt FailAt) er
 	}
 	if failAt == FailMidLayers || failAt == FailAfterAck {
 		_ = q.RollbackPendingBackup(id)
-		return ErrInjectedFailure(failAt)
+		return InjectedFailureError(failAt)
 	}
 	return nil
 }
@@ -667,7 +667,7 @@ func (q *refAckQueue) WritingCheck(agreed int) (DrainResult, error) {
 func (q *refAckQueue) consume(id NodeID, res *DrainResult) error {
 	switch {
 	case q.pending[id] != nil:
-		return ErrPendingAck(id)
+		return PendingAckError(id)
 	case q.ongoing[id] != nil:
 		delete(q.ongoing, id)
 		q.nodes[id].backedUp = true
@@ -677,7 +677,7 @@ func (q *refAckQueue) consume(id NodeID, res *DrainResult) error {
 		res.Duplicates++
 		q.duplicates++
 	default:
-		return ErrUnknownAck(id)
+		return UnknownAckError(id)
 	}
 	return nil
 }
@@ -708,7 +708,7 @@ func (q *refAckQueue) scrubAcks(id NodeID) {
 func (q *refAckQueue) RollbackPendingBackup(id NodeID) error {
 	reg := q.ongoing[id]
 	if reg == nil {
-		return ErrNotRegisteredFor(id)
+		return NotRegisteredError(id)
 	}
 	// (a) the write-stream sync is implicit: layer copies are synchronous here.
 	delete(q.pending, id) // (b)

@@ -66,8 +66,8 @@ func (c AckConfig) Validate() error {
 // The rejections below are written once so both twins report byte-equal
 // errors.
 
-// ErrUnknownNode rejects a node id that is not in the node table.
-func ErrUnknownNode(id NodeID) error { return ErrForeignNodeFor(id) }
+// UnknownNodeError rejects a node id that is not in the node table.
+func UnknownNodeError(id NodeID) error { return ForeignNodeError(id) }
 
 // CheckDeclareNode validates DeclareNode's arguments against nextID.
 func CheckDeclareNode(id NodeID, valueLen int, nextID NodeID) error {
@@ -104,33 +104,33 @@ func CheckAppendIDs(ids []NodeID) error {
 	return CheckNonNegative("ids", ids)
 }
 
-// ErrLayerRange rejects a layer outside [0, L).
-func ErrLayerRange(l, numLayers int) error {
+// LayerRangeError rejects a layer outside [0, L).
+func LayerRangeError(l, numLayers int) error {
 	return Reject(ErrLayerOutOfOrder, "layer", l, fmt.Sprintf("in [0, num_layers=%d)", numLayers))
 }
 
-// ErrNotRegisteredFor rejects a rollback of an id not in Ongoing.
-func ErrNotRegisteredFor(id NodeID) error {
+// NotRegisteredError rejects a rollback of an id not in Ongoing.
+func NotRegisteredError(id NodeID) error {
 	return Reject(ErrNotRegistered, "node", id, "an id with an ongoing registration")
 }
 
-// ErrNotQueuedFor rejects a duplicate injection of an id no queued ack names.
-func ErrNotQueuedFor(id NodeID) error {
+// NotQueuedError rejects a duplicate injection of an id no queued ack names.
+func NotQueuedError(id NodeID) error {
 	return Reject(ErrUnknownWriteAck, "node", id, "an id named by a queued ack")
 }
 
-// ErrLockedFor rejects evicting a locked node.
-func ErrLockedFor(id NodeID, lockRef int) error {
+// LockedError rejects evicting a locked node.
+func LockedError(id NodeID, lockRef int) error {
 	return Reject(ErrNodeLocked, "node", id, fmt.Sprintf("lock_ref 0 (has %d)", lockRef))
 }
 
-// ErrUnlockFor rejects an unlock of a node without request locks.
-func ErrUnlockFor(id NodeID) error {
+// UnlockError rejects an unlock of a node without request locks.
+func UnlockError(id NodeID) error {
 	return Reject(ErrLockUnderflow, "node", id, "a node with a request lock")
 }
 
-// ErrBackedUpFor rejects a reservation of a node that already has a host copy.
-func ErrBackedUpFor(id NodeID) error {
+// BackedUpError rejects a reservation of a node that already has a host copy.
+func BackedUpError(id NodeID) error {
 	return Reject(ErrAlreadyBackedUp, "node", id, "a node without a host copy")
 }
 
@@ -156,17 +156,17 @@ func CheckAgreed(agreed, ready int) error {
 	return nil
 }
 
-// ErrPendingAck is the terminal error of a drained ack naming a pending registration.
-func ErrPendingAck(id NodeID) error {
+// PendingAckError is the terminal error of a drained ack naming a pending registration.
+func PendingAckError(id NodeID) error {
 	return Reject(ErrAckForPendingBackup, "ack", id, "an id whose layers are all written")
 }
 
-// ErrUnknownAck is the terminal error of a drained ack naming an unknown id.
-func ErrUnknownAck(id NodeID) error {
+// UnknownAckError is the terminal error of a drained ack naming an unknown id.
+func UnknownAckError(id NodeID) error {
 	return Reject(ErrUnknownWriteAck, "ack", id, "an ongoing or recently completed id")
 }
 
-// ErrInjectedFailure is WriteBackupCP's injected exception.
-func ErrInjectedFailure(f FailAt) error {
+// InjectedFailureError is WriteBackupCP's injected exception.
+func InjectedFailureError(f FailAt) error {
 	return Reject(ErrWriteBackupFailed, "fail_at", string(f), "none (the exception was injected)")
 }

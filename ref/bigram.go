@@ -22,7 +22,7 @@ func ToBigram(k Key) (Key, error) {
 	}
 	for i, u := range k.Units {
 		if u > MaxToken {
-			return Key{}, ErrTokenRangeAt(i, u)
+			return Key{}, TokenRangeError(i, u)
 		}
 	}
 	pairs := []Unit{}

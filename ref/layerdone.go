@@ -83,7 +83,7 @@ func (c *refCounter) UpdateProducer() (int, error) {
 	defer c.mu.Unlock()
 	p := (c.state.Producer + 1) % CounterSlots
 	if d := c.state.Done[p]; d < c.state.Layers {
-		return 0, ErrSlotBusyAt(p, d, c.state.Layers)
+		return 0, SlotBusyError(p, d, c.state.Layers)
 	}
 	c.state.Done[p], c.state.Producer = 0, p
 	c.cond.Broadcast()
@@ -98,7 +98,7 @@ func (c *refCounter) Complete(slot, l int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d := c.state.Done[slot]; l != d || l >= c.state.Layers {
-		return ErrCompleteOrder(l, d, c.state.Layers)
+		return CompleteOrderError(l, d, c.state.Layers)
 	}
 	c.state.Done[slot]++
 	c.cond.Broadcast()

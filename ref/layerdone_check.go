@@ -50,12 +50,12 @@ func CheckReadyLayer(l, layers int) error {
 	return nil
 }
 
-// ErrSlotBusyAt rejects a producer update onto slot p, done of layers loaded.
-func ErrSlotBusyAt(p, done, layers int) error {
+// SlotBusyError rejects a producer update onto slot p, done of layers loaded.
+func SlotBusyError(p, done, layers int) error {
 	return Reject(ErrSlotBusy, "slot", p, fmt.Sprintf("a complete slot (it has %d of %d layers)", done, layers))
 }
 
-// ErrCompleteOrder rejects Complete(slot, l) on a slot at done of layers.
-func ErrCompleteOrder(l, done, layers int) error {
+// CompleteOrderError rejects Complete(slot, l) on a slot at done of layers.
+func CompleteOrderError(l, done, layers int) error {
 	return Reject(ErrLayerOutOfOrder, "layer", l, fmt.Sprintf("== the slot's done count (%d), < layers (%d)", done, layers))
 }

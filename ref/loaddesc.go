@@ -153,7 +153,7 @@ func LoadPageLists(p LoadPools, hostIdx, devIdx []SlotIdx, ps int) (hp, dp []int
 			return nil, nil, err
 		}
 		if k0, dup := first[dp[k]]; dup {
-			return nil, nil, ErrDuplicateDestinationAt(ps, k, k0, dp[k])
+			return nil, nil, DuplicateDestinationError(ps, k, k0, dp[k])
 		}
 		first[dp[k]] = k
 	}
@@ -321,7 +321,7 @@ func (d *refDesc) EndLoad() error {
 // in-flight copy to synchronize with in the reference.
 func (d *refDesc) Cancel() error {
 	if !d.open {
-		return ErrClosedFor(d.op)
+		return ClosedError(d.op)
 	}
 	d.close()
 	return nil

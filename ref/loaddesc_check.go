@@ -128,9 +128,9 @@ func CheckLoadShape(hostIdx, devIdx []SlotIdx, ps int) error {
 	return nil
 }
 
-// ErrDuplicateDestinationAt rejects page k, whose device page dp page k0
+// DuplicateDestinationError rejects page k, whose device page dp page k0
 // of the same load already writes (docs/spec/radix-acks.md §5.2 step 3).
-func ErrDuplicateDestinationAt(ps, k, k0 int, dp int64) error {
+func DuplicateDestinationError(ps, k, k0 int, dp int64) error {
 	return Reject(ErrDuplicateDestination, Idx("dev_idx", k*ps), dp*int64(ps), fmt.Sprintf("a device page no earlier page writes (page %d is written by dev_idx[%d])", dp, k0*ps))
 }
 
@@ -152,23 +152,23 @@ func CheckLoadBackend(b LoadBackend) (fallback bool, err error) {
 	return true, nil
 }
 
-// ErrLayerOrder rejects a submit of layer l when next is due.
-func ErrLayerOrder(l, next, layers int) error {
+// LayerOrderError rejects a submit of layer l when next is due.
+func LayerOrderError(l, next, layers int) error {
 	return Reject(ErrLayerOutOfOrder, "layer", l, fmt.Sprintf("== the next layer (%d) of %d", next, layers))
 }
 
-// ErrOpMismatchFor rejects a submit for op on a descriptor of op want.
-func ErrOpMismatchFor(op, want uint64) error {
+// OpMismatchError rejects a submit for op on a descriptor of op want.
+func OpMismatchError(op, want uint64) error {
 	return Reject(ErrDescriptorOpMismatch, "op_id", op, fmt.Sprintf("== the descriptor's op_id (%d): descriptors are never reused across load ops", want))
 }
 
-// ErrClosedFor rejects any use of a descriptor of op after EndLoad or Cancel.
-func ErrClosedFor(op uint64) error {
+// ClosedError rejects any use of a descriptor of op after EndLoad or Cancel.
+func ClosedError(op uint64) error {
 	return Reject(ErrDescriptorClosed, "descriptor", op, "an open descriptor (it was ended or cancelled)")
 }
 
-// ErrEndBeforeCompleteAt rejects EndLoad after next of layers layers.
-func ErrEndBeforeCompleteAt(next, layers int) error {
+// EndBeforeCompleteError rejects EndLoad after next of layers layers.
+func EndBeforeCompleteError(next, layers int) error {
 	return Reject(ErrEndBeforeComplete, "layer", next, fmt.Sprintf("== layers (%d): every layer submitted before EndLoad", layers))
 }
 
@@ -177,11 +177,11 @@ func ErrEndBeforeCompleteAt(next, layers int) error {
 func CheckSubmit(open bool, descOp, op uint64, l, next, layers int) error {
 	switch {
 	case !open:
-		return ErrClosedFor(descOp)
+		return ClosedError(descOp)
 	case op != descOp:
-		return ErrOpMismatchFor(op, descOp)
+		return OpMismatchError(op, descOp)
 	case l != next || l >= layers:
-		return ErrLayerOrder(l, next, layers)
+		return LayerOrderError(l, next, layers)
 	}
 	return nil
 }
@@ -189,10 +189,10 @@ func CheckSubmit(open bool, descOp, op uint64, l, next, layers int) error {
 // CheckEnd is EndLoad's check order (docs/spec/radix-acks.md §5.2).
 func CheckEnd(open bool, descOp uint64, next, layers int) error {
 	if !open {
-		return ErrClosedFor(descOp)
+		return ClosedError(descOp)
 	}
 	if next < layers {
-		return ErrEndBeforeCompleteAt(next, layers)
+		return EndBeforeCompleteError(next, layers)
 	}
 	return nil
 }

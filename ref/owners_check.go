@@ -74,9 +74,9 @@ func ValidateOwnerPlan(req OwnerPlanRequest, treeCPSize int) (int, error) {
 	return n, nil
 }
 
-// ErrMetadataStaleAt rejects a plan that met node id holding stale owner
+// MetadataStaleError rejects a plan that met node id holding stale owner
 // metadata; what says which check failed.
-func ErrMetadataStaleAt(id NodeID, what string) error {
+func MetadataStaleError(id NodeID, what string) error {
 	return Reject(ErrMetadataStale, "node", id, "owner metadata consistent with the key: "+what)
 }
 

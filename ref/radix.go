@@ -226,7 +226,7 @@ func (t *RefRadixTree) Insert(k Key, value []SlotIdx, priority int) (int, error)
 			value[i] = SlotIdx(u)
 		}
 	} else if len(value) != len(k.Units) {
-		return 0, ErrValueLengthFor(len(value), len(k.Units))
+		return 0, ValueLengthError(len(value), len(k.Units))
 	}
 	k, err := t.treeKey(k)
 	if err != nil {
@@ -235,7 +235,7 @@ func (t *RefRadixTree) Insert(k Key, value []SlotIdx, priority int) (int, error)
 	value = value[:len(k.Units)]
 	ps := t.cfg.PageSize
 	if len(k.Units)%ps != 0 {
-		return 0, ErrUnalignedKeyFor(len(k.Units), ps)
+		return 0, UnalignedKeyError(len(k.Units), ps)
 	}
 	t.tick++
 	if len(k.Units) == 0 {
@@ -299,7 +299,7 @@ func (t *RefRadixTree) find(id NodeID) (*radixNode, error) {
 			return n, nil
 		}
 	}
-	return nil, ErrForeignNodeFor(id)
+	return nil, ForeignNodeError(id)
 }
 
 // IncLockRef implements RadixTree (docs/spec/radix-acks.md §1.7).
@@ -332,7 +332,7 @@ func (t *RefRadixTree) DecLockRef(id NodeID) (int, error) {
 	}
 	for y := x; y != t.root; y = y.parent {
 		if y.lockRef == 0 {
-			return 0, ErrLockUnderflowAt(id, y.id)
+			return 0, LockUnderflowError(id, y.id)
 		}
 	}
 	if x != t.root {
@@ -341,7 +341,7 @@ func (t *RefRadixTree) DecLockRef(id NodeID) (int, error) {
 			held += c.lockRef
 		}
 		if x.lockRef <= held {
-			return 0, ErrNoOwnLockAt(id, x.lockRef)
+			return 0, NoOwnLockError(id, x.lockRef)
 		}
 	}
 	delta := 0
@@ -390,7 +390,7 @@ func (h *leafHeap) Pop() any {
 // becomes an evictable leaf joins the heap.
 func (t *RefRadixTree) Evict(numTokens int) (EvictResult, error) {
 	if numTokens < 0 {
-		return EvictResult{}, ErrNegativeCountFor(numTokens)
+		return EvictResult{}, NegativeCountError(numTokens)
 	}
 	res := EvictResult{Freed: [][]SlotIdx{}, Victims: []NodeID{}}
 	h := &leafHeap{policy: t.cfg.Policy}

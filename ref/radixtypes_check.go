@@ -53,42 +53,42 @@ func (c TreeConfig) Validate() error {
 // The rejections below are written once so both twins report byte-equal
 // errors (field, value and bound).
 
-// ErrValueLengthFor rejects an insert whose value has valueLen slots for a
+// ValueLengthError rejects an insert whose value has valueLen slots for a
 // key of keyLen units (before any bigram conversion).
-func ErrValueLengthFor(valueLen, keyLen int) error {
+func ValueLengthError(valueLen, keyLen int) error {
 	return Reject(ErrValueLength, "value", valueLen, fmt.Sprintf("== len(key) (%d)", keyLen))
 }
 
-// ErrUnalignedKeyFor rejects an inserted key of keyLen units (after any
+// UnalignedKeyError rejects an inserted key of keyLen units (after any
 // bigram conversion) that is not a whole number of pages.
-func ErrUnalignedKeyFor(keyLen, pageSize int) error {
+func UnalignedKeyError(keyLen, pageSize int) error {
 	return Reject(ErrUnalignedKey, "key", keyLen, fmt.Sprintf("a multiple of page_size (%d)", pageSize))
 }
 
-// ErrForeignNodeFor rejects a node handle that is not a live node.
-func ErrForeignNodeFor(id NodeID) error {
+// ForeignNodeError rejects a node handle that is not a live node.
+func ForeignNodeError(id NodeID) error {
 	return Reject(ErrForeignNode, "node", id, "a live node of this tree")
 }
 
-// ErrLockUnderflowAt rejects an unlock of node whose path holds the node
+// LockUnderflowError rejects an unlock of node whose path holds the node
 // zero, which has lock_ref 0 (the first such node walking up from node).
-func ErrLockUnderflowAt(node, zero NodeID) error {
+func LockUnderflowError(node, zero NodeID) error {
 	return Reject(ErrLockUnderflow, "node", node, fmt.Sprintf("every node on its path locked (node %d has lock_ref 0)", zero))
 }
 
-// ErrNoOwnLockAt rejects an unlock of a node whose lock_ref is all held by
+// NoOwnLockError rejects an unlock of a node whose lock_ref is all held by
 // its children's locks: no lock was taken on the node itself.
-func ErrNoOwnLockAt(node NodeID, lockRef int) error {
+func NoOwnLockError(node NodeID, lockRef int) error {
 	return Reject(ErrLockUnderflow, "node", node, fmt.Sprintf("a node with a lock of its own (its lock_ref %d is all held by its children)", lockRef))
 }
 
-// ErrNegativeCountFor rejects a negative eviction count.
-func ErrNegativeCountFor(n int) error {
+// NegativeCountError rejects a negative eviction count.
+func NegativeCountError(n int) error {
 	return Reject(ErrNegativeCount, "num_tokens", n, ">= 0")
 }
 
-// ErrTokenRangeAt rejects unit i of a token-mode key that is not a 32-bit
+// TokenRangeError rejects unit i of a token-mode key that is not a 32-bit
 // token when the tree converts it to bigrams.
-func ErrTokenRangeAt(i int, u Unit) error {
+func TokenRangeError(i int, u Unit) error {
 	return Reject(ErrTokenRange, Idx("key", i), u, fmt.Sprintf("in [0, %d]", int64(MaxToken)))
 }
