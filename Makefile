@@ -5,7 +5,7 @@ GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not 
 FIXTURES  = $(wildcard fixtures/testdata/*.jsonl)
 
 .PHONY: all build run test test-long fmt-check vet staticcheck test-race hostile-short hostile fixtures-check audit-short \
-        fixtures bugzoo audit bench soak fuzz lint clean \
+        fixtures bugzoo generate docs audit bench soak fuzz lint clean \
         cuda-deps ptx ptx-check emu cuda-build test-cuda gpu-bin gpu-check
 
 all: build
@@ -56,9 +56,23 @@ audit-short: build
 
 lint: fmt-check vet staticcheck
 
-## fixtures: regenerate the golden set from ref (a no-op unless generators or ref changed).
+## fixtures: regenerate the golden set from ref (a no-op unless generators or ref changed), then the
+## docs that list the fixture files.
 fixtures:
 	$(GO) run ./cmd/kvtwin fixtures gen --dir fixtures/testdata
+	$(MAKE) docs
+
+## generate: regenerate the registration lists from the source (catalog/all_gen.go, equiv/suites_gen.go,
+## equiv/mutants/all_gen.go: internal/gen), then the docs generated from them. Run after adding, renaming or
+## removing an op, a spec or a mutant; TestGeneratedListsAreCurrent fails until you do.
+generate:
+	$(GO) run ./internal/gen
+	$(MAKE) docs
+
+## docs: regenerate docs/ops.md and README.md's ops table from the catalog and the source (internal/gen/docs);
+## TestOpsPageIsCurrent and TestReadmeOpsTableIsCurrent fail until you do.
+docs:
+	$(GO) run ./internal/gen/docs
 
 ## bugzoo: regenerate docs/bugzoo.md from the suite.
 bugzoo:

@@ -294,58 +294,14 @@ func Marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
+//go:generate go run ../internal/gen -root ..
+
 // All returns every registered op, in name order. Each call builds fresh
-// entries; there is no package-level registry to mutate.
+// entries; there is no package-level registry to mutate. The list is
+// generated (all_gen.go, `make generate`): every exported, parameterless
+// func of this package returning *Op[...] is an op.
 func All() []Entry {
-	entries := []Entry{
-		FilterCPRank(),
-		SamplingPack(),
-		PrebuiltSlice(),
-		StateLayerPairing(),
-		HostOffsets(),
-		LayoutConvert(),
-		GroupContiguous(),
-		LayerBlocks(),
-		RadixScript(),
-		AdmissionRound(),
-		AdmissionScript(),
-		AdmissionBench(),
-		BigramKey(),
-		PageHashes(),
-		OwnerCounts(),
-		LoadScript(),
-		LayerDoneScript(),
-		AckScript(),
-		CPSplit(),
-		CPValidRows(),
-		CPRerange(),
-		CPCompactValid(),
-		CPRestorePadded(),
-		CanSplit(),
-		PageDescriptors(),
-		RemapLocs(),
-		DraftInput(),
-		MQAChunkRows(),
-		AdmissionEstimate(),
-		MQAChunkedTopK(),
-		NSAIndexPlan(),
-		IndexTopkOverrides(),
-		DeepGEMMWarmupPlan(),
-		FP8StorePages(),
-		FP8MaterializePages(),
-		FP8DequantTopK(),
-		FP8ComposeCurrent(),
-		FP8StoreValidRows(),
-		FP8QuantizeRow(),
-		FP8QuantizeIndexK(),
-		ValidateInputLength(),
-		ErrorBody(),
-		StreamErrorChunk(),
-		ChatNormalize(),
-		Usage(),
-		GLMToolArgs(),
-		PerLayerScript(),
-	}
+	entries := generatedOps()
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries
 }

@@ -87,57 +87,11 @@ func (u suite[In, Out]) Shrink(impl catalog.Impl, kind Kind) (*Failure, error) {
 }
 
 // Suites returns the differential suite of every op, in name order (the
-// catalog's order).
+// catalog's order). The list is generated (suites_gen.go, `make generate`):
+// every exported, parameterless func of this package returning *Spec[...]
+// is a spec.
 func Suites() []Suite {
-	suites := []Suite{
-		Erase(FilterCPRank()),
-		Erase(PerLayerScript()),
-		Erase(SamplingPack()),
-		Erase(PrebuiltSlice()),
-		Erase(StateLayerPairing()),
-		Erase(HostOffsets()),
-		Erase(LayoutConvert()),
-		Erase(GroupContiguous()),
-		Erase(LayerBlocks()),
-		Erase(RadixScript()),
-		Erase(AdmissionRound()),
-		Erase(AdmissionScript()),
-		Erase(AdmissionBench()),
-		Erase(BigramKey()),
-		Erase(PageHashes()),
-		Erase(OwnerCounts()),
-		Erase(LoadScript()),
-		Erase(LayerDoneScript()),
-		Erase(AckScript()),
-		Erase(CPSplit()),
-		Erase(CPValidRows()),
-		Erase(CPRerange()),
-		Erase(CPCompactValid()),
-		Erase(CPRestorePadded()),
-		Erase(CanSplit()),
-		Erase(PageDescriptors()),
-		Erase(RemapLocs()),
-		Erase(DraftInput()),
-		Erase(MQAChunkRows()),
-		Erase(AdmissionEstimate()),
-		Erase(MQAChunkedTopK()),
-		Erase(NSAIndexPlan()),
-		Erase(IndexTopkOverrides()),
-		Erase(DeepGEMMWarmupPlan()),
-		Erase(FP8StorePages()),
-		Erase(FP8MaterializePages()),
-		Erase(FP8DequantTopK()),
-		Erase(FP8ComposeCurrent()),
-		Erase(FP8StoreValidRows()),
-		Erase(FP8QuantizeRow()),
-		Erase(FP8QuantizeIndexK()),
-		Erase(ValidateInputLength()),
-		Erase(ErrorBody()),
-		Erase(StreamErrorChunk()),
-		Erase(ChatNormalize()),
-		Erase(Usage()),
-		Erase(GLMToolArgs()),
-	}
+	suites := generatedSuites()
 	slices.SortFunc(suites, func(a, b Suite) int { return strings.Compare(a.Name(), b.Name()) })
 	return suites
 }

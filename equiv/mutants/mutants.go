@@ -1,7 +1,22 @@
 // Package mutants is kvtwin's bug zoo: each historic bug the engineering
-// notes describe, re-introduced into a copy of the fast twin. The
-// differential suite must kill every one (TestMutantsAreKilled), and each
-// has a named regression fixture holding its minimal distinguishing input.
+// notes describe, put back into the fast twin. The differential suite must
+// kill every one (TestMutantsAreKilled), and each has a named regression
+// fixture holding its minimal distinguishing input.
+//
+// A mutant is a wrapper or a switch, never a copy of fast code
+// (docs/adding-an-op.md, "Mutants: a switch or a wrapper"):
+//
+//   - a wrapper, when the bug can be reproduced from a production
+//     function's inputs and outputs, calls fast's exported production
+//     function and rewrites its input or its output exactly as the historic
+//     code behaved (serving.go's S1-B1..B4, prebuilt.go, admissionbench.go);
+//   - a switch, when the bug lives inside a stateful type or in the middle
+//     of an algorithm where no wrapper can reach, sets a flag of the
+//     family's struct in internal/fault and calls fast's one hook for that
+//     type or op, <ProductionName>WithFaults: the production function's
+//     parameters followed by f fault.<Family>, returning what the production
+//     function returns (fast.NewTreeWithFaults(cfg, f) in radix.go,
+//     fast.AdmitRoundWithFaults(lim, in, f) in admission.go).
 package mutants
 
 import (
@@ -15,93 +30,14 @@ import (
 // suite is judged too weak to catch it.
 const MaxCases = 1000
 
-// All returns every mutant, grouped by op in catalog (name) order.
+// All returns every mutant, grouped by op in catalog (name) order. The list
+// is generated (all_gen.go, `make generate`): every exported, parameterless
+// func of this package returning equiv.Killable is a mutant, of the op whose
+// spec constructor (equiv.X()) it builds on; within an op, the mutants of the
+// file named like the spec's file come first, then by file, each file in
+// declaration order.
 func All() []equiv.Killable {
-	zoo := []equiv.Killable{
-		LPFStorageAccepted(),
-		CachedGateBeforeLoadBack(),
-		CPGatesOnEmptyBatch(),
-		CPNoLegacyLift(),
-		CPUserLimitUncapped(),
-		CPLimitNotDefaulted(),
-		LockRecheckSkipped(),
-		BenchL2HitsAsL1(),
-		FlagsFromFloat32(),
-		ChunkPageStartZero(),
-		FinishRequiresAllLayers(),
-		EnqueueWithoutDedup(),
-		RegisterOverwritesRoom(),
-		FinishPerInfo(),
-		OneContextPerRoom(),
-		GroupLengthMismatch(),
-		VItemLenForK(),
-		PrebuiltSliceFromZero(),
-		StateLayersPairedByCount(),
-		IndexBytesUseAllLayers(),
-		RadixKeySlicesCopy(),
-		RadixStoredKeyViews(),
-		BigramPairsTokenWithItself(),
-		BigramHashPackedLE64(),
-		OwnerCountsRecounted(),
-		SplitKeepsOwnerCounts(),
-		OwnerClosedFormGoMod(),
-		DescriptorRebuiltPerLayer(),
-		DescriptorReusedAcrossBatches(),
-		SilentFallback(),
-		AllLayerWait(),
-		AckFunnelBypass(),
-		RollbackLeavesOrphanAck(),
-		RollbackLeavesLayerState(),
-		ConsumerForgetsCompleted(),
-		BlindPopUnknownAck(),
-		ZeroOwnedRankReturnsEarly(),
-		WritingCheckStrandsDuplicates(),
-		ZigzagConcatenation(),
-		ValidMaskSuffix(),
-		LastTokenComputeLength(),
-		RerangeValidOffsets(),
-		MoESuffixCount(),
-		StoreSuffixCount(),
-		RestoreSuffixCount(),
-		PagePlanBeforeEligibility(),
-		GlobalPageInverse(),
-		DraftCPLocalFromLength(),
-		DraftV2GlobalHidden(),
-		FullRequestAccounting(),
-		EstimatorIgnoresChunkCap(),
-		EstimateMQATermMissing(),
-		EstimateFullRequestQK(),
-		EstimateBothCapsRowWins(),
-		EstimateRank0Only(),
-		ChunkOffsetsNotRowAddressed(),
-		PatternLengthUnchecked(),
-		PrefetchUngated(),
-		SharedLayerMissingPrevTopk(),
-		HiCacheIndexBytesEveryLayer(),
-		PatternCharsetCForFull(),
-		OffsetZeroInjected(),
-		FlagsReplaceJSON(),
-		EnvBridgedAfterImport(),
-		LegacyOnlyNVRTC(),
-		DenseWalk(),
-		ManifestTrustedWithoutLiveness(),
-		FullMaterializeStaleCurrent(),
-		ContractMismatchAccepted(),
-		NoSaturation(),
-		NaNLost(),
-		ReciprocalMultiply(),
-		SchedulerUpstreamWording(),
-		ExceedsItself(),
-		BatchNoAbort(),
-		GenericValueErrorFirst(),
-		StreamTypeFromStatus(),
-		HTTPStatusOnly(),
-		PreflightExtraChunk(),
-		ParaDefaultUngated(),
-		StringImageURLRejected(),
-		GLMArgsStripped(),
-		GLMUsageNoDetails(),
-	}
+	zoo := generatedMutants()
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo
 }
