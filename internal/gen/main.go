@@ -9,62 +9,17 @@
 package main
 
 import (
-	"bytes"
-	"flag"
-	"fmt"
-	"maps"
-	"os"
-	"path/filepath"
-	"slices"
-
 	"github.com/kvtwin/kvtwin/internal/gen/model"
 )
 
-func main() {
-	root := flag.String("root", ".", "module root of the checkout")
-	check := flag.Bool("check", false, "report stale files instead of writing them (exit status 1)")
-	flag.Parse()
-	stale, err := run(*root, !*check)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gen:", err)
-		os.Exit(2)
-	}
-	for _, f := range stale {
-		if *check {
-			fmt.Fprintf(os.Stderr, "gen: %s is stale: run make generate\n", f)
-		} else {
-			fmt.Printf("gen: wrote %s\n", f)
-		}
-	}
-	if *check && len(stale) > 0 {
-		os.Exit(1)
-	}
-}
+func main() { model.Main("gen", "generate", lists) }
 
-// run renders the lists of the checkout at root and returns the paths whose
-// content differs from the committed file, writing them when write is set.
-func run(root string, write bool) ([]string, error) {
+// lists renders the registration lists of the checkout at root, by
+// repository path.
+func lists(root string) (map[string][]byte, error) {
 	r, err := model.Load(root)
 	if err != nil {
 		return nil, err
 	}
-	files, err := r.Lists()
-	if err != nil {
-		return nil, err
-	}
-	var stale []string
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		old, err := os.ReadFile(p)
-		if err == nil && bytes.Equal(old, files[name]) {
-			continue
-		}
-		stale = append(stale, name)
-		if write {
-			if err := os.WriteFile(p, files[name], 0o644); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return stale, nil
+	return r.Lists()
 }

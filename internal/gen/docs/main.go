@@ -10,9 +10,7 @@
 package main
 
 import (
-	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path"
@@ -37,50 +35,7 @@ const (
 	endMarker   = "<!-- ops:end -->"
 )
 
-func main() {
-	root := flag.String("root", ".", "module root of the checkout")
-	check := flag.Bool("check", false, "report stale files instead of writing them (exit status 1)")
-	flag.Parse()
-	stale, err := run(*root, !*check)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "docs:", err)
-		os.Exit(2)
-	}
-	for _, f := range stale {
-		if *check {
-			fmt.Fprintf(os.Stderr, "docs: %s is stale: run make docs\n", f)
-		} else {
-			fmt.Printf("docs: wrote %s\n", f)
-		}
-	}
-	if *check && len(stale) > 0 {
-		os.Exit(1)
-	}
-}
-
-// run renders both pages of the checkout at root and returns the paths whose
-// content differs from the committed file, writing them when write is set.
-func run(root string, write bool) ([]string, error) {
-	want, err := render(root)
-	if err != nil {
-		return nil, err
-	}
-	var stale []string
-	for _, name := range []string{OpsPage, Readme} {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		old, err := os.ReadFile(p)
-		if err == nil && bytes.Equal(old, want[name]) {
-			continue
-		}
-		stale = append(stale, name)
-		if write {
-			if err := os.WriteFile(p, want[name], 0o644); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return stale, nil
-}
+func main() { model.Main("docs", "docs", render) }
 
 // render returns the content both pages should have, by repository path.
 func render(root string) (map[string][]byte, error) {
