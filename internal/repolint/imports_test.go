@@ -20,20 +20,19 @@ import (
 
 // The import rules of docs/design/ARCHITECTURE.md, one a row. Packages are
 // named relative to the module ("fast/cuda"); "x/..." is x and every package
-// under it; "internal/*fault" is every fault-switch package (internal/fault
-// and the older internal/<x>fault). A target outside the module is named in
-// full ("testing", "pgregory.net/rapid/..."). Only non-test imports count
-// (go list's Imports and Deps, never TestImports): a package's tests may
-// reach further than the package. Each row's spec names the TestImportRules
-// subtest that checks it; every row is checked on the default build and on
-// -tags cuda.
+// under it; other patterns are path.Match globs. A target outside the
+// module is named in full ("testing", "pgregory.net/rapid/..."). Only
+// non-test imports count (go list's Imports and Deps, never TestImports): a
+// package's tests may reach further than the package. Each row's spec names
+// the TestImportRules subtest that checks it; every row is checked on the
+// default build and on -tags cuda.
 var importRules = []rule{
 	// The twins and what they stand on.
 	{"RefImportsNoModulePackage", "ref", mayOnlyImport(),
 		"ref is the executable specification; everything else is checked against it, so it depends on nothing of ours"},
 	{"LeafHelpersImportNoModulePackage", "internal/jsonscan", mayOnlyImport(),
 		"the one-pass JSON scanner is shared by fast and server; a leaf keeps both free to use it"},
-	{"LeafHelpersImportNoModulePackage", "internal/*fault", mayOnlyImport(),
+	{"LeafHelpersImportNoModulePackage", "internal/fault", mayOnlyImport(),
 		"fault switches are plain data naming historic bugs; the twins read them, they read nothing"},
 	{"LeafHelpersImportNoModulePackage", "internal/repolint", mayOnlyImport(),
 		"the lint package is tests only"},
@@ -43,9 +42,9 @@ var importRules = []rule{
 		"the source model is shared by the generators and must build whatever state the lists are in"},
 	{"GeneratorBuildsWhileListsAreStale", "internal/gen/docs", mayOnlyImport("catalog", "equiv", "equiv/mutants", "internal/gen/model"),
 		"the docs generator renders the registered lists (catalog.All, mutants.All), so it runs after the list generator"},
-	{"FastStandsOnlyOnRef", "fast", mayOnlyImport("ref", "internal/*fault", "internal/jsonscan"),
+	{"FastStandsOnlyOnRef", "fast", mayOnlyImport("ref", "internal/fault", "internal/jsonscan"),
 		"the optimized twin takes and returns ref types; it never sees the catalog, the suites, the pools or the server"},
-	{"CUDAStandsOnlyOnRefAndFast", "fast/cuda/...", mayOnlyImport("ref", "fast", "fast/cuda/...", "internal/*fault"),
+	{"CUDAStandsOnlyOnRefAndFast", "fast/cuda/...", mayOnlyImport("ref", "fast", "fast/cuda/...", "internal/fault"),
 		"the GPU twin returns ref types and borrows fast's host-side helpers (ref ← fast ← fast/cuda)"},
 	{"CatalogImportsOnlyTheTwins", "catalog", mayOnlyImport("ref", "fast", "fast/cuda"),
 		"the catalog is where the twins meet and are named; it knows nothing that consumes it"},
@@ -53,10 +52,10 @@ var importRules = []rule{
 	// The consumers of the catalog.
 	{"FixturesStandOnlyOnCatalog", "fixtures", mayOnlyImport("ref", "catalog"),
 		"fixtures are catalog entries' canonical bytes on disk; the suite and the CLI read them, not the other way round"},
-	{"EquivReachesTwinsOnlyThroughCatalog", "equiv", mayOnlyImport("ref", "catalog", "fixtures", "internal/*fault", "internal/hostile"),
+	{"EquivReachesTwinsOnlyThroughCatalog", "equiv", mayOnlyImport("ref", "catalog", "fixtures", "internal/fault", "internal/hostile"),
 		"every property runs on every implementation an entry offers; never on the server or the CLI"},
-	{"MutantsAreFastTwinsWithAFaultSwitchedOn", "equiv/mutants", mayOnlyImport("ref", "fast", "equiv", "internal/*fault"),
-		"a mutant is the fast twin with a historic bug switched back on, registered against equiv's property"},
+	{"MutantsAreFastTwinsWithAFaultSwitchedOn", "equiv/mutants", mayOnlyImport("ref", "fast", "equiv", "internal/fault"),
+		"a mutant is the fast twin with a historic bug put back (a wrapper or a fault switch), registered against equiv's property"},
 	{"ServerReachesTwinsOnlyThroughCatalog", "server", mayOnlyImport("ref", "catalog", "prefix", "internal/jsonscan"),
 		"the server picks a twin by catalog.Impl; the twins meet only in catalog"},
 	{"ServicesStandOnlyOnTheTwins", "prefix", mayOnlyImport("ref", "fast"),
@@ -73,7 +72,7 @@ var importRules = []rule{
 		"the suite is test machinery; only `kvtwin audit`/`bugzoo` run it outside `go test` (and the docs generator lists its mutants)"},
 	{"HostileInputsAreTestMachinery", "internal/hostile", onlyImportedBy("equiv/...", "cmd/kvtwin"),
 		"the suites and `kvtwin soak` derive hostile bodies; production code never does"},
-	{"FaultSwitchesStayInTwinsAndBugZoo", "internal/*fault", onlyImportedBy("fast", "fast/cuda/...", "catalog", "equiv", "equiv/mutants"),
+	{"FaultSwitchesStayInTwinsAndBugZoo", "internal/fault", onlyImportedBy("fast", "fast/cuda/...", "catalog", "equiv", "equiv/mutants"),
 		"a fault re-introduces a historic bug; only the twins that carry it and the bug zoo may name one"},
 
 	// What may be linked at all.
