@@ -9,9 +9,7 @@ import (
 
 // faultyRound is admission.round on the fast adder with the given faults.
 func faultyRound(f fault.Admission) func(ref.Limits, ref.RoundInput) (ref.RoundResult, error) {
-	return func(lim ref.Limits, in ref.RoundInput) (ref.RoundResult, error) {
-		return fast.AdmitRoundWithFaults(lim, in, f)
-	}
+	return switched(fast.AdmitRoundWithFaults, f)
 }
 
 // admissionMutant builds one §A1.15 mutant.

@@ -22,9 +22,7 @@ func estimateMutant(id, about string, fn func(ref.Limits, ref.AdmissionEstimateI
 
 // estimateSwitch is fast.AdmissionEstimateWithFaults with f.
 func estimateSwitch(f fault.Estimate) func(ref.Limits, ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error) {
-	return func(lim ref.Limits, in ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error) {
-		return fast.AdmissionEstimateWithFaults(lim, in, f)
-	}
+	return switched(fast.AdmissionEstimateWithFaults, f)
 }
 
 // EstimateMQATermMissing is A2-B1: the estimate before the seed added the

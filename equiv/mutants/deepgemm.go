@@ -21,9 +21,7 @@ func dgMutant(id, about string, fn dgFunc) equiv.Killable {
 
 // dgSwitch is fast.DeepGEMMWarmupPlanWithFaults with f.
 func dgSwitch(f fault.DeepGEMM) dgFunc {
-	return func(lim ref.Limits, in ref.DeepGEMMWarmupInput) (ref.DeepGEMMWarmupOutput, error) {
-		return fast.DeepGEMMWarmupPlanWithFaults(lim, in, f)
-	}
+	return switched(fast.DeepGEMMWarmupPlanWithFaults, f)
 }
 
 // EnvBridgedAfterImport is S3-B1: the wrapper translated SGLANG_DG_* to

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/ref"
 )
 
 // MaxCases is how many generated cases a mutant may survive before the
@@ -40,4 +41,10 @@ func All() []equiv.Killable {
 	zoo := generatedMutants()
 	slices.SortStableFunc(zoo, func(a, b equiv.Killable) int { return strings.Compare(a.Op(), b.Op()) })
 	return zoo
+}
+
+// switched binds the fault value f to one of fast's <Production>WithFaults
+// hooks, giving the production function's shape with the bug switched on.
+func switched[In, Out, F any](hook func(ref.Limits, In, F) (Out, error), f F) func(ref.Limits, In) (Out, error) {
+	return func(lim ref.Limits, in In) (Out, error) { return hook(lim, in, f) }
 }

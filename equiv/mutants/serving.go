@@ -87,9 +87,7 @@ func streamMutant(id, section, about string, fn func(ref.Limits, ref.StreamError
 
 // streamSwitch is fast.StreamErrorChunkWithFaults with f.
 func streamSwitch(f fault.Serving) func(ref.Limits, ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
-	return func(lim ref.Limits, in ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
-		return fast.StreamErrorChunkWithFaults(lim, in, f)
-	}
+	return switched(fast.StreamErrorChunkWithFaults, f)
 }
 
 // StreamTypeFromStatus is S1-B5: the in-stream error was typed by the
@@ -147,9 +145,7 @@ func ParaDefaultUngated() equiv.Killable {
 func StringImageURLRejected() equiv.Killable {
 	return chatMutant("s2-b3-string-image-url-rejected", "admission-serving.md S2.11 S2-B3",
 		"a string image_url content part is rejected with 400 instead of normalized",
-		func(lim ref.Limits, in ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) {
-			return fast.ChatNormalizeWithFaults(lim, in, fault.Serving{RejectStringImageURL: true})
-		})
+		switched(fast.ChatNormalizeWithFaults, fault.Serving{RejectStringImageURL: true}))
 }
 
 // GLMArgsStripped is S2-B2: GLM argument values were stripped before
@@ -158,9 +154,7 @@ func GLMArgsStripped() equiv.Killable {
 	return &equiv.Mutant[ref.GLMToolArgsInput, ref.GLMToolArgsOutput]{Spec: equiv.GLMToolArgs(),
 		ID: "s2-b2-glm-args-stripped", Section: "admission-serving.md S2.11 S2-B2",
 		About: "GLM argument values stripped: \"  def f():\\n    return 1\\n\" loses its whitespace",
-		Fn: func(lim ref.Limits, in ref.GLMToolArgsInput) (ref.GLMToolArgsOutput, error) {
-			return fast.GLMToolArgsWithFaults(lim, in, fault.Serving{StripGLMArgs: true})
-		}}
+		Fn:    switched(fast.GLMToolArgsWithFaults, fault.Serving{StripGLMArgs: true})}
 }
 
 // GLMUsageNoDetails is S2-B4: the glm family did not get

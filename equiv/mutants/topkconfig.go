@@ -24,9 +24,7 @@ func topkMutant(id, about string, fn func(ref.Limits, ref.IndexTopkOverridesInpu
 func OffsetZeroInjected() equiv.Killable {
 	return topkMutant("offset-zero-injected",
 		"offset flag 0 injected literally as index_skip_topk_offset:0 (layer 0 becomes S) instead of unset",
-		func(lim ref.Limits, in ref.IndexTopkOverridesInput) (ref.IndexTopkOverridesOutput, error) {
-			return fast.MergeIndexTopkOverridesWithFaults(lim, in, fault.IndexTopk{OffsetZeroInjected: true})
-		})
+		switched(fast.MergeIndexTopkOverridesWithFaults, fault.IndexTopk{OffsetZeroInjected: true}))
 }
 
 // FlagsReplaceJSON is S4-B2: the flags built a fresh override object and
