@@ -36,23 +36,14 @@ type specRef struct {
 	id   string
 }
 
-// specModuleRoot walks up from the working directory to the folder holding go.mod.
+// specModuleRoot is moduleRoot for a test: the folder holding go.mod.
 func specModuleRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return root
 }
 
 // specHeadingIDs returns, for every file of specDirs, its headings' texts
