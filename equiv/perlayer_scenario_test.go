@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -322,10 +323,10 @@ func ranges(xs []int) string {
 }
 
 // perLayerManagerWithFaults is fast.NewPerLayerManager (a deterministic
-// manager) built through fast.NewManagerWithFaults with f.
+// manager) built through fastcore.NewManagerWithFaults with f.
 func perLayerManagerWithFaults(f fault.Transfer) ref.NewPerLayerManagerFunc {
 	return func(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
-		return fast.NewManagerWithFaults(fast.PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger}, f)
+		return fastcore.NewManagerWithFaults(fast.PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger}, f)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -41,7 +42,7 @@ func BenchmarkOwnerCounts64K(b *testing.B) {
 // ownerBenchTree holds a 64K-token node below a 64K-token parent and
 // returns the tree and the node's id.
 func ownerBenchTree(b *testing.B, f fault.Radix) (*fast.Tree, ref.NodeID) {
-	tr, err := fast.NewTreeWithFaults(ref.TreeConfig{PageSize: 64, CPSize: 8}, f)
+	tr, err := fastcore.NewTreeWithFaults(ref.TreeConfig{PageSize: 64, CPSize: 8}, f)
 	if err != nil {
 		b.Fatal(err)
 	}

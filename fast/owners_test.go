@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -22,7 +23,7 @@ func insertUnits(t testing.TB, tr ref.RadixTree, units ...ref.Unit) {
 // planTree is §4.4's worked-example tree (ref/owners_test.go) on a fast
 // tree built with faults f.
 func planTree(t testing.TB, f fault.Radix) *fast.Tree {
-	tr, err := fast.NewTreeWithFaults(ref.TreeConfig{PageSize: 1, CPSize: 2}, f)
+	tr, err := fastcore.NewTreeWithFaults(ref.TreeConfig{PageSize: 1, CPSize: 2}, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestPlanReadsMetadata(t *testing.T) {
 // keeps [2,2] for 3 pages; the planner rejects it with ErrMetadataStale
 // and the tree, counters included, is unchanged.
 func TestStaleMetadataFailsFast(t *testing.T) {
-	tr, err := fast.NewTreeWithFaults(ref.TreeConfig{PageSize: 1, CPSize: 2}, fault.Radix{SplitKeepsOwnerCounts: true})
+	tr, err := fastcore.NewTreeWithFaults(ref.TreeConfig{PageSize: 1, CPSize: 2}, fault.Radix{SplitKeepsOwnerCounts: true})
 	if err != nil {
 		t.Fatal(err)
 	}

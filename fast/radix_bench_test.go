@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -137,7 +138,7 @@ func BenchmarkRadixMatchZeroFaults(b *testing.B) {
 	}{
 		{"production", fast.NewRadixTree},
 		{"zero-faults", func(cfg ref.TreeConfig) (ref.RadixTree, error) {
-			return fast.NewTreeWithFaults(cfg, fault.Radix{})
+			return fastcore.NewTreeWithFaults(cfg, fault.Radix{})
 		}},
 	}
 	for _, shape := range []struct{ n, k, ps int }{{1 << 16, 128, 64}, {4096, 4096, 1}} {

@@ -3,6 +3,7 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -19,9 +20,9 @@ func dgMutant(id, about string, fn dgFunc) equiv.Killable {
 	}
 }
 
-// dgSwitch is fast.DeepGEMMWarmupPlanWithFaults with f.
+// dgSwitch is fastcore.DeepGEMMWarmupPlanWithFaults with f.
 func dgSwitch(f fault.DeepGEMM) dgFunc {
-	return switched(fast.DeepGEMMWarmupPlanWithFaults, f)
+	return switched(fastcore.DeepGEMMWarmupPlanWithFaults, f)
 }
 
 // EnvBridgedAfterImport is S3-B1: the wrapper translated SGLANG_DG_* to

@@ -2,14 +2,16 @@ package mutants
 
 import (
 	"github.com/kvtwin/kvtwin/equiv"
-	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // faultyLoadScript runs hicache.load_script on fast loaders with the given faults.
 func faultyLoadScript(f fault.Load) func(ref.Limits, ref.LoadScriptInput) (ref.LoadScriptOutput, error) {
-	newLoader := func(lim ref.Limits, p ref.LoadPools) (ref.Loader, error) { return fast.NewLoaderWithFaults(lim, p, f) }
+	newLoader := func(lim ref.Limits, p ref.LoadPools) (ref.Loader, error) {
+		return fastcore.NewLoaderWithFaults(lim, p, f)
+	}
 	return func(lim ref.Limits, in ref.LoadScriptInput) (ref.LoadScriptOutput, error) {
 		return ref.RunLoadScript(lim, in, newLoader)
 	}
@@ -67,7 +69,7 @@ func AllLayerWait() equiv.Killable {
 		About:   "Ready(l) becomes done == L: a reader of layer l waits for every layer and the load/compute overlap is lost",
 		Fn: func(_ ref.Limits, in ref.LayerDoneScriptInput) (ref.LayerDoneScriptOutput, error) {
 			return ref.RunLayerDoneScript(in, func(layers int) (ref.LayerDoneCounter, error) {
-				return fast.NewLayerDoneCounterWithFaults(layers, fault.Load{AllLayerWait: true})
+				return fastcore.NewLayerDoneCounterWithFaults(layers, fault.Load{AllLayerWait: true})
 			})
 		},
 		Scenario: "equiv/testdata/load_all_layer_wait.txt",

@@ -12,11 +12,12 @@
 //     code behaved (serving.go's S1-B1..B4, prebuilt.go, admissionbench.go);
 //   - a switch, when the bug lives inside a stateful type or in the middle
 //     of an algorithm where no wrapper can reach, sets a flag of the
-//     family's struct in internal/fault and calls fast's one hook for that
-//     type or op, <ProductionName>WithFaults: the production function's
+//     family's struct in internal/fault and calls the one hook for that
+//     type or op, internal/fastcore's <ProductionName>WithFaults (kept off
+//     fast's API; fast re-exports the rest): the production function's
 //     parameters followed by f fault.<Family>, returning what the production
-//     function returns (fast.NewTreeWithFaults(cfg, f) in radix.go,
-//     fast.AdmitRoundWithFaults(lim, in, f) in admission.go).
+//     function returns (fastcore.NewTreeWithFaults(cfg, f) in radix.go,
+//     fastcore.AdmitRoundWithFaults(lim, in, f) in admission.go).
 package mutants
 
 import (
@@ -43,8 +44,8 @@ func All() []equiv.Killable {
 	return zoo
 }
 
-// switched binds the fault value f to one of fast's <Production>WithFaults
-// hooks, giving the production function's shape with the bug switched on.
+// switched binds the fault value f to one of internal/fastcore's
+// <Production>WithFaults hooks, giving the production function's shape with the bug switched on.
 func switched[In, Out, F any](hook func(ref.Limits, In, F) (Out, error), f F) func(ref.Limits, In) (Out, error) {
 	return func(lim ref.Limits, in In) (Out, error) { return hook(lim, in, f) }
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -14,7 +15,7 @@ import (
 func faultyXferScript(f fault.Transfer) func(ref.Limits, ref.XferScriptInput) (ref.XferScriptOutput, error) {
 	// fast.NewPerLayerManager with the faults: a deterministic manager.
 	newManager := func(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
-		return fast.NewManagerWithFaults(fast.PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger}, f)
+		return fastcore.NewManagerWithFaults(fast.PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger}, f)
 	}
 	return func(lim ref.Limits, in ref.XferScriptInput) (ref.XferScriptOutput, error) {
 		return ref.RunXferScript(lim, in, newManager)

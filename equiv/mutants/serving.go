@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -85,9 +86,9 @@ func streamMutant(id, section, about string, fn func(ref.Limits, ref.StreamError
 		Fn: fn}
 }
 
-// streamSwitch is fast.StreamErrorChunkWithFaults with f.
+// streamSwitch is fastcore.StreamErrorChunkWithFaults with f.
 func streamSwitch(f fault.Serving) func(ref.Limits, ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
-	return switched(fast.StreamErrorChunkWithFaults, f)
+	return switched(fastcore.StreamErrorChunkWithFaults, f)
 }
 
 // StreamTypeFromStatus is S1-B5: the in-stream error was typed by the
@@ -145,7 +146,7 @@ func ParaDefaultUngated() equiv.Killable {
 func StringImageURLRejected() equiv.Killable {
 	return chatMutant("s2-b3-string-image-url-rejected", "admission-serving.md S2.11 S2-B3",
 		"a string image_url content part is rejected with 400 instead of normalized",
-		switched(fast.ChatNormalizeWithFaults, fault.Serving{RejectStringImageURL: true}))
+		switched(fastcore.ChatNormalizeWithFaults, fault.Serving{RejectStringImageURL: true}))
 }
 
 // GLMArgsStripped is S2-B2: GLM argument values were stripped before
@@ -154,7 +155,7 @@ func GLMArgsStripped() equiv.Killable {
 	return &equiv.Mutant[ref.GLMToolArgsInput, ref.GLMToolArgsOutput]{Spec: equiv.GLMToolArgs(),
 		ID: "s2-b2-glm-args-stripped", Section: "admission-serving.md S2.11 S2-B2",
 		About: "GLM argument values stripped: \"  def f():\\n    return 1\\n\" loses its whitespace",
-		Fn:    switched(fast.GLMToolArgsWithFaults, fault.Serving{StripGLMArgs: true})}
+		Fn:    switched(fastcore.GLMToolArgsWithFaults, fault.Serving{StripGLMArgs: true})}
 }
 
 // GLMUsageNoDetails is S2-B4: the glm family did not get

@@ -42,9 +42,11 @@ var importRules = []rule{
 		"the source model is shared by the generators and must build whatever state the lists are in"},
 	{"GeneratorBuildsWhileListsAreStale", "internal/gen/docs", mayOnlyImport("catalog", "equiv", "equiv/mutants", "internal/gen/model"),
 		"the docs generator renders the registered lists (catalog.All, mutants.All), so it runs after the list generator"},
-	{"FastStandsOnlyOnRef", "fast", mayOnlyImport("ref", "internal/fault", "internal/jsonscan"),
+	{"FastStandsOnlyOnRef", "fast", mayOnlyImport("ref", "internal/fastcore", "internal/jsonscan"),
 		"the optimized twin takes and returns ref types; it never sees the catalog, the suites, the pools or the server"},
-	{"CUDAStandsOnlyOnRefAndFast", "fast/cuda/...", mayOnlyImport("ref", "fast", "fast/cuda/...", "internal/fault"),
+	{"FastStandsOnlyOnRef", "internal/fastcore", mayOnlyImport("ref", "internal/fault", "internal/jsonscan"),
+		"the fast twins that carry bug-zoo switches are fast's code, under fast's rule"},
+	{"CUDAStandsOnlyOnRefAndFast", "fast/cuda/...", mayOnlyImport("ref", "fast", "fast/cuda/..."),
 		"the GPU twin returns ref types and borrows fast's host-side helpers (ref ← fast ← fast/cuda)"},
 	{"CatalogImportsOnlyTheTwins", "catalog", mayOnlyImport("ref", "fast", "fast/cuda"),
 		"the catalog is where the twins meet and are named; it knows nothing that consumes it"},
@@ -54,7 +56,7 @@ var importRules = []rule{
 		"fixtures are catalog entries' canonical bytes on disk; the suite and the CLI read them, not the other way round"},
 	{"EquivReachesTwinsOnlyThroughCatalog", "equiv", mayOnlyImport("ref", "catalog", "fixtures", "internal/fault", "internal/hostile"),
 		"every property runs on every implementation an entry offers; never on the server or the CLI"},
-	{"MutantsAreFastTwinsWithAFaultSwitchedOn", "equiv/mutants", mayOnlyImport("ref", "fast", "equiv", "internal/fault"),
+	{"MutantsAreFastTwinsWithAFaultSwitchedOn", "equiv/mutants", mayOnlyImport("ref", "fast", "equiv", "internal/fastcore", "internal/fault"),
 		"a mutant is the fast twin with a historic bug put back (a wrapper or a fault switch), registered against equiv's property"},
 	{"ServerReachesTwinsOnlyThroughCatalog", "server", mayOnlyImport("ref", "catalog", "prefix", "internal/jsonscan"),
 		"the server picks a twin by catalog.Impl; the twins meet only in catalog"},
@@ -72,14 +74,17 @@ var importRules = []rule{
 		"the suite is test machinery; only `kvtwin audit`/`bugzoo` run it outside `go test` (and the docs generator lists its mutants)"},
 	{"HostileInputsAreTestMachinery", "internal/hostile", onlyImportedBy("equiv/...", "cmd/kvtwin"),
 		"the suites and `kvtwin soak` derive hostile bodies; production code never does"},
-	{"FaultSwitchesStayInTwinsAndBugZoo", "internal/fault", onlyImportedBy("fast", "fast/cuda/...", "catalog", "equiv", "equiv/mutants"),
+	{"FaultSwitchesStayInTwinsAndBugZoo", "internal/fault", onlyImportedBy("internal/fastcore", "equiv/mutants"),
 		"a fault re-introduces a historic bug; only the twins that carry it and the bug zoo may name one"},
+	{"FaultSwitchesStayInTwinsAndBugZoo", "internal/fastcore", onlyImportedBy("fast", "equiv/mutants"),
+		"its <Production>WithFaults hooks are for the bug zoo; everything else reaches these twins through fast's generated re-exports"},
 
 	// What may be linked at all.
 	{"ServerNeverLinksTestMachinery", "server", mayNotLink(testMachinery...),
 		"`kvtwin serve` must not carry the suites; testing's functions panic outside `go test`"},
 	{"ProductionPackagesNeverLinkTestMachinery", "ref", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "fast/...", mayNotLink(testMachinery...), "production code"},
+	{"ProductionPackagesNeverLinkTestMachinery", "internal/fastcore", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "catalog", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "prefix", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "replay", mayNotLink(testMachinery...), "production code"},
@@ -132,6 +137,7 @@ func TestImportGraphIsPlausible(t *testing.T) {
 		for _, want := range [][2]string{
 			{"catalog", "ref"}, {"catalog", "fast"}, {"catalog", "fast/cuda"}, {"fast", "ref"},
 			{"server", "catalog"}, {"cmd/kvtwin", "server"}, {"cmd/kvtwin", "equiv"},
+			{"fast", "internal/fastcore"}, {"equiv/mutants", "internal/fastcore"}, {"internal/fastcore", "internal/fault"},
 		} {
 			from, ok := g.pkgs[g.abs(want[0])]
 			if !ok {

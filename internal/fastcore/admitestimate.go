@@ -1,4 +1,4 @@
-package fast
+package fastcore
 
 import (
 	"math"
@@ -382,4 +382,14 @@ func (e *estimator) chunkRows(q, k int64) int64 {
 		return 1 // 4K > cap: one row, the floor
 	}
 	return min(q, max(1, e.capB/(k*ref.MQALogitsElemBytes)))
+}
+
+// addSat adds non-negative a and b, saturating at MaxInt64 (as the
+// reference does, so an oversized batch is rejected, not wrapped); fast's
+// MQA chunk planner keeps its own copy because fast imports this package.
+func addSat(a, b int64) int64 {
+	if a > 1<<63-1-b {
+		return 1<<63 - 1
+	}
+	return a + b
 }

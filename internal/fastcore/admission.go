@@ -1,4 +1,4 @@
-package fast
+package fastcore
 
 // The admission.round op's fast twin (docs/spec/admission-serving.md §A1): the same
 // walk as ref.AdmitRound, but every budget is a running counter updated by

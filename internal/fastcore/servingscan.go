@@ -1,4 +1,4 @@
-package fast
+package fastcore
 
 // valSpan is a value's bytes [start, end) in the document; end == 0 means absent.
 type valSpan struct{ start, end int }
