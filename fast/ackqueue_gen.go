@@ -20,9 +20,3 @@ type AckQueue = fastcore.AckQueue
 func NewAckQueue(cfg ref.AckConfig) (ref.AckQueue, error) {
 	return fastcore.NewAckQueue(cfg)
 }
-
-// AckScript is the fast twin of hicache.ack_script (docs/spec/radix-acks.md §3): the
-// shared group interpreter run on fast write states.
-func AckScript(lim ref.Limits, in ref.AckScriptInput) (ref.AckScriptOutput, error) {
-	return fastcore.AckScript(lim, in)
-}

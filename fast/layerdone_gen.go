@@ -19,9 +19,3 @@ type Counter = fastcore.Counter
 func NewLayerDoneCounter(layers int) (ref.LayerDoneCounter, error) {
 	return fastcore.NewLayerDoneCounter(layers)
 }
-
-// LayerDoneScript is the fast twin of hicache.layer_done_script
-// (docs/spec/radix-acks.md §5.3): the shared interpreter run on fast counters.
-func LayerDoneScript(p0 ref.Limits, in ref.LayerDoneScriptInput) (ref.LayerDoneScriptOutput, error) {
-	return fastcore.LayerDoneScript(p0, in)
-}

@@ -20,9 +20,3 @@ func NewLoader(lim ref.Limits, p ref.LoadPools) (ref.Loader, error) {
 // Desc is the fast prepared descriptor: the runs are built once in
 // BeginLoad and every layer copies run-wise.
 type Desc = fastcore.Desc
-
-// LoadScript is the fast twin of hicache.load_script (docs/spec/radix-acks.md §5.2):
-// the shared interpreter run on fast loaders.
-func LoadScript(lim ref.Limits, in ref.LoadScriptInput) (ref.LoadScriptOutput, error) {
-	return fastcore.LoadScript(lim, in)
-}

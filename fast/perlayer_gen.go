@@ -30,9 +30,3 @@ func NewManager(opts PerLayerOptions) (*Manager, error) {
 func NewPerLayerManager(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
 	return fastcore.NewPerLayerManager(cfg, engine, events, logger)
 }
-
-// XferScript is the fast twin of transfer.per_layer_script: the shared
-// interpreter run on deterministic goroutine managers.
-func XferScript(lim ref.Limits, in ref.XferScriptInput) (ref.XferScriptOutput, error) {
-	return fastcore.XferScript(lim, in)
-}

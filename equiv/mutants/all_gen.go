@@ -68,7 +68,7 @@ func generatedMutants() []equiv.Killable {
 		ZeroOwnedRankReturnsEarly(),     // ackqueue.go
 		WritingCheckStrandsDuplicates(), // ackqueue.go
 		// hicache.layer_done_script: equiv.LayerDoneScript
-		AllLayerWait(), // loaddesc.go
+		AllLayerWait(), // hicache_layer_done_script.go
 		// hicache.load_script: equiv.LoadScript
 		DescriptorRebuiltPerLayer(),     // loaddesc.go
 		DescriptorReusedAcrossBatches(), // loaddesc.go
@@ -89,9 +89,9 @@ func generatedMutants() []equiv.Killable {
 		HiCacheIndexBytesEveryLayer(), // nsaindexplan.go
 		PatternCharsetCForFull(),      // nsaindexplan.go
 		// radix.bigram_key: equiv.BigramKey
-		BigramPairsTokenWithItself(), // radix.go
+		BigramPairsTokenWithItself(), // radix_bigram_key.go
 		// radix.page_hashes: equiv.PageHashes
-		BigramHashPackedLE64(), // radix.go
+		BigramHashPackedLE64(), // radix_bigram_key.go
 		// radix.script: equiv.RadixScript
 		RadixKeySlicesCopy(),    // radix.go
 		RadixStoredKeyViews(),   // radix.go
@@ -100,18 +100,18 @@ func generatedMutants() []equiv.Killable {
 		// sampling.pack: equiv.SamplingPack
 		FlagsFromFloat32(), // samplingpack.go
 		// serving.chat_normalize: equiv.ChatNormalize
-		ParaDefaultUngated(),     // serving.go
-		StringImageURLRejected(), // serving.go
+		ParaDefaultUngated(),     // serving_chat_normalize.go
+		StringImageURLRejected(), // serving_chat_normalize.go
 		// serving.error_body: equiv.ErrorBody
 		GenericValueErrorFirst(), // serving.go
 		// serving.glm_tool_args: equiv.GLMToolArgs
-		GLMArgsStripped(), // serving.go
+		GLMArgsStripped(), // serving_glm_tool_args.go
 		// serving.stream_error_chunk: equiv.StreamErrorChunk
 		StreamTypeFromStatus(), // serving.go
 		HTTPStatusOnly(),       // serving.go
 		PreflightExtraChunk(),  // serving.go
 		// serving.usage: equiv.Usage
-		GLMUsageNoDetails(), // serving.go
+		GLMUsageNoDetails(), // serving_usage.go
 		// serving.validate_input_length: equiv.ValidateInputLength
 		SchedulerUpstreamWording(), // serving.go
 		ExceedsItself(),            // serving.go

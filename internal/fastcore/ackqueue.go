@@ -623,9 +623,3 @@ func (q *AckQueue) State() ref.AckState {
 	slices.SortFunc(s.Ongoing, func(a, b ref.RegistrationState) int { return cmp.Compare(a.ID, b.ID) })
 	return s
 }
-
-// AckScript is the fast twin of hicache.ack_script (docs/spec/radix-acks.md §3): the
-// shared group interpreter run on fast write states.
-func AckScript(lim ref.Limits, in ref.AckScriptInput) (ref.AckScriptOutput, error) {
-	return ref.RunAckScript(lim, in, NewAckQueue)
-}

@@ -1,0 +1,25 @@
+package mutants
+
+import (
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/internal/fastcore"
+	"github.com/kvtwin/kvtwin/internal/fault"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// AllLayerWait is docs/spec/radix-acks.md §5.4 B5.c (directive): Ready(l) waits for
+// the whole op (done == L), so compute no longer overlaps the load.
+func AllLayerWait() equiv.Killable {
+	return &equiv.Mutant[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput]{
+		Spec:    equiv.LayerDoneScript(),
+		ID:      "all-layer-wait",
+		Section: "radix-acks.md §5.4 B5.c",
+		About:   "Ready(l) becomes done == L: a reader of layer l waits for every layer and the load/compute overlap is lost",
+		Fn: func(_ ref.Limits, in ref.LayerDoneScriptInput) (ref.LayerDoneScriptOutput, error) {
+			return ref.RunLayerDoneScript(in, func(layers int) (ref.LayerDoneCounter, error) {
+				return fastcore.NewLayerDoneCounterWithFaults(layers, fault.Load{AllLayerWait: true})
+			})
+		},
+		Scenario: "equiv/testdata/load_all_layer_wait.txt",
+	}
+}

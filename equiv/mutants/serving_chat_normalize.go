@@ -1,0 +1,36 @@
+package mutants
+
+import (
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/fastcore"
+	"github.com/kvtwin/kvtwin/internal/fault"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+func chatMutant(id, section, about string, fn func(ref.Limits, ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error)) equiv.Killable {
+	return &equiv.Mutant[ref.ChatNormalizeInput, ref.ChatNormalizeOutput]{Spec: equiv.ChatNormalize(), ID: id, Section: section, About: about,
+		Fn: fn}
+}
+
+// ParaDefaultUngated is S2-B1: the Para max_tokens default was hard-coded,
+// so every chat request without max_tokens got 32768. A wrapper: an unset
+// --para-chat-default-max-tokens reads 32768.
+func ParaDefaultUngated() equiv.Killable {
+	return chatMutant("s2-b1-para-default-ungated", "admission-serving.md S2.11 S2-B1",
+		"max_tokens = 32768 injected with --para-chat-default-max-tokens unset",
+		func(lim ref.Limits, in ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) {
+			if in.Flags.ParaChatDefaultMaxTokens == nil {
+				para := int64(32768)
+				in.Flags.ParaChatDefaultMaxTokens = &para // in is a copy
+			}
+			return fast.ChatNormalize(lim, in)
+		})
+}
+
+// StringImageURLRejected is S2-B3: a string image_url part was a 400.
+func StringImageURLRejected() equiv.Killable {
+	return chatMutant("s2-b3-string-image-url-rejected", "admission-serving.md S2.11 S2-B3",
+		"a string image_url content part is rejected with 400 instead of normalized",
+		switched(fastcore.ChatNormalizeWithFaults, fault.Serving{RejectStringImageURL: true}))
+}

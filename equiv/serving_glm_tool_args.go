@@ -1,0 +1,115 @@
+package equiv
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"pgregory.net/rapid"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// GLMToolArgs is the differential spec of serving.glm_tool_args.
+func GLMToolArgs() *Spec[ref.GLMToolArgsInput, ref.GLMToolArgsOutput] {
+	return &Spec[ref.GLMToolArgsInput, ref.GLMToolArgsOutput]{
+		Op:      catalog.GLMToolArgs(),
+		Valid:   rapid.Custom(glmValid),
+		Invalid: rapid.Custom(glmInvalid),
+		Boundary: []Case[ref.GLMToolArgsInput]{
+			{"unclosed-call", ref.GLMToolArgsInput{Text: "a<tool_call>run\n<arg_key>code</arg_key><arg_value>x"}},
+			{"key-without-value", ref.GLMToolArgsInput{Text: "<tool_call>run<arg_key>a</arg_key>x<arg_key>b</arg_key> <arg_value>1</arg_value></tool_call>"}},
+			{"repeated-key", ref.GLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a</arg_key><arg_value>1</arg_value><arg_key>b</arg_key><arg_value>2</arg_value><arg_key>a</arg_key><arg_value>3</arg_value></tool_call>"}},
+			{"numbers", ref.GLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a</arg_key><arg_value>1.0</arg_value><arg_key>b</arg_key><arg_value>1e16</arg_value><arg_key>c</arg_key><arg_value>-0</arg_value><arg_key>d</arg_key><arg_value>123456789012345678901234567890</arg_value></tool_call>"}},
+		},
+		Regressions: []Case[ref.GLMToolArgsInput]{
+			{"s2-b2-glm-args-stripped", ref.GLMToolArgsInput{Tools: glmTools(),
+				Text: "<tool_call>run\n<arg_key>code</arg_key>\n<arg_value>  def f():\n    return 1\n</arg_value>\n</tool_call>"}},
+		},
+		Props: []Prop[ref.GLMToolArgsInput, ref.GLMToolArgsOutput]{
+			{"arguments-are-json-objects", glmArgsJSON},
+			{"string-values-keep-their-bytes", glmStringBytes},
+		},
+	}
+}
+
+func glmTools() json.RawMessage {
+	return json.RawMessage(`[{"type":"function","function":{"name":"run","parameters":{"type":"object","properties":{"code":{"type":"string"},"n":{"type":"number"},"k":{"type":"integer"},"flag":{"type":"boolean"},"cfg":{"type":"object"}}}}}]`)
+}
+
+var glmValues = []string{
+	"  def f():\n    return 1\n", " x ", "plain", `"quoted  "`, `'single '`, `  "json string"  `, "42", " 42 ", `"42"`, "1.50", "true",
+	`{"a": [1, 2.0, "é"]}`, "[1,2]", "null", "", "\t", "<b>", "1e999", `"\u00e9\n"`, "'", `"`,
+}
+
+func glmValid(t *rapid.T) ref.GLMToolArgsInput {
+	var b strings.Builder
+	for range rapid.IntRange(0, 3).Draw(t, "n_calls") {
+		b.WriteString(rapid.SampledFrom([]string{"", "ok ", "thinking…\n", "<tool_"}).Draw(t, "normal"))
+		b.WriteString("<tool_call>" + rapid.SampledFrom([]string{"run", " run ", "other", ""}).Draw(t, "name"))
+		b.WriteString(rapid.SampledFrom([]string{"\n", "", " \n"}).Draw(t, "name_end"))
+		for range rapid.IntRange(0, 4).Draw(t, "n_args") {
+			key := rapid.SampledFrom([]string{"code", " n ", "k", "flag", "cfg", "free"}).Draw(t, "key")
+			b.WriteString("<arg_key>" + key + "</arg_key>" + rapid.SampledFrom([]string{"\n", "", " \t"}).Draw(t, "gap"))
+			b.WriteString("<arg_value>" + rapid.SampledFrom(glmValues).Draw(t, "value") + "</arg_value>\n")
+		}
+		if rapid.IntRange(0, 6).Draw(t, "unclosed") > 0 {
+			b.WriteString("</tool_call>")
+		}
+	}
+	b.WriteString(rapid.SampledFrom([]string{"", " done", "</tool_call>"}).Draw(t, "tail"))
+	in := ref.GLMToolArgsInput{Text: b.String()}
+	if rapid.Bool().Draw(t, "has_tools") {
+		in.Tools = glmTools()
+	}
+	return in
+}
+
+func glmInvalid(t *rapid.T) Bad[ref.GLMToolArgsInput] {
+	in := glmValid(t)
+	in.Tools = json.RawMessage(rapid.SampledFrom([]string{`{}`, `7`, `"tools"`}).Draw(t, "bad_tools"))
+	return Bad[ref.GLMToolArgsInput]{in, ref.ErrBadEnum}
+}
+
+func glmArgsJSON(_ ref.Limits, _ ref.GLMToolArgsInput, out ref.GLMToolArgsOutput) error {
+	for _, c := range out.Calls {
+		var m map[string]any
+		if !strings.Contains(c.Arguments, "Infinity") && json.Unmarshal([]byte(c.Arguments), &m) != nil {
+			return fmt.Errorf("call %s: arguments %q are not a JSON object", c.Name, c.Arguments)
+		}
+	}
+	return nil
+}
+
+// glmStringBytes: for the "code" key of run (schema string), a value that
+// is neither JSON nor quoted comes back byte for byte (S2.8 rule 1).
+func glmStringBytes(_ ref.Limits, in ref.GLMToolArgsInput, out ref.GLMToolArgsOutput) error {
+	if len(in.Tools) == 0 {
+		return nil
+	}
+	for _, c := range out.Calls {
+		if c.Name != "run" {
+			continue
+		}
+		var m map[string]any
+		if json.Unmarshal([]byte(c.Arguments), &m) != nil {
+			continue
+		}
+		code, ok := m["code"].(string)
+		if !ok {
+			continue
+		}
+		if strings.Contains(in.Text, "<arg_value>"+code+"</arg_value>") {
+			continue // the value came back verbatim
+		}
+		for _, v := range glmValues {
+			quoted := len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0]
+			if v != code && strings.TrimSpace(v) == code && !json.Valid([]byte(v)) && !quoted &&
+				strings.Contains(in.Text, "<arg_value>"+v+"</arg_value>") {
+				return fmt.Errorf("code value %q came back as %q: its whitespace was stripped", v, code)
+			}
+		}
+	}
+	return nil
+}
