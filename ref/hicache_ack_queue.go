@@ -16,7 +16,7 @@ import (
 // from its surroundings: a flat node table (id → value length, evicted or
 // not, lock refs, host value) and a host slot allocator of fixed capacity.
 // The group of CP/TP ranks that see the same operation sequence is modelled
-// by the script op (ackscript.go), which drives one AckQueue per rank.
+// by the script op (hicache_ack_script.go), which drives one AckQueue per rank.
 
 // WriteFailureReason is why a reservation was refused (docs/spec/radix-acks.md §3.2 op 3).
 type WriteFailureReason string

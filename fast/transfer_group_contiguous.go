@@ -53,7 +53,7 @@ func segmentsFor(n int) int {
 // It counts the runs first and allocates the exact output rather than
 // appending in one pass to a len(src)-capacity buffer: at 1M pairs in runs
 // of 1..64 the bound is 24 MiB of fresh memory against 0.75 MiB, and the
-// one-pass form measured slower (see fast/group_test.go).
+// one-pass form measured slower (see fast/transfer_group_contiguous_test.go).
 func groupRuns(src, dst []int64, segs int) (runs []ref.Run, ok bool) {
 	if segs > 1 {
 		return groupRunsParallel(src, dst, segs)

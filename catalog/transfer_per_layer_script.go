@@ -30,7 +30,7 @@ func PerLayerScript() *Op[ref.XferScriptInput, ref.XferScriptOutput] {
 		Shapes: []Shape[ref.XferScriptInput]{
 			// The seed's GLM-5 shape at bs=10 (docs/spec/transfer.md §4.5): the
 			// per-call figures are the Go benchmarks BenchmarkPerLayer*
-			// (fast/perlayer_bench_test.go).
+			// (fast/transfer_per_layer_manager_bench_test.go).
 			{Name: "glm5-79-layers-bs10", Make: func() ref.XferScriptInput { return PerLayerForwardScript(79, 78, 8, 10) }},
 		},
 	}

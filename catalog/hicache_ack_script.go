@@ -33,7 +33,7 @@ func AckScript() *Op[ref.AckScriptInput, ref.AckScriptOutput] {
 			// The prepare path: fresh ids reserved while n acks are queued.
 			// The reference scans the queue for every reservation; the fast
 			// twin leaves on one compare. The per-call figures are the Go
-			// benchmarks BenchmarkHasUndrained (fast/ackqueue_bench_test.go).
+			// benchmarks BenchmarkHasUndrained (fast/hicache_ack_queue_bench_test.go).
 			{Name: "fresh-reserves-over-256-queued", Make: func() ref.AckScriptInput { return AckPreparePathScript(256) }},
 			{Name: "fresh-reserves-over-1024-queued", Make: func() ref.AckScriptInput { return AckPreparePathScript(1024) }},
 		},

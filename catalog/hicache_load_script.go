@@ -27,7 +27,7 @@ func LoadScript() *Op[ref.LoadScriptInput, ref.LoadScriptOutput] {
 		Shapes: []Shape[ref.LoadScriptInput]{
 			// Whole scripts also allocate and fill the arenas; the build and
 			// per-layer submit times alone are Go benchmarks on the loaders
-			// (fast/loaddesc_bench_test.go).
+			// (fast/hicache_loader_bench_test.go).
 			{Name: "61-layers-1K-pages-16-runs", Make: func() ref.LoadScriptInput { return LoadBenchScript(61, 1024, 16) }},
 			{Name: "79-layers-4K-pages-1024-runs", Make: func() ref.LoadScriptInput { return LoadBenchScript(79, 4096, 1024) }},
 		},

@@ -42,7 +42,7 @@ type node struct {
 // page's bytes, memequal key matching, an incrementally kept set of
 // evictable leaves, an id index for lock handles, and CP owner metadata on
 // every node (CpNodeMeta, docs/spec/radix-acks.md §4.2) for the owner-lane eviction
-// planner (owners.go). Its observable
+// planner (hicache_owner_counts.go). Its observable
 // behaviour (results, errors, State) equals ref.NewRadixTree's. A Tree is not
 // safe for concurrent use, except that PrefixLen may run concurrently with
 // other PrefixLen calls.

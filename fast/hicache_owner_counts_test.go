@@ -20,7 +20,7 @@ func insertUnits(t testing.TB, tr ref.RadixTree, units ...ref.Unit) {
 	}
 }
 
-// planTree is §4.4's worked-example tree (ref/owners_test.go) on a fast
+// planTree is §4.4's worked-example tree (ref/hicache_owner_counts_test.go) on a fast
 // tree built with faults f.
 func planTree(t testing.TB, f fault.Radix) *fast.Tree {
 	tr, err := fastcore.NewTreeWithFaults(ref.TreeConfig{PageSize: 1, CPSize: 2}, f)

@@ -31,12 +31,12 @@ func RadixScript() *Op[ref.RadixScriptInput, ref.RadixScriptOutput] {
 		}},
 		Shapes: []Shape[ref.RadixScriptInput]{
 			// The seed's 64K-token shapes are Go benchmarks on the trees
-			// themselves (fast/radix_bench_test.go); a whole script also
+			// themselves (fast/radix_tree_bench_test.go); a whole script also
 			// builds the path, which the copying reference does in O(L·k²).
 			{Name: "8K-tokens-16-node-path-full-hit", Make: func() ref.RadixScriptInput { return pathScript(8192, 16, 64) }},
 			{Name: "8K-tokens-128-node-path-full-hit", Make: func() ref.RadixScriptInput { return pathScript(8192, 128, 64) }},
 			// §4.7's plan at script scale (the 10,000-leaf shape is a Go
-			// benchmark on the trees, fast/owners_bench_test.go).
+			// benchmark on the trees, fast/hicache_owner_counts_bench_test.go).
 			{Name: "owner-plan-256-leaves-16-pages-cp-8", Make: func() ref.RadixScriptInput { return ownerPlanScript(256, 16, 16, 8) }},
 		},
 	}
