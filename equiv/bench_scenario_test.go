@@ -62,7 +62,7 @@ func TestBenchScenariosReplayTheirBug(t *testing.T) {
 }
 
 // l2HitsAsL1Bench is the bench of mutant bench-l2-hits-as-l1 (A3-B1), a
-// wrapper like the mutant (equiv/mutants/admissionbench.go, which this
+// wrapper like the mutant (equiv/mutants/admission_bench.go, which this
 // package cannot import): fast's round and estimator with the host hit
 // folded into the L1 prefix.
 func l2HitsAsL1Bench(lim ref.Limits, in ref.BenchInput) (ref.BenchOutput, error) {

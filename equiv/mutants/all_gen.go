@@ -11,127 +11,127 @@ import "github.com/kvtwin/kvtwin/equiv"
 func generatedMutants() []equiv.Killable {
 	return []equiv.Killable{
 		// admission.bench: equiv.AdmissionBench
-		BenchL2HitsAsL1(), // admissionbench.go
+		BenchL2HitsAsL1(), // admission_bench.go
 		// admission.estimate: equiv.AdmissionEstimate
-		EstimateMQATermMissing(),  // admitestimate.go
-		EstimateFullRequestQK(),   // admitestimate.go
-		EstimateBothCapsRowWins(), // admitestimate.go
-		EstimateRank0Only(),       // admitestimate.go
+		EstimateMQATermMissing(),  // admission_estimate.go
+		EstimateFullRequestQK(),   // admission_estimate.go
+		EstimateBothCapsRowWins(), // admission_estimate.go
+		EstimateRank0Only(),       // admission_estimate.go
 		// admission.round: equiv.AdmissionRound
-		CachedGateBeforeLoadBack(), // admission.go
-		CPGatesOnEmptyBatch(),      // admission.go
-		CPNoLegacyLift(),           // admission.go
-		CPUserLimitUncapped(),      // admission.go
-		CPLimitNotDefaulted(),      // admission.go
-		LockRecheckSkipped(),       // admission.go
+		CachedGateBeforeLoadBack(), // admission_round.go
+		CPGatesOnEmptyBatch(),      // admission_round.go
+		CPNoLegacyLift(),           // admission_round.go
+		CPUserLimitUncapped(),      // admission_round.go
+		CPLimitNotDefaulted(),      // admission_round.go
+		LockRecheckSkipped(),       // admission_round.go
 		// config.index_topk_overrides: equiv.IndexTopkOverrides
-		OffsetZeroInjected(), // topkconfig.go
-		FlagsReplaceJSON(),   // topkconfig.go
+		OffsetZeroInjected(), // config_index_topk_overrides.go
+		FlagsReplaceJSON(),   // config_index_topk_overrides.go
 		// cp.can_split: equiv.CanSplit
-		PagePlanBeforeEligibility(), // cpcansplit.go
+		PagePlanBeforeEligibility(), // cp_can_split.go
 		// cp.compact_valid: equiv.CPCompactValid
-		MoESuffixCount(), // cpcompact.go
+		MoESuffixCount(), // cp_compact_valid.go
 		// cp.draft_input: equiv.DraftInput
-		DraftCPLocalFromLength(), // cpdraft.go
-		DraftV2GlobalHidden(),    // cpdraft.go
+		DraftCPLocalFromLength(), // cp_draft_input.go
+		DraftV2GlobalHidden(),    // cp_draft_input.go
 		// cp.remap_locs: equiv.RemapLocs
-		GlobalPageInverse(), // cppages.go
+		GlobalPageInverse(), // cp_remap_locs.go
 		// cp.rerange: equiv.CPRerange
-		RerangeValidOffsets(), // cprerange.go
+		RerangeValidOffsets(), // cp_rerange.go
 		// cp.restore_padded: equiv.CPRestorePadded
-		RestoreSuffixCount(), // cpcompact.go
+		RestoreSuffixCount(), // cp_compact_valid.go
 		// cp.split: equiv.CPSplit
-		ZigzagConcatenation(), // cpsplit.go
+		ZigzagConcatenation(), // cp_split.go
 		// cp.valid_rows: equiv.CPValidRows
-		ValidMaskSuffix(),        // cpvalidrows.go
-		LastTokenComputeLength(), // cpvalidrows.go
+		ValidMaskSuffix(),        // cp_valid_rows.go
+		LastTokenComputeLength(), // cp_valid_rows.go
 		// deepgemm.warmup_plan: equiv.DeepGEMMWarmupPlan
-		EnvBridgedAfterImport(),          // deepgemm.go
-		LegacyOnlyNVRTC(),                // deepgemm.go
-		DenseWalk(),                      // deepgemm.go
-		ManifestTrustedWithoutLiveness(), // deepgemm.go
+		EnvBridgedAfterImport(),          // deepgemm_warmup_plan.go
+		LegacyOnlyNVRTC(),                // deepgemm_warmup_plan.go
+		DenseWalk(),                      // deepgemm_warmup_plan.go
+		ManifestTrustedWithoutLiveness(), // deepgemm_warmup_plan.go
 		// fp8.compose_current: equiv.FP8ComposeCurrent
-		FullMaterializeStaleCurrent(), // fp8compose.go
-		ContractMismatchAccepted(),    // fp8compose.go
+		FullMaterializeStaleCurrent(), // fp8_compose_current.go
+		ContractMismatchAccepted(),    // fp8_compose_current.go
 		// fp8.quantize_row: equiv.FP8QuantizeRow
-		NoSaturation(),       // fp8quant.go
-		NaNLost(),            // fp8quant.go
-		ReciprocalMultiply(), // fp8quant.go
+		NoSaturation(),       // fp8_quantize_row.go
+		NaNLost(),            // fp8_quantize_row.go
+		ReciprocalMultiply(), // fp8_quantize_row.go
 		// fp8.store_valid_rows: equiv.FP8StoreValidRows
-		StoreSuffixCount(), // fp8valid.go
+		StoreSuffixCount(), // fp8_store_valid_rows.go
 		// hicache.ack_script: equiv.AckScript
-		AckFunnelBypass(),               // ackqueue.go
-		RollbackLeavesOrphanAck(),       // ackqueue.go
-		RollbackLeavesLayerState(),      // ackqueue.go
-		ConsumerForgetsCompleted(),      // ackqueue.go
-		BlindPopUnknownAck(),            // ackqueue.go
-		ZeroOwnedRankReturnsEarly(),     // ackqueue.go
-		WritingCheckStrandsDuplicates(), // ackqueue.go
+		AckFunnelBypass(),               // hicache_ack_script.go
+		RollbackLeavesOrphanAck(),       // hicache_ack_script.go
+		RollbackLeavesLayerState(),      // hicache_ack_script.go
+		ConsumerForgetsCompleted(),      // hicache_ack_script.go
+		BlindPopUnknownAck(),            // hicache_ack_script.go
+		ZeroOwnedRankReturnsEarly(),     // hicache_ack_script.go
+		WritingCheckStrandsDuplicates(), // hicache_ack_script.go
 		// hicache.layer_done_script: equiv.LayerDoneScript
 		AllLayerWait(), // hicache_layer_done_script.go
 		// hicache.load_script: equiv.LoadScript
-		DescriptorRebuiltPerLayer(),     // loaddesc.go
-		DescriptorReusedAcrossBatches(), // loaddesc.go
-		SilentFallback(),                // loaddesc.go
+		DescriptorRebuiltPerLayer(),     // hicache_load_script.go
+		DescriptorReusedAcrossBatches(), // hicache_load_script.go
+		SilentFallback(),                // hicache_load_script.go
 		// hicache.owner_counts: equiv.OwnerCounts
-		OwnerClosedFormGoMod(), // owners.go
+		OwnerClosedFormGoMod(), // hicache_owner_counts.go
 		// layout.convert: equiv.LayoutConvert
-		LPFStorageAccepted(), // layoutconvert.go
+		LPFStorageAccepted(), // layout_convert.go
 		// mqa.chunk_rows: equiv.MQAChunkRows
-		FullRequestAccounting(),    // mqachunk.go
-		EstimatorIgnoresChunkCap(), // mqachunk.go
+		FullRequestAccounting(),    // mqa_chunk_rows.go
+		EstimatorIgnoresChunkCap(), // mqa_chunk_rows.go
 		// mqa.chunked_topk: equiv.MQAChunkedTopK
-		ChunkOffsetsNotRowAddressed(), // mqatopk.go
+		ChunkOffsetsNotRowAddressed(), // mqa_chunked_topk.go
 		// nsa.index_plan: equiv.NSAIndexPlan
-		PatternLengthUnchecked(),      // nsaindexplan.go
-		PrefetchUngated(),             // nsaindexplan.go
-		SharedLayerMissingPrevTopk(),  // nsaindexplan.go
-		HiCacheIndexBytesEveryLayer(), // nsaindexplan.go
-		PatternCharsetCForFull(),      // nsaindexplan.go
+		PatternLengthUnchecked(),      // nsa_index_plan.go
+		PrefetchUngated(),             // nsa_index_plan.go
+		SharedLayerMissingPrevTopk(),  // nsa_index_plan.go
+		HiCacheIndexBytesEveryLayer(), // nsa_index_plan.go
+		PatternCharsetCForFull(),      // nsa_index_plan.go
 		// radix.bigram_key: equiv.BigramKey
 		BigramPairsTokenWithItself(), // radix_bigram_key.go
 		// radix.page_hashes: equiv.PageHashes
 		BigramHashPackedLE64(), // radix_bigram_key.go
 		// radix.script: equiv.RadixScript
-		RadixKeySlicesCopy(),    // radix.go
-		RadixStoredKeyViews(),   // radix.go
-		OwnerCountsRecounted(),  // owners.go
-		SplitKeepsOwnerCounts(), // owners.go
+		RadixKeySlicesCopy(),    // radix_script.go
+		RadixStoredKeyViews(),   // radix_script.go
+		OwnerCountsRecounted(),  // hicache_owner_counts.go
+		SplitKeepsOwnerCounts(), // hicache_owner_counts.go
 		// sampling.pack: equiv.SamplingPack
-		FlagsFromFloat32(), // samplingpack.go
+		FlagsFromFloat32(), // sampling_pack.go
 		// serving.chat_normalize: equiv.ChatNormalize
 		ParaDefaultUngated(),     // serving_chat_normalize.go
 		StringImageURLRejected(), // serving_chat_normalize.go
 		// serving.error_body: equiv.ErrorBody
-		GenericValueErrorFirst(), // serving.go
+		GenericValueErrorFirst(), // serving_error_body.go
 		// serving.glm_tool_args: equiv.GLMToolArgs
 		GLMArgsStripped(), // serving_glm_tool_args.go
 		// serving.stream_error_chunk: equiv.StreamErrorChunk
-		StreamTypeFromStatus(), // serving.go
-		HTTPStatusOnly(),       // serving.go
-		PreflightExtraChunk(),  // serving.go
+		StreamTypeFromStatus(), // serving_error_body.go
+		HTTPStatusOnly(),       // serving_error_body.go
+		PreflightExtraChunk(),  // serving_error_body.go
 		// serving.usage: equiv.Usage
 		GLMUsageNoDetails(), // serving_usage.go
 		// serving.validate_input_length: equiv.ValidateInputLength
-		SchedulerUpstreamWording(), // serving.go
-		ExceedsItself(),            // serving.go
-		BatchNoAbort(),             // serving.go
+		SchedulerUpstreamWording(), // serving_error_body.go
+		ExceedsItself(),            // serving_error_body.go
+		BatchNoAbort(),             // serving_error_body.go
 		// transfer.filter_cp_rank: equiv.FilterCPRank
-		ChunkPageStartZero(), // cpfilter.go
+		ChunkPageStartZero(), // transfer_filter_cp_rank.go
 		// transfer.group_contiguous: equiv.GroupContiguous
-		GroupLengthMismatch(), // group.go
+		GroupLengthMismatch(), // transfer_group_contiguous.go
 		// transfer.layer_blocks: equiv.LayerBlocks
-		VItemLenForK(), // layerblocks.go
+		VItemLenForK(), // transfer_layer_blocks.go
 		// transfer.per_layer_script: equiv.PerLayerScript
-		FinishRequiresAllLayers(), // perlayer.go
-		EnqueueWithoutDedup(),     // perlayer.go
-		RegisterOverwritesRoom(),  // perlayer.go
-		FinishPerInfo(),           // perlayer.go
-		OneContextPerRoom(),       // perlayer.go
+		FinishRequiresAllLayers(), // transfer_per_layer_script.go
+		EnqueueWithoutDedup(),     // transfer_per_layer_script.go
+		RegisterOverwritesRoom(),  // transfer_per_layer_script.go
+		FinishPerInfo(),           // transfer_per_layer_script.go
+		OneContextPerRoom(),       // transfer_per_layer_script.go
 		// transfer.prebuilt_slice: equiv.PrebuiltSlice
-		PrebuiltSliceFromZero(), // prebuilt.go
+		PrebuiltSliceFromZero(), // transfer_prebuilt_slice.go
 		// transfer.state_layer_pairing: equiv.StateLayerPairing
-		StateLayersPairedByCount(), // statelayers.go
-		IndexBytesUseAllLayers(),   // statelayers.go
+		StateLayersPairedByCount(), // transfer_state_layer_pairing.go
+		IndexBytesUseAllLayers(),   // transfer_state_layer_pairing.go
 	}
 }

@@ -9,15 +9,16 @@
 //   - a wrapper, when the bug can be reproduced from a production
 //     function's inputs and outputs, calls fast's exported production
 //     function and rewrites its input or its output exactly as the historic
-//     code behaved (serving.go's S1-B1..B4, prebuilt.go, admissionbench.go);
+//     code behaved (serving_error_body.go's S1-B1..B4,
+//     transfer_prebuilt_slice.go, admission_bench.go);
 //   - a switch, when the bug lives inside a stateful type or in the middle
 //     of an algorithm where no wrapper can reach, sets a flag of the
 //     family's struct in internal/fault and calls the one hook for that
 //     type or op, internal/fastcore's <ProductionName>WithFaults (kept off
 //     fast's API; fast re-exports the rest): the production function's
 //     parameters followed by f fault.<Family>, returning what the production
-//     function returns (fastcore.NewTreeWithFaults(cfg, f) in radix.go,
-//     fastcore.AdmitRoundWithFaults(lim, in, f) in admission.go).
+//     function returns (fastcore.NewTreeWithFaults(cfg, f) in radix_script.go,
+//     fastcore.AdmitRoundWithFaults(lim, in, f) in admission_round.go).
 package mutants
 
 import (

@@ -2,7 +2,9 @@ package main
 
 import (
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,7 +25,7 @@ func TestGeneratedListsAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{model.OpsFile, model.SuitesFile, model.MutantsFile, model.FacadeFile("radix")} {
+	for _, name := range []string{model.OpsFile, model.SuitesFile, model.MutantsFile, model.FacadeFile("radix_tree")} {
 		if files[name] == nil {
 			t.Errorf("the generator no longer writes %s", name)
 		}
@@ -89,6 +91,57 @@ func TestNoOrphanFacade(t *testing.T) {
 		name := model.FastDir + "/" + filepath.Base(p)
 		if files[name] == nil {
 			t.Errorf("%s is no facade of %s; delete it", name, model.FastcoreDir)
+		}
+	}
+}
+
+// TestFilesAreNamedForTheirOps holds the file-naming rule of
+// docs/design/ARCHITECTURE.md "Files and names": every file declaring an
+// op's twin, catalog entry, spec or mutant is named for the op (its name
+// with "." → "_"), or, when it holds several ops, for the first of them by
+// name; a CUDA twin's file is always named for its own op.
+func TestFilesAreNamedForTheirOps(t *testing.T) {
+	r, err := model.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opsOf := map[string][]string{} // file → op bases it holds
+	cudaOf := map[string]string{}  // cuda file → its op base
+	hold := func(file, base string) {
+		if !slices.Contains(opsOf[file], base) {
+			opsOf[file] = append(opsOf[file], base)
+		}
+	}
+	for _, op := range r.Ops {
+		base := strings.ReplaceAll(op.Name, ".", "_")
+		hold(op.File, base)
+		for _, tw := range []*model.Twin{op.Ref, op.Fast} {
+			if tw != nil && tw.File != op.File {
+				hold(tw.File, base)
+			}
+		}
+		if op.CUDA != nil {
+			cudaOf[op.CUDA.File] = base
+		}
+		if op.Spec != nil {
+			hold(op.Spec.File, base)
+		}
+		for _, m := range op.Mutants {
+			hold(m.File, base)
+		}
+	}
+	if len(opsOf) < 100 {
+		t.Fatalf("only %d files hold ops; is the model loading the repository?", len(opsOf))
+	}
+	for file, bases := range opsOf {
+		want := slices.Min(bases)
+		if got := strings.TrimSuffix(path.Base(file), ".go"); got != want {
+			t.Errorf("%s holds %v: name it %s.go", file, bases, want)
+		}
+	}
+	for file, base := range cudaOf {
+		if got := strings.TrimSuffix(path.Base(file), ".go"); got != base {
+			t.Errorf("%s is the CUDA twin of %s: name it %s.go", file, base, base)
 		}
 	}
 }

@@ -25,7 +25,7 @@ const (
 const hookSuffix = "WithFaults"
 
 // FacadeFile is the generated file of FastDir re-exporting the FastcoreDir
-// file with base name base (e.g. "radix" → "fast/radix_gen.go").
+// file with base name base (e.g. "radix_tree" → "fast/radix_tree_gen.go").
 func FacadeFile(base string) string { return FastDir + "/" + base + "_gen.go" }
 
 // Facades renders, for every non-test file internal/fastcore/<base>.go that
