@@ -87,7 +87,7 @@ audit: build
 GO_BENCH ?= MatchFullHit|PrefixLen240K|InsertRewalk|Bigram64K|Score240K|ReplayBlocks|OwnerCounts64K|OwnerPlan10K|HasUndrained|LoadDescriptorBuild|LoadSubmitLayer|CounterWaitLanded|CounterLoadOp|EstimateTotalWith|EstimateBatch64|AdmissionRound1000|Preflight32K|PreflightHandler|PerLayerForwardGLM5|OnLayerEnd|Move(Copy|Monolithic|PerLayer)256MiB|AdmissionBenchTrace
 bench: build
 	$(BIN) bench
-	$(GO) test -run '^$$' -bench '$(GO_BENCH)' -benchmem -count 1 ./fast/ ./prefix/ ./replay/ ./admtrace/ ./server/
+	$(GO) test -run '^$$' -bench '$(GO_BENCH)' -benchmem -count 1 ./fast/ ./prefix/ ./replay/ ./admissiontrace/ ./server/
 
 ## soak: `kvtwin soak` — `kvtwin serve` as a child on 127.0.0.1 under well-behaved and hostile
 ## clients for SOAKTIME; fails on any 5xx, a crash, RSS past its bounds, a 429 storm or transport errors.

@@ -9,29 +9,29 @@ import (
 // §4.8 operations run on the per-layer transfer manager in deterministic
 // mode over the in-memory engine, the trace, the final manager state, the
 // engine's call log and the destination arena's digest.
-func PerLayerScript() *Op[ref.XferScriptInput, ref.XferScriptOutput] {
-	return &Op[ref.XferScriptInput, ref.XferScriptOutput]{
+func PerLayerScript() *Op[ref.PerLayerScriptInput, ref.PerLayerScriptOutput] {
+	return &Op[ref.PerLayerScriptInput, ref.PerLayerScriptOutput]{
 		OpName:  "transfer.per_layer_script",
 		SpecRef: "transfer.md §4",
 		Summary: "per-layer prefill→decode transfer manager: register/forward/layer_end/complete_event/worker_step/engine_complete/inject/finish/drop steps, trace, state, engine calls, dst digest",
-		Ref:     ref.XferScript,
-		Fast:    fast.XferScript,
-		Sample: ref.XferScriptInput{Steps: []ref.XferStep{
-			{Op: ref.XferCreate, Layers: 3, Hooked: 2, Group: 2, ItemLen: 4, SrcPages: 4, DstPages: 4},
-			{Op: ref.XferRegister, Room: 7, Chunk: 0, Infos: 1, Owned: []int64{1, 2}, Dst: []int64{0, 3}},
-			{Op: ref.XferForwardBegin},
-			{Op: ref.XferLayerEnd, Layer: 0},
-			{Op: ref.XferLayerEnd, Layer: 1},
-			{Op: ref.XferForwardEnd},
-			{Op: ref.XferCompleteEvent, Event: 1},
-			{Op: ref.XferWorkerStep},
-			{Op: ref.XferFinish, Room: 7, Chunk: 0},
+		Ref:     ref.PerLayerScript,
+		Fast:    fast.PerLayerScript,
+		Sample: ref.PerLayerScriptInput{Steps: []ref.PerLayerStep{
+			{Op: ref.PerLayerCreate, Layers: 3, Hooked: 2, Group: 2, ItemLen: 4, SrcPages: 4, DstPages: 4},
+			{Op: ref.PerLayerRegister, Room: 7, Chunk: 0, Infos: 1, Owned: []int64{1, 2}, Dst: []int64{0, 3}},
+			{Op: ref.PerLayerForwardBegin},
+			{Op: ref.PerLayerLayerEnd, Layer: 0},
+			{Op: ref.PerLayerLayerEnd, Layer: 1},
+			{Op: ref.PerLayerForwardEnd},
+			{Op: ref.PerLayerCompleteEvent, Event: 1},
+			{Op: ref.PerLayerWorkerStep},
+			{Op: ref.PerLayerFinish, Room: 7, Chunk: 0},
 		}},
-		Shapes: []Shape[ref.XferScriptInput]{
+		Shapes: []Shape[ref.PerLayerScriptInput]{
 			// The seed's GLM-5 shape at bs=10 (docs/spec/transfer.md §4.5): the
 			// per-call figures are the Go benchmarks BenchmarkPerLayer*
 			// (fast/transfer_per_layer_manager_bench_test.go).
-			{Name: "glm5-79-layers-bs10", Make: func() ref.XferScriptInput { return PerLayerForwardScript(79, 78, 8, 10) }},
+			{Name: "glm5-79-layers-bs10", Make: func() ref.PerLayerScriptInput { return PerLayerForwardScript(79, 78, 8, 10) }},
 		},
 	}
 }
@@ -39,30 +39,30 @@ func PerLayerScript() *Op[ref.XferScriptInput, ref.XferScriptOutput] {
 // PerLayerForwardScript is one forward of bs requests, one chunk each, on
 // n entries with h hooked layers and groups of k: register, every hook,
 // every event, every worker step, every finish.
-func PerLayerForwardScript(n, h, k, bs int) ref.XferScriptInput {
-	steps := []ref.XferStep{{Op: ref.XferCreate, Layers: n, Hooked: h, Group: k, ItemLen: 64, SrcPages: 4 * bs, DstPages: 4 * bs}}
+func PerLayerForwardScript(n, h, k, bs int) ref.PerLayerScriptInput {
+	steps := []ref.PerLayerStep{{Op: ref.PerLayerCreate, Layers: n, Hooked: h, Group: k, ItemLen: 64, SrcPages: 4 * bs, DstPages: 4 * bs}}
 	for r := range bs {
 		p := int64(4 * r)
-		steps = append(steps, ref.XferStep{Op: ref.XferRegister, Room: uint64(r + 1), Infos: 1,
+		steps = append(steps, ref.PerLayerStep{Op: ref.PerLayerRegister, Room: uint64(r + 1), Infos: 1,
 			Owned: []int64{p, p + 1, p + 3}, Dst: []int64{p + 2, p + 3, p}})
 	}
-	steps = append(steps, ref.XferStep{Op: ref.XferForwardBegin})
+	steps = append(steps, ref.PerLayerStep{Op: ref.PerLayerForwardBegin})
 	events := 0
 	for l := range h {
-		steps = append(steps, ref.XferStep{Op: ref.XferLayerEnd, Layer: l})
+		steps = append(steps, ref.PerLayerStep{Op: ref.PerLayerLayerEnd, Layer: l})
 		if (l+1)%k == 0 || l+1 == h {
 			events++
 		}
 	}
-	steps = append(steps, ref.XferStep{Op: ref.XferForwardEnd})
+	steps = append(steps, ref.PerLayerStep{Op: ref.PerLayerForwardEnd})
 	for e := 1; e <= events; e++ {
-		steps = append(steps, ref.XferStep{Op: ref.XferCompleteEvent, Event: e})
+		steps = append(steps, ref.PerLayerStep{Op: ref.PerLayerCompleteEvent, Event: e})
 	}
 	for range events * bs {
-		steps = append(steps, ref.XferStep{Op: ref.XferWorkerStep})
+		steps = append(steps, ref.PerLayerStep{Op: ref.PerLayerWorkerStep})
 	}
 	for r := range bs {
-		steps = append(steps, ref.XferStep{Op: ref.XferFinish, Room: uint64(r + 1)})
+		steps = append(steps, ref.PerLayerStep{Op: ref.PerLayerFinish, Room: uint64(r + 1)})
 	}
-	return ref.XferScriptInput{Steps: steps}
+	return ref.PerLayerScriptInput{Steps: steps}
 }

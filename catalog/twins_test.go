@@ -73,13 +73,13 @@ func TestStateTwinsDriveTheirScriptOpsIdentically(t *testing.T) {
 		}
 		return canon("layer-done counter", impl)(ref.RunLayerDoneScript(done.Sample, f)), nil
 	})
-	xfer := catalog.PerLayerScript()
-	sameOnEveryImpl(t, "per-layer manager", catalog.Canonical(xfer.Ref(lim, xfer.Sample)), func(impl catalog.Impl) ([]byte, error) {
+	perLayer := catalog.PerLayerScript()
+	sameOnEveryImpl(t, "per-layer manager", catalog.Canonical(perLayer.Ref(lim, perLayer.Sample)), func(impl catalog.Impl) ([]byte, error) {
 		f, err := catalog.PerLayerManager(impl)
 		if err != nil {
 			return nil, err
 		}
-		return canon("per-layer manager", impl)(ref.RunXferScript(lim, xfer.Sample, f)), nil
+		return canon("per-layer manager", impl)(ref.RunPerLayerScript(lim, perLayer.Sample, f)), nil
 	})
 }
 

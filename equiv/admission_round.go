@@ -29,36 +29,36 @@ func AdmissionRound() *Spec[ref.RoundInput, ref.RoundResult] {
 // single-request properties, each checked on one round's result.
 func AdmissionProps() []Prop[ref.RoundInput, ref.RoundResult] {
 	return []Prop[ref.RoundInput, ref.RoundResult]{
-		{"budget-conservation", admBudgetConservation},
-		{"failure-purity", admFailurePurity},
-		{"page-alignment", admPageAlignment},
-		{"monotonic-budgets", admMonotonicBudgets},
-		{"queue-order", admQueueOrder},
-		{"at-most-one-chunk", admOneChunk},
-		{"cp-bounds", admCPBounds},
-		{"inertness", admInertness},
-		{"lift-bound", admLiftBound},
-		{"single-request-fits-alone", admSingleAlone},
-		{"monotone-in-every-budget", admMonotoneInBudgets},
+		{"budget-conservation", admissionBudgetConservation},
+		{"failure-purity", admissionFailurePurity},
+		{"page-alignment", admissionPageAlignment},
+		{"monotonic-budgets", admissionMonotonicBudgets},
+		{"queue-order", admissionQueueOrder},
+		{"at-most-one-chunk", admissionOneChunk},
+		{"cp-bounds", admissionCPBounds},
+		{"inertness", admissionInertness},
+		{"lift-bound", admissionLiftBound},
+		{"single-request-fits-alone", admissionSingleAlone},
+		{"monotone-in-every-budget", admissionMonotoneInBudgets},
 	}
 }
 
 func p64(v int64) *int64 { return &v }
 
-// admReq is a §A1.12 request (L1Prefix, HostHit, ExtendLen, MaxNewTokens).
-func admReq(rid string, l1, host, extend, maxNew int64) ref.Request {
+// admissionReq is a §A1.12 request (L1Prefix, HostHit, ExtendLen, MaxNewTokens).
+func admissionReq(rid string, l1, host, extend, maxNew int64) ref.Request {
 	return ref.Request{RID: rid, InputLen: l1 + host + extend, MaxNewTokens: maxNew, L1Prefix: l1, HostHit: host}
 }
 
-func admReqs(n int, l1, host, extend, maxNew int64) []ref.Request {
+func admissionReqs(n int, l1, host, extend, maxNew int64) []ref.Request {
 	q := make([]ref.Request, n)
 	for i := range q {
-		q[i] = admReq(fmt.Sprintf("r%d", i+1), l1, host, extend, maxNew)
+		q[i] = admissionReq(fmt.Sprintf("r%d", i+1), l1, host, extend, maxNew)
 	}
 	return q
 }
 
-func admCfg(ps, maxPrefill int64, chunk *int64, cp *ref.CPAdmission) ref.AdderConfig {
+func admissionCfg(ps, maxPrefill int64, chunk *int64, cp *ref.CPAdmission) ref.AdderConfig {
 	return ref.AdderConfig{PageSize: ps, NewTokenRatio: 0.7, MaxPrefillTokens: maxPrefill, ChunkedPrefillSize: chunk, MaxRunningRequests: 1000, CP: cp}
 }
 
@@ -91,7 +91,7 @@ func AdmissionValid(t *rapid.T) ref.RoundInput {
 		c.TruncationAlignSize = p64(ps * rapid.Int64Range(1, 8).Draw(t, "align_pages"))
 	}
 	if rapid.IntRange(0, 2).Draw(t, "cp_on") > 0 {
-		c.CP = admCPDraw(t)
+		c.CP = admissionCPDraw(t)
 	}
 	in := ref.RoundInput{Config: c, Running: []ref.RunningReq{}, Queue: []ref.Request{}}
 	for range rapid.IntRange(0, 3).Draw(t, "running") {
@@ -138,8 +138,8 @@ func AdmissionValid(t *rapid.T) ref.RoundInput {
 	return in
 }
 
-// admCPDraw draws the CP knobs; each is unset about a third of the time.
-func admCPDraw(t *rapid.T) *ref.CPAdmission {
+// admissionCPDraw draws the CP knobs; each is unset about a third of the time.
+func admissionCPDraw(t *rapid.T) *ref.CPAdmission {
 	knob := func(name string, lo, hi int64) *int64 {
 		if rapid.IntRange(0, 2).Draw(t, name+"_on") == 0 {
 			return nil
@@ -164,7 +164,7 @@ func admissionInvalid(t *rapid.T) Bad[ref.RoundInput] {
 	in := AdmissionValid(t)
 	in.Queue = slices.Clone(in.Queue)
 	if len(in.Queue) == 0 {
-		in.Queue = append(in.Queue, admReq("only", 0, 0, 10, 0))
+		in.Queue = append(in.Queue, admissionReq("only", 0, 0, 10, 0))
 	}
 	at := rapid.IntRange(0, len(in.Queue)-1).Draw(t, "at")
 	r := &in.Queue[at]
@@ -213,7 +213,7 @@ func admissionInvalid(t *rapid.T) Bad[ref.RoundInput] {
 	default:
 		// A request alone on an empty pool of evictable slots that claims
 		// its prefix was evictable: the lock-time check.
-		in = ref.RoundInput{Config: admCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100000, Evictable: rapid.Int64Range(0, 9).Draw(t, "short_evictable")},
+		in = ref.RoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100000, Evictable: rapid.Int64Range(0, 9).Draw(t, "short_evictable")},
 			Queue: []ref.Request{{RID: "x", InputLen: 100, L1Prefix: 50, L1PrefixEvictable: 10 + rapid.Int64Range(0, 40).Draw(t, "lock")}}}
 		return Bad[ref.RoundInput]{in, ref.ErrEvictableShort}
 	}
@@ -225,33 +225,33 @@ func admissionBoundary() []Case[ref.RoundInput] {
 	big := ref.PoolState{Available: 1_000_000}
 	e2 := admissionE2Script()
 	cs := []Case[ref.RoundInput]{
-		{"e1-basic-budgets", ref.RoundInput{Config: admCfg(16, 8192, nil, nil), Pool: ref.PoolState{Available: 10000},
-			Queue: []ref.Request{admReq("r1", 0, 0, 1000, 256), admReq("r2", 0, 0, 7000, 256), admReq("r3", 0, 0, 500, 100)}}},
+		{"e1-basic-budgets", ref.RoundInput{Config: admissionCfg(16, 8192, nil, nil), Pool: ref.PoolState{Available: 10000},
+			Queue: []ref.Request{admissionReq("r1", 0, 0, 1000, 256), admissionReq("r2", 0, 0, 7000, 256), admissionReq("r3", 0, 0, 500, 100)}}},
 		{"e2-chunk-page-floor", ref.RoundInput{Config: e2.Config, Pool: e2.Steps[0].Pool, Queue: e2.Steps[0].Queue}},
 		{"e2-continuing-chunk", ref.RoundInput{Config: e2.Config, Pool: big, Chunked: &ref.Request{RID: "r1", InputLen: 10000, MaxNewTokens: 16, L1Prefix: 960}}},
-		{"e3-no-token", ref.RoundInput{Config: admCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100}, Queue: []ref.Request{admReq("r1", 0, 0, 200, 0)}}},
+		{"e3-no-token", ref.RoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100}, Queue: []ref.Request{admissionReq("r1", 0, 0, 200, 0)}}},
 		{"e3-no-token-hicache", func() ref.RoundInput {
-			c := admCfg(1, 8192, nil, nil)
+			c := admissionCfg(1, 8192, nil, nil)
 			c.HierarchicalCache = true
-			return ref.RoundInput{Config: c, Pool: ref.PoolState{Available: 100}, Queue: []ref.Request{admReq("r1", 0, 0, 200, 0)}}
+			return ref.RoundInput{Config: c, Pool: ref.PoolState{Available: 100}, Queue: []ref.Request{admissionReq("r1", 0, 0, 200, 0)}}
 		}()},
-		{"e4-cp-extend-gate", ref.RoundInput{Config: admCfg(1, 65536, nil, &ref.CPAdmission{MaxTotalExtendTokens: p64(8192)}), Pool: big, Queue: admReqs(3, 0, 0, 3000, 0)}},
-		{"e5-lift-equality", ref.RoundInput{Config: admCfg(1, 4096, nil, &ref.CPAdmission{MaxTotalExtendTokens: p64(16384)}), Pool: big, Queue: admReqs(2, 0, 0, 8192, 0)}},
-		{"e7-default-limit-chunk", ref.RoundInput{Config: admCfg(1, 16384, p64(8192), &ref.CPAdmission{}), Pool: big, Queue: admReqs(3, 0, 0, 3000, 0)}},
-		{"load-back-threshold-9", ref.RoundInput{Config: admCfg(1, 8192, nil, nil), Pool: big, Queue: []ref.Request{admReq("r1", 0, 9, 5, 0)}}},
-		{"load-back-threshold-10", ref.RoundInput{Config: admCfg(1, 8192, nil, nil), Pool: big, Queue: []ref.Request{admReq("r1", 0, 10, 5, 0)}}},
-		{"load-back-l2-capacity-short", ref.RoundInput{Config: admCfg(64, 16384, p64(8192), &ref.CPAdmission{MaxTotalCachedTokens: p64(4096)}), Pool: big,
-			Queue: []ref.Request{admReq("a", 0, 4096, 64, 16), admReq("b", 0, 4096, 64, 16)}, L2LoadBackCapacity: p64(0)}},
-		{"cp-max-requests", ref.RoundInput{Config: admCfg(1, 65536, nil, &ref.CPAdmission{MaxRequests: p64(2)}), Pool: big, Queue: admReqs(3, 0, 0, 10, 0)}},
-		{"cp-buffer-gate", ref.RoundInput{Config: admCfg(1, 65536, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(2000),
-			BufferModel: &ref.LinearBuffer{PerRequest: 100, PerExtendToken: 1}}), Pool: big, Queue: admReqs(3, 0, 0, 800, 0)}},
-		{"cp-buffer-single-oversized-warns", ref.RoundInput{Config: admCfg(1, 65536, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(10),
-			BufferModel: &ref.LinearBuffer{PerExtendToken: 1}}), Pool: big, Queue: admReqs(2, 0, 0, 800, 0)}},
-		{"max-running", ref.RoundInput{Config: func() ref.AdderConfig { c := admCfg(1, 8192, nil, nil); c.MaxRunningRequests = 2; return c }(),
-			Pool: big, Running: []ref.RunningReq{{MaxNewTokens: 100, OutputLen: 3}}, Queue: admReqs(3, 0, 0, 10, 0)}},
-		{"lock-time-evictable-short", ref.RoundInput{Config: admCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100000, Evictable: 10},
+		{"e4-cp-extend-gate", ref.RoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxTotalExtendTokens: p64(8192)}), Pool: big, Queue: admissionReqs(3, 0, 0, 3000, 0)}},
+		{"e5-lift-equality", ref.RoundInput{Config: admissionCfg(1, 4096, nil, &ref.CPAdmission{MaxTotalExtendTokens: p64(16384)}), Pool: big, Queue: admissionReqs(2, 0, 0, 8192, 0)}},
+		{"e7-default-limit-chunk", ref.RoundInput{Config: admissionCfg(1, 16384, p64(8192), &ref.CPAdmission{}), Pool: big, Queue: admissionReqs(3, 0, 0, 3000, 0)}},
+		{"load-back-threshold-9", ref.RoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: big, Queue: []ref.Request{admissionReq("r1", 0, 9, 5, 0)}}},
+		{"load-back-threshold-10", ref.RoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: big, Queue: []ref.Request{admissionReq("r1", 0, 10, 5, 0)}}},
+		{"load-back-l2-capacity-short", ref.RoundInput{Config: admissionCfg(64, 16384, p64(8192), &ref.CPAdmission{MaxTotalCachedTokens: p64(4096)}), Pool: big,
+			Queue: []ref.Request{admissionReq("a", 0, 4096, 64, 16), admissionReq("b", 0, 4096, 64, 16)}, L2LoadBackCapacity: p64(0)}},
+		{"cp-max-requests", ref.RoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxRequests: p64(2)}), Pool: big, Queue: admissionReqs(3, 0, 0, 10, 0)}},
+		{"cp-buffer-gate", ref.RoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(2000),
+			BufferModel: &ref.LinearBuffer{PerRequest: 100, PerExtendToken: 1}}), Pool: big, Queue: admissionReqs(3, 0, 0, 800, 0)}},
+		{"cp-buffer-single-oversized-warns", ref.RoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(10),
+			BufferModel: &ref.LinearBuffer{PerExtendToken: 1}}), Pool: big, Queue: admissionReqs(2, 0, 0, 800, 0)}},
+		{"max-running", ref.RoundInput{Config: func() ref.AdderConfig { c := admissionCfg(1, 8192, nil, nil); c.MaxRunningRequests = 2; return c }(),
+			Pool: big, Running: []ref.RunningReq{{MaxNewTokens: 100, OutputLen: 3}}, Queue: admissionReqs(3, 0, 0, 10, 0)}},
+		{"lock-time-evictable-short", ref.RoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100000, Evictable: 10},
 			Queue: []ref.Request{{RID: "x", InputLen: 100, L1Prefix: 50, L1PrefixEvictable: 20}}}},
-		{"empty-queue", ref.RoundInput{Config: admCfg(1, 8192, p64(100), &ref.CPAdmission{}), Pool: big}},
+		{"empty-queue", ref.RoundInput{Config: admissionCfg(1, 8192, p64(100), &ref.CPAdmission{}), Pool: big}},
 		{"cp-buffer-gate-a2-estimator-x2", admissionX2()},
 	}
 	return cs
@@ -266,16 +266,16 @@ func admissionX2() ref.RoundInput {
 	x1 := ref.Request{InputLen: 12288, L1Prefix: 8192, L1PrefixEvictable: 8192}
 	a, b := x1, x1
 	a.RID, b.RID = "x1", "x2"
-	return ref.RoundInput{Config: admCfg(64, 1<<20, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(128 << 20), EstimatorContext: &ctx}),
+	return ref.RoundInput{Config: admissionCfg(64, 1<<20, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(128 << 20), EstimatorContext: &ctx}),
 		Pool: ref.PoolState{Available: 1 << 20, Evictable: 1 << 15}, Queue: []ref.Request{a, b}}
 }
 
 // admissionE2Script is §A1.12 E2 as two rounds.
 func admissionE2Script() ref.AdmissionScriptInput {
 	pool := ref.PoolState{Available: 1_000_000}
-	return ref.AdmissionScriptInput{Config: admCfg(64, 16384, p64(1000), nil), Steps: []ref.AdmissionStep{
-		{Pool: pool, Queue: []ref.Request{admReq("r1", 0, 0, 10000, 16), admReq("r2", 0, 0, 100, 0)}},
-		{Pool: pool, Queue: []ref.Request{admReq("r2", 0, 0, 100, 0)}},
+	return ref.AdmissionScriptInput{Config: admissionCfg(64, 16384, p64(1000), nil), Steps: []ref.AdmissionStep{
+		{Pool: pool, Queue: []ref.Request{admissionReq("r1", 0, 0, 10000, 16), admissionReq("r2", 0, 0, 100, 0)}},
+		{Pool: pool, Queue: []ref.Request{admissionReq("r2", 0, 0, 100, 0)}},
 	}}
 }
 
@@ -283,29 +283,29 @@ func admissionE2Script() ref.AdmissionScriptInput {
 func admissionRegressions() []Case[ref.RoundInput] {
 	big := ref.PoolState{Available: 1_000_000}
 	return []Case[ref.RoundInput]{
-		{"cached-gate-before-load-back", ref.RoundInput{Config: admCfg(64, 16384, nil, &ref.CPAdmission{MaxTotalCachedTokens: p64(4096)}),
-			Pool: ref.PoolState{Available: 100000}, Queue: []ref.Request{admReq("A", 0, 4096, 64, 16), admReq("B", 0, 4096, 64, 16)}}},
-		{"cp-gates-on-empty-batch", ref.RoundInput{Config: admCfg(64, 16384, nil, &ref.CPAdmission{MaxTotalCachedTokens: p64(2048)}), Pool: big,
-			Queue: []ref.Request{admReq("r1", 0, 4096, 64, 0)}}},
-		{"cp-no-legacy-lift", ref.RoundInput{Config: admCfg(1, 4096, nil, &ref.CPAdmission{MaxTotalExtendTokens: p64(16384)}), Pool: big, Queue: admReqs(8, 0, 0, 3000, 0)}},
-		{"cp-user-limit-uncapped", ref.RoundInput{Config: admCfg(1, 16384, p64(8192), &ref.CPAdmission{MaxTotalExtendTokens: p64(32768)}), Pool: big, Queue: []ref.Request{}}},
-		{"cp-limit-not-defaulted", ref.RoundInput{Config: admCfg(1, 16384, p64(8192), &ref.CPAdmission{}), Pool: big, Queue: []ref.Request{}}},
-		{"lock-recheck-skipped", ref.RoundInput{Config: admCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 1000, Evictable: 200},
+		{"cached-gate-before-load-back", ref.RoundInput{Config: admissionCfg(64, 16384, nil, &ref.CPAdmission{MaxTotalCachedTokens: p64(4096)}),
+			Pool: ref.PoolState{Available: 100000}, Queue: []ref.Request{admissionReq("A", 0, 4096, 64, 16), admissionReq("B", 0, 4096, 64, 16)}}},
+		{"cp-gates-on-empty-batch", ref.RoundInput{Config: admissionCfg(64, 16384, nil, &ref.CPAdmission{MaxTotalCachedTokens: p64(2048)}), Pool: big,
+			Queue: []ref.Request{admissionReq("r1", 0, 4096, 64, 0)}}},
+		{"cp-no-legacy-lift", ref.RoundInput{Config: admissionCfg(1, 4096, nil, &ref.CPAdmission{MaxTotalExtendTokens: p64(16384)}), Pool: big, Queue: admissionReqs(8, 0, 0, 3000, 0)}},
+		{"cp-user-limit-uncapped", ref.RoundInput{Config: admissionCfg(1, 16384, p64(8192), &ref.CPAdmission{MaxTotalExtendTokens: p64(32768)}), Pool: big, Queue: []ref.Request{}}},
+		{"cp-limit-not-defaulted", ref.RoundInput{Config: admissionCfg(1, 16384, p64(8192), &ref.CPAdmission{}), Pool: big, Queue: []ref.Request{}}},
+		{"lock-recheck-skipped", ref.RoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 1000, Evictable: 200},
 			Queue: []ref.Request{{RID: "r1", InputLen: 1300, L1Prefix: 200, L1PrefixEvictable: 200}}}},
 	}
 }
 
-// admEntries splits the batch into the continuing chunk (if it ran) and
+// admissionEntries splits the batch into the continuing chunk (if it ran) and
 // the entries admitted from the queue.
-func admEntries(in ref.RoundInput, out ref.RoundResult) (cont *ref.AdmittedReq, fromQueue []ref.AdmittedReq) {
+func admissionEntries(in ref.RoundInput, out ref.RoundResult) (cont *ref.AdmittedReq, fromQueue []ref.AdmittedReq) {
 	if in.Chunked != nil && len(out.Admitted) > 0 && out.Admitted[0].RID == in.Chunked.RID {
 		return &out.Admitted[0], out.Admitted[1:]
 	}
 	return nil, out.Admitted
 }
 
-// admMaxNew is the max_new the adder charged for entry a (0 when chunked).
-func admMaxNew(in ref.RoundInput, a ref.AdmittedReq, i int) int64 {
+// admissionMaxNew is the max_new the adder charged for entry a (0 when chunked).
+func admissionMaxNew(in ref.RoundInput, a ref.AdmittedReq, i int) int64 {
 	if a.Chunked {
 		return 0
 	}
@@ -315,11 +315,11 @@ func admMaxNew(in ref.RoundInput, a ref.AdmittedReq, i int) int64 {
 	return ref.ChargeMaxNew(in.Queue[i].MaxNewTokens)
 }
 
-// admBudgetConservation is A1.13.1: every budget moved by exactly the sum
+// admissionBudgetConservation is A1.13.1: every budget moved by exactly the sum
 // of page-ceiled charges (and charged max_new for rem_total).
-func admBudgetConservation(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+func admissionBudgetConservation(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
 	b := ref.InitialBudgets(in.Config)
-	cont, fromQueue := admEntries(in, out)
+	cont, fromQueue := admissionEntries(in, out)
 	var sum int64
 	off := float64(in.Config.MixedDecodeTokens)
 	for _, r := range in.Running {
@@ -327,7 +327,7 @@ func admBudgetConservation(_ ref.Limits, in ref.RoundInput, out ref.RoundResult)
 	}
 	add := func(a ref.AdmittedReq, i int) {
 		sum += a.ChargedExtend
-		off += float64(a.ChargedExtend + admMaxNew(in, a, i))
+		off += float64(a.ChargedExtend + admissionMaxNew(in, a, i))
 	}
 	if cont != nil {
 		add(*cont, -1)
@@ -351,11 +351,11 @@ func admBudgetConservation(_ ref.Limits, in ref.RoundInput, out ref.RoundResult)
 	return nil
 }
 
-// admFailurePurity is A1.13.2: the pool lost exactly the admitted
+// admissionFailurePurity is A1.13.2: the pool lost exactly the admitted
 // requests' locks and load-backs; a refused request left at most its
 // load-back behind, as evictable slots.
-func admFailurePurity(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
-	_, fromQueue := admEntries(in, out)
+func admissionFailurePurity(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+	_, fromQueue := admissionEntries(in, out)
 	var locked, loaded int64
 	for i, a := range fromQueue {
 		locked += in.Queue[i].L1PrefixEvictable
@@ -382,10 +382,10 @@ func admFailurePurity(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) erro
 	return nil
 }
 
-// admPageAlignment is A1.13.3.
-func admPageAlignment(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+// admissionPageAlignment is A1.13.3.
+func admissionPageAlignment(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
 	ps := in.Config.PageSize
-	_, fromQueue := admEntries(in, out)
+	_, fromQueue := admissionEntries(in, out)
 	for _, a := range out.Admitted {
 		if a.ChargedExtend%ps != 0 {
 			return fmt.Errorf("%s charged %d, not a multiple of page %d", a.RID, a.ChargedExtend, ps)
@@ -405,9 +405,9 @@ func admPageAlignment(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) erro
 	return nil
 }
 
-// admMonotonicBudgets is A1.13.4 at round granularity: the compute and
+// admissionMonotonicBudgets is A1.13.4 at round granularity: the compute and
 // chunk budgets only shrink.
-func admMonotonicBudgets(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+func admissionMonotonicBudgets(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
 	b := ref.InitialBudgets(in.Config)
 	if out.RemInputTokens > b.RemInput || (b.RemChunk != nil && out.RemChunkTokens != nil && *out.RemChunkTokens > *b.RemChunk) {
 		return fmt.Errorf("a budget grew: rem_input %d of %d, rem_chunk %v of %v", out.RemInputTokens, b.RemInput, out.RemChunkTokens, b.RemChunk)
@@ -420,9 +420,9 @@ func admMonotonicBudgets(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) e
 	return nil
 }
 
-// admQueueOrder is A1.13.5.
-func admQueueOrder(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
-	_, fromQueue := admEntries(in, out)
+// admissionQueueOrder is A1.13.5.
+func admissionQueueOrder(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+	_, fromQueue := admissionEntries(in, out)
 	if len(fromQueue) > len(in.Queue) {
 		return fmt.Errorf("%d admitted from a queue of %d", len(fromQueue), len(in.Queue))
 	}
@@ -449,14 +449,14 @@ func admQueueOrder(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
 	return nil
 }
 
-// admOneChunk is A1.13.6 and §A1.10's "at most one of the two is
+// admissionOneChunk is A1.13.6 and §A1.10's "at most one of the two is
 // non-nil". The cut is the last entry when truncation_align_size is unset:
 // the leftover chunk budget is then under one page, and every later
 // request needs at least a page. With an alignment the cut can leave
 // whole pages that a smaller later request fits in entirely, as upstream
 // allows (docs/spec/admission-serving.md §A1.13, amendment), so only "at most one" is required then.
-func admOneChunk(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
-	cont, fromQueue := admEntries(in, out)
+func admissionOneChunk(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+	cont, fromQueue := admissionEntries(in, out)
 	n := 0
 	for i, a := range fromQueue {
 		if a.Chunked {
@@ -478,8 +478,8 @@ func admOneChunk(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
 	return nil
 }
 
-// admCPBounds is A1.13.7: CP limits hold for every batch of two or more.
-func admCPBounds(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+// admissionCPBounds is A1.13.7: CP limits hold for every batch of two or more.
+func admissionCPBounds(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
 	cp := in.Config.CP
 	if cp == nil {
 		if out.CumExtend != 0 || out.CumCached != 0 || out.EffectiveCPExtendLimit != nil {
@@ -519,9 +519,9 @@ func admCPBounds(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
 	return nil
 }
 
-// admInertness is A1.13.8: CP with every knob unset and chunking off
+// admissionInertness is A1.13.8: CP with every knob unset and chunking off
 // decides exactly as the CP-free adder.
-func admInertness(lim ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+func admissionInertness(lim ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
 	cp := in.Config.CP
 	if cp == nil || cp.MaxRequests != nil || cp.MaxTotalExtendTokens != nil || cp.MaxTotalCachedTokens != nil || cp.MaxBufferSizeBytes != nil ||
 		ref.InitialBudgets(in.Config).RemChunk != nil {
@@ -541,8 +541,8 @@ func admInertness(lim ref.Limits, in ref.RoundInput, out ref.RoundResult) error 
 	return nil
 }
 
-// admLiftBound is A1.13.9 and C1's table, recomputed here from the config.
-func admLiftBound(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+// admissionLiftBound is A1.13.9 and C1's table, recomputed here from the config.
+func admissionLiftBound(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
 	c := in.Config
 	if c.CP == nil {
 		return nil
@@ -579,10 +579,10 @@ func admLiftBound(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
 	return nil
 }
 
-// admSingleAlone: a lone request (nothing running, no chunk) is refused
+// admissionSingleAlone: a lone request (nothing running, no chunk) is refused
 // only for memory or for a chunk budget that cannot hold one page (or one
 // alignment unit) — never by a CP gate or the compute budget (no deadlock).
-func admSingleAlone(lim ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+func admissionSingleAlone(lim ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
 	if len(in.Running) > 0 || in.Chunked != nil || len(in.Queue) == 0 || len(out.Admitted) > 0 {
 		return nil
 	}
@@ -593,8 +593,8 @@ func admSingleAlone(lim ref.Limits, in ref.RoundInput, out ref.RoundResult) erro
 	return fmt.Errorf("first request %s refused alone with %s/%s", in.Queue[0].RID, out.Stop.Result, out.Stop.Detail)
 }
 
-// admBudgetRaises are the budgets whose raise must never shrink the batch.
-var admBudgetRaises = []struct {
+// admissionBudgetRaises are the budgets whose raise must never shrink the batch.
+var admissionBudgetRaises = []struct {
 	name  string
 	raise func(*ref.AdderConfig)
 }{
@@ -615,10 +615,10 @@ func raiseKnob(v *int64) *int64 {
 	return p64(raise(*v))
 }
 
-// admMonotoneInBudgets: raising any one budget (compute, running cap, or a
+// admissionMonotoneInBudgets: raising any one budget (compute, running cap, or a
 // CP knob) admits the same requests first, then possibly more.
-func admMonotoneInBudgets(lim ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
-	for _, b := range admBudgetRaises {
+func admissionMonotoneInBudgets(lim ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+	for _, b := range admissionBudgetRaises {
 		if in.Config.CP == nil && b.name[:3] == "cp." {
 			continue
 		}

@@ -10,7 +10,7 @@ import (
 
 func ap64(v int64) *int64 { return &v }
 
-func admRound(t *testing.T, in ref.RoundInput) ref.RoundResult {
+func admissionRound(t *testing.T, in ref.RoundInput) ref.RoundResult {
 	t.Helper()
 	out, err := ref.AdmitRound(ref.DefaultLimits(), in)
 	if err != nil {
@@ -51,7 +51,7 @@ func TestAdmissionPropertiesCatchWrongRounds(t *testing.T) {
 		CP: &ref.CPAdmission{MaxTotalCachedTokens: ap64(10)}}, Pool: ref.PoolState{Available: 50000},
 		Queue: []ref.Request{{RID: "a", InputLen: 1000, HostHit: 500}}}
 
-	good := map[string]ref.RoundResult{"cp": admRound(t, cp), "inert": admRound(t, inert), "chunk": admRound(t, chunk), "alone": admRound(t, alone)}
+	good := map[string]ref.RoundResult{"cp": admissionRound(t, cp), "inert": admissionRound(t, inert), "chunk": admissionRound(t, chunk), "alone": admissionRound(t, alone)}
 	inputs := map[string]ref.RoundInput{"cp": cp, "inert": inert, "chunk": chunk, "alone": alone}
 	if g := good["cp"]; g.Stop.Detail != ref.DetailCPMaxCachedTokens || g.L2Loaded != 400 || len(g.Admitted) != 2 {
 		t.Fatalf("cp fixture no longer exercises the refused load-back: %+v", g)

@@ -34,7 +34,7 @@ func TestAdmissionScenarios(t *testing.T) {
 		if !strings.HasPrefix(filepath.Base(path), "admission_") {
 			return
 		}
-		sc := &admScenario{}
+		sc := &admissionScenario{}
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 			out, err := sc.step(t, td, fast.AdmitRound)
 			if err != "" {
@@ -45,8 +45,8 @@ func TestAdmissionScenarios(t *testing.T) {
 	})
 }
 
-// admScenarioBugs maps each scenario file to the fault it narrates.
-var admScenarioBugs = []struct {
+// admissionScenarioBugs maps each scenario file to the fault it narrates.
+var admissionScenarioBugs = []struct {
 	id     string
 	faults fault.Admission
 }{
@@ -62,9 +62,9 @@ var admScenarioBugs = []struct {
 // adder with its bug put back: some round must differ from ref's, so each
 // file narrates an input that actually tells the bug apart.
 func TestAdmissionScenariosReplayTheirBug(t *testing.T) {
-	for _, bug := range admScenarioBugs {
+	for _, bug := range admissionScenarioBugs {
 		t.Run(bug.id, func(t *testing.T) {
-			sc, differs := &admScenario{}, ""
+			sc, differs := &admissionScenario{}, ""
 			buggy := func(lim ref.Limits, in ref.RoundInput) (ref.RoundResult, error) {
 				return fastcore.AdmitRoundWithFaults(lim, in, bug.faults)
 			}
@@ -82,14 +82,14 @@ func TestAdmissionScenariosReplayTheirBug(t *testing.T) {
 	}
 }
 
-// admScenario is the round input a scenario file builds.
-type admScenario struct {
+// admissionScenario is the round input a scenario file builds.
+type admissionScenario struct {
 	in ref.RoundInput
 }
 
 // step runs one command; for `round` it compares impl with ref and
 // returns the narration, or a non-empty mismatch.
-func (sc *admScenario) step(t *testing.T, td *datadriven.TestData, impl ref.RoundFunc) (string, string) {
+func (sc *admissionScenario) step(t *testing.T, td *datadriven.TestData, impl ref.RoundFunc) (string, string) {
 	arg := func(key string, dst *int64) bool {
 		if !td.HasArg(key) {
 			return false
@@ -160,14 +160,14 @@ func (sc *admScenario) step(t *testing.T, td *datadriven.TestData, impl ref.Roun
 			}
 		}
 		sc.in.Chunked, sc.in.Queue = ref.NextChunked(in, got), nil
-		return admNarrate(got), ""
+		return admissionNarrate(got), ""
 	}
 	td.Fatalf(t, "unknown command %q", td.Cmd)
 	return "", ""
 }
 
-// admNarrate prints a round result one fact per line.
-func admNarrate(o ref.RoundResult) string {
+// admissionNarrate prints a round result one fact per line.
+func admissionNarrate(o ref.RoundResult) string {
 	var b strings.Builder
 	for _, a := range o.Admitted {
 		fmt.Fprintf(&b, "admit %s prefix=%d loaded=%d run=%d charged=%d chunked=%t\n", a.RID, a.PrefixLen, a.LoadedFromL2, a.RunExtend, a.ChargedExtend, a.Chunked)

@@ -26,7 +26,7 @@ func AdmissionScript() *Spec[ref.AdmissionScriptInput, ref.AdmissionScriptOutput
 			{"bad-config-every-step-refused", ref.AdmissionScriptInput{Config: ref.AdderConfig{}, Steps: []ref.AdmissionStep{{}, {}}}},
 		},
 		Props: []Prop[ref.AdmissionScriptInput, ref.AdmissionScriptOutput]{
-			{"rounds-satisfy-round-properties", admScriptRoundProps},
+			{"rounds-satisfy-round-properties", admissionScriptRoundProps},
 		},
 	}
 }
@@ -47,9 +47,9 @@ func admissionScriptValid(t *rapid.T) ref.AdmissionScriptInput {
 	return in
 }
 
-// admScriptRoundProps replays each accepted round's input (with the chunk
+// admissionScriptRoundProps replays each accepted round's input (with the chunk
 // carried from the previous accepted round) through the round properties.
-func admScriptRoundProps(lim ref.Limits, in ref.AdmissionScriptInput, out ref.AdmissionScriptOutput) error {
+func admissionScriptRoundProps(lim ref.Limits, in ref.AdmissionScriptInput, out ref.AdmissionScriptOutput) error {
 	if len(out.Trace) != len(in.Steps) {
 		return fmt.Errorf("trace has %d entries for %d steps", len(out.Trace), len(in.Steps))
 	}

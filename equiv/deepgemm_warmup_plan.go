@@ -18,10 +18,10 @@ import (
 func DeepGEMMWarmupPlan() *Spec[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput] {
 	return &Spec[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput]{
 		Op:          catalog.DeepGEMMWarmupPlan(),
-		Valid:       rapid.Custom(dgValid),
-		Invalid:     rapid.Custom(dgInvalid),
-		Boundary:    dgBoundary(),
-		Regressions: dgRegressions(),
+		Valid:       rapid.Custom(deepGEMMValid),
+		Invalid:     rapid.Custom(deepGEMMInvalid),
+		Boundary:    deepGEMMBoundary(),
+		Regressions: deepGEMMRegressions(),
 		Rejects: map[string]*ref.Sentinel{
 			"nvrtc-not-0-or-1":     ref.ErrDGEnv,
 			"no-home-no-cache-dir": ref.ErrDGEnv,
@@ -31,20 +31,20 @@ func DeepGEMMWarmupPlan() *Spec[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutpu
 			"masked-m-max-too-big": ref.ErrConfig,
 		},
 		Props: []Prop[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput]{
-			{"S3.6.1-grid-shape", dgGridShape},
-			{"S3.6.2-dense-head", dgDenseHead},
-			{"S3.6.3-manifest-round-trip", dgRoundTrip},
-			{"S3.6.4-hit-never-writes-other-keys-kept", dgKeepsOtherKeys},
-			{"S3.6.5-import-sees-prepared-env", dgEnvPrepared},
-			{"launches-iff-replayed", dgLaunches},
-			{"log-levels", dgLogLevels},
+			{"S3.6.1-grid-shape", deepGEMMGridShape},
+			{"S3.6.2-dense-head", deepGEMMDenseHead},
+			{"S3.6.3-manifest-round-trip", deepGEMMRoundTrip},
+			{"S3.6.4-hit-never-writes-other-keys-kept", deepGEMMKeepsOtherKeys},
+			{"S3.6.5-import-sees-prepared-env", deepGEMMEnvPrepared},
+			{"launches-iff-replayed", deepGEMMLaunches},
+			{"log-levels", deepGEMMLogLevels},
 		},
 	}
 }
 
-var dgNames = []string{"kernel.fp8_gemm_nt.abc123", "kernel.m_grouped_masked.d1", "kernel.m_grouped_contig.e2", "kernel.x", "nvrtc.tmp"}
+var deepGEMMNames = []string{"kernel.fp8_gemm_nt.abc123", "kernel.m_grouped_masked.d1", "kernel.m_grouped_contig.e2", "kernel.x", "nvrtc.tmp"}
 
-func dgEnv(t *rapid.T) map[string]string {
+func deepGEMMEnv(t *rapid.T) map[string]string {
 	env := map[string]string{}
 	set := func(name string, values ...string) {
 		if v := rapid.SampledFrom(append([]string{"<unset>"}, values...)).Draw(t, name); v != "<unset>" {
@@ -65,7 +65,7 @@ func dgEnv(t *rapid.T) map[string]string {
 	return env
 }
 
-func dgKernels(t *rapid.T) []ref.DeepGEMMKernel {
+func deepGEMMKernels(t *rapid.T) []ref.DeepGEMMKernel {
 	n := rapid.IntRange(0, 5).Draw(t, "n_kernels")
 	ks := []ref.DeepGEMMKernel{}
 	for range n {
@@ -77,15 +77,15 @@ func dgKernels(t *rapid.T) []ref.DeepGEMMKernel {
 			Fails:      rapid.IntRange(0, 7).Draw(t, "fails") == 0,
 		}
 		for range rapid.IntRange(0, 2).Draw(t, "n_compiles") {
-			k.Compiles = append(k.Compiles, rapid.SampledFrom(dgNames).Draw(t, "compile"))
+			k.Compiles = append(k.Compiles, rapid.SampledFrom(deepGEMMNames).Draw(t, "compile"))
 		}
 		ks = append(ks, k)
 	}
 	return ks
 }
 
-func dgCache(t *rapid.T) []ref.DeepGEMMCacheEntry {
-	names := rapid.Permutation(dgNames).Draw(t, "cache_names")
+func deepGEMMCache(t *rapid.T) []ref.DeepGEMMCacheEntry {
+	names := rapid.Permutation(deepGEMMNames).Draw(t, "cache_names")
 	cache := []ref.DeepGEMMCacheEntry{}
 	for _, name := range names[:rapid.IntRange(0, len(names)).Draw(t, "n_cache")] {
 		e := ref.DeepGEMMCacheEntry{Name: name, Dir: rapid.Bool().Draw(t, "dir")}
@@ -99,18 +99,18 @@ func dgCache(t *rapid.T) []ref.DeepGEMMCacheEntry {
 	return cache
 }
 
-// dgValid draws a warmup: often the restart after a previous run of ref on
+// deepGEMMValid draws a warmup: often the restart after a previous run of ref on
 // the same kernels (so hits happen), with some cache entries deleted or
 // emptied since (stale), or a corrupt or foreign manifest.
-func dgValid(t *rapid.T) ref.DeepGEMMWarmupInput {
+func deepGEMMValid(t *rapid.T) ref.DeepGEMMWarmupInput {
 	in := ref.DeepGEMMWarmupInput{
-		Env:                dgEnv(t),
+		Env:                deepGEMMEnv(t),
 		ChunkedPrefillSize: rapid.OneOf(rapid.SampledFrom([]int64{-1, 0, 1, 8192, 8193, 16384, 32768, 65536, 65537, 1 << 40}), rapid.Int64Range(-10, 70000)).Draw(t, "chunked_prefill_size"),
 		MaskedMMax:         rapid.OneOf(rapid.Just(int64(0)), rapid.Int64Range(1, ref.DeepGEMMMaxM)).Draw(t, "masked_m_max"),
 		Alignment:          rapid.OneOf(rapid.Just(int64(128)), rapid.Int64Range(1, 300), rapid.Int64Range(16384, 200000)).Draw(t, "alignment"),
 		Build:              catalog.DeepGEMMBuildH200(),
-		Kernels:            dgKernels(t),
-		Cache:              dgCache(t),
+		Kernels:            deepGEMMKernels(t),
+		Cache:              deepGEMMCache(t),
 		WriteFails:         rapid.IntRange(0, 5).Draw(t, "write_fails") == 0,
 	}
 	if rapid.Bool().Draw(t, "other_include_path") {
@@ -135,13 +135,13 @@ func dgValid(t *rapid.T) ref.DeepGEMMWarmupInput {
 			t.Fatalf("previous run: %v", err)
 		}
 		in.Manifest, in.Cache = out.Manifest, slices.Clone(out.Cache)
-		dgDamage(t, &in)
+		deepGEMMDamage(t, &in)
 	}
 	return in
 }
 
-// dgDamage deletes or empties some cache entries since the previous run.
-func dgDamage(t *rapid.T, in *ref.DeepGEMMWarmupInput) {
+// deepGEMMDamage deletes or empties some cache entries since the previous run.
+func deepGEMMDamage(t *rapid.T, in *ref.DeepGEMMWarmupInput) {
 	for i := 0; i < len(in.Cache); i++ {
 		switch rapid.IntRange(0, 5).Draw(t, "damage") {
 		case 0:
@@ -155,8 +155,8 @@ func dgDamage(t *rapid.T, in *ref.DeepGEMMWarmupInput) {
 	}
 }
 
-func dgInvalid(t *rapid.T) Bad[ref.DeepGEMMWarmupInput] {
-	in := dgValid(t)
+func deepGEMMInvalid(t *rapid.T) Bad[ref.DeepGEMMWarmupInput] {
+	in := deepGEMMValid(t)
 	type bad = Bad[ref.DeepGEMMWarmupInput]
 	withKernel := func() int {
 		if len(in.Kernels) == 0 {
@@ -242,18 +242,18 @@ func withCacheDup(cache []ref.DeepGEMMCacheEntry) []ref.DeepGEMMCacheEntry {
 	return append(slices.Clone(cache), ref.DeepGEMMCacheEntry{Name: "kernel.extra", Dir: true, Sizes: []int64{}})
 }
 
-func dgKernel(kernelType string, compiles ...string) ref.DeepGEMMKernel {
+func deepGEMMKernel(kernelType string, compiles ...string) ref.DeepGEMMKernel {
 	return ref.DeepGEMMKernel{KernelType: kernelType, N: 7168, K: 2048, NumGroups: 1, Compiles: compiles}
 }
 
-func dgIn(chunked int64, kernels ...ref.DeepGEMMKernel) ref.DeepGEMMWarmupInput {
+func deepGEMMIn(chunked int64, kernels ...ref.DeepGEMMKernel) ref.DeepGEMMWarmupInput {
 	return ref.DeepGEMMWarmupInput{Env: map[string]string{"HOME": "/root"}, ChunkedPrefillSize: chunked, Alignment: 128,
 		Build: catalog.DeepGEMMBuildH200(), Kernels: kernels, Cache: []ref.DeepGEMMCacheEntry{}}
 }
 
-// dgAfter is the restart after in: its manifest and cache, with edit
+// deepGEMMAfter is the restart after in: its manifest and cache, with edit
 // applied to the cache.
-func dgAfter(in ref.DeepGEMMWarmupInput, edit func([]ref.DeepGEMMCacheEntry) []ref.DeepGEMMCacheEntry) ref.DeepGEMMWarmupInput {
+func deepGEMMAfter(in ref.DeepGEMMWarmupInput, edit func([]ref.DeepGEMMCacheEntry) []ref.DeepGEMMCacheEntry) ref.DeepGEMMWarmupInput {
 	out, err := ref.DeepGEMMWarmupPlan(ref.DefaultLimits(), in)
 	if err != nil {
 		return in // unreachable for the tables' valid inputs; the table would then show it
@@ -264,28 +264,28 @@ func dgAfter(in ref.DeepGEMMWarmupInput, edit func([]ref.DeepGEMMCacheEntry) []r
 
 func keepCache(c []ref.DeepGEMMCacheEntry) []ref.DeepGEMMCacheEntry { return c }
 
-// dgBoundary: §S3.4's grid sizes at the three m_max values, the empty
+// deepGEMMBoundary: §S3.4's grid sizes at the three m_max values, the empty
 // contig grid, the hit / stale / miss / corrupt / foreign-schema paths,
 // a failed replay, a failed write, warmup disabled, and the env mapping.
-func dgBoundary() []Case[ref.DeepGEMMWarmupInput] {
+func deepGEMMBoundary() []Case[ref.DeepGEMMWarmupInput] {
 	type c = Case[ref.DeepGEMMWarmupInput]
-	all := []ref.DeepGEMMKernel{dgKernel(ref.KernelGEMMNT, "kernel.a"), dgKernel(ref.KernelGroupedMasked, "kernel.b"), dgKernel(ref.KernelGroupedContig, "kernel.c")}
-	cold := dgIn(8192, all...)
+	all := []ref.DeepGEMMKernel{deepGEMMKernel(ref.KernelGEMMNT, "kernel.a"), deepGEMMKernel(ref.KernelGroupedMasked, "kernel.b"), deepGEMMKernel(ref.KernelGroupedContig, "kernel.c")}
+	cold := deepGEMMIn(8192, all...)
 	emptied := func(cache []ref.DeepGEMMCacheEntry) []ref.DeepGEMMCacheEntry {
 		cache[0].Sizes = []int64{0}
 		return cache
 	}
-	masked := dgIn(8192, dgKernel(ref.KernelGroupedMasked))
+	masked := deepGEMMIn(8192, deepGEMMKernel(ref.KernelGroupedMasked))
 	masked.MaskedMMax = 1000
-	bigAlign := dgIn(8192, dgKernel(ref.KernelGroupedContig))
+	bigAlign := deepGEMMIn(8192, deepGEMMKernel(ref.KernelGroupedContig))
 	bigAlign.Alignment = 20000
-	failing := dgIn(8192, ref.DeepGEMMKernel{KernelType: ref.KernelGEMMNT, N: 1, K: 1, NumGroups: 1, Fails: true})
+	failing := deepGEMMIn(8192, ref.DeepGEMMKernel{KernelType: ref.KernelGEMMNT, N: 1, K: 1, NumGroups: 1, Fails: true})
 	writeFails := cold
 	writeFails.WriteFails = true
-	disabled := dgAfter(cold, keepCache)
+	disabled := deepGEMMAfter(cold, keepCache)
 	disabled.Env = map[string]string{"HOME": "/root", "SGLANG_JIT_DEEPGEMM_PRECOMPILE": "0"}
 	env := func(kv ...string) ref.DeepGEMMWarmupInput {
-		in := dgIn(0, dgKernel(ref.KernelGEMMNT))
+		in := deepGEMMIn(0, deepGEMMKernel(ref.KernelGEMMNT))
 		in.Env = map[string]string{}
 		for i := 0; i < len(kv); i += 2 {
 			in.Env[kv[i]] = kv[i+1]
@@ -299,15 +299,15 @@ func dgBoundary() []Case[ref.DeepGEMMWarmupInput] {
 	}
 	return []c{
 		{"m-max-16384-grids-50-50-14", cold},
-		{"m-max-65536-grids-54-54-18", dgIn(0, all...)},
-		{"m-max-131072-grids-56-56-20", dgIn(70000, all...)},
-		{"m-max-2x-chunk", dgIn(20000, all...)},
+		{"m-max-65536-grids-54-54-18", deepGEMMIn(0, all...)},
+		{"m-max-131072-grids-56-56-20", deepGEMMIn(70000, all...)},
+		{"m-max-2x-chunk", deepGEMMIn(20000, all...)},
 		{"masked-m-max-1000", masked},
 		{"contig-empty-m-max-below-alignment", bigAlign},
-		{"restart-all-hits", dgAfter(cold, keepCache)},
-		{"restart-one-emptied-stale", dgAfter(cold, emptied)},
+		{"restart-all-hits", deepGEMMAfter(cold, keepCache)},
+		{"restart-one-emptied-stale", deepGEMMAfter(cold, emptied)},
 		{"restart-include-path-changed-miss", func() ref.DeepGEMMWarmupInput {
-			in := dgAfter(cold, keepCache)
+			in := deepGEMMAfter(cold, keepCache)
 			in.Build.IncludePath = "/other/include"
 			return in
 		}()},
@@ -324,21 +324,21 @@ func dgBoundary() []Case[ref.DeepGEMMWarmupInput] {
 		{"env-stale-dg-jit-overwritten", env("HOME", "/root", "DG_JIT_CACHE_DIR", "/stale")},
 		{"nvrtc-not-0-or-1", env("HOME", "/root", "SGLANG_DG_USE_NVRTC", "true")},
 		{"no-home-no-cache-dir", env()},
-		{"unknown-kernel-type", dgIn(0, dgKernel("GEMM_NT_BF16"))},
-		{"n-zero", dgIn(0, ref.DeepGEMMKernel{KernelType: ref.KernelGEMMNT, N: 0, K: 1, NumGroups: 1})},
-		{"alignment-zero", func() ref.DeepGEMMWarmupInput { in := dgIn(0); in.Alignment = 0; return in }()},
-		{"masked-m-max-too-big", func() ref.DeepGEMMWarmupInput { in := dgIn(0); in.MaskedMMax = ref.DeepGEMMMaxM + 1; return in }()},
+		{"unknown-kernel-type", deepGEMMIn(0, deepGEMMKernel("GEMM_NT_BF16"))},
+		{"n-zero", deepGEMMIn(0, ref.DeepGEMMKernel{KernelType: ref.KernelGEMMNT, N: 0, K: 1, NumGroups: 1})},
+		{"alignment-zero", func() ref.DeepGEMMWarmupInput { in := deepGEMMIn(0); in.Alignment = 0; return in }()},
+		{"masked-m-max-too-big", func() ref.DeepGEMMWarmupInput { in := deepGEMMIn(0); in.MaskedMMax = ref.DeepGEMMMaxM + 1; return in }()},
 	}
 }
 
-// dgRegressions: §S3.8's minimal inputs, named as their mutants.
-func dgRegressions() []Case[ref.DeepGEMMWarmupInput] {
+// deepGEMMRegressions: §S3.8's minimal inputs, named as their mutants.
+func deepGEMMRegressions() []Case[ref.DeepGEMMWarmupInput] {
 	type c = Case[ref.DeepGEMMWarmupInput]
-	bridged := dgIn(8192, dgKernel(ref.KernelGEMMNT))
+	bridged := deepGEMMIn(8192, deepGEMMKernel(ref.KernelGEMMNT))
 	bridged.Env = map[string]string{"HOME": "/root", "SGLANG_DG_CACHE_DIR": "/c"}
-	nvrtc := dgIn(8192, dgKernel(ref.KernelGEMMNT))
+	nvrtc := deepGEMMIn(8192, deepGEMMKernel(ref.KernelGEMMNT))
 	nvrtc.Env = map[string]string{"HOME": "/root", "SGLANG_DG_USE_NVRTC": "1"}
-	deleted := dgAfter(dgIn(8192, dgKernel(ref.KernelGEMMNT, "kernel.x")), func(cache []ref.DeepGEMMCacheEntry) []ref.DeepGEMMCacheEntry {
+	deleted := deepGEMMAfter(deepGEMMIn(8192, deepGEMMKernel(ref.KernelGEMMNT, "kernel.x")), func(cache []ref.DeepGEMMCacheEntry) []ref.DeepGEMMCacheEntry {
 		return slices.DeleteFunc(cache, func(e ref.DeepGEMMCacheEntry) bool { return e.Name == "kernel.x" })
 	})
 	return []c{
@@ -347,17 +347,17 @@ func dgRegressions() []Case[ref.DeepGEMMWarmupInput] {
 		// Fixed: DG_JIT_USE_NVRTC=1; the bug: 0.
 		{"legacy-only-nvrtc", nvrtc},
 		// Fixed: 50 launches at m_max 16384; the bug: 16384.
-		{"dense-walk", dgIn(8192, dgKernel(ref.KernelGEMMNT))},
+		{"dense-walk", deepGEMMIn(8192, deepGEMMKernel(ref.KernelGEMMNT))},
 		// Fixed: stale, 50 launches, rewrite; the bug: hit, cold compile at serving time.
 		{"manifest-trusted-without-liveness", deleted},
 	}
 }
 
-// dgGridShape is S3.6.1: sorted, strictly increasing, within [1, m_max],
+// deepGEMMGridShape is S3.6.1: sorted, strictly increasing, within [1, m_max],
 // dense grids hold 1 and their top, contig grids only multiples of a with
 // top ⌊m_max/a⌋·a, and the size is O(log m_max): at most the 32-point head
 // plus two points per octave plus the top.
-func dgGridShape(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
+func deepGEMMGridShape(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
 	bound := ref.DeepGEMMDenseHead + 2*bits.Len64(uint64(out.MMax)) + 1
 	for i, p := range out.Plans {
 		g := p.MGrid
@@ -381,27 +381,27 @@ func dgGridShape(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmu
 			}
 			continue
 		}
-		if top := dgTop(in, out, p); g[0] != 1 || g[len(g)-1] != top {
+		if top := deepGEMMTop(in, out, p); g[0] != 1 || g[len(g)-1] != top {
 			return fmt.Errorf("plan %d: dense grid %v, want 1 … %d", i, g, top)
 		}
 	}
 	return nil
 }
 
-func dgTop(in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput, p ref.DeepGEMMPlan) int64 {
+func deepGEMMTop(in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput, p ref.DeepGEMMPlan) int64 {
 	if p.KernelType == ref.KernelGroupedMasked && in.MaskedMMax > 0 {
 		return min(out.MMax, in.MaskedMMax)
 	}
 	return out.MMax
 }
 
-// dgDenseHead is S3.6.2: a dense grid holds every M in [1, min(32, top)].
-func dgDenseHead(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
+// deepGEMMDenseHead is S3.6.2: a dense grid holds every M in [1, min(32, top)].
+func deepGEMMDenseHead(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
 	for i, p := range out.Plans {
 		if p.KernelType == ref.KernelGroupedContig {
 			continue
 		}
-		for m := int64(1); m <= min(32, dgTop(in, out, p)); m++ {
+		for m := int64(1); m <= min(32, deepGEMMTop(in, out, p)); m++ {
 			if !slices.Contains(p.MGrid, m) {
 				return fmt.Errorf("plan %d: dense grid misses M=%d", i, m)
 			}
@@ -410,10 +410,10 @@ func dgDenseHead(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmu
 	return nil
 }
 
-// dgRestart runs ref on the restart after (in, out): out's manifest and
+// deepGEMMRestart runs ref on the restart after (in, out): out's manifest and
 // cache, the write working, and replays succeeding without compiling
 // anything, so a replay of one key cannot revive another key's entry.
-func dgRestart(lim ref.Limits, in ref.DeepGEMMWarmupInput, manifest *string, cache []ref.DeepGEMMCacheEntry) (ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput, error) {
+func deepGEMMRestart(lim ref.Limits, in ref.DeepGEMMWarmupInput, manifest *string, cache []ref.DeepGEMMCacheEntry) (ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput, error) {
 	next := in
 	next.Manifest, next.Cache, next.WriteFails = manifest, cache, false
 	next.Kernels = slices.Clone(in.Kernels)
@@ -424,15 +424,15 @@ func dgRestart(lim ref.Limits, in ref.DeepGEMMWarmupInput, manifest *string, cac
 	return next, out, err
 }
 
-// dgRoundTrip is S3.6.3: after a warmup that wrote its manifest, a restart
+// deepGEMMRoundTrip is S3.6.3: after a warmup that wrote its manifest, a restart
 // with the cache unchanged hits every key the run wrote or hit and writes
 // nothing; emptying a listed cache entry makes that key stale and
 // rewrites it, after which it hits again.
-func dgRoundTrip(lim ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
+func deepGEMMRoundTrip(lim ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
 	if !out.ManifestWritten {
 		return nil
 	}
-	next, again, err := dgRestart(lim, in, out.Manifest, out.Cache)
+	next, again, err := deepGEMMRestart(lim, in, out.Manifest, out.Cache)
 	if err != nil {
 		return fmt.Errorf("restart: %v", err)
 	}
@@ -461,7 +461,7 @@ func dgRoundTrip(lim ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWar
 		// The key's first kernel sees the emptied entry; a repeat of the
 		// same shape then hits the refreshed one.
 		i = slices.IndexFunc(out.Plans, func(q ref.DeepGEMMPlan) bool { return q.Key == p.Key })
-		_, stale, err := dgRestart(lim, next, out.Manifest, cache)
+		_, stale, err := deepGEMMRestart(lim, next, out.Manifest, cache)
 		if err != nil || stale.Plans[i].Decision != ref.DecisionStale || !stale.ManifestWritten {
 			return fmt.Errorf("after emptying %s: plan %d is %s, manifest written %v (%v); want stale and a rewrite", names[0], i, stale.Plans[i].Decision, stale.ManifestWritten, err)
 		}
@@ -470,10 +470,10 @@ func dgRoundTrip(lim ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWar
 	return nil
 }
 
-// dgKeepsOtherKeys is S3.6.4: a run in which every kernel hit (or had
+// deepGEMMKeepsOtherKeys is S3.6.4: a run in which every kernel hit (or had
 // nothing to warm) over a sound manifest writes nothing; a rewrite keeps
 // every entry of a key no kernel replayed, byte for byte once compacted.
-func dgKeepsOtherKeys(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
+func deepGEMMKeepsOtherKeys(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
 	replayed := map[string]bool{}
 	for _, p := range out.Plans {
 		if p.Written {
@@ -513,10 +513,10 @@ func reencodedJSON(raw json.RawMessage) string {
 	return string(b)
 }
 
-// dgEnvPrepared is S3.6.5 and §S3.2's mapping: the import snapshot sees
+// deepGEMMEnvPrepared is S3.6.5 and §S3.2's mapping: the import snapshot sees
 // the prepared values, which follow the current, legacy and default
 // spellings in that order.
-func dgEnvPrepared(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
+func deepGEMMEnvPrepared(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
 	if out.Imported != out.Env {
 		return fmt.Errorf("import snapshot %+v != prepared %+v", out.Imported, out.Env)
 	}
@@ -535,9 +535,9 @@ func dgEnvPrepared(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWar
 	return nil
 }
 
-// dgLaunches: a replay (miss or stale) launches exactly the grid; hits,
+// deepGEMMLaunches: a replay (miss or stale) launches exactly the grid; hits,
 // empty grids and disabled warmups launch nothing; only a replay writes.
-func dgLaunches(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
+func deepGEMMLaunches(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
 	if len(out.Plans) != len(in.Kernels) {
 		return fmt.Errorf("%d plans for %d kernels", len(out.Plans), len(in.Kernels))
 	}
@@ -553,11 +553,11 @@ func dgLaunches(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmup
 	return nil
 }
 
-// dgLogLevels is the §S3.5 / §S5 level contract for the warmup: one DEBUG
+// deepGEMMLogLevels is the §S3.5 / §S5 level contract for the warmup: one DEBUG
 // per hit, one WARN per failed replay, per corrupt or foreign manifest and
 // per failed write, INFO only for one-time init (replays, empty grids,
 // warmup disabled), and never ERROR.
-func dgLogLevels(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
+func deepGEMMLogLevels(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
 	count := map[string]int{}
 	for _, r := range out.Logs {
 		count[r.Level]++

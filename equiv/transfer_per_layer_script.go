@@ -20,26 +20,26 @@ import (
 // script-level generators, the §4.6 worked trace and §4.7 minimal inputs,
 // and the §4.8 invariants read off a trace, the engine log and the final
 // state.
-func PerLayerScript() *Spec[ref.XferScriptInput, ref.XferScriptOutput] {
-	return &Spec[ref.XferScriptInput, ref.XferScriptOutput]{
+func PerLayerScript() *Spec[ref.PerLayerScriptInput, ref.PerLayerScriptOutput] {
+	return &Spec[ref.PerLayerScriptInput, ref.PerLayerScriptOutput]{
 		Op:          catalog.PerLayerScript(),
-		Valid:       rapid.Custom(func(t *rapid.T) ref.XferScriptInput { return XferSteps(t, 40) }),
-		Invalid:     rapid.Custom(xferInvalid),
-		Boundary:    xferBoundary(),
-		Regressions: xferRegressions(),
-		Props: []Prop[ref.XferScriptInput, ref.XferScriptOutput]{
-			{"enqueued-bounded", xferEnqueuedBounded},
-			{"no-double-send", xferNoDoubleSend},
-			{"no-submit-after-failure", xferNoSubmitAfterFailure},
-			{"finish-zero-is-monolithic", xferFinishZeroIsMonolithic},
-			{"batches-waited", xferBatchesWaited},
-			{"fifo-per-room", xferFIFOPerRoom},
-			{"refinish-idempotent", xferRefinishIdempotent},
+		Valid:       rapid.Custom(func(t *rapid.T) ref.PerLayerScriptInput { return PerLayerSteps(t, 40) }),
+		Invalid:     rapid.Custom(perLayerInvalid),
+		Boundary:    perLayerBoundary(),
+		Regressions: perLayerRegressions(),
+		Props: []Prop[ref.PerLayerScriptInput, ref.PerLayerScriptOutput]{
+			{"enqueued-bounded", perLayerEnqueuedBounded},
+			{"no-double-send", perLayerNoDoubleSend},
+			{"no-submit-after-failure", perLayerNoSubmitAfterFailure},
+			{"finish-zero-is-monolithic", perLayerFinishZeroIsMonolithic},
+			{"batches-waited", perLayerBatchesWaited},
+			{"fifo-per-room", perLayerFIFOPerRoom},
+			{"refinish-idempotent", perLayerRefinishIdempotent},
 		},
 	}
 }
 
-// XferSteps draws a script of up to maxSteps steps shaped like a prefill
+// PerLayerSteps draws a script of up to maxSteps steps shaped like a prefill
 // scheduler: 1–3 rooms registering chunks in send order (mostly with one
 // non-dummy info), forwards firing the hooks in layer order, events and
 // batches completing in any order, worker steps, injected engine faults,
@@ -47,20 +47,20 @@ func PerLayerScript() *Spec[ref.XferScriptInput, ref.XferScriptOutput] {
 // drops, duplicate registrations and finishes, and occasional refused
 // steps. A reference run follows the steps so they name live events,
 // batches and chunks.
-func XferSteps(t *rapid.T, maxSteps int) ref.XferScriptInput {
-	create := xferDrawCreate(t)
-	g := newXferGen(t, create, nil)
+func PerLayerSteps(t *rapid.T, maxSteps int) ref.PerLayerScriptInput {
+	create := perLayerDrawCreate(t)
+	g := newPerLayerGen(t, create, nil)
 	for range rapid.IntRange(0, maxSteps).Draw(t, "steps") {
 		g.step()
 	}
-	return ref.XferScriptInput{Steps: g.steps}
+	return ref.PerLayerScriptInput{Steps: g.steps}
 }
 
-// xferDrawCreate draws a create step: N in [1, 6], H = N mostly (N−1: an
+// perLayerDrawCreate draws a create step: N in [1, 6], H = N mostly (N−1: an
 // MTP layer; N+1: a hook past N; 0: no hook), K in [1, 4], small arenas.
-func xferDrawCreate(t *rapid.T) ref.XferStep {
+func perLayerDrawCreate(t *rapid.T) ref.PerLayerStep {
 	n := rapid.IntRange(1, 6).Draw(t, "layers")
-	create := ref.XferStep{Op: ref.XferCreate, Layers: n,
+	create := ref.PerLayerStep{Op: ref.PerLayerCreate, Layers: n,
 		Hooked:   rapid.SampledFrom([]int{n, n, n - 1, n + 1, 0}).Draw(t, "hooked"),
 		Group:    rapid.IntRange(1, 4).Draw(t, "group"),
 		ItemLen:  rapid.IntRange(1, 4).Draw(t, "item_len"),
@@ -72,31 +72,31 @@ func xferDrawCreate(t *rapid.T) ref.XferStep {
 	return create
 }
 
-// xferGen draws steps while a reference run follows them.
-type xferGen struct {
+// perLayerGen draws steps while a reference run follows them.
+type perLayerGen struct {
 	t       *rapid.T
-	run     *ref.XferRun
-	steps   []ref.XferStep
-	results []ref.XferStepResult
+	run     *ref.PerLayerRun
+	steps   []ref.PerLayerStep
+	results []ref.PerLayerStepResult
 	next    map[uint64]int64 // each room's next chunk key
 	layer   int              // the next layer a forward hooks
 }
 
-func newXferGen(t *rapid.T, create ref.XferStep, logger *slog.Logger) *xferGen {
-	run, err := ref.NewXferRun(create, ref.NewPerLayerManager, logger)
+func newPerLayerGen(t *rapid.T, create ref.PerLayerStep, logger *slog.Logger) *perLayerGen {
+	run, err := ref.NewPerLayerRun(create, ref.NewPerLayerManager, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &xferGen{t: t, run: run, steps: []ref.XferStep{create}, results: []ref.XferStepResult{{Op: ref.XferCreate}},
+	return &perLayerGen{t: t, run: run, steps: []ref.PerLayerStep{create}, results: []ref.PerLayerStepResult{{Op: ref.PerLayerCreate}},
 		next: map[uint64]int64{}}
 }
 
-func (g *xferGen) apply(s ref.XferStep) {
+func (g *perLayerGen) apply(s ref.PerLayerStep) {
 	g.results = append(g.results, g.run.Step(s, len(g.steps)))
 	g.steps = append(g.steps, s)
 }
 
-func (g *xferGen) pages(label string) ([]int64, []int64) {
+func (g *perLayerGen) pages(label string) ([]int64, []int64) {
 	geo := g.run.Geometry
 	m := rapid.IntRange(0, min(geo.SrcPages, geo.DstPages)).Draw(g.t, label+"_n")
 	src := rapid.Permutation(pageSeq(geo.SrcPages)).Draw(g.t, label+"_src")[:m]
@@ -112,7 +112,7 @@ func pageSeq(n int) []int64 {
 	return out
 }
 
-func (g *xferGen) step() {
+func (g *perLayerGen) step() {
 	t := g.t
 	st := g.run.Manager.State()
 	switch rapid.IntRange(0, 15).Draw(t, "kind") {
@@ -126,13 +126,13 @@ func (g *xferGen) step() {
 		}
 		owned, dst := g.pages("reg")
 		infos := rapid.SampledFrom([]int{1, 1, 1, 1, 0, 2}).Draw(t, "infos")
-		g.apply(ref.XferStep{Op: ref.XferRegister, Room: room, Chunk: chunk, Infos: infos, Owned: owned, Dst: dst})
+		g.apply(ref.PerLayerStep{Op: ref.PerLayerRegister, Room: room, Chunk: chunk, Infos: infos, Owned: owned, Dst: dst})
 	case 2:
 		if st.Forward {
-			g.apply(ref.XferStep{Op: ref.XferForwardEnd})
+			g.apply(ref.PerLayerStep{Op: ref.PerLayerForwardEnd})
 		} else {
 			g.layer = 0
-			g.apply(ref.XferStep{Op: ref.XferForwardBegin})
+			g.apply(ref.PerLayerStep{Op: ref.PerLayerForwardBegin})
 		}
 	case 3, 4, 5:
 		l := g.layer
@@ -141,23 +141,23 @@ func (g *xferGen) step() {
 		} else {
 			g.layer++
 		}
-		g.apply(ref.XferStep{Op: ref.XferLayerEnd, Layer: l})
+		g.apply(ref.PerLayerStep{Op: ref.PerLayerLayerEnd, Layer: l})
 	case 6, 7:
 		ev := 1
 		if p := g.run.Events.Pending(); len(p) > 0 {
 			ev = rapid.SampledFrom(p).Draw(t, "event")
 		}
-		g.apply(ref.XferStep{Op: ref.XferCompleteEvent, Event: ev, Fail: rapid.IntRange(0, 9).Draw(t, "ev_fail") == 0})
+		g.apply(ref.PerLayerStep{Op: ref.PerLayerCompleteEvent, Event: ev, Fail: rapid.IntRange(0, 9).Draw(t, "ev_fail") == 0})
 	case 8, 9:
-		g.apply(ref.XferStep{Op: ref.XferWorkerStep})
+		g.apply(ref.PerLayerStep{Op: ref.PerLayerWorkerStep})
 	case 10:
 		b := uint64(1)
 		if f := g.run.Engine.InFlight(); len(f) > 0 {
 			b = rapid.SampledFrom(f).Draw(t, "batch")
 		}
-		g.apply(ref.XferStep{Op: ref.XferEngineComplete, Batch: b, Fail: rapid.IntRange(0, 9).Draw(t, "b_fail") == 0})
+		g.apply(ref.PerLayerStep{Op: ref.PerLayerEngineComplete, Batch: b, Fail: rapid.IntRange(0, 9).Draw(t, "b_fail") == 0})
 	case 11:
-		g.apply(ref.XferStep{Op: ref.XferInject, Fault: rapid.SampledFrom([]ref.EngineFault{ref.FaultSubmit, ref.FaultWait, ref.FaultSync}).Draw(t, "fault")})
+		g.apply(ref.PerLayerStep{Op: ref.PerLayerInject, Fault: rapid.SampledFrom([]ref.EngineFault{ref.FaultSubmit, ref.FaultWait, ref.FaultSync}).Draw(t, "fault")})
 	case 12, 13:
 		room, chunk := uint64(rapid.IntRange(1, 3).Draw(t, "f_room")), int64(0)
 		for _, r := range st.Rooms {
@@ -168,21 +168,21 @@ func (g *xferGen) step() {
 		if rapid.IntRange(0, 7).Draw(t, "f_odd") == 0 {
 			chunk = 4 * int64(rapid.IntRange(0, 3).Draw(t, "f_chunk"))
 		}
-		g.apply(ref.XferStep{Op: ref.XferFinish, Room: room, Chunk: chunk})
+		g.apply(ref.PerLayerStep{Op: ref.PerLayerFinish, Room: room, Chunk: chunk})
 	case 14:
-		g.apply(ref.XferStep{Op: rapid.SampledFrom([]string{ref.XferRefinish, ref.XferHas, ref.XferDrop}).Draw(t, "misc"),
+		g.apply(ref.PerLayerStep{Op: rapid.SampledFrom([]string{ref.PerLayerRefinish, ref.PerLayerHas, ref.PerLayerDrop}).Draw(t, "misc"),
 			Room: uint64(rapid.IntRange(1, 3).Draw(t, "m_room"))})
 	case 15:
 		owned, dst := g.pages("mono")
-		g.apply(ref.XferStep{Op: ref.XferMonolithic, Room: 9, Chunk: 0, Owned: owned, Dst: dst})
+		g.apply(ref.PerLayerStep{Op: ref.PerLayerMonolithic, Room: 9, Chunk: 0, Owned: owned, Dst: dst})
 	}
 }
 
-// xferInvalid draws a valid script and breaks it once: the create step,
+// perLayerInvalid draws a valid script and breaks it once: the create step,
 // the op of a step, or a register/monolithic step appended at the end
 // with mismatched lengths, a page outside the arena or a repeated dst page.
-func xferInvalid(t *rapid.T) Bad[ref.XferScriptInput] {
-	in := XferSteps(t, 8)
+func perLayerInvalid(t *rapid.T) Bad[ref.PerLayerScriptInput] {
+	in := PerLayerSteps(t, 8)
 	steps := slices.Clone(in.Steps)
 	c := &steps[0]
 	var want *ref.Sentinel
@@ -191,7 +191,7 @@ func xferInvalid(t *rapid.T) Bad[ref.XferScriptInput] {
 		steps = steps[1:]
 		want = ref.ErrScriptOrder
 	case 1:
-		c.Layers, want = rapid.SampledFrom([]int{0, -1, ref.MaxXferLayers + 1}).Draw(t, "layers"), ref.ErrBadNumLayers
+		c.Layers, want = rapid.SampledFrom([]int{0, -1, ref.MaxTransferLayers + 1}).Draw(t, "layers"), ref.ErrBadNumLayers
 	case 2:
 		c.Group, want = rapid.IntRange(-2, 0).Draw(t, "group"), ref.ErrBadGroupSize
 	case 3:
@@ -201,107 +201,107 @@ func xferInvalid(t *rapid.T) Bad[ref.XferScriptInput] {
 	case 5:
 		c.ItemLen, want = 1<<40, ref.ErrTooLarge
 	case 6:
-		steps, want = append(steps, ref.XferStep{Op: "warp"}), ref.ErrBadEnum
+		steps, want = append(steps, ref.PerLayerStep{Op: "warp"}), ref.ErrBadEnum
 	case 7:
-		steps, want = append(steps, ref.XferStep{Op: ref.XferRegister, Owned: []int64{0}}), ref.ErrLengthMismatch
+		steps, want = append(steps, ref.PerLayerStep{Op: ref.PerLayerRegister, Owned: []int64{0}}), ref.ErrLengthMismatch
 	case 8:
-		steps, want = append(steps, ref.XferStep{Op: ref.XferRegister, Owned: []int64{int64(c.SrcPages)}, Dst: []int64{0}}), ref.ErrPageOutOfArena
+		steps, want = append(steps, ref.PerLayerStep{Op: ref.PerLayerRegister, Owned: []int64{int64(c.SrcPages)}, Dst: []int64{0}}), ref.ErrPageOutOfArena
 	case 9:
 		if c.SrcPages < 2 {
 			c.SrcPages = 2
 		}
-		steps, want = append(steps, ref.XferStep{Op: ref.XferMonolithic, Owned: []int64{0, 1}, Dst: []int64{0, 0}}), ref.ErrDuplicateDstPage
+		steps, want = append(steps, ref.PerLayerStep{Op: ref.PerLayerMonolithic, Owned: []int64{0, 1}, Dst: []int64{0, 0}}), ref.ErrDuplicateDstPage
 	case 10:
-		steps, want = append(steps, ref.XferStep{Op: ref.XferInject, Fault: "cosmic_ray"}), ref.ErrBadEnum
+		steps, want = append(steps, ref.PerLayerStep{Op: ref.PerLayerInject, Fault: "cosmic_ray"}), ref.ErrBadEnum
 	}
-	return Bad[ref.XferScriptInput]{In: ref.XferScriptInput{Steps: steps}, Want: want}
+	return Bad[ref.PerLayerScriptInput]{In: ref.PerLayerScriptInput{Steps: steps}, Want: want}
 }
 
-// xferForward is the steps of one forward over layers [0, h): the hooks,
+// perLayerForward is the steps of one forward over layers [0, h): the hooks,
 // then every event completed and the given number of worker steps.
-func xferForward(h, events, work int) []ref.XferStep {
-	s := []ref.XferStep{{Op: ref.XferForwardBegin}}
+func perLayerForward(h, events, work int) []ref.PerLayerStep {
+	s := []ref.PerLayerStep{{Op: ref.PerLayerForwardBegin}}
 	for l := range h {
-		s = append(s, ref.XferStep{Op: ref.XferLayerEnd, Layer: l})
+		s = append(s, ref.PerLayerStep{Op: ref.PerLayerLayerEnd, Layer: l})
 	}
-	s = append(s, ref.XferStep{Op: ref.XferForwardEnd})
+	s = append(s, ref.PerLayerStep{Op: ref.PerLayerForwardEnd})
 	for e := 1; e <= events; e++ {
-		s = append(s, ref.XferStep{Op: ref.XferCompleteEvent, Event: e})
+		s = append(s, ref.PerLayerStep{Op: ref.PerLayerCompleteEvent, Event: e})
 	}
 	for range work {
-		s = append(s, ref.XferStep{Op: ref.XferWorkerStep})
+		s = append(s, ref.PerLayerStep{Op: ref.PerLayerWorkerStep})
 	}
 	return s
 }
 
-func xferCreate(n, h, k int) ref.XferStep {
-	return ref.XferStep{Op: ref.XferCreate, Layers: n, Hooked: h, Group: k, ItemLen: 2, SrcPages: 4, DstPages: 4}
+func perLayerCreate(n, h, k int) ref.PerLayerStep {
+	return ref.PerLayerStep{Op: ref.PerLayerCreate, Layers: n, Hooked: h, Group: k, ItemLen: 2, SrcPages: 4, DstPages: 4}
 }
 
-func xferReg(room uint64, chunk int64) ref.XferStep {
-	return ref.XferStep{Op: ref.XferRegister, Room: room, Chunk: chunk, Infos: 1, Owned: []int64{0, 1, 3}, Dst: []int64{2, 3, 0}}
+func perLayerReg(room uint64, chunk int64) ref.PerLayerStep {
+	return ref.PerLayerStep{Op: ref.PerLayerRegister, Room: room, Chunk: chunk, Infos: 1, Owned: []int64{0, 1, 3}, Dst: []int64{2, 3, 0}}
 }
 
-func xferScript(parts ...[]ref.XferStep) ref.XferScriptInput {
-	var steps []ref.XferStep
+func perLayerScript(parts ...[]ref.PerLayerStep) ref.PerLayerScriptInput {
+	var steps []ref.PerLayerStep
 	for _, p := range parts {
 		steps = append(steps, p...)
 	}
-	return ref.XferScriptInput{Steps: steps}
+	return ref.PerLayerScriptInput{Steps: steps}
 }
 
-func one(s ...ref.XferStep) []ref.XferStep { return s }
+func one(s ...ref.PerLayerStep) []ref.PerLayerStep { return s }
 
-func xferBoundary() []Case[ref.XferScriptInput] {
-	fin := func(room uint64, chunk int64) ref.XferStep {
-		return ref.XferStep{Op: ref.XferFinish, Room: room, Chunk: chunk}
+func perLayerBoundary() []Case[ref.PerLayerScriptInput] {
+	fin := func(room uint64, chunk int64) ref.PerLayerStep {
+		return ref.PerLayerStep{Op: ref.PerLayerFinish, Room: room, Chunk: chunk}
 	}
-	return []Case[ref.XferScriptInput]{
+	return []Case[ref.PerLayerScriptInput]{
 		{"worked-trace-4.6", catalog.PerLayerScript().Sample},
-		{"n1", xferScript(one(xferCreate(1, 1, 8), xferReg(1, 0)), xferForward(1, 1, 1), one(fin(1, 0)))},
-		{"n-equals-k", xferScript(one(xferCreate(4, 4, 4), xferReg(1, 0)), xferForward(4, 1, 1), one(fin(1, 0)))},
-		{"n-k-plus-1", xferScript(one(xferCreate(5, 5, 4), xferReg(1, 0)), xferForward(5, 2, 2), one(fin(1, 0)))},
-		{"mtp-h-below-n", xferScript(one(xferCreate(5, 4, 2), xferReg(1, 0)), xferForward(4, 2, 2), one(fin(1, 0)))},
-		{"two-rooms", xferScript(one(xferCreate(3, 3, 2), xferReg(1, 0), xferReg(2, 0)), xferForward(3, 2, 4), one(fin(2, 0), fin(1, 0)))},
-		{"two-chunks-per-room", xferScript(one(xferCreate(3, 3, 2), xferReg(1, 0)), xferForward(3, 2, 2),
-			one(xferReg(1, 4)), xferForward(3, 0, 0), one(fin(1, 0), fin(1, 4)))},
-		{"no-hook-fired", xferScript(one(xferCreate(3, 0, 2), xferReg(1, 0), fin(1, 0)))},
-		{"empty-owned-skip", xferScript(one(xferCreate(2, 2, 1),
-			ref.XferStep{Op: ref.XferRegister, Room: 1, Infos: 1, Owned: []int64{}, Dst: []int64{}}), xferForward(2, 2, 2), one(fin(1, 0)))},
-		{"hook-past-n-fails-closed", xferScript(one(xferCreate(2, 3, 4), xferReg(1, 0)), xferForward(3, 1, 1), one(fin(1, 0)))},
-		{"submit-failure", xferScript(one(xferCreate(2, 2, 1), xferReg(1, 0), ref.XferStep{Op: ref.XferInject, Fault: ref.FaultSubmit}),
-			xferForward(2, 2, 2), one(fin(1, 0)))},
-		{"drop-waits-batches", xferScript(one(xferCreate(2, 2, 1), xferReg(1, 0), xferReg(1, 4)), xferForward(2, 2, 4),
-			one(ref.XferStep{Op: ref.XferDrop, Room: 1}, ref.XferStep{Op: ref.XferHas, Room: 1}))},
-		{"finish-behind-front-refused", xferScript(one(xferCreate(2, 2, 1), xferReg(1, 4), fin(1, 0), fin(1, 8)))},
+		{"n1", perLayerScript(one(perLayerCreate(1, 1, 8), perLayerReg(1, 0)), perLayerForward(1, 1, 1), one(fin(1, 0)))},
+		{"n-equals-k", perLayerScript(one(perLayerCreate(4, 4, 4), perLayerReg(1, 0)), perLayerForward(4, 1, 1), one(fin(1, 0)))},
+		{"n-k-plus-1", perLayerScript(one(perLayerCreate(5, 5, 4), perLayerReg(1, 0)), perLayerForward(5, 2, 2), one(fin(1, 0)))},
+		{"mtp-h-below-n", perLayerScript(one(perLayerCreate(5, 4, 2), perLayerReg(1, 0)), perLayerForward(4, 2, 2), one(fin(1, 0)))},
+		{"two-rooms", perLayerScript(one(perLayerCreate(3, 3, 2), perLayerReg(1, 0), perLayerReg(2, 0)), perLayerForward(3, 2, 4), one(fin(2, 0), fin(1, 0)))},
+		{"two-chunks-per-room", perLayerScript(one(perLayerCreate(3, 3, 2), perLayerReg(1, 0)), perLayerForward(3, 2, 2),
+			one(perLayerReg(1, 4)), perLayerForward(3, 0, 0), one(fin(1, 0), fin(1, 4)))},
+		{"no-hook-fired", perLayerScript(one(perLayerCreate(3, 0, 2), perLayerReg(1, 0), fin(1, 0)))},
+		{"empty-owned-skip", perLayerScript(one(perLayerCreate(2, 2, 1),
+			ref.PerLayerStep{Op: ref.PerLayerRegister, Room: 1, Infos: 1, Owned: []int64{}, Dst: []int64{}}), perLayerForward(2, 2, 2), one(fin(1, 0)))},
+		{"hook-past-n-fails-closed", perLayerScript(one(perLayerCreate(2, 3, 4), perLayerReg(1, 0)), perLayerForward(3, 1, 1), one(fin(1, 0)))},
+		{"submit-failure", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0), ref.PerLayerStep{Op: ref.PerLayerInject, Fault: ref.FaultSubmit}),
+			perLayerForward(2, 2, 2), one(fin(1, 0)))},
+		{"drop-waits-batches", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0), perLayerReg(1, 4)), perLayerForward(2, 2, 4),
+			one(ref.PerLayerStep{Op: ref.PerLayerDrop, Room: 1}, ref.PerLayerStep{Op: ref.PerLayerHas, Room: 1}))},
+		{"finish-behind-front-refused", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 4), fin(1, 0), fin(1, 8)))},
 	}
 }
 
-func xferRegressions() []Case[ref.XferScriptInput] {
-	fin := ref.XferStep{Op: ref.XferFinish, Room: 7}
-	return []Case[ref.XferScriptInput]{
+func perLayerRegressions() []Case[ref.PerLayerScriptInput] {
+	fin := ref.PerLayerStep{Op: ref.PerLayerFinish, Room: 7}
+	return []Case[ref.PerLayerScriptInput]{
 		// B1: N=2, H=1, K=1. Fixed: 0 and entry 1 sent by the sync
 		// fallback; buggy: "finish TIMEOUT processed=1/2".
-		{"finish-requires-all-layers", xferScript(one(xferCreate(2, 1, 1), xferReg(7, 0)), xferForward(1, 1, 1), one(fin))},
+		{"finish-requires-all-layers", perLayerScript(one(perLayerCreate(2, 1, 1), perLayerReg(7, 0)), perLayerForward(1, 1, 1), one(fin))},
 		// B2: N=H=2, K=1; a second forward fires 0, 1 again before the
 		// finish. Fixed target 2; buggy 4 and a timeout processed=2/4.
-		{"enqueue-without-dedup", xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 2, 2), xferForward(2, 0, 0), one(fin))},
+		{"enqueue-without-dedup", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0)), perLayerForward(2, 2, 2), perLayerForward(2, 0, 0), one(fin))},
 		// B3: Register(7, 0) twice. Fixed: one build; buggy: two, the first orphaned.
-		{"register-overwrites-room", xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), xferReg(7, 0)))},
+		{"register-overwrites-room", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0), perLayerReg(7, 0)))},
 		// B5: two non-dummy infos. Fixed: Register returns false.
-		{"finish-per-info", xferScript(one(xferCreate(2, 2, 1),
-			ref.XferStep{Op: ref.XferRegister, Room: 7, Infos: 2, Owned: []int64{0}, Dst: []int64{1}}, fin, fin))},
+		{"finish-per-info", perLayerScript(one(perLayerCreate(2, 2, 1),
+			ref.PerLayerStep{Op: ref.PerLayerRegister, Room: 7, Infos: 2, Owned: []int64{0}, Dst: []int64{1}}, fin, fin))},
 		// B6: register chunk 0, register chunk 4, finish chunk 0. Fixed
 		// finishes chunk 0's context; buggy chunk 4's.
-		{"one-context-per-room", xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), xferReg(7, 4), fin))},
+		{"one-context-per-room", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0), perLayerReg(7, 4), fin))},
 	}
 }
 
 // ---- properties (docs/spec/transfer.md §4.8, read off the script output) ----
 
-// xferEnqueuedBounded is §4.8.1: every context's enqueued layers lie in
+// perLayerEnqueuedBounded is §4.8.1: every context's enqueued layers lie in
 // [0, H), number at most N, and its completion target is their count.
-func xferEnqueuedBounded(_ ref.Limits, in ref.XferScriptInput, out ref.XferScriptOutput) error {
+func perLayerEnqueuedBounded(_ ref.Limits, in ref.PerLayerScriptInput, out ref.PerLayerScriptOutput) error {
 	h := in.Steps[0].Hooked
 	for _, r := range out.State.Rooms {
 		for _, c := range r.Contexts {
@@ -319,7 +319,7 @@ func xferEnqueuedBounded(_ ref.Limits, in ref.XferScriptInput, out ref.XferScrip
 }
 
 // sent lists, per session, the blocks handed to the engine (async and sync).
-func sent(out ref.XferScriptOutput) map[string][]ref.Block {
+func sent(out ref.PerLayerScriptOutput) map[string][]ref.Block {
 	m := map[string][]ref.Block{}
 	for _, c := range out.Calls {
 		if c.Kind != ref.CallWait {
@@ -329,9 +329,9 @@ func sent(out ref.XferScriptOutput) map[string][]ref.Block {
 	return m
 }
 
-// xferNoDoubleSend is §4.8.2: no context hands the same block to the
+// perLayerNoDoubleSend is §4.8.2: no context hands the same block to the
 // engine twice (the dst pages of a chunk are distinct, so its blocks are).
-func xferNoDoubleSend(_ ref.Limits, _ ref.XferScriptInput, out ref.XferScriptOutput) error {
+func perLayerNoDoubleSend(_ ref.Limits, _ ref.PerLayerScriptInput, out ref.PerLayerScriptOutput) error {
 	for s, blocks := range sent(out) {
 		seen := map[ref.Block]bool{}
 		for _, b := range blocks {
@@ -344,10 +344,10 @@ func xferNoDoubleSend(_ ref.Limits, _ ref.XferScriptInput, out ref.XferScriptOut
 	return nil
 }
 
-// xferNoSubmitAfterFailure is §4.8.2's second half as the log shows it:
+// perLayerNoSubmitAfterFailure is §4.8.2's second half as the log shows it:
 // after a session's failed submit or sync transfer, that session hands
 // nothing more to the engine.
-func xferNoSubmitAfterFailure(_ ref.Limits, _ ref.XferScriptInput, out ref.XferScriptOutput) error {
+func perLayerNoSubmitAfterFailure(_ ref.Limits, _ ref.PerLayerScriptInput, out ref.PerLayerScriptOutput) error {
 	failed := map[string]bool{}
 	for i, c := range out.Calls {
 		if c.Kind == ref.CallWait {
@@ -373,10 +373,10 @@ func stepOf(session string) (int, bool) {
 	return n, err == nil
 }
 
-// xferFinishZeroIsMonolithic is §4.8.4: after Finish returns 0, the
+// perLayerFinishZeroIsMonolithic is §4.8.4: after Finish returns 0, the
 // multiset of the context's blocks handed to the engine equals the blocks
 // of the monolithic send of its chunk.
-func xferFinishZeroIsMonolithic(_ ref.Limits, in ref.XferScriptInput, out ref.XferScriptOutput) error {
+func perLayerFinishZeroIsMonolithic(_ ref.Limits, in ref.PerLayerScriptInput, out ref.PerLayerScriptOutput) error {
 	geo := ref.GeometryOf(in.Steps[0])
 	got := sent(out)
 	for i, r := range out.Trace {
@@ -385,7 +385,7 @@ func xferFinishZeroIsMonolithic(_ ref.Limits, in ref.XferScriptInput, out ref.Xf
 			continue
 		}
 		k, ok := stepOf(f.Session)
-		if !ok || k <= 0 || k >= len(in.Steps) || in.Steps[k].Op != ref.XferRegister {
+		if !ok || k <= 0 || k >= len(in.Steps) || in.Steps[k].Op != ref.PerLayerRegister {
 			return fmt.Errorf("step %d: finished session %q names no register step", i, f.Session)
 		}
 		s := in.Steps[k]
@@ -426,11 +426,11 @@ func compare(x, y uint64) int {
 	return 0
 }
 
-// xferBatchesWaited is §4.8.5 and §4.8.7: every batch of a context that
+// perLayerBatchesWaited is §4.8.5 and §4.8.7: every batch of a context that
 // finished or was dropped was listed by a wait, and a Finish that returned
 // 0 saw every wait of its batches succeed. Batches left unwaited belong to
 // contexts still registered.
-func xferBatchesWaited(_ ref.Limits, _ ref.XferScriptInput, out ref.XferScriptOutput) error {
+func perLayerBatchesWaited(_ ref.Limits, _ ref.PerLayerScriptInput, out ref.PerLayerScriptOutput) error {
 	owner := map[uint64]string{}
 	for _, c := range out.Calls {
 		if c.Kind == ref.CallAsync && c.Batch != 0 {
@@ -464,11 +464,11 @@ func xferBatchesWaited(_ ref.Limits, _ ref.XferScriptInput, out ref.XferScriptOu
 	return nil
 }
 
-// xferFIFOPerRoom is §4.8.6: a handled finish finishes the chunk it named
+// perLayerFIFOPerRoom is §4.8.6: a handled finish finishes the chunk it named
 // (contexts finish in send order), and every listed room has a context.
-func xferFIFOPerRoom(_ ref.Limits, in ref.XferScriptInput, out ref.XferScriptOutput) error {
+func perLayerFIFOPerRoom(_ ref.Limits, in ref.PerLayerScriptInput, out ref.PerLayerScriptOutput) error {
 	for i, r := range out.Trace {
-		if f := r.Finish; f != nil && f.Handled && r.Op == ref.XferFinish && f.Chunk != in.Steps[i].Chunk {
+		if f := r.Finish; f != nil && f.Handled && r.Op == ref.PerLayerFinish && f.Chunk != in.Steps[i].Chunk {
 			return fmt.Errorf("step %d: finish of chunk %d finished chunk %d", i, in.Steps[i].Chunk, f.Chunk)
 		}
 	}
@@ -480,15 +480,15 @@ func xferFIFOPerRoom(_ ref.Limits, in ref.XferScriptInput, out ref.XferScriptOut
 	return nil
 }
 
-// xferRefinishIdempotent is §4.8.9: finishing the last finished context
+// perLayerRefinishIdempotent is §4.8.9: finishing the last finished context
 // again returns what its finish returned.
-func xferRefinishIdempotent(_ ref.Limits, _ ref.XferScriptInput, out ref.XferScriptOutput) error {
+func perLayerRefinishIdempotent(_ ref.Limits, _ ref.PerLayerScriptInput, out ref.PerLayerScriptOutput) error {
 	var last *ref.FinishResult
 	for i, r := range out.Trace {
 		switch {
-		case r.Op == ref.XferFinish && r.Finish != nil && r.Finish.Handled:
+		case r.Op == ref.PerLayerFinish && r.Finish != nil && r.Finish.Handled:
 			last = r.Finish
-		case r.Op == ref.XferRefinish && r.Finish != nil:
+		case r.Op == ref.PerLayerRefinish && r.Finish != nil:
 			if last == nil || *last != *r.Finish {
 				return fmt.Errorf("step %d: refinish returned %+v, the finish returned %+v", i, r.Finish, last)
 			}

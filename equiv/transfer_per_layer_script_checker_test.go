@@ -118,11 +118,11 @@ func (m *doubleManager) WorkerStep() (ref.WorkResult, error) {
 	return w, err
 }
 
-// TestXferCheckerCatchesBrokenManagers: each of the ten §4.8 invariants
+// TestPerLayerCheckerCatchesBrokenManagers: each of the ten §4.8 invariants
 // the state machine checks fails on a manager broken the way it guards
 // against — the zoo's faults where a historic bug breaks it (§4.8.1 B2,
 // §4.8.6 B6, §4.8.8 B3), wrappers around the reference manager otherwise.
-func TestXferCheckerCatchesBrokenManagers(t *testing.T) {
+func TestPerLayerCheckerCatchesBrokenManagers(t *testing.T) {
 	withFaults := perLayerManagerWithFaults
 	eager := func(cfg ref.PerLayerConfig, e ref.Engine, ev ref.EventFactory, l *slog.Logger) (ref.PerLayerManager, error) {
 		m, err := ref.NewPerLayerManager(cfg, e, ev, l)
@@ -148,31 +148,31 @@ func TestXferCheckerCatchesBrokenManagers(t *testing.T) {
 		m, err := ref.NewPerLayerManager(cfg, e, ev, l)
 		return &doubleManager{m, e.(*ref.MemEngine)}, err
 	}
-	fin := ref.XferStep{Op: ref.XferFinish, Room: 7}
-	syncFault := ref.XferStep{Op: ref.XferInject, Fault: ref.FaultSync}
+	fin := ref.PerLayerStep{Op: ref.PerLayerFinish, Room: 7}
+	syncFault := ref.PerLayerStep{Op: ref.PerLayerInject, Fault: ref.FaultSync}
 	for _, tc := range []struct {
 		invariant string
 		newM      ref.NewPerLayerManagerFunc
-		steps     []ref.XferStep
+		steps     []ref.PerLayerStep
 	}{
-		{"§4.8.1", withFaults(fault.Transfer{NoEnqueueDedup: true}), xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 0, 0), xferForward(2, 0, 0)).Steps},
-		{"§4.8.3", eager, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 0, 1)).Steps},
-		{"§4.8.2", double, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 2, 1)).Steps},
-		{"§4.8.4", liar, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), syncFault, fin)).Steps},
-		{"§4.8.5", straggler, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), fin)).Steps},
-		{"§4.8.7", straggler, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), ref.XferStep{Op: ref.XferDrop, Room: 7})).Steps},
-		{"§4.8.8", withFaults(fault.Transfer{RegisterOverwrites: true}), xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0)), xferForward(2, 2, 2), one(xferReg(7, 0))).Steps},
-		{"§4.8.9", flip, xferScript(one(xferCreate(2, 0, 1), xferReg(7, 0), fin, ref.XferStep{Op: ref.XferRefinish})).Steps},
-		{"§4.8.6", withFaults(fault.Transfer{OneContextPerRoom: true}), xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), xferReg(7, 4), fin)).Steps},
-		{"§4.8.10", chatty, xferScript(one(xferCreate(2, 2, 1), xferReg(7, 0), fin)).Steps},
+		{"§4.8.1", withFaults(fault.Transfer{NoEnqueueDedup: true}), perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0)), perLayerForward(2, 0, 0), perLayerForward(2, 0, 0)).Steps},
+		{"§4.8.3", eager, perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0)), perLayerForward(2, 0, 1)).Steps},
+		{"§4.8.2", double, perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0)), perLayerForward(2, 2, 1)).Steps},
+		{"§4.8.4", liar, perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0), syncFault, fin)).Steps},
+		{"§4.8.5", straggler, perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0), fin)).Steps},
+		{"§4.8.7", straggler, perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0), ref.PerLayerStep{Op: ref.PerLayerDrop, Room: 7})).Steps},
+		{"§4.8.8", withFaults(fault.Transfer{RegisterOverwrites: true}), perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0)), perLayerForward(2, 2, 2), one(perLayerReg(7, 0))).Steps},
+		{"§4.8.9", flip, perLayerScript(one(perLayerCreate(2, 0, 1), perLayerReg(7, 0), fin, ref.PerLayerStep{Op: ref.PerLayerRefinish})).Steps},
+		{"§4.8.6", withFaults(fault.Transfer{OneContextPerRoom: true}), perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0), perLayerReg(7, 4), fin)).Steps},
+		{"§4.8.10", chatty, perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0), fin)).Steps},
 	} {
 		t.Run(tc.invariant, func(t *testing.T) {
 			log := &logRecorder{}
-			run, err := ref.NewXferRun(tc.steps[0], tc.newM, slog.New(log))
+			run, err := ref.NewPerLayerRun(tc.steps[0], tc.newM, slog.New(log))
 			if err != nil {
 				t.Fatal(err)
 			}
-			chk := newXferChecker(run, log, tc.steps[0])
+			chk := newPerLayerChecker(run, log, tc.steps[0])
 			for _, s := range tc.steps[1:] {
 				if _, err = chk.step(s); err != nil {
 					break

@@ -53,13 +53,13 @@ func (r *logRecorder) len() int {
 	return len(r.recs)
 }
 
-// xferChecker checks the ten invariants of docs/spec/transfer.md §4.8 on one run
+// perLayerChecker checks the ten invariants of docs/spec/transfer.md §4.8 on one run
 // after every step, from the step, its result, the state before and the
 // engine's new calls.
-type xferChecker struct {
-	run     *ref.XferRun
+type perLayerChecker struct {
+	run     *ref.PerLayerRun
 	log     *logRecorder
-	steps   []ref.XferStep
+	steps   []ref.PerLayerStep
 	hooked  int
 	sent    map[string]map[ref.Block]bool
 	closed  map[string]bool        // finished, drained or failed: nothing more may be submitted
@@ -70,13 +70,13 @@ type xferChecker struct {
 	last    *ref.FinishResult
 }
 
-func newXferChecker(run *ref.XferRun, log *logRecorder, create ref.XferStep) *xferChecker {
-	return &xferChecker{run: run, log: log, steps: []ref.XferStep{create}, hooked: create.Hooked,
+func newPerLayerChecker(run *ref.PerLayerRun, log *logRecorder, create ref.PerLayerStep) *perLayerChecker {
+	return &perLayerChecker{run: run, log: log, steps: []ref.PerLayerStep{create}, hooked: create.Hooked,
 		sent: map[string]map[ref.Block]bool{}, closed: map[string]bool{}, eventOf: map[string]map[int]int{},
 		evFail: map[int]bool{}, owner: map[uint64]string{}}
 }
 
-func (c *xferChecker) noteQueue(st ref.PerLayerState) {
+func (c *perLayerChecker) noteQueue(st ref.PerLayerState) {
 	for _, it := range st.Queue {
 		if c.eventOf[it.Session] == nil {
 			c.eventOf[it.Session] = map[int]int{}
@@ -96,7 +96,7 @@ func (c *xferChecker) noteQueue(st ref.PerLayerState) {
 
 // step runs s on the checker's run and checks the invariants; it returns
 // the step's result.
-func (c *xferChecker) step(s ref.XferStep) (ref.XferStepResult, error) {
+func (c *perLayerChecker) step(s ref.PerLayerStep) (ref.PerLayerStepResult, error) {
 	before := c.run.Manager.State()
 	c.noteQueue(before)
 	logs := c.log.len()
@@ -106,7 +106,7 @@ func (c *xferChecker) step(s ref.XferStep) (ref.XferStepResult, error) {
 
 // checkCalls is §4.8.2 (no double send, nothing after failure/finish/drain)
 // and §4.8.3 (an async submit of layer l only after l's group event completed).
-func (c *xferChecker) checkCalls(fresh []ref.EngineCall) error {
+func (c *perLayerChecker) checkCalls(fresh []ref.EngineCall) error {
 	per := uint64(c.run.Geometry.SrcPages * c.run.Geometry.ItemLen)
 	for _, call := range fresh {
 		if call.Kind == ref.CallWait {
@@ -115,7 +115,7 @@ func (c *xferChecker) checkCalls(fresh []ref.EngineCall) error {
 		if call.Kind == ref.CallAsync && call.Batch != 0 {
 			c.owner[call.Batch] = call.Session
 		}
-		if stepOf, ok := stepOf(call.Session); ok && c.steps[stepOf].Op == ref.XferMonolithic {
+		if stepOf, ok := stepOf(call.Session); ok && c.steps[stepOf].Op == ref.PerLayerMonolithic {
 			continue
 		}
 		if c.closed[call.Session] {
@@ -147,9 +147,9 @@ func (c *xferChecker) checkCalls(fresh []ref.EngineCall) error {
 
 // checkPure: a refused step, a deduplicated register (§4.8.8) and a
 // refinish (§4.8.9) change nothing and call nothing.
-func (c *xferChecker) checkPure(s ref.XferStep, res ref.XferStepResult, before, after ref.PerLayerState, fresh []ref.EngineCall) error {
-	pure := res.Error != nil || s.Op == ref.XferRefinish || s.Op == ref.XferHas
-	if s.Op == ref.XferRegister && s.Infos == 1 {
+func (c *perLayerChecker) checkPure(s ref.PerLayerStep, res ref.PerLayerStepResult, before, after ref.PerLayerState, fresh []ref.EngineCall) error {
+	pure := res.Error != nil || s.Op == ref.PerLayerRefinish || s.Op == ref.PerLayerHas
+	if s.Op == ref.PerLayerRegister && s.Infos == 1 {
 		for _, r := range before.Rooms {
 			for _, x := range r.Contexts {
 				pure = pure || (r.Room == s.Room && x.Chunk == s.Chunk)
@@ -169,7 +169,7 @@ func (c *xferChecker) checkPure(s ref.XferStep, res ref.XferStepResult, before, 
 }
 
 // checkEnqueued is §4.8.1.
-func (c *xferChecker) checkEnqueued(st ref.PerLayerState) error {
+func (c *perLayerChecker) checkEnqueued(st ref.PerLayerState) error {
 	for _, r := range st.Rooms {
 		for _, x := range r.Contexts {
 			if len(x.Enqueued) > 0 && (x.Enqueued[0] < 0 || x.Enqueued[len(x.Enqueued)-1] >= c.hooked) {
@@ -184,16 +184,16 @@ func (c *xferChecker) checkEnqueued(st ref.PerLayerState) error {
 }
 
 // checkFinish is §4.8.4, 5, 6 (the chunk), 9 and 10 for finish and refinish steps.
-func (c *xferChecker) checkFinish(s ref.XferStep, res ref.XferStepResult, logs int) error {
+func (c *perLayerChecker) checkFinish(s ref.PerLayerStep, res ref.PerLayerStepResult, logs int) error {
 	f := res.Finish
 	recs := c.log.since(logs)
-	if s.Op == ref.XferRefinish {
+	if s.Op == ref.PerLayerRefinish {
 		if f != nil && (c.last == nil || *f != *c.last) || len(recs) > 0 {
 			return fmt.Errorf("§4.8.9: refinish returned %+v and logged %d records; the finish returned %+v", f, len(recs), c.last)
 		}
 		return nil
 	}
-	if s.Op != ref.XferFinish || f == nil || !f.Handled {
+	if s.Op != ref.PerLayerFinish || f == nil || !f.Handled {
 		return nil
 	}
 	c.last = f
@@ -239,7 +239,7 @@ func countLevel(recs []logRec, min slog.Level) int {
 // script) also wrote, whose final bytes depend on the order the two
 // contexts' copies completed. TestPerLayerSendEqualsMonolithicArena checks
 // the whole arena where a single chunk is the only writer.
-func (c *xferChecker) checkMonolithic(session string) error {
+func (c *perLayerChecker) checkMonolithic(session string) error {
 	k, _ := stepOf(session)
 	reg := c.steps[k]
 	plan := c.run.Geometry.Plan(session, reg.Owned, reg.Dst)
@@ -269,7 +269,7 @@ func (c *xferChecker) checkMonolithic(session string) error {
 
 // sharedDst reports whether another session handed the engine a block
 // overlapping b's destination range.
-func (c *xferChecker) sharedDst(session string, b ref.Block) bool {
+func (c *perLayerChecker) sharedDst(session string, b ref.Block) bool {
 	for _, call := range c.run.Engine.Calls() {
 		if call.Session == session {
 			continue
@@ -285,7 +285,7 @@ func (c *xferChecker) sharedDst(session string, b ref.Block) bool {
 
 // checkRooms is §4.8.6 (HasRoom ⇔ a non-empty deque) and §4.8.7 (after a
 // drop the room is gone and all its batches were waited).
-func (c *xferChecker) checkRooms(s ref.XferStep, before, after ref.PerLayerState) error {
+func (c *perLayerChecker) checkRooms(s ref.PerLayerStep, before, after ref.PerLayerState) error {
 	listed := map[uint64]bool{}
 	for _, r := range after.Rooms {
 		listed[r.Room] = len(r.Contexts) > 0
@@ -298,7 +298,7 @@ func (c *xferChecker) checkRooms(s ref.XferStep, before, after ref.PerLayerState
 			return fmt.Errorf("§4.8.6: HasRoom(%d) = %t, the deque says %t", room, !listed[room], listed[room])
 		}
 	}
-	if s.Op != ref.XferDrop {
+	if s.Op != ref.PerLayerDrop {
 		return nil
 	}
 	if listed[s.Room] {
@@ -321,27 +321,27 @@ func (c *xferChecker) checkRooms(s ref.XferStep, before, after ref.PerLayerState
 	return nil
 }
 
-// xferMachine drives a reference run (the generator's own, checked) and
+// perLayerMachine drives a reference run (the generator's own, checked) and
 // a fast run (checked) with one step sequence.
-type xferMachine struct {
-	gen            *xferGen
-	refChk, fstChk *xferChecker
+type perLayerMachine struct {
+	gen            *perLayerGen
+	refChk, fstChk *perLayerChecker
 }
 
-func newXferMachine(t *rapid.T) *xferMachine {
-	create := xferDrawCreate(t)
+func newPerLayerMachine(t *rapid.T) *perLayerMachine {
+	create := perLayerDrawCreate(t)
 	refLog, fastLog := &logRecorder{}, &logRecorder{}
-	g := newXferGen(t, create, slog.New(refLog))
-	fr, err := ref.NewXferRun(create, fast.NewPerLayerManager, slog.New(fastLog))
+	g := newPerLayerGen(t, create, slog.New(refLog))
+	fr, err := ref.NewPerLayerRun(create, fast.NewPerLayerManager, slog.New(fastLog))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &xferMachine{gen: g, refChk: newXferChecker(g.run, refLog, create), fstChk: newXferChecker(fr, fastLog, create)}
+	return &perLayerMachine{gen: g, refChk: newPerLayerChecker(g.run, refLog, create), fstChk: newPerLayerChecker(fr, fastLog, create)}
 }
 
 // step draws one step; the generator's reference run took it, the ref
 // checker replays the check on that result, the fast run takes it too.
-func (m *xferMachine) step(t *rapid.T) {
+func (m *perLayerMachine) step(t *rapid.T) {
 	from := len(m.gen.steps)
 	refBefore := m.gen.run.Manager.State()
 	m.refChk.noteQueue(refBefore)
@@ -365,14 +365,14 @@ func (m *xferMachine) step(t *rapid.T) {
 }
 
 // recheck runs the invariants on a step the generator already ran.
-func (c *xferChecker) recheck(s ref.XferStep, res ref.XferStepResult, before ref.PerLayerState, logs int) error {
+func (c *perLayerChecker) recheck(s ref.PerLayerStep, res ref.PerLayerStepResult, before ref.PerLayerState, logs int) error {
 	i := len(c.steps)
 	c.steps = append(c.steps, s)
 	after := c.run.Manager.State()
 	all := c.run.Engine.Calls()
 	fresh := all[c.calls:]
 	c.calls = len(all)
-	if s.Op == ref.XferCompleteEvent && s.Fail && res.Error == nil {
+	if s.Op == ref.PerLayerCompleteEvent && s.Fail && res.Error == nil {
 		c.evFail[s.Event] = true
 	}
 	if err := c.checkCalls(fresh); err != nil {
@@ -394,7 +394,7 @@ func (c *xferChecker) recheck(s ref.XferStep, res ref.XferStepResult, before ref
 
 // check compares the whole observable state: manager state, engine log,
 // in-flight batches and destination bytes.
-func (m *xferMachine) check(t *rapid.T) {
+func (m *perLayerMachine) check(t *rapid.T) {
 	r, f := m.gen.run, m.fstChk.run
 	if d := cmp.Diff(r.Manager.State(), f.Manager.State()); d != "" {
 		t.Fatalf("after step %d the states differ (-ref +fast):\n%s", len(m.gen.steps)-1, d)
@@ -415,10 +415,10 @@ func (m *xferMachine) check(t *rapid.T) {
 // submit/wait/sync faults, finishes early and late, refinishes, drops and
 // monolithic sends. After every step ref and fast return the same result,
 // state, engine log and destination bytes, and both satisfy the ten
-// invariants (checked by xferChecker on each run).
+// invariants (checked by perLayerChecker on each run).
 func TestPerLayerTwinsAgreeAfterEveryStep(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		m := newXferMachine(t)
+		m := newPerLayerMachine(t)
 		t.Repeat(map[string]func(*rapid.T){
 			"step": m.step,
 			"":     m.check,
@@ -434,44 +434,44 @@ func TestPerLayerTwinsAgreeAfterEveryStep(t *testing.T) {
 // every submitted batch was waited.
 func TestPerLayerSendEqualsMonolithicArena(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		create := xferDrawCreate(t)
+		create := perLayerDrawCreate(t)
 		for _, newM := range []ref.NewPerLayerManagerFunc{ref.NewPerLayerManager, fast.NewPerLayerManager} {
-			run, err := ref.NewXferRun(create, newM, nil)
+			run, err := ref.NewPerLayerRun(create, newM, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := &xferGen{t: t, run: run, steps: []ref.XferStep{create}}
+			g := &perLayerGen{t: t, run: run, steps: []ref.PerLayerStep{create}}
 			owned, dst := g.pages("chunk")
-			g.apply(ref.XferStep{Op: ref.XferRegister, Room: 1, Infos: 1, Owned: owned, Dst: dst})
+			g.apply(ref.PerLayerStep{Op: ref.PerLayerRegister, Room: 1, Infos: 1, Owned: owned, Dst: dst})
 			if rapid.Bool().Draw(t, "fault") {
-				g.apply(ref.XferStep{Op: ref.XferInject, Fault: rapid.SampledFrom([]ref.EngineFault{ref.FaultSubmit, ref.FaultWait, ref.FaultSync}).Draw(t, "which")})
+				g.apply(ref.PerLayerStep{Op: ref.PerLayerInject, Fault: rapid.SampledFrom([]ref.EngineFault{ref.FaultSubmit, ref.FaultWait, ref.FaultSync}).Draw(t, "which")})
 			}
-			for _, s := range xferForward(create.Hooked, 0, 0) {
+			for _, s := range perLayerForward(create.Hooked, 0, 0) {
 				g.apply(s)
 			}
 			for range rapid.IntRange(0, 30).Draw(t, "interleave") {
 				switch rapid.IntRange(0, 2).Draw(t, "op") {
 				case 0:
 					if p := run.Events.Pending(); len(p) > 0 {
-						g.apply(ref.XferStep{Op: ref.XferCompleteEvent, Event: rapid.SampledFrom(p).Draw(t, "ev")})
+						g.apply(ref.PerLayerStep{Op: ref.PerLayerCompleteEvent, Event: rapid.SampledFrom(p).Draw(t, "ev")})
 					}
 				case 1:
-					g.apply(ref.XferStep{Op: ref.XferWorkerStep})
+					g.apply(ref.PerLayerStep{Op: ref.PerLayerWorkerStep})
 				case 2:
 					if f := run.Engine.InFlight(); len(f) > 0 {
-						g.apply(ref.XferStep{Op: ref.XferEngineComplete, Batch: rapid.SampledFrom(f).Draw(t, "b")})
+						g.apply(ref.PerLayerStep{Op: ref.PerLayerEngineComplete, Batch: rapid.SampledFrom(f).Draw(t, "b")})
 					}
 				}
 			}
 			for _, e := range run.Events.Pending() {
-				g.apply(ref.XferStep{Op: ref.XferCompleteEvent, Event: e})
+				g.apply(ref.PerLayerStep{Op: ref.PerLayerCompleteEvent, Event: e})
 			}
 			for {
 				if w, err := run.Manager.WorkerStep(); err != nil || w.Idle {
 					break
 				}
 			}
-			res := run.Step(ref.XferStep{Op: ref.XferFinish, Room: 1}, 1)
+			res := run.Step(ref.PerLayerStep{Op: ref.PerLayerFinish, Room: 1}, 1)
 			if len(run.Engine.Unwaited()) != 0 {
 				t.Fatalf("finish returned with batches %v never waited", run.Engine.Unwaited())
 			}

@@ -16,15 +16,15 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestXferScenarios runs the narrated per-layer transfer scenarios
-// (testdata/xfer_*.txt, one per historic bug of docs/spec/transfer.md §4.7; B4's
+// TestPerLayerScenarios runs the narrated per-layer transfer scenarios
+// (testdata/per_layer_*.txt, one per historic bug of docs/spec/transfer.md §4.7; B4's
 // pages come from transfer.filter_cp_rank, whose zoo mutant
 // chunk-page-start-zero it replays): each
 // command drives a reference run and a fast run in deterministic mode,
 // requires identical results, checks the ten §4.8 invariants on both, and
 // prints the outcome and the manager's state, so a file reads as the fixed
 // behaviour along the bug's trace. Regenerate the expected output with
-// `go test ./equiv -run TestXferScenarios -rewrite`.
+// `go test ./equiv -run TestPerLayerScenarios -rewrite`.
 //
 // Commands (arguments as in the per-layer script, docs/spec/transfer.md §4.8):
 //
@@ -36,12 +36,12 @@ import (
 //	event e=E [fail]   complete batch=B [fail]  inject fault=submit|wait|sync
 //	work [all]         one worker step, or steps until the queue is idle
 //	finish room=R chunk=C    refinish    drop room=R    has room=R
-func TestXferScenarios(t *testing.T) {
+func TestPerLayerScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if !strings.HasPrefix(filepath.Base(path), "xfer_") {
+		if !strings.HasPrefix(filepath.Base(path), "per_layer_") {
 			return
 		}
-		var sc xferScenario
+		var sc perLayerScenario
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 			out, err := sc.run(td, nil)
 			if err != nil {
@@ -52,39 +52,39 @@ func TestXferScenarios(t *testing.T) {
 	})
 }
 
-// xferScenario holds the checked reference run and the other run
+// perLayerScenario holds the checked reference run and the other run
 // (fast, or fast with a bug put back) a scenario file drives.
-type xferScenario struct {
-	refChk, othChk *xferChecker
+type perLayerScenario struct {
+	refChk, othChk *perLayerChecker
 }
 
 // run expands one command into script steps, runs them on both runs and
 // returns the printed outcome of the reference run; with bug != nil the
 // second run carries the bug and is neither compared nor checked, and
 // run returns its printout in err's place via sc.buggy.
-func (sc *xferScenario) run(td *datadriven.TestData, bug *fault.Transfer) (string, error) {
-	steps, err := xferScenarioSteps(td, sc.refChk, false)
+func (sc *perLayerScenario) run(td *datadriven.TestData, bug *fault.Transfer) (string, error) {
+	steps, err := perLayerScenarioSteps(td, sc.refChk, false)
 	if err != nil {
 		return "", err
 	}
-	if steps[0].Op == ref.XferCreate {
+	if steps[0].Op == ref.PerLayerCreate {
 		newOther := fast.NewPerLayerManager
 		if bug != nil {
 			newOther = perLayerManagerWithFaults(*bug)
 		}
 		refLog, othLog := &logRecorder{}, &logRecorder{}
-		rr, err := ref.NewXferRun(steps[0], ref.NewPerLayerManager, slog.New(refLog))
+		rr, err := ref.NewPerLayerRun(steps[0], ref.NewPerLayerManager, slog.New(refLog))
 		if err != nil {
 			return "", err
 		}
-		or, _ := ref.NewXferRun(steps[0], newOther, slog.New(othLog))
-		sc.refChk, sc.othChk = newXferChecker(rr, refLog, steps[0]), newXferChecker(or, othLog, steps[0])
-		return "ok\n" + xferStateText(rr), nil
+		or, _ := ref.NewPerLayerRun(steps[0], newOther, slog.New(othLog))
+		sc.refChk, sc.othChk = newPerLayerChecker(rr, refLog, steps[0]), newPerLayerChecker(or, othLog, steps[0])
+		return "ok\n" + perLayerStateText(rr), nil
 	}
 	if sc.refChk == nil {
 		return "", fmt.Errorf("the first command must be create")
 	}
-	var refRes, othRes []ref.XferStepResult
+	var refRes, othRes []ref.PerLayerStepResult
 	pages := pagesText(steps)
 	for _, s := range steps {
 		rr, err := sc.refChk.step(s)
@@ -96,7 +96,7 @@ func (sc *xferScenario) run(td *datadriven.TestData, bug *fault.Transfer) (strin
 			return "", fmt.Errorf("fast: %v", err)
 		}
 		refRes, othRes = append(refRes, rr), append(othRes, or)
-		if s.Op == ref.XferWorkerStep && td.HasArg("all") && (rr.Error != nil || rr.Work.Idle) {
+		if s.Op == ref.PerLayerWorkerStep && td.HasArg("all") && (rr.Error != nil || rr.Work.Idle) {
 			break
 		}
 	}
@@ -108,27 +108,27 @@ func (sc *xferScenario) run(td *datadriven.TestData, bug *fault.Transfer) (strin
 			return "", fmt.Errorf("ref and fast states disagree:\nref  %s\nfast %s", a, b)
 		}
 	}
-	return pages + xferResultsText(refRes) + xferStateText(sc.refChk.run), nil
+	return pages + perLayerResultsText(refRes) + perLayerStateText(sc.refChk.run), nil
 }
 
 // pagesText shows the page pairs a register_chunk command built.
-func pagesText(steps []ref.XferStep) string {
-	if len(steps) == 1 && steps[0].Op == ref.XferRegister {
+func pagesText(steps []ref.PerLayerStep) string {
+	if len(steps) == 1 && steps[0].Op == ref.PerLayerRegister {
 		return fmt.Sprintf("pages owned=%v dst=%v\n", steps[0].Owned, steps[0].Dst)
 	}
 	return ""
 }
 
 // buggyText is what the bug run printed for the last command.
-func (sc *xferScenario) buggyText(res []ref.XferStepResult) string {
-	return xferResultsText(res) + xferStateText(sc.othChk.run)
+func (sc *perLayerScenario) buggyText(res []ref.PerLayerStepResult) string {
+	return perLayerResultsText(res) + perLayerStateText(sc.othChk.run)
 }
 
-// xferScenarioSteps expands one command; chunkPageStartZero builds
+// perLayerScenarioSteps expands one command; chunkPageStartZero builds
 // register_chunk's pages the way B4 did (docs/spec/transfer.md §1.6: the filter
 // called with chunk_page_start = 0, as the zoo's chunk-page-start-zero
 // mutant of transfer.filter_cp_rank does).
-func xferScenarioSteps(td *datadriven.TestData, chk *xferChecker, chunkPageStartZero bool) ([]ref.XferStep, error) {
+func perLayerScenarioSteps(td *datadriven.TestData, chk *perLayerChecker, chunkPageStartZero bool) ([]ref.PerLayerStep, error) {
 	arg := func(key string) int {
 		n, _ := strconv.Atoi(argVal(td, key))
 		return n
@@ -136,52 +136,52 @@ func xferScenarioSteps(td *datadriven.TestData, chk *xferChecker, chunkPageStart
 	room, chunk := uint64(arg("room")), int64(arg("chunk"))
 	switch td.Cmd {
 	case "create":
-		return []ref.XferStep{{Op: ref.XferCreate, Layers: arg("layers"), Hooked: arg("hooked"), Group: arg("group"),
+		return []ref.PerLayerStep{{Op: ref.PerLayerCreate, Layers: arg("layers"), Hooked: arg("hooked"), Group: arg("group"),
 			ItemLen: 2, SrcPages: 4, DstPages: 4}}, nil
 	case "register":
 		infos := 1
 		if td.HasArg("infos") {
 			infos = arg("infos")
 		}
-		s := xferReg(room, chunk)
+		s := perLayerReg(room, chunk)
 		s.Infos = infos
-		return []ref.XferStep{s}, nil
+		return []ref.PerLayerStep{s}, nil
 	case "register_chunk":
 		return registerChunk(td, room, chunk, arg("page"), chunkPageStartZero)
 	case "forward":
-		return xferForward(arg("h"), 0, 0), nil
+		return perLayerForward(arg("h"), 0, 0), nil
 	case "events":
-		var out []ref.XferStep
+		var out []ref.PerLayerStep
 		if chk != nil {
 			for _, e := range chk.run.Events.Pending() {
-				out = append(out, ref.XferStep{Op: ref.XferCompleteEvent, Event: e})
+				out = append(out, ref.PerLayerStep{Op: ref.PerLayerCompleteEvent, Event: e})
 			}
 		}
 		return out, nil
 	case "event":
-		return []ref.XferStep{{Op: ref.XferCompleteEvent, Event: arg("e"), Fail: td.HasArg("fail")}}, nil
+		return []ref.PerLayerStep{{Op: ref.PerLayerCompleteEvent, Event: arg("e"), Fail: td.HasArg("fail")}}, nil
 	case "complete":
-		return []ref.XferStep{{Op: ref.XferEngineComplete, Batch: uint64(arg("batch")), Fail: td.HasArg("fail")}}, nil
+		return []ref.PerLayerStep{{Op: ref.PerLayerEngineComplete, Batch: uint64(arg("batch")), Fail: td.HasArg("fail")}}, nil
 	case "inject":
-		return []ref.XferStep{{Op: ref.XferInject, Fault: ref.EngineFault(argVal(td, "fault"))}}, nil
+		return []ref.PerLayerStep{{Op: ref.PerLayerInject, Fault: ref.EngineFault(argVal(td, "fault"))}}, nil
 	case "work":
 		n := 1
 		if td.HasArg("all") {
 			n = 1 << 12
 		}
-		out := make([]ref.XferStep, n)
+		out := make([]ref.PerLayerStep, n)
 		for i := range out {
-			out[i] = ref.XferStep{Op: ref.XferWorkerStep}
+			out[i] = ref.PerLayerStep{Op: ref.PerLayerWorkerStep}
 		}
 		return out, nil
 	case "finish":
-		return []ref.XferStep{{Op: ref.XferFinish, Room: room, Chunk: chunk}}, nil
+		return []ref.PerLayerStep{{Op: ref.PerLayerFinish, Room: room, Chunk: chunk}}, nil
 	case "refinish":
-		return []ref.XferStep{{Op: ref.XferRefinish}}, nil
+		return []ref.PerLayerStep{{Op: ref.PerLayerRefinish}}, nil
 	case "drop":
-		return []ref.XferStep{{Op: ref.XferDrop, Room: room}}, nil
+		return []ref.PerLayerStep{{Op: ref.PerLayerDrop, Room: room}}, nil
 	case "has":
-		return []ref.XferStep{{Op: ref.XferHas, Room: room}}, nil
+		return []ref.PerLayerStep{{Op: ref.PerLayerHas, Room: room}}, nil
 	}
 	return nil, fmt.Errorf("unknown command %q", td.Cmd)
 }
@@ -190,7 +190,7 @@ func xferScenarioSteps(td *datadriven.TestData, chk *xferChecker, chunkPageStart
 // 3 and 5) on one CP rank of one: the chunk's prefill pages kv are
 // filtered with chunk_page_start = chunk / page (0 under B4), and the
 // decode pages are the request's dst_full at the returned positions.
-func registerChunk(td *datadriven.TestData, room uint64, chunk int64, page int, b4 bool) ([]ref.XferStep, error) {
+func registerChunk(td *datadriven.TestData, room uint64, chunk int64, page int, b4 bool) ([]ref.PerLayerStep, error) {
 	kv, full := argInts(td, "kv"), argInts(td, "dst_full")
 	in := ref.FilterCPRankInput{KV: kv, ChunkPageStart: chunk / int64(page), CPRank: 0, CPSize: 1}
 	if b4 {
@@ -204,7 +204,7 @@ func registerChunk(td *datadriven.TestData, room uint64, chunk int64, page int, 
 	for i, p := range f.Positions {
 		dst[i] = full[p]
 	}
-	return []ref.XferStep{{Op: ref.XferRegister, Room: room, Chunk: chunk, Infos: 1, Owned: f.Owned, Dst: dst}}, nil
+	return []ref.PerLayerStep{{Op: ref.PerLayerRegister, Room: room, Chunk: chunk, Infos: 1, Owned: f.Owned, Dst: dst}}, nil
 }
 
 func argInts(td *datadriven.TestData, key string) []int64 {
@@ -231,9 +231,9 @@ func argVal(td *datadriven.TestData, key string) string {
 	return ""
 }
 
-// xferResultsText prints a command's results: one line per step, with a
+// perLayerResultsText prints a command's results: one line per step, with a
 // run of worker steps and event completions folded into one line.
-func xferResultsText(res []ref.XferStepResult) string {
+func perLayerResultsText(res []ref.PerLayerStepResult) string {
 	var b strings.Builder
 	var events []string
 	var batches []string
@@ -242,18 +242,18 @@ func xferResultsText(res []ref.XferStepResult) string {
 		switch {
 		case r.Error != nil:
 			fmt.Fprintf(&b, "%s: error %s (%s)\n", r.Op, r.Error.Code, r.Error.Message)
-		case r.Op == ref.XferLayerEnd || r.Op == ref.XferForwardBegin || r.Op == ref.XferForwardEnd:
+		case r.Op == ref.PerLayerLayerEnd || r.Op == ref.PerLayerForwardBegin || r.Op == ref.PerLayerForwardEnd:
 			if r.Event != 0 {
 				events = append(events, strconv.Itoa(r.Event))
 			}
-		case r.Op == ref.XferWorkerStep:
+		case r.Op == ref.PerLayerWorkerStep:
 			if !r.Work.Idle {
 				work++
 				if r.Work.Batch != 0 {
 					batches = append(batches, strconv.FormatUint(r.Work.Batch, 10))
 				}
 			}
-		case r.Op == ref.XferCompleteEvent:
+		case r.Op == ref.PerLayerCompleteEvent:
 		case r.Registered != nil:
 			fmt.Fprintf(&b, "registered %t\n", *r.Registered)
 		case r.Status != nil:
@@ -286,9 +286,9 @@ func xferResultsText(res []ref.XferStepResult) string {
 	return b.String()
 }
 
-// xferStateText prints the manager's state: counters, the queue length,
+// perLayerStateText prints the manager's state: counters, the queue length,
 // each room's contexts (layer sets as ranges) and the engine's unwaited batches.
-func xferStateText(run *ref.XferRun) string {
+func perLayerStateText(run *ref.PerLayerRun) string {
 	st := run.Manager.State()
 	var b strings.Builder
 	fmt.Fprintf(&b, "builds=%d events=%d queue=%d unwaited=%v\n", st.Builds, st.Events, len(st.Queue), run.Engine.Unwaited())
@@ -330,10 +330,10 @@ func perLayerManagerWithFaults(f fault.Transfer) ref.NewPerLayerManagerFunc {
 	}
 }
 
-// xferScenarioBugs maps each per-layer scenario to the fault its narration
+// perLayerScenarioBugs maps each per-layer scenario to the fault its narration
 // describes (the bug-zoo mutant of that name) and the notes' symptom the
 // buggy run must print somewhere along the trace.
-var xferScenarioBugs = []struct {
+var perLayerScenarioBugs = []struct {
 	id      string
 	faults  fault.Transfer
 	b4      bool
@@ -347,37 +347,37 @@ var xferScenarioBugs = []struct {
 	{"one-context-per-room", fault.Transfer{OneContextPerRoom: true}, false, "status=0 chunk=4"},
 }
 
-// TestXferScenariosReplayTheirBug replays each scenario on a fast manager
+// TestPerLayerScenariosReplayTheirBug replays each scenario on a fast manager
 // with the scenario's bug put back: the run must differ from the fixed
 // manager somewhere along the trace and print the notes' symptom.
-func TestXferScenariosReplayTheirBug(t *testing.T) {
-	for _, bug := range xferScenarioBugs {
+func TestPerLayerScenariosReplayTheirBug(t *testing.T) {
+	for _, bug := range perLayerScenarioBugs {
 		t.Run(bug.id, func(t *testing.T) {
-			var sc xferScenario
+			var sc perLayerScenario
 			differs, shown := "", false
-			datadriven.RunTest(t, filepath.Join("testdata", "xfer_"+bug.id+".txt"), func(t *testing.T, td *datadriven.TestData) string {
-				steps, err := xferScenarioSteps(td, sc.refChk, false)
+			datadriven.RunTest(t, filepath.Join("testdata", "per_layer_"+bug.id+".txt"), func(t *testing.T, td *datadriven.TestData) string {
+				steps, err := perLayerScenarioSteps(td, sc.refChk, false)
 				if err != nil {
 					td.Fatalf(t, "%v", err)
 				}
-				bugSteps, _ := xferScenarioSteps(td, sc.othChk, bug.b4)
-				if steps[0].Op == ref.XferCreate {
+				bugSteps, _ := perLayerScenarioSteps(td, sc.othChk, bug.b4)
+				if steps[0].Op == ref.PerLayerCreate {
 					out, err := sc.run(td, &bug.faults)
 					if err != nil {
 						td.Fatalf(t, "%v", err)
 					}
 					return out
 				}
-				var refRes, bugRes []ref.XferStepResult
+				var refRes, bugRes []ref.PerLayerStepResult
 				for i, s := range steps {
 					rr, _ := sc.refChk.step(s)
 					br, _ := sc.othChk.step(bugSteps[i])
 					refRes, bugRes = append(refRes, rr), append(bugRes, br)
-					if s.Op == ref.XferWorkerStep && (rr.Error != nil || rr.Work.Idle) {
+					if s.Op == ref.PerLayerWorkerStep && (rr.Error != nil || rr.Work.Idle) {
 						break
 					}
 				}
-				fixed := pagesText(steps) + xferResultsText(refRes) + xferStateText(sc.refChk.run)
+				fixed := pagesText(steps) + perLayerResultsText(refRes) + perLayerStateText(sc.refChk.run)
 				buggy := pagesText(bugSteps) + sc.buggyText(bugRes)
 				if differs == "" && fixed != buggy {
 					differs = fmt.Sprintf("%s: the buggy manager printed\n%s", td.Pos, buggy)

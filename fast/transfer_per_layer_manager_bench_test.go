@@ -33,7 +33,7 @@ func (e *countEngine) WaitBatches([]uint64) int { return 0 }
 // glm5Plan is one request's chunk on GLM-5's 79 entries (78 hooked + MTP):
 // 4 page runs per layer.
 func glm5Plan(room int) *ref.LayerPlan {
-	geo := ref.XferGeometry{Layers: 79, ItemLen: 1 << 10, SrcPages: 64, DstPages: 64}
+	geo := ref.PerLayerGeometry{Layers: 79, ItemLen: 1 << 10, SrcPages: 64, DstPages: 64}
 	owned, dst := make([]int64, 16), make([]int64, 16)
 	for i := range owned {
 		owned[i], dst[i] = int64(i*3), int64(63-i*3)
@@ -129,8 +129,8 @@ func BenchmarkOnLayerEndBoundary(b *testing.B) {
 // moveShape is the bandwidth shape: 64 layers × 64 pages × 64 KiB = 256 MiB
 // of KV per side (1 GiB per side is too much for the shared 2-core box),
 // pages in 8 runs of 8 per layer.
-func moveShape() (ref.XferGeometry, []int64, []int64) {
-	geo := ref.XferGeometry{Layers: 64, ItemLen: 64 << 10, SrcPages: 64, DstPages: 64}
+func moveShape() (ref.PerLayerGeometry, []int64, []int64) {
+	geo := ref.PerLayerGeometry{Layers: 64, ItemLen: 64 << 10, SrcPages: 64, DstPages: 64}
 	owned, dst := make([]int64, 64), make([]int64, 64)
 	for i := range owned {
 		owned[i], dst[i] = int64(i), int64((i/8+3)%8*8+i%8)

@@ -3,9 +3,10 @@
 package fast
 
 import (
+	"log/slog"
+
 	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/ref"
-	"log/slog"
 )
 
 // DefaultFinishTimeout is the seed's finish timeout (§4.1).

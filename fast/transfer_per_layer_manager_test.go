@@ -14,21 +14,21 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// xferRig is one real-mode run: arenas, engine, events and a manager with
+// perLayerRig is one real-mode run: arenas, engine, events and a manager with
 // W worker goroutines.
-type xferRig struct {
-	geo    ref.XferGeometry
+type perLayerRig struct {
+	geo    ref.PerLayerGeometry
 	src    []byte
 	engine *ref.MemEngine
 	events *ref.FakeEvents
 	m      *fast.Manager
 }
 
-func newRig(t *testing.T, n, h, k, pages, workers int, timeout time.Duration) *xferRig {
+func newRig(t *testing.T, n, h, k, pages, workers int, timeout time.Duration) *perLayerRig {
 	t.Helper()
-	geo := ref.XferGeometry{Layers: n, ItemLen: 16, SrcPages: pages, DstPages: pages}
+	geo := ref.PerLayerGeometry{Layers: n, ItemLen: 16, SrcPages: pages, DstPages: pages}
 	src, dst := geo.Arenas()
-	r := &xferRig{geo: geo, src: src, engine: ref.NewMemEngine(src, dst, true), events: &ref.FakeEvents{}}
+	r := &perLayerRig{geo: geo, src: src, engine: ref.NewMemEngine(src, dst, true), events: &ref.FakeEvents{}}
 	m, err := fast.NewManager(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: h, Group: k}, Engine: r.engine,
 		Events: r.events, Workers: workers, Timeout: timeout})
 	if err != nil {
@@ -48,7 +48,7 @@ func chunkPages(r, c int) (owned, dst []int64) {
 // checkChunk: a finish that returned 0 left the chunk's destination bytes
 // as the monolithic send writes them; whatever the status, every batch of
 // the session was waited, and nothing followed a failed call.
-func (r *xferRig) checkChunk(t *testing.T, session string, st int, owned, dst []int64) {
+func (r *perLayerRig) checkChunk(t *testing.T, session string, st int, owned, dst []int64) {
 	t.Helper()
 	calls := r.engine.Calls()
 	mine := map[uint64]bool{}

@@ -7,8 +7,8 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// XferScript is the fast twin of transfer.per_layer_script: the shared
+// PerLayerScript is the fast twin of transfer.per_layer_script: the shared
 // interpreter run on deterministic goroutine managers.
-func XferScript(lim ref.Limits, in ref.XferScriptInput) (ref.XferScriptOutput, error) {
-	return fastcore.XferScript(lim, in)
+func PerLayerScript(lim ref.Limits, in ref.PerLayerScriptInput) (ref.PerLayerScriptOutput, error) {
+	return fastcore.PerLayerScript(lim, in)
 }

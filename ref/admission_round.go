@@ -8,8 +8,8 @@ package ref
 
 import "fmt"
 
-// admEntry is one admitted entry and what its admission charged.
-type admEntry struct {
+// admissionEntry is one admitted entry and what its admission charged.
+type admissionEntry struct {
 	out       AdmittedReq
 	chargeArg int64 // the extend passed to charge() (before its CeilPage)
 	maxNew    int64 // the max_new passed to charge()
@@ -24,7 +24,7 @@ type refAdder struct {
 	pool     PoolState
 	running  []RunningReq
 	init     Budgets
-	entries  []admEntry
+	entries  []admissionEntry
 	l2Left   *int64
 	l2Loaded int64
 	warnings []string
@@ -127,7 +127,7 @@ func (a *refAdder) addChunkedReq(r *Request) bool {
 	if !truncated {
 		maxNew = ChargeMaxNew(r.MaxNewTokens)
 	}
-	e := admEntry{out: AdmittedReq{RID: r.RID, PrefixLen: r.L1Prefix, RunExtend: run,
+	e := admissionEntry{out: AdmittedReq{RID: r.RID, PrefixLen: r.L1Prefix, RunExtend: run,
 		ChargedExtend: CeilPage(run, a.cfg.PageSize), Chunked: truncated}, chargeArg: run, maxNew: maxNew}
 	if a.cfg.CP != nil {
 		e.cumExtend = CeilPage(run, a.cfg.PageSize)
@@ -210,7 +210,7 @@ func (a *refAdder) addOneReq(field string, r *Request) (verdict, error) {
 			return verdict{}, err
 		}
 	}
-	e := admEntry{out: AdmittedReq{RID: r.RID, PrefixLen: prefix, LoadedFromL2: loaded, RunExtend: runExt,
+	e := admissionEntry{out: AdmittedReq{RID: r.RID, PrefixLen: prefix, LoadedFromL2: loaded, RunExtend: runExt,
 		ChargedExtend: CeilPage(chargeExt, ps), Chunked: chunked}, chargeArg: chargeExt, maxNew: maxNew, hit: prefix, newChunk: chunked}
 	if cp != nil {
 		e.cumExtend = chargeExt

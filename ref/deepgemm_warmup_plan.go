@@ -448,35 +448,35 @@ func EncodeDeepGEMMEntry(p DeepGEMMPlan, fp DeepGEMMFingerprint, cacheEntries []
 
 // Log texts shared by the twins.
 
-// DGHitLog is the DEBUG record of a verified hit (§S3.5).
-func DGHitLog(key string) LogRecord {
+// DeepGEMMHitLog is the DEBUG record of a verified hit (§S3.5).
+func DeepGEMMHitLog(key string) LogRecord {
 	return LogRecord{LevelDebug, "deepgemm warmup manifest hit " + key}
 }
 
-// DGEmptyLog is the INFO record of a contig kernel with nothing to warm.
-func DGEmptyLog(k DeepGEMMKernel, mMax, a int64) LogRecord {
+// DeepGEMMEmptyLog is the INFO record of a contig kernel with nothing to warm.
+func DeepGEMMEmptyLog(k DeepGEMMKernel, mMax, a int64) LogRecord {
 	return LogRecord{LevelInfo, fmt.Sprintf("deepgemm warmup %s n=%d k=%d num_groups=%d: nothing to warm (m_max=%d < alignment=%d)",
 		k.KernelType, k.N, k.K, k.NumGroups, mMax, a)}
 }
 
-// DGReplayLog is the INFO record of a replay that ran (one-time init).
-func DGReplayLog(p DeepGEMMPlan) LogRecord {
+// DeepGEMMReplayLog is the INFO record of a replay that ran (one-time init).
+func DeepGEMMReplayLog(p DeepGEMMPlan) LogRecord {
 	return LogRecord{LevelInfo, fmt.Sprintf("deepgemm warmup %s %s n=%d k=%d num_groups=%d launches=%d key=%s",
 		p.Decision, p.KernelType, p.N, p.K, p.NumGroups, p.Launches, p.Key)}
 }
 
-// DGFailLog is the WARNING record of a failed replay; no entry is written.
-func DGFailLog(key string) LogRecord {
+// DeepGEMMFailLog is the WARNING record of a failed replay; no entry is written.
+func DeepGEMMFailLog(key string) LogRecord {
 	return LogRecord{LevelWarn, "deepgemm warmup failed for " + key + "; manifest entry not written"}
 }
 
-// DGWriteFailLog is the WARNING record of a failed manifest write; startup goes on.
-func DGWriteFailLog(cacheDir string) LogRecord {
+// DeepGEMMWriteFailLog is the WARNING record of a failed manifest write; startup goes on.
+func DeepGEMMWriteFailLog(cacheDir string) LogRecord {
 	return LogRecord{LevelWarn, "deepgemm warmup manifest write failed in " + cacheDir + "; startup continues"}
 }
 
-// DGDisabledLog is the INFO record of warmup turned off.
-func DGDisabledLog(v string) LogRecord {
+// DeepGEMMDisabledLog is the INFO record of warmup turned off.
+func DeepGEMMDisabledLog(v string) LogRecord {
 	return LogRecord{LevelInfo, "deepgemm warmup disabled (SGLANG_JIT_DEEPGEMM_PRECOMPILE=" + strconv.Quote(v) + ")"}
 }
 
@@ -512,7 +512,7 @@ func DeepGEMMWarmupPlan(_ Limits, in DeepGEMMWarmupInput) (DeepGEMMWarmupOutput,
 	cache := append([]DeepGEMMCacheEntry{}, in.Cache...)
 	fp := in.Build.Fingerprint(env)
 	if !out.Enabled {
-		out.Logs = append(out.Logs, DGDisabledLog(in.Env["SGLANG_JIT_DEEPGEMM_PRECOMPILE"]))
+		out.Logs = append(out.Logs, DeepGEMMDisabledLog(in.Env["SGLANG_JIT_DEEPGEMM_PRECOMPILE"]))
 	}
 	entries, warn := ParseDeepGEMMManifest(in.Manifest)
 	if warn != nil && out.Enabled {
@@ -528,22 +528,22 @@ func DeepGEMMWarmupPlan(_ Limits, in DeepGEMMWarmupInput) (DeepGEMMWarmupOutput,
 			p.Decision = DecisionDisabled
 		case len(p.MGrid) == 0:
 			p.Decision = DecisionEmpty
-			out.Logs = append(out.Logs, DGEmptyLog(k, out.MMax, in.Alignment))
+			out.Logs = append(out.Logs, DeepGEMMEmptyLog(k, out.MMax, in.Alignment))
 		default:
 			p.Decision = decide(entries[p.Key], cache)
 			if p.Decision == DecisionHit {
-				out.Logs = append(out.Logs, DGHitLog(p.Key))
+				out.Logs = append(out.Logs, DeepGEMMHitLog(p.Key))
 				break
 			}
 			p.Launches = int64(len(p.MGrid))
 			if k.Fails {
-				out.Logs = append(out.Logs, DGFailLog(p.Key))
+				out.Logs = append(out.Logs, DeepGEMMFailLog(p.Key))
 				break
 			}
 			cache = compile(cache, k.Compiles)
 			entries[p.Key] = EncodeDeepGEMMEntry(p, fp, liveNames(cache))
 			p.Written, dirty = true, true
-			out.Logs = append(out.Logs, DGReplayLog(p))
+			out.Logs = append(out.Logs, DeepGEMMReplayLog(p))
 		}
 		out.Plans = append(out.Plans, p)
 	}
@@ -551,7 +551,7 @@ func DeepGEMMWarmupPlan(_ Limits, in DeepGEMMWarmupInput) (DeepGEMMWarmupOutput,
 	out.Cache = cache
 	if out.Enabled && dirty {
 		if in.WriteFails {
-			out.Logs = append(out.Logs, DGWriteFailLog(env.CacheDir))
+			out.Logs = append(out.Logs, DeepGEMMWriteFailLog(env.CacheDir))
 		} else {
 			m := EncodeDeepGEMMManifest(entries)
 			out.Manifest, out.ManifestWritten = &m, true

@@ -29,8 +29,8 @@ var (
 // MaxLoadLayers bounds L [designed]. The arena's byte bound (slots × bytes
 // per slot) says nothing about L when the pools have no slots, yet the
 // arena keeps a table per layer and every op loops over the layers; the
-// bound is MaxXferLayers, the transfer manager's, far above any model.
-const MaxLoadLayers = MaxXferLayers
+// bound is MaxTransferLayers, the transfer manager's, far above any model.
+const MaxLoadLayers = MaxTransferLayers
 
 // ValidateLoadPools rejects a configuration that cannot hold a load, and
 // arenas whose bytes exceed lim, in field order.

@@ -17,7 +17,7 @@ import (
 
 // PerLayerConfig is the manager's configuration (§4.1).
 type PerLayerConfig struct {
-	// Hooked is H, the number of layers whose write hook fires; in [0, MaxXferLayers].
+	// Hooked is H, the number of layers whose write hook fires; in [0, MaxTransferLayers].
 	Hooked int `json:"hooked"`
 	// Group is K, the layers per submit; >= 1 (1 means per-layer).
 	Group int `json:"group"`

@@ -20,16 +20,16 @@ var (
 	ErrNotStepping = NewSentinel("not_stepping", "worker steps need the deterministic mode (W = 0)")
 )
 
-// MaxXferLayers bounds N and H, so the per-context bitsets stay small.
-const MaxXferLayers = 4096
+// MaxTransferLayers bounds N and H, so the per-context bitsets stay small.
+const MaxTransferLayers = 4096
 
-// Validate rejects K < 1 and H outside [0, MaxXferLayers].
+// Validate rejects K < 1 and H outside [0, MaxTransferLayers].
 func (c PerLayerConfig) Validate() error {
 	if c.Group < 1 {
 		return Reject(ErrBadGroupSize, "group", c.Group, ">= 1")
 	}
-	if c.Hooked < 0 || c.Hooked > MaxXferLayers {
-		return Reject(ErrLayerOutOfOrder, "hooked", c.Hooked, fmt.Sprintf("in [0, %d]", MaxXferLayers))
+	if c.Hooked < 0 || c.Hooked > MaxTransferLayers {
+		return Reject(ErrLayerOutOfOrder, "hooked", c.Hooked, fmt.Sprintf("in [0, %d]", MaxTransferLayers))
 	}
 	return nil
 }

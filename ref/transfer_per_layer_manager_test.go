@@ -13,22 +13,22 @@ import (
 )
 
 // workedTrace is docs/spec/transfer.md §4.6: N=3, H=2, K=2, one context.
-func workedTrace() ref.XferScriptInput {
-	return ref.XferScriptInput{Steps: []ref.XferStep{
-		{Op: ref.XferCreate, Layers: 3, Hooked: 2, Group: 2, ItemLen: 4, SrcPages: 4, DstPages: 4},
-		{Op: ref.XferRegister, Room: 7, Chunk: 0, Infos: 1, Owned: []int64{1, 2}, Dst: []int64{0, 3}},
-		{Op: ref.XferForwardBegin},
-		{Op: ref.XferLayerEnd, Layer: 0},
-		{Op: ref.XferLayerEnd, Layer: 1},
-		{Op: ref.XferForwardEnd},
-		{Op: ref.XferCompleteEvent, Event: 1},
-		{Op: ref.XferWorkerStep},
-		{Op: ref.XferFinish, Room: 7, Chunk: 0},
+func workedTrace() ref.PerLayerScriptInput {
+	return ref.PerLayerScriptInput{Steps: []ref.PerLayerStep{
+		{Op: ref.PerLayerCreate, Layers: 3, Hooked: 2, Group: 2, ItemLen: 4, SrcPages: 4, DstPages: 4},
+		{Op: ref.PerLayerRegister, Room: 7, Chunk: 0, Infos: 1, Owned: []int64{1, 2}, Dst: []int64{0, 3}},
+		{Op: ref.PerLayerForwardBegin},
+		{Op: ref.PerLayerLayerEnd, Layer: 0},
+		{Op: ref.PerLayerLayerEnd, Layer: 1},
+		{Op: ref.PerLayerForwardEnd},
+		{Op: ref.PerLayerCompleteEvent, Event: 1},
+		{Op: ref.PerLayerWorkerStep},
+		{Op: ref.PerLayerFinish, Room: 7, Chunk: 0},
 	}}
 }
 
 func TestWorkedTraceMatchesMonolithic(t *testing.T) {
-	out, err := ref.XferScript(ref.DefaultLimits(), workedTrace())
+	out, err := ref.PerLayerScript(ref.DefaultLimits(), workedTrace())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,37 +63,37 @@ func TestWorkedTraceMatchesMonolithic(t *testing.T) {
 	}
 }
 
-func TestXferScriptRejects(t *testing.T) {
-	create := ref.XferStep{Op: ref.XferCreate, Layers: 2, Hooked: 2, Group: 1, ItemLen: 2, SrcPages: 2, DstPages: 2}
-	bad := func(mod func(*ref.XferStep)) []ref.XferStep {
+func TestPerLayerScriptRejects(t *testing.T) {
+	create := ref.PerLayerStep{Op: ref.PerLayerCreate, Layers: 2, Hooked: 2, Group: 1, ItemLen: 2, SrcPages: 2, DstPages: 2}
+	bad := func(mod func(*ref.PerLayerStep)) []ref.PerLayerStep {
 		c := create
 		mod(&c)
-		return []ref.XferStep{c}
+		return []ref.PerLayerStep{c}
 	}
 	for _, tc := range []struct {
 		name  string
-		steps []ref.XferStep
+		steps []ref.PerLayerStep
 		want  *ref.Sentinel
 		field string
 	}{
 		{"empty", nil, ref.ErrScriptOrder, "steps[0].op"},
-		{"no create first", []ref.XferStep{{Op: ref.XferWorkerStep}}, ref.ErrScriptOrder, "steps[0].op"},
-		{"second create", []ref.XferStep{create, create}, ref.ErrScriptOrder, "steps[1].op"},
-		{"unknown op", []ref.XferStep{create, {Op: "teleport"}}, ref.ErrBadEnum, "steps[1].op"},
-		{"zero layers", bad(func(s *ref.XferStep) { s.Layers = 0 }), ref.ErrBadNumLayers, "steps[0].layers"},
-		{"K = 0", bad(func(s *ref.XferStep) { s.Group = 0 }), ref.ErrBadGroupSize, "steps[0].group"},
-		{"negative H", bad(func(s *ref.XferStep) { s.Hooked = -1 }), ref.ErrLayerOutOfOrder, "steps[0].hooked"},
-		{"zero item_len", bad(func(s *ref.XferStep) { s.ItemLen = 0 }), ref.ErrZeroItemLen, "steps[0].item_len"},
-		{"zero src pages", bad(func(s *ref.XferStep) { s.SrcPages = 0 }), ref.ErrNegative, "steps[0].src_pages"},
-		{"huge arena", bad(func(s *ref.XferStep) { s.ItemLen = 1 << 40 }), ref.ErrTooLarge, "steps[0].src_pages"},
-		{"overflowing arena", bad(func(s *ref.XferStep) { s.ItemLen, s.SrcPages = 1<<40, 1<<40 }), ref.ErrOverflow, "steps[0].src_pages"},
-		{"length mismatch", []ref.XferStep{create, {Op: ref.XferRegister, Owned: []int64{0}, Dst: []int64{}}}, ref.ErrLengthMismatch, "steps[1].dst"},
-		{"owned past arena", []ref.XferStep{create, {Op: ref.XferRegister, Owned: []int64{2}, Dst: []int64{0}}}, ref.ErrPageOutOfArena, "steps[1].owned[0]"},
-		{"dst duplicate", []ref.XferStep{create, {Op: ref.XferMonolithic, Owned: []int64{0, 1}, Dst: []int64{1, 1}}}, ref.ErrDuplicateDstPage, "steps[1].dst[1]"},
-		{"bad fault", []ref.XferStep{create, {Op: ref.XferInject, Fault: "gremlin"}}, ref.ErrBadEnum, "steps[1].fault"},
+		{"no create first", []ref.PerLayerStep{{Op: ref.PerLayerWorkerStep}}, ref.ErrScriptOrder, "steps[0].op"},
+		{"second create", []ref.PerLayerStep{create, create}, ref.ErrScriptOrder, "steps[1].op"},
+		{"unknown op", []ref.PerLayerStep{create, {Op: "teleport"}}, ref.ErrBadEnum, "steps[1].op"},
+		{"zero layers", bad(func(s *ref.PerLayerStep) { s.Layers = 0 }), ref.ErrBadNumLayers, "steps[0].layers"},
+		{"K = 0", bad(func(s *ref.PerLayerStep) { s.Group = 0 }), ref.ErrBadGroupSize, "steps[0].group"},
+		{"negative H", bad(func(s *ref.PerLayerStep) { s.Hooked = -1 }), ref.ErrLayerOutOfOrder, "steps[0].hooked"},
+		{"zero item_len", bad(func(s *ref.PerLayerStep) { s.ItemLen = 0 }), ref.ErrZeroItemLen, "steps[0].item_len"},
+		{"zero src pages", bad(func(s *ref.PerLayerStep) { s.SrcPages = 0 }), ref.ErrNegative, "steps[0].src_pages"},
+		{"huge arena", bad(func(s *ref.PerLayerStep) { s.ItemLen = 1 << 40 }), ref.ErrTooLarge, "steps[0].src_pages"},
+		{"overflowing arena", bad(func(s *ref.PerLayerStep) { s.ItemLen, s.SrcPages = 1<<40, 1<<40 }), ref.ErrOverflow, "steps[0].src_pages"},
+		{"length mismatch", []ref.PerLayerStep{create, {Op: ref.PerLayerRegister, Owned: []int64{0}, Dst: []int64{}}}, ref.ErrLengthMismatch, "steps[1].dst"},
+		{"owned past arena", []ref.PerLayerStep{create, {Op: ref.PerLayerRegister, Owned: []int64{2}, Dst: []int64{0}}}, ref.ErrPageOutOfArena, "steps[1].owned[0]"},
+		{"dst duplicate", []ref.PerLayerStep{create, {Op: ref.PerLayerMonolithic, Owned: []int64{0, 1}, Dst: []int64{1, 1}}}, ref.ErrDuplicateDstPage, "steps[1].dst[1]"},
+		{"bad fault", []ref.PerLayerStep{create, {Op: ref.PerLayerInject, Fault: "gremlin"}}, ref.ErrBadEnum, "steps[1].fault"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ref.XferScript(ref.DefaultLimits(), ref.XferScriptInput{Steps: tc.steps})
+			_, err := ref.PerLayerScript(ref.DefaultLimits(), ref.PerLayerScriptInput{Steps: tc.steps})
 			ie, ok := ref.AsInputError(err)
 			if !errors.Is(err, tc.want) || !ok || ie.Field != tc.field {
 				t.Fatalf("want %s at %s, got %v", tc.want.Code(), tc.field, err)
@@ -105,7 +105,7 @@ func TestXferScriptRejects(t *testing.T) {
 // TestRefusedStepsChangeNothing: every runtime refusal leaves the manager
 // deep-equal to before (the quality bar's "never half-update").
 func TestRefusedStepsChangeNothing(t *testing.T) {
-	run, err := ref.NewXferRun(ref.XferStep{Op: ref.XferCreate, Layers: 2, Hooked: 2, Group: 2, ItemLen: 1, SrcPages: 2, DstPages: 2}, ref.NewPerLayerManager, nil)
+	run, err := ref.NewPerLayerRun(ref.PerLayerStep{Op: ref.PerLayerCreate, Layers: 2, Hooked: 2, Group: 2, ItemLen: 1, SrcPages: 2, DstPages: 2}, ref.NewPerLayerManager, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,8 +164,8 @@ func (r *recorder) atLeast(l slog.Level) []slog.Record {
 // naming the timeout, a repeated finish nothing.
 func TestLoggingContract(t *testing.T) {
 	rec := &recorder{}
-	create := ref.XferStep{Op: ref.XferCreate, Layers: 2, Hooked: 1, Group: 1, ItemLen: 1, SrcPages: 1, DstPages: 2}
-	run, _ := ref.NewXferRun(create, ref.NewPerLayerManager, slog.New(rec))
+	create := ref.PerLayerStep{Op: ref.PerLayerCreate, Layers: 2, Hooked: 1, Group: 1, ItemLen: 1, SrcPages: 1, DstPages: 2}
+	run, _ := ref.NewPerLayerRun(create, ref.NewPerLayerManager, slog.New(rec))
 	m := run.Manager
 	plan := func() *ref.LayerPlan { return run.Geometry.Plan("s", []int64{0}, []int64{1}) }
 	m.Register(1, 0, 1, plan)

@@ -15,45 +15,45 @@ import (
 
 // Per-layer script step kinds.
 const (
-	// XferCreate builds the arenas and the manager (layers N, hooked H, group K, item_len, src_pages, dst_pages).
-	XferCreate = "create"
-	// XferRegister registers a chunk (room, chunk, infos, owned, dst).
-	XferRegister = "register"
-	// XferForwardBegin starts a forward.
-	XferForwardBegin = "forward_begin"
-	// XferForwardEnd ends the forward.
-	XferForwardEnd = "forward_end"
-	// XferLayerEnd is the layer-end hook (layer).
-	XferLayerEnd = "layer_end"
-	// XferCompleteEvent completes a recorded event (event, fail).
-	XferCompleteEvent = "complete_event"
-	// XferWorkerStep runs the front work item.
-	XferWorkerStep = "worker_step"
-	// XferEngineComplete completes an async batch (batch, fail).
-	XferEngineComplete = "engine_complete"
-	// XferInject arms an engine fault (fault).
-	XferInject = "inject"
-	// XferFinish is Manager.Finish (room, chunk).
-	XferFinish = "finish"
-	// XferRefinish finishes the last finished context again.
-	XferRefinish = "refinish"
-	// XferDrop is Manager.Drop (room).
-	XferDrop = "drop"
-	// XferHas is Manager.HasRoom (room).
-	XferHas = "has"
-	// XferMonolithic is the monolithic send of a chunk (room, chunk, owned, dst): the §4.4 fallback path.
-	XferMonolithic = "monolithic"
+	// PerLayerCreate builds the arenas and the manager (layers N, hooked H, group K, item_len, src_pages, dst_pages).
+	PerLayerCreate = "create"
+	// PerLayerRegister registers a chunk (room, chunk, infos, owned, dst).
+	PerLayerRegister = "register"
+	// PerLayerForwardBegin starts a forward.
+	PerLayerForwardBegin = "forward_begin"
+	// PerLayerForwardEnd ends the forward.
+	PerLayerForwardEnd = "forward_end"
+	// PerLayerLayerEnd is the layer-end hook (layer).
+	PerLayerLayerEnd = "layer_end"
+	// PerLayerCompleteEvent completes a recorded event (event, fail).
+	PerLayerCompleteEvent = "complete_event"
+	// PerLayerWorkerStep runs the front work item.
+	PerLayerWorkerStep = "worker_step"
+	// PerLayerEngineComplete completes an async batch (batch, fail).
+	PerLayerEngineComplete = "engine_complete"
+	// PerLayerInject arms an engine fault (fault).
+	PerLayerInject = "inject"
+	// PerLayerFinish is Manager.Finish (room, chunk).
+	PerLayerFinish = "finish"
+	// PerLayerRefinish finishes the last finished context again.
+	PerLayerRefinish = "refinish"
+	// PerLayerDrop is Manager.Drop (room).
+	PerLayerDrop = "drop"
+	// PerLayerHas is Manager.HasRoom (room).
+	PerLayerHas = "has"
+	// PerLayerMonolithic is the monolithic send of a chunk (room, chunk, owned, dst): the §4.4 fallback path.
+	PerLayerMonolithic = "monolithic"
 )
 
-var xferOps = []string{XferCreate, XferRegister, XferForwardBegin, XferForwardEnd, XferLayerEnd, XferCompleteEvent,
-	XferWorkerStep, XferEngineComplete, XferInject, XferFinish, XferRefinish, XferDrop, XferHas, XferMonolithic}
+var perLayerOps = []string{PerLayerCreate, PerLayerRegister, PerLayerForwardBegin, PerLayerForwardEnd, PerLayerLayerEnd, PerLayerCompleteEvent,
+	PerLayerWorkerStep, PerLayerEngineComplete, PerLayerInject, PerLayerFinish, PerLayerRefinish, PerLayerDrop, PerLayerHas, PerLayerMonolithic}
 
 // ErrPageOutOfArena: a register step names a page outside the arena's pages per layer.
 var ErrPageOutOfArena = NewSentinel("page_out_of_arena", "page outside the arena")
 
-// XferStep is one step of a per-layer script. Which fields apply depends on Op.
-type XferStep struct {
-	// Op is one of the Xfer* step kinds.
+// PerLayerStep is one step of a per-layer script. Which fields apply depends on Op.
+type PerLayerStep struct {
+	// Op is one of the PerLayer* step kinds.
 	Op string `json:"op"`
 	// Layers is N, the transfer entries per context (create).
 	Layers int `json:"layers,omitzero"`
@@ -89,14 +89,14 @@ type XferStep struct {
 	Fault EngineFault `json:"fault,omitzero"`
 }
 
-// XferScriptInput is the input of transfer.per_layer_script.
-type XferScriptInput struct {
+// PerLayerScriptInput is the input of transfer.per_layer_script.
+type PerLayerScriptInput struct {
 	// Steps run in order; the first must be a create.
-	Steps []XferStep `json:"steps"`
+	Steps []PerLayerStep `json:"steps"`
 }
 
-// XferStepResult is the result of one step: at most one result field, or an error.
-type XferStepResult struct {
+// PerLayerStepResult is the result of one step: at most one result field, or an error.
+type PerLayerStepResult struct {
 	// Op echoes the step's op.
 	Op string `json:"op"`
 	// Registered is Register's answer.
@@ -117,10 +117,10 @@ type XferStepResult struct {
 	Error *ErrorObject `json:"error,omitempty"`
 }
 
-// XferScriptOutput is the output of transfer.per_layer_script.
-type XferScriptOutput struct {
+// PerLayerScriptOutput is the output of transfer.per_layer_script.
+type PerLayerScriptOutput struct {
 	// Trace has one result per step.
-	Trace []XferStepResult `json:"trace"`
+	Trace []PerLayerStepResult `json:"trace"`
 	// State is the manager's final state.
 	State PerLayerState `json:"state"`
 	// Calls is the engine's call log, in call order; never nil.
@@ -131,9 +131,9 @@ type XferScriptOutput struct {
 	DstDigest string `json:"dst_digest"`
 }
 
-// XferGeometry is the arena layout of a script (from its create step):
+// PerLayerGeometry is the arena layout of a script (from its create step):
 // layer l's buffer starts at l*pages*itemLen in each arena.
-type XferGeometry struct {
+type PerLayerGeometry struct {
 	// Layers is N.
 	Layers int
 	// ItemLen is the bytes per page.
@@ -144,8 +144,8 @@ type XferGeometry struct {
 
 // Plan builds the §4.2 plan of a chunk: the §2 runs of (owned, dst)
 // computed once, and build_layer_blocks for every entry. Preconditions:
-// pages validated by ValidateXferScript.
-func (g XferGeometry) Plan(session string, owned, dst []int64) *LayerPlan {
+// pages validated by ValidatePerLayerScript.
+func (g PerLayerGeometry) Plan(session string, owned, dst []int64) *LayerPlan {
 	runs := GroupRuns(owned, dst)
 	il := uint64(g.ItemLen)
 	p := &LayerPlan{Session: session, Blocks: make([][]Block, g.Layers)}
@@ -157,7 +157,7 @@ func (g XferGeometry) Plan(session string, owned, dst []int64) *LayerPlan {
 
 // Arenas returns the initial arenas: src byte i is byte(i*131+17) (every
 // layer's pages distinct), dst is all 0xEE (old bytes a missed copy keeps).
-func (g XferGeometry) Arenas() (src, dst []byte) {
+func (g PerLayerGeometry) Arenas() (src, dst []byte) {
 	src = make([]byte, g.Layers*g.SrcPages*g.ItemLen)
 	for i := range src {
 		src[i] = byte(i*131 + 17)
@@ -170,46 +170,46 @@ func (g XferGeometry) Arenas() (src, dst []byte) {
 }
 
 // GeometryOf is the geometry of a create step.
-func GeometryOf(s XferStep) XferGeometry {
-	return XferGeometry{Layers: s.Layers, ItemLen: s.ItemLen, SrcPages: s.SrcPages, DstPages: s.DstPages}
+func GeometryOf(s PerLayerStep) PerLayerGeometry {
+	return PerLayerGeometry{Layers: s.Layers, ItemLen: s.ItemLen, SrcPages: s.SrcPages, DstPages: s.DstPages}
 }
 
-// ValidateXferScript rejects a script that cannot run at all, naming
+// ValidatePerLayerScript rejects a script that cannot run at all, naming
 // steps[i].field: no create first, or a second create (ErrScriptOrder); an
 // unknown op or fault (ErrBadEnum); a create with layers outside
-// [1, MaxXferLayers] (ErrBadNumLayers), a bad K or H, item_len < 1
+// [1, MaxTransferLayers] (ErrBadNumLayers), a bad K or H, item_len < 1
 // (ErrZeroItemLen), pages < 1 (ErrNegative) or arenas beyond lim; a
 // register or monolithic step with owned/dst of different lengths
 // (ErrLengthMismatch), a page outside [0, pages) (ErrPageOutOfArena) or a
 // repeated dst page (ErrDuplicateDstPage). Runtime refusals are trace errors.
-func ValidateXferScript(lim Limits, in XferScriptInput) error {
-	if len(in.Steps) == 0 || in.Steps[0].Op != XferCreate {
+func ValidatePerLayerScript(lim Limits, in PerLayerScriptInput) error {
+	if len(in.Steps) == 0 || in.Steps[0].Op != PerLayerCreate {
 		op := ""
 		if len(in.Steps) > 0 {
 			op = in.Steps[0].Op
 		}
 		return Reject(ErrScriptOrder, "steps[0].op", op, `"create"`)
 	}
-	var g XferGeometry
+	var g PerLayerGeometry
 	for i, s := range in.Steps {
 		at := Idx("steps", i) + "."
-		if !slices.Contains(xferOps, s.Op) {
+		if !slices.Contains(perLayerOps, s.Op) {
 			return Reject(ErrBadEnum, at+"op", s.Op, "one of create, register, forward_begin, forward_end, layer_end, complete_event, worker_step, engine_complete, inject, finish, refinish, drop, has, monolithic")
 		}
 		switch s.Op {
-		case XferCreate:
+		case PerLayerCreate:
 			if i > 0 {
 				return Reject(ErrScriptOrder, at+"op", s.Op, "create only as the first step")
 			}
-			if err := validateXferCreate(lim, s); err != nil {
+			if err := validatePerLayerCreate(lim, s); err != nil {
 				return prefixField(err, at)
 			}
 			g = GeometryOf(s)
-		case XferRegister, XferMonolithic:
+		case PerLayerRegister, PerLayerMonolithic:
 			if err := g.CheckPages(s.Owned, s.Dst); err != nil {
 				return prefixField(err, at)
 			}
-		case XferInject:
+		case PerLayerInject:
 			if err := s.Fault.Validate(at + "fault"); err != nil {
 				return err
 			}
@@ -218,9 +218,9 @@ func ValidateXferScript(lim Limits, in XferScriptInput) error {
 	return nil
 }
 
-func validateXferCreate(lim Limits, s XferStep) error {
-	if s.Layers < 1 || s.Layers > MaxXferLayers {
-		return Reject(ErrBadNumLayers, "layers", s.Layers, fmt.Sprintf("in [1, %d]", MaxXferLayers))
+func validatePerLayerCreate(lim Limits, s PerLayerStep) error {
+	if s.Layers < 1 || s.Layers > MaxTransferLayers {
+		return Reject(ErrBadNumLayers, "layers", s.Layers, fmt.Sprintf("in [1, %d]", MaxTransferLayers))
 	}
 	if err := (PerLayerConfig{Hooked: s.Hooked, Group: s.Group}).Validate(); err != nil {
 		return err
@@ -251,7 +251,7 @@ func validateXferCreate(lim Limits, s XferStep) error {
 
 // CheckPages validates a chunk's page pairs against the arenas: equal
 // lengths, pages in range, distinct dst pages (docs/spec/transfer.md §3.5, property 4).
-func (g XferGeometry) CheckPages(owned, dst []int64) error {
+func (g PerLayerGeometry) CheckPages(owned, dst []int64) error {
 	if len(owned) != len(dst) {
 		return Reject(ErrLengthMismatch, "dst", len(dst), fmt.Sprintf("== len(owned) (%d)", len(owned)))
 	}
@@ -273,11 +273,11 @@ func (g XferGeometry) CheckPages(owned, dst []int64) error {
 	return nil
 }
 
-// XferRun is a script run in progress: the manager, its engine and events.
+// PerLayerRun is a script run in progress: the manager, its engine and events.
 // The script interpreter and the state-machine tests share it.
-type XferRun struct {
+type PerLayerRun struct {
 	// Geometry is the arena layout.
-	Geometry XferGeometry
+	Geometry PerLayerGeometry
 	// Manager is the manager under test.
 	Manager PerLayerManager
 	// Engine is the in-memory engine.
@@ -286,12 +286,12 @@ type XferRun struct {
 	Events *FakeEvents
 }
 
-// NewXferRun builds the arenas, engine, events and manager of a validated
+// NewPerLayerRun builds the arenas, engine, events and manager of a validated
 // create step. newManager is the twin's constructor; logger may be nil.
-func NewXferRun(s XferStep, newManager NewPerLayerManagerFunc, logger *slog.Logger) (*XferRun, error) {
+func NewPerLayerRun(s PerLayerStep, newManager NewPerLayerManagerFunc, logger *slog.Logger) (*PerLayerRun, error) {
 	g := GeometryOf(s)
 	src, dst := g.Arenas()
-	r := &XferRun{Geometry: g, Engine: NewMemEngine(src, dst, true), Events: &FakeEvents{}}
+	r := &PerLayerRun{Geometry: g, Engine: NewMemEngine(src, dst, true), Events: &FakeEvents{}}
 	m, err := newManager(PerLayerConfig{Hooked: s.Hooked, Group: s.Group}, r.Engine, r.Events, logger)
 	if err != nil {
 		return nil, err
@@ -309,72 +309,72 @@ func Session(room uint64, chunk int64, step int) string {
 
 // Step runs one validated non-create step and returns its result; errors
 // are prefixed with steps[index].
-func (r *XferRun) Step(s XferStep, index int) XferStepResult {
-	res := XferStepResult{Op: s.Op}
+func (r *PerLayerRun) Step(s PerLayerStep, index int) PerLayerStepResult {
+	res := PerLayerStepResult{Op: s.Op}
 	var err error
 	m := r.Manager
 	switch s.Op {
-	case XferRegister:
+	case PerLayerRegister:
 		build := func() *LayerPlan { return r.Geometry.Plan(Session(s.Room, s.Chunk, index), s.Owned, s.Dst) }
 		var ok bool
 		if ok, err = m.Register(s.Room, s.Chunk, s.Infos, build); err == nil {
 			res.Registered = &ok
 		}
-	case XferForwardBegin:
+	case PerLayerForwardBegin:
 		err = m.ForwardBegin()
-	case XferForwardEnd:
+	case PerLayerForwardEnd:
 		err = m.ForwardEnd()
-	case XferLayerEnd:
+	case PerLayerLayerEnd:
 		res.Event, err = m.OnLayerEnd(s.Layer)
-	case XferCompleteEvent:
+	case PerLayerCompleteEvent:
 		err = r.Events.Complete(s.Event, s.Fail)
-	case XferWorkerStep:
+	case PerLayerWorkerStep:
 		var w WorkResult
 		if w, err = m.WorkerStep(); err == nil {
 			res.Work = &w
 		}
-	case XferEngineComplete:
+	case PerLayerEngineComplete:
 		err = r.Engine.EngineComplete(s.Batch, !s.Fail)
-	case XferInject:
+	case PerLayerInject:
 		r.Engine.InjectFault(s.Fault)
-	case XferFinish:
+	case PerLayerFinish:
 		var f FinishResult
 		if f, err = m.Finish(s.Room, s.Chunk); err == nil {
 			res.Finish = &f
 		}
-	case XferRefinish:
+	case PerLayerRefinish:
 		if f, ok := m.Refinish(); ok {
 			res.Finish = &f
 		}
-	case XferDrop:
+	case PerLayerDrop:
 		res.Drained = new(m.Drop(s.Room))
-	case XferHas:
+	case PerLayerHas:
 		res.Has = new(m.HasRoom(s.Room))
-	case XferMonolithic:
+	case PerLayerMonolithic:
 		plan := r.Geometry.Plan(Session(s.Room, s.Chunk, index), s.Owned, s.Dst)
 		res.Status = new(MonolithicSend(r.Engine, plan.Session, plan.Blocks))
 	}
 	if err != nil {
 		e := ErrorObjectOf(prefixField(err, Idx("steps", index)+"."))
-		return XferStepResult{Op: s.Op, Error: &e}
+		return PerLayerStepResult{Op: s.Op, Error: &e}
 	}
 	return res
 }
 
-// RunXferScript runs a script on a manager built by newManager. Both twins
+// RunPerLayerScript runs a script on a manager built by newManager. Both twins
 // of transfer.per_layer_script call it with their own constructor, so the
 // engine, events and interpreter are shared and the managers are what differs.
-func RunXferScript(lim Limits, in XferScriptInput, newManager NewPerLayerManagerFunc) (XferScriptOutput, error) {
-	if err := ValidateXferScript(lim, in); err != nil {
-		return XferScriptOutput{}, err
+func RunPerLayerScript(lim Limits, in PerLayerScriptInput, newManager NewPerLayerManagerFunc) (PerLayerScriptOutput, error) {
+	if err := ValidatePerLayerScript(lim, in); err != nil {
+		return PerLayerScriptOutput{}, err
 	}
-	run, err := NewXferRun(in.Steps[0], newManager, nil)
+	run, err := NewPerLayerRun(in.Steps[0], newManager, nil)
 	if err != nil {
-		return XferScriptOutput{}, prefixField(err, "steps[0].")
+		return PerLayerScriptOutput{}, prefixField(err, "steps[0].")
 	}
 	defer run.Manager.Close()
-	out := XferScriptOutput{Trace: make([]XferStepResult, 0, len(in.Steps))}
-	out.Trace = append(out.Trace, XferStepResult{Op: XferCreate})
+	out := PerLayerScriptOutput{Trace: make([]PerLayerStepResult, 0, len(in.Steps))}
+	out.Trace = append(out.Trace, PerLayerStepResult{Op: PerLayerCreate})
 	for i, s := range in.Steps[1:] {
 		out.Trace = append(out.Trace, run.Step(s, i+1))
 	}
@@ -388,7 +388,7 @@ func RunXferScript(lim Limits, in XferScriptInput, newManager NewPerLayerManager
 	return out, nil
 }
 
-// XferScript is the reference twin of transfer.per_layer_script (docs/spec/transfer.md §4).
-func XferScript(lim Limits, in XferScriptInput) (XferScriptOutput, error) {
-	return RunXferScript(lim, in, NewPerLayerManager)
+// PerLayerScript is the reference twin of transfer.per_layer_script (docs/spec/transfer.md §4).
+func PerLayerScript(lim Limits, in PerLayerScriptInput) (PerLayerScriptOutput, error) {
+	return RunPerLayerScript(lim, in, NewPerLayerManager)
 }

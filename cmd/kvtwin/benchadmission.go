@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/kvtwin/kvtwin/admtrace"
+	"github.com/kvtwin/kvtwin/admissiontrace"
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/replay"
@@ -65,13 +65,13 @@ func newBenchAdmissionCmd() *cobra.Command {
 	f.StringVar(&fl.cpMaxBuffer, "cp-max-buffer-size", "", "CP: max buffer size, bytes or <n>{KB,MB,GB,KiB,MiB,GiB} (empty: gate off)")
 	f.IntVar(&fl.l1CacheTokens, "l1-cache-tokens", 1<<22, "trace: device prefix-cache capacity in tokens")
 	f.IntVar(&fl.l2CacheTokens, "l2-cache-tokens", 1<<24, "trace: host prefix-cache capacity in tokens (0: no host tier)")
-	f.IntVar(&fl.window, "window", admtrace.DefaultWindow, "trace: queue window, the next N arrivals each round sees")
+	f.IntVar(&fl.window, "window", admissiontrace.DefaultWindow, "trace: queue window, the next N arrivals each round sees")
 	return cmd
 }
 
 // benchInput reads --input, or converts --trace (returning what the cache
 // replay saw), and applies the flags.
-func (fl benchAdmissionFlags) benchInput(fs *pflag.FlagSet) (ref.BenchInput, *admtrace.Stats, error) {
+func (fl benchAdmissionFlags) benchInput(fs *pflag.FlagSet) (ref.BenchInput, *admissiontrace.Stats, error) {
 	switch {
 	case (fl.input == "") == (fl.trace == ""):
 		return ref.BenchInput{}, nil, fmt.Errorf("give exactly one of --input and --trace")
@@ -95,7 +95,7 @@ func (fl benchAdmissionFlags) benchInput(fs *pflag.FlagSet) (ref.BenchInput, *ad
 		return ref.BenchInput{}, nil, err
 	}
 	base := fl.apply(fs, TraceBenchBase(), true)
-	in, st, err := admtrace.Bench(reqs, base, admtrace.Config{L1CacheTokens: fl.l1CacheTokens, L2CacheTokens: fl.l2CacheTokens, Window: fl.window, NewTree: newTree})
+	in, st, err := admissiontrace.Bench(reqs, base, admissiontrace.Config{L1CacheTokens: fl.l1CacheTokens, L2CacheTokens: fl.l2CacheTokens, Window: fl.window, NewTree: newTree})
 	return in, &st, err
 }
 
@@ -169,7 +169,7 @@ func (fl benchAdmissionFlags) apply(fs *pflag.FlagSet, in ref.BenchInput, all bo
 // runBenchAdmission runs the bench on the chosen twin and prints its JSON
 // (with --summary: the termination, the summary and, in trace mode, the
 // cache replay's totals).
-func runBenchAdmission(w io.Writer, fl benchAdmissionFlags, in ref.BenchInput, st *admtrace.Stats) error {
+func runBenchAdmission(w io.Writer, fl benchAdmissionFlags, in ref.BenchInput, st *admissiontrace.Stats) error {
 	f, err := catalog.AdmissionBench().Func(catalog.Impl(fl.impl))
 	if err != nil {
 		return err
@@ -182,9 +182,9 @@ func runBenchAdmission(w io.Writer, fl benchAdmissionFlags, in ref.BenchInput, s
 	enc.SetIndent("", "  ")
 	if fl.summary {
 		return enc.Encode(struct {
-			Trace       *admtrace.Stats  `json:"trace,omitempty"`
-			Termination string           `json:"termination"`
-			Summary     ref.BenchSummary `json:"summary"`
+			Trace       *admissiontrace.Stats `json:"trace,omitempty"`
+			Termination string                `json:"termination"`
+			Summary     ref.BenchSummary      `json:"summary"`
 		}{st, out.Termination, out.Summary})
 	}
 	return enc.Encode(out)

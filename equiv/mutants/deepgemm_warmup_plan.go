@@ -8,9 +8,9 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-type dgFunc = func(ref.Limits, ref.DeepGEMMWarmupInput) (ref.DeepGEMMWarmupOutput, error)
+type deepGEMMFunc = func(ref.Limits, ref.DeepGEMMWarmupInput) (ref.DeepGEMMWarmupOutput, error)
 
-func dgMutant(id, about string, fn dgFunc) equiv.Killable {
+func deepGEMMMutant(id, about string, fn deepGEMMFunc) equiv.Killable {
 	return &equiv.Mutant[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput]{
 		Spec:    equiv.DeepGEMMWarmupPlan(),
 		ID:      id,
@@ -20,8 +20,8 @@ func dgMutant(id, about string, fn dgFunc) equiv.Killable {
 	}
 }
 
-// dgSwitch is fastcore.DeepGEMMWarmupPlanWithFaults with f.
-func dgSwitch(f fault.DeepGEMM) dgFunc {
+// deepGEMMSwitch is fastcore.DeepGEMMWarmupPlanWithFaults with f.
+func deepGEMMSwitch(f fault.DeepGEMM) deepGEMMFunc {
 	return switched(fastcore.DeepGEMMWarmupPlanWithFaults, f)
 }
 
@@ -29,7 +29,7 @@ func dgSwitch(f fault.DeepGEMM) dgFunc {
 // DG_JIT_* after importing deep_gemm, whose snapshot kept the defaults. A
 // wrapper: the import snapshot is taken of the unbridged input environment.
 func EnvBridgedAfterImport() equiv.Killable {
-	return dgMutant("env-bridged-after-import",
+	return deepGEMMMutant("env-bridged-after-import",
 		"SGLANG_DG_* bridged to DG_JIT_* after the deep_gemm import: the library sees the stale default cache dir",
 		func(lim ref.Limits, in ref.DeepGEMMWarmupInput) (ref.DeepGEMMWarmupOutput, error) {
 			out, err := fast.DeepGEMMWarmupPlan(lim, in)
@@ -44,7 +44,7 @@ func EnvBridgedAfterImport() equiv.Killable {
 // current SGLANG_DG_USE_NVRTC=1 left NVRTC off. A wrapper: the input is
 // validated as given, then planned without the current spelling.
 func LegacyOnlyNVRTC() equiv.Killable {
-	return dgMutant("legacy-only-nvrtc",
+	return deepGEMMMutant("legacy-only-nvrtc",
 		"only the legacy SGL_DG_USE_NVRTC spelling is bridged: SGLANG_DG_USE_NVRTC=1 gives DG_JIT_USE_NVRTC=0",
 		func(lim ref.Limits, in ref.DeepGEMMWarmupInput) (ref.DeepGEMMWarmupOutput, error) {
 			if err := ref.ValidateDeepGEMMWarmup(in); err != nil {
@@ -64,16 +64,16 @@ func LegacyOnlyNVRTC() equiv.Killable {
 // DenseWalk is S3-B3: warmup replayed every M in 1..m_max, which since
 // wheel 0.1.2 (no compile-only mode) launches 16384 to 131072 kernels.
 func DenseWalk() equiv.Killable {
-	return dgMutant("dense-walk",
+	return deepGEMMMutant("dense-walk",
 		"dense 1..m_max warmup walk: 16384 real launches at m_max 16384 instead of the 50-point sparse grid",
-		dgSwitch(fault.DeepGEMM{DenseWalk: true}))
+		deepGEMMSwitch(fault.DeepGEMM{DenseWalk: true}))
 }
 
 // ManifestTrustedWithoutLiveness is S3-B4: a manifest entry counted as a
 // hit without checking its cache entries, so a deleted kernel was compiled
 // cold at serving time.
 func ManifestTrustedWithoutLiveness() equiv.Killable {
-	return dgMutant("manifest-trusted-without-liveness",
+	return deepGEMMMutant("manifest-trusted-without-liveness",
 		"manifest entry trusted without checking that its cache entries are live: hit, then a cold compile at serving time",
-		dgSwitch(fault.DeepGEMM{TrustManifest: true}))
+		deepGEMMSwitch(fault.DeepGEMM{TrustManifest: true}))
 }

@@ -10,26 +10,26 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// faultyXferScript runs transfer.per_layer_script on fast managers with
+// faultyPerLayerScript runs transfer.per_layer_script on fast managers with
 // the given faults.
-func faultyXferScript(f fault.Transfer) func(ref.Limits, ref.XferScriptInput) (ref.XferScriptOutput, error) {
+func faultyPerLayerScript(f fault.Transfer) func(ref.Limits, ref.PerLayerScriptInput) (ref.PerLayerScriptOutput, error) {
 	// fast.NewPerLayerManager with the faults: a deterministic manager.
 	newManager := func(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
 		return fastcore.NewManagerWithFaults(fast.PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger}, f)
 	}
-	return func(lim ref.Limits, in ref.XferScriptInput) (ref.XferScriptOutput, error) {
-		return ref.RunXferScript(lim, in, newManager)
+	return func(lim ref.Limits, in ref.PerLayerScriptInput) (ref.PerLayerScriptOutput, error) {
+		return ref.RunPerLayerScript(lim, in, newManager)
 	}
 }
 
-func xferMutant(id, section, about string, f fault.Transfer) equiv.Killable {
-	return &equiv.Mutant[ref.XferScriptInput, ref.XferScriptOutput]{
+func perLayerMutant(id, section, about string, f fault.Transfer) equiv.Killable {
+	return &equiv.Mutant[ref.PerLayerScriptInput, ref.PerLayerScriptOutput]{
 		Spec:     equiv.PerLayerScript(),
 		ID:       id,
 		Section:  section,
 		About:    about,
-		Fn:       faultyXferScript(f),
-		Scenario: "equiv/testdata/xfer_" + id + ".txt",
+		Fn:       faultyPerLayerScript(f),
+		Scenario: "equiv/testdata/per_layer_" + id + ".txt",
 	}
 }
 
@@ -37,7 +37,7 @@ func xferMutant(id, section, about string, f fault.Transfer) equiv.Killable {
 // all N layers, so every finish timed out (processed=78/79) and the MTP
 // layer, which never fires the hook, was never copied.
 func FinishRequiresAllLayers() equiv.Killable {
-	return xferMutant("finish-requires-all-layers", "transfer.md §4.7 B1",
+	return perLayerMutant("finish-requires-all-layers", "transfer.md §4.7 B1",
 		"finish waits for all N layers instead of the count enqueued and has no sync fallback: TIMEOUT processed=78/79, the MTP layer is never sent",
 		fault.Transfer{FinishRequiresAll: true})
 }
@@ -46,7 +46,7 @@ func FinishRequiresAllLayers() equiv.Killable {
 // an active context's target grew by H per forward and finishes timed out
 // (TTFT p99 116 s).
 func EnqueueWithoutDedup() equiv.Killable {
-	return xferMutant("enqueue-without-dedup", "transfer.md §4.7 B2",
+	return perLayerMutant("enqueue-without-dedup", "transfer.md §4.7 B2",
 		"NoteEnqueued counts every hook fire: the completion target grows by H per forward past N and finish times out",
 		fault.Transfer{NoEnqueueDedup: true})
 }
@@ -55,7 +55,7 @@ func EnqueueWithoutDedup() equiv.Killable {
 // chunk rebuilt it and overwrote the registered context, which leaked with
 // its batches (registered=917 for ~100 requests).
 func RegisterOverwritesRoom() equiv.Killable {
-	return xferMutant("register-overwrites-room", "transfer.md §4.7 B3",
+	return perLayerMutant("register-overwrites-room", "transfer.md §4.7 B3",
 		"Register of an active (room, chunk) rebuilds and overwrites the context: the orphan's batches are never waited",
 		fault.Transfer{RegisterOverwrites: true})
 }
@@ -64,7 +64,7 @@ func RegisterOverwritesRoom() equiv.Killable {
 // context was registered and then finished once per info, over-popping
 // the room's deque while the other infos got no KV.
 func FinishPerInfo() equiv.Killable {
-	return xferMutant("finish-per-info", "transfer.md §4.7 B5",
+	return perLayerMutant("finish-per-info", "transfer.md §4.7 B5",
 		"Register accepts several non-dummy infos: one context serves (and is finished for) every info, the others get no KV",
 		fault.Transfer{RegisterAnyInfos: true})
 }
@@ -73,7 +73,7 @@ func FinishPerInfo() equiv.Killable {
 // chunk N+1 registering while chunk N was unfinished replaced it and the
 // finish of chunk N finished chunk N+1's context.
 func OneContextPerRoom() equiv.Killable {
-	return xferMutant("one-context-per-room", "transfer.md §4.7 B6",
+	return perLayerMutant("one-context-per-room", "transfer.md §4.7 B6",
 		"a room holds one context: the next chunk's registration replaces it and finish pops it whatever its key",
 		fault.Transfer{OneContextPerRoom: true})
 }

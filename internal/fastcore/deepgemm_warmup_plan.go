@@ -46,7 +46,7 @@ func DeepGEMMWarmupPlanWithFaults(_ ref.Limits, in ref.DeepGEMMWarmupInput, f fa
 	fp := in.Build.Fingerprint(dg)
 	c := newCacheIndex(in.Cache)
 	if !out.Enabled {
-		out.Logs = append(out.Logs, ref.DGDisabledLog(in.Env["SGLANG_JIT_DEEPGEMM_PRECOMPILE"]))
+		out.Logs = append(out.Logs, ref.DeepGEMMDisabledLog(in.Env["SGLANG_JIT_DEEPGEMM_PRECOMPILE"]))
 	}
 	entries, warn := ref.ParseDeepGEMMManifest(in.Manifest)
 	if warn != nil && out.Enabled {
@@ -69,28 +69,28 @@ func DeepGEMMWarmupPlanWithFaults(_ ref.Limits, in ref.DeepGEMMWarmupInput, f fa
 			p.Decision = ref.DecisionDisabled
 		case len(grid) == 0:
 			p.Decision = ref.DecisionEmpty
-			out.Logs = append(out.Logs, ref.DGEmptyLog(k, out.MMax, in.Alignment))
+			out.Logs = append(out.Logs, ref.DeepGEMMEmptyLog(k, out.MMax, in.Alignment))
 		default:
 			if p.Decision = c.decide(entries[p.Key], f.TrustManifest); p.Decision == ref.DecisionHit {
-				out.Logs = append(out.Logs, ref.DGHitLog(p.Key))
+				out.Logs = append(out.Logs, ref.DeepGEMMHitLog(p.Key))
 				break
 			}
 			p.Launches = int64(len(grid))
 			if k.Fails {
-				out.Logs = append(out.Logs, ref.DGFailLog(p.Key))
+				out.Logs = append(out.Logs, ref.DeepGEMMFailLog(p.Key))
 				break
 			}
 			c.compile(k.Compiles)
 			entries[p.Key] = ref.EncodeDeepGEMMEntry(p, fp, c.liveNames())
 			p.Written, dirty = true, true
-			out.Logs = append(out.Logs, ref.DGReplayLog(p))
+			out.Logs = append(out.Logs, ref.DeepGEMMReplayLog(p))
 		}
 		out.Plans = append(out.Plans, p)
 	}
 	out.Cache = c.sorted()
 	if out.Enabled && dirty {
 		if in.WriteFails {
-			out.Logs = append(out.Logs, ref.DGWriteFailLog(dg.CacheDir))
+			out.Logs = append(out.Logs, ref.DeepGEMMWriteFailLog(dg.CacheDir))
 		} else {
 			m := ref.EncodeDeepGEMMManifest(entries)
 			out.Manifest, out.ManifestWritten = &m, true

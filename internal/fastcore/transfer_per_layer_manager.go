@@ -43,7 +43,7 @@ type PerLayerOptions struct {
 }
 
 type workItem struct {
-	ctx    *plCtx
+	ctx    *perLayerCtx
 	layers []int
 	ev     ref.Event
 }
@@ -66,12 +66,12 @@ type Manager struct {
 	mu       sync.Mutex
 	cond     sync.Cond // the queue gained an item, or the manager closed
 	rooms    []uint64
-	active   map[uint64][]*plCtx
+	active   map[uint64][]*perLayerCtx
 	queue    []workItem
 	head     int
 	builds   int
 	nEvents  int
-	lastDone *plCtx
+	lastDone *perLayerCtx
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -93,7 +93,7 @@ func NewManagerWithFaults(opts PerLayerOptions, f fault.Transfer) (*Manager, err
 		return nil, ref.Reject(ref.ErrNegative, "workers", opts.Workers, ">= 0")
 	}
 	m := &Manager{cfg: opts.Config, engine: opts.Engine, events: opts.Events, logger: opts.Logger,
-		timeout: opts.Timeout, stepping: opts.Workers == 0, faults: f, active: map[uint64][]*plCtx{}}
+		timeout: opts.Timeout, stepping: opts.Workers == 0, faults: f, active: map[uint64][]*perLayerCtx{}}
 	if m.timeout <= 0 {
 		m.timeout = DefaultFinishTimeout
 	}
@@ -124,7 +124,7 @@ func (m *Manager) Register(room uint64, chunkKey int64, infos int, build ref.Bui
 		return false, nil
 	}
 	dq := m.active[room]
-	at := slices.IndexFunc(dq, func(c *plCtx) bool { return c.chunk == chunkKey })
+	at := slices.IndexFunc(dq, func(c *perLayerCtx) bool { return c.chunk == chunkKey })
 	if at >= 0 && !m.faults.RegisterOverwrites {
 		return true, nil
 	}
@@ -292,7 +292,7 @@ func (m *Manager) Finish(room uint64, chunkKey int64) (ref.FinishResult, error) 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 
 // popFront removes the room's front context; the caller holds m.mu.
-func (m *Manager) popFront(room uint64) *plCtx {
+func (m *Manager) popFront(room uint64) *perLayerCtx {
 	dq := m.active[room]
 	c := dq[0]
 	dq[0] = nil
@@ -321,7 +321,7 @@ func (m *Manager) Refinish() (ref.FinishResult, bool) {
 // finishes −1 without the fallback transfer.
 func (m *Manager) Drop(room uint64) int {
 	m.mu.Lock()
-	var drained []*plCtx
+	var drained []*perLayerCtx
 	for len(m.active[room]) > 0 {
 		drained = append(drained, m.popFront(room))
 	}
@@ -361,8 +361,8 @@ func (m *Manager) Close() {
 	m.wg.Wait()
 }
 
-// plCtx is one chunk's per-layer transfer context (§4.3).
-type plCtx struct {
+// perLayerCtx is one chunk's per-layer transfer context (§4.3).
+type perLayerCtx struct {
 	room   uint64
 	chunk  int64
 	plan   ref.LayerPlan
@@ -387,10 +387,10 @@ type plCtx struct {
 	sync      int
 }
 
-func newPLCtx(room uint64, chunk int64, plan ref.LayerPlan, f *fault.Transfer) *plCtx {
+func newPLCtx(room uint64, chunk int64, plan ref.LayerPlan, f *fault.Transfer) *perLayerCtx {
 	n := len(plan.Blocks)
 	words := (n + 63) / 64
-	c := &plCtx{room: room, chunk: chunk, plan: plan, n: n, faults: f,
+	c := &perLayerCtx{room: room, chunk: chunk, plan: plan, n: n, faults: f,
 		enqueued: make([]uint64, words), submitted: make([]uint64, words), layerBuf: make([]int, 0, n)}
 	c.cond.L = &c.mu
 	return c
@@ -402,7 +402,7 @@ func set(b []uint64, l int)      { b[l>>6] |= 1 << (l & 63) }
 // noteGroup is NoteEnqueued (§4.3) over layers g0..l; it returns the newly
 // enqueued ones as a sub-slice of layerBuf (each layer enters it at most
 // once, so it never grows past N and the notifier does not allocate).
-func (c *plCtx) noteGroup(g0, l int) []int {
+func (c *perLayerCtx) noteGroup(g0, l int) []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	start := len(c.layerBuf)
@@ -424,7 +424,7 @@ func (c *plCtx) noteGroup(g0, l int) []int {
 	return c.layerBuf[start:len(c.layerBuf):len(c.layerBuf)]
 }
 
-func (c *plCtx) fail(reason string) {
+func (c *perLayerCtx) fail(reason string) {
 	if !c.failed {
 		c.failed, c.reason = true, reason
 	}
@@ -433,7 +433,7 @@ func (c *plCtx) fail(reason string) {
 // submitGroup is §4.3 SubmitGroup: fail closed, wait the event off the
 // lock, re-check, submit the not-yet-submitted layers' blocks in one async
 // batch under the lock, count the layers processed.
-func (c *plCtx) submitGroup(engine ref.Engine, layers []int, ev ref.Event, timeout time.Duration) uint64 {
+func (c *perLayerCtx) submitGroup(engine ref.Engine, layers []int, ev ref.Event, timeout time.Duration) uint64 {
 	c.mu.Lock()
 	if c.failed || c.finished {
 		c.done(len(layers))
@@ -472,14 +472,14 @@ func (c *plCtx) submitGroup(engine ref.Engine, layers []int, ev ref.Event, timeo
 	return id
 }
 
-func (c *plCtx) done(n int) {
+func (c *perLayerCtx) done(n int) {
 	c.processed += n
 	c.cond.Broadcast()
 }
 
 // finish is §4.3 Finish. In deterministic mode the deadline is now; in the
 // real mode a timer wakes the wait at the deadline.
-func (c *plCtx) finish(engine ref.Engine, logger *slog.Logger, timeout time.Duration, stepping bool) int {
+func (c *perLayerCtx) finish(engine ref.Engine, logger *slog.Logger, timeout time.Duration, stepping bool) int {
 	c.mu.Lock()
 	if c.finished {
 		st := c.status
@@ -554,7 +554,7 @@ func (c *plCtx) finish(engine ref.Engine, logger *slog.Logger, timeout time.Dura
 }
 
 // drain is §4.3 Drain.
-func (c *plCtx) drain(engine ref.Engine, logger *slog.Logger) {
+func (c *perLayerCtx) drain(engine ref.Engine, logger *slog.Logger) {
 	c.mu.Lock()
 	c.fail(ref.ReasonDropped)
 	c.sealed = true
@@ -570,19 +570,19 @@ func (c *plCtx) drain(engine ref.Engine, logger *slog.Logger) {
 	ref.LogDrain(logger, s)
 }
 
-func (c *plCtx) result(st int) ref.FinishResult {
+func (c *perLayerCtx) result(st int) ref.FinishResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return ref.FinishResult{Handled: true, Status: st, Chunk: c.chunk, Session: c.plan.Session, Reason: c.reason}
 }
 
-func (c *plCtx) state() ref.ContextState {
+func (c *perLayerCtx) state() ref.ContextState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.stateLocked()
 }
 
-func (c *plCtx) stateLocked() ref.ContextState {
+func (c *perLayerCtx) stateLocked() ref.ContextState {
 	return ref.ContextState{Room: c.room, Chunk: c.chunk, Session: c.plan.Session, Layers: c.n,
 		Enqueued: bitList(c.enqueued), Target: c.target, Submitted: bitList(c.submitted), Processed: c.processed,
 		Batches: append([]uint64{}, c.batches...), Failed: c.failed, Reason: c.reason, Sealed: c.sealed,

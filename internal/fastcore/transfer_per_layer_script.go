@@ -4,8 +4,8 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// XferScript is the fast twin of transfer.per_layer_script: the shared
+// PerLayerScript is the fast twin of transfer.per_layer_script: the shared
 // interpreter run on deterministic goroutine managers.
-func XferScript(lim ref.Limits, in ref.XferScriptInput) (ref.XferScriptOutput, error) {
-	return ref.RunXferScript(lim, in, NewPerLayerManager)
+func PerLayerScript(lim ref.Limits, in ref.PerLayerScriptInput) (ref.PerLayerScriptOutput, error) {
+	return ref.RunPerLayerScript(lim, in, NewPerLayerManager)
 }

@@ -64,7 +64,7 @@ var importRules = []rule{
 		"prefix pools wrap an injected ref.RadixTree (fast's keys); they know no catalog, HTTP or suite"},
 	{"ServicesStandOnlyOnTheTwins", "replay", mayOnlyImport("ref"),
 		"trace replay reads traces into ref types; the caller picks the tree"},
-	{"ServicesStandOnlyOnTheTwins", "admtrace", mayOnlyImport("ref", "catalog", "replay"),
+	{"ServicesStandOnlyOnTheTwins", "admissiontrace", mayOnlyImport("ref", "catalog", "replay"),
 		"the admission trace bench replays traces through catalog-chosen trees; a library of the CLI, not of the server"},
 	{"HostileInputsAreTestMachinery", "internal/hostile", mayOnlyImport("ref", "catalog"),
 		"the hostile-input generator derives bodies from catalog samples and nothing else"},
@@ -88,7 +88,7 @@ var importRules = []rule{
 	{"ProductionPackagesNeverLinkTestMachinery", "catalog", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "prefix", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "replay", mayNotLink(testMachinery...), "production code"},
-	{"ProductionPackagesNeverLinkTestMachinery", "admtrace", mayNotLink(testMachinery...), "production code"},
+	{"ProductionPackagesNeverLinkTestMachinery", "admissiontrace", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "internal/jsonscan", mayNotLink(testMachinery...), "production code"},
 }
 

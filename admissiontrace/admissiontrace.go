@@ -1,4 +1,4 @@
-// Package admtrace turns a Mooncake request trace into an admission bench
+// Package admissiontrace turns a Mooncake request trace into an admission bench
 // (docs/spec/admission-serving.md §A3, `kvtwin bench admission --trace`): it replays
 // the trace in arrival order through a live two-tier prefix cache — a
 // capacity-bounded device (L1) radix tree and a larger host (L2) tree, both
@@ -8,7 +8,7 @@
 // prefix the caches held when it arrived. The bench itself (ref.RunAdmissionBench over the fast
 // round) is unchanged: this package only builds its requests and its
 // fake L1 pool.
-package admtrace
+package admissiontrace
 
 import (
 	"fmt"

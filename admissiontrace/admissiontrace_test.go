@@ -1,4 +1,4 @@
-package admtrace_test
+package admissiontrace_test
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kvtwin/kvtwin/admtrace"
+	"github.com/kvtwin/kvtwin/admissiontrace"
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
@@ -31,14 +31,14 @@ func traceBase() ref.BenchInput {
 
 func ptr(v int64) *int64 { return &v }
 
-var cfg = admtrace.Config{L1CacheTokens: 1 << 22, L2CacheTokens: 1 << 24, Window: admtrace.DefaultWindow}
+var cfg = admissiontrace.Config{L1CacheTokens: 1 << 22, L2CacheTokens: 1 << 24, Window: admissiontrace.DefaultWindow}
 
 func sampleBench(t testing.TB) ref.BenchInput {
 	reqs, err := replay.ReadFile(samplePath, replay.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, _, err := admtrace.Bench(reqs, traceBase(), cfg)
+	in, _, err := admissiontrace.Bench(reqs, traceBase(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestRequestsModelTheCaches(t *testing.T) {
 	a := replay.Request{InputLength: 1024, HashIDs: []ref.Unit{1, 2}}
 	b := replay.Request{InputLength: 1024, HashIDs: []ref.Unit{3, 4}}
 	reqs := []replay.Request{a, a, b, a}
-	got, _, err := admtrace.Requests(reqs, 64, admtrace.Config{L1CacheTokens: 1024, L2CacheTokens: 4096, Window: 1})
+	got, _, err := admissiontrace.Requests(reqs, 64, admissiontrace.Config{L1CacheTokens: 1024, L2CacheTokens: 4096, Window: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,13 +103,13 @@ func TestRequestsModelTheCaches(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
-	got, _, _ = admtrace.Requests(reqs, 64, admtrace.Config{L1CacheTokens: 1024, Window: 1})
+	got, _, _ = admissiontrace.Requests(reqs, 64, admissiontrace.Config{L1CacheTokens: 1024, Window: 1})
 	if got[3].L2HostHitTokens != 0 || got[3].L1CachedTokens != 0 {
 		t.Errorf("no host tier: %+v", got[3])
 	}
-	for _, bad := range []admtrace.Config{{L1CacheTokens: 100, Window: 1}, {L1CacheTokens: 1024, L2CacheTokens: 512, Window: 1},
+	for _, bad := range []admissiontrace.Config{{L1CacheTokens: 100, Window: 1}, {L1CacheTokens: 1024, L2CacheTokens: 512, Window: 1},
 		{L1CacheTokens: 1024, L2CacheTokens: -1, Window: 1}, {L1CacheTokens: 1024}} {
-		if _, _, err := admtrace.Requests(reqs, 64, bad); err == nil {
+		if _, _, err := admissiontrace.Requests(reqs, 64, bad); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
@@ -118,10 +118,10 @@ func TestRequestsModelTheCaches(t *testing.T) {
 // TestLockBound: the sum of the window largest l1 + l2.
 func TestLockBound(t *testing.T) {
 	rs := []ref.BenchRequest{{L1CachedTokens: 5}, {L1CachedTokens: 1, L2HostHitTokens: 9}, {L2HostHitTokens: 3}}
-	if got := admtrace.LockBound(rs, 2); got != 15 {
+	if got := admissiontrace.LockBound(rs, 2); got != 15 {
 		t.Errorf("LockBound = %d, want 15", got)
 	}
-	if got := admtrace.LockBound(rs, 9); got != 18 {
+	if got := admissiontrace.LockBound(rs, 9); got != 18 {
 		t.Errorf("LockBound over a window larger than the trace = %d, want 18", got)
 	}
 }
@@ -141,7 +141,7 @@ func BenchmarkAdmissionBenchTrace(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		in, _, err := admtrace.Bench(reqs, traceBase(), cfg)
+		in, _, err := admissiontrace.Bench(reqs, traceBase(), cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -180,7 +180,7 @@ func TestEveryTreeGivesTheSameRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs = reqs[:100]
-	want, wantSt, err := admtrace.Requests(reqs, 64, cfg)
+	want, wantSt, err := admissiontrace.Requests(reqs, 64, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestEveryTreeGivesTheSameRequests(t *testing.T) {
 		}
 		c := cfg
 		c.NewTree = newTree
-		got, st, err := admtrace.Requests(reqs, 64, c)
+		got, st, err := admissiontrace.Requests(reqs, 64, c)
 		if err != nil {
 			t.Fatalf("%s: %v", impl, err)
 		}
