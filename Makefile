@@ -5,7 +5,7 @@ GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not 
 FIXTURES  = $(wildcard fixtures/testdata/*.jsonl)
 
 .PHONY: all build run test test-long fmt-check vet staticcheck test-race hostile-short hostile fixtures-check audit-short \
-        fixtures bugzoo generate docs audit bench soak fuzz lint clean \
+        test-python fixtures bugzoo generate docs audit bench soak fuzz lint clean \
         cuda-deps ptx ptx-check emu cuda-build test-cuda gpu-bin gpu-check
 
 all: build
@@ -18,7 +18,11 @@ run: build
 	$(BIN) serve
 
 ## test: every gate CI runs, on a fresh clone, in under 10 minutes on 2 cores.
-test: fmt-check vet staticcheck test-race hostile-short fixtures-check audit-short test-cuda
+test: fmt-check vet staticcheck test-race test-python hostile-short fixtures-check audit-short test-cuda
+
+## test-python: the Python adapter kit's own tests (standard library only; adapters/python).
+test-python:
+	cd adapters/python && python3 -m unittest
 
 ## test-long: the exhaustive checks too slow for every CI run (all 2^32 float32 inputs through the
 ## e4m3 and bf16 codecs against independent oracles: about 30 s on 2 cores).

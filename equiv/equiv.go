@@ -93,11 +93,20 @@ type Failure struct {
 	Reason string `json:"reason"`
 	// Diff is the go-cmp diff (-ref +impl) for result mismatches.
 	Diff string `json:"diff,omitempty"`
+	// Fixture is the fixture line (fixtures/testdata format) that replays
+	// the case with the reference's result; empty when ref itself failed.
+	Fixture json.RawMessage `json:"fixture,omitempty"`
+	// Transport marks a failure to reach an implementation outside this
+	// build (no answer, a malformed answer, a crash), not a wrong answer.
+	Transport bool `json:"transport,omitempty"`
 }
 
 // Error renders the failure with the input as a fixture-style line.
 func (f *Failure) Error() string {
 	s := fmt.Sprintf("%s on %s, case %s (seed %d): %s\ninput: %s", f.Op, f.Impl, f.Case, f.Seed, f.Reason, f.Input)
+	if len(f.Fixture) > 0 {
+		s += "\nfixture: " + string(f.Fixture)
+	}
 	if f.Diff != "" {
 		s += "\ndiff (-ref +" + f.Impl + "):\n" + f.Diff
 	}
@@ -117,11 +126,13 @@ func (s *Spec[In, Out]) Check(implName string, impl catalog.Func[In, Out], in In
 	if err != nil {
 		return "input does not encode: " + err.Error(), ""
 	}
-	rout, rerr := s.Op.Ref(lim, in)
+	rout, rpanicked, rerr := protect(s.Op.Ref, lim, in)
 	switch {
+	case rpanicked != "":
+		return "ref panicked: " + rpanicked, ""
 	case want == nil && rerr != nil:
 		return "ref rejected a valid input: " + rerr.Error(), ""
-	case want != nil && !errors.Is(rerr, want):
+	case want != nil && !errorIs(rerr, want):
 		return fmt.Sprintf("ref returned %v, want sentinel %q", rerr, want.Code()), ""
 	}
 	iout, panicked, ierr := protect(impl, lim, in)
@@ -159,8 +170,27 @@ func protect[In, Out any](f catalog.Func[In, Out], lim ref.Limits, in In) (out O
 
 func (s *Spec[In, Out]) failure(implName, name string, seed int64, in In, reason, diff string) *Failure {
 	b, _ := catalog.Marshal(in)
-	return &Failure{Op: s.Op.OpName, Impl: implName, Case: name, Seed: seed, Input: b, Reason: reason, Diff: diff}
+	return &Failure{Op: s.Op.OpName, Impl: implName, Case: name, Seed: seed, Input: b, Reason: reason, Diff: diff,
+		Fixture: s.fixtureLine(name, seed, in, b)}
 }
+
+// fixtureLine is the fixture that replays in with the reference's result,
+// or nil when the reference panics on it.
+func (s *Spec[In, Out]) fixtureLine(name string, seed int64, in In, inBytes []byte) json.RawMessage {
+	out, panicked, err := protect(s.Op.Ref, ref.DefaultLimits(), in)
+	if panicked != "" {
+		return nil
+	}
+	c := fixtures.NewCase(s.Op.OpName, s.Op.SpecRef, name, seed, inBytes, fixtures.Result{Bytes: catalog.Canonical(out, err), Rejected: err != nil})
+	b, merr := catalog.Marshal(c)
+	if merr != nil {
+		return nil
+	}
+	return b
+}
+
+// errorIs is errors.Is that tolerates a nil target.
+func errorIs(err error, target *ref.Sentinel) bool { return target != nil && errors.Is(err, target) }
 
 // Trial checks impl on the seed-th generated case of kind.
 func (s *Spec[In, Out]) Trial(implName string, impl catalog.Func[In, Out], kind Kind, seed int) *Failure {
@@ -218,20 +248,23 @@ func (s *Spec[In, Out]) Property(implName string, impl catalog.Func[In, Out], ki
 // after rapid has shrunk, the last one recorded is the minimal counterexample.
 func (s *Spec[In, Out]) recordingProperty(implName string, impl catalog.Func[In, Out], kind Kind, record func(*Failure)) func(*rapid.T) {
 	return func(t *rapid.T) {
-		var in In
-		var want *ref.Sentinel
-		if kind == Invalid {
-			b := s.Invalid.Draw(t, "bad")
-			in, want = b.In, b.Want
-		} else {
-			in = s.Valid.Draw(t, "in")
-		}
+		in, want := s.drawFrom(t, kind)
 		if reason, diff := s.Check(implName, impl, in, want); reason != "" {
 			f := s.failure(implName, "shrunk", 0, in, reason, diff)
 			record(f)
 			t.Fatal(f.Error())
 		}
 	}
+}
+
+// drawFrom draws a case of kind under rapid, with the sentinel ref must
+// reject it with (nil for a valid case).
+func (s *Spec[In, Out]) drawFrom(t *rapid.T, kind Kind) (In, *ref.Sentinel) {
+	if kind == Invalid {
+		b := s.Invalid.Draw(t, "bad")
+		return b.In, b.Want
+	}
+	return s.Valid.Draw(t, "in"), nil
 }
 
 // Fixtures is FixturesFrom(0, nValid, nInvalid): the golden set's cases.

@@ -16,16 +16,20 @@ import (
 // sets them from its own flags.
 func (s *Spec[In, Out]) Shrink(implName string, impl catalog.Func[In, Out], kind Kind) *Failure {
 	tb := &recordingTB{name: fmt.Sprintf("%s/%s/%s", s.Op.OpName, implName, kind)}
-	prop := s.recordingProperty(implName, impl, kind, tb.record)
-	func() {
-		defer func() {
-			if r := recover(); r != nil && r != errStop {
-				panic(r)
-			}
-		}()
-		rapid.Check(tb, prop)
-	}()
+	runRecording(tb, s.recordingProperty(implName, impl, kind, tb.record))
 	return tb.last
+}
+
+// runRecording runs rapid.Check on prop under tb outside `go test`; tb's
+// FailNow and an explicit errStop end the check, and the failure prop
+// recorded last is the minimal counterexample.
+func runRecording(tb *recordingTB, prop func(*rapid.T)) {
+	defer func() {
+		if r := recover(); r != nil && r != errStop {
+			panic(r)
+		}
+	}()
+	rapid.Check(tb, prop)
 }
 
 var errStop = errors.New("rapid stopped the check")

@@ -33,6 +33,15 @@ type Suite interface {
 	Shrink(impl catalog.Impl, kind Kind) (*Failure, error)
 	// TableSizes reports how many boundary and regression cases there are.
 	TableSizes() (boundary, regressions int)
+	// RemoteTrial checks r, an implementation outside this build named
+	// name, on the seed-th generated case of kind, comparing rejections
+	// under mode.
+	RemoteTrial(name string, r Remote, mode ErrorMode, kind Kind, seed int) *Failure
+	// RemoteTables checks r on the boundary and regression tables.
+	RemoteTables(name string, r Remote, mode ErrorMode) []*Failure
+	// RemoteShrink returns rapid's minimal counterexample against r over
+	// kind, or nil when rapid finds none.
+	RemoteShrink(name string, r Remote, mode ErrorMode, kind Kind) *Failure
 }
 
 type suite[In, Out any] struct{ s *Spec[In, Out] }
@@ -84,6 +93,18 @@ func (u suite[In, Out]) Shrink(impl catalog.Impl, kind Kind) (*Failure, error) {
 		return nil, err
 	}
 	return u.s.Shrink(string(impl), f, kind), nil
+}
+
+func (u suite[In, Out]) RemoteTrial(name string, r Remote, mode ErrorMode, kind Kind, seed int) *Failure {
+	return u.s.RemoteTrial(name, r, mode, kind, seed)
+}
+
+func (u suite[In, Out]) RemoteTables(name string, r Remote, mode ErrorMode) []*Failure {
+	return u.s.RemoteTables(name, r, mode)
+}
+
+func (u suite[In, Out]) RemoteShrink(name string, r Remote, mode ErrorMode, kind Kind) *Failure {
+	return u.s.RemoteShrink(name, r, mode, kind)
 }
 
 // Suites returns the differential suite of every op, in name order (the

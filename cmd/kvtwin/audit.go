@@ -2,15 +2,20 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
@@ -19,13 +24,19 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/equiv/mutants"
+	"github.com/kvtwin/kvtwin/remote"
 )
 
 // auditOptions are `kvtwin audit`'s flags.
 type auditOptions struct {
 	cases, mutantCases int
 	seed               uint64
-	ops, impls         string
+	ops, legacyImpls   string
+	impls              []string
+	errors             string
+	parallel           int
+	timeout            time.Duration
+	maxReplyBytes      int64
 	asJSON, noProgress bool
 	maxFailures        int
 }
@@ -36,18 +47,32 @@ type auditReport struct {
 	Cases   int            `json:"cases"`
 	Ops     []opResult     `json:"ops"`
 	Mutants []mutantResult `json:"mutants"`
-	Passed  bool           `json:"passed"`
+	// NotImplemented lists, per implementation outside this build, the
+	// selected ops it does not declare (neither passed nor failed).
+	NotImplemented map[string][]string `json:"not_implemented,omitempty"`
+	// ZooSkipped says why the bug zoo did not run (it checks kvtwin's own
+	// suite, so an audit of outside implementations only skips it).
+	ZooSkipped string `json:"zoo_skipped,omitempty"`
+	Passed     bool   `json:"passed"`
 }
 
 // opResult is one op × implementation row of the audit.
 type opResult struct {
-	Op       string           `json:"op"`
-	Spec     string           `json:"spec"`
-	Impl     string           `json:"impl"`
-	Cases    int              `json:"cases"`
-	Tables   int              `json:"tables"`
-	Passed   bool             `json:"passed"`
-	Failures []*equiv.Failure `json:"failures,omitempty"`
+	Op     string `json:"op"`
+	Spec   string `json:"spec"`
+	Impl   string `json:"impl"`
+	Cases  int    `json:"cases"`
+	Tables int    `json:"tables"`
+	Passed bool   `json:"passed"`
+	// Mismatches counts the cases whose result differed; Failures holds the
+	// first --max-failures of them.
+	Mismatches int              `json:"mismatches"`
+	Failures   []*equiv.Failure `json:"failures,omitempty"`
+	// TransportErrors counts the calls that got no usable answer from an
+	// implementation outside this build (timeouts, crashes, malformed
+	// replies), apart from mismatches; Transport holds the first of them.
+	TransportErrors int              `json:"transport_errors"`
+	Transport       []*equiv.Failure `json:"transport,omitempty"`
 	// Shrunk is rapid's minimal counterexample for the first failing kind.
 	Shrunk *equiv.Failure `json:"shrunk,omitempty"`
 }
@@ -71,11 +96,20 @@ func newAuditCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Check every op × implementation on N generated cases plus the tables, and hunt every mutant of the bug zoo",
-		Long: `audit runs, for every op and every implementation in this build, the boundary and
-regression tables and N generated cases (valid and invalid alternately, seeds from --seed),
-requiring byte-equal canonical results against ref and every spec property. A failure is shrunk
-by rapid to a minimal counterexample. Then every mutant of the bug zoo must be killed within
---mutant-cases cases and by its own regression fixture. Exit status 1 on any failure or survivor.`,
+		Long: `audit runs, for every op and every implementation, the boundary and regression tables and
+N generated cases (valid and invalid alternately, seeds from --seed), requiring byte-equal
+canonical results against ref and every spec property. A failure is shrunk by rapid, against the
+failing implementation, to a minimal counterexample printed as a fixture line and a diff.
+
+--impl names an implementation: ref, fast or cuda in this build (default: all of them), or one
+outside it through an adapter (docs/adapters.md): exec:CMD ARGS… (a subprocess speaking JSON
+Lines) or http://HOST:PORT[/PREFIX]. An adapter is audited on the ops it declares; the others
+are listed as not implemented. Calls that get no usable answer (timeouts, crashes, malformed
+replies) are counted as transport errors, apart from mismatches.
+
+Then, when only implementations of this build are audited, every mutant of the bug zoo must be
+killed within --mutant-cases cases and by its own regression fixture. Exit status 1 on any
+mismatch, transport error or surviving mutant.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runAudit(cmd.OutOrStdout(), cmd.ErrOrStderr(), o) },
 	}
@@ -83,7 +117,13 @@ by rapid to a minimal counterexample. Then every mutant of the bug zoo must be k
 	f.IntVar(&o.cases, "cases", 200, "generated cases per op × implementation")
 	f.Uint64Var(&o.seed, "seed", 1, "first generator seed (also rapid's seed when shrinking)")
 	f.StringVar(&o.ops, "ops", "", "only ops whose name matches this regexp")
-	f.StringVar(&o.impls, "impls", "", "comma-separated implementations to audit (default: all in this build)")
+	f.StringArrayVar(&o.impls, "impl", nil, "implementation to audit: ref, fast, cuda, exec:CMD ARGS… or http://HOST:PORT[/PREFIX] (repeatable; default: every one in this build)")
+	f.StringVar(&o.legacyImpls, "impls", "", "comma-separated implementations of this build")
+	_ = f.MarkDeprecated("impls", "use --impl (repeatable)")
+	f.StringVar(&o.errors, "errors", "", "how rejections are compared: exact (canonical error objects), code, or reject (default: exact in this build, code outside it)")
+	f.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "cases checked at once per op × implementation")
+	f.DurationVar(&o.timeout, "timeout", remote.DefaultTimeout, "per-call timeout for an implementation outside this build")
+	f.Int64Var(&o.maxReplyBytes, "max-reply-bytes", remote.DefaultMaxReplyBytes, "largest reply accepted from an implementation outside this build")
 	f.IntVar(&o.mutantCases, "mutant-cases", mutants.MaxCases, "generated cases a mutant may survive")
 	f.IntVar(&o.maxFailures, "max-failures", 5, "failures reported per op × implementation")
 	f.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
@@ -91,18 +131,45 @@ by rapid to a minimal counterexample. Then every mutant of the bug zoo must be k
 	return cmd
 }
 
-func runAudit(stdout, stderr io.Writer, o auditOptions) error {
-	if o.cases < 1 || o.mutantCases < 1 || o.maxFailures < 1 {
+func (o auditOptions) validate() error {
+	switch {
+	case o.cases < 1 || o.mutantCases < 1 || o.maxFailures < 1:
 		return fmt.Errorf("--cases, --mutant-cases and --max-failures must be >= 1")
-	}
-	if o.seed > 1<<62 {
+	case o.cases > maxAuditCases:
+		return fmt.Errorf("--cases %d: want <= %d", o.cases, maxAuditCases)
+	case o.seed > 1<<62:
 		return fmt.Errorf("--seed %d: want <= %d", o.seed, uint64(1)<<62)
+	case o.parallel < 1 || o.parallel > maxAuditParallel:
+		return fmt.Errorf("--parallel %d: want 1..%d", o.parallel, maxAuditParallel)
+	case o.timeout <= 0:
+		return fmt.Errorf("--timeout %s: want > 0", o.timeout)
+	case o.maxReplyBytes < 1<<10 || o.maxReplyBytes > 1<<30:
+		return fmt.Errorf("--max-reply-bytes %d: want 1 KiB..1 GiB", o.maxReplyBytes)
+	}
+	if o.errors != "" {
+		if _, err := equiv.ParseErrorMode(o.errors); err != nil {
+			return fmt.Errorf("--errors: %w", err)
+		}
+	}
+	return nil
+}
+
+// Bounds of audit's flags: enough for a million-case campaign shard, small
+// enough that a typo cannot start a run that never ends.
+const (
+	maxAuditCases    = 100_000_000
+	maxAuditParallel = 1024
+)
+
+func runAudit(stdout, stderr io.Writer, o auditOptions) error {
+	if err := o.validate(); err != nil {
+		return err
 	}
 	sel, err := regexp.Compile(o.ops)
 	if err != nil {
 		return fmt.Errorf("--ops: %w", err)
 	}
-	impls, err := parseImpls(o.impls)
+	local, targets, err := splitImpls(o)
 	if err != nil {
 		return err
 	}
@@ -113,19 +180,42 @@ func runAudit(stdout, stderr io.Writer, o auditOptions) error {
 	if len(suites) == 0 {
 		return fmt.Errorf("--ops %q matches no op", o.ops)
 	}
-	zoo := selectMutants(sel)
+	rep := auditReport{Seed: o.seed, Cases: o.cases, Passed: true}
 	var work []auditUnit
 	for _, s := range suites {
 		for _, impl := range s.Entry().Impls() {
-			if impls == nil || slices.Contains(impls, impl) {
-				work = append(work, auditUnit{s, impl})
+			if (local == nil && targets == nil) || slices.Contains(local, impl) {
+				work = append(work, auditUnit{suite: s, impl: string(impl)})
 			}
 		}
 	}
+	remotes, err := openRemotes(targets, o, stderr)
+	defer closeRemotes(remotes)
+	if err != nil {
+		return err
+	}
+	for _, r := range remotes {
+		units, missing, err := remoteUnits(suites, r, o)
+		if err != nil {
+			return err
+		}
+		work = append(work, units...)
+		if len(missing) > 0 {
+			if rep.NotImplemented == nil {
+				rep.NotImplemented = map[string][]string{}
+			}
+			rep.NotImplemented[r.Name()] = missing
+		}
+	}
+	var zoo []equiv.Killable
+	if len(targets) == 0 {
+		zoo = selectMutants(sel)
+	} else {
+		rep.ZooSkipped = "the bug zoo checks kvtwin's own suite; it runs when only implementations of this build are audited"
+	}
 	bar := newBar(stderr, o, int64(len(work))*int64(o.cases)+int64(len(zoo)))
-	rep := auditReport{Seed: o.seed, Cases: o.cases, Passed: true}
 	for _, u := range work {
-		r, err := auditOp(u.suite, u.impl, o, bar)
+		r, err := auditOp(u, o, bar)
 		if err != nil {
 			return err
 		}
@@ -157,10 +247,103 @@ func runAudit(stdout, stderr io.Writer, o auditOptions) error {
 	return nil
 }
 
-// auditUnit is one op × implementation to audit.
+// splitImpls separates --impl (and the deprecated --impls) into
+// implementations of this build and targets outside it.
+func splitImpls(o auditOptions) ([]catalog.Impl, []string, error) {
+	names := slices.Clone(o.impls)
+	if o.legacyImpls != "" {
+		names = append(names, strings.Split(o.legacyImpls, ",")...)
+	}
+	var local []catalog.Impl
+	var targets []string
+	for _, name := range names {
+		name = strings.TrimSpace(name)
+		if remote.IsTarget(name) {
+			targets = append(targets, name)
+			continue
+		}
+		i, err := catalog.ParseImpl(name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--impl: %w (or exec:CMD ARGS…, http://HOST:PORT)", err)
+		}
+		if err := implAvailable(i); err != nil {
+			return nil, nil, err
+		}
+		local = append(local, i)
+	}
+	return local, targets, nil
+}
+
+func openRemotes(targets []string, o auditOptions, stderr io.Writer) ([]remote.Impl, error) {
+	var out []remote.Impl
+	for _, t := range targets {
+		r, err := remote.Open(t, remote.Options{Timeout: o.timeout, MaxReplyBytes: o.maxReplyBytes, Stderr: stderr, Conns: o.parallel})
+		if err != nil {
+			return out, fmt.Errorf("--impl: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func closeRemotes(rs []remote.Impl) {
+	for _, r := range rs {
+		_ = r.Close()
+	}
+}
+
+// remoteUnits is the work for an adapter: the selected ops it declares,
+// and the selected ops it does not (not implemented).
+func remoteUnits(suites []equiv.Suite, r remote.Impl, o auditOptions) ([]auditUnit, []string, error) {
+	declared, err := r.Ops()
+	if err != nil {
+		return nil, nil, fmt.Errorf("--impl %s: list ops: %w", r.Name(), err)
+	}
+	mode := equiv.ErrorsCode
+	if o.errors != "" {
+		mode, _ = equiv.ParseErrorMode(o.errors)
+	}
+	var units []auditUnit
+	var missing []string
+	for _, s := range suites {
+		if slices.Contains(declared, s.Name()) {
+			units = append(units, auditUnit{suite: s, impl: r.Name(), remote: r, mode: mode})
+		} else {
+			missing = append(missing, s.Name())
+		}
+	}
+	return units, missing, nil
+}
+
+// auditUnit is one op × implementation to audit: an implementation of
+// this build (remote nil) or one outside it.
 type auditUnit struct {
-	suite equiv.Suite
-	impl  catalog.Impl
+	suite  equiv.Suite
+	impl   string
+	remote remote.Impl
+	mode   equiv.ErrorMode
+}
+
+// trial checks the unit on the seed-th generated case of kind.
+func (u auditUnit) trial(kind equiv.Kind, seed int) (*equiv.Failure, error) {
+	if u.remote != nil {
+		return u.suite.RemoteTrial(u.impl, u.remote, u.mode, kind, seed), nil
+	}
+	return u.suite.Trial(catalog.Impl(u.impl), kind, seed)
+}
+
+func (u auditUnit) tables() ([]*equiv.Failure, error) {
+	if u.remote != nil {
+		return u.suite.RemoteTables(u.impl, u.remote, u.mode), nil
+	}
+	return u.suite.Tables(catalog.Impl(u.impl))
+}
+
+func (u auditUnit) shrink(kind equiv.Kind) (*equiv.Failure, error) {
+	if u.remote != nil {
+		return u.suite.RemoteShrink(u.impl, u.remote, u.mode, kind), nil
+	}
+	return u.suite.Shrink(catalog.Impl(u.impl), kind)
 }
 
 // configureRapid points rapid (used to shrink counterexamples) at the
@@ -174,24 +357,6 @@ func configureRapid(seed uint64, cases int) error {
 		}
 	}
 	return nil
-}
-
-func parseImpls(s string) ([]catalog.Impl, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var impls []catalog.Impl
-	for _, name := range strings.Split(s, ",") {
-		i, err := catalog.ParseImpl(strings.TrimSpace(name))
-		if err != nil {
-			return nil, fmt.Errorf("--impls: %w", err)
-		}
-		if err := implAvailable(i); err != nil {
-			return nil, err
-		}
-		impls = append(impls, i)
-	}
-	return impls, nil
 }
 
 func selectSuites(sel *regexp.Regexp) []equiv.Suite {
@@ -214,45 +379,84 @@ func selectMutants(sel *regexp.Regexp) []equiv.Killable {
 	return out
 }
 
-func auditOp(s equiv.Suite, impl catalog.Impl, o auditOptions, bar *bar) (opResult, error) {
-	r := opResult{Op: s.Name(), Spec: s.Entry().Spec(), Impl: string(impl), Cases: o.cases, Passed: true}
-	b, g := s.TableSizes()
+func auditOp(u auditUnit, o auditOptions, bar *bar) (opResult, error) {
+	r := opResult{Op: u.suite.Name(), Spec: u.suite.Entry().Spec(), Impl: u.impl, Cases: o.cases}
+	b, g := u.suite.TableSizes()
 	r.Tables = b + g
-	fs, err := s.Tables(impl)
+	fs, err := u.tables()
 	if err != nil {
 		return r, err
 	}
-	r.Failures = append(r.Failures, fs...)
+	trials, err := runTrials(u, o, bar)
+	if err != nil {
+		return r, err
+	}
 	var firstKind equiv.Kind
-	for i := 0; i < o.cases; i++ {
-		kind := equiv.Valid
-		if i%2 == 1 {
-			kind = equiv.Invalid
-		}
-		f, err := s.Trial(impl, kind, int(o.seed)+i/2)
-		if err != nil {
-			return r, err
-		}
-		if f != nil {
-			if firstKind == "" {
-				firstKind = kind
+	for i, f := range append(fs, trials...) {
+		switch {
+		case f == nil:
+		case f.Transport:
+			r.TransportErrors++
+			if len(r.Transport) < o.maxFailures {
+				r.Transport = append(r.Transport, f)
 			}
-			r.Failures = append(r.Failures, f)
+		default:
+			r.Mismatches++
+			if len(r.Failures) < o.maxFailures {
+				r.Failures = append(r.Failures, f)
+			}
+			if firstKind == "" && i >= len(fs) {
+				firstKind = trialKind(i - len(fs))
+			}
 		}
-		bar.add(1)
 	}
 	if firstKind != "" {
-		shrunk, err := s.Shrink(impl, firstKind)
+		shrunk, err := u.shrink(firstKind)
 		if err != nil {
 			return r, err
 		}
 		r.Shrunk = shrunk
 	}
-	r.Passed = len(r.Failures) == 0
-	if len(r.Failures) > o.maxFailures {
-		r.Failures = r.Failures[:o.maxFailures]
-	}
+	r.Passed = r.Mismatches == 0 && r.TransportErrors == 0
 	return r, nil
+}
+
+// trialKind is the kind of the i-th generated case: valid and invalid
+// alternate, each kind's seeds counting up from --seed.
+func trialKind(i int) equiv.Kind {
+	if i%2 == 1 {
+		return equiv.Invalid
+	}
+	return equiv.Valid
+}
+
+// runTrials checks the unit on --cases generated cases, --parallel at a
+// time, and returns each case's failure (nil when it passed) in case
+// order. Every goroutine it starts has ended when it returns.
+func runTrials(u auditUnit, o auditOptions, bar *bar) ([]*equiv.Failure, error) {
+	out := make([]*equiv.Failure, o.cases)
+	errs := make([]error, o.parallel)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := range o.parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if errs[w] != nil {
+					continue
+				}
+				out[i], errs[w] = u.trial(trialKind(i), int(o.seed)+i/2)
+				bar.add(1)
+			}
+		}()
+	}
+	for i := range o.cases {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 func huntMutant(m equiv.Killable, maxCases int) (mutantResult, error) {
@@ -274,9 +478,17 @@ func printAudit(w io.Writer, rep auditReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "OP\tSPEC\tIMPL\tCASES\tTABLES\tRESULT")
 	for _, r := range rep.Ops {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.Op, r.Spec, r.Impl, r.Cases, r.Tables, verdict(r.Passed, "pass", fmt.Sprintf("FAIL (%d)", len(r.Failures))))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.Op, r.Spec, r.Impl, r.Cases, r.Tables, opVerdict(r))
+	}
+	for _, impl := range slices.Sorted(maps.Keys(rep.NotImplemented)) {
+		for _, op := range rep.NotImplemented[impl] {
+			fmt.Fprintf(tw, "%s\t\t%s\t\t\tnot implemented\n", op, impl)
+		}
 	}
 	fmt.Fprintln(tw, "\t\t\t\t\t")
+	if rep.ZooSkipped != "" {
+		fmt.Fprintf(tw, "bug zoo skipped: %s\n", rep.ZooSkipped)
+	}
 	fmt.Fprintln(tw, "MUTANT\tSPEC\tOP\tCASES TO KILL\tREGRESSION\tRESULT")
 	for _, m := range rep.Mutants {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", m.Mutant, m.Spec, m.Op, m.CasesToKill,
@@ -287,11 +499,24 @@ func printAudit(w io.Writer, rep auditReport) {
 		for _, f := range r.Failures {
 			fmt.Fprintf(w, "\n%v\n", f)
 		}
+		for _, f := range r.Transport {
+			fmt.Fprintf(w, "\ntransport error: %v\n", f)
+		}
 		if r.Shrunk != nil {
 			fmt.Fprintf(w, "\nminimal counterexample (rapid, seed %d):\n%v\n", rep.Seed, r.Shrunk)
 		}
 	}
 	fmt.Fprintf(w, "\naudit %s: seed %d, %d cases per op × implementation\n", verdict(rep.Passed, "passed", "FAILED"), rep.Seed, rep.Cases)
+}
+
+func opVerdict(r opResult) string {
+	switch {
+	case r.Passed:
+		return "pass"
+	case r.TransportErrors == 0:
+		return fmt.Sprintf("FAIL (%d mismatches)", r.Mismatches)
+	}
+	return fmt.Sprintf("FAIL (%d mismatches, %d transport errors)", r.Mismatches, r.TransportErrors)
 }
 
 func verdict(ok bool, yes, no string) string {
@@ -310,7 +535,9 @@ func newBar(stderr io.Writer, o auditOptions, total int64) *bar {
 		return &bar{}
 	}
 	return &bar{pb: progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr),
-		progressbar.OptionSetDescription("audit"), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100_000_000))}
+		progressbar.OptionSetDescription("audit"), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100_000_000),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("cases"),
+		progressbar.OptionSetPredictTime(true))}
 }
 
 func (b *bar) add(n int) {

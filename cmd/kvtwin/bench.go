@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -193,4 +194,23 @@ func fmtNs(ns float64) string {
 		return fmt.Sprintf("%.3f µs", ns/1e3)
 	}
 	return fmt.Sprintf("%.1f ns", ns)
+}
+
+// parseImpls reads a comma-separated list of implementations of this build.
+func parseImpls(s string) ([]catalog.Impl, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var impls []catalog.Impl
+	for _, name := range strings.Split(s, ",") {
+		i, err := catalog.ParseImpl(strings.TrimSpace(name))
+		if err != nil {
+			return nil, fmt.Errorf("--impls: %w", err)
+		}
+		if err := implAvailable(i); err != nil {
+			return nil, err
+		}
+		impls = append(impls, i)
+	}
+	return impls, nil
 }

@@ -7,6 +7,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,10 +26,21 @@ type exitError struct {
 func (e *exitError) Error() string { return e.msg }
 
 func main() {
-	// audit and bench run Go's testing machinery (rapid, testing.Benchmark)
-	// outside `go test`; testing.Init registers the flags they consult.
-	testing.Init()
+	initTestingFlags()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// initTestingFlags readies Go's testing machinery for use outside `go
+// test`: audit and bench run it (rapid, testing.Benchmark), testing.Init
+// registers the flags they consult, and parsing the empty command line
+// marks those flags parsed, without which rapid's call to testing.Short
+// panics the moment a check fails. Commands set the flags they need with
+// flag.Set; cobra parses the real command line.
+func initTestingFlags() {
+	testing.Init()
+	if err := flag.CommandLine.Parse(nil); err != nil {
+		panic(err) // unreachable: an empty command line always parses
+	}
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -51,6 +51,12 @@ var importRules = []rule{
 	{"CatalogImportsOnlyTheTwins", "catalog", mayOnlyImport("ref", "fast", "fast/cuda"),
 		"the catalog is where the twins meet and are named; it knows nothing that consumes it"},
 
+	// The adapter protocol (docs/adapters.md).
+	{"AdapterKitCarriesOnlyRef", "adapter", mayOnlyImport("ref"),
+		"the Go kit is what an outside Go program imports to be audited: ref's types and the protocol, nothing of the suite"},
+	{"RemoteImplementationsAreReachedByBytes", "remote", mayOnlyImport("fixtures"),
+		"the audit's transports move canonical bytes (fixtures.Result); what they mean is equiv's business"},
+
 	// The consumers of the catalog.
 	{"FixturesStandOnlyOnCatalog", "fixtures", mayOnlyImport("ref", "catalog"),
 		"fixtures are catalog entries' canonical bytes on disk; the suite and the CLI read them, not the other way round"},
@@ -90,6 +96,7 @@ var importRules = []rule{
 	{"ProductionPackagesNeverLinkTestMachinery", "replay", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "admissiontrace", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "internal/jsonscan", mayNotLink(testMachinery...), "production code"},
+	{"ProductionPackagesNeverLinkTestMachinery", "adapter", mayNotLink(testMachinery...), "production code: linked into other people's programs"},
 }
 
 // testMachinery is what production code never links: the suites, their

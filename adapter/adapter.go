@@ -1,0 +1,131 @@
+// Package adapter serves Go functions to `kvtwin audit --impl` over the
+// adapter protocol of docs/adapters.md, so a Go program (a router's prefix
+// index, a transfer planner) can audit its own implementation of a kvtwin op
+// against the reference:
+//
+//	a := adapter.New()
+//	adapter.Handle(a, "transfer.group_contiguous", myGroupContiguous) // func(ref.GroupContiguousInput) (ref.GroupContiguousOutput, error)
+//	a.ServeExec(context.Background(), os.Stdin, os.Stdout)            // kvtwin audit --impl exec:'./myadapter'
+//
+// A function rejects an input by returning a *Reject (or a kvtwin
+// *ref.InputError); any other error, and a panic, is answered as the error
+// code "internal", which the audit reports as a mismatch.
+package adapter
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// OpsCall is the op name that lists the ops an adapter implements.
+const OpsCall = "kvtwin.ops"
+
+// Codes the protocol itself uses.
+const (
+	// CodeNotImplemented answers an op the adapter does not implement.
+	CodeNotImplemented = "not_implemented"
+	// CodeInternal answers a function that failed other than by rejecting
+	// its input (an unmapped error or a panic).
+	CodeInternal = "internal"
+	// CodeBadRequest answers an input that does not decode as the op's
+	// input type.
+	CodeBadRequest = "bad_request"
+)
+
+// Adapter is a set of op implementations. Register with Handle before
+// serving; serving is safe for concurrent use.
+type Adapter struct {
+	ops map[string]func(json.RawMessage) (json.RawMessage, *ref.ErrorObject)
+}
+
+// New returns an adapter implementing no op.
+func New() *Adapter {
+	return &Adapter{ops: map[string]func(json.RawMessage) (json.RawMessage, *ref.ErrorObject){}}
+}
+
+// Handle registers f as a's implementation of op: its input is decoded from
+// the call's JSON into In, and its output encoded as the reply. Registering
+// an op twice replaces the first.
+func Handle[In, Out any](a *Adapter, op string, f func(In) (Out, error)) {
+	a.ops[op] = func(raw json.RawMessage) (json.RawMessage, *ref.ErrorObject) {
+		var in In
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return nil, &ref.ErrorObject{Code: CodeBadRequest, Message: fmt.Sprintf("input does not decode as %T: %v", in, err)}
+		}
+		out, err := call(f, in)
+		if err != nil {
+			return nil, errorObject(err)
+		}
+		b, merr := json.Marshal(out)
+		if merr != nil {
+			return nil, &ref.ErrorObject{Code: CodeInternal, Message: "output does not encode: " + merr.Error()}
+		}
+		return b, nil
+	}
+}
+
+// call runs f, turning a panic into an error so one bad input never takes
+// the adapter down.
+func call[In, Out any](f func(In) (Out, error), in In) (out Out, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return f(in)
+}
+
+// Reject is an error that rejects an input with a kvtwin error code (the
+// sentinels of package ref, e.g. "length_mismatch").
+type Reject struct {
+	// Code is the error code; required.
+	Code string
+	// Message is the human-readable text.
+	Message string
+	// Field, Value and Bound name the offending field, its value and the
+	// bound it broke; optional.
+	Field string
+	Value any
+	Bound string
+}
+
+func (r *Reject) Error() string { return r.Code + ": " + r.Message }
+
+// errorObject maps a function's error to the reply's error object.
+func errorObject(err error) *ref.ErrorObject {
+	var rj *Reject
+	if errors.As(err, &rj) {
+		return &ref.ErrorObject{Code: rj.Code, Message: rj.Message, Field: rj.Field, Value: rj.Value, Bound: rj.Bound}
+	}
+	if _, ok := ref.AsInputError(err); ok {
+		obj := ref.ErrorObjectOf(err)
+		return &obj
+	}
+	return &ref.ErrorObject{Code: CodeInternal, Message: err.Error()}
+}
+
+// Ops lists the ops a implements, sorted.
+func (a *Adapter) Ops() []string { return slices.Sorted(maps.Keys(a.ops)) }
+
+// Call applies op to in: the output JSON, or the error object the protocol
+// answers with (not_implemented for an unknown op).
+func (a *Adapter) Call(op string, in json.RawMessage) (json.RawMessage, *ref.ErrorObject) {
+	if op == OpsCall {
+		list := make([]map[string]string, 0, len(a.ops))
+		for _, name := range a.Ops() {
+			list = append(list, map[string]string{"name": name})
+		}
+		b, _ := json.Marshal(list)
+		return b, nil
+	}
+	f, ok := a.ops[op]
+	if !ok {
+		return nil, &ref.ErrorObject{Code: CodeNotImplemented, Message: fmt.Sprintf("op %q is not implemented by this adapter", op)}
+	}
+	return f(in)
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/equiv"
+)
+
+// kvtwinCmd runs the test binary as `kvtwin args…` (role "kvtwin": the
+// command line as main runs it, flags not parsed by `go test`).
+func kvtwinCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), roleEnv+"=kvtwin")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), out.String(), errb.String()
+	}
+	if err != nil {
+		t.Fatalf("run kvtwin %v: %v", args, err)
+	}
+	return 0, out.String(), errb.String()
+}
+
+// selfAdapter is the --impl target that re-executes this test binary as
+// the adapter of the given role.
+func selfAdapter(role string) string {
+	return "exec:env " + roleEnv + "=" + role + " " + os.Args[0]
+}
+
+func auditReportOf(t *testing.T, out string) auditReport {
+	t.Helper()
+	var rep auditReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("audit --json printed no report (%v):\n%s", err, out)
+	}
+	return rep
+}
+
+// TestAuditOfABrokenAdapterReportsSeedFixtureDiffAndMinimalCase is the
+// failure path end to end, in the binary as users run it: a pure op, a
+// script op and a state-machine op, each served over exec with a historic
+// bug, must each produce failures carrying the seed, a fixture line and a
+// diff, plus a shrunk counterexample, and the audit must exit 1 (it used to
+// panic on rapid's testing.Short before any of that was printed).
+func TestAuditOfABrokenAdapterReportsSeedFixtureDiffAndMinimalCase(t *testing.T) {
+	code, out, stderr := kvtwinCmd(t, "audit", "--impl", selfAdapter("adapter-broken"), "--ops", auditedOps,
+		"--cases", "60", "--seed", "7", "--json", "--no-progress")
+	if code != 1 {
+		t.Fatalf("audit of a broken adapter exited %d, want 1\nstderr: %s\n%s", code, stderr, out)
+	}
+	rep := auditReportOf(t, out)
+	if rep.Seed != 7 || rep.Passed {
+		t.Errorf("report seed %d passed %v, want seed 7 and a failed audit", rep.Seed, rep.Passed)
+	}
+	if len(rep.Ops) != 3 {
+		t.Fatalf("audited %d ops, want the adapter's 3: %+v", len(rep.Ops), rep.Ops)
+	}
+	for _, r := range rep.Ops {
+		if r.Passed || r.Mismatches == 0 || r.TransportErrors != 0 {
+			t.Errorf("%s: passed %v, %d mismatches, %d transport errors; want mismatches only", r.Op, r.Passed, r.Mismatches, r.TransportErrors)
+			continue
+		}
+		for _, f := range append(r.Failures, r.Shrunk) {
+			if f == nil {
+				t.Errorf("%s: no shrunk counterexample", r.Op)
+				continue
+			}
+			if len(f.Fixture) == 0 || f.Diff == "" || len(f.Input) == 0 {
+				t.Errorf("%s case %s: fixture %q, diff %q, input %q; want all three", r.Op, f.Case, f.Fixture, f.Diff, f.Input)
+			}
+			var fx struct {
+				Op string `json:"op"`
+			}
+			if err := json.Unmarshal(f.Fixture, &fx); err != nil || fx.Op != r.Op {
+				t.Errorf("%s: fixture %s is not a fixture of the op (%v)", r.Op, f.Fixture, err)
+			}
+		}
+	}
+
+	code, text, _ := kvtwinCmd(t, "audit", "--impl", selfAdapter("adapter-broken"), "--ops", `^transfer\.group_contiguous$`,
+		"--cases", "40", "--seed", "7", "--no-progress")
+	for _, want := range []string{"minimal counterexample (rapid, seed 7)", "fixture: {", "diff (-ref +exec:", "audit FAILED: seed 7"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text report lacks %q (exit %d):\n%s", want, code, text)
+		}
+	}
+}
+
+// TestAuditOfTheGoKitServingFastPasses: the same ops served correctly over
+// exec pass, and every op the adapter does not declare is listed as not
+// implemented, not failed.
+func TestAuditOfTheGoKitServingFastPasses(t *testing.T) {
+	code, out, stderr := kvtwinCmd(t, "audit", "--impl", selfAdapter("adapter-fast"), "--errors", "exact",
+		"--cases", "40", "--json", "--no-progress")
+	if code != 0 {
+		t.Fatalf("audit of the fast adapter exited %d\nstderr: %s\n%s", code, stderr, out)
+	}
+	rep := auditReportOf(t, out)
+	if len(rep.Ops) != 3 {
+		t.Errorf("audited %d ops, want 3", len(rep.Ops))
+	}
+	for _, r := range rep.Ops {
+		if !r.Passed {
+			t.Errorf("%s failed: %v", r.Op, r.Failures)
+		}
+	}
+	if n := len(rep.NotImplemented[selfAdapter("adapter-fast")]); n < 40 {
+		t.Errorf("%d ops listed as not implemented, want every op but the 3", n)
+	}
+	if rep.ZooSkipped == "" || len(rep.Mutants) != 0 {
+		t.Errorf("the bug zoo ran on an outside audit: %d mutants, skipped %q", len(rep.Mutants), rep.ZooSkipped)
+	}
+}
+
+// TestAuditCatchesThePythonExampleBugsWithMinimalCounterexamples audits the
+// Python kit's example (adapters/python/example.py) with its two historic
+// bugs switched on: both ops fail, shrunk to inputs no larger than the
+// spec's minimal distinguishing inputs (the regression cases); with the
+// bugs off all three ops pass.
+func TestAuditCatchesThePythonExampleBugsWithMinimalCounterexamples(t *testing.T) {
+	python := requirePython(t)
+	example := "exec:" + python + " ../../adapters/python/example.py"
+	code, out, stderr := kvtwinCmd(t, "audit", "--impl", example+" --bug group-length-mismatch --bug chunk-page-start-zero",
+		"--cases", "100", "--json", "--no-progress")
+	if code != 1 {
+		t.Fatalf("audit of the buggy example exited %d, want 1\nstderr: %s\n%s", code, stderr, out)
+	}
+	rep := auditReportOf(t, out)
+	failed := map[string]*equiv.Failure{}
+	for _, r := range rep.Ops {
+		if !r.Passed {
+			failed[r.Op] = r.Shrunk
+		}
+	}
+	for op, maxSize := range map[string]int{
+		// regression/group-length-mismatch: {"src":[1,2,3],"dst":[5,6]}
+		"transfer.group_contiguous": 5,
+		// regression/chunk-page-start-zero: kv of 4 pages
+		"transfer.filter_cp_rank": 4,
+	} {
+		shrunk, ok := failed[op]
+		if !ok {
+			t.Errorf("%s passed with its bug switched on", op)
+			continue
+		}
+		if shrunk == nil {
+			t.Errorf("%s: no minimal counterexample", op)
+			continue
+		}
+		if n := listElements(t, shrunk.Input); n > maxSize {
+			t.Errorf("%s: shrunk input has %d list elements, the spec's minimal input %d: %s", op, n, maxSize, shrunk.Input)
+		}
+	}
+	if _, ok := failed["radix.bigram_key"]; ok {
+		t.Errorf("radix.bigram_key failed though no bug touches it")
+	}
+
+	code, out, stderr = kvtwinCmd(t, "audit", "--impl", example, "--cases", "100", "--json", "--no-progress")
+	if code != 0 {
+		t.Fatalf("audit of the correct example exited %d\nstderr: %s\n%s", code, stderr, out)
+	}
+	if n := len(auditReportOf(t, out).Ops); n != 3 {
+		t.Errorf("audited %d ops of the example, want 3", n)
+	}
+}
+
+// requirePython returns python3's path; the Python kit is part of the
+// product, so its absence fails the suite (.ci/run checks for it first).
+func requirePython(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is required to test adapters/python: %v", err)
+	}
+	return p
+}
+
+// listElements counts the elements of every JSON array in a document.
+func listElements(t *testing.T, doc []byte) int {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		t.Fatal(err)
+	}
+	var count func(any) int
+	count = func(v any) int {
+		n := 0
+		switch v := v.(type) {
+		case []any:
+			n += len(v)
+			for _, e := range v {
+				n += count(e)
+			}
+		case map[string]any:
+			for _, e := range v {
+				n += count(e)
+			}
+		}
+		return n
+	}
+	return count(v)
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/adapter"
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/equiv/mutants"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// roleEnv makes the test binary play another program when re-executed
+// (the usual Go pattern for testing a main and its subprocesses):
+//
+//   - "kvtwin" runs the command line exactly as main does, before any flag
+//     parsing of `go test`, so the failure path is tested as users run it;
+//   - "adapter-fast" serves fast's twins of the audited ops over exec with
+//     the Go kit (package adapter);
+//   - "adapter-broken" serves the same ops with a historic bug each (their
+//     bug-zoo mutants): a pure op, a script op and a state-machine op.
+const roleEnv = "KVTWIN_TEST_ROLE"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(roleEnv) {
+	case "kvtwin":
+		initTestingFlags()
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	case "adapter-fast":
+		os.Exit(serveAdapter(fastAdapter()))
+	case "adapter-broken":
+		os.Exit(serveAdapter(brokenAdapter()))
+	}
+	os.Exit(m.Run())
+}
+
+func serveAdapter(a *adapter.Adapter) int {
+	if err := a.ServeExec(context.Background(), os.Stdin, os.Stdout); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// auditedOps are the ops the adapters serve: a pure op, a script op and a
+// state-machine op.
+const auditedOps = `^(transfer\.group_contiguous|radix\.script|hicache\.ack_script)$`
+
+func fastAdapter() *adapter.Adapter {
+	a := adapter.New()
+	lim := ref.DefaultLimits()
+	adapter.Handle(a, "transfer.group_contiguous", withLimits(lim, fast.GroupContiguous))
+	adapter.Handle(a, "radix.script", withLimits(lim, fast.RadixScript))
+	adapter.Handle(a, "hicache.ack_script", withLimits(lim, fast.AckScript))
+	return a
+}
+
+func brokenAdapter() *adapter.Adapter {
+	a := adapter.New()
+	lim := ref.DefaultLimits()
+	adapter.Handle(a, "transfer.group_contiguous", withLimits(lim, mutantFn[ref.GroupContiguousInput, ref.GroupContiguousOutput](mutants.GroupLengthMismatch())))
+	adapter.Handle(a, "radix.script", withLimits(lim, mutantFn[ref.RadixScriptInput, ref.RadixScriptOutput](mutants.RadixStoredKeyViews())))
+	adapter.Handle(a, "hicache.ack_script", withLimits(lim, mutantFn[ref.AckScriptInput, ref.AckScriptOutput](mutants.ZeroOwnedRankReturnsEarly())))
+	return a
+}
+
+func withLimits[In, Out any](lim ref.Limits, f catalog.Func[In, Out]) func(In) (Out, error) {
+	return func(in In) (Out, error) { return f(lim, in) }
+}
+
+func mutantFn[In, Out any](k equiv.Killable) catalog.Func[In, Out] {
+	return k.(*equiv.Mutant[In, Out]).Fn
+}

@@ -1,0 +1,187 @@
+package equiv
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"pgregory.net/rapid"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/fixtures"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// ErrorMode says how a rejection by an implementation outside this build is
+// compared with the reference's (docs/adapters.md "The values"). In every
+// mode an accepted input must produce the reference's output, and an input
+// one side accepts and the other rejects is a mismatch.
+type ErrorMode string
+
+// The error modes of `kvtwin audit --errors`.
+const (
+	// ErrorsExact requires the canonical error objects to be byte-equal.
+	ErrorsExact ErrorMode = "exact"
+	// ErrorsCode requires both sides to reject with the same code.
+	ErrorsCode ErrorMode = "code"
+	// ErrorsReject requires only that both sides reject.
+	ErrorsReject ErrorMode = "reject"
+)
+
+// ParseErrorMode returns the mode called s.
+func ParseErrorMode(s string) (ErrorMode, error) {
+	switch m := ErrorMode(s); m {
+	case ErrorsExact, ErrorsCode, ErrorsReject:
+		return m, nil
+	}
+	return "", fmt.Errorf("error mode %q: want exact, code or reject", s)
+}
+
+// Remote is an implementation outside this build, reached through the
+// adapter protocol: Run applies op to the canonical JSON input in and
+// returns the implementation's raw answer; err is for transport failures
+// (no answer, a malformed answer, a crash), never for a rejected input.
+type Remote = fixtures.Runner
+
+// RemoteTrial checks r on the seed-th generated case of kind.
+func (s *Spec[In, Out]) RemoteTrial(name string, r Remote, mode ErrorMode, kind Kind, seed int) *Failure {
+	in, want := s.draw(kind, seed)
+	return s.remoteCheck(name, r, mode, fmt.Sprintf("%s/%d", kind, seed), int64(seed), in, want)
+}
+
+// RemoteTables checks r on every boundary and regression case.
+func (s *Spec[In, Out]) RemoteTables(name string, r Remote, mode ErrorMode) []*Failure {
+	var fs []*Failure
+	for _, c := range s.tableCases() {
+		if f := s.remoteCheck(name, r, mode, c.Name, 0, c.In, c.Want); f != nil {
+			fs = append(fs, f)
+		}
+	}
+	return fs
+}
+
+// RemoteShrink runs the rapid property of r over kind and returns the
+// minimal counterexample rapid shrank to (against r itself), or nil when
+// rapid finds none. A transport failure (a crash, a hang) is shrunk like a
+// mismatch, to the smallest input that causes it.
+func (s *Spec[In, Out]) RemoteShrink(name string, r Remote, mode ErrorMode, kind Kind) *Failure {
+	tb := &recordingTB{name: fmt.Sprintf("%s/%s/%s", s.Op.OpName, name, kind)}
+	prop := func(t *rapid.T) {
+		in, want := s.drawFrom(t, kind)
+		if f := s.remoteCheck(name, r, mode, "shrunk", 0, in, want); f != nil {
+			tb.record(f)
+			t.Fatal(f.Error())
+		}
+	}
+	runRecording(tb, prop)
+	return tb.last
+}
+
+// remoteCheck is Check for a Remote: the reference (protected) against r's
+// answer, decoded into Out or an error object and re-encoded canonically,
+// compared under mode. Properties are not run: an accepted answer passes
+// only when it equals the reference's output, which satisfies them.
+func (s *Spec[In, Out]) remoteCheck(name string, r Remote, mode ErrorMode, caseName string, seed int64, in In, want *ref.Sentinel) *Failure {
+	fail := func(reason, diff string) *Failure {
+		return s.failure(name, caseName, seed, in, reason, diff)
+	}
+	inBytes, err := catalog.Marshal(in)
+	if err != nil {
+		return fail("input does not encode: "+err.Error(), "")
+	}
+	rb, rejected, reason := s.refResult(in, want)
+	if reason != "" {
+		return fail(reason, "")
+	}
+	res, err := r.Run(s.Op.OpName, inBytes)
+	if err != nil {
+		f := fail("transport: "+err.Error(), "")
+		f.Transport = true
+		return f
+	}
+	got, reason := s.canonicalAnswer(res)
+	refRes := fixtures.Result{Bytes: rb, Rejected: rejected}
+	if reason != "" {
+		return fail(reason, fixtures.DiffJSON(refRes, res))
+	}
+	if !sameUnder(mode, refRes, got) {
+		return fail(fmt.Sprintf("results differ (--errors %s)", mode), fixtures.DiffJSON(refRes, got))
+	}
+	return nil
+}
+
+// refResult runs the reference on in under the generator's contract (valid
+// inputs accepted, invalid ones rejected with want), recovering a panic so
+// the input is reported instead of crashing the audit.
+func (s *Spec[In, Out]) refResult(in In, want *ref.Sentinel) (canonical []byte, rejected bool, reason string) {
+	out, panicked, err := protect(s.Op.Ref, ref.DefaultLimits(), in)
+	switch {
+	case panicked != "":
+		return nil, false, "ref panicked: " + panicked
+	case want == nil && err != nil:
+		return nil, false, "ref rejected a valid input: " + err.Error()
+	case want != nil && !errorIs(err, want):
+		return nil, false, fmt.Sprintf("ref returned %v, want sentinel %q", err, want.Code())
+	}
+	return catalog.Canonical(out, err), err != nil, ""
+}
+
+// canonicalAnswer decodes a remote answer strictly (unknown members are an
+// error) into Out or an error object and re-encodes it canonically, so
+// member order and whitespace are the adapter's own business.
+func (s *Spec[In, Out]) canonicalAnswer(res fixtures.Result) (fixtures.Result, string) {
+	if res.Rejected {
+		var obj ref.ErrorObject
+		if err := strictDecode(res.Bytes, &obj); err != nil {
+			return res, "error object does not decode: " + err.Error()
+		}
+		if obj.Code == "" {
+			return res, "error object has no code"
+		}
+		b, err := catalog.Marshal(obj)
+		if err != nil {
+			return res, "error object does not encode: " + err.Error()
+		}
+		return fixtures.Result{Bytes: b, Rejected: true}, ""
+	}
+	var out Out
+	if err := strictDecode(res.Bytes, &out); err != nil {
+		return res, fmt.Sprintf("output does not decode as %T: %v", out, err)
+	}
+	b, err := catalog.Marshal(out)
+	if err != nil {
+		return res, "output does not encode: " + err.Error()
+	}
+	return fixtures.Result{Bytes: b}, ""
+}
+
+// sameUnder compares the reference's result with an implementation's under
+// mode.
+func sameUnder(mode ErrorMode, want, got fixtures.Result) bool {
+	if want.Rejected != got.Rejected {
+		return false
+	}
+	if !want.Rejected || mode == ErrorsExact {
+		return bytes.Equal(want.Bytes, got.Bytes)
+	}
+	if mode == ErrorsReject {
+		return true
+	}
+	var w, g struct {
+		Code string `json:"code"`
+	}
+	return json.Unmarshal(want.Bytes, &w) == nil && json.Unmarshal(got.Bytes, &g) == nil && w.Code == g.Code
+}
+
+func strictDecode(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the JSON value")
+	}
+	return nil
+}

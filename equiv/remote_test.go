@@ -1,0 +1,71 @@
+package equiv
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/fixtures"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// TestRefPanicIsReportedWithItsInput: when the reference itself panics on
+// an input, the check reports the input instead of crashing the audit, for
+// an implementation of this build and for one outside it.
+func TestRefPanicIsReportedWithItsInput(t *testing.T) {
+	s := GroupContiguous()
+	op := *s.Op
+	op.Ref = func(ref.Limits, ref.GroupContiguousInput) (ref.GroupContiguousOutput, error) { panic("ref broke") }
+	s.Op = &op
+	if f := s.Trial("fast", s.Op.Fast, Valid, 3); f == nil || !strings.Contains(f.Reason, "ref panicked: ref broke") || len(f.Input) == 0 {
+		t.Errorf("Trial = %v, want a failure naming the ref panic and the input", f)
+	}
+	never := remoteFunc(func(string, []byte) (fixtures.Result, error) {
+		t.Error("the remote was called")
+		return fixtures.Result{}, nil
+	})
+	if f := s.RemoteTrial("exec:x", never, ErrorsCode, Valid, 3); f == nil || !strings.Contains(f.Reason, "ref panicked") {
+		t.Errorf("RemoteTrial = %v, want a failure naming the ref panic", f)
+	}
+}
+
+// TestRemoteAnswersAreComparedCanonicallyUnderTheErrorMode: member order and
+// whitespace of an adapter's answer do not matter, values and unknown
+// members do, and a rejection is compared as --errors says.
+func TestRemoteAnswersAreComparedCanonicallyUnderTheErrorMode(t *testing.T) {
+	s := GroupContiguous()
+	ok := ref.GroupContiguousInput{Src: []int64{1, 2}, Dst: []int64{5, 6}}
+	bad := ref.GroupContiguousInput{Src: []int64{1, 2, 3}, Dst: []int64{5, 6}}
+	answer := func(res fixtures.Result) Remote {
+		return remoteFunc(func(string, []byte) (fixtures.Result, error) { return res, nil })
+	}
+	for _, c := range []struct {
+		name string
+		in   ref.GroupContiguousInput
+		res  fixtures.Result
+		mode ErrorMode
+		pass bool
+	}{
+		{"reordered members", ok, fixtures.Result{Bytes: []byte(`{ "runs": [ {"count":2, "dst_start":5, "src_start":1} ] }`)}, ErrorsExact, true},
+		{"wrong value", ok, fixtures.Result{Bytes: []byte(`{"runs":[{"src_start":1,"dst_start":5,"count":1}]}`)}, ErrorsExact, false},
+		{"unknown member", ok, fixtures.Result{Bytes: []byte(`{"runs":[{"src_start":1,"dst_start":5,"count":2}],"x":1}`)}, ErrorsExact, false},
+		{"same code, other message, code mode", bad, fixtures.Result{Bytes: []byte(`{"code":"length_mismatch","message":"mine"}`), Rejected: true}, ErrorsCode, true},
+		{"same code, other message, exact mode", bad, fixtures.Result{Bytes: []byte(`{"code":"length_mismatch","message":"mine"}`), Rejected: true}, ErrorsExact, false},
+		{"other code, code mode", bad, fixtures.Result{Bytes: []byte(`{"code":"negative","message":"x"}`), Rejected: true}, ErrorsCode, false},
+		{"other code, reject mode", bad, fixtures.Result{Bytes: []byte(`{"code":"negative","message":"x"}`), Rejected: true}, ErrorsReject, true},
+		{"accepts what ref rejects", bad, fixtures.Result{Bytes: []byte(`{"runs":[]}`)}, ErrorsReject, false},
+	} {
+		want := (*ref.Sentinel)(nil)
+		if len(c.in.Src) != len(c.in.Dst) {
+			want = ref.ErrLengthMismatch
+		}
+		f := s.remoteCheck("exec:x", answer(c.res), c.mode, c.name, 0, c.in, want)
+		if (f == nil) != c.pass {
+			t.Errorf("%s: failure %v, want pass %v", c.name, f, c.pass)
+		}
+	}
+}
+
+// remoteFunc adapts a function to Remote.
+type remoteFunc func(op string, in []byte) (fixtures.Result, error)
+
+func (f remoteFunc) Run(op string, in []byte) (fixtures.Result, error) { return f(op, in) }
