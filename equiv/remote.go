@@ -131,12 +131,15 @@ func (s *Spec[In, Out]) refResult(in In, want *ref.Sentinel) (canonical []byte, 
 // member order and whitespace are the adapter's own business.
 func (s *Spec[In, Out]) canonicalAnswer(res fixtures.Result) (fixtures.Result, string) {
 	if res.Rejected {
-		var obj ref.ErrorObject
+		var obj remoteErrorObject
 		if err := strictDecode(res.Bytes, &obj); err != nil {
 			return res, "error object does not decode: " + err.Error()
 		}
 		if obj.Code == "" {
 			return res, "error object has no code"
+		}
+		if err := obj.compactValue(); err != nil {
+			return res, "error object value: " + err.Error()
 		}
 		b, err := catalog.Marshal(obj)
 		if err != nil {
@@ -153,6 +156,33 @@ func (s *Spec[In, Out]) canonicalAnswer(res fixtures.Result) (fixtures.Result, s
 		return res, "output does not encode: " + err.Error()
 	}
 	return fixtures.Result{Bytes: b}, ""
+}
+
+// remoteErrorObject is ref.ErrorObject as an adapter sends it: the same
+// members in the same order, with the value kept as the adapter wrote it
+// (compacted), since decoding an object value into a map would reorder its
+// members and hide or invent differences.
+type remoteErrorObject struct {
+	Code    string          `json:"code"`
+	Field   string          `json:"field,omitempty"`
+	Value   json.RawMessage `json:"value,omitempty"`
+	Bound   string          `json:"bound,omitempty"`
+	Message string          `json:"message"`
+}
+
+// compactValue compacts the value and drops a null one, as ref omits a nil
+// value.
+func (o *remoteErrorObject) compactValue() error {
+	if len(o.Value) == 0 || bytes.Equal(bytes.TrimSpace(o.Value), []byte("null")) {
+		o.Value = nil
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, o.Value); err != nil {
+		return err
+	}
+	o.Value = buf.Bytes()
+	return nil
 }
 
 // sameUnder compares the reference's result with an implementation's under

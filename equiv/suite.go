@@ -1,6 +1,7 @@
 package equiv
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,6 +34,9 @@ type Suite interface {
 	Shrink(impl catalog.Impl, kind Kind) (*Failure, error)
 	// TableSizes reports how many boundary and regression cases there are.
 	TableSizes() (boundary, regressions int)
+	// InvalidInput is the seed-th generated invalid input as canonical JSON,
+	// with the code of the sentinel ref rejects it with.
+	InvalidInput(seed int) (json.RawMessage, string)
 	// RemoteTrial checks r, an implementation outside this build named
 	// name, on the seed-th generated case of kind, comparing rejections
 	// under mode.
@@ -93,6 +97,15 @@ func (u suite[In, Out]) Shrink(impl catalog.Impl, kind Kind) (*Failure, error) {
 		return nil, err
 	}
 	return u.s.Shrink(string(impl), f, kind), nil
+}
+
+func (u suite[In, Out]) InvalidInput(seed int) (json.RawMessage, string) {
+	bad := u.s.Invalid.Example(seed)
+	b, err := catalog.Marshal(bad.In)
+	if err != nil {
+		return nil, ""
+	}
+	return b, bad.Want.Code()
 }
 
 func (u suite[In, Out]) RemoteTrial(name string, r Remote, mode ErrorMode, kind Kind, seed int) *Failure {

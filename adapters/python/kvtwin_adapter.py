@@ -454,6 +454,9 @@ def _make_handler(adapter, prefix, max_body_bytes):
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in two writes; without TCP_NODELAY, Nagle's
+        # algorithm holds the body until the client's delayed ACK (~40 ms a call).
+        disable_nagle_algorithm = True
         server_version = "kvtwin-adapter"
 
         def log_message(self, format, *args):  # noqa: A002 - BaseHTTPRequestHandler's name

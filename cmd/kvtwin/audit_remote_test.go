@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/server"
 )
 
 // kvtwinCmd runs the test binary as `kvtwin args…` (role "kvtwin": the
@@ -207,4 +210,58 @@ func listElements(t *testing.T, doc []byte) int {
 		return n
 	}
 	return count(v)
+}
+
+// TestAdapterCheckPassesOnBothKitsAndOnServe runs the conformance command
+// against the Python kit's example and the Go kit over exec, the Go kit
+// over HTTP, and kvtwin's own server.
+func TestAdapterCheckPassesOnBothKitsAndOnServe(t *testing.T) {
+	srv, err := server.New(server.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kvtwinServe := httptest.NewServer(srv.Handler())
+	defer kvtwinServe.Close()
+	goKitHTTP := httptest.NewServer(fastAdapter().Handler("/kit"))
+	defer goKitHTTP.Close()
+	for _, target := range []string{
+		"exec:" + requirePython(t) + " ../../adapters/python/example.py",
+		selfAdapter("adapter-fast"),
+		goKitHTTP.URL + "/kit",
+		kvtwinServe.URL,
+	} {
+		code, out, stderr := runCLI(t, "adapter", "check", "--impl", target)
+		if code != 0 || !strings.Contains(out, "adapter conforms") {
+			t.Errorf("adapter check --impl %s exited %d:\n%s%s", target, code, out, stderr)
+		}
+	}
+}
+
+// TestAuditOfKvtwinServeOverHTTPPassesInExactMode: kvtwin's own server,
+// audited as an outside implementation, agrees with ref byte for byte,
+// error objects included.
+func TestAuditOfKvtwinServeOverHTTPPassesInExactMode(t *testing.T) {
+	srv, err := server.New(server.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	code, out, stderr := runCLI(t, "audit", "--impl", ts.URL, "--errors", "exact", "--cases", "10", "--json", "--no-progress")
+	if code != 0 {
+		t.Fatalf("audit of kvtwin serve exited %d: %s\n%s", code, stderr, out)
+	}
+	if rep := auditReportOf(t, out); len(rep.Ops) != len(catalog.All()) || len(rep.NotImplemented) != 0 {
+		t.Errorf("audited %d ops (%d not implemented), want all %d", len(rep.Ops), len(rep.NotImplemented), len(catalog.All()))
+	}
+}
+
+// TestAdapterCheckFailsOnAnAdapterThatBreaksTheProtocol: a mute adapter (a
+// shell that reads its requests and never answers) fails the check within
+// the timeout instead of hanging it.
+func TestAdapterCheckFailsOnAnAdapterThatBreaksTheProtocol(t *testing.T) {
+	code, out, _ := runCLI(t, "adapter", "check", "--impl", "exec:sh -c 'cat >/dev/null'", "--timeout", "1s")
+	if code != 1 || !strings.Contains(out, "DOES NOT CONFORM") {
+		t.Errorf("adapter check of a mute adapter exited %d:\n%s", code, out)
+	}
 }
