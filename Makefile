@@ -5,7 +5,7 @@ GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not 
 FIXTURES  = $(wildcard fixtures/testdata/*.jsonl)
 
 .PHONY: all build run test test-long fmt-check vet staticcheck test-race hostile-short hostile fixtures-check audit-short \
-        test-python fixtures bugzoo generate docs audit bench soak fuzz lint clean \
+        test-e2e test-python fixtures bugzoo generate docs audit bench soak fuzz lint clean \
         cuda-deps ptx ptx-check emu cuda-build test-cuda gpu-bin gpu-check
 
 all: build
@@ -18,7 +18,12 @@ run: build
 	$(BIN) serve
 
 ## test: every gate CI runs, on a fresh clone, in under 10 minutes on 2 cores.
-test: fmt-check vet staticcheck test-race test-python hostile-short fixtures-check audit-short test-cuda
+test: fmt-check vet staticcheck test-race test-e2e test-python hostile-short fixtures-check audit-short test-cuda
+
+## test-e2e: the CLI's end-to-end audits through subprocess adapters (a broken Go adapter, the
+## Python kit's example, sharded runs merged), without -race: the children are separate processes.
+test-e2e:
+	$(GO) test -count=1 -run 'TestAudit|TestShard|TestAdapterCheck|TestHTMLReport|TestMerge|TestCampaign' ./cmd/kvtwin/
 
 ## test-python: the Python adapter kit's own tests (standard library only; adapters/python).
 test-python:

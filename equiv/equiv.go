@@ -99,6 +99,10 @@ type Failure struct {
 	// Transport marks a failure to reach an implementation outside this
 	// build (no answer, a malformed answer, a crash), not a wrong answer.
 	Transport bool `json:"transport,omitempty"`
+	// Seq orders failures as an unsharded audit meets them (table cases
+	// first, then generated cases by index), so shard reports merge into
+	// the same list; set by the audit.
+	Seq int `json:"seq"`
 }
 
 // Error renders the failure with the input as a fixture-style line.

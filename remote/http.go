@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -51,17 +54,50 @@ func (h *httpImpl) Ops() ([]string, error) {
 	return parseOpList(body)
 }
 
-// Run implements fixtures.Runner: POST {base}/v1/ops/{op}.
+// Run implements fixtures.Runner: POST {base}/v1/ops/{op}. A server that
+// sheds load (429, or 503 with Retry-After, as kvtwin serve does) is asked
+// again after a short growing delay, until the call's timeout; only then is
+// the refusal a transport error.
 func (h *httpImpl) Run(op string, in []byte) (fixtures.Result, error) {
-	resp, err := h.client.Post(h.base+"/v1/ops/"+url.PathEscape(op), "application/json", bytes.NewReader(in))
-	if err != nil {
-		return fixtures.Result{}, &TransportError{Op: op, Reason: err.Error()}
+	deadline := time.Now().Add(h.o.Timeout)
+	backoff := 5 * time.Millisecond
+	for {
+		resp, err := h.client.Post(h.base+"/v1/ops/"+url.PathEscape(op), "application/json", bytes.NewReader(in))
+		if err != nil {
+			return fixtures.Result{}, &TransportError{Op: op, Reason: err.Error()}
+		}
+		body, err := h.read(resp)
+		if err != nil {
+			return fixtures.Result{}, &TransportError{Op: op, Reason: err.Error()}
+		}
+		wait, shed := retryAfter(resp, backoff)
+		if shed && time.Now().Add(wait).Before(deadline) {
+			time.Sleep(wait)
+			backoff = min(2*backoff, 500*time.Millisecond)
+			continue
+		}
+		return h.result(op, resp.StatusCode, body)
 	}
-	body, err := h.read(resp)
-	if err != nil {
-		return fixtures.Result{}, &TransportError{Op: op, Reason: err.Error()}
+}
+
+// retryAfter reports whether resp sheds load and how long to wait: the
+// backoff, jittered so refused callers do not return together, and never
+// longer than the Retry-After the server names (kvtwin serve says 1 s, the
+// header's smallest unit, while a slot frees in microseconds).
+func retryAfter(resp *http.Response, backoff time.Duration) (time.Duration, bool) {
+	ra := resp.Header.Get("Retry-After")
+	if resp.StatusCode != http.StatusTooManyRequests && (resp.StatusCode != http.StatusServiceUnavailable || ra == "") {
+		return 0, false
 	}
-	switch resp.StatusCode {
+	wait := backoff/2 + rand.N(backoff/2+1)
+	if secs, err := strconv.Atoi(ra); err == nil && secs >= 0 {
+		wait = min(wait, time.Duration(secs)*time.Second)
+	}
+	return wait, true
+}
+
+func (h *httpImpl) result(op string, status int, body []byte) (fixtures.Result, error) {
+	switch status {
 	case http.StatusOK:
 		return fixtures.Result{Bytes: body}, nil
 	case http.StatusBadRequest:
@@ -73,7 +109,7 @@ func (h *httpImpl) Run(op string, in []byte) (fixtures.Result, error) {
 	case http.StatusNotFound:
 		return fixtures.Result{}, fmt.Errorf("%s: %w", op, ErrNotImplemented)
 	}
-	return fixtures.Result{}, &TransportError{Op: op, Reason: fmt.Sprintf("HTTP %d: %.200s", resp.StatusCode, body)}
+	return fixtures.Result{}, &TransportError{Op: op, Reason: fmt.Sprintf("HTTP %d: %.200s", status, body)}
 }
 
 // read reads a response body of at most MaxReplyBytes, trimming one

@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kvtwin/kvtwin/adapter"
 	"github.com/kvtwin/kvtwin/ref"
@@ -72,5 +74,33 @@ func TestHTTPReportsBrokenServersAsTransportErrors(t *testing.T) {
 		if !errors.As(err, &te) || !strings.Contains(te.Reason, want) {
 			t.Errorf("%s: %v, want a TransportError containing %q", op, err, want)
 		}
+	}
+}
+
+// TestHTTPRetriesAServerThatShedsLoad: 429 with Retry-After is asked again
+// until it is answered, not reported as a transport error.
+func TestHTTPRetriesAServerThatShedsLoad(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= 3 {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "busy", http.StatusTooManyRequests)
+			return
+		}
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	defer srv.Close()
+	r, err := Open(srv.URL, Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	start := time.Now()
+	res, err := r.Run("x", []byte(`{}`))
+	if err != nil || string(res.Bytes) != `{"ok":true}` || calls.Load() != 4 {
+		t.Errorf("Run = %s, %v after %d calls", res.Bytes, err, calls.Load())
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("three refusals took %s", d)
 	}
 }

@@ -39,6 +39,10 @@ type auditOptions struct {
 	maxReplyBytes      int64
 	asJSON, noProgress bool
 	maxFailures        int
+	shardFlag          string
+	shard              shardSpec
+	htmlPath, bench    string
+	shrink             bool
 }
 
 // auditReport is the machine-readable result of `kvtwin audit --json`.
@@ -53,17 +57,22 @@ type auditReport struct {
 	// ZooSkipped says why the bug zoo did not run (it checks kvtwin's own
 	// suite, so an audit of outside implementations only skips it).
 	ZooSkipped string `json:"zoo_skipped,omitempty"`
-	Passed     bool   `json:"passed"`
+	// Shard is the part of the audit this report covers (nil: all of it);
+	// `kvtwin audit merge` combines the reports of every shard.
+	Shard  *shardSpec `json:"shard,omitempty"`
+	Passed bool       `json:"passed"`
 }
 
 // opResult is one op × implementation row of the audit.
 type opResult struct {
-	Op     string `json:"op"`
-	Spec   string `json:"spec"`
-	Impl   string `json:"impl"`
-	Cases  int    `json:"cases"`
-	Tables int    `json:"tables"`
-	Passed bool   `json:"passed"`
+	Op   string `json:"op"`
+	Spec string `json:"spec"`
+	Impl string `json:"impl"`
+	// Cases is how many generated cases this report ran, Tables how many
+	// table cases (a shard other than 0 runs none).
+	Cases  int  `json:"cases"`
+	Tables int  `json:"tables"`
+	Passed bool `json:"passed"`
 	// Mismatches counts the cases whose result differed; Failures holds the
 	// first --max-failures of them.
 	Mismatches int              `json:"mismatches"`
@@ -75,6 +84,10 @@ type opResult struct {
 	Transport       []*equiv.Failure `json:"transport,omitempty"`
 	// Shrunk is rapid's minimal counterexample for the first failing kind.
 	Shrunk *equiv.Failure `json:"shrunk,omitempty"`
+	// ShrunkFrom is the Seq of the failing case whose kind was shrunk (-1:
+	// none); a merge keeps the shrink of the earliest, as an unsharded run
+	// does.
+	ShrunkFrom int `json:"shrunk_from"`
 }
 
 // mutantResult is one bug-zoo row of the audit.
@@ -126,8 +139,13 @@ mismatch, transport error or surviving mutant.`,
 	f.Int64Var(&o.maxReplyBytes, "max-reply-bytes", remote.DefaultMaxReplyBytes, "largest reply accepted from an implementation outside this build")
 	f.IntVar(&o.mutantCases, "mutant-cases", mutants.MaxCases, "generated cases a mutant may survive")
 	f.IntVar(&o.maxFailures, "max-failures", 5, "failures reported per op × implementation")
+	f.BoolVar(&o.shrink, "shrink", true, "shrink the first failing kind to a minimal counterexample (rapid; bounded by its 30 s shrink limit per op)")
 	f.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&o.noProgress, "no-progress", false, "never draw a progress bar")
+	f.StringVar(&o.htmlPath, "html", "", "also write the report as one self-contained HTML page to this file")
+	f.StringVar(&o.bench, "bench", "", "with --html: chart the ratios of this `kvtwin bench --json` output")
+	f.StringVar(&o.shardFlag, "shard", "", "run part i of n (i/n, 0-based) of the cases and mutants; default from JOB_COMPLETION_INDEX/JOB_COMPLETION_COUNT (Kubernetes Indexed Jobs) or SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT")
+	cmd.AddCommand(newAuditMergeCmd())
 	return cmd
 }
 
@@ -165,6 +183,11 @@ func runAudit(stdout, stderr io.Writer, o auditOptions) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	shard, err := resolveShard(o.shardFlag, os.Getenv)
+	if err != nil {
+		return err
+	}
+	o.shard = shard
 	sel, err := regexp.Compile(o.ops)
 	if err != nil {
 		return fmt.Errorf("--ops: %w", err)
@@ -181,6 +204,9 @@ func runAudit(stdout, stderr io.Writer, o auditOptions) error {
 		return fmt.Errorf("--ops %q matches no op", o.ops)
 	}
 	rep := auditReport{Seed: o.seed, Cases: o.cases, Passed: true}
+	if shard.Count > 1 {
+		rep.Shard = &shard
+	}
 	var work []auditUnit
 	for _, s := range suites {
 		for _, impl := range s.Entry().Impls() {
@@ -209,11 +235,15 @@ func runAudit(stdout, stderr io.Writer, o auditOptions) error {
 	}
 	var zoo []equiv.Killable
 	if len(targets) == 0 {
-		zoo = selectMutants(sel)
+		for i, m := range selectMutants(sel) {
+			if shard.owns(i) {
+				zoo = append(zoo, m)
+			}
+		}
 	} else {
 		rep.ZooSkipped = "the bug zoo checks kvtwin's own suite; it runs when only implementations of this build are audited"
 	}
-	bar := newBar(stderr, o, int64(len(work))*int64(o.cases)+int64(len(zoo)))
+	bar := newBar(stderr, o, int64(len(work))*int64(shard.size(o.cases))+int64(len(zoo)))
 	for _, u := range work {
 		r, err := auditOp(u, o, bar)
 		if err != nil {
@@ -232,14 +262,24 @@ func runAudit(stdout, stderr io.Writer, o auditOptions) error {
 		bar.add(1)
 	}
 	bar.finish()
-	if o.asJSON {
-		enc := json.NewEncoder(stdout)
+	if o.htmlPath != "" {
+		if err := writeHTMLReport(o.htmlPath, rep, o.bench); err != nil {
+			return err
+		}
+	}
+	return printReport(stdout, rep, o.asJSON)
+}
+
+// printReport prints rep as text or JSON and fails when the audit did.
+func printReport(w io.Writer, rep auditReport, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
 			return err
 		}
 	} else {
-		printAudit(stdout, rep)
+		printAudit(w, rep)
 	}
 	if !rep.Passed {
 		return &exitError{code: 1, msg: "audit failed"}
@@ -380,19 +420,35 @@ func selectMutants(sel *regexp.Regexp) []equiv.Killable {
 }
 
 func auditOp(u auditUnit, o auditOptions, bar *bar) (opResult, error) {
-	r := opResult{Op: u.suite.Name(), Spec: u.suite.Entry().Spec(), Impl: u.impl, Cases: o.cases}
-	b, g := u.suite.TableSizes()
-	r.Tables = b + g
-	fs, err := u.tables()
-	if err != nil {
-		return r, err
+	r := opResult{Op: u.suite.Name(), Spec: u.suite.Entry().Spec(), Impl: u.impl, Cases: o.shard.size(o.cases)}
+	var fs []*equiv.Failure
+	if o.shard.Index == 0 { // the tables are small: shard 0 runs them all
+		b, g := u.suite.TableSizes()
+		r.Tables = b + g
+		var err error
+		if fs, err = u.tables(); err != nil {
+			return r, err
+		}
+	}
+	for i, f := range fs {
+		f.Seq = i
 	}
 	trials, err := runTrials(u, o, bar)
 	if err != nil {
 		return r, err
 	}
 	var firstKind equiv.Kind
-	for i, f := range append(fs, trials...) {
+	firstSeq := -1
+	r.ShrunkFrom = -1
+	for i, f := range trials {
+		if f != nil {
+			f.Seq = tableSeqBase + i
+			if firstKind == "" && !f.Transport {
+				firstKind, firstSeq = trialKind(i), f.Seq
+			}
+		}
+	}
+	for _, f := range append(fs, trials...) {
 		switch {
 		case f == nil:
 		case f.Transport:
@@ -405,21 +461,22 @@ func auditOp(u auditUnit, o auditOptions, bar *bar) (opResult, error) {
 			if len(r.Failures) < o.maxFailures {
 				r.Failures = append(r.Failures, f)
 			}
-			if firstKind == "" && i >= len(fs) {
-				firstKind = trialKind(i - len(fs))
-			}
 		}
 	}
-	if firstKind != "" {
+	if firstKind != "" && o.shrink {
 		shrunk, err := u.shrink(firstKind)
 		if err != nil {
 			return r, err
 		}
-		r.Shrunk = shrunk
+		r.Shrunk, r.ShrunkFrom = shrunk, firstSeq
 	}
 	r.Passed = r.Mismatches == 0 && r.TransportErrors == 0
 	return r, nil
 }
+
+// tableSeqBase orders generated cases after every table case in Seq: no
+// op has a million table cases.
+const tableSeqBase = 1 << 20
 
 // trialKind is the kind of the i-th generated case: valid and invalid
 // alternate, each kind's seeds counting up from --seed.
@@ -452,7 +509,9 @@ func runTrials(u auditUnit, o auditOptions, bar *bar) ([]*equiv.Failure, error) 
 		}()
 	}
 	for i := range o.cases {
-		next <- i
+		if o.shard.owns(i) {
+			next <- i
+		}
 	}
 	close(next)
 	wg.Wait()

@@ -54,8 +54,9 @@ func auditReportOf(t *testing.T, out string) auditReport {
 // diff, plus a shrunk counterexample, and the audit must exit 1 (it used to
 // panic on rapid's testing.Short before any of that was printed).
 func TestAuditOfABrokenAdapterReportsSeedFixtureDiffAndMinimalCase(t *testing.T) {
+	skipUnderRace(t)
 	code, out, stderr := kvtwinCmd(t, "audit", "--impl", selfAdapter("adapter-broken"), "--ops", auditedOps,
-		"--cases", "60", "--seed", "7", "--json", "--no-progress")
+		"--cases", "24", "--seed", "7", "--json", "--no-progress")
 	if code != 1 {
 		t.Fatalf("audit of a broken adapter exited %d, want 1\nstderr: %s\n%s", code, stderr, out)
 	}
@@ -89,7 +90,7 @@ func TestAuditOfABrokenAdapterReportsSeedFixtureDiffAndMinimalCase(t *testing.T)
 	}
 
 	code, text, _ := kvtwinCmd(t, "audit", "--impl", selfAdapter("adapter-broken"), "--ops", `^transfer\.group_contiguous$`,
-		"--cases", "40", "--seed", "7", "--no-progress")
+		"--cases", "16", "--seed", "7", "--no-progress")
 	for _, want := range []string{"minimal counterexample (rapid, seed 7)", "fixture: {", "diff (-ref +exec:", "audit FAILED: seed 7"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text report lacks %q (exit %d):\n%s", want, code, text)
@@ -263,5 +264,14 @@ func TestAdapterCheckFailsOnAnAdapterThatBreaksTheProtocol(t *testing.T) {
 	code, out, _ := runCLI(t, "adapter", "check", "--impl", "exec:sh -c 'cat >/dev/null'", "--timeout", "1s")
 	if code != 1 || !strings.Contains(out, "DOES NOT CONFORM") {
 		t.Errorf("adapter check of a mute adapter exited %d:\n%s", code, out)
+	}
+}
+
+// skipUnderRace leaves a subprocess end-to-end test to `make test-e2e`
+// (see raceEnabled).
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("end-to-end through subprocesses: runs without -race in make test-e2e")
 	}
 }

@@ -46,14 +46,14 @@ func serveAdapter(a *adapter.Adapter) int {
 
 // auditedOps are the ops the adapters serve: a pure op, a script op and a
 // state-machine op.
-const auditedOps = `^(transfer\.group_contiguous|radix\.script|hicache\.ack_script)$`
+const auditedOps = `^(transfer\.group_contiguous|radix\.script|transfer\.per_layer_script)$`
 
 func fastAdapter() *adapter.Adapter {
 	a := adapter.New()
 	lim := ref.DefaultLimits()
 	adapter.Handle(a, "transfer.group_contiguous", withLimits(lim, fast.GroupContiguous))
 	adapter.Handle(a, "radix.script", withLimits(lim, fast.RadixScript))
-	adapter.Handle(a, "hicache.ack_script", withLimits(lim, fast.AckScript))
+	adapter.Handle(a, "transfer.per_layer_script", withLimits(lim, fast.PerLayerScript))
 	return a
 }
 
@@ -62,7 +62,7 @@ func brokenAdapter() *adapter.Adapter {
 	lim := ref.DefaultLimits()
 	adapter.Handle(a, "transfer.group_contiguous", withLimits(lim, mutantFn[ref.GroupContiguousInput, ref.GroupContiguousOutput](mutants.GroupLengthMismatch())))
 	adapter.Handle(a, "radix.script", withLimits(lim, mutantFn[ref.RadixScriptInput, ref.RadixScriptOutput](mutants.RadixStoredKeyViews())))
-	adapter.Handle(a, "hicache.ack_script", withLimits(lim, mutantFn[ref.AckScriptInput, ref.AckScriptOutput](mutants.ZeroOwnedRankReturnsEarly())))
+	adapter.Handle(a, "transfer.per_layer_script", withLimits(lim, mutantFn[ref.PerLayerScriptInput, ref.PerLayerScriptOutput](mutants.FinishRequiresAllLayers())))
 	return a
 }
 
