@@ -69,3 +69,19 @@ func TestRemoteAnswersAreComparedCanonicallyUnderTheErrorMode(t *testing.T) {
 type remoteFunc func(op string, in []byte) (fixtures.Result, error)
 
 func (f remoteFunc) Run(op string, in []byte) (fixtures.Result, error) { return f(op, in) }
+
+// TestAPanickingMutantIsAGapNotAKill: a mutant that only panics is not
+// killed by the hunt or by its regression case; value checks must catch a
+// historic bug, which returned a wrong value rather than crashing.
+func TestAPanickingMutantIsAGapNotAKill(t *testing.T) {
+	m := &Mutant[ref.GroupContiguousInput, ref.GroupContiguousOutput]{
+		Spec: GroupContiguous(), ID: "group-length-mismatch", Section: "test", About: "panics",
+		Fn: func(ref.Limits, ref.GroupContiguousInput) (ref.GroupContiguousOutput, error) { panic("boom") },
+	}
+	if n, f := m.Hunt(20); f != nil || n != 20 {
+		t.Errorf("Hunt = %d, %v; want the mutant to survive 20 cases", n, f)
+	}
+	if f, err := m.Regression(); err != nil || f != nil {
+		t.Errorf("Regression = %v, %v; want no kill", f, err)
+	}
+}

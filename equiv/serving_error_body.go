@@ -293,7 +293,11 @@ func streamValid(t *rapid.T) ref.StreamErrorInput {
 	}
 	var members []string
 	members = append(members, `"type":`+rapid.SampledFrom([]string{`"abort"`, `"abort"`, `"abort"`, `"stop"`, `"length"`, `null`}).Draw(t, "type"))
-	code := rapid.SampledFrom([]string{"", "413", "400", "500", "503", "599", "200", "-1", `"413"`, `"0429"`, `"4x3"`, `""`, "413.0", "4.13e2", "null", "true"}).Draw(t, "status_code")
+	code := rapid.OneOf(
+		rapid.SampledFrom([]string{"", "413", "400", "500", "503", "599", "200", "-1", `"413"`, `"0429"`, `"4x3"`, `""`, "413.0", "4.13e2", "null", "true"}),
+		// every status Python's http.HTTPStatus names (S1.3's err_type), and the gaps between them
+		rapid.Map(rapid.IntRange(100, 599), func(c int) string { return strconv.Itoa(c) }),
+	).Draw(t, "status_code")
 	if code != "" {
 		members = append(members, `"status_code":`+code)
 	}

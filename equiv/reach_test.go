@@ -1,0 +1,57 @@
+// This file reaches what the generators, drawing small random cases for
+// shrinking, do not: inputs above fast's parallel thresholds and every entry
+// of a table the spec fixes (make coverage, docs/coverage.md).
+
+package equiv
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// TestLargeInputsTakeTheParallelPaths checks fast against ref on inputs
+// above the sizes from which fast splits work across goroutines, sizes the
+// generators (which draw small cases, for shrinking) never reach: runs that
+// cross the segment boundaries, and a negative id in the last segment, which
+// the parallel path must report as ref does.
+func TestLargeInputsTakeTheParallelPaths(t *testing.T) {
+	s := GroupContiguous()
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 3<<17 + 77
+	in := ref.GroupContiguousInput{Src: make([]int64, n), Dst: make([]int64, n)}
+	var src, dst int64
+	for i := 0; i < n; {
+		run := 1 + rng.IntN(64)
+		for j := 0; j < run && i < n; j++ {
+			in.Src[i], in.Dst[i] = src, dst
+			src, dst, i = src+1, dst+1, i+1
+		}
+		src += 1 + rng.Int64N(5)
+		dst += int64(rng.IntN(3)) // 0: a dst jump of zero ends the run on src alone
+	}
+	if reason, diff := s.Check("fast", s.Op.Fast, in, nil); reason != "" {
+		t.Errorf("%d pairs: %s\n%s", n, reason, diff)
+	}
+	in.Dst[n-5] = -1
+	if reason, diff := s.Check("fast", s.Op.Fast, in, ref.ErrNegative); reason != "" {
+		t.Errorf("%d pairs, a negative dst id in the last segment: %s\n%s", n, reason, diff)
+	}
+}
+
+// TestEveryStatusCodeStreamsTheSameErrorChunk runs serving.stream_error_chunk
+// on an abort with every status code from 100 to 599 and no err_type, so
+// each entry of S1.3's status-name table is compared, not only the few a
+// generator run happens to draw.
+func TestEveryStatusCodeStreamsTheSameErrorChunk(t *testing.T) {
+	s := StreamErrorChunk()
+	for code := 100; code <= 599; code++ {
+		in := ref.StreamErrorInput{FinishReason: json.RawMessage(fmt.Sprintf(`{"type":"abort","status_code":%d,"message":"m"}`, code))}
+		if reason, diff := s.Check("fast", s.Op.Fast, in, nil); reason != "" {
+			t.Errorf("status %d: %s\n%s", code, reason, diff)
+		}
+	}
+}
