@@ -133,7 +133,7 @@ mismatch, transport error or surviving mutant.`,
 	f.StringArrayVar(&o.impls, "impl", nil, "implementation to audit: ref, fast, cuda, exec:CMD ARGS… or http://HOST:PORT[/PREFIX] (repeatable; default: every one in this build)")
 	f.StringVar(&o.legacyImpls, "impls", "", "comma-separated implementations of this build")
 	_ = f.MarkDeprecated("impls", "use --impl (repeatable)")
-	f.StringVar(&o.errors, "errors", "", "how rejections are compared: exact (canonical error objects), code, or reject (default: exact in this build, code outside it)")
+	f.StringVar(&o.errors, "errors", "", "how an adapter's rejections are compared: exact (canonical error objects), code or reject (default code; implementations of this build are always compared exactly)")
 	f.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "cases checked at once per op × implementation")
 	f.DurationVar(&o.timeout, "timeout", remote.DefaultTimeout, "per-call timeout for an implementation outside this build")
 	f.Int64Var(&o.maxReplyBytes, "max-reply-bytes", remote.DefaultMaxReplyBytes, "largest reply accepted from an implementation outside this build")
