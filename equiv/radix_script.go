@@ -3,6 +3,7 @@ package equiv
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"pgregory.net/rapid"
 
@@ -350,6 +351,7 @@ func radixBoundary() []Case[ref.RadixScriptInput] {
 		{"disabled-cache", steps(ref.RadixStep{Op: ref.StepCreate, PageSize: 1, Disable: true}, ins([]int64{1}), mat(1))},
 		{"evict-zero-does-nothing", steps(create(1), ins([]int64{1}), ref.RadixStep{Op: ref.StepEvict})},
 		{"owner-split-example", steps(cpCreate(1, 2, 0), ins([]int64{1, 2, 3, 4}), mat(1))}, // §4.2: [2,2] → [1,0] + [1,2]
+		evictTie(ref.PolicyLRU), evictTie(ref.PolicyLFU), evictTie(ref.PolicyMRU), evictTie(ref.PolicyPriority),
 		{"owner-counts-for-target-and-draft-sizes", steps(cpCreate(2, 4, 3), ins(iota64(0, 10)), mat(iota64(0, 6)...), ins(append(iota64(0, 4), 9, 9)))},
 		{"owner-plan-worked-example", ownerPlanWorkedExample()},
 		{"owner-plan-pushes-a-parent-that-becomes-a-leaf", steps(cpCreate(1, 2, 0),
@@ -371,6 +373,20 @@ func radixBoundary() []Case[ref.RadixScriptInput] {
 			plan(0, []int{1, -1}, []int{0, 0}), plan(0, []int{1, 0}, []int{-2, 0}),
 			plan(9, []int{1, 0}, []int{0, 0}))},
 	}
+}
+
+// evictTie is §1.2 item 3's id tie-break under policy p: the insert that
+// splits [1,2,3] at [1,2] stamps the old leaf [3] and the new leaf [4] with
+// the same tick (and priority), so the keys of LRU, LFU, MRU and priority
+// tie and the lower id goes first; the matches show which leaf one evicted
+// token removed. FIFO and FILO cannot tie: an insert creates one leaf, and
+// a split keeps the old node's creation tick.
+func evictTie(p ref.EvictPolicy) Case[ref.RadixScriptInput] {
+	c := create(1)
+	c.Policy = p
+	return Case[ref.RadixScriptInput]{"evict-tie-breaks-by-id-" + strings.ToLower(string(p)), steps(c,
+		ins([]int64{1, 2, 3}, 10, 11, 12), ins([]int64{1, 2, 4}, 20, 21, 22),
+		ref.RadixStep{Op: ref.StepEvict, NumTokens: 1}, mat(1, 2, 3), mat(1, 2, 4))}
 }
 
 // cpCreate creates a tree with CP owner metadata for cp (and draft) ranks.

@@ -79,7 +79,9 @@ func chatTools(t *rapid.T) string {
 	tools := make([]string, n)
 	for i := range tools {
 		name := rapid.SampledFrom(toolNamePool).Draw(t, "tool_name")
-		tools[i] = `{"type":"function","function":{"name":` + ref.JSONString(name) + `,"parameters":{"type":"object","properties":{"q":{"type":"string"}}}}}`
+		tools[i] = `{"type":"function","function":{"name":` + ref.JSONString(name) + `,"parameters":{"type":"object","properties":{"q":{"type":"string"}}}` +
+			rapid.SampledFrom([]string{"", "", `,"strict":true`, `,"description":"d","x_vendor":{"k":[1,2]}`}).Draw(t, "function_extra") + `}` +
+			rapid.SampledFrom([]string{"", "", `,"x_cache":null`}).Draw(t, "tool_extra") + `}`
 		if rapid.IntRange(0, 6).Draw(t, "nameless") == 0 {
 			tools[i] = `{"type":"function","function":{"description":"no name"}}`
 		}
@@ -106,6 +108,10 @@ func chatMessages(t *rapid.T, sp string) string {
 		if role == "tool" {
 			m = `"tool_call_id":"call_1",` + m
 		}
+		// members the spec does not name ride along and must not change the result
+		if extra := rapid.SampledFrom([]string{"", "", "", `"name":"bob"`, `"x_meta":{"k":[1,"é"]}`, `"reasoning_content":null`}).Draw(t, "message_extra"); extra != "" {
+			m += "," + sp + extra
+		}
 		msgs[i] = "{" + m + "}"
 	}
 	return "[" + strings.Join(msgs, ","+sp) + "]"
@@ -121,6 +127,7 @@ func chatParts(t *rapid.T, sp string) string {
 			`{"type":"image_url","image_url":"https://x/y.png"}`, `{"type":"image_url","image_url":` + sp + `"data:image/png;base64,AAAA\/"}`,
 			`{"type":"image_url","image_url":{"url":"https://x/z.png","detail":"high"}}`, `{"type":"image_url","image_url":""}`,
 			`{"type":"image_url"}`, `{"type":"text"}`, `{"type":7}`, `"bare"`, `{"text":"untyped"}`,
+			`{"type":"text","text":"c","x_extra":{"a":1}}`, `{"x_first":true,"type":"image_url","image_url":{"url":"https://x/w.png","x_size":3}}`,
 		}).Draw(t, "part")
 	}
 	return "[" + strings.Join(parts, ","+sp) + "]"

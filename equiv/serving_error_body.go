@@ -307,6 +307,10 @@ func streamValid(t *rapid.T) ref.StreamErrorInput {
 	if rapid.Bool().Draw(t, "has_message") {
 		members = append(members, `"message":`+ref.JSONString(servingText(t, "message")))
 	}
+	// members the spec does not name must not change the chunk
+	if extra := rapid.SampledFrom([]string{"", "", "", `"matched_stop":null`, `"x_detail":{"status_code":500}`, `"length":7`}).Draw(t, "finish_extra"); extra != "" {
+		members = append(members, extra)
+	}
 	for i := len(members) - 1; i > 0; i-- {
 		j := rapid.IntRange(0, i).Draw(t, "swap")
 		members[i], members[j] = members[j], members[i]
