@@ -274,6 +274,25 @@ func perLayerBoundary() []Case[ref.PerLayerScriptInput] {
 		{"drop-waits-batches", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0), perLayerReg(1, 4)), perLayerForward(2, 2, 4),
 			one(ref.PerLayerStep{Op: ref.PerLayerDrop, Room: 1}, ref.PerLayerStep{Op: ref.PerLayerHas, Room: 1}))},
 		{"finish-behind-front-refused", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 4), fin(1, 0), fin(1, 8)))},
+		// §4.9's failure paths, each pinned once (generated scripts reach them
+		// only on some seeds): an engine fault of every kind, a failed event,
+		// a failed batch, and forward steps out of order.
+		{"wait-failure", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0), ref.PerLayerStep{Op: ref.PerLayerInject, Fault: ref.FaultWait}),
+			perLayerForward(2, 2, 2), one(fin(1, 0)))},
+		{"sync-fallback-failure", perLayerScript(one(perLayerCreate(2, 1, 1), perLayerReg(1, 0), ref.PerLayerStep{Op: ref.PerLayerInject, Fault: ref.FaultSync}),
+			perLayerForward(1, 1, 1), one(fin(1, 0)))},
+		{"monolithic-sync-failure", perLayerScript(one(perLayerCreate(2, 2, 1), ref.PerLayerStep{Op: ref.PerLayerInject, Fault: ref.FaultSync},
+			ref.PerLayerStep{Op: ref.PerLayerMonolithic, Room: 1, Owned: []int64{0, 1}, Dst: []int64{2, 3}}))},
+		{"event-failure", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0)),
+			one(ref.PerLayerStep{Op: ref.PerLayerForwardBegin}, ref.PerLayerStep{Op: ref.PerLayerLayerEnd}, ref.PerLayerStep{Op: ref.PerLayerLayerEnd, Layer: 1},
+				ref.PerLayerStep{Op: ref.PerLayerForwardEnd}, ref.PerLayerStep{Op: ref.PerLayerCompleteEvent, Event: 1, Fail: true},
+				ref.PerLayerStep{Op: ref.PerLayerCompleteEvent, Event: 2}, ref.PerLayerStep{Op: ref.PerLayerWorkerStep},
+				ref.PerLayerStep{Op: ref.PerLayerWorkerStep}, fin(1, 0)))},
+		{"batch-failure", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0)), perLayerForward(2, 2, 2),
+			one(ref.PerLayerStep{Op: ref.PerLayerEngineComplete, Batch: 1, Fail: true}, fin(1, 0)))},
+		{"forward-steps-out-of-order", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0),
+			ref.PerLayerStep{Op: ref.PerLayerForwardEnd}, ref.PerLayerStep{Op: ref.PerLayerForwardBegin},
+			ref.PerLayerStep{Op: ref.PerLayerForwardBegin}, ref.PerLayerStep{Op: ref.PerLayerForwardEnd}))},
 	}
 }
 
