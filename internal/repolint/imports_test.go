@@ -34,6 +34,8 @@ var importRules = []rule{
 		"the one-pass JSON scanner is shared by fast and server; a leaf keeps both free to use it"},
 	{"LeafHelpersImportNoModulePackage", "internal/fault", mayOnlyImport(),
 		"fault switches are plain data naming historic bugs; the twins read them, they read nothing"},
+	{"LeafHelpersImportNoModulePackage", "internal/coverreport", mayOnlyImport(),
+		"the coverage report reads a profile and the source as text, so it runs whatever state the packages are in"},
 	{"LeafHelpersImportNoModulePackage", "internal/repolint", mayOnlyImport(),
 		"the lint package is tests only"},
 	{"GeneratorBuildsWhileListsAreStale", "internal/gen", mayOnlyImport("internal/gen/model"),
