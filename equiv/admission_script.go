@@ -21,13 +21,35 @@ func AdmissionScript() *Spec[ref.AdmissionScriptInput, ref.AdmissionScriptOutput
 		Invalid: rapid.Custom(func(t *rapid.T) Bad[ref.AdmissionScriptInput] {
 			return Bad[ref.AdmissionScriptInput]{ref.AdmissionScriptInput{Steps: make([]ref.AdmissionStep, ref.MaxAdmissionSteps+1+rapid.IntRange(0, 3).Draw(t, "extra"))}, ref.ErrTooLarge}
 		}),
-		Boundary: []Case[ref.AdmissionScriptInput]{
-			{"e2-chunk-carried-two-rounds", admissionE2Script()},
-			{"bad-config-every-step-refused", ref.AdmissionScriptInput{Config: ref.AdderConfig{}, Steps: []ref.AdmissionStep{{}, {}}}},
-		},
+		Boundary: admissionScriptBoundary(),
 		Props: []Prop[ref.AdmissionScriptInput, ref.AdmissionScriptOutput]{
 			{"rounds-satisfy-round-properties", admissionScriptRoundProps},
 		},
+	}
+}
+
+func admissionScriptBoundary() []Case[ref.AdmissionScriptInput] {
+	e2 := admissionE2Script().Config
+	big := ref.PoolState{Available: 1_000_000}
+	r1 := []ref.Request{admissionReq("r1", 0, 0, 10000, 16)}
+	full := e2
+	full.MaxRunningRequests = 1
+	return []Case[ref.AdmissionScriptInput]{
+		{"e2-chunk-carried-two-rounds", admissionE2Script()},
+		{"bad-config-every-step-refused", ref.AdmissionScriptInput{Config: ref.AdderConfig{}, Steps: []ref.AdmissionStep{{}, {}}}},
+		// §A1.7 and §A1.10's failure paths across rounds, each pinned once
+		// (generated scripts reach them only on some seeds, and never a
+		// queue naming the carried rid: the generator renames each round's
+		// rids): a continuing chunk with no room (rem <= 0) carries over
+		// unchanged; a refused round (its queue names the carried rid again)
+		// leaves the carry as it was; the carried chunk counts toward
+		// max_running_requests.
+		{"chunk-no-room-carries-over-unchanged", ref.AdmissionScriptInput{Config: e2, Steps: []ref.AdmissionStep{
+			{Pool: big, Queue: r1}, {Pool: ref.PoolState{}, Queue: []ref.Request{}}, {Pool: big, Queue: []ref.Request{}}}}},
+		{"requeued-chunk-rid-refused-keeps-carry", ref.AdmissionScriptInput{Config: e2, Steps: []ref.AdmissionStep{
+			{Pool: big, Queue: r1}, {Pool: big, Queue: r1}, {Pool: big, Queue: []ref.Request{}}}}},
+		{"carried-chunk-fills-max-running", ref.AdmissionScriptInput{Config: full, Steps: []ref.AdmissionStep{
+			{Pool: big, Queue: r1}, {Pool: big, Queue: []ref.Request{admissionReq("r2", 0, 0, 100, 0)}}}}},
 	}
 }
 

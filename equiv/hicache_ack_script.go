@@ -401,6 +401,32 @@ func ackBoundary() []Case[ref.AckScriptInput] {
 		{"single-layer-backup-and-reset", ackScript(ackCreate(2, 1, 2),
 			ackNode(0, 1), ackBackup(1, ref.FailMidLayers, 1, 0), ackBackup(1, ref.FailNone, 0, 1), ackEvents(1), ackDrain(),
 			ref.AckStep{Op: ref.AckReset}, ackOn(ref.AckHas, 1), ackNode(0, 2))},
+		// §3.2 and §3.6's failure paths, each pinned once (generated scripts
+		// reach them only on some seeds): the other terminal drain error, the
+		// undrained-ack refusal (W9's queued duplicate of a completed id), a
+		// reserve of a backed-up node, the registration's lock against
+		// eviction, lock underflow, op 12's unregistered rollback, a
+		// duplicate injected for an id no ack names, and an all-ranks event
+		// sweep one rank must reject; and the §3.2 amendment's id bound
+		// (2^40), which generated scripts never reach.
+		{"ack-for-pending-backup-terminal", ackScript(ackCreate(1, 2, 8),
+			ackNode(0, 1), ackReserve(1, 1), ref.AckStep{Op: ref.AckAppend, IDs: []ref.NodeID{1}}, ackEvents(1), ackDrain(),
+			ackOn(ref.AckHas, 1))},
+		{"undrained-ack-refused", ackScript(ackCreate(1, 1, 8),
+			ackNode(0, 1), ackOn(ref.AckWriteNonCP, 1), ackOn(ref.AckInjectDuplicate, 1), ackEvents(1), ackDrain(), ackReserve(1, 1))},
+		{"reserve-already-backed-up", ackScript(ackCreate(1, 1, 8),
+			ackNode(0, 1), ackOn(ref.AckWriteNonCP, 1), ackEvents(1), ackDrain(), ackReserve(1, 1))},
+		{"evict-registered-node-locked", ackScript(ackCreate(1, 1, 8),
+			ackNode(0, 1), ackOn(ref.AckWriteNonCP, 1), ackOn(ref.AckEvictDevice, 1))},
+		{"unlock-underflow", ackScript(ackCreate(1, 1, 8),
+			ackNode(0, 1), ackOn(ref.AckLock, 1), ackOn(ref.AckUnlock, 1), ackOn(ref.AckUnlock, 1))},
+		{"rollback-prepared-not-registered", ackScript(ackCreate(1, 1, 8),
+			ackNode(0, 1), ackOn(ref.AckRollbackPrepared, 1))},
+		{"inject-duplicate-not-queued", ackScript(ackCreate(1, 1, 8),
+			ackNode(0, 1), ackOn(ref.AckInjectDuplicate, 1))},
+		{"events-beyond-one-rank-refused-on-all", ackScript(ackCreate(2, 1, 8),
+			ackNode(0, 1), ackOn(ref.AckWriteNonCP, 1), ackRankEvents(0, 1), ackEvents(1))},
+		{"node-id-past-bound-refused", ackScript(ackCreate(1, 1, 8), ackNode(ref.MaxAckNodeID+1, 1))},
 	}
 }
 

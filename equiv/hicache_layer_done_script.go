@@ -146,6 +146,11 @@ func counterBoundary() []Case[ref.LayerDoneScriptInput] {
 			cstep(cons, -2, 0), cstep(ready, 0, 3), cstep(ready, 0, -1), cstep(done, 1, 3)}}},
 		{"reset-keeps-done-counts", ref.LayerDoneScriptInput{Layers: 2, Steps: []ref.CounterStep{
 			cstep(up, 0, 0), cstep(done, 0, 0), cstep(ref.CounterReset, 0, 0), cstep(up, 0, 0), cstep(done, 0, 1), cstep(up, 0, 0)}}},
+		// §5.3's Complete failure path not pinned above (the others are: a
+		// layer ahead of done, one past L): a layer behind done, here the
+		// same layer completed twice.
+		{"complete-repeated-layer-out-of-order", ref.LayerDoneScriptInput{Layers: 2, Steps: []ref.CounterStep{
+			cstep(up, 0, 0), cstep(done, 0, 0), cstep(done, 0, 0)}}},
 	}
 }
 

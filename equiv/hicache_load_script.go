@@ -231,6 +231,25 @@ func loadBoundary() []Case[ref.LoadScriptInput] {
 		{"same-indices-two-ops-fresh-descriptors", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{loadOp(1, 2, []int64{1}, []int64{0}), loadOp(2, 2, []int64{1}, []int64{0})}}},
 		{"strict-unavailable-refused", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{0}, DevIdx: []ref.SlotIdx{1}, Unavailable: true}}}},
 		{"page-outside-the-pool", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{loadOp(1, 2, []int64{0}, []int64{2})}}},
+		// §5.2's BeginLoad failure paths not pinned above, each once
+		// (generated defects reach them only on some seeds): unequal lengths,
+		// a partial page, a page whose slots do not step by one, page size 0,
+		// a negative slot, an unknown policy, and an allow_fallback op whose
+		// indices are refused (no fallback event is recorded).
+		{"length-mismatch-not-page-contiguous", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{
+			{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{0, 1}, DevIdx: []ref.SlotIdx{0}}}}},
+		{"partial-page-not-page-contiguous", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{
+			{OpID: 1, PageSize: 2, HostIdx: []ref.SlotIdx{0, 1, 2}, DevIdx: []ref.SlotIdx{0, 1, 2}}}}},
+		{"page-slots-not-contiguous", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{
+			{OpID: 1, PageSize: 2, HostIdx: []ref.SlotIdx{0, 1}, DevIdx: []ref.SlotIdx{2, 0}}}}},
+		{"page-size-zero-refused", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{
+			{OpID: 1, PageSize: 0, HostIdx: []ref.SlotIdx{}, DevIdx: []ref.SlotIdx{}}}}},
+		{"negative-slot-refused", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{
+			{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{-1}, DevIdx: []ref.SlotIdx{0}}}}},
+		{"unknown-policy-refused", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{
+			{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{0}, DevIdx: []ref.SlotIdx{1}, Unavailable: true, Policy: "lenient"}}}},
+		{"refused-fallback-op-records-no-event", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{
+			{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{0, 1}, DevIdx: []ref.SlotIdx{2, 2}, Unavailable: true, Policy: ref.LoadAllowFallback}}}},
 	}
 }
 
