@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -420,55 +421,32 @@ func selectMutants(sel *regexp.Regexp) []equiv.Killable {
 }
 
 func auditOp(u auditUnit, o auditOptions, bar *bar) (opResult, error) {
-	r := opResult{Op: u.suite.Name(), Spec: u.suite.Entry().Spec(), Impl: u.impl, Cases: o.shard.size(o.cases)}
-	var fs []*equiv.Failure
+	r := opResult{Op: u.suite.Name(), Spec: u.suite.Entry().Spec(), Impl: u.impl, Cases: o.shard.size(o.cases), ShrunkFrom: -1}
+	var tables []*equiv.Failure
 	if o.shard.Index == 0 { // the tables are small: shard 0 runs them all
 		b, g := u.suite.TableSizes()
 		r.Tables = b + g
 		var err error
-		if fs, err = u.tables(); err != nil {
+		if tables, err = u.tables(); err != nil {
 			return r, err
 		}
 	}
-	for i, f := range fs {
+	kept := newFirstFailures(o.maxFailures)
+	for i, f := range tables {
 		f.Seq = i
+		kept.add(f)
 	}
-	trials, err := runTrials(u, o, bar)
-	if err != nil {
+	if err := runTrials(u, o, bar, kept); err != nil {
 		return r, err
 	}
-	var firstKind equiv.Kind
-	firstSeq := -1
-	r.ShrunkFrom = -1
-	for i, f := range trials {
-		if f != nil {
-			f.Seq = tableSeqBase + i
-			if firstKind == "" && !f.Transport {
-				firstKind, firstSeq = trialKind(i), f.Seq
-			}
-		}
-	}
-	for _, f := range append(fs, trials...) {
-		switch {
-		case f == nil:
-		case f.Transport:
-			r.TransportErrors++
-			if len(r.Transport) < o.maxFailures {
-				r.Transport = append(r.Transport, f)
-			}
-		default:
-			r.Mismatches++
-			if len(r.Failures) < o.maxFailures {
-				r.Failures = append(r.Failures, f)
-			}
-		}
-	}
-	if firstKind != "" && o.shrink {
-		shrunk, err := u.shrink(firstKind)
+	r.Mismatches, r.TransportErrors = kept.mismatches, kept.transport
+	r.Failures, r.Transport = kept.firstMismatches, kept.firstTransport
+	if first := kept.firstTrialMismatch; first != nil && o.shrink {
+		shrunk, err := u.shrink(trialKind(first.Seq - tableSeqBase))
 		if err != nil {
 			return r, err
 		}
-		r.Shrunk, r.ShrunkFrom = shrunk, firstSeq
+		r.Shrunk, r.ShrunkFrom = shrunk, first.Seq
 	}
 	r.Passed = r.Mismatches == 0 && r.TransportErrors == 0
 	return r, nil
@@ -487,11 +465,53 @@ func trialKind(i int) equiv.Kind {
 	return equiv.Valid
 }
 
-// runTrials checks the unit on --cases generated cases, --parallel at a
-// time, and returns each case's failure (nil when it passed) in case
-// order. Every goroutine it starts has ended when it returns.
-func runTrials(u auditUnit, o auditOptions, bar *bar) ([]*equiv.Failure, error) {
-	out := make([]*equiv.Failure, o.cases)
+// firstFailures counts an op × implementation's failures and keeps, per
+// class, the max with the smallest Seq (the ones an unsharded, sequential
+// run meets first), so a campaign where every case fails holds --max-failures
+// failures in memory, not one per case. Safe for concurrent use.
+type firstFailures struct {
+	mu                    sync.Mutex
+	max                   int
+	mismatches, transport int
+	firstMismatches       []*equiv.Failure
+	firstTransport        []*equiv.Failure
+	firstTrialMismatch    *equiv.Failure
+}
+
+func newFirstFailures(max int) *firstFailures { return &firstFailures{max: max} }
+
+func (k *firstFailures) add(f *equiv.Failure) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if f.Transport {
+		k.transport++
+		k.firstTransport = keepFirst(k.firstTransport, f, k.max)
+		return
+	}
+	k.mismatches++
+	k.firstMismatches = keepFirst(k.firstMismatches, f, k.max)
+	if f.Seq >= tableSeqBase && (k.firstTrialMismatch == nil || f.Seq < k.firstTrialMismatch.Seq) {
+		k.firstTrialMismatch = f
+	}
+}
+
+// keepFirst inserts f into fs (sorted by Seq) and drops the last beyond max.
+func keepFirst(fs []*equiv.Failure, f *equiv.Failure, max int) []*equiv.Failure {
+	i, _ := slices.BinarySearchFunc(fs, f.Seq, func(a *equiv.Failure, seq int) int { return cmp.Compare(a.Seq, seq) })
+	if i >= max {
+		return fs
+	}
+	fs = slices.Insert(fs, i, f)
+	if len(fs) > max {
+		fs = fs[:max]
+	}
+	return fs
+}
+
+// runTrials checks the unit on the generated cases this shard owns,
+// --parallel at a time, handing each failure to kept. Every goroutine it
+// starts has ended when it returns.
+func runTrials(u auditUnit, o auditOptions, bar *bar, kept *firstFailures) error {
 	errs := make([]error, o.parallel)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -503,7 +523,11 @@ func runTrials(u auditUnit, o auditOptions, bar *bar) ([]*equiv.Failure, error) 
 				if errs[w] != nil {
 					continue
 				}
-				out[i], errs[w] = u.trial(trialKind(i), int(o.seed)+i/2)
+				var f *equiv.Failure
+				if f, errs[w] = u.trial(trialKind(i), int(o.seed)+i/2); f != nil {
+					f.Seq = tableSeqBase + i
+					kept.add(f)
+				}
 				bar.add(1)
 			}
 		}()
@@ -515,7 +539,7 @@ func runTrials(u auditUnit, o auditOptions, bar *bar) ([]*equiv.Failure, error) 
 	}
 	close(next)
 	wg.Wait()
-	return out, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 func huntMutant(m equiv.Killable, maxCases int) (mutantResult, error) {

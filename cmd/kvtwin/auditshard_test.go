@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -301,5 +303,44 @@ func TestMergeKeepsTheShrinkOfTheEarliestFailure(t *testing.T) {
 	o := m.Ops[0]
 	if string(o.Shrunk.Input) != `"early"` || o.Cases != 10 || o.Mismatches != 2 || o.Failures[0].Case != `"early"` || m.Passed {
 		t.Errorf("merged %+v", o)
+	}
+}
+
+// TestFirstFailuresKeepTheEarliestWithinTheBound: however many cases fail,
+// and in whatever order parallel workers report them, an op keeps the
+// --max-failures failures a sequential run meets first, per class, and
+// counts the rest.
+func TestFirstFailuresKeepTheEarliestWithinTheBound(t *testing.T) {
+	k := newFirstFailures(3)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 999 - w; i >= 0; i -= 4 {
+				k.add(&equiv.Failure{Seq: tableSeqBase + i, Transport: i%10 == 0})
+			}
+		}()
+	}
+	wg.Wait()
+	k.add(&equiv.Failure{Seq: 2}) // a table case
+	seqs := func(fs []*equiv.Failure) []int {
+		var out []int
+		for _, f := range fs {
+			out = append(out, f.Seq-tableSeqBase)
+		}
+		return out
+	}
+	if k.mismatches != 901 || k.transport != 100 {
+		t.Errorf("counted %d mismatches, %d transport errors; want 901, 100", k.mismatches, k.transport)
+	}
+	if got := seqs(k.firstMismatches); !slices.Equal(got, []int{2 - tableSeqBase, 1, 2}) {
+		t.Errorf("kept mismatches %v", got)
+	}
+	if got := seqs(k.firstTransport); !slices.Equal(got, []int{0, 10, 20}) {
+		t.Errorf("kept transport errors %v", got)
+	}
+	if k.firstTrialMismatch == nil || k.firstTrialMismatch.Seq != tableSeqBase+1 {
+		t.Errorf("first generated mismatch %+v, want case 1", k.firstTrialMismatch)
 	}
 }
