@@ -1,0 +1,62 @@
+package fast_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// TestIntoVariantsWriteWhatTheOpsReturn: fast's buffer-writing variants,
+// which no op calls (docs/coverage.md), write byte for byte what ref's
+// functions return on the ops' generated inputs, and refuse a buffer of the
+// wrong size with ErrRowCount.
+func TestIntoVariantsWriteWhatTheOpsReturn(t *testing.T) {
+	lim := ref.DefaultLimits()
+	compact, rerange := equiv.CPCompactValid(), equiv.CPRerange()
+	nonEmpty := 0
+	for seed := range 200 {
+		in := compact.Valid.Example(seed)
+		lay, err := ref.ValidateCPCompact(lim, in)
+		if err != nil {
+			t.Fatalf("compact seed %d: generator drew an invalid input: %v", seed, err)
+		}
+		want, err := ref.CompactValid(lay, in.Rank, in.X)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want.B) > 0 {
+			nonEmpty++
+		}
+		dst := ref.NewRows(in.X.W, len(want.B)/max(in.X.W, 1))
+		if err := fast.CompactValidInto(dst, lay, in.Rank, in.X); err != nil || !bytes.Equal(dst.B, want.B) {
+			t.Errorf("compact seed %d: CompactValidInto = %v, bytes equal %v", seed, err, bytes.Equal(dst.B, want.B))
+		}
+		if err := fast.CompactValidInto(ref.NewRows(in.X.W, len(want.B)/max(in.X.W, 1)+1), lay, in.Rank, in.X); !errors.Is(err, ref.ErrRowCount) {
+			t.Errorf("compact seed %d: a buffer one row too long: %v, want ErrRowCount", seed, err)
+		}
+
+		rin := rerange.Valid.Example(seed)
+		rlay, src, err := ref.ValidateCPRerange(lim, rin)
+		if err != nil {
+			t.Fatalf("rerange seed %d: generator drew an invalid input: %v", seed, err)
+		}
+		rwant, err := ref.Rerange(rlay, rin.G, rin.M, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdst := ref.NewRows(rin.G.W, rlay.TotalValid())
+		if err := fast.RerangeInto(rdst, rlay, rin.G, rin.M, src); err != nil || !bytes.Equal(rdst.B, rwant.B) {
+			t.Errorf("rerange seed %d: RerangeInto = %v, bytes equal %v", seed, err, bytes.Equal(rdst.B, rwant.B))
+		}
+		if err := fast.RerangeInto(ref.NewRows(rin.G.W, rlay.TotalValid()+1), rlay, rin.G, rin.M, src); !errors.Is(err, ref.ErrRowCount) {
+			t.Errorf("rerange seed %d: a buffer one row too long: %v, want ErrRowCount", seed, err)
+		}
+	}
+	if nonEmpty < 50 {
+		t.Fatalf("only %d of 200 compact cases had rows to move; the check is too weak", nonEmpty)
+	}
+}
