@@ -113,6 +113,9 @@ func matrix(rep auditReport) ([]string, []matrixRow) {
 	return impls, rows
 }
 
+// maxBarWidth bounds a ratio bar (px); the chart's cell is 520 px wide.
+const maxBarWidth = 460
+
 // maxBenchBytes bounds the bench file the report reads.
 const maxBenchBytes = 64 << 20
 
@@ -150,7 +153,9 @@ func benchRatios(path string) ([]benchRatio, error) {
 		if c := ns[[3]string{r.Op, r.Shape, "copy"}]; c > 0 {
 			br.CopyOverFast = c / r.NsPerOp
 		}
-		br.BarWidth = 40 + 60*math.Log2(math.Max(br.RefOverFast, 1))
+		// log-scaled, and capped: the bench file is input, and a ratio of
+		// 2^1000 must not draw a 60,000-pixel bar
+		br.BarWidth = min(40+60*math.Log2(math.Max(br.RefOverFast, 1)), maxBarWidth)
 		out = append(out, br)
 	}
 	slices.SortFunc(out, func(a, b benchRatio) int {

@@ -161,6 +161,8 @@ func mergeReports(reps []auditReport, maxFailures int) (auditReport, error) {
 			return auditReport{}, fmt.Errorf("a report without a shard cannot be merged with others")
 		case r.Shard.Count != n:
 			return auditReport{}, fmt.Errorf("shard %d/%d given with %d reports: want all %d shards", r.Shard.Index, r.Shard.Count, n, r.Shard.Count)
+		case r.Shard.Index < 0 || r.Shard.Index >= n:
+			return auditReport{}, fmt.Errorf("shard index %d of %d: want 0..%d", r.Shard.Index, n, n-1)
 		case r.Seed != reps[0].Seed || r.Cases != reps[0].Cases:
 			return auditReport{}, fmt.Errorf("shard %d ran seed %d × %d cases, shard %d seed %d × %d: not one audit",
 				r.Shard.Index, r.Seed, r.Cases, reps[0].Shard.Index, reps[0].Seed, reps[0].Cases)

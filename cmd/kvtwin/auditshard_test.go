@@ -68,6 +68,25 @@ func TestShardReportsMergeIntoTheVerdictOfAnUnshardedRun(t *testing.T) {
 	}
 }
 
+// TestMergeRejectsAShardIndexOutsideItsCount: a report is input like any
+// other; an index it claims is checked before it indexes anything.
+func TestMergeRejectsAShardIndexOutsideItsCount(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for i, idx := range []int{7, 0} {
+		f := filepath.Join(dir, fmt.Sprintf("%d.json", i))
+		body := fmt.Sprintf(`{"seed":1,"cases":10,"ops":[],"mutants":[],"shard":{"index":%d,"count":2},"passed":true}`, idx)
+		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	code, _, stderr := runCLI(t, append([]string{"audit", "merge"}, files...)...)
+	if code != 2 || !strings.Contains(stderr, "shard index 7 of 2: want 0..1") {
+		t.Errorf("merge of a shard 7/2 exited %d: %s", code, stderr)
+	}
+}
+
 // TestShardComesFromTheFlagOrTheBatchSystem: --shard wins; otherwise a
 // Kubernetes Indexed Job's or a Slurm array's variables say the shard;
 // half a pair or an out-of-range index is an error naming the variable.
