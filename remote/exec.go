@@ -9,6 +9,7 @@ import (
 	"io"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,13 +44,27 @@ type execImpl struct {
 	closed bool
 }
 
-func openExec(target, cmdline string, o Options) (*execImpl, error) {
+// ExecArgv splits an exec: target's command line like a shell would,
+// without running one (no expansion: $VAR stays empty).
+func ExecArgv(target string) ([]string, error) {
+	cmdline, ok := strings.CutPrefix(target, "exec:")
+	if !ok {
+		return nil, fmt.Errorf("implementation %q is not exec:CMD ARGS…", target)
+	}
 	argv, err := shell.Fields(cmdline, func(string) string { return "" })
 	if err != nil {
 		return nil, fmt.Errorf("implementation %q: %w", target, err)
 	}
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("implementation %q: no command after \"exec:\"", target)
+	}
+	return argv, nil
+}
+
+func openExec(target string, o Options) (*execImpl, error) {
+	argv, err := ExecArgv(target)
+	if err != nil {
+		return nil, err
 	}
 	e := &execImpl{target: target, argv: argv, o: o, tail: &tailBuffer{max: stderrTailBytes}}
 	e.mu.Lock()

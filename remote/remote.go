@@ -85,7 +85,7 @@ func Open(target string, o Options) (Impl, error) {
 	o = o.withDefaults()
 	switch {
 	case strings.HasPrefix(target, "exec:"):
-		return openExec(target, strings.TrimPrefix(target, "exec:"), o)
+		return openExec(target, o)
 	case strings.HasPrefix(target, "http://"), strings.HasPrefix(target, "https://"):
 		return openHTTP(target, o)
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"mvdan.cc/sh/v3/shell"
 
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/remote"
@@ -191,9 +190,9 @@ func checkPipelining(r remote.Impl, s equiv.Suite) error {
 // rawAdapter starts an exec adapter outside package remote, for the checks
 // that must write what the protocol forbids.
 func rawAdapter(target string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, error) {
-	argv, err := shell.Fields(strings.TrimPrefix(target, "exec:"), func(string) string { return "" })
-	if err != nil || len(argv) == 0 {
-		return nil, nil, nil, fmt.Errorf("command line: %v", err)
+	argv, err := remote.ExecArgv(target)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	stdin, err := cmd.StdinPipe()
