@@ -125,41 +125,67 @@ func (s *Spec[In, Out]) Name() string { return s.Op.OpName }
 // input mutation, byte-inequality of canonical results, then the properties.
 // want is nil for inputs that must be accepted.
 func (s *Spec[In, Out]) Check(implName string, impl catalog.Func[In, Out], in In, want *ref.Sentinel) (reason, diff string) {
+	reason, diff, _ = s.check(implName, impl, in, want)
+	return reason, diff
+}
+
+// check is Check that also returns the reference's canonical result (nil
+// when ref panicked), so a failure's fixture line needs no second ref run.
+func (s *Spec[In, Out]) check(implName string, impl catalog.Func[In, Out], in In, want *ref.Sentinel) (reason, diff string, refRes *fixtures.Result) {
 	lim := ref.DefaultLimits()
 	before, err := catalog.Marshal(in)
 	if err != nil {
-		return "input does not encode: " + err.Error(), ""
+		return "input does not encode: " + err.Error(), "", nil
 	}
-	rout, rpanicked, rerr := protect(s.Op.Ref, lim, in)
-	switch {
-	case rpanicked != "":
-		return "ref panicked: " + rpanicked, ""
-	case want == nil && rerr != nil:
-		return "ref rejected a valid input: " + rerr.Error(), ""
-	case want != nil && !errorIs(rerr, want):
-		return fmt.Sprintf("ref returned %v, want sentinel %q", rerr, want.Code()), ""
+	r, reason := s.runRef(in, want)
+	if reason != "" {
+		return reason, "", r.res
 	}
 	iout, panicked, ierr := protect(impl, lim, in)
 	if panicked != "" {
-		return "panic: " + panicked, ""
+		return "panic: " + panicked, "", r.res
 	}
 	if after, _ := catalog.Marshal(in); !bytes.Equal(before, after) {
-		return implName + " mutated its input", ""
+		return implName + " mutated its input", "", r.res
 	}
-	rb, ib := catalog.Canonical(rout, rerr), catalog.Canonical(iout, ierr)
-	if !bytes.Equal(rb, ib) {
-		return "canonical results differ", fixtures.DiffJSON(
-			fixtures.Result{Bytes: rb, Rejected: rerr != nil}, fixtures.Result{Bytes: ib, Rejected: ierr != nil})
+	if ib := catalog.Canonical(iout, ierr); !bytes.Equal(r.res.Bytes, ib) {
+		return "canonical results differ", fixtures.DiffJSON(*r.res, fixtures.Result{Bytes: ib, Rejected: ierr != nil}), r.res
 	}
 	if ierr != nil {
-		return "", ""
+		return "", "", r.res
 	}
 	for _, p := range s.Props {
 		if err := p.Holds(lim, in, iout); err != nil {
-			return fmt.Sprintf("property %q: %v", p.Name, err), ""
+			return fmt.Sprintf("property %q: %v", p.Name, err), "", r.res
 		}
 	}
-	return "", ""
+	return "", "", r.res
+}
+
+// refRun is the reference's run on one input.
+type refRun[Out any] struct {
+	out Out
+	err error
+	// res is the canonical result; nil when ref panicked.
+	res *fixtures.Result
+}
+
+// runRef runs the reference on in, recovering a panic so the input is
+// reported instead of crashing the caller, and checks the generator's
+// contract: valid inputs accepted, invalid ones rejected with want.
+func (s *Spec[In, Out]) runRef(in In, want *ref.Sentinel) (refRun[Out], string) {
+	out, panicked, err := protect(s.Op.Ref, ref.DefaultLimits(), in)
+	if panicked != "" {
+		return refRun[Out]{}, "ref panicked: " + panicked
+	}
+	r := refRun[Out]{out: out, err: err, res: &fixtures.Result{Bytes: catalog.Canonical(out, err), Rejected: err != nil}}
+	switch {
+	case want == nil && err != nil:
+		return r, "ref rejected a valid input: " + err.Error()
+	case want != nil && !errorIs(err, want):
+		return r, fmt.Sprintf("ref returned %v, want sentinel %q", err, want.Code())
+	}
+	return r, ""
 }
 
 func protect[In, Out any](f catalog.Func[In, Out], lim ref.Limits, in In) (out Out, panicked string, err error) {
@@ -172,25 +198,17 @@ func protect[In, Out any](f catalog.Func[In, Out], lim ref.Limits, in In) (out O
 	return out, "", err
 }
 
-func (s *Spec[In, Out]) failure(implName, name string, seed int64, in In, reason, diff string) *Failure {
+// failure builds a Failure; refRes is the reference's result on in (nil
+// when ref panicked), which the fixture line replays.
+func (s *Spec[In, Out]) failure(implName, name string, seed int64, in In, reason, diff string, refRes *fixtures.Result) *Failure {
 	b, _ := catalog.Marshal(in)
-	return &Failure{Op: s.Op.OpName, Impl: implName, Case: name, Seed: seed, Input: b, Reason: reason, Diff: diff,
-		Fixture: s.fixtureLine(name, seed, in, b)}
-}
-
-// fixtureLine is the fixture that replays in with the reference's result,
-// or nil when the reference panics on it.
-func (s *Spec[In, Out]) fixtureLine(name string, seed int64, in In, inBytes []byte) json.RawMessage {
-	out, panicked, err := protect(s.Op.Ref, ref.DefaultLimits(), in)
-	if panicked != "" {
-		return nil
+	f := &Failure{Op: s.Op.OpName, Impl: implName, Case: name, Seed: seed, Input: b, Reason: reason, Diff: diff}
+	if refRes != nil {
+		if line, err := catalog.Marshal(fixtures.NewCase(s.Op.OpName, s.Op.SpecRef, name, seed, b, *refRes)); err == nil {
+			f.Fixture = line
+		}
 	}
-	c := fixtures.NewCase(s.Op.OpName, s.Op.SpecRef, name, seed, inBytes, fixtures.Result{Bytes: catalog.Canonical(out, err), Rejected: err != nil})
-	b, merr := catalog.Marshal(c)
-	if merr != nil {
-		return nil
-	}
-	return b
+	return f
 }
 
 // errorIs is errors.Is that tolerates a nil target.
@@ -199,8 +217,8 @@ func errorIs(err error, target *ref.Sentinel) bool { return target != nil && err
 // Trial checks impl on the seed-th generated case of kind.
 func (s *Spec[In, Out]) Trial(implName string, impl catalog.Func[In, Out], kind Kind, seed int) *Failure {
 	in, want := s.draw(kind, seed)
-	if reason, diff := s.Check(implName, impl, in, want); reason != "" {
-		return s.failure(implName, fmt.Sprintf("%s/%d", kind, seed), int64(seed), in, reason, diff)
+	if reason, diff, refRes := s.check(implName, impl, in, want); reason != "" {
+		return s.failure(implName, fmt.Sprintf("%s/%d", kind, seed), int64(seed), in, reason, diff, refRes)
 	}
 	return nil
 }
@@ -217,8 +235,8 @@ func (s *Spec[In, Out]) draw(kind Kind, seed int) (In, *ref.Sentinel) {
 func (s *Spec[In, Out]) Tables(implName string, impl catalog.Func[In, Out]) []*Failure {
 	var fs []*Failure
 	for _, c := range s.tableCases() {
-		if reason, diff := s.Check(implName, impl, c.In, c.Want); reason != "" {
-			fs = append(fs, s.failure(implName, c.Name, 0, c.In, reason, diff))
+		if reason, diff, refRes := s.check(implName, impl, c.In, c.Want); reason != "" {
+			fs = append(fs, s.failure(implName, c.Name, 0, c.In, reason, diff, refRes))
 		}
 	}
 	return fs
@@ -253,8 +271,8 @@ func (s *Spec[In, Out]) Property(implName string, impl catalog.Func[In, Out], ki
 func (s *Spec[In, Out]) recordingProperty(implName string, impl catalog.Func[In, Out], kind Kind, record func(*Failure)) func(*rapid.T) {
 	return func(t *rapid.T) {
 		in, want := s.drawFrom(t, kind)
-		if reason, diff := s.Check(implName, impl, in, want); reason != "" {
-			f := s.failure(implName, "shrunk", 0, in, reason, diff)
+		if reason, diff, refRes := s.check(implName, impl, in, want); reason != "" {
+			f := s.failure(implName, "shrunk", 0, in, reason, diff, refRes)
 			record(f)
 			t.Fatal(f.Error())
 		}

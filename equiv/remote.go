@@ -82,14 +82,14 @@ func (s *Spec[In, Out]) RemoteShrink(name string, r Remote, mode ErrorMode, kind
 // compared under mode. Properties are not run: an accepted answer passes
 // only when it equals the reference's output, which satisfies them.
 func (s *Spec[In, Out]) remoteCheck(name string, r Remote, mode ErrorMode, caseName string, seed int64, in In, want *ref.Sentinel) *Failure {
+	fromRef, reason := s.runRef(in, want)
 	fail := func(reason, diff string) *Failure {
-		return s.failure(name, caseName, seed, in, reason, diff)
+		return s.failure(name, caseName, seed, in, reason, diff, fromRef.res)
 	}
 	inBytes, err := catalog.Marshal(in)
 	if err != nil {
 		return fail("input does not encode: "+err.Error(), "")
 	}
-	rb, rejected, reason := s.refResult(in, want)
 	if reason != "" {
 		return fail(reason, "")
 	}
@@ -100,7 +100,7 @@ func (s *Spec[In, Out]) remoteCheck(name string, r Remote, mode ErrorMode, caseN
 		return f
 	}
 	got, reason := s.canonicalAnswer(res)
-	refRes := fixtures.Result{Bytes: rb, Rejected: rejected}
+	refRes := *fromRef.res
 	if reason != "" {
 		return fail(reason, fixtures.DiffJSON(refRes, res))
 	}
@@ -108,22 +108,6 @@ func (s *Spec[In, Out]) remoteCheck(name string, r Remote, mode ErrorMode, caseN
 		return fail(fmt.Sprintf("results differ (--errors %s)", mode), fixtures.DiffJSON(refRes, got))
 	}
 	return nil
-}
-
-// refResult runs the reference on in under the generator's contract (valid
-// inputs accepted, invalid ones rejected with want), recovering a panic so
-// the input is reported instead of crashing the audit.
-func (s *Spec[In, Out]) refResult(in In, want *ref.Sentinel) (canonical []byte, rejected bool, reason string) {
-	out, panicked, err := protect(s.Op.Ref, ref.DefaultLimits(), in)
-	switch {
-	case panicked != "":
-		return nil, false, "ref panicked: " + panicked
-	case want == nil && err != nil:
-		return nil, false, "ref rejected a valid input: " + err.Error()
-	case want != nil && !errorIs(err, want):
-		return nil, false, fmt.Sprintf("ref returned %v, want sentinel %q", err, want.Code())
-	}
-	return catalog.Canonical(out, err), err != nil, ""
 }
 
 // canonicalAnswer decodes a remote answer strictly (unknown members are an

@@ -221,8 +221,8 @@ func (m *Mutant[In, Out]) Regression() (*Failure, error) {
 		return nil, fmt.Errorf("%s has no regression case %q", m.Spec.Op.OpName, m.ID)
 	}
 	name := "mutant:" + m.ID
-	if reason, diff := m.Spec.Check(name, m.Fn, in, m.Spec.Rejects[m.ID]); reason != "" {
-		if f := m.Spec.failure(name, "regression/"+m.ID, 0, in, reason, diff); !panicked(f) {
+	if reason, diff, refRes := m.Spec.check(name, m.Fn, in, m.Spec.Rejects[m.ID]); reason != "" {
+		if f := m.Spec.failure(name, "regression/"+m.ID, 0, in, reason, diff, refRes); !panicked(f) {
 			return f, nil
 		}
 	}
