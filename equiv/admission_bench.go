@@ -17,10 +17,12 @@ func AdmissionBench() *Spec[ref.BenchInput, ref.BenchOutput] {
 		Op:          catalog.AdmissionBench(),
 		Valid:       rapid.Custom(BenchValid),
 		Invalid:     rapid.Custom(benchInvalid),
-		Boundary:    benchBoundary(),
+		Boundary:    append(benchBoundary(), benchFailureCases()...),
 		Regressions: []Case[ref.BenchInput]{{"bench-l2-hits-as-l1", BenchA37()}},
-		Rejects:     map[string]*ref.Sentinel{"evictable-short-at-lock": ref.ErrEvictableShort},
-		Props:       BenchProps(),
+		Rejects: map[string]*ref.Sentinel{"evictable-short-at-lock": ref.ErrEvictableShort,
+			"bad-queue-window-negative": ref.ErrNegative, "bad-request-lengths-sum-over-2^40": ref.ErrTooLarge,
+			"continuing-chunk-estimate-overflows": ref.ErrOverflow},
+		Props: BenchProps(),
 	}
 }
 
@@ -61,6 +63,32 @@ func benchBoundary() []Case[ref.BenchInput] {
 			in.Requests[0].L1CachedTokens, in.Requests[1].L1CachedTokens = 512, 512
 		})},
 	}
+}
+
+// benchFailureCases pins A3.6's rows the invalid generator does not draw
+// and the failure of a round's A3.4 record: the estimate of a batch that
+// holds only the continuing chunk, which no gate priced (A1.7 admits it
+// before the queue walk).
+func benchFailureCases() []Case[ref.BenchInput] {
+	with := func(f func(*ref.BenchInput)) ref.BenchInput { in := catalog.AdmissionBenchA32(); f(&in); return in }
+	return []Case[ref.BenchInput]{
+		{"bad-queue-window-negative", with(func(in *ref.BenchInput) { in.QueueWindow = -1 })},
+		{"bad-request-lengths-sum-over-2^40", with(func(in *ref.BenchInput) { in.Requests[1].L1CachedTokens = ref.MaxAdmitTokens })},
+		{"continuing-chunk-estimate-overflows", benchChunkEstimateOverflow()},
+	}
+}
+
+// benchChunkEstimateOverflow: one request of 2,000 tokens, chunk 1,000,
+// 6·10^15 MLA bytes per row. Round 0 cuts it at 1,000 (1,000 rows: 6·10^18
+// bytes, within int64, so the lone request's gate and the record price it);
+// round 1 runs the continuing chunk alone over 2,000 rows, 1.2·10^19 bytes,
+// and the bench fails with the estimator's overflow.
+func benchChunkEstimateOverflow() ref.BenchInput {
+	size := ref.ByteSize("2GiB")
+	return ref.BenchInput{PageSize: 1, CPSize: 1, MaxPrefillTokens: 1000, ChunkedPrefillSize: p64(1000), NewTokenRatio: 0.7,
+		MaxRunningRequests: 8, FakeL1: ref.PoolState{Available: 100000}, MaxRounds: 4, Deterministic: true,
+		CP:       &ref.BenchCP{MaxBufferSize: &size, Estimator: &ref.BenchEstimator{MLARowBytes: p64(6_000_000_000_000_000)}},
+		Requests: []ref.BenchRequest{{RID: "a", ExtendTokens: 2000}}}
 }
 
 // BenchValid draws a bench: A1's configuration space, every CP knob, the

@@ -26,7 +26,8 @@ func AdmissionEstimate() *Spec[estIn, estOut] {
 		Invalid:     rapid.Custom(estimateInvalid),
 		Boundary:    estimateBoundary(),
 		Regressions: estimateRegressions(),
-		Rejects:     map[string]*ref.Sentinel{"estimate-both-caps-row-wins": ref.ErrConfig},
+		Rejects: map[string]*ref.Sentinel{"estimate-both-caps-row-wins": ref.ErrConfig, "gb-cap-key-count-past-int64-logits": ref.ErrOverflow,
+			"overflow-layer-forward-peak-prefetch-off": ref.ErrOverflow, "overflow-per-forward-terms-fit": ref.ErrOverflow},
 		Props: []Prop[estIn, estOut]{
 			{"A2.4-terms", estimateTerms},
 			{"A2.6.5-zigzag-ranks", estimateRanks},
@@ -267,6 +268,7 @@ func estimateBoundary() []Case[estIn] {
 	off := a25(2)
 	off.TransferEnabled, off.TransferLayers, off.LogitRowsPerReq = false, math.MaxInt64, 0
 	cs = append(cs, Case[estIn]{"transfer-off-huge-layers-no-logits", estCase(off, 0, estX1)})
+	cs = append(cs, estimateGroupCases()...)
 	for _, cp := range []int64{1, 2, 4, 8} {
 		var reqs []ref.EstimateReq
 		for _, e := range []int64{1, estPS - 1, estPS, estPS + 1, 2*cp - 1, 2 * cp, 2*cp + 1} {
@@ -281,6 +283,42 @@ func estimateBoundary() []Case[estIn] {
 }
 
 func ptr[T any](x T) *T { return &x }
+
+// estimateGroupCases pins A2.4's groups at int64's edge, where every
+// summed term fits and a group does not, and the GiB cap of 2^33 (2^63
+// bytes, past fast's int64 cap) binding a rank: fast then takes the
+// quotient in math/big and it is smaller than Q.
+func estimateGroupCases() []Case[estIn] {
+	unit := func(ctx ref.EstimatorContext) ref.EstimatorContext { // one byte per row, page, position; no logits, transfer or prefetch
+		ctx.PageSize, ctx.MLARowBytes, ctx.IndexRowBytes, ctx.PageDescriptorBytes, ctx.RowRemapBytes = 1, 1, 1, 1, 1
+		ctx.LogitRowsPerReq, ctx.TransferEnabled, ctx.BsGt1L1PrefetchEnabled = 0, false, false
+		ctx.Chunk = ref.MQAChunkConfig{}
+		return ctx
+	}
+	// Layer-forward peak: mla 3·2^61 and index 2^62 each fit, their sum
+	// does not; with prefetch off no earlier group holds it.
+	layer := unit(catalog.EstimatorA25Context(1))
+	layer.MLARowBytes, layer.IndexRowBytes = 3, 2
+	// Per-forward: remap 2^62 (2^61 pages and positions) and the logits
+	// window 2^62 (vocab 2^60) each fit, their sum is 2^63.
+	perFwd := unit(catalog.EstimatorA25Context(1))
+	perFwd.LogitRowsPerReq, perFwd.VocabSize = 1, 1<<60
+	// The 2^33 GiB cap: K = Q = 1.6e9 on the one rank, R = 2^63 div 4K =
+	// 1,441,151,880 < Q, and the peak R·4K is 54,628,513 bytes short of
+	// what would overflow the total with 64Ki-token pages.
+	gb := unit(catalog.EstimatorA25Context(1))
+	gb.PageSize, gb.Chunk = 1<<16, ref.MQAChunkConfig{MaxGB: ptr(float64(1 << 33))}
+	small := unit(catalog.EstimatorA25Context(1))
+	small.Chunk = ref.MQAChunkConfig{MaxGB: ptr(float64(1))}
+	return []Case[estIn]{
+		{"overflow-layer-forward-peak-prefetch-off", estCase(layer, 0, ref.EstimateReq{PrefixLen: 1 << 61})},
+		{"overflow-per-forward-terms-fit", estCase(perFwd, 0, ref.EstimateReq{PrefixLen: 1 << 61})},
+		{"gb-2^33-cap-binds-exact-quotient", estCase(gb, 0, ref.EstimateReq{ExtendLen: 1_600_000_000})},
+		// K past 2^63 / 4 bytes a logit under a 1 GiB cap: one row (the floor),
+		// then the remap metadata of 2^62 positions overflows (rejected)
+		{"gb-cap-key-count-past-int64-logits", estCase(small, 0, ref.EstimateReq{PrefixLen: 1 << 62, ExtendLen: 1})},
+	}
+}
 
 // estimateRegressions: A2.8's minimal inputs, named as their mutants.
 func estimateRegressions() []Case[estIn] {

@@ -2,6 +2,7 @@ package equiv
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,9 +19,9 @@ func AdmissionRound() *Spec[ref.RoundInput, ref.RoundResult] {
 		Op:          catalog.AdmissionRound(),
 		Valid:       rapid.Custom(AdmissionValid),
 		Invalid:     rapid.Custom(admissionInvalid),
-		Boundary:    admissionBoundary(),
+		Boundary:    append(admissionBoundary(), admissionFailureCases()...),
 		Regressions: admissionRegressions(),
-		Rejects:     map[string]*ref.Sentinel{"lock-time-evictable-short": ref.ErrEvictableShort},
+		Rejects:     admissionRejects(),
 		Props:       AdmissionProps(),
 	}
 }
@@ -255,6 +256,89 @@ func admissionBoundary() []Case[ref.RoundInput] {
 		{"cp-buffer-gate-a2-estimator-x2", admissionX2()},
 	}
 	return cs
+}
+
+// admissionRejects names the boundary cases ref must refuse: the lock-time
+// check, every §A1.14 row the generator does not draw (each refused by
+// ValidateRound before any request is walked) and the C5 estimator's
+// overflow, which fails the whole round.
+func admissionRejects() map[string]*ref.Sentinel {
+	return map[string]*ref.Sentinel{
+		"lock-time-evictable-short":                 ref.ErrEvictableShort,
+		"bad-l2-load-back-capacity-negative":        ref.ErrNegative,
+		"bad-running-max-new-tokens-negative":       ref.ErrNegative,
+		"bad-running-output-len-over-2^40":          ref.ErrTooLarge,
+		"bad-chunked-input-len-zero":                ref.ErrAdmitRequest,
+		"bad-chunked-host-hit-set":                  ref.ErrAdmitRequest,
+		"bad-cp-max-buffer-size-zero":               ref.ErrAdmitConfig,
+		"bad-cp-buffer-model-coefficient":           ref.ErrAdmitConfig,
+		"bad-cp-estimator-and-buffer-model":         ref.ErrAdmitConfig,
+		"bad-cp-estimator-context":                  ref.ErrEstimatorParam,
+		"bad-cp-buffer-limit-without-estimator":     ref.ErrAdmitConfig,
+		"cp-buffer-linear-estimate-overflows-int64": ref.ErrOverflow,
+	}
+}
+
+// admissionFailureCases pins the failure paths of §A1.14 and §A1.9 C5 that
+// the generators reach only by chance or not at all, one case per path,
+// each an otherwise valid round, plus budget_state's cur_rem_tokens stop.
+func admissionFailureCases() []Case[ref.RoundInput] {
+	big := ref.PoolState{Available: 1_000_000}
+	one := []ref.Request{admissionReq("r1", 0, 0, 100, 0)}
+	cfg := admissionCfg(1, 8192, nil, nil)
+	round := func(cp *ref.CPAdmission, f func(*ref.RoundInput)) ref.RoundInput {
+		in := ref.RoundInput{Config: admissionCfg(1, 8192, nil, cp), Pool: big, Queue: one}
+		if f != nil {
+			f(&in)
+		}
+		return in
+	}
+	badCtx := ref.DefaultEstimatorContext(64, 2)
+	badCtx.VocabSize = 0
+	goodCtx := ref.DefaultEstimatorContext(64, 2)
+	return []Case[ref.RoundInput]{
+		// A running request past its max_new_tokens has a negative decode
+		// reservation (§A1.3 does not clamp it), so rem_total_tokens stays
+		// above cur_rem_tokens: the admitted request empties cur_rem first
+		// and budget_state stops with NO_TOKEN/budget_current.
+		{"budget-current-negative-running-offset", ref.RoundInput{Config: cfg, Pool: ref.PoolState{Available: 1000},
+			Running: []ref.RunningReq{{MaxNewTokens: 0, OutputLen: 1000}}, Queue: []ref.Request{admissionReq("r1", 0, 0, 1000, 0)}}},
+		// §A1.14's rows the invalid generator does not draw, in ValidateRound's order.
+		{"bad-l2-load-back-capacity-negative", round(nil, func(in *ref.RoundInput) { in.L2LoadBackCapacity = p64(-1) })},
+		{"bad-running-max-new-tokens-negative", round(nil, func(in *ref.RoundInput) { in.Running = []ref.RunningReq{{MaxNewTokens: -1}} })},
+		{"bad-running-output-len-over-2^40", round(nil, func(in *ref.RoundInput) {
+			in.Running = []ref.RunningReq{{MaxNewTokens: 10, OutputLen: ref.MaxAdmitTokens + 1}}
+		})},
+		{"bad-chunked-input-len-zero", round(nil, func(in *ref.RoundInput) { in.Chunked = &ref.Request{RID: "c"} })},
+		{"bad-chunked-host-hit-set", round(nil, func(in *ref.RoundInput) {
+			in.Chunked = &ref.Request{RID: "c", InputLen: 100, L1Prefix: 10, HostHit: 20}
+		})},
+		{"bad-cp-max-buffer-size-zero", round(&ref.CPAdmission{MaxBufferSizeBytes: p64(0), BufferModel: &ref.LinearBuffer{}}, nil)},
+		{"bad-cp-buffer-model-coefficient", round(&ref.CPAdmission{MaxBufferSizeBytes: p64(1000),
+			BufferModel: &ref.LinearBuffer{PerExtendToken: ref.MaxLinearBufferCoeff + 1}}, nil)},
+		{"bad-cp-estimator-and-buffer-model", round(&ref.CPAdmission{MaxBufferSizeBytes: p64(1000),
+			BufferModel: &ref.LinearBuffer{}, EstimatorContext: &goodCtx}, nil)},
+		{"bad-cp-estimator-context", round(&ref.CPAdmission{MaxBufferSizeBytes: p64(1000), EstimatorContext: &badCtx}, nil)},
+		{"bad-cp-buffer-limit-without-estimator", round(&ref.CPAdmission{MaxBufferSizeBytes: p64(1000)}, nil)},
+		{"cp-buffer-linear-estimate-overflows-int64", admissionLinearOverflow()},
+	}
+}
+
+// admissionLinearOverflow is gate C5's estimator failing on a non-empty
+// batch: the linear model at its largest coefficient over 129 requests
+// with a prefix of 2^40−1 tokens each. 128 terms of 2^16·(2^40−1) still fit
+// int64; the 129th candidate's sum does not, and the limit (int64's
+// maximum) never stops the walk first, so the round fails with
+// ErrOverflow at buffer_estimate.batch[128].
+func admissionLinearOverflow() ref.RoundInput {
+	const n = 129
+	q := make([]ref.Request, n)
+	for i := range q {
+		q[i] = admissionReq(fmt.Sprintf("r%d", i), ref.MaxAdmitTokens-1, 0, 1, 0)
+	}
+	c := admissionCfg(1, 1<<20, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(math.MaxInt64),
+		BufferModel: &ref.LinearBuffer{PerPrefixToken: ref.MaxLinearBufferCoeff}})
+	return ref.RoundInput{Config: c, Pool: ref.PoolState{Available: 1_000_000}, Queue: q}
 }
 
 // admissionX2 is A2.5 X2 through the adder's buffer gate on A2's real

@@ -3,6 +3,7 @@ package equiv
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/google/go-cmp/cmp"
@@ -21,8 +22,9 @@ func CanSplit() *Spec[ref.CanSplitInput, ref.CanSplitOutput] {
 		Boundary:    canSplitBoundary(),
 		Regressions: canSplitRegressions(),
 		Rejects: map[string]*ref.Sentinel{
-			"table-extend-prefix-nil":        ref.ErrPagePlan,
-			"table-extend-prefix-misaligned": ref.ErrPagePlan,
+			"table-extend-prefix-nil":          ref.ErrPagePlan,
+			"table-extend-prefix-misaligned":   ref.ErrPagePlan,
+			"unpadded-compute-rows-past-int32": ref.ErrTooLarge,
 		},
 		Props: []Prop[ref.CanSplitInput, ref.CanSplitOutput]{
 			{"non-eligible-ignores-metadata", canSplitNonEligible},
@@ -229,6 +231,10 @@ func canSplitBoundary() []Case[ref.CanSplitInput] {
 		{"cp-size-one", func() ref.CanSplitInput { in := fwd(ref.ModeExtend, true, nil, nil); in.CPSize = 1; return in }()},
 		{"empty-batch-shared-kv", fwd(ref.ModeExtend, true, []int{}, []int{})},
 		{"all-zero-shared-kv-off", fwd(ref.ModeExtend, false, []int{0, 0}, nil)},
+		// Every length passes the 2·cp threshold, but together they are
+		// 2^31 + 3 compute rows: the unpadded builder's row bound rejects
+		// the split that step 6 asks for.
+		{"unpadded-compute-rows-past-int32", fwd(ref.ModeExtend, false, []int{math.MaxInt32, 4}, nil)},
 	}
 	for _, cp := range []int{2, 3, 4} {
 		for _, ps := range []int{4, 64} {

@@ -188,6 +188,9 @@ func draftBoundary() []Case[ref.DraftInputInput] {
 	cs = append(cs,
 		Case[ref.DraftInputInput]{"non-cp", ref.DraftInputInput{HiddenContract: ref.DraftGlobalValid, Hidden: rows(4, 3, 9)}},
 		Case[ref.DraftInputInput]{"non-cp-empty", ref.DraftInputInput{HiddenContract: ref.DraftGlobalValid, Hidden: ref.Rows{W: 4, B: []byte{}}}},
+		// "b": null decodes to a nil buffer: the draft rows must still
+		// encode as "" (the nil-buffer normalisation of both twins).
+		Case[ref.DraftInputInput]{"non-cp-null-buffer", ref.DraftInputInput{HiddenContract: ref.DraftGlobalValid, Hidden: ref.Rows{W: 4}}},
 	)
 	return cs
 }

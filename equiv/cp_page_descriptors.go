@@ -17,6 +17,7 @@ func PageDescriptors() *Spec[ref.PageDescriptorsInput, ref.PageDescriptors] {
 		Valid:    rapid.Custom(func(t *rapid.T) ref.PageDescriptorsInput { return ref.PageDescriptorsInput{Pages: windows(t, false)} }),
 		Invalid:  rapid.Custom(descInvalid),
 		Boundary: descBoundary(),
+		Rejects:  map[string]*ref.Sentinel{"far-page-repeated": ref.ErrDuplicatePageInRow},
 		Props: []Prop[ref.PageDescriptorsInput, ref.PageDescriptors]{
 			{"csr-size-is-pages", descCSRSize},
 			{"sorted-within-row", descSorted},
@@ -32,6 +33,7 @@ func RemapLocs() *Spec[ref.RemapLocsInput, ref.RemapLocsOutput] {
 		Valid:       rapid.Custom(remapValid),
 		Invalid:     rapid.Custom(remapInvalid),
 		Boundary:    remapBoundary(),
+		Rejects:     map[string]*ref.Sentinel{"global-loc-below-padding": ref.ErrBadLoc, "page-repeated-in-a-row": ref.ErrDuplicatePageInRow},
 		Regressions: remapRegressions(),
 		Props: []Prop[ref.RemapLocsInput, ref.RemapLocsOutput]{
 			{"naive-map-lookup", remapNaive},
@@ -122,6 +124,9 @@ func descBoundary() []Case[ref.PageDescriptorsInput] {
 		{"spec-A6-rows", ref.PageDescriptorsInput{Pages: [][]int64{{7, 3}, {3, 9}}}},
 		{"every-row-identical", ref.PageDescriptorsInput{Pages: [][]int64{{4, 2, 9}, {4, 2, 9}, {4, 2, 9}}}},
 		{"far-page-ids", ref.PageDescriptorsInput{Pages: [][]int64{{1 << 50, 1<<50 + 3}, {1<<62 + 1, 1 << 50}}}},
+		// A page too large to pack with its window position sends fast to
+		// its pair sort, which must find the repeat of page 5 as ref does.
+		{"far-page-repeated", ref.PageDescriptorsInput{Pages: [][]int64{{1 << 62, 5, 5}}}},
 	}
 	for _, ps := range []int{2, 4, 64} {
 		for _, l := range edgeLens(2, ps) {
@@ -315,6 +320,10 @@ func remapBoundary() []Case[ref.RemapLocsInput] {
 			Locs: []int64{14, 15, 6, 7, 6, 7, 18, 19}, RowIDs: []int32{0, 0, 0, 0, 1, 1, 1, 1}}},
 		Case[ref.RemapLocsInput]{"no-rows-no-locs", ref.RemapLocsInput{PageSize: 64, Pages: [][]int64{}, Locs: []int64{}, RowIDs: []int32{}}},
 		Case[ref.RemapLocsInput]{"padding-only", ref.RemapLocsInput{PageSize: 64, Pages: [][]int64{{}}, Locs: []int64{-1, -1}, RowIDs: []int32{0, 0}}},
+		// rejections on the legacy global path: a loc below padding, and a
+		// row repeating a page (the descriptors refuse it)
+		Case[ref.RemapLocsInput]{"global-loc-below-padding", ref.RemapLocsInput{PageSize: 2, Pages: [][]int64{{7, 3}}, Locs: []int64{-2}, Global: true}},
+		Case[ref.RemapLocsInput]{"page-repeated-in-a-row", ref.RemapLocsInput{PageSize: 2, Pages: [][]int64{{5, 5}}, Locs: []int64{10}, Global: true}},
 	)
 	return cs
 }

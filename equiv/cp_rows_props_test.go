@@ -2,6 +2,7 @@ package equiv_test
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 	"testing"
 
@@ -199,4 +200,38 @@ func TestCPCompactRestorePropertiesCatchSuffixCounts(t *testing.T) {
 		"compact-inverts-restore": rsuffix,
 		"row-wise-f-commutes":     rsuffix,
 	})
+}
+
+// TestMoEWithCompactionRejectsABrokenMoE: the moe-compaction property runs
+// its MoE through ref.MoEWithCompaction, so that helper must refuse what
+// §4.4 calls a shape error rather than restore a wrong buffer: an f that
+// fails, returns a malformed buffer or changes the row count, and rows
+// that are not the rank's R(r) local rows, or a rank outside [0, cp).
+func TestMoEWithCompactionRejectsABrokenMoE(t *testing.T) {
+	lay, err := ref.LayoutSpec{CP: 2, Lens: []int{3, 5}, Granule: 2}.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, x := ref.DefaultLimits(), cpRowsOf(4, lay.R(0))
+	identity := func(y ref.Rows) (ref.Rows, error) { return y, nil }
+	if _, err := ref.MoEWithCompaction(lim, lay, 0, x, identity); err != nil {
+		t.Fatalf("identity MoE: %v", err)
+	}
+	failed := ref.Reject(ref.ErrShape, "f", 0, "a working MoE")
+	for name, c := range map[string]struct {
+		r    int
+		x    ref.Rows
+		f    func(ref.Rows) (ref.Rows, error)
+		want error
+	}{
+		"f-fails":          {0, x, func(ref.Rows) (ref.Rows, error) { return ref.Rows{}, failed }, ref.ErrShape},
+		"f-ragged":         {0, x, func(y ref.Rows) (ref.Rows, error) { return ref.Rows{W: y.W, B: append(slices.Clone(y.B), 1)}, nil }, ref.ErrRowCount},
+		"f-drops-a-row":    {0, x, func(y ref.Rows) (ref.Rows, error) { return ref.Rows{W: y.W, B: y.B[y.W:]}, nil }, ref.ErrMoEShape},
+		"x-not-local-rows": {0, cpRowsOf(4, lay.R(0)+1), identity, ref.ErrRowContract},
+		"rank-past-cp":     {2, x, identity, ref.ErrRank},
+	} {
+		if _, err := ref.MoEWithCompaction(lim, lay, c.r, c.x, c.f); !errors.Is(err, c.want) {
+			t.Errorf("%s: err = %v, want %v", name, err, c.want)
+		}
+	}
 }

@@ -104,6 +104,12 @@ func splitBoundary() ([]Case[ref.CPSplitInput], map[string]*ref.Sentinel) {
 		name := fmt.Sprintf("worked-cp%d-g%d-L%v", sp.CP, sp.Granule, sp.Lens)
 		cs = append(cs, Case[ref.CPSplitInput]{name, splitInputFor(sp, tagged(n, 0), tagRow(tagSentinel), make([]int64, len(sp.Lens)))})
 	}
+	// One token padded to 2·cp segments of 2^24 rows: 2^26 rows of 32 B
+	// is 2 GiB of output from a 32-byte input, past the default 1 GiB
+	// bound that ValidateCPSplit checks before anything is allocated.
+	big := ref.LayoutSpec{CP: 2, Lens: []int{1}, Granule: 1 << 24}
+	cs = append(cs, Case[ref.CPSplitInput]{"granule-pads-output-past-bound", splitInputFor(big, catalog.SeededRows(32, 1, 11), make([]byte, 32), []int64{0})})
+	rejects["granule-pads-output-past-bound"] = ref.ErrTooLarge
 	return cs, rejects
 }
 

@@ -3,6 +3,7 @@ package equiv
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/bits"
 	"slices"
 	"strings"
@@ -264,6 +265,24 @@ func deepGEMMAfter(in ref.DeepGEMMWarmupInput, edit func([]ref.DeepGEMMCacheEntr
 
 func keepCache(c []ref.DeepGEMMCacheEntry) []ref.DeepGEMMCacheEntry { return c }
 
+// deepGEMMEntryReplaced is in with its manifest's first entry (by key)
+// replaced by raw, the other entries kept.
+func deepGEMMEntryReplaced(in ref.DeepGEMMWarmupInput, raw string) ref.DeepGEMMWarmupInput {
+	var m ref.DeepGEMMManifest
+	if err := json.Unmarshal([]byte(*in.Manifest), &m); err != nil {
+		panic(err) // deepGEMMAfter's manifest is ref's own encoding
+	}
+	keys := slices.Sorted(maps.Keys(m.Entries))
+	m.Entries[keys[0]] = json.RawMessage(raw)
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	s := string(b)
+	in.Manifest = &s
+	return in
+}
+
 // deepGEMMBoundary: §S3.4's grid sizes at the three m_max values, the empty
 // contig grid, the hit / stale / miss / corrupt / foreign-schema paths,
 // a failed replay, a failed write, warmup disabled, and the env mapping.
@@ -314,6 +333,10 @@ func deepGEMMBoundary() []Case[ref.DeepGEMMWarmupInput] {
 		{"corrupt-manifest-rewritten", withManifest(`{"schema":`)},
 		{"foreign-schema-rewritten", withManifest(`{"schema":"sglang-deepgemm-warmup/0","entries":{}}`)},
 		{"other-keys-kept", withManifest(`{"schema":"sglang-deepgemm-warmup/1","entries":{"zz-other":{"cache_entries": ["kernel.gone"]}}}`)},
+		// An entry of the right key that does not parse as an entry (no
+		// cache_entries list) is a miss (§S3.5), neither hit nor stale.
+		{"restart-entry-without-cache-entries-miss", deepGEMMEntryReplaced(deepGEMMAfter(cold, keepCache), `{"cache_entries":null}`)},
+		{"restart-entry-not-an-object-miss", deepGEMMEntryReplaced(deepGEMMAfter(cold, keepCache), `7`)},
 		{"replay-fails-no-entry", failing},
 		{"write-fails-startup-continues", writeFails},
 		{"precompile-0-disables", disabled},

@@ -27,6 +27,9 @@ func FP8ComposeCurrent() *Spec[ref.FP8ComposeInput, ref.FP8ComposeOutput] {
 			"layout-lens-differ":                ref.ErrLayoutMismatch,
 			"non-finite-current":                ref.ErrNonFinite,
 			"compute-padded-given-global-valid": ref.ErrRowContract,
+			"stride-negative":                   ref.ErrNegative,
+			"stride-with-global-valid":          ref.ErrStride,
+			"stride-below-rank-payload":         ref.ErrStride,
 		},
 		Props: []Prop[ref.FP8ComposeInput, ref.FP8ComposeOutput]{
 			{"contract-equivalence", composeContracts},
@@ -253,6 +256,12 @@ func composeBoundary() []Case[ref.FP8ComposeInput] {
 		{"layout-lens-differ", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{}}, CurrentSlots: [][]int64{{4, 5}}, Lens: []int{2}, Layout: &sp, Contract: ref.ContractGlobalValid, Current: composeGlobalRows(2, 9)}},
 		{"non-finite-current", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{}}, CurrentSlots: [][]int64{{4}}, Lens: []int{1}, Contract: ref.ContractGlobalValid, Current: nan}},
 		{"compute-padded-given-global-valid", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalComputePadded, Current: g3}},
+		// §7.5's stride rules, each checked before the rows are counted:
+		// m >= 0; m only for gathered (CP-local) rows; m at least every
+		// rank's payload (R(r) = 2 here, so m = 1 is short).
+		{"stride-negative", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{0, 1}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalComputePadded, M: -1, Current: composeAs(&lay, ref.ContractLocalComputePadded, 3, g3)}},
+		{"stride-with-global-valid", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{0, 1}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractGlobalValid, M: 3, Current: g3}},
+		{"stride-below-rank-payload", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{0, 1}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalComputePadded, M: 1, Current: composeAs(&lay, ref.ContractLocalComputePadded, 3, g3)}},
 	}
 }
 

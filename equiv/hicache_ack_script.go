@@ -22,6 +22,7 @@ func AckScript() *Spec[ref.AckScriptInput, ref.AckScriptOutput] {
 		Invalid:     rapid.Custom(ackInvalid),
 		Boundary:    ackBoundary(),
 		Regressions: ackRegressions(),
+		Rejects:     map[string]*ref.Sentinel{"trace-entries-over-output-bound": ref.ErrTooLarge},
 		Props: []Prop[ref.AckScriptInput, ref.AckScriptOutput]{
 			{"write-invariants", ackWriteInvariants},
 			{"spmd-consistency", ackSPMDConsistency},
@@ -427,7 +428,48 @@ func ackBoundary() []Case[ref.AckScriptInput] {
 		{"events-beyond-one-rank-refused-on-all", ackScript(ackCreate(2, 1, 8),
 			ackNode(0, 1), ackOn(ref.AckWriteNonCP, 1), ackRankEvents(0, 1), ackEvents(1))},
 		{"node-id-past-bound-refused", ackScript(ackCreate(1, 1, 8), ackNode(ref.MaxAckNodeID+1, 1))},
+		// §3.2 op 3's evict_host retry that succeeds: the host is full, two
+		// backed-up nodes have lost their device values, and a one-slot
+		// write frees node 1 only (ascending id, stopping once enough is
+		// freed) before it allocates.
+		{"host-full-evicts-first-backed-up-node", ackScript(ackCreate(1, 1, 2),
+			ackNode(0, 1), ackNode(0, 1), ackNode(0, 1), ackOn(ref.AckWriteNonCP, 1), ackOn(ref.AckWriteNonCP, 2),
+			ackEvents(2), ackDrain(), ackOn(ref.AckEvictDevice, 1), ackOn(ref.AckEvictDevice, 2),
+			ackOn(ref.AckWriteNonCP, 3), ackEvents(1), ackDrain(), ackOn(ref.AckHas, 3))},
+		// §3.2 op 11's scrub empties the queue behind a partial drain: the
+		// drain pops one of three acks, the two rollbacks scrub the other
+		// two, and the next write's ack is the only queued one.
+		{"rollback-scrubs-queue-behind-partial-drain", ackScript(ackCreate(1, 1, 8),
+			ackNode(0, 1), ackNode(0, 1), ackNode(0, 1), ackNode(0, 1), ackOn(ref.AckWriteNonCP, 1),
+			ackOn(ref.AckWriteNonCP, 2), ackOn(ref.AckWriteNonCP, 3), ackEvents(1), ackDrain(),
+			ackOn(ref.AckRollback, 2), ackOn(ref.AckRollback, 3), ackOn(ref.AckWriteNonCP, 4), ackOn(ref.AckHas, 4),
+			ackEvents(1), ackDrain(), ackOn(ref.AckHas, 4))},
+		// §3.2 op 9: a negative agreed count is bad input, refused as a
+		// step error on the group as a whole.
+		{"writing-check-negative-agreed-refused", ackScript(ackCreate(2, 1, 8),
+			ackNode(0, 1), ackOn(ref.AckWriteNonCP, 1), ackEvents(1), ref.AckStep{Op: ref.AckWritingCheck, Agreed: new(-1)},
+			ackDrain())},
+		// A non-CP write registers the node's whole device value, and
+		// DeclareNode does not bound value_len: a value past MaxOwnedPages
+		// is refused by the reservation's owned-pages check (a step error
+		// naming "owned"), before any host slot is sought.
+		{"write-noncp-value-past-owned-bound-refused", ackScript(ackCreate(1, 1, 8),
+			ackNode(0, ref.MaxOwnedPages+1), ackOn(ref.AckWriteNonCP, 1), ackOn(ref.AckHas, 1))},
+		// ValidateAckScript's trace bound: 2^22 ranks pass the create's own
+		// bound, but 17 steps of them are 17·2^22 per-rank trace entries,
+		// past the 2^26 a 1 GiB output holds at 16 bytes each; the script
+		// is rejected before any rank is built.
+		{"trace-entries-over-output-bound", ackTraceOverBound()},
 	}
+}
+
+// ackTraceOverBound is a create of 2^22 ranks followed by 16 resets.
+func ackTraceOverBound() ref.AckScriptInput {
+	in := ackScript(ackCreate(1<<22, 1, 0))
+	for range 16 {
+		in.Steps = append(in.Steps, ref.AckStep{Op: ref.AckReset})
+	}
+	return in
 }
 
 func ackRegressions() []Case[ref.AckScriptInput] {

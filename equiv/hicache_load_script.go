@@ -71,7 +71,9 @@ func drawLoadOp(t *rapid.T, p ref.LoadPools, prev []ref.LoadOp, id uint64) ref.L
 		last := prev[len(prev)-1]
 		op = ref.LoadOp{HostIdx: last.HostIdx, DevIdx: last.DevIdx, PageSize: last.PageSize}
 	} else {
-		op.PageSize = rapid.SampledFrom([]int{1, 2, 4}).Draw(t, "page_size")
+		// 3 is the page size that is not a power of two: the fast loader
+		// checks alignment and divides by it instead of masking and shifting.
+		op.PageSize = rapid.SampledFrom([]int{1, 2, 4, 3}).Draw(t, "page_size")
 		hp, dp := drawPages(t, p, op.PageSize)
 		op.HostIdx, op.DevIdx = expandPages(hp, op.PageSize), expandPages(dp, op.PageSize)
 	}
@@ -250,6 +252,12 @@ func loadBoundary() []Case[ref.LoadScriptInput] {
 			{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{0}, DevIdx: []ref.SlotIdx{1}, Unavailable: true, Policy: "lenient"}}}},
 		{"refused-fallback-op-records-no-event", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{
 			{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{0, 1}, DevIdx: []ref.SlotIdx{2, 2}, Unavailable: true, Policy: ref.LoadAllowFallback}}}},
+		// A page size that is not a power of two: two adjacent pages merge
+		// into one run, and a page starting at slot 1 is refused as
+		// misaligned (1 % 3 != 0).
+		{"page-size-3-run-and-misaligned-page", ref.LoadScriptInput{Pools: ref.LoadPools{Layers: 2, HostSlots: 12, DevSlots: 12, KVBytes: 1}, Ops: []ref.LoadOp{
+			loadOp(1, 3, []int64{0, 1}, []int64{2, 3}),
+			{OpID: 2, PageSize: 3, HostIdx: []ref.SlotIdx{1, 2, 3}, DevIdx: []ref.SlotIdx{0, 1, 2}}}}},
 	}
 }
 

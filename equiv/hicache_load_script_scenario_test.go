@@ -3,6 +3,7 @@ package equiv_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -197,11 +198,14 @@ func (s *loadScenario) onCounter(t *testing.T, d *datadriven.TestData) string {
 		return fmt.Sprintf("Ready(%d) = %v", layer, ok)
 	}
 	// wait: nothing else runs, so a layer that is not ready now never
-	// becomes ready; the short deadline makes that visible.
+	// becomes ready; the short deadline makes that visible. A layer outside
+	// [0, L) is rejected at once (§5.3 amendment).
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if err := c.WaitUntil(ctx, layer); err != nil {
+	if err := c.WaitUntil(ctx, layer); errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Sprintf("WaitUntil(%d) still blocked: %v", layer, err)
+	} else if err != nil {
+		return errLine(err)
 	}
 	return fmt.Sprintf("WaitUntil(%d) returned: layer %d landed", layer, layer)
 }

@@ -24,7 +24,7 @@ func LayoutConvert() *Spec[ref.LayoutConvertInput, ref.LayoutConvertOutput] {
 		Regressions: []Case[ref.LayoutConvertInput]{
 			{Name: "lpf-storage-accepted", In: lpfStorageExample(ref.LayerPageFirst)},
 		},
-		Rejects: map[string]*ref.Sentinel{"lpf-storage-accepted": ref.ErrLPFStorageUnsupported},
+		Rejects: convertRejects(),
 		Props: []Prop[ref.LayoutConvertInput, ref.LayoutConvertOutput]{
 			{"relayout-follows-the-offsets", convertFollowsOffsets},
 			{"relayout-round-trip", convertRoundTrip},
@@ -483,7 +483,50 @@ func convertBoundary() []Case[ref.LayoutConvertInput] {
 	for _, layout := range allLayouts[:3] {
 		cs = append(cs, Case[ref.LayoutConvertInput]{"page-get-7.3-example-" + string(layout), lpfStorageExample(layout)})
 	}
-	return cs
+	return append(cs, convertRejectCases()...)
+}
+
+// convertRejectCases pins §7.3's mode-field rule for each field a mode
+// does not read (CheckConvertModeFields), and §7.2's page-span rule for a
+// token off its page's run and a run that does not start a page.
+func convertRejectCases() []Case[ref.LayoutConvertInput] {
+	zero := int64(0)
+	pageGet := func(edit func(*ref.LayoutConvertInput)) ref.LayoutConvertInput {
+		in := lpfStorageExample(ref.LayerFirst)
+		edit(&in)
+		return in
+	}
+	twoTokenPages := func(idx ...int64) ref.LayoutConvertInput {
+		return ref.LayoutConvertInput{Mode: ref.ConvertPageGet, Layout: ref.LayerFirst, Pool: ref.HostPoolMLA,
+			Layers: 1, Pages: 2, PageSize: 2, TokenBytes: 1, HostIndices: idx, Host: seqArena(4)}
+	}
+	relayout := ref.LayoutConvertInput{Mode: ref.ConvertRelayout, Layout: ref.LayerFirst, To: ref.PageFirst, Pool: ref.HostPoolMLA,
+		Layers: 1, Pages: 1, PageSize: 1, TokenBytes: 1, HostIndices: []int64{0}, Host: seqArena(1)}
+	return []Case[ref.LayoutConvertInput]{
+		{"page-get-stray-layer", pageGet(func(in *ref.LayoutConvertInput) { in.Layer = &zero })},
+		{"page-get-stray-device-pages", pageGet(func(in *ref.LayoutConvertInput) { in.DevicePages = 1 })},
+		{"page-get-stray-device", pageGet(func(in *ref.LayoutConvertInput) { in.Device = []byte{0} })},
+		{"page-get-stray-device-indices", pageGet(func(in *ref.LayoutConvertInput) { in.DeviceIndices = []int64{0} })},
+		{"page-get-stray-to", pageGet(func(in *ref.LayoutConvertInput) { in.To = ref.PageFirst })},
+		{"relayout-stray-host-indices", relayout},
+		{"page-get-token-off-its-page", twoTokenPages(0, 2)},
+		{"page-get-run-not-at-page-start", twoTokenPages(1, 2)},
+	}
+}
+
+// convertRejects names the table cases ref must reject.
+func convertRejects() map[string]*ref.Sentinel {
+	return map[string]*ref.Sentinel{
+		"lpf-storage-accepted":           ref.ErrLPFStorageUnsupported,
+		"page-get-stray-layer":           ref.ErrFieldNotInMode,
+		"page-get-stray-device-pages":    ref.ErrFieldNotInMode,
+		"page-get-stray-device":          ref.ErrFieldNotInMode,
+		"page-get-stray-device-indices":  ref.ErrFieldNotInMode,
+		"page-get-stray-to":              ref.ErrFieldNotInMode,
+		"relayout-stray-host-indices":    ref.ErrFieldNotInMode,
+		"page-get-token-off-its-page":    ref.ErrIncompletePageSpan,
+		"page-get-run-not-at-page-start": ref.ErrIncompletePageSpan,
+	}
 }
 
 // transferBoundary: loads and backups of 0, 1, 2 and 3 pages in one run or

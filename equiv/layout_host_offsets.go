@@ -19,6 +19,7 @@ func HostOffsets() *Spec[ref.HostOffsetsInput, ref.HostOffsetsOutput] {
 		Valid:    rapid.Custom(hostValid),
 		Invalid:  rapid.Custom(hostInvalid),
 		Boundary: hostBoundary(),
+		Rejects:  map[string]*ref.Sentinel{"page-first-spans-overflow-int64": ref.ErrOverflow},
 		Props: []Prop[ref.HostOffsetsInput, ref.HostOffsetsOutput]{
 			{"worked-table", hostWorkedTable},
 			{"total-bytes", hostTotalBytes},
@@ -201,7 +202,11 @@ func hostBoundary() []Case[ref.HostOffsetsInput] {
 			)
 		}
 	}
-	return cs
+	// Under page_first a page is page_size ranges: two span queries on a
+	// 2^62-token page ask for 2^63 ranges, past int64 (CheckSpansOutput).
+	return append(cs, Case[ref.HostOffsetsInput]{"page-first-spans-overflow-int64",
+		ref.HostOffsetsInput{Layout: ref.PageFirst, Pool: ref.HostPoolMLA, Layers: 1, Pages: 1, PageSize: 1 << 62, TokenBytes: 1,
+			Spans: []ref.HostPageQuery{{}, {}}}})
 }
 
 // everyPage lists every (kv, layer, page) of g.

@@ -1,10 +1,12 @@
 package equiv
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
 	"github.com/kvtwin/kvtwin/catalog"
@@ -22,6 +24,7 @@ func RadixScript() *Spec[ref.RadixScriptInput, ref.RadixScriptOutput] {
 		Invalid:     rapid.Custom(radixInvalid),
 		Boundary:    radixBoundary(),
 		Regressions: radixRegressions(),
+		Rejects:     radixRejects,
 		Props: []Prop[ref.RadixScriptInput, ref.RadixScriptOutput]{
 			{"tree-invariants", radixTreeInvariants},
 			{"model-equivalence", radixModelEquivalence},
@@ -30,6 +33,7 @@ func RadixScript() *Spec[ref.RadixScriptInput, ref.RadixScriptOutput] {
 			{"size-accounting", radixSizeAccounting},
 			{"owner-metadata", radixOwnerMetadata},
 			{"owner-lane-plans", radixOwnerPlans},
+			{"state-round-trips-through-json", radixStateRoundTrips},
 		},
 	}
 }
@@ -372,7 +376,48 @@ func radixBoundary() []Case[ref.RadixScriptInput] {
 			plan(0, []int{1}, []int{0, 0}), plan(0, []int{1, 0}, []int{0}),
 			plan(0, []int{1, -1}, []int{0, 0}), plan(0, []int{1, 0}, []int{-2, 0}),
 			plan(9, []int{1, 0}, []int{0, 0}))},
+		// §1.7 amendment: node 1 is locked only through its child (lock_ref 1,
+		// no lock of its own), so unlocking it is ErrLockUnderflow and changes
+		// nothing; the child's own unlock then succeeds.
+		{"unlock-of-a-node-locked-only-by-its-child", steps(create(1), ins([]int64{1, 2}), ins([]int64{1, 2, 3, 4}),
+			ref.RadixStep{Op: ref.StepLock, Node: 2}, ref.RadixStep{Op: ref.StepUnlock, Node: 1},
+			ref.RadixStep{Op: ref.StepUnlock, Node: 2})},
+		// §1.10: an insert whose value length differs from its key
+		// (ErrValueLength) or whose key is not whole pages (ErrUnalignedKey)
+		// changes nothing; in Eagle mode the value is checked against the
+		// tokens and the alignment against the bigrams (4 tokens: 3 bigrams).
+		{"insert-rejections-change-nothing", steps(create(2), ins([]int64{1, 2}, 10), ins([]int64{1, 2, 3}),
+			ref.RadixStep{Op: ref.StepCreate, PageSize: 2, Eagle: true},
+			ins([]int64{1, 2, 3, 4}, 10, 11, 12), ins([]int64{1, 2, 3, 4}), ins([]int64{1, 2, 3, 4, 5}, 10, 11, 12, 13, 14))},
+		// §1.4 and §2.1 at a page of more than 64 bigrams, where fast packs
+		// each looked-up page into a heap buffer instead of its 64-unit stack
+		// one (Tree.scratchFor); 201 tokens are two pages, and the first
+		// match splits the node after one.
+		// An Eagle match whose second page differs: the pair-view compare
+		// finds the difference inside a chunk of 8 bigrams.
+		{"eagle-second-page-differs-in-a-pair-chunk", steps(ref.RadixStep{Op: ref.StepCreate, PageSize: 8, Eagle: true},
+			ins(iota64(0, 17)), mat(append(iota64(0, 9), 99, 99, 99, 99, 99, 99, 99, 99)...))},
+		{"eagle-page-over-64-bigrams", steps(ref.RadixStep{Op: ref.StepCreate, PageSize: 100, Eagle: true},
+			ins(iota64(0, 201)), mat(append(iota64(0, 101), 999)...), mat(iota64(0, 201)...))},
+		// §1.10 amendment (scripts): a script that cannot run is rejected
+		// whole, naming steps[i].field (radixRejects).
+		{"script-without-create-first", steps(mat(1))},
+		{"script-with-an-unknown-op", steps(create(1), ref.RadixStep{Op: "split"})},
+		{"script-with-page-size-zero", steps(create(0))},
+		{"script-with-cp-size-past-the-maximum", steps(cpCreate(1, ref.MaxCPSize+1, 0))},
+		{"script-with-cp-draft-size-equal-to-cp-size", steps(cpCreate(1, 4, 4))},
+		{"script-with-a-33-bit-token", steps(create(1), ins([]int64{1, 1 << 32}))},
 	}
+}
+
+// radixRejects are the boundary scripts ref must reject whole.
+var radixRejects = map[string]*ref.Sentinel{
+	"script-without-create-first":                ref.ErrScriptOrder,
+	"script-with-an-unknown-op":                  ref.ErrBadEnum,
+	"script-with-page-size-zero":                 ref.ErrInvalidPageSize,
+	"script-with-cp-size-past-the-maximum":       ref.ErrBadCPSize,
+	"script-with-cp-draft-size-equal-to-cp-size": ref.ErrBadCPSize,
+	"script-with-a-33-bit-token":                 ref.ErrTokenRange,
 }
 
 // evictTie is §1.2 item 3's id tie-break under policy p: the insert that
@@ -450,6 +495,25 @@ func radixRegressions() []Case[ref.RadixScriptInput] {
 
 func radixTreeInvariants(_ ref.Limits, _ ref.RadixScriptInput, out ref.RadixScriptOutput) error {
 	return ref.CheckTreeState(out.Tree)
+}
+
+// radixStateRoundTrips: the final tree state decodes from its canonical
+// JSON to the same state, so a client reading the output sees the tree the
+// twin returned; a node's namespace keeps unset, "" and named apart
+// (ExtraKey's JSON methods are inverses, §1.1 amendment).
+func radixStateRoundTrips(_ ref.Limits, _ ref.RadixScriptInput, out ref.RadixScriptOutput) error {
+	b, err := catalog.Marshal(out.Tree)
+	if err != nil {
+		return err
+	}
+	var back ref.TreeState
+	if err := json.Unmarshal(b, &back); err != nil {
+		return fmt.Errorf("the tree state does not decode: %w", err)
+	}
+	if diff := cmp.Diff(out.Tree, back); diff != "" {
+		return fmt.Errorf("the tree state changes through JSON (-returned +decoded):\n%s", diff)
+	}
+	return nil
 }
 
 // treeUnits converts a step's key to the tree's units (bigrams in Eagle

@@ -1,6 +1,8 @@
 package equiv
 
 import (
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -44,6 +46,31 @@ func (m *radixMachine) peek(t *rapid.T) {
 	}
 }
 
+// wide runs an insert, match or PrefixLen whose key holds a unit above
+// 2^32-1 on both trees through the Go API, as a caller holding wider ints
+// would (a script is rejected whole before a tree sees such a key). An
+// enabled Eagle tree must refuse it with ErrTokenRange (docs/spec/radix-acks.md
+// §1.10, §2.1); a token tree keys by the units as given. Either way both
+// trees must answer alike, and the state comparison that follows shows
+// they changed alike (nothing, for a refusal).
+func (m *radixMachine) wide(t *rapid.T) {
+	s := ref.RadixStep{Op: rapid.SampledFrom([]string{ref.StepInsert, ref.StepMatch, "prefix_len"}).Draw(t, "wide_op"), Key: m.gen.key()}
+	s.Key = append(s.Key, 0)
+	s.Key[rapid.IntRange(0, len(s.Key)-1).Draw(t, "wide_at")] = rapid.SampledFrom([]int64{1 << 32, math.MaxInt64, -1}).Draw(t, "wide_unit")
+	rb, _ := applyStep(m.gen.tree, s, nil)
+	fb, _ := applyStep(m.fast, s, nil)
+	if string(rb) != string(fb) {
+		t.Fatalf("%s(%v): ref %s, fast %s", s.Op, s.Key, rb, fb)
+	}
+	cfg := m.gen.tree.Config()
+	if fc := m.fast.Config(); fc != cfg {
+		t.Fatalf("the trees report configs %+v and %+v", cfg, fc)
+	}
+	if cfg.Eagle && !cfg.Disable && !strings.Contains(string(rb), `"code":"`+ref.ErrTokenRange.Code()+`"`) {
+		t.Fatalf("%s(%v) on an Eagle tree: %s, want %s", s.Op, s.Key, rb, ref.ErrTokenRange.Code())
+	}
+}
+
 // check compares the whole observable state and checks every invariant.
 func (m *radixMachine) check(t *rapid.T) {
 	rs, fs := m.gen.tree.State(), m.fast.State()
@@ -76,7 +103,8 @@ func newFastTree(t *rapid.T, create ref.RadixStep) ref.RadixTree {
 
 // TestRadixTwinsAgreeAfterEveryStep is the radix state machine (docs/spec/radix-acks.md
 // §1.9 P2, P5; §4.3 O1–O3, §4.4 E1): random insert/match/lock/unlock/evict/
-// plan_evict/peek sequences, with random namespaces, page sizes 1, 2, 4 and
+// plan_evict/peek sequences, and keys with a unit past 32 bits through the
+// Go API (§1.10), with random namespaces, page sizes 1, 2, 4 and
 // 64, Eagle on and off, CP owner metadata for 0–2 sizes; after every step
 // ref and fast return the same canonical result, the same observable state
 // (node ids, keys, slots, locks, stamps, sizes, copied units, owner
@@ -91,6 +119,7 @@ func TestRadixTwinsAgreeAfterEveryStep(t *testing.T) {
 		t.Repeat(map[string]func(*rapid.T){
 			"step": m.step,
 			"peek": m.peek,
+			"wide": m.wide,
 			"":     m.check,
 		})
 	})

@@ -100,3 +100,91 @@ func TestLargeRowBuffersTakeTheParallelPaths(t *testing.T) {
 		t.Errorf("fp8.quantize_index_k with NaNs in rows 3100 and 4900: %s\n%s", reason, diff)
 	}
 }
+
+// TestLargeRemapTakesTheParallelPath checks cp.remap_locs above the
+// location count from which fast cuts the locations into chunks on their
+// own goroutines (remapWork.run): row-scoped locations in random rows, then
+// with a location outside its row's window in two chunks, where the lowest
+// bad index must be the one reported, whichever chunk finishes first.
+func TestLargeRemapTakesTheParallelPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const rows, pagesPerRow, ps, n = 4, 768, 64, 3<<16 + 11
+	in := ref.RemapLocsInput{PageSize: ps, Pages: make([][]int64, rows), Locs: make([]int64, n), RowIDs: make([]int32, n)}
+	for b := range in.Pages {
+		in.Pages[b] = make([]int64, pagesPerRow)
+		for j, p := range rng.Perm(4 * pagesPerRow)[:pagesPerRow] {
+			in.Pages[b][j] = int64(p) // rows overlap: a page may sit in several windows
+		}
+	}
+	for e := range in.Locs {
+		b := rng.IntN(rows)
+		in.RowIDs[e] = int32(b)
+		if rng.IntN(50) == 0 {
+			in.Locs[e] = -1 // padding
+			continue
+		}
+		in.Locs[e] = in.Pages[b][rng.IntN(pagesPerRow)]*ps + rng.Int64N(ps)
+	}
+	s := RemapLocs()
+	if reason, diff := s.Check("fast", s.Op.Fast, in, nil); reason != "" {
+		t.Errorf("%d locations: %s\n%s", n, reason, diff)
+	}
+	for _, e := range []int{n - 5, n/2 + 3} {
+		in.Locs[e] = (1 << 40) * ps // a page no window holds
+	}
+	if reason, diff := s.Check("fast", s.Op.Fast, in, ref.ErrPageNotInRow); reason != "" {
+		t.Errorf("%d locations, bad at %d and %d: %s\n%s", n, n/2+3, n-5, reason, diff)
+	}
+}
+
+// TestLargeTopKTakesTheParallelPath checks mqa.chunked_topk on more
+// candidates than fast selects on one goroutine (topkSegments): 64 rows of
+// 2,048 logits with ties, windows of every width, a top-k of 16.
+func TestLargeTopKTakesTheParallelPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const q, kt = 64, 2048
+	in := ref.MQATopKInput{Logits: make([][]float32, q), KS: make([]int64, q), KE: make([]int64, q), TopK: 16, ChunkRows: 7}
+	for r := range in.Logits {
+		in.Logits[r] = make([]float32, kt)
+		for j := range in.Logits[r] {
+			in.Logits[r][j] = float32(rng.IntN(512)) / 8 // ties within a row
+		}
+		in.KS[r] = int64(rng.IntN(64))
+		in.KE[r] = kt - int64(rng.IntN(64))
+	}
+	in.KS[5], in.KE[5] = 100, 103 // a window narrower than top-k
+	s := MQAChunkedTopK()
+	if reason, diff := s.Check("fast", s.Op.Fast, in, nil); reason != "" {
+		t.Errorf("%d rows of %d logits: %s\n%s", q, kt, reason, diff)
+	}
+}
+
+// TestLayoutsPastTheOutputBoundAreRefused checks the output bounds that
+// only large but cheap inputs reach: cp.can_split's layout of 2·B·2·cp
+// sizes at cp = MaxCP and 32,769 requests (just past 1 GiB), and
+// transfer.layer_blocks' entries × runs blocks (8,192 layers of 8,192
+// one-page runs, 1.5 GiB of blocks).
+func TestLayoutsPastTheOutputBoundAreRefused(t *testing.T) {
+	split := ref.CanSplitInput{Mode: ref.ModeExtend, CPEnabled: true, CPSize: ref.MaxCP, BatchSize: 32769, ExtendLens: make([]int, 32769), PageSize: 64}
+	for i := range split.ExtendLens {
+		split.ExtendLens[i] = 2 * ref.MaxCP
+	}
+	cs := CanSplit()
+	if reason, diff := cs.Check("fast", cs.Op.Fast, split, ref.ErrTooLarge); reason != "" {
+		t.Errorf("cp.can_split at cp=%d, B=%d: %s\n%s", ref.MaxCP, split.BatchSize, reason, diff)
+	}
+
+	const layers, pages = 8192, 8192
+	lb := ref.LayerBlocksInput{IsMLA: true, Owned: make([]int64, pages), DstPages: make([]int64, pages),
+		SrcPtrs: make([]uint64, layers), DstPtrs: make([]uint64, layers), ItemLens: make([]uint64, layers)}
+	for i := range pages {
+		lb.Owned[i], lb.DstPages[i] = int64(2*i), int64(2*i) // every other page: one run per page
+	}
+	for l := range layers {
+		lb.SrcPtrs[l], lb.DstPtrs[l], lb.ItemLens[l] = uint64(l)<<32, uint64(l)<<32, 64
+	}
+	ls := LayerBlocks()
+	if reason, diff := ls.Check("fast", ls.Op.Fast, lb, ref.ErrTooLarge); reason != "" {
+		t.Errorf("transfer.layer_blocks of %d entries × %d runs: %s\n%s", layers, pages, reason, diff)
+	}
+}

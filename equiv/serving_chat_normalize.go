@@ -187,7 +187,7 @@ func chatInvalid(t *rapid.T) Bad[ref.ChatNormalizeInput] {
 func chatBoundary() []Case[ref.ChatNormalizeInput] {
 	d := i64(32768)
 	req := func(s string) json.RawMessage { return json.RawMessage(s) }
-	return []Case[ref.ChatNormalizeInput]{
+	return append([]Case[ref.ChatNormalizeInput]{
 		{"s2.2-example", ref.ChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[]}`), PromptTokens: i64(1000), ContextLen: 32768, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d}}},
 		{"s2.2-clamp-below-one-keeps-d", ref.ChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[]}`), PromptTokens: i64(32767), ContextLen: 32768, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d}}},
 		{"s2.2-null-max-tokens-replaced", ref.ChatNormalizeInput{Endpoint: "chat", Request: req(`{"max_tokens":null,"messages":[]}`), ContextLen: 32768, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d}}},
@@ -197,6 +197,47 @@ func chatBoundary() []Case[ref.ChatNormalizeInput] {
 		{"duplicate-tool-choice-last-wins", ref.ChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":"f","tool_choice":"any"}`), ContextLen: 10, Flags: ref.CompatFlags{NormalizeToolChoice: true}}},
 		{"escaped-key", ref.ChatNormalizeInput{Endpoint: "chat", Request: req(`{"m\u0065ssages":[{"role":"user","content":[{"type":"image_url","image_url":"u"}]}]}`), ContextLen: 10}},
 		{"completions-untouched", ref.ChatNormalizeInput{Endpoint: "completions", Request: req(`{"prompt":"hi","tool_choice":7}`), ContextLen: 10, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d, NormalizeToolChoice: true}}},
+	}, chatPathCases()...)
+}
+
+// chatPathCases pins, one case each, the S2 paths a generator run reaches
+// only on some seeds or not at all: tools that are not a list; each kind
+// S2.4's message names for a non-text tool part; a tool_choice type given
+// as a string; tool names with escapes and non-ASCII text (decoded, not
+// viewed); upstream's canonical object with the flags off; a mixed-case
+// "auto"; tool and message entries that are not objects (skipped); a
+// tool_choice object naming no function, a string naming an unknown one;
+// S2.7's empty string URL.
+func chatPathCases() []Case[ref.ChatNormalizeInput] {
+	tc := ref.CompatFlags{NormalizeToolChoice: true}
+	flat := ref.CompatFlags{FlattenToolRoleContent: true}
+	chat := func(name, request string, f ref.CompatFlags) Case[ref.ChatNormalizeInput] {
+		return Case[ref.ChatNormalizeInput]{name, ref.ChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(request), ContextLen: 10, Flags: f}}
+	}
+	tool := func(parts string) string {
+		return `{"messages":[{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"ok"},` + parts + `]}]}`
+	}
+	return []Case[ref.ChatNormalizeInput]{
+		chat("tools-object-not-a-list-400", `{"messages":[],"tools":{"type":"function","function":{"name":"f"}}}`, tc),
+		chat("s2.4-bare-string-part-400", tool(`"bare"`), flat),
+		chat("s2.4-boolean-part-400", tool(`true`), flat),
+		chat("s2.4-untyped-part-400", tool(`{"text":"x"}`), flat),
+		chat("s2.4-image-part-400", tool(`{"type":"image_url","image_url":"https://x/y.png"}`), flat),
+		chat("s2.4-numeric-type-part-400", tool(`{"type":7,"text":"x"}`), flat),
+		chat("s2.4-text-part-with-number-text-400", tool(`{"type":"text","text":5}`), flat),
+		chat("tool-choice-type-string-not-function-400", `{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":{"type":"tool","function":{"name":"f"}}}`, tc),
+		chat("tool-names-escaped-and-non-ascii", `{"messages":[],"tools":[{"function":{"name":"m\u00e9t\u00e9o"}},{"function":{"name":"café \"x\""}}],"tool_choice":"météo"}`, tc),
+		chat("upstream-canonical-object-flags-off", `{"messages":[],"tools":[{"type":"function","function":{"name":"search"}}],"tool_choice":{"type":"function","function":{"name":"search"}}}`, ref.CompatFlags{}),
+		chat("tool-choice-mixed-case-auto", `{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":" Auto "}`, tc),
+		chat("tools-and-messages-with-non-objects", `{"messages":[7,{"role":"user","content":"hi"}],"tools":[7,{"function":"f"},{"function":{"name":"f"}}],"tool_choice":"f"}`, tc),
+		chat("tool-choice-string-unknown-400", `{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":"g"}`, tc),
+		chat("s2.7-empty-string-image-url-400", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":""}]}]}`, ref.CompatFlags{}),
+		chat("tool-choice-object-without-name-400", `{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":{"type":"function","function":{}}}`, tc),
+		// the "none" spelling, and an object naming a tool the request lacks
+		chat("s2.4-number-tool-content-400", `{"messages":[{"role":"tool","tool_call_id":"c","content":7}]}`, flat),
+		chat("s2.4-null-tool-content-becomes-empty-string", `{"messages":[{"role":"tool","tool_call_id":"c","content":null}]}`, flat),
+		chat("tool-choice-none", `{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":" NONE"}`, tc),
+		chat("tool-choice-object-unknown-name-400", `{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}}`, tc),
 	}
 }
 

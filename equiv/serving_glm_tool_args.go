@@ -22,6 +22,20 @@ func GLMToolArgs() *Spec[ref.GLMToolArgsInput, ref.GLMToolArgsOutput] {
 			{"key-without-value", ref.GLMToolArgsInput{Text: "<tool_call>run<arg_key>a</arg_key>x<arg_key>b</arg_key> <arg_value>1</arg_value></tool_call>"}},
 			{"repeated-key", ref.GLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a</arg_key><arg_value>1</arg_value><arg_key>b</arg_key><arg_value>2</arg_value><arg_key>a</arg_key><arg_value>3</arg_value></tool_call>"}},
 			{"numbers", ref.GLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a</arg_key><arg_value>1.0</arg_value><arg_key>b</arg_key><arg_value>1e16</arg_value><arg_key>c</arg_key><arg_value>-0</arg_value><arg_key>d</arg_key><arg_value>123456789012345678901234567890</arg_value></tool_call>"}},
+			// repr(float)'s other forms: -Infinity, a negative fixed value,
+			// 0.00123 (no integer digit), 1.5e+16 (several digits in
+			// exponent form), 1e-05 (a negative two-digit exponent); and an
+			// object value with two keys.
+			{"number-repr-forms", ref.GLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a</arg_key><arg_value>-1e999</arg_value><arg_key>b</arg_key><arg_value>-2.5</arg_value><arg_key>c</arg_key><arg_value>0.00123</arg_value><arg_key>d</arg_key><arg_value>1.5e16</arg_value><arg_key>e</arg_key><arg_value>1e-5</arg_value><arg_key>g</arg_key><arg_value>{\"x\": 1.0, \"y\": [2], \"x\": 3}</arg_value></tool_call>"}},
+			// S2.8 rule 1: a single-quoted value of a string key loses its quotes.
+			{"string-schema-single-quoted", ref.GLMToolArgsInput{Tools: glmTools(), Text: "<tool_call>run\n<arg_key>code</arg_key><arg_value>'x = 1 '</arg_value></tool_call>"}},
+			// A number key's JSON string of digits becomes the number; "-"
+			// alone is not digits and stays a string.
+			{"number-schema-quoted-digits-and-minus", ref.GLMToolArgsInput{Tools: glmTools(),
+				Text: "<tool_call>run\n<arg_key>n</arg_key><arg_value>\"-42\"</arg_value></tool_call><tool_call>run\n<arg_key>n</arg_key><arg_value>\"-\"</arg_value></tool_call>"}},
+			// An unclosed key, and a value open without its close, end the call's pairs.
+			{"key-close-missing", ref.GLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a<arg_value>1</arg_value></tool_call>"}},
+			{"value-close-missing", ref.GLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a</arg_key><arg_value>1</tool_call>"}},
 		},
 		Regressions: []Case[ref.GLMToolArgsInput]{
 			{"s2-b2-glm-args-stripped", ref.GLMToolArgsInput{Tools: glmTools(),

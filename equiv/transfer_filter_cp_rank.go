@@ -160,6 +160,13 @@ func filterBoundary() []Case[ref.FilterCPRankInput] {
 	for rank := range 4 {
 		cs = append(cs, Case[ref.FilterCPRankInput]{fmt.Sprintf("E3-rank%d", rank), ref.FilterCPRankInput{KV: run(40, 2), CPRank: rank, CPSize: 4}})
 	}
+	// Ids at the top of int64: rank 1's lower bound min(kv)+ls lies past
+	// MaxInt64, so it owns nothing (fast's shortcut; ref compares v−m).
+	four := int64(4)
+	for rank := range 2 {
+		cs = append(cs, Case[ref.FilterCPRankInput]{fmt.Sprintf("ids-near-int64-max-rank%d", rank),
+			ref.FilterCPRankInput{KV: []int64{math.MaxInt64 - 1, math.MaxInt64}, TotalPages: &four, CPRank: rank, CPSize: 2}})
+	}
 	return cs
 }
 

@@ -293,6 +293,10 @@ func perLayerBoundary() []Case[ref.PerLayerScriptInput] {
 		{"forward-steps-out-of-order", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0),
 			ref.PerLayerStep{Op: ref.PerLayerForwardEnd}, ref.PerLayerStep{Op: ref.PerLayerForwardBegin},
 			ref.PerLayerStep{Op: ref.PerLayerForwardBegin}, ref.PerLayerStep{Op: ref.PerLayerForwardEnd}))},
+		// §4.4 Register's argument checks: a negative chunk key fails the
+		// step (the script validates pages, not keys) and registers nothing.
+		{"register-negative-chunk", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, -1),
+			ref.PerLayerStep{Op: ref.PerLayerHas, Room: 1}))},
 	}
 }
 

@@ -23,6 +23,8 @@ func StateLayerPairing() *Spec[ref.StateLayerPairingInput, ref.StateLayerPairing
 		Rejects: map[string]*ref.Sentinel{
 			"spec-example-0-4-8-vs-0-4-12": ref.ErrStateLayerIdentityMismatch,
 			"state-layers-paired-by-count": ref.ErrStateLayerIdentityMismatch,
+			"positional-item-len-differs":  ref.ErrItemLenMismatch,
+			"pp2-dst-only-layer-no-slot":   ref.ErrNoIndexSlot,
 		},
 		Props: []Prop[ref.StateLayerPairingInput, ref.StateLayerPairingOutput]{
 			{"pairing-is-a-bijection-onto-its-image", stateBijection},
@@ -388,6 +390,15 @@ func stateBoundary() []Case[ref.StateLayerPairingInput] {
 		{"spec-example-0-4-vs-4-0", in{PPSize: 1, Src: idReg(0, 4), Dst: idReg(4, 0)}},
 		{"spec-example-pp2-repeated-ids", in{PPSize: 2, Src: idReg(3, 7, 3, 7), Dst: idReg(3, 7, 11, 3, 7, 11)}},
 		{"spec-example-0-4-8-vs-0-4-12", in{PPSize: 1, Src: idReg(0, 4, 8), Dst: idReg(0, 4, 12)}},
+		// Rule 1 pairs buffer i with buffer i, so their item lens must agree.
+		{"positional-item-len-differs", in{PPSize: 1, Src: posReg(2), Dst: func() ref.StateRegistration {
+			r := posReg(2)
+			r.ItemLens[1]++
+			return r
+		}()}},
+		// With pp_size 2 decode may hold layers prefill does not; its
+		// layer 1 is not an index layer of "FS", so it has no slot.
+		{"pp2-dst-only-layer-no-slot", in{PPSize: 2, Src: idReg(0), Dst: idReg(0, 1), Index: pat("FS")}},
 	}
 }
 

@@ -1,0 +1,51 @@
+package equiv_test
+
+import (
+	"bytes"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// TestRoundOverTheEntryBoundIsRefusedAlike runs admission.round on one
+// entry more than ref.MaxAdmitEntries (running plus queue), a size no
+// generator or fixture can carry (about 40 MB of JSON): both twins must
+// refuse it with the same too_large error before walking anything.
+func TestRoundOverTheEntryBoundIsRefusedAlike(t *testing.T) {
+	s := equiv.AdmissionRound()
+	in := ref.RoundInput{Config: ref.AdderConfig{PageSize: 1, MaxPrefillTokens: 8192, MaxRunningRequests: 1},
+		Pool: ref.PoolState{Available: 1000}, Running: make([]ref.RunningReq, ref.MaxAdmitEntries),
+		Queue: []ref.Request{{RID: "r1", InputLen: 10}}}
+	if reason, diff := s.Check("fast", s.Op.Fast, in, ref.ErrTooLarge); reason != "" {
+		t.Errorf("%d running + 1 queued: %s\n%s", len(in.Running), reason, diff)
+	}
+}
+
+// TestGoEstimatorGateMatchesTheLinearModel drives gate C5 through
+// CPAdmission.Estimator, the Go callers' estimator that JSON cannot carry
+// (json:"-"): on generated rounds with a linear buffer model, the model's
+// Estimate passed as a Go function must give both twins the result the
+// JSON model gives ref, byte for byte. fast then prices the batch through
+// the function instead of its incremental sums.
+func TestGoEstimatorGateMatchesTheLinearModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := equiv.AdmissionValid(t)
+		if in.Config.CP == nil || in.Config.CP.BufferModel == nil {
+			t.Skip("no buffer gate")
+		}
+		want := catalog.Canonical(ref.AdmitRound(ref.DefaultLimits(), in))
+		cp := *in.Config.CP
+		cp.Estimator, cp.BufferModel = cp.BufferModel.Estimate, nil
+		in.Config.CP = &cp
+		for name, round := range map[string]func(ref.Limits, ref.RoundInput) (ref.RoundResult, error){"ref": ref.AdmitRound, "fast": fast.AdmitRound} {
+			if got := catalog.Canonical(round(ref.DefaultLimits(), in)); !bytes.Equal(got, want) {
+				t.Fatalf("%s with the Go estimator:\n got %s\nwant %s", name, got, want)
+			}
+		}
+	})
+}

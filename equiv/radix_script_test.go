@@ -1,0 +1,53 @@
+package equiv_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// TestRadixScriptTraceIsBoundedByLimits is the scripts amendment of
+// docs/spec/radix-acks.md §1.10: the trace's slot lists are bounded by the
+// run's Limits (8 bytes a slot). A match whose slots pass the bound stops
+// the script at its step; a script whose steps return no slots is still
+// bounded by its final tree (keys and slots: twice the units); an output
+// exactly at the bound is served. Every twin stops at the same field.
+func TestRadixScriptTraceIsBoundedByLimits(t *testing.T) {
+	e, ok := catalog.Lookup("radix.script")
+	if !ok {
+		t.Fatal("no op radix.script")
+	}
+	create := ref.RadixStep{Op: ref.StepCreate, PageSize: 1}
+	key := []int64{1, 2, 3, 4, 5, 6, 7, 8}
+	insert := ref.RadixStep{Op: ref.StepInsert, Key: key}
+	match := ref.RadixStep{Op: ref.StepMatch, Key: key}
+	for _, c := range []struct {
+		name     string
+		steps    []ref.RadixStep
+		maxBytes int64
+		field    string // "" when the run must succeed
+	}{
+		{"match-slots-past-the-bound", []ref.RadixStep{create, insert, match}, 7 * 8, "steps[2]"},
+		{"final-tree-past-the-bound", []ref.RadixStep{create, insert}, 15 * 8, "steps"},
+		{"final-tree-at-the-bound", []ref.RadixStep{create, insert}, 16 * 8, ""},
+	} {
+		in, err := catalog.Marshal(ref.RadixScriptInput{Steps: c.steps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lim := ref.DefaultLimits()
+		lim.MaxOutputBytes = c.maxBytes
+		for _, impl := range selectedImpls(t, e) {
+			_, err := e.Run(impl, lim, in)
+			ie, _ := ref.AsInputError(err)
+			switch {
+			case c.field == "" && err != nil:
+				t.Errorf("%s on %s: %v, want the output", c.name, impl, err)
+			case c.field != "" && (!errors.Is(err, ref.ErrTooLarge) || ie == nil || ie.Field != c.field):
+				t.Errorf("%s on %s: %v, want ErrTooLarge at %s", c.name, impl, err, c.field)
+			}
+		}
+	}
+}
