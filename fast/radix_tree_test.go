@@ -470,3 +470,45 @@ func TestUnlockNeedsALockOfTheNodeItself(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestEvictionHeapStaysBoundedAndInOrderUnderRepeatedTouches drives the
+// persistent eviction heap through many more re-stamps than there are
+// leaves (every match of a leaf leaves a stale entry behind), so the heap
+// must compact to stay within CheckInvariants' bound, and interleaves
+// evictions whose victims must equal the reference's under every policy.
+func TestEvictionHeapStaysBoundedAndInOrderUnderRepeatedTouches(t *testing.T) {
+	policies := []ref.EvictPolicy{ref.PolicyLRU, ref.PolicyLFU, ref.PolicyFIFO, ref.PolicyMRU, ref.PolicyFILO, ref.PolicyPriority}
+	for _, p := range policies {
+		cfg := ref.TreeConfig{PageSize: 2, Policy: p}
+		want, err := ref.NewRadixTree(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tree(t, cfg)
+		rng := rand.New(rand.NewPCG(3, 5))
+		for i := range 2000 {
+			k := key(ref.Unit(rng.IntN(6)), 9, ref.Unit(i%3), 1)
+			var rw, rg any
+			switch {
+			case i%97 == 96:
+				rw, _ = want.Evict(4)
+				rg, _ = got.Evict(4)
+			case i%5 == 0:
+				rw, _ = want.Insert(k, slots(1, 2, 3, 4), i%4)
+				rg, _ = got.Insert(k, slots(1, 2, 3, 4), i%4)
+			default:
+				rw, _ = want.MatchPrefix(k)
+				rg, _ = got.MatchPrefix(k)
+			}
+			if !reflect.DeepEqual(rw, rg) {
+				t.Fatalf("%s step %d: (-ref +fast):\n%s", p, i, cmp.Diff(rw, rg))
+			}
+			if err := got.CheckInvariants(); err != nil {
+				t.Fatalf("%s step %d: %v", p, i, err)
+			}
+		}
+		if sw, sg := want.State(), got.State(); !reflect.DeepEqual(sw, sg) {
+			t.Fatalf("%s: state (-ref +fast):\n%s", p, cmp.Diff(sw, sg))
+		}
+	}
+}
