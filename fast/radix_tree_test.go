@@ -2,6 +2,7 @@ package fast_test
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -509,6 +510,48 @@ func TestEvictionHeapStaysBoundedAndInOrderUnderRepeatedTouches(t *testing.T) {
 		}
 		if sw, sg := want.State(), got.State(); !reflect.DeepEqual(sw, sg) {
 			t.Fatalf("%s: state (-ref +fast):\n%s", p, cmp.Diff(sw, sg))
+		}
+	}
+}
+
+// TestPrefixHashesEqualTheReference compares the fast tree's one-pass chain
+// (pages hashed in place, bigrams from a pair view) with the reference's on
+// random keys in token and Eagle trees, including units past 2^32 in token
+// mode, and the hashed score with the exact one on a stored path.
+func TestPrefixHashesEqualTheReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, cfg := range []ref.TreeConfig{{PageSize: 1}, {PageSize: 3}, {PageSize: 64}, {PageSize: 2, Eagle: true}, {PageSize: 100, Eagle: true}} {
+		want, err := ref.NewRadixTree(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tree(t, cfg)
+		for i := range 20 {
+			units := make([]ref.Unit, rng.IntN(400))
+			for j := range units {
+				units[j] = ref.Unit(rng.IntN(5))
+				if !cfg.Eagle && i%4 == 3 {
+					units[j] <<= 40
+				}
+			}
+			k := ref.Key{Units: units, Extra: ref.ExtraKeyOf(nil, new(fmt.Sprint(i%2)))}
+			hw, errw := want.PrefixHashes(k)
+			hg, errg := got.PrefixHashes(k)
+			if !reflect.DeepEqual(hw, hg) || !reflect.DeepEqual(errw, errg) {
+				t.Fatalf("%+v key %d: chain (-ref +fast):\n%s", cfg, i, cmp.Diff(hw, hg))
+			}
+			n := len(units) / cfg.PageSize * cfg.PageSize
+			if cfg.Eagle && len(units) > 0 {
+				n = (len(units)-1)/cfg.PageSize*cfg.PageSize + 1 // whole pages of bigrams
+			}
+			stored := ref.Key{Units: units[:n], Extra: k.Extra}
+			if _, err := got.Insert(stored, nil, 0); err != nil {
+				t.Fatal(err)
+			}
+			exact, _ := got.PrefixLen(k)
+			if hashed, err := got.PrefixLenHashed(k, hg); err != nil || hashed != exact {
+				t.Fatalf("%+v key %d: hashed score %d, %v; exact %d", cfg, i, hashed, err, exact)
+			}
 		}
 	}
 }

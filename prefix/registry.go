@@ -209,15 +209,20 @@ type Score struct {
 
 // Score returns, for each named pool in the order given (every pool in name
 // order when pools is empty), how many units of tokens' whole-page prefix
-// in namespace extra it holds. It is read-only (ref.RadixTree.PrefixLen):
-// no pool's LRU order, tree shape or counters change, and scores run
-// concurrently with each other. The key is built once per unit space
-// (tokens, bigrams), not once per pool, and a long prompt is scored against
-// several pools in parallel, up to GOMAXPROCS at once.
+// in namespace extra it holds. It is read-only: no pool's LRU order, tree
+// shape or counters change, and scores run concurrently with each other.
+//
+// By default a score compares prefix hashes (docs/spec/radix-acks.md
+// §1.14): the prompt is hashed once per kind of pool (page size, unit
+// space), in one pass, and each pool compares 8 bytes a page after each
+// node's first page; the answer is the exact one unless two different
+// prefixes share a 64-bit hash. exact compares every page's units instead
+// (ref.RadixTree.PrefixLen). A long prompt is scored against several pools
+// in parallel, up to GOMAXPROCS at once.
 //
 // Errors: ErrRequestTooLong, ErrTokenRange (tokens[i]), ErrBadPoolName,
 // ErrDuplicatePool and ErrUnknownPool (pools[i]).
-func (r *Registry) Score(tokens []int64, extra ref.ExtraKey, pools []string) ([]Score, error) {
+func (r *Registry) Score(tokens []int64, extra ref.ExtraKey, pools []string, exact bool) ([]Score, error) {
 	if err := checkLength(tokens, r.lim.MaxRequestTokens); err != nil {
 		return nil, err
 	}
@@ -229,12 +234,23 @@ func (r *Registry) Score(tokens []int64, extra ref.ExtraKey, pools []string) ([]
 	if err != nil {
 		return nil, err
 	}
+	var chains map[chainKind][]ref.PrefixHash
+	if !exact {
+		if chains, err = prefixChains(targets, keys); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]Score, len(targets))
 	errs := make([]error, len(targets))
 	score := func(i int) {
-		t := targets[i]
-		out[i].Pool = t.Name
-		out[i].MatchedTokens, errs[i] = t.Pool.prefixLenKey(keys[eagleIndex(t.Pool.cfg.Eagle)])
+		p := targets[i].Pool
+		out[i].Pool = targets[i].Name
+		k := keys[eagleIndex(p.cfg.Eagle)]
+		if exact {
+			out[i].MatchedTokens, errs[i] = p.prefixLenKey(k)
+		} else {
+			out[i].MatchedTokens, errs[i] = p.prefixLenHashed(k, chains[kindOf(p.cfg)])
+		}
 	}
 	workers := min(len(targets), runtime.GOMAXPROCS(0))
 	if len(tokens) < parallelScoreTokens || workers < 2 {
@@ -250,6 +266,34 @@ func (r *Registry) Score(tokens []int64, extra ref.ExtraKey, pools []string) ([]
 		}
 	}
 	return out, nil
+}
+
+// chainKind is what a prompt's prefix-hash chain depends on besides the
+// prompt: the pool's page size and unit space.
+type chainKind struct {
+	pageSize int
+	eagle    bool
+}
+
+// kindOf is the chain kind of a pool with configuration c.
+func kindOf(c Config) chainKind { return chainKind{pageSize: c.PageSize, eagle: c.Eagle} }
+
+// prefixChains hashes the prompt once per chain kind among the targets,
+// with the first such pool's tree, before any pool is scored.
+func prefixChains(targets []Named, keys [2]ref.Key) (map[chainKind][]ref.PrefixHash, error) {
+	chains := map[chainKind][]ref.PrefixHash{}
+	for _, t := range targets {
+		kind := kindOf(t.Pool.cfg)
+		if _, ok := chains[kind]; ok {
+			continue
+		}
+		c, err := t.Pool.prefixHashes(keys[eagleIndex(kind.eagle)])
+		if err != nil {
+			return nil, err
+		}
+		chains[kind] = c
+	}
+	return chains, nil
 }
 
 // parallelScoreTokens is the prompt length from which Score spreads pools

@@ -35,6 +35,9 @@ type node struct {
 	meta CpNodeMeta
 	// planMark is the plan generation whose load path holds the node.
 	planMark uint64
+	// hashes are the prefix hashes of the node's pages (§1.14), computed
+	// once when the pages are stored and divided when the node splits.
+	hashes []ref.PrefixHash
 	// heapGen numbers the node's latest entry in Tree.heap; older entries
 	// of the node are stale and skipped when popped.
 	heapGen uint32
@@ -423,6 +426,8 @@ func (t *Tree) addLeaf(parent *node, q Key, extra ref.ExtraKey, value []ref.Slot
 	}
 	leaf := t.newNode(key, leafValue(q, value, sim))
 	leaf.priority = priority
+	var h prefixHasher
+	leaf.hashes = h.appendChain(make([]ref.PrefixHash, 0, key.n/t.ps), t.chainStart(parent, key), key, t.ps)
 	leaf.meta = t.newMeta(parent.meta.StartPage+parent.meta.NumPages, key.n/t.ps)
 	t.attach(parent, leaf)
 	t.evictable += key.n
@@ -495,6 +500,7 @@ func (t *Tree) split(c *node, p int) *node {
 	m.priority, m.lockRef, m.hitCount = c.priority, c.lockRef, c.hitCount
 	c.key, c.value = ck, slices.Clone(c.value[p:])
 	m.meta, c.meta = t.splitMeta(c.meta, p/t.ps)
+	m.hashes, c.hashes = slices.Clone(c.hashes[:p/t.ps]), slices.Clone(c.hashes[p/t.ps:])
 	t.attach(parent, m)
 	t.attach(m, c)
 	return m
@@ -682,7 +688,7 @@ func (t *Tree) deleteLeaf(x *node) *node {
 	delete(parent.children, t.storedChildKey(x.key))
 	relink(parent)
 	delete(t.nodes, x.id)
-	x.parent, x.key, x.value = nil, Key{}, nil
+	x.parent, x.key, x.value, x.hashes = nil, Key{}, nil, nil
 	t.updateLeaf(parent)
 	return parent
 }
@@ -767,6 +773,6 @@ func (t *Tree) nodeState(n *node) ref.NodeState {
 		ID: n.id, Parent: parent, Key: n.key.Units(), Extra: n.key.Extra,
 		Value: append([]ref.SlotIdx{}, n.value...), LockRef: n.lockRef,
 		LastAccess: n.lastAccess, Created: n.created, HitCount: n.hitCount, Priority: n.priority,
-		CP: t.nodeCP(n),
+		CP: t.nodeCP(n), PrefixHashes: slices.Clone(n.hashes),
 	}
 }

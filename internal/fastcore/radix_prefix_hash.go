@@ -1,0 +1,115 @@
+package fastcore
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/zeebo/xxh3"
+)
+
+// littleEndian reports whether units lie in memory as the little-endian
+// bytes the prefix hash is defined over, so a page can be hashed in place.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// prefixHasher computes prefix-hash chains (docs/spec/radix-acks.md §1.14)
+// in one streaming pass: a plain page is hashed where it lies (no copy), a
+// pair-view page is packed into buf first. It equals ref.PrefixHashes page
+// for page.
+type prefixHasher struct {
+	buf []byte
+}
+
+// appendChain appends the hashes of q's whole pages of ps units, chained
+// from prev, to dst.
+func (h *prefixHasher) appendChain(dst []ref.PrefixHash, prev ref.PrefixHash, q Key, ps int) []ref.PrefixHash {
+	if q.b == nil {
+		return dst
+	}
+	if !q.b.pairs && littleEndian {
+		units := q.plain()
+		for i := 0; i+ps <= len(units); i += ps {
+			page := unsafe.Slice((*byte)(unsafe.Pointer(&units[i])), 8*ps)
+			prev = ref.PrefixHash(xxh3.HashSeed(page, uint64(prev)))
+			dst = append(dst, prev)
+		}
+		return dst
+	}
+	if cap(h.buf) < 8*ps {
+		h.buf = make([]byte, 8*ps)
+	}
+	b := h.buf[:8*ps]
+	for i := 0; i+ps <= q.n; i += ps {
+		for j := range ps {
+			binary.LittleEndian.PutUint64(b[8*j:], q.at(i+j))
+		}
+		prev = ref.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
+		dst = append(dst, prev)
+	}
+	return dst
+}
+
+// chainStart is the hash a node's first page chains on: its parent's last
+// page hash, or the namespace seed under the root.
+func (t *Tree) chainStart(parent *node, k Key) ref.PrefixHash {
+	if parent == t.root {
+		return ref.PrefixHashSeed(k.Extra, k.Bigram)
+	}
+	return parent.hashes[len(parent.hashes)-1]
+}
+
+// PrefixHashes is the prefix-hash chain of k's whole pages in the tree's
+// unit space (docs/spec/radix-acks.md §1.14), in one pass over k; Eagle
+// trees hash k's bigrams without materializing them.
+func (t *Tree) PrefixHashes(k ref.Key) ([]ref.PrefixHash, error) {
+	var qb keyBacking
+	q, err := t.queryKey(k, &qb)
+	if err != nil {
+		return nil, err
+	}
+	var h prefixHasher
+	return h.appendChain(make([]ref.PrefixHash, 0, q.n/t.ps), ref.PrefixHashSeed(q.Extra, q.Bigram), q, t.ps), nil
+}
+
+// PrefixLenHashed is PrefixLen comparing, after a child is chosen by its
+// first page's units, the node's following pages by their stored prefix
+// hashes: 8 bytes a page instead of the page's units (§1.14). hashes must
+// be PrefixHashes(k) of a tree with this configuration. Read-only and safe
+// concurrently with PrefixLen and itself; it allocates nothing.
+func (t *Tree) PrefixLenHashed(k ref.Key, hashes []ref.PrefixHash) (int, error) {
+	if t.cfg.Disable {
+		return 0, nil
+	}
+	var qb keyBacking
+	q, err := t.queryKey(k, &qb)
+	if err != nil {
+		return 0, err
+	}
+	if err := ref.CheckPrefixHashCount(len(hashes), q.n/t.ps); err != nil {
+		return 0, err
+	}
+	q = q.slice(0, q.n/t.ps*t.ps)
+	var buf [pageBuf]ref.Unit
+	scratch := t.scratchFor(q, buf[:])
+	total := 0
+	for n := t.root; q.n > 0; {
+		c := t.lookup(n, q, scratch)
+		if c == nil {
+			break
+		}
+		pages := min(len(c.hashes), q.n/t.ps)
+		qh := hashes[total/t.ps:]
+		j := 1
+		for j < pages && c.hashes[j] == qh[j] {
+			j++
+		}
+		p := j * t.ps
+		total += p
+		if p < c.key.n {
+			break
+		}
+		n = c
+		q = q.slice(p, q.n)
+	}
+	return total, nil
+}
