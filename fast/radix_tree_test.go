@@ -555,3 +555,32 @@ func TestPrefixHashesEqualTheReference(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenKeyChainIsCheckThenHash pins the fused pass the prefix pools
+// score with: the key, chain and error equal ref.TokenKey followed by
+// ref.PrefixHashes, with a bad id in a whole page, in the partial tail or
+// nowhere, for several page sizes.
+func TestTokenKeyChainIsCheckThenHash(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 5))
+	lora := "l"
+	for i := range 200 {
+		ps := []int{1, 3, 64}[i%3]
+		tokens := make([]int64, rng.IntN(300))
+		for j := range tokens {
+			tokens[j] = rng.Int64N(1 << 20)
+		}
+		if len(tokens) > 0 && i%4 == 0 {
+			tokens[rng.IntN(len(tokens))] = []int64{-1, 1 << 32}[i%8/4]
+		}
+		extra := ref.ExtraKeyOf(&lora, nil)
+		wantKey, wantErr := ref.TokenKey("tokens", tokens, extra)
+		var wantChain []ref.PrefixHash
+		if wantErr == nil {
+			wantChain = ref.PrefixHashes(wantKey, ps)
+		}
+		key, chain, err := fast.TokenKeyChain("tokens", tokens, extra, ps)
+		if !reflect.DeepEqual(err, wantErr) || !reflect.DeepEqual(chain, wantChain) || (err == nil && !reflect.DeepEqual(key, wantKey)) {
+			t.Fatalf("case %d (ps %d): got %v, %v; want %v, %v", i, ps, chain, err, wantChain, wantErr)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -230,15 +231,15 @@ func (r *Registry) Score(tokens []int64, extra ref.ExtraKey, pools []string, exa
 	if err != nil {
 		return nil, err
 	}
-	keys, err := unitKeys(tokens, extra, targets)
+	var keys [2]ref.Key
+	var chains map[chainKind][]ref.PrefixHash
+	if exact {
+		keys, err = unitKeys(tokens, extra, targets)
+	} else {
+		keys, chains, err = hashedKeys(tokens, extra, targets)
+	}
 	if err != nil {
 		return nil, err
-	}
-	var chains map[chainKind][]ref.PrefixHash
-	if !exact {
-		if chains, err = prefixChains(targets, keys); err != nil {
-			return nil, err
-		}
 	}
 	out := make([]Score, len(targets))
 	errs := make([]error, len(targets))
@@ -278,22 +279,39 @@ type chainKind struct {
 // kindOf is the chain kind of a pool with configuration c.
 func kindOf(c Config) chainKind { return chainKind{pageSize: c.PageSize, eagle: c.Eagle} }
 
-// prefixChains hashes the prompt once per chain kind among the targets,
-// with the first such pool's tree, before any pool is scored.
-func prefixChains(targets []Named, keys [2]ref.Key) (map[chainKind][]ref.PrefixHash, error) {
+// hashedKeys builds the keys and chains a hashed score needs, once per
+// unit space and chain kind, before any pool is scored: a token-space chain
+// comes from fast.TokenKeyChain, which range-checks each page as it hashes
+// it, so a long prompt is read from memory once; a bigram chain from the
+// first Eagle pool's tree, over the checked bigram key.
+func hashedKeys(tokens []int64, extra ref.ExtraKey, targets []Named) ([2]ref.Key, map[chainKind][]ref.PrefixHash, error) {
+	var keys [2]ref.Key
+	var built [2]bool
 	chains := map[chainKind][]ref.PrefixHash{}
 	for _, t := range targets {
 		kind := kindOf(t.Pool.cfg)
 		if _, ok := chains[kind]; ok {
 			continue
 		}
-		c, err := t.Pool.prefixHashes(keys[eagleIndex(kind.eagle)])
-		if err != nil {
-			return nil, err
+		i := eagleIndex(kind.eagle)
+		var c []ref.PrefixHash
+		var err error
+		if !kind.eagle {
+			keys[i], c, err = fast.TokenKeyChain("tokens", tokens, extra, kind.pageSize)
+		} else {
+			if !built[i] {
+				keys[i], err = unitKey(tokens, extra, true)
+			}
+			if err == nil {
+				c, err = t.Pool.prefixHashes(keys[i])
+			}
 		}
-		chains[kind] = c
+		if err != nil {
+			return keys, nil, err
+		}
+		built[i], chains[kind] = true, c
 	}
-	return chains, nil
+	return keys, chains, nil
 }
 
 // parallelScoreTokens is the prompt length from which Score spreads pools

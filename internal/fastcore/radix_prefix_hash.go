@@ -26,11 +26,10 @@ func (h *prefixHasher) appendChain(dst []ref.PrefixHash, prev ref.PrefixHash, q 
 	if q.b == nil {
 		return dst
 	}
-	if !q.b.pairs && littleEndian {
+	if !q.b.pairs {
 		units := q.plain()
 		for i := 0; i+ps <= len(units); i += ps {
-			page := unsafe.Slice((*byte)(unsafe.Pointer(&units[i])), 8*ps)
-			prev = ref.PrefixHash(xxh3.HashSeed(page, uint64(prev)))
+			prev = h.plainPage(prev, units[i:i+ps])
 			dst = append(dst, prev)
 		}
 		return dst
@@ -47,6 +46,24 @@ func (h *prefixHasher) appendChain(dst []ref.PrefixHash, prev ref.PrefixHash, q 
 		dst = append(dst, prev)
 	}
 	return dst
+}
+
+// plainPage is the hash of one page of stored units chained on prev: in
+// place on a little-endian machine, where the units already lie as the
+// bytes the hash is defined over, packed into buf otherwise.
+func (h *prefixHasher) plainPage(prev ref.PrefixHash, page []ref.Unit) ref.PrefixHash {
+	if littleEndian {
+		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(page))), 8*len(page))
+		return ref.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
+	}
+	if cap(h.buf) < 8*len(page) {
+		h.buf = make([]byte, 8*len(page))
+	}
+	b := h.buf[:8*len(page)]
+	for j, u := range page {
+		binary.LittleEndian.PutUint64(b[8*j:], u)
+	}
+	return ref.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
 }
 
 // chainStart is the hash a node's first page chains on: its parent's last
@@ -112,4 +129,37 @@ func (t *Tree) PrefixLenHashed(k ref.Key, hashes []ref.PrefixHash) (int, error) 
 		q = q.slice(p, q.n)
 	}
 	return total, nil
+}
+
+// TokenKeyChain is TokenKeyView and the key's prefix-hash chain for pages
+// of ps units (docs/spec/radix-acks.md §1.14) in one pass over tokens:
+// each page's ids are range-checked just before the page is hashed, while
+// it is in cache, so a long prompt is read from memory once instead of
+// once to check and once to hash. A bad id is reported exactly as
+// ref.TokenKey reports it (the first one, naming field[i]); ps < 1 is
+// ErrInvalidPageSize. The key aliases tokens, as TokenKeyView's does.
+func TokenKeyChain(field string, tokens []int64, extra ref.ExtraKey, ps int) (ref.Key, []ref.PrefixHash, error) {
+	if ps < 1 {
+		return ref.Key{}, nil, ref.Reject(ref.ErrInvalidPageSize, "page_size", ps, ">= 1")
+	}
+	units := []ref.Unit{}
+	if len(tokens) > 0 {
+		units = unsafe.Slice((*ref.Unit)(unsafe.Pointer(unsafe.SliceData(tokens))), len(tokens))
+	}
+	chain := make([]ref.PrefixHash, 0, len(units)/ps)
+	prev := ref.PrefixHashSeed(extra, false)
+	var h prefixHasher
+	i := 0
+	for ; i+ps <= len(units); i += ps {
+		page := units[i : i+ps : i+ps]
+		if checkTokenUnits(page) != nil {
+			return ref.Key{}, nil, ref.CheckTokens(field, tokens)
+		}
+		prev = h.plainPage(prev, page)
+		chain = append(chain, prev)
+	}
+	if checkTokenUnits(units[i:]) != nil {
+		return ref.Key{}, nil, ref.CheckTokens(field, tokens)
+	}
+	return ref.Key{Units: units, Extra: extra}, chain, nil
 }
