@@ -5,7 +5,7 @@ GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not 
 FIXTURES  = $(wildcard fixtures/testdata/*.jsonl)
 
 .PHONY: all build run test test-long fmt-check vet staticcheck test-race hostile-short hostile fixtures-check audit-short \
-        test-e2e test-python coverage fixtures bugzoo generate docs audit bench soak fuzz lint clean \
+        test-e2e test-python coverage fixtures bugzoo generate docs audit bench bench-compare bench-chart soak fuzz lint clean \
         cuda-deps ptx ptx-check emu cuda-build test-cuda gpu-bin gpu-check
 
 all: build
@@ -101,11 +101,50 @@ audit: build
 	$(BIN) audit
 
 ## bench: Go benchmarks of every op shape, with fast/ref and plain-copy ratios, then the radix
-## tree, prefix-pool, trace-replay and HiCache benchmarks (docs/perf.md records both).
+## tree, prefix-pool, trace-replay and HiCache benchmarks (docs/perf.md records both). Both are
+## also kept in docs/bench/DATE-COMMIT[-dirty].json and the history chart is redrawn (bench-chart).
 GO_BENCH ?= MatchFullHit|PrefixLen240K|InsertRewalk|Bigram64K|Score240K|ReplayBlocks|OwnerCounts64K|OwnerPlan10K|HasUndrained|LoadDescriptorBuild|LoadSubmitLayer|CounterWaitLanded|CounterLoadOp|EstimateTotalWith|EstimateBatch64|AdmissionRound1000|Preflight32K|PreflightHandler|PerLayerForwardGLM5|OnLayerEnd|Move(Copy|Monolithic|PerLayer)256MiB|AdmissionBenchTrace
+BENCH_PKGS := ./fast/ ./prefix/ ./replay/ ./admissiontrace/ ./server/
+BENCH_RECORD_COUNT ?= 1
 bench: build
-	$(BIN) bench
-	$(GO) test -run '^$$' -bench '$(GO_BENCH)' -benchmem -count 1 ./fast/ ./prefix/ ./replay/ ./admissiontrace/ ./server/
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	echo "$(BIN) bench --json"; \
+	$(BIN) bench --json > "$$tmp/catalog.json"; \
+	echo "$(GO) test -run '^\$$' -bench '$(GO_BENCH)' -benchmem -count $(BENCH_RECORD_COUNT) $(BENCH_PKGS)"; \
+	{ $(GO) test -run '^$$' -bench '$(GO_BENCH)' -benchmem -count $(BENCH_RECORD_COUNT) $(BENCH_PKGS); echo $$? > "$$tmp/rc"; } \
+		| $(BIN) bench record --catalog "$$tmp/catalog.json" --table --tee --dir docs/bench; \
+	test "$$(cat "$$tmp/rc")" = 0
+	$(BIN) bench chart --dir docs/bench --out docs/img/bench-history.svg
+
+## bench-chart: redraw docs/img/bench-history.svg (headline ratios per run) from docs/bench/*.json.
+bench-chart: build
+	$(BIN) bench chart --dir docs/bench --out docs/img/bench-history.svg
+
+## bench-compare: benchstat of OLD against NEW, each a docs/bench record or a commit (benchmarked
+## in a temporary git worktree, BENCH_COUNT runs of GO_BENCH): make bench-compare OLD=v1 NEW=HEAD.
+BENCH_COUNT ?= 6
+BENCHTIME ?= 1s
+bench-compare: build
+	@test -n "$(OLD)" && test -n "$(NEW)" || { echo "usage: make bench-compare OLD=<record.json|commit> NEW=<record.json|commit>" >&2; exit 2; }
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(call bench_text,$(OLD),$$tmp/old.txt); \
+	$(call bench_text,$(NEW),$$tmp/new.txt); \
+	$(GO) tool benchstat old="$$tmp/old.txt" new="$$tmp/new.txt"
+
+# bench_text writes the benchstat text of $(1) to $(2): `kvtwin bench text` of a record file, or
+# go test -bench of a commit checked out (detached) in a temporary worktree, removed afterwards.
+define bench_text
+if [ -f "$(1)" ]; then $(BIN) bench text "$(1)" > "$(2)"; else \
+	rev=$$(git rev-parse --verify --quiet "$(1)^{commit}") || { echo "bench-compare: $(1) is neither a file nor a commit" >&2; exit 2; }; \
+	wt=$$(mktemp -d); echo "bench-compare: $(1) ($$rev) in $$wt" >&2; \
+	git worktree add --detach --quiet "$$wt/src" "$$rev"; \
+	pkgs=$$(cd "$$wt/src" && for p in $(BENCH_PKGS); do if [ -d "$$p" ]; then echo "$$p"; fi; done); \
+	rc=0; [ -n "$$pkgs" ] || { echo "bench-compare: none of $(BENCH_PKGS) exists at $(1)" > "$(2)"; rc=2; }; \
+	[ $$rc != 0 ] || (cd "$$wt/src" && $(GO) test -run '^$$' -bench '$(GO_BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(BENCH_COUNT) $$pkgs) > "$(2)" || rc=$$?; \
+	git worktree remove --force "$$wt/src"; rm -rf "$$wt"; \
+	[ $$rc = 0 ] || { echo "bench-compare: go test -bench failed at $(1)" >&2; cat "$(2)" >&2; exit $$rc; }; \
+fi
+endef
 
 ## soak: `kvtwin soak` — `kvtwin serve` as a child on 127.0.0.1 under well-behaved and hostile
 ## clients for SOAKTIME; fails on any 5xx, a crash, RSS past its bounds, a 429 storm or transport errors.

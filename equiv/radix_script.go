@@ -3,6 +3,7 @@ package equiv
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -31,6 +32,7 @@ func RadixScript() *Spec[ref.RadixScriptInput, ref.RadixScriptOutput] {
 			{"match-idempotent", radixMatchIdempotent},
 			{"match-bounded", radixMatchBounded},
 			{"size-accounting", radixSizeAccounting},
+			{"hashed-score-is-exact", radixHashedScoreIsExact},
 			{"owner-metadata", radixOwnerMetadata},
 			{"owner-lane-plans", radixOwnerPlans},
 			{"state-round-trips-through-json", radixStateRoundTrips},
@@ -105,6 +107,8 @@ func (g *scriptGen) step() (ref.RadixStep, []byte) {
 		s.Extra, s.Salt = g.namespace()
 		if last := g.steps[len(g.steps)-1]; last.Op == ref.StepMatch && rapid.IntRange(0, 3).Draw(t, "repeat") == 0 {
 			s = last
+		} else if rapid.IntRange(0, 2).Draw(t, "score") == 0 {
+			s.Op, s.Exact = ref.StepScore, rapid.Bool().Draw(t, "exact")
 		}
 	case op < 76:
 		s = ref.RadixStep{Op: ref.StepLock, Node: g.node(false)}
@@ -161,6 +165,8 @@ func applyStep(tree ref.RadixTree, s ref.RadixStep, buf []ref.Unit) ([]byte, []r
 		out, err = tree.EvictOwnerLanes(ref.PlanRequestOf(s))
 	case "prefix_len":
 		out, err = tree.PrefixLen(k)
+	case ref.StepScore:
+		out, err = ref.ScoreKey(tree, k, s.Exact)
 	}
 	return catalog.Canonical(out, err), buf
 }
@@ -632,6 +638,26 @@ func radixMatchBounded(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixScrip
 	return nil
 }
 
+// radixHashedScoreIsExact checks §1.14 on generated scripts, where no two
+// prefixes share a 64-bit hash: every hashed score equals the exact score
+// the reference gives for the same script with exact set on every score.
+func radixHashedScoreIsExact(lim ref.Limits, in ref.RadixScriptInput, out ref.RadixScriptOutput) error {
+	exact := ref.RadixScriptInput{Steps: slices.Clone(in.Steps)}
+	for i := range exact.Steps {
+		exact.Steps[i].Exact = exact.Steps[i].Op == ref.StepScore || exact.Steps[i].Exact
+	}
+	want, err := ref.RadixScript(lim, exact)
+	if err != nil {
+		return fmt.Errorf("the exact script was rejected: %w", err)
+	}
+	for i, s := range in.Steps {
+		if s.Op == ref.StepScore && !s.Exact && !reflect.DeepEqual(out.Trace[i], want.Trace[i]) {
+			return fmt.Errorf("step %d: hashed score %+v, exact %+v", i, out.Trace[i], want.Trace[i])
+		}
+	}
+	return nil
+}
+
 // radixSizeAccounting checks §1.7 and §1.8 on the trace: a lock moves
 // exactly -delta units from evictable to protected and an unlock moves delta
 // back; an eviction frees at least min(request, evictable) units, all from
@@ -645,7 +671,7 @@ func radixSizeAccounting(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixScr
 		switch {
 		case s.Op == ref.StepCreate:
 			ok = r.EvictableSize == 0 && r.ProtectedSize == 0
-		case r.Error != nil || s.Op == ref.StepMatch:
+		case r.Error != nil || s.Op == ref.StepMatch || s.Op == ref.StepScore:
 			ok = dE == 0 && dP == 0
 		case s.Op == ref.StepLock || s.Op == ref.StepUnlock:
 			ok = dE == *r.Delta && dP == -*r.Delta

@@ -42,29 +42,40 @@ func checkInto(dst ref.Rows, w, n int) error {
 	return dst.CheckRows("dst", n)
 }
 
+// rerangeInto plans and runs the gather into out. The plan walks (request,
+// segment) in output order, so a move's destination is the running sum of
+// the valid rows before it (OutBase(i) + Σ_{k'<k} V[i][k'], since
+// Σ_k V[i][k] = L[i], docs/spec/cp-layout.md §0), and its source the owner lane's base plus the
+// running column sum of the rows each earlier request sent: no prefix-sum
+// index (cpIndex) is built, so the call allocates the plan and the two
+// per-segment sums only, whatever the rows. The row bytes dominate: a
+// profile of the 128K-row shape is ~98 % memmove, so the plan is all that is
+// left to trim.
 func rerangeInto(out ref.Rows, lay ref.Layout, g ref.Rows, m int, src ref.SrcKind) {
 	ss := lay.S
 	if src == ref.SrcValid {
 		ss = lay.V
 	}
-	x, w := newCPIndex(lay), g.W
-	ns := lay.NS()
-	// laneBase[k]: the first row of segment k's lane on its owner, in G.
-	// colSum[k]: Σ_{j<i} ss[j][k] as the request loop advances.
-	laneBase, colSum := make([]int, ns), make([]int, ns)
+	w, ns := g.W, lay.NS()
+	// base[k]: where segment k's next request starts in G, in rows: the
+	// owner's block (r·m), its lane's offset (the PREV lane's rows for
+	// MIRROR segments), then the rows earlier requests sent in that lane.
+	base := make([]int, ns)
 	for k := range ns {
 		r := lay.Owner(k)
-		laneBase[k] = r * m
+		base[k] = r * m
 		if lay.LaneOf(k) == ref.LaneMirror {
-			laneBase[k] += laneRows(ss, r)
+			base[k] += laneRows(ss, r)
 		}
 	}
 	moves := make([]move, 0, ns*lay.B())
+	d := 0
 	for i := range lay.L {
+		vi, si := lay.V[i][:ns], ss[i][:ns]
 		for k := range ns {
-			d := (x.outBase[i] + x.validStart[i][k]) * w
-			moves = appendMove(moves, move{d: d, s: (laneBase[k] + colSum[k]) * w, n: lay.V[i][k] * w})
-			colSum[k] += ss[i][k]
+			moves = appendMove(moves, move{d: d * w, s: base[k] * w, n: vi[k] * w})
+			d += vi[k]
+			base[k] += si[k]
 		}
 	}
 	runMoves(out.B, g.B, nil, w, moves)

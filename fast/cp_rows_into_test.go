@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
@@ -58,5 +59,54 @@ func TestIntoVariantsWriteWhatTheOpsReturn(t *testing.T) {
 	}
 	if nonEmpty < 50 {
 		t.Fatalf("only %d of 200 compact cases had rows to move; the check is too weak", nonEmpty)
+	}
+}
+
+// BenchmarkIntoVsCopy128K times the buffer-writing variants on the issue's
+// 128K-row shapes (cp_rows_bench_test.go) against a plain copy of the same
+// number of bytes in the same iteration, alternating which goes first, and
+// reports the ratio as x-copy: on a shared 2-core VM separate sub-benchmarks
+// run seconds apart under different load, which moved the ratio by ±50 %
+// between runs; pairing them measures both under the same load.
+// Run: go test -run '^$' -bench IntoVsCopy128K -count 5 ./fast/
+func BenchmarkIntoVsCopy128K(b *testing.B) {
+	rlay, rin := rerange128K(b)
+	clay, cin := compact128K(b)
+	for _, c := range []struct {
+		name string
+		dst  ref.Rows
+		src  []byte
+		into func(dst ref.Rows) error
+	}{
+		{"rerange", ref.NewRows(656, rlay.TotalValid()), rin.G.B, func(dst ref.Rows) error {
+			return fast.RerangeInto(dst, rlay, rin.G, rin.M, ref.SrcCompute)
+		}},
+		{"compact_valid", ref.NewRows(656, clay.Rv(3)), cin.X.B, func(dst ref.Rows) error {
+			return fast.CompactValidInto(dst, clay, 3, cin.X)
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.dst.B)))
+			var into, cp time.Duration
+			n := 0
+			for b.Loop() {
+				for pass := range 2 {
+					t0 := time.Now()
+					if (n+pass)%2 == 0 {
+						if err := c.into(c.dst); err != nil {
+							b.Fatal(err)
+						}
+						into += time.Since(t0)
+					} else {
+						copy(c.dst.B, c.src)
+						cp += time.Since(t0)
+					}
+				}
+				n++
+			}
+			b.ReportMetric(float64(into.Nanoseconds())/float64(n), "into-ns/op")
+			b.ReportMetric(float64(cp.Nanoseconds())/float64(n), "copy-ns/op")
+			b.ReportMetric(float64(into)/float64(cp), "x-copy")
+		})
 	}
 }

@@ -2,6 +2,7 @@ package fast_test
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -468,5 +469,118 @@ func TestUnlockNeedsALockOfTheNodeItself(t *testing.T) {
 	}
 	if err := tr.CheckInvariants(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestEvictionHeapStaysBoundedAndInOrderUnderRepeatedTouches drives the
+// persistent eviction heap through many more re-stamps than there are
+// leaves (every match of a leaf leaves a stale entry behind), so the heap
+// must compact to stay within CheckInvariants' bound, and interleaves
+// evictions whose victims must equal the reference's under every policy.
+func TestEvictionHeapStaysBoundedAndInOrderUnderRepeatedTouches(t *testing.T) {
+	policies := []ref.EvictPolicy{ref.PolicyLRU, ref.PolicyLFU, ref.PolicyFIFO, ref.PolicyMRU, ref.PolicyFILO, ref.PolicyPriority}
+	for _, p := range policies {
+		cfg := ref.TreeConfig{PageSize: 2, Policy: p}
+		want, err := ref.NewRadixTree(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tree(t, cfg)
+		rng := rand.New(rand.NewPCG(3, 5))
+		for i := range 2000 {
+			k := key(ref.Unit(rng.IntN(6)), 9, ref.Unit(i%3), 1)
+			var rw, rg any
+			switch {
+			case i%97 == 96:
+				rw, _ = want.Evict(4)
+				rg, _ = got.Evict(4)
+			case i%5 == 0:
+				rw, _ = want.Insert(k, slots(1, 2, 3, 4), i%4)
+				rg, _ = got.Insert(k, slots(1, 2, 3, 4), i%4)
+			default:
+				rw, _ = want.MatchPrefix(k)
+				rg, _ = got.MatchPrefix(k)
+			}
+			if !reflect.DeepEqual(rw, rg) {
+				t.Fatalf("%s step %d: (-ref +fast):\n%s", p, i, cmp.Diff(rw, rg))
+			}
+			if err := got.CheckInvariants(); err != nil {
+				t.Fatalf("%s step %d: %v", p, i, err)
+			}
+		}
+		if sw, sg := want.State(), got.State(); !reflect.DeepEqual(sw, sg) {
+			t.Fatalf("%s: state (-ref +fast):\n%s", p, cmp.Diff(sw, sg))
+		}
+	}
+}
+
+// TestPrefixHashesEqualTheReference compares the fast tree's one-pass chain
+// (pages hashed in place, bigrams from a pair view) with the reference's on
+// random keys in token and Eagle trees, including units past 2^32 in token
+// mode, and the hashed score with the exact one on a stored path.
+func TestPrefixHashesEqualTheReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, cfg := range []ref.TreeConfig{{PageSize: 1}, {PageSize: 3}, {PageSize: 64}, {PageSize: 2, Eagle: true}, {PageSize: 100, Eagle: true}} {
+		want, err := ref.NewRadixTree(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tree(t, cfg)
+		for i := range 20 {
+			units := make([]ref.Unit, rng.IntN(400))
+			for j := range units {
+				units[j] = ref.Unit(rng.IntN(5))
+				if !cfg.Eagle && i%4 == 3 {
+					units[j] <<= 40
+				}
+			}
+			k := ref.Key{Units: units, Extra: ref.ExtraKeyOf(nil, new(fmt.Sprint(i%2)))}
+			hw, errw := want.PrefixHashes(k)
+			hg, errg := got.PrefixHashes(k)
+			if !reflect.DeepEqual(hw, hg) || !reflect.DeepEqual(errw, errg) {
+				t.Fatalf("%+v key %d: chain (-ref +fast):\n%s", cfg, i, cmp.Diff(hw, hg))
+			}
+			n := len(units) / cfg.PageSize * cfg.PageSize
+			if cfg.Eagle && len(units) > 0 {
+				n = (len(units)-1)/cfg.PageSize*cfg.PageSize + 1 // whole pages of bigrams
+			}
+			stored := ref.Key{Units: units[:n], Extra: k.Extra}
+			if _, err := got.Insert(stored, nil, 0); err != nil {
+				t.Fatal(err)
+			}
+			exact, _ := got.PrefixLen(k)
+			if hashed, err := got.PrefixLenHashed(k, hg); err != nil || hashed != exact {
+				t.Fatalf("%+v key %d: hashed score %d, %v; exact %d", cfg, i, hashed, err, exact)
+			}
+		}
+	}
+}
+
+// TestTokenKeyChainIsCheckThenHash pins the fused pass the prefix pools
+// score with: the key, chain and error equal ref.TokenKey followed by
+// ref.PrefixHashes, with a bad id in a whole page, in the partial tail or
+// nowhere, for several page sizes.
+func TestTokenKeyChainIsCheckThenHash(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 5))
+	lora := "l"
+	for i := range 200 {
+		ps := []int{1, 3, 64}[i%3]
+		tokens := make([]int64, rng.IntN(300))
+		for j := range tokens {
+			tokens[j] = rng.Int64N(1 << 20)
+		}
+		if len(tokens) > 0 && i%4 == 0 {
+			tokens[rng.IntN(len(tokens))] = []int64{-1, 1 << 32}[i%8/4]
+		}
+		extra := ref.ExtraKeyOf(&lora, nil)
+		wantKey, wantErr := ref.TokenKey("tokens", tokens, extra)
+		var wantChain []ref.PrefixHash
+		if wantErr == nil {
+			wantChain = ref.PrefixHashes(wantKey, ps)
+		}
+		key, chain, err := fast.TokenKeyChain("tokens", tokens, extra, ps)
+		if !reflect.DeepEqual(err, wantErr) || !reflect.DeepEqual(chain, wantChain) || (err == nil && !reflect.DeepEqual(key, wantKey)) {
+			t.Fatalf("case %d (ps %d): got %v, %v; want %v, %v", i, ps, chain, err, wantChain, wantErr)
+		}
 	}
 }

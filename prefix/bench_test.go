@@ -8,9 +8,10 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// BenchmarkScore240K8Pools is the router target (<= 400 µs): score
-// a 240,000-token prompt against 8 pools that each hold all of it as a
-// 16-node path (page size 64, the shape of docs/spec/radix-acks.md §1.12).
+// BenchmarkScore240K8Pools is the router target: score a 240,000-token
+// prompt against 8 pools that each hold all of it as a 16-node path (page
+// size 64, the shape of docs/spec/radix-acks.md §1.12), by prefix hashes
+// (exact=false, the default: ≤ 150 µs) and by units (exact=true).
 func BenchmarkScore240K8Pools(b *testing.B) {
 	for name, newTree := range trees() {
 		b.Run("tree="+name, func(b *testing.B) {
@@ -31,12 +32,16 @@ func BenchmarkScore240K8Pools(b *testing.B) {
 					}
 				}
 			}
-			b.ReportAllocs()
-			for b.Loop() {
-				scores, err := r.Score(prompt, ref.ExtraKey{}, nil)
-				if err != nil || scores[pools-1].MatchedTokens != n {
-					b.Fatalf("%v, %v", scores, err)
-				}
+			for _, exact := range []bool{false, true} {
+				b.Run(fmt.Sprintf("exact=%t", exact), func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						scores, err := r.Score(prompt, ref.ExtraKey{}, nil, exact)
+						if err != nil || scores[pools-1].MatchedTokens != n {
+							b.Fatalf("%v, %v", scores, err)
+						}
+					}
+				})
 			}
 		})
 	}

@@ -62,7 +62,7 @@ func hammerOnce(r *prefix.Registry, names []string, rng *rand.Rand) error {
 	op := rng.IntN(9)
 	switch op {
 	case 0:
-		_, err = r.Score(tokens, noExtra, nil)
+		_, err = r.Score(tokens, noExtra, nil, false)
 	case 1:
 		_, err = r.Create(name, prefix.Config{PageSize: 2, CapacityTokens: 64})
 	case 2:

@@ -32,7 +32,7 @@ func Example() {
 	}
 	fmt.Printf("gpu-a cached %d tokens in slots %v, %d uncached\n", ins.InsertedTokens, ins.Slots, ins.UncachedTailTokens)
 
-	scores, err := reg.Score([]int64{101, 102, 103, 104, 200, 201}, ref.ExtraKey{}, nil)
+	scores, err := reg.Score([]int64{101, 102, 103, 104, 200, 201}, ref.ExtraKey{}, nil, false)
 	if err != nil {
 		panic(err)
 	}

@@ -286,6 +286,22 @@ func (p *Pool) prefixLenKey(k ref.Key) (int, error) {
 	return p.tree.PrefixLen(k)
 }
 
+// prefixHashes is k's prefix-hash chain in the pool's unit space and page
+// size (docs/spec/radix-acks.md §1.14).
+func (p *Pool) prefixHashes(k ref.Key) ([]ref.PrefixHash, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.tree.PrefixHashes(k)
+}
+
+// prefixLenHashed is the hashed score of a key already in the pool's unit
+// space, given its chain from prefixHashes.
+func (p *Pool) prefixLenHashed(k ref.Key, hashes []ref.PrefixHash) (int, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.tree.PrefixLenHashed(k, hashes)
+}
+
 // Lock protects node and its path from eviction (docs/spec/radix-acks.md §1.7) and
 // returns the units newly protected. Each Lock is released by one Unlock of
 // the same node. Errors: ref.ErrForeignNode.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -209,15 +210,20 @@ type Score struct {
 
 // Score returns, for each named pool in the order given (every pool in name
 // order when pools is empty), how many units of tokens' whole-page prefix
-// in namespace extra it holds. It is read-only (ref.RadixTree.PrefixLen):
-// no pool's LRU order, tree shape or counters change, and scores run
-// concurrently with each other. The key is built once per unit space
-// (tokens, bigrams), not once per pool, and a long prompt is scored against
-// several pools in parallel, up to GOMAXPROCS at once.
+// in namespace extra it holds. It is read-only: no pool's LRU order, tree
+// shape or counters change, and scores run concurrently with each other.
+//
+// By default a score compares prefix hashes (docs/spec/radix-acks.md
+// §1.14): the prompt is hashed once per kind of pool (page size, unit
+// space), in one pass, and each pool compares 8 bytes a page after each
+// node's first page; the answer is the exact one unless two different
+// prefixes share a 64-bit hash. exact compares every page's units instead
+// (ref.RadixTree.PrefixLen). A long prompt is scored against several pools
+// in parallel, up to GOMAXPROCS at once.
 //
 // Errors: ErrRequestTooLong, ErrTokenRange (tokens[i]), ErrBadPoolName,
 // ErrDuplicatePool and ErrUnknownPool (pools[i]).
-func (r *Registry) Score(tokens []int64, extra ref.ExtraKey, pools []string) ([]Score, error) {
+func (r *Registry) Score(tokens []int64, extra ref.ExtraKey, pools []string, exact bool) ([]Score, error) {
 	if err := checkLength(tokens, r.lim.MaxRequestTokens); err != nil {
 		return nil, err
 	}
@@ -225,16 +231,27 @@ func (r *Registry) Score(tokens []int64, extra ref.ExtraKey, pools []string) ([]
 	if err != nil {
 		return nil, err
 	}
-	keys, err := unitKeys(tokens, extra, targets)
+	var keys [2]ref.Key
+	var chains map[chainKind][]ref.PrefixHash
+	if exact {
+		keys, err = unitKeys(tokens, extra, targets)
+	} else {
+		keys, chains, err = hashedKeys(tokens, extra, targets)
+	}
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Score, len(targets))
 	errs := make([]error, len(targets))
 	score := func(i int) {
-		t := targets[i]
-		out[i].Pool = t.Name
-		out[i].MatchedTokens, errs[i] = t.Pool.prefixLenKey(keys[eagleIndex(t.Pool.cfg.Eagle)])
+		p := targets[i].Pool
+		out[i].Pool = targets[i].Name
+		k := keys[eagleIndex(p.cfg.Eagle)]
+		if exact {
+			out[i].MatchedTokens, errs[i] = p.prefixLenKey(k)
+		} else {
+			out[i].MatchedTokens, errs[i] = p.prefixLenHashed(k, chains[kindOf(p.cfg)])
+		}
 	}
 	workers := min(len(targets), runtime.GOMAXPROCS(0))
 	if len(tokens) < parallelScoreTokens || workers < 2 {
@@ -250,6 +267,51 @@ func (r *Registry) Score(tokens []int64, extra ref.ExtraKey, pools []string) ([]
 		}
 	}
 	return out, nil
+}
+
+// chainKind is what a prompt's prefix-hash chain depends on besides the
+// prompt: the pool's page size and unit space.
+type chainKind struct {
+	pageSize int
+	eagle    bool
+}
+
+// kindOf is the chain kind of a pool with configuration c.
+func kindOf(c Config) chainKind { return chainKind{pageSize: c.PageSize, eagle: c.Eagle} }
+
+// hashedKeys builds the keys and chains a hashed score needs, once per
+// unit space and chain kind, before any pool is scored: a token-space chain
+// comes from fast.TokenKeyChain, which range-checks each page as it hashes
+// it, so a long prompt is read from memory once; a bigram chain from the
+// first Eagle pool's tree, over the checked bigram key.
+func hashedKeys(tokens []int64, extra ref.ExtraKey, targets []Named) ([2]ref.Key, map[chainKind][]ref.PrefixHash, error) {
+	var keys [2]ref.Key
+	var built [2]bool
+	chains := map[chainKind][]ref.PrefixHash{}
+	for _, t := range targets {
+		kind := kindOf(t.Pool.cfg)
+		if _, ok := chains[kind]; ok {
+			continue
+		}
+		i := eagleIndex(kind.eagle)
+		var c []ref.PrefixHash
+		var err error
+		if !kind.eagle {
+			keys[i], c, err = fast.TokenKeyChain("tokens", tokens, extra, kind.pageSize)
+		} else {
+			if !built[i] {
+				keys[i], err = unitKey(tokens, extra, true)
+			}
+			if err == nil {
+				c, err = t.Pool.prefixHashes(keys[i])
+			}
+		}
+		if err != nil {
+			return keys, nil, err
+		}
+		built[i], chains[kind] = true, c
+	}
+	return keys, chains, nil
 }
 
 // parallelScoreTokens is the prompt length from which Score spreads pools

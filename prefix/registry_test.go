@@ -61,7 +61,7 @@ func TestRegistryEnforcesItsLimits(t *testing.T) {
 	_ = r.Delete("b")
 	_, err = r.Create("c", prefix.Config{PageSize: 1, CapacityTokens: 129})
 	wantReject(t, err, prefix.ErrBadCapacity, "capacity_tokens")
-	_, err = r.Score(seq(0, 9), noExtra, nil)
+	_, err = r.Score(seq(0, 9), noExtra, nil, false)
 	wantReject(t, err, prefix.ErrRequestTooLong, "tokens")
 	p, _ := r.Get("a")
 	_, err = p.Insert(seq(0, 9), noExtra, 0)
@@ -88,6 +88,14 @@ func TestPoolNamesFollowThePattern(t *testing.T) {
 }
 
 func TestScoreReportsEachPoolsCachedPrefix(t *testing.T) {
+	for _, exact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("exact=%t", exact), func(t *testing.T) { scoreEachPool(t, exact) })
+	}
+}
+
+// scoreEachPool is TestScoreReportsEachPoolsCachedPrefix with hashed or
+// exact scoring: both must give the exact answers.
+func scoreEachPool(t *testing.T, exact bool) {
 	r := newRegistry(t, prefix.DefaultLimits())
 	prompt := seq(100, 12)
 	fill := map[string][]int64{"full": prompt, "half": prompt[:6], "none": seq(0, 4)}
@@ -100,7 +108,7 @@ func TestScoreReportsEachPoolsCachedPrefix(t *testing.T) {
 	}
 	e, _ := r.Create("eagle", prefix.Config{PageSize: 2, CapacityTokens: 64, Eagle: true})
 	mustInsert(t, e, prompt)
-	got, err := r.Score(prompt, noExtra, nil)
+	got, err := r.Score(prompt, noExtra, nil, exact)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,11 +116,11 @@ func TestScoreReportsEachPoolsCachedPrefix(t *testing.T) {
 	if !cmp.Equal(got, want) {
 		t.Fatalf("score of every pool %v, want %v (name order)", got, want)
 	}
-	got, _ = r.Score(prompt, noExtra, []string{"none", "full"})
+	got, _ = r.Score(prompt, noExtra, []string{"none", "full"}, exact)
 	if want := []prefix.Score{{"none", 0}, {"full", 12}}; !cmp.Equal(got, want) {
 		t.Fatalf("score of named pools %v, want %v (request order)", got, want)
 	}
-	got, _ = r.Score(prompt, ref.ExtraKeyOf(new("lora"), nil), []string{"full"})
+	got, _ = r.Score(prompt, ref.ExtraKeyOf(new("lora"), nil), []string{"full"}, exact)
 	if got[0].MatchedTokens != 0 {
 		t.Fatalf("another namespace scored %v", got)
 	}
@@ -121,15 +129,15 @@ func TestScoreReportsEachPoolsCachedPrefix(t *testing.T) {
 func TestScoreRejectsBadPoolLists(t *testing.T) {
 	r := newRegistry(t, prefix.DefaultLimits())
 	_, _ = r.Create("a", small)
-	_, err := r.Score([]int64{1}, noExtra, []string{"a", "nope"})
+	_, err := r.Score([]int64{1}, noExtra, []string{"a", "nope"}, false)
 	wantReject(t, err, prefix.ErrUnknownPool, "pools[1]")
-	_, err = r.Score([]int64{1}, noExtra, []string{"a", "a"})
+	_, err = r.Score([]int64{1}, noExtra, []string{"a", "a"}, false)
 	wantReject(t, err, prefix.ErrDuplicatePool, "pools[1]")
-	_, err = r.Score([]int64{1}, noExtra, []string{"a/b"})
+	_, err = r.Score([]int64{1}, noExtra, []string{"a/b"}, false)
 	wantReject(t, err, prefix.ErrBadPoolName, "pools[0]")
-	_, err = r.Score([]int64{1, -1}, noExtra, nil)
+	_, err = r.Score([]int64{1, -1}, noExtra, nil, false)
 	wantReject(t, err, ref.ErrTokenRange, "tokens[1]")
-	if got, err := r.Score([]int64{1}, noExtra, nil); err != nil || len(got) != 1 {
+	if got, err := r.Score([]int64{1}, noExtra, nil, false); err != nil || len(got) != 1 {
 		t.Fatalf("score %v, %v", got, err)
 	}
 }
@@ -146,7 +154,7 @@ func TestScoreIsReadOnly(t *testing.T) {
 	mustInsert(t, p, []int64{5, 6})       // tick 2
 	before, stats := tree.State(), p.Stats()
 	// [1 2 9] ends inside node 1: a match would split it and restamp it.
-	if got, _ := r.Score([]int64{1, 2, 9}, noExtra, nil); got[0].MatchedTokens != 2 {
+	if got, _ := r.Score([]int64{1, 2, 9}, noExtra, nil, false); got[0].MatchedTokens != 2 {
 		t.Fatalf("score %v, want 2", got)
 	}
 	if diff := cmp.Diff(before, tree.State()); diff != "" {
@@ -177,7 +185,7 @@ func TestScoreOfALongPromptAgreesWithEachPool(t *testing.T) {
 		}
 		mustInsert(t, p, prompt[:held])
 	}
-	got, err := r.Score(prompt, noExtra, nil)
+	got, err := r.Score(prompt, noExtra, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}

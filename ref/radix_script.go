@@ -22,6 +22,10 @@ const (
 	// eviction of a load-back: cp_size (0: the tree's), need, free, and
 	// node, the load's locked node (docs/spec/radix-acks.md §4.4).
 	StepPlanEvict = "plan_evict"
+	// StepScore is a router's read-only score of key: PrefixLenHashed of
+	// the key's prefix-hash chain, or with exact the token-comparing
+	// PrefixLen (docs/spec/radix-acks.md §1.14).
+	StepScore = "score"
 )
 
 // ErrScriptOrder: a script whose first step does not create the tree.
@@ -65,6 +69,9 @@ type RadixStep struct {
 	Free []int `json:"free,omitzero"`
 	// DryRun plans without evicting (plan_evict).
 	DryRun bool `json:"dry_run,omitzero"`
+	// Exact scores by comparing every page's units instead of the pages'
+	// prefix hashes (score).
+	Exact bool `json:"exact,omitzero"`
 }
 
 // RadixScriptInput is the input of radix.script.
@@ -89,6 +96,8 @@ type RadixStepResult struct {
 	Evict *EvictResult `json:"evict,omitempty"`
 	// Plan is a plan_evict's result.
 	Plan *OwnerPlan `json:"plan,omitempty"`
+	// Score is a score's cached prefix length in units.
+	Score *int `json:"score,omitempty"`
 	// Error is the canonical rejection of a step the tree refused.
 	Error *ErrorObject `json:"error,omitempty"`
 	// EvictableSize is the tree's evictable size after the step.
@@ -123,13 +132,13 @@ func ValidateRadixScript(in RadixScriptInput) error {
 			if err := stepConfig(s).Validate(); err != nil {
 				return prefixField(err, at+".")
 			}
-		case StepInsert, StepMatch:
+		case StepInsert, StepMatch, StepScore:
 			if err := CheckTokens(at+".key", s.Key); err != nil {
 				return err
 			}
 		case StepLock, StepUnlock, StepEvict, StepPlanEvict:
 		default:
-			return Reject(ErrBadEnum, at+".op", s.Op, "one of create, insert, match, lock, unlock, evict, plan_evict")
+			return Reject(ErrBadEnum, at+".op", s.Op, "one of create, insert, match, score, lock, unlock, evict, plan_evict")
 		}
 	}
 	return nil
@@ -201,12 +210,17 @@ func RunRadixScript(lim Limits, in RadixScriptInput, newTree NewRadixTreeFunc) (
 func runStep(tree RadixTree, s RadixStep, buf []Unit) (RadixStepResult, int64, []Unit, error) {
 	var r RadixStepResult
 	switch s.Op {
-	case StepInsert, StepMatch:
+	case StepInsert, StepMatch, StepScore:
 		buf = buf[:0]
 		for _, t := range s.Key {
 			buf = append(buf, Unit(t))
 		}
 		k := Key{Units: buf, Extra: ExtraKeyOf(s.Extra, s.Salt)}
+		if s.Op == StepScore {
+			n, err := ScoreKey(tree, k, s.Exact)
+			r.Score = &n
+			return r, 0, buf, err
+		}
 		if s.Op == StepMatch {
 			m, err := tree.MatchPrefix(k)
 			r.Match = &m
@@ -233,6 +247,19 @@ func runStep(tree RadixTree, s RadixStep, buf []Unit) (RadixStepResult, int64, [
 		return r, int64(p.Evicted), buf, err
 	}
 	return r, 0, buf, nil
+}
+
+// ScoreKey is a router's score of k on tree (docs/spec/radix-acks.md §1.14):
+// the exact PrefixLen, or PrefixLenHashed of k's own prefix-hash chain.
+func ScoreKey(tree RadixTree, k Key, exact bool) (int, error) {
+	if exact {
+		return tree.PrefixLen(k)
+	}
+	hashes, err := tree.PrefixHashes(k)
+	if err != nil {
+		return 0, err
+	}
+	return tree.PrefixLenHashed(k, hashes)
 }
 
 // PlanRequestOf is the owner-lane plan request of a plan_evict step.

@@ -190,6 +190,71 @@ func (t *RefRadixTree) PrefixLen(k Key) (int, error) {
 	return total, nil
 }
 
+// PrefixHashes implements RadixTree (docs/spec/radix-acks.md §1.14).
+func (t *RefRadixTree) PrefixHashes(k Key) ([]PrefixHash, error) {
+	k, err := t.treeKey(k)
+	if err != nil {
+		return nil, err
+	}
+	return PrefixHashes(k, t.cfg.PageSize), nil
+}
+
+// PrefixLenHashed implements RadixTree (docs/spec/radix-acks.md §1.14): the
+// walk of PrefixLen, where a child is still chosen by its first page's
+// units but the pages after it match when the node's prefix hash, computed
+// afresh from the stored path, equals the query's.
+func (t *RefRadixTree) PrefixLenHashed(k Key, hashes []PrefixHash) (int, error) {
+	if t.cfg.Disable {
+		return 0, nil
+	}
+	k, err := t.treeKey(k)
+	if err != nil {
+		return 0, err
+	}
+	ps := t.cfg.PageSize
+	if err := CheckPrefixHashCount(len(hashes), len(k.Units)/ps); err != nil {
+		return 0, err
+	}
+	k = copyKey(k, 0, len(k.Units)/ps*ps)
+	node, total := t.root, 0
+	for len(k.Units) > 0 {
+		c := node.children[t.childKey(k)]
+		if c == nil {
+			break
+		}
+		stored := t.nodeHashes(c)
+		p := ps
+		for p < len(c.key.Units) && p < len(k.Units) && stored[p/ps] == hashes[(total+p)/ps] {
+			p += ps
+		}
+		total += p
+		if p < len(c.key.Units) {
+			break
+		}
+		node = c
+		k = copyKey(k, p, len(k.Units))
+	}
+	return total, nil
+}
+
+// nodeHashes recomputes n's prefix hashes from the root: the chain over
+// the concatenated keys of its path, of which n's pages are the last.
+func (t *RefRadixTree) nodeHashes(n *radixNode) []PrefixHash {
+	if n == t.root {
+		return nil
+	}
+	var path []*radixNode
+	for y := n; y != t.root; y = y.parent {
+		path = append(path, y)
+	}
+	full := Key{Extra: n.key.Extra, Bigram: n.key.Bigram}
+	for i := len(path) - 1; i >= 0; i-- {
+		full.Units = append(full.Units, path[i].key.Units...)
+	}
+	all := PrefixHashes(full, t.cfg.PageSize)
+	return all[len(all)-len(n.key.Units)/t.cfg.PageSize:]
+}
+
 // split divides c at p (0 < p < len(c.key), a page multiple): a new parent m
 // with a fresh id takes the first p units; c keeps its id and the rest
 // (docs/spec/radix-acks.md §1.6). Sizes do not change.
@@ -428,7 +493,7 @@ func (t *RefRadixTree) State() TreeState {
 		st.Nodes[i] = NodeState{ID: n.id, Parent: parent, Key: append([]Unit{}, n.key.Units...),
 			Extra: n.key.Extra, Value: append([]SlotIdx{}, n.value...), LockRef: n.lockRef,
 			LastAccess: n.lastAccess, Created: n.created, HitCount: n.hitCount, Priority: n.priority,
-			CP: t.nodeCP(n)}
+			CP: t.nodeCP(n), PrefixHashes: t.nodeHashes(n)}
 	}
 	return st
 }

@@ -216,6 +216,9 @@ type NodeState struct {
 	// CP is the node's owner metadata when the tree has a cp_size (§4.2);
 	// nil otherwise.
 	CP *NodeCP `json:"cp,omitempty"`
+	// PrefixHashes are the prefix hashes of the node's pages, chained from
+	// the root through its ancestors' pages (§1.14); none for the root.
+	PrefixHashes []PrefixHash `json:"prefix_hashes,omitempty"`
 }
 
 // TreeState is the whole observable state of a tree: what the differential
@@ -268,6 +271,16 @@ type RadixTree interface {
 	// (designed for routers scoring a prompt against many pools). It is safe
 	// to call concurrently with other PrefixLen calls.
 	PrefixLen(k Key) (int, error)
+	// PrefixHashes is the prefix-hash chain of k's whole pages in the
+	// tree's unit space and page size (§1.14): a score hashes a prompt once
+	// per kind of tree and passes the chain to PrefixLenHashed. It reads
+	// only the configuration.
+	PrefixHashes(k Key) ([]PrefixHash, error)
+	// PrefixLenHashed is PrefixLen comparing each node's first page by its
+	// units and the pages after it by prefix hash (§1.14); hashes must be
+	// PrefixHashes(k) of a tree with this configuration. Read-only and
+	// safe concurrently with PrefixLen and itself.
+	PrefixLenHashed(k Key, hashes []PrefixHash) (int, error)
 	// Insert stores k → value and returns how many leading units were
 	// already present (§1.5). A nil value is simulation mode: the slots are
 	// the key's units before any bigram conversion.

@@ -97,6 +97,7 @@ type (
 		Extra  *string  `json:"extra"`
 		Salt   *string  `json:"salt"`
 		Pools  []string `json:"pools"`
+		Exact  bool     `json:"exact"`
 	}
 	nodeBody struct {
 		Node *ref.NodeID `json:"node"`
@@ -360,6 +361,6 @@ func (s *Server) score(_ *http.Request, in *scoreBody) (any, error) {
 	if in.Tokens == nil {
 		return nil, missing("tokens", tokensWant)
 	}
-	scores, err := s.pools.Score(in.Tokens, ref.ExtraKeyOf(in.Extra, in.Salt), in.Pools)
+	scores, err := s.pools.Score(in.Tokens, ref.ExtraKeyOf(in.Extra, in.Salt), in.Pools, in.Exact)
 	return ScoreResult{Scores: scores}, err
 }

@@ -110,6 +110,11 @@ func TestScoreOverHTTP(t *testing.T) {
 	if want := []prefix.Score{{Pool: "b", MatchedTokens: 4}}; !cmp.Equal(got.Scores, want) {
 		t.Fatalf("scores %+v, want %+v", got.Scores, want)
 	}
+	// "exact" compares units instead of prefix hashes: the same answers.
+	got = decodeAs[server.ScoreResult](t, post(t, ts, "/v1/prefix:score", `{"tokens":[1,2,3,4,5,9],"exact":true}`), http.StatusOK)
+	if want := []prefix.Score{{Pool: "a", MatchedTokens: 4}, {Pool: "b", MatchedTokens: 0}}; !cmp.Equal(got.Scores, want) {
+		t.Fatalf("exact scores %+v, want %+v", got.Scores, want)
+	}
 	// A score is read-only: the stats, counters included, do not move.
 	before := get(t, ts, "/v1/prefix/a").body
 	post(t, ts, "/v1/prefix:score", `{"tokens":[1,2,3,9]}`)

@@ -35,6 +35,12 @@ type node struct {
 	meta CpNodeMeta
 	// planMark is the plan generation whose load path holds the node.
 	planMark uint64
+	// hashes are the prefix hashes of the node's pages (§1.14), computed
+	// once when the pages are stored and divided when the node splits.
+	hashes []ref.PrefixHash
+	// heapGen numbers the node's latest entry in Tree.heap; older entries
+	// of the node are stale and skipped when popped.
+	heapGen uint32
 }
 
 // Tree is the production radix prefix cache (docs/spec/radix-acks.md §1, §2): view
@@ -59,6 +65,13 @@ type Tree struct {
 	// kept on every insert, split, lock change and eviction like upstream's
 	// _update_leaf_status; its order is not observable.
 	leaves []*node
+	// heap holds an entry for every evictable leaf under its current
+	// policy order, kept between Evict calls: a leaf whose order changes
+	// (a match touching it) or that joins the set gets a fresh entry, and
+	// stale entries (older generation, or no longer a leaf) are dropped
+	// when popped or when compact rebuilds the heap. Evict then costs
+	// O(victims·log n) instead of heapifying every leaf on each call.
+	heap   victimHeap
 	copied int64
 	// faults re-introduces historic bugs for the bug zoo; always zero in
 	// trees built by NewTree.
@@ -283,6 +296,7 @@ func (t *Tree) match(k ref.Key) (*node, error) {
 			break
 		}
 		c.lastAccess = t.tick
+		t.touch(c)
 		p := matchLen(c.key, q, t.ps)
 		if p < c.key.n {
 			return t.split(c, p), nil
@@ -378,9 +392,11 @@ func (t *Tree) Insert(k ref.Key, value []ref.SlotIdx, priority int) (int, error)
 		c.lastAccess = t.tick
 		p := matchLen(c.key, q, t.ps)
 		if p < c.key.n {
+			t.touch(c) // the lower half keeps the new access time
 			c = t.split(c, p)
 		}
 		c.priority = max(c.priority, priority)
+		t.touch(c)
 		total += p
 		q = t.rest(q, p)
 		if !sim {
@@ -410,6 +426,8 @@ func (t *Tree) addLeaf(parent *node, q Key, extra ref.ExtraKey, value []ref.Slot
 	}
 	leaf := t.newNode(key, leafValue(q, value, sim))
 	leaf.priority = priority
+	var h prefixHasher
+	leaf.hashes = h.appendChain(make([]ref.PrefixHash, 0, key.n/t.ps), t.chainStart(parent, key), key, t.ps)
 	leaf.meta = t.newMeta(parent.meta.StartPage+parent.meta.NumPages, key.n/t.ps)
 	t.attach(parent, leaf)
 	t.evictable += key.n
@@ -482,6 +500,7 @@ func (t *Tree) split(c *node, p int) *node {
 	m.priority, m.lockRef, m.hitCount = c.priority, c.lockRef, c.hitCount
 	c.key, c.value = ck, slices.Clone(c.value[p:])
 	m.meta, c.meta = t.splitMeta(c.meta, p/t.ps)
+	m.hashes, c.hashes = slices.Clone(c.hashes[:p/t.ps]), slices.Clone(c.hashes[p/t.ps:])
 	t.attach(parent, m)
 	t.attach(m, c)
 	return m
@@ -495,6 +514,7 @@ func (t *Tree) updateLeaf(x *node) {
 	case want && x.leafPos < 0:
 		x.leafPos = len(t.leaves)
 		t.leaves = append(t.leaves, x)
+		t.pushVictim(x)
 	case !want && x.leafPos >= 0:
 		t.dropLeaf(x)
 	}
@@ -569,10 +589,12 @@ func (t *Tree) DecLockRef(id ref.NodeID) (int, error) {
 	return delta, nil
 }
 
-// victim is a heap entry: a leaf and its policy order, computed once.
+// victim is a heap entry: a leaf and its policy order, computed once, with
+// the leaf's heap generation when the entry was made.
 type victim struct {
 	ord [2]int64
 	n   *node
+	gen uint32
 }
 
 // before is the eviction order: ascending policy tuple, then id (§0.2 rule 3).
@@ -598,39 +620,75 @@ func (t *Tree) Evict(numTokens int) (ref.EvictResult, error) {
 	if numTokens == 0 || len(t.leaves) == 0 {
 		return res, nil
 	}
-	h := make(victimHeap, 0, len(t.leaves))
-	for _, x := range t.leaves {
-		h = append(h, t.victimOf(x))
-	}
-	h.init()
-	for res.Evicted < numTokens && len(h) > 0 {
-		x := h.pop().n
+	for res.Evicted < numTokens && len(t.leaves) > 0 {
+		x := t.popVictim()
 		res.Freed = append(res.Freed, x.value)
 		res.Victims = append(res.Victims, x.id)
 		res.Evicted += len(x.value)
 		t.evictable -= x.key.n
-		parent := t.deleteLeaf(x)
-		if parent.leafPos >= 0 {
-			h.push(t.victimOf(parent))
-		}
+		t.deleteLeaf(x)
 	}
 	return res, nil
 }
 
+// touch gives x a fresh heap entry after its policy order changed, when it
+// is an evictable leaf; the entry it had goes stale.
+func (t *Tree) touch(x *node) {
+	if x.leafPos >= 0 {
+		t.pushVictim(x)
+	}
+}
+
+// pushVictim adds x's current entry to the heap, first rebuilding the heap
+// from the leaf set when stale entries outnumber live ones, so the heap
+// stays within twice the leaf count (plus a constant).
+func (t *Tree) pushVictim(x *node) {
+	if len(t.heap) >= 2*len(t.leaves)+64 {
+		t.compactHeap()
+	}
+	x.heapGen++
+	t.heap.push(t.victimOf(x))
+}
+
+// compactHeap rebuilds the heap with one fresh entry per evictable leaf.
+func (t *Tree) compactHeap() {
+	clear(t.heap)
+	t.heap = t.heap[:0]
+	for _, x := range t.leaves {
+		x.heapGen++
+		t.heap = append(t.heap, t.victimOf(x))
+	}
+	t.heap.init()
+}
+
+// popVictim removes and returns the first evictable leaf in eviction
+// order, skipping stale entries. The leaf set must be non-empty: every
+// leaf has a live entry.
+func (t *Tree) popVictim() *node {
+	for {
+		v := t.heap.pop()
+		if v.gen == v.n.heapGen && v.n.leafPos >= 0 {
+			return v.n
+		}
+	}
+}
+
 // victimOf is x's heap entry under the tree's policy.
 func (t *Tree) victimOf(x *node) victim {
-	return victim{ord: ref.EvictOrder(t.cfg.Policy, x.lastAccess, x.created, x.hitCount, x.priority), n: x}
+	return victim{ord: ref.EvictOrder(t.cfg.Policy, x.lastAccess, x.created, x.hitCount, x.priority), n: x, gen: x.heapGen}
 }
 
 // deleteLeaf unlinks the evictable leaf x and returns its parent, whose leaf
-// status is brought up to date.
+// status is brought up to date. Stale heap entries may point at x until
+// they are popped, so x lets go of its key and slots (the caller has taken
+// the slots).
 func (t *Tree) deleteLeaf(x *node) *node {
 	t.dropLeaf(x)
 	parent := x.parent
 	delete(parent.children, t.storedChildKey(x.key))
 	relink(parent)
 	delete(t.nodes, x.id)
-	x.parent = nil
+	x.parent, x.key, x.value, x.hashes = nil, Key{}, nil, nil
 	t.updateLeaf(parent)
 	return parent
 }
@@ -662,6 +720,7 @@ func (h *victimHeap) pop() victim {
 	top := s[0]
 	last := len(s) - 1
 	s[0] = s[last]
+	s[last] = victim{}
 	*h = s[:last]
 	h.down(0)
 	return top
@@ -714,6 +773,6 @@ func (t *Tree) nodeState(n *node) ref.NodeState {
 		ID: n.id, Parent: parent, Key: n.key.Units(), Extra: n.key.Extra,
 		Value: append([]ref.SlotIdx{}, n.value...), LockRef: n.lockRef,
 		LastAccess: n.lastAccess, Created: n.created, HitCount: n.hitCount, Priority: n.priority,
-		CP: t.nodeCP(n),
+		CP: t.nodeCP(n), PrefixHashes: slices.Clone(n.hashes),
 	}
 }

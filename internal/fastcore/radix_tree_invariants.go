@@ -16,8 +16,8 @@ import (
 // c.Parent == owner), positive page-multiple key lengths, len(Value) ==
 // len(Key), the lock and size accounting (R-LOCKSUM with the own-lock
 // counts, R-EVICT, R-PROT; R-TOTAL holds by construction), the id
-// index, the CP owner metadata (docs/spec/radix-acks.md §4.2), and that the incremental evictable-leaf set equals the full-walk
-// set. It is for tests; a nil result means the tree is sound.
+// index, the CP owner metadata (docs/spec/radix-acks.md §4.2), that the incremental evictable-leaf set equals the full-walk
+// set, and that the persistent eviction heap holds one live entry per leaf. It is for tests; a nil result means the tree is sound.
 func (t *Tree) CheckInvariants() error {
 	w := checkWalk{t: t, backings: map[*keyBacking]ref.NodeID{}, memory: map[*ref.Unit]ref.NodeID{}}
 	if err := w.node(t.root); err != nil {
@@ -48,6 +48,34 @@ func (t *Tree) checkLeafSet(walk []ref.NodeID) error {
 	slices.Sort(walk)
 	if !slices.Equal(set, walk) {
 		return fmt.Errorf("leaf set %v, full walk gives %v", set, walk)
+	}
+	return t.checkHeap()
+}
+
+// checkHeap checks the persistent eviction heap: the heap order holds,
+// every evictable leaf has exactly one live entry and it carries the leaf's
+// current policy order, and stale entries stay within the compaction bound.
+func (t *Tree) checkHeap() error {
+	live := map[*node]int{}
+	for i, v := range t.heap {
+		if p := (i - 1) / 2; i > 0 && v.before(t.heap[p]) {
+			return fmt.Errorf("eviction heap: entry %d (node %d) sorts before its parent", i, v.n.id)
+		}
+		if v.gen != v.n.heapGen || v.n.leafPos < 0 {
+			continue
+		}
+		live[v.n]++
+		if want := t.victimOf(v.n).ord; v.ord != want {
+			return fmt.Errorf("eviction heap: node %d has order %v, its fields give %v", v.n.id, v.ord, want)
+		}
+	}
+	for _, x := range t.leaves {
+		if live[x] != 1 {
+			return fmt.Errorf("eviction heap: leaf %d has %d live entries, want 1", x.id, live[x])
+		}
+	}
+	if len(t.heap) > 2*len(t.leaves)+65 {
+		return fmt.Errorf("eviction heap: %d entries for %d leaves, over the compaction bound", len(t.heap), len(t.leaves))
 	}
 	return nil
 }
