@@ -220,6 +220,7 @@ gpu-bin: cuda-deps
 	@mkdir -p gpu-bin
 	$(CUDA_ENV) $(GO) test -c -tags cuda -trimpath -ldflags="-s -w" -o gpu-bin/cuda.test ./fast/cuda
 	$(CUDA_ENV) $(GO) test -c -tags cuda -trimpath -ldflags="-s -w" -o gpu-bin/equiv.test ./equiv
+	$(CUDA_ENV) $(GO) test -c -tags cuda -trimpath -ldflags="-s -w" -o gpu-bin/server.test ./server
 	cp scripts/gpu-check.sh gpu-bin/gpu-check.sh
 
 ## gpu-check: build gpu-bin/ and print the one command the GPU machine runs (docs/gpu.md).

@@ -22,7 +22,6 @@ func AckScript() *Spec[ref.AckScriptInput, ref.AckScriptOutput] {
 		Invalid:     rapid.Custom(ackInvalid),
 		Boundary:    ackBoundary(),
 		Regressions: ackRegressions(),
-		Rejects:     map[string]*ref.Sentinel{"trace-entries-over-output-bound": ref.ErrTooLarge},
 		Props: []Prop[ref.AckScriptInput, ref.AckScriptOutput]{
 			{"write-invariants", ackWriteInvariants},
 			{"spmd-consistency", ackSPMDConsistency},
@@ -455,21 +454,7 @@ func ackBoundary() []Case[ref.AckScriptInput] {
 		// naming "owned"), before any host slot is sought.
 		{"write-noncp-value-past-owned-bound-refused", ackScript(ackCreate(1, 1, 8),
 			ackNode(0, ref.MaxOwnedPages+1), ackOn(ref.AckWriteNonCP, 1), ackOn(ref.AckHas, 1))},
-		// ValidateAckScript's trace bound: 2^22 ranks pass the create's own
-		// bound, but 17 steps of them are 17·2^22 per-rank trace entries,
-		// past the 2^26 a 1 GiB output holds at 16 bytes each; the script
-		// is rejected before any rank is built.
-		{"trace-entries-over-output-bound", ackTraceOverBound()},
 	}
-}
-
-// ackTraceOverBound is a create of 2^22 ranks followed by 16 resets.
-func ackTraceOverBound() ref.AckScriptInput {
-	in := ackScript(ackCreate(1<<22, 1, 0))
-	for range 16 {
-		in.Steps = append(in.Steps, ref.AckStep{Op: ref.AckReset})
-	}
-	return in
 }
 
 func ackRegressions() []Case[ref.AckScriptInput] {

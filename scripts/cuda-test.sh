@@ -30,4 +30,14 @@ fi
 # The emulation (or a real driver) is always usable here: a withheld CUDA
 # implementation (failed self-test, module load) must fail, not skip.
 export KVTWIN_CUDA_POISON=1 KVTWIN_IMPL=cuda KVTWIN_REQUIRE_CUDA=1
-${GO:-go} test -tags cuda -count=1 ${CUDA_TEST_FLAGS:-} ./fast/cuda/... ./equiv/
+${GO:-go} test -tags cuda -count=1 ${CUDA_TEST_FLAGS:-} ./fast/cuda/... ./equiv/ || exit $?
+# The server on --impl cuda under concurrent clients (every response equal to
+# ref's fixture result; one shared CUDA context), small here; gpu-check runs
+# it at full size on the device.
+log=$(mktemp)
+rc=0
+KVTWIN_GPU_LOAD_CLIENTS=8 KVTWIN_GPU_LOAD_ROUNDS=1 \
+	${GO:-go} test -tags cuda -count=1 ${CUDA_TEST_FLAGS:-} -run '^TestCUDAServerUnderConcurrentLoad$' -v ./server/ >"$log" 2>&1 || rc=$?
+grep -E '^(--- |ok|FAIL|PASS)|cuda server|_test.go' "$log" || true
+rm -f "$log"
+exit $rc

@@ -6,8 +6,9 @@
 # It prints the glibc, driver and device; runs the cuda-tagged suite with
 # KVTWIN_REQUIRE_CUDA=1 (a skipped CUDA implementation fails) on the real
 # driver; then the benchmarks; and writes under $OUT (default gpu-bin/out):
-#   env.txt, cuda-test.log, equiv-test.log, bench.log, bench.json, kernel-bench.log, summary.json
-# Budget: about 3 minutes on an H200; every step has its own timeout.
+#   env.txt, cuda-test.log, equiv-test.log, bench.log, bench.json, kernel-bench.log,
+#   server-load.log, server-load.json, summary.json
+# Budget: about 4 minutes on an H200; every step has its own timeout.
 set -u
 bin=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$bin/.." && pwd)
@@ -59,5 +60,10 @@ echo "== kernel-only benchmarks (inputs uploaded once; launch + sync vs a same-r
 	-test.count=1 -test.timeout=80s) >"$out/kernel-bench.log" 2>&1
 rc_kbench=$?
 grep -E '^(Benchmark|ok|PASS|FAIL)' "$out/kernel-bench.log" | head -20
-printf '{"rc_cuda_test":%d,"rc_equiv_test":%d,"rc_bench":%d,"rc_kernel_bench":%d}\n' "$rc_cuda" "$rc_equiv" "$rc_bench" "$rc_kbench" | tee "$out/summary.json"
-[ "$rc_cuda" -eq 0 ] && [ "$rc_equiv" -eq 0 ] && [ "$rc_bench" -eq 0 ] && [ "$rc_kbench" -eq 0 ]
+echo "== the server on --impl cuda under 64 concurrent clients (every response equal to ref's fixture; one CUDA context)"
+(cd server && KVTWIN_GPU_LOAD_CLIENTS=64 KVTWIN_GPU_LOAD_ROUNDS=4 KVTWIN_GPU_LOAD_OUT="$out/server-load.json" \
+	timeout 120 "$bin/server.test" -test.run '^TestCUDAServerUnderConcurrentLoad$' -test.v -test.count=1 -test.timeout=110s) >"$out/server-load.log" 2>&1
+rc_load=$?
+grep -E '^(--- |ok|PASS|FAIL)|cuda server' "$out/server-load.log" | head -20
+printf '{"rc_cuda_test":%d,"rc_equiv_test":%d,"rc_bench":%d,"rc_kernel_bench":%d,"rc_server_load":%d}\n' "$rc_cuda" "$rc_equiv" "$rc_bench" "$rc_kbench" "$rc_load" | tee "$out/summary.json"
+[ "$rc_cuda" -eq 0 ] && [ "$rc_equiv" -eq 0 ] && [ "$rc_bench" -eq 0 ] && [ "$rc_kbench" -eq 0 ] && [ "$rc_load" -eq 0 ]

@@ -11,7 +11,6 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/equiv"
-	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
 )
 
@@ -243,12 +242,7 @@ func TestAdapterCheckPassesOnBothKitsAndOnServe(t *testing.T) {
 // audited as an outside implementation, agrees with ref byte for byte,
 // error objects included.
 func TestAuditOfKvtwinServeOverHTTPPassesInExactMode(t *testing.T) {
-	// The server runs under the reference's limits: its default adds a
-	// per-request output ratio, which rejects the tables' limit-sized inputs
-	// at another check (and names another bound) than the reference does.
-	cfg := server.DefaultConfig()
-	cfg.Limits = ref.DefaultLimits()
-	srv, err := server.New(cfg)
+	srv, err := server.New(server.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
