@@ -50,8 +50,10 @@ const (
 	// namespace strings: 1,060 measured for a fast-tree chain node, plus
 	// about 150 for the root's child map, which keeps the size it once
 	// needed for CapacityTokens/PageSize children (Go maps never shrink),
-	// rounded up.
-	BytesPerNode = 1280
+	// plus about 120 since the fast tree keeps each page's prefix hash
+	// (a slice per node) and a persistent eviction heap (up to two 32-byte
+	// entries a leaf): 1,329 measured for a one-unit chain node, rounded up.
+	BytesPerNode = 1408
 	// MaxNamespaceBytes is the longest extra and the longest salt an insert
 	// may store. Every node keeps its own copy of both strings, so without
 	// a bound a few bytes of tokens could pin megabytes of namespace; 128
