@@ -23,7 +23,7 @@ test: fmt-check vet staticcheck test-race test-e2e test-python hostile-short fix
 ## test-e2e: the CLI's end-to-end audits through subprocess adapters (a broken Go adapter, the
 ## Python kit's example, sharded runs merged), without -race: the children are separate processes.
 test-e2e:
-	$(GO) test -count=1 -run 'TestAudit|TestShard|TestAdapterCheck|TestHTMLReport|TestMerge|TestCampaign' ./cmd/kvtwin/
+	$(GO) test -count=1 -run 'TestAudit|TestShard|TestAdapterCheck|TestHTMLReport|TestMerge|TestCampaign|TestFixturesCheckReplaysOverExec' ./cmd/kvtwin/
 
 ## test-python: the Python adapter kit's own tests (standard library only; adapters/python).
 test-python:

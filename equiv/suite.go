@@ -46,6 +46,11 @@ type Suite interface {
 	// RemoteShrink returns rapid's minimal counterexample against r over
 	// kind, or nil when rapid finds none.
 	RemoteShrink(name string, r Remote, mode ErrorMode, kind Kind) *Failure
+	// CanonicalAnswer decodes an outside implementation's answer strictly
+	// into the op's output or an error object and re-encodes it
+	// canonically, so member order, whitespace and string escapes are the
+	// adapter's own business; reason says why an answer does not decode.
+	CanonicalAnswer(res fixtures.Result) (got fixtures.Result, reason string)
 }
 
 type suite[In, Out any] struct{ s *Spec[In, Out] }
@@ -118,6 +123,10 @@ func (u suite[In, Out]) RemoteTables(name string, r Remote, mode ErrorMode) []*F
 
 func (u suite[In, Out]) RemoteShrink(name string, r Remote, mode ErrorMode, kind Kind) *Failure {
 	return u.s.RemoteShrink(name, r, mode, kind)
+}
+
+func (u suite[In, Out]) CanonicalAnswer(res fixtures.Result) (fixtures.Result, string) {
+	return u.s.canonicalAnswer(res)
 }
 
 // Suites returns the differential suite of every op, in name order (the

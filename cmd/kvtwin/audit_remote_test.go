@@ -275,3 +275,25 @@ func skipUnderRace(t *testing.T) {
 		t.Skip("end-to-end through subprocesses: runs without -race in make test-e2e")
 	}
 }
+
+// TestFixturesCheckReplaysOverExec: `kvtwin fixtures check --impl exec:…`
+// replays fixture files through an adapter subprocess, byte for byte: the
+// Go kit serving fast's twins passes the group and radix-script fixtures,
+// the adapter with the historic grouping bug fails on the group fixtures
+// with a diff, and an op the adapter lacks is reported, not passed.
+func TestFixturesCheckReplaysOverExec(t *testing.T) {
+	skipUnderRace(t)
+	group, script := "../../fixtures/testdata/transfer.group_contiguous.jsonl", "../../fixtures/testdata/radix.script.jsonl"
+	code, out, stderr := runCLI(t, "fixtures", "check", "--impl", selfAdapter("adapter-fast"), group, script)
+	if code != 0 || strings.Count(out, "ok   ") != 2 {
+		t.Fatalf("fast adapter: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ = runCLI(t, "fixtures", "check", "--impl", selfAdapter("adapter-broken"), group)
+	if code != 1 || !strings.Contains(out, "FAIL "+group) {
+		t.Errorf("broken adapter: exit %d, want 1 and a FAIL line:\n%s", code, out)
+	}
+	code, _, stderr = runCLI(t, "fixtures", "check", "--impl", selfAdapter("adapter-fast"), "../../fixtures/testdata/cp.split.jsonl")
+	if code != 1 || !strings.Contains(stderr, "not implemented") {
+		t.Errorf("an op the adapter lacks: exit %d, want 1 naming it not implemented:\n%s", code, stderr)
+	}
+}

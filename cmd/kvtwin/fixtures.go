@@ -2,11 +2,9 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +13,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fixtures"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/remote"
 )
 
 func newFixturesCmd() *cobra.Command {
@@ -72,13 +71,14 @@ func newFixturesCheckCmd() *cobra.Command {
 	var maxOutput int64
 	cmd := &cobra.Command{
 		Use:   "check FILE...",
-		Short: "Replay fixture files against --impl ref|fast|cuda|http://HOST:PORT; exit 1 with a diff on the first mismatch",
+		Short: "Replay fixture files against --impl ref|fast|cuda|exec:CMD ARGS…|http://HOST:PORT; exit 1 with a diff on the first mismatch",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
-			runner, err := fixtureRunner(impl, timeout, ref.Limits{MaxOutputBytes: maxOutput})
+			runner, closeRunner, err := fixtureRunner(impl, timeout, ref.Limits{MaxOutputBytes: maxOutput})
 			if err != nil {
 				return err
 			}
+			defer closeRunner()
 			for _, path := range files {
 				cases, err := fixtures.ReadFile(path)
 				if err != nil {
@@ -97,24 +97,34 @@ func newFixturesCheckCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&impl, "impl", envOr("KVTWIN_IMPL", "fast"), "ref, fast, cuda, or the base URL of a kvtwin server")
-	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "per-request timeout for an HTTP implementation")
+	cmd.Flags().StringVar(&impl, "impl", envOr("KVTWIN_IMPL", "fast"), "ref, fast, cuda, exec:CMD ARGS… (an adapter speaking docs/adapters.md over stdin/stdout), or the base URL of a kvtwin server or HTTP adapter")
+	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "per-call timeout for an exec or HTTP implementation")
 	cmd.Flags().Int64Var(&maxOutput, "max-output-bytes", ref.DefaultMaxOutputBytes, "output size limit for local implementations")
 	return cmd
 }
 
-func fixtureRunner(impl string, timeout time.Duration, lim ref.Limits) (fixtures.Runner, error) {
-	if strings.HasPrefix(impl, "http://") || strings.HasPrefix(impl, "https://") {
-		return &fixtures.HTTP{Base: impl, Client: &http.Client{Timeout: timeout}}, nil
+// fixtureRunner is the runner --impl names and the function that releases
+// it: an implementation of this build, or one outside it through the
+// audit's transports (remote.Open: exec:CMD… as a long-lived subprocess,
+// http:// as a server), whose replies are bounded in time and size. The
+// comparison stays byte for byte (errors included); `kvtwin audit --errors`
+// is the tool for engines that report their own error messages.
+func fixtureRunner(impl string, timeout time.Duration, lim ref.Limits) (fixtures.Runner, func(), error) {
+	if remote.IsTarget(impl) {
+		r, err := remote.Open(impl, remote.Options{Timeout: timeout, Stderr: os.Stderr})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--impl: %w", err)
+		}
+		return canonicalRunner{r}, func() { _ = r.Close() }, nil
 	}
 	i, err := catalog.ParseImpl(impl)
 	if err != nil {
-		return nil, fmt.Errorf("--impl: %w (or an http:// URL)", err)
+		return nil, nil, fmt.Errorf("--impl: %w (or exec:CMD ARGS…, or an http:// URL)", err)
 	}
 	if err := implAvailable(i); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return fixtures.NewLocal(i, lim), nil
+	return fixtures.NewLocal(i, lim), func() {}, nil
 }
 
 // implAvailable fails when no catalog entry has impl in this build; it is
@@ -135,4 +145,28 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// canonicalRunner re-encodes an outside implementation's answers the way
+// the audit does (equiv's strict decode, canonical encode) before fixtures
+// compares them byte for byte: an adapter's member order, whitespace and
+// escapes ("\u003e" for ">") are not differences. An answer that does not
+// decode as the op's output or an error object is an error naming the op.
+type canonicalRunner struct{ r remote.Impl }
+
+// Run implements fixtures.Runner.
+func (c canonicalRunner) Run(op string, in []byte) (fixtures.Result, error) {
+	res, err := c.r.Run(op, in)
+	if err != nil {
+		return res, err
+	}
+	s, ok := equiv.Lookup(op)
+	if !ok {
+		return res, nil
+	}
+	got, reason := s.CanonicalAnswer(res)
+	if reason != "" {
+		return res, fmt.Errorf("%s: the answer of %s: %s", op, c.r.Name(), reason)
+	}
+	return got, nil
 }
