@@ -11,8 +11,8 @@ import (
 // PrefixHash is the prefix hash of a key's page (docs/spec/radix-acks.md
 // §1.14): XXH3-64 of the page's units seeded with the previous page's
 // prefix hash, so equal hashes mean equal prefixes up to that page, up to
-// 64-bit collisions. It is written in JSON as 16
-// lower-case hex digits, because JSON numbers lose integers above 2^53.
+// 64-bit collisions. JSON carries it as 16 lower-case hex digits, because
+// JSON numbers lose integers above 2^53.
 type PrefixHash uint64
 
 // MarshalJSON writes h as a 16-digit hex string.
