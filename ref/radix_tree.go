@@ -164,6 +164,14 @@ func (t *RefRadixTree) MatchPrefix(k Key) (MatchResult, error) {
 // PrefixLen implements RadixTree: MatchPrefix's length without any change
 // to the tree.
 func (t *RefRadixTree) PrefixLen(k Key) (int, error) {
+	return t.readLen(k, nil, false)
+}
+
+// readLen is the read-only walk of PrefixLen and PrefixLenHashed: a child
+// is chosen by its first page's units, and its pages are then matched by
+// their units (MatchLen), or with hashed by their prefix hashes recomputed
+// from the stored path (§1.14), whose count it checks first.
+func (t *RefRadixTree) readLen(k Key, hashes []PrefixHash, hashed bool) (int, error) {
 	if t.cfg.Disable {
 		return 0, nil
 	}
@@ -172,6 +180,11 @@ func (t *RefRadixTree) PrefixLen(k Key) (int, error) {
 		return 0, err
 	}
 	ps := t.cfg.PageSize
+	if hashed {
+		if err := CheckPrefixHashCount(len(hashes), len(k.Units)/ps); err != nil {
+			return 0, err
+		}
+	}
 	k = copyKey(k, 0, len(k.Units)/ps*ps)
 	node, total := t.root, 0
 	for len(k.Units) > 0 {
@@ -179,7 +192,12 @@ func (t *RefRadixTree) PrefixLen(k Key) (int, error) {
 		if c == nil {
 			break
 		}
-		p, _ := MatchLen(c.key, k, ps)
+		var p int
+		if hashed {
+			p = t.hashedLen(c, hashes[total/ps:], len(k.Units))
+		} else {
+			p, _ = MatchLen(c.key, k, ps)
+		}
 		total += p
 		if p < len(c.key.Units) {
 			break
@@ -188,6 +206,19 @@ func (t *RefRadixTree) PrefixLen(k Key) (int, error) {
 		k = copyKey(k, p, len(k.Units))
 	}
 	return total, nil
+}
+
+// hashedLen is how many units of c match a query of n units left whose
+// chain from c's depth on is qh: the first page (the child key chose c by
+// it), then each page whose stored prefix hash, recomputed, agrees.
+func (t *RefRadixTree) hashedLen(c *radixNode, qh []PrefixHash, n int) int {
+	ps := t.cfg.PageSize
+	stored := t.nodeHashes(c)
+	p := ps
+	for p < len(c.key.Units) && p < n && stored[p/ps] == qh[p/ps] {
+		p += ps
+	}
+	return p
 }
 
 // PrefixHashes implements RadixTree (docs/spec/radix-acks.md §1.14).
@@ -204,37 +235,7 @@ func (t *RefRadixTree) PrefixHashes(k Key) ([]PrefixHash, error) {
 // units but the pages after it match when the node's prefix hash, computed
 // afresh from the stored path, equals the query's.
 func (t *RefRadixTree) PrefixLenHashed(k Key, hashes []PrefixHash) (int, error) {
-	if t.cfg.Disable {
-		return 0, nil
-	}
-	k, err := t.treeKey(k)
-	if err != nil {
-		return 0, err
-	}
-	ps := t.cfg.PageSize
-	if err := CheckPrefixHashCount(len(hashes), len(k.Units)/ps); err != nil {
-		return 0, err
-	}
-	k = copyKey(k, 0, len(k.Units)/ps*ps)
-	node, total := t.root, 0
-	for len(k.Units) > 0 {
-		c := node.children[t.childKey(k)]
-		if c == nil {
-			break
-		}
-		stored := t.nodeHashes(c)
-		p := ps
-		for p < len(c.key.Units) && p < len(k.Units) && stored[p/ps] == hashes[(total+p)/ps] {
-			p += ps
-		}
-		total += p
-		if p < len(c.key.Units) {
-			break
-		}
-		node = c
-		k = copyKey(k, p, len(k.Units))
-	}
-	return total, nil
+	return t.readLen(k, hashes, true)
 }
 
 // nodeHashes recomputes n's prefix hashes from the root: the chain over

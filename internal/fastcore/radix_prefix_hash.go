@@ -94,41 +94,19 @@ func (t *Tree) PrefixHashes(k ref.Key) ([]ref.PrefixHash, error) {
 // be PrefixHashes(k) of a tree with this configuration. Read-only and safe
 // concurrently with PrefixLen and itself; it allocates nothing.
 func (t *Tree) PrefixLenHashed(k ref.Key, hashes []ref.PrefixHash) (int, error) {
-	if t.cfg.Disable {
-		return 0, nil
+	return t.readLen(k, hashes, true)
+}
+
+// hashedPages is how many of c's pages match the query whose chain from
+// c's depth on is qh, with qPages whole pages left: the first page always
+// (the child key chose c by it), then each while the prefix hashes agree.
+func hashedPages(c *node, qh []ref.PrefixHash, qPages int) int {
+	pages := min(len(c.hashes), qPages)
+	j := 1
+	for j < pages && c.hashes[j] == qh[j] {
+		j++
 	}
-	var qb keyBacking
-	q, err := t.queryKey(k, &qb)
-	if err != nil {
-		return 0, err
-	}
-	if err := ref.CheckPrefixHashCount(len(hashes), q.n/t.ps); err != nil {
-		return 0, err
-	}
-	q = q.slice(0, q.n/t.ps*t.ps)
-	var buf [pageBuf]ref.Unit
-	scratch := t.scratchFor(q, buf[:])
-	total := 0
-	for n := t.root; q.n > 0; {
-		c := t.lookup(n, q, scratch)
-		if c == nil {
-			break
-		}
-		pages := min(len(c.hashes), q.n/t.ps)
-		qh := hashes[total/t.ps:]
-		j := 1
-		for j < pages && c.hashes[j] == qh[j] {
-			j++
-		}
-		p := j * t.ps
-		total += p
-		if p < c.key.n {
-			break
-		}
-		n = c
-		q = q.slice(p, q.n)
-	}
-	return total, nil
+	return j
 }
 
 // TokenKeyChain is TokenKeyView and the key's prefix-hash chain for pages

@@ -322,6 +322,14 @@ func (t *Tree) rest(q Key, p int) Key {
 // no tick, no stamp, no split, no allocation (docs/spec/radix-acks.md §1.4, designed
 // for routers). Concurrent PrefixLen calls are safe.
 func (t *Tree) PrefixLen(k ref.Key) (int, error) {
+	return t.readLen(k, nil, false)
+}
+
+// readLen is the read-only walk of PrefixLen and PrefixLenHashed: a child
+// is chosen by its first page's units, and its pages are then matched by
+// their units, or with hashed by their prefix hashes (§1.14), whose count
+// it checks against k's whole pages.
+func (t *Tree) readLen(k ref.Key, hashes []ref.PrefixHash, hashed bool) (int, error) {
 	if t.cfg.Disable {
 		return 0, nil
 	}
@@ -329,6 +337,11 @@ func (t *Tree) PrefixLen(k ref.Key) (int, error) {
 	q, err := t.queryKey(k, &qb)
 	if err != nil {
 		return 0, err
+	}
+	if hashed {
+		if err := ref.CheckPrefixHashCount(len(hashes), q.n/t.ps); err != nil {
+			return 0, err
+		}
 	}
 	q = q.slice(0, q.n/t.ps*t.ps)
 	var buf [pageBuf]ref.Unit
@@ -339,7 +352,12 @@ func (t *Tree) PrefixLen(k ref.Key) (int, error) {
 		if c == nil {
 			break
 		}
-		p := matchLen(c.key, q, t.ps)
+		var p int
+		if hashed {
+			p = hashedPages(c, hashes[total/t.ps:], q.n/t.ps) * t.ps
+		} else {
+			p = matchLen(c.key, q, t.ps)
+		}
 		total += p
 		if p < c.key.n {
 			break
