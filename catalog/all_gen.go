@@ -32,6 +32,8 @@ func generatedOps() []Entry {
 		LayerDoneScript(),     // hicache.layer_done_script (hicache_layer_done_script.go)
 		LoadScript(),          // hicache.load_script (hicache_load_script.go)
 		OwnerCounts(),         // hicache.owner_counts (hicache_owner_counts.go)
+		KVEvApply(),           // kvev.apply (kvev_apply.go)
+		KVEvDecode(),          // kvev.decode (kvev_decode.go)
 		LayoutConvert(),       // layout.convert (layout_convert.go)
 		HostOffsets(),         // layout.host_offsets (layout_host_offsets.go)
 		MQAChunkRows(),        // mqa.chunk_rows (mqa_chunk_rows.go)
