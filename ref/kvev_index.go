@@ -6,8 +6,3 @@ import "errors"
 func NewKVEvIndex(cfg KVEvConfig, streams []KVEvStream) (KVEvIndex, error) {
 	return nil, errors.New("kvev index: not implemented yet")
 }
-
-// KVEvDecode is a placeholder until the reference decoder lands.
-func KVEvDecode(lim Limits, in KVEvDecodeInput) (KVMessage, error) {
-	return KVMessage{}, errors.New("kvev decode: not implemented yet")
-}
