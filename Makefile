@@ -13,9 +13,10 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/kvtwin
 
-## run: the HTTP server on 127.0.0.1:8080, CPU fast path, embedded defaults.
+## run: the HTTP server on 127.0.0.1:8080, CPU fast path, embedded defaults; RUN_ARGS adds serve
+## flags, e.g. make run RUN_ARGS='--events vllm-0=tcp://127.0.0.1:5557,replay=tcp://127.0.0.1:5558'.
 run: build
-	$(BIN) serve
+	$(BIN) serve $(RUN_ARGS)
 
 ## test: every gate CI runs, on a fresh clone, in under 10 minutes on 2 cores.
 test: fmt-check vet staticcheck test-race test-e2e test-python hostile-short fixtures-check audit-short test-cuda

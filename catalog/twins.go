@@ -77,6 +77,13 @@ func PerLayerManager(impl Impl) (ref.NewPerLayerManagerFunc, error) {
 	return stateTwin[ref.NewPerLayerManagerFunc]{"per-layer transfer manager", "transfer.per_layer_script", ref.NewPerLayerManager, fast.NewPerLayerManager}.get(impl)
 }
 
+// KVEvIndex returns impl's constructor of the event-fed prefix index
+// (docs/spec/kv-events.md §2-§3): ref.NewKVEvIndex or fast.NewKVEvIndex.
+// Cuda and unknown names are errors, as for RadixTree.
+func KVEvIndex(impl Impl) (ref.NewKVEvIndexFunc, error) {
+	return stateTwin[ref.NewKVEvIndexFunc]{"event-fed index", "kvev.apply", ref.NewKVEvIndex, fast.NewKVEvIndex}.get(impl)
+}
+
 // PreflightTwins are the serving functions of one implementation that the
 // OpenAI preflight (docs/api.md, POST /v1/openai/preflight) chains: normalize
 // the request, bound its input length, render the error body.

@@ -11,3 +11,16 @@ import (
 func KVEvDecode(lim ref.Limits, in ref.KVEvDecodeInput) (ref.KVMessage, error) {
 	return fastcore.KVEvDecode(lim, in)
 }
+
+// DecodeKVMessage decodes one live message's frames (docs/spec/kv-events.md
+// §1.2): frame 0 the topic, frame 1 the 8-byte big-endian seq, frame 2 the
+// msgpack batch (DecodeKVBatch). The result does not alias the frames.
+func DecodeKVMessage(frames [][]byte) (ref.KVMessage, error) {
+	return fastcore.DecodeKVMessage(frames)
+}
+
+// DecodeKVBatch decodes one batch payload (docs/spec/kv-events.md
+// §1.3-§1.5, §2.10 A6) in one pass. The result does not alias payload.
+func DecodeKVBatch(payload []byte) (ref.KVBatch, error) {
+	return fastcore.DecodeKVBatch(payload)
+}

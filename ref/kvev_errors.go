@@ -1,6 +1,10 @@
 package ref
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
 
 // The kvev decoders' errors (docs/spec/kv-events.md §1, §2.10 A6), built
 // here so that both twins, which read msgpack with different libraries,
@@ -10,7 +14,7 @@ import "fmt"
 // Wanted types, the bound of a wrong-type error, one per place of §1.3-§1.5.
 const (
 	WantBatch     = "an array of 2 to 4 elements, or a map"
-	WantTS        = "a number"
+	WantTS        = "a finite number"
 	WantEvents    = "an array"
 	WantRank      = "nil or an int in [0, 2^63)"
 	WantEvent     = "an array whose element 0 is a str, or a map with a str \"type\""
@@ -23,6 +27,10 @@ const (
 	WantIntOrNil  = "nil or an int within int64"
 	WantStrOrNil  = "nil or a str"
 	WantPubID     = "nil or a bin"
+	// WantValue is the bound of an error inside a value the decoder skips
+	// (an unknown key, a position past the table): any well-formed msgpack
+	// value within MaxMsgpackDepth.
+	WantValue = "a msgpack value"
 )
 
 // MsgpackTypeName names the msgpack format family that starts with byte b,
@@ -119,4 +127,13 @@ func KVRangeError(s *Sentinel, field string, v any, want string) error {
 // KVTokenRangeError: the token at field is v, outside [0, 2^32) (§1.4 rule 4).
 func KVTokenRangeError(field string, v any) error {
 	return Reject(ErrTokenRange, field, v, "in [0, 2^32)")
+}
+
+// CheckKVTS refuses a ts that is NaN or infinite (§2.10 A6): a float can
+// carry one, and a canonical JSON encoding has no way to write it.
+func CheckKVTS(ts float64) error {
+	if math.IsNaN(ts) || math.IsInf(ts, 0) {
+		return Reject(ErrBatchShape, "payload.ts", strconv.FormatFloat(ts, 'g', -1, 64), WantTS)
+	}
+	return nil
 }

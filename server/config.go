@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/internal/jsonscan"
+	"github.com/kvtwin/kvtwin/kvevsub"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -92,6 +93,16 @@ type Config struct {
 	// capacity per pool, tokens per request (longer lists get 413), and the
 	// memory all pools may reserve (a create beyond it gets 409).
 	Prefix prefix.Limits
+	// Events are the KV-event publishers (vLLM, SGLang) the server
+	// subscribes to, feeding the event-fed index scored by /v1/prefix:score
+	// and listed by /v1/events/sources (docs/events.md); none by default.
+	Events []kvevsub.Source
+	// EventsIndex bounds the event-fed index: engines, tokens per engine,
+	// live messages held during a replay (zero fields: the defaults).
+	EventsIndex ref.KVEvConfig
+	// EventsOptions tunes the subscriber: reconnect backoff, replay timeout
+	// and cooldown, message size (zero fields: the defaults).
+	EventsOptions kvevsub.Options
 	// Entries replaces catalog.All() as the ops served. It exists for tests
 	// (an op that panics or blocks); nil, the default, serves catalog.All().
 	Entries []catalog.Entry

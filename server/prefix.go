@@ -98,6 +98,9 @@ type (
 		Salt   *string  `json:"salt"`
 		Pools  []string `json:"pools"`
 		Exact  bool     `json:"exact"`
+		// Group and Tier select the event-fed pools scored (docs/events.md).
+		Group int64  `json:"group"`
+		Tier  string `json:"tier"`
 	}
 	nodeBody struct {
 		Node *ref.NodeID `json:"node"`
@@ -127,6 +130,10 @@ type UnlockResult struct {
 type ScoreResult struct {
 	// Scores holds one entry per pool, in request order (name order for all pools).
 	Scores []prefix.Score `json:"scores"`
+	// Engines holds one entry per engine of the event-fed index with a
+	// pool for the request's group and tier, sorted by (source, dp_rank);
+	// absent when the server has no event sources (docs/events.md).
+	Engines []ref.KVEvScore `json:"engines,omitzero"`
 }
 
 // DeleteResult answers DELETE /v1/prefix/{pool}.
@@ -362,5 +369,12 @@ func (s *Server) score(_ *http.Request, in *scoreBody) (any, error) {
 		return nil, missing("tokens", tokensWant)
 	}
 	scores, err := s.pools.Score(in.Tokens, ref.ExtraKeyOf(in.Extra, in.Salt), in.Pools, in.Exact)
-	return ScoreResult{Scores: scores}, err
+	if err != nil {
+		return nil, err
+	}
+	engines, err := s.scoreEngines(in)
+	if err != nil {
+		return nil, err
+	}
+	return ScoreResult{Scores: scores, Engines: engines}, nil
 }

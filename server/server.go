@@ -34,6 +34,9 @@ type Server struct {
 	metrics  *metrics
 	pools    *prefix.Registry
 	handler  http.Handler
+	// events is the event-fed index and its subscriber, nil without
+	// Config.Events.
+	events *events
 
 	// preflight holds, per implementation, the preflight's twins or why
 	// the implementation has none (catalog.Preflight), looked up once.
@@ -99,8 +102,14 @@ func New(cfg Config) (*Server, error) {
 	if s.pools, err = prefix.NewRegistry(newTree, cfg.Prefix); err != nil {
 		return nil, err
 	}
+	if s.events, err = newEvents(cfg); err != nil {
+		return nil, err
+	}
 	s.metrics = newMetrics(&s.inflight)
 	s.metrics.registry.MustRegister(newPoolCollector(s.pools))
+	if s.events != nil {
+		s.metrics.registry.MustRegister(newEventCollector(s.events))
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -167,6 +176,7 @@ func (s *Server) routes() http.Handler {
 	route("/healthz", http.MethodGet, s.handleHealthz)
 	route("/readyz", http.MethodGet, s.handleReadyz)
 	route("/metrics", http.MethodGet, s.metrics.handler().ServeHTTP)
+	route("/v1/events/sources", http.MethodGet, s.drainGate(s.handleEventSources))
 	s.prefixRoutes(r)
 	return s.recoverPanics(r)
 }
@@ -210,6 +220,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return ErrServed
 	}
 	hs := s.httpServer()
+	// The subscriber lives exactly as long as Serve: it stops when ctx
+	// does, and Serve returns only after its goroutines have ended.
+	evctx, stopEvents := context.WithCancel(ctx)
+	defer func() { stopEvents(); s.events.wait() }()
+	s.events.start(evctx)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(netutil.LimitListener(ln, s.cfg.MaxConnections)) }()
 	s.log.Info("serving", "addr", ln.Addr().String(), "impl", string(s.cfg.Impl), "ops", len(s.ops))

@@ -18,7 +18,8 @@ import (
 
 func newServeCmd() *cobra.Command {
 	cfg := server.DefaultConfig()
-	var impl, prefixMaxBytes, logLevel, logFormat string
+	var impl, prefixMaxBytes, logLevel, logFormat, eventsFile string
+	var eventSpecs []string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the catalog over HTTP (127.0.0.1:8080, fast path) until SIGTERM or SIGINT, then drain",
@@ -37,6 +38,9 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			cfg.Logger = logger
+			if cfg.Events, err = eventSources(eventSpecs, eventsFile, &cfg.EventsIndex); err != nil {
+				return err
+			}
 			srv, err := server.New(cfg)
 			if err != nil {
 				return err
@@ -73,6 +77,10 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&cfg.Prefix.MaxRequestTokens, "prefix-max-request-tokens", cfg.Prefix.MaxRequestTokens, "longest token list of one prefix request; longer ones get 413")
 	f.StringVar(&prefixMaxBytes, "prefix-max-bytes", strconv.FormatInt(cfg.Prefix.MaxBytes, 10),
 		"memory all prefix pools together may reserve, bytes or <n>{KB,MB,GB,KiB,MiB,GiB} (binary); a pool create beyond it gets 409. Default: 1/4 of the cgroup or physical memory")
+	f.StringArrayVar(&eventSpecs, "events", nil, "subscribe to a vLLM or SGLang KV-event publisher: NAME=tcp://HOST:PORT[,replay=tcp://HOST:PORT][,rank=N][,topic=PREFIX] (repeatable; docs/events.md)")
+	f.StringVar(&eventsFile, "events-file", "", "YAML or JSON file of event sources and index bounds ({sources: [{name, endpoint, replay, rank, topic}], index: {max_engines, max_tokens_per_engine, max_held}}), added to --events")
+	f.IntVar(&cfg.EventsIndex.MaxEngines, "events-max-engines", 0, "most engines the event-fed index holds (0: 256)")
+	f.Int64Var(&cfg.EventsIndex.MaxTokensPerEngine, "events-max-tokens-per-engine", 0, "most tokens of one engine's pages, holes included (0: 4 Mi)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "text or json")
 	return cmd

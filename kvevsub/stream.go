@@ -1,0 +1,410 @@
+package kvevsub
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// stream runs one source: a SUB goroutine (connect, receive, reconnect with
+// backoff) hands messages over an unbuffered channel to the stream's own
+// goroutine, which alone calls the index for this stream (in order, as
+// ref.KVEvIndex requires) and owns the DEALER and the replay state.
+type stream struct {
+	src    Source
+	ix     ref.KVEvIndex
+	o      Options
+	log    *slog.Logger
+	subEP  string // the PUB endpoint in the guarded scheme
+	replEP string // the replay endpoint in the guarded scheme, "" when none
+
+	mu sync.Mutex
+	st SourceStatus
+
+	// restart carries Subscriber.Restart's signal to run's goroutine;
+	// signals that arrive before it is taken coalesce.
+	restart chan struct{}
+
+	// Owned by run's goroutine.
+	dealer    *dealerConn
+	replaying bool
+	cooldown  time.Time // replay requests before it are answered "unavailable"
+	timer     *time.Timer
+}
+
+func newStream(src Source, ix ref.KVEvIndex, o Options, scheme string) *stream {
+	s := &stream{
+		src:     src,
+		ix:      ix,
+		o:       o,
+		log:     o.Logger.With("source", src.Name),
+		subEP:   guardedEndpoint(scheme, src.Endpoint),
+		restart: make(chan struct{}, 1),
+		st:      SourceStatus{Name: src.Name, Endpoint: src.Endpoint, Replay: src.Replay, Rank: src.Rank, Topic: src.Topic},
+	}
+	if src.Replay != "" {
+		s.replEP = guardedEndpoint(scheme, src.Replay)
+	}
+	return s
+}
+
+func (s *stream) status() SourceStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st
+}
+
+func (s *stream) update(f func(st *SourceStatus)) {
+	s.mu.Lock()
+	f(&s.st)
+	s.mu.Unlock()
+}
+
+func (s *stream) setError(err string) {
+	s.update(func(st *SourceStatus) {
+		st.LastError = err
+		st.LastErrorAt = time.Now()
+	})
+}
+
+// run is the stream's goroutine; it returns when ctx ends, after the SUB
+// goroutine and the DEALER are gone.
+func (s *stream) run(ctx context.Context) {
+	live := make(chan zmq4.Msg)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.subLoop(ctx, live) })
+	defer wg.Wait()
+	defer s.closeDealer()
+
+	s.timer = time.NewTimer(time.Hour)
+	s.timer.Stop()
+	defer s.timer.Stop()
+	for {
+		var replies <-chan received
+		if s.dealer != nil {
+			replies = s.dealer.msgs
+		}
+		var timeout <-chan time.Time
+		if s.replaying {
+			timeout = s.timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-live:
+			s.onLive(ctx, m)
+		case r := <-replies:
+			s.onReply(ctx, r)
+		case <-s.restart:
+			s.onRestart(ctx)
+		case <-timeout:
+			s.log.Warn("replay timed out", "after", s.o.ReplayTimeout)
+			s.setError("replay: no reply within " + s.o.ReplayTimeout.String())
+			s.fail(ctx, ref.ReplayReasonTimeout)
+		}
+	}
+}
+
+// subLoop keeps a SUB socket connected to the source and hands every
+// message to live until ctx ends.
+func (s *stream) subLoop(ctx context.Context, live chan<- zmq4.Msg) {
+	backoff := s.o.ReconnectMin
+	failing := false // the last dial failed: log the next failures at debug level
+	wait := func() bool {
+		t := time.NewTimer(backoff)
+		defer t.Stop()
+		backoff = min(2*backoff, s.o.ReconnectMax)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+	for ctx.Err() == nil {
+		sck := zmq4.NewSub(ctx, newSocketOptions(s.o, s.log)...)
+		_ = sck.SetOption(zmq4.OptionSubscribe, s.src.Topic)
+		if err := sck.Dial(s.subEP); err != nil {
+			closeSocket(sck)
+			if ctx.Err() != nil {
+				return
+			}
+			s.update(func(st *SourceStatus) { st.DialFailures++ })
+			s.setError("connect " + s.src.Endpoint + ": " + err.Error())
+			level := slog.LevelWarn
+			if failing {
+				level = slog.LevelDebug
+			}
+			failing = true
+			s.log.Log(ctx, level, "connect failed", "endpoint", s.src.Endpoint, "err", err, "retry_in", backoff)
+			if !wait() {
+				return
+			}
+			continue
+		}
+		failing = false
+		s.update(func(st *SourceStatus) {
+			st.Connected = true
+			st.ConnectedSince = time.Now()
+			if st.Connects++; st.Connects > 1 {
+				st.Reconnects++
+			}
+		})
+		s.log.Info("connected", "endpoint", s.src.Endpoint)
+		delivered, err := s.receive(ctx, sck, live)
+		closeSocket(sck)
+		if delivered {
+			// A connection that worked resets the backoff; one that fails
+			// before its first message (a peer that trips the guard at
+			// once) keeps doubling it.
+			backoff = s.o.ReconnectMin
+		}
+		s.update(func(st *SourceStatus) {
+			st.Connected = false
+			st.ConnectedSince = time.Time{}
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		s.update(func(st *SourceStatus) { st.Disconnects++ })
+		s.setError("connection to " + s.src.Endpoint + " lost: " + err.Error())
+		if isFrameBounds(err) {
+			s.log.Error("publisher sent a message past the bounds; reconnecting", "endpoint", s.src.Endpoint, "err", err, "retry_in", backoff)
+		} else {
+			s.log.Warn("disconnected", "endpoint", s.src.Endpoint, "err", err, "retry_in", backoff)
+		}
+		if !wait() {
+			return
+		}
+	}
+}
+
+// receive hands messages to live until the socket fails or ctx ends, and
+// says whether it handed over any.
+func (s *stream) receive(ctx context.Context, sck zmq4.Socket, live chan<- zmq4.Msg) (bool, error) {
+	for delivered := false; ; delivered = true {
+		m, err := sck.Recv()
+		if err != nil {
+			return delivered, err
+		}
+		select {
+		case live <- m:
+		case <-ctx.Done():
+			return true, ctx.Err()
+		}
+	}
+}
+
+// onLive passes one SUB message to the index.
+func (s *stream) onLive(ctx context.Context, m zmq4.Msg) {
+	if m.Type == zmq4.CmdMsg {
+		return // a ZMTP command (PING) that go-zeromq hands up as a message
+	}
+	if len(m.Frames) > 0 && !bytes.HasPrefix(m.Frames[0], []byte(s.src.Topic)) {
+		// go-zeromq's SUB does not filter; a PUB does, but not every peer is one.
+		s.update(func(st *SourceStatus) { st.Filtered++ })
+		return
+	}
+	s.update(func(st *SourceStatus) {
+		st.Messages++
+		if len(m.Frames) == 3 && len(m.Frames[1]) == 8 {
+			st.SeqSeen = true
+			st.LastSeq = binary.BigEndian.Uint64(m.Frames[1])
+		}
+	})
+	s.handle(ctx, s.ix.Live(s.src.Name, m.Frames))
+}
+
+// onRestart passes an operator's restart signal to the index (§3.4). The
+// index abandons an outstanding replay (§2.10 A7), so its replies, if any
+// are in flight, must never be read: the DEALER is recreated.
+func (s *stream) onRestart(ctx context.Context) {
+	if s.replaying {
+		s.closeDealer()
+		s.replaying = false
+		s.timer.Stop()
+		s.update(func(st *SourceStatus) { st.Replaying = false })
+	}
+	s.log.Info("restart signal")
+	s.handle(ctx, s.ix.Restart(s.src.Name))
+}
+
+// onReply passes one DEALER reply to the index, or handles the DEALER's end.
+func (s *stream) onReply(ctx context.Context, r received) {
+	if r.err != nil {
+		// The replay connection is gone (the publisher went away). A replay
+		// in flight gets no more frames: the timer ends it as a timeout.
+		s.log.Warn("replay connection lost", "endpoint", s.src.Replay, "err", r.err)
+		s.setError("replay connection to " + s.src.Replay + " lost: " + r.err.Error())
+		s.closeDealer()
+		return
+	}
+	if r.msg.Type == zmq4.CmdMsg {
+		return
+	}
+	s.update(func(st *SourceStatus) { st.ReplayReplies++ })
+	res := s.ix.Replay(s.src.Name, r.msg.Frames)
+	if res.Error != nil && res.Error.Code == ref.ErrReplayProtocol.Code() {
+		s.setError("replay: " + res.Error.Message)
+		s.update(func(st *SourceStatus) { st.StepErrors++ })
+		if !s.replaying {
+			// A reply nobody asked for: the index ignored it; start the
+			// next replay on a clean socket.
+			s.log.Warn("replay reply while no replay is outstanding", "err", res.Error.Message)
+			s.closeDealer()
+			return
+		}
+		s.log.Warn("malformed replay reply", "err", res.Error.Message)
+		s.fail(ctx, ref.ReplayReasonProtocol)
+		return
+	}
+	if s.replaying {
+		s.timer.Reset(s.o.ReplayTimeout)
+	}
+	s.handle(ctx, res)
+}
+
+// handle acts on one index result: a finished replay, and a replay request
+// (which may come from a result that also finished one).
+func (s *stream) handle(ctx context.Context, r ref.KVEvStepResult) {
+	for {
+		s.note(r)
+		if r.ReplayDone {
+			s.replaying = false
+			s.timer.Stop()
+			s.cooldown = time.Time{}
+			s.update(func(st *SourceStatus) {
+				st.Replaying = false
+				st.ReplaysOK++
+				st.ReplayCooldownTill = time.Time{}
+			})
+			s.log.Info("replay done", "applied", len(r.Applied), "lost", len(r.Lost))
+		}
+		if len(r.ReplayRequest) == 0 {
+			return
+		}
+		reason := s.request(ctx, r.ReplayRequest)
+		if reason == "" {
+			return
+		}
+		r = s.replayFailed(reason)
+	}
+}
+
+// note records what a result says for status and logs.
+func (s *stream) note(r ref.KVEvStepResult) {
+	if r.Error != nil {
+		s.update(func(st *SourceStatus) {
+			st.StepErrors++
+			st.LastError = "index: " + r.Error.Message
+			st.LastErrorAt = time.Now()
+		})
+		s.log.Debug("index refused a step", "op", r.Op, "err", r.Error.Message)
+	}
+	if r.Restart {
+		s.log.Info("publisher restart: the stream's engines were dropped")
+	}
+	for _, g := range r.Lost {
+		s.log.Warn("events lost: engines marked stale", "from", g.From, "to", g.To)
+	}
+}
+
+// request sends a replay request, returning "" when it went out or the
+// reason to report to the index when it did not.
+func (s *stream) request(ctx context.Context, req []ref.HexBytes) string {
+	if s.replaying {
+		// A new request while replies to the last may be in flight: start
+		// over on a fresh socket so none of them is taken for this one.
+		s.closeDealer()
+		s.timer.Stop()
+	}
+	s.replaying = true
+	s.update(func(st *SourceStatus) { st.Replaying = true })
+	switch {
+	case s.replEP == "":
+		s.log.Warn("the index asked for a replay but the source has no replay endpoint")
+		return ref.ReplayReasonUnavailable
+	case time.Now().Before(s.cooldown):
+		s.log.Debug("replay requested during the cooldown", "until", s.cooldown)
+		return ref.ReplayReasonUnavailable
+	}
+	frames := make([][]byte, len(req))
+	for i, f := range req {
+		frames[i] = f
+	}
+	if s.dealer == nil {
+		d, err := dialDealer(ctx, s.replEP, s.o, s.log)
+		if err != nil {
+			s.log.Warn("replay connect failed", "endpoint", s.src.Replay, "err", err)
+			s.setError("replay connect " + s.src.Replay + ": " + err.Error())
+			s.startCooldown()
+			return ref.ReplayReasonUnavailable
+		}
+		s.dealer = d
+	}
+	if err := s.dealer.send(frames); err != nil {
+		s.log.Warn("replay request failed", "endpoint", s.src.Replay, "err", err)
+		s.setError("replay send " + s.src.Replay + ": " + err.Error())
+		s.closeDealer()
+		s.startCooldown()
+		return ref.ReplayReasonUnavailable
+	}
+	s.update(func(st *SourceStatus) { st.ReplayRequests++ })
+	s.timer.Reset(s.o.ReplayTimeout)
+	s.log.Debug("replay requested", "start", binaryStart(frames))
+	return ""
+}
+
+// fail ends the outstanding replay with reason (timeout or protocol): the
+// DEALER is recreated and replays back off.
+func (s *stream) fail(ctx context.Context, reason string) {
+	s.closeDealer()
+	s.startCooldown()
+	s.handle(ctx, s.replayFailed(reason))
+}
+
+// replayFailed reports a failed replay to the index.
+func (s *stream) replayFailed(reason string) ref.KVEvStepResult {
+	s.replaying = false
+	s.timer.Stop()
+	s.update(func(st *SourceStatus) {
+		st.Replaying = false
+		st.ReplaysFailed++
+		switch reason {
+		case ref.ReplayReasonTimeout:
+			st.ReplayTimeouts++
+		case ref.ReplayReasonProtocol:
+			st.ReplayProtocol++
+		default:
+			st.ReplayUnavailable++
+		}
+	})
+	return s.ix.ReplayFailed(s.src.Name, reason)
+}
+
+func (s *stream) startCooldown() {
+	s.cooldown = time.Now().Add(s.o.ReplayCooldown)
+	s.update(func(st *SourceStatus) { st.ReplayCooldownTill = s.cooldown })
+}
+
+func (s *stream) closeDealer() {
+	if s.dealer != nil {
+		s.dealer.close()
+		s.dealer = nil
+	}
+}
+
+// binaryStart is the start seq of a well-formed request, for logs.
+func binaryStart(frames [][]byte) uint64 {
+	if len(frames) == 2 && len(frames[1]) == 8 {
+		return binary.BigEndian.Uint64(frames[1])
+	}
+	return 0
+}

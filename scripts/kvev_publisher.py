@@ -1,0 +1,334 @@
+#!/usr/bin/python3
+"""A real KV-event publisher for tests (docs/spec/kv-events.md §1-§3).
+
+It behaves like vLLM's ZmqEventPublisher: a PUB socket sending
+[topic, seq (8 bytes BE), msgpack batch], a ROUTER replay socket answering
+[identity, empty, start] with the buffered batches whose seq >= start and a
+sentinel, and a buffer of the last N batches. Malformed replay requests are
+ignored without a reply, exactly as vLLM does (only 3-frame requests are
+answered).
+
+Commands (one JSON object each) come from --scenario FILE (a JSON list),
+then from stdin, one per line, until EOF or {"op": "exit"}. The first line
+on stdout is {"pub": ..., "replay": ..., "pub_port": ..., "replay_port": ...};
+then one JSON line per command (its ack, or {"error": ...}).
+
+  emit   {"events": [EVENT...], "form": "array"|"map", "batch": "array"|"map",
+          "rank": N|null (absent: the publisher's --rank, as vLLM fills it),
+          "ts": F, "payload": HEX (raw payload instead of events)}
+         -> {"seq": N, "payload": HEX}
+  lose   like emit, but the batch is buffered and not sent (a PUB HWM drop)
+  drop   consume a seq; nothing is sent or buffered (vLLM's encode/send error)
+  down   close both sockets (state kept); emits while down are buffered only
+  up     bind both sockets again on the same ports
+  restart  a new publisher: seq back to 0, empty buffer, sockets rebound
+  sleep  {"seconds": F}: serve replay requests meanwhile
+  await_subscribers {"n": N, "timeout": F}: with --socket xpub only
+  stats  -> counters
+  exit
+
+EVENT: {"type": "BlockStored", "block_hashes": [H...], "parent_block_hash": H|null,
+"token_ids": [...], "block_size": N, "lora_id": ..., "medium": ..., ...} with
+H an int (negative allowed) or {"bin": HEX}; "BlockRemoved" and
+"AllBlocksCleared" likewise; an unknown type keeps its keys in the order given;
+an event's own "form" overrides the command's. The array form writes the fields in declaration
+order up to the last one present (missing ones as nil); the map form writes
+"type" then the present fields in declaration order.
+
+Standard library, python3-zmq and python3-msgpack only.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import msgpack
+import zmq
+
+FIELDS = {
+    "BlockStored": [
+        "block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id",
+        "medium", "lora_name", "extra_keys", "group_idx", "kv_cache_spec_kind",
+        "kv_cache_spec_sliding_window",
+    ],
+    "BlockRemoved": ["block_hashes", "medium", "group_idx"],
+    "AllBlocksCleared": [],
+}
+END_SEQ = (-1).to_bytes(8, "big", signed=True)
+
+
+def hash_value(h):
+    if isinstance(h, dict):
+        return bytes.fromhex(h["bin"])
+    return h
+
+
+def field_value(name, v):
+    if name == "block_hashes":
+        return [hash_value(h) for h in v]
+    if name == "parent_block_hash" and v is not None:
+        return hash_value(v)
+    return v
+
+
+def encode_event(ev, form):
+    tag = ev["type"]
+    fields = FIELDS.get(tag, [k for k in ev if k not in ("type", "form")])
+    present = [f for f in fields if f in ev]
+    if form == "map":
+        out = {"type": tag}
+        for f in present:
+            out[f] = field_value(f, ev[f])
+        return out
+    last = max((fields.index(f) for f in present), default=-1)
+    return [tag] + [field_value(f, ev.get(f)) for f in fields[: last + 1]]
+
+
+def encode_batch(cmd, rank):
+    if "payload" in cmd:
+        return bytes.fromhex(cmd["payload"])
+    form = cmd.get("form", "array")
+    events = [encode_event(ev, ev.get("form", form)) for ev in cmd.get("events", [])]
+    ts = float(cmd.get("ts", 1757500000.25))
+    r = cmd["rank"] if "rank" in cmd else rank
+    if cmd.get("batch", "array") == "map":
+        return msgpack.packb({"ts": ts, "events": events, "data_parallel_rank": r}, use_bin_type=True)
+    return msgpack.packb([ts, events, r], use_bin_type=True)
+
+
+class Publisher:
+    def __init__(self, args):
+        self.args = args
+        self.ctx = zmq.Context()
+        self.topic = args.topic.encode()
+        self.pub = self.router = None
+        self.pub_port, self.replay_port = args.pub_port, args.replay_port
+        self.subscribers = 0
+        self.stats = {"sent": 0, "lost": 0, "dropped": 0, "replay_answered": 0,
+                      "replay_ignored": 0, "replayed_batches": 0, "restarts": 0}
+        self.new_incarnation()
+        self.bind()
+
+    def new_incarnation(self):
+        self.seq = 0
+        self.buffer = []  # (seq, payload), the last --buffer batches
+
+    def bind(self):
+        host = self.args.host
+        self.pub = self.ctx.socket(zmq.XPUB if self.args.socket == "xpub" else zmq.PUB)
+        self.pub.setsockopt(zmq.LINGER, 0)
+        self.pub.set_hwm(self.args.hwm)
+        self.pub_port = self.bind_port(self.pub, host, self.pub_port)
+        if not self.args.no_replay:
+            self.router = self.ctx.socket(zmq.ROUTER)
+            self.router.setsockopt(zmq.LINGER, 0)
+            self.replay_port = self.bind_port(self.router, host, self.replay_port)
+
+    @staticmethod
+    def bind_port(sock, host, port):
+        if port:
+            # libzmq unbinds a closed socket's port asynchronously: retry a while.
+            deadline = time.monotonic() + 5
+            while True:
+                try:
+                    sock.bind("tcp://%s:%d" % (host, port))
+                    return port
+                except zmq.ZMQError as e:
+                    if e.errno != zmq.EADDRINUSE or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.01)
+        return sock.bind_to_random_port("tcp://" + host)
+
+    def close(self):
+        for s in (self.pub, self.router):
+            if s is not None:
+                s.close(linger=0)
+        self.pub = self.router = None
+        self.subscribers = 0
+
+    def endpoints(self):
+        out = {"pub": "tcp://%s:%d" % (self.args.host, self.pub_port), "pub_port": self.pub_port}
+        if not self.args.no_replay:
+            out.update(replay="tcp://%s:%d" % (self.args.host, self.replay_port), replay_port=self.replay_port)
+        return out
+
+    def publish(self, cmd, send):
+        seq = self.seq
+        self.seq += 1  # drawn before encoding, as vLLM does
+        payload = encode_batch(cmd, self.args.rank)
+        if send and self.pub is not None:
+            self.pub.send_multipart((self.topic, seq.to_bytes(8, "big"), payload))
+            self.stats["sent"] += 1
+        else:
+            self.stats["lost"] += 1
+        self.buffer.append((seq, payload))
+        del self.buffer[: max(0, len(self.buffer) - self.args.buffer)]
+        return {"seq": seq, "payload": payload.hex()}
+
+    def serve(self, seconds):
+        """Serve replay requests (and XPUB subscriptions) for `seconds`."""
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            self.poll(max(0.0, left))
+            if left <= 0:
+                return
+
+    def poll(self, timeout):
+        poller = zmq.Poller()
+        for s in (self.router, self.pub if self.args.socket == "xpub" else None):
+            if s is not None:
+                poller.register(s, zmq.POLLIN)
+        if not poller.sockets:
+            time.sleep(timeout)
+            return
+        for sock, _ in poller.poll(int(timeout * 1000)):
+            if sock is self.router:
+                self.service_replay()
+            else:
+                msg = self.pub.recv()
+                if msg[:1] == b"\x01":
+                    self.subscribers += 1
+
+    def service_replay(self):
+        frames = self.router.recv_multipart()
+        if len(frames) != 3:  # vLLM: "Invalid replay request", no reply
+            self.stats["replay_ignored"] += 1
+            return
+        ident, _, start = frames
+        start = int.from_bytes(start, "big")
+        for seq, payload in list(self.buffer):
+            if seq >= start:
+                self.router.send_multipart(self.reply(ident, seq.to_bytes(8, "big"), payload, self.topic))
+                self.stats["replayed_batches"] += 1
+        if self.args.sentinel != "none":
+            topic = self.topic if self.args.sentinel == "topic" else b""
+            self.router.send_multipart(self.reply(ident, END_SEQ, b"", topic))
+        self.stats["replay_answered"] += 1
+
+    def reply(self, ident, seq, payload, topic):
+        if self.args.layout == 3:
+            return (ident, b"", topic, seq, payload)
+        return (ident, b"", seq, payload)
+
+    def run(self, cmd):
+        op = cmd.get("op")
+        if op in ("emit", "lose"):
+            return self.publish(cmd, op == "emit")
+        if op == "drop":
+            self.seq += 1
+            self.stats["dropped"] += 1
+            return {"seq": self.seq - 1}
+        if op == "down":
+            self.close()
+            return {}
+        if op == "up":
+            if self.pub is None:
+                self.bind()
+            return self.endpoints()
+        if op == "restart":
+            self.close()
+            self.new_incarnation()
+            self.stats["restarts"] += 1
+            self.bind()
+            return self.endpoints()
+        if op == "sleep":
+            self.serve(float(cmd.get("seconds", 0)))
+            return {}
+        if op == "await_subscribers":
+            if self.args.socket != "xpub":
+                raise ValueError("await_subscribers needs --socket xpub")
+            deadline = time.monotonic() + float(cmd.get("timeout", 10))
+            while self.subscribers < int(cmd.get("n", 1)):
+                if time.monotonic() > deadline:
+                    raise TimeoutError("%d subscribers after the timeout" % self.subscribers)
+                self.poll(0.05)
+            return {"subscribers": self.subscribers}
+        if op == "stats":
+            return dict(self.stats, seq=self.seq, buffered=len(self.buffer))
+        raise ValueError("unknown op %r" % (op,))
+
+
+def say(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def stdin_lines(pub):
+    """Lines of stdin, serving replay requests while waiting for them."""
+    fd, buf = sys.stdin.fileno(), b""
+    while True:
+        while b"\n" not in buf:
+            poller = zmq.Poller()
+            poller.register(fd, zmq.POLLIN)
+            for s in (pub.router, pub.pub if pub.args.socket == "xpub" else None):
+                if s is not None:
+                    poller.register(s, zmq.POLLIN)
+            ready = dict(poller.poll())
+            if pub.router is not None and pub.router in ready:
+                pub.service_replay()
+            if pub.pub is not None and pub.args.socket == "xpub" and pub.pub in ready:
+                pub.poll(0)
+            if fd in ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    if buf.strip():
+                        yield buf.decode()
+                    return
+                buf += chunk
+        line, buf = buf.split(b"\n", 1)
+        if line.strip():
+            yield line.decode()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--pub-port", type=int, default=0, help="0: a random free port")
+    ap.add_argument("--replay-port", type=int, default=0, help="0: a random free port")
+    ap.add_argument("--no-replay", action="store_true", help="no ROUTER replay socket")
+    ap.add_argument("--topic", default="")
+    ap.add_argument("--rank", type=int, default=0, help="data_parallel_rank of batches that set none")
+    ap.add_argument("--buffer", type=int, default=10000, help="batches kept for replay (buffer_steps)")
+    ap.add_argument("--hwm", type=int, default=100000)
+    ap.add_argument("--layout", type=int, choices=(2, 3), default=2,
+                    help="replay reply frames after the empty one: 2 [seq, payload] or 3 [topic, seq, payload]")
+    ap.add_argument("--sentinel", choices=("empty", "topic", "none"), default="empty",
+                    help="3-frame sentinel's topic frame: empty or the topic; none: send no sentinel")
+    ap.add_argument("--socket", choices=("pub", "xpub"), default="pub",
+                    help="xpub: same wire behaviour, and await_subscribers works")
+    ap.add_argument("--scenario", help="JSON file: a list of commands, run before stdin's")
+    args = ap.parse_args()
+
+    pub = Publisher(args)
+    say(pub.endpoints())
+    scripted = []
+    if args.scenario:
+        with open(args.scenario) as f:
+            scripted = json.load(f)
+    try:
+        for source, cmds in (("scenario", scripted), ("stdin", stdin_lines(pub))):
+            for cmd in cmds:
+                try:
+                    if isinstance(cmd, str):
+                        cmd = json.loads(cmd)
+                    if cmd.get("op") == "exit":
+                        say({"op": "exit"})
+                        return 0
+                    ack = pub.run(cmd)
+                    ack["op"] = cmd["op"]
+                    say(ack)
+                except Exception as e:  # report and go on (a scenario file stops)
+                    say({"op": cmd.get("op") if isinstance(cmd, dict) else None, "error": "%s: %s" % (type(e).__name__, e)})
+                    if source == "scenario":
+                        return 2
+        return 0
+    finally:
+        pub.close()
+        pub.ctx.term()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

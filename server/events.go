@@ -1,0 +1,301 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/kvevsub"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// This file serves the event-fed prefix index (docs/events.md,
+// docs/spec/kv-events.md): the subscriber that feeds it runs for as long as
+// Serve does, /v1/events/sources lists its sources, /v1/prefix:score scores
+// against its engines beside the HTTP-fed pools, and /metrics exports its
+// per-source counters.
+
+// events is the server's event-fed index and the subscriber feeding it.
+type events struct {
+	ix  ref.KVEvIndex
+	sub *kvevsub.Subscriber
+	// wg tracks the subscriber's Run, started by Serve and waited for by drain.
+	wg sync.WaitGroup
+}
+
+// newEvents builds the index on cfg.Impl's twin (catalog.KVEvIndex: ref or
+// fast; cuda has none and is refused, never silently replaced) and the
+// subscriber over cfg.Events; nil when no source is configured. Errors are
+// *ref.InputError wrapping ErrBadConfig naming the Events field.
+func newEvents(cfg Config) (*events, error) {
+	if len(cfg.Events) == 0 {
+		return nil, nil
+	}
+	newIndex, err := catalog.KVEvIndex(cfg.Impl)
+	if err != nil {
+		return nil, ref.Reject(ErrBadConfig, "Events", len(cfg.Events), "no event sources under impl "+string(cfg.Impl)+": "+err.Error())
+	}
+	ix, err := newIndex(cfg.EventsIndex, kvevsub.Streams(cfg.Events))
+	if err != nil {
+		return nil, configError("EventsIndex.", err)
+	}
+	sub, err := kvevsub.New(ix, cfg.Events, withLogger(cfg.EventsOptions, cfg))
+	if err != nil {
+		return nil, configError("Events.", err)
+	}
+	return &events{ix: ix, sub: sub}, nil
+}
+
+// withLogger gives the subscriber the server's logger unless one was set.
+func withLogger(o kvevsub.Options, cfg Config) kvevsub.Options {
+	if o.Logger == nil {
+		o.Logger = cfg.Logger.With("component", "events")
+	}
+	return o
+}
+
+// configError re-wraps an input error of a sub-configuration as ErrBadConfig
+// with its field under prefix.
+func configError(prefix string, err error) error {
+	ie, ok := ref.AsInputError(err)
+	if !ok {
+		return ref.Reject(ErrBadConfig, strings.TrimSuffix(prefix, "."), err.Error(), "a valid configuration")
+	}
+	return ref.Reject(ErrBadConfig, prefix+ie.Field, ie.Value, ie.Bound+" ("+ie.Err.Error()+")")
+}
+
+// start runs the subscriber until ctx ends.
+func (e *events) start(ctx context.Context) {
+	if e == nil {
+		return
+	}
+	e.wg.Go(func() { _ = e.sub.Run(ctx) })
+}
+
+// wait blocks until the subscriber's goroutines have ended.
+func (e *events) wait() {
+	if e != nil {
+		e.wg.Wait()
+	}
+}
+
+// EventSource is one element of GET /v1/events/sources: the subscriber's
+// view of the connection, the index's cursor for the stream, and the
+// engines it feeds (pools summarized, pages left out).
+type EventSource struct {
+	// Subscriber is the connection and replay state.
+	Subscriber kvevsub.SourceStatus `json:"subscriber"`
+	// Stream is the index's cursor and counters for the source (§3.1).
+	Stream ref.KVEvStreamState `json:"stream"`
+	// Engines are the engines the source feeds.
+	Engines []EventEngine `json:"engines"`
+}
+
+// EventEngine is an engine without its pages.
+type EventEngine struct {
+	ref.KVEvEngineKey
+	// Model is the model name of a kv@<source>@<model> topic.
+	Model string `json:"model,omitzero"`
+	// Stale says the engine may have missed events (§3.3).
+	Stale bool `json:"stale"`
+	// StaleSince is the seq that made it stale.
+	StaleSince uint64 `json:"stale_since,omitzero"`
+	// Tokens is the tokens of its pages, holes included.
+	Tokens int64 `json:"tokens"`
+	// Counters are its event counters.
+	Counters ref.KVEvEngineCounters `json:"counters"`
+	// Pools are its pools with their page counts.
+	Pools []EventPool `json:"pools"`
+}
+
+// EventPool is a pool without its pages.
+type EventPool struct {
+	// Group is the KV-cache group.
+	Group int64 `json:"group"`
+	// Tier is the tier.
+	Tier string `json:"tier"`
+	// PageSize is the tokens per page.
+	PageSize int64 `json:"page_size"`
+	// Pages is the page count, holes included.
+	Pages int `json:"pages"`
+}
+
+// EventSources is the GET /v1/events/sources body, sources in
+// configuration order.
+type EventSources struct {
+	// Sources are every configured source.
+	Sources []EventSource `json:"sources"`
+	// Digest is the index's digest (§4.3): equal on replicas that applied
+	// the same events.
+	Digest string `json:"digest"`
+}
+
+// summarizer is an index that can report its state without its pages; the
+// fast index can, the reference builds the whole state.
+type summarizer interface {
+	Summary() ref.KVEvState
+}
+
+// summary returns the index's state, pages omitted where the index allows.
+func (e *events) summary() ref.KVEvState {
+	if s, ok := e.ix.(summarizer); ok {
+		return s.Summary()
+	}
+	return e.ix.State()
+}
+
+// sources builds the GET /v1/events/sources body.
+func (e *events) sources() EventSources {
+	st := e.summary()
+	out := EventSources{Digest: st.Digest}
+	byStream := map[string][]EventEngine{}
+	for _, en := range st.Engines {
+		v := EventEngine{KVEvEngineKey: ref.KVEvEngineKey{Source: en.Source, DPRank: en.DPRank}, Model: en.Model,
+			Stale: en.Stale, StaleSince: en.StaleSince, Tokens: en.Tokens, Counters: en.Counters, Pools: []EventPool{}}
+		for _, p := range en.Pools {
+			v.Pools = append(v.Pools, EventPool{Group: p.Group, Tier: p.Tier, PageSize: p.PageSize, Pages: len(p.Pages)})
+		}
+		byStream[en.Stream] = append(byStream[en.Stream], v)
+	}
+	streams := map[string]ref.KVEvStreamState{}
+	for _, s := range st.Streams {
+		streams[s.Name] = s
+	}
+	for _, ss := range e.sub.Status() {
+		eng := byStream[ss.Name]
+		if eng == nil {
+			eng = []EventEngine{}
+		}
+		out.Sources = append(out.Sources, EventSource{Subscriber: ss, Stream: streams[ss.Name], Engines: eng})
+	}
+	return out
+}
+
+// handleEventSources answers GET /v1/events/sources: 404 when the server
+// has no event source, so a router can tell "none configured" from "none
+// connected".
+func (s *Server) handleEventSources(w http.ResponseWriter, r *http.Request) {
+	if s.events == nil {
+		s.writeError(w, r, &apiError{status: http.StatusNotFound,
+			message: "no event sources are configured (kvtwin serve --events NAME=tcp://HOST:PORT; docs/events.md)"})
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, s.events.sources())
+}
+
+// scoreEngines scores the prompt against every engine of the event-fed
+// index for the query's group and tier; nil without event sources.
+func (s *Server) scoreEngines(in *scoreBody) ([]ref.KVEvScore, error) {
+	if s.events == nil {
+		return nil, nil
+	}
+	ns := ""
+	if in.Extra != nil {
+		ns = *in.Extra
+	}
+	scores, err := s.events.ix.Score(ref.KVEvScoreQuery{Tokens: in.Tokens, Namespace: ns, Group: in.Group, Tier: in.Tier, Exact: in.Exact})
+	if scores == nil && err == nil {
+		scores = []ref.KVEvScore{}
+	}
+	return scores, err
+}
+
+// eventCollector exports every source's subscriber and cursor counters
+// and its engines' staleness, read at scrape time.
+type eventCollector struct {
+	ev      *events
+	metrics []eventMetric
+	stale   *prometheus.Desc
+	tokens  *prometheus.Desc
+}
+
+// eventMetric is one per-source series.
+type eventMetric struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(kvevsub.SourceStatus, ref.KVEvStreamState) float64
+}
+
+func newEventCollector(ev *events) eventCollector {
+	m := func(name, help string, kind prometheus.ValueType, v func(kvevsub.SourceStatus, ref.KVEvStreamState) float64) eventMetric {
+		return eventMetric{desc: prometheus.NewDesc(name, help, []string{"source"}, nil), kind: kind, value: v}
+	}
+	c, g := prometheus.CounterValue, prometheus.GaugeValue
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	return eventCollector{ev: ev,
+		metrics: []eventMetric{
+			m("kvtwin_events_connected", "1 while the source's SUB socket is connected.", g,
+				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return b(s.Connected) }),
+			m("kvtwin_events_reconnects_total", "SUB connections made after the first.", c,
+				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.Reconnects) }),
+			m("kvtwin_events_messages_total", "Live messages passed to the index.", c,
+				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.Messages) }),
+			m("kvtwin_events_last_seq", "Seq of the last live message.", g,
+				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.LastSeq) }),
+			m("kvtwin_events_batches_total", "Batches applied (decoded or refused).", c,
+				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Batches) }),
+			m("kvtwin_events_duplicates_total", "Batches dropped as already applied.", c,
+				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Duplicates) }),
+			m("kvtwin_events_malformed_total", "Live messages dropped for their frames.", c,
+				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Malformed) }),
+			m("kvtwin_events_decode_errors_total", "Batches refused by the decoder.", c,
+				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.DecodeErrors) }),
+			m("kvtwin_events_gaps_total", "Unrecoverable gaps.", c,
+				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Gaps) }),
+			m("kvtwin_events_gap_batches_lost_total", "Seqs inside unrecoverable gaps.", c,
+				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.GapBatchesLost) }),
+			m("kvtwin_events_replays_ok_total", "Replays that ended with their sentinel.", c,
+				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.ReplaysOK) }),
+			m("kvtwin_events_replays_failed_total", "Replays that did not.", c,
+				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.ReplaysFailed) }),
+			m("kvtwin_events_restarts_total", "Publisher restarts.", c,
+				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Restarts) }),
+		},
+		stale: prometheus.NewDesc("kvtwin_events_engine_stale", "1 while the engine may have missed events (docs/spec/kv-events.md §3.3).",
+			[]string{"source", "engine", "dp_rank"}, nil),
+		tokens: prometheus.NewDesc("kvtwin_events_engine_tokens", "Tokens of the engine's pages, holes included (the budget's measure).",
+			[]string{"source", "engine", "dp_rank"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c eventCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.metrics {
+		ch <- m.desc
+	}
+	ch <- c.stale
+	ch <- c.tokens
+}
+
+// Collect implements prometheus.Collector.
+func (c eventCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.ev.summary()
+	streams := map[string]ref.KVEvStreamState{}
+	for _, s := range st.Streams {
+		streams[s.Name] = s
+	}
+	for _, ss := range c.ev.sub.Status() {
+		for _, m := range c.metrics {
+			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(ss, streams[ss.Name]), ss.Name)
+		}
+	}
+	for _, en := range st.Engines {
+		stale := 0.0
+		if en.Stale {
+			stale = 1
+		}
+		rank := strconv.FormatInt(en.DPRank, 10)
+		ch <- prometheus.MustNewConstMetric(c.stale, prometheus.GaugeValue, stale, en.Stream, en.Source, rank)
+		ch <- prometheus.MustNewConstMetric(c.tokens, prometheus.GaugeValue, float64(en.Tokens), en.Stream, en.Source, rank)
+	}
+}
