@@ -21,7 +21,7 @@ func KVEvApply() *Op[ref.KVEvApplyInput, ref.KVEvApplyOutput] {
 			Streams: []ref.KVEvStream{{Name: "vllm-0"}},
 			Steps: []ref.KVEvStep{
 				{Op: ref.KVStepLive, Stream: "vllm-0", Frames: []ref.HexBytes{[]byte("kv@10.0.0.7@llama"), {0, 0, 0, 0, 0, 0, 0, 0},
-					mustHex("92 cb41da3054981000 91 96 ab 426c6f636b53746f726564 92 cf1111111111111111 cff0e1d2c3b4a59687 c0 98 01 02 03 04 cc80 ccff cd0100 ce00010000 04 c0")}},
+					mustHex("92 cb41da3054981000 00 91 96 ab 426c6f636b53746f726564 92 cf1111111111111111 cff0e1d2c3b4a59687 c0 98 01 02 03 04 cc80 ccff cd0100 ce00010000 04 c0")}},
 				{Op: ref.KVStepScore, Tokens: []int64{1, 2, 3, 4, 128, 255, 256, 65536, 9}},
 				{Op: ref.KVStepLive, Stream: "vllm-0", Frames: []ref.HexBytes{[]byte("kv@10.0.0.7@llama"), {0, 0, 0, 0, 0, 0, 0, 1},
 					mustHex("93 cb41da3054981000 00 91 93 ac 426c6f636b52656d6f766564 91 cff0e1d2c3b4a59687 a3 475055 00")}},

@@ -83,6 +83,7 @@ func newBenchCmd() *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print [{op, shape, impl, ns_per_op, bytes_per_op, allocs_per_op}]")
 	f.DurationVar(&benchtime, "benchtime", time.Second, "target run time per measurement")
 	cmd.AddCommand(newBenchAdmissionCmd()) // `kvtwin bench admission`; plain `kvtwin bench` is unchanged
+	cmd.AddCommand(newBenchEventsCmd())    // `kvtwin bench events FILE` (bench_events.go)
 	// `kvtwin bench record|text|chart`: runs kept in docs/bench/ (benchrecord.go)
 	cmd.AddCommand(newBenchRecordCmd(), newBenchTextCmd(), newBenchChartCmd())
 	return cmd

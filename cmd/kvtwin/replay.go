@@ -71,6 +71,7 @@ func newReplayCmd() *cobra.Command {
 	// checks that both flags are required.
 	_ = cmd.MarkFlagRequired("trace")
 	_ = cmd.MarkFlagRequired("capacity-tokens")
+	addEmitEvents(cmd) // --emit-events FILE: the trace's KV-event stream (replay_events.go)
 	return cmd
 }
 
