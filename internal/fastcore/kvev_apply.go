@@ -1,8 +1,6 @@
 package fastcore
 
 import (
-	"errors"
-
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -22,5 +20,9 @@ func NewKVEvIndex(cfg ref.KVEvConfig, streams []ref.KVEvStream) (ref.KVEvIndex, 
 // selects put back; for the bug zoo only (the production function is
 // NewKVEvIndex).
 func NewKVEvIndexWithFaults(cfg ref.KVEvConfig, streams []ref.KVEvStream, f fault.KVEv) (ref.KVEvIndex, error) {
-	return nil, errors.New("fast kvev index: not implemented yet")
+	ix, err := newKVIndex(cfg, streams, f)
+	if err != nil {
+		return nil, err
+	}
+	return ix, nil
 }
