@@ -61,10 +61,13 @@ type kvEngine struct {
 
 // kvIndex implements ref.KVEvIndex.
 type kvIndex struct {
-	cfg     ref.KVEvConfig
-	f       fault.KVEv
-	streams []*kvStream
-	byName  map[string]*kvStream
+	// chainBufs recycles prompt chains between scores (a 240K-token
+	// prompt's is 120 KiB at 16-token pages).
+	chainBufs sync.Pool
+	cfg       ref.KVEvConfig
+	f         fault.KVEv
+	streams   []*kvStream
+	byName    map[string]*kvStream
 
 	mu      sync.Mutex
 	engines map[ref.KVEvEngineKey]*kvEngine
@@ -275,7 +278,7 @@ func (ix *kvIndex) score(q ref.KVEvScoreQuery, field string) ([]ref.KVEvScore, e
 		}
 		return nil, nil
 	}
-	sc := kvScoreChains{seed: kvSeedBase}
+	sc := kvScoreChains{seed: kvSeedBase, bufs: &ix.chainBufs}
 	if q.Namespace != "" {
 		sc.seed = uint64(ref.PrefixHashSeed(ref.ExtraKey{Extra: q.Namespace, HasExtra: true}, false))
 	}
@@ -305,13 +308,15 @@ func (ix *kvIndex) score(q ref.KVEvScoreQuery, field string) ([]ref.KVEvScore, e
 			return nil, err
 		}
 	} else {
-		for _, ps := range pss {
-			if err := sc.add(q, ps, field); err != nil {
-				return nil, err
-			}
-		}
+		// Chains are extended only as far as some walk needs them: a
+		// prompt no engine holds costs a page's hash per page size, not
+		// the whole prompt's (and an engine of another page size that
+		// holds none of it adds nothing).
 		for i, e := range engines {
 			ix.scoreEngine(e, key, q, &sc, nil, &res[i])
+		}
+		if err := sc.checkRest(q.Tokens, field); err != nil {
+			return nil, err
 		}
 	}
 	var out []ref.KVEvScore
@@ -341,8 +346,8 @@ func (ix *kvIndex) scoreEngine(e *kvEngine, key kvPoolKey, q ref.KVEvScoreQuery,
 			pl.walkTo(&w, q, feed.chain[:cap(feed.chain)], min((seg+1)*kvChainSeg, cap(feed.chain)))
 		}
 		blocks = w.d
-	case feed == nil && sc.find(pl.pageSize) >= 0:
-		blocks = pl.walk(q, sc.chains[sc.find(pl.pageSize)])
+	case feed == nil:
+		blocks = pl.walkLazy(q, sc.lazyChain(q.Tokens, pl.pageSize))
 	default:
 		// The pool was replaced since the page sizes were read; the
 		// tokens are checked by the chain every score computes.
@@ -374,17 +379,19 @@ func satMul(a, b int64) int64 {
 
 // kvScoreChains caches a prompt's chains per page size for one Score call.
 type kvScoreChains struct {
+	bufs   *sync.Pool
 	seed   uint64
 	ps     []int64
 	chains [][]uint64
+	lazy   []*kvLazyChain
 }
 
-// release returns the chains' buffers to kvChainBufs.
+// release returns the chains' buffers to the index's pool.
 func (sc *kvScoreChains) release() {
 	for _, c := range sc.chains {
 		if cap(c) > 0 {
 			c = c[:0]
-			kvChainBufs.Put(&c)
+			sc.bufs.Put(&c)
 		}
 	}
 	sc.chains = nil
@@ -405,7 +412,7 @@ func (sc *kvScoreChains) add(q ref.KVEvScoreQuery, ps int64, field string) error
 	buf := sc.buf(len(q.Tokens) / int(ps))
 	c, err := kvPromptChain(buf, q.Tokens, sc.seed, ps, field, len(sc.ps) == 0)
 	if err != nil {
-		kvChainBufs.Put(&buf)
+		sc.bufs.Put(&buf)
 		return err
 	}
 	sc.ps = append(sc.ps, ps)
@@ -415,10 +422,93 @@ func (sc *kvScoreChains) add(q ref.KVEvScoreQuery, ps int64, field string) error
 
 // buf is an empty chain buffer of capacity n or more.
 func (sc *kvScoreChains) buf(n int) []uint64 {
-	if b, ok := kvChainBufs.Get().(*[]uint64); ok && cap(*b) >= n {
+	if b, ok := sc.bufs.Get().(*[]uint64); ok && cap(*b) >= n {
 		return (*b)[:0]
 	}
 	return make([]uint64, 0, n)
+}
+
+// kvLazyChain is a prompt's chain for one page size, computed only as far
+// as the walks have asked: full has the capacity of every whole page, and
+// full[:done] is written. The units it hashed are range-checked on the way
+// (bad records a token outside [0, 2^32)).
+type kvLazyChain struct {
+	ps    int
+	units []ref.Unit
+	full  []uint64
+	done  int
+	prev  uint64
+	bad   bool
+}
+
+// lazyChain returns the lazy chain of page size ps, creating it.
+func (sc *kvScoreChains) lazyChain(tokens []int64, ps int64) *kvLazyChain {
+	for _, c := range sc.lazy {
+		if int64(c.ps) == ps {
+			return c
+		}
+	}
+	n := len(tokens) / int(ps)
+	c := &kvLazyChain{ps: int(ps), units: kvUnits(tokens), full: sc.buf(n)[:n], prev: sc.seed}
+	sc.lazy = append(sc.lazy, c)
+	sc.chains = append(sc.chains, c.full[:0]) // returned to the pool by release
+	return c
+}
+
+// extend computes the chain up to page to (at most every whole page) and
+// returns how far it is written.
+func (c *kvLazyChain) extend(to int) int {
+	to = min(to, len(c.full))
+	var acc uint64
+	for i := c.done; i < to; i++ {
+		page := c.units[i*c.ps : (i+1)*c.ps]
+		for _, u := range page {
+			acc |= u
+		}
+		c.prev = kvHashUnits(c.prev, page)
+		c.full[i] = c.prev
+	}
+	c.bad = c.bad || acc>>32 != 0
+	c.done = max(c.done, to)
+	return c.done
+}
+
+// kvLazyFirstStep is the pages a walk first asks a lazy chain for; each
+// later request doubles, so a miss costs a few hashes and a deep hit
+// computes each page once.
+const kvLazyFirstStep = 8
+
+// walkLazy is walk over a lazy chain, extending it as the walk goes.
+func (pl *kvPool) walkLazy(q ref.KVEvScoreQuery, c *kvLazyChain) int {
+	w := pl.startWalk(q)
+	for step := kvLazyFirstStep; !w.done; step *= 2 {
+		end := c.extend(w.d + step)
+		pl.walkTo(&w, q, c.full, end)
+		if end == len(c.full) {
+			break
+		}
+	}
+	return w.d
+}
+
+// checkRest range-checks the tokens no lazy chain hashed (and reports
+// one that did find a bad token) with ref.CheckTokens's error.
+func (sc *kvScoreChains) checkRest(tokens []int64, field string) error {
+	from := 0
+	for _, c := range sc.lazy {
+		if c.bad {
+			return ref.CheckTokens(field, tokens)
+		}
+		from = max(from, c.done*c.ps)
+	}
+	var acc uint64
+	for _, u := range kvUnits(tokens)[from:] {
+		acc |= u
+	}
+	if acc>>32 != 0 {
+		return ref.CheckTokens(field, tokens)
+	}
+	return nil
 }
 
 // kvChainSeg is the pages of a chain segment the pipelined walks wait for.
@@ -627,10 +717,6 @@ func kvPromptChain(dst []uint64, tokens []int64, seed uint64, ps int64, field st
 	}
 	return chain, nil
 }
-
-// kvChainBufs recycles prompt chains between scores (a 240K-token prompt's
-// is 120 KiB).
-var kvChainBufs sync.Pool
 
 // State is the observable state (§2.10 A1, A8).
 func (ix *kvIndex) State() ref.KVEvState {

@@ -609,7 +609,7 @@ func TestKVEvDigestInterleavings(t *testing.T) {
 func TestKVEvScoreParallelWalks(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const engines, blocks = 6, 4000
-	ix, prompt := kxScoreIndex(t, engines, blocks)
+	ix, prompt := kxScoreIndex(t, engines, blocks*16, 16)
 	var want string
 	for e := range engines {
 		hole := uint64(1 + 700*e) // the hash of block 700e
@@ -638,5 +638,30 @@ func TestKVEvScoreParallelWalks(t *testing.T) {
 		if err == nil || err.Error() != want.Error() {
 			t.Fatalf("bad token at %d: %v, want %v", at, err, want)
 		}
+	}
+}
+
+// A score extends each page size's chain only as far as a walk needs, yet
+// still range-checks every token: a bad token past the last matched page,
+// and one past a first-page miss, are ref.CheckTokens's error.
+func TestKVEvLazyScoreStillChecksEveryToken(t *testing.T) {
+	ix, prompt := kxScoreIndex(t, 2, 1600, 16)
+	for _, tc := range []struct {
+		name   string
+		tokens []int64
+	}{
+		{"hit then a bad last token", append(slices.Clone(prompt), 1<<32)},
+		{"first-page miss then a bad token", append([]int64{7, 7, 7}, append(slices.Clone(prompt[3:]), -1)...)},
+	} {
+		_, err := ix.Score(ref.KVEvScoreQuery{Tokens: tc.tokens})
+		want := ref.CheckTokens("tokens", tc.tokens)
+		if err == nil || err.Error() != want.Error() {
+			t.Errorf("%s: got %v, want %v", tc.name, err, want)
+		}
+	}
+	miss := append([]int64{7}, prompt[1:]...)
+	s, err := ix.Score(ref.KVEvScoreQuery{Tokens: miss})
+	if err != nil || len(s) != 2 || s[0].Blocks != 0 || s[1].Blocks != 0 {
+		t.Fatalf("a first-page miss: %s %v, want 0 blocks on both engines", kxFmtScores(s), err)
 	}
 }
