@@ -106,7 +106,6 @@ import (
 // non-nil HexBytes; a BlockStored's empty token_ids (a tokenless tier
 // update) is a non-nil empty slice; Events is never nil.
 
-
 // Event forms of KVEvent.Form and KVBatch.Form.
 const (
 	kvFormArray = "array"
