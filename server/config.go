@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/internal/jsonscan"
+	"github.com/kvtwin/kvtwin/kvevjs"
 	"github.com/kvtwin/kvtwin/kvevsub"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/ref"
@@ -97,6 +98,11 @@ type Config struct {
 	// subscribes to, feeding the event-fed index scored by /v1/prefix:score
 	// and listed by /v1/events/sources (docs/events.md); none by default.
 	Events []kvevsub.Source
+	// EventsFrom, when its URL is set, feeds the event-fed index from a
+	// NATS JetStream stream that `kvtwin events relay` fills instead of
+	// from ZeroMQ (docs/spec/kv-events.md §4.3): any number of replicas
+	// then serve the same index. Exclusive with Events.
+	EventsFrom kvevjs.ReplicaOptions
 	// EventsIndex bounds the event-fed index: engines, tokens per engine,
 	// live messages held during a replay (zero fields: the defaults).
 	EventsIndex ref.KVEvConfig

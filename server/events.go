@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/kvevjs"
 	"github.com/kvtwin/kvtwin/kvevsub"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -20,25 +21,35 @@ import (
 // against its engines beside the HTTP-fed pools, and /metrics exports its
 // per-source counters.
 
-// events is the server's event-fed index and the subscriber feeding it.
+// events is the server's event-fed index and what feeds it: the ZeroMQ
+// subscriber, or a JetStream replica.
 type events struct {
 	ix  ref.KVEvIndex
 	sub *kvevsub.Subscriber
+	rep *kvevjs.Replica
 	// wg tracks the subscriber's Run, started by Serve and waited for by drain.
 	wg sync.WaitGroup
 }
 
 // newEvents builds the index on cfg.Impl's twin (catalog.KVEvIndex: ref or
 // fast; cuda has none and is refused, never silently replaced) and the
-// subscriber over cfg.Events; nil when no source is configured. Errors are
-// *ref.InputError wrapping ErrBadConfig naming the Events field.
+// subscriber over cfg.Events or the replica of cfg.EventsFrom; nil when
+// neither is configured. Errors are *ref.InputError wrapping ErrBadConfig
+// naming the Events field.
 func newEvents(cfg Config) (*events, error) {
-	if len(cfg.Events) == 0 {
+	fromNATS := cfg.EventsFrom.URL != "" || cfg.EventsFrom.Conn != nil
+	if len(cfg.Events) == 0 && !fromNATS {
 		return nil, nil
+	}
+	if len(cfg.Events) > 0 && fromNATS {
+		return nil, ref.Reject(ErrBadConfig, "EventsFrom", cfg.EventsFrom.URL, "unset when Events lists ZeroMQ sources: a server is fed by one or the other")
 	}
 	newIndex, err := catalog.KVEvIndex(cfg.Impl)
 	if err != nil {
 		return nil, ref.Reject(ErrBadConfig, "Events", len(cfg.Events), "no event sources under impl "+string(cfg.Impl)+": "+err.Error())
+	}
+	if fromNATS {
+		return newReplicaEvents(cfg, newIndex)
 	}
 	ix, err := newIndex(cfg.EventsIndex, kvevsub.Streams(cfg.Events))
 	if err != nil {
@@ -49,6 +60,28 @@ func newEvents(cfg Config) (*events, error) {
 		return nil, configError("Events.", err)
 	}
 	return &events{ix: ix, sub: sub}, nil
+}
+
+// newReplicaEvents builds the index over the replica's sources and the
+// JetStream replica feeding it.
+func newReplicaEvents(cfg Config, newIndex ref.NewKVEvIndexFunc) (*events, error) {
+	streams, err := kvevjs.ReplicaStreams(cfg.EventsFrom.Sources)
+	if err != nil {
+		return nil, configError("EventsFrom.", err)
+	}
+	ix, err := newIndex(cfg.EventsIndex, streams)
+	if err != nil {
+		return nil, configError("EventsIndex.", err)
+	}
+	o := cfg.EventsFrom
+	if o.Logger == nil {
+		o.Logger = cfg.Logger.With("component", "events")
+	}
+	rep, err := kvevjs.NewReplica(ix, o)
+	if err != nil {
+		return nil, configError("EventsFrom.", err)
+	}
+	return &events{ix: ix, rep: rep}, nil
 }
 
 // withLogger gives the subscriber the server's logger unless one was set.
@@ -74,6 +107,10 @@ func (e *events) start(ctx context.Context) {
 	if e == nil {
 		return
 	}
+	if e.rep != nil {
+		e.wg.Go(func() { _ = e.rep.Run(ctx) })
+		return
+	}
 	e.wg.Go(func() { _ = e.sub.Run(ctx) })
 }
 
@@ -88,8 +125,11 @@ func (e *events) wait() {
 // view of the connection, the index's cursor for the stream, and the
 // engines it feeds (pools summarized, pages left out).
 type EventSource struct {
-	// Subscriber is the connection and replay state.
-	Subscriber kvevsub.SourceStatus `json:"subscriber"`
+	// Name is the source's name (a replica's: the relay's source token).
+	Name string `json:"name"`
+	// Subscriber is the connection and replay state; absent on a
+	// JetStream replica, whose state is EventSources.Replica.
+	Subscriber *kvevsub.SourceStatus `json:"subscriber,omitzero"`
 	// Stream is the index's cursor and counters for the source (§3.1).
 	Stream ref.KVEvStreamState `json:"stream"`
 	// Engines are the engines the source feeds.
@@ -133,6 +173,9 @@ type EventSources struct {
 	// Digest is the index's digest (§4.3): equal on replicas that applied
 	// the same events.
 	Digest string `json:"digest"`
+	// Replica is the JetStream replica's state when the server is fed by
+	// `--events-from`.
+	Replica *kvevjs.ReplicaStatus `json:"replica,omitzero"`
 }
 
 // summarizer is an index that can report its state without its pages; the
@@ -162,16 +205,19 @@ func (e *events) sources() EventSources {
 		}
 		byStream[en.Stream] = append(byStream[en.Stream], v)
 	}
-	streams := map[string]ref.KVEvStreamState{}
-	for _, s := range st.Streams {
-		streams[s.Name] = s
-	}
-	for _, ss := range e.sub.Status() {
-		eng := byStream[ss.Name]
+	for _, st := range st.Streams {
+		eng := byStream[st.Name]
 		if eng == nil {
 			eng = []EventEngine{}
 		}
-		out.Sources = append(out.Sources, EventSource{Subscriber: ss, Stream: streams[ss.Name], Engines: eng})
+		out.Sources = append(out.Sources, EventSource{Name: st.Name, Stream: st, Engines: eng})
+	}
+	if e.rep != nil {
+		out.Replica = new(e.rep.Status())
+		return out
+	}
+	for i, ss := range e.sub.Status() {
+		out.Sources[i].Subscriber = &ss
 	}
 	return out
 }
@@ -182,7 +228,7 @@ func (e *events) sources() EventSources {
 func (s *Server) handleEventSources(w http.ResponseWriter, r *http.Request) {
 	if s.events == nil {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound,
-			message: "no event sources are configured (kvtwin serve --events NAME=tcp://HOST:PORT; docs/events.md)"})
+			message: "no event sources are configured (kvtwin serve --events NAME=tcp://HOST:PORT, or --events-from nats://HOST:PORT; docs/events.md)"})
 		return
 	}
 	s.writeJSON(w, r, http.StatusOK, s.events.sources())
@@ -284,9 +330,15 @@ func (c eventCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range st.Streams {
 		streams[s.Name] = s
 	}
-	for _, ss := range c.ev.sub.Status() {
+	subs := map[string]kvevsub.SourceStatus{}
+	if c.ev.sub != nil {
+		for _, ss := range c.ev.sub.Status() {
+			subs[ss.Name] = ss
+		}
+	}
+	for _, t := range st.Streams {
 		for _, m := range c.metrics {
-			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(ss, streams[ss.Name]), ss.Name)
+			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(subs[t.Name], streams[t.Name]), t.Name)
 		}
 	}
 	for _, en := range st.Engines {

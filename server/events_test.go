@@ -251,3 +251,16 @@ func TestEventSourcesAnswer404WithoutSources(t *testing.T) {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}
 }
+
+// TestEventsAndEventsFromAreExclusive: a server is fed by ZeroMQ sources or
+// by a JetStream stream, never both; New says which field to drop.
+func TestEventsAndEventsFromAreExclusive(t *testing.T) {
+	cfg := testConfig(&logBuffer{})
+	cfg.Events = []kvevsub.Source{{Name: "a", Endpoint: "tcp://127.0.0.1:5557"}}
+	cfg.EventsFrom.URL = "nats://127.0.0.1:4222"
+	_, err := server.New(cfg)
+	ie, ok := ref.AsInputError(err)
+	if !ok || ie.Field != "EventsFrom" {
+		t.Fatalf("got %v, want a bad_config error naming EventsFrom", err)
+	}
+}

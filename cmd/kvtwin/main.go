@@ -71,6 +71,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServeCmd(), newAuditCmd(), newFixturesCmd(), newBenchCmd(), newBugzooCmd(), newReplayCmd(), newWarmupPlanCmd(), newSoakCmd(), newAdapterCmd())
+	root.AddCommand(newServeCmd(), newAuditCmd(), newFixturesCmd(), newBenchCmd(), newBugzooCmd(), newReplayCmd(), newWarmupPlanCmd(), newSoakCmd(), newAdapterCmd(), newEventsCmd())
 	return root
 }

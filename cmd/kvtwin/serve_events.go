@@ -83,3 +83,19 @@ func readEventsFile(file string) (eventsFile, error) {
 	}
 	return doc, nil
 }
+
+// defaultReplicaID is the host name made a NATS consumer name (bytes
+// outside [A-Za-z0-9_-] become _), so a restarted pod keeps its durable.
+func defaultReplicaID() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "kvtwin"
+	}
+	b := []byte(h)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
