@@ -32,6 +32,8 @@ func generatedSuites() []Suite {
 		Erase(LayerDoneScript()),     // hicache.layer_done_script (hicache_layer_done_script.go)
 		Erase(LoadScript()),          // hicache.load_script (hicache_load_script.go)
 		Erase(OwnerCounts()),         // hicache.owner_counts (hicache_owner_counts.go)
+		Erase(KVEvApply()),           // kvev.apply (kvev_apply.go)
+		Erase(KVEvDecode()),          // kvev.decode (kvev_decode.go)
 		Erase(LayoutConvert()),       // layout.convert (layout_convert.go)
 		Erase(HostOffsets()),         // layout.host_offsets (layout_host_offsets.go)
 		Erase(MQAChunkRows()),        // mqa.chunk_rows (mqa_chunk_rows.go)

@@ -75,6 +75,17 @@ func generatedMutants() []equiv.Killable {
 		SilentFallback(),                // hicache_load_script.go
 		// hicache.owner_counts: equiv.OwnerCounts
 		OwnerClosedFormGoMod(), // hicache_owner_counts.go
+		// kvev.apply: equiv.KVEvApply
+		OrphanStoreAtRoot(),       // kvev_apply.go
+		ReplayWithoutDelimiter(),  // kvev_apply.go
+		GapsOnlyLogged(),          // kvev_apply.go
+		AllBlocksClearedIgnored(), // kvev_apply.go
+		ResidencyAsSet(),          // kvev_apply.go
+		UnsignedHashesOnlyIndex(), // kvev_apply.go
+		SignedHashesOnlyIndex(),   // kvev_apply.go
+		// kvev.decode: equiv.KVEvDecode
+		U64HashesOnly(), // kvev_decode.go
+		I64HashesOnly(), // kvev_decode.go
 		// layout.convert: equiv.LayoutConvert
 		LPFStorageAccepted(), // layout_convert.go
 		// mqa.chunk_rows: equiv.MQAChunkRows

@@ -1,0 +1,97 @@
+package equiv_test
+
+import (
+	"testing"
+
+	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// kvevInputOnly are the kvev properties that never read the output: each
+// re-runs ref on inputs derived from the case (a batch without its refused
+// event, the payload with bytes appended or cut) and checks what ref does
+// there, so no broken output can trip them.
+var kvevInputOnly = map[string]bool{
+	"refused-event-is-atomic":      true,
+	"decode-error-changes-no-pool": true,
+	"trailing-bytes-refused":       true,
+	"proper-prefix-refused":        true,
+}
+
+func kvevCase[In any](t *testing.T, cs []equiv.Case[In], name string) In {
+	t.Helper()
+	for _, c := range cs {
+		if c.Name == name {
+			return c.In
+		}
+	}
+	t.Fatalf("no case %q", name)
+	var zero In
+	return zero
+}
+
+// TestKVEvApplyPropertiesCatchWrongRuns: each kvev.apply property holds
+// on ref's run of two interleaved streams, one of which replays, and each
+// that reads the output fails on a result broken the way it guards against.
+func TestKVEvApplyPropertiesCatchWrongRuns(t *testing.T) {
+	spec := equiv.KVEvApply()
+	in := kvevCase(t, spec.Boundary, "two-streams-interleaved-one-replays")
+	good, err := ref.KVEvApply(ref.DefaultLimits(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(good.Trace[4].Applied) != 1 || !good.Trace[5].ReplayDone || len(good.Trace[6].Scores) != 1 {
+		t.Fatalf("the case no longer replays and scores as this test expects: %+v", good.Trace)
+	}
+	broken := map[string]func(*ref.KVEvApplyOutput){
+		"state-invariants":                   func(o *ref.KVEvApplyOutput) { o.State.Engines[0].Pools[0].Pages[0].Resident += 5 },
+		"digest-is-a8":                       func(o *ref.KVEvApplyOutput) { o.State.Digest = "00" },
+		"cursor-follows-3.1":                 func(o *ref.KVEvApplyOutput) { o.Trace[5].Applied = nil },
+		"applied-at-most-once":               func(o *ref.KVEvApplyOutput) { o.Trace[5].Applied = []uint64{1} },
+		"score-stops-at-holes":               func(o *ref.KVEvApplyOutput) { o.Trace[6].Scores[0].Blocks++ },
+		"replayed-batch-twice-is-duplicate":  func(o *ref.KVEvApplyOutput) { o.State.Streams[0].Counters.Duplicates++ },
+		"digest-independent-of-interleaving": func(o *ref.KVEvApplyOutput) { o.State.Engines[0].Counters.Stored++ },
+		"hashed-score-equals-exact":          func(o *ref.KVEvApplyOutput) { o.Trace[6].Scores[0].Blocks-- },
+	}
+	kvevPropsCatchBreaks(t, spec.Props, in, good, broken)
+}
+
+// TestKVEvDecodePropertiesCatchWrongMessages: the same for kvev.decode on
+// §5.1's E4 (map form: a store, a removal, a clear).
+func TestKVEvDecodePropertiesCatchWrongMessages(t *testing.T) {
+	spec := equiv.KVEvDecode()
+	in := kvevCase(t, spec.Boundary, "e4-map-form-stored-removed-cleared")
+	good, err := ref.KVEvDecode(ref.DefaultLimits(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := map[string]func(*ref.KVMessage){
+		"canonical-shape":        func(m *ref.KVMessage) { m.Batch.Events[2].Form = "tuple" },
+		"reencoding-round-trips": func(m *ref.KVMessage) { m.Batch.Events[0].BlockSize = 0 },
+		"form-a-equals-form-b":   func(m *ref.KVMessage) { m.Batch.Events[1].BlockHashes = []ref.EvHash{} },
+		"hash-shapes-agree":      func(m *ref.KVMessage) { m.Batch.Events[0].BlockHashes = []ref.EvHash{} },
+	}
+	kvevPropsCatchBreaks(t, spec.Props, in, good, broken)
+}
+
+func kvevPropsCatchBreaks[In, Out any](t *testing.T, props []equiv.Prop[In, Out], in In, good Out, broken map[string]func(*Out)) {
+	t.Helper()
+	for _, p := range props {
+		if err := p.Holds(ref.DefaultLimits(), in, good); err != nil {
+			t.Errorf("%s fails on ref's run: %v", p.Name, err)
+		}
+		if kvevInputOnly[p.Name] {
+			continue
+		}
+		breakIt, ok := broken[p.Name]
+		if !ok {
+			t.Errorf("no broken result for property %s", p.Name)
+			continue
+		}
+		bad := deepCopyJSON(t, good)
+		breakIt(&bad)
+		if p.Holds(ref.DefaultLimits(), in, bad) == nil {
+			t.Errorf("%s holds on a broken result", p.Name)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package equiv
+
+import (
+	"testing"
+
+	"github.com/kvtwin/kvtwin/internal/fastcore"
+	"github.com/kvtwin/kvtwin/internal/fault"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// TestKVEvRegressionsShowTheirBug runs each kvev.apply regression case on
+// the fixed index and on the index with its bug switched on, and checks
+// the symptom its comment narrates — not only that the outputs differ.
+func TestKVEvRegressionsShowTheirBug(t *testing.T) {
+	lim := ref.DefaultLimits()
+	run := func(name string, f fault.KVEv) (fixed, buggy ref.KVEvApplyOutput) {
+		in, ok := KVEvApply().Regression(name)
+		if !ok {
+			t.Fatalf("no regression case %q", name)
+		}
+		var err error
+		if fixed, err = ref.KVEvApply(lim, in); err != nil {
+			t.Fatalf("%s: ref: %v", name, err)
+		}
+		newIndex := func(cfg ref.KVEvConfig, s []ref.KVEvStream) (ref.KVEvIndex, error) {
+			return fastcore.NewKVEvIndexWithFaults(cfg, s, f)
+		}
+		if buggy, err = ref.RunKVEvApply(lim, in, newIndex); err != nil {
+			t.Fatalf("%s: buggy: %v", name, err)
+		}
+		return fixed, buggy
+	}
+	lastScore := func(o ref.KVEvApplyOutput) (blocks int, stale, found bool) {
+		r := o.Trace[len(o.Trace)-1]
+		if len(r.Scores) == 0 {
+			return 0, false, false
+		}
+		return r.Scores[0].Blocks, r.Scores[0].Stale, true
+	}
+	for _, c := range []struct {
+		name string
+		f    fault.KVEv
+		// fixed and buggy scores of the case's last step (-1: no engine
+		// scored) and staleness.
+		fixedBlocks, buggyBlocks int
+		fixedStale, buggyStale   bool
+	}{
+		{"orphan-store-at-root", fault.KVEv{OrphanAtRoot: true}, -1, 1, false, false},
+		{"gaps-only-logged", fault.KVEv{GapsOnlyLogged: true}, 1, 1, true, false},
+		{"all-blocks-cleared-ignored", fault.KVEv{ClearIgnored: true}, -1, 1, false, false},
+		{"residency-as-set", fault.KVEv{CountsAsSet: true}, 1, -1, false, false},
+		{"unsigned-hashes-only-index", fault.KVEv{UnsignedHashesOnly: true}, 1, -1, false, false},
+		{"signed-hashes-only-index", fault.KVEv{SignedHashesOnly: true}, 2, -1, false, false},
+	} {
+		fixed, buggy := run(c.name, c.f)
+		for _, side := range []struct {
+			what   string
+			out    ref.KVEvApplyOutput
+			blocks int
+			stale  bool
+		}{{"fixed", fixed, c.fixedBlocks, c.fixedStale}, {"buggy", buggy, c.buggyBlocks, c.buggyStale}} {
+			b, st, found := lastScore(side.out)
+			if !found {
+				b = -1
+			}
+			if b != side.blocks || (found && st != side.stale) {
+				t.Errorf("%s (%s): the last score is %d blocks, stale %t; the narrative says %d, stale %t", c.name, side.what, b, st, side.blocks, side.stale)
+			}
+		}
+	}
+	// The orphan's engine is stale once fixed (§2.3 step 3) and fresh in the bug.
+	fixed, buggy := run("orphan-store-at-root", fault.KVEv{OrphanAtRoot: true})
+	if e := fixed.State.Engines; len(e) != 1 || !e[0].Stale || e[0].Counters.OrphanStores != 1 {
+		t.Errorf("orphan-store-at-root fixed: engines %+v", e)
+	}
+	if e := buggy.State.Engines; len(e) != 1 || e[0].Stale {
+		t.Errorf("orphan-store-at-root buggy: engines %+v", e)
+	}
+	// The replay request: [empty, start 0] fixed, the bare start in the bug.
+	fixed, buggy = run("replay-without-delimiter", fault.KVEv{ReplayNoDelimiter: true})
+	if rq := fixed.Trace[0].ReplayRequest; len(rq) != 2 || len(rq[0]) != 0 || len(rq[1]) != 8 {
+		t.Errorf("replay-without-delimiter fixed: request %x", rq)
+	}
+	if rq := buggy.Trace[0].ReplayRequest; len(rq) != 1 || len(rq[0]) != 8 {
+		t.Errorf("replay-without-delimiter buggy: request %x", rq)
+	}
+	// The gap: lost [1, 2) fixed; the bug reports nothing stale.
+	fixed, _ = run("gaps-only-logged", fault.KVEv{GapsOnlyLogged: true})
+	if l := fixed.Trace[1].Lost; len(l) != 1 || l[0] != (ref.KVEvGap{From: 1, To: 2}) {
+		t.Errorf("gaps-only-logged fixed: lost %v", l)
+	}
+}
