@@ -397,29 +397,6 @@ func (sc *kvScoreChains) release() {
 	sc.chains = nil
 }
 
-func (sc *kvScoreChains) find(ps int64) int {
-	for i, p := range sc.ps {
-		if p == ps {
-			return i
-		}
-	}
-	return -1
-}
-
-// add computes the chain for page size ps; the first one also checks
-// every token (ref.CheckTokens's error).
-func (sc *kvScoreChains) add(q ref.KVEvScoreQuery, ps int64, field string) error {
-	buf := sc.buf(len(q.Tokens) / int(ps))
-	c, err := kvPromptChain(buf, q.Tokens, sc.seed, ps, field, len(sc.ps) == 0)
-	if err != nil {
-		sc.bufs.Put(&buf)
-		return err
-	}
-	sc.ps = append(sc.ps, ps)
-	sc.chains = append(sc.chains, c)
-	return nil
-}
-
 // buf is an empty chain buffer of capacity n or more.
 func (sc *kvScoreChains) buf(n int) []uint64 {
 	if b, ok := sc.bufs.Get().(*[]uint64); ok && cap(*b) >= n {
@@ -761,7 +738,6 @@ func (ix *kvIndex) Digest() [32]byte {
 
 // kvDigest streams A8's canonical encoding into SHA-256.
 type kvDigest struct {
-	h   [32]byte
 	buf []byte
 	sha interface {
 		Write([]byte) (int, error)

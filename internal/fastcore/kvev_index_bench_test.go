@@ -210,5 +210,5 @@ func TestKVEvBenchFixtures(t *testing.T) {
 		}
 	}
 	ix2, prompt := kxScoreIndex(t, 2, 1600, 16)
-	kxWantBlocks(t, ix2, ref.KVEvScoreQuery{Tokens: prompt}, fmt.Sprintf("pod/0:100(ps16,stale=false) pod/1:100(ps16,stale=false) "))
+	kxWantBlocks(t, ix2, ref.KVEvScoreQuery{Tokens: prompt}, "pod/0:100(ps16,stale=false) pod/1:100(ps16,stale=false) ")
 }

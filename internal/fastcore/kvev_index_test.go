@@ -39,11 +39,6 @@ var (
 
 var kxE1Prompt = []int64{1, 2, 3, 4, 128, 255, 256, 65536, 9}
 
-const (
-	ixH1 = 0x1111111111111111
-	ixH2 = 0xF0E1D2C3B4A59687
-)
-
 func kxNewTestIx(t testing.TB, cfg ref.KVEvConfig, f fault.KVEv, streams ...ref.KVEvStream) *kvIndex {
 	t.Helper()
 	ix, err := newKVIndex(cfg, streams, f)

@@ -34,20 +34,6 @@ func kxMArr(elems ...kxMp) kxMp {
 	return b
 }
 
-func kxMMap(kv ...kxMp) kxMp {
-	n := len(kv) / 2
-	b := kxMp{}
-	if n < 16 {
-		b = append(b, 0x80|byte(n))
-	} else {
-		b = append(b, 0xde, byte(n>>8), byte(n))
-	}
-	for _, e := range kv {
-		b = append(b, e...)
-	}
-	return b
-}
-
 func kxMStr(s string) kxMp {
 	b := kxMp{}
 	n := len(s)
