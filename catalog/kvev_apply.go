@@ -28,5 +28,54 @@ func KVEvApply() *Op[ref.KVEvApplyInput, ref.KVEvApplyOutput] {
 				{Op: ref.KVStepScore, Tokens: []int64{1, 2, 3, 4, 128, 255, 256, 65536, 9}},
 			},
 		},
+		Shapes: []Shape[ref.KVEvApplyInput]{
+			// Ingest: 64 requests of 64 16-token blocks stored 8 blocks a
+			// batch, each request removed four requests later (a bounded
+			// cache), 4,096 blocks through decode, cursor and pools.
+			{Name: "ingest-4096-blocks-8-per-batch-with-removals", Make: func() ref.KVEvApplyInput { return kvevIngestScript(64, 64, 8, 4) }},
+			// Scores: one engine holding a 16K-token prompt, scored 64 times.
+			{Name: "score-16K-token-prompt-64-times", Make: func() ref.KVEvApplyInput { return kvevScoreScript(1024, 64) }},
+		},
 	}
+}
+
+// kvevIngestScript stores requests requests of blocks 16-token blocks,
+// perBatch blocks a live message, and removes each request lag requests
+// later.
+func kvevIngestScript(requests, blocks, perBatch, lag int) ref.KVEvApplyInput {
+	in := ref.KVEvApplyInput{Streams: []ref.KVEvStream{{Name: "vllm-0"}}}
+	var seq uint64
+	live := func(p []byte) {
+		in.Steps = append(in.Steps, ref.KVEvStep{Op: ref.KVStepLive, Stream: "vllm-0", Frames: kvevFrames(seq, p)})
+		seq++
+	}
+	hash := func(req, blk int) uint64 { return uint64(req)<<32 | uint64(blk) }
+	for req := range requests {
+		for m := 0; m < blocks; m += perBatch {
+			var parent *uint64
+			if m > 0 {
+				parent = new(hash(req, m-1))
+			}
+			live(kvevStored(hash(req, m), parent, perBatch, 16, uint32(req)))
+		}
+		if req >= lag {
+			live(kvevRemoved(hash(req-lag, 0), blocks))
+		}
+	}
+	return in
+}
+
+// kvevScoreScript stores one blocks-block prompt and scores it times times.
+func kvevScoreScript(blocks, times int) ref.KVEvApplyInput {
+	p := kvevStored(1, nil, blocks, 16, 7)
+	in := ref.KVEvApplyInput{Streams: []ref.KVEvStream{{Name: "vllm-0"}},
+		Steps: []ref.KVEvStep{{Op: ref.KVStepLive, Stream: "vllm-0", Frames: kvevFrames(0, p)}}}
+	prompt := make([]int64, blocks*16)
+	for i := range prompt {
+		prompt[i] = int64((uint32(i)*2654435761 + 7) % 151936)
+	}
+	for range times {
+		in.Steps = append(in.Steps, ref.KVEvStep{Op: ref.KVStepScore, Tokens: prompt})
+	}
+	return in
 }
