@@ -149,7 +149,7 @@ func DecodeKVMessage(frames [][]byte) (KVMessage, error) {
 	if err != nil {
 		return KVMessage{}, err
 	}
-	return KVMessage{Topic: string(frames[0]), Seq: binary.BigEndian.Uint64(frames[1]), Batch: b}, nil
+	return KVMessageOf(frames[0], binary.BigEndian.Uint64(frames[1]), b), nil
 }
 
 // DecodeKVBatch decodes one batch payload: the batch of §1.3 (array of 2..4

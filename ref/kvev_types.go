@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // Types shared by the kvev family (docs/spec/kv-events.md): the decoded
@@ -161,8 +163,13 @@ type KVBatch struct {
 
 // KVMessage is one decoded live message (§1.2): topic, seq and batch.
 type KVMessage struct {
-	// Topic is frame 1 (bytes that are not UTF-8 become U+FFFD in JSON).
+	// Topic is frame 1 as valid UTF-8: each invalid byte sequence becomes
+	// U+FFFD (strings.ToValidUTF8), so every JSON encoder writes the same
+	// bytes for it.
 	Topic string `json:"topic"`
+	// TopicHex is frame 1's raw bytes, set only when they are not valid
+	// UTF-8 (Topic then lost some of them).
+	TopicHex HexBytes `json:"topic_hex,omitzero"`
 	// Seq is frame 2, big-endian unsigned.
 	Seq uint64 `json:"seq"`
 	// Batch is frame 3 decoded.
@@ -582,4 +589,16 @@ func frameBytes(fs []HexBytes) [][]byte {
 		out[i] = f
 	}
 	return out
+}
+
+// KVMessageOf is the decoded message of a topic frame, seq and batch: the
+// topic made valid UTF-8, its raw bytes kept beside it when it was not
+// (§2.10 A6). Both twins' decoders build their result with it.
+func KVMessageOf(topic []byte, seq uint64, b KVBatch) KVMessage {
+	m := KVMessage{Topic: string(topic), Seq: seq, Batch: b}
+	if !utf8.Valid(topic) {
+		m.Topic = strings.ToValidUTF8(m.Topic, "\uFFFD")
+		m.TopicHex = append(HexBytes{}, topic...)
+	}
+	return m
 }

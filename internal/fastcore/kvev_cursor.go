@@ -237,7 +237,7 @@ func (ix *kvIndex) apply(st *kvStream, s uint64, topic, seqFrame, payload []byte
 		ix.refuseBatch(st, s, err, r)
 		return
 	}
-	key, model := kvEngineKeyOf(st, msg.Topic, msg.Batch.DPRank)
+	key, model := kvEngineKeyOf(st, string(topic), msg.Batch.DPRank) // the raw bytes (A2), not the UTF-8-safe Topic
 	e, err := ix.engineFor(st, key, model)
 	if err != nil {
 		ix.refuseBatch(st, s, err, r)

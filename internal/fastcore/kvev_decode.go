@@ -107,7 +107,7 @@ func decodeKVMessage(frames [][]byte, f fault.KVEv) (ref.KVMessage, error) {
 	if err != nil {
 		return ref.KVMessage{}, err
 	}
-	return ref.KVMessage{Topic: string(frames[0]), Seq: binary.BigEndian.Uint64(frames[1]), Batch: b}, nil
+	return ref.KVMessageOf(frames[0], binary.BigEndian.Uint64(frames[1]), b), nil
 }
 
 // kvPlace names a place of the payload without formatting it: the path is
