@@ -257,7 +257,9 @@ func KVEvEngineOf(stream KVEvStream, topic string, rank *int64) (KVEvEngineKey, 
 	key := KVEvEngineKey{Source: stream.Name, DPRank: stream.Rank}
 	model := ""
 	if parts := strings.SplitN(topic, "@", 3); len(parts) == 3 && parts[0] == "kv" && parts[1] != "" {
-		key.Source, model = parts[1], parts[2]
+		// Split on the raw bytes, then make the names valid UTF-8 as the
+		// decoded topic is (A6), so every JSON encoder writes them alike.
+		key.Source, model = strings.ToValidUTF8(parts[1], "\uFFFD"), strings.ToValidUTF8(parts[2], "\uFFFD")
 	}
 	if rank != nil {
 		key.DPRank = *rank

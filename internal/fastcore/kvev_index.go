@@ -160,7 +160,7 @@ func kvEngineKeyOf(st *kvStream, topic string, rank *int64) (ref.KVEvEngineKey, 
 	model := ""
 	if rest, ok := strings.CutPrefix(topic, "kv@"); ok {
 		if a, b, ok := strings.Cut(rest, "@"); ok && a != "" {
-			k.Source, model = a, b
+			k.Source, model = strings.ToValidUTF8(a, "\uFFFD"), strings.ToValidUTF8(b, "\uFFFD")
 		}
 	}
 	if rank != nil {

@@ -1,6 +1,7 @@
 package fastcore
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -658,5 +659,30 @@ func TestKVEvLazyScoreStillChecksEveryToken(t *testing.T) {
 	s, err := ix.Score(ref.KVEvScoreQuery{Tokens: miss})
 	if err != nil || len(s) != 2 || s[0].Blocks != 0 || s[1].Blocks != 0 {
 		t.Fatalf("a first-page miss: %s %v, want 0 blocks on both engines", kxFmtScores(s), err)
+	}
+}
+
+// A kv@<a>@<b> topic whose bytes are not UTF-8 names the same engine in
+// both twins: split on the raw bytes, then made valid UTF-8 (§2.10 A6), so
+// the canonical output is the same bytes under every JSON encoder.
+func TestKVEvNonUTF8TopicNamesTheSameEngineAsRef(t *testing.T) {
+	p := kxBatch(nil, kxEvStored([]uint64{1}, nil, []uint32{1, 2}, 2, kxEvOpt{}))
+	var frames []ref.HexBytes
+	for _, f := range kxLiveFrames("kv@\xffpod@\xfemodel", 0, p) {
+		frames = append(frames, f)
+	}
+	in := ref.KVEvApplyInput{Streams: []ref.KVEvStream{{Name: "s"}}, Steps: []ref.KVEvStep{{Op: ref.KVStepLive, Stream: "s", Frames: frames}}}
+	want, err1 := ref.KVEvApply(ref.DefaultLimits(), in)
+	got, err2 := KVEvApply(ref.DefaultLimits(), in)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	wb, _ := json.Marshal(want)
+	gb, _ := json.Marshal(got)
+	if !bytes.Equal(wb, gb) {
+		t.Fatalf("fast %s\nref  %s", gb, wb)
+	}
+	if e := got.State.Engines[0]; e.Source != "\uFFFDpod" || e.Model != "\uFFFDmodel" {
+		t.Fatalf("engine %q model %q, want U+FFFD in place of the invalid bytes", e.Source, e.Model)
 	}
 }
