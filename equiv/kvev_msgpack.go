@@ -593,5 +593,9 @@ func encodeBatch(b ref.KVBatch, batchForm string, formOf func(int) string, shape
 
 // encodeMessage is the three frames of a decoded message re-encoded.
 func encodeMessage(m ref.KVMessage, batchForm string, formOf func(int) string, shape int) []ref.HexBytes {
-	return []ref.HexBytes{[]byte(m.Topic), seqFrame(m.Seq), encodeBatch(m.Batch, batchForm, formOf, shape).bytes()}
+	topic := []byte(m.Topic)
+	if m.TopicHex != nil { // the raw frame of a topic that is not UTF-8 (A6)
+		topic = m.TopicHex
+	}
+	return []ref.HexBytes{topic, seqFrame(m.Seq), encodeBatch(m.Batch, batchForm, formOf, shape).bytes()}
 }
