@@ -55,7 +55,9 @@ type publisher struct {
 func startPublisher(t *testing.T, topic string) *publisher {
 	t.Helper()
 	requirePyZMQ(t)
-	cmd := exec.Command(python, "../scripts/kvev_publisher.py", "--topic", topic, "--layout", "3")
+	// XPUB, so the test can wait for the server's subscription before it
+	// publishes (a PUB drops what it sends before a subscriber joins).
+	cmd := exec.Command(python, "../scripts/kvev_publisher.py", "--topic", topic, "--layout", "3", "--socket", "xpub")
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +200,7 @@ func stored(hashes []int64, parent any, tokens []int) map[string]any {
 func TestEventFedScoresMatchTheReferenceOnThePythonPublisher(t *testing.T) {
 	pub := startPublisher(t, "kv@engine-a@llama")
 	base := serveEvents(t, []kvevsub.Source{{Name: "engine-a", Endpoint: pub.pub, Replay: pub.replay}})
+	pub.send(map[string]any{"op": "await_subscribers", "n": 1, "timeout": 15})
 
 	pub.send(map[string]any{"op": "emit", "form": "array", "events": []any{stored([]int64{11, 12}, nil, []int{1, 2, 3, 4, 5, 6, 7, 8})}})
 	pub.send(map[string]any{"op": "emit", "form": "map", "events": []any{stored([]int64{-13}, 12, []int{9, 10, 11, 12})}})
