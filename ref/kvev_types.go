@@ -425,6 +425,9 @@ type KVEvPoolState struct {
 	PageSize int64 `json:"page_size"`
 	// Pages are the pages in pre-order, children sorted by (namespace, tokens).
 	Pages []KVEvPageState `json:"pages"`
+	// PageCount is set, and Pages left nil, by an index's Summary (the
+	// server's cheap view, never an op's output, hence no JSON).
+	PageCount int `json:"-"`
 }
 
 // KVEvPageState is one page of a pool.

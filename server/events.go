@@ -178,8 +178,9 @@ type EventSources struct {
 	Replica *kvevjs.ReplicaStatus `json:"replica,omitzero"`
 }
 
-// summarizer is an index that can report its state without its pages; the
-// fast index can, the reference builds the whole state.
+// summarizer is an index that can report its state without its pages
+// (PageCount instead); the fast index can, the reference builds the whole
+// state.
 type summarizer interface {
 	Summary() ref.KVEvState
 }
@@ -201,7 +202,7 @@ func (e *events) sources() EventSources {
 		v := EventEngine{KVEvEngineKey: ref.KVEvEngineKey{Source: en.Source, DPRank: en.DPRank}, Model: en.Model,
 			Stale: en.Stale, StaleSince: en.StaleSince, Tokens: en.Tokens, Counters: en.Counters, Pools: []EventPool{}}
 		for _, p := range en.Pools {
-			v.Pools = append(v.Pools, EventPool{Group: p.Group, Tier: p.Tier, PageSize: p.PageSize, Pages: len(p.Pages)})
+			v.Pools = append(v.Pools, EventPool{Group: p.Group, Tier: p.Tier, PageSize: p.PageSize, Pages: max(len(p.Pages), p.PageCount)})
 		}
 		byStream[en.Stream] = append(byStream[en.Stream], v)
 	}

@@ -696,7 +696,22 @@ func kvPromptChain(dst []uint64, tokens []int64, seed uint64, ps int64, field st
 }
 
 // State is the observable state (§2.10 A1, A8).
-func (ix *kvIndex) State() ref.KVEvState {
+func (ix *kvIndex) State() ref.KVEvState { return ix.state(kvStatePages) }
+
+// Summary is State without the pages: each pool's PageCount instead of
+// its Pages. /metrics and /v1/events/sources read it on every request, so
+// it copies no token of the index (the digest walk still runs).
+func (ix *kvIndex) Summary() ref.KVEvState { return ix.state(kvStateSummary) }
+
+// What an engine's state walk produces: only the digest, the engine and
+// pool summaries, or everything.
+const (
+	kvStateDigest = iota
+	kvStateSummary
+	kvStatePages
+)
+
+func (ix *kvIndex) state(mode int) ref.KVEvState {
 	for _, st := range ix.streams {
 		st.mu.Lock()
 	}
@@ -715,7 +730,7 @@ func (ix *kvIndex) State() ref.KVEvState {
 	d.u64(uint64(len(engines)))
 	for _, e := range engines {
 		e.mu.RLock()
-		out.Engines = append(out.Engines, e.state(&d, true))
+		out.Engines = append(out.Engines, e.state(&d, mode))
 		e.mu.RUnlock()
 	}
 	sum := d.sum()
@@ -730,7 +745,7 @@ func (ix *kvIndex) Digest() [32]byte {
 	d.u64(uint64(len(engines)))
 	for _, e := range engines {
 		e.mu.RLock()
-		e.state(&d, false)
+		e.state(&d, kvStateDigest)
 		e.mu.RUnlock()
 	}
 	return d.sum()
@@ -772,7 +787,8 @@ func (d *kvDigest) sum() [32]byte {
 }
 
 // state writes e's A8 encoding into d and, with full, returns its state.
-func (e *kvEngine) state(d *kvDigest, full bool) ref.KVEvEngineState {
+func (e *kvEngine) state(d *kvDigest, mode int) ref.KVEvEngineState {
+	full := mode != kvStateDigest
 	d.str(e.key.Source)
 	d.u64(uint64(e.key.DPRank))
 	if e.stale {
@@ -807,9 +823,13 @@ func (e *kvEngine) state(d *kvDigest, full bool) ref.KVEvEngineState {
 		d.str(pl.tier)
 		d.u64(uint64(pl.pageSize))
 		d.u64(uint64(pl.pages))
-		ps := pl.walkState(d, full)
+		ps := pl.walkState(d, mode == kvStatePages)
 		if full {
-			es.Pools = append(es.Pools, ref.KVEvPoolState{Group: pl.group, Tier: pl.tier, PageSize: pl.pageSize, Pages: ps})
+			st := ref.KVEvPoolState{Group: pl.group, Tier: pl.tier, PageSize: pl.pageSize, Pages: ps}
+			if mode == kvStateSummary {
+				st.PageCount = pl.pages
+			}
+			es.Pools = append(es.Pools, st)
 		}
 	}
 	return es

@@ -686,3 +686,24 @@ func TestKVEvNonUTF8TopicNamesTheSameEngineAsRef(t *testing.T) {
 		t.Fatalf("engine %q model %q, want U+FFFD in place of the invalid bytes", e.Source, e.Model)
 	}
 }
+
+// Summary is State with each pool's pages replaced by their count: the
+// same streams, engines, counters and digest, no token copied.
+func TestKVEvSummaryIsStateWithoutPages(t *testing.T) {
+	ix, _ := kxScoreIndex(t, 3, 1600, 16)
+	full, sum := ix.State(), ix.Summary()
+	for i := range full.Engines {
+		for j := range full.Engines[i].Pools {
+			p, q := &full.Engines[i].Pools[j], &sum.Engines[i].Pools[j]
+			if q.Pages != nil || q.PageCount != len(p.Pages) || q.PageCount == 0 {
+				t.Fatalf("engine %d pool %d: summary has %d pages listed, count %d; state has %d", i, j, len(q.Pages), q.PageCount, len(p.Pages))
+			}
+			p.Pages, q.PageCount = nil, 0
+		}
+	}
+	wb, _ := json.Marshal(full)
+	gb, _ := json.Marshal(sum)
+	if !bytes.Equal(wb, gb) {
+		t.Fatalf("summary %s\nstate   %s", gb, wb)
+	}
+}
