@@ -80,24 +80,14 @@ func (o RelayOptions) withDefaults() (RelayOptions, error) {
 	if o.Stream, err = o.Stream.withDefaults(); err != nil {
 		return o, err
 	}
-	durs := []struct {
-		name   string
-		v      *time.Duration
-		def, m time.Duration
-	}{
+	if err := fillDurations([]durOption{
 		{"--publish-timeout", &o.PublishTimeout, d.PublishTimeout, time.Millisecond},
 		{"--retry-for", &o.RetryFor, d.RetryFor, time.Millisecond},
 		{"retry_min", &o.RetryMin, d.RetryMin, time.Millisecond},
 		{"retry_max", &o.RetryMax, d.RetryMax, time.Millisecond},
 		{"read_idle", &o.ReadIdle, d.ReadIdle, time.Millisecond},
-	}
-	for _, f := range durs {
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-		if *f.v < f.m {
-			return o, ref.Reject(ErrBadOption, f.name, *f.v, fmt.Sprintf(">= %v (0: the default, %v)", f.m, f.def))
-		}
+	}); err != nil {
+		return o, err
 	}
 	if o.RetryMax < o.RetryMin {
 		return o, ref.Reject(ErrBadOption, "retry_max", o.RetryMax, fmt.Sprintf(">= retry_min (%v)", o.RetryMin))

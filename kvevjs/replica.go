@@ -164,24 +164,14 @@ func (o ReplicaOptions) withDefaults() (ReplicaOptions, error) {
 	if !validToken(o.ID) {
 		return o, ref.Reject(ErrBadOption, "id", strconv.Quote(o.ID), fmt.Sprintf("1 to %d characters of [A-Za-z0-9_-] (the durable consumer's name)", maxTokenLen))
 	}
-	durs := []struct {
-		name   string
-		v      *time.Duration
-		def, m time.Duration
-	}{
+	if err := fillDurations([]durOption{
 		{"ack_wait", &o.AckWait, d.AckWait, time.Second},
 		{"inactive_threshold", &o.InactiveThreshold, d.InactiveThreshold, time.Second},
 		{"retry_min", &o.RetryMin, d.RetryMin, time.Millisecond},
 		{"retry_max", &o.RetryMax, d.RetryMax, time.Millisecond},
 		{"read_idle", &o.ReadIdle, d.ReadIdle, time.Millisecond},
-	}
-	for _, f := range durs {
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-		if *f.v < f.m {
-			return o, ref.Reject(ErrBadOption, f.name, *f.v, fmt.Sprintf(">= %v (0: the default, %v)", f.m, f.def))
-		}
+	}); err != nil {
+		return o, err
 	}
 	if o.RetryMax < o.RetryMin {
 		return o, ref.Reject(ErrBadOption, "retry_max", o.RetryMax, fmt.Sprintf(">= retry_min (%v)", o.RetryMin))
@@ -661,4 +651,26 @@ func (b *backoff) wait(ctx context.Context) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// durOption is one duration option: 0 takes def, and a value below min is
+// refused, naming the option.
+type durOption struct {
+	name   string
+	v      *time.Duration
+	def, m time.Duration
+}
+
+// fillDurations applies each option's default and checks its floor, in
+// order; the relay's and the replica's options share it.
+func fillDurations(opts []durOption) error {
+	for _, f := range opts {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+		if *f.v < f.m {
+			return ref.Reject(ErrBadOption, f.name, *f.v, fmt.Sprintf(">= %v (0: the default, %v)", f.m, f.def))
+		}
+	}
+	return nil
 }
