@@ -1,6 +1,7 @@
 package fastcore
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
@@ -439,9 +440,7 @@ func (c *kvLazyChain) extend(to int) int {
 	var acc uint64
 	for i := c.done; i < to; i++ {
 		page := c.units[i*c.ps : (i+1)*c.ps]
-		for _, u := range page {
-			acc |= u
-		}
+		acc |= orUnits(page)
 		c.prev = kvHashUnits(c.prev, page)
 		c.full[i] = c.prev
 	}
@@ -479,9 +478,7 @@ func (sc *kvScoreChains) checkRest(tokens []int64, field string) error {
 		from = max(from, c.done*c.ps)
 	}
 	var acc uint64
-	for _, u := range kvUnits(tokens)[from:] {
-		acc |= u
-	}
+	acc |= orUnits(kvUnits(tokens)[from:])
 	if acc>>32 != 0 {
 		return ref.CheckTokens(field, tokens)
 	}
@@ -525,17 +522,13 @@ func (f *kvChainFeed) produce(tokens []int64, field string) error {
 		lo, hi := k*kvChainSeg, min((k+1)*kvChainSeg, len(full))
 		for i := lo; i < hi; i++ {
 			page := units[i*p : (i+1)*p]
-			for _, u := range page {
-				acc |= u
-			}
+			acc |= orUnits(page)
 			prev = kvHashUnits(prev, page)
 			full[i] = prev
 		}
 		close(seg)
 	}
-	for _, u := range units[len(full)*p:] {
-		acc |= u
-	}
+	acc |= orUnits(units[len(full)*p:])
 	f.sc.ps = append(f.sc.ps, f.ps)
 	f.sc.chains = append(f.sc.chains, full)
 	if acc>>32 != 0 {
@@ -587,40 +580,107 @@ func (pl *kvPool) walkTo(w *kvWalk, q ref.KVEvScoreQuery, chain []uint64, end in
 	if w.done {
 		return
 	}
-	hot := pl.hot
-	ps := int(pl.pageSize)
-	slot, d, qid := w.slot, w.d, w.qid
-	defer func() { w.slot, w.d = slot, d }()
-	for ; d < end; d++ {
-		// The pages of a chain usually have consecutive slots (a store
-		// allocates them in order; the free list gives a pruned chain's
-		// slots back in the same order): guessing slot+1 lets the CPU
-		// load the next entry before this one's first-child field arrives.
-		c := slot + 1
-		if f := hot[slot].first; f != c {
-			if f == 0 {
-				w.done = true
-				return
-			}
-			c = f
-		}
-		want := chain[d]
-		if h := &hot[c]; h.prefix != want || h.nsHole != qid {
-			c = pl.child(slot, want, qid)
-			if c == 0 || hot[c].nsHole != qid {
-				w.done = true // missing, or a hole
-				return
-			}
-		}
-		if q.Exact && !equalPromptPage(pl.pageOf[c].tokens, q.Tokens[d*ps:(d+1)*ps]) {
-			w.done = true
-			return
-		}
-		slot = c
-	}
-	if d == len(chain) {
+	w.slot, w.d, w.done = pl.walkRun(q, chain, w.slot, w.d, w.qid, end)
+	if w.d == len(chain) {
 		w.done = true
 	}
+}
+
+// walkRun is walkTo's loop on locals (a deferred write-back would keep
+// them in memory): it returns where the walk stopped and whether it ended.
+// Where the next pages have consecutive slots it takes them a block at a
+// time (walkBlock); a block that does not match whole, and the exact
+// mode, go page by page.
+func (pl *kvPool) walkRun(q ref.KVEvScoreQuery, chain []uint64, slot int32, d int, qid uint32, end int) (int32, int, bool) {
+	prefix, link := pl.prefix, pl.link
+	ps := int(pl.pageSize)
+	for d < end {
+		stop := end
+		if !q.Exact && end-d >= kvWalkBlock/2 {
+			n := min(end-d, kvWalkBlock)
+			if pl.walkBlock(chain[d:d+n], slot, qid) {
+				slot, d = slot+int32(n), d+n
+				continue
+			}
+			stop = d + n
+		}
+		for ; d < stop; d++ {
+			// The pages of a chain usually have consecutive slots (a store
+			// allocates them in order; the free list gives a pruned chain's
+			// slots back in the same order): guessing slot+1 lets the CPU
+			// load the next entry before this one's first-child field
+			// arrives.
+			c := slot + 1
+			if f := kvLinkFirst(link[slot]); f != c {
+				if f == 0 {
+					return slot, d, true
+				}
+				c = f
+			}
+			want := chain[d]
+			if prefix[c] != want || kvLinkNSHole(link[c]) != qid {
+				c = pl.child(slot, want, qid)
+				if c == 0 || kvLinkNSHole(link[c]) != qid {
+					return slot, d, true // missing, or a hole
+				}
+			}
+			if q.Exact && !equalPromptPage(pl.pageOf[c].tokens, q.Tokens[d*ps:(d+1)*ps]) {
+				return slot, d, true
+			}
+			slot = c
+		}
+	}
+	return slot, d, false
+}
+
+// kvWalkBlock is the most pages walkBlock compares at once.
+const kvWalkBlock = 64
+
+// walkBlock reports whether the len(want) pages after slot are the chain
+// want in consecutive slots: slot's first child is slot+1, each page's
+// first child (but the last's) is the next slot, each is resident in
+// namespace qid, and their prefix hashes are want. The link words are
+// checked branch-free and the hashes compared as one memory block, so a
+// matching block costs a fraction of a page-by-page walk; a walk that
+// stops inside the block learns where from the page-by-page loop.
+func (pl *kvPool) walkBlock(want []uint64, slot int32, qid uint32) bool {
+	n := len(want)
+	x := int(slot) + 1
+	if x+n > len(pl.prefix) || kvLinkFirst(pl.link[slot]) != int32(x) {
+		return false
+	}
+	links := pl.link[x : x+n : x+n]
+	// Page j's link must be kvLink(x+j+1, qid) for j < n-1.
+	exp := kvLink(int32(x+1), qid)
+	var a0, a1 uint64
+	j := 0
+	for ; j+2 < n; j += 2 {
+		a0 |= links[j] ^ exp
+		a1 |= links[j+1] ^ (exp + 1)
+		exp += 2
+	}
+	for ; j < n-1; j++ {
+		a0 |= links[j] ^ exp
+		exp++
+	}
+	if a0|a1|uint64(kvLinkNSHole(links[n-1])^qid) != 0 {
+		return false
+	}
+	return equalWords(pl.prefix[x:x+n], want)
+}
+
+// equalWords is slices.Equal for words, as one memory compare (the
+// runtime's vectorised memequal) instead of a loop of word compares.
+func equalWords(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 {
+		return true
+	}
+	ab := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), 8*len(a))
+	bb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), 8*len(b))
+	return bytes.Equal(ab, bb)
 }
 
 // child is the slot of the child of slot with prefix hash want in
@@ -677,17 +737,13 @@ func kvPromptChain(dst []uint64, tokens []int64, seed uint64, ps int64, field st
 	for i := range n {
 		page := units[i*p : (i+1)*p]
 		if check {
-			for _, u := range page {
-				acc |= u
-			}
+			acc |= orUnits(page)
 		}
 		prev = kvHashUnits(prev, page)
 		chain = append(chain, prev)
 	}
 	if check {
-		for _, u := range units[n*p:] {
-			acc |= u
-		}
+		acc |= orUnits(units[n*p:])
 		if acc>>32 != 0 {
 			return nil, ref.CheckTokens(field, tokens)
 		}

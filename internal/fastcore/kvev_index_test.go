@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -705,5 +706,143 @@ func TestKVEvSummaryIsStateWithoutPages(t *testing.T) {
 	gb, _ := json.Marshal(sum)
 	if !bytes.Equal(wb, gb) {
 		t.Fatalf("summary %s\nstate   %s", gb, wb)
+	}
+}
+
+// TestKVEvBlockWalkMatchesTheReferenceOnInterleavedChains builds chains
+// whose pages do not sit in consecutive slots: three branches of one
+// prompt stored a few pages at a time in turn, holes removed from the
+// middle, leaves pruned, and pages re-stored into freed slots in another
+// order. Every walk then meets blocks that break (a sibling's slot next,
+// a hole, a chain's end) mid-block, and its scores, hashed and exact,
+// must be the reference's.
+func TestKVEvBlockWalkMatchesTheReferenceOnInterleavedChains(t *testing.T) {
+	for seed := range uint64(12) {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		ps := 1 + rng.IntN(2)
+		streams := []ref.KVEvStream{{Name: "vllm"}}
+		rx, err := ref.NewKVEvIndex(ref.KVEvConfig{}, streams)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fx := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, streams...)
+		var seq uint64
+		live := func(p []byte) {
+			fr := kxLiveFrames("kv@pod@m", seq, p)
+			seq++
+			if r := rx.Live("vllm", fr); r.Error != nil || len(r.Errors) > 0 {
+				t.Fatalf("seed %d: ref live: %+v", seed, r)
+			}
+			kxMustLive(t, fx, "vllm", fr)
+		}
+		// Three branches: branch b shares branch 0's first fork[b] pages.
+		const pages = 300
+		prompts := make([][]uint32, 3)
+		fork := []int{pages, 40 + rng.IntN(100), 150 + rng.IntN(100)}
+		hashOf := func(b, i int) uint64 {
+			if i < fork[b] {
+				b = 0
+			}
+			return uint64(b+1)<<32 | uint64(i+1)
+		}
+		for b := range prompts {
+			prompts[b] = make([]uint32, pages*ps)
+			for i := range prompts[b] {
+				if i < fork[b]*ps {
+					prompts[b][i] = prompts[0][i]
+				} else {
+					prompts[b][i] = rng.Uint32N(1000)
+				}
+			}
+		}
+		store := func(b, from, to int) {
+			hs := make([]uint64, to-from)
+			for i := range hs {
+				hs[i] = hashOf(b, from+i)
+			}
+			var parent *uint64
+			if from > 0 {
+				parent = new(hashOf(b, from-1))
+			}
+			live(kxBatch(new(int64(0)), kxEvStored(hs, parent, prompts[b][from*ps:to*ps], int64(ps), kxEvOpt{})))
+		}
+		next := make([]int, 3)
+		for next[0] < pages || next[1] < pages || next[2] < pages {
+			b := rng.IntN(3)
+			if next[b] == pages {
+				continue
+			}
+			to := min(next[b]+1+rng.IntN(20), pages)
+			store(b, next[b], to)
+			next[b] = to
+		}
+		score := func(stage string) {
+			for b := range prompts {
+				for _, cut := range []int{len(prompts[b]), rng.IntN(len(prompts[b]) + 1)} {
+					q := ref.KVEvScoreQuery{Tokens: make([]int64, cut)}
+					for i := range cut {
+						q.Tokens[i] = int64(prompts[b][i])
+					}
+					for _, exact := range []bool{false, true} {
+						q.Exact = exact
+						rs, rerr := rx.Score(q)
+						fs, ferr := fx.Score(q)
+						rb, _ := json.Marshal(rs)
+						fb, _ := json.Marshal(fs)
+						if !bytes.Equal(rb, fb) || rerr != nil || ferr != nil {
+							t.Fatalf("seed %d, %s, branch %d, %d tokens, exact %t: ref %s (%v), fast %s (%v)", seed, stage, b, cut, exact, rb, rerr, fb, ferr)
+						}
+					}
+				}
+			}
+		}
+		score("interleaved")
+		// Holes in the middle, and leaves pruned back.
+		var removed []uint64
+		for range 30 {
+			b, i := rng.IntN(3), rng.IntN(pages)
+			removed = append(removed, hashOf(b, i))
+		}
+		for b := range 3 {
+			for i := pages - 1 - rng.IntN(30); i < pages; i++ {
+				removed = append(removed, hashOf(b, i))
+			}
+		}
+		live(kxBatch(new(int64(0)), kxEvRemoved(removed, kxEvOpt{})))
+		score("holed")
+		// The pruned tails come back a page per event, last branch first,
+		// into the slots the free list hands out.
+		for b := 2; b >= 0; b-- {
+			for i := pages - 30; i < pages; i++ {
+				store(b, i, i+1)
+			}
+		}
+		score("restored")
+	}
+}
+
+// TestKVEvBlockWalkIsTakenOnAChainInConsecutiveSlots checks that the fast
+// path exists where it should: a chain stored in order occupies slots
+// 1, 2, … and walkBlock accepts its blocks whole (the page-by-page loop
+// would give the same score, only slower).
+func TestKVEvBlockWalkIsTakenOnAChainInConsecutiveSlots(t *testing.T) {
+	ix, prompt := kxScoreIndex(t, 1, 4096, 16)
+	e := (*ix.sorted.Load())[0]
+	pl := e.pools[kvPoolKey{0, kvTierGPU}]
+	chain, err := kvPromptChain(nil, prompt, kvSeedBase, 16, "tokens", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qid := pl.nsIDs[""]
+	for d := 0; d+kvWalkBlock <= len(chain); d += kvWalkBlock {
+		if !pl.walkBlock(chain[d:d+kvWalkBlock], int32(d), qid) {
+			t.Fatalf("block at page %d not taken whole", d)
+		}
+	}
+	// A block that runs into a different hash is refused whole.
+	bad := slices.Clone(chain[:kvWalkBlock])
+	bad[kvWalkBlock-1]++
+	if pl.walkBlock(bad, 0, qid) {
+		t.Fatal("a block with a wrong last hash was accepted")
 	}
 }

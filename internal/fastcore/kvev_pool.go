@@ -11,11 +11,14 @@ import (
 // The pools of the fast event-fed index (docs/spec/kv-events.md §2.1-§2.6,
 // §2.10 A4-A5): one per (engine, group, tier), a tree of one-block pages.
 //
-// Layout. Each page has a slot. What the score walk reads lives in the
-// pool's hot array, 16 bytes a slot: the prefix hash, the first child's
-// slot, and the namespace id with a hole bit; a long prompt's walk is
-// therefore a scan of a dense, pointer-free array (8 engines' 15K-page
-// chains fit in L2) instead of one cache line per page. Everything else
+// Layout. Each page has a slot. What the score walk reads lives in two
+// pointer-free arrays indexed by slot, 16 bytes a slot: prefix (the prefix
+// hash) and link (the first child's slot and the namespace id with a hole
+// bit). A long prompt's walk is therefore a scan of dense arrays (8
+// engines' 15K-page chains fit in L2) instead of one cache line per page,
+// and where a chain's pages have consecutive slots (a store allocates them
+// in order) it compares a block of prefix hashes at once, as the HTTP
+// pools compare a compressed node's hashes. Everything else
 // (links, tokens, bindings) is in the page struct, allocated from per-pool
 // slabs and recycled with its slot through a free list, so a pruned page's
 // memory is reused by the next store instead of pinning a slab. Tokens
@@ -44,14 +47,16 @@ type kvBinding struct {
 	count int64
 }
 
-// kvHot is a slot's part of the score walk: prefix hash, first child's
-// slot (0: none; slot 0 is the root, never a child) and namespace id, with
-// kvHoleBit set while the page is a hole.
-type kvHot struct {
-	prefix uint64
-	first  int32
-	nsHole uint32
+// kvLink is a slot's link word: its first child's slot (0: none; slot 0
+// is the root, never a child) in the low 32 bits, and its namespace id,
+// with kvHoleBit set while the page is a hole, in the high 32.
+func kvLink(first int32, nsHole uint32) uint64 {
+	return uint64(uint32(first)) | uint64(nsHole)<<32
 }
+
+// kvLinkFirst and kvLinkNSHole are a link word's two halves.
+func kvLinkFirst(l uint64) int32   { return int32(uint32(l)) }
+func kvLinkNSHole(l uint64) uint32 { return uint32(l >> 32) }
 
 const kvHoleBit = 1 << 31
 
@@ -92,7 +97,8 @@ type kvPool struct {
 	pages    int
 	byHash   map[uint64]*kvPage
 	byPrefix map[uint64]*kvPage
-	hot      []kvHot
+	prefix   []uint64  // slot → prefix hash
+	link     []uint64  // slot → kvLink(first child's slot, namespace id | hole bit)
 	pageOf   []*kvPage // slot → page
 
 	nsIDs   map[string]uint32
@@ -112,7 +118,8 @@ func newKVPool(group int64, tier string, pageSize int64) *kvPool {
 		byHash:   make(map[uint64]*kvPage),
 		byPrefix: make(map[uint64]*kvPage),
 		nsIDs:    make(map[string]uint32),
-		hot:      make([]kvHot, 1, 16),
+		prefix:   make([]uint64, 1, 16),
+		link:     make([]uint64, 1, 16),
 		pageOf:   make([]*kvPage, 1, 16),
 	}
 	pl.pageOf[0] = &pl.root
@@ -164,8 +171,9 @@ func (pl *kvPool) alloc(toks []uint32) *kvPage {
 		}
 		p = &pl.slab[0]
 		pl.slab = pl.slab[1:]
-		p.slot = int32(len(pl.hot))
-		pl.hot = append(pl.hot, kvHot{})
+		p.slot = int32(len(pl.prefix))
+		pl.prefix = append(pl.prefix, 0)
+		pl.link = append(pl.link, 0)
 		pl.pageOf = append(pl.pageOf, p)
 	}
 	buf := p.tokens[:0]
@@ -194,7 +202,7 @@ func (pl *kvPool) release(p *kvPage) {
 	p.tokens = p.tokens[:0]
 	p.inline[0] = kvBinding{}
 	p.bind = nil
-	pl.hot[p.slot] = kvHot{}
+	pl.prefix[p.slot], pl.link[p.slot] = 0, 0
 	pl.free = append(pl.free, p)
 }
 
@@ -209,12 +217,16 @@ func slotOf(p *kvPage) int32 {
 // setResident sets p's residency and its hot hole bit.
 func (pl *kvPool) setResident(p *kvPage, v int64) {
 	p.resident = v
-	h := &pl.hot[p.slot]
+	ns := p.nsID
 	if v == 0 {
-		h.nsHole = p.nsID | kvHoleBit
-	} else {
-		h.nsHole = p.nsID
+		ns |= kvHoleBit
 	}
+	pl.link[p.slot] = kvLink(kvLinkFirst(pl.link[p.slot]), ns)
+}
+
+// setFirst records slot's first child's slot in its link word.
+func (pl *kvPool) setFirst(slot, first int32) {
+	pl.link[slot] = kvLink(first, kvLinkNSHole(pl.link[slot]))
 }
 
 // attach makes p (a hole) a child of parent and registers its prefix hash.
@@ -230,8 +242,9 @@ func (pl *kvPool) attach(parent, p *kvPage, ns string, prefix uint64) {
 	}
 	parent.first = p
 	parent.nkids++
-	pl.hot[p.slot] = kvHot{prefix: prefix, nsHole: p.nsID | kvHoleBit}
-	pl.hot[parent.slot].first = p.slot
+	pl.prefix[p.slot] = prefix
+	pl.link[p.slot] = kvLink(0, p.nsID|kvHoleBit)
+	pl.setFirst(parent.slot, p.slot)
 	pl.byPrefix[prefix] = p
 	pl.pages++
 }
@@ -243,7 +256,7 @@ func (pl *kvPool) detach(p *kvPage) {
 		p.prev.next = p.next
 	} else {
 		parent.first = p.next
-		pl.hot[parent.slot].first = slotOf(p.next)
+		pl.setFirst(parent.slot, slotOf(p.next))
 	}
 	if p.next != nil {
 		p.next.prev = p.prev

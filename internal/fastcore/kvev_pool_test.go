@@ -199,14 +199,13 @@ func kxCheckKVInvariants(t testing.TB, ix *kvIndex) {
 					if res != k.resident {
 						t.Fatalf("%v: resident %d != sum %d", e.key, k.resident, res)
 					}
-					h := pl.hot[k.slot]
 					wantNS := k.nsID
 					if k.resident == 0 {
 						wantNS |= kvHoleBit
 					}
-					if pl.pageOf[k.slot] != k || h.prefix != k.prefix || h.first != slotOf(k.first) || h.nsHole != wantNS ||
+					if pl.pageOf[k.slot] != k || pl.prefix[k.slot] != k.prefix || pl.link[k.slot] != kvLink(slotOf(k.first), wantNS) ||
 						pl.nsNames[k.nsID] != k.ns || pl.nsIDs[k.ns] != k.nsID {
-						t.Fatalf("%v: hot slot %d out of date: %+v", e.key, k.slot, h)
+						t.Fatalf("%v: hot slot %d out of date: prefix %x link %x", e.key, k.slot, pl.prefix[k.slot], pl.link[k.slot])
 					}
 					nsCount[k.nsID]++
 					if prefixes[k.prefix] != nil {
@@ -243,7 +242,7 @@ func kxCheckKVInvariants(t testing.TB, ix *kvIndex) {
 				}
 				return any
 			}
-			if pl.hot[0].first != slotOf(pl.root.first) {
+			if kvLinkFirst(pl.link[0]) != slotOf(pl.root.first) {
 				t.Fatalf("%v: root's hot first out of date", e.key)
 			}
 			walk(&pl.root, 0)
