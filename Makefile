@@ -4,7 +4,7 @@ BIN      := bin/kvtwin
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
 FIXTURES  = $(wildcard fixtures/testdata/*.jsonl)
 
-.PHONY: all build run test test-long fmt-check vet staticcheck test-race hostile-short hostile fixtures-check audit-short \
+.PHONY: all build run test test-long fmt-check vet staticcheck test-race test-full hostile-short hostile fixtures-check audit-short \
         test-e2e test-python coverage fixtures bugzoo generate docs audit bench bench-compare bench-chart soak fuzz lint clean \
         cuda-deps ptx ptx-check emu cuda-build test-cuda gpu-bin gpu-check
 
@@ -19,7 +19,7 @@ run: build
 	$(BIN) serve $(RUN_ARGS)
 
 ## test: every gate CI runs, on a fresh clone, in under 10 minutes on 2 cores.
-test: fmt-check vet staticcheck test-race test-e2e test-python hostile-short fixtures-check audit-short test-cuda
+test: fmt-check vet staticcheck test-race test-full test-e2e test-python fixtures-check audit-short test-cuda
 
 ## test-e2e: the CLI's end-to-end audits through subprocess adapters (a broken Go adapter, the
 ## Python kit's example, sharded runs merged), without -race: the children are separate processes.
@@ -47,6 +47,13 @@ staticcheck:
 
 test-race:
 	$(GO) test -race -count=1 ./...
+
+## test-full: what test-race runs smaller, at full size without -race: the differential suite
+## (equiv, which under -race runs a fifth of rapid's checks; it includes hostile-short's harness)
+## and the 100,000-event JetStream acceptance test (20,000 under -race).
+test-full:
+	$(GO) test -count=1 ./equiv/
+	$(GO) test -count=1 -run 'TestReplicasConverge' ./kvevjs/
 
 ## hostile-short: the hostile-input harness (equiv/hostile_test.go) on every op × implementation,
 ## bounded form; it measures time and allocation, so it runs without -race (docs/reliability.md).

@@ -2,6 +2,7 @@ package equiv_test
 
 import (
 	"flag"
+	"strconv"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -13,12 +14,33 @@ import (
 
 // TestMain disables rapid's fail files (failures print the shrunk input and
 // the seed instead; TestShrink… fails on purpose) and checks for leaks.
+// Under -race it runs raceChecks checks per property unless -rapid.checks
+// is given: `make test` runs this package at full strength without -race
+// (test-full), and the race detector finds races only where the twins run
+// goroutines, which the parallel-path tests drive with inputs large enough
+// to take them; a fifth of the checks keeps that while the package stops
+// being the longest part of the race run.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if err := flag.Set("rapid.nofailfile", "true"); err != nil {
 		panic(err)
 	}
+	if raceEnabled && !flagGiven("rapid.checks") {
+		if err := flag.Set("rapid.checks", strconv.Itoa(raceChecks)); err != nil {
+			panic(err)
+		}
+	}
 	goleak.VerifyTestMain(m)
+}
+
+// raceChecks is rapid's checks per property under -race (its default is 100).
+const raceChecks = 20
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // TestAllImplementations runs every suite's property on every implementation

@@ -208,7 +208,9 @@ func waitApplied(t testing.TB, rr *runningReplica, seq uint64, d time.Duration) 
 // durable consumer after rebuilding from the stream), and both equal a
 // reference index fed the same batches directly. A third replica that
 // starts after the fact reads the whole stream through a new durable
-// consumer, for the apply rate.
+// consumer, for the apply rate. Under -race (or -short) it runs 20,000
+// events: `make test` runs it at full size without -race (test-full),
+// where it takes seconds instead of the detector's twenty.
 func TestReplicasConverge(t *testing.T) {
 	defer goleak.VerifyNone(t, goleakOpts...)
 	ns := startNATS(t)
@@ -218,7 +220,7 @@ func TestReplicasConverge(t *testing.T) {
 	createStream(t, js, StreamOptions{})
 
 	events := 100_000
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		events = 20_000
 	}
 	sources, msgs, nEvents := genRelayStream(1, events, 20)

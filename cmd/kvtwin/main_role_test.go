@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/kvtwin/kvtwin/adapter"
@@ -34,7 +38,39 @@ func TestMain(m *testing.M) {
 	case "adapter-broken":
 		os.Exit(serveAdapter(brokenAdapter()))
 	}
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "kvtwin-test-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// binDir is the folder TestMain makes for kvtwinBinary's build.
+var binDir string
+
+// kvtwinBinary builds the kvtwin binary once per test process and returns
+// its path: every test that runs the real binary shares it, since each
+// build links the whole program (seconds on a loaded CI machine).
+var kvtwinBinary = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "kvtwin")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// builtKvtwin is kvtwinBinary for a test, which it fails when the build did.
+func builtKvtwin(t *testing.T) string {
+	t.Helper()
+	bin, err := kvtwinBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }
 
 func serveAdapter(a *adapter.Adapter) int {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -52,10 +51,7 @@ func TestRealBinaryServesAndExitsCleanlyOnSIGTERM(t *testing.T) {
 // if the test ends first.
 func serveBinary(t *testing.T, flags ...string) (string, func()) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kvtwin")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := builtKvtwin(t)
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--shutdown-timeout", "10s", "--op-timeout", "5s"}, flags...)
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,10 +23,7 @@ func TestSoakShortRunCountsEveryClass(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "kvtwin")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := builtKvtwin(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
 		// signal.NotifyContext starts the runtime's signal watcher once per process; it never ends.
 		goleak.IgnoreTopFunction("os/signal.signal_recv"), goleak.IgnoreTopFunction("runtime.ensureSigM"))
