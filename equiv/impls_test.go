@@ -2,8 +2,14 @@ package equiv_test
 
 import (
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kvtwin/kvtwin/catalog"
@@ -100,4 +106,60 @@ func TestCUDAMatchesFastOnPayloadShapes(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestCUDARunCoversEveryTestThatSelectsImplementations keeps make
+// test-cuda honest: it runs only the equiv tests named in
+// scripts/cuda-test.sh's EQUIV_IMPL_TESTS (the others compare ref with
+// fast), so every test function that calls selectedImpls must be named
+// there, or its CUDA half would silently never run.
+func TestCUDARunCoversEveryTestThatSelectsImplementations(t *testing.T) {
+	script, err := os.ReadFile("../scripts/cuda-test.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^EQUIV_IMPL_TESTS='([^']*)'`).FindSubmatch(script)
+	if m == nil {
+		t.Fatal("scripts/cuda-test.sh sets no EQUIV_IMPL_TESTS")
+	}
+	listed := regexp.MustCompile(string(m[1]))
+	files, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	found := 0
+	for _, f := range files {
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || !strings.HasPrefix(fn.Name.Name, "Test") || !callsSelectedImpls(fn) {
+				continue
+			}
+			found++
+			if !listed.MatchString(fn.Name.Name) {
+				t.Errorf("%s (%s) calls selectedImpls but scripts/cuda-test.sh's EQUIV_IMPL_TESTS does not run it", fn.Name.Name, f)
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal("found no test that calls selectedImpls: the scan is broken")
+	}
+}
+
+// callsSelectedImpls reports whether fn's body calls selectedImpls.
+func callsSelectedImpls(fn *ast.FuncDecl) bool {
+	calls := false
+	ast.Inspect(fn, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok {
+			if id, ok := c.Fun.(*ast.Ident); ok && id.Name == "selectedImpls" {
+				calls = true
+			}
+		}
+		return !calls
+	})
+	return calls
 }

@@ -1,8 +1,10 @@
 package fast_test
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fastcore"
@@ -102,6 +104,35 @@ func benchFullHit(b *testing.B, n, k int, eagle bool) {
 		}
 		reportCopied(b, tr, before)
 	})
+	if !eagle {
+		b.Run("yardstick=compare+copy", func(b *testing.B) { benchFullHitFloor(b, n) })
+	}
+}
+
+// benchFullHitFloor is the memory traffic a full-hit match of n tokens
+// cannot avoid with 8-byte units and 8-byte slots, as plain Go: comparing
+// the query's n units with n stored units (bytes.Equal, the runtime's
+// vectorised memequal) and copying n slots into a buffer (copy). No tree
+// can answer a full hit in less on the same machine, so the match's
+// target is read against this row of the same run.
+func benchFullHitFloor(b *testing.B, n int) {
+	query, stored := make([]ref.Unit, n), make([]ref.Unit, n)
+	for i := range query {
+		query[i] = ref.Unit(i % 50000)
+		stored[i] = query[i]
+	}
+	slots, buf := make([]ref.SlotIdx, n), make([]ref.SlotIdx, n)
+	for i := range slots {
+		slots[i] = ref.SlotIdx(i)
+	}
+	qb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(query))), 8*n)
+	sb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(stored))), 8*n)
+	b.SetBytes(int64(8 * n))
+	for b.Loop() {
+		if !bytes.Equal(qb, sb) || copy(buf, slots) != n {
+			b.Fatal("yardstick: unequal")
+		}
+	}
 }
 
 // BenchmarkMatchFullHit64K is §1.12's shape: 65,536 tokens at page size 64
