@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -45,4 +46,16 @@ func BenchmarkScore240K8Pools(b *testing.B) {
 			}
 		})
 	}
+	// The floor of a hashed score by the spec: the prompt's chain of page
+	// hashes (radix-acks.md §1.14: each page's XXH3 seeded with the previous
+	// hash, so sequential) and its token range check, with no pool walked.
+	b.Run("yardstick=check+hash-chain", func(b *testing.B) {
+		prompt := seq(1, 240_000)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, chain, err := fast.TokenKeyChain("tokens", prompt, ref.ExtraKey{}, 64); err != nil || len(chain) != 3750 {
+				b.Fatalf("%d pages, %v", len(chain), err)
+			}
+		}
+	})
 }
