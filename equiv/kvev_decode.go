@@ -250,7 +250,7 @@ func (e kvEvent) render() *mpVal {
 }
 
 func drawMedium(t *rapid.T) *mpVal {
-	m := rapid.SampledFrom([]string{"", "GPU", "GPU", "gpu", "CPU", "cpu", "disk", "Gpu"}).Draw(t, "medium")
+	m := rapid.SampledFrom([]string{"", "GPU", "GPU", "gpu", "CPU", "cpu", "disk", "Gpu", "G\xffPU"}).Draw(t, "medium")
 	if m == "" && rapid.Bool().Draw(t, "medium_nil") {
 		return nil
 	}
@@ -306,7 +306,7 @@ func drawStored(t *rapid.T) kvEvent {
 	vals[5] = drawOptInt(t, "lora_id", -3, 5)
 	vals[6] = drawMedium(t)
 	if rapid.IntRange(0, 3).Draw(t, "lora_name_set") == 0 {
-		vals[7] = mpS(rapid.SampledFrom([]string{"", "adapter-a", "sql-lora"}).Draw(t, "lora_name"))
+		vals[7] = mpS(rapid.SampledFrom([]string{"", "adapter-a", "sql-lora", "sql-\xfflora"}).Draw(t, "lora_name"))
 	}
 	if oneIn(t, 3, "extra_keys_set") {
 		ek := make([]*mpVal, nh)
@@ -397,7 +397,7 @@ func drawCleared(t *rapid.T) kvEvent {
 // drawUnknown is an event with a tag this decoder does not know (§1.4
 // rule 2): its body is anything and is skipped.
 func drawUnknown(t *rapid.T) kvEvent {
-	tag := rapid.SampledFrom([]string{"BlockEvicted", "blockstored", "Heartbeat", "", "SnapshotMarker"}).Draw(t, "tag")
+	tag := rapid.SampledFrom([]string{"BlockEvicted", "blockstored", "Heartbeat", "", "SnapshotMarker", "Heart\xc3beat"}).Draw(t, "tag")
 	e := kvEvent{body: evBody{tag: tag}, form: drawForm(t), n: 1}
 	for range rapid.IntRange(0, 3).Draw(t, "unknown_fields") {
 		v := drawJunk(t, 3)
@@ -992,6 +992,13 @@ func kvDecodeBoundary() []Case[ref.KVEvDecodeInput] {
 		{"frames-5.2-topic-seq-1-payload-e2", kvMsg(kvTopic52, 1, kvE2)},
 		{"seq-max-and-empty-topic", kvMsg("", math.MaxUint64, kvE2)},
 		{"non-utf8-topic", kvMsg("\xff\xfekv@a@b", 7, kvE2)},
+		// A6: every str the output carries is made valid UTF-8 (an unknown
+		// tag, medium, lora_name, kv_cache_spec_kind), so any JSON encoder
+		// writes the same bytes for it.
+		{"non-utf8-strings", kvMsg("t", 0, batch(
+			mpA(mpS("Heart\xc3beat")),
+			mpA(mpS(ref.EventStored), mpA(mpU(1)), mpNil(), mpA(mpU(5)), mpU(1), mpNil(), mpS("G\xffPU"), mpS("sql-\xfelora"), mpNil(), mpNil(), mpS("full\x80attention")),
+			mpM(mpS("type"), mpS(ref.EventRemoved), mpS("block_hashes"), mpA(mpU(1)), mpS("medium"), mpS("\xe2\x82"))))},
 		{"empty-events-2-element-batch", kvMsg("t", 0, kvPayload(mpA(ts, mpA())))},
 		{"ts-as-negative-int", kvMsg("t", 0, kvPayload(mpA(mpI(-5), mpA(), mpNil())))},
 		{"ts-float32", kvMsg("t", 0, kvPayload(mpA(mpF32(1.5), mpA(), mpNil())))},
@@ -1041,6 +1048,7 @@ func kvDecodeBoundary() []Case[ref.KVEvDecodeInput] {
 		{"ts-as-string", kvMsg("t", 0, kvPayload(mpA(mpS("now"), mpA())))},
 		{"event-without-string-tag", kvMsg("t", 0, batch(mpA(mpU(1), mpA(mpU(1)))))},
 		{"event-map-duplicate-key", kvMsg("t", 0, batch(mpM(mpS("type"), mpS(ref.EventRemoved), mpS("block_hashes"), mpA(mpU(1)), mpS("block_hashes"), mpA(mpU(2)))))},
+		{"event-map-duplicate-non-utf8-key", kvMsg("t", 0, batch(mpM(mpS("type"), mpS(ref.EventRemoved), mpS("\xffk"), mpU(1), mpS("\xffk"), mpU(2))))},
 		{"event-map-int-key", kvMsg("t", 0, batch(mpM(mpS("type"), mpS(ref.EventCleared), mpU(1), mpU(2))))},
 		{"stored-array-4-missing-block-size", kvMsg("t", 0, batch(stored(mpA(mpU(1)), mpNil(), mpA(mpU(7)))))},
 		{"stored-empty-hashes", kvMsg("t", 0, batch(stored(mpA(), mpNil(), mpA(), mpU(1), mpNil())))},
@@ -1078,6 +1086,7 @@ var kvDecodeRejects = map[string]*ref.Sentinel{
 	"ts-as-string":                       ref.ErrBatchShape,
 	"event-without-string-tag":           ref.ErrEventShape,
 	"event-map-duplicate-key":            ref.ErrEventShape,
+	"event-map-duplicate-non-utf8-key":   ref.ErrEventShape,
 	"event-map-int-key":                  ref.ErrEventShape,
 	"stored-array-4-missing-block-size":  ref.ErrMissingField,
 	"stored-empty-hashes":                ref.ErrEmptyHashes,

@@ -1,6 +1,7 @@
 package equiv
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/kvtwin/kvtwin/internal/fastcore"
@@ -88,5 +89,47 @@ func TestKVEvRegressionsShowTheirBug(t *testing.T) {
 	fixed, _ = run("gaps-only-logged", fault.KVEv{GapsOnlyLogged: true})
 	if l := fixed.Trace[1].Lost; len(l) != 1 || l[0] != (ref.KVEvGap{From: 1, To: 2}) {
 		t.Errorf("gaps-only-logged fixed: lost %v", l)
+	}
+}
+
+// TestKVEvDecodedStringsAreValidUTF8 is A6 for the strings a message
+// carries besides its topic: an unknown tag, medium, lora_name,
+// kv_cache_spec_kind and a duplicate key's reported value come out of both
+// decoders with each invalid sequence replaced by U+FFFD. Raw bytes there
+// made the server's JSON differ from the canonical encoding (one encoder
+// escapes the replacement, the other writes it), so an exact-mode audit of
+// `kvtwin serve` saw different bytes for the same value.
+func TestKVEvDecodedStringsAreValidUTF8(t *testing.T) {
+	cases := map[string]ref.KVEvDecodeInput{}
+	for _, c := range kvDecodeBoundary() {
+		if c.Name == "non-utf8-strings" || c.Name == "event-map-duplicate-non-utf8-key" {
+			cases[c.Name] = c.In
+		}
+	}
+	if len(cases) != 2 {
+		t.Fatalf("boundary cases missing: %d", len(cases))
+	}
+	twins := map[string]func(ref.Limits, ref.KVEvDecodeInput) (ref.KVMessage, error){
+		"ref": ref.KVEvDecode, "fast": fastcore.KVEvDecode,
+	}
+	for name, decode := range twins {
+		m, err := decode(ref.DefaultLimits(), cases["non-utf8-strings"])
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		evs := m.Batch.Events
+		if len(evs) != 3 {
+			t.Fatalf("%s: %d events", name, len(evs))
+		}
+		got := []string{evs[0].Tag, *evs[1].Medium, *evs[1].LoraName, *evs[1].KVCacheSpecKind, *evs[2].Medium}
+		want := []string{"Heart\uFFFDbeat", "G\uFFFDPU", "sql-\uFFFDlora", "full\uFFFDattention", "\uFFFD"}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: strings %q, want %q", name, got, want)
+		}
+		_, err = decode(ref.DefaultLimits(), cases["event-map-duplicate-non-utf8-key"])
+		ie, ok := ref.AsInputError(err)
+		if !ok || ie.Value != "\uFFFDk" {
+			t.Errorf("%s: duplicate key error %v, want the key reported as %q", name, err, "\uFFFDk")
+		}
 	}
 }

@@ -317,7 +317,8 @@ func (r *kvReader) str(p kvPlace) (string, error) {
 	return string(b), err
 }
 
-// strOrNil reads the value at p, which must be nil or a str.
+// strOrNil reads the value at p, which must be nil or a str, made valid
+// UTF-8 (KVValidString): it is output.
 func (r *kvReader) strOrNil(p kvPlace) (*string, error) {
 	c, ok := r.peek()
 	if !ok {
@@ -330,6 +331,7 @@ func (r *kvReader) strOrNil(p kvPlace) (*string, error) {
 	if err != nil {
 		return nil, err
 	}
+	s = KVValidString([]byte(s))
 	return &s, nil
 }
 
@@ -635,7 +637,7 @@ func newKVEvent(tag, form string) KVEvent {
 	if _, known := kvEventFields[tag]; known {
 		return KVEvent{Type: tag, Form: form}
 	}
-	return KVEvent{Type: EventUnknown, Tag: tag, Form: form}
+	return KVEvent{Type: EventUnknown, Tag: KVValidString([]byte(tag)), Form: form}
 }
 
 // eventArray decodes form A: element 0 the tag, then the tag's fields by

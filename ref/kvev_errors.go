@@ -103,9 +103,11 @@ func KVDepthError(s *Sentinel, field string) error {
 	return Reject(s, field, fmt.Sprintf("nesting deeper than %d", MaxMsgpackDepth), fmt.Sprintf("nesting depth <= %d", MaxMsgpackDepth))
 }
 
-// KVDuplicateKeyError: key appears twice in the map at field (§2.10 A6).
+// KVDuplicateKeyError: key appears twice in the map at field (§2.10 A6);
+// the key is reported made valid UTF-8 (KVValidString), like every decoded
+// string the output carries.
 func KVDuplicateKeyError(s *Sentinel, field, key string) error {
-	return Reject(s, field, key, WantKey)
+	return Reject(s, field, KVValidString([]byte(key)), WantKey)
 }
 
 // KVMissingError: the required field is absent (§1.4 rule 3).

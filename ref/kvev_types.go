@@ -594,6 +594,19 @@ func frameBytes(fs []HexBytes) [][]byte {
 	return out
 }
 
+// KVValidString is a decoded msgpack str as the decoders output it: each
+// invalid UTF-8 sequence replaced by U+FFFD (§2.10 A6), so every JSON
+// encoder writes the same bytes for it and the index names namespaces and
+// tiers by the string it reports. Both twins' decoders call it for every
+// str they output (an unknown event's tag, medium, lora_name,
+// kv_cache_spec_kind); map keys are compared raw.
+func KVValidString(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
 // KVMessageOf is the decoded message of a topic frame, seq and batch: the
 // topic made valid UTF-8, its raw bytes kept beside it when it was not
 // (§2.10 A6). Both twins' decoders build their result with it.

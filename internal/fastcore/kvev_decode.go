@@ -721,7 +721,7 @@ func kvSetKind(ev *ref.KVEvent, k int, tag []byte) {
 		ev.Type = ref.EventCleared
 	default:
 		ev.Type = ref.EventUnknown
-		ev.Tag = string(tag)
+		ev.Tag = ref.KVValidString(tag)
 	}
 }
 
@@ -1203,8 +1203,9 @@ func (d *kvDec) optStr(i int, name string, k int) (*string, error) {
 	return nil, d.typeErr(ref.ErrFieldType, kvFieldPlace(i, name), st, ref.WantStrOrNil)
 }
 
-// internKVStr returns s as a string, without allocating for the tiers and
-// attention kinds every producer sends.
+// internKVStr returns s as the string the decoders output
+// (ref.KVValidString), without allocating for the tiers and attention
+// kinds every producer sends.
 func internKVStr(s []byte) string {
 	switch string(s) {
 	case "GPU":
@@ -1220,5 +1221,5 @@ func internKVStr(s []byte) string {
 	case "sliding_window":
 		return "sliding_window"
 	}
-	return string(s)
+	return ref.KVValidString(s)
 }
