@@ -1,51 +1,30 @@
 package server_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvtwin/kvtwin/internal/pypub"
 	"github.com/kvtwin/kvtwin/kvevsub"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
 )
 
-// python is Debian's interpreter, where python3-zmq and python3-msgpack install.
-const python = "/usr/bin/python3"
-
-// requirePyZMQ skips only when the publisher's modules are missing; CI sets
-// KVTWIN_REQUIRE_PYZMQ so a broken install fails instead.
-func requirePyZMQ(t *testing.T) {
-	t.Helper()
-	if out, err := exec.Command(python, "-c", "import zmq, msgpack").CombinedOutput(); err != nil {
-		msg := fmt.Sprintf("%s cannot import zmq and msgpack (%v: %s); apt-get install python3-zmq python3-msgpack", python, err, bytes.TrimSpace(out))
-		if os.Getenv("KVTWIN_REQUIRE_PYZMQ") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-}
-
 // publisher is scripts/kvev_publisher.py, a real vLLM-style PUB + ROUTER
-// replay publisher, driven over its stdin.
+// replay publisher, driven over its stdin (internal/pypub).
 type publisher struct {
 	t        *testing.T
-	in       io.WriteCloser
-	out      *bufio.Scanner
+	p        *pypub.Publisher
 	pub      string
 	replay   string
 	topic    string
@@ -54,64 +33,22 @@ type publisher struct {
 
 func startPublisher(t *testing.T, topic string) *publisher {
 	t.Helper()
-	requirePyZMQ(t)
 	// XPUB, so the test can wait for the server's subscription before it
 	// publishes (a PUB drops what it sends before a subscriber joins).
-	cmd := exec.Command(python, "../scripts/kvev_publisher.py", "--topic", topic, "--layout", "3", "--socket", "xpub")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &publisher{t: t, in: in, out: bufio.NewScanner(stdout), topic: topic}
-	p.out.Buffer(nil, 1<<20)
-	t.Cleanup(func() {
-		in.Close()
-		if err := cmd.Wait(); err != nil {
-			t.Logf("publisher: %v: %s", err, stderr.String())
-		}
-	})
-	var hello struct{ Pub, Replay string }
-	p.read(&hello)
-	p.pub, p.replay = hello.Pub, hello.Replay
-	return p
-}
-
-func (p *publisher) read(v any) {
-	p.t.Helper()
-	if !p.out.Scan() {
-		p.t.Fatalf("publisher ended: %v", p.out.Err())
-	}
-	if err := json.Unmarshal(p.out.Bytes(), v); err != nil {
-		p.t.Fatalf("publisher said %q: %v", p.out.Text(), err)
-	}
+	p := pypub.Start(t, "../scripts/kvev_publisher.py", "--topic", topic, "--layout", "3", "--socket", "xpub")
+	return &publisher{t: t, p: p, pub: p.Pub, replay: p.Replay, topic: topic}
 }
 
 // send runs one command and records, for an emit or a lose, the live
 // message it numbered, so the test can build the script of every batch.
 func (p *publisher) send(cmd map[string]any) {
 	p.t.Helper()
-	b, _ := json.Marshal(cmd)
-	if _, err := p.in.Write(append(b, '\n')); err != nil {
-		p.t.Fatal(err)
-	}
 	var ack struct {
 		Seq     *uint64
 		Payload string
-		Error   string
 	}
-	p.read(&ack)
-	if ack.Error != "" {
-		p.t.Fatalf("publisher refused %s: %s", b, ack.Error)
-	}
+	p.p.Do(cmd, &ack)
+	p.pub, p.replay = p.p.Pub, p.p.Replay
 	if ack.Seq == nil {
 		return
 	}

@@ -38,6 +38,8 @@ var importRules = []rule{
 		"the coverage report reads a profile and the source as text, so it runs whatever state the packages are in"},
 	{"LeafHelpersImportNoModulePackage", "internal/repolint", mayOnlyImport(),
 		"the lint package is tests only"},
+	{"LeafHelpersImportNoModulePackage", "internal/pypub", mayOnlyImport(),
+		"the Python KV-event publisher's driver runs scripts/kvev_publisher.py as a child process; it needs nothing of ours"},
 	{"GeneratorBuildsWhileListsAreStale", "internal/gen", mayOnlyImport("internal/gen/model"),
 		"the list generator reads kvtwin's source, never its packages, so it builds while the lists it writes are stale"},
 	{"GeneratorBuildsWhileListsAreStale", "internal/gen/model", mayOnlyImport(),
@@ -88,6 +90,8 @@ var importRules = []rule{
 		"the suite is test machinery; only `kvtwin audit`/`bugzoo` run it outside `go test` (and the docs generator lists its mutants)"},
 	{"HostileInputsAreTestMachinery", "internal/hostile", onlyImportedBy("equiv/...", "cmd/kvtwin"),
 		"the suites and `kvtwin soak` derive hostile bodies; production code never does"},
+	{"PythonPublisherDriverIsTestsOnly", "internal/pypub", onlyImportedBy(),
+		"the driver of scripts/kvev_publisher.py exists only for kvevsub's, kvevjs's and server's tests; no package imports it outside a _test.go file"},
 	{"FaultSwitchesStayInTwinsAndBugZoo", "internal/fault", onlyImportedBy("internal/fastcore", "equiv/mutants"),
 		"a fault re-introduces a historic bug; only the twins that carry it and the bug zoo may name one"},
 	{"FaultSwitchesStayInTwinsAndBugZoo", "internal/fastcore", onlyImportedBy("fast", "equiv/mutants"),
@@ -113,7 +117,7 @@ var importRules = []rule{
 // testMachinery is what production code never links: the suites, their
 // libraries and the standard testing package.
 var testMachinery = []string{
-	"equiv/...", "internal/hostile", "testing",
+	"equiv/...", "internal/hostile", "internal/pypub", "testing",
 	"pgregory.net/rapid/...", "github.com/google/go-cmp/...",
 	"github.com/cockroachdb/datadriven/...", "go.uber.org/goleak/...",
 }
@@ -219,6 +223,9 @@ func (r rule) String() string {
 		}
 		return r.pkg + " may only import " + list
 	case kindOnlyImportedBy:
+		if list == "" {
+			return r.pkg + " may only be imported by tests"
+		}
 		return r.pkg + " may only be imported by " + list
 	default:
 		return r.pkg + " may not link " + list
