@@ -1345,6 +1345,15 @@ func kvApplyBoundary() []Case[ref.KVEvApplyInput] {
 	held := func(n int) ref.KVEvConfig { return ref.KVEvConfig{MaxHeld: n} }
 	two := []ref.KVEvStream{{Name: v, Replay: true}, {Name: s, Rank: 1}}
 	twoPods := []ref.KVEvStream{{Name: v}, {Name: s}}
+	// One page of 4097 tokens (fast keeps pages of more than 4096 tokens
+	// outside its token slab), and a prompt of it and one more token.
+	var big []uint32
+	var bigPrompt []int64
+	for t := range uint32(4097) {
+		big = append(big, t%1000)
+		bigPrompt = append(bigPrompt, int64(t%1000))
+	}
+	bigPrompt = append(bigPrompt, 1)
 	cases := []Case[ref.KVEvApplyInput]{
 		{"5.1-e1-e2-score", kvScript(kvOne(v, false), kvLive(v, topic, 0, kvE1), e1req, kvLive(v, topic, 1, kvE2), e1req)},
 		{"5.1-e3-restores-h2-under-h1", kvScript(kvOne(v, false), kvLive(v, topic, 0, kvE1), kvLive(v, topic, 1, kvE2), kvLive(v, topic, 2, kvE3), e1req)},
@@ -1443,6 +1452,66 @@ func kvApplyBoundary() []Case[ref.KVEvApplyInput] {
 		{"unknown-events-skipped-and-counted", kvScript(kvOne(v, false), kvLive(v, "", 0, kvB(0, mpA(mpS("BlockEvicted"), mpU(1)), kvSt([]uint64{1}, 0, toks(1), 1, "GPU"))), kvScoreStep(1))},
 		{"empty-prompt-and-short-prompt-score-zero", kvScript(kvOne(v, false), kvLive(v, "", 0, kvChainBatch(0)), kvScoreStep(), kvScoreStep(1))},
 		{"seq-max-live-first-message-no-replay", kvScript(kvOne(v, false), kvLive(v, "", math.MaxUint64, kvChainBatch(0)), kvChainScore(1))},
+		// A4: a page's prefix hash is the chain seeded with its own
+		// namespace over the tokens of its whole path, whatever its
+		// ancestors' namespaces. [10] (LoRA 7 under the base model's [1])
+		// and [11] (LoRA 7 under LoRA 3's [2]) have different parents but
+		// the same tokens 1 2 3 4, so the same prefix hash: [11] is refused
+		// with no hash bound twice.
+		{"chain-collision-without-hash-collision-lora-7-under-two-namespaces", kvScript(kvOne(v, false),
+			kvLive(v, "", 0, kvB(0, kvStX([]uint64{1}, 0, toks(1, 2), 2, "GPU", 0, "", -1), kvStX([]uint64{2}, 0, toks(1, 2), 2, "GPU", 0, "", 3),
+				kvStX([]uint64{10}, 1, toks(3, 4), 2, "GPU", 0, "", 7), kvStX([]uint64{11}, 2, toks(3, 4), 2, "GPU", 0, "", 7))),
+			ref.KVEvStep{Op: ref.KVStepScore, Tokens: []int64{1, 2, 3, 4}, Namespace: "#7"},
+			ref.KVEvStep{Op: ref.KVStepScore, Tokens: []int64{1, 2}, Namespace: "#3"})},
+		// §2.3 step 6: tokenless stores copy pages from another tier.
+		{"tokenless-cpu-store-block-size-differs-from-gpu", kvScript(kvOne(v, false),
+			kvLive(v, "", 0, kvB(0, kvSt([]uint64{kvHA, kvHB}, 0, toks(1, 1, 2, 2), 2, "GPU"))),
+			kvLive(v, "", 1, kvB(0, kvSt([]uint64{kvHB}, 0, nil, 4, "CPU"))),
+			ref.KVEvStep{Op: ref.KVStepScore, Tokens: []int64{1, 1, 2, 2}, Tier: "CPU"})},
+		{"tokenless-cpu-store-of-a-hash-cpu-binds-to-other-tokens", kvScript(kvOne(v, false),
+			kvLive(v, "", 0, kvB(0, kvSt([]uint64{kvHA}, 0, toks(1, 1), 2, "GPU"), kvSt([]uint64{kvHA}, 0, toks(5, 5), 2, "CPU"))),
+			kvLive(v, "", 1, kvB(0, kvSt([]uint64{kvHA}, 0, nil, 2, "CPU"))),
+			ref.KVEvStep{Op: ref.KVStepScore, Tokens: []int64{1, 1}, Tier: "CPU"}, ref.KVEvStep{Op: ref.KVStepScore, Tokens: []int64{5, 5}, Tier: "CPU"})},
+		// The copy of GPU's [10] (LoRA 7 over 1 2 | 3 4 under a base-model
+		// page) would get the prefix hash of CPU's [11] (LoRA 7 over the
+		// same tokens under a LoRA-3 page): a chain collision.
+		{"tokenless-copy-chain-collides-with-a-cpu-page", kvScript(kvOne(v, false),
+			kvLive(v, "", 0, kvB(0, kvStX([]uint64{1}, 0, toks(1, 2), 2, "GPU", 0, "", -1), kvStX([]uint64{10}, 1, toks(3, 4), 2, "GPU", 0, "", 7),
+				kvStX([]uint64{2}, 0, toks(1, 2), 2, "CPU", 0, "", 3), kvStX([]uint64{11}, 2, toks(3, 4), 2, "CPU", 0, "", 7))),
+			kvLive(v, "", 1, kvB(0, kvSt([]uint64{10}, 0, nil, 2, "CPU"))),
+			ref.KVEvStep{Op: ref.KVStepScore, Tokens: []int64{1, 2, 3, 4}, Tier: "CPU", Namespace: "#7"})},
+		// Two LoRA-7 pages under one base-model page: the second copy's
+		// chain in namespace #7 starts from the copied parent's.
+		{"tokenless-copy-two-lora-7-pages-under-a-base-page", kvScript(kvOne(v, false),
+			kvLive(v, "", 0, kvB(0, kvStX([]uint64{1}, 0, toks(1, 2), 2, "GPU", 0, "", -1), kvStX([]uint64{10}, 1, toks(3, 4), 2, "GPU", 0, "", 7),
+				kvStX([]uint64{11}, 1, toks(5, 6), 2, "GPU", 0, "", 7))),
+			kvLive(v, "", 1, kvB(0, kvSt([]uint64{10, 11}, 0, nil, 2, "CPU"))),
+			ref.KVEvStep{Op: ref.KVStepScore, Tokens: []int64{1, 2, 3, 4}, Tier: "CPU", Namespace: "#7"},
+			ref.KVEvStep{Op: ref.KVStepScore, Tokens: []int64{1, 2, 5, 6}, Tier: "CPU", Namespace: "#7"})},
+		// A tokenless copy of a page the CPU tier already holds on the same
+		// path adds a copy (the removal then leaves one).
+		{"tokenless-copy-again-counts", kvScript(kvOne(v, false),
+			kvLive(v, "", 0, kvB(0, kvSt([]uint64{kvHA, kvHB}, 0, toks(1, 1, 2, 2), 2, "GPU"))),
+			kvLive(v, "", 1, kvB(0, kvSt([]uint64{kvHB}, 0, nil, 2, "CPU"), kvSt([]uint64{kvHB}, 0, nil, 2, "CPU"))),
+			kvLive(v, "", 2, kvB(0, kvRm("CPU", kvHB))), ref.KVEvStep{Op: ref.KVStepScore, Tokens: []int64{1, 1, 2, 2}, Tier: "CPU", Exact: true})},
+		// A tokenless SSD store searches the other tiers, GPU first (none
+		// here), then CPU before DISK: the hash is in both, CPU's page wins.
+		{"tokenless-store-searches-non-gpu-tiers-by-name", kvScript(kvOne(v, false),
+			kvLive(v, "", 0, kvB(0, kvSt([]uint64{kvHA}, 0, toks(7, 7), 2, "DISK"), kvSt([]uint64{kvHA}, 0, toks(1, 1), 2, "CPU"))),
+			kvLive(v, "", 1, kvB(0, kvSt([]uint64{kvHA}, 0, nil, 2, "ssd"))),
+			ref.KVEvStep{Op: ref.KVStepScore, Tokens: []int64{1, 1}, Tier: "SSD"}, ref.KVEvStep{Op: ref.KVStepScore, Tokens: []int64{7, 7}, Tier: "SSD"})},
+		// [HA] is held and counted again, then [HB] conflicts (bound under
+		// HA to 2 2): the refusal undoes HA's second copy, so the removal
+		// of HA evicts it.
+		{"restore-then-refused-undoes-the-count", kvScript(kvOne(v, false),
+			kvLive(v, "", 0, kvB(0, kvSt([]uint64{kvHA, kvHB}, 0, toks(1, 1, 2, 2), 2, "GPU"))),
+			kvLive(v, "", 1, kvB(0, kvSt([]uint64{kvHA, kvHB}, 0, toks(1, 1, 9, 9), 2, "GPU"))),
+			kvLive(v, "", 2, kvB(0, kvRm("GPU", kvHA))), kvScoreStep(1, 1, 2, 2))},
+		{"store-block-size-4097", kvScript(kvOne(v, false),
+			kvLive(v, "", 0, kvB(0, kvSt([]uint64{1}, 0, big, 4097, "GPU"))), kvScoreStep(bigPrompt...))},
+		// The same reply twice: the second is below next, a duplicate.
+		{"replay-reply-delivered-twice", kvScript(kvOne(v, true), kvLive(v, "", 0, kvChainBatch(0)), kvLive(v, "", 2, kvChainBatch(2)),
+			kvReplayed(v, nil, 1, kvChainBatch(1)), kvReplayed(v, nil, 1, kvChainBatch(1)), kvSentinelStep(v, false), kvChainScore(3))},
 		// refused whole (kvApplyRejects)
 		{"script-unknown-op", kvScript(kvOne(v, false), ref.KVEvStep{Op: "snapshot", Stream: v})},
 		{"script-unknown-stream", kvScript(kvOne(v, false), kvLive("vllm-9", "", 0, kvE2))},
