@@ -66,16 +66,22 @@ func (m *kvMachine) step(t *rapid.T) {
 }
 
 // api calls the indexes the way a Go caller can but a script cannot
-// (a script is refused whole first): a stream no one configured, a
-// replay_failed reason outside the enum, score tokens outside [0, 2^32).
+// (a script is refused whole first): a stream no one configured (live,
+// replay, replay_failed, restart), a replay_failed reason outside the
+// enum, score tokens outside [0, 2^32).
 // Both must answer alike, and the state comparison shows they changed
 // nothing.
 func (m *kvMachine) api(t *rapid.T) {
 	var rr, fr any
-	switch rapid.IntRange(0, 3).Draw(t, "api") {
+	switch rapid.IntRange(0, 5).Draw(t, "api") {
 	case 0:
 		fr0 := kvMsg("t", 0, kvE2).FrameBytes()
 		rr, fr = m.ref.Live("no-such-stream", fr0), m.fast.Live("no-such-stream", fr0)
+	case 4:
+		fr0 := kvMsg("t", 0, kvE2).FrameBytes()
+		rr, fr = m.ref.Replay("no-such-stream", fr0), m.fast.Replay("no-such-stream", fr0)
+	case 5:
+		rr, fr = m.ref.ReplayFailed("no-such-stream", "eof"), m.fast.ReplayFailed("no-such-stream", "eof")
 	case 1:
 		name := m.f.in.Streams[0].Name
 		reason := rapid.SampledFrom([]string{"", "eof", "Timeout"}).Draw(t, "bad_reason")

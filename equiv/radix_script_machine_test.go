@@ -46,7 +46,7 @@ func (m *radixMachine) peek(t *rapid.T) {
 	}
 }
 
-// wide runs an insert, match or PrefixLen whose key holds a unit above
+// wide runs an insert, match, PrefixLen or score whose key holds a unit above
 // 2^32-1 on both trees through the Go API, as a caller holding wider ints
 // would (a script is rejected whole before a tree sees such a key). An
 // enabled Eagle tree must refuse it with ErrTokenRange (docs/spec/radix-acks.md
@@ -54,7 +54,8 @@ func (m *radixMachine) peek(t *rapid.T) {
 // trees must answer alike, and the state comparison that follows shows
 // they changed alike (nothing, for a refusal).
 func (m *radixMachine) wide(t *rapid.T) {
-	s := ref.RadixStep{Op: rapid.SampledFrom([]string{ref.StepInsert, ref.StepMatch, "prefix_len"}).Draw(t, "wide_op"), Key: m.gen.key()}
+	s := ref.RadixStep{Op: rapid.SampledFrom([]string{ref.StepInsert, ref.StepMatch, "prefix_len", ref.StepScore}).Draw(t, "wide_op"), Key: m.gen.key()}
+	s.Exact = s.Op == ref.StepScore && rapid.Bool().Draw(t, "wide_exact")
 	s.Key = append(s.Key, 0)
 	s.Key[rapid.IntRange(0, len(s.Key)-1).Draw(t, "wide_at")] = rapid.SampledFrom([]int64{1 << 32, math.MaxInt64, -1}).Draw(t, "wide_unit")
 	rb, _ := applyStep(m.gen.tree, s, nil)

@@ -225,6 +225,9 @@ func chatPathCases() []Case[ref.ChatNormalizeInput] {
 		chat("s2.4-image-part-400", tool(`{"type":"image_url","image_url":"https://x/y.png"}`), flat),
 		chat("s2.4-numeric-type-part-400", tool(`{"type":7,"text":"x"}`), flat),
 		chat("s2.4-text-part-with-number-text-400", tool(`{"type":"text","text":5}`), flat),
+		// Flattened ASCII text with every escape the fast path writes itself
+		// (quote, backslash, \n, \r, \t): its bytes must be encoding/json's.
+		chat("s2.4-flattened-ascii-escapes", tool(`{"type":"text","text":"say \"hi\"\\ \r\n"},{"type":"text","text":"a\tb"}`), flat),
 		chat("tool-choice-type-string-not-function-400", `{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":{"type":"tool","function":{"name":"f"}}}`, tc),
 		chat("tool-names-escaped-and-non-ascii", `{"messages":[],"tools":[{"function":{"name":"m\u00e9t\u00e9o"}},{"function":{"name":"café \"x\""}}],"tool_choice":"météo"}`, tc),
 		chat("upstream-canonical-object-flags-off", `{"messages":[],"tools":[{"type":"function","function":{"name":"search"}}],"tool_choice":{"type":"function","function":{"name":"search"}}}`, ref.CompatFlags{}),
