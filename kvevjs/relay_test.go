@@ -130,6 +130,9 @@ func TestRelayEndToEnd(t *testing.T) {
 		emit(true) // 0..2 of epoch 1
 	}
 	waitApplied(t, rep, 8+1+3, 20*time.Second)
+	// The replica can apply a batch before the relay, back from its
+	// PubAck, has counted it: wait for the count, then check the rest.
+	waitFor(t, 20*time.Second, "the relay to count 11 published batches", func() bool { return relay.r.Status().Sources[0].Published >= 11 })
 	if st := relay.r.Status().Sources[0]; st.Epoch != 1 || st.Resets != 1 || st.Published != 11 {
 		t.Fatalf("relay status %+v: want epoch 1, 1 reset, 11 batches published", st)
 	}
@@ -150,6 +153,7 @@ func TestRelayEndToEnd(t *testing.T) {
 	if n := s.CachedInfo().State.Msgs; n != 15 {
 		t.Errorf("stream holds %d messages, want 15 (8 batches, 1 reset, 6 batches)", n)
 	}
+	waitFor(t, 20*time.Second, "the restarted relay to count 3 published batches", func() bool { return relay2.r.Status().Sources[0].Published >= 3 })
 	st2 := relay2.r.Status()
 	if st2.RebuildMessages != 12 || st2.Sources[0].Epoch != 1 || st2.Sources[0].Resets != 0 || st2.Sources[0].Published != 3 {
 		t.Errorf("restarted relay status %+v: want 12 messages rebuilt, epoch 1 continued, no reset, 3 published", st2)
