@@ -247,32 +247,23 @@ func NormHash(v any) (ref.EvHash, error) {
 		return ref.EvHash(h), nil
 	case int64:
 		return ref.EvHash(uint64(h)), nil
-	case uint8, uint16, uint32, int8, int16, int32:
-		var n int64
-		switch x := h.(type) {
-		case uint8:
-			n = int64(x)
-		case uint16:
-			n = int64(x)
-		case uint32:
-			n = int64(x)
-		case int8:
-			n = int64(x)
-		case int16:
-			n = int64(x)
-		case int32:
-			n = int64(x)
-		}
-		return ref.EvHash(uint64(n)), nil
+	case uint8:
+		return ref.EvHash(h), nil
+	case uint16:
+		return ref.EvHash(h), nil
+	case uint32:
+		return ref.EvHash(h), nil
+	case int8:
+		return ref.EvHash(uint64(int64(h))), nil
+	case int16:
+		return ref.EvHash(uint64(int64(h))), nil
+	case int32:
+		return ref.EvHash(uint64(int64(h))), nil
 	case []byte:
 		if len(h) == 0 {
 			return 0, errors.New("empty bin hash")
 		}
-		var x uint64
-		for _, b := range h[max(0, len(h)-8):] {
-			x = x<<8 | uint64(b)
-		}
-		return ref.EvHash(x), nil
+		return ref.KVBinHash(h), nil
 	}
 	return 0, fmt.Errorf("hash of type %T", v)
 }

@@ -8,21 +8,12 @@ import (
 	"github.com/kvtwin/kvtwin/internal/pypub"
 )
 
-// requirePython skips the test when /usr/bin/python3 lacks zmq or msgpack;
-// with KVTWIN_REQUIRE_PYZMQ set (CI) it fails instead.
-func requirePython(t testing.TB) {
-	t.Helper()
-	pypub.Require(t)
-}
-
 // pyPublisher is scripts/kvev_publisher.py (a real ZMQ PUB with vLLM's
 // replay ROUTER) in a child process, driven over stdin and stdout
-// (internal/pypub).
+// (internal/pypub), whose Pub and Replay are its endpoints.
 type pyPublisher struct {
-	t      testing.TB
-	p      *pypub.Publisher
-	pub    string
-	replay string
+	*pypub.Publisher
+	t testing.TB
 }
 
 type pyAck struct {
@@ -38,14 +29,13 @@ type pyAck struct {
 func startPyPublisher(t testing.TB, topic string) *pyPublisher {
 	t.Helper()
 	p := pypub.Start(t, filepath.Join("..", "scripts", "kvev_publisher.py"), "--topic", topic, "--socket", "xpub")
-	return &pyPublisher{t: t, p: p, pub: p.Pub, replay: p.Replay}
+	return &pyPublisher{Publisher: p, t: t}
 }
 
 func (p *pyPublisher) do(cmd map[string]any) pyAck {
 	p.t.Helper()
 	var a pyAck
-	p.p.Do(cmd, &a)
-	p.pub, p.replay = p.p.Pub, p.p.Replay
+	p.Do(cmd, &a)
 	return a
 }
 
@@ -70,4 +60,4 @@ func (p *pyPublisher) awaitSubscribers(n int) {
 }
 
 // close ends the process and its reader.
-func (p *pyPublisher) close() { p.p.Close() }
+func (p *pyPublisher) close() { p.Close() }

@@ -15,15 +15,45 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/pypub"
 	"github.com/kvtwin/kvtwin/kvevsub"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // runningRelay is a relay whose Run runs in a goroutine.
 type runningRelay struct {
-	r      *Relay
+	r *Relay
+	running
+}
+
+// running is a Run loop on its own goroutine: cancel ends it, done
+// carries what Run returned.
+type running struct {
 	cancel context.CancelFunc
 	done   chan error
+}
+
+// goRun starts run on a goroutine with a context its cancel ends.
+func goRun(run func(context.Context) error) running {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := running{cancel: cancel, done: make(chan error, 1)}
+	go func() { l.done <- run(ctx) }()
+	return l
+}
+
+// stopRun cancels the loop and waits for Run to return, failing t on an
+// error or after 20 s.
+func (l running) stopRun(t testing.TB, what string) {
+	t.Helper()
+	l.cancel()
+	select {
+	case err := <-l.done:
+		if err != nil {
+			t.Fatalf("%s Run: %v", what, err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s Run did not return within 20s of its cancel", what)
+	}
 }
 
 func startRelay(t testing.TB, url string, sources []kvevsub.Source) *runningRelay {
@@ -39,23 +69,12 @@ func startRelay(t testing.TB, url string, sources []kvevsub.Source) *runningRela
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rr := &runningRelay{r: r, cancel: cancel, done: make(chan error, 1)}
-	go func() { rr.done <- r.Run(ctx) }()
-	return rr
+	return &runningRelay{r: r, running: goRun(r.Run)}
 }
 
 func (rr *runningRelay) stop(t testing.TB) {
 	t.Helper()
-	rr.cancel()
-	select {
-	case err := <-rr.done:
-		if err != nil {
-			t.Fatalf("relay Run: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("relay Run did not return within 20s of its cancel")
-	}
+	rr.stopRun(t, "relay")
 }
 
 // refFeed is a reference index fed what the publisher emitted, as the
@@ -88,7 +107,7 @@ func (f *refFeed) batch(seq uint64, payload []byte) {
 // relay's index and a reference index fed the emitted batches directly
 // agree.
 func TestRelayEndToEnd(t *testing.T) {
-	requirePython(t)
+	pypub.Require(t)
 	defer goleak.VerifyNone(t, goleakOpts...)
 	ns := startNATS(t)
 	defer ns.stop()
@@ -107,7 +126,7 @@ func TestRelayEndToEnd(t *testing.T) {
 		want.batch(seq, p)
 		incarnation = append(incarnation, p)
 	}
-	src := kvevsub.Source{Name: "src-a", Endpoint: pub.pub, Replay: pub.replay, Topic: "kv@"}
+	src := kvevsub.Source{Name: "src-a", Endpoint: pub.Pub, Replay: pub.Replay, Topic: "kv@"}
 	relay := startRelay(t, ns.url, []kvevsub.Source{src})
 	rep := startReplica(t, ns.url, "r1", []string{"src-a"}, nil)
 	defer rep.cancel()

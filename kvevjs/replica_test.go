@@ -117,10 +117,9 @@ func feedRef(t testing.TB, sources []string, msgs []relayed) ref.KVEvIndex {
 
 // runningReplica is a replica whose Run runs in a goroutine.
 type runningReplica struct {
-	r      *Replica
-	ix     ref.KVEvIndex
-	cancel context.CancelFunc
-	done   chan error
+	r  *Replica
+	ix ref.KVEvIndex
+	running
 }
 
 func startReplica(t testing.TB, url, id string, sources []string, tune func(*ReplicaOptions)) *runningReplica {
@@ -141,24 +140,13 @@ func startReplica(t testing.TB, url, id string, sources []string, tune func(*Rep
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rr := &runningReplica{r: r, ix: ix, cancel: cancel, done: make(chan error, 1)}
-	go func() { rr.done <- r.Run(ctx) }()
-	return rr
+	return &runningReplica{r: r, ix: ix, running: goRun(r.Run)}
 }
 
 // stop cancels the replica and waits for Run to return.
 func (rr *runningReplica) stop(t testing.TB) {
 	t.Helper()
-	rr.cancel()
-	select {
-	case err := <-rr.done:
-		if err != nil {
-			t.Fatalf("replica Run: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("replica Run did not return within 20s of its cancel")
-	}
+	rr.stopRun(t, "replica")
 }
 
 // publishAll publishes msgs in order (one connection keeps the order),
@@ -476,7 +464,7 @@ func TestReplicaFillsDeliveredToAPreviousRun(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- r.Run(rctx) }()
-	rr := &runningReplica{r: r, ix: ix, cancel: cancel, done: done}
+	rr := &runningReplica{r: r, ix: ix, running: running{cancel: cancel, done: done}}
 	defer cancel()
 	waitApplied(t, rr, 10, 10*time.Second)
 	waitFor(t, 3*ackWait, "the redeliveries", func() bool { return r.Status().Redelivered >= 6 })

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/kvtwin/kvtwin/internal/pypub"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -330,7 +331,7 @@ func forEachPublisher(t *testing.T, f func(t *testing.T, start func(testing.TB, 
 		f(t, func(tb testing.TB, c pubConfig) publisher { return startGoPublisher(tb, c) })
 	})
 	t.Run("python", func(t *testing.T) {
-		requirePython(t)
+		pypub.Require(t)
 		f(t, func(tb testing.TB, c pubConfig) publisher { return startPyPublisher(tb, c) })
 	})
 }

@@ -8,13 +8,6 @@ import (
 	"github.com/kvtwin/kvtwin/internal/pypub"
 )
 
-// requirePython skips the test, with the reason, only when /usr/bin/python3
-// lacks zmq or msgpack; with KVTWIN_REQUIRE_PYZMQ set (CI) it fails instead.
-func requirePython(t testing.TB) {
-	t.Helper()
-	pypub.Require(t)
-}
-
 // pyPublisher is scripts/kvev_publisher.py in a child process, driven over
 // its stdin and stdout (internal/pypub).
 type pyPublisher struct {

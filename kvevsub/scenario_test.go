@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/kvtwin/kvtwin/internal/pypub"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -466,7 +467,7 @@ func TestRequestWithoutDelimiterIgnored(t *testing.T) {
 // fetched by the cold-start replay from 0.
 func TestPythonPlainPubColdStart(t *testing.T) {
 	defer goleak.VerifyNone(t, goleakOpts...)
-	requirePython(t)
+	pypub.Require(t)
 	p := startPyPublisher(t, pubConfig{PlainPub: true, Layout: 3, Topic: "kv@pod-d@m"})
 	defer p.close()
 	e := newEnv(t, sourceFor(p, "kv@"), testOptions(t))
@@ -487,7 +488,7 @@ func TestPythonPlainPubColdStart(t *testing.T) {
 // command to the same bytes, and those are §5's examples where one applies.
 func TestPublishersEncodeAlike(t *testing.T) {
 	defer goleak.VerifyNone(t, goleakOpts...)
-	requirePython(t)
+	pypub.Require(t)
 	py := startPyPublisher(t, pubConfig{})
 	defer py.close()
 	unhex := func(s string) []byte {
@@ -571,7 +572,7 @@ func TestConnectBeforePublisher(t *testing.T) {
 // losing a batch; both streams heal independently.
 func TestTwoSources(t *testing.T) {
 	defer goleak.VerifyNone(t, goleakOpts...)
-	requirePython(t)
+	pypub.Require(t)
 	pubs := []publisher{startGoPublisher(t, pubConfig{Topic: "kv@go@m"}), startPyPublisher(t, pubConfig{Topic: "kv@py@m", Layout: 3, Rank: 2})}
 	for _, p := range pubs {
 		defer p.close()

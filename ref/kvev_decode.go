@@ -266,6 +266,19 @@ func (r *kvReader) openArray(p kvPlace, enclosing int) (uint64, error) {
 	return uint64(n), nil
 }
 
+// array is openArray for the array that must be at p: nothing left is
+// p's truncation, another type p's type error.
+func (r *kvReader) array(p kvPlace, enclosing int) (uint64, error) {
+	c, ok := r.peek()
+	if !ok {
+		return 0, p.truncated()
+	}
+	if !isKVArray(c) {
+		return 0, p.typeErr(c)
+	}
+	return r.openArray(p, enclosing)
+}
+
 // openMap is openArray for a map of n entries, which need 2n bytes.
 func (r *kvReader) openMap(p kvPlace, enclosing int) (uint64, error) {
 	if enclosing+1 > MaxMsgpackDepth {
@@ -592,14 +605,7 @@ func (r *kvReader) publisherID() (HexBytes, error) {
 // events decodes the batch's events array (depth 2), each event in turn.
 func (r *kvReader) events() ([]KVEvent, error) {
 	p := kvPlace{ErrBatchShape, "payload.events", WantEvents}
-	c, ok := r.peek()
-	if !ok {
-		return nil, p.truncated()
-	}
-	if !isKVArray(c) {
-		return nil, p.typeErr(c)
-	}
-	n, err := r.openArray(p, 1)
+	n, err := r.array(p, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -810,14 +816,7 @@ func (r *kvReader) field(ev *KVEvent, at, name string) error {
 // blockHashes decodes a non-empty array of hashes (§1.4 rule 4, §1.5).
 func (r *kvReader) blockHashes(path string) ([]EvHash, error) {
 	p := kvPlace{ErrFieldType, path, WantHashes}
-	c, ok := r.peek()
-	if !ok {
-		return nil, p.truncated()
-	}
-	if !isKVArray(c) {
-		return nil, p.typeErr(c)
-	}
-	n, err := r.openArray(p, 3)
+	n, err := r.array(p, 3)
 	if err != nil {
 		return nil, err
 	}
@@ -870,26 +869,25 @@ func (r *kvReader) hash(p kvPlace) (EvHash, error) {
 		if len(b) == 0 {
 			return 0, p.typeErr(c)
 		}
-		var v uint64
-		for _, x := range b[max(0, len(b)-8):] {
-			v = v<<8 | uint64(x)
-		}
-		return EvHash(v), nil
+		return KVBinHash(b), nil
 	}
 	return 0, p.typeErr(c)
+}
+
+// KVBinHash is §1.5's hash of a non-empty bin block hash (SGLang's and old
+// vLLM's bytes): its last 8 bytes, big-endian (all of it when shorter).
+func KVBinHash(b []byte) EvHash {
+	var v uint64
+	for _, x := range b[max(0, len(b)-8):] {
+		v = v<<8 | uint64(x)
+	}
+	return EvHash(v)
 }
 
 // tokenIDs decodes token_ids: an array of ints in [0, 2^32) (§1.4 rule 4).
 func (r *kvReader) tokenIDs(path string) ([]uint32, error) {
 	p := kvPlace{ErrFieldType, path, WantTokens}
-	c, ok := r.peek()
-	if !ok {
-		return nil, p.truncated()
-	}
-	if !isKVArray(c) {
-		return nil, p.typeErr(c)
-	}
-	n, err := r.openArray(p, 3)
+	n, err := r.array(p, 3)
 	if err != nil {
 		return nil, err
 	}

@@ -195,50 +195,31 @@ const (
 )
 
 // arrayHeader reads an array header at d.p. On kvHdrOK d.p is after the header.
-func (d *kvDec) arrayHeader() (n uint64, st int) {
-	b, p := d.b, d.p
-	if p >= len(b) {
-		return 0, kvHdrTrunc
-	}
-	c := b[p]
-	switch {
-	case c >= 0x90 && c <= 0x9f:
-		d.p = p + 1
-		return uint64(c & 0x0f), kvHdrOK
-	case c == 0xdc:
-		if p+3 > len(b) {
-			return 0, kvHdrTrunc
-		}
-		d.p = p + 3
-		return uint64(binary.BigEndian.Uint16(b[p+1:])), kvHdrOK
-	case c == 0xdd:
-		if p+5 > len(b) {
-			return 0, kvHdrTrunc
-		}
-		d.p = p + 5
-		return uint64(binary.BigEndian.Uint32(b[p+1:])), kvHdrOK
-	}
-	return 0, kvHdrOther
-}
+func (d *kvDec) arrayHeader() (n uint64, st int) { return d.containerHeader(0x90, 0xdc, 0xdd) }
 
 // mapHeader reads a map header at d.p. On kvHdrOK d.p is after the header.
-func (d *kvDec) mapHeader() (n uint64, st int) {
+func (d *kvDec) mapHeader() (n uint64, st int) { return d.containerHeader(0x80, 0xde, 0xdf) }
+
+// containerHeader reads the header of a container whose msgpack family
+// has the fix codes fix..fix+15 and the 16- and 32-bit length codes w16
+// and w32 (array: 0x90, 0xdc, 0xdd; map: 0x80, 0xde, 0xdf).
+func (d *kvDec) containerHeader(fix, w16, w32 byte) (n uint64, st int) {
 	b, p := d.b, d.p
 	if p >= len(b) {
 		return 0, kvHdrTrunc
 	}
 	c := b[p]
 	switch {
-	case c >= 0x80 && c <= 0x8f:
+	case c >= fix && c <= fix|0x0f:
 		d.p = p + 1
 		return uint64(c & 0x0f), kvHdrOK
-	case c == 0xde:
+	case c == w16:
 		if p+3 > len(b) {
 			return 0, kvHdrTrunc
 		}
 		d.p = p + 3
 		return uint64(binary.BigEndian.Uint16(b[p+1:])), kvHdrOK
-	case c == 0xdf:
+	case c == w32:
 		if p+5 > len(b) {
 			return 0, kvHdrTrunc
 		}
