@@ -1922,22 +1922,26 @@ func kvPtr(p *uint64) string {
 func kvAppliedAtMostOnce(_ ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
 	last := map[string]uint64{}
 	seen := map[string]bool{}
-	// reset: the stream restarted (a restart step, or a seq regression
-	// found live or while held messages drain); the restart may fall
-	// between two seqs the same step applies, so the next seq that does
-	// not increase is the new incarnation's first.
-	reset := map[string]bool{}
+	// pending counts the restarts a stream reported (a seq regression
+	// found live or while held messages drain) that no non-increasing seq
+	// has yet accounted for: the restart may fall between two seqs the
+	// same step applies, or before a seq a later step applies, so each
+	// excuses exactly one seq that does not increase. A restart step
+	// forgets the stream's history outright, so it excuses nothing later.
+	pending := map[string]int{}
 	for i, s := range in.Steps {
 		r := out.Trace[i]
-		if r.Restart {
-			reset[s.Stream] = true
+		if s.Op == ref.KVStepRestart {
+			seen[s.Stream], pending[s.Stream] = false, 0
+		} else if r.Restart {
+			pending[s.Stream]++
 		}
 		for _, q := range r.Applied {
 			if seen[s.Stream] && q <= last[s.Stream] {
-				if !reset[s.Stream] {
+				if pending[s.Stream] == 0 {
 					return fmt.Errorf("step %d: stream %s applies seq %d after %d", i, s.Stream, q, last[s.Stream])
 				}
-				reset[s.Stream] = false
+				pending[s.Stream]--
 			}
 			last[s.Stream], seen[s.Stream] = q, true
 		}

@@ -1,6 +1,8 @@
 package equiv_test
 
 import (
+	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/kvtwin/kvtwin/equiv"
@@ -95,3 +97,37 @@ func kvevPropsCatchBreaks[In, Out any](t *testing.T, props []equiv.Prop[In, Out]
 		}
 	}
 }
+
+// TestKVEvAppliedAtMostOnceAllowsARestartFoundWhileDraining is the case
+// rapid shrank on 2026-12-06 (seed 15820055689087673453): a restart step,
+// then a replay that fails while a seq regression (seq 0 after 6) is held,
+// so one step applies 6 (after the earlier 9: the restart step's new
+// incarnation) and then 0 (the regression's). Each restart excuses one seq
+// that does not increase; the property once let the first restart excuse
+// both and failed ref's and fast's own, correct, runs.
+func TestKVEvAppliedAtMostOnceAllowsARestartFoundWhileDraining(t *testing.T) {
+	var in ref.KVEvApplyInput
+	if err := json.Unmarshal([]byte(restartWhileDrainingCase), &in); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ref.KVEvApply(ref.DefaultLimits(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := out.Trace[28]; !r.Restart || !slices.Equal(r.Applied, []uint64{6, 0}) {
+		t.Fatalf("step 28 no longer applies [6 0] across a restart: %+v", r)
+	}
+	for _, p := range equiv.KVEvApply().Props {
+		if err := p.Holds(ref.DefaultLimits(), in, out); err != nil {
+			t.Errorf("%s fails on ref's run: %v", p.Name, err)
+		}
+	}
+	out.Trace[28].Restart = false
+	for _, p := range equiv.KVEvApply().Props {
+		if p.Name == "applied-at-most-once" && p.Holds(ref.DefaultLimits(), in, out) == nil {
+			t.Error("applied-at-most-once holds when seq 0 follows 6 with no restart reported")
+		}
+	}
+}
+
+const restartWhileDrainingCase = `{"streams":[{"name":"vllm-0","replay":true}],"steps":[{"op":"live","stream":"vllm-0","frames":["","0000000000000001","82a27473cb41da305498500000a66576656e747390"]},{"op":"replay","stream":"vllm-0","frames":["","0000000000000001","82a27473cb41da305498500000a66576656e747390"]},{"op":"replay_failed","stream":"vllm-0","reason":"timeout"},{"op":"restart","stream":"vllm-0"},{"op":"score","group":1},{"op":"live","stream":"vllm-0","frames":["","0000000000000002","82a27473cb41da305498900000a66576656e74739192ac426c6f636b52656d6f76656490"]},{"op":"replay","stream":"vllm-0","frames":["","0000000000000001","82a27473cb41da305498500000a66576656e747390"]},{"op":"replay_failed","stream":"vllm-0","reason":"timeout"},{"op":"score","group":1},{"op":"score","group":1},{"op":"live","stream":"vllm-0","frames":["","0000000000000004","82a27473cb41da305499100000a66576656e74739192ac426c6f636b52656d6f76656490"]},{"op":"replay_failed","stream":"vllm-0","reason":"timeout"},{"op":"live","stream":"vllm-0","frames":["","0000000000000006","82a27473cb41da305499900000a66576656e74739192ac426c6f636b52656d6f76656490"]},{"op":"replay_failed","stream":"vllm-0","reason":"timeout"},{"op":"live","stream":"vllm-0","frames":["","0000000000000007","82a27473cb41da305499d00000a66576656e74739192ac426c6f636b52656d6f76656490"]},{"op":"score","group":1},{"op":"score","group":1},{"op":"live","stream":"vllm-0","frames":["","0000000000000009","82a27473cb41da30549a500000a66576656e74739183a474797065ac426c6f636b52656d6f766564ac626c6f636b5f68617368657391cf151788d4012da6ada66d656469756dc0"]},{"op":"replay","stream":"vllm-0","frames":["","0000000000000009","82a27473cb41da30549a500000a66576656e74739183a474797065ac426c6f636b52656d6f766564ac626c6f636b5f68617368657391cf151788d4012da6ada66d656469756dc0"]},{"op":"replay","stream":"vllm-0","frames":["","ffffffffffffffff",""]},{"op":"score","group":1},{"op":"restart","stream":"vllm-0"},{"op":"score","group":1},{"op":"score","group":1},{"op":"score","group":1},{"op":"live","stream":"vllm-0","frames":["","0000000000000006","82a27473cb41da305499900000a66576656e74739192ac426c6f636b52656d6f76656490"]},{"op":"score","group":1},{"op":"live","stream":"vllm-0","frames":["","0000000000000000","93cb41da3054981000009191b0416c6c426c6f636b73436c6561726564c0"]},{"op":"replay_failed","stream":"vllm-0","reason":"timeout"},{"op":"live","stream":"vllm-0","frames":["","0000000000000001","93cb41da3054985000009192ac426c6f636b52656d6f76656490c0"]},{"op":"score","group":1},{"op":"score","group":1},{"op":"score","group":1},{"op":"score","group":1}]}`
