@@ -78,14 +78,23 @@ func hexDigest(token string) string {
 	return hex.EncodeToString(d[:])
 }
 
+// TestAuthTokenFileEntryMayHoldTheTokensDigest serves docs/api.md's
+// example token file, whose admin line is the digest of a token computed
+// by sha256sum: that token is admin, and the digest itself is no token.
 func TestAuthTokenFileEntryMayHoldTheTokensDigest(t *testing.T) {
-	ts := startTokens(t, "read sha256:"+hexDigest(readToken)+"\n", nil)
+	const docsExample = `# kvtwin tokens: SCOPE TOKEN
+read  7f1c0d6b5e8a4c2f9e3b1a0d8c7e6f5a
+write 4b9e2d7c1a8f6e3d5c0b9a8e7d6c5b4a
+admin sha256:3a6b2c5d26320579608e5efb70316bb386c583e13f84f873b21b9f3f868be1e7
+`
+	ts := startTokens(t, docsExample, nil)
 	c := ts.Client()
-	if r := call(t, c, http.MethodGet, ts.URL+"/v1/ops", readToken, ""); r.status != http.StatusOK {
-		t.Fatalf("GET /v1/ops with the token whose digest is in the file: %d %s", r.status, r.body)
+	if r := call(t, c, http.MethodDelete, ts.URL+"/v1/prefix/none", "9d2e6c1b0a7f4e3d8c5b2a1f0e9d8c7b", ""); r.status != http.StatusNotFound {
+		t.Fatalf("DELETE with the token whose digest is the admin line: %d %s, want 404 (admitted, no such pool)", r.status, r.body)
 	}
-	digest := hexDigest(readToken)
-	openAIError(t, call(t, c, http.MethodGet, ts.URL+"/v1/ops", "sha256:"+digest, ""), http.StatusUnauthorized, "AuthenticationError")
+	openAIError(t, call(t, c, http.MethodDelete, ts.URL+"/v1/prefix/none", "4b9e2d7c1a8f6e3d5c0b9a8e7d6c5b4a", ""), http.StatusForbidden, "PermissionDeniedError")
+	openAIError(t, call(t, c, http.MethodGet, ts.URL+"/v1/ops", "sha256:3a6b2c5d26320579608e5efb70316bb386c583e13f84f873b21b9f3f868be1e7", ""),
+		http.StatusUnauthorized, "AuthenticationError")
 }
 
 // TestAuthRefusesMissingMalformedAndUnknownTokensWith401: each refusal is
