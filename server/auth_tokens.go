@@ -12,7 +12,8 @@ import (
 
 // Bounds of the token file (docs/api.md "Token file"). A request checks
 // its token against every entry, so MaxTokens also bounds that work
-// (about 10 µs at 1,024 entries).
+// (about 21 µs at 1,024 entries on a loaded 2-vCPU Xeon, whichever entry
+// matches).
 const (
 	// MaxTokens is the most tokens one file may hold.
 	MaxTokens = 1024

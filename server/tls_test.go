@@ -4,7 +4,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"math/big"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -285,5 +287,29 @@ func TestNewRefusesACertificateOrCABundleThatDoesNotLoad(t *testing.T) {
 			!strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: New = %v; want ErrBadConfig on %s = %s saying %q", tc.name, err, tc.field, tc.value, tc.says)
 		}
+	}
+}
+
+// TestTLSHandshakeIsBoundedByReadHeaderTimeout: a client that connects
+// and never sends its hello holds the connection (one of MaxConnections)
+// for at most ReadHeaderTimeout, as a slow plain-HTTP header does.
+func TestTLSHandshakeIsBoundedByReadHeaderTimeout(t *testing.T) {
+	f := newTLSFiles(t)
+	sv := serveAuth(t, func(c *server.Config) {
+		c.Auth.TLSCertFile, c.Auth.TLSKeyFile = f.certFile, f.keyFile
+		c.ReadHeaderTimeout = 200 * time.Millisecond
+	})
+	conn, err := net.Dial("tcp", sv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a silent client's connection: read = %v after %v, want it closed by the server", err, time.Since(start))
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the server closed a silent client's connection after %v, want about ReadHeaderTimeout (200ms)", took)
 	}
 }
