@@ -16,14 +16,14 @@ import (
 
 // This file holds the authentication and TLS configuration and the rule
 // that keeps an unauthenticated server off the network (docs/api.md,
-// "Authentication and TLS"). Tokens are in auth_tokens.go, the route table
+// "Authentication" and "TLS"). Tokens are in auth_tokens.go, the route table
 // and the request check in auth_routes.go, certificates in tls.go, the
 // reload of all three files in reload.go.
 
 // AuthConfig configures who may call the server and over what: bearer
 // tokens with scopes, TLS with certificates reloaded from disk, and client
-// certificates. The zero value (DefaultAuthConfig's files) is plain HTTP
-// with no authentication, which New accepts only on a loopback Addr.
+// certificates. DefaultAuthConfig is plain HTTP with no authentication,
+// which New accepts only on a loopback Addr.
 type AuthConfig struct {
 	// TokensFile is the bearer-token file (`SCOPE TOKEN` lines; docs/api.md
 	// "Token file"), re-read when it changes. Empty: no tokens are needed.

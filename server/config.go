@@ -111,7 +111,7 @@ type Config struct {
 	EventsOptions kvevsub.Options
 	// Auth is who may call the server and over what: bearer tokens with
 	// scopes, TLS, client certificates, all re-read when their files
-	// change (docs/api.md "Authentication and TLS"). Without tokens or
+	// change (docs/api.md "Authentication", "TLS"). Without tokens or
 	// client certificates New refuses a non-loopback Addr unless
 	// Auth.InsecureNoAuth.
 	Auth AuthConfig

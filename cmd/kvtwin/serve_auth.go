@@ -9,7 +9,7 @@ import (
 )
 
 // authFlags adds `kvtwin serve`'s authentication and TLS flags, onto a
-// (docs/api.md, "Authentication and TLS").
+// (docs/api.md, "Authentication" and "TLS").
 func authFlags(f *pflag.FlagSet, a *server.AuthConfig) {
 	f.StringVar(&a.TokensFile, "auth-tokens", "", "bearer-token `FILE`: one \"SCOPE TOKEN\" a line, SCOPE read, write or admin (admin ⊇ write ⊇ read), re-read when it changes; every route but /healthz, /readyz and an open /metrics then needs a token (docs/api.md#authentication)")
 	f.StringVar(&a.TLSCertFile, "tls-cert", "", "serve HTTPS with this PEM certificate chain `FILE` (with --tls-key), re-read when it changes; a pair that does not load keeps the previous one")
