@@ -27,7 +27,7 @@ func openHTTP(base string, o Options) (*httpImpl, error) {
 	if _, err := url.Parse(base); err != nil {
 		return nil, fmt.Errorf("implementation %q: %w", base, err)
 	}
-	tr := &http.Transport{MaxIdleConns: o.Conns, MaxIdleConnsPerHost: o.Conns, MaxConnsPerHost: o.Conns}
+	tr := &http.Transport{MaxIdleConns: o.Conns, MaxIdleConnsPerHost: o.Conns, MaxConnsPerHost: o.Conns, TLSClientConfig: o.TLS}
 	return &httpImpl{base: strings.TrimRight(base, "/"), o: o, client: &http.Client{Timeout: o.Timeout, Transport: tr}}, nil
 }
 
@@ -40,7 +40,7 @@ func (h *httpImpl) Close() error {
 
 // Ops implements Impl: GET {base}/v1/ops.
 func (h *httpImpl) Ops() ([]string, error) {
-	resp, err := h.client.Get(h.base + "/v1/ops")
+	resp, err := h.do(http.MethodGet, h.base+"/v1/ops", nil)
 	if err != nil {
 		return nil, &TransportError{Op: "GET /v1/ops", Reason: err.Error()}
 	}
@@ -62,7 +62,7 @@ func (h *httpImpl) Run(op string, in []byte) (fixtures.Result, error) {
 	deadline := time.Now().Add(h.o.Timeout)
 	backoff := 5 * time.Millisecond
 	for {
-		resp, err := h.client.Post(h.base+"/v1/ops/"+url.PathEscape(op), "application/json", bytes.NewReader(in))
+		resp, err := h.do(http.MethodPost, h.base+"/v1/ops/"+url.PathEscape(op), in)
 		if err != nil {
 			return fixtures.Result{}, &TransportError{Op: op, Reason: err.Error()}
 		}
@@ -78,6 +78,22 @@ func (h *httpImpl) Run(op string, in []byte) (fixtures.Result, error) {
 		}
 		return h.result(op, resp.StatusCode, body)
 	}
+}
+
+// do sends one request, with the bearer token when Options has one; a
+// body is JSON.
+func (h *httpImpl) do(method, u string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequest(method, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if h.o.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.o.Token)
+	}
+	return h.client.Do(req)
 }
 
 // retryAfter reports whether resp sheds load and how long to wait: the

@@ -7,6 +7,7 @@
 package remote
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +45,13 @@ type Options struct {
 	Stderr io.Writer
 	// Conns is how many connections an HTTP Impl keeps open (default 8).
 	Conns int
+	// Token, when set, is sent as "Authorization: Bearer Token" on every
+	// HTTP call (a kvtwin server started with --auth-tokens). It is never
+	// put in an error or a log.
+	Token string
+	// TLS configures https:// targets: the CAs to trust and a client
+	// certificate (nil: the system's roots and none).
+	TLS *tls.Config
 }
 
 // Defaults of Options.

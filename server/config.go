@@ -109,6 +109,12 @@ type Config struct {
 	// EventsOptions tunes the subscriber: reconnect backoff, replay timeout
 	// and cooldown, message size (zero fields: the defaults).
 	EventsOptions kvevsub.Options
+	// Auth is who may call the server and over what: bearer tokens with
+	// scopes, TLS, client certificates, all re-read when their files
+	// change (docs/api.md "Authentication", "TLS"). Without tokens or
+	// client certificates New refuses a non-loopback Addr unless
+	// Auth.InsecureNoAuth.
+	Auth AuthConfig
 	// Entries replaces catalog.All() as the ops served. It exists for tests
 	// (an op that panics or blocks); nil, the default, serves catalog.All().
 	Entries []catalog.Entry
@@ -142,6 +148,7 @@ func DefaultConfig() Config {
 		MaxConnections:       1024,
 		Logger:               slog.Default(),
 		Prefix:               prefix.DefaultLimits(),
+		Auth:                 DefaultAuthConfig(),
 	}
 }
 
@@ -182,6 +189,9 @@ func (cfg Config) validate() error {
 		return ref.Reject(ErrBadConfig, "Logger", "nil", "a *slog.Logger (slog.New(slog.DiscardHandler) to silence)")
 	}
 	if err := cfg.validatePrefix(); err != nil {
+		return err
+	}
+	if err := cfg.Auth.validate(cfg.Addr); err != nil {
 		return err
 	}
 	if cfg.Entries != nil {

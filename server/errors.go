@@ -33,6 +33,10 @@ func errorType(status int) string {
 	switch status {
 	case http.StatusBadRequest:
 		return "BadRequestError"
+	case http.StatusUnauthorized:
+		return "AuthenticationError"
+	case http.StatusForbidden:
+		return "PermissionDeniedError"
 	case http.StatusNotFound:
 		return "NotFoundError"
 	case http.StatusMethodNotAllowed:
@@ -57,6 +61,8 @@ type apiError struct {
 	message string
 	param   string          // "" encodes as null
 	detail  json.RawMessage // nil is omitted
+	// challenge is the WWW-Authenticate header of a 401 or 403, or "".
+	challenge string
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -80,6 +86,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *apiError)
 	s.log.LogAttrs(r.Context(), slog.LevelWarn, "request failed",
 		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", e.status),
 		slog.String("message", e.message), slog.String("param", e.param))
+	if e.challenge != "" {
+		w.Header().Set("WWW-Authenticate", e.challenge)
+	}
 	b, err := encode(e.body())
 	if err != nil {
 		// Unreachable: every member is a string, an int or canonical JSON.

@@ -224,6 +224,9 @@ func tooManyTokens(n, limit int) *apiError {
 // storage, not for a configured limit the client can plan around (the
 // error's bound names the largest capacity that still fits).
 func (s *Server) prefixError(err error) *apiError {
+	if ae, ok := err.(*apiError); ok {
+		return ae // already an answer (a match whose lock needs write)
+	}
 	ie, ok := ref.AsInputError(err)
 	if !ok {
 		return &apiError{status: http.StatusInternalServerError, message: "prefix pool failed: " + err.Error()}
@@ -319,6 +322,11 @@ func (s *Server) insert(r *http.Request, in *insertBody) (any, error) {
 }
 
 func (s *Server) match(r *http.Request, in *matchBody) (any, error) {
+	if in.Lock {
+		if e := s.requireScope(r, matchLockScope, `POST /v1/prefix/{pool}/match with "lock": true`); e != nil {
+			return nil, e
+		}
+	}
 	_, p, err := s.pool(r)
 	if err != nil {
 		return nil, err

@@ -47,6 +47,10 @@ type Server struct {
 
 	// bodies is the MaxBodyBytesInFlight budget of request bodies held.
 	bodies *semaphore.Weighted
+	// auth is who may call which route, and the TLS in service (auth.go).
+	auth *authState
+	// router is the mux under the root handler, for the route-table test.
+	router *mux.Router
 
 	draining atomic.Bool
 	inflight atomic.Int64
@@ -105,7 +109,11 @@ func New(cfg Config) (*Server, error) {
 	if s.events, err = newEvents(cfg); err != nil {
 		return nil, err
 	}
+	if s.auth, err = newAuth(cfg); err != nil {
+		return nil, err
+	}
 	s.metrics = newMetrics(&s.inflight)
+	s.metrics.registry.MustRegister(s.auth.collectors()...)
 	s.metrics.registry.MustRegister(newPoolCollector(s.pools))
 	if s.events != nil {
 		s.metrics.registry.MustRegister(newEventCollector(s.events))
@@ -166,6 +174,8 @@ func (s *Server) routes() http.Handler {
 	r := mux.NewRouter()
 	r.NotFoundHandler = http.HandlerFunc(s.notFound)
 	r.MethodNotAllowedHandler = http.HandlerFunc(s.methodNotAllowed)
+	r.Use(s.authorize) // every matched route: auth_routes.go's table
+	s.router = r
 	route := func(path, method string, h http.HandlerFunc) {
 		r.Handle(path, h).Methods(method)
 		r.Handle(path, s.allowOnly(method))
@@ -219,15 +229,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ln.Close()
 		return ErrServed
 	}
+	if err := s.auth.checkListener(ln.Addr(), s.log); err != nil {
+		ln.Close()
+		return err
+	}
 	hs := s.httpServer()
+	// Rotated certificates and tokens are re-read while Serve runs.
+	rctx, stopReload := context.WithCancel(ctx)
+	waitReload := s.auth.reload.start(rctx)
+	defer func() { stopReload(); waitReload() }()
 	// The subscriber lives exactly as long as Serve: it stops when ctx
 	// does, and Serve returns only after its goroutines have ended.
 	evctx, stopEvents := context.WithCancel(ctx)
 	defer func() { stopEvents(); s.events.wait() }()
 	s.events.start(evctx)
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(netutil.LimitListener(ln, s.cfg.MaxConnections)) }()
-	s.log.Info("serving", "addr", ln.Addr().String(), "impl", string(s.cfg.Impl), "ops", len(s.ops))
+	go func() { served <- s.serveConns(hs, netutil.LimitListener(ln, s.cfg.MaxConnections)) }()
+	s.log.Info("serving", "addr", ln.Addr().String(), "impl", string(s.cfg.Impl), "ops", len(s.ops),
+		"tls", s.auth.tls != nil, "auth", s.cfg.Auth.mode())
 	select {
 	case err := <-served:
 		hs.Close() // the listener failed; do not leave its connections behind

@@ -44,6 +44,8 @@ type auditOptions struct {
 	shard              shardSpec
 	htmlPath, bench    string
 	shrink             bool
+	// client is the token and TLS of http(s):// targets.
+	client clientAuth
 }
 
 // auditReport is the machine-readable result of `kvtwin audit --json`.
@@ -145,6 +147,7 @@ mismatch, transport error or surviving mutant.`,
 	f.BoolVar(&o.noProgress, "no-progress", false, "never draw a progress bar")
 	f.StringVar(&o.htmlPath, "html", "", "also write the report as one self-contained HTML page to this file")
 	f.StringVar(&o.bench, "bench", "", "with --html: chart the ratios of this `kvtwin bench --json` output")
+	o.client.flags(f)
 	f.StringVar(&o.shardFlag, "shard", "", "run part i of n (i/n, 0-based) of the cases and mutants; default from JOB_COMPLETION_INDEX/JOB_COMPLETION_COUNT (Kubernetes Indexed Jobs) or SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT")
 	cmd.AddCommand(newAuditMergeCmd())
 	return cmd
@@ -318,7 +321,11 @@ func splitImpls(o auditOptions) ([]catalog.Impl, []string, error) {
 func openRemotes(targets []string, o auditOptions, stderr io.Writer) ([]remote.Impl, error) {
 	var out []remote.Impl
 	for _, t := range targets {
-		r, err := remote.Open(t, remote.Options{Timeout: o.timeout, MaxReplyBytes: o.maxReplyBytes, Stderr: stderr, Conns: o.parallel})
+		ro := remote.Options{Timeout: o.timeout, MaxReplyBytes: o.maxReplyBytes, Stderr: stderr, Conns: o.parallel}
+		if err := o.client.apply(&ro); err != nil {
+			return out, err
+		}
+		r, err := remote.Open(t, ro)
 		if err != nil {
 			return out, fmt.Errorf("--impl: %w", err)
 		}

@@ -67,6 +67,7 @@ func newFixturesGenCmd() *cobra.Command {
 
 func newFixturesCheckCmd() *cobra.Command {
 	var impl string
+	var client clientAuth
 	var timeout time.Duration
 	var maxOutput int64
 	cmd := &cobra.Command{
@@ -74,7 +75,7 @@ func newFixturesCheckCmd() *cobra.Command {
 		Short: "Replay fixture files against --impl ref|fast|cuda|exec:CMD ARGS…|http://HOST:PORT; exit 1 with a diff on the first mismatch",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
-			runner, closeRunner, err := fixtureRunner(impl, timeout, ref.Limits{MaxOutputBytes: maxOutput})
+			runner, closeRunner, err := fixtureRunner(impl, timeout, ref.Limits{MaxOutputBytes: maxOutput}, client)
 			if err != nil {
 				return err
 			}
@@ -100,6 +101,7 @@ func newFixturesCheckCmd() *cobra.Command {
 	cmd.Flags().StringVar(&impl, "impl", envOr("KVTWIN_IMPL", "fast"), "ref, fast, cuda, exec:CMD ARGS… (an adapter speaking docs/adapters.md over stdin/stdout), or the base URL of a kvtwin server or HTTP adapter")
 	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "per-call timeout for an exec or HTTP implementation")
 	cmd.Flags().Int64Var(&maxOutput, "max-output-bytes", ref.DefaultMaxOutputBytes, "output size limit for local implementations")
+	client.flags(cmd.Flags())
 	return cmd
 }
 
@@ -109,9 +111,13 @@ func newFixturesCheckCmd() *cobra.Command {
 // http:// as a server), whose replies are bounded in time and size. The
 // comparison stays byte for byte (errors included); `kvtwin audit --errors`
 // is the tool for engines that report their own error messages.
-func fixtureRunner(impl string, timeout time.Duration, lim ref.Limits) (fixtures.Runner, func(), error) {
+func fixtureRunner(impl string, timeout time.Duration, lim ref.Limits, client clientAuth) (fixtures.Runner, func(), error) {
 	if remote.IsTarget(impl) {
-		r, err := remote.Open(impl, remote.Options{Timeout: timeout, Stderr: os.Stderr})
+		o := remote.Options{Timeout: timeout, Stderr: os.Stderr}
+		if err := client.apply(&o); err != nil {
+			return nil, nil, err
+		}
+		r, err := remote.Open(impl, o)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--impl: %w", err)
 		}

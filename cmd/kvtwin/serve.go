@@ -91,6 +91,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&cfg.EventsFrom.Stream, "events-from-stream", "", "the JetStream stream (default KVTWIN_KV)")
 	f.IntVar(&cfg.EventsIndex.MaxEngines, "events-max-engines", 0, "most engines the event-fed index holds (0: 256)")
 	f.Int64Var(&cfg.EventsIndex.MaxTokensPerEngine, "events-max-tokens-per-engine", 0, "most tokens of one engine's pages, holes included (0: 4 Mi)")
+	authFlags(f, &cfg.Auth)
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "text or json")
 	return cmd

@@ -40,6 +40,8 @@ var importRules = []rule{
 		"the lint package is tests only"},
 	{"LeafHelpersImportNoModulePackage", "internal/pypub", mayOnlyImport(),
 		"the Python KV-event publisher's driver runs scripts/kvev_publisher.py as a child process; it needs nothing of ours"},
+	{"LeafHelpersImportNoModulePackage", "internal/testpki", mayOnlyImport(),
+		"the tests' certificate issuer is crypto/x509 and nothing of ours"},
 	{"GeneratorBuildsWhileListsAreStale", "internal/gen", mayOnlyImport("internal/gen/model"),
 		"the list generator reads kvtwin's source, never its packages, so it builds while the lists it writes are stale"},
 	{"GeneratorBuildsWhileListsAreStale", "internal/gen/model", mayOnlyImport(),
@@ -92,6 +94,8 @@ var importRules = []rule{
 		"the suites and `kvtwin soak` derive hostile bodies; production code never does"},
 	{"PythonPublisherDriverIsTestsOnly", "internal/pypub", onlyImportedBy(),
 		"the driver of scripts/kvev_publisher.py exists only for kvevsub's, kvevjs's and server's tests; no package imports it outside a _test.go file"},
+	{"TestCertificatesAreTestsOnly", "internal/testpki", onlyImportedBy(),
+		"the certificates server's and cmd/kvtwin's TLS tests issue; no package imports the issuer outside a _test.go file"},
 	{"FaultSwitchesStayInTwinsAndBugZoo", "internal/fault", onlyImportedBy("internal/fastcore", "equiv/mutants"),
 		"a fault re-introduces a historic bug; only the twins that carry it and the bug zoo may name one"},
 	{"FaultSwitchesStayInTwinsAndBugZoo", "internal/fastcore", onlyImportedBy("fast", "equiv/mutants"),
@@ -117,7 +121,7 @@ var importRules = []rule{
 // testMachinery is what production code never links: the suites, their
 // libraries and the standard testing package.
 var testMachinery = []string{
-	"equiv/...", "internal/hostile", "internal/pypub", "testing",
+	"equiv/...", "internal/hostile", "internal/pypub", "internal/testpki", "testing",
 	"pgregory.net/rapid/...", "github.com/google/go-cmp/...",
 	"github.com/cockroachdb/datadriven/...", "go.uber.org/goleak/...",
 }
