@@ -44,6 +44,7 @@ func KVEvApply() *Spec[ref.KVEvApplyInput, ref.KVEvApplyOutput] {
 			{"decode-error-changes-no-pool", kvDecodeErrorChangesNothing},
 			{"replayed-batch-twice-is-duplicate", kvReplayTwiceIsDuplicate},
 			{"digest-independent-of-interleaving", kvDigestInterleaving},
+			{"streams-are-independent", kvStreamsAreIndependent},
 			{"hashed-score-equals-exact", kvHashedScoreIsExact},
 		},
 	}
@@ -342,15 +343,22 @@ var kvStreamNames = []string{"vllm-0", "sgl-a", "node-2"}
 
 func newKVFleet(t *rapid.T) *kvFleet {
 	f := &kvFleet{t: t, cursors: map[string]*kvCursor{}}
-	switch uniform(t, 12, "config") {
+	cfg := uniform(t, 12, "config")
+	switch cfg {
 	case 0:
 		f.in.Config.MaxHeld = rapid.IntRange(1, 3).Draw(t, "max_held")
 	case 1:
 		f.in.Config.MaxTokensPerEngine = rapid.Int64Range(4, 48).Draw(t, "max_tokens")
-	case 2:
-		f.in.Config.MaxEngines = rapid.IntRange(1, 3).Draw(t, "max_engines")
 	}
 	ns := rapid.IntRange(1, 3).Draw(t, "streams")
+	switch cfg {
+	case 2:
+		// A fair share of 1 to 3 engines per stream (A5): at least one
+		// engine per stream, or the config is refused.
+		f.in.Config.MaxEngines = rapid.IntRange(ns, 3).Draw(t, "max_engines")
+	case 3:
+		f.in.Config.MaxEnginesPerStream = rapid.IntRange(1, 2).Draw(t, "max_engines_per_stream")
+	}
 	sharedPod := ns > 1 && oneIn(t, 6, "shared_pod")
 	for i := range ns {
 		p := &kvPub{
@@ -1172,7 +1180,19 @@ func kvApplyInvalid(t *rapid.T) Bad[ref.KVEvApplyInput] {
 		return Bad[ref.KVEvApplyInput]{in, ref.ErrTokenRange}
 	case 4:
 		bad := rapid.SampledFrom([]int64{-1, -1 << 40}).Draw(t, "negative")
-		switch rapid.IntRange(0, 5).Draw(t, "bad_config") {
+		n := len(in.Streams)
+		switch rapid.IntRange(0, 9).Draw(t, "bad_config") {
+		case 6:
+			in.Config.MaxEnginesPerStream = int(bad)
+		case 7:
+			in.Config.MaxEnginesPerStream = ref.MaxKVEvEngines + 1
+		case 8:
+			// A share of 3 past floor((3n-1) / n) = 2 (A5).
+			in.Config.MaxEngines, in.Config.MaxEnginesPerStream = 3*n-1, 3
+		case 9:
+			// More streams than engines: some stream's share would be 0 (A5).
+			in.Streams = append(slices.Clone(in.Streams), ref.KVEvStream{Name: "extra"})
+			in.Config.MaxEngines, in.Config.MaxEnginesPerStream = n, 0
 		case 0:
 			in.Config.MaxEngines = int(bad)
 		case 1:
@@ -1407,6 +1427,10 @@ func kvApplyBoundary() []Case[ref.KVEvApplyInput] {
 		{"engine-budget-max-engines-1", ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxEngines: 1}, Streams: kvOne(v, false), Steps: []ref.KVEvStep{
 			kvLive(v, "", 0, kvChainBatch(0)), kvLive(v, "", 1, kvB(1, kvSt([]uint64{7}, 0, toks(1, 1), 2, "GPU"))),
 			kvLive(v, "", 2, kvChainBatch(2)), kvChainScore(1)}}},
+		{kvCaseFairShare, ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxEngines: 4}, Streams: twoPods, Steps: kvRanks(v, s)}},
+		{kvCaseShareRestart, ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxEnginesPerStream: 1}, Streams: kvOne(v, false), Steps: []ref.KVEvStep{
+			kvLive(v, "", 0, kvRankBatch(0)), kvLive(v, "", 1, kvRankBatch(1)), {Op: ref.KVStepRestart, Stream: v},
+			kvLive(v, "", 0, kvRankBatch(1)), kvScoreStep(1, 2)}}},
 		{"pool-budget-refuses-a-store", ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxTokensPerEngine: 4}, Streams: kvOne(v, false), Steps: []ref.KVEvStep{
 			kvLive(v, "", 0, kvB(0, kvSt([]uint64{1, 2}, 0, toks(1, 1, 2, 2), 2, "GPU"), kvSt([]uint64{3}, 2, toks(3, 3), 2, "GPU"))), kvScoreStep(1, 1, 2, 2, 3, 3)}}},
 		{"dp-rank-from-the-batch-and-nil-rank-from-the-stream", kvScript([]ref.KVEvStream{{Name: v, Rank: 3}},
@@ -1520,18 +1544,56 @@ func kvApplyBoundary() []Case[ref.KVEvApplyInput] {
 		{"script-max-held-past-the-cap", ref.KVEvApplyInput{Config: held(ref.MaxKVEvHeld + 1), Streams: kvOne(v, false)}},
 		{"script-duplicate-stream-name", kvScript([]ref.KVEvStream{{Name: v}, {Name: v}})},
 		{"script-negative-stream-rank", kvScript([]ref.KVEvStream{{Name: v, Rank: -1}})},
+		{"script-more-streams-than-max-engines", ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxEngines: 1}, Streams: twoPods}},
+		{"script-engine-share-past-the-fair-share", ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxEngines: 8, MaxEnginesPerStream: 3},
+			Streams: []ref.KVEvStream{{Name: "a"}, {Name: "b"}, {Name: "c"}}}},
+		{"script-max-engines-per-stream-past-the-cap", ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxEnginesPerStream: ref.MaxKVEvEngines + 1}, Streams: kvOne(v, false)}},
 	}
 	return cases
 }
 
+// The engine-share cases of the boundary table (§2.10 A2, A5, A9), whose
+// outcome TestKVEvEngineShareCasesGiveTheSpecsNumbersOnBothTwins pins by
+// hand.
+const (
+	// kvCaseFairShare: max_engines 4 over two streams is a share of 2
+	// each; the first stream sends ranks 0-3, the second then 0-2.
+	kvCaseFairShare = "engine-share-fair-share-of-max-engines-4-over-two-streams"
+	// kvCaseShareRestart: a share of 1; rank 1 is refused until the
+	// stream's restart drops rank 0.
+	kvCaseShareRestart = "engine-share-of-1-given-back-by-a-restart"
+)
+
+// kvRankBatch is a batch of DP rank r storing one page [1, 2] under hash
+// 0x10+r.
+func kvRankBatch(r int64) []byte {
+	return kvB(r, kvSt([]uint64{0x10 + uint64(r)}, 0, toks(1, 2), 2, "GPU"))
+}
+
+// kvRanks is kvCaseFairShare's steps: stream a sends ranks 0-3 (seqs
+// 0-3), stream b ranks 0-2 (seqs 0-2), then a score of [1, 2].
+func kvRanks(a, b string) []ref.KVEvStep {
+	var st []ref.KVEvStep
+	for r := range int64(4) {
+		st = append(st, kvLive(a, "", uint64(r), kvRankBatch(r)))
+	}
+	for r := range int64(3) {
+		st = append(st, kvLive(b, "", uint64(r), kvRankBatch(r)))
+	}
+	return append(st, kvScoreStep(1, 2))
+}
+
 var kvApplyRejects = map[string]*ref.Sentinel{
-	"script-unknown-op":               ref.ErrBadEnum,
-	"script-unknown-stream":           ref.ErrUnknownStream,
-	"script-bad-replay-failed-reason": ref.ErrBadEnum,
-	"script-score-token-2-pow-32":     ref.ErrTokenRange,
-	"script-max-held-past-the-cap":    ref.ErrTooLarge,
-	"script-duplicate-stream-name":    ref.ErrBadEnum,
-	"script-negative-stream-rank":     ref.ErrNegative,
+	"script-unknown-op":                          ref.ErrBadEnum,
+	"script-unknown-stream":                      ref.ErrUnknownStream,
+	"script-bad-replay-failed-reason":            ref.ErrBadEnum,
+	"script-score-token-2-pow-32":                ref.ErrTokenRange,
+	"script-max-held-past-the-cap":               ref.ErrTooLarge,
+	"script-duplicate-stream-name":               ref.ErrBadEnum,
+	"script-negative-stream-rank":                ref.ErrNegative,
+	"script-more-streams-than-max-engines":       ref.ErrTooLarge,
+	"script-engine-share-past-the-fair-share":    ref.ErrTooLarge,
+	"script-max-engines-per-stream-past-the-cap": ref.ErrTooLarge,
 }
 
 // kvApplyRegressions are the bug zoo's minimal scenarios, one per mutant
@@ -1679,6 +1741,15 @@ func kvStateInvariants(_ ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOut
 	}
 	if max := in.Config.WithDefaults().MaxEngines; len(st.Engines) > max {
 		return fmt.Errorf("%d engines, max_engines %d", len(st.Engines), max)
+	}
+	share, err := in.Config.EngineShare(len(in.Streams))
+	if err != nil {
+		return err
+	}
+	for _, s := range st.Streams {
+		if len(s.Engines) > share {
+			return fmt.Errorf("stream %s feeds %d engines, its share is %d", s.Name, len(s.Engines), share)
+		}
 	}
 	for i, e := range st.Engines {
 		k := ref.KVEvEngineKey{Source: e.Source, DPRank: e.DPRank}
@@ -2175,8 +2246,8 @@ func kvReplayTwiceIsDuplicate(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVE
 // kvDigestInterleaving is §4.3's convergence criterion: the same streams'
 // steps merged in another order (each stream's order kept, scores left
 // out) give the same engines and digest. Skipped when a batch was refused
-// for engine ownership or the engine budget, which do depend on which
-// stream came first.
+// for engine ownership, which does depend on which stream came first; an
+// engine-budget refusal does not, since each stream has its own share (A5).
 func kvDigestInterleaving(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
 	if len(in.Streams) < 2 || kvOrderDependent(out) {
 		return nil
@@ -2219,12 +2290,68 @@ func kvDigestInterleaving(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApp
 func kvOrderDependent(out ref.KVEvApplyOutput) bool {
 	for _, r := range out.Trace {
 		for _, e := range r.Errors {
-			if c := e.Error.Code; c == ref.ErrEngineOwner.Code() || c == ref.ErrEngineBudget.Code() {
+			if e.Error.Code == ref.ErrEngineOwner.Code() {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// kvStreamsAreIndependent is A2 and A5's promise that no stream can lock
+// another out: the script without one stream's steps (and without the
+// scores, which read every engine) gives every other stream the same step
+// results, the same cursor and counters and the same engines. The stream
+// left out is the one with the most engine refusals (the first on a tie),
+// the likeliest to have crowded the others under a shared cap. Skipped
+// when a batch was refused for engine ownership, which is one stream's
+// engine taken by another by design.
+func kvStreamsAreIndependent(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+	if len(in.Streams) < 2 || kvOrderDependent(out) {
+		return nil
+	}
+	drop := out.State.Streams[0]
+	for _, st := range out.State.Streams[1:] {
+		if st.Counters.EnginesRefused > drop.Counters.EnginesRefused {
+			drop = st
+		}
+	}
+	variant := ref.KVEvApplyInput{Config: in.Config, Streams: in.Streams}
+	var kept []int // indexes in in.Steps of the variant's steps
+	for i, s := range in.Steps {
+		if s.Op != ref.KVStepScore && s.Stream != drop.Name {
+			variant.Steps = append(variant.Steps, s)
+			kept = append(kept, i)
+		}
+	}
+	got, err := ref.KVEvApply(lim, variant)
+	if err != nil {
+		return fmt.Errorf("the script without stream %s is rejected: %v", drop.Name, err)
+	}
+	for j, i := range kept {
+		if !kvEqual(got.Trace[j], out.Trace[i]) {
+			return fmt.Errorf("without stream %s, step %d gives %s, not %s", drop.Name, i, kvJSON(got.Trace[j]), kvJSON(out.Trace[i]))
+		}
+	}
+	others := func(st ref.KVEvState) string {
+		var ss []ref.KVEvStreamState
+		for _, s := range st.Streams {
+			if s.Name != drop.Name {
+				ss = append(ss, s)
+			}
+		}
+		var es []ref.KVEvEngineState
+		for _, e := range st.Engines {
+			if e.Stream != drop.Name {
+				es = append(es, e)
+			}
+		}
+		return kvJSON([]any{ss, es})
+	}
+	if a, b := others(got.State), others(out.State); a != b {
+		return fmt.Errorf("without stream %s the other streams end as\n%s\nnot\n%s", drop.Name, a, b)
+	}
+	return nil
 }
 
 // kvHashedScoreIsExact is A4: on generated scripts (no two prefixes share

@@ -90,7 +90,7 @@ func kvFeatures(in ref.KVEvApplyInput, out ref.KVEvApplyOutput) map[string]bool 
 	}
 	for _, st := range out.State.Streams {
 		c := st.Counters
-		for name, v := range map[string]uint64{"malformed": c.Malformed, "decode_errors": c.DecodeErrors, "held_overflow": c.HeldOverflow, "replays_failed": c.ReplaysFailed, "gaps": c.Gaps} {
+		for name, v := range map[string]uint64{"malformed": c.Malformed, "decode_errors": c.DecodeErrors, "engines_refused": c.EnginesRefused, "held_overflow": c.HeldOverflow, "replays_failed": c.ReplaysFailed, "gaps": c.Gaps} {
 			if v > 0 {
 				f["counter "+name] = true
 			}
@@ -191,7 +191,7 @@ func TestKVEvFleetCoverage(t *testing.T) {
 		"one step applies several batches", "step error frame_count", "step error seq_width", "step error replay_protocol",
 		"batch refused engine_owner", "event refused token_count", "event refused block_size_change", "event refused hash_conflict",
 		"score > 0", "score > 1", "score of a stale engine", "CPU score > 0", "LoRA score > 0",
-		"counter held_overflow", "counter decode_errors", "engine counter orphan_stores", "engine counter unknown_removals",
+		"counter held_overflow", "counter decode_errors", "counter engines_refused", "batch refused engine_budget", "engine counter orphan_stores", "engine counter unknown_removals",
 		"engine counter unknown_events", "engine counter cleared", "stale engine", "engine rank > 0", "engine with a model name",
 		"pool tier CPU", "pool group != 0", "hole", "residency > 1", "two hashes on one page", "namespace #3", "namespace sql-lora",
 		"depth >= 3", "hash >= 2^63", "several engines", "page size 1", "page size 2", "page size 4"}

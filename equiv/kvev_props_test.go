@@ -53,6 +53,7 @@ func TestKVEvApplyPropertiesCatchWrongRuns(t *testing.T) {
 		"score-stops-at-holes":               func(o *ref.KVEvApplyOutput) { o.Trace[6].Scores[0].Blocks++ },
 		"replayed-batch-twice-is-duplicate":  func(o *ref.KVEvApplyOutput) { o.State.Streams[0].Counters.Duplicates++ },
 		"digest-independent-of-interleaving": func(o *ref.KVEvApplyOutput) { o.State.Engines[0].Counters.Stored++ },
+		"streams-are-independent":            func(o *ref.KVEvApplyOutput) { o.State.Streams[1].Counters.Batches++ },
 		"hashed-score-equals-exact":          func(o *ref.KVEvApplyOutput) { o.Trace[6].Scores[0].Blocks-- },
 	}
 	kvevPropsCatchBreaks(t, spec.Props, in, good, broken)

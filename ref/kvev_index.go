@@ -166,8 +166,9 @@ func (e *kvevEngine) tokens() int64 {
 
 // NewKVEvIndex builds the reference event-fed index over streams
 // (docs/spec/kv-events.md §2-§3). It rejects a bad config
-// (KVEvConfig.Validate) or stream list (ValidateKVEvStreams); zero config
-// fields take their defaults.
+// (KVEvConfig.Validate), stream list (ValidateKVEvStreams) or engine share
+// (KVEvConfig.EngineShare), in that order; zero config fields take their
+// defaults, MaxEnginesPerStream the streams' fair share.
 func NewKVEvIndex(cfg KVEvConfig, streams []KVEvStream) (KVEvIndex, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -175,8 +176,14 @@ func NewKVEvIndex(cfg KVEvConfig, streams []KVEvStream) (KVEvIndex, error) {
 	if err := ValidateKVEvStreams(streams); err != nil {
 		return nil, err
 	}
+	share, err := cfg.EngineShare(len(streams))
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	cfg.MaxEnginesPerStream = share
 	ix := &refKVEvIndex{
-		cfg:     cfg.WithDefaults(),
+		cfg:     cfg,
 		byName:  map[string]*kvevStream{},
 		engines: map[KVEvEngineKey]*kvevEngine{},
 		seed:    kvevSeed,
@@ -319,11 +326,11 @@ func KVEngineOwnerError(engine KVEvEngineKey, owner string) error {
 		fmt.Sprintf("an engine no other stream feeds (stream %s feeds it)", owner))
 }
 
-// KVEngineBudgetError: the batch would create engine past max engines
-// (§2.10 A5).
-func KVEngineBudgetError(engine KVEvEngineKey, max int) error {
+// KVEngineBudgetError: a batch of stream would create engine past the
+// stream's share of share engines (§2.10 A2, A5).
+func KVEngineBudgetError(engine KVEvEngineKey, stream string, share int) error {
 	return Reject(ErrEngineBudget, "engine", fmt.Sprintf("%s/%d", engine.Source, engine.DPRank),
-		fmt.Sprintf("at most %d engines (max_engines)", max))
+		fmt.Sprintf("at most %d engines fed by stream %s (max_engines_per_stream)", share, stream))
 }
 
 // KVUnknownStreamError: a call naming a stream the index does not have.
@@ -345,12 +352,15 @@ func (ix *refKVEvIndex) applyBatch(st *kvevStream, r *KVEvStepResult, seq uint64
 	key, model := KVEvEngineOf(st.cfg, topic, b.DPRank)
 	e := ix.engines[key]
 	if e != nil && e.stream != st.cfg.Name {
-		ix.refuseBatch(st, r, seq, KVEngineOwnerError(key, e.stream))
+		ix.refuseEngine(st, r, seq, key, KVEngineOwnerError(key, e.stream))
 		return
 	}
 	if e == nil {
-		if len(ix.engines) >= ix.cfg.MaxEngines {
-			ix.refuseBatch(st, r, seq, KVEngineBudgetError(key, ix.cfg.MaxEngines))
+		// The stream's share alone bounds it (A5): streams × share <=
+		// max_engines, so the index's cap needs no check of its own, and
+		// no other stream's engines can refuse this one.
+		if ix.streamEngines(st) >= ix.cfg.MaxEnginesPerStream {
+			ix.refuseEngine(st, r, seq, key, KVEngineBudgetError(key, st.cfg.Name, ix.cfg.MaxEnginesPerStream))
 			return
 		}
 		e = &kvevEngine{key: key, stream: st.cfg.Name, model: model, pools: map[kvevPoolKey]*kvevPool{}}
@@ -367,13 +377,34 @@ func (ix *refKVEvIndex) applyBatch(st *kvevStream, r *KVEvStepResult, seq uint64
 	}
 }
 
-// refuseBatch reports a batch refused whole (event -1): a decoding error,
-// ErrEngineOwner or ErrEngineBudget. All count as decode errors (§2.10 A2)
-// and lose the batch's effect (A3).
+// refuseBatch reports a batch the decoder refused (event -1): a decode
+// error (§2.7), which loses the batch's effect (§2.10 A3).
 func (ix *refKVEvIndex) refuseBatch(st *kvevStream, r *KVEvStepResult, seq uint64, err error) {
 	st.counters.DecodeErrors = satAddU64(st.counters.DecodeErrors, 1)
 	r.Errors = append(r.Errors, KVEvEventError{Seq: seq, Event: -1, Error: ErrorObjectOf(err)})
 	ix.loseAt(st, seq)
+}
+
+// refuseEngine reports a batch refused whole for its engine key
+// (ErrEngineOwner, ErrEngineBudget): counted in EnginesRefused, not as a
+// decode error, the engine named in the error entry; the batch's effect is
+// lost all the same (§2.10 A2, A3, A9).
+func (ix *refKVEvIndex) refuseEngine(st *kvevStream, r *KVEvStepResult, seq uint64, key KVEvEngineKey, err error) {
+	st.counters.EnginesRefused = satAddU64(st.counters.EnginesRefused, 1)
+	r.Errors = append(r.Errors, KVEvEventError{Seq: seq, Event: -1, Engine: &key, Error: ErrorObjectOf(err)})
+	ix.loseAt(st, seq)
+}
+
+// streamEngines is the engines st feeds: those it created since its last
+// restart (§2.10 A2), which its share bounds.
+func (ix *refKVEvIndex) streamEngines(st *kvevStream) int {
+	n := 0
+	for _, e := range ix.engines {
+		if e.stream == st.cfg.Name {
+			n++
+		}
+	}
+	return n
 }
 
 // markStale marks one engine stale at seq unless it already is (§3.3).

@@ -729,6 +729,7 @@ func TestKVEvIndexPoolBudgetRefusesTheStoreAndMarksTheEngineStale(t *testing.T) 
 }
 
 func TestKVEvIndexEngineBudgetRefusesTheBatchAndMarksTheStreamsEngines(t *testing.T) {
+	// max_engines 2 over 2 streams: a share of floor(2/2) = 1 engine each (A5).
 	ix := newTestIndex(t, KVEvConfig{MaxEngines: 2}, KVEvStream{Name: "a"}, KVEvStream{Name: "b"})
 	feedOK(t, ix, "a", "", 0, batchBytes(t, 0))
 	feedOK(t, ix, "b", "", 0, batchBytes(t, 0))
@@ -736,8 +737,13 @@ func TestKVEvIndexEngineBudgetRefusesTheBatchAndMarksTheStreamsEngines(t *testin
 	if d := cmp.Diff([]string{"1/-1:engine_budget"}, errCodes(r.Errors)); d != "" {
 		t.Fatal(d)
 	}
-	if d := cmp.Diff(ErrorObjectOf(KVEngineBudgetError(KVEvEngineKey{"a", 1}, 2)), r.Errors[0].Error); d != "" {
+	want := ErrorObject{Code: "engine_budget", Field: "engine", Value: "a/1", Bound: "at most 1 engines fed by stream a (max_engines_per_stream)",
+		Message: "engine = a/1: want at most 1 engines fed by stream a (max_engines_per_stream) (a stream feeds at most max_engines_per_stream engines)"}
+	if d := cmp.Diff(want, r.Errors[0].Error); d != "" {
 		t.Fatal(d)
+	}
+	if e := r.Errors[0].Engine; e == nil || *e != (KVEvEngineKey{"a", 1}) {
+		t.Fatalf("the refusal does not name its engine: %+v", r.Errors[0])
 	}
 	if !slices.Equal(r.Applied, []uint64{1}) {
 		t.Fatalf("a refused batch still counts as received: %+v", r)
@@ -746,8 +752,115 @@ func TestKVEvIndexEngineBudgetRefusesTheBatchAndMarksTheStreamsEngines(t *testin
 	if len(s.Engines) != 2 || !s.Engines[0].Stale || s.Engines[0].StaleSince != 1 || s.Engines[1].Stale {
 		t.Fatalf("engines %+v", s.Engines)
 	}
-	if c := s.Streams[0].Counters; c.DecodeErrors != 1 || c.Batches != 2 || *s.Streams[0].StaleSince != 1 {
+	// The batch decoded: it is an engine refusal, not a decode error (A2).
+	if c := s.Streams[0].Counters; c.EnginesRefused != 1 || c.DecodeErrors != 0 || c.Batches != 2 || *s.Streams[0].StaleSince != 1 {
 		t.Fatalf("stream %+v", s.Streams[0])
+	}
+}
+
+// TestKVEvConfigEngineShareIsTheFairShareOrAValidatedValue pins A5's
+// share with examples worked by hand from the spec: floor(max_engines /
+// streams) by default, an explicit value at most that, and a refusal
+// naming the field, the value and the bound otherwise.
+func TestKVEvConfigEngineShareIsTheFairShareOrAValidatedValue(t *testing.T) {
+	for _, c := range []struct {
+		cfg     KVEvConfig
+		streams int
+		share   int
+		field   string
+		value   any
+		bound   string
+	}{
+		{KVEvConfig{}, 0, 256, "", nil, ""},
+		{KVEvConfig{}, 1, 256, "", nil, ""},
+		{KVEvConfig{}, 2, 128, "", nil, ""},
+		{KVEvConfig{}, 3, 85, "", nil, ""},
+		{KVEvConfig{}, 256, 1, "", nil, ""},
+		{KVEvConfig{MaxEngines: 10}, 4, 2, "", nil, ""},
+		{KVEvConfig{MaxEngines: 8, MaxEnginesPerStream: 2}, 3, 2, "", nil, ""},
+		{KVEvConfig{MaxEngines: 8, MaxEnginesPerStream: 1}, 3, 1, "", nil, ""},
+		{KVEvConfig{MaxEnginesPerStream: 256}, 1, 256, "", nil, ""},
+		{KVEvConfig{MaxEnginesPerStream: 7}, 0, 7, "", nil, ""},
+		{KVEvConfig{MaxEngines: 8, MaxEnginesPerStream: 3}, 3, 0, "config.max_engines_per_stream", 3,
+			"<= 2 = max_engines 8 / 3 streams, so that every stream keeps its share"},
+		{KVEvConfig{MaxEnginesPerStream: 129}, 2, 0, "config.max_engines_per_stream", 129,
+			"<= 128 = max_engines 256 / 2 streams, so that every stream keeps its share"},
+		{KVEvConfig{MaxEngines: 1}, 2, 0, "config.max_engines", 1,
+			">= 2, the number of streams: every stream's share is at least one engine"},
+		{KVEvConfig{}, 257, 0, "config.max_engines", 256,
+			">= 257, the number of streams: every stream's share is at least one engine"},
+	} {
+		share, err := c.cfg.EngineShare(c.streams)
+		if c.field == "" {
+			if err != nil || share != c.share {
+				t.Errorf("%+v over %d streams: share %d, %v; want %d", c.cfg, c.streams, share, err, c.share)
+			}
+			continue
+		}
+		ie, ok := AsInputError(err)
+		if !ok || !errors.Is(err, ErrTooLarge) || ie.Field != c.field || ie.Value != c.value || ie.Bound != c.bound {
+			t.Errorf("%+v over %d streams: %v; want %s = %v: %s", c.cfg, c.streams, err, c.field, c.value, c.bound)
+		}
+	}
+	for _, v := range []int{-1, MaxKVEvEngines + 1} {
+		err := KVEvConfig{MaxEnginesPerStream: v}.Validate()
+		if ie, ok := AsInputError(err); !ok || ie.Field != "config.max_engines_per_stream" || ie.Bound != "in [0, 65536]" {
+			t.Errorf("max_engines_per_stream %d: %v", v, err)
+		}
+	}
+}
+
+// TestKVEvIndexAStreamCyclingRanksLeavesTheOtherStreamsShare is finding 2
+// of issue 27 at the index: stream a sends batches for 300 DP ranks; under
+// the default 256 engines over two streams it gets its share of 128 and
+// the other 172 batches are engine refusals, not decode errors; stream b
+// still creates its own 128 engines, and its stores are scored.
+func TestKVEvIndexAStreamCyclingRanksLeavesTheOtherStreamsShare(t *testing.T) {
+	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "a"}, KVEvStream{Name: "b"})
+	for r := range uint64(300) {
+		feed(t, ix, "a", "", r, batchBytes(t, int64(r)))
+	}
+	for r := range uint64(128) {
+		feedOK(t, ix, "b", "", r, batchBytes(t, int64(r), evStored([]uint64{r + 1}, nil, []uint32{1, 2}, 2)))
+	}
+	s := ix.State()
+	a, b := s.Streams[0], s.Streams[1]
+	if len(a.Engines) != 128 || a.Counters.EnginesRefused != 300-128 || a.Counters.DecodeErrors != 0 || a.Counters.Batches != 300 {
+		t.Fatalf("stream a: %d engines, counters %+v", len(a.Engines), a.Counters)
+	}
+	if len(b.Engines) != 128 || b.Counters.EnginesRefused != 0 || b.Counters.DecodeErrors != 0 || b.StaleSince != nil {
+		t.Fatalf("stream b: %d engines, counters %+v", len(b.Engines), b.Counters)
+	}
+	scores, err := ix.Score(KVEvScoreQuery{Tokens: []int64{1, 2}})
+	if err != nil || len(scores) != 128 {
+		t.Fatalf("%d scores, %v", len(scores), err)
+	}
+	for _, sc := range scores {
+		if sc.Source != "b" || sc.Blocks != 1 || sc.Stale {
+			t.Fatalf("score %+v", sc)
+		}
+	}
+	// b's 129th rank is past its own share, whatever a does.
+	r := feed(t, ix, "b", "", 128, batchBytes(t, 128))
+	if d := cmp.Diff([]string{"128/-1:engine_budget"}, errCodes(r.Errors)); d != "" {
+		t.Fatal(d)
+	}
+}
+
+// TestKVEvIndexARestartGivesTheStreamItsWholeShareBack: a restart (§3.4)
+// drops the stream's engines, so its share is whole again; an
+// AllBlocksCleared drops pools, not engines, and frees nothing (A2, A9).
+func TestKVEvIndexARestartGivesTheStreamItsWholeShareBack(t *testing.T) {
+	ix := newTestIndex(t, KVEvConfig{MaxEnginesPerStream: 1}, KVEvStream{Name: "a"})
+	feedOK(t, ix, "a", "", 0, batchBytes(t, 0, evCleared()))
+	if r := feed(t, ix, "a", "", 1, batchBytes(t, 1)); len(r.Errors) != 1 || r.Errors[0].Error.Code != "engine_budget" {
+		t.Fatalf("a cleared engine still fills the share: %+v", r)
+	}
+	ix.Restart("a")
+	feedOK(t, ix, "a", "", 0, batchBytes(t, 1))
+	s := ix.State()
+	if len(s.Engines) != 1 || s.Engines[0].DPRank != 1 || s.Streams[0].Counters.EnginesRefused != 1 {
+		t.Fatalf("state %+v", s)
 	}
 }
 
@@ -761,12 +874,18 @@ func TestKVEvIndexEngineOwnershipRefusesABatchForAnotherStreamsEngine(t *testing
 	if d := cmp.Diff(ErrorObjectOf(KVEngineOwnerError(KVEvEngineKey{"pod", 0}, "a")), r.Errors[0].Error); d != "" {
 		t.Fatal(d)
 	}
+	if e := r.Errors[0].Engine; e == nil || *e != (KVEvEngineKey{"pod", 0}) {
+		t.Fatalf("the refusal does not name its engine: %+v", r.Errors[0])
+	}
 	s := ix.State()
 	if len(s.Engines) != 1 || s.Engines[0].Stream != "a" || s.Engines[0].Stale || s.Engines[0].Tokens != 1 {
 		t.Fatalf("the owner's engine changed: %+v", s.Engines)
 	}
 	if s.Streams[1].StaleSince == nil || *s.Streams[1].StaleSince != 0 || len(s.Streams[1].Engines) != 0 {
 		t.Fatalf("stream b %+v", s.Streams[1])
+	}
+	if c := s.Streams[1].Counters; c.EnginesRefused != 1 || c.DecodeErrors != 0 {
+		t.Fatalf("an owner refusal is an engine refusal, not a decode error: %+v", c)
 	}
 	// Stream b's own rank 1 is its engine, created stale (A3).
 	feedOK(t, ix, "b", "kv@pod@m", 1, batchBytes(t, 1))
@@ -1162,7 +1281,7 @@ func TestKVEvIndexNewKVEvIndexValidatesAndAppliesDefaults(t *testing.T) {
 		t.Fatalf("duplicate stream: %v", err)
 	}
 	ix := newTestIndex(t, KVEvConfig{MaxHeld: 3})
-	if ix.cfg != (KVEvConfig{MaxEngines: 256, MaxTokensPerEngine: 4 << 20, MaxHeld: 3}) {
+	if ix.cfg != (KVEvConfig{MaxEngines: 256, MaxTokensPerEngine: 4 << 20, MaxHeld: 3, MaxEnginesPerStream: 256}) {
 		t.Fatalf("config %+v", ix.cfg)
 	}
 	s := ix.State()

@@ -1,6 +1,7 @@
 package ref
 
 import (
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -53,8 +54,9 @@ var (
 	ErrChainCollision = NewSentinel("chain_collision", "page prefix hashes are unique within a pool")
 	// ErrPoolBudget: a store past the engine's token budget (§2.10 A5).
 	ErrPoolBudget = NewSentinel("pool_budget", "an engine's pages hold at most max_tokens_per_engine tokens")
-	// ErrEngineBudget: a batch for a new engine past max_engines (§2.10 A5).
-	ErrEngineBudget = NewSentinel("engine_budget", "the index holds at most max_engines engines")
+	// ErrEngineBudget: a batch for a new engine past its stream's share,
+	// max_engines_per_stream (§2.10 A2, A5).
+	ErrEngineBudget = NewSentinel("engine_budget", "a stream feeds at most max_engines_per_stream engines")
 	// ErrEngineOwner: a batch for an engine another stream feeds (§2.10 A2).
 	ErrEngineOwner = NewSentinel("engine_owner", "one stream feeds each engine")
 	// ErrUnknownStream: a step naming a stream the index was not configured with.
@@ -177,15 +179,23 @@ type KVMessage struct {
 }
 
 // KVEvConfig bounds an index (§2.10 A5). Zero fields take the defaults of
-// DefaultKVEvConfig; Validate rejects negatives and values past the hard caps.
+// DefaultKVEvConfig (MaxEnginesPerStream: EngineShare's fair share);
+// Validate rejects negatives and values past the hard caps. The yaml tags
+// are the JSON names, so that a `kvtwin serve --events-file` document
+// spells the bounds as docs/events.md and the ops do.
 type KVEvConfig struct {
 	// MaxEngines bounds the engines of the whole index.
-	MaxEngines int `json:"max_engines,omitzero"`
+	MaxEngines int `json:"max_engines,omitzero" yaml:"max_engines"`
 	// MaxTokensPerEngine bounds the tokens of an engine's pages, holes
 	// included, over all its pools.
-	MaxTokensPerEngine int64 `json:"max_tokens_per_engine,omitzero"`
+	MaxTokensPerEngine int64 `json:"max_tokens_per_engine,omitzero" yaml:"max_tokens_per_engine"`
 	// MaxHeld bounds the live messages a stream holds while a replay runs (§3.2).
-	MaxHeld int `json:"max_held,omitzero"`
+	MaxHeld int `json:"max_held,omitzero" yaml:"max_held"`
+	// MaxEnginesPerStream bounds the engines one stream creates (its
+	// share, §2.10 A2, A5), so that no stream can take another's; zero is
+	// the fair share floor(MaxEngines / streams). Streams × share never
+	// exceeds MaxEngines (EngineShare).
+	MaxEnginesPerStream int `json:"max_engines_per_stream,omitzero" yaml:"max_engines_per_stream"`
 }
 
 // KVEvStream configures one publisher stream (§2.1, §3).
@@ -270,6 +280,11 @@ type KVEvEventError struct {
 	Seq uint64 `json:"seq"`
 	// Event is the event's index in the batch, -1 for the whole batch.
 	Event int `json:"event"`
+	// Engine is the engine the batch maps to when it was refused for that
+	// engine (ErrEngineBudget, ErrEngineOwner; §2.10 A9), so that a log
+	// line or a router can name the source and rank without parsing the
+	// error's value; nil otherwise.
+	Engine *KVEvEngineKey `json:"engine,omitzero"`
 	// Error is the canonical error.
 	Error ErrorObject `json:"error"`
 }
@@ -365,6 +380,10 @@ type KVEvStreamCounters struct {
 	HeldOverflow uint64 `json:"held_overflow"`
 	// Restarts counts publisher restarts (§3.4).
 	Restarts uint64 `json:"restarts"`
+	// EnginesRefused counts batches refused whole for their engine: past
+	// the stream's share (ErrEngineBudget) or fed by another stream
+	// (ErrEngineOwner). They decoded, so they are not DecodeErrors (§2.10 A2).
+	EnginesRefused uint64 `json:"engines_refused"`
 }
 
 // KVEvEngineKey identifies an engine (§2.1).
@@ -524,7 +543,8 @@ const (
 
 // DefaultKVEvConfig is the configuration zero fields take: 256 engines,
 // 4 Mi tokens per engine (a 70B model's GPU cache at 16-token pages holds
-// far fewer), 10,000 held messages (vLLM's buffer_steps).
+// far fewer), 10,000 held messages (vLLM's buffer_steps). The engine
+// share per stream depends on the streams and is left zero: EngineShare.
 func DefaultKVEvConfig() KVEvConfig {
 	return KVEvConfig{MaxEngines: 256, MaxTokensPerEngine: 4 << 20, MaxHeld: 10000}
 }
@@ -556,7 +576,33 @@ func (c KVEvConfig) Validate() error {
 	if c.MaxHeld < 0 || c.MaxHeld > MaxKVEvHeld {
 		return Reject(ErrTooLarge, "config.max_held", c.MaxHeld, fmt.Sprintf("in [0, %d]", MaxKVEvHeld))
 	}
+	if c.MaxEnginesPerStream < 0 || c.MaxEnginesPerStream > MaxKVEvEngines {
+		return Reject(ErrTooLarge, "config.max_engines_per_stream", c.MaxEnginesPerStream, fmt.Sprintf("in [0, %d]", MaxKVEvEngines))
+	}
 	return nil
+}
+
+// EngineShare is the engines each of streams streams may create (§2.10
+// A5): MaxEnginesPerStream when set, else the fair share
+// floor(MaxEngines / streams), zero fields taking their defaults (no
+// streams count as one). It refuses (ErrTooLarge) more streams than
+// MaxEngines, since every stream's share is at least one engine, and an
+// explicit share above floor(MaxEngines / streams), so that streams ×
+// share <= MaxEngines: no stream's engines can ever use up another's.
+// Precondition: c.Validate() passed.
+func (c KVEvConfig) EngineShare(streams int) (int, error) {
+	maxEngines := c.WithDefaults().MaxEngines
+	n := max(streams, 1)
+	if n > maxEngines {
+		return 0, Reject(ErrTooLarge, "config.max_engines", maxEngines,
+			fmt.Sprintf(">= %d, the number of streams: every stream's share is at least one engine", n))
+	}
+	fair := maxEngines / n
+	if c.MaxEnginesPerStream > fair {
+		return 0, Reject(ErrTooLarge, "config.max_engines_per_stream", c.MaxEnginesPerStream,
+			fmt.Sprintf("<= %d = max_engines %d / %d streams, so that every stream keeps its share", fair, maxEngines, n))
+	}
+	return cmp.Or(c.MaxEnginesPerStream, fair), nil
 }
 
 // ValidateKVEvStreams rejects an empty or duplicate stream name

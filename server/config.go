@@ -103,8 +103,9 @@ type Config struct {
 	// from ZeroMQ (docs/spec/kv-events.md §4.3): any number of replicas
 	// then serve the same index. Exclusive with Events.
 	EventsFrom kvevjs.ReplicaOptions
-	// EventsIndex bounds the event-fed index: engines, tokens per engine,
-	// live messages held during a replay (zero fields: the defaults).
+	// EventsIndex bounds the event-fed index: engines, engines per source
+	// (each source's share), tokens per engine, live messages held during
+	// a replay (zero fields: the defaults).
 	EventsIndex ref.KVEvConfig
 	// EventsOptions tunes the subscriber: reconnect backoff, replay timeout
 	// and cooldown, message size (zero fields: the defaults).

@@ -27,6 +27,8 @@ type events struct {
 	ix  ref.KVEvIndex
 	sub *kvevsub.Subscriber
 	rep *kvevjs.Replica
+	// share is the engines each source may feed (kv-events.md §2.10 A5).
+	share int
 	// wg tracks the subscriber's Run, started by Serve and waited for by drain.
 	wg sync.WaitGroup
 }
@@ -51,15 +53,29 @@ func newEvents(cfg Config) (*events, error) {
 	if fromNATS {
 		return newReplicaEvents(cfg, newIndex)
 	}
-	ix, err := newIndex(cfg.EventsIndex, kvevsub.Streams(cfg.Events))
+	ix, share, err := newEventIndex(newIndex, cfg.EventsIndex, kvevsub.Streams(cfg.Events))
 	if err != nil {
-		return nil, configError("EventsIndex.", err)
+		return nil, err
 	}
 	sub, err := kvevsub.New(ix, cfg.Events, withLogger(cfg.EventsOptions, cfg))
 	if err != nil {
 		return nil, configError("Events.", err)
 	}
-	return &events{ix: ix, sub: sub}, nil
+	return &events{ix: ix, sub: sub, share: share}, nil
+}
+
+// newEventIndex builds the index over streams and returns each stream's
+// engine share beside it (the index validated it).
+func newEventIndex(newIndex ref.NewKVEvIndexFunc, cfg ref.KVEvConfig, streams []ref.KVEvStream) (ref.KVEvIndex, int, error) {
+	ix, err := newIndex(cfg, streams)
+	if err != nil {
+		return nil, 0, configError("EventsIndex.", err)
+	}
+	share, err := cfg.EngineShare(len(streams))
+	if err != nil {
+		return nil, 0, configError("EventsIndex.", err)
+	}
+	return ix, share, nil
 }
 
 // newReplicaEvents builds the index over the replica's sources and the
@@ -69,9 +85,9 @@ func newReplicaEvents(cfg Config, newIndex ref.NewKVEvIndexFunc) (*events, error
 	if err != nil {
 		return nil, configError("EventsFrom.", err)
 	}
-	ix, err := newIndex(cfg.EventsIndex, streams)
+	ix, share, err := newEventIndex(newIndex, cfg.EventsIndex, streams)
 	if err != nil {
-		return nil, configError("EventsIndex.", err)
+		return nil, err
 	}
 	o := cfg.EventsFrom
 	if o.Logger == nil {
@@ -81,7 +97,7 @@ func newReplicaEvents(cfg Config, newIndex ref.NewKVEvIndexFunc) (*events, error
 	if err != nil {
 		return nil, configError("EventsFrom.", err)
 	}
-	return &events{ix: ix, rep: rep}, nil
+	return &events{ix: ix, rep: rep, share: share}, nil
 }
 
 // withLogger gives the subscriber the server's logger unless one was set.
@@ -130,8 +146,13 @@ type EventSource struct {
 	// Subscriber is the connection and replay state; absent on a
 	// JetStream replica, whose state is EventSources.Replica.
 	Subscriber *kvevsub.SourceStatus `json:"subscriber,omitzero"`
-	// Stream is the index's cursor and counters for the source (§3.1).
+	// Stream is the index's cursor and counters for the source (§3.1);
+	// Stream.Counters.EnginesRefused counts its batches refused for their
+	// engine (past MaxEngines, or another source's engine).
 	Stream ref.KVEvStreamState `json:"stream"`
+	// MaxEngines is the engines the source may feed, its share of the
+	// index (§2.10 A5; --events-max-engines-per-source).
+	MaxEngines int `json:"max_engines"`
 	// Engines are the engines the source feeds.
 	Engines []EventEngine `json:"engines"`
 }
@@ -211,7 +232,7 @@ func (e *events) sources() EventSources {
 		if eng == nil {
 			eng = []EventEngine{}
 		}
-		out.Sources = append(out.Sources, EventSource{Name: st.Name, Stream: st, Engines: eng})
+		out.Sources = append(out.Sources, EventSource{Name: st.Name, Stream: st, MaxEngines: e.share, Engines: eng})
 	}
 	if e.rep != nil {
 		out.Replica = new(e.rep.Status())
@@ -295,7 +316,7 @@ func newEventCollector(ev *events) eventCollector {
 				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Duplicates) }),
 			m("kvtwin_events_malformed_total", "Live messages dropped for their frames.", c,
 				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Malformed) }),
-			m("kvtwin_events_decode_errors_total", "Batches refused by the decoder.", c,
+			m("kvtwin_events_decode_errors_total", "Batches refused by the decoder (engine refusals are kvtwin_events_engines_refused_total).", c,
 				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.DecodeErrors) }),
 			m("kvtwin_events_gaps_total", "Unrecoverable gaps.", c,
 				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Gaps) }),
@@ -307,6 +328,12 @@ func newEventCollector(ev *events) eventCollector {
 				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.ReplaysFailed) }),
 			m("kvtwin_events_restarts_total", "Publisher restarts.", c,
 				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Restarts) }),
+			m("kvtwin_events_engines_refused_total", "Batches refused for their engine: past the source's engine share or fed by another source (docs/spec/kv-events.md §2.10 A2, A5).", c,
+				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.EnginesRefused) }),
+			m("kvtwin_events_engines", "Engines the source feeds.", g,
+				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(len(t.Engines)) }),
+			m("kvtwin_events_max_engines", "Engines the source may feed: its share of the index (--events-max-engines-per-source).", g,
+				func(kvevsub.SourceStatus, ref.KVEvStreamState) float64 { return float64(ev.share) }),
 		},
 		stale: prometheus.NewDesc("kvtwin_events_engine_stale", "1 while the engine may have missed events (docs/spec/kv-events.md §3.3).",
 			[]string{"source", "engine", "dp_rank"}, nil),

@@ -57,6 +57,9 @@ func eventSources(specs []string, file string, idx *ref.KVEvConfig) ([]kvevsub.S
 		if idx.MaxHeld == 0 {
 			idx.MaxHeld = doc.Index.MaxHeld
 		}
+		if idx.MaxEnginesPerStream == 0 {
+			idx.MaxEnginesPerStream = doc.Index.MaxEnginesPerStream
+		}
 	}
 	return append(out, doc.Sources...), nil
 }

@@ -236,8 +236,11 @@ func TestKVEvDiffHandScripts(t *testing.T) {
 func kxRandomScript(r *rand.Rand) ref.KVEvApplyInput {
 	nStreams := 1 + r.IntN(2)
 	in := ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxHeld: 1 + r.IntN(3), MaxTokensPerEngine: int64(8 + r.IntN(60))}}
-	if r.IntN(4) == 0 {
-		in.Config.MaxEngines = 1 + r.IntN(3)
+	switch r.IntN(6) {
+	case 0, 1:
+		in.Config.MaxEngines = nStreams + r.IntN(2) // a share of 1 or 2 (A5)
+	case 2:
+		in.Config.MaxEnginesPerStream = 1
 	}
 	for i := range nStreams {
 		in.Streams = append(in.Streams, ref.KVEvStream{Name: fmt.Sprintf("s%d", i), Replay: r.IntN(2) == 0, Rank: int64(r.IntN(2))})

@@ -240,7 +240,7 @@ func (ix *kvIndex) apply(st *kvStream, s uint64, topic, seqFrame, payload []byte
 	key, model := kvEngineKeyOf(st, string(topic), msg.Batch.DPRank) // the raw bytes (A2), not the UTF-8-safe Topic
 	e, err := ix.engineFor(st, key, model)
 	if err != nil {
-		ix.refuseBatch(st, s, err, r)
+		ix.refuseEngine(st, s, key, err, r)
 		return
 	}
 	e.mu.Lock()

@@ -82,8 +82,14 @@ func newKVIndex(cfg ref.KVEvConfig, streams []ref.KVEvStream, f fault.KVEv) (*kv
 	if err := ref.ValidateKVEvStreams(streams); err != nil {
 		return nil, err
 	}
+	share, err := cfg.EngineShare(len(streams))
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	cfg.MaxEnginesPerStream = share
 	ix := &kvIndex{
-		cfg:     cfg.WithDefaults(),
+		cfg:     cfg,
 		f:       f,
 		byName:  make(map[string]*kvStream, len(streams)),
 		engines: make(map[ref.KVEvEngineKey]*kvEngine),
@@ -115,7 +121,9 @@ func (ix *kvIndex) publish() {
 }
 
 // engineFor returns the engine a batch of st maps to, creating it (A2, A3,
-// A5), or the batch's refusal.
+// A5), or the batch's refusal. The stream's share alone bounds a new
+// engine: streams × share <= max_engines, so the index's cap needs no
+// check of its own and no other stream's engines can refuse this one.
 func (ix *kvIndex) engineFor(st *kvStream, key ref.KVEvEngineKey, model string) (*kvEngine, error) {
 	if e := st.engines[key]; e != nil {
 		return e, nil
@@ -125,8 +133,8 @@ func (ix *kvIndex) engineFor(st *kvStream, key ref.KVEvEngineKey, model string) 
 	if e := ix.engines[key]; e != nil {
 		return nil, ref.KVEngineOwnerError(key, e.stream.name)
 	}
-	if len(ix.engines) >= ix.cfg.MaxEngines {
-		return nil, ref.KVEngineBudgetError(key, ix.cfg.MaxEngines)
+	if len(st.engines) >= ix.cfg.MaxEnginesPerStream {
+		return nil, ref.KVEngineBudgetError(key, st.name, ix.cfg.MaxEnginesPerStream)
 	}
 	e := &kvEngine{key: key, stream: st, model: model, pools: make(map[kvPoolKey]*kvPool)}
 	if st.staleSet {
@@ -153,6 +161,16 @@ func (ix *kvIndex) dropEngines(st *kvStream) {
 	ix.publish()
 	ix.mu.Unlock()
 	clear(st.engines)
+}
+
+// refuseEngine reports a batch refused whole for its engine key
+// (ErrEngineOwner, ErrEngineBudget): counted in EnginesRefused, not as a
+// decode error, the engine named in the error entry; the batch's effect is
+// lost all the same (A2, A3, A9).
+func (ix *kvIndex) refuseEngine(st *kvStream, s uint64, key ref.KVEvEngineKey, err error, r *ref.KVEvStepResult) {
+	st.c.EnginesRefused++
+	r.Errors = append(r.Errors, ref.KVEvEventError{Seq: s, Event: -1, Engine: &key, Error: ref.ErrorObjectOf(err)})
+	ix.loseAt(st, s)
 }
 
 // kvEngineKeyOf names the engine of a batch (A2).

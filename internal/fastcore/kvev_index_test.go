@@ -478,6 +478,7 @@ func TestKVEvTokenless(t *testing.T) {
 }
 
 func TestKVEvEngineOwnerAndBudget(t *testing.T) {
+	// max_engines 2 over 2 streams: one engine each (A5).
 	ix := kxNewTestIx(t, ref.KVEvConfig{MaxEngines: 2}, fault.KVEv{}, ref.KVEvStream{Name: "a"}, ref.KVEvStream{Name: "b"})
 	kxMustLive(t, ix, "a", kxLiveFrames("kv@pod@m", 0, kxBatch(nil)))
 	r := ix.Live("b", kxLiveFrames("kv@pod@m", 0, kxBatch(nil)))
@@ -489,8 +490,12 @@ func TestKVEvEngineOwnerAndBudget(t *testing.T) {
 	if got := kxErrCodes(r); !slices.Equal(got, []string{"engine_budget"}) {
 		t.Fatalf("%+v", r)
 	}
+	if e := r.Errors[0].Engine; e == nil || *e != (ref.KVEvEngineKey{Source: "b", DPRank: 0}) {
+		t.Fatalf("the refusal does not name its engine: %+v", r.Errors[0])
+	}
+	// Both refusals are engine refusals, not decode errors (A2).
 	st := ix.State()
-	if st.Streams[1].Counters.DecodeErrors != 2 || *st.Streams[1].StaleSince != 0 || !st.Engines[1].Stale {
+	if c := st.Streams[1].Counters; c.EnginesRefused != 2 || c.DecodeErrors != 0 || *st.Streams[1].StaleSince != 0 || !st.Engines[1].Stale {
 		t.Fatalf("%+v", st)
 	}
 	// A decode error marks the stream's engines stale.
