@@ -261,7 +261,11 @@ func (ev *soakEvents) sendHostile(s *eventSource) error {
 		}
 		seq, s.next = ans.Seq, ans.Seq+1
 	}
-	if err := s.pub.do(pubCommand{"op": "frames", "frames": ev.hostile.frames(kind, seq)}, nil); err != nil {
+	frames, err := ev.hostile.frames(kind, seq)
+	if err != nil {
+		return fmt.Errorf("hostile %s: %w", kind, err)
+	}
+	if err := s.pub.do(pubCommand{"op": "frames", "frames": frames}, nil); err != nil {
 		return fmt.Errorf("hostile %s: %w", kind, err)
 	}
 	s.hostile[kind].Add(1)

@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/kvtwin/kvtwin/kvevsub"
 )
 
@@ -71,7 +73,7 @@ func (k evHostileKind) needsSeq() bool {
 
 // frames is the "frames" command's list for kind: each frame hex, or
 // [hex, n] pieces. seq is the seq to stamp (the drawn one, or the next).
-func (h *hostileEvents) frames(kind evHostileKind, seq uint64) []any {
+func (h *hostileEvents) frames(kind evHostileKind, seq uint64) ([]any, error) {
 	h.turn++
 	topic := hex.EncodeToString([]byte(h.topic))
 	seqHex := seqFrame(seq)
@@ -79,33 +81,37 @@ func (h *hostileEvents) frames(kind evHostileKind, seq uint64) []any {
 	switch kind {
 	case evFrameCount:
 		if h.turn%2 == 0 {
-			return []any{topic, seqHex}
+			return []any{topic, seqHex}, nil
 		}
-		return []any{topic, seqHex, empty, "00"}
+		return []any{topic, seqHex, empty, "00"}, nil
 	case evSeqWidth:
 		if h.turn%2 == 0 {
-			return []any{topic, seqHex[:8], empty}
+			return []any{topic, seqHex[:8], empty}, nil
 		}
-		return []any{topic, seqHex + "00", empty}
+		return []any{topic, seqHex + "00", empty}, nil
 	case evGarbage:
 		b := make([]byte, 32)
 		for i := range b {
 			b[i] = byte(h.rng.Uint32())
 		}
 		b[0] = 0xc1
-		return []any{topic, seqHex, hex.EncodeToString(b)}
+		return []any{topic, seqHex, hex.EncodeToString(b)}, nil
 	case evTruncated:
 		head := append(mpFloat64(append([]byte(nil), 0x93), batchTS), 0xdc, 0xff, 0xff)
-		return []any{topic, seqHex, hex.EncodeToString(head)}
+		return []any{topic, seqHex, hex.EncodeToString(head)}, nil
 	case evDeep:
-		return []any{topic, seqHex, h.deepPayload()}
+		return []any{topic, seqHex, h.deepPayload()}, nil
 	case evHugeCount:
 		head := mpArrayHeader(mpFloat64(append([]byte(nil), 0x93), batchTS), h.hugeEvents)
-		return []any{topic, seqHex, []any{[]any{hex.EncodeToString(head), 1}, []any{hugeEventBytes, h.hugeEvents}, []any{"00", 1}}}
+		return []any{topic, seqHex, []any{[]any{hex.EncodeToString(head), 1}, []any{hugeEventBytes, h.hugeEvents}, []any{"00", 1}}}, nil
 	case evSeqJump:
-		return []any{topic, seqFrame(seq + 1<<63), empty}
+		return []any{topic, seqFrame(seq + 1<<63), empty}, nil
 	}
-	return []any{hex.EncodeToString([]byte(h.ownerTopic)), seqHex, hex.EncodeToString(h.ownerPayload())}
+	payload, err := h.ownerPayload()
+	if err != nil {
+		return nil, err
+	}
+	return []any{hex.EncodeToString([]byte(h.ownerTopic)), seqHex, hex.EncodeToString(payload)}, nil
 }
 
 // deepPayload nests one event deepNesting levels: arrays of one, or maps
@@ -120,22 +126,16 @@ func (h *hostileEvents) deepPayload() []any {
 
 // ownerPayload is a valid batch storing the owner prompt whole at the
 // root: accepted, it would give the pinned engine blocks its own publisher
-// never sent, which the score checks would see.
-func (h *hostileEvents) ownerPayload() []byte {
+// never sent, which the score checks would see. It is the one hostile
+// message a msgpack encoder can write, so one does.
+func (h *hostileEvents) ownerPayload() ([]byte, error) {
 	p := h.owner
-	b := mpArrayHeader(mpFloat64(append([]byte(nil), 0x93), batchTS), 1)
-	b = mpStr(append(b, 0x97), "BlockStored")
-	b = mpArrayHeader(b, len(p.hashes))
-	for _, x := range p.hashes {
-		b = mpUint(b, x)
+	stored := []any{"BlockStored", p.hashes, nil, p.tokens, p.engine.pageSize, nil, "GPU"}
+	b, err := msgpack.Marshal([]any{batchTS, []any{stored}, p.engine.rank})
+	if err != nil {
+		return nil, fmt.Errorf("encode the owner batch: %w", err)
 	}
-	b = mpArrayHeader(append(b, 0xc0), len(p.tokens))
-	for _, t := range p.tokens {
-		b = mpUint(b, uint64(t))
-	}
-	b = mpUint(b, uint64(p.engine.pageSize))
-	b = mpStr(append(b, 0xc0), "GPU")
-	return mpUint(b, uint64(p.engine.rank))
+	return b, nil
 }
 
 // seqFrame is seq as the 8-byte big-endian frame, in hex.
@@ -148,8 +148,10 @@ func seqFrame(seq uint64) string {
 // emptyBatch is [ts, [], 0]: a valid batch of no events.
 func emptyBatch() []byte { return append(mpFloat64([]byte{0x93}, batchTS), 0x90, 0x00) }
 
-// The msgpack writers the hostile messages need (the msgpack spec's
-// encodings; nothing is decoded here).
+// The two msgpack headers the hostile messages write by hand: an encoder
+// writes a header only together with the elements it declares, and these
+// messages declare elements that never follow or repeat one a million
+// times in the script (docs/decisions.md).
 
 func mpArrayHeader(b []byte, n int) []byte {
 	switch {
@@ -159,20 +161,6 @@ func mpArrayHeader(b []byte, n int) []byte {
 		return binary.BigEndian.AppendUint16(append(b, 0xdc), uint16(n))
 	}
 	return binary.BigEndian.AppendUint32(append(b, 0xdd), uint32(n))
-}
-
-func mpStr(b []byte, s string) []byte {
-	if len(s) < 32 {
-		return append(append(b, 0xa0|byte(len(s))), s...)
-	}
-	return append(append(b, 0xd9, byte(len(s))), s...)
-}
-
-func mpUint(b []byte, v uint64) []byte {
-	if v < 128 {
-		return append(b, byte(v))
-	}
-	return binary.BigEndian.AppendUint64(append(b, 0xcf), v)
 }
 
 func mpFloat64(b []byte, f float64) []byte {

@@ -272,11 +272,15 @@ func TestSoakHostileMessagesAreRefusedByTheReference(t *testing.T) {
 		for shape := range 2 {
 			t.Run(fmt.Sprintf("%s/%d", kind, shape), func(t *testing.T) {
 				ix := referenceIndex(t)
-				pinnedFrames := [][]byte{[]byte(rolePinned.topic()), make([]byte, 8), ownerBlockBatch(owner)}
+				pinnedFrames := [][]byte{[]byte(rolePinned.topic()), make([]byte, 8), ownerBlockBatch(t, owner)}
 				mustApply(t, ix, rolePinned.name(), pinnedFrames)
 				benign := [][]byte{[]byte(roleHostile.topic()), make([]byte, 8), emptyBatch()}
 				mustApply(t, ix, roleHostile.name(), benign)
-				res := ix.Live(roleHostile.name(), expandFrames(t, h.frames(kind, 1)))
+				spec, err := h.frames(kind, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res := ix.Live(roleHostile.name(), expandFrames(t, spec))
 				checkRefused(t, ix, kind, res)
 				if got := pinnedBlocks(t, ix, owner); got != 1 {
 					t.Errorf("the pinned engine scores %d blocks after %s, want its 1", got, kind)
@@ -288,9 +292,14 @@ func TestSoakHostileMessagesAreRefusedByTheReference(t *testing.T) {
 
 // ownerBlockBatch is a batch storing the owner prompt's first block on its
 // rank, encoded like the hostile owner message (so the test needs no Python).
-func ownerBlockBatch(p *pinnedPrompt) []byte {
+func ownerBlockBatch(t *testing.T, p *pinnedPrompt) []byte {
+	t.Helper()
 	one := &pinnedPrompt{engine: p.engine, tokens: p.tokens[:p.engine.pageSize], hashes: p.hashes[:1]}
-	return (&hostileEvents{owner: one}).ownerPayload()
+	b, err := (&hostileEvents{owner: one}).ownerPayload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func pinnedBlocks(t *testing.T, ix ref.KVEvIndex, p *pinnedPrompt) int {
