@@ -126,8 +126,8 @@ func (e *churnEngine) residentPrefix(prompt []int64) int {
 	return n
 }
 
-// TestSoakChurnBatchesApplyCleanlyAndScoreAsTheirModelSays runs 600 churn
-// batches (every encoding, LoRA, evictions of interior runs, clears)
+// TestSoakChurnBatchesApplyCleanlyAndScoreAsTheirModelSays runs 300 churn
+// batches (every encoding, LoRA, evictions of interior runs, a clear)
 // through the real publisher into the reference index: none is refused, no
 // store is an orphan and no removal unknown (the model only removes what
 // it stored), and every engine scores random prompts exactly as the
@@ -136,7 +136,16 @@ func TestSoakChurnBatchesApplyCleanlyAndScoreAsTheirModelSays(t *testing.T) {
 	p := testPublisher(t, roleChurn)
 	ix := referenceIndex(t)
 	c := newChurnWorkload(rand.New(rand.NewPCG(7, 8)), 4, false)
-	for range 600 {
+	batches := 300
+	if raceEnabled {
+		batches = 100 // the reference index is 5x slower under the detector
+	}
+	for range batches {
+		mustApply(t, ix, roleChurn.name(), emitted(t, p, roleChurn.topic(), c.batch()))
+	}
+	cleared := c.engines[1] // a clear in the map form, then stores again
+	mustApply(t, ix, roleChurn.name(), emitted(t, p, roleChurn.topic(), pubCommand{"op": "emit", "events": []pubEvent{cleared.clear()}, "rank": cleared.rank}))
+	for range 8 {
 		mustApply(t, ix, roleChurn.name(), emitted(t, p, roleChurn.topic(), c.batch()))
 	}
 	st := ix.State()
@@ -154,7 +163,7 @@ func TestSoakChurnBatchesApplyCleanlyAndScoreAsTheirModelSays(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, m := range c.engines {
-		for range 40 {
+		for range 25 {
 			prompt := c.prompt()
 			if rng.IntN(2) == 0 && len(m.runs) > 0 {
 				prompt = c.bases[rng.IntN(len(c.bases))] // a base's blocks are often resident
@@ -464,5 +473,53 @@ func TestSoakPublisherDriverReportsWhatWentWrong(t *testing.T) {
 	}
 	if _, err := startPublisher("/no/such/python", "x.py"); err == nil {
 		t.Error("a missing interpreter started")
+	}
+}
+
+// TestSoakFailsAWellBehavedSourceThatStopsApplying feeds the watch three
+// readings of /v1/events/sources ten seconds apart in which no source
+// applies anything while every publisher sends: the churn and pinned
+// sources fail the run, once each; the hostile one, whose cursor the soak
+// throws about on purpose, does not; and the pinned engines' appearance
+// lets the hostile publisher send its owner message.
+func TestSoakFailsAWellBehavedSourceThatStopsApplying(t *testing.T) {
+	ev := &soakEvents{cfg: eventsConfig{stall: 10 * time.Second}}
+	for role := range numRoles {
+		ev.sources[role] = &eventSource{role: role}
+	}
+	r := &soakRun{events: ev, start: time.Now()}
+	reading := func(batches uint64) *server.EventSources {
+		all := &server.EventSources{}
+		for role := range numRoles {
+			src := server.EventSource{Name: role.name()}
+			src.Stream.Counters.Batches = batches
+			if role == rolePinned {
+				src.Engines = []server.EventEngine{{}}
+			}
+			all.Sources = append(all.Sources, src)
+		}
+		return all
+	}
+	t0 := time.Now()
+	for i := range 4 {
+		for _, s := range ev.sources {
+			s.emitted.Add(50)
+		}
+		r.observeSources(reading(7), t0.Add(time.Duration(i)*5*time.Second))
+	}
+	if len(r.failures) != 2 || !strings.Contains(r.failures[0], "soak-churn stopped applying") || !strings.Contains(r.failures[1], "soak-pinned stopped applying") {
+		t.Errorf("failures %q: want churn and pinned, once each", r.failures)
+	}
+	if !ev.ownerReady.Load() {
+		t.Error("the pinned engines appeared, yet the owner message is still held back")
+	}
+
+	r2 := &soakRun{events: ev, start: time.Now()}
+	ev.watch = eventsWatch{}
+	for i := range 4 {
+		r2.observeSources(reading(uint64(7+i)), t0.Add(time.Duration(i)*5*time.Second))
+	}
+	if len(r2.failures) != 0 {
+		t.Errorf("sources that keep applying failed the run: %q", r2.failures)
 	}
 }
