@@ -154,11 +154,16 @@ if [ -f "$(1)" ]; then $(BIN) bench text "$(1)" > "$(2)"; else \
 fi
 endef
 
-## soak: `kvtwin soak` — `kvtwin serve` as a child on 127.0.0.1 under well-behaved and hostile
-## clients for SOAKTIME; fails on any 5xx, a crash, RSS past its bounds, a 429 storm or transport errors.
+## soak: `kvtwin soak` — `kvtwin serve` as a child on 127.0.0.1 for SOAKTIME under well-behaved and
+## hostile HTTP clients, its event-fed index fed by three real KV-event publishers (churn over 4 DP
+## ranks, pinned prompts whose scores the clients check, hostile messages; /usr/bin/python3 with
+## python3-zmq and python3-msgpack), and `kvtwin audit` of the Python kit's example adapter run again
+## and again beside them. Fails on any 5xx, a crash, RSS past its bounds, a 429 storm, transport
+## errors, a wrong score, an index that stopped applying, a publisher that could not run or a failed
+## audit run. SOAK_ARGS adds flags, e.g. SOAK_ARGS='--events=false --audit=false' (HTTP only).
 SOAKTIME ?= 60s
 soak: build
-	$(BIN) soak --duration $(SOAKTIME)
+	$(BIN) soak --duration $(SOAKTIME) $(SOAK_ARGS)
 
 clean:
 	rm -rf bin

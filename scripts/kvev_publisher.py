@@ -19,6 +19,10 @@ then one JSON line per command (its ack, or {"error": ...}).
          -> {"seq": N, "payload": HEX}
   lose   like emit, but the batch is buffered and not sent (a PUB HWM drop)
   drop   consume a seq; nothing is sent or buffered (vLLM's encode/send error)
+  frames {"frames": [FRAME...]}: one multipart message sent verbatim on the PUB socket; no seq
+         is drawn and nothing is buffered (a hostile publisher: wrong frame counts, seq widths
+         or jumps). FRAME is HEX, or a list of [HEX, N] pieces (each HEX repeated N times) so a
+         large frame need not cross stdin  -> {"frames": K, "bytes": B}
   down   close both sockets (state kept); emits while down are buffered only
   up     bind both sockets again on the same ports
   restart  a new publisher: seq back to 0, empty buffer, sockets rebound
@@ -84,6 +88,12 @@ def encode_event(ev, form):
         return out
     last = max((fields.index(f) for f in present), default=-1)
     return [tag] + [field_value(f, ev.get(f)) for f in fields[: last + 1]]
+
+
+def frame_bytes(f):
+    if isinstance(f, str):
+        return bytes.fromhex(f)
+    return b"".join(bytes.fromhex(h) * int(n) for h, n in f)
 
 
 def encode_batch(cmd, rank):
@@ -167,6 +177,13 @@ class Publisher:
         del self.buffer[: max(0, len(self.buffer) - self.args.buffer)]
         return {"seq": seq, "payload": payload.hex()}
 
+    def send_frames(self, spec):
+        frames = [frame_bytes(f) for f in spec]
+        if self.pub is None:
+            raise ValueError("frames while down")
+        self.pub.send_multipart(frames)
+        return {"frames": len(frames), "bytes": sum(len(f) for f in frames)}
+
     def serve(self, seconds):
         """Serve replay requests (and XPUB subscriptions) for `seconds`."""
         deadline = time.monotonic() + seconds
@@ -217,6 +234,8 @@ class Publisher:
         op = cmd.get("op")
         if op in ("emit", "lose"):
             return self.publish(cmd, op == "emit")
+        if op == "frames":
+            return self.send_frames(cmd["frames"])
         if op == "drop":
             self.seq += 1
             self.stats["dropped"] += 1

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -20,18 +21,25 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// `kvtwin soak` (issue 15, deliverable 7): a bounded load and soak run of
-// `kvtwin serve` over loopback. It starts the server as a child process,
-// drives a mix of well-behaved and hostile clients for --duration, samples
-// the child's RSS every second and fails on any 5xx, a crash, memory past
-// its bounds, transport errors on the well-behaved traffic, wrong answers,
-// a 429 storm (most well-behaved requests refused), compute slots still
-// held after the clients stopped, or an unclean drain.
+// `kvtwin soak` (issue 15, deliverable 7; issue 27, part 8): a bounded
+// load and soak run of `kvtwin serve` over loopback. It starts the server
+// as a child process, drives a mix of well-behaved and hostile clients for
+// --duration, feeds the server's event-fed index from real KV-event
+// publishers (hostile messages mixed in) and runs an adapter audit beside
+// them, samples the child's RSS every second and fails on any 5xx, a
+// crash, memory past its bounds, transport errors on the well-behaved
+// traffic, wrong answers (scores of the event-fed index included), a 429
+// storm (most well-behaved requests refused), an index that stopped
+// applying, a publisher that could not run, a failed audit run, compute
+// slots still held after the clients stopped, or an unclean drain.
 //
 // The files soak*.go hold its parts: soak_child.go the child process,
 // soak_load.go and soak_preflight.go the request mix, soak_slow.go the slow
-// clients, soak_rss.go the memory samples, soak_stats.go the counters and
-// soak_report.go the verdict and its rendering.
+// clients, soak_events*.go the KV-event publishers (soak_publisher.go
+// drives the script) and what the server made of them, soak_score.go the
+// score checks, soak_audit.go the adapter audit, soak_rss.go the memory
+// samples, soak_stats.go the counters and soak_report.go the verdict and
+// its rendering.
 
 // soakConfig is one run's settings, from the flags.
 type soakConfig struct {
@@ -54,6 +62,9 @@ type soakConfig struct {
 	progressEvery   time.Duration // 0: no progress lines
 	seed            uint64
 	serveArgs       []string
+	python          string // the interpreter of the publisher and the Python adapter
+	events          eventsConfig
+	audit           auditConfig
 }
 
 // soakFlags are the flags as typed, before soakConfig checks them.
@@ -114,6 +125,7 @@ func newSoakCmd() *cobra.Command {
 	f.Uint64Var(&fl.cfg.seed, "seed", 1, "seed of the request mix")
 	f.StringArrayVar(&fl.cfg.serveArgs, "serve-arg", nil, "extra flag for the child kvtwin serve (repeatable), e.g. --serve-arg=--max-concurrent=16")
 	f.BoolVar(&fl.asJSON, "json", false, "write the final report as JSON")
+	fl.eventFlags(cmd)
 	return cmd
 }
 
@@ -138,7 +150,50 @@ func (fl *soakFlags) config() (soakConfig, error) {
 	if !fl.progress {
 		cfg.progressEvery = 0
 	}
+	if err := cfg.resolveFiles(); err != nil {
+		return cfg, err
+	}
 	return cfg, cfg.validate()
+}
+
+// eventFlags adds the flags of the KV-event publishers and the adapter audit.
+func (fl *soakFlags) eventFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	ev, au := &fl.cfg.events, &fl.cfg.audit
+	f.StringVar(&fl.cfg.python, "python", defaultPython, "the Python with python3-zmq and python3-msgpack that runs the publishers and the Python adapter")
+	f.BoolVar(&ev.on, "events", true, "feed the server's event-fed index from three real KV-event publishers (churn, pinned prompts, hostile) and check its scores")
+	f.StringVar(&ev.script, "publisher-script", "", "the publisher script (default: "+publisherScript+" above the working directory or the binary)")
+	f.IntVar(&ev.rate, "events-rate", 200, "batches per second of the churning publisher")
+	f.IntVar(&ev.ranks, "events-ranks", 4, "DP ranks (engines) of the churning publisher")
+	f.DurationVar(&ev.hostileEvery, "events-hostile-every", 500*time.Millisecond, "one hostile message (malformed frames, wrong frame counts, garbage, deep nesting, huge event counts, seq jumps, another source's engine) per interval (0: none)")
+	f.IntVar(&ev.hugeEvents, "events-huge-events", 1<<21, "events of a huge-count hostile message (three bytes each; within the subscriber's 64 MiB frame cap)")
+	f.DurationVar(&ev.stall, "events-stall", 15*time.Second, "fail when a well-behaved source applies no batch for this long while its publisher sends")
+	f.BoolVar(&au.on, "audit", true, "run `kvtwin audit --impl exec:…` of an adapter again and again beside the load; every run must pass")
+	f.StringVar(&au.impl, "audit-impl", "", "the adapter audited (default: exec:PYTHON "+auditExample+", found like --publisher-script)")
+	f.IntVar(&au.cases, "audit-cases", 100, "generated cases per op of each audit run")
+	f.DurationVar(&au.interval, "audit-interval", 5*time.Second, "a new audit run starts at most this often")
+	f.DurationVar(&au.timeout, "audit-timeout", 2*time.Minute, "fail an audit run that takes longer")
+}
+
+// resolveFiles finds the publisher script and the audit's adapter when
+// their flags were left empty.
+func (cfg *soakConfig) resolveFiles() error {
+	cfg.events.python = cfg.python
+	if cfg.events.on && cfg.events.script == "" {
+		p, err := findRepoFile(publisherScript, cfg.bin)
+		if err != nil {
+			return fmt.Errorf("--publisher-script: %w (or --events=false)", err)
+		}
+		cfg.events.script = p
+	}
+	if cfg.audit.on && cfg.audit.impl == "" {
+		p, err := findRepoFile(auditExample, cfg.bin)
+		if err != nil {
+			return fmt.Errorf("--audit-impl: %w (or --audit=false)", err)
+		}
+		cfg.audit.impl = "exec:" + shellQuote(cfg.python) + " " + shellQuote(p)
+	}
+	return nil
 }
 
 // validate rejects settings that would make the run meaningless or unbounded.
@@ -161,6 +216,12 @@ func (cfg soakConfig) validate() error {
 	case cfg.requestTimeout <= 0 || cfg.progressEvery < 0 || cfg.backoff429 < 0:
 		return errors.New("--request-timeout must be > 0, and --progress-every and --backoff-429 >= 0")
 	}
+	if err := cfg.events.validate(); err != nil {
+		return err
+	}
+	if err := cfg.audit.validate(); err != nil {
+		return err
+	}
 	return checkServeArgs(cfg.serveArgs)
 }
 
@@ -173,7 +234,10 @@ type soakRun struct {
 	load      *soakLoad
 	stats     *soakStats
 	rss       *rssSampler
+	events    *soakEvents // nil with --events=false
+	audits    auditRuns
 	start     time.Time
+	loadEnd   time.Time // when the clients stopped
 
 	mu       sync.Mutex
 	failures []string // found during the run: a crash, RSS over the bound
@@ -195,14 +259,32 @@ func runSoak(ctx context.Context, cfg soakConfig, progress io.Writer) (*soakRepo
 	}
 	defer r.transport.CloseIdleConnections()
 	r.client = &http.Client{Transport: r.transport, Timeout: cfg.requestTimeout}
-	child, err := startChild(ctx, cfg.bin, cfg.serveArgs, r.client)
+	serveArgs := slices.Clone(cfg.serveArgs)
+	if cfg.events.on {
+		ev, err := startEvents(cfg.events, cfg.seed)
+		if err != nil {
+			return nil, err
+		}
+		r.events = ev
+		defer ev.close() // also on a panic below: never leave a publisher behind
+		serveArgs = append(serveArgs, ev.serveArgs()...)
+	}
+	child, err := startChild(ctx, cfg.bin, serveArgs, r.client)
 	if err != nil {
 		return nil, err
 	}
 	r.child = child
 	defer child.stop() // also on a panic below: never leave the server behind
+	if r.events != nil {
+		if err := r.events.awaitSubscribers(); err != nil {
+			return nil, err
+		}
+	}
 	if r.load, err = newSoakLoad(ctx, r.client, child.base(), cfg); err != nil {
 		return nil, err
+	}
+	if r.events != nil {
+		r.load.pinned = r.events.pinned
 	}
 	r.rss = &rssSampler{pid: child.pid()}
 	r.drive(ctx, progress)
@@ -228,10 +310,22 @@ func (r *soakRun) drive(ctx context.Context, progress io.Writer) {
 		wg.Go(func() { r.worker(runCtx, id) })
 	}
 	wg.Go(func() { r.spawnSlow(runCtx) })
+	if r.events != nil {
+		for _, s := range r.events.sources {
+			wg.Go(func() { r.runSource(runCtx, s) })
+		}
+		wg.Go(func() { r.watchEvents(runCtx) })
+	}
+	var audits sync.WaitGroup
+	if r.cfg.audit.on {
+		audits.Go(func() { r.auditLoop(runCtx, ctx) })
+	}
 	if progress != nil && r.cfg.progressEvery > 0 {
 		wg.Go(func() { r.printProgress(runCtx, progress) })
 	}
 	wg.Wait()
+	r.loadEnd = time.Now()
+	audits.Wait() // the run in progress finishes, within --audit-timeout
 }
 
 // watchChild stops the run as soon as the child exits on its own.
@@ -319,9 +413,7 @@ func (r *soakRun) send(ctx context.Context, req soakRequest) (soakOutcome, bool)
 		o.transport, o.note = true, fmt.Sprintf("%s %s: %v", req.method, req.path, err)
 		return o, !runEnded(ctx)
 	}
-	head := make([]byte, maxNoteBody)
-	n, _ := io.ReadFull(resp.Body, head)
-	_, err = io.Copy(io.Discard, resp.Body)
+	body, head, err := readAnswer(resp.Body, req.check != nil)
 	resp.Body.Close()
 	if err != nil {
 		// A response cut short is no answer, whatever its status line said.
@@ -331,9 +423,36 @@ func (r *soakRun) send(ctx context.Context, req soakRequest) (soakOutcome, bool)
 	o.status, o.latency = resp.StatusCode, time.Since(start)
 	o.unexpected = unexpectedStatus(req, o.status)
 	if o.status >= 500 || o.unexpected {
-		o.note = fmt.Sprintf("%s %s (%d-byte body): %d %s", req.method, req.path, len(req.body), o.status, bytes.TrimSpace(head[:n]))
+		o.note = fmt.Sprintf("%s %s (%d-byte body): %d %s", req.method, req.path, len(req.body), o.status, bytes.TrimSpace(head))
+		return o, true
+	}
+	if req.check != nil && o.status == req.want {
+		msg := fmt.Sprintf("answer over %d bytes", maxScoreBody)
+		if len(body) <= maxScoreBody {
+			msg = req.check(body)
+		}
+		if msg != "" {
+			o.unexpected, o.note = true, fmt.Sprintf("%s %s: %s", req.method, req.path, msg)
+		}
 	}
 	return o, true
+}
+
+// readAnswer reads a response body to its end: whole (up to one byte past
+// maxScoreBody) when it is to be checked, else only its head is kept. head
+// is what a note quotes.
+func readAnswer(r io.Reader, whole bool) (body, head []byte, err error) {
+	if whole {
+		body, err = io.ReadAll(io.LimitReader(r, maxScoreBody+1))
+		if err == nil {
+			_, err = io.Copy(io.Discard, r)
+		}
+		return body, body[:min(len(body), maxNoteBody)], err
+	}
+	head = make([]byte, maxNoteBody)
+	n, _ := io.ReadFull(r, head)
+	_, err = io.Copy(io.Discard, r)
+	return nil, head[:n], err
 }
 
 // runEnded reports whether the run is over. A context past its deadline
@@ -376,17 +495,33 @@ func (r *soakRun) printProgress(ctx context.Context, w io.Writer) {
 
 // finish stops the child after checking its slots drained, and builds the report.
 func (r *soakRun) finish(ctx context.Context) *soakReport {
-	elapsed := time.Since(r.start)
+	elapsed := r.loadEnd.Sub(r.start)
 	inFlight, inFlightErr := -1, error(nil)
 	if r.child.exited() {
 		r.noteCrash() // in the moment between the run's end and this check
 	} else {
 		inFlight, inFlightErr = r.awaitSlotsFree(ctx)
 	}
+	var events *eventsReport
+	if r.events != nil {
+		events = r.finishEvents(ctx)
+		for _, msg := range r.events.close() {
+			r.fail(msg)
+		}
+	}
 	pools := r.poolTotals(ctx)
 	stopErr := r.child.stop()
 	r.transport.CloseIdleConnections()
-	return r.report(elapsed, inFlight, inFlightErr, pools, stopErr, ctx.Err() != nil)
+	rep := r.report(elapsed, inFlight, inFlightErr, pools, stopErr, ctx.Err() != nil)
+	rep.Events = events
+	if r.cfg.audit.on {
+		rep.Audit = r.auditSummary()
+		if rep.Audit.Runs == 0 && !rep.Interrupted {
+			rep.Failures = append(rep.Failures, "no audit run finished")
+			rep.Pass = false
+		}
+	}
+	return rep
 }
 
 // slotDrainTimeout is how long the server may take to release its compute

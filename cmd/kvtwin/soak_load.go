@@ -109,6 +109,9 @@ type soakRequest struct {
 	path   string
 	body   []byte
 	want   int // the status a well-behaved request expects
+	// check, when set, judges the body of an answer with status want:
+	// "" when it is sane, else what is wrong (soak_score.go).
+	check func(body []byte) string
 }
 
 // soakOp is one served op and its example input.
@@ -162,8 +165,9 @@ type soakLoad struct {
 	pools           []prefixPool
 	bodyKinds       []hostileKind
 	hostileFraction float64
-	deepBare        []byte // '[' × n then ']' × n
-	deepWrapped     []byte // the same inside {"tokens": ...}
+	deepBare        []byte     // '[' × n then ']' × n
+	deepWrapped     []byte     // the same inside {"tokens": ...}
+	pinned          *pinnedSet // the event-fed index's pinned prompts; nil without --events
 }
 
 // newSoakLoad lists the ops, creates the pools and builds the bodies.
@@ -241,13 +245,18 @@ type soakWorker struct {
 	id     int
 	rng    *rand.Rand
 	nextOp int
+	scores map[scoreKey]int // the last score seen of each pinned prompt
 }
 
 // next picks the worker's next request: a hostile body at hostileFraction,
+// with --events a checked score of a pinned prompt one time in ten,
 // otherwise preflight, op and prefix requests 3:4:3, ops round-robin.
 func (l *soakLoad) next(w *soakWorker) soakRequest {
 	if len(l.bodyKinds) > 0 && w.rng.Float64() < l.hostileFraction {
 		return l.hostileRequest(w.rng)
+	}
+	if l.pinned != nil && w.rng.IntN(10) == 0 {
+		return l.pinned.scoreRequest(w)
 	}
 	switch x := w.rng.IntN(10); {
 	case x < 3:

@@ -39,6 +39,12 @@ type soakReport struct {
 	Hostile []kindRow `json:"hostile"`
 	// Prefix sums the pools' counters at the end of the run.
 	Prefix poolTotals `json:"prefix_pools"`
+	// Events is what the KV-event publishers sent and the server applied
+	// (absent with --events=false); the score class holds the checked
+	// score requests.
+	Events *eventsReport `json:"events,omitempty"`
+	// Audit is the adapter audit's runs (absent with --audit=false).
+	Audit *auditReportSummary `json:"audit,omitempty"`
 	// RSS summarises the server's memory over the run.
 	RSS rssReport `json:"rss"`
 	// InFlightAfter is the server's busy compute slots once all clients
@@ -60,7 +66,7 @@ type soakReport struct {
 
 // classRow is one traffic class's line.
 type classRow struct {
-	// Class is preflight, op, prefix, hostile, slow or total.
+	// Class is preflight, op, prefix, score, hostile, slow or total.
 	Class string `json:"class"`
 	statusCounts
 	// PerSec is the class's requests per second.
@@ -264,6 +270,9 @@ func (r *soakRun) progressLine(at time.Duration, rate float64) string {
 		}
 		fmt.Fprintf(&b, "  rss %s (min %s, max %s)", mib(s[len(s)-1].bytes), mib(lo), mib(hi))
 	}
+	if r.events != nil {
+		fmt.Fprintf(&b, "  events applied %d", r.events.watch.appliedTotal())
+	}
 	b.WriteString("  p99 ms:")
 	for c := range numClasses {
 		_, _, p99 := r.stats.snapshot(c)
@@ -417,6 +426,12 @@ func (rep *soakReport) writeTextTail(w io.Writer) {
 	fmt.Fprintf(w, "\nprefix pools: %d, query tokens %d, hit tokens %d (%.1f%%), inserted %d, evicted %d", p.Pools, p.QueryTokens, p.HitTokens, p.HitRatePct, p.InsertedTokens, p.EvictedTokens)
 	if p.Error != "" {
 		fmt.Fprintf(w, " (%s)", p.Error)
+	}
+	if rep.Events != nil {
+		rep.Events.writeText(w)
+	}
+	if rep.Audit != nil {
+		rep.Audit.writeText(w)
 	}
 	s := rep.RSS
 	fmt.Fprintf(w, "\nRSS: %d samples, min %s, max %s, last %s (limit %s)", s.Samples, mib(s.MinBytes), mib(s.MaxBytes), mib(s.LastBytes), mib(s.LimitBytes))

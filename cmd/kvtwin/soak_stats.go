@@ -19,6 +19,7 @@ const (
 	classPreflight soakClass = iota // POST /v1/openai/preflight, well-behaved
 	classOp                         // POST /v1/ops/{name} with the op's example
 	classPrefix                     // prefix-pool insert, match and score
+	classScore                      // scores of the event-fed index's pinned prompts, answers checked
 	classHostile                    // hostile bodies: deep, huge numbers, truncated, unknown fields
 	classSlow                       // slow writers and slow readers
 	numClasses
@@ -32,6 +33,8 @@ func (c soakClass) String() string {
 		return "op"
 	case classPrefix:
 		return "prefix"
+	case classScore:
+		return "score"
 	case classHostile:
 		return "hostile"
 	}

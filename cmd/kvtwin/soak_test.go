@@ -16,8 +16,12 @@ import (
 )
 
 // TestSoakShortRunCountsEveryClass builds kvtwin and runs `kvtwin soak` for
-// three seconds with three clients and every hostile kind turned up: every
-// class must have requests, every hostile kind must have been sent, nothing
+// three seconds with three clients and every hostile kind turned up, the
+// KV-event publishers and the adapter audit beside them: every class must
+// have requests (the checked scores of the event-fed index included),
+// every hostile kind of both the HTTP clients and the hostile publisher
+// must have been sent, every well-behaved source applied, every pinned
+// prompt scored at its published length, every audit run passed, nothing
 // may answer 5xx, the run must pass, and no goroutine may outlive it.
 func TestSoakShortRunCountsEveryClass(t *testing.T) {
 	if testing.Short() {
@@ -31,7 +35,8 @@ func TestSoakShortRunCountsEveryClass(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
 	code := run([]string{"soak", "--bin", bin, "--duration", "3s", "--clients", "3",
-		"--slow-interval", "200ms", "--hostile-fraction", "0.2", "--deep-bytes", "64KiB", "--json"}, &stdout, &stderr)
+		"--slow-interval", "200ms", "--hostile-fraction", "0.2", "--deep-bytes", "64KiB",
+		"--events-hostile-every", "100ms", "--events-huge-events", "20000", "--audit-interval", "1s", "--json"}, &stdout, &stderr)
 	t.Logf("soak ran %s, exit %d; stderr: %s", time.Since(start).Round(time.Millisecond), code, stderr.String())
 	var rep soakReport
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
@@ -61,6 +66,72 @@ func TestSoakShortRunCountsEveryClass(t *testing.T) {
 	}
 	if rep.InFlightAfter != 0 || rep.ChildExit != "exited cleanly after SIGTERM" {
 		t.Errorf("after the run: %d slots in flight, child %q", rep.InFlightAfter, rep.ChildExit)
+	}
+	checkShortRunEvents(t, rep.Events)
+	if a := rep.Audit; a == nil || a.Runs == 0 || a.Failed != 0 || a.Ops != 3 || a.P50Ms <= 0 {
+		t.Errorf("audit %+v: want runs of the example's 3 ops, all passed", a)
+	}
+}
+
+// checkShortRunEvents: each publisher sent and the server applied, every
+// hostile kind was sent and the hostile stream refused some, and every
+// pinned prompt scored its published blocks at the end.
+func checkShortRunEvents(t *testing.T, ev *eventsReport) {
+	t.Helper()
+	if ev == nil {
+		t.Fatal("no events in the report")
+	}
+	for _, s := range ev.Sources {
+		if s.Sent == 0 || s.Applied == 0 || s.LiveReceived == 0 || s.Failed {
+			t.Errorf("source %s: %+v; want batches sent, received and applied", s.Source, s)
+		}
+		if s.Role == roleHostile.String() && s.Refused == 0 {
+			t.Errorf("hostile source refused nothing: %+v", s)
+		}
+	}
+	for kind, n := range ev.HostileSent {
+		if n == 0 {
+			t.Errorf("hostile %s: none sent", kind)
+		}
+	}
+	if p := ev.Pinned; p.Prompts == 0 || p.Complete != p.Prompts || p.PublishedBlocks == 0 || p.ScoredBlocks != p.PublishedBlocks {
+		t.Errorf("pinned prompts %+v: want all complete", p)
+	}
+}
+
+// TestSoakFailsOnAFailedAuditRun: an adapter with a historic bug fails its
+// audit run, and the soak with it, naming the run's seed.
+func TestSoakFailsOnAFailedAuditRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := builtKvtwin(t)
+	example, err := findRepoFile(auditExample, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"soak", "--bin", bin, "--duration", "1s", "--clients", "1", "--hostile", "none", "--events=false",
+		"--audit-impl", "exec:" + defaultPython + " " + example + " --bug group-length-mismatch", "--audit-cases", "20", "--json"}, &stdout, &stderr)
+	var rep soakReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, stdout.String())
+	}
+	if code == 0 || rep.Pass || rep.Audit == nil || rep.Audit.Failed == 0 || len(rep.Audit.FailedSeeds) == 0 {
+		t.Fatalf("exit %d, pass %v, audit %+v: want a failed run", code, rep.Pass, rep.Audit)
+	}
+	if !strings.Contains(strings.Join(rep.Failures, "\n"), "transfer.group_contiguous") || !strings.Contains(stderr.String(), "audit run 1 (seed") {
+		t.Errorf("failures %q, stderr %q: want the failed op and the run's seed named", rep.Failures, stderr.String())
+	}
+}
+
+// TestSoakRefusesToRunWithoutItsPublisher: a publisher that cannot start
+// fails the soak before the load, naming the way out.
+func TestSoakRefusesToRunWithoutItsPublisher(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"soak", "--bin", "/bin/true", "--duration", "1s", "--python", "/no/such/python3", "--audit=false"}, &stdout, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "could not run") || !strings.Contains(stderr.String(), "--events=false") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }
 
