@@ -307,6 +307,7 @@ func (c *edgeWriteChild) slowReadOnce(body string, stopped bool, stall time.Dura
 		return r
 	}
 	end := time.Now().Add(stall)
+	_ = conn.SetReadDeadline(end.Add(30 * time.Second)) // only the server may end the stall
 	buf := make([]byte, 256)
 	for !stopped && time.Now().Before(end) {
 		n, err := resp.Body.Read(buf)
