@@ -23,6 +23,11 @@ var ErrBadConfig = ref.NewSentinel("bad_config", "invalid server configuration")
 // DefaultMaxBodyBytes is the request body limit of DefaultConfig (64 MiB).
 const DefaultMaxBodyBytes int64 = 64 << 20
 
+// DefaultMaxResponseBytesInFlight is the write budget of DefaultConfig
+// (256 MiB), the size of the body budget: answers held for slow readers
+// and bodies being read stay within half a GiB together.
+const DefaultMaxResponseBytesInFlight int64 = 256 << 20
+
 // DefaultMaxJSONDepth is the nesting limit of DefaultConfig: far above the
 // deepest op input (about 6 levels) or chat request with nested tool
 // schemas, far below what would make any recursive decoder costly.
@@ -82,6 +87,16 @@ type Config struct {
 	// or held at once; a body that does not fit gets 503. Reserved before
 	// the body is allocated.
 	MaxBodyBytesInFlight int64
+	// MaxResponseBytesInFlight bounds the bytes of answers held until their
+	// clients have read them (docs/api.md, "The write budget"). An answer
+	// over SmallAnswerBytes reserves the memory it holds before its compute
+	// slot is freed and returns it when its write ends, however it ends
+	// (written, cut by the rate deadline, the client gone). Without room it
+	// waits within OpTimeout, at most MaxConcurrent answers at once, or
+	// gets 503 with Retry-After; an answer larger than the whole budget
+	// waits for all of it. Smaller answers never wait. At least
+	// SmallAnswerBytes.
+	MaxResponseBytesInFlight int64
 	// MaxConnections bounds the open client connections; further ones wait
 	// in the listen backlog until one closes.
 	MaxConnections int
@@ -150,6 +165,8 @@ func DefaultConfig() Config {
 		Logger:               slog.Default(),
 		Prefix:               prefix.DefaultLimits(),
 		Auth:                 DefaultAuthConfig(),
+
+		MaxResponseBytesInFlight: DefaultMaxResponseBytesInFlight,
 	}
 }
 
@@ -184,6 +201,9 @@ func (cfg Config) validate() error {
 		}
 	}
 	if err := cfg.validateHostileBounds(); err != nil {
+		return err
+	}
+	if err := cfg.validateResponseBudget(); err != nil {
 		return err
 	}
 	if cfg.Logger == nil {
@@ -221,6 +241,16 @@ func (cfg Config) validateHostileBounds() error {
 		return ref.Reject(ErrBadConfig, "MaxBodyBytesInFlight", cfg.MaxBodyBytesInFlight, fmt.Sprintf(">= MaxBodyBytes+1 (%d), so one largest body fits", cfg.MaxBodyBytes+1))
 	case cfg.MaxConnections < 1:
 		return ref.Reject(ErrBadConfig, "MaxConnections", cfg.MaxConnections, ">= 1")
+	}
+	return nil
+}
+
+// validateResponseBudget rejects a write budget that could hold no
+// reserved answer: answers up to SmallAnswerBytes are never reserved.
+func (cfg Config) validateResponseBudget() error {
+	if cfg.MaxResponseBytesInFlight < SmallAnswerBytes {
+		return ref.Reject(ErrBadConfig, "MaxResponseBytesInFlight", cfg.MaxResponseBytesInFlight,
+			fmt.Sprintf(">= SmallAnswerBytes (%d), the largest answer written without a reservation", SmallAnswerBytes))
 	}
 	return nil
 }

@@ -175,13 +175,6 @@ func transferTime(n, rate int64) time.Duration {
 	return time.Duration(secs)*time.Second + time.Duration(n%rate)*time.Second/time.Duration(rate)
 }
 
-// setWriteDeadline gives a response of n bytes TransferGrace plus the time
-// it takes at MinTransferRate: a reader slower than that is cut off rather
-// than holding the connection (its compute slot is already free).
-func (s *Server) setWriteDeadline(w http.ResponseWriter, n int) {
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.TransferGrace + transferTime(int64(n), s.cfg.MinTransferRate)))
-}
-
 // opResult is what an op run under a deadline returned.
 type opResult struct {
 	out   []byte
@@ -189,35 +182,48 @@ type opResult struct {
 	panic *opPanic
 }
 
-// runDeadline runs f under OpTimeout in a goroutine of its own, passing it
-// limits whose Done closes at the deadline or when the client goes away.
-// The goroutine owns the compute slot the caller took and frees it when f
-// returns; ops poll Limits.Canceled in their long loops, so that is soon
-// after the deadline. ok is false when the deadline passed first.
-func (s *Server) runDeadline(r *http.Request, f func(ref.Limits) opResult) (res opResult, ok bool) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OpTimeout)
-	defer cancel() // once answered, the op (if still running) is told to stop
+// runDeadline runs f in a goroutine of its own under ctx (OpTimeout from
+// admission, and the client), passing it limits whose Done is ctx's. The
+// goroutine owns sl, the compute slot the caller took. When f returns in
+// time its result and the slot pass to the caller (ok is true), who frees
+// the slot once the answer's room is reserved (Server.answer), so the
+// answer's bytes are counted before the slot lets another op run. When ctx
+// ends first ok is false, and the goroutine frees the slot when f returns:
+// ops poll Limits.Canceled in their long loops, so that is soon after.
+// The caller must cancel ctx once it has answered.
+func (s *Server) runDeadline(ctx context.Context, sl *slot, f func(ref.Limits) opResult) (res opResult, ok bool) {
 	lim := s.cfg.Limits
 	lim.Done = ctx.Done()
-	done := make(chan opResult, 1)
+	done := make(chan opResult) // unbuffered: a completed send hands the slot over
 	go func() {
-		defer s.inflight.Add(-1)
-		defer func() {
-			if p := recover(); p != nil {
-				done <- opResult{panic: &opPanic{value: p, stack: debug.Stack()}}
-			}
-		}()
-		done <- f(lim)
+		res := runRecovered(f, lim)
+		select {
+		case done <- res:
+		case <-ctx.Done(): // the caller has answered 503 and gone
+			sl.release()
+		}
 	}()
 	select {
 	case res = <-done:
 		if res.panic != nil {
+			sl.release()
 			panic(res.panic) // recoverPanics answers 500 and logs the op's stack
 		}
 		return res, true
 	case <-ctx.Done():
 		return opResult{}, false
 	}
+}
+
+// runRecovered is f(lim), with a panic caught as the result, carrying the
+// stack of the goroutine that panicked.
+func runRecovered(f func(ref.Limits) opResult, lim ref.Limits) (res opResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = opResult{panic: &opPanic{value: p, stack: debug.Stack()}}
+		}
+	}()
+	return f(lim)
 }
 
 // opPanic carries a panic out of the goroutine an op ran in, with that

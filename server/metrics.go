@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -158,3 +159,38 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+// handleMetrics serves GET /metrics: h (the registry's promhttp handler)
+// renders into a buffer, which is then written like every answer, under the
+// rate deadline and, when over SmallAnswerBytes (many pools or engines),
+// through the write budget. Streamed straight to the connection, a slow
+// scraper would hold the gathered metric families until WriteTimeout.
+func (s *Server) handleMetrics(h http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rec := &renderedAnswer{header: http.Header{}, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		ctx, cancel := s.answerContext(r)
+		defer cancel()
+		s.answer(ctx, w, r, nil, rec.status, rec.header.Get("Content-Type"), rec.body.Bytes())
+	}
+}
+
+// renderedAnswer is an http.ResponseWriter that keeps what a handler
+// answers, to be written later.
+type renderedAnswer struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+// Header implements http.ResponseWriter.
+func (a *renderedAnswer) Header() http.Header { return a.header }
+
+// WriteHeader implements http.ResponseWriter.
+func (a *renderedAnswer) WriteHeader(status int) { a.status = status }
+
+// Write implements http.ResponseWriter.
+func (a *renderedAnswer) Write(p []byte) (int, error) { return a.body.Write(p) }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,8 +51,11 @@ func (c call) labels() (op, impl string) {
 	return op, impl
 }
 
-func (s *Server) handleList(w http.ResponseWriter, _ *http.Request) {
-	writeBody(w, http.StatusOK, s.listBody)
+// handleList serves GET /v1/ops: one body encoded at New and shared by
+// every request, so a slow reader holds no copy and reserves nothing; it is
+// written under the rate deadline like every answer.
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	s.writeAnswer(w, r, http.StatusOK, jsonContent, s.listBody)
 }
 
 // handleOp serves POST /v1/ops/{name}. Checks run cheapest first; the body
@@ -133,7 +137,9 @@ func (s *Server) checkCallable(c call) *apiError {
 }
 
 // serveCall reads and gates the body, then takes a compute slot and runs c
-// under OpTimeout; the slot is freed before the answer is written.
+// under OpTimeout; the answer's room in the write budget is reserved
+// before the slot is freed, and the slot is freed before the answer is
+// written.
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c call, start time.Time) {
 	in, aerr := s.readGated(w, r)
 	if aerr != nil {
@@ -141,26 +147,30 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c call, start
 		return
 	}
 	defer s.releaseBody(in)
-	if !s.admit(w, r) {
+	sl := s.admit(w, r)
+	if sl == nil {
 		return
 	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OpTimeout)
+	defer cancel() // once answered, the op (if still running) is told to stop
 	if c.compare {
-		s.runCompare(w, r, c, in.body, start)
+		s.runCompare(ctx, w, r, c, sl, in.body, start)
 		return
 	}
-	s.runOne(w, r, c, in.body, start)
+	s.runOne(ctx, w, r, c, sl, in.body, start)
 }
 
-// admit takes an op slot, or answers 429 with Retry-After and reports
-// false; the caller releases a taken slot with s.inflight.Add(-1).
-func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
+// admit takes an op slot, or answers 429 with Retry-After and returns nil;
+// the holder of a taken slot releases it (reserve does, before an answer
+// is written).
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) *slot {
 	if s.acquire() {
-		return true
+		return newSlot(&s.inflight)
 	}
 	w.Header().Set("Retry-After", "1")
 	s.writeError(w, r, &apiError{status: http.StatusTooManyRequests,
 		message: fmt.Sprintf("too many op requests in flight: MaxConcurrent is %d; retry later", s.cfg.MaxConcurrent)})
-	return false
+	return nil
 }
 
 // acquire takes one of the MaxConcurrent op slots without waiting: a full
@@ -195,10 +205,18 @@ func (s *Server) runError(c call, impl catalog.Impl, err error, canonical []byte
 		message: fmt.Sprintf("%s on %s failed: %v", c.op.entry.Name(), impl, err)}
 }
 
+// newline ends every op answer.
+var newline = []byte{'\n'}
+
+// jsonContent is the Content-Type of every JSON answer.
+const jsonContent = "application/json"
+
 // runOne answers the canonical output followed by a newline, byte for
-// byte. It owns the compute slot admit took: runDeadline frees it.
-func (s *Server) runOne(w http.ResponseWriter, r *http.Request, c call, body []byte, start time.Time) {
-	res, ok := s.runDeadline(r, func(lim ref.Limits) opResult {
+// byte, written as two parts so the output is never copied. It owns sl,
+// the compute slot admit took: runDeadline hands it back with the output,
+// and answer frees it once the output's room is reserved.
+func (s *Server) runOne(ctx context.Context, w http.ResponseWriter, r *http.Request, c call, sl *slot, body []byte, start time.Time) {
+	res, ok := s.runDeadline(ctx, sl, func(lim ref.Limits) opResult {
 		out, err := c.op.entry.Run(c.impl, lim, body)
 		return opResult{out: out, err: err}
 	})
@@ -206,31 +224,26 @@ func (s *Server) runOne(w http.ResponseWriter, r *http.Request, c call, body []b
 		s.writeError(w, r, s.deadlineError(fmt.Sprintf("%s on %s", c.op.entry.Name(), c.impl)))
 		return
 	}
+	defer sl.release()
 	out, err := res.out, res.err
 	if err != nil {
+		sl.release()
 		s.writeError(w, r, s.runError(c, c.impl, err, out))
 		return
 	}
-	s.setWriteDeadline(w, len(out)+1)
-	writeBody(w, http.StatusOK, append(out, '\n'))
-	s.logSuccess(r, c, len(body), len(out)+1, start)
-}
-
-// compareBody is the ?compare=1 answer. Results holds the canonical result
-// (output or error object) of ref and of the compared implementation, ref first.
-type compareBody struct {
-	Op      string          `json:"op"`
-	Results json.RawMessage `json:"results"`
-	Equal   bool            `json:"equal"`
+	if s.answer(ctx, w, r, sl, http.StatusOK, jsonContent, out, newline) {
+		s.logSuccess(r, c, len(body), len(out)+1, start)
+	}
 }
 
 // runCompare runs ref and c.impl on the same body. Rejection by either is a
 // result, not a failure: the comparison itself succeeded, so it is a 200.
-func (s *Server) runCompare(w http.ResponseWriter, r *http.Request, c call, body []byte, start time.Time) {
+// The slot is handled as in runOne.
+func (s *Server) runCompare(ctx context.Context, w http.ResponseWriter, r *http.Request, c call, sl *slot, body []byte, start time.Time) {
 	e := c.op.entry
 	var refOut, implOut []byte
 	var refErr, implErr error
-	_, ok := s.runDeadline(r, func(lim ref.Limits) opResult {
+	_, ok := s.runDeadline(ctx, sl, func(lim ref.Limits) opResult {
 		refOut, refErr = e.Run(catalog.Ref, lim, body)
 		implOut, implErr = e.Run(c.impl, lim, body)
 		return opResult{}
@@ -239,10 +252,33 @@ func (s *Server) runCompare(w http.ResponseWriter, r *http.Request, c call, body
 		s.writeError(w, r, s.deadlineError(fmt.Sprintf("%s on ref and %s", e.Name(), c.impl)))
 		return
 	}
+	defer sl.release()
+	equal := (refErr == nil) == (implErr == nil) && bytes.Equal(refOut, implOut)
+	var parts [][]byte
+	aerr := s.compareFailed(c, refErr, implErr)
+	if aerr == nil {
+		parts, aerr = compareAnswer(e.Name(), c.impl, refOut, implOut, equal)
+	}
+	if aerr != nil {
+		sl.release()
+		s.writeError(w, r, aerr)
+		return
+	}
+	if !equal {
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "implementations disagree",
+			slog.String("op", e.Name()), slog.String("impl", string(c.impl)))
+	}
+	if s.answer(ctx, w, r, sl, http.StatusOK, jsonContent, parts...) {
+		s.logSuccess(r, c, len(body), lengthOf(parts), start)
+	}
+}
+
+// compareFailed is the answer of a comparison that did not happen: a side
+// canceled at the deadline, or an implementation missing.
+func (s *Server) compareFailed(c call, refErr, implErr error) *apiError {
 	for _, err := range []error{refErr, implErr} {
 		if errors.Is(err, ref.ErrCanceled) {
-			s.writeError(w, r, s.deadlineError(fmt.Sprintf("%s on ref and %s", e.Name(), c.impl)))
-			return
+			return s.deadlineError(fmt.Sprintf("%s on ref and %s", c.op.entry.Name(), c.impl))
 		}
 	}
 	for _, side := range []struct {
@@ -250,25 +286,29 @@ func (s *Server) runCompare(w http.ResponseWriter, r *http.Request, c call, body
 		err  error
 	}{{catalog.Ref, refErr}, {c.impl, implErr}} {
 		if errors.Is(side.err, catalog.ErrImplUnavailable) {
-			s.writeError(w, r, s.runError(c, side.impl, side.err, nil))
-			return
+			return s.runError(c, side.impl, side.err, nil)
 		}
 	}
-	results := fmt.Appendf(nil, `{"ref":%s,%q:%s}`, refOut, c.impl, implOut)
-	equal := (refErr == nil) == (implErr == nil) && bytes.Equal(refOut, implOut)
-	out, err := encode(compareBody{Op: e.Name(), Results: results, Equal: equal})
-	if err != nil {
-		s.writeError(w, r, &apiError{status: http.StatusInternalServerError,
-			message: fmt.Sprintf("%s: a canonical result is not JSON: %v", e.Name(), err)})
-		return
+	return nil
+}
+
+// compareAnswer is the ?compare=1 answer, {"op":…,"results":{"ref":…,
+// "<impl>":…},"equal":…} and a newline, as parts that embed both canonical
+// results (output or error object) uncopied: a large output is held once,
+// where encoding it inside a struct held it four times. A result that is
+// not JSON is a 500, as the encoder's refusal was.
+func compareAnswer(op string, impl catalog.Impl, refOut, implOut []byte, equal bool) ([][]byte, *apiError) {
+	for _, out := range [][]byte{refOut, implOut} {
+		if !json.Valid(out) {
+			return nil, &apiError{status: http.StatusInternalServerError,
+				message: fmt.Sprintf("%s: a canonical result is not JSON", op)}
+		}
 	}
-	if !equal {
-		s.log.LogAttrs(r.Context(), slog.LevelWarn, "implementations disagree",
-			slog.String("op", e.Name()), slog.String("impl", string(c.impl)))
-	}
-	s.setWriteDeadline(w, len(out))
-	writeBody(w, http.StatusOK, out)
-	s.logSuccess(r, c, len(body), len(out), start)
+	name, _ := json.Marshal(op) // a string always encodes
+	head := fmt.Appendf(nil, `{"op":%s,"results":{"ref":`, name)
+	mid := fmt.Appendf(nil, `,%q:`, impl)
+	tail := fmt.Appendf(nil, `},"equal":%t}`+"\n", equal)
+	return [][]byte{head, refOut, mid, implOut, tail}, nil
 }
 
 func (s *Server) logSuccess(r *http.Request, c call, in, out int, start time.Time) {

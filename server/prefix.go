@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -156,7 +157,8 @@ const tokensWant = "a list of token ids in [0, 4294967295]"
 // slot is held while a client sends it), refuse a token list over the limit
 // from a gjson count before decoding it (so an oversized list is never
 // materialised), take a concurrency slot, decode strictly and run. status
-// is the success status.
+// is the success status. The slot is held while the pool works and its
+// answer is encoded and reserved, not while the answer is written.
 func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		got, aerr := s.readGated(w, r)
@@ -168,12 +170,14 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 			s.writeError(w, r, aerr)
 			return
 		}
-		if !s.admit(w, r) {
+		sl := s.admit(w, r)
+		if sl == nil {
 			return
 		}
-		// The slot is held while the pool works, not while the answer is written.
+		defer sl.release()
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OpTimeout)
+		defer cancel()
 		out, err := func() (any, error) {
-			defer s.inflight.Add(-1)
 			in, err := catalog.DecodeStrict[In](got.body)
 			if err != nil {
 				return nil, err
@@ -181,10 +185,11 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 			return run(r, &in)
 		}()
 		if err != nil {
+			sl.release()
 			s.writeError(w, r, s.prefixError(err))
 			return
 		}
-		s.writeJSON(w, r, status, out)
+		s.writeJSONInSlot(ctx, w, r, sl, status, out)
 	}
 }
 
@@ -246,17 +251,30 @@ func (s *Server) prefixError(err error) *apiError {
 	return e
 }
 
-// writeJSON answers status with v encoded.
-func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+// writeJSONInSlot answers status with v encoded, through the write
+// budget: sl is the compute slot the request holds (nil for a route that
+// takes none), freed once the answer's room is reserved, and ctx bounds the
+// wait for room.
+func (s *Server) writeJSONInSlot(ctx context.Context, w http.ResponseWriter, r *http.Request, sl *slot, status int, v any) {
 	b, err := encode(v)
 	if err != nil {
+		sl.release()
 		s.writeError(w, r, &apiError{status: http.StatusInternalServerError, message: "response does not encode: " + err.Error()})
 		return
 	}
-	s.setWriteDeadline(w, len(b))
-	writeBody(w, status, b)
-	s.log.LogAttrs(r.Context(), slog.LevelDebug, "prefix request served",
-		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status))
+	if s.answer(ctx, w, r, sl, status, jsonContent, b) {
+		s.log.LogAttrs(r.Context(), slog.LevelDebug, "prefix request served",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status))
+	}
+}
+
+// writeJSON answers a route that holds no compute slot (listings, stats, a
+// delete's result) with v encoded, waiting for room in the write budget
+// within OpTimeout from now.
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	ctx, cancel := s.answerContext(r)
+	defer cancel()
+	s.writeJSONInSlot(ctx, w, r, nil, status, v)
 }
 
 // pool resolves the {pool} path variable.

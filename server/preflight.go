@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -323,30 +324,36 @@ func (s *Server) servePreflight(w http.ResponseWriter, r *http.Request, impl cat
 		return
 	}
 	defer s.releaseBody(in)
-	if !s.admit(w, r) {
+	sl := s.admit(w, r)
+	if sl == nil {
 		return
 	}
+	defer sl.release()
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OpTimeout)
+	defer cancel()
 	ans, aerr := s.preflightInSlot(in.body, impl)
 	if aerr != nil {
+		sl.release()
 		s.writeError(w, r, aerr)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", ans.contentType)
-	h.Set("Content-Length", strconv.Itoa(len(ans.body)))
-	if ans.soft {
-		h.Set("X-Kvtwin-Max-Tokens", "soft")
+	// The slot goes back once the answer's room is reserved.
+	g, aerr := s.reserve(ctx, held([][]byte{ans.body}), sl)
+	if aerr != nil {
+		s.writeBusy(w, r, aerr)
+		return
 	}
-	s.setWriteDeadline(w, len(ans.body))
-	w.WriteHeader(ans.status)
-	_, _ = w.Write(ans.body)
+	defer g.release()
+	if ans.soft {
+		w.Header().Set("X-Kvtwin-Max-Tokens", "soft")
+	}
+	s.writeAnswer(w, r, ans.status, ans.contentType, ans.body)
 }
 
-// preflightInSlot answers a preflight body on impl and frees the slot
-// admit took, so the answer is written without holding it. The body's
-// scanner is depth-limited by MaxJSONDepth: it recurses once per level.
+// preflightInSlot answers a preflight body on impl while the caller holds
+// a compute slot. The body's scanner is depth-limited by MaxJSONDepth: it
+// recurses once per level.
 func (s *Server) preflightInSlot(body []byte, impl catalog.Impl) (preflightAnswer, *apiError) {
-	defer s.inflight.Add(-1)
 	var ans preflightAnswer
 	env, aerr, err := parseEnvelope(body, s.cfg.MaxJSONDepth)
 	if aerr != nil {

@@ -51,6 +51,9 @@ type Server struct {
 	auth *authState
 	// router is the mux under the root handler, for the route-table test.
 	router *mux.Router
+	// answers is the MaxResponseBytesInFlight budget of answers being
+	// written (responses.go).
+	answers *responseBudget
 
 	draining atomic.Bool
 	inflight atomic.Int64
@@ -77,6 +80,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, byName: make(map[string]*opInfo, len(entries)),
 		bodies: semaphore.NewWeighted(cfg.MaxBodyBytesInFlight)}
+	s.answers = newResponseBudget(cfg.MaxResponseBytesInFlight, cfg.MaxConcurrent)
 	for _, e := range entries {
 		o := &opInfo{entry: e, unavailable: unavailableImpls(e, cfg)}
 		s.ops = append(s.ops, o)
@@ -115,6 +119,7 @@ func New(cfg Config) (*Server, error) {
 	s.metrics = newMetrics(&s.inflight)
 	s.metrics.registry.MustRegister(s.auth.collectors()...)
 	s.metrics.registry.MustRegister(newPoolCollector(s.pools))
+	s.metrics.registry.MustRegister(s.answers.collectors()...)
 	if s.events != nil {
 		s.metrics.registry.MustRegister(newEventCollector(s.events))
 	}
@@ -185,7 +190,7 @@ func (s *Server) routes() http.Handler {
 	route(PreflightPath, http.MethodPost, s.drainGate(s.handlePreflight))
 	route("/healthz", http.MethodGet, s.handleHealthz)
 	route("/readyz", http.MethodGet, s.handleReadyz)
-	route("/metrics", http.MethodGet, s.metrics.handler().ServeHTTP)
+	route("/metrics", http.MethodGet, s.handleMetrics(s.metrics.handler()))
 	route("/v1/events/sources", http.MethodGet, s.drainGate(s.handleEventSources))
 	s.prefixRoutes(r)
 	return s.recoverPanics(r)

@@ -77,6 +77,7 @@ func newServeCmd() *cobra.Command {
 	f.Int64Var(&cfg.MinTransferRate, "min-transfer-rate", cfg.MinTransferRate, "bytes/s a request body must arrive at and a response be read at, after --transfer-grace")
 	f.DurationVar(&cfg.TransferGrace, "transfer-grace", cfg.TransferGrace, "time before --min-transfer-rate applies to a body or a response")
 	f.Int64Var(&cfg.MaxBodyBytesInFlight, "max-body-bytes-in-flight", cfg.MaxBodyBytesInFlight, "bytes of request bodies held at once; beyond it 503")
+	f.Int64Var(&cfg.MaxResponseBytesInFlight, "max-response-bytes-in-flight", cfg.MaxResponseBytesInFlight, "bytes of answers held for clients still reading them; an answer over 64 KiB that finds no room waits up to --op-timeout, then 503 (docs/api.md)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "open client connections at once; further ones wait in the listen backlog")
 	f.IntVar(&cfg.Prefix.MaxPools, "prefix-max-pools", cfg.Prefix.MaxPools, "most prefix-index pools at once; beyond it 409")
 	f.IntVar(&cfg.Prefix.MaxPoolCapacity, "prefix-max-pool-capacity", cfg.Prefix.MaxPoolCapacity, "largest capacity_tokens of one pool")
