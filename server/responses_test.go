@@ -158,7 +158,7 @@ func (sr *stalledReader) drain(resp *http.Response) int64 {
 	return n
 }
 
-// metricOf reads one series from the server's /metrics; 0 when absent.
+// servedMetric reads one series from the server's /metrics; 0 when absent.
 func servedMetric(t *testing.T, sv *serving, series string) float64 {
 	t.Helper()
 	resp, err := sv.client.Get(sv.url + "/metrics")
