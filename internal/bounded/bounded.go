@@ -37,6 +37,8 @@ var (
 	ErrTooDeep = errors.New("JSON nested too deep")
 	// ErrNotAFile: the path names a directory.
 	ErrNotAFile = errors.New("not a file")
+	// ErrTooMany: a document holds more values at a path than Limits.Lists allows.
+	ErrTooMany = errors.New("too many values in a list")
 )
 
 // Limits bounds one input. MaxBytes must be >= 1, and MaxLineBytes too for
@@ -53,6 +55,12 @@ type Limits struct {
 	// LineName and BytesName name the two bounds in messages: the flag or
 	// the documented constant that sets them ("--max-line-bytes").
 	LineName, BytesName string
+	// Lists bounds, for a document read whole with a MaxDepth, the values
+	// at each path, all occurrences together, before anything is decoded:
+	// "ops[]" is the elements of the member ops, "ops[].failures[]" those
+	// of every row's failures, "not_implemented.*" the members of an
+	// object, "[]" the elements of the document itself.
+	Lists map[string]int
 }
 
 // Check reports limits that cannot bound anything: a non-positive byte
@@ -65,6 +73,13 @@ func (l Limits) Check() error {
 		return fmt.Errorf("%s = %d: want >= 1", nameOr(l.LineName, "the line bound"), l.MaxLineBytes)
 	case l.MaxDepth < 0 || l.MaxDepth > jsonscan.MaxDepthLimit:
 		return fmt.Errorf("JSON depth bound %d: want 0..%d", l.MaxDepth, jsonscan.MaxDepthLimit)
+	case len(l.Lists) > 0 && l.MaxDepth == 0:
+		return errors.New("list bounds need a JSON depth bound")
+	}
+	for p, n := range l.Lists {
+		if n < 0 || len(parsePath(p)) == 0 {
+			return fmt.Errorf("list bound %q: %d: want a path and a bound >= 0", p, n)
+		}
 	}
 	return nil
 }
@@ -262,8 +277,8 @@ func Open(path string) (*os.File, error) {
 // ReadAll reads r whole under lim: at most lim.MaxBytes bytes are kept, one
 // more is read to tell a complete input from a longer one, and a longer
 // input is refused without reading the rest. The document must be UTF-8
-// and, with lim.MaxDepth, JSON nested no deeper than it. lim.MaxLineBytes
-// is not used.
+// and, with lim.MaxDepth, JSON nested no deeper than it, with no more
+// values at a path than lim.Lists allows. lim.MaxLineBytes is not used.
 func ReadAll(r io.Reader, lim Limits) ([]byte, error) {
 	return readAll(r, lim, -1)
 }
@@ -330,6 +345,11 @@ func readAll(r io.Reader, lim Limits, hint int64) ([]byte, error) {
 	b := join(pieces)
 	if e := checkText(b, 1, lim.MaxDepth); e != nil {
 		return nil, e
+	}
+	if len(lim.Lists) > 0 {
+		if e := checkLists(b, lim.Lists); e != nil {
+			return nil, e
+		}
 	}
 	return b, nil
 }

@@ -2,6 +2,7 @@ package bounded_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -242,5 +243,66 @@ func TestReadFileReadsAFIFOInPieces(t *testing.T) {
 		}
 		// The writer ends once the reader closes (EPIPE when refused).
 		<-done
+	}
+}
+
+func listLim(lists map[string]int) bounded.Limits {
+	return bounded.Limits{MaxBytes: 1 << 30, MaxDepth: 64, Lists: lists}
+}
+
+// TestListsBoundTheValuesAtAPathAllOccurrencesTogether: the failures of
+// every row count against one bound, which is named with its path and the
+// line where it is passed; a document within every bound is returned.
+func TestListsBoundTheValuesAtAPathAllOccurrencesTogether(t *testing.T) {
+	doc := "{\"ops\": [{\"failures\": [1, 2]},\n{\"failures\": [3], \"x\": [4, 5, 6]}]}"
+	if _, err := bounded.ReadAll(strings.NewReader(doc), listLim(map[string]int{"ops[].failures[]": 3, "ops[]": 2})); err != nil {
+		t.Fatalf("within the bounds: %v", err)
+	}
+	_, err := bounded.ReadAll(strings.NewReader(doc), listLim(map[string]int{"ops[].failures[]": 2}))
+	refusal(t, err, bounded.ErrTooMany, 2, "more than 2 values at ops[].failures[]", "at most 2")
+
+	for _, c := range []struct {
+		doc   string
+		lists map[string]int
+	}{
+		{`[1, 2, 3]`, map[string]int{"[]": 2}},
+		{`{"ni": {"a": [1], "b": [2, 3]}}`, map[string]int{"ni.*": 1}},
+		{`{"ni": {"a": [1], "b": [2, 3]}}`, map[string]int{"ni.*[]": 2}},
+	} {
+		if _, err := bounded.ReadAll(strings.NewReader(c.doc), listLim(c.lists)); !errors.Is(err, bounded.ErrTooMany) {
+			t.Errorf("%s under %v: %v, want ErrTooMany", c.doc, c.lists, err)
+		}
+	}
+}
+
+// TestListsMatchMemberNamesAsTheDecoderDoes: encoding/json decodes "OPS"
+// and "op\u0073" into the field ops, so the bound counts them too.
+func TestListsMatchMemberNamesAsTheDecoderDoes(t *testing.T) {
+	for _, doc := range []string{`{"OPS": [1, 2, 3]}`, `{"op\u0073": [1, 2, 3]}`, `{"ops": [1], "Ops": [2, 3]}`} {
+		var decoded struct {
+			Ops []int `json:"ops"`
+		}
+		if err := json.Unmarshal([]byte(doc), &decoded); err != nil || len(decoded.Ops) == 0 {
+			t.Fatalf("the decoder does not read %s into ops: %v", doc, err)
+		}
+		if _, err := bounded.ReadAll(strings.NewReader(doc), listLim(map[string]int{"ops[]": 2})); !errors.Is(err, bounded.ErrTooMany) {
+			t.Errorf("%s: %v, want ErrTooMany", doc, err)
+		}
+	}
+}
+
+// TestListsRefuseAMillionEmptyRowsWithoutDecodingThem: 3 MB of `{},` would
+// decode to hundreds of MB of rows; the walk refuses it allocating nothing
+// beyond the document, which reading a stream holds twice (its pieces and
+// their join).
+func TestListsRefuseAMillionEmptyRowsWithoutDecodingThem(t *testing.T) {
+	doc := []byte(`{"ops": [` + strings.Repeat("{},", 1_000_000) + `{}]}`)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := bounded.ReadAll(bytes.NewReader(doc), listLim(map[string]int{"ops[]": 1 << 14}))
+	runtime.ReadMemStats(&after)
+	refusal(t, err, bounded.ErrTooMany, 1, "more than 16384 values at ops[]")
+	if got := after.TotalAlloc - before.TotalAlloc; got > 2*uint64(len(doc))+1<<20 {
+		t.Errorf("allocated %d bytes for a %d-byte document", got, len(doc))
 	}
 }
