@@ -27,6 +27,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/kvtwin/kvtwin/internal/bounded"
 )
 
 const (
@@ -266,23 +268,15 @@ func validateRows(name string, rows []benchRow) error {
 
 // readCappedFile reads a whole file of at most maxBenchInput bytes.
 func readCappedFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readCapped(f, path)
+	return bounded.ReadFile(path, bounded.Limits{MaxBytes: maxBenchInput, BytesName: "the 16 MiB cap on benchmark input"})
 }
 
 // readCapped reads r up to maxBenchInput bytes and fails, naming the input,
 // rather than truncate silently or read an unbounded stream.
 func readCapped(r io.Reader, name string) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxBenchInput+1))
+	b, err := bounded.ReadAll(r, bounded.Limits{MaxBytes: maxBenchInput, BytesName: "the 16 MiB cap on benchmark input"})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(b) > maxBenchInput {
-		return nil, fmt.Errorf("%s: larger than the %d MiB cap on benchmark input", name, maxBenchInput>>20)
 	}
 	return b, nil
 }

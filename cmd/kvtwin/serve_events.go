@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kvtwin/kvtwin/internal/bounded"
 	"github.com/kvtwin/kvtwin/kvevsub"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -62,17 +63,12 @@ func eventSources(specs []string, file string, idx *ref.KVEvConfig) ([]kvevsub.S
 }
 
 // readEventsFile reads and strictly decodes file (unknown keys are errors,
-// so a misspelt bound is never silently ignored).
+// so a misspelt bound is never silently ignored). The file is read with a
+// one-byte probe past maxEventsFileBytes, so a FIFO or /dev/zero is
+// refused as surely as a large regular file.
 func readEventsFile(file string) (eventsFile, error) {
 	var doc eventsFile
-	st, err := os.Stat(file)
-	if err != nil {
-		return doc, fmt.Errorf("--events-file: %w", err)
-	}
-	if st.Size() > maxEventsFileBytes {
-		return doc, fmt.Errorf("--events-file %s: %d bytes: want at most %d", file, st.Size(), maxEventsFileBytes)
-	}
-	b, err := os.ReadFile(file)
+	b, err := bounded.ReadFile(file, bounded.Limits{MaxBytes: maxEventsFileBytes, BytesName: "the --events-file bound"})
 	if err != nil {
 		return doc, fmt.Errorf("--events-file: %w", err)
 	}
