@@ -67,6 +67,9 @@ func NewReaderLimited(r io.Reader, lim Limits) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, errors.New("events file line 1: blank: want a {config, streams} header line")
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rd.hdr); err != nil {

@@ -123,7 +123,7 @@ const maxBenchBytes = 64 << 20
 // benchRowsLimits bound a `kvtwin bench --json` file read whole: its size,
 // its nesting (rows of scalars) and its rows, counted before they are
 // decoded (a full catalog run is a few hundred).
-var benchRowsLimits = bounded.Limits{MaxDepth: 16, Lists: map[string]int{"[]": 1 << 16}}
+var benchRowsLimits = bounded.Limits{MaxDepth: 16, Lists: map[string]int{"[]": maxBenchRows}}
 
 func benchRatios(path string) ([]benchRatio, error) {
 	lim := benchRowsLimits

@@ -233,7 +233,7 @@ func loadCatalogRows(path string) ([]benchRow, error) {
 	if path == "" {
 		return nil, nil
 	}
-	b, err := readCappedFile(path)
+	b, err := readCappedJSON(path, map[string]int{"[]": maxBenchRows})
 	if err != nil {
 		return nil, err
 	}
@@ -266,15 +266,29 @@ func validateRows(name string, rows []benchRow) error {
 	return nil
 }
 
+// benchInputCap names maxBenchInput in messages.
+const benchInputCap = "the 16 MiB cap on benchmark input"
+
 // readCappedFile reads a whole file of at most maxBenchInput bytes.
 func readCappedFile(path string) ([]byte, error) {
-	return bounded.ReadFile(path, bounded.Limits{MaxBytes: maxBenchInput, BytesName: "the 16 MiB cap on benchmark input"})
+	return bounded.ReadFile(path, bounded.Limits{MaxBytes: maxBenchInput, BytesName: benchInputCap})
 }
+
+// readCappedJSON reads a whole JSON file of at most maxBenchInput bytes,
+// nested at most 16 deep (records and rows are 3), with lists bounded
+// before they are decoded.
+func readCappedJSON(path string, lists map[string]int) ([]byte, error) {
+	return bounded.ReadFile(path, bounded.Limits{MaxBytes: maxBenchInput, BytesName: benchInputCap, MaxDepth: 16, Lists: lists})
+}
+
+// maxBenchRows bounds the catalog rows of a bench file or record: a full
+// catalog run is a few hundred.
+const maxBenchRows = 1 << 16
 
 // readCapped reads r up to maxBenchInput bytes and fails, naming the input,
 // rather than truncate silently or read an unbounded stream.
 func readCapped(r io.Reader, name string) ([]byte, error) {
-	b, err := bounded.ReadAll(r, bounded.Limits{MaxBytes: maxBenchInput, BytesName: "the 16 MiB cap on benchmark input"})
+	b, err := bounded.ReadAll(r, bounded.Limits{MaxBytes: maxBenchInput, BytesName: benchInputCap})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -415,7 +429,7 @@ func createNumbered(dir, base string, b []byte) (string, error) {
 // loadRecord reads and checks a record file; every error names the file
 // and, where one is at fault, the field.
 func loadRecord(path string) (*benchRecord, error) {
-	b, err := readCappedFile(path)
+	b, err := readCappedJSON(path, map[string]int{"*": 1 << 10, "catalog[]": maxBenchRows})
 	if err != nil {
 		return nil, err
 	}

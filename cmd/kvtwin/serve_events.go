@@ -62,13 +62,18 @@ func eventSources(specs []string, file string, idx *ref.KVEvConfig) ([]kvevsub.S
 	return append(out, doc.Sources...), nil
 }
 
+// maxEventsFileDepth bounds the nesting of an --events-file written as
+// JSON (which is also YAML's flow style); the document nests 3 deep.
+// Block-style YAML is left to the YAML parser's own bound (10,000).
+const maxEventsFileDepth = 64
+
 // readEventsFile reads and strictly decodes file (unknown keys are errors,
 // so a misspelt bound is never silently ignored). The file is read with a
 // one-byte probe past maxEventsFileBytes, so a FIFO or /dev/zero is
 // refused as surely as a large regular file.
 func readEventsFile(file string) (eventsFile, error) {
 	var doc eventsFile
-	b, err := bounded.ReadFile(file, bounded.Limits{MaxBytes: maxEventsFileBytes, BytesName: "the --events-file bound"})
+	b, err := bounded.ReadFile(file, bounded.Limits{MaxBytes: maxEventsFileBytes, MaxDepth: maxEventsFileDepth, BytesName: "the --events-file bound"})
 	if err != nil {
 		return doc, fmt.Errorf("--events-file: %w", err)
 	}

@@ -398,9 +398,9 @@ func readSized(r io.Reader, max, size int64) ([][]byte, error) {
 	return append([][]byte{b}, rest...), nil
 }
 
-// countLines counts the '\n' bytes of r through one small buffer.
+// countLines counts the '\n' bytes of r through one buffer of maxPiece.
 func countLines(r io.Reader) (int, error) {
-	buf := make([]byte, readBufSize)
+	buf := make([]byte, maxPiece)
 	n := 0
 	for {
 		k, err := r.Read(buf)
