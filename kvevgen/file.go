@@ -13,7 +13,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// Bounds of an events file when reading (docs/events.md, "Bounds"). The
+// Bounds of an events file when reading (docs/replay.md). The
 // file is read a line at a time and every bound is checked before the
 // bytes past it are kept, so /dev/zero or an endless line costs at most
 // the line bound.
