@@ -262,3 +262,22 @@ func TestEdgeFileEveryCommandRefusesHostileFilesWithinItsBound(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgeFileWarmupPlanRefusesAnEndlessManifestWithinItsBound: the
+// DeepGEMM manifest warmup-plan reads from the cache dir was read whole
+// (/dev/zero took it past 3 GB); it is bounded like every other file, at
+// 64 MiB, whatever the manifest is a link to.
+func TestEdgeFileWarmupPlanRefusesAnEndlessManifestWithinItsBound(t *testing.T) {
+	skipRSSUnderRace(t)
+	for _, h := range sizedHostileFiles()[:3] {
+		t.Run(h.name, func(t *testing.T) {
+			dir := t.TempDir()
+			manifest := filepath.Join(dir, "sglang_warmup_manifest.json")
+			if err := os.Symlink(h.path(t), manifest); err != nil {
+				t.Fatal(err)
+			}
+			run := peakRSS(t, time.Minute, "warmup-plan", "--cache-dir", dir, "--kernel", "GEMM_NT_F8F8BF16:7168:2048:1")
+			refusedWithin(t, run, manifest, regexp.MustCompile(`line \d+: the input passes 67108864 bytes.*want at most 67108864 bytes in all \(the 64 MiB manifest bound\)`), 64<<20)
+		})
+	}
+}

@@ -292,3 +292,18 @@ func TestHostileFileAuditMergeToleratesAdditiveFields(t *testing.T) {
 		t.Errorf("plain: exit %d %s%s\nextended: exit %d %s%s", code1, out1, err1, code2, out2, err2)
 	}
 }
+
+// TestHostileFileWarmupPlanRefusesAManifestThatIsADirectory: the manifest
+// is read as a file or not at all; a directory in its place is refused by
+// name (a missing manifest is a cold cache, not an error).
+func TestHostileFileWarmupPlanRefusesAManifestThatIsADirectory(t *testing.T) {
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "sglang_warmup_manifest.json")
+	if err := os.Mkdir(manifest, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "warmup-plan", "--cache-dir", dir, "--kernel", "GEMM_NT_F8F8BF16:7168:2048:1")
+	if code != 2 || !strings.Contains(stderr, manifest+": not a file: a directory") {
+		t.Errorf("exit %d, stderr %q; want 2 naming %s as a directory", code, stderr, manifest)
+	}
+}

@@ -55,6 +55,9 @@ type Limits struct {
 	// LineName and BytesName name the two bounds in messages: the flag or
 	// the documented constant that sets them ("--max-line-bytes").
 	LineName, BytesName string
+	// Binary marks an input that is bytes, not text: no UTF-8 check (and
+	// no JSON check, so MaxDepth and Lists must be unset).
+	Binary bool
 	// Lists bounds, for a document read whole with a MaxDepth, the values
 	// at each path, all occurrences together, before anything is decoded:
 	// "ops[]" is the elements of the member ops, "ops[].failures[]" those
@@ -75,6 +78,8 @@ func (l Limits) Check() error {
 		return fmt.Errorf("JSON depth bound %d: want 0..%d", l.MaxDepth, jsonscan.MaxDepthLimit)
 	case len(l.Lists) > 0 && l.MaxDepth == 0:
 		return errors.New("list bounds need a JSON depth bound")
+	case l.Binary && l.MaxDepth > 0:
+		return errors.New("a binary input has no JSON depth bound")
 	}
 	for p, n := range l.Lists {
 		if n < 0 || len(parsePath(p)) == 0 {
@@ -195,7 +200,7 @@ func (l *Lines) Next() ([]byte, error) {
 		return nil, l.err
 	}
 	b, err := l.read()
-	if err == nil {
+	if err == nil && !l.lim.Binary {
 		if e := checkText(b, l.line, l.lim.MaxDepth); e != nil {
 			err = e
 		}
@@ -343,6 +348,9 @@ func readAll(r io.Reader, lim Limits, hint int64) ([]byte, error) {
 		return nil, tooLarge(1+newlinesBefore(pieces, lim.MaxBytes), lim)
 	}
 	b := join(pieces)
+	if lim.Binary {
+		return b, nil
+	}
 	if e := checkText(b, 1, lim.MaxDepth); e != nil {
 		return nil, e
 	}

@@ -306,3 +306,21 @@ func TestListsRefuseAMillionEmptyRowsWithoutDecodingThem(t *testing.T) {
 		t.Errorf("allocated %d bytes for a %d-byte document", got, len(doc))
 	}
 }
+
+// TestBinaryInputsAreBoundedButNotCheckedAsText: bytes that are not UTF-8
+// pass when the input is binary; the size bound still holds, and a binary
+// input cannot ask for a JSON check.
+func TestBinaryInputsAreBoundedButNotCheckedAsText(t *testing.T) {
+	bin := bounded.Limits{MaxBytes: 4, Binary: true}
+	if b, err := bounded.ReadAll(strings.NewReader("\xff\xfe\x00"), bin); err != nil || len(b) != 3 {
+		t.Errorf("binary input: %q, %v", b, err)
+	}
+	_, err := bounded.ReadAll(strings.NewReader("\xff\xfe\x00\x01\x02"), bin)
+	refusal(t, err, bounded.ErrTooLarge, 1)
+	if _, err := readLines(strings.NewReader("\xff\n\xfe"), bounded.Limits{MaxLineBytes: 4, MaxBytes: 9, Binary: true}); err != nil {
+		t.Errorf("binary lines: %v", err)
+	}
+	if _, err := bounded.ReadAll(strings.NewReader("[]"), bounded.Limits{MaxBytes: 4, Binary: true, MaxDepth: 2}); err == nil {
+		t.Error("a binary input with a JSON depth bound was read")
+	}
+}
