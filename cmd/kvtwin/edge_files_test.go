@@ -75,14 +75,6 @@ func peakRSS(t *testing.T, timeout time.Duration, args ...string) childRun {
 	return childRun{code: code, stderr: stderr.String(), peak: kib << 10}
 }
 
-// cut shortens s for a failure message.
-func cut(s string) string {
-	if len(s) > 600 {
-		return s[:600] + "…"
-	}
-	return s
-}
-
 // skipRSSUnderRace skips a test that asserts a child's RSS when this test
 // binary is built with -race (its children are not, but the lead runs the
 // RSS tests together, without -race: `-run '^TestEdge'`).
@@ -92,10 +84,6 @@ func skipRSSUnderRace(t *testing.T) {
 		t.Skip("asserts peak RSS: runs without -race (go test -run '^TestEdge' ./cmd/kvtwin/)")
 	}
 }
-
-// hostileLong reports whether KVTWIN_HOSTILE=long (`make hostile`) asks for
-// the long forms.
-func hostileLong() bool { return os.Getenv("KVTWIN_HOSTILE") == "long" }
 
 // hugeLineFile writes a sparse file of one line of size bytes ("x", size-2
 // NULs, "\n"): a gigabyte line that costs no disk and no time to write.

@@ -13,6 +13,18 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 )
 
+// hostileLong reports whether KVTWIN_HOSTILE=long (`make hostile`) asks for
+// the long forms.
+func hostileLong() bool { return os.Getenv("KVTWIN_HOSTILE") == "long" }
+
+// cut shortens s for a failure message.
+func cut(s string) string {
+	if len(s) > 600 {
+		return s[:600] + "…"
+	}
+	return s
+}
+
 // fileCommand is a command that reads a file, and the most of a refused
 // file it may hold: the line bound of a reader that reads a line at a
 // time, the file bound of one that reads the file whole.
