@@ -1,39 +1,74 @@
 package kvevgen
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/kvtwin/kvtwin/internal/bounded"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// MaxLineBytes bounds one line of an events file (a BlockStored of the
-// trace's longest prompt at 16-token blocks is about 1.3 MB of hex).
-const MaxLineBytes = 256 << 20
+// Bounds of an events file when reading (docs/replay.md). The
+// file is read a line at a time and every bound is checked before the
+// bytes past it are kept, so /dev/zero or an endless line costs at most
+// the line bound.
+const (
+	// DefaultMaxLineBytes bounds one line: 32 MiB, 7.6 times the longest
+	// line the Mooncake conversation trace emits at --emit-events' defaults
+	// (4.2 MB, a step's BlockStored batch of 512-token blocks).
+	DefaultMaxLineBytes = 32 << 20
+	// DefaultMaxFileBytes bounds one file: 2 GiB, twice what --emit-events
+	// writes for that trace at its defaults (1.0 GB). Load holds the
+	// whole file, so this bounds its memory too.
+	DefaultMaxFileBytes = 2 << 30
+	// MaxDepth bounds a line's nesting of arrays and objects; the header
+	// and steps nest 4 deep.
+	MaxDepth = 64
+)
+
+// Limits bounds what a Reader accepts (`kvtwin bench events`
+// --max-line-bytes, --max-file-bytes).
+type Limits struct {
+	// MaxLineBytes bounds one line, its newline excluded; >= 1.
+	MaxLineBytes int
+	// MaxFileBytes bounds the whole file, newlines included; >= 1.
+	MaxFileBytes int64
+}
+
+// DefaultLimits returns DefaultMaxLineBytes and DefaultMaxFileBytes.
+func DefaultLimits() Limits {
+	return Limits{MaxLineBytes: DefaultMaxLineBytes, MaxFileBytes: DefaultMaxFileBytes}
+}
 
 // Reader reads an events file line by line: Header first, then Next until io.EOF.
 type Reader struct {
-	r    *bufio.Reader
-	line int
-	hdr  Header
+	lines *bounded.Lines
+	hdr   Header
 }
 
-// NewReader reads the header line of an events file.
-func NewReader(r io.Reader) (*Reader, error) {
-	rd := &Reader{r: bufio.NewReaderSize(r, 1<<20)}
+// NewReader reads the header line of an events file under DefaultLimits.
+func NewReader(r io.Reader) (*Reader, error) { return NewReaderLimited(r, DefaultLimits()) }
+
+// NewReaderLimited reads the header line of an events file under lim.
+func NewReaderLimited(r io.Reader, lim Limits) (*Reader, error) {
+	rd := &Reader{lines: bounded.NewLines(r, bounded.Limits{
+		MaxLineBytes: lim.MaxLineBytes, MaxBytes: lim.MaxFileBytes, MaxDepth: MaxDepth,
+		LineName: "--max-line-bytes", BytesName: "--max-file-bytes",
+	})}
 	b, err := rd.readLine()
 	if err == io.EOF {
 		return nil, errors.New("events file: empty (want a {config, streams} header line)")
 	}
 	if err != nil {
 		return nil, err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, errors.New("events file line 1: blank: want a {config, streams} header line")
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -63,37 +98,28 @@ func (rd *Reader) Next() (ref.KVEvStep, error) {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&s); err != nil {
-			return ref.KVEvStep{}, fmt.Errorf("events file line %d: %w", rd.line, err)
+			return ref.KVEvStep{}, fmt.Errorf("events file line %d: %w", rd.lines.Line(), err)
 		}
 		return s, nil
 	}
 }
 
+// readLine is the next line; a refusal or read error says "events file line N: …".
 func (rd *Reader) readLine() ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := rd.r.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > MaxLineBytes {
-			return nil, fmt.Errorf("events file line %d: longer than %d bytes", rd.line+1, MaxLineBytes)
-		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err == io.EOF && len(line) > 0:
-			rd.line++
-			return line, nil
-		case err != nil:
-			return nil, err
-		}
-		rd.line++
-		return line[:len(line)-1], nil
+	b, err := rd.lines.Next()
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("events file %w", err)
 	}
+	return b, err
 }
 
-// Load reads a whole events file into a kvev.apply input.
-func Load(r io.Reader) (ref.KVEvApplyInput, error) {
-	rd, err := NewReader(r)
+// Load reads a whole events file into a kvev.apply input, under
+// DefaultLimits.
+func Load(r io.Reader) (ref.KVEvApplyInput, error) { return LoadLimited(r, DefaultLimits()) }
+
+// LoadLimited is Load under lim.
+func LoadLimited(r io.Reader, lim Limits) (ref.KVEvApplyInput, error) {
+	rd, err := NewReaderLimited(r, lim)
 	if err != nil {
 		return ref.KVEvApplyInput{}, err
 	}
@@ -111,13 +137,17 @@ func Load(r io.Reader) (ref.KVEvApplyInput, error) {
 }
 
 // LoadFile is Load on a file.
-func LoadFile(path string) (ref.KVEvApplyInput, error) {
-	f, err := os.Open(path)
+func LoadFile(path string) (ref.KVEvApplyInput, error) { return LoadFileLimited(path, DefaultLimits()) }
+
+// LoadFileLimited is LoadLimited on a file (a directory is refused); errors
+// name the path.
+func LoadFileLimited(path string, lim Limits) (ref.KVEvApplyInput, error) {
+	f, err := bounded.Open(path)
 	if err != nil {
 		return ref.KVEvApplyInput{}, err
 	}
 	defer f.Close()
-	in, err := Load(f)
+	in, err := LoadLimited(f, lim)
 	if err != nil {
 		return ref.KVEvApplyInput{}, fmt.Errorf("%s: %w", path, err)
 	}

@@ -1,14 +1,14 @@
 package replay
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"math"
 
+	"github.com/kvtwin/kvtwin/internal/bounded"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -95,9 +95,10 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e
 // Unwrap exposes the rejection to errors.Is and errors.As.
 func (e *LineError) Unwrap() error { return e.Err }
 
-// ReadFile reads a Mooncake JSONL trace from path (see Read).
+// ReadFile reads a Mooncake JSONL trace from path (see Read); a directory
+// is refused, and errors name the path.
 func ReadFile(path string, lim Limits) ([]Request, error) {
-	f, err := os.Open(path)
+	f, err := bounded.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -109,22 +110,40 @@ func ReadFile(path string, lim Limits) ([]Request, error) {
 	return reqs, nil
 }
 
+// maxTraceDepth bounds a trace line's nesting: a line is an object of one
+// array (2 levels), so anything deeper is refused before it is decoded.
+const maxTraceDepth = 16
+
 // Read parses a Mooncake JSONL trace: one object {timestamp, input_length,
 // output_length, hash_ids} a line, every field required, no other field,
 // timestamps non-decreasing (arrival order), each request consistent
-// (CheckRequest) and everything within lim. The first bad line is a
-// *LineError; I/O errors are returned as they are. An empty input is an
-// empty trace.
+// (CheckRequest) and everything within lim. Lines are UTF-8 and nest at
+// most 16 deep. The first bad line is a *LineError; I/O errors are
+// returned as they are. An empty input is an empty trace. What it holds is
+// bounded by lim: at most MaxRequests requests (48 B each) and
+// MaxTotalBlocks hash ids (8 B each), one line of at most MaxLineBytes at a
+// time.
 func Read(r io.Reader, lim Limits) ([]Request, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, min(64<<10, lim.MaxLineBytes+1)), lim.MaxLineBytes+1)
+	if lim.MaxLineBytes < 1 {
+		return nil, fmt.Errorf("max_line_bytes %d: want >= 1", lim.MaxLineBytes)
+	}
+	lines := bounded.NewLines(r, bounded.Limits{MaxLineBytes: lim.MaxLineBytes, MaxBytes: math.MaxInt64,
+		MaxDepth: maxTraceDepth, LineName: "max_line_bytes"})
 	var reqs []Request
 	blocks, prev := 0, int64(0)
-	for line := 1; sc.Scan(); line++ {
+	for {
+		b, err := lines.Next()
+		if err == io.EOF {
+			return reqs, nil
+		}
+		if err != nil {
+			return nil, lineError(lim, err)
+		}
+		line := lines.Line()
 		if len(reqs) == lim.MaxRequests {
 			return nil, &LineError{line, ref.Reject(ref.ErrTooLarge, "requests", len(reqs)+1, fmt.Sprintf("<= max_requests (%d)", lim.MaxRequests))}
 		}
-		req, err := parseLine(sc.Bytes(), lim)
+		req, err := parseLine(b, lim)
 		if err == nil {
 			err = CheckRequest(req, prev, lim)
 		}
@@ -137,13 +156,21 @@ func Read(r io.Reader, lim Limits) ([]Request, error) {
 		reqs = append(reqs, req)
 		blocks, prev = blocks+len(req.HashIDs), req.Timestamp
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, &LineError{len(reqs) + 1, ref.Reject(ref.ErrTooLarge, "line", fmt.Sprintf("> %d bytes", lim.MaxLineBytes), fmt.Sprintf("<= max_line_bytes (%d)", lim.MaxLineBytes))}
-		}
-		return nil, err
+}
+
+// lineError turns a refusal of the line reader into a *LineError whose
+// rejection names the line and the bound: ErrTooLarge for a line past
+// MaxLineBytes, ErrMalformedLine for text that is not UTF-8 or JSON nested
+// too deep. An I/O error is returned as it is.
+func lineError(lim Limits, err error) error {
+	var be *bounded.Error
+	switch {
+	case !errors.As(err, &be):
+		return err
+	case errors.Is(err, bounded.ErrLineTooLong):
+		return &LineError{be.Line, ref.Reject(ref.ErrTooLarge, "line", fmt.Sprintf("> %d bytes", lim.MaxLineBytes), fmt.Sprintf("<= max_line_bytes (%d)", lim.MaxLineBytes))}
 	}
-	return reqs, nil
+	return &LineError{be.Line, ref.Reject(ErrMalformedLine, "line", be.Found, be.Want)}
 }
 
 // wireRequest is a trace line as written: pointers tell a missing field

@@ -109,6 +109,20 @@ func TestReadRejectsBadLines(t *testing.T) {
 	}
 }
 
+// TestReadRefusesTextThatIsNotUTF8OrNestedTooDeep: both are malformed
+// lines, refused before decoding with the offset and the bound.
+func TestReadRefusesTextThatIsNotUTF8OrNestedTooDeep(t *testing.T) {
+	for _, tc := range []struct{ trace, want string }{
+		{valid + "\n{\"timestamp\": 0, \"\xff\": 0}", "line 2: line = invalid UTF-8 at byte 18: want UTF-8 text"},
+		{`{"hash_ids": ` + strings.Repeat("[", 16) + strings.Repeat("]", 16) + `}`, "line 1: line = JSON nested deeper than 16 at byte 28: want at most 16 nested arrays and objects"},
+	} {
+		_, err := Read(strings.NewReader(tc.trace), DefaultLimits())
+		if ie, ok := ref.AsInputError(err); !ok || ie.Err != ErrMalformedLine || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("error = %v\nwant    %s…", err, tc.want)
+		}
+	}
+}
+
 func TestReadErrorNamesLineFieldValueAndBound(t *testing.T) {
 	_, err := Read(strings.NewReader(valid+"\n"+`{"timestamp": 6, "input_length": 1025, "output_length": 0, "hash_ids": [1, 2]}`), DefaultLimits())
 	want := "line 2: len(hash_ids) = 2: want == ceil(input_length (1025) / 512) = 3: the last block holds input_length − 512·(len−1) tokens, in [1, 512] (input_length disagrees with len(hash_ids))"

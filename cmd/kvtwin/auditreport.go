@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
-	"io"
 	"math"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/kvtwin/kvtwin/internal/bounded"
 )
 
 // htmlReport is what the audit's HTML page shows: the report, the op ×
@@ -119,18 +120,17 @@ const maxBarWidth = 460
 // maxBenchBytes bounds the bench file the report reads.
 const maxBenchBytes = 64 << 20
 
+// benchRowsLimits bound a `kvtwin bench --json` file read whole: its size,
+// its nesting (rows of scalars) and its rows, counted before they are
+// decoded (a full catalog run is a few hundred).
+var benchRowsLimits = bounded.Limits{MaxDepth: 16, Lists: map[string]int{"[]": maxBenchRows}}
+
 func benchRatios(path string) ([]benchRatio, error) {
-	f, err := os.Open(path)
+	lim := benchRowsLimits
+	lim.MaxBytes, lim.BytesName = maxBenchBytes, "the --bench bound"
+	b, err := bounded.ReadFile(path, lim)
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxBenchBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxBenchBytes {
-		return nil, fmt.Errorf("--bench %s: over %d bytes", path, maxBenchBytes)
+		return nil, fmt.Errorf("--bench: %w", err)
 	}
 	var rows []benchRow
 	if err := json.Unmarshal(b, &rows); err != nil {

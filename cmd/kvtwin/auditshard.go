@@ -2,10 +2,7 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,25 +82,38 @@ func parseShard(source, i, n string) (shardSpec, error) {
 func newAuditMergeCmd() *cobra.Command {
 	var asJSON bool
 	var maxFailures int
+	var maxBytes int64
 	var htmlPath, bench string
 	cmd := &cobra.Command{
 		Use:   "merge REPORT.json…",
 		Short: "Combine the --json reports of every shard of an audit into one report and verdict",
 		Long: `merge reads the reports of an audit run with --shard i/n (or a batch system's array
 index) and --json, checks that they are the n shards of one audit (same seed, case count and
-shard count, each index once), and prints the combined report: per op × implementation the
-sum of cases, mismatches and transport errors, the first failures in the order an unsharded run
-meets them, and the shrink of the earliest failing case. Exit status 1 when the audit failed.`,
+shard count, each index once, none missing, the same op × implementation rows) and that each
+report's counts are ones its shard can have found, and prints the combined report: per op ×
+implementation the sum of cases, mismatches and transport errors, the first failures in the
+order an unsharded run meets them, and the shrink of the earliest failing case. A report past
+--max-report-bytes or one that does not check is refused, naming the file, the row and the
+bound (docs/campaigns.md). Exit status 1 when the audit failed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if maxFailures < 1 {
 				return fmt.Errorf("--max-failures %d: want >= 1", maxFailures)
 			}
-			reps, err := readReports(args)
-			if err != nil {
-				return err
+			if maxBytes < 1 {
+				return fmt.Errorf("--max-report-bytes %d: want >= 1", maxBytes)
 			}
-			rep, err := mergeReports(reps, maxFailures)
+			m := newMerger(maxFailures)
+			for _, p := range args {
+				r, err := readReport(p, maxBytes)
+				if err != nil {
+					return err
+				}
+				if err := m.add(p, r); err != nil {
+					return err
+				}
+			}
+			rep, err := m.result()
 			if err != nil {
 				return err
 			}
@@ -117,94 +127,163 @@ meets them, and the shrink of the earliest failing case. Exit status 1 when the 
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the merged report as JSON")
 	cmd.Flags().IntVar(&maxFailures, "max-failures", 5, "failures kept per op × implementation")
+	cmd.Flags().Int64Var(&maxBytes, "max-report-bytes", defaultMaxReportBytes, "largest shard report read; a larger one is refused, naming the file and the line where it passes the bound")
 	cmd.Flags().StringVar(&htmlPath, "html", "", "also write the merged report as one self-contained HTML page")
 	cmd.Flags().StringVar(&bench, "bench", "", "with --html: chart the ratios of this `kvtwin bench --json` output")
 	return cmd
 }
 
-// maxReportBytes bounds one shard report read by merge.
-const maxReportBytes = 256 << 20
-
-func readReports(paths []string) ([]auditReport, error) {
-	reps := make([]auditReport, 0, len(paths))
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, err
+// mergeReports combines the reports of the n shards of one audit, named
+// by their position ("report 1"); the CLI merges files as it reads them.
+func mergeReports(reps []auditReport, maxFailures int) (auditReport, error) {
+	m := newMerger(maxFailures)
+	for i, r := range reps {
+		name := fmt.Sprintf("report %d", i+1)
+		if err := checkReport(r); err != nil {
+			return auditReport{}, fmt.Errorf("%s: %w", name, err)
 		}
-		b, err := io.ReadAll(io.LimitReader(f, maxReportBytes+1))
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
+		if err := m.add(name, r); err != nil {
+			return auditReport{}, err
 		}
-		if len(b) > maxReportBytes {
-			return nil, fmt.Errorf("%s: over %d bytes", p, maxReportBytes)
-		}
-		var r auditReport
-		if err := json.Unmarshal(b, &r); err != nil {
-			return nil, fmt.Errorf("%s is not an audit --json report: %w", p, err)
-		}
-		reps = append(reps, r)
 	}
-	return reps, nil
+	return m.result()
 }
 
-// mergeReports combines the reports of the n shards of one audit.
-func mergeReports(reps []auditReport, maxFailures int) (auditReport, error) {
-	n := len(reps)
-	seen := make([]bool, n)
-	for _, r := range reps {
-		switch {
-		case r.Shard == nil && n == 1:
-			return r, nil
-		case r.Shard == nil:
-			return auditReport{}, fmt.Errorf("a report without a shard cannot be merged with others")
-		case r.Shard.Count != n:
-			return auditReport{}, fmt.Errorf("shard %d/%d given with %d reports: want all %d shards", r.Shard.Index, r.Shard.Count, n, r.Shard.Count)
-		case r.Shard.Index < 0 || r.Shard.Index >= n:
-			return auditReport{}, fmt.Errorf("shard index %d of %d: want 0..%d", r.Shard.Index, n, n-1)
-		case r.Seed != reps[0].Seed || r.Cases != reps[0].Cases:
-			return auditReport{}, fmt.Errorf("shard %d ran seed %d × %d cases, shard %d seed %d × %d: not one audit",
-				r.Shard.Index, r.Seed, r.Cases, reps[0].Shard.Index, reps[0].Seed, reps[0].Cases)
-		case seen[r.Shard.Index]:
-			return auditReport{}, fmt.Errorf("shard %d/%d given twice", r.Shard.Index, n)
+// merger folds checked shard reports into one, a report at a time, so a
+// campaign of many shards holds the merged rows (each with at most
+// --max-failures failures a class), not every report. It checks that the
+// reports are shards of one audit as they come, and that none is missing
+// at the end.
+type merger struct {
+	maxFailures int
+	n           int             // reports added
+	first       auditReport     // the first report's seed, cases and shard
+	firstName   string          // and its name
+	whole       *auditReport    // an unsharded report, merged only alone
+	shardOf     map[int]string  // shard index → the report that holds it
+	rows        map[string]bool // the first report's op × implementation keys
+	byKey       map[string]*opResult
+	order       []string
+	mutantOf    map[string]string // op, mutant → the report that holds it
+	out         auditReport
+}
+
+func newMerger(maxFailures int) *merger {
+	return &merger{maxFailures: maxFailures, shardOf: map[int]string{}, rows: map[string]bool{},
+		byKey: map[string]*opResult{}, mutantOf: map[string]string{}}
+}
+
+// add folds the checked report r, read from name, into the merge.
+func (m *merger) add(name string, r auditReport) error {
+	m.n++
+	if r.Shard == nil || m.whole != nil {
+		if m.n > 1 || r.Shard != nil {
+			return fmt.Errorf("%s: a report without a shard cannot be merged with others", name)
 		}
-		seen[r.Shard.Index] = true
+		m.whole = &r
+		return nil
 	}
-	out := auditReport{Seed: reps[0].Seed, Cases: reps[0].Cases, Passed: true, ZooSkipped: reps[0].ZooSkipped}
-	byKey := map[string]*opResult{}
-	var order []string
-	for _, r := range reps {
+	if m.n == 1 {
+		m.first, m.firstName = auditReport{Seed: r.Seed, Cases: r.Cases, Shard: r.Shard}, name
+		m.out = auditReport{Seed: r.Seed, Cases: r.Cases, Passed: true, ZooSkipped: r.ZooSkipped}
 		for _, o := range r.Ops {
-			key := o.Op + "\x00" + o.Impl
-			m, ok := byKey[key]
-			if !ok {
-				m = &opResult{Op: o.Op, Spec: o.Spec, Impl: o.Impl, ShrunkFrom: -1}
-				byKey[key] = m
-				order = append(order, key)
-			}
-			mergeOp(m, o)
-		}
-		out.Mutants = append(out.Mutants, r.Mutants...)
-		for impl, ops := range r.NotImplemented {
-			if out.NotImplemented == nil {
-				out.NotImplemented = map[string][]string{}
-			}
-			out.NotImplemented[impl] = ops
+			m.rows[o.Op+"\x00"+o.Impl] = true
 		}
 	}
-	slices.Sort(order)
-	for _, key := range order {
-		m := byKey[key]
-		sortFailures(m.Failures, maxFailures, &m.Failures)
-		sortFailures(m.Transport, maxFailures, &m.Transport)
-		m.Passed = m.Mismatches == 0 && m.TransportErrors == 0
-		out.Passed = out.Passed && m.Passed
-		out.Ops = append(out.Ops, *m)
+	if err := m.sameAudit(name, r); err != nil {
+		return err
+	}
+	m.shardOf[r.Shard.Index] = name
+	m.out.Passed = m.out.Passed && r.Passed
+	for _, o := range r.Ops {
+		m.addRow(o)
+	}
+	for _, mu := range r.Mutants {
+		key := mu.Op + "\x00" + mu.Mutant
+		if other, ok := m.mutantOf[key]; ok {
+			return fmt.Errorf("%s: mutant %s of %s is also in %s: want each mutant in one shard", name, mu.Mutant, mu.Op, other)
+		}
+		m.mutantOf[key] = name
+		m.out.Mutants = append(m.out.Mutants, mu)
+	}
+	for impl, ops := range r.NotImplemented {
+		if m.out.NotImplemented == nil {
+			m.out.NotImplemented = map[string][]string{}
+		}
+		m.out.NotImplemented[impl] = ops
+	}
+	return nil
+}
+
+// sameAudit checks that r, read from name, is another shard of the audit
+// the first report is a shard of.
+func (m *merger) sameAudit(name string, r auditReport) error {
+	f := m.first
+	switch {
+	case r.Shard.Count != f.Shard.Count:
+		return fmt.Errorf("%s: shard %d/%d, but %s is shard %d/%d: want one shard count", name, r.Shard.Index, r.Shard.Count, m.firstName, f.Shard.Index, f.Shard.Count)
+	case r.Seed != f.Seed || r.Cases != f.Cases:
+		return fmt.Errorf("%s: shard %d ran seed %d × %d cases, %s (shard %d) seed %d × %d: not one audit",
+			name, r.Shard.Index, r.Seed, r.Cases, m.firstName, f.Shard.Index, f.Seed, f.Cases)
+	}
+	if other, ok := m.shardOf[r.Shard.Index]; ok {
+		return fmt.Errorf("%s: shard %d/%d given twice (also %s)", name, r.Shard.Index, r.Shard.Count, other)
+	}
+	if len(r.Ops) != len(m.rows) {
+		return fmt.Errorf("%s: %d op × implementation rows, %s %d: want the same rows in every shard", name, len(r.Ops), m.firstName, len(m.rows))
+	}
+	for i, o := range r.Ops {
+		if !m.rows[o.Op+"\x00"+o.Impl] {
+			return fmt.Errorf("%s: ops[%d] (%s × %s) is not a row of %s: want the same rows in every shard", name, i, o.Op, o.Impl, m.firstName)
+		}
+	}
+	return nil
+}
+
+// addRow folds one row in, keeping the first --max-failures failures of
+// each class as it goes. checkReport's bounds make every sum fit: across
+// the shards, cases add up to at most --cases (<= 10^8), tables come from
+// shard 0 alone (<= 2^20), and failures are at most one a case.
+func (m *merger) addRow(o opResult) {
+	key := o.Op + "\x00" + o.Impl
+	r, ok := m.byKey[key]
+	if !ok {
+		r = &opResult{Op: o.Op, Spec: o.Spec, Impl: o.Impl, ShrunkFrom: -1, Passed: true}
+		m.byKey[key] = r
+		m.order = append(m.order, key)
+	}
+	mergeOp(r, o)
+	r.Passed = r.Passed && o.Passed
+	sortFailures(r.Failures, m.maxFailures, &r.Failures)
+	sortFailures(r.Transport, m.maxFailures, &r.Transport)
+}
+
+// result is the merged report, once every shard has been added.
+func (m *merger) result() (auditReport, error) {
+	if m.whole != nil {
+		return *m.whole, nil
+	}
+	if count := m.first.Shard.Count; len(m.shardOf) != count {
+		var missing []string
+		for i := range count {
+			if _, ok := m.shardOf[i]; !ok {
+				missing = append(missing, strconv.Itoa(i))
+			}
+		}
+		return auditReport{}, fmt.Errorf("%d reports of shards of %d: want all %d shards (missing: %s); a partial campaign has no verdict",
+			m.n, count, count, strings.Join(missing, ", "))
+	}
+	out := m.out
+	slices.Sort(m.order)
+	for _, key := range m.order {
+		r := m.byKey[key]
+		r.Passed = r.Passed && r.Mismatches == 0 && r.TransportErrors == 0
+		out.Passed = out.Passed && r.Passed
+		out.Ops = append(out.Ops, *r)
 	}
 	slices.SortFunc(out.Mutants, func(a, b mutantResult) int { return cmp.Or(cmp.Compare(a.Op, b.Op), cmp.Compare(a.Mutant, b.Mutant)) })
-	for _, m := range out.Mutants {
-		out.Passed = out.Passed && m.Killed && m.RegressionKills
+	for _, mu := range out.Mutants {
+		out.Passed = out.Passed && mu.Killed && mu.RegressionKills
 	}
 	return out, nil
 }

@@ -190,6 +190,7 @@ func newBenchEventsCmd() *cobra.Command {
 	var impl string
 	var scoreEvery, runs int
 	var asJSON bool
+	lim := kvevgen.DefaultLimits()
 	cmd := &cobra.Command{
 		Use:   "events FILE",
 		Short: "Ingest a KV-event stream (kvtwin replay --emit-events) through decode + apply: blocks/s, batches/s, ns/block, peak heap",
@@ -210,7 +211,10 @@ func newBenchEventsCmd() *cobra.Command {
 			if scoreEvery < 0 {
 				return fmt.Errorf("--score-every %d: want >= 0", scoreEvery)
 			}
-			in, err := kvevgen.LoadFile(args[0])
+			if lim.MaxLineBytes < 1 || lim.MaxFileBytes < 1 {
+				return fmt.Errorf("--max-line-bytes %d and --max-file-bytes %d: want >= 1", lim.MaxLineBytes, lim.MaxFileBytes)
+			}
+			in, err := kvevgen.LoadFileLimited(args[0], lim)
 			if err != nil {
 				return err
 			}
@@ -244,6 +248,8 @@ func newBenchEventsCmd() *cobra.Command {
 	f.IntVar(&scoreEvery, "score-every", 1, "run every Nth score step of the file (1 = all, 0 = none); scores are timed apart from ingestion")
 	f.IntVar(&runs, "runs", 3, "timed passes, each on a fresh index")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	f.IntVar(&lim.MaxLineBytes, "max-line-bytes", kvevgen.DefaultMaxLineBytes, "longest line of the events file read; a longer one is refused, naming the file and line")
+	f.Int64Var(&lim.MaxFileBytes, "max-file-bytes", kvevgen.DefaultMaxFileBytes, "largest events file read (it is held whole); a larger one is refused where it passes the bound")
 	return cmd
 }
 

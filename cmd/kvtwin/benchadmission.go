@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/kvtwin/kvtwin/admissiontrace"
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/internal/bounded"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/replay"
 )
@@ -76,9 +76,9 @@ func (fl benchAdmissionFlags) benchInput(fs *pflag.FlagSet) (ref.BenchInput, *ad
 	case (fl.input == "") == (fl.trace == ""):
 		return ref.BenchInput{}, nil, fmt.Errorf("give exactly one of --input and --trace")
 	case fl.input != "":
-		b, err := os.ReadFile(fl.input)
+		b, err := bounded.ReadFile(fl.input, benchInputLimits)
 		if err != nil {
-			return ref.BenchInput{}, nil, err
+			return ref.BenchInput{}, nil, fmt.Errorf("--input: %w", err)
 		}
 		in, err := catalog.DecodeStrict[ref.BenchInput](b)
 		if err != nil {
@@ -98,6 +98,13 @@ func (fl benchAdmissionFlags) benchInput(fs *pflag.FlagSet) (ref.BenchInput, *ad
 	in, st, err := admissiontrace.Bench(reqs, base, admissiontrace.Config{L1CacheTokens: fl.l1CacheTokens, L2CacheTokens: fl.l2CacheTokens, Window: fl.window, NewTree: newTree})
 	return in, &st, err
 }
+
+// benchInputLimits bound --input, an admission.bench body read from a
+// file: the server's default body bound (--max-body-bytes, 64 MiB) and
+// nesting bound (--max-json-depth, 512), and at most MaxBenchRequests
+// requests counted before they are decoded.
+var benchInputLimits = bounded.Limits{MaxBytes: 64 << 20, MaxDepth: 512, BytesName: "the --input bound",
+	Lists: map[string]int{"requests[]": ref.MaxBenchRequests}}
 
 // TraceBenchBase is the trace bench's settings before flags: A3.2's
 // example settings with CP on and no knob set.

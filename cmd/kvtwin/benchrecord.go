@@ -27,6 +27,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/kvtwin/kvtwin/internal/bounded"
 )
 
 const (
@@ -231,7 +233,7 @@ func loadCatalogRows(path string) ([]benchRow, error) {
 	if path == "" {
 		return nil, nil
 	}
-	b, err := readCappedFile(path)
+	b, err := readCappedJSON(path, map[string]int{"[]": maxBenchRows})
 	if err != nil {
 		return nil, err
 	}
@@ -264,25 +266,31 @@ func validateRows(name string, rows []benchRow) error {
 	return nil
 }
 
+// benchInputCap names maxBenchInput in messages.
+const benchInputCap = "the 16 MiB cap on benchmark input"
+
 // readCappedFile reads a whole file of at most maxBenchInput bytes.
 func readCappedFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readCapped(f, path)
+	return bounded.ReadFile(path, bounded.Limits{MaxBytes: maxBenchInput, BytesName: benchInputCap})
 }
+
+// readCappedJSON reads a whole JSON file of at most maxBenchInput bytes,
+// nested at most 16 deep (records and rows are 3), with lists bounded
+// before they are decoded.
+func readCappedJSON(path string, lists map[string]int) ([]byte, error) {
+	return bounded.ReadFile(path, bounded.Limits{MaxBytes: maxBenchInput, BytesName: benchInputCap, MaxDepth: 16, Lists: lists})
+}
+
+// maxBenchRows bounds the catalog rows of a bench file or record: a full
+// catalog run is a few hundred.
+const maxBenchRows = 1 << 16
 
 // readCapped reads r up to maxBenchInput bytes and fails, naming the input,
 // rather than truncate silently or read an unbounded stream.
 func readCapped(r io.Reader, name string) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxBenchInput+1))
+	b, err := bounded.ReadAll(r, bounded.Limits{MaxBytes: maxBenchInput, BytesName: benchInputCap})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(b) > maxBenchInput {
-		return nil, fmt.Errorf("%s: larger than the %d MiB cap on benchmark input", name, maxBenchInput>>20)
 	}
 	return b, nil
 }
@@ -421,7 +429,7 @@ func createNumbered(dir, base string, b []byte) (string, error) {
 // loadRecord reads and checks a record file; every error names the file
 // and, where one is at fault, the field.
 func loadRecord(path string) (*benchRecord, error) {
-	b, err := readCappedFile(path)
+	b, err := readCappedJSON(path, map[string]int{"*": 1 << 10, "catalog[]": maxBenchRows})
 	if err != nil {
 		return nil, err
 	}

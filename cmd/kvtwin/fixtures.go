@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +14,7 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fixtures"
+	"github.com/kvtwin/kvtwin/internal/bounded"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/remote"
 )
@@ -70,6 +73,7 @@ func newFixturesCheckCmd() *cobra.Command {
 	var client clientAuth
 	var timeout time.Duration
 	var maxOutput int64
+	lim := fixtures.DefaultLimits()
 	cmd := &cobra.Command{
 		Use:   "check FILE...",
 		Short: "Replay fixture files against --impl ref|fast|cuda|exec:CMD ARGS…|http://HOST:PORT; exit 1 with a diff on the first mismatch",
@@ -80,20 +84,13 @@ func newFixturesCheckCmd() *cobra.Command {
 				return err
 			}
 			defer closeRunner()
+			if lim.MaxLineBytes < 1 || lim.MaxFileBytes < 1 {
+				return fmt.Errorf("--max-line-bytes %d and --max-file-bytes %d: want >= 1", lim.MaxLineBytes, lim.MaxFileBytes)
+			}
 			for _, path := range files {
-				cases, err := fixtures.ReadFile(path)
-				if err != nil {
+				if err := checkFixtureFile(cmd.OutOrStdout(), path, impl, lim, runner); err != nil {
 					return err
 				}
-				n, mm, err := fixtures.Check(cases, runner)
-				if err != nil {
-					return &exitError{code: 1, msg: fmt.Sprintf("%s: %v", path, err)}
-				}
-				if mm != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "FAIL %s: case %d/%d\n%v\ninput: %s\n", path, n+1, len(cases), mm, mm.Case.In)
-					return &exitError{code: 1}
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "ok   %s: %d cases on %s\n", path, n, impl)
 			}
 			return nil
 		},
@@ -102,7 +99,36 @@ func newFixturesCheckCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "per-call timeout for an exec or HTTP implementation")
 	cmd.Flags().Int64Var(&maxOutput, "max-output-bytes", ref.DefaultMaxOutputBytes, "output size limit for local implementations")
 	client.flags(cmd.Flags())
+	cmd.Flags().IntVar(&lim.MaxLineBytes, "max-line-bytes", fixtures.DefaultMaxLineBytes, "longest fixture line read; a longer one is refused, naming its file and line")
+	cmd.Flags().Int64Var(&lim.MaxFileBytes, "max-file-bytes", fixtures.DefaultMaxFileBytes, "largest fixture file read; a larger one is refused where it passes the bound")
 	return cmd
+}
+
+// checkFixtureFile replays one fixture file against runner as it reads it,
+// a line at a time: memory is bounded by --max-line-bytes, not by the
+// file. A file that cannot be read, or breaks a bound, is a usage error
+// (exit 2) naming the file and the line; a case that fails is exit 1 with
+// its diff.
+func checkFixtureFile(w io.Writer, path, impl string, lim fixtures.Limits, runner fixtures.Runner) error {
+	f, err := bounded.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rd := fixtures.NewReader(f, lim)
+	n, mm, err := fixtures.CheckReader(rd, runner)
+	var runErr *fixtures.RunError
+	switch {
+	case errors.As(err, &runErr):
+		return &exitError{code: 1, msg: fmt.Sprintf("%s: line %d: %v", path, rd.Line(), err)}
+	case err != nil:
+		return fmt.Errorf("%s: %w", path, err)
+	case mm != nil:
+		fmt.Fprintf(w, "FAIL %s: case %d (line %d)\n%v\ninput: %s\n", path, n+1, rd.Line(), mm, mm.Case.In)
+		return &exitError{code: 1}
+	}
+	fmt.Fprintf(w, "ok   %s: %d cases on %s\n", path, n, impl)
+	return nil
 }
 
 // fixtureRunner is the runner --impl names and the function that releases

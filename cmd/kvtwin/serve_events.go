@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kvtwin/kvtwin/internal/bounded"
 	"github.com/kvtwin/kvtwin/kvevsub"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -64,18 +65,18 @@ func eventSources(specs []string, file string, idx *ref.KVEvConfig) ([]kvevsub.S
 	return append(out, doc.Sources...), nil
 }
 
+// maxEventsFileDepth bounds the nesting of an --events-file written as
+// JSON (which is also YAML's flow style); the document nests 3 deep.
+// Block-style YAML is left to the YAML parser's own bound (10,000).
+const maxEventsFileDepth = 64
+
 // readEventsFile reads and strictly decodes file (unknown keys are errors,
-// so a misspelt bound is never silently ignored).
+// so a misspelt bound is never silently ignored). The file is read with a
+// one-byte probe past maxEventsFileBytes, so a FIFO or /dev/zero is
+// refused as surely as a large regular file.
 func readEventsFile(file string) (eventsFile, error) {
 	var doc eventsFile
-	st, err := os.Stat(file)
-	if err != nil {
-		return doc, fmt.Errorf("--events-file: %w", err)
-	}
-	if st.Size() > maxEventsFileBytes {
-		return doc, fmt.Errorf("--events-file %s: %d bytes: want at most %d", file, st.Size(), maxEventsFileBytes)
-	}
-	b, err := os.ReadFile(file)
+	b, err := bounded.ReadFile(file, bounded.Limits{MaxBytes: maxEventsFileBytes, MaxDepth: maxEventsFileDepth, BytesName: "the --events-file bound"})
 	if err != nil {
 		return doc, fmt.Errorf("--events-file: %w", err)
 	}

@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/internal/bounded"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -124,7 +127,7 @@ func readCacheDir(in *ref.DeepGEMMWarmupInput) error {
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		return nil
 	}
-	fsys := os.DirFS(dir)
+	fsys := boundedReadFS{FS: os.DirFS(dir), dir: dir}
 	if in.Manifest, err = ref.ReadDeepGEMMManifest(fsys); err != nil {
 		return fmt.Errorf("reading the manifest in %s: %w", dir, err)
 	}
@@ -132,6 +135,30 @@ func readCacheDir(in *ref.DeepGEMMWarmupInput) error {
 		return fmt.Errorf("listing %s: %w", dir, err)
 	}
 	return nil
+}
+
+// maxManifestBytes bounds the manifest warmup-plan reads: the manifest is
+// part of the op's input, which the server takes up to its 64 MiB body
+// bound.
+const maxManifestBytes = 64 << 20
+
+// boundedReadFS is the cache dir with its files read under
+// maxManifestBytes (fs.ReadFile uses an FS's own ReadFile), so a manifest
+// that is a FIFO, /dev/zero or a huge file is refused, naming it, not read
+// whole. Its bytes are not checked as text: a corrupt manifest is the op's
+// to report (§S3.5).
+type boundedReadFS struct {
+	fs.FS
+	dir string
+}
+
+// ReadFile implements fs.ReadFileFS.
+func (b boundedReadFS) ReadFile(name string) ([]byte, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "readfile", Path: name, Err: fs.ErrInvalid}
+	}
+	return bounded.ReadFile(filepath.Join(b.dir, filepath.FromSlash(name)),
+		bounded.Limits{MaxBytes: maxManifestBytes, Binary: true, BytesName: "the 64 MiB manifest bound"})
 }
 
 func printWarmupPlan(w io.Writer, out ref.DeepGEMMWarmupOutput) error {

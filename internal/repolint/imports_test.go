@@ -32,6 +32,8 @@ var importRules = []rule{
 		"ref is the executable specification; everything else is checked against it, so it depends on nothing of ours"},
 	{"LeafHelpersImportNoModulePackage", "internal/jsonscan", mayOnlyImport(),
 		"the one-pass JSON scanner is shared by fast and server; a leaf keeps both free to use it"},
+	{"FileReadersStandOnlyOnTheJSONGate", "internal/bounded", mayOnlyImport("internal/jsonscan"),
+		"the bounded file readers are shared by every package that reads a file; the JSON depth gate is all they need"},
 	{"LeafHelpersImportNoModulePackage", "internal/fault", mayOnlyImport(),
 		"fault switches are plain data naming historic bugs; the twins read them, they read nothing"},
 	{"LeafHelpersImportNoModulePackage", "internal/coverreport", mayOnlyImport(),
@@ -64,7 +66,7 @@ var importRules = []rule{
 		"the audit's transports move canonical bytes (fixtures.Result); what they mean is equiv's business"},
 
 	// The consumers of the catalog.
-	{"FixturesStandOnlyOnCatalog", "fixtures", mayOnlyImport("ref", "catalog"),
+	{"FixturesStandOnlyOnCatalog", "fixtures", mayOnlyImport("ref", "catalog", "internal/bounded"),
 		"fixtures are catalog entries' canonical bytes on disk; the suite and the CLI read them, not the other way round"},
 	{"EquivReachesTwinsOnlyThroughCatalog", "equiv", mayOnlyImport("ref", "catalog", "fixtures", "internal/fault", "internal/hostile"),
 		"every property runs on every implementation an entry offers; never on the server or the CLI"},
@@ -78,9 +80,9 @@ var importRules = []rule{
 		"the KV-event subscriber moves sockets' frames into an injected ref.KVEvIndex; the caller picks the twin"},
 	{"ServicesStandOnlyOnTheTwins", "kvevjs", mayOnlyImport("ref", "fast", "kvevsub"),
 		"the JetStream relay runs kvevsub into fast's index and publishes what it applies; replicas feed an injected ref.KVEvIndex"},
-	{"ServicesStandOnlyOnTheTwins", "kvevgen", mayOnlyImport("ref", "replay"),
+	{"ServicesStandOnlyOnTheTwins", "kvevgen", mayOnlyImport("ref", "replay", "internal/bounded"),
 		"the trace's KV-event stream is built from ref types and replay's trace reader; the caller picks the index"},
-	{"ServicesStandOnlyOnTheTwins", "replay", mayOnlyImport("ref"),
+	{"ServicesStandOnlyOnTheTwins", "replay", mayOnlyImport("ref", "internal/bounded"),
 		"trace replay reads traces into ref types; the caller picks the tree"},
 	{"ServicesStandOnlyOnTheTwins", "admissiontrace", mayOnlyImport("ref", "catalog", "replay"),
 		"the admission trace bench replays traces through catalog-chosen trees; a library of the CLI, not of the server"},
@@ -115,6 +117,7 @@ var importRules = []rule{
 	{"ProductionPackagesNeverLinkTestMachinery", "kvevjs", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "admissiontrace", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "internal/jsonscan", mayNotLink(testMachinery...), "production code"},
+	{"ProductionPackagesNeverLinkTestMachinery", "internal/bounded", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "adapter", mayNotLink(testMachinery...), "production code: linked into other people's programs"},
 }
 
