@@ -113,7 +113,7 @@ func (e *execImpl) Run(op string, in []byte) (fixtures.Result, error) {
 func (e *execImpl) call(op string, in []byte) (fixtures.Result, uint64, error) {
 	id := e.ids.Add(1)
 	ch := make(chan reply, 1)
-	p, err := e.register(id, ch)
+	p, err := e.register(id, op, ch)
 	if err != nil {
 		// a failed start is an event of its own: no process carries it
 		return fixtures.Result{}, 1<<63 | id, transportError(op, err)
@@ -150,14 +150,14 @@ func (e *execImpl) call(op string, in []byte) (fixtures.Result, uint64, error) {
 // register files call id with the running process, starting a new one
 // when the last failed (twice at most, so a process that dies between the
 // two steps costs no call).
-func (e *execImpl) register(id uint64, ch chan reply) (*proc, error) {
+func (e *execImpl) register(id uint64, op string, ch chan reply) (*proc, error) {
 	var err error
 	for range 2 {
 		var p *proc
 		if p, err = e.proc(); err != nil {
 			return nil, err
 		}
-		if err = p.register(id, ch); err == nil {
+		if err = p.register(id, op, ch); err == nil {
 			return p, nil
 		}
 	}
@@ -211,8 +211,15 @@ type reply struct {
 	fail        *failure
 }
 
+// pendingCall is a call in flight: where its reply goes, and its op.
+type pendingCall struct {
+	ch chan reply
+	op string
+}
+
 // proc is one run of the adapter process.
 type proc struct {
+	log     *runLog
 	run     int
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
@@ -223,7 +230,8 @@ type proc struct {
 	done    chan struct{} // closed once the process is reaped and recorded
 
 	mu           sync.Mutex
-	pending      map[uint64]chan reply
+	pending      map[uint64]pendingCall
+	answered     recentCalls // the calls answered last, to tell a second reply from a wrong id
 	dead         *failure
 	closing      bool // Close asked the process to exit
 	unattributed bool // it failed while no call was in flight
@@ -257,8 +265,8 @@ func (e *execImpl) start() (*proc, error) {
 		errR.Close()
 		return nil, fmt.Errorf("start %s: %w", e.argv[0], err)
 	}
-	p := &proc{run: e.log.started(), cmd: cmd, stdin: stdin, w: bufio.NewWriter(stdin), stderr: newRing(RingBytes),
-		started: time.Now(), done: make(chan struct{}), pending: map[uint64]chan reply{}}
+	p := &proc{log: e.log, run: e.log.started(), cmd: cmd, stdin: stdin, w: bufio.NewWriter(stdin), stderr: newRing(RingBytes),
+		started: time.Now(), done: make(chan struct{}), pending: map[uint64]pendingCall{}}
 	var readers sync.WaitGroup
 	readers.Add(2)
 	e.wg.Add(3)
@@ -342,21 +350,36 @@ func (p *proc) readReplies(stdout io.Reader, maxBytes int64) *failure {
 		if f != nil {
 			return f
 		}
-		if !p.deliver(id, r) {
-			return fail(KindProtocol, "reply to id %d, which is not in flight (a wrong id, a second reply, or one after its call timed out): %s", id, quote(line))
+		delivered, answeredOp := p.deliver(id, r)
+		switch {
+		case delivered:
+		case answeredOp != "":
+			// the call has its answer and the stream is still whole: the
+			// second reply is the adapter's failure, no call's
+			p.log.outside(fmt.Sprintf("process %d: protocol: second reply to call %d (%s): %s", p.run, id, answeredOp, quote(line)))
+		default:
+			return fail(KindProtocol, "reply to id %d, which is not in flight (a wrong id, or a reply to a call of an earlier process): %s", id, quote(line))
 		}
 	}
 }
 
 // readLine reads one '\n'-terminated line of at most maxBytes, checking
-// the bound before each chunk is kept, so a longer line costs at most
-// maxBytes; nil, nil at the end of stdout.
+// the bound before each chunk is kept and growing the line by doubling up
+// to the bound, never past it, so a longer line costs at most 2 ×
+// maxBytes of allocation (the line and the buffers it outgrew); nil, nil
+// at the end of stdout.
 func readLine(br *bufio.Reader, maxBytes int64) ([]byte, *failure) {
 	var line []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if int64(len(line))+int64(len(chunk)) > maxBytes+1 {
+		need := int64(len(line)) + int64(len(chunk))
+		if need > maxBytes+1 {
 			return nil, fail(KindTooLarge, "reply line exceeds %d bytes (--max-reply-bytes)", maxBytes)
+		}
+		if need > int64(cap(line)) {
+			grown := make([]byte, len(line), min(max(2*int64(cap(line)), need), maxBytes+1))
+			copy(grown, line)
+			line = grown
 		}
 		line = append(line, chunk...)
 		switch {
@@ -415,13 +438,13 @@ func parseReply(line []byte) (uint64, reply, *failure) {
 	return id, reply{out: m.Out}, nil
 }
 
-func (p *proc) register(id uint64, ch chan reply) error {
+func (p *proc) register(id uint64, op string, ch chan reply) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.dead != nil {
 		return p.dead
 	}
-	p.pending[id] = ch
+	p.pending[id] = pendingCall{ch: ch, op: op}
 	return nil
 }
 
@@ -431,15 +454,19 @@ func (p *proc) unregister(id uint64) {
 	delete(p.pending, id)
 }
 
-func (p *proc) deliver(id uint64, r reply) bool {
+// deliver hands r to call id; when id is not in flight, answeredOp is the
+// op of call id if this process answered it lately (r is a second reply).
+func (p *proc) deliver(id uint64, r reply) (delivered bool, answeredOp string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ch, ok := p.pending[id]
-	if ok {
-		delete(p.pending, id)
-		ch <- r
+	c, ok := p.pending[id]
+	if !ok {
+		return false, p.answered.op(id)
 	}
-	return ok
+	delete(p.pending, id)
+	p.answered.add(id, c.op)
+	c.ch <- r
+	return true, ""
 }
 
 func (p *proc) write(line []byte) error {
@@ -475,10 +502,37 @@ func (p *proc) fail(f *failure) {
 		p.dead = f
 		p.unattributed = len(p.pending) == 0 && !p.closing
 	}
-	for id, ch := range p.pending {
-		ch <- reply{fail: p.dead}
+	for id, c := range p.pending {
+		c.ch <- reply{fail: p.dead}
 		delete(p.pending, id)
 	}
 	p.mu.Unlock()
 	_ = p.cmd.Process.Kill()
+}
+
+// answeredWindow is how many answered calls a process remembers: a second
+// reply to one of them is told from a reply to a wrong id.
+const answeredWindow = 1024
+
+// recentCalls remembers the last answeredWindow answered calls' ids and
+// ops (the caller locks).
+type recentCalls struct {
+	ids  [answeredWindow]uint64
+	ops  [answeredWindow]string
+	next int
+}
+
+func (r *recentCalls) add(id uint64, op string) {
+	r.ids[r.next], r.ops[r.next] = id, op
+	r.next = (r.next + 1) % answeredWindow
+}
+
+// op is the op of answered call id, or "" when it is not remembered.
+func (r *recentCalls) op(id uint64) string {
+	for i, v := range r.ids {
+		if v == id && id != 0 {
+			return r.ops[i]
+		}
+	}
+	return ""
 }

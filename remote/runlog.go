@@ -61,8 +61,10 @@ type Log struct {
 	Kept []Run `json:"kept,omitempty"`
 	// Omitted is how many ended processes between those are not kept.
 	Omitted int `json:"omitted,omitempty"`
-	// Unattributed counts the processes that failed while no call was in
-	// flight; FirstUnattributed says how the first of them ended.
+	// Unattributed counts the failures outside every call, which no case
+	// carries: processes that failed while no call was in flight, and
+	// second replies to answered calls (ignored; the stream stays whole).
+	// FirstUnattributed says what the first of them was.
 	Unattributed      int    `json:"unattributed,omitempty"`
 	FirstUnattributed string `json:"first_unattributed,omitempty"`
 }
@@ -169,10 +171,7 @@ func (l *runLog) ended(r Run, elapsed time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if r.Unattributed {
-		l.log.Unattributed++
-		if l.log.FirstUnattributed == "" {
-			l.log.FirstUnattributed = fmt.Sprintf("run %d: %s", r.Run, r.Ended)
-		}
+		l.outsideLocked(fmt.Sprintf("process %d: %s", r.Run, r.Ended))
 	}
 	if len(l.log.Kept) < KeptRuns/2 {
 		l.log.Kept = append(l.log.Kept, r)
@@ -186,6 +185,20 @@ func (l *runLog) ended(r Run, elapsed time.Duration) {
 	l.summarize(r, elapsed)
 }
 
+// outside records a failure outside every call.
+func (l *runLog) outside(what string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.outsideLocked(what)
+}
+
+func (l *runLog) outsideLocked(what string) {
+	l.log.Unattributed++
+	if l.log.FirstUnattributed == "" {
+		l.log.FirstUnattributed = truncate(what, 400)
+	}
+}
+
 // summarize writes r's summary line while there are fewer than
 // MaxSummaryLines, then one line saying the rest are in the report.
 func (l *runLog) summarize(r Run, elapsed time.Duration) {
@@ -195,12 +208,12 @@ func (l *runLog) summarize(r Run, elapsed time.Duration) {
 	l.lines++
 	switch {
 	case l.lines <= MaxSummaryLines:
-		last := ""
+		stderr := "stderr empty"
 		if r.StderrBytes > 0 {
-			last = fmt.Sprintf(", last %q", lastLine([]byte(r.Stderr)))
+			stderr = fmt.Sprintf("stderr %s in %d lines, the last %q", byteCount(r.StderrBytes), r.StderrLines, lastLine([]byte(r.Stderr)))
 		}
-		fmt.Fprintf(l.w, "adapter %s: process %d (pid %d) %s after %s; stderr %s in %d lines%s\n",
-			l.target, r.Run, r.PID, truncate(r.Ended, 300), elapsed.Round(time.Millisecond), byteCount(r.StderrBytes), r.StderrLines, last)
+		fmt.Fprintf(l.w, "adapter %s: process %d (pid %d), %s: %s; %s\n",
+			l.target, r.Run, r.PID, elapsed.Round(time.Millisecond), truncate(r.Ended, 300), stderr)
 	case l.lines == MaxSummaryLines+1:
 		fmt.Fprintf(l.w, "adapter %s: more processes ended; they are summarized in the report (--json, --html)\n", l.target)
 	}

@@ -80,7 +80,7 @@ func TestExecStderrFloodStaysInTheRing(t *testing.T) {
 	}
 	out := term.String()
 	if strings.Count(out, "\n") != 1 || !strings.Contains(out, "process 1") || !strings.Contains(out, "exited (exit status 0) after stdin closed") ||
-		!strings.Contains(out, "stderr 1.0 MiB in ") || !strings.Contains(out, `last "flood end"`) {
+		!strings.Contains(out, "stderr 1.0 MiB in ") || !strings.Contains(out, `the last "flood end"`) {
 		t.Errorf("terminal got %d bytes: %q; want one summary line", len(out), out)
 	}
 }
@@ -102,7 +102,7 @@ func TestSummaryLinesAndKeptRunsAreBounded(t *testing.T) {
 		log.Kept[KeptRuns/2].Run != 20-KeptRuns/2+1 {
 		t.Errorf("log: %d runs, kept %+v, omitted %d", log.Runs, log.Kept, log.Omitted)
 	}
-	if log.Unattributed != 4 || log.FirstUnattributed != "run 5: adapter exited (exit status 3)" {
+	if log.Unattributed != 4 || log.FirstUnattributed != "process 5: adapter exited (exit status 3)" {
 		t.Errorf("unattributed %d, first %q", log.Unattributed, log.FirstUnattributed)
 	}
 	if n := strings.Count(term.String(), "\n"); n != MaxSummaryLines+2 || !strings.Contains(term.String(), "20 processes in all, 4 of them not summarized here") {

@@ -92,7 +92,8 @@ func newAuditMergeCmd() *cobra.Command {
 		Long: `merge reads the reports of an audit run with --shard i/n (or a batch system's array
 index) and --json, checks that they are the n shards of one audit (same seed, case count and
 shard count, each index once), and prints the combined report: per op × implementation the
-sum of cases, mismatches and transport errors, the first failures in the order an unsharded run
+sum of cases, mismatches, transport errors and cases not sent (an op unavailable in any shard
+is unavailable), every shard's adapter processes, the first failures in the order an unsharded run
 meets them, and the shrink of the earliest failing case. Exit status 1 when the audit failed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -186,6 +187,7 @@ func mergeReports(reps []auditReport, maxFailures int) (auditReport, error) {
 			mergeOp(m, o)
 		}
 		out.Mutants = append(out.Mutants, r.Mutants...)
+		out.Adapters = append(out.Adapters, r.Adapters...)
 		for impl, ops := range r.NotImplemented {
 			if out.NotImplemented == nil {
 				out.NotImplemented = map[string][]string{}
@@ -198,7 +200,7 @@ func mergeReports(reps []auditReport, maxFailures int) (auditReport, error) {
 		m := byKey[key]
 		sortFailures(m.Failures, maxFailures, &m.Failures)
 		sortFailures(m.Transport, maxFailures, &m.Transport)
-		m.Passed = m.Mismatches == 0 && m.TransportErrors == 0
+		m.Passed = opPassed(*m)
 		out.Passed = out.Passed && m.Passed
 		out.Ops = append(out.Ops, *m)
 	}
@@ -206,6 +208,7 @@ func mergeReports(reps []auditReport, maxFailures int) (auditReport, error) {
 	for _, m := range out.Mutants {
 		out.Passed = out.Passed && m.Killed && m.RegressionKills
 	}
+	out.Passed = out.Passed && adaptersPassed(out.Adapters)
 	return out, nil
 }
 
@@ -216,6 +219,7 @@ func mergeOp(m *opResult, o opResult) {
 	m.TransportErrors += o.TransportErrors
 	m.Failures = append(m.Failures, o.Failures...)
 	m.Transport = append(m.Transport, o.Transport...)
+	mergeUnavailable(m, o)
 	if o.Shrunk != nil && (m.Shrunk == nil || o.ShrunkFrom < m.ShrunkFrom) {
 		m.Shrunk, m.ShrunkFrom = o.Shrunk, o.ShrunkFrom
 	}
