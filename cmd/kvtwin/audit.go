@@ -63,8 +63,8 @@ type auditReport struct {
 	// `kvtwin audit merge` combines the reports of every shard.
 	Shard *shardSpec `json:"shard,omitempty"`
 	// Adapters holds, per exec adapter, how its processes ended and the
-	// end of their stderr (auditadapters.go); one that failed with no call
-	// in flight fails the audit.
+	// end of their stderr (auditadapters.go); one that failed outside
+	// every call fails the audit.
 	Adapters []adapterReport `json:"adapters,omitempty"`
 	Passed   bool            `json:"passed"`
 }

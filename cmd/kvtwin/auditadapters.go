@@ -84,7 +84,7 @@ func printAdapters(w io.Writer, rep auditReport) {
 	}
 	for _, a := range rep.Adapters {
 		if a.Unattributed > 0 {
-			fmt.Fprintf(w, "\nADAPTER FAILED: %s: %d processes failed with no call in flight (the first: %s)\n", a.Impl, a.Unattributed, a.FirstUnattributed)
+			fmt.Fprintf(w, "\nADAPTER FAILED: %s: %d failures outside every call, which no case carries (the first: %s)\n", a.Impl, a.Unattributed, a.FirstUnattributed)
 		}
 		if a.Runs > 1 || a.Unattributed > 0 {
 			fmt.Fprintf(w, "\nadapter %s: %d processes (%d restarts); how each ended and the end of its stderr are in the --json and --html reports\n", a.Impl, a.Runs, a.Runs-1)

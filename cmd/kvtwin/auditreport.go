@@ -219,7 +219,7 @@ svg text{font:11px system-ui,sans-serif}
 <p class="muted">How each process of an exec adapter ended, and the last 64 KiB of its stderr (the first and last {{.KeptHalf}} processes of each adapter are kept).</p>
 {{range .Adapters}}<div class="ce">
 <h3><code>{{.Impl}}</code>{{if .Shard}} · shard {{.Shard}}{{end}}: {{.Runs}} processes{{if .Omitted}}, {{.Omitted}} not kept{{end}}</h3>
-{{if .Unattributed}}<p><b>ADAPTER FAILED</b>: {{.Unattributed}} processes failed with no call in flight (the first: {{.FirstUnattributed}}).</p>{{end}}
+{{if .Unattributed}}<p><b>ADAPTER FAILED</b>: {{.Unattributed}} failures outside every call, which no case carries (the first: {{.FirstUnattributed}}).</p>{{end}}
 {{range .Kept}}<details><summary>process {{.Run}} (pid {{.PID}}): {{.Ended}} · {{.Millis}} ms · stderr {{.StderrBytes}} bytes in {{.StderrLines}} lines</summary><pre>{{.Stderr}}</pre></details>
 {{end}}</div>
 {{end}}{{end}}

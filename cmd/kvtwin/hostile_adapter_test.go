@@ -45,6 +45,15 @@ const (
 // hostileLong reports whether the long forms were asked for.
 func hostileLong() bool { return os.Getenv("KVTWIN_HOSTILE") == "long" }
 
+// skipHostileUnderRace leaves these tests to a run without -race: they
+// time and measure a child audit, which -race would only slow.
+func skipHostileUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("measures a child audit's RSS and wall time: runs without -race (go test -run '^TestHostileAdapter' ./cmd/kvtwin/, KVTWIN_HOSTILE=long for the long form)")
+	}
+}
+
 // hostileReport is the part of `audit --json` these tests read, declared
 // here so that they read the report as any consumer of the JSON does.
 type hostileReport struct {
@@ -208,7 +217,7 @@ func transportKind(reason string) string {
 // checked and the audit passes. It used to copy the flood to its own
 // stderr whole, and block with the terminal.
 func TestHostileAdapterStderrFloodStaysInARingOffTheTerminal(t *testing.T) {
-	skipUnderRace(t)
+	skipHostileUnderRace(t)
 	size, cases, deadline := int64(64<<20), 8, time.Minute
 	if hostileLong() {
 		size, cases, deadline = 2<<30, 200, 10*time.Minute
@@ -245,7 +254,7 @@ func TestHostileAdapterStderrFloodStaysInARingOffTheTerminal(t *testing.T) {
 // on a loaded machine), however many cases there are. It used to wait the
 // full timeout for every remaining case.
 func TestHostileAdapterHungOpIsUnavailableWithinThreeTimeouts(t *testing.T) {
-	skipUnderRace(t)
+	skipHostileUnderRace(t)
 	const timeout, slack = 750 * time.Millisecond, 4 * time.Second
 	cases := 40
 	if hostileLong() {
@@ -291,7 +300,7 @@ func TestHostileAdapterHungOpIsUnavailableWithinThreeTimeouts(t *testing.T) {
 // kind malformed, no mismatch. Not JSON used to be a transport error over
 // exec but a mismatch over HTTP, and an error string the reverse.
 func TestHostileAdapterRepliesAreClassifiedAlikeOverExecAndHTTP(t *testing.T) {
-	skipUnderRace(t)
+	skipHostileUnderRace(t)
 	const spec = "transfer.group_contiguous=garbage,radix.script=utf8,transfer.per_layer_script=errstring"
 	args := []string{"--ops", auditedOps, "--cases", "8", "--timeout", "10s", "--parallel", "1"}
 	viaExec := runHostileAudit(t, time.Minute, append([]string{"--impl", hostileTarget(spec, 0)}, args...)...)
@@ -324,7 +333,7 @@ func TestHostileAdapterRepliesAreClassifiedAlikeOverExecAndHTTP(t *testing.T) {
 // adapter, not a case; the audit stays up within its bounds and checks
 // the other ops in full.
 func TestHostileAdapterMisbehaviourFailsOnlyItsOwnOp(t *testing.T) {
-	skipUnderRace(t)
+	skipHostileUnderRace(t)
 	size, cases := int64(64<<20), 4
 	if hostileLong() {
 		size, cases = 8<<30, 100
