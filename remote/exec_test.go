@@ -53,6 +53,24 @@ func playAdapter(role string) int {
 			fmt.Fprintln(w, "Traceback (most recent call last): oops")
 		case req.Op == "wrong-id":
 			fmt.Fprintf(w, `{"id":%d,"out":{}}`+"\n", req.ID+1000)
+		case req.Op == "twice":
+			fmt.Fprintf(w, `{"id":%d,"out":{}}`+"\n", req.ID)
+			w.Flush()
+			time.Sleep(50 * time.Millisecond) // the first reply is delivered alone
+			fmt.Fprintf(w, `{"id":%d,"out":{}}`+"\n", req.ID)
+		case req.Op == "utf8":
+			fmt.Fprintf(w, "{\"id\":%d,\"out\":{\"s\":\"\xff\"}}\n", req.ID)
+		case req.Op == "errstring":
+			fmt.Fprintf(w, `{"id":%d,"err":"boom"}`+"\n", req.ID)
+		case req.Op == "neither":
+			fmt.Fprintf(w, `{"id":%d}`+"\n", req.ID)
+		case req.Op == "midline":
+			fmt.Fprintf(w, `{"id":%d,"out":{"a":`, req.ID)
+			w.Flush()
+			os.Exit(0)
+		case req.Op == "flood":
+			flood(req.In)
+			fmt.Fprintf(w, `{"id":%d,"out":{}}`+"\n", req.ID)
 		case req.Op == "silent":
 		case req.Op == "huge":
 			w.WriteString(`{"id":1,"out":"`)
@@ -70,9 +88,33 @@ func playAdapter(role string) int {
 	return 0
 }
 
+// flood writes {"bytes":N} bytes of numbered stderr lines, the last of
+// them "flood end".
+func flood(in json.RawMessage) {
+	var n struct {
+		Bytes int `json:"bytes"`
+	}
+	_ = json.Unmarshal(in, &n)
+	w := bufio.NewWriterSize(os.Stderr, 64<<10)
+	for i := 0; n.Bytes > 0; i++ {
+		line := fmt.Sprintf("stderr line %09d\n", i)
+		n.Bytes -= len(line)
+		w.WriteString(line)
+	}
+	w.WriteString("flood end\n")
+	w.Flush()
+}
+
+// roleCommand runs this test binary as the adapter role play. GORACE
+// drops the race detector's one-second sleep at exit, which a -race run
+// would otherwise pay on every adapter process that exits.
+func roleCommand() string {
+	return "env GORACE=atexit_sleep_ms=0 " + roleEnv + "=play " + os.Args[0]
+}
+
 func openRole(t *testing.T, o Options) Impl {
 	t.Helper()
-	r, err := Open("exec:env "+roleEnv+"=play "+os.Args[0], o)
+	r, err := Open("exec:"+roleCommand(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,18 +169,23 @@ func TestExecPipelinesConcurrentCalls(t *testing.T) {
 // adapter.
 func TestExecReportsHostileRepliesAsTransportErrorsAndRecovers(t *testing.T) {
 	r := openRole(t, Options{Timeout: 2 * time.Second, MaxReplyBytes: 1 << 20})
-	for _, c := range []struct{ op, want string }{
-		{"garbage", "not a JSON object"},
-		{"wrong-id", "unknown id"},
-		{"silent", "no reply within 2s"},
-		{"huge", "exceeds 1048576 bytes"},
-		{"crash", "adapter exited (exit status 3); stderr: adapter: about to crash on purpose"},
+	for _, c := range []struct {
+		op   string
+		kind Kind
+		want string
+	}{
+		{"garbage", KindMalformed, "reply line is not JSON"},
+		{"wrong-id", KindProtocol, "which is not in flight"},
+		{"silent", KindTimeout, "no reply within 2s"},
+		{"huge", KindTooLarge, "exceeds 1048576 bytes"},
+		{"crash", KindExited, `adapter exited (exit status 3); last stderr line: "adapter: about to crash on purpose"`},
+		{"midline", KindExited, "stdout ended mid-reply"},
 	} {
 		start := time.Now()
 		_, err := r.Run(c.op, []byte(`{}`))
 		var te *TransportError
-		if !errors.As(err, &te) || !strings.Contains(te.Reason, c.want) {
-			t.Errorf("%s: err %v, want a TransportError containing %q", c.op, err, c.want)
+		if !errors.As(err, &te) || te.Kind != c.kind || !strings.Contains(te.Reason, c.want) {
+			t.Errorf("%s: err %v, want a %s TransportError containing %q", c.op, err, c.kind, c.want)
 		}
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("%s took %s", c.op, d)

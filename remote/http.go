@@ -2,13 +2,16 @@ package remote
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -21,6 +24,8 @@ type httpImpl struct {
 	base   string
 	o      Options
 	client *http.Client
+	brk    *breaker
+	calls  atomic.Uint64 // numbers each call's event for the breaker
 }
 
 func openHTTP(base string, o Options) (*httpImpl, error) {
@@ -28,7 +33,7 @@ func openHTTP(base string, o Options) (*httpImpl, error) {
 		return nil, fmt.Errorf("implementation %q: %w", base, err)
 	}
 	tr := &http.Transport{MaxIdleConns: o.Conns, MaxIdleConnsPerHost: o.Conns, MaxConnsPerHost: o.Conns, TLSClientConfig: o.TLS}
-	return &httpImpl{base: strings.TrimRight(base, "/"), o: o, client: &http.Client{Timeout: o.Timeout, Transport: tr}}, nil
+	return &httpImpl{base: strings.TrimRight(base, "/"), o: o, client: &http.Client{Timeout: o.Timeout, Transport: tr}, brk: newBreaker(o.UnavailableAfter)}, nil
 }
 
 func (h *httpImpl) Name() string { return h.base }
@@ -42,33 +47,50 @@ func (h *httpImpl) Close() error {
 func (h *httpImpl) Ops() ([]string, error) {
 	resp, err := h.do(http.MethodGet, h.base+"/v1/ops", nil)
 	if err != nil {
-		return nil, &TransportError{Op: "GET /v1/ops", Reason: err.Error()}
+		return nil, transportError("GET /v1/ops", requestFailure(err))
 	}
-	body, err := h.read(resp)
-	if err != nil {
-		return nil, &TransportError{Op: "GET /v1/ops", Reason: err.Error()}
+	body, f := h.read(resp)
+	if f != nil {
+		return nil, transportError("GET /v1/ops", f)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &TransportError{Op: "GET /v1/ops", Reason: fmt.Sprintf("HTTP %d: %.200s", resp.StatusCode, body)}
+		return nil, &TransportError{Op: "GET /v1/ops", Kind: KindStatus, Reason: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, quote(body))}
 	}
 	return parseOpList(body)
 }
 
-// Run implements fixtures.Runner: POST {base}/v1/ops/{op}. A server that
-// sheds load (429, or 503 with Retry-After, as kvtwin serve does) is asked
-// again after a short growing delay, until the call's timeout; only then is
-// the refusal a transport error.
+// Unavailable implements Impl.
+func (h *httpImpl) Unavailable(op string) (string, bool) { return h.brk.unavailable(op) }
+
+// Log implements Impl: an HTTP service has no processes of kvtwin's.
+func (h *httpImpl) Log() Log { return Log{} }
+
+// Run implements fixtures.Runner: POST {base}/v1/ops/{op}. Each call is
+// an event of its own for the breaker: calls share no process.
 func (h *httpImpl) Run(op string, in []byte) (fixtures.Result, error) {
+	if err := h.brk.refuse(op); err != nil {
+		return fixtures.Result{}, err
+	}
+	res, err := h.call(op, in)
+	h.brk.record(op, h.calls.Add(1), err)
+	return res, err
+}
+
+// call posts one request. A server that sheds load (429, or 503 with
+// Retry-After, as kvtwin serve does) is asked again after a short growing
+// delay, until the call's timeout; only then is the refusal a transport
+// error.
+func (h *httpImpl) call(op string, in []byte) (fixtures.Result, error) {
 	deadline := time.Now().Add(h.o.Timeout)
 	backoff := 5 * time.Millisecond
 	for {
 		resp, err := h.do(http.MethodPost, h.base+"/v1/ops/"+url.PathEscape(op), in)
 		if err != nil {
-			return fixtures.Result{}, &TransportError{Op: op, Reason: err.Error()}
+			return fixtures.Result{}, transportError(op, requestFailure(err))
 		}
-		body, err := h.read(resp)
-		if err != nil {
-			return fixtures.Result{}, &TransportError{Op: op, Reason: err.Error()}
+		body, f := h.read(resp)
+		if f != nil {
+			return fixtures.Result{}, transportError(op, f)
 		}
 		wait, shed := retryAfter(resp, backoff)
 		if shed && time.Now().Add(wait).Before(deadline) {
@@ -112,32 +134,57 @@ func retryAfter(resp *http.Response, backoff time.Duration) (time.Duration, bool
 	return wait, true
 }
 
+// result classifies an answer by its status: 200 carries the output, 400
+// an error object under "detail", 404 says the op is missing; both bodies
+// are checked as every reply is (classify.go).
 func (h *httpImpl) result(op string, status int, body []byte) (fixtures.Result, error) {
 	switch status {
 	case http.StatusOK:
-		return fixtures.Result{Bytes: body}, nil
-	case http.StatusBadRequest:
-		detail := gjson.GetBytes(body, "detail")
-		if !detail.IsObject() {
-			return fixtures.Result{}, &TransportError{Op: op, Reason: fmt.Sprintf("HTTP 400 without a detail object: %.200s", body)}
+		if f := checkJSON(body, "reply body"); f != nil {
+			return fixtures.Result{}, transportError(op, f)
 		}
-		return fixtures.Result{Bytes: []byte(detail.Raw), Rejected: true}, nil
+		return answer(op, body, nil)
+	case http.StatusBadRequest:
+		if f := checkJSON(body, "reply body"); f != nil {
+			return fixtures.Result{}, transportError(op, f)
+		}
+		detail := gjson.GetBytes(body, "detail")
+		if !detail.Exists() {
+			return fixtures.Result{}, transportError(op, fail(KindMalformed, "HTTP 400 without a detail object: %s", quote(body)))
+		}
+		return answer(op, nil, []byte(detail.Raw))
 	case http.StatusNotFound:
 		return fixtures.Result{}, fmt.Errorf("%s: %w", op, ErrNotImplemented)
 	}
-	return fixtures.Result{}, &TransportError{Op: op, Reason: fmt.Sprintf("HTTP %d: %.200s", status, body)}
+	return fixtures.Result{}, transportError(op, fail(KindStatus, "HTTP %d: %s", status, quote(body)))
+}
+
+// requestFailure classifies a failed request: its timeout, or the service
+// gone (refused, reset, closed before a whole response).
+func requestFailure(err error) *failure {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fail(KindTimeout, "%v", err)
+	}
+	return fail(KindExited, "%v", err)
 }
 
 // read reads a response body of at most MaxReplyBytes, trimming one
-// trailing newline; a longer body is an error and is not read further.
-func (h *httpImpl) read(resp *http.Response) ([]byte, error) {
+// trailing newline. A body declared longer is refused before a byte of it
+// is read; one that turns out longer is refused after MaxReplyBytes+1.
+func (h *httpImpl) read(resp *http.Response) ([]byte, *failure) {
 	defer resp.Body.Close()
+	if resp.ContentLength > h.o.MaxReplyBytes {
+		return nil, fail(KindTooLarge, "reply body of %d bytes exceeds %d bytes (--max-reply-bytes)", resp.ContentLength, h.o.MaxReplyBytes)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, h.o.MaxReplyBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("read reply: %w", err)
+		f := requestFailure(err)
+		f.reason = "read reply: " + f.reason
+		return nil, f
 	}
 	if int64(len(body)) > h.o.MaxReplyBytes {
-		return nil, fmt.Errorf("reply exceeds %d bytes", h.o.MaxReplyBytes)
+		return nil, fail(KindTooLarge, "reply body exceeds %d bytes (--max-reply-bytes)", h.o.MaxReplyBytes)
 	}
 	return bytes.TrimSuffix(body, []byte("\n")), nil
 }

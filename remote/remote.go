@@ -3,7 +3,11 @@
 // (exec:CMD ARGS…) or an HTTP service (http://HOST:PORT[/PREFIX]). Both
 // answer one op applied to one input with an output or an error object;
 // everything else an adapter does (no answer, a malformed or oversized
-// answer, a crash) is a *TransportError, kept apart from wrong answers.
+// answer, a crash) is a *TransportError of one Kind, the same Kind over
+// every transport (classify.go), kept apart from wrong answers. An op whose
+// calls get no usable answer UnavailableAfter times in a row is refused
+// from then on (breaker.go), and an exec adapter's stderr is kept in a
+// bounded ring per process (runlog.go), never copied whole.
 package remote
 
 import (
@@ -28,6 +32,15 @@ type Impl interface {
 	Ops() ([]string, error)
 	// Name is the target the Impl was opened with.
 	Name() string
+	// Unavailable reports whether op's breaker is open (Options.
+	// UnavailableAfter calls in a row got no usable answer) and why; calls
+	// of an unavailable op fail at once with KindUnavailable, unsent.
+	Unavailable(op string) (reason string, ok bool)
+	// Log is what the implementation's processes left behind: every exec
+	// adapter process's end and the last RingBytes of its stderr (the
+	// first and last KeptRuns/2 processes kept). Zero for HTTP. Complete
+	// once Close has returned.
+	Log() Log
 	// Close releases the Impl; calls after Close fail.
 	Close() error
 }
@@ -40,8 +53,11 @@ type Options struct {
 	// DefaultMaxReplyBytes); a longer one is a transport error and is never
 	// held in memory whole.
 	MaxReplyBytes int64
-	// Stderr receives an exec adapter's stderr as it comes (nil: dropped);
-	// its last lines are kept for crash reports either way.
+	// Stderr receives one summary line per exec adapter process when it
+	// ends (how it ended, the bytes and lines it wrote to stderr, its last
+	// line), at most MaxSummaryLines of them (nil: none). The stream itself
+	// goes into a ring of the last RingBytes per process (Log), so an
+	// adapter's stderr can neither flood nor block the caller's terminal.
 	Stderr io.Writer
 	// Conns is how many connections an HTTP Impl keeps open (default 8).
 	Conns int
@@ -52,12 +68,18 @@ type Options struct {
 	// TLS configures https:// targets: the CAs to trust and a client
 	// certificate (nil: the system's roots and none).
 	TLS *tls.Config
+	// UnavailableAfter is how many failures in a row without a usable
+	// answer (a timeout, a crash, a malformed reply; all calls one process
+	// failure kills count once) make an op unavailable (default
+	// DefaultUnavailableAfter; docs/adapters.md "The breaker").
+	UnavailableAfter int
 }
 
 // Defaults of Options.
 const (
-	DefaultTimeout       = 10 * time.Second
-	DefaultMaxReplyBytes = 16 << 20
+	DefaultTimeout          = 10 * time.Second
+	DefaultMaxReplyBytes    = 16 << 20
+	DefaultUnavailableAfter = 3
 )
 
 func (o Options) withDefaults() Options {
@@ -70,6 +92,9 @@ func (o Options) withDefaults() Options {
 	if o.Conns <= 0 {
 		o.Conns = 8
 	}
+	if o.UnavailableAfter <= 0 {
+		o.UnavailableAfter = DefaultUnavailableAfter
+	}
 	return o
 }
 
@@ -81,11 +106,24 @@ var ErrNotImplemented = errors.New("op not implemented by the adapter")
 type TransportError struct {
 	// Op is the op called.
 	Op string
-	// Reason says what went wrong (timeout, crash, malformed reply, …).
+	// Kind classifies what went wrong, alike over every transport.
+	Kind Kind
+	// Reason says what went wrong, with the evidence (the id, the bytes,
+	// the status, the bound).
 	Reason string
 }
 
-func (e *TransportError) Error() string { return e.Op + ": " + e.Reason }
+func (e *TransportError) Error() string { return e.Op + ": " + string(e.Kind) + ": " + e.Reason }
+
+// KindOf is the Kind of a *TransportError in err's chain, or "" when err
+// is not one.
+func KindOf(err error) Kind {
+	var te *TransportError
+	if errors.As(err, &te) {
+		return te.Kind
+	}
+	return ""
+}
 
 // Open returns the Impl a target names: "exec:CMD ARGS…" (split like a
 // shell would, without running one) or an http:// or https:// base URL.
@@ -106,8 +144,11 @@ func IsTarget(s string) bool {
 }
 
 // parseOpList reads an op list: a JSON array of strings or of objects with
-// a "name" member.
+// a "name" member, checked as every reply is (checkJSON).
 func parseOpList(b []byte) ([]string, error) {
+	if f := checkJSON(b, "op list"); f != nil {
+		return nil, f
+	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(b, &items); err != nil {
 		return nil, fmt.Errorf("op list is not a JSON array: %w", err)

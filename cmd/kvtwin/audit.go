@@ -38,6 +38,7 @@ type auditOptions struct {
 	parallel           int
 	timeout            time.Duration
 	maxReplyBytes      int64
+	unavailableAfter   int
 	asJSON, noProgress bool
 	maxFailures        int
 	shardFlag          string
@@ -62,8 +63,12 @@ type auditReport struct {
 	ZooSkipped string `json:"zoo_skipped,omitempty"`
 	// Shard is the part of the audit this report covers (nil: all of it);
 	// `kvtwin audit merge` combines the reports of every shard.
-	Shard  *shardSpec `json:"shard,omitempty"`
-	Passed bool       `json:"passed"`
+	Shard *shardSpec `json:"shard,omitempty"`
+	// Adapters holds, per exec adapter, how its processes ended and the
+	// end of their stderr (auditadapters.go); one that failed outside
+	// every call fails the audit.
+	Adapters []adapterReport `json:"adapters,omitempty"`
+	Passed   bool            `json:"passed"`
 }
 
 // opResult is one op × implementation row of the audit.
@@ -85,6 +90,12 @@ type opResult struct {
 	// replies), apart from mismatches; Transport holds the first of them.
 	TransportErrors int              `json:"transport_errors"`
 	Transport       []*equiv.Failure `json:"transport,omitempty"`
+	// Unavailable says why the implementation's breaker made the op
+	// unavailable (--unavailable-after failures in a row without a usable
+	// answer); NotSent counts the cases not sent after that. An
+	// unavailable op fails the audit.
+	Unavailable string `json:"unavailable,omitempty"`
+	NotSent     int    `json:"not_sent,omitempty"`
 	// Shrunk is rapid's minimal counterexample for the first failing kind.
 	Shrunk *equiv.Failure `json:"shrunk,omitempty"`
 	// ShrunkFrom is the Seq of the failing case whose kind was shrunk (-1:
@@ -121,11 +132,14 @@ failing implementation, to a minimal counterexample printed as a fixture line an
 outside it through an adapter (docs/adapters.md): exec:CMD ARGS… (a subprocess speaking JSON
 Lines) or http://HOST:PORT[/PREFIX]. An adapter is audited on the ops it declares; the others
 are listed as not implemented. Calls that get no usable answer (timeouts, crashes, malformed
-replies) are counted as transport errors, apart from mismatches.
+replies) are counted as transport errors, apart from mismatches; after --unavailable-after of
+them in a row an op is reported UNAVAILABLE and its remaining cases are not sent, so a hung
+adapter costs about that many --timeouts per op. An exec adapter's stderr is kept (the last
+64 KiB per process) for the --json and --html reports; the terminal gets one line per process.
 
 Then, when only implementations of this build are audited, every mutant of the bug zoo must be
 killed within --mutant-cases cases and by its own regression fixture. Exit status 1 on any
-mismatch, transport error or surviving mutant.`,
+mismatch, transport error, unavailable op, adapter failure outside a call or surviving mutant.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runAudit(cmd.OutOrStdout(), cmd.ErrOrStderr(), o) },
 	}
@@ -140,6 +154,7 @@ mismatch, transport error or surviving mutant.`,
 	f.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "cases checked at once per op × implementation")
 	f.DurationVar(&o.timeout, "timeout", remote.DefaultTimeout, "per-call timeout for an implementation outside this build")
 	f.Int64Var(&o.maxReplyBytes, "max-reply-bytes", remote.DefaultMaxReplyBytes, "largest reply accepted from an implementation outside this build")
+	f.IntVar(&o.unavailableAfter, "unavailable-after", remote.DefaultUnavailableAfter, "failures in a row without a usable answer (timeouts, crashes, malformed replies) after which an op of an implementation outside this build is reported unavailable and its remaining cases are not sent")
 	f.IntVar(&o.mutantCases, "mutant-cases", mutants.MaxCases, "generated cases a mutant may survive")
 	f.IntVar(&o.maxFailures, "max-failures", 5, "failures reported per op × implementation")
 	f.BoolVar(&o.shrink, "shrink", true, "shrink the first failing kind to a minimal counterexample (rapid; bounded by its 30 s shrink limit per op)")
@@ -167,6 +182,8 @@ func (o auditOptions) validate() error {
 		return fmt.Errorf("--timeout %s: want > 0", o.timeout)
 	case o.maxReplyBytes < 1<<10 || o.maxReplyBytes > 1<<30:
 		return fmt.Errorf("--max-reply-bytes %d: want 1 KiB..1 GiB", o.maxReplyBytes)
+	case o.unavailableAfter < 1 || o.unavailableAfter > maxUnavailableAfter:
+		return fmt.Errorf("--unavailable-after %d: want 1..%d", o.unavailableAfter, maxUnavailableAfter)
 	}
 	if o.errors != "" {
 		if _, err := equiv.ParseErrorMode(o.errors); err != nil {
@@ -266,6 +283,8 @@ func runAudit(stdout, stderr io.Writer, o auditOptions) error {
 		bar.add(1)
 	}
 	bar.finish()
+	rep.Adapters = collectAdapters(remotes, shard.Index)
+	rep.Passed = rep.Passed && adaptersPassed(rep.Adapters)
 	if o.htmlPath != "" {
 		if err := writeHTMLReport(o.htmlPath, rep, o.bench); err != nil {
 			return err
@@ -321,7 +340,8 @@ func splitImpls(o auditOptions) ([]catalog.Impl, []string, error) {
 func openRemotes(targets []string, o auditOptions, stderr io.Writer) ([]remote.Impl, error) {
 	var out []remote.Impl
 	for _, t := range targets {
-		ro := remote.Options{Timeout: o.timeout, MaxReplyBytes: o.maxReplyBytes, Stderr: stderr, Conns: o.parallel}
+		ro := remote.Options{Timeout: o.timeout, MaxReplyBytes: o.maxReplyBytes, Stderr: stderr, Conns: o.parallel,
+			UnavailableAfter: o.unavailableAfter}
 		if err := o.client.apply(&ro); err != nil {
 			return out, err
 		}
@@ -355,7 +375,7 @@ func remoteUnits(suites []equiv.Suite, r remote.Impl, o auditOptions) ([]auditUn
 	var missing []string
 	for _, s := range suites {
 		if slices.Contains(declared, s.Name()) {
-			units = append(units, auditUnit{suite: s, impl: r.Name(), remote: r, mode: mode})
+			units = append(units, auditUnit{suite: s, impl: r.Name(), remote: r, gate: newNotSentGate(r), mode: mode})
 		} else {
 			missing = append(missing, s.Name())
 		}
@@ -364,28 +384,41 @@ func remoteUnits(suites []equiv.Suite, r remote.Impl, o auditOptions) ([]auditUn
 }
 
 // auditUnit is one op × implementation to audit: an implementation of
-// this build (remote nil) or one outside it.
+// this build (remote nil) or one outside it, whose calls pass its gate.
 type auditUnit struct {
 	suite  equiv.Suite
 	impl   string
 	remote remote.Impl
+	gate   *notSentGate
 	mode   equiv.ErrorMode
 }
 
 // trial checks the unit on the seed-th generated case of kind.
 func (u auditUnit) trial(kind equiv.Kind, seed int) (*equiv.Failure, error) {
 	if u.remote != nil {
-		return u.suite.RemoteTrial(u.impl, u.remote, u.mode, kind, seed), nil
+		return u.suite.RemoteTrial(u.impl, u.gate, u.mode, kind, seed), nil
 	}
 	return u.suite.Trial(catalog.Impl(u.impl), kind, seed)
 }
 
 func (u auditUnit) tables() ([]*equiv.Failure, error) {
 	if u.remote != nil {
-		return u.suite.RemoteTables(u.impl, u.remote, u.mode), nil
+		return u.suite.RemoteTables(u.impl, u.gate, u.mode), nil
 	}
 	return u.suite.Tables(catalog.Impl(u.impl))
 }
+
+// unavailable says why the unit's op is unavailable, if it is (never for
+// an implementation of this build).
+func (u auditUnit) unavailable() (string, bool) {
+	if u.remote == nil {
+		return "", false
+	}
+	return u.remote.Unavailable(u.suite.Name())
+}
+
+// notSent reports whether f is a call the breaker refused unsent.
+func (u auditUnit) notSent(f *equiv.Failure) bool { return u.gate != nil && u.gate.take(f) }
 
 func (u auditUnit) shrink(kind equiv.Kind) (*equiv.Failure, error) {
 	if u.remote != nil {
@@ -440,6 +473,10 @@ func auditOp(u auditUnit, o auditOptions, bar *bar) (opResult, error) {
 	}
 	kept := newFirstFailures(o.maxFailures)
 	for i, f := range tables {
+		if u.notSent(f) {
+			kept.skip()
+			continue
+		}
 		f.Seq = i
 		kept.add(f)
 	}
@@ -448,14 +485,19 @@ func auditOp(u auditUnit, o auditOptions, bar *bar) (opResult, error) {
 	}
 	r.Mismatches, r.TransportErrors = kept.mismatches, kept.transport
 	r.Failures, r.Transport = kept.firstMismatches, kept.firstTransport
-	if first := kept.firstTrialMismatch; first != nil && o.shrink {
+	_, gone := u.unavailable()
+	if first := kept.firstTrialMismatch; first != nil && o.shrink && !gone {
 		shrunk, err := u.shrink(trialKind(first.Seq - tableSeqBase))
 		if err != nil {
 			return r, err
 		}
-		r.Shrunk, r.ShrunkFrom = shrunk, first.Seq
+		if _, gone = u.unavailable(); shrunk == nil || !shrunk.Transport || !gone {
+			r.Shrunk, r.ShrunkFrom = shrunk, first.Seq // not a shrink onto refused calls
+		}
 	}
-	r.Passed = r.Mismatches == 0 && r.TransportErrors == 0
+	r.Unavailable, _ = u.unavailable()
+	r.NotSent = kept.notSent
+	r.Passed = opPassed(r)
 	return r, nil
 }
 
@@ -480,12 +522,20 @@ type firstFailures struct {
 	mu                    sync.Mutex
 	max                   int
 	mismatches, transport int
+	notSent               int // cases the breaker kept from being sent
 	firstMismatches       []*equiv.Failure
 	firstTransport        []*equiv.Failure
 	firstTrialMismatch    *equiv.Failure
 }
 
 func newFirstFailures(max int) *firstFailures { return &firstFailures{max: max} }
+
+// skip counts a case not sent: its op was unavailable.
+func (k *firstFailures) skip() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.notSent++
+}
 
 func (k *firstFailures) add(f *equiv.Failure) {
 	k.mu.Lock()
@@ -530,8 +580,16 @@ func runTrials(u auditUnit, o auditOptions, bar *bar, kept *firstFailures) error
 				if errs[w] != nil {
 					continue
 				}
+				if _, gone := u.unavailable(); gone {
+					kept.skip()
+					bar.add(1)
+					continue
+				}
 				var f *equiv.Failure
-				if f, errs[w] = u.trial(trialKind(i), int(o.seed)+i/2); f != nil {
+				switch f, errs[w] = u.trial(trialKind(i), int(o.seed)+i/2); {
+				case u.notSent(f):
+					kept.skip()
+				case f != nil:
 					f.Seq = tableSeqBase + i
 					kept.add(f)
 				}
@@ -596,6 +654,7 @@ func printAudit(w io.Writer, rep auditReport) {
 			fmt.Fprintf(w, "\nminimal counterexample (rapid, seed %d):\n%v\n", rep.Seed, r.Shrunk)
 		}
 	}
+	printAdapters(w, rep)
 	fmt.Fprintf(w, "\naudit %s: seed %d, %d cases per op × implementation\n", verdict(rep.Passed, "passed", "FAILED"), rep.Seed, rep.Cases)
 }
 
@@ -603,6 +662,8 @@ func opVerdict(r opResult) string {
 	switch {
 	case r.Passed:
 		return "pass"
+	case r.Unavailable != "":
+		return fmt.Sprintf("UNAVAILABLE (%d cases not sent; %d mismatches, %d transport errors)", r.NotSent, r.Mismatches, r.TransportErrors)
 	case r.TransportErrors == 0:
 		return fmt.Sprintf("FAIL (%d mismatches)", r.Mismatches)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/kvtwin/kvtwin/internal/bounded"
+	"github.com/kvtwin/kvtwin/remote"
 )
 
 // htmlReport is what the audit's HTML page shows: the report, the op ×
@@ -20,6 +21,9 @@ type htmlReport struct {
 	Impls  []string
 	Matrix []matrixRow
 	Bench  []benchRatio
+	// KeptHalf is how many of an adapter's first and of its last
+	// processes the report keeps.
+	KeptHalf int
 }
 
 // matrixRow is one op's line of the matrix: a cell per implementation.
@@ -46,7 +50,7 @@ type benchRatio struct {
 // file, if benchPath is set) as one self-contained page: no script, no
 // network, inline CSS and SVG.
 func writeHTMLReport(path string, rep auditReport, benchPath string) error {
-	page := htmlReport{auditReport: rep}
+	page := htmlReport{auditReport: rep, KeptHalf: remote.KeptRuns / 2}
 	page.Impls, page.Matrix = matrix(rep)
 	if benchPath != "" {
 		ratios, err := benchRatios(benchPath)
@@ -80,6 +84,9 @@ func matrix(rep auditReport) ([]string, []matrixRow) {
 			c = matrixCell{Class: "fail", Text: fmt.Sprintf("%d mismatches", r.Mismatches), Anchor: fmt.Sprintf("op-%d", i)}
 			if r.TransportErrors > 0 {
 				c.Text += fmt.Sprintf(", %d transport errors", r.TransportErrors)
+			}
+			if r.Unavailable != "" {
+				c.Text = fmt.Sprintf("UNAVAILABLE · %d not sent · %s", r.NotSent, c.Text)
 			}
 		}
 		cells[[2]string{r.Op, r.Impl}] = c
@@ -199,6 +206,7 @@ svg text{font:11px system-ui,sans-serif}
 {{$any := false}}{{range $i, $r := .Ops}}{{if not $r.Passed}}{{$any = true}}
 <div class="ce" id="op-{{$i}}">
 <h3><code>{{$r.Op}}</code> on <code>{{$r.Impl}}</code>: {{$r.Mismatches}} mismatches, {{$r.TransportErrors}} transport errors</h3>
+{{if $r.Unavailable}}<p><b>UNAVAILABLE</b>: {{$r.Unavailable}}; {{$r.NotSent}} cases not sent.</p>{{end}}
 {{with $r.Shrunk}}<p><b>Minimal counterexample</b> (rapid, seed {{$.Seed}}): {{.Reason}}</p>
 <pre>{{printf "%s" .Input}}</pre>{{if .Fixture}}<p>fixture line</p><pre>{{printf "%s" .Fixture}}</pre>{{end}}{{if .Diff}}<p>diff (-ref +impl)</p><pre>{{.Diff}}</pre>{{end}}{{end}}
 {{range $r.Failures}}<details><summary>case <code>{{.Case}}</code> (seed {{.Seed}}): {{.Reason}}</summary><pre>{{printf "%s" .Input}}</pre>{{if .Diff}}<pre>{{.Diff}}</pre>{{end}}</details>
@@ -206,6 +214,14 @@ svg text{font:11px system-ui,sans-serif}
 {{end}}</div>
 {{end}}{{end}}{{if not $any}}<p>None: every implementation agreed with the reference on every case.</p>{{end}}
 
+{{if .Adapters}}<h2 id="adapters">Adapter processes</h2>
+<p class="muted">How each process of an exec adapter ended, and the last 64 KiB of its stderr (the first and last {{.KeptHalf}} processes of each adapter are kept).</p>
+{{range .Adapters}}<div class="ce">
+<h3><code>{{.Impl}}</code>{{if .Shard}} · shard {{.Shard}}{{end}}: {{.Runs}} processes{{if .Omitted}}, {{.Omitted}} not kept{{end}}</h3>
+{{if .Unattributed}}<p><b>ADAPTER FAILED</b>: {{.Unattributed}} failures outside every call, which no case carries (the first: {{.FirstUnattributed}}).</p>{{end}}
+{{range .Kept}}<details><summary>process {{.Run}} (pid {{.PID}}): {{.Ended}} · {{.Millis}} ms · stderr {{.StderrBytes}} bytes in {{.StderrLines}} lines</summary><pre>{{.Stderr}}</pre></details>
+{{end}}</div>
+{{end}}{{end}}
 <h2 id="zoo">Bug zoo</h2>
 {{if .ZooSkipped}}<p class="muted">Skipped: {{.ZooSkipped}}.</p>{{else}}
 <table>

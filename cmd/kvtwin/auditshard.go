@@ -91,8 +91,9 @@ func newAuditMergeCmd() *cobra.Command {
 index) and --json, checks that they are the n shards of one audit (same seed, case count and
 shard count, each index once, none missing, the same op × implementation rows) and that each
 report's counts are ones its shard can have found, and prints the combined report: per op ×
-implementation the sum of cases, mismatches and transport errors, the first failures in the
-order an unsharded run meets them, and the shrink of the earliest failing case. A report past
+implementation the sum of cases, mismatches, transport errors and cases not sent (an op
+unavailable in any shard is unavailable), every shard's adapter processes, the first failures
+in the order an unsharded run meets them, and the shrink of the earliest failing case. A report past
 --max-report-bytes or one that does not check is refused, naming the file, the row and the
 bound (docs/campaigns.md). Exit status 1 when the audit failed.`,
 		Args: cobra.MinimumNArgs(1),
@@ -206,6 +207,7 @@ func (m *merger) add(name string, r auditReport) error {
 		m.mutantOf[key] = name
 		m.out.Mutants = append(m.out.Mutants, mu)
 	}
+	m.out.Adapters = append(m.out.Adapters, r.Adapters...)
 	for impl, ops := range r.NotImplemented {
 		if m.out.NotImplemented == nil {
 			m.out.NotImplemented = map[string][]string{}
@@ -277,7 +279,7 @@ func (m *merger) result() (auditReport, error) {
 	slices.Sort(m.order)
 	for _, key := range m.order {
 		r := m.byKey[key]
-		r.Passed = r.Passed && r.Mismatches == 0 && r.TransportErrors == 0
+		r.Passed = r.Passed && opPassed(*r)
 		out.Passed = out.Passed && r.Passed
 		out.Ops = append(out.Ops, *r)
 	}
@@ -285,6 +287,7 @@ func (m *merger) result() (auditReport, error) {
 	for _, mu := range out.Mutants {
 		out.Passed = out.Passed && mu.Killed && mu.RegressionKills
 	}
+	out.Passed = out.Passed && adaptersPassed(out.Adapters)
 	return out, nil
 }
 
@@ -295,6 +298,7 @@ func mergeOp(m *opResult, o opResult) {
 	m.TransportErrors += o.TransportErrors
 	m.Failures = append(m.Failures, o.Failures...)
 	m.Transport = append(m.Transport, o.Transport...)
+	mergeUnavailable(m, o)
 	if o.Shrunk != nil && (m.Shrunk == nil || o.ShrunkFrom < m.ShrunkFrom) {
 		m.Shrunk, m.ShrunkFrom = o.Shrunk, o.ShrunkFrom
 	}

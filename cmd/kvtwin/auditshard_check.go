@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/internal/bounded"
+	"github.com/kvtwin/kvtwin/remote"
 )
 
 // This file reads and checks one shard report for `audit merge`: a report
@@ -35,6 +36,12 @@ const (
 	// maxReportNotImplemented bounds the entries of not_implemented: the
 	// ops listed, and the implementations listing them.
 	maxReportNotImplemented = 1 << 16
+	// maxReportAdapters bounds the adapter logs of one report: one per
+	// outside implementation the audit ran (--impl).
+	maxReportAdapters = 1 << 10
+	// maxStderrChars bounds one kept process's stderr as decoded: the
+	// RingBytes kept, each invalid byte shown as U+FFFD (3 bytes).
+	maxStderrChars = 3 * remote.RingBytes
 )
 
 // reportLists bounds a report's lists before it is decoded: a list of 20
@@ -46,6 +53,8 @@ var reportLists = map[string]int{
 	"mutants[]":           maxReportMutants,
 	"not_implemented.*":   maxReportNotImplemented,
 	"not_implemented.*[]": maxReportNotImplemented,
+	"adapters[]":          maxReportAdapters,
+	"adapters[].kept[]":   remote.KeptRuns,
 }
 
 // readReport reads, bounds and strictly checks the shard report at path.
@@ -106,6 +115,14 @@ func checkReport(r auditReport) error {
 			return fmt.Errorf("passed = true, but mutants[%d] (%s) survived: want passed = false", i, m.Mutant)
 		}
 	}
+	for i, a := range r.Adapters {
+		if err := checkAdapterLog(a, shard); err != nil {
+			return fmt.Errorf("adapters[%d] (%s): %w", i, a.Impl, err)
+		}
+		if r.Passed && a.Unattributed > 0 {
+			return fmt.Errorf("passed = true, but adapters[%d] (%s) failed outside every call %d times: want passed = false", i, a.Impl, a.Unattributed)
+		}
+	}
 	return nil
 }
 
@@ -155,6 +172,12 @@ func checkOpRow(o opResult, shard shardSpec, cases int) error {
 		return fmt.Errorf("%d transport failures kept of %d transport_errors: want at most the transport errors", len(o.Transport), o.TransportErrors)
 	case o.Passed && o.Mismatches+o.TransportErrors > 0:
 		return fmt.Errorf("passed = true with %d mismatches and %d transport errors: want passed = false", o.Mismatches, o.TransportErrors)
+	case o.NotSent < 0 || o.NotSent > owned+tableSeqBase:
+		return fmt.Errorf("not_sent = %d: want 0..%d (the shard's %d cases and at most %d table cases)", o.NotSent, owned+tableSeqBase, owned, tableSeqBase)
+	case o.NotSent > 0 && o.Unavailable == "":
+		return fmt.Errorf("not_sent = %d with no unavailable reason: want cases unsent only after the op became unavailable", o.NotSent)
+	case o.Passed && o.Unavailable != "":
+		return fmt.Errorf("passed = true, but the op is unavailable (%.80q): want passed = false", o.Unavailable)
 	case o.ShrunkFrom < -1 || o.ShrunkFrom >= tableSeqBase+cases:
 		return fmt.Errorf("shrunk_from = %d: want -1 or a case's seq, below %d", o.ShrunkFrom, tableSeqBase+cases)
 	}
@@ -181,6 +204,31 @@ func checkMutantRow(m mutantResult) error {
 		return fmt.Errorf(`mutant %q, op %q: want both named`, m.Mutant, m.Op)
 	case m.CasesToKill < 0:
 		return fmt.Errorf("cases_to_kill = %d: want >= 0", m.CasesToKill)
+	}
+	return nil
+}
+
+// checkAdapterLog checks one outside implementation's process log: its
+// shard is the report's, its counts are non-negative, and it keeps at most
+// remote.KeptRuns processes of at most remote.RingBytes of stderr each.
+func checkAdapterLog(a adapterReport, shard shardSpec) error {
+	switch {
+	case a.Impl == "":
+		return fmt.Errorf("impl is empty: want the --impl target")
+	case a.Shard != shard.Index:
+		return fmt.Errorf("shard = %d: want %d, the report's shard", a.Shard, shard.Index)
+	case a.Runs < 0 || a.Omitted < 0 || a.Unattributed < 0:
+		return fmt.Errorf("runs %d, omitted %d, unattributed %d: want each >= 0", a.Runs, a.Omitted, a.Unattributed)
+	case len(a.Kept) > a.Runs || a.Omitted > a.Runs-len(a.Kept):
+		return fmt.Errorf("%d processes kept and %d omitted of %d runs: want at most the runs", len(a.Kept), a.Omitted, a.Runs)
+	}
+	for j, k := range a.Kept {
+		switch {
+		case k.Millis < 0 || k.StderrBytes < 0 || k.StderrLines < 0:
+			return fmt.Errorf("kept[%d]: millis %d, stderr_bytes %d, stderr_lines %d: want each >= 0", j, k.Millis, k.StderrBytes, k.StderrLines)
+		case len(k.Stderr) > maxStderrChars:
+			return fmt.Errorf("kept[%d]: stderr holds %d bytes: want at most %d (the %d-byte ring, invalid bytes as U+FFFD)", j, len(k.Stderr), maxStderrChars, remote.RingBytes)
+		}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/equiv"
+	"github.com/kvtwin/kvtwin/remote"
 )
 
 // hostileLong reports whether KVTWIN_HOSTILE=long (`make hostile`) asks for
@@ -248,6 +249,21 @@ func TestHostileFileAuditMergeRefusesReportsThatLie(t *testing.T) {
 		{"a surviving mutant under a pass", func(i int, r *auditReport) {
 			r.Mutants = []mutantResult{{Mutant: fmt.Sprint("m", i), Op: "transfer.filter_cp_rank", Killed: i == 0, RegressionKills: true}}
 		}, 1, "passed = true, but mutants[0] (m1) survived"},
+		{"negative cases not sent", func(i int, r *auditReport) { r.Ops[0].NotSent = -1 }, 0, "not_sent = -1: want 0..1048581"},
+		{"cases not sent by an available op", func(i int, r *auditReport) { r.Ops[0].NotSent = 1 }, 0, "not_sent = 1 with no unavailable reason"},
+		{"a pass over an unavailable op", func(i int, r *auditReport) { r.Ops[0].Unavailable = "timeout" }, 0, "passed = true, but the op is unavailable"},
+		{"an adapter log of another shard", func(i int, r *auditReport) {
+			r.Adapters = []adapterReport{{Impl: "exec:x", Shard: 1 - i}}
+		}, 0, "adapters[0] (exec:x): shard = 1: want 0, the report's shard"},
+		{"an adapter's negative stderr count", func(i int, r *auditReport) {
+			r.Adapters = []adapterReport{{Impl: "exec:x", Shard: i, Log: remote.Log{Runs: 1, Kept: []remote.Run{{Run: 1, StderrBytes: -5}}}}}
+		}, 0, "stderr_bytes -5, stderr_lines 0: want each >= 0"},
+		{"more processes kept than ran", func(i int, r *auditReport) {
+			r.Adapters = []adapterReport{{Impl: "exec:x", Shard: i, Log: remote.Log{Runs: 1, Omitted: 3}}}
+		}, 0, "0 processes kept and 3 omitted of 1 runs"},
+		{"a pass over an adapter that failed between calls", func(i int, r *auditReport) {
+			r.Adapters = []adapterReport{{Impl: "exec:x", Shard: i, Log: remote.Log{Runs: 1, Unattributed: 2}}}
+		}, 0, "passed = true, but adapters[0] (exec:x) failed outside every call 2 times"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			files := shardReports(t, c.edit)

@@ -25,7 +25,10 @@ import (
 //   - "adapter-fast" serves fast's twins of the audited ops over exec with
 //     the Go kit (package adapter);
 //   - "adapter-broken" serves the same ops with a historic bug each (their
-//     bug-zoo mutants): a pure op, a script op and a state-machine op.
+//     bug-zoo mutants): a pure op, a script op and a state-machine op;
+//   - "adapter-hostile" serves them as "adapter-fast" does, except for the
+//     ops KVTWIN_TEST_HOSTILE names, which break the protocol each in one
+//     way (hostile_adapter_role_test.go).
 const roleEnv = "KVTWIN_TEST_ROLE"
 
 func TestMain(m *testing.M) {
@@ -37,6 +40,8 @@ func TestMain(m *testing.M) {
 		os.Exit(serveAdapter(fastAdapter()))
 	case "adapter-broken":
 		os.Exit(serveAdapter(brokenAdapter()))
+	case "adapter-hostile":
+		os.Exit(serveHostileAdapter())
 	}
 	dir, err := os.MkdirTemp("", "kvtwin-test-bin-")
 	if err != nil {
