@@ -55,10 +55,12 @@ type eventSourceRow struct {
 	Hostile     int64 `json:"hostile"`
 	// LiveReceived is the subscriber's count of live messages.
 	LiveReceived uint64 `json:"live_received"`
-	// Applied is batches applied; Refused decode errors and malformed messages.
+	// Applied is batches applied; Refused decode errors, batches refused
+	// for their engine and malformed messages.
 	Applied        uint64 `json:"applied"`
 	Refused        uint64 `json:"refused"`
 	DecodeErrors   uint64 `json:"decode_errors"`
+	EnginesRefused uint64 `json:"engines_refused"`
 	Malformed      uint64 `json:"malformed"`
 	Duplicates     uint64 `json:"duplicates"`
 	Gaps           uint64 `json:"gaps"`
@@ -120,8 +122,8 @@ func (rep *eventsReport) fill(ev *soakEvents, all *server.EventSources) {
 func (row *eventSourceRow) fromStream(src server.EventSource) {
 	c := src.Stream.Counters
 	row.Applied = applied(src)
-	row.DecodeErrors, row.Malformed = c.DecodeErrors, c.Malformed
-	row.Refused = c.DecodeErrors + c.Malformed
+	row.DecodeErrors, row.EnginesRefused, row.Malformed = c.DecodeErrors, c.EnginesRefused, c.Malformed
+	row.Refused = c.DecodeErrors + c.EnginesRefused + c.Malformed
 	row.Duplicates, row.Gaps, row.GapBatchesLost = c.Duplicates, c.Gaps, c.GapBatchesLost
 	row.ReplaysOK, row.ReplaysFailed, row.HeldOverflow, row.Restarts = c.ReplaysOK, c.ReplaysFailed, c.HeldOverflow, c.Restarts
 	if src.Subscriber != nil {

@@ -354,6 +354,12 @@ func checkRefused(t *testing.T, ix ref.KVEvIndex, kind evHostileKind, res ref.KV
 		if !refused && (len(res.Errors) != 0 || unknown != 5000) {
 			t.Errorf("%s: errors %+v, %d unknown events counted; want all 5000 counted or the batch refused whole", kind, res.Errors, unknown)
 		}
+	case evOwner:
+		// Refused whole for its engine (spec A2), which is not a decode
+		// error: the payload decoded.
+		if len(res.Errors) != 1 || res.Errors[0].Event != -1 || c.EnginesRefused != 1 || c.DecodeErrors != 0 {
+			t.Errorf("%s: errors %+v, engines refused %d, decode errors %d; want the whole batch refused for its engine", kind, res.Errors, c.EnginesRefused, c.DecodeErrors)
+		}
 	case evSeqJump:
 		if len(res.Lost) == 0 || c.GapBatchesLost < 1<<62 {
 			t.Errorf("%s: lost %+v, %d batches lost; want a gap of about 2^63", kind, res.Lost, c.GapBatchesLost)

@@ -51,10 +51,12 @@ type eventsWatch struct {
 }
 
 // applied is the batches a source's stream decoded and applied: every
-// batch it took (live or replayed, not duplicates) less the refused ones.
+// batch it took (live or replayed, not duplicates) less the refused ones,
+// for their payload or for their engine.
 func applied(s server.EventSource) uint64 {
 	c := s.Stream.Counters
-	return c.Batches - min(c.DecodeErrors, c.Batches)
+	refused := c.DecodeErrors + c.EnginesRefused
+	return c.Batches - min(refused, c.Batches)
 }
 
 // sourceOf finds a source's element by name.
@@ -277,7 +279,7 @@ func (r *soakRun) finalPinnedScores(ctx context.Context, all *server.EventSource
 	lossless := false
 	if src, ok := sourceOf(all, set.source); ok {
 		c := src.Stream.Counters
-		lossless = c.Gaps == 0 && c.DecodeErrors == 0 && c.HeldOverflow == 0 && c.Restarts == 0
+		lossless = c.Gaps == 0 && c.DecodeErrors == 0 && c.EnginesRefused == 0 && c.HeldOverflow == 0 && c.Restarts == 0
 	}
 	rep.Lossless = lossless
 	for _, p := range set.prompts {
