@@ -146,14 +146,14 @@ func (rep *eventsReport) writeText(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "source\tsent\tlost live\tdropped\thostile\treceived\tapplied\tdecode err\tmalformed\tdup\tgaps\tseqs lost\treplays ok\tfailed\trestarts\tengines\tstale\t")
+	fmt.Fprintln(tw, "source\tsent\tlost live\tdropped\thostile\treceived\tapplied\tdecode err\tengine refused\tmalformed\tdup\tgaps\tseqs lost\treplays ok\tfailed\trestarts\tengines\tstale\t")
 	for _, s := range rep.Sources {
 		name := s.Source
 		if s.Failed {
 			name += " (failed)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, s.Sent, s.LostLive, s.DroppedSeqs,
-			s.Hostile, s.LiveReceived, s.Applied, s.DecodeErrors, s.Malformed, s.Duplicates, s.Gaps, s.GapBatchesLost,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, s.Sent, s.LostLive, s.DroppedSeqs,
+			s.Hostile, s.LiveReceived, s.Applied, s.DecodeErrors, s.EnginesRefused, s.Malformed, s.Duplicates, s.Gaps, s.GapBatchesLost,
 			s.ReplaysOK, s.ReplaysFailed, s.Restarts, s.Engines, s.StaleEngines)
 	}
 	tw.Flush()
