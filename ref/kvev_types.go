@@ -186,6 +186,14 @@ type KVEvConfig struct {
 	MaxTokensPerEngine int64 `json:"max_tokens_per_engine,omitzero"`
 	// MaxHeld bounds the live messages a stream holds while a replay runs (§3.2).
 	MaxHeld int `json:"max_held,omitzero"`
+	// MaxEvents bounds the events of one message (§2.10 A10).
+	MaxEvents int `json:"max_events,omitzero"`
+	// MaxDecodeRatio bounds one message's decoded cost per payload byte,
+	// beyond KVDecodeFloor (§2.10 A10).
+	MaxDecodeRatio int64 `json:"max_decode_ratio,omitzero"`
+	// MaxHeldBytes bounds the bytes of the live messages a stream holds
+	// while a replay runs (§2.10 A7).
+	MaxHeldBytes int64 `json:"max_held_bytes,omitzero"`
 }
 
 // KVEvStream configures one publisher stream (§2.1, §3).
@@ -524,9 +532,10 @@ const (
 
 // DefaultKVEvConfig is the configuration zero fields take: 256 engines,
 // 4 Mi tokens per engine (a 70B model's GPU cache at 16-token pages holds
-// far fewer), 10,000 held messages (vLLM's buffer_steps).
+// far fewer), 10,000 held messages (vLLM's buffer_steps) of at most 64 MiB
+// together, and the bounds of one message of DefaultKVDecodeLimits.
 func DefaultKVEvConfig() KVEvConfig {
-	return KVEvConfig{MaxEngines: 256, MaxTokensPerEngine: 4 << 20, MaxHeld: 10000}
+	return KVEvConfig{MaxEngines: 256, MaxTokensPerEngine: 4 << 20, MaxHeld: 10000}.withBoundDefaults()
 }
 
 // WithDefaults returns c with its zero fields set from DefaultKVEvConfig.
@@ -541,7 +550,7 @@ func (c KVEvConfig) WithDefaults() KVEvConfig {
 	if c.MaxHeld == 0 {
 		c.MaxHeld = d.MaxHeld
 	}
-	return c
+	return c.withBoundDefaults()
 }
 
 // Validate rejects a negative bound or one past its hard cap, naming
@@ -556,7 +565,7 @@ func (c KVEvConfig) Validate() error {
 	if c.MaxHeld < 0 || c.MaxHeld > MaxKVEvHeld {
 		return Reject(ErrTooLarge, "config.max_held", c.MaxHeld, fmt.Sprintf("in [0, %d]", MaxKVEvHeld))
 	}
-	return nil
+	return c.validateBounds()
 }
 
 // ValidateKVEvStreams rejects an empty or duplicate stream name
@@ -581,6 +590,9 @@ func ValidateKVEvStreams(streams []KVEvStream) error {
 type KVEvDecodeInput struct {
 	// Frames are the message's frames as received.
 	Frames []HexBytes `json:"frames"`
+	// Limits are the bounds of one message (§2.10 A10); omitted or zero
+	// fields take their defaults.
+	Limits KVDecodeLimits `json:"limits,omitzero"`
 }
 
 // FrameBytes returns the frames as byte slices (views, not copies).

@@ -1,0 +1,6 @@
+//go:build !race
+
+package fastcore
+
+// raceEnabled is false without -race.
+const raceEnabled = false
