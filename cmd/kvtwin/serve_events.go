@@ -110,6 +110,8 @@ func addEventBoundFlags(f *pflag.FlagSet, idx *ref.KVEvConfig, sub *kvevsub.Opti
 	f.Var(byteSizeFlag{&sub.MaxMessageBytes}, "events-max-message-bytes", "largest received message, frames together; a larger one closes its connection before it is read (0: 64MiB)")
 	f.DurationVar(&sub.BufferWait, "events-buffer-wait", 0, "how long a frame waits for room in --events-max-buffered-bytes before its connection is closed (0: 2s)")
 	f.DurationVar(&sub.LogInterval, "events-log-interval", 0, "least time between two log lines of one source about refused messages and step errors; the rest are counted (0: 10s)")
+	f.DurationVar(&sub.ReplayTimeout, "events-replay-timeout", 0, "how long a replay may go without a reply before it fails and the source is marked stale (0: 5s)")
+	f.DurationVar(&sub.ReplayMaxDuration, "events-replay-max-duration", 0, "longest a replay may run without its sentinel, however often the replay endpoint answers (0: 1m)")
 }
 
 // byteSizeFlag is a flag of bytes, plain or with a binary unit
