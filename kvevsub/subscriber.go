@@ -8,7 +8,8 @@
 // ReplayRequest it sends exactly those frames on a DEALER socket to the
 // source's replay endpoint and passes each reply to Replay, until a result
 // says ReplayDone or asks for a new replay. Five seconds without a reply
-// frame is ReplayFailed("timeout"), a reply the index calls replay_protocol
+// frame, or a replay still without its sentinel after ReplayMaxDuration, is
+// ReplayFailed("timeout"), a reply the index calls replay_protocol
 // is ReplayFailed("protocol"); both recreate the DEALER and start a 30 s
 // cooldown during which replay requests are answered with
 // ReplayFailed("unavailable"). Live messages that arrive during a replay are

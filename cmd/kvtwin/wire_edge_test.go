@@ -437,7 +437,8 @@ func slicesRepeat(s string, n int) []string {
 }
 
 // TestHostilePublisherFloodAndOversizedMessagesStayUnderBudget: a source
-// that publishes as fast as its socket takes messages, then a message past
+// that publishes as fast as its socket takes messages (small ones, then
+// 7 MiB ones, which the byte budget holds back), then a message past
 // --events-max-message-bytes, one of 2 M events (past max_events) and one
 // of 262,144 events (within max_events, past max_decode_ratio): RSS stays
 // under 256 MiB + the budget, each is counted, b is served after each.
@@ -454,6 +455,21 @@ func TestHostilePublisherFloodAndOversizedMessagesStayUnderBudget(t *testing.T) 
 	s.waitSource("a", "the flood through", func(src wireSource) bool { return src.Stream.Next > fl.Last && !src.Stream.Replaying })
 	hwm := s.checkAlive("after the flood")
 	t.Logf("flood of %d messages: peak RSS %.1f MiB", n, float64(hwm)/(1<<20))
+
+	// A flood of 7 MiB messages (an unknown event carrying a 7 MiB bin):
+	// eleven of them queued in go-zeromq would pass the 64 MiB budget.
+	big := wireScale(15, 20)
+	bigHead := fmt.Sprintf("93%s9192a178c6%08x", wireTS, 7<<20)
+	a.Do(map[string]any{"op": "flood", "count": big, "repeat": map[string]any{"head": bigHead, "unit": "00", "count": 7 << 20, "tail": "00"}}, &fl)
+	s.checkScored(b)
+	s.waitSource("a", "the big flood through", func(src wireSource) bool {
+		if src.Subscriber.BufferedBytes > wireBudget {
+			t.Fatalf("source a holds %d bytes, budget %d", src.Subscriber.BufferedBytes, wireBudget)
+		}
+		return src.Stream.Next > fl.Last && !src.Stream.Replaying
+	})
+	hwm = s.checkAlive("after the flood of 7 MiB messages")
+	t.Logf("flood of %d messages of 7 MiB: peak RSS %.1f MiB", big, float64(hwm)/(1<<20))
 
 	before := s.sources()["a"]
 	unknown := func(count int) map[string]any {
