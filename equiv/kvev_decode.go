@@ -541,7 +541,12 @@ func kvDecodeValid(t *rapid.T) ref.KVEvDecodeInput {
 	if oneIn(t, 5, "widen") {
 		widen(t, b)
 	}
-	return d.input(b.bytes())
+	in := d.input(b.bytes())
+	if oneIn(t, 6, "max_events_at") {
+		// A10: max_events is inclusive.
+		in.Limits.MaxEvents = max(1, len(d.events))
+	}
+	return in
 }
 
 // widen gives some strs, bins, arrays and maps of v wider headers than
@@ -567,7 +572,7 @@ func kvDecodeInvalid(t *rapid.T) Bad[ref.KVEvDecodeInput] {
 	bad := func(s *ref.Sentinel, payload []byte) Bad[ref.KVEvDecodeInput] {
 		return Bad[ref.KVEvDecodeInput]{In: d.input(payload), Want: s}
 	}
-	switch uniform(t, 12, "class") {
+	switch uniform(t, 13, "class") {
 	case 0: // §1.2: frame count
 		in := d.input(d.batch().bytes())
 		switch rapid.IntRange(0, 3).Draw(t, "frames") {
@@ -615,6 +620,13 @@ func kvDecodeInvalid(t *rapid.T) Bad[ref.KVEvDecodeInput] {
 			return kvTooDeep(t, d)
 		}
 		return kvLengthPastEnd(t, d)
+	case 11: // A10: more events than max_events
+		for len(d.events) < 2 {
+			d.events = append(d.events, drawAnyEvent(t))
+		}
+		in := d.input(d.batch().bytes())
+		in.Limits.MaxEvents = rapid.IntRange(1, len(d.events)-1).Draw(t, "max_events")
+		return Bad[ref.KVEvDecodeInput]{In: in, Want: ref.ErrMessageBudget}
 	}
 	return kvTruncate(t, d) // A6: the payload ends inside a value
 }
