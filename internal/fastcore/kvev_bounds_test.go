@@ -28,9 +28,8 @@ func kvbStr(s string) []byte { return append([]byte{0xa0 + byte(len(s))}, s...) 
 // One event of each kind a real producer sends (docs/spec/kv-events.md
 // §1.4), with 64-bit hashes as vLLM (uint64) and SGLang (int64) write them.
 var (
-	kvbHash     = []byte{0xcf, 0xf0, 0xe1, 0xd2, 0xc3, 0xb4, 0xa5, 0x96, 0x87}
-	kvbSGLHash  = []byte{0xd3, 0x70, 0xe1, 0xd2, 0xc3, 0xb4, 0xa5, 0x96, 0x87}
-	kvbVLLMSize = 140 // counted in kvbVLLMStored's comment
+	kvbHash    = []byte{0xcf, 0xf0, 0xe1, 0xd2, 0xc3, 0xb4, 0xa5, 0x96, 0x87}
+	kvbSGLHash = []byte{0xd3, 0x70, 0xe1, 0xd2, 0xc3, 0xb4, 0xa5, 0x96, 0x87}
 )
 
 // kvbVLLMStored is vLLM's last array form: one 16-token block, uint32
@@ -90,9 +89,6 @@ func TestKVDecodeCostBoundsWhatTheFastDecoderAllocates(t *testing.T) {
 		t.Skip("allocation sizes differ under -race; make test runs it without")
 	}
 	const n = 20000
-	if got := len(kvbVLLMStored()); got != kvbVLLMSize {
-		t.Fatalf("vLLM store of %d bytes, counted %d", got, kvbVLLMSize)
-	}
 	for _, c := range []struct {
 		name      string
 		event     []byte
