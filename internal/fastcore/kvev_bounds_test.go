@@ -85,9 +85,6 @@ func kvbAllocated(f func()) uint64 {
 // payload bytes), and the real kinds' cost per payload byte is below the
 // default ratio of 16 while finding 1's three-byte events are far above it.
 func TestKVDecodeCostBoundsWhatTheFastDecoderAllocates(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation sizes differ under -race; make test runs it without")
-	}
 	const n = 20000
 	for _, c := range []struct {
 		name      string

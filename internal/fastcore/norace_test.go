@@ -1,6 +1,0 @@
-//go:build !race
-
-package fastcore
-
-// raceEnabled is false without -race.
-const raceEnabled = false
