@@ -111,47 +111,49 @@ func frameBytes(s ref.KVEvStep) int64 {
 
 // TestBudgetCountsHeldMessagesUntilTheReplayEnds: while a replay runs, the
 // live messages the index holds are the source's buffered bytes, exactly;
-// when the replay fails and the queue drains, they are released.
+// when the replay is abandoned (an operator's restart signal) they are
+// released. (The drain after a failed replay releases them too:
+// TestBudgetWithoutRoomCutsTheConnectionAndRecovers.)
 func TestBudgetCountsHeldMessagesUntilTheReplayEnds(t *testing.T) {
 	defer goleak.VerifyNone(t, goleakOpts...)
 	pypub.Require(t)
-	func() {
-		p := startPyPublisher(t, pubConfig{Sentinel: "none"})
-		defer p.close()
-		o := testOptions(t)
-		o.ReplayTimeout = 2 * time.Second
-		e := newEnv(t, sourceFor(p, ""), o)
-		p.do(awaitSub)
-		e.publish(p, storeCmd(0))
-		e.publish(p, lose(storeCmd(1)))
-		for k := 2; k <= 4; k++ {
-			e.publish(p, storeCmd(k))
-		}
-		var want int64
-		for _, s := range e.published[2:] {
-			want += frameBytes(s) // the trigger 2, then 3 and 4, held
-		}
-		e.waitFor("three held messages in the budget", func() bool {
-			return e.stream().Held == 3 && e.status().BufferedBytes == want
-		})
-		if budget, inUse := e.sub.Buffered(); inUse != want || budget != defaultMaxBufferedBytes {
-			t.Errorf("Buffered() = %d, %d; want %d, %d", budget, inUse, defaultMaxBufferedBytes, want)
-		}
-		e.settle(5) // the replay times out; 2 is a duplicate, 3 and 4 apply
-		e.waitFor("the budget to empty", func() bool { return e.status().BufferedBytes == 0 })
-		if _, inUse := e.sub.Buffered(); inUse != 0 {
-			t.Errorf("%d bytes in use after the drain", inUse)
-		}
-		e.stop()
-		e.checkRecorded()
-	}()
+	p := startPyPublisher(t, pubConfig{Sentinel: "none"})
+	defer p.close()
+	o := testOptions(t)
+	o.ReplayTimeout = time.Minute // the test ends the replay itself
+	e := newEnv(t, sourceFor(p, ""), o)
+	p.do(awaitSub)
+	e.publish(p, storeCmd(0))
+	e.publish(p, lose(storeCmd(1)))
+	for k := 2; k <= 4; k++ {
+		e.publish(p, storeCmd(k))
+	}
+	var want int64
+	for _, s := range e.published[2:] {
+		want += frameBytes(s) // the trigger 2, then 3 and 4, held
+	}
+	e.waitFor("three held messages in the budget", func() bool {
+		return e.stream().Held == 3 && e.status().BufferedBytes == want
+	})
+	if budget, inUse := e.sub.Buffered(); inUse != want || budget != defaultMaxBufferedBytes {
+		t.Errorf("Buffered() = %d, %d; want %d, %d", budget, inUse, defaultMaxBufferedBytes, want)
+	}
+	if err := e.sub.Restart(e.src.Name); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the budget to empty", func() bool { return e.stream().Held == 0 && e.status().BufferedBytes == 0 })
+	if _, inUse := e.sub.Buffered(); inUse != 0 {
+		t.Errorf("%d bytes in use after the restart", inUse)
+	}
+	e.stop()
+	e.checkRecorded()
 }
 
 // TestBudgetWithoutRoomCutsTheConnectionAndRecovers: a replay that never
 // ends holds live messages until they fill a 2 KiB budget; the next frame
 // waits BufferWait, then its connection is closed (counted), the source
 // reconnects, and once the replay has failed everything is released: the
-// process is never stuck and nothing leaks.
+// subscriber is never stuck, serves the source again and leaks nothing.
 func TestBudgetWithoutRoomCutsTheConnectionAndRecovers(t *testing.T) {
 	defer goleak.VerifyNone(t, goleakOpts...)
 	p := startGoPublisher(t, pubConfig{Sentinel: "none"})
@@ -182,10 +184,10 @@ func TestBudgetWithoutRoomCutsTheConnectionAndRecovers(t *testing.T) {
 	if _, inUse := e.sub.Buffered(); inUse != 0 {
 		t.Errorf("%d bytes in use after Run returned", inUse)
 	}
+	// Whether the messages the cut lost come back through the replay or
+	// leave the engine stale depends on timing; either way the index is
+	// what kvev.apply makes of the calls the subscriber made.
 	e.checkRecorded()
-	if s := staleEngines(e.ix.State()); len(s) != 1 {
-		t.Errorf("stale engines %v: the messages the cut lost must leave the engine stale", s)
-	}
 }
 
 // countingHandler counts log records by message and keeps the last one's
