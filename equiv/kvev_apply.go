@@ -58,10 +58,11 @@ func KVEvApply() *Spec[ref.KVEvApplyInput, ref.KVEvApplyOutput] {
 
 // kvCursor is one stream's cursor as the model sees it.
 type kvCursor struct {
-	replay  bool
-	maxHeld int
-	known   bool
-	next    uint64
+	replay       bool
+	maxHeld      int
+	maxHeldBytes int64
+	known        bool
+	next         uint64
 	// pastEnd: seq 2^64-1 was applied, so every seq is below next.
 	pastEnd bool
 	last    uint64 // lastLive
@@ -69,7 +70,7 @@ type kvCursor struct {
 	// trigger's seq.
 	replaying bool
 	target    uint64
-	held      []uint64
+	held      []kvHeldMsg
 	// request is the start of the replay the last step asked for.
 	request *uint64
 }
@@ -87,7 +88,24 @@ type kvCursorOut struct {
 }
 
 func newKVCursor(s ref.KVEvStream, cfg ref.KVEvConfig) *kvCursor {
-	return &kvCursor{replay: s.Replay, maxHeld: cfg.WithDefaults().MaxHeld}
+	d := cfg.WithDefaults()
+	return &kvCursor{replay: s.Replay, maxHeld: d.MaxHeld, maxHeldBytes: d.MaxHeldBytes}
+}
+
+// kvHeldMsg is a held message as the model sees it: its seq and its
+// frames' bytes (A7).
+type kvHeldMsg struct {
+	seq  uint64
+	size int64
+}
+
+// heldBytes is the hold queue's bytes (A7).
+func (c *kvCursor) heldBytes() int64 {
+	var n int64
+	for _, m := range c.held {
+		n += m.size
+	}
+	return n
 }
 
 func seqOf(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
@@ -103,21 +121,25 @@ func (c *kvCursor) live(frames []ref.HexBytes) kvCursorOut {
 		o.errCode = ref.ErrSeqWidth.Code()
 		return o
 	}
-	s := seqOf(frames[1])
+	m := kvHeldMsg{seq: seqOf(frames[1])}
+	for _, f := range frames {
+		m.size += int64(len(f))
+	}
 	if c.replaying {
-		if len(c.held) >= c.maxHeld {
+		if len(c.held) >= c.maxHeld || c.heldBytes()+m.size > c.maxHeldBytes {
 			o.overflow = true
 		} else {
-			c.held = append(c.held, s)
+			c.held = append(c.held, m)
 		}
 		return o
 	}
-	c.rules(s, &o)
+	c.rules(m, &o)
 	return o
 }
 
-// rules is §3.1's live rules for seq s.
-func (c *kvCursor) rules(s uint64, o *kvCursorOut) {
+// rules is §3.1's live rules for the message m.
+func (c *kvCursor) rules(m kvHeldMsg, o *kvCursorOut) {
+	s := m.seq
 	if c.known && s <= c.last { // step 2: a new publisher incarnation
 		o.restart = true
 		c.known = false
@@ -128,22 +150,22 @@ func (c *kvCursor) rules(s uint64, o *kvCursorOut) {
 			c.apply(0, o)
 			return
 		}
-		c.gap(s, o)
+		c.gap(m, o)
 		return
 	}
 	c.last = s // step 3
-	c.compare(s, o)
+	c.compare(m, o)
 }
 
-// compare is §3.1 step 3's comparison of s with next.
-func (c *kvCursor) compare(s uint64, o *kvCursorOut) {
-	switch {
+// compare is §3.1 step 3's comparison of m's seq with next.
+func (c *kvCursor) compare(m kvHeldMsg, o *kvCursorOut) {
+	switch s := m.seq; {
 	case c.pastEnd || s < c.next:
 		o.dups = append(o.dups, s)
 	case s == c.next:
 		c.apply(s, o)
 	default:
-		c.gap(s, o)
+		c.gap(m, o)
 	}
 }
 
@@ -157,10 +179,11 @@ func (c *kvCursor) apply(s uint64, o *kvCursorOut) {
 	c.next = s + 1
 }
 
-// gap is [next, s): replayed (the trigger held) or lost.
-func (c *kvCursor) gap(s uint64, o *kvCursorOut) {
+// gap is [next, m.seq): replayed (the trigger held, whatever its size) or lost.
+func (c *kvCursor) gap(m kvHeldMsg, o *kvCursorOut) {
+	s := m.seq
 	if c.replay {
-		c.replaying, c.target, c.held = true, s, []uint64{s}
+		c.replaying, c.target, c.held = true, s, []kvHeldMsg{m}
 		o.request = new(c.next)
 		c.request = o.request
 		return
@@ -223,8 +246,8 @@ func (c *kvCursor) end(o *kvCursorOut) {
 		c.held = append(c.held, held[1:]...)
 		return
 	}
-	for i, s := range held[1:] {
-		c.rules(s, o)
+	for i, m := range held[1:] {
+		c.rules(m, o)
 		if c.replaying {
 			c.held = append(c.held, held[i+2:]...)
 			return
@@ -343,12 +366,19 @@ var kvStreamNames = []string{"vllm-0", "sgl-a", "node-2"}
 
 func newKVFleet(t *rapid.T) *kvFleet {
 	f := &kvFleet{t: t, cursors: map[string]*kvCursor{}}
-	cfg := uniform(t, 12, "config")
+	cfg := uniform(t, 14, "config")
 	switch cfg {
 	case 0:
 		f.in.Config.MaxHeld = rapid.IntRange(1, 3).Draw(t, "max_held")
 	case 1:
 		f.in.Config.MaxTokensPerEngine = rapid.Int64Range(4, 48).Draw(t, "max_tokens")
+	case 4:
+		// A7: a hold queue of a few messages' bytes (a generated message
+		// is some tens to hundreds of bytes).
+		f.in.Config.MaxHeldBytes = rapid.Int64Range(40, 600).Draw(t, "max_held_bytes")
+	case 5:
+		// A10: batches of more events than this are refused whole.
+		f.in.Config.MaxEvents = rapid.IntRange(1, 3).Draw(t, "max_events")
 	}
 	ns := rapid.IntRange(1, 3).Draw(t, "streams")
 	switch cfg {
@@ -1181,18 +1211,7 @@ func kvApplyInvalid(t *rapid.T) Bad[ref.KVEvApplyInput] {
 	case 4:
 		bad := rapid.SampledFrom([]int64{-1, -1 << 40}).Draw(t, "negative")
 		n := len(in.Streams)
-		switch rapid.IntRange(0, 9).Draw(t, "bad_config") {
-		case 6:
-			in.Config.MaxEnginesPerStream = int(bad)
-		case 7:
-			in.Config.MaxEnginesPerStream = ref.MaxKVEvEngines + 1
-		case 8:
-			// A share of 3 past floor((3n-1) / n) = 2 (A5).
-			in.Config.MaxEngines, in.Config.MaxEnginesPerStream = 3*n-1, 3
-		case 9:
-			// More streams than engines: some stream's share would be 0 (A5).
-			in.Streams = append(slices.Clone(in.Streams), ref.KVEvStream{Name: "extra"})
-			in.Config.MaxEngines, in.Config.MaxEnginesPerStream = n, 0
+		switch rapid.IntRange(0, 15).Draw(t, "bad_config") {
 		case 0:
 			in.Config.MaxEngines = int(bad)
 		case 1:
@@ -1203,8 +1222,31 @@ func kvApplyInvalid(t *rapid.T) Bad[ref.KVEvApplyInput] {
 			in.Config.MaxTokensPerEngine = ref.MaxKVEvTokensPerEngine + 1
 		case 4:
 			in.Config.MaxHeld = int(bad)
-		default:
+		case 5:
 			in.Config.MaxHeld = ref.MaxKVEvHeld + 1
+		case 6:
+			in.Config.MaxEvents = int(bad)
+		case 7:
+			in.Config.MaxEvents = ref.MaxKVEvents + 1
+		case 8:
+			in.Config.MaxDecodeRatio = bad
+		case 9:
+			in.Config.MaxDecodeRatio = ref.MaxKVDecodeRatio + 1
+		case 10:
+			in.Config.MaxHeldBytes = bad
+		case 11:
+			in.Config.MaxHeldBytes = ref.MaxKVHeldBytes + 1
+		case 12:
+			in.Config.MaxEnginesPerStream = int(bad)
+		case 13:
+			in.Config.MaxEnginesPerStream = ref.MaxKVEvEngines + 1
+		case 14:
+			// A share of 3 past floor((3n-1) / n) = 2 (A5).
+			in.Config.MaxEngines, in.Config.MaxEnginesPerStream = 3*n-1, 3
+		default:
+			// More streams than engines: some stream's share would be 0 (A5).
+			in.Streams = append(slices.Clone(in.Streams), ref.KVEvStream{Name: "extra"})
+			in.Config.MaxEngines, in.Config.MaxEnginesPerStream = n, 0
 		}
 		return Bad[ref.KVEvApplyInput]{in, ref.ErrTooLarge}
 	case 5:
@@ -1302,6 +1344,9 @@ func kvRm(medium string, hashes ...uint64) *mpVal {
 }
 
 func kvClr() *mpVal { return mpA(mpS(ref.EventCleared)) }
+
+// kvEmpty is the 3-byte batch [0, []] (§1.3: ts 0, no events).
+var kvEmpty = []byte{0x92, 0x00, 0x90}
 
 func kvScript(streams []ref.KVEvStream, steps ...ref.KVEvStep) ref.KVEvApplyInput {
 	return ref.KVEvApplyInput{Streams: streams, Steps: steps}
@@ -1536,12 +1581,37 @@ func kvApplyBoundary() []Case[ref.KVEvApplyInput] {
 		// The same reply twice: the second is below next, a duplicate.
 		{"replay-reply-delivered-twice", kvScript(kvOne(v, true), kvLive(v, "", 0, kvChainBatch(0)), kvLive(v, "", 2, kvChainBatch(2)),
 			kvReplayed(v, nil, 1, kvChainBatch(1)), kvReplayed(v, nil, 1, kvChainBatch(1)), kvSentinelStep(v, false), kvChainScore(3))},
+		// A7's byte bound: [topic "", seq, 92 00 90] is 0 + 8 + 3 = 11
+		// bytes; under max_held_bytes 22 the trigger (2) and 3 fill the
+		// queue exactly, 4 is dropped (held_overflow, stale at 4), and the
+		// replay then fills 1; the drain applies 2 and 3.
+		{"a7-held-bytes-22-holds-two-11-byte-messages", ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxHeldBytes: 22}, Streams: kvOne(v, true), Steps: []ref.KVEvStep{
+			kvLive(v, "", 0, kvEmpty), kvLive(v, "", 2, kvEmpty), kvLive(v, "", 3, kvEmpty), kvLive(v, "", 4, kvEmpty),
+			kvReplayed(v, nil, 1, kvEmpty), kvSentinelStep(v, false), kvLive(v, "", 5, kvEmpty)}}},
+		// A trigger past max_held_bytes is held all the same; the next
+		// live message is not.
+		{"a7-trigger-past-max-held-bytes-is-held", ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxHeldBytes: 1}, Streams: kvOne(v, true), Steps: []ref.KVEvStep{
+			kvLive(v, "", 1, kvChainBatch(1)), kvLive(v, "", 2, kvChainBatch(2)), kvReplayed(v, nil, 0, kvChainBatch(0)), kvSentinelStep(v, false), kvChainScore(3)}}},
+		// A10's max_events 2: a batch of 3 events is refused whole (a
+		// decode error, stale at its seq), the next one of 2 applies.
+		{"a10-max-events-2-refuses-a-batch-of-3", ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxEvents: 2}, Streams: kvOne(v, false), Steps: []ref.KVEvStep{
+			kvLive(v, "", 0, kvB(0, kvSt([]uint64{kvHA}, 0, toks(1, 1), 2, "GPU"), kvClr(), kvSt([]uint64{kvHB}, 0, toks(2, 2), 2, "GPU"))),
+			kvLive(v, "", 1, kvB(0, kvSt([]uint64{kvHA}, 0, toks(1, 1), 2, "GPU"), kvSt([]uint64{kvHB}, kvHA, toks(2, 2), 2, "GPU"))),
+			kvScoreStep(1, 1, 2, 2)}}},
+		// A10's decoded cost at max_decode_ratio 1: 258 × [""] (530 bytes,
+		// 66,048 <= 66,066) applies as 258 unknown events, 259 (532 bytes,
+		// 66,304 > 66,068) is refused whole.
+		{"a10-ratio-1-258-events-apply-259-refused", ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxDecodeRatio: 1}, Streams: kvOne(v, false), Steps: []ref.KVEvStep{
+			kvLive(v, "", 0, kvEmptyTags(0, 258, "", nil)), kvLive(v, "", 1, kvEmptyTags(0, 259, "", nil))}}},
 		// refused whole (kvApplyRejects)
 		{"script-unknown-op", kvScript(kvOne(v, false), ref.KVEvStep{Op: "snapshot", Stream: v})},
 		{"script-unknown-stream", kvScript(kvOne(v, false), kvLive("vllm-9", "", 0, kvE2))},
 		{"script-bad-replay-failed-reason", kvScript(kvOne(v, true), kvFailed(v, "eof"))},
 		{"script-score-token-2-pow-32", kvScript(kvOne(v, false), kvScoreStep(1, 1<<32))},
 		{"script-max-held-past-the-cap", ref.KVEvApplyInput{Config: held(ref.MaxKVEvHeld + 1), Streams: kvOne(v, false)}},
+		{"script-max-held-bytes-past-the-cap", ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxHeldBytes: ref.MaxKVHeldBytes + 1}, Streams: kvOne(v, false)}},
+		{"script-max-events-negative", ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxEvents: -1}, Streams: kvOne(v, false)}},
+		{"script-max-decode-ratio-past-the-cap", ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxDecodeRatio: ref.MaxKVDecodeRatio + 1}, Streams: kvOne(v, false)}},
 		{"script-duplicate-stream-name", kvScript([]ref.KVEvStream{{Name: v}, {Name: v}})},
 		{"script-negative-stream-rank", kvScript([]ref.KVEvStream{{Name: v, Rank: -1}})},
 		{"script-more-streams-than-max-engines", ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxEngines: 1}, Streams: twoPods}},
@@ -1594,6 +1664,9 @@ var kvApplyRejects = map[string]*ref.Sentinel{
 	"script-more-streams-than-max-engines":       ref.ErrTooLarge,
 	"script-engine-share-past-the-fair-share":    ref.ErrTooLarge,
 	"script-max-engines-per-stream-past-the-cap": ref.ErrTooLarge,
+	"script-max-held-bytes-past-the-cap":         ref.ErrTooLarge,
+	"script-max-events-negative":                 ref.ErrTooLarge,
+	"script-max-decode-ratio-past-the-cap":       ref.ErrTooLarge,
 }
 
 // kvApplyRegressions are the bug zoo's minimal scenarios, one per mutant

@@ -1,11 +1,14 @@
 package equiv
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
@@ -538,7 +541,12 @@ func kvDecodeValid(t *rapid.T) ref.KVEvDecodeInput {
 	if oneIn(t, 5, "widen") {
 		widen(t, b)
 	}
-	return d.input(b.bytes())
+	in := d.input(b.bytes())
+	if oneIn(t, 6, "max_events_at") {
+		// A10: max_events is inclusive.
+		in.Limits.MaxEvents = max(1, len(d.events))
+	}
+	return in
 }
 
 // widen gives some strs, bins, arrays and maps of v wider headers than
@@ -564,7 +572,7 @@ func kvDecodeInvalid(t *rapid.T) Bad[ref.KVEvDecodeInput] {
 	bad := func(s *ref.Sentinel, payload []byte) Bad[ref.KVEvDecodeInput] {
 		return Bad[ref.KVEvDecodeInput]{In: d.input(payload), Want: s}
 	}
-	switch uniform(t, 12, "class") {
+	switch uniform(t, 13, "class") {
 	case 0: // §1.2: frame count
 		in := d.input(d.batch().bytes())
 		switch rapid.IntRange(0, 3).Draw(t, "frames") {
@@ -612,6 +620,13 @@ func kvDecodeInvalid(t *rapid.T) Bad[ref.KVEvDecodeInput] {
 			return kvTooDeep(t, d)
 		}
 		return kvLengthPastEnd(t, d)
+	case 11: // A10: more events than max_events
+		for len(d.events) < 2 {
+			d.events = append(d.events, drawAnyEvent(t))
+		}
+		in := d.input(d.batch().bytes())
+		in.Limits.MaxEvents = rapid.IntRange(1, len(d.events)-1).Draw(t, "max_events")
+		return Bad[ref.KVEvDecodeInput]{In: in, Want: ref.ErrMessageBudget}
 	}
 	return kvTruncate(t, d) // A6: the payload ends inside a value
 }
@@ -984,7 +999,7 @@ func kvDecodeBoundary() []Case[ref.KVEvDecodeInput] {
 	}
 	// raw is a message whose payload is spaced hex.
 	raw := func(payload string) ref.KVEvDecodeInput { return kvMsg("t", 0, kvHex(payload)) }
-	return []Case[ref.KVEvDecodeInput]{
+	cases := []Case[ref.KVEvDecodeInput]{
 		{"e1-oldest-vllm-array-2-element-batch", kvMsg(kvTopic52, 0, kvE1)},
 		{"e2-removed-with-medium-and-rank", kvMsg(kvTopic52, 1, kvE2)},
 		{"e3-last-vllm-array-12-elements", kvMsg(kvTopic52, 2, kvE3)},
@@ -1148,6 +1163,84 @@ func kvDecodeBoundary() []Case[ref.KVEvDecodeInput] {
 		{"hash-reserved-byte", kvMsg("t", 0, hashOnly(mpRawV([]byte{0xc1})))},
 		{"hash-fixext1", kvMsg("t", 0, hashOnly(mpRawV(kvHex(`d4 01 aa`))))},
 	}
+	return append(cases, kvBoundsBoundary()...)
+}
+
+// kvBoundsBoundary are A10's bounds of one message at and one past each
+// bound, their expectations derived from the spec's text in the comments
+// (cost: 256 per event, 8 per hash, 4 per token; bound: ratio × payload
+// bytes + 65,536).
+func kvBoundsBoundary() []Case[ref.KVEvDecodeInput] {
+	msg := func(payload []byte, lim ref.KVDecodeLimits) ref.KVEvDecodeInput {
+		in := kvMsg("t", 0, payload)
+		in.Limits = lim
+		return in
+	}
+	ratio1 := ref.KVDecodeLimits{MaxDecodeRatio: 1}
+	return []Case[ref.KVEvDecodeInput]{
+		// max_events 4: [ts, [4 or 5 × ["x"]], 0].
+		{"a10-max-events-4-holds-4", msg(kvEmptyTags(0, 4, "x", nil), ref.KVDecodeLimits{MaxEvents: 4})},
+		{"a10-max-events-4-refuses-5", msg(kvEmptyTags(0, 5, "x", nil), ref.KVDecodeLimits{MaxEvents: 4})},
+		// Events, ratio 1: n × [""] is 2n + 14 bytes and costs 256n; 258
+		// costs 66,048 <= 66,066, 259 costs 66,304 > 66,068.
+		{"a10-ratio-1-events-258-hold", msg(kvEmptyTags(0, 258, "", nil), ratio1)},
+		{"a10-ratio-1-events-259-refused", msg(kvEmptyTags(0, 259, "", nil), ratio1)},
+		// Hashes, ratio 1: 256 × [""] then ["BlockRemoved", [k × 1]]:
+		// 543 + k bytes, cost 65,792 + 8k; k = 41 is exactly at the bound
+		// (66,120), k = 42 one hash past it (66,128 > 66,121).
+		{"a10-ratio-1-hashes-41-exactly-at-the-bound", msg(kvEmptyTags(256, 0, "", kvRemovedFixints(41)), ratio1)},
+		{"a10-ratio-1-hashes-42-refused", msg(kvEmptyTags(256, 0, "", kvRemovedFixints(42)), ratio1)},
+		// Tokens, ratio 1: 256 × [""] then ["BlockStored", [1], nil, [T × 1],
+		// T]: 546 + T bytes, cost 65,800 + 4T; T = 94 is exactly at the
+		// bound (66,176), T = 95 one token past it (66,180 > 66,177).
+		{"a10-ratio-1-tokens-94-exactly-at-the-bound", msg(kvEmptyTags(256, 0, "", kvStoredFixints(94)), ratio1)},
+		{"a10-ratio-1-tokens-95-refused", msg(kvEmptyTags(256, 0, "", kvStoredFixints(95)), ratio1)},
+		// Skipped values charge nothing: an unknown event holding 600
+		// empty arrays (153,600 bytes were they charged as events) decodes
+		// under ratio 1.
+		{"a10-skipped-arrays-charge-nothing", msg(kvPayload(mpA(mpF64(1757500000.25), mpA(mpA(mpS("Later"), mpA(slices.Repeat([]*mpVal{mpA()}, 600)...))), mpU(0))), ratio1)},
+		// The declared-length check (A6) comes first: 20 events declared
+		// with 9 bytes left.
+		{"a10-declared-length-before-max-events", msg(kvHex(`93 cb41da3054981000 00 dc0014 91a178 91a178 91a178`), ref.KVDecodeLimits{MaxEvents: 1})},
+		// Limits past their caps are refused up front (ErrTooLarge).
+		{"a10-limits-max-events-past-cap", msg(kvE2, ref.KVDecodeLimits{MaxEvents: ref.MaxKVEvents + 1})},
+		{"a10-limits-ratio-negative", msg(kvE2, ref.KVDecodeLimits{MaxDecodeRatio: -1})},
+		{"a10-limits-at-their-caps", msg(kvE2, ref.KVDecodeLimits{MaxEvents: ref.MaxKVEvents, MaxDecodeRatio: ref.MaxKVDecodeRatio})},
+	}
+}
+
+// kvEmptyTags is [ts, [lead × [""], n × [tag], last?], 0] with an array16
+// (or array32 past 65,535) events header: the events of A10's cases.
+func kvEmptyTags(lead, n int, tag string, last []byte) []byte {
+	total := lead + n
+	if last != nil {
+		total++
+	}
+	b := kvHex(`93 cb41da3054981000 00`)
+	if total < 1<<16 {
+		b = binary.BigEndian.AppendUint16(append(b, 0xdc), uint16(total))
+	} else {
+		b = binary.BigEndian.AppendUint32(append(b, 0xdd), uint32(total))
+	}
+	b = append(b, bytes.Repeat([]byte{0x91, 0xa0}, lead)...)
+	b = append(b, bytes.Repeat(append([]byte{0x91, 0xa0 + byte(len(tag))}, tag...), n)...)
+	return append(append(b, last...), 0x00)
+}
+
+// kvRemovedFixints is ["BlockRemoved", [k × 1]] with an array16 list:
+// 1 + 13 + 3 + k bytes.
+func kvRemovedFixints(k int) []byte {
+	b := append([]byte{0x92, 0xac}, ref.EventRemoved...)
+	b = binary.BigEndian.AppendUint16(append(b, 0xdc), uint16(k))
+	return append(b, bytes.Repeat([]byte{0x01}, k)...)
+}
+
+// kvStoredFixints is ["BlockStored", [1], nil, [t × 1], t] (t < 128) with
+// an array16 token list: 1 + 12 + 2 + 1 + 3 + t + 1 bytes.
+func kvStoredFixints(t int) []byte {
+	b := append([]byte{0x95, 0xab}, ref.EventStored...)
+	b = binary.BigEndian.AppendUint16(append(b, 0x91, 0x01, 0xc0, 0xdc), uint16(t))
+	return append(append(b, bytes.Repeat([]byte{0x01}, t)...), byte(t))
 }
 
 // kvManyKeys is a form-B AllBlocksCleared with n distinct unknown keys
@@ -1161,95 +1254,102 @@ func kvManyKeys(n int, again string) *mpVal {
 }
 
 var kvDecodeRejects = map[string]*ref.Sentinel{
-	"frame-count-2":                        ref.ErrFrameCount,
-	"frame-count-4":                        ref.ErrFrameCount,
-	"seq-width-7":                          ref.ErrSeqWidth,
-	"trailing-nil-byte":                    ref.ErrTrailingBytes,
-	"empty-payload":                        ref.ErrBatchShape,
-	"batch-of-one-element":                 ref.ErrBatchShape,
-	"rank-negative":                        ref.ErrBatchShape,
-	"rank-2-pow-63":                        ref.ErrBatchShape,
-	"ts-as-string":                         ref.ErrBatchShape,
-	"event-without-string-tag":             ref.ErrEventShape,
-	"event-map-duplicate-key":              ref.ErrEventShape,
-	"event-map-duplicate-non-utf8-key":     ref.ErrEventShape,
-	"event-map-int-key":                    ref.ErrEventShape,
-	"stored-array-4-missing-block-size":    ref.ErrMissingField,
-	"stored-empty-hashes":                  ref.ErrEmptyHashes,
-	"hash-empty-bin":                       ref.ErrHashEncoding,
-	"hash-nil-in-list":                     ref.ErrHashEncoding,
-	"hash-float":                           ref.ErrHashEncoding,
-	"token-2-pow-32":                       ref.ErrTokenRange,
-	"token-negative":                       ref.ErrTokenRange,
-	"token-nil":                            ref.ErrFieldType,
-	"block-size-zero":                      ref.ErrFieldType,
-	"medium-int":                           ref.ErrFieldType,
-	"depth-40-in-extra-keys":               ref.ErrFieldType,
-	"depth-33-in-extra-keys":               ref.ErrFieldType,
-	"depth-33-past-batch-element-4":        ref.ErrBatchShape,
-	"depth-33-in-a-map-form-unknown-key":   ref.ErrFieldType,
-	"ts-nan":                               ref.ErrBatchShape,
-	"ts-float32-infinity":                  ref.ErrBatchShape,
-	"depth-40-past-batch-element-4":        ref.ErrBatchShape,
-	"token-ids-declared-past-end":          ref.ErrFieldType,
-	"events-declared-past-end":             ref.ErrBatchShape,
-	"hash-bin32-past-end":                  ref.ErrHashEncoding,
-	"e2-truncated-in-medium":               ref.ErrFieldType,
-	"publisher-id-str":                     ref.ErrBatchShape,
-	"publisher-id-missing-at-end":          ref.ErrBatchShape,
-	"publisher-id-bin8-header-cut":         ref.ErrBatchShape,
-	"publisher-id-bin16-header-cut":        ref.ErrBatchShape,
-	"publisher-id-bin32-header-cut":        ref.ErrBatchShape,
-	"batch-ends-after-ts":                  ref.ErrBatchShape,
-	"batch-3-ends-after-ts-events-missing": ref.ErrBatchShape,
-	"ts-float32-cut":                       ref.ErrBatchShape,
-	"events-nil":                           ref.ErrBatchShape,
-	"events-array16-header-cut":            ref.ErrBatchShape,
-	"events-array32-header-cut":            ref.ErrBatchShape,
-	"rank-missing-at-end":                  ref.ErrBatchShape,
-	"rank-uint8-cut":                       ref.ErrBatchShape,
-	"rank-uint16-cut":                      ref.ErrBatchShape,
-	"rank-uint32-cut":                      ref.ErrBatchShape,
-	"batch-element-4-missing-at-end":       ref.ErrBatchShape,
-	"batch-element-4-reserved-byte":        ref.ErrBatchShape,
-	"batch-element-4-array16-header-cut":   ref.ErrBatchShape,
-	"batch-element-4-fixmap-15-past-end":   ref.ErrBatchShape,
-	"batch-element-4-fixarray-15-past-end": ref.ErrBatchShape,
-	"payload-array16-header-cut":           ref.ErrBatchShape,
-	"payload-fixmap-15-past-end":           ref.ErrBatchShape,
-	"payload-map16-header-cut":             ref.ErrBatchShape,
-	"payload-map32-header-cut":             ref.ErrBatchShape,
-	"map-batch-ts-twice":                   ref.ErrBatchShape,
-	"map-batch-without-events":             ref.ErrBatchShape,
-	"map-batch-ends-after-ts-key":          ref.ErrBatchShape,
-	"map-batch-key-missing-at-end":         ref.ErrBatchShape,
-	"map-batch-key-str8-header-cut":        ref.ErrBatchShape,
-	"map-batch-key-str16-header-cut":       ref.ErrBatchShape,
-	"map-batch-key-str32-header-cut":       ref.ErrBatchShape,
-	"event-missing-at-end":                 ref.ErrEventShape,
-	"event-fixarray-15-past-end":           ref.ErrEventShape,
-	"event-empty-array":                    ref.ErrEventShape,
-	"event-array16-header-cut":             ref.ErrEventShape,
-	"event-map16-header-cut":               ref.ErrEventShape,
-	"event-map-int-key-before-type":        ref.ErrEventShape,
-	"event-map-repeated-key-before-type":   ref.ErrEventShape,
-	"event-map-type-not-str-after-a-key":   ref.ErrEventShape,
-	"event-map-reserved-byte-before-type":  ref.ErrFieldType,
-	"event-map-key-repeated-after-17-keys": ref.ErrEventShape,
-	"hashes-array16-header-cut":            ref.ErrFieldType,
-	"hashes-fixarray-15-past-end":          ref.ErrFieldType,
-	"tokens-array16-header-cut":            ref.ErrFieldType,
-	"tokens-end-after-first-of-two":        ref.ErrFieldType,
-	"block-size-missing-at-end":            ref.ErrFieldType,
-	"block-size-uint16-cut":                ref.ErrFieldType,
-	"block-size-past-int64":                ref.ErrFieldType,
-	"block-size-str":                       ref.ErrFieldType,
-	"medium-negative-fixint":               ref.ErrFieldType,
-	"sglang-salt-map-reserved-byte":        ref.ErrFieldType,
-	"depth-33-map-in-extra-keys":           ref.ErrFieldType,
-	"hash-float32":                         ref.ErrHashEncoding,
-	"hash-reserved-byte":                   ref.ErrHashEncoding,
-	"hash-fixext1":                         ref.ErrHashEncoding,
+	"frame-count-2":                         ref.ErrFrameCount,
+	"frame-count-4":                         ref.ErrFrameCount,
+	"seq-width-7":                           ref.ErrSeqWidth,
+	"trailing-nil-byte":                     ref.ErrTrailingBytes,
+	"empty-payload":                         ref.ErrBatchShape,
+	"batch-of-one-element":                  ref.ErrBatchShape,
+	"rank-negative":                         ref.ErrBatchShape,
+	"rank-2-pow-63":                         ref.ErrBatchShape,
+	"ts-as-string":                          ref.ErrBatchShape,
+	"event-without-string-tag":              ref.ErrEventShape,
+	"event-map-duplicate-key":               ref.ErrEventShape,
+	"event-map-duplicate-non-utf8-key":      ref.ErrEventShape,
+	"event-map-int-key":                     ref.ErrEventShape,
+	"stored-array-4-missing-block-size":     ref.ErrMissingField,
+	"stored-empty-hashes":                   ref.ErrEmptyHashes,
+	"hash-empty-bin":                        ref.ErrHashEncoding,
+	"hash-nil-in-list":                      ref.ErrHashEncoding,
+	"hash-float":                            ref.ErrHashEncoding,
+	"token-2-pow-32":                        ref.ErrTokenRange,
+	"token-negative":                        ref.ErrTokenRange,
+	"token-nil":                             ref.ErrFieldType,
+	"block-size-zero":                       ref.ErrFieldType,
+	"medium-int":                            ref.ErrFieldType,
+	"depth-40-in-extra-keys":                ref.ErrFieldType,
+	"depth-33-in-extra-keys":                ref.ErrFieldType,
+	"depth-33-past-batch-element-4":         ref.ErrBatchShape,
+	"depth-33-in-a-map-form-unknown-key":    ref.ErrFieldType,
+	"ts-nan":                                ref.ErrBatchShape,
+	"ts-float32-infinity":                   ref.ErrBatchShape,
+	"depth-40-past-batch-element-4":         ref.ErrBatchShape,
+	"token-ids-declared-past-end":           ref.ErrFieldType,
+	"events-declared-past-end":              ref.ErrBatchShape,
+	"hash-bin32-past-end":                   ref.ErrHashEncoding,
+	"e2-truncated-in-medium":                ref.ErrFieldType,
+	"publisher-id-str":                      ref.ErrBatchShape,
+	"publisher-id-missing-at-end":           ref.ErrBatchShape,
+	"publisher-id-bin8-header-cut":          ref.ErrBatchShape,
+	"publisher-id-bin16-header-cut":         ref.ErrBatchShape,
+	"publisher-id-bin32-header-cut":         ref.ErrBatchShape,
+	"batch-ends-after-ts":                   ref.ErrBatchShape,
+	"batch-3-ends-after-ts-events-missing":  ref.ErrBatchShape,
+	"ts-float32-cut":                        ref.ErrBatchShape,
+	"events-nil":                            ref.ErrBatchShape,
+	"events-array16-header-cut":             ref.ErrBatchShape,
+	"events-array32-header-cut":             ref.ErrBatchShape,
+	"rank-missing-at-end":                   ref.ErrBatchShape,
+	"rank-uint8-cut":                        ref.ErrBatchShape,
+	"rank-uint16-cut":                       ref.ErrBatchShape,
+	"rank-uint32-cut":                       ref.ErrBatchShape,
+	"batch-element-4-missing-at-end":        ref.ErrBatchShape,
+	"batch-element-4-reserved-byte":         ref.ErrBatchShape,
+	"batch-element-4-array16-header-cut":    ref.ErrBatchShape,
+	"batch-element-4-fixmap-15-past-end":    ref.ErrBatchShape,
+	"batch-element-4-fixarray-15-past-end":  ref.ErrBatchShape,
+	"payload-array16-header-cut":            ref.ErrBatchShape,
+	"payload-fixmap-15-past-end":            ref.ErrBatchShape,
+	"payload-map16-header-cut":              ref.ErrBatchShape,
+	"payload-map32-header-cut":              ref.ErrBatchShape,
+	"map-batch-ts-twice":                    ref.ErrBatchShape,
+	"map-batch-without-events":              ref.ErrBatchShape,
+	"map-batch-ends-after-ts-key":           ref.ErrBatchShape,
+	"map-batch-key-missing-at-end":          ref.ErrBatchShape,
+	"map-batch-key-str8-header-cut":         ref.ErrBatchShape,
+	"map-batch-key-str16-header-cut":        ref.ErrBatchShape,
+	"map-batch-key-str32-header-cut":        ref.ErrBatchShape,
+	"event-missing-at-end":                  ref.ErrEventShape,
+	"event-fixarray-15-past-end":            ref.ErrEventShape,
+	"event-empty-array":                     ref.ErrEventShape,
+	"event-array16-header-cut":              ref.ErrEventShape,
+	"event-map16-header-cut":                ref.ErrEventShape,
+	"event-map-int-key-before-type":         ref.ErrEventShape,
+	"event-map-repeated-key-before-type":    ref.ErrEventShape,
+	"event-map-type-not-str-after-a-key":    ref.ErrEventShape,
+	"event-map-reserved-byte-before-type":   ref.ErrFieldType,
+	"event-map-key-repeated-after-17-keys":  ref.ErrEventShape,
+	"hashes-array16-header-cut":             ref.ErrFieldType,
+	"hashes-fixarray-15-past-end":           ref.ErrFieldType,
+	"tokens-array16-header-cut":             ref.ErrFieldType,
+	"tokens-end-after-first-of-two":         ref.ErrFieldType,
+	"block-size-missing-at-end":             ref.ErrFieldType,
+	"block-size-uint16-cut":                 ref.ErrFieldType,
+	"block-size-past-int64":                 ref.ErrFieldType,
+	"block-size-str":                        ref.ErrFieldType,
+	"medium-negative-fixint":                ref.ErrFieldType,
+	"sglang-salt-map-reserved-byte":         ref.ErrFieldType,
+	"depth-33-map-in-extra-keys":            ref.ErrFieldType,
+	"hash-float32":                          ref.ErrHashEncoding,
+	"hash-reserved-byte":                    ref.ErrHashEncoding,
+	"hash-fixext1":                          ref.ErrHashEncoding,
+	"a10-max-events-4-refuses-5":            ref.ErrMessageBudget,
+	"a10-ratio-1-events-259-refused":        ref.ErrMessageBudget,
+	"a10-ratio-1-hashes-42-refused":         ref.ErrMessageBudget,
+	"a10-ratio-1-tokens-95-refused":         ref.ErrMessageBudget,
+	"a10-declared-length-before-max-events": ref.ErrBatchShape,
+	"a10-limits-max-events-past-cap":        ref.ErrTooLarge,
+	"a10-limits-ratio-negative":             ref.ErrTooLarge,
 	// the decode mutants' regressions are accepted
 }
 

@@ -13,14 +13,29 @@ func KVEvDecode(lim ref.Limits, in ref.KVEvDecodeInput) (ref.KVMessage, error) {
 }
 
 // DecodeKVMessage decodes one live message's frames (docs/spec/kv-events.md
-// §1.2): frame 0 the topic, frame 1 the 8-byte big-endian seq, frame 2 the
-// msgpack batch (DecodeKVBatch). The result does not alias the frames.
+// §1.2) under the default bounds of one message (§2.10 A10): frame 0 the
+// topic, frame 1 the 8-byte big-endian seq, frame 2 the msgpack batch
+// (DecodeKVBatch). The result does not alias the frames.
 func DecodeKVMessage(frames [][]byte) (ref.KVMessage, error) {
 	return fastcore.DecodeKVMessage(frames)
 }
 
+// DecodeKVMessageWithin is DecodeKVMessage under the bounds lim (zero
+// fields: the defaults; lim is not validated here, see
+// ref.KVDecodeLimits.Validate).
+func DecodeKVMessageWithin(frames [][]byte, lim ref.KVDecodeLimits) (ref.KVMessage, error) {
+	return fastcore.DecodeKVMessageWithin(frames, lim)
+}
+
 // DecodeKVBatch decodes one batch payload (docs/spec/kv-events.md
-// §1.3-§1.5, §2.10 A6) in one pass. The result does not alias payload.
+// §1.3-§1.5, §2.10 A6) in one pass, under the default bounds of one
+// message (A10). The result does not alias payload.
 func DecodeKVBatch(payload []byte) (ref.KVBatch, error) {
 	return fastcore.DecodeKVBatch(payload)
+}
+
+// DecodeKVBatchWithin is DecodeKVBatch under the bounds lim (zero fields:
+// the defaults).
+func DecodeKVBatchWithin(payload []byte, lim ref.KVDecodeLimits) (ref.KVBatch, error) {
+	return fastcore.DecodeKVBatchWithin(payload, lim)
 }

@@ -22,7 +22,9 @@ import (
 // header past the bounds, before go-zeromq sees the size. The same
 // transport bounds the handshake: go-zeromq reads the peer's greeting with
 // no deadline, so a peer that accepts and stays silent would hold Dial
-// forever.
+// forever. Past the handshake, the transport also reserves every frame's
+// bytes in the subscriber's byte budget (budget.go) before go-zeromq sees
+// the frame's size.
 
 // zmtpGreetingLen is the ZMTP 3.x greeting: signature, version, mechanism,
 // as-server, filler.
@@ -92,10 +94,14 @@ func (t guardTransport) Dial(ctx context.Context, d transport.Dialer, addr strin
 	_ = c.SetDeadline(time.Now().Add(handshake))
 	// ctx is the socket's: closing the socket (or cancelling the
 	// subscriber) closes the connection even while go-zeromq is in the
-	// handshake, and a connection whose handshake failed (go-zeromq drops it
-	// without closing it) is closed when the socket is.
+	// handshake or the guard waits for budget, and a connection whose
+	// handshake failed (go-zeromq drops it without closing it) is closed
+	// when the socket is. The socket's ledger, if the subscriber gave it
+	// one, travels in the same context.
+	g := &guardConn{Conn: c, maxBytes: t.maxBytes, maxFrames: t.maxFrames, greeting: zmtpGreetingLen,
+		ledger: ledgerOf(ctx), ctx: ctx}
 	context.AfterFunc(ctx, func() { _ = c.Close() })
-	return &guardConn{Conn: c, maxBytes: t.maxBytes, maxFrames: t.maxFrames, greeting: zmtpGreetingLen}, nil
+	return g, nil
 }
 
 func (t guardTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
@@ -111,6 +117,11 @@ type guardConn struct {
 	net.Conn
 	maxBytes  uint64
 	maxFrames int
+	// ledger receives every frame's reservation once the handshake is
+	// through (nil: no budget); ctx, the socket's, ends a wait for room
+	// when the socket closes.
+	ledger *ledger
+	ctx    context.Context
 
 	mu       sync.Mutex
 	err      error
@@ -194,13 +205,14 @@ func (c *guardConn) scan(b []byte) error {
 	return nil
 }
 
-// frameHeader checks a complete frame header against the bounds.
+// frameHeader checks a complete frame header against the bounds, then
+// reserves the frame in the budget.
 func (c *guardConn) frameHeader() error {
 	if c.flags&flagCommand != 0 {
 		if c.size > c.maxBytes {
 			return &frameBoundsError{fmt.Sprintf("kvevsub: ZMTP command of %d bytes exceeds max message bytes (%d); connection closed", c.size, c.maxBytes)}
 		}
-		return nil
+		return c.reserve()
 	}
 	c.frames++
 	c.msgBytes += c.size
@@ -210,7 +222,18 @@ func (c *guardConn) frameHeader() error {
 	if c.size > c.maxBytes || c.msgBytes > c.maxBytes {
 		return &frameBoundsError{fmt.Sprintf("kvevsub: message of at least %d bytes exceeds max message bytes (%d); connection closed", max(c.size, c.msgBytes), c.maxBytes)}
 	}
-	return nil
+	return c.reserve()
+}
+
+// reserve takes the current frame's bytes from the budget, past the
+// handshake: after the peer's READY every frame, command or data, reaches
+// the subscriber through go-zeromq's receive queue, where the subscriber
+// takes it back out (budget.go). The handshake's own commands never do.
+func (c *guardConn) reserve() error {
+	if c.ledger == nil || !c.ready {
+		return nil
+	}
+	return c.ledger.reserve(c.ctx, int64(c.size))
 }
 
 // frameDone ends a frame whose body is through.
@@ -229,8 +252,9 @@ func (c *guardConn) frameDone() {
 	}
 }
 
-// isFrameBounds reports whether err is the guard's.
+// isFrameBounds reports whether err is the guard's: a frame past the
+// bounds or past the budget.
 func isFrameBounds(err error) bool {
 	var fe *frameBoundsError
-	return errors.As(err, &fe)
+	return errors.As(err, &fe) || isBudget(err)
 }

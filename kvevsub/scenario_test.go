@@ -418,7 +418,7 @@ func TestRequestWithoutDelimiterIgnored(t *testing.T) {
 		want = append(want, [][]byte{{}, {}, endSeq, {}})
 		o, _ := testOptions(t).withDefaults()
 		scheme, _ := guardedScheme(o.MaxMessageBytes, o.MaxFrames)
-		d, err := dialDealer(context.Background(), guardedEndpoint(scheme, p.replayEndpoint()), o, o.Logger)
+		d, err := dialDealer(context.Background(), guardedEndpoint(scheme, p.replayEndpoint()), o, o.Logger, &account{b: newByteBudget(o.MaxBufferedBytes, o.BufferWait)})
 		if err != nil {
 			t.Fatal(err)
 		}

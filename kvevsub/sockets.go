@@ -43,16 +43,19 @@ func closeSocket(sck zmq4.Socket) {
 	}
 }
 
-// received is one Recv result.
+// received is one Recv result: the message and its bytes, which the
+// receiver now owns in the budget (budget.go), or the error.
 type received struct {
 	msg zmq4.Msg
+	n   int64
 	err error
 }
 
 // dealerConn is a DEALER socket connected to a replay endpoint, with the
-// goroutine that receives its replies.
+// goroutine that receives its replies and the socket's ledger.
 type dealerConn struct {
 	sck  zmq4.Socket
+	led  *ledger
 	msgs chan received // unbuffered; the last value carries the error
 	done chan struct{} // closed by close
 	wg   sync.WaitGroup
@@ -70,23 +73,31 @@ func newSocketOptions(o Options, log *slog.Logger) []zmq4.Option {
 	}
 }
 
-// dialDealer connects a DEALER to ep (already in the guarded scheme) and
-// starts its receiver.
-func dialDealer(ctx context.Context, ep string, o Options, log *slog.Logger) (*dealerConn, error) {
-	sck := zmq4.NewDealer(ctx, newSocketOptions(o, log)...)
+// dialDealer connects a DEALER to ep (already in the guarded scheme),
+// whose frames are reserved in acct, and starts its receiver.
+func dialDealer(ctx context.Context, ep string, o Options, log *slog.Logger, acct *account) (*dealerConn, error) {
+	led := newLedger(acct)
+	sck := zmq4.NewDealer(withLedger(ctx, led), newSocketOptions(o, log)...)
 	if err := sck.Dial(ep); err != nil {
 		closeSocket(sck)
+		led.close()
 		return nil, err
 	}
-	d := &dealerConn{sck: sck, msgs: make(chan received), done: make(chan struct{})}
+	d := &dealerConn{sck: sck, led: led, msgs: make(chan received), done: make(chan struct{})}
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
 		for {
 			m, err := sck.Recv()
+			r := received{msg: m, err: err}
+			if err == nil {
+				r.n = msgBytes(m.Frames)
+				led.take(r.n)
+			}
 			select {
-			case d.msgs <- received{m, err}:
+			case d.msgs <- r:
 			case <-d.done:
+				acct.release(r.n)
 				return
 			}
 			if err != nil {
@@ -103,10 +114,11 @@ func (d *dealerConn) send(frames [][]byte) error {
 }
 
 // close closes the socket, waits for the receiver and frees go-zeromq's
-// goroutines. Replies in flight are discarded.
+// goroutines. Replies in flight are discarded and their bytes released.
 func (d *dealerConn) close() {
 	_ = d.sck.Close()
 	close(d.done)
 	d.wg.Wait()
 	closeSocket(d.sck)
+	d.led.close()
 }

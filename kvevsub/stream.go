@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -24,6 +25,10 @@ type stream struct {
 	log    *slog.Logger
 	subEP  string // the PUB endpoint in the guarded scheme
 	replEP string // the replay endpoint in the guarded scheme, "" when none
+	// acct is the source's share of the subscriber's byte budget, rl the
+	// limiter of its log lines about refusals.
+	acct *account
+	rl   *rateLimit
 
 	mu sync.Mutex
 	st SourceStatus
@@ -37,15 +42,30 @@ type stream struct {
 	replaying bool
 	cooldown  time.Time // replay requests before it are answered "unavailable"
 	timer     *time.Timer
+	// replayEnd is when the outstanding replay fails whatever it receives
+	// (ReplayMaxDuration after its request).
+	replayEnd time.Time
+	// held mirrors the index's hold queue: the bytes of each message it
+	// holds for this stream, oldest first (budget.go).
+	held []int64
 }
 
-func newStream(src Source, ix ref.KVEvIndex, o Options, scheme string) *stream {
+// liveMsg is a SUB message and its bytes, which the stream owns in the
+// budget once it has it.
+type liveMsg struct {
+	m zmq4.Msg
+	n int64
+}
+
+func newStream(src Source, ix ref.KVEvIndex, o Options, scheme string, b *byteBudget) *stream {
 	s := &stream{
 		src:     src,
 		ix:      ix,
 		o:       o,
 		log:     o.Logger.With("source", src.Name),
 		subEP:   guardedEndpoint(scheme, src.Endpoint),
+		acct:    &account{b: b},
+		rl:      &rateLimit{interval: o.LogInterval},
 		restart: make(chan struct{}, 1),
 		st:      SourceStatus{Name: src.Name, Endpoint: src.Endpoint, Replay: src.Replay, Rank: src.Rank, Topic: src.Topic},
 	}
@@ -57,8 +77,27 @@ func newStream(src Source, ix ref.KVEvIndex, o Options, scheme string) *stream {
 
 func (s *stream) status() SourceStatus {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.st
+	st := s.st
+	s.mu.Unlock()
+	st.BufferedBytes = s.acct.buffered.Load()
+	st.BufferOverflows = s.acct.overflows.Load()
+	st.LogSuppressed = s.rl.total()
+	return st
+}
+
+// refusal logs one line about a refusal (a message, batch or event the
+// index or a bound refused, a step error, a connection a bound cut),
+// unless the source already logged one within LogInterval; the lines held
+// back are counted and reported with the next one.
+func (s *stream) refusal(level slog.Level, msg string, attrs ...any) {
+	ok, heldBack := s.rl.allow(time.Now())
+	if !ok {
+		return
+	}
+	if heldBack > 0 {
+		attrs = append(attrs, "held_back", heldBack)
+	}
+	s.log.Log(context.Background(), level, msg, attrs...)
 }
 
 func (s *stream) update(f func(st *SourceStatus)) {
@@ -77,9 +116,10 @@ func (s *stream) setError(err string) {
 // run is the stream's goroutine; it returns when ctx ends, after the SUB
 // goroutine and the DEALER are gone.
 func (s *stream) run(ctx context.Context) {
-	live := make(chan zmq4.Msg)
+	live := make(chan liveMsg)
 	var wg sync.WaitGroup
 	wg.Go(func() { s.subLoop(ctx, live) })
+	defer s.releaseHeld()
 	defer wg.Wait()
 	defer s.closeDealer()
 
@@ -105,16 +145,60 @@ func (s *stream) run(ctx context.Context) {
 		case <-s.restart:
 			s.onRestart(ctx)
 		case <-timeout:
-			s.log.Warn("replay timed out", "after", s.o.ReplayTimeout)
-			s.setError("replay: no reply within " + s.o.ReplayTimeout.String())
+			if !time.Now().Before(s.replayEnd) {
+				s.log.Warn("replay ran past its bound without a sentinel", "bound", s.o.ReplayMaxDuration)
+				s.setError("replay: no sentinel within " + s.o.ReplayMaxDuration.String())
+			} else {
+				s.log.Warn("replay timed out", "after", s.o.ReplayTimeout)
+				s.setError("replay: no reply within " + s.o.ReplayTimeout.String())
+			}
 			s.fail(ctx, ref.ReplayReasonTimeout)
 		}
 	}
 }
 
+// resetReplayTimer arms the replay's timer: ReplayTimeout from now, or the
+// replay's end (ReplayMaxDuration after its request) if that comes first.
+func (s *stream) resetReplayTimer() {
+	s.timer.Reset(max(0, min(s.o.ReplayTimeout, time.Until(s.replayEnd))))
+}
+
+// releaseHeld returns the bytes of the messages the index still holds for
+// this stream when the stream ends.
+func (s *stream) releaseHeld() {
+	for _, n := range s.held {
+		s.acct.release(n)
+	}
+	s.held = nil
+}
+
+// settle keeps the budget in step with the index after one of its results
+// (budget.go): the message passed to the call, cur bytes (0 when none), is
+// held when the index's hold queue grew, and released otherwise; messages
+// that left the hold queue (applied, dropped, abandoned) are released. The
+// index's queue keeps arrival order and always keeps its newest messages
+// (A7: a drain stops at the message that starts the next replay and keeps
+// the rest), so its length after the call says which ones left.
+func (s *stream) settle(r ref.KVEvStepResult, cur int64) {
+	if r.Held > len(s.held) {
+		s.held = append(s.held, cur)
+		cur = 0
+		if r.Held != len(s.held) {
+			s.log.Error("the subscriber's copy of the hold queue disagrees with the index", "copy", len(s.held), "index", r.Held)
+		}
+	}
+	s.acct.release(cur)
+	if drop := len(s.held) - r.Held; drop > 0 {
+		for _, n := range s.held[:drop] {
+			s.acct.release(n)
+		}
+		s.held = s.held[drop:]
+	}
+}
+
 // subLoop keeps a SUB socket connected to the source and hands every
 // message to live until ctx ends.
-func (s *stream) subLoop(ctx context.Context, live chan<- zmq4.Msg) {
+func (s *stream) subLoop(ctx context.Context, live chan<- liveMsg) {
 	backoff := s.o.ReconnectMin
 	failing := false // the last dial failed: log the next failures at debug level
 	wait := func() bool {
@@ -129,10 +213,12 @@ func (s *stream) subLoop(ctx context.Context, live chan<- zmq4.Msg) {
 		}
 	}
 	for ctx.Err() == nil {
-		sck := zmq4.NewSub(ctx, newSocketOptions(s.o, s.log)...)
+		led := newLedger(s.acct)
+		sck := zmq4.NewSub(withLedger(ctx, led), newSocketOptions(s.o, s.log)...)
 		_ = sck.SetOption(zmq4.OptionSubscribe, s.src.Topic)
 		if err := sck.Dial(s.subEP); err != nil {
 			closeSocket(sck)
+			led.close()
 			if ctx.Err() != nil {
 				return
 			}
@@ -158,8 +244,9 @@ func (s *stream) subLoop(ctx context.Context, live chan<- zmq4.Msg) {
 			}
 		})
 		s.log.Info("connected", "endpoint", s.src.Endpoint)
-		delivered, err := s.receive(ctx, sck, live)
+		delivered, err := s.receive(ctx, sck, led, live)
 		closeSocket(sck)
+		led.close()
 		if delivered {
 			// A connection that worked resets the backoff; one that fails
 			// before its first message (a peer that trips the guard at
@@ -176,7 +263,7 @@ func (s *stream) subLoop(ctx context.Context, live chan<- zmq4.Msg) {
 		s.update(func(st *SourceStatus) { st.Disconnects++ })
 		s.setError("connection to " + s.src.Endpoint + " lost: " + err.Error())
 		if isFrameBounds(err) {
-			s.log.Error("publisher sent a message past the bounds; reconnecting", "endpoint", s.src.Endpoint, "err", err, "retry_in", backoff)
+			s.refusal(slog.LevelError, "publisher sent a message past the bounds, or the buffer budget had no room; reconnecting", "endpoint", s.src.Endpoint, "err", err, "retry_in", backoff)
 		} else {
 			s.log.Warn("disconnected", "endpoint", s.src.Endpoint, "err", err, "retry_in", backoff)
 		}
@@ -187,28 +274,35 @@ func (s *stream) subLoop(ctx context.Context, live chan<- zmq4.Msg) {
 }
 
 // receive hands messages to live until the socket fails or ctx ends, and
-// says whether it handed over any.
-func (s *stream) receive(ctx context.Context, sck zmq4.Socket, live chan<- zmq4.Msg) (bool, error) {
+// says whether it handed over any. Each message's bytes move from the
+// socket's ledger to the stream as it is received.
+func (s *stream) receive(ctx context.Context, sck zmq4.Socket, led *ledger, live chan<- liveMsg) (bool, error) {
 	for delivered := false; ; delivered = true {
 		m, err := sck.Recv()
 		if err != nil {
 			return delivered, err
 		}
+		n := msgBytes(m.Frames)
+		led.take(n)
 		select {
-		case live <- m:
+		case live <- liveMsg{m, n}:
 		case <-ctx.Done():
+			s.acct.release(n)
 			return true, ctx.Err()
 		}
 	}
 }
 
 // onLive passes one SUB message to the index.
-func (s *stream) onLive(ctx context.Context, m zmq4.Msg) {
+func (s *stream) onLive(ctx context.Context, lm liveMsg) {
+	m := lm.m
 	if m.Type == zmq4.CmdMsg {
+		s.acct.release(lm.n)
 		return // a ZMTP command (PING) that go-zeromq hands up as a message
 	}
 	if len(m.Frames) > 0 && !bytes.HasPrefix(m.Frames[0], []byte(s.src.Topic)) {
 		// go-zeromq's SUB does not filter; a PUB does, but not every peer is one.
+		s.acct.release(lm.n)
 		s.update(func(st *SourceStatus) { st.Filtered++ })
 		return
 	}
@@ -219,7 +313,7 @@ func (s *stream) onLive(ctx context.Context, m zmq4.Msg) {
 			st.LastSeq = binary.BigEndian.Uint64(m.Frames[1])
 		}
 	})
-	s.handle(ctx, s.ix.Live(s.src.Name, m.Frames))
+	s.handle(ctx, s.ix.Live(s.src.Name, m.Frames), lm.n)
 }
 
 // onRestart passes an operator's restart signal to the index (§3.4). The
@@ -233,7 +327,7 @@ func (s *stream) onRestart(ctx context.Context) {
 		s.update(func(st *SourceStatus) { st.Replaying = false })
 	}
 	s.log.Info("restart signal")
-	s.handle(ctx, s.ix.Restart(s.src.Name))
+	s.handle(ctx, s.ix.Restart(s.src.Name), 0)
 }
 
 // onReply passes one DEALER reply to the index, or handles the DEALER's end.
@@ -247,34 +341,39 @@ func (s *stream) onReply(ctx context.Context, r received) {
 		return
 	}
 	if r.msg.Type == zmq4.CmdMsg {
+		s.acct.release(r.n)
 		return
 	}
 	s.update(func(st *SourceStatus) { st.ReplayReplies++ })
 	res := s.ix.Replay(s.src.Name, r.msg.Frames)
 	if res.Error != nil && res.Error.Code == ref.ErrReplayProtocol.Code() {
+		s.settle(res, r.n)
 		s.setError("replay: " + res.Error.Message)
 		s.update(func(st *SourceStatus) { st.StepErrors++ })
 		if !s.replaying {
 			// A reply nobody asked for: the index ignored it; start the
 			// next replay on a clean socket.
-			s.log.Warn("replay reply while no replay is outstanding", "err", res.Error.Message)
+			s.refusal(slog.LevelWarn, "replay reply while no replay is outstanding", "err", res.Error.Message)
 			s.closeDealer()
 			return
 		}
-		s.log.Warn("malformed replay reply", "err", res.Error.Message)
+		s.refusal(slog.LevelWarn, "malformed replay reply", "err", res.Error.Message)
 		s.fail(ctx, ref.ReplayReasonProtocol)
 		return
 	}
 	if s.replaying {
-		s.timer.Reset(s.o.ReplayTimeout)
+		s.resetReplayTimer()
 	}
-	s.handle(ctx, res)
+	s.handle(ctx, res, r.n)
 }
 
-// handle acts on one index result: a finished replay, and a replay request
+// handle acts on one index result for a call that was passed cur bytes of
+// message (0: none): the budget, a finished replay, and a replay request
 // (which may come from a result that also finished one).
-func (s *stream) handle(ctx context.Context, r ref.KVEvStepResult) {
+func (s *stream) handle(ctx context.Context, r ref.KVEvStepResult, cur int64) {
 	for {
+		s.settle(r, cur)
+		cur = 0
 		s.note(r)
 		if r.ReplayDone {
 			s.replaying = false
@@ -298,7 +397,8 @@ func (s *stream) handle(ctx context.Context, r ref.KVEvStepResult) {
 	}
 }
 
-// note records what a result says for status and logs.
+// note records what a result says for status and logs: a step error and
+// every refused batch or event, through the source's log limiter.
 func (s *stream) note(r ref.KVEvStepResult) {
 	if r.Error != nil {
 		s.update(func(st *SourceStatus) {
@@ -306,7 +406,22 @@ func (s *stream) note(r ref.KVEvStepResult) {
 			st.LastError = "index: " + r.Error.Message
 			st.LastErrorAt = time.Now()
 		})
-		s.log.Debug("index refused a step", "op", r.Op, "err", r.Error.Message)
+		s.refusal(slog.LevelWarn, "index refused a step", refusalAttrs(r.Op, nil, *r.Error)...)
+	}
+	for _, e := range r.Errors {
+		if e.Event < 0 {
+			s.update(func(st *SourceStatus) {
+				st.RefusedBatches++
+				if e.Error.Code == ref.ErrMessageBudget.Code() {
+					st.OversizedMessages++
+				}
+				st.LastError = "index: " + e.Error.Message
+				st.LastErrorAt = time.Now()
+			})
+			s.refusal(slog.LevelWarn, "index refused a batch", refusalAttrs(r.Op, &e, e.Error)...)
+			continue
+		}
+		s.refusal(slog.LevelWarn, "index refused an event", refusalAttrs(r.Op, &e, e.Error)...)
 	}
 	if r.Restart {
 		s.log.Info("publisher restart: the stream's engines were dropped")
@@ -314,6 +429,26 @@ func (s *stream) note(r ref.KVEvStepResult) {
 	for _, g := range r.Lost {
 		s.log.Warn("events lost: engines marked stale", "from", g.From, "to", g.To)
 	}
+}
+
+// refusalAttrs are the log attributes of an index refusal: the step's op,
+// the seq and event of a refused batch or event (e nil for a step error),
+// and the error's code, field, value and bound; an error about an engine
+// (ErrEngineBudget, ErrEngineOwner) names it as "engine".
+func refusalAttrs(op string, e *ref.KVEvEventError, o ref.ErrorObject) []any {
+	attrs := []any{"op", op}
+	if e != nil {
+		attrs = append(attrs, "seq", e.Seq, "event", e.Event)
+	}
+	attrs = append(attrs, "code", o.Code, "field", o.Field, "value", o.Value, "bound", o.Bound)
+	if e != nil && e.Engine != nil {
+		// A batch refused for its engine (§2.10 A2): which engine; the
+		// bound names the stream's share.
+		attrs = append(attrs, "engine", fmt.Sprintf("%s/%d", e.Engine.Source, e.Engine.DPRank))
+	} else if o.Field == "engine" {
+		attrs = append(attrs, "engine", o.Value)
+	}
+	return attrs
 }
 
 // request sends a replay request, returning "" when it went out or the
@@ -326,6 +461,7 @@ func (s *stream) request(ctx context.Context, req []ref.HexBytes) string {
 		s.timer.Stop()
 	}
 	s.replaying = true
+	s.replayEnd = time.Now().Add(s.o.ReplayMaxDuration)
 	s.update(func(st *SourceStatus) { st.Replaying = true })
 	switch {
 	case s.replEP == "":
@@ -340,7 +476,7 @@ func (s *stream) request(ctx context.Context, req []ref.HexBytes) string {
 		frames[i] = f
 	}
 	if s.dealer == nil {
-		d, err := dialDealer(ctx, s.replEP, s.o, s.log)
+		d, err := dialDealer(ctx, s.replEP, s.o, s.log, s.acct)
 		if err != nil {
 			s.log.Warn("replay connect failed", "endpoint", s.src.Replay, "err", err)
 			s.setError("replay connect " + s.src.Replay + ": " + err.Error())
@@ -357,7 +493,7 @@ func (s *stream) request(ctx context.Context, req []ref.HexBytes) string {
 		return ref.ReplayReasonUnavailable
 	}
 	s.update(func(st *SourceStatus) { st.ReplayRequests++ })
-	s.timer.Reset(s.o.ReplayTimeout)
+	s.resetReplayTimer()
 	s.log.Debug("replay requested", "start", binaryStart(frames))
 	return ""
 }
@@ -367,7 +503,7 @@ func (s *stream) request(ctx context.Context, req []ref.HexBytes) string {
 func (s *stream) fail(ctx context.Context, reason string) {
 	s.closeDealer()
 	s.startCooldown()
-	s.handle(ctx, s.replayFailed(reason))
+	s.handle(ctx, s.replayFailed(reason), 0)
 }
 
 // replayFailed reports a failed replay to the index.

@@ -8,14 +8,18 @@
 // ReplayRequest it sends exactly those frames on a DEALER socket to the
 // source's replay endpoint and passes each reply to Replay, until a result
 // says ReplayDone or asks for a new replay. Five seconds without a reply
-// frame is ReplayFailed("timeout"), a reply the index calls replay_protocol
+// frame, or a replay still without its sentinel after ReplayMaxDuration, is
+// ReplayFailed("timeout"), a reply the index calls replay_protocol
 // is ReplayFailed("protocol"); both recreate the DEALER and start a 30 s
 // cooldown during which replay requests are answered with
 // ReplayFailed("unavailable"). Live messages that arrive during a replay are
 // passed to Live as well: the index holds them (bounded by its max_held).
 //
-// Sockets are go-zeromq's (pure Go). See sockets.go for its queueing and
-// guard.go for the bounds the subscriber adds to it.
+// Sockets are go-zeromq's (pure Go). See sockets.go for its queueing,
+// guard.go for the bounds the subscriber adds to it, and budget.go for the
+// one byte budget over everything the subscriber holds (MaxBufferedBytes).
+// Refused messages, batches and events and step errors are logged at most
+// once per LogInterval per source (the rest counted).
 package kvevsub
 
 import (
@@ -35,6 +39,7 @@ type Subscriber struct {
 	ix      ref.KVEvIndex
 	opts    Options
 	scheme  string
+	budget  *byteBudget
 	streams []*stream
 	ran     atomic.Bool
 }
@@ -67,11 +72,17 @@ func New(ix ref.KVEvIndex, sources []Source, opts Options) (*Subscriber, error) 
 	if err != nil {
 		return nil, fmt.Errorf("kvevsub: %w", err)
 	}
-	sub := &Subscriber{ix: ix, opts: o, scheme: scheme}
+	sub := &Subscriber{ix: ix, opts: o, scheme: scheme, budget: newByteBudget(o.MaxBufferedBytes, o.BufferWait)}
 	for _, s := range sources {
-		sub.streams = append(sub.streams, newStream(s, ix, o, scheme))
+		sub.streams = append(sub.streams, newStream(s, ix, o, scheme, sub.budget))
 	}
 	return sub, nil
+}
+
+// Buffered reports the byte budget (Options.MaxBufferedBytes) and the
+// bytes all sources hold in it now.
+func (s *Subscriber) Buffered() (budget, inUse int64) {
+	return s.budget.capacity, s.budget.inUse()
 }
 
 // Run connects every source and feeds the index until ctx ends, then
@@ -152,6 +163,23 @@ type SourceStatus struct {
 	// StepErrors counts index results that carried an error (malformed
 	// frames, a reply while not replaying, ...).
 	StepErrors uint64 `json:"step_errors"`
+	// RefusedBatches counts batches the index refused whole (a decoding
+	// error, an engine it would not create, ...; §2.7, §2.10 A2);
+	// OversizedMessages those of them past the bounds of one message
+	// (message_budget, §2.10 A10).
+	RefusedBatches    uint64 `json:"refused_batches"`
+	OversizedMessages uint64 `json:"oversized_messages"`
+
+	// BufferedBytes is what the source holds in the subscriber's byte
+	// budget now: frames queued in go-zeromq, the message being handed
+	// over, replay replies, and the live messages the index holds.
+	BufferedBytes int64 `json:"buffered_bytes"`
+	// BufferOverflows counts connections closed because a frame found no
+	// room in the budget within BufferWait.
+	BufferOverflows uint64 `json:"buffer_overflows"`
+	// LogSuppressed counts log lines about refusals held back by the
+	// per-source LogInterval.
+	LogSuppressed uint64 `json:"log_suppressed"`
 
 	// Replaying says a replay request is outstanding.
 	Replaying bool `json:"replaying"`

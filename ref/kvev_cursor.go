@@ -30,6 +30,8 @@ type kvevStream struct {
 	target      uint64
 	targetTopic string
 	held        []kvevLiveMsg
+	// heldBytes is the held messages' frames' bytes together (A7).
+	heldBytes int64
 	// staleSince is set once the stream lost a batch (A3).
 	staleSince *uint64
 	counters   KVEvStreamCounters
@@ -40,6 +42,14 @@ type kvevStream struct {
 type kvevLiveMsg struct {
 	frames [][]byte
 	seq    uint64
+}
+
+// setHeld makes q the stream's hold queue and counts its bytes (A7).
+func (st *kvevStream) setHeld(q []kvevLiveMsg) {
+	st.held, st.heldBytes = q, 0
+	for _, m := range q {
+		st.heldBytes += KVMessageBytes(m.frames)
+	}
 }
 
 func (m kvevLiveMsg) topic() string { return string(m.frames[0]) }
@@ -116,16 +126,19 @@ func (ix *refKVEvIndex) Live(stream string, frames [][]byte) (r KVEvStepResult) 
 	}
 	m := kvevLiveMsg{frames: cloneFrames(frames), seq: binary.BigEndian.Uint64(frames[1])}
 	if st.replaying {
-		// A7: held unread; on a full queue dropped, and its batch is lost
-		// at its seq. The frame checks above run first ("even while
+		// A7: held unread; on a full queue (max_held messages, or
+		// max_held_bytes passed with this one) dropped, and its batch is
+		// lost at its seq. The frame checks above run first ("even while
 		// replaying"), so a dropped message always has its 8-byte seq and
 		// A7's fallback to next never applies.
-		if len(st.held) >= ix.cfg.MaxHeld {
+		size := KVMessageBytes(m.frames)
+		if len(st.held) >= ix.cfg.MaxHeld || st.heldBytes+size > ix.cfg.MaxHeldBytes {
 			st.counters.HeldOverflow = satAddU64(st.counters.HeldOverflow, 1)
 			ix.loseAt(st, m.seq)
 			return r
 		}
 		st.held = append(st.held, m)
+		st.heldBytes += size
 		return r
 	}
 	ix.liveRules(st, &r, m)
@@ -180,8 +193,9 @@ func (ix *refKVEvIndex) nextRule(st *kvevStream, r *KVEvStepResult, m kvevLiveMs
 // one, the gap is lost and m applied.
 func (ix *refKVEvIndex) gap(st *kvevStream, r *KVEvStepResult, m kvevLiveMsg) {
 	if st.cfg.Replay {
+		// The trigger is always held: the queue is empty (A7).
 		st.replaying, st.target, st.targetTopic = true, m.seq, m.topic()
-		st.held = []kvevLiveMsg{m}
+		st.setHeld([]kvevLiveMsg{m})
 		r.ReplayRequest = KVEvReplayRequest(st.next)
 		return
 	}
@@ -220,7 +234,7 @@ func (ix *refKVEvIndex) duplicate(st *kvevStream, r *KVEvStepResult, s uint64) {
 
 // applyLive applies live message m, whose seq is next.
 func (ix *refKVEvIndex) applyLive(st *kvevStream, r *KVEvStepResult, m kvevLiveMsg) {
-	msg, err := DecodeKVMessage(m.frames)
+	msg, err := DecodeKVMessageWithin(m.frames, ix.cfg.DecodeLimits())
 	ix.applyBatch(st, r, m.seq, m.topic(), msg.Batch, err)
 	st.advance(m.seq)
 }
@@ -273,7 +287,7 @@ func (ix *refKVEvIndex) Replay(stream string, frames [][]byte) (r KVEvStepResult
 		// The history before s is gone.
 		ix.lose(st, &r, st.next, s)
 	}
-	b, err := DecodeKVBatch(payload)
+	b, err := DecodeKVBatchWithin(payload, ix.cfg.DecodeLimits())
 	ix.applyBatch(st, &r, s, topic, b, err)
 	st.advance(s)
 	return r
@@ -311,7 +325,8 @@ func (ix *refKVEvIndex) endReplay(st *kvevStream, r *KVEvStepResult) {
 		ix.lose(st, r, st.next, st.target)
 	}
 	q := st.held
-	st.replaying, st.target, st.targetTopic, st.held = false, 0, "", nil
+	st.replaying, st.target, st.targetTopic = false, 0, ""
+	st.setHeld(nil)
 	for i, m := range q {
 		if i == 0 {
 			// The triggering message: its lastLive was set when it came.
@@ -321,7 +336,7 @@ func (ix *refKVEvIndex) endReplay(st *kvevStream, r *KVEvStepResult) {
 		}
 		if st.replaying {
 			// m revealed another gap and is held first; the rest stay held.
-			st.held = append(st.held, q[i+1:]...)
+			st.setHeld(append(st.held, q[i+1:]...))
 			return
 		}
 	}
@@ -351,7 +366,8 @@ func (ix *refKVEvIndex) restart(st *kvevStream, r *KVEvStepResult) {
 		}
 	}
 	st.known, st.next, st.pastEnd, st.lastLive = false, 0, false, 0
-	st.replaying, st.target, st.targetTopic, st.held = false, 0, "", nil
+	st.replaying, st.target, st.targetTopic = false, 0, ""
+	st.setHeld(nil)
 	st.staleSince = nil
 	st.counters.Restarts = satAddU64(st.counters.Restarts, 1)
 	r.Restart = true

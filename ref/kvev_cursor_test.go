@@ -323,6 +323,37 @@ func TestKVEvCursorHeldOverflowDropsTheMessageAndMarksTheStreamStale(t *testing.
 	step(t, ix, ix.Live("r", liveFrames("", 6, storeBatch(t, 6))), KVEvStepResult{Op: KVStepLive, Held: 1, ReplayRequest: replayReq(5)})
 }
 
+// TestKVEvCursorHeldBytesOverflowIsACountOverflow pins A7's byte bound: a
+// message is held while the queue's frames' bytes plus its own stay within
+// max_held_bytes (inclusive), dropped like a count overflow past it; the
+// trigger is always held. Messages [topic "t", seq, 92 00 90] are
+// 1 + 8 + 3 = 12 bytes each.
+func TestKVEvCursorHeldBytesOverflowIsACountOverflow(t *testing.T) {
+	empty := []byte{0x92, 0x00, 0x90} // [0, []]
+	msg := func(s uint64) [][]byte { return liveFrames("t", s, empty) }
+	ix := newTestIndex(t, KVEvConfig{MaxHeldBytes: 24}, KVEvStream{Name: "r", Replay: true})
+	step(t, ix, ix.Live("r", msg(0)), KVEvStepResult{Op: KVStepLive, Applied: []uint64{0}})
+	step(t, ix, ix.Live("r", msg(3)), KVEvStepResult{Op: KVStepLive, Held: 1, ReplayRequest: replayReq(1)})
+	step(t, ix, ix.Live("r", msg(4)), KVEvStepResult{Op: KVStepLive, Held: 2}) // 24 bytes: full, not past
+	step(t, ix, ix.Live("r", msg(5)), KVEvStepResult{Op: KVStepLive, Held: 2}) // 36 > 24: dropped
+	s := cursorOf(t, ix, "r")
+	if s.Counters.HeldOverflow != 1 || s.StaleSince == nil || *s.StaleSince != 5 {
+		t.Fatalf("stream %+v", s)
+	}
+	step(t, ix, ix.ReplayFailed("r", ReplayReasonTimeout), KVEvStepResult{Op: KVStepReplayFailed,
+		Lost: []KVEvGap{{From: 1, To: 3}}, Applied: []uint64{3, 4}})
+	if ix.byName["r"].heldBytes != 0 {
+		t.Fatalf("held bytes after the drain: %d", ix.byName["r"].heldBytes)
+	}
+	// A trigger larger than max_held_bytes is still held; the next message is not.
+	small := newTestIndex(t, KVEvConfig{MaxHeldBytes: 5}, KVEvStream{Name: "r", Replay: true})
+	step(t, small, small.Live("r", msg(2)), KVEvStepResult{Op: KVStepLive, Held: 1, ReplayRequest: replayReq(0)})
+	step(t, small, small.Live("r", msg(3)), KVEvStepResult{Op: KVStepLive, Held: 1})
+	if c := cursorOf(t, small, "r").Counters.HeldOverflow; c != 1 {
+		t.Fatalf("held_overflow %d", c)
+	}
+}
+
 func TestKVEvCursorARestartWhileReplayingAbandonsTheReplay(t *testing.T) {
 	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "r", Replay: true}, KVEvStream{Name: "o"})
 	ix.Live("o", liveFrames("", 0, storeBatch(t, 0)))

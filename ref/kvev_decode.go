@@ -42,9 +42,11 @@ import (
 //     reported at that entry's key with ErrFieldType and WantValue, as any
 //     skipped value's is, before any type or range check of the fields.
 //   - a container: its first byte, then the depth bound, then its header,
-//     then the declared-length check (A6), then the count checks (a batch
-//     array of fewer than 2, an empty event array, an empty block_hashes),
-//     then its elements.
+//     then the declared-length check (A6), then the bounds of one message
+//     (A10: the events array's max_events, then the decoded cost the events,
+//     block_hashes and token_ids arrays charge, KVDecodeBudget), then the
+//     count checks (a batch array of fewer than 2, an empty event array, an
+//     empty block_hashes), then its elements.
 //
 // Places. Every value has a place: a field path, the place's sentinel and
 // the wanted type (the bound of a wrong-type error):
@@ -134,32 +136,47 @@ var kvRequired = map[string][]string{
 // salt map and vLLM sends lora_name.
 const kvSaltPosition = 7
 
-// DecodeKVMessage decodes one live message (docs/spec/kv-events.md §1.2):
-// exactly 3 frames (else KVFrameCountError), frame 1 the 8-byte big-endian
-// seq (else KVSeqWidthError), frame 0 the topic as a string and frame 2 the
-// batch, decoded by DecodeKVBatch.
+// DecodeKVMessage decodes one live message (docs/spec/kv-events.md §1.2)
+// under the default bounds of one message: DecodeKVMessageWithin with
+// DefaultKVDecodeLimits.
 func DecodeKVMessage(frames [][]byte) (KVMessage, error) {
+	return DecodeKVMessageWithin(frames, KVDecodeLimits{})
+}
+
+// DecodeKVMessageWithin decodes one live message (docs/spec/kv-events.md
+// §1.2): exactly 3 frames (else KVFrameCountError), frame 1 the 8-byte
+// big-endian seq (else KVSeqWidthError), frame 0 the topic as a string and
+// frame 2 the batch, decoded by DecodeKVBatchWithin under lim (zero fields:
+// the defaults; lim is not validated here, see KVDecodeLimits.Validate).
+func DecodeKVMessageWithin(frames [][]byte, lim KVDecodeLimits) (KVMessage, error) {
 	if len(frames) != 3 {
 		return KVMessage{}, KVFrameCountError(len(frames))
 	}
 	if len(frames[1]) != 8 {
 		return KVMessage{}, KVSeqWidthError(len(frames[1]))
 	}
-	b, err := DecodeKVBatch(frames[2])
+	b, err := DecodeKVBatchWithin(frames[2], lim)
 	if err != nil {
 		return KVMessage{}, err
 	}
 	return KVMessageOf(frames[0], binary.BigEndian.Uint64(frames[1]), b), nil
 }
 
-// DecodeKVBatch decodes one batch payload: the batch of §1.3 (array of 2..4
-// elements or the tolerated map), its events in both encodings of §1.4,
-// block hashes normalised by §1.5, under A6's bounds; bytes after the batch
-// are KVTrailingError. It returns the first failure in document order (see
-// the comment at the top of this file). It never allocates from a declared
-// length that the bytes left cannot hold.
+// DecodeKVBatch decodes one batch payload under the default bounds of one
+// message: DecodeKVBatchWithin with DefaultKVDecodeLimits.
 func DecodeKVBatch(payload []byte) (KVBatch, error) {
-	r := newKVReader(payload)
+	return DecodeKVBatchWithin(payload, KVDecodeLimits{})
+}
+
+// DecodeKVBatchWithin decodes one batch payload: the batch of §1.3 (array
+// of 2..4 elements or the tolerated map), its events in both encodings of
+// §1.4, block hashes normalised by §1.5, under A6's bounds and A10's bounds
+// of one message (lim; zero fields take the defaults); bytes after the
+// batch are KVTrailingError. It returns the first failure in document order
+// (see the comment at the top of this file). It never allocates from a
+// declared length that the bytes left cannot hold, nor past A10's bounds.
+func DecodeKVBatchWithin(payload []byte, lim KVDecodeLimits) (KVBatch, error) {
+	r := newKVReader(payload, lim)
 	b, err := r.batch()
 	if err != nil {
 		return KVBatch{}, err
@@ -171,13 +188,18 @@ func DecodeKVBatch(payload []byte) (KVBatch, error) {
 }
 
 // KVEvDecode is the reference twin of kvev.decode (docs/spec/kv-events.md
-// §1, §2.10 A1 and A6): the live message in.Frames decoded to its topic,
-// seq and batch of canonical events, or the first §1 error. It is
-// DecodeKVMessage of the frames; it has no preconditions (every byte string
-// is an input) and uses no limits: a payload's declared lengths are bounded
-// by its own size.
+// §1, §2.10 A1, A6 and A10): the live message in.Frames decoded to its
+// topic, seq and batch of canonical events, or the first §1 error. It
+// refuses in.Limits past their caps up front (ErrTooLarge naming
+// limits.<field>), then is DecodeKVMessageWithin of the frames under
+// in.Limits; every byte string is an input. It uses no server limits: a
+// payload's declared lengths are bounded by its own size (A6) and its
+// decoded cost by A10's ratio to it.
 func KVEvDecode(_ Limits, in KVEvDecodeInput) (KVMessage, error) {
-	return DecodeKVMessage(in.FrameBytes())
+	if err := in.Limits.Validate("limits"); err != nil {
+		return KVMessage{}, err
+	}
+	return DecodeKVMessageWithin(in.FrameBytes(), in.Limits)
 }
 
 // kvPlace is where a value sits: its field path, the sentinel of errors
@@ -206,11 +228,13 @@ func (p kvPlace) key() kvPlace { return kvPlace{p.s, p.field, WantKey} }
 type kvReader struct {
 	br *bytes.Reader
 	d  *msgpack.Decoder
+	// budget is the payload's A10 decoded cost so far.
+	budget KVDecodeBudget
 }
 
-func newKVReader(b []byte) *kvReader {
+func newKVReader(b []byte, lim KVDecodeLimits) *kvReader {
 	br := bytes.NewReader(b)
-	return &kvReader{br: br, d: msgpack.NewDecoder(br)}
+	return &kvReader{br: br, d: msgpack.NewDecoder(br), budget: NewKVDecodeBudget(lim, len(b))}
 }
 
 // left is the number of payload bytes not yet read.
@@ -609,6 +633,9 @@ func (r *kvReader) events() ([]KVEvent, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.budget.Events(p.field, n); err != nil {
+		return nil, err
+	}
 	events := []KVEvent{}
 	for i := uint64(0); i < n; i++ {
 		ev, err := r.event(Idx("payload.events", int(i)))
@@ -820,6 +847,9 @@ func (r *kvReader) blockHashes(path string) ([]EvHash, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !r.budget.Charge(n, KVHashCost) {
+		return nil, r.budget.CostError(path)
+	}
 	if n == 0 {
 		return nil, KVEmptyHashesError(path)
 	}
@@ -890,6 +920,9 @@ func (r *kvReader) tokenIDs(path string) ([]uint32, error) {
 	n, err := r.array(p, 3)
 	if err != nil {
 		return nil, err
+	}
+	if !r.budget.Charge(n, KVTokenCost) {
+		return nil, r.budget.CostError(path)
 	}
 	tokens := []uint32{}
 	for j := uint64(0); j < n; j++ {

@@ -174,6 +174,15 @@ func feedOK(t testing.TB, ix *refKVEvIndex, stream, topic string, seq uint64, pa
 // hashes, and the stream/engine ownership links.
 func checkKVEvInvariants(t testing.TB, ix *refKVEvIndex) {
 	t.Helper()
+	for _, st := range ix.streams {
+		var n int64
+		for _, m := range st.held {
+			n += KVMessageBytes(m.frames)
+		}
+		if n != st.heldBytes || (len(st.held) > 1 && n > ix.cfg.MaxHeldBytes) {
+			t.Fatalf("stream %s holds %d messages of %d bytes, counted %d (max_held_bytes %d)", st.cfg.Name, len(st.held), n, st.heldBytes, ix.cfg.MaxHeldBytes)
+		}
+	}
 	for key, e := range ix.engines {
 		if e.key != key {
 			t.Fatalf("engine %v stored under %v", e.key, key)
@@ -1281,7 +1290,8 @@ func TestKVEvIndexNewKVEvIndexValidatesAndAppliesDefaults(t *testing.T) {
 		t.Fatalf("duplicate stream: %v", err)
 	}
 	ix := newTestIndex(t, KVEvConfig{MaxHeld: 3})
-	if ix.cfg != (KVEvConfig{MaxEngines: 256, MaxTokensPerEngine: 4 << 20, MaxHeld: 3, MaxEnginesPerStream: 256}) {
+	// A5, A7, A10: 256 engines, 4 Mi tokens, 64 MiB held, 2^18 events, ratio 16; one stream's share is all 256 engines.
+	if ix.cfg != (KVEvConfig{MaxEngines: 256, MaxTokensPerEngine: 4 << 20, MaxHeld: 3, MaxEnginesPerStream: 256, MaxEvents: 262144, MaxDecodeRatio: 16, MaxHeldBytes: 64 << 20}) {
 		t.Fatalf("config %+v", ix.cfg)
 	}
 	s := ix.State()

@@ -180,22 +180,28 @@ type KVMessage struct {
 
 // KVEvConfig bounds an index (§2.10 A5). Zero fields take the defaults of
 // DefaultKVEvConfig (MaxEnginesPerStream: EngineShare's fair share);
-// Validate rejects negatives and values past the hard caps. The yaml tags
-// are the JSON names, so that a `kvtwin serve --events-file` document
-// spells the bounds as docs/events.md and the ops do.
+// Validate rejects negatives and values past the hard caps.
 type KVEvConfig struct {
 	// MaxEngines bounds the engines of the whole index.
-	MaxEngines int `json:"max_engines,omitzero" yaml:"max_engines"`
+	MaxEngines int `json:"max_engines,omitzero"`
 	// MaxTokensPerEngine bounds the tokens of an engine's pages, holes
 	// included, over all its pools.
-	MaxTokensPerEngine int64 `json:"max_tokens_per_engine,omitzero" yaml:"max_tokens_per_engine"`
+	MaxTokensPerEngine int64 `json:"max_tokens_per_engine,omitzero"`
 	// MaxHeld bounds the live messages a stream holds while a replay runs (§3.2).
-	MaxHeld int `json:"max_held,omitzero" yaml:"max_held"`
+	MaxHeld int `json:"max_held,omitzero"`
 	// MaxEnginesPerStream bounds the engines one stream creates (its
 	// share, §2.10 A2, A5), so that no stream can take another's; zero is
 	// the fair share floor(MaxEngines / streams). Streams × share never
 	// exceeds MaxEngines (EngineShare).
-	MaxEnginesPerStream int `json:"max_engines_per_stream,omitzero" yaml:"max_engines_per_stream"`
+	MaxEnginesPerStream int `json:"max_engines_per_stream,omitzero"`
+	// MaxEvents bounds the events of one message (§2.10 A10).
+	MaxEvents int `json:"max_events,omitzero"`
+	// MaxDecodeRatio bounds one message's decoded cost per payload byte,
+	// beyond KVDecodeFloor (§2.10 A10).
+	MaxDecodeRatio int64 `json:"max_decode_ratio,omitzero"`
+	// MaxHeldBytes bounds the bytes of the live messages a stream holds
+	// while a replay runs (§2.10 A7).
+	MaxHeldBytes int64 `json:"max_held_bytes,omitzero"`
 }
 
 // KVEvStream configures one publisher stream (§2.1, §3).
@@ -543,10 +549,12 @@ const (
 
 // DefaultKVEvConfig is the configuration zero fields take: 256 engines,
 // 4 Mi tokens per engine (a 70B model's GPU cache at 16-token pages holds
-// far fewer), 10,000 held messages (vLLM's buffer_steps). The engine
-// share per stream depends on the streams and is left zero: EngineShare.
+// far fewer), 10,000 held messages (vLLM's buffer_steps) of at most 64 MiB
+// together, and the bounds of one message of DefaultKVDecodeLimits. The
+// engine share per stream depends on the streams and is left zero:
+// EngineShare.
 func DefaultKVEvConfig() KVEvConfig {
-	return KVEvConfig{MaxEngines: 256, MaxTokensPerEngine: 4 << 20, MaxHeld: 10000}
+	return KVEvConfig{MaxEngines: 256, MaxTokensPerEngine: 4 << 20, MaxHeld: 10000}.withBoundDefaults()
 }
 
 // WithDefaults returns c with its zero fields set from DefaultKVEvConfig.
@@ -561,7 +569,7 @@ func (c KVEvConfig) WithDefaults() KVEvConfig {
 	if c.MaxHeld == 0 {
 		c.MaxHeld = d.MaxHeld
 	}
-	return c
+	return c.withBoundDefaults()
 }
 
 // Validate rejects a negative bound or one past its hard cap, naming
@@ -579,7 +587,7 @@ func (c KVEvConfig) Validate() error {
 	if c.MaxEnginesPerStream < 0 || c.MaxEnginesPerStream > MaxKVEvEngines {
 		return Reject(ErrTooLarge, "config.max_engines_per_stream", c.MaxEnginesPerStream, fmt.Sprintf("in [0, %d]", MaxKVEvEngines))
 	}
-	return nil
+	return c.validateBounds()
 }
 
 // EngineShare is the engines each of streams streams may create (§2.10
@@ -627,6 +635,9 @@ func ValidateKVEvStreams(streams []KVEvStream) error {
 type KVEvDecodeInput struct {
 	// Frames are the message's frames as received.
 	Frames []HexBytes `json:"frames"`
+	// Limits are the bounds of one message (§2.10 A10); omitted or zero
+	// fields take their defaults.
+	Limits KVDecodeLimits `json:"limits,omitzero"`
 }
 
 // FrameBytes returns the frames as byte slices (views, not copies).

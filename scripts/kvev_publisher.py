@@ -15,14 +15,24 @@ then one JSON line per command (its ack, or {"error": ...}).
 
   emit   {"events": [EVENT...], "form": "array"|"map", "batch": "array"|"map",
           "rank": N|null (absent: the publisher's --rank, as vLLM fills it),
-          "ts": F, "payload": HEX (raw payload instead of events)}
-         -> {"seq": N, "payload": HEX}
+          "ts": F, "payload": HEX (raw payload instead of events),
+          "repeat": {"head": HEX, "unit": HEX, "count": N, "tail": HEX} (a raw
+          payload head + unit*count + tail, built here: messages too large to
+          pass as hex), "quiet": true (answer payload_bytes, not the payload)}
+         -> {"seq": N, "payload": HEX} or {"seq": N, "payload_bytes": N}
   lose   like emit, but the batch is buffered and not sent (a PUB HWM drop)
   drop   consume a seq; nothing is sent or buffered (vLLM's encode/send error)
   frames {"frames": [FRAME...]}: one multipart message sent verbatim on the PUB socket; no seq
          is drawn and nothing is buffered (a hostile publisher: wrong frame counts, seq widths
          or jumps). FRAME is HEX, or a list of [HEX, N] pieces (each HEX repeated N times) so a
          large frame need not cross stdin  -> {"frames": K, "bytes": B}
+  seek   {"seq": N}: the next batch is numbered N (a publisher whose seq jumps)
+  flood  like emit, "count" times as fast as the socket takes them (each with
+         its own seq, buffered) -> {"first": N, "last": N}
+  replay_mode {"mode": "normal"|"huge"|"endless", "bytes": N}: how the replay
+         socket answers: normal; huge, one reply whose payload is N bytes;
+         endless, the buffered batches, no sentinel, then the first of them
+         again and again until the mode changes (a replier that never ends)
   down   close both sockets (state kept); emits while down are buffered only
   up     bind both sockets again on the same ports
   restart  a new publisher: seq back to 0, empty buffer, sockets rebound
@@ -99,6 +109,9 @@ def frame_bytes(f):
 def encode_batch(cmd, rank):
     if "payload" in cmd:
         return bytes.fromhex(cmd["payload"])
+    if "repeat" in cmd:
+        r = cmd["repeat"]
+        return bytes.fromhex(r.get("head", "")) + bytes.fromhex(r["unit"]) * int(r["count"]) + bytes.fromhex(r.get("tail", ""))
     form = cmd.get("form", "array")
     events = [encode_event(ev, ev.get("form", form)) for ev in cmd.get("events", [])]
     ts = float(cmd.get("ts", 1757500000.25))
@@ -117,7 +130,10 @@ class Publisher:
         self.pub_port, self.replay_port = args.pub_port, args.replay_port
         self.subscribers = 0
         self.stats = {"sent": 0, "lost": 0, "dropped": 0, "replay_answered": 0,
-                      "replay_ignored": 0, "replayed_batches": 0, "restarts": 0}
+                      "replay_ignored": 0, "replayed_batches": 0, "restarts": 0, "frames": 0,
+                      "endless_replies": 0}
+        self.replay_mode, self.replay_bytes = "normal", 0
+        self.endless = None  # (ident, frames) of the reply an endless replier repeats
         self.new_incarnation()
         self.bind()
 
@@ -175,6 +191,8 @@ class Publisher:
             self.stats["lost"] += 1
         self.buffer.append((seq, payload))
         del self.buffer[: max(0, len(self.buffer) - self.args.buffer)]
+        if cmd.get("quiet"):
+            return {"seq": seq, "payload_bytes": len(payload)}
         return {"seq": seq, "payload": payload.hex()}
 
     def send_frames(self, spec):
@@ -182,6 +200,7 @@ class Publisher:
         if self.pub is None:
             raise ValueError("frames while down")
         self.pub.send_multipart(frames)
+        self.stats["frames"] += 1
         return {"frames": len(frames), "bytes": sum(len(f) for f in frames)}
 
     def serve(self, seconds):
@@ -193,7 +212,18 @@ class Publisher:
             if left <= 0:
                 return
 
+    def drip(self):
+        """An endless replier's next replies: its first reply again."""
+        if self.endless is None or self.router is None:
+            return
+        for _ in range(50):
+            self.router.send_multipart(self.endless)
+            self.stats["endless_replies"] += 1
+
     def poll(self, timeout):
+        if self.endless is not None:
+            timeout = min(timeout, 0.005)
+            self.drip()
         poller = zmq.Poller()
         for s in (self.router, self.pub if self.args.socket == "xpub" else None):
             if s is not None:
@@ -216,10 +246,21 @@ class Publisher:
             return
         ident, _, start = frames
         start = int.from_bytes(start, "big")
+        if self.replay_mode == "huge":
+            self.router.send_multipart(self.reply(ident, start.to_bytes(8, "big"), b"\x00" * self.replay_bytes, self.topic))
+            self.stats["replay_answered"] += 1
+            return
+        first = None
         for seq, payload in list(self.buffer):
             if seq >= start:
-                self.router.send_multipart(self.reply(ident, seq.to_bytes(8, "big"), payload, self.topic))
+                reply = self.reply(ident, seq.to_bytes(8, "big"), payload, self.topic)
+                first = first or reply
+                self.router.send_multipart(reply)
                 self.stats["replayed_batches"] += 1
+        if self.replay_mode == "endless":
+            self.endless = first
+            self.stats["replay_answered"] += 1
+            return
         if self.args.sentinel != "none":
             topic = self.topic if self.args.sentinel == "topic" else b""
             self.router.send_multipart(self.reply(ident, END_SEQ, b"", topic))
@@ -240,6 +281,21 @@ class Publisher:
             self.seq += 1
             self.stats["dropped"] += 1
             return {"seq": self.seq - 1}
+        if op == "seek":
+            self.seq = int(cmd["seq"])
+            return {"seq": self.seq}
+        if op == "flood":
+            first = self.seq
+            for _ in range(int(cmd["count"])):
+                self.publish(dict(cmd, quiet=True), True)
+            return {"first": first, "last": self.seq - 1}
+        if op == "replay_mode":
+            self.replay_mode, self.replay_bytes = cmd["mode"], int(cmd.get("bytes", 0))
+            if self.replay_mode not in ("normal", "huge", "endless"):
+                raise ValueError("unknown replay mode %r" % (self.replay_mode,))
+            if self.replay_mode != "endless":
+                self.endless = None
+            return {}
         if op == "down":
             self.close()
             return {}
@@ -285,7 +341,8 @@ def stdin_lines(pub):
             for s in (pub.router, pub.pub if pub.args.socket == "xpub" else None):
                 if s is not None:
                     poller.register(s, zmq.POLLIN)
-            ready = dict(poller.poll())
+            pub.drip()
+            ready = dict(poller.poll(5 if pub.endless is not None else None))
             if pub.router is not None and pub.router in ready:
                 pub.service_replay()
             if pub.pub is not None and pub.args.socket == "xpub" and pub.pub in ready:

@@ -280,6 +280,10 @@ type eventCollector struct {
 	metrics []eventMetric
 	stale   *prometheus.Desc
 	tokens  *prometheus.Desc
+	// budget and buffered are the subscriber's byte budget and what all
+	// sources hold in it (absent on a JetStream replica).
+	budget   *prometheus.Desc
+	buffered *prometheus.Desc
 }
 
 // eventMetric is one per-source series.
@@ -334,11 +338,25 @@ func newEventCollector(ev *events) eventCollector {
 				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(len(t.Engines)) }),
 			m("kvtwin_events_max_engines", "Engines the source may feed: its share of the index (--events-max-engines-per-source).", g,
 				func(kvevsub.SourceStatus, ref.KVEvStreamState) float64 { return float64(ev.share) }),
+			m("kvtwin_events_held_overflow_total", "Live messages dropped while a replay ran because the hold queue was full (max_held, max_held_bytes).", c,
+				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.HeldOverflow) }),
+			m("kvtwin_events_refused_batches_total", "Batches the index refused whole (decode errors, engines it would not create).", c,
+				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.RefusedBatches) }),
+			m("kvtwin_events_oversized_messages_total", "Batches refused past the bounds of one message (max_events, max_decode_ratio).", c,
+				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.OversizedMessages) }),
+			m("kvtwin_events_buffered_bytes", "Bytes the source holds in the subscriber's buffer budget: queued frames, replies, held messages.", g,
+				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.BufferedBytes) }),
+			m("kvtwin_events_buffer_overflows_total", "Connections closed because a frame found no room in the buffer budget in time.", c,
+				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.BufferOverflows) }),
+			m("kvtwin_events_log_suppressed_total", "Log lines about refusals held back by --events-log-interval.", c,
+				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.LogSuppressed) }),
 		},
 		stale: prometheus.NewDesc("kvtwin_events_engine_stale", "1 while the engine may have missed events (docs/spec/kv-events.md §3.3).",
 			[]string{"source", "engine", "dp_rank"}, nil),
 		tokens: prometheus.NewDesc("kvtwin_events_engine_tokens", "Tokens of the engine's pages, holes included (the budget's measure).",
 			[]string{"source", "engine", "dp_rank"}, nil),
+		budget:   prometheus.NewDesc("kvtwin_events_buffer_budget_bytes", "The subscriber's byte budget over everything it holds for all sources (--events-max-buffered-bytes).", nil, nil),
+		buffered: prometheus.NewDesc("kvtwin_events_buffer_in_use_bytes", "Bytes all sources hold in the subscriber's budget now.", nil, nil),
 	}
 }
 
@@ -349,6 +367,8 @@ func (c eventCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- c.stale
 	ch <- c.tokens
+	ch <- c.budget
+	ch <- c.buffered
 }
 
 // Collect implements prometheus.Collector.
@@ -363,6 +383,9 @@ func (c eventCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, ss := range c.ev.sub.Status() {
 			subs[ss.Name] = ss
 		}
+		budget, inUse := c.ev.sub.Buffered()
+		ch <- prometheus.MustNewConstMetric(c.budget, prometheus.GaugeValue, float64(budget))
+		ch <- prometheus.MustNewConstMetric(c.buffered, prometheus.GaugeValue, float64(inUse))
 	}
 	for _, t := range st.Streams {
 		for _, m := range c.metrics {

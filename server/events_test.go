@@ -204,3 +204,76 @@ func TestEventsAndEventsFromAreExclusive(t *testing.T) {
 		t.Fatalf("got %v, want a bad_config error naming EventsFrom", err)
 	}
 }
+
+// TestEventBoundsAreConfiguredAndExported: the index's bounds of one
+// message and of held bytes come from EventsIndex, the subscriber's byte
+// budget from EventsOptions, and /metrics and /v1/events/sources report
+// the budget, what is held in it and the refusals.
+func TestEventBoundsAreConfiguredAndExported(t *testing.T) {
+	base := serveEventsWith(t, []kvevsub.Source{{Name: "a", Endpoint: "tcp://127.0.0.1:1"}}, func(cfg *server.Config) {
+		cfg.EventsOptions.MaxBufferedBytes = 96 << 20
+		cfg.EventsIndex.MaxEvents = -1
+	})
+	if base != "" {
+		t.Fatal("a negative max_events was accepted")
+	}
+	base = serveEventsWith(t, []kvevsub.Source{{Name: "a", Endpoint: "tcp://127.0.0.1:1"}}, func(cfg *server.Config) {
+		cfg.EventsOptions.MaxBufferedBytes = 96 << 20
+		cfg.EventsIndex.MaxEvents = 7
+	})
+	var got server.EventSources
+	httpJSON(t, http.MethodGet, base+"/v1/events/sources", "", &got)
+	if s := got.Sources[0].Subscriber; s == nil || s.BufferedBytes != 0 || s.OversizedMessages != 0 {
+		t.Fatalf("source %+v", got.Sources[0].Subscriber)
+	}
+	req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		"kvtwin_events_buffer_budget_bytes 1.00663296e+08",
+		"kvtwin_events_buffer_in_use_bytes 0",
+		`kvtwin_events_buffered_bytes{source="a"} 0`,
+		`kvtwin_events_oversized_messages_total{source="a"} 0`,
+		`kvtwin_events_buffer_overflows_total{source="a"} 0`,
+		`kvtwin_events_held_overflow_total{source="a"} 0`,
+		`kvtwin_events_log_suppressed_total{source="a"} 0`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+// serveEventsWith is serveEvents with the config edited first; "" when New
+// refuses the config.
+func serveEventsWith(t *testing.T, sources []kvevsub.Source, edit func(*server.Config)) string {
+	t.Helper()
+	cfg := testConfig(&logBuffer{})
+	cfg.Events = sources
+	edit(&cfg)
+	s, err := server.New(cfg)
+	if err != nil {
+		if ie, ok := ref.AsInputError(err); !ok || !strings.HasPrefix(ie.Field, "EventsIndex.") {
+			t.Fatalf("New: %v, want a bad_config error naming EventsIndex", err)
+		}
+		return ""
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}

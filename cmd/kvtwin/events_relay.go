@@ -93,7 +93,7 @@ Replicas: kvtwin serve --events-from nats://… (docs/spec/kv-events.md §4.3).`
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&specs, "events", nil, "a vLLM or SGLang KV-event publisher to relay: NAME=tcp://HOST:PORT[,replay=tcp://HOST:PORT][,rank=N][,topic=PREFIX] (repeatable; its subject token is NAME with bytes outside [A-Za-z0-9_-] as _)")
-	f.StringVar(&eventsFile, "events-file", "", "YAML or JSON file of publishers and index bounds ({sources: [{name, endpoint, replay, rank, topic}], index: {max_engines, max_engines_per_stream, max_tokens_per_engine, max_held}}), added to --events")
+	f.StringVar(&eventsFile, "events-file", "", "YAML or JSON file of publishers and index bounds ({sources: [{name, endpoint, replay, rank, topic}], index: {max_engines, max_engines_per_stream, max_tokens_per_engine, max_held, max_held_bytes, max_events, max_decode_ratio}}), added to --events")
 	f.StringVar(&o.URL, "nats", envOr("KVTWIN_NATS", ""), "NATS server URL, nats://HOST:PORT (comma-separated for a cluster); required")
 	f.StringVar(&o.Stream.Name, "stream", o.Stream.Name, "JetStream stream (subjects kvtwin.kv.>, file storage, limits retention); created if missing")
 	f.DurationVar(&o.Stream.MaxAge, "max-age", o.Stream.MaxAge, "how long the stream keeps a message: at least the longest replica downtime to recover from without going stale")
@@ -105,6 +105,7 @@ Replicas: kvtwin serve --events-from nats://… (docs/spec/kv-events.md §4.3).`
 	f.Int64Var(&o.Index.MaxTokensPerEngine, "events-max-tokens-per-engine", 0, "most tokens of one engine's pages in the relay's index (0: 4 Mi)")
 	f.IntVar(&o.Index.MaxEnginesPerStream, "events-max-engines-per-source", 0, "most engines one source may feed in the relay's index; sources × this must not exceed --events-max-engines (0: --events-max-engines / the number of sources)")
 	f.IntVar(&o.Index.MaxHeld, "events-max-held", 0, "most live messages a source holds while its replay runs; also what the relay keeps to publish them (0: 10000)")
+	addEventBoundFlags(f, &o.Index, &o.Subscriber)
 	f.DurationVar(&statusEvery, "status-every", time.Minute, "log each source's counters this often (0: never)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "text or json")

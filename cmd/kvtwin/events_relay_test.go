@@ -28,6 +28,11 @@ func TestEventsRelayFlags(t *testing.T) {
 		{[]string{"--nats", "nats://127.0.0.1:1", "--events", src, "--stream", "A.B"}, "--stream"},
 		{[]string{"--nats", "nats://127.0.0.1:1", "--events", src, "--stream-replicas", "9"}, "--stream-replicas"},
 		{[]string{"--nats", "nats://127.0.0.1:1", "--events", src, "--events-max-held", "-1"}, "max_held"},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--events", src, "--events-max-events", "-1"}, "max_events"},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--events", src, "--events-max-decode-ratio", "2000"}, "max_decode_ratio"},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--events", src, "--events-max-held-bytes", "2048GiB"}, "max_held_bytes"},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--events", src, "--events-max-held-bytes", "lots"}, "--events-max-held-bytes"},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--events", src, "--events-max-buffered-bytes", "1MiB"}, "MaxBufferedBytes"},
 		{[]string{"--nats", "nats://127.0.0.1:1", "--events", src, "--log-level", "loud"}, "--log-level"},
 		{[]string{"--nats", "nats://127.0.0.1:1", "--events", src, "--status-every", "-1s"}, "--status-every"},
 	} {

@@ -85,7 +85,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&prefixMaxBytes, "prefix-max-bytes", strconv.FormatInt(cfg.Prefix.MaxBytes, 10),
 		"memory all prefix pools together may reserve, bytes or <n>{KB,MB,GB,KiB,MiB,GiB} (binary); a pool create beyond it gets 409. Default: 1/4 of the cgroup or physical memory")
 	f.StringArrayVar(&eventSpecs, "events", nil, "subscribe to a vLLM or SGLang KV-event publisher: NAME=tcp://HOST:PORT[,replay=tcp://HOST:PORT][,rank=N][,topic=PREFIX] (repeatable; docs/events.md)")
-	f.StringVar(&eventsFile, "events-file", "", "YAML or JSON file of event sources and index bounds ({sources: [{name, endpoint, replay, rank, topic}], index: {max_engines, max_engines_per_stream, max_tokens_per_engine, max_held}}), added to --events")
+	f.StringVar(&eventsFile, "events-file", "", "YAML or JSON file of event sources and index bounds ({sources: [{name, endpoint, replay, rank, topic}], index: {max_engines, max_engines_per_stream, max_tokens_per_engine, max_held, max_held_bytes, max_events, max_decode_ratio}}), added to --events")
 	f.StringVar(&cfg.EventsFrom.URL, "events-from", "", "feed the event-fed index from the NATS JetStream stream `kvtwin events relay` fills (nats://HOST:PORT) instead of --events; every replica then serves the same index (docs/events.md)")
 	f.StringArrayVar(&fromSources, "events-from-source", nil, "a relay source this replica serves: TOKEN[,rank=N] (repeatable; with --events-from)")
 	f.StringVar(&cfg.EventsFrom.ID, "events-from-id", "", "this replica's durable consumer name; keep it across restarts to resume (default: the host name)")
@@ -94,6 +94,8 @@ func newServeCmd() *cobra.Command {
 	f.Int64Var(&cfg.EventsIndex.MaxTokensPerEngine, "events-max-tokens-per-engine", 0, "most tokens of one engine's pages, holes included (0: 4 Mi)")
 	authFlags(f, &cfg.Auth)
 	f.IntVar(&cfg.EventsIndex.MaxEnginesPerStream, "events-max-engines-per-source", 0, "most engines one source may feed, so that a source cycling through DP ranks cannot take another's; sources × this must not exceed --events-max-engines (0: --events-max-engines / the number of sources)")
+	f.IntVar(&cfg.EventsIndex.MaxHeld, "events-max-held", 0, "most live messages a source holds while its replay runs (0: 10000)")
+	addEventBoundFlags(f, &cfg.EventsIndex, &cfg.EventsOptions)
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "text or json")
 	return cmd

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 
+	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kvtwin/kvtwin/internal/bounded"
@@ -18,7 +21,32 @@ type eventsFile struct {
 	// Sources are the publishers, as --events would give them.
 	Sources []kvevsub.Source `yaml:"sources"`
 	// Index bounds the event-fed index; a flag set on the command line wins.
-	Index *ref.KVEvConfig `yaml:"index"`
+	// Its keys are ref.KVEvConfig's JSON names (max_engines, max_held_bytes,
+	// ...), decoded by indexConfig: yaml would want Go's field names.
+	Index yaml.Node `yaml:"index"`
+}
+
+// indexConfig decodes the document's index mapping into a KVEvConfig by
+// its JSON names, refusing unknown keys.
+func (doc eventsFile) indexConfig() (*ref.KVEvConfig, error) {
+	if doc.Index.Kind == 0 {
+		return nil, nil // no index mapping
+	}
+	var m map[string]any
+	if err := doc.Index.Decode(&m); err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var c ref.KVEvConfig
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	return &c, nil
 }
 
 // maxEventsFileBytes bounds --events-file: a thousand sources fit in far less.
@@ -48,19 +76,18 @@ func eventSources(specs []string, file string, idx *ref.KVEvConfig) ([]kvevsub.S
 			return nil, fmt.Errorf("--events-file %s: sources[%d]: %w", file, i, err)
 		}
 	}
-	if doc.Index != nil {
-		if idx.MaxEngines == 0 {
-			idx.MaxEngines = doc.Index.MaxEngines
-		}
-		if idx.MaxTokensPerEngine == 0 {
-			idx.MaxTokensPerEngine = doc.Index.MaxTokensPerEngine
-		}
-		if idx.MaxHeld == 0 {
-			idx.MaxHeld = doc.Index.MaxHeld
-		}
-		if idx.MaxEnginesPerStream == 0 {
-			idx.MaxEnginesPerStream = doc.Index.MaxEnginesPerStream
-		}
+	fileIdx, err := doc.indexConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--events-file %s: %w", file, err)
+	}
+	if fileIdx != nil {
+		fillZero(&idx.MaxEngines, fileIdx.MaxEngines)
+		fillZero(&idx.MaxTokensPerEngine, fileIdx.MaxTokensPerEngine)
+		fillZero(&idx.MaxHeld, fileIdx.MaxHeld)
+		fillZero(&idx.MaxEvents, fileIdx.MaxEvents)
+		fillZero(&idx.MaxDecodeRatio, fileIdx.MaxDecodeRatio)
+		fillZero(&idx.MaxHeldBytes, fileIdx.MaxHeldBytes)
+		fillZero(&idx.MaxEnginesPerStream, fileIdx.MaxEnginesPerStream)
 	}
 	return append(out, doc.Sources...), nil
 }
@@ -69,6 +96,56 @@ func eventSources(specs []string, file string, idx *ref.KVEvConfig) ([]kvevsub.S
 // JSON (which is also YAML's flow style); the document nests 3 deep.
 // Block-style YAML is left to the YAML parser's own bound (10,000).
 const maxEventsFileDepth = 64
+
+// fillZero sets *flag to file's value when the command line left it 0.
+func fillZero[T int | int64](flag *T, file T) {
+	if *flag == 0 {
+		*flag = file
+	}
+}
+
+// addEventBoundFlags adds the flags of the event wire's bounds to f: the
+// bounds of one message and of the bytes held during a replay, which the
+// index enforces (docs/spec/kv-events.md §2.10 A7, A10), and the
+// subscriber's byte budget, message size and refusal-log interval
+// (docs/events.md). serve and events relay share them.
+func addEventBoundFlags(f *pflag.FlagSet, idx *ref.KVEvConfig, sub *kvevsub.Options) {
+	f.IntVar(&idx.MaxEvents, "events-max-events", 0, "most events of one message; a larger message is refused whole at its events header and its source's engines marked stale (0: 262144)")
+	f.Int64Var(&idx.MaxDecodeRatio, "events-max-decode-ratio", 0, "most decoded bytes per message byte, beyond 64 KiB (256 per event, 8 per hash, 4 per token); past it the message is refused whole (0: 16)")
+	f.Var(byteSizeFlag{&idx.MaxHeldBytes}, "events-max-held-bytes", "most bytes of the live messages a source holds while its replay runs, bytes or <n>{KB,MB,GB,KiB,MiB,GiB}; past it they are dropped and the source marked stale (0: 64MiB)")
+	f.Var(byteSizeFlag{&sub.MaxBufferedBytes}, "events-max-buffered-bytes", "byte budget over everything the subscriber holds for all sources: queued frames, replay replies, held messages; a frame that finds no room within --events-buffer-wait closes its connection (0: 256MiB, at least --events-max-message-bytes)")
+	f.Var(byteSizeFlag{&sub.MaxMessageBytes}, "events-max-message-bytes", "largest received message, frames together; a larger one closes its connection before it is read (0: 64MiB)")
+	f.DurationVar(&sub.BufferWait, "events-buffer-wait", 0, "how long a frame waits for room in --events-max-buffered-bytes before its connection is closed (0: 2s)")
+	f.DurationVar(&sub.LogInterval, "events-log-interval", 0, "least time between two log lines of one source about refused messages and step errors; the rest are counted (0: 10s)")
+	f.DurationVar(&sub.ReplayTimeout, "events-replay-timeout", 0, "how long a replay may go without a reply before it fails and the source is marked stale (0: 5s)")
+	f.DurationVar(&sub.ReplayMaxDuration, "events-replay-max-duration", 0, "longest a replay may run without its sentinel, however often the replay endpoint answers (0: 1m)")
+}
+
+// byteSizeFlag is a flag of bytes, plain or with a binary unit
+// (ref.ByteSize); 0 keeps the default.
+type byteSizeFlag struct{ v *int64 }
+
+func (f byteSizeFlag) String() string {
+	if f.v == nil {
+		return "0"
+	}
+	return strconv.FormatInt(*f.v, 10)
+}
+
+func (f byteSizeFlag) Set(s string) error {
+	if s == "0" {
+		*f.v = 0
+		return nil
+	}
+	n, err := ref.ByteSize(s).Bytes("size")
+	if err != nil {
+		return fmt.Errorf("want bytes or <n>{KB,MB,GB,KiB,MiB,GiB} (binary), 0 for the default")
+	}
+	*f.v = n
+	return nil
+}
+
+func (f byteSizeFlag) Type() string { return "bytes" }
 
 // readEventsFile reads and strictly decodes file (unknown keys are errors,
 // so a misspelt bound is never silently ignored). The file is read with a

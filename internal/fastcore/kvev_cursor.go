@@ -51,6 +51,8 @@ type kvStream struct {
 	replaying bool
 	target    uint64
 	held      []kvHeld
+	// heldBytes is the held messages' frames' bytes together (A7).
+	heldBytes int64
 
 	staleSet   bool
 	staleSince uint64
@@ -58,6 +60,14 @@ type kvStream struct {
 	c          ref.KVEvStreamCounters
 
 	hasher kvHasher
+}
+
+// setHeld makes q the hold queue and counts its bytes (A7).
+func (st *kvStream) setHeld(q []kvHeld) {
+	st.held, st.heldBytes = q, 0
+	for _, m := range q {
+		st.heldBytes += ref.KVMessageBytes(m.frames)
+	}
 }
 
 func (st *kvStream) state() ref.KVEvStreamState {
@@ -105,12 +115,15 @@ func (ix *kvIndex) Live(name string, frames [][]byte) ref.KVEvStepResult {
 		return r
 	}
 	if st.replaying {
-		// A7: held unread; on a full queue dropped, its batch lost.
-		if len(st.held) >= ix.cfg.MaxHeld {
+		// A7: held unread; on a full queue (max_held messages, or
+		// max_held_bytes passed with this one) dropped, its batch lost.
+		size := ref.KVMessageBytes(frames)
+		if len(st.held) >= ix.cfg.MaxHeld || st.heldBytes+size > ix.cfg.MaxHeldBytes {
 			st.c.HeldOverflow++
 			ix.loseAt(st, binary.BigEndian.Uint64(frames[1]))
 		} else {
 			st.held = append(st.held, kvHoldCopy(frames))
+			st.heldBytes += size
 		}
 		r.Held = len(st.held)
 		return r
@@ -177,7 +190,8 @@ func (ix *kvIndex) gap(st *kvStream, s uint64, frames [][]byte, held bool, r *re
 		if !held {
 			m = kvHoldCopy(frames)
 		}
-		st.held = append(st.held[:0], m)
+		// The trigger is always held: the queue is empty (A7).
+		st.setHeld(append(st.held[:0], m))
 		st.replaying = true
 		st.target = s
 		r.ReplayRequest = kvReplayRequest(st.next, ix.f.ReplayNoDelimiter)
@@ -232,7 +246,7 @@ func (ix *kvIndex) apply(st *kvStream, s uint64, topic, seqFrame, payload []byte
 	}
 	st.c.Batches++
 	r.Applied = append(r.Applied, s)
-	msg, err := decodeKVMessage([][]byte{topic, seqFrame, payload}, ix.f)
+	msg, err := decodeKVMessage([][]byte{topic, seqFrame, payload}, ix.f, ix.cfg.DecodeLimits())
 	if err != nil {
 		ix.refuseBatch(st, s, err, r)
 		return
@@ -262,7 +276,7 @@ func (ix *kvIndex) restart(st *kvStream, r *ref.KVEvStepResult) {
 	st.staleSet, st.staleSince = false, 0
 	st.replaying, st.target = false, 0
 	clear(st.held)
-	st.held = st.held[:0]
+	st.setHeld(st.held[:0])
 	st.c.Restarts++
 	r.Restart = true
 }
@@ -375,7 +389,8 @@ func (ix *kvIndex) endReplay(st *kvStream, r *ref.KVEvStepResult) {
 		ix.lose(st, st.next, st.target, r)
 	}
 	q := st.held
-	st.replaying, st.target, st.held = false, 0, nil
+	st.replaying, st.target = false, 0
+	st.setHeld(nil)
 	for i, m := range q {
 		if i == 0 {
 			ix.advance(st, binary.BigEndian.Uint64(m.frames[1]), m.frames, true, r)
@@ -384,7 +399,7 @@ func (ix *kvIndex) endReplay(st *kvStream, r *ref.KVEvStepResult) {
 		}
 		if st.replaying {
 			// m revealed another gap and is held first; the rest stay held.
-			st.held = append(st.held, q[i+1:]...)
+			st.setHeld(append(st.held, q[i+1:]...))
 			return
 		}
 	}

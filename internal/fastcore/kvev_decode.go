@@ -44,7 +44,10 @@ import (
 //     place when inside one) after its first byte is classified and before
 //     its header is read. Scalars are never refused for depth.
 //   - A container: its first byte, the depth bound, its header (truncated),
-//     A6's declared-length check, then the count checks (a batch array of
+//     A6's declared-length check, A10's bounds of one message (the events
+//     array's max_events, then the decoded cost charged by the events,
+//     block_hashes and token_ids arrays: ref.KVDecodeBudget), then the
+//     count checks (a batch array of
 //     fewer than 2 elements and an empty event array are KVTypeError with
 //     the value "array"; an empty block_hashes is KVEmptyHashesError), then
 //     its elements. A str, bin or ext past the payload's end is truncated.
@@ -76,33 +79,51 @@ func KVEvDecode(lim ref.Limits, in ref.KVEvDecodeInput) (ref.KVMessage, error) {
 // selects put back; for the bug zoo only (the production function is
 // KVEvDecode).
 func KVEvDecodeWithFaults(_ ref.Limits, in ref.KVEvDecodeInput, f fault.KVEv) (ref.KVMessage, error) {
-	return decodeKVMessage(in.FrameBytes(), f)
+	if err := in.Limits.Validate("limits"); err != nil {
+		return ref.KVMessage{}, err
+	}
+	return decodeKVMessage(in.FrameBytes(), f, in.Limits)
 }
 
 // DecodeKVMessage decodes one live message's frames (docs/spec/kv-events.md
-// §1.2): frame 0 the topic, frame 1 the 8-byte big-endian seq, frame 2 the
-// msgpack batch (DecodeKVBatch). The result does not alias the frames.
+// §1.2) under the default bounds of one message (§2.10 A10): frame 0 the
+// topic, frame 1 the 8-byte big-endian seq, frame 2 the msgpack batch
+// (DecodeKVBatch). The result does not alias the frames.
 func DecodeKVMessage(frames [][]byte) (ref.KVMessage, error) {
-	return decodeKVMessage(frames, fault.KVEv{})
+	return decodeKVMessage(frames, fault.KVEv{}, ref.KVDecodeLimits{})
+}
+
+// DecodeKVMessageWithin is DecodeKVMessage under the bounds lim (zero
+// fields: the defaults; lim is not validated here, see
+// ref.KVDecodeLimits.Validate).
+func DecodeKVMessageWithin(frames [][]byte, lim ref.KVDecodeLimits) (ref.KVMessage, error) {
+	return decodeKVMessage(frames, fault.KVEv{}, lim)
 }
 
 // DecodeKVBatch decodes one batch payload (docs/spec/kv-events.md
-// §1.3-§1.5, §2.10 A6) in one pass. The result does not alias payload.
+// §1.3-§1.5, §2.10 A6) in one pass, under the default bounds of one
+// message (A10). The result does not alias payload.
 func DecodeKVBatch(payload []byte) (ref.KVBatch, error) {
-	d := kvDec{b: payload, f: fault.KVEv{}}
+	return DecodeKVBatchWithin(payload, ref.KVDecodeLimits{})
+}
+
+// DecodeKVBatchWithin is DecodeKVBatch under the bounds lim (zero fields:
+// the defaults).
+func DecodeKVBatchWithin(payload []byte, lim ref.KVDecodeLimits) (ref.KVBatch, error) {
+	d := kvDec{b: payload, f: fault.KVEv{}, budget: ref.NewKVDecodeBudget(lim, len(payload))}
 	return d.batch()
 }
 
-// decodeKVMessage is DecodeKVMessage with the decoder bugs f selects; the
-// fast index calls it with its own switches.
-func decodeKVMessage(frames [][]byte, f fault.KVEv) (ref.KVMessage, error) {
+// decodeKVMessage is DecodeKVMessageWithin with the decoder bugs f selects;
+// the fast index calls it with its own switches and bounds.
+func decodeKVMessage(frames [][]byte, f fault.KVEv, lim ref.KVDecodeLimits) (ref.KVMessage, error) {
 	if len(frames) != 3 {
 		return ref.KVMessage{}, ref.KVFrameCountError(len(frames))
 	}
 	if len(frames[1]) != 8 {
 		return ref.KVMessage{}, ref.KVSeqWidthError(len(frames[1]))
 	}
-	d := kvDec{b: frames[2], f: f}
+	d := kvDec{b: frames[2], f: f, budget: ref.NewKVDecodeBudget(lim, len(frames[2]))}
 	b, err := d.batch()
 	if err != nil {
 		return ref.KVMessage{}, err
@@ -182,6 +203,8 @@ type kvDec struct {
 	p   int
 	f   fault.KVEv
 	opt *kvOpt // the current event's optional values
+	// budget is the payload's A10 decoded cost so far.
+	budget ref.KVDecodeBudget
 }
 
 // left is the number of bytes after the read position.
@@ -665,9 +688,12 @@ func (d *kvDec) events() ([]ref.KVEvent, error) {
 	if n > uint64(d.left()) {
 		return nil, ref.KVLengthError(ref.ErrBatchShape, "payload.events", n, d.left())
 	}
-	// n is bounded by the payload, but an event is far larger than its two
-	// smallest bytes: grow past 256 instead of trusting the header.
-	evs := make([]ref.KVEvent, 0, min(int(n), 256))
+	// A10: n events cost n × ref.KVEventCost, within the message's bound,
+	// so the slice can be sized by the header once this passes.
+	if err := d.budget.Events("payload.events", n); err != nil {
+		return nil, err
+	}
+	evs := make([]ref.KVEvent, 0, n)
 	for i := 0; i < int(n); i++ {
 		evs = append(evs, ref.KVEvent{})
 		d.opt = nil
@@ -1051,6 +1077,9 @@ func (d *kvDec) hashes(i int) ([]ref.EvHash, error) {
 	if n > uint64(d.left()) {
 		return nil, ref.KVLengthError(ref.ErrFieldType, kvFieldPlace(i, kfHashes).String(), n, d.left())
 	}
+	if !d.budget.Charge(n, ref.KVHashCost) {
+		return nil, d.budget.CostError(kvFieldPlace(i, kfHashes).String())
+	}
 	if n == 0 {
 		return nil, ref.KVEmptyHashesError(kvFieldPlace(i, kfHashes).String())
 	}
@@ -1084,6 +1113,9 @@ func (d *kvDec) tokens(i int) ([]uint32, error) {
 	}
 	if n > uint64(d.left()) {
 		return nil, ref.KVLengthError(ref.ErrFieldType, kvFieldPlace(i, kfTokens).String(), n, d.left())
+	}
+	if !d.budget.Charge(n, ref.KVTokenCost) {
+		return nil, d.budget.CostError(kvFieldPlace(i, kfTokens).String())
 	}
 	out := make([]uint32, n)
 	b, p := d.b, d.p

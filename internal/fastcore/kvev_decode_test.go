@@ -299,22 +299,22 @@ func TestKVEvDecodeSGLangSalt(t *testing.T) {
 func TestKVEvDecodeFaults(t *testing.T) {
 	// E5's hash is -1 (negative fixint): production takes it, Dynamo's
 	// u64-only decoder does not.
-	if _, err := decodeKVMessage(kvdMsgFrames(t, kvdE5), fault.KVEv{}); err != nil {
+	if _, err := decodeKVMessage(kvdMsgFrames(t, kvdE5), fault.KVEv{}, ref.KVDecodeLimits{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := decodeKVMessage(kvdMsgFrames(t, kvdE5), fault.KVEv{UnsignedHashesOnly: true})
+	_, err := decodeKVMessage(kvdMsgFrames(t, kvdE5), fault.KVEv{UnsignedHashesOnly: true}, ref.KVDecodeLimits{})
 	kvdCheckErr(t, "unsigned only, E5", err, "hash_encoding", "payload.events[0].block_hashes[0]", "int", ref.WantHash)
-	if _, err := decodeKVMessage(kvdMsgFrames(t, kvdE1), fault.KVEv{UnsignedHashesOnly: true}); err != nil {
+	if _, err := decodeKVMessage(kvdMsgFrames(t, kvdE1), fault.KVEv{UnsignedHashesOnly: true}, ref.KVDecodeLimits{}); err != nil {
 		t.Fatalf("unsigned only, E1: %v", err)
 	}
 	// E1's H2 is >= 2^63: a signed-only decoder refuses it.
-	_, err = decodeKVMessage(kvdMsgFrames(t, kvdE1), fault.KVEv{SignedHashesOnly: true})
+	_, err = decodeKVMessage(kvdMsgFrames(t, kvdE1), fault.KVEv{SignedHashesOnly: true}, ref.KVDecodeLimits{})
 	kvdCheckErr(t, "signed only, E1", err, "hash_encoding", "payload.events[0].block_hashes[1]", uint64(kvdH2), ref.WantHash)
-	if _, err := decodeKVMessage(kvdMsgFrames(t, kvdE5), fault.KVEv{SignedHashesOnly: true}); err != nil {
+	if _, err := decodeKVMessage(kvdMsgFrames(t, kvdE5), fault.KVEv{SignedHashesOnly: true}, ref.KVDecodeLimits{}); err != nil {
 		t.Fatalf("signed only, E5: %v", err)
 	}
 	// E3's parent H1 < 2^63 passes, its block hash H2 does not.
-	_, err = decodeKVMessage(kvdMsgFrames(t, kvdE3), fault.KVEv{SignedHashesOnly: true})
+	_, err = decodeKVMessage(kvdMsgFrames(t, kvdE3), fault.KVEv{SignedHashesOnly: true}, ref.KVDecodeLimits{})
 	kvdCheckErr(t, "signed only, E3", err, "hash_encoding", "payload.events[0].block_hashes[0]", uint64(kvdH2), ref.WantHash)
 	// The hook with the zero value is production.
 	in := ref.KVEvDecodeInput{Frames: []ref.HexBytes{nil, kvdHex(t, "0000000000000000"), kvdHex(t, kvdE1)}}
