@@ -4,7 +4,7 @@ BIN      := bin/kvtwin
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
 FIXTURES  = $(wildcard fixtures/testdata/*.jsonl)
 
-.PHONY: all build run test test-long fmt-check vet staticcheck test-race test-full hostile-short hostile fixtures-check audit-short \
+.PHONY: all build run test test-long fmt-check vet staticcheck test-race test-full test-edges hostile-short hostile fixtures-check audit-short \
         test-e2e test-python coverage fixtures bugzoo generate docs audit bench bench-compare bench-chart soak fuzz lint clean \
         cuda-deps ptx ptx-check emu cuda-build test-cuda gpu-bin gpu-check
 
@@ -19,7 +19,7 @@ run: build
 	$(BIN) serve $(RUN_ARGS)
 
 ## test: every gate CI runs, on a fresh clone, in under 10 minutes on 2 cores.
-test: fmt-check vet staticcheck test-race test-full test-e2e test-python fixtures-check audit-short test-cuda
+test: fmt-check vet staticcheck test-race test-full test-edges test-e2e test-python fixtures-check audit-short test-cuda
 
 ## test-e2e: the CLI's end-to-end audits through subprocess adapters (a broken Go adapter, the
 ## Python kit's example, sharded runs merged), without -race: the children are separate processes.
@@ -55,14 +55,27 @@ test-full:
 	$(GO) test -count=1 ./equiv/
 	$(GO) test -count=1 -run 'TestReplicasConverge' ./kvevjs/
 
+## test-edges: the surfaces that face other people's systems, each bound measured on a real child
+## process (docs/reliability.md): the event wire (a real python3-zmq publisher), the write path
+## (slow readers), adapters (hostile exec and HTTP adapters) and files (/dev/zero, FIFOs, huge lines,
+## lying audit reports). They measure RSS and time, so they run here without -race and skip
+## under it; KVTWIN_HOSTILE=long (make hostile) runs their long forms.
+EDGE_TESTS := ^(TestEdge|TestHostile(Publisher|Adapter|File))
+test-edges:
+	$(GO) test -count=1 -run '$(EDGE_TESTS)' ./cmd/kvtwin/
+
 ## hostile-short: the hostile-input harness (equiv/hostile_test.go) on every op × implementation,
 ## bounded form; it measures time and allocation, so it runs without -race (docs/reliability.md).
 hostile-short:
 	$(GO) test -count=1 -run 'TestHostileInputs' ./equiv/
 
-## hostile: the harness long: more golden seeds, arrays grown to 1 MiB, nesting to 512.
+## hostile: everything hostile, long: the op harness (more golden seeds, arrays grown to 1 MiB,
+## nesting to 512), then the edges' long forms: 40 slow readers of 45 MB answers, a 2 GiB stderr
+## flood and 8 GiB replies from adapters, a 16 GiB line and every command on every hostile file,
+## 40 rounds of malformed messages, a 500K-message flood and a 21 s endless replay from publishers.
 hostile:
 	KVTWIN_HOSTILE=long $(GO) test -count=1 -timeout 60m -v -run 'TestHostileInputs' ./equiv/
+	KVTWIN_HOSTILE=long $(GO) test -count=1 -timeout 60m -v -run '$(EDGE_TESTS)' ./cmd/kvtwin/
 
 fixtures-check: build
 	$(BIN) fixtures check --impl fast $(FIXTURES)
