@@ -48,7 +48,7 @@ type edgeWriteShape struct {
 // loopback socket's largest send buffer (tcp_wmem, 4 MiB) and more, so
 // each write blocks with most of its answer in the server's memory.
 func edgeWriteBounded() edgeWriteShape {
-	return edgeWriteShape{readers: 32, tokens: 4_500_000, budget: 24 << 20, stall: 2 * time.Second, latency: 3 * time.Second,
+	return edgeWriteShape{readers: 40, tokens: 4_500_000, budget: 24 << 20, stall: 2 * time.Second, latency: 3 * time.Second,
 		flags: []string{"--transfer-grace", "500ms", "--min-transfer-rate", strconv.Itoa(4 << 20)}}
 }
 
