@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -57,24 +56,12 @@ func serveAuth(t *testing.T, edit func(*server.Config)) authServing {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	addr := serveLoopback(t, s)
 	scheme := "http://"
 	if cfg.Auth.TLSCertFile != "" {
 		scheme = "https://"
 	}
-	return authServing{url: scheme + ln.Addr().String(), addr: ln.Addr().String(), logs: logs}
+	return authServing{url: scheme + addr, addr: addr, logs: logs}
 }
 
 // tlsClient is a Go client that trusts ca and presents certs, closed when
@@ -154,14 +141,8 @@ func metricOf(t *testing.T, c *http.Client, base, token, series string) float64 
 	if r.status != http.StatusOK {
 		t.Fatalf("/metrics: %d %s", r.status, r.body)
 	}
-	for line := range strings.SplitSeq(string(r.body), "\n") {
-		if rest, ok := strings.CutPrefix(line, series+" "); ok {
-			v, err := strconv.ParseFloat(rest, 64)
-			if err != nil {
-				t.Fatalf("metric line %q: %v", line, err)
-			}
-			return v
-		}
+	if v, ok := sample(t, r.body, series); ok {
+		return v
 	}
 	return -1
 }

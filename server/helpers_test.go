@@ -2,10 +2,12 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -181,16 +183,46 @@ func metric(t *testing.T, ts *httptest.Server, series string) float64 {
 	if r.status != http.StatusOK {
 		t.Fatalf("/metrics: %d %s", r.status, r.body)
 	}
-	for line := range strings.SplitSeq(string(r.body), "\n") {
+	if v, ok := sample(t, r.body, series); ok {
+		return v
+	}
+	return -1
+}
+
+// sample finds the sample line of series in a /metrics text and returns
+// its value.
+func sample(t *testing.T, text []byte, series string) (float64, bool) {
+	t.Helper()
+	for line := range strings.SplitSeq(string(text), "\n") {
 		if rest, ok := strings.CutPrefix(line, series+" "); ok {
 			v, err := strconv.ParseFloat(rest, 64)
 			if err != nil {
 				t.Fatalf("metric line %q: %v", line, err)
 			}
-			return v
+			return v, true
 		}
 	}
-	return -1
+	return 0, false
+}
+
+// serveLoopback serves s on a fresh 127.0.0.1 listener until the test
+// ends, failing it if Serve returns an error, and returns the address.
+func serveLoopback(t *testing.T, s *server.Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
 }
 
 // Test-only ops, registered through Config.Entries.

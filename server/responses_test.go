@@ -170,16 +170,8 @@ func servedMetric(t *testing.T, sv *serving, series string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, series+" "); ok {
-			v, err := strconv.ParseFloat(rest, 64)
-			if err != nil {
-				t.Fatalf("metric line %q: %v", line, err)
-			}
-			return v
-		}
-	}
-	return 0
+	v, _ := sample(t, b, series)
+	return v
 }
 
 // untilMetric polls series until it equals want, for up to d.

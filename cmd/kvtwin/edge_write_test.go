@@ -387,20 +387,9 @@ func (c *edgeWriteChild) get(path string) (int, []byte, error) {
 // edgeWriteVmHWM is pid's peak resident set size (VmHWM) in bytes.
 func edgeWriteVmHWM(t *testing.T, pid int) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	hwm, err := procStatusBytes(pid, "VmHWM")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for line := range bytes.Lines(b) {
-		if rest, ok := bytes.CutPrefix(line, []byte("VmHWM:")); ok {
-			f := bytes.Fields(rest)
-			kb, err := strconv.ParseInt(string(f[0]), 10, 64)
-			if err != nil || len(f) != 2 || string(f[1]) != "kB" {
-				t.Fatalf("VmHWM line %q", bytes.TrimSpace(line))
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmHWM in /proc/%d/status", pid)
-	return 0
+	return hwm
 }

@@ -404,8 +404,8 @@ func sampleVmHWM(pid int, done <-chan struct{}) <-chan int64 {
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-				peak = max(peak, vmHWM(b))
+			if hwm, err := procStatusBytes(pid, "VmHWM"); err == nil { // an error once it has exited
+				peak = max(peak, hwm)
 			}
 			select {
 			case <-done:
@@ -416,19 +416,4 @@ func sampleVmHWM(pid int, done <-chan struct{}) <-chan int64 {
 		}
 	}()
 	return out
-}
-
-// vmHWM reads the "VmHWM:   1234 kB" line of a /proc/PID/status (0 when
-// there is none: the process has exited).
-func vmHWM(status []byte) int64 {
-	for line := range bytes.Lines(status) {
-		if rest, ok := bytes.CutPrefix(line, []byte("VmHWM:")); ok {
-			f := bytes.Fields(rest)
-			if len(f) == 2 {
-				kb, _ := strconv.ParseInt(string(f[0]), 10, 64)
-				return kb << 10
-			}
-		}
-	}
-	return 0
 }

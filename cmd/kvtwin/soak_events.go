@@ -246,13 +246,28 @@ func (ev *soakEvents) sendBatch(s *eventSource) error {
 }
 
 // sendHostile sends the next hostile kind in turn (evOwner only once the
-// pinned engines exist). A kind that is a batch draws its seq first.
+// pinned engines exist; rank-cycle as a burst of rankBurst batches). A kind
+// that is a batch draws its seq first.
 func (ev *soakEvents) sendHostile(s *eventSource) error {
 	kind := evHostileKind(ev.hostileTurn % int(numEvHostile))
 	ev.hostileTurn++
 	if kind == evOwner && !ev.ownerReady.Load() {
 		kind = evGarbage
 	}
+	n := 1
+	if kind == evRankCycle {
+		n = rankBurst
+	}
+	for range n {
+		if err := ev.sendHostileKind(s, kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendHostileKind sends one hostile message of kind.
+func (ev *soakEvents) sendHostileKind(s *eventSource, kind evHostileKind) error {
 	seq := s.next
 	if kind.needsSeq() {
 		var ans struct{ Seq uint64 }

@@ -30,16 +30,28 @@ const (
 	evHugeCount                       // --events-huge-events events in one message, within the frame cap
 	evSeqJump                         // a valid batch at the next seq + 2^63
 	evOwner                           // a store for another source's engine, under its topic
+	evRankCycle                       // a burst of empty batches, each on a DP rank not seen before
 	numEvHostile
 )
 
 func (k evHostileKind) String() string {
-	return [...]string{"frame-count", "seq-width", "garbage", "truncated", "deep", "huge-count", "seq-jump", "owner"}[k]
+	return [...]string{"frame-count", "seq-width", "garbage", "truncated", "deep", "huge-count", "seq-jump", "owner", "rank-cycle"}[k]
 }
 
 // deepNesting is how deep a deep message nests: far past the decoder's 32
 // (spec A6), 64 KiB of bytes.
 const deepNesting = 1 << 16
+
+// rankBurst is how many rank-cycle batches one turn sends: enough that a
+// minute's turns take the hostile source past its engine share (spec A2,
+// A5: 256 engines over the soak's three sources is 85 each), so the soak
+// shows a source that cycles through DP ranks refused for its engines while
+// the other sources keep theirs (issue 27, finding 2).
+const rankBurst = 32
+
+// firstCycledRank is the first DP rank a rank-cycle batch names, far from
+// the ranks the hostile source's benign batches use.
+const firstCycledRank = 1000
 
 // hugeEventBytes is one event of a huge-count message: ["x"], an unknown
 // one-byte tag the index would skip (spec §1.4 rule 2), 3 bytes of msgpack.
@@ -61,14 +73,15 @@ type hostileEvents struct {
 	owner      *pinnedPrompt // the prompt evOwner stores under ownerTopic
 	hugeEvents int
 	rng        *rand.Rand
-	turn       int // alternates the two shapes of frame-count, seq-width and deep
+	turn       int   // alternates the two shapes of frame-count, seq-width and deep
+	cycled     int64 // rank-cycle batches built so far: the next one's rank is firstCycledRank + cycled
 }
 
 // needsSeq reports whether the kind is a batch at the publisher's next seq
 // (the driver draws one with "drop" first); the others reuse the next seq
 // without consuming it (malformed frames do not move the cursor) or jump.
 func (k evHostileKind) needsSeq() bool {
-	return k == evGarbage || k == evTruncated || k == evDeep || k == evHugeCount || k == evOwner
+	return k == evGarbage || k == evTruncated || k == evDeep || k == evHugeCount || k == evOwner || k == evRankCycle
 }
 
 // frames is the "frames" command's list for kind: each frame hex, or
@@ -106,6 +119,13 @@ func (h *hostileEvents) frames(kind evHostileKind, seq uint64) ([]any, error) {
 		return []any{topic, seqHex, []any{[]any{hex.EncodeToString(head), 1}, []any{hugeEventBytes, h.hugeEvents}, []any{"00", 1}}}, nil
 	case evSeqJump:
 		return []any{topic, seqFrame(seq + 1<<63), empty}, nil
+	case evRankCycle:
+		b, err := msgpack.Marshal([]any{batchTS, []any{}, firstCycledRank + h.cycled})
+		if err != nil {
+			return nil, fmt.Errorf("encode a rank-cycle batch: %w", err)
+		}
+		h.cycled++
+		return []any{topic, seqHex, hex.EncodeToString(b)}, nil
 	}
 	payload, err := h.ownerPayload()
 	if err != nil {

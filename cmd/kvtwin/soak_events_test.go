@@ -354,6 +354,12 @@ func checkRefused(t *testing.T, ix ref.KVEvIndex, kind evHostileKind, res ref.KV
 		if !refused && (len(res.Errors) != 0 || unknown != 5000) {
 			t.Errorf("%s: errors %+v, %d unknown events counted; want all 5000 counted or the batch refused whole", kind, res.Errors, unknown)
 		}
+	case evRankCycle:
+		// A new engine while the source is within its share (A2, A5),
+		// refused for its engine past it; never a decode error.
+		if res.Error != nil || c.DecodeErrors != 0 || len(res.Errors) != int(c.EnginesRefused) {
+			t.Errorf("%s: errors %+v, decode errors %d, engines refused %d; want applied or refused for its engine", kind, res.Errors, c.DecodeErrors, c.EnginesRefused)
+		}
 	case evOwner:
 		// Refused whole for its engine (spec A2), which is not a decode
 		// error: the payload decoded.
@@ -527,5 +533,45 @@ func TestSoakFailsAWellBehavedSourceThatStopsApplying(t *testing.T) {
 	}
 	if len(r2.failures) != 0 {
 		t.Errorf("sources that keep applying failed the run: %q", r2.failures)
+	}
+}
+
+// TestSoakRankCyclingSourceKeepsToItsEngineShare: the hostile source's
+// rank-cycle bursts create engines up to its share of the reference index
+// (256 engines over the soak's three sources: 85, its benign rank-0 engine
+// included) and are refused for their engine past it, never as decode
+// errors, while the pinned source keeps its engine and its score.
+func TestSoakRankCyclingSourceKeepsToItsEngineShare(t *testing.T) {
+	set := newPinnedSet(rolePinned.name(), rand.New(rand.NewPCG(7, 8)))
+	owner := set.prompts[0]
+	ix := referenceIndex(t)
+	mustApply(t, ix, rolePinned.name(), [][]byte{[]byte(rolePinned.topic()), make([]byte, 8), ownerBlockBatch(t, owner)})
+	mustApply(t, ix, roleHostile.name(), [][]byte{[]byte(roleHostile.topic()), make([]byte, 8), emptyBatch()})
+	h := &hostileEvents{topic: roleHostile.topic(), rng: rand.New(rand.NewPCG(9, 10))}
+	const bursts = 4 // 128 batches
+	for i := range bursts * rankBurst {
+		spec, err := h.frames(evRankCycle, uint64(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix.Live(roleHostile.name(), expandFrames(t, spec))
+	}
+	const share = 256 / int(numRoles)
+	for _, s := range ix.State().Streams {
+		c := s.Counters
+		switch s.Name {
+		case roleHostile.name():
+			if len(s.Engines) != share || c.EnginesRefused != uint64(bursts*rankBurst+1-share) || c.DecodeErrors != 0 {
+				t.Errorf("hostile source: %d engines, %d refused for their engine, %d decode errors; want %d, %d, 0",
+					len(s.Engines), c.EnginesRefused, c.DecodeErrors, share, bursts*rankBurst+1-share)
+			}
+		default:
+			if c.EnginesRefused != 0 {
+				t.Errorf("source %s: %d refused for their engine, want 0", s.Name, c.EnginesRefused)
+			}
+		}
+	}
+	if got := pinnedBlocks(t, ix, owner); got != 1 {
+		t.Errorf("the pinned engine scores %d blocks after the rank cycling, want its 1", got)
 	}
 }

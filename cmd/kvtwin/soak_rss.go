@@ -29,31 +29,37 @@ type rssSampler struct {
 
 // readRSS is the VmRSS of pid in bytes (Linux /proc).
 func readRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, fmt.Errorf("read RSS of pid %d: %w", pid, err)
-	}
-	return parseVmRSS(b)
+	return procStatusBytes(pid, "VmRSS")
 }
 
-// parseVmRSS reads the "VmRSS:   1234 kB" line of a /proc/PID/status.
-func parseVmRSS(status []byte) (int64, error) {
+// procStatusBytes reads field ("VmRSS", or "VmHWM" for the peak) of pid's
+// /proc/PID/status, in bytes.
+func procStatusBytes(pid int, field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read %s of pid %d: %w", field, pid, err)
+	}
+	return parseProcStatus(b, field)
+}
+
+// parseProcStatus reads the "<field>:   1234 kB" line of a /proc/PID/status.
+func parseProcStatus(status []byte, field string) (int64, error) {
 	for line := range bytes.Lines(status) {
-		rest, ok := bytes.CutPrefix(line, []byte("VmRSS:"))
+		rest, ok := bytes.CutPrefix(line, []byte(field+":"))
 		if !ok {
 			continue
 		}
 		f := bytes.Fields(rest)
 		if len(f) != 2 || string(f[1]) != "kB" {
-			return 0, fmt.Errorf("VmRSS line %q: want <n> kB", bytes.TrimSpace(line))
+			return 0, fmt.Errorf("%s line %q: want <n> kB", field, bytes.TrimSpace(line))
 		}
 		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("VmRSS line %q: %w", bytes.TrimSpace(line), err)
+			return 0, fmt.Errorf("%s line %q: %w", field, bytes.TrimSpace(line), err)
 		}
 		return kb << 10, nil
 	}
-	return 0, fmt.Errorf("no VmRSS line in /proc status (a kernel thread, or not Linux)")
+	return 0, fmt.Errorf("no %s line in /proc status (a kernel thread, or not Linux)", field)
 }
 
 // run samples every second until ctx ends. over is called, once, with the

@@ -297,10 +297,10 @@ func TestSoakRSSTrend(t *testing.T) {
 
 func TestSoakParsesProcAndMetrics(t *testing.T) {
 	status := "Name:\tkvtwin\nVmPeak:\t  9000 kB\nVmRSS:\t   12345 kB\nThreads:\t7\n"
-	if got, err := parseVmRSS([]byte(status)); err != nil || got != 12345<<10 {
+	if got, err := parseProcStatus([]byte(status), "VmRSS"); err != nil || got != 12345<<10 {
 		t.Errorf("VmRSS: %d %v", got, err)
 	}
-	if _, err := parseVmRSS([]byte("Name:\tx\n")); err == nil {
+	if _, err := parseProcStatus([]byte("Name:\tx\n"), "VmRSS"); err == nil {
 		t.Error("no VmRSS line accepted")
 	}
 	metrics := "# HELP kvtwin_op_requests_in_flight x\n# TYPE kvtwin_op_requests_in_flight gauge\nkvtwin_op_requests_in_flight 3\n"

@@ -2,12 +2,10 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -32,9 +30,6 @@ const (
 	wireBudget   = 64 << 20
 	wireRSSBound = 256<<20 + wireBudget
 )
-
-// wireLong says the hostile tests run their long form (make hostile).
-func wireLong() bool { return os.Getenv("KVTWIN_HOSTILE") == "long" }
 
 // wireServer is `kvtwin serve` in a child process.
 type wireServer struct {
@@ -118,27 +113,6 @@ func (s *wireServer) watch() {
 		}
 		s.mu.Unlock()
 	}
-}
-
-// procStatusBytes reads a "<field>:  <n> kB" line of /proc/<pid>/status.
-func procStatusBytes(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range bytes.Lines(b) {
-		rest, ok := bytes.CutPrefix(line, []byte(field+":"))
-		if !ok {
-			continue
-		}
-		f := bytes.Fields(rest)
-		if len(f) != 2 || string(f[1]) != "kB" {
-			break
-		}
-		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
-		return kb << 10, err
-	}
-	return 0, fmt.Errorf("no %s line in /proc/%d/status", field, pid)
 }
 
 // checkAlive fails the test when the child was killed for its RSS or has
@@ -367,7 +341,7 @@ const wireTS = "cb41da305498100000"
 
 // wireScale is n in the bounded form, n × long in the long one.
 func wireScale(n, long int) int {
-	if wireLong() {
+	if hostileLong() {
 		return n * long
 	}
 	return n
