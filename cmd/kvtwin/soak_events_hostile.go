@@ -42,12 +42,13 @@ func (k evHostileKind) String() string {
 // (spec A6), 64 KiB of bytes.
 const deepNesting = 1 << 16
 
-// rankBurst is how many rank-cycle batches one turn sends: enough that a
-// minute's turns take the hostile source past its engine share (spec A2,
-// A5: 256 engines over the soak's three sources is 85 each), so the soak
-// shows a source that cycles through DP ranks refused for its engines while
-// the other sources keep theirs (issue 27, finding 2).
-const rankBurst = 32
+// rankBurst is how many rank-cycle batches one turn sends: more than the
+// hostile source's engine share (spec A2, A5: 256 engines over the soak's
+// three sources is 85 each), since its seq jumps restart its stream, which
+// gives the share back, once per round of kinds. So every burst shows a
+// source that cycles through DP ranks refused for its engines while the
+// other sources keep theirs (issue 27, finding 2).
+const rankBurst = 128
 
 // firstCycledRank is the first DP rank a rank-cycle batch names, far from
 // the ranks the hostile source's benign batches use.

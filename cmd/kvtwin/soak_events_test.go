@@ -548,7 +548,7 @@ func TestSoakRankCyclingSourceKeepsToItsEngineShare(t *testing.T) {
 	mustApply(t, ix, rolePinned.name(), [][]byte{[]byte(rolePinned.topic()), make([]byte, 8), ownerBlockBatch(t, owner)})
 	mustApply(t, ix, roleHostile.name(), [][]byte{[]byte(roleHostile.topic()), make([]byte, 8), emptyBatch()})
 	h := &hostileEvents{topic: roleHostile.topic(), rng: rand.New(rand.NewPCG(9, 10))}
-	const bursts = 4 // 128 batches
+	const bursts = 2
 	for i := range bursts * rankBurst {
 		spec, err := h.frames(evRankCycle, uint64(i+1))
 		if err != nil {
