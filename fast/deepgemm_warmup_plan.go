@@ -23,10 +23,9 @@ func DeepGEMMWarmupPlan(lim ref.Limits, in ref.DeepGEMMWarmupInput) (ref.DeepGEM
 	return deepGEMMWarmupPlanWithFaults(lim, in, fault.DeepGEMM{})
 }
 
-// deepGEMMWarmupPlanWithFaults is DeepGEMMWarmupPlan with the historic bugs f
-// selects put back, for the bug zoo only: fault.Hooks hands it to
-// equiv/mutants (hooks.go). Called with the zero value it is
-// DeepGEMMWarmupPlan.
+// deepGEMMWarmupPlanWithFaults is DeepGEMMWarmupPlan with the bugs f selects
+// put back, for the bug zoo only: fault.Hooks hands it to equiv/mutants
+// (hooks.go). Called with the zero value it is DeepGEMMWarmupPlan.
 func deepGEMMWarmupPlanWithFaults(_ ref.Limits, in ref.DeepGEMMWarmupInput, f fault.DeepGEMM) (ref.DeepGEMMWarmupOutput, error) {
 	if err := ref.ValidateDeepGEMMWarmup(in); err != nil {
 		return ref.DeepGEMMWarmupOutput{}, err

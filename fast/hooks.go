@@ -1,6 +1,8 @@
 package fast
 
 import (
+	"log/slog"
+
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -24,13 +26,17 @@ func init() {
 		KVEvDecode:              kvevDecodeWithFaults,
 		NewKVEvIndex:            newKVEvIndexWithFaults,
 		// The table speaks ref's types only (internal/fault cannot import
-		// fast), so the tree goes out as the ref.RadixTree it implements.
+		// fast), so the tree goes out as the ref.RadixTree it implements
+		// and the manager behind NewPerLayerManager's signature.
 		NewTree: func(cfg ref.TreeConfig, f fault.Radix) (ref.RadixTree, error) {
 			return newTreeWithFaults(cfg, f)
 		},
-		ChatNormalize:      chatNormalizeWithFaults,
-		StreamErrorChunk:   streamErrorChunkWithFaults,
-		GLMToolArgs:        glmToolArgsWithFaults,
-		NewPerLayerManager: newPerLayerManagerWithFaults,
+		ChatNormalize:    chatNormalizeWithFaults,
+		StreamErrorChunk: streamErrorChunkWithFaults,
+		GLMToolArgs:      glmToolArgsWithFaults,
+		// NewPerLayerManager's body, with the hook in place of NewManager.
+		NewPerLayerManager: func(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger, f fault.Transfer) (ref.PerLayerManager, error) {
+			return newManagerWithFaults(PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger}, f)
+		},
 	})
 }

@@ -176,8 +176,7 @@ func StreamErrorChunk(lim ref.Limits, in ref.StreamErrorInput) (ref.StreamErrorO
 
 // streamErrorChunkWithFaults is StreamErrorChunk with the historic bugs f
 // selects put back (StreamTypeFromStatus, HTTPStatusOnly), for the bug zoo
-// only: fault.Hooks hands it to equiv/mutants (hooks.go). Called with the zero
-// value it is StreamErrorChunk.
+// only (fault.Hooks, hooks.go); with the zero value it is StreamErrorChunk.
 func streamErrorChunkWithFaults(_ ref.Limits, in ref.StreamErrorInput, f fault.Serving) (ref.StreamErrorOutput, error) {
 	var m [4]gjson.Result
 	isErr, code := false, int64(0)

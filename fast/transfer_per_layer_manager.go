@@ -83,9 +83,8 @@ func NewManager(opts PerLayerOptions) (*Manager, error) {
 }
 
 // newManagerWithFaults is NewManager with the historic bugs f selects put
-// back, for the bug zoo only, which reaches it in deterministic mode through
-// newPerLayerManagerWithFaults (fault.Hooks.NewPerLayerManager). Called
-// with the zero value it is NewManager.
+// back, for the bug zoo only: fault.Hooks hands it to equiv/mutants as the
+// deterministic-mode NewPerLayerManager. With the zero value it is NewManager.
 func newManagerWithFaults(opts PerLayerOptions, f fault.Transfer) (*Manager, error) {
 	if err := opts.Config.Validate(); err != nil {
 		return nil, err
@@ -109,15 +108,7 @@ func newManagerWithFaults(opts PerLayerOptions, f fault.Transfer) (*Manager, err
 // NewPerLayerManager is the ref.NewPerLayerManagerFunc of the fast twin:
 // a deterministic-mode Manager.
 func NewPerLayerManager(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
-	return newPerLayerManagerWithFaults(cfg, engine, events, logger, fault.Transfer{})
-}
-
-// newPerLayerManagerWithFaults is NewPerLayerManager with the historic bugs f
-// selects put back, for the bug zoo only: fault.Hooks hands it to
-// equiv/mutants (hooks.go), and the script op's scenarios drive it. Called
-// with the zero value it is NewPerLayerManager.
-func newPerLayerManagerWithFaults(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger, f fault.Transfer) (ref.PerLayerManager, error) {
-	return newManagerWithFaults(PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger}, f)
+	return NewManager(PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger})
 }
 
 // Register is §4.4 Register: only with exactly one non-dummy info, dedup
