@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -66,7 +65,7 @@ func TestAdmissionScenariosReplayTheirBug(t *testing.T) {
 		t.Run(bug.id, func(t *testing.T) {
 			sc, differs := &admissionScenario{}, ""
 			buggy := func(lim ref.Limits, in ref.RoundInput) (ref.RoundResult, error) {
-				return fastcore.AdmitRoundWithFaults(lim, in, bug.faults)
+				return fault.Installed().AdmitRound(lim, in, bug.faults)
 			}
 			datadriven.RunTest(t, filepath.Join("testdata", "admission_"+bug.id+".txt"), func(t *testing.T, td *datadriven.TestData) string {
 				if _, err := sc.step(t, td, buggy); err != "" && differs == "" {

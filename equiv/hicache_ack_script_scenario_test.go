@@ -10,7 +10,6 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -277,7 +276,7 @@ func TestAckScenariosReplayTheirBug(t *testing.T) {
 					for r := range s.Ranks {
 						cfg := ref.AckConfig{NumLayers: s.Layers, HostCapacity: s.HostCapacity}
 						refGroup[r], _ = ref.NewAckQueue(cfg)
-						bugGroup[r], _ = fastcore.NewAckQueueWithFaults(cfg, bug.faults)
+						bugGroup[r], _ = fault.Installed().NewAckQueue(cfg, bug.faults)
 					}
 				}
 				rr := ref.RunAckGroupStep(refGroup, s, steps)

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kvtwin/kvtwin/internal/fastcore"
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -24,7 +24,7 @@ func TestKVEvRegressionsShowTheirBug(t *testing.T) {
 			t.Fatalf("%s: ref: %v", name, err)
 		}
 		newIndex := func(cfg ref.KVEvConfig, s []ref.KVEvStream) (ref.KVEvIndex, error) {
-			return fastcore.NewKVEvIndexWithFaults(cfg, s, f)
+			return fault.Installed().NewKVEvIndex(cfg, s, f)
 		}
 		if buggy, err = ref.RunKVEvApply(lim, in, newIndex); err != nil {
 			t.Fatalf("%s: buggy: %v", name, err)
@@ -110,7 +110,7 @@ func TestKVEvDecodedStringsAreValidUTF8(t *testing.T) {
 		t.Fatalf("boundary cases missing: %d", len(cases))
 	}
 	twins := map[string]func(ref.Limits, ref.KVEvDecodeInput) (ref.KVMessage, error){
-		"ref": ref.KVEvDecode, "fast": fastcore.KVEvDecode,
+		"ref": ref.KVEvDecode, "fast": fast.KVEvDecode,
 	}
 	for name, decode := range twins {
 		m, err := decode(ref.DefaultLimits(), cases["non-utf8-strings"])

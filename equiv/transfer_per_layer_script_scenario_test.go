@@ -11,7 +11,6 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -323,10 +322,10 @@ func ranges(xs []int) string {
 }
 
 // perLayerManagerWithFaults is fast.NewPerLayerManager (a deterministic
-// manager) built through fastcore.NewManagerWithFaults with f.
+// manager) with f, through the bug zoo's hook table (fault.Hooks).
 func perLayerManagerWithFaults(f fault.Transfer) ref.NewPerLayerManagerFunc {
 	return func(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
-		return fastcore.NewManagerWithFaults(fast.PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger}, f)
+		return fault.Installed().NewPerLayerManager(cfg, engine, events, logger, f)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -180,7 +179,7 @@ func TestLayerDoneCounterStressPerLayerReads(t *testing.T) {
 func TestAllLayerWaitLosesTheOverlap(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	ld, _ := fast.NewLoader(ref.DefaultLimits(), stressPools())
-	c, _ := fastcore.NewLayerDoneCounterWithFaults(stressPools().Layers, fault.Load{AllLayerWait: true})
+	c, _ := fault.Installed().NewLayerDoneCounter(stressPools().Layers, fault.Load{AllLayerWait: true})
 	if err := loadRound(ld, c, 0, 2, 50*time.Millisecond); err == nil {
 		t.Fatal("the all-layer wait kept the per-layer overlap")
 	}

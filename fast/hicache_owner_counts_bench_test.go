@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -42,10 +41,7 @@ func BenchmarkOwnerCounts64K(b *testing.B) {
 // ownerBenchTree holds a 64K-token node below a 64K-token parent and
 // returns the tree and the node's id.
 func ownerBenchTree(b *testing.B, f fault.Radix) (*fast.Tree, ref.NodeID) {
-	tr, err := fastcore.NewTreeWithFaults(ref.TreeConfig{PageSize: 64, CPSize: 8}, f)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tr := faultyTree(b, ref.TreeConfig{PageSize: 64, CPSize: 8}, f)
 	k, _ := benchKey(2 * 65536)
 	insertUnits(b, tr, k.Units[:65536]...)
 	insertUnits(b, tr, k.Units...)

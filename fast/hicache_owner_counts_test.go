@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -20,13 +19,21 @@ func insertUnits(t testing.TB, tr ref.RadixTree, units ...ref.Unit) {
 	}
 }
 
+// faultyTree is fast.NewTree(cfg) with the radix faults f, reached as the
+// bug zoo reaches it: through the hook table fast installs in internal/fault.
+func faultyTree(tb testing.TB, cfg ref.TreeConfig, f fault.Radix) *fast.Tree {
+	tb.Helper()
+	tr, err := fault.Installed().NewTree(cfg, f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tr.(*fast.Tree)
+}
+
 // planTree is §4.4's worked-example tree (ref/hicache_owner_counts_test.go) on a fast
 // tree built with faults f.
 func planTree(t testing.TB, f fault.Radix) *fast.Tree {
-	tr, err := fastcore.NewTreeWithFaults(ref.TreeConfig{PageSize: 1, CPSize: 2}, f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := faultyTree(t, ref.TreeConfig{PageSize: 1, CPSize: 2}, f)
 	for _, k := range [][]ref.Unit{{10, 11}, {10, 11, 12}, {20, 21, 22, 23}, {20, 21, 22, 23, 24, 25}, {30, 31, 32, 33}, {30, 31, 32, 33, 34, 35, 36}} {
 		insertUnits(t, tr, k...)
 	}
@@ -81,10 +88,7 @@ func TestPlanReadsMetadata(t *testing.T) {
 // keeps [2,2] for 3 pages; the planner rejects it with ErrMetadataStale
 // and the tree, counters included, is unchanged.
 func TestStaleMetadataFailsFast(t *testing.T) {
-	tr, err := fastcore.NewTreeWithFaults(ref.TreeConfig{PageSize: 1, CPSize: 2}, fault.Radix{SplitKeepsOwnerCounts: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := faultyTree(t, ref.TreeConfig{PageSize: 1, CPSize: 2}, fault.Radix{SplitKeepsOwnerCounts: true})
 	insertUnits(t, tr, 1, 2, 3, 4)
 	if _, err := tr.MatchPrefix(ref.Key{Units: []ref.Unit{1}}); err != nil {
 		t.Fatal(err)
@@ -93,7 +97,7 @@ func TestStaleMetadataFailsFast(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := tr.State()
-	_, err = tr.EvictOwnerLanes(ref.OwnerPlanRequest{Need: []int{2, 0}, Free: []int{0, 0}, Locked: 2})
+	_, err := tr.EvictOwnerLanes(ref.OwnerPlanRequest{Need: []int{2, 0}, Free: []int{0, 0}, Locked: 2})
 	if ie, ok := ref.AsInputError(err); !errors.Is(err, ref.ErrMetadataStale) || !ok || ie.Value != ref.NodeID(1) {
 		t.Fatalf("plan over a stale suffix: %v, want metadata_stale on node 1", err)
 	}

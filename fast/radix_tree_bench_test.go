@@ -7,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -157,7 +156,7 @@ func BenchmarkMatchFullHit240K(b *testing.B) { benchFullHit(b, 240_000, 16, fals
 
 // BenchmarkRadixMatchZeroFaults pins what the bug-zoo switches cost the
 // hottest path, the radix walk: a full-hit MatchPrefixAppend (0 allocs/op)
-// on the production tree (NewTree) and on NewTreeWithFaults(cfg,
+// on the production tree (NewTree) and on newTreeWithFaults(cfg,
 // fault.Radix{}) with the same shape. The walk reads one fault flag per hop
 // (Tree.rest); the two trees run the same code and must not differ
 // measurably. Shapes: §1.12's 64K tokens as 128 nodes of 512, and 4,096
@@ -169,7 +168,7 @@ func BenchmarkRadixMatchZeroFaults(b *testing.B) {
 	}{
 		{"production", fast.NewRadixTree},
 		{"zero-faults", func(cfg ref.TreeConfig) (ref.RadixTree, error) {
-			return fastcore.NewTreeWithFaults(cfg, fault.Radix{})
+			return fault.Installed().NewTree(cfg, fault.Radix{})
 		}},
 	}
 	for _, shape := range []struct{ n, k, ps int }{{1 << 16, 128, 64}, {4096, 4096, 1}} {

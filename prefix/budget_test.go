@@ -200,7 +200,7 @@ func TestBytesPerTokenAndNodeBoundTheMeasuredHeap(t *testing.T) {
 // the bound is enforced from then on).
 var knownRetention = map[string]string{
 	"fast/fan-out then evict": "Go maps never shrink: a node's child map keeps the size of the most children it " +
-		"ever had at once, ~160 bytes a child; rebuilding a map when it falls to a quarter of its peak would bound it (internal/fastcore/radix_tree.go)",
+		"ever had at once, ~160 bytes a child; rebuilding a map when it falls to a quarter of its peak would bound it (fast/radix_tree.go)",
 	"ref/fan-out then evict": "as fast: RefRadixTree's child maps never shrink (ref/radix_tree.go)",
 }
 

@@ -3,14 +3,13 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // estimateMutant is the fast estimator with one A2.8 bug put back: fn is a
 // wrapper around fast.AdmissionEstimate or a switch through
-// fastcore.AdmissionEstimateWithFaults.
+// fault.Installed().AdmissionEstimate.
 func estimateMutant(id, about string, fn func(ref.Limits, ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error)) equiv.Killable {
 	return &equiv.Mutant[ref.AdmissionEstimateInput, ref.AdmissionEstimateOutput]{
 		Spec:    equiv.AdmissionEstimate(),
@@ -21,9 +20,9 @@ func estimateMutant(id, about string, fn func(ref.Limits, ref.AdmissionEstimateI
 	}
 }
 
-// estimateSwitch is fastcore.AdmissionEstimateWithFaults with f.
+// estimateSwitch is fault.Installed().AdmissionEstimate with f.
 func estimateSwitch(f fault.Estimate) func(ref.Limits, ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error) {
-	return switched(fastcore.AdmissionEstimateWithFaults, f)
+	return switched(fault.Installed().AdmissionEstimate, f)
 }
 
 // EstimateMQATermMissing is A2-B1: the estimate before the seed added the

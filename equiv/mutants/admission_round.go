@@ -2,14 +2,13 @@ package mutants
 
 import (
 	"github.com/kvtwin/kvtwin/equiv"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // faultyRound is admission.round on the fast adder with the given faults.
 func faultyRound(f fault.Admission) func(ref.Limits, ref.RoundInput) (ref.RoundResult, error) {
-	return switched(fastcore.AdmitRoundWithFaults, f)
+	return switched(fault.Installed().AdmitRound, f)
 }
 
 // admissionMutant builds one §A1.15 mutant.

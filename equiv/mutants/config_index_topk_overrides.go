@@ -3,7 +3,6 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -25,7 +24,7 @@ func topkMutant(id, about string, fn func(ref.Limits, ref.IndexTopkOverridesInpu
 func OffsetZeroInjected() equiv.Killable {
 	return topkMutant("offset-zero-injected",
 		"offset flag 0 injected literally as index_skip_topk_offset:0 (layer 0 becomes S) instead of unset",
-		switched(fastcore.MergeIndexTopkOverridesWithFaults, fault.IndexTopk{OffsetZeroInjected: true}))
+		switched(fault.Installed().MergeIndexTopkOverrides, fault.IndexTopk{OffsetZeroInjected: true}))
 }
 
 // FlagsReplaceJSON is S4-B2: the flags built a fresh override object and

@@ -3,7 +3,6 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -20,9 +19,9 @@ func deepGEMMMutant(id, about string, fn deepGEMMFunc) equiv.Killable {
 	}
 }
 
-// deepGEMMSwitch is fastcore.DeepGEMMWarmupPlanWithFaults with f.
+// deepGEMMSwitch is fault.Installed().DeepGEMMWarmupPlan with f.
 func deepGEMMSwitch(f fault.DeepGEMM) deepGEMMFunc {
-	return switched(fastcore.DeepGEMMWarmupPlanWithFaults, f)
+	return switched(fault.Installed().DeepGEMMWarmupPlan, f)
 }
 
 // EnvBridgedAfterImport is S3-B1: the wrapper translated SGLANG_DG_* to

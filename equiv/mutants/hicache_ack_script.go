@@ -2,7 +2,6 @@ package mutants
 
 import (
 	"github.com/kvtwin/kvtwin/equiv"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -10,7 +9,7 @@ import (
 // faultyAckScript runs hicache.ack_script on fast write states with the
 // given faults.
 func faultyAckScript(f fault.Ack) func(ref.Limits, ref.AckScriptInput) (ref.AckScriptOutput, error) {
-	newQueue := func(cfg ref.AckConfig) (ref.AckQueue, error) { return fastcore.NewAckQueueWithFaults(cfg, f) }
+	newQueue := func(cfg ref.AckConfig) (ref.AckQueue, error) { return fault.Installed().NewAckQueue(cfg, f) }
 	return func(lim ref.Limits, in ref.AckScriptInput) (ref.AckScriptOutput, error) {
 		return ref.RunAckScript(lim, in, newQueue)
 	}

@@ -2,7 +2,6 @@ package mutants
 
 import (
 	"github.com/kvtwin/kvtwin/equiv"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -17,7 +16,7 @@ func AllLayerWait() equiv.Killable {
 		About:   "Ready(l) becomes done == L: a reader of layer l waits for every layer and the load/compute overlap is lost",
 		Fn: func(_ ref.Limits, in ref.LayerDoneScriptInput) (ref.LayerDoneScriptOutput, error) {
 			return ref.RunLayerDoneScript(in, func(layers int) (ref.LayerDoneCounter, error) {
-				return fastcore.NewLayerDoneCounterWithFaults(layers, fault.Load{AllLayerWait: true})
+				return fault.Installed().NewLayerDoneCounter(layers, fault.Load{AllLayerWait: true})
 			})
 		},
 		Scenario: "equiv/testdata/load_all_layer_wait.txt",

@@ -2,7 +2,6 @@ package mutants
 
 import (
 	"github.com/kvtwin/kvtwin/equiv"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -10,7 +9,7 @@ import (
 // faultyLoadScript runs hicache.load_script on fast loaders with the given faults.
 func faultyLoadScript(f fault.Load) func(ref.Limits, ref.LoadScriptInput) (ref.LoadScriptOutput, error) {
 	newLoader := func(lim ref.Limits, p ref.LoadPools) (ref.Loader, error) {
-		return fastcore.NewLoaderWithFaults(lim, p, f)
+		return fault.Installed().NewLoader(lim, p, f)
 	}
 	return func(lim ref.Limits, in ref.LoadScriptInput) (ref.LoadScriptOutput, error) {
 		return ref.RunLoadScript(lim, in, newLoader)

@@ -2,7 +2,6 @@ package mutants
 
 import (
 	"github.com/kvtwin/kvtwin/equiv"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -15,7 +14,7 @@ import (
 // faultyKVEvApply runs kvev.apply on fast indexes with the given faults.
 func faultyKVEvApply(f fault.KVEv) func(ref.Limits, ref.KVEvApplyInput) (ref.KVEvApplyOutput, error) {
 	newIndex := func(cfg ref.KVEvConfig, streams []ref.KVEvStream) (ref.KVEvIndex, error) {
-		return fastcore.NewKVEvIndexWithFaults(cfg, streams, f)
+		return fault.Installed().NewKVEvIndex(cfg, streams, f)
 	}
 	return func(lim ref.Limits, in ref.KVEvApplyInput) (ref.KVEvApplyOutput, error) {
 		return ref.RunKVEvApply(lim, in, newIndex)

@@ -2,7 +2,6 @@ package mutants
 
 import (
 	"github.com/kvtwin/kvtwin/equiv"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -13,7 +12,7 @@ func kvevDecodeMutant(id, about string, f fault.KVEv) equiv.Killable {
 		ID:      id,
 		Section: "kv-events.md §1.5",
 		About:   about,
-		Fn:      switched(fastcore.KVEvDecodeWithFaults, f),
+		Fn:      switched(fault.Installed().KVEvDecode, f),
 	}
 }
 

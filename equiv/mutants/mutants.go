@@ -14,11 +14,12 @@
 //   - a switch, when the bug lives inside a stateful type or in the middle
 //     of an algorithm where no wrapper can reach, sets a flag of the
 //     family's struct in internal/fault and calls the one hook for that
-//     type or op, internal/fastcore's <ProductionName>WithFaults (kept off
-//     fast's API; fast re-exports the rest): the production function's
-//     parameters followed by f fault.<Family>, returning what the production
-//     function returns (fastcore.NewTreeWithFaults(cfg, f) in radix_script.go,
-//     fastcore.AdmitRoundWithFaults(lim, in, f) in admission_round.go).
+//     type or op, fast's unexported <production>WithFaults, which fast
+//     hands to this package through internal/fault's table (fault.Hooks,
+//     read with fault.Installed): the production function's parameters
+//     followed by f fault.<Family>, returning what the production function
+//     returns (fault.Installed().NewTree(cfg, f) in radix_script.go,
+//     fault.Installed().AdmitRound(lim, in, f) in admission_round.go).
 package mutants
 
 import (
@@ -45,8 +46,9 @@ func All() []equiv.Killable {
 	return zoo
 }
 
-// switched binds the fault value f to one of internal/fastcore's
-// <Production>WithFaults hooks, giving the production function's shape with the bug switched on.
+// switched binds the fault value f to one of fast's hooks (a field of
+// fault.Installed()), giving the production function's shape with the bug
+// switched on.
 func switched[In, Out, F any](hook func(ref.Limits, In, F) (Out, error), f F) func(ref.Limits, In) (Out, error) {
 	return func(lim ref.Limits, in In) (Out, error) { return hook(lim, in, f) }
 }

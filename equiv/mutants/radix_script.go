@@ -2,14 +2,13 @@ package mutants
 
 import (
 	"github.com/kvtwin/kvtwin/equiv"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
 // faultyScript runs radix.script on fast trees with the given faults.
 func faultyScript(f fault.Radix) func(ref.Limits, ref.RadixScriptInput) (ref.RadixScriptOutput, error) {
-	newTree := func(cfg ref.TreeConfig) (ref.RadixTree, error) { return fastcore.NewTreeWithFaults(cfg, f) }
+	newTree := func(cfg ref.TreeConfig) (ref.RadixTree, error) { return fault.Installed().NewTree(cfg, f) }
 	return func(lim ref.Limits, in ref.RadixScriptInput) (ref.RadixScriptOutput, error) {
 		return ref.RunRadixScript(lim, in, newTree)
 	}

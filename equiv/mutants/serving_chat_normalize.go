@@ -3,7 +3,6 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -32,5 +31,5 @@ func ParaDefaultUngated() equiv.Killable {
 func StringImageURLRejected() equiv.Killable {
 	return chatMutant("s2-b3-string-image-url-rejected", "admission-serving.md S2.11 S2-B3",
 		"a string image_url content part is rejected with 400 instead of normalized",
-		switched(fastcore.ChatNormalizeWithFaults, fault.Serving{RejectStringImageURL: true}))
+		switched(fault.Installed().ChatNormalize, fault.Serving{RejectStringImageURL: true}))
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -86,9 +85,9 @@ func streamMutant(id, section, about string, fn func(ref.Limits, ref.StreamError
 		Fn: fn}
 }
 
-// streamSwitch is fastcore.StreamErrorChunkWithFaults with f.
+// streamSwitch is fault.Installed().StreamErrorChunk with f.
 func streamSwitch(f fault.Serving) func(ref.Limits, ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
-	return switched(fastcore.StreamErrorChunkWithFaults, f)
+	return switched(fault.Installed().StreamErrorChunk, f)
 }
 
 // StreamTypeFromStatus is S1-B5: the in-stream error was typed by the

@@ -2,7 +2,6 @@ package mutants
 
 import (
 	"github.com/kvtwin/kvtwin/equiv"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -13,5 +12,5 @@ func GLMArgsStripped() equiv.Killable {
 	return &equiv.Mutant[ref.GLMToolArgsInput, ref.GLMToolArgsOutput]{Spec: equiv.GLMToolArgs(),
 		ID: "s2-b2-glm-args-stripped", Section: "admission-serving.md S2.11 S2-B2",
 		About: "GLM argument values stripped: \"  def f():\\n    return 1\\n\" loses its whitespace",
-		Fn:    switched(fastcore.GLMToolArgsWithFaults, fault.Serving{StripGLMArgs: true})}
+		Fn:    switched(fault.Installed().GLMToolArgs, fault.Serving{StripGLMArgs: true})}
 }

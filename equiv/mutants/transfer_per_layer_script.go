@@ -4,8 +4,6 @@ import (
 	"log/slog"
 
 	"github.com/kvtwin/kvtwin/equiv"
-	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/internal/fastcore"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -15,7 +13,7 @@ import (
 func faultyPerLayerScript(f fault.Transfer) func(ref.Limits, ref.PerLayerScriptInput) (ref.PerLayerScriptOutput, error) {
 	// fast.NewPerLayerManager with the faults: a deterministic manager.
 	newManager := func(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
-		return fastcore.NewManagerWithFaults(fast.PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger}, f)
+		return fault.Installed().NewPerLayerManager(cfg, engine, events, logger, f)
 	}
 	return func(lim ref.Limits, in ref.PerLayerScriptInput) (ref.PerLayerScriptOutput, error) {
 		return ref.RunPerLayerScript(lim, in, newManager)

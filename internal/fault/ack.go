@@ -1,7 +1,7 @@
 package fault
 
 // Ack selects the historic write-ack queue bugs (docs/spec/radix-acks.md
-// §3.5) that fastcore.NewAckQueueWithFaults puts back; the zero value is the
+// §3.5) that Hooks.NewAckQueue puts back; the zero value is the
 // fixed queue.
 type Ack struct {
 	// FunnelBypass is docs/spec/radix-acks.md §3.5 B3.a: the zero-owned-rank

@@ -2,7 +2,7 @@ package fault
 
 // DeepGEMM selects the historic DeepGEMM warmup bugs
 // (docs/spec/admission-serving.md §S3.8) that
-// fastcore.DeepGEMMWarmupPlanWithFaults puts back; the zero value is the fixed
+// Hooks.DeepGEMMWarmupPlan puts back; the zero value is the fixed
 // planner. S3-B1 (import before the env bridge) and S3-B2 (legacy NVRTC
 // spelling only) are wrappers in equiv/mutants: they rewrite the input's
 // environment or the output's import snapshot.

@@ -2,7 +2,7 @@ package fault
 
 // Estimate selects the historic prefill buffer-estimator bugs
 // (docs/spec/admission-serving.md §A2.8) that
-// fastcore.AdmissionEstimateWithFaults puts back; the zero value is the fixed
+// Hooks.AdmissionEstimate puts back; the zero value is the fixed
 // estimator. A2-B3 (both chunk caps, the row cap wins) is a wrapper in
 // equiv/mutants: it rewrites the input's chunk config.
 type Estimate struct {

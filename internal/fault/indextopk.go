@@ -2,7 +2,7 @@ package fault
 
 // IndexTopk selects the historic bug of the NSA index-topk config merge
 // (docs/spec/admission-serving.md §S4.7) that
-// fastcore.MergeIndexTopkOverridesWithFaults puts back; the zero value is the
+// Hooks.MergeIndexTopkOverrides puts back; the zero value is the
 // fixed merge. S4-B2 (the flags replace the JSON) is a wrapper in
 // equiv/mutants: it drops the input's JSON.
 type IndexTopk struct {

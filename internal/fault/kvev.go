@@ -1,7 +1,7 @@
 package fault
 
 // KVEv selects the historic KV-event consumer bugs (docs/spec/kv-events.md
-// §2-§3, the bug zoo of issue 19) that fastcore's kvev twins put back; the
+// §2-§3, the bug zoo of issue 19) that fast's kvev twins put back; the
 // zero value is the fixed index and decoder.
 type KVEv struct {
 	// OrphanAtRoot is llm-d's fallback (§2.3 step 3): a store whose parent

@@ -1,8 +1,8 @@
 package fault
 
 // Load selects the historic prepared-load and layer-readiness bugs
-// (docs/spec/radix-acks.md §5.4) that fastcore.NewLoaderWithFaults and
-// fastcore.NewLayerDoneCounterWithFaults put back; the zero value is the fixed
+// (docs/spec/radix-acks.md §5.4) that Hooks.NewLoader and
+// Hooks.NewLayerDoneCounter put back; the zero value is the fixed
 // code.
 type Load struct {
 	// RebuildPerLayer is docs/spec/radix-acks.md §5.4 B5.a: the prepared

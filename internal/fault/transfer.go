@@ -1,7 +1,7 @@
 package fault
 
 // Transfer selects the historic per-layer transfer bugs
-// (docs/spec/transfer.md §4.7) that fastcore.NewManagerWithFaults puts back;
+// (docs/spec/transfer.md §4.7) that Hooks.NewPerLayerManager puts back;
 // the zero value is the fixed manager.
 type Transfer struct {
 	// FinishRequiresAll is docs/spec/transfer.md §4.7 B1: completion waits

@@ -1,19 +1,14 @@
 // Command gen writes the registration lists kvtwin would otherwise keep by
 // hand, from the source (internal/gen/model has the rules):
 // catalog/all_gen.go (catalog.All), equiv/suites_gen.go (equiv.Suites) and
-// equiv/mutants/all_gen.go (mutants.All), and fast's re-exports of
-// internal/fastcore (fast/<base>_gen.go, model.Facades). Run it as `make generate` (which
+// equiv/mutants/all_gen.go (mutants.All). Run it as `make generate` (which
 // also regenerates the docs) or `go run ./internal/gen` from the module
 // root; -check only reports stale files. It imports nothing of kvtwin, so it
 // builds while the lists are stale. TestGeneratedListsAreCurrent fails when a
 // committed list differs from what it would write.
 package main
 
-import (
-	"maps"
-
-	"github.com/kvtwin/kvtwin/internal/gen/model"
-)
+import "github.com/kvtwin/kvtwin/internal/gen/model"
 
 func main() { model.Main("gen", "generate", lists) }
 
@@ -24,14 +19,5 @@ func lists(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := r.Lists()
-	if err != nil {
-		return nil, err
-	}
-	facades, err := r.Facades()
-	if err != nil {
-		return nil, err
-	}
-	maps.Copy(files, facades)
-	return files, nil
+	return r.Lists()
 }

@@ -15,17 +15,15 @@ import (
 
 const root = "../.."
 
-// TestGeneratedListsAreCurrent keeps catalog/all_gen.go, equiv/suites_gen.go,
-// equiv/mutants/all_gen.go and fast's re-exports of internal/fastcore
-// (fast/<base>_gen.go) generated from the source: run `make generate` after
-// adding, renaming or removing an op, a spec, a mutant or an exported
-// identifier of internal/fastcore.
+// TestGeneratedListsAreCurrent keeps catalog/all_gen.go, equiv/suites_gen.go
+// and equiv/mutants/all_gen.go generated from the source: run `make
+// generate` after adding, renaming or removing an op, a spec or a mutant.
 func TestGeneratedListsAreCurrent(t *testing.T) {
 	files, err := lists(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{model.OpsFile, model.SuitesFile, model.MutantsFile, model.FacadeFile("radix_tree")} {
+	for _, name := range []string{model.OpsFile, model.SuitesFile, model.MutantsFile} {
 		if files[name] == nil {
 			t.Errorf("the generator no longer writes %s", name)
 		}
@@ -44,8 +42,7 @@ func TestGeneratedListsAreCurrent(t *testing.T) {
 
 // TestEveryOpHasASpecAndFiles requires each catalog op to have a
 // differential spec and its ref and fast twins to resolve to files of ref/
-// and fast/ (or internal/fastcore, which fast re-exports); the index in
-// docs/ops.md is built from them.
+// and fast/; the index in docs/ops.md is built from them.
 func TestEveryOpHasASpecAndFiles(t *testing.T) {
 	r, err := model.Load(root)
 	if err != nil {
@@ -62,35 +59,12 @@ func TestEveryOpHasASpecAndFiles(t *testing.T) {
 			twin *model.Twin
 			dir  string
 		}{{op.Ref, "ref/"}, {op.Fast, "fast/"}} {
-			if tw.twin == nil || !strings.HasPrefix(tw.twin.File, tw.dir) && !(tw.dir == "fast/" && strings.HasPrefix(tw.twin.File, model.FastcoreDir+"/")) {
-				t.Errorf("%s: twin %+v is not a function of %s or %s", op.Name, tw.twin, tw.dir, model.FastcoreDir)
+			if tw.twin == nil || !strings.HasPrefix(tw.twin.File, tw.dir) {
+				t.Errorf("%s: twin %+v is not a function of %s", op.Name, tw.twin, tw.dir)
 			}
 		}
 		if op.CUDA != nil && !strings.HasPrefix(op.CUDA.File, "fast/cuda/") {
 			t.Errorf("%s: cuda twin %s is not a function of fast/cuda/", op.Name, op.CUDA.Expr)
-		}
-	}
-}
-
-// TestNoOrphanFacade fails on a fast/*_gen.go facade whose internal/fastcore
-// file is gone or exports nothing any more: the generator only writes, so
-// such a file would keep re-exporting a stale API until removed by hand.
-func TestNoOrphanFacade(t *testing.T) {
-	files, err := lists(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gen, err := filepath.Glob(filepath.Join(root, model.FastDir, "*_gen.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(gen) == 0 {
-		t.Fatal("no fast/*_gen.go found; is root right?")
-	}
-	for _, p := range gen {
-		name := model.FastDir + "/" + filepath.Base(p)
-		if files[name] == nil {
-			t.Errorf("%s is no facade of %s; delete it", name, model.FastcoreDir)
 		}
 	}
 }

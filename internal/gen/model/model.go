@@ -362,9 +362,8 @@ func opLiteral(fd *ast.FuncDecl) *ast.CompositeLit {
 }
 
 // twin resolves a twin field: pkg.Func to the file of pkg declaring Func
-// (built with -tags cuda for the CUDA field; for fast, the internal/fastcore
-// file a generated facade forwards to), anything else to the catalog file
-// itself.
+// (built with -tags cuda for the CUDA field), anything else to the catalog
+// file itself.
 func (l *loader) twin(f *file, x ast.Expr, cuda bool) (*Twin, error) {
 	tw := &Twin{Expr: exprString(x), File: f.path}
 	sel, ok := x.(*ast.SelectorExpr)
@@ -393,22 +392,14 @@ func (l *loader) twin(f *file, x ast.Expr, cuda bool) (*Twin, error) {
 	if cuda {
 		tags = []string{"cuda"}
 	}
-	dirs := []string{dir}
-	if dir == FastDir {
-		// fast re-exports internal/fastcore in generated files, which pkg
-		// skips: the twin is the implementation they forward to.
-		dirs = append(dirs, FastcoreDir)
+	fs, err := l.pkg(dir, tags...)
+	if err != nil {
+		return nil, err
 	}
-	for _, d := range dirs {
-		fs, err := l.pkg(d, tags...)
-		if err != nil {
-			return nil, err
-		}
-		for _, pf := range fs {
-			if declares(pf.ast, sel.Sel.Name) {
-				tw.File = pf.path
-				return tw, nil
-			}
+	for _, pf := range fs {
+		if declares(pf.ast, sel.Sel.Name) {
+			tw.File = pf.path
+			return tw, nil
 		}
 	}
 	return nil, fmt.Errorf("no declaration of %s in %s", tw.Expr, dir)

@@ -1,0 +1,214 @@
+package fast
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/kvtwin/kvtwin/internal/fault"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// kxStoredRing is a cycle of live payloads that returns the pool to empty:
+// requests of 64 chained 16-token blocks stored 8 blocks per BlockStored
+// batch, each request removed (one BlockRemoved of its 64 hashes) four
+// requests later. blocks[i] is the blocks payload i stores.
+func kxStoredRing(requests int) (payloads [][]byte, blocks []int) {
+	const perReq, perMsg, bs, lag = 64, 8, 16, 4
+	rng := rand.New(rand.NewPCG(1, 2))
+	hashOf := func(req, blk int) uint64 { return uint64(req)<<32 | uint64(blk) | 1<<63 }
+	remove := func(req int) {
+		hs := make([]uint64, perReq)
+		for i := range hs {
+			hs[i] = hashOf(req, perReq-1-i)
+		}
+		payloads = append(payloads, kxBatch(new(int64(0)), kxEvRemoved(hs, kxEvOpt{})))
+		blocks = append(blocks, 0)
+	}
+	for req := range requests {
+		toks := make([]uint32, perReq*bs)
+		for i := range toks {
+			toks[i] = rng.Uint32N(150000)
+		}
+		for m := 0; m < perReq; m += perMsg {
+			hs := make([]uint64, perMsg)
+			for i := range hs {
+				hs[i] = hashOf(req, m+i)
+			}
+			var parent *uint64
+			if m > 0 {
+				parent = new(hashOf(req, m-1))
+			}
+			payloads = append(payloads, kxBatch(new(int64(0)),
+				kxEvStored(hs, parent, toks[m*bs:(m+perMsg)*bs], bs, kxEvOpt{medium: new("GPU")})))
+			blocks = append(blocks, perMsg)
+		}
+		if req >= lag {
+			remove(req - lag)
+		}
+	}
+	for req := max(requests-lag, 0); req < requests; req++ {
+		remove(req)
+	}
+	return payloads, blocks
+}
+
+// BenchmarkKVEvApplyStored is ingest through Live, decoding included, of
+// chained BlockStored batches of 16-token blocks with removals: one op is
+// one live message; blocks/s counts stored blocks.
+func BenchmarkKVEvApplyStored(b *testing.B) {
+	payloads, blocks := kxStoredRing(64)
+	ix, err := newKVIndex(ref.KVEvConfig{}, []ref.KVEvStream{{Name: "vllm"}}, fault.KVEv{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	topic := []byte("kv@10.0.0.7@llama")
+	seq := make([]byte, 8)
+	frames := [][]byte{topic, seq, nil}
+	var s uint64
+	stored := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := i % len(payloads)
+		binary.BigEndian.PutUint64(seq, s)
+		s++
+		frames[2] = payloads[k]
+		r := ix.Live("vllm", frames)
+		if len(r.Errors) > 0 || r.Error != nil {
+			b.Fatalf("%+v", r)
+		}
+		stored += blocks[k]
+	}
+	b.ReportMetric(float64(stored)/b.Elapsed().Seconds(), "blocks/s")
+}
+
+// kxScoreIndex builds engines engines each holding the same prompt of
+// tokens tokens in bs-token blocks, on stream "vllm" of an index that also
+// has stream "bg" for a concurrent ingest.
+func kxScoreIndex(tb testing.TB, engines, tokens, bs int) (*kvIndex, []int64) {
+	nBlocks := tokens / bs
+	rng := rand.New(rand.NewPCG(3, 4))
+	prompt := make([]int64, tokens)
+	toks := make([]uint32, len(prompt))
+	for i := range prompt {
+		toks[i] = rng.Uint32N(150000)
+		prompt[i] = int64(toks[i])
+	}
+	ix, err := newKVIndex(ref.KVEvConfig{}, []ref.KVEvStream{{Name: "vllm"}, {Name: "bg"}}, fault.KVEv{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var seq uint64
+	for e := range engines {
+		const perMsg = 500
+		for m := 0; m < nBlocks; m += perMsg {
+			n := min(perMsg, nBlocks-m)
+			hs := make([]uint64, n)
+			for i := range hs {
+				hs[i] = uint64(m + i + 1)
+			}
+			var parent *uint64
+			if m > 0 {
+				parent = new(uint64(m))
+			}
+			p := kxBatch(new(int64(e)), kxEvStored(hs, parent, toks[m*bs:(m+n)*bs], int64(bs), kxEvOpt{}))
+			if r := ix.Live("vllm", kxLiveFrames("kv@pod@m", seq, p)); len(r.Errors) > 0 || r.Error != nil {
+				tb.Fatalf("%+v", r)
+			}
+			seq++
+		}
+	}
+	return ix, prompt
+}
+
+// kxPacedIngest feeds stream "bg" of ix with kxStoredRing's batches at
+// about rate stored blocks per second until stop is closed, on its own
+// goroutine; the returned func waits for it. It is the "while ingest runs"
+// of the score target: its work competes for the same cores.
+func kxPacedIngest(tb testing.TB, ix *kvIndex, rate float64, stop <-chan struct{}) (wait func() (blocks int)) {
+	payloads, blocks := kxStoredRing(64)
+	done := make(chan int)
+	go func() {
+		frames := [][]byte{[]byte("kv@bg@m"), make([]byte, 8), nil}
+		start, stored := time.Now(), 0
+		for k := 0; ; k++ {
+			select {
+			case <-stop:
+				done <- stored
+				return
+			default:
+			}
+			// Ahead of the rate: sleep until the schedule catches up.
+			if ahead := time.Duration(float64(stored)/rate*float64(time.Second)) - time.Since(start); ahead > 0 {
+				time.Sleep(ahead)
+			}
+			binary.BigEndian.PutUint64(frames[1], uint64(k))
+			frames[2] = payloads[k%len(payloads)]
+			if r := ix.Live("bg", frames); len(r.Errors) > 0 || r.Error != nil {
+				panic(fmt.Sprintf("background ingest: %+v", r))
+			}
+			stored += blocks[k%len(payloads)]
+		}
+	}()
+	return func() int { return <-done }
+}
+
+// BenchmarkKVEvScore240KTokens8Engines is the hashed score of a 240,000-token
+// prompt against 8 engines that all hold it (issue 19's target: at most the
+// HTTP pools' BenchmarkScore240K8Pools, whose shape is block64), alone and
+// while another stream ingests 100K blocks/s.
+func BenchmarkKVEvScore240KTokens8Engines(b *testing.B) {
+	for _, bs := range []int{16, 64} {
+		for _, ingest := range []bool{false, true} {
+			name := fmt.Sprintf("block%d", bs)
+			if ingest {
+				name += "-ingest-100K-blocks-per-s"
+			}
+			b.Run(name, func(b *testing.B) {
+				ix, prompt := kxScoreIndex(b, 8, 240_000, bs)
+				q := ref.KVEvScoreQuery{Tokens: prompt}
+				s, err := ix.Score(q)
+				if err != nil || len(s) != 8 || s[0].Blocks != len(prompt)/bs {
+					b.Fatalf("%s %v", kxFmtScores(s), err)
+				}
+				var wait func() int
+				stop := make(chan struct{})
+				if ingest {
+					wait = kxPacedIngest(b, ix, 100_000, stop)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					ix.Score(q)
+				}
+				b.StopTimer()
+				close(stop)
+				if ingest {
+					b.ReportMetric(float64(wait())/b.Elapsed().Seconds(), "ingested-blocks/s")
+				}
+			})
+		}
+	}
+}
+
+func TestKVEvBenchFixtures(t *testing.T) {
+	payloads, _ := kxStoredRing(8)
+	ix, _ := newKVIndex(ref.KVEvConfig{}, []ref.KVEvStream{{Name: "vllm"}}, fault.KVEv{})
+	for cycle := range 2 {
+		for i, p := range payloads {
+			r := ix.Live("vllm", kxLiveFrames("", uint64(cycle*len(payloads)+i), p))
+			if len(r.Errors) > 0 || r.Error != nil {
+				t.Fatalf("%+v", r)
+			}
+		}
+		kxCheckKVInvariants(t, ix)
+		if st := ix.State(); len(st.Engines[0].Pools) != 0 {
+			t.Fatalf("ring does not return to empty: %d pools", len(st.Engines[0].Pools))
+		}
+	}
+	ix2, prompt := kxScoreIndex(t, 2, 1600, 16)
+	kxWantBlocks(t, ix2, ref.KVEvScoreQuery{Tokens: prompt}, "pod/0:100(ps16,stale=false) pod/1:100(ps16,stale=false) ")
+}

@@ -1,0 +1,143 @@
+package fast
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/zeebo/xxh3"
+)
+
+// littleEndian reports whether units lie in memory as the little-endian
+// bytes the prefix hash is defined over, so a page can be hashed in place.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// prefixHasher computes prefix-hash chains (docs/spec/radix-acks.md §1.14)
+// in one streaming pass: a plain page is hashed where it lies (no copy), a
+// pair-view page is packed into buf first. It equals ref.PrefixHashes page
+// for page.
+type prefixHasher struct {
+	buf []byte
+}
+
+// appendChain appends the hashes of q's whole pages of ps units, chained
+// from prev, to dst.
+func (h *prefixHasher) appendChain(dst []ref.PrefixHash, prev ref.PrefixHash, q Key, ps int) []ref.PrefixHash {
+	if q.b == nil {
+		return dst
+	}
+	if !q.b.pairs {
+		units := q.plain()
+		for i := 0; i+ps <= len(units); i += ps {
+			prev = h.plainPage(prev, units[i:i+ps])
+			dst = append(dst, prev)
+		}
+		return dst
+	}
+	if cap(h.buf) < 8*ps {
+		h.buf = make([]byte, 8*ps)
+	}
+	b := h.buf[:8*ps]
+	for i := 0; i+ps <= q.n; i += ps {
+		for j := range ps {
+			binary.LittleEndian.PutUint64(b[8*j:], q.at(i+j))
+		}
+		prev = ref.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
+		dst = append(dst, prev)
+	}
+	return dst
+}
+
+// plainPage is the hash of one page of stored units chained on prev: in
+// place on a little-endian machine, where the units already lie as the
+// bytes the hash is defined over, packed into buf otherwise.
+func (h *prefixHasher) plainPage(prev ref.PrefixHash, page []ref.Unit) ref.PrefixHash {
+	if littleEndian {
+		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(page))), 8*len(page))
+		return ref.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
+	}
+	if cap(h.buf) < 8*len(page) {
+		h.buf = make([]byte, 8*len(page))
+	}
+	b := h.buf[:8*len(page)]
+	for j, u := range page {
+		binary.LittleEndian.PutUint64(b[8*j:], u)
+	}
+	return ref.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
+}
+
+// chainStart is the hash a node's first page chains on: its parent's last
+// page hash, or the namespace seed under the root.
+func (t *Tree) chainStart(parent *node, k Key) ref.PrefixHash {
+	if parent == t.root {
+		return ref.PrefixHashSeed(k.Extra, k.Bigram)
+	}
+	return parent.hashes[len(parent.hashes)-1]
+}
+
+// PrefixHashes is the prefix-hash chain of k's whole pages in the tree's
+// unit space (docs/spec/radix-acks.md §1.14), in one pass over k; Eagle
+// trees hash k's bigrams without materializing them.
+func (t *Tree) PrefixHashes(k ref.Key) ([]ref.PrefixHash, error) {
+	var qb keyBacking
+	q, err := t.queryKey(k, &qb)
+	if err != nil {
+		return nil, err
+	}
+	var h prefixHasher
+	return h.appendChain(make([]ref.PrefixHash, 0, q.n/t.ps), ref.PrefixHashSeed(q.Extra, q.Bigram), q, t.ps), nil
+}
+
+// PrefixLenHashed is PrefixLen comparing, after a child is chosen by its
+// first page's units, the node's following pages by their stored prefix
+// hashes: 8 bytes a page instead of the page's units (§1.14). hashes must
+// be PrefixHashes(k) of a tree with this configuration. Read-only and safe
+// concurrently with PrefixLen and itself; it allocates nothing.
+func (t *Tree) PrefixLenHashed(k ref.Key, hashes []ref.PrefixHash) (int, error) {
+	return t.readLen(k, hashes, true)
+}
+
+// hashedPages is how many of c's pages match the query whose chain from
+// c's depth on is qh, with qPages whole pages left: the first page always
+// (the child key chose c by it), then each while the prefix hashes agree.
+func hashedPages(c *node, qh []ref.PrefixHash, qPages int) int {
+	pages := min(len(c.hashes), qPages)
+	j := 1
+	for j < pages && c.hashes[j] == qh[j] {
+		j++
+	}
+	return j
+}
+
+// TokenKeyChain is TokenKeyView and the key's prefix-hash chain for pages
+// of ps units (docs/spec/radix-acks.md §1.14) in one pass over tokens:
+// each page's ids are range-checked just before the page is hashed, while
+// it is in cache, so a long prompt is read from memory once instead of
+// once to check and once to hash. A bad id is reported exactly as
+// ref.TokenKey reports it (the first one, naming field[i]); ps < 1 is
+// ErrInvalidPageSize. The key aliases tokens, as TokenKeyView's does.
+func TokenKeyChain(field string, tokens []int64, extra ref.ExtraKey, ps int) (ref.Key, []ref.PrefixHash, error) {
+	if ps < 1 {
+		return ref.Key{}, nil, ref.Reject(ref.ErrInvalidPageSize, "page_size", ps, ">= 1")
+	}
+	units := []ref.Unit{}
+	if len(tokens) > 0 {
+		units = unsafe.Slice((*ref.Unit)(unsafe.Pointer(unsafe.SliceData(tokens))), len(tokens))
+	}
+	chain := make([]ref.PrefixHash, 0, len(units)/ps)
+	prev := ref.PrefixHashSeed(extra, false)
+	var h prefixHasher
+	i := 0
+	for ; i+ps <= len(units); i += ps {
+		page := units[i : i+ps : i+ps]
+		if checkTokenUnits(page) != nil {
+			return ref.Key{}, nil, ref.CheckTokens(field, tokens)
+		}
+		prev = h.plainPage(prev, page)
+		chain = append(chain, prev)
+	}
+	if checkTokenUnits(units[i:]) != nil {
+		return ref.Key{}, nil, ref.CheckTokens(field, tokens)
+	}
+	return ref.Key{Units: units, Extra: extra}, chain, nil
+}
