@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/events/tracegen"
-	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -23,16 +23,23 @@ type kvevTwin struct {
 	decode func(ref.Limits, ref.KVEvDecodeInput) (ref.KVMessage, error)
 }
 
-// kvevTwinOf returns the twin --impl names: fast (the production index,
-// fast.NewKVEvIndex) or ref.
+// kvevTwinOf returns the twin --impl names, fast (the production index)
+// or ref, paired by the catalog as for every other consumer: the index
+// constructor of catalog.KVEvIndex and the decoder of the kvev.decode
+// entry. Only fast and ref are accepted: neither has a CUDA twin.
 func kvevTwinOf(impl string) (kvevTwin, error) {
-	switch impl {
-	case "fast":
-		return kvevTwin{fast.NewKVEvIndex, fast.KVEvDecode}, nil
-	case "ref":
-		return kvevTwin{ref.NewKVEvIndex, ref.KVEvDecode}, nil
+	if i := catalog.Impl(impl); i != catalog.Fast && i != catalog.Ref {
+		return kvevTwin{}, fmt.Errorf("--impl %q: want fast or ref", impl)
 	}
-	return kvevTwin{}, fmt.Errorf("--impl %q: want fast or ref", impl)
+	index, err := catalog.KVEvIndex(catalog.Impl(impl))
+	if err != nil {
+		return kvevTwin{}, fmt.Errorf("--impl %s: %w", impl, err)
+	}
+	decode, err := catalog.KVEvDecode().Func(catalog.Impl(impl))
+	if err != nil {
+		return kvevTwin{}, fmt.Errorf("--impl %s: %w", impl, err)
+	}
+	return kvevTwin{index, decode}, nil
 }
 
 // evStep is one step of an events file, ready to run.

@@ -96,6 +96,8 @@ var importRules = []rule{
 		"the suites and `kvtwin soak` derive hostile bodies; production code never does"},
 	{"PythonPublisherDriverIsTestsOnly", "events/pypub", onlyImportedBy(),
 		"the driver of scripts/kvev_publisher.py exists only for events/zmq's, events/scaleout's, server's and cmd/kvtwin's tests; no package imports it outside a _test.go file"},
+	{"CLIReachesTwinsOnlyThroughCatalog", "fast/...", onlyImportedBy("fast/...", "catalog", "prefix", "equiv/mutants", "events/scaleout"),
+		"cmd/kvtwin, like the server, picks a twin by catalog.Impl; fast is imported only where its twins are paired (catalog), by what builds on its own types (prefix's key views, the relay's production index) and by the bug zoo"},
 	{"TestCertificatesAreTestsOnly", "internal/testpki", onlyImportedBy(),
 		"the certificates server's and cmd/kvtwin's TLS tests issue; no package imports the issuer outside a _test.go file"},
 	{"FaultSwitchesStayInTwinsAndBugZoo", "internal/fault", onlyImportedBy("internal/fastcore", "equiv/mutants"),
