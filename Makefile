@@ -53,7 +53,7 @@ test-race:
 ## and the 100,000-event JetStream acceptance test (20,000 under -race).
 test-full:
 	$(GO) test -count=1 ./equiv/
-	$(GO) test -count=1 -run 'TestReplicasConverge' ./kvevjs/
+	$(GO) test -count=1 -run 'TestReplicasConverge' ./events/scaleout/
 
 ## test-edges: the surfaces that face other people's systems, each bound measured on a real child
 ## process (docs/reliability.md): the event wire (a real python3-zmq publisher), the write path

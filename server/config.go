@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/events/scaleout"
+	"github.com/kvtwin/kvtwin/events/zmq"
 	"github.com/kvtwin/kvtwin/internal/jsonscan"
-	"github.com/kvtwin/kvtwin/kvevjs"
-	"github.com/kvtwin/kvtwin/kvevsub"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/ref"
 )
@@ -112,19 +112,19 @@ type Config struct {
 	// Events are the KV-event publishers (vLLM, SGLang) the server
 	// subscribes to, feeding the event-fed index scored by /v1/prefix:score
 	// and listed by /v1/events/sources (docs/events.md); none by default.
-	Events []kvevsub.Source
+	Events []zmq.Source
 	// EventsFrom, when its URL is set, feeds the event-fed index from a
 	// NATS JetStream stream that `kvtwin events relay` fills instead of
 	// from ZeroMQ (docs/spec/kv-events.md §4.3): any number of replicas
 	// then serve the same index. Exclusive with Events.
-	EventsFrom kvevjs.ReplicaOptions
+	EventsFrom scaleout.ReplicaOptions
 	// EventsIndex bounds the event-fed index: engines, engines per source
 	// (each source's share), tokens per engine, live messages held during
 	// a replay (zero fields: the defaults).
 	EventsIndex ref.KVEvConfig
 	// EventsOptions tunes the subscriber: reconnect backoff, replay timeout
 	// and cooldown, message size (zero fields: the defaults).
-	EventsOptions kvevsub.Options
+	EventsOptions zmq.Options
 	// Auth is who may call the server and over what: bearer tokens with
 	// scopes, TLS, client certificates, all re-read when their files
 	// change (docs/api.md "Authentication", "TLS"). Without tokens or

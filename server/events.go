@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/kvevjs"
-	"github.com/kvtwin/kvtwin/kvevsub"
+	"github.com/kvtwin/kvtwin/events/scaleout"
+	"github.com/kvtwin/kvtwin/events/zmq"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -25,8 +25,8 @@ import (
 // subscriber, or a JetStream replica.
 type events struct {
 	ix  ref.KVEvIndex
-	sub *kvevsub.Subscriber
-	rep *kvevjs.Replica
+	sub *zmq.Subscriber
+	rep *scaleout.Replica
 	// share is the engines each source may feed (kv-events.md §2.10 A5).
 	share int
 	// wg tracks the subscriber's Run, started by Serve and waited for by drain.
@@ -53,11 +53,11 @@ func newEvents(cfg Config) (*events, error) {
 	if fromNATS {
 		return newReplicaEvents(cfg, newIndex)
 	}
-	ix, share, err := newEventIndex(newIndex, cfg.EventsIndex, kvevsub.Streams(cfg.Events))
+	ix, share, err := newEventIndex(newIndex, cfg.EventsIndex, zmq.Streams(cfg.Events))
 	if err != nil {
 		return nil, err
 	}
-	sub, err := kvevsub.New(ix, cfg.Events, withLogger(cfg.EventsOptions, cfg))
+	sub, err := zmq.New(ix, cfg.Events, withLogger(cfg.EventsOptions, cfg))
 	if err != nil {
 		return nil, configError("Events.", err)
 	}
@@ -81,7 +81,7 @@ func newEventIndex(newIndex ref.NewKVEvIndexFunc, cfg ref.KVEvConfig, streams []
 // newReplicaEvents builds the index over the replica's sources and the
 // JetStream replica feeding it.
 func newReplicaEvents(cfg Config, newIndex ref.NewKVEvIndexFunc) (*events, error) {
-	streams, err := kvevjs.ReplicaStreams(cfg.EventsFrom.Sources)
+	streams, err := scaleout.ReplicaStreams(cfg.EventsFrom.Sources)
 	if err != nil {
 		return nil, configError("EventsFrom.", err)
 	}
@@ -93,7 +93,7 @@ func newReplicaEvents(cfg Config, newIndex ref.NewKVEvIndexFunc) (*events, error
 	if o.Logger == nil {
 		o.Logger = cfg.Logger.With("component", "events")
 	}
-	rep, err := kvevjs.NewReplica(ix, o)
+	rep, err := scaleout.NewReplica(ix, o)
 	if err != nil {
 		return nil, configError("EventsFrom.", err)
 	}
@@ -101,7 +101,7 @@ func newReplicaEvents(cfg Config, newIndex ref.NewKVEvIndexFunc) (*events, error
 }
 
 // withLogger gives the subscriber the server's logger unless one was set.
-func withLogger(o kvevsub.Options, cfg Config) kvevsub.Options {
+func withLogger(o zmq.Options, cfg Config) zmq.Options {
 	if o.Logger == nil {
 		o.Logger = cfg.Logger.With("component", "events")
 	}
@@ -145,7 +145,7 @@ type EventSource struct {
 	Name string `json:"name"`
 	// Subscriber is the connection and replay state; absent on a
 	// JetStream replica, whose state is EventSources.Replica.
-	Subscriber *kvevsub.SourceStatus `json:"subscriber,omitzero"`
+	Subscriber *zmq.SourceStatus `json:"subscriber,omitzero"`
 	// Stream is the index's cursor and counters for the source (§3.1);
 	// Stream.Counters.EnginesRefused counts its batches refused for their
 	// engine (past MaxEngines, or another source's engine).
@@ -196,7 +196,7 @@ type EventSources struct {
 	Digest string `json:"digest"`
 	// Replica is the JetStream replica's state when the server is fed by
 	// `--events-from`.
-	Replica *kvevjs.ReplicaStatus `json:"replica,omitzero"`
+	Replica *scaleout.ReplicaStatus `json:"replica,omitzero"`
 }
 
 // summarizer is an index that can report its state without its pages
@@ -290,11 +290,11 @@ type eventCollector struct {
 type eventMetric struct {
 	desc  *prometheus.Desc
 	kind  prometheus.ValueType
-	value func(kvevsub.SourceStatus, ref.KVEvStreamState) float64
+	value func(zmq.SourceStatus, ref.KVEvStreamState) float64
 }
 
 func newEventCollector(ev *events) eventCollector {
-	m := func(name, help string, kind prometheus.ValueType, v func(kvevsub.SourceStatus, ref.KVEvStreamState) float64) eventMetric {
+	m := func(name, help string, kind prometheus.ValueType, v func(zmq.SourceStatus, ref.KVEvStreamState) float64) eventMetric {
 		return eventMetric{desc: prometheus.NewDesc(name, help, []string{"source"}, nil), kind: kind, value: v}
 	}
 	c, g := prometheus.CounterValue, prometheus.GaugeValue
@@ -307,49 +307,49 @@ func newEventCollector(ev *events) eventCollector {
 	return eventCollector{ev: ev,
 		metrics: []eventMetric{
 			m("kvtwin_events_connected", "1 while the source's SUB socket is connected.", g,
-				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return b(s.Connected) }),
+				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return b(s.Connected) }),
 			m("kvtwin_events_reconnects_total", "SUB connections made after the first.", c,
-				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.Reconnects) }),
+				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.Reconnects) }),
 			m("kvtwin_events_messages_total", "Live messages passed to the index.", c,
-				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.Messages) }),
+				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.Messages) }),
 			m("kvtwin_events_last_seq", "Seq of the last live message.", g,
-				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.LastSeq) }),
+				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.LastSeq) }),
 			m("kvtwin_events_batches_total", "Batches applied (decoded or refused).", c,
-				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Batches) }),
+				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Batches) }),
 			m("kvtwin_events_duplicates_total", "Batches dropped as already applied.", c,
-				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Duplicates) }),
+				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Duplicates) }),
 			m("kvtwin_events_malformed_total", "Live messages dropped for their frames.", c,
-				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Malformed) }),
+				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Malformed) }),
 			m("kvtwin_events_decode_errors_total", "Batches refused by the decoder (engine refusals are kvtwin_events_engines_refused_total).", c,
-				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.DecodeErrors) }),
+				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.DecodeErrors) }),
 			m("kvtwin_events_gaps_total", "Unrecoverable gaps.", c,
-				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Gaps) }),
+				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Gaps) }),
 			m("kvtwin_events_gap_batches_lost_total", "Seqs inside unrecoverable gaps.", c,
-				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.GapBatchesLost) }),
+				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.GapBatchesLost) }),
 			m("kvtwin_events_replays_ok_total", "Replays that ended with their sentinel.", c,
-				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.ReplaysOK) }),
+				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.ReplaysOK) }),
 			m("kvtwin_events_replays_failed_total", "Replays that did not.", c,
-				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.ReplaysFailed) }),
+				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.ReplaysFailed) }),
 			m("kvtwin_events_restarts_total", "Publisher restarts.", c,
-				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Restarts) }),
+				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Restarts) }),
 			m("kvtwin_events_engines_refused_total", "Batches refused for their engine: past the source's engine share or fed by another source (docs/spec/kv-events.md §2.10 A2, A5).", c,
-				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.EnginesRefused) }),
+				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.EnginesRefused) }),
 			m("kvtwin_events_engines", "Engines the source feeds.", g,
-				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(len(t.Engines)) }),
+				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(len(t.Engines)) }),
 			m("kvtwin_events_max_engines", "Engines the source may feed: its share of the index (--events-max-engines-per-source).", g,
-				func(kvevsub.SourceStatus, ref.KVEvStreamState) float64 { return float64(ev.share) }),
+				func(zmq.SourceStatus, ref.KVEvStreamState) float64 { return float64(ev.share) }),
 			m("kvtwin_events_held_overflow_total", "Live messages dropped while a replay ran because the hold queue was full (max_held, max_held_bytes).", c,
-				func(_ kvevsub.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.HeldOverflow) }),
+				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.HeldOverflow) }),
 			m("kvtwin_events_refused_batches_total", "Batches the index refused whole (decode errors, engines it would not create).", c,
-				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.RefusedBatches) }),
+				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.RefusedBatches) }),
 			m("kvtwin_events_oversized_messages_total", "Batches refused past the bounds of one message (max_events, max_decode_ratio).", c,
-				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.OversizedMessages) }),
+				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.OversizedMessages) }),
 			m("kvtwin_events_buffered_bytes", "Bytes the source holds in the subscriber's buffer budget: queued frames, replies, held messages.", g,
-				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.BufferedBytes) }),
+				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.BufferedBytes) }),
 			m("kvtwin_events_buffer_overflows_total", "Connections closed because a frame found no room in the buffer budget in time.", c,
-				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.BufferOverflows) }),
+				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.BufferOverflows) }),
 			m("kvtwin_events_log_suppressed_total", "Log lines about refusals held back by --events-log-interval.", c,
-				func(s kvevsub.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.LogSuppressed) }),
+				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.LogSuppressed) }),
 		},
 		stale: prometheus.NewDesc("kvtwin_events_engine_stale", "1 while the engine may have missed events (docs/spec/kv-events.md §3.3).",
 			[]string{"source", "engine", "dp_rank"}, nil),
@@ -378,7 +378,7 @@ func (c eventCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range st.Streams {
 		streams[s.Name] = s
 	}
-	subs := map[string]kvevsub.SourceStatus{}
+	subs := map[string]zmq.SourceStatus{}
 	if c.ev.sub != nil {
 		for _, ss := range c.ev.sub.Status() {
 			subs[ss.Name] = ss

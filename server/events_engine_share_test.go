@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvtwin/kvtwin/kvevsub"
+	"github.com/kvtwin/kvtwin/events/zmq"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -72,7 +72,7 @@ func shareSources(t *testing.T, base string, next map[string]uint64) map[string]
 func TestEventsOneSourceCannotTakeAnotherSourcesEngines(t *testing.T) {
 	const ranks = 300
 	a, b := startPublisher(t, "kv@pod-a@llama"), startPublisher(t, "kv@pod-b@llama")
-	base := serveEvents(t, []kvevsub.Source{
+	base := serveEvents(t, []zmq.Source{
 		{Name: "a", Endpoint: a.pub, Replay: a.replay},
 		{Name: "b", Endpoint: b.pub, Replay: b.replay},
 	})

@@ -12,14 +12,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kvtwin/kvtwin/internal/pypub"
-	"github.com/kvtwin/kvtwin/kvevsub"
+	"github.com/kvtwin/kvtwin/events/pypub"
+	"github.com/kvtwin/kvtwin/events/zmq"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
 )
 
 // publisher is scripts/kvev_publisher.py, a real vLLM-style PUB + ROUTER
-// replay publisher, driven over its stdin (internal/pypub).
+// replay publisher, driven over its stdin (events/pypub).
 type publisher struct {
 	t        *testing.T
 	p        *pypub.Publisher
@@ -61,11 +61,11 @@ func (p *publisher) send(cmd map[string]any) {
 
 // serveEvents runs a real Server (Serve, so its subscriber runs) with the
 // given event sources until the test ends.
-func serveEvents(t *testing.T, sources []kvevsub.Source) string {
+func serveEvents(t *testing.T, sources []zmq.Source) string {
 	t.Helper()
 	cfg := testConfig(&logBuffer{})
 	cfg.Events = sources
-	cfg.EventsOptions = kvevsub.Options{ReconnectMin: 20 * time.Millisecond, ReconnectMax: 200 * time.Millisecond,
+	cfg.EventsOptions = zmq.Options{ReconnectMin: 20 * time.Millisecond, ReconnectMax: 200 * time.Millisecond,
 		ReplayTimeout: 2 * time.Second, ReplayCooldown: time.Second}
 	s, err := server.New(cfg)
 	if err != nil {
@@ -121,7 +121,7 @@ func stored(hashes []int64, parent any, tokens []int) map[string]any {
 // computes from the same batches, and reports the source fresh.
 func TestEventFedScoresMatchTheReferenceOnThePythonPublisher(t *testing.T) {
 	pub := startPublisher(t, "kv@engine-a@llama")
-	base := serveEvents(t, []kvevsub.Source{{Name: "engine-a", Endpoint: pub.pub, Replay: pub.replay}})
+	base := serveEvents(t, []zmq.Source{{Name: "engine-a", Endpoint: pub.pub, Replay: pub.replay}})
 	pub.send(map[string]any{"op": "await_subscribers", "n": 1, "timeout": 15})
 
 	pub.send(map[string]any{"op": "emit", "form": "array", "events": []any{stored([]int64{11, 12}, nil, []int{1, 2, 3, 4, 5, 6, 7, 8})}})
@@ -181,7 +181,7 @@ func TestEventSourcesAnswer404WithoutSources(t *testing.T) {
 // by a JetStream stream, never both; New says which field to drop.
 func TestEventsAndEventsFromAreExclusive(t *testing.T) {
 	cfg := testConfig(&logBuffer{})
-	cfg.Events = []kvevsub.Source{{Name: "a", Endpoint: "tcp://127.0.0.1:5557"}}
+	cfg.Events = []zmq.Source{{Name: "a", Endpoint: "tcp://127.0.0.1:5557"}}
 	cfg.EventsFrom.URL = "nats://127.0.0.1:4222"
 	_, err := server.New(cfg)
 	ie, ok := ref.AsInputError(err)
@@ -195,14 +195,14 @@ func TestEventsAndEventsFromAreExclusive(t *testing.T) {
 // budget from EventsOptions, and /metrics and /v1/events/sources report
 // the budget, what is held in it and the refusals.
 func TestEventBoundsAreConfiguredAndExported(t *testing.T) {
-	base := serveEventsWith(t, []kvevsub.Source{{Name: "a", Endpoint: "tcp://127.0.0.1:1"}}, func(cfg *server.Config) {
+	base := serveEventsWith(t, []zmq.Source{{Name: "a", Endpoint: "tcp://127.0.0.1:1"}}, func(cfg *server.Config) {
 		cfg.EventsOptions.MaxBufferedBytes = 96 << 20
 		cfg.EventsIndex.MaxEvents = -1
 	})
 	if base != "" {
 		t.Fatal("a negative max_events was accepted")
 	}
-	base = serveEventsWith(t, []kvevsub.Source{{Name: "a", Endpoint: "tcp://127.0.0.1:1"}}, func(cfg *server.Config) {
+	base = serveEventsWith(t, []zmq.Source{{Name: "a", Endpoint: "tcp://127.0.0.1:1"}}, func(cfg *server.Config) {
 		cfg.EventsOptions.MaxBufferedBytes = 96 << 20
 		cfg.EventsIndex.MaxEvents = 7
 	})
@@ -235,7 +235,7 @@ func TestEventBoundsAreConfiguredAndExported(t *testing.T) {
 
 // serveEventsWith is serveEvents with the config edited first; "" when New
 // refuses the config.
-func serveEventsWith(t *testing.T, sources []kvevsub.Source, edit func(*server.Config)) string {
+func serveEventsWith(t *testing.T, sources []zmq.Source, edit func(*server.Config)) string {
 	t.Helper()
 	cfg := testConfig(&logBuffer{})
 	cfg.Events = sources

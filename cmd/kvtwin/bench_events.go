@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/kvevgen"
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/events/tracegen"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -23,16 +23,23 @@ type kvevTwin struct {
 	decode func(ref.Limits, ref.KVEvDecodeInput) (ref.KVMessage, error)
 }
 
-// kvevTwinOf returns the twin --impl names: fast (the production index,
-// fast.NewKVEvIndex) or ref.
+// kvevTwinOf returns the twin --impl names, fast (the production index)
+// or ref, paired by the catalog as for every other consumer: the index
+// constructor of catalog.KVEvIndex and the decoder of the kvev.decode
+// entry. Only fast and ref are accepted: neither has a CUDA twin.
 func kvevTwinOf(impl string) (kvevTwin, error) {
-	switch impl {
-	case "fast":
-		return kvevTwin{fast.NewKVEvIndex, fast.KVEvDecode}, nil
-	case "ref":
-		return kvevTwin{ref.NewKVEvIndex, ref.KVEvDecode}, nil
+	if i := catalog.Impl(impl); i != catalog.Fast && i != catalog.Ref {
+		return kvevTwin{}, fmt.Errorf("--impl %q: want fast or ref", impl)
 	}
-	return kvevTwin{}, fmt.Errorf("--impl %q: want fast or ref", impl)
+	index, err := catalog.KVEvIndex(catalog.Impl(impl))
+	if err != nil {
+		return kvevTwin{}, fmt.Errorf("--impl %s: %w", impl, err)
+	}
+	decode, err := catalog.KVEvDecode().Func(catalog.Impl(impl))
+	if err != nil {
+		return kvevTwin{}, fmt.Errorf("--impl %s: %w", impl, err)
+	}
+	return kvevTwin{index, decode}, nil
 }
 
 // evStep is one step of an events file, ready to run.
@@ -190,7 +197,7 @@ func newBenchEventsCmd() *cobra.Command {
 	var impl string
 	var scoreEvery, runs int
 	var asJSON bool
-	lim := kvevgen.DefaultLimits()
+	lim := tracegen.DefaultLimits()
 	cmd := &cobra.Command{
 		Use:   "events FILE",
 		Short: "Ingest a KV-event stream (kvtwin replay --emit-events) through decode + apply: blocks/s, batches/s, ns/block, peak heap",
@@ -214,7 +221,7 @@ func newBenchEventsCmd() *cobra.Command {
 			if lim.MaxLineBytes < 1 || lim.MaxFileBytes < 1 {
 				return fmt.Errorf("--max-line-bytes %d and --max-file-bytes %d: want >= 1", lim.MaxLineBytes, lim.MaxFileBytes)
 			}
-			in, err := kvevgen.LoadFileLimited(args[0], lim)
+			in, err := tracegen.LoadFileLimited(args[0], lim)
 			if err != nil {
 				return err
 			}
@@ -248,8 +255,8 @@ func newBenchEventsCmd() *cobra.Command {
 	f.IntVar(&scoreEvery, "score-every", 1, "run every Nth score step of the file (1 = all, 0 = none); scores are timed apart from ingestion")
 	f.IntVar(&runs, "runs", 3, "timed passes, each on a fresh index")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
-	f.IntVar(&lim.MaxLineBytes, "max-line-bytes", kvevgen.DefaultMaxLineBytes, "longest line of the events file read; a longer one is refused, naming the file and line")
-	f.Int64Var(&lim.MaxFileBytes, "max-file-bytes", kvevgen.DefaultMaxFileBytes, "largest events file read (it is held whole); a larger one is refused where it passes the bound")
+	f.IntVar(&lim.MaxLineBytes, "max-line-bytes", tracegen.DefaultMaxLineBytes, "longest line of the events file read; a longer one is refused, naming the file and line")
+	f.Int64Var(&lim.MaxFileBytes, "max-file-bytes", tracegen.DefaultMaxFileBytes, "largest events file read (it is held whole); a larger one is refused where it passes the bound")
 	return cmd
 }
 
@@ -259,7 +266,7 @@ func benchEvents(tw kvevTwin, sc *evScript, scoreEvery, runs int) (benchEventsRe
 	// Decode alone, which also counts the file's blocks.
 	lim := ref.DefaultLimits()
 	for r := range runs {
-		var c kvevgen.BatchCount
+		var c tracegen.BatchCount
 		start := time.Now()
 		for i := range sc.steps {
 			s := &sc.steps[i]

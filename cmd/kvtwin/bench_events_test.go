@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvtwin/kvtwin/kvevgen"
+	"github.com/kvtwin/kvtwin/events/tracegen"
 	"github.com/kvtwin/kvtwin/replay"
 )
 
@@ -19,7 +19,7 @@ func skipUnimplemented(t testing.TB, impl string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tw.index(kvevgen.HeaderFor(kvevgen.DefaultOptions()).Config, kvevgen.HeaderFor(kvevgen.DefaultOptions()).Streams); err != nil && strings.Contains(err.Error(), "not implemented") {
+	if _, err := tw.index(tracegen.HeaderFor(tracegen.DefaultOptions()).Config, tracegen.HeaderFor(tracegen.DefaultOptions()).Streams); err != nil && strings.Contains(err.Error(), "not implemented") {
 		t.Skipf("%s: %v", impl, err)
 	}
 }
@@ -63,7 +63,7 @@ func TestBenchEventsIngestsAnEmittedStream(t *testing.T) {
 				}
 				// Holes come from interior removals only: none with vLLM's
 				// free order, some left at the end with head-first.
-				if head := sum.Options.FreeOrder == kvevgen.FreeHead; head != (res.Holes > 0) || head != (sum.InteriorRemovals > 0) {
+				if head := sum.Options.FreeOrder == tracegen.FreeHead; head != (res.Holes > 0) || head != (sum.InteriorRemovals > 0) {
 					t.Errorf("free order %s: %d interior removals, %d holes at the end", sum.Options.FreeOrder, sum.InteriorRemovals, res.Holes)
 				}
 				code, out, _ = runCLI(t, "bench", "events", file, "--impl", impl, "--runs", "1", "--score-every", "0")
@@ -113,11 +113,11 @@ func BenchmarkKVEvIngestMooncake(b *testing.B) {
 		b.Fatal(err)
 	}
 	var buf bytes.Buffer
-	res, err := kvevgen.Emit(&buf, reqs[:100], kvevgen.Options{CapacityBlocks: 1000, IDTokens: 128, Encoding: kvevgen.EncodingMixed})
+	res, err := tracegen.Emit(&buf, reqs[:100], tracegen.Options{CapacityBlocks: 1000, IDTokens: 128, Encoding: tracegen.EncodingMixed})
 	if err != nil {
 		b.Fatal(err)
 	}
-	in, err := kvevgen.Load(&buf)
+	in, err := tracegen.Load(&buf)
 	if err != nil {
 		b.Fatal(err)
 	}

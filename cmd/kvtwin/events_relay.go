@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kvtwin/kvtwin/kvevjs"
+	"github.com/kvtwin/kvtwin/events/scaleout"
 )
 
 // newEventsCmd is `kvtwin events`: tools for the KV-event stream
@@ -33,7 +33,7 @@ func newEventsCmd() *cobra.Command {
 // publish every batch the relay's index applies to a JetStream stream,
 // which `kvtwin serve` replicas consume.
 func newEventsRelayCmd() *cobra.Command {
-	o := kvevjs.DefaultRelayOptions()
+	o := scaleout.DefaultRelayOptions()
 	var specs []string
 	var eventsFile, logLevel, logFormat string
 	var statusEvery time.Duration
@@ -71,7 +71,7 @@ Replicas: kvtwin serve --events-from nats://… (docs/spec/kv-events.md §4.3).`
 				return fmt.Errorf("--status-every %v: want >= 0 (0: never)", statusEvery)
 			}
 			o.Logger, o.Subscriber.Logger = logger, logger
-			r, err := kvevjs.NewRelay(o)
+			r, err := scaleout.NewRelay(o)
 			if err != nil {
 				return err
 			}
@@ -114,7 +114,7 @@ Replicas: kvtwin serve --events-from nats://… (docs/spec/kv-events.md §4.3).`
 
 // logRelayStatus logs every source's counters each period until ctx ends
 // or done closes.
-func logRelayStatus(ctx context.Context, done <-chan struct{}, r *kvevjs.Relay, log *slog.Logger, every time.Duration) {
+func logRelayStatus(ctx context.Context, done <-chan struct{}, r *scaleout.Relay, log *slog.Logger, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kvtwin/kvtwin/kvevgen"
+	"github.com/kvtwin/kvtwin/events/tracegen"
 	"github.com/kvtwin/kvtwin/replay"
 )
 
@@ -18,18 +18,18 @@ import (
 type emitEventsFlags struct {
 	file     string
 	requests int
-	opt      kvevgen.Options
+	opt      tracegen.Options
 }
 
 // addEmitEvents gives `kvtwin replay` the --emit-events mode: instead of
 // replaying the trace through the radix tree, write the KV-event stream
 // vLLM engines with the given capacity would publish for it
-// (docs/spec/kv-events.md, kvevgen) as a kvev.apply script in JSON Lines.
+// (docs/spec/kv-events.md, events/tracegen) as a kvev.apply script in JSON Lines.
 // In that mode --capacity-tokens is optional (it sets --capacity-blocks
 // when that is not given) and --mode, --impl and --page-size are ignored.
 func addEmitEvents(cmd *cobra.Command) {
 	var fl emitEventsFlags
-	d := kvevgen.DefaultOptions()
+	d := tracegen.DefaultOptions()
 	f := cmd.Flags()
 	f.StringVar(&fl.file, "emit-events", "", "write the trace's KV-event stream (kvev.apply script, JSON Lines: {config, streams} header, one step a line) to FILE ('-' = stdout) instead of replaying")
 	f.IntVar(&fl.opt.CapacityBlocks, "capacity-blocks", 0, "with --emit-events: each engine's GPU pool in blocks, 0 = unlimited (default: --capacity-tokens / --block-size)")
@@ -68,7 +68,7 @@ type emitEventsOutput struct {
 	Trace string `json:"trace"`
 	// File is the events file written.
 	File string `json:"file"`
-	kvevgen.Summary
+	tracegen.Summary
 	// Seconds is the emission's wall time (not deterministic).
 	Seconds float64 `json:"seconds"`
 }
@@ -116,7 +116,7 @@ func runEmitEvents(cmd *cobra.Command, fl emitEventsFlags) error {
 		w = out
 	}
 	start := time.Now()
-	res, err := kvevgen.Emit(w, reqs, opt)
+	res, err := tracegen.Emit(w, reqs, opt)
 	if err != nil {
 		return fmt.Errorf("--emit-events %s: %w", fl.file, err)
 	}

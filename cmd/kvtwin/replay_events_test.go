@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvtwin/kvtwin/kvevgen"
+	"github.com/kvtwin/kvtwin/events/tracegen"
 	"github.com/kvtwin/kvtwin/replay"
 )
 
@@ -65,11 +65,11 @@ func TestReplayEmitEventsIsDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lib bytes.Buffer
-	if _, err := kvevgen.Emit(&lib, reqs, kvevgen.Options{CapacityBlocks: 2500, Engines: 2, Encoding: "mixed", Hash: "signed", ScoreEvery: 6}); err != nil {
+	if _, err := tracegen.Emit(&lib, reqs, tracegen.Options{CapacityBlocks: 2500, Engines: 2, Encoding: "mixed", Hash: "signed", ScoreEvery: 6}); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a, lib.Bytes()) {
-		t.Error("the CLI's file differs from kvevgen.Emit's")
+		t.Error("the CLI's file differs from tracegen.Emit's")
 	}
 	if sum.Requests != 30 || sum.Batches == 0 || sum.BlocksRemoved == 0 || sum.ScoreSteps != 5 || sum.Options.Engines != 2 {
 		t.Errorf("summary %+v", sum.Summary)
@@ -95,7 +95,7 @@ func TestReplayEmitEventsFlags(t *testing.T) {
 	if !strings.HasPrefix(out, `{"config":`) || !strings.Contains(stderr, "BlockStored events / blocks") {
 		t.Errorf("stdout %.80q, stderr %q", out, stderr)
 	}
-	in, err := kvevgen.Load(strings.NewReader(out))
+	in, err := tracegen.Load(strings.NewReader(out))
 	if err != nil || len(in.Steps) == 0 {
 		t.Fatalf("stdout does not load: %v", err)
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kvtwin/kvtwin/events/zmq"
 	"github.com/kvtwin/kvtwin/internal/bounded"
-	"github.com/kvtwin/kvtwin/kvevsub"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -19,7 +19,7 @@ import (
 // bounds. YAML is a superset of JSON, so either works.
 type eventsFile struct {
 	// Sources are the publishers, as --events would give them.
-	Sources []kvevsub.Source `yaml:"sources"`
+	Sources []zmq.Source `yaml:"sources"`
 	// Index bounds the event-fed index; a flag set on the command line wins.
 	// Its keys are ref.KVEvConfig's JSON names (max_engines, max_held_bytes,
 	// ...), decoded by indexConfig: yaml would want Go's field names.
@@ -55,10 +55,10 @@ const maxEventsFileBytes = 1 << 20
 // eventSources parses the --events flags and the --events-file document
 // (flags first, then the file's sources) and fills the index bounds the
 // command line left at zero from the file.
-func eventSources(specs []string, file string, idx *ref.KVEvConfig) ([]kvevsub.Source, error) {
-	var out []kvevsub.Source
+func eventSources(specs []string, file string, idx *ref.KVEvConfig) ([]zmq.Source, error) {
+	var out []zmq.Source
 	for _, spec := range specs {
-		src, err := kvevsub.ParseSource(spec)
+		src, err := zmq.ParseSource(spec)
 		if err != nil {
 			return nil, fmt.Errorf("--events %q: %w", spec, err)
 		}
@@ -109,7 +109,7 @@ func fillZero[T int | int64](flag *T, file T) {
 // index enforces (docs/spec/kv-events.md §2.10 A7, A10), and the
 // subscriber's byte budget, message size and refusal-log interval
 // (docs/events.md). serve and events relay share them.
-func addEventBoundFlags(f *pflag.FlagSet, idx *ref.KVEvConfig, sub *kvevsub.Options) {
+func addEventBoundFlags(f *pflag.FlagSet, idx *ref.KVEvConfig, sub *zmq.Options) {
 	f.IntVar(&idx.MaxEvents, "events-max-events", 0, "most events of one message; a larger message is refused whole at its events header and its source's engines marked stale (0: 262144)")
 	f.Int64Var(&idx.MaxDecodeRatio, "events-max-decode-ratio", 0, "most decoded bytes per message byte, beyond 64 KiB (256 per event, 8 per hash, 4 per token); past it the message is refused whole (0: 16)")
 	f.Var(byteSizeFlag{&idx.MaxHeldBytes}, "events-max-held-bytes", "most bytes of the live messages a source holds while its replay runs, bytes or <n>{KB,MB,GB,KiB,MiB,GiB}; past it they are dropped and the source marked stale (0: 64MiB)")

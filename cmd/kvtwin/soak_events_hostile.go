@@ -9,7 +9,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/kvtwin/kvtwin/kvevsub"
+	"github.com/kvtwin/kvtwin/events/zmq"
 )
 
 // This file builds the hostile messages the soak's third publisher mixes
@@ -62,7 +62,7 @@ const hugeEventBytes = "91a178"
 // within the subscriber's frame cap (the batch head is 15 bytes, and a
 // larger message is cut at its header, never decoded: it would test
 // nothing).
-func maxHugeEvents() int { return int((kvevsub.DefaultOptions().MaxMessageBytes - 64) / 3) }
+func maxHugeEvents() int { return int((zmq.DefaultOptions().MaxMessageBytes - 64) / 3) }
 
 // batchTS is every batch's ts: informational only (spec §1.3).
 const batchTS = 1757500000.25
@@ -192,7 +192,7 @@ func mpFloat64(b []byte, f float64) []byte {
 func checkHugeEvents(n int) error {
 	if n < 1 || n > maxHugeEvents() {
 		return fmt.Errorf("--events-huge-events %d: want 1 to %d (a message past the subscriber's %d-byte frame cap is cut unread)",
-			n, maxHugeEvents(), kvevsub.DefaultOptions().MaxMessageBytes)
+			n, maxHugeEvents(), zmq.DefaultOptions().MaxMessageBytes)
 	}
 	return nil
 }

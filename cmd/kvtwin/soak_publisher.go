@@ -17,7 +17,7 @@ import (
 
 // This file drives scripts/kvev_publisher.py, the real KV-event publisher
 // (python3-zmq and python3-msgpack: vLLM's PUB and replay ROUTER), as a
-// child process of `kvtwin soak`. internal/pypub does the same for tests,
+// child process of `kvtwin soak`. events/pypub does the same for tests,
 // but it links `testing` and fails a testing.TB; the soak is production
 // code of the CLI, so it has its own driver that returns errors instead.
 // The protocol is the script's: one JSON command per stdin line, one JSON

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvtwin/kvtwin/internal/pypub"
+	"github.com/kvtwin/kvtwin/events/pypub"
 )
 
 // The event wire's edge tests (issue 27): the real `kvtwin serve --events`

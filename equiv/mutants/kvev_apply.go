@@ -28,6 +28,8 @@ func kvevMutant(id, section, about string, f fault.KVEv) equiv.Killable {
 		Section: section,
 		About:   about,
 		Fn:      faultyKVEvApply(f),
+		// Each is also a narrated scenario (equiv.TestKVEvScenarios).
+		Scenario: "equiv/testdata/kvev_" + id + ".txt",
 	}
 }
 

@@ -1,0 +1,512 @@
+package equiv
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// kvev.apply's properties (docs/spec/kv-events.md §2-§3): each checks a
+// script and an implementation's output against the spec, re-running ref
+// on variants of the script (a step repeated, a stream left out, the
+// streams re-interleaved, a refused event removed) where the property is
+// about what changes between them.
+
+// kvRunStep dispatches one step on ix as the kvev.apply interpreter does
+// (ref.RunKVEvApply), so a property can look at the index between steps.
+func kvRunStep(ix ref.KVEvIndex, s ref.KVEvStep) ref.KVEvStepResult {
+	fb := func(fs []ref.HexBytes) [][]byte {
+		out := make([][]byte, len(fs))
+		for i, f := range fs {
+			out[i] = f
+		}
+		return out
+	}
+	switch s.Op {
+	case ref.KVStepLive:
+		return ix.Live(s.Stream, fb(s.Frames))
+	case ref.KVStepReplay:
+		return ix.Replay(s.Stream, fb(s.Frames))
+	case ref.KVStepReplayFailed:
+		return ix.ReplayFailed(s.Stream, s.Reason)
+	case ref.KVStepRestart:
+		return ix.Restart(s.Stream)
+	}
+	scores, err := ix.Score(ref.KVEvScoreQuery{Tokens: s.Tokens, Namespace: s.Namespace, Group: s.Group, Tier: s.Tier, Exact: s.Exact})
+	r := ref.KVEvStepResult{Op: s.Op, Scores: scores}
+	if err != nil {
+		r.Error = new(ref.ErrorObjectOf(err))
+	}
+	return r
+}
+
+// kvStepped runs in on a fresh index of newIndex, calling visit after
+// every step with its result and the index; visit returns false to stop.
+func kvStepped(newIndex ref.NewKVEvIndexFunc, in ref.KVEvApplyInput, visit func(i int, r ref.KVEvStepResult, ix ref.KVEvIndex) bool) error {
+	ix, err := newIndex(in.Config, in.Streams)
+	if err != nil {
+		return err
+	}
+	for i, s := range in.Steps {
+		if !visit(i, kvRunStep(ix, s), ix) {
+			break
+		}
+	}
+	return nil
+}
+
+func kvJSON(v any) string {
+	b, err := catalog.Marshal(v)
+	if err != nil {
+		return "unencodable: " + err.Error()
+	}
+	return string(b)
+}
+
+func kvEqual(a, b any) bool { return kvJSON(a) == kvJSON(b) }
+
+// kvCursorFollows runs the cursor model over the script and compares
+// every stream step's applied and duplicate seqs, replay request, replay
+// completion, lost runs, restart, held count and step error with the trace
+// (§3.1, §3.2, A7).
+func kvCursorFollows(_ ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+	cur := map[string]*kvCursor{}
+	for _, s := range in.Streams {
+		cur[s.Name] = newKVCursor(s, in.Config)
+	}
+	for i, s := range in.Steps {
+		c := cur[s.Stream]
+		var o kvCursorOut
+		switch s.Op {
+		case ref.KVStepLive:
+			o = c.live(s.Frames)
+		case ref.KVStepReplay:
+			o = c.reply(s.Frames)
+		case ref.KVStepReplayFailed:
+			o = c.failed()
+		case ref.KVStepRestart:
+			o = c.restart()
+		default:
+			continue
+		}
+		r := out.Trace[i]
+		var req *uint64
+		if len(r.ReplayRequest) > 0 {
+			if len(r.ReplayRequest) != 2 || len(r.ReplayRequest[0]) != 0 || len(r.ReplayRequest[1]) != 8 {
+				return fmt.Errorf("step %d: replay request %x is not [empty, 8-byte start] (§3.2)", i, r.ReplayRequest)
+			}
+			req = new(seqOf(r.ReplayRequest[1]))
+		}
+		code := ""
+		if r.Error != nil {
+			code = r.Error.Code
+		}
+		got := fmt.Sprintf("applied %v dups %v request %v done %t restart %t held %d error %q", r.Applied, r.Duplicates, kvPtr(req), r.ReplayDone, r.Restart, r.Held, code)
+		held := len(c.held)
+		want := fmt.Sprintf("applied %v dups %v request %v done %t restart %t held %d error %q", o.applied, o.dups, kvPtr(o.request), o.done, o.restart, held, o.errCode)
+		if got != want {
+			return fmt.Errorf("step %d (%s %s): the trace has %s; §3.1/A7 give %s", i, s.Op, s.Stream, got, want)
+		}
+		if !o.overflow && !kvEqual(r.Lost, o.lost) && (len(r.Lost) > 0 || len(o.lost) > 0) {
+			return fmt.Errorf("step %d (%s %s): lost %v; §3.1/A7 give %v", i, s.Op, s.Stream, r.Lost, o.lost)
+		}
+	}
+	return nil
+}
+
+func kvPtr(p *uint64) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
+}
+
+// kvAppliedAtMostOnce is §2.5/§2.7: within a publisher incarnation a
+// stream applies each seq at most once, in increasing order, duplicates
+// dropped; a restart starts a new incarnation.
+func kvAppliedAtMostOnce(_ ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+	last := map[string]uint64{}
+	seen := map[string]bool{}
+	// pending counts the restarts a stream reported (a seq regression
+	// found live or while held messages drain) that no non-increasing seq
+	// has yet accounted for: the restart may fall between two seqs the
+	// same step applies, or before a seq a later step applies, so each
+	// excuses exactly one seq that does not increase. A restart step
+	// forgets the stream's history outright, so it excuses nothing later.
+	pending := map[string]int{}
+	for i, s := range in.Steps {
+		r := out.Trace[i]
+		if s.Op == ref.KVStepRestart {
+			seen[s.Stream], pending[s.Stream] = false, 0
+		} else if r.Restart {
+			pending[s.Stream]++
+		}
+		for _, q := range r.Applied {
+			if seen[s.Stream] && q <= last[s.Stream] {
+				if pending[s.Stream] == 0 {
+					return fmt.Errorf("step %d: stream %s applies seq %d after %d", i, s.Stream, q, last[s.Stream])
+				}
+				pending[s.Stream]--
+			}
+			last[s.Stream], seen[s.Stream] = q, true
+		}
+		for _, q := range r.Duplicates {
+			if slices.Contains(r.Applied, q) {
+				return fmt.Errorf("step %d: seq %d both applied and dropped", i, q)
+			}
+		}
+	}
+	return nil
+}
+
+// kvScoreWalksState is §2.8 against the state: every score equals a walk
+// over the index's pages at that step (engines with a pool for the
+// query's group and tier; whole pages; the namespace's child page by
+// page; stop at the first missing page or hole), in blocks of that pool.
+func kvScoreWalksState(_ ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+	var ferr error
+	err := kvStepped(ref.NewKVEvIndex, in, func(i int, r ref.KVEvStepResult, ix ref.KVEvIndex) bool {
+		if !kvEqual(r, out.Trace[i]) {
+			ferr = fmt.Errorf("step %d: stepping the index gives %s, the script %s", i, kvJSON(r), kvJSON(out.Trace[i]))
+			return false
+		}
+		s := in.Steps[i]
+		if s.Op != ref.KVStepScore || r.Error != nil {
+			return true
+		}
+		want := kvWalkScores(ix.State(), s)
+		if !kvEqual(want, r.Scores) {
+			ferr = fmt.Errorf("step %d: scores %s; a walk over the state gives %s", i, kvJSON(r.Scores), kvJSON(want))
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return ferr
+}
+
+func kvWalkScores(st ref.KVEvState, s ref.KVEvStep) []ref.KVEvScore {
+	tier := strings.ToUpper(s.Tier)
+	if tier == "" {
+		tier = "GPU"
+	}
+	var out []ref.KVEvScore
+	for _, e := range st.Engines {
+		for _, p := range e.Pools {
+			if p.Group != s.Group || p.Tier != tier {
+				continue
+			}
+			n := 0
+			if root, err := kvTree(p); err == nil {
+				node := root
+				for (n+1)*int(p.PageSize) <= len(s.Tokens) {
+					page := s.Tokens[n*int(p.PageSize) : (n+1)*int(p.PageSize)]
+					var next *kvNode
+					for _, c := range node.children {
+						if c.page.Namespace == s.Namespace && slices.EqualFunc(c.page.Tokens, page, func(a uint32, b int64) bool { return int64(a) == b }) {
+							next = c
+						}
+					}
+					if next == nil || next.page.Resident == 0 {
+						break
+					}
+					node, n = next, n+1
+				}
+			}
+			out = append(out, ref.KVEvScore{Source: e.Source, DPRank: e.DPRank, Blocks: n, Tokens: int64(n) * p.PageSize, PageSize: p.PageSize, Stale: e.Stale})
+		}
+	}
+	return out
+}
+
+// kvPools is the part of a state that events change: every engine's pools.
+func kvPools(st ref.KVEvState) string {
+	type eng struct {
+		Key   ref.KVEvEngineKey
+		Pools []ref.KVEvPoolState
+	}
+	var es []eng
+	for _, e := range st.Engines {
+		es = append(es, eng{ref.KVEvEngineKey{Source: e.Source, DPRank: e.DPRank}, e.Pools})
+	}
+	return kvJSON(es)
+}
+
+// kvDecodeFrames is the decode input of a live or replayed batch's
+// frames (the topic of a 2-frame reply does not matter to the pools).
+func kvDecodeFrames(s ref.KVEvStep) (ref.KVEvDecodeInput, bool) {
+	switch {
+	case s.Op == ref.KVStepLive && len(s.Frames) == 3:
+		return ref.KVEvDecodeInput{Frames: s.Frames}, true
+	case s.Op == ref.KVStepReplay && len(s.Frames) == 4:
+		return ref.KVEvDecodeInput{Frames: s.Frames[1:]}, true
+	case s.Op == ref.KVStepReplay && len(s.Frames) == 3:
+		return ref.KVEvDecodeInput{Frames: []ref.HexBytes{{}, s.Frames[1], s.Frames[2]}}, true
+	}
+	return ref.KVEvDecodeInput{}, false
+}
+
+// kvWithFrames returns s with its batch replaced by payload.
+func kvWithPayload(s ref.KVEvStep, payload []byte) ref.KVEvStep {
+	s.Frames = slices.Clone(s.Frames)
+	s.Frames[len(s.Frames)-1] = payload
+	return s
+}
+
+// kvRefusedEventAtomic is §2.7: an event the pools refuse changes nothing
+// — the batch without it leaves every pool as the batch with it does (the
+// other events still apply). Checked for the first two single-batch steps
+// with a refused event.
+func kvRefusedEventAtomic(lim ref.Limits, in ref.KVEvApplyInput, _ ref.KVEvApplyOutput) error {
+	type refusal struct {
+		step, event int
+		pools       string
+	}
+	var rs []refusal
+	if err := kvStepped(ref.NewKVEvIndex, in, func(i int, r ref.KVEvStepResult, ix ref.KVEvIndex) bool {
+		if len(r.Applied) != 1 {
+			return true
+		}
+		for _, e := range r.Errors {
+			if e.Event >= 0 && e.Seq == r.Applied[0] {
+				if fr, ok := kvDecodeFrames(in.Steps[i]); ok && seqOf(fr.Frames[1]) == e.Seq {
+					rs = append(rs, refusal{i, e.Event, kvPools(ix.State())})
+					break
+				}
+			}
+		}
+		return len(rs) < 2
+	}); err != nil {
+		return err
+	}
+	for _, rf := range rs {
+		fr, _ := kvDecodeFrames(in.Steps[rf.step])
+		msg, err := ref.KVEvDecode(lim, fr)
+		if err != nil {
+			return fmt.Errorf("step %d: the batch with a refused event does not decode: %v", rf.step, err)
+		}
+		evs := slices.Delete(slices.Clone(msg.Batch.Events), rf.event, rf.event+1)
+		msg.Batch.Events = evs
+		payload := encodeBatch(msg.Batch, msg.Batch.Form, func(j int) string { return evs[j].Form }, hashUint).bytes()
+		variant := in
+		variant.Steps = append(slices.Clone(in.Steps[:rf.step]), kvWithPayload(in.Steps[rf.step], payload))
+		var got string
+		if err := kvStepped(ref.NewKVEvIndex, variant, func(i int, _ ref.KVEvStepResult, ix ref.KVEvIndex) bool {
+			if i == rf.step {
+				got = kvPools(ix.State())
+			}
+			return true
+		}); err != nil {
+			return err
+		}
+		if got != rf.pools {
+			return fmt.Errorf("step %d: event %d was refused, but the batch without it leaves the pools\n%s\nnot\n%s", rf.step, rf.event, got, rf.pools)
+		}
+	}
+	return nil
+}
+
+// kvDecodeErrorChangesNothing is §2.7 (and A2's refusals): a batch
+// refused whole leaves every pool as it was.
+func kvDecodeErrorChangesNothing(_ ref.Limits, in ref.KVEvApplyInput, _ ref.KVEvApplyOutput) error {
+	var before string
+	var ferr error
+	ix0, err := ref.NewKVEvIndex(in.Config, in.Streams)
+	if err != nil {
+		return err
+	}
+	before = kvPools(ix0.State())
+	for i, s := range in.Steps {
+		r := kvRunStep(ix0, s)
+		after := kvPools(ix0.State())
+		whole := len(r.Errors) == 1 && r.Errors[0].Event == -1
+		if whole && len(r.Applied) == 1 && !r.Restart && before != after {
+			ferr = fmt.Errorf("step %d: the batch was refused whole (%s) but the pools changed:\n%s\nto\n%s", i, r.Errors[0].Error.Code, before, after)
+			break
+		}
+		before = after
+	}
+	return ferr
+}
+
+// kvReplayTwiceIsDuplicate is §2.5 with §3.1: the same replayed batch
+// received twice is a duplicate the second time — nothing else in the
+// trace changes, the digest stays, and only the stream's duplicate
+// counter moves.
+func kvReplayTwiceIsDuplicate(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+	at := -1
+	for i, s := range in.Steps {
+		r := out.Trace[i]
+		if s.Op == ref.KVStepReplay && len(r.Applied) == 1 && !r.ReplayDone && r.Error == nil && len(r.ReplayRequest) == 0 {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return nil
+	}
+	variant := in
+	variant.Steps = slices.Insert(slices.Clone(in.Steps), at+1, in.Steps[at])
+	got, err := ref.KVEvApply(lim, variant)
+	if err != nil {
+		return fmt.Errorf("the script with step %d twice is rejected: %v", at, err)
+	}
+	seq := out.Trace[at].Applied[0]
+	if r := got.Trace[at+1]; len(r.Applied) != 0 || !slices.Equal(r.Duplicates, []uint64{seq}) {
+		return fmt.Errorf("step %d repeated: %s, want seq %d a duplicate", at, kvJSON(r), seq)
+	}
+	others := append(slices.Clone(got.Trace[:at+1]), got.Trace[at+2:]...)
+	if !kvEqual(others, out.Trace) {
+		return fmt.Errorf("step %d repeated changes the rest of the trace", at)
+	}
+	if got.State.Digest != out.State.Digest {
+		return fmt.Errorf("step %d repeated: digest %s, was %s", at, got.State.Digest, out.State.Digest)
+	}
+	want := out.State
+	want.Streams = slices.Clone(out.State.Streams)
+	for j := range want.Streams {
+		if want.Streams[j].Name == in.Steps[at].Stream {
+			want.Streams[j].Counters.Duplicates++
+		}
+	}
+	if !kvEqual(want, got.State) {
+		return fmt.Errorf("step %d repeated: the state differs by more than one duplicate:\n%s\nwant\n%s", at, kvJSON(got.State), kvJSON(want))
+	}
+	return nil
+}
+
+// kvDigestInterleaving is §4.3's convergence criterion: the same streams'
+// steps merged in another order (each stream's order kept, scores left
+// out) give the same engines and digest. Skipped when a batch was refused
+// for engine ownership, which does depend on which stream came first; an
+// engine-budget refusal does not, since each stream has its own share (A5).
+func kvDigestInterleaving(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+	if len(in.Streams) < 2 || kvOrderDependent(out) {
+		return nil
+	}
+	queues := map[string][]ref.KVEvStep{}
+	for _, s := range in.Steps {
+		if s.Op != ref.KVStepScore {
+			queues[s.Stream] = append(queues[s.Stream], s)
+		}
+	}
+	variant := ref.KVEvApplyInput{Config: in.Config, Streams: in.Streams}
+	for round := 0; len(variant.Steps) < len(in.Steps); round++ {
+		moved := false
+		for j := len(in.Streams) - 1; j >= 0; j-- {
+			name := in.Streams[j].Name
+			if q := queues[name]; len(q) > 0 {
+				n := min(len(q), 1+round%3)
+				variant.Steps = append(variant.Steps, q[:n]...)
+				queues[name] = q[n:]
+				moved = true
+			}
+		}
+		if !moved {
+			break
+		}
+	}
+	got, err := ref.KVEvApply(lim, variant)
+	if err != nil {
+		return fmt.Errorf("the re-interleaved script is rejected: %v", err)
+	}
+	if kvOrderDependent(got) {
+		return nil
+	}
+	if got.State.Digest != out.State.Digest || !kvEqual(got.State.Engines, out.State.Engines) {
+		return fmt.Errorf("re-interleaving the streams changes the engines: digest %s, was %s", got.State.Digest, out.State.Digest)
+	}
+	return nil
+}
+
+func kvOrderDependent(out ref.KVEvApplyOutput) bool {
+	for _, r := range out.Trace {
+		for _, e := range r.Errors {
+			if e.Error.Code == ref.ErrEngineOwner.Code() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// kvStreamsAreIndependent is A2 and A5's promise that no stream can lock
+// another out: the script without one stream's steps (and without the
+// scores, which read every engine) gives every other stream the same step
+// results, the same cursor and counters and the same engines. The stream
+// left out is the one with the most engine refusals (the first on a tie),
+// the likeliest to have crowded the others under a shared cap. Skipped
+// when a batch was refused for engine ownership, which is one stream's
+// engine taken by another by design.
+func kvStreamsAreIndependent(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+	if len(in.Streams) < 2 || kvOrderDependent(out) {
+		return nil
+	}
+	drop := out.State.Streams[0]
+	for _, st := range out.State.Streams[1:] {
+		if st.Counters.EnginesRefused > drop.Counters.EnginesRefused {
+			drop = st
+		}
+	}
+	variant := ref.KVEvApplyInput{Config: in.Config, Streams: in.Streams}
+	var kept []int // indexes in in.Steps of the variant's steps
+	for i, s := range in.Steps {
+		if s.Op != ref.KVStepScore && s.Stream != drop.Name {
+			variant.Steps = append(variant.Steps, s)
+			kept = append(kept, i)
+		}
+	}
+	got, err := ref.KVEvApply(lim, variant)
+	if err != nil {
+		return fmt.Errorf("the script without stream %s is rejected: %v", drop.Name, err)
+	}
+	for j, i := range kept {
+		if !kvEqual(got.Trace[j], out.Trace[i]) {
+			return fmt.Errorf("without stream %s, step %d gives %s, not %s", drop.Name, i, kvJSON(got.Trace[j]), kvJSON(out.Trace[i]))
+		}
+	}
+	others := func(st ref.KVEvState) string {
+		var ss []ref.KVEvStreamState
+		for _, s := range st.Streams {
+			if s.Name != drop.Name {
+				ss = append(ss, s)
+			}
+		}
+		var es []ref.KVEvEngineState
+		for _, e := range st.Engines {
+			if e.Stream != drop.Name {
+				es = append(es, e)
+			}
+		}
+		return kvJSON([]any{ss, es})
+	}
+	if a, b := others(got.State), others(out.State); a != b {
+		return fmt.Errorf("without stream %s the other streams end as\n%s\nnot\n%s", drop.Name, a, b)
+	}
+	return nil
+}
+
+// kvHashedScoreIsExact is A4: on generated scripts (no two prefixes share
+// a chain hash) every hashed score equals the exact one.
+func kvHashedScoreIsExact(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+	exact := in
+	exact.Steps = slices.Clone(in.Steps)
+	for i := range exact.Steps {
+		exact.Steps[i].Exact = exact.Steps[i].Exact || exact.Steps[i].Op == ref.KVStepScore
+	}
+	want, err := ref.KVEvApply(lim, exact)
+	if err != nil {
+		return fmt.Errorf("the exact script was rejected: %v", err)
+	}
+	for i, s := range in.Steps {
+		if s.Op == ref.KVStepScore && !s.Exact && !kvEqual(out.Trace[i], want.Trace[i]) {
+			return fmt.Errorf("step %d: hashed score %s, exact %s", i, kvJSON(out.Trace[i]), kvJSON(want.Trace[i]))
+		}
+	}
+	return nil
+}

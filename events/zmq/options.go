@@ -1,0 +1,151 @@
+package zmq
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kvtwin/kvtwin/ref"
+)
+
+// Options tune a Subscriber. Zero fields take the defaults of
+// DefaultOptions; every duration is here so tests can shrink them.
+type Options struct {
+	// Logger receives connection and replay events (nil: discard).
+	Logger *slog.Logger
+	// ReconnectMin is the first wait before redialling a SUB socket that
+	// failed to connect or lost its connection; each failure doubles it.
+	ReconnectMin time.Duration
+	// ReconnectMax caps that wait.
+	ReconnectMax time.Duration
+	// DialTimeout bounds one TCP connect plus the ZMTP handshake.
+	DialTimeout time.Duration
+	// ReplayTimeout is how long a replay may go without a reply frame
+	// before it fails with "timeout" (§3.2: 5 s).
+	ReplayTimeout time.Duration
+	// ReplayCooldown is how long replay requests are answered with
+	// "unavailable" after a failed replay (§3.2: 30 s); a successful
+	// replay ends it.
+	ReplayCooldown time.Duration
+	// MaxMessageBytes bounds the frames of one received message together
+	// (live or replay). A larger message closes the connection before its
+	// body is allocated; the subscriber then reconnects.
+	MaxMessageBytes int64
+	// MaxFrames bounds the frames of one received message.
+	MaxFrames int
+	// MaxBufferedBytes is the byte budget over everything the subscriber
+	// holds for all its sources together: frames go-zeromq has queued or
+	// is reading (live and replay), the message being handed over, and the
+	// live messages the index holds while a replay runs (budget.go). It is
+	// at least MaxMessageBytes, so one message of any allowed size fits.
+	MaxBufferedBytes int64
+	// BufferWait is how long a frame may wait for room in the budget
+	// before its connection is closed (its messages then surface as a seq
+	// gap: replay, or stale engines).
+	BufferWait time.Duration
+	// LogInterval is the least time between two log lines of one source
+	// about refused messages, refused batches and events, step errors and
+	// connections cut by a bound; the lines in between are counted
+	// (SourceStatus.LogSuppressed).
+	LogInterval time.Duration
+	// ReplayMaxDuration bounds one replay from its request to its
+	// sentinel: a replay endpoint that keeps answering (each reply resets
+	// ReplayTimeout) without ever sending the sentinel fails with
+	// "timeout" when it has run this long.
+	ReplayMaxDuration time.Duration
+}
+
+// Defaults and caps of Options.
+const (
+	defaultMaxMessageBytes  = 64 << 20
+	maxMaxMessageBytes      = 1 << 30
+	defaultMaxFrames        = 16
+	maxMaxFrames            = 1024
+	defaultMaxBufferedBytes = 256 << 20
+	maxMaxBufferedBytes     = 1 << 40
+)
+
+// DefaultOptions are the options zero fields take: reconnect backoff 100 ms
+// doubling to 5 s, 5 s dial and replay timeouts, a 30 s replay cooldown
+// and a 60 s bound on one replay, messages up to 64 MiB and 16 frames, a
+// 256 MiB buffer budget (raised to MaxMessageBytes when that is larger)
+// whose frames wait up to 2 s for room, and one log line per source about
+// refusals every 10 s.
+func DefaultOptions() Options {
+	return Options{
+		ReconnectMin:      100 * time.Millisecond,
+		ReconnectMax:      5 * time.Second,
+		DialTimeout:       5 * time.Second,
+		ReplayTimeout:     5 * time.Second,
+		ReplayCooldown:    30 * time.Second,
+		MaxMessageBytes:   defaultMaxMessageBytes,
+		MaxFrames:         defaultMaxFrames,
+		MaxBufferedBytes:  defaultMaxBufferedBytes,
+		BufferWait:        2 * time.Second,
+		LogInterval:       10 * time.Second,
+		ReplayMaxDuration: time.Minute,
+	}
+}
+
+// withDefaults fills zero fields and validates the rest.
+func (o Options) withDefaults() (Options, error) {
+	d := DefaultOptions()
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	durs := []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"ReconnectMin", &o.ReconnectMin, d.ReconnectMin},
+		{"ReconnectMax", &o.ReconnectMax, d.ReconnectMax},
+		{"DialTimeout", &o.DialTimeout, d.DialTimeout},
+		{"ReplayTimeout", &o.ReplayTimeout, d.ReplayTimeout},
+		{"ReplayCooldown", &o.ReplayCooldown, d.ReplayCooldown},
+		{"BufferWait", &o.BufferWait, d.BufferWait},
+		{"LogInterval", &o.LogInterval, d.LogInterval},
+		{"ReplayMaxDuration", &o.ReplayMaxDuration, d.ReplayMaxDuration},
+	}
+	for _, f := range durs {
+		if *f.v < 0 {
+			return o, ref.Reject(ErrBadSource, "options."+f.name, *f.v, ">= 0 (0: the default)")
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	if o.ReconnectMax < o.ReconnectMin {
+		return o, ref.Reject(ErrBadSource, "options.ReconnectMax", o.ReconnectMax, fmt.Sprintf(">= ReconnectMin (%v)", o.ReconnectMin))
+	}
+	if o.MaxMessageBytes < 0 || o.MaxMessageBytes > maxMaxMessageBytes {
+		return o, ref.Reject(ErrBadSource, "options.MaxMessageBytes", o.MaxMessageBytes, fmt.Sprintf("in [0, %d] (0: the default)", maxMaxMessageBytes))
+	}
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if o.MaxFrames < 0 || o.MaxFrames > maxMaxFrames {
+		return o, ref.Reject(ErrBadSource, "options.MaxFrames", o.MaxFrames, fmt.Sprintf("in [0, %d] (0: the default)", maxMaxFrames))
+	}
+	if o.MaxFrames == 0 {
+		o.MaxFrames = d.MaxFrames
+	}
+	return o.bufferDefaults()
+}
+
+// bufferDefaults fills and checks MaxBufferedBytes once MaxMessageBytes is
+// known: zero is 256 MiB or MaxMessageBytes, whichever is larger; a set
+// value below MaxMessageBytes is refused (a message of the allowed size
+// could never be received).
+func (o Options) bufferDefaults() (Options, error) {
+	if o.MaxBufferedBytes < 0 || o.MaxBufferedBytes > maxMaxBufferedBytes {
+		return o, ref.Reject(ErrBadSource, "options.MaxBufferedBytes", o.MaxBufferedBytes, fmt.Sprintf("in [0, %d] (0: the default)", int64(maxMaxBufferedBytes)))
+	}
+	if o.MaxBufferedBytes == 0 {
+		o.MaxBufferedBytes = max(defaultMaxBufferedBytes, o.MaxMessageBytes)
+	}
+	if o.MaxBufferedBytes < o.MaxMessageBytes {
+		return o, ref.Reject(ErrBadSource, "options.MaxBufferedBytes", o.MaxBufferedBytes, fmt.Sprintf(">= MaxMessageBytes (%d), so a message of the largest allowed size fits", o.MaxMessageBytes))
+	}
+	return o, nil
+}

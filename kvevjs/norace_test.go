@@ -1,6 +1,0 @@
-//go:build !race
-
-package kvevjs
-
-// raceEnabled is false without -race.
-const raceEnabled = false
