@@ -7,7 +7,7 @@ import (
 )
 
 // The kvev decoders' errors (docs/spec/kv-events.md §1, §2.10 A6), built
-// here so that both twins, which read msgpack with different libraries,
+// here so that both twins, which read the msgpack bytes each its own way,
 // report byte-equal errors: each twin decides which check failed and where,
 // and these functions decide the words.
 
