@@ -34,7 +34,7 @@ func MQAChunkRows(lim ref.Limits, in ref.MQAChunkRowsInput) (ref.MQAChunkRowsOut
 	return out, nil
 }
 
-// peakShapes is ref.MQAPeakShapes in one pass per request: segment k's end
+// peakShapes is ref.mqaPeakShapes in one pass per request: segment k's end
 // is the running sum of S, and its K piece P_i + min(end, L_i) goes to its
 // owner (k for the PREV lane, 2·cp−1−k for the MIRROR lane), which also
 // holds its S_i,k query rows.

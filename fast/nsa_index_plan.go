@@ -85,7 +85,7 @@ func fillSkip(skip []bool, in ref.NSAIndexPlanInput) int {
 	return first
 }
 
-// answer is ref.AnswerNSAIndexQuery read off the plan's tables: the gate
+// answer is ref.answerNSAIndexQuery read off the plan's tables: the gate
 // checks Skip[l+1] before it looks at a slot, so it never asks for the
 // slot of an S layer. The answer's numbers live in buf (slot, then layer).
 func answer(p ref.NSAIndexPlan, q ref.NSAIndexQuery, buf []int) ref.NSAIndexAnswer {

@@ -20,20 +20,20 @@ import (
 const (
 	// DefaultEstimatorPageSize is the CP shared-KV page size.
 	DefaultEstimatorPageSize = 64
-	// DefaultMLARowBytes is one materialized fp8_e4m3 MLA KV row.
-	DefaultMLARowBytes = 656
-	// DefaultIndexRowBytes is one NSA index-K row: 128 fp8 + a 4-byte fp32 scale.
-	DefaultIndexRowBytes = 132
-	// DefaultVocabSize is the vocabulary of A2.5's worked examples.
-	DefaultVocabSize = 154880
-	// DefaultLogitRowsPerReq is last-token logits.
-	DefaultLogitRowsPerReq = 1
-	// DefaultDescriptorBytes is one transfer descriptor: src, dst, length.
-	DefaultDescriptorBytes = 24
-	// DefaultPageDescriptorBytes is one row-scoped sorted page descriptor.
-	DefaultPageDescriptorBytes = 16
-	// DefaultRowRemapBytes is an int32 flattened loc plus an int32 row id.
-	DefaultRowRemapBytes = 8
+	// defaultMLARowBytes is one materialized fp8_e4m3 MLA KV row.
+	defaultMLARowBytes = 656
+	// defaultIndexRowBytes is one NSA index-K row: 128 fp8 + a 4-byte fp32 scale.
+	defaultIndexRowBytes = 132
+	// defaultVocabSize is the vocabulary of A2.5's worked examples.
+	defaultVocabSize = 154880
+	// defaultLogitRowsPerReq is last-token logits.
+	defaultLogitRowsPerReq = 1
+	// defaultDescriptorBytes is one transfer descriptor: src, dst, length.
+	defaultDescriptorBytes = 24
+	// defaultPageDescriptorBytes is one row-scoped sorted page descriptor.
+	defaultPageDescriptorBytes = 16
+	// defaultRowRemapBytes is an int32 flattened loc plus an int32 row id.
+	defaultRowRemapBytes = 8
 	// MQALogitsElemBytes is one fp32 logit.
 	MQALogitsElemBytes = 4
 	// BufferGateDetail is the stop detail of a batch the gate refuses (A1.9 C5).
@@ -46,7 +46,7 @@ const (
 // The two environment knobs of A2.2, named in errors.
 const (
 	EnvMQAChunkMaxRows = "SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_ROWS"
-	EnvMQAChunkMaxGB   = "SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_GB"
+	envMQAChunkMaxGB   = "SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_GB"
 )
 
 // EstimateReq is one request of the batch (A2.2): its prefix after
@@ -96,10 +96,10 @@ type EstimatorContext struct {
 func DefaultEstimatorContext(pageSize, cpSize int64) EstimatorContext {
 	return EstimatorContext{
 		PageSize: pageSize, CPSize: cpSize,
-		MLARowBytes: DefaultMLARowBytes, IndexRowBytes: DefaultIndexRowBytes,
-		VocabSize: DefaultVocabSize, LogitRowsPerReq: DefaultLogitRowsPerReq,
-		DescriptorBytes: DefaultDescriptorBytes, PageDescriptorBytes: DefaultPageDescriptorBytes,
-		RowRemapBytes: DefaultRowRemapBytes,
+		MLARowBytes: defaultMLARowBytes, IndexRowBytes: defaultIndexRowBytes,
+		VocabSize: defaultVocabSize, LogitRowsPerReq: defaultLogitRowsPerReq,
+		DescriptorBytes: defaultDescriptorBytes, PageDescriptorBytes: defaultPageDescriptorBytes,
+		RowRemapBytes: defaultRowRemapBytes,
 	}
 }
 
@@ -190,7 +190,7 @@ func ParseEstimatorChunkEnv(maxRows, maxGB string) (MQAChunkConfig, error) {
 	rows, gb := strings.TrimSpace(maxRows), strings.TrimSpace(maxGB)
 	if rows != "" && gb != "" {
 		return c, Reject(ErrConfig, EnvMQAChunkMaxRows, rows,
-			EnvMQAChunkMaxRows+" and "+EnvMQAChunkMaxGB+" are mutually exclusive; set one")
+			EnvMQAChunkMaxRows+" and "+envMQAChunkMaxGB+" are mutually exclusive; set one")
 	}
 	if rows != "" {
 		n, err := strconv.ParseInt(rows, 10, 64)
@@ -202,10 +202,10 @@ func ParseEstimatorChunkEnv(maxRows, maxGB string) (MQAChunkConfig, error) {
 	if gb != "" {
 		g, err := strconv.ParseFloat(gb, 64)
 		if (err != nil && !isRangeErr(err)) || math.IsNaN(g) || math.IsInf(g, 0) || g <= 0 {
-			return MQAChunkConfig{}, Reject(ErrConfig, EnvMQAChunkMaxGB, strconv.Quote(maxGB), "a positive finite number")
+			return MQAChunkConfig{}, Reject(ErrConfig, envMQAChunkMaxGB, strconv.Quote(maxGB), "a positive finite number")
 		}
 		if g < 1.0/(1<<30) {
-			return MQAChunkConfig{}, Reject(ErrConfig, EnvMQAChunkMaxGB, strconv.Quote(maxGB), "int(g·2^30) >= 1 byte (too small)")
+			return MQAChunkConfig{}, Reject(ErrConfig, envMQAChunkMaxGB, strconv.Quote(maxGB), "int(g·2^30) >= 1 byte (too small)")
 		}
 		c.MaxGB = &g
 	}

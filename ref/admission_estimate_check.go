@@ -57,17 +57,17 @@ func ValidateEstimatorContext(ctx EstimatorContext) error {
 			return Reject(ErrEstimatorParam, f.field, f.v, ">= 1")
 		}
 	}
-	return CheckEstimatorChunk("context.chunk", ctx.Chunk)
+	return checkEstimatorChunk("context.chunk", ctx.Chunk)
 }
 
-// CheckEstimatorChunk validates the chunk caps under A2.7: not both (the
+// checkEstimatorChunk validates the chunk caps under A2.7: not both (the
 // seed rejected a silent precedence), a row cap >= 1, a GiB cap positive,
 // finite and at least one byte once converted (int(g·2^30) >= 1). A
 // non-finite value is reported as its string, since JSON cannot carry it.
-func CheckEstimatorChunk(field string, c MQAChunkConfig) error {
+func checkEstimatorChunk(field string, c MQAChunkConfig) error {
 	if c.MaxRows != nil && c.MaxGB != nil {
 		return Reject(ErrConfig, field, "max_rows and max_gb",
-			EnvMQAChunkMaxRows+" and "+EnvMQAChunkMaxGB+" are mutually exclusive; set one")
+			EnvMQAChunkMaxRows+" and "+envMQAChunkMaxGB+" are mutually exclusive; set one")
 	}
 	if c.MaxRows != nil && *c.MaxRows < 1 {
 		return Reject(ErrConfig, field+".max_rows", *c.MaxRows, "an integer >= 1 ("+EnvMQAChunkMaxRows+")")
@@ -78,12 +78,12 @@ func CheckEstimatorChunk(field string, c MQAChunkConfig) error {
 	g := *c.MaxGB
 	switch {
 	case math.IsNaN(g) || math.IsInf(g, 0):
-		return Reject(ErrConfig, field+".max_gb", strconv.FormatFloat(g, 'g', -1, 64), "a positive finite number ("+EnvMQAChunkMaxGB+")")
+		return Reject(ErrConfig, field+".max_gb", strconv.FormatFloat(g, 'g', -1, 64), "a positive finite number ("+envMQAChunkMaxGB+")")
 	case g <= 0:
-		return Reject(ErrConfig, field+".max_gb", g, "a positive finite number ("+EnvMQAChunkMaxGB+")")
+		return Reject(ErrConfig, field+".max_gb", g, "a positive finite number ("+envMQAChunkMaxGB+")")
 	case g < 1.0/(1<<30):
 		// g·2^30 < 1 exactly (scaling by a power of two is exact here).
-		return Reject(ErrConfig, field+".max_gb", g, "int(max_gb·2^30) >= 1 byte ("+EnvMQAChunkMaxGB+" is too small)")
+		return Reject(ErrConfig, field+".max_gb", g, "int(max_gb·2^30) >= 1 byte ("+envMQAChunkMaxGB+" is too small)")
 	}
 	return nil
 }

@@ -125,7 +125,7 @@ func MoEWithCompaction(lim Limits, lay Layout, r int, x Rows, f func(Rows) (Rows
 	if err != nil {
 		return Rows{}, err
 	}
-	if err := yc.CheckShape("f"); err != nil {
+	if err := yc.checkShape("f"); err != nil {
 		return Rows{}, err
 	}
 	if yc.N() != xc.N() {

@@ -28,7 +28,7 @@ const (
 	DraftGlobalValid DraftContract = "global-valid"
 	// DraftCPLocal is rank r's local compute-padded rows, lane-slot order
 	// with padding interleaved: R(r) rows (before CP output collection).
-	DraftCPLocal DraftContract = ContractCPLocalComputePadded
+	DraftCPLocal DraftContract = contractCPLocalComputePadded
 )
 
 // The sources DraftInput reports.

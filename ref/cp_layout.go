@@ -45,7 +45,7 @@ type Layout struct {
 // Build builds the layout the spec names (BuildLayoutUnpadded when Granule
 // is 0, else BuildLayoutPadded). It does not bound the layout's own size,
 // which cp multiplies: for specs the caller trusts (tests, benchmark
-// shapes); an op's input goes through BuildWithin.
+// shapes); an op's input goes through buildWithin.
 func (sp LayoutSpec) Build() (Layout, error) {
 	if sp.Granule == 0 {
 		return BuildLayoutUnpadded(sp.CP, sp.Lens)
@@ -53,15 +53,15 @@ func (sp LayoutSpec) Build() (Layout, error) {
 	return BuildLayoutPadded(sp.CP, sp.Lens, sp.Granule)
 }
 
-// BuildWithin is Build with the layout's own size checked against lim
+// buildWithin is Build with the layout's own size checked against lim
 // after the §1.5 checks and before it is allocated: S and V hold 2·B·2·cp
 // sizes, and cp (up to MaxCP) multiplies the batch, so 1M one-token
 // requests at cp = 1024 — a 2 MB request — would be 32 GB of sizes. The
 // sizes are counted as an output of B·4·cp 8-byte elements, field "cp"
 // (BuildSplitLayout's bound), so the layout of a batch a request may ask
 // for is never more than the output it may have.
-func (sp LayoutSpec) BuildWithin(lim Limits) (Layout, error) {
-	if err := sp.Check(); err != nil {
+func (sp LayoutSpec) buildWithin(lim Limits) (Layout, error) {
+	if err := sp.check(); err != nil {
 		return Layout{}, err
 	}
 	if err := lim.CheckOutput("cp", int64(len(sp.Lens))*4*int64(sp.CP), 8); err != nil {

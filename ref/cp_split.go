@@ -65,7 +65,7 @@ func SplitLocal(lim Limits, lay Layout, r int, x Rows, pad []byte) (Rows, error)
 	if err := x.CheckRows("x", lay.TotalValid()); err != nil {
 		return Rows{}, err
 	}
-	if err := CheckPad("pad", pad, x.W); err != nil {
+	if err := checkPad("pad", pad, x.W); err != nil {
 		return Rows{}, err
 	}
 	if err := lim.CheckOutput("layout", int64(lay.R(r)), int64(x.W)); err != nil {
@@ -94,7 +94,7 @@ func PositionsLocal(lay Layout, r int, prefix []int64) ([]int64, error) {
 	if err := lay.CheckRank("rank", r); err != nil {
 		return nil, err
 	}
-	if err := CheckPrefix(lay, "prefix", prefix); err != nil {
+	if err := checkPrefix(lay, "prefix", prefix); err != nil {
 		return nil, err
 	}
 	pos := make([]int64, 0, lay.R(r))

@@ -234,7 +234,7 @@ func FirstNonFiniteIndexK(i int, row []byte) error {
 // FP8QuantizeRow is fp8.quantize_row (docs/spec/cp-layout.md §7.2): each 1152-byte
 // MLA bf16 row of X quantized to its 656-byte FP8 row, in mode in.Mode.
 func FP8QuantizeRow(_ Limits, in FP8QuantizeRowInput) (FP8RowsOutput, error) {
-	m, err := ValidateFP8QuantizeRow(in)
+	m, err := validateFP8QuantizeRow(in)
 	if err != nil {
 		return FP8RowsOutput{}, err
 	}
@@ -261,7 +261,7 @@ func FP8QuantizeRow(_ Limits, in FP8QuantizeRowInput) (FP8RowsOutput, error) {
 // FP8QuantizeIndexK is fp8.quantize_index_k (docs/spec/cp-layout.md §7.3): each
 // 256-byte bf16 key of X quantized to its 132-byte row.
 func FP8QuantizeIndexK(_ Limits, in FP8QuantizeIndexKInput) (FP8RowsOutput, error) {
-	if err := ValidateFP8QuantizeIndexK(in); err != nil {
+	if err := validateFP8QuantizeIndexK(in); err != nil {
 		return FP8RowsOutput{}, err
 	}
 	out := NewRows(IndexKRowBytes, in.X.N())

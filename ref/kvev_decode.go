@@ -134,18 +134,18 @@ var kvRequired = map[string][]string{
 const kvSaltPosition = 7
 
 // DecodeKVMessage decodes one live message (docs/spec/kv-events.md §1.2)
-// under the default bounds of one message: DecodeKVMessageWithin with
-// DefaultKVDecodeLimits.
+// under the default bounds of one message: decodeKVMessageWithin with a
+// zero KVDecodeLimits.
 func DecodeKVMessage(frames [][]byte) (KVMessage, error) {
-	return DecodeKVMessageWithin(frames, KVDecodeLimits{})
+	return decodeKVMessageWithin(frames, KVDecodeLimits{})
 }
 
-// DecodeKVMessageWithin decodes one live message (docs/spec/kv-events.md
+// decodeKVMessageWithin decodes one live message (docs/spec/kv-events.md
 // §1.2): exactly 3 frames (else KVFrameCountError), frame 1 the 8-byte
 // big-endian seq (else KVSeqWidthError), frame 0 the topic as a string and
 // frame 2 the batch, decoded by DecodeKVBatchWithin under lim (zero fields:
 // the defaults; lim is not validated here, see KVDecodeLimits.Validate).
-func DecodeKVMessageWithin(frames [][]byte, lim KVDecodeLimits) (KVMessage, error) {
+func decodeKVMessageWithin(frames [][]byte, lim KVDecodeLimits) (KVMessage, error) {
 	if len(frames) != 3 {
 		return KVMessage{}, KVFrameCountError(len(frames))
 	}
@@ -160,7 +160,7 @@ func DecodeKVMessageWithin(frames [][]byte, lim KVDecodeLimits) (KVMessage, erro
 }
 
 // DecodeKVBatch decodes one batch payload under the default bounds of one
-// message: DecodeKVBatchWithin with DefaultKVDecodeLimits.
+// message: DecodeKVBatchWithin with a zero KVDecodeLimits.
 func DecodeKVBatch(payload []byte) (KVBatch, error) {
 	return DecodeKVBatchWithin(payload, KVDecodeLimits{})
 }
@@ -188,7 +188,7 @@ func DecodeKVBatchWithin(payload []byte, lim KVDecodeLimits) (KVBatch, error) {
 // §1, §2.10 A1, A6 and A10): the live message in.Frames decoded to its
 // topic, seq and batch of canonical events, or the first §1 error. It
 // refuses in.Limits past their caps up front (ErrTooLarge naming
-// limits.<field>), then is DecodeKVMessageWithin of the frames under
+// limits.<field>), then is decodeKVMessageWithin of the frames under
 // in.Limits; every byte string is an input. It uses no server limits: a
 // payload's declared lengths are bounded by its own size (A6) and its
 // decoded cost by A10's ratio to it.
@@ -196,7 +196,7 @@ func KVEvDecode(_ Limits, in KVEvDecodeInput) (KVMessage, error) {
 	if err := in.Limits.Validate("limits"); err != nil {
 		return KVMessage{}, err
 	}
-	return DecodeKVMessageWithin(in.FrameBytes(), in.Limits)
+	return decodeKVMessageWithin(in.FrameBytes(), in.Limits)
 }
 
 // kvPlace is where a value sits: its field path, the sentinel of errors
@@ -254,7 +254,7 @@ func (r *kvReader) peek() (c byte, ok bool) {
 func (r *kvReader) discard(n int) { r.pos += n }
 
 // The msgpack formats, by first byte (the msgpack specification's format
-// table; MsgpackTypeName names the same families). Every length and every
+// table; msgpackTypeName names the same families). Every length and every
 // number past the first byte is big-endian. A fix format keeps its value or
 // length in the first byte; an 8, 16, 32 or 64 form keeps it in the 1, 2, 4
 // or 8 bytes after it.

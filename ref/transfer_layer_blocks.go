@@ -137,7 +137,7 @@ func LayerBlocks(lim Limits, in LayerBlocksInput) (LayerBlocksOutput, error) {
 	if err != nil {
 		return LayerBlocksOutput{}, err
 	}
-	runs := GroupRuns(in.Owned, in.DstPages)
+	runs := groupRuns(in.Owned, in.DstPages)
 	if err := CheckBlockCount(lim, g.Entries, len(runs)); err != nil {
 		return LayerBlocksOutput{}, err
 	}
