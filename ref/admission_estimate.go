@@ -45,7 +45,7 @@ const (
 
 // The two environment knobs of A2.2, named in errors.
 const (
-	EnvMQAChunkMaxRows = "SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_ROWS"
+	envMQAChunkMaxRows = "SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_ROWS"
 	envMQAChunkMaxGB   = "SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_GB"
 )
 
@@ -111,7 +111,7 @@ type RankMQA struct {
 	QRows int64 `json:"q_rows"`
 	// KRows is K_r, each request's prefix plus its extend up to the end of r's later segment.
 	KRows int64 `json:"k_rows"`
-	// ChunkRows is R_r, the query rows of one chunk under the cap.
+	// chunkRows is R_r, the query rows of one chunk under the cap.
 	ChunkRows int64 `json:"chunk_rows"`
 	// PeakBytes is R_r·K_r·4.
 	PeakBytes int64 `json:"peak_bytes"`
@@ -180,22 +180,22 @@ type AdmissionEstimateOutput struct {
 	Gate *BufferGate `json:"gate,omitempty"`
 }
 
-// ParseEstimatorChunkEnv reads the two A2.2 environment values once, up
+// parseEstimatorChunkEnv reads the two A2.2 environment values once, up
 // front (A2.6 invariant 6). An empty or whitespace-only value is unset;
 // others are trimmed of surrounding whitespace, as Python's int() and
 // float() do, then parsed as a decimal integer and a float. Errors name the
 // variable and quote its value.
-func ParseEstimatorChunkEnv(maxRows, maxGB string) (MQAChunkConfig, error) {
+func parseEstimatorChunkEnv(maxRows, maxGB string) (MQAChunkConfig, error) {
 	var c MQAChunkConfig
 	rows, gb := strings.TrimSpace(maxRows), strings.TrimSpace(maxGB)
 	if rows != "" && gb != "" {
-		return c, Reject(ErrConfig, EnvMQAChunkMaxRows, rows,
-			EnvMQAChunkMaxRows+" and "+envMQAChunkMaxGB+" are mutually exclusive; set one")
+		return c, Reject(ErrConfig, envMQAChunkMaxRows, rows,
+			envMQAChunkMaxRows+" and "+envMQAChunkMaxGB+" are mutually exclusive; set one")
 	}
 	if rows != "" {
 		n, err := strconv.ParseInt(rows, 10, 64)
 		if err != nil || n < 1 {
-			return MQAChunkConfig{}, Reject(ErrConfig, EnvMQAChunkMaxRows, strconv.Quote(maxRows), "an integer >= 1")
+			return MQAChunkConfig{}, Reject(ErrConfig, envMQAChunkMaxRows, strconv.Quote(maxRows), "an integer >= 1")
 		}
 		c.MaxRows = &n
 	}

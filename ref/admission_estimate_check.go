@@ -67,10 +67,10 @@ func ValidateEstimatorContext(ctx EstimatorContext) error {
 func checkEstimatorChunk(field string, c MQAChunkConfig) error {
 	if c.MaxRows != nil && c.MaxGB != nil {
 		return Reject(ErrConfig, field, "max_rows and max_gb",
-			EnvMQAChunkMaxRows+" and "+envMQAChunkMaxGB+" are mutually exclusive; set one")
+			envMQAChunkMaxRows+" and "+envMQAChunkMaxGB+" are mutually exclusive; set one")
 	}
 	if c.MaxRows != nil && *c.MaxRows < 1 {
-		return Reject(ErrConfig, field+".max_rows", *c.MaxRows, "an integer >= 1 ("+EnvMQAChunkMaxRows+")")
+		return Reject(ErrConfig, field+".max_rows", *c.MaxRows, "an integer >= 1 ("+envMQAChunkMaxRows+")")
 	}
 	if c.MaxGB == nil {
 		return nil

@@ -98,7 +98,7 @@ func checkUnpadded(cp int, lens []int) error {
 	return checkRows("lens", lens, func(l int) int64 { return int64(l) })
 }
 
-// checkPadded applies BuildLayoutPadded's checks (§1.5), in order: the
+// checkPadded applies buildLayoutPadded's checks (§1.5), in order: the
 // batch, the granule, the compute rows.
 func checkPadded(cp int, lens []int, g int) error {
 	if err := checkBatch(cp, lens); err != nil {

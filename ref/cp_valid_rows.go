@@ -73,7 +73,7 @@ type CPValidRowsOutput struct {
 	ValidMask []bool `json:"valid_mask"`
 	// LocalTokenIDs is LocalTokenIDs(lay, rank): the token of each valid local row.
 	LocalTokenIDs []TokenID `json:"local_token_ids"`
-	// LastTokenRows is LastTokenRows(lay).
+	// lastTokenRows is lastTokenRows(lay).
 	LastTokenRows []LastTokenRow `json:"last_token_rows"`
 	// Selected is SelectLocalValidRows(lay, rank, x): the valid rows, order kept.
 	Selected Rows `json:"selected"`
@@ -128,7 +128,7 @@ func CPValidRows(lim Limits, in CPValidRowsInput) (CPValidRowsOutput, error) {
 		LaneSlots:              LaneSlots(lay, r),
 		ValidMask:              ValidMask(lay, r),
 		LocalTokenIDs:          LocalTokenIDs(lay, r),
-		LastTokenRows:          LastTokenRows(lay),
+		LastTokenRows:          lastTokenRows(lay),
 		Selected:               sel,
 	}, nil
 }
@@ -259,11 +259,11 @@ func SelectLocalValidRows(lay Layout, r int, x Rows) (Rows, []TokenID, error) {
 	return out, LocalTokenIDs(lay, r), nil
 }
 
-// LastTokenRows locates every request's last valid token t* = L_i − 1
+// lastTokenRows locates every request's last valid token t* = L_i − 1
 // (§2.1): k* is the segment containing t*, Rank = owner(k*), LocalRow =
 // SlotOff(Rank, lane(k*), i) + t* − SegStart(i, k*). It is found from the
 // valid length, never the compute length (that row may be padding, §2.5).
-func LastTokenRows(lay Layout) []LastTokenRow {
+func lastTokenRows(lay Layout) []LastTokenRow {
 	out := []LastTokenRow{}
 	for i, l := range lay.L {
 		t := l - 1

@@ -280,9 +280,9 @@ func geo(h int64) map[int64]bool {
 	return s
 }
 
-// DenseGrid is §S3.4's dense(h) = sorted({1..min(32,h)} ∪ geo(h) ∪ {h}).
+// denseGrid is §S3.4's dense(h) = sorted({1..min(32,h)} ∪ geo(h) ∪ {h}).
 // Precondition: 1 <= h <= DeepGEMMMaxM.
-func DenseGrid(h int64) []int64 {
+func denseGrid(h int64) []int64 {
 	s := geo(h)
 	for m := int64(1); m <= min(DeepGEMMDenseHead, h); m++ {
 		s[m] = true
@@ -291,10 +291,10 @@ func DenseGrid(h int64) []int64 {
 	return sortedSet(s)
 }
 
-// ContigGrid is §S3.4's contig(h, a) = sorted({a·j : j ∈ geo(⌊h/a⌋)} ∪
+// contigGrid is §S3.4's contig(h, a) = sorted({a·j : j ∈ geo(⌊h/a⌋)} ∪
 // {⌊h/a⌋·a}) minus {0}: empty when h < a. Preconditions: 1 <= h <=
 // DeepGEMMMaxM, a >= 1.
-func ContigGrid(h, a int64) []int64 {
+func contigGrid(h, a int64) []int64 {
 	s := map[int64]bool{}
 	for j := range geo(h / a) {
 		s[a*j] = true
@@ -320,11 +320,11 @@ func deepGEMMGrid(kernelType string, mMax, maskedMMax, a int64) []int64 {
 		if maskedMMax == 0 {
 			maskedMMax = mMax
 		}
-		return DenseGrid(min(mMax, maskedMMax))
+		return denseGrid(min(mMax, maskedMMax))
 	case KernelGroupedContig:
-		return ContigGrid(mMax, a)
+		return contigGrid(mMax, a)
 	}
-	return DenseGrid(mMax)
+	return denseGrid(mMax)
 }
 
 // Live is §S3.5's liveness: a regular file of size > 0, or a directory

@@ -287,7 +287,7 @@ func (ix *refKVEvIndex) Replay(stream string, frames [][]byte) (r KVEvStepResult
 		// The history before s is gone.
 		ix.lose(st, &r, st.next, s)
 	}
-	b, err := DecodeKVBatchWithin(payload, ix.cfg.DecodeLimits())
+	b, err := decodeKVBatchWithin(payload, ix.cfg.DecodeLimits())
 	ix.applyBatch(st, &r, s, topic, b, err)
 	st.advance(s)
 	return r

@@ -143,7 +143,7 @@ func DecodeKVMessage(frames [][]byte) (KVMessage, error) {
 // decodeKVMessageWithin decodes one live message (docs/spec/kv-events.md
 // §1.2): exactly 3 frames (else KVFrameCountError), frame 1 the 8-byte
 // big-endian seq (else KVSeqWidthError), frame 0 the topic as a string and
-// frame 2 the batch, decoded by DecodeKVBatchWithin under lim (zero fields:
+// frame 2 the batch, decoded by decodeKVBatchWithin under lim (zero fields:
 // the defaults; lim is not validated here, see KVDecodeLimits.Validate).
 func decodeKVMessageWithin(frames [][]byte, lim KVDecodeLimits) (KVMessage, error) {
 	if len(frames) != 3 {
@@ -152,27 +152,27 @@ func decodeKVMessageWithin(frames [][]byte, lim KVDecodeLimits) (KVMessage, erro
 	if len(frames[1]) != 8 {
 		return KVMessage{}, KVSeqWidthError(len(frames[1]))
 	}
-	b, err := DecodeKVBatchWithin(frames[2], lim)
+	b, err := decodeKVBatchWithin(frames[2], lim)
 	if err != nil {
 		return KVMessage{}, err
 	}
 	return KVMessageOf(frames[0], binary.BigEndian.Uint64(frames[1]), b), nil
 }
 
-// DecodeKVBatch decodes one batch payload under the default bounds of one
-// message: DecodeKVBatchWithin with a zero KVDecodeLimits.
-func DecodeKVBatch(payload []byte) (KVBatch, error) {
-	return DecodeKVBatchWithin(payload, KVDecodeLimits{})
+// decodeKVBatch decodes one batch payload under the default bounds of one
+// message: decodeKVBatchWithin with a zero KVDecodeLimits.
+func decodeKVBatch(payload []byte) (KVBatch, error) {
+	return decodeKVBatchWithin(payload, KVDecodeLimits{})
 }
 
-// DecodeKVBatchWithin decodes one batch payload: the batch of §1.3 (array
+// decodeKVBatchWithin decodes one batch payload: the batch of §1.3 (array
 // of 2..4 elements or the tolerated map), its events in both encodings of
 // §1.4, block hashes normalised by §1.5, under A6's bounds and A10's bounds
 // of one message (lim; zero fields take the defaults); bytes after the
 // batch are KVTrailingError. It returns the first failure in document order
 // (see the comment at the top of this file). It never allocates from a
 // declared length that the bytes left cannot hold, nor past A10's bounds.
-func DecodeKVBatchWithin(payload []byte, lim KVDecodeLimits) (KVBatch, error) {
+func decodeKVBatchWithin(payload []byte, lim KVDecodeLimits) (KVBatch, error) {
 	r := newKVReader(payload, lim)
 	b, err := r.batch()
 	if err != nil {

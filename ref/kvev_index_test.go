@@ -940,7 +940,7 @@ func TestKVEvIndexDecodeErrorLosesTheBatchButTheSeqCountsAsReceived(t *testing.T
 	if d := cmp.Diff([]string{"1/-1:missing_field"}, errCodes(r.Errors)); d != "" {
 		t.Fatal(d)
 	}
-	_, derr := DecodeKVBatch(bad)
+	_, derr := decodeKVBatch(bad)
 	if d := cmp.Diff(ErrorObjectOf(derr), r.Errors[0].Error); d != "" {
 		t.Fatal(d)
 	}

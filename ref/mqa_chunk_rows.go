@@ -77,7 +77,7 @@ type MQAChunkPlan struct {
 	Q int64 `json:"q"`
 	// K is the matrix's K rows.
 	K int64 `json:"k"`
-	// Rows is ChunkRows(Q, K): the query rows of one chunk (0 when Q is 0).
+	// Rows is chunkRows(Q, K): the query rows of one chunk (0 when Q is 0).
 	Rows int64 `json:"rows"`
 	// Chunks is ceil(Q / Rows), 0 when Q is 0.
 	Chunks int64 `json:"chunks"`
@@ -96,11 +96,11 @@ type MQAChunkRowsOutput struct {
 	AdmissionPeak uint64 `json:"admission_peak"`
 }
 
-// ParseMQAChunkEnv reads the two §8.1 environment values ("" = unset) into
+// parseMQAChunkEnv reads the two §8.1 environment values ("" = unset) into
 // a config, rejecting non-numeric values with ErrConfig, and validates it.
 // Python's int() and float() accept surrounding spaces; Go's parsers do
 // not, and kvtwin rejects rather than trims.
-func ParseMQAChunkEnv(maxRows, maxGB string) (MQAChunkConfig, error) {
+func parseMQAChunkEnv(maxRows, maxGB string) (MQAChunkConfig, error) {
 	var cfg MQAChunkConfig
 	if maxRows != "" {
 		v, err := strconv.ParseInt(maxRows, 10, 64)
@@ -168,10 +168,10 @@ func MQAGBCapBytes(gb float64) int64 {
 	return int64(x)
 }
 
-// ChunkRows is §8.2: the query rows of one logits chunk for q query rows
+// chunkRows is §8.2: the query rows of one logits chunk for q query rows
 // and k K rows under cfg, with the runtime rule when rt is set and the
 // scheduler estimator otherwise. Preconditions: cfg valid, 0 <= q, k < 2^31.
-func ChunkRows(q, k int64, cfg MQAChunkConfig, rt *MQARuntimeBudget) int64 {
+func chunkRows(q, k int64, cfg MQAChunkConfig, rt *MQARuntimeBudget) int64 {
 	switch {
 	case q == 0:
 		return 0
@@ -210,7 +210,7 @@ func mqaRuntimeNeedsChunk(q, k int64, rt MQARuntimeBudget) bool {
 
 // MQAPlanOf is the chunk plan of one shape.
 func MQAPlanOf(s MQALogitsShape, cfg MQAChunkConfig, rt *MQARuntimeBudget) MQAChunkPlan {
-	rows := ChunkRows(s.Q, s.K, cfg, rt)
+	rows := chunkRows(s.Q, s.K, cfg, rt)
 	p := MQAChunkPlan{Q: s.Q, K: s.K, Rows: rows}
 	if rows > 0 {
 		p.Chunks = (s.Q + rows - 1) / rows

@@ -24,7 +24,7 @@ type MQATopKInput struct {
 	// Offset are the row-addressed RAGGED offsets added to every emitted
 	// index (int32, >= 0); empty means none, else at least Q of them.
 	Offset []int32 `json:"offset,omitempty"`
-	// ChunkRows is the number of query rows per chunk, >= 1.
+	// chunkRows is the number of query rows per chunk, >= 1.
 	ChunkRows int64 `json:"chunk_rows"`
 }
 

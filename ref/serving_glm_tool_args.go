@@ -234,7 +234,7 @@ func pyDumpValue(b *strings.Builder, dec *json.Decoder) {
 	case string:
 		b.WriteString(pyJSONString(x, false))
 	case json.Number:
-		b.WriteString(PyNumber(string(x)))
+		b.WriteString(pyNumber(string(x)))
 	case bool:
 		b.WriteString(map[bool]string{true: "true", false: "false"}[x])
 	default:
@@ -280,9 +280,9 @@ func pyDumpObject(b *strings.Builder, dec *json.Decoder) {
 	b.WriteByte('}')
 }
 
-// PyNumber is a JSON number literal as Python's json round trip writes it:
+// pyNumber is a JSON number literal as Python's json round trip writes it:
 // an integer literal as the exact integer, anything else as repr(float).
-func PyNumber(lit string) string {
+func pyNumber(lit string) string {
 	if !strings.ContainsAny(lit, ".eE") {
 		n, _ := new(big.Int).SetString(lit, 10)
 		return n.String()

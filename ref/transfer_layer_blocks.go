@@ -2,8 +2,8 @@ package ref
 
 import "fmt"
 
-// BlockBytes is the size of one Block in an output list, for Limits.CheckOutput.
-const BlockBytes = 24
+// blockBytes is the size of one Block in an output list, for Limits.CheckOutput.
+const blockBytes = 24
 
 // Block is one contiguous RDMA write of Len bytes from Src to Dst (docs/spec/transfer.md §0).
 type Block struct {

@@ -17,7 +17,7 @@ import (
 // outputs and sentinels) plus the helpers both twins call for identical
 // error words. Lower the ceiling when ref's API shrinks; raising it is a
 // design decision to argue in docs/decisions.md.
-const refExportCeiling = 1208
+const refExportCeiling = 1188
 
 // refExports lists the identifiers a package exports, the way `go doc -all`
 // shows them: every exported top-level name of its non-test files (funcs,
