@@ -30,7 +30,7 @@ func EstimateBuffers(ctx ref.EstimatorContext, reqs []ref.EstimateReq) (ref.Esti
 // committed requests (plus the candidate). Not safe for concurrent use.
 type BufferEstimator = fastcore.BufferEstimator
 
-// NewBufferEstimator validates ctx (ref.ValidateEstimatorContext) and
+// NewBufferEstimator validates ctx (ref.CheckEstimatorContext) and
 // returns an estimator over an empty batch.
 func NewBufferEstimator(ctx ref.EstimatorContext) (*BufferEstimator, error) {
 	return fastcore.NewBufferEstimator(ctx)

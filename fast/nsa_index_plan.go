@@ -7,7 +7,7 @@ import "github.com/kvtwin/kvtwin/ref"
 // a phase counter instead of a modulo per layer, and answers the queries
 // from the plan's tables without re-deriving skip.
 func NSAIndexPlanFor(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlanOutput, error) {
-	if err := ref.ValidateNSAIndexPlanScalars(lim, in); err != nil {
+	if err := ref.CheckNSAIndexPlanScalars(lim, in); err != nil {
 		return ref.NSAIndexPlanOutput{}, err
 	}
 	n := in.N

@@ -91,7 +91,7 @@ func validateBenchCP(in BenchInput) error {
 			return err
 		}
 	}
-	if err := ValidateEstimatorContext(benchEstimatorContext(in)); err != nil {
+	if err := CheckEstimatorContext(benchEstimatorContext(in)); err != nil {
 		return reroot(reroot(err, "context.chunk", "mqa_chunk"), "context.", "cp.estimator.")
 	}
 	return nil

@@ -271,7 +271,7 @@ func EstimatorSplit(c int, e int64) Layout {
 // every A2.4 term of the batch. Terms are exact; the first (in A2.4's
 // order, MQA ranks ascending) whose value exceeds int64 is an ErrOverflow.
 func EstimateBuffers(ctx EstimatorContext, reqs []EstimateReq) (Estimate, error) {
-	if err := ValidateEstimatorContext(ctx); err != nil {
+	if err := CheckEstimatorContext(ctx); err != nil {
 		return Estimate{}, err
 	}
 	if err := CheckEstimateReqs(reqs); err != nil {

@@ -12,11 +12,11 @@ import (
 // buffer-size limit) below 1 (A2.7).
 var ErrEstimatorParam = NewSentinel("estimator_param", "estimator: size must be >= 1")
 
-// ValidateEstimatorContext checks ctx in field order (A2.7) with JSON
+// CheckEstimatorContext checks ctx in field order (A2.7) with JSON
 // paths under "context.": page size, CP size, the byte constants and
 // vocabulary (>= 1), the logit rows and transfer layers (>= 0), then the
 // chunk caps.
-func ValidateEstimatorContext(ctx EstimatorContext) error {
+func CheckEstimatorContext(ctx EstimatorContext) error {
 	if ctx.PageSize < 1 {
 		return Reject(ErrInvalidPageSize, "context.page_size", ctx.PageSize, ">= 1")
 	}
@@ -115,7 +115,7 @@ func CheckEstimateReq(i int, r EstimateReq) error {
 // contract order: context, the output's size under lim (per_rank has
 // cp_size entries), the gate's limit, then the requests.
 func ValidateAdmissionEstimate(lim Limits, in AdmissionEstimateInput) error {
-	if err := ValidateEstimatorContext(in.Context); err != nil {
+	if err := CheckEstimatorContext(in.Context); err != nil {
 		return err
 	}
 	if err := lim.CheckOutput("context.cp_size", in.Context.CPSize, rankMQABytes); err != nil {

@@ -404,7 +404,7 @@ func SingleOversizedWarning(rid string, estimate, maxBytes int64) string {
 
 // a2Estimator adapts A2's estimator to gate C5: the batch's
 // EstimateBuffers(ctx, batch).TotalBytes. ctx must be valid
-// (ValidateEstimatorContext); an overflow is EstimateBuffers' error.
+// (CheckEstimatorContext); an overflow is EstimateBuffers' error.
 func a2Estimator(ctx EstimatorContext) BufferEstimator {
 	return func(batch []PlannedEntry) (int64, error) {
 		reqs := make([]EstimateReq, len(batch))

@@ -165,7 +165,7 @@ func validateCP(cp *CPAdmission) error {
 		if cp.BufferModel != nil {
 			return Reject(ErrAdmitConfig, "config.cp.buffer_model", "set", "unset when config.cp.estimator is set (one buffer estimator)")
 		}
-		if err := ValidateEstimatorContext(*cp.EstimatorContext); err != nil {
+		if err := CheckEstimatorContext(*cp.EstimatorContext); err != nil {
 			return reroot(err, "context.", "config.cp.estimator.")
 		}
 	}

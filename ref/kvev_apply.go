@@ -13,7 +13,7 @@ func ValidateKVEvApply(in KVEvApplyInput) error {
 	if err := in.Config.Validate(); err != nil {
 		return err
 	}
-	if err := ValidateKVEvStreams(in.Streams); err != nil {
+	if err := CheckKVEvStreams(in.Streams); err != nil {
 		return err
 	}
 	names := make(map[string]bool, len(in.Streams))

@@ -166,14 +166,14 @@ func (e *kvevEngine) tokens() int64 {
 
 // NewKVEvIndex builds the reference event-fed index over streams
 // (docs/spec/kv-events.md §2-§3). It rejects a bad config
-// (KVEvConfig.Validate), stream list (ValidateKVEvStreams) or engine share
+// (KVEvConfig.Validate), stream list (CheckKVEvStreams) or engine share
 // (KVEvConfig.EngineShare), in that order; zero config fields take their
 // defaults, MaxEnginesPerStream the streams' fair share.
 func NewKVEvIndex(cfg KVEvConfig, streams []KVEvStream) (KVEvIndex, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := ValidateKVEvStreams(streams); err != nil {
+	if err := CheckKVEvStreams(streams); err != nil {
 		return nil, err
 	}
 	share, err := cfg.EngineShare(len(streams))

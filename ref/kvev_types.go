@@ -611,10 +611,10 @@ func (c KVEvConfig) EngineShare(streams int) (int, error) {
 	return cmp.Or(c.MaxEnginesPerStream, fair), nil
 }
 
-// ValidateKVEvStreams rejects an empty or duplicate stream name
+// CheckKVEvStreams rejects an empty or duplicate stream name
 // (ErrBadEnum) and a negative rank (ErrNegative), naming streams[i].field.
 // Token ids outside [0, 2^32) are the radix family's ErrTokenRange.
-func ValidateKVEvStreams(streams []KVEvStream) error {
+func CheckKVEvStreams(streams []KVEvStream) error {
 	seen := make(map[string]bool, len(streams))
 	for i, s := range streams {
 		at := Idx("streams", i)

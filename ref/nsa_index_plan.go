@@ -137,7 +137,7 @@ func NSASkipLayer(in NSAIndexPlanInput, l int) bool {
 // ResolveNSAIndexPlan validates in and returns its plan and warnings
 // (docs/spec/cp-layout.md §9.1 ResolvePlan).
 func ResolveNSAIndexPlan(lim Limits, in NSAIndexPlanInput) (NSAIndexPlan, []string, error) {
-	if err := ValidateNSAIndexPlanScalars(lim, in); err != nil {
+	if err := CheckNSAIndexPlanScalars(lim, in); err != nil {
 		return NSAIndexPlan{}, nil, err
 	}
 	p := NSAIndexPlan{Skip: make([]bool, in.N), NextSkip: make([]bool, in.N), Active: []int{}, Slot: make([]int, in.N)}
@@ -257,7 +257,7 @@ func NSAIndexPlanLog(n int, active []int) string {
 }
 
 // NSAHiCacheBytesPerToken is §9.4 P9.6: every layer's MLA row plus an index-K
-// row for each active layer. n is bounded by ValidateNSAIndexPlanScalars.
+// row for each active layer. n is bounded by CheckNSAIndexPlanScalars.
 func NSAHiCacheBytesPerToken(n, active int) int64 {
 	return int64(n)*nsaMLARowBytes + int64(active)*nsaIndexKRowBytes
 }

@@ -531,7 +531,7 @@ func (t *refRadixTree) nodeCP(n *radixNode) *NodeCP {
 // per leaf — and a leaf whose size has no metadata in the fixed tree
 // counts a miss, as the fast tree must.
 func (t *refRadixTree) EvictOwnerLanes(req OwnerPlanRequest) (OwnerPlan, error) {
-	n, err := ValidateOwnerPlan(req, t.cfg.CPSize)
+	n, err := CheckOwnerPlan(req, t.cfg.CPSize)
 	if err != nil {
 		return OwnerPlan{}, err
 	}
