@@ -192,7 +192,7 @@ func compactRoundtrip(lim ref.Limits, in ref.CPCompactInput, out ref.CPRowsOutpu
 func compactCapacityRouter(lim ref.Limits, in ref.CPCompactInput, out ref.CPRowsOutput) error {
 	lay := mustCPLayout(in.Layout)
 	rv := lay.Rv(in.Rank)
-	for _, f := range []func(ref.Rows) (ref.Rows, error){ref.CapacityRouter(1, max(1, rv)), ref.CapacityRouter(2, max(1, rv/2))} {
+	for _, f := range []func(ref.Rows) (ref.Rows, error){capacityRouter(1, max(1, rv)), capacityRouter(2, max(1, rv/2))} {
 		yc, err := f(out.Rows)
 		if err != nil {
 			return err
@@ -257,4 +257,29 @@ func restoreRowWise(lim ref.Limits, in ref.CPRestoreInput, out ref.CPRowsOutput)
 		return fmt.Errorf("%d rows, want %d", out.Rows.N(), y.N())
 	}
 	return rowsEqual("restore(f(Y))", y, withPadding(lay, in.Rank, xorRows(out.Rows), 0))
+}
+
+// capacityRouter is the deterministic, batch-coupled test MoE of
+// docs/spec/cp-layout.md §4.3: a row's expert is row[0] mod e; experts
+// admit rows in row order up to capacity c each; an admitted row's output
+// is its bytes XOR (expert+1), any other row's output is zeros. e must be
+// >= 1. It is P4.4's test double, not an algorithm of the spec, so it
+// lives beside the property rather than in ref.
+func capacityRouter(e, c int) func(ref.Rows) (ref.Rows, error) {
+	return func(x ref.Rows) (ref.Rows, error) {
+		out := ref.NewRows(x.W, x.N())
+		load := make([]int, e)
+		for p := range x.N() {
+			row := x.Row(p)
+			ex := int(row[0]) % e
+			if load[ex] >= c {
+				continue
+			}
+			load[ex]++
+			for b, v := range row {
+				out.Row(p)[b] = v ^ byte(ex+1)
+			}
+		}
+		return out, nil
+	}
 }

@@ -44,7 +44,7 @@ func admissionEstimateWithFaults(lim ref.Limits, in ref.AdmissionEstimateInput, 
 
 // EstimateBuffers is the twin of ref.EstimateBuffers.
 func EstimateBuffers(ctx ref.EstimatorContext, reqs []ref.EstimateReq) (ref.Estimate, error) {
-	if err := ref.ValidateEstimatorContext(ctx); err != nil {
+	if err := ref.CheckEstimatorContext(ctx); err != nil {
 		return ref.Estimate{}, err
 	}
 	if err := ref.CheckEstimateReqs(reqs); err != nil {
@@ -65,10 +65,10 @@ func EstimateBuffers(ctx ref.EstimatorContext, reqs []ref.EstimateReq) (ref.Esti
 // committed requests (plus the candidate). Not safe for concurrent use.
 type BufferEstimator struct{ e *estimator }
 
-// NewBufferEstimator validates ctx (ref.ValidateEstimatorContext) and
+// NewBufferEstimator validates ctx (ref.CheckEstimatorContext) and
 // returns an estimator over an empty batch.
 func NewBufferEstimator(ctx ref.EstimatorContext) (*BufferEstimator, error) {
-	if err := ref.ValidateEstimatorContext(ctx); err != nil {
+	if err := ref.CheckEstimatorContext(ctx); err != nil {
 		return nil, err
 	}
 	return &BufferEstimator{newEstimator(ctx, fault.Estimate{})}, nil

@@ -99,7 +99,7 @@ func deepGEMMWarmupPlanWithFaults(_ ref.Limits, in ref.DeepGEMMWarmupInput, f fa
 	return out, nil
 }
 
-// kernelGrid is ref.DeepGEMMGrid emitted in order: within each octave the
+// kernelGrid is ref.deepGEMMGrid emitted in order: within each octave the
 // geometric points come as 2^k, then 3·2^(k-1), then 2^(k+1).
 func kernelGrid(kernelType string, mMax, maskedMMax, a int64, denseWalk bool) []int64 {
 	switch kernelType {

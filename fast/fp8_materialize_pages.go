@@ -10,7 +10,7 @@ import (
 // bulk copy of the pool, a bitset instead of a map for the duplicate check,
 // then one row copy per loc.
 func FP8StorePages(_ ref.Limits, in ref.FP8StoreInput) (ref.FP8StoreOutput, error) {
-	n, err := ref.ValidateFP8Pool("pool", in.Pool)
+	n, err := ref.CheckFP8Pool("pool", in.Pool)
 	if err != nil {
 		return ref.FP8StoreOutput{}, err
 	}

@@ -108,7 +108,7 @@ func QuantizeRows656(dst, src []byte, m ref.ScaleMode) int {
 	return -1
 }
 
-// quantRow656 is ref.QuantizeRow656 on bytes; false when a value is not
+// quantRow656 is ref.quantizeRow656 on bytes; false when a value is not
 // finite. tab is e4m3Table().
 func quantRow656(dst *[ref.FP8RowBytes]byte, src *[ref.MLABF16RowBytes]byte, m ref.ScaleMode, tab *[1 << 16]uint16) bool {
 	rope := src[2*ref.MLANopeDim:]

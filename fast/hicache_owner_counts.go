@@ -246,7 +246,7 @@ func (t *Tree) recount(x *node, n int) []int32 {
 // children have all been taken joins the heap. A rejected request (bad
 // sizes, unknown locked node, stale metadata) changes nothing.
 func (t *Tree) EvictOwnerLanes(req ref.OwnerPlanRequest) (ref.OwnerPlan, error) {
-	n, err := ref.ValidateOwnerPlan(req, t.cfg.CPSize)
+	n, err := ref.CheckOwnerPlan(req, t.cfg.CPSize)
 	if err != nil {
 		return ref.OwnerPlan{}, err
 	}

@@ -19,7 +19,7 @@ import (
 // the allocations are the output's own (events, hash and token slices, the
 // strings and the optional fields), never an intermediate generic value.
 //
-// Error rules, shared with ref.DecodeKVBatch (the words come from
+// Error rules, shared with ref.decodeKVBatch (the words come from
 // ref/kvev_errors.go): checks run in document order and the first failure
 // is the error. An event's form is decided first, then its fields in
 // declaration order (form A by position, form B in key order, each known

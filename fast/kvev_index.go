@@ -79,7 +79,7 @@ func newKVIndex(cfg ref.KVEvConfig, streams []ref.KVEvStream, f fault.KVEv) (*kv
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := ref.ValidateKVEvStreams(streams); err != nil {
+	if err := ref.CheckKVEvStreams(streams); err != nil {
 		return nil, err
 	}
 	share, err := cfg.EngineShare(len(streams))

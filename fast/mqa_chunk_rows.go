@@ -3,7 +3,7 @@ package fast
 import "github.com/kvtwin/kvtwin/ref"
 
 // MQAChunkRows is the twin of ref.MQAChunkRows (docs/spec/cp-layout.md §8.2, §8.4).
-// The per-shape rule is ref.ChunkRows itself (a handful of integer
+// The per-shape rule is ref.chunkRows itself (a handful of integer
 // operations: there is nothing to optimise, and one definition keeps the
 // runtime and the estimator on the same formula, as §8.4 demands). What
 // differs is the CP peak: the reference recomputes SegStart for every rank
@@ -34,7 +34,7 @@ func MQAChunkRows(lim ref.Limits, in ref.MQAChunkRowsInput) (ref.MQAChunkRowsOut
 	return out, nil
 }
 
-// peakShapes is ref.MQAPeakShapes in one pass per request: segment k's end
+// peakShapes is ref.mqaPeakShapes in one pass per request: segment k's end
 // is the running sum of S, and its K piece P_i + min(end, L_i) goes to its
 // owner (k for the PREV lane, 2·cp−1−k for the MIRROR lane), which also
 // holds its S_i,k query rows.

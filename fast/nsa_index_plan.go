@@ -7,7 +7,7 @@ import "github.com/kvtwin/kvtwin/ref"
 // a phase counter instead of a modulo per layer, and answers the queries
 // from the plan's tables without re-deriving skip.
 func NSAIndexPlanFor(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlanOutput, error) {
-	if err := ref.ValidateNSAIndexPlanScalars(lim, in); err != nil {
+	if err := ref.CheckNSAIndexPlanScalars(lim, in); err != nil {
 		return ref.NSAIndexPlanOutput{}, err
 	}
 	n := in.N
@@ -85,7 +85,7 @@ func fillSkip(skip []bool, in ref.NSAIndexPlanInput) int {
 	return first
 }
 
-// answer is ref.AnswerNSAIndexQuery read off the plan's tables: the gate
+// answer is ref.answerNSAIndexQuery read off the plan's tables: the gate
 // checks Skip[l+1] before it looks at a slot, so it never asks for the
 // slot of an S layer. The answer's numbers live in buf (slot, then layer).
 func answer(p ref.NSAIndexPlan, q ref.NSAIndexQuery, buf []int) ref.NSAIndexAnswer {

@@ -99,7 +99,7 @@ func appendU(b []byte, r rune) []byte {
 	return append(b, '\\', 'u', hexDigits[r>>12&15], hexDigits[r>>8&15], hexDigits[r>>4&15], hexDigits[r&15])
 }
 
-// appendPyString is ref.PyJSONString appended to b, with a byte loop for
+// appendPyString is ref.pyJSONString appended to b, with a byte loop for
 // the printable-ASCII common case.
 func appendPyString(b []byte, s string, ascii bool) []byte {
 	b = append(b, '"')

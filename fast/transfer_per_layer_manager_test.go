@@ -256,7 +256,7 @@ func TestWorkerStepNeedsDeterministicMode(t *testing.T) {
 // allocate nothing.
 func TestNotifierDoesNotAllocate(t *testing.T) {
 	m, err := fast.NewManager(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: 16, Group: 8},
-		Engine: ref.NewMemEngine(nil, nil, false), Events: ref.ReadyEvents{}})
+		Engine: ref.NewMemEngine(nil, nil, false), Events: readyEvents{}})
 	if err != nil {
 		t.Fatal(err)
 	}

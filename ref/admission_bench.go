@@ -253,10 +253,10 @@ func MapBenchRequest(r BenchRequest) Request {
 		L1Prefix: r.L1CachedTokens, L1PrefixEvictable: r.L1CachedTokens, HostHit: r.L2HostHitTokens}
 }
 
-// BenchEstimatorContext is the estimator context a bench's buffer gate
+// benchEstimatorContext is the estimator context a bench's buffer gate
 // uses: A2.2's defaults at the bench's page and CP sizes, overridden by
 // cp.estimator, with mqa_chunk's caps.
-func BenchEstimatorContext(in BenchInput) EstimatorContext {
+func benchEstimatorContext(in BenchInput) EstimatorContext {
 	ctx := DefaultEstimatorContext(in.PageSize, in.CPSize)
 	ctx.Chunk = in.MQAChunk
 	if in.CP == nil || in.CP.Estimator == nil {
@@ -289,7 +289,7 @@ func BenchConfig(in BenchInput) AdderConfig {
 		MaxTotalCachedTokens: in.CP.MaxTotalCachedTokens}
 	if in.CP.MaxBufferSize != nil {
 		b, _ := in.CP.MaxBufferSize.Bytes("cp.max_buffer_size") // validated
-		ctx := BenchEstimatorContext(in)
+		ctx := benchEstimatorContext(in)
 		c.CP.MaxBufferSizeBytes, c.CP.EstimatorContext = &b, &ctx
 	}
 	return c
@@ -303,7 +303,7 @@ func BenchConfig(in BenchInput) AdderConfig {
 // the round function refuses (a lock-time evictable shortfall, an
 // estimator overflow) fails the bench with that error.
 func RunAdmissionBench(lim Limits, in BenchInput, d BenchDriver) (BenchOutput, error) {
-	if err := ValidateBench(lim, in); err != nil {
+	if err := validateBench(lim, in); err != nil {
 		return BenchOutput{}, err
 	}
 	cfg := BenchConfig(in)
@@ -323,7 +323,7 @@ func RunAdmissionBench(lim Limits, in BenchInput, d BenchDriver) (BenchOutput, e
 			out.Termination = BenchMaxRounds
 			break
 		}
-		rin := BenchRoundInput(in, cfg, chunked, queue)
+		rin := benchRoundInput(in, cfg, chunked, queue)
 		t0 := time.Now()
 		res, err := d.Round(lim, rin)
 		dur := time.Since(t0)
@@ -356,9 +356,9 @@ func RunAdmissionBench(lim Limits, in BenchInput, d BenchDriver) (BenchOutput, e
 	return out, nil
 }
 
-// BenchRoundInput is the round input A3.3 builds from the bench, the
+// benchRoundInput is the round input A3.3 builds from the bench, the
 // carried chunk and the remaining queue (windowed by queue_window).
-func BenchRoundInput(in BenchInput, cfg AdderConfig, chunked *Request, queue []Request) RoundInput {
+func benchRoundInput(in BenchInput, cfg AdderConfig, chunked *Request, queue []Request) RoundInput {
 	if w := in.QueueWindow; w > 0 && int64(len(queue)) > w {
 		queue = queue[:w]
 	}

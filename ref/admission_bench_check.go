@@ -21,11 +21,11 @@ var (
 	ErrBenchConfig = NewSentinel("bench_config", "bench setting out of range")
 )
 
-// ValidateBench checks a bench input with A3.6's JSON paths: the settings,
+// validateBench checks a bench input with A3.6's JSON paths: the settings,
 // the cp block (its buffer size parsed, its estimator through A2.7), then
 // every request and its rid against earlier ones. What it does not name
 // (the A1 config ranges) is checked by the first round's ValidateRound.
-func ValidateBench(lim Limits, in BenchInput) error {
+func validateBench(lim Limits, in BenchInput) error {
 	if err := validateBenchSettings(in); err != nil {
 		return err
 	}
@@ -91,8 +91,8 @@ func validateBenchCP(in BenchInput) error {
 			return err
 		}
 	}
-	if err := ValidateEstimatorContext(BenchEstimatorContext(in)); err != nil {
-		return Reroot(Reroot(err, "context.chunk", "mqa_chunk"), "context.", "cp.estimator.")
+	if err := CheckEstimatorContext(benchEstimatorContext(in)); err != nil {
+		return reroot(reroot(err, "context.chunk", "mqa_chunk"), "context.", "cp.estimator.")
 	}
 	return nil
 }

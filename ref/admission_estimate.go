@@ -20,20 +20,20 @@ import (
 const (
 	// DefaultEstimatorPageSize is the CP shared-KV page size.
 	DefaultEstimatorPageSize = 64
-	// DefaultMLARowBytes is one materialized fp8_e4m3 MLA KV row.
-	DefaultMLARowBytes = 656
-	// DefaultIndexRowBytes is one NSA index-K row: 128 fp8 + a 4-byte fp32 scale.
-	DefaultIndexRowBytes = 132
-	// DefaultVocabSize is the vocabulary of A2.5's worked examples.
-	DefaultVocabSize = 154880
-	// DefaultLogitRowsPerReq is last-token logits.
-	DefaultLogitRowsPerReq = 1
-	// DefaultDescriptorBytes is one transfer descriptor: src, dst, length.
-	DefaultDescriptorBytes = 24
-	// DefaultPageDescriptorBytes is one row-scoped sorted page descriptor.
-	DefaultPageDescriptorBytes = 16
-	// DefaultRowRemapBytes is an int32 flattened loc plus an int32 row id.
-	DefaultRowRemapBytes = 8
+	// defaultMLARowBytes is one materialized fp8_e4m3 MLA KV row.
+	defaultMLARowBytes = 656
+	// defaultIndexRowBytes is one NSA index-K row: 128 fp8 + a 4-byte fp32 scale.
+	defaultIndexRowBytes = 132
+	// defaultVocabSize is the vocabulary of A2.5's worked examples.
+	defaultVocabSize = 154880
+	// defaultLogitRowsPerReq is last-token logits.
+	defaultLogitRowsPerReq = 1
+	// defaultDescriptorBytes is one transfer descriptor: src, dst, length.
+	defaultDescriptorBytes = 24
+	// defaultPageDescriptorBytes is one row-scoped sorted page descriptor.
+	defaultPageDescriptorBytes = 16
+	// defaultRowRemapBytes is an int32 flattened loc plus an int32 row id.
+	defaultRowRemapBytes = 8
 	// MQALogitsElemBytes is one fp32 logit.
 	MQALogitsElemBytes = 4
 	// BufferGateDetail is the stop detail of a batch the gate refuses (A1.9 C5).
@@ -45,8 +45,8 @@ const (
 
 // The two environment knobs of A2.2, named in errors.
 const (
-	EnvMQAChunkMaxRows = "SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_ROWS"
-	EnvMQAChunkMaxGB   = "SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_GB"
+	envMQAChunkMaxRows = "SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_ROWS"
+	envMQAChunkMaxGB   = "SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_GB"
 )
 
 // EstimateReq is one request of the batch (A2.2): its prefix after
@@ -96,10 +96,10 @@ type EstimatorContext struct {
 func DefaultEstimatorContext(pageSize, cpSize int64) EstimatorContext {
 	return EstimatorContext{
 		PageSize: pageSize, CPSize: cpSize,
-		MLARowBytes: DefaultMLARowBytes, IndexRowBytes: DefaultIndexRowBytes,
-		VocabSize: DefaultVocabSize, LogitRowsPerReq: DefaultLogitRowsPerReq,
-		DescriptorBytes: DefaultDescriptorBytes, PageDescriptorBytes: DefaultPageDescriptorBytes,
-		RowRemapBytes: DefaultRowRemapBytes,
+		MLARowBytes: defaultMLARowBytes, IndexRowBytes: defaultIndexRowBytes,
+		VocabSize: defaultVocabSize, LogitRowsPerReq: defaultLogitRowsPerReq,
+		DescriptorBytes: defaultDescriptorBytes, PageDescriptorBytes: defaultPageDescriptorBytes,
+		RowRemapBytes: defaultRowRemapBytes,
 	}
 }
 
@@ -111,7 +111,7 @@ type RankMQA struct {
 	QRows int64 `json:"q_rows"`
 	// KRows is K_r, each request's prefix plus its extend up to the end of r's later segment.
 	KRows int64 `json:"k_rows"`
-	// ChunkRows is R_r, the query rows of one chunk under the cap.
+	// chunkRows is R_r, the query rows of one chunk under the cap.
 	ChunkRows int64 `json:"chunk_rows"`
 	// PeakBytes is R_r·K_r·4.
 	PeakBytes int64 `json:"peak_bytes"`
@@ -180,32 +180,32 @@ type AdmissionEstimateOutput struct {
 	Gate *BufferGate `json:"gate,omitempty"`
 }
 
-// ParseEstimatorChunkEnv reads the two A2.2 environment values once, up
+// parseEstimatorChunkEnv reads the two A2.2 environment values once, up
 // front (A2.6 invariant 6). An empty or whitespace-only value is unset;
 // others are trimmed of surrounding whitespace, as Python's int() and
 // float() do, then parsed as a decimal integer and a float. Errors name the
 // variable and quote its value.
-func ParseEstimatorChunkEnv(maxRows, maxGB string) (MQAChunkConfig, error) {
+func parseEstimatorChunkEnv(maxRows, maxGB string) (MQAChunkConfig, error) {
 	var c MQAChunkConfig
 	rows, gb := strings.TrimSpace(maxRows), strings.TrimSpace(maxGB)
 	if rows != "" && gb != "" {
-		return c, Reject(ErrConfig, EnvMQAChunkMaxRows, rows,
-			EnvMQAChunkMaxRows+" and "+EnvMQAChunkMaxGB+" are mutually exclusive; set one")
+		return c, Reject(ErrConfig, envMQAChunkMaxRows, rows,
+			envMQAChunkMaxRows+" and "+envMQAChunkMaxGB+" are mutually exclusive; set one")
 	}
 	if rows != "" {
 		n, err := strconv.ParseInt(rows, 10, 64)
 		if err != nil || n < 1 {
-			return MQAChunkConfig{}, Reject(ErrConfig, EnvMQAChunkMaxRows, strconv.Quote(maxRows), "an integer >= 1")
+			return MQAChunkConfig{}, Reject(ErrConfig, envMQAChunkMaxRows, strconv.Quote(maxRows), "an integer >= 1")
 		}
 		c.MaxRows = &n
 	}
 	if gb != "" {
 		g, err := strconv.ParseFloat(gb, 64)
 		if (err != nil && !isRangeErr(err)) || math.IsNaN(g) || math.IsInf(g, 0) || g <= 0 {
-			return MQAChunkConfig{}, Reject(ErrConfig, EnvMQAChunkMaxGB, strconv.Quote(maxGB), "a positive finite number")
+			return MQAChunkConfig{}, Reject(ErrConfig, envMQAChunkMaxGB, strconv.Quote(maxGB), "a positive finite number")
 		}
 		if g < 1.0/(1<<30) {
-			return MQAChunkConfig{}, Reject(ErrConfig, EnvMQAChunkMaxGB, strconv.Quote(maxGB), "int(g·2^30) >= 1 byte (too small)")
+			return MQAChunkConfig{}, Reject(ErrConfig, envMQAChunkMaxGB, strconv.Quote(maxGB), "int(g·2^30) >= 1 byte (too small)")
 		}
 		c.MaxGB = &g
 	}
@@ -271,7 +271,7 @@ func EstimatorSplit(c int, e int64) Layout {
 // every A2.4 term of the batch. Terms are exact; the first (in A2.4's
 // order, MQA ranks ascending) whose value exceeds int64 is an ErrOverflow.
 func EstimateBuffers(ctx EstimatorContext, reqs []EstimateReq) (Estimate, error) {
-	if err := ValidateEstimatorContext(ctx); err != nil {
+	if err := CheckEstimatorContext(ctx); err != nil {
 		return Estimate{}, err
 	}
 	if err := CheckEstimateReqs(reqs); err != nil {

@@ -12,11 +12,11 @@ import (
 // buffer-size limit) below 1 (A2.7).
 var ErrEstimatorParam = NewSentinel("estimator_param", "estimator: size must be >= 1")
 
-// ValidateEstimatorContext checks ctx in field order (A2.7) with JSON
+// CheckEstimatorContext checks ctx in field order (A2.7) with JSON
 // paths under "context.": page size, CP size, the byte constants and
 // vocabulary (>= 1), the logit rows and transfer layers (>= 0), then the
 // chunk caps.
-func ValidateEstimatorContext(ctx EstimatorContext) error {
+func CheckEstimatorContext(ctx EstimatorContext) error {
 	if ctx.PageSize < 1 {
 		return Reject(ErrInvalidPageSize, "context.page_size", ctx.PageSize, ">= 1")
 	}
@@ -57,20 +57,20 @@ func ValidateEstimatorContext(ctx EstimatorContext) error {
 			return Reject(ErrEstimatorParam, f.field, f.v, ">= 1")
 		}
 	}
-	return CheckEstimatorChunk("context.chunk", ctx.Chunk)
+	return checkEstimatorChunk("context.chunk", ctx.Chunk)
 }
 
-// CheckEstimatorChunk validates the chunk caps under A2.7: not both (the
+// checkEstimatorChunk validates the chunk caps under A2.7: not both (the
 // seed rejected a silent precedence), a row cap >= 1, a GiB cap positive,
 // finite and at least one byte once converted (int(g·2^30) >= 1). A
 // non-finite value is reported as its string, since JSON cannot carry it.
-func CheckEstimatorChunk(field string, c MQAChunkConfig) error {
+func checkEstimatorChunk(field string, c MQAChunkConfig) error {
 	if c.MaxRows != nil && c.MaxGB != nil {
 		return Reject(ErrConfig, field, "max_rows and max_gb",
-			EnvMQAChunkMaxRows+" and "+EnvMQAChunkMaxGB+" are mutually exclusive; set one")
+			envMQAChunkMaxRows+" and "+envMQAChunkMaxGB+" are mutually exclusive; set one")
 	}
 	if c.MaxRows != nil && *c.MaxRows < 1 {
-		return Reject(ErrConfig, field+".max_rows", *c.MaxRows, "an integer >= 1 ("+EnvMQAChunkMaxRows+")")
+		return Reject(ErrConfig, field+".max_rows", *c.MaxRows, "an integer >= 1 ("+envMQAChunkMaxRows+")")
 	}
 	if c.MaxGB == nil {
 		return nil
@@ -78,12 +78,12 @@ func CheckEstimatorChunk(field string, c MQAChunkConfig) error {
 	g := *c.MaxGB
 	switch {
 	case math.IsNaN(g) || math.IsInf(g, 0):
-		return Reject(ErrConfig, field+".max_gb", strconv.FormatFloat(g, 'g', -1, 64), "a positive finite number ("+EnvMQAChunkMaxGB+")")
+		return Reject(ErrConfig, field+".max_gb", strconv.FormatFloat(g, 'g', -1, 64), "a positive finite number ("+envMQAChunkMaxGB+")")
 	case g <= 0:
-		return Reject(ErrConfig, field+".max_gb", g, "a positive finite number ("+EnvMQAChunkMaxGB+")")
+		return Reject(ErrConfig, field+".max_gb", g, "a positive finite number ("+envMQAChunkMaxGB+")")
 	case g < 1.0/(1<<30):
 		// g·2^30 < 1 exactly (scaling by a power of two is exact here).
-		return Reject(ErrConfig, field+".max_gb", g, "int(max_gb·2^30) >= 1 byte ("+EnvMQAChunkMaxGB+" is too small)")
+		return Reject(ErrConfig, field+".max_gb", g, "int(max_gb·2^30) >= 1 byte ("+envMQAChunkMaxGB+" is too small)")
 	}
 	return nil
 }
@@ -115,7 +115,7 @@ func CheckEstimateReq(i int, r EstimateReq) error {
 // contract order: context, the output's size under lim (per_rank has
 // cp_size entries), the gate's limit, then the requests.
 func ValidateAdmissionEstimate(lim Limits, in AdmissionEstimateInput) error {
-	if err := ValidateEstimatorContext(in.Context); err != nil {
+	if err := CheckEstimatorContext(in.Context); err != nil {
 		return err
 	}
 	if err := lim.CheckOutput("context.cp_size", in.Context.CPSize, rankMQABytes); err != nil {

@@ -389,7 +389,7 @@ func BufferEstimatorOf(cp *CPAdmission) BufferEstimator {
 	case cp.Estimator != nil:
 		return cp.Estimator
 	case cp.EstimatorContext != nil:
-		return A2Estimator(*cp.EstimatorContext)
+		return a2Estimator(*cp.EstimatorContext)
 	case cp.BufferModel != nil:
 		return cp.BufferModel.Estimate
 	}
@@ -402,10 +402,10 @@ func SingleOversizedWarning(rid string, estimate, maxBytes int64) string {
 	return fmt.Sprintf("cp shared-kv prefill: single request rid=%s estimate=%d bytes exceeds max-buffer-size=%d; admitting alone", rid, estimate, maxBytes)
 }
 
-// A2Estimator adapts A2's estimator to gate C5: the batch's
+// a2Estimator adapts A2's estimator to gate C5: the batch's
 // EstimateBuffers(ctx, batch).TotalBytes. ctx must be valid
-// (ValidateEstimatorContext); an overflow is EstimateBuffers' error.
-func A2Estimator(ctx EstimatorContext) BufferEstimator {
+// (CheckEstimatorContext); an overflow is EstimateBuffers' error.
+func a2Estimator(ctx EstimatorContext) BufferEstimator {
 	return func(batch []PlannedEntry) (int64, error) {
 		reqs := make([]EstimateReq, len(batch))
 		for i, e := range batch {
@@ -416,11 +416,11 @@ func A2Estimator(ctx EstimatorContext) BufferEstimator {
 	}
 }
 
-// Reroot returns err with its JSON path's prefix from replaced by to, so a
+// reroot returns err with its JSON path's prefix from replaced by to, so a
 // nested validator's error names the field where the caller's input holds
 // it. Errors that are not input errors, or whose path lacks the prefix,
 // are returned as they are.
-func Reroot(err error, from, to string) error {
+func reroot(err error, from, to string) error {
 	ie, ok := AsInputError(err)
 	if !ok || !strings.HasPrefix(ie.Field, from) {
 		return err

@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// Validation for admission.round (docs/spec/admission-serving.md §A1): sentinels, bounds, ValidateRound and ValidateRequest.
+// Validation for admission.round (docs/spec/admission-serving.md §A1): sentinels, bounds, ValidateRound and validateRequest.
 
 // MaxAdmitTokens bounds every token count, budget and coefficient of the
 // adder's input (2^40), so sums over up to MaxAdmitEntries entries cannot
@@ -65,7 +65,7 @@ func ValidateRound(in RoundInput) error {
 	}
 	seen := make(map[string]int, len(in.Queue)+1)
 	if c := in.Chunked; c != nil {
-		if err := ValidateRequest("chunked", -1, c); err != nil {
+		if err := validateRequest("chunked", -1, c); err != nil {
 			return err
 		}
 		if c.HostHit != 0 || c.L1PrefixEvictable != 0 {
@@ -76,7 +76,7 @@ func ValidateRound(in RoundInput) error {
 	}
 	for i := range in.Queue {
 		q := &in.Queue[i]
-		if err := ValidateRequest("queue", i, q); err != nil {
+		if err := validateRequest("queue", i, q); err != nil {
 			return err
 		}
 		if j, dup := seen[q.RID]; dup {
@@ -165,8 +165,8 @@ func validateCP(cp *CPAdmission) error {
 		if cp.BufferModel != nil {
 			return Reject(ErrAdmitConfig, "config.cp.buffer_model", "set", "unset when config.cp.estimator is set (one buffer estimator)")
 		}
-		if err := ValidateEstimatorContext(*cp.EstimatorContext); err != nil {
-			return Reroot(err, "context.", "config.cp.estimator.")
+		if err := CheckEstimatorContext(*cp.EstimatorContext); err != nil {
+			return reroot(err, "context.", "config.cp.estimator.")
 		}
 	}
 	if cp.MaxBufferSizeBytes != nil && cp.BufferModel == nil && cp.EstimatorContext == nil && cp.Estimator == nil {
@@ -175,10 +175,10 @@ func validateCP(cp *CPAdmission) error {
 	return nil
 }
 
-// ValidateRequest checks one request's fields in §A1.14's order. Its JSON
+// validateRequest checks one request's fields in §A1.14's order. Its JSON
 // path is list[i], or list alone when i < 0 (the chunked request); the
 // path is formatted only on failure, keeping validation allocation-free.
-func ValidateRequest(list string, i int, r *Request) error {
+func validateRequest(list string, i int, r *Request) error {
 	field := func(name string) string {
 		if i < 0 {
 			return list + "." + name

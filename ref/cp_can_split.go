@@ -41,8 +41,8 @@ const (
 	ReasonSubThreshold = "sub-threshold request"
 	// ReasonPadded: split with the fork's compute-padded layout (step 6).
 	ReasonPadded = "cp extend, compute-padded"
-	// ReasonUnpadded: split with upstream's unpadded layout (step 6).
-	ReasonUnpadded = "cp extend, unpadded"
+	// reasonUnpadded: split with upstream's unpadded layout (step 6).
+	reasonUnpadded = "cp extend, unpadded"
 )
 
 // CanSplitInput is the forward batch metadata Decide reads (§5.1). Fields
@@ -113,9 +113,9 @@ func BuildSplitLayout(lim Limits, in CanSplitInput) (CanSplitOutput, error) {
 	}
 	var lay Layout
 	var err error
-	reason := ReasonUnpadded
+	reason := reasonUnpadded
 	if in.UsesCPSharedKV {
-		lay, err = BuildLayoutPadded(in.CPSize, in.ExtendLens, SplitGranule(in))
+		lay, err = buildLayoutPadded(in.CPSize, in.ExtendLens, SplitGranule(in))
 		reason = ReasonPadded
 	} else {
 		lay, err = BuildLayoutUnpadded(in.CPSize, in.ExtendLens)
@@ -141,7 +141,7 @@ func NoSplit(reason string) CanSplitOutput { return CanSplitOutput{Reason: reaso
 //  4. Shared-KV: ValidatePagePlan (ErrPagePlan). Without shared-KV a
 //     negative length is ErrBadLength [designed: the spec is silent].
 //  5. No extend token (Σ L_i == 0) → no-split.
-//  6. Shared-KV → split, BuildLayoutPadded(cp, L, g); else a request below
+//  6. Shared-KV → split, buildLayoutPadded(cp, L, g); else a request below
 //     2·cp tokens → no-split, else split, BuildLayoutUnpadded.
 //
 // The builders' own errors (ErrInvalidGranule, ErrTooLarge) pass through.

@@ -125,34 +125,11 @@ func MoEWithCompaction(lim Limits, lay Layout, r int, x Rows, f func(Rows) (Rows
 	if err != nil {
 		return Rows{}, err
 	}
-	if err := yc.CheckShape("f"); err != nil {
+	if err := yc.checkShape("f"); err != nil {
 		return Rows{}, err
 	}
 	if yc.N() != xc.N() {
 		return Rows{}, Reject(ErrMoEShape, "f", yc.N(), fmt.Sprintf("%d rows, as given", xc.N()))
 	}
 	return RestorePadded(lim, lay, r, yc)
-}
-
-// CapacityRouter is §4.3's deterministic, batch-coupled test MoE: a row's
-// expert is row[0] mod e; experts admit rows in row order up to capacity c
-// each; an admitted row's output is its bytes XOR (expert+1), any other
-// row's output is zeros. e must be >= 1.
-func CapacityRouter(e, c int) func(Rows) (Rows, error) {
-	return func(x Rows) (Rows, error) {
-		out := NewRows(x.W, x.N())
-		load := make([]int, e)
-		for p := range x.N() {
-			row := x.Row(p)
-			ex := int(row[0]) % e
-			if load[ex] >= c {
-				continue
-			}
-			load[ex]++
-			for b, v := range row {
-				out.Row(p)[b] = v ^ byte(ex+1)
-			}
-		}
-		return out, nil
-	}
 }

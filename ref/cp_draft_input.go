@@ -28,7 +28,7 @@ const (
 	DraftGlobalValid DraftContract = "global-valid"
 	// DraftCPLocal is rank r's local compute-padded rows, lane-slot order
 	// with padding interleaved: R(r) rows (before CP output collection).
-	DraftCPLocal DraftContract = ContractCPLocalComputePadded
+	DraftCPLocal DraftContract = contractCPLocalComputePadded
 )
 
 // The sources DraftInput reports.
@@ -161,7 +161,7 @@ func DraftGuard(lay *Layout, r int, cpLocal bool, n int) DraftPadGuard {
 	return g
 }
 
-// lastLocalRow is token t of request i's row on rank r (§2.1 LastTokenRows:
+// lastLocalRow is token t of request i's row on rank r (§2.1 lastTokenRows:
 // SlotOff(owner, lane, i) + t − SegStart), or −1 when another rank owns it.
 func lastLocalRow(lay Layout, r, i, t int) int {
 	for k := range lay.NS() {

@@ -26,7 +26,7 @@ func ValidateDraftInput(lim Limits, in DraftInputInput) (*Layout, error) {
 	if err := checkDraftContract(in.HiddenContract, lay); err != nil {
 		return nil, err
 	}
-	if err := in.Hidden.CheckShape("hidden"); err != nil {
+	if err := in.Hidden.checkShape("hidden"); err != nil {
 		return nil, err
 	}
 	if lay != nil {
@@ -38,7 +38,7 @@ func ValidateDraftInput(lim Limits, in DraftInputInput) (*Layout, error) {
 		if lay == nil {
 			return nil, Reject(ErrRowContract, "draft_hidden", in.DraftHidden.N(), "null without a CP layout (CP-local rows need a CP forward)")
 		}
-		if err := in.DraftHidden.CheckShape("draft_hidden"); err != nil {
+		if err := in.DraftHidden.checkShape("draft_hidden"); err != nil {
 			return nil, err
 		}
 		if err := checkContractRows("draft_hidden", *in.DraftHidden, DraftCPLocal, lay, in.Rank); err != nil {

@@ -43,25 +43,25 @@ type Layout struct {
 }
 
 // Build builds the layout the spec names (BuildLayoutUnpadded when Granule
-// is 0, else BuildLayoutPadded). It does not bound the layout's own size,
+// is 0, else buildLayoutPadded). It does not bound the layout's own size,
 // which cp multiplies: for specs the caller trusts (tests, benchmark
-// shapes); an op's input goes through BuildWithin.
+// shapes); an op's input goes through buildWithin.
 func (sp LayoutSpec) Build() (Layout, error) {
 	if sp.Granule == 0 {
 		return BuildLayoutUnpadded(sp.CP, sp.Lens)
 	}
-	return BuildLayoutPadded(sp.CP, sp.Lens, sp.Granule)
+	return buildLayoutPadded(sp.CP, sp.Lens, sp.Granule)
 }
 
-// BuildWithin is Build with the layout's own size checked against lim
+// buildWithin is Build with the layout's own size checked against lim
 // after the §1.5 checks and before it is allocated: S and V hold 2·B·2·cp
 // sizes, and cp (up to MaxCP) multiplies the batch, so 1M one-token
 // requests at cp = 1024 — a 2 MB request — would be 32 GB of sizes. The
 // sizes are counted as an output of B·4·cp 8-byte elements, field "cp"
 // (BuildSplitLayout's bound), so the layout of a batch a request may ask
 // for is never more than the output it may have.
-func (sp LayoutSpec) BuildWithin(lim Limits) (Layout, error) {
-	if err := sp.Check(); err != nil {
+func (sp LayoutSpec) buildWithin(lim Limits) (Layout, error) {
+	if err := sp.check(); err != nil {
 		return Layout{}, err
 	}
 	if err := lim.CheckOutput("cp", int64(len(sp.Lens))*4*int64(sp.CP), 8); err != nil {
@@ -92,11 +92,11 @@ func BuildLayoutUnpadded(cp int, lens []int) (Layout, error) {
 	return lay, nil
 }
 
-// BuildLayoutPadded is the fork's compute-padded split (docs/spec/cp-layout.md §1.2):
+// buildLayoutPadded is the fork's compute-padded split (docs/spec/cp-layout.md §1.2):
 // every segment of request i has u_i·g rows with u_i = max(1, ceil(ceil(L_i/g)
 // / 2·cp)), and the valid rows are the first L_i of the request, so padding
 // sits at its tail.
-func BuildLayoutPadded(cp int, lens []int, g int) (Layout, error) {
+func buildLayoutPadded(cp int, lens []int, g int) (Layout, error) {
 	if err := checkPadded(cp, lens, g); err != nil {
 		return Layout{}, err
 	}

@@ -38,9 +38,9 @@ const MaxCP = 1024
 // MaxLayoutRows is the CUDA bound on row counts (int32 row indices, §0.1).
 const MaxLayoutRows = math.MaxInt32
 
-// Check applies Build's checks (§1.5), in its order, without allocating
+// check applies Build's checks (§1.5), in its order, without allocating
 // the layout.
-func (sp LayoutSpec) Check() error {
+func (sp LayoutSpec) check() error {
 	if sp.Granule == 0 {
 		return checkUnpadded(sp.CP, sp.Lens)
 	}
@@ -98,7 +98,7 @@ func checkUnpadded(cp int, lens []int) error {
 	return checkRows("lens", lens, func(l int) int64 { return int64(l) })
 }
 
-// checkPadded applies BuildLayoutPadded's checks (§1.5), in order: the
+// checkPadded applies buildLayoutPadded's checks (§1.5), in order: the
 // batch, the granule, the compute rows.
 func checkPadded(cp int, lens []int, g int) error {
 	if err := checkBatch(cp, lens); err != nil {

@@ -35,7 +35,7 @@ type PageDescriptors struct {
 // BuildDescriptors is cp.page_descriptors (§6.1): validate the windows,
 // then for each row list (page, Base_b + j) sorted by page.
 func BuildDescriptors(_ Limits, in PageDescriptorsInput) (PageDescriptors, error) {
-	if err := ValidatePages(in.Pages); err != nil {
+	if err := validatePages(in.Pages); err != nil {
 		return PageDescriptors{}, err
 	}
 	d := PageDescriptors{RowPtr: []int32{0}, Page: []int64{}, Slot: []int32{}}
@@ -73,7 +73,7 @@ type RemapLocsInput struct {
 	Locs []int64 `json:"locs"`
 	// RowIDs[e] is the row of Locs[e]; must be null when Global.
 	RowIDs []int32 `json:"row_ids"`
-	// Global asks for RemapGlobal: no row context, refused when rows share a page.
+	// Global asks for remapGlobal: no row context, refused when rows share a page.
 	Global bool `json:"global,omitzero"`
 }
 
@@ -86,11 +86,11 @@ type RemapLocsOutput struct {
 	CompactRows int64 `json:"compact_rows"`
 }
 
-// Remap is the row-aware loc remap (§6.1): −1 passes through; otherwise
+// remapRowLocs is the row-aware loc remap (§6.1): −1 passes through; otherwise
 // page = loc div ps is binary-searched among row rowIDs[e]'s descriptors
 // and the result is Slot·ps + loc mod ps. Entries are checked in order: the
 // location, its row id, then the page's presence in that row.
-func Remap(d PageDescriptors, ps int64, locs []int64, rowIDs []int32) ([]int64, error) {
+func remapRowLocs(d PageDescriptors, ps int64, locs []int64, rowIDs []int32) ([]int64, error) {
 	b := len(d.RowPtr) - 1
 	out := make([]int64, len(locs))
 	for e, loc := range locs {
@@ -116,11 +116,11 @@ func Remap(d PageDescriptors, ps int64, locs []int64, rowIDs []int32) ([]int64, 
 	return out, nil
 }
 
-// RemapGlobal is the legacy row-free remap (§6.1): a page-only inverse,
+// remapGlobal is the legacy row-free remap (§6.1): a page-only inverse,
 // allowed only when no page occurs in two rows — otherwise
 // ErrAmbiguousGlobalInverse [designed: the fixed legacy path refuses
 // instead of silently aliasing rows].
-func RemapGlobal(pages [][]int64, d PageDescriptors, ps int64, locs []int64) ([]int64, error) {
+func remapGlobal(pages [][]int64, d PageDescriptors, ps int64, locs []int64) ([]int64, error) {
 	if err := CheckGlobalUnique(pages); err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func RemapGlobal(pages [][]int64, d PageDescriptors, ps int64, locs []int64) ([]
 }
 
 // RemapLocs is cp.remap_locs (§6): build the row-scoped descriptors of the
-// windows, then Remap (row ids given) or RemapGlobal.
+// windows, then remapRowLocs (row ids given) or remapGlobal.
 func RemapLocs(lim Limits, in RemapLocsInput) (RemapLocsOutput, error) {
 	compact, err := CheckRemapScalars(in)
 	if err != nil {
@@ -159,9 +159,9 @@ func RemapLocs(lim Limits, in RemapLocsInput) (RemapLocsOutput, error) {
 	}
 	var out []int64
 	if in.Global {
-		out, err = RemapGlobal(in.Pages, d, in.PageSize, in.Locs)
+		out, err = remapGlobal(in.Pages, d, in.PageSize, in.Locs)
 	} else {
-		out, err = Remap(d, in.PageSize, in.Locs, in.RowIDs)
+		out, err = remapRowLocs(d, in.PageSize, in.Locs, in.RowIDs)
 	}
 	if err != nil {
 		return RemapLocsOutput{}, err

@@ -22,15 +22,15 @@ var (
 	ErrAmbiguousGlobalInverse = NewSentinel("ambiguous_global_inverse", "a page occurs in two rows; remap needs row ids")
 )
 
-// MaxDescriptorPages bounds Σ_b |Pages_b|: slots and row pointers are int32
+// maxDescriptorPages bounds Σ_b |Pages_b|: slots and row pointers are int32
 // (the CUDA kernel's index type, §0.1).
-const MaxDescriptorPages = math.MaxInt32
+const maxDescriptorPages = math.MaxInt32
 
-// ValidatePages checks a batch of page windows (§6.3): at most
-// MaxDescriptorPages pages in all (ErrTooLarge), then row by row in window
+// validatePages checks a batch of page windows (§6.3): at most
+// maxDescriptorPages pages in all (ErrTooLarge), then row by row in window
 // order the first page that is negative (ErrNegative) or repeats an earlier
 // page of its row (ErrDuplicatePageInRow).
-func ValidatePages(pages [][]int64) error {
+func validatePages(pages [][]int64) error {
 	if err := CheckPageTotal(pages); err != nil {
 		return err
 	}
@@ -42,14 +42,14 @@ func ValidatePages(pages [][]int64) error {
 	return nil
 }
 
-// CheckPageTotal rejects a batch of more than MaxDescriptorPages pages.
+// CheckPageTotal rejects a batch of more than maxDescriptorPages pages.
 func CheckPageTotal(pages [][]int64) error {
 	var total int64
 	for _, row := range pages {
 		total += int64(len(row))
 	}
-	if total > MaxDescriptorPages {
-		return Reject(ErrTooLarge, "pages", total, fmt.Sprintf("<= %d pages in all", int64(MaxDescriptorPages)))
+	if total > maxDescriptorPages {
+		return Reject(ErrTooLarge, "pages", total, fmt.Sprintf("<= %d pages in all", int64(maxDescriptorPages)))
 	}
 	return nil
 }
@@ -73,12 +73,12 @@ func CheckPageRow(b int, row []int64) error {
 
 // CheckRemapScalars applies cp.remap_locs' checks that precede the scan of
 // the locations (§6.3), in order: the page size, the page windows
-// (ValidatePages), then CheckRemapCounts. It returns the compact row count.
+// (validatePages), then CheckRemapCounts. It returns the compact row count.
 func CheckRemapScalars(in RemapLocsInput) (int64, error) {
 	if err := CheckRemapPageSize(in.PageSize); err != nil {
 		return 0, err
 	}
-	if err := ValidatePages(in.Pages); err != nil {
+	if err := validatePages(in.Pages); err != nil {
 		return 0, err
 	}
 	return CheckRemapCounts(in)

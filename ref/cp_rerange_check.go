@@ -30,7 +30,7 @@ func ValidateCPRerange(lim Limits, in CPRerangeInput) (Layout, SrcKind, error) {
 // its shape, its row count cp·M (ErrRowCount), then M >= n_r for every
 // rank (ErrStride).
 func CheckGathered(lay Layout, g Rows, m int, src SrcKind) error {
-	if err := g.CheckShape("g"); err != nil {
+	if err := g.checkShape("g"); err != nil {
 		return err
 	}
 	if m < 0 {

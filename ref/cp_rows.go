@@ -33,9 +33,9 @@ func (x Rows) Row(i int) []byte { return x.B[i*x.W : (i+1)*x.W] }
 // Span returns rows [i, i+n) as one sub-slice of B (shared, not copied).
 func (x Rows) Span(i, n int) []byte { return x.B[i*x.W : (i+n)*x.W] }
 
-// CheckShape rejects a buffer with a width below 1 or a length that is not
+// checkShape rejects a buffer with a width below 1 or a length that is not
 // a whole number of rows (a ragged buffer) with ErrRowCount naming field.
-func (x Rows) CheckShape(field string) error {
+func (x Rows) checkShape(field string) error {
 	if x.W < 1 {
 		return Reject(ErrRowCount, field+".w", x.W, ">= 1")
 	}
@@ -45,10 +45,10 @@ func (x Rows) CheckShape(field string) error {
 	return nil
 }
 
-// CheckRows is CheckShape plus an exact row count: a buffer of other than
+// CheckRows is checkShape plus an exact row count: a buffer of other than
 // want rows is rejected with ErrRowCount naming field.
 func (x Rows) CheckRows(field string, want int) error {
-	if err := x.CheckShape(field); err != nil {
+	if err := x.checkShape(field); err != nil {
 		return err
 	}
 	if n := x.N(); n != want {
@@ -57,12 +57,12 @@ func (x Rows) CheckRows(field string, want int) error {
 	return nil
 }
 
-// BuildLayoutAt builds the layout sp names within lim (BuildWithin), as an
+// BuildLayoutAt builds the layout sp names within lim (buildWithin), as an
 // op input field called field (e.g. "layout"): a rejection from the builder
 // names the JSON path inside the op's input ("layout.lens[2]"), not the
 // builder's own argument.
 func BuildLayoutAt(lim Limits, field string, sp LayoutSpec) (Layout, error) {
-	lay, err := sp.BuildWithin(lim)
+	lay, err := sp.buildWithin(lim)
 	if ie, ok := AsInputError(err); ok {
 		return Layout{}, Reject(ie.Err, field+"."+ie.Field, ie.Value, ie.Bound)
 	}

@@ -1,7 +1,7 @@
 package ref
 
 // CPSplitInput is the input of cp.split (docs/spec/cp-layout.md §1.1): a batch's rows
-// in global valid order and what SplitLocal and PositionsLocal need to give
+// in global valid order and what SplitLocal and positionsLocal need to give
 // every rank its local rows.
 type CPSplitInput struct {
 	// Layout names the CP layout (cp, valid lengths, granule).
@@ -18,7 +18,7 @@ type CPSplitInput struct {
 type CPSplitRank struct {
 	// Rows are the rank's R(r) local compute rows in lane-slot order (§0.3).
 	Rows Rows `json:"rows"`
-	// Positions is the position id of each local row (PositionsLocal).
+	// Positions is the position id of each local row (positionsLocal).
 	Positions []int64 `json:"positions"`
 }
 
@@ -29,7 +29,7 @@ type CPSplitOutput struct {
 }
 
 // CPSplit is cp.split (docs/spec/cp-layout.md §1): every rank's SplitLocal rows and
-// PositionsLocal ids.
+// positionsLocal ids.
 func CPSplit(lim Limits, in CPSplitInput) (CPSplitOutput, error) {
 	lay, err := ValidateCPSplit(lim, in)
 	if err != nil {
@@ -41,7 +41,7 @@ func CPSplit(lim Limits, in CPSplitInput) (CPSplitOutput, error) {
 		if err != nil {
 			return CPSplitOutput{}, err
 		}
-		pos, err := PositionsLocal(lay, r, in.Prefix)
+		pos, err := positionsLocal(lay, r, in.Prefix)
 		if err != nil {
 			return CPSplitOutput{}, err
 		}
@@ -65,7 +65,7 @@ func SplitLocal(lim Limits, lay Layout, r int, x Rows, pad []byte) (Rows, error)
 	if err := x.CheckRows("x", lay.TotalValid()); err != nil {
 		return Rows{}, err
 	}
-	if err := CheckPad("pad", pad, x.W); err != nil {
+	if err := checkPad("pad", pad, x.W); err != nil {
 		return Rows{}, err
 	}
 	if err := lim.CheckOutput("layout", int64(lay.R(r)), int64(x.W)); err != nil {
@@ -86,15 +86,15 @@ func SplitLocal(lim Limits, lay Layout, r int, x Rows, pad []byte) (Rows, error)
 	return out, nil
 }
 
-// PositionsLocal returns the position id of each of rank r's local compute
+// positionsLocal returns the position id of each of rank r's local compute
 // rows (docs/spec/cp-layout.md §1.2): the row at compute position c of request i gets
 // P_i + c, padding rows included (positions continue through the padding;
 // §2 masks padding out of cache writes and logits).
-func PositionsLocal(lay Layout, r int, prefix []int64) ([]int64, error) {
+func positionsLocal(lay Layout, r int, prefix []int64) ([]int64, error) {
 	if err := lay.CheckRank("rank", r); err != nil {
 		return nil, err
 	}
-	if err := CheckPrefix(lay, "prefix", prefix); err != nil {
+	if err := checkPrefix(lay, "prefix", prefix); err != nil {
 		return nil, err
 	}
 	pos := make([]int64, 0, lay.R(r))

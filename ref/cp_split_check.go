@@ -12,13 +12,13 @@ func ValidateCPSplit(lim Limits, in CPSplitInput) (Layout, error) {
 	if err != nil {
 		return Layout{}, err
 	}
-	if err := CheckPrefix(lay, "prefix", in.Prefix); err != nil {
+	if err := checkPrefix(lay, "prefix", in.Prefix); err != nil {
 		return Layout{}, err
 	}
 	if err := in.X.CheckRows("x", lay.TotalValid()); err != nil {
 		return Layout{}, err
 	}
-	if err := CheckPad("pad", in.Pad, in.X.W); err != nil {
+	if err := checkPad("pad", in.Pad, in.X.W); err != nil {
 		return Layout{}, err
 	}
 	total := int64(0)
@@ -31,9 +31,9 @@ func ValidateCPSplit(lim Limits, in CPSplitInput) (Layout, error) {
 	return lay, lim.CheckOutput("layout", total, 8)
 }
 
-// CheckPrefix rejects a prefix list that is not one P_i >= 0 per request,
+// checkPrefix rejects a prefix list that is not one P_i >= 0 per request,
 // or with P_i + C_i beyond int64 (positions run to P_i + C_i − 1).
-func CheckPrefix(lay Layout, field string, p []int64) error {
+func checkPrefix(lay Layout, field string, p []int64) error {
 	if len(p) != lay.B() {
 		return Reject(ErrLengthMismatch, field, len(p), fmt.Sprintf("one prefix length per request (%d)", lay.B()))
 	}
@@ -48,8 +48,8 @@ func CheckPrefix(lay Layout, field string, p []int64) error {
 	return nil
 }
 
-// CheckPad rejects a pad pattern that is not exactly one row of w bytes.
-func CheckPad(field string, pad []byte, w int) error {
+// checkPad rejects a pad pattern that is not exactly one row of w bytes.
+func checkPad(field string, pad []byte, w int) error {
 	if len(pad) != w {
 		return Reject(ErrRowCount, field, len(pad), fmt.Sprintf("one row of w (%d) bytes", w))
 	}

@@ -2,10 +2,10 @@ package ref
 
 import "fmt"
 
-// ContractCPLocalComputePadded names the row contract of a rank's local
+// contractCPLocalComputePadded names the row contract of a rank's local
 // rows as SplitLocal lays them out: R(r) rows, lane-slot order, padding
 // interleaved (docs/spec/cp-layout.md §2.4).
-const ContractCPLocalComputePadded = "cp-local-compute-padded"
+const contractCPLocalComputePadded = "cp-local-compute-padded"
 
 // CPValidRowsInput is the input of cp.valid_rows (docs/spec/cp-layout.md §2.1): a
 // layout, a rank, and that rank's local rows.
@@ -57,13 +57,13 @@ type LastTokenRow struct {
 type CPValidRowsOutput struct {
 	// ComputeSplitsRankMajor is ComputeSplitsRankMajor(lay).
 	ComputeSplitsRankMajor []int `json:"compute_splits_rank_major"`
-	// ValidSplitsRankMajor is ValidSplitsRankMajor(lay).
+	// ValidSplitsRankMajor is validSplitsRankMajor(lay).
 	ValidSplitsRankMajor []int `json:"valid_splits_rank_major"`
-	// SplitList is SplitListReqMajor(lay) (upstream split_list).
+	// SplitList is splitListReqMajor(lay) (upstream split_list).
 	SplitList []int `json:"split_list"`
-	// ValidSplitList is ValidSplitListReqMajor(lay).
+	// ValidSplitList is validSplitListReqMajor(lay).
 	ValidSplitList []int `json:"valid_split_list"`
-	// ZigzagIndex is ZigzagIndex(lay, rank).
+	// ZigzagIndex is zigzagIndex(lay, rank).
 	ZigzagIndex []int `json:"zigzag_index"`
 	// ReverseIndex is ReverseIndex(lay) (upstream cp_reverse_index).
 	ReverseIndex []int `json:"reverse_index"`
@@ -73,7 +73,7 @@ type CPValidRowsOutput struct {
 	ValidMask []bool `json:"valid_mask"`
 	// LocalTokenIDs is LocalTokenIDs(lay, rank): the token of each valid local row.
 	LocalTokenIDs []TokenID `json:"local_token_ids"`
-	// LastTokenRows is LastTokenRows(lay).
+	// lastTokenRows is lastTokenRows(lay).
 	LastTokenRows []LastTokenRow `json:"last_token_rows"`
 	// Selected is SelectLocalValidRows(lay, rank, x): the valid rows, order kept.
 	Selected Rows `json:"selected"`
@@ -98,11 +98,11 @@ func ValidateCPValidRows(lim Limits, in CPValidRowsInput) (Layout, error) {
 // a buffer is never *inferred* to follow another contract from its length
 // (R(r) and Rv(r) coincide when a rank holds no padding).
 func CheckLocalRows(lay Layout, r int, field string, x Rows) error {
-	if err := x.CheckShape(field); err != nil {
+	if err := x.checkShape(field); err != nil {
 		return err
 	}
 	if n := x.N(); n != lay.R(r) {
-		return Reject(ErrRowContract, field, n, fmt.Sprintf("contract %q: R(%d) = %d rows", ContractCPLocalComputePadded, r, lay.R(r)))
+		return Reject(ErrRowContract, field, n, fmt.Sprintf("contract %q: R(%d) = %d rows", contractCPLocalComputePadded, r, lay.R(r)))
 	}
 	return nil
 }
@@ -120,15 +120,15 @@ func CPValidRows(lim Limits, in CPValidRowsInput) (CPValidRowsOutput, error) {
 	}
 	return CPValidRowsOutput{
 		ComputeSplitsRankMajor: ComputeSplitsRankMajor(lay),
-		ValidSplitsRankMajor:   ValidSplitsRankMajor(lay),
-		SplitList:              SplitListReqMajor(lay),
-		ValidSplitList:         ValidSplitListReqMajor(lay),
-		ZigzagIndex:            ZigzagIndex(lay, r),
+		ValidSplitsRankMajor:   validSplitsRankMajor(lay),
+		SplitList:              splitListReqMajor(lay),
+		ValidSplitList:         validSplitListReqMajor(lay),
+		ZigzagIndex:            zigzagIndex(lay, r),
 		ReverseIndex:           ReverseIndex(lay),
 		LaneSlots:              LaneSlots(lay, r),
 		ValidMask:              ValidMask(lay, r),
 		LocalTokenIDs:          LocalTokenIDs(lay, r),
-		LastTokenRows:          LastTokenRows(lay),
+		LastTokenRows:          lastTokenRows(lay),
 		Selected:               sel,
 	}, nil
 }
@@ -159,18 +159,18 @@ func reqMajor(sizes [][]int) []int {
 // (§2.1): for each rank r, S[i][r] for every i, then S[i][m(r)] for every i.
 func ComputeSplitsRankMajor(lay Layout) []int { return rankMajor(lay, lay.S) }
 
-// ValidSplitsRankMajor is ComputeSplitsRankMajor with the valid sizes V.
-func ValidSplitsRankMajor(lay Layout) []int { return rankMajor(lay, lay.V) }
+// validSplitsRankMajor is ComputeSplitsRankMajor with the valid sizes V.
+func validSplitsRankMajor(lay Layout) []int { return rankMajor(lay, lay.V) }
 
-// SplitListReqMajor lists S[i][k] request-major (upstream split_list, §2.1).
-func SplitListReqMajor(lay Layout) []int { return reqMajor(lay.S) }
+// splitListReqMajor lists S[i][k] request-major (upstream split_list, §2.1).
+func splitListReqMajor(lay Layout) []int { return reqMajor(lay.S) }
 
-// ValidSplitListReqMajor lists V[i][k] request-major (§2.1).
-func ValidSplitListReqMajor(lay Layout) []int { return reqMajor(lay.V) }
+// validSplitListReqMajor lists V[i][k] request-major (§2.1).
+func validSplitListReqMajor(lay Layout) []int { return reqMajor(lay.V) }
 
-// ZigzagIndex lists the request-major piece ids i·NS + k rank r takes, in
+// zigzagIndex lists the request-major piece ids i·NS + k rank r takes, in
 // its local order: i·NS + r for every i, then i·NS + m(r) for every i (§2.1).
-func ZigzagIndex(lay Layout, r int) []int {
+func zigzagIndex(lay Layout, r int) []int {
 	out := []int{}
 	for _, k := range lay.Lanes(r) {
 		for i := range lay.L {
@@ -259,11 +259,11 @@ func SelectLocalValidRows(lay Layout, r int, x Rows) (Rows, []TokenID, error) {
 	return out, LocalTokenIDs(lay, r), nil
 }
 
-// LastTokenRows locates every request's last valid token t* = L_i − 1
+// lastTokenRows locates every request's last valid token t* = L_i − 1
 // (§2.1): k* is the segment containing t*, Rank = owner(k*), LocalRow =
 // SlotOff(Rank, lane(k*), i) + t* − SegStart(i, k*). It is found from the
 // valid length, never the compute length (that row may be padding, §2.5).
-func LastTokenRows(lay Layout) []LastTokenRow {
+func lastTokenRows(lay Layout) []LastTokenRow {
 	out := []LastTokenRow{}
 	for i, l := range lay.L {
 		t := l - 1

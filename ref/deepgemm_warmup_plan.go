@@ -267,9 +267,9 @@ func DeepGEMMMMax(chunkedPrefillSize int64) int64 {
 	return 16384
 }
 
-// Geo is §S3.4's geo(h): the powers of two and three times the powers of
+// geo is §S3.4's geo(h): the powers of two and three times the powers of
 // two (3, 6, 12, …) up to h, as a set.
-func Geo(h int64) map[int64]bool {
+func geo(h int64) map[int64]bool {
 	s := map[int64]bool{}
 	for p := int64(1); p <= h; p *= 2 {
 		s[p] = true
@@ -280,10 +280,10 @@ func Geo(h int64) map[int64]bool {
 	return s
 }
 
-// DenseGrid is §S3.4's dense(h) = sorted({1..min(32,h)} ∪ geo(h) ∪ {h}).
+// denseGrid is §S3.4's dense(h) = sorted({1..min(32,h)} ∪ geo(h) ∪ {h}).
 // Precondition: 1 <= h <= DeepGEMMMaxM.
-func DenseGrid(h int64) []int64 {
-	s := Geo(h)
+func denseGrid(h int64) []int64 {
+	s := geo(h)
 	for m := int64(1); m <= min(DeepGEMMDenseHead, h); m++ {
 		s[m] = true
 	}
@@ -291,12 +291,12 @@ func DenseGrid(h int64) []int64 {
 	return sortedSet(s)
 }
 
-// ContigGrid is §S3.4's contig(h, a) = sorted({a·j : j ∈ geo(⌊h/a⌋)} ∪
+// contigGrid is §S3.4's contig(h, a) = sorted({a·j : j ∈ geo(⌊h/a⌋)} ∪
 // {⌊h/a⌋·a}) minus {0}: empty when h < a. Preconditions: 1 <= h <=
 // DeepGEMMMaxM, a >= 1.
-func ContigGrid(h, a int64) []int64 {
+func contigGrid(h, a int64) []int64 {
 	s := map[int64]bool{}
-	for j := range Geo(h / a) {
+	for j := range geo(h / a) {
 		s[a*j] = true
 	}
 	s[h/a*a] = true
@@ -313,18 +313,18 @@ func sortedSet(s map[int64]bool) []int64 {
 	return out
 }
 
-// DeepGEMMGrid is the grid of one kernel category (§S3.4's table).
-func DeepGEMMGrid(kernelType string, mMax, maskedMMax, a int64) []int64 {
+// deepGEMMGrid is the grid of one kernel category (§S3.4's table).
+func deepGEMMGrid(kernelType string, mMax, maskedMMax, a int64) []int64 {
 	switch kernelType {
 	case KernelGroupedMasked:
 		if maskedMMax == 0 {
 			maskedMMax = mMax
 		}
-		return DenseGrid(min(mMax, maskedMMax))
+		return denseGrid(min(mMax, maskedMMax))
 	case KernelGroupedContig:
-		return ContigGrid(mMax, a)
+		return contigGrid(mMax, a)
 	}
-	return DenseGrid(mMax)
+	return denseGrid(mMax)
 }
 
 // Live is §S3.5's liveness: a regular file of size > 0, or a directory
@@ -362,11 +362,11 @@ func (b DeepGEMMBuild) Fingerprint(env DeepGEMMEnv) DeepGEMMFingerprint {
 		IncludePath: b.IncludePath, Device: b.Device, SM: b.SM, CUDA: b.CUDA}
 }
 
-// DeepGEMMKey is §S3.5's key: hex(sha256(canon({kernel_type, n, k,
+// deepGEMMKey is §S3.5's key: hex(sha256(canon({kernel_type, n, k,
 // num_groups, m_grid, fingerprint}))). canon is compact JSON with sorted
 // keys and, unlike encoding/json's default, no HTML escaping, as Python's
 // json.dumps(sort_keys=True, separators=(",", ":")) writes ASCII text.
-func DeepGEMMKey(k DeepGEMMKernel, grid []int64, fp DeepGEMMFingerprint) string {
+func deepGEMMKey(k DeepGEMMKernel, grid []int64, fp DeepGEMMFingerprint) string {
 	id := canonIdentity{
 		Fingerprint: canonFingerprint{CacheDir: fp.CacheDir, CUDA: fp.CUDA, DeepGEMMVersion: fp.DeepGEMMVersion,
 			Device: fp.Device, IncludePath: fp.IncludePath, SM: fp.SM, UseNVRTC: fp.UseNVRTC},
@@ -380,8 +380,8 @@ func DeepGEMMKey(k DeepGEMMKernel, grid []int64, fp DeepGEMMFingerprint) string 
 	return hex.EncodeToString(sum[:])
 }
 
-// DeepGEMMManifestEntry is one manifest entry (§S3.5), in the file's field order.
-type DeepGEMMManifestEntry struct {
+// deepGEMMManifestEntry is one manifest entry (§S3.5), in the file's field order.
+type deepGEMMManifestEntry struct {
 	KernelType   string              `json:"kernel_type"`
 	N            int64               `json:"n"`
 	K            int64               `json:"k"`
@@ -441,7 +441,7 @@ func EncodeDeepGEMMManifest(entries map[string]json.RawMessage) string {
 
 // EncodeDeepGEMMEntry is the raw JSON of a fresh manifest entry.
 func EncodeDeepGEMMEntry(p DeepGEMMPlan, fp DeepGEMMFingerprint, cacheEntries []string) json.RawMessage {
-	b, _ := json.Marshal(DeepGEMMManifestEntry{KernelType: p.KernelType, N: p.N, K: p.K, NumGroups: p.NumGroups,
+	b, _ := json.Marshal(deepGEMMManifestEntry{KernelType: p.KernelType, N: p.N, K: p.K, NumGroups: p.NumGroups,
 		MGrid: p.MGrid, Fingerprint: fp, CacheEntries: cacheEntries})
 	return b
 }
@@ -521,8 +521,8 @@ func DeepGEMMWarmupPlan(_ Limits, in DeepGEMMWarmupInput) (DeepGEMMWarmupOutput,
 	dirty := warn != nil
 	for _, k := range in.Kernels {
 		p := DeepGEMMPlan{KernelType: k.KernelType, N: k.N, K: k.K, NumGroups: k.NumGroups,
-			MGrid: DeepGEMMGrid(k.KernelType, out.MMax, in.MaskedMMax, in.Alignment)}
-		p.Key = DeepGEMMKey(k, p.MGrid, fp)
+			MGrid: deepGEMMGrid(k.KernelType, out.MMax, in.MaskedMMax, in.Alignment)}
+		p.Key = deepGEMMKey(k, p.MGrid, fp)
 		switch {
 		case !out.Enabled:
 			p.Decision = DecisionDisabled

@@ -33,7 +33,7 @@ func ValidateDeepGEMMWarmup(in DeepGEMMWarmupInput) error {
 			return err
 		}
 	}
-	return ValidateDeepGEMMCache("cache", in.Cache)
+	return validateDeepGEMMCache("cache", in.Cache)
 }
 
 func validateDGKernel(field string, k DeepGEMMKernel) error {
@@ -52,29 +52,29 @@ func validateDGKernel(field string, k DeepGEMMKernel) error {
 		}
 	}
 	for j, name := range k.Compiles {
-		if err := CheckDGCacheName(Idx(field+".compiles", j), name); err != nil {
+		if err := checkDGCacheName(Idx(field+".compiles", j), name); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// CheckDGCacheName rejects a name that is not one immediate child of a
+// checkDGCacheName rejects a name that is not one immediate child of a
 // directory.
-func CheckDGCacheName(field, name string) error {
+func checkDGCacheName(field, name string) error {
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
 		return Reject(ErrDGCacheEntry, field, name, `a directory entry name (non-empty, no '/', not "." or "..")`)
 	}
 	return nil
 }
 
-// ValidateDeepGEMMCache checks a cache listing: valid names, each once, a
+// validateDeepGEMMCache checks a cache listing: valid names, each once, a
 // file with exactly one size, and no negative size.
-func ValidateDeepGEMMCache(field string, cache []DeepGEMMCacheEntry) error {
+func validateDeepGEMMCache(field string, cache []DeepGEMMCacheEntry) error {
 	seen := make(map[string]bool, len(cache))
 	for i, e := range cache {
 		f := Idx(field, i)
-		if err := CheckDGCacheName(f+".name", e.Name); err != nil {
+		if err := checkDGCacheName(f+".name", e.Name); err != nil {
 			return err
 		}
 		if seen[e.Name] {

@@ -1,6 +1,65 @@
 // Package ref is kvtwin's executable specification: plain, obviously-correct
 // implementations of the algorithms in docs/spec, written to read like the
-// spec text. It also owns the types both twins share (inputs, outputs,
-// sentinel errors, Limits). Every fast or CUDA twin must produce the same
-// canonical bytes as the function here on every input, errors included.
+// spec text, over the standard library (and XXH3, the spec's own hash). It
+// also owns the types both twins share (inputs, outputs, sentinel errors,
+// Limits). Every fast or CUDA twin must produce the same canonical bytes as
+// the function here on every input, errors included.
+//
+// # The algorithms
+//
+// One function per op of the catalog, func(Limits, In) (Out, error), by
+// spec file and section; docs/ops.md lists each op's files in every package.
+//
+//   - CP layout (cp-layout.md): CPSplit §1, CPValidRows §2, DraftInput §2.4
+//     and §7.5, CPRerange §3, CPCompactValid and CPRestorePadded §4,
+//     CanSplit §5, BuildDescriptors and RemapLocs §6.1.
+//   - FP8 KV rows (cp-layout.md §7): FP8QuantizeRow, FP8QuantizeIndexK,
+//     FP8MaterializePages, FP8StorePages, FP8StoreValidRows,
+//     FP8ComposeCurrent, FP8DequantTopK.
+//   - NSA indexer (cp-layout.md §8, §9): MQAChunkRows, MQAChunkedTopK,
+//     NSAIndexPlanFor.
+//   - Transfer (transfer.md): FilterCPRank §1, GroupContiguous §2,
+//     LayerBlocks §3, PerLayerScript §4, PrebuiltSlice §5,
+//     StateLayerPairing §6, HostOffsets §7.1, LayoutConvert §7.2,
+//     SamplingPack §8.
+//   - Radix prefix cache and HiCache (radix-acks.md): RadixScript §1,
+//     BigramKey §2.1, PageHashes §2.4, AckScript §3, OwnerCounts §4.3,
+//     LoadScript §5.2, LayerDoneScript §5.3.
+//   - KV events (kv-events.md): KVEvDecode §1, KVEvApply §2.
+//   - Admission (admission-serving.md): AdmitRound §A1, AdmissionScript
+//     §A1.7, AdmissionEstimate A2, AdmissionBench §A3.
+//   - Serving (admission-serving.md): ValidateInputLength S1.2, ErrorBody
+//     and StreamErrorChunk S1.3, ChatNormalize S2.2, UsageOf S2.6,
+//     GLMToolArgs S2.8, DeepGEMMWarmupPlan §S3, MergeIndexTopkOverrides §S4.
+//
+// # Stateful algorithms
+//
+// A script op drives objects that live across calls. Each is an interface
+// declared here with one constructor type, so the script runs any twin's
+// objects and compares nothing but them: RadixTree (NewRadixTree),
+// AckQueue (NewAckQueue), Loader (NewLoader), LayerDoneCounter
+// (NewLayerDoneCounter), PerLayerManager (NewPerLayerManager, over an Engine
+// and an EventFactory; MemEngine and FakeEvents are transfer.md's in-memory
+// engine and events) and KVEvIndex (NewKVEvIndex).
+//
+// # The rest of the API
+//
+//   - Inputs and outputs: each op's input and output structs, the types
+//     they carry and their JSON (snake_case, documented field by field).
+//   - Errors: Reject wraps a sentinel (Err…, an error kind of the spec;
+//     its Code is the JSON "code") with the field, the value and the bound
+//     in an *InputError. Sentinels no other package names are unexported.
+//   - Validation the twins share: an op's whole-input validator is its
+//     Validate…; a Check… is one piece of an op's validation (the scalars,
+//     one row, one step) that another twin calls from inside its own single
+//     pass, so that it reports the same first error; the …Error functions
+//     and the Want… constants are the words of the errors a twin builds
+//     itself. Each names its op and spec section.
+//   - Bounds and defaults the spec fixes (Max…, Default…), and Limits, the
+//     per-request bound on output and work, with the overflow-safe
+//     arithmetic every twin uses (AddOverflows, MulOverflows, CeilDiv).
+//
+// Everything else is unexported: what only ref calls is not part of the
+// contract, and what only ref's own tests pin is re-exported to them in
+// export_test.go.
 package ref

@@ -6,9 +6,9 @@ import "math"
 // algorithms so every implementation (Go, and a GPU kernel compiled without
 // fast math) produces the same bytes: fp32 ↔ bf16 and fp32 ↔ fp8 e4m3fn.
 
-// BF16CanonicalNaN is the one bf16 NaN kvtwin emits (§0.4, designed: vendor
+// bf16CanonicalNaN is the one bf16 NaN kvtwin emits (§0.4, designed: vendor
 // intrinsics may emit another pattern).
-const BF16CanonicalNaN uint16 = 0x7FC0
+const bf16CanonicalNaN uint16 = 0x7FC0
 
 // E4M3NaN is the e4m3fn NaN code an encoder emits (sign dropped, §0.4 step 2).
 const E4M3NaN uint8 = 0x7F
@@ -20,11 +20,11 @@ const E4M3Max uint8 = 0x7E
 func F32FromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 // BF16FromF32 rounds fp32 to bf16 to nearest, ties to even (§0.4). Every
-// NaN becomes BF16CanonicalNaN; infinities and overflow round as IEEE does.
+// NaN becomes bf16CanonicalNaN; infinities and overflow round as IEEE does.
 func BF16FromF32(x float32) uint16 {
 	u := math.Float32bits(x)
 	if u&0x7FFFFFFF > 0x7F800000 {
-		return BF16CanonicalNaN
+		return bf16CanonicalNaN
 	}
 	return uint16((u + 0x7FFF + ((u >> 16) & 1)) >> 16)
 }

@@ -69,7 +69,7 @@ func TestBF16AllValuesRoundTrip(t *testing.T) {
 		got := BF16FromF32(F32FromBF16(b))
 		want := b
 		if b&0x7FFF > 0x7F80 {
-			want = BF16CanonicalNaN
+			want = bf16CanonicalNaN
 		}
 		if got != want {
 			t.Fatalf("bf16 %#04x → %#04x, want %#04x", b, got, want)
@@ -110,7 +110,7 @@ func oracleE4M3(x float32, values []float64) uint8 {
 // to the even one.
 func oracleBF16(x float32) uint16 {
 	if math.IsNaN(float64(x)) {
-		return BF16CanonicalNaN
+		return bf16CanonicalNaN
 	}
 	u := math.Float32bits(x)
 	lo := uint16(u >> 16)

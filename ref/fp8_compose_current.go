@@ -130,7 +130,7 @@ func FP8ComposeCurrent(lim Limits, in FP8ComposeInput) (FP8ComposeOutput, error)
 	row, base := 0, 0
 	for b, ps := range in.PrefixSlots {
 		for _, s := range ps {
-			if err := lim.Poll(row, "prefix_slots"); err != nil {
+			if err := lim.poll(row, "prefix_slots"); err != nil {
 				return FP8ComposeOutput{}, err
 			}
 			copy(out.Row(row), in.Pool.Rows.Row(int(s)))

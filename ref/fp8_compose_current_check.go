@@ -18,7 +18,7 @@ import (
 // count (ErrRowContract); every current value finite (ErrNonFinite); the
 // output bound.
 func ValidateFP8Compose(lim Limits, in FP8ComposeInput) (FP8ComposePlan, error) {
-	n, err := ValidateFP8Pool("pool", in.Pool)
+	n, err := CheckFP8Pool("pool", in.Pool)
 	if err != nil {
 		return FP8ComposePlan{}, err
 	}

@@ -71,7 +71,7 @@ func FP8MaterializePages(lim Limits, in FP8MaterializeInput) (FP8MaterializeOutp
 	}
 	out := NewRows(FP8RowBytes, len(in.Slots))
 	for i, s := range in.Slots {
-		if err := lim.Poll(i, "slots"); err != nil {
+		if err := lim.poll(i, "slots"); err != nil {
 			return FP8MaterializeOutput{}, err
 		}
 		copy(out.Row(i), in.Pool.Rows.Row(int(s)))

@@ -19,11 +19,11 @@ func CheckFP8Rows(field string, x Rows) error {
 	return CheckFP8Width(field, x, FP8RowBytes)
 }
 
-// ValidateFP8Pool checks a pool (docs/spec/cp-layout.md §7.4): page_size >= 1
+// CheckFP8Pool checks a pool (docs/spec/cp-layout.md §7.4): page_size >= 1
 // (ErrPagePlan), size >= 0 (ErrNegative), size+page_size without overflow,
 // 656-byte rows (ErrUnsupportedDims), exactly size+page_size of them (ErrRowCount). It returns
 // numSlots.
-func ValidateFP8Pool(field string, p FP8Pool) (int64, error) {
+func CheckFP8Pool(field string, p FP8Pool) (int64, error) {
 	if p.PageSize < 1 {
 		return 0, Reject(ErrPagePlan, field+".page_size", p.PageSize, ">= 1")
 	}
@@ -48,7 +48,7 @@ func ValidateFP8Pool(field string, p FP8Pool) (int64, error) {
 // then each loc in order: in [0, numSlots) (ErrSlotOutOfRange), not seen
 // before in this call (ErrDuplicateSlot).
 func ValidateFP8Store(in FP8StoreInput) error {
-	n, err := ValidateFP8Pool("pool", in.Pool)
+	n, err := CheckFP8Pool("pool", in.Pool)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func ValidateFP8Store(in FP8StoreInput) error {
 // then every slot in [0, numSlots) (ErrSlotOutOfRange), then the output
 // bound.
 func ValidateFP8Materialize(lim Limits, in FP8MaterializeInput) error {
-	n, err := ValidateFP8Pool("pool", in.Pool)
+	n, err := CheckFP8Pool("pool", in.Pool)
 	if err != nil {
 		return err
 	}

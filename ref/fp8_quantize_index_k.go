@@ -78,12 +78,12 @@ func FP8TileCode(x, s float32, m ScaleMode) uint8 {
 	return EncodeE4M3(float32(x / s))
 }
 
-// QuantizeRow656 quantizes one MLA latent to the 656-byte FP8 row of §7.2:
+// quantizeRow656 quantizes one MLA latent to the 656-byte FP8 row of §7.2:
 // per tile of 128 k_nope values the scale of mode m (the all-zero tile has
 // scale 0 and codes 0x00), the codes, then the rope bytes verbatim. A NaN or
 // ±Inf anywhere (nope, then rope) is ErrNonFinite naming "nope[j]" or
 // "rope[j]"; m must be a valid mode ("" is div_fp32).
-func QuantizeRow656(nope [MLANopeDim]uint16, rope [MLARopeDim]uint16, m ScaleMode) ([FP8RowBytes]byte, error) {
+func quantizeRow656(nope [MLANopeDim]uint16, rope [MLARopeDim]uint16, m ScaleMode) ([FP8RowBytes]byte, error) {
 	var row [FP8RowBytes]byte
 	m, err := CheckScaleMode("mode", m)
 	if err != nil {
@@ -162,10 +162,10 @@ func IndexKScale(amax float32) float32 {
 	return math.Float32frombits(e << 23)
 }
 
-// QuantizeIndexK quantizes one 128-dim index key (bf16 bits) to the
+// quantizeIndexK quantizes one 128-dim index key (bf16 bits) to the
 // 132-byte row of §7.3: 128 codes enc(clamp(x/s, ±448)), then s as fp32
 // little-endian. A NaN or ±Inf is ErrNonFinite naming "k[j]".
-func QuantizeIndexK(k [IndexKDim]uint16) ([IndexKRowBytes]byte, error) {
+func quantizeIndexK(k [IndexKDim]uint16) ([IndexKRowBytes]byte, error) {
 	var row [IndexKRowBytes]byte
 	var amax float32
 	for j, h := range k {
@@ -234,7 +234,7 @@ func FirstNonFiniteIndexK(i int, row []byte) error {
 // FP8QuantizeRow is fp8.quantize_row (docs/spec/cp-layout.md §7.2): each 1152-byte
 // MLA bf16 row of X quantized to its 656-byte FP8 row, in mode in.Mode.
 func FP8QuantizeRow(_ Limits, in FP8QuantizeRowInput) (FP8RowsOutput, error) {
-	m, err := ValidateFP8QuantizeRow(in)
+	m, err := validateFP8QuantizeRow(in)
 	if err != nil {
 		return FP8RowsOutput{}, err
 	}
@@ -249,7 +249,7 @@ func FP8QuantizeRow(_ Limits, in FP8QuantizeRowInput) (FP8RowsOutput, error) {
 		for j := range rope {
 			rope[j] = binary.LittleEndian.Uint16(src[2*(MLANopeDim+j):])
 		}
-		row, err := QuantizeRow656(nope, rope, m)
+		row, err := quantizeRow656(nope, rope, m)
 		if err != nil {
 			return FP8RowsOutput{}, err
 		}
@@ -261,7 +261,7 @@ func FP8QuantizeRow(_ Limits, in FP8QuantizeRowInput) (FP8RowsOutput, error) {
 // FP8QuantizeIndexK is fp8.quantize_index_k (docs/spec/cp-layout.md §7.3): each
 // 256-byte bf16 key of X quantized to its 132-byte row.
 func FP8QuantizeIndexK(_ Limits, in FP8QuantizeIndexKInput) (FP8RowsOutput, error) {
-	if err := ValidateFP8QuantizeIndexK(in); err != nil {
+	if err := validateFP8QuantizeIndexK(in); err != nil {
 		return FP8RowsOutput{}, err
 	}
 	out := NewRows(IndexKRowBytes, in.X.N())
@@ -271,7 +271,7 @@ func FP8QuantizeIndexK(_ Limits, in FP8QuantizeIndexKInput) (FP8RowsOutput, erro
 		for j := range k {
 			k[j] = binary.LittleEndian.Uint16(src[2*j:])
 		}
-		row, err := QuantizeIndexK(k)
+		row, err := quantizeIndexK(k)
 		if err != nil {
 			return FP8RowsOutput{}, err
 		}

@@ -23,7 +23,7 @@ func CheckScaleMode(field string, m ScaleMode) (ScaleMode, error) {
 // CheckFP8Width rejects a buffer that is malformed (ErrRowCount) or whose
 // width is not w (ErrUnsupportedDims), naming field.
 func CheckFP8Width(field string, x Rows, w int) error {
-	if err := x.CheckShape(field); err != nil {
+	if err := x.checkShape(field); err != nil {
 		return err
 	}
 	if x.W != w {
@@ -32,11 +32,11 @@ func CheckFP8Width(field string, x Rows, w int) error {
 	return nil
 }
 
-// ValidateFP8QuantizeRow checks an fp8.quantize_row input in order: the
+// validateFP8QuantizeRow checks an fp8.quantize_row input in order: the
 // mode, the shape and width of X, then every value finite (the first
 // non-finite one, row by row, nope before rope, is ErrNonFinite naming
 // "x[i].nope[j]" or "x[i].rope[j]"). It returns the effective mode.
-func ValidateFP8QuantizeRow(in FP8QuantizeRowInput) (ScaleMode, error) {
+func validateFP8QuantizeRow(in FP8QuantizeRowInput) (ScaleMode, error) {
 	m, err := CheckScaleMode("mode", in.Mode)
 	if err != nil {
 		return "", err
@@ -52,10 +52,10 @@ func ValidateFP8QuantizeRow(in FP8QuantizeRowInput) (ScaleMode, error) {
 	return m, nil
 }
 
-// ValidateFP8QuantizeIndexK checks an fp8.quantize_index_k input: the
+// validateFP8QuantizeIndexK checks an fp8.quantize_index_k input: the
 // shape and width of X, then every value finite (first offender,
 // "x[i].k[j]").
-func ValidateFP8QuantizeIndexK(in FP8QuantizeIndexKInput) error {
+func validateFP8QuantizeIndexK(in FP8QuantizeIndexKInput) error {
 	if err := CheckFP8Width("x", in.X, IndexKBF16RowBytes); err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import "fmt"
 // its values finite (ErrNonFinite, "x[p]…" with p the local row). Padding
 // rows are not checked: they never reach the pool.
 func ValidateFP8StoreValidRows(lim Limits, in FP8StoreValidRowsInput) (FP8StoreValidPlan, error) {
-	n, err := ValidateFP8Pool("pool", in.Pool)
+	n, err := CheckFP8Pool("pool", in.Pool)
 	if err != nil {
 		return FP8StoreValidPlan{}, err
 	}

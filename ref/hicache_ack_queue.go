@@ -47,11 +47,11 @@ func (e *HiCacheWriteFailure) Error() string {
 	return fmt.Sprintf("hicache write of node %d refused: %s", e.Node, e.Reason)
 }
 
-// Unwrap lets errors.Is(err, ErrHiCacheWriteFailure) match every reason.
-func (e *HiCacheWriteFailure) Unwrap() error { return ErrHiCacheWriteFailure }
+// Unwrap lets errors.Is(err, errHiCacheWriteFailure) match every reason.
+func (e *HiCacheWriteFailure) Unwrap() error { return errHiCacheWriteFailure }
 
-// AsWriteFailure returns err's *HiCacheWriteFailure, if it has one.
-func AsWriteFailure(err error) (*HiCacheWriteFailure, bool) {
+// asWriteFailure returns err's *HiCacheWriteFailure, if it has one.
+func asWriteFailure(err error) (*HiCacheWriteFailure, bool) {
 	var f *HiCacheWriteFailure
 	ok := errors.As(err, &f)
 	return f, ok

@@ -6,32 +6,32 @@ import "fmt"
 
 // Write-ack sentinels (docs/spec/radix-acks.md §0.3, §3.6).
 var (
-	// ErrEmptyAck: appendWriteAck with no ids.
-	ErrEmptyAck = NewSentinel("empty_ack", "an ack must name at least one node")
-	// ErrDrainBeyondReady: WritingCheck asked to pop more acks than are ready.
-	ErrDrainBeyondReady = NewSentinel("drain_beyond_ready", "agreed drain count exceeds the ready prefix")
+	// errEmptyAck: appendWriteAck with no ids.
+	errEmptyAck = NewSentinel("empty_ack", "an ack must name at least one node")
+	// errDrainBeyondReady: WritingCheck asked to pop more acks than are ready.
+	errDrainBeyondReady = NewSentinel("drain_beyond_ready", "agreed drain count exceeds the ready prefix")
 	// ErrAckForPendingBackup: a drained ack names a registration whose layers are not all written (terminal).
 	ErrAckForPendingBackup = NewSentinel("ack_for_pending_backup", "final ack for a registration with unwritten layers")
 	// ErrUnknownWriteAck: a drained ack names an id neither ongoing nor recently completed (terminal).
 	ErrUnknownWriteAck = NewSentinel("unknown_write_ack", "ack for an id neither ongoing nor recently completed")
-	// ErrNotRegistered: a rollback of an id with no ongoing registration.
-	ErrNotRegistered = NewSentinel("not_registered", "no ongoing write registration for this node")
-	// ErrHiCacheWriteFailure is the sentinel every *HiCacheWriteFailure unwraps to.
-	ErrHiCacheWriteFailure = NewSentinel("hicache_write_failure", "write-through refused this round")
+	// errNotRegistered: a rollback of an id with no ongoing registration.
+	errNotRegistered = NewSentinel("not_registered", "no ongoing write registration for this node")
+	// errHiCacheWriteFailure is the sentinel every *HiCacheWriteFailure unwraps to.
+	errHiCacheWriteFailure = NewSentinel("hicache_write_failure", "write-through refused this round")
 	// ErrWriteBackupFailed: the injected write_backup exception (§3.2 op 5); the registration was rolled back.
 	ErrWriteBackupFailed = NewSentinel("write_backup_failed", "write_backup raised; its registration was rolled back")
 	// ErrBadNumLayers: a write state with fewer than one layer.
 	ErrBadNumLayers = NewSentinel("bad_num_layers", "num_layers must be >= 1")
-	// ErrOwnedPages: an owned page count above MaxOwnedPages.
-	ErrOwnedPages = NewSentinel("owned_pages", "owned page count too large")
-	// ErrNodeIDTaken: a declared node id that was already minted (ids only grow, §0.2).
-	ErrNodeIDTaken = NewSentinel("node_id_taken", "node ids are minted in increasing order")
-	// ErrNodeLocked: evicting the device value of a locked node.
-	ErrNodeLocked = NewSentinel("node_locked", "a locked node cannot be evicted")
-	// ErrAlreadyBackedUp: reserving a write for a node that already holds a host copy.
-	ErrAlreadyBackedUp = NewSentinel("already_backed_up", "node already holds a host copy")
-	// ErrEventsBeyondQueue: completing more write events than there are unready acks.
-	ErrEventsBeyondQueue = NewSentinel("events_beyond_queue", "more events completed than unready acks")
+	// errOwnedPages: an owned page count above MaxOwnedPages.
+	errOwnedPages = NewSentinel("owned_pages", "owned page count too large")
+	// errNodeIDTaken: a declared node id that was already minted (ids only grow, §0.2).
+	errNodeIDTaken = NewSentinel("node_id_taken", "node ids are minted in increasing order")
+	// errNodeLocked: evicting the device value of a locked node.
+	errNodeLocked = NewSentinel("node_locked", "a locked node cannot be evicted")
+	// errAlreadyBackedUp: reserving a write for a node that already holds a host copy.
+	errAlreadyBackedUp = NewSentinel("already_backed_up", "node already holds a host copy")
+	// errEventsBeyondQueue: completing more write events than there are unready acks.
+	errEventsBeyondQueue = NewSentinel("events_beyond_queue", "more events completed than unready acks")
 )
 
 // MaxOwnedPages bounds one rank's owned page count, so the copied-pages
@@ -77,7 +77,7 @@ func CheckDeclareNode(id NodeID, valueLen int, nextID NodeID) error {
 	case id > MaxAckNodeID:
 		return Reject(ErrOverflow, "node", id, fmt.Sprintf("<= %d", MaxAckNodeID))
 	case id != 0 && id < nextID:
-		return Reject(ErrNodeIDTaken, "node", id, fmt.Sprintf(">= next_id (%d), or 0 for the next id", nextID))
+		return Reject(errNodeIDTaken, "node", id, fmt.Sprintf(">= next_id (%d), or 0 for the next id", nextID))
 	case valueLen < 0:
 		return Reject(ErrNegative, "value_len", valueLen, ">= 0")
 	}
@@ -91,7 +91,7 @@ func CheckOwnedPages(field string, owned int) error {
 		return Reject(ErrNegative, field, owned, ">= 0")
 	}
 	if owned > MaxOwnedPages {
-		return Reject(ErrOwnedPages, field, owned, fmt.Sprintf("<= %d", MaxOwnedPages))
+		return Reject(errOwnedPages, field, owned, fmt.Sprintf("<= %d", MaxOwnedPages))
 	}
 	return nil
 }
@@ -99,7 +99,7 @@ func CheckOwnedPages(field string, owned int) error {
 // CheckAppendIDs validates a funnel append: at least one id, none negative.
 func CheckAppendIDs(ids []NodeID) error {
 	if len(ids) == 0 {
-		return Reject(ErrEmptyAck, "ids", 0, ">= 1 id")
+		return Reject(errEmptyAck, "ids", 0, ">= 1 id")
 	}
 	return CheckNonNegative("ids", ids)
 }
@@ -111,7 +111,7 @@ func LayerRangeError(l, numLayers int) error {
 
 // NotRegisteredError rejects a rollback of an id not in Ongoing.
 func NotRegisteredError(id NodeID) error {
-	return Reject(ErrNotRegistered, "node", id, "an id with an ongoing registration")
+	return Reject(errNotRegistered, "node", id, "an id with an ongoing registration")
 }
 
 // NotQueuedError rejects a duplicate injection of an id no queued ack names.
@@ -121,7 +121,7 @@ func NotQueuedError(id NodeID) error {
 
 // LockedError rejects evicting a locked node.
 func LockedError(id NodeID, lockRef int) error {
-	return Reject(ErrNodeLocked, "node", id, fmt.Sprintf("lock_ref 0 (has %d)", lockRef))
+	return Reject(errNodeLocked, "node", id, fmt.Sprintf("lock_ref 0 (has %d)", lockRef))
 }
 
 // UnlockError rejects an unlock of a node without request locks.
@@ -131,7 +131,7 @@ func UnlockError(id NodeID) error {
 
 // BackedUpError rejects a reservation of a node that already has a host copy.
 func BackedUpError(id NodeID) error {
-	return Reject(ErrAlreadyBackedUp, "node", id, "a node without a host copy")
+	return Reject(errAlreadyBackedUp, "node", id, "a node without a host copy")
 }
 
 // CheckEventsComplete rejects k < 0 and k above the unready acks.
@@ -140,7 +140,7 @@ func CheckEventsComplete(k, unready int) error {
 		return Reject(ErrNegative, "k", k, ">= 0")
 	}
 	if k > unready {
-		return Reject(ErrEventsBeyondQueue, "k", k, fmt.Sprintf("<= unready acks (%d)", unready))
+		return Reject(errEventsBeyondQueue, "k", k, fmt.Sprintf("<= unready acks (%d)", unready))
 	}
 	return nil
 }
@@ -151,7 +151,7 @@ func CheckAgreed(agreed, ready int) error {
 		return Reject(ErrNegative, "agreed", agreed, ">= 0")
 	}
 	if agreed > ready {
-		return Reject(ErrDrainBeyondReady, "agreed", agreed, fmt.Sprintf("<= ready_prefix (%d)", ready))
+		return Reject(errDrainBeyondReady, "agreed", agreed, fmt.Sprintf("<= ready_prefix (%d)", ready))
 	}
 	return nil
 }

@@ -212,7 +212,7 @@ func TestAckRefusalsArePure(t *testing.T) {
 	for _, c := range cases {
 		before := q.State()
 		err := q.ReserveWriteCP(c.id, 1)
-		if f, ok := AsWriteFailure(err); !ok || f.Reason != c.reason || !errors.Is(err, ErrHiCacheWriteFailure) {
+		if f, ok := asWriteFailure(err); !ok || f.Reason != c.reason || !errors.Is(err, errHiCacheWriteFailure) {
 			t.Fatalf("node %d: got %v, want reason %s", c.id, err, c.reason)
 		}
 		if diff := cmp.Diff(before, q.State()); diff != "" {
@@ -231,7 +231,7 @@ func TestAckBackedUpNodeIsNotReservedAgain(t *testing.T) {
 	_, err := q.WritingCheck(1)
 	must(t, err)
 	before := q.State()
-	if err := q.ReserveWriteCP(1, 1); !errors.Is(err, ErrAlreadyBackedUp) {
+	if err := q.ReserveWriteCP(1, 1); !errors.Is(err, errAlreadyBackedUp) {
 		t.Fatalf("got %v", err)
 	}
 	if diff := cmp.Diff(before, q.State()); diff != "" {
@@ -250,7 +250,7 @@ func TestAckEvictHostRetry(t *testing.T) {
 	must(t, err)
 	must(t, q.EvictDevice(1))
 	before := q.State()
-	if f, ok := AsWriteFailure(q.WriteNonCP(3)); !ok || f.Reason != ReasonHostFull {
+	if f, ok := asWriteFailure(q.WriteNonCP(3)); !ok || f.Reason != ReasonHostFull {
 		t.Fatal("3 slots cannot be made from node 1's 2 alone")
 	}
 	if diff := cmp.Diff(before, q.State()); diff != "" {
@@ -265,7 +265,7 @@ func TestAckEvictHostRetry(t *testing.T) {
 }
 
 // §3.6 and the common bad-input rules: each rejection names its field and
-// bound and leaves the state unchanged; a double rollback is ErrNotRegistered.
+// bound and leaves the state unchanged; a double rollback is errNotRegistered.
 func TestAckBadInputChangesNothing(t *testing.T) {
 	q := newAcks(t, 2, 8, 2)
 	must(t, q.ReserveWriteCP(1, 1))
@@ -275,24 +275,24 @@ func TestAckBadInputChangesNothing(t *testing.T) {
 		want  *Sentinel
 		field string
 	}{
-		{"empty ack", func() error { return q.AppendWriteAck(nil) }, ErrEmptyAck, "ids"},
+		{"empty ack", func() error { return q.AppendWriteAck(nil) }, errEmptyAck, "ids"},
 		{"negative ack id", func() error { return q.AppendWriteAck([]NodeID{1, -2}) }, ErrNegative, "ids[1]"},
-		{"drain beyond ready", func() error { _, err := q.WritingCheck(1); return err }, ErrDrainBeyondReady, "agreed"},
+		{"drain beyond ready", func() error { _, err := q.WritingCheck(1); return err }, errDrainBeyondReady, "agreed"},
 		{"negative drain", func() error { _, err := q.WritingCheck(-1); return err }, ErrNegative, "agreed"},
-		{"rollback unregistered", func() error { return q.RollbackPendingBackup(2) }, ErrNotRegistered, "node"},
-		{"prepared rollback unknown", func() error { return q.RollbackPreparedCPBackup(-1) }, ErrNotRegistered, "node"},
+		{"rollback unregistered", func() error { return q.RollbackPendingBackup(2) }, errNotRegistered, "node"},
+		{"prepared rollback unknown", func() error { return q.RollbackPreparedCPBackup(-1) }, errNotRegistered, "node"},
 		{"layer below range", func() error { _, err := q.LayerStep(-1); return err }, ErrLayerOutOfOrder, "layer"},
 		{"layer above range", func() error { _, err := q.LayerStep(2); return err }, ErrLayerOutOfOrder, "layer"},
 		{"unknown node", func() error { return q.ReserveWriteCP(9, 0) }, ErrForeignNode, "node"},
 		{"negative owned", func() error { return q.ReserveWriteCP(1, -1) }, ErrNegative, "owned"},
-		{"owned above bound", func() error { return q.WriteBackupCP(1, MaxOwnedPages+1, FailNone) }, ErrOwnedPages, "owned"},
+		{"owned above bound", func() error { return q.WriteBackupCP(1, MaxOwnedPages+1, FailNone) }, errOwnedPages, "owned"},
 		{"bad fail_at", func() error { return q.WriteBackupCP(1, 0, "later") }, ErrBadEnum, "fail_at"},
 		{"negative value len", func() error { _, err := q.DeclareNode(0, -1); return err }, ErrNegative, "value_len"},
-		{"reused node id", func() error { _, err := q.DeclareNode(1, 1); return err }, ErrNodeIDTaken, "node"},
+		{"reused node id", func() error { _, err := q.DeclareNode(1, 1); return err }, errNodeIDTaken, "node"},
 		{"huge node id", func() error { _, err := q.DeclareNode(MaxAckNodeID+1, 1); return err }, ErrOverflow, "node"},
 		{"negative events", func() error { return q.EventsComplete(-1) }, ErrNegative, "k"},
-		{"events beyond queue", func() error { return q.EventsComplete(1) }, ErrEventsBeyondQueue, "k"},
-		{"evict locked", func() error { return q.EvictDevice(1) }, ErrNodeLocked, "node"},
+		{"events beyond queue", func() error { return q.EventsComplete(1) }, errEventsBeyondQueue, "k"},
+		{"evict locked", func() error { return q.EvictDevice(1) }, errNodeLocked, "node"},
 		{"unlock without lock", func() error { return q.Unlock(1) }, ErrLockUnderflow, "node"},
 		{"duplicate of nothing", func() error { return q.InjectDuplicateAck(1) }, ErrUnknownWriteAck, "node"},
 	}
@@ -308,7 +308,7 @@ func TestAckBadInputChangesNothing(t *testing.T) {
 		}
 	}
 	must(t, q.RollbackPendingBackup(1))
-	if err := q.RollbackPendingBackup(1); !errors.Is(err, ErrNotRegistered) {
+	if err := q.RollbackPendingBackup(1); !errors.Is(err, errNotRegistered) {
 		t.Fatalf("double rollback: %v", err)
 	}
 	if _, err := NewAckQueue(AckConfig{NumLayers: 0}); !errors.Is(err, ErrBadNumLayers) {

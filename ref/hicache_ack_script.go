@@ -141,7 +141,7 @@ func ackStepConfig(s AckStep) AckConfig {
 // twins of hicache.ack_script call it with their own constructor, so the
 // group semantics are written once and the write states are what differs.
 func RunAckScript(lim Limits, in AckScriptInput, newQueue NewAckQueueFunc) (AckScriptOutput, error) {
-	if err := ValidateAckScript(lim, in); err != nil {
+	if err := validateAckScript(lim, in); err != nil {
 		return AckScriptOutput{}, err
 	}
 	var group []AckQueue
@@ -346,7 +346,7 @@ func withError(o AckOutcome, err error, index int) AckOutcome {
 	if err == nil {
 		return o
 	}
-	if f, ok := AsWriteFailure(err); ok {
+	if f, ok := asWriteFailure(err); ok {
 		return AckOutcome{Refused: f.Reason}
 	}
 	e := ErrorObjectOf(prefixField(err, Idx("steps", index)+"."))

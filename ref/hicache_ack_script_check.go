@@ -11,17 +11,17 @@ var ackOps = []string{AckCreate, AckNode, AckEvictDevice, AckLock, AckUnlock, Ac
 	AckWriteBackup, AckWriteNonCP, AckEventsComplete, AckWritingCheck, AckRollback, AckRollbackPrepared,
 	AckHas, AckAppend, AckInjectDuplicate, AckReset}
 
-// ValidateAckScript rejects a script that cannot run at all, naming
+// validateAckScript rejects a script that cannot run at all, naming
 // steps[i].field: no create first (ErrScriptOrder), an unknown op
 // (ErrBadEnum), a create with ranks < 1 (ErrBadCPSize), an invalid rank
 // configuration or a group whose host and layer tables exceed lim, an
 // owned list whose length is not the group size (ErrLengthMismatch) or
-// with a negative or too large count (ErrNegative, ErrOwnedPages), an unknown fail_at
+// with a negative or too large count (ErrNegative, errOwnedPages), an unknown fail_at
 // (ErrBadEnum), or a rank outside [0, R) (ErrBadCPRank); and, checked
 // after each step, a trace whose per-rank entries — the group's ranks summed
 // over the steps so far, 16 bytes each — exceed lim (ErrTooLarge at the
 // ranks of the create in effect).
-func ValidateAckScript(lim Limits, in AckScriptInput) error {
+func validateAckScript(lim Limits, in AckScriptInput) error {
 	if len(in.Steps) == 0 || in.Steps[0].Op != AckCreate {
 		op := ""
 		if len(in.Steps) > 0 {

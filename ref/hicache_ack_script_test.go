@@ -25,10 +25,10 @@ func TestAckScriptDrainsTheMinOverRanks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := out.Trace[7].Error; e == nil || e.Code != ErrDrainBeyondReady.Code() || e.Field != "steps[7].agreed" || out.Trace[7].Diverged != nil {
+	if e := out.Trace[7].Error; e == nil || e.Code != errDrainBeyondReady.Code() || e.Field != "steps[7].agreed" || out.Trace[7].Diverged != nil {
 		t.Fatalf("explicit drain beyond rank 1: %+v", out.Trace[7])
 	}
-	if e := out.Trace[8].Error; e == nil || e.Code != ErrEventsBeyondQueue.Code() || out.Trace[8].Diverged != nil {
+	if e := out.Trace[8].Error; e == nil || e.Code != errEventsBeyondQueue.Code() || out.Trace[8].Diverged != nil {
 		t.Fatalf("event sweep beyond rank 0: %+v", out.Trace[8])
 	}
 	if r := out.Trace[8]; r.ReadyPrefix[0] != 2 || r.ReadyPrefix[1] != 1 {

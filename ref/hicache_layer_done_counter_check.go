@@ -8,8 +8,8 @@ import "fmt"
 var (
 	// ErrSlotBusy: the producer wrapped onto a slot whose op is still loading.
 	ErrSlotBusy = NewSentinel("slot_busy", "slot's previous load op is still loading")
-	// ErrBadSlot: a slot outside the ring [designed].
-	ErrBadSlot = NewSentinel("bad_slot", "slot outside the counter's ring")
+	// errBadSlot: a slot outside the ring [designed].
+	errBadSlot = NewSentinel("bad_slot", "slot outside the counter's ring")
 )
 
 // MaxCounterLayers bounds L [designed]: 16 bits per slot count lets the
@@ -38,7 +38,7 @@ func CheckSlot(slot int, allowNone bool) error {
 	if allowNone {
 		bound = "-1 or " + bound
 	}
-	return Reject(ErrBadSlot, "slot", slot, bound)
+	return Reject(errBadSlot, "slot", slot, bound)
 }
 
 // CheckReadyLayer rejects a layer outside [0, L): waiting for it would

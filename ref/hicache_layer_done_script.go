@@ -61,9 +61,9 @@ type LayerDoneScriptOutput struct {
 	Trace []CounterStepResult `json:"trace"`
 }
 
-// ValidateLayerDoneScript rejects a script that cannot run: layers outside
+// validateLayerDoneScript rejects a script that cannot run: layers outside
 // [1, MaxCounterLayers] or an unknown step (ErrBadEnum).
-func ValidateLayerDoneScript(in LayerDoneScriptInput) error {
+func validateLayerDoneScript(in LayerDoneScriptInput) error {
 	if err := CheckCounterLayers(in.Layers); err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func ValidateLayerDoneScript(in LayerDoneScriptInput) error {
 // RunLayerDoneScript runs a validated script on a counter built by
 // newCounter; both twins call it with their own counter.
 func RunLayerDoneScript(in LayerDoneScriptInput, newCounter NewLayerDoneCounterFunc) (LayerDoneScriptOutput, error) {
-	if err := ValidateLayerDoneScript(in); err != nil {
+	if err := validateLayerDoneScript(in); err != nil {
 		return LayerDoneScriptOutput{}, err
 	}
 	c, err := newCounter(in.Layers)

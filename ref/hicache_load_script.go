@@ -105,7 +105,7 @@ type LoadOpResult struct {
 
 // DeviceBytes is the device arena after the script: its SHA-256 always,
 // the bytes themselves (base64 in JSON) for arenas of at most
-// MaxInlineDeviceBytes.
+// maxInlineDeviceBytes.
 type DeviceBytes struct {
 	// SHA256 is the hex SHA-256 of every KV layer, then every index slot.
 	SHA256 string `json:"sha256"`
@@ -115,9 +115,9 @@ type DeviceBytes struct {
 	Index [][]byte `json:"index,omitempty"`
 }
 
-// MaxInlineDeviceBytes bounds the device arenas whose bytes the script
+// maxInlineDeviceBytes bounds the device arenas whose bytes the script
 // output carries (fixtures stay small; larger arenas give the digest only).
-const MaxInlineDeviceBytes = 4096
+const maxInlineDeviceBytes = 4096
 
 // LoadScriptOutput is the output of hicache.load_script.
 type LoadScriptOutput struct {
@@ -129,12 +129,12 @@ type LoadScriptOutput struct {
 	Device DeviceBytes `json:"device"`
 }
 
-// ValidateLoadScript rejects a script that cannot run: bad pools, an
+// validateLoadScript rejects a script that cannot run: bad pools, an
 // unknown misuse kind (ErrBadEnum) or a misuse layer outside [0, layers]
 // (ErrLayerOutOfOrder). Bad indices, page sizes and policies are the ops'
 // own refusals, recorded in the trace.
-func ValidateLoadScript(lim Limits, in LoadScriptInput) error {
-	if err := ValidateLoadPools(lim, in.Pools); err != nil {
+func validateLoadScript(lim Limits, in LoadScriptInput) error {
+	if err := validateLoadPools(lim, in.Pools); err != nil {
 		return prefixField(err, "pools.")
 	}
 	for i, op := range in.Ops {
@@ -157,7 +157,7 @@ func ValidateLoadScript(lim Limits, in LoadScriptInput) error {
 // hicache.load_script call it with their own loader, so the lifecycle
 // semantics are written once and the loaders are what differs.
 func RunLoadScript(lim Limits, in LoadScriptInput, newLoader NewLoaderFunc) (LoadScriptOutput, error) {
-	if err := ValidateLoadScript(lim, in); err != nil {
+	if err := validateLoadScript(lim, in); err != nil {
 		return LoadScriptOutput{}, err
 	}
 	ld, err := newLoader(lim, in.Pools)
@@ -271,7 +271,7 @@ func deviceBytes(a *LoadArena) DeviceBytes {
 		}
 	}
 	d := DeviceBytes{SHA256: hex.EncodeToString(h.Sum(nil))}
-	if n <= MaxInlineDeviceBytes {
+	if n <= maxInlineDeviceBytes {
 		d.KV, d.Index = a.DevKV, a.DevIndex
 	}
 	return d

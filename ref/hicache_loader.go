@@ -99,7 +99,7 @@ type LoadArena struct {
 
 // NewLoadArena validates p against lim and allocates its filled arena.
 func NewLoadArena(lim Limits, p LoadPools) (*LoadArena, error) {
-	if err := ValidateLoadPools(lim, p); err != nil {
+	if err := validateLoadPools(lim, p); err != nil {
 		return nil, err
 	}
 	p.IndexLayers = slices.Clone(p.IndexLayers)
@@ -138,10 +138,10 @@ func (a *LoadArena) Clone() *LoadArena {
 	return c
 }
 
-// LoadPageLists checks a load's indices in the contract's order (backend,
+// loadPageLists checks a load's indices in the contract's order (backend,
 // shape, then page by page: host page, device page, duplicate destination)
 // and returns its page lists hp and dp (docs/spec/radix-acks.md §5.2 steps 1–3).
-func LoadPageLists(p LoadPools, hostIdx, devIdx []SlotIdx, ps int) (hp, dp []int64, err error) {
+func loadPageLists(p LoadPools, hostIdx, devIdx []SlotIdx, ps int) (hp, dp []int64, err error) {
 	if err := CheckLoadShape(hostIdx, devIdx, ps); err != nil {
 		return nil, nil, err
 	}
@@ -230,7 +230,7 @@ func (r *refLoader) BeginLoad(op uint64, hostIdx, devIdx []SlotIdx, ps int, b Lo
 	if err != nil {
 		return nil, err
 	}
-	hp, dp, err := LoadPageLists(r.arena.Pools, hostIdx, devIdx, ps)
+	hp, dp, err := loadPageLists(r.arena.Pools, hostIdx, devIdx, ps)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func (r *refLoader) BeginLoad(op uint64, hostIdx, devIdx []SlotIdx, ps int, b Lo
 	r.serial++
 	return &refDesc{
 		loader: r, op: op, serial: r.serial, ps: ps, fallback: fallback, open: true,
-		hostIdx: slices.Clone(hostIdx), devIdx: slices.Clone(devIdx), runs: GroupRuns(hp, dp),
+		hostIdx: slices.Clone(hostIdx), devIdx: slices.Clone(devIdx), runs: groupRuns(hp, dp),
 	}, nil
 }
 
@@ -289,7 +289,7 @@ func (d *refDesc) SubmitLayer(op uint64, l int) error {
 	if err := CheckSubmit(d.open, d.op, op, l, d.next, a.Pools.Layers); err != nil {
 		return err
 	}
-	hp, dp, err := LoadPageLists(a.Pools, d.hostIdx, d.devIdx, d.ps)
+	hp, dp, err := loadPageLists(a.Pools, d.hostIdx, d.devIdx, d.ps)
 	if err != nil {
 		return err // unreachable: BeginLoad accepted these indices
 	}

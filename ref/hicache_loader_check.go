@@ -13,30 +13,30 @@ var (
 	ErrDescriptorOpMismatch = NewSentinel("descriptor_op_mismatch", "descriptor belongs to another load op")
 	// ErrPreparedUnavailable: the prepared submit is unavailable under policy strict.
 	ErrPreparedUnavailable = NewSentinel("prepared_unavailable", "prepared H2D submit unavailable")
-	// ErrNotPageContiguous: index lists that are not whole, aligned, contiguous pages.
-	ErrNotPageContiguous = NewSentinel("not_page_contiguous", "indices are not whole contiguous pages")
-	// ErrDuplicateDestination: two pages of one load write one device page.
-	ErrDuplicateDestination = NewSentinel("duplicate_destination", "device page written twice")
+	// errNotPageContiguous: index lists that are not whole, aligned, contiguous pages.
+	errNotPageContiguous = NewSentinel("not_page_contiguous", "indices are not whole contiguous pages")
+	// errDuplicateDestination: two pages of one load write one device page.
+	errDuplicateDestination = NewSentinel("duplicate_destination", "device page written twice")
 	// ErrEndBeforeComplete: EndLoad before every layer was submitted.
 	ErrEndBeforeComplete = NewSentinel("end_before_complete", "load ended before its last layer")
-	// ErrSlotRange: a page outside its pool [designed: the spec leaves pool bounds to the allocator].
-	ErrSlotRange = NewSentinel("slot_range", "slot index outside the pool")
+	// errSlotRange: a page outside its pool [designed: the spec leaves pool bounds to the allocator].
+	errSlotRange = NewSentinel("slot_range", "slot index outside the pool")
 	// ErrBadLoadPools: a pool configuration that cannot hold a load (no layers,
 	// empty pages, index layers not ascending in [0, layers)).
 	ErrBadLoadPools = NewSentinel("bad_load_pools", "invalid load pool configuration")
 )
 
-// MaxLoadLayers bounds L [designed]. The arena's byte bound (slots × bytes
+// maxLoadLayers bounds L [designed]. The arena's byte bound (slots × bytes
 // per slot) says nothing about L when the pools have no slots, yet the
 // arena keeps a table per layer and every op loops over the layers; the
 // bound is MaxTransferLayers, the transfer manager's, far above any model.
-const MaxLoadLayers = MaxTransferLayers
+const maxLoadLayers = MaxTransferLayers
 
-// ValidateLoadPools rejects a configuration that cannot hold a load, and
+// validateLoadPools rejects a configuration that cannot hold a load, and
 // arenas whose bytes exceed lim, in field order.
-func ValidateLoadPools(lim Limits, p LoadPools) error {
-	if p.Layers < 1 || p.Layers > MaxLoadLayers {
-		return Reject(ErrBadLoadPools, "layers", p.Layers, fmt.Sprintf("in [1, %d]", MaxLoadLayers))
+func validateLoadPools(lim Limits, p LoadPools) error {
+	if p.Layers < 1 || p.Layers > maxLoadLayers {
+		return Reject(ErrBadLoadPools, "layers", p.Layers, fmt.Sprintf("in [1, %d]", maxLoadLayers))
 	}
 	if p.HostSlots < 0 {
 		return Reject(ErrNegative, "host_slots", p.HostSlots, ">= 0")
@@ -100,15 +100,15 @@ func checkPage(slots int64, field string, idx []SlotIdx, ps, k int) (int64, erro
 		return 0, Reject(ErrNegative, Idx(field, k*ps), x[0], ">= 0")
 	}
 	if x[0]%int64(ps) != 0 {
-		return 0, Reject(ErrNotPageContiguous, Idx(field, k*ps), x[0], fmt.Sprintf("a multiple of page_size (%d)", ps))
+		return 0, Reject(errNotPageContiguous, Idx(field, k*ps), x[0], fmt.Sprintf("a multiple of page_size (%d)", ps))
 	}
 	for j := 1; j < ps; j++ {
 		if x[j] != x[0]+int64(j) {
-			return 0, Reject(ErrNotPageContiguous, Idx(field, k*ps+j), x[j], fmt.Sprintf("== %s[%d]+%d (%d)", field, k*ps, j, x[0]+int64(j)))
+			return 0, Reject(errNotPageContiguous, Idx(field, k*ps+j), x[j], fmt.Sprintf("== %s[%d]+%d (%d)", field, k*ps, j, x[0]+int64(j)))
 		}
 	}
 	if x[0] > slots-int64(ps) {
-		return 0, Reject(ErrSlotRange, Idx(field, k*ps), x[0], fmt.Sprintf("a page inside the pool: <= %d", slots-int64(ps)))
+		return 0, Reject(errSlotRange, Idx(field, k*ps), x[0], fmt.Sprintf("a page inside the pool: <= %d", slots-int64(ps)))
 	}
 	return x[0] / int64(ps), nil
 }
@@ -120,10 +120,10 @@ func CheckLoadShape(hostIdx, devIdx []SlotIdx, ps int) error {
 		return Reject(ErrInvalidPageSize, "page_size", ps, ">= 1")
 	}
 	if len(devIdx) != len(hostIdx) {
-		return Reject(ErrNotPageContiguous, "dev_idx", len(devIdx), fmt.Sprintf("== len(host_idx) (%d)", len(hostIdx)))
+		return Reject(errNotPageContiguous, "dev_idx", len(devIdx), fmt.Sprintf("== len(host_idx) (%d)", len(hostIdx)))
 	}
 	if len(hostIdx)%ps != 0 {
-		return Reject(ErrNotPageContiguous, "host_idx", len(hostIdx), fmt.Sprintf("a multiple of page_size (%d)", ps))
+		return Reject(errNotPageContiguous, "host_idx", len(hostIdx), fmt.Sprintf("a multiple of page_size (%d)", ps))
 	}
 	return nil
 }
@@ -131,7 +131,7 @@ func CheckLoadShape(hostIdx, devIdx []SlotIdx, ps int) error {
 // DuplicateDestinationError rejects page k, whose device page dp page k0
 // of the same load already writes (docs/spec/radix-acks.md §5.2 step 3).
 func DuplicateDestinationError(ps, k, k0 int, dp int64) error {
-	return Reject(ErrDuplicateDestination, Idx("dev_idx", k*ps), dp*int64(ps), fmt.Sprintf("a device page no earlier page writes (page %d is written by dev_idx[%d])", dp, k0*ps))
+	return Reject(errDuplicateDestination, Idx("dev_idx", k*ps), dp*int64(ps), fmt.Sprintf("a device page no earlier page writes (page %d is written by dev_idx[%d])", dp, k0*ps))
 }
 
 // CheckLoadBackend applies the fallback policy (docs/spec/radix-acks.md §5.2): an
@@ -152,13 +152,13 @@ func CheckLoadBackend(b LoadBackend) (fallback bool, err error) {
 	return true, nil
 }
 
-// LayerOrderError rejects a submit of layer l when next is due.
-func LayerOrderError(l, next, layers int) error {
+// layerOrderError rejects a submit of layer l when next is due.
+func layerOrderError(l, next, layers int) error {
 	return Reject(ErrLayerOutOfOrder, "layer", l, fmt.Sprintf("== the next layer (%d) of %d", next, layers))
 }
 
-// OpMismatchError rejects a submit for op on a descriptor of op want.
-func OpMismatchError(op, want uint64) error {
+// opMismatchError rejects a submit for op on a descriptor of op want.
+func opMismatchError(op, want uint64) error {
 	return Reject(ErrDescriptorOpMismatch, "op_id", op, fmt.Sprintf("== the descriptor's op_id (%d): descriptors are never reused across load ops", want))
 }
 
@@ -167,8 +167,8 @@ func ClosedError(op uint64) error {
 	return Reject(ErrDescriptorClosed, "descriptor", op, "an open descriptor (it was ended or cancelled)")
 }
 
-// EndBeforeCompleteError rejects EndLoad after next of layers layers.
-func EndBeforeCompleteError(next, layers int) error {
+// endBeforeCompleteError rejects EndLoad after next of layers layers.
+func endBeforeCompleteError(next, layers int) error {
 	return Reject(ErrEndBeforeComplete, "layer", next, fmt.Sprintf("== layers (%d): every layer submitted before EndLoad", layers))
 }
 
@@ -179,9 +179,9 @@ func CheckSubmit(open bool, descOp, op uint64, l, next, layers int) error {
 	case !open:
 		return ClosedError(descOp)
 	case op != descOp:
-		return OpMismatchError(op, descOp)
+		return opMismatchError(op, descOp)
 	case l != next || l >= layers:
-		return LayerOrderError(l, next, layers)
+		return layerOrderError(l, next, layers)
 	}
 	return nil
 }
@@ -192,7 +192,7 @@ func CheckEnd(open bool, descOp uint64, next, layers int) error {
 		return ClosedError(descOp)
 	}
 	if next < layers {
-		return EndBeforeCompleteError(next, layers)
+		return endBeforeCompleteError(next, layers)
 	}
 	return nil
 }

@@ -82,18 +82,18 @@ func TestBeginLoadRejects(t *testing.T) {
 		value        any
 	}{
 		{"duplicate destination", cat(span(8, 4), span(12, 4)), cat(span(40, 4), span(40, 4)), 4, LoadBackend{},
-			ErrDuplicateDestination, "dev_idx[4]", "a device page no earlier page writes (page 10 is written by dev_idx[0])", int64(40)},
+			errDuplicateDestination, "dev_idx[4]", "a device page no earlier page writes (page 10 is written by dev_idx[0])", int64(40)},
 		{"unaligned host page", span(1, 4), span(40, 4), 4, LoadBackend{},
-			ErrNotPageContiguous, "host_idx[0]", "a multiple of page_size (4)", int64(1)},
+			errNotPageContiguous, "host_idx[0]", "a multiple of page_size (4)", int64(1)},
 		{"gap inside a device page", span(0, 4), []SlotIdx{40, 41, 43, 44}, 4, LoadBackend{},
-			ErrNotPageContiguous, "dev_idx[2]", "== dev_idx[0]+2 (42)", int64(43)},
+			errNotPageContiguous, "dev_idx[2]", "== dev_idx[0]+2 (42)", int64(43)},
 		{"lengths differ", span(0, 4), span(40, 8), 4, LoadBackend{},
-			ErrNotPageContiguous, "dev_idx", "== len(host_idx) (4)", 8},
+			errNotPageContiguous, "dev_idx", "== len(host_idx) (4)", 8},
 		{"partial page", span(0, 6), span(40, 6), 4, LoadBackend{},
-			ErrNotPageContiguous, "host_idx", "a multiple of page_size (4)", 6},
+			errNotPageContiguous, "host_idx", "a multiple of page_size (4)", 6},
 		{"page size zero", nil, nil, 0, LoadBackend{}, ErrInvalidPageSize, "page_size", ">= 1", 0},
 		{"negative slot", span(-4, 4), span(40, 4), 4, LoadBackend{}, ErrNegative, "host_idx[0]", ">= 0", int64(-4)},
-		{"host page past the pool", span(16, 4), span(40, 4), 4, LoadBackend{}, ErrSlotRange, "host_idx[0]", "a page inside the pool: <= 12", int64(16)},
+		{"host page past the pool", span(16, 4), span(40, 4), 4, LoadBackend{}, errSlotRange, "host_idx[0]", "a page inside the pool: <= 12", int64(16)},
 		{"strict without the prepared submit", span(0, 4), span(40, 4), 4, LoadBackend{Unavailable: true},
 			ErrPreparedUnavailable, "unavailable", "a backend with the prepared submit under policy strict (allow_fallback runs the per-layer path)", true},
 		{"unknown policy", span(0, 4), span(40, 4), 4, LoadBackend{Policy: "lenient"}, ErrBadEnum, "policy", "one of strict, allow_fallback", "lenient"},
@@ -194,7 +194,7 @@ func TestValidateLoadPools(t *testing.T) {
 	for _, c := range cases {
 		p := ok
 		c.edit(&p)
-		err := ValidateLoadPools(DefaultLimits(), p)
+		err := validateLoadPools(DefaultLimits(), p)
 		if ie, isIE := AsInputError(err); !isIE || !errors.Is(err, c.want) || ie.Field != c.field {
 			t.Errorf("%s: got %v, want %s at %s", c.name, err, c.want.Code(), c.field)
 		}
@@ -209,9 +209,9 @@ func TestValidateLoadPools(t *testing.T) {
 // sized by the raw number: ref ran for ever, a larger count panicked
 // makeslice. L is now bounded like the transfer manager's.
 func TestLoadPoolsRejectALayerCountPastTheBound(t *testing.T) {
-	for _, layers := range []int{MaxLoadLayers + 1, 1<<31 - 1, 1 << 61, 1<<63 - 1} {
+	for _, layers := range []int{maxLoadLayers + 1, 1<<31 - 1, 1 << 61, 1<<63 - 1} {
 		p := LoadPools{Layers: layers, KVBytes: 1}
-		err := ValidateLoadPools(DefaultLimits(), p)
+		err := validateLoadPools(DefaultLimits(), p)
 		if ie, ok := AsInputError(err); !ok || !errors.Is(err, ErrBadLoadPools) || ie.Field != "layers" || ie.Value != any(layers) {
 			t.Errorf("layers %d: got %v, want bad_load_pools at layers", layers, err)
 		}
@@ -220,7 +220,7 @@ func TestLoadPoolsRejectALayerCountPastTheBound(t *testing.T) {
 			t.Errorf("script with layers %d: got %v, want a rejection at pools.layers", layers, err)
 		}
 	}
-	if err := ValidateLoadPools(DefaultLimits(), LoadPools{Layers: MaxLoadLayers, KVBytes: 1}); err != nil {
+	if err := validateLoadPools(DefaultLimits(), LoadPools{Layers: maxLoadLayers, KVBytes: 1}); err != nil {
 		t.Errorf("layers = MaxLoadLayers: %v", err)
 	}
 }

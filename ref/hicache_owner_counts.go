@@ -17,11 +17,11 @@ type OwnerFn interface {
 	Owner(q, n int) int
 }
 
-// RangeCounter is an OwnerFn that can count the owners of a page range
+// rangeCounter is an OwnerFn that can count the owners of a page range
 // without visiting every page. Metadata splits and the metadata-miss
 // fallback use it when the owner offers it and enumerate the pages
 // otherwise.
-type RangeCounter interface {
+type rangeCounter interface {
 	OwnerFn
 	// CountRange sets dst[r] (len(dst) == n) to the number of pages in
 	// [s, s+num) owned by rank r.
@@ -36,7 +36,7 @@ type RoundRobin struct{}
 // Owner implements OwnerFn.
 func (RoundRobin) Owner(q, n int) int { return q % n }
 
-// CountRange implements RangeCounter with the closed form.
+// CountRange implements rangeCounter with the closed form.
 func (RoundRobin) CountRange(s, num, n int, dst []int32) { ClosedFormCounts(s, num, n, dst) }
 
 // ClosedFormCounts is the closed form of docs/spec/radix-acks.md §4.2 for round-robin
@@ -59,7 +59,7 @@ func mod(a, n int) int { return ((a % n) + n) % n }
 // (len(dst) == n): by fn's own range count when it has one, else by visiting
 // every page. It is CPU arithmetic on positions, never a tensor.
 func CountRange(fn OwnerFn, s, num, n int, dst []int32) {
-	if rc, ok := fn.(RangeCounter); ok {
+	if rc, ok := fn.(rangeCounter); ok {
 		rc.CountRange(s, num, n, dst)
 		return
 	}
@@ -83,8 +83,8 @@ func EnumerateOwnerCounts(fn OwnerFn, tokenDepth, tokens, ps, n int) []int32 {
 	return counts
 }
 
-// PageOwnersOf lists the owner of each page in [s, s+num) under fn.
-func PageOwnersOf(fn OwnerFn, s, num, n int) []uint16 {
+// pageOwnersOf lists the owner of each page in [s, s+num) under fn.
+func pageOwnersOf(fn OwnerFn, s, num, n int) []uint16 {
 	owners := make([]uint16, num)
 	for j := range owners {
 		owners[j] = uint16(fn.Owner(s+j, n))
@@ -218,7 +218,7 @@ func OwnerCounts(lim Limits, in OwnerCountsInput) (OwnerCountsOutput, error) {
 	}
 	fn := RoundRobin{}
 	s, n := in.TokenDepth/in.PageSize, in.Tokens/in.PageSize
-	out := OwnerCountsOutput{StartPage: s, NumPages: n, PageOwners: PageOwnersOf(fn, s, n, in.CPSize),
+	out := OwnerCountsOutput{StartPage: s, NumPages: n, PageOwners: pageOwnersOf(fn, s, n, in.CPSize),
 		Enumerated: EnumerateOwnerCounts(fn, in.TokenDepth, in.Tokens, in.PageSize, in.CPSize),
 		Metadata:   make([]int32, in.CPSize), ClosedForm: make([]int32, in.CPSize)}
 	for _, o := range out.PageOwners {

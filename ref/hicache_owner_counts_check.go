@@ -35,13 +35,13 @@ func (c TreeConfig) validateCP() error {
 	return nil
 }
 
-// ValidateOwnerPlan checks a plan request against a tree whose cp_size is
+// CheckOwnerPlan checks a plan request against a tree whose cp_size is
 // treeCPSize and returns N. Order (both twins report the first): N in
 // [1, MaxCPSize] (ErrBadCPSize: the spec's ErrInvalidCPSize, one sentinel
 // for one failure across kvtwin), len(need) and len(free) == N
 // (ErrLengthMismatch, naming the list), then need[i] and free[i] >= 0
 // (ErrNegative). The locked node is checked by the tree.
-func ValidateOwnerPlan(req OwnerPlanRequest, treeCPSize int) (int, error) {
+func CheckOwnerPlan(req OwnerPlanRequest, treeCPSize int) (int, error) {
 	n := req.CPSize
 	if n == 0 {
 		n = treeCPSize

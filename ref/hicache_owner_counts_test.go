@@ -30,7 +30,7 @@ func TestOwnerCountsWorkedExamples(t *testing.T) {
 		{"zero-owned ranks 3..7", 8, 0, 3, []uint16{0, 1, 2}, []int32{1, 1, 1, 0, 0, 0, 0, 0}, []int{3, 4, 5, 6, 7}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := PageOwnersOf(RoundRobin{}, c.s, c.n, c.cp); !slices.Equal(got, c.owners) {
+			if got := pageOwnersOf(RoundRobin{}, c.s, c.n, c.cp); !slices.Equal(got, c.owners) {
 				t.Errorf("owners %v, want %v", got, c.owners)
 			}
 			enumerated := EnumerateOwnerCounts(RoundRobin{}, c.s, c.n, 1, c.cp)

@@ -13,7 +13,7 @@ func ValidateKVEvApply(in KVEvApplyInput) error {
 	if err := in.Config.Validate(); err != nil {
 		return err
 	}
-	if err := ValidateKVEvStreams(in.Streams); err != nil {
+	if err := CheckKVEvStreams(in.Streams); err != nil {
 		return err
 	}
 	names := make(map[string]bool, len(in.Streams))
@@ -61,7 +61,7 @@ func RunKVEvApply(lim Limits, in KVEvApplyInput, newIndex NewKVEvIndexFunc) (KVE
 	out := KVEvApplyOutput{Trace: make([]KVEvStepResult, 0, len(in.Steps))}
 	var scores int64
 	for i, s := range in.Steps {
-		if err := lim.Poll(i, Idx("steps", i)); err != nil {
+		if err := lim.poll(i, Idx("steps", i)); err != nil {
 			return KVEvApplyOutput{}, err
 		}
 		r := runKVEvStep(ix, s)

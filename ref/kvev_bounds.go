@@ -24,18 +24,18 @@ const (
 	KVEventCost = 256
 	KVHashCost  = 8
 	KVTokenCost = 4
-	// KVDecodeFloor is the decoded cost every message may have whatever
+	// kvDecodeFloor is the decoded cost every message may have whatever
 	// its size, so a short batch of small events always decodes.
-	KVDecodeFloor = 64 << 10
+	kvDecodeFloor = 64 << 10
 )
 
 // Defaults and caps of the A10 bounds and of max_held_bytes (A7). A
 // configuration past a cap is refused, so none can make a bound so large
 // that it stops bounding.
 const (
-	// DefaultKVMaxEvents is max_events' default, 2^18: eight times the
+	// defaultKVMaxEvents is max_events' default, 2^18: eight times the
 	// most events a real engine puts in one batch (§2.10 A10).
-	DefaultKVMaxEvents = 1 << 18
+	defaultKVMaxEvents = 1 << 18
 	// MaxKVEvents caps max_events.
 	MaxKVEvents = 1 << 24
 	// DefaultKVMaxDecodeRatio is max_decode_ratio's default: above the 9.4
@@ -43,33 +43,29 @@ const (
 	DefaultKVMaxDecodeRatio = 16
 	// MaxKVDecodeRatio caps max_decode_ratio.
 	MaxKVDecodeRatio = 1 << 10
-	// DefaultKVMaxHeldBytes is max_held_bytes' default, 64 MiB (§2.10 A7).
-	DefaultKVMaxHeldBytes = 64 << 20
+	// defaultKVMaxHeldBytes is max_held_bytes' default, 64 MiB (§2.10 A7).
+	defaultKVMaxHeldBytes = 64 << 20
 	// MaxKVHeldBytes caps max_held_bytes.
 	MaxKVHeldBytes = 1 << 40
 )
 
 // KVDecodeLimits are the bounds of one message (§2.10 A10). Zero fields
-// take their defaults (WithDefaults); Validate refuses negatives and
+// take their defaults (withDefaults); Validate refuses negatives and
 // values past the caps.
 type KVDecodeLimits struct {
 	// MaxEvents bounds the events array's declared length.
 	MaxEvents int `json:"max_events,omitzero"`
 	// MaxDecodeRatio bounds the decoded cost per payload byte, beyond
-	// KVDecodeFloor.
+	// kvDecodeFloor.
 	MaxDecodeRatio int64 `json:"max_decode_ratio,omitzero"`
 }
 
-// DefaultKVDecodeLimits are the bounds zero fields take: 2^18 events, a
-// decoded cost of 16 bytes per payload byte beyond the 64 KiB floor.
-func DefaultKVDecodeLimits() KVDecodeLimits {
-	return KVDecodeLimits{MaxEvents: DefaultKVMaxEvents, MaxDecodeRatio: DefaultKVMaxDecodeRatio}
-}
-
-// WithDefaults returns l with its zero fields set from DefaultKVDecodeLimits.
-func (l KVDecodeLimits) WithDefaults() KVDecodeLimits {
+// withDefaults returns l with its zero fields set to the defaults: 2^18
+// events, a decoded cost of 16 bytes per payload byte beyond the 64 KiB
+// floor.
+func (l KVDecodeLimits) withDefaults() KVDecodeLimits {
 	if l.MaxEvents == 0 {
-		l.MaxEvents = DefaultKVMaxEvents
+		l.MaxEvents = defaultKVMaxEvents
 	}
 	if l.MaxDecodeRatio == 0 {
 		l.MaxDecodeRatio = DefaultKVMaxDecodeRatio
@@ -91,15 +87,15 @@ func (l KVDecodeLimits) Validate(prefix string) error {
 
 // DecodeLimits are the bounds of one message c's index decodes with.
 func (c KVEvConfig) DecodeLimits() KVDecodeLimits {
-	return KVDecodeLimits{MaxEvents: c.MaxEvents, MaxDecodeRatio: c.MaxDecodeRatio}.WithDefaults()
+	return KVDecodeLimits{MaxEvents: c.MaxEvents, MaxDecodeRatio: c.MaxDecodeRatio}.withDefaults()
 }
 
-// withBoundDefaults sets the zero A7 and A10 fields of c; WithDefaults calls it.
+// withBoundDefaults sets the zero A7 and A10 fields of c; withDefaults calls it.
 func (c KVEvConfig) withBoundDefaults() KVEvConfig {
 	l := c.DecodeLimits()
 	c.MaxEvents, c.MaxDecodeRatio = l.MaxEvents, l.MaxDecodeRatio
 	if c.MaxHeldBytes == 0 {
-		c.MaxHeldBytes = DefaultKVMaxHeldBytes
+		c.MaxHeldBytes = defaultKVMaxHeldBytes
 	}
 	return c
 }
@@ -115,16 +111,16 @@ func (c KVEvConfig) validateBounds() error {
 	return nil
 }
 
-// KVDecodeBound is the decoded cost a payload of n bytes may have under
-// ratio (§2.10 A10): ratio × n + KVDecodeFloor, saturating.
-func KVDecodeBound(ratio int64, n int) int64 {
+// kvDecodeBound is the decoded cost a payload of n bytes may have under
+// ratio (§2.10 A10): ratio × n + kvDecodeFloor, saturating.
+func kvDecodeBound(ratio int64, n int) int64 {
 	if n < 0 {
 		n = 0
 	}
-	if MulOverflows(ratio, int64(n)) || AddOverflows(ratio*int64(n), KVDecodeFloor) {
+	if MulOverflows(ratio, int64(n)) || AddOverflows(ratio*int64(n), kvDecodeFloor) {
 		return math.MaxInt64
 	}
-	return ratio*int64(n) + KVDecodeFloor
+	return ratio*int64(n) + kvDecodeFloor
 }
 
 // KVDecodeBudget is the running decoded cost of one payload against its
@@ -133,15 +129,15 @@ func KVDecodeBound(ratio int64, n int) int64 {
 type KVDecodeBudget struct {
 	lim   KVDecodeLimits
 	n     int   // payload bytes
-	bound int64 // KVDecodeBound(lim.MaxDecodeRatio, n)
+	bound int64 // kvDecodeBound(lim.MaxDecodeRatio, n)
 	cost  int64 // the running total
 }
 
 // NewKVDecodeBudget is the budget of a payload of n bytes under lim (its
 // zero fields taking their defaults).
 func NewKVDecodeBudget(lim KVDecodeLimits, n int) KVDecodeBudget {
-	lim = lim.WithDefaults()
-	return KVDecodeBudget{lim: lim, n: n, bound: KVDecodeBound(lim.MaxDecodeRatio, n)}
+	lim = lim.withDefaults()
+	return KVDecodeBudget{lim: lim, n: n, bound: kvDecodeBound(lim.MaxDecodeRatio, n)}
 }
 
 // Events is A10's check of the events array's header declaring n events:
@@ -178,7 +174,7 @@ func (b *KVDecodeBudget) Charge(n uint64, per int64) bool {
 // bound at the array at field; the value is the total with that array.
 func (b *KVDecodeBudget) CostError(field string) error {
 	return Reject(ErrMessageBudget, field, b.cost, fmt.Sprintf("a decoded cost of at most %d bytes: %d × %d payload bytes + %d (max_decode_ratio)",
-		b.bound, b.lim.MaxDecodeRatio, b.n, KVDecodeFloor))
+		b.bound, b.lim.MaxDecodeRatio, b.n, kvDecodeFloor))
 }
 
 // KVMessageBytes is the size of a message in a hold queue (§2.10 A7): the

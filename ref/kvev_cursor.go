@@ -66,10 +66,10 @@ func (st *kvevStream) advance(s uint64) {
 	st.next = s + 1
 }
 
-// KVEvReplayRequest is the request a subscriber sends on its DEALER socket
+// kvEvReplayRequest is the request a subscriber sends on its DEALER socket
 // to replay from start (§3.2): an empty delimiter frame, then start as 8
 // big-endian bytes.
-func KVEvReplayRequest(start uint64) []HexBytes {
+func kvEvReplayRequest(start uint64) []HexBytes {
 	return []HexBytes{{}, binary.BigEndian.AppendUint64(nil, start)}
 }
 
@@ -196,7 +196,7 @@ func (ix *refKVEvIndex) gap(st *kvevStream, r *KVEvStepResult, m kvevLiveMsg) {
 		// The trigger is always held: the queue is empty (A7).
 		st.replaying, st.target, st.targetTopic = true, m.seq, m.topic()
 		st.setHeld([]kvevLiveMsg{m})
-		r.ReplayRequest = KVEvReplayRequest(st.next)
+		r.ReplayRequest = kvEvReplayRequest(st.next)
 		return
 	}
 	ix.lose(st, r, st.next, m.seq)
@@ -234,7 +234,7 @@ func (ix *refKVEvIndex) duplicate(st *kvevStream, r *KVEvStepResult, s uint64) {
 
 // applyLive applies live message m, whose seq is next.
 func (ix *refKVEvIndex) applyLive(st *kvevStream, r *KVEvStepResult, m kvevLiveMsg) {
-	msg, err := DecodeKVMessageWithin(m.frames, ix.cfg.DecodeLimits())
+	msg, err := decodeKVMessageWithin(m.frames, ix.cfg.DecodeLimits())
 	ix.applyBatch(st, r, m.seq, m.topic(), msg.Batch, err)
 	st.advance(m.seq)
 }
@@ -287,7 +287,7 @@ func (ix *refKVEvIndex) Replay(stream string, frames [][]byte) (r KVEvStepResult
 		// The history before s is gone.
 		ix.lose(st, &r, st.next, s)
 	}
-	b, err := DecodeKVBatchWithin(payload, ix.cfg.DecodeLimits())
+	b, err := decodeKVBatchWithin(payload, ix.cfg.DecodeLimits())
 	ix.applyBatch(st, &r, s, topic, b, err)
 	st.advance(s)
 	return r

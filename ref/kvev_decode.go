@@ -1,21 +1,18 @@
 package ref
 
 import (
-	"bytes"
 	"encoding/binary"
-	"io"
 	"math"
 	"slices"
-
-	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // The reference decoder of kvev.decode (docs/spec/kv-events.md §1, §2.10
-// A6). It reads msgpack with vmihailenco/msgpack's low-level Decoder; the
-// fast twin reads it with another library, so every choice below that the
-// spec leaves open is written down here, and both twins make it the same
-// way. The words of every error come from kvev_errors.go.
+// A6). It reads the msgpack bytes itself, with the standard library only,
+// as the msgpack specification's format table lays them out (see "The
+// msgpack formats" below), so that it depends on no codec the fast twin
+// might share. Every choice below that the spec leaves open is written
+// down here, and both twins make it the same way. The words of every error
+// come from kvev_errors.go.
 //
 // Order of checks. One walk over the payload in document order; the first
 // failure is the error:
@@ -137,45 +134,45 @@ var kvRequired = map[string][]string{
 const kvSaltPosition = 7
 
 // DecodeKVMessage decodes one live message (docs/spec/kv-events.md §1.2)
-// under the default bounds of one message: DecodeKVMessageWithin with
-// DefaultKVDecodeLimits.
+// under the default bounds of one message: decodeKVMessageWithin with a
+// zero KVDecodeLimits.
 func DecodeKVMessage(frames [][]byte) (KVMessage, error) {
-	return DecodeKVMessageWithin(frames, KVDecodeLimits{})
+	return decodeKVMessageWithin(frames, KVDecodeLimits{})
 }
 
-// DecodeKVMessageWithin decodes one live message (docs/spec/kv-events.md
+// decodeKVMessageWithin decodes one live message (docs/spec/kv-events.md
 // §1.2): exactly 3 frames (else KVFrameCountError), frame 1 the 8-byte
 // big-endian seq (else KVSeqWidthError), frame 0 the topic as a string and
-// frame 2 the batch, decoded by DecodeKVBatchWithin under lim (zero fields:
+// frame 2 the batch, decoded by decodeKVBatchWithin under lim (zero fields:
 // the defaults; lim is not validated here, see KVDecodeLimits.Validate).
-func DecodeKVMessageWithin(frames [][]byte, lim KVDecodeLimits) (KVMessage, error) {
+func decodeKVMessageWithin(frames [][]byte, lim KVDecodeLimits) (KVMessage, error) {
 	if len(frames) != 3 {
 		return KVMessage{}, KVFrameCountError(len(frames))
 	}
 	if len(frames[1]) != 8 {
 		return KVMessage{}, KVSeqWidthError(len(frames[1]))
 	}
-	b, err := DecodeKVBatchWithin(frames[2], lim)
+	b, err := decodeKVBatchWithin(frames[2], lim)
 	if err != nil {
 		return KVMessage{}, err
 	}
 	return KVMessageOf(frames[0], binary.BigEndian.Uint64(frames[1]), b), nil
 }
 
-// DecodeKVBatch decodes one batch payload under the default bounds of one
-// message: DecodeKVBatchWithin with DefaultKVDecodeLimits.
-func DecodeKVBatch(payload []byte) (KVBatch, error) {
-	return DecodeKVBatchWithin(payload, KVDecodeLimits{})
+// decodeKVBatch decodes one batch payload under the default bounds of one
+// message: decodeKVBatchWithin with a zero KVDecodeLimits.
+func decodeKVBatch(payload []byte) (KVBatch, error) {
+	return decodeKVBatchWithin(payload, KVDecodeLimits{})
 }
 
-// DecodeKVBatchWithin decodes one batch payload: the batch of §1.3 (array
+// decodeKVBatchWithin decodes one batch payload: the batch of §1.3 (array
 // of 2..4 elements or the tolerated map), its events in both encodings of
 // §1.4, block hashes normalised by §1.5, under A6's bounds and A10's bounds
 // of one message (lim; zero fields take the defaults); bytes after the
 // batch are KVTrailingError. It returns the first failure in document order
 // (see the comment at the top of this file). It never allocates from a
 // declared length that the bytes left cannot hold, nor past A10's bounds.
-func DecodeKVBatchWithin(payload []byte, lim KVDecodeLimits) (KVBatch, error) {
+func decodeKVBatchWithin(payload []byte, lim KVDecodeLimits) (KVBatch, error) {
 	r := newKVReader(payload, lim)
 	b, err := r.batch()
 	if err != nil {
@@ -191,7 +188,7 @@ func DecodeKVBatchWithin(payload []byte, lim KVDecodeLimits) (KVBatch, error) {
 // §1, §2.10 A1, A6 and A10): the live message in.Frames decoded to its
 // topic, seq and batch of canonical events, or the first §1 error. It
 // refuses in.Limits past their caps up front (ErrTooLarge naming
-// limits.<field>), then is DecodeKVMessageWithin of the frames under
+// limits.<field>), then is decodeKVMessageWithin of the frames under
 // in.Limits; every byte string is an input. It uses no server limits: a
 // payload's declared lengths are bounded by its own size (A6) and its
 // decoded cost by A10's ratio to it.
@@ -199,7 +196,7 @@ func KVEvDecode(_ Limits, in KVEvDecodeInput) (KVMessage, error) {
 	if err := in.Limits.Validate("limits"); err != nil {
 		return KVMessage{}, err
 	}
-	return DecodeKVMessageWithin(in.FrameBytes(), in.Limits)
+	return decodeKVMessageWithin(in.FrameBytes(), in.Limits)
 }
 
 // kvPlace is where a value sits: its field path, the sentinel of errors
@@ -222,53 +219,135 @@ func (p kvPlace) rangeErr(v any) error { return KVRangeError(p.s, p.field, v, p.
 // key is the place of a map key of the map at p.
 func (p kvPlace) key() kvPlace { return kvPlace{p.s, p.field, WantKey} }
 
-// kvReader reads one payload. The msgpack Decoder reads straight from the
-// bytes.Reader (which is an io.ByteScanner, so the Decoder does not
-// buffer): left() is exactly the bytes not yet read.
+// kvReader reads one payload: b is the payload and pos the first byte not
+// yet read.
 type kvReader struct {
-	br *bytes.Reader
-	d  *msgpack.Decoder
+	b   []byte
+	pos int
 	// budget is the payload's A10 decoded cost so far.
 	budget KVDecodeBudget
 }
 
 func newKVReader(b []byte, lim KVDecodeLimits) *kvReader {
-	br := bytes.NewReader(b)
-	return &kvReader{br: br, d: msgpack.NewDecoder(br), budget: NewKVDecodeBudget(lim, len(b))}
+	return &kvReader{b: b, budget: NewKVDecodeBudget(lim, len(b))}
 }
 
 // left is the number of payload bytes not yet read.
-func (r *kvReader) left() int { return r.br.Len() }
+func (r *kvReader) left() int { return len(r.b) - r.pos }
 
 // offset is the read position, for seek.
-func (r *kvReader) offset() int64 { return r.br.Size() - int64(r.br.Len()) }
+func (r *kvReader) offset() int { return r.pos }
 
 // seek moves the read position to off (an earlier offset).
-func (r *kvReader) seek(off int64) {
-	if _, err := r.br.Seek(off, io.SeekStart); err != nil {
-		panic("kvev decode: seek inside the payload failed: " + err.Error())
-	}
-}
+func (r *kvReader) seek(off int) { r.pos = off }
 
 // peek returns the first byte of the next value; ok is false at the end of
 // the payload.
 func (r *kvReader) peek() (c byte, ok bool) {
-	c, err := r.d.PeekCode()
-	return c, err == nil
+	if r.pos >= len(r.b) {
+		return 0, false
+	}
+	return r.b[r.pos], true
 }
 
-// Format families, by first byte (the msgpack spec's table).
+// discard reads past n bytes the caller has checked are there.
+func (r *kvReader) discard(n int) { r.pos += n }
 
-func isKVArray(c byte) bool {
-	return msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32
-}
-func isKVMap(c byte) bool {
-	return msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32
-}
-func isKVStr(c byte) bool { return msgpcode.IsString(c) }
-func isKVBin(c byte) bool { return msgpcode.IsBin(c) }
+// The msgpack formats, by first byte (the msgpack specification's format
+// table; msgpackTypeName names the same families). Every length and every
+// number past the first byte is big-endian. A fix format keeps its value or
+// length in the first byte; an 8, 16, 32 or 64 form keeps it in the 1, 2, 4
+// or 8 bytes after it.
+//
+//	0x00-0x7f positive fixint   0x80-0x8f fixmap   0x90-0x9f fixarray
+//	0xa0-0xbf fixstr            0xc0 nil           0xc1 (never used)
+//	0xc2, 0xc3 false, true      0xc4-0xc6 bin 8/16/32
+//	0xc7-0xc9 ext 8/16/32       0xca float 32      0xcb float 64
+//	0xcc-0xcf uint 8/16/32/64   0xd0-0xd3 int 8/16/32/64
+//	0xd4-0xd8 fixext 1/2/4/8/16 0xd9-0xdb str 8/16/32
+//	0xdc, 0xdd array 16/32      0xde, 0xdf map 16/32
+//	0xe0-0xff negative fixint
+//
+// An ext is its header (the fixext's first byte, or ext's first byte and
+// length), one type byte, then its data.
+const (
+	mpNil      = 0xc0
+	mpReserved = 0xc1
+	mpFloat32  = 0xca
+	mpFloat64  = 0xcb
+	mpUint8    = 0xcc // uint 8; uint 16, 32, 64 follow
+	mpInt8     = 0xd0 // int 8; int 16, 32, 64 follow
+	mpFixExt1  = 0xd4 // fixext 1; fixext 2, 4, 8, 16 follow
+)
+
+// The format families a value's first byte c belongs to, from the table
+// above.
+func isKVArray(c byte) bool { return c&0xf0 == 0x90 || c == 0xdc || c == 0xdd }
+func isKVMap(c byte) bool   { return c&0xf0 == 0x80 || c == 0xde || c == 0xdf }
+func isKVStr(c byte) bool   { return c&0xe0 == 0xa0 || (c >= 0xd9 && c <= 0xdb) }
+func isKVBin(c byte) bool   { return c >= 0xc4 && c <= 0xc6 }
+func isKVExt(c byte) bool   { return (c >= 0xc7 && c <= 0xc9) || (c >= mpFixExt1 && c <= 0xd8) }
 func isKVInt(c byte) bool {
-	return msgpcode.IsFixedNum(c) || (c >= msgpcode.Uint8 && c <= msgpcode.Uint64) || (c >= msgpcode.Int8 && c <= msgpcode.Int64)
+	return c <= 0x7f || c >= 0xe0 || (c >= mpUint8 && c <= 0xcf) || (c >= mpInt8 && c <= 0xd3)
+}
+
+// bigEndian reads the n-byte big-endian unsigned number at the read position;
+// ok is false, and the payload ended inside it, when fewer than n bytes
+// are left.
+func (r *kvReader) bigEndian(n int) (v uint64, ok bool) {
+	if n > r.left() {
+		return 0, false
+	}
+	for _, x := range r.b[r.pos : r.pos+n] {
+		v = v<<8 | uint64(x)
+	}
+	r.pos += n
+	return v, true
+}
+
+// header reads the header of the array, map, str, bin or ext whose first
+// byte (there, and classified by the caller) is at the read position, and
+// returns the length it declares: elements of an array, entries of a map,
+// bytes of a str, bin or ext's data. ok is false when the payload ends
+// inside the header.
+func (r *kvReader) header() (n uint64, ok bool) {
+	c := r.b[r.pos]
+	r.pos++
+	switch {
+	case c&0xe0 == 0x80: // fixmap 0x80-0x8f, fixarray 0x90-0x9f
+		return uint64(c & 0x0f), true
+	case c&0xe0 == 0xa0: // fixstr
+		return uint64(c & 0x1f), true
+	case c >= mpFixExt1 && c <= 0xd8: // fixext 1, 2, 4, 8, 16
+		return 1 << (c - mpFixExt1), true
+	case c == 0xc4, c == 0xc7, c == 0xd9: // bin 8, ext 8, str 8
+		return r.bigEndian(1)
+	case c == 0xc5, c == 0xc8, c == 0xda, c == 0xdc, c == 0xde: // the 16-bit forms
+		return r.bigEndian(2)
+	}
+	return r.bigEndian(4) // 0xc6, 0xc9, 0xdb, 0xdd, 0xdf: the 32-bit forms
+}
+
+// scalarSize is the size in bytes, first byte included, of the nil, bool,
+// int or float whose first byte is c.
+func scalarSize(c byte) int {
+	switch {
+	case c >= mpUint8 && c <= 0xcf:
+		return 1 + 1<<(c-mpUint8)
+	case c >= mpInt8 && c <= 0xd3:
+		return 1 + 1<<(c-mpInt8)
+	case c == mpFloat32:
+		return 5
+	case c == mpFloat64:
+		return 9
+	}
+	return 1 // fixints, nil, false, true
+}
+
+// readNil reads the nil the caller has peeked.
+func (r *kvReader) readNil() error {
+	r.pos++
+	return nil
 }
 
 // openArray reads the header of the array at p whose first byte the caller
@@ -280,14 +359,14 @@ func (r *kvReader) openArray(p kvPlace, enclosing int) (uint64, error) {
 	if enclosing+1 > MaxMsgpackDepth {
 		return 0, KVDepthError(p.s, p.field)
 	}
-	n, err := r.d.DecodeArrayLen()
-	if err != nil {
+	n, ok := r.header()
+	if !ok {
 		return 0, p.truncated()
 	}
-	if left := r.left(); uint64(n) > uint64(left) {
-		return 0, KVLengthError(p.s, p.field, uint64(n), left)
+	if left := r.left(); n > uint64(left) {
+		return 0, KVLengthError(p.s, p.field, n, left)
 	}
-	return uint64(n), nil
+	return n, nil
 }
 
 // array is openArray for the array that must be at p: nothing left is
@@ -308,24 +387,24 @@ func (r *kvReader) openMap(p kvPlace, enclosing int) (uint64, error) {
 	if enclosing+1 > MaxMsgpackDepth {
 		return 0, KVDepthError(p.s, p.field)
 	}
-	n, err := r.d.DecodeMapLen()
-	if err != nil {
+	n, ok := r.header()
+	if !ok {
 		return 0, p.truncated()
 	}
-	if left := r.left(); 2*uint64(n) > uint64(left) {
-		return 0, KVLengthError(p.s, p.field, uint64(n), left)
+	if left := r.left(); 2*n > uint64(left) {
+		return 0, KVLengthError(p.s, p.field, n, left)
 	}
-	return uint64(n), nil
+	return n, nil
 }
 
 // rawLen reads the header of the str or bin at p and checks that its n
 // bytes are there; a header or body that runs past the end is truncated.
 func (r *kvReader) rawLen(p kvPlace) (int, error) {
-	n, err := r.d.DecodeBytesLen()
-	if err != nil || n > r.left() {
+	n, ok := r.header()
+	if !ok || n > uint64(r.left()) {
 		return 0, p.truncated()
 	}
-	return n, nil
+	return int(n), nil
 }
 
 // raw reads the str or bin at p (first byte already classified).
@@ -335,9 +414,8 @@ func (r *kvReader) raw(p kvPlace) ([]byte, error) {
 		return nil, err
 	}
 	b := make([]byte, n)
-	if err := r.d.ReadFull(b); err != nil {
-		return nil, p.truncated()
-	}
+	copy(b, r.b[r.pos:])
+	r.pos += n
 	return b, nil
 }
 
@@ -361,8 +439,8 @@ func (r *kvReader) strOrNil(p kvPlace) (*string, error) {
 	if !ok {
 		return nil, p.truncated()
 	}
-	if c == msgpcode.Nil {
-		return nil, r.d.DecodeNil()
+	if c == mpNil {
+		return nil, r.readNil()
 	}
 	s, err := r.str(p)
 	if err != nil {
@@ -375,17 +453,25 @@ func (r *kvReader) strOrNil(p kvPlace) (*string, error) {
 // intValue reads the int at p (first byte already classified). neg says v
 // is a negative int64 in two's complement; otherwise v is the value.
 func (r *kvReader) intValue(p kvPlace, c byte) (v uint64, neg bool, err error) {
-	if c == msgpcode.Uint64 {
-		u, err := r.d.DecodeUint64()
-		if err != nil {
+	r.pos++
+	switch {
+	case c <= 0x7f: // positive fixint
+		return uint64(c), false, nil
+	case c >= 0xe0: // negative fixint
+		return uint64(int64(int8(c))), true, nil
+	case c >= mpUint8 && c <= 0xcf:
+		u, ok := r.bigEndian(1 << (c - mpUint8))
+		if !ok {
 			return 0, false, p.truncated()
 		}
 		return u, false, nil
 	}
-	i, err := r.d.DecodeInt64()
-	if err != nil {
+	n := 1 << (c - mpInt8) // int 8, 16, 32, 64: sign-extend its n bytes
+	u, ok := r.bigEndian(n)
+	if !ok {
 		return 0, false, p.truncated()
 	}
+	i := int64(u<<(64-8*n)) >> (64 - 8*n)
 	return uint64(i), i < 0, nil
 }
 
@@ -404,8 +490,8 @@ func (r *kvReader) int64OrNil(p kvPlace, nonNegative bool) (*int64, error) {
 	if !ok {
 		return nil, p.truncated()
 	}
-	if c == msgpcode.Nil {
-		return nil, r.d.DecodeNil()
+	if c == mpNil {
+		return nil, r.readNil()
 	}
 	if !isKVInt(c) {
 		return nil, p.typeErr(c)
@@ -459,28 +545,26 @@ func (r *kvReader) skip(p kvPlace, enclosing int) error {
 		}
 		r.discard(n)
 		return nil
-	case msgpcode.IsExt(c):
-		_, n, err := r.d.DecodeExtHeader()
-		if err != nil || n > r.left() {
+	case isKVExt(c):
+		n, ok := r.header()
+		if !ok {
 			return p.truncated()
 		}
-		r.discard(n)
+		if _, ok := r.bigEndian(1); !ok || n > uint64(r.left()) { // the type byte, then the data
+			return p.truncated()
+		}
+		r.discard(int(n))
 		return nil
-	case c == 0xc1:
+	case c == mpReserved:
 		return p.typeErr(c)
 	}
 	// nil, bool, ints and floats: fixed size, no nesting.
-	if err := r.d.Skip(); err != nil {
+	n := scalarSize(c)
+	if n > r.left() {
 		return p.truncated()
 	}
+	r.discard(n)
 	return nil
-}
-
-// discard reads past n bytes the caller has checked are there.
-func (r *kvReader) discard(n int) {
-	if _, err := r.br.Seek(int64(n), io.SeekCurrent); err != nil {
-		panic("kvev decode: discard inside the payload failed: " + err.Error())
-	}
 }
 
 // batch decodes the payload's value (§1.3), the batch at depth 1.
@@ -589,17 +673,21 @@ func (r *kvReader) ts() (float64, error) {
 			return float64(int64(v)), nil
 		}
 		return float64(v), nil
-	case c == msgpcode.Float:
-		f, err := r.d.DecodeFloat32()
-		if err != nil {
+	case c == mpFloat32:
+		r.pos++
+		u, ok := r.bigEndian(4)
+		if !ok {
 			return 0, p.truncated()
 		}
-		return float64(f), CheckKVTS(float64(f))
-	case c == msgpcode.Double:
-		f, err := r.d.DecodeFloat64()
-		if err != nil {
+		f := float64(math.Float32frombits(uint32(u)))
+		return f, CheckKVTS(f)
+	case c == mpFloat64:
+		r.pos++
+		u, ok := r.bigEndian(8)
+		if !ok {
 			return 0, p.truncated()
 		}
+		f := math.Float64frombits(u)
 		return f, CheckKVTS(f)
 	}
 	return 0, p.typeErr(c)
@@ -617,8 +705,8 @@ func (r *kvReader) publisherID() (HexBytes, error) {
 	if !ok {
 		return nil, p.truncated()
 	}
-	if c == msgpcode.Nil {
-		return nil, r.d.DecodeNil()
+	if c == mpNil {
+		return nil, r.readNil()
 	}
 	if !isKVBin(c) {
 		return nil, p.typeErr(c)
@@ -867,8 +955,8 @@ func (r *kvReader) blockHashes(path string) ([]EvHash, error) {
 // parentHash decodes parent_block_hash: nil or a hash.
 func (r *kvReader) parentHash(path string) (*EvHash, error) {
 	p := kvPlace{ErrHashEncoding, path, WantHash}
-	if c, ok := r.peek(); ok && c == msgpcode.Nil {
-		return nil, r.d.DecodeNil()
+	if c, ok := r.peek(); ok && c == mpNil {
+		return nil, r.readNil()
 	}
 	h, err := r.hash(p)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 )
 
 // The kvev decoders' errors (docs/spec/kv-events.md §1, §2.10 A6), built
-// here so that both twins, which read msgpack with different libraries,
+// here so that both twins, which read the msgpack bytes each its own way,
 // report byte-equal errors: each twin decides which check failed and where,
 // and these functions decide the words.
 
@@ -33,11 +33,11 @@ const (
 	WantValue = "a msgpack value"
 )
 
-// MsgpackTypeName names the msgpack format family that starts with byte b,
+// msgpackTypeName names the msgpack format family that starts with byte b,
 // the Value of a wrong-type error: nil, bool, uint (positive fixint,
 // 0xcc-0xcf), int (negative fixint, 0xd0-0xd3), float32, float64, str, bin,
 // array, map, ext, or reserved (0xc1).
-func MsgpackTypeName(b byte) string {
+func msgpackTypeName(b byte) string {
 	switch {
 	case b <= 0x7f, b >= 0xcc && b <= 0xcf:
 		return "uint"
@@ -86,7 +86,7 @@ func KVTrailingError(n int) error {
 func KVTypeError(s *Sentinel, field string, first byte, got bool, want string) error {
 	v := Truncated
 	if got {
-		v = MsgpackTypeName(first)
+		v = msgpackTypeName(first)
 	}
 	return Reject(s, field, v, want)
 }

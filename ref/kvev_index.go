@@ -31,7 +31,7 @@ type refKVEvIndex struct {
 	engines map[KVEvEngineKey]*kvevEngine
 	// seed and next are the page prefix-hash chain of §2.10 A4
 	// (PrefixHashSeed and NextPrefixHash over tokens as units); tests
-	// swap in a weak chain to craft ErrChainCollision.
+	// swap in a weak chain to craft errChainCollision.
 	seed func(namespace string) PrefixHash
 	next func(prev PrefixHash, tokens []uint32) PrefixHash
 }
@@ -166,14 +166,14 @@ func (e *kvevEngine) tokens() int64 {
 
 // NewKVEvIndex builds the reference event-fed index over streams
 // (docs/spec/kv-events.md §2-§3). It rejects a bad config
-// (KVEvConfig.Validate), stream list (ValidateKVEvStreams) or engine share
+// (KVEvConfig.Validate), stream list (CheckKVEvStreams) or engine share
 // (KVEvConfig.EngineShare), in that order; zero config fields take their
 // defaults, MaxEnginesPerStream the streams' fair share.
 func NewKVEvIndex(cfg KVEvConfig, streams []KVEvStream) (KVEvIndex, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := ValidateKVEvStreams(streams); err != nil {
+	if err := CheckKVEvStreams(streams); err != nil {
 		return nil, err
 	}
 	share, err := cfg.EngineShare(len(streams))
@@ -256,11 +256,11 @@ func kvevNamespace(ev KVEvent) string {
 	return ""
 }
 
-// KVEvEngineOf names the engine of a batch (§2.10 A2): the source is <a>
+// kvEvEngineOf names the engine of a batch (§2.10 A2): the source is <a>
 // when topic splits at its first two '@' into "kv", a non-empty <a> and a
 // (possibly empty) <b>, which is the model; otherwise the stream's name
 // and no model. The rank is the batch's when set, else the stream's.
-func KVEvEngineOf(stream KVEvStream, topic string, rank *int64) (KVEvEngineKey, string) {
+func kvEvEngineOf(stream KVEvStream, topic string, rank *int64) (KVEvEngineKey, string) {
 	key := KVEvEngineKey{Source: stream.Name, DPRank: stream.Rank}
 	model := ""
 	if parts := strings.SplitN(topic, "@", 3); len(parts) == 3 && parts[0] == "kv" && parts[1] != "" {
@@ -285,7 +285,7 @@ func kvevHashField(event, j int) string { return Idx(kvevEventField(event)+".blo
 // KVTokenCountError: the BlockStored at event has got tokens for n blocks
 // of bs (§2.3 step 1).
 func KVTokenCountError(event, n int, bs int64, got int) error {
-	return Reject(ErrTokenCount, kvevEventField(event)+".token_ids", got,
+	return Reject(errTokenCount, kvevEventField(event)+".token_ids", got,
 		fmt.Sprintf("0 or len(block_hashes)·block_size = %d·%d tokens", n, bs))
 }
 
@@ -293,14 +293,14 @@ func KVTokenCountError(event, n int, bs int64, got int) error {
 // pool (group, tier) it is checked against has pages of pageSize (§2.3
 // step 2; for a tokenless update also the tier its pages are copied from).
 func KVBlockSizeChangeError(event int, bs, pageSize, group int64, tier string) error {
-	return Reject(ErrBlockSizeChange, kvevEventField(event)+".block_size", bs,
+	return Reject(errBlockSizeChange, kvevEventField(event)+".block_size", bs,
 		fmt.Sprintf("== %d, the page size of pool (group %d, tier %s)", pageSize, group, tier))
 }
 
 // KVHashConflictError: block_hashes[j] of the store at event is bound to
 // another page of the pool (§2.3 step 4).
 func KVHashConflictError(event, j int, h EvHash) error {
-	return Reject(ErrHashConflict, kvevHashField(event, j), fmt.Sprintf("%016x", uint64(h)),
+	return Reject(errHashConflict, kvevHashField(event, j), fmt.Sprintf("%016x", uint64(h)),
 		"a hash unbound in the pool or bound to this block's page")
 }
 
@@ -308,7 +308,7 @@ func KVHashConflictError(event, j int, h EvHash) error {
 // would create a page whose prefix hash ph another page of the pool has
 // (§2.10 A4).
 func KVChainCollisionError(event, j int, ph PrefixHash) error {
-	return Reject(ErrChainCollision, kvevHashField(event, j), fmt.Sprintf("%016x", uint64(ph)),
+	return Reject(errChainCollision, kvevHashField(event, j), fmt.Sprintf("%016x", uint64(ph)),
 		"a page prefix hash no other page of the pool has")
 }
 
@@ -349,7 +349,7 @@ func (ix *refKVEvIndex) applyBatch(st *kvevStream, r *KVEvStepResult, seq uint64
 		ix.refuseBatch(st, r, seq, decodeErr)
 		return
 	}
-	key, model := KVEvEngineOf(st.cfg, topic, b.DPRank)
+	key, model := kvEvEngineOf(st.cfg, topic, b.DPRank)
 	e := ix.engines[key]
 	if e != nil && e.stream != st.cfg.Name {
 		ix.refuseEngine(st, r, seq, key, KVEngineOwnerError(key, e.stream))
@@ -522,7 +522,7 @@ func (ix *refKVEvIndex) planTokenless(e *kvevEngine, pk kvevPoolKey, plan *kvevP
 		if !q.isRoot() {
 			at = copied[q]
 		}
-		// The named page is checked first (ErrHashConflict), then the
+		// The named page is checked first (errHashConflict), then the
 		// pages missing on its path are created root first.
 		target := at
 		for _, p := range path {
@@ -601,8 +601,8 @@ func (plan *kvevPlan) child(p *kvevPage, k kvevPageKey) *kvevPage {
 }
 
 // place binds block j's hash h to child k of cur (§2.3 step 4): the hash
-// must be unbound or bound to that child (ErrHashConflict), and the child
-// is created when missing (ErrChainCollision).
+// must be unbound or bound to that child (errHashConflict), and the child
+// is created when missing (errChainCollision).
 func (plan *kvevPlan) place(cur *kvevPage, k kvevPageKey, h EvHash, j int) (*kvevPage, error) {
 	c := plan.child(cur, k)
 	if err := plan.checkBinding(c, h, j); err != nil {

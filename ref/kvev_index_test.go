@@ -940,7 +940,7 @@ func TestKVEvIndexDecodeErrorLosesTheBatchButTheSeqCountsAsReceived(t *testing.T
 	if d := cmp.Diff([]string{"1/-1:missing_field"}, errCodes(r.Errors)); d != "" {
 		t.Fatal(d)
 	}
-	_, derr := DecodeKVBatch(bad)
+	_, derr := decodeKVBatch(bad)
 	if d := cmp.Diff(ErrorObjectOf(derr), r.Errors[0].Error); d != "" {
 		t.Fatal(d)
 	}
@@ -1145,7 +1145,7 @@ func TestKVEvIndexEngineNamesComeFromKvTopicsOrTheStreamName(t *testing.T) {
 		{"", nil, "cfg", 4, ""},
 		{"other", nil, "cfg", 4, ""},
 	} {
-		k, m := KVEvEngineOf(s, c.topic, c.rank)
+		k, m := kvEvEngineOf(s, c.topic, c.rank)
 		if k != (KVEvEngineKey{c.source, c.dp}) || m != c.model {
 			t.Errorf("%q: %v %q, want %s/%d %q", c.topic, k, m, c.source, c.dp, c.model)
 		}

@@ -37,21 +37,19 @@ var (
 	ErrEmptyHashes = NewSentinel("empty_hashes", "block_hashes is empty")
 	// ErrHashEncoding: a block hash that is not an int or a non-empty bin (§1.5).
 	ErrHashEncoding = NewSentinel("hash_encoding", "a block hash is an int or a non-empty bin")
-	// ErrTokenCount: a BlockStored whose token count is neither 0 nor
+	// errTokenCount: a BlockStored whose token count is neither 0 nor
 	// len(block_hashes)·block_size (§2.3 step 1).
-	ErrTokenCount = NewSentinel("token_count", "token_ids holds len(block_hashes)·block_size tokens or none")
-	// ErrBlockSizeChange: a store whose block_size differs from the pool's page size (§2.3 step 2).
-	ErrBlockSizeChange = NewSentinel("block_size_change", "block_size equals the pool's page size")
-	// ErrHashConflict: a block hash already bound to a different page (§2.3 step 4).
-	ErrHashConflict = NewSentinel("hash_conflict", "a block hash names one page")
+	errTokenCount = NewSentinel("token_count", "token_ids holds len(block_hashes)·block_size tokens or none")
+	// errBlockSizeChange: a store whose block_size differs from the pool's page size (§2.3 step 2).
+	errBlockSizeChange = NewSentinel("block_size_change", "block_size equals the pool's page size")
+	// errHashConflict: a block hash already bound to a different page (§2.3 step 4).
+	errHashConflict = NewSentinel("hash_conflict", "a block hash names one page")
 	// ErrReplayProtocol: a replay reply with the wrong frame layout, or a
 	// reply while no replay is outstanding (§3.2).
 	ErrReplayProtocol = NewSentinel("replay_protocol", "malformed replay reply")
-	// ErrReplayTimeout: no replay frame within the timeout (§3.2).
-	ErrReplayTimeout = NewSentinel("replay_timeout", "the replay endpoint did not answer in time")
-	// ErrChainCollision: a store that would give a new page the prefix-hash
+	// errChainCollision: a store that would give a new page the prefix-hash
 	// chain value of another page of the pool (§2.10 A4).
-	ErrChainCollision = NewSentinel("chain_collision", "page prefix hashes are unique within a pool")
+	errChainCollision = NewSentinel("chain_collision", "page prefix hashes are unique within a pool")
 	// ErrPoolBudget: a store past the engine's token budget (§2.10 A5).
 	ErrPoolBudget = NewSentinel("pool_budget", "an engine's pages hold at most max_tokens_per_engine tokens")
 	// ErrEngineBudget: a batch for a new engine past its stream's share,
@@ -197,7 +195,7 @@ type KVEvConfig struct {
 	// MaxEvents bounds the events of one message (§2.10 A10).
 	MaxEvents int `json:"max_events,omitzero"`
 	// MaxDecodeRatio bounds one message's decoded cost per payload byte,
-	// beyond KVDecodeFloor (§2.10 A10).
+	// beyond kvDecodeFloor (§2.10 A10).
 	MaxDecodeRatio int64 `json:"max_decode_ratio,omitzero"`
 	// MaxHeldBytes bounds the bytes of the live messages a stream holds
 	// while a replay runs (§2.10 A7).
@@ -550,7 +548,7 @@ const (
 // DefaultKVEvConfig is the configuration zero fields take: 256 engines,
 // 4 Mi tokens per engine (a 70B model's GPU cache at 16-token pages holds
 // far fewer), 10,000 held messages (vLLM's buffer_steps) of at most 64 MiB
-// together, and the bounds of one message of DefaultKVDecodeLimits. The
+// together, and the default bounds of one message (KVDecodeLimits). The
 // engine share per stream depends on the streams and is left zero:
 // EngineShare.
 func DefaultKVEvConfig() KVEvConfig {
@@ -613,10 +611,10 @@ func (c KVEvConfig) EngineShare(streams int) (int, error) {
 	return cmp.Or(c.MaxEnginesPerStream, fair), nil
 }
 
-// ValidateKVEvStreams rejects an empty or duplicate stream name
+// CheckKVEvStreams rejects an empty or duplicate stream name
 // (ErrBadEnum) and a negative rank (ErrNegative), naming streams[i].field.
 // Token ids outside [0, 2^32) are the radix family's ErrTokenRange.
-func ValidateKVEvStreams(streams []KVEvStream) error {
+func CheckKVEvStreams(streams []KVEvStream) error {
 	seen := make(map[string]bool, len(streams))
 	for i, s := range streams {
 		at := Idx("streams", i)

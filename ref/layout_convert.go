@@ -182,15 +182,15 @@ func LayoutConvert(lim Limits, in LayoutConvertInput) (LayoutConvertOutput, erro
 }
 
 // relayout walks the source arena byte by byte: the byte at source offset
-// i holds coordinates Coords(i), which land at To.Offset of them. A new
+// i holds coordinates coords(i), which land at To.offset of them. A new
 // descriptor starts wherever the destination is not the previous one's
 // successor, which counts the fewest contiguous copies.
 func relayout(plan ConvertPlan, src []byte) LayoutConvertOutput {
 	dst := make([]byte, len(src))
 	var descriptors, prev int64
 	for i := range int64(len(src)) {
-		kv, l, t, b := plan.Host.Coords(i)
-		j := plan.To.Offset(kv, l, t, b)
+		kv, l, t, b := plan.Host.coords(i)
+		j := plan.To.offset(kv, l, t, b)
 		dst[j] = src[i]
 		if i == 0 || j != prev+1 {
 			descriptors++
@@ -227,7 +227,7 @@ func transfer(plan ConvertPlan, in LayoutConvertInput) LayoutConvertOutput {
 			for _, pr := range pairs {
 				for o := range h.P {
 					for b := range h.TB {
-						ho, do := h.Offset(kv, l, pr.host*h.P+o, b), d.Offset(kv, l, pr.device*h.P+o, b)
+						ho, do := h.offset(kv, l, pr.host*h.P+o, b), d.offset(kv, l, pr.device*h.P+o, b)
 						if in.Mode == ConvertLoad {
 							dst[do] = src[ho]
 						} else {
@@ -273,7 +273,7 @@ func pageGet(plan ConvertPlan, host []byte, idx []int64) LayoutConvertOutput {
 			for l := range g.L {
 				for o := range g.P {
 					for b := range g.TB {
-						offs = append(offs, g.Offset(kv, l, p*g.P+o, b))
+						offs = append(offs, g.offset(kv, l, p*g.P+o, b))
 					}
 				}
 			}

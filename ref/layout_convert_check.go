@@ -34,17 +34,17 @@ var (
 )
 
 // ValidateLayoutConvert checks in and returns its plan. The order is the
-// contract: the §7.3 configuration (CheckConvertConfig), fields the mode
-// does not read (CheckConvertModeFields), the host geometry, the host arena
+// contract: the §7.3 configuration (checkConvertConfig), fields the mode
+// does not read (checkConvertModeFields), the host geometry, the host arena
 // size, then the mode's own fields, and last the output size.
 func ValidateLayoutConvert(lim Limits, in LayoutConvertInput) (ConvertPlan, error) {
-	if err := CheckConvertConfig(in); err != nil {
+	if err := checkConvertConfig(in); err != nil {
 		return ConvertPlan{}, err
 	}
-	if err := CheckConvertModeFields(in); err != nil {
+	if err := checkConvertModeFields(in); err != nil {
 		return ConvertPlan{}, err
 	}
-	g, err := CheckHostSizes(in.Layout, in.Pool, in.Layers, in.Pages, in.PageSize, in.TokenBytes)
+	g, err := checkHostSizes(in.Layout, in.Pool, in.Layers, in.Pages, in.PageSize, in.TokenBytes)
 	if err != nil {
 		return ConvertPlan{}, err
 	}
@@ -58,7 +58,7 @@ func ValidateLayoutConvert(lim Limits, in LayoutConvertInput) (ConvertPlan, erro
 		plan.To.Layout = in.To
 		return plan, lim.CheckOutput("host", g.TotalBytes(), 1)
 	case ConvertPageGet:
-		if err := CheckPageSpans("host_indices", in.HostIndices, g.P, g.NP, "pages"); err != nil {
+		if err := checkPageSpans("host_indices", in.HostIndices, g.P, g.NP, "pages"); err != nil {
 			return ConvertPlan{}, err
 		}
 		plan.Pages = int64(len(in.HostIndices)) / g.P
@@ -68,12 +68,12 @@ func ValidateLayoutConvert(lim Limits, in LayoutConvertInput) (ConvertPlan, erro
 	}
 }
 
-// CheckConvertConfig is the §7.3 fail-fast table, checked before any size:
+// checkConvertConfig is the §7.3 fail-fast table, checked before any size:
 // mode, layout (and to), pool, LPF on MHA, the enums io_backend,
 // index_device and index_dtype; then, when an LPF arena takes part, direct
 // io, no storage backend, no flat page read and an available kernel; then,
 // for a load or backup on the direct path, CPU and int64 indices.
-func CheckConvertConfig(in LayoutConvertInput) error {
+func checkConvertConfig(in LayoutConvertInput) error {
 	switch in.Mode {
 	case ConvertRelayout, ConvertLoad, ConvertBackup, ConvertPageGet:
 	default:
@@ -103,22 +103,22 @@ func CheckConvertConfig(in LayoutConvertInput) error {
 
 func checkConvertLayouts(in LayoutConvertInput) error {
 	relayout := in.Mode == ConvertRelayout
-	if err := CheckHostLayout("layout", in.Layout); err != nil {
+	if err := checkHostLayout("layout", in.Layout); err != nil {
 		return err
 	}
 	if relayout {
-		if err := CheckHostLayout("to", in.To); err != nil {
+		if err := checkHostLayout("to", in.To); err != nil {
 			return err
 		}
 	}
-	if err := CheckHostPool(in.Pool); err != nil {
+	if err := checkHostPool(in.Pool); err != nil {
 		return err
 	}
-	if err := CheckLPFPool("layout", in.Layout, in.Pool); err != nil {
+	if err := checkLPFPool("layout", in.Layout, in.Pool); err != nil {
 		return err
 	}
 	if relayout {
-		return CheckLPFPool("to", in.To, in.Pool)
+		return checkLPFPool("to", in.To, in.Pool)
 	}
 	return nil
 }
@@ -159,10 +159,10 @@ func checkLPFConfig(in LayoutConvertInput) error {
 	return nil
 }
 
-// CheckConvertModeFields rejects, in struct order, a field that in.Mode
+// checkConvertModeFields rejects, in struct order, a field that in.Mode
 // does not read but that is set: to (relayout only); layer, device_pages,
 // device_indices, device (load and backup); host_indices (all but relayout).
-func CheckConvertModeFields(in LayoutConvertInput) error {
+func checkConvertModeFields(in LayoutConvertInput) error {
 	relayout, pageGet := in.Mode == ConvertRelayout, in.Mode == ConvertPageGet
 	transfer := !relayout && !pageGet
 	stray := func(field string, value any) error {
@@ -190,7 +190,7 @@ func CheckConvertModeFields(in LayoutConvertInput) error {
 // page spans, the destination pages' uniqueness, and the output size.
 func validateTransfer(lim Limits, in LayoutConvertInput, plan ConvertPlan) (ConvertPlan, error) {
 	g := plan.Host
-	if err := CheckSize("device_pages", in.DevicePages); err != nil {
+	if err := checkSize("device_pages", in.DevicePages); err != nil {
 		return ConvertPlan{}, err
 	}
 	if perPage := g.Planes() * g.L * g.PB(); MulOverflows(in.DevicePages, perPage) {
@@ -212,10 +212,10 @@ func validateTransfer(lim Limits, in LayoutConvertInput, plan ConvertPlan) (Conv
 		return ConvertPlan{}, Reject(ErrLengthMismatch, "device_indices", len(in.DeviceIndices),
 			fmt.Sprintf("len == len(host_indices) = %d", len(in.HostIndices)))
 	}
-	if err := CheckPageSpans("host_indices", in.HostIndices, g.P, g.NP, "pages"); err != nil {
+	if err := checkPageSpans("host_indices", in.HostIndices, g.P, g.NP, "pages"); err != nil {
 		return ConvertPlan{}, err
 	}
-	if err := CheckPageSpans("device_indices", in.DeviceIndices, g.P, dev.NP, "device_pages"); err != nil {
+	if err := checkPageSpans("device_indices", in.DeviceIndices, g.P, dev.NP, "device_pages"); err != nil {
 		return ConvertPlan{}, err
 	}
 	// The destination's pages must be unique: a page written twice would
@@ -224,7 +224,7 @@ func validateTransfer(lim Limits, in LayoutConvertInput, plan ConvertPlan) (Conv
 	if in.Mode == ConvertBackup {
 		arena, field, idx, pages, dup = "host", "host_indices", in.HostIndices, g.NP, ErrDuplicateHostPage
 	}
-	if err := CheckUniquePages(field, idx, g.P, pages, dup); err != nil {
+	if err := checkUniquePages(field, idx, g.P, pages, dup); err != nil {
 		return ConvertPlan{}, err
 	}
 	plan.SortHost = g.Layout == LayerFirst && EffectiveIOBackend(in) == IOBackendDirect
@@ -243,13 +243,13 @@ func checkArena(field string, arena []byte, want int64, expr string) error {
 	return nil
 }
 
-// CheckPageSpans checks §7.2's token→page rule on idx: its length is a
+// checkPageSpans checks §7.2's token→page rule on idx: its length is a
 // multiple of p, and each group of p entries is exactly [k×p … k×p+p−1]
 // with 0 <= k < pages. Entries are checked in order; for each, a negative
 // value (ErrNegative) first, then its place in the page
 // (ErrIncompletePageSpan), then, on a page's first token, the page bound
 // (ErrPageOutOfRange). pagesName names the bound's field.
-func CheckPageSpans(field string, idx []int64, p, pages int64, pagesName string) error {
+func checkPageSpans(field string, idx []int64, p, pages int64, pagesName string) error {
 	if n := int64(len(idx)); n%p != 0 {
 		return Reject(ErrIncompletePageSpan, field, n, fmt.Sprintf("len a multiple of page_size=%d", p))
 	}
@@ -274,11 +274,11 @@ func CheckPageSpans(field string, idx []int64, p, pages int64, pagesName string)
 	return nil
 }
 
-// CheckUniquePages rejects, with s, the first page of idx (whole pages of
-// size p, already checked by CheckPageSpans against pages) that an earlier
+// checkUniquePages rejects, with s, the first page of idx (whole pages of
+// size p, already checked by checkPageSpans against pages) that an earlier
 // group already named. Its scratch is a bitset of pages bits, bounded by the
 // validated arena the pages index.
-func CheckUniquePages(field string, idx []int64, p, pages int64, s *Sentinel) error {
+func checkUniquePages(field string, idx []int64, p, pages int64, s *Sentinel) error {
 	seen := make([]uint64, (pages+63)/64)
 	for i := 0; i < len(idx); i += int(p) {
 		k := idx[i] / p

@@ -30,7 +30,7 @@ const (
 )
 
 // HostGeometry is a validated host arena geometry in §7.1's notation. Build
-// it with CheckHostSizes after checking the layout and pool; every product
+// it with checkHostSizes after checking the layout and pool; every product
 // its methods form is then known not to overflow int64.
 type HostGeometry struct {
 	// Layout is the arena's byte order.
@@ -74,10 +74,10 @@ func (g HostGeometry) PageContiguousAcrossLayers() bool {
 	return g.Layout == PageFirst || g.Layout == PageFirstDirect
 }
 
-// Offset is the byte offset of (plane kv, layer l, token t, byte b), the
+// offset is the byte offset of (plane kv, layer l, token t, byte b), the
 // §7.1 table written out term by term. Preconditions: g is validated and
 // every coordinate is inside it.
-func (g HostGeometry) Offset(kv, l, t, b int64) int64 {
+func (g HostGeometry) offset(kv, l, t, b int64) int64 {
 	L, NP, P, S, tb := g.L, g.NP, g.P, g.S(), g.TB
 	p, o := t/P, t%P
 	plane := kv * L * S * tb
@@ -93,9 +93,9 @@ func (g HostGeometry) Offset(kv, l, t, b int64) int64 {
 	}
 }
 
-// Coords inverts Offset: the (plane, layer, token, byte) stored at byte off.
+// coords inverts offset: the (plane, layer, token, byte) stored at byte off.
 // Precondition: 0 <= off < g.TotalBytes().
-func (g HostGeometry) Coords(off int64) (kv, l, t, b int64) {
+func (g HostGeometry) coords(off int64) (kv, l, t, b int64) {
 	L, NP, P, S, tb := g.L, g.NP, g.P, g.S(), g.TB
 	kv, r := off/(L*S*tb), off%(L*S*tb)
 	switch g.Layout {
@@ -123,11 +123,11 @@ func (g HostGeometry) Coords(off int64) (kv, l, t, b int64) {
 // pb bytes under LF, LPF and PFD; P ranges of tb bytes, L×tb apart, under PF.
 func (g HostGeometry) PageRanges(kv, l, p int64) []ByteRange {
 	if g.Layout != PageFirst {
-		return []ByteRange{{Offset: g.Offset(kv, l, p*g.P, 0), Len: g.PB()}}
+		return []ByteRange{{Offset: g.offset(kv, l, p*g.P, 0), Len: g.PB()}}
 	}
 	rs := make([]ByteRange, 0, g.P)
 	for o := range g.P {
-		rs = append(rs, ByteRange{Offset: g.Offset(kv, l, p*g.P+o, 0), Len: g.TB})
+		rs = append(rs, ByteRange{Offset: g.offset(kv, l, p*g.P+o, 0), Len: g.TB})
 	}
 	return rs
 }
@@ -207,7 +207,7 @@ type HostOffsetsOutput struct {
 // HostOffsets answers byte-offset and page-range queries on a host arena
 // geometry with the §7.1 formulas, one query at a time.
 func HostOffsets(lim Limits, in HostOffsetsInput) (HostOffsetsOutput, error) {
-	g, err := ValidateHostOffsets(lim, in)
+	g, err := validateHostOffsets(lim, in)
 	if err != nil {
 		return HostOffsetsOutput{}, err
 	}
@@ -218,7 +218,7 @@ func HostOffsets(lim Limits, in HostOffsetsInput) (HostOffsetsOutput, error) {
 		PageContiguousAcrossLayers: g.PageContiguousAcrossLayers(),
 	}
 	for _, pt := range in.Points {
-		out.Offsets = append(out.Offsets, g.Offset(pt.KV, pt.Layer, pt.Token, pt.Byte))
+		out.Offsets = append(out.Offsets, g.offset(pt.KV, pt.Layer, pt.Token, pt.Byte))
 	}
 	for _, q := range in.Spans {
 		out.Spans = append(out.Spans, g.PageRanges(q.KV, q.Layer, q.Page))

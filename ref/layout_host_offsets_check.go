@@ -24,8 +24,8 @@ var (
 	ErrIndexOutOfRange = NewSentinel("index_out_of_range", "coordinate outside the arena's geometry")
 )
 
-// CheckHostLayout rejects a layout string that is not one of §7.1's four.
-func CheckHostLayout(field string, x HostLayout) error {
+// checkHostLayout rejects a layout string that is not one of §7.1's four.
+func checkHostLayout(field string, x HostLayout) error {
 	switch x {
 	case LayerFirst, PageFirst, PageFirstDirect, LayerPageFirst:
 		return nil
@@ -34,25 +34,25 @@ func CheckHostLayout(field string, x HostLayout) error {
 		`"layer_first", "page_first", "page_first_direct" or "layer_page_first"`)
 }
 
-// CheckHostPool rejects a pool that is neither "mla" nor "mha".
-func CheckHostPool(p HostPool) error {
+// checkHostPool rejects a pool that is neither "mla" nor "mha".
+func checkHostPool(p HostPool) error {
 	if p == HostPoolMLA || p == HostPoolMHA {
 		return nil
 	}
 	return Reject(ErrBadEnum, "pool", string(p), `"mla" or "mha"`)
 }
 
-// CheckLPFPool rejects layer_page_first on an MHA pool (§7.1: unsupported).
-func CheckLPFPool(field string, x HostLayout, p HostPool) error {
+// checkLPFPool rejects layer_page_first on an MHA pool (§7.1: unsupported).
+func checkLPFPool(field string, x HostLayout, p HostPool) error {
 	if x == LayerPageFirst && p == HostPoolMHA {
 		return Reject(ErrLPFUnsupportedPool, field, string(x), `a layout other than "layer_page_first" for pool "mha"`)
 	}
 	return nil
 }
 
-// CheckSize rejects a geometry size below 1: ErrNegative below zero,
+// checkSize rejects a geometry size below 1: ErrNegative below zero,
 // ErrZeroSize at zero.
-func CheckSize(field string, v int64) error {
+func checkSize(field string, v int64) error {
 	switch {
 	case v < 0:
 		return Reject(ErrNegative, field, v, ">= 1")
@@ -62,16 +62,16 @@ func CheckSize(field string, v int64) error {
 	return nil
 }
 
-// CheckHostSizes validates layers, pages, page_size and token_bytes (in that
+// checkHostSizes validates layers, pages, page_size and token_bytes (in that
 // order) and that planes×L×NP×P×tb fits in int64, and returns the geometry.
-// Preconditions: layout and pool already checked (CheckHostLayout,
-// CheckHostPool, CheckLPFPool).
-func CheckHostSizes(layout HostLayout, pool HostPool, layers, pages, pageSize, tokenBytes int64) (HostGeometry, error) {
+// Preconditions: layout and pool already checked (checkHostLayout,
+// checkHostPool, checkLPFPool).
+func checkHostSizes(layout HostLayout, pool HostPool, layers, pages, pageSize, tokenBytes int64) (HostGeometry, error) {
 	for _, f := range []struct {
 		name string
 		v    int64
 	}{{"layers", layers}, {"pages", pages}, {"page_size", pageSize}, {"token_bytes", tokenBytes}} {
-		if err := CheckSize(f.name, f.v); err != nil {
+		if err := checkSize(f.name, f.v); err != nil {
 			return HostGeometry{}, err
 		}
 	}
@@ -102,12 +102,12 @@ func checkGeometryFits(g HostGeometry) error {
 	return nil
 }
 
-// ValidateHostOffsets checks in against docs/spec/transfer.md §7.1 in this order:
+// validateHostOffsets checks in against docs/spec/transfer.md §7.1 in this order:
 // the geometry (CheckHostOffsetsGeometry), every point (kv, layer, token,
 // byte of points[0], then points[1], …), every span query (kv, layer,
 // page), and last the size of the spans output (CheckSpansOutput). It
 // returns the validated geometry.
-func ValidateHostOffsets(lim Limits, in HostOffsetsInput) (HostGeometry, error) {
+func validateHostOffsets(lim Limits, in HostOffsetsInput) (HostGeometry, error) {
 	g, err := CheckHostOffsetsGeometry(in)
 	if err != nil {
 		return HostGeometry{}, err
@@ -128,16 +128,16 @@ func ValidateHostOffsets(lim Limits, in HostOffsetsInput) (HostGeometry, error) 
 // CheckHostOffsetsGeometry checks layout, pool, LPF-on-MHA, then the sizes
 // and their product, and returns the geometry.
 func CheckHostOffsetsGeometry(in HostOffsetsInput) (HostGeometry, error) {
-	if err := CheckHostLayout("layout", in.Layout); err != nil {
+	if err := checkHostLayout("layout", in.Layout); err != nil {
 		return HostGeometry{}, err
 	}
-	if err := CheckHostPool(in.Pool); err != nil {
+	if err := checkHostPool(in.Pool); err != nil {
 		return HostGeometry{}, err
 	}
-	if err := CheckLPFPool("layout", in.Layout, in.Pool); err != nil {
+	if err := checkLPFPool("layout", in.Layout, in.Pool); err != nil {
 		return HostGeometry{}, err
 	}
-	return CheckHostSizes(in.Layout, in.Pool, in.Layers, in.Pages, in.PageSize, in.TokenBytes)
+	return checkHostSizes(in.Layout, in.Pool, in.Layers, in.Pages, in.PageSize, in.TokenBytes)
 }
 
 // CheckSpansOutput bounds the answer to n span queries: n ranges, or n×P

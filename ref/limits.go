@@ -90,9 +90,9 @@ func (lim Limits) Canceled(field string) error {
 // a check costs a few nanoseconds, a row copy far more.
 const PollEvery = 1 << 12
 
-// Poll is Canceled on every PollEvery-th iteration i of a long loop, nil
+// poll is Canceled on every PollEvery-th iteration i of a long loop, nil
 // on the others.
-func (lim Limits) Poll(i int, field string) error {
+func (lim Limits) poll(i int, field string) error {
 	if lim.Done == nil || i%PollEvery != 0 {
 		return nil
 	}

@@ -17,7 +17,7 @@ import (
 // Appendix B): no chunking below 8M logits elements; chunk when the logits
 // need more than half the free memory at init or 30% of total memory.
 const (
-	MQANoChunkElements = 8_000_000
+	mqaNoChunkElements = 8_000_000
 	mqaTotalFracNum    = 3
 	mqaTotalFracDen    = 10
 )
@@ -77,7 +77,7 @@ type MQAChunkPlan struct {
 	Q int64 `json:"q"`
 	// K is the matrix's K rows.
 	K int64 `json:"k"`
-	// Rows is ChunkRows(Q, K): the query rows of one chunk (0 when Q is 0).
+	// Rows is chunkRows(Q, K): the query rows of one chunk (0 when Q is 0).
 	Rows int64 `json:"rows"`
 	// Chunks is ceil(Q / Rows), 0 when Q is 0.
 	Chunks int64 `json:"chunks"`
@@ -96,11 +96,11 @@ type MQAChunkRowsOutput struct {
 	AdmissionPeak uint64 `json:"admission_peak"`
 }
 
-// ParseMQAChunkEnv reads the two §8.1 environment values ("" = unset) into
+// parseMQAChunkEnv reads the two §8.1 environment values ("" = unset) into
 // a config, rejecting non-numeric values with ErrConfig, and validates it.
 // Python's int() and float() accept surrounding spaces; Go's parsers do
 // not, and kvtwin rejects rather than trims.
-func ParseMQAChunkEnv(maxRows, maxGB string) (MQAChunkConfig, error) {
+func parseMQAChunkEnv(maxRows, maxGB string) (MQAChunkConfig, error) {
 	var cfg MQAChunkConfig
 	if maxRows != "" {
 		v, err := strconv.ParseInt(maxRows, 10, 64)
@@ -114,18 +114,18 @@ func ParseMQAChunkEnv(maxRows, maxGB string) (MQAChunkConfig, error) {
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return MQAChunkConfig{}, Reject(ErrConfig, "SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_GB", maxGB, "a finite number > 0")
 		}
-		cfg.MaxGB = &v // out of range parses to ±Inf or 0, which CheckMQAChunkConfig rejects
+		cfg.MaxGB = &v // out of range parses to ±Inf or 0, which checkMQAChunkConfig rejects
 	}
-	return cfg, CheckMQAChunkConfig(cfg)
+	return cfg, checkMQAChunkConfig(cfg)
 }
 
-// MQAPeakShapes is §8.4's logits shape of every rank of a batch with a
+// mqaPeakShapes is §8.4's logits shape of every rank of a batch with a
 // valid layout and prefixes: Q_r = Σ_i (S_i,r + S_i,m(r)) and K_r the sum,
 // over this rank's two pieces of every request, of the prefix plus the
 // valid rows up to the piece's end. K sums saturate at MaxInt64, so the
 // caller can reject an oversized batch instead of seeing it wrap. A non-CP
 // batch (lay.CP == 0) has one shape: Q = Σ L_i, K = Σ (P_i + L_i).
-func MQAPeakShapes(lay Layout, b MQAPeakBatch) []MQALogitsShape {
+func mqaPeakShapes(lay Layout, b MQAPeakBatch) []MQALogitsShape {
 	if lay.CP == 0 {
 		var s MQALogitsShape
 		for i, l := range b.Layout.Lens {
@@ -168,10 +168,10 @@ func MQAGBCapBytes(gb float64) int64 {
 	return int64(x)
 }
 
-// ChunkRows is §8.2: the query rows of one logits chunk for q query rows
+// chunkRows is §8.2: the query rows of one logits chunk for q query rows
 // and k K rows under cfg, with the runtime rule when rt is set and the
 // scheduler estimator otherwise. Preconditions: cfg valid, 0 <= q, k < 2^31.
-func ChunkRows(q, k int64, cfg MQAChunkConfig, rt *MQARuntimeBudget) int64 {
+func chunkRows(q, k int64, cfg MQAChunkConfig, rt *MQARuntimeBudget) int64 {
 	switch {
 	case q == 0:
 		return 0
@@ -183,9 +183,9 @@ func ChunkRows(q, k int64, cfg MQAChunkConfig, rt *MQARuntimeBudget) int64 {
 		return min(q, max(1, MQAGBCapBytes(*cfg.MaxGB)/(4*k)))
 	case rt == nil:
 		return q // the estimator stays conservative and never reads device memory
-	case q*k < MQANoChunkElements:
+	case q*k < mqaNoChunkElements:
 		return q
-	case !MQARuntimeNeedsChunk(q, k, *rt):
+	case !mqaRuntimeNeedsChunk(q, k, *rt):
 		return q
 	default:
 		// floor(0.5 · free / (4k)) == floor(free / (8k)) exactly.
@@ -193,11 +193,11 @@ func ChunkRows(q, k int64, cfg MQAChunkConfig, rt *MQARuntimeBudget) int64 {
 	}
 }
 
-// MQARuntimeNeedsChunk is rule 4's need test, 8·q·k > free or 4·q·k >
+// mqaRuntimeNeedsChunk is rule 4's need test, 8·q·k > free or 4·q·k >
 // 0.3·total, in exact integer arithmetic: 8qk > free iff qk > floor(free/8),
 // and 0.3 is the rational 3/10 (upstream compares a Python float; the two
 // differ only on exact ties). Preconditions: 0 <= q, k < 2^31.
-func MQARuntimeNeedsChunk(q, k int64, rt MQARuntimeBudget) bool {
+func mqaRuntimeNeedsChunk(q, k int64, rt MQARuntimeBudget) bool {
 	qk := uint64(q) * uint64(k) // < 2^62
 	if qk > uint64(rt.FreeAtInit/8) {
 		return true
@@ -210,7 +210,7 @@ func MQARuntimeNeedsChunk(q, k int64, rt MQARuntimeBudget) bool {
 
 // MQAPlanOf is the chunk plan of one shape.
 func MQAPlanOf(s MQALogitsShape, cfg MQAChunkConfig, rt *MQARuntimeBudget) MQAChunkPlan {
-	rows := ChunkRows(s.Q, s.K, cfg, rt)
+	rows := chunkRows(s.Q, s.K, cfg, rt)
 	p := MQAChunkPlan{Q: s.Q, K: s.K, Rows: rows}
 	if rows > 0 {
 		p.Chunks = (s.Q + rows - 1) / rows
@@ -234,7 +234,7 @@ func MQAChunkRows(lim Limits, in MQAChunkRowsInput) (MQAChunkRowsOutput, error) 
 	if in.Batch == nil {
 		return out, nil
 	}
-	for _, s := range MQAPeakShapes(lay, *in.Batch) {
+	for _, s := range mqaPeakShapes(lay, *in.Batch) {
 		p := MQAPlanOf(s, in.Config, in.Runtime)
 		out.Ranks = append(out.Ranks, p)
 		out.AdmissionPeak = max(out.AdmissionPeak, p.PeakBytes)

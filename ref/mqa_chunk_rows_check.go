@@ -13,9 +13,9 @@ import (
 // layer count and pipeline size, which the spec gives no sentinel of their own.
 var ErrConfig = NewSentinel("config", "invalid configuration")
 
-// CheckMQAChunkConfig validates the caps (§8.1): not both, and each a
+// checkMQAChunkConfig validates the caps (§8.1): not both, and each a
 // positive finite number. A non-finite value is reported as its string.
-func CheckMQAChunkConfig(cfg MQAChunkConfig) error {
+func checkMQAChunkConfig(cfg MQAChunkConfig) error {
 	if cfg.MaxRows != nil && cfg.MaxGB != nil {
 		return Reject(ErrConfig, "config", "max_rows and max_gb", "at most one of max_rows and max_gb (mutually exclusive)")
 	}
@@ -42,13 +42,13 @@ func ValidateMQAChunkRows(lim Limits, in MQAChunkRowsInput) (Layout, error) {
 	if err != nil || in.Batch == nil {
 		return lay, err
 	}
-	return lay, CheckMQAPeakK(MQAPeakShapes(lay, *in.Batch))
+	return lay, CheckMQAPeakK(mqaPeakShapes(lay, *in.Batch))
 }
 
 // CheckMQAChunkRowsScalars is ValidateMQAChunkRows without the bound on
 // the batch's K rows, which needs the per-rank shapes (CheckMQAPeakK).
 func CheckMQAChunkRowsScalars(lim Limits, in MQAChunkRowsInput) (Layout, error) {
-	if err := CheckMQAChunkConfig(in.Config); err != nil {
+	if err := checkMQAChunkConfig(in.Config); err != nil {
 		return Layout{}, err
 	}
 	if rt := in.Runtime; rt != nil {
@@ -92,7 +92,7 @@ func checkPeakBatch(lim Limits, b MQAPeakBatch) (Layout, error) {
 	if b.Layout.CP == 0 {
 		err = checkNonCPBatch(b.Layout)
 	} else {
-		lay, err = b.Layout.BuildWithin(lim)
+		lay, err = b.Layout.buildWithin(lim)
 	}
 	if err != nil {
 		return Layout{}, underField("batch.layout.", err)

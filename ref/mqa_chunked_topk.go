@@ -24,7 +24,7 @@ type MQATopKInput struct {
 	// Offset are the row-addressed RAGGED offsets added to every emitted
 	// index (int32, >= 0); empty means none, else at least Q of them.
 	Offset []int32 `json:"offset,omitempty"`
-	// ChunkRows is the number of query rows per chunk, >= 1.
+	// chunkRows is the number of query rows per chunk, >= 1.
 	ChunkRows int64 `json:"chunk_rows"`
 }
 
@@ -66,17 +66,17 @@ func MQAChunkedTopK(lim Limits, in MQATopKInput) (MQATopKOutput, error) {
 		if len(in.Offset) > 0 {
 			off = in.Offset[s:e]
 		}
-		out.Indices = append(out.Indices, MQATopKChunk(in.Logits[s:e], in.KS[s:e], in.KE[s:e], off, in.TopK)...)
+		out.Indices = append(out.Indices, mqaTopKChunk(in.Logits[s:e], in.KS[s:e], in.KE[s:e], off, in.TopK)...)
 	}
 	return out, nil
 }
 
-// MQATopKChunk is one chunk of §8.3: for each of its rows, sort the window's
+// mqaTopKChunk is one chunk of §8.3: for each of its rows, sort the window's
 // candidates by (key descending, j ascending), keep the first min(topk, n),
 // and emit them in ascending j order as j − ks (+ offset), padded with −1.
 // off is the chunk's own rows' offsets (nil for none). Preconditions: the
 // inputs passed ValidateMQATopK and are sliced to the same rows.
-func MQATopKChunk(logits [][]float32, ks, ke []int64, off []int32, topk int64) [][]int32 {
+func mqaTopKChunk(logits [][]float32, ks, ke []int64, off []int32, topk int64) [][]int32 {
 	rows := make([][]int32, len(logits))
 	for r, row := range logits {
 		var cand []int64

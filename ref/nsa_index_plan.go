@@ -17,8 +17,8 @@ const NSAPatternShadowsFreq = "pattern shadows index_topk_freq"
 // Bytes per token and layer of the two caches HiCache holds (§7.1): the
 // 656-byte FP8 MLA row of every layer and the 132-byte index-K row of F layers.
 const (
-	NSAMLARowBytes    = 656
-	NSAIndexKRowBytes = 132
+	nsaMLARowBytes    = 656
+	nsaIndexKRowBytes = 132
 )
 
 // Index-plan query kinds (§9.2 runtime rules).
@@ -137,7 +137,7 @@ func NSASkipLayer(in NSAIndexPlanInput, l int) bool {
 // ResolveNSAIndexPlan validates in and returns its plan and warnings
 // (docs/spec/cp-layout.md §9.1 ResolvePlan).
 func ResolveNSAIndexPlan(lim Limits, in NSAIndexPlanInput) (NSAIndexPlan, []string, error) {
-	if err := ValidateNSAIndexPlanScalars(lim, in); err != nil {
+	if err := CheckNSAIndexPlanScalars(lim, in); err != nil {
 		return NSAIndexPlan{}, nil, err
 	}
 	p := NSAIndexPlan{Skip: make([]bool, in.N), NextSkip: make([]bool, in.N), Active: []int{}, Slot: make([]int, in.N)}
@@ -183,10 +183,10 @@ func (p NSAIndexPlan) CheckSharedLayerInput(l int, prevPresent bool) error {
 	return nil
 }
 
-// PrefetchAfter is the prefetch gate run after layer l: it prefetches layer
+// prefetchAfter is the prefetch gate run after layer l: it prefetches layer
 // l+1's index cache iff l+1 < N and l+1 is an F layer, and returns that
 // layer and its slot. Precondition: 0 <= l < N.
-func (p NSAIndexPlan) PrefetchAfter(l int) (layer, slot int, ok bool) {
+func (p NSAIndexPlan) prefetchAfter(l int) (layer, slot int, ok bool) {
 	next := l + 1
 	if next >= len(p.Skip) || p.Skip[next] {
 		return 0, 0, false
@@ -195,8 +195,8 @@ func (p NSAIndexPlan) PrefetchAfter(l int) (layer, slot int, ok bool) {
 	return next, s, err == nil
 }
 
-// AnswerNSAIndexQuery answers one validated query against the plan.
-func AnswerNSAIndexQuery(p NSAIndexPlan, q NSAIndexQuery) NSAIndexAnswer {
+// answerNSAIndexQuery answers one validated query against the plan.
+func answerNSAIndexQuery(p NSAIndexPlan, q NSAIndexQuery) NSAIndexAnswer {
 	switch q.Kind {
 	case NSAQuerySharedInput:
 		return answerErr(p.CheckSharedLayerInput(q.Layer, q.PrevPresent))
@@ -207,7 +207,7 @@ func AnswerNSAIndexQuery(p NSAIndexPlan, q NSAIndexQuery) NSAIndexAnswer {
 		}
 		return NSAIndexAnswer{Slot: &s}
 	default:
-		layer, s, ok := p.PrefetchAfter(q.Layer)
+		layer, s, ok := p.prefetchAfter(q.Layer)
 		if !ok {
 			return NSAIndexAnswer{}
 		}
@@ -257,9 +257,9 @@ func NSAIndexPlanLog(n int, active []int) string {
 }
 
 // NSAHiCacheBytesPerToken is §9.4 P9.6: every layer's MLA row plus an index-K
-// row for each active layer. n is bounded by ValidateNSAIndexPlanScalars.
+// row for each active layer. n is bounded by CheckNSAIndexPlanScalars.
 func NSAHiCacheBytesPerToken(n, active int) int64 {
-	return int64(n)*NSAMLARowBytes + int64(active)*NSAIndexKRowBytes
+	return int64(n)*nsaMLARowBytes + int64(active)*nsaIndexKRowBytes
 }
 
 // NSAIndexPlanFor is nsa.index_plan (docs/spec/cp-layout.md §9): the resolved plan, its
@@ -279,7 +279,7 @@ func NSAIndexPlanFor(lim Limits, in NSAIndexPlanInput) (NSAIndexPlanOutput, erro
 		Answers:              make([]NSAIndexAnswer, 0, len(in.Queries)),
 	}
 	for _, q := range in.Queries {
-		out.Answers = append(out.Answers, AnswerNSAIndexQuery(p, q))
+		out.Answers = append(out.Answers, answerNSAIndexQuery(p, q))
 	}
 	return out, nil
 }

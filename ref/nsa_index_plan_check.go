@@ -26,11 +26,11 @@ var (
 	ErrInactiveIndexLayer = NewSentinel("inactive_index_layer", "layer has no index-cache slot")
 )
 
-// ValidateNSAIndexPlanScalars checks everything about in that does not need
+// CheckNSAIndexPlanScalars checks everything about in that does not need
 // the plan, in the contract order: layer count (and the output bound it
 // implies), freq, offset, pp size, then the pattern's charset, first layer
 // and length (§9.2), then the query kinds and layers.
-func ValidateNSAIndexPlanScalars(lim Limits, in NSAIndexPlanInput) error {
+func CheckNSAIndexPlanScalars(lim Limits, in NSAIndexPlanInput) error {
 	// The spec names no sentinel for the layer count or pipeline size; they
 	// are configuration, so they share §8.1's ErrConfig.
 	if in.N < 1 {

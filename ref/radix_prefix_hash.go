@@ -89,15 +89,15 @@ func PrefixHashes(k Key, ps int) []PrefixHash {
 	return out
 }
 
-// ErrPrefixHashCount: a hashed score given a chain whose length is not the
+// errPrefixHashCount: a hashed score given a chain whose length is not the
 // key's whole-page count (a Go caller mixing up keys or trees).
-var ErrPrefixHashCount = NewSentinel("prefix_hash_count", "prefix hash chain does not fit the key")
+var errPrefixHashCount = NewSentinel("prefix_hash_count", "prefix hash chain does not fit the key")
 
 // CheckPrefixHashCount rejects a chain of got hashes for a key of want whole
-// pages with ErrPrefixHashCount.
+// pages with errPrefixHashCount.
 func CheckPrefixHashCount(got, want int) error {
 	if got != want {
-		return Reject(ErrPrefixHashCount, "hashes", got, fmt.Sprintf("== %d, the key's whole pages", want))
+		return Reject(errPrefixHashCount, "hashes", got, fmt.Sprintf("== %d, the key's whole pages", want))
 	}
 	return nil
 }

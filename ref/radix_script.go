@@ -114,10 +114,10 @@ type RadixScriptOutput struct {
 	Tree TreeState `json:"tree"`
 }
 
-// ValidateRadixScript rejects a script that cannot run at all: no create
+// validateRadixScript rejects a script that cannot run at all: no create
 // first (ErrScriptOrder), an unknown op (ErrBadEnum), an invalid create
 // config or a token outside [0, 2^32) — each naming steps[i].field.
-func ValidateRadixScript(in RadixScriptInput) error {
+func validateRadixScript(in RadixScriptInput) error {
 	if len(in.Steps) == 0 || in.Steps[0].Op != StepCreate {
 		op := ""
 		if len(in.Steps) > 0 {
@@ -165,7 +165,7 @@ func prefixField(err error, prefix string) error {
 // are bounded by lim (a script of many matches on a large tree would
 // otherwise grow its output quadratically).
 func RunRadixScript(lim Limits, in RadixScriptInput, newTree NewRadixTreeFunc) (RadixScriptOutput, error) {
-	if err := ValidateRadixScript(in); err != nil {
+	if err := validateRadixScript(in); err != nil {
 		return RadixScriptOutput{}, err
 	}
 	var tree RadixTree

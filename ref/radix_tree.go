@@ -29,10 +29,10 @@ type radixChildKey struct {
 	page  string
 }
 
-// RefRadixTree is the reference radix tree (docs/spec/radix-acks.md §1): copying key
+// refRadixTree is the reference radix tree (docs/spec/radix-acks.md §1): copying key
 // slices, node lookup and leaf collection by full walks. It is not safe for
 // concurrent use.
-type RefRadixTree struct {
+type refRadixTree struct {
 	cfg           TreeConfig
 	root          *radixNode
 	nextID        NodeID
@@ -48,7 +48,7 @@ type RefRadixTree struct {
 	metaMisses, loadRefusals int64
 }
 
-var _ RadixTree = (*RefRadixTree)(nil)
+var _ RadixTree = (*refRadixTree)(nil)
 
 // NewRadixTree returns an empty reference tree: the root has id 0, lock_ref
 // 1 forever and an empty key (docs/spec/radix-acks.md §0.2 rule 1). It rejects an
@@ -64,20 +64,20 @@ func NewRadixTreeOwned(cfg TreeConfig, owner OwnerFn) (RadixTree, error) {
 		return nil, err
 	}
 	root := &radixNode{id: 0, lockRef: 1, children: map[radixChildKey]*radixNode{}, value: []SlotIdx{}}
-	return &RefRadixTree{cfg: cfg, root: root, nextID: 1, owner: owner}, nil
+	return &refRadixTree{cfg: cfg, root: root, nextID: 1, owner: owner}, nil
 }
 
 // Config implements RadixTree.
-func (t *RefRadixTree) Config() TreeConfig { return t.cfg }
+func (t *refRadixTree) Config() TreeConfig { return t.cfg }
 
 // EvictableSize implements RadixTree.
-func (t *RefRadixTree) EvictableSize() int { return t.evictableSize }
+func (t *refRadixTree) EvictableSize() int { return t.evictableSize }
 
 // ProtectedSize implements RadixTree.
-func (t *RefRadixTree) ProtectedSize() int { return t.protectedSize }
+func (t *refRadixTree) ProtectedSize() int { return t.protectedSize }
 
 // TotalSize implements RadixTree: the sum of every non-root key length.
-func (t *RefRadixTree) TotalSize() int {
+func (t *refRadixTree) TotalSize() int {
 	total := 0
 	for _, n := range t.walk() {
 		total += len(n.key.Units)
@@ -90,7 +90,7 @@ func copyKey(k Key, i, j int) Key {
 	return Key{Units: append([]Unit{}, k.Units[i:j]...), Extra: k.Extra, Bigram: k.Bigram}
 }
 
-func (t *RefRadixTree) childKey(k Key) radixChildKey {
+func (t *refRadixTree) childKey(k Key) radixChildKey {
 	return radixChildKey{extra: k.Extra, page: fmt.Sprint(k.Units[:t.cfg.PageSize])}
 }
 
@@ -113,7 +113,7 @@ func MatchLen(a, b Key, ps int) (int, error) {
 
 // treeKey converts a query or insert key to the tree's unit kind: bigrams in
 // Eagle mode (docs/spec/radix-acks.md §1.4 step 1).
-func (t *RefRadixTree) treeKey(k Key) (Key, error) {
+func (t *refRadixTree) treeKey(k Key) (Key, error) {
 	if t.cfg.Eagle && !k.Bigram {
 		return ToBigram(k)
 	}
@@ -121,7 +121,7 @@ func (t *RefRadixTree) treeKey(k Key) (Key, error) {
 }
 
 // MatchPrefix implements RadixTree (docs/spec/radix-acks.md §1.4).
-func (t *RefRadixTree) MatchPrefix(k Key) (MatchResult, error) {
+func (t *refRadixTree) MatchPrefix(k Key) (MatchResult, error) {
 	empty := MatchResult{Indices: []SlotIdx{}, LastNode: t.root.id}
 	if t.cfg.Disable {
 		return empty, nil
@@ -163,7 +163,7 @@ func (t *RefRadixTree) MatchPrefix(k Key) (MatchResult, error) {
 
 // PrefixLen implements RadixTree: MatchPrefix's length without any change
 // to the tree.
-func (t *RefRadixTree) PrefixLen(k Key) (int, error) {
+func (t *refRadixTree) PrefixLen(k Key) (int, error) {
 	return t.readLen(k, nil, false)
 }
 
@@ -171,7 +171,7 @@ func (t *RefRadixTree) PrefixLen(k Key) (int, error) {
 // is chosen by its first page's units, and its pages are then matched by
 // their units (MatchLen), or with hashed by their prefix hashes recomputed
 // from the stored path (§1.14), whose count it checks first.
-func (t *RefRadixTree) readLen(k Key, hashes []PrefixHash, hashed bool) (int, error) {
+func (t *refRadixTree) readLen(k Key, hashes []PrefixHash, hashed bool) (int, error) {
 	if t.cfg.Disable {
 		return 0, nil
 	}
@@ -211,7 +211,7 @@ func (t *RefRadixTree) readLen(k Key, hashes []PrefixHash, hashed bool) (int, er
 // hashedLen is how many units of c match a query of n units left whose
 // chain from c's depth on is qh: the first page (the child key chose c by
 // it), then each page whose stored prefix hash, recomputed, agrees.
-func (t *RefRadixTree) hashedLen(c *radixNode, qh []PrefixHash, n int) int {
+func (t *refRadixTree) hashedLen(c *radixNode, qh []PrefixHash, n int) int {
 	ps := t.cfg.PageSize
 	stored := t.nodeHashes(c)
 	p := ps
@@ -222,7 +222,7 @@ func (t *RefRadixTree) hashedLen(c *radixNode, qh []PrefixHash, n int) int {
 }
 
 // PrefixHashes implements RadixTree (docs/spec/radix-acks.md §1.14).
-func (t *RefRadixTree) PrefixHashes(k Key) ([]PrefixHash, error) {
+func (t *refRadixTree) PrefixHashes(k Key) ([]PrefixHash, error) {
 	k, err := t.treeKey(k)
 	if err != nil {
 		return nil, err
@@ -234,13 +234,13 @@ func (t *RefRadixTree) PrefixHashes(k Key) ([]PrefixHash, error) {
 // walk of PrefixLen, where a child is still chosen by its first page's
 // units but the pages after it match when the node's prefix hash, computed
 // afresh from the stored path, equals the query's.
-func (t *RefRadixTree) PrefixLenHashed(k Key, hashes []PrefixHash) (int, error) {
+func (t *refRadixTree) PrefixLenHashed(k Key, hashes []PrefixHash) (int, error) {
 	return t.readLen(k, hashes, true)
 }
 
 // nodeHashes recomputes n's prefix hashes from the root: the chain over
 // the concatenated keys of its path, of which n's pages are the last.
-func (t *RefRadixTree) nodeHashes(n *radixNode) []PrefixHash {
+func (t *refRadixTree) nodeHashes(n *radixNode) []PrefixHash {
 	if n == t.root {
 		return nil
 	}
@@ -259,7 +259,7 @@ func (t *RefRadixTree) nodeHashes(n *radixNode) []PrefixHash {
 // split divides c at p (0 < p < len(c.key), a page multiple): a new parent m
 // with a fresh id takes the first p units; c keeps its id and the rest
 // (docs/spec/radix-acks.md §1.6). Sizes do not change.
-func (t *RefRadixTree) split(c *radixNode, p int) *radixNode {
+func (t *refRadixTree) split(c *radixNode, p int) *radixNode {
 	if p <= 0 || p >= len(c.key.Units) || p%t.cfg.PageSize != 0 {
 		panic(fmt.Sprintf("radix: split of node %d at %d (len %d) breaks §1.6", c.id, p, len(c.key.Units)))
 	}
@@ -282,7 +282,7 @@ func (t *RefRadixTree) split(c *radixNode, p int) *radixNode {
 // the tick advances, so a rejected insert changes nothing; the value length
 // is checked against the key as given, before a bigram conversion shortens
 // both (a designed tightening: upstream truncates the value silently).
-func (t *RefRadixTree) Insert(k Key, value []SlotIdx, priority int) (int, error) {
+func (t *refRadixTree) Insert(k Key, value []SlotIdx, priority int) (int, error) {
 	if t.cfg.Disable {
 		return 0, nil
 	}
@@ -341,7 +341,7 @@ func (t *RefRadixTree) Insert(k Key, value []SlotIdx, priority int) (int, error)
 }
 
 // walk returns every non-root node, in ascending id.
-func (t *RefRadixTree) walk() []*radixNode {
+func (t *refRadixTree) walk() []*radixNode {
 	var out []*radixNode
 	var visit func(*radixNode)
 	visit = func(n *radixNode) {
@@ -356,7 +356,7 @@ func (t *RefRadixTree) walk() []*radixNode {
 }
 
 // find returns the live node with the given id, or ErrForeignNode.
-func (t *RefRadixTree) find(id NodeID) (*radixNode, error) {
+func (t *refRadixTree) find(id NodeID) (*radixNode, error) {
 	if id == t.root.id {
 		return t.root, nil
 	}
@@ -369,7 +369,7 @@ func (t *RefRadixTree) find(id NodeID) (*radixNode, error) {
 }
 
 // IncLockRef implements RadixTree (docs/spec/radix-acks.md §1.7).
-func (t *RefRadixTree) IncLockRef(id NodeID) (int, error) {
+func (t *refRadixTree) IncLockRef(id NodeID) (int, error) {
 	x, err := t.find(id)
 	if err != nil {
 		return 0, err
@@ -391,7 +391,7 @@ func (t *RefRadixTree) IncLockRef(id NodeID) (int, error) {
 // also release a lock taken on this very node, not one its descendants
 // hold: otherwise R-LOCKSUM breaks (a designed tightening; upstream lets an
 // ancestor be unlocked from under a locked descendant).
-func (t *RefRadixTree) DecLockRef(id NodeID) (int, error) {
+func (t *refRadixTree) DecLockRef(id NodeID) (int, error) {
 	x, err := t.find(id)
 	if err != nil {
 		return 0, err
@@ -423,7 +423,7 @@ func (t *RefRadixTree) DecLockRef(id NodeID) (int, error) {
 }
 
 // evictable reports whether n is an evictable leaf (docs/spec/radix-acks.md §1.8).
-func (t *RefRadixTree) evictable(n *radixNode) bool {
+func (t *refRadixTree) evictable(n *radixNode) bool {
 	return n != t.root && n.lockRef == 0 && len(n.children) == 0
 }
 
@@ -454,7 +454,7 @@ func (h *leafHeap) Pop() any {
 // Evict implements RadixTree (docs/spec/radix-acks.md §1.8): the evictable leaves are
 // collected by a full walk, then popped in policy order; a parent that
 // becomes an evictable leaf joins the heap.
-func (t *RefRadixTree) Evict(numTokens int) (EvictResult, error) {
+func (t *refRadixTree) Evict(numTokens int) (EvictResult, error) {
 	if numTokens < 0 {
 		return EvictResult{}, NegativeCountError(numTokens)
 	}
@@ -481,7 +481,7 @@ func (t *RefRadixTree) Evict(numTokens int) (EvictResult, error) {
 }
 
 // State implements RadixTree.
-func (t *RefRadixTree) State() TreeState {
+func (t *refRadixTree) State() TreeState {
 	nodes := append([]*radixNode{t.root}, t.walk()...)
 	st := TreeState{Config: t.cfg, Tick: t.tick, NextID: t.nextID,
 		EvictableSize: t.evictableSize, ProtectedSize: t.protectedSize, CopiedUnits: t.copiedUnits,
@@ -500,7 +500,7 @@ func (t *RefRadixTree) State() TreeState {
 }
 
 // tokenDepth is the sum of n's ancestors' key lengths (docs/spec/radix-acks.md §4.1).
-func (t *RefRadixTree) tokenDepth(n *radixNode) int {
+func (t *refRadixTree) tokenDepth(n *radixNode) int {
 	d := 0
 	for y := n.parent; y != nil; y = y.parent {
 		d += len(y.key.Units)
@@ -510,14 +510,14 @@ func (t *RefRadixTree) tokenDepth(n *radixNode) int {
 
 // nodeCP derives n's owner metadata the old way: its pages enumerated from
 // its token depth (docs/spec/radix-acks.md §4.3); nil with CP off.
-func (t *RefRadixTree) nodeCP(n *radixNode) *NodeCP {
+func (t *refRadixTree) nodeCP(n *radixNode) *NodeCP {
 	sizes := t.cfg.CPSizes()
 	if len(sizes) == 0 {
 		return nil
 	}
 	ps, d := t.cfg.PageSize, t.tokenDepth(n)
 	cp := &NodeCP{StartPage: d / ps, NumPages: len(n.key.Units) / ps,
-		PageOwners: PageOwnersOf(t.owner, d/ps, len(n.key.Units)/ps, sizes[0])}
+		PageOwners: pageOwnersOf(t.owner, d/ps, len(n.key.Units)/ps, sizes[0])}
 	for _, size := range sizes {
 		cp.OwnerCounts = append(cp.OwnerCounts, CPCounts{CPSize: size, Counts: EnumerateOwnerCounts(t.owner, d, len(n.key.Units), ps, size)})
 	}
@@ -530,8 +530,8 @@ func (t *RefRadixTree) nodeCP(n *radixNode) *NodeCP {
 // scanned leaf's counts are recounted from its tokens — the old path, O(n)
 // per leaf — and a leaf whose size has no metadata in the fixed tree
 // counts a miss, as the fast tree must.
-func (t *RefRadixTree) EvictOwnerLanes(req OwnerPlanRequest) (OwnerPlan, error) {
-	n, err := ValidateOwnerPlan(req, t.cfg.CPSize)
+func (t *refRadixTree) EvictOwnerLanes(req OwnerPlanRequest) (OwnerPlan, error) {
+	n, err := CheckOwnerPlan(req, t.cfg.CPSize)
 	if err != nil {
 		return OwnerPlan{}, err
 	}
@@ -570,7 +570,7 @@ func (t *RefRadixTree) EvictOwnerLanes(req OwnerPlanRequest) (OwnerPlan, error) 
 // path) in policy order while a lane is short; skip a leaf that frees
 // nothing a short lane needs; take the others, lowering the deficit in
 // place, and push a parent whose children have all been taken.
-func (t *RefRadixTree) planVictims(n int, deficit []int, onPath map[*radixNode]bool) []*radixNode {
+func (t *refRadixTree) planVictims(n int, deficit []int, onPath map[*radixNode]bool) []*radixNode {
 	short := func() bool { return slices.ContainsFunc(deficit, func(d int) bool { return d > 0 }) }
 	if !short() {
 		return nil
@@ -609,7 +609,7 @@ func (t *RefRadixTree) planVictims(n int, deficit []int, onPath map[*radixNode]b
 
 // leafCounts recounts x's owner counts under N = n from its tokens; a size
 // the tree keeps no metadata for is a metadata miss (§4.5).
-func (t *RefRadixTree) leafCounts(x *radixNode, n int) []int32 {
+func (t *refRadixTree) leafCounts(x *radixNode, n int) []int32 {
 	if !slices.Contains(t.cfg.CPSizes(), n) {
 		t.metaMisses++
 	}

@@ -13,9 +13,9 @@ const (
 	// TopKAll is the top_k that means "the whole vocabulary"; top_k = -1
 	// normalises to it, and need_top_k_sampling is "some top_k != TopKAll".
 	TopKAll = 1 << 30
-	// DefaultSamplingSeed is the seed of a request without sampling_seed
+	// defaultSamplingSeed is the seed of a request without sampling_seed
 	// when deterministic inference is on.
-	DefaultSamplingSeed = 42
+	defaultSamplingSeed = 42
 )
 
 // SamplingRequest is one request's sampling parameters as the client sent
@@ -29,7 +29,7 @@ type SamplingRequest struct {
 	TopK int64 `json:"top_k"`
 	// MinP is in [0, 1]; 0 disables min-p.
 	MinP float64 `json:"min_p"`
-	// SamplingSeed is the request's seed under deterministic inference; nil means DefaultSamplingSeed.
+	// SamplingSeed is the request's seed under deterministic inference; nil means defaultSamplingSeed.
 	SamplingSeed *int64 `json:"sampling_seed,omitempty"`
 }
 
@@ -51,7 +51,7 @@ type SamplingPackOutput struct {
 	F []float32 `json:"f"`
 	// TopK is the normalised top_k of each request (bs).
 	TopK []int32 `json:"top_k"`
-	// Seeds is each request's seed (DefaultSamplingSeed when unset) when
+	// Seeds is each request's seed (defaultSamplingSeed when unset) when
 	// deterministic inference is on, and nil (JSON null) otherwise.
 	Seeds []int64 `json:"seeds"`
 	// IsAllGreedy is "every normalised top_k <= 1" (true for an empty batch).
@@ -134,7 +134,7 @@ func requestField(i int, name string) string { return Idx("requests", i) + "." +
 // SamplingSeedOf is request r's seed under deterministic inference.
 func SamplingSeedOf(r SamplingRequest) int64 {
 	if r.SamplingSeed == nil {
-		return DefaultSamplingSeed
+		return defaultSamplingSeed
 	}
 	return *r.SamplingSeed
 }

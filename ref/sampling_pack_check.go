@@ -25,12 +25,12 @@ var (
 	// ErrBadTopK: top_k < 1 after normalisation, i.e. 0 or below -1 on a
 	// non-greedy request (docs/spec/transfer.md §8 verify).
 	ErrBadTopK = NewSentinel("bad_top_k", "top_k must be >= 1 after normalisation (-1 means all)")
-	// ErrKeepIndexOutOfRange: a Filter keep index is >= the batch size (docs/spec/transfer.md §8 filter).
-	ErrKeepIndexOutOfRange = NewSentinel("keep_index_out_of_range", "keep index must be < batch size")
-	// ErrMixedDeterminism: Merge of a batch with seeds and one without
+	// errKeepIndexOutOfRange: a Filter keep index is >= the batch size (docs/spec/transfer.md §8 filter).
+	errKeepIndexOutOfRange = NewSentinel("keep_index_out_of_range", "keep index must be < batch size")
+	// errMixedDeterminism: Merge of a batch with seeds and one without
 	// (docs/spec/transfer.md §8 merge [designed]; upstream would keep the left seeds
 	// and leave them shorter than the other arrays).
-	ErrMixedDeterminism = NewSentinel("mixed_determinism", "cannot merge a deterministic batch with a non-deterministic one")
+	errMixedDeterminism = NewSentinel("mixed_determinism", "cannot merge a deterministic batch with a non-deterministic one")
 )
 
 // Float32Overflow is the smallest magnitude float32 conversion rounds to
@@ -100,7 +100,7 @@ func CheckSamplingKeep(keep []int64, bs int) error {
 			return Reject(ErrNegative, Idx("keep", j), k, ">= 0")
 		}
 		if k >= int64(bs) {
-			return Reject(ErrKeepIndexOutOfRange, Idx("keep", j), k, fmt.Sprintf("< batch size (%d)", bs))
+			return Reject(errKeepIndexOutOfRange, Idx("keep", j), k, fmt.Sprintf("< batch size (%d)", bs))
 		}
 	}
 	return nil
@@ -116,7 +116,7 @@ func CheckSamplingMerge(a, b SamplingPackOutput) error {
 		return err
 	}
 	if (a.Seeds == nil) != (b.Seeds == nil) {
-		return Reject(ErrMixedDeterminism, "b.seeds", seedsState(b.Seeds), "same as a.seeds ("+seedsState(a.Seeds)+")")
+		return Reject(errMixedDeterminism, "b.seeds", seedsState(b.Seeds), "same as a.seeds ("+seedsState(a.Seeds)+")")
 	}
 	return nil
 }

@@ -40,9 +40,9 @@ type CompatFlags struct {
 	StreamFirstChunkPreflight bool `json:"stream_first_chunk_preflight,omitempty"`
 }
 
-// CheckCompatFlags is the startup validation of S2.10; field is the JSON
+// checkCompatFlags is the startup validation of S2.10; field is the JSON
 // path prefix of the flags.
-func CheckCompatFlags(field string, f CompatFlags) error {
+func checkCompatFlags(field string, f CompatFlags) error {
 	if d := f.ParaChatDefaultMaxTokens; d != nil && *d < 1 {
 		return Reject(ErrBadFlag, field+".para_chat_default_max_tokens", *d, ">= 1 (--para-chat-default-max-tokens)")
 	}
@@ -94,7 +94,7 @@ func CheckChatNormalize(in ChatNormalizeInput) error {
 	if in.PromptTokens != nil && *in.PromptTokens < 0 {
 		return Reject(ErrNegative, "prompt_tokens", *in.PromptTokens, ">= 0 (input token count must be >= 0)")
 	}
-	return CheckCompatFlags("flags", in.Flags)
+	return checkCompatFlags("flags", in.Flags)
 }
 
 // badRequest is a client fault: the layer answers 400 with msg.

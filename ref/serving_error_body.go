@@ -215,7 +215,7 @@ func ErrorBody(_ Limits, in ErrorBodyInput) (ErrorBodyOutput, error) {
 	code := strconv.Itoa(in.Status)
 	switch in.Surface {
 	case SurfaceOpenAI:
-		return ErrorBodyOutput{Status: in.Status, ContentType: ContentJSON, Body: OpenAIErrorJSON(in.Message, errType, code)}, nil
+		return ErrorBodyOutput{Status: in.Status, ContentType: ContentJSON, Body: openAIErrorJSON(in.Message, errType, code)}, nil
 	case SurfaceOpenAIStream:
 		return ErrorBodyOutput{Status: 200, ContentType: ContentSSE, Body: StreamErrorSSE(in.Message, errType, code)}, nil
 	}
@@ -224,14 +224,14 @@ func ErrorBody(_ Limits, in ErrorBodyInput) (ErrorBodyOutput, error) {
 		status = StatusBadRequest
 	}
 	return ErrorBodyOutput{Status: status, ContentType: ContentJSON,
-		Body: `{"error":{"message":` + PyJSONString(in.Message, false) + `}}`}, nil
+		Body: `{"error":{"message":` + pyJSONString(in.Message, false) + `}}`}, nil
 }
 
-// OpenAIErrorJSON is the compact ErrorResponse of S1.3 (as FastAPI's
+// openAIErrorJSON is the compact ErrorResponse of S1.3 (as FastAPI's
 // JSONResponse writes it: separators "," and ":", UTF-8 kept). code is the
 // status already rendered as an integer literal.
-func OpenAIErrorJSON(message, errType, code string) string {
-	return `{"object":"error","message":` + PyJSONString(message, false) + `,"type":` + PyJSONString(errType, false) +
+func openAIErrorJSON(message, errType, code string) string {
+	return `{"object":"error","message":` + pyJSONString(message, false) + `,"type":` + pyJSONString(errType, false) +
 		`,"param":null,"code":` + code + `}`
 }
 
@@ -239,15 +239,15 @@ func OpenAIErrorJSON(message, errType, code string) string {
 // Python's json.dumps writes it (separators ", " and ": ", non-ASCII
 // escaped), then data: [DONE].
 func StreamErrorSSE(message, errType, code string) string {
-	return `data: {"error": {"object": "error", "message": ` + PyJSONString(message, true) + `, "type": ` +
-		PyJSONString(errType, true) + `, "param": null, "code": ` + code + "}}\n\ndata: [DONE]\n\n"
+	return `data: {"error": {"object": "error", "message": ` + pyJSONString(message, true) + `, "type": ` +
+		pyJSONString(errType, true) + `, "param": null, "code": ` + code + "}}\n\ndata: [DONE]\n\n"
 }
 
-// PyJSONString encodes s as Python's json.dumps does: \" \\ \n \r \t \b \f
+// pyJSONString encodes s as Python's json.dumps does: \" \\ \n \r \t \b \f
 // short escapes, other controls as \u00XX, and with ensureASCII every rune
 // above 0x7E (0x7F included) as \uXXXX (UTF-16 surrogate pairs above the
 // BMP). Invalid UTF-8 is read as U+FFFD, as Python could not hold it.
-func PyJSONString(s string, ensureASCII bool) string {
+func pyJSONString(s string, ensureASCII bool) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for _, r := range s {
@@ -519,7 +519,7 @@ func StreamErrorChunk(_ Limits, in StreamErrorInput) (StreamErrorOutput, error) 
 	codeText := strconv.FormatInt(code, 10)
 	switch {
 	case in.First && in.Preflight && code >= 400 && code <= 599:
-		out.Status, out.ContentType, out.Body = code, ContentJSON, OpenAIErrorJSON(msg, errType, codeText)
+		out.Status, out.ContentType, out.Body = code, ContentJSON, openAIErrorJSON(msg, errType, codeText)
 	case in.First:
 		out.Status, out.ContentType, out.Body = 200, ContentSSE, StreamErrorSSE(msg, errType, codeText)
 	default:

@@ -56,9 +56,9 @@ func CheckGLMTools(tools json.RawMessage) error {
 	return nil
 }
 
-// GLMSchemaType is the "type" of parameter key of function name in tools
+// glmSchemaType is the "type" of parameter key of function name in tools
 // (the last tool so named; "" when there is no schema or no string type).
-func GLMSchemaType(tools json.RawMessage, name, key string) string {
+func glmSchemaType(tools json.RawMessage, name, key string) string {
 	list, _ := parseArray(tools)
 	typ := ""
 	for _, t := range list {
@@ -145,7 +145,7 @@ func parseGLMCall(body string, tools json.RawMessage) GLMToolCall {
 		if _, seen := vals[key]; !seen {
 			keys = append(keys, key)
 		}
-		vals[key] = ParseGLMArg(v, GLMSchemaType(tools, name, key))
+		vals[key] = ParseGLMArg(v, glmSchemaType(tools, name, key))
 		rest = afterVal
 	}
 	var b strings.Builder
@@ -154,7 +154,7 @@ func parseGLMCall(body string, tools json.RawMessage) GLMToolCall {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(PyJSONString(k, false))
+		b.WriteString(pyJSONString(k, false))
 		b.WriteString(": ")
 		b.WriteString(vals[k])
 	}
@@ -170,27 +170,27 @@ func ParseGLMArg(v, schemaType string) string {
 	switch schemaType {
 	case "string":
 		if valid && jsonKind(json.RawMessage(strings.TrimSpace(v))) == "string" {
-			return PyDumps(v)
+			return pyDumps(v)
 		}
 		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
-			return PyJSONString(v[1:len(v)-1], false)
+			return pyJSONString(v[1:len(v)-1], false)
 		}
-		return PyJSONString(v, false)
+		return pyJSONString(v, false)
 	case "number":
 		if valid {
 			if t := strings.TrimSpace(v); jsonKind(json.RawMessage(t)) == "string" {
 				if s := decodeString(json.RawMessage(t)); isDigits(s) {
-					return PyDumps(s)
+					return pyDumps(s)
 				}
 			}
-			return PyDumps(v)
+			return pyDumps(v)
 		}
-		return PyJSONString(v, false)
+		return pyJSONString(v, false)
 	}
 	if valid {
-		return PyDumps(v)
+		return pyDumps(v)
 	}
-	return PyJSONString(v, false)
+	return pyJSONString(v, false)
 }
 
 // isDigits is true for a non-empty string of ASCII digits with an optional leading '-'.
@@ -207,11 +207,11 @@ func isDigits(s string) bool {
 	return true
 }
 
-// PyDumps re-encodes the valid JSON text v as Python's
+// pyDumps re-encodes the valid JSON text v as Python's
 // json.dumps(json.loads(v), ensure_ascii=False) does: ", " and ": "
 // separators, integers exact, floats in repr form (Infinity on overflow),
 // a repeated object key at its first place with its last value.
-func PyDumps(v string) string {
+func pyDumps(v string) string {
 	dec := json.NewDecoder(strings.NewReader(v))
 	dec.UseNumber()
 	var b strings.Builder
@@ -232,9 +232,9 @@ func pyDumpValue(b *strings.Builder, dec *json.Decoder) {
 			pyDumpObject(b, dec)
 		}
 	case string:
-		b.WriteString(PyJSONString(x, false))
+		b.WriteString(pyJSONString(x, false))
 	case json.Number:
-		b.WriteString(PyNumber(string(x)))
+		b.WriteString(pyNumber(string(x)))
 	case bool:
 		b.WriteString(map[bool]string{true: "true", false: "false"}[x])
 	default:
@@ -273,28 +273,28 @@ func pyDumpObject(b *strings.Builder, dec *json.Decoder) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(PyJSONString(k, false))
+		b.WriteString(pyJSONString(k, false))
 		b.WriteString(": ")
 		b.WriteString(vals[k])
 	}
 	b.WriteByte('}')
 }
 
-// PyNumber is a JSON number literal as Python's json round trip writes it:
+// pyNumber is a JSON number literal as Python's json round trip writes it:
 // an integer literal as the exact integer, anything else as repr(float).
-func PyNumber(lit string) string {
+func pyNumber(lit string) string {
 	if !strings.ContainsAny(lit, ".eE") {
 		n, _ := new(big.Int).SetString(lit, 10)
 		return n.String()
 	}
 	f, _ := strconv.ParseFloat(lit, 64) // out of range gives ±Inf, as float() does
-	return PyFloatRepr(f)
+	return pyFloatRepr(f)
 }
 
-// PyFloatRepr is Python's repr(float) (and json.dumps of a float): the
+// pyFloatRepr is Python's repr(float) (and json.dumps of a float): the
 // shortest round-tripping digits, fixed notation for 1e-4 <= |f| < 1e16
 // with at least one fractional digit, else d.ddde±XX.
-func PyFloatRepr(f float64) string {
+func pyFloatRepr(f float64) string {
 	switch {
 	case math.IsInf(f, 1):
 		return "Infinity"

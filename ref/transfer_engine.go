@@ -51,8 +51,8 @@ const (
 	FaultSync EngineFault = "sync"
 )
 
-// Validate rejects an unknown fault with ErrBadEnum.
-func (f EngineFault) Validate(field string) error {
+// validate rejects an unknown fault with ErrBadEnum.
+func (f EngineFault) validate(field string) error {
 	switch f {
 	case FaultSubmit, FaultWait, FaultSync:
 		return nil
@@ -62,14 +62,14 @@ func (f EngineFault) Validate(field string) error {
 
 // Engine sentinels.
 var (
-	// ErrUnknownBatch: completing a batch id that is not in flight.
-	ErrUnknownBatch = NewSentinel("unknown_batch", "no batch in flight with this id")
-	// ErrUnknownEvent: completing an event id never recorded, or already completed.
-	ErrUnknownEvent = NewSentinel("unknown_event", "no pending event with this id")
-	// ErrEventTimeout is the error of an event wait that ran past its timeout.
-	ErrEventTimeout = NewSentinel("event_timeout", "event wait timed out")
-	// ErrEventFailed is the error of an event completed with a failure.
-	ErrEventFailed = NewSentinel("event_failed", "event completed with an error")
+	// errUnknownBatch: completing a batch id that is not in flight.
+	errUnknownBatch = NewSentinel("unknown_batch", "no batch in flight with this id")
+	// errUnknownEvent: completing an event id never recorded, or already completed.
+	errUnknownEvent = NewSentinel("unknown_event", "no pending event with this id")
+	// errEventTimeout is the error of an event wait that ran past its timeout.
+	errEventTimeout = NewSentinel("event_timeout", "event wait timed out")
+	// errEventFailed is the error of an event completed with a failure.
+	errEventFailed = NewSentinel("event_failed", "event completed with an error")
 )
 
 // EngineCall is one recorded engine call, in call order.
@@ -96,8 +96,8 @@ type memBatch struct {
 
 // MemEngine is the in-memory engine of docs/spec/transfer.md §4.9: blocks address a
 // source and a destination byte arena by offset. SyncTransfer copies at
-// once; an async batch copies when EngineComplete or WaitBatches completes
-// it. Faults are injected per call (InjectFault) or by a schedule
+// once; an async batch copies when engineComplete or WaitBatches completes
+// it. Faults are injected per call (injectFault) or by a schedule
 // (Faulter); a block outside an arena fails its call instead of panicking.
 // Safe for concurrent use.
 type MemEngine struct {
@@ -124,8 +124,8 @@ func NewMemEngine(src, dst []byte, record bool) *MemEngine {
 	return &MemEngine{src: src, dst: dst, batches: map[uint64]*memBatch{}, record: record, armed: map[EngineFault]int{}}
 }
 
-// InjectFault arms f: the next call of its kind fails.
-func (e *MemEngine) InjectFault(f EngineFault) {
+// injectFault arms f: the next call of its kind fails.
+func (e *MemEngine) injectFault(f EngineFault) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.armed[f]++
@@ -141,7 +141,7 @@ func (e *MemEngine) fails(f EngineFault) bool {
 
 func (e *MemEngine) inBounds(blocks []Block) bool {
 	for _, b := range blocks {
-		if AddOverflowsU(b.Src, b.Len) || AddOverflowsU(b.Dst, b.Len) ||
+		if addOverflowsU(b.Src, b.Len) || addOverflowsU(b.Dst, b.Len) ||
 			b.Src+b.Len > uint64(len(e.src)) || b.Dst+b.Len > uint64(len(e.dst)) {
 			return false
 		}
@@ -199,14 +199,14 @@ func (e *MemEngine) SubmitAsync(session string, blocks []Block) uint64 {
 	return id
 }
 
-// EngineComplete finishes batch id now: ok copies its blocks, !ok fails it
+// engineComplete finishes batch id now: ok copies its blocks, !ok fails it
 // (its bytes are not written). A batch can complete once.
-func (e *MemEngine) EngineComplete(id uint64, ok bool) error {
+func (e *MemEngine) engineComplete(id uint64, ok bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	b := e.batches[id]
 	if b == nil || b.done {
-		return Reject(ErrUnknownBatch, "batch", id, "a batch in flight")
+		return Reject(errUnknownBatch, "batch", id, "a batch in flight")
 	}
 	e.finish(b, ok)
 	return nil
@@ -299,17 +299,17 @@ func (e *MemEngine) Dst() []byte {
 func (e *MemEngine) DstDigest() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return Digest(e.dst)
+	return sha256Hex(e.dst)
 }
 
-// Digest is the hex SHA-256 of b.
-func Digest(b []byte) string {
+// sha256Hex is the hex SHA-256 of b.
+func sha256Hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
 }
 
-// AddOverflowsU reports whether a+b overflows uint64.
-func AddOverflowsU(a, b uint64) bool { return a+b < a }
+// addOverflowsU reports whether a+b overflows uint64.
+func addOverflowsU(a, b uint64) bool { return a+b < a }
 
 // MonolithicSend is docs/spec/transfer.md §3.3: one SyncTransfer of every entry's
 // blocks, entry-major. It is the reference the per-layer send must equal.
@@ -326,7 +326,7 @@ type Event interface {
 	// ID is the event's sequence number (1, 2, … per factory), for traces.
 	ID() int
 	// Wait blocks until the event completes or timeout passes; it returns
-	// nil, the completion error, or ErrEventTimeout.
+	// nil, the completion error, or errEventTimeout.
 	Wait(timeout time.Duration) error
 	// Query reports without blocking whether the event completed (cudaEventQuery).
 	Query() bool
@@ -338,18 +338,18 @@ type EventFactory interface {
 	Record() Event
 }
 
-// FakeEvent is the test double of §4.9: Wait blocks until Complete.
-type FakeEvent struct {
+// fakeEvent is the test double of §4.9: Wait blocks until Complete.
+type fakeEvent struct {
 	id   int
 	done chan struct{}
 	err  error
 }
 
 // ID returns the event's sequence number.
-func (f *FakeEvent) ID() int { return f.id }
+func (f *fakeEvent) ID() int { return f.id }
 
 // Query reports whether Complete was called.
-func (f *FakeEvent) Query() bool {
+func (f *fakeEvent) Query() bool {
 	select {
 	case <-f.done:
 		return true
@@ -358,8 +358,8 @@ func (f *FakeEvent) Query() bool {
 	}
 }
 
-// Wait waits for Complete, or returns ErrEventTimeout after timeout.
-func (f *FakeEvent) Wait(timeout time.Duration) error {
+// Wait waits for Complete, or returns errEventTimeout after timeout.
+func (f *fakeEvent) Wait(timeout time.Duration) error {
 	select {
 	case <-f.done:
 		return f.err
@@ -371,7 +371,7 @@ func (f *FakeEvent) Wait(timeout time.Duration) error {
 	case <-f.done:
 		return f.err
 	case <-t.C:
-		return ErrEventTimeout
+		return errEventTimeout
 	}
 }
 
@@ -379,7 +379,7 @@ func (f *FakeEvent) Wait(timeout time.Duration) error {
 // says so, or at once when Auto is set (a GPU that is never behind).
 type FakeEvents struct {
 	mu     sync.Mutex
-	events []*FakeEvent
+	events []*fakeEvent
 	// Auto completes every event as it is recorded.
 	Auto bool
 }
@@ -388,7 +388,7 @@ type FakeEvents struct {
 func (fe *FakeEvents) Record() Event {
 	fe.mu.Lock()
 	defer fe.mu.Unlock()
-	ev := &FakeEvent{id: len(fe.events) + 1, done: make(chan struct{})}
+	ev := &fakeEvent{id: len(fe.events) + 1, done: make(chan struct{})}
 	if fe.Auto {
 		close(ev.done)
 	}
@@ -396,17 +396,17 @@ func (fe *FakeEvents) Record() Event {
 	return ev
 }
 
-// Complete completes event id; fail makes its Wait return ErrEventFailed.
-// An unknown or already completed id is ErrUnknownEvent.
+// Complete completes event id; fail makes its Wait return errEventFailed.
+// An unknown or already completed id is errUnknownEvent.
 func (fe *FakeEvents) Complete(id int, fail bool) error {
 	fe.mu.Lock()
 	defer fe.mu.Unlock()
 	if id < 1 || id > len(fe.events) || fe.events[id-1].Query() {
-		return Reject(ErrUnknownEvent, "event", id, fmt.Sprintf("a pending event in [1, %d]", len(fe.events)))
+		return Reject(errUnknownEvent, "event", id, fmt.Sprintf("a pending event in [1, %d]", len(fe.events)))
 	}
 	ev := fe.events[id-1]
 	if fail {
-		ev.err = ErrEventFailed
+		ev.err = errEventFailed
 	}
 	close(ev.done)
 	return nil
@@ -424,22 +424,3 @@ func (fe *FakeEvents) Pending() []int {
 	}
 	return ids
 }
-
-// ReadyEvent is an event that has always completed; ReadyEvents returns it
-// from every Record without allocating (benchmarks, instant GPUs).
-type ReadyEvent struct{}
-
-// ID is 0: ready events are not traced.
-func (ReadyEvent) ID() int { return 0 }
-
-// Wait returns nil at once.
-func (ReadyEvent) Wait(time.Duration) error { return nil }
-
-// Query returns true.
-func (ReadyEvent) Query() bool { return true }
-
-// ReadyEvents is a factory of ReadyEvent.
-type ReadyEvents struct{}
-
-// Record returns ReadyEvent{}.
-func (ReadyEvents) Record() Event { return ReadyEvent{} }

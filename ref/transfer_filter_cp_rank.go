@@ -61,7 +61,7 @@ func RankPageBounds(total int64, rank, size int) (int64, int64) {
 // old np.isin form kept verbatim, as the notes' differential test kept it:
 // build the range mask, collect the masked values, then re-mask by membership.
 func FilterCPRank(_ Limits, in FilterCPRankInput) (FilterCPRankOutput, error) {
-	policy, total, err := ValidateFilterCPRank(in)
+	policy, total, err := validateFilterCPRank(in)
 	if err != nil {
 		return FilterCPRankOutput{}, err
 	}

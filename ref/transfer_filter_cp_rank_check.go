@@ -7,11 +7,11 @@ import (
 
 // Validation for transfer.filter_cp_rank (docs/spec/transfer.md §1.1): the input and its scalars.
 
-// ValidateFilterCPRank checks in against docs/spec/transfer.md §1.5 and returns the
+// validateFilterCPRank checks in against docs/spec/transfer.md §1.5 and returns the
 // effective policy and total page count. The scalar checks come first and the
 // scan of kv last, so a twin that folds the scan into its own pass reports
 // the same first error.
-func ValidateFilterCPRank(in FilterCPRankInput) (OwnershipPolicy, int64, error) {
+func validateFilterCPRank(in FilterCPRankInput) (OwnershipPolicy, int64, error) {
 	policy, total, err := CheckFilterCPRankScalars(in)
 	if err != nil {
 		return "", 0, err
@@ -22,7 +22,7 @@ func ValidateFilterCPRank(in FilterCPRankInput) (OwnershipPolicy, int64, error) 
 	return policy, total, nil
 }
 
-// CheckFilterCPRankScalars is ValidateFilterCPRank without the scan of kv.
+// CheckFilterCPRankScalars is validateFilterCPRank without the scan of kv.
 func CheckFilterCPRankScalars(in FilterCPRankInput) (OwnershipPolicy, int64, error) {
 	if in.CPSize < 1 {
 		return "", 0, Reject(ErrBadCPSize, "cp_size", in.CPSize, ">= 1")

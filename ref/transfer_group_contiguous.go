@@ -54,15 +54,15 @@ func GroupContiguous(_ Limits, in GroupContiguousInput) (GroupContiguousOutput, 
 	if len(in.Src) == 0 || len(in.Dst) == 0 {
 		return GroupContiguousOutput{Runs: []Run{}}, nil
 	}
-	return GroupContiguousOutput{Runs: GroupRuns(in.Src, in.Dst)}, nil
+	return GroupContiguousOutput{Runs: groupRuns(in.Src, in.Dst)}, nil
 }
 
-// GroupRuns is §2's grouping in upstream's numpy form: diff both sides, take
+// groupRuns is §2's grouping in upstream's numpy form: diff both sides, take
 // the break positions where either diff is not 1, split both lists there, and
 // describe each (srcRun, dstRun) pair as a Run.
 // Preconditions: len(src) == len(dst) and no id is negative (so that no diff
 // overflows). An empty input yields an empty, non-nil list.
-func GroupRuns(src, dst []int64) []Run {
+func groupRuns(src, dst []int64) []Run {
 	if len(src) == 0 {
 		return []Run{}
 	}

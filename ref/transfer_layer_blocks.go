@@ -2,8 +2,8 @@ package ref
 
 import "fmt"
 
-// BlockBytes is the size of one Block in an output list, for Limits.CheckOutput.
-const BlockBytes = 24
+// blockBytes is the size of one Block in an output list, for Limits.CheckOutput.
+const blockBytes = 24
 
 // Block is one contiguous RDMA write of Len bytes from Src to Dst (docs/spec/transfer.md §0).
 type Block struct {
@@ -137,7 +137,7 @@ func LayerBlocks(lim Limits, in LayerBlocksInput) (LayerBlocksOutput, error) {
 	if err != nil {
 		return LayerBlocksOutput{}, err
 	}
-	runs := GroupRuns(in.Owned, in.DstPages)
+	runs := groupRuns(in.Owned, in.DstPages)
 	if err := CheckBlockCount(lim, g.Entries, len(runs)); err != nil {
 		return LayerBlocksOutput{}, err
 	}

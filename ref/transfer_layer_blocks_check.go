@@ -108,7 +108,7 @@ func CheckBlockCount(lim Limits, entries, runs int) error {
 	if MulOverflows(int64(entries), int64(runs)) {
 		return Reject(ErrOverflow, "blocks", entries, fmt.Sprintf("entries * %d runs <= %d", runs, int64(math.MaxInt64)))
 	}
-	return lim.CheckOutput("blocks", int64(entries)*int64(runs), BlockBytes)
+	return lim.CheckOutput("blocks", int64(entries)*int64(runs), blockBytes)
 }
 
 // CheckLayerAddresses checks every page of every entry (docs/spec/transfer.md §3.5

@@ -8,8 +8,8 @@ import "fmt"
 var (
 	// ErrBadGroupSize: K < 1 (§4.1).
 	ErrBadGroupSize = NewSentinel("bad_group_size", "group size K must be >= 1")
-	// ErrRegisterDuringForward: Register after the forward's first layer hook could fire (§4.4 precondition).
-	ErrRegisterDuringForward = NewSentinel("register_during_forward", "register must happen before the forward")
+	// errRegisterDuringForward: Register after the forward's first layer hook could fire (§4.4 precondition).
+	errRegisterDuringForward = NewSentinel("register_during_forward", "register must happen before the forward")
 	// ErrForwardState: forward_begin inside a forward, or forward_end / a layer hook outside one.
 	ErrForwardState = NewSentinel("forward_state", "forward begin/end out of order")
 	// ErrFinishOrder: finishing a chunk behind the room's front chunk (§4.4 Finish).
@@ -49,7 +49,7 @@ func CheckOnLayerEnd(cfg PerLayerConfig, forward bool, l int) error {
 // key >= 0, infos >= 0.
 func CheckRegister(forward bool, chunkKey int64, infos int) error {
 	if forward {
-		return Reject(ErrRegisterDuringForward, "chunk", chunkKey, "register before forward_begin")
+		return Reject(errRegisterDuringForward, "chunk", chunkKey, "register before forward_begin")
 	}
 	if chunkKey < 0 {
 		return Reject(ErrNegative, "chunk", chunkKey, ">= 0")

@@ -144,9 +144,9 @@ type PerLayerGeometry struct {
 
 // Plan builds the §4.2 plan of a chunk: the §2 runs of (owned, dst)
 // computed once, and build_layer_blocks for every entry. Preconditions:
-// pages validated by ValidatePerLayerScript.
+// pages validated by validatePerLayerScript.
 func (g PerLayerGeometry) Plan(session string, owned, dst []int64) *LayerPlan {
-	runs := GroupRuns(owned, dst)
+	runs := groupRuns(owned, dst)
 	il := uint64(g.ItemLen)
 	p := &LayerPlan{Session: session, Blocks: make([][]Block, g.Layers)}
 	for l := range g.Layers {
@@ -174,7 +174,7 @@ func GeometryOf(s PerLayerStep) PerLayerGeometry {
 	return PerLayerGeometry{Layers: s.Layers, ItemLen: s.ItemLen, SrcPages: s.SrcPages, DstPages: s.DstPages}
 }
 
-// ValidatePerLayerScript rejects a script that cannot run at all, naming
+// validatePerLayerScript rejects a script that cannot run at all, naming
 // steps[i].field: no create first, or a second create (ErrScriptOrder); an
 // unknown op or fault (ErrBadEnum); a create with layers outside
 // [1, MaxTransferLayers] (ErrBadNumLayers), a bad K or H, item_len < 1
@@ -182,7 +182,7 @@ func GeometryOf(s PerLayerStep) PerLayerGeometry {
 // register or monolithic step with owned/dst of different lengths
 // (ErrLengthMismatch), a page outside [0, pages) (ErrPageOutOfArena) or a
 // repeated dst page (ErrDuplicateDstPage). Runtime refusals are trace errors.
-func ValidatePerLayerScript(lim Limits, in PerLayerScriptInput) error {
+func validatePerLayerScript(lim Limits, in PerLayerScriptInput) error {
 	if len(in.Steps) == 0 || in.Steps[0].Op != PerLayerCreate {
 		op := ""
 		if len(in.Steps) > 0 {
@@ -206,11 +206,11 @@ func ValidatePerLayerScript(lim Limits, in PerLayerScriptInput) error {
 			}
 			g = GeometryOf(s)
 		case PerLayerRegister, PerLayerMonolithic:
-			if err := g.CheckPages(s.Owned, s.Dst); err != nil {
+			if err := g.checkPages(s.Owned, s.Dst); err != nil {
 				return prefixField(err, at)
 			}
 		case PerLayerInject:
-			if err := s.Fault.Validate(at + "fault"); err != nil {
+			if err := s.Fault.validate(at + "fault"); err != nil {
 				return err
 			}
 		}
@@ -249,9 +249,9 @@ func validatePerLayerCreate(lim Limits, s PerLayerStep) error {
 	return nil
 }
 
-// CheckPages validates a chunk's page pairs against the arenas: equal
+// checkPages validates a chunk's page pairs against the arenas: equal
 // lengths, pages in range, distinct dst pages (docs/spec/transfer.md §3.5, property 4).
-func (g PerLayerGeometry) CheckPages(owned, dst []int64) error {
+func (g PerLayerGeometry) checkPages(owned, dst []int64) error {
 	if len(owned) != len(dst) {
 		return Reject(ErrLengthMismatch, "dst", len(dst), fmt.Sprintf("== len(owned) (%d)", len(owned)))
 	}
@@ -334,9 +334,9 @@ func (r *PerLayerRun) Step(s PerLayerStep, index int) PerLayerStepResult {
 			res.Work = &w
 		}
 	case PerLayerEngineComplete:
-		err = r.Engine.EngineComplete(s.Batch, !s.Fail)
+		err = r.Engine.engineComplete(s.Batch, !s.Fail)
 	case PerLayerInject:
-		r.Engine.InjectFault(s.Fault)
+		r.Engine.injectFault(s.Fault)
 	case PerLayerFinish:
 		var f FinishResult
 		if f, err = m.Finish(s.Room, s.Chunk); err == nil {
@@ -365,7 +365,7 @@ func (r *PerLayerRun) Step(s PerLayerStep, index int) PerLayerStepResult {
 // of transfer.per_layer_script call it with their own constructor, so the
 // engine, events and interpreter are shared and the managers are what differs.
 func RunPerLayerScript(lim Limits, in PerLayerScriptInput, newManager NewPerLayerManagerFunc) (PerLayerScriptOutput, error) {
-	if err := ValidatePerLayerScript(lim, in); err != nil {
+	if err := validatePerLayerScript(lim, in); err != nil {
 		return PerLayerScriptOutput{}, err
 	}
 	run, err := NewPerLayerRun(in.Steps[0], newManager, nil)

@@ -48,7 +48,7 @@ type PrebuiltSliceOutput struct {
 // prefix_len, not 0, is the fix of the seed's bug: with a decode-side cache
 // hit the row starts with the cached prefix's slots.
 func PrebuiltSlice(lim Limits, in PrebuiltSliceInput) (PrebuiltSliceOutput, error) {
-	total, err := ValidatePrebuiltSlice(lim, in)
+	total, err := validatePrebuiltSlice(lim, in)
 	if err != nil {
 		return PrebuiltSliceOutput{}, err
 	}

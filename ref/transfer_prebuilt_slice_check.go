@@ -20,11 +20,11 @@ var (
 	ErrSeqLenMismatch = NewSentinel("seq_len_mismatch", "seq_len - prefix_len != extend_len for a request with no outputs")
 )
 
-// ValidatePrebuiltSlice checks in against docs/spec/transfer.md §5 and returns
+// validatePrebuiltSlice checks in against docs/spec/transfer.md §5 and returns
 // Σ extend_len. The length checks of every request come first and the scan
 // of the copied slots last, so a twin that folds the scan into its copy pass
 // reports the same first error.
-func ValidatePrebuiltSlice(lim Limits, in PrebuiltSliceInput) (int64, error) {
+func validatePrebuiltSlice(lim Limits, in PrebuiltSliceInput) (int64, error) {
 	total, err := CheckPrebuiltSliceLengths(lim, in)
 	if err != nil {
 		return 0, err
@@ -32,7 +32,7 @@ func ValidatePrebuiltSlice(lim Limits, in PrebuiltSliceInput) (int64, error) {
 	return total, CheckPrebuiltSlots(in)
 }
 
-// CheckPrebuiltSliceLengths is ValidatePrebuiltSlice without the scan of
+// CheckPrebuiltSliceLengths is validatePrebuiltSlice without the scan of
 // the copied slots: extend_num_tokens, then each request's lengths in batch
 // order, then the total, then the output size against lim.
 func CheckPrebuiltSliceLengths(lim Limits, in PrebuiltSliceInput) (int64, error) {

@@ -92,9 +92,9 @@ type StateLayerPairingOutput struct {
 	HostBytesPerToken *int64 `json:"host_bytes_per_token"`
 }
 
-// StateLayerIdentityMismatch is the value of an ErrStateLayerIdentityMismatch
+// stateLayerIdentityMismatch is the value of an ErrStateLayerIdentityMismatch
 // rejection: the ids, with multiplicity and sorted, that break rule 4.
-type StateLayerIdentityMismatch struct {
+type stateLayerIdentityMismatch struct {
 	// PrefillOnly is multiset(src) − multiset(dst).
 	PrefillOnly []int64 `json:"prefill_only"`
 	// DecodeOnly is multiset(dst) − multiset(src) when pp_size == 1; with
@@ -104,7 +104,7 @@ type StateLayerIdentityMismatch struct {
 
 // String renders the mismatch for error messages, e.g.
 // "prefill_only=[8] decode_only=[12]".
-func (m StateLayerIdentityMismatch) String() string {
+func (m stateLayerIdentityMismatch) String() string {
 	return fmt.Sprintf("prefill_only=%v decode_only=%v", m.PrefillOnly, m.DecodeOnly)
 }
 

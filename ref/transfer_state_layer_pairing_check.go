@@ -16,7 +16,7 @@ var (
 	// ErrLayerIDsLength: layer_ids is not parallel to ptrs (docs/spec/transfer.md §6.2 rule 3).
 	ErrLayerIDsLength = NewSentinel("layer_ids_length", "layer_ids must name one logical layer per state buffer")
 	// ErrStateLayerIdentityMismatch: the peers disagree on which logical
-	// layers the state buffers hold; the value is a StateLayerIdentityMismatch
+	// layers the state buffers hold; the value is a stateLayerIdentityMismatch
 	// (docs/spec/transfer.md §6.2 rule 4).
 	ErrStateLayerIdentityMismatch = NewSentinel("state_layer_identity_mismatch", "prefill and decode disagree on state layer identity")
 	// ErrBadIndexPattern: the index-topk pattern or active set is invalid;
@@ -106,7 +106,7 @@ func RejectIdentity(ppSize int, prefillOnly, decodeOnly []int64) error {
 		bound = fmt.Sprintf("multiset(src.layer_ids) ⊆ multiset(dst.layer_ids) (pp_size == %d)", ppSize)
 	}
 	return Reject(ErrStateLayerIdentityMismatch, "src.layer_ids",
-		StateLayerIdentityMismatch{PrefillOnly: prefillOnly, DecodeOnly: decodeOnly}, bound)
+		stateLayerIdentityMismatch{PrefillOnly: prefillOnly, DecodeOnly: decodeOnly}, bound)
 }
 
 // RejectItemLen builds rule 5's rejection for src buffer i paired with dst buffer j.

@@ -30,6 +30,8 @@ var importRules = []rule{
 	// The twins and what they stand on.
 	{"RefImportsNoModulePackage", "ref", mayOnlyImport(),
 		"ref is the executable specification; everything else is checked against it, so it depends on nothing of ours"},
+	{"RefStandsOnTheStandardLibrary", "ref", mayOnlyImportOutside("github.com/zeebo/xxh3"),
+		"the spec reads as plain Go: no codec or helper library a fast twin might share; XXH3-64 is the spec's own hash (radix-acks.md §1.14), pinned by its known answers"},
 	{"LeafHelpersImportNoModulePackage", "internal/jsonscan", mayOnlyImport(),
 		"the one-pass JSON scanner is shared by fast and server; a leaf keeps both free to use it"},
 	{"FileReadersStandOnlyOnTheJSONGate", "internal/bounded", mayOnlyImport("internal/jsonscan"),
@@ -198,9 +200,10 @@ func TestImportRulesNameRealPackages(t *testing.T) {
 type ruleKind int
 
 const (
-	kindMayOnlyImport  ruleKind = iota // pkg's module imports all match targets
-	kindOnlyImportedBy                 // every module importer of pkg matches targets
-	kindMayNotLink                     // no transitive dependency of pkg matches targets
+	kindMayOnlyImport        ruleKind = iota // pkg's module imports all match targets
+	kindOnlyImportedBy                       // every module importer of pkg matches targets
+	kindMayNotLink                           // no transitive dependency of pkg matches targets
+	kindMayOnlyImportOutside                 // pkg's imports from outside the module are standard or match targets
 )
 
 type constraint struct {
@@ -211,6 +214,12 @@ type constraint struct {
 func mayOnlyImport(pkgs ...string) constraint  { return constraint{kindMayOnlyImport, pkgs} }
 func onlyImportedBy(pkgs ...string) constraint { return constraint{kindOnlyImportedBy, pkgs} }
 func mayNotLink(pkgs ...string) constraint     { return constraint{kindMayNotLink, pkgs} }
+
+// mayOnlyImportOutside: outside the module, pkg imports the standard library
+// and the named packages only.
+func mayOnlyImportOutside(pkgs ...string) constraint {
+	return constraint{kindMayOnlyImportOutside, pkgs}
+}
 
 type rule struct {
 	spec string // the TestImportRules subtest that checks this row
@@ -232,6 +241,11 @@ func (r rule) String() string {
 			return r.pkg + " may only be imported by tests"
 		}
 		return r.pkg + " may only be imported by " + list
+	case kindMayOnlyImportOutside:
+		if list == "" {
+			return r.pkg + " imports only the standard library"
+		}
+		return r.pkg + " imports only the standard library and " + list
 	default:
 		return r.pkg + " may not link " + list
 	}
@@ -286,6 +300,18 @@ func violations(g *graph, r rule) []string {
 					out = append(out, fmt.Sprintf("%s imports %s", rp, g.rel(imp)))
 				}
 			}
+		case kindMayOnlyImportOutside:
+			if !match(r.pkg, rp) {
+				continue
+			}
+			for _, imp := range info.Imports {
+				if g.isLocal(imp) || matchAny(r.targets, imp) {
+					continue
+				}
+				if dep, ok := g.pkgs[imp]; !ok || !dep.Standard {
+					out = append(out, fmt.Sprintf("%s imports %s", rp, imp))
+				}
+			}
 		case kindOnlyImportedBy:
 			if match(r.pkg, rp) || matchAny(r.targets, rp) {
 				continue
@@ -326,7 +352,8 @@ type listedPackage struct {
 		Path string
 		Main bool
 	}
-	Error *struct{ Err string }
+	Error    *struct{ Err string }
+	Standard bool // part of the standard library
 }
 
 type graph struct {
@@ -420,7 +447,7 @@ func moduleRoot() (string, error) {
 }
 
 func loadGraph(root, build string, args, env []string) (*graph, error) {
-	list := append([]string{"list", "-e", "-deps", "-json=ImportPath,Imports,Deps,Module,Error"}, args...)
+	list := append([]string{"list", "-e", "-deps", "-json=ImportPath,Imports,Deps,Module,Error,Standard"}, args...)
 	out, err := goCmd(root, env, append(list, "./...")...)
 	if err != nil {
 		return nil, err
