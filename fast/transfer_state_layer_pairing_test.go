@@ -17,17 +17,19 @@ func TestStateLayerPairingTakesTheSliceFastPaths(t *testing.T) {
 		shape  int
 		allocs float64
 	}{{0, 1}, {1, 2}, {2, 2}} {
-		sh := catalog.StateLayerPairing().Shapes[c.shape]
+		sh := catalog.TransferStateLayerPairing().Shapes[c.shape]
 		in := sh.Make()
 		in.Index = nil // the index plan is ref's shared validation
-		if _, err := fast.StateLayerPairing(ref.DefaultLimits(), in); err != nil {
+		if _, err := fast.TransferStateLayerPairing(ref.DefaultLimits(), in); err != nil {
 			t.Fatalf("%s: %v", sh.Name, err)
 		}
-		allocs := testing.AllocsPerRun(50, func() { _, _ = fast.StateLayerPairing(ref.DefaultLimits(), in) })
+		allocs := testing.AllocsPerRun(50, func() { _, _ = fast.TransferStateLayerPairing(ref.DefaultLimits(), in) })
 		if allocs != c.allocs {
 			t.Errorf("%s: %v allocations per call, want %v", sh.Name, allocs, c.allocs)
 		}
 	}
 }
 
-func BenchmarkStateLayerPairing(b *testing.B) { benchOp(b, catalog.StateLayerPairing().Benchmarks()) }
+func BenchmarkStateLayerPairing(b *testing.B) {
+	benchOp(b, catalog.TransferStateLayerPairing().Benchmarks())
+}
