@@ -23,7 +23,7 @@ func ConfigIndexTopKOverrides(lim ref.Limits, in ref.ConfigIndexTopKOverridesInp
 // to equiv/mutants (hooks.go). Called with the zero value it is
 // ConfigIndexTopKOverrides.
 func configIndexTopKOverridesWithFaults(_ ref.Limits, in ref.ConfigIndexTopKOverridesInput, f fault.IndexTopK) (ref.ConfigIndexTopKOverridesOutput, error) {
-	if err := ref.ValidateIndexTopKFlags(in); err != nil {
+	if err := ref.CheckIndexTopKFlags(in); err != nil {
 		return ref.ConfigIndexTopKOverridesOutput{}, err
 	}
 	if err := ref.CheckOverrideJSON(in.JSON); err != nil {

@@ -200,7 +200,7 @@ func ShadowWarning(freq []byte) string {
 // ones appended in flag order, every value re-emitted compact with its
 // lexemes kept, and the input returned unchanged when no flag is set.
 func ConfigIndexTopKOverrides(_ Limits, in ConfigIndexTopKOverridesInput) (ConfigIndexTopKOverridesOutput, error) {
-	if err := ValidateIndexTopKFlags(in); err != nil {
+	if err := CheckIndexTopKFlags(in); err != nil {
 		return ConfigIndexTopKOverridesOutput{}, err
 	}
 	if err := CheckOverrideJSON(in.JSON); err != nil {

@@ -138,7 +138,7 @@ func NoSplit(reason string) CPCanSplitOutput { return CPCanSplitOutput{Reason: r
 //  2. Not a CP extend (CPSplitEligible) → no-split, whatever the metadata.
 //  3. CPSize > MaxCP → ErrInvalidCPSize; ExtendLens null or not B long →
 //     ErrMissingExtendLens.
-//  4. Shared-KV: ValidatePagePlan (ErrPagePlan). Without shared-KV a
+//  4. Shared-KV: CheckPagePlan (ErrPagePlan). Without shared-KV a
 //     negative length is ErrBadLength [designed: the spec is silent].
 //  5. No extend token (Σ L_i == 0) → no-split.
 //  6. Shared-KV → split, buildLayoutPadded(cp, L, g); else a request below
@@ -159,7 +159,7 @@ func CPCanSplit(lim Limits, in CPCanSplitInput) (CPCanSplitOutput, error) {
 		return CPCanSplitOutput{}, err
 	}
 	if in.UsesCPSharedKV {
-		if err := ValidatePagePlan(in); err != nil {
+		if err := CheckPagePlan(in); err != nil {
 			return CPCanSplitOutput{}, err
 		}
 	} else {

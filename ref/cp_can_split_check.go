@@ -52,7 +52,7 @@ func CheckCanSplitScalars(in CPCanSplitInput) error {
 	return nil
 }
 
-// CheckPagePlanShape is the list-level half of ValidatePagePlan (§5.2 step
+// CheckPagePlanShape is the list-level half of CheckPagePlan (§5.2 step
 // 4): a usable page size, a prefix plan of B entries, and SeqLens of B
 // entries when present.
 func CheckPagePlanShape(in CPCanSplitInput) error {
@@ -71,7 +71,7 @@ func CheckPagePlanShape(in CPCanSplitInput) error {
 	return nil
 }
 
-// CheckPagePlanRequest is the per-request half of ValidatePagePlan (§5.2
+// CheckPagePlanRequest is the per-request half of CheckPagePlan (§5.2
 // step 4) for request i: a page-aligned non-negative prefix, an extend of
 // at least one token, and SeqLens[i] == P_i + L_i when SeqLens is given.
 // Preconditions: CheckPagePlanShape passed.
@@ -91,9 +91,9 @@ func CheckPagePlanRequest(in CPCanSplitInput, i int) error {
 	return nil
 }
 
-// ValidatePagePlan is §5.2 step 4, fail-fast: every violation of the
+// CheckPagePlan is §5.2 step 4, fail-fast: every violation of the
 // shared-KV page plan is ErrPagePlan, reported request by request.
-func ValidatePagePlan(in CPCanSplitInput) error {
+func CheckPagePlan(in CPCanSplitInput) error {
 	if err := CheckPagePlanShape(in); err != nil {
 		return err
 	}

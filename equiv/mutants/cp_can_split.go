@@ -21,7 +21,7 @@ func PagePlanBeforeEligibility() equiv.Killable {
 				if in.ExtendLens == nil || len(in.ExtendLens) != in.BatchSize {
 					return ref.CPCanSplitOutput{}, ref.CheckCanSplitScalars(in)
 				}
-				if err := ref.ValidatePagePlan(in); err != nil {
+				if err := ref.CheckPagePlan(in); err != nil {
 					return ref.CPCanSplitOutput{}, err
 				}
 			}
