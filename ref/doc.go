@@ -18,20 +18,22 @@
 //     FP8ComposeCurrent, FP8DequantTopK.
 //   - NSA indexer (cp-layout.md §8, §9): MQAChunkRows, MQAChunkedTopK,
 //     NSAIndexPlan.
-//   - Transfer (transfer.md): TransferFilterCPRank §1, TransferGroupContiguous §2,
-//     TransferLayerBlocks §3, TransferPerLayerScript §4, TransferPrebuiltSlice §5,
-//     TransferStateLayerPairing §6, LayoutHostOffsets §7.1, LayoutConvert §7.2,
-//     SamplingPack §8.
+//   - Transfer (transfer.md): TransferFilterCPRank §1,
+//     TransferGroupContiguous §2, TransferLayerBlocks §3,
+//     TransferPerLayerScript §4, TransferPrebuiltSlice §5,
+//     TransferStateLayerPairing §6, LayoutHostOffsets §7.1, LayoutConvert
+//     §7.2, SamplingPack §8.
 //   - Radix prefix cache and HiCache (radix-acks.md): RadixScript §1,
 //     RadixBigramKey §2.1, RadixPageHashes §2.4, HiCacheAckScript §3,
-//     HiCacheOwnerCounts §4.3,
-//     HiCacheLoadScript §5.2, HiCacheLayerDoneScript §5.3.
+//     HiCacheOwnerCounts §4.3, HiCacheLoadScript §5.2,
+//     HiCacheLayerDoneScript §5.3.
 //   - KV events (kv-events.md): KVEvDecode §1, KVEvApply §2.
 //   - Admission (admission-serving.md): AdmissionRound §A1, AdmissionScript
 //     §A1.7, AdmissionEstimate A2, AdmissionBench §A3.
 //   - Serving (admission-serving.md): ServingValidateInputLength S1.2,
-//     ServingErrorBody and ServingStreamErrorChunk S1.3, ServingChatNormalize S2.2, ServingUsage S2.6,
-//     ServingGLMToolArgs S2.8, DeepGEMMWarmupPlan §S3, ConfigIndexTopKOverrides §S4.
+//     ServingErrorBody and ServingStreamErrorChunk S1.3,
+//     ServingChatNormalize S2.2, ServingUsage S2.6, ServingGLMToolArgs S2.8,
+//     DeepGEMMWarmupPlan §S3, ConfigIndexTopKOverrides §S4.
 //
 // # Stateful algorithms
 //
@@ -45,7 +47,8 @@
 //
 // # The rest of the API
 //
-//   - Inputs and outputs: each op's input and output structs, the types
+//   - Inputs and outputs: each op's input and output structs, named for the
+//     op as its function is (TransferFilterCPRankInput, …Output), the types
 //     they carry and their JSON (snake_case, documented field by field).
 //   - Errors: Reject wraps a sentinel (Err…, an error kind of the spec;
 //     its Code is the JSON "code") with the field, the value and the bound
