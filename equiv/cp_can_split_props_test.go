@@ -7,9 +7,9 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestCanSplitPropertiesCatchWrongDecisions: each §5.4 property holds on
+// TestCPCanSplitPropertiesCatchWrongDecisions: each §5.4 property holds on
 // ref's decision and fails on a decision broken the way it guards against.
-func TestCanSplitPropertiesCatchWrongDecisions(t *testing.T) {
+func TestCPCanSplitPropertiesCatchWrongDecisions(t *testing.T) {
 	spec := equiv.CPCanSplit()
 	lim := ref.DefaultLimits()
 	extend := ref.CPCanSplitInput{Mode: ref.ModeExtend, CPEnabled: true, CPSize: 2, UsesCPSharedKV: true,

@@ -7,10 +7,10 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestDraftInputPropertiesCatchWrongInputs: each cp.draft_input property
+// TestCPDraftInputPropertiesCatchWrongInputs: each cp.draft_input property
 // holds on ref's draft input and fails on one broken the way it guards
 // against.
-func TestDraftInputPropertiesCatchWrongInputs(t *testing.T) {
+func TestCPDraftInputPropertiesCatchWrongInputs(t *testing.T) {
 	spec := equiv.CPDraftInput()
 	lim := ref.DefaultLimits()
 	// padded cp=2, g=1, L=[2]: R(0) = 2 = Σ L.

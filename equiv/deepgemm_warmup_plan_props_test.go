@@ -10,10 +10,10 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestIndexTopkOverridesPropertiesCatchWrongMerges: each §S4.5 property
+// TestConfigIndexTopKOverridesPropertiesCatchWrongMerges: each §S4.5 property
 // holds on ref's merge and fails on a merge broken the way it guards
 // against.
-func TestIndexTopkOverridesPropertiesCatchWrongMerges(t *testing.T) {
+func TestConfigIndexTopKOverridesPropertiesCatchWrongMerges(t *testing.T) {
 	spec := equiv.ConfigIndexTopKOverrides()
 	four := int64(4)
 	in := ref.ConfigIndexTopKOverridesInput{JSON: `{"rope_theta":8e6,"index_topk_freq":2}`, Freq: &four}

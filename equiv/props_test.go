@@ -90,9 +90,9 @@ func TestGroupPropertiesCatchWrongRuns(t *testing.T) {
 	}
 }
 
-// TestLayerBlocksPropertiesCatchWrongBlocks: each §3.5 property holds on
+// TestTransferLayerBlocksPropertiesCatchWrongBlocks: each §3.5 property holds on
 // ref's batch and fails on a batch broken the way it guards against.
-func TestLayerBlocksPropertiesCatchWrongBlocks(t *testing.T) {
+func TestTransferLayerBlocksPropertiesCatchWrongBlocks(t *testing.T) {
 	spec := equiv.TransferLayerBlocks()
 	in := ref.TransferLayerBlocksInput{ // §3.4 as MHA, K and V lens differing
 		Owned: []int64{3, 4, 9}, DstPages: []int64{20, 21, 22},

@@ -8,11 +8,11 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestMergeIndexTopkOverridesScansOnce: on a 256-key launch override the
+// TestConfigIndexTopKOverridesScansOnce: on a 256-key launch override the
 // fast merge allocates only its buffers (compact copy, the growing span
 // list, the sort index, output, warnings: about 40), never per member,
 // where ref's token decoder allocates several times per member (~2400).
-func TestMergeIndexTopkOverridesScansOnce(t *testing.T) {
+func TestConfigIndexTopKOverridesScansOnce(t *testing.T) {
 	var in ref.ConfigIndexTopKOverridesInput
 	for _, s := range catalog.ConfigIndexTopKOverrides().Shapes {
 		if s.Name == "glm5-pattern-256-key-override" {

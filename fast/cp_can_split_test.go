@@ -7,10 +7,10 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestCanSplitNoSplitAllocatesNothing checks the fast path was taken: a
+// TestCPCanSplitNoSplitAllocatesNothing checks the fast path was taken: a
 // non-eligible forward is decided without reading (or copying) its
 // metadata, and an eligible one allocates only its layout.
-func TestCanSplitNoSplitAllocatesNothing(t *testing.T) {
+func TestCPCanSplitNoSplitAllocatesNothing(t *testing.T) {
 	verify := ref.CPCanSplitInput{Mode: ref.ModeTargetVerify, CPEnabled: true, CPSize: 8, UsesCPSharedKV: true,
 		BatchSize: 10, ExtendLens: make([]int, 10)}
 	if n := testing.AllocsPerRun(100, func() { _, _ = fast.CPCanSplit(ref.DefaultLimits(), verify) }); n != 0 {

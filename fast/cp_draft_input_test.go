@@ -7,10 +7,10 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestDraftInputAliasesItsSource checks the fast path was taken: the draft
+// TestCPDraftInputAliasesItsSource checks the fast path was taken: the draft
 // rows alias the chosen input (no copy of the hidden states) and the only
 // allocations are the guard's mask and last rows, whatever the row count.
-func TestDraftInputAliasesItsSource(t *testing.T) {
+func TestCPDraftInputAliasesItsSource(t *testing.T) {
 	sp := ref.LayoutSpec{CP: 8, Lens: []int{12_800, 12_800, 700, 1}, Granule: 64}
 	lay, err := sp.Build()
 	if err != nil {

@@ -21,11 +21,11 @@ func remapShape(t testing.TB) ref.CPRemapLocsInput {
 	return ref.CPRemapLocsInput{}
 }
 
-// TestRemapLocsMemoryIsOPages checks the fast path keeps memory O(pages +
+// TestCPRemapLocsMemoryIsOPages checks the fast path keeps memory O(pages +
 // locs) (P6.2): page ids near 2^50 — a dense [B × logical capacity]
 // inverse would need petabytes — remap with the output, the descriptors
 // and a constant number of other allocations.
-func TestRemapLocsMemoryIsOPages(t *testing.T) {
+func TestCPRemapLocsMemoryIsOPages(t *testing.T) {
 	const far = int64(1) << 50
 	in := ref.CPRemapLocsInput{PageSize: 64, Pages: [][]int64{{far + 9, far}, {far, far + 5}},
 		Locs: []int64{far*64 + 1, (far+9)*64 + 63, far*64 + 2, -1}, RowIDs: []int32{0, 0, 1, 1}}

@@ -8,12 +8,12 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestHostOffsetsCarvesSpansFromOneAllocation checks the strided path was
+// TestLayoutHostOffsetsCarvesSpansFromOneAllocation checks the strided path was
 // taken: every PF query answer's page_size ranges are carved from one
 // backing array, and validation builds no field names for valid queries,
 // so the whole answer is three allocations (offsets, the span headers, the
 // ranges) however many queries there are.
-func TestHostOffsetsCarvesSpansFromOneAllocation(t *testing.T) {
+func TestLayoutHostOffsetsCarvesSpansFromOneAllocation(t *testing.T) {
 	in := ref.LayoutHostOffsetsInput{Layout: ref.PageFirst, Pool: ref.HostPoolMLA, Layers: 61, Pages: 1 << 16, PageSize: 64, TokenBytes: 1152}
 	for i := range int64(512) {
 		in.Points = append(in.Points, ref.HostPoint{Layer: i % 61, Token: i * 97, Byte: i % 1152})

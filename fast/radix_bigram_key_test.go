@@ -187,14 +187,14 @@ func TestBigramViewAppendToEqualsMaterializeWithoutAllocating(t *testing.T) {
 	}
 }
 
-// TestPageHashesSizesItsBufferByTheTokensNotByPageSize is the
+// TestRadixPageHashesSizesItsBufferByTheTokensNotByPageSize is the
 // hostile-input harness's finding on radix.page_hashes: the fast twin sized
 // its page buffer as page_size·width before knowing whether one whole page
 // exists, so page_size 2^31−1 allocated 8 GB for four tokens, 2^31+1 ran
 // for seconds, 2^53+1 panicked (makeslice) and 10^12 took the server down.
 // A page larger than the key hashes nothing — ref's answer — and what the
 // twin allocates is bounded by the tokens it was sent.
-func TestPageHashesSizesItsBufferByTheTokensNotByPageSize(t *testing.T) {
+func TestRadixPageHashesSizesItsBufferByTheTokensNotByPageSize(t *testing.T) {
 	for _, ps := range []int{1<<31 - 1, 1<<31 + 1, 1<<53 + 1, 1 << 61, 1<<63 - 1, 1_000_000_000_000} {
 		for _, bigram := range []bool{false, true} {
 			in := ref.RadixPageHashesInput{Tokens: []int64{1, 2, 3, 4}, Bigram: bigram, PageSize: ps}

@@ -9,11 +9,11 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestChatNormalizeFastPathAllocations: the fast twin never decodes the
+// TestServingChatNormalizeFastPathAllocations: the fast twin never decodes the
 // request, so normalizing a 32 KB request costs a bounded number of small
 // allocations plus one output buffer, not one per member; with every flag
 // off the request is returned without a copy.
-func TestChatNormalizeFastPathAllocations(t *testing.T) {
+func TestServingChatNormalizeFastPathAllocations(t *testing.T) {
 	shapes := catalog.ServingChatNormalize().Shapes
 	on, off := shapes[0].Make(), shapes[1].Make()
 	// Without the string image_url part (always normalized, S2.7) nothing changes.
@@ -31,12 +31,12 @@ func TestChatNormalizeFastPathAllocations(t *testing.T) {
 	}
 }
 
-// TestChatNormalizeRejectsInvalidJSONLikeRef: the fast twin validates in
+// TestServingChatNormalizeRejectsInvalidJSONLikeRef: the fast twin validates in
 // the same single pass that locates the members, so a fault anywhere (deep
 // in a message, in a tool, after the object) must give ref's exact error.
 // These inputs cannot travel through the JSON-encoded equiv suite (a
 // json.RawMessage must be valid), so they are checked here directly.
-func TestChatNormalizeRejectsInvalidJSONLikeRef(t *testing.T) {
+func TestServingChatNormalizeRejectsInvalidJSONLikeRef(t *testing.T) {
 	lim := ref.DefaultLimits()
 	flags := ref.CompatFlags{NormalizeToolChoice: true, FlattenToolRoleContent: true}
 	for _, req := range []string{

@@ -7,10 +7,10 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestFilterCPRankTakesTheNoMaskPath checks the fast path was actually
+// TestTransferFilterCPRankTakesTheNoMaskPath checks the fast path was actually
 // taken: owned aliases the input (no copy) and the only allocation is the
 // positions slice.
-func TestFilterCPRankTakesTheNoMaskPath(t *testing.T) {
+func TestTransferFilterCPRankTakesTheNoMaskPath(t *testing.T) {
 	kv := make([]int64, 1024)
 	for i := range kv {
 		kv[i] = 5000 + int64(i)

@@ -8,10 +8,10 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestGroupContiguousAllocatesOnlyTheExactOutput checks the fast path was
+// TestTransferGroupContiguousAllocatesOnlyTheExactOutput checks the fast path was
 // taken: no diff or break arrays, one allocation, and that one sized to the
 // run count exactly.
-func TestGroupContiguousAllocatesOnlyTheExactOutput(t *testing.T) {
+func TestTransferGroupContiguousAllocatesOnlyTheExactOutput(t *testing.T) {
 	in := catalog.TransferGroupContiguous().Shapes[1].Make() // 1024 pairs in 4 runs
 	out, err := fast.TransferGroupContiguous(ref.DefaultLimits(), in)
 	if err != nil {

@@ -9,10 +9,10 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestLayerBlocksAllocatesRunsAndBlocksOnly checks the fast path was taken
+// TestTransferLayerBlocksAllocatesRunsAndBlocksOnly checks the fast path was taken
 // on the GLM-5-like shape: the runs computed once, one exact-size block
 // list, and nothing else (no per-layer lists, no page-sized scratch).
-func TestLayerBlocksAllocatesRunsAndBlocksOnly(t *testing.T) {
+func TestTransferLayerBlocksAllocatesRunsAndBlocksOnly(t *testing.T) {
 	in := catalog.TransferLayerBlocks().Shapes[0].Make()
 	out, err := fast.TransferLayerBlocks(ref.DefaultLimits(), in)
 	if err != nil {
@@ -27,10 +27,10 @@ func TestLayerBlocksAllocatesRunsAndBlocksOnly(t *testing.T) {
 	}
 }
 
-// TestLayerBlocksSortsRunsOnlyWhenDecodeRunsAreOutOfOrder: proving decode
+// TestTransferLayerBlocksSortsRunsOnlyWhenDecodeRunsAreOutOfOrder: proving decode
 // pages distinct costs one scan when the runs' decode ranges ascend, and
 // one sorted copy of the runs (not of the pages) when they do not.
-func TestLayerBlocksSortsRunsOnlyWhenDecodeRunsAreOutOfOrder(t *testing.T) {
+func TestTransferLayerBlocksSortsRunsOnlyWhenDecodeRunsAreOutOfOrder(t *testing.T) {
 	in := catalog.TransferLayerBlocks().Shapes[0].Make()
 	in.DstPages = slices.Clone(in.DstPages)
 	slices.Reverse(in.DstPages) // every pair its own run, decode descending

@@ -9,10 +9,10 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestPrebuiltSliceMakesOneExactAllocation checks the fast path was taken:
+// TestTransferPrebuiltSliceMakesOneExactAllocation checks the fast path was taken:
 // one allocation per call backs all four output lists, and each list's
 // capacity ends at its length so appending to one cannot overwrite the next.
-func TestPrebuiltSliceMakesOneExactAllocation(t *testing.T) {
+func TestTransferPrebuiltSliceMakesOneExactAllocation(t *testing.T) {
 	in := catalog.TransferPrebuiltSlice().Shapes[1].Make()
 	out, err := fast.TransferPrebuiltSlice(ref.DefaultLimits(), in)
 	if err != nil {
@@ -29,10 +29,10 @@ func TestPrebuiltSliceMakesOneExactAllocation(t *testing.T) {
 	}
 }
 
-// TestPrebuiltSliceWritesNothingForANegativeSlot: the sign scan runs before
+// TestTransferPrebuiltSliceWritesNothingForANegativeSlot: the sign scan runs before
 // the output is allocated, so a rejected batch allocates only its error,
 // not the 256 KiB output.
-func TestPrebuiltSliceWritesNothingForANegativeSlot(t *testing.T) {
+func TestTransferPrebuiltSliceWritesNothingForANegativeSlot(t *testing.T) {
 	in := catalog.TransferPrebuiltSlice().Shapes[2].Make()
 	r := &in.Requests[len(in.Requests)-1]
 	r.Row[len(r.Row)-1] = -1

@@ -8,11 +8,11 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestStateLayerPairingTakesTheSliceFastPaths checks the fast paths were
+// TestTransferStateLayerPairingTakesTheSliceFastPaths checks the fast paths were
 // taken: identical id lists pair i↔i with the pairs as the only allocation;
 // reordered lists add exactly one scratch slice (the two sorted index
 // orders), so no map or per-id queue is built.
-func TestStateLayerPairingTakesTheSliceFastPaths(t *testing.T) {
+func TestTransferStateLayerPairingTakesTheSliceFastPaths(t *testing.T) {
 	for _, c := range []struct {
 		shape  int
 		allocs float64

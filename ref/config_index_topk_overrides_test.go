@@ -14,8 +14,8 @@ import (
 func i64p(v int64) *int64   { return &v }
 func strp(s string) *string { return &s }
 
-// TestIndexTopkOverridesExamples pins docs/spec/admission-serving.md §S4.4's table.
-func TestIndexTopkOverridesExamples(t *testing.T) {
+// TestConfigIndexTopKOverridesExamples pins docs/spec/admission-serving.md §S4.4's table.
+func TestConfigIndexTopKOverridesExamples(t *testing.T) {
 	override := "--nsa-index-topk-freq=4 overrides index_topk_freq=2 from --json-model-override-args"
 	cases := []struct {
 		in       ref.ConfigIndexTopKOverridesInput
@@ -47,11 +47,11 @@ func TestIndexTopkOverridesExamples(t *testing.T) {
 	}
 }
 
-// TestIndexTopkOverridesFeedTheIndexPlan: §S4.4's freq 4, offset 3 over 10
+// TestConfigIndexTopKOverridesFeedTheIndexPlan: §S4.4's freq 4, offset 3 over 10
 // layers is FFFSSSFSSS once the merged config reaches nsa.index_plan, and
 // offset 0 left unset keeps layer 0 F under the §S4.3 formula, where the
 // injected 0 of bug S4-B1 would make it S.
-func TestIndexTopkOverridesFeedTheIndexPlan(t *testing.T) {
+func TestConfigIndexTopKOverridesFeedTheIndexPlan(t *testing.T) {
 	out, err := ref.ConfigIndexTopKOverrides(ref.DefaultLimits(), ref.ConfigIndexTopKOverridesInput{Freq: i64p(4), Offset: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -80,9 +80,9 @@ func TestIndexTopkOverridesFeedTheIndexPlan(t *testing.T) {
 	}
 }
 
-// TestIndexTopkOverridesBadInput is §S4.6: flags first (freq, pattern,
+// TestConfigIndexTopKOverridesBadInput is §S4.6: flags first (freq, pattern,
 // offset), then the JSON's syntax, kind and duplicate keys.
-func TestIndexTopkOverridesBadInput(t *testing.T) {
+func TestConfigIndexTopKOverridesBadInput(t *testing.T) {
 	cases := []struct {
 		in    ref.ConfigIndexTopKOverridesInput
 		want  *ref.Sentinel

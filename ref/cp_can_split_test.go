@@ -9,9 +9,9 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestCanSplitDecisionTable pins docs/spec/cp-layout.md §5.3 row by row (cp=2,
+// TestCPCanSplitDecisionTable pins docs/spec/cp-layout.md §5.3 row by row (cp=2,
 // shared-KV on unless stated) and §5.5's regression.
-func TestCanSplitDecisionTable(t *testing.T) {
+func TestCPCanSplitDecisionTable(t *testing.T) {
 	fwd := func(mode ref.ForwardMode, shared bool, lens, prefix []int) ref.CPCanSplitInput {
 		return ref.CPCanSplitInput{Mode: mode, CPEnabled: true, CPSize: 2, UsesCPSharedKV: shared,
 			BatchSize: len(lens), ExtendLens: lens, PrefixLens: prefix, PageSize: 64}
@@ -64,9 +64,9 @@ func TestCanSplitDecisionTable(t *testing.T) {
 	}
 }
 
-// TestCanSplitRejectsBadInputNamingFieldAndBound pins the errors of §5.2
+// TestCPCanSplitRejectsBadInputNamingFieldAndBound pins the errors of §5.2
 // steps 3–6 on eligible forwards, each with its field.
-func TestCanSplitRejectsBadInputNamingFieldAndBound(t *testing.T) {
+func TestCPCanSplitRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	ok := func() ref.CPCanSplitInput {
 		return ref.CPCanSplitInput{Mode: ref.ModeExtend, CPEnabled: true, CPSize: 2, UsesCPSharedKV: true,
 			BatchSize: 2, ExtendLens: []int{3, 9}, PrefixLens: []int{0, 64}, SeqLens: []int{3, 73}, PageSize: 64}
@@ -101,9 +101,9 @@ func TestCanSplitRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	}
 }
 
-// TestCanSplitGranuleDefaultsToPageSize: g == ps for shared-KV (§5.1)
+// TestCPCanSplitGranuleDefaultsToPageSize: g == ps for shared-KV (§5.1)
 // unless a granule is given (Appendix D.9 keeps g a parameter).
-func TestCanSplitGranuleDefaultsToPageSize(t *testing.T) {
+func TestCPCanSplitGranuleDefaultsToPageSize(t *testing.T) {
 	in := ref.CPCanSplitInput{Mode: ref.ModeExtend, CPEnabled: true, CPSize: 2, UsesCPSharedKV: true,
 		BatchSize: 1, ExtendLens: []int{3}, PrefixLens: []int{0}, PageSize: 4}
 	for _, c := range []struct{ granule, seg int }{{0, 4}, {1, 1}, {4, 4}} {

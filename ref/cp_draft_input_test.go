@@ -9,10 +9,10 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestDraftInputKnownAnswers pins cp.draft_input's design on the smallest
+// TestCPDraftInputKnownAnswers pins cp.draft_input's design on the smallest
 // layouts: padded cp=2, g=1, L=[2] (R(0) = 2 = Σ L: the contracts share a
 // length) and L=[3] (rank 0 holds a0 | PAD, rank 1 a1 | a2, §2.5).
-func TestDraftInputKnownAnswers(t *testing.T) {
+func TestCPDraftInputKnownAnswers(t *testing.T) {
 	l2 := &ref.LayoutSpec{CP: 2, Lens: []int{2}, Granule: 1}
 	l3 := &ref.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1}
 	global2 := ref.Rows{W: 2, B: []byte{1, 1, 2, 2}}
@@ -51,10 +51,10 @@ func TestDraftInputKnownAnswers(t *testing.T) {
 	}
 }
 
-// TestDraftInputRejectsBadInputNamingFieldAndBound: layout and rank errors,
+// TestCPDraftInputRejectsBadInputNamingFieldAndBound: layout and rank errors,
 // unknown contracts, ragged buffers, and row counts that break the
 // *declared* contract.
-func TestDraftInputRejectsBadInputNamingFieldAndBound(t *testing.T) {
+func TestCPDraftInputRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	ok := func() ref.CPDraftInputInput {
 		return ref.CPDraftInputInput{Layout: &ref.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1}, HiddenContract: ref.DraftGlobalValid,
 			Hidden: ref.Rows{W: 1, B: []byte{1, 2, 3}}, DraftHidden: &ref.Rows{W: 1, B: []byte{1, 0}}}

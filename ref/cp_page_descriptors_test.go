@@ -22,11 +22,11 @@ func TestPageDescriptorsSpecExample(t *testing.T) {
 	}
 }
 
-// TestRemapLocsSpecExample pins §6.4 / Appendix A6: loc 7 (page 3, offset
+// TestCPRemapLocsSpecExample pins §6.4 / Appendix A6: loc 7 (page 3, offset
 // 1) of row A remaps to 1·2+1 = 3 (the global inverse's 5 is the bug); the
 // same loc of row B to 2·2+1 = 5; −1 passes through; and the legacy global
 // path refuses the batch, whose rows share page 3.
-func TestRemapLocsSpecExample(t *testing.T) {
+func TestCPRemapLocsSpecExample(t *testing.T) {
 	in := ref.CPRemapLocsInput{PageSize: 2, Pages: [][]int64{{7, 3}, {3, 9}},
 		Locs: []int64{7, 7, 14, 19, -1}, RowIDs: []int32{0, 1, 0, 1, 1}}
 	got, err := ref.CPRemapLocs(ref.DefaultLimits(), in)
@@ -48,9 +48,9 @@ func TestRemapLocsSpecExample(t *testing.T) {
 	}
 }
 
-// TestRemapLocsRejectsBadInputNamingFieldAndBound pins §6.3 in its check
+// TestCPRemapLocsRejectsBadInputNamingFieldAndBound pins §6.3 in its check
 // order.
-func TestRemapLocsRejectsBadInputNamingFieldAndBound(t *testing.T) {
+func TestCPRemapLocsRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	ok := func() ref.CPRemapLocsInput {
 		return ref.CPRemapLocsInput{PageSize: 2, Pages: [][]int64{{7, 3}, {3, 9}}, Locs: []int64{7, -1}, RowIDs: []int32{0, 1}}
 	}

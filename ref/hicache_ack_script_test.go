@@ -8,7 +8,7 @@ import (
 
 // The script's group semantics: MIN draining over ranks with independent
 // readiness, and group steps some rank must reject refused as a whole.
-func TestAckScriptDrainsTheMinOverRanks(t *testing.T) {
+func TestHiCacheAckScriptDrainsTheMinOverRanks(t *testing.T) {
 	in := HiCacheAckScriptInput{Steps: []AckStep{
 		{Op: AckCreate, Ranks: 2, Layers: 1, HostCapacity: 4},
 		{Op: AckNode, ValueLen: 1},
@@ -43,7 +43,7 @@ func TestAckScriptDrainsTheMinOverRanks(t *testing.T) {
 }
 
 // A terminal consumer error ends the run; later steps are not traced.
-func TestAckScriptHaltsAtTerminalError(t *testing.T) {
+func TestHiCacheAckScriptHaltsAtTerminalError(t *testing.T) {
 	in := HiCacheAckScriptInput{Steps: []AckStep{
 		{Op: AckCreate, Ranks: 1, Layers: 1},
 		{Op: AckAppend, IDs: []NodeID{9}},
@@ -62,7 +62,7 @@ func TestAckScriptHaltsAtTerminalError(t *testing.T) {
 }
 
 // Refusals are reported with their reason, not as errors.
-func TestAckScriptReportsRefusalReasons(t *testing.T) {
+func TestHiCacheAckScriptReportsRefusalReasons(t *testing.T) {
 	in := HiCacheAckScriptInput{Steps: []AckStep{
 		{Op: AckCreate, Ranks: 2, Layers: 2, HostCapacity: 1},
 		{Op: AckNode, ValueLen: 1},
@@ -81,7 +81,7 @@ func TestAckScriptReportsRefusalReasons(t *testing.T) {
 }
 
 // Scripts that cannot run are rejected whole, naming the step's field.
-func TestAckScriptRejectsUnrunnableScripts(t *testing.T) {
+func TestHiCacheAckScriptRejectsUnrunnableScripts(t *testing.T) {
 	create := AckStep{Op: AckCreate, Ranks: 2, Layers: 1, HostCapacity: 4}
 	cases := []struct {
 		name  string
@@ -110,14 +110,14 @@ func TestAckScriptRejectsUnrunnableScripts(t *testing.T) {
 	}
 }
 
-// TestAckScriptRejectsLayersWhoseFlagTableOverflows is the hostile-input
+// TestHiCacheAckScriptRejectsLayersWhoseFlagTableOverflows is the hostile-input
 // harness's finding on hicache.ack_script: the group's table size
 // ranks·(host_capacity + layers·(registrations+1)) was formed unchecked, so
 // layers = 2^63−1 (or 2^61 with 7 registrations: 2^64 flags, i.e. 0)
 // wrapped it below the output bound and the first reservation's
 // make([]bool, layers) panicked in both twins. The layers term is checked
 // on its own and named; the sum and the product then cannot wrap silently.
-func TestAckScriptRejectsLayersWhoseFlagTableOverflows(t *testing.T) {
+func TestHiCacheAckScriptRejectsLayersWhoseFlagTableOverflows(t *testing.T) {
 	backup := AckStep{Op: AckWriteBackup, Node: 1, Owned: []int{1, 1, 1}}
 	script := func(layers, regs int) []AckStep {
 		steps := []AckStep{{Op: AckCreate, Ranks: 3, Layers: layers, HostCapacity: 10}, {Op: AckNode, ValueLen: 3}}
@@ -146,14 +146,14 @@ func TestAckScriptRejectsLayersWhoseFlagTableOverflows(t *testing.T) {
 	}
 }
 
-// TestAckScriptBoundsTheTraceTheRankCountMultiplies: every step's result
+// TestHiCacheAckScriptBoundsTheTraceTheRankCountMultiplies: every step's result
 // carries one ready prefix and one duplicate count per rank, and runs the
 // step on every rank, so a create of 100,000 ranks — within its own bound
 // (ranks × (host_capacity + layers) × 8 bytes) — made each of the
 // following one-word steps cost 1.6 MB of trace and 100,000 rank steps.
 // The trace's per-rank entries are bounded like an output, at the create
 // whose ranks they multiply.
-func TestAckScriptBoundsTheTraceTheRankCountMultiplies(t *testing.T) {
+func TestHiCacheAckScriptBoundsTheTraceTheRankCountMultiplies(t *testing.T) {
 	steps := []AckStep{{Op: AckCreate, Ranks: 100_000, Layers: 1}}
 	for range 100 {
 		steps = append(steps, AckStep{Op: AckReset})

@@ -21,8 +21,8 @@ func workedPoints() []ref.HostPoint {
 	return pts
 }
 
-// TestHostOffsetsMatchTheWorkedTable pins every cell of §7.1's worked table.
-func TestHostOffsetsMatchTheWorkedTable(t *testing.T) {
+// TestLayoutHostOffsetsMatchTheWorkedTable pins every cell of §7.1's worked table.
+func TestLayoutHostOffsetsMatchTheWorkedTable(t *testing.T) {
 	want := map[ref.HostLayout][]int64{
 		ref.LayerFirst:      {0, 1, 2, 3, 4, 5, 6, 7},
 		ref.LayerPageFirst:  {0, 1, 2, 3, 4, 5, 6, 7},
@@ -94,9 +94,9 @@ func TestMHAVPlaneStartsAfterTheKPlane(t *testing.T) {
 	}
 }
 
-// TestHostOffsetsRejectsBadInputNamingFieldAndBound pins the bad-input
+// TestLayoutHostOffsetsRejectsBadInputNamingFieldAndBound pins the bad-input
 // table of layout.host_offsets.
-func TestHostOffsetsRejectsBadInputNamingFieldAndBound(t *testing.T) {
+func TestLayoutHostOffsetsRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	ok := func() ref.LayoutHostOffsetsInput {
 		return ref.LayoutHostOffsetsInput{Layout: ref.LayerFirst, Pool: ref.HostPoolMLA, Layers: 2, Pages: 2, PageSize: 2, TokenBytes: 1}
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestBigramKeyPairsAdjacentTokensAndDropsTheLastSlot(t *testing.T) {
+func TestRadixBigramKeyPairsAdjacentTokensAndDropsTheLastSlot(t *testing.T) {
 	got, err := RadixBigramKey(DefaultLimits(), RadixBigramKeyInput{Tokens: []int64{5, 7, 7, 9}, Value: []SlotIdx{100, 101, 102, 103}, PageSize: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestToBigramIsIdempotentAndDoesNotTouchItsInput(t *testing.T) {
 }
 
 // The vectors of docs/spec/radix-acks.md §2.4, computed independently of kvtwin.
-func TestPageHashesMatchTheSpecVectors(t *testing.T) {
+func TestRadixPageHashesMatchTheSpecVectors(t *testing.T) {
 	h := func(in RadixPageHashesInput) RadixPageHashesOutput {
 		t.Helper()
 		out, err := RadixPageHashes(DefaultLimits(), in)

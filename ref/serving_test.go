@@ -9,7 +9,7 @@ import (
 )
 
 // S1.4's table: C = 8192, T = 100000, so max_req_input_len = 8186 and L_eff = 8185.
-func TestValidateInputLengthS14(t *testing.T) {
+func TestServingValidateInputLengthS14(t *testing.T) {
 	for _, c := range []struct {
 		n        int64
 		stage    string
@@ -36,14 +36,14 @@ func TestValidateInputLengthS14(t *testing.T) {
 	}
 }
 
-func TestValidateInputLengthAutoTruncate(t *testing.T) {
+func TestServingValidateInputLengthAutoTruncate(t *testing.T) {
 	out, err := ref.ServingValidateInputLength(ref.DefaultLimits(), ref.ServingValidateInputLengthInput{PromptTokens: 9000, ContextLen: 8192, MaxTotalTokens: 100000, AllowAutoTruncate: true})
 	if err != nil || !out.Accepted || out.PrefillTokens != 8186 {
 		t.Fatalf("auto-truncate keeps the first max_req_input_len tokens: %+v %v", out, err)
 	}
 }
 
-func TestValidateInputLengthBadInput(t *testing.T) {
+func TestServingValidateInputLengthBadInput(t *testing.T) {
 	for _, c := range []struct {
 		in    ref.ServingValidateInputLengthInput
 		want  *ref.Sentinel
@@ -90,7 +90,7 @@ func TestErrorBodyS13(t *testing.T) {
 	}
 }
 
-func TestStreamErrorChunkS14(t *testing.T) {
+func TestServingStreamErrorChunkS14(t *testing.T) {
 	for _, c := range []struct {
 		fr   string
 		emit bool
@@ -120,7 +120,7 @@ func TestStreamErrorChunkS14(t *testing.T) {
 
 func int64p(v int64) *int64 { return &v }
 
-func TestChatNormalizeExamples(t *testing.T) {
+func TestServingChatNormalizeExamples(t *testing.T) {
 	lim := ref.DefaultLimits()
 	for _, c := range []struct {
 		name  string
@@ -188,7 +188,7 @@ func TestUsageS26(t *testing.T) {
 	}
 }
 
-func TestGLMToolArgsS28(t *testing.T) {
+func TestServingGLMToolArgsS28(t *testing.T) {
 	tools := json.RawMessage(`[{"type":"function","function":{"name":"run","parameters":{"type":"object","properties":{"code":{"type":"string"},"n":{"type":"number"}}}}}]`)
 	text := "hi<tool_call>run\n<arg_key>code</arg_key>\n<arg_value>  def f():\n    return 1\n</arg_value>\n<arg_key> n </arg_key><arg_value>\"42\"</arg_value></tool_call>bye"
 	out, err := ref.ServingGLMToolArgs(ref.DefaultLimits(), ref.ServingGLMToolArgsInput{Text: text, Tools: tools})

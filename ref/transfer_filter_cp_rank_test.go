@@ -9,8 +9,8 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestFilterCPRankWorkedExamples pins docs/spec/transfer.md §1.3 E1–E4 and §1.6.
-func TestFilterCPRankWorkedExamples(t *testing.T) {
+// TestTransferFilterCPRankWorkedExamples pins docs/spec/transfer.md §1.3 E1–E4 and §1.6.
+func TestTransferFilterCPRankWorkedExamples(t *testing.T) {
 	six := int64(6)
 	e4 := []int64{10, 2, 30, 4, 50, 6}
 	cases := []struct {
@@ -54,8 +54,8 @@ func TestFilterCPRankWorkedExamples(t *testing.T) {
 	}
 }
 
-// TestFilterCPRankRejectsBadInputNamingFieldAndBound pins docs/spec/transfer.md §1.5.
-func TestFilterCPRankRejectsBadInputNamingFieldAndBound(t *testing.T) {
+// TestTransferFilterCPRankRejectsBadInputNamingFieldAndBound pins docs/spec/transfer.md §1.5.
+func TestTransferFilterCPRankRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	four := int64(4)
 	cases := []struct {
 		in    ref.TransferFilterCPRankInput

@@ -10,9 +10,9 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestGroupContiguousWorkedExamples pins docs/spec/transfer.md §2's examples, in the
+// TestTransferGroupContiguousWorkedExamples pins docs/spec/transfer.md §2's examples, in the
 // triple form: a run is (src_start, dst_start, count).
-func TestGroupContiguousWorkedExamples(t *testing.T) {
+func TestTransferGroupContiguousWorkedExamples(t *testing.T) {
 	cases := []struct {
 		name     string
 		src, dst []int64
@@ -41,9 +41,9 @@ func TestGroupContiguousWorkedExamples(t *testing.T) {
 	}
 }
 
-// TestGroupContiguousRejectsBadInputNamingFieldAndBound pins §2's bad input
+// TestTransferGroupContiguousRejectsBadInputNamingFieldAndBound pins §2's bad input
 // and the lead's order: unequal non-empty lengths, then src ids, then dst ids.
-func TestGroupContiguousRejectsBadInputNamingFieldAndBound(t *testing.T) {
+func TestTransferGroupContiguousRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	cases := []struct {
 		name     string
 		src, dst []int64

@@ -19,8 +19,8 @@ func worked34() ref.TransferLayerBlocksInput {
 	}
 }
 
-// TestLayerBlocksWorkedExample pins §3.4 block for block, entry-major.
-func TestLayerBlocksWorkedExample(t *testing.T) {
+// TestTransferLayerBlocksWorkedExample pins §3.4 block for block, entry-major.
+func TestTransferLayerBlocksWorkedExample(t *testing.T) {
 	got, err := ref.TransferLayerBlocks(ref.DefaultLimits(), worked34())
 	if err != nil {
 		t.Fatal(err)
@@ -101,9 +101,9 @@ func TestNoPagesGiveEmptyListsNotNull(t *testing.T) {
 	}
 }
 
-// TestLayerBlocksRejectsBadInputNamingFieldAndBound pins every §3 bad input
+// TestTransferLayerBlocksRejectsBadInputNamingFieldAndBound pins every §3 bad input
 // and its field, value and bound.
-func TestLayerBlocksRejectsBadInputNamingFieldAndBound(t *testing.T) {
+func TestTransferLayerBlocksRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	with := func(f func(*ref.TransferLayerBlocksInput)) ref.TransferLayerBlocksInput {
 		in := worked34()
 		f(&in)
@@ -169,9 +169,9 @@ func TestLayerBlocksRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	}
 }
 
-// TestLayerBlocksChecksTheOutputSizeBeforeAllocating: entries × runs
+// TestTransferLayerBlocksChecksTheOutputSizeBeforeAllocating: entries × runs
 // blocks is a product of input sizes, so it is held to Limits.
-func TestLayerBlocksChecksTheOutputSizeBeforeAllocating(t *testing.T) {
+func TestTransferLayerBlocksChecksTheOutputSizeBeforeAllocating(t *testing.T) {
 	_, err := ref.TransferLayerBlocks(ref.Limits{MaxOutputBytes: 3 * ref.BlockBytes}, worked34())
 	ie, ok := ref.AsInputError(err)
 	if !ok || !errors.Is(err, ref.ErrTooLarge) || ie.Field != "blocks" || ie.Value != int64(4) {

@@ -63,7 +63,7 @@ func TestWorkedTraceMatchesMonolithic(t *testing.T) {
 	}
 }
 
-func TestPerLayerScriptRejects(t *testing.T) {
+func TestTransferPerLayerScriptRejects(t *testing.T) {
 	create := ref.PerLayerStep{Op: ref.PerLayerCreate, Layers: 2, Hooked: 2, Group: 1, ItemLen: 2, SrcPages: 2, DstPages: 2}
 	bad := func(mod func(*ref.PerLayerStep)) []ref.PerLayerStep {
 		c := create

@@ -12,10 +12,10 @@ import (
 
 func i64(v int64) *int64 { return &v }
 
-// TestPrebuiltSliceStartsAtThePrefix pins docs/spec/transfer.md §5's example: r1's
+// TestTransferPrebuiltSliceStartsAtThePrefix pins docs/spec/transfer.md §5's example: r1's
 // cached prefix [7,8] is skipped, r2 has no prefix; the buggy row[:extend]
 // would have given [7,8,20,21,22].
-func TestPrebuiltSliceStartsAtThePrefix(t *testing.T) {
+func TestTransferPrebuiltSliceStartsAtThePrefix(t *testing.T) {
 	in := ref.TransferPrebuiltSliceInput{Requests: []ref.PrebuiltRequest{
 		{Row: []int64{7, 8, 9, 10}, PrefixLen: 2, ExtendLen: 2, OriginLen: 4, NumOutputs: 1},
 		{Row: []int64{20, 21, 22}, PrefixLen: 0, ExtendLen: 3, OriginLen: 3, NumOutputs: 1},
@@ -31,9 +31,9 @@ func TestPrebuiltSliceStartsAtThePrefix(t *testing.T) {
 	}
 }
 
-// TestPrebuiltSliceSeqLenCountsDecodedOutputs pins seq_len = origin_len +
+// TestTransferPrebuiltSliceSeqLenCountsDecodedOutputs pins seq_len = origin_len +
 // max(0, num_outputs−1), and that the seq_len rule binds only with no outputs.
-func TestPrebuiltSliceSeqLenCountsDecodedOutputs(t *testing.T) {
+func TestTransferPrebuiltSliceSeqLenCountsDecodedOutputs(t *testing.T) {
 	in := ref.TransferPrebuiltSliceInput{Requests: []ref.PrebuiltRequest{
 		{Row: []int64{1, 2, 3}, PrefixLen: 1, ExtendLen: 2, OriginLen: 3, NumOutputs: 0},
 		{Row: []int64{4, 5, 6}, PrefixLen: 0, ExtendLen: 3, OriginLen: 2, NumOutputs: 1},
@@ -48,9 +48,9 @@ func TestPrebuiltSliceSeqLenCountsDecodedOutputs(t *testing.T) {
 	}
 }
 
-// TestPrebuiltSliceOfAnEmptyBatchEncodesEmptyLists: no requests still
+// TestTransferPrebuiltSliceOfAnEmptyBatchEncodesEmptyLists: no requests still
 // yields [] lists, never null.
-func TestPrebuiltSliceOfAnEmptyBatchEncodesEmptyLists(t *testing.T) {
+func TestTransferPrebuiltSliceOfAnEmptyBatchEncodesEmptyLists(t *testing.T) {
 	got, err := ref.TransferPrebuiltSlice(ref.DefaultLimits(), ref.TransferPrebuiltSliceInput{})
 	if err != nil {
 		t.Fatal(err)
@@ -60,9 +60,9 @@ func TestPrebuiltSliceOfAnEmptyBatchEncodesEmptyLists(t *testing.T) {
 	}
 }
 
-// TestPrebuiltSliceIgnoresSlotsOutsideTheCopiedRange: only the slots that
+// TestTransferPrebuiltSliceIgnoresSlotsOutsideTheCopiedRange: only the slots that
 // are copied are checked; a stale prefix slot is never read.
-func TestPrebuiltSliceIgnoresSlotsOutsideTheCopiedRange(t *testing.T) {
+func TestTransferPrebuiltSliceIgnoresSlotsOutsideTheCopiedRange(t *testing.T) {
 	in := ref.TransferPrebuiltSliceInput{Requests: []ref.PrebuiltRequest{
 		{Row: []int64{-1, 5, 6, -1}, PrefixLen: 1, ExtendLen: 2, OriginLen: 3, NumOutputs: 1},
 	}}
@@ -71,9 +71,9 @@ func TestPrebuiltSliceIgnoresSlotsOutsideTheCopiedRange(t *testing.T) {
 	}
 }
 
-// TestPrebuiltSliceRejectsBadInputNamingFieldAndBound pins docs/spec/transfer.md §5's
+// TestTransferPrebuiltSliceRejectsBadInputNamingFieldAndBound pins docs/spec/transfer.md §5's
 // bad-input list and the check order.
-func TestPrebuiltSliceRejectsBadInputNamingFieldAndBound(t *testing.T) {
+func TestTransferPrebuiltSliceRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	req := func(row []int64, p, e, o, n int64) ref.PrebuiltRequest {
 		return ref.PrebuiltRequest{Row: row, PrefixLen: p, ExtendLen: e, OriginLen: o, NumOutputs: n}
 	}

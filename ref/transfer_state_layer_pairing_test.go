@@ -33,9 +33,9 @@ func patternIndex(p string, capacity *ref.HostCapacityTerms) *ref.IndexConfig {
 	return &ref.IndexConfig{NumHiddenLayers: int64(len(p)), Pattern: &p, Capacity: capacity}
 }
 
-// TestStateLayerPairingWorkedExamples pins docs/spec/transfer.md §6.2's examples and
+// TestTransferStateLayerPairingWorkedExamples pins docs/spec/transfer.md §6.2's examples and
 // §6.1's FSSSFSSS slots.
-func TestStateLayerPairingWorkedExamples(t *testing.T) {
+func TestTransferStateLayerPairingWorkedExamples(t *testing.T) {
 	glm := &ref.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}
 	cases := []struct {
 		name string
@@ -72,10 +72,10 @@ func TestStateLayerPairingWorkedExamples(t *testing.T) {
 	}
 }
 
-// TestStateLayerPairingFailsFastInsteadOfPairingByCount pins §6.2's last
+// TestTransferStateLayerPairingFailsFastInsteadOfPairingByCount pins §6.2's last
 // example: equal counts, different layers — an error naming both sides'
 // extra ids, where the rejected count-based pairing wrote layer 8 into 12.
-func TestStateLayerPairingFailsFastInsteadOfPairingByCount(t *testing.T) {
+func TestTransferStateLayerPairingFailsFastInsteadOfPairingByCount(t *testing.T) {
 	_, err := ref.TransferStateLayerPairing(ref.DefaultLimits(), ref.TransferStateLayerPairingInput{PPSize: 1, Src: reg(0, 4, 8), Dst: reg(0, 4, 12)})
 	ie, ok := ref.AsInputError(err)
 	if !ok || !errors.Is(err, ref.ErrStateLayerIdentityMismatch) {
@@ -126,9 +126,9 @@ func TestActiveIndexLayersOfGLM5Pattern(t *testing.T) {
 	}
 }
 
-// TestStateLayerPairingRejectsBadInputNamingFieldAndBound pins the check
+// TestTransferStateLayerPairingRejectsBadInputNamingFieldAndBound pins the check
 // order of docs/spec/transfer.md §6: config, then rules 1–5, then slots.
-func TestStateLayerPairingRejectsBadInputNamingFieldAndBound(t *testing.T) {
+func TestTransferStateLayerPairingRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	pat := func(p string, L int64) *ref.IndexConfig { return &ref.IndexConfig{NumHiddenLayers: L, Pattern: &p} }
 	act := func(L int64, a ...int64) *ref.IndexConfig { return &ref.IndexConfig{NumHiddenLayers: L, Active: a} }
 	withCap := func(c *ref.IndexConfig, kv, idx int64) *ref.IndexConfig {

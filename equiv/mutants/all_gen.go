@@ -96,7 +96,7 @@ func generatedMutants() []equiv.Killable {
 		// nsa.index_plan: equiv.NSAIndexPlan
 		PatternLengthUnchecked(),      // nsa_index_plan.go
 		PrefetchUngated(),             // nsa_index_plan.go
-		SharedLayerMissingPrevTopk(),  // nsa_index_plan.go
+		SharedLayerMissingPrevTopK(),  // nsa_index_plan.go
 		HiCacheIndexBytesEveryLayer(), // nsa_index_plan.go
 		PatternCharsetCForFull(),      // nsa_index_plan.go
 		// radix.bigram_key: equiv.RadixBigramKey

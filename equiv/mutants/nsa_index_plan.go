@@ -67,10 +67,10 @@ func PrefetchUngated() equiv.Killable {
 	}
 }
 
-// SharedLayerMissingPrevTopk is docs/spec/cp-layout.md §9.5 bug 3: a shared layer
+// SharedLayerMissingPrevTopK is docs/spec/cp-layout.md §9.5 bug 3: a shared layer
 // given no previous top-k fell through and ran sparse attention without
 // indices instead of failing fast.
-func SharedLayerMissingPrevTopk() equiv.Killable {
+func SharedLayerMissingPrevTopK() equiv.Killable {
 	return &equiv.Mutant[ref.NSAIndexPlanInput, ref.NSAIndexPlanOutput]{
 		Spec:    equiv.NSAIndexPlan(),
 		ID:      "shared-layer-missing-prev-topk",

@@ -43,12 +43,12 @@ func remapInput(rng *rand.Rand, pages [][]int64, ps int64, n int) ref.CPRemapLoc
 	return in
 }
 
-// TestRemapLocsMatchesRef runs the CUDA twin against ref on random batches
+// TestCPRemapLocsMatchesRef runs the CUDA twin against ref on random batches
 // whose rows share pages, page sizes 1 to 64, from no location and one
 // location to the payload shape (bs=10 rows of 100K tokens at ps=64, a 40K
 // token shared prefix: 1M locations), and on the row-free path (no shared
 // pages; and shared pages, which it refuses).
-func TestRemapLocsMatchesRef(t *testing.T) {
+func TestCPRemapLocsMatchesRef(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 1))
 	for _, n := range []int{0, 1, 2, 7, 300, 5000} {
 		for _, ps := range []int64{1, 2, 3, 64} {
@@ -78,11 +78,11 @@ func TestRemapLocsMatchesRef(t *testing.T) {
 	sameAsRef(t, "remap payload", ref.CPRemapLocs, cuda.CPRemapLocs, in)
 }
 
-// TestRemapLocsBadEntryIsRefsFirst checks that with several bad entries the
+// TestCPRemapLocsBadEntryIsRefsFirst checks that with several bad entries the
 // error is ref's for the lowest one, whatever its kind — the device folds
 // the bad indices with atomicMin, the host names the error — and that the
 // checks before the scan (page size, windows, counts) are ref's too.
-func TestRemapLocsBadEntryIsRefsFirst(t *testing.T) {
+func TestCPRemapLocsBadEntryIsRefsFirst(t *testing.T) {
 	pages := [][]int64{{7, 3}, {3, 9}}
 	good := func() ref.CPRemapLocsInput {
 		return ref.CPRemapLocsInput{PageSize: 2, Pages: pages, Locs: []int64{14, 7, 6, 19, -1, 15, 18},

@@ -13,10 +13,10 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestFilterCPRankLargePageLists compares the CUDA twin with ref on page
+// TestTransferFilterCPRankLargePageLists compares the CUDA twin with ref on page
 // lists from one page to payload scale (8M ids = 64 MiB), with fresh random
 // ids, under both policies; the equiv suite covers the small generated cases.
-func TestFilterCPRankLargePageLists(t *testing.T) {
+func TestTransferFilterCPRankLargePageLists(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(len(t.Name())), 7))
 	sizes := []int{1, 2, 255, 256, 257, 4097, 1 << 20}
 	if !testing.Short() {
@@ -52,9 +52,9 @@ func TestFilterCPRankLargePageLists(t *testing.T) {
 	}
 }
 
-// TestFilterCPRankNegativeIDIsRefsError checks the negative-id rejection
+// TestTransferFilterCPRankNegativeIDIsRefsError checks the negative-id rejection
 // found on the device is reported exactly as ref reports it.
-func TestFilterCPRankNegativeIDIsRefsError(t *testing.T) {
+func TestTransferFilterCPRankNegativeIDIsRefsError(t *testing.T) {
 	kv := []int64{4, 5, -1, 7}
 	in := ref.TransferFilterCPRankInput{KV: kv, CPRank: 1, CPSize: 2}
 	_, werr := ref.TransferFilterCPRank(ref.DefaultLimits(), in)
