@@ -4,7 +4,7 @@
 // against the reference:
 //
 //	a := adapter.New()
-//	adapter.Handle(a, "transfer.group_contiguous", myGroupContiguous) // func(ref.GroupContiguousInput) (ref.GroupContiguousOutput, error)
+//	adapter.Handle(a, "transfer.group_contiguous", myGroupContiguous) // func(ref.TransferGroupContiguousInput) (ref.TransferGroupContiguousOutput, error)
 //	a.ServeExec(context.Background(), os.Stdin, os.Stdout)            // kvtwin audit --impl exec:'./myadapter'
 //
 // A function rejects an input by returning a *Reject (or a kvtwin

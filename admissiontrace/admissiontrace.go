@@ -75,7 +75,7 @@ func newTier(newTree ref.NewRadixTreeFunc, tokens int) (*tier, error) {
 // visit matches k, then inserts it (evicting LRU leaves beyond the
 // capacity, the matched path locked meanwhile) and returns the matched
 // blocks: the prefix the cache held at arrival.
-func (t *tier) visit(k ref.Key) (int, error) {
+func (t *tier) visit(k ref.RadixKey) (int, error) {
 	m, err := t.tree.MatchPrefix(k)
 	if err != nil {
 		return 0, err
@@ -94,7 +94,7 @@ func (t *tier) visit(k ref.Key) (int, error) {
 	size = t.tree.EvictableSize() + t.tree.ProtectedSize()
 	n = min(n, hit+max(t.blocks-size, 0))
 	if n > hit {
-		if _, err := t.tree.Insert(ref.Key{Units: k.Units[:n]}, nil, 0); err != nil {
+		if _, err := t.tree.Insert(ref.RadixKey{Units: k.Units[:n]}, nil, 0); err != nil {
 			return 0, err
 		}
 	}
@@ -196,10 +196,10 @@ func LockBound(reqs []ref.BenchRequest, window int) int64 {
 // budgets, CP knobs, fake L1 available, fake L2 capacity, max_rounds), the
 // trace's requests, queue_window = cfg.Window and fake_l1.evictable =
 // LockBound.
-func Bench(reqs []replay.Request, base ref.BenchInput, cfg Config) (ref.BenchInput, Stats, error) {
+func Bench(reqs []replay.Request, base ref.AdmissionBenchInput, cfg Config) (ref.AdmissionBenchInput, Stats, error) {
 	brs, st, err := Requests(reqs, max(base.PageSize, 1), cfg)
 	if err != nil {
-		return ref.BenchInput{}, Stats{}, err
+		return ref.AdmissionBenchInput{}, Stats{}, err
 	}
 	base.Requests = brs
 	base.QueueWindow = int64(cfg.Window)

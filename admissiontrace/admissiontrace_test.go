@@ -21,7 +21,7 @@ const samplePath = "../replay/testdata/mooncake_conversation_500.jsonl"
 
 // traceBase is the CLI's trace settings (A3.2's example budgets, CP on)
 // with a cached-token budget, so CP gates fire on real prefix reuse.
-func traceBase() ref.BenchInput {
+func traceBase() ref.AdmissionBenchInput {
 	in := catalog.AdmissionBenchA32()
 	in.CP = &ref.BenchCP{MaxRequests: ptr(10), MaxTotalCachedTokens: ptr(65536)}
 	in.MaxRounds = ref.MaxBenchRounds
@@ -33,7 +33,7 @@ func ptr(v int64) *int64 { return &v }
 
 var cfg = admissiontrace.Config{L1CacheTokens: 1 << 22, L2CacheTokens: 1 << 24, Window: admissiontrace.DefaultWindow}
 
-func sampleBench(t testing.TB) ref.BenchInput {
+func sampleBench(t testing.TB) ref.AdmissionBenchInput {
 	reqs, err := replay.ReadFile(samplePath, replay.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)

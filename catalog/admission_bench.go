@@ -9,25 +9,25 @@ import (
 
 // AdmissionBench registers admission.bench (docs/spec/admission-serving.md §A3): the
 // offline admission benchmark, a thin driver around admission.round.
-func AdmissionBench() *Op[ref.BenchInput, ref.BenchOutput] {
-	return &Op[ref.BenchInput, ref.BenchOutput]{
+func AdmissionBench() *Op[ref.AdmissionBenchInput, ref.AdmissionBenchOutput] {
+	return &Op[ref.AdmissionBenchInput, ref.AdmissionBenchOutput]{
 		OpName:  "admission.bench",
 		SpecRef: "admission-serving.md §A3",
 		Summary: "offline admission benchmark: rounds of prefill admission over a request list with fake L1/L2 capacity; batches, stop reasons, L2 load-back use and buffer estimates",
 		Ref:     ref.AdmissionBench,
 		Fast:    fast.AdmissionBench,
 		Sample:  AdmissionBenchA32(),
-		Shapes: []Shape[ref.BenchInput]{
-			{Name: "1000-requests-cp-buffer-gate", Make: func() ref.BenchInput { return AdmissionBenchQueue(1000) }},
+		Shapes: []Shape[ref.AdmissionBenchInput]{
+			{Name: "1000-requests-cp-buffer-gate", Make: func() ref.AdmissionBenchInput { return AdmissionBenchQueue(1000) }},
 		},
 	}
 }
 
 // AdmissionBenchA32 is A3.2's example input (deterministic): two requests
 // with 4096-token host hits under a 4096-token cached budget.
-func AdmissionBenchA32() ref.BenchInput {
+func AdmissionBenchA32() ref.AdmissionBenchInput {
 	size := ref.ByteSize("2GiB")
-	return ref.BenchInput{
+	return ref.AdmissionBenchInput{
 		PageSize: 64, CPSize: 8, MaxPrefillTokens: 16384, ChunkedPrefillSize: ptr(8192),
 		NewTokenRatio: 0.7, MaxRunningRequests: 64, HierarchicalCache: true,
 		FakeL1: ref.PoolState{Available: 400000}, FakeL2LoadBackCapacity: 65536,
@@ -43,7 +43,7 @@ func AdmissionBenchA32() ref.BenchInput {
 
 // AdmissionBenchQueue is the performance shape: n requests with L1 and L2
 // hits under every CP gate, the real estimator on the buffer gate.
-func AdmissionBenchQueue(n int) ref.BenchInput {
+func AdmissionBenchQueue(n int) ref.AdmissionBenchInput {
 	in := AdmissionBenchA32()
 	in.FakeL1 = ref.PoolState{Available: 1 << 22, Evictable: 1 << 22}
 	in.CP.MaxTotalCachedTokens = ptr(64 << 10)

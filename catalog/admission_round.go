@@ -9,17 +9,17 @@ import (
 
 // AdmissionRound registers admission.round (docs/spec/admission-serving.md §A1): one
 // PrefillAdder queue walk with its stop reason and budget snapshot.
-func AdmissionRound() *Op[ref.RoundInput, ref.RoundResult] {
-	return &Op[ref.RoundInput, ref.RoundResult]{
+func AdmissionRound() *Op[ref.AdmissionRoundInput, ref.AdmissionRoundOutput] {
+	return &Op[ref.AdmissionRoundInput, ref.AdmissionRoundOutput]{
 		OpName:  "admission.round",
 		SpecRef: "admission-serving.md §A1",
 		Summary: "prefill admission: walk the waiting queue under total, input, chunk and CP shared-KV budgets; the batch, stop reason and budgets",
-		Ref:     ref.AdmitRound,
-		Fast:    fast.AdmitRound,
+		Ref:     ref.AdmissionRound,
+		Fast:    fast.AdmissionRound,
 		Sample:  admissionSample(),
-		Shapes: []Shape[ref.RoundInput]{
-			{Name: "queue-1000-all-admitted", Make: func() ref.RoundInput { return AdmissionQueue(1000, false) }},
-			{Name: "queue-1000-cp-gates", Make: func() ref.RoundInput { return AdmissionQueue(1000, true) }},
+		Shapes: []Shape[ref.AdmissionRoundInput]{
+			{Name: "queue-1000-all-admitted", Make: func() ref.AdmissionRoundInput { return AdmissionQueue(1000, false) }},
+			{Name: "queue-1000-cp-gates", Make: func() ref.AdmissionRoundInput { return AdmissionQueue(1000, true) }},
 		},
 	}
 }
@@ -27,8 +27,8 @@ func AdmissionRound() *Op[ref.RoundInput, ref.RoundResult] {
 func ptr(v int64) *int64 { return &v }
 
 // admissionSample is §A1.12 E6, the seed's bench case.
-func admissionSample() ref.RoundInput {
-	return ref.RoundInput{
+func admissionSample() ref.AdmissionRoundInput {
+	return ref.AdmissionRoundInput{
 		Config: ref.AdderConfig{PageSize: 64, NewTokenRatio: 0.7, MaxPrefillTokens: 16384, ChunkedPrefillSize: ptr(8192),
 			MaxRunningRequests: 64, HierarchicalCache: true, CP: &ref.CPAdmission{MaxTotalCachedTokens: ptr(4096)}},
 		Pool: ref.PoolState{Available: 100000},
@@ -41,8 +41,8 @@ func admissionSample() ref.RoundInput {
 // (budgets sized to the queue), with L1 prefixes, some host hits and, when
 // cp is set, every CP gate configured (and passing) including the buffer
 // model, so each decision runs the whole §A1.6 path.
-func AdmissionQueue(n int, cp bool) ref.RoundInput {
-	in := ref.RoundInput{
+func AdmissionQueue(n int, cp bool) ref.AdmissionRoundInput {
+	in := ref.AdmissionRoundInput{
 		Config: ref.AdderConfig{PageSize: 64, NewTokenRatio: 0.7, MaxPrefillTokens: 1 << 36, MaxRunningRequests: int64(n) + 1},
 		Pool:   ref.PoolState{Available: 1 << 36, Evictable: 1 << 30},
 		Queue:  make([]ref.Request, n),

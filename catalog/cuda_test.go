@@ -15,24 +15,24 @@ import (
 // is reported with the op's name, so the whole CUDA implementation is
 // withheld with that reason (/readyz, --impl cuda).
 func TestCUDASelfTestNamesTheMismatchingOp(t *testing.T) {
-	good := catalog.FilterCPRank()
+	good := catalog.TransferFilterCPRank()
 	good.CUDA = good.Fast
-	wrong := catalog.FilterCPRank()
+	wrong := catalog.TransferFilterCPRank()
 	wrong.OpName = "test.wrong"
-	wrong.CUDA = func(lim ref.Limits, in ref.FilterCPRankInput) (ref.FilterCPRankOutput, error) {
-		out, err := ref.FilterCPRank(lim, in)
+	wrong.CUDA = func(lim ref.Limits, in ref.TransferFilterCPRankInput) (ref.TransferFilterCPRankOutput, error) {
+		out, err := ref.TransferFilterCPRank(lim, in)
 		out.Positions[0]++
 		return out, err
 	}
-	failing := catalog.FilterCPRank()
+	failing := catalog.TransferFilterCPRank()
 	failing.OpName = "test.failing"
-	failing.CUDA = func(ref.Limits, ref.FilterCPRankInput) (ref.FilterCPRankOutput, error) {
-		return ref.FilterCPRankOutput{}, errors.New("cuda: test.failing: cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED")
+	failing.CUDA = func(ref.Limits, ref.TransferFilterCPRankInput) (ref.TransferFilterCPRankOutput, error) {
+		return ref.TransferFilterCPRankOutput{}, errors.New("cuda: test.failing: cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED")
 	}
 	if err := catalog.CUDASelfTest([]catalog.Entry{good}); err != nil {
 		t.Fatalf("a correct twin failed the self-test: %v", err)
 	}
-	for _, e := range []*catalog.Op[ref.FilterCPRankInput, ref.FilterCPRankOutput]{wrong, failing} {
+	for _, e := range []*catalog.Op[ref.TransferFilterCPRankInput, ref.TransferFilterCPRankOutput]{wrong, failing} {
 		err := catalog.CUDASelfTest([]catalog.Entry{good, e})
 		if err == nil || !strings.Contains(err.Error(), "cuda self-test: "+e.OpName+":") {
 			t.Errorf("%s: self-test error %v; want one naming the op", e.OpName, err)

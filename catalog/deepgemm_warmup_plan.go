@@ -8,8 +8,8 @@ import (
 )
 
 // DeepGEMMWarmupPlan registers deepgemm.warmup_plan (docs/spec/admission-serving.md §S3).
-func DeepGEMMWarmupPlan() *Op[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput] {
-	return &Op[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput]{
+func DeepGEMMWarmupPlan() *Op[ref.DeepGEMMWarmupPlanInput, ref.DeepGEMMWarmupPlanOutput] {
+	return &Op[ref.DeepGEMMWarmupPlanInput, ref.DeepGEMMWarmupPlanOutput]{
 		OpName:  "deepgemm.warmup_plan",
 		SpecRef: "admission-serving.md §S3",
 		Summary: "DeepGEMM JIT warmup: env prepared before import, m_max, sparse per-category M grids, manifest keys and hit/miss/stale decisions with the rewritten manifest",
@@ -23,9 +23,9 @@ func DeepGEMMWarmupPlan() *Op[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput]
 		// (the harness's variant; 90 for n=1, k=1 kernels), fast 50.
 		Work:   Cost{PerInputByte: 144, PerOutputByte: 8, Fixed: 4 << 20},
 		Sample: DeepGEMMColdStart(3),
-		Shapes: []Shape[ref.DeepGEMMWarmupInput]{
-			{Name: "cold-start-64-kernels", Make: func() ref.DeepGEMMWarmupInput { return DeepGEMMColdStart(64) }},
-			{Name: "restart-all-hits-64-kernels", Make: func() ref.DeepGEMMWarmupInput { return DeepGEMMRestart(64) }},
+		Shapes: []Shape[ref.DeepGEMMWarmupPlanInput]{
+			{Name: "cold-start-64-kernels", Make: func() ref.DeepGEMMWarmupPlanInput { return DeepGEMMColdStart(64) }},
+			{Name: "restart-all-hits-64-kernels", Make: func() ref.DeepGEMMWarmupPlanInput { return DeepGEMMRestart(64) }},
 		},
 	}
 }
@@ -40,8 +40,8 @@ func DeepGEMMBuildH200() ref.DeepGEMMBuild {
 // DeepGEMMColdStart is a first start with n kernels (cycling through the
 // three categories over distinct shapes), each compiling one cache entry,
 // and no manifest yet.
-func DeepGEMMColdStart(n int) ref.DeepGEMMWarmupInput {
-	in := ref.DeepGEMMWarmupInput{
+func DeepGEMMColdStart(n int) ref.DeepGEMMWarmupPlanInput {
+	in := ref.DeepGEMMWarmupPlanInput{
 		Env:                map[string]string{"HOME": "/root", "SGLANG_DG_CACHE_DIR": "/data/dg-cache"},
 		ChunkedPrefillSize: 16384,
 		Alignment:          128,
@@ -59,7 +59,7 @@ func DeepGEMMColdStart(n int) ref.DeepGEMMWarmupInput {
 
 // DeepGEMMRestart is the restart after DeepGEMMColdStart(n): the manifest
 // and cache it left, so every kernel is a verified hit.
-func DeepGEMMRestart(n int) ref.DeepGEMMWarmupInput {
+func DeepGEMMRestart(n int) ref.DeepGEMMWarmupPlanInput {
 	in := DeepGEMMColdStart(n)
 	// The cold start is valid, so err is nil; were it not, the shape would
 	// stay a cold start rather than stop the bench.

@@ -45,10 +45,10 @@ func ExampleRadixTree() {
 		if err != nil {
 			panic(err)
 		}
-		if _, err := tree.Insert(ref.Key{Units: []ref.Unit{1, 2, 3, 4}}, []ref.SlotIdx{10, 11, 12, 13}, 0); err != nil {
+		if _, err := tree.Insert(ref.RadixKey{Units: []ref.Unit{1, 2, 3, 4}}, []ref.SlotIdx{10, 11, 12, 13}, 0); err != nil {
 			panic(err)
 		}
-		m, err := tree.MatchPrefix(ref.Key{Units: []ref.Unit{1, 2, 3, 9}})
+		m, err := tree.MatchPrefix(ref.RadixKey{Units: []ref.Unit{1, 2, 3, 9}})
 		if err != nil {
 			panic(err)
 		}

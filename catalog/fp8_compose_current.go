@@ -36,23 +36,23 @@ func composeSlots(ps int64, b, p, l int) ([][]int64, [][]int64) {
 }
 
 // FP8ComposeCurrent registers fp8.compose_current (docs/spec/cp-layout.md §7.5).
-func FP8ComposeCurrent() *Op[ref.FP8ComposeInput, ref.FP8ComposeOutput] {
-	return &Op[ref.FP8ComposeInput, ref.FP8ComposeOutput]{
+func FP8ComposeCurrent() *Op[ref.FP8ComposeCurrentInput, ref.FP8ComposeCurrentOutput] {
+	return &Op[ref.FP8ComposeCurrentInput, ref.FP8ComposeCurrentOutput]{
 		OpName:  "fp8.compose_current",
 		SpecRef: "cp-layout.md §7.5",
 		Summary: "flattened FP8 K buffer: prefix rows from cache slots, current rows quantized from fresh k (three explicit contracts)",
 		Ref:     ref.FP8ComposeCurrent,
 		Fast:    fast.FP8ComposeCurrent,
 		CUDA:    cuda.FP8ComposeCurrent,
-		Sample: func() ref.FP8ComposeInput {
+		Sample: func() ref.FP8ComposeCurrentInput {
 			pre, cur := composeSlots(2, 1, 2, 1)
-			return ref.FP8ComposeInput{Pool: fp8Pool(2, 4), PrefixSlots: pre, CurrentSlots: cur, Lens: []int{1}, Contract: ref.ContractGlobalValid, Current: finiteBF16Rows(1)}
+			return ref.FP8ComposeCurrentInput{Pool: fp8Pool(2, 4), PrefixSlots: pre, CurrentSlots: cur, Lens: []int{1}, Contract: ref.ContractGlobalValid, Current: finiteBF16Rows(1)}
 		}(),
-		Shapes: []Shape[ref.FP8ComposeInput]{
+		Shapes: []Shape[ref.FP8ComposeCurrentInput]{
 			// bs=4: 8K prefix rows and 1K current rows each, global valid.
-			{Name: "bs4-prefix8K-current1K-ps64", Make: func() ref.FP8ComposeInput {
+			{Name: "bs4-prefix8K-current1K-ps64", Make: func() ref.FP8ComposeCurrentInput {
 				pre, cur := composeSlots(64, 4, 8192, 1024)
-				return ref.FP8ComposeInput{Pool: fp8Pool(64, 4*9216), PrefixSlots: pre, CurrentSlots: cur, Lens: []int{1024, 1024, 1024, 1024}, Contract: ref.ContractGlobalValid, Current: finiteBF16Rows(4096)}
+				return ref.FP8ComposeCurrentInput{Pool: fp8Pool(64, 4*9216), PrefixSlots: pre, CurrentSlots: cur, Lens: []int{1024, 1024, 1024, 1024}, Contract: ref.ContractGlobalValid, Current: finiteBF16Rows(4096)}
 			}},
 		},
 	}

@@ -9,8 +9,8 @@ import (
 )
 
 // FP8QuantizeRow registers fp8.quantize_row (docs/spec/cp-layout.md §7.2).
-func FP8QuantizeRow() *Op[ref.FP8QuantizeRowInput, ref.FP8RowsOutput] {
-	return &Op[ref.FP8QuantizeRowInput, ref.FP8RowsOutput]{
+func FP8QuantizeRow() *Op[ref.FP8QuantizeRowInput, ref.FP8QuantizeRowOutput] {
+	return &Op[ref.FP8QuantizeRowInput, ref.FP8QuantizeRowOutput]{
 		OpName:  "fp8.quantize_row",
 		SpecRef: "cp-layout.md §7.2",
 		Summary: "MLA bf16 rows (1152 B) to 656-byte FP8 rows: e4m3 codes, per-tile fp32 scales (div_fp32, recip_fp32 or div_bf16), bf16 rope; all-zero tile has scale 0",
@@ -28,8 +28,8 @@ func FP8QuantizeRow() *Op[ref.FP8QuantizeRowInput, ref.FP8RowsOutput] {
 }
 
 // FP8QuantizeIndexK registers fp8.quantize_index_k (docs/spec/cp-layout.md §7.3).
-func FP8QuantizeIndexK() *Op[ref.FP8QuantizeIndexKInput, ref.FP8RowsOutput] {
-	return &Op[ref.FP8QuantizeIndexKInput, ref.FP8RowsOutput]{
+func FP8QuantizeIndexK() *Op[ref.FP8QuantizeIndexKInput, ref.FP8QuantizeIndexKOutput] {
+	return &Op[ref.FP8QuantizeIndexKInput, ref.FP8QuantizeIndexKOutput]{
 		OpName:  "fp8.quantize_index_k",
 		SpecRef: "cp-layout.md §7.3",
 		Summary: "NSA index keys (128 bf16) to 132-byte rows: e4m3 codes and one power-of-two (ue8m0) fp32 scale",

@@ -5,16 +5,16 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LayerDoneScript registers hicache.layer_done_script (docs/spec/radix-acks.md
+// HiCacheLayerDoneScript registers hicache.layer_done_script (docs/spec/radix-acks.md
 // §5.3): producer updates, layer completions, consumer changes and
 // per-layer readiness questions against one LayerDoneCounter.
-func LayerDoneScript() *Op[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput] {
-	return &Op[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput]{
+func HiCacheLayerDoneScript() *Op[ref.HiCacheLayerDoneScriptInput, ref.HiCacheLayerDoneScriptOutput] {
+	return &Op[ref.HiCacheLayerDoneScriptInput, ref.HiCacheLayerDoneScriptOutput]{
 		OpName:  "hicache.layer_done_script",
 		SpecRef: "radix-acks.md §5.3",
 		Summary: "per-layer load readiness: a 3-slot ring of done counts; update_producer/complete/set_consumer/ready/reset steps and the state after each",
-		Ref:     ref.LayerDoneScript,
-		Fast:    fast.LayerDoneScript,
+		Ref:     ref.HiCacheLayerDoneScript,
+		Fast:    fast.HiCacheLayerDoneScript,
 		Sample:  LayerDoneWorkedExample(),
 		// Every step answers with the counter's whole state, and a refused
 		// one with its canonical error and message: up to 18 output bytes
@@ -23,18 +23,18 @@ func LayerDoneScript() *Op[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput] 
 		// 127 B per request byte on {"op":"complete"} (each refused), 79 on
 		// update_producer, 42 on reset. 192 leaves half again of headroom.
 		Work: Cost{PerInputByte: 192, PerOutputByte: 8, Fixed: 4 << 20},
-		Shapes: []Shape[ref.LayerDoneScriptInput]{
-			{Name: "79-layers-3-ops-ready-per-layer", Make: func() ref.LayerDoneScriptInput { return layerDoneBench(79, 3) }},
+		Shapes: []Shape[ref.HiCacheLayerDoneScriptInput]{
+			{Name: "79-layers-3-ops-ready-per-layer", Make: func() ref.HiCacheLayerDoneScriptInput { return layerDoneBench(79, 3) }},
 		},
 	}
 }
 
 // LayerDoneWorkedExample is docs/spec/radix-acks.md §5.3's example (L = 3).
-func LayerDoneWorkedExample() ref.LayerDoneScriptInput {
+func LayerDoneWorkedExample() ref.HiCacheLayerDoneScriptInput {
 	s := func(op string, slot, layer int) ref.CounterStep {
 		return ref.CounterStep{Op: op, Slot: slot, Layer: layer}
 	}
-	return ref.LayerDoneScriptInput{Layers: 3, Steps: []ref.CounterStep{
+	return ref.HiCacheLayerDoneScriptInput{Layers: 3, Steps: []ref.CounterStep{
 		s(ref.CounterUpdateProducer, 0, 0), s(ref.CounterSetConsumer, 0, 0), s(ref.CounterReady, 0, 0),
 		s(ref.CounterComplete, 0, 0), s(ref.CounterReady, 0, 0), s(ref.CounterReady, 0, 1),
 		s(ref.CounterComplete, 0, 1), s(ref.CounterComplete, 0, 2), s(ref.CounterReady, 0, 2),
@@ -45,8 +45,8 @@ func LayerDoneWorkedExample() ref.LayerDoneScriptInput {
 
 // layerDoneBench is ops load ops of layers layers, the consumer asking
 // Ready(l) before and after each layer lands.
-func layerDoneBench(layers, ops int) ref.LayerDoneScriptInput {
-	in := ref.LayerDoneScriptInput{Layers: layers}
+func layerDoneBench(layers, ops int) ref.HiCacheLayerDoneScriptInput {
+	in := ref.HiCacheLayerDoneScriptInput{Layers: layers}
 	for o := range ops {
 		slot := o % ref.CounterSlots
 		in.Steps = append(in.Steps, ref.CounterStep{Op: ref.CounterUpdateProducer}, ref.CounterStep{Op: ref.CounterSetConsumer, Slot: slot})

@@ -5,16 +5,16 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LoadScript registers hicache.load_script (docs/spec/radix-acks.md §5.2): load
+// HiCacheLoadScript registers hicache.load_script (docs/spec/radix-acks.md §5.2): load
 // operations run through prepared descriptors, with misuse steps, giving
 // each op's runs, builds and refusals, the fallback log and the device bytes.
-func LoadScript() *Op[ref.LoadScriptInput, ref.LoadScriptOutput] {
-	return &Op[ref.LoadScriptInput, ref.LoadScriptOutput]{
+func HiCacheLoadScript() *Op[ref.HiCacheLoadScriptInput, ref.HiCacheLoadScriptOutput] {
+	return &Op[ref.HiCacheLoadScriptInput, ref.HiCacheLoadScriptOutput]{
 		OpName:  "hicache.load_script",
 		SpecRef: "radix-acks.md §5.2",
 		Summary: "prepared H2D load descriptors: begin, submit every layer (MLA KV + active NSA index), end; runs, builds, fallbacks, device bytes",
-		Ref:     ref.LoadScript,
-		Fast:    fast.LoadScript,
+		Ref:     ref.HiCacheLoadScript,
+		Fast:    fast.HiCacheLoadScript,
 		// Per op a trace entry (runs, misuse results and the three after-end
 		// probes' error objects): about 7 output bytes per request byte for
 		// real ops, bounded by the op list. Measured with the harness's limits
@@ -24,12 +24,12 @@ func LoadScript() *Op[ref.LoadScriptInput, ref.LoadScriptOutput] {
 		// there, and this Cost deliberately does not cover it.
 		Work:   Cost{PerInputByte: 128, PerOutputByte: 8, Fixed: 4 << 20},
 		Sample: LoadWorkedExample(),
-		Shapes: []Shape[ref.LoadScriptInput]{
+		Shapes: []Shape[ref.HiCacheLoadScriptInput]{
 			// Whole scripts also allocate and fill the arenas; the build and
 			// per-layer submit times alone are Go benchmarks on the loaders
 			// (fast/hicache_loader_bench_test.go).
-			{Name: "61-layers-1K-pages-16-runs", Make: func() ref.LoadScriptInput { return LoadBenchScript(61, 1024, 16) }},
-			{Name: "79-layers-4K-pages-1024-runs", Make: func() ref.LoadScriptInput { return LoadBenchScript(79, 4096, 1024) }},
+			{Name: "61-layers-1K-pages-16-runs", Make: func() ref.HiCacheLoadScriptInput { return LoadBenchScript(61, 1024, 16) }},
+			{Name: "79-layers-4K-pages-1024-runs", Make: func() ref.HiCacheLoadScriptInput { return LoadBenchScript(79, 4096, 1024) }},
 		},
 	}
 }
@@ -37,8 +37,8 @@ func LoadScript() *Op[ref.LoadScriptInput, ref.LoadScriptOutput] {
 // LoadWorkedExample is docs/spec/radix-acks.md §5.2's worked example (ps = 4, host
 // pages [2,3,0] to device pages [10,11,12]) over 3 layers, layer 1 with an
 // index slot.
-func LoadWorkedExample() ref.LoadScriptInput {
-	return ref.LoadScriptInput{
+func LoadWorkedExample() ref.HiCacheLoadScriptInput {
+	return ref.HiCacheLoadScriptInput{
 		Pools: ref.LoadPools{Layers: 3, HostSlots: 16, DevSlots: 52, KVBytes: 1, IndexBytes: 1, IndexLayers: []int{1}},
 		Ops: []ref.LoadOp{{
 			OpID:     1,
@@ -52,7 +52,7 @@ func LoadWorkedExample() ref.LoadScriptInput {
 // LoadBenchScript is one load op of pages pages (page size 4, 8 KV bytes
 // per token, every fourth layer indexed) split into runs runs: run r takes
 // host pages from the pool's far end backwards, so no two runs join.
-func LoadBenchScript(layers, pages, runs int) ref.LoadScriptInput {
+func LoadBenchScript(layers, pages, runs int) ref.HiCacheLoadScriptInput {
 	const ps = 4
 	p := ref.LoadPools{Layers: layers, HostSlots: int64(2 * pages * ps), DevSlots: int64(pages * ps), KVBytes: 8, IndexBytes: 2}
 	for l := 0; l < layers; l += 4 {
@@ -66,7 +66,7 @@ func LoadBenchScript(layers, pages, runs int) ref.LoadScriptInput {
 			op.DevIdx = append(op.DevIdx, dev[k]*ps+j)
 		}
 	}
-	return ref.LoadScriptInput{Pools: p, Ops: []ref.LoadOp{op}}
+	return ref.HiCacheLoadScriptInput{Pools: p, Ops: []ref.LoadOp{op}}
 }
 
 // LoadBenchPages returns page lists of pages pages in runs runs (runs

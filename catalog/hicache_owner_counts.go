@@ -5,27 +5,27 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// OwnerCounts registers hicache.owner_counts (docs/spec/radix-acks.md §4.1–§4.3): one
+// HiCacheOwnerCounts registers hicache.owner_counts (docs/spec/radix-acks.md §4.1–§4.3): one
 // node's page owners and its owner counts computed three ways. The
 // owner-lane eviction plan is the plan_evict step of radix.script, which
 // runs it on the trees themselves.
-func OwnerCounts() *Op[ref.OwnerCountsInput, ref.OwnerCountsOutput] {
-	return &Op[ref.OwnerCountsInput, ref.OwnerCountsOutput]{
+func HiCacheOwnerCounts() *Op[ref.HiCacheOwnerCountsInput, ref.HiCacheOwnerCountsOutput] {
+	return &Op[ref.HiCacheOwnerCountsInput, ref.HiCacheOwnerCountsOutput]{
 		OpName:  "hicache.owner_counts",
 		SpecRef: "radix-acks.md §4.3",
 		Summary: "CP owner page counts of one node: per-page owners, enumerated, metadata and closed-form counts",
-		Ref:     ref.OwnerCounts,
-		Fast:    fast.OwnerCounts,
-		Sample:  ref.OwnerCountsInput{CPSize: 4, PageSize: 1, TokenDepth: 3, Tokens: 6},
-		Shapes: []Shape[ref.OwnerCountsInput]{
+		Ref:     ref.HiCacheOwnerCounts,
+		Fast:    fast.HiCacheOwnerCounts,
+		Sample:  ref.HiCacheOwnerCountsInput{CPSize: 4, PageSize: 1, TokenDepth: 3, Tokens: 6},
+		Shapes: []Shape[ref.HiCacheOwnerCountsInput]{
 			// The seed's 64K-token node; the per-page owner list dominates
 			// both twins, so the ≥ 20× target is measured on the tree's
 			// metadata (BenchmarkOwnerCounts64K in fast/).
-			{Name: "64K-tokens-page-64-cp-8", Make: func() ref.OwnerCountsInput {
-				return ref.OwnerCountsInput{CPSize: 8, PageSize: 64, TokenDepth: 65536, Tokens: 65536}
+			{Name: "64K-tokens-page-64-cp-8", Make: func() ref.HiCacheOwnerCountsInput {
+				return ref.HiCacheOwnerCountsInput{CPSize: 8, PageSize: 64, TokenDepth: 65536, Tokens: 65536}
 			}},
-			{Name: "64K-tokens-page-1-cp-8", Make: func() ref.OwnerCountsInput {
-				return ref.OwnerCountsInput{CPSize: 8, PageSize: 1, TokenDepth: 0, Tokens: 65536}
+			{Name: "64K-tokens-page-1-cp-8", Make: func() ref.HiCacheOwnerCountsInput {
+				return ref.HiCacheOwnerCountsInput{CPSize: 8, PageSize: 1, TokenDepth: 0, Tokens: 65536}
 			}},
 		},
 	}

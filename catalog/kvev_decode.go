@@ -11,8 +11,8 @@ import (
 
 // KVEvDecode registers kvev.decode (docs/spec/kv-events.md §1): one ZMQ
 // message of a vLLM or SGLang KV-event stream decoded to canonical events.
-func KVEvDecode() *Op[ref.KVEvDecodeInput, ref.KVMessage] {
-	return &Op[ref.KVEvDecodeInput, ref.KVMessage]{
+func KVEvDecode() *Op[ref.KVEvDecodeInput, ref.KVEvDecodeOutput] {
+	return &Op[ref.KVEvDecodeInput, ref.KVEvDecodeOutput]{
 		OpName:  "kvev.decode",
 		SpecRef: "kv-events.md §1",
 		Summary: "KV-event message (topic, seq, msgpack batch, both event encodings) → canonical events, or the first §1 error",

@@ -7,27 +7,27 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// HostOffsets registers layout.host_offsets (docs/spec/transfer.md §7.1).
-func HostOffsets() *Op[ref.HostOffsetsInput, ref.HostOffsetsOutput] {
-	return &Op[ref.HostOffsetsInput, ref.HostOffsetsOutput]{
+// LayoutHostOffsets registers layout.host_offsets (docs/spec/transfer.md §7.1).
+func LayoutHostOffsets() *Op[ref.LayoutHostOffsetsInput, ref.LayoutHostOffsetsOutput] {
+	return &Op[ref.LayoutHostOffsetsInput, ref.LayoutHostOffsetsOutput]{
 		OpName:  "layout.host_offsets",
 		SpecRef: "transfer.md §7.1",
 		Summary: "byte offsets and layer-page ranges of a HiCache host arena in each host layout",
-		Ref:     ref.HostOffsets,
-		Fast:    fast.HostOffsets,
-		Sample: ref.HostOffsetsInput{Layout: ref.PageFirstDirect, Pool: ref.HostPoolMLA, Layers: 2, Pages: 2, PageSize: 2, TokenBytes: 1,
+		Ref:     ref.LayoutHostOffsets,
+		Fast:    fast.LayoutHostOffsets,
+		Sample: ref.LayoutHostOffsetsInput{Layout: ref.PageFirstDirect, Pool: ref.HostPoolMLA, Layers: 2, Pages: 2, PageSize: 2, TokenBytes: 1,
 			Points: []ref.HostPoint{{Layer: 1, Token: 2}}, Spans: []ref.HostPageQuery{{Layer: 1, Page: 1}}},
-		Shapes: []Shape[ref.HostOffsetsInput]{
+		Shapes: []Shape[ref.LayoutHostOffsetsInput]{
 			// DeepSeek-style MLA host pool (61 layers, 576×bf16 per token), 4096 lookups.
-			{Name: "4096-points-pfd-mla", Make: func() ref.HostOffsetsInput {
+			{Name: "4096-points-pfd-mla", Make: func() ref.LayoutHostOffsetsInput {
 				return hostQueries(ref.PageFirstDirect, ref.HostPoolMLA, 61, 1<<16, 64, 1152, 4096, 0)
 			}},
 			// Llama-style MHA host pool (32 layers, 8 heads×128×bf16 per K/V).
-			{Name: "4096-points-lf-mha", Make: func() ref.HostOffsetsInput {
+			{Name: "4096-points-lf-mha", Make: func() ref.LayoutHostOffsetsInput {
 				return hostQueries(ref.LayerFirst, ref.HostPoolMHA, 32, 1<<16, 64, 2048, 4096, 0)
 			}},
 			// PF splits each layer page into page_size ranges: 1024 queries × 64 ranges.
-			{Name: "1024-spans-pf-mla", Make: func() ref.HostOffsetsInput {
+			{Name: "1024-spans-pf-mla", Make: func() ref.LayoutHostOffsetsInput {
 				return hostQueries(ref.PageFirst, ref.HostPoolMLA, 61, 1<<16, 64, 1152, 0, 1024)
 			}},
 		},
@@ -36,13 +36,13 @@ func HostOffsets() *Op[ref.HostOffsetsInput, ref.HostOffsetsOutput] {
 
 // hostQueries builds nPoints point and nSpans page queries spread over the
 // geometry, from a fixed seed.
-func hostQueries(layout ref.HostLayout, pool ref.HostPool, layers, pages, pageSize, tb int64, nPoints, nSpans int) ref.HostOffsetsInput {
+func hostQueries(layout ref.HostLayout, pool ref.HostPool, layers, pages, pageSize, tb int64, nPoints, nSpans int) ref.LayoutHostOffsetsInput {
 	rng := rand.New(rand.NewPCG(7, 11))
 	planes := int64(1)
 	if pool == ref.HostPoolMHA {
 		planes = 2
 	}
-	in := ref.HostOffsetsInput{Layout: layout, Pool: pool, Layers: layers, Pages: pages, PageSize: pageSize, TokenBytes: tb,
+	in := ref.LayoutHostOffsetsInput{Layout: layout, Pool: pool, Layers: layers, Pages: pages, PageSize: pageSize, TokenBytes: tb,
 		Points: make([]ref.HostPoint, nPoints), Spans: make([]ref.HostPageQuery, nSpans)}
 	for i := range in.Points {
 		in.Points[i] = ref.HostPoint{KV: rng.Int64N(planes), Layer: rng.Int64N(layers), Token: rng.Int64N(pages * pageSize), Byte: rng.Int64N(tb)}

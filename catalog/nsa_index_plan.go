@@ -12,8 +12,8 @@ func NSAIndexPlan() *Op[ref.NSAIndexPlanInput, ref.NSAIndexPlanOutput] {
 		OpName:  "nsa.index_plan",
 		SpecRef: "cp-layout.md §9",
 		Summary: "NSA index-topk layer skip from freq/offset/pattern: skip, next-skip, active layers, compact slots, warnings, and the runtime slot/prefetch/shared-input rules",
-		Ref:     ref.NSAIndexPlanFor,
-		Fast:    fast.NSAIndexPlanFor,
+		Ref:     ref.NSAIndexPlan,
+		Fast:    fast.NSAIndexPlan,
 		// §9.3's N=10, Freq=4, Offset=3 (FFFSSSFSSS) and §9.5's gate and shared-layer checks.
 		Sample: ref.NSAIndexPlanInput{N: 10, Freq: &four, Offset: 3, Queries: []ref.NSAIndexQuery{
 			{Kind: ref.NSAQueryPrefetchAfter, Layer: 2},

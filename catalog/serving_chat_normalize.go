@@ -9,32 +9,32 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// ChatNormalize registers serving.chat_normalize (docs/spec/admission-serving.md S2.2–S2.4, S2.7).
-func ChatNormalize() *Op[ref.ChatNormalizeInput, ref.ChatNormalizeOutput] {
+// ServingChatNormalize registers serving.chat_normalize (docs/spec/admission-serving.md S2.2–S2.4, S2.7).
+func ServingChatNormalize() *Op[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput] {
 	d := int64(32768)
 	n := int64(1000)
-	return &Op[ref.ChatNormalizeInput, ref.ChatNormalizeOutput]{
+	return &Op[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput]{
 		OpName:  "serving.chat_normalize",
 		SpecRef: "admission-serving.md S2.2–S2.4, S2.7",
 		Summary: "opt-in OpenAI compatibility: soft max_tokens, tool_choice, tool-role flattening, string image_url; 400 message on a client fault",
-		Ref:     ref.ChatNormalize,
-		Fast:    fast.ChatNormalize,
+		Ref:     ref.ServingChatNormalize,
+		Fast:    fast.ServingChatNormalize,
 		// ref splits the request one element at a time (a decoder per
 		// message and per content part) and re-encodes what it changed, all
 		// bounded by the request. Measured with the harness's limits on 1 MiB
 		// of messages: ref 369 B per request byte (content parts {}), 359
 		// (messages {}), 148 (the example's message repeated); fast 8–18.
 		Work: Cost{PerInputByte: 512, PerOutputByte: 8, Fixed: 4 << 20},
-		Sample: ref.ChatNormalizeInput{Endpoint: ref.EndpointChat, ContextLen: 32768, PromptTokens: &n,
+		Sample: ref.ServingChatNormalizeInput{Endpoint: ref.EndpointChat, ContextLen: 32768, PromptTokens: &n,
 			Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":"https://x/y.png"}]}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"any"}`),
 			Flags:   ref.CompatFlags{ParaChatDefaultMaxTokens: &d, NormalizeToolChoice: true, FlattenToolRoleContent: true}},
-		Shapes: []Shape[ref.ChatNormalizeInput]{
-			{Name: "32KB-tools-flags-on", Make: func() ref.ChatNormalizeInput {
-				return ref.ChatNormalizeInput{Endpoint: ref.EndpointChat, ContextLen: 131072, PromptTokens: &n, Request: ChatRequest32K("any"),
+		Shapes: []Shape[ref.ServingChatNormalizeInput]{
+			{Name: "32KB-tools-flags-on", Make: func() ref.ServingChatNormalizeInput {
+				return ref.ServingChatNormalizeInput{Endpoint: ref.EndpointChat, ContextLen: 131072, PromptTokens: &n, Request: ChatRequest32K("any"),
 					Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: &d, NormalizeToolChoice: true, FlattenToolRoleContent: true}}
 			}},
-			{Name: "32KB-tools-flags-off", Make: func() ref.ChatNormalizeInput {
-				return ref.ChatNormalizeInput{Endpoint: ref.EndpointChat, ContextLen: 131072, PromptTokens: &n, Request: ChatRequest32K("auto")}
+			{Name: "32KB-tools-flags-off", Make: func() ref.ServingChatNormalizeInput {
+				return ref.ServingChatNormalizeInput{Endpoint: ref.EndpointChat, ContextLen: 131072, PromptTokens: &n, Request: ChatRequest32K("auto")}
 			}},
 		},
 	}

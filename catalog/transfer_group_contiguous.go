@@ -7,26 +7,26 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// GroupContiguous registers transfer.group_contiguous (docs/spec/transfer.md §2).
-func GroupContiguous() *Op[ref.GroupContiguousInput, ref.GroupContiguousOutput] {
-	return &Op[ref.GroupContiguousInput, ref.GroupContiguousOutput]{
+// TransferGroupContiguous registers transfer.group_contiguous (docs/spec/transfer.md §2).
+func TransferGroupContiguous() *Op[ref.TransferGroupContiguousInput, ref.TransferGroupContiguousOutput] {
+	return &Op[ref.TransferGroupContiguousInput, ref.TransferGroupContiguousOutput]{
 		OpName:  "transfer.group_contiguous",
 		SpecRef: "transfer.md §2",
 		Summary: "merge (src page, dst page) pairs into maximal runs contiguous on both sides",
-		Ref:     ref.GroupContiguous,
-		Fast:    fast.GroupContiguous,
-		Sample:  ref.GroupContiguousInput{Src: []int64{1, 2, 3, 7, 8}, Dst: []int64{10, 11, 12, 13, 14}},
-		Shapes: []Shape[ref.GroupContiguousInput]{
-			{Name: "1M-pairs-runs-1-64", Make: func() ref.GroupContiguousInput {
+		Ref:     ref.TransferGroupContiguous,
+		Fast:    fast.TransferGroupContiguous,
+		Sample:  ref.TransferGroupContiguousInput{Src: []int64{1, 2, 3, 7, 8}, Dst: []int64{10, 11, 12, 13, 14}},
+		Shapes: []Shape[ref.TransferGroupContiguousInput]{
+			{Name: "1M-pairs-runs-1-64", Make: func() ref.TransferGroupContiguousInput {
 				src, dst := pagePairs(1<<20, 64, rand.New(rand.NewPCG(3, 4)))
-				return ref.GroupContiguousInput{Src: src, Dst: dst}
+				return ref.TransferGroupContiguousInput{Src: src, Dst: dst}
 			}},
-			{Name: "1024-pairs-4-runs", Make: func() ref.GroupContiguousInput {
+			{Name: "1024-pairs-4-runs", Make: func() ref.TransferGroupContiguousInput {
 				src, dst := pagePairs(1024, 256, rand.New(rand.NewPCG(5, 6)))
-				return ref.GroupContiguousInput{Src: src, Dst: dst}
+				return ref.TransferGroupContiguousInput{Src: src, Dst: dst}
 			}},
-			{Name: "1M-pairs-one-run", Make: func() ref.GroupContiguousInput {
-				return ref.GroupContiguousInput{Src: contiguousPages(5000, 1<<20), Dst: contiguousPages(90000, 1<<20)}
+			{Name: "1M-pairs-one-run", Make: func() ref.TransferGroupContiguousInput {
+				return ref.TransferGroupContiguousInput{Src: contiguousPages(5000, 1<<20), Dst: contiguousPages(90000, 1<<20)}
 			}},
 		},
 	}

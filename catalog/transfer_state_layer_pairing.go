@@ -8,26 +8,26 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// StateLayerPairing registers transfer.state_layer_pairing (docs/spec/transfer.md §6).
-func StateLayerPairing() *Op[ref.StateLayerPairingInput, ref.StateLayerPairingOutput] {
+// TransferStateLayerPairing registers transfer.state_layer_pairing (docs/spec/transfer.md §6).
+func TransferStateLayerPairing() *Op[ref.TransferStateLayerPairingInput, ref.TransferStateLayerPairingOutput] {
 	pattern := "FSSSFSSS"
-	return &Op[ref.StateLayerPairingInput, ref.StateLayerPairingOutput]{
+	return &Op[ref.TransferStateLayerPairingInput, ref.TransferStateLayerPairingOutput]{
 		OpName:  "transfer.state_layer_pairing",
 		SpecRef: "transfer.md §6",
 		Summary: "pair prefill and decode NSA index state buffers by logical layer id, and their compact slots",
-		Ref:     ref.StateLayerPairing,
-		Fast:    fast.StateLayerPairing,
-		Sample: ref.StateLayerPairingInput{
+		Ref:     ref.TransferStateLayerPairing,
+		Fast:    fast.TransferStateLayerPairing,
+		Sample: ref.TransferStateLayerPairingInput{
 			PPSize: 1,
 			Src:    ref.StateRegistration{Ptrs: []uint64{0x1000, 0x2000}, ItemLens: []uint64{8448, 8448}, LayerIDs: []int64{0, 4}},
 			Dst:    ref.StateRegistration{Ptrs: []uint64{0x9000, 0xa000}, ItemLens: []uint64{8448, 8448}, LayerIDs: []int64{4, 0}},
 			Index: &ref.IndexConfig{NumHiddenLayers: 8, Pattern: &pattern,
 				Capacity: &ref.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}},
 		},
-		Shapes: []Shape[ref.StateLayerPairingInput]{
-			{Name: "glm5-78-layers-same-order", Make: func() ref.StateLayerPairingInput { return glm5State(1, false) }},
-			{Name: "glm5-78-layers-shuffled-dst", Make: func() ref.StateLayerPairingInput { return glm5State(1, true) }},
-			{Name: "glm5-78-layers-pp4-stage", Make: func() ref.StateLayerPairingInput { return glm5State(4, true) }},
+		Shapes: []Shape[ref.TransferStateLayerPairingInput]{
+			{Name: "glm5-78-layers-same-order", Make: func() ref.TransferStateLayerPairingInput { return glm5State(1, false) }},
+			{Name: "glm5-78-layers-shuffled-dst", Make: func() ref.TransferStateLayerPairingInput { return glm5State(1, true) }},
+			{Name: "glm5-78-layers-pp4-stage", Make: func() ref.TransferStateLayerPairingInput { return glm5State(4, true) }},
 		},
 	}
 }
@@ -36,7 +36,7 @@ func StateLayerPairing() *Op[ref.StateLayerPairingInput, ref.StateLayerPairingOu
 // FFF(SSSF)…, i.e. 21 active index layers plus one draft layer, K and V
 // groups registered as two buffers each. With pp > 1 the prefill side holds
 // one stage's contiguous share of the buffers; shuffle reorders decode's.
-func glm5State(pp int, shuffle bool) ref.StateLayerPairingInput {
+func glm5State(pp int, shuffle bool) ref.TransferStateLayerPairingInput {
 	pattern := "FFF" + strings.Repeat("SSSF", 18) + "SSS"
 	var ids []int64
 	for range 2 {
@@ -58,7 +58,7 @@ func glm5State(pp int, shuffle bool) ref.StateLayerPairingInput {
 	}
 	stage := len(ids) / pp
 	src := registration(ids[:stage], 0x7e00_0000_0000)
-	return ref.StateLayerPairingInput{PPSize: pp, Src: src, Dst: dst,
+	return ref.TransferStateLayerPairingInput{PPSize: pp, Src: src, Dst: dst,
 		Index: &ref.IndexConfig{NumHiddenLayers: int64(len(pattern)), Pattern: &pattern,
 			Capacity: &ref.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}}}
 }

@@ -91,17 +91,17 @@ type PreflightTwins struct {
 	// Normalize is serving.chat_normalize (docs/spec/admission-serving.md
 	// S2.2–S2.4, S2.7): the opt-in OpenAI compatibility rewrites, or the
 	// 400 message of a client fault.
-	Normalize Func[ref.ChatNormalizeInput, ref.ChatNormalizeOutput]
+	Normalize Func[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput]
 	// InputLength is serving.validate_input_length
 	// (docs/spec/admission-serving.md S1.2): accepted, or 413 and its message.
-	InputLength Func[ref.InputLengthInput, ref.InputLengthOutput]
+	InputLength Func[ref.ServingValidateInputLengthInput, ref.ServingValidateInputLengthOutput]
 	// ErrorBody is serving.error_body (docs/spec/admission-serving.md S1.3):
 	// the exact status and body of an error on a surface.
-	ErrorBody Func[ref.ErrorBodyInput, ref.ErrorBodyOutput]
+	ErrorBody Func[ref.ServingErrorBodyInput, ref.ServingErrorBodyOutput]
 }
 
 // Preflight returns impl's preflight functions, taken from the registered
-// ops ChatNormalize, ValidateInputLength and ErrorBody (their Op.Func), so
+// ops ServingChatNormalize, ServingValidateInputLength and ServingErrorBody (their Op.Func), so
 // they are exactly the twins those ops run (docs/spec/admission-serving.md
 // S1.2, S1.3, S2.2–S2.4). An implementation one of them lacks (cuda: the
 // serving ops have no CUDA twin) is that op's Func error, prefixed
@@ -109,13 +109,13 @@ type PreflightTwins struct {
 func Preflight(impl Impl) (PreflightTwins, error) {
 	var tw PreflightTwins
 	var err error
-	if tw.Normalize, err = ChatNormalize().Func(impl); err != nil {
+	if tw.Normalize, err = ServingChatNormalize().Func(impl); err != nil {
 		return PreflightTwins{}, fmt.Errorf("preflight: %w", err)
 	}
-	if tw.InputLength, err = ValidateInputLength().Func(impl); err != nil {
+	if tw.InputLength, err = ServingValidateInputLength().Func(impl); err != nil {
 		return PreflightTwins{}, fmt.Errorf("preflight: %w", err)
 	}
-	if tw.ErrorBody, err = ErrorBody().Func(impl); err != nil {
+	if tw.ErrorBody, err = ServingErrorBody().Func(impl); err != nil {
 		return PreflightTwins{}, fmt.Errorf("preflight: %w", err)
 	}
 	return tw, nil

@@ -49,37 +49,37 @@ func TestStateTwinsDriveTheirScriptOpsIdentically(t *testing.T) {
 		}
 		return canon("radix tree", impl)(ref.RunRadixScript(lim, radix.Sample, f)), nil
 	})
-	ack := catalog.AckScript()
+	ack := catalog.HiCacheAckScript()
 	sameOnEveryImpl(t, "ack queue", catalog.Canonical(ack.Ref(lim, ack.Sample)), func(impl catalog.Impl) ([]byte, error) {
 		f, err := catalog.AckQueue(impl)
 		if err != nil {
 			return nil, err
 		}
-		return canon("ack queue", impl)(ref.RunAckScript(lim, ack.Sample, f)), nil
+		return canon("ack queue", impl)(ref.RunHiCacheAckScript(lim, ack.Sample, f)), nil
 	})
-	load := catalog.LoadScript()
+	load := catalog.HiCacheLoadScript()
 	sameOnEveryImpl(t, "loader", catalog.Canonical(load.Ref(lim, load.Sample)), func(impl catalog.Impl) ([]byte, error) {
 		f, err := catalog.Loader(impl)
 		if err != nil {
 			return nil, err
 		}
-		return canon("loader", impl)(ref.RunLoadScript(lim, load.Sample, f)), nil
+		return canon("loader", impl)(ref.RunHiCacheLoadScript(lim, load.Sample, f)), nil
 	})
-	done := catalog.LayerDoneScript()
+	done := catalog.HiCacheLayerDoneScript()
 	sameOnEveryImpl(t, "layer-done counter", catalog.Canonical(done.Ref(lim, done.Sample)), func(impl catalog.Impl) ([]byte, error) {
 		f, err := catalog.LayerDoneCounter(impl)
 		if err != nil {
 			return nil, err
 		}
-		return canon("layer-done counter", impl)(ref.RunLayerDoneScript(done.Sample, f)), nil
+		return canon("layer-done counter", impl)(ref.RunHiCacheLayerDoneScript(done.Sample, f)), nil
 	})
-	perLayer := catalog.PerLayerScript()
+	perLayer := catalog.TransferPerLayerScript()
 	sameOnEveryImpl(t, "per-layer manager", catalog.Canonical(perLayer.Ref(lim, perLayer.Sample)), func(impl catalog.Impl) ([]byte, error) {
 		f, err := catalog.PerLayerManager(impl)
 		if err != nil {
 			return nil, err
 		}
-		return canon("per-layer manager", impl)(ref.RunPerLayerScript(lim, perLayer.Sample, f)), nil
+		return canon("per-layer manager", impl)(ref.RunTransferPerLayerScript(lim, perLayer.Sample, f)), nil
 	})
 }
 
@@ -98,13 +98,13 @@ func TestRadixTreeTwinsInsertAndMatchIdentically(t *testing.T) {
 		}
 		var trace []int
 		for _, key := range [][]ref.Unit{{1, 2, 3, 4}, {1, 2, 5, 6}} {
-			n, err := tree.Insert(ref.Key{Units: key}, nil, 0)
+			n, err := tree.Insert(ref.RadixKey{Units: key}, nil, 0)
 			if err != nil {
 				t.Fatalf("%s: insert %v: %v", impl, key, err)
 			}
 			trace = append(trace, n)
 		}
-		m, err := tree.MatchPrefix(ref.Key{Units: []ref.Unit{1, 2, 5, 6, 9}})
+		m, err := tree.MatchPrefix(ref.RadixKey{Units: []ref.Unit{1, 2, 5, 6, 9}})
 		ev, everr := tree.Evict(2)
 		got := catalog.Canonical([]any{trace, m, err, ev, everr, tree.State()}, nil)
 		if want == nil {
@@ -122,7 +122,7 @@ func TestRadixTreeTwinsInsertAndMatchIdentically(t *testing.T) {
 // and fast answer the serving ops' samples as the ops' ref twins do.
 func TestPreflightTwinsAreTheServingOpsTwins(t *testing.T) {
 	lim := ref.DefaultLimits()
-	norm, length, body := catalog.ChatNormalize(), catalog.ValidateInputLength(), catalog.ErrorBody()
+	norm, length, body := catalog.ServingChatNormalize(), catalog.ServingValidateInputLength(), catalog.ServingErrorBody()
 	want := catalog.Canonical([]any{
 		catalog.Canonical(norm.Ref(lim, norm.Sample)),
 		catalog.Canonical(length.Ref(lim, length.Sample)),

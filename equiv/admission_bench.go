@@ -12,13 +12,13 @@ import (
 
 // AdmissionBench is the differential spec of admission.bench
 // (docs/spec/admission-serving.md §A3) with the A3.5 properties.
-func AdmissionBench() *Spec[ref.BenchInput, ref.BenchOutput] {
-	return &Spec[ref.BenchInput, ref.BenchOutput]{
+func AdmissionBench() *Spec[ref.AdmissionBenchInput, ref.AdmissionBenchOutput] {
+	return &Spec[ref.AdmissionBenchInput, ref.AdmissionBenchOutput]{
 		Op:          catalog.AdmissionBench(),
 		Valid:       rapid.Custom(BenchValid),
 		Invalid:     rapid.Custom(benchInvalid),
 		Boundary:    append(benchBoundary(), benchFailureCases()...),
-		Regressions: []Case[ref.BenchInput]{{"bench-l2-hits-as-l1", BenchA37()}},
+		Regressions: []Case[ref.AdmissionBenchInput]{{"bench-l2-hits-as-l1", BenchA37()}},
 		Rejects: map[string]*ref.Sentinel{"evictable-short-at-lock": ref.ErrEvictableShort,
 			"bad-queue-window-negative": ref.ErrNegative, "bad-request-lengths-sum-over-2^40": ref.ErrTooLarge,
 			"continuing-chunk-estimate-overflows": ref.ErrOverflow},
@@ -27,8 +27,8 @@ func AdmissionBench() *Spec[ref.BenchInput, ref.BenchOutput] {
 }
 
 // BenchProps are A3.5's invariants, each checked on one bench output.
-func BenchProps() []Prop[ref.BenchInput, ref.BenchOutput] {
-	return []Prop[ref.BenchInput, ref.BenchOutput]{
+func BenchProps() []Prop[ref.AdmissionBenchInput, ref.AdmissionBenchOutput] {
+	return []Prop[ref.AdmissionBenchInput, ref.AdmissionBenchOutput]{
 		{"A3.5.1-each-request-admitted-once-unless-chunked", benchOnce},
 		{"A3.5.2-l2-capacity-conserved", benchL2Conserved},
 		{"A3.5.3-rounds-replay-through-admit-round", benchReplay},
@@ -39,26 +39,26 @@ func BenchProps() []Prop[ref.BenchInput, ref.BenchOutput] {
 // BenchA37 is A3.7's minimal input: A3.2 with no fake L2 capacity, so both
 // load-backs fail; fixed, b is chunked to 4032 with cached 0; with A3-B1,
 // both count 4096 cached and b stops on cp_max_total_cached_tokens.
-func BenchA37() ref.BenchInput {
+func BenchA37() ref.AdmissionBenchInput {
 	in := catalog.AdmissionBenchA32()
 	in.FakeL2LoadBackCapacity = 0
 	return in
 }
 
-func benchBoundary() []Case[ref.BenchInput] {
+func benchBoundary() []Case[ref.AdmissionBenchInput] {
 	a32 := catalog.AdmissionBenchA32
-	with := func(f func(*ref.BenchInput)) ref.BenchInput { in := a32(); f(&in); return in }
-	return []Case[ref.BenchInput]{
+	with := func(f func(*ref.AdmissionBenchInput)) ref.AdmissionBenchInput { in := a32(); f(&in); return in }
+	return []Case[ref.AdmissionBenchInput]{
 		{"a3.2-example", a32()},
 		{"a3.7-no-l2-capacity", BenchA37()},
-		{"cp-null-no-cp-details", with(func(in *ref.BenchInput) { in.CP = nil })},
-		{"buffer-gate-off-estimate-0", with(func(in *ref.BenchInput) { in.CP.MaxBufferSize = nil })},
-		{"buffer-size-as-integer", with(func(in *ref.BenchInput) { s := ref.ByteSize("4066936"); in.CP.MaxBufferSize = &s })},
-		{"max-rounds-1", with(func(in *ref.BenchInput) { in.MaxRounds = 1 })},
-		{"stalled-no-memory", with(func(in *ref.BenchInput) { in.FakeL1 = ref.PoolState{Available: 100} })},
-		{"no-requests-drained-at-once", with(func(in *ref.BenchInput) { in.Requests = []ref.BenchRequest{} })},
-		{"queue-window-1", with(func(in *ref.BenchInput) { in.QueueWindow = 1; in.CP.MaxTotalCachedTokens = nil })},
-		{"l1-hit-locked-from-evictable", with(func(in *ref.BenchInput) {
+		{"cp-null-no-cp-details", with(func(in *ref.AdmissionBenchInput) { in.CP = nil })},
+		{"buffer-gate-off-estimate-0", with(func(in *ref.AdmissionBenchInput) { in.CP.MaxBufferSize = nil })},
+		{"buffer-size-as-integer", with(func(in *ref.AdmissionBenchInput) { s := ref.ByteSize("4066936"); in.CP.MaxBufferSize = &s })},
+		{"max-rounds-1", with(func(in *ref.AdmissionBenchInput) { in.MaxRounds = 1 })},
+		{"stalled-no-memory", with(func(in *ref.AdmissionBenchInput) { in.FakeL1 = ref.PoolState{Available: 100} })},
+		{"no-requests-drained-at-once", with(func(in *ref.AdmissionBenchInput) { in.Requests = []ref.BenchRequest{} })},
+		{"queue-window-1", with(func(in *ref.AdmissionBenchInput) { in.QueueWindow = 1; in.CP.MaxTotalCachedTokens = nil })},
+		{"l1-hit-locked-from-evictable", with(func(in *ref.AdmissionBenchInput) {
 			in.FakeL1.Evictable = 1024
 			in.Requests[0].L1CachedTokens, in.Requests[1].L1CachedTokens = 512, 512
 		})},
@@ -69,11 +69,15 @@ func benchBoundary() []Case[ref.BenchInput] {
 // and the failure of a round's A3.4 record: the estimate of a batch that
 // holds only the continuing chunk, which no gate priced (A1.7 admits it
 // before the queue walk).
-func benchFailureCases() []Case[ref.BenchInput] {
-	with := func(f func(*ref.BenchInput)) ref.BenchInput { in := catalog.AdmissionBenchA32(); f(&in); return in }
-	return []Case[ref.BenchInput]{
-		{"bad-queue-window-negative", with(func(in *ref.BenchInput) { in.QueueWindow = -1 })},
-		{"bad-request-lengths-sum-over-2^40", with(func(in *ref.BenchInput) { in.Requests[1].L1CachedTokens = ref.MaxAdmitTokens })},
+func benchFailureCases() []Case[ref.AdmissionBenchInput] {
+	with := func(f func(*ref.AdmissionBenchInput)) ref.AdmissionBenchInput {
+		in := catalog.AdmissionBenchA32()
+		f(&in)
+		return in
+	}
+	return []Case[ref.AdmissionBenchInput]{
+		{"bad-queue-window-negative", with(func(in *ref.AdmissionBenchInput) { in.QueueWindow = -1 })},
+		{"bad-request-lengths-sum-over-2^40", with(func(in *ref.AdmissionBenchInput) { in.Requests[1].L1CachedTokens = ref.MaxAdmitTokens })},
 		{"continuing-chunk-estimate-overflows", benchChunkEstimateOverflow()},
 	}
 }
@@ -83,9 +87,9 @@ func benchFailureCases() []Case[ref.BenchInput] {
 // bytes, within int64, so the lone request's gate and the record price it);
 // round 1 runs the continuing chunk alone over 2,000 rows, 1.2·10^19 bytes,
 // and the bench fails with the estimator's overflow.
-func benchChunkEstimateOverflow() ref.BenchInput {
+func benchChunkEstimateOverflow() ref.AdmissionBenchInput {
 	size := ref.ByteSize("2GiB")
-	return ref.BenchInput{PageSize: 1, CPSize: 1, MaxPrefillTokens: 1000, ChunkedPrefillSize: p64(1000), NewTokenRatio: 0.7,
+	return ref.AdmissionBenchInput{PageSize: 1, CPSize: 1, MaxPrefillTokens: 1000, ChunkedPrefillSize: p64(1000), NewTokenRatio: 0.7,
 		MaxRunningRequests: 8, FakeL1: ref.PoolState{Available: 100000}, MaxRounds: 4, Deterministic: true,
 		CP:       &ref.BenchCP{MaxBufferSize: &size, Estimator: &ref.BenchEstimator{MLARowBytes: p64(6_000_000_000_000_000)}},
 		Requests: []ref.BenchRequest{{RID: "a", ExtendTokens: 2000}}}
@@ -96,9 +100,9 @@ func benchChunkEstimateOverflow() ref.BenchInput {
 // capacities, an L1-evictable pool large enough for every lock even after
 // load-backs evicted from it, and up
 // to ten requests with L1 and L2 hits around the load-back threshold.
-func BenchValid(t *rapid.T) ref.BenchInput {
+func BenchValid(t *rapid.T) ref.AdmissionBenchInput {
 	ps := rapid.SampledFrom([]int64{1, 16, 64}).Draw(t, "page_size")
-	in := ref.BenchInput{
+	in := ref.AdmissionBenchInput{
 		PageSize: ps, CPSize: rapid.Int64Range(1, 8).Draw(t, "cp_size"),
 		MaxPrefillTokens:       rapid.Int64Range(64, 20000).Draw(t, "max_prefill"),
 		NewTokenRatio:          rapid.SampledFrom([]float64{0, 0.7, 1}).Draw(t, "ratio"),
@@ -173,7 +177,7 @@ func benchCPDraw(t *rapid.T) *ref.BenchCP {
 }
 
 // benchInvalid draws one A3.6 violation in an otherwise valid bench.
-func benchInvalid(t *rapid.T) Bad[ref.BenchInput] {
+func benchInvalid(t *rapid.T) Bad[ref.AdmissionBenchInput] {
 	in := BenchValid(t)
 	in.Requests = slices.Clone(in.Requests)
 	if len(in.Requests) == 0 {
@@ -183,42 +187,42 @@ func benchInvalid(t *rapid.T) Bad[ref.BenchInput] {
 	switch rapid.IntRange(0, 9).Draw(t, "violation") {
 	case 0:
 		r.ExtendTokens = rapid.Int64Range(-3, 0).Draw(t, "bad_extend")
-		return Bad[ref.BenchInput]{in, ref.ErrAdmitRequest}
+		return Bad[ref.AdmissionBenchInput]{in, ref.ErrAdmitRequest}
 	case 1:
 		in.Requests = append(in.Requests, in.Requests[0])
-		return Bad[ref.BenchInput]{in, ref.ErrDuplicateRID}
+		return Bad[ref.AdmissionBenchInput]{in, ref.ErrDuplicateRID}
 	case 2:
 		in.FakeL2LoadBackCapacity = rapid.Int64Range(-9, -1).Draw(t, "bad_l2")
-		return Bad[ref.BenchInput]{in, ref.ErrNegative}
+		return Bad[ref.AdmissionBenchInput]{in, ref.ErrNegative}
 	case 3:
 		in.MaxRounds = rapid.SampledFrom([]int64{-1, 0, ref.MaxBenchRounds + 1}).Draw(t, "bad_rounds")
-		return Bad[ref.BenchInput]{in, ref.ErrBenchConfig}
+		return Bad[ref.AdmissionBenchInput]{in, ref.ErrBenchConfig}
 	case 4:
 		r.L2HostHitTokens = rapid.Int64Range(-9, -1).Draw(t, "bad_l2_hit")
-		return Bad[ref.BenchInput]{in, ref.ErrNegative}
+		return Bad[ref.AdmissionBenchInput]{in, ref.ErrNegative}
 	case 5:
 		s := ref.ByteSize(rapid.SampledFrom([]string{"12XB", "0", "-5", "GiB", "0.0000001KB", ""}).Draw(t, "bad_size"))
 		in.CP = &ref.BenchCP{MaxBufferSize: &s}
-		return Bad[ref.BenchInput]{in, ref.ErrBenchConfig}
+		return Bad[ref.AdmissionBenchInput]{in, ref.ErrBenchConfig}
 	case 6:
 		in.CPSize = rapid.SampledFrom([]int64{-1, 0, ref.MaxCP + 1}).Draw(t, "bad_cp")
-		return Bad[ref.BenchInput]{in, ref.ErrBadCPSize}
+		return Bad[ref.AdmissionBenchInput]{in, ref.ErrBadCPSize}
 	case 7:
 		in.CP = &ref.BenchCP{MaxRequests: p64(rapid.Int64Range(-2, 0).Draw(t, "bad_knob"))}
-		return Bad[ref.BenchInput]{in, ref.ErrAdmitConfig}
+		return Bad[ref.AdmissionBenchInput]{in, ref.ErrAdmitConfig}
 	case 8:
 		in.CP = &ref.BenchCP{Estimator: &ref.BenchEstimator{VocabSize: p64(rapid.Int64Range(-2, 0).Draw(t, "bad_vocab"))}}
-		return Bad[ref.BenchInput]{in, ref.ErrEstimatorParam}
+		return Bad[ref.AdmissionBenchInput]{in, ref.ErrEstimatorParam}
 	default:
 		in.Requests = make([]ref.BenchRequest, ref.MaxBenchRequests+1)
-		return Bad[ref.BenchInput]{in, ref.ErrTooLarge}
+		return Bad[ref.AdmissionBenchInput]{in, ref.ErrTooLarge}
 	}
 }
 
 // benchOnce is A3.5.1: a request is admitted in one round, or in several
 // only while chunked (every appearance but the last carries it on); a
 // drained bench admitted every request and ends with no chunk.
-func benchOnce(_ ref.Limits, in ref.BenchInput, out ref.BenchOutput) error {
+func benchOnce(_ ref.Limits, in ref.AdmissionBenchInput, out ref.AdmissionBenchOutput) error {
 	last := map[string]int{}
 	for k, r := range out.Rounds {
 		for _, rid := range r.Admitted {
@@ -245,7 +249,7 @@ func benchOnce(_ ref.Limits, in ref.BenchInput, out ref.BenchOutput) error {
 }
 
 // benchL2Conserved is A3.5.2: loaded + left is the fake capacity in every round.
-func benchL2Conserved(_ ref.Limits, in ref.BenchInput, out ref.BenchOutput) error {
+func benchL2Conserved(_ ref.Limits, in ref.AdmissionBenchInput, out ref.AdmissionBenchOutput) error {
 	for k, r := range out.Rounds {
 		if r.L2LoadedTokens+r.L2CapacityLeft != in.FakeL2LoadBackCapacity || r.L2CapacityLeft < 0 {
 			return fmt.Errorf("round %d: loaded %d + left %d != capacity %d", k, r.L2LoadedTokens, r.L2CapacityLeft, in.FakeL2LoadBackCapacity)
@@ -256,15 +260,15 @@ func benchL2Conserved(_ ref.Limits, in ref.BenchInput, out ref.BenchOutput) erro
 
 // benchReplay is A3.5.3: each round, rebuilt from A3.3 alone (fake_l1,
 // fresh L2 capacity, the carried chunk, the requests not yet fully
-// admitted in input order), run through ref.AdmitRound directly gives the
+// admitted in input order), run through ref.AdmissionRound directly gives the
 // round's batch, stop, carry and budgets; and the bench stops exactly
 // where A3.3 says.
-func benchReplay(lim ref.Limits, in ref.BenchInput, out ref.BenchOutput) error {
+func benchReplay(lim ref.Limits, in ref.AdmissionBenchInput, out ref.AdmissionBenchOutput) error {
 	cfg := ref.BenchConfig(in)
 	done := map[string]bool{}
 	var chunked *ref.Request
 	for k, r := range out.Rounds {
-		rin := ref.RoundInput{Config: cfg, Pool: in.FakeL1, Running: []ref.RunningReq{}, Chunked: chunked, Queue: []ref.Request{}}
+		rin := ref.AdmissionRoundInput{Config: cfg, Pool: in.FakeL1, Running: []ref.RunningReq{}, Chunked: chunked, Queue: []ref.Request{}}
 		l2 := in.FakeL2LoadBackCapacity
 		rin.L2LoadBackCapacity = &l2
 		for _, q := range in.Requests {
@@ -272,7 +276,7 @@ func benchReplay(lim ref.Limits, in ref.BenchInput, out ref.BenchOutput) error {
 				rin.Queue = append(rin.Queue, ref.MapBenchRequest(q))
 			}
 		}
-		res, err := ref.AdmitRound(lim, rin)
+		res, err := ref.AdmissionRound(lim, rin)
 		if err != nil {
 			return fmt.Errorf("round %d: AdmitRound refused the replayed input: %v", k, err)
 		}
@@ -289,8 +293,8 @@ func benchReplay(lim ref.Limits, in ref.BenchInput, out ref.BenchOutput) error {
 	return benchEnd(in, out, len(done), chunked)
 }
 
-// sameRound compares a bench round with the round AdmitRound gave.
-func sameRound(k int, r ref.BenchRound, res ref.RoundResult, in ref.BenchInput) error {
+// sameRound compares a bench round with the round AdmissionRound gave.
+func sameRound(k int, r ref.BenchRound, res ref.AdmissionRoundOutput, in ref.AdmissionBenchInput) error {
 	rids := make([]string, 0, len(res.Admitted))
 	var cached int64
 	for _, a := range res.Admitted {
@@ -318,7 +322,7 @@ func sameRound(k int, r ref.BenchRound, res ref.RoundResult, in ref.BenchInput) 
 }
 
 // benchEnd checks the termination and summary against the replay.
-func benchEnd(in ref.BenchInput, out ref.BenchOutput, done int, chunked *ref.Request) error {
+func benchEnd(in ref.AdmissionBenchInput, out ref.AdmissionBenchOutput, done int, chunked *ref.Request) error {
 	n := int64(len(out.Rounds))
 	left := len(in.Requests) - done
 	var want string
@@ -347,7 +351,7 @@ func benchEnd(in ref.BenchInput, out ref.BenchOutput, done int, chunked *ref.Req
 
 // benchNoCPDetail is A3.5.4: with cp null no round stops on a cp_* detail
 // (nor reports a CP extend limit).
-func benchNoCPDetail(_ ref.Limits, in ref.BenchInput, out ref.BenchOutput) error {
+func benchNoCPDetail(_ ref.Limits, in ref.AdmissionBenchInput, out ref.AdmissionBenchOutput) error {
 	if in.CP != nil {
 		return nil
 	}

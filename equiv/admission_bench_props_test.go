@@ -16,7 +16,7 @@ func TestBenchPropertiesCatchWrongOutputs(t *testing.T) {
 	noCP := catalog.AdmissionBenchA32()
 	noCP.CP = nil
 	lim := ref.DefaultLimits()
-	run := func(in ref.BenchInput) ref.BenchOutput {
+	run := func(in ref.AdmissionBenchInput) ref.AdmissionBenchOutput {
 		out, err := ref.AdmissionBench(lim, in)
 		if err != nil {
 			t.Fatal(err)
@@ -24,7 +24,7 @@ func TestBenchPropertiesCatchWrongOutputs(t *testing.T) {
 		return out
 	}
 	good, goodNoCP := run(in), run(noCP)
-	props := map[string]equiv.Prop[ref.BenchInput, ref.BenchOutput]{}
+	props := map[string]equiv.Prop[ref.AdmissionBenchInput, ref.AdmissionBenchOutput]{}
 	for _, p := range equiv.BenchProps() {
 		props[p.Name] = p
 		if err := p.Holds(lim, in, good); err != nil {
@@ -34,36 +34,36 @@ func TestBenchPropertiesCatchWrongOutputs(t *testing.T) {
 			t.Errorf("%s fails on ref's cp-null output: %v", p.Name, err)
 		}
 	}
-	clone := func(o ref.BenchOutput) ref.BenchOutput {
+	clone := func(o ref.AdmissionBenchOutput) ref.AdmissionBenchOutput {
 		o.Rounds = slices.Clone(o.Rounds)
 		return o
 	}
 	broken := []struct {
 		prop string
-		in   ref.BenchInput
-		out  func() ref.BenchOutput
+		in   ref.AdmissionBenchInput
+		out  func() ref.AdmissionBenchOutput
 	}{
-		{"A3.5.1-each-request-admitted-once-unless-chunked", in, func() ref.BenchOutput {
+		{"A3.5.1-each-request-admitted-once-unless-chunked", in, func() ref.AdmissionBenchOutput {
 			o := clone(good)
 			o.Rounds[0].Chunked = nil // b admitted twice without being carried
 			return o
 		}},
-		{"A3.5.2-l2-capacity-conserved", in, func() ref.BenchOutput {
+		{"A3.5.2-l2-capacity-conserved", in, func() ref.AdmissionBenchOutput {
 			o := clone(good)
 			o.Rounds[1].L2LoadedTokens = 4096 // loaded without consuming capacity (A3-B1's symptom)
 			return o
 		}},
-		{"A3.5.3-rounds-replay-through-admit-round", in, func() ref.BenchOutput {
+		{"A3.5.3-rounds-replay-through-admit-round", in, func() ref.AdmissionBenchOutput {
 			o := clone(good)
 			o.Rounds[0].Stop.Detail = ref.DetailCPMaxCachedTokens // a stop the round never gave
 			return o
 		}},
-		{"A3.5.3-rounds-replay-through-admit-round", in, func() ref.BenchOutput {
+		{"A3.5.3-rounds-replay-through-admit-round", in, func() ref.AdmissionBenchOutput {
 			o := clone(good)
 			o.Termination = ref.BenchStalled
 			return o
 		}},
-		{"A3.5.4-no-cp-detail-without-cp", noCP, func() ref.BenchOutput {
+		{"A3.5.4-no-cp-detail-without-cp", noCP, func() ref.AdmissionBenchOutput {
 			o := clone(goodNoCP)
 			o.Rounds[0].Stop.Detail = ref.DetailCPMaxRequests
 			return o

@@ -14,8 +14,8 @@ import (
 
 // AdmissionRound is the differential spec of admission.round
 // (docs/spec/admission-serving.md §A1) with the §A1.13 properties.
-func AdmissionRound() *Spec[ref.RoundInput, ref.RoundResult] {
-	return &Spec[ref.RoundInput, ref.RoundResult]{
+func AdmissionRound() *Spec[ref.AdmissionRoundInput, ref.AdmissionRoundOutput] {
+	return &Spec[ref.AdmissionRoundInput, ref.AdmissionRoundOutput]{
 		Op:          catalog.AdmissionRound(),
 		Valid:       rapid.Custom(AdmissionValid),
 		Invalid:     rapid.Custom(admissionInvalid),
@@ -28,8 +28,8 @@ func AdmissionRound() *Spec[ref.RoundInput, ref.RoundResult] {
 
 // AdmissionProps are §A1.13's invariants plus the monotonicity and
 // single-request properties, each checked on one round's result.
-func AdmissionProps() []Prop[ref.RoundInput, ref.RoundResult] {
-	return []Prop[ref.RoundInput, ref.RoundResult]{
+func AdmissionProps() []Prop[ref.AdmissionRoundInput, ref.AdmissionRoundOutput] {
+	return []Prop[ref.AdmissionRoundInput, ref.AdmissionRoundOutput]{
 		{"budget-conservation", admissionBudgetConservation},
 		{"failure-purity", admissionFailurePurity},
 		{"page-alignment", admissionPageAlignment},
@@ -69,7 +69,7 @@ func admissionCfg(ps, maxPrefill int64, chunk *int64, cp *ref.CPAdmission) ref.A
 // requests, a continuing chunk, HiCache host hits around the load-back
 // threshold, a fake L2 capacity and the CP knobs. Σ L1PrefixEvictable +
 // Σ HostHit stays within pool.Evictable, so the lock-time check holds.
-func AdmissionValid(t *rapid.T) ref.RoundInput {
+func AdmissionValid(t *rapid.T) ref.AdmissionRoundInput {
 	ps := rapid.SampledFrom([]int64{1, 1, 4, 16, 64}).Draw(t, "page_size")
 	c := ref.AdderConfig{
 		PageSize:           ps,
@@ -94,7 +94,7 @@ func AdmissionValid(t *rapid.T) ref.RoundInput {
 	if rapid.IntRange(0, 2).Draw(t, "cp_on") > 0 {
 		c.CP = admissionCPDraw(t)
 	}
-	in := ref.RoundInput{Config: c, Running: []ref.RunningReq{}, Queue: []ref.Request{}}
+	in := ref.AdmissionRoundInput{Config: c, Running: []ref.RunningReq{}, Queue: []ref.Request{}}
 	for range rapid.IntRange(0, 3).Draw(t, "running") {
 		mn := rapid.Int64Range(0, 6000).Draw(t, "running_max_new")
 		in.Running = append(in.Running, ref.RunningReq{MaxNewTokens: mn, OutputLen: rapid.Int64Range(0, mn+10).Draw(t, "running_output")})
@@ -161,7 +161,7 @@ func admissionCPDraw(t *rapid.T) *ref.CPAdmission {
 }
 
 // admissionInvalid draws one §A1.14 violation in an otherwise valid round.
-func admissionInvalid(t *rapid.T) Bad[ref.RoundInput] {
+func admissionInvalid(t *rapid.T) Bad[ref.AdmissionRoundInput] {
 	in := AdmissionValid(t)
 	in.Queue = slices.Clone(in.Queue)
 	if len(in.Queue) == 0 {
@@ -172,87 +172,87 @@ func admissionInvalid(t *rapid.T) Bad[ref.RoundInput] {
 	switch rapid.IntRange(0, 13).Draw(t, "violation") {
 	case 0:
 		in.Config.PageSize = rapid.Int64Range(-3, 0).Draw(t, "bad_page")
-		return Bad[ref.RoundInput]{in, ref.ErrAdmitConfig}
+		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitConfig}
 	case 1:
 		// NaN is in the ref unit test: JSON cannot carry it into a fixture.
 		in.Config.NewTokenRatio = rapid.SampledFrom([]float64{-0.1, 1.01, -1e-9, 2}).Draw(t, "bad_ratio")
-		return Bad[ref.RoundInput]{in, ref.ErrAdmitConfig}
+		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitConfig}
 	case 2:
 		in.Config.MaxPrefillTokens = rapid.Int64Range(-3, 0).Draw(t, "bad_max_prefill")
-		return Bad[ref.RoundInput]{in, ref.ErrAdmitConfig}
+		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitConfig}
 	case 3:
 		in.Config.MixedDecodeTokens = rapid.Int64Range(-5, -1).Draw(t, "bad_mixed")
-		return Bad[ref.RoundInput]{in, ref.ErrNegative}
+		return Bad[ref.AdmissionRoundInput]{in, ref.ErrNegative}
 	case 4:
 		in.Config.TruncationAlignSize = p64(rapid.Int64Range(-2, 0).Draw(t, "bad_align"))
-		return Bad[ref.RoundInput]{in, ref.ErrAdmitConfig}
+		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitConfig}
 	case 5:
 		cp := ref.CPAdmission{MaxRequests: p64(rapid.Int64Range(-2, 0).Draw(t, "bad_knob"))}
 		in.Config.CP = &cp
-		return Bad[ref.RoundInput]{in, ref.ErrAdmitConfig}
+		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitConfig}
 	case 6:
 		in.Pool.Available = rapid.Int64Range(-9, -1).Draw(t, "bad_available")
-		return Bad[ref.RoundInput]{in, ref.ErrNegative}
+		return Bad[ref.AdmissionRoundInput]{in, ref.ErrNegative}
 	case 7:
 		r.InputLen = rapid.Int64Range(-2, 0).Draw(t, "bad_input_len")
-		return Bad[ref.RoundInput]{in, ref.ErrAdmitRequest}
+		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitRequest}
 	case 8:
 		r.HostHit = r.InputLen - r.L1Prefix + rapid.Int64Range(0, 3).Draw(t, "over_host")
-		return Bad[ref.RoundInput]{in, ref.ErrAdmitRequest}
+		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitRequest}
 	case 9:
 		r.L1PrefixEvictable = r.L1Prefix + rapid.Int64Range(1, 3).Draw(t, "over_evictable")
-		return Bad[ref.RoundInput]{in, ref.ErrAdmitRequest}
+		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitRequest}
 	case 10:
 		r.MaxNewTokens = rapid.Int64Range(-3, -1).Draw(t, "bad_max_new")
-		return Bad[ref.RoundInput]{in, ref.ErrNegative}
+		return Bad[ref.AdmissionRoundInput]{in, ref.ErrNegative}
 	case 11:
 		in.Queue = append(in.Queue, *r)
-		return Bad[ref.RoundInput]{in, ref.ErrDuplicateRID}
+		return Bad[ref.AdmissionRoundInput]{in, ref.ErrDuplicateRID}
 	case 12:
 		r.L1Prefix = ref.MaxAdmitTokens + rapid.Int64Range(1, 9).Draw(t, "huge")
-		return Bad[ref.RoundInput]{in, ref.ErrTooLarge}
+		return Bad[ref.AdmissionRoundInput]{in, ref.ErrTooLarge}
 	default:
 		// A request alone on an empty pool of evictable slots that claims
 		// its prefix was evictable: the lock-time check.
-		in = ref.RoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100000, Evictable: rapid.Int64Range(0, 9).Draw(t, "short_evictable")},
+		in = ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100000, Evictable: rapid.Int64Range(0, 9).Draw(t, "short_evictable")},
 			Queue: []ref.Request{{RID: "x", InputLen: 100, L1Prefix: 50, L1PrefixEvictable: 10 + rapid.Int64Range(0, 40).Draw(t, "lock")}}}
-		return Bad[ref.RoundInput]{in, ref.ErrEvictableShort}
+		return Bad[ref.AdmissionRoundInput]{in, ref.ErrEvictableShort}
 	}
 }
 
 // admissionBoundary: §A1.12's worked examples, the load-back threshold
 // (9, 10) and the CP gates at exactly their limit.
-func admissionBoundary() []Case[ref.RoundInput] {
+func admissionBoundary() []Case[ref.AdmissionRoundInput] {
 	big := ref.PoolState{Available: 1_000_000}
 	e2 := admissionE2Script()
-	cs := []Case[ref.RoundInput]{
-		{"e1-basic-budgets", ref.RoundInput{Config: admissionCfg(16, 8192, nil, nil), Pool: ref.PoolState{Available: 10000},
+	cs := []Case[ref.AdmissionRoundInput]{
+		{"e1-basic-budgets", ref.AdmissionRoundInput{Config: admissionCfg(16, 8192, nil, nil), Pool: ref.PoolState{Available: 10000},
 			Queue: []ref.Request{admissionReq("r1", 0, 0, 1000, 256), admissionReq("r2", 0, 0, 7000, 256), admissionReq("r3", 0, 0, 500, 100)}}},
-		{"e2-chunk-page-floor", ref.RoundInput{Config: e2.Config, Pool: e2.Steps[0].Pool, Queue: e2.Steps[0].Queue}},
-		{"e2-continuing-chunk", ref.RoundInput{Config: e2.Config, Pool: big, Chunked: &ref.Request{RID: "r1", InputLen: 10000, MaxNewTokens: 16, L1Prefix: 960}}},
-		{"e3-no-token", ref.RoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100}, Queue: []ref.Request{admissionReq("r1", 0, 0, 200, 0)}}},
-		{"e3-no-token-hicache", func() ref.RoundInput {
+		{"e2-chunk-page-floor", ref.AdmissionRoundInput{Config: e2.Config, Pool: e2.Steps[0].Pool, Queue: e2.Steps[0].Queue}},
+		{"e2-continuing-chunk", ref.AdmissionRoundInput{Config: e2.Config, Pool: big, Chunked: &ref.Request{RID: "r1", InputLen: 10000, MaxNewTokens: 16, L1Prefix: 960}}},
+		{"e3-no-token", ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100}, Queue: []ref.Request{admissionReq("r1", 0, 0, 200, 0)}}},
+		{"e3-no-token-hicache", func() ref.AdmissionRoundInput {
 			c := admissionCfg(1, 8192, nil, nil)
 			c.HierarchicalCache = true
-			return ref.RoundInput{Config: c, Pool: ref.PoolState{Available: 100}, Queue: []ref.Request{admissionReq("r1", 0, 0, 200, 0)}}
+			return ref.AdmissionRoundInput{Config: c, Pool: ref.PoolState{Available: 100}, Queue: []ref.Request{admissionReq("r1", 0, 0, 200, 0)}}
 		}()},
-		{"e4-cp-extend-gate", ref.RoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxTotalExtendTokens: p64(8192)}), Pool: big, Queue: admissionReqs(3, 0, 0, 3000, 0)}},
-		{"e5-lift-equality", ref.RoundInput{Config: admissionCfg(1, 4096, nil, &ref.CPAdmission{MaxTotalExtendTokens: p64(16384)}), Pool: big, Queue: admissionReqs(2, 0, 0, 8192, 0)}},
-		{"e7-default-limit-chunk", ref.RoundInput{Config: admissionCfg(1, 16384, p64(8192), &ref.CPAdmission{}), Pool: big, Queue: admissionReqs(3, 0, 0, 3000, 0)}},
-		{"load-back-threshold-9", ref.RoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: big, Queue: []ref.Request{admissionReq("r1", 0, 9, 5, 0)}}},
-		{"load-back-threshold-10", ref.RoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: big, Queue: []ref.Request{admissionReq("r1", 0, 10, 5, 0)}}},
-		{"load-back-l2-capacity-short", ref.RoundInput{Config: admissionCfg(64, 16384, p64(8192), &ref.CPAdmission{MaxTotalCachedTokens: p64(4096)}), Pool: big,
+		{"e4-cp-extend-gate", ref.AdmissionRoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxTotalExtendTokens: p64(8192)}), Pool: big, Queue: admissionReqs(3, 0, 0, 3000, 0)}},
+		{"e5-lift-equality", ref.AdmissionRoundInput{Config: admissionCfg(1, 4096, nil, &ref.CPAdmission{MaxTotalExtendTokens: p64(16384)}), Pool: big, Queue: admissionReqs(2, 0, 0, 8192, 0)}},
+		{"e7-default-limit-chunk", ref.AdmissionRoundInput{Config: admissionCfg(1, 16384, p64(8192), &ref.CPAdmission{}), Pool: big, Queue: admissionReqs(3, 0, 0, 3000, 0)}},
+		{"load-back-threshold-9", ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: big, Queue: []ref.Request{admissionReq("r1", 0, 9, 5, 0)}}},
+		{"load-back-threshold-10", ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: big, Queue: []ref.Request{admissionReq("r1", 0, 10, 5, 0)}}},
+		{"load-back-l2-capacity-short", ref.AdmissionRoundInput{Config: admissionCfg(64, 16384, p64(8192), &ref.CPAdmission{MaxTotalCachedTokens: p64(4096)}), Pool: big,
 			Queue: []ref.Request{admissionReq("a", 0, 4096, 64, 16), admissionReq("b", 0, 4096, 64, 16)}, L2LoadBackCapacity: p64(0)}},
-		{"cp-max-requests", ref.RoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxRequests: p64(2)}), Pool: big, Queue: admissionReqs(3, 0, 0, 10, 0)}},
-		{"cp-buffer-gate", ref.RoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(2000),
+		{"cp-max-requests", ref.AdmissionRoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxRequests: p64(2)}), Pool: big, Queue: admissionReqs(3, 0, 0, 10, 0)}},
+		{"cp-buffer-gate", ref.AdmissionRoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(2000),
 			BufferModel: &ref.LinearBuffer{PerRequest: 100, PerExtendToken: 1}}), Pool: big, Queue: admissionReqs(3, 0, 0, 800, 0)}},
-		{"cp-buffer-single-oversized-warns", ref.RoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(10),
+		{"cp-buffer-single-oversized-warns", ref.AdmissionRoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(10),
 			BufferModel: &ref.LinearBuffer{PerExtendToken: 1}}), Pool: big, Queue: admissionReqs(2, 0, 0, 800, 0)}},
-		{"max-running", ref.RoundInput{Config: func() ref.AdderConfig { c := admissionCfg(1, 8192, nil, nil); c.MaxRunningRequests = 2; return c }(),
+		{"max-running", ref.AdmissionRoundInput{Config: func() ref.AdderConfig { c := admissionCfg(1, 8192, nil, nil); c.MaxRunningRequests = 2; return c }(),
 			Pool: big, Running: []ref.RunningReq{{MaxNewTokens: 100, OutputLen: 3}}, Queue: admissionReqs(3, 0, 0, 10, 0)}},
-		{"lock-time-evictable-short", ref.RoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100000, Evictable: 10},
+		{"lock-time-evictable-short", ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100000, Evictable: 10},
 			Queue: []ref.Request{{RID: "x", InputLen: 100, L1Prefix: 50, L1PrefixEvictable: 20}}}},
-		{"empty-queue", ref.RoundInput{Config: admissionCfg(1, 8192, p64(100), &ref.CPAdmission{}), Pool: big}},
+		{"empty-queue", ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, p64(100), &ref.CPAdmission{}), Pool: big}},
 		{"cp-buffer-gate-a2-estimator-x2", admissionX2()},
 	}
 	return cs
@@ -260,7 +260,7 @@ func admissionBoundary() []Case[ref.RoundInput] {
 
 // admissionRejects names the boundary cases ref must refuse: the lock-time
 // check, every §A1.14 row the generator does not draw (each refused by
-// ValidateRound before any request is walked) and the C5 estimator's
+// ValidateAdmissionRound before any request is walked) and the C5 estimator's
 // overflow, which fails the whole round.
 func admissionRejects() map[string]*ref.Sentinel {
 	return map[string]*ref.Sentinel{
@@ -282,12 +282,12 @@ func admissionRejects() map[string]*ref.Sentinel {
 // admissionFailureCases pins the failure paths of §A1.14 and §A1.9 C5 that
 // the generators reach only by chance or not at all, one case per path,
 // each an otherwise valid round, plus budget_state's cur_rem_tokens stop.
-func admissionFailureCases() []Case[ref.RoundInput] {
+func admissionFailureCases() []Case[ref.AdmissionRoundInput] {
 	big := ref.PoolState{Available: 1_000_000}
 	one := []ref.Request{admissionReq("r1", 0, 0, 100, 0)}
 	cfg := admissionCfg(1, 8192, nil, nil)
-	round := func(cp *ref.CPAdmission, f func(*ref.RoundInput)) ref.RoundInput {
-		in := ref.RoundInput{Config: admissionCfg(1, 8192, nil, cp), Pool: big, Queue: one}
+	round := func(cp *ref.CPAdmission, f func(*ref.AdmissionRoundInput)) ref.AdmissionRoundInput {
+		in := ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, cp), Pool: big, Queue: one}
 		if f != nil {
 			f(&in)
 		}
@@ -296,21 +296,21 @@ func admissionFailureCases() []Case[ref.RoundInput] {
 	badCtx := ref.DefaultEstimatorContext(64, 2)
 	badCtx.VocabSize = 0
 	goodCtx := ref.DefaultEstimatorContext(64, 2)
-	return []Case[ref.RoundInput]{
+	return []Case[ref.AdmissionRoundInput]{
 		// A running request past its max_new_tokens has a negative decode
 		// reservation (§A1.3 does not clamp it), so rem_total_tokens stays
 		// above cur_rem_tokens: the admitted request empties cur_rem first
 		// and budget_state stops with NO_TOKEN/budget_current.
-		{"budget-current-negative-running-offset", ref.RoundInput{Config: cfg, Pool: ref.PoolState{Available: 1000},
+		{"budget-current-negative-running-offset", ref.AdmissionRoundInput{Config: cfg, Pool: ref.PoolState{Available: 1000},
 			Running: []ref.RunningReq{{MaxNewTokens: 0, OutputLen: 1000}}, Queue: []ref.Request{admissionReq("r1", 0, 0, 1000, 0)}}},
-		// §A1.14's rows the invalid generator does not draw, in ValidateRound's order.
-		{"bad-l2-load-back-capacity-negative", round(nil, func(in *ref.RoundInput) { in.L2LoadBackCapacity = p64(-1) })},
-		{"bad-running-max-new-tokens-negative", round(nil, func(in *ref.RoundInput) { in.Running = []ref.RunningReq{{MaxNewTokens: -1}} })},
-		{"bad-running-output-len-over-2^40", round(nil, func(in *ref.RoundInput) {
+		// §A1.14's rows the invalid generator does not draw, in ValidateAdmissionRound's order.
+		{"bad-l2-load-back-capacity-negative", round(nil, func(in *ref.AdmissionRoundInput) { in.L2LoadBackCapacity = p64(-1) })},
+		{"bad-running-max-new-tokens-negative", round(nil, func(in *ref.AdmissionRoundInput) { in.Running = []ref.RunningReq{{MaxNewTokens: -1}} })},
+		{"bad-running-output-len-over-2^40", round(nil, func(in *ref.AdmissionRoundInput) {
 			in.Running = []ref.RunningReq{{MaxNewTokens: 10, OutputLen: ref.MaxAdmitTokens + 1}}
 		})},
-		{"bad-chunked-input-len-zero", round(nil, func(in *ref.RoundInput) { in.Chunked = &ref.Request{RID: "c"} })},
-		{"bad-chunked-host-hit-set", round(nil, func(in *ref.RoundInput) {
+		{"bad-chunked-input-len-zero", round(nil, func(in *ref.AdmissionRoundInput) { in.Chunked = &ref.Request{RID: "c"} })},
+		{"bad-chunked-host-hit-set", round(nil, func(in *ref.AdmissionRoundInput) {
 			in.Chunked = &ref.Request{RID: "c", InputLen: 100, L1Prefix: 10, HostHit: 20}
 		})},
 		{"bad-cp-max-buffer-size-zero", round(&ref.CPAdmission{MaxBufferSizeBytes: p64(0), BufferModel: &ref.LinearBuffer{}}, nil)},
@@ -330,7 +330,7 @@ func admissionFailureCases() []Case[ref.RoundInput] {
 // int64; the 129th candidate's sum does not, and the limit (int64's
 // maximum) never stops the walk first, so the round fails with
 // ErrOverflow at buffer_estimate.batch[128].
-func admissionLinearOverflow() ref.RoundInput {
+func admissionLinearOverflow() ref.AdmissionRoundInput {
 	const n = 129
 	q := make([]ref.Request, n)
 	for i := range q {
@@ -338,19 +338,19 @@ func admissionLinearOverflow() ref.RoundInput {
 	}
 	c := admissionCfg(1, 1<<20, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(math.MaxInt64),
 		BufferModel: &ref.LinearBuffer{PerPrefixToken: ref.MaxLinearBufferCoeff}})
-	return ref.RoundInput{Config: c, Pool: ref.PoolState{Available: 1_000_000}, Queue: q}
+	return ref.AdmissionRoundInput{Config: c, Pool: ref.PoolState{Available: 1_000_000}, Queue: q}
 }
 
 // admissionX2 is A2.5 X2 through the adder's buffer gate on A2's real
 // estimator (config.cp.estimator): X1 alone is 111,188,480 bytes, two are
 // 423,703,552 > 128 MiB, so the second stops with cp_max_buffer_size.
-func admissionX2() ref.RoundInput {
+func admissionX2() ref.AdmissionRoundInput {
 	ctx := ref.DefaultEstimatorContext(64, 2)
 	ctx.TransferEnabled, ctx.TransferLayers = true, 79
 	x1 := ref.Request{InputLen: 12288, L1Prefix: 8192, L1PrefixEvictable: 8192}
 	a, b := x1, x1
 	a.RID, b.RID = "x1", "x2"
-	return ref.RoundInput{Config: admissionCfg(64, 1<<20, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(128 << 20), EstimatorContext: &ctx}),
+	return ref.AdmissionRoundInput{Config: admissionCfg(64, 1<<20, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(128 << 20), EstimatorContext: &ctx}),
 		Pool: ref.PoolState{Available: 1 << 20, Evictable: 1 << 15}, Queue: []ref.Request{a, b}}
 }
 
@@ -364,24 +364,24 @@ func admissionE2Script() ref.AdmissionScriptInput {
 }
 
 // admissionRegressions are §A1.15's minimal inputs, named as their mutants.
-func admissionRegressions() []Case[ref.RoundInput] {
+func admissionRegressions() []Case[ref.AdmissionRoundInput] {
 	big := ref.PoolState{Available: 1_000_000}
-	return []Case[ref.RoundInput]{
-		{"cached-gate-before-load-back", ref.RoundInput{Config: admissionCfg(64, 16384, nil, &ref.CPAdmission{MaxTotalCachedTokens: p64(4096)}),
+	return []Case[ref.AdmissionRoundInput]{
+		{"cached-gate-before-load-back", ref.AdmissionRoundInput{Config: admissionCfg(64, 16384, nil, &ref.CPAdmission{MaxTotalCachedTokens: p64(4096)}),
 			Pool: ref.PoolState{Available: 100000}, Queue: []ref.Request{admissionReq("A", 0, 4096, 64, 16), admissionReq("B", 0, 4096, 64, 16)}}},
-		{"cp-gates-on-empty-batch", ref.RoundInput{Config: admissionCfg(64, 16384, nil, &ref.CPAdmission{MaxTotalCachedTokens: p64(2048)}), Pool: big,
+		{"cp-gates-on-empty-batch", ref.AdmissionRoundInput{Config: admissionCfg(64, 16384, nil, &ref.CPAdmission{MaxTotalCachedTokens: p64(2048)}), Pool: big,
 			Queue: []ref.Request{admissionReq("r1", 0, 4096, 64, 0)}}},
-		{"cp-no-legacy-lift", ref.RoundInput{Config: admissionCfg(1, 4096, nil, &ref.CPAdmission{MaxTotalExtendTokens: p64(16384)}), Pool: big, Queue: admissionReqs(8, 0, 0, 3000, 0)}},
-		{"cp-user-limit-uncapped", ref.RoundInput{Config: admissionCfg(1, 16384, p64(8192), &ref.CPAdmission{MaxTotalExtendTokens: p64(32768)}), Pool: big, Queue: []ref.Request{}}},
-		{"cp-limit-not-defaulted", ref.RoundInput{Config: admissionCfg(1, 16384, p64(8192), &ref.CPAdmission{}), Pool: big, Queue: []ref.Request{}}},
-		{"lock-recheck-skipped", ref.RoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 1000, Evictable: 200},
+		{"cp-no-legacy-lift", ref.AdmissionRoundInput{Config: admissionCfg(1, 4096, nil, &ref.CPAdmission{MaxTotalExtendTokens: p64(16384)}), Pool: big, Queue: admissionReqs(8, 0, 0, 3000, 0)}},
+		{"cp-user-limit-uncapped", ref.AdmissionRoundInput{Config: admissionCfg(1, 16384, p64(8192), &ref.CPAdmission{MaxTotalExtendTokens: p64(32768)}), Pool: big, Queue: []ref.Request{}}},
+		{"cp-limit-not-defaulted", ref.AdmissionRoundInput{Config: admissionCfg(1, 16384, p64(8192), &ref.CPAdmission{}), Pool: big, Queue: []ref.Request{}}},
+		{"lock-recheck-skipped", ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 1000, Evictable: 200},
 			Queue: []ref.Request{{RID: "r1", InputLen: 1300, L1Prefix: 200, L1PrefixEvictable: 200}}}},
 	}
 }
 
 // admissionEntries splits the batch into the continuing chunk (if it ran) and
 // the entries admitted from the queue.
-func admissionEntries(in ref.RoundInput, out ref.RoundResult) (cont *ref.AdmittedReq, fromQueue []ref.AdmittedReq) {
+func admissionEntries(in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) (cont *ref.AdmittedReq, fromQueue []ref.AdmittedReq) {
 	if in.Chunked != nil && len(out.Admitted) > 0 && out.Admitted[0].RID == in.Chunked.RID {
 		return &out.Admitted[0], out.Admitted[1:]
 	}
@@ -389,7 +389,7 @@ func admissionEntries(in ref.RoundInput, out ref.RoundResult) (cont *ref.Admitte
 }
 
 // admissionMaxNew is the max_new the adder charged for entry a (0 when chunked).
-func admissionMaxNew(in ref.RoundInput, a ref.AdmittedReq, i int) int64 {
+func admissionMaxNew(in ref.AdmissionRoundInput, a ref.AdmittedReq, i int) int64 {
 	if a.Chunked {
 		return 0
 	}
@@ -401,7 +401,7 @@ func admissionMaxNew(in ref.RoundInput, a ref.AdmittedReq, i int) int64 {
 
 // admissionBudgetConservation is A1.13.1: every budget moved by exactly the sum
 // of page-ceiled charges (and charged max_new for rem_total).
-func admissionBudgetConservation(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+func admissionBudgetConservation(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
 	b := ref.InitialBudgets(in.Config)
 	cont, fromQueue := admissionEntries(in, out)
 	var sum int64
@@ -438,7 +438,7 @@ func admissionBudgetConservation(_ ref.Limits, in ref.RoundInput, out ref.RoundR
 // admissionFailurePurity is A1.13.2: the pool lost exactly the admitted
 // requests' locks and load-backs; a refused request left at most its
 // load-back behind, as evictable slots.
-func admissionFailurePurity(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+func admissionFailurePurity(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
 	_, fromQueue := admissionEntries(in, out)
 	var locked, loaded int64
 	for i, a := range fromQueue {
@@ -467,7 +467,7 @@ func admissionFailurePurity(_ ref.Limits, in ref.RoundInput, out ref.RoundResult
 }
 
 // admissionPageAlignment is A1.13.3.
-func admissionPageAlignment(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+func admissionPageAlignment(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
 	ps := in.Config.PageSize
 	_, fromQueue := admissionEntries(in, out)
 	for _, a := range out.Admitted {
@@ -491,7 +491,7 @@ func admissionPageAlignment(_ ref.Limits, in ref.RoundInput, out ref.RoundResult
 
 // admissionMonotonicBudgets is A1.13.4 at round granularity: the compute and
 // chunk budgets only shrink.
-func admissionMonotonicBudgets(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+func admissionMonotonicBudgets(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
 	b := ref.InitialBudgets(in.Config)
 	if out.RemInputTokens > b.RemInput || (b.RemChunk != nil && out.RemChunkTokens != nil && *out.RemChunkTokens > *b.RemChunk) {
 		return fmt.Errorf("a budget grew: rem_input %d of %d, rem_chunk %v of %v", out.RemInputTokens, b.RemInput, out.RemChunkTokens, b.RemChunk)
@@ -505,7 +505,7 @@ func admissionMonotonicBudgets(_ ref.Limits, in ref.RoundInput, out ref.RoundRes
 }
 
 // admissionQueueOrder is A1.13.5.
-func admissionQueueOrder(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+func admissionQueueOrder(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
 	_, fromQueue := admissionEntries(in, out)
 	if len(fromQueue) > len(in.Queue) {
 		return fmt.Errorf("%d admitted from a queue of %d", len(fromQueue), len(in.Queue))
@@ -539,7 +539,7 @@ func admissionQueueOrder(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) e
 // request needs at least a page. With an alignment the cut can leave
 // whole pages that a smaller later request fits in entirely, as upstream
 // allows (docs/spec/admission-serving.md §A1.13, amendment), so only "at most one" is required then.
-func admissionOneChunk(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+func admissionOneChunk(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
 	cont, fromQueue := admissionEntries(in, out)
 	n := 0
 	for i, a := range fromQueue {
@@ -563,7 +563,7 @@ func admissionOneChunk(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) err
 }
 
 // admissionCPBounds is A1.13.7: CP limits hold for every batch of two or more.
-func admissionCPBounds(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+func admissionCPBounds(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
 	cp := in.Config.CP
 	if cp == nil {
 		if out.CumExtend != 0 || out.CumCached != 0 || out.EffectiveCPExtendLimit != nil {
@@ -605,7 +605,7 @@ func admissionCPBounds(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) err
 
 // admissionInertness is A1.13.8: CP with every knob unset and chunking off
 // decides exactly as the CP-free adder.
-func admissionInertness(lim ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+func admissionInertness(lim ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
 	cp := in.Config.CP
 	if cp == nil || cp.MaxRequests != nil || cp.MaxTotalExtendTokens != nil || cp.MaxTotalCachedTokens != nil || cp.MaxBufferSizeBytes != nil ||
 		ref.InitialBudgets(in.Config).RemChunk != nil {
@@ -613,7 +613,7 @@ func admissionInertness(lim ref.Limits, in ref.RoundInput, out ref.RoundResult) 
 	}
 	plain := in
 	plain.Config.CP = nil
-	want, err := ref.AdmitRound(lim, plain)
+	want, err := ref.AdmissionRound(lim, plain)
 	if err != nil {
 		return fmt.Errorf("CP-free round refused: %v", err)
 	}
@@ -626,7 +626,7 @@ func admissionInertness(lim ref.Limits, in ref.RoundInput, out ref.RoundResult) 
 }
 
 // admissionLiftBound is A1.13.9 and C1's table, recomputed here from the config.
-func admissionLiftBound(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+func admissionLiftBound(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
 	c := in.Config
 	if c.CP == nil {
 		return nil
@@ -666,7 +666,7 @@ func admissionLiftBound(_ ref.Limits, in ref.RoundInput, out ref.RoundResult) er
 // admissionSingleAlone: a lone request (nothing running, no chunk) is refused
 // only for memory or for a chunk budget that cannot hold one page (or one
 // alignment unit) — never by a CP gate or the compute budget (no deadlock).
-func admissionSingleAlone(lim ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+func admissionSingleAlone(lim ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
 	if len(in.Running) > 0 || in.Chunked != nil || len(in.Queue) == 0 || len(out.Admitted) > 0 {
 		return nil
 	}
@@ -701,7 +701,7 @@ func raiseKnob(v *int64) *int64 {
 
 // admissionMonotoneInBudgets: raising any one budget (compute, running cap, or a
 // CP knob) admits the same requests first, then possibly more.
-func admissionMonotoneInBudgets(lim ref.Limits, in ref.RoundInput, out ref.RoundResult) error {
+func admissionMonotoneInBudgets(lim ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
 	for _, b := range admissionBudgetRaises {
 		if in.Config.CP == nil && b.name[:3] == "cp." {
 			continue
@@ -712,7 +712,7 @@ func admissionMonotoneInBudgets(lim ref.Limits, in ref.RoundInput, out ref.Round
 			up.Config.CP = &cp
 		}
 		b.raise(&up.Config)
-		got, err := ref.AdmitRound(lim, up)
+		got, err := ref.AdmissionRound(lim, up)
 		if err != nil {
 			return fmt.Errorf("raised %s refused: %v", b.name, err)
 		}

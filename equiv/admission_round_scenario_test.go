@@ -35,7 +35,7 @@ func TestAdmissionScenarios(t *testing.T) {
 		}
 		sc := &admissionScenario{}
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
-			out, err := sc.step(t, td, fast.AdmitRound)
+			out, err := sc.step(t, td, fast.AdmissionRound)
 			if err != "" {
 				td.Fatalf(t, "%s", err)
 			}
@@ -64,8 +64,8 @@ func TestAdmissionScenariosReplayTheirBug(t *testing.T) {
 	for _, bug := range admissionScenarioBugs {
 		t.Run(bug.id, func(t *testing.T) {
 			sc, differs := &admissionScenario{}, ""
-			buggy := func(lim ref.Limits, in ref.RoundInput) (ref.RoundResult, error) {
-				return fault.Installed().AdmitRound(lim, in, bug.faults)
+			buggy := func(lim ref.Limits, in ref.AdmissionRoundInput) (ref.AdmissionRoundOutput, error) {
+				return fault.Installed().AdmissionRound(lim, in, bug.faults)
 			}
 			datadriven.RunTest(t, filepath.Join("testdata", "admission_"+bug.id+".txt"), func(t *testing.T, td *datadriven.TestData) string {
 				if _, err := sc.step(t, td, buggy); err != "" && differs == "" {
@@ -83,7 +83,7 @@ func TestAdmissionScenariosReplayTheirBug(t *testing.T) {
 
 // admissionScenario is the round input a scenario file builds.
 type admissionScenario struct {
-	in ref.RoundInput
+	in ref.AdmissionRoundInput
 }
 
 // step runs one command; for `round` it compares impl with ref and
@@ -122,7 +122,7 @@ func (sc *admissionScenario) step(t *testing.T, td *datadriven.TestData, impl re
 				}
 			}
 		}
-		sc.in = ref.RoundInput{Config: c}
+		sc.in = ref.AdmissionRoundInput{Config: c}
 		return "ok", ""
 	case "pool":
 		arg("available", &sc.in.Pool.Available)
@@ -142,7 +142,7 @@ func (sc *admissionScenario) step(t *testing.T, td *datadriven.TestData, impl re
 		return "ok", ""
 	case "round":
 		in := sc.in
-		want, werr := ref.AdmitRound(ref.DefaultLimits(), in)
+		want, werr := ref.AdmissionRound(ref.DefaultLimits(), in)
 		got, gerr := impl(ref.DefaultLimits(), in)
 		if werr != nil || gerr != nil {
 			if fmt.Sprint(werr) != fmt.Sprint(gerr) {
@@ -166,7 +166,7 @@ func (sc *admissionScenario) step(t *testing.T, td *datadriven.TestData, impl re
 }
 
 // admissionNarrate prints a round result one fact per line.
-func admissionNarrate(o ref.RoundResult) string {
+func admissionNarrate(o ref.AdmissionRoundOutput) string {
 	var b strings.Builder
 	for _, a := range o.Admitted {
 		fmt.Fprintf(&b, "admit %s prefix=%d loaded=%d run=%d charged=%d chunked=%t\n", a.RID, a.PrefixLen, a.LoadedFromL2, a.RunExtend, a.ChargedExtend, a.Chunked)

@@ -18,7 +18,7 @@ import (
 // refuse it with the same too_large error before walking anything.
 func TestRoundOverTheEntryBoundIsRefusedAlike(t *testing.T) {
 	s := equiv.AdmissionRound()
-	in := ref.RoundInput{Config: ref.AdderConfig{PageSize: 1, MaxPrefillTokens: 8192, MaxRunningRequests: 1},
+	in := ref.AdmissionRoundInput{Config: ref.AdderConfig{PageSize: 1, MaxPrefillTokens: 8192, MaxRunningRequests: 1},
 		Pool: ref.PoolState{Available: 1000}, Running: make([]ref.RunningReq, ref.MaxAdmitEntries),
 		Queue: []ref.Request{{RID: "r1", InputLen: 10}}}
 	if reason, diff := s.Check("fast", s.Op.Fast, in, ref.ErrTooLarge); reason != "" {
@@ -38,11 +38,11 @@ func TestGoEstimatorGateMatchesTheLinearModel(t *testing.T) {
 		if in.Config.CP == nil || in.Config.CP.BufferModel == nil {
 			t.Skip("no buffer gate")
 		}
-		want := catalog.Canonical(ref.AdmitRound(ref.DefaultLimits(), in))
+		want := catalog.Canonical(ref.AdmissionRound(ref.DefaultLimits(), in))
 		cp := *in.Config.CP
 		cp.Estimator, cp.BufferModel = cp.BufferModel.Estimate, nil
 		in.Config.CP = &cp
-		for name, round := range map[string]func(ref.Limits, ref.RoundInput) (ref.RoundResult, error){"ref": ref.AdmitRound, "fast": fast.AdmitRound} {
+		for name, round := range map[string]func(ref.Limits, ref.AdmissionRoundInput) (ref.AdmissionRoundOutput, error){"ref": ref.AdmissionRound, "fast": fast.AdmissionRound} {
 			if got := catalog.Canonical(round(ref.DefaultLimits(), in)); !bytes.Equal(got, want) {
 				t.Fatalf("%s with the Go estimator:\n got %s\nwant %s", name, got, want)
 			}

@@ -77,7 +77,7 @@ func admissionScriptRoundProps(lim ref.Limits, in ref.AdmissionScriptInput, out 
 	}
 	var chunked *ref.Request
 	for i, s := range in.Steps {
-		rin := ref.RoundInput{Config: in.Config, Pool: s.Pool, Running: s.Running, Chunked: chunked, Queue: s.Queue, L2LoadBackCapacity: s.L2LoadBackCapacity}
+		rin := ref.AdmissionRoundInput{Config: in.Config, Pool: s.Pool, Running: s.Running, Chunked: chunked, Queue: s.Queue, L2LoadBackCapacity: s.L2LoadBackCapacity}
 		tr := out.Trace[i]
 		if (tr.Result == nil) == (tr.Error == nil) {
 			return fmt.Errorf("step %d: exactly one of result and error must be set", i)

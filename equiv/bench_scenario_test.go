@@ -15,7 +15,7 @@ import (
 )
 
 // benchFunc is a twin (or mutant) of admission.bench.
-type benchFunc = func(ref.Limits, ref.BenchInput) (ref.BenchOutput, error)
+type benchFunc = func(ref.Limits, ref.AdmissionBenchInput) (ref.AdmissionBenchOutput, error)
 
 // TestBenchScenarios runs the narrated admission-bench scenarios
 // (testdata/bench_*.txt, one per §A3.7 bug): `bench` runs its JSON input
@@ -65,8 +65,8 @@ func TestBenchScenariosReplayTheirBug(t *testing.T) {
 // wrapper like the mutant (equiv/mutants/admission_bench.go, which this
 // package cannot import): fast's round and estimator with the host hit
 // folded into the L1 prefix.
-func l2HitsAsL1Bench(lim ref.Limits, in ref.BenchInput) (ref.BenchOutput, error) {
-	return ref.RunAdmissionBench(lim, in, ref.BenchDriver{Round: fast.AdmitRound, Estimate: fast.EstimateBuffers,
+func l2HitsAsL1Bench(lim ref.Limits, in ref.AdmissionBenchInput) (ref.AdmissionBenchOutput, error) {
+	return ref.RunAdmissionBench(lim, in, ref.BenchDriver{Round: fast.AdmissionRound, Estimate: fast.EstimateBuffers,
 		Map: func(r ref.BenchRequest) ref.Request {
 			q := ref.MapBenchRequest(r)
 			q.L1Prefix, q.HostHit = r.L1CachedTokens+r.L2HostHitTokens, 0
@@ -80,7 +80,7 @@ func benchStep(td *datadriven.TestData, impl benchFunc) (string, string) {
 	if td.Cmd != "bench" {
 		return "", "unknown command " + td.Cmd
 	}
-	in, err := catalog.DecodeStrict[ref.BenchInput]([]byte(td.Input))
+	in, err := catalog.DecodeStrict[ref.AdmissionBenchInput]([]byte(td.Input))
 	if err != nil {
 		return "", err.Error()
 	}

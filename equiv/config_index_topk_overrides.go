@@ -12,11 +12,11 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// IndexTopkOverrides is the differential spec of config.index_topk_overrides
+// ConfigIndexTopKOverrides is the differential spec of config.index_topk_overrides
 // (docs/spec/admission-serving.md §S4).
-func IndexTopkOverrides() *Spec[ref.IndexTopkOverridesInput, ref.IndexTopkOverridesOutput] {
-	return &Spec[ref.IndexTopkOverridesInput, ref.IndexTopkOverridesOutput]{
-		Op:          catalog.IndexTopkOverrides(),
+func ConfigIndexTopKOverrides() *Spec[ref.ConfigIndexTopKOverridesInput, ref.ConfigIndexTopKOverridesOutput] {
+	return &Spec[ref.ConfigIndexTopKOverridesInput, ref.ConfigIndexTopKOverridesOutput]{
+		Op:          catalog.ConfigIndexTopKOverrides(),
 		Valid:       rapid.Custom(overrideValid),
 		Invalid:     rapid.Custom(overrideInvalid),
 		Boundary:    overrideBoundary(),
@@ -33,7 +33,7 @@ func IndexTopkOverrides() *Spec[ref.IndexTopkOverridesInput, ref.IndexTopkOverri
 			"null-is-not-an-object":   ref.ErrOverrideNotObject,
 			"pattern-lowercase-share": ref.ErrPatternCharset,
 		},
-		Props: []Prop[ref.IndexTopkOverridesInput, ref.IndexTopkOverridesOutput]{
+		Props: []Prop[ref.ConfigIndexTopKOverridesInput, ref.ConfigIndexTopKOverridesOutput]{
 			{"S4.5.1-idempotent", overrideIdempotent},
 			{"S4.5.2-other-keys-kept", overrideOtherKeysKept},
 			{"S4.5.3-offset-zero-unset", overrideOffsetZeroUnset},
@@ -78,8 +78,8 @@ func drawOverrideJSON(t *rapid.T) string {
 	return b.String()
 }
 
-func overrideValid(t *rapid.T) ref.IndexTopkOverridesInput {
-	in := ref.IndexTopkOverridesInput{JSON: drawOverrideJSON(t)}
+func overrideValid(t *rapid.T) ref.ConfigIndexTopKOverridesInput {
+	in := ref.ConfigIndexTopKOverridesInput{JSON: drawOverrideJSON(t)}
 	if rapid.Bool().Draw(t, "has_freq") {
 		f := rapid.OneOf(rapid.Int64Range(1, 8), rapid.Int64Range(1, 1<<62)).Draw(t, "freq")
 		in.Freq = &f
@@ -94,9 +94,9 @@ func overrideValid(t *rapid.T) ref.IndexTopkOverridesInput {
 	return in
 }
 
-func overrideInvalid(t *rapid.T) Bad[ref.IndexTopkOverridesInput] {
+func overrideInvalid(t *rapid.T) Bad[ref.ConfigIndexTopKOverridesInput] {
 	in := overrideValid(t)
-	type bad = Bad[ref.IndexTopkOverridesInput]
+	type bad = Bad[ref.ConfigIndexTopKOverridesInput]
 	switch rapid.IntRange(0, 6).Draw(t, "violation") {
 	case 0:
 		f := rapid.Int64Range(-1<<40, 0).Draw(t, "bad_freq")
@@ -131,44 +131,44 @@ func overrideInvalid(t *rapid.T) Bad[ref.IndexTopkOverridesInput] {
 func str(s string) *string { return &s }
 
 // overrideBoundary: §S4.4's table and the edges around it.
-func overrideBoundary() []Case[ref.IndexTopkOverridesInput] {
-	type c = Case[ref.IndexTopkOverridesInput]
+func overrideBoundary() []Case[ref.ConfigIndexTopKOverridesInput] {
+	type c = Case[ref.ConfigIndexTopKOverridesInput]
 	glm := "FFF" + strings.Repeat("SSSF", 18) + "SSS"
 	return []c{
-		{"s4.4-empty-json-freq", ref.IndexTopkOverridesInput{Freq: i64(4)}},
-		{"s4.4-rope-theta-freq-offset", ref.IndexTopkOverridesInput{JSON: `{"rope_theta":8e6}`, Freq: i64(4), Offset: 3}},
-		{"s4.4-freq-conflict", ref.IndexTopkOverridesInput{JSON: `{"index_topk_freq":2}`, Freq: i64(4)}},
-		{"s4.4-nested-compacted", ref.IndexTopkOverridesInput{JSON: `{"a": {"b": [1, 2]}}`, Freq: i64(4)}},
-		{"s4.4-no-flags-unchanged", ref.IndexTopkOverridesInput{JSON: `{"a":1}`}},
-		{"no-flags-whitespace-unchanged", ref.IndexTopkOverridesInput{JSON: ` { "a" : 1 } `}},
-		{"no-flags-empty", ref.IndexTopkOverridesInput{}},
-		{"s4.4-array", ref.IndexTopkOverridesInput{JSON: `[1]`, Freq: i64(4)}},
-		{"equal-value-other-spelling", ref.IndexTopkOverridesInput{JSON: `{"index_topk_freq":4.0,"index_topk_pattern":"F\u0053"}`, Freq: i64(4), Pattern: str("FS")}},
-		{"pattern-shadows-json-freq", ref.IndexTopkOverridesInput{JSON: `{"index_topk_freq":2}`, Pattern: str(glm)}},
-		{"pattern-and-freq-flags", ref.IndexTopkOverridesInput{Freq: i64(4), Pattern: str("FSSS"), Offset: 2}},
-		{"offset-replaced-in-place", ref.IndexTopkOverridesInput{JSON: `{"index_skip_topk_offset":2,"z":0}`, Offset: 3}},
-		{"escaped-keys-kept", ref.IndexTopkOverridesInput{JSON: `{"\u0062":"<&>","é":1}`, Freq: i64(1)}},
-		{"freq-int64-max", ref.IndexTopkOverridesInput{JSON: `{"index_topk_freq":9223372036854775807.0}`, Freq: i64(1<<63 - 1)}},
-		{"duplicate-escaped-key", ref.IndexTopkOverridesInput{JSON: `{"a":1,"\u0061":2}`, Freq: i64(4)}},
-		{"duplicate-key-no-flags", ref.IndexTopkOverridesInput{JSON: `{"a":1,"a":1}`}},
-		{"invalid-json-no-flags", ref.IndexTopkOverridesInput{JSON: `{"a":1`}},
-		{"whitespace-only-json", ref.IndexTopkOverridesInput{JSON: "  ", Freq: i64(4)}},
-		{"null-is-not-an-object", ref.IndexTopkOverridesInput{JSON: "null", Freq: i64(4)}},
-		{"empty-pattern", ref.IndexTopkOverridesInput{Pattern: str("")}},
-		{"pattern-lowercase-share", ref.IndexTopkOverridesInput{Pattern: str("Fs")}},
-		{"freq-zero", ref.IndexTopkOverridesInput{Freq: i64(0)}},
-		{"offset-negative", ref.IndexTopkOverridesInput{Offset: -1}},
+		{"s4.4-empty-json-freq", ref.ConfigIndexTopKOverridesInput{Freq: i64(4)}},
+		{"s4.4-rope-theta-freq-offset", ref.ConfigIndexTopKOverridesInput{JSON: `{"rope_theta":8e6}`, Freq: i64(4), Offset: 3}},
+		{"s4.4-freq-conflict", ref.ConfigIndexTopKOverridesInput{JSON: `{"index_topk_freq":2}`, Freq: i64(4)}},
+		{"s4.4-nested-compacted", ref.ConfigIndexTopKOverridesInput{JSON: `{"a": {"b": [1, 2]}}`, Freq: i64(4)}},
+		{"s4.4-no-flags-unchanged", ref.ConfigIndexTopKOverridesInput{JSON: `{"a":1}`}},
+		{"no-flags-whitespace-unchanged", ref.ConfigIndexTopKOverridesInput{JSON: ` { "a" : 1 } `}},
+		{"no-flags-empty", ref.ConfigIndexTopKOverridesInput{}},
+		{"s4.4-array", ref.ConfigIndexTopKOverridesInput{JSON: `[1]`, Freq: i64(4)}},
+		{"equal-value-other-spelling", ref.ConfigIndexTopKOverridesInput{JSON: `{"index_topk_freq":4.0,"index_topk_pattern":"F\u0053"}`, Freq: i64(4), Pattern: str("FS")}},
+		{"pattern-shadows-json-freq", ref.ConfigIndexTopKOverridesInput{JSON: `{"index_topk_freq":2}`, Pattern: str(glm)}},
+		{"pattern-and-freq-flags", ref.ConfigIndexTopKOverridesInput{Freq: i64(4), Pattern: str("FSSS"), Offset: 2}},
+		{"offset-replaced-in-place", ref.ConfigIndexTopKOverridesInput{JSON: `{"index_skip_topk_offset":2,"z":0}`, Offset: 3}},
+		{"escaped-keys-kept", ref.ConfigIndexTopKOverridesInput{JSON: `{"\u0062":"<&>","é":1}`, Freq: i64(1)}},
+		{"freq-int64-max", ref.ConfigIndexTopKOverridesInput{JSON: `{"index_topk_freq":9223372036854775807.0}`, Freq: i64(1<<63 - 1)}},
+		{"duplicate-escaped-key", ref.ConfigIndexTopKOverridesInput{JSON: `{"a":1,"\u0061":2}`, Freq: i64(4)}},
+		{"duplicate-key-no-flags", ref.ConfigIndexTopKOverridesInput{JSON: `{"a":1,"a":1}`}},
+		{"invalid-json-no-flags", ref.ConfigIndexTopKOverridesInput{JSON: `{"a":1`}},
+		{"whitespace-only-json", ref.ConfigIndexTopKOverridesInput{JSON: "  ", Freq: i64(4)}},
+		{"null-is-not-an-object", ref.ConfigIndexTopKOverridesInput{JSON: "null", Freq: i64(4)}},
+		{"empty-pattern", ref.ConfigIndexTopKOverridesInput{Pattern: str("")}},
+		{"pattern-lowercase-share", ref.ConfigIndexTopKOverridesInput{Pattern: str("Fs")}},
+		{"freq-zero", ref.ConfigIndexTopKOverridesInput{Freq: i64(0)}},
+		{"offset-negative", ref.ConfigIndexTopKOverridesInput{Offset: -1}},
 	}
 }
 
 // overrideRegressions: §S4.7's minimal inputs, named as their mutants.
-func overrideRegressions() []Case[ref.IndexTopkOverridesInput] {
-	type c = Case[ref.IndexTopkOverridesInput]
+func overrideRegressions() []Case[ref.ConfigIndexTopKOverridesInput] {
+	type c = Case[ref.ConfigIndexTopKOverridesInput]
 	return []c{
 		// Fixed {"index_topk_freq":4}; the bug appends "index_skip_topk_offset":0 (layer 0 becomes S).
-		{"offset-zero-injected", ref.IndexTopkOverridesInput{Freq: i64(4)}},
+		{"offset-zero-injected", ref.ConfigIndexTopKOverridesInput{Freq: i64(4)}},
 		// Fixed keeps rope_theta; the bug returns {"index_topk_freq":4}.
-		{"flags-replace-json", ref.IndexTopkOverridesInput{JSON: `{"rope_theta":8e6}`, Freq: i64(4)}},
+		{"flags-replace-json", ref.ConfigIndexTopKOverridesInput{JSON: `{"rope_theta":8e6}`, Freq: i64(4)}},
 	}
 }
 
@@ -189,15 +189,15 @@ func member(ms []ref.OverrideMember, key string) (ref.OverrideMember, bool) {
 }
 
 func controlled(key string) bool {
-	return key == ref.KeyIndexTopkFreq || key == ref.KeyIndexTopkPattern || key == ref.KeyIndexSkipTopkOffset
+	return key == ref.KeyIndexTopKFreq || key == ref.KeyIndexTopKPattern || key == ref.KeyIndexSkipTopKOffset
 }
 
 // overrideIdempotent is S4.5.1: the output merged again with the same flags is
 // the same bytes, and only the shadow warning (by design) recurs.
-func overrideIdempotent(lim ref.Limits, in ref.IndexTopkOverridesInput, out ref.IndexTopkOverridesOutput) error {
+func overrideIdempotent(lim ref.Limits, in ref.ConfigIndexTopKOverridesInput, out ref.ConfigIndexTopKOverridesOutput) error {
 	again := in
 	again.JSON = out.JSON
-	got, err := ref.MergeIndexTopkOverrides(lim, again)
+	got, err := ref.ConfigIndexTopKOverrides(lim, again)
 	if err != nil {
 		return fmt.Errorf("merging the output again: %v", err)
 	}
@@ -214,7 +214,7 @@ func overrideIdempotent(lim ref.Limits, in ref.IndexTopkOverridesInput, out ref.
 
 // overrideOtherKeysKept is S4.5.2: keys the flags do not control keep their
 // order and compacted bytes; when no flag is set the string is unchanged.
-func overrideOtherKeysKept(_ ref.Limits, in ref.IndexTopkOverridesInput, out ref.IndexTopkOverridesOutput) error {
+func overrideOtherKeysKept(_ ref.Limits, in ref.ConfigIndexTopKOverridesInput, out ref.ConfigIndexTopKOverridesOutput) error {
 	if in.Freq == nil && in.Pattern == nil && in.Offset == 0 {
 		if out.JSON != in.JSON {
 			return fmt.Errorf("no flag set, yet the string changed: %q -> %q", in.JSON, out.JSON)
@@ -249,7 +249,7 @@ func overrideOtherKeysKept(_ ref.Limits, in ref.IndexTopkOverridesInput, out ref
 
 // overrideOffsetZeroUnset is S4.5.3: with offset 0 the offset member is
 // exactly what the JSON had (absent stays absent).
-func overrideOffsetZeroUnset(_ ref.Limits, in ref.IndexTopkOverridesInput, out ref.IndexTopkOverridesOutput) error {
+func overrideOffsetZeroUnset(_ ref.Limits, in ref.ConfigIndexTopKOverridesInput, out ref.ConfigIndexTopKOverridesOutput) error {
 	if in.Offset != 0 {
 		return nil
 	}
@@ -258,10 +258,10 @@ func overrideOffsetZeroUnset(_ ref.Limits, in ref.IndexTopkOverridesInput, out r
 	if err != nil {
 		return fmt.Errorf("output %q is not an object: %v", out.JSON, err)
 	}
-	b, hadB := member(before, ref.KeyIndexSkipTopkOffset)
-	a, hasA := member(after, ref.KeyIndexSkipTopkOffset)
+	b, hadB := member(before, ref.KeyIndexSkipTopKOffset)
+	a, hasA := member(after, ref.KeyIndexSkipTopKOffset)
 	if hadB != hasA || !bytes.Equal(a.Value, b.Value) {
-		return fmt.Errorf("offset 0 (unset) changed %s from %s to %s", ref.KeyIndexSkipTopkOffset, b.Value, a.Value)
+		return fmt.Errorf("offset 0 (unset) changed %s from %s to %s", ref.KeyIndexSkipTopKOffset, b.Value, a.Value)
 	}
 	return nil
 }
@@ -269,8 +269,8 @@ func overrideOffsetZeroUnset(_ ref.Limits, in ref.IndexTopkOverridesInput, out r
 // overrideDeterministic is S4.5.4: prefill and decode merge the same flags and
 // JSON independently and must agree; a second, independent merge gives the
 // same bytes and warnings.
-func overrideDeterministic(lim ref.Limits, in ref.IndexTopkOverridesInput, out ref.IndexTopkOverridesOutput) error {
-	decode, err := ref.MergeIndexTopkOverrides(lim, in)
+func overrideDeterministic(lim ref.Limits, in ref.ConfigIndexTopKOverridesInput, out ref.ConfigIndexTopKOverridesOutput) error {
+	decode, err := ref.ConfigIndexTopKOverrides(lim, in)
 	if err != nil || decode.JSON != out.JSON || !slices.Equal(decode.Warnings, out.Warnings) {
 		return fmt.Errorf("decode's merge %q %q (%v) != prefill's %q %q", decode.JSON, decode.Warnings, err, out.JSON, out.Warnings)
 	}
@@ -279,14 +279,14 @@ func overrideDeterministic(lim ref.Limits, in ref.IndexTopkOverridesInput, out r
 
 // overrideFlagsSet: every set flag's key holds the flag's value; new keys come
 // last, in flag order.
-func overrideFlagsSet(_ ref.Limits, in ref.IndexTopkOverridesInput, out ref.IndexTopkOverridesOutput) error {
+func overrideFlagsSet(_ ref.Limits, in ref.ConfigIndexTopKOverridesInput, out ref.ConfigIndexTopKOverridesOutput) error {
 	before, _ := members(in.JSON)
 	after, err := members(out.JSON)
 	if err != nil {
 		return fmt.Errorf("output %q is not an object: %v", out.JSON, err)
 	}
 	appended := []string{}
-	for _, f := range ref.IndexTopkFlags(in) {
+	for _, f := range ref.IndexTopKFlags(in) {
 		m, ok := member(after, f.Key)
 		if !ok || !bytes.Equal(m.Value, f.JSON) {
 			return fmt.Errorf("%s=%s but %s is %q", f.Flag, f.Text, f.Key, m.Value)
@@ -309,16 +309,16 @@ func overrideFlagsSet(_ ref.Limits, in ref.IndexTopkOverridesInput, out ref.Inde
 // overrideWarnings: an override warning for each flag that replaced a
 // different value, in flag order, then the shadow warning iff a pattern
 // flag meets a present index_topk_freq.
-func overrideWarnings(_ ref.Limits, in ref.IndexTopkOverridesInput, out ref.IndexTopkOverridesOutput) error {
+func overrideWarnings(_ ref.Limits, in ref.ConfigIndexTopKOverridesInput, out ref.ConfigIndexTopKOverridesOutput) error {
 	before, _ := members(in.JSON)
 	after, _ := members(out.JSON)
 	want := []string{}
-	for _, f := range ref.IndexTopkFlags(in) {
+	for _, f := range ref.IndexTopKFlags(in) {
 		if m, ok := member(before, f.Key); ok && !ref.OverrideValueEquals(m.Value, f) {
 			want = append(want, ref.OverrideWarning(f, m.Value))
 		}
 	}
-	if m, ok := member(after, ref.KeyIndexTopkFreq); ok && in.Pattern != nil {
+	if m, ok := member(after, ref.KeyIndexTopKFreq); ok && in.Pattern != nil {
 		want = append(want, ref.ShadowWarning(m.Value))
 	}
 	if !slices.Equal(want, out.Warnings) {

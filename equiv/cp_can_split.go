@@ -13,10 +13,10 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// CanSplit is the differential spec of cp.can_split (docs/spec/cp-layout.md §5).
-func CanSplit() *Spec[ref.CanSplitInput, ref.CanSplitOutput] {
-	return &Spec[ref.CanSplitInput, ref.CanSplitOutput]{
-		Op:          catalog.CanSplit(),
+// CPCanSplit is the differential spec of cp.can_split (docs/spec/cp-layout.md §5).
+func CPCanSplit() *Spec[ref.CPCanSplitInput, ref.CPCanSplitOutput] {
+	return &Spec[ref.CPCanSplitInput, ref.CPCanSplitOutput]{
+		Op:          catalog.CPCanSplit(),
 		Valid:       rapid.Custom(canSplitValid),
 		Invalid:     rapid.Custom(canSplitInvalid),
 		Boundary:    canSplitBoundary(),
@@ -26,7 +26,7 @@ func CanSplit() *Spec[ref.CanSplitInput, ref.CanSplitOutput] {
 			"table-extend-prefix-misaligned":   ref.ErrPagePlan,
 			"unpadded-compute-rows-past-int32": ref.ErrTooLarge,
 		},
-		Props: []Prop[ref.CanSplitInput, ref.CanSplitOutput]{
+		Props: []Prop[ref.CPCanSplitInput, ref.CPCanSplitOutput]{
 			{"non-eligible-ignores-metadata", canSplitNonEligible},
 			{"page-plan-fail-fast", canSplitFailFast},
 			{"split-layout-valid", canSplitLayoutValid},
@@ -47,7 +47,7 @@ func cpLen(t *rapid.T, cp, ps int, label string) int {
 // canSplitValid draws any accepted forward: half the time a CP extend with
 // a consistent plan, otherwise any mode with arbitrary (often garbage)
 // metadata, which non-eligible forwards must ignore.
-func canSplitValid(t *rapid.T) ref.CanSplitInput {
+func canSplitValid(t *rapid.T) ref.CPCanSplitInput {
 	in := garbageForward(t)
 	if rapid.Bool().Draw(t, "eligible") {
 		return eligibleForward(t)
@@ -62,14 +62,14 @@ func canSplitValid(t *rapid.T) ref.CanSplitInput {
 
 // garbageForward draws every field freely: nils, short lists, negative and
 // misaligned values.
-func garbageForward(t *rapid.T) ref.CanSplitInput {
+func garbageForward(t *rapid.T) ref.CPCanSplitInput {
 	ints := func(label string) []int {
 		if rapid.IntRange(0, 3).Draw(t, label+"_nil") == 0 {
 			return nil
 		}
 		return rapid.SliceOfN(rapid.IntRange(-70, 200), 0, 5).Draw(t, label)
 	}
-	return ref.CanSplitInput{
+	return ref.CPCanSplitInput{
 		Mode:           rapid.SampledFrom(allModes).Draw(t, "mode"),
 		CPEnabled:      rapid.IntRange(0, 5).Draw(t, "cp_enabled") > 0,
 		CPSize:         rapid.IntRange(-1, 8).Draw(t, "cp_size"),
@@ -86,7 +86,7 @@ func garbageForward(t *rapid.T) ref.CanSplitInput {
 // eligibleForward draws an accepted CP extend: EXTEND or (shared-KV) a
 // draft extend, cp in [2, 8], a page plan that holds under shared-KV and
 // non-negative lengths without it.
-func eligibleForward(t *rapid.T) ref.CanSplitInput {
+func eligibleForward(t *rapid.T) ref.CPCanSplitInput {
 	shared := rapid.Bool().Draw(t, "shared_kv")
 	modes := []ref.ForwardMode{ref.ModeExtend}
 	if shared {
@@ -95,7 +95,7 @@ func eligibleForward(t *rapid.T) ref.CanSplitInput {
 	cp := rapid.IntRange(2, 8).Draw(t, "cp_size")
 	ps := rapid.SampledFrom([]int{1, 2, 4, 16, 64}).Draw(t, "page_size")
 	b := rapid.IntRange(0, 5).Draw(t, "batch_size")
-	in := ref.CanSplitInput{Mode: rapid.SampledFrom(modes).Draw(t, "mode"), CPEnabled: true, CPSize: cp,
+	in := ref.CPCanSplitInput{Mode: rapid.SampledFrom(modes).Draw(t, "mode"), CPEnabled: true, CPSize: cp,
 		UsesCPSharedKV: shared, BatchSize: b, ExtendLens: []int{}, PageSize: ps}
 	withSeq := rapid.Bool().Draw(t, "with_seq_lens")
 	if shared {
@@ -123,7 +123,7 @@ func eligibleForward(t *rapid.T) ref.CanSplitInput {
 }
 
 // eligibleShared draws an accepted shared-KV extend of at least one request.
-func eligibleShared(t *rapid.T) ref.CanSplitInput {
+func eligibleShared(t *rapid.T) ref.CPCanSplitInput {
 	in := eligibleForward(t)
 	if in.UsesCPSharedKV && in.BatchSize > 0 {
 		return in
@@ -133,7 +133,7 @@ func eligibleShared(t *rapid.T) ref.CanSplitInput {
 	return in
 }
 
-func canSplitInvalid(t *rapid.T) Bad[ref.CanSplitInput] {
+func canSplitInvalid(t *rapid.T) Bad[ref.CPCanSplitInput] {
 	in := eligibleShared(t)
 	b := in.BatchSize
 	at := rapid.IntRange(0, b-1).Draw(t, "at")
@@ -149,31 +149,31 @@ func canSplitInvalid(t *rapid.T) Bad[ref.CanSplitInput] {
 	switch rapid.IntRange(0, 11).Draw(t, "violation") {
 	case 0:
 		in.Mode = ref.ForwardMode(rapid.SampledFrom([]string{"", "extend", "PREFILL", "DRAFT_EXTEND_V3"}).Draw(t, "bad_mode"))
-		return Bad[ref.CanSplitInput]{in, ref.ErrBadEnum}
+		return Bad[ref.CPCanSplitInput]{in, ref.ErrBadEnum}
 	case 1:
 		in.CPSize = rapid.IntRange(ref.MaxCP+1, ref.MaxCP+100).Draw(t, "huge_cp")
-		return Bad[ref.CanSplitInput]{in, ref.ErrInvalidCPSize}
+		return Bad[ref.CPCanSplitInput]{in, ref.ErrInvalidCPSize}
 	case 2:
 		if rapid.Bool().Draw(t, "nil_lens") {
 			in.ExtendLens = nil
 		} else {
 			in.BatchSize += rapid.SampledFrom([]int{-1, 1}).Draw(t, "count_off")
 		}
-		return Bad[ref.CanSplitInput]{in, ref.ErrMissingExtendLens}
+		return Bad[ref.CPCanSplitInput]{in, ref.ErrMissingExtendLens}
 	case 3:
 		in.PageSize = rapid.IntRange(-2, 0).Draw(t, "bad_page_size")
-		return Bad[ref.CanSplitInput]{in, ref.ErrPagePlan}
+		return Bad[ref.CPCanSplitInput]{in, ref.ErrPagePlan}
 	case 4:
 		if rapid.Bool().Draw(t, "nil_prefix") {
 			in.PrefixLens = nil
 		} else {
 			in.PrefixLens = in.PrefixLens[:b-1]
 		}
-		return Bad[ref.CanSplitInput]{in, ref.ErrPagePlan}
+		return Bad[ref.CPCanSplitInput]{in, ref.ErrPagePlan}
 	case 5:
 		withSeq()
 		in.SeqLens = append(in.SeqLens, 0)
-		return Bad[ref.CanSplitInput]{in, ref.ErrPagePlan}
+		return Bad[ref.CPCanSplitInput]{in, ref.ErrPagePlan}
 	case 6:
 		if in.PageSize == 1 {
 			in.PrefixLens[at] = rapid.IntRange(-5, -1).Draw(t, "negative_prefix")
@@ -181,39 +181,39 @@ func canSplitInvalid(t *rapid.T) Bad[ref.CanSplitInput] {
 			in.PrefixLens[at] += rapid.IntRange(1, in.PageSize-1).Draw(t, "misalign")
 		}
 		in.SeqLens = nil
-		return Bad[ref.CanSplitInput]{in, ref.ErrPagePlan}
+		return Bad[ref.CPCanSplitInput]{in, ref.ErrPagePlan}
 	case 7:
 		in.ExtendLens[at] = rapid.IntRange(-3, 0).Draw(t, "short_extend")
 		in.SeqLens = nil
-		return Bad[ref.CanSplitInput]{in, ref.ErrPagePlan}
+		return Bad[ref.CPCanSplitInput]{in, ref.ErrPagePlan}
 	case 8:
 		withSeq()
 		in.SeqLens[at] += rapid.SampledFrom([]int{-1, 1, in.PageSize}).Draw(t, "seq_off")
-		return Bad[ref.CanSplitInput]{in, ref.ErrPagePlan}
+		return Bad[ref.CPCanSplitInput]{in, ref.ErrPagePlan}
 	case 9:
 		in.UsesCPSharedKV, in.Mode, in.PrefixLens, in.SeqLens = false, ref.ModeExtend, nil, nil
 		in.ExtendLens[at] = rapid.IntRange(-100, -1).Draw(t, "negative_len")
-		return Bad[ref.CanSplitInput]{in, ref.ErrBadLength}
+		return Bad[ref.CPCanSplitInput]{in, ref.ErrBadLength}
 	case 10:
 		in.Granule = rapid.IntRange(-5, -1).Draw(t, "bad_granule")
-		return Bad[ref.CanSplitInput]{in, ref.ErrInvalidGranule}
+		return Bad[ref.CPCanSplitInput]{in, ref.ErrInvalidGranule}
 	default:
 		// 2·cp segments of at least L_i/(2·cp) rows reach 2^31 rows.
 		in.ExtendLens[at] = ref.MaxLayoutRows
 		in.SeqLens = nil
-		return Bad[ref.CanSplitInput]{in, ref.ErrTooLarge}
+		return Bad[ref.CPCanSplitInput]{in, ref.ErrTooLarge}
 	}
 }
 
 // canSplitBoundary: §5.3's decision table, then the length edges (1, ps−1,
 // ps, ps+1, 2·cp−1, 2·cp, 2·cp+1 and a batch mixing them) with shared-KV
 // on and off, for each eligible mode.
-func canSplitBoundary() []Case[ref.CanSplitInput] {
-	fwd := func(mode ref.ForwardMode, shared bool, lens, prefix []int) ref.CanSplitInput {
-		return ref.CanSplitInput{Mode: mode, CPEnabled: true, CPSize: 2, UsesCPSharedKV: shared,
+func canSplitBoundary() []Case[ref.CPCanSplitInput] {
+	fwd := func(mode ref.ForwardMode, shared bool, lens, prefix []int) ref.CPCanSplitInput {
+		return ref.CPCanSplitInput{Mode: mode, CPEnabled: true, CPSize: 2, UsesCPSharedKV: shared,
 			BatchSize: len(lens), ExtendLens: lens, PrefixLens: prefix, PageSize: 64}
 	}
-	cs := []Case[ref.CanSplitInput]{
+	cs := []Case[ref.CPCanSplitInput]{
 		{"table-extend-split-padded", fwd(ref.ModeExtend, true, []int{3, 9}, []int{0, 64})},
 		{"table-extend-prefix-nil", fwd(ref.ModeExtend, true, []int{3, 9}, nil)},
 		{"table-extend-prefix-misaligned", fwd(ref.ModeExtend, true, []int{3}, []int{10})},
@@ -227,8 +227,8 @@ func canSplitBoundary() []Case[ref.CanSplitInput] {
 		{"table-idle", fwd(ref.ModeIdle, true, nil, nil)},
 		{"table-extend-shared-kv-off-sub-threshold", fwd(ref.ModeExtend, false, []int{3}, nil)},
 		{"table-extend-shared-kv-off-split-unpadded", fwd(ref.ModeExtend, false, []int{8, 9}, nil)},
-		{"cp-disabled", func() ref.CanSplitInput { in := fwd(ref.ModeExtend, true, nil, nil); in.CPEnabled = false; return in }()},
-		{"cp-size-one", func() ref.CanSplitInput { in := fwd(ref.ModeExtend, true, nil, nil); in.CPSize = 1; return in }()},
+		{"cp-disabled", func() ref.CPCanSplitInput { in := fwd(ref.ModeExtend, true, nil, nil); in.CPEnabled = false; return in }()},
+		{"cp-size-one", func() ref.CPCanSplitInput { in := fwd(ref.ModeExtend, true, nil, nil); in.CPSize = 1; return in }()},
 		{"empty-batch-shared-kv", fwd(ref.ModeExtend, true, []int{}, []int{})},
 		{"all-zero-shared-kv-off", fwd(ref.ModeExtend, false, []int{0, 0}, nil)},
 		// Every length passes the 2·cp threshold, but together they are
@@ -246,13 +246,13 @@ func canSplitBoundary() []Case[ref.CanSplitInput] {
 						batches = append(batches, []int{l})
 					}
 					for _, lens := range batches {
-						in := ref.CanSplitInput{Mode: mode, CPEnabled: true, CPSize: cp, UsesCPSharedKV: shared,
+						in := ref.CPCanSplitInput{Mode: mode, CPEnabled: true, CPSize: cp, UsesCPSharedKV: shared,
 							BatchSize: len(lens), ExtendLens: lens, PrefixLens: make([]int, len(lens)), PageSize: ps}
 						for i := range lens {
 							in.PrefixLens[i] = ps * (i % 3)
 						}
 						name := fmt.Sprintf("cp%d-ps%d-shared%t-%s-lens%v", cp, ps, shared, mode, lens)
-						cs = append(cs, Case[ref.CanSplitInput]{name, in})
+						cs = append(cs, Case[ref.CPCanSplitInput]{name, in})
 					}
 				}
 			}
@@ -264,9 +264,9 @@ func canSplitBoundary() []Case[ref.CanSplitInput] {
 // canSplitRegressions: §5.5's minimal input. Validating the page plan
 // before the eligibility check failed a TARGET_VERIFY forward that carries
 // no prefix plan (it owns none) with ErrPagePlan instead of no-split.
-func canSplitRegressions() []Case[ref.CanSplitInput] {
-	return []Case[ref.CanSplitInput]{
-		{"page-plan-before-eligibility", ref.CanSplitInput{Mode: ref.ModeTargetVerify, CPEnabled: true, CPSize: 2,
+func canSplitRegressions() []Case[ref.CPCanSplitInput] {
+	return []Case[ref.CPCanSplitInput]{
+		{"page-plan-before-eligibility", ref.CPCanSplitInput{Mode: ref.ModeTargetVerify, CPEnabled: true, CPSize: 2,
 			UsesCPSharedKV: true, BatchSize: 2, ExtendLens: []int{2, 2}, PageSize: 64}},
 	}
 }
@@ -274,7 +274,7 @@ func canSplitRegressions() []Case[ref.CanSplitInput] {
 // canSplitNonEligible is P5.1: a forward that is not a CP extend (or has CP
 // off) is a no-split for the matching reason, and stays one — without an
 // error — whatever its metadata becomes.
-func canSplitNonEligible(lim ref.Limits, in ref.CanSplitInput, out ref.CanSplitOutput) error {
+func canSplitNonEligible(lim ref.Limits, in ref.CPCanSplitInput, out ref.CPCanSplitOutput) error {
 	want := ref.ReasonNotCPExtend
 	switch {
 	case !in.CPEnabled || in.CPSize <= 1:
@@ -286,7 +286,7 @@ func canSplitNonEligible(lim ref.Limits, in ref.CanSplitInput, out ref.CanSplitO
 		return fmt.Errorf("non-eligible forward decided %+v, want a no-split for %q", out, want)
 	}
 	for _, g := range garbageVariants(in) {
-		o, err := ref.CanSplit(lim, g)
+		o, err := ref.CPCanSplit(lim, g)
 		if err != nil || o.Split || o.Reason != want {
 			return fmt.Errorf("non-eligible forward with metadata %+v: got %+v, %v; want a no-split for %q", g, o, err, want)
 		}
@@ -295,8 +295,8 @@ func canSplitNonEligible(lim ref.Limits, in ref.CanSplitInput, out ref.CanSplitO
 }
 
 // garbageVariants are in with its metadata broken in each way §5.3 names.
-func garbageVariants(in ref.CanSplitInput) []ref.CanSplitInput {
-	vs := make([]ref.CanSplitInput, 5)
+func garbageVariants(in ref.CPCanSplitInput) []ref.CPCanSplitInput {
+	vs := make([]ref.CPCanSplitInput, 5)
 	for i := range vs {
 		vs[i] = in
 	}
@@ -314,7 +314,7 @@ func garbageVariants(in ref.CanSplitInput) []ref.CanSplitInput {
 // canSplitFailFast is P5.2: an accepted eligible shared-KV forward with
 // tokens to extend is split (never a silent no-split), and each way of
 // breaking its page plan makes ref fail with ErrPagePlan.
-func canSplitFailFast(lim ref.Limits, in ref.CanSplitInput, out ref.CanSplitOutput) error {
+func canSplitFailFast(lim ref.Limits, in ref.CPCanSplitInput, out ref.CPCanSplitOutput) error {
 	if !in.CPEnabled || in.CPSize <= 1 || !in.UsesCPSharedKV || !ref.CPSplitEligible(in.Mode, true) || len(in.ExtendLens) == 0 {
 		return nil
 	}
@@ -322,7 +322,7 @@ func canSplitFailFast(lim ref.Limits, in ref.CanSplitInput, out ref.CanSplitOutp
 		return fmt.Errorf("eligible shared-KV forward with a valid page plan decided no-split (%q)", out.Reason)
 	}
 	for _, bad := range brokenPlans(in) {
-		if _, err := ref.CanSplit(lim, bad); !errors.Is(err, ref.ErrPagePlan) {
+		if _, err := ref.CPCanSplit(lim, bad); !errors.Is(err, ref.ErrPagePlan) {
 			return fmt.Errorf("broken page plan %+v: got %v, want page_plan", bad, err)
 		}
 	}
@@ -330,19 +330,19 @@ func canSplitFailFast(lim ref.Limits, in ref.CanSplitInput, out ref.CanSplitOutp
 }
 
 // brokenPlans breaks each page-plan rule of §5.2 step 4 in in's last request.
-func brokenPlans(in ref.CanSplitInput) []ref.CanSplitInput {
+func brokenPlans(in ref.CPCanSplitInput) []ref.CPCanSplitInput {
 	last := len(in.ExtendLens) - 1
-	var vs []ref.CanSplitInput
-	with := func(f func(*ref.CanSplitInput)) {
+	var vs []ref.CPCanSplitInput
+	with := func(f func(*ref.CPCanSplitInput)) {
 		v := in
 		v.ExtendLens, v.PrefixLens, v.SeqLens = slices.Clone(in.ExtendLens), slices.Clone(in.PrefixLens), slices.Clone(in.SeqLens)
 		f(&v)
 		vs = append(vs, v)
 	}
-	with(func(v *ref.CanSplitInput) { v.PrefixLens = nil })
-	with(func(v *ref.CanSplitInput) { v.PrefixLens[last] = -in.PageSize })
-	with(func(v *ref.CanSplitInput) { v.ExtendLens[last] = 0 })
-	with(func(v *ref.CanSplitInput) {
+	with(func(v *ref.CPCanSplitInput) { v.PrefixLens = nil })
+	with(func(v *ref.CPCanSplitInput) { v.PrefixLens[last] = -in.PageSize })
+	with(func(v *ref.CPCanSplitInput) { v.ExtendLens[last] = 0 })
+	with(func(v *ref.CPCanSplitInput) {
 		v.SeqLens = make([]int, len(in.ExtendLens))
 		for i := range v.SeqLens {
 			v.SeqLens[i] = v.PrefixLens[i] + v.ExtendLens[i]
@@ -350,7 +350,7 @@ func brokenPlans(in ref.CanSplitInput) []ref.CanSplitInput {
 		v.SeqLens[last]++
 	})
 	if in.PageSize > 1 {
-		with(func(v *ref.CanSplitInput) { v.PrefixLens[last]++ })
+		with(func(v *ref.CPCanSplitInput) { v.PrefixLens[last]++ })
 	}
 	return vs
 }
@@ -359,7 +359,7 @@ func brokenPlans(in ref.CanSplitInput) []ref.CanSplitInput {
 // Validate() and is the builder's layout for (cp, L, g) — padded exactly
 // when shared-KV is on; a no-split carries none; and Decide is
 // deterministic.
-func canSplitLayoutValid(lim ref.Limits, in ref.CanSplitInput, out ref.CanSplitOutput) error {
+func canSplitLayoutValid(lim ref.Limits, in ref.CPCanSplitInput, out ref.CPCanSplitOutput) error {
 	if !out.Split {
 		if out.Layout != nil {
 			return fmt.Errorf("no-split (%q) carries a layout", out.Reason)
@@ -383,7 +383,7 @@ func canSplitLayoutValid(lim ref.Limits, in ref.CanSplitInput, out ref.CanSplitO
 	if d := cmp.Diff(want, *out.Layout); d != "" {
 		return fmt.Errorf("layout is not the builder's (-want +got):\n%s", d)
 	}
-	again, err := ref.CanSplit(lim, in)
+	again, err := ref.CPCanSplit(lim, in)
 	if err != nil || !cmp.Equal(again, out) {
 		return fmt.Errorf("decide is not deterministic: %+v, %v", again, err)
 	}

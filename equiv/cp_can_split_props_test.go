@@ -7,33 +7,33 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestCanSplitPropertiesCatchWrongDecisions: each §5.4 property holds on
+// TestCPCanSplitPropertiesCatchWrongDecisions: each §5.4 property holds on
 // ref's decision and fails on a decision broken the way it guards against.
-func TestCanSplitPropertiesCatchWrongDecisions(t *testing.T) {
-	spec := equiv.CanSplit()
+func TestCPCanSplitPropertiesCatchWrongDecisions(t *testing.T) {
+	spec := equiv.CPCanSplit()
 	lim := ref.DefaultLimits()
-	extend := ref.CanSplitInput{Mode: ref.ModeExtend, CPEnabled: true, CPSize: 2, UsesCPSharedKV: true,
+	extend := ref.CPCanSplitInput{Mode: ref.ModeExtend, CPEnabled: true, CPSize: 2, UsesCPSharedKV: true,
 		BatchSize: 2, ExtendLens: []int{3, 9}, PrefixLens: []int{0, 64}, PageSize: 64}
-	verify := ref.CanSplitInput{Mode: ref.ModeTargetVerify, CPEnabled: true, CPSize: 2, UsesCPSharedKV: true,
+	verify := ref.CPCanSplitInput{Mode: ref.ModeTargetVerify, CPEnabled: true, CPSize: 2, UsesCPSharedKV: true,
 		BatchSize: 2, ExtendLens: []int{2, 2}, PageSize: 64}
 	unpadded, err := ref.BuildLayoutUnpadded(2, []int{8, 9})
 	if err != nil {
 		t.Fatal(err)
 	}
 	broken := map[string]struct {
-		in  ref.CanSplitInput
-		out ref.CanSplitOutput
+		in  ref.CPCanSplitInput
+		out ref.CPCanSplitOutput
 	}{
 		// The §5.5 bug's shape seen as a decision: a verify forward split.
-		"non-eligible-ignores-metadata": {verify, ref.CanSplitOutput{Split: true, Reason: ref.ReasonPadded}},
+		"non-eligible-ignores-metadata": {verify, ref.CPCanSplitOutput{Split: true, Reason: ref.ReasonPadded}},
 		// The rejected alternative: a relaxed validator's silent no-split.
 		"page-plan-fail-fast": {extend, ref.NoSplit(ref.ReasonEmptyExtend)},
 		// A shared-KV split with another batch's (unpadded) layout.
-		"split-layout-valid": {extend, ref.CanSplitOutput{Split: true, Reason: ref.ReasonPadded, Layout: &unpadded}},
+		"split-layout-valid": {extend, ref.CPCanSplitOutput{Split: true, Reason: ref.ReasonPadded, Layout: &unpadded}},
 	}
 	for _, p := range spec.Props {
-		for _, in := range []ref.CanSplitInput{extend, verify} {
-			good, err := ref.CanSplit(lim, in)
+		for _, in := range []ref.CPCanSplitInput{extend, verify} {
+			good, err := ref.CPCanSplit(lim, in)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,24 +11,24 @@ import (
 )
 
 // CPCompactValid is the differential spec of cp.compact_valid (docs/spec/cp-layout.md §4).
-func CPCompactValid() *Spec[ref.CPCompactInput, ref.CPRowsOutput] {
-	bnd, rejects := localBoundary(func(sp ref.LayoutSpec, r int, x ref.Rows) ref.CPCompactInput {
-		return ref.CPCompactInput{Layout: sp, Rank: r, X: x}
+func CPCompactValid() *Spec[ref.CPCompactValidInput, ref.CPCompactValidOutput] {
+	bnd, rejects := localBoundary(func(sp ref.LayoutSpec, r int, x ref.Rows) ref.CPCompactValidInput {
+		return ref.CPCompactValidInput{Layout: sp, Rank: r, X: x}
 	})
-	return &Spec[ref.CPCompactInput, ref.CPRowsOutput]{
+	return &Spec[ref.CPCompactValidInput, ref.CPCompactValidOutput]{
 		Op: catalog.CPCompactValid(),
-		Valid: rapid.Custom(func(t *rapid.T) ref.CPCompactInput {
+		Valid: rapid.Custom(func(t *rapid.T) ref.CPCompactValidInput {
 			sp, r, x := localValid(t)
-			return ref.CPCompactInput{Layout: sp, Rank: r, X: x}
+			return ref.CPCompactValidInput{Layout: sp, Rank: r, X: x}
 		}),
-		Invalid: rapid.Custom(func(t *rapid.T) Bad[ref.CPCompactInput] {
+		Invalid: rapid.Custom(func(t *rapid.T) Bad[ref.CPCompactValidInput] {
 			sp, r, x, want := localInvalid(t)
-			return Bad[ref.CPCompactInput]{ref.CPCompactInput{Layout: sp, Rank: r, X: x}, want}
+			return Bad[ref.CPCompactValidInput]{ref.CPCompactValidInput{Layout: sp, Rank: r, X: x}, want}
 		}),
 		Boundary:    bnd,
 		Regressions: compactRegressions(),
 		Rejects:     rejects,
-		Props: []Prop[ref.CPCompactInput, ref.CPRowsOutput]{
+		Props: []Prop[ref.CPCompactValidInput, ref.CPCompactValidOutput]{
 			{"no-pad-row-reaches-f", compactNoPad},
 			{"row-wise-f-commutes", compactRowWise},
 			{"restore-then-compact-is-identity", compactRoundtrip},
@@ -38,22 +38,22 @@ func CPCompactValid() *Spec[ref.CPCompactInput, ref.CPRowsOutput] {
 }
 
 // CPRestorePadded is the differential spec of cp.restore_padded (docs/spec/cp-layout.md §4).
-func CPRestorePadded() *Spec[ref.CPRestoreInput, ref.CPRowsOutput] {
-	bnd, rejects := localBoundary(func(sp ref.LayoutSpec, r int, x ref.Rows) ref.CPRestoreInput {
+func CPRestorePadded() *Spec[ref.CPRestorePaddedInput, ref.CPRestorePaddedOutput] {
+	bnd, rejects := localBoundary(func(sp ref.LayoutSpec, r int, x ref.Rows) ref.CPRestorePaddedInput {
 		y := ref.Rows{W: 3, B: []byte{}}
 		if x.N() > 1 || len(x.B) != 2 {
 			y = catalog.SeededRows(3, mustCPLayout(sp).Rv(r), 17)
 		}
-		return ref.CPRestoreInput{Layout: sp, Rank: r, Y: y}
+		return ref.CPRestorePaddedInput{Layout: sp, Rank: r, Y: y}
 	})
-	return &Spec[ref.CPRestoreInput, ref.CPRowsOutput]{
+	return &Spec[ref.CPRestorePaddedInput, ref.CPRestorePaddedOutput]{
 		Op:          catalog.CPRestorePadded(),
 		Valid:       rapid.Custom(restoreValid),
 		Invalid:     rapid.Custom(restoreInvalid),
 		Boundary:    bnd,
 		Regressions: restoreRegressions(),
 		Rejects:     rejects,
-		Props: []Prop[ref.CPRestoreInput, ref.CPRowsOutput]{
+		Props: []Prop[ref.CPRestorePaddedInput, ref.CPRestorePaddedOutput]{
 			{"shape-and-zero-padding", restoreShape},
 			{"compact-inverts-restore", restoreRoundtrip},
 			{"row-wise-f-commutes", restoreRowWise},
@@ -61,23 +61,23 @@ func CPRestorePadded() *Spec[ref.CPRestoreInput, ref.CPRowsOutput] {
 	}
 }
 
-func restoreValid(t *rapid.T) ref.CPRestoreInput {
+func restoreValid(t *rapid.T) ref.CPRestorePaddedInput {
 	sp := cpLayout(t)
 	r := rapid.IntRange(0, sp.CP-1).Draw(t, "rank")
-	return ref.CPRestoreInput{Layout: sp, Rank: r, Y: cpRows(t, mustCPLayout(sp).Rv(r))}
+	return ref.CPRestorePaddedInput{Layout: sp, Rank: r, Y: cpRows(t, mustCPLayout(sp).Rv(r))}
 }
 
-func restoreInvalid(t *rapid.T) Bad[ref.CPRestoreInput] {
+func restoreInvalid(t *rapid.T) Bad[ref.CPRestorePaddedInput] {
 	in := restoreValid(t)
 	lay := mustCPLayout(in.Layout)
 	switch rapid.IntRange(0, 3).Draw(t, "violation") {
 	case 0:
 		sp, want := badLayout(t, in.Layout)
 		in.Layout = sp
-		return Bad[ref.CPRestoreInput]{in, want}
+		return Bad[ref.CPRestorePaddedInput]{in, want}
 	case 1:
 		in.Rank = rapid.SampledFrom([]int{-1, in.Layout.CP, in.Layout.CP + 3}).Draw(t, "bad_rank")
-		return Bad[ref.CPRestoreInput]{in, ref.ErrRank}
+		return Bad[ref.CPRestorePaddedInput]{in, ref.ErrRank}
 	case 2:
 		// The compute-padded count (R(r)) where it differs, else one off:
 		// an f that changed the row count.
@@ -86,10 +86,10 @@ func restoreInvalid(t *rapid.T) Bad[ref.CPRestoreInput] {
 			n += rapid.SampledFrom([]int{-1, 1}).Draw(t, "off_by")
 		}
 		in.Y = catalog.SeededRows(in.Y.W, n, 21)
-		return Bad[ref.CPRestoreInput]{in, ref.ErrRowCount}
+		return Bad[ref.CPRestorePaddedInput]{in, ref.ErrRowCount}
 	default:
 		in.Y = raggedRows(t, in.Y)
-		return Bad[ref.CPRestoreInput]{in, ref.ErrRowCount}
+		return Bad[ref.CPRestorePaddedInput]{in, ref.ErrRowCount}
 	}
 }
 
@@ -97,17 +97,17 @@ func restoreInvalid(t *rapid.T) Bad[ref.CPRestoreInput] {
 // rank 0 = [a0 b0 PAD b3]: compaction keeps a0 b0 b3; the scalar
 // non-padded count (3) keeps a0 b0 PAD, and under the capacity router
 // (E=1, c=3) b3 is never processed.
-func compactRegressions() []Case[ref.CPCompactInput] {
+func compactRegressions() []Case[ref.CPCompactValidInput] {
 	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
-	return []Case[ref.CPCompactInput]{{"moe-suffix-count", ref.CPCompactInput{Layout: sp, Rank: 0, X: tokenRank(sp, 0)}}}
+	return []Case[ref.CPCompactValidInput]{{"moe-suffix-count", ref.CPCompactValidInput{Layout: sp, Rank: 0, X: tokenRank(sp, 0)}}}
 }
 
 // restoreRegressions: the same minimal input after the MoE, three rows of
 // output for a0 b0 b3: the fixed restore puts the third at row 3 (b3) and
 // zeroes row 2 (the PAD); the suffix form writes rows 0..2.
-func restoreRegressions() []Case[ref.CPRestoreInput] {
+func restoreRegressions() []Case[ref.CPRestorePaddedInput] {
 	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
-	return []Case[ref.CPRestoreInput]{{"restore-suffix-count", ref.CPRestoreInput{Layout: sp, Rank: 0, Y: tagged(3, 1)}}}
+	return []Case[ref.CPRestorePaddedInput]{{"restore-suffix-count", ref.CPRestorePaddedInput{Layout: sp, Rank: 0, Y: tagged(3, 1)}}}
 }
 
 // xorRows is a row-wise test f: every byte XOR 0x5A.
@@ -138,7 +138,7 @@ func withPadding(lay ref.Layout, r int, x ref.Rows, fill byte) ref.Rows {
 // compactNoPad is P4.1: the compacted rows hold Rv(r) rows and do not
 // change when every padding row of X is overwritten (twice, with different
 // bytes): no padding row reaches f.
-func compactNoPad(_ ref.Limits, in ref.CPCompactInput, out ref.CPRowsOutput) error {
+func compactNoPad(_ ref.Limits, in ref.CPCompactValidInput, out ref.CPCompactValidOutput) error {
 	lay := mustCPLayout(in.Layout)
 	if out.Rows.N() != lay.Rv(in.Rank) {
 		return fmt.Errorf("%d compacted rows, want Rv = %d", out.Rows.N(), lay.Rv(in.Rank))
@@ -157,7 +157,7 @@ func compactNoPad(_ ref.Limits, in ref.CPCompactInput, out ref.CPRowsOutput) err
 
 // compactRowWise is P4.2: for a row-wise f, restore(f(compact(X))) is f(X)
 // on the valid rows and zero on the padding rows.
-func compactRowWise(lim ref.Limits, in ref.CPCompactInput, out ref.CPRowsOutput) error {
+func compactRowWise(lim ref.Limits, in ref.CPCompactValidInput, out ref.CPCompactValidOutput) error {
 	lay := mustCPLayout(in.Layout)
 	y, err := ref.RestorePadded(lim, lay, in.Rank, xorRows(out.Rows))
 	if err != nil {
@@ -168,7 +168,7 @@ func compactRowWise(lim ref.Limits, in ref.CPCompactInput, out ref.CPRowsOutput)
 
 // compactRoundtrip is P4.3: restore gives R(r) rows, and compacting them
 // again gives the compacted rows back.
-func compactRoundtrip(lim ref.Limits, in ref.CPCompactInput, out ref.CPRowsOutput) error {
+func compactRoundtrip(lim ref.Limits, in ref.CPCompactValidInput, out ref.CPCompactValidOutput) error {
 	lay := mustCPLayout(in.Layout)
 	y, err := ref.RestorePadded(lim, lay, in.Rank, out.Rows)
 	if err != nil {
@@ -189,7 +189,7 @@ func compactRoundtrip(lim ref.Limits, in ref.CPCompactInput, out ref.CPRowsOutpu
 // admitted, so a PAD that reaches f takes a valid row's place), and E=2
 // with half that — the MoE run on the compacted rows equals
 // MoEWithCompaction on X whatever X's padding rows hold.
-func compactCapacityRouter(lim ref.Limits, in ref.CPCompactInput, out ref.CPRowsOutput) error {
+func compactCapacityRouter(lim ref.Limits, in ref.CPCompactValidInput, out ref.CPCompactValidOutput) error {
 	lay := mustCPLayout(in.Layout)
 	rv := lay.Rv(in.Rank)
 	for _, f := range []func(ref.Rows) (ref.Rows, error){capacityRouter(1, max(1, rv)), capacityRouter(2, max(1, rv/2))} {
@@ -216,7 +216,7 @@ func compactCapacityRouter(lim ref.Limits, in ref.CPCompactInput, out ref.CPRows
 
 // restoreShape: R(r) rows of Y's width, Y's rows in order at the valid
 // rows, every padding row all-zero (Appendix D.3).
-func restoreShape(_ ref.Limits, in ref.CPRestoreInput, out ref.CPRowsOutput) error {
+func restoreShape(_ ref.Limits, in ref.CPRestorePaddedInput, out ref.CPRestorePaddedOutput) error {
 	lay := mustCPLayout(in.Layout)
 	if out.Rows.N() != lay.R(in.Rank) || out.Rows.W != in.Y.W {
 		return fmt.Errorf("%d rows of %d B, want R = %d of %d B", out.Rows.N(), out.Rows.W, lay.R(in.Rank), in.Y.W)
@@ -237,7 +237,7 @@ func restoreShape(_ ref.Limits, in ref.CPRestoreInput, out ref.CPRowsOutput) err
 }
 
 // restoreRoundtrip is P4.3: compacting the restored rows gives Y back.
-func restoreRoundtrip(_ ref.Limits, in ref.CPRestoreInput, out ref.CPRowsOutput) error {
+func restoreRoundtrip(_ ref.Limits, in ref.CPRestorePaddedInput, out ref.CPRestorePaddedOutput) error {
 	c, err := ref.CompactValid(mustCPLayout(in.Layout), in.Rank, out.Rows)
 	if err != nil {
 		return err
@@ -247,7 +247,7 @@ func restoreRoundtrip(_ ref.Limits, in ref.CPRestoreInput, out ref.CPRowsOutput)
 
 // restoreRowWise is P4.2 on the restore side: restore commutes with a
 // row-wise f on the valid rows and leaves padding zero.
-func restoreRowWise(lim ref.Limits, in ref.CPRestoreInput, out ref.CPRowsOutput) error {
+func restoreRowWise(lim ref.Limits, in ref.CPRestorePaddedInput, out ref.CPRestorePaddedOutput) error {
 	lay := mustCPLayout(in.Layout)
 	y, err := ref.RestorePadded(lim, lay, in.Rank, xorRows(in.Y))
 	if err != nil {

@@ -10,16 +10,16 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// DraftInput is the differential spec of cp.draft_input (the SPEC_V2
+// CPDraftInput is the differential spec of cp.draft_input (the SPEC_V2
 // EAGLE draft input after a CP prefill).
-func DraftInput() *Spec[ref.DraftInputInput, ref.DraftInputOutput] {
-	return &Spec[ref.DraftInputInput, ref.DraftInputOutput]{
-		Op:          catalog.DraftInput(),
+func CPDraftInput() *Spec[ref.CPDraftInputInput, ref.CPDraftInputOutput] {
+	return &Spec[ref.CPDraftInputInput, ref.CPDraftInputOutput]{
+		Op:          catalog.CPDraftInput(),
 		Valid:       rapid.Custom(draftValid),
 		Invalid:     rapid.Custom(draftInvalid),
 		Boundary:    draftBoundary(),
 		Regressions: draftRegressions(),
-		Props: []Prop[ref.DraftInputInput, ref.DraftInputOutput]{
+		Props: []Prop[ref.CPDraftInputInput, ref.CPDraftInputOutput]{
 			{"marker-is-declared", draftMarkerDeclared},
 			{"prefers-cp-local-draft-hidden", draftPrefersLocal},
 			{"guard-follows-marker", draftGuardFollows},
@@ -56,10 +56,10 @@ func randRows(t *rapid.T, w, n int, label string) ref.Rows {
 	return ref.Rows{W: w, B: rapid.SliceOfN(rapid.Byte(), n*w, n*w).Draw(t, label)}
 }
 
-func draftValid(t *rapid.T) ref.DraftInputInput {
+func draftValid(t *rapid.T) ref.CPDraftInputInput {
 	w := rapid.IntRange(1, 4).Draw(t, "w")
 	if rapid.IntRange(0, 5).Draw(t, "non_cp") == 0 {
-		return ref.DraftInputInput{HiddenContract: ref.DraftGlobalValid, Hidden: randRows(t, w, rapid.IntRange(0, 12).Draw(t, "n"), "hidden")}
+		return ref.CPDraftInputInput{HiddenContract: ref.DraftGlobalValid, Hidden: randRows(t, w, rapid.IntRange(0, 12).Draw(t, "n"), "hidden")}
 	}
 	sp := draftLayout(t)
 	lay, err := sp.Build()
@@ -68,7 +68,7 @@ func draftValid(t *rapid.T) ref.DraftInputInput {
 	}
 	r := rapid.IntRange(0, sp.CP-1).Draw(t, "rank")
 	c := rapid.SampledFrom([]ref.DraftContract{ref.DraftGlobalValid, ref.DraftGlobalValid, ref.DraftCPLocal}).Draw(t, "contract")
-	in := ref.DraftInputInput{Layout: &sp, Rank: r, HiddenContract: c,
+	in := ref.CPDraftInputInput{Layout: &sp, Rank: r, HiddenContract: c,
 		Hidden: randRows(t, w, ref.DraftContractRows(c, lay, r), "hidden")}
 	if rapid.Bool().Draw(t, "with_draft_hidden") {
 		d := randRows(t, rapid.IntRange(1, 4).Draw(t, "draft_w"), lay.R(r), "draft_hidden")
@@ -77,27 +77,27 @@ func draftValid(t *rapid.T) ref.DraftInputInput {
 	return in
 }
 
-func draftInvalid(t *rapid.T) Bad[ref.DraftInputInput] {
+func draftInvalid(t *rapid.T) Bad[ref.CPDraftInputInput] {
 	in := draftValid(t)
 	if in.Layout == nil {
 		switch rapid.IntRange(0, 3).Draw(t, "non_cp_violation") {
 		case 0:
 			in.Rank = rapid.SampledFrom([]int{-1, 1, 3}).Draw(t, "bad_rank")
-			return Bad[ref.DraftInputInput]{in, ref.ErrRank}
+			return Bad[ref.CPDraftInputInput]{in, ref.ErrRank}
 		case 1:
 			in.HiddenContract = ref.DraftCPLocal
-			return Bad[ref.DraftInputInput]{in, ref.ErrRowContract}
+			return Bad[ref.CPDraftInputInput]{in, ref.ErrRowContract}
 		case 2:
 			d := randRows(t, 1, 2, "draft_hidden")
 			in.DraftHidden = &d
-			return Bad[ref.DraftInputInput]{in, ref.ErrRowContract}
+			return Bad[ref.CPDraftInputInput]{in, ref.ErrRowContract}
 		default:
 			in.Hidden.B = append(append([]byte{}, in.Hidden.B...), make([]byte, in.Hidden.W+1)...)
 			in.Hidden.W++
 			if len(in.Hidden.B)%in.Hidden.W == 0 {
 				in.Hidden.W = 0
 			}
-			return Bad[ref.DraftInputInput]{in, ref.ErrRowCount}
+			return Bad[ref.CPDraftInputInput]{in, ref.ErrRowCount}
 		}
 	}
 	sp := *in.Layout
@@ -106,40 +106,40 @@ func draftInvalid(t *rapid.T) Bad[ref.DraftInputInput] {
 	case 0:
 		sp.CP = rapid.SampledFrom([]int{-1, 0, 1, ref.MaxCP + 1}).Draw(t, "bad_cp")
 		in.Layout = &sp
-		return Bad[ref.DraftInputInput]{in, ref.ErrInvalidCPSize}
+		return Bad[ref.CPDraftInputInput]{in, ref.ErrInvalidCPSize}
 	case 1:
 		sp.Lens = append([]int{}, sp.Lens...)
 		sp.Lens[0] = 2*sp.CP - 1
 		sp.Granule = 0
 		in.Layout = &sp
-		return Bad[ref.DraftInputInput]{in, ref.ErrTooShortForZigzag}
+		return Bad[ref.CPDraftInputInput]{in, ref.ErrTooShortForZigzag}
 	case 2:
 		in.Rank = rapid.SampledFrom([]int{-1, sp.CP, sp.CP + 5}).Draw(t, "bad_rank")
-		return Bad[ref.DraftInputInput]{in, ref.ErrRank}
+		return Bad[ref.CPDraftInputInput]{in, ref.ErrRank}
 	case 3:
 		in.HiddenContract = ref.DraftContract(rapid.SampledFrom([]string{"", "GLOBAL_VALID", "local-valid", "cp-local"}).Draw(t, "bad_contract"))
-		return Bad[ref.DraftInputInput]{in, ref.ErrBadEnum}
+		return Bad[ref.CPDraftInputInput]{in, ref.ErrBadEnum}
 	case 4:
 		in.Hidden = ref.Rows{W: 0, B: in.Hidden.B}
-		return Bad[ref.DraftInputInput]{in, ref.ErrRowCount}
+		return Bad[ref.CPDraftInputInput]{in, ref.ErrRowCount}
 	case 5:
 		// one row short or long of the declared contract's count
 		n := ref.DraftContractRows(in.HiddenContract, lay, in.Rank) + rapid.SampledFrom([]int{-1, 1}).Draw(t, "off")
 		in.Hidden = randRows(t, in.Hidden.W, n, "hidden") // every count is >= 1, so n >= 0
-		return Bad[ref.DraftInputInput]{in, ref.ErrRowContract}
+		return Bad[ref.CPDraftInputInput]{in, ref.ErrRowContract}
 	case 6:
 		d := randRows(t, 2, lay.R(in.Rank), "draft_hidden")
 		d.B = append(d.B, 7)
 		in.DraftHidden = &d
-		return Bad[ref.DraftInputInput]{in, ref.ErrRowCount}
+		return Bad[ref.CPDraftInputInput]{in, ref.ErrRowCount}
 	case 7:
 		d := randRows(t, 1, lay.R(in.Rank)+rapid.SampledFrom([]int{-1, 1, 2}).Draw(t, "draft_off"), "draft_hidden")
 		in.DraftHidden = &d
-		return Bad[ref.DraftInputInput]{in, ref.ErrRowContract}
+		return Bad[ref.CPDraftInputInput]{in, ref.ErrRowContract}
 	default:
 		sp.Granule = rapid.IntRange(-3, -1).Draw(t, "bad_granule")
 		in.Layout = &sp
-		return Bad[ref.DraftInputInput]{in, ref.ErrInvalidGranule}
+		return Bad[ref.CPDraftInputInput]{in, ref.ErrInvalidGranule}
 	}
 }
 
@@ -147,8 +147,8 @@ func draftInvalid(t *rapid.T) Bad[ref.DraftInputInput] {
 // 2·cp+1, each alone and all in one batch; g = ps, and unpadded for those
 // >= 2·cp), first and last rank, with and without draft hidden states,
 // each hidden contract; and the non-CP path.
-func draftBoundary() []Case[ref.DraftInputInput] {
-	var cs []Case[ref.DraftInputInput]
+func draftBoundary() []Case[ref.CPDraftInputInput] {
+	var cs []Case[ref.CPDraftInputInput]
 	rows := func(w, n int, fill byte) ref.Rows {
 		b := bytes.Repeat([]byte{fill}, w*n)
 		for x := range b {
@@ -164,11 +164,11 @@ func draftBoundary() []Case[ref.DraftInputInput] {
 		for _, r := range []int{0, sp.CP - 1} {
 			for _, c := range []ref.DraftContract{ref.DraftGlobalValid, ref.DraftCPLocal} {
 				spc := sp
-				in := ref.DraftInputInput{Layout: &spc, Rank: r, HiddenContract: c, Hidden: rows(3, ref.DraftContractRows(c, lay, r), 1)}
-				cs = append(cs, Case[ref.DraftInputInput]{fmt.Sprintf("%s-rank%d-%s", name, r, c), in})
+				in := ref.CPDraftInputInput{Layout: &spc, Rank: r, HiddenContract: c, Hidden: rows(3, ref.DraftContractRows(c, lay, r), 1)}
+				cs = append(cs, Case[ref.CPDraftInputInput]{fmt.Sprintf("%s-rank%d-%s", name, r, c), in})
 				d := rows(2, lay.R(r), 100)
 				in.DraftHidden = &d
-				cs = append(cs, Case[ref.DraftInputInput]{fmt.Sprintf("%s-rank%d-%s-draft-hidden", name, r, c), in})
+				cs = append(cs, Case[ref.CPDraftInputInput]{fmt.Sprintf("%s-rank%d-%s-draft-hidden", name, r, c), in})
 			}
 		}
 	}
@@ -186,11 +186,11 @@ func draftBoundary() []Case[ref.DraftInputInput] {
 		add(fmt.Sprintf("cp%d-unpadded-mixed", cp), ref.LayoutSpec{CP: cp, Lens: []int{2 * cp, 2*cp + 1, 5 * cp}})
 	}
 	cs = append(cs,
-		Case[ref.DraftInputInput]{"non-cp", ref.DraftInputInput{HiddenContract: ref.DraftGlobalValid, Hidden: rows(4, 3, 9)}},
-		Case[ref.DraftInputInput]{"non-cp-empty", ref.DraftInputInput{HiddenContract: ref.DraftGlobalValid, Hidden: ref.Rows{W: 4, B: []byte{}}}},
+		Case[ref.CPDraftInputInput]{"non-cp", ref.CPDraftInputInput{HiddenContract: ref.DraftGlobalValid, Hidden: rows(4, 3, 9)}},
+		Case[ref.CPDraftInputInput]{"non-cp-empty", ref.CPDraftInputInput{HiddenContract: ref.DraftGlobalValid, Hidden: ref.Rows{W: 4, B: []byte{}}}},
 		// "b": null decodes to a nil buffer: the draft rows must still
 		// encode as "" (the nil-buffer normalisation of both twins).
-		Case[ref.DraftInputInput]{"non-cp-null-buffer", ref.DraftInputInput{HiddenContract: ref.DraftGlobalValid, Hidden: ref.Rows{W: 4}}},
+		Case[ref.CPDraftInputInput]{"non-cp-null-buffer", ref.CPDraftInputInput{HiddenContract: ref.DraftGlobalValid, Hidden: ref.Rows{W: 4}}},
 	)
 	return cs
 }
@@ -205,11 +205,11 @@ func draftBoundary() []Case[ref.DraftInputInput] {
 // draft-v2-global-hidden: the SPEC_V2 path before the fix passed the
 // global hidden states and never set the marker although the model exposed
 // CP-local draft hidden states (cp=2, g=1, L=[3]: 3 global rows, R(0) = 2).
-func draftRegressions() []Case[ref.DraftInputInput] {
-	return []Case[ref.DraftInputInput]{
-		{"draft-cp-local-from-length", ref.DraftInputInput{Layout: &ref.LayoutSpec{CP: 2, Lens: []int{2}, Granule: 1}, Rank: 0,
+func draftRegressions() []Case[ref.CPDraftInputInput] {
+	return []Case[ref.CPDraftInputInput]{
+		{"draft-cp-local-from-length", ref.CPDraftInputInput{Layout: &ref.LayoutSpec{CP: 2, Lens: []int{2}, Granule: 1}, Rank: 0,
 			HiddenContract: ref.DraftGlobalValid, Hidden: ref.Rows{W: 2, B: []byte{1, 1, 2, 2}}}},
-		{"draft-v2-global-hidden", ref.DraftInputInput{Layout: &ref.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1}, Rank: 0,
+		{"draft-v2-global-hidden", ref.CPDraftInputInput{Layout: &ref.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1}, Rank: 0,
 			HiddenContract: ref.DraftGlobalValid, Hidden: ref.Rows{W: 2, B: []byte{1, 1, 2, 2, 3, 3}},
 			DraftHidden: &ref.Rows{W: 2, B: []byte{10, 10, 0, 0}}}},
 	}
@@ -218,7 +218,7 @@ func draftRegressions() []Case[ref.DraftInputInput] {
 // draftMarkerDeclared: the marker is what the caller declared — CP-local
 // iff draft hidden states are given or the hidden rows are declared
 // cp-local-compute-padded — and the output's contract and source agree.
-func draftMarkerDeclared(_ ref.Limits, in ref.DraftInputInput, out ref.DraftInputOutput) error {
+func draftMarkerDeclared(_ ref.Limits, in ref.CPDraftInputInput, out ref.CPDraftInputOutput) error {
 	want := in.DraftHidden != nil || in.HiddenContract == ref.DraftCPLocal
 	if out.CPLocal != want {
 		return fmt.Errorf("cp_local = %t, but the input declares %t (draft hidden %t, hidden contract %q)",
@@ -235,7 +235,7 @@ func draftMarkerDeclared(_ ref.Limits, in ref.DraftInputInput, out ref.DraftInpu
 
 // draftPrefersLocal: the draft rows are the CP-local draft hidden states
 // when present, else the target's hidden states, byte for byte.
-func draftPrefersLocal(_ ref.Limits, in ref.DraftInputInput, out ref.DraftInputOutput) error {
+func draftPrefersLocal(_ ref.Limits, in ref.CPDraftInputInput, out ref.CPDraftInputOutput) error {
 	want := in.Hidden
 	if in.DraftHidden != nil {
 		want = *in.DraftHidden
@@ -251,7 +251,7 @@ func draftPrefersLocal(_ ref.Limits, in ref.DraftInputInput, out ref.DraftInputO
 // from S and V (popcount Rv(r)), and each request's last token sits on
 // exactly one rank, at a valid row; without it every row is real and the
 // last token of request i is global row OutBase(i) + L_i − 1.
-func draftGuardFollows(_ ref.Limits, in ref.DraftInputInput, out ref.DraftInputOutput) error {
+func draftGuardFollows(_ ref.Limits, in ref.CPDraftInputInput, out ref.CPDraftInputOutput) error {
 	g := out.Guard
 	if g.Rows != out.Hidden.N() || len(g.ValidMask) != g.Rows {
 		return fmt.Errorf("guard rows %d, mask %d for %d draft rows", g.Rows, len(g.ValidMask), out.Hidden.N())

@@ -7,19 +7,19 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestDraftInputPropertiesCatchWrongInputs: each cp.draft_input property
+// TestCPDraftInputPropertiesCatchWrongInputs: each cp.draft_input property
 // holds on ref's draft input and fails on one broken the way it guards
 // against.
-func TestDraftInputPropertiesCatchWrongInputs(t *testing.T) {
-	spec := equiv.DraftInput()
+func TestCPDraftInputPropertiesCatchWrongInputs(t *testing.T) {
+	spec := equiv.CPDraftInput()
 	lim := ref.DefaultLimits()
 	// padded cp=2, g=1, L=[2]: R(0) = 2 = Σ L.
-	global := ref.DraftInputInput{Layout: &ref.LayoutSpec{CP: 2, Lens: []int{2}, Granule: 1},
+	global := ref.CPDraftInputInput{Layout: &ref.LayoutSpec{CP: 2, Lens: []int{2}, Granule: 1},
 		HiddenContract: ref.DraftGlobalValid, Hidden: ref.Rows{W: 2, B: []byte{1, 1, 2, 2}}}
 	withDraft := global
 	withDraft.DraftHidden = &ref.Rows{W: 1, B: []byte{9, 0}}
-	run := func(in ref.DraftInputInput) ref.DraftInputOutput {
-		out, err := ref.DraftInput(lim, in)
+	run := func(in ref.CPDraftInputInput) ref.CPDraftInputOutput {
+		out, err := ref.CPDraftInput(lim, in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,15 +35,15 @@ func TestDraftInputPropertiesCatchWrongInputs(t *testing.T) {
 	unmasked := run(withDraft)
 	unmasked.Guard.ValidMask = []bool{true, true}
 	broken := map[string]struct {
-		in  ref.DraftInputInput
-		out ref.DraftInputOutput
+		in  ref.CPDraftInputInput
+		out ref.CPDraftInputOutput
 	}{
 		"marker-is-declared":            {global, inferred},
 		"prefers-cp-local-draft-hidden": {withDraft, ignored},
 		"guard-follows-marker":          {withDraft, unmasked},
 	}
 	for _, p := range spec.Props {
-		for _, in := range []ref.DraftInputInput{global, withDraft} {
+		for _, in := range []ref.CPDraftInputInput{global, withDraft} {
 			if err := p.Holds(lim, in, run(in)); err != nil {
 				t.Errorf("%s fails on ref's draft input: %v", p.Name, err)
 			}

@@ -12,14 +12,14 @@ import (
 // property holds on ref's descriptors and fails on descriptors broken the
 // way it guards against.
 func TestPageDescriptorPropertiesCatchWrongDescriptors(t *testing.T) {
-	spec := equiv.PageDescriptors()
+	spec := equiv.CPPageDescriptors()
 	lim := ref.DefaultLimits()
-	in := ref.PageDescriptorsInput{Pages: [][]int64{{7, 3}, {3, 9}}}
-	good, err := ref.BuildDescriptors(lim, in)
+	in := ref.CPPageDescriptorsInput{Pages: [][]int64{{7, 3}, {3, 9}}}
+	good, err := ref.CPPageDescriptors(lim, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	broken := map[string]ref.PageDescriptors{
+	broken := map[string]ref.CPPageDescriptorsOutput{
 		// A dense per-row table: one entry per logical page up to the largest id.
 		"csr-size-is-pages": {RowPtr: []int32{0, 10, 20}, Page: make([]int64, 20), Slot: make([]int32, 20)},
 		// Window order kept: binary search would miss page 3 in row A.
@@ -45,14 +45,14 @@ func TestPageDescriptorPropertiesCatchWrongDescriptors(t *testing.T) {
 // TestRemapPropertiesCatchWrongRemaps: each §6.2 remap property holds on
 // ref's result and fails on a result broken the way it guards against.
 func TestRemapPropertiesCatchWrongRemaps(t *testing.T) {
-	spec := equiv.RemapLocs()
+	spec := equiv.CPRemapLocs()
 	lim := ref.DefaultLimits()
-	shared := ref.RemapLocsInput{PageSize: 2, Pages: [][]int64{{7, 3}, {3, 9}},
+	shared := ref.CPRemapLocsInput{PageSize: 2, Pages: [][]int64{{7, 3}, {3, 9}},
 		Locs: []int64{7, 7, 14, -1}, RowIDs: []int32{0, 1, 0, 1}}
-	disjoint := ref.RemapLocsInput{PageSize: 2, Pages: [][]int64{{7, 3}, {9}},
+	disjoint := ref.CPRemapLocsInput{PageSize: 2, Pages: [][]int64{{7, 3}, {9}},
 		Locs: []int64{7, 14, 19, -1}, RowIDs: []int32{0, 0, 1, 1}}
-	result := func(in ref.RemapLocsInput, f func([]int64)) ref.RemapLocsOutput {
-		out, err := ref.RemapLocs(lim, in)
+	result := func(in ref.CPRemapLocsInput, f func([]int64)) ref.CPRemapLocsOutput {
+		out, err := ref.CPRemapLocs(lim, in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,8 +61,8 @@ func TestRemapPropertiesCatchWrongRemaps(t *testing.T) {
 		return out
 	}
 	broken := map[string]struct {
-		in  ref.RemapLocsInput
-		out ref.RemapLocsOutput
+		in  ref.CPRemapLocsInput
+		out ref.CPRemapLocsOutput
 	}{
 		// §6.4's global inverse: row A's loc 7 lands in row B's slot (5, not 3).
 		"naive-map-lookup": {shared, result(shared, func(l []int64) { l[0] = 5 })},
@@ -72,7 +72,7 @@ func TestRemapPropertiesCatchWrongRemaps(t *testing.T) {
 		"per-row-injective-in-range": {shared, result(shared, func(l []int64) { l[3] = 0 })},
 	}
 	for _, p := range spec.Props {
-		for _, in := range []ref.RemapLocsInput{shared, disjoint} {
+		for _, in := range []ref.CPRemapLocsInput{shared, disjoint} {
 			if err := p.Holds(lim, in, result(in, func([]int64) {})); err != nil {
 				t.Errorf("%s fails on ref's remap: %v", p.Name, err)
 			}

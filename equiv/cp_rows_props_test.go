@@ -168,34 +168,34 @@ func TestCPRerangePropertiesCatchWrongOrder(t *testing.T) {
 // each property failing on the scalar non-padded count's result.
 func TestCPCompactRestorePropertiesCatchSuffixCounts(t *testing.T) {
 	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
-	in := ref.CPCompactInput{Layout: sp, Rank: 0, X: cpRowsOf(2, 4)}
+	in := ref.CPCompactValidInput{Layout: sp, Rank: 0, X: cpRowsOf(2, 4)}
 	good, err := ref.CPCompactValid(ref.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	suffix := func() (ref.CPCompactInput, ref.CPRowsOutput) {
-		return in, ref.CPRowsOutput{Rows: ref.Rows{W: 2, B: bytes.Clone(in.X.B[:6])}}
+	suffix := func() (ref.CPCompactValidInput, ref.CPCompactValidOutput) {
+		return in, ref.CPCompactValidOutput{Rows: ref.Rows{W: 2, B: bytes.Clone(in.X.B[:6])}}
 	}
-	checkProps(t, equiv.CPCompactValid().Props, in, good, map[string]func() (ref.CPCompactInput, ref.CPRowsOutput){
+	checkProps(t, equiv.CPCompactValid().Props, in, good, map[string]func() (ref.CPCompactValidInput, ref.CPCompactValidOutput){
 		"no-pad-row-reaches-f": suffix,
 		"row-wise-f-commutes":  suffix,
-		"restore-then-compact-is-identity": func() (ref.CPCompactInput, ref.CPRowsOutput) {
-			return in, ref.CPRowsOutput{Rows: ref.Rows{W: 2, B: bytes.Clone(good.Rows.B[:4])}}
+		"restore-then-compact-is-identity": func() (ref.CPCompactValidInput, ref.CPCompactValidOutput) {
+			return in, ref.CPCompactValidOutput{Rows: ref.Rows{W: 2, B: bytes.Clone(good.Rows.B[:4])}}
 		},
 		"capacity-router-ignores-padding": suffix,
 	})
 
-	rin := ref.CPRestoreInput{Layout: sp, Rank: 0, Y: cpRowsOf(3, 3)}
+	rin := ref.CPRestorePaddedInput{Layout: sp, Rank: 0, Y: cpRowsOf(3, 3)}
 	rgood, err := ref.CPRestorePadded(ref.DefaultLimits(), rin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rsuffix := func() (ref.CPRestoreInput, ref.CPRowsOutput) {
+	rsuffix := func() (ref.CPRestorePaddedInput, ref.CPRestorePaddedOutput) {
 		rows := ref.NewRows(3, 4)
 		copy(rows.B, rin.Y.B)
-		return rin, ref.CPRowsOutput{Rows: rows}
+		return rin, ref.CPRestorePaddedOutput{Rows: rows}
 	}
-	checkProps(t, equiv.CPRestorePadded().Props, rin, rgood, map[string]func() (ref.CPRestoreInput, ref.CPRowsOutput){
+	checkProps(t, equiv.CPRestorePadded().Props, rin, rgood, map[string]func() (ref.CPRestorePaddedInput, ref.CPRestorePaddedOutput){
 		"shape-and-zero-padding":  rsuffix,
 		"compact-inverts-restore": rsuffix,
 		"row-wise-f-commutes":     rsuffix,

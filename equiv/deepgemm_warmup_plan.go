@@ -16,8 +16,8 @@ import (
 
 // DeepGEMMWarmupPlan is the differential spec of deepgemm.warmup_plan
 // (docs/spec/admission-serving.md §S3).
-func DeepGEMMWarmupPlan() *Spec[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput] {
-	return &Spec[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput]{
+func DeepGEMMWarmupPlan() *Spec[ref.DeepGEMMWarmupPlanInput, ref.DeepGEMMWarmupPlanOutput] {
+	return &Spec[ref.DeepGEMMWarmupPlanInput, ref.DeepGEMMWarmupPlanOutput]{
 		Op:          catalog.DeepGEMMWarmupPlan(),
 		Valid:       rapid.Custom(deepGEMMValid),
 		Invalid:     rapid.Custom(deepGEMMInvalid),
@@ -31,7 +31,7 @@ func DeepGEMMWarmupPlan() *Spec[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutpu
 			"alignment-zero":       ref.ErrConfig,
 			"masked-m-max-too-big": ref.ErrConfig,
 		},
-		Props: []Prop[ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput]{
+		Props: []Prop[ref.DeepGEMMWarmupPlanInput, ref.DeepGEMMWarmupPlanOutput]{
 			{"S3.6.1-grid-shape", deepGEMMGridShape},
 			{"S3.6.2-dense-head", deepGEMMDenseHead},
 			{"S3.6.3-manifest-round-trip", deepGEMMRoundTrip},
@@ -103,8 +103,8 @@ func deepGEMMCache(t *rapid.T) []ref.DeepGEMMCacheEntry {
 // deepGEMMValid draws a warmup: often the restart after a previous run of ref on
 // the same kernels (so hits happen), with some cache entries deleted or
 // emptied since (stale), or a corrupt or foreign manifest.
-func deepGEMMValid(t *rapid.T) ref.DeepGEMMWarmupInput {
-	in := ref.DeepGEMMWarmupInput{
+func deepGEMMValid(t *rapid.T) ref.DeepGEMMWarmupPlanInput {
+	in := ref.DeepGEMMWarmupPlanInput{
 		Env:                deepGEMMEnv(t),
 		ChunkedPrefillSize: rapid.OneOf(rapid.SampledFrom([]int64{-1, 0, 1, 8192, 8193, 16384, 32768, 65536, 65537, 1 << 40}), rapid.Int64Range(-10, 70000)).Draw(t, "chunked_prefill_size"),
 		MaskedMMax:         rapid.OneOf(rapid.Just(int64(0)), rapid.Int64Range(1, ref.DeepGEMMMaxM)).Draw(t, "masked_m_max"),
@@ -142,7 +142,7 @@ func deepGEMMValid(t *rapid.T) ref.DeepGEMMWarmupInput {
 }
 
 // deepGEMMDamage deletes or empties some cache entries since the previous run.
-func deepGEMMDamage(t *rapid.T, in *ref.DeepGEMMWarmupInput) {
+func deepGEMMDamage(t *rapid.T, in *ref.DeepGEMMWarmupPlanInput) {
 	for i := 0; i < len(in.Cache); i++ {
 		switch rapid.IntRange(0, 5).Draw(t, "damage") {
 		case 0:
@@ -156,9 +156,9 @@ func deepGEMMDamage(t *rapid.T, in *ref.DeepGEMMWarmupInput) {
 	}
 }
 
-func deepGEMMInvalid(t *rapid.T) Bad[ref.DeepGEMMWarmupInput] {
+func deepGEMMInvalid(t *rapid.T) Bad[ref.DeepGEMMWarmupPlanInput] {
 	in := deepGEMMValid(t)
-	type bad = Bad[ref.DeepGEMMWarmupInput]
+	type bad = Bad[ref.DeepGEMMWarmupPlanInput]
 	withKernel := func() int {
 		if len(in.Kernels) == 0 {
 			in.Kernels = []ref.DeepGEMMKernel{{KernelType: ref.KernelGEMMNT, N: 1, K: 1, NumGroups: 1}}
@@ -247,14 +247,14 @@ func deepGEMMKernel(kernelType string, compiles ...string) ref.DeepGEMMKernel {
 	return ref.DeepGEMMKernel{KernelType: kernelType, N: 7168, K: 2048, NumGroups: 1, Compiles: compiles}
 }
 
-func deepGEMMIn(chunked int64, kernels ...ref.DeepGEMMKernel) ref.DeepGEMMWarmupInput {
-	return ref.DeepGEMMWarmupInput{Env: map[string]string{"HOME": "/root"}, ChunkedPrefillSize: chunked, Alignment: 128,
+func deepGEMMIn(chunked int64, kernels ...ref.DeepGEMMKernel) ref.DeepGEMMWarmupPlanInput {
+	return ref.DeepGEMMWarmupPlanInput{Env: map[string]string{"HOME": "/root"}, ChunkedPrefillSize: chunked, Alignment: 128,
 		Build: catalog.DeepGEMMBuildH200(), Kernels: kernels, Cache: []ref.DeepGEMMCacheEntry{}}
 }
 
 // deepGEMMAfter is the restart after in: its manifest and cache, with edit
 // applied to the cache.
-func deepGEMMAfter(in ref.DeepGEMMWarmupInput, edit func([]ref.DeepGEMMCacheEntry) []ref.DeepGEMMCacheEntry) ref.DeepGEMMWarmupInput {
+func deepGEMMAfter(in ref.DeepGEMMWarmupPlanInput, edit func([]ref.DeepGEMMCacheEntry) []ref.DeepGEMMCacheEntry) ref.DeepGEMMWarmupPlanInput {
 	out, err := ref.DeepGEMMWarmupPlan(ref.DefaultLimits(), in)
 	if err != nil {
 		return in // unreachable for the tables' valid inputs; the table would then show it
@@ -267,7 +267,7 @@ func keepCache(c []ref.DeepGEMMCacheEntry) []ref.DeepGEMMCacheEntry { return c }
 
 // deepGEMMEntryReplaced is in with its manifest's first entry (by key)
 // replaced by raw, the other entries kept.
-func deepGEMMEntryReplaced(in ref.DeepGEMMWarmupInput, raw string) ref.DeepGEMMWarmupInput {
+func deepGEMMEntryReplaced(in ref.DeepGEMMWarmupPlanInput, raw string) ref.DeepGEMMWarmupPlanInput {
 	var m ref.DeepGEMMManifest
 	if err := json.Unmarshal([]byte(*in.Manifest), &m); err != nil {
 		panic(err) // deepGEMMAfter's manifest is ref's own encoding
@@ -286,8 +286,8 @@ func deepGEMMEntryReplaced(in ref.DeepGEMMWarmupInput, raw string) ref.DeepGEMMW
 // deepGEMMBoundary: §S3.4's grid sizes at the three m_max values, the empty
 // contig grid, the hit / stale / miss / corrupt / foreign-schema paths,
 // a failed replay, a failed write, warmup disabled, and the env mapping.
-func deepGEMMBoundary() []Case[ref.DeepGEMMWarmupInput] {
-	type c = Case[ref.DeepGEMMWarmupInput]
+func deepGEMMBoundary() []Case[ref.DeepGEMMWarmupPlanInput] {
+	type c = Case[ref.DeepGEMMWarmupPlanInput]
 	all := []ref.DeepGEMMKernel{deepGEMMKernel(ref.KernelGEMMNT, "kernel.a"), deepGEMMKernel(ref.KernelGroupedMasked, "kernel.b"), deepGEMMKernel(ref.KernelGroupedContig, "kernel.c")}
 	cold := deepGEMMIn(8192, all...)
 	emptied := func(cache []ref.DeepGEMMCacheEntry) []ref.DeepGEMMCacheEntry {
@@ -303,7 +303,7 @@ func deepGEMMBoundary() []Case[ref.DeepGEMMWarmupInput] {
 	writeFails.WriteFails = true
 	disabled := deepGEMMAfter(cold, keepCache)
 	disabled.Env = map[string]string{"HOME": "/root", "SGLANG_JIT_DEEPGEMM_PRECOMPILE": "0"}
-	env := func(kv ...string) ref.DeepGEMMWarmupInput {
+	env := func(kv ...string) ref.DeepGEMMWarmupPlanInput {
 		in := deepGEMMIn(0, deepGEMMKernel(ref.KernelGEMMNT))
 		in.Env = map[string]string{}
 		for i := 0; i < len(kv); i += 2 {
@@ -311,7 +311,7 @@ func deepGEMMBoundary() []Case[ref.DeepGEMMWarmupInput] {
 		}
 		return in
 	}
-	withManifest := func(m string) ref.DeepGEMMWarmupInput {
+	withManifest := func(m string) ref.DeepGEMMWarmupPlanInput {
 		in := cold
 		in.Manifest = &m
 		return in
@@ -325,7 +325,7 @@ func deepGEMMBoundary() []Case[ref.DeepGEMMWarmupInput] {
 		{"contig-empty-m-max-below-alignment", bigAlign},
 		{"restart-all-hits", deepGEMMAfter(cold, keepCache)},
 		{"restart-one-emptied-stale", deepGEMMAfter(cold, emptied)},
-		{"restart-include-path-changed-miss", func() ref.DeepGEMMWarmupInput {
+		{"restart-include-path-changed-miss", func() ref.DeepGEMMWarmupPlanInput {
 			in := deepGEMMAfter(cold, keepCache)
 			in.Build.IncludePath = "/other/include"
 			return in
@@ -349,14 +349,18 @@ func deepGEMMBoundary() []Case[ref.DeepGEMMWarmupInput] {
 		{"no-home-no-cache-dir", env()},
 		{"unknown-kernel-type", deepGEMMIn(0, deepGEMMKernel("GEMM_NT_BF16"))},
 		{"n-zero", deepGEMMIn(0, ref.DeepGEMMKernel{KernelType: ref.KernelGEMMNT, N: 0, K: 1, NumGroups: 1})},
-		{"alignment-zero", func() ref.DeepGEMMWarmupInput { in := deepGEMMIn(0); in.Alignment = 0; return in }()},
-		{"masked-m-max-too-big", func() ref.DeepGEMMWarmupInput { in := deepGEMMIn(0); in.MaskedMMax = ref.DeepGEMMMaxM + 1; return in }()},
+		{"alignment-zero", func() ref.DeepGEMMWarmupPlanInput { in := deepGEMMIn(0); in.Alignment = 0; return in }()},
+		{"masked-m-max-too-big", func() ref.DeepGEMMWarmupPlanInput {
+			in := deepGEMMIn(0)
+			in.MaskedMMax = ref.DeepGEMMMaxM + 1
+			return in
+		}()},
 	}
 }
 
 // deepGEMMRegressions: §S3.8's minimal inputs, named as their mutants.
-func deepGEMMRegressions() []Case[ref.DeepGEMMWarmupInput] {
-	type c = Case[ref.DeepGEMMWarmupInput]
+func deepGEMMRegressions() []Case[ref.DeepGEMMWarmupPlanInput] {
+	type c = Case[ref.DeepGEMMWarmupPlanInput]
 	bridged := deepGEMMIn(8192, deepGEMMKernel(ref.KernelGEMMNT))
 	bridged.Env = map[string]string{"HOME": "/root", "SGLANG_DG_CACHE_DIR": "/c"}
 	nvrtc := deepGEMMIn(8192, deepGEMMKernel(ref.KernelGEMMNT))
@@ -380,7 +384,7 @@ func deepGEMMRegressions() []Case[ref.DeepGEMMWarmupInput] {
 // dense grids hold 1 and their top, contig grids only multiples of a with
 // top ⌊m_max/a⌋·a, and the size is O(log m_max): at most the 32-point head
 // plus two points per octave plus the top.
-func deepGEMMGridShape(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
+func deepGEMMGridShape(_ ref.Limits, in ref.DeepGEMMWarmupPlanInput, out ref.DeepGEMMWarmupPlanOutput) error {
 	bound := ref.DeepGEMMDenseHead + 2*bits.Len64(uint64(out.MMax)) + 1
 	for i, p := range out.Plans {
 		g := p.MGrid
@@ -411,7 +415,7 @@ func deepGEMMGridShape(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEM
 	return nil
 }
 
-func deepGEMMTop(in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput, p ref.DeepGEMMPlan) int64 {
+func deepGEMMTop(in ref.DeepGEMMWarmupPlanInput, out ref.DeepGEMMWarmupPlanOutput, p ref.DeepGEMMPlan) int64 {
 	if p.KernelType == ref.KernelGroupedMasked && in.MaskedMMax > 0 {
 		return min(out.MMax, in.MaskedMMax)
 	}
@@ -419,7 +423,7 @@ func deepGEMMTop(in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput, p ref
 }
 
 // deepGEMMDenseHead is S3.6.2: a dense grid holds every M in [1, min(32, top)].
-func deepGEMMDenseHead(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
+func deepGEMMDenseHead(_ ref.Limits, in ref.DeepGEMMWarmupPlanInput, out ref.DeepGEMMWarmupPlanOutput) error {
 	for i, p := range out.Plans {
 		if p.KernelType == ref.KernelGroupedContig {
 			continue
@@ -436,7 +440,7 @@ func deepGEMMDenseHead(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEM
 // deepGEMMRestart runs ref on the restart after (in, out): out's manifest and
 // cache, the write working, and replays succeeding without compiling
 // anything, so a replay of one key cannot revive another key's entry.
-func deepGEMMRestart(lim ref.Limits, in ref.DeepGEMMWarmupInput, manifest *string, cache []ref.DeepGEMMCacheEntry) (ref.DeepGEMMWarmupInput, ref.DeepGEMMWarmupOutput, error) {
+func deepGEMMRestart(lim ref.Limits, in ref.DeepGEMMWarmupPlanInput, manifest *string, cache []ref.DeepGEMMCacheEntry) (ref.DeepGEMMWarmupPlanInput, ref.DeepGEMMWarmupPlanOutput, error) {
 	next := in
 	next.Manifest, next.Cache, next.WriteFails = manifest, cache, false
 	next.Kernels = slices.Clone(in.Kernels)
@@ -451,7 +455,7 @@ func deepGEMMRestart(lim ref.Limits, in ref.DeepGEMMWarmupInput, manifest *strin
 // with the cache unchanged hits every key the run wrote or hit and writes
 // nothing; emptying a listed cache entry makes that key stale and
 // rewrites it, after which it hits again.
-func deepGEMMRoundTrip(lim ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
+func deepGEMMRoundTrip(lim ref.Limits, in ref.DeepGEMMWarmupPlanInput, out ref.DeepGEMMWarmupPlanOutput) error {
 	if !out.ManifestWritten {
 		return nil
 	}
@@ -496,7 +500,7 @@ func deepGEMMRoundTrip(lim ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepG
 // deepGEMMKeepsOtherKeys is S3.6.4: a run in which every kernel hit (or had
 // nothing to warm) over a sound manifest writes nothing; a rewrite keeps
 // every entry of a key no kernel replayed, byte for byte once compacted.
-func deepGEMMKeepsOtherKeys(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
+func deepGEMMKeepsOtherKeys(_ ref.Limits, in ref.DeepGEMMWarmupPlanInput, out ref.DeepGEMMWarmupPlanOutput) error {
 	replayed := map[string]bool{}
 	for _, p := range out.Plans {
 		if p.Written {
@@ -539,7 +543,7 @@ func reencodedJSON(raw json.RawMessage) string {
 // deepGEMMEnvPrepared is S3.6.5 and §S3.2's mapping: the import snapshot sees
 // the prepared values, which follow the current, legacy and default
 // spellings in that order.
-func deepGEMMEnvPrepared(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
+func deepGEMMEnvPrepared(_ ref.Limits, in ref.DeepGEMMWarmupPlanInput, out ref.DeepGEMMWarmupPlanOutput) error {
 	if out.Imported != out.Env {
 		return fmt.Errorf("import snapshot %+v != prepared %+v", out.Imported, out.Env)
 	}
@@ -560,7 +564,7 @@ func deepGEMMEnvPrepared(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepG
 
 // deepGEMMLaunches: a replay (miss or stale) launches exactly the grid; hits,
 // empty grids and disabled warmups launch nothing; only a replay writes.
-func deepGEMMLaunches(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
+func deepGEMMLaunches(_ ref.Limits, in ref.DeepGEMMWarmupPlanInput, out ref.DeepGEMMWarmupPlanOutput) error {
 	if len(out.Plans) != len(in.Kernels) {
 		return fmt.Errorf("%d plans for %d kernels", len(out.Plans), len(in.Kernels))
 	}
@@ -580,7 +584,7 @@ func deepGEMMLaunches(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMM
 // per hit, one WARN per failed replay, per corrupt or foreign manifest and
 // per failed write, INFO only for one-time init (replays, empty grids,
 // warmup disabled), and never ERROR.
-func deepGEMMLogLevels(_ ref.Limits, in ref.DeepGEMMWarmupInput, out ref.DeepGEMMWarmupOutput) error {
+func deepGEMMLogLevels(_ ref.Limits, in ref.DeepGEMMWarmupPlanInput, out ref.DeepGEMMWarmupPlanOutput) error {
 	count := map[string]int{}
 	for _, r := range out.Logs {
 		count[r.Level]++

@@ -10,24 +10,24 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestIndexTopkOverridesPropertiesCatchWrongMerges: each §S4.5 property
+// TestConfigIndexTopKOverridesPropertiesCatchWrongMerges: each §S4.5 property
 // holds on ref's merge and fails on a merge broken the way it guards
 // against.
-func TestIndexTopkOverridesPropertiesCatchWrongMerges(t *testing.T) {
-	spec := equiv.IndexTopkOverrides()
+func TestConfigIndexTopKOverridesPropertiesCatchWrongMerges(t *testing.T) {
+	spec := equiv.ConfigIndexTopKOverrides()
 	four := int64(4)
-	in := ref.IndexTopkOverridesInput{JSON: `{"rope_theta":8e6,"index_topk_freq":2}`, Freq: &four}
-	good, err := ref.MergeIndexTopkOverrides(ref.DefaultLimits(), in)
+	in := ref.ConfigIndexTopKOverridesInput{JSON: `{"rope_theta":8e6,"index_topk_freq":2}`, Freq: &four}
+	good, err := ref.ConfigIndexTopKOverrides(ref.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	with := func(json string, warnings ...string) ref.IndexTopkOverridesOutput {
+	with := func(json string, warnings ...string) ref.ConfigIndexTopKOverridesOutput {
 		if warnings == nil {
 			warnings = good.Warnings
 		}
-		return ref.IndexTopkOverridesOutput{JSON: json, Warnings: warnings}
+		return ref.ConfigIndexTopKOverridesOutput{JSON: json, Warnings: warnings}
 	}
-	broken := map[string]ref.IndexTopkOverridesOutput{
+	broken := map[string]ref.ConfigIndexTopKOverridesOutput{
 		"S4.5.1-idempotent":        with(`{"rope_theta":8e6, "index_topk_freq":4}`),
 		"S4.5.2-other-keys-kept":   with(`{"rope_theta":8000000,"index_topk_freq":4}`),
 		"S4.5.3-offset-zero-unset": with(`{"rope_theta":8e6,"index_topk_freq":4,"index_skip_topk_offset":0}`),
@@ -35,7 +35,7 @@ func TestIndexTopkOverridesPropertiesCatchWrongMerges(t *testing.T) {
 		"warnings-exact":           with(good.JSON, "index_topk_pattern shadows index_topk_freq=4"),
 	}
 	// A decode-side merge that lost the override warning.
-	broken["S4.5.4-prefill-decode-agree"] = ref.IndexTopkOverridesOutput{JSON: good.JSON, Warnings: []string{}}
+	broken["S4.5.4-prefill-decode-agree"] = ref.ConfigIndexTopKOverridesOutput{JSON: good.JSON, Warnings: []string{}}
 	for _, p := range spec.Props {
 		if err := p.Holds(ref.DefaultLimits(), in, good); err != nil {
 			t.Errorf("%s fails on ref's merge: %v", p.Name, err)
@@ -56,7 +56,7 @@ func TestIndexTopkOverridesPropertiesCatchWrongMerges(t *testing.T) {
 func TestDeepGEMMPropertiesCatchWrongPlans(t *testing.T) {
 	spec := equiv.DeepGEMMWarmupPlan()
 	other := `{"schema":"sglang-deepgemm-warmup/1","entries":{"zz-other":{"cache_entries":[]}}}`
-	in := ref.DeepGEMMWarmupInput{Env: map[string]string{"HOME": "/root"}, ChunkedPrefillSize: 8192, Alignment: 128,
+	in := ref.DeepGEMMWarmupPlanInput{Env: map[string]string{"HOME": "/root"}, ChunkedPrefillSize: 8192, Alignment: 128,
 		Build:    catalog.DeepGEMMBuildH200(),
 		Kernels:  []ref.DeepGEMMKernel{{KernelType: ref.KernelGEMMNT, N: 7168, K: 2048, NumGroups: 1, Compiles: []string{"kernel.x"}}},
 		Manifest: &other, Cache: []ref.DeepGEMMCacheEntry{}}
@@ -64,8 +64,8 @@ func TestDeepGEMMPropertiesCatchWrongPlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	edit := func(f func(*ref.DeepGEMMWarmupOutput)) ref.DeepGEMMWarmupOutput {
-		var o ref.DeepGEMMWarmupOutput
+	edit := func(f func(*ref.DeepGEMMWarmupPlanOutput)) ref.DeepGEMMWarmupPlanOutput {
+		var o ref.DeepGEMMWarmupPlanOutput
 		b, _ := json.Marshal(good)
 		_ = json.Unmarshal(b, &o) // a deep copy
 		f(&o)
@@ -76,16 +76,16 @@ func TestDeepGEMMPropertiesCatchWrongPlans(t *testing.T) {
 		m := ref.EncodeDeepGEMMManifest(map[string]json.RawMessage{key: entry})
 		return &m
 	}
-	broken := map[string]ref.DeepGEMMWarmupOutput{
-		"S3.6.1-grid-shape": edit(func(o *ref.DeepGEMMWarmupOutput) { o.Plans[0].MGrid[0], o.Plans[0].MGrid[1] = 2, 1 }),
-		"S3.6.2-dense-head": edit(func(o *ref.DeepGEMMWarmupOutput) {
+	broken := map[string]ref.DeepGEMMWarmupPlanOutput{
+		"S3.6.1-grid-shape": edit(func(o *ref.DeepGEMMWarmupPlanOutput) { o.Plans[0].MGrid[0], o.Plans[0].MGrid[1] = 2, 1 }),
+		"S3.6.2-dense-head": edit(func(o *ref.DeepGEMMWarmupPlanOutput) {
 			o.Plans[0].MGrid = slices.Delete(o.Plans[0].MGrid, 4, 5)
 		}),
-		"S3.6.3-manifest-round-trip":              edit(func(o *ref.DeepGEMMWarmupOutput) { o.Manifest = manifest("not-the-key") }),
-		"S3.6.4-hit-never-writes-other-keys-kept": edit(func(o *ref.DeepGEMMWarmupOutput) { o.Manifest = manifest(good.Plans[0].Key) }),
-		"S3.6.5-import-sees-prepared-env":         edit(func(o *ref.DeepGEMMWarmupOutput) { o.Imported.CacheDir = "/stale" }),
-		"launches-iff-replayed":                   edit(func(o *ref.DeepGEMMWarmupOutput) { o.Plans[0].Launches = 16384 }),
-		"log-levels":                              edit(func(o *ref.DeepGEMMWarmupOutput) { o.Logs[0].Level = "ERROR" }),
+		"S3.6.3-manifest-round-trip":              edit(func(o *ref.DeepGEMMWarmupPlanOutput) { o.Manifest = manifest("not-the-key") }),
+		"S3.6.4-hit-never-writes-other-keys-kept": edit(func(o *ref.DeepGEMMWarmupPlanOutput) { o.Manifest = manifest(good.Plans[0].Key) }),
+		"S3.6.5-import-sees-prepared-env":         edit(func(o *ref.DeepGEMMWarmupPlanOutput) { o.Imported.CacheDir = "/stale" }),
+		"launches-iff-replayed":                   edit(func(o *ref.DeepGEMMWarmupPlanOutput) { o.Plans[0].Launches = 16384 }),
+		"log-levels":                              edit(func(o *ref.DeepGEMMWarmupPlanOutput) { o.Logs[0].Level = "ERROR" }),
 	}
 	for _, p := range spec.Props {
 		if err := p.Holds(ref.DefaultLimits(), in, good); err != nil {

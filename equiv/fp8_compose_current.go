@@ -13,8 +13,8 @@ import (
 
 // FP8ComposeCurrent is the differential spec of fp8.compose_current
 // (docs/spec/cp-layout.md §7.5).
-func FP8ComposeCurrent() *Spec[ref.FP8ComposeInput, ref.FP8ComposeOutput] {
-	return &Spec[ref.FP8ComposeInput, ref.FP8ComposeOutput]{
+func FP8ComposeCurrent() *Spec[ref.FP8ComposeCurrentInput, ref.FP8ComposeCurrentOutput] {
+	return &Spec[ref.FP8ComposeCurrentInput, ref.FP8ComposeCurrentOutput]{
 		Op:          catalog.FP8ComposeCurrent(),
 		Valid:       rapid.Custom(composeValid),
 		Invalid:     rapid.Custom(composeInvalid),
@@ -31,7 +31,7 @@ func FP8ComposeCurrent() *Spec[ref.FP8ComposeInput, ref.FP8ComposeOutput] {
 			"stride-with-global-valid":          ref.ErrStride,
 			"stride-below-rank-payload":         ref.ErrStride,
 		},
-		Props: []Prop[ref.FP8ComposeInput, ref.FP8ComposeOutput]{
+		Props: []Prop[ref.FP8ComposeCurrentInput, ref.FP8ComposeCurrentOutput]{
 			{"contract-equivalence", composeContracts},
 			{"stale-immunity", composeStale},
 			{"agrees-with-materialize-after-store", composeCache},
@@ -90,7 +90,7 @@ func composeLayout(t *rapid.T) ref.LayoutSpec {
 	return ref.LayoutSpec{CP: cp, Lens: lens, Granule: g}
 }
 
-func composeValid(t *rapid.T) ref.FP8ComposeInput {
+func composeValid(t *rapid.T) ref.FP8ComposeCurrentInput {
 	c := rapid.SampledFrom([]ref.CurrentContract{ref.ContractLocalValid, ref.ContractLocalComputePadded, ref.ContractGlobalValid}).Draw(t, "contract")
 	var sp *ref.LayoutSpec
 	var lens []int
@@ -142,20 +142,20 @@ func composeValid(t *rapid.T) ref.FP8ComposeInput {
 			m = maxPayload(l, src) + rapid.IntRange(0, 2).Draw(t, "stride_extra")
 		}
 	}
-	return ref.FP8ComposeInput{Pool: pool, PrefixSlots: pre, CurrentSlots: cur, Lens: slices.Clone(lens), Layout: sp, Contract: c, M: m, Current: composeAs(lay, c, m, x)}
+	return ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: pre, CurrentSlots: cur, Lens: slices.Clone(lens), Layout: sp, Contract: c, M: m, Current: composeAs(lay, c, m, x)}
 }
 
-func composeInvalid(t *rapid.T) Bad[ref.FP8ComposeInput] {
+func composeInvalid(t *rapid.T) Bad[ref.FP8ComposeCurrentInput] {
 	in := composeValid(t)
 	in.PrefixSlots = slices.Clone(in.PrefixSlots)
 	switch rapid.IntRange(0, 6).Draw(t, "violation") {
 	case 0:
 		p, want := fp8BadPool(t, in.Pool)
 		in.Pool = p
-		return Bad[ref.FP8ComposeInput]{in, want}
+		return Bad[ref.FP8ComposeCurrentInput]{in, want}
 	case 1:
 		in.Contract = "local"
-		return Bad[ref.FP8ComposeInput]{in, ref.ErrBadEnum}
+		return Bad[ref.FP8ComposeCurrentInput]{in, ref.ErrBadEnum}
 	case 2:
 		if in.Pool.PageSize == 1 {
 			in.Pool.PageSize = 2
@@ -165,17 +165,17 @@ func composeInvalid(t *rapid.T) Bad[ref.FP8ComposeInput] {
 		if int64(len(in.PrefixSlots[0]))%in.Pool.PageSize == 0 {
 			in.PrefixSlots[0] = append(in.PrefixSlots[0], 0)
 		}
-		return Bad[ref.FP8ComposeInput]{in, ref.ErrPagePlan}
+		return Bad[ref.FP8ComposeCurrentInput]{in, ref.ErrPagePlan}
 	case 3:
 		n := in.Pool.Size + in.Pool.PageSize
 		in.PrefixSlots[0] = slices.Repeat([]int64{n}, int(in.Pool.PageSize))
-		return Bad[ref.FP8ComposeInput]{in, ref.ErrSlotOutOfRange}
+		return Bad[ref.FP8ComposeCurrentInput]{in, ref.ErrSlotOutOfRange}
 	case 4:
 		// Global valid rows under a local contract (the historic mismatch),
 		// or one row off when the counts happen to agree.
 		if in.Layout == nil || in.M > 0 {
 			in.Current = ref.Rows{W: in.Current.W, B: append(bytes.Clone(in.Current.B), make([]byte, in.Current.W)...)}
-			return Bad[ref.FP8ComposeInput]{in, ref.ErrRowContract}
+			return Bad[ref.FP8ComposeCurrentInput]{in, ref.ErrRowContract}
 		}
 		in.Contract = ref.ContractLocalComputePadded
 		lay := mustCPLayout(*in.Layout)
@@ -184,7 +184,7 @@ func composeInvalid(t *rapid.T) Bad[ref.FP8ComposeInput] {
 			g = composeGlobalRows(g.N()+1, 3)
 		}
 		in.Current = g
-		return Bad[ref.FP8ComposeInput]{in, ref.ErrRowContract}
+		return Bad[ref.FP8ComposeCurrentInput]{in, ref.ErrRowContract}
 	case 5:
 		if in.Current.N() == 0 {
 			in.Lens = append(slices.Clone(in.Lens), 1)
@@ -197,10 +197,10 @@ func composeInvalid(t *rapid.T) Bad[ref.FP8ComposeInput] {
 		i := rapid.IntRange(0, in.Current.N()-1).Draw(t, "nan_row")
 		j := rapid.IntRange(0, 575).Draw(t, "inf_at")
 		in.Current.Row(i)[2*j], in.Current.Row(i)[2*j+1] = 0x80, 0x7F
-		return Bad[ref.FP8ComposeInput]{in, ref.ErrNonFinite}
+		return Bad[ref.FP8ComposeCurrentInput]{in, ref.ErrNonFinite}
 	default:
 		in.CurrentSlots = append(slices.Clone(in.CurrentSlots), []int64{})
-		return Bad[ref.FP8ComposeInput]{in, ref.ErrLengthMismatch}
+		return Bad[ref.FP8ComposeCurrentInput]{in, ref.ErrLengthMismatch}
 	}
 }
 
@@ -227,48 +227,48 @@ func oneRow(nope uint16) ref.Rows {
 // full materialize reads 656 zero bytes. (2) padded cp=2, g=1, L=[3]: 3
 // global valid rows declared cp-local compute-padded (R(0)+R(1) = 4
 // expected) must be ErrRowContract, not silently taken as global rows.
-func composeRegressions() []Case[ref.FP8ComposeInput] {
+func composeRegressions() []Case[ref.FP8ComposeCurrentInput] {
 	pool := ref.FP8Pool{PageSize: 2, Size: 4, Rows: ref.NewRows(ref.FP8RowBytes, 6)}
 	for i := range 2 * ref.FP8RowBytes {
 		pool.Rows.B[2*ref.FP8RowBytes+i] = byte(i)
 	}
 	sp := ref.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1}
-	return []Case[ref.FP8ComposeInput]{
-		{"full-materialize-stale-current", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{2, 3}}, CurrentSlots: [][]int64{{4}}, Lens: []int{1}, Contract: ref.ContractGlobalValid, Current: oneRow(0x3F80)}},
-		{"contract-mismatch-accepted", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{}}, CurrentSlots: [][]int64{{1, 2, 3}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalComputePadded, Current: composeGlobalRows(3, 7)}},
+	return []Case[ref.FP8ComposeCurrentInput]{
+		{"full-materialize-stale-current", ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{2, 3}}, CurrentSlots: [][]int64{{4}}, Lens: []int{1}, Contract: ref.ContractGlobalValid, Current: oneRow(0x3F80)}},
+		{"contract-mismatch-accepted", ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{}}, CurrentSlots: [][]int64{{1, 2, 3}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalComputePadded, Current: composeGlobalRows(3, 7)}},
 	}
 }
 
-func composeBoundary() []Case[ref.FP8ComposeInput] {
+func composeBoundary() []Case[ref.FP8ComposeCurrentInput] {
 	pool := ref.FP8Pool{PageSize: 2, Size: 8, Rows: catalog.SeededRows(ref.FP8RowBytes, 10, 41)}
 	sp := ref.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1}
 	lay := mustCPLayout(sp)
 	g3 := composeGlobalRows(3, 7)
 	nan := oneRow(0x7FC0)
-	return []Case[ref.FP8ComposeInput]{
-		{"global-valid-padded-cp2", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{0, 1}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractGlobalValid, Current: g3}},
-		{"local-valid-padded-cp2", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{0, 1}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalValid, Current: composeAs(&lay, ref.ContractLocalValid, 0, g3)}},
-		{"compute-padded-cp2-stride3", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{0, 1}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalComputePadded, M: 3, Current: composeAs(&lay, ref.ContractLocalComputePadded, 3, g3)}},
-		{"prefix-only", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{2, 3, 8, 9}}, CurrentSlots: [][]int64{{}}, Lens: []int{0}, Contract: ref.ContractGlobalValid, Current: ref.Rows{W: ref.MLABF16RowBytes, B: []byte{}}}},
-		{"no-cp-local-valid-is-global", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{}, {6, 7}}, CurrentSlots: [][]int64{{4}, {5}}, Lens: []int{1, 1}, Contract: ref.ContractLocalValid, Current: composeGlobalRows(2, 9)}},
-		{"compute-padded-without-cp", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{}}, CurrentSlots: [][]int64{{4}}, Lens: []int{1}, Contract: ref.ContractLocalComputePadded, Current: composeGlobalRows(1, 9)}},
-		{"prefix-not-page-aligned", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{0}}, CurrentSlots: [][]int64{{4}}, Lens: []int{1}, Contract: ref.ContractGlobalValid, Current: composeGlobalRows(1, 9)}},
-		{"layout-lens-differ", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{}}, CurrentSlots: [][]int64{{4, 5}}, Lens: []int{2}, Layout: &sp, Contract: ref.ContractGlobalValid, Current: composeGlobalRows(2, 9)}},
-		{"non-finite-current", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{}}, CurrentSlots: [][]int64{{4}}, Lens: []int{1}, Contract: ref.ContractGlobalValid, Current: nan}},
-		{"compute-padded-given-global-valid", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalComputePadded, Current: g3}},
+	return []Case[ref.FP8ComposeCurrentInput]{
+		{"global-valid-padded-cp2", ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{0, 1}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractGlobalValid, Current: g3}},
+		{"local-valid-padded-cp2", ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{0, 1}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalValid, Current: composeAs(&lay, ref.ContractLocalValid, 0, g3)}},
+		{"compute-padded-cp2-stride3", ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{0, 1}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalComputePadded, M: 3, Current: composeAs(&lay, ref.ContractLocalComputePadded, 3, g3)}},
+		{"prefix-only", ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{2, 3, 8, 9}}, CurrentSlots: [][]int64{{}}, Lens: []int{0}, Contract: ref.ContractGlobalValid, Current: ref.Rows{W: ref.MLABF16RowBytes, B: []byte{}}}},
+		{"no-cp-local-valid-is-global", ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{}, {6, 7}}, CurrentSlots: [][]int64{{4}, {5}}, Lens: []int{1, 1}, Contract: ref.ContractLocalValid, Current: composeGlobalRows(2, 9)}},
+		{"compute-padded-without-cp", ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{}}, CurrentSlots: [][]int64{{4}}, Lens: []int{1}, Contract: ref.ContractLocalComputePadded, Current: composeGlobalRows(1, 9)}},
+		{"prefix-not-page-aligned", ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{0}}, CurrentSlots: [][]int64{{4}}, Lens: []int{1}, Contract: ref.ContractGlobalValid, Current: composeGlobalRows(1, 9)}},
+		{"layout-lens-differ", ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{}}, CurrentSlots: [][]int64{{4, 5}}, Lens: []int{2}, Layout: &sp, Contract: ref.ContractGlobalValid, Current: composeGlobalRows(2, 9)}},
+		{"non-finite-current", ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{}}, CurrentSlots: [][]int64{{4}}, Lens: []int{1}, Contract: ref.ContractGlobalValid, Current: nan}},
+		{"compute-padded-given-global-valid", ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalComputePadded, Current: g3}},
 		// §7.5's stride rules, each checked before the rows are counted:
 		// m >= 0; m only for gathered (CP-local) rows; m at least every
 		// rank's payload (R(r) = 2 here, so m = 1 is short).
-		{"stride-negative", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{0, 1}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalComputePadded, M: -1, Current: composeAs(&lay, ref.ContractLocalComputePadded, 3, g3)}},
-		{"stride-with-global-valid", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{0, 1}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractGlobalValid, M: 3, Current: g3}},
-		{"stride-below-rank-payload", ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{0, 1}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalComputePadded, M: 1, Current: composeAs(&lay, ref.ContractLocalComputePadded, 3, g3)}},
+		{"stride-negative", ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{0, 1}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalComputePadded, M: -1, Current: composeAs(&lay, ref.ContractLocalComputePadded, 3, g3)}},
+		{"stride-with-global-valid", ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{0, 1}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractGlobalValid, M: 3, Current: g3}},
+		{"stride-below-rank-payload", ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{0, 1}}, CurrentSlots: [][]int64{{4, 5, 6}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalComputePadded, M: 1, Current: composeAs(&lay, ref.ContractLocalComputePadded, 3, g3)}},
 	}
 }
 
 // freshRows is the input's current rows in global valid order: what every
 // contract must reduce to (§7.5's normalization).
-func freshRows(lim ref.Limits, in ref.FP8ComposeInput) (ref.Rows, error) {
-	plan, err := ref.ValidateFP8Compose(lim, in)
+func freshRows(lim ref.Limits, in ref.FP8ComposeCurrentInput) (ref.Rows, error) {
+	plan, err := ref.ValidateFP8ComposeCurrent(lim, in)
 	if err != nil {
 		return ref.Rows{}, err
 	}
@@ -277,14 +277,14 @@ func freshRows(lim ref.Limits, in ref.FP8ComposeInput) (ref.Rows, error) {
 
 // composeContracts is P7.4: the same fresh rows under every contract the
 // input's layout allows give byte-identical output.
-func composeContracts(lim ref.Limits, in ref.FP8ComposeInput, out ref.FP8ComposeOutput) error {
+func composeContracts(lim ref.Limits, in ref.FP8ComposeCurrentInput, out ref.FP8ComposeCurrentOutput) error {
 	x, err := freshRows(lim, in)
 	if err != nil {
 		return err
 	}
 	alt := in
 	alt.Layout, alt.Contract, alt.M, alt.Current = nil, ref.ContractGlobalValid, 0, x
-	variants := []ref.FP8ComposeInput{alt}
+	variants := []ref.FP8ComposeCurrentInput{alt}
 	if in.Layout != nil {
 		lay := mustCPLayout(*in.Layout)
 		for _, c := range []ref.CurrentContract{ref.ContractLocalValid, ref.ContractLocalComputePadded, ref.ContractGlobalValid} {
@@ -307,7 +307,7 @@ func composeContracts(lim ref.Limits, in ref.FP8ComposeInput, out ref.FP8Compose
 
 // composeStale is P7.5: randomizing the pool rows at the current slots
 // does not change the output.
-func composeStale(lim ref.Limits, in ref.FP8ComposeInput, out ref.FP8ComposeOutput) error {
+func composeStale(lim ref.Limits, in ref.FP8ComposeCurrentInput, out ref.FP8ComposeCurrentOutput) error {
 	v := in
 	v.Pool.Rows = ref.Rows{W: in.Pool.Rows.W, B: bytes.Clone(in.Pool.Rows.B)}
 	for _, cs := range in.CurrentSlots {
@@ -327,7 +327,7 @@ func composeStale(lim ref.Limits, in ref.FP8ComposeInput, out ref.FP8ComposeOutp
 // composeCache is P7.6: after the current rows are quantized and stored at
 // their slots, materializing prefix ++ current slots per request gives the
 // output (checked when no prefix slot is also a current slot).
-func composeCache(lim ref.Limits, in ref.FP8ComposeInput, out ref.FP8ComposeOutput) error {
+func composeCache(lim ref.Limits, in ref.FP8ComposeCurrentInput, out ref.FP8ComposeCurrentOutput) error {
 	x, err := freshRows(lim, in)
 	if err != nil {
 		return err
@@ -352,11 +352,11 @@ func composeCache(lim ref.Limits, in ref.FP8ComposeInput, out ref.FP8ComposeOutp
 	if locs == nil {
 		locs = []int64{}
 	}
-	st, err := ref.FP8StorePages(lim, ref.FP8StoreInput{Pool: in.Pool, Locs: locs, Rows: q.Rows})
+	st, err := ref.FP8StorePages(lim, ref.FP8StorePagesInput{Pool: in.Pool, Locs: locs, Rows: q.Rows})
 	if err != nil {
 		return err
 	}
-	m, err := ref.FP8MaterializePages(lim, ref.FP8MaterializeInput{Pool: st.Pool, Slots: slots})
+	m, err := ref.FP8MaterializePages(lim, ref.FP8MaterializePagesInput{Pool: st.Pool, Slots: slots})
 	if err != nil {
 		return err
 	}

@@ -21,9 +21,9 @@ func FP8DequantTopK() *Spec[ref.FP8DequantTopKInput, ref.FP8DequantTopKOutput] {
 		Invalid:  rapid.Custom(dequantTopKInvalid),
 		Boundary: dequantTopKBoundary(),
 		Rejects: map[string]*ref.Sentinel{
-			"index-equals-n":   ref.ErrTopkIndexOutOfRange,
-			"index-minus-two":  ref.ErrTopkIndexOutOfRange,
-			"empty-buffer-ref": ref.ErrTopkIndexOutOfRange,
+			"index-equals-n":   ref.ErrTopKIndexOutOfRange,
+			"index-minus-two":  ref.ErrTopKIndexOutOfRange,
+			"empty-buffer-ref": ref.ErrTopKIndexOutOfRange,
 		},
 		Props: []Prop[ref.FP8DequantTopKInput, ref.FP8DequantTopKOutput]{
 			{"rows-are-the-referenced-set", dequantTopKSet},
@@ -70,7 +70,7 @@ func dequantTopKInvalid(t *rapid.T) Bad[ref.FP8DequantTopKInput] {
 	bad := rapid.SampledFrom([]int32{-2, n, n + 3, -1 << 31}).Draw(t, "bad_idx")
 	topk[q] = slices.Insert(topk[q], j, bad)
 	in.TopK = topk
-	return Bad[ref.FP8DequantTopKInput]{in, ref.ErrTopkIndexOutOfRange}
+	return Bad[ref.FP8DequantTopKInput]{in, ref.ErrTopKIndexOutOfRange}
 }
 
 func dequantTopKBoundary() []Case[ref.FP8DequantTopKInput] {

@@ -12,8 +12,8 @@ import (
 )
 
 // FP8StorePages is the differential spec of fp8.store_pages (docs/spec/cp-layout.md §7.4).
-func FP8StorePages() *Spec[ref.FP8StoreInput, ref.FP8StoreOutput] {
-	return &Spec[ref.FP8StoreInput, ref.FP8StoreOutput]{
+func FP8StorePages() *Spec[ref.FP8StorePagesInput, ref.FP8StorePagesOutput] {
+	return &Spec[ref.FP8StorePagesInput, ref.FP8StorePagesOutput]{
 		Op:       catalog.FP8StorePages(),
 		Valid:    rapid.Custom(fp8StoreValid),
 		Invalid:  rapid.Custom(fp8StoreInvalid),
@@ -23,7 +23,7 @@ func FP8StorePages() *Spec[ref.FP8StoreInput, ref.FP8StoreOutput] {
 			"duplicate-adjacent":   ref.ErrDuplicateSlot,
 			"page-size-zero":       ref.ErrPagePlan,
 		},
-		Props: []Prop[ref.FP8StoreInput, ref.FP8StoreOutput]{
+		Props: []Prop[ref.FP8StorePagesInput, ref.FP8StorePagesOutput]{
 			{"materialize-after-store-is-identity", fp8StoreRoundtrip},
 			{"other-slots-unchanged", fp8StoreOthersUnchanged},
 			{"host-roundtrip-preserves-pool", fp8StoreHostRoundtrip},
@@ -33,8 +33,8 @@ func FP8StorePages() *Spec[ref.FP8StoreInput, ref.FP8StoreOutput] {
 
 // FP8MaterializePages is the differential spec of fp8.materialize_pages
 // (docs/spec/cp-layout.md §7.4).
-func FP8MaterializePages() *Spec[ref.FP8MaterializeInput, ref.FP8MaterializeOutput] {
-	return &Spec[ref.FP8MaterializeInput, ref.FP8MaterializeOutput]{
+func FP8MaterializePages() *Spec[ref.FP8MaterializePagesInput, ref.FP8MaterializePagesOutput] {
+	return &Spec[ref.FP8MaterializePagesInput, ref.FP8MaterializePagesOutput]{
 		Op:       catalog.FP8MaterializePages(),
 		Valid:    rapid.Custom(fp8MaterializeValid),
 		Invalid:  rapid.Custom(fp8MaterializeInvalid),
@@ -43,7 +43,7 @@ func FP8MaterializePages() *Spec[ref.FP8MaterializeInput, ref.FP8MaterializeOutp
 			"slot-equals-num-slots": ref.ErrSlotOutOfRange,
 			"negative-slot":         ref.ErrSlotOutOfRange,
 		},
-		Props: []Prop[ref.FP8MaterializeInput, ref.FP8MaterializeOutput]{
+		Props: []Prop[ref.FP8MaterializePagesInput, ref.FP8MaterializePagesOutput]{
 			{"raw-rows-in-slot-order", fp8MaterializeRaw},
 			{"store-after-materialize-is-identity", fp8MaterializeRestore},
 		},
@@ -77,10 +77,10 @@ func fp8Slots(t *rapid.T, ps, n int64) []int64 {
 	return locs
 }
 
-func fp8StoreValid(t *rapid.T) ref.FP8StoreInput {
+func fp8StoreValid(t *rapid.T) ref.FP8StorePagesInput {
 	p := fp8PoolGen(t)
 	locs := fp8Slots(t, p.PageSize, p.Size+p.PageSize)
-	return ref.FP8StoreInput{Pool: p, Locs: locs, Rows: catalog.SeededRows(ref.FP8RowBytes, len(locs), rapid.Uint32().Draw(t, "rows_seed"))}
+	return ref.FP8StorePagesInput{Pool: p, Locs: locs, Rows: catalog.SeededRows(ref.FP8RowBytes, len(locs), rapid.Uint32().Draw(t, "rows_seed"))}
 }
 
 // fp8BadPool puts one violation into a valid pool.
@@ -101,20 +101,20 @@ func fp8BadPool(t *rapid.T, p ref.FP8Pool) (ref.FP8Pool, *ref.Sentinel) {
 	}
 }
 
-func fp8StoreInvalid(t *rapid.T) Bad[ref.FP8StoreInput] {
+func fp8StoreInvalid(t *rapid.T) Bad[ref.FP8StorePagesInput] {
 	in := fp8StoreValid(t)
 	n := in.Pool.Size + in.Pool.PageSize
 	switch rapid.IntRange(0, 4).Draw(t, "violation") {
 	case 0:
 		p, want := fp8BadPool(t, in.Pool)
 		in.Pool = p
-		return Bad[ref.FP8StoreInput]{in, want}
+		return Bad[ref.FP8StorePagesInput]{in, want}
 	case 1:
 		in.Rows = catalog.SeededRows(ref.FP8RowBytes, len(in.Locs)+1, 5)
-		return Bad[ref.FP8StoreInput]{in, ref.ErrLengthMismatch}
+		return Bad[ref.FP8StorePagesInput]{in, ref.ErrLengthMismatch}
 	case 2:
 		in.Rows = ref.Rows{W: 1152, B: make([]byte, 1152*len(in.Locs))}
-		return Bad[ref.FP8StoreInput]{in, ref.ErrUnsupportedDims}
+		return Bad[ref.FP8StorePagesInput]{in, ref.ErrUnsupportedDims}
 	case 3:
 		if len(in.Locs) == 0 {
 			in.Locs = []int64{0}
@@ -123,43 +123,43 @@ func fp8StoreInvalid(t *rapid.T) Bad[ref.FP8StoreInput] {
 		e := rapid.IntRange(0, len(in.Locs)-1).Draw(t, "bad_at")
 		in.Locs = slices.Clone(in.Locs)
 		in.Locs[e] = rapid.SampledFrom([]int64{-1, n, n + 7}).Draw(t, "bad_loc")
-		return Bad[ref.FP8StoreInput]{in, ref.ErrSlotOutOfRange}
+		return Bad[ref.FP8StorePagesInput]{in, ref.ErrSlotOutOfRange}
 	default:
 		if len(in.Locs) < 2 {
 			in.Locs = []int64{0, 0}
 			in.Rows = catalog.SeededRows(ref.FP8RowBytes, 2, 11)
-			return Bad[ref.FP8StoreInput]{in, ref.ErrDuplicateSlot}
+			return Bad[ref.FP8StorePagesInput]{in, ref.ErrDuplicateSlot}
 		}
 		j := rapid.IntRange(1, len(in.Locs)-1).Draw(t, "dup_at")
 		i := rapid.IntRange(0, j-1).Draw(t, "dup_of")
 		in.Locs = slices.Clone(in.Locs)
 		in.Locs[j] = in.Locs[i]
-		return Bad[ref.FP8StoreInput]{in, ref.ErrDuplicateSlot}
+		return Bad[ref.FP8StorePagesInput]{in, ref.ErrDuplicateSlot}
 	}
 }
 
-func fp8StoreBoundary() []Case[ref.FP8StoreInput] {
+func fp8StoreBoundary() []Case[ref.FP8StorePagesInput] {
 	pool := func(ps, size int64) ref.FP8Pool {
 		return ref.FP8Pool{PageSize: ps, Size: size, Rows: catalog.SeededRows(ref.FP8RowBytes, int(size+ps), 3)}
 	}
 	rows := func(n int) ref.Rows { return catalog.SeededRows(ref.FP8RowBytes, n, 7) }
-	return []Case[ref.FP8StoreInput]{
-		{"empty-store", ref.FP8StoreInput{Pool: pool(2, 4), Locs: []int64{}, Rows: rows(0)}},
-		{"size-zero-padding-page-only", ref.FP8StoreInput{Pool: pool(3, 0), Locs: []int64{2, 0, 1}, Rows: rows(3)}},
-		{"ps1-last-slot", ref.FP8StoreInput{Pool: pool(1, 5), Locs: []int64{5}, Rows: rows(1)}},
+	return []Case[ref.FP8StorePagesInput]{
+		{"empty-store", ref.FP8StorePagesInput{Pool: pool(2, 4), Locs: []int64{}, Rows: rows(0)}},
+		{"size-zero-padding-page-only", ref.FP8StorePagesInput{Pool: pool(3, 0), Locs: []int64{2, 0, 1}, Rows: rows(3)}},
+		{"ps1-last-slot", ref.FP8StorePagesInput{Pool: pool(1, 5), Locs: []int64{5}, Rows: rows(1)}},
 		// bs=2 page-aligned: request 0 on page 2, request 1 on pages 1 and 3.
-		{"bs2-page-aligned", ref.FP8StoreInput{Pool: pool(2, 6), Locs: []int64{4, 5, 2, 3, 6, 7}, Rows: rows(6)}},
-		{"whole-pool", ref.FP8StoreInput{Pool: pool(2, 2), Locs: []int64{3, 2, 1, 0}, Rows: rows(4)}},
-		{"loc-equals-num-slots", ref.FP8StoreInput{Pool: pool(2, 2), Locs: []int64{4}, Rows: rows(1)}},
-		{"duplicate-adjacent", ref.FP8StoreInput{Pool: pool(2, 2), Locs: []int64{1, 1}, Rows: rows(2)}},
-		{"page-size-zero", ref.FP8StoreInput{Pool: ref.FP8Pool{PageSize: 0, Size: 2, Rows: catalog.SeededRows(ref.FP8RowBytes, 2, 3)}, Locs: []int64{}, Rows: rows(0)}},
+		{"bs2-page-aligned", ref.FP8StorePagesInput{Pool: pool(2, 6), Locs: []int64{4, 5, 2, 3, 6, 7}, Rows: rows(6)}},
+		{"whole-pool", ref.FP8StorePagesInput{Pool: pool(2, 2), Locs: []int64{3, 2, 1, 0}, Rows: rows(4)}},
+		{"loc-equals-num-slots", ref.FP8StorePagesInput{Pool: pool(2, 2), Locs: []int64{4}, Rows: rows(1)}},
+		{"duplicate-adjacent", ref.FP8StorePagesInput{Pool: pool(2, 2), Locs: []int64{1, 1}, Rows: rows(2)}},
+		{"page-size-zero", ref.FP8StorePagesInput{Pool: ref.FP8Pool{PageSize: 0, Size: 2, Rows: catalog.SeededRows(ref.FP8RowBytes, 2, 3)}, Locs: []int64{}, Rows: rows(0)}},
 	}
 }
 
 // fp8StoreRoundtrip is P7.1: materializing the stored slots returns the
 // stored rows byte for byte.
-func fp8StoreRoundtrip(lim ref.Limits, in ref.FP8StoreInput, out ref.FP8StoreOutput) error {
-	m, err := ref.FP8MaterializePages(lim, ref.FP8MaterializeInput{Pool: out.Pool, Slots: in.Locs})
+func fp8StoreRoundtrip(lim ref.Limits, in ref.FP8StorePagesInput, out ref.FP8StorePagesOutput) error {
+	m, err := ref.FP8MaterializePages(lim, ref.FP8MaterializePagesInput{Pool: out.Pool, Slots: in.Locs})
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func fp8StoreRoundtrip(lim ref.Limits, in ref.FP8StoreInput, out ref.FP8StoreOut
 
 // fp8StoreOthersUnchanged is P7.1's second half: the pool keeps its shape
 // and every slot not in locs keeps its bytes.
-func fp8StoreOthersUnchanged(_ ref.Limits, in ref.FP8StoreInput, out ref.FP8StoreOutput) error {
+func fp8StoreOthersUnchanged(_ ref.Limits, in ref.FP8StorePagesInput, out ref.FP8StorePagesOutput) error {
 	if out.Pool.PageSize != in.Pool.PageSize || out.Pool.Size != in.Pool.Size || out.Pool.Rows.N() != in.Pool.Rows.N() {
 		return fmt.Errorf("pool changed shape: %d/%d/%d rows, want %d/%d/%d", out.Pool.PageSize, out.Pool.Size, out.Pool.Rows.N(), in.Pool.PageSize, in.Pool.Size, in.Pool.Rows.N())
 	}
@@ -183,7 +183,7 @@ func fp8StoreOthersUnchanged(_ ref.Limits, in ref.FP8StoreInput, out ref.FP8Stor
 	return nil
 }
 
-func fp8MaterializeValid(t *rapid.T) ref.FP8MaterializeInput {
+func fp8MaterializeValid(t *rapid.T) ref.FP8MaterializePagesInput {
 	p := fp8PoolGen(t)
 	n := p.Size + p.PageSize
 	var slots []int64
@@ -195,36 +195,36 @@ func fp8MaterializeValid(t *rapid.T) ref.FP8MaterializeInput {
 	if slots == nil {
 		slots = []int64{}
 	}
-	return ref.FP8MaterializeInput{Pool: p, Slots: slots}
+	return ref.FP8MaterializePagesInput{Pool: p, Slots: slots}
 }
 
-func fp8MaterializeInvalid(t *rapid.T) Bad[ref.FP8MaterializeInput] {
+func fp8MaterializeInvalid(t *rapid.T) Bad[ref.FP8MaterializePagesInput] {
 	in := fp8MaterializeValid(t)
 	n := in.Pool.Size + in.Pool.PageSize
 	if rapid.Bool().Draw(t, "pool_violation_first") {
 		p, want := fp8BadPool(t, in.Pool)
 		in.Pool = p
-		return Bad[ref.FP8MaterializeInput]{in, want}
+		return Bad[ref.FP8MaterializePagesInput]{in, want}
 	}
 	in.Slots = append(slices.Clone(in.Slots), 0)
 	e := rapid.IntRange(0, len(in.Slots)-1).Draw(t, "bad_at")
 	in.Slots[e] = rapid.SampledFrom([]int64{-1, n, n + 5}).Draw(t, "bad_slot")
-	return Bad[ref.FP8MaterializeInput]{in, ref.ErrSlotOutOfRange}
+	return Bad[ref.FP8MaterializePagesInput]{in, ref.ErrSlotOutOfRange}
 }
 
-func fp8MaterializeBoundary() []Case[ref.FP8MaterializeInput] {
+func fp8MaterializeBoundary() []Case[ref.FP8MaterializePagesInput] {
 	pool := ref.FP8Pool{PageSize: 2, Size: 4, Rows: catalog.SeededRows(ref.FP8RowBytes, 6, 13)}
-	return []Case[ref.FP8MaterializeInput]{
-		{"no-slots", ref.FP8MaterializeInput{Pool: pool, Slots: []int64{}}},
-		{"bs2-flattened-page-table", ref.FP8MaterializeInput{Pool: pool, Slots: []int64{2, 3, 4, 0, 1}}},
-		{"repeats", ref.FP8MaterializeInput{Pool: pool, Slots: []int64{5, 5, 0, 5}}},
-		{"slot-equals-num-slots", ref.FP8MaterializeInput{Pool: pool, Slots: []int64{1, 6}}},
-		{"negative-slot", ref.FP8MaterializeInput{Pool: pool, Slots: []int64{-1}}},
+	return []Case[ref.FP8MaterializePagesInput]{
+		{"no-slots", ref.FP8MaterializePagesInput{Pool: pool, Slots: []int64{}}},
+		{"bs2-flattened-page-table", ref.FP8MaterializePagesInput{Pool: pool, Slots: []int64{2, 3, 4, 0, 1}}},
+		{"repeats", ref.FP8MaterializePagesInput{Pool: pool, Slots: []int64{5, 5, 0, 5}}},
+		{"slot-equals-num-slots", ref.FP8MaterializePagesInput{Pool: pool, Slots: []int64{1, 6}}},
+		{"negative-slot", ref.FP8MaterializePagesInput{Pool: pool, Slots: []int64{-1}}},
 	}
 }
 
 // fp8MaterializeRaw: row i of the output is the raw pool row at slots[i].
-func fp8MaterializeRaw(_ ref.Limits, in ref.FP8MaterializeInput, out ref.FP8MaterializeOutput) error {
+func fp8MaterializeRaw(_ ref.Limits, in ref.FP8MaterializePagesInput, out ref.FP8MaterializePagesOutput) error {
 	if out.Rows.W != ref.FP8RowBytes || out.Rows.N() != len(in.Slots) {
 		return fmt.Errorf("%d rows of %d B, want %d of %d B", out.Rows.N(), out.Rows.W, len(in.Slots), ref.FP8RowBytes)
 	}
@@ -239,7 +239,7 @@ func fp8MaterializeRaw(_ ref.Limits, in ref.FP8MaterializeInput, out ref.FP8Mate
 // fp8MaterializeRestore: for distinct slots, storing the materialized rows
 // back at their slots leaves the pool unchanged (P7.1 read from the other
 // side).
-func fp8MaterializeRestore(lim ref.Limits, in ref.FP8MaterializeInput, out ref.FP8MaterializeOutput) error {
+func fp8MaterializeRestore(lim ref.Limits, in ref.FP8MaterializePagesInput, out ref.FP8MaterializePagesOutput) error {
 	seen := map[int64]bool{}
 	for _, s := range in.Slots {
 		if seen[s] {
@@ -247,7 +247,7 @@ func fp8MaterializeRestore(lim ref.Limits, in ref.FP8MaterializeInput, out ref.F
 		}
 		seen[s] = true
 	}
-	st, err := ref.FP8StorePages(lim, ref.FP8StoreInput{Pool: in.Pool, Locs: in.Slots, Rows: out.Rows})
+	st, err := ref.FP8StorePages(lim, ref.FP8StorePagesInput{Pool: in.Pool, Locs: in.Slots, Rows: out.Rows})
 	if err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func fp8MaterializeRestore(lim ref.Limits, in ref.FP8MaterializeInput, out ref.F
 // layer mix-up shows), backed up device→host into reversed host pages of
 // an arena pre-filled with other bytes, then loaded host→device into a
 // zeroed device arena, come back byte for byte — under every host layout.
-func fp8StoreHostRoundtrip(lim ref.Limits, _ ref.FP8StoreInput, out ref.FP8StoreOutput) error {
+func fp8StoreHostRoundtrip(lim ref.Limits, _ ref.FP8StorePagesInput, out ref.FP8StorePagesOutput) error {
 	return fp8HostRoundtrip(lim, out.Pool)
 }
 

@@ -94,8 +94,8 @@ func fp8Invalid(t *rapid.T, x ref.Rows, want int) (ref.Rows, *ref.Sentinel) {
 }
 
 // FP8QuantizeRow is the differential spec of fp8.quantize_row (docs/spec/cp-layout.md §7.2).
-func FP8QuantizeRow() *Spec[ref.FP8QuantizeRowInput, ref.FP8RowsOutput] {
-	return &Spec[ref.FP8QuantizeRowInput, ref.FP8RowsOutput]{
+func FP8QuantizeRow() *Spec[ref.FP8QuantizeRowInput, ref.FP8QuantizeRowOutput] {
+	return &Spec[ref.FP8QuantizeRowInput, ref.FP8QuantizeRowOutput]{
 		Op: catalog.FP8QuantizeRow(),
 		Valid: rapid.Custom(func(t *rapid.T) ref.FP8QuantizeRowInput {
 			m := rapid.SampledFrom(fp8Modes).Draw(t, "mode")
@@ -142,7 +142,7 @@ func FP8QuantizeRow() *Spec[ref.FP8QuantizeRowInput, ref.FP8RowsOutput] {
 			"bad-width": ref.ErrUnsupportedDims,
 			"rope-inf":  ref.ErrNonFinite,
 		},
-		Props: []Prop[ref.FP8QuantizeRowInput, ref.FP8RowsOutput]{
+		Props: []Prop[ref.FP8QuantizeRowInput, ref.FP8QuantizeRowOutput]{
 			{"shape-rope-verbatim", fp8RowShape},
 			{"zero-tile-rule", fp8ZeroTile},
 			{"scale-is-the-modes", fp8ScaleRule},
@@ -172,7 +172,7 @@ func fp8WithAt(w, off int, h uint16) ref.Rows {
 func bf16At(row []byte, j int) uint16 { return binary.LittleEndian.Uint16(row[2*j:]) }
 
 // fp8RowShape: one 656-byte row per input row, rope bytes verbatim.
-func fp8RowShape(_ ref.Limits, in ref.FP8QuantizeRowInput, out ref.FP8RowsOutput) error {
+func fp8RowShape(_ ref.Limits, in ref.FP8QuantizeRowInput, out ref.FP8QuantizeRowOutput) error {
 	if out.Rows.W != ref.FP8RowBytes || out.Rows.N() != in.X.N() {
 		return fmt.Errorf("%d rows of %d B, want %d of %d", out.Rows.N(), out.Rows.W, in.X.N(), ref.FP8RowBytes)
 	}
@@ -196,7 +196,7 @@ func tileAmax(src []byte, t int) float32 {
 // fp8ZeroTile: a tile whose values are all ±0 has scale 0 and codes 0x00
 // in every mode (§7.2 step 2, A8), and only such a tile has scale 0 in the
 // fp32 modes.
-func fp8ZeroTile(_ ref.Limits, in ref.FP8QuantizeRowInput, out ref.FP8RowsOutput) error {
+func fp8ZeroTile(_ ref.Limits, in ref.FP8QuantizeRowInput, out ref.FP8QuantizeRowOutput) error {
 	for i := range in.X.N() {
 		row := out.Rows.Row(i)
 		for t := range ref.FP8Tiles {
@@ -219,7 +219,7 @@ func fp8ZeroTile(_ ref.Limits, in ref.FP8QuantizeRowInput, out ref.FP8RowsOutput
 // fp8ScaleRule: every non-zero tile's scale is its mode's (§7.2 table),
 // and where the scale is a normal fp32 the tile's largest value encodes to
 // ±448 (0x7E/0xFE): saturating, never a NaN code.
-func fp8ScaleRule(_ ref.Limits, in ref.FP8QuantizeRowInput, out ref.FP8RowsOutput) error {
+func fp8ScaleRule(_ ref.Limits, in ref.FP8QuantizeRowInput, out ref.FP8QuantizeRowOutput) error {
 	m, _ := ref.CheckScaleMode("mode", in.Mode)
 	for i := range in.X.N() {
 		src, row := in.X.Row(i), out.Rows.Row(i)
@@ -247,7 +247,7 @@ func fp8ScaleRule(_ ref.Limits, in ref.FP8QuantizeRowInput, out ref.FP8RowsOutpu
 
 // fp8SignSymmetric: negating every k_nope value flips bit 7 of every code
 // and leaves the scales alone (fl32(−x/s) = −fl32(x/s); enc is odd).
-func fp8SignSymmetric(lim ref.Limits, in ref.FP8QuantizeRowInput, out ref.FP8RowsOutput) error {
+func fp8SignSymmetric(lim ref.Limits, in ref.FP8QuantizeRowInput, out ref.FP8QuantizeRowOutput) error {
 	neg := ref.Rows{W: in.X.W, B: append([]byte(nil), in.X.B...)}
 	for i := range neg.N() {
 		for j := range ref.MLANopeDim {
@@ -280,7 +280,7 @@ func fp8SignSymmetric(lim ref.Limits, in ref.FP8QuantizeRowInput, out ref.FP8Row
 // step of x/s (relative 2^-4, or 2^-10·s absolute in the subnormal
 // codes) plus the bf16 rounding of the result; at the top binade the
 // result may overflow to ±Inf instead (a div_bf16 scale rounded up).
-func fp8DequantClose(_ ref.Limits, in ref.FP8QuantizeRowInput, out ref.FP8RowsOutput) error {
+func fp8DequantClose(_ ref.Limits, in ref.FP8QuantizeRowInput, out ref.FP8QuantizeRowOutput) error {
 	for i := range in.X.N() {
 		d := ref.DequantRow656([ref.FP8RowBytes]byte(out.Rows.Row(i)))
 		src := in.X.Row(i)
@@ -303,7 +303,7 @@ func fp8DequantClose(_ ref.Limits, in ref.FP8QuantizeRowInput, out ref.FP8RowsOu
 }
 
 // FP8QuantizeIndexK is the differential spec of fp8.quantize_index_k (docs/spec/cp-layout.md §7.3).
-func FP8QuantizeIndexK() *Spec[ref.FP8QuantizeIndexKInput, ref.FP8RowsOutput] {
+func FP8QuantizeIndexK() *Spec[ref.FP8QuantizeIndexKInput, ref.FP8QuantizeIndexKOutput] {
 	key := func(vals ...uint16) ref.Rows {
 		x := ref.NewRows(ref.IndexKBF16RowBytes, 1)
 		for j, v := range vals {
@@ -311,7 +311,7 @@ func FP8QuantizeIndexK() *Spec[ref.FP8QuantizeIndexKInput, ref.FP8RowsOutput] {
 		}
 		return x
 	}
-	return &Spec[ref.FP8QuantizeIndexKInput, ref.FP8RowsOutput]{
+	return &Spec[ref.FP8QuantizeIndexKInput, ref.FP8QuantizeIndexKOutput]{
 		Op: catalog.FP8QuantizeIndexK(),
 		Valid: rapid.Custom(func(t *rapid.T) ref.FP8QuantizeIndexKInput {
 			return ref.FP8QuantizeIndexKInput{X: fp8Rows(t, ref.IndexKBF16RowBytes, ref.IndexKDim)}
@@ -329,7 +329,7 @@ func FP8QuantizeIndexK() *Spec[ref.FP8QuantizeIndexKInput, ref.FP8RowsOutput] {
 			{"nan", ref.FP8QuantizeIndexKInput{X: key(0, 0, 0x7FC0)}},
 		},
 		Rejects: map[string]*ref.Sentinel{"bad-width": ref.ErrUnsupportedDims, "nan": ref.ErrNonFinite},
-		Props: []Prop[ref.FP8QuantizeIndexKInput, ref.FP8RowsOutput]{
+		Props: []Prop[ref.FP8QuantizeIndexKInput, ref.FP8QuantizeIndexKOutput]{
 			{"ue8m0-scale-and-codes", indexKScaleRule},
 		},
 	}
@@ -338,7 +338,7 @@ func FP8QuantizeIndexK() *Spec[ref.FP8QuantizeIndexKInput, ref.FP8RowsOutput] {
 // indexKScaleRule: one 132-byte row per key; the scale is a power of two
 // with amax/s in (0, 448] (so the largest value is at most ±448, never a
 // NaN code), and a power of two at least the 1e-4 floor's.
-func indexKScaleRule(_ ref.Limits, in ref.FP8QuantizeIndexKInput, out ref.FP8RowsOutput) error {
+func indexKScaleRule(_ ref.Limits, in ref.FP8QuantizeIndexKInput, out ref.FP8QuantizeIndexKOutput) error {
 	if out.Rows.W != ref.IndexKRowBytes || out.Rows.N() != in.X.N() {
 		return fmt.Errorf("%d rows of %d B, want %d of %d", out.Rows.N(), out.Rows.W, in.X.N(), ref.IndexKRowBytes)
 	}

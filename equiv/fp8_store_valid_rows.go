@@ -294,7 +294,7 @@ func storeValidStored(lim ref.Limits, in ref.FP8StoreValidRowsInput, out ref.FP8
 	if err != nil {
 		return err
 	}
-	m, err := ref.FP8MaterializePages(lim, ref.FP8MaterializeInput{Pool: out.Pool, Slots: locs})
+	m, err := ref.FP8MaterializePages(lim, ref.FP8MaterializePagesInput{Pool: out.Pool, Slots: locs})
 	if err != nil {
 		return err
 	}
@@ -308,7 +308,7 @@ func storeValidOthers(lim ref.Limits, in ref.FP8StoreValidRowsInput, out ref.FP8
 	if err != nil {
 		return err
 	}
-	return fp8StoreOthersUnchanged(lim, ref.FP8StoreInput{Pool: in.Pool, Locs: locs}, ref.FP8StoreOutput(out))
+	return fp8StoreOthersUnchanged(lim, ref.FP8StorePagesInput{Pool: in.Pool, Locs: locs}, ref.FP8StorePagesOutput(out))
 }
 
 // storeValidPadding: padding rows never touch the pool, so filling every
@@ -377,7 +377,7 @@ func storeValidAllRanks(lim ref.Limits, in ref.FP8StoreValidRowsInput, out ref.F
 		}
 		pool = o.Pool
 	}
-	m, err := ref.FP8MaterializePages(lim, ref.FP8MaterializeInput{Pool: pool, Slots: cur})
+	m, err := ref.FP8MaterializePages(lim, ref.FP8MaterializePagesInput{Pool: pool, Slots: cur})
 	if err != nil {
 		return err
 	}

@@ -10,19 +10,19 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// AckScript is the differential spec of hicache.ack_script (docs/spec/radix-acks.md
+// HiCacheAckScript is the differential spec of hicache.ack_script (docs/spec/radix-acks.md
 // §3). The step-by-step state machine over the write states themselves is
 // TestAckQueueTwinsAgreeAfterEveryStep; this spec holds the script-level
 // generators, the §3.4 worked examples and §3.5 minimal inputs, and the
 // §3.3 properties read off a trace and the final states.
-func AckScript() *Spec[ref.AckScriptInput, ref.AckScriptOutput] {
-	return &Spec[ref.AckScriptInput, ref.AckScriptOutput]{
-		Op:          catalog.AckScript(),
-		Valid:       rapid.Custom(func(t *rapid.T) ref.AckScriptInput { return AckSteps(t, 32) }),
+func HiCacheAckScript() *Spec[ref.HiCacheAckScriptInput, ref.HiCacheAckScriptOutput] {
+	return &Spec[ref.HiCacheAckScriptInput, ref.HiCacheAckScriptOutput]{
+		Op:          catalog.HiCacheAckScript(),
+		Valid:       rapid.Custom(func(t *rapid.T) ref.HiCacheAckScriptInput { return AckSteps(t, 32) }),
 		Invalid:     rapid.Custom(ackInvalid),
 		Boundary:    ackBoundary(),
 		Regressions: ackRegressions(),
-		Props: []Prop[ref.AckScriptInput, ref.AckScriptOutput]{
+		Props: []Prop[ref.HiCacheAckScriptInput, ref.HiCacheAckScriptOutput]{
 			{"write-invariants", ackWriteInvariants},
 			{"spmd-consistency", ackSPMDConsistency},
 			{"drain-pops-agreed", ackDrainPopsAgreed},
@@ -40,7 +40,7 @@ func AckScript() *Spec[ref.AckScriptInput, ref.AckScriptOutput] {
 // readiness per rank; drains between any two ops; rollbacks; refusals; and
 // occasional bad steps and injected faults (duplicates, unknown acks).
 // A terminal consumer error ends the script.
-func AckSteps(t *rapid.T, maxSteps int) ref.AckScriptInput {
+func AckSteps(t *rapid.T, maxSteps int) ref.HiCacheAckScriptInput {
 	g := newAckGen(t)
 	n := rapid.IntRange(0, maxSteps).Draw(t, "steps")
 	for range n {
@@ -49,7 +49,7 @@ func AckSteps(t *rapid.T, maxSteps int) ref.AckScriptInput {
 		}
 		g.step()
 	}
-	return ref.AckScriptInput{Steps: g.steps}
+	return ref.HiCacheAckScriptInput{Steps: g.steps}
 }
 
 // ackGen draws steps while a reference group follows them, so steps name
@@ -291,7 +291,7 @@ func (g *ackGen) drain() ref.AckStep {
 	return s
 }
 
-func ackInvalid(t *rapid.T) Bad[ref.AckScriptInput] {
+func ackInvalid(t *rapid.T) Bad[ref.HiCacheAckScriptInput] {
 	in := AckSteps(t, 8)
 	at := rapid.IntRange(0, len(in.Steps)).Draw(t, "at")
 	insert := func(s ref.AckStep) {
@@ -301,36 +301,36 @@ func ackInvalid(t *rapid.T) Bad[ref.AckScriptInput] {
 	switch rapid.IntRange(0, 9).Draw(t, "violation") {
 	case 0:
 		in.Steps[0].Op = rapid.SampledFrom([]string{ref.AckReserve, ref.AckWritingCheck, ""}).Draw(t, "first_op")
-		return Bad[ref.AckScriptInput]{in, ref.ErrScriptOrder}
+		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrScriptOrder}
 	case 1:
 		insert(ref.AckStep{Op: rapid.SampledFrom([]string{"drain", "Reserve", "evict_host"}).Draw(t, "bad_op")})
-		return Bad[ref.AckScriptInput]{in, ref.ErrBadEnum}
+		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrBadEnum}
 	case 2:
 		in.Steps[0].Ranks = rapid.IntRange(-1, 0).Draw(t, "bad_ranks")
-		return Bad[ref.AckScriptInput]{in, ref.ErrBadCPSize}
+		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrBadCPSize}
 	case 3:
 		in.Steps[0].Layers = rapid.IntRange(-1, 0).Draw(t, "bad_layers")
-		return Bad[ref.AckScriptInput]{in, ref.ErrBadNumLayers}
+		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrBadNumLayers}
 	case 4:
 		in.Steps[0].HostCapacity = -1
-		return Bad[ref.AckScriptInput]{in, ref.ErrNegative}
+		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrNegative}
 	case 5:
 		in.Steps[0].HostCapacity = 1 << 40
-		return Bad[ref.AckScriptInput]{in, ref.ErrTooLarge}
+		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrTooLarge}
 	case 6:
 		insert(ref.AckStep{Op: ref.AckReserve, Node: 1, Owned: make([]int, ranks+rapid.SampledFrom([]int{-1, 1}).Draw(t, "owned_len"))})
-		return Bad[ref.AckScriptInput]{in, ref.ErrLengthMismatch}
+		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrLengthMismatch}
 	case 7:
 		insert(ref.AckStep{Op: ref.AckWriteBackup, Node: 1, Owned: make([]int, ranks), FailAt: "sometimes"})
-		return Bad[ref.AckScriptInput]{in, ref.ErrBadEnum}
+		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrBadEnum}
 	case 8:
 		owned := make([]int, ranks)
 		owned[rapid.IntRange(0, ranks-1).Draw(t, "bad_owned_rank")] = -1
 		insert(ref.AckStep{Op: ref.AckReserve, Node: 1, Owned: owned})
-		return Bad[ref.AckScriptInput]{in, ref.ErrNegative}
+		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrNegative}
 	default:
 		insert(ref.AckStep{Op: ref.AckEventsComplete, Rank: new(rapid.SampledFrom([]int{-1, ranks}).Draw(t, "bad_rank"))})
-		return Bad[ref.AckScriptInput]{in, ref.ErrBadCPRank}
+		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrBadCPRank}
 	}
 }
 
@@ -364,10 +364,12 @@ func ackRankEvents(rank, k int) ref.AckStep {
 
 func ackDrain() ref.AckStep { return ref.AckStep{Op: ref.AckWritingCheck} }
 
-func ackScript(s ...ref.AckStep) ref.AckScriptInput { return ref.AckScriptInput{Steps: s} }
+func ackScript(s ...ref.AckStep) ref.HiCacheAckScriptInput {
+	return ref.HiCacheAckScriptInput{Steps: s}
+}
 
-func ackBoundary() []Case[ref.AckScriptInput] {
-	return []Case[ref.AckScriptInput]{
+func ackBoundary() []Case[ref.HiCacheAckScriptInput] {
+	return []Case[ref.HiCacheAckScriptInput]{
 		// §3.4 "fast path versus scan": a merged [3,5] ack, Has on both
 		// sides of the max, the max kept after the drain.
 		{"worked-example-has-fast-path", ackScript(ackCreate(1, 1, 8),
@@ -457,8 +459,8 @@ func ackBoundary() []Case[ref.AckScriptInput] {
 	}
 }
 
-func ackRegressions() []Case[ref.AckScriptInput] {
-	return []Case[ref.AckScriptInput]{
+func ackRegressions() []Case[ref.HiCacheAckScriptInput] {
+	return []Case[ref.HiCacheAckScriptInput]{
 		// §3.5 B3.a: WriteNonCP(5) must raise the max; Has(5) is true.
 		{"ack-funnel-bypass", ackScript(ackCreate(1, 1, 8), ackNode(5, 1), ackOn(ref.AckWriteNonCP, 5), ackOn(ref.AckHas, 5))},
 		// §3.5 B3.b after-ack: the rollback scrubs {4}; the re-registration
@@ -487,12 +489,12 @@ func ackRegressions() []Case[ref.AckScriptInput] {
 
 // finalUnspecified reports whether the final states are outside the
 // invariants' scope: a terminal consumer error leaves them unspecified.
-func finalUnspecified(out ref.AckScriptOutput) bool {
+func finalUnspecified(out ref.HiCacheAckScriptOutput) bool {
 	return len(out.Trace) > 0 && out.Trace[len(out.Trace)-1].Terminal
 }
 
 // ackWriteInvariants is §3.3 W1–W4 and W6–W9 on every rank's final state.
-func ackWriteInvariants(_ ref.Limits, _ ref.AckScriptInput, out ref.AckScriptOutput) error {
+func ackWriteInvariants(_ ref.Limits, _ ref.HiCacheAckScriptInput, out ref.HiCacheAckScriptOutput) error {
 	if finalUnspecified(out) {
 		return nil
 	}
@@ -507,7 +509,7 @@ func ackWriteInvariants(_ ref.Limits, _ ref.AckScriptInput, out ref.AckScriptOut
 // ackSPMDConsistency is §3.3 W11: every step returned the same outcome on
 // every rank, and the final ranks agree on ongoing ids, queue id
 // sequences, lock refs and completed memory.
-func ackSPMDConsistency(_ ref.Limits, _ ref.AckScriptInput, out ref.AckScriptOutput) error {
+func ackSPMDConsistency(_ ref.Limits, _ ref.HiCacheAckScriptInput, out ref.HiCacheAckScriptOutput) error {
 	for i, r := range out.Trace {
 		if r.Diverged != nil {
 			return fmt.Errorf("W11: step %d (%s): ranks returned different outcomes %+v", i, r.Op, r.Diverged)
@@ -521,7 +523,7 @@ func ackSPMDConsistency(_ ref.Limits, _ ref.AckScriptInput, out ref.AckScriptOut
 
 // ackDrainPopsAgreed is §3.2 op 9 with §3.1 step 3: a writing check without
 // an explicit count pops exactly MIN(ReadyPrefix) over ranks before it.
-func ackDrainPopsAgreed(_ ref.Limits, in ref.AckScriptInput, out ref.AckScriptOutput) error {
+func ackDrainPopsAgreed(_ ref.Limits, in ref.HiCacheAckScriptInput, out ref.HiCacheAckScriptOutput) error {
 	for i := 1; i < len(out.Trace); i++ {
 		s, r := in.Steps[i], out.Trace[i]
 		if s.Op != ref.AckWritingCheck || s.Agreed != nil || r.Error != nil || r.Diverged != nil {
@@ -538,7 +540,7 @@ func ackDrainPopsAgreed(_ ref.Limits, in ref.AckScriptInput, out ref.AckScriptOu
 // ackDuplicatesWarn is §3.2 op 9's duplicate rule: each rank's warning count
 // rises by exactly the duplicates a drain reports and by nothing else
 // (a create or reset restarts it at 0).
-func ackDuplicatesWarn(_ ref.Limits, in ref.AckScriptInput, out ref.AckScriptOutput) error {
+func ackDuplicatesWarn(_ ref.Limits, in ref.HiCacheAckScriptInput, out ref.HiCacheAckScriptOutput) error {
 	for i := 1; i < len(out.Trace); i++ {
 		s, r, prev := in.Steps[i], out.Trace[i], out.Trace[i-1]
 		if s.Op == ref.AckCreate || s.Op == ref.AckReset {
@@ -562,7 +564,7 @@ func ackDuplicatesWarn(_ ref.Limits, in ref.AckScriptInput, out ref.AckScriptOut
 // ackTerminalEndsRun is §3.2 op 9's fail-fast rule: only an unknown ack or
 // an ack for a pending backup is terminal, it ends the run, and a run
 // that did not halt traced every step.
-func ackTerminalEndsRun(_ ref.Limits, in ref.AckScriptInput, out ref.AckScriptOutput) error {
+func ackTerminalEndsRun(_ ref.Limits, in ref.HiCacheAckScriptInput, out ref.HiCacheAckScriptOutput) error {
 	for i, r := range out.Trace {
 		if !r.Terminal {
 			continue

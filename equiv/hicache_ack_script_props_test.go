@@ -11,8 +11,8 @@ import (
 // a two-rank duplicate-drain script and fails on a result broken the way
 // it guards against.
 func TestAckPropertiesCatchWrongRuns(t *testing.T) {
-	spec := equiv.AckScript()
-	in := ref.AckScriptInput{Steps: []ref.AckStep{
+	spec := equiv.HiCacheAckScript()
+	in := ref.HiCacheAckScriptInput{Steps: []ref.AckStep{
 		{Op: ref.AckCreate, Ranks: 2, Layers: 1, HostCapacity: 8},
 		{Op: ref.AckNode, Node: 7, ValueLen: 1},
 		{Op: ref.AckWriteNonCP, Node: 7},
@@ -21,26 +21,26 @@ func TestAckPropertiesCatchWrongRuns(t *testing.T) {
 		{Op: ref.AckWritingCheck},
 		{Op: ref.AckHas, Node: 7},
 	}}
-	good, err := ref.AckScript(ref.DefaultLimits(), in)
+	good, err := ref.HiCacheAckScript(ref.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := good.Trace[5].Drain; d == nil || d.Popped != 2 || d.Duplicates != 1 {
 		t.Fatalf("the script does not drain a duplicate: %+v", good.Trace[5])
 	}
-	broken := map[string]func(*ref.AckScriptOutput){
+	broken := map[string]func(*ref.HiCacheAckScriptOutput){
 		// W6 broken: a lock left behind on rank 1.
-		"write-invariants": func(o *ref.AckScriptOutput) { o.Ranks[1].Nodes[0].LockRef = 1 },
+		"write-invariants": func(o *ref.HiCacheAckScriptOutput) { o.Ranks[1].Nodes[0].LockRef = 1 },
 		// W11 broken: rank 1 returned a different outcome.
-		"spmd-consistency": func(o *ref.AckScriptOutput) {
+		"spmd-consistency": func(o *ref.HiCacheAckScriptOutput) {
 			o.Trace[2].Diverged = []ref.AckOutcome{{}, {Refused: ref.ReasonPending}}
 		},
 		// the drain stopped after one ack although two were ready everywhere.
-		"drain-pops-agreed": func(o *ref.AckScriptOutput) { o.Trace[5].Drain.Popped = 1 },
+		"drain-pops-agreed": func(o *ref.HiCacheAckScriptOutput) { o.Trace[5].Drain.Popped = 1 },
 		// a warning counted without a duplicate drained.
-		"duplicates-warn": func(o *ref.AckScriptOutput) { o.Trace[6].DuplicateAcks[0] = 2 },
+		"duplicates-warn": func(o *ref.HiCacheAckScriptOutput) { o.Trace[6].DuplicateAcks[0] = 2 },
 		// the run halted without a terminal error.
-		"terminal-ends-run": func(o *ref.AckScriptOutput) { o.Trace, o.Halted = o.Trace[:6], true },
+		"terminal-ends-run": func(o *ref.HiCacheAckScriptOutput) { o.Trace, o.Halted = o.Trace[:6], true },
 	}
 	propsCatchBreaks(t, spec.Props, in, good, broken)
 }

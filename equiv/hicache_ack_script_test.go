@@ -18,7 +18,7 @@ func TestAckTraceOverTheOutputBoundIsRefusedAlike(t *testing.T) {
 	for range 16 {
 		in.Steps = append(in.Steps, ref.AckStep{Op: ref.AckReset})
 	}
-	s := AckScript()
+	s := HiCacheAckScript()
 	if reason, diff := s.Check("fast", s.Op.Fast, in, ref.ErrTooLarge); reason != "" {
 		t.Errorf("2^22 ranks, 17 steps: %s\n%s", reason, diff)
 	}

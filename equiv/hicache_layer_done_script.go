@@ -9,19 +9,19 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LayerDoneScript is the differential spec of hicache.layer_done_script
+// HiCacheLayerDoneScript is the differential spec of hicache.layer_done_script
 // (docs/spec/radix-acks.md §5.3): generated counter scripts shaped like a loader's
 // life (the producer loading in order, the consumer asking per layer, with
 // out-of-order completions, busy wraps and bad slots mixed in), the worked
 // example, and C1–C5 read off the trace against a model of the done counts.
-func LayerDoneScript() *Spec[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput] {
-	return &Spec[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput]{
-		Op:          catalog.LayerDoneScript(),
-		Valid:       rapid.Custom(func(t *rapid.T) ref.LayerDoneScriptInput { return CounterSteps(t, 40) }),
+func HiCacheLayerDoneScript() *Spec[ref.HiCacheLayerDoneScriptInput, ref.HiCacheLayerDoneScriptOutput] {
+	return &Spec[ref.HiCacheLayerDoneScriptInput, ref.HiCacheLayerDoneScriptOutput]{
+		Op:          catalog.HiCacheLayerDoneScript(),
+		Valid:       rapid.Custom(func(t *rapid.T) ref.HiCacheLayerDoneScriptInput { return CounterSteps(t, 40) }),
 		Invalid:     rapid.Custom(counterInvalid),
 		Boundary:    counterBoundary(),
 		Regressions: counterRegressions(),
-		Props: []Prop[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput]{
+		Props: []Prop[ref.HiCacheLayerDoneScriptInput, ref.HiCacheLayerDoneScriptOutput]{
 			{"C1-ready-implies-completed", counterReadyImpliesCompleted},
 			{"C2-ready-needs-no-later-layer", counterReadyPerLayer},
 			{"C3-no-consumer-always-ready", counterNoConsumerReady},
@@ -35,9 +35,9 @@ func LayerDoneScript() *Spec[ref.LayerDoneScriptInput, ref.LayerDoneScriptOutput
 // the state steers the draw toward the steps a loader makes (complete the
 // producer's next layer, ask Ready of a layer near the frontier) while
 // keeping some wrong ones.
-func CounterSteps(t *rapid.T, maxSteps int) ref.LayerDoneScriptInput {
+func CounterSteps(t *rapid.T, maxSteps int) ref.HiCacheLayerDoneScriptInput {
 	L := rapid.IntRange(1, 5).Draw(t, "layers")
-	in := ref.LayerDoneScriptInput{Layers: L, Steps: []ref.CounterStep{}}
+	in := ref.HiCacheLayerDoneScriptInput{Layers: L, Steps: []ref.CounterStep{}}
 	m := newCounterModel(L)
 	for range rapid.IntRange(0, maxSteps).Draw(t, "steps") {
 		s := ref.CounterStep{Op: rapid.SampledFrom(m.likelySteps()).Draw(t, "op")}
@@ -118,47 +118,47 @@ func (m *counterModel) apply(s ref.CounterStep) (ok, ready bool) {
 	return true, false
 }
 
-func counterInvalid(t *rapid.T) Bad[ref.LayerDoneScriptInput] {
+func counterInvalid(t *rapid.T) Bad[ref.HiCacheLayerDoneScriptInput] {
 	in := CounterSteps(t, 6)
 	if rapid.Bool().Draw(t, "bad_layers") {
 		in.Layers = rapid.SampledFrom([]int{-1, 0, ref.MaxCounterLayers + 1}).Draw(t, "layers_value")
-		return Bad[ref.LayerDoneScriptInput]{in, ref.ErrBadLoadPools}
+		return Bad[ref.HiCacheLayerDoneScriptInput]{in, ref.ErrBadLoadPools}
 	}
 	in.Steps = append(in.Steps, ref.CounterStep{Op: rapid.SampledFrom([]string{"wait_all", "Ready", ""}).Draw(t, "bad_op")})
-	return Bad[ref.LayerDoneScriptInput]{in, ref.ErrBadEnum}
+	return Bad[ref.HiCacheLayerDoneScriptInput]{in, ref.ErrBadEnum}
 }
 
 func cstep(op string, slot, layer int) ref.CounterStep {
 	return ref.CounterStep{Op: op, Slot: slot, Layer: layer}
 }
 
-func counterBoundary() []Case[ref.LayerDoneScriptInput] {
+func counterBoundary() []Case[ref.HiCacheLayerDoneScriptInput] {
 	up, done, cons, ready := ref.CounterUpdateProducer, ref.CounterComplete, ref.CounterSetConsumer, ref.CounterReady
-	return []Case[ref.LayerDoneScriptInput]{
+	return []Case[ref.HiCacheLayerDoneScriptInput]{
 		{"worked-example-three-layers", catalog.LayerDoneWorkedExample()},
-		{"no-consumer-always-ready", ref.LayerDoneScriptInput{Layers: 2, Steps: []ref.CounterStep{
+		{"no-consumer-always-ready", ref.HiCacheLayerDoneScriptInput{Layers: 2, Steps: []ref.CounterStep{
 			cstep(up, 0, 0), cstep(ready, 0, 1), cstep(cons, -1, 0), cstep(ready, 0, 0)}}},
-		{"two-ops-apart-then-busy", ref.LayerDoneScriptInput{Layers: 1, Steps: []ref.CounterStep{
+		{"two-ops-apart-then-busy", ref.HiCacheLayerDoneScriptInput{Layers: 1, Steps: []ref.CounterStep{
 			cstep(up, 0, 0), cstep(up, 0, 0), cstep(cons, 0, 0), cstep(ready, 0, 0), cstep(up, 0, 0),
 			cstep(done, 0, 0), cstep(ready, 0, 0), cstep(up, 0, 0), cstep(up, 0, 0)}}},
-		{"out-of-order-and-bad-slots", ref.LayerDoneScriptInput{Layers: 3, Steps: []ref.CounterStep{
+		{"out-of-order-and-bad-slots", ref.HiCacheLayerDoneScriptInput{Layers: 3, Steps: []ref.CounterStep{
 			cstep(up, 0, 0), cstep(done, 0, 1), cstep(done, 3, 0), cstep(done, -1, 0), cstep(cons, 3, 0),
 			cstep(cons, -2, 0), cstep(ready, 0, 3), cstep(ready, 0, -1), cstep(done, 1, 3)}}},
-		{"reset-keeps-done-counts", ref.LayerDoneScriptInput{Layers: 2, Steps: []ref.CounterStep{
+		{"reset-keeps-done-counts", ref.HiCacheLayerDoneScriptInput{Layers: 2, Steps: []ref.CounterStep{
 			cstep(up, 0, 0), cstep(done, 0, 0), cstep(ref.CounterReset, 0, 0), cstep(up, 0, 0), cstep(done, 0, 1), cstep(up, 0, 0)}}},
 		// §5.3's Complete failure path not pinned above (the others are: a
 		// layer ahead of done, one past L): a layer behind done, here the
 		// same layer completed twice.
-		{"complete-repeated-layer-out-of-order", ref.LayerDoneScriptInput{Layers: 2, Steps: []ref.CounterStep{
+		{"complete-repeated-layer-out-of-order", ref.HiCacheLayerDoneScriptInput{Layers: 2, Steps: []ref.CounterStep{
 			cstep(up, 0, 0), cstep(done, 0, 0), cstep(done, 0, 0)}}},
 	}
 }
 
-func counterRegressions() []Case[ref.LayerDoneScriptInput] {
+func counterRegressions() []Case[ref.HiCacheLayerDoneScriptInput] {
 	// §5.4 B5.c: L = 2 and only Complete(0,0): fixed Ready(0) is true,
 	// the all-layer wait says false.
-	return []Case[ref.LayerDoneScriptInput]{
-		{"all-layer-wait", ref.LayerDoneScriptInput{Layers: 2, Steps: []ref.CounterStep{
+	return []Case[ref.HiCacheLayerDoneScriptInput]{
+		{"all-layer-wait", ref.HiCacheLayerDoneScriptInput{Layers: 2, Steps: []ref.CounterStep{
 			cstep(ref.CounterUpdateProducer, 0, 0), cstep(ref.CounterSetConsumer, 0, 0),
 			cstep(ref.CounterComplete, 0, 0), cstep(ref.CounterReady, 0, 0)}}},
 	}
@@ -166,7 +166,7 @@ func counterRegressions() []Case[ref.LayerDoneScriptInput] {
 
 // counterReplay walks the trace with the model: for each step, the model
 // before it, what a correct counter answers, and the step's result.
-func counterReplay(in ref.LayerDoneScriptInput, out ref.LayerDoneScriptOutput, f func(i int, before counterModel, s ref.CounterStep, r ref.CounterStepResult) error) error {
+func counterReplay(in ref.HiCacheLayerDoneScriptInput, out ref.HiCacheLayerDoneScriptOutput, f func(i int, before counterModel, s ref.CounterStep, r ref.CounterStepResult) error) error {
 	if len(out.Trace) != len(in.Steps) {
 		return fmt.Errorf("%d results for %d steps", len(out.Trace), len(in.Steps))
 	}
@@ -183,7 +183,7 @@ func counterReplay(in ref.LayerDoneScriptInput, out ref.LayerDoneScriptOutput, f
 
 // counterReadyImpliesCompleted is C1: Ready(l) true means the consumer's
 // op completed layer l (or there is no consumer).
-func counterReadyImpliesCompleted(_ ref.Limits, in ref.LayerDoneScriptInput, out ref.LayerDoneScriptOutput) error {
+func counterReadyImpliesCompleted(_ ref.Limits, in ref.HiCacheLayerDoneScriptInput, out ref.HiCacheLayerDoneScriptOutput) error {
 	return counterReplay(in, out, func(i int, m counterModel, s ref.CounterStep, r ref.CounterStepResult) error {
 		if r.Ready != nil && *r.Ready && m.consumer >= 0 && m.done[m.consumer] <= s.Layer {
 			return fmt.Errorf("step %d: Ready(%d) with slot %d at %d layers done", i, s.Layer, m.consumer, m.done[m.consumer])
@@ -195,7 +195,7 @@ func counterReadyImpliesCompleted(_ ref.Limits, in ref.LayerDoneScriptInput, out
 // counterReadyPerLayer is C2: once layers 0..l of the consumer's op have
 // landed, Ready(l) is true whatever later layers do — and a ready question
 // inside [0, L) is always answered.
-func counterReadyPerLayer(_ ref.Limits, in ref.LayerDoneScriptInput, out ref.LayerDoneScriptOutput) error {
+func counterReadyPerLayer(_ ref.Limits, in ref.HiCacheLayerDoneScriptInput, out ref.HiCacheLayerDoneScriptOutput) error {
 	return counterReplay(in, out, func(i int, m counterModel, s ref.CounterStep, r ref.CounterStepResult) error {
 		if s.Op != ref.CounterReady || s.Layer < 0 || s.Layer >= in.Layers {
 			return nil
@@ -211,7 +211,7 @@ func counterReadyPerLayer(_ ref.Limits, in ref.LayerDoneScriptInput, out ref.Lay
 }
 
 // counterNoConsumerReady is C3: with consumer -1 every layer is ready.
-func counterNoConsumerReady(_ ref.Limits, in ref.LayerDoneScriptInput, out ref.LayerDoneScriptOutput) error {
+func counterNoConsumerReady(_ ref.Limits, in ref.HiCacheLayerDoneScriptInput, out ref.HiCacheLayerDoneScriptOutput) error {
 	return counterReplay(in, out, func(i int, _ counterModel, s ref.CounterStep, r ref.CounterStepResult) error {
 		if r.Ready != nil && !*r.Ready && r.State.Consumer < 0 {
 			return fmt.Errorf("step %d: Ready(%d) false without a consumer", i, s.Layer)
@@ -223,7 +223,7 @@ func counterNoConsumerReady(_ ref.Limits, in ref.LayerDoneScriptInput, out ref.L
 // counterSlotNotReused is C4: the producer moves onto a slot only when its
 // previous op completed every layer, and is refused (ErrSlotBusy, nothing
 // changed) otherwise.
-func counterSlotNotReused(_ ref.Limits, in ref.LayerDoneScriptInput, out ref.LayerDoneScriptOutput) error {
+func counterSlotNotReused(_ ref.Limits, in ref.HiCacheLayerDoneScriptInput, out ref.HiCacheLayerDoneScriptOutput) error {
 	return counterReplay(in, out, func(i int, m counterModel, s ref.CounterStep, r ref.CounterStepResult) error {
 		if s.Op != ref.CounterUpdateProducer {
 			return nil
@@ -243,7 +243,7 @@ func counterSlotNotReused(_ ref.Limits, in ref.LayerDoneScriptInput, out ref.Lay
 // counterDoneMonotone is C5: a slot's done count only grows, by one per
 // accepted Complete of that slot, until the producer starts it again at 0;
 // and the reported state is the model's after every step.
-func counterDoneMonotone(_ ref.Limits, in ref.LayerDoneScriptInput, out ref.LayerDoneScriptOutput) error {
+func counterDoneMonotone(_ ref.Limits, in ref.HiCacheLayerDoneScriptInput, out ref.HiCacheLayerDoneScriptOutput) error {
 	prev := newCounterModel(in.Layers).done
 	return counterReplay(in, out, func(i int, m counterModel, s ref.CounterStep, r ref.CounterStepResult) error {
 		after := m

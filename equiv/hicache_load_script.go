@@ -13,19 +13,19 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LoadScript is the differential spec of hicache.load_script (docs/spec/radix-acks.md
+// HiCacheLoadScript is the differential spec of hicache.load_script (docs/spec/radix-acks.md
 // §5.2): generated load scripts over small arenas (page lists contiguous,
 // reversed, scattered, single-page and empty; ops repeating the previous
 // op's indices; unavailable backends under both policies; misuse steps;
 // ops the loader must refuse), the worked example, and D1–D6.
-func LoadScript() *Spec[ref.LoadScriptInput, ref.LoadScriptOutput] {
-	return &Spec[ref.LoadScriptInput, ref.LoadScriptOutput]{
-		Op:          catalog.LoadScript(),
-		Valid:       rapid.Custom(func(t *rapid.T) ref.LoadScriptInput { return LoadSteps(t, 4) }),
+func HiCacheLoadScript() *Spec[ref.HiCacheLoadScriptInput, ref.HiCacheLoadScriptOutput] {
+	return &Spec[ref.HiCacheLoadScriptInput, ref.HiCacheLoadScriptOutput]{
+		Op:          catalog.HiCacheLoadScript(),
+		Valid:       rapid.Custom(func(t *rapid.T) ref.HiCacheLoadScriptInput { return LoadSteps(t, 4) }),
 		Invalid:     rapid.Custom(loadInvalid),
 		Boundary:    loadBoundary(),
 		Regressions: loadRegressions(),
-		Props: []Prop[ref.LoadScriptInput, ref.LoadScriptOutput]{
+		Props: []Prop[ref.HiCacheLoadScriptInput, ref.HiCacheLoadScriptOutput]{
 			{"D1-device-bytes-equal-per-token-copy", loadDeviceBytes},
 			{"D2-one-build-per-prepared-op", loadOneBuild},
 			{"D3-fresh-descriptor-per-op", loadFreshDescriptor},
@@ -39,7 +39,7 @@ func LoadScript() *Spec[ref.LoadScriptInput, ref.LoadScriptOutput] {
 
 // LoadSteps draws a load script of up to maxOps ops over arenas small
 // enough that the output carries the device bytes.
-func LoadSteps(t *rapid.T, maxOps int) ref.LoadScriptInput {
+func LoadSteps(t *rapid.T, maxOps int) ref.HiCacheLoadScriptInput {
 	p := ref.LoadPools{
 		Layers:    rapid.IntRange(1, 4).Draw(t, "layers"),
 		HostSlots: rapid.SampledFrom([]int64{0, 8, 16, 24}).Draw(t, "host_slots"),
@@ -54,7 +54,7 @@ func LoadSteps(t *rapid.T, maxOps int) ref.LoadScriptInput {
 			}
 		}
 	}
-	in := ref.LoadScriptInput{Pools: p, Ops: []ref.LoadOp{}}
+	in := ref.HiCacheLoadScriptInput{Pools: p, Ops: []ref.LoadOp{}}
 	n := rapid.IntRange(0, maxOps).Draw(t, "ops")
 	for i := range n {
 		in.Ops = append(in.Ops, drawLoadOp(t, p, in.Ops, uint64(i+1)))
@@ -173,31 +173,31 @@ func loadDefect(t *rapid.T, op ref.LoadOp) ref.LoadOp {
 	return op
 }
 
-func loadInvalid(t *rapid.T) Bad[ref.LoadScriptInput] {
+func loadInvalid(t *rapid.T) Bad[ref.HiCacheLoadScriptInput] {
 	in := LoadSteps(t, 2)
 	switch rapid.IntRange(0, 6).Draw(t, "violation") {
 	case 0:
 		in.Pools.Layers = rapid.IntRange(-1, 0).Draw(t, "bad_layers")
-		return Bad[ref.LoadScriptInput]{in, ref.ErrBadLoadPools}
+		return Bad[ref.HiCacheLoadScriptInput]{in, ref.ErrBadLoadPools}
 	case 1:
 		in.Pools.KVBytes = 0
-		return Bad[ref.LoadScriptInput]{in, ref.ErrBadLoadPools}
+		return Bad[ref.HiCacheLoadScriptInput]{in, ref.ErrBadLoadPools}
 	case 2:
 		in.Pools.DevSlots = rapid.Int64Range(-8, -1).Draw(t, "bad_dev_slots")
-		return Bad[ref.LoadScriptInput]{in, ref.ErrNegative}
+		return Bad[ref.HiCacheLoadScriptInput]{in, ref.ErrNegative}
 	case 3:
 		in.Pools.IndexBytes, in.Pools.IndexLayers = 1, []int{in.Pools.Layers}
-		return Bad[ref.LoadScriptInput]{in, ref.ErrBadLoadPools}
+		return Bad[ref.HiCacheLoadScriptInput]{in, ref.ErrBadLoadPools}
 	case 4:
 		in.Pools.HostSlots = 1 << 40
-		return Bad[ref.LoadScriptInput]{in, ref.ErrTooLarge}
+		return Bad[ref.HiCacheLoadScriptInput]{in, ref.ErrTooLarge}
 	case 5:
 		in.Ops = append(in.Ops, ref.LoadOp{OpID: 9, PageSize: 1, Misuse: []ref.LoadMisuse{{Kind: "double_free"}}})
-		return Bad[ref.LoadScriptInput]{in, ref.ErrBadEnum}
+		return Bad[ref.HiCacheLoadScriptInput]{in, ref.ErrBadEnum}
 	default:
 		at := rapid.SampledFrom([]int{-1, in.Pools.Layers + 1}).Draw(t, "bad_at")
 		in.Ops = append(in.Ops, ref.LoadOp{OpID: 9, PageSize: 1, Misuse: []ref.LoadMisuse{{Kind: ref.MisuseCancel, At: at}}})
-		return Bad[ref.LoadScriptInput]{in, ref.ErrLayerOutOfOrder}
+		return Bad[ref.HiCacheLoadScriptInput]{in, ref.ErrLayerOutOfOrder}
 	}
 }
 
@@ -206,7 +206,7 @@ func loadOp(id uint64, ps int, hp, dp []int64) ref.LoadOp {
 	return ref.LoadOp{OpID: id, PageSize: ps, HostIdx: expandPages(hp, ps), DevIdx: expandPages(dp, ps)}
 }
 
-func loadBoundary() []Case[ref.LoadScriptInput] {
+func loadBoundary() []Case[ref.HiCacheLoadScriptInput] {
 	worked := catalog.LoadWorkedExample()
 	bad := worked
 	bad.Ops = []ref.LoadOp{
@@ -215,65 +215,65 @@ func loadBoundary() []Case[ref.LoadScriptInput] {
 		loadOp(3, 4, []int64{0, 0}, []int64{10, 11}),                                                      // duplicate host pages are allowed
 	}
 	pools := ref.LoadPools{Layers: 2, HostSlots: 8, DevSlots: 8, KVBytes: 2, IndexBytes: 1, IndexLayers: []int{0}}
-	misuse := ref.LoadScriptInput{Pools: pools, Ops: []ref.LoadOp{
+	misuse := ref.HiCacheLoadScriptInput{Pools: pools, Ops: []ref.LoadOp{
 		loadOp(1, 1, []int64{0, 1}, []int64{4, 5}),
 		loadOp(2, 1, []int64{2}, []int64{6}),
 	}}
 	misuse.Ops[1].Misuse = []ref.LoadMisuse{{Kind: ref.MisuseOtherOp, At: 0}, {Kind: ref.MisuseSkipLayer, At: 0}, {Kind: ref.MisuseEndEarly, At: 1}, {Kind: ref.MisuseReusePrevious, At: 1}, {Kind: ref.MisuseEndEarly, At: 2}}
-	cancel := ref.LoadScriptInput{Pools: pools, Ops: []ref.LoadOp{loadOp(1, 1, []int64{7, 6, 5}, []int64{0, 1, 2})}}
+	cancel := ref.HiCacheLoadScriptInput{Pools: pools, Ops: []ref.LoadOp{loadOp(1, 1, []int64{7, 6, 5}, []int64{0, 1, 2})}}
 	cancel.Ops[0].Misuse = []ref.LoadMisuse{{Kind: ref.MisuseCancel, At: 1}, {Kind: ref.MisuseEndEarly, At: 1}}
 	one := ref.LoadPools{Layers: 1, HostSlots: 4, DevSlots: 4, KVBytes: 1}
-	return []Case[ref.LoadScriptInput]{
+	return []Case[ref.HiCacheLoadScriptInput]{
 		{"worked-example-page-size-4", worked},
 		{"worked-example-refusals", bad},
 		{"misuse-other-op-skip-end-early-reuse", misuse},
 		{"cancel-after-one-layer-reversed", cancel},
-		{"single-layer-single-page", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{loadOp(1, 1, []int64{3}, []int64{0})}}},
-		{"empty-op-and-empty-pools", ref.LoadScriptInput{Pools: ref.LoadPools{Layers: 1, KVBytes: 1}, Ops: []ref.LoadOp{{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{}, DevIdx: []ref.SlotIdx{}}}}},
-		{"same-indices-two-ops-fresh-descriptors", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{loadOp(1, 2, []int64{1}, []int64{0}), loadOp(2, 2, []int64{1}, []int64{0})}}},
-		{"strict-unavailable-refused", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{0}, DevIdx: []ref.SlotIdx{1}, Unavailable: true}}}},
-		{"page-outside-the-pool", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{loadOp(1, 2, []int64{0}, []int64{2})}}},
+		{"single-layer-single-page", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{loadOp(1, 1, []int64{3}, []int64{0})}}},
+		{"empty-op-and-empty-pools", ref.HiCacheLoadScriptInput{Pools: ref.LoadPools{Layers: 1, KVBytes: 1}, Ops: []ref.LoadOp{{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{}, DevIdx: []ref.SlotIdx{}}}}},
+		{"same-indices-two-ops-fresh-descriptors", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{loadOp(1, 2, []int64{1}, []int64{0}), loadOp(2, 2, []int64{1}, []int64{0})}}},
+		{"strict-unavailable-refused", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{0}, DevIdx: []ref.SlotIdx{1}, Unavailable: true}}}},
+		{"page-outside-the-pool", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{loadOp(1, 2, []int64{0}, []int64{2})}}},
 		// §5.2's BeginLoad failure paths not pinned above, each once
 		// (generated defects reach them only on some seeds): unequal lengths,
 		// a partial page, a page whose slots do not step by one, page size 0,
 		// a negative slot, an unknown policy, and an allow_fallback op whose
 		// indices are refused (no fallback event is recorded).
-		{"length-mismatch-not-page-contiguous", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{
+		{"length-mismatch-not-page-contiguous", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{
 			{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{0, 1}, DevIdx: []ref.SlotIdx{0}}}}},
-		{"partial-page-not-page-contiguous", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{
+		{"partial-page-not-page-contiguous", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{
 			{OpID: 1, PageSize: 2, HostIdx: []ref.SlotIdx{0, 1, 2}, DevIdx: []ref.SlotIdx{0, 1, 2}}}}},
-		{"page-slots-not-contiguous", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{
+		{"page-slots-not-contiguous", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{
 			{OpID: 1, PageSize: 2, HostIdx: []ref.SlotIdx{0, 1}, DevIdx: []ref.SlotIdx{2, 0}}}}},
-		{"page-size-zero-refused", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{
+		{"page-size-zero-refused", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{
 			{OpID: 1, PageSize: 0, HostIdx: []ref.SlotIdx{}, DevIdx: []ref.SlotIdx{}}}}},
-		{"negative-slot-refused", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{
+		{"negative-slot-refused", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{
 			{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{-1}, DevIdx: []ref.SlotIdx{0}}}}},
-		{"unknown-policy-refused", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{
+		{"unknown-policy-refused", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{
 			{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{0}, DevIdx: []ref.SlotIdx{1}, Unavailable: true, Policy: "lenient"}}}},
-		{"refused-fallback-op-records-no-event", ref.LoadScriptInput{Pools: one, Ops: []ref.LoadOp{
+		{"refused-fallback-op-records-no-event", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{
 			{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{0, 1}, DevIdx: []ref.SlotIdx{2, 2}, Unavailable: true, Policy: ref.LoadAllowFallback}}}},
 		// A page size that is not a power of two: two adjacent pages merge
 		// into one run, and a page starting at slot 1 is refused as
 		// misaligned (1 % 3 != 0).
-		{"page-size-3-run-and-misaligned-page", ref.LoadScriptInput{Pools: ref.LoadPools{Layers: 2, HostSlots: 12, DevSlots: 12, KVBytes: 1}, Ops: []ref.LoadOp{
+		{"page-size-3-run-and-misaligned-page", ref.HiCacheLoadScriptInput{Pools: ref.LoadPools{Layers: 2, HostSlots: 12, DevSlots: 12, KVBytes: 1}, Ops: []ref.LoadOp{
 			loadOp(1, 3, []int64{0, 1}, []int64{2, 3}),
 			{OpID: 2, PageSize: 3, HostIdx: []ref.SlotIdx{1, 2, 3}, DevIdx: []ref.SlotIdx{0, 1, 2}}}}},
 	}
 }
 
-func loadRegressions() []Case[ref.LoadScriptInput] {
+func loadRegressions() []Case[ref.HiCacheLoadScriptInput] {
 	// §5.4 B5.a: L = 3 layers, Builds = 3 (buggy) versus 1.
 	rebuilt := catalog.LoadWorkedExample()
 	// §5.4 B5.b: batch 1 loads host page 0 → device page 5, batch 2 host
 	// page 1 → device page 6; the reused descriptor copies page 0 to 5 again.
 	pools := ref.LoadPools{Layers: 2, HostSlots: 4, DevSlots: 8, KVBytes: 2}
-	reused := ref.LoadScriptInput{Pools: pools, Ops: []ref.LoadOp{loadOp(1, 1, []int64{0}, []int64{5}), loadOp(2, 1, []int64{1}, []int64{6})}}
+	reused := ref.HiCacheLoadScriptInput{Pools: pools, Ops: []ref.LoadOp{loadOp(1, 1, []int64{0}, []int64{5}), loadOp(2, 1, []int64{1}, []int64{6})}}
 	// §5.4 B5.d: an unavailable backend under allow_fallback (fixed: one
 	// event) and under strict (fixed: refused).
-	silent := ref.LoadScriptInput{Pools: pools, Ops: []ref.LoadOp{loadOp(1, 1, []int64{0}, []int64{5}), loadOp(2, 1, []int64{1}, []int64{6})}}
+	silent := ref.HiCacheLoadScriptInput{Pools: pools, Ops: []ref.LoadOp{loadOp(1, 1, []int64{0}, []int64{5}), loadOp(2, 1, []int64{1}, []int64{6})}}
 	silent.Ops[0].Unavailable, silent.Ops[0].Policy = true, ref.LoadAllowFallback
 	silent.Ops[1].Unavailable = true
-	return []Case[ref.LoadScriptInput]{
+	return []Case[ref.HiCacheLoadScriptInput]{
 		{"descriptor-rebuilt-per-layer", rebuilt},
 		{"descriptor-reused-across-batches", reused},
 		{"silent-fallback", silent},
@@ -283,7 +283,7 @@ func loadRegressions() []Case[ref.LoadScriptInput] {
 // LoadModelDevice is D1's model: the device arena after copying, for every
 // layer each op submitted, token by token, host slot HostIdx[i] of every
 // buffer kind to device slot DevIdx[i] — no pages, no runs.
-func LoadModelDevice(in ref.LoadScriptInput, out ref.LoadScriptOutput) (*ref.LoadArena, error) {
+func LoadModelDevice(in ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) (*ref.LoadArena, error) {
 	a, err := ref.NewLoadArena(ref.DefaultLimits(), in.Pools)
 	if err != nil {
 		return nil, err
@@ -305,7 +305,7 @@ func LoadModelDevice(in ref.LoadScriptInput, out ref.LoadScriptOutput) (*ref.Loa
 }
 
 // loadDeviceBytes is D1: the device bytes equal the per-token model's.
-func loadDeviceBytes(_ ref.Limits, in ref.LoadScriptInput, out ref.LoadScriptOutput) error {
+func loadDeviceBytes(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) error {
 	if len(out.Trace) != len(in.Ops) {
 		return fmt.Errorf("%d results for %d ops", len(out.Trace), len(in.Ops))
 	}
@@ -335,7 +335,7 @@ func loadDeviceBytes(_ ref.Limits, in ref.LoadScriptInput, out ref.LoadScriptOut
 
 // loadOneBuild is D2: a prepared op builds its page lists once for any L;
 // the fallback path rebuilds them at every submitted layer.
-func loadOneBuild(_ ref.Limits, in ref.LoadScriptInput, out ref.LoadScriptOutput) error {
+func loadOneBuild(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) error {
 	for i, r := range out.Trace {
 		if r.BeginError != nil {
 			continue
@@ -354,7 +354,7 @@ func loadOneBuild(_ ref.Limits, in ref.LoadScriptInput, out ref.LoadScriptOutput
 // loadFreshDescriptor is D3: every begun op gets a descriptor no earlier op
 // had, even with the previous op's indices, and a previous op's descriptor
 // refuses this op's layers.
-func loadFreshDescriptor(_ ref.Limits, _ ref.LoadScriptInput, out ref.LoadScriptOutput) error {
+func loadFreshDescriptor(_ ref.Limits, _ ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) error {
 	serial := 0
 	for i, r := range out.Trace {
 		if r.BeginError != nil {
@@ -375,7 +375,7 @@ func loadFreshDescriptor(_ ref.Limits, _ ref.LoadScriptInput, out ref.LoadScript
 // loadClosedRefuses is D4: after EndLoad (or Cancel) a submit, an EndLoad
 // and a Cancel are all refused as closed; an op that never closed has no
 // probes.
-func loadClosedRefuses(_ ref.Limits, _ ref.LoadScriptInput, out ref.LoadScriptOutput) error {
+func loadClosedRefuses(_ ref.Limits, _ ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) error {
 	for i, r := range out.Trace {
 		closed := r.BeginError == nil && r.EndError == nil
 		if !closed {
@@ -400,7 +400,7 @@ func loadClosedRefuses(_ ref.Limits, _ ref.LoadScriptInput, out ref.LoadScriptOu
 // the op (0 events); under allow_fallback each such op that begins records
 // exactly one event and runs the fallback path; available backends never
 // fall back.
-func loadFallbackExplicit(_ ref.Limits, in ref.LoadScriptInput, out ref.LoadScriptOutput) error {
+func loadFallbackExplicit(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) error {
 	want := []ref.FallbackEvent{}
 	for i, op := range in.Ops {
 		r := out.Trace[i]
@@ -428,7 +428,7 @@ func loadFallbackExplicit(_ ref.Limits, in ref.LoadScriptInput, out ref.LoadScri
 
 // loadRunsExpand is D6: the runs of a begun op cover len(host_idx)/ps pages,
 // expand to its page lists in caller order, and are maximal.
-func loadRunsExpand(_ ref.Limits, in ref.LoadScriptInput, out ref.LoadScriptOutput) error {
+func loadRunsExpand(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) error {
 	for i, op := range in.Ops {
 		r := out.Trace[i]
 		if r.BeginError != nil {
@@ -460,7 +460,7 @@ func loadRunsExpand(_ ref.Limits, in ref.LoadScriptInput, out ref.LoadScriptOutp
 // id, a skipped layer and an early end are refused with their sentinels,
 // cancel and an end after the last layer close the op, and the op submits
 // every layer unless closed early.
-func loadMisuseRefused(_ ref.Limits, in ref.LoadScriptInput, out ref.LoadScriptOutput) error {
+func loadMisuseRefused(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) error {
 	L := in.Pools.Layers
 	for i, r := range out.Trace {
 		if r.BeginError != nil {

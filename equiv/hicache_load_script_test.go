@@ -15,7 +15,7 @@ import (
 // loadPropsInput is a script on which every D property has something to
 // check: a prepared op with two runs, a fallback op, a misused op and a
 // refused strict op.
-func loadPropsInput() ref.LoadScriptInput {
+func loadPropsInput() ref.HiCacheLoadScriptInput {
 	in := catalog.LoadWorkedExample()
 	second := in.Ops[0]
 	second.OpID, second.Unavailable, second.Policy = 2, true, ref.LoadAllowFallback
@@ -29,36 +29,36 @@ func loadPropsInput() ref.LoadScriptInput {
 // TestLoadPropertiesCatchBrokenResults: each §5.2 property holds on ref's
 // output and fails on an output broken the way it guards against.
 func TestLoadPropertiesCatchBrokenResults(t *testing.T) {
-	spec := equiv.LoadScript()
+	spec := equiv.HiCacheLoadScript()
 	in := loadPropsInput()
-	good, err := ref.LoadScript(ref.DefaultLimits(), in)
+	good, err := ref.HiCacheLoadScript(ref.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	with := func(f func(o *ref.LoadScriptOutput)) ref.LoadScriptOutput {
+	with := func(f func(o *ref.HiCacheLoadScriptOutput)) ref.HiCacheLoadScriptOutput {
 		b, _ := catalog.Marshal(good)
-		o, err := catalog.DecodeStrict[ref.LoadScriptOutput](b)
+		o, err := catalog.DecodeStrict[ref.HiCacheLoadScriptOutput](b)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f(&o)
 		return o
 	}
-	broken := map[string]ref.LoadScriptOutput{
+	broken := map[string]ref.HiCacheLoadScriptOutput{
 		// a stale device byte (B5.b's page never written)
-		"D1-device-bytes-equal-per-token-copy": with(func(o *ref.LoadScriptOutput) { o.Device.KV[0][40]++ }),
+		"D1-device-bytes-equal-per-token-copy": with(func(o *ref.HiCacheLoadScriptOutput) { o.Device.KV[0][40]++ }),
 		// B5.a: the prepared op rebuilt per layer
-		"D2-one-build-per-prepared-op": with(func(o *ref.LoadScriptOutput) { o.Trace[0].Builds = 3 }),
+		"D2-one-build-per-prepared-op": with(func(o *ref.HiCacheLoadScriptOutput) { o.Trace[0].Builds = 3 }),
 		// B5.b: op 2 handed op 1's descriptor
-		"D3-fresh-descriptor-per-op": with(func(o *ref.LoadScriptOutput) { o.Trace[1].Descriptor = 1 }),
+		"D3-fresh-descriptor-per-op": with(func(o *ref.HiCacheLoadScriptOutput) { o.Trace[1].Descriptor = 1 }),
 		// a closed descriptor that accepted a submit
-		"D4-closed-descriptor-refuses-every-use": with(func(o *ref.LoadScriptOutput) { o.Trace[0].AfterEnd[0].Code = "accepted" }),
+		"D4-closed-descriptor-refuses-every-use": with(func(o *ref.HiCacheLoadScriptOutput) { o.Trace[0].AfterEnd[0].Code = "accepted" }),
 		// B5.d: the fallback went unrecorded
-		"D5-fallback-explicit-once-per-op": with(func(o *ref.LoadScriptOutput) { o.Fallbacks = o.Fallbacks[:0] }),
+		"D5-fallback-explicit-once-per-op": with(func(o *ref.HiCacheLoadScriptOutput) { o.Fallbacks = o.Fallbacks[:0] }),
 		// runs out of the caller's order
-		"D6-runs-expand-to-page-lists": with(func(o *ref.LoadScriptOutput) { slices.Reverse(o.Trace[0].Runs) }),
+		"D6-runs-expand-to-page-lists": with(func(o *ref.HiCacheLoadScriptOutput) { slices.Reverse(o.Trace[0].Runs) }),
 		// another op id accepted
-		"misuse-refused": with(func(o *ref.LoadScriptOutput) { o.Trace[2].Misuse[0].Error = nil }),
+		"misuse-refused": with(func(o *ref.HiCacheLoadScriptOutput) { o.Trace[2].Misuse[0].Error = nil }),
 	}
 	for _, p := range spec.Props {
 		if err := p.Holds(ref.DefaultLimits(), in, good); err != nil {
@@ -78,32 +78,32 @@ func TestLoadPropertiesCatchBrokenResults(t *testing.T) {
 // TestCounterPropertiesCatchBrokenResults: each §5.3 property holds on
 // ref's trace and fails on a trace broken the way it guards against.
 func TestCounterPropertiesCatchBrokenResults(t *testing.T) {
-	spec := equiv.LayerDoneScript()
+	spec := equiv.HiCacheLayerDoneScript()
 	in := catalog.LayerDoneWorkedExample()
-	good, err := ref.LayerDoneScript(ref.DefaultLimits(), in)
+	good, err := ref.HiCacheLayerDoneScript(ref.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	with := func(f func(o *ref.LayerDoneScriptOutput)) ref.LayerDoneScriptOutput {
+	with := func(f func(o *ref.HiCacheLayerDoneScriptOutput)) ref.HiCacheLayerDoneScriptOutput {
 		b, _ := catalog.Marshal(good)
-		o, err := catalog.DecodeStrict[ref.LayerDoneScriptOutput](b)
+		o, err := catalog.DecodeStrict[ref.HiCacheLayerDoneScriptOutput](b)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f(&o)
 		return o
 	}
-	broken := map[string]ref.LayerDoneScriptOutput{
+	broken := map[string]ref.HiCacheLayerDoneScriptOutput{
 		// step 5 asks Ready(1) with one layer done
-		"C1-ready-implies-completed": with(func(o *ref.LayerDoneScriptOutput) { *o.Trace[5].Ready = true }),
+		"C1-ready-implies-completed": with(func(o *ref.HiCacheLayerDoneScriptOutput) { *o.Trace[5].Ready = true }),
 		// B5.c: Ready(0) false with layer 0 landed
-		"C2-ready-needs-no-later-layer": with(func(o *ref.LayerDoneScriptOutput) { *o.Trace[4].Ready = false }),
-		"C3-no-consumer-always-ready": with(func(o *ref.LayerDoneScriptOutput) {
+		"C2-ready-needs-no-later-layer": with(func(o *ref.HiCacheLayerDoneScriptOutput) { *o.Trace[4].Ready = false }),
+		"C3-no-consumer-always-ready": with(func(o *ref.HiCacheLayerDoneScriptOutput) {
 			o.Trace[2].State.Consumer = -1
 		}),
 		// the wrap onto the loading slot 1 accepted
-		"C4-slot-not-reused-while-loading": with(func(o *ref.LayerDoneScriptOutput) { o.Trace[13].Error, o.Trace[13].Slot = nil, new(1) }),
-		"C5-done-monotone-within-a-use": with(func(o *ref.LayerDoneScriptOutput) {
+		"C4-slot-not-reused-while-loading": with(func(o *ref.HiCacheLayerDoneScriptOutput) { o.Trace[13].Error, o.Trace[13].Slot = nil, new(1) }),
+		"C5-done-monotone-within-a-use": with(func(o *ref.HiCacheLayerDoneScriptOutput) {
 			o.Trace[7].State.Done[0] = 1
 		}),
 	}

@@ -11,17 +11,17 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// OwnerCounts is the differential spec of hicache.owner_counts
+// HiCacheOwnerCounts is the differential spec of hicache.owner_counts
 // (docs/spec/radix-acks.md §4.1–§4.3): O1 and O2 on one node, with the §4.2 worked
 // examples and the zero-owned boundary.
-func OwnerCounts() *Spec[ref.OwnerCountsInput, ref.OwnerCountsOutput] {
-	return &Spec[ref.OwnerCountsInput, ref.OwnerCountsOutput]{
-		Op:          catalog.OwnerCounts(),
+func HiCacheOwnerCounts() *Spec[ref.HiCacheOwnerCountsInput, ref.HiCacheOwnerCountsOutput] {
+	return &Spec[ref.HiCacheOwnerCountsInput, ref.HiCacheOwnerCountsOutput]{
+		Op:          catalog.HiCacheOwnerCounts(),
 		Valid:       rapid.Custom(ownerCountsValid),
 		Invalid:     rapid.Custom(ownerCountsInvalid),
 		Boundary:    ownerCountsBoundary(),
 		Regressions: ownerCountsRegressions(),
-		Props: []Prop[ref.OwnerCountsInput, ref.OwnerCountsOutput]{
+		Props: []Prop[ref.HiCacheOwnerCountsInput, ref.HiCacheOwnerCountsOutput]{
 			{"three-computations-agree", ownerThreeAgree},
 			{"counts-sum-to-pages-and-histogram-owners", ownerCountsHistogram},
 			{"owners-round-robin-by-absolute-page", ownerRoundRobin},
@@ -30,9 +30,9 @@ func OwnerCounts() *Spec[ref.OwnerCountsInput, ref.OwnerCountsOutput] {
 	}
 }
 
-func ownerCountsValid(t *rapid.T) ref.OwnerCountsInput {
+func ownerCountsValid(t *rapid.T) ref.HiCacheOwnerCountsInput {
 	ps := rapid.SampledFrom([]int{1, 1, 2, 4, 64}).Draw(t, "page_size")
-	return ref.OwnerCountsInput{
+	return ref.HiCacheOwnerCountsInput{
 		CPSize:     rapid.SampledFrom([]int{1, 2, 3, 4, 5, 8, 16, ref.MaxCPSize}).Draw(t, "cp_size"),
 		PageSize:   ps,
 		TokenDepth: rapid.IntRange(0, 40).Draw(t, "start_page") * ps,
@@ -40,40 +40,40 @@ func ownerCountsValid(t *rapid.T) ref.OwnerCountsInput {
 	}
 }
 
-func ownerCountsInvalid(t *rapid.T) Bad[ref.OwnerCountsInput] {
+func ownerCountsInvalid(t *rapid.T) Bad[ref.HiCacheOwnerCountsInput] {
 	in := ownerCountsValid(t)
 	switch rapid.IntRange(0, 6).Draw(t, "violation") {
 	case 0:
 		in.PageSize = rapid.IntRange(-2, 0).Draw(t, "bad_page_size")
-		return Bad[ref.OwnerCountsInput]{in, ref.ErrInvalidPageSize}
+		return Bad[ref.HiCacheOwnerCountsInput]{in, ref.ErrInvalidPageSize}
 	case 1:
 		in.CPSize = rapid.SampledFrom([]int{-1, 0, ref.MaxCPSize + 1}).Draw(t, "bad_cp_size")
-		return Bad[ref.OwnerCountsInput]{in, ref.ErrBadCPSize}
+		return Bad[ref.HiCacheOwnerCountsInput]{in, ref.ErrBadCPSize}
 	case 2:
 		in.TokenDepth = -in.PageSize * rapid.IntRange(1, 3).Draw(t, "neg")
-		return Bad[ref.OwnerCountsInput]{in, ref.ErrNegative}
+		return Bad[ref.HiCacheOwnerCountsInput]{in, ref.ErrNegative}
 	case 3:
 		in.Tokens = -in.PageSize * rapid.IntRange(1, 3).Draw(t, "neg")
-		return Bad[ref.OwnerCountsInput]{in, ref.ErrNegative}
+		return Bad[ref.HiCacheOwnerCountsInput]{in, ref.ErrNegative}
 	case 4:
 		in.PageSize = rapid.SampledFrom([]int{2, 4, 64}).Draw(t, "ps")
 		in.Tokens = in.PageSize*rapid.IntRange(0, 3).Draw(t, "pages") + rapid.IntRange(1, in.PageSize-1).Draw(t, "tail")
-		return Bad[ref.OwnerCountsInput]{in, ref.ErrUnalignedKey}
+		return Bad[ref.HiCacheOwnerCountsInput]{in, ref.ErrUnalignedKey}
 	case 5:
 		in.PageSize, in.TokenDepth, in.Tokens = 1, math.MaxInt-rapid.IntRange(0, 5).Draw(t, "gap"), 8
-		return Bad[ref.OwnerCountsInput]{in, ref.ErrOverflow}
+		return Bad[ref.HiCacheOwnerCountsInput]{in, ref.ErrOverflow}
 	default:
 		in.PageSize, in.Tokens = 1, 1<<40
-		return Bad[ref.OwnerCountsInput]{in, ref.ErrTooLarge}
+		return Bad[ref.HiCacheOwnerCountsInput]{in, ref.ErrTooLarge}
 	}
 }
 
-func oc(n, ps, s, pages int) ref.OwnerCountsInput {
-	return ref.OwnerCountsInput{CPSize: n, PageSize: ps, TokenDepth: s * ps, Tokens: pages * ps}
+func oc(n, ps, s, pages int) ref.HiCacheOwnerCountsInput {
+	return ref.HiCacheOwnerCountsInput{CPSize: n, PageSize: ps, TokenDepth: s * ps, Tokens: pages * ps}
 }
 
-func ownerCountsBoundary() []Case[ref.OwnerCountsInput] {
-	return []Case[ref.OwnerCountsInput]{
+func ownerCountsBoundary() []Case[ref.HiCacheOwnerCountsInput] {
+	return []Case[ref.HiCacheOwnerCountsInput]{
 		{"split-example-whole-node", oc(2, 1, 0, 4)},            // §4.2: [2,2]
 		{"split-example-prefix", oc(2, 1, 0, 1)},                // [1,0]
 		{"split-example-suffix", oc(2, 1, 1, 3)},                // [1,2]
@@ -92,12 +92,12 @@ func ownerCountsBoundary() []Case[ref.OwnerCountsInput] {
 // n = 6, owners 3,0,1,2,3,0, counts [2,1,1,2]. Go's % keeps the sign, so a
 // closed form written with (r − s) % N instead of a non-negative mod gives
 // [2,2,2,2] here.
-func ownerCountsRegressions() []Case[ref.OwnerCountsInput] {
-	return []Case[ref.OwnerCountsInput]{{"owner-closed-form-go-mod", oc(4, 1, 3, 6)}}
+func ownerCountsRegressions() []Case[ref.HiCacheOwnerCountsInput] {
+	return []Case[ref.HiCacheOwnerCountsInput]{{"owner-closed-form-go-mod", oc(4, 1, 3, 6)}}
 }
 
 // ownerThreeAgree is O1: enumerated, metadata and closed form are equal.
-func ownerThreeAgree(_ ref.Limits, _ ref.OwnerCountsInput, out ref.OwnerCountsOutput) error {
+func ownerThreeAgree(_ ref.Limits, _ ref.HiCacheOwnerCountsInput, out ref.HiCacheOwnerCountsOutput) error {
 	if !slices.Equal(out.Enumerated, out.Metadata) || !slices.Equal(out.Enumerated, out.ClosedForm) {
 		return fmt.Errorf("O1: enumerated %v, metadata %v, closed form %v", out.Enumerated, out.Metadata, out.ClosedForm)
 	}
@@ -106,7 +106,7 @@ func ownerThreeAgree(_ ref.Limits, _ ref.OwnerCountsInput, out ref.OwnerCountsOu
 
 // ownerCountsHistogram is O2: the counts sum to num_pages == tokens /
 // page_size and equal the histogram of the page owners.
-func ownerCountsHistogram(_ ref.Limits, in ref.OwnerCountsInput, out ref.OwnerCountsOutput) error {
+func ownerCountsHistogram(_ ref.Limits, in ref.HiCacheOwnerCountsInput, out ref.HiCacheOwnerCountsOutput) error {
 	hist := make([]int32, in.CPSize)
 	for _, o := range out.PageOwners {
 		if int(o) >= in.CPSize {
@@ -126,7 +126,7 @@ func ownerCountsHistogram(_ ref.Limits, in ref.OwnerCountsInput, out ref.OwnerCo
 
 // ownerRoundRobin is §4.1 and O3: the start page is the token depth over
 // the page size and page j is owned by (start + j) mod N.
-func ownerRoundRobin(_ ref.Limits, in ref.OwnerCountsInput, out ref.OwnerCountsOutput) error {
+func ownerRoundRobin(_ ref.Limits, in ref.HiCacheOwnerCountsInput, out ref.HiCacheOwnerCountsOutput) error {
 	if out.StartPage != in.TokenDepth/in.PageSize {
 		return fmt.Errorf("O3: start page %d for token depth %d", out.StartPage, in.TokenDepth)
 	}
@@ -140,7 +140,7 @@ func ownerRoundRobin(_ ref.Limits, in ref.OwnerCountsInput, out ref.OwnerCountsO
 
 // ownerZeroOwned is §4.2's zero-owned rule: a rank owns nothing iff the
 // node has fewer pages than ranks and the rank is outside its window.
-func ownerZeroOwned(_ ref.Limits, in ref.OwnerCountsInput, out ref.OwnerCountsOutput) error {
+func ownerZeroOwned(_ ref.Limits, in ref.HiCacheOwnerCountsInput, out ref.HiCacheOwnerCountsOutput) error {
 	n := in.CPSize
 	for r, c := range out.ClosedForm {
 		inWindow := ((r-out.StartPage)%n+n)%n < out.NumPages

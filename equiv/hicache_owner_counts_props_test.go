@@ -10,19 +10,19 @@ import (
 // TestOwnerCountsPropertiesCatchWrongCounts: each §4.1–§4.3 property holds
 // on ref's result and fails on a result broken the way it guards against.
 func TestOwnerCountsPropertiesCatchWrongCounts(t *testing.T) {
-	spec := equiv.OwnerCounts()
-	worked := ref.OwnerCountsInput{CPSize: 4, PageSize: 1, TokenDepth: 3, Tokens: 6} // counts [2,1,1,2]
-	short := ref.OwnerCountsInput{CPSize: 8, PageSize: 1, TokenDepth: 0, Tokens: 3}  // ranks 3..7 own nothing
+	spec := equiv.HiCacheOwnerCounts()
+	worked := ref.HiCacheOwnerCountsInput{CPSize: 4, PageSize: 1, TokenDepth: 3, Tokens: 6} // counts [2,1,1,2]
+	short := ref.HiCacheOwnerCountsInput{CPSize: 8, PageSize: 1, TokenDepth: 0, Tokens: 3}  // ranks 3..7 own nothing
 	broken := map[string]struct {
-		in     ref.OwnerCountsInput
-		break_ func(*ref.OwnerCountsOutput)
+		in     ref.HiCacheOwnerCountsInput
+		break_ func(*ref.HiCacheOwnerCountsOutput)
 	}{
-		"three-computations-agree": {worked, func(o *ref.OwnerCountsOutput) { o.Metadata = []int32{2, 2, 1, 1} }},
-		"counts-sum-to-pages-and-histogram-owners": {worked, func(o *ref.OwnerCountsOutput) {
+		"three-computations-agree": {worked, func(o *ref.HiCacheOwnerCountsOutput) { o.Metadata = []int32{2, 2, 1, 1} }},
+		"counts-sum-to-pages-and-histogram-owners": {worked, func(o *ref.HiCacheOwnerCountsOutput) {
 			o.Enumerated, o.Metadata, o.ClosedForm = []int32{2, 1, 1, 3}, []int32{2, 1, 1, 3}, []int32{2, 1, 1, 3}
 		}},
-		"owners-round-robin-by-absolute-page": {worked, func(o *ref.OwnerCountsOutput) { o.PageOwners = []uint16{0, 3, 1, 2, 3, 0} }},
-		"zero-owned-iff-outside-short-window": {short, func(o *ref.OwnerCountsOutput) { o.ClosedForm = []int32{1, 1, 0, 1, 0, 0, 0, 0} }},
+		"owners-round-robin-by-absolute-page": {worked, func(o *ref.HiCacheOwnerCountsOutput) { o.PageOwners = []uint16{0, 3, 1, 2, 3, 0} }},
+		"zero-owned-iff-outside-short-window": {short, func(o *ref.HiCacheOwnerCountsOutput) { o.ClosedForm = []int32{1, 1, 0, 1, 0, 0, 0, 0} }},
 	}
 	for _, p := range spec.Props {
 		b, ok := broken[p.Name]
@@ -30,7 +30,7 @@ func TestOwnerCountsPropertiesCatchWrongCounts(t *testing.T) {
 			t.Errorf("no broken result for property %s", p.Name)
 			continue
 		}
-		good, err := ref.OwnerCounts(ref.DefaultLimits(), b.in)
+		good, err := ref.HiCacheOwnerCounts(ref.DefaultLimits(), b.in)
 		if err != nil {
 			t.Fatal(err)
 		}

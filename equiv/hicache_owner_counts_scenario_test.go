@@ -65,10 +65,10 @@ func (s *ownerScenario) run(t *testing.T, td *datadriven.TestData) string {
 		s.tree = tr
 		return fmt.Sprintf("page_size %d, cp sizes %v", cfg.PageSize, cfg.CPSizes())
 	case "insert":
-		n, err := s.tree.Insert(ref.Key{Units: unitsArg(t, td, "key")}, nil, 0)
+		n, err := s.tree.Insert(ref.RadixKey{Units: unitsArg(t, td, "key")}, nil, 0)
 		return result(fmt.Sprintf("prefix_len %d", n), err)
 	case "match":
-		m, err := s.tree.MatchPrefix(ref.Key{Units: unitsArg(t, td, "key")})
+		m, err := s.tree.MatchPrefix(ref.RadixKey{Units: unitsArg(t, td, "key")})
 		return result(fmt.Sprintf("slots %v, last node %d", m.Indices, m.LastNode), err)
 	case "lock":
 		d, err := s.tree.IncLockRef(ref.NodeID(intArg(t, td, "node", 0)))

@@ -21,15 +21,15 @@ import (
 //
 // The messages are drawn in kvev_message.go and broken in
 // kvev_decode_invalid.go; the boundary table is kvev_decode_boundary.go.
-func KVEvDecode() *Spec[ref.KVEvDecodeInput, ref.KVMessage] {
-	return &Spec[ref.KVEvDecodeInput, ref.KVMessage]{
+func KVEvDecode() *Spec[ref.KVEvDecodeInput, ref.KVEvDecodeOutput] {
+	return &Spec[ref.KVEvDecodeInput, ref.KVEvDecodeOutput]{
 		Op:          catalog.KVEvDecode(),
 		Valid:       rapid.Custom(kvDecodeValid),
 		Invalid:     rapid.Custom(kvDecodeInvalid),
 		Boundary:    kvDecodeBoundary(),
 		Regressions: kvDecodeRegressions(),
 		Rejects:     kvDecodeRejects,
-		Props: []Prop[ref.KVEvDecodeInput, ref.KVMessage]{
+		Props: []Prop[ref.KVEvDecodeInput, ref.KVEvDecodeOutput]{
 			{"canonical-shape", kvDecodeCanonicalShape},
 			{"reencoding-round-trips", kvDecodeRoundTrips},
 			{"form-a-equals-form-b", kvDecodeFormInvariant},

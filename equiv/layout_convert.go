@@ -612,14 +612,14 @@ func convertFollowsOffsets(lim ref.Limits, in ref.LayoutConvertInput, out ref.La
 		return nil
 	}
 	g := hostGeometry(in)
-	q := ref.HostOffsetsInput{Layout: in.Layout, Pool: in.Pool, Layers: in.Layers, Pages: in.Pages, PageSize: in.PageSize,
+	q := ref.LayoutHostOffsetsInput{Layout: in.Layout, Pool: in.Pool, Layers: in.Layers, Pages: in.Pages, PageSize: in.PageSize,
 		TokenBytes: in.TokenBytes, Points: everyPoint(g)}
-	from, err := ref.HostOffsets(lim, q)
+	from, err := ref.LayoutHostOffsets(lim, q)
 	if err != nil {
 		return fmt.Errorf("ref host_offsets as %s: %v", in.Layout, err)
 	}
 	q.Layout = in.To
-	to, err := ref.HostOffsets(lim, q)
+	to, err := ref.LayoutHostOffsets(lim, q)
 	if err != nil {
 		return fmt.Errorf("ref host_offsets as %s: %v", in.To, err)
 	}
@@ -707,7 +707,7 @@ func movedLayers(in ref.LayoutConvertInput) (int64, int64) {
 
 // hostPageRanges asks ref's layout.host_offsets for the ranges of (kv, l, p).
 func hostPageRanges(lim ref.Limits, in ref.LayoutConvertInput, kv, l, p int64) ([]ref.ByteRange, error) {
-	r, err := ref.HostOffsets(lim, ref.HostOffsetsInput{Layout: in.Layout, Pool: in.Pool, Layers: in.Layers, Pages: in.Pages,
+	r, err := ref.LayoutHostOffsets(lim, ref.LayoutHostOffsetsInput{Layout: in.Layout, Pool: in.Pool, Layers: in.Layers, Pages: in.Pages,
 		PageSize: in.PageSize, TokenBytes: in.TokenBytes, Spans: []ref.HostPageQuery{{KV: kv, Layer: l, Page: p}}})
 	if err != nil {
 		return nil, fmt.Errorf("ref host_offsets of (%d,%d,%d): %v", kv, l, p, err)

@@ -12,15 +12,15 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// HostOffsets is the differential spec of layout.host_offsets (docs/spec/transfer.md §7.1).
-func HostOffsets() *Spec[ref.HostOffsetsInput, ref.HostOffsetsOutput] {
-	return &Spec[ref.HostOffsetsInput, ref.HostOffsetsOutput]{
-		Op:       catalog.HostOffsets(),
+// LayoutHostOffsets is the differential spec of layout.host_offsets (docs/spec/transfer.md §7.1).
+func LayoutHostOffsets() *Spec[ref.LayoutHostOffsetsInput, ref.LayoutHostOffsetsOutput] {
+	return &Spec[ref.LayoutHostOffsetsInput, ref.LayoutHostOffsetsOutput]{
+		Op:       catalog.LayoutHostOffsets(),
 		Valid:    rapid.Custom(hostValid),
 		Invalid:  rapid.Custom(hostInvalid),
 		Boundary: hostBoundary(),
 		Rejects:  map[string]*ref.Sentinel{"page-first-spans-overflow-int64": ref.ErrOverflow},
-		Props: []Prop[ref.HostOffsetsInput, ref.HostOffsetsOutput]{
+		Props: []Prop[ref.LayoutHostOffsetsInput, ref.LayoutHostOffsetsOutput]{
 			{"worked-table", hostWorkedTable},
 			{"total-bytes", hostTotalBytes},
 			{"offsets-injective-into-arena", hostInjective},
@@ -44,16 +44,16 @@ func drawLayout(t *rapid.T, label string) (ref.HostPool, ref.HostLayout) {
 	return pool, rapid.SampledFrom(allLayouts).Draw(t, label)
 }
 
-func geometryOf(in ref.HostOffsetsInput) ref.HostGeometry {
+func geometryOf(in ref.LayoutHostOffsetsInput) ref.HostGeometry {
 	return ref.HostGeometry{Layout: in.Layout, Pool: in.Pool, L: in.Layers, NP: in.Pages, P: in.PageSize, TB: in.TokenBytes}
 }
 
 // hostValid draws small geometries (sometimes every coordinate of one as
 // the point list, to witness the bijection) and now and then a production
 // one (61 layers, 2^20 pages of 64 tokens, 1152 B) with random queries.
-func hostValid(t *rapid.T) ref.HostOffsetsInput {
+func hostValid(t *rapid.T) ref.LayoutHostOffsetsInput {
 	pool, layout := drawLayout(t, "layout")
-	in := ref.HostOffsetsInput{Layout: layout, Pool: pool}
+	in := ref.LayoutHostOffsetsInput{Layout: layout, Pool: pool}
 	if rapid.IntRange(0, 9).Draw(t, "big") == 0 {
 		in.Layers = rapid.Int64Range(1, 128).Draw(t, "layers")
 		in.Pages = rapid.Int64Range(1, 1<<32).Draw(t, "pages")
@@ -105,33 +105,33 @@ func everyPoint(g ref.HostGeometry) []ref.HostPoint {
 	return pts
 }
 
-func hostInvalid(t *rapid.T) Bad[ref.HostOffsetsInput] {
+func hostInvalid(t *rapid.T) Bad[ref.LayoutHostOffsetsInput] {
 	in := hostValid(t)
 	g := geometryOf(in)
 	sizes := []*int64{&in.Layers, &in.Pages, &in.PageSize, &in.TokenBytes}
 	switch rapid.IntRange(0, 9).Draw(t, "violation") {
 	case 0:
 		in.Layout = ref.HostLayout(rapid.SampledFrom([]string{"", "layer_major", "PAGE_FIRST", "lpf"}).Draw(t, "bad_layout"))
-		return Bad[ref.HostOffsetsInput]{in, ref.ErrUnsupportedLayout}
+		return Bad[ref.LayoutHostOffsetsInput]{in, ref.ErrUnsupportedLayout}
 	case 1:
 		in.Pool = ref.HostPool(rapid.SampledFrom([]string{"", "gqa", "MLA"}).Draw(t, "bad_pool"))
-		return Bad[ref.HostOffsetsInput]{in, ref.ErrBadEnum}
+		return Bad[ref.LayoutHostOffsetsInput]{in, ref.ErrBadEnum}
 	case 2:
 		in.Layout, in.Pool = ref.LayerPageFirst, ref.HostPoolMHA
-		return Bad[ref.HostOffsetsInput]{in, ref.ErrLPFUnsupportedPool}
+		return Bad[ref.LayoutHostOffsetsInput]{in, ref.ErrLPFUnsupportedPool}
 	case 3:
 		*sizes[rapid.IntRange(0, 3).Draw(t, "zero_size")] = 0
-		return Bad[ref.HostOffsetsInput]{in, ref.ErrZeroSize}
+		return Bad[ref.LayoutHostOffsetsInput]{in, ref.ErrZeroSize}
 	case 4:
 		*sizes[rapid.IntRange(0, 3).Draw(t, "negative_size")] = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative")
-		return Bad[ref.HostOffsetsInput]{in, ref.ErrNegative}
+		return Bad[ref.LayoutHostOffsetsInput]{in, ref.ErrNegative}
 	case 5:
 		// One size above MaxInt64/2 and another >= 2: the product overflows.
 		i := rapid.IntRange(0, 3).Draw(t, "huge_size")
 		*sizes[i] = rapid.Int64Range(math.MaxInt64/2+1, math.MaxInt64).Draw(t, "huge")
 		j := (i + rapid.IntRange(1, 3).Draw(t, "other_size")) % 4
 		*sizes[j] = max(*sizes[j], 2)
-		return Bad[ref.HostOffsetsInput]{in, ref.ErrOverflow}
+		return Bad[ref.LayoutHostOffsetsInput]{in, ref.ErrOverflow}
 	case 6, 7:
 		if len(in.Points) == 0 {
 			in.Points = []ref.HostPoint{{}}
@@ -145,37 +145,37 @@ func hostInvalid(t *rapid.T) Bad[ref.HostOffsetsInput] {
 		c := coords[rapid.IntRange(0, 3).Draw(t, "bad_coord")]
 		if rapid.Bool().Draw(t, "below") {
 			*c.v = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_coord")
-			return Bad[ref.HostOffsetsInput]{in, ref.ErrNegative}
+			return Bad[ref.LayoutHostOffsetsInput]{in, ref.ErrNegative}
 		}
 		*c.v = rapid.Int64Range(c.bound, c.bound+3).Draw(t, "past_coord")
-		return Bad[ref.HostOffsetsInput]{in, ref.ErrIndexOutOfRange}
+		return Bad[ref.LayoutHostOffsetsInput]{in, ref.ErrIndexOutOfRange}
 	case 8:
 		in.Spans = append(in.Spans, ref.HostPageQuery{})
 		q := &in.Spans[rapid.IntRange(0, len(in.Spans)-1).Draw(t, "bad_span")]
 		switch rapid.IntRange(0, 2).Draw(t, "bad_span_field") {
 		case 0:
 			q.KV = g.Planes()
-			return Bad[ref.HostOffsetsInput]{in, ref.ErrIndexOutOfRange}
+			return Bad[ref.LayoutHostOffsetsInput]{in, ref.ErrIndexOutOfRange}
 		case 1:
 			q.Layer = -1
-			return Bad[ref.HostOffsetsInput]{in, ref.ErrNegative}
+			return Bad[ref.LayoutHostOffsetsInput]{in, ref.ErrNegative}
 		default:
 			q.Page = rapid.Int64Range(g.NP, g.NP+3).Draw(t, "past_page")
-			return Bad[ref.HostOffsetsInput]{in, ref.ErrPageOutOfRange}
+			return Bad[ref.LayoutHostOffsetsInput]{in, ref.ErrPageOutOfRange}
 		}
 	default:
 		// PF answers a page with page_size ranges: 2^27 of them are 2 GiB.
-		in = ref.HostOffsetsInput{Layout: ref.PageFirst, Pool: in.Pool, Layers: 1, Pages: 1, PageSize: 1 << 27, TokenBytes: 1,
+		in = ref.LayoutHostOffsetsInput{Layout: ref.PageFirst, Pool: in.Pool, Layers: 1, Pages: 1, PageSize: 1 << 27, TokenBytes: 1,
 			Spans: []ref.HostPageQuery{{}}}
-		return Bad[ref.HostOffsetsInput]{in, ref.ErrTooLarge}
+		return Bad[ref.LayoutHostOffsetsInput]{in, ref.ErrTooLarge}
 	}
 }
 
 // hostBoundary: §7.1's worked geometry in every layout and pool, every
 // point of geometries straddling one page, one layer and one token per
 // page, and a production-size and an int64-filling geometry.
-func hostBoundary() []Case[ref.HostOffsetsInput] {
-	var cs []Case[ref.HostOffsetsInput]
+func hostBoundary() []Case[ref.LayoutHostOffsetsInput] {
+	var cs []Case[ref.LayoutHostOffsetsInput]
 	for _, pool := range []ref.HostPool{ref.HostPoolMLA, ref.HostPoolMHA} {
 		for _, layout := range allLayouts {
 			if pool == ref.HostPoolMHA && layout == ref.LayerPageFirst {
@@ -183,29 +183,29 @@ func hostBoundary() []Case[ref.HostOffsetsInput] {
 			}
 			for _, dims := range [][4]int64{{2, 2, 2, 1}, {1, 1, 1, 1}, {1, 3, 2, 2}, {3, 1, 3, 1}, {2, 2, 1, 3}, {2, 3, 3, 2}} {
 				g := ref.HostGeometry{Layout: layout, Pool: pool, L: dims[0], NP: dims[1], P: dims[2], TB: dims[3]}
-				cs = append(cs, Case[ref.HostOffsetsInput]{
+				cs = append(cs, Case[ref.LayoutHostOffsetsInput]{
 					fmt.Sprintf("%s-%s-L%d-NP%d-P%d-tb%d", pool, layout, g.L, g.NP, g.P, g.TB),
-					ref.HostOffsetsInput{Layout: layout, Pool: pool, Layers: g.L, Pages: g.NP, PageSize: g.P, TokenBytes: g.TB,
+					ref.LayoutHostOffsetsInput{Layout: layout, Pool: pool, Layers: g.L, Pages: g.NP, PageSize: g.P, TokenBytes: g.TB,
 						Points: everyPoint(g), Spans: everyPage(g)},
 				})
 			}
-			last := func(L, NP, P, tb int64) ref.HostOffsetsInput {
+			last := func(L, NP, P, tb int64) ref.LayoutHostOffsetsInput {
 				g := ref.HostGeometry{Layout: layout, Pool: pool, L: L, NP: NP, P: P, TB: tb}
 				kv := g.Planes() - 1
-				return ref.HostOffsetsInput{Layout: layout, Pool: pool, Layers: L, Pages: NP, PageSize: P, TokenBytes: tb,
+				return ref.LayoutHostOffsetsInput{Layout: layout, Pool: pool, Layers: L, Pages: NP, PageSize: P, TokenBytes: tb,
 					Points: []ref.HostPoint{{}, {KV: kv, Layer: L - 1, Token: g.S() - 1, Byte: tb - 1}},
 					Spans:  []ref.HostPageQuery{{KV: kv, Layer: L - 1, Page: NP - 1}}}
 			}
 			cs = append(cs,
-				Case[ref.HostOffsetsInput]{fmt.Sprintf("%s-%s-deepseek-last-byte", pool, layout), last(61, 1<<20, 64, 1152)},
-				Case[ref.HostOffsetsInput]{fmt.Sprintf("%s-%s-int64-last-byte", pool, layout), last(1, 1, 1, math.MaxInt64/2)},
+				Case[ref.LayoutHostOffsetsInput]{fmt.Sprintf("%s-%s-deepseek-last-byte", pool, layout), last(61, 1<<20, 64, 1152)},
+				Case[ref.LayoutHostOffsetsInput]{fmt.Sprintf("%s-%s-int64-last-byte", pool, layout), last(1, 1, 1, math.MaxInt64/2)},
 			)
 		}
 	}
 	// Under page_first a page is page_size ranges: two span queries on a
 	// 2^62-token page ask for 2^63 ranges, past int64 (CheckSpansOutput).
-	return append(cs, Case[ref.HostOffsetsInput]{"page-first-spans-overflow-int64",
-		ref.HostOffsetsInput{Layout: ref.PageFirst, Pool: ref.HostPoolMLA, Layers: 1, Pages: 1, PageSize: 1 << 62, TokenBytes: 1,
+	return append(cs, Case[ref.LayoutHostOffsetsInput]{"page-first-spans-overflow-int64",
+		ref.LayoutHostOffsetsInput{Layout: ref.PageFirst, Pool: ref.HostPoolMLA, Layers: 1, Pages: 1, PageSize: 1 << 62, TokenBytes: 1,
 			Spans: []ref.HostPageQuery{{}, {}}}})
 }
 
@@ -224,7 +224,7 @@ func everyPage(g ref.HostGeometry) []ref.HostPageQuery {
 
 // hostWorkedTable is §7.1's worked table (L=2, NP=2, P=2, tb=1, MLA): each
 // point's offset is the table's cell for its (l, t).
-func hostWorkedTable(_ ref.Limits, in ref.HostOffsetsInput, out ref.HostOffsetsOutput) error {
+func hostWorkedTable(_ ref.Limits, in ref.LayoutHostOffsetsInput, out ref.LayoutHostOffsetsOutput) error {
 	if in.Pool != ref.HostPoolMLA || in.Layers != 2 || in.Pages != 2 || in.PageSize != 2 || in.TokenBytes != 1 {
 		return nil
 	}
@@ -243,7 +243,7 @@ func hostWorkedTable(_ ref.Limits, in ref.HostOffsetsInput, out ref.HostOffsetsO
 }
 
 // hostTotalBytes: the arena is planes × L × NP × P × tb bytes (§7.1 notation).
-func hostTotalBytes(_ ref.Limits, in ref.HostOffsetsInput, out ref.HostOffsetsOutput) error {
+func hostTotalBytes(_ ref.Limits, in ref.LayoutHostOffsetsInput, out ref.LayoutHostOffsetsOutput) error {
 	planes := int64(1)
 	if in.Pool == ref.HostPoolMHA {
 		planes = 2
@@ -257,7 +257,7 @@ func hostTotalBytes(_ ref.Limits, in ref.HostOffsetsInput, out ref.HostOffsetsOu
 // hostInjective is the address half of §7.2's "relayout is a bijection":
 // every offset lies in [0, total) and distinct coordinates get distinct
 // offsets; a point list naming every coordinate is thus a bijection.
-func hostInjective(_ ref.Limits, in ref.HostOffsetsInput, out ref.HostOffsetsOutput) error {
+func hostInjective(_ ref.Limits, in ref.LayoutHostOffsetsInput, out ref.LayoutHostOffsetsOutput) error {
 	if len(out.Offsets) != len(in.Points) {
 		return fmt.Errorf("%d offsets for %d points", len(out.Offsets), len(in.Points))
 	}
@@ -277,7 +277,7 @@ func hostInjective(_ ref.Limits, in ref.HostOffsetsInput, out ref.HostOffsetsOut
 
 // hostVPlane is the MHA column of §7.1: a V byte sits one plane (L×S×tb)
 // after the same K byte, whatever the layout.
-func hostVPlane(lim ref.Limits, in ref.HostOffsetsInput, out ref.HostOffsetsOutput) error {
+func hostVPlane(lim ref.Limits, in ref.LayoutHostOffsetsInput, out ref.LayoutHostOffsetsOutput) error {
 	if in.Pool != ref.HostPoolMHA {
 		return nil
 	}
@@ -287,7 +287,7 @@ func hostVPlane(lim ref.Limits, in ref.HostOffsetsInput, out ref.HostOffsetsOutp
 	for i := range k.Points {
 		k.Points[i].KV = 0
 	}
-	kout, err := ref.HostOffsets(lim, k)
+	kout, err := ref.LayoutHostOffsets(lim, k)
 	if err != nil {
 		return fmt.Errorf("ref on the K plane: %v", err)
 	}
@@ -303,7 +303,7 @@ func hostVPlane(lim ref.Limits, in ref.HostOffsetsInput, out ref.HostOffsetsOutp
 // LF/LPF layer l's page p is [(l×S+p×P)×tb, +pb); PFD it is layer l's pb
 // slice of the page's all-layer block [p×L×pb, +L×pb); PF it is P ranges of
 // tb, one per token, L×tb apart, inside the page's block [p×L×pb, +L×pb).
-func hostContiguityFacts(_ ref.Limits, in ref.HostOffsetsInput, out ref.HostOffsetsOutput) error {
+func hostContiguityFacts(_ ref.Limits, in ref.LayoutHostOffsetsInput, out ref.LayoutHostOffsetsOutput) error {
 	L, S, P, tb := in.Layers, in.Pages*in.PageSize, in.PageSize, in.TokenBytes
 	pb, plane := P*tb, in.Layers*in.Pages*in.PageSize*in.TokenBytes
 	if len(out.Spans) != len(in.Spans) {
@@ -332,18 +332,18 @@ func hostContiguityFacts(_ ref.Limits, in ref.HostOffsetsInput, out ref.HostOffs
 // hostSpansHoldThePage ties the two answers together: a span answer's
 // ranges, ascending and disjoint, cover exactly the point offsets of every
 // (token, byte) of that layer page, as ref's point formula places them.
-func hostSpansHoldThePage(lim ref.Limits, in ref.HostOffsetsInput, out ref.HostOffsetsOutput) error {
+func hostSpansHoldThePage(lim ref.Limits, in ref.LayoutHostOffsetsInput, out ref.LayoutHostOffsetsOutput) error {
 	if in.PageSize*in.TokenBytes > 4096 {
 		return nil // keep the point enumeration small
 	}
 	for i, q := range in.Spans {
-		pts := ref.HostOffsetsInput{Layout: in.Layout, Pool: in.Pool, Layers: in.Layers, Pages: in.Pages, PageSize: in.PageSize, TokenBytes: in.TokenBytes}
+		pts := ref.LayoutHostOffsetsInput{Layout: in.Layout, Pool: in.Pool, Layers: in.Layers, Pages: in.Pages, PageSize: in.PageSize, TokenBytes: in.TokenBytes}
 		for o := range in.PageSize {
 			for b := range in.TokenBytes {
 				pts.Points = append(pts.Points, ref.HostPoint{KV: q.KV, Layer: q.Layer, Token: q.Page*in.PageSize + o, Byte: b})
 			}
 		}
-		r, err := ref.HostOffsets(lim, pts)
+		r, err := ref.LayoutHostOffsets(lim, pts)
 		if err != nil {
 			return fmt.Errorf("ref points of span %+v: %v", q, err)
 		}
@@ -367,7 +367,7 @@ func hostSpansHoldThePage(lim ref.Limits, in ref.HostOffsetsInput, out ref.HostO
 // hostOnePointerPerPage is §7.1's last fact: page_contiguous_across_layers
 // is true exactly for PF and PFD, and then every layer of a queried page
 // together is one contiguous L×pb block; LF with L, NP >= 2 is not.
-func hostOnePointerPerPage(lim ref.Limits, in ref.HostOffsetsInput, out ref.HostOffsetsOutput) error {
+func hostOnePointerPerPage(lim ref.Limits, in ref.LayoutHostOffsetsInput, out ref.LayoutHostOffsetsOutput) error {
 	want := in.Layout == ref.PageFirst || in.Layout == ref.PageFirstDirect
 	if out.PageContiguousAcrossLayers != want {
 		return fmt.Errorf("%s: page_contiguous_across_layers %v, want %v", in.Layout, out.PageContiguousAcrossLayers, want)
@@ -376,11 +376,11 @@ func hostOnePointerPerPage(lim ref.Limits, in ref.HostOffsetsInput, out ref.Host
 		return nil
 	}
 	for _, q := range in.Spans {
-		all := ref.HostOffsetsInput{Layout: in.Layout, Pool: in.Pool, Layers: in.Layers, Pages: in.Pages, PageSize: in.PageSize, TokenBytes: in.TokenBytes}
+		all := ref.LayoutHostOffsetsInput{Layout: in.Layout, Pool: in.Pool, Layers: in.Layers, Pages: in.Pages, PageSize: in.PageSize, TokenBytes: in.TokenBytes}
 		for l := range in.Layers {
 			all.Spans = append(all.Spans, ref.HostPageQuery{KV: q.KV, Layer: l, Page: q.Page})
 		}
-		r, err := ref.HostOffsets(lim, all)
+		r, err := ref.LayoutHostOffsets(lim, all)
 		if err != nil {
 			return fmt.Errorf("ref spans of page %+v: %v", q, err)
 		}
@@ -409,13 +409,13 @@ func rangesContiguous(rs []ref.ByteRange) bool {
 
 // hostLPFEqualsLF is §7.1: for one MLA buffer LPF offsets are numerically
 // those of LF.
-func hostLPFEqualsLF(lim ref.Limits, in ref.HostOffsetsInput, out ref.HostOffsetsOutput) error {
+func hostLPFEqualsLF(lim ref.Limits, in ref.LayoutHostOffsetsInput, out ref.LayoutHostOffsetsOutput) error {
 	if in.Layout != ref.LayerPageFirst {
 		return nil
 	}
 	lf := in
 	lf.Layout = ref.LayerFirst
-	r, err := ref.HostOffsets(lim, lf)
+	r, err := ref.LayoutHostOffsets(lim, lf)
 	if err != nil {
 		return fmt.Errorf("ref as LF: %v", err)
 	}

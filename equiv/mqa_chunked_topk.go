@@ -11,15 +11,15 @@ import (
 )
 
 // MQAChunkedTopK is the differential spec of mqa.chunked_topk (docs/spec/cp-layout.md §8.3).
-func MQAChunkedTopK() *Spec[ref.MQATopKInput, ref.MQATopKOutput] {
-	return &Spec[ref.MQATopKInput, ref.MQATopKOutput]{
+func MQAChunkedTopK() *Spec[ref.MQAChunkedTopKInput, ref.MQAChunkedTopKOutput] {
+	return &Spec[ref.MQAChunkedTopKInput, ref.MQAChunkedTopKOutput]{
 		Op:          catalog.MQAChunkedTopK(),
-		Valid:       rapid.Custom(func(t *rapid.T) ref.MQATopKInput { return TopKValid(t, false) }),
+		Valid:       rapid.Custom(func(t *rapid.T) ref.MQAChunkedTopKInput { return TopKValid(t, false) }),
 		Invalid:     rapid.Custom(topkInvalid),
 		Boundary:    topkBoundary(),
 		Regressions: topkRegressions(),
 		Rejects:     topkRejects(),
-		Props: []Prop[ref.MQATopKInput, ref.MQATopKOutput]{
+		Props: []Prop[ref.MQAChunkedTopKInput, ref.MQAChunkedTopKOutput]{
 			{"row-shape", topkRowShape},
 			{"selects-the-best", topkSelectsBest},
 			{"chunked-equals-unchunked", topkChunkedEqualsUnchunked},
@@ -33,7 +33,7 @@ func MQAChunkedTopK() *Spec[ref.MQATopKInput, ref.MQATopKOutput] {
 // rows from 1 to past Q. Scores come from a few values so ties are common;
 // with nonFinite set they also include NaN (both signs), ±Inf and −0, which
 // JSON cannot carry (typed tests only).
-func TopKValid(t *rapid.T, nonFinite bool) ref.MQATopKInput {
+func TopKValid(t *rapid.T, nonFinite bool) ref.MQAChunkedTopKInput {
 	q := rapid.IntRange(0, 12).Draw(t, "q")
 	kt := rapid.IntRange(0, 40).Draw(t, "kt")
 	if q == 0 {
@@ -44,7 +44,7 @@ func TopKValid(t *rapid.T, nonFinite bool) ref.MQATopKInput {
 		vals = append(vals, float32(math.NaN()), math.Float32frombits(0xFFC00001), float32(math.Inf(1)), float32(math.Inf(-1)))
 	}
 	score := rapid.OneOf(rapid.SampledFrom(vals), rapid.Float32Range(-4, 4))
-	in := ref.MQATopKInput{
+	in := ref.MQAChunkedTopKInput{
 		Logits:    make([][]float32, q),
 		KS:        make([]int64, q),
 		KE:        make([]int64, q),
@@ -69,11 +69,11 @@ func TopKValid(t *rapid.T, nonFinite bool) ref.MQATopKInput {
 	return in
 }
 
-func topkInvalid(t *rapid.T) Bad[ref.MQATopKInput] {
+func topkInvalid(t *rapid.T) Bad[ref.MQAChunkedTopKInput] {
 	in := TopKValid(t, false)
-	type bad = Bad[ref.MQATopKInput]
+	type bad = Bad[ref.MQAChunkedTopKInput]
 	if len(in.Logits) == 0 {
-		in = ref.MQATopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: in.TopK, ChunkRows: in.ChunkRows}
+		in = ref.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: in.TopK, ChunkRows: in.ChunkRows}
 	}
 	q, kt := len(in.Logits), int64(len(in.Logits[0]))
 	r := rapid.IntRange(0, q-1).Draw(t, "bad_row")
@@ -139,32 +139,32 @@ func topkInvalid(t *rapid.T) Bad[ref.MQATopKInput] {
 // topkBoundary: windows of topk−1, topk and topk+1 candidates (the fast
 // path's edge), empty windows, all-equal scores (ties broken by j), chunk
 // rows 1, Q−1, Q and Q+1, and §8.3's order on signed zeros and extremes.
-func topkBoundary() []Case[ref.MQATopKInput] {
-	var cs []Case[ref.MQATopKInput]
+func topkBoundary() []Case[ref.MQAChunkedTopKInput] {
+	var cs []Case[ref.MQAChunkedTopKInput]
 	const topk = 4
 	row := []float32{3, 1, 4, 1, 5, 9, 2, 6, 5, 3}
 	for _, n := range []int64{0, 1, topk - 1, topk, topk + 1, 10} {
 		for _, c := range []int64{1, 2, 3, 4} {
-			in := ref.MQATopKInput{Logits: [][]float32{row, row, row}, KS: []int64{0, 10 - n, (10 - n) / 2}, KE: []int64{n, 10, (10-n)/2 + n}, TopK: topk, Offset: []int32{0, 100, 1000}, ChunkRows: c}
-			cs = append(cs, Case[ref.MQATopKInput]{fmt.Sprintf("window%d-chunk%d", n, c), in})
+			in := ref.MQAChunkedTopKInput{Logits: [][]float32{row, row, row}, KS: []int64{0, 10 - n, (10 - n) / 2}, KE: []int64{n, 10, (10-n)/2 + n}, TopK: topk, Offset: []int32{0, 100, 1000}, ChunkRows: c}
+			cs = append(cs, Case[ref.MQAChunkedTopKInput]{fmt.Sprintf("window%d-chunk%d", n, c), in})
 		}
 	}
 	ties := []float32{2, 2, 2, 2, 2, 2}
 	cs = append(cs,
-		Case[ref.MQATopKInput]{"all-ties", ref.MQATopKInput{Logits: [][]float32{ties, ties}, KS: []int64{0, 2}, KE: []int64{6, 6}, TopK: 3, ChunkRows: 1}},
-		Case[ref.MQATopKInput]{"signed-zeros-and-extremes", ref.MQATopKInput{
+		Case[ref.MQAChunkedTopKInput]{"all-ties", ref.MQAChunkedTopKInput{Logits: [][]float32{ties, ties}, KS: []int64{0, 2}, KE: []int64{6, 6}, TopK: 3, ChunkRows: 1}},
+		Case[ref.MQAChunkedTopKInput]{"signed-zeros-and-extremes", ref.MQAChunkedTopKInput{
 			Logits: [][]float32{{float32(math.Copysign(0, -1)), 0, -math.MaxFloat32, math.MaxFloat32, -math.SmallestNonzeroFloat32, math.SmallestNonzeroFloat32}},
 			KS:     []int64{0}, KE: []int64{6}, TopK: 4, ChunkRows: 1}},
-		Case[ref.MQATopKInput]{"no-rows", ref.MQATopKInput{Logits: [][]float32{}, KS: []int64{}, KE: []int64{}, TopK: 2048, ChunkRows: 64}},
-		Case[ref.MQATopKInput]{"offset-at-int32-max", ref.MQATopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: 2, Offset: []int32{math.MaxInt32 - 2}, ChunkRows: 1}},
-		Case[ref.MQATopKInput]{"offset-past-int32-max", ref.MQATopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: 2, Offset: []int32{math.MaxInt32 - 1}, ChunkRows: 1}},
-		Case[ref.MQATopKInput]{"ks-after-ke", ref.MQATopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{2}, KE: []int64{1}, TopK: 2, ChunkRows: 1}},
-		Case[ref.MQATopKInput]{"ke-past-kt", ref.MQATopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{4}, TopK: 2, ChunkRows: 1}},
-		Case[ref.MQATopKInput]{"topk-zero", ref.MQATopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: 0, ChunkRows: 1}},
-		Case[ref.MQATopKInput]{"offset-short", ref.MQATopKInput{Logits: [][]float32{{1}, {2}}, KS: []int64{0, 0}, KE: []int64{1, 1}, TopK: 1, Offset: []int32{5}, ChunkRows: 1}},
+		Case[ref.MQAChunkedTopKInput]{"no-rows", ref.MQAChunkedTopKInput{Logits: [][]float32{}, KS: []int64{}, KE: []int64{}, TopK: 2048, ChunkRows: 64}},
+		Case[ref.MQAChunkedTopKInput]{"offset-at-int32-max", ref.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: 2, Offset: []int32{math.MaxInt32 - 2}, ChunkRows: 1}},
+		Case[ref.MQAChunkedTopKInput]{"offset-past-int32-max", ref.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: 2, Offset: []int32{math.MaxInt32 - 1}, ChunkRows: 1}},
+		Case[ref.MQAChunkedTopKInput]{"ks-after-ke", ref.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{2}, KE: []int64{1}, TopK: 2, ChunkRows: 1}},
+		Case[ref.MQAChunkedTopKInput]{"ke-past-kt", ref.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{4}, TopK: 2, ChunkRows: 1}},
+		Case[ref.MQAChunkedTopKInput]{"topk-zero", ref.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: 0, ChunkRows: 1}},
+		Case[ref.MQAChunkedTopKInput]{"offset-short", ref.MQAChunkedTopKInput{Logits: [][]float32{{1}, {2}}, KS: []int64{0, 0}, KE: []int64{1, 1}, TopK: 1, Offset: []int32{5}, ChunkRows: 1}},
 	)
 	for _, c := range []int64{1, 2, 3, 4} {
-		cs = append(cs, Case[ref.MQATopKInput]{fmt.Sprintf("four-requests-chunk%d", c), ref.MQATopKInput{
+		cs = append(cs, Case[ref.MQAChunkedTopKInput]{fmt.Sprintf("four-requests-chunk%d", c), ref.MQAChunkedTopKInput{
 			Logits: [][]float32{{5, 1, 2, 0}, {1, 5, 2, 0}, {0, 0, 9, 1}, {7, 7, 7, 7}}, KS: []int64{0, 0, 2, 1}, KE: []int64{1, 2, 4, 4},
 			TopK: 2, Offset: []int32{0, 1, 40, 90}, ChunkRows: c}})
 	}
@@ -185,9 +185,9 @@ func topkRejects() map[string]*ref.Sentinel {
 // topkRegressions: §8.6 bug 2's minimal input (Appendix A12): two rows of
 // two requests, offsets [0, 10], one row per chunk; fixed row 1 emits
 // j − ks + 10, the bug + 0.
-func topkRegressions() []Case[ref.MQATopKInput] {
-	return []Case[ref.MQATopKInput]{
-		{"chunk-offsets-not-row-addressed", ref.MQATopKInput{
+func topkRegressions() []Case[ref.MQAChunkedTopKInput] {
+	return []Case[ref.MQAChunkedTopKInput]{
+		{"chunk-offsets-not-row-addressed", ref.MQAChunkedTopKInput{
 			Logits: [][]float32{{1, 2}, {3, 4}}, KS: []int64{0, 0}, KE: []int64{2, 2}, TopK: 2, Offset: []int32{0, 10}, ChunkRows: 1}},
 	}
 }
@@ -195,7 +195,7 @@ func topkRegressions() []Case[ref.MQATopKInput] {
 // topkRowShape: one row per query row, each topk wide; the first
 // min(topk, ke−ks) entries strictly ascending inside [off, off+ke−ks), the
 // rest −1; when the window fits, exactly off, off+1, … (upstream's fast path).
-func topkRowShape(_ ref.Limits, in ref.MQATopKInput, out ref.MQATopKOutput) error {
+func topkRowShape(_ ref.Limits, in ref.MQAChunkedTopKInput, out ref.MQAChunkedTopKOutput) error {
 	if len(out.Indices) != len(in.Logits) {
 		return fmt.Errorf("%d output rows for %d query rows", len(out.Indices), len(in.Logits))
 	}
@@ -221,7 +221,7 @@ func topkRowShape(_ ref.Limits, in ref.MQATopKInput, out ref.MQATopKOutput) erro
 	return nil
 }
 
-func topkOff(in ref.MQATopKInput, r int) int64 {
+func topkOff(in ref.MQAChunkedTopKInput, r int) int64 {
 	if len(in.Offset) == 0 {
 		return 0
 	}
@@ -249,7 +249,7 @@ func TopKBefore(xa float32, ja int64, xb float32, jb int64) bool {
 
 // topkSelectsBest: every selected candidate ranks before every unselected
 // one in the window, by TopKBefore.
-func topkSelectsBest(_ ref.Limits, in ref.MQATopKInput, out ref.MQATopKOutput) error {
+func topkSelectsBest(_ ref.Limits, in ref.MQAChunkedTopKInput, out ref.MQAChunkedTopKOutput) error {
 	for r, row := range out.Indices {
 		ks, off := in.KS[r], topkOff(in, r)
 		picked := map[int64]bool{}
@@ -271,7 +271,7 @@ func topkSelectsBest(_ ref.Limits, in ref.MQATopKInput, out ref.MQATopKOutput) e
 
 // topkChunkedEqualsUnchunked is P8.1: the result equals the reference's
 // with a single chunk.
-func topkChunkedEqualsUnchunked(lim ref.Limits, in ref.MQATopKInput, out ref.MQATopKOutput) error {
+func topkChunkedEqualsUnchunked(lim ref.Limits, in ref.MQAChunkedTopKInput, out ref.MQAChunkedTopKOutput) error {
 	whole := in
 	whole.ChunkRows = max(int64(len(in.Logits)), 1)
 	want, err := ref.MQAChunkedTopK(lim, whole)

@@ -91,7 +91,7 @@ func TestMQAChunkRowsPropertiesCatchWrongPlans(t *testing.T) {
 // TestMQAChunkedTopKPropertiesCatchWrongRows: each §8.3 property holds on
 // ref's rows and fails on rows broken the way it guards against.
 func TestMQAChunkedTopKPropertiesCatchWrongRows(t *testing.T) {
-	in := ref.MQATopKInput{
+	in := ref.MQAChunkedTopKInput{
 		Logits: [][]float32{{5, 1, 2, 0}, {1, 5, 2, 0}, {0, 0, 9, 1}},
 		KS:     []int64{0, 0, 1}, KE: []int64{4, 2, 4}, TopK: 2, Offset: []int32{0, 10, 40}, ChunkRows: 2,
 	}
@@ -100,7 +100,7 @@ func TestMQAChunkedTopKPropertiesCatchWrongRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	// good: [[0 2] [10 11] [41 42]]
-	broken := map[string]ref.MQATopKOutput{
+	broken := map[string]ref.MQAChunkedTopKOutput{
 		"row-shape":                {Indices: [][]int32{{2, 0}, {10, 11}, {41, 42}}}, // not ascending
 		"selects-the-best":         {Indices: [][]int32{{0, 1}, {10, 11}, {41, 42}}}, // 1 chosen over 2
 		"chunked-equals-unchunked": {Indices: [][]int32{{0, 2}, {10, 11}, {1, 2}}},   // row 2 lost its offset
@@ -115,7 +115,7 @@ func TestNSAIndexPlanPropertiesCatchWrongPlans(t *testing.T) {
 	in := ref.NSAIndexPlanInput{N: 6, Freq: &four, Offset: 3, Queries: []ref.NSAIndexQuery{
 		{Kind: ref.NSAQueryPrefetchAfter, Layer: 2}, {Kind: ref.NSAQuerySlotOf, Layer: 1}, {Kind: ref.NSAQuerySharedInput, Layer: 4},
 	}}
-	good, err := ref.NSAIndexPlanFor(ref.DefaultLimits(), in) // FFFSSS
+	good, err := ref.NSAIndexPlan(ref.DefaultLimits(), in) // FFFSSS
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -199,7 +199,7 @@ func indexPlanRegressions() []Case[ref.NSAIndexPlanInput] {
 		{"pattern-length-unchecked", ref.NSAIndexPlanInput{N: 4, Pattern: "FSSFS"}},
 		// After layer 0 of "FS": fixed no prefetch; the bug asked SlotOf(1).
 		{"prefetch-ungated", ref.NSAIndexPlanInput{N: 2, Pattern: "FS", Queries: []ref.NSAIndexQuery{{Kind: ref.NSAQueryPrefetchAfter, Layer: 0}}}},
-		// Layer 1 of "FS" without top-k: fixed ErrSharedLayerMissingPrevTopk; the bug ran on.
+		// Layer 1 of "FS" without top-k: fixed ErrSharedLayerMissingPrevTopK; the bug ran on.
 		{"shared-layer-missing-prev-topk", ref.NSAIndexPlanInput{N: 2, Pattern: "FS", Queries: []ref.NSAIndexQuery{{Kind: ref.NSAQuerySharedInput, Layer: 1}}}},
 		// The old fork's 'C' for full layers: fixed ErrPatternCharset(1).
 		{"pattern-charset-c-for-full", ref.NSAIndexPlanInput{N: 4, Pattern: "FCSS"}},
@@ -270,7 +270,7 @@ func planSlots(_ ref.Limits, in ref.NSAIndexPlanInput, out ref.NSAIndexPlanOutpu
 func planFromPattern(lim ref.Limits, in ref.NSAIndexPlanInput, out ref.NSAIndexPlanOutput) error {
 	x := in
 	x.Pattern, x.Freq, x.Offset = out.Pattern, nil, 0
-	want, err := ref.NSAIndexPlanFor(lim, x)
+	want, err := ref.NSAIndexPlan(lim, x)
 	if err != nil {
 		return fmt.Errorf("ref on the rendered pattern %q: %v", out.Pattern, err)
 	}
@@ -308,7 +308,7 @@ func planAnswers(_ ref.Limits, in ref.NSAIndexPlanInput, out ref.NSAIndexPlanOut
 				return fmt.Errorf("query %d: slot_of(%d) of %s answered %+v", i, l, out.Pattern, a)
 			}
 		default:
-			if want := out.Skip[l] && !q.PrevPresent; want != refused(ref.ErrSharedLayerMissingPrevTopk.Code()) || (!want && a != (ref.NSAIndexAnswer{})) {
+			if want := out.Skip[l] && !q.PrevPresent; want != refused(ref.ErrSharedLayerMissingPrevTopK.Code()) || (!want && a != (ref.NSAIndexAnswer{})) {
 				return fmt.Errorf("query %d: shared_input(%d, prev=%v) of %s answered %+v", i, l, q.PrevPresent, out.Pattern, a)
 			}
 		}

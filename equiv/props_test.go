@@ -61,9 +61,9 @@ func deepCopyJSON[T any](t *testing.T, v T) T {
 // TestGroupPropertiesCatchWrongRuns: each §2 property holds on ref's runs
 // and fails on a result broken the way that property guards against.
 func TestGroupPropertiesCatchWrongRuns(t *testing.T) {
-	spec := equiv.GroupContiguous()
-	in := ref.GroupContiguousInput{Src: []int64{1, 2, 3, 7, 8}, Dst: []int64{10, 11, 12, 13, 14}}
-	good, err := ref.GroupContiguous(ref.DefaultLimits(), in)
+	spec := equiv.TransferGroupContiguous()
+	in := ref.TransferGroupContiguousInput{Src: []int64{1, 2, 3, 7, 8}, Dst: []int64{10, 11, 12, 13, 14}}
+	good, err := ref.TransferGroupContiguous(ref.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,42 +84,42 @@ func TestGroupPropertiesCatchWrongRuns(t *testing.T) {
 			t.Errorf("no broken result for property %s", p.Name)
 			continue
 		}
-		if propHolds(t, spec.Props, p.Name, in, ref.GroupContiguousOutput{Runs: bad}) == nil {
+		if propHolds(t, spec.Props, p.Name, in, ref.TransferGroupContiguousOutput{Runs: bad}) == nil {
 			t.Errorf("%s holds on broken runs %v", p.Name, bad)
 		}
 	}
 }
 
-// TestLayerBlocksPropertiesCatchWrongBlocks: each §3.5 property holds on
+// TestTransferLayerBlocksPropertiesCatchWrongBlocks: each §3.5 property holds on
 // ref's batch and fails on a batch broken the way it guards against.
-func TestLayerBlocksPropertiesCatchWrongBlocks(t *testing.T) {
-	spec := equiv.LayerBlocks()
-	in := ref.LayerBlocksInput{ // §3.4 as MHA, K and V lens differing
+func TestTransferLayerBlocksPropertiesCatchWrongBlocks(t *testing.T) {
+	spec := equiv.TransferLayerBlocks()
+	in := ref.TransferLayerBlocksInput{ // §3.4 as MHA, K and V lens differing
 		Owned: []int64{3, 4, 9}, DstPages: []int64{20, 21, 22},
 		SrcPtrs: []uint64{0x10000000, 0x20000000}, DstPtrs: []uint64{0x90000000, 0xA0000000},
 		ItemLens: []uint64{1024, 512}, SrcDataLens: []uint64{10 * 1024, 10 * 512},
 	}
-	good, err := ref.LayerBlocks(ref.DefaultLimits(), in)
+	good, err := ref.TransferLayerBlocks(ref.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	with := func(f func(*ref.LayerBlocksOutput)) ref.LayerBlocksOutput {
+	with := func(f func(*ref.TransferLayerBlocksOutput)) ref.TransferLayerBlocksOutput {
 		out := good
 		out.Runs, out.Blocks = slices.Clone(good.Runs), slices.Clone(good.Blocks)
 		f(&out)
 		return out
 	}
-	broken := map[string]ref.LayerBlocksOutput{
+	broken := map[string]ref.TransferLayerBlocksOutput{
 		// The runs of a perturbed page list (§3's other suggested mutation).
-		"runs-are-grouped-pages": with(func(o *ref.LayerBlocksOutput) { o.Runs[1].SrcStart = 8 }),
+		"runs-are-grouped-pages": with(func(o *ref.TransferLayerBlocksOutput) { o.Runs[1].SrcStart = 8 }),
 		// K scaled by V's item len: v-item-len-for-k.
-		"cross-layer-invariant": with(func(o *ref.LayerBlocksOutput) { o.Blocks[0].Src = 0x10000000 + 3*512 }),
-		"byte-count":            with(func(o *ref.LayerBlocksOutput) { o.Blocks[3].Len = 1024 }),
-		"per-layer-concat-equals-monolithic": with(func(o *ref.LayerBlocksOutput) {
+		"cross-layer-invariant": with(func(o *ref.TransferLayerBlocksOutput) { o.Blocks[0].Src = 0x10000000 + 3*512 }),
+		"byte-count":            with(func(o *ref.TransferLayerBlocksOutput) { o.Blocks[3].Len = 1024 }),
+		"per-layer-concat-equals-monolithic": with(func(o *ref.TransferLayerBlocksOutput) {
 			o.Blocks[0], o.Blocks[1] = o.Blocks[1], o.Blocks[0]
 		}),
-		"disjoint-dst-ranges": with(func(o *ref.LayerBlocksOutput) { o.Blocks[1].Dst = o.Blocks[0].Dst + 1024 }),
-		"within-data-bounds":  with(func(o *ref.LayerBlocksOutput) { o.Blocks[3].Src += 512 }),
+		"disjoint-dst-ranges": with(func(o *ref.TransferLayerBlocksOutput) { o.Blocks[1].Dst = o.Blocks[0].Dst + 1024 }),
+		"within-data-bounds":  with(func(o *ref.TransferLayerBlocksOutput) { o.Blocks[3].Src += 512 }),
 	}
 	for _, p := range spec.Props {
 		if err := p.Holds(ref.DefaultLimits(), in, good); err != nil {

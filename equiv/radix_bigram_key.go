@@ -10,25 +10,25 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// BigramKey is the differential spec of radix.bigram_key (docs/spec/radix-acks.md §2.1, §2.5).
-func BigramKey() *Spec[ref.BigramKeyInput, ref.BigramKeyOutput] {
-	return &Spec[ref.BigramKeyInput, ref.BigramKeyOutput]{
-		Op:      catalog.BigramKey(),
+// RadixBigramKey is the differential spec of radix.bigram_key (docs/spec/radix-acks.md §2.1, §2.5).
+func RadixBigramKey() *Spec[ref.RadixBigramKeyInput, ref.RadixBigramKeyOutput] {
+	return &Spec[ref.RadixBigramKeyInput, ref.RadixBigramKeyOutput]{
+		Op:      catalog.RadixBigramKey(),
 		Valid:   rapid.Custom(bigramValid),
 		Invalid: rapid.Custom(bigramInvalid),
-		Boundary: []Case[ref.BigramKeyInput]{
-			{"spec-example-5-7-7-9", ref.BigramKeyInput{Tokens: []int64{5, 7, 7, 9}, Value: []ref.SlotIdx{100, 101, 102, 103}, PageSize: 1}},
-			{"one-token-has-no-pairs", ref.BigramKeyInput{Tokens: []int64{42}, Value: []ref.SlotIdx{7}, PageSize: 1}},
-			{"no-tokens", ref.BigramKeyInput{Tokens: []int64{}, PageSize: 1}},
-			{"130-tokens-align-to-128-bigrams", ref.BigramKeyInput{Tokens: make([]int64, 130), PageSize: 64}},
-			{"4-tokens-align-to-2-bigrams", ref.BigramKeyInput{Tokens: []int64{1, 2, 3, 4}, PageSize: 2}},
-			{"largest-token", ref.BigramKeyInput{Tokens: []int64{ref.MaxToken, 0, ref.MaxToken}, PageSize: 1}},
+		Boundary: []Case[ref.RadixBigramKeyInput]{
+			{"spec-example-5-7-7-9", ref.RadixBigramKeyInput{Tokens: []int64{5, 7, 7, 9}, Value: []ref.SlotIdx{100, 101, 102, 103}, PageSize: 1}},
+			{"one-token-has-no-pairs", ref.RadixBigramKeyInput{Tokens: []int64{42}, Value: []ref.SlotIdx{7}, PageSize: 1}},
+			{"no-tokens", ref.RadixBigramKeyInput{Tokens: []int64{}, PageSize: 1}},
+			{"130-tokens-align-to-128-bigrams", ref.RadixBigramKeyInput{Tokens: make([]int64, 130), PageSize: 64}},
+			{"4-tokens-align-to-2-bigrams", ref.RadixBigramKeyInput{Tokens: []int64{1, 2, 3, 4}, PageSize: 2}},
+			{"largest-token", ref.RadixBigramKeyInput{Tokens: []int64{ref.MaxToken, 0, ref.MaxToken}, PageSize: 1}},
 		},
-		Regressions: []Case[ref.BigramKeyInput]{
+		Regressions: []Case[ref.RadixBigramKeyInput]{
 			// §2.5: the off-by-one builder pairs a token with itself.
-			{"bigram-pairs-token-with-itself", ref.BigramKeyInput{Tokens: []int64{1, 2}, PageSize: 1}},
+			{"bigram-pairs-token-with-itself", ref.RadixBigramKeyInput{Tokens: []int64{1, 2}, PageSize: 1}},
 		},
-		Props: []Prop[ref.BigramKeyInput, ref.BigramKeyOutput]{
+		Props: []Prop[ref.RadixBigramKeyInput, ref.RadixBigramKeyOutput]{
 			{"length-n-minus-one", bigramLength},
 			{"adjacent-pairs", bigramAdjacent},
 			{"prefix-stable", bigramPrefixStable},
@@ -46,8 +46,8 @@ func tokenList(t *rapid.T, n int) []int64 {
 	return tokens
 }
 
-func bigramValid(t *rapid.T) ref.BigramKeyInput {
-	in := ref.BigramKeyInput{Tokens: tokenList(t, rapid.IntRange(0, 140).Draw(t, "n")), PageSize: rapid.SampledFrom([]int{1, 2, 4, 64}).Draw(t, "page_size")}
+func bigramValid(t *rapid.T) ref.RadixBigramKeyInput {
+	in := ref.RadixBigramKeyInput{Tokens: tokenList(t, rapid.IntRange(0, 140).Draw(t, "n")), PageSize: rapid.SampledFrom([]int{1, 2, 4, 64}).Draw(t, "page_size")}
 	if rapid.Bool().Draw(t, "with_value") {
 		in.Value = make([]ref.SlotIdx, len(in.Tokens))
 		for i := range in.Value {
@@ -57,28 +57,28 @@ func bigramValid(t *rapid.T) ref.BigramKeyInput {
 	return in
 }
 
-func bigramInvalid(t *rapid.T) Bad[ref.BigramKeyInput] {
+func bigramInvalid(t *rapid.T) Bad[ref.RadixBigramKeyInput] {
 	in := bigramValid(t)
 	switch rapid.IntRange(0, 2).Draw(t, "violation") {
 	case 0:
 		in.Tokens = append(in.Tokens, rapid.SampledFrom([]int64{-1, 1 << 32, -1 << 62}).Draw(t, "bad_token"))
 		in.Value = nil
-		return Bad[ref.BigramKeyInput]{in, ref.ErrTokenRange}
+		return Bad[ref.RadixBigramKeyInput]{in, ref.ErrTokenRange}
 	case 1:
 		in.PageSize = rapid.IntRange(-3, 0).Draw(t, "bad_page_size")
-		return Bad[ref.BigramKeyInput]{in, ref.ErrInvalidPageSize}
+		return Bad[ref.RadixBigramKeyInput]{in, ref.ErrInvalidPageSize}
 	default:
 		n := len(in.Tokens) + rapid.SampledFrom([]int{-1, 1}).Draw(t, "off")
 		if n < 0 {
 			n = 1
 		}
 		in.Value = make([]ref.SlotIdx, n)
-		return Bad[ref.BigramKeyInput]{in, ref.ErrValueLength}
+		return Bad[ref.RadixBigramKeyInput]{in, ref.ErrValueLength}
 	}
 }
 
 // bigramLength is §2.5: len(Bigrams(t)) == max(0, len(t)-1).
-func bigramLength(_ ref.Limits, in ref.BigramKeyInput, out ref.BigramKeyOutput) error {
+func bigramLength(_ ref.Limits, in ref.RadixBigramKeyInput, out ref.RadixBigramKeyOutput) error {
 	if want := max(0, len(in.Tokens)-1); len(out.Pairs) != want {
 		return fmt.Errorf("%d pairs for %d tokens, want %d", len(out.Pairs), len(in.Tokens), want)
 	}
@@ -86,7 +86,7 @@ func bigramLength(_ ref.Limits, in ref.BigramKeyInput, out ref.BigramKeyOutput) 
 }
 
 // bigramAdjacent is §2.5: Bigrams(t)[i] == (t[i], t[i+1]).
-func bigramAdjacent(_ ref.Limits, in ref.BigramKeyInput, out ref.BigramKeyOutput) error {
+func bigramAdjacent(_ ref.Limits, in ref.RadixBigramKeyInput, out ref.RadixBigramKeyOutput) error {
 	for i, p := range out.Pairs {
 		if i+1 >= len(in.Tokens) || p != [2]int64{in.Tokens[i], in.Tokens[i+1]} {
 			return fmt.Errorf("pair %d is %v", i, p)
@@ -97,9 +97,9 @@ func bigramAdjacent(_ ref.Limits, in ref.BigramKeyInput, out ref.BigramKeyOutput
 
 // bigramPrefixStable is §2.5: Bigrams(t[:k]) == Bigrams(t)[:k-1] for k >= 2,
 // the reason bigram keys still share prefixes in the tree.
-func bigramPrefixStable(lim ref.Limits, in ref.BigramKeyInput, out ref.BigramKeyOutput) error {
+func bigramPrefixStable(lim ref.Limits, in ref.RadixBigramKeyInput, out ref.RadixBigramKeyOutput) error {
 	for k := 2; k <= len(in.Tokens); k += max(1, len(in.Tokens)/5) {
-		pre, err := ref.BigramKey(lim, ref.BigramKeyInput{Tokens: in.Tokens[:k], PageSize: in.PageSize})
+		pre, err := ref.RadixBigramKey(lim, ref.RadixBigramKeyInput{Tokens: in.Tokens[:k], PageSize: in.PageSize})
 		if err != nil || !slices.Equal(pre.Pairs, out.Pairs[:k-1]) {
 			return fmt.Errorf("the key of the first %d tokens is not a prefix: %v, %v", k, pre.Pairs, err)
 		}
@@ -109,7 +109,7 @@ func bigramPrefixStable(lim ref.Limits, in ref.BigramKeyInput, out ref.BigramKey
 
 // bigramValuePairing is §2.1: token i's slot serves bigram i, the last
 // token's slot is dropped, and alignment counts bigrams.
-func bigramValuePairing(_ ref.Limits, in ref.BigramKeyInput, out ref.BigramKeyOutput) error {
+func bigramValuePairing(_ ref.Limits, in ref.RadixBigramKeyInput, out ref.RadixBigramKeyOutput) error {
 	if in.Value != nil && !slices.Equal(out.Value, in.Value[:len(out.Pairs)]) || in.Value == nil && out.Value != nil {
 		return fmt.Errorf("value %v for input value %v", out.Value, in.Value)
 	}
@@ -119,24 +119,24 @@ func bigramValuePairing(_ ref.Limits, in ref.BigramKeyInput, out ref.BigramKeyOu
 	return nil
 }
 
-// PageHashes is the differential spec of radix.page_hashes (docs/spec/radix-acks.md §2.4).
-func PageHashes() *Spec[ref.PageHashesInput, ref.PageHashesOutput] {
-	first, _ := ref.PageHashes(ref.DefaultLimits(), ref.PageHashesInput{Tokens: []int64{1, 2, 3}, Bigram: true, PageSize: 2})
-	return &Spec[ref.PageHashesInput, ref.PageHashesOutput]{
-		Op:      catalog.PageHashes(),
+// RadixPageHashes is the differential spec of radix.page_hashes (docs/spec/radix-acks.md §2.4).
+func RadixPageHashes() *Spec[ref.RadixPageHashesInput, ref.RadixPageHashesOutput] {
+	first, _ := ref.RadixPageHashes(ref.DefaultLimits(), ref.RadixPageHashesInput{Tokens: []int64{1, 2, 3}, Bigram: true, PageSize: 2})
+	return &Spec[ref.RadixPageHashesInput, ref.RadixPageHashesOutput]{
+		Op:      catalog.RadixPageHashes(),
 		Valid:   rapid.Custom(hashValid),
 		Invalid: rapid.Custom(hashInvalid),
-		Boundary: []Case[ref.PageHashesInput]{
-			{"spec-vector-tokens", ref.PageHashesInput{Tokens: []int64{1, 2, 3, 4}, PageSize: 2}},
-			{"spec-vector-bigrams-chained", ref.PageHashesInput{Tokens: []int64{3, 4, 5}, Bigram: true, PageSize: 2, Prior: first.Hashes[0]}},
-			{"partial-page-is-not-hashed", ref.PageHashesInput{Tokens: []int64{1, 2, 3}, PageSize: 2}},
-			{"largest-tokens", ref.PageHashesInput{Tokens: []int64{ref.MaxToken, ref.MaxToken}, Bigram: true, PageSize: 1}},
+		Boundary: []Case[ref.RadixPageHashesInput]{
+			{"spec-vector-tokens", ref.RadixPageHashesInput{Tokens: []int64{1, 2, 3, 4}, PageSize: 2}},
+			{"spec-vector-bigrams-chained", ref.RadixPageHashesInput{Tokens: []int64{3, 4, 5}, Bigram: true, PageSize: 2, Prior: first.Hashes[0]}},
+			{"partial-page-is-not-hashed", ref.RadixPageHashesInput{Tokens: []int64{1, 2, 3}, PageSize: 2}},
+			{"largest-tokens", ref.RadixPageHashesInput{Tokens: []int64{ref.MaxToken, ref.MaxToken}, Bigram: true, PageSize: 1}},
 		},
-		Regressions: []Case[ref.PageHashesInput]{
+		Regressions: []Case[ref.RadixPageHashesInput]{
 			// §2.4 trap: hashing a packed bigram as LE64 emits (b, a).
-			{"bigram-hash-packed-le64", ref.PageHashesInput{Tokens: []int64{1, 2, 3}, Bigram: true, PageSize: 2}},
+			{"bigram-hash-packed-le64", ref.RadixPageHashesInput{Tokens: []int64{1, 2, 3}, Bigram: true, PageSize: 2}},
 		},
-		Props: []Prop[ref.PageHashesInput, ref.PageHashesOutput]{
+		Props: []Prop[ref.RadixPageHashesInput, ref.RadixPageHashesOutput]{
 			{"one-hash-per-whole-page", hashCount},
 			{"chain-restarts-from-any-page", hashChain},
 			{"event-ids-from-digests", hashEventIDs},
@@ -144,8 +144,8 @@ func PageHashes() *Spec[ref.PageHashesInput, ref.PageHashesOutput] {
 	}
 }
 
-func hashValid(t *rapid.T) ref.PageHashesInput {
-	in := ref.PageHashesInput{Tokens: tokenList(t, rapid.IntRange(0, 140).Draw(t, "n")), Bigram: rapid.Bool().Draw(t, "bigram"),
+func hashValid(t *rapid.T) ref.RadixPageHashesInput {
+	in := ref.RadixPageHashesInput{Tokens: tokenList(t, rapid.IntRange(0, 140).Draw(t, "n")), Bigram: rapid.Bool().Draw(t, "bigram"),
 		PageSize: rapid.SampledFrom([]int{1, 2, 4, 64}).Draw(t, "page_size")}
 	if rapid.Bool().Draw(t, "with_prior") {
 		in.Prior = "34fb5c825de7ca4aea6e712f19d439c1da0c92c37b423936c5f618545ca4fa1f"
@@ -153,22 +153,22 @@ func hashValid(t *rapid.T) ref.PageHashesInput {
 	return in
 }
 
-func hashInvalid(t *rapid.T) Bad[ref.PageHashesInput] {
+func hashInvalid(t *rapid.T) Bad[ref.RadixPageHashesInput] {
 	in := hashValid(t)
 	switch rapid.IntRange(0, 2).Draw(t, "violation") {
 	case 0:
 		in.Tokens = append(in.Tokens, rapid.SampledFrom([]int64{-1, 1 << 32}).Draw(t, "bad_token"))
-		return Bad[ref.PageHashesInput]{in, ref.ErrTokenRange}
+		return Bad[ref.RadixPageHashesInput]{in, ref.ErrTokenRange}
 	case 1:
 		in.PageSize = rapid.IntRange(-3, 0).Draw(t, "bad_page_size")
-		return Bad[ref.PageHashesInput]{in, ref.ErrInvalidPageSize}
+		return Bad[ref.RadixPageHashesInput]{in, ref.ErrInvalidPageSize}
 	default:
 		in.Prior = rapid.SampledFrom([]string{"abc", "34FB5C825DE7CA4AEA6E712F19D439C1DA0C92C37B423936C5F618545CA4FA1F", "zz"}).Draw(t, "bad_prior")
-		return Bad[ref.PageHashesInput]{in, ref.ErrBadEnum}
+		return Bad[ref.RadixPageHashesInput]{in, ref.ErrBadEnum}
 	}
 }
 
-func hashCount(_ ref.Limits, in ref.PageHashesInput, out ref.PageHashesOutput) error {
+func hashCount(_ ref.Limits, in ref.RadixPageHashesInput, out ref.RadixPageHashesOutput) error {
 	units := len(in.Tokens)
 	if in.Bigram {
 		units = max(0, units-1)
@@ -182,10 +182,10 @@ func hashCount(_ ref.Limits, in ref.PageHashesInput, out ref.PageHashesOutput) e
 // hashChain: hashing the key from page j on, chained on page j-1's digest,
 // gives the same digests as the whole key (§2.4's chaining; bigram i starts
 // at token i, so a bigram key restarts at the same token index).
-func hashChain(lim ref.Limits, in ref.PageHashesInput, out ref.PageHashesOutput) error {
+func hashChain(lim ref.Limits, in ref.RadixPageHashesInput, out ref.RadixPageHashesOutput) error {
 	for j := 1; j < len(out.Hashes); j++ {
 		from := j * in.PageSize
-		tail, err := ref.PageHashes(lim, ref.PageHashesInput{Tokens: in.Tokens[from:], Bigram: in.Bigram, PageSize: in.PageSize, Prior: out.Hashes[j-1]})
+		tail, err := ref.RadixPageHashes(lim, ref.RadixPageHashesInput{Tokens: in.Tokens[from:], Bigram: in.Bigram, PageSize: in.PageSize, Prior: out.Hashes[j-1]})
 		if err != nil || !slices.Equal(tail.Hashes, out.Hashes[j:]) {
 			return fmt.Errorf("restarting at page %d gives %v, want %v (%v)", j, tail.Hashes, out.Hashes[j:], err)
 		}
@@ -193,7 +193,7 @@ func hashChain(lim ref.Limits, in ref.PageHashesInput, out ref.PageHashesOutput)
 	return nil
 }
 
-func hashEventIDs(_ ref.Limits, _ ref.PageHashesInput, out ref.PageHashesOutput) error {
+func hashEventIDs(_ ref.Limits, _ ref.RadixPageHashesInput, out ref.RadixPageHashesOutput) error {
 	for i, h := range out.Hashes {
 		if id, err := ref.HashEventID(h); err != nil || id != out.EventIDs[i] {
 			return fmt.Errorf("event id %d of %s is %d", i, h, out.EventIDs[i])

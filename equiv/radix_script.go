@@ -147,7 +147,7 @@ func applyStep(tree ref.RadixTree, s ref.RadixStep, buf []ref.Unit) ([]byte, []r
 	for _, u := range s.Key {
 		buf = append(buf, ref.Unit(u))
 	}
-	k := ref.Key{Units: buf, Extra: ref.ExtraKeyOf(s.Extra, s.Salt)}
+	k := ref.RadixKey{Units: buf, Extra: ref.ExtraKeyOf(s.Extra, s.Salt)}
 	var out any
 	var err error
 	switch s.Op {
@@ -534,7 +534,7 @@ func treeUnits(cfg ref.RadixStep, s ref.RadixStep) ([]ref.Unit, []ref.SlotIdx) {
 		}
 	}
 	if cfg.Eagle {
-		k, _ := ref.ToBigram(ref.Key{Units: units})
+		k, _ := ref.ToBigram(ref.RadixKey{Units: units})
 		units, vals = k.Units, vals[:len(k.Units)]
 	}
 	return units, vals

@@ -20,10 +20,10 @@ import (
 // cross the segment boundaries, and a negative id in the last segment, which
 // the parallel path must report as ref does.
 func TestLargeInputsTakeTheParallelPaths(t *testing.T) {
-	s := GroupContiguous()
+	s := TransferGroupContiguous()
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n = 3<<17 + 77
-	in := ref.GroupContiguousInput{Src: make([]int64, n), Dst: make([]int64, n)}
+	in := ref.TransferGroupContiguousInput{Src: make([]int64, n), Dst: make([]int64, n)}
 	var src, dst int64
 	for i := 0; i < n; {
 		run := 1 + rng.IntN(64)
@@ -48,9 +48,9 @@ func TestLargeInputsTakeTheParallelPaths(t *testing.T) {
 // each entry of S1.3's status-name table is compared, not only the few a
 // generator run happens to draw.
 func TestEveryStatusCodeStreamsTheSameErrorChunk(t *testing.T) {
-	s := StreamErrorChunk()
+	s := ServingStreamErrorChunk()
 	for code := 100; code <= 599; code++ {
-		in := ref.StreamErrorInput{FinishReason: json.RawMessage(fmt.Sprintf(`{"type":"abort","status_code":%d,"message":"m"}`, code))}
+		in := ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(fmt.Sprintf(`{"type":"abort","status_code":%d,"message":"m"}`, code))}
 		if reason, diff := s.Check("fast", s.Op.Fast, in, nil); reason != "" {
 			t.Errorf("status %d: %s\n%s", code, reason, diff)
 		}
@@ -109,7 +109,7 @@ func TestLargeRowBuffersTakeTheParallelPaths(t *testing.T) {
 func TestLargeRemapTakesTheParallelPath(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	const rows, pagesPerRow, ps, n = 4, 768, 64, 3<<16 + 11
-	in := ref.RemapLocsInput{PageSize: ps, Pages: make([][]int64, rows), Locs: make([]int64, n), RowIDs: make([]int32, n)}
+	in := ref.CPRemapLocsInput{PageSize: ps, Pages: make([][]int64, rows), Locs: make([]int64, n), RowIDs: make([]int32, n)}
 	for b := range in.Pages {
 		in.Pages[b] = make([]int64, pagesPerRow)
 		for j, p := range rng.Perm(4 * pagesPerRow)[:pagesPerRow] {
@@ -125,7 +125,7 @@ func TestLargeRemapTakesTheParallelPath(t *testing.T) {
 		}
 		in.Locs[e] = in.Pages[b][rng.IntN(pagesPerRow)]*ps + rng.Int64N(ps)
 	}
-	s := RemapLocs()
+	s := CPRemapLocs()
 	if reason, diff := s.Check("fast", s.Op.Fast, in, nil); reason != "" {
 		t.Errorf("%d locations: %s\n%s", n, reason, diff)
 	}
@@ -143,7 +143,7 @@ func TestLargeRemapTakesTheParallelPath(t *testing.T) {
 func TestLargeTopKTakesTheParallelPath(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const q, kt = 64, 2048
-	in := ref.MQATopKInput{Logits: make([][]float32, q), KS: make([]int64, q), KE: make([]int64, q), TopK: 16, ChunkRows: 7}
+	in := ref.MQAChunkedTopKInput{Logits: make([][]float32, q), KS: make([]int64, q), KE: make([]int64, q), TopK: 16, ChunkRows: 7}
 	for r := range in.Logits {
 		in.Logits[r] = make([]float32, kt)
 		for j := range in.Logits[r] {
@@ -165,17 +165,17 @@ func TestLargeTopKTakesTheParallelPath(t *testing.T) {
 // transfer.layer_blocks' entries × runs blocks (8,192 layers of 8,192
 // one-page runs, 1.5 GiB of blocks).
 func TestLayoutsPastTheOutputBoundAreRefused(t *testing.T) {
-	split := ref.CanSplitInput{Mode: ref.ModeExtend, CPEnabled: true, CPSize: ref.MaxCP, BatchSize: 32769, ExtendLens: make([]int, 32769), PageSize: 64}
+	split := ref.CPCanSplitInput{Mode: ref.ModeExtend, CPEnabled: true, CPSize: ref.MaxCP, BatchSize: 32769, ExtendLens: make([]int, 32769), PageSize: 64}
 	for i := range split.ExtendLens {
 		split.ExtendLens[i] = 2 * ref.MaxCP
 	}
-	cs := CanSplit()
+	cs := CPCanSplit()
 	if reason, diff := cs.Check("fast", cs.Op.Fast, split, ref.ErrTooLarge); reason != "" {
 		t.Errorf("cp.can_split at cp=%d, B=%d: %s\n%s", ref.MaxCP, split.BatchSize, reason, diff)
 	}
 
 	const layers, pages = 8192, 8192
-	lb := ref.LayerBlocksInput{IsMLA: true, Owned: make([]int64, pages), DstPages: make([]int64, pages),
+	lb := ref.TransferLayerBlocksInput{IsMLA: true, Owned: make([]int64, pages), DstPages: make([]int64, pages),
 		SrcPtrs: make([]uint64, layers), DstPtrs: make([]uint64, layers), ItemLens: make([]uint64, layers)}
 	for i := range pages {
 		lb.Owned[i], lb.DstPages[i] = int64(2*i), int64(2*i) // every other page: one run per page
@@ -183,7 +183,7 @@ func TestLayoutsPastTheOutputBoundAreRefused(t *testing.T) {
 	for l := range layers {
 		lb.SrcPtrs[l], lb.DstPtrs[l], lb.ItemLens[l] = uint64(l)<<32, uint64(l)<<32, 64
 	}
-	ls := LayerBlocks()
+	ls := TransferLayerBlocks()
 	if reason, diff := ls.Check("fast", ls.Op.Fast, lb, ref.ErrTooLarge); reason != "" {
 		t.Errorf("transfer.layer_blocks of %d entries × %d runs: %s\n%s", layers, pages, reason, diff)
 	}

@@ -12,9 +12,11 @@ import (
 // an input, the check reports the input instead of crashing the audit, for
 // an implementation of this build and for one outside it.
 func TestRefPanicIsReportedWithItsInput(t *testing.T) {
-	s := GroupContiguous()
+	s := TransferGroupContiguous()
 	op := *s.Op
-	op.Ref = func(ref.Limits, ref.GroupContiguousInput) (ref.GroupContiguousOutput, error) { panic("ref broke") }
+	op.Ref = func(ref.Limits, ref.TransferGroupContiguousInput) (ref.TransferGroupContiguousOutput, error) {
+		panic("ref broke")
+	}
 	s.Op = &op
 	if f := s.Trial("fast", s.Op.Fast, Valid, 3); f == nil || !strings.Contains(f.Reason, "ref panicked: ref broke") || len(f.Input) == 0 {
 		t.Errorf("Trial = %v, want a failure naming the ref panic and the input", f)
@@ -32,15 +34,15 @@ func TestRefPanicIsReportedWithItsInput(t *testing.T) {
 // whitespace of an adapter's answer do not matter, values and unknown
 // members do, and a rejection is compared as --errors says.
 func TestRemoteAnswersAreComparedCanonicallyUnderTheErrorMode(t *testing.T) {
-	s := GroupContiguous()
-	ok := ref.GroupContiguousInput{Src: []int64{1, 2}, Dst: []int64{5, 6}}
-	bad := ref.GroupContiguousInput{Src: []int64{1, 2, 3}, Dst: []int64{5, 6}}
+	s := TransferGroupContiguous()
+	ok := ref.TransferGroupContiguousInput{Src: []int64{1, 2}, Dst: []int64{5, 6}}
+	bad := ref.TransferGroupContiguousInput{Src: []int64{1, 2, 3}, Dst: []int64{5, 6}}
 	answer := func(res fixtures.Result) Remote {
 		return remoteFunc(func(string, []byte) (fixtures.Result, error) { return res, nil })
 	}
 	for _, c := range []struct {
 		name string
-		in   ref.GroupContiguousInput
+		in   ref.TransferGroupContiguousInput
 		res  fixtures.Result
 		mode ErrorMode
 		pass bool
@@ -74,9 +76,11 @@ func (f remoteFunc) Run(op string, in []byte) (fixtures.Result, error) { return 
 // killed by the hunt or by its regression case; value checks must catch a
 // historic bug, which returned a wrong value rather than crashing.
 func TestAPanickingMutantIsAGapNotAKill(t *testing.T) {
-	m := &Mutant[ref.GroupContiguousInput, ref.GroupContiguousOutput]{
-		Spec: GroupContiguous(), ID: "group-length-mismatch", Section: "test", About: "panics",
-		Fn: func(ref.Limits, ref.GroupContiguousInput) (ref.GroupContiguousOutput, error) { panic("boom") },
+	m := &Mutant[ref.TransferGroupContiguousInput, ref.TransferGroupContiguousOutput]{
+		Spec: TransferGroupContiguous(), ID: "group-length-mismatch", Section: "test", About: "panics",
+		Fn: func(ref.Limits, ref.TransferGroupContiguousInput) (ref.TransferGroupContiguousOutput, error) {
+			panic("boom")
+		},
 	}
 	if n, f := m.Hunt(20); f != nil || n != 20 {
 		t.Errorf("Hunt = %d, %v; want the mutant to survive 20 cases", n, f)

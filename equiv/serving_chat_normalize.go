@@ -15,15 +15,15 @@ import (
 
 // ---- serving.chat_normalize (S2.2–S2.4, S2.7) ----
 
-// ChatNormalize is the differential spec of serving.chat_normalize.
-func ChatNormalize() *Spec[ref.ChatNormalizeInput, ref.ChatNormalizeOutput] {
-	return &Spec[ref.ChatNormalizeInput, ref.ChatNormalizeOutput]{
-		Op:          catalog.ChatNormalize(),
+// ServingChatNormalize is the differential spec of serving.chat_normalize.
+func ServingChatNormalize() *Spec[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput] {
+	return &Spec[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput]{
+		Op:          catalog.ServingChatNormalize(),
 		Valid:       rapid.Custom(chatValid),
 		Invalid:     rapid.Custom(chatInvalid),
 		Boundary:    chatBoundary(),
 		Regressions: chatRegressions(),
-		Props: []Prop[ref.ChatNormalizeInput, ref.ChatNormalizeOutput]{
+		Props: []Prop[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput]{
 			{"flags-off-is-upstream", chatFlagsOffIdentity},
 			{"other-members-untouched-in-order", chatOthersUntouched},
 			{"tool-choice-canonical-and-idempotent", chatToolChoiceIdempotent},
@@ -148,8 +148,8 @@ func chatFlags(t *rapid.T) ref.CompatFlags {
 	return f
 }
 
-func chatValid(t *rapid.T) ref.ChatNormalizeInput {
-	in := ref.ChatNormalizeInput{
+func chatValid(t *rapid.T) ref.ServingChatNormalizeInput {
+	in := ref.ServingChatNormalizeInput{
 		Endpoint:   rapid.SampledFrom([]string{ref.EndpointChat, ref.EndpointChat, ref.EndpointChat, ref.EndpointCompletions}).Draw(t, "endpoint"),
 		Request:    chatRequest(t),
 		ContextLen: rapid.SampledFrom([]int64{1, 600, 32768}).Draw(t, "context_len"),
@@ -161,42 +161,42 @@ func chatValid(t *rapid.T) ref.ChatNormalizeInput {
 	return in
 }
 
-func chatInvalid(t *rapid.T) Bad[ref.ChatNormalizeInput] {
+func chatInvalid(t *rapid.T) Bad[ref.ServingChatNormalizeInput] {
 	in := chatValid(t)
 	switch rapid.IntRange(0, 5).Draw(t, "violation") {
 	case 0:
 		in.Endpoint = rapid.SampledFrom([]string{"", "Chat", "embeddings"}).Draw(t, "bad_endpoint")
-		return Bad[ref.ChatNormalizeInput]{in, ref.ErrBadEnum}
+		return Bad[ref.ServingChatNormalizeInput]{in, ref.ErrBadEnum}
 	case 1:
 		in.ContextLen = rapid.Int64Range(-5, 0).Draw(t, "bad_context_len")
-		return Bad[ref.ChatNormalizeInput]{in, ref.ErrPoolTooSmall}
+		return Bad[ref.ServingChatNormalizeInput]{in, ref.ErrPoolTooSmall}
 	case 2:
 		in.PromptTokens = i64(rapid.Int64Range(-5, -1).Draw(t, "negative_n"))
-		return Bad[ref.ChatNormalizeInput]{in, ref.ErrNegative}
+		return Bad[ref.ServingChatNormalizeInput]{in, ref.ErrNegative}
 	case 3:
 		in.Flags.ParaChatDefaultMaxTokens = i64(rapid.Int64Range(-3, 0).Draw(t, "bad_para"))
-		return Bad[ref.ChatNormalizeInput]{in, ref.ErrBadFlag}
+		return Bad[ref.ServingChatNormalizeInput]{in, ref.ErrBadFlag}
 	case 4:
 		in.Flags.Family = rapid.SampledFrom([]string{"glm4", "GLM", "openai"}).Draw(t, "bad_family")
-		return Bad[ref.ChatNormalizeInput]{in, ref.ErrBadFlag}
+		return Bad[ref.ServingChatNormalizeInput]{in, ref.ErrBadFlag}
 	}
 	in.Request = json.RawMessage(rapid.SampledFrom([]string{`[]`, `"x"`, `7`, `null`, ` [{}] `}).Draw(t, "not_object"))
-	return Bad[ref.ChatNormalizeInput]{in, ref.ErrNotJSONObject}
+	return Bad[ref.ServingChatNormalizeInput]{in, ref.ErrNotJSONObject}
 }
 
-func chatBoundary() []Case[ref.ChatNormalizeInput] {
+func chatBoundary() []Case[ref.ServingChatNormalizeInput] {
 	d := i64(32768)
 	req := func(s string) json.RawMessage { return json.RawMessage(s) }
-	return append([]Case[ref.ChatNormalizeInput]{
-		{"s2.2-example", ref.ChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[]}`), PromptTokens: i64(1000), ContextLen: 32768, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d}}},
-		{"s2.2-clamp-below-one-keeps-d", ref.ChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[]}`), PromptTokens: i64(32767), ContextLen: 32768, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d}}},
-		{"s2.2-null-max-tokens-replaced", ref.ChatNormalizeInput{Endpoint: "chat", Request: req(`{"max_tokens":null,"messages":[]}`), ContextLen: 32768, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d}}},
-		{"empty-object", ref.ChatNormalizeInput{Endpoint: "chat", Request: req(`{ }`), ContextLen: 10, Flags: ref.CompatFlags{NormalizeToolChoice: true}}},
-		{"empty-messages-append-both", ref.ChatNormalizeInput{Endpoint: "chat", Request: req(` { "messages" : [ ] } `), ContextLen: 10, Flags: ref.CompatFlags{NormalizeToolChoice: true, ParaChatDefaultMaxTokens: d}}},
-		{"s2.4-example", ref.ChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[{"role":"tool","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`), ContextLen: 10, Flags: ref.CompatFlags{FlattenToolRoleContent: true}}},
-		{"duplicate-tool-choice-last-wins", ref.ChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":"f","tool_choice":"any"}`), ContextLen: 10, Flags: ref.CompatFlags{NormalizeToolChoice: true}}},
-		{"escaped-key", ref.ChatNormalizeInput{Endpoint: "chat", Request: req(`{"m\u0065ssages":[{"role":"user","content":[{"type":"image_url","image_url":"u"}]}]}`), ContextLen: 10}},
-		{"completions-untouched", ref.ChatNormalizeInput{Endpoint: "completions", Request: req(`{"prompt":"hi","tool_choice":7}`), ContextLen: 10, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d, NormalizeToolChoice: true}}},
+	return append([]Case[ref.ServingChatNormalizeInput]{
+		{"s2.2-example", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[]}`), PromptTokens: i64(1000), ContextLen: 32768, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d}}},
+		{"s2.2-clamp-below-one-keeps-d", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[]}`), PromptTokens: i64(32767), ContextLen: 32768, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d}}},
+		{"s2.2-null-max-tokens-replaced", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"max_tokens":null,"messages":[]}`), ContextLen: 32768, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d}}},
+		{"empty-object", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{ }`), ContextLen: 10, Flags: ref.CompatFlags{NormalizeToolChoice: true}}},
+		{"empty-messages-append-both", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(` { "messages" : [ ] } `), ContextLen: 10, Flags: ref.CompatFlags{NormalizeToolChoice: true, ParaChatDefaultMaxTokens: d}}},
+		{"s2.4-example", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[{"role":"tool","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`), ContextLen: 10, Flags: ref.CompatFlags{FlattenToolRoleContent: true}}},
+		{"duplicate-tool-choice-last-wins", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":"f","tool_choice":"any"}`), ContextLen: 10, Flags: ref.CompatFlags{NormalizeToolChoice: true}}},
+		{"escaped-key", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"m\u0065ssages":[{"role":"user","content":[{"type":"image_url","image_url":"u"}]}]}`), ContextLen: 10}},
+		{"completions-untouched", ref.ServingChatNormalizeInput{Endpoint: "completions", Request: req(`{"prompt":"hi","tool_choice":7}`), ContextLen: 10, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d, NormalizeToolChoice: true}}},
 	}, chatPathCases()...)
 }
 
@@ -208,16 +208,16 @@ func chatBoundary() []Case[ref.ChatNormalizeInput] {
 // "auto"; tool and message entries that are not objects (skipped); a
 // tool_choice object naming no function, a string naming an unknown one;
 // S2.7's empty string URL.
-func chatPathCases() []Case[ref.ChatNormalizeInput] {
+func chatPathCases() []Case[ref.ServingChatNormalizeInput] {
 	tc := ref.CompatFlags{NormalizeToolChoice: true}
 	flat := ref.CompatFlags{FlattenToolRoleContent: true}
-	chat := func(name, request string, f ref.CompatFlags) Case[ref.ChatNormalizeInput] {
-		return Case[ref.ChatNormalizeInput]{name, ref.ChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(request), ContextLen: 10, Flags: f}}
+	chat := func(name, request string, f ref.CompatFlags) Case[ref.ServingChatNormalizeInput] {
+		return Case[ref.ServingChatNormalizeInput]{name, ref.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(request), ContextLen: 10, Flags: f}}
 	}
 	tool := func(parts string) string {
 		return `{"messages":[{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"ok"},` + parts + `]}]}`
 	}
-	return []Case[ref.ChatNormalizeInput]{
+	return []Case[ref.ServingChatNormalizeInput]{
 		chat("tools-object-not-a-list-400", `{"messages":[],"tools":{"type":"function","function":{"name":"f"}}}`, tc),
 		chat("s2.4-bare-string-part-400", tool(`"bare"`), flat),
 		chat("s2.4-boolean-part-400", tool(`true`), flat),
@@ -244,10 +244,10 @@ func chatPathCases() []Case[ref.ChatNormalizeInput] {
 	}
 }
 
-func chatRegressions() []Case[ref.ChatNormalizeInput] {
-	return []Case[ref.ChatNormalizeInput]{
-		{"s2-b1-para-default-ungated", ref.ChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), ContextLen: 32768}},
-		{"s2-b3-string-image-url-rejected", ref.ChatNormalizeInput{Endpoint: "chat", ContextLen: 32768,
+func chatRegressions() []Case[ref.ServingChatNormalizeInput] {
+	return []Case[ref.ServingChatNormalizeInput]{
+		{"s2-b1-para-default-ungated", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), ContextLen: 32768}},
+		{"s2-b3-string-image-url-rejected", ref.ServingChatNormalizeInput{Endpoint: "chat", ContextLen: 32768,
 			Request: json.RawMessage(`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":"https://x/y.png"}]}]}`)}},
 	}
 }
@@ -279,7 +279,7 @@ func flagsOff(f ref.CompatFlags) bool {
 	return f.ParaChatDefaultMaxTokens == nil && !f.NormalizeToolChoice && !f.FlattenToolRoleContent
 }
 
-func chatFlagsOffIdentity(_ ref.Limits, in ref.ChatNormalizeInput, out ref.ChatNormalizeOutput) error {
+func chatFlagsOffIdentity(_ ref.Limits, in ref.ServingChatNormalizeInput, out ref.ServingChatNormalizeOutput) error {
 	if !flagsOff(in.Flags) || out.Status != 200 || hasStringImageURL(in.Request) {
 		return nil
 	}
@@ -301,7 +301,7 @@ func topMembers(raw []byte) [][2]string {
 
 var editedMembers = map[string]bool{"messages": true, "tool_choice": true, "max_tokens": true}
 
-func chatOthersUntouched(_ ref.Limits, in ref.ChatNormalizeInput, out ref.ChatNormalizeOutput) error {
+func chatOthersUntouched(_ ref.Limits, in ref.ServingChatNormalizeInput, out ref.ServingChatNormalizeOutput) error {
 	if out.Status != 200 {
 		return nil
 	}
@@ -325,7 +325,7 @@ func chatOthersUntouched(_ ref.Limits, in ref.ChatNormalizeInput, out ref.ChatNo
 	return nil
 }
 
-func chatToolChoiceIdempotent(lim ref.Limits, in ref.ChatNormalizeInput, out ref.ChatNormalizeOutput) error {
+func chatToolChoiceIdempotent(lim ref.Limits, in ref.ServingChatNormalizeInput, out ref.ServingChatNormalizeOutput) error {
 	if out.Status != 200 || in.Endpoint != ref.EndpointChat || !in.Flags.NormalizeToolChoice {
 		return nil
 	}
@@ -338,14 +338,14 @@ func chatToolChoiceIdempotent(lim ref.Limits, in ref.ChatNormalizeInput, out ref
 	}
 	again := in
 	again.Request = out.Request
-	out2, err := ref.ChatNormalize(lim, again)
+	out2, err := ref.ServingChatNormalize(lim, again)
 	if err != nil || out2.Status != 200 || !bytes.Equal(compactJSON(out2.Request), compactJSON(out.Request)) {
 		return fmt.Errorf("normalizing the output again changed it: %s", out2.Request)
 	}
 	return nil
 }
 
-func chatSoftRule(_ ref.Limits, in ref.ChatNormalizeInput, out ref.ChatNormalizeOutput) error {
+func chatSoftRule(_ ref.Limits, in ref.ServingChatNormalizeInput, out ref.ServingChatNormalizeOutput) error {
 	if out.Status != 200 {
 		return nil
 	}
@@ -370,14 +370,14 @@ func chatSoftRule(_ ref.Limits, in ref.ChatNormalizeInput, out ref.ChatNormalize
 	return nil
 }
 
-func chatNoStringImageURL(_ ref.Limits, in ref.ChatNormalizeInput, out ref.ChatNormalizeOutput) error {
+func chatNoStringImageURL(_ ref.Limits, in ref.ServingChatNormalizeInput, out ref.ServingChatNormalizeOutput) error {
 	if out.Status == 200 && in.Endpoint == ref.EndpointChat && hasStringImageURL(out.Request) {
 		return fmt.Errorf("a string image_url part is left in %s", out.Request)
 	}
 	return nil
 }
 
-func chatToolFlattened(_ ref.Limits, in ref.ChatNormalizeInput, out ref.ChatNormalizeOutput) error {
+func chatToolFlattened(_ ref.Limits, in ref.ServingChatNormalizeInput, out ref.ServingChatNormalizeOutput) error {
 	if out.Status != 200 || in.Endpoint != ref.EndpointChat || !in.Flags.FlattenToolRoleContent {
 		return nil
 	}

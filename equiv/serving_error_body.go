@@ -17,15 +17,15 @@ import (
 
 // ---- serving.validate_input_length (docs/spec/admission-serving.md S1) ----
 
-// ValidateInputLength is the differential spec of serving.validate_input_length (S1.2, S1.5).
-func ValidateInputLength() *Spec[ref.InputLengthInput, ref.InputLengthOutput] {
-	return &Spec[ref.InputLengthInput, ref.InputLengthOutput]{
-		Op:          catalog.ValidateInputLength(),
+// ServingValidateInputLength is the differential spec of serving.validate_input_length (S1.2, S1.5).
+func ServingValidateInputLength() *Spec[ref.ServingValidateInputLengthInput, ref.ServingValidateInputLengthOutput] {
+	return &Spec[ref.ServingValidateInputLengthInput, ref.ServingValidateInputLengthOutput]{
+		Op:          catalog.ServingValidateInputLength(),
 		Valid:       rapid.Custom(lengthValid),
 		Invalid:     rapid.Custom(lengthInvalid),
 		Boundary:    lengthBoundary(),
 		Regressions: lengthRegressions(),
-		Props: []Prop[ref.InputLengthInput, ref.InputLengthOutput]{
+		Props: []Prop[ref.ServingValidateInputLengthInput, ref.ServingValidateInputLengthOutput]{
 			{"accepted-iff-below-both-bounds", lengthAcceptedIff},
 			{"rejection-is-413-with-the-message", lengthMessageShape},
 			{"scheduler-message-truthful", lengthTruthful},
@@ -34,16 +34,16 @@ func ValidateInputLength() *Spec[ref.InputLengthInput, ref.InputLengthOutput] {
 	}
 }
 
-func lengthValid(t *rapid.T) ref.InputLengthInput {
+func lengthValid(t *rapid.T) ref.ServingValidateInputLengthInput {
 	c := rapid.OneOf(rapid.Int64Range(7, 64), rapid.Int64Range(7, 1<<20), rapid.Int64Range(math.MaxInt64-64, math.MaxInt64)).Draw(t, "context_len")
 	tt := rapid.OneOf(rapid.Int64Range(7, 64), rapid.Int64Range(7, 1<<20), rapid.Just(c), rapid.Int64Range(math.MaxInt64-64, math.MaxInt64)).Draw(t, "max_total_tokens")
 	maxIn := min(c, tt) - 6
 	n := rapid.OneOf(rapid.Int64Range(maxIn-2, maxIn+2), rapid.Int64Range(max(0, c-2), min(c, math.MaxInt64-1)+1), rapid.Int64Range(0, 1<<21)).Draw(t, "prompt_tokens")
-	return ref.InputLengthInput{PromptTokens: max(n, 0), ContextLen: c, MaxTotalTokens: tt,
+	return ref.ServingValidateInputLengthInput{PromptTokens: max(n, 0), ContextLen: c, MaxTotalTokens: tt,
 		AllowAutoTruncate: rapid.IntRange(0, 4).Draw(t, "truncate") == 0}
 }
 
-func lengthInvalid(t *rapid.T) Bad[ref.InputLengthInput] {
+func lengthInvalid(t *rapid.T) Bad[ref.ServingValidateInputLengthInput] {
 	in := lengthValid(t)
 	switch rapid.IntRange(0, 3).Draw(t, "violation") {
 	case 0:
@@ -54,36 +54,36 @@ func lengthInvalid(t *rapid.T) Bad[ref.InputLengthInput] {
 		in.ContextLen = rapid.Int64Range(1, 6).Draw(t, "tiny_context_len")
 	default:
 		in.PromptTokens = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_n")
-		return Bad[ref.InputLengthInput]{in, ref.ErrNegative}
+		return Bad[ref.ServingValidateInputLengthInput]{in, ref.ErrNegative}
 	}
-	return Bad[ref.InputLengthInput]{in, ref.ErrPoolTooSmall}
+	return Bad[ref.ServingValidateInputLengthInput]{in, ref.ErrPoolTooSmall}
 }
 
 // lengthBoundary: S1.4's table, the N == C quirk, the smallest pool.
-func lengthBoundary() []Case[ref.InputLengthInput] {
-	var cs []Case[ref.InputLengthInput]
+func lengthBoundary() []Case[ref.ServingValidateInputLengthInput] {
+	var cs []Case[ref.ServingValidateInputLengthInput]
 	for _, n := range []int64{9000, 8192, 8191, 8190, 8187, 8186, 8185, 0} {
-		cs = append(cs, Case[ref.InputLengthInput]{fmt.Sprintf("s1.4-n%d", n), ref.InputLengthInput{PromptTokens: n, ContextLen: 8192, MaxTotalTokens: 100000}})
+		cs = append(cs, Case[ref.ServingValidateInputLengthInput]{fmt.Sprintf("s1.4-n%d", n), ref.ServingValidateInputLengthInput{PromptTokens: n, ContextLen: 8192, MaxTotalTokens: 100000}})
 	}
 	cs = append(cs,
-		Case[ref.InputLengthInput]{"pool-bound-t", ref.InputLengthInput{PromptTokens: 94, ContextLen: 8192, MaxTotalTokens: 100}},
-		Case[ref.InputLengthInput]{"smallest-pool", ref.InputLengthInput{PromptTokens: 0, ContextLen: 7, MaxTotalTokens: 7}},
-		Case[ref.InputLengthInput]{"auto-truncate-9000", ref.InputLengthInput{PromptTokens: 9000, ContextLen: 8192, MaxTotalTokens: 100000, AllowAutoTruncate: true}},
-		Case[ref.InputLengthInput]{"max-int", ref.InputLengthInput{PromptTokens: math.MaxInt64, ContextLen: math.MaxInt64, MaxTotalTokens: math.MaxInt64}},
+		Case[ref.ServingValidateInputLengthInput]{"pool-bound-t", ref.ServingValidateInputLengthInput{PromptTokens: 94, ContextLen: 8192, MaxTotalTokens: 100}},
+		Case[ref.ServingValidateInputLengthInput]{"smallest-pool", ref.ServingValidateInputLengthInput{PromptTokens: 0, ContextLen: 7, MaxTotalTokens: 7}},
+		Case[ref.ServingValidateInputLengthInput]{"auto-truncate-9000", ref.ServingValidateInputLengthInput{PromptTokens: 9000, ContextLen: 8192, MaxTotalTokens: 100000, AllowAutoTruncate: true}},
+		Case[ref.ServingValidateInputLengthInput]{"max-int", ref.ServingValidateInputLengthInput{PromptTokens: math.MaxInt64, ContextLen: math.MaxInt64, MaxTotalTokens: math.MaxInt64}},
 	)
 	return cs
 }
 
 // lengthRegressions are S1.7's minimal inputs, one per bug.
-func lengthRegressions() []Case[ref.InputLengthInput] {
-	return []Case[ref.InputLengthInput]{
-		{"s1-b1-scheduler-400-upstream-wording", ref.InputLengthInput{PromptTokens: 8190, ContextLen: 8192, MaxTotalTokens: 100000}},
-		{"s1-b2-exceeds-itself", ref.InputLengthInput{PromptTokens: 8186, ContextLen: 8192, MaxTotalTokens: 100000}},
-		{"s1-b3-batch-no-abort", ref.InputLengthInput{PromptTokens: 8188, ContextLen: 8192, MaxTotalTokens: 100000}},
+func lengthRegressions() []Case[ref.ServingValidateInputLengthInput] {
+	return []Case[ref.ServingValidateInputLengthInput]{
+		{"s1-b1-scheduler-400-upstream-wording", ref.ServingValidateInputLengthInput{PromptTokens: 8190, ContextLen: 8192, MaxTotalTokens: 100000}},
+		{"s1-b2-exceeds-itself", ref.ServingValidateInputLengthInput{PromptTokens: 8186, ContextLen: 8192, MaxTotalTokens: 100000}},
+		{"s1-b3-batch-no-abort", ref.ServingValidateInputLengthInput{PromptTokens: 8188, ContextLen: 8192, MaxTotalTokens: 100000}},
 	}
 }
 
-func lengthAcceptedIff(_ ref.Limits, in ref.InputLengthInput, out ref.InputLengthOutput) error {
+func lengthAcceptedIff(_ ref.Limits, in ref.ServingValidateInputLengthInput, out ref.ServingValidateInputLengthOutput) error {
 	want := in.AllowAutoTruncate || in.PromptTokens < min(in.ContextLen, out.MaxReqInputLen)
 	if out.Accepted != want {
 		return fmt.Errorf("accepted = %v, want %v (N=%d, C=%d, max_req_input_len=%d)", out.Accepted, want, in.PromptTokens, in.ContextLen, out.MaxReqInputLen)
@@ -104,7 +104,7 @@ func lengthNumbers(msg string) (int64, int64, bool) {
 	return a, b, true
 }
 
-func lengthMessageShape(_ ref.Limits, in ref.InputLengthInput, out ref.InputLengthOutput) error {
+func lengthMessageShape(_ ref.Limits, in ref.ServingValidateInputLengthInput, out ref.ServingValidateInputLengthOutput) error {
 	if out.Accepted {
 		return nil
 	}
@@ -118,7 +118,7 @@ func lengthMessageShape(_ ref.Limits, in ref.InputLengthInput, out ref.InputLeng
 	return nil
 }
 
-func lengthTruthful(_ ref.Limits, in ref.InputLengthInput, out ref.InputLengthOutput) error {
+func lengthTruthful(_ ref.Limits, in ref.ServingValidateInputLengthInput, out ref.ServingValidateInputLengthOutput) error {
 	if out.Stage != ref.StageScheduler {
 		return nil
 	}
@@ -128,7 +128,7 @@ func lengthTruthful(_ ref.Limits, in ref.InputLengthInput, out ref.InputLengthOu
 	return nil
 }
 
-func lengthNeverPrefilled(_ ref.Limits, in ref.InputLengthInput, out ref.InputLengthOutput) error {
+func lengthNeverPrefilled(_ ref.Limits, in ref.ServingValidateInputLengthInput, out ref.ServingValidateInputLengthOutput) error {
 	if !out.Accepted && out.PrefillTokens > 1 {
 		return fmt.Errorf("rejected request prefills %d tokens; an abort keeps one placeholder", out.PrefillTokens)
 	}
@@ -140,22 +140,22 @@ func lengthNeverPrefilled(_ ref.Limits, in ref.InputLengthInput, out ref.InputLe
 
 // ---- serving.error_body (S1.3) ----
 
-// ErrorBody is the differential spec of serving.error_body (S1.3, S1.5 invariant 3).
-func ErrorBody() *Spec[ref.ErrorBodyInput, ref.ErrorBodyOutput] {
-	return &Spec[ref.ErrorBodyInput, ref.ErrorBodyOutput]{
-		Op:      catalog.ErrorBody(),
+// ServingErrorBody is the differential spec of serving.error_body (S1.3, S1.5 invariant 3).
+func ServingErrorBody() *Spec[ref.ServingErrorBodyInput, ref.ServingErrorBodyOutput] {
+	return &Spec[ref.ServingErrorBodyInput, ref.ServingErrorBodyOutput]{
+		Op:      catalog.ServingErrorBody(),
 		Valid:   rapid.Custom(errorBodyValid),
 		Invalid: rapid.Custom(errorBodyInvalid),
-		Boundary: []Case[ref.ErrorBodyInput]{
-			{"status-400", ref.ErrorBodyInput{Surface: ref.SurfaceOpenAI, Status: 400, Message: "x"}},
-			{"status-599-stream", ref.ErrorBodyInput{Surface: ref.SurfaceOpenAIStream, Status: 599, Message: "\x00\x1f\x7f\u2028😀"}},
-			{"generate-503", ref.ErrorBodyInput{Surface: ref.SurfaceGenerate, Status: 503, Message: "busy"}},
+		Boundary: []Case[ref.ServingErrorBodyInput]{
+			{"status-400", ref.ServingErrorBodyInput{Surface: ref.SurfaceOpenAI, Status: 400, Message: "x"}},
+			{"status-599-stream", ref.ServingErrorBodyInput{Surface: ref.SurfaceOpenAIStream, Status: 599, Message: "\x00\x1f\x7f\u2028😀"}},
+			{"generate-503", ref.ServingErrorBodyInput{Surface: ref.SurfaceGenerate, Status: 503, Message: "busy"}},
 		},
-		Regressions: []Case[ref.ErrorBodyInput]{
-			{"s1-b4-generic-valueerror-first", ref.ErrorBodyInput{Surface: ref.SurfaceOpenAI, Status: 413,
+		Regressions: []Case[ref.ServingErrorBodyInput]{
+			{"s1-b4-generic-valueerror-first", ref.ServingErrorBodyInput{Surface: ref.SurfaceOpenAI, Status: 413,
 				Message: "The input (9000 tokens) is longer than the model's context length (8192 tokens)."}},
 		},
-		Props: []Prop[ref.ErrorBodyInput, ref.ErrorBodyOutput]{
+		Props: []Prop[ref.ServingErrorBodyInput, ref.ServingErrorBodyOutput]{
 			{"openai-body-round-trips", errorBodyRoundTrips},
 			{"openai-status-kept", errorBodyStatusKept},
 			{"stream-chunk-then-done", errorBodyStreamShape},
@@ -171,8 +171,8 @@ func servingText(t *rapid.T, label string) string {
 	).Draw(t, label)
 }
 
-func errorBodyValid(t *rapid.T) ref.ErrorBodyInput {
-	return ref.ErrorBodyInput{
+func errorBodyValid(t *rapid.T) ref.ServingErrorBodyInput {
+	return ref.ServingErrorBodyInput{
 		Surface: rapid.SampledFrom([]string{ref.SurfaceOpenAI, ref.SurfaceOpenAIStream, ref.SurfaceGenerate}).Draw(t, "surface"),
 		Status:  rapid.OneOf(rapid.SampledFrom([]int{400, 413, 500, 503}), rapid.IntRange(400, 599)).Draw(t, "status"),
 		ErrType: rapid.SampledFrom([]string{"", "", ref.PayloadTooLarge, ref.BadRequest, "ValueError"}).Draw(t, "err_type"),
@@ -180,14 +180,14 @@ func errorBodyValid(t *rapid.T) ref.ErrorBodyInput {
 	}
 }
 
-func errorBodyInvalid(t *rapid.T) Bad[ref.ErrorBodyInput] {
+func errorBodyInvalid(t *rapid.T) Bad[ref.ServingErrorBodyInput] {
 	in := errorBodyValid(t)
 	if rapid.Bool().Draw(t, "bad_surface") {
 		in.Surface = rapid.SampledFrom([]string{"", "OpenAI", "sse", "raw"}).Draw(t, "surface_name")
-		return Bad[ref.ErrorBodyInput]{in, ref.ErrBadEnum}
+		return Bad[ref.ServingErrorBodyInput]{in, ref.ErrBadEnum}
 	}
 	in.Status = rapid.OneOf(rapid.IntRange(-5, 399), rapid.IntRange(600, 1000)).Draw(t, "bad_status")
-	return Bad[ref.ErrorBodyInput]{in, ref.ErrBadStatus}
+	return Bad[ref.ServingErrorBodyInput]{in, ref.ErrBadStatus}
 }
 
 // openAIErrorFields is the decoded ErrorResponse.
@@ -199,7 +199,7 @@ type openAIErrorFields struct {
 	Code    int64   `json:"code"`
 }
 
-func errorBodyRoundTrips(_ ref.Limits, in ref.ErrorBodyInput, out ref.ErrorBodyOutput) error {
+func errorBodyRoundTrips(_ ref.Limits, in ref.ServingErrorBodyInput, out ref.ServingErrorBodyOutput) error {
 	if in.Surface != ref.SurfaceOpenAI {
 		return nil
 	}
@@ -217,7 +217,7 @@ func errorBodyRoundTrips(_ ref.Limits, in ref.ErrorBodyInput, out ref.ErrorBodyO
 	return nil
 }
 
-func errorBodyStatusKept(_ ref.Limits, in ref.ErrorBodyInput, out ref.ErrorBodyOutput) error {
+func errorBodyStatusKept(_ ref.Limits, in ref.ServingErrorBodyInput, out ref.ServingErrorBodyOutput) error {
 	if in.Surface != ref.SurfaceOpenAI {
 		return nil
 	}
@@ -231,7 +231,7 @@ func errorBodyStatusKept(_ ref.Limits, in ref.ErrorBodyInput, out ref.ErrorBodyO
 	return nil
 }
 
-func errorBodyStreamShape(_ ref.Limits, in ref.ErrorBodyInput, out ref.ErrorBodyOutput) error {
+func errorBodyStreamShape(_ ref.Limits, in ref.ServingErrorBodyInput, out ref.ServingErrorBodyOutput) error {
 	if in.Surface != ref.SurfaceOpenAIStream {
 		return nil
 	}
@@ -253,27 +253,27 @@ func errorBodyStreamShape(_ ref.Limits, in ref.ErrorBodyInput, out ref.ErrorBody
 
 // ---- serving.stream_error_chunk (S1.3 streaming abort typing, S2.5) ----
 
-// StreamErrorChunk is the differential spec of serving.stream_error_chunk.
-func StreamErrorChunk() *Spec[ref.StreamErrorInput, ref.StreamErrorOutput] {
+// ServingStreamErrorChunk is the differential spec of serving.stream_error_chunk.
+func ServingStreamErrorChunk() *Spec[ref.ServingStreamErrorChunkInput, ref.ServingStreamErrorChunkOutput] {
 	ex := json.RawMessage(`{"type":"abort","status_code":413,"err_type":"PayloadTooLargeError","message":"m"}`)
-	return &Spec[ref.StreamErrorInput, ref.StreamErrorOutput]{
-		Op:      catalog.StreamErrorChunk(),
+	return &Spec[ref.ServingStreamErrorChunkInput, ref.ServingStreamErrorChunkOutput]{
+		Op:      catalog.ServingStreamErrorChunk(),
 		Valid:   rapid.Custom(streamValid),
 		Invalid: rapid.Custom(streamInvalid),
-		Boundary: []Case[ref.StreamErrorInput]{
-			{"s1.4-no-err-type", ref.StreamErrorInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413,"message":"m"}`)}},
-			{"digit-string", ref.StreamErrorInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":"0413"}`)}},
-			{"unknown-code", ref.StreamErrorInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":-7,"err_type":""}`)}},
-			{"float-code-graceful", ref.StreamErrorInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413.0}`)}},
-			{"preflight-200-code-in-stream", ref.StreamErrorInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":200}`), First: true, Preflight: true}},
-			{"duplicate-key-last-wins", ref.StreamErrorInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":500,"status_code":"nope"}`)}},
+		Boundary: []Case[ref.ServingStreamErrorChunkInput]{
+			{"s1.4-no-err-type", ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413,"message":"m"}`)}},
+			{"digit-string", ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":"0413"}`)}},
+			{"unknown-code", ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":-7,"err_type":""}`)}},
+			{"float-code-graceful", ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413.0}`)}},
+			{"preflight-200-code-in-stream", ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":200}`), First: true, Preflight: true}},
+			{"duplicate-key-last-wins", ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":500,"status_code":"nope"}`)}},
 		},
-		Regressions: []Case[ref.StreamErrorInput]{
-			{"s1-b5-stream-type-from-status", ref.StreamErrorInput{FinishReason: ex}},
-			{"s1-b6-http-status-only", ref.StreamErrorInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413,"message":"m"}`)}},
-			{"s2-b5-preflight-extra-chunk", ref.StreamErrorInput{Chunk: `{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant"}}]}`, First: true, Preflight: true}},
+		Regressions: []Case[ref.ServingStreamErrorChunkInput]{
+			{"s1-b5-stream-type-from-status", ref.ServingStreamErrorChunkInput{FinishReason: ex}},
+			{"s1-b6-http-status-only", ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413,"message":"m"}`)}},
+			{"s2-b5-preflight-extra-chunk", ref.ServingStreamErrorChunkInput{Chunk: `{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant"}}]}`, First: true, Preflight: true}},
 		},
-		Props: []Prop[ref.StreamErrorInput, ref.StreamErrorOutput]{
+		Props: []Prop[ref.ServingStreamErrorChunkInput, ref.ServingStreamErrorChunkOutput]{
 			{"err-type-preferred", streamErrTypePreferred},
 			{"int-like-codes-emit", streamIntLikeEmits},
 			{"preflight-keeps-success-bytes", streamSuccessBytes},
@@ -282,8 +282,8 @@ func StreamErrorChunk() *Spec[ref.StreamErrorInput, ref.StreamErrorOutput] {
 	}
 }
 
-func streamValid(t *rapid.T) ref.StreamErrorInput {
-	in := ref.StreamErrorInput{
+func streamValid(t *rapid.T) ref.ServingStreamErrorChunkInput {
+	in := ref.ServingStreamErrorChunkInput{
 		Chunk:     rapid.SampledFrom([]string{`{"id":"c","choices":[]}`, `{"id":"c","choices":[{"index":0,"delta":{"content":"é<"}}]}`}).Draw(t, "chunk"),
 		First:     rapid.Bool().Draw(t, "first"),
 		Preflight: rapid.Bool().Draw(t, "preflight"),
@@ -319,11 +319,11 @@ func streamValid(t *rapid.T) ref.StreamErrorInput {
 	return in
 }
 
-func streamInvalid(t *rapid.T) Bad[ref.StreamErrorInput] {
+func streamInvalid(t *rapid.T) Bad[ref.ServingStreamErrorChunkInput] {
 	in := streamValid(t)
 	big := rapid.SampledFrom([]string{`"99999999999999999999"`, `123456789012345678901234`, `-9223372036854775809`}).Draw(t, "huge")
 	in.FinishReason = json.RawMessage(`{"type":"abort","status_code":` + big + `}`)
-	return Bad[ref.StreamErrorInput]{in, ref.ErrOverflow}
+	return Bad[ref.ServingStreamErrorChunkInput]{in, ref.ErrOverflow}
 }
 
 // finishFields decodes a finish reason the plain way for the properties.
@@ -340,7 +340,7 @@ func finishFields(raw json.RawMessage) (typ string, code json.RawMessage, errTyp
 	return typ, m["status_code"], errType
 }
 
-func streamErrTypePreferred(_ ref.Limits, in ref.StreamErrorInput, out ref.StreamErrorOutput) error {
+func streamErrTypePreferred(_ ref.Limits, in ref.ServingStreamErrorChunkInput, out ref.ServingStreamErrorChunkOutput) error {
 	_, _, et := finishFields(in.FinishReason)
 	if out.Emit && et != nil && *et != "" && out.ErrType != *et {
 		return fmt.Errorf("err_type %q given, chunk typed %q", *et, out.ErrType)
@@ -353,7 +353,7 @@ func streamErrTypePreferred(_ ref.Limits, in ref.StreamErrorInput, out ref.Strea
 
 var intLike = regexp.MustCompile(`^(-?[0-9]+|"[0-9]+")$`)
 
-func streamIntLikeEmits(_ ref.Limits, in ref.StreamErrorInput, out ref.StreamErrorOutput) error {
+func streamIntLikeEmits(_ ref.Limits, in ref.ServingStreamErrorChunkInput, out ref.ServingStreamErrorChunkOutput) error {
 	typ, code, _ := finishFields(in.FinishReason)
 	want := typ == "abort" && intLike.Match(code)
 	if out.Emit != want {
@@ -362,7 +362,7 @@ func streamIntLikeEmits(_ ref.Limits, in ref.StreamErrorInput, out ref.StreamErr
 	return nil
 }
 
-func streamSuccessBytes(_ ref.Limits, in ref.StreamErrorInput, out ref.StreamErrorOutput) error {
+func streamSuccessBytes(_ ref.Limits, in ref.ServingStreamErrorChunkInput, out ref.ServingStreamErrorChunkOutput) error {
 	if out.Emit {
 		return nil
 	}
@@ -375,7 +375,7 @@ func streamSuccessBytes(_ ref.Limits, in ref.StreamErrorInput, out ref.StreamErr
 	return nil
 }
 
-func streamPreflightError(_ ref.Limits, in ref.StreamErrorInput, out ref.StreamErrorOutput) error {
+func streamPreflightError(_ ref.Limits, in ref.ServingStreamErrorChunkInput, out ref.ServingStreamErrorChunkOutput) error {
 	if !out.Emit {
 		return nil
 	}

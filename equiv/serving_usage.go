@@ -15,24 +15,24 @@ import (
 
 // ---- serving.usage (S2.6) ----
 
-// Usage is the differential spec of serving.usage.
-func Usage() *Spec[ref.UsageInput, ref.Usage] {
-	return &Spec[ref.UsageInput, ref.Usage]{
-		Op:      catalog.Usage(),
+// ServingUsage is the differential spec of serving.usage.
+func ServingUsage() *Spec[ref.ServingUsageInput, ref.ServingUsageOutput] {
+	return &Spec[ref.ServingUsageInput, ref.ServingUsageOutput]{
+		Op:      catalog.ServingUsage(),
 		Valid:   rapid.Custom(usageValid),
 		Invalid: rapid.Custom(usageInvalid),
-		Boundary: []Case[ref.UsageInput]{
-			{"no-choices-glm", ref.UsageInput{Family: ref.FamilyGLM}},
-			{"glm-r0-emitted", ref.UsageInput{Family: ref.FamilyGLM, PromptTokens: 3, Choices: []ref.UsageChoice{{CompletionTokens: 5}}}},
-			{"glm-replaces-existing-reasoning", ref.UsageInput{Family: ref.FamilyGLM, Choices: []ref.UsageChoice{{CompletionTokens: 5, ReasoningTokens: 2}},
+		Boundary: []Case[ref.ServingUsageInput]{
+			{"no-choices-glm", ref.ServingUsageInput{Family: ref.FamilyGLM}},
+			{"glm-r0-emitted", ref.ServingUsageInput{Family: ref.FamilyGLM, PromptTokens: 3, Choices: []ref.UsageChoice{{CompletionTokens: 5}}}},
+			{"glm-replaces-existing-reasoning", ref.ServingUsageInput{Family: ref.FamilyGLM, Choices: []ref.UsageChoice{{CompletionTokens: 5, ReasoningTokens: 2}},
 				CompletionTokensDetails: json.RawMessage(`{"reasoning_tokens":9, "accepted_prediction_tokens":1}`)}},
-			{"empty-details-glm", ref.UsageInput{Family: ref.FamilyGLM, CompletionTokensDetails: json.RawMessage(` { } `)}},
-			{"max-sum", ref.UsageInput{PromptTokens: 1, Choices: []ref.UsageChoice{{CompletionTokens: math.MaxInt64 - 1}}}},
+			{"empty-details-glm", ref.ServingUsageInput{Family: ref.FamilyGLM, CompletionTokensDetails: json.RawMessage(` { } `)}},
+			{"max-sum", ref.ServingUsageInput{PromptTokens: 1, Choices: []ref.UsageChoice{{CompletionTokens: math.MaxInt64 - 1}}}},
 		},
-		Regressions: []Case[ref.UsageInput]{
-			{"s2-b4-glm-usage-missing-details", ref.UsageInput{Family: ref.FamilyGLM, PromptTokens: 12, Choices: []ref.UsageChoice{{CompletionTokens: 40, ReasoningTokens: 25}}}},
+		Regressions: []Case[ref.ServingUsageInput]{
+			{"s2-b4-glm-usage-missing-details", ref.ServingUsageInput{Family: ref.FamilyGLM, PromptTokens: 12, Choices: []ref.UsageChoice{{CompletionTokens: 40, ReasoningTokens: 25}}}},
 		},
-		Props: []Prop[ref.UsageInput, ref.Usage]{
+		Props: []Prop[ref.ServingUsageInput, ref.ServingUsageOutput]{
 			{"total-is-prompt-plus-completion", usageTotal},
 			{"reasoning-within-completion", usageReasoningBounded},
 			{"glm-details-merge", usageGLMDetails},
@@ -41,8 +41,8 @@ func Usage() *Spec[ref.UsageInput, ref.Usage] {
 	}
 }
 
-func usageValid(t *rapid.T) ref.UsageInput {
-	in := ref.UsageInput{
+func usageValid(t *rapid.T) ref.ServingUsageInput {
+	in := ref.ServingUsageInput{
 		Family:       rapid.SampledFrom([]string{"", ref.FamilyNone, ref.FamilyGLM, ref.FamilyGLM, ref.FamilyKimi}).Draw(t, "family"),
 		PromptTokens: rapid.Int64Range(0, 1<<20).Draw(t, "prompt_tokens"),
 		Choices:      []ref.UsageChoice{},
@@ -61,7 +61,7 @@ func usageValid(t *rapid.T) ref.UsageInput {
 	return in
 }
 
-func usageInvalid(t *rapid.T) Bad[ref.UsageInput] {
+func usageInvalid(t *rapid.T) Bad[ref.ServingUsageInput] {
 	in := usageValid(t)
 	if len(in.Choices) == 0 {
 		in.Choices = []ref.UsageChoice{{CompletionTokens: 3, ReasoningTokens: 1}}
@@ -70,26 +70,26 @@ func usageInvalid(t *rapid.T) Bad[ref.UsageInput] {
 	switch rapid.IntRange(0, 5).Draw(t, "violation") {
 	case 0:
 		in.Family = rapid.SampledFrom([]string{"glm4", "GLM", "x"}).Draw(t, "bad_family")
-		return Bad[ref.UsageInput]{in, ref.ErrBadFlag}
+		return Bad[ref.ServingUsageInput]{in, ref.ErrBadFlag}
 	case 1:
 		in.CompletionTokensDetails = json.RawMessage(rapid.SampledFrom([]string{`[]`, `7`, `"x"`}).Draw(t, "bad_details"))
-		return Bad[ref.UsageInput]{in, ref.ErrNotJSONObject}
+		return Bad[ref.ServingUsageInput]{in, ref.ErrNotJSONObject}
 	case 2:
 		in.Choices[i].CompletionTokens = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative")
-		return Bad[ref.UsageInput]{in, ref.ErrNegative}
+		return Bad[ref.ServingUsageInput]{in, ref.ErrNegative}
 	case 3:
 		in.Choices[i].ReasoningTokens = in.Choices[i].CompletionTokens + rapid.Int64Range(1, 9).Draw(t, "excess")
-		return Bad[ref.UsageInput]{in, ref.ErrReasoningExceedsCompletion}
+		return Bad[ref.ServingUsageInput]{in, ref.ErrReasoningExceedsCompletion}
 	case 4:
 		in.Choices = append(in.Choices, ref.UsageChoice{CompletionTokens: math.MaxInt64})
 		in.Choices[0].CompletionTokens, in.Choices[0].ReasoningTokens = 1, 0
-		return Bad[ref.UsageInput]{in, ref.ErrOverflow}
+		return Bad[ref.ServingUsageInput]{in, ref.ErrOverflow}
 	}
 	in.PromptTokens = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_prompt")
-	return Bad[ref.UsageInput]{in, ref.ErrNegative}
+	return Bad[ref.ServingUsageInput]{in, ref.ErrNegative}
 }
 
-func usageTotal(_ ref.Limits, in ref.UsageInput, u ref.Usage) error {
+func usageTotal(_ ref.Limits, in ref.ServingUsageInput, u ref.ServingUsageOutput) error {
 	var c int64
 	for _, ch := range in.Choices {
 		c += ch.CompletionTokens
@@ -100,7 +100,7 @@ func usageTotal(_ ref.Limits, in ref.UsageInput, u ref.Usage) error {
 	return nil
 }
 
-func usageReasoningBounded(_ ref.Limits, in ref.UsageInput, u ref.Usage) error {
+func usageReasoningBounded(_ ref.Limits, in ref.ServingUsageInput, u ref.ServingUsageOutput) error {
 	var r int64
 	for _, ch := range in.Choices {
 		r += ch.ReasoningTokens
@@ -111,7 +111,7 @@ func usageReasoningBounded(_ ref.Limits, in ref.UsageInput, u ref.Usage) error {
 	return nil
 }
 
-func usageGLMDetails(_ ref.Limits, in ref.UsageInput, u ref.Usage) error {
+func usageGLMDetails(_ ref.Limits, in ref.ServingUsageInput, u ref.ServingUsageOutput) error {
 	if in.Family != ref.FamilyGLM {
 		return nil
 	}
@@ -136,7 +136,7 @@ func gjsonEscape(k string) string {
 	return r.Replace(k)
 }
 
-func usageNonGLM(_ ref.Limits, in ref.UsageInput, u ref.Usage) error {
+func usageNonGLM(_ ref.Limits, in ref.ServingUsageInput, u ref.ServingUsageOutput) error {
 	if in.Family == ref.FamilyGLM {
 		return nil
 	}

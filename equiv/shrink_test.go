@@ -13,15 +13,15 @@ import (
 // uses outside go test) with a twin that ignores chunk_page_start, and
 // expects rapid's shrunk input: a one-page chunk at position 1.
 func TestShrinkReturnsAMinimalCounterexample(t *testing.T) {
-	broken := func(lim ref.Limits, in ref.FilterCPRankInput) (ref.FilterCPRankOutput, error) {
+	broken := func(lim ref.Limits, in ref.TransferFilterCPRankInput) (ref.TransferFilterCPRankOutput, error) {
 		in.ChunkPageStart = 0
-		return fast.FilterCPRank(lim, in)
+		return fast.TransferFilterCPRank(lim, in)
 	}
-	f := equiv.FilterCPRank().Shrink("broken", broken, equiv.Valid)
+	f := equiv.TransferFilterCPRank().Shrink("broken", broken, equiv.Valid)
 	if f == nil {
 		t.Fatal("Shrink found no counterexample for a twin that ignores chunk_page_start")
 	}
-	var in ref.FilterCPRankInput
+	var in ref.TransferFilterCPRankInput
 	if err := json.Unmarshal(f.Input, &in); err != nil {
 		t.Fatal(err)
 	}

@@ -11,15 +11,15 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// FilterCPRank is the differential spec of transfer.filter_cp_rank (docs/spec/transfer.md §1).
-func FilterCPRank() *Spec[ref.FilterCPRankInput, ref.FilterCPRankOutput] {
-	return &Spec[ref.FilterCPRankInput, ref.FilterCPRankOutput]{
-		Op:          catalog.FilterCPRank(),
+// TransferFilterCPRank is the differential spec of transfer.filter_cp_rank (docs/spec/transfer.md §1).
+func TransferFilterCPRank() *Spec[ref.TransferFilterCPRankInput, ref.TransferFilterCPRankOutput] {
+	return &Spec[ref.TransferFilterCPRankInput, ref.TransferFilterCPRankOutput]{
+		Op:          catalog.TransferFilterCPRank(),
 		Valid:       rapid.Custom(filterValid),
 		Invalid:     rapid.Custom(filterInvalid),
 		Boundary:    filterBoundary(),
 		Regressions: filterRegressions(),
-		Props: []Prop[ref.FilterCPRankInput, ref.FilterCPRankOutput]{
+		Props: []Prop[ref.TransferFilterCPRankInput, ref.TransferFilterCPRankOutput]{
 			{"shape", filterShape},
 			{"range-mask-equivalence", filterRangeMask},
 			{"shift-equivariance", filterShift},
@@ -30,9 +30,9 @@ func FilterCPRank() *Spec[ref.FilterCPRankInput, ref.FilterCPRankOutput] {
 	}
 }
 
-func filterValid(t *rapid.T) ref.FilterCPRankInput {
+func filterValid(t *rapid.T) ref.TransferFilterCPRankInput {
 	cpSize := rapid.IntRange(1, 9).Draw(t, "cp_size")
-	in := ref.FilterCPRankInput{
+	in := ref.TransferFilterCPRankInput{
 		CPSize: cpSize,
 		CPRank: rapid.IntRange(0, cpSize-1).Draw(t, "cp_rank"),
 		Policy: rapid.SampledFrom([]ref.OwnershipPolicy{"", ref.ValueRange, ref.PositionRange}).Draw(t, "policy"),
@@ -79,23 +79,23 @@ func pageIDs(t *rapid.T, n int) []int64 {
 	return kv
 }
 
-func filterInvalid(t *rapid.T) Bad[ref.FilterCPRankInput] {
+func filterInvalid(t *rapid.T) Bad[ref.TransferFilterCPRankInput] {
 	in := filterValid(t)
 	n := int64(len(in.KV))
 	switch rapid.IntRange(0, 8).Draw(t, "violation") {
 	case 0:
 		in.CPSize = rapid.IntRange(-3, 0).Draw(t, "bad_cp_size")
-		return Bad[ref.FilterCPRankInput]{in, ref.ErrBadCPSize}
+		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrBadCPSize}
 	case 1:
 		in.CPRank = rapid.OneOf(rapid.IntRange(-4, -1), rapid.IntRange(in.CPSize, in.CPSize+4)).Draw(t, "bad_cp_rank")
-		return Bad[ref.FilterCPRankInput]{in, ref.ErrBadCPRank}
+		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrBadCPRank}
 	case 2:
 		in.ChunkPageStart = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_start")
-		return Bad[ref.FilterCPRankInput]{in, ref.ErrNegative}
+		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrNegative}
 	case 3:
 		total := rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_total")
 		in.TotalPages = &total
-		return Bad[ref.FilterCPRankInput]{in, ref.ErrNegative}
+		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrNegative}
 	case 4:
 		if n == 0 {
 			in.KV = []int64{0}
@@ -105,19 +105,19 @@ func filterInvalid(t *rapid.T) Bad[ref.FilterCPRankInput] {
 		}
 		i := rapid.IntRange(0, len(in.KV)-1).Draw(t, "negative_at")
 		in.KV[i] = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_id")
-		return Bad[ref.FilterCPRankInput]{in, ref.ErrNegative}
+		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrNegative}
 	case 5:
 		if n == 0 {
 			in.KV = []int64{7}
 		}
 		in.ChunkPageStart = math.MaxInt64 - int64(len(in.KV)) + rapid.Int64Range(1, int64(len(in.KV))).Draw(t, "past_max")
-		return Bad[ref.FilterCPRankInput]{in, ref.ErrOverflow}
+		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrOverflow}
 	case 6:
 		in.Policy = ref.OwnershipPolicy(rapid.SampledFrom([]string{"value", "positional", "VALUE_RANGE", "x"}).Draw(t, "bad_policy"))
-		return Bad[ref.FilterCPRankInput]{in, ref.ErrBadEnum}
+		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrBadEnum}
 	case 7:
 		in.Policy, in.TotalPages = ref.PositionRange, nil
-		return Bad[ref.FilterCPRankInput]{in, ref.ErrTotalPagesRequired}
+		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrTotalPagesRequired}
 	default:
 		in.Policy = ref.PositionRange
 		if n == 0 && in.ChunkPageStart == 0 {
@@ -125,24 +125,24 @@ func filterInvalid(t *rapid.T) Bad[ref.FilterCPRankInput] {
 		}
 		total := rapid.Int64Range(0, in.ChunkPageStart+n-1).Draw(t, "short_total")
 		in.TotalPages = &total
-		return Bad[ref.FilterCPRankInput]{in, ref.ErrChunkOutOfRange}
+		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrChunkOutOfRange}
 	}
 }
 
 // filterBoundary: chunk sizes straddling cp_size and 2×cp_size, for the
 // first and last rank, under both policies; plus the spec's worked examples.
-func filterBoundary() []Case[ref.FilterCPRankInput] {
-	var cs []Case[ref.FilterCPRankInput]
+func filterBoundary() []Case[ref.TransferFilterCPRankInput] {
+	var cs []Case[ref.TransferFilterCPRankInput]
 	for _, cp := range []int{1, 2, 3, 4, 8} {
 		for _, n := range []int{cp - 1, cp, cp + 1, 2*cp - 1, 2 * cp, 2*cp + 1} {
 			for _, rank := range []int{0, cp - 1} {
 				for _, pol := range []ref.OwnershipPolicy{ref.ValueRange, ref.PositionRange} {
 					total := int64(n + 64)
-					in := ref.FilterCPRankInput{KV: run(100, n), ChunkPageStart: 64, TotalPages: &total, CPRank: rank, CPSize: cp, Policy: pol}
+					in := ref.TransferFilterCPRankInput{KV: run(100, n), ChunkPageStart: 64, TotalPages: &total, CPRank: rank, CPSize: cp, Policy: pol}
 					if pol == ref.ValueRange {
 						in.TotalPages = nil
 					}
-					cs = append(cs, Case[ref.FilterCPRankInput]{fmt.Sprintf("cp%d-n%d-rank%d-%s", cp, n, rank, pol), in})
+					cs = append(cs, Case[ref.TransferFilterCPRankInput]{fmt.Sprintf("cp%d-n%d-rank%d-%s", cp, n, rank, pol), in})
 				}
 			}
 		}
@@ -151,21 +151,21 @@ func filterBoundary() []Case[ref.FilterCPRankInput] {
 	six := int64(6)
 	for rank := range 2 {
 		cs = append(cs,
-			Case[ref.FilterCPRankInput]{fmt.Sprintf("E1-rank%d", rank), ref.FilterCPRankInput{KV: run(40, 5), CPRank: rank, CPSize: 2}},
-			Case[ref.FilterCPRankInput]{fmt.Sprintf("E2-rank%d", rank), ref.FilterCPRankInput{KV: run(40, 5), ChunkPageStart: 8, CPRank: rank, CPSize: 2}},
-			Case[ref.FilterCPRankInput]{fmt.Sprintf("E4-value-range-rank%d", rank), ref.FilterCPRankInput{KV: e4, CPRank: rank, CPSize: 2}},
-			Case[ref.FilterCPRankInput]{fmt.Sprintf("E4-position-range-rank%d", rank), ref.FilterCPRankInput{KV: e4, TotalPages: &six, CPRank: rank, CPSize: 2, Policy: ref.PositionRange}},
+			Case[ref.TransferFilterCPRankInput]{fmt.Sprintf("E1-rank%d", rank), ref.TransferFilterCPRankInput{KV: run(40, 5), CPRank: rank, CPSize: 2}},
+			Case[ref.TransferFilterCPRankInput]{fmt.Sprintf("E2-rank%d", rank), ref.TransferFilterCPRankInput{KV: run(40, 5), ChunkPageStart: 8, CPRank: rank, CPSize: 2}},
+			Case[ref.TransferFilterCPRankInput]{fmt.Sprintf("E4-value-range-rank%d", rank), ref.TransferFilterCPRankInput{KV: e4, CPRank: rank, CPSize: 2}},
+			Case[ref.TransferFilterCPRankInput]{fmt.Sprintf("E4-position-range-rank%d", rank), ref.TransferFilterCPRankInput{KV: e4, TotalPages: &six, CPRank: rank, CPSize: 2, Policy: ref.PositionRange}},
 		)
 	}
 	for rank := range 4 {
-		cs = append(cs, Case[ref.FilterCPRankInput]{fmt.Sprintf("E3-rank%d", rank), ref.FilterCPRankInput{KV: run(40, 2), CPRank: rank, CPSize: 4}})
+		cs = append(cs, Case[ref.TransferFilterCPRankInput]{fmt.Sprintf("E3-rank%d", rank), ref.TransferFilterCPRankInput{KV: run(40, 2), CPRank: rank, CPSize: 4}})
 	}
 	// Ids at the top of int64: rank 1's lower bound min(kv)+ls lies past
 	// MaxInt64, so it owns nothing (fast's shortcut; ref compares v−m).
 	four := int64(4)
 	for rank := range 2 {
-		cs = append(cs, Case[ref.FilterCPRankInput]{fmt.Sprintf("ids-near-int64-max-rank%d", rank),
-			ref.FilterCPRankInput{KV: []int64{math.MaxInt64 - 1, math.MaxInt64}, TotalPages: &four, CPRank: rank, CPSize: 2}})
+		cs = append(cs, Case[ref.TransferFilterCPRankInput]{fmt.Sprintf("ids-near-int64-max-rank%d", rank),
+			ref.TransferFilterCPRankInput{KV: []int64{math.MaxInt64 - 1, math.MaxInt64}, TotalPages: &four, CPRank: rank, CPSize: 2}})
 	}
 	return cs
 }
@@ -173,9 +173,9 @@ func filterBoundary() []Case[ref.FilterCPRankInput] {
 // filterRegressions: §1.6's minimal input. The per-layer registration passed
 // chunk_page_start = 0, so chunk 1 ([12,13] at request pages 2..3) was sent
 // to positions [0,1], over chunk 0's decode pages.
-func filterRegressions() []Case[ref.FilterCPRankInput] {
-	return []Case[ref.FilterCPRankInput]{
-		{"chunk-page-start-zero", ref.FilterCPRankInput{KV: []int64{12, 13}, ChunkPageStart: 2, CPRank: 0, CPSize: 1}},
+func filterRegressions() []Case[ref.TransferFilterCPRankInput] {
+	return []Case[ref.TransferFilterCPRankInput]{
+		{"chunk-page-start-zero", ref.TransferFilterCPRankInput{KV: []int64{12, 13}, ChunkPageStart: 2, CPRank: 0, CPSize: 1}},
 	}
 }
 
@@ -188,7 +188,7 @@ func run(first int64, n int) []int64 {
 	return kv
 }
 
-func policyOf(in ref.FilterCPRankInput) ref.OwnershipPolicy {
+func policyOf(in ref.TransferFilterCPRankInput) ref.OwnershipPolicy {
 	if in.Policy == "" {
 		return ref.ValueRange
 	}
@@ -197,7 +197,7 @@ func policyOf(in ref.FilterCPRankInput) ref.OwnershipPolicy {
 
 // filterShape is §1.4.2: equal lengths, positions ascending by one inside
 // the chunk, and owned[i] == kv[positions[i]-s].
-func filterShape(_ ref.Limits, in ref.FilterCPRankInput, out ref.FilterCPRankOutput) error {
+func filterShape(_ ref.Limits, in ref.TransferFilterCPRankInput, out ref.TransferFilterCPRankOutput) error {
 	if len(out.Owned) != len(out.Positions) {
 		return fmt.Errorf("len(owned)=%d != len(positions)=%d", len(out.Owned), len(out.Positions))
 	}
@@ -218,7 +218,7 @@ func filterShape(_ ref.Limits, in ref.FilterCPRankInput, out ref.FilterCPRankOut
 
 // filterRangeMask is §1.4.1 (isin equivalence): the span of the plain range
 // mask, computed here independently, equals the result.
-func filterRangeMask(_ ref.Limits, in ref.FilterCPRankInput, out ref.FilterCPRankOutput) error {
+func filterRangeMask(_ ref.Limits, in ref.TransferFilterCPRankInput, out ref.TransferFilterCPRankOutput) error {
 	if policyOf(in) != ref.ValueRange || in.CPSize == 1 || len(in.KV) == 0 {
 		return nil
 	}
@@ -249,13 +249,13 @@ func filterRangeMask(_ ref.Limits, in ref.FilterCPRankInput, out ref.FilterCPRan
 
 // filterShift is §1.4.3 under ValueRange: positions(s) == positions(0)+s
 // and owned(s) == owned(0).
-func filterShift(lim ref.Limits, in ref.FilterCPRankInput, out ref.FilterCPRankOutput) error {
+func filterShift(lim ref.Limits, in ref.TransferFilterCPRankInput, out ref.TransferFilterCPRankOutput) error {
 	if policyOf(in) != ref.ValueRange {
 		return nil
 	}
 	at0 := in
 	at0.ChunkPageStart = 0
-	base, err := ref.FilterCPRank(lim, at0)
+	base, err := ref.TransferFilterCPRank(lim, at0)
 	if err != nil {
 		return fmt.Errorf("ref at s=0: %v", err)
 	}
@@ -271,7 +271,7 @@ func filterShift(lim ref.Limits, in ref.FilterCPRankInput, out ref.FilterCPRankO
 }
 
 // filterIdentity is §1.4.6: cp_size 1 sends the whole chunk.
-func filterIdentity(_ ref.Limits, in ref.FilterCPRankInput, out ref.FilterCPRankOutput) error {
+func filterIdentity(_ ref.Limits, in ref.TransferFilterCPRankInput, out ref.TransferFilterCPRankOutput) error {
 	if in.CPSize != 1 {
 		return nil
 	}
@@ -282,12 +282,12 @@ func filterIdentity(_ ref.Limits, in ref.FilterCPRankInput, out ref.FilterCPRank
 }
 
 // allRanks runs ref for every rank of in's CP group.
-func allRanks(lim ref.Limits, in ref.FilterCPRankInput) ([]ref.FilterCPRankOutput, error) {
-	outs := make([]ref.FilterCPRankOutput, in.CPSize)
+func allRanks(lim ref.Limits, in ref.TransferFilterCPRankInput) ([]ref.TransferFilterCPRankOutput, error) {
+	outs := make([]ref.TransferFilterCPRankOutput, in.CPSize)
 	for r := range outs {
 		x := in
 		x.CPRank = r
-		o, err := ref.FilterCPRank(lim, x)
+		o, err := ref.TransferFilterCPRank(lim, x)
 		if err != nil {
 			return nil, fmt.Errorf("rank %d: %v", r, err)
 		}
@@ -299,7 +299,7 @@ func allRanks(lim ref.Limits, in ref.FilterCPRankInput) ([]ref.FilterCPRankOutpu
 // filterTilingContiguous is §1.4.4: for a contiguous ascending run with
 // T = n, the ranks' shares concatenate to kv, their positions tile the
 // chunk once, and rank r gets base + (r < rem) pages.
-func filterTilingContiguous(lim ref.Limits, in ref.FilterCPRankInput, out ref.FilterCPRankOutput) error {
+func filterTilingContiguous(lim ref.Limits, in ref.TransferFilterCPRankInput, out ref.TransferFilterCPRankOutput) error {
 	n := int64(len(in.KV))
 	if policyOf(in) != ref.ValueRange || (in.TotalPages != nil && *in.TotalPages != n) || !isRun(in.KV) {
 		return nil
@@ -325,7 +325,7 @@ func filterTilingContiguous(lim ref.Limits, in ref.FilterCPRankInput, out ref.Fi
 
 // filterTilingPositional: under PositionRange the ranks always tile the
 // chunk exactly once, whatever the page ids (the policy's reason to exist, E4).
-func filterTilingPositional(lim ref.Limits, in ref.FilterCPRankInput, out ref.FilterCPRankOutput) error {
+func filterTilingPositional(lim ref.Limits, in ref.TransferFilterCPRankInput, out ref.TransferFilterCPRankOutput) error {
 	if policyOf(in) != ref.PositionRange {
 		return nil
 	}
@@ -340,7 +340,7 @@ func filterTilingPositional(lim ref.Limits, in ref.FilterCPRankInput, out ref.Fi
 	return tiles(in, owned, pos)
 }
 
-func tiles(in ref.FilterCPRankInput, owned, pos []int64) error {
+func tiles(in ref.TransferFilterCPRankInput, owned, pos []int64) error {
 	if !slices.Equal(owned, in.KV) && !(len(owned) == 0 && len(in.KV) == 0) {
 		return fmt.Errorf("ranks' owned pages %v do not concatenate to kv %v", owned, in.KV)
 	}

@@ -12,16 +12,16 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LayerBlocks is the differential spec of transfer.layer_blocks (docs/spec/transfer.md §3).
-func LayerBlocks() *Spec[ref.LayerBlocksInput, ref.LayerBlocksOutput] {
-	return &Spec[ref.LayerBlocksInput, ref.LayerBlocksOutput]{
-		Op:          catalog.LayerBlocks(),
+// TransferLayerBlocks is the differential spec of transfer.layer_blocks (docs/spec/transfer.md §3).
+func TransferLayerBlocks() *Spec[ref.TransferLayerBlocksInput, ref.TransferLayerBlocksOutput] {
+	return &Spec[ref.TransferLayerBlocksInput, ref.TransferLayerBlocksOutput]{
+		Op:          catalog.TransferLayerBlocks(),
 		Valid:       rapid.Custom(layerValid),
 		Invalid:     rapid.Custom(layerInvalid),
 		Boundary:    layerBoundary(),
 		Regressions: layerRegressions(),
 		Rejects:     map[string]*ref.Sentinel{"negative-dst-page-after-max-int64": ref.ErrNegative},
-		Props: []Prop[ref.LayerBlocksInput, ref.LayerBlocksOutput]{
+		Props: []Prop[ref.TransferLayerBlocksInput, ref.TransferLayerBlocksOutput]{
 			{"runs-are-grouped-pages", layerRunsGrouped},
 			{"cross-layer-invariant", layerCrossLayer},
 			{"byte-count", layerByteCount},
@@ -44,7 +44,7 @@ type lbEntry struct {
 // is K_0..K_{n-1}, V_0..V_{n-1} against the decode halves [:D] and [D:],
 // sliced at start when n != D, each with its own item len.
 // Precondition: in is accepted by ref.
-func layerEntries(in ref.LayerBlocksInput) []lbEntry {
+func layerEntries(in ref.TransferLayerBlocksInput) []lbEntry {
 	var es []lbEntry
 	n, start := len(in.SrcPtrs), int(in.StartLayer)
 	if in.IsMLA {
@@ -71,7 +71,7 @@ func layerEntries(in ref.LayerBlocksInput) []lbEntry {
 	return es
 }
 
-func layerValid(t *rapid.T) ref.LayerBlocksInput {
+func layerValid(t *rapid.T) ref.TransferLayerBlocksInput {
 	return drawLayer(t, rapid.Bool().Draw(t, "is_mla"), 0, 0)
 }
 
@@ -85,7 +85,7 @@ var itemLenChoices = []uint64{64 * 576 * 2, 64 * 8 * 128 * 2, 1024, 576, 4096, 6
 // time, MHA K and V item lens that usually differ, base addresses realistic,
 // random or flush against 2^64, and data lens (when given) at or just above
 // what the pages need.
-func drawLayer(t *rapid.T, mla bool, minLayers, minPages int) ref.LayerBlocksInput {
+func drawLayer(t *rapid.T, mla bool, minLayers, minPages int) ref.TransferLayerBlocksInput {
 	layers := rapid.IntRange(max(minLayers, 1), 4).Draw(t, "layers")
 	if minLayers == 0 && rapid.IntRange(0, 7).Draw(t, "no_layers") == 7 {
 		layers = 0
@@ -96,7 +96,7 @@ func drawLayer(t *rapid.T, mla bool, minLayers, minPages int) ref.LayerBlocksInp
 		start = rapid.IntRange(0, dstLayers-layers).Draw(t, "start_layer")
 	}
 	n := rapid.IntRange(minPages, 24).Draw(t, "pages")
-	in := ref.LayerBlocksInput{
+	in := ref.TransferLayerBlocksInput{
 		IsMLA:      mla,
 		Owned:      pageWalk(t, n, "owned", false),
 		DstPages:   distinctPages(t, n),
@@ -171,7 +171,7 @@ func needBytes(pages []int64, itemLen uint64) uint64 {
 // placeBuffers sets every src and dst base address, and sometimes the data
 // lens, so that every block of in fits. A dst pointer no entry writes
 // (outside the PP slice) gets an arbitrary base and length.
-func placeBuffers(t *rapid.T, in *ref.LayerBlocksInput) {
+func placeBuffers(t *rapid.T, in *ref.TransferLayerBlocksInput) {
 	srcNeed := make([]uint64, len(in.SrcPtrs))
 	dstNeed := make([]uint64, len(in.DstPtrs))
 	for _, e := range layerEntries(*in) {
@@ -216,8 +216,8 @@ func dataLens(t *rapid.T, side string, need []uint64) []uint64 {
 	return lens
 }
 
-func layerInvalid(t *rapid.T) Bad[ref.LayerBlocksInput] {
-	type bad = Bad[ref.LayerBlocksInput]
+func layerInvalid(t *rapid.T) Bad[ref.TransferLayerBlocksInput] {
+	type bad = Bad[ref.TransferLayerBlocksInput]
 	switch rapid.IntRange(0, 14).Draw(t, "violation") {
 	case 0:
 		in := layerValid(t)
@@ -290,7 +290,7 @@ func layerInvalid(t *rapid.T) Bad[ref.LayerBlocksInput] {
 // dstSliceOutOfRange makes the layer counts differ and puts start_layer
 // past the last slice that fits; dst data lens are dropped so their length
 // cannot be the first error.
-func dstSliceOutOfRange(t *rapid.T) ref.LayerBlocksInput {
+func dstSliceOutOfRange(t *rapid.T) ref.TransferLayerBlocksInput {
 	in := layerValid(t)
 	in.DstDataLens = nil
 	per := 1
@@ -311,7 +311,7 @@ func dstSliceOutOfRange(t *rapid.T) ref.LayerBlocksInput {
 // entry's buffer on one side: either its base so close to 2^64 that the
 // largest page's block wraps (bounds false), or its data len just short of
 // the largest page's end (bounds true).
-func addressPastEnd(t *rapid.T, bounds bool) ref.LayerBlocksInput {
+func addressPastEnd(t *rapid.T, bounds bool) ref.TransferLayerBlocksInput {
 	in := drawLayer(t, rapid.Bool().Draw(t, "is_mla"), 1, 1)
 	es := layerEntries(in)
 	e := es[rapid.IntRange(0, len(es)-1).Draw(t, "entry")]
@@ -336,8 +336,8 @@ func addressPastEnd(t *rapid.T, bounds bool) ref.LayerBlocksInput {
 // ignored start_layer; blocks ending exactly at 2^64-1 and exactly at the
 // data len; pages at MaxInt64 (and a wrap past it, rejected); decode runs
 // out of order; §3.4's example and its MHA twin.
-func layerBoundary() []Case[ref.LayerBlocksInput] {
-	type in = ref.LayerBlocksInput
+func layerBoundary() []Case[ref.TransferLayerBlocksInput] {
+	type in = ref.TransferLayerBlocksInput
 	mla := func(owned, dst []int64, il uint64, src, dsts []uint64) in {
 		return in{IsMLA: true, Owned: owned, DstPages: dst, SrcPtrs: src, DstPtrs: dsts, ItemLens: slices.Repeat([]uint64{il}, len(src))}
 	}
@@ -361,7 +361,7 @@ func layerBoundary() []Case[ref.LayerBlocksInput] {
 	exact := ex()
 	exact.SrcDataLens, exact.DstDataLens = []uint64{10 * 1024, 10 * 1024}, []uint64{23 * 1024, 23 * 1024}
 	const top = math.MaxInt64
-	return []Case[ref.LayerBlocksInput]{
+	return []Case[ref.TransferLayerBlocksInput]{
 		{"spec-3.4-mla-two-layers", ex()},
 		{"spec-3.4-as-mha-k-and-v-lens-differ", exMHA},
 		{"no-pages", mla([]int64{}, []int64{}, 1024, []uint64{0x1000, 0x2000}, []uint64{0x3000, 0x4000})},
@@ -389,15 +389,15 @@ func layerBoundary() []Case[ref.LayerBlocksInput] {
 
 // layerRegressions: §3's suggested mutation. One MHA layer with K and V
 // item lens 1024 and 512: K's block must start at 3*1024, not 3*512.
-func layerRegressions() []Case[ref.LayerBlocksInput] {
-	return []Case[ref.LayerBlocksInput]{
-		{"v-item-len-for-k", ref.LayerBlocksInput{Owned: []int64{3}, DstPages: []int64{7},
+func layerRegressions() []Case[ref.TransferLayerBlocksInput] {
+	return []Case[ref.TransferLayerBlocksInput]{
+		{"v-item-len-for-k", ref.TransferLayerBlocksInput{Owned: []int64{3}, DstPages: []int64{7},
 			SrcPtrs: []uint64{0x10000000, 0x20000000}, DstPtrs: []uint64{0x90000000, 0xA0000000}, ItemLens: []uint64{1024, 512}}},
 	}
 }
 
 // blockShape fails when out does not hold entries × len(runs) blocks.
-func blockShape(out ref.LayerBlocksOutput, entries int) error {
+func blockShape(out ref.TransferLayerBlocksOutput, entries int) error {
 	per := len(out.Runs)
 	if out.BlocksPerEntry != int64(per) || len(out.Blocks) != entries*per {
 		return fmt.Errorf("%d blocks, blocks_per_entry %d, for %d entries of %d runs", len(out.Blocks), out.BlocksPerEntry, entries, per)
@@ -406,7 +406,7 @@ func blockShape(out ref.LayerBlocksOutput, entries int) error {
 }
 
 // entryBlocks returns entry e's blocks of out, once its shape is checked.
-func entryBlocks(out ref.LayerBlocksOutput, entries, e int) ([]ref.Block, error) {
+func entryBlocks(out ref.TransferLayerBlocksOutput, entries, e int) ([]ref.Block, error) {
 	if err := blockShape(out, entries); err != nil {
 		return nil, err
 	}
@@ -416,8 +416,8 @@ func entryBlocks(out ref.LayerBlocksOutput, entries, e int) ([]ref.Block, error)
 
 // layerRunsGrouped is §3.1's input: the runs are §2's grouping of (owned,
 // dst_pages), one block per run per entry.
-func layerRunsGrouped(lim ref.Limits, in ref.LayerBlocksInput, out ref.LayerBlocksOutput) error {
-	want, err := ref.GroupContiguous(lim, ref.GroupContiguousInput{Src: in.Owned, Dst: in.DstPages})
+func layerRunsGrouped(lim ref.Limits, in ref.TransferLayerBlocksInput, out ref.TransferLayerBlocksOutput) error {
+	want, err := ref.TransferGroupContiguous(lim, ref.TransferGroupContiguousInput{Src: in.Owned, Dst: in.DstPages})
 	if err != nil {
 		return fmt.Errorf("grouping the pages: %v", err)
 	}
@@ -440,7 +440,7 @@ func offsetIn(addr, base, itemLen uint64) (uint64, bool) {
 // block i of every entry, measured in pages from the entry's own bases,
 // starts at the same src page, the same dst page and spans the same count,
 // namely run i's: the run list is computed once and shared.
-func layerCrossLayer(_ ref.Limits, in ref.LayerBlocksInput, out ref.LayerBlocksOutput) error {
+func layerCrossLayer(_ ref.Limits, in ref.TransferLayerBlocksInput, out ref.TransferLayerBlocksOutput) error {
 	for e, ent := range layerEntries(in) {
 		blocks, err := entryBlocks(out, len(in.SrcPtrs), e)
 		if err != nil {
@@ -461,7 +461,7 @@ func layerCrossLayer(_ ref.Limits, in ref.LayerBlocksInput, out ref.LayerBlocksO
 
 // layerByteCount is §3.5.2: entry e moves item_len[e] × len(owned) bytes,
 // and the batch moves the sum of that over entries.
-func layerByteCount(_ ref.Limits, in ref.LayerBlocksInput, out ref.LayerBlocksOutput) error {
+func layerByteCount(_ ref.Limits, in ref.TransferLayerBlocksInput, out ref.TransferLayerBlocksOutput) error {
 	var total, want uint64
 	for e, ent := range layerEntries(in) {
 		blocks, err := entryBlocks(out, len(in.SrcPtrs), e)
@@ -490,7 +490,7 @@ func layerByteCount(_ ref.Limits, in ref.LayerBlocksInput, out ref.LayerBlocksOu
 // layerConcat is §3.5.3: concatenating the seed's per-layer
 // BuildLayerBlocks over the entries gives the monolithic batch exactly,
 // order included.
-func layerConcat(_ ref.Limits, in ref.LayerBlocksInput, out ref.LayerBlocksOutput) error {
+func layerConcat(_ ref.Limits, in ref.TransferLayerBlocksInput, out ref.TransferLayerBlocksOutput) error {
 	perLayer := []ref.Block{}
 	for _, ent := range layerEntries(in) {
 		perLayer = append(perLayer, ref.BuildLayerBlocks(in.SrcPtrs[ent.src], in.DstPtrs[ent.dst], ent.itemLen, out.Runs)...)
@@ -503,7 +503,7 @@ func layerConcat(_ ref.Limits, in ref.LayerBlocksInput, out ref.LayerBlocksOutpu
 
 // layerDisjointDst is §3.5.4: within an entry no two blocks write the same
 // byte (decode pages are distinct).
-func layerDisjointDst(_ ref.Limits, in ref.LayerBlocksInput, out ref.LayerBlocksOutput) error {
+func layerDisjointDst(_ ref.Limits, in ref.TransferLayerBlocksInput, out ref.TransferLayerBlocksOutput) error {
 	for e := range len(in.SrcPtrs) {
 		blocks, err := entryBlocks(out, len(in.SrcPtrs), e)
 		if err != nil {
@@ -521,7 +521,7 @@ func layerDisjointDst(_ ref.Limits, in ref.LayerBlocksInput, out ref.LayerBlocks
 
 // layerWithinBounds is §3.5.5: with data lens known, every block lies in
 // [base, base+data_len) of its buffer on both sides.
-func layerWithinBounds(_ ref.Limits, in ref.LayerBlocksInput, out ref.LayerBlocksOutput) error {
+func layerWithinBounds(_ ref.Limits, in ref.TransferLayerBlocksInput, out ref.TransferLayerBlocksOutput) error {
 	inside := func(addr, n, base, dataLen uint64) bool {
 		return addr >= base && addr-base <= dataLen && n <= dataLen-(addr-base)
 	}

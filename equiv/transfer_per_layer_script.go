@@ -13,21 +13,21 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// PerLayerScript is the differential spec of transfer.per_layer_script
+// TransferPerLayerScript is the differential spec of transfer.per_layer_script
 // (docs/spec/transfer.md §4). The step-by-step state machine over the managers
 // themselves, with the byte comparison against a monolithic send on a
 // clone, is TestPerLayerTwinsAgreeAfterEveryStep; this spec holds the
 // script-level generators, the §4.6 worked trace and §4.7 minimal inputs,
 // and the §4.8 invariants read off a trace, the engine log and the final
 // state.
-func PerLayerScript() *Spec[ref.PerLayerScriptInput, ref.PerLayerScriptOutput] {
-	return &Spec[ref.PerLayerScriptInput, ref.PerLayerScriptOutput]{
-		Op:          catalog.PerLayerScript(),
-		Valid:       rapid.Custom(func(t *rapid.T) ref.PerLayerScriptInput { return PerLayerSteps(t, 40) }),
+func TransferPerLayerScript() *Spec[ref.TransferPerLayerScriptInput, ref.TransferPerLayerScriptOutput] {
+	return &Spec[ref.TransferPerLayerScriptInput, ref.TransferPerLayerScriptOutput]{
+		Op:          catalog.TransferPerLayerScript(),
+		Valid:       rapid.Custom(func(t *rapid.T) ref.TransferPerLayerScriptInput { return PerLayerSteps(t, 40) }),
 		Invalid:     rapid.Custom(perLayerInvalid),
 		Boundary:    perLayerBoundary(),
 		Regressions: perLayerRegressions(),
-		Props: []Prop[ref.PerLayerScriptInput, ref.PerLayerScriptOutput]{
+		Props: []Prop[ref.TransferPerLayerScriptInput, ref.TransferPerLayerScriptOutput]{
 			{"enqueued-bounded", perLayerEnqueuedBounded},
 			{"no-double-send", perLayerNoDoubleSend},
 			{"no-submit-after-failure", perLayerNoSubmitAfterFailure},
@@ -47,13 +47,13 @@ func PerLayerScript() *Spec[ref.PerLayerScriptInput, ref.PerLayerScriptOutput] {
 // drops, duplicate registrations and finishes, and occasional refused
 // steps. A reference run follows the steps so they name live events,
 // batches and chunks.
-func PerLayerSteps(t *rapid.T, maxSteps int) ref.PerLayerScriptInput {
+func PerLayerSteps(t *rapid.T, maxSteps int) ref.TransferPerLayerScriptInput {
 	create := perLayerDrawCreate(t)
 	g := newPerLayerGen(t, create, nil)
 	for range rapid.IntRange(0, maxSteps).Draw(t, "steps") {
 		g.step()
 	}
-	return ref.PerLayerScriptInput{Steps: g.steps}
+	return ref.TransferPerLayerScriptInput{Steps: g.steps}
 }
 
 // perLayerDrawCreate draws a create step: N in [1, 6], H = N mostly (N−1: an
@@ -181,7 +181,7 @@ func (g *perLayerGen) step() {
 // perLayerInvalid draws a valid script and breaks it once: the create step,
 // the op of a step, or a register/monolithic step appended at the end
 // with mismatched lengths, a page outside the arena or a repeated dst page.
-func perLayerInvalid(t *rapid.T) Bad[ref.PerLayerScriptInput] {
+func perLayerInvalid(t *rapid.T) Bad[ref.TransferPerLayerScriptInput] {
 	in := PerLayerSteps(t, 8)
 	steps := slices.Clone(in.Steps)
 	c := &steps[0]
@@ -214,7 +214,7 @@ func perLayerInvalid(t *rapid.T) Bad[ref.PerLayerScriptInput] {
 	case 10:
 		steps, want = append(steps, ref.PerLayerStep{Op: ref.PerLayerInject, Fault: "cosmic_ray"}), ref.ErrBadEnum
 	}
-	return Bad[ref.PerLayerScriptInput]{In: ref.PerLayerScriptInput{Steps: steps}, Want: want}
+	return Bad[ref.TransferPerLayerScriptInput]{In: ref.TransferPerLayerScriptInput{Steps: steps}, Want: want}
 }
 
 // perLayerForward is the steps of one forward over layers [0, h): the hooks,
@@ -242,22 +242,22 @@ func perLayerReg(room uint64, chunk int64) ref.PerLayerStep {
 	return ref.PerLayerStep{Op: ref.PerLayerRegister, Room: room, Chunk: chunk, Infos: 1, Owned: []int64{0, 1, 3}, Dst: []int64{2, 3, 0}}
 }
 
-func perLayerScript(parts ...[]ref.PerLayerStep) ref.PerLayerScriptInput {
+func perLayerScript(parts ...[]ref.PerLayerStep) ref.TransferPerLayerScriptInput {
 	var steps []ref.PerLayerStep
 	for _, p := range parts {
 		steps = append(steps, p...)
 	}
-	return ref.PerLayerScriptInput{Steps: steps}
+	return ref.TransferPerLayerScriptInput{Steps: steps}
 }
 
 func one(s ...ref.PerLayerStep) []ref.PerLayerStep { return s }
 
-func perLayerBoundary() []Case[ref.PerLayerScriptInput] {
+func perLayerBoundary() []Case[ref.TransferPerLayerScriptInput] {
 	fin := func(room uint64, chunk int64) ref.PerLayerStep {
 		return ref.PerLayerStep{Op: ref.PerLayerFinish, Room: room, Chunk: chunk}
 	}
-	return []Case[ref.PerLayerScriptInput]{
-		{"worked-trace-4.6", catalog.PerLayerScript().Sample},
+	return []Case[ref.TransferPerLayerScriptInput]{
+		{"worked-trace-4.6", catalog.TransferPerLayerScript().Sample},
 		{"n1", perLayerScript(one(perLayerCreate(1, 1, 8), perLayerReg(1, 0)), perLayerForward(1, 1, 1), one(fin(1, 0)))},
 		{"n-equals-k", perLayerScript(one(perLayerCreate(4, 4, 4), perLayerReg(1, 0)), perLayerForward(4, 1, 1), one(fin(1, 0)))},
 		{"n-k-plus-1", perLayerScript(one(perLayerCreate(5, 5, 4), perLayerReg(1, 0)), perLayerForward(5, 2, 2), one(fin(1, 0)))},
@@ -300,9 +300,9 @@ func perLayerBoundary() []Case[ref.PerLayerScriptInput] {
 	}
 }
 
-func perLayerRegressions() []Case[ref.PerLayerScriptInput] {
+func perLayerRegressions() []Case[ref.TransferPerLayerScriptInput] {
 	fin := ref.PerLayerStep{Op: ref.PerLayerFinish, Room: 7}
-	return []Case[ref.PerLayerScriptInput]{
+	return []Case[ref.TransferPerLayerScriptInput]{
 		// B1: N=2, H=1, K=1. Fixed: 0 and entry 1 sent by the sync
 		// fallback; buggy: "finish TIMEOUT processed=1/2".
 		{"finish-requires-all-layers", perLayerScript(one(perLayerCreate(2, 1, 1), perLayerReg(7, 0)), perLayerForward(1, 1, 1), one(fin))},
@@ -324,7 +324,7 @@ func perLayerRegressions() []Case[ref.PerLayerScriptInput] {
 
 // perLayerEnqueuedBounded is §4.8.1: every context's enqueued layers lie in
 // [0, H), number at most N, and its completion target is their count.
-func perLayerEnqueuedBounded(_ ref.Limits, in ref.PerLayerScriptInput, out ref.PerLayerScriptOutput) error {
+func perLayerEnqueuedBounded(_ ref.Limits, in ref.TransferPerLayerScriptInput, out ref.TransferPerLayerScriptOutput) error {
 	h := in.Steps[0].Hooked
 	for _, r := range out.State.Rooms {
 		for _, c := range r.Contexts {
@@ -342,7 +342,7 @@ func perLayerEnqueuedBounded(_ ref.Limits, in ref.PerLayerScriptInput, out ref.P
 }
 
 // sent lists, per session, the blocks handed to the engine (async and sync).
-func sent(out ref.PerLayerScriptOutput) map[string][]ref.Block {
+func sent(out ref.TransferPerLayerScriptOutput) map[string][]ref.Block {
 	m := map[string][]ref.Block{}
 	for _, c := range out.Calls {
 		if c.Kind != ref.CallWait {
@@ -354,7 +354,7 @@ func sent(out ref.PerLayerScriptOutput) map[string][]ref.Block {
 
 // perLayerNoDoubleSend is §4.8.2: no context hands the same block to the
 // engine twice (the dst pages of a chunk are distinct, so its blocks are).
-func perLayerNoDoubleSend(_ ref.Limits, _ ref.PerLayerScriptInput, out ref.PerLayerScriptOutput) error {
+func perLayerNoDoubleSend(_ ref.Limits, _ ref.TransferPerLayerScriptInput, out ref.TransferPerLayerScriptOutput) error {
 	for s, blocks := range sent(out) {
 		seen := map[ref.Block]bool{}
 		for _, b := range blocks {
@@ -370,7 +370,7 @@ func perLayerNoDoubleSend(_ ref.Limits, _ ref.PerLayerScriptInput, out ref.PerLa
 // perLayerNoSubmitAfterFailure is §4.8.2's second half as the log shows it:
 // after a session's failed submit or sync transfer, that session hands
 // nothing more to the engine.
-func perLayerNoSubmitAfterFailure(_ ref.Limits, _ ref.PerLayerScriptInput, out ref.PerLayerScriptOutput) error {
+func perLayerNoSubmitAfterFailure(_ ref.Limits, _ ref.TransferPerLayerScriptInput, out ref.TransferPerLayerScriptOutput) error {
 	failed := map[string]bool{}
 	for i, c := range out.Calls {
 		if c.Kind == ref.CallWait {
@@ -399,7 +399,7 @@ func stepOf(session string) (int, bool) {
 // perLayerFinishZeroIsMonolithic is §4.8.4: after Finish returns 0, the
 // multiset of the context's blocks handed to the engine equals the blocks
 // of the monolithic send of its chunk.
-func perLayerFinishZeroIsMonolithic(_ ref.Limits, in ref.PerLayerScriptInput, out ref.PerLayerScriptOutput) error {
+func perLayerFinishZeroIsMonolithic(_ ref.Limits, in ref.TransferPerLayerScriptInput, out ref.TransferPerLayerScriptOutput) error {
 	geo := ref.GeometryOf(in.Steps[0])
 	got := sent(out)
 	for i, r := range out.Trace {
@@ -453,7 +453,7 @@ func compare(x, y uint64) int {
 // finished or was dropped was listed by a wait, and a Finish that returned
 // 0 saw every wait of its batches succeed. Batches left unwaited belong to
 // contexts still registered.
-func perLayerBatchesWaited(_ ref.Limits, _ ref.PerLayerScriptInput, out ref.PerLayerScriptOutput) error {
+func perLayerBatchesWaited(_ ref.Limits, _ ref.TransferPerLayerScriptInput, out ref.TransferPerLayerScriptOutput) error {
 	owner := map[uint64]string{}
 	for _, c := range out.Calls {
 		if c.Kind == ref.CallAsync && c.Batch != 0 {
@@ -489,7 +489,7 @@ func perLayerBatchesWaited(_ ref.Limits, _ ref.PerLayerScriptInput, out ref.PerL
 
 // perLayerFIFOPerRoom is §4.8.6: a handled finish finishes the chunk it named
 // (contexts finish in send order), and every listed room has a context.
-func perLayerFIFOPerRoom(_ ref.Limits, in ref.PerLayerScriptInput, out ref.PerLayerScriptOutput) error {
+func perLayerFIFOPerRoom(_ ref.Limits, in ref.TransferPerLayerScriptInput, out ref.TransferPerLayerScriptOutput) error {
 	for i, r := range out.Trace {
 		if f := r.Finish; f != nil && f.Handled && r.Op == ref.PerLayerFinish && f.Chunk != in.Steps[i].Chunk {
 			return fmt.Errorf("step %d: finish of chunk %d finished chunk %d", i, in.Steps[i].Chunk, f.Chunk)
@@ -505,7 +505,7 @@ func perLayerFIFOPerRoom(_ ref.Limits, in ref.PerLayerScriptInput, out ref.PerLa
 
 // perLayerRefinishIdempotent is §4.8.9: finishing the last finished context
 // again returns what its finish returned.
-func perLayerRefinishIdempotent(_ ref.Limits, _ ref.PerLayerScriptInput, out ref.PerLayerScriptOutput) error {
+func perLayerRefinishIdempotent(_ ref.Limits, _ ref.TransferPerLayerScriptInput, out ref.TransferPerLayerScriptOutput) error {
 	var last *ref.FinishResult
 	for i, r := range out.Trace {
 		switch {

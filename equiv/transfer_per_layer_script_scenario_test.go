@@ -191,11 +191,11 @@ func perLayerScenarioSteps(td *datadriven.TestData, chk *perLayerChecker, chunkP
 // decode pages are the request's dst_full at the returned positions.
 func registerChunk(td *datadriven.TestData, room uint64, chunk int64, page int, b4 bool) ([]ref.PerLayerStep, error) {
 	kv, full := argInts(td, "kv"), argInts(td, "dst_full")
-	in := ref.FilterCPRankInput{KV: kv, ChunkPageStart: chunk / int64(page), CPRank: 0, CPSize: 1}
+	in := ref.TransferFilterCPRankInput{KV: kv, ChunkPageStart: chunk / int64(page), CPRank: 0, CPSize: 1}
 	if b4 {
 		in.ChunkPageStart = 0
 	}
-	f, err := fast.FilterCPRank(ref.DefaultLimits(), in)
+	f, err := fast.TransferFilterCPRank(ref.DefaultLimits(), in)
 	if err != nil {
 		return nil, err
 	}

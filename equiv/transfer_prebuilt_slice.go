@@ -11,15 +11,15 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// PrebuiltSlice is the differential spec of transfer.prebuilt_slice (docs/spec/transfer.md §5).
-func PrebuiltSlice() *Spec[ref.PrebuiltSliceInput, ref.PrebuiltSliceOutput] {
-	return &Spec[ref.PrebuiltSliceInput, ref.PrebuiltSliceOutput]{
-		Op:          catalog.PrebuiltSlice(),
+// TransferPrebuiltSlice is the differential spec of transfer.prebuilt_slice (docs/spec/transfer.md §5).
+func TransferPrebuiltSlice() *Spec[ref.TransferPrebuiltSliceInput, ref.TransferPrebuiltSliceOutput] {
+	return &Spec[ref.TransferPrebuiltSliceInput, ref.TransferPrebuiltSliceOutput]{
+		Op:          catalog.TransferPrebuiltSlice(),
 		Valid:       rapid.Custom(prebuiltValid),
 		Invalid:     rapid.Custom(prebuiltInvalid),
 		Boundary:    prebuiltBoundary(),
 		Regressions: prebuiltRegressions(),
-		Props: []Prop[ref.PrebuiltSliceInput, ref.PrebuiltSliceOutput]{
+		Props: []Prop[ref.TransferPrebuiltSliceInput, ref.TransferPrebuiltSliceOutput]{
 			{"length-is-extend-total", prebuiltLength},
 			{"segment-at-offset-is-the-suffix", prebuiltSegments},
 			{"per-request-lengths", prebuiltLengthLists},
@@ -32,10 +32,10 @@ func PrebuiltSlice() *Spec[ref.PrebuiltSliceInput, ref.PrebuiltSliceOutput] {
 // half of them cache hits, rows laid out in pages of 1, 4 or 16 slots at
 // scattered page ids (sometimes arbitrary slots with repeats), a little
 // unused tail on the row, and num_outputs mostly 1 as after a prefill.
-func prebuiltValid(t *rapid.T) ref.PrebuiltSliceInput {
+func prebuiltValid(t *rapid.T) ref.TransferPrebuiltSliceInput {
 	pageSize := rapid.SampledFrom([]int64{1, 4, 16}).Draw(t, "page_size")
 	n := rapid.IntRange(0, 5).Draw(t, "requests")
-	in := ref.PrebuiltSliceInput{Requests: []ref.PrebuiltRequest{}}
+	in := ref.TransferPrebuiltSliceInput{Requests: []ref.PrebuiltRequest{}}
 	var sum int64
 	for range n {
 		r := prebuiltRequest(t, pageSize)
@@ -102,7 +102,7 @@ func rowSlots(t *rapid.T, n, pageSize int64) []int64 {
 
 // ensureRequest makes sure the batch has a request with extend_len > 0 and
 // returns its index, keeping extend_num_tokens consistent.
-func ensureRequest(in *ref.PrebuiltSliceInput) int {
+func ensureRequest(in *ref.TransferPrebuiltSliceInput) int {
 	for i, r := range in.Requests {
 		if r.ExtendLen > 0 {
 			return i
@@ -119,9 +119,9 @@ func ensureRequest(in *ref.PrebuiltSliceInput) int {
 // prebuiltInvalid breaks one rule of docs/spec/transfer.md §5 in a valid batch. Each
 // violation sits in a request whose earlier fields, and every earlier
 // request, are valid, so it is the first violation ref meets.
-func prebuiltInvalid(t *rapid.T) Bad[ref.PrebuiltSliceInput] {
+func prebuiltInvalid(t *rapid.T) Bad[ref.TransferPrebuiltSliceInput] {
 	in := prebuiltValid(t)
-	type bad = Bad[ref.PrebuiltSliceInput]
+	type bad = Bad[ref.TransferPrebuiltSliceInput]
 	neg := rapid.Int64Range(math.MinInt64, -1)
 	v := rapid.IntRange(0, 10).Draw(t, "violation")
 	if v == 0 {
@@ -175,7 +175,7 @@ func prebuiltInvalid(t *rapid.T) Bad[ref.PrebuiltSliceInput] {
 
 // prebuiltBadTotal sets extend_num_tokens above Σ extend_len (caught after
 // the last request) or below it (caught at the request that crosses it).
-func prebuiltBadTotal(t *rapid.T, in ref.PrebuiltSliceInput) Bad[ref.PrebuiltSliceInput] {
+func prebuiltBadTotal(t *rapid.T, in ref.TransferPrebuiltSliceInput) Bad[ref.TransferPrebuiltSliceInput] {
 	var sum int64
 	for _, r := range in.Requests {
 		sum += r.ExtendLen
@@ -185,40 +185,40 @@ func prebuiltBadTotal(t *rapid.T, in ref.PrebuiltSliceInput) Bad[ref.PrebuiltSli
 		total = sum - rapid.Int64Range(1, sum).Draw(t, "under")
 	}
 	in.ExtendNumTokens = &total
-	return Bad[ref.PrebuiltSliceInput]{in, ref.ErrExceedsTotal}
+	return Bad[ref.TransferPrebuiltSliceInput]{in, ref.ErrExceedsTotal}
 }
 
 // prebuiltBoundary: prefix and extend lengths straddling a 16-slot page
 // (0, 1, P−1, P, P+1) on tight rows, the same batched with a declared
 // total, the num_outputs cases of the seq_len rule, an empty batch, stale
 // slots outside the copied range, and §5's worked example.
-func prebuiltBoundary() []Case[ref.PrebuiltSliceInput] {
+func prebuiltBoundary() []Case[ref.TransferPrebuiltSliceInput] {
 	const p = 16
 	sizes := []int64{0, 1, p - 1, p, p + 1}
-	var cs []Case[ref.PrebuiltSliceInput]
+	var cs []Case[ref.TransferPrebuiltSliceInput]
 	var batch []ref.PrebuiltRequest
 	var batchTotal int64
 	for _, prefix := range sizes {
 		for _, extend := range sizes {
 			r := ref.PrebuiltRequest{Row: pageRow(100*p, prefix+extend), PrefixLen: prefix, ExtendLen: extend, OriginLen: prefix + extend, NumOutputs: 1}
-			cs = append(cs, Case[ref.PrebuiltSliceInput]{fmt.Sprintf("prefix%d-extend%d", prefix, extend), ref.PrebuiltSliceInput{Requests: []ref.PrebuiltRequest{r}}})
+			cs = append(cs, Case[ref.TransferPrebuiltSliceInput]{fmt.Sprintf("prefix%d-extend%d", prefix, extend), ref.TransferPrebuiltSliceInput{Requests: []ref.PrebuiltRequest{r}}})
 			batch = append(batch, r)
 			batchTotal += extend
 		}
 	}
 	cs = append(cs,
-		Case[ref.PrebuiltSliceInput]{"batch-of-25-with-total", ref.PrebuiltSliceInput{Requests: batch, ExtendNumTokens: &batchTotal}},
-		Case[ref.PrebuiltSliceInput]{"empty-batch", ref.PrebuiltSliceInput{Requests: []ref.PrebuiltRequest{}}},
-		Case[ref.PrebuiltSliceInput]{"empty-batch-zero-total", ref.PrebuiltSliceInput{ExtendNumTokens: new(int64)}},
-		Case[ref.PrebuiltSliceInput]{"num-outputs-0-1-2", ref.PrebuiltSliceInput{Requests: []ref.PrebuiltRequest{
+		Case[ref.TransferPrebuiltSliceInput]{"batch-of-25-with-total", ref.TransferPrebuiltSliceInput{Requests: batch, ExtendNumTokens: &batchTotal}},
+		Case[ref.TransferPrebuiltSliceInput]{"empty-batch", ref.TransferPrebuiltSliceInput{Requests: []ref.PrebuiltRequest{}}},
+		Case[ref.TransferPrebuiltSliceInput]{"empty-batch-zero-total", ref.TransferPrebuiltSliceInput{ExtendNumTokens: new(int64)}},
+		Case[ref.TransferPrebuiltSliceInput]{"num-outputs-0-1-2", ref.TransferPrebuiltSliceInput{Requests: []ref.PrebuiltRequest{
 			{Row: pageRow(32, 20), PrefixLen: 16, ExtendLen: 4, OriginLen: 20, NumOutputs: 0},
 			{Row: pageRow(64, 20), PrefixLen: 16, ExtendLen: 4, OriginLen: 20, NumOutputs: 1},
 			{Row: pageRow(96, 20), PrefixLen: 16, ExtendLen: 4, OriginLen: 19, NumOutputs: 2},
 		}}},
-		Case[ref.PrebuiltSliceInput]{"stale-slots-outside-copied-range", ref.PrebuiltSliceInput{Requests: []ref.PrebuiltRequest{
+		Case[ref.TransferPrebuiltSliceInput]{"stale-slots-outside-copied-range", ref.TransferPrebuiltSliceInput{Requests: []ref.PrebuiltRequest{
 			{Row: []int64{-1, -1, 70, 71, -1}, PrefixLen: 2, ExtendLen: 2, OriginLen: 4, NumOutputs: 1},
 		}}},
-		Case[ref.PrebuiltSliceInput]{"spec-example", prebuiltSpecExample()},
+		Case[ref.TransferPrebuiltSliceInput]{"spec-example", prebuiltSpecExample()},
 	)
 	return cs
 }
@@ -234,9 +234,9 @@ func pageRow(first, n int64) []int64 {
 
 // prebuiltSpecExample is docs/spec/transfer.md §5's example: fixed [9,10,20,21,22],
 // buggy [7,8,20,21,22].
-func prebuiltSpecExample() ref.PrebuiltSliceInput {
+func prebuiltSpecExample() ref.TransferPrebuiltSliceInput {
 	five := int64(5)
-	return ref.PrebuiltSliceInput{Requests: []ref.PrebuiltRequest{
+	return ref.TransferPrebuiltSliceInput{Requests: []ref.PrebuiltRequest{
 		{Row: []int64{7, 8, 9, 10}, PrefixLen: 2, ExtendLen: 2, OriginLen: 4, NumOutputs: 1},
 		{Row: []int64{20, 21, 22}, PrefixLen: 0, ExtendLen: 3, OriginLen: 3, NumOutputs: 1},
 	}, ExtendNumTokens: &five}
@@ -244,14 +244,14 @@ func prebuiltSpecExample() ref.PrebuiltSliceInput {
 
 // prebuiltRegressions: §5's example is the minimal input on which slicing
 // from 0 differs (the seed's bug).
-func prebuiltRegressions() []Case[ref.PrebuiltSliceInput] {
-	return []Case[ref.PrebuiltSliceInput]{{"prebuilt-slice-from-zero", prebuiltSpecExample()}}
+func prebuiltRegressions() []Case[ref.TransferPrebuiltSliceInput] {
+	return []Case[ref.TransferPrebuiltSliceInput]{{"prebuilt-slice-from-zero", prebuiltSpecExample()}}
 }
 
 // prebuiltLength is §5 "len(out) == Σ extend_len": out_cache_loc has
 // Σ extend_len slots, extend_num_tokens says so (and equals the declared
 // total), and there is one length per request.
-func prebuiltLength(_ ref.Limits, in ref.PrebuiltSliceInput, out ref.PrebuiltSliceOutput) error {
+func prebuiltLength(_ ref.Limits, in ref.TransferPrebuiltSliceInput, out ref.TransferPrebuiltSliceOutput) error {
 	var sum int64
 	for _, r := range in.Requests {
 		sum += r.ExtendLen
@@ -271,7 +271,7 @@ func prebuiltLength(_ ref.Limits, in ref.PrebuiltSliceInput, out ref.PrebuiltSli
 
 // prebuiltSegments is §5's segment property: request i's slots sit at
 // offset Σ_{j<i} extend_len_j and equal row[prefix_len : prefix_len+extend_len].
-func prebuiltSegments(_ ref.Limits, in ref.PrebuiltSliceInput, out ref.PrebuiltSliceOutput) error {
+func prebuiltSegments(_ ref.Limits, in ref.TransferPrebuiltSliceInput, out ref.TransferPrebuiltSliceOutput) error {
 	var off int64
 	for i, r := range in.Requests {
 		want := r.Row[r.PrefixLen : r.PrefixLen+r.ExtendLen]
@@ -286,7 +286,7 @@ func prebuiltSegments(_ ref.Limits, in ref.PrebuiltSliceInput, out ref.PrebuiltS
 // prebuiltLengthLists is §5's per-request outputs: seq_len = origin_len +
 // max(0, num_outputs−1) (so with no outputs seq_len − prefix_len ==
 // extend_len), and the prefix and extend lengths as given.
-func prebuiltLengthLists(_ ref.Limits, in ref.PrebuiltSliceInput, out ref.PrebuiltSliceOutput) error {
+func prebuiltLengthLists(_ ref.Limits, in ref.TransferPrebuiltSliceInput, out ref.TransferPrebuiltSliceOutput) error {
 	for i, r := range in.Requests {
 		seq := r.OriginLen
 		if r.NumOutputs > 1 {
@@ -308,7 +308,7 @@ func prebuiltLengthLists(_ ref.Limits, in ref.PrebuiltSliceInput, out ref.Prebui
 // buggy row[:extend_len] exactly when prefix_len == 0 — so requests without
 // a cache hit were never affected. Distinctness is needed only over
 // row[:prefix_len+extend_len], the part both slicings read.
-func prebuiltFromZeroAgreesIffNoPrefix(_ ref.Limits, in ref.PrebuiltSliceInput, out ref.PrebuiltSliceOutput) error {
+func prebuiltFromZeroAgreesIffNoPrefix(_ ref.Limits, in ref.TransferPrebuiltSliceInput, out ref.TransferPrebuiltSliceOutput) error {
 	var off int64
 	for i, r := range in.Requests {
 		seg := out.OutCacheLoc[off : off+r.ExtendLen]

@@ -12,11 +12,11 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// StateLayerPairing is the differential spec of transfer.state_layer_pairing (docs/spec/transfer.md §6).
-func StateLayerPairing() *Spec[ref.StateLayerPairingInput, ref.StateLayerPairingOutput] {
-	return &Spec[ref.StateLayerPairingInput, ref.StateLayerPairingOutput]{
-		Op:          catalog.StateLayerPairing(),
-		Valid:       rapid.Custom(func(t *rapid.T) ref.StateLayerPairingInput { return stateDraw(t, stateNeeds{}) }),
+// TransferStateLayerPairing is the differential spec of transfer.state_layer_pairing (docs/spec/transfer.md §6).
+func TransferStateLayerPairing() *Spec[ref.TransferStateLayerPairingInput, ref.TransferStateLayerPairingOutput] {
+	return &Spec[ref.TransferStateLayerPairingInput, ref.TransferStateLayerPairingOutput]{
+		Op:          catalog.TransferStateLayerPairing(),
+		Valid:       rapid.Custom(func(t *rapid.T) ref.TransferStateLayerPairingInput { return stateDraw(t, stateNeeds{}) }),
 		Invalid:     rapid.Custom(stateInvalid),
 		Boundary:    stateBoundary(),
 		Regressions: stateRegressions(),
@@ -26,7 +26,7 @@ func StateLayerPairing() *Spec[ref.StateLayerPairingInput, ref.StateLayerPairing
 			"positional-item-len-differs":  ref.ErrItemLenMismatch,
 			"pp2-dst-only-layer-no-slot":   ref.ErrNoIndexSlot,
 		},
-		Props: []Prop[ref.StateLayerPairingInput, ref.StateLayerPairingOutput]{
+		Props: []Prop[ref.TransferStateLayerPairingInput, ref.TransferStateLayerPairingOutput]{
 			{"pairing-is-a-bijection-onto-its-image", stateBijection},
 			{"pairs-join-equal-layer-ids", statePairsJoinEqualIDs},
 			{"repeated-ids-pair-in-occurrence-order", stateOccurrenceOrder},
@@ -51,7 +51,7 @@ type stateNeeds struct {
 // order, as registration does); prefill holds all of them (pp_size 1) or
 // one stage's share of layers (pp_size > 1). Sometimes neither side sends
 // ids (legacy), sometimes there is no index config, sometimes capacity terms.
-func stateDraw(t *rapid.T, need stateNeeds) ref.StateLayerPairingInput {
+func stateDraw(t *rapid.T, need stateNeeds) ref.TransferStateLayerPairingInput {
 	L := rapid.IntRange(1, 24).Draw(t, "num_hidden_layers")
 	pattern := drawPattern(t, L)
 	var active []int64
@@ -77,7 +77,7 @@ func stateDraw(t *rapid.T, need stateNeeds) ref.StateLayerPairingInput {
 	if pp > 1 {
 		srcIDs, srcLens = stageShare(t, ids, itemLens, active, pp)
 	}
-	in := ref.StateLayerPairingInput{
+	in := ref.TransferStateLayerPairingInput{
 		PPSize: pp,
 		Src:    stateRegistration(t, "src", srcIDs, srcLens),
 		Dst:    stateRegistration(t, "dst", ids, itemLens),
@@ -187,8 +187,8 @@ func keepOccurrenceOrder(perm []int, ids []int64) {
 // stateInvalid breaks one rule of docs/spec/transfer.md §6 in a valid input; the
 // config is checked before the registrations, rules 1–5 in order, then the
 // slots, so each violation below is the first one ref meets.
-func stateInvalid(t *rapid.T) Bad[ref.StateLayerPairingInput] {
-	type bad = Bad[ref.StateLayerPairingInput]
+func stateInvalid(t *rapid.T) Bad[ref.TransferStateLayerPairingInput] {
+	type bad = Bad[ref.TransferStateLayerPairingInput]
 	v := rapid.IntRange(0, 15).Draw(t, "violation")
 	in := stateDraw(t, stateNeeds{ids: v >= 11, index: v >= 1 && v <= 8 || v == 15})
 	switch v {
@@ -269,7 +269,7 @@ func pick[T any](t *rapid.T, a, b *T) *T {
 }
 
 // stateBadPattern breaks the pattern's charset, its first layer or its length.
-func stateBadPattern(t *rapid.T, in ref.StateLayerPairingInput) ref.StateLayerPairingInput {
+func stateBadPattern(t *rapid.T, in ref.TransferStateLayerPairingInput) ref.TransferStateLayerPairingInput {
 	L := in.Index.NumHiddenLayers
 	b := []byte(strings.Repeat("S", int(L)))
 	b[0] = 'F'
@@ -288,7 +288,7 @@ func stateBadPattern(t *rapid.T, in ref.StateLayerPairingInput) ref.StateLayerPa
 
 // stateBadActive breaks the explicit active list: a negative layer, one
 // past L, a repeat, or a list that leaves out layer 0.
-func stateBadActive(t *rapid.T, in ref.StateLayerPairingInput) Bad[ref.StateLayerPairingInput] {
+func stateBadActive(t *rapid.T, in ref.TransferStateLayerPairingInput) Bad[ref.TransferStateLayerPairingInput] {
 	L := in.Index.NumHiddenLayers
 	a := []int64{0}
 	for l := int64(1); l < L; l++ {
@@ -315,13 +315,13 @@ func stateBadActive(t *rapid.T, in ref.StateLayerPairingInput) Bad[ref.StateLaye
 		}
 	}
 	in.Index.Active = a
-	return Bad[ref.StateLayerPairingInput]{in, want}
+	return Bad[ref.TransferStateLayerPairingInput]{in, want}
 }
 
 // stateIdentityBroken makes the id multisets disagree: with pp_size 1 a
 // decode buffer changes layer or is dropped, or prefill gains a buffer;
 // with pp_size > 1 prefill gains a layer decode does not have.
-func stateIdentityBroken(t *rapid.T, in ref.StateLayerPairingInput) ref.StateLayerPairingInput {
+func stateIdentityBroken(t *rapid.T, in ref.TransferStateLayerPairingInput) ref.TransferStateLayerPairingInput {
 	fresh := rapid.Int64Range(500_000, 500_010).Draw(t, "fresh_id")
 	add := func(r *ref.StateRegistration, l uint64) {
 		r.Ptrs, r.ItemLens, r.LayerIDs = append(r.Ptrs, 0xbeef000), append(r.ItemLens, l), append(r.LayerIDs, fresh)
@@ -347,7 +347,7 @@ func stateIdentityBroken(t *rapid.T, in ref.StateLayerPairingInput) ref.StateLay
 
 // stateNoSlot gives both sides one more buffer, for a target layer outside
 // A (a shared layer or one past L).
-func stateNoSlot(t *rapid.T, in ref.StateLayerPairingInput) ref.StateLayerPairingInput {
+func stateNoSlot(t *rapid.T, in ref.TransferStateLayerPairingInput) ref.TransferStateLayerPairingInput {
 	a, err := ref.ActiveIndexLayers(*in.Index)
 	if err != nil {
 		panic(err) // stateDraw's configs are valid
@@ -366,8 +366,8 @@ func stateNoSlot(t *rapid.T, in ref.StateLayerPairingInput) ref.StateLayerPairin
 // one-F patterns, ids on both sides of the draft base (the largest legal L
 // is DraftLayerIDBase), pp_size 1 and 2 on identical lists, and §6's worked
 // examples, including the one ref must reject.
-func stateBoundary() []Case[ref.StateLayerPairingInput] {
-	type in = ref.StateLayerPairingInput
+func stateBoundary() []Case[ref.TransferStateLayerPairingInput] {
+	type in = ref.TransferStateLayerPairingInput
 	pat := func(p string) *ref.IndexConfig { return &ref.IndexConfig{NumHiddenLayers: int64(len(p)), Pattern: &p} }
 	glm := &ref.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}
 	fsss := pat("FSSSFSSS")
@@ -405,11 +405,11 @@ func stateBoundary() []Case[ref.StateLayerPairingInput] {
 // stateRegressions: §6's count-only pairing wrote layer 8's index into
 // decode's layer-12 slot where the fix raises; §6.1's estimate on FSSSFSSS
 // counts 2 index layers, the old one 8.
-func stateRegressions() []Case[ref.StateLayerPairingInput] {
+func stateRegressions() []Case[ref.TransferStateLayerPairingInput] {
 	p := "FSSSFSSS"
-	return []Case[ref.StateLayerPairingInput]{
-		{"state-layers-paired-by-count", ref.StateLayerPairingInput{PPSize: 1, Src: idReg(0, 4, 8), Dst: idReg(0, 4, 12)}},
-		{"index-bytes-use-all-layers", ref.StateLayerPairingInput{PPSize: 1, Src: idReg(0, 4), Dst: idReg(0, 4),
+	return []Case[ref.TransferStateLayerPairingInput]{
+		{"state-layers-paired-by-count", ref.TransferStateLayerPairingInput{PPSize: 1, Src: idReg(0, 4, 8), Dst: idReg(0, 4, 12)}},
+		{"index-bytes-use-all-layers", ref.TransferStateLayerPairingInput{PPSize: 1, Src: idReg(0, 4), Dst: idReg(0, 4),
 			Index: &ref.IndexConfig{NumHiddenLayers: 8, Pattern: &p,
 				Capacity: &ref.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}}}},
 	}
@@ -434,7 +434,7 @@ func posReg(n int) ref.StateRegistration {
 // stateBijection is §6 "pairing is a bijection onto its image": one pair
 // per src buffer, in src order, onto distinct dst buffers; with pp_size 1
 // the image is every dst buffer.
-func stateBijection(_ ref.Limits, in ref.StateLayerPairingInput, out ref.StateLayerPairingOutput) error {
+func stateBijection(_ ref.Limits, in ref.TransferStateLayerPairingInput, out ref.TransferStateLayerPairingOutput) error {
 	if len(out.Pairs) != len(in.Src.Ptrs) {
 		return fmt.Errorf("%d pairs for %d src buffers", len(out.Pairs), len(in.Src.Ptrs))
 	}
@@ -454,7 +454,7 @@ func stateBijection(_ ref.Limits, in ref.StateLayerPairingInput, out ref.StateLa
 // statePairsJoinEqualIDs is §6 "id(src[i]) == id(dst[pair(i)])", with the
 // pair's item_len that of both buffers (rule 5); without ids (rule 1) the
 // pairing is positional.
-func statePairsJoinEqualIDs(_ ref.Limits, in ref.StateLayerPairingInput, out ref.StateLayerPairingOutput) error {
+func statePairsJoinEqualIDs(_ ref.Limits, in ref.TransferStateLayerPairingInput, out ref.TransferStateLayerPairingOutput) error {
 	legacy := len(in.Src.LayerIDs) == 0 && len(in.Dst.LayerIDs) == 0
 	if out.Positional != legacy {
 		return fmt.Errorf("positional = %v, but ids given on neither side is %v", out.Positional, legacy)
@@ -475,7 +475,7 @@ func statePairsJoinEqualIDs(_ ref.Limits, in ref.StateLayerPairingInput, out ref
 // stateOccurrenceOrder is rule 5's "next unused dst with the same id": the
 // k-th src buffer of a layer is paired with the k-th dst buffer of it, which
 // is what keeps K and V groups (or target and draft) matched.
-func stateOccurrenceOrder(_ ref.Limits, in ref.StateLayerPairingInput, out ref.StateLayerPairingOutput) error {
+func stateOccurrenceOrder(_ ref.Limits, in ref.TransferStateLayerPairingInput, out ref.TransferStateLayerPairingOutput) error {
 	if out.Positional {
 		return nil
 	}
@@ -504,7 +504,7 @@ func occurrence(ids []int64, k int) int {
 // relative order, the only freedom rule 5 leaves) pairs the same buffers
 // and gives each buffer the same slot. Prefill is reversed by layer and
 // decode sorted by layer, so the check is never the identity on both.
-func statePermutationInvariance(lim ref.Limits, in ref.StateLayerPairingInput, out ref.StateLayerPairingOutput) error {
+func statePermutationInvariance(lim ref.Limits, in ref.TransferStateLayerPairingInput, out ref.TransferStateLayerPairingOutput) error {
 	if out.Positional {
 		return nil
 	}
@@ -512,7 +512,7 @@ func statePermutationInvariance(lim ref.Limits, in ref.StateLayerPairingInput, o
 	pd, dst := permuteByID(in.Dst, 1)
 	x := in
 	x.Src, x.Dst = src, dst
-	got, err := ref.StateLayerPairing(lim, x)
+	got, err := ref.TransferStateLayerPairing(lim, x)
 	if err != nil {
 		return fmt.Errorf("ref rejected the reordered input: %v", err)
 	}
@@ -565,7 +565,7 @@ func cmpInt64(a, b int64) int {
 // starting at layer 0; slot(l) is l's rank in A, so strictly increasing on
 // A; draft id base+j sits after A at |A|+j. Without an index config there
 // are no slots.
-func stateSlots(_ ref.Limits, in ref.StateLayerPairingInput, out ref.StateLayerPairingOutput) error {
+func stateSlots(_ ref.Limits, in ref.TransferStateLayerPairingInput, out ref.TransferStateLayerPairingOutput) error {
 	if in.Index == nil {
 		if out.Active != nil || out.SrcSlots != nil || out.DstSlots != nil || out.HostBytesPerToken != nil {
 			return fmt.Errorf("index outputs without an index config: %+v", out)
@@ -608,7 +608,7 @@ func stateSlots(_ ref.Limits, in ref.StateLayerPairingInput, out ref.StateLayerP
 // active ones only, so L×kv <= estimate <= L×(kv+index), with the upper
 // bound reached only when every layer is active or the index is free (the
 // full-layer estimate the seed fixed reaches it always).
-func stateHostEstimate(_ ref.Limits, in ref.StateLayerPairingInput, out ref.StateLayerPairingOutput) error {
+func stateHostEstimate(_ ref.Limits, in ref.TransferStateLayerPairingInput, out ref.TransferStateLayerPairingOutput) error {
 	if in.Index == nil || in.Index.Capacity == nil {
 		if out.HostBytesPerToken != nil {
 			return fmt.Errorf("host_bytes_per_token %d without capacity terms", *out.HostBytesPerToken)

@@ -6,6 +6,6 @@ import "github.com/kvtwin/kvtwin/ref"
 // §A3): the shared bench interpreter over the fast round (whose buffer
 // gate prices candidates with the incremental A2 estimator) and the fast
 // EstimateBuffers.
-func AdmissionBench(lim ref.Limits, in ref.BenchInput) (ref.BenchOutput, error) {
-	return ref.RunAdmissionBench(lim, in, ref.BenchDriver{Round: AdmitRound, Estimate: EstimateBuffers, Map: ref.MapBenchRequest})
+func AdmissionBench(lim ref.Limits, in ref.AdmissionBenchInput) (ref.AdmissionBenchOutput, error) {
+	return ref.RunAdmissionBench(lim, in, ref.BenchDriver{Round: AdmissionRound, Estimate: EstimateBuffers, Map: ref.MapBenchRequest})
 }

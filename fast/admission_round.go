@@ -1,7 +1,7 @@
 package fast
 
 // The admission.round op's fast twin (docs/spec/admission-serving.md §A1): the same
-// walk as ref.AdmitRound, but every budget is a running counter updated by
+// walk as ref.AdmissionRound, but every budget is a running counter updated by
 // charge() instead of a sum recomputed per read, so one decision is O(1)
 // and allocation-free apart from the batch it appends to. Floating-point
 // sums are made in ref's order (construction terms, then each charge), so
@@ -69,7 +69,7 @@ func budgets(cfg ref.AdderConfig, f fault.Admission) (remInput int64, remChunk, 
 	return remInput, remChunk, eff
 }
 
-func newAdder(in *ref.RoundInput, f fault.Admission) *adder {
+func newAdder(in *ref.AdmissionRoundInput, f fault.Admission) *adder {
 	cfg := in.Config
 	remInput, remChunk, eff := budgets(cfg, f)
 	a := &adder{cfg: cfg, f: f, pool: in.Pool, ps: cfg.PageSize, remInput0: remInput,
@@ -99,7 +99,7 @@ func newAdder(in *ref.RoundInput, f fault.Admission) *adder {
 	case a.est == nil:
 	case cfg.CP.Estimator == nil && cfg.CP.EstimatorContext != nil:
 		// A2 priced incrementally: O(cp_size) per decision, no allocation.
-		// ValidateRound accepted the context, so this cannot fail; if it
+		// ValidateAdmissionRound accepted the context, so this cannot fail; if it
 		// did, a.est (the reference adapter) still prices every candidate.
 		a.inc, _ = NewBufferEstimator(*cfg.CP.EstimatorContext)
 	case cfg.CP.Estimator == nil:
@@ -342,21 +342,21 @@ func (a *adder) warnIfOversized(rid string, prefix, runExt int64) error {
 	return nil
 }
 
-// AdmitRound runs one scheduling step (docs/spec/admission-serving.md §A1.10); see
-// ref.AdmitRound for the contract. Budgets are kept incrementally.
-func AdmitRound(lim ref.Limits, in ref.RoundInput) (ref.RoundResult, error) {
-	return admitRoundWithFaults(lim, in, fault.Admission{})
+// AdmissionRound runs one scheduling step (docs/spec/admission-serving.md §A1.10); see
+// ref.AdmissionRound for the contract. Budgets are kept incrementally.
+func AdmissionRound(lim ref.Limits, in ref.AdmissionRoundInput) (ref.AdmissionRoundOutput, error) {
+	return admissionRoundWithFaults(lim, in, fault.Admission{})
 }
 
-// admitRoundWithFaults is AdmitRound with the historic bugs f selects put
+// admissionRoundWithFaults is AdmissionRound with the historic bugs f selects put
 // back, for the bug zoo only: fault.Hooks hands it to equiv/mutants
-// (hooks.go). Called with the zero value it is AdmitRound.
-func admitRoundWithFaults(_ ref.Limits, in ref.RoundInput, f fault.Admission) (ref.RoundResult, error) {
-	if err := ref.ValidateRound(in); err != nil {
-		return ref.RoundResult{}, err
+// (hooks.go). Called with the zero value it is AdmissionRound.
+func admissionRoundWithFaults(_ ref.Limits, in ref.AdmissionRoundInput, f fault.Admission) (ref.AdmissionRoundOutput, error) {
+	if err := ref.ValidateAdmissionRound(in); err != nil {
+		return ref.AdmissionRoundOutput{}, err
 	}
 	a := newAdder(&in, f)
-	out := ref.RoundResult{Stop: ref.RoundStop{Result: ref.Continue, Detail: ref.DetailQueueExhausted}}
+	out := ref.AdmissionRoundOutput{Stop: ref.RoundStop{Result: ref.Continue, Detail: ref.DetailQueueExhausted}}
 	if in.Chunked != nil && a.addChunkedReq(in.Chunked) {
 		out.NextChunkedRID = in.Chunked.RID
 	}
@@ -368,7 +368,7 @@ func admitRoundWithFaults(_ ref.Limits, in ref.RoundInput, f fault.Admission) (r
 		}
 		v, err := a.addOneReq(i, r)
 		if err != nil {
-			return ref.RoundResult{}, err
+			return ref.AdmissionRoundOutput{}, err
 		}
 		if v.admitted && a.admitted[len(a.admitted)-1].Chunked {
 			out.NextChunkedRID = r.RID
@@ -386,7 +386,7 @@ func admitRoundWithFaults(_ ref.Limits, in ref.RoundInput, f fault.Admission) (r
 	return out, nil
 }
 
-func (a *adder) snapshot(out *ref.RoundResult) {
+func (a *adder) snapshot(out *ref.AdmissionRoundOutput) {
 	out.Admitted = a.admitted
 	out.RemTotalTokens, out.CurRemTokens, out.RemInputTokens = a.remTotal(), a.curRem(), a.remInput()
 	if a.chunkOn {

@@ -16,11 +16,11 @@ import (
 // not once per decision as the reference's per-read recomputation does.
 func TestAdmissionRoundAllocatesPerRoundNotPerRequest(t *testing.T) {
 	in := catalog.AdmissionQueue(1000, true)
-	out, err := fast.AdmitRound(ref.DefaultLimits(), in)
+	out, err := fast.AdmissionRound(ref.DefaultLimits(), in)
 	if err != nil || len(out.Admitted) != 1000 || out.Stop.Detail != ref.DetailQueueExhausted {
 		t.Fatalf("shape no longer admits the whole queue: %d admitted, stop %+v, %v", len(out.Admitted), out.Stop, err)
 	}
-	if n := testing.AllocsPerRun(5, func() { _, _ = fast.AdmitRound(ref.DefaultLimits(), in) }); n > 40 {
+	if n := testing.AllocsPerRun(5, func() { _, _ = fast.AdmissionRound(ref.DefaultLimits(), in) }); n > 40 {
 		t.Errorf("a 1,000-request round allocated %v times, want a per-round bound (<= 40)", n)
 	}
 }
@@ -33,7 +33,7 @@ func BenchmarkAdmissionRound1000(b *testing.B) {
 	lim := ref.DefaultLimits()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := fast.AdmitRound(lim, in); err != nil {
+		if _, err := fast.AdmissionRound(lim, in); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -46,7 +46,7 @@ func BenchmarkAdmissionRound1000Ref(b *testing.B) {
 	in := catalog.AdmissionQueue(1000, true)
 	lim := ref.DefaultLimits()
 	for b.Loop() {
-		if _, err := ref.AdmitRound(lim, in); err != nil {
+		if _, err := ref.AdmissionRound(lim, in); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -58,7 +58,7 @@ func BenchmarkAdmissionRound1000Ref(b *testing.B) {
 // batch's estimate overflows int64, rather than wrapping.
 func TestAdmissionBufferOverflowMatchesRef(t *testing.T) {
 	maxBuf := int64(math.MaxInt64)
-	in := ref.RoundInput{
+	in := ref.AdmissionRoundInput{
 		Config: ref.AdderConfig{PageSize: 1, MaxPrefillTokens: 1 << 20, MaxRunningRequests: 1000,
 			CP: &ref.CPAdmission{MaxBufferSizeBytes: &maxBuf, BufferModel: &ref.LinearBuffer{PerPrefixToken: ref.MaxLinearBufferCoeff}}},
 		Pool: ref.PoolState{Available: 1 << 20},
@@ -66,8 +66,8 @@ func TestAdmissionBufferOverflowMatchesRef(t *testing.T) {
 	for i := range 200 {
 		in.Queue = append(in.Queue, ref.Request{RID: string(rune('A'+i%26)) + string(rune('a'+i/26)), InputLen: ref.MaxAdmitTokens, L1Prefix: ref.MaxAdmitTokens - 1})
 	}
-	_, rerr := ref.AdmitRound(ref.DefaultLimits(), in)
-	_, ferr := fast.AdmitRound(ref.DefaultLimits(), in)
+	_, rerr := ref.AdmissionRound(ref.DefaultLimits(), in)
+	_, ferr := fast.AdmissionRound(ref.DefaultLimits(), in)
 	if !errors.Is(ferr, ref.ErrOverflow) || rerr == nil || rerr.Error() != ferr.Error() {
 		t.Errorf("ref %v, fast %v: want the same overflow error", rerr, ferr)
 	}

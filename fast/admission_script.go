@@ -3,7 +3,7 @@ package fast
 import "github.com/kvtwin/kvtwin/ref"
 
 // AdmissionScript is admission.script on the fast rounds: the shared
-// interpreter (ref.RunAdmissionScript) over AdmitRound.
+// interpreter (ref.RunAdmissionScript) over AdmissionRound.
 func AdmissionScript(lim ref.Limits, in ref.AdmissionScriptInput) (ref.AdmissionScriptOutput, error) {
-	return ref.RunAdmissionScript(lim, in, AdmitRound)
+	return ref.RunAdmissionScript(lim, in, AdmissionRound)
 }

@@ -9,25 +9,25 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// MergeIndexTopkOverrides is the twin of ref.MergeIndexTopkOverrides
+// ConfigIndexTopKOverrides is the twin of ref.ConfigIndexTopKOverrides
 // (docs/spec/admission-serving.md §S4). It validates with ref's helpers, compacts the
 // input once and then walks the compact bytes with a byte scanner instead
 // of a token decoder, copying each member's span straight into one output
 // buffer: no per-member allocation unless a key has escapes.
-func MergeIndexTopkOverrides(lim ref.Limits, in ref.IndexTopkOverridesInput) (ref.IndexTopkOverridesOutput, error) {
-	return mergeIndexTopkOverridesWithFaults(lim, in, fault.IndexTopk{})
+func ConfigIndexTopKOverrides(lim ref.Limits, in ref.ConfigIndexTopKOverridesInput) (ref.ConfigIndexTopKOverridesOutput, error) {
+	return configIndexTopKOverridesWithFaults(lim, in, fault.IndexTopK{})
 }
 
-// mergeIndexTopkOverridesWithFaults is MergeIndexTopkOverrides with the
+// configIndexTopKOverridesWithFaults is ConfigIndexTopKOverrides with the
 // historic bugs f selects put back, for the bug zoo only: fault.Hooks hands it
 // to equiv/mutants (hooks.go). Called with the zero value it is
-// MergeIndexTopkOverrides.
-func mergeIndexTopkOverridesWithFaults(_ ref.Limits, in ref.IndexTopkOverridesInput, f fault.IndexTopk) (ref.IndexTopkOverridesOutput, error) {
-	if err := ref.ValidateIndexTopkFlags(in); err != nil {
-		return ref.IndexTopkOverridesOutput{}, err
+// ConfigIndexTopKOverrides.
+func configIndexTopKOverridesWithFaults(_ ref.Limits, in ref.ConfigIndexTopKOverridesInput, f fault.IndexTopK) (ref.ConfigIndexTopKOverridesOutput, error) {
+	if err := ref.CheckIndexTopKFlags(in); err != nil {
+		return ref.ConfigIndexTopKOverridesOutput{}, err
 	}
 	if err := ref.CheckOverrideJSON(in.JSON); err != nil {
-		return ref.IndexTopkOverridesOutput{}, err
+		return ref.ConfigIndexTopKOverridesOutput{}, err
 	}
 	src := []byte("{}")
 	if in.JSON != "" {
@@ -38,15 +38,15 @@ func mergeIndexTopkOverridesWithFaults(_ ref.Limits, in ref.IndexTopkOverridesIn
 	}
 	spans, err := memberSpans(src)
 	if err != nil {
-		return ref.IndexTopkOverridesOutput{}, err
+		return ref.ConfigIndexTopKOverridesOutput{}, err
 	}
 	warnings := []string{}
-	flags := ref.IndexTopkFlags(in)
+	flags := ref.IndexTopKFlags(in)
 	if f.OffsetZeroInjected && in.Offset == 0 {
-		flags = append(flags, ref.IndexTopkOffsetFlag(0))
+		flags = append(flags, ref.IndexTopKOffsetFlag(0))
 	}
 	if len(flags) == 0 {
-		return ref.IndexTopkOverridesOutput{JSON: in.JSON, Warnings: warnings}, nil
+		return ref.ConfigIndexTopKOverridesOutput{JSON: in.JSON, Warnings: warnings}, nil
 	}
 	// at[f] is the member flag f replaces, or -1 to append it.
 	var at [3]int
@@ -89,11 +89,11 @@ func mergeIndexTopkOverridesWithFaults(_ ref.Limits, in ref.IndexTopkOverridesIn
 	if in.Pattern != nil {
 		warnings = shadow(warnings, flags, at[:len(flags)], spans, src)
 	}
-	return ref.IndexTopkOverridesOutput{JSON: string(out), Warnings: warnings}, nil
+	return ref.ConfigIndexTopKOverridesOutput{JSON: string(out), Warnings: warnings}, nil
 }
 
 // replacement is member i's value: the flag's when a flag replaces it.
-func replacement(flags []ref.IndexTopkFlag, at []int, i int, old []byte) []byte {
+func replacement(flags []ref.IndexTopKFlag, at []int, i int, old []byte) []byte {
 	for fi, a := range at {
 		if a == i {
 			return flags[fi].JSON
@@ -104,12 +104,12 @@ func replacement(flags []ref.IndexTopkFlag, at []int, i int, old []byte) []byte 
 
 // shadow appends §S4.2 step 3's warning when index_topk_freq is present
 // after the merge, naming its merged value.
-func shadow(warnings []string, flags []ref.IndexTopkFlag, at []int, spans []memberSpan, src []byte) []string {
-	if flags[0].Key == ref.KeyIndexTopkFreq { // the freq flag sets the key
+func shadow(warnings []string, flags []ref.IndexTopKFlag, at []int, spans []memberSpan, src []byte) []string {
+	if flags[0].Key == ref.KeyIndexTopKFreq { // the freq flag sets the key
 		return append(warnings, ref.ShadowWarning(flags[0].JSON))
 	}
 	for _, sp := range spans {
-		if string(sp.key) == ref.KeyIndexTopkFreq {
+		if string(sp.key) == ref.KeyIndexTopKFreq {
 			return append(warnings, ref.ShadowWarning(src[sp.valStart:sp.valEnd]))
 		}
 	}

@@ -8,20 +8,20 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestMergeIndexTopkOverridesScansOnce: on a 256-key launch override the
+// TestConfigIndexTopKOverridesScansOnce: on a 256-key launch override the
 // fast merge allocates only its buffers (compact copy, the growing span
 // list, the sort index, output, warnings: about 40), never per member,
 // where ref's token decoder allocates several times per member (~2400).
-func TestMergeIndexTopkOverridesScansOnce(t *testing.T) {
-	var in ref.IndexTopkOverridesInput
-	for _, s := range catalog.IndexTopkOverrides().Shapes {
+func TestConfigIndexTopKOverridesScansOnce(t *testing.T) {
+	var in ref.ConfigIndexTopKOverridesInput
+	for _, s := range catalog.ConfigIndexTopKOverrides().Shapes {
 		if s.Name == "glm5-pattern-256-key-override" {
 			in = s.Make()
 		}
 	}
 	lim := ref.DefaultLimits()
-	fastAllocs := testing.AllocsPerRun(20, func() { _, _ = fast.MergeIndexTopkOverrides(lim, in) })
-	refAllocs := testing.AllocsPerRun(20, func() { _, _ = ref.MergeIndexTopkOverrides(lim, in) })
+	fastAllocs := testing.AllocsPerRun(20, func() { _, _ = fast.ConfigIndexTopKOverrides(lim, in) })
+	refAllocs := testing.AllocsPerRun(20, func() { _, _ = ref.ConfigIndexTopKOverrides(lim, in) })
 	if fastAllocs > 64 || fastAllocs*10 > refAllocs {
 		t.Fatalf("fast merge: %.0f allocations, ref %.0f; want <= 64 and under a tenth of ref's", fastAllocs, refAllocs)
 	}

@@ -5,12 +5,12 @@ import "github.com/kvtwin/kvtwin/ref"
 // CPCompactValid is the twin of ref.CPCompactValid (docs/spec/cp-layout.md §4.2
 // steps 1–2): one move per lane slot's valid run, in parallel chunks for
 // large buffers.
-func CPCompactValid(lim ref.Limits, in ref.CPCompactInput) (ref.CPRowsOutput, error) {
-	lay, err := ref.ValidateCPCompact(lim, in)
+func CPCompactValid(lim ref.Limits, in ref.CPCompactValidInput) (ref.CPCompactValidOutput, error) {
+	lay, err := ref.ValidateCPCompactValid(lim, in)
 	if err != nil {
-		return ref.CPRowsOutput{}, err
+		return ref.CPCompactValidOutput{}, err
 	}
-	return ref.CPRowsOutput{Rows: selectValid(lay, in.Rank, in.X)}, nil
+	return ref.CPCompactValidOutput{Rows: selectValid(lay, in.Rank, in.X)}, nil
 }
 
 // CompactValidInto is ref.CompactValid into a caller's buffer (a MoE
@@ -34,10 +34,10 @@ func CompactValidInto(dst ref.Rows, lay ref.Layout, r int, x ref.Rows) error {
 // CPRestorePadded is the twin of ref.CPRestorePadded (docs/spec/cp-layout.md §4.2
 // step 4): the compaction plan run backwards into a zeroed buffer, so the
 // padding rows stay zero without being written.
-func CPRestorePadded(lim ref.Limits, in ref.CPRestoreInput) (ref.CPRowsOutput, error) {
-	lay, err := ref.ValidateCPRestore(lim, in)
+func CPRestorePadded(lim ref.Limits, in ref.CPRestorePaddedInput) (ref.CPRestorePaddedOutput, error) {
+	lay, err := ref.ValidateCPRestorePadded(lim, in)
 	if err != nil {
-		return ref.CPRowsOutput{}, err
+		return ref.CPRestorePaddedOutput{}, err
 	}
 	w := in.Y.W
 	moves, _ := compactMoves(lay, in.Rank, w)
@@ -46,5 +46,5 @@ func CPRestorePadded(lim ref.Limits, in ref.CPRestoreInput) (ref.CPRowsOutput, e
 	}
 	out := ref.NewRows(w, rankRows(lay, lay.S, in.Rank))
 	runMoves(out.B, in.Y.B, nil, w, moves)
-	return ref.CPRowsOutput{Rows: out}, nil
+	return ref.CPRestorePaddedOutput{Rows: out}, nil
 }

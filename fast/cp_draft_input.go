@@ -2,16 +2,16 @@ package fast
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// DraftInput is the twin of ref.DraftInput (cp.draft_input): the same
-// validation and marker (ref.ValidateDraftInput, ref.DraftMarker), but the
+// CPDraftInput is the twin of ref.CPDraftInput (cp.draft_input): the same
+// validation and marker (ref.ValidateCPDraftInput, ref.DraftMarker), but the
 // draft rows alias the chosen input buffer instead of being copied — the
 // draft extend only reads them — and the guard walks the lane slots with
 // running offsets (O(B·cp) instead of ref's O(B²·cp) SlotOff and
 // SegStart sums), filling the valid mask one slot-prefix at a time.
-func DraftInput(lim ref.Limits, in ref.DraftInputInput) (ref.DraftInputOutput, error) {
-	lay, err := ref.ValidateDraftInput(lim, in)
+func CPDraftInput(lim ref.Limits, in ref.CPDraftInputInput) (ref.CPDraftInputOutput, error) {
+	lay, err := ref.ValidateCPDraftInput(lim, in)
 	if err != nil {
-		return ref.DraftInputOutput{}, err
+		return ref.CPDraftInputOutput{}, err
 	}
 	src, c, source := ref.DraftMarker(in)
 	hidden := src
@@ -19,7 +19,7 @@ func DraftInput(lim ref.Limits, in ref.DraftInputInput) (ref.DraftInputOutput, e
 		hidden.B = []byte{}
 	}
 	cpLocal := c == ref.DraftCPLocal
-	return ref.DraftInputOutput{Hidden: hidden, CPLocal: cpLocal, Contract: c, Source: source,
+	return ref.CPDraftInputOutput{Hidden: hidden, CPLocal: cpLocal, Contract: c, Source: source,
 		Guard: draftGuard(lay, in.Rank, cpLocal, src.N())}, nil
 }
 

@@ -10,20 +10,20 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// BuildDescriptors is the twin of ref.BuildDescriptors (docs/spec/cp-layout.md §6.1):
+// CPPageDescriptors is the twin of ref.CPPageDescriptors (docs/spec/cp-layout.md §6.1):
 // the CSR arrays are allocated once at their final size and each row is
 // sorted in place through one scratch buffer shared by all rows (no
 // per-row allocation, no per-row map). A row already ascending — pages
 // handed out in order — is copied without sorting. Validation is folded
 // into the sort (a negative page sorts first, a repeat sorts next to its
 // twin); when a row fails, ref's in-order scan of that row names the error.
-func BuildDescriptors(_ ref.Limits, in ref.PageDescriptorsInput) (ref.PageDescriptors, error) {
+func CPPageDescriptors(_ ref.Limits, in ref.CPPageDescriptorsInput) (ref.CPPageDescriptorsOutput, error) {
 	if err := ref.CheckPageTotal(in.Pages); err != nil {
-		return ref.PageDescriptors{}, err
+		return ref.CPPageDescriptorsOutput{}, err
 	}
 	d, bad := buildDescriptors(in.Pages)
 	if bad >= 0 {
-		return ref.PageDescriptors{}, ref.CheckPageRow(bad, in.Pages[bad])
+		return ref.CPPageDescriptorsOutput{}, ref.CheckPageRow(bad, in.Pages[bad])
 	}
 	return d, nil
 }
@@ -61,12 +61,12 @@ func (sc *rowScratch) pairBuf(n int) []pageSlot {
 // non-negative and unique. From descParallelMin pages on, the rows are cut
 // into contiguous groups of about equal page counts, each sorted on its
 // own goroutine with its own scratch buffer.
-func buildDescriptors(pages [][]int64) (ref.PageDescriptors, int) {
+func buildDescriptors(pages [][]int64) (ref.CPPageDescriptorsOutput, int) {
 	total := 0
 	for _, row := range pages {
 		total += len(row)
 	}
-	d := ref.PageDescriptors{RowPtr: make([]int32, len(pages)+1), Page: make([]int64, total), Slot: make([]int32, total)}
+	d := ref.CPPageDescriptorsOutput{RowPtr: make([]int32, len(pages)+1), Page: make([]int64, total), Slot: make([]int32, total)}
 	for b, row := range pages {
 		d.RowPtr[b+1] = d.RowPtr[b] + int32(len(row))
 	}
@@ -105,7 +105,7 @@ const descParallelMin = 1 << 13
 
 // fillRows fills the descriptors of rows [from, to) and returns the first
 // bad row among them, or −1.
-func fillRows(d ref.PageDescriptors, pages [][]int64, from, to int) int {
+func fillRows(d ref.CPPageDescriptorsOutput, pages [][]int64, from, to int) int {
 	longest := 0
 	for _, row := range pages[from:to] {
 		longest = max(longest, len(row))
@@ -187,7 +187,7 @@ func sortRow(row []int64, base int32, page []int64, slot []int32, sc *rowScratch
 	return true
 }
 
-// RemapLocs is the twin of ref.RemapLocs (docs/spec/cp-layout.md §6.1, P6.5). Each
+// CPRemapLocs is the twin of ref.CPRemapLocs (docs/spec/cp-layout.md §6.1, P6.5). Each
 // location costs one compare on the common path: consecutive locations
 // mostly fall in the page just looked up, so a worker keeps that page's
 // (row, first loc, first compact row) and binary-searches only on a miss —
@@ -196,17 +196,17 @@ func sortRow(row []int64, base int32, page []int64, slot []int32, sc *rowScratch
 // parts of the one preallocated output; the goroutines end before the call
 // returns. On a bad entry the lowest failing index is re-checked by ref's
 // entry checks, so the error is ref's first one.
-func RemapLocs(lim ref.Limits, in ref.RemapLocsInput) (ref.RemapLocsOutput, error) {
+func CPRemapLocs(lim ref.Limits, in ref.CPRemapLocsInput) (ref.CPRemapLocsOutput, error) {
 	if err := ref.CheckRemapPageSize(in.PageSize); err != nil {
-		return ref.RemapLocsOutput{}, err
+		return ref.CPRemapLocsOutput{}, err
 	}
-	d, err := BuildDescriptors(lim, ref.PageDescriptorsInput{Pages: in.Pages})
+	d, err := CPPageDescriptors(lim, ref.CPPageDescriptorsInput{Pages: in.Pages})
 	if err != nil {
-		return ref.RemapLocsOutput{}, err
+		return ref.CPRemapLocsOutput{}, err
 	}
 	compact, err := ref.CheckRemapCounts(in)
 	if err != nil {
-		return ref.RemapLocsOutput{}, err
+		return ref.CPRemapLocsOutput{}, err
 	}
 	w := remapWork{ps: in.PageSize, locs: in.Locs, rows: in.RowIDs, rowPtr: d.RowPtr, page: d.Page, slot: d.Slot,
 		bySlot: make([]int64, 0, len(d.Page))}
@@ -215,17 +215,17 @@ func RemapLocs(lim ref.Limits, in ref.RemapLocsInput) (ref.RemapLocsOutput, erro
 	}
 	if in.Global {
 		if !w.globalInverse() {
-			return ref.RemapLocsOutput{}, ref.CheckGlobalUnique(in.Pages)
+			return ref.CPRemapLocsOutput{}, ref.CheckGlobalUnique(in.Pages)
 		}
 	}
 	w.out = make([]int64, len(in.Locs))
 	if e := w.run(); e >= 0 {
-		return ref.RemapLocsOutput{}, w.entryError(e)
+		return ref.CPRemapLocsOutput{}, w.entryError(e)
 	}
-	return ref.RemapLocsOutput{Locs: w.out, CompactRows: compact}, nil
+	return ref.CPRemapLocsOutput{Locs: w.out, CompactRows: compact}, nil
 }
 
-// remapWork is one RemapLocs call's state. On the row-free path rows is
+// remapWork is one CPRemapLocs call's state. On the row-free path rows is
 // nil and rowPtr is the single range of the batch-wide inverse.
 type remapWork struct {
 	ps     int64
@@ -258,7 +258,7 @@ func (w *remapWork) globalInverse() bool {
 	return true
 }
 
-// remapParallelMin is the location count from which RemapLocs splits the
+// remapParallelMin is the location count from which CPRemapLocs splits the
 // work: below it the goroutine hand-off costs more than a core saves.
 const remapParallelMin = 1 << 16
 

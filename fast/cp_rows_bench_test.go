@@ -21,13 +21,13 @@ func rerange128K(b *testing.B) (ref.Layout, ref.CPRerangeInput) {
 }
 
 // compact128K is one rank's 128K local rows of a 1M-row batch.
-func compact128K(b *testing.B) (ref.Layout, ref.CPCompactInput) {
+func compact128K(b *testing.B) (ref.Layout, ref.CPCompactValidInput) {
 	sp := cpLayout(103 << 10)
 	for i := 4; i < 10; i++ {
 		sp.Lens[i] = 102<<10 - 37*(i+1) // Σ C_i = 1M rows, 128K per rank
 	}
 	lay := mustBuild(b, sp)
-	return lay, ref.CPCompactInput{Layout: sp, Rank: 3, X: rows(656, lay.R(3))}
+	return lay, ref.CPCompactValidInput{Layout: sp, Rank: 3, X: rows(656, lay.R(3))}
 }
 
 func BenchmarkCPRerange128K(b *testing.B) {

@@ -21,7 +21,7 @@ func TestIntoVariantsWriteWhatTheOpsReturn(t *testing.T) {
 	nonEmpty := 0
 	for seed := range 200 {
 		in := compact.Valid.Example(seed)
-		lay, err := ref.ValidateCPCompact(lim, in)
+		lay, err := ref.ValidateCPCompactValid(lim, in)
 		if err != nil {
 			t.Fatalf("compact seed %d: generator drew an invalid input: %v", seed, err)
 		}

@@ -41,14 +41,14 @@ func mustBuild(t testing.TB, sp ref.LayoutSpec) ref.Layout {
 }
 
 // cpInputs returns one input of each CP row op on sp with rows of w bytes.
-func cpInputs(t testing.TB, sp ref.LayoutSpec, w int) (ref.CPSplitInput, ref.CPValidRowsInput, ref.CPRerangeInput, ref.CPCompactInput, ref.CPRestoreInput) {
+func cpInputs(t testing.TB, sp ref.LayoutSpec, w int) (ref.CPSplitInput, ref.CPValidRowsInput, ref.CPRerangeInput, ref.CPCompactValidInput, ref.CPRestorePaddedInput) {
 	lay := mustBuild(t, sp)
 	m := lay.R(0)
 	return ref.CPSplitInput{Layout: sp, X: rows(w, lay.TotalValid()), Pad: make([]byte, w), Prefix: make([]int64, lay.B())},
 		ref.CPValidRowsInput{Layout: sp, Rank: 3, X: rows(w, lay.R(3))},
 		ref.CPRerangeInput{Layout: sp, G: rows(w, lay.CP*m), M: m},
-		ref.CPCompactInput{Layout: sp, Rank: 3, X: rows(w, lay.R(3))},
-		ref.CPRestoreInput{Layout: sp, Rank: 3, Y: rows(w, lay.Rv(3))}
+		ref.CPCompactValidInput{Layout: sp, Rank: 3, X: rows(w, lay.R(3))},
+		ref.CPRestorePaddedInput{Layout: sp, Rank: 3, Y: rows(w, lay.Rv(3))}
 }
 
 // same requires equal results of the twins (deep equality, which on

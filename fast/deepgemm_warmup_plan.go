@@ -19,23 +19,23 @@ import (
 // fingerprint prefix encoded once per call (no reflection per kernel), and
 // the cache listing is indexed by name once, so each liveness check is a
 // map lookup instead of a scan.
-func DeepGEMMWarmupPlan(lim ref.Limits, in ref.DeepGEMMWarmupInput) (ref.DeepGEMMWarmupOutput, error) {
+func DeepGEMMWarmupPlan(lim ref.Limits, in ref.DeepGEMMWarmupPlanInput) (ref.DeepGEMMWarmupPlanOutput, error) {
 	return deepGEMMWarmupPlanWithFaults(lim, in, fault.DeepGEMM{})
 }
 
 // deepGEMMWarmupPlanWithFaults is DeepGEMMWarmupPlan with the bugs f selects
 // put back, for the bug zoo only: fault.Hooks hands it to equiv/mutants
 // (hooks.go). Called with the zero value it is DeepGEMMWarmupPlan.
-func deepGEMMWarmupPlanWithFaults(_ ref.Limits, in ref.DeepGEMMWarmupInput, f fault.DeepGEMM) (ref.DeepGEMMWarmupOutput, error) {
-	if err := ref.ValidateDeepGEMMWarmup(in); err != nil {
-		return ref.DeepGEMMWarmupOutput{}, err
+func deepGEMMWarmupPlanWithFaults(_ ref.Limits, in ref.DeepGEMMWarmupPlanInput, f fault.DeepGEMM) (ref.DeepGEMMWarmupPlanOutput, error) {
+	if err := ref.ValidateDeepGEMMWarmupPlan(in); err != nil {
+		return ref.DeepGEMMWarmupPlanOutput{}, err
 	}
 	prepared, err := ref.PrepareDeepGEMMEnv(in.Env)
 	if err != nil {
-		return ref.DeepGEMMWarmupOutput{}, err
+		return ref.DeepGEMMWarmupPlanOutput{}, err
 	}
 	dg := ref.DeepGEMMEnv{CacheDir: prepared["DG_JIT_CACHE_DIR"], UseNVRTC: prepared["DG_JIT_USE_NVRTC"]}
-	out := ref.DeepGEMMWarmupOutput{
+	out := ref.DeepGEMMWarmupPlanOutput{
 		Env: dg, Imported: ref.ImportDeepGEMM(prepared),
 		Enabled:  ref.DeepGEMMWarmupEnabled(in.Env),
 		MMax:     ref.DeepGEMMMMax(in.ChunkedPrefillSize),

@@ -6,14 +6,14 @@ import "github.com/kvtwin/kvtwin/ref"
 // §7.5): the current rows are normalized once, quantized in one pass
 // straight into the output buffer, and the prefix gathered in runs of
 // consecutive slots.
-func FP8ComposeCurrent(lim ref.Limits, in ref.FP8ComposeInput) (ref.FP8ComposeOutput, error) {
-	plan, err := ref.ValidateFP8Compose(lim, in)
+func FP8ComposeCurrent(lim ref.Limits, in ref.FP8ComposeCurrentInput) (ref.FP8ComposeCurrentOutput, error) {
+	plan, err := ref.ValidateFP8ComposeCurrent(lim, in)
 	if err != nil {
-		return ref.FP8ComposeOutput{}, err
+		return ref.FP8ComposeCurrentOutput{}, err
 	}
 	cur, err := ref.NormalizeCurrent(plan, in.Current, in.M)
 	if err != nil {
-		return ref.FP8ComposeOutput{}, err
+		return ref.FP8ComposeCurrentOutput{}, err
 	}
 	const w, cw = ref.FP8RowBytes, ref.MLABF16RowBytes
 	out := make([]byte, plan.Total*w)
@@ -21,7 +21,7 @@ func FP8ComposeCurrent(lim ref.Limits, in ref.FP8ComposeInput) (ref.FP8ComposeOu
 	row, base := 0, 0
 	for b, ps := range in.PrefixSlots {
 		if err := lim.Canceled("prefix_slots"); err != nil {
-			return ref.FP8ComposeOutput{}, err
+			return ref.FP8ComposeCurrentOutput{}, err
 		}
 		for i := 0; i < len(ps); {
 			j := i + 1
@@ -38,5 +38,5 @@ func FP8ComposeCurrent(lim ref.Limits, in ref.FP8ComposeInput) (ref.FP8ComposeOu
 		row += l
 		base += l
 	}
-	return ref.FP8ComposeOutput{Rows: ref.Rows{W: w, B: out}}, nil
+	return ref.FP8ComposeCurrentOutput{Rows: ref.Rows{W: w, B: out}}, nil
 }

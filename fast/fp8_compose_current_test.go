@@ -16,7 +16,7 @@ func TestComposeFastPathAllocations(t *testing.T) {
 	for i := range cur.B {
 		cur.B[i] = byte(i) & 0x3F
 	}
-	in := ref.FP8ComposeInput{Pool: pool, PrefixSlots: pre, CurrentSlots: [][]int64{{20, 21, 22}, {23, 24, 25}}, Lens: []int{3, 3}, Contract: ref.ContractGlobalValid, Current: cur}
+	in := ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: pre, CurrentSlots: [][]int64{{20, 21, 22}, {23, 24, 25}}, Lens: []int{3, 3}, Contract: ref.ContractGlobalValid, Current: cur}
 	lim := ref.DefaultLimits()
 	got, err := fast.FP8ComposeCurrent(lim, in)
 	if err != nil {

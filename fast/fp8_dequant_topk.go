@@ -60,7 +60,7 @@ func referenced(topk [][]int32, n int) []uint64 {
 // §7.6): a bitset of the referenced rows, then one table-driven dequant per
 // set bit; the cost is the referenced rows plus N/64 words.
 func DequantTopKInPlace(kq ref.Rows, topk [][]int32, out ref.Rows, verify bool) error {
-	if err := ref.ValidateDequantTopK(kq, topk); err != nil {
+	if err := ref.ValidateFP8DequantTopK(kq, topk); err != nil {
 		return err
 	}
 	if out.W != ref.DequantRowBytes {
@@ -93,7 +93,7 @@ func DequantTopKInPlace(kq ref.Rows, topk [][]int32, out ref.Rows, verify bool) 
 
 // FP8DequantTopK is the twin of ref.FP8DequantTopK (docs/spec/cp-layout.md §7.6).
 func FP8DequantTopK(lim ref.Limits, in ref.FP8DequantTopKInput) (ref.FP8DequantTopKOutput, error) {
-	if err := ref.ValidateDequantTopK(in.Kq, in.TopK); err != nil {
+	if err := ref.ValidateFP8DequantTopK(in.Kq, in.TopK); err != nil {
 		return ref.FP8DequantTopKOutput{}, err
 	}
 	set := referenced(in.TopK, in.Kq.N())

@@ -24,11 +24,11 @@ func TestFP8PoolFastPathAllocations(t *testing.T) {
 	for i := range locs {
 		locs[i] = int64(4 + 2*i)
 	}
-	st := ref.FP8StoreInput{Pool: pool, Locs: locs, Rows: ref.NewRows(ref.FP8RowBytes, len(locs))}
+	st := ref.FP8StorePagesInput{Pool: pool, Locs: locs, Rows: ref.NewRows(ref.FP8RowBytes, len(locs))}
 	if n := testing.AllocsPerRun(10, func() { _, _ = fast.FP8StorePages(lim, st) }); n > 2 {
 		t.Errorf("store: %v allocations, want <= 2", n)
 	}
-	m := ref.FP8MaterializeInput{Pool: pool, Slots: locs}
+	m := ref.FP8MaterializePagesInput{Pool: pool, Slots: locs}
 	if n := testing.AllocsPerRun(10, func() { _, _ = fast.FP8MaterializePages(lim, m) }); n > 1 {
 		t.Errorf("materialize: %v allocations, want 1", n)
 	}

@@ -23,37 +23,37 @@ const quantParallelMinRows = 2048
 // The first non-finite value is found while quantizing: each chunk stops
 // at its first bad row, the smallest such row is the input's first, and
 // ref names the offending value in it.
-func FP8QuantizeRow(_ ref.Limits, in ref.FP8QuantizeRowInput) (ref.FP8RowsOutput, error) {
+func FP8QuantizeRow(_ ref.Limits, in ref.FP8QuantizeRowInput) (ref.FP8QuantizeRowOutput, error) {
 	m, err := ref.CheckScaleMode("mode", in.Mode)
 	if err != nil {
-		return ref.FP8RowsOutput{}, err
+		return ref.FP8QuantizeRowOutput{}, err
 	}
 	if err := ref.CheckFP8Width("x", in.X, ref.MLABF16RowBytes); err != nil {
-		return ref.FP8RowsOutput{}, err
+		return ref.FP8QuantizeRowOutput{}, err
 	}
 	out := ref.NewRows(ref.FP8RowBytes, in.X.N())
 	bad := forRowChunks(in.X.N(), func(lo, hi int) int {
 		return QuantizeRows656(out.B[lo*ref.FP8RowBytes:hi*ref.FP8RowBytes], in.X.B[lo*ref.MLABF16RowBytes:hi*ref.MLABF16RowBytes], m)
 	})
 	if bad >= 0 {
-		return ref.FP8RowsOutput{}, ref.FirstNonFiniteRow656(bad, in.X.Row(bad))
+		return ref.FP8QuantizeRowOutput{}, ref.FirstNonFiniteRow656(bad, in.X.Row(bad))
 	}
-	return ref.FP8RowsOutput{Rows: out}, nil
+	return ref.FP8QuantizeRowOutput{Rows: out}, nil
 }
 
 // FP8QuantizeIndexK is the twin of ref.FP8QuantizeIndexK (docs/spec/cp-layout.md §7.3).
-func FP8QuantizeIndexK(_ ref.Limits, in ref.FP8QuantizeIndexKInput) (ref.FP8RowsOutput, error) {
+func FP8QuantizeIndexK(_ ref.Limits, in ref.FP8QuantizeIndexKInput) (ref.FP8QuantizeIndexKOutput, error) {
 	if err := ref.CheckFP8Width("x", in.X, ref.IndexKBF16RowBytes); err != nil {
-		return ref.FP8RowsOutput{}, err
+		return ref.FP8QuantizeIndexKOutput{}, err
 	}
 	out := ref.NewRows(ref.IndexKRowBytes, in.X.N())
 	bad := forRowChunks(in.X.N(), func(lo, hi int) int {
 		return QuantizeIndexKRows(out.B[lo*ref.IndexKRowBytes:hi*ref.IndexKRowBytes], in.X.B[lo*ref.IndexKBF16RowBytes:hi*ref.IndexKBF16RowBytes])
 	})
 	if bad >= 0 {
-		return ref.FP8RowsOutput{}, ref.FirstNonFiniteIndexK(bad, in.X.Row(bad))
+		return ref.FP8QuantizeIndexKOutput{}, ref.FirstNonFiniteIndexK(bad, in.X.Row(bad))
 	}
-	return ref.FP8RowsOutput{Rows: out}, nil
+	return ref.FP8QuantizeIndexKOutput{Rows: out}, nil
 }
 
 // forRowChunks runs f on row ranges [lo, hi) covering [0, n) — in parallel

@@ -144,7 +144,7 @@ func BenchmarkFP8QuantizeRow128K(b *testing.B) {
 	lim := ref.DefaultLimits()
 	for _, c := range []struct {
 		name string
-		f    func(ref.Limits, ref.FP8QuantizeRowInput) (ref.FP8RowsOutput, error)
+		f    func(ref.Limits, ref.FP8QuantizeRowInput) (ref.FP8QuantizeRowOutput, error)
 	}{{"ref", ref.FP8QuantizeRow}, {"fast", fast.FP8QuantizeRow}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(x.B)))

@@ -9,12 +9,12 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// Counter is the fast LayerDoneCounter (docs/spec/radix-acks.md §5.3). Its whole
+// LayerDoneCounter is the fast ref.LayerDoneCounter (docs/spec/radix-acks.md §5.3). Its whole
 // state — three 16-bit done counts, the consumer and the producer — is one
 // atomic word, so Ready is a single load of a consistent snapshot and a
 // waiter whose layer has landed never takes the lock. Writers are
 // serialized by mu and broadcast to waiters only when there are any.
-type Counter struct {
+type LayerDoneCounter struct {
 	layers int
 	word   atomic.Uint64
 	mu     sync.Mutex
@@ -68,11 +68,11 @@ func newLayerDoneCounterWithFaults(layers int, f fault.Load) (ref.LayerDoneCount
 	return c, nil
 }
 
-func newCounter(layers int, f fault.Load) (*Counter, error) {
+func newCounter(layers int, f fault.Load) (*LayerDoneCounter, error) {
 	if err := ref.CheckCounterLayers(layers); err != nil {
 		return nil, err
 	}
-	c := &Counter{layers: layers, faults: f}
+	c := &LayerDoneCounter{layers: layers, faults: f}
 	var w packed
 	for i := range ref.CounterSlots {
 		w = w.withDone(i, layers)
@@ -83,18 +83,18 @@ func newCounter(layers int, f fault.Load) (*Counter, error) {
 }
 
 // publish stores w and wakes the waiters; the caller holds mu.
-func (c *Counter) publish(w packed) {
+func (c *LayerDoneCounter) publish(w packed) {
 	c.word.Store(uint64(w))
 	if c.waiters > 0 {
 		c.cond.Broadcast()
 	}
 }
 
-func (c *Counter) load() packed { return packed(c.word.Load()) }
+func (c *LayerDoneCounter) load() packed { return packed(c.word.Load()) }
 
 // UpdateProducer moves the producer to the next slot, refusing a slot that
 // is still loading (ErrSlotBusy).
-func (c *Counter) UpdateProducer() (int, error) {
+func (c *LayerDoneCounter) UpdateProducer() (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w := c.load()
@@ -107,7 +107,7 @@ func (c *Counter) UpdateProducer() (int, error) {
 }
 
 // Complete records layer l of slot, which must be the slot's done count.
-func (c *Counter) Complete(slot, l int) error {
+func (c *LayerDoneCounter) Complete(slot, l int) error {
 	if err := ref.CheckSlot(slot, false); err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func (c *Counter) Complete(slot, l int) error {
 }
 
 // SetConsumer records the slot the computed batch reads (-1: none).
-func (c *Counter) SetConsumer(slot int) error {
+func (c *LayerDoneCounter) SetConsumer(slot int) error {
 	if err := ref.CheckSlot(slot, true); err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (c *Counter) SetConsumer(slot int) error {
 }
 
 // ready is §5.3's Ready(l) on one snapshot.
-func (c *Counter) ready(w packed, l int) bool {
+func (c *LayerDoneCounter) ready(w packed, l int) bool {
 	s := w.consumer()
 	if s < 0 {
 		return true
@@ -146,7 +146,7 @@ func (c *Counter) ready(w packed, l int) bool {
 
 // Ready reports whether layer l of the consumer's op has landed: one
 // atomic load, no lock.
-func (c *Counter) Ready(l int) (bool, error) {
+func (c *LayerDoneCounter) Ready(l int) (bool, error) {
 	if err := ref.CheckReadyLayer(l, c.layers); err != nil {
 		return false, err
 	}
@@ -155,7 +155,7 @@ func (c *Counter) Ready(l int) (bool, error) {
 
 // WaitUntil returns at once when layer l is ready; otherwise it parks on
 // the condition variable until a change makes it ready or ctx ends.
-func (c *Counter) WaitUntil(ctx context.Context, l int) error {
+func (c *LayerDoneCounter) WaitUntil(ctx context.Context, l int) error {
 	if err := ref.CheckReadyLayer(l, c.layers); err != nil {
 		return err
 	}
@@ -182,14 +182,14 @@ func (c *Counter) WaitUntil(ctx context.Context, l int) error {
 }
 
 // Reset forgets producer and consumer; the slots keep their counts.
-func (c *Counter) Reset() {
+func (c *LayerDoneCounter) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.publish(c.load().withConsumer(-1).withProducer(-1))
 }
 
 // State returns the observable state (one consistent snapshot).
-func (c *Counter) State() ref.CounterState {
+func (c *LayerDoneCounter) State() ref.CounterState {
 	w := c.load()
 	s := ref.CounterState{Layers: c.layers, Producer: w.producer(), Consumer: w.consumer()}
 	for i := range s.Done {

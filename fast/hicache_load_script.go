@@ -4,8 +4,8 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LoadScript is the fast twin of hicache.load_script (docs/spec/radix-acks.md §5.2):
+// HiCacheLoadScript is the fast twin of hicache.load_script (docs/spec/radix-acks.md §5.2):
 // the shared interpreter run on fast loaders.
-func LoadScript(lim ref.Limits, in ref.LoadScriptInput) (ref.LoadScriptOutput, error) {
-	return ref.RunLoadScript(lim, in, NewLoader)
+func HiCacheLoadScript(lim ref.Limits, in ref.HiCacheLoadScriptInput) (ref.HiCacheLoadScriptOutput, error) {
+	return ref.RunHiCacheLoadScript(lim, in, NewLoader)
 }

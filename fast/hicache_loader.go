@@ -27,7 +27,7 @@ type Loader struct {
 	faults fault.Load
 	// last is the previous op's descriptor, kept only under the
 	// ReuseAcrossBatches fault.
-	last *Desc
+	last *LoadDescriptor
 }
 
 // NewLoader returns a fast loader over a fresh arena for p.
@@ -92,7 +92,7 @@ func (l *Loader) BeginLoad(op uint64, hostIdx, devIdx []ref.SlotIdx, ps int, b r
 		l.fallbacks = append(l.fallbacks, ref.FallbackEvent{OpID: op, Reason: ref.FallbackReasonUnavailable})
 	}
 	l.serial++
-	d := &Desc{loader: l, op: op, serial: l.serial, ps: ps, runs: runs, open: true,
+	d := &LoadDescriptor{loader: l, op: op, serial: l.serial, ps: ps, runs: runs, open: true,
 		fallback: fallback, perLayer: fallback || silent || l.faults.RebuildPerLayer, builds: 1}
 	if d.perLayer {
 		// The per-layer path builds its runs again at every layer from the
@@ -187,9 +187,9 @@ func (l *Loader) clearSeen(runs []ref.Run) {
 	}
 }
 
-// Desc is the fast prepared descriptor: the runs are built once in
+// LoadDescriptor is the fast prepared descriptor (a ref.LoadDescriptor): the runs are built once in
 // BeginLoad and every layer copies run-wise.
-type Desc struct {
+type LoadDescriptor struct {
 	loader           *Loader
 	op               uint64
 	serial, ps, next int
@@ -203,26 +203,26 @@ type Desc struct {
 }
 
 // OpID returns the load op the descriptor was built for.
-func (d *Desc) OpID() uint64 { return d.op }
+func (d *LoadDescriptor) OpID() uint64 { return d.op }
 
 // Serial returns the loader's descriptor count at this descriptor's build.
-func (d *Desc) Serial() int { return d.serial }
+func (d *LoadDescriptor) Serial() int { return d.serial }
 
 // Runs returns a copy of the runs (empty after EndLoad).
-func (d *Desc) Runs() []ref.Run { return slices.Clone(d.runs) }
+func (d *LoadDescriptor) Runs() []ref.Run { return slices.Clone(d.runs) }
 
 // Builds returns how often the runs were built for copying.
-func (d *Desc) Builds() int { return d.builds }
+func (d *LoadDescriptor) Builds() int { return d.builds }
 
 // Fallback reports whether the op runs the recorded fallback path.
-func (d *Desc) Fallback() bool { return d.fallback }
+func (d *LoadDescriptor) Fallback() bool { return d.fallback }
 
 // NextLayer returns the layer the next SubmitLayer must name.
-func (d *Desc) NextLayer() int { return d.next }
+func (d *LoadDescriptor) NextLayer() int { return d.next }
 
 // SubmitLayer copies layer l of every buffer kind, one copy per run
 // (docs/spec/radix-acks.md §5.2); the per-layer path first rebuilds the runs.
-func (d *Desc) SubmitLayer(op uint64, l int) error {
+func (d *LoadDescriptor) SubmitLayer(op uint64, l int) error {
 	a := d.loader.arena
 	if err := ref.CheckSubmit(d.open, d.op, op, l, d.next, a.Pools.Layers); err != nil {
 		return err
@@ -251,7 +251,7 @@ func copyRuns(dst, src []byte, runs []ref.Run, pb int64) {
 
 // EndLoad closes a descriptor whose every layer was submitted and releases
 // its index arrays.
-func (d *Desc) EndLoad() error {
+func (d *LoadDescriptor) EndLoad() error {
 	if err := ref.CheckEnd(d.open, d.op, d.next, d.loader.arena.Pools.Layers); err != nil {
 		return err
 	}
@@ -261,7 +261,7 @@ func (d *Desc) EndLoad() error {
 
 // Cancel closes an open descriptor on an abort path. Copies here are
 // synchronous, so there is nothing in flight to wait for.
-func (d *Desc) Cancel() error {
+func (d *LoadDescriptor) Cancel() error {
 	if !d.open {
 		return ref.ClosedError(d.op)
 	}
@@ -269,7 +269,7 @@ func (d *Desc) Cancel() error {
 	return nil
 }
 
-func (d *Desc) close() {
+func (d *LoadDescriptor) close() {
 	d.open, d.hostIdx, d.devIdx = false, nil, nil
 	if !d.loader.faults.ReuseAcrossBatches {
 		d.runs = []ref.Run{}

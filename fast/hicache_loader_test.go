@@ -55,11 +55,11 @@ func TestPreparedPathBuildsOnceAndCopiesWithoutAllocating(t *testing.T) {
 func TestFastMatchesRefOnBenchShapes(t *testing.T) {
 	for _, runs := range []int{1, 16, 1024} {
 		in := catalog.LoadBenchScript(5, 2048, runs)
-		want, err := ref.LoadScript(ref.DefaultLimits(), in)
+		want, err := ref.HiCacheLoadScript(ref.DefaultLimits(), in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := fast.LoadScript(ref.DefaultLimits(), in)
+		got, err := fast.HiCacheLoadScript(ref.DefaultLimits(), in)
 		if err != nil {
 			t.Fatal(err)
 		}

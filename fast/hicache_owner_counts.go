@@ -7,13 +7,13 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// CpNodeMeta is the CP owner metadata a fast-tree node keeps
+// CPNodeMeta is the CP owner metadata a fast-tree node keeps
 // (docs/spec/radix-acks.md §4.2). It is populated when the node is created (from its
 // parent's end page, O(pages) for the owners and O(N) per size for the
 // counts), split at every split (the counts by the closed form, O(N·sizes))
 // and dropped with the node, so the planner reads counts in O(1) instead of
 // recounting a leaf's pages (§4.3, §4.6 B4.a).
-type CpNodeMeta struct {
+type CPNodeMeta struct {
 	// StartPage is the absolute position of the node's first page.
 	StartPage int
 	// NumPages is len(key)/page_size.
@@ -38,8 +38,8 @@ type SizeCounts struct {
 }
 
 // newMeta is the metadata of a node of pages pages starting at page start.
-func (t *Tree) newMeta(start, pages int) CpNodeMeta {
-	m := CpNodeMeta{StartPage: start, NumPages: pages}
+func (t *RadixTree) newMeta(start, pages int) CPNodeMeta {
+	m := CPNodeMeta{StartPage: start, NumPages: pages}
 	if len(t.sizes) == 0 {
 		return m
 	}
@@ -53,7 +53,7 @@ func (t *Tree) newMeta(start, pages int) CpNodeMeta {
 
 // newCounts allocates zeroed counts for every configured size, in one
 // backing array.
-func (t *Tree) newCounts() []SizeCounts {
+func (t *RadixTree) newCounts() []SizeCounts {
 	total := 0
 	for _, n := range t.sizes {
 		total += n
@@ -71,9 +71,9 @@ func (t *Tree) newCounts() []SizeCounts {
 // from the closed form; the suffix's are the node's minus the prefix's,
 // updated in place (the suffix is the node that was split). Under the
 // B4.b fault both halves keep the node's counts.
-func (t *Tree) splitMeta(old CpNodeMeta, sp int) (pre, suf CpNodeMeta) {
-	pre = CpNodeMeta{StartPage: old.StartPage, NumPages: sp}
-	suf = CpNodeMeta{StartPage: old.StartPage + sp, NumPages: old.NumPages - sp}
+func (t *RadixTree) splitMeta(old CPNodeMeta, sp int) (pre, suf CPNodeMeta) {
+	pre = CPNodeMeta{StartPage: old.StartPage, NumPages: sp}
+	suf = CPNodeMeta{StartPage: old.StartPage + sp, NumPages: old.NumPages - sp}
 	if len(t.sizes) == 0 {
 		return pre, suf
 	}
@@ -141,7 +141,7 @@ func closedForm(s, num, n int, dst []int32) {
 }
 
 // nodeCP is n's observable metadata (copies), nil with CP off.
-func (t *Tree) nodeCP(n *node) *ref.NodeCP {
+func (t *RadixTree) nodeCP(n *node) *ref.NodeCP {
 	if len(t.sizes) == 0 {
 		return nil
 	}
@@ -162,7 +162,7 @@ func (t *Tree) nodeCP(n *node) *ref.NodeCP {
 // closed form and counts a metadata miss (§4.5). The slice must not be
 // modified. Stale metadata is ErrMetadataStale, an unknown id
 // ErrForeignNode, n outside [1, MaxCPSize] ErrBadCPSize.
-func (t *Tree) OwnerCounts(id ref.NodeID, n int) ([]int32, error) {
+func (t *RadixTree) OwnerCounts(id ref.NodeID, n int) ([]int32, error) {
 	x, ok := t.nodes[id]
 	if !ok {
 		return nil, ref.ForeignNodeError(id)
@@ -180,14 +180,14 @@ func (t *Tree) OwnerCounts(id ref.NodeID, n int) ([]int32, error) {
 }
 
 // sizeIndex is n's position among the configured sizes, -1 for none.
-func (t *Tree) sizeIndex(n int) int { return slices.Index(t.sizes, n) }
+func (t *RadixTree) sizeIndex(n int) int { return slices.Index(t.sizes, n) }
 
 // leafCounts is x's counts for n ranks: the stored counts (sizes[idx])
 // after the staleness checks of §4.5, or for idx < 0 the closed form into
 // scratch (allocated when nil) with a miss counted. Under the B4.a fault it recounts from the
 // tokens instead. Counters are accumulated by the caller's pointers so a
 // failed plan can drop them.
-func (t *Tree) leafCounts(x *node, n, idx int, scratch []int32, recounts, misses *int64) ([]int32, error) {
+func (t *RadixTree) leafCounts(x *node, n, idx int, scratch []int32, recounts, misses *int64) ([]int32, error) {
 	if idx < 0 {
 		*misses++
 	}
@@ -229,7 +229,7 @@ func (t *Tree) leafCounts(x *node, n, idx int, scratch []int32, recounts, misses
 // recount is the B4.a path: the token depth summed up the parent chain,
 // the key padded to pages, each page's owner, a histogram — O(depth + n)
 // per scanned leaf, where the fix is O(1).
-func (t *Tree) recount(x *node, n int) []int32 {
+func (t *RadixTree) recount(x *node, n int) []int32 {
 	depth := 0
 	for y := x.parent; y != nil; y = y.parent {
 		depth += y.key.n
@@ -245,7 +245,7 @@ func (t *Tree) recount(x *node, n int) []int32 {
 // each scanned leaf costs O(N) on its metadata, and a parent whose
 // children have all been taken joins the heap. A rejected request (bad
 // sizes, unknown locked node, stale metadata) changes nothing.
-func (t *Tree) EvictOwnerLanes(req ref.OwnerPlanRequest) (ref.OwnerPlan, error) {
+func (t *RadixTree) EvictOwnerLanes(req ref.OwnerPlanRequest) (ref.OwnerPlan, error) {
 	n, err := ref.CheckOwnerPlan(req, t.cfg.CPSize)
 	if err != nil {
 		return ref.OwnerPlan{}, err
@@ -286,7 +286,7 @@ func (t *Tree) EvictOwnerLanes(req ref.OwnerPlanRequest) (ref.OwnerPlan, error) 
 // planVictims is steps 2–4 of §4.4 on the leaf set; it lowers deficit in
 // place and returns the victims and the number of lanes still short.
 // Counters are committed only when the plan succeeds.
-func (t *Tree) planVictims(n int, deficit []int, load *node) ([]*node, int, error) {
+func (t *RadixTree) planVictims(n int, deficit []int, load *node) ([]*node, int, error) {
 	short := 0
 	for _, d := range deficit {
 		if d > 0 {
@@ -370,7 +370,7 @@ func take(deficit []int, c []int32, short int) int {
 // checkMeta checks x's metadata against its key and parent: StartPage is
 // the parent's end page, NumPages is len(key)/page_size, and with CP on the
 // owners and every size's counts equal a fresh population (O1–O3).
-func (t *Tree) checkMeta(x *node) error {
+func (t *RadixTree) checkMeta(x *node) error {
 	m := x.meta
 	start := 0
 	if p := x.parent; p != nil {
@@ -391,18 +391,18 @@ func (t *Tree) checkMeta(x *node) error {
 	return nil
 }
 
-// OwnerCounts is the fast twin of hicache.owner_counts (docs/spec/radix-acks.md §4.3):
+// HiCacheOwnerCounts is the fast twin of hicache.owner_counts (docs/spec/radix-acks.md §4.3):
 // the owners by a stepping rank counter, the metadata counts as a node's
 // population computes them (the closed form), the enumeration as the
 // owners' histogram, and the closed form.
-func OwnerCounts(lim ref.Limits, in ref.OwnerCountsInput) (ref.OwnerCountsOutput, error) {
-	if err := ref.ValidateOwnerCounts(lim, in); err != nil {
-		return ref.OwnerCountsOutput{}, err
+func HiCacheOwnerCounts(lim ref.Limits, in ref.HiCacheOwnerCountsInput) (ref.HiCacheOwnerCountsOutput, error) {
+	if err := ref.ValidateHiCacheOwnerCounts(lim, in); err != nil {
+		return ref.HiCacheOwnerCountsOutput{}, err
 	}
 	n := in.CPSize
 	s, pages := in.TokenDepth/in.PageSize, in.Tokens/in.PageSize
 	counts := make([]int32, 3*n)
-	out := ref.OwnerCountsOutput{StartPage: s, NumPages: pages, PageOwners: pageOwners(ref.RoundRobin{}, s, pages, n),
+	out := ref.HiCacheOwnerCountsOutput{StartPage: s, NumPages: pages, PageOwners: pageOwners(ref.RoundRobin{}, s, pages, n),
 		Enumerated: counts[:n:n], Metadata: counts[n : 2*n : 2*n], ClosedForm: counts[2*n:]}
 	for _, o := range out.PageOwners {
 		out.Enumerated[o]++

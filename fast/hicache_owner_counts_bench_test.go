@@ -40,7 +40,7 @@ func BenchmarkOwnerCounts64K(b *testing.B) {
 
 // ownerBenchTree holds a 64K-token node below a 64K-token parent and
 // returns the tree and the node's id.
-func ownerBenchTree(b *testing.B, f fault.Radix) (*fast.Tree, ref.NodeID) {
+func ownerBenchTree(b *testing.B, f fault.Radix) (*fast.RadixTree, ref.NodeID) {
 	tr := faultyTree(b, ref.TreeConfig{PageSize: 64, CPSize: 8}, f)
 	k, _ := benchKey(2 * 65536)
 	insertUnits(b, tr, k.Units[:65536]...)
@@ -78,7 +78,7 @@ func BenchmarkOwnerPlan10KLeaves(b *testing.B) {
 				for j := range units {
 					units[j] = ref.Unit(i*7919%leaves*pages + j)
 				}
-				if _, err := tr.MatchPrefix(ref.Key{Units: units}); err != nil {
+				if _, err := tr.MatchPrefix(ref.RadixKey{Units: units}); err != nil {
 					b.Fatal(err)
 				}
 			}

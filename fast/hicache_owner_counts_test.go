@@ -14,25 +14,25 @@ import (
 
 func insertUnits(t testing.TB, tr ref.RadixTree, units ...ref.Unit) {
 	t.Helper()
-	if _, err := tr.Insert(ref.Key{Units: units}, nil, 0); err != nil {
+	if _, err := tr.Insert(ref.RadixKey{Units: units}, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// faultyTree is fast.NewTree(cfg) with the radix faults f, reached as the
+// faultyTree is fast.NewRadixTree(cfg) with the radix faults f, reached as the
 // bug zoo reaches it: through the hook table fast installs in internal/fault.
-func faultyTree(tb testing.TB, cfg ref.TreeConfig, f fault.Radix) *fast.Tree {
+func faultyTree(tb testing.TB, cfg ref.TreeConfig, f fault.Radix) *fast.RadixTree {
 	tb.Helper()
-	tr, err := fault.Installed().NewTree(cfg, f)
+	tr, err := fault.Installed().NewRadixTree(cfg, f)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return tr.(*fast.Tree)
+	return tr.(*fast.RadixTree)
 }
 
 // planTree is §4.4's worked-example tree (ref/hicache_owner_counts_test.go) on a fast
 // tree built with faults f.
-func planTree(t testing.TB, f fault.Radix) *fast.Tree {
+func planTree(t testing.TB, f fault.Radix) *fast.RadixTree {
 	tr := faultyTree(t, ref.TreeConfig{PageSize: 1, CPSize: 2}, f)
 	for _, k := range [][]ref.Unit{{10, 11}, {10, 11, 12}, {20, 21, 22, 23}, {20, 21, 22, 23, 24, 25}, {30, 31, 32, 33}, {30, 31, 32, 33, 34, 35, 36}} {
 		insertUnits(t, tr, k...)
@@ -48,10 +48,7 @@ func planTree(t testing.TB, f fault.Radix) *fast.Tree {
 // TestOwnerCountsFromMetadataAllocateNothing: the fast planner's count
 // lookup is the stored metadata — no allocation, no recount, no miss.
 func TestOwnerCountsFromMetadataAllocateNothing(t *testing.T) {
-	tr, err := fast.NewTree(ref.TreeConfig{PageSize: 64, CPSize: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := tree(t, ref.TreeConfig{PageSize: 64, CPSize: 8})
 	k, _ := benchKey(65536)
 	insertUnits(t, tr, k.Units...)
 	allocs := testing.AllocsPerRun(100, func() {
@@ -90,7 +87,7 @@ func TestPlanReadsMetadata(t *testing.T) {
 func TestStaleMetadataFailsFast(t *testing.T) {
 	tr := faultyTree(t, ref.TreeConfig{PageSize: 1, CPSize: 2}, fault.Radix{SplitKeepsOwnerCounts: true})
 	insertUnits(t, tr, 1, 2, 3, 4)
-	if _, err := tr.MatchPrefix(ref.Key{Units: []ref.Unit{1}}); err != nil {
+	if _, err := tr.MatchPrefix(ref.RadixKey{Units: []ref.Unit{1}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tr.IncLockRef(2); err != nil {
@@ -169,16 +166,18 @@ func (zigzag) Owner(q, n int) int {
 func TestPluggedOwnerRuleNeedsNoPlannerChange(t *testing.T) {
 	cfg := ref.TreeConfig{PageSize: 1, CPSize: 2, CPDraftSize: 3}
 	r := must(ref.NewRadixTreeOwned(cfg, zigzag{}))
-	f, err := fast.NewTreeOwned(cfg, zigzag{})
+	f, err := fast.NewRadixTreeOwned(cfg, zigzag{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	steps := []func(ref.RadixTree) (any, error){
 		func(tr ref.RadixTree) (any, error) {
-			return tr.Insert(ref.Key{Units: []ref.Unit{1, 2, 3, 4, 5, 6}}, nil, 0)
+			return tr.Insert(ref.RadixKey{Units: []ref.Unit{1, 2, 3, 4, 5, 6}}, nil, 0)
 		},
-		func(tr ref.RadixTree) (any, error) { return tr.Insert(ref.Key{Units: []ref.Unit{1, 2, 3, 9}}, nil, 0) },
-		func(tr ref.RadixTree) (any, error) { return tr.MatchPrefix(ref.Key{Units: []ref.Unit{1}}) },
+		func(tr ref.RadixTree) (any, error) {
+			return tr.Insert(ref.RadixKey{Units: []ref.Unit{1, 2, 3, 9}}, nil, 0)
+		},
+		func(tr ref.RadixTree) (any, error) { return tr.MatchPrefix(ref.RadixKey{Units: []ref.Unit{1}}) },
 		func(tr ref.RadixTree) (any, error) {
 			return tr.EvictOwnerLanes(ref.OwnerPlanRequest{CPSize: 3, Need: []int{0, 0, 2}, Free: []int{0, 0, 0}, DryRun: true})
 		},

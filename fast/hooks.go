@@ -1,11 +1,6 @@
 package fast
 
-import (
-	"log/slog"
-
-	"github.com/kvtwin/kvtwin/internal/fault"
-	"github.com/kvtwin/kvtwin/ref"
-)
+import "github.com/kvtwin/kvtwin/internal/fault"
 
 // init installs the bug zoo's hooks, the one place they leave this
 // package. Each twin that carries an internal/fault switch has one
@@ -16,27 +11,19 @@ import (
 // import internal/fault (docs/design/ARCHITECTURE.md "Bug-zoo switches").
 func init() {
 	fault.Install(fault.Hooks{
-		AdmitRound:              admitRoundWithFaults,
-		AdmissionEstimate:       admissionEstimateWithFaults,
-		MergeIndexTopkOverrides: mergeIndexTopkOverridesWithFaults,
-		DeepGEMMWarmupPlan:      deepGEMMWarmupPlanWithFaults,
-		NewAckQueue:             newAckQueueWithFaults,
-		NewLayerDoneCounter:     newLayerDoneCounterWithFaults,
-		NewLoader:               newLoaderWithFaults,
-		KVEvDecode:              kvevDecodeWithFaults,
-		NewKVEvIndex:            newKVEvIndexWithFaults,
-		// The table speaks ref's types only (internal/fault cannot import
-		// fast), so the tree goes out as the ref.RadixTree it implements
-		// and the manager behind NewPerLayerManager's signature.
-		NewTree: func(cfg ref.TreeConfig, f fault.Radix) (ref.RadixTree, error) {
-			return newTreeWithFaults(cfg, f)
-		},
-		ChatNormalize:    chatNormalizeWithFaults,
-		StreamErrorChunk: streamErrorChunkWithFaults,
-		GLMToolArgs:      glmToolArgsWithFaults,
-		// NewPerLayerManager's body, with the hook in place of NewManager.
-		NewPerLayerManager: func(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger, f fault.Transfer) (ref.PerLayerManager, error) {
-			return newManagerWithFaults(PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger}, f)
-		},
+		AdmissionRound:           admissionRoundWithFaults,
+		AdmissionEstimate:        admissionEstimateWithFaults,
+		ConfigIndexTopKOverrides: configIndexTopKOverridesWithFaults,
+		DeepGEMMWarmupPlan:       deepGEMMWarmupPlanWithFaults,
+		NewAckQueue:              newAckQueueWithFaults,
+		NewLayerDoneCounter:      newLayerDoneCounterWithFaults,
+		NewLoader:                newLoaderWithFaults,
+		KVEvDecode:               kvevDecodeWithFaults,
+		NewKVEvIndex:             newKVEvIndexWithFaults,
+		NewRadixTree:             newRadixTreeWithFaults,
+		ServingChatNormalize:     servingChatNormalizeWithFaults,
+		ServingStreamErrorChunk:  servingStreamErrorChunkWithFaults,
+		ServingGLMToolArgs:       servingGLMToolArgsWithFaults,
+		NewPerLayerManager:       newPerLayerManagerWithFaults,
 	})
 }

@@ -71,14 +71,14 @@ import (
 //     bin is a non-nil empty HexBytes; Events is never nil.
 
 // KVEvDecode is the fast twin of kvev.decode (docs/spec/kv-events.md §1).
-func KVEvDecode(lim ref.Limits, in ref.KVEvDecodeInput) (ref.KVMessage, error) {
+func KVEvDecode(lim ref.Limits, in ref.KVEvDecodeInput) (ref.KVEvDecodeOutput, error) {
 	return kvevDecodeWithFaults(lim, in, fault.KVEv{})
 }
 
 // kvevDecodeWithFaults is KVEvDecode with the historic decoder bugs f selects
 // put back, for the bug zoo only: fault.Hooks hands it to equiv/mutants
 // (hooks.go). Called with the zero value it is KVEvDecode.
-func kvevDecodeWithFaults(_ ref.Limits, in ref.KVEvDecodeInput, f fault.KVEv) (ref.KVMessage, error) {
+func kvevDecodeWithFaults(_ ref.Limits, in ref.KVEvDecodeInput, f fault.KVEv) (ref.KVEvDecodeOutput, error) {
 	if err := in.Limits.Validate("limits"); err != nil {
 		return ref.KVMessage{}, err
 	}

@@ -32,31 +32,31 @@ func stridesOf(g ref.HostGeometry) strides {
 	return s
 }
 
-// HostOffsets is the strided twin of ref.HostOffsets (docs/spec/transfer.md §7.1):
+// LayoutHostOffsets is the strided twin of ref.LayoutHostOffsets (docs/spec/transfer.md §7.1):
 // the per-layout strides are computed once, a token's page and in-page
 // position collapse into one multiply wherever page = P×token stride (all
 // but PFD), every span's ranges live in one exact-size backing slice, and
 // the range checks ride along in the same pass (one unsigned compare per
 // coordinate), deferring to ref's checks only to word the first rejection.
-func HostOffsets(lim ref.Limits, in ref.HostOffsetsInput) (ref.HostOffsetsOutput, error) {
+func LayoutHostOffsets(lim ref.Limits, in ref.LayoutHostOffsetsInput) (ref.LayoutHostOffsetsOutput, error) {
 	g, err := ref.CheckHostOffsetsGeometry(in)
 	if err != nil {
-		return ref.HostOffsetsOutput{}, err
+		return ref.LayoutHostOffsetsOutput{}, err
 	}
 	offsets, err := pointOffsets(g, in.Points)
 	if err != nil {
-		return ref.HostOffsetsOutput{}, err
+		return ref.LayoutHostOffsetsOutput{}, err
 	}
 	planes, L, NP := uint64(g.Planes()), uint64(g.L), uint64(g.NP)
 	for i, q := range in.Spans {
 		if uint64(q.KV) >= planes || uint64(q.Layer) >= L || uint64(q.Page) >= NP {
-			return ref.HostOffsetsOutput{}, ref.CheckPageQuery(g, i, q)
+			return ref.LayoutHostOffsetsOutput{}, ref.CheckPageQuery(g, i, q)
 		}
 	}
 	if err := ref.CheckSpansOutput(lim, g, len(in.Spans)); err != nil {
-		return ref.HostOffsetsOutput{}, err
+		return ref.LayoutHostOffsetsOutput{}, err
 	}
-	return ref.HostOffsetsOutput{
+	return ref.LayoutHostOffsetsOutput{
 		Offsets:                    offsets,
 		Spans:                      pageSpans(g, stridesOf(g), in.Spans),
 		TotalBytes:                 g.TotalBytes(),

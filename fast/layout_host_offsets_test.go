@@ -8,18 +8,18 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestHostOffsetsCarvesSpansFromOneAllocation checks the strided path was
+// TestLayoutHostOffsetsCarvesSpansFromOneAllocation checks the strided path was
 // taken: every PF query answer's page_size ranges are carved from one
 // backing array, and validation builds no field names for valid queries,
 // so the whole answer is three allocations (offsets, the span headers, the
 // ranges) however many queries there are.
-func TestHostOffsetsCarvesSpansFromOneAllocation(t *testing.T) {
-	in := ref.HostOffsetsInput{Layout: ref.PageFirst, Pool: ref.HostPoolMLA, Layers: 61, Pages: 1 << 16, PageSize: 64, TokenBytes: 1152}
+func TestLayoutHostOffsetsCarvesSpansFromOneAllocation(t *testing.T) {
+	in := ref.LayoutHostOffsetsInput{Layout: ref.PageFirst, Pool: ref.HostPoolMLA, Layers: 61, Pages: 1 << 16, PageSize: 64, TokenBytes: 1152}
 	for i := range int64(512) {
 		in.Points = append(in.Points, ref.HostPoint{Layer: i % 61, Token: i * 97, Byte: i % 1152})
 		in.Spans = append(in.Spans, ref.HostPageQuery{Layer: i % 61, Page: i * 31})
 	}
-	out, err := fast.HostOffsets(ref.DefaultLimits(), in)
+	out, err := fast.LayoutHostOffsets(ref.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestHostOffsetsCarvesSpansFromOneAllocation(t *testing.T) {
 		t.Fatalf("got %d span answers, the last of %d ranges; want 512 of 64", len(out.Spans), len(out.Spans[len(out.Spans)-1]))
 	}
 	// One allocation per answer would make this 3+512.
-	allocs := testing.AllocsPerRun(20, func() { _, _ = fast.HostOffsets(ref.DefaultLimits(), in) })
+	allocs := testing.AllocsPerRun(20, func() { _, _ = fast.LayoutHostOffsets(ref.DefaultLimits(), in) })
 	if allocs != 3 {
 		t.Errorf("fast.HostOffsets allocated %v times per call, want 3", allocs)
 	}
@@ -35,9 +35,9 @@ func TestHostOffsetsCarvesSpansFromOneAllocation(t *testing.T) {
 
 // BenchmarkHostOffsetsShapes times fast and ref on the catalog's shapes.
 func BenchmarkHostOffsetsShapes(b *testing.B) {
-	for _, sh := range catalog.HostOffsets().Shapes {
+	for _, sh := range catalog.LayoutHostOffsets().Shapes {
 		in := sh.Make()
-		for name, f := range map[string]catalog.Func[ref.HostOffsetsInput, ref.HostOffsetsOutput]{"fast": fast.HostOffsets, "ref": ref.HostOffsets} {
+		for name, f := range map[string]catalog.Func[ref.LayoutHostOffsetsInput, ref.LayoutHostOffsetsOutput]{"fast": fast.LayoutHostOffsets, "ref": ref.LayoutHostOffsets} {
 			b.Run(sh.Name+"/"+name, func(b *testing.B) {
 				for b.Loop() {
 					if _, err := f(ref.DefaultLimits(), in); err != nil {

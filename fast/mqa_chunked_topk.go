@@ -24,9 +24,9 @@ import (
 // worker has one scratch buffer of twice its widest window; nothing is
 // allocated per row. Large inputs are split across cores by rows; the
 // goroutines end before the call returns.
-func MQAChunkedTopK(lim ref.Limits, in ref.MQATopKInput) (ref.MQATopKOutput, error) {
-	if _, err := ref.ValidateMQATopK(lim, in); err != nil {
-		return ref.MQATopKOutput{}, err
+func MQAChunkedTopK(lim ref.Limits, in ref.MQAChunkedTopKInput) (ref.MQAChunkedTopKOutput, error) {
+	if _, err := ref.ValidateMQAChunkedTopK(lim, in); err != nil {
+		return ref.MQAChunkedTopKOutput{}, err
 	}
 	q, k := len(in.Logits), int(in.TopK)
 	flat := make([]int32, q*k)
@@ -37,7 +37,7 @@ func MQAChunkedTopK(lim ref.Limits, in ref.MQATopKInput) (ref.MQATopKOutput, err
 	segs := topkSegments(in)
 	if segs == 1 {
 		selectRows(in, rows, 0, q)
-		return ref.MQATopKOutput{Indices: rows}, nil
+		return ref.MQAChunkedTopKOutput{Indices: rows}, nil
 	}
 	var wg sync.WaitGroup
 	for s := 1; s < segs; s++ {
@@ -45,7 +45,7 @@ func MQAChunkedTopK(lim ref.Limits, in ref.MQATopKInput) (ref.MQATopKOutput, err
 	}
 	selectRows(in, rows, 0, q/segs)
 	wg.Wait()
-	return ref.MQATopKOutput{Indices: rows}, nil
+	return ref.MQAChunkedTopKOutput{Indices: rows}, nil
 }
 
 // topkParallelMinWork is the candidate count from which the rows are split
@@ -55,7 +55,7 @@ const topkParallelMinWork = 1 << 16
 // topkSegments is how many row groups to run concurrently: one per core
 // (at most 8), each with at least topkParallelMinWork/2 candidates on
 // average, never more than there are rows.
-func topkSegments(in ref.MQATopKInput) int {
+func topkSegments(in ref.MQAChunkedTopKInput) int {
 	var work int64
 	for r := range in.KS {
 		work += in.KE[r] - in.KS[r]
@@ -68,7 +68,7 @@ func topkSegments(in ref.MQATopKInput) int {
 
 // selectRows fills rows [lo, hi) with one pair of scratch buffers for all
 // of them.
-func selectRows(in ref.MQATopKInput, rows [][]int32, lo, hi int) {
+func selectRows(in ref.MQAChunkedTopKInput, rows [][]int32, lo, hi int) {
 	k := in.TopK
 	widest := int64(0)
 	for r := lo; r < hi; r++ {

@@ -12,9 +12,9 @@ import (
 
 // topkInput is q rows of kt logits drawn from 64 values (many ties), each
 // row's window a random sub-range, with row-addressed offsets.
-func topkInput(q, kt int, topk int64, chunk int64) ref.MQATopKInput {
+func topkInput(q, kt int, topk int64, chunk int64) ref.MQAChunkedTopKInput {
 	rng := rand.New(rand.NewPCG(uint64(q), uint64(kt)))
-	in := ref.MQATopKInput{Logits: make([][]float32, q), KS: make([]int64, q), KE: make([]int64, q), Offset: make([]int32, q), TopK: topk, ChunkRows: chunk}
+	in := ref.MQAChunkedTopKInput{Logits: make([][]float32, q), KS: make([]int64, q), KE: make([]int64, q), Offset: make([]int32, q), TopK: topk, ChunkRows: chunk}
 	for r := range q {
 		row := make([]float32, kt)
 		for j := range row {
@@ -84,7 +84,7 @@ func TestNSAIndexPlanAllocatesPerCall(t *testing.T) {
 	for i, n := range []int{33, 78, 4096} {
 		four := 4
 		in := ref.NSAIndexPlanInput{N: n, Freq: &four, Offset: 3}
-		allocs := testing.AllocsPerRun(20, func() { _, _ = fast.NSAIndexPlanFor(ref.DefaultLimits(), in) })
+		allocs := testing.AllocsPerRun(20, func() { _, _ = fast.NSAIndexPlan(ref.DefaultLimits(), in) })
 		if i == 0 {
 			first = allocs
 		}

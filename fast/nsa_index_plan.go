@@ -2,11 +2,11 @@ package fast
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// NSAIndexPlanFor is the twin of ref.NSAIndexPlanFor (docs/spec/cp-layout.md §9). It
+// NSAIndexPlan is the twin of ref.NSAIndexPlan (docs/spec/cp-layout.md §9). It
 // validates with ref's helpers, then builds the whole plan in one pass with
 // a phase counter instead of a modulo per layer, and answers the queries
 // from the plan's tables without re-deriving skip.
-func NSAIndexPlanFor(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlanOutput, error) {
+func NSAIndexPlan(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlanOutput, error) {
 	if err := ref.CheckNSAIndexPlanScalars(lim, in); err != nil {
 		return ref.NSAIndexPlanOutput{}, err
 	}
@@ -16,7 +16,7 @@ func NSAIndexPlanFor(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlan
 	if err := ref.CheckNSAIndexShare(in, firstShared); err != nil {
 		return ref.NSAIndexPlanOutput{}, err
 	}
-	p := ref.NSAIndexPlan{Skip: skip, NextSkip: make([]bool, n), Slot: make([]int, n)}
+	p := ref.NSAResolvedIndexPlan{Skip: skip, NextSkip: make([]bool, n), Slot: make([]int, n)}
 	copy(p.NextSkip, skip[1:]) // NextSkip[N-1] stays false ([deviation])
 	nActive := 0
 	pattern := make([]byte, n)
@@ -35,7 +35,7 @@ func NSAIndexPlanFor(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlan
 		}
 	}
 	out := ref.NSAIndexPlanOutput{
-		NSAIndexPlan:         p,
+		NSAResolvedIndexPlan: p,
 		Pattern:              string(pattern),
 		Warnings:             ref.NSAIndexPlanWarnings(in),
 		Log:                  ref.NSAIndexPlanLog(n, p.Active),
@@ -88,7 +88,7 @@ func fillSkip(skip []bool, in ref.NSAIndexPlanInput) int {
 // answer is ref.answerNSAIndexQuery read off the plan's tables: the gate
 // checks Skip[l+1] before it looks at a slot, so it never asks for the
 // slot of an S layer. The answer's numbers live in buf (slot, then layer).
-func answer(p ref.NSAIndexPlan, q ref.NSAIndexQuery, buf []int) ref.NSAIndexAnswer {
+func answer(p ref.NSAResolvedIndexPlan, q ref.NSAIndexQuery, buf []int) ref.NSAIndexAnswer {
 	switch q.Kind {
 	case ref.NSAQuerySharedInput:
 		if p.Skip[q.Layer] && !q.PrevPresent {

@@ -16,14 +16,14 @@ import (
 // exact-size backing. A key already in bigram mode is returned unchanged; the
 // result never aliases k.Units; a token above 2^32-1 is ErrTokenRange at the
 // same index ref reports.
-func ToBigram(k ref.Key) (ref.Key, error) {
+func ToBigram(k ref.RadixKey) (ref.RadixKey, error) {
 	if k.Bigram {
 		return k, nil
 	}
 	if err := checkTokenUnits(k.Units); err != nil {
-		return ref.Key{}, err
+		return ref.RadixKey{}, err
 	}
-	return ref.Key{Units: packPairs(k.Units), Extra: k.Extra, Bigram: true}, nil
+	return ref.RadixKey{Units: packPairs(k.Units), Extra: k.Extra, Bigram: true}, nil
 }
 
 // checkTokenUnits rejects the first unit above ref.MaxToken with
@@ -81,7 +81,7 @@ const hashChunkUnits = 256
 // unit: units are encoded as LE32 words (a bigram as LE32(a) then LE32(b),
 // never the packed LE64) into a stack buffer that is hashed a chunk at a
 // time. Errors and digests are identical to ref's.
-func HashPage(k ref.Key, start, end int, prior string) (string, error) {
+func HashPage(k ref.RadixKey, start, end int, prior string) (string, error) {
 	if start < 0 || start > end || end > len(k.Units) {
 		return "", ref.Reject(ref.ErrKeyRange, "end", end, fmt.Sprintf("0 <= start (%d) <= end <= len(key) (%d)", start, len(k.Units)))
 	}
@@ -200,15 +200,15 @@ func checkSlice(i, j, n int) error {
 	return nil
 }
 
-// BigramKey is the fast twin of radix.bigram_key (docs/spec/radix-acks.md §2.1): the
+// RadixBigramKey is the fast twin of radix.bigram_key (docs/spec/radix-acks.md §2.1): the
 // pairs are read straight off the tokens in one pass, without building the
 // packed key ref goes through.
-func BigramKey(_ ref.Limits, in ref.BigramKeyInput) (ref.BigramKeyOutput, error) {
+func RadixBigramKey(_ ref.Limits, in ref.RadixBigramKeyInput) (ref.RadixBigramKeyOutput, error) {
 	if err := ref.CheckBigramKeyInput(in); err != nil {
-		return ref.BigramKeyOutput{}, err
+		return ref.RadixBigramKeyOutput{}, err
 	}
 	n := max(0, len(in.Tokens)-1)
-	out := ref.BigramKeyOutput{Pairs: make([][2]int64, n), AlignedLen: n / in.PageSize * in.PageSize}
+	out := ref.RadixBigramKeyOutput{Pairs: make([][2]int64, n), AlignedLen: n / in.PageSize * in.PageSize}
 	for i := range out.Pairs {
 		out.Pairs[i] = [2]int64{in.Tokens[i], in.Tokens[i+1]}
 	}
@@ -218,20 +218,20 @@ func BigramKey(_ ref.Limits, in ref.BigramKeyInput) (ref.BigramKeyOutput, error)
 	return out, nil
 }
 
-// PageHashes is the fast twin of radix.page_hashes (docs/spec/radix-acks.md §2.4):
+// RadixPageHashes is the fast twin of radix.page_hashes (docs/spec/radix-acks.md §2.4):
 // each page is encoded into one reused buffer and hashed with a single
 // Write, chaining on the previous page's raw digest instead of re-decoding
 // its hex.
-func PageHashes(_ ref.Limits, in ref.PageHashesInput) (ref.PageHashesOutput, error) {
+func RadixPageHashes(_ ref.Limits, in ref.RadixPageHashesInput) (ref.RadixPageHashesOutput, error) {
 	if err := ref.CheckPageHashesInput(in); err != nil {
-		return ref.PageHashesOutput{}, err
+		return ref.RadixPageHashesOutput{}, err
 	}
 	units, width := len(in.Tokens), 4
 	if in.Bigram {
 		units, width = max(0, len(in.Tokens)-1), 8
 	}
 	pages := units / in.PageSize
-	out := ref.PageHashesOutput{Units: units, Hashes: make([]string, pages), EventIDs: make([]int64, pages)}
+	out := ref.RadixPageHashesOutput{Units: units, Hashes: make([]string, pages), EventIDs: make([]int64, pages)}
 	if pages == 0 {
 		// A page larger than the key hashes nothing. Returning here keeps
 		// page_size from sizing the buffer below: only a page_size <= units

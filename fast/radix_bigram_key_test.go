@@ -25,13 +25,13 @@ func TestToBigramWorkedExamples(t *testing.T) {
 		{nil, []ref.Unit{}},
 	}
 	for _, c := range cases {
-		got, err := fast.ToBigram(ref.Key{Units: c.in})
+		got, err := fast.ToBigram(ref.RadixKey{Units: c.in})
 		if err != nil || !got.Bigram || got.Units == nil || !slices.Equal(got.Units, c.want) {
 			t.Errorf("ToBigram(%v) = %+v, %v; want %v", c.in, got, err, c.want)
 		}
 	}
 	in := []ref.Unit{1, 2, 3}
-	got, _ := fast.ToBigram(ref.Key{Units: in})
+	got, _ := fast.ToBigram(ref.RadixKey{Units: in})
 	in[1] = 9
 	if got.Units[0] != 1<<32|2 {
 		t.Error("the bigram key aliases its input")
@@ -47,7 +47,7 @@ func TestToBigramWorkedExamples(t *testing.T) {
 func TestToBigramEqualsRef(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 500 {
-		k := ref.Key{Units: make([]ref.Unit, rng.IntN(20))}
+		k := ref.RadixKey{Units: make([]ref.Unit, rng.IntN(20))}
 		for i := range k.Units {
 			k.Units[i] = ref.Unit(rng.Uint32())
 			if rng.IntN(40) == 0 {
@@ -79,7 +79,7 @@ func TestBigramViewIsTheMaterializedKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := ref.ToBigram(ref.Key{Units: toks})
+	want, _ := ref.ToBigram(ref.RadixKey{Units: toks})
 	if !slices.Equal(v.Materialize(), want.Units) || v.Len() != 4 {
 		t.Fatalf("view %v, want %v", v.Materialize(), want.Units)
 	}
@@ -121,7 +121,7 @@ func TestHashPageVectors(t *testing.T) {
 		bi2    = "678c5307f2a02a2aaf8edbeb80ebac13663f70e14a4fc8d5d62b77e702841e4b"
 		packed = "46df4303587e099c9112917c020a9dcdb872b79dcca03e8677faf66295e891f8"
 	)
-	hash := func(k ref.Key, prior string) string {
+	hash := func(k ref.RadixKey, prior string) string {
 		t.Helper()
 		h, err := fast.HashPage(k, 0, len(k.Units), prior)
 		if err != nil {
@@ -129,7 +129,7 @@ func TestHashPageVectors(t *testing.T) {
 		}
 		return h
 	}
-	bigrams := func(pairs ...ref.Unit) ref.Key { return ref.Key{Units: pairs, Bigram: true} }
+	bigrams := func(pairs ...ref.Unit) ref.RadixKey { return ref.RadixKey{Units: pairs, Bigram: true} }
 	if h := hash(key(1, 2), ""); h != tok1 {
 		t.Errorf("[1,2]: %s", h)
 	}
@@ -153,7 +153,7 @@ func TestHashPageEqualsRef(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	prior, _ := ref.HashPage(key(1, 2), 0, 2, "")
 	for range 200 {
-		k := ref.Key{Units: make([]ref.Unit, rng.IntN(700)), Bigram: rng.IntN(2) == 0}
+		k := ref.RadixKey{Units: make([]ref.Unit, rng.IntN(700)), Bigram: rng.IntN(2) == 0}
 		for i := range k.Units {
 			k.Units[i] = rng.Uint64()
 		}
@@ -187,26 +187,26 @@ func TestBigramViewAppendToEqualsMaterializeWithoutAllocating(t *testing.T) {
 	}
 }
 
-// TestPageHashesSizesItsBufferByTheTokensNotByPageSize is the
+// TestRadixPageHashesSizesItsBufferByTheTokensNotByPageSize is the
 // hostile-input harness's finding on radix.page_hashes: the fast twin sized
 // its page buffer as page_size·width before knowing whether one whole page
 // exists, so page_size 2^31−1 allocated 8 GB for four tokens, 2^31+1 ran
 // for seconds, 2^53+1 panicked (makeslice) and 10^12 took the server down.
 // A page larger than the key hashes nothing — ref's answer — and what the
 // twin allocates is bounded by the tokens it was sent.
-func TestPageHashesSizesItsBufferByTheTokensNotByPageSize(t *testing.T) {
+func TestRadixPageHashesSizesItsBufferByTheTokensNotByPageSize(t *testing.T) {
 	for _, ps := range []int{1<<31 - 1, 1<<31 + 1, 1<<53 + 1, 1 << 61, 1<<63 - 1, 1_000_000_000_000} {
 		for _, bigram := range []bool{false, true} {
-			in := ref.PageHashesInput{Tokens: []int64{1, 2, 3, 4}, Bigram: bigram, PageSize: ps}
+			in := ref.RadixPageHashesInput{Tokens: []int64{1, 2, 3, 4}, Bigram: bigram, PageSize: ps}
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)
-			r := runBounded(t, hostileName(in), fast.PageHashes, ref.DefaultLimits(), in)
+			r := runBounded(t, hostileName(in), fast.RadixPageHashes, ref.DefaultLimits(), in)
 			runtime.ReadMemStats(&m1)
 			if a := m1.TotalAlloc - m0.TotalAlloc; a > 64<<10 {
 				t.Errorf("page_size %d bigram %t: allocated %d bytes for 4 tokens", ps, bigram, a)
 			}
 			if r.panic == nil {
-				sameAsRef(t, hostileName(in), ref.PageHashes, fast.PageHashes, ref.DefaultLimits(), in)
+				sameAsRef(t, hostileName(in), ref.RadixPageHashes, fast.RadixPageHashes, ref.DefaultLimits(), in)
 			}
 		}
 	}

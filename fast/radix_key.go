@@ -8,7 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// keyBacking is the unit storage a Key views (docs/spec/radix-acks.md §1.1). Its units
+// keyBacking is the unit storage a RadixKey views (docs/spec/radix-acks.md §1.1). Its units
 // are never written after construction.
 type keyBacking struct {
 	// units are the stored units, or the raw tokens of a bigram view.
@@ -21,10 +21,10 @@ type keyBacking struct {
 	pairs bool
 }
 
-// Key is the fast tree's radix key: an O(1) view of n units starting at off
+// RadixKey is the fast tree's radix key (§1.1 RadixKey): an O(1) view of n units starting at off
 // in a shared backing (docs/spec/radix-acks.md §1.1). Slicing never copies; only
-// Compact, Units and ToBigram materialize. The zero Key is empty.
-type Key struct {
+// Compact, Units and ToBigram materialize. The zero RadixKey is empty.
+type RadixKey struct {
 	b      *keyBacking
 	off, n int
 	// Extra is the key's namespace.
@@ -33,41 +33,39 @@ type Key struct {
 	Bigram bool
 }
 
-// NewKey views units as a key without copying them (§1.1 NewKey). The
+// NewRadixKey views units as a key without copying them (§1.1 NewKey). The
 // backing is not private: a tree storing the key must Compact it. The caller
 // must not modify units while the key is in use.
-func NewKey(units []ref.Unit, extra ref.ExtraKey, bigram bool) Key {
-	return Key{b: &keyBacking{units: units}, n: len(units), Extra: extra, Bigram: bigram}
+func NewRadixKey(units []ref.Unit, extra ref.ExtraKey, bigram bool) RadixKey {
+	return RadixKey{b: &keyBacking{units: units}, n: len(units), Extra: extra, Bigram: bigram}
 }
 
-// KeyOf views a ref.Key without copying (NewKey of its fields).
-func KeyOf(k ref.Key) Key { return NewKey(k.Units, k.Extra, k.Bigram) }
-
-// BigramKeyOf returns k's bigram key (§2.1) as a view: a key already in
-// bigram mode is viewed as is; a token key is viewed pair-wise over its
-// tokens (§2.3 "Designed option") after a read-only range scan, so nothing
-// is copied until the key is stored. A token above 2^32-1 is ErrTokenRange,
-// exactly as ref.ToBigram reports it.
-func BigramKeyOf(k ref.Key) (Key, error) {
+// AsBigram returns k's bigram key (§2.1) as a view: a key already in bigram
+// mode is k itself; a token key is viewed pair-wise over its tokens (§2.3
+// "Designed option") after a read-only range scan, so nothing is copied
+// until the key is stored. A token above 2^32-1 is ErrTokenRange, exactly as
+// ref.ToBigram reports it.
+func (k RadixKey) AsBigram() (RadixKey, error) {
 	if k.Bigram {
-		return KeyOf(k), nil
+		return k, nil
 	}
-	if err := checkTokenUnits(k.Units); err != nil {
-		return Key{}, err
+	units := k.plain()
+	if err := checkTokenUnits(units); err != nil {
+		return RadixKey{}, err
 	}
-	return pairsKey(k.Units, k.Extra), nil
+	return pairsKey(units, k.Extra), nil
 }
 
 // pairsKey is the bigram view of already-checked tokens.
-func pairsKey(tokens []ref.Unit, extra ref.ExtraKey) Key {
-	return Key{b: &keyBacking{units: tokens, pairs: true}, n: max(0, len(tokens)-1), Extra: extra, Bigram: true}
+func pairsKey(tokens []ref.Unit, extra ref.ExtraKey) RadixKey {
+	return RadixKey{b: &keyBacking{units: tokens, pairs: true}, n: max(0, len(tokens)-1), Extra: extra, Bigram: true}
 }
 
 // Len is the number of units in the view.
-func (k Key) Len() int { return k.n }
+func (k RadixKey) Len() int { return k.n }
 
 // At returns unit i; i outside [0, Len()) is ErrKeyRange.
-func (k Key) At(i int) (ref.Unit, error) {
+func (k RadixKey) At(i int) (ref.Unit, error) {
 	if i < 0 || i >= k.n {
 		return 0, ref.Reject(ref.ErrKeyRange, "i", i, fmt.Sprintf("in [0, %d)", k.n))
 	}
@@ -75,7 +73,7 @@ func (k Key) At(i int) (ref.Unit, error) {
 }
 
 // at is At without the range check.
-func (k Key) at(i int) ref.Unit {
+func (k RadixKey) at(i int) ref.Unit {
 	u := k.b.units
 	if k.b.pairs {
 		return ref.PackBigram(u[k.off+i], u[k.off+i+1])
@@ -85,21 +83,21 @@ func (k Key) at(i int) ref.Unit {
 
 // Slice is the view of units [i, j) over the same backing, with the same
 // Extra and Bigram, in O(1); it needs 0 <= i <= j <= Len(), else ErrKeyRange.
-func (k Key) Slice(i, j int) (Key, error) {
+func (k RadixKey) Slice(i, j int) (RadixKey, error) {
 	if err := checkSlice(i, j, k.n); err != nil {
-		return Key{}, err
+		return RadixKey{}, err
 	}
 	return k.slice(i, j), nil
 }
 
 // slice is Slice without the range check.
-func (k Key) slice(i, j int) Key {
+func (k RadixKey) slice(i, j int) RadixKey {
 	k.off, k.n = k.off+i, j-i
 	return k
 }
 
 // plain returns the viewed units of a key that is not a pair view.
-func (k Key) plain() []ref.Unit {
+func (k RadixKey) plain() []ref.Unit {
 	if k.b == nil {
 		return nil
 	}
@@ -110,7 +108,7 @@ func (k Key) plain() []ref.Unit {
 // common prefix of k and other, floored to a multiple of ps (for aligned
 // keys that is the upstream page loop). Keys in different namespaces are
 // ErrExtraKeyMismatch; ps < 1 is ErrInvalidPageSize.
-func (k Key) MatchLen(other Key, ps int) (int, error) {
+func (k RadixKey) MatchLen(other RadixKey, ps int) (int, error) {
 	if ps < 1 {
 		return 0, ref.Reject(ref.ErrInvalidPageSize, "page_size", ps, ">= 1")
 	}
@@ -121,7 +119,7 @@ func (k Key) MatchLen(other Key, ps int) (int, error) {
 }
 
 // matchLen is MatchLen without the checks.
-func matchLen(a, b Key, ps int) int {
+func matchLen(a, b RadixKey, ps int) int {
 	var l int
 	switch {
 	case a.n == 0 || b.n == 0:
@@ -195,7 +193,7 @@ func lcpPairs(s, t []ref.Unit) int {
 }
 
 // lcpGeneric is the common prefix of two pair views.
-func lcpGeneric(a, b Key) int {
+func lcpGeneric(a, b RadixKey) int {
 	n := min(a.n, b.n)
 	for i := range n {
 		if a.at(i) != b.at(i) {
@@ -237,7 +235,7 @@ type ChildKey struct {
 // ChildKey returns k's child key for page size ps (§1.3). For a plain view
 // the page aliases k's backing (no allocation); a pair view packs the page
 // into a small fresh string. ps < 1 is treated as 1.
-func (k Key) ChildKey(ps int) ChildKey {
+func (k RadixKey) ChildKey(ps int) ChildKey {
 	p := min(max(ps, 1), k.n)
 	if k.b == nil || !k.b.pairs {
 		return ChildKey{Extra: k.Extra, Page: unitString(k.slice(0, p).plain())}
@@ -247,7 +245,7 @@ func (k Key) ChildKey(ps int) ChildKey {
 
 // Equal reports whether k and other have the same Extra, Bigram flag and
 // units.
-func (k Key) Equal(other Key) bool {
+func (k RadixKey) Equal(other RadixKey) bool {
 	return k.Extra == other.Extra && k.Bigram == other.Bigram && k.n == other.n && matchLen(k, other, 1) == k.n
 }
 
@@ -255,28 +253,30 @@ func (k Key) Equal(other Key) bool {
 // sites S1–S4): k itself when it already is one, else a copy. The second
 // result is the number of units copied (0 or Len()), which the tree adds to
 // CopiedUnits.
-func (k Key) Compact() (Key, int) {
+func (k RadixKey) Compact() (RadixKey, int) {
 	if k.IsCompact() {
 		return k, 0
 	}
-	return Key{b: &keyBacking{units: k.materialize(), private: true}, n: k.n, Extra: k.Extra, Bigram: k.Bigram}, k.n
+	return RadixKey{b: &keyBacking{units: k.materialize(), private: true}, n: k.n, Extra: k.Extra, Bigram: k.Bigram}, k.n
 }
 
 // IsCompact reports R-COMPACT for one key: it views the whole of a private
 // backing.
-func (k Key) IsCompact() bool {
+func (k RadixKey) IsCompact() bool {
 	return k.b != nil && k.b.private && !k.b.pairs && k.off == 0 && k.n == len(k.b.units)
 }
 
 // Units returns a fresh copy of the key's units (never nil).
-func (k Key) Units() []ref.Unit { return k.materialize() }
+func (k RadixKey) Units() []ref.Unit { return k.materialize() }
 
-// ToRef returns the key as a ref.Key with freshly copied units.
-func (k Key) ToRef() ref.Key { return ref.Key{Units: k.Units(), Extra: k.Extra, Bigram: k.Bigram} }
+// ToRef returns the key as a ref.RadixKey with freshly copied units.
+func (k RadixKey) ToRef() ref.RadixKey {
+	return ref.RadixKey{Units: k.Units(), Extra: k.Extra, Bigram: k.Bigram}
+}
 
 // materialize copies the viewed units (packing a pair view) into a fresh
 // exact-size slice, never nil.
-func (k Key) materialize() []ref.Unit {
+func (k RadixKey) materialize() []ref.Unit {
 	if k.n == 0 {
 		return []ref.Unit{}
 	}
@@ -294,16 +294,16 @@ func (k Key) materialize() []ref.Unit {
 // a bad id is reported exactly as ref.TokenKey reports it. The key aliases
 // tokens: the caller must not modify them while the key is in use (trees
 // copy what they store, so a key may be passed to Insert).
-func TokenKeyView(field string, tokens []int64, extra ref.ExtraKey) (ref.Key, error) {
+func TokenKeyView(field string, tokens []int64, extra ref.ExtraKey) (ref.RadixKey, error) {
 	var units []ref.Unit
 	if len(tokens) > 0 {
 		units = unsafe.Slice((*ref.Unit)(unsafe.Pointer(unsafe.SliceData(tokens))), len(tokens))
 	}
 	if err := checkTokenUnits(units); err != nil {
-		return ref.Key{}, ref.CheckTokens(field, tokens)
+		return ref.RadixKey{}, ref.CheckTokens(field, tokens)
 	}
 	if units == nil {
 		units = []ref.Unit{}
 	}
-	return ref.Key{Units: units, Extra: extra}, nil
+	return ref.RadixKey{Units: units, Extra: extra}, nil
 }

@@ -13,13 +13,13 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestKeyViewsShareTheirBacking is the §1.1 table on fast.Key: slicing is
+// TestKeyViewsShareTheirBacking is the §1.1 table on fast.RadixKey: slicing is
 // O(1) and allocation-free, bounds are ErrKeyRange, MatchLen is the
 // page-floored common prefix and agrees with ref.MatchLen, and Compact
 // copies exactly once.
 func TestKeyViewsShareTheirBacking(t *testing.T) {
 	units := []ref.Unit{1, 2, 3, 4, 5, 6}
-	k := fast.NewKey(units, ref.ExtraKey{}, false)
+	k := fast.NewRadixKey(units, ref.ExtraKey{}, false)
 	if a := testing.AllocsPerRun(10, func() { s, _ := k.Slice(1, 5); _, _ = s.At(0) }); a != 0 {
 		t.Errorf("Slice+At allocated %v times", a)
 	}
@@ -47,15 +47,15 @@ func TestKeyViewsShareTheirBacking(t *testing.T) {
 		t.Error("a compacted key still aliases the caller's buffer")
 	}
 	lora := "x"
-	if _, err := k.MatchLen(fast.NewKey(units, ref.ExtraKeyOf(&lora, nil), false), 1); !errors.Is(err, ref.ErrExtraKeyMismatch) {
+	if _, err := k.MatchLen(fast.NewRadixKey(units, ref.ExtraKeyOf(&lora, nil), false), 1); !errors.Is(err, ref.ErrExtraKeyMismatch) {
 		t.Errorf("namespace mismatch: %v", err)
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for range 500 {
 		a, b := randomUnits(rng), randomUnits(rng)
 		ps := 1 + rng.IntN(4)
-		want, _ := ref.MatchLen(ref.Key{Units: a}, ref.Key{Units: b}, ps)
-		got, _ := fast.NewKey(a, ref.ExtraKey{}, false).MatchLen(fast.NewKey(b, ref.ExtraKey{}, false), ps)
+		want, _ := ref.MatchLen(ref.RadixKey{Units: a}, ref.RadixKey{Units: b}, ps)
+		got, _ := fast.NewRadixKey(a, ref.ExtraKey{}, false).MatchLen(fast.NewRadixKey(b, ref.ExtraKey{}, false), ps)
 		if got != want {
 			t.Fatalf("MatchLen(%v, %v, %d) = %d, ref %d", a, b, ps, got, want)
 		}
@@ -72,26 +72,26 @@ func TestPairViewMatchesItsMaterializedKey(t *testing.T) {
 		for i := range toks {
 			toks[i] = ref.Unit(rng.IntN(2))
 		}
-		view, err := fast.BigramKeyOf(ref.Key{Units: toks})
+		view, err := fast.NewRadixKey(toks, ref.ExtraKey{}, false).AsBigram()
 		if err != nil {
 			t.Fatal(err)
 		}
-		packed, _ := ref.ToBigram(ref.Key{Units: toks})
+		packed, _ := ref.ToBigram(ref.RadixKey{Units: toks})
 		other := slices.Clone(packed.Units)
 		if len(other) > 0 {
 			other[rng.IntN(len(other))] ^= 1
 		}
 		ps := 1 + rng.IntN(3)
 		for _, against := range [][]ref.Unit{packed.Units, other} {
-			stored := fast.NewKey(against, ref.ExtraKey{}, true)
-			want, _ := ref.MatchLen(ref.Key{Units: against, Bigram: true}, packed, ps)
+			stored := fast.NewRadixKey(against, ref.ExtraKey{}, true)
+			want, _ := ref.MatchLen(ref.RadixKey{Units: against, Bigram: true}, packed, ps)
 			got, _ := stored.MatchLen(view, ps)
 			back, _ := view.MatchLen(stored, ps)
 			if got != want || back != want {
 				t.Fatalf("pair view MatchLen = %d / %d, want %d", got, back, want)
 			}
 		}
-		if !view.Equal(fast.NewKey(packed.Units, ref.ExtraKey{}, true)) || view.ChildKey(ps) != fast.NewKey(packed.Units, ref.ExtraKey{}, true).ChildKey(ps) {
+		if !view.Equal(fast.NewRadixKey(packed.Units, ref.ExtraKey{}, true)) || view.ChildKey(ps) != fast.NewRadixKey(packed.Units, ref.ExtraKey{}, true).ChildKey(ps) {
 			t.Fatal("pair view and packed key differ in Equal or ChildKey")
 		}
 	}

@@ -22,7 +22,7 @@ type prefixHasher struct {
 
 // appendChain appends the hashes of q's whole pages of ps units, chained
 // from prev, to dst.
-func (h *prefixHasher) appendChain(dst []ref.PrefixHash, prev ref.PrefixHash, q Key, ps int) []ref.PrefixHash {
+func (h *prefixHasher) appendChain(dst []ref.PrefixHash, prev ref.PrefixHash, q RadixKey, ps int) []ref.PrefixHash {
 	if q.b == nil {
 		return dst
 	}
@@ -68,7 +68,7 @@ func (h *prefixHasher) plainPage(prev ref.PrefixHash, page []ref.Unit) ref.Prefi
 
 // chainStart is the hash a node's first page chains on: its parent's last
 // page hash, or the namespace seed under the root.
-func (t *Tree) chainStart(parent *node, k Key) ref.PrefixHash {
+func (t *RadixTree) chainStart(parent *node, k RadixKey) ref.PrefixHash {
 	if parent == t.root {
 		return ref.PrefixHashSeed(k.Extra, k.Bigram)
 	}
@@ -78,7 +78,7 @@ func (t *Tree) chainStart(parent *node, k Key) ref.PrefixHash {
 // PrefixHashes is the prefix-hash chain of k's whole pages in the tree's
 // unit space (docs/spec/radix-acks.md §1.14), in one pass over k; Eagle
 // trees hash k's bigrams without materializing them.
-func (t *Tree) PrefixHashes(k ref.Key) ([]ref.PrefixHash, error) {
+func (t *RadixTree) PrefixHashes(k ref.RadixKey) ([]ref.PrefixHash, error) {
 	var qb keyBacking
 	q, err := t.queryKey(k, &qb)
 	if err != nil {
@@ -93,7 +93,7 @@ func (t *Tree) PrefixHashes(k ref.Key) ([]ref.PrefixHash, error) {
 // hashes: 8 bytes a page instead of the page's units (§1.14). hashes must
 // be PrefixHashes(k) of a tree with this configuration. Read-only and safe
 // concurrently with PrefixLen and itself; it allocates nothing.
-func (t *Tree) PrefixLenHashed(k ref.Key, hashes []ref.PrefixHash) (int, error) {
+func (t *RadixTree) PrefixLenHashed(k ref.RadixKey, hashes []ref.PrefixHash) (int, error) {
 	return t.readLen(k, hashes, true)
 }
 
@@ -116,9 +116,9 @@ func hashedPages(c *node, qh []ref.PrefixHash, qPages int) int {
 // once to check and once to hash. A bad id is reported exactly as
 // ref.TokenKey reports it (the first one, naming field[i]); ps < 1 is
 // ErrInvalidPageSize. The key aliases tokens, as TokenKeyView's does.
-func TokenKeyChain(field string, tokens []int64, extra ref.ExtraKey, ps int) (ref.Key, []ref.PrefixHash, error) {
+func TokenKeyChain(field string, tokens []int64, extra ref.ExtraKey, ps int) (ref.RadixKey, []ref.PrefixHash, error) {
 	if ps < 1 {
-		return ref.Key{}, nil, ref.Reject(ref.ErrInvalidPageSize, "page_size", ps, ">= 1")
+		return ref.RadixKey{}, nil, ref.Reject(ref.ErrInvalidPageSize, "page_size", ps, ">= 1")
 	}
 	units := []ref.Unit{}
 	if len(tokens) > 0 {
@@ -131,13 +131,13 @@ func TokenKeyChain(field string, tokens []int64, extra ref.ExtraKey, ps int) (re
 	for ; i+ps <= len(units); i += ps {
 		page := units[i : i+ps : i+ps]
 		if checkTokenUnits(page) != nil {
-			return ref.Key{}, nil, ref.CheckTokens(field, tokens)
+			return ref.RadixKey{}, nil, ref.CheckTokens(field, tokens)
 		}
 		prev = h.plainPage(prev, page)
 		chain = append(chain, prev)
 	}
 	if checkTokenUnits(units[i:]) != nil {
-		return ref.Key{}, nil, ref.CheckTokens(field, tokens)
+		return ref.RadixKey{}, nil, ref.CheckTokens(field, tokens)
 	}
-	return ref.Key{Units: units, Extra: extra}, chain, nil
+	return ref.RadixKey{Units: units, Extra: extra}, chain, nil
 }

@@ -18,7 +18,7 @@ type node struct {
 	// path), so a walk along a path compares the first page instead of
 	// hashing it for the map; nil otherwise.
 	only    *node
-	key     Key           // compact (R-COMPACT); empty for the root
+	key     RadixKey      // compact (R-COMPACT); empty for the root
 	value   []ref.SlotIdx // len == key.n; capacity-capped so no append reaches a neighbour
 	lockRef int
 	// ownLocks counts the locks taken on this node itself (R-LOCKSUM's
@@ -27,32 +27,32 @@ type node struct {
 	// lastAccess and created are ticks (§0.2 rule 2).
 	lastAccess, created uint64
 	hitCount, priority  int
-	// leafPos is the node's index in Tree.leaves, -1 when it is not an
+	// leafPos is the node's index in RadixTree.leaves, -1 when it is not an
 	// evictable leaf.
 	leafPos int
 	// meta is the node's CP owner metadata (docs/spec/radix-acks.md §4.2): start page
 	// and page count always, owners and counts only with CP on.
-	meta CpNodeMeta
+	meta CPNodeMeta
 	// planMark is the plan generation whose load path holds the node.
 	planMark uint64
 	// hashes are the prefix hashes of the node's pages (§1.14), computed
 	// once when the pages are stored and divided when the node splits.
 	hashes []ref.PrefixHash
-	// heapGen numbers the node's latest entry in Tree.heap; older entries
+	// heapGen numbers the node's latest entry in RadixTree.heap; older entries
 	// of the node are stale and skipped when popped.
 	heapGen uint32
 }
 
-// Tree is the production radix prefix cache (docs/spec/radix-acks.md §1, §2): view
+// RadixTree is the production radix prefix cache (docs/spec/radix-acks.md §1, §2): view
 // keys that are only copied when stored, a child map keyed by the first
 // page's bytes, memequal key matching, an incrementally kept set of
 // evictable leaves, an id index for lock handles, and CP owner metadata on
-// every node (CpNodeMeta, docs/spec/radix-acks.md §4.2) for the owner-lane eviction
+// every node (CPNodeMeta, docs/spec/radix-acks.md §4.2) for the owner-lane eviction
 // planner (hicache_owner_counts.go). Its observable
-// behaviour (results, errors, State) equals ref.NewRadixTree's. A Tree is not
+// behaviour (results, errors, State) equals ref.NewRadixTree's. A RadixTree is not
 // safe for concurrent use, except that PrefixLen may run concurrently with
 // other PrefixLen calls.
-type Tree struct {
+type RadixTree struct {
 	cfg    ref.TreeConfig
 	ps     int
 	root   *node
@@ -74,7 +74,7 @@ type Tree struct {
 	heap   victimHeap
 	copied int64
 	// faults re-introduces historic bugs for the bug zoo; always zero in
-	// trees built by NewTree.
+	// trees built by NewRadixTree.
 	faults fault.Radix
 	// owner maps pages to CP ranks (§4.1); sizes are cfg.CPSizes().
 	owner ref.OwnerFn
@@ -85,17 +85,18 @@ type Tree struct {
 	planGen                            uint64
 }
 
-// NewTree builds an empty tree (the root, id 0) for cfg; an invalid config is
-// rejected as by cfg.Validate. CP owners are round-robin.
-func NewTree(cfg ref.TreeConfig) (*Tree, error) {
-	return NewTreeOwned(cfg, ref.RoundRobin{})
+// NewRadixTree builds an empty tree (the root, id 0) for cfg, as a
+// ref.NewRadixTreeFunc; an invalid config is rejected as by cfg.Validate.
+// CP owners are round-robin. The tree is a *RadixTree.
+func NewRadixTree(cfg ref.TreeConfig) (ref.RadixTree, error) {
+	return newRadixTreeWithFaults(cfg, fault.Radix{})
 }
 
-// newTreeWithFaults is NewTree with the historic bugs f selects put back, for
-// the bug zoo only: fault.Hooks hands it to equiv/mutants (hooks.go). Called
-// with the zero value it is NewTree.
-func newTreeWithFaults(cfg ref.TreeConfig, f fault.Radix) (*Tree, error) {
-	t, err := NewTree(cfg)
+// newRadixTreeWithFaults is NewRadixTree with the historic bugs f selects
+// put back, for the bug zoo only: fault.Hooks hands it to equiv/mutants
+// (hooks.go). Called with the zero value it is NewRadixTree.
+func newRadixTreeWithFaults(cfg ref.TreeConfig, f fault.Radix) (ref.RadixTree, error) {
+	t, err := newRadixTreeOwned(cfg, ref.RoundRobin{})
 	if err != nil {
 		return nil, err
 	}
@@ -103,66 +104,58 @@ func newTreeWithFaults(cfg ref.TreeConfig, f fault.Radix) (*Tree, error) {
 	return t, nil
 }
 
-// NewTreeOwned is NewTree with the page → owner rule owner (docs/spec/radix-acks.md
-// §4.1, §6 item 1).
-func NewTreeOwned(cfg ref.TreeConfig, owner ref.OwnerFn) (*Tree, error) {
+// newRadixTreeOwned is NewRadixTree with the page → owner rule owner
+// (docs/spec/radix-acks.md §4.1, §6 item 1); fast's tests build trees under
+// other rules with it (export_test.go).
+func newRadixTreeOwned(cfg ref.TreeConfig, owner ref.OwnerFn) (*RadixTree, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	root := &node{
-		key:     Key{b: &keyBacking{units: []ref.Unit{}, private: true}},
+		key:     RadixKey{b: &keyBacking{units: []ref.Unit{}, private: true}},
 		value:   []ref.SlotIdx{},
 		lockRef: 1,
 		leafPos: -1,
 	}
-	t := &Tree{cfg: cfg, ps: cfg.PageSize, root: root, nodes: map[ref.NodeID]*node{0: root}, nextID: 1,
+	t := &RadixTree{cfg: cfg, ps: cfg.PageSize, root: root, nodes: map[ref.NodeID]*node{0: root}, nextID: 1,
 		owner: owner, sizes: cfg.CPSizes()}
 	root.meta = t.newMeta(0, 0)
-	return t, nil
-}
-
-// NewRadixTree is NewTree as a ref.NewRadixTreeFunc.
-func NewRadixTree(cfg ref.TreeConfig) (ref.RadixTree, error) {
-	t, err := NewTree(cfg)
-	if err != nil {
-		return nil, err
-	}
 	return t, nil
 }
 
 var _ ref.NewRadixTreeFunc = NewRadixTree
 
 // Config returns the configuration the tree was built with.
-func (t *Tree) Config() ref.TreeConfig { return t.cfg }
+func (t *RadixTree) Config() ref.TreeConfig { return t.cfg }
 
 // CopiedUnits is the number of key units materialized by stores so far
 // (docs/spec/radix-acks.md §1.1 "Instrumentation"): a match adds 0, an insert adds its
 // new leaf's length plus the length of every node it split.
-func (t *Tree) CopiedUnits() int64 { return t.copied }
+func (t *RadixTree) CopiedUnits() int64 { return t.copied }
 
 // EvictableSize is the units held by unlocked nodes.
-func (t *Tree) EvictableSize() int { return t.evictable }
+func (t *RadixTree) EvictableSize() int { return t.evictable }
 
 // ProtectedSize is the units held by locked nodes.
-func (t *Tree) ProtectedSize() int { return t.protected }
+func (t *RadixTree) ProtectedSize() int { return t.protected }
 
 // TotalSize is the units held by all nodes.
-func (t *Tree) TotalSize() int { return t.evictable + t.protected }
+func (t *RadixTree) TotalSize() int { return t.evictable + t.protected }
 
 // queryKey views a caller's key as the tree's key space without copying: in
 // Eagle mode a token key becomes a pair view (§2.3), after a read-only range
 // check that fails with ErrTokenRange. The backing is the caller's b, so a
 // query that is only read stays on the caller's stack.
-func (t *Tree) queryKey(k ref.Key, b *keyBacking) (Key, error) {
+func (t *RadixTree) queryKey(k ref.RadixKey, b *keyBacking) (RadixKey, error) {
 	if t.cfg.Eagle && !k.Bigram {
 		if err := checkTokenUnits(k.Units); err != nil {
-			return Key{}, err
+			return RadixKey{}, err
 		}
 		*b = keyBacking{units: k.Units, pairs: true}
-		return Key{b: b, n: max(0, len(k.Units)-1), Extra: k.Extra, Bigram: true}, nil
+		return RadixKey{b: b, n: max(0, len(k.Units)-1), Extra: k.Extra, Bigram: true}, nil
 	}
 	*b = keyBacking{units: k.Units}
-	return Key{b: b, n: len(k.Units), Extra: k.Extra, Bigram: k.Bigram}, nil
+	return RadixKey{b: b, n: len(k.Units), Extra: k.Extra, Bigram: k.Bigram}, nil
 }
 
 // pageBuf is the stack buffer a pair-view page is packed into for a child
@@ -172,7 +165,7 @@ const pageBuf = 64
 // lookup returns node's child for the first page of q, or nil. The map key
 // aliases q's backing (plain view) or scratch (pair view), so the lookup
 // does not allocate.
-func (t *Tree) lookup(n *node, q Key, scratch []ref.Unit) *node {
+func (t *RadixTree) lookup(n *node, q RadixKey, scratch []ref.Unit) *node {
 	if len(n.children) == 0 {
 		return nil
 	}
@@ -198,7 +191,7 @@ func relink(n *node) {
 
 // queryChildKey is q's child key with the page packed into scratch when q
 // is a pair view; the result must not be stored.
-func (t *Tree) queryChildKey(q Key, scratch []ref.Unit) ChildKey {
+func (t *RadixTree) queryChildKey(q RadixKey, scratch []ref.Unit) ChildKey {
 	page := q.slice(0, t.ps)
 	if !q.b.pairs {
 		return ChildKey{Extra: q.Extra, Page: unitString(page.plain())}
@@ -214,7 +207,7 @@ func (t *Tree) queryChildKey(q Key, scratch []ref.Unit) ChildKey {
 // scratchFor returns a page-sized packing buffer for pair-view lookups: buf
 // when it is big enough, else one fresh slice (Eagle trees with pages over
 // pageBuf units).
-func (t *Tree) scratchFor(q Key, buf []ref.Unit) []ref.Unit {
+func (t *RadixTree) scratchFor(q RadixKey, buf []ref.Unit) []ref.Unit {
 	if !q.b.pairs || t.ps <= len(buf) {
 		return buf
 	}
@@ -223,7 +216,7 @@ func (t *Tree) scratchFor(q Key, buf []ref.Unit) []ref.Unit {
 
 // storedChildKey is the child-map key of a stored node: it aliases the
 // node's compact key, which is immutable.
-func (t *Tree) storedChildKey(k Key) ChildKey {
+func (t *RadixTree) storedChildKey(k RadixKey) ChildKey {
 	return ChildKey{Extra: k.Extra, Page: unitString(k.plain()[:t.ps])}
 }
 
@@ -231,7 +224,7 @@ func (t *Tree) storedChildKey(k Key) ChildKey {
 // k and the node it ends on, splitting a node the match ends inside
 // (docs/spec/radix-acks.md §1.4). It copies no key units; only the result is
 // allocated, once, at its exact size.
-func (t *Tree) MatchPrefix(k ref.Key) (ref.MatchResult, error) {
+func (t *RadixTree) MatchPrefix(k ref.RadixKey) (ref.MatchResult, error) {
 	last, err := t.match(k)
 	if err != nil {
 		return ref.MatchResult{}, err
@@ -242,7 +235,7 @@ func (t *Tree) MatchPrefix(k ref.Key) (ref.MatchResult, error) {
 // MatchPrefixAppend is MatchPrefix appending the matched slots to dst and
 // returning the extended slice and the last node's id; with enough capacity
 // in dst a match allocates nothing. On error dst is returned unchanged.
-func (t *Tree) MatchPrefixAppend(dst []ref.SlotIdx, k ref.Key) ([]ref.SlotIdx, ref.NodeID, error) {
+func (t *RadixTree) MatchPrefixAppend(dst []ref.SlotIdx, k ref.RadixKey) ([]ref.SlotIdx, ref.NodeID, error) {
 	last, err := t.match(k)
 	if err != nil {
 		return dst, 0, err
@@ -272,7 +265,7 @@ func pathValues(dst []ref.SlotIdx, last *node) []ref.SlotIdx {
 }
 
 // match is the §1.4 walk; it returns the node the match ends on.
-func (t *Tree) match(k ref.Key) (*node, error) {
+func (t *RadixTree) match(k ref.RadixKey) (*node, error) {
 	if t.cfg.Disable {
 		return t.root, nil
 	}
@@ -309,19 +302,19 @@ func (t *Tree) match(k ref.Key) (*node, error) {
 
 // rest is q after its first p units: an O(1) view, or under the B1.a fault
 // a copy of the remaining units, as the pre-fix list slice made.
-func (t *Tree) rest(q Key, p int) Key {
+func (t *RadixTree) rest(q RadixKey, p int) RadixKey {
 	q = q.slice(p, q.n)
 	if !t.faults.CopyingSlices || q.n == 0 {
 		return q
 	}
 	t.copied += int64(q.n)
-	return Key{b: &keyBacking{units: q.materialize()}, n: q.n, Extra: q.Extra, Bigram: q.Bigram}
+	return RadixKey{b: &keyBacking{units: q.materialize()}, n: q.n, Extra: q.Extra, Bigram: q.Bigram}
 }
 
 // PrefixLen is the length MatchPrefix(k) would return, computed read-only:
 // no tick, no stamp, no split, no allocation (docs/spec/radix-acks.md §1.4, designed
 // for routers). Concurrent PrefixLen calls are safe.
-func (t *Tree) PrefixLen(k ref.Key) (int, error) {
+func (t *RadixTree) PrefixLen(k ref.RadixKey) (int, error) {
 	return t.readLen(k, nil, false)
 }
 
@@ -329,7 +322,7 @@ func (t *Tree) PrefixLen(k ref.Key) (int, error) {
 // is chosen by its first page's units, and its pages are then matched by
 // their units, or with hashed by their prefix hashes (§1.14), whose count
 // it checks against k's whole pages.
-func (t *Tree) readLen(k ref.Key, hashes []ref.PrefixHash, hashed bool) (int, error) {
+func (t *RadixTree) readLen(k ref.RadixKey, hashes []ref.PrefixHash, hashed bool) (int, error) {
 	if t.cfg.Disable {
 		return 0, nil
 	}
@@ -373,7 +366,7 @@ func (t *Tree) readLen(k ref.Key, hashes []ref.PrefixHash, hashed bool) (int, er
 // are k's units before any bigram conversion. Every check (value length,
 // token range, alignment) runs before the tree changes, so a failed insert
 // changes nothing, the tick included.
-func (t *Tree) Insert(k ref.Key, value []ref.SlotIdx, priority int) (int, error) {
+func (t *RadixTree) Insert(k ref.RadixKey, value []ref.SlotIdx, priority int) (int, error) {
 	if t.cfg.Disable {
 		return 0, nil
 	}
@@ -433,14 +426,14 @@ func (t *Tree) Insert(k ref.Key, value []ref.SlotIdx, priority int) (int, error)
 // nothing aliases the caller's buffers. extra is q's namespace, passed apart
 // from q so that q (whose backing lives on Insert's stack) never flows into
 // the heap.
-func (t *Tree) addLeaf(parent *node, q Key, extra ref.ExtraKey, value []ref.SlotIdx, sim bool, priority int) {
-	var key Key
+func (t *RadixTree) addLeaf(parent *node, q RadixKey, extra ref.ExtraKey, value []ref.SlotIdx, sim bool, priority int) {
+	var key RadixKey
 	if t.faults.StoredViews {
-		key = Key{b: &keyBacking{units: q.b.units, pairs: q.b.pairs}, off: q.off, n: q.n, Extra: extra, Bigram: q.Bigram}
+		key = RadixKey{b: &keyBacking{units: q.b.units, pairs: q.b.pairs}, off: q.off, n: q.n, Extra: extra, Bigram: q.Bigram}
 	} else {
 		units := q.materialize()
 		t.copied += int64(len(units))
-		key = Key{b: &keyBacking{units: units, private: true}, n: len(units), Extra: extra, Bigram: q.Bigram}
+		key = RadixKey{b: &keyBacking{units: units, private: true}, n: len(units), Extra: extra, Bigram: q.Bigram}
 	}
 	leaf := t.newNode(key, leafValue(q, value, sim))
 	leaf.priority = priority
@@ -456,7 +449,7 @@ func (t *Tree) addLeaf(parent *node, q Key, extra ref.ExtraKey, value []ref.Slot
 // leafValue copies a new leaf's slots. In simulation mode they are q's
 // backing units at its offset, which for a pair view are the pairs' first
 // tokens: the token slots before the bigram conversion (§1.5, §2.1).
-func leafValue(q Key, value []ref.SlotIdx, sim bool) []ref.SlotIdx {
+func leafValue(q RadixKey, value []ref.SlotIdx, sim bool) []ref.SlotIdx {
 	v := make([]ref.SlotIdx, q.n)
 	if !sim {
 		copy(v, value)
@@ -469,7 +462,7 @@ func leafValue(q Key, value []ref.SlotIdx, sim bool) []ref.SlotIdx {
 }
 
 // newNode mints a node with the next id, stamped with the current tick.
-func (t *Tree) newNode(key Key, value []ref.SlotIdx) *node {
+func (t *RadixTree) newNode(key RadixKey, value []ref.SlotIdx) *node {
 	n := &node{id: t.nextID, key: key, value: value, lastAccess: t.tick, created: t.tick, leafPos: -1}
 	t.nextID++
 	t.nodes[n.id] = n
@@ -477,7 +470,7 @@ func (t *Tree) newNode(key Key, value []ref.SlotIdx) *node {
 }
 
 // attach links child under parent by its child key.
-func (t *Tree) attach(parent, child *node) {
+func (t *RadixTree) attach(parent, child *node) {
 	if parent.children == nil {
 		parent.children = make(map[ChildKey]*node, 1)
 	}
@@ -496,7 +489,7 @@ func (t *Tree) attach(parent, child *node) {
 // compacted (S2); sizes and c's leaf status do not change. A bad p would be
 // a bug in the walk (a child is only found when its first page matches, so
 // p >= page size), never bad input, so it panics like ref's split.
-func (t *Tree) split(c *node, p int) *node {
+func (t *RadixTree) split(c *node, p int) *node {
 	if p <= 0 || p >= c.key.n || p%t.ps != 0 {
 		panic(fmt.Sprintf("radix: split of node %d at %d (len %d) breaks §1.6", c.id, p, c.key.n))
 	}
@@ -526,7 +519,7 @@ func (t *Tree) split(c *node, p int) *node {
 
 // updateLeaf puts x in or takes it out of the evictable-leaf set to match
 // its current state.
-func (t *Tree) updateLeaf(x *node) {
+func (t *RadixTree) updateLeaf(x *node) {
 	want := x != t.root && x.lockRef == 0 && len(x.children) == 0
 	switch {
 	case want && x.leafPos < 0:
@@ -540,7 +533,7 @@ func (t *Tree) updateLeaf(x *node) {
 
 // dropLeaf takes x out of the leaf set by moving the last entry into its
 // slot.
-func (t *Tree) dropLeaf(x *node) {
+func (t *RadixTree) dropLeaf(x *node) {
 	last := t.leaves[len(t.leaves)-1]
 	t.leaves[x.leafPos], last.leafPos = last, x.leafPos
 	t.leaves[len(t.leaves)-1] = nil
@@ -551,7 +544,7 @@ func (t *Tree) dropLeaf(x *node) {
 // IncLockRef protects the path from node up to (not including) the root and
 // returns minus the units newly protected (docs/spec/radix-acks.md §1.7). An id that is
 // not a live node is ErrForeignNode.
-func (t *Tree) IncLockRef(id ref.NodeID) (int, error) {
+func (t *RadixTree) IncLockRef(id ref.NodeID) (int, error) {
 	x, ok := t.nodes[id]
 	if !ok {
 		return 0, ref.ForeignNodeError(id)
@@ -578,7 +571,7 @@ func (t *Tree) IncLockRef(id ref.NodeID) (int, error) {
 // 0 on the path is ErrLockUnderflow, and so is a node whose lock_ref is all
 // held by its descendants' locks (ref's tightening that keeps R-LOCKSUM;
 // the per-node own-lock count makes it O(1) instead of a sum over children).
-func (t *Tree) DecLockRef(id ref.NodeID) (int, error) {
+func (t *RadixTree) DecLockRef(id ref.NodeID) (int, error) {
 	x, ok := t.nodes[id]
 	if !ok {
 		return 0, ref.ForeignNodeError(id)
@@ -630,7 +623,7 @@ func (a victim) before(b victim) bool {
 // freed or none is left (docs/spec/radix-acks.md §1.8). The heap starts from the
 // incrementally kept leaf set; a parent left childless and unlocked joins it.
 // The Freed slot lists are handed over, not copied: their nodes are gone.
-func (t *Tree) Evict(numTokens int) (ref.EvictResult, error) {
+func (t *RadixTree) Evict(numTokens int) (ref.EvictResult, error) {
 	if numTokens < 0 {
 		return ref.EvictResult{}, ref.NegativeCountError(numTokens)
 	}
@@ -651,7 +644,7 @@ func (t *Tree) Evict(numTokens int) (ref.EvictResult, error) {
 
 // touch gives x a fresh heap entry after its policy order changed, when it
 // is an evictable leaf; the entry it had goes stale.
-func (t *Tree) touch(x *node) {
+func (t *RadixTree) touch(x *node) {
 	if x.leafPos >= 0 {
 		t.pushVictim(x)
 	}
@@ -660,7 +653,7 @@ func (t *Tree) touch(x *node) {
 // pushVictim adds x's current entry to the heap, first rebuilding the heap
 // from the leaf set when stale entries outnumber live ones, so the heap
 // stays within twice the leaf count (plus a constant).
-func (t *Tree) pushVictim(x *node) {
+func (t *RadixTree) pushVictim(x *node) {
 	if len(t.heap) >= 2*len(t.leaves)+64 {
 		t.compactHeap()
 	}
@@ -669,7 +662,7 @@ func (t *Tree) pushVictim(x *node) {
 }
 
 // compactHeap rebuilds the heap with one fresh entry per evictable leaf.
-func (t *Tree) compactHeap() {
+func (t *RadixTree) compactHeap() {
 	clear(t.heap)
 	t.heap = t.heap[:0]
 	for _, x := range t.leaves {
@@ -682,7 +675,7 @@ func (t *Tree) compactHeap() {
 // popVictim removes and returns the first evictable leaf in eviction
 // order, skipping stale entries. The leaf set must be non-empty: every
 // leaf has a live entry.
-func (t *Tree) popVictim() *node {
+func (t *RadixTree) popVictim() *node {
 	for {
 		v := t.heap.pop()
 		if v.gen == v.n.heapGen && v.n.leafPos >= 0 {
@@ -692,7 +685,7 @@ func (t *Tree) popVictim() *node {
 }
 
 // victimOf is x's heap entry under the tree's policy.
-func (t *Tree) victimOf(x *node) victim {
+func (t *RadixTree) victimOf(x *node) victim {
 	return victim{ord: ref.EvictOrder(t.cfg.Policy, x.lastAccess, x.created, x.hitCount, x.priority), n: x, gen: x.heapGen}
 }
 
@@ -700,13 +693,13 @@ func (t *Tree) victimOf(x *node) victim {
 // status is brought up to date. Stale heap entries may point at x until
 // they are popped, so x lets go of its key and slots (the caller has taken
 // the slots).
-func (t *Tree) deleteLeaf(x *node) *node {
+func (t *RadixTree) deleteLeaf(x *node) *node {
 	t.dropLeaf(x)
 	parent := x.parent
 	delete(parent.children, t.storedChildKey(x.key))
 	relink(parent)
 	delete(t.nodes, x.id)
-	x.parent, x.key, x.value, x.hashes = nil, Key{}, nil, nil
+	x.parent, x.key, x.value, x.hashes = nil, RadixKey{}, nil, nil
 	t.updateLeaf(parent)
 	return parent
 }
@@ -764,7 +757,7 @@ func (h victimHeap) down(i int) {
 
 // State returns the observable state (docs/spec/radix-acks.md §1.9 P5): every node in
 // ascending id with copies of its key and value.
-func (t *Tree) State() ref.TreeState {
+func (t *RadixTree) State() ref.TreeState {
 	ids := make([]ref.NodeID, 0, len(t.nodes))
 	for id := range t.nodes {
 		ids = append(ids, id)
@@ -782,7 +775,7 @@ func (t *Tree) State() ref.TreeState {
 }
 
 // nodeState is the observable state of one node.
-func (t *Tree) nodeState(n *node) ref.NodeState {
+func (t *RadixTree) nodeState(n *node) ref.NodeState {
 	parent := ref.NodeID(-1)
 	if n.parent != nil {
 		parent = n.parent.id

@@ -19,8 +19,8 @@ var benchImpls = []struct {
 
 // benchKey is an n-token sequence with distinct-looking tokens and its
 // slots.
-func benchKey(n int) (ref.Key, []ref.SlotIdx) {
-	k := ref.Key{Units: make([]ref.Unit, n)}
+func benchKey(n int) (ref.RadixKey, []ref.SlotIdx) {
+	k := ref.RadixKey{Units: make([]ref.Unit, n)}
 	v := make([]ref.SlotIdx, n)
 	for i := range k.Units {
 		k.Units[i] = ref.Unit(i*7919) % 50000
@@ -33,7 +33,7 @@ func benchKey(n int) (ref.Key, []ref.SlotIdx) {
 // page size ps by inserting its prefixes of page-floored length n·i/k for
 // i = 1..k (docs/spec/radix-acks.md §1.12). In Eagle mode the key has n+1 tokens, so
 // its n bigrams are the stored units.
-func benchPath(b *testing.B, newTree ref.NewRadixTreeFunc, n, k, ps int, eagle bool) (ref.RadixTree, ref.Key, []ref.SlotIdx) {
+func benchPath(b *testing.B, newTree ref.NewRadixTreeFunc, n, k, ps int, eagle bool) (ref.RadixTree, ref.RadixKey, []ref.SlotIdx) {
 	b.Helper()
 	tr, err := newTree(ref.TreeConfig{PageSize: ps, Eagle: eagle})
 	if err != nil {
@@ -47,7 +47,7 @@ func benchPath(b *testing.B, newTree ref.NewRadixTreeFunc, n, k, ps int, eagle b
 	pages := n / ps
 	for i := 1; i <= k; i++ {
 		end := pages*i/k*ps + extra
-		if _, err := tr.Insert(ref.Key{Units: key.Units[:end]}, value[:end], 0); err != nil {
+		if _, err := tr.Insert(ref.RadixKey{Units: key.Units[:end]}, value[:end], 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -59,14 +59,14 @@ func benchPath(b *testing.B, newTree ref.NewRadixTreeFunc, n, k, ps int, eagle b
 
 // reportCopied adds the fast tree's copied-units/op metric.
 func reportCopied(b *testing.B, tr ref.RadixTree, before int64) {
-	if f, ok := tr.(*fast.Tree); ok {
+	if f, ok := tr.(*fast.RadixTree); ok {
 		b.ReportMetric(float64(f.CopiedUnits()-before)/float64(b.N), "copied-units/op")
 	}
 }
 
 // copiedNow is the fast tree's CopiedUnits (0 for ref).
 func copiedNow(tr ref.RadixTree) int64 {
-	if f, ok := tr.(*fast.Tree); ok {
+	if f, ok := tr.(*fast.RadixTree); ok {
 		return f.CopiedUnits()
 	}
 	return 0
@@ -91,7 +91,7 @@ func benchFullHit(b *testing.B, n, k int, eagle bool) {
 	}
 	b.Run("impl=fast-append", func(b *testing.B) {
 		tr, key, _ := benchPath(b, fast.NewRadixTree, n, k, 64, eagle)
-		f := tr.(*fast.Tree)
+		f := tr.(*fast.RadixTree)
 		buf := make([]ref.SlotIdx, 0, n)
 		before := f.CopiedUnits()
 		b.ReportAllocs()
@@ -156,9 +156,9 @@ func BenchmarkMatchFullHit240K(b *testing.B) { benchFullHit(b, 240_000, 16, fals
 
 // BenchmarkRadixMatchZeroFaults pins what the bug-zoo switches cost the
 // hottest path, the radix walk: a full-hit MatchPrefixAppend (0 allocs/op)
-// on the production tree (NewTree) and on newTreeWithFaults(cfg,
+// on the production tree (NewRadixTree) and on newRadixTreeWithFaults(cfg,
 // fault.Radix{}) with the same shape. The walk reads one fault flag per hop
-// (Tree.rest); the two trees run the same code and must not differ
+// (RadixTree.rest); the two trees run the same code and must not differ
 // measurably. Shapes: §1.12's 64K tokens as 128 nodes of 512, and 4,096
 // one-unit nodes at page size 1, where the per-hop check weighs most.
 func BenchmarkRadixMatchZeroFaults(b *testing.B) {
@@ -168,7 +168,7 @@ func BenchmarkRadixMatchZeroFaults(b *testing.B) {
 	}{
 		{"production", fast.NewRadixTree},
 		{"zero-faults", func(cfg ref.TreeConfig) (ref.RadixTree, error) {
-			return fault.Installed().NewTree(cfg, fault.Radix{})
+			return fault.Installed().NewRadixTree(cfg, fault.Radix{})
 		}},
 	}
 	for _, shape := range []struct{ n, k, ps int }{{1 << 16, 128, 64}, {4096, 4096, 1}} {
@@ -176,7 +176,7 @@ func BenchmarkRadixMatchZeroFaults(b *testing.B) {
 			for _, tree := range trees {
 				b.Run("tree="+tree.name, func(b *testing.B) {
 					tr, key, _ := benchPath(b, tree.new, shape.n, shape.k, shape.ps, false)
-					f := tr.(*fast.Tree)
+					f := tr.(*fast.RadixTree)
 					buf := make([]ref.SlotIdx, 0, shape.n)
 					b.ReportAllocs()
 					for b.Loop() {

@@ -18,7 +18,7 @@ import (
 // counts, R-EVICT, R-PROT; R-TOTAL holds by construction), the id
 // index, the CP owner metadata (docs/spec/radix-acks.md §4.2), that the incremental evictable-leaf set equals the full-walk
 // set, and that the persistent eviction heap holds one live entry per leaf. It is for tests; a nil result means the tree is sound.
-func (t *Tree) CheckInvariants() error {
+func (t *RadixTree) CheckInvariants() error {
 	w := checkWalk{t: t, backings: map[*keyBacking]ref.NodeID{}, memory: map[*ref.Unit]ref.NodeID{}}
 	if err := w.node(t.root); err != nil {
 		return err
@@ -36,7 +36,7 @@ func (t *Tree) CheckInvariants() error {
 }
 
 // checkLeafSet compares the incremental leaf set with the walk's.
-func (t *Tree) checkLeafSet(walk []ref.NodeID) error {
+func (t *RadixTree) checkLeafSet(walk []ref.NodeID) error {
 	set := make([]ref.NodeID, len(t.leaves))
 	for i, x := range t.leaves {
 		if x.leafPos != i {
@@ -55,7 +55,7 @@ func (t *Tree) checkLeafSet(walk []ref.NodeID) error {
 // checkHeap checks the persistent eviction heap: the heap order holds,
 // every evictable leaf has exactly one live entry and it carries the leaf's
 // current policy order, and stale entries stay within the compaction bound.
-func (t *Tree) checkHeap() error {
+func (t *RadixTree) checkHeap() error {
 	live := map[*node]int{}
 	for i, v := range t.heap {
 		if p := (i - 1) / 2; i > 0 && v.before(t.heap[p]) {
@@ -82,7 +82,7 @@ func (t *Tree) checkHeap() error {
 
 // checkWalk accumulates what the full walk sees.
 type checkWalk struct {
-	t                    *Tree
+	t                    *RadixTree
 	backings             map[*keyBacking]ref.NodeID
 	memory               map[*ref.Unit]ref.NodeID
 	seen                 int

@@ -32,7 +32,7 @@ func smokeConfigs() []ref.TreeConfig {
 // treeOp is one random call on a tree.
 type treeOp struct {
 	kind     string // insert, match, prefixlen, lock, unlock, evict
-	key      ref.Key
+	key      ref.RadixKey
 	value    []ref.SlotIdx
 	priority int
 	node     ref.NodeID
@@ -82,7 +82,7 @@ func (o treeOp) apply(tr ref.RadixTree) opResult {
 func randomOp(rng *rand.Rand, ps int, nextID ref.NodeID) treeOp {
 	salt, lora := "s", "lora"
 	extras := []ref.ExtraKey{{}, ref.ExtraKeyOf(&lora, nil), ref.ExtraKeyOf(nil, &salt)}
-	o := treeOp{key: ref.Key{Extra: extras[rng.IntN(len(extras))]}}
+	o := treeOp{key: ref.RadixKey{Extra: extras[rng.IntN(len(extras))]}}
 	n := rng.IntN(5) * ps
 	switch rng.IntN(4) {
 	case 0:

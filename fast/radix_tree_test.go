@@ -15,23 +15,23 @@ import (
 )
 
 // tree builds a fast tree or fails the test.
-func tree(t testing.TB, cfg ref.TreeConfig) *fast.Tree {
+func tree(t testing.TB, cfg ref.TreeConfig) *fast.RadixTree {
 	t.Helper()
-	tr, err := fast.NewTree(cfg)
+	tr, err := fast.NewRadixTree(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tr
+	return tr.(*fast.RadixTree)
 }
 
 // key is a token key in the unset namespace.
-func key(units ...ref.Unit) ref.Key { return ref.Key{Units: units} }
+func key(units ...ref.Unit) ref.RadixKey { return ref.RadixKey{Units: units} }
 
 // slots is shorthand for a value list.
 func slots(s ...ref.SlotIdx) []ref.SlotIdx { return s }
 
 // mustInsert inserts and checks the returned prefix length and the tree.
-func mustInsert(t *testing.T, tr *fast.Tree, k ref.Key, v []ref.SlotIdx, want int) {
+func mustInsert(t *testing.T, tr *fast.RadixTree, k ref.RadixKey, v []ref.SlotIdx, want int) {
 	t.Helper()
 	got, err := tr.Insert(k, v, 0)
 	if err != nil || got != want {
@@ -43,7 +43,7 @@ func mustInsert(t *testing.T, tr *fast.Tree, k ref.Key, v []ref.SlotIdx, want in
 }
 
 // mustMatch matches and checks the result and the tree.
-func mustMatch(t *testing.T, tr *fast.Tree, k ref.Key, want []ref.SlotIdx, last ref.NodeID) {
+func mustMatch(t *testing.T, tr *fast.RadixTree, k ref.RadixKey, want []ref.SlotIdx, last ref.NodeID) {
 	t.Helper()
 	got, err := tr.MatchPrefix(k)
 	if err != nil || !slices.Equal(got.Indices, want) || got.Indices == nil || got.LastNode != last {
@@ -93,12 +93,12 @@ func TestMatchPrefixWorkedExamplePageSize2(t *testing.T) {
 func TestNamespacesDoNotShareASubtree(t *testing.T) {
 	a, b, empty := "A", "B", ""
 	tr := tree(t, ref.TreeConfig{PageSize: 1})
-	mustInsert(t, tr, ref.Key{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(&a, nil)}, slots(1, 2), 0)
+	mustInsert(t, tr, ref.RadixKey{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(&a, nil)}, slots(1, 2), 0)
 	salt := "s"
 	for _, extra := range []ref.ExtraKey{ref.ExtraKeyOf(&b, nil), {}, ref.ExtraKeyOf(&empty, nil), ref.ExtraKeyOf(&a, &salt)} {
-		mustMatch(t, tr, ref.Key{Units: []ref.Unit{1, 2}, Extra: extra}, slots(), 0)
+		mustMatch(t, tr, ref.RadixKey{Units: []ref.Unit{1, 2}, Extra: extra}, slots(), 0)
 	}
-	mustMatch(t, tr, ref.Key{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(&a, nil)}, slots(1, 2), 1)
+	mustMatch(t, tr, ref.RadixKey{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(&a, nil)}, slots(1, 2), 1)
 }
 
 // TestInsertCountsNoHits is the §0.2 amendment on hit counts: the plain
@@ -125,10 +125,10 @@ func TestInsertCountsNoHits(t *testing.T) {
 func TestEmptySaltIsNoSalt(t *testing.T) {
 	empty := ""
 	tr := tree(t, ref.TreeConfig{PageSize: 1})
-	mustInsert(t, tr, ref.Key{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(nil, &empty)}, slots(10, 11), 0)
-	mustMatch(t, tr, ref.Key{Units: []ref.Unit{1, 2}}, slots(10, 11), 1)
-	mustInsert(t, tr, ref.Key{Units: []ref.Unit{3}}, slots(12), 0)
-	mustMatch(t, tr, ref.Key{Units: []ref.Unit{3}, Extra: ref.ExtraKeyOf(nil, &empty)}, slots(12), 2)
+	mustInsert(t, tr, ref.RadixKey{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(nil, &empty)}, slots(10, 11), 0)
+	mustMatch(t, tr, ref.RadixKey{Units: []ref.Unit{1, 2}}, slots(10, 11), 1)
+	mustInsert(t, tr, ref.RadixKey{Units: []ref.Unit{3}}, slots(12), 0)
+	mustMatch(t, tr, ref.RadixKey{Units: []ref.Unit{3}, Extra: ref.ExtraKeyOf(nil, &empty)}, slots(12), 2)
 }
 
 // TestLockAndEvictWorkedExample is §1.7 and §1.8: locking moves the path's
@@ -170,7 +170,7 @@ func TestLockAndEvictWorkedExample(t *testing.T) {
 // TestBadInputIsRejectedWithoutChange is §1.10 on the fast tree: each bad
 // call returns its sentinel and leaves State (tick included) as it was.
 func TestBadInputIsRejectedWithoutChange(t *testing.T) {
-	if _, err := fast.NewTree(ref.TreeConfig{PageSize: 0}); !errors.Is(err, ref.ErrInvalidPageSize) {
+	if _, err := fast.NewRadixTree(ref.TreeConfig{PageSize: 0}); !errors.Is(err, ref.ErrInvalidPageSize) {
 		t.Errorf("page_size 0: %v", err)
 	}
 	tr := tree(t, ref.TreeConfig{PageSize: 2})
@@ -254,19 +254,19 @@ func TestFullHitMatchCopiesNoKeyAndAllocatesNothing(t *testing.T) {
 // pathTree stores one n-unit sequence as a k-node path by inserting the
 // prefixes of length n·i/k (§1.12) and returns the tree and the full key. In
 // Eagle mode the key has n+1 tokens, so its n bigrams are whole pages.
-func pathTree(t testing.TB, n, k, ps int, eagle bool) (*fast.Tree, ref.Key) {
+func pathTree(t testing.TB, n, k, ps int, eagle bool) (*fast.RadixTree, ref.RadixKey) {
 	t.Helper()
 	tr := tree(t, ref.TreeConfig{PageSize: ps, Eagle: eagle})
 	extra := 0
 	if eagle {
 		extra = 1
 	}
-	full := ref.Key{Units: make([]ref.Unit, n+extra)}
+	full := ref.RadixKey{Units: make([]ref.Unit, n+extra)}
 	for i := range full.Units {
 		full.Units[i] = ref.Unit(i*7919) % 50000
 	}
 	for i := 1; i <= k; i++ {
-		if _, err := tr.Insert(ref.Key{Units: full.Units[:n*i/k+extra]}, nil, 0); err != nil {
+		if _, err := tr.Insert(ref.RadixKey{Units: full.Units[:n*i/k+extra]}, nil, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -277,7 +277,7 @@ func pathTree(t testing.TB, n, k, ps int, eagle bool) (*fast.Tree, ref.Key) {
 // its length, a split adds the split node's length, a re-walk adds nothing.
 func TestInsertCopiesExactlyTheNewUnits(t *testing.T) {
 	tr := tree(t, ref.TreeConfig{PageSize: 2})
-	step := func(k ref.Key, want int64) {
+	step := func(k ref.RadixKey, want int64) {
 		t.Helper()
 		before := tr.CopiedUnits()
 		if _, err := tr.Insert(k, nil, 0); err != nil {
@@ -314,7 +314,7 @@ func TestStoredKeysSurviveCallerBufferReuse(t *testing.T) {
 	for _, eagle := range []bool{false, true} {
 		tr := tree(t, ref.TreeConfig{PageSize: 1, Eagle: eagle})
 		buf := []ref.Unit{1, 2, 3, 4}
-		if _, err := tr.Insert(ref.Key{Units: buf}, slots(10, 11, 12, 13), 0); err != nil {
+		if _, err := tr.Insert(ref.RadixKey{Units: buf}, slots(10, 11, 12, 13), 0); err != nil {
 			t.Fatal(err)
 		}
 		buf[0], buf[1] = 9, 9
@@ -337,19 +337,19 @@ func TestEagleKeysAreBigramsOfTheTokens(t *testing.T) {
 		t.Errorf("stored %v → %v", got.Key, got.Value)
 	}
 	mustMatch(t, tr, key(5, 7, 7), slots(100, 101), 2)
-	mustMatch(t, tr, ref.Key{Units: []ref.Unit{5<<32 | 7, 7<<32 | 7}, Bigram: true}, slots(100, 101), 2)
+	mustMatch(t, tr, ref.RadixKey{Units: []ref.Unit{5<<32 | 7, 7<<32 | 7}, Bigram: true}, slots(100, 101), 2)
 	if _, err := tr.MatchPrefix(key(1, 1<<32)); !errors.Is(err, ref.ErrTokenRange) {
 		t.Errorf("token 2^32: %v", err)
 	}
 	big := tree(t, ref.TreeConfig{PageSize: 64, Eagle: true})
 	toks := make([]ref.Unit, 130)
-	if _, err := big.Insert(ref.Key{Units: toks}, nil, 0); !errors.Is(err, ref.ErrUnalignedKey) {
+	if _, err := big.Insert(ref.RadixKey{Units: toks}, nil, 0); !errors.Is(err, ref.ErrUnalignedKey) {
 		t.Errorf("130 tokens at ps 64 insert: %v, want unaligned (129 bigrams)", err)
 	}
-	if _, err := big.Insert(ref.Key{Units: toks[:129]}, nil, 0); err != nil {
+	if _, err := big.Insert(ref.RadixKey{Units: toks[:129]}, nil, 0); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := big.PrefixLen(ref.Key{Units: toks}); n != 128 {
+	if n, _ := big.PrefixLen(ref.RadixKey{Units: toks}); n != 128 {
 		t.Errorf("PrefixLen of 130 tokens = %d, want 128", n)
 	}
 }
@@ -534,7 +534,7 @@ func TestPrefixHashesEqualTheReference(t *testing.T) {
 					units[j] <<= 40
 				}
 			}
-			k := ref.Key{Units: units, Extra: ref.ExtraKeyOf(nil, new(fmt.Sprint(i%2)))}
+			k := ref.RadixKey{Units: units, Extra: ref.ExtraKeyOf(nil, new(fmt.Sprint(i%2)))}
 			hw, errw := want.PrefixHashes(k)
 			hg, errg := got.PrefixHashes(k)
 			if !reflect.DeepEqual(hw, hg) || !reflect.DeepEqual(errw, errg) {
@@ -544,7 +544,7 @@ func TestPrefixHashesEqualTheReference(t *testing.T) {
 			if cfg.Eagle && len(units) > 0 {
 				n = (len(units)-1)/cfg.PageSize*cfg.PageSize + 1 // whole pages of bigrams
 			}
-			stored := ref.Key{Units: units[:n], Extra: k.Extra}
+			stored := ref.RadixKey{Units: units[:n], Extra: k.Extra}
 			if _, err := got.Insert(stored, nil, 0); err != nil {
 				t.Fatal(err)
 			}

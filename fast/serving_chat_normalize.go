@@ -111,15 +111,15 @@ func (d *chatDoc) build() json.RawMessage {
 	return unsafe.Slice(unsafe.StringData(r), len(r))
 }
 
-// ChatNormalize is serving.chat_normalize (S2.2–S2.4, S2.7).
-func ChatNormalize(lim ref.Limits, in ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) {
+// ServingChatNormalize is serving.chat_normalize (S2.2–S2.4, S2.7).
+func ServingChatNormalize(lim ref.Limits, in ref.ServingChatNormalizeInput) (ref.ServingChatNormalizeOutput, error) {
 	return chatNormalize(fault.Serving{}, in)
 }
 
-// chatNormalizeWithFaults is ChatNormalize with the historic bugs f selects
+// servingChatNormalizeWithFaults is ServingChatNormalize with the historic bugs f selects
 // put back (RejectStringImageURL), for the bug zoo only: fault.Hooks hands it
-// to equiv/mutants (hooks.go). Called with the zero value it is ChatNormalize.
-func chatNormalizeWithFaults(_ ref.Limits, in ref.ChatNormalizeInput, f fault.Serving) (ref.ChatNormalizeOutput, error) {
+// to equiv/mutants (hooks.go). Called with the zero value it is ServingChatNormalize.
+func servingChatNormalizeWithFaults(_ ref.Limits, in ref.ServingChatNormalizeInput, f fault.Serving) (ref.ServingChatNormalizeOutput, error) {
 	return chatNormalize(f, in)
 }
 
@@ -157,25 +157,25 @@ func requestKind(b []byte) string {
 	return kindOf(gjson.ParseBytes(b))
 }
 
-func chatNormalize(f fault.Serving, in ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) {
+func chatNormalize(f fault.Serving, in ref.ServingChatNormalizeInput) (ref.ServingChatNormalizeOutput, error) {
 	if err := ref.CheckChatNormalize(in); err != nil {
-		return ref.ChatNormalizeOutput{}, err
+		return ref.ServingChatNormalizeOutput{}, err
 	}
 	var edits [8]splice
 	var names [16]string
 	d := chatDoc{b: in.Request, s: bytesView(in.Request), edits: edits[:0], names: names[:0],
 		f: f, flatten: in.Flags.FlattenToolRoleContent}
 	if !d.scan(in.Endpoint == ref.EndpointChat) {
-		return ref.ChatNormalizeOutput{}, ref.Reject(ref.ErrNotJSONObject, "request", requestKind(in.Request), "a JSON object")
+		return ref.ServingChatNormalizeOutput{}, ref.Reject(ref.ErrNotJSONObject, "request", requestKind(in.Request), "a JSON object")
 	}
 	if in.Endpoint == ref.EndpointCompletions {
-		return ref.ChatNormalizeOutput{Status: 200, Request: in.Request}, nil
+		return ref.ServingChatNormalizeOutput{Status: 200, Request: in.Request}, nil
 	}
 	soft, msg := d.normalize(in)
 	if msg != "" {
-		return ref.ChatNormalizeOutput{Status: ref.StatusBadRequest, Message: msg}, nil
+		return ref.ServingChatNormalizeOutput{Status: ref.StatusBadRequest, Message: msg}, nil
 	}
-	return ref.ChatNormalizeOutput{Status: 200, Request: d.build(), SoftMaxTokens: soft}, nil
+	return ref.ServingChatNormalizeOutput{Status: 200, Request: d.build(), SoftMaxTokens: soft}, nil
 }
 
 // scan validates the whole request in one pass and reports whether it is
@@ -320,7 +320,7 @@ func (d *chatDoc) decodeString(sp valSpan) string {
 // normalize applies the top-level rules in ref's order (messages' shape,
 // tools, tool_choice, the messages' own errors, then the max_tokens
 // default) and returns the soft flag, or the 400 message.
-func (d *chatDoc) normalize(in ref.ChatNormalizeInput) (bool, string) {
+func (d *chatDoc) normalize(in ref.ServingChatNormalizeInput) (bool, string) {
 	t := d.top
 	if !t.msgs.exists() || d.b[t.msgs.start] != '[' {
 		return false, ref.MsgMessagesNotList

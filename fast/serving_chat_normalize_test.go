@@ -9,34 +9,34 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestChatNormalizeFastPathAllocations: the fast twin never decodes the
+// TestServingChatNormalizeFastPathAllocations: the fast twin never decodes the
 // request, so normalizing a 32 KB request costs a bounded number of small
 // allocations plus one output buffer, not one per member; with every flag
 // off the request is returned without a copy.
-func TestChatNormalizeFastPathAllocations(t *testing.T) {
-	shapes := catalog.ChatNormalize().Shapes
+func TestServingChatNormalizeFastPathAllocations(t *testing.T) {
+	shapes := catalog.ServingChatNormalize().Shapes
 	on, off := shapes[0].Make(), shapes[1].Make()
 	// Without the string image_url part (always normalized, S2.7) nothing changes.
 	off.Request = bytes.Replace(off.Request, []byte(`"image_url":"https://example.com/cat.png"`), []byte(`"image_url":{"url":"u"}`), 1)
 	lim := ref.DefaultLimits()
-	if a := testing.AllocsPerRun(20, func() { _, _ = fast.ChatNormalize(lim, on) }); a > 16 {
+	if a := testing.AllocsPerRun(20, func() { _, _ = fast.ServingChatNormalize(lim, on) }); a > 16 {
 		t.Errorf("flags on: %.0f allocations per 32 KB request, want <= 16", a)
 	}
-	if a := testing.AllocsPerRun(20, func() { _, _ = fast.ChatNormalize(lim, off) }); a > 4 {
+	if a := testing.AllocsPerRun(20, func() { _, _ = fast.ServingChatNormalize(lim, off) }); a > 4 {
 		t.Errorf("flags off: %.0f allocations, want <= 4 (no copy of the request)", a)
 	}
-	out, _ := fast.ChatNormalize(lim, off)
+	out, _ := fast.ServingChatNormalize(lim, off)
 	if &out.Request[0] != &off.Request[0] {
 		t.Error("flags off: the request was copied; an untouched request is returned as is")
 	}
 }
 
-// TestChatNormalizeRejectsInvalidJSONLikeRef: the fast twin validates in
+// TestServingChatNormalizeRejectsInvalidJSONLikeRef: the fast twin validates in
 // the same single pass that locates the members, so a fault anywhere (deep
 // in a message, in a tool, after the object) must give ref's exact error.
 // These inputs cannot travel through the JSON-encoded equiv suite (a
 // json.RawMessage must be valid), so they are checked here directly.
-func TestChatNormalizeRejectsInvalidJSONLikeRef(t *testing.T) {
+func TestServingChatNormalizeRejectsInvalidJSONLikeRef(t *testing.T) {
 	lim := ref.DefaultLimits()
 	flags := ref.CompatFlags{NormalizeToolChoice: true, FlattenToolRoleContent: true}
 	for _, req := range []string{
@@ -46,9 +46,9 @@ func TestChatNormalizeRejectsInvalidJSONLikeRef(t *testing.T) {
 		`{"messages":[],"tool_choice":tru}`, `[1,`, `[]`, ` "x" `,
 	} {
 		for _, ep := range []string{ref.EndpointChat, ref.EndpointCompletions} {
-			in := ref.ChatNormalizeInput{Endpoint: ep, Request: []byte(req), ContextLen: 8, Flags: flags}
-			_, rerr := ref.ChatNormalize(lim, in)
-			_, ferr := fast.ChatNormalize(lim, in)
+			in := ref.ServingChatNormalizeInput{Endpoint: ep, Request: []byte(req), ContextLen: 8, Flags: flags}
+			_, rerr := ref.ServingChatNormalize(lim, in)
+			_, ferr := fast.ServingChatNormalize(lim, in)
 			if rerr == nil || ferr == nil || rerr.Error() != ferr.Error() {
 				t.Errorf("%s %q: ref %v, fast %v", ep, req, rerr, ferr)
 			}

@@ -10,14 +10,14 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// ValidateInputLength is serving.validate_input_length (docs/spec/admission-serving.md
+// ServingValidateInputLength is serving.validate_input_length (docs/spec/admission-serving.md
 // S1.2), the ref contract with the messages built by one append.
-func ValidateInputLength(lim ref.Limits, in ref.InputLengthInput) (ref.InputLengthOutput, error) {
+func ServingValidateInputLength(lim ref.Limits, in ref.ServingValidateInputLengthInput) (ref.ServingValidateInputLengthOutput, error) {
 	maxReqLen, maxIn, err := ref.CheckInputLengthArgs(in)
 	if err != nil {
-		return ref.InputLengthOutput{}, err
+		return ref.ServingValidateInputLengthOutput{}, err
 	}
-	out := ref.InputLengthOutput{MaxReqLen: maxReqLen, MaxReqInputLen: maxIn}
+	out := ref.ServingValidateInputLengthOutput{MaxReqLen: maxReqLen, MaxReqInputLen: maxIn}
 	n, c := in.PromptTokens, in.ContextLen
 	if in.AllowAutoTruncate {
 		out.Accepted, out.PrefillTokens = true, min(n, c, maxIn)
@@ -46,10 +46,10 @@ func lengthMessage(n, limit int64) string {
 	return string(b)
 }
 
-// ErrorBody is serving.error_body (S1.3).
-func ErrorBody(lim ref.Limits, in ref.ErrorBodyInput) (ref.ErrorBodyOutput, error) {
+// ServingErrorBody is serving.error_body (S1.3).
+func ServingErrorBody(lim ref.Limits, in ref.ServingErrorBodyInput) (ref.ServingErrorBodyOutput, error) {
 	if err := ref.CheckErrorBody(in); err != nil {
-		return ref.ErrorBodyOutput{}, err
+		return ref.ServingErrorBodyOutput{}, err
 	}
 	status, errType := in.Status, in.ErrType
 	if errType == "" {
@@ -57,10 +57,10 @@ func ErrorBody(lim ref.Limits, in ref.ErrorBodyInput) (ref.ErrorBodyOutput, erro
 	}
 	switch in.Surface {
 	case ref.SurfaceOpenAI:
-		return ref.ErrorBodyOutput{Status: status, ContentType: ref.ContentJSON,
+		return ref.ServingErrorBodyOutput{Status: status, ContentType: ref.ContentJSON,
 			Body: string(appendOpenAIError(nil, in.Message, errType, int64(status)))}, nil
 	case ref.SurfaceOpenAIStream:
-		return ref.ErrorBodyOutput{Status: 200, ContentType: ref.ContentSSE,
+		return ref.ServingErrorBodyOutput{Status: 200, ContentType: ref.ContentSSE,
 			Body: string(appendStreamError(nil, in.Message, errType, int64(status)))}, nil
 	}
 	if status < 500 {
@@ -70,7 +70,7 @@ func ErrorBody(lim ref.Limits, in ref.ErrorBodyInput) (ref.ErrorBodyOutput, erro
 	b = append(b, `{"error":{"message":`...)
 	b = appendPyString(b, in.Message, false)
 	b = append(b, "}}"...)
-	return ref.ErrorBodyOutput{Status: status, ContentType: ref.ContentJSON, Body: string(b)}, nil
+	return ref.ServingErrorBodyOutput{Status: status, ContentType: ref.ContentJSON, Body: string(b)}, nil
 }
 
 func appendOpenAIError(b []byte, msg, errType string, code int64) []byte {
@@ -168,16 +168,16 @@ func lastMembers(obj gjson.Result, into []gjson.Result, keys ...string) {
 	})
 }
 
-// StreamErrorChunk is serving.stream_error_chunk (S1.3, S2.5), reading the
+// ServingStreamErrorChunk is serving.stream_error_chunk (S1.3, S2.5), reading the
 // finish reason with gjson.
-func StreamErrorChunk(lim ref.Limits, in ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
-	return streamErrorChunkWithFaults(lim, in, fault.Serving{})
+func ServingStreamErrorChunk(lim ref.Limits, in ref.ServingStreamErrorChunkInput) (ref.ServingStreamErrorChunkOutput, error) {
+	return servingStreamErrorChunkWithFaults(lim, in, fault.Serving{})
 }
 
-// streamErrorChunkWithFaults is StreamErrorChunk with the historic bugs f
+// servingStreamErrorChunkWithFaults is ServingStreamErrorChunk with the historic bugs f
 // selects put back (StreamTypeFromStatus, HTTPStatusOnly), for the bug zoo
-// only (fault.Hooks, hooks.go); with the zero value it is StreamErrorChunk.
-func streamErrorChunkWithFaults(_ ref.Limits, in ref.StreamErrorInput, f fault.Serving) (ref.StreamErrorOutput, error) {
+// only (fault.Hooks, hooks.go); with the zero value it is ServingStreamErrorChunk.
+func servingStreamErrorChunkWithFaults(_ ref.Limits, in ref.ServingStreamErrorChunkInput, f fault.Serving) (ref.ServingStreamErrorChunkOutput, error) {
 	var m [4]gjson.Result
 	isErr, code := false, int64(0)
 	if fr := gjson.ParseBytes(in.FinishReason); fr.IsObject() {
@@ -192,7 +192,7 @@ func streamErrorChunkWithFaults(_ ref.Limits, in ref.StreamErrorInput, f fault.S
 				isErr = isErr && !f.HTTPStatusOnly
 			}
 			if err != nil {
-				return ref.StreamErrorOutput{}, err
+				return ref.ServingStreamErrorChunkOutput{}, err
 			}
 		}
 	}
@@ -210,7 +210,7 @@ func streamErrorChunkWithFaults(_ ref.Limits, in ref.StreamErrorInput, f fault.S
 	if m[3].Type == gjson.String && m[3].Str != "" {
 		msg = m[3].Str
 	}
-	out := ref.StreamErrorOutput{Emit: true, Code: code, ErrType: errType}
+	out := ref.ServingStreamErrorChunkOutput{Emit: true, Code: code, ErrType: errType}
 	switch {
 	case in.First && in.Preflight && code >= 400 && code <= 599:
 		out.Status, out.ContentType, out.Body = code, ref.ContentJSON, string(appendOpenAIError(nil, msg, errType, code))
@@ -223,8 +223,8 @@ func streamErrorChunkWithFaults(_ ref.Limits, in ref.StreamErrorInput, f fault.S
 }
 
 // streamChunk is the normal chunk path.
-func streamChunk(in ref.StreamErrorInput) ref.StreamErrorOutput {
-	out := ref.StreamErrorOutput{Body: "data: " + in.Chunk + "\n\n"}
+func streamChunk(in ref.ServingStreamErrorChunkInput) ref.ServingStreamErrorChunkOutput {
+	out := ref.ServingStreamErrorChunkOutput{Body: "data: " + in.Chunk + "\n\n"}
 	if in.First {
 		out.Status, out.ContentType = 200, ref.ContentSSE
 	}

@@ -9,25 +9,25 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// GLMToolArgs is serving.glm_tool_args (S2.8): one forward scan of the text
+// ServingGLMToolArgs is serving.glm_tool_args (S2.8): one forward scan of the text
 // by offsets, schema types read with gjson, and ref's value contract
 // (ref.ParseGLMArg) applied to each value's exact bytes.
-func GLMToolArgs(lim ref.Limits, in ref.GLMToolArgsInput) (ref.GLMToolArgsOutput, error) {
+func ServingGLMToolArgs(lim ref.Limits, in ref.ServingGLMToolArgsInput) (ref.ServingGLMToolArgsOutput, error) {
 	return glmToolArgs(fault.Serving{}, in)
 }
 
-// glmToolArgsWithFaults is GLMToolArgs with the historic bugs f selects put
+// servingGLMToolArgsWithFaults is ServingGLMToolArgs with the historic bugs f selects put
 // back (StripGLMArgs), for the bug zoo only: fault.Hooks hands it to
-// equiv/mutants (hooks.go). Called with the zero value it is GLMToolArgs.
-func glmToolArgsWithFaults(_ ref.Limits, in ref.GLMToolArgsInput, f fault.Serving) (ref.GLMToolArgsOutput, error) {
+// equiv/mutants (hooks.go). Called with the zero value it is ServingGLMToolArgs.
+func servingGLMToolArgsWithFaults(_ ref.Limits, in ref.ServingGLMToolArgsInput, f fault.Serving) (ref.ServingGLMToolArgsOutput, error) {
 	return glmToolArgs(f, in)
 }
 
-func glmToolArgs(f fault.Serving, in ref.GLMToolArgsInput) (ref.GLMToolArgsOutput, error) {
+func glmToolArgs(f fault.Serving, in ref.ServingGLMToolArgsInput) (ref.ServingGLMToolArgsOutput, error) {
 	if err := ref.CheckGLMTools(in.Tools); err != nil {
-		return ref.GLMToolArgsOutput{}, err
+		return ref.ServingGLMToolArgsOutput{}, err
 	}
-	out := ref.GLMToolArgsOutput{Calls: []ref.GLMToolCall{}}
+	out := ref.ServingGLMToolArgsOutput{Calls: []ref.GLMToolCall{}}
 	tools := gjson.ParseBytes(in.Tools)
 	text := in.Text
 	var normal strings.Builder

@@ -12,12 +12,12 @@ import (
 // chat request with 8 tools (tool_choice "any", a string image_url, a
 // tool-role list, the soft max_tokens default) — <= 20 µs on the fast path.
 func BenchmarkPreflight32K(b *testing.B) {
-	for _, sh := range catalog.ChatNormalize().Shapes {
+	for _, sh := range catalog.ServingChatNormalize().Shapes {
 		in := sh.Make()
 		for _, tw := range []struct {
 			name string
-			fn   catalog.Func[ref.ChatNormalizeInput, ref.ChatNormalizeOutput]
-		}{{"fast", fast.ChatNormalize}, {"ref", ref.ChatNormalize}} {
+			fn   catalog.Func[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput]
+		}{{"fast", fast.ServingChatNormalize}, {"ref", ref.ServingChatNormalize}} {
 			b.Run(sh.Name+"/"+tw.name, func(b *testing.B) {
 				lim := ref.DefaultLimits()
 				b.SetBytes(int64(len(in.Request)))

@@ -9,14 +9,14 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// UsageOf is serving.usage (S2.6); the glm merge splices reasoning_tokens
+// ServingUsage is serving.usage (S2.6); the glm merge splices reasoning_tokens
 // into the existing details instead of decoding them.
-func UsageOf(lim ref.Limits, in ref.UsageInput) (ref.Usage, error) {
+func ServingUsage(lim ref.Limits, in ref.ServingUsageInput) (ref.ServingUsageOutput, error) {
 	comp, reas, total, err := ref.CheckUsage(in)
 	if err != nil {
-		return ref.Usage{}, err
+		return ref.ServingUsageOutput{}, err
 	}
-	u := ref.Usage{PromptTokens: in.PromptTokens, TotalTokens: total, CompletionTokens: comp, ReasoningTokens: reas}
+	u := ref.ServingUsageOutput{PromptTokens: in.PromptTokens, TotalTokens: total, CompletionTokens: comp, ReasoningTokens: reas}
 	if !ref.IsAbsentOrNull(in.PromptTokensDetails) {
 		u.PromptTokensDetails = in.PromptTokensDetails
 	}

@@ -7,23 +7,23 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestFilterCPRankTakesTheNoMaskPath checks the fast path was actually
+// TestTransferFilterCPRankTakesTheNoMaskPath checks the fast path was actually
 // taken: owned aliases the input (no copy) and the only allocation is the
 // positions slice.
-func TestFilterCPRankTakesTheNoMaskPath(t *testing.T) {
+func TestTransferFilterCPRankTakesTheNoMaskPath(t *testing.T) {
 	kv := make([]int64, 1024)
 	for i := range kv {
 		kv[i] = 5000 + int64(i)
 	}
-	in := ref.FilterCPRankInput{KV: kv, ChunkPageStart: 2048, CPRank: 3, CPSize: 8}
-	out, err := fast.FilterCPRank(ref.DefaultLimits(), in)
+	in := ref.TransferFilterCPRankInput{KV: kv, ChunkPageStart: 2048, CPRank: 3, CPSize: 8}
+	out, err := fast.TransferFilterCPRank(ref.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(out.Owned) != 128 || &out.Owned[0] != &kv[3*128] {
 		t.Fatalf("owned does not alias kv[384:512] (len %d)", len(out.Owned))
 	}
-	allocs := testing.AllocsPerRun(100, func() { _, _ = fast.FilterCPRank(ref.DefaultLimits(), in) })
+	allocs := testing.AllocsPerRun(100, func() { _, _ = fast.TransferFilterCPRank(ref.DefaultLimits(), in) })
 	if allocs != 1 {
 		t.Errorf("fast.FilterCPRank allocated %v times per call, want 1 (positions only)", allocs)
 	}

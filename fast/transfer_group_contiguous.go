@@ -8,34 +8,34 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// GroupContiguous is the Run-emitter twin of ref.GroupContiguous
+// TransferGroupContiguous is the Run-emitter twin of ref.TransferGroupContiguous
 // (docs/spec/transfer.md §2 "fast"): no diff or break arrays. A counting pass sizes
 // the output exactly and an emitting pass fills it (see groupRuns for why
 // not a single pass). Below parallelMinPairs pairs the output is the only
 // allocation; from there both passes are split across cores, adding a few
 // constant-size allocations (the segment plan and goroutine closures).
-func GroupContiguous(_ ref.Limits, in ref.GroupContiguousInput) (ref.GroupContiguousOutput, error) {
+func TransferGroupContiguous(_ ref.Limits, in ref.TransferGroupContiguousInput) (ref.TransferGroupContiguousOutput, error) {
 	src, dst := in.Src, in.Dst
 	if len(src) == 0 || len(dst) == 0 || len(src) != len(dst) {
-		if err := ref.ValidateGroupContiguous(in); err != nil {
-			return ref.GroupContiguousOutput{}, err
+		if err := ref.ValidateTransferGroupContiguous(in); err != nil {
+			return ref.TransferGroupContiguousOutput{}, err
 		}
-		return ref.GroupContiguousOutput{Runs: []ref.Run{}}, nil
+		return ref.TransferGroupContiguousOutput{Runs: []ref.Run{}}, nil
 	}
 	runs, ok := groupRuns(src, dst, segmentsFor(len(src)))
 	if !ok {
-		return ref.GroupContiguousOutput{}, ref.ValidateGroupContiguous(in)
+		return ref.TransferGroupContiguousOutput{}, ref.ValidateTransferGroupContiguous(in)
 	}
-	return ref.GroupContiguousOutput{Runs: runs}, nil
+	return ref.TransferGroupContiguousOutput{Runs: runs}, nil
 }
 
-// parallelMinPairs is the input size from which GroupContiguous splits the
+// parallelMinPairs is the input size from which TransferGroupContiguous splits the
 // work across cores: both passes are memory-bound (one core streams the
 // 16 MiB of 1M pairs in ~0.9 ms here), and below ~128K pairs the goroutine
 // hand-off costs more than the second core saves.
 const parallelMinPairs = 1 << 17
 
-// maxSegments caps the goroutines one GroupContiguous call uses.
+// maxSegments caps the goroutines one TransferGroupContiguous call uses.
 const maxSegments = 8
 
 // segmentsFor returns how many segments to split n pairs into: one per

@@ -8,7 +8,7 @@ import (
 )
 
 // TestParallelSegmentsGroupLikeOneSegment drives the multi-goroutine path
-// of GroupContiguous (used from parallelMinPairs pairs, far above what the
+// of TransferGroupContiguous (used from parallelMinPairs pairs, far above what the
 // equiv generators draw) on small inputs with every segment count, and
 // requires the runs and the negative-id verdict of the one-segment path.
 // Long runs make segments that hold no run start, and runs crossing

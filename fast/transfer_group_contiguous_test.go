@@ -8,19 +8,19 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestGroupContiguousAllocatesOnlyTheExactOutput checks the fast path was
+// TestTransferGroupContiguousAllocatesOnlyTheExactOutput checks the fast path was
 // taken: no diff or break arrays, one allocation, and that one sized to the
 // run count exactly.
-func TestGroupContiguousAllocatesOnlyTheExactOutput(t *testing.T) {
-	in := catalog.GroupContiguous().Shapes[1].Make() // 1024 pairs in 4 runs
-	out, err := fast.GroupContiguous(ref.DefaultLimits(), in)
+func TestTransferGroupContiguousAllocatesOnlyTheExactOutput(t *testing.T) {
+	in := catalog.TransferGroupContiguous().Shapes[1].Make() // 1024 pairs in 4 runs
+	out, err := fast.TransferGroupContiguous(ref.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(out.Runs) != 4 || cap(out.Runs) != len(out.Runs) {
 		t.Fatalf("runs len %d cap %d, want exactly 4", len(out.Runs), cap(out.Runs))
 	}
-	allocs := testing.AllocsPerRun(100, func() { _, _ = fast.GroupContiguous(ref.DefaultLimits(), in) })
+	allocs := testing.AllocsPerRun(100, func() { _, _ = fast.TransferGroupContiguous(ref.DefaultLimits(), in) })
 	if allocs != 1 {
 		t.Errorf("fast.GroupContiguous allocated %v times per call, want 1 (the runs)", allocs)
 	}
@@ -44,17 +44,17 @@ func onePassCapN(src, dst []int64) []ref.Run {
 // BenchmarkGroupContiguous times both twins on the catalog shapes, and the
 // one-pass-into-capacity-n alternative that fast's count-then-fill beat.
 func BenchmarkGroupContiguous(b *testing.B) {
-	op, lim := catalog.GroupContiguous(), ref.DefaultLimits()
+	op, lim := catalog.TransferGroupContiguous(), ref.DefaultLimits()
 	for _, sh := range op.Shapes {
 		in := sh.Make()
 		b.Run(sh.Name+"/fast", func(b *testing.B) {
 			for b.Loop() {
-				_, _ = fast.GroupContiguous(lim, in)
+				_, _ = fast.TransferGroupContiguous(lim, in)
 			}
 		})
 		b.Run(sh.Name+"/ref", func(b *testing.B) {
 			for b.Loop() {
-				_, _ = ref.GroupContiguous(lim, in)
+				_, _ = ref.TransferGroupContiguous(lim, in)
 			}
 		})
 		b.Run(sh.Name+"/one-pass-cap-n", func(b *testing.B) {

@@ -9,28 +9,28 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// LayerBlocks is the precomputed-runs twin of ref.LayerBlocks (docs/spec/transfer.md
+// TransferLayerBlocks is the precomputed-runs twin of ref.TransferLayerBlocks (docs/spec/transfer.md
 // §3 "fast"): the runs are grouped once by fast's Run emitter, every
 // entry's address range is checked once against its largest page instead of
 // page by page, and the blocks are a multiply-add loop into one exact-size
 // preallocated list. Rejections are reported by ref's checks, so the first
 // violation is the same.
-func LayerBlocks(lim ref.Limits, in ref.LayerBlocksInput) (ref.LayerBlocksOutput, error) {
+func TransferLayerBlocks(lim ref.Limits, in ref.TransferLayerBlocksInput) (ref.TransferLayerBlocksOutput, error) {
 	runs, ok := groupPages(in.Owned, in.DstPages)
 	if !ok || !dstRunsDisjoint(runs) {
-		return ref.LayerBlocksOutput{}, ref.CheckLayerPages(in)
+		return ref.TransferLayerBlocksOutput{}, ref.CheckLayerPages(in)
 	}
 	g, err := ref.CheckLayerPointers(in)
 	if err != nil {
-		return ref.LayerBlocksOutput{}, err
+		return ref.TransferLayerBlocksOutput{}, err
 	}
 	if err := ref.CheckBlockCount(lim, g.Entries, len(runs)); err != nil {
-		return ref.LayerBlocksOutput{}, err
+		return ref.TransferLayerBlocksOutput{}, err
 	}
 	srcEnd, dstEnd := pageEnds(runs)
 	for e := range g.Entries {
 		if !entryInRange(in, g.EntryAt(in, e), srcEnd, dstEnd) {
-			return ref.LayerBlocksOutput{}, ref.CheckLayerAddresses(in, g)
+			return ref.TransferLayerBlocksOutput{}, ref.CheckLayerAddresses(in, g)
 		}
 	}
 	blocks := make([]ref.Block, g.Entries*len(runs))
@@ -38,7 +38,7 @@ func LayerBlocks(lim ref.Limits, in ref.LayerBlocksInput) (ref.LayerBlocksOutput
 		ent := g.EntryAt(in, e)
 		fillBlocks(blocks[e*len(runs):(e+1)*len(runs)], runs, ent.SrcBase, ent.DstBase, ent.ItemLen)
 	}
-	return ref.LayerBlocksOutput{Runs: runs, Blocks: blocks, BlocksPerEntry: int64(len(runs))}, nil
+	return ref.TransferLayerBlocksOutput{Runs: runs, Blocks: blocks, BlocksPerEntry: int64(len(runs))}, nil
 }
 
 // groupPages is groupRuns for the KV path, where lengths must be equal even
@@ -91,7 +91,7 @@ func pageEnds(runs []ref.Run) (srcEnd, dstEnd uint64) {
 
 // entryInRange reports whether every block of ent fits in uint64 and in the
 // known data lens, given the page ends from pageEnds.
-func entryInRange(in ref.LayerBlocksInput, ent ref.LayerEntry, srcEnd, dstEnd uint64) bool {
+func entryInRange(in ref.TransferLayerBlocksInput, ent ref.LayerEntry, srcEnd, dstEnd uint64) bool {
 	return sideInRange(srcEnd, ent.ItemLen, ent.SrcBase, in.SrcDataLens, ent.SrcIdx) &&
 		sideInRange(dstEnd, ent.ItemLen, ent.DstBase, in.DstDataLens, ent.DstIdx)
 }

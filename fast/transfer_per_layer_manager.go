@@ -22,11 +22,11 @@ import (
 // the workers one item at a time with WorkerStep and Finish's deadline is
 // "now", so the script op and the state machine reproduce ref step for step.
 
-// DefaultFinishTimeout is the seed's finish timeout (§4.1).
-const DefaultFinishTimeout = 30 * time.Second
+// defaultFinishTimeout is the seed's finish timeout (§4.1).
+const defaultFinishTimeout = 30 * time.Second
 
-// PerLayerOptions configures a Manager.
-type PerLayerOptions struct {
+// perLayerOptions configures a PerLayerManager built by newPerLayerManager.
+type perLayerOptions struct {
 	// Config holds H and K.
 	Config ref.PerLayerConfig
 	// Engine moves the blocks.
@@ -36,7 +36,7 @@ type PerLayerOptions struct {
 	// Workers is W; 0 selects the deterministic mode.
 	Workers int
 	// Timeout bounds Finish's wait and each event wait in the real mode
-	// (default DefaultFinishTimeout).
+	// (default defaultFinishTimeout).
 	Timeout time.Duration
 	// Logger receives §9's records; nil discards them.
 	Logger *slog.Logger
@@ -48,10 +48,10 @@ type workItem struct {
 	ev     ref.Event
 }
 
-// Manager is the per-layer transfer manager (docs/spec/transfer.md §4.4). Its
+// PerLayerManager is the per-layer transfer manager (docs/spec/transfer.md §4.4). Its
 // methods are safe for concurrent use; OnLayerEnd is meant for the forward
 // goroutine, Finish and Drop for the transfer worker.
-type Manager struct {
+type PerLayerManager struct {
 	cfg      ref.PerLayerConfig
 	engine   ref.Engine
 	events   ref.EventFactory
@@ -76,26 +76,40 @@ type Manager struct {
 	wg       sync.WaitGroup
 }
 
-// NewManager starts a manager with opts.Workers worker goroutines (none
-// in deterministic mode). Close stops them.
-func NewManager(opts PerLayerOptions) (*Manager, error) {
-	return newManagerWithFaults(opts, fault.Transfer{})
+// NewPerLayerManager is the ref.NewPerLayerManagerFunc of the fast twin: a
+// PerLayerManager in deterministic mode (§4.9), with no worker goroutines;
+// the driver runs the workers one item at a time with WorkerStep.
+func NewPerLayerManager(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
+	return newPerLayerManagerWithFaults(cfg, engine, events, logger, fault.Transfer{})
 }
 
-// newManagerWithFaults is NewManager with the historic bugs f selects put
-// back, for the bug zoo only: fault.Hooks hands it to equiv/mutants as the
-// deterministic-mode NewPerLayerManager. With the zero value it is NewManager.
-func newManagerWithFaults(opts PerLayerOptions, f fault.Transfer) (*Manager, error) {
+// newPerLayerManagerWithFaults is NewPerLayerManager with the historic bugs
+// f selects put back, for the bug zoo only: fault.Hooks hands it to
+// equiv/mutants (hooks.go). With the zero value it is NewPerLayerManager.
+func newPerLayerManagerWithFaults(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger, f fault.Transfer) (ref.PerLayerManager, error) {
+	m, err := newPerLayerManager(perLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger}, f)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// newPerLayerManager starts a manager with opts.Workers worker goroutines
+// (none in deterministic mode) and the historic bugs f selects (the zero
+// value in production); Close stops the goroutines. No op drives the real
+// mode (Workers > 0): fast's tests and benchmarks reach it through
+// export_test.go.
+func newPerLayerManager(opts perLayerOptions, f fault.Transfer) (*PerLayerManager, error) {
 	if err := opts.Config.Validate(); err != nil {
 		return nil, err
 	}
 	if opts.Workers < 0 {
 		return nil, ref.Reject(ref.ErrNegative, "workers", opts.Workers, ">= 0")
 	}
-	m := &Manager{cfg: opts.Config, engine: opts.Engine, events: opts.Events, logger: opts.Logger,
+	m := &PerLayerManager{cfg: opts.Config, engine: opts.Engine, events: opts.Events, logger: opts.Logger,
 		timeout: opts.Timeout, stepping: opts.Workers == 0, faults: f, active: map[uint64][]*perLayerCtx{}}
 	if m.timeout <= 0 {
-		m.timeout = DefaultFinishTimeout
+		m.timeout = defaultFinishTimeout
 	}
 	m.cond.L = &m.mu
 	for range opts.Workers {
@@ -105,16 +119,10 @@ func newManagerWithFaults(opts PerLayerOptions, f fault.Transfer) (*Manager, err
 	return m, nil
 }
 
-// NewPerLayerManager is the ref.NewPerLayerManagerFunc of the fast twin:
-// a deterministic-mode Manager.
-func NewPerLayerManager(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
-	return NewManager(PerLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger})
-}
-
 // Register is §4.4 Register: only with exactly one non-dummy info, dedup
 // by (room, chunk), never overwriting; build runs under the manager lock
 // (it is called before the forward, off the hot path).
-func (m *Manager) Register(room uint64, chunkKey int64, infos int, build ref.BuildFunc) (bool, error) {
+func (m *PerLayerManager) Register(room uint64, chunkKey int64, infos int, build ref.BuildFunc) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := ref.CheckRegister(m.forward.Load(), chunkKey, infos); err != nil {
@@ -150,14 +158,14 @@ func (m *Manager) Register(room uint64, chunkKey int64, infos int, build ref.Bui
 }
 
 // HasRoom reports whether room has a registered, unfinished chunk.
-func (m *Manager) HasRoom(room uint64) bool {
+func (m *PerLayerManager) HasRoom(room uint64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.active[room]) > 0
 }
 
 // ForwardBegin starts a forward; Register is refused until ForwardEnd.
-func (m *Manager) ForwardBegin() error {
+func (m *PerLayerManager) ForwardBegin() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.forward.Load() {
@@ -168,7 +176,7 @@ func (m *Manager) ForwardBegin() error {
 }
 
 // ForwardEnd ends the forward.
-func (m *Manager) ForwardEnd() error {
+func (m *PerLayerManager) ForwardEnd() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.forward.Load() {
@@ -183,7 +191,7 @@ func (m *Manager) ForwardEnd() error {
 // records one event shared by every context and queues one item per
 // context that newly enqueued a layer. It never blocks on the workers and
 // allocates nothing beyond the queue's amortized growth.
-func (m *Manager) OnLayerEnd(l int) (int, error) {
+func (m *PerLayerManager) OnLayerEnd(l int) (int, error) {
 	if !m.forward.Load() || uint(l) >= uint(m.cfg.Hooked) {
 		return 0, ref.CheckOnLayerEnd(m.cfg, m.forward.Load(), l)
 	}
@@ -193,7 +201,7 @@ func (m *Manager) OnLayerEnd(l int) (int, error) {
 	return m.boundary(l), nil
 }
 
-func (m *Manager) boundary(l int) int {
+func (m *PerLayerManager) boundary(l int) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.rooms) == 0 {
@@ -218,7 +226,7 @@ func (m *Manager) boundary(l int) int {
 }
 
 // pop removes the front item; the caller holds m.mu and the queue is non-empty.
-func (m *Manager) pop() workItem {
+func (m *PerLayerManager) pop() workItem {
 	it := m.queue[m.head]
 	m.queue[m.head] = workItem{}
 	m.head++
@@ -228,7 +236,7 @@ func (m *Manager) pop() workItem {
 	return it
 }
 
-func (m *Manager) worker() {
+func (m *PerLayerManager) worker() {
 	defer m.wg.Done()
 	for {
 		m.mu.Lock()
@@ -247,7 +255,7 @@ func (m *Manager) worker() {
 
 // WorkerStep runs the front work item on the caller (deterministic mode).
 // An item whose event has not completed is refused and stays queued.
-func (m *Manager) WorkerStep() (ref.WorkResult, error) {
+func (m *PerLayerManager) WorkerStep() (ref.WorkResult, error) {
 	if !m.stepping {
 		return ref.WorkResult{}, ref.Reject(ref.ErrNotStepping, "workers", "real", "0 (deterministic mode)")
 	}
@@ -269,7 +277,7 @@ func (m *Manager) WorkerStep() (ref.WorkResult, error) {
 // Finish is §4.4 Finish: the room's front chunk, if it is chunkKey, is
 // popped and finished; a front chunk beyond chunkKey means this chunk never
 // registered (handled = false).
-func (m *Manager) Finish(room uint64, chunkKey int64) (ref.FinishResult, error) {
+func (m *PerLayerManager) Finish(room uint64, chunkKey int64) (ref.FinishResult, error) {
 	m.mu.Lock()
 	dq := m.active[room]
 	if len(dq) == 0 || (!m.faults.OneContextPerRoom && dq[0].chunk > chunkKey) {
@@ -292,7 +300,7 @@ func (m *Manager) Finish(room uint64, chunkKey int64) (ref.FinishResult, error) 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 
 // popFront removes the room's front context; the caller holds m.mu.
-func (m *Manager) popFront(room uint64) *perLayerCtx {
+func (m *PerLayerManager) popFront(room uint64) *perLayerCtx {
 	dq := m.active[room]
 	c := dq[0]
 	dq[0] = nil
@@ -307,7 +315,7 @@ func (m *Manager) popFront(room uint64) *perLayerCtx {
 }
 
 // Refinish calls Finish again on the most recently finished context.
-func (m *Manager) Refinish() (ref.FinishResult, bool) {
+func (m *PerLayerManager) Refinish() (ref.FinishResult, bool) {
 	m.mu.Lock()
 	c := m.lastDone
 	m.mu.Unlock()
@@ -319,7 +327,7 @@ func (m *Manager) Refinish() (ref.FinishResult, bool) {
 
 // Drop drains every context of room (§4.4): each waits its batches and
 // finishes −1 without the fallback transfer.
-func (m *Manager) Drop(room uint64) int {
+func (m *PerLayerManager) Drop(room uint64) int {
 	m.mu.Lock()
 	var drained []*perLayerCtx
 	for len(m.active[room]) > 0 {
@@ -333,7 +341,7 @@ func (m *Manager) Drop(room uint64) int {
 }
 
 // State returns the observable state (ref.PerLayerState).
-func (m *Manager) State() ref.PerLayerState {
+func (m *PerLayerManager) State() ref.PerLayerState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := ref.PerLayerState{Forward: m.forward.Load(), Builds: m.builds, Events: m.nEvents,
@@ -353,7 +361,7 @@ func (m *Manager) State() ref.PerLayerState {
 }
 
 // Close lets the workers empty the queue, then stops them. Safe to call twice.
-func (m *Manager) Close() {
+func (m *PerLayerManager) Close() {
 	m.mu.Lock()
 	m.closed = true
 	m.cond.Broadcast()

@@ -69,7 +69,7 @@ func BenchmarkPerLayerForwardGLM5(b *testing.B) {
 	for _, k := range []int{8, 1} {
 		b.Run(map[int]string{8: "K=8", 1: "K=1"}[k], func(b *testing.B) {
 			e := &countEngine{}
-			m, err := fast.NewManager(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: 78, Group: k}, Engine: e, Events: readyEvents{}})
+			m, err := fast.NewPerLayerManagerWithOptions(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: 78, Group: k}, Engine: e, Events: readyEvents{}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -101,8 +101,8 @@ func BenchmarkPerLayerForwardGLM5(b *testing.B) {
 
 // activeManager is a manager with bs=10 GLM-5 contexts registered, inside
 // a forward whose every hook already fired once (so boundaries dedup).
-func activeManager(b *testing.B) *fast.Manager {
-	m, err := fast.NewManager(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: 78, Group: 8}, Engine: &countEngine{}, Events: readyEvents{}})
+func activeManager(b *testing.B) *fast.PerLayerManager {
+	m, err := fast.NewPerLayerManagerWithOptions(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: 78, Group: 8}, Engine: &countEngine{}, Events: readyEvents{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func BenchmarkMovePerLayer256MiB(b *testing.B) {
 	src, d := geo.Arenas()
 	e := ref.NewMemEngine(src, d, false)
 	plan := geo.Plan("pl", owned, dst)
-	m, err := fast.NewManager(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: 64, Group: 8}, Engine: e,
+	m, err := fast.NewPerLayerManagerWithOptions(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: 64, Group: 8}, Engine: e,
 		Events: readyEvents{}, Workers: 4})
 	if err != nil {
 		b.Fatal(err)

@@ -21,7 +21,7 @@ type perLayerRig struct {
 	src    []byte
 	engine *ref.MemEngine
 	events *ref.FakeEvents
-	m      *fast.Manager
+	m      *fast.PerLayerManager
 }
 
 func newRig(t *testing.T, n, h, k, pages, workers int, timeout time.Duration) *perLayerRig {
@@ -29,7 +29,7 @@ func newRig(t *testing.T, n, h, k, pages, workers int, timeout time.Duration) *p
 	geo := ref.PerLayerGeometry{Layers: n, ItemLen: 16, SrcPages: pages, DstPages: pages}
 	src, dst := geo.Arenas()
 	r := &perLayerRig{geo: geo, src: src, engine: ref.NewMemEngine(src, dst, true), events: &ref.FakeEvents{}}
-	m, err := fast.NewManager(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: h, Group: k}, Engine: r.engine,
+	m, err := fast.NewPerLayerManagerWithOptions(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: h, Group: k}, Engine: r.engine,
 		Events: r.events, Workers: workers, Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +255,7 @@ func TestWorkerStepNeedsDeterministicMode(t *testing.T) {
 // hook, and a boundary whose layers every context already enqueued,
 // allocate nothing.
 func TestNotifierDoesNotAllocate(t *testing.T) {
-	m, err := fast.NewManager(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: 16, Group: 8},
+	m, err := fast.NewPerLayerManagerWithOptions(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: 16, Group: 8},
 		Engine: ref.NewMemEngine(nil, nil, false), Events: readyEvents{}})
 	if err != nil {
 		t.Fatal(err)

@@ -4,8 +4,8 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// PerLayerScript is the fast twin of transfer.per_layer_script: the shared
+// TransferPerLayerScript is the fast twin of transfer.per_layer_script: the shared
 // interpreter run on deterministic goroutine managers.
-func PerLayerScript(lim ref.Limits, in ref.PerLayerScriptInput) (ref.PerLayerScriptOutput, error) {
-	return ref.RunPerLayerScript(lim, in, NewPerLayerManager)
+func TransferPerLayerScript(lim ref.Limits, in ref.TransferPerLayerScriptInput) (ref.TransferPerLayerScriptOutput, error) {
+	return ref.RunTransferPerLayerScript(lim, in, NewPerLayerManager)
 }

@@ -2,23 +2,23 @@ package fast
 
 import "github.com/kvtwin/kvtwin/ref"
 
-// PrebuiltSlice is the one-allocation twin of ref.PrebuiltSlice
+// TransferPrebuiltSlice is the one-allocation twin of ref.TransferPrebuiltSlice
 // (docs/spec/transfer.md §5, §10 "single preallocated output"). Everything is checked
 // before anything is written: ref's length checks, then one branch-free scan
 // that ORs the copied slots together (a negative slot shows in the sign bit;
 // only then is ref's scan run to name it). Then one exact-size buffer backs
 // all four output lists and each request's suffix is copied into place.
-func PrebuiltSlice(lim ref.Limits, in ref.PrebuiltSliceInput) (ref.PrebuiltSliceOutput, error) {
+func TransferPrebuiltSlice(lim ref.Limits, in ref.TransferPrebuiltSliceInput) (ref.TransferPrebuiltSliceOutput, error) {
 	total, err := ref.CheckPrebuiltSliceLengths(lim, in)
 	if err != nil {
-		return ref.PrebuiltSliceOutput{}, err
+		return ref.TransferPrebuiltSliceOutput{}, err
 	}
 	if anyNegativeSlot(in.Requests) {
-		return ref.PrebuiltSliceOutput{}, ref.CheckPrebuiltSlots(in)
+		return ref.TransferPrebuiltSliceOutput{}, ref.CheckPrebuiltSlots(in)
 	}
 	n := int64(len(in.Requests))
 	buf := make([]int64, total+3*n)
-	out := ref.PrebuiltSliceOutput{
+	out := ref.TransferPrebuiltSliceOutput{
 		OutCacheLoc:     buf[:total:total],
 		SeqLens:         buf[total : total+n : total+n],
 		PrefixLens:      buf[total+n : total+2*n : total+2*n],

@@ -9,12 +9,12 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestPrebuiltSliceMakesOneExactAllocation checks the fast path was taken:
+// TestTransferPrebuiltSliceMakesOneExactAllocation checks the fast path was taken:
 // one allocation per call backs all four output lists, and each list's
 // capacity ends at its length so appending to one cannot overwrite the next.
-func TestPrebuiltSliceMakesOneExactAllocation(t *testing.T) {
-	in := catalog.PrebuiltSlice().Shapes[1].Make()
-	out, err := fast.PrebuiltSlice(ref.DefaultLimits(), in)
+func TestTransferPrebuiltSliceMakesOneExactAllocation(t *testing.T) {
+	in := catalog.TransferPrebuiltSlice().Shapes[1].Make()
+	out, err := fast.TransferPrebuiltSlice(ref.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,24 +23,24 @@ func TestPrebuiltSliceMakesOneExactAllocation(t *testing.T) {
 			t.Errorf("%s has cap %d > len %d", name, cap(l), len(l))
 		}
 	}
-	allocs := testing.AllocsPerRun(20, func() { _, _ = fast.PrebuiltSlice(ref.DefaultLimits(), in) })
+	allocs := testing.AllocsPerRun(20, func() { _, _ = fast.TransferPrebuiltSlice(ref.DefaultLimits(), in) })
 	if allocs != 1 {
 		t.Errorf("fast.PrebuiltSlice allocated %v times per call, want 1", allocs)
 	}
 }
 
-// TestPrebuiltSliceWritesNothingForANegativeSlot: the sign scan runs before
+// TestTransferPrebuiltSliceWritesNothingForANegativeSlot: the sign scan runs before
 // the output is allocated, so a rejected batch allocates only its error,
 // not the 256 KiB output.
-func TestPrebuiltSliceWritesNothingForANegativeSlot(t *testing.T) {
-	in := catalog.PrebuiltSlice().Shapes[2].Make()
+func TestTransferPrebuiltSliceWritesNothingForANegativeSlot(t *testing.T) {
+	in := catalog.TransferPrebuiltSlice().Shapes[2].Make()
 	r := &in.Requests[len(in.Requests)-1]
 	r.Row[len(r.Row)-1] = -1
 	const runs = 10
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for range runs {
-		if _, err := fast.PrebuiltSlice(ref.DefaultLimits(), in); err == nil {
+		if _, err := fast.TransferPrebuiltSlice(ref.DefaultLimits(), in); err == nil {
 			t.Fatal("negative copied slot accepted")
 		}
 	}
@@ -50,7 +50,7 @@ func TestPrebuiltSliceWritesNothingForANegativeSlot(t *testing.T) {
 	}
 }
 
-func BenchmarkPrebuiltSlice(b *testing.B) { benchOp(b, catalog.PrebuiltSlice().Benchmarks()) }
+func BenchmarkPrebuiltSlice(b *testing.B) { benchOp(b, catalog.TransferPrebuiltSlice().Benchmarks()) }
 
 func benchOp(b *testing.B, shapes []catalog.Bench) {
 	for _, sh := range shapes {

@@ -7,7 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// StateLayerPairing is the map-free twin of ref.StateLayerPairing
+// TransferStateLayerPairing is the map-free twin of ref.TransferStateLayerPairing
 // (docs/spec/transfer.md §6, §10 "slice-based pairing"). The config and shape checks
 // are ref's. When both peers list the same ids in the same order — the usual
 // registration — the pairing is i↔i after one compare of the lists.
@@ -15,27 +15,27 @@ import (
 // equal-id runs then meet in occurrence order, which is exactly rule 5's
 // "next unused dst with the same id", and the merge finds rule 4's
 // differences already sorted. Slots are binary searches in A.
-func StateLayerPairing(_ ref.Limits, in ref.StateLayerPairingInput) (ref.StateLayerPairingOutput, error) {
+func TransferStateLayerPairing(_ ref.Limits, in ref.TransferStateLayerPairingInput) (ref.TransferStateLayerPairingOutput, error) {
 	plan, err := ref.CheckStateLayerConfig(in)
 	if err != nil {
-		return ref.StateLayerPairingOutput{}, err
+		return ref.TransferStateLayerPairingOutput{}, err
 	}
 	positional, err := ref.CheckStateRegistrations(in)
 	if err != nil {
-		return ref.StateLayerPairingOutput{}, err
+		return ref.TransferStateLayerPairingOutput{}, err
 	}
-	out := ref.StateLayerPairingOutput{Positional: positional, Pairs: make([]ref.StatePair, len(in.Src.Ptrs))}
+	out := ref.TransferStateLayerPairingOutput{Positional: positional, Pairs: make([]ref.StatePair, len(in.Src.Ptrs))}
 	if positional || slices.Equal(in.Src.LayerIDs, in.Dst.LayerIDs) {
 		for i := range out.Pairs {
 			out.Pairs[i].Dst = i
 		}
 	} else if err := matchByLayerID(in, out.Pairs); err != nil {
-		return ref.StateLayerPairingOutput{}, err
+		return ref.TransferStateLayerPairingOutput{}, err
 	}
 	for i := range out.Pairs {
 		j := out.Pairs[i].Dst
 		if in.Src.ItemLens[i] != in.Dst.ItemLens[j] {
-			return ref.StateLayerPairingOutput{}, ref.RejectItemLen(in, i, j)
+			return ref.TransferStateLayerPairingOutput{}, ref.RejectItemLen(in, i, j)
 		}
 		out.Pairs[i].Src, out.Pairs[i].ItemLen = i, in.Src.ItemLens[i]
 	}
@@ -47,17 +47,17 @@ func StateLayerPairing(_ ref.Limits, in ref.StateLayerPairingInput) (ref.StateLa
 	slots := make([]int64, ns+len(in.Dst.LayerIDs))
 	out.SrcSlots, out.DstSlots = slots[:ns:ns], slots[ns:]
 	if err := fillSlots(out.SrcSlots, "src.layer_ids", in.Src.LayerIDs, plan.Active); err != nil {
-		return ref.StateLayerPairingOutput{}, err
+		return ref.TransferStateLayerPairingOutput{}, err
 	}
 	if err := fillSlots(out.DstSlots, "dst.layer_ids", in.Dst.LayerIDs, plan.Active); err != nil {
-		return ref.StateLayerPairingOutput{}, err
+		return ref.TransferStateLayerPairingOutput{}, err
 	}
 	return out, nil
 }
 
 // matchByLayerID sets pairs[i].Dst for every src buffer i (rules 4–5), or
 // returns rule 4's rejection.
-func matchByLayerID(in ref.StateLayerPairingInput, pairs []ref.StatePair) error {
+func matchByLayerID(in ref.TransferStateLayerPairingInput, pairs []ref.StatePair) error {
 	src, dst := in.Src.LayerIDs, in.Dst.LayerIDs
 	ns, nd := len(src), len(dst)
 	order := make([]int, ns+nd)

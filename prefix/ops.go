@@ -72,7 +72,7 @@ func (p *Pool) Insert(tokens []int64, extra ref.ExtraKey, priority int) (InsertR
 
 // plan decides, without changing anything, how many slots Insert must evict
 // for k (0 when the free list suffices), or why it cannot.
-func (p *Pool) plan(k ref.Key) (int, error) {
+func (p *Pool) plan(k ref.RadixKey) (int, error) {
 	cached, err := p.tree.PrefixLen(k)
 	if err != nil {
 		return 0, err
@@ -98,7 +98,7 @@ func (p *Pool) plan(k ref.Key) (int, error) {
 
 // commit performs a planned insert. The tree calls cannot fail on a key the
 // plan accepted; an error here is a broken tree and is reported as such.
-func (p *Pool) commit(k ref.Key, priority, shortfall int, res InsertResult) (InsertResult, error) {
+func (p *Pool) commit(k ref.RadixKey, priority, shortfall int, res InsertResult) (InsertResult, error) {
 	m, err := p.tree.MatchPrefix(k)
 	if err != nil {
 		return InsertResult{}, fmt.Errorf("prefix: match of a planned insert: %w", err)
@@ -173,7 +173,7 @@ func (p *Pool) evictAround(node ref.NodeID, n int) (int, error) {
 // walks the snapshot as MatchPrefix walks the tree (docs/spec/radix-acks.md §1.4); a
 // node the match ends inside counts only its matched part, which is what
 // the split would lock.
-func pathEvictable(st ref.TreeState, k ref.Key, ps int) int {
+func pathEvictable(st ref.TreeState, k ref.RadixKey, ps int) int {
 	children := make(map[ref.NodeID][]int, len(st.Nodes))
 	for i, n := range st.Nodes {
 		if n.Parent >= 0 {
@@ -280,7 +280,7 @@ func (p *Pool) PrefixLen(tokens []int64, extra ref.ExtraKey) (int, error) {
 }
 
 // prefixLenKey is PrefixLen of a key already in the pool's unit space.
-func (p *Pool) prefixLenKey(k ref.Key) (int, error) {
+func (p *Pool) prefixLenKey(k ref.RadixKey) (int, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.tree.PrefixLen(k)
@@ -288,7 +288,7 @@ func (p *Pool) prefixLenKey(k ref.Key) (int, error) {
 
 // prefixHashes is k's prefix-hash chain in the pool's unit space and page
 // size (docs/spec/radix-acks.md §1.14).
-func (p *Pool) prefixHashes(k ref.Key) ([]ref.PrefixHash, error) {
+func (p *Pool) prefixHashes(k ref.RadixKey) ([]ref.PrefixHash, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.tree.PrefixHashes(k)
@@ -296,7 +296,7 @@ func (p *Pool) prefixHashes(k ref.Key) ([]ref.PrefixHash, error) {
 
 // prefixLenHashed is the hashed score of a key already in the pool's unit
 // space, given its chain from prefixHashes.
-func (p *Pool) prefixLenHashed(k ref.Key, hashes []ref.PrefixHash) (int, error) {
+func (p *Pool) prefixLenHashed(k ref.RadixKey, hashes []ref.PrefixHash) (int, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.tree.PrefixLenHashed(k, hashes)

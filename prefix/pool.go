@@ -144,7 +144,7 @@ func checkLength(tokens []int64, limit int) error {
 // unitKey turns request tokens into a key in the tree's unit space: tokens,
 // or bigrams for an EAGLE pool. Converting here rather than in the tree lets
 // Insert align and size the value in the units the tree stores.
-func unitKey(tokens []int64, extra ref.ExtraKey, eagle bool) (ref.Key, error) {
+func unitKey(tokens []int64, extra ref.ExtraKey, eagle bool) (ref.RadixKey, error) {
 	k, err := fast.TokenKeyView("tokens", tokens, extra) // no copy: trees copy what they store
 	if err != nil || !eagle {
 		return k, err

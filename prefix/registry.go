@@ -231,7 +231,7 @@ func (r *Registry) Score(tokens []int64, extra ref.ExtraKey, pools []string, exa
 	if err != nil {
 		return nil, err
 	}
-	var keys [2]ref.Key
+	var keys [2]ref.RadixKey
 	var chains map[chainKind][]ref.PrefixHash
 	if exact {
 		keys, err = unitKeys(tokens, extra, targets)
@@ -284,8 +284,8 @@ func kindOf(c Config) chainKind { return chainKind{pageSize: c.PageSize, eagle: 
 // comes from fast.TokenKeyChain, which range-checks each page as it hashes
 // it, so a long prompt is read from memory once; a bigram chain from the
 // first Eagle pool's tree, over the checked bigram key.
-func hashedKeys(tokens []int64, extra ref.ExtraKey, targets []Named) ([2]ref.Key, map[chainKind][]ref.PrefixHash, error) {
-	var keys [2]ref.Key
+func hashedKeys(tokens []int64, extra ref.ExtraKey, targets []Named) ([2]ref.RadixKey, map[chainKind][]ref.PrefixHash, error) {
+	var keys [2]ref.RadixKey
 	var built [2]bool
 	chains := map[chainKind][]ref.PrefixHash{}
 	for _, t := range targets {
@@ -344,8 +344,8 @@ func eagleIndex(eagle bool) int {
 // unitKeys builds tokens' key once per unit space the targets use (index 0
 // tokens, 1 bigrams), before any pool is scored, so concurrent scorers only
 // read them.
-func unitKeys(tokens []int64, extra ref.ExtraKey, targets []Named) ([2]ref.Key, error) {
-	var keys [2]ref.Key
+func unitKeys(tokens []int64, extra ref.ExtraKey, targets []Named) ([2]ref.RadixKey, error) {
+	var keys [2]ref.RadixKey
 	var built [2]bool
 	for _, t := range targets {
 		i := eagleIndex(t.Pool.cfg.Eagle)

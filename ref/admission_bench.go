@@ -1,7 +1,7 @@
 package ref
 
 // The admission.bench op (docs/spec/admission-serving.md §A3): an offline driver
-// that feeds a request list through a twin's round function (AdmitRound)
+// that feeds a request list through a twin's round function (AdmissionRound)
 // round after round and reports each round's batch, stop reason, L2
 // load-back use and buffer estimate. It adds no admission logic (A3.1,
 // A3.5.3): it maps bench requests to A1 requests, builds the round input
@@ -146,8 +146,8 @@ type BenchRequest struct {
 	MaxNewTokens int64 `json:"max_new_tokens"`
 }
 
-// BenchInput is admission.bench's input (A3.2).
-type BenchInput struct {
+// AdmissionBenchInput is admission.bench's input (A3.2).
+type AdmissionBenchInput struct {
 	// PageSize is the KV page size, >= 1.
 	PageSize int64 `json:"page_size"`
 	// CPSize is the attention CP size (the estimator's c), in [1, MaxCP].
@@ -222,8 +222,8 @@ type BenchSummary struct {
 	StopReasons map[StopDetail]int64 `json:"stop_reasons"`
 }
 
-// BenchOutput is admission.bench's output (A3.4).
-type BenchOutput struct {
+// AdmissionBenchOutput is admission.bench's output (A3.4).
+type AdmissionBenchOutput struct {
 	// Rounds are the rounds in order.
 	Rounds []BenchRound `json:"rounds"`
 	// Termination is drained, stalled or max_rounds.
@@ -237,7 +237,7 @@ type EstimateFunc func(EstimatorContext, []EstimateReq) (Estimate, error)
 
 // BenchDriver is what a twin plugs into RunAdmissionBench.
 type BenchDriver struct {
-	// Round is the twin's AdmitRound.
+	// Round is the twin's AdmissionRound.
 	Round RoundFunc
 	// Estimate is the twin's EstimateBuffers (estimated_buffer_bytes).
 	Estimate EstimateFunc
@@ -256,7 +256,7 @@ func MapBenchRequest(r BenchRequest) Request {
 // benchEstimatorContext is the estimator context a bench's buffer gate
 // uses: A2.2's defaults at the bench's page and CP sizes, overridden by
 // cp.estimator, with mqa_chunk's caps.
-func benchEstimatorContext(in BenchInput) EstimatorContext {
+func benchEstimatorContext(in AdmissionBenchInput) EstimatorContext {
 	ctx := DefaultEstimatorContext(in.PageSize, in.CPSize)
 	ctx.Chunk = in.MQAChunk
 	if in.CP == nil || in.CP.Estimator == nil {
@@ -279,7 +279,7 @@ func benchEstimatorContext(in BenchInput) EstimatorContext {
 
 // BenchConfig is the A1 configuration every round of a validated bench
 // runs under (A3.2's mapping; no mixed decode, no truncation alignment).
-func BenchConfig(in BenchInput) AdderConfig {
+func BenchConfig(in AdmissionBenchInput) AdderConfig {
 	c := AdderConfig{PageSize: in.PageSize, NewTokenRatio: in.NewTokenRatio, MaxPrefillTokens: in.MaxPrefillTokens,
 		ChunkedPrefillSize: in.ChunkedPrefillSize, HierarchicalCache: in.HierarchicalCache, MaxRunningRequests: in.MaxRunningRequests}
 	if in.CP == nil {
@@ -302,16 +302,16 @@ func BenchConfig(in BenchInput) AdderConfig {
 // round admitted nothing and carried no chunk) or at max_rounds. A round
 // the round function refuses (a lock-time evictable shortfall, an
 // estimator overflow) fails the bench with that error.
-func RunAdmissionBench(lim Limits, in BenchInput, d BenchDriver) (BenchOutput, error) {
+func RunAdmissionBench(lim Limits, in AdmissionBenchInput, d BenchDriver) (AdmissionBenchOutput, error) {
 	if err := validateBench(lim, in); err != nil {
-		return BenchOutput{}, err
+		return AdmissionBenchOutput{}, err
 	}
 	cfg := BenchConfig(in)
 	queue := make([]Request, len(in.Requests))
 	for i, r := range in.Requests {
 		queue[i] = d.Map(r)
 	}
-	out := BenchOutput{Rounds: []BenchRound{}, Summary: BenchSummary{StopReasons: map[StopDetail]int64{}}}
+	out := AdmissionBenchOutput{Rounds: []BenchRound{}, Summary: BenchSummary{StopReasons: map[StopDetail]int64{}}}
 	seen := make(map[string]bool, len(queue))
 	var chunked *Request
 	for {
@@ -328,11 +328,11 @@ func RunAdmissionBench(lim Limits, in BenchInput, d BenchDriver) (BenchOutput, e
 		res, err := d.Round(lim, rin)
 		dur := time.Since(t0)
 		if err != nil {
-			return BenchOutput{}, err
+			return AdmissionBenchOutput{}, err
 		}
 		br, err := benchRound(in, cfg, d.Estimate, int64(len(out.Rounds)), res)
 		if err != nil {
-			return BenchOutput{}, err
+			return AdmissionBenchOutput{}, err
 		}
 		if !in.Deterministic {
 			br.DurationUS = dur.Microseconds()
@@ -358,18 +358,18 @@ func RunAdmissionBench(lim Limits, in BenchInput, d BenchDriver) (BenchOutput, e
 
 // benchRoundInput is the round input A3.3 builds from the bench, the
 // carried chunk and the remaining queue (windowed by queue_window).
-func benchRoundInput(in BenchInput, cfg AdderConfig, chunked *Request, queue []Request) RoundInput {
+func benchRoundInput(in AdmissionBenchInput, cfg AdderConfig, chunked *Request, queue []Request) AdmissionRoundInput {
 	if w := in.QueueWindow; w > 0 && int64(len(queue)) > w {
 		queue = queue[:w]
 	}
 	l2 := in.FakeL2LoadBackCapacity
-	return RoundInput{Config: cfg, Pool: in.FakeL1, Running: []RunningReq{}, Chunked: chunked, Queue: queue, L2LoadBackCapacity: &l2}
+	return AdmissionRoundInput{Config: cfg, Pool: in.FakeL1, Running: []RunningReq{}, Chunked: chunked, Queue: queue, L2LoadBackCapacity: &l2}
 }
 
 // admittedFromQueue is how many queue entries the round admitted: the
 // batch less the continuing chunk (Admitted is that chunk, then a prefix
 // of the queue, §A1.13.5).
-func admittedFromQueue(rin RoundInput, res RoundResult) int {
+func admittedFromQueue(rin AdmissionRoundInput, res AdmissionRoundOutput) int {
 	n := len(res.Admitted)
 	if n > 0 && rin.Chunked != nil && res.Admitted[0].RID == rin.Chunked.RID {
 		n--
@@ -378,7 +378,7 @@ func admittedFromQueue(rin RoundInput, res RoundResult) int {
 }
 
 // benchRound is one round's A3.4 record.
-func benchRound(in BenchInput, cfg AdderConfig, estimate EstimateFunc, k int64, res RoundResult) (BenchRound, error) {
+func benchRound(in AdmissionBenchInput, cfg AdderConfig, estimate EstimateFunc, k int64, res AdmissionRoundOutput) (BenchRound, error) {
 	br := BenchRound{Round: k, Admitted: make([]string, 0, len(res.Admitted)), Stop: res.Stop, BatchIsFull: res.BatchIsFull,
 		TotalExtendTokens: res.LogInputTokens, L2LoadedTokens: res.L2Loaded, L2CapacityLeft: in.FakeL2LoadBackCapacity - res.L2Loaded,
 		EffectiveCPExtendLimit: res.EffectiveCPExtendLimit, RemInputTokens: res.RemInputTokens}
@@ -403,6 +403,6 @@ func benchRound(in BenchInput, cfg AdderConfig, estimate EstimateFunc, k int64, 
 }
 
 // AdmissionBench is admission.bench on the reference round and estimator.
-func AdmissionBench(lim Limits, in BenchInput) (BenchOutput, error) {
-	return RunAdmissionBench(lim, in, BenchDriver{Round: AdmitRound, Estimate: EstimateBuffers, Map: MapBenchRequest})
+func AdmissionBench(lim Limits, in AdmissionBenchInput) (AdmissionBenchOutput, error) {
+	return RunAdmissionBench(lim, in, BenchDriver{Round: AdmissionRound, Estimate: EstimateBuffers, Map: MapBenchRequest})
 }

@@ -24,8 +24,8 @@ var (
 // validateBench checks a bench input with A3.6's JSON paths: the settings,
 // the cp block (its buffer size parsed, its estimator through A2.7), then
 // every request and its rid against earlier ones. What it does not name
-// (the A1 config ranges) is checked by the first round's ValidateRound.
-func validateBench(lim Limits, in BenchInput) error {
+// (the A1 config ranges) is checked by the first round's ValidateAdmissionRound.
+func validateBench(lim Limits, in AdmissionBenchInput) error {
 	if err := validateBenchSettings(in); err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func validateBench(lim Limits, in BenchInput) error {
 	return nil
 }
 
-func validateBenchSettings(in BenchInput) error {
+func validateBenchSettings(in AdmissionBenchInput) error {
 	if err := checkTokens("page_size", in.PageSize, 1); err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func validateBenchSettings(in BenchInput) error {
 	return nil
 }
 
-func validateBenchCP(in BenchInput) error {
+func validateBenchCP(in AdmissionBenchInput) error {
 	if in.CP == nil {
 		return nil
 	}

@@ -11,9 +11,9 @@ import (
 func bp64(v int64) *int64 { return &v }
 
 // a32 is A3.2's example input (deterministic).
-func a32() ref.BenchInput {
+func a32() ref.AdmissionBenchInput {
 	size := ref.ByteSize("2GiB")
-	return ref.BenchInput{
+	return ref.AdmissionBenchInput{
 		PageSize: 64, CPSize: 8, MaxPrefillTokens: 16384, ChunkedPrefillSize: bp64(8192), NewTokenRatio: 0.7,
 		MaxRunningRequests: 64, HierarchicalCache: true, FakeL1: ref.PoolState{Available: 400000}, FakeL2LoadBackCapacity: 65536,
 		CP: &ref.BenchCP{MaxRequests: bp64(10), MaxTotalCachedTokens: bp64(4096), MaxBufferSize: &size,
@@ -74,7 +74,7 @@ func TestBenchTerminations(t *testing.T) {
 	empty := a32()
 	empty.Requests = nil
 	for name, c := range map[string]struct {
-		in     ref.BenchInput
+		in     ref.AdmissionBenchInput
 		want   string
 		rounds int
 	}{"stalled": {stalled, ref.BenchStalled, 1}, "max-rounds": {rounds1, ref.BenchMaxRounds, 1}, "empty": {empty, ref.BenchDrained, 0}} {
@@ -89,21 +89,24 @@ func TestBenchTerminations(t *testing.T) {
 func TestBenchBadInput(t *testing.T) {
 	cases := []struct {
 		name  string
-		edit  func(*ref.BenchInput)
+		edit  func(*ref.AdmissionBenchInput)
 		want  *ref.Sentinel
 		field string
 	}{
-		{"extend 0", func(in *ref.BenchInput) { in.Requests[1].ExtendTokens = 0 }, ref.ErrAdmitRequest, "requests[1].extend_tokens"},
-		{"duplicate rid", func(in *ref.BenchInput) { in.Requests[1].RID = "a" }, ref.ErrDuplicateRID, "requests[1].rid"},
-		{"negative l2 capacity", func(in *ref.BenchInput) { in.FakeL2LoadBackCapacity = -1 }, ref.ErrNegative, "fake_l2_load_back_capacity"},
-		{"max_rounds 0", func(in *ref.BenchInput) { in.MaxRounds = 0 }, ref.ErrBenchConfig, "max_rounds"},
-		{"too many requests", func(in *ref.BenchInput) { in.Requests = make([]ref.BenchRequest, 200001) }, ref.ErrTooLarge, "requests"},
-		{"buffer size unit", func(in *ref.BenchInput) { s := ref.ByteSize("12XB"); in.CP.MaxBufferSize = &s }, ref.ErrBenchConfig, "cp.max_buffer_size"},
-		{"estimator vocab", func(in *ref.BenchInput) { in.CP.Estimator.VocabSize = bp64(0) }, ref.ErrEstimatorParam, "cp.estimator.vocab_size"},
-		{"both chunk caps", func(in *ref.BenchInput) { g := 1.0; in.MQAChunk = ref.MQAChunkConfig{MaxRows: bp64(4), MaxGB: &g} }, nil, "mqa_chunk"},
-		{"cp knob 0", func(in *ref.BenchInput) { in.CP.MaxRequests = bp64(0) }, ref.ErrAdmitConfig, "config.cp.max_requests"},
-		{"cp size 0", func(in *ref.BenchInput) { in.CPSize = 0 }, ref.ErrBadCPSize, "cp_size"},
-		{"lock beyond the evictable pool", func(in *ref.BenchInput) { in.Requests[0].L1CachedTokens = 64 }, ref.ErrEvictableShort, "queue[0].l1_prefix_evictable"},
+		{"extend 0", func(in *ref.AdmissionBenchInput) { in.Requests[1].ExtendTokens = 0 }, ref.ErrAdmitRequest, "requests[1].extend_tokens"},
+		{"duplicate rid", func(in *ref.AdmissionBenchInput) { in.Requests[1].RID = "a" }, ref.ErrDuplicateRID, "requests[1].rid"},
+		{"negative l2 capacity", func(in *ref.AdmissionBenchInput) { in.FakeL2LoadBackCapacity = -1 }, ref.ErrNegative, "fake_l2_load_back_capacity"},
+		{"max_rounds 0", func(in *ref.AdmissionBenchInput) { in.MaxRounds = 0 }, ref.ErrBenchConfig, "max_rounds"},
+		{"too many requests", func(in *ref.AdmissionBenchInput) { in.Requests = make([]ref.BenchRequest, 200001) }, ref.ErrTooLarge, "requests"},
+		{"buffer size unit", func(in *ref.AdmissionBenchInput) { s := ref.ByteSize("12XB"); in.CP.MaxBufferSize = &s }, ref.ErrBenchConfig, "cp.max_buffer_size"},
+		{"estimator vocab", func(in *ref.AdmissionBenchInput) { in.CP.Estimator.VocabSize = bp64(0) }, ref.ErrEstimatorParam, "cp.estimator.vocab_size"},
+		{"both chunk caps", func(in *ref.AdmissionBenchInput) {
+			g := 1.0
+			in.MQAChunk = ref.MQAChunkConfig{MaxRows: bp64(4), MaxGB: &g}
+		}, nil, "mqa_chunk"},
+		{"cp knob 0", func(in *ref.AdmissionBenchInput) { in.CP.MaxRequests = bp64(0) }, ref.ErrAdmitConfig, "config.cp.max_requests"},
+		{"cp size 0", func(in *ref.AdmissionBenchInput) { in.CPSize = 0 }, ref.ErrBadCPSize, "cp_size"},
+		{"lock beyond the evictable pool", func(in *ref.AdmissionBenchInput) { in.Requests[0].L1CachedTokens = 64 }, ref.ErrEvictableShort, "queue[0].l1_prefix_evictable"},
 	}
 	for _, c := range cases {
 		in := a32()
@@ -138,21 +141,21 @@ func TestByteSize(t *testing.T) {
 func TestRoundEstimatorBlockIsA2(t *testing.T) {
 	ctx := ref.DefaultEstimatorContext(64, 2)
 	ctx.TransferEnabled, ctx.TransferLayers = true, 79
-	in := ref.RoundInput{Config: ref.AdderConfig{PageSize: 64, MaxPrefillTokens: 1 << 20, MaxRunningRequests: 8,
+	in := ref.AdmissionRoundInput{Config: ref.AdderConfig{PageSize: 64, MaxPrefillTokens: 1 << 20, MaxRunningRequests: 8,
 		CP: &ref.CPAdmission{MaxBufferSizeBytes: bp64(128 << 20), EstimatorContext: &ctx}},
 		Pool: ref.PoolState{Available: 1 << 20, Evictable: 1 << 15},
 		Queue: []ref.Request{{RID: "x1", InputLen: 12288, L1Prefix: 8192, L1PrefixEvictable: 8192},
 			{RID: "x2", InputLen: 12288, L1Prefix: 8192, L1PrefixEvictable: 8192}}}
-	out, err := ref.AdmitRound(ref.DefaultLimits(), in)
+	out, err := ref.AdmissionRound(ref.DefaultLimits(), in)
 	if err != nil || len(out.Admitted) != 1 || out.Stop.Detail != ref.DetailCPMaxBufferSize {
 		t.Fatalf("got %+v, %v", out, err)
 	}
 	in.Config.CP.BufferModel = &ref.LinearBuffer{}
-	if _, err := ref.AdmitRound(ref.DefaultLimits(), in); !errors.Is(err, ref.ErrAdmitConfig) {
+	if _, err := ref.AdmissionRound(ref.DefaultLimits(), in); !errors.Is(err, ref.ErrAdmitConfig) {
 		t.Fatalf("estimator and buffer_model both set: %v", err)
 	}
 	in.Config.CP.BufferModel, ctx.VocabSize = nil, 0
-	if _, err := ref.AdmitRound(ref.DefaultLimits(), in); !errors.Is(err, ref.ErrEstimatorParam) || !strings.Contains(err.Error(), "config.cp.estimator.vocab_size") {
+	if _, err := ref.AdmissionRound(ref.DefaultLimits(), in); !errors.Is(err, ref.ErrEstimatorParam) || !strings.Contains(err.Error(), "config.cp.estimator.vocab_size") {
 		t.Fatalf("bad estimator context: %v", err)
 	}
 }

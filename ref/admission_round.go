@@ -288,21 +288,21 @@ func secondChunkError(field string, cfg AdderConfig) error {
 		"at most one chunked request per round (truncation_align_size %s is not a multiple of page_size %d)", align, cfg.PageSize))
 }
 
-// AdmitRound runs one scheduling step (§A1.10): the continuing chunk
+// AdmissionRound runs one scheduling step (§A1.10): the continuing chunk
 // first, then the queue in order until a request does not return
-// Continue. Input is validated first (ValidateRound), so an error leaves
+// Continue. Input is validated first (ValidateAdmissionRound), so an error leaves
 // nothing behind; the lock-time evictable check, the second-chunk check
 // and estimator errors fail the whole round.
-func AdmitRound(_ Limits, in RoundInput) (RoundResult, error) {
-	if err := ValidateRound(in); err != nil {
-		return RoundResult{}, err
+func AdmissionRound(_ Limits, in AdmissionRoundInput) (AdmissionRoundOutput, error) {
+	if err := ValidateAdmissionRound(in); err != nil {
+		return AdmissionRoundOutput{}, err
 	}
 	a := &refAdder{cfg: in.Config, pool: in.Pool, running: in.Running, init: InitialBudgets(in.Config)}
 	if in.L2LoadBackCapacity != nil {
 		v := *in.L2LoadBackCapacity
 		a.l2Left = &v
 	}
-	out := RoundResult{Stop: RoundStop{Result: Continue, Detail: DetailQueueExhausted}}
+	out := AdmissionRoundOutput{Stop: RoundStop{Result: Continue, Detail: DetailQueueExhausted}}
 	if in.Chunked != nil && a.addChunkedReq(in.Chunked) {
 		out.NextChunkedRID = in.Chunked.RID
 	}
@@ -314,7 +314,7 @@ func AdmitRound(_ Limits, in RoundInput) (RoundResult, error) {
 		}
 		v, err := a.addOneReq(Idx("queue", i), r)
 		if err != nil {
-			return RoundResult{}, err
+			return AdmissionRoundOutput{}, err
 		}
 		if v.admitted && a.entries[len(a.entries)-1].newChunk {
 			out.NextChunkedRID = r.RID
@@ -333,7 +333,7 @@ func AdmitRound(_ Limits, in RoundInput) (RoundResult, error) {
 }
 
 // snapshot fills the result's batch and budgets after the walk.
-func (a *refAdder) snapshot(out *RoundResult) {
+func (a *refAdder) snapshot(out *AdmissionRoundOutput) {
 	out.Admitted = make([]AdmittedReq, 0, len(a.entries))
 	for _, e := range a.entries {
 		out.Admitted = append(out.Admitted, e.out)

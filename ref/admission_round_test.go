@@ -28,16 +28,16 @@ func cfg(ps, maxPrefill int64, chunk *int64) ref.AdderConfig {
 	return ref.AdderConfig{PageSize: ps, NewTokenRatio: 0.7, MaxPrefillTokens: maxPrefill, ChunkedPrefillSize: chunk, MaxRunningRequests: 1000}
 }
 
-func round(t *testing.T, in ref.RoundInput) ref.RoundResult {
+func round(t *testing.T, in ref.AdmissionRoundInput) ref.AdmissionRoundOutput {
 	t.Helper()
-	out, err := ref.AdmitRound(ref.DefaultLimits(), in)
+	out, err := ref.AdmissionRound(ref.DefaultLimits(), in)
 	if err != nil {
 		t.Fatalf("AdmitRound: %v", err)
 	}
 	return out
 }
 
-func rids(out ref.RoundResult) []string {
+func rids(out ref.AdmissionRoundOutput) []string {
 	s := []string{}
 	for _, a := range out.Admitted {
 		s = append(s, a.RID)
@@ -47,7 +47,7 @@ func rids(out ref.RoundResult) []string {
 
 // TestAdmissionE1BasicBudgets is §A1.12 E1.
 func TestAdmissionE1BasicBudgets(t *testing.T) {
-	out := round(t, ref.RoundInput{Config: cfg(16, 8192, nil), Pool: ref.PoolState{Available: 10000},
+	out := round(t, ref.AdmissionRoundInput{Config: cfg(16, 8192, nil), Pool: ref.PoolState{Available: 10000},
 		Queue: []ref.Request{req("r1", 0, 0, 1000, 256), req("r2", 0, 0, 7000, 256), req("r3", 0, 0, 500, 100)}})
 	want := ref.RoundStop{Result: ref.Other, Detail: ref.DetailRemInput, RID: "r3"}
 	if d := cmp.Diff(want, out.Stop); d != "" || out.BatchIsFull {
@@ -65,7 +65,7 @@ func TestAdmissionE1BasicBudgets(t *testing.T) {
 // cut of 0 pages stops the round, and the continuing chunk next round is
 // not page-floored.
 func TestAdmissionE2Chunking(t *testing.T) {
-	in := ref.RoundInput{Config: cfg(64, 16384, i64(1000)), Pool: ref.PoolState{Available: 1_000_000},
+	in := ref.AdmissionRoundInput{Config: cfg(64, 16384, i64(1000)), Pool: ref.PoolState{Available: 1_000_000},
 		Queue: []ref.Request{req("r1", 0, 0, 10000, 16), req("r2", 0, 0, 100, 0)}}
 	out := round(t, in)
 	if d := cmp.Diff([]ref.AdmittedReq{{RID: "r1", RunExtend: 960, ChargedExtend: 960, Chunked: true}}, out.Admitted); d != "" {
@@ -78,7 +78,7 @@ func TestAdmissionE2Chunking(t *testing.T) {
 	if next == nil || next.L1Prefix != 960 || next.InputLen != 10000 {
 		t.Fatalf("NextChunked = %+v, want prefix 960 of 10000", next)
 	}
-	out2 := round(t, ref.RoundInput{Config: in.Config, Pool: in.Pool, Chunked: next})
+	out2 := round(t, ref.AdmissionRoundInput{Config: in.Config, Pool: in.Pool, Chunked: next})
 	if d := cmp.Diff([]ref.AdmittedReq{{RID: "r1", PrefixLen: 960, RunExtend: 1000, ChargedExtend: 1024, Chunked: true}}, out2.Admitted); d != "" {
 		t.Errorf("continuing chunk (-want +got):\n%s", d)
 	}
@@ -92,7 +92,7 @@ func TestAdmissionE3NoTokenHiCache(t *testing.T) {
 	for _, hi := range []bool{false, true} {
 		c := cfg(1, 8192, nil)
 		c.HierarchicalCache = hi
-		out := round(t, ref.RoundInput{Config: c, Pool: ref.PoolState{Available: 100}, Queue: []ref.Request{req("r1", 0, 0, 200, 0)}})
+		out := round(t, ref.AdmissionRoundInput{Config: c, Pool: ref.PoolState{Available: 100}, Queue: []ref.Request{req("r1", 0, 0, 200, 0)}})
 		if out.Stop != (ref.RoundStop{Result: ref.NoToken, Detail: ref.DetailRemTotal, RID: "r1"}) || out.BatchIsFull == hi {
 			t.Errorf("hicache=%v: stop %+v full=%v", hi, out.Stop, out.BatchIsFull)
 		}
@@ -110,22 +110,22 @@ func TestAdmissionCPExamples(t *testing.T) {
 	big := ref.PoolState{Available: 1_000_000}
 	tests := []struct {
 		name     string
-		in       ref.RoundInput
+		in       ref.AdmissionRoundInput
 		admitted []string
 		stop     ref.RoundStop
 	}{
-		{"E4-extend-gate", ref.RoundInput{Config: cpCfg(1, 65536, nil, ref.CPAdmission{MaxTotalExtendTokens: i64(8192)}), Pool: big, Queue: reqs(3, 0, 0, 3000, 0)},
+		{"E4-extend-gate", ref.AdmissionRoundInput{Config: cpCfg(1, 65536, nil, ref.CPAdmission{MaxTotalExtendTokens: i64(8192)}), Pool: big, Queue: reqs(3, 0, 0, 3000, 0)},
 			[]string{"r1", "r2"}, ref.RoundStop{Result: ref.Other, Detail: ref.DetailCPMaxExtendTokens, RID: "r3"}},
-		{"E5-lift", ref.RoundInput{Config: cpCfg(1, 4096, nil, ref.CPAdmission{MaxTotalExtendTokens: i64(16384)}), Pool: big, Queue: reqs(8, 0, 0, 3000, 0)},
+		{"E5-lift", ref.AdmissionRoundInput{Config: cpCfg(1, 4096, nil, ref.CPAdmission{MaxTotalExtendTokens: i64(16384)}), Pool: big, Queue: reqs(8, 0, 0, 3000, 0)},
 			[]string{"r1", "r2", "r3", "r4", "r5"}, ref.RoundStop{Result: ref.Other, Detail: ref.DetailRemInput, RID: "r6"}},
-		{"E5-equality", ref.RoundInput{Config: cpCfg(1, 4096, nil, ref.CPAdmission{MaxTotalExtendTokens: i64(16384)}), Pool: big, Queue: reqs(2, 0, 0, 8192, 0)},
+		{"E5-equality", ref.AdmissionRoundInput{Config: cpCfg(1, 4096, nil, ref.CPAdmission{MaxTotalExtendTokens: i64(16384)}), Pool: big, Queue: reqs(2, 0, 0, 8192, 0)},
 			[]string{"r1"}, ref.RoundStop{Result: ref.Other, Detail: ref.DetailRemInput, RID: "r2"}},
-		{"E6-cached-after-load-back", ref.RoundInput{Config: cpCfg(64, 16384, nil, ref.CPAdmission{MaxTotalCachedTokens: i64(4096)}), Pool: ref.PoolState{Available: 100000},
+		{"E6-cached-after-load-back", ref.AdmissionRoundInput{Config: cpCfg(64, 16384, nil, ref.CPAdmission{MaxTotalCachedTokens: i64(4096)}), Pool: ref.PoolState{Available: 100000},
 			Queue: []ref.Request{req("A", 0, 4096, 64, 16), req("B", 0, 4096, 64, 16)}},
 			[]string{"A"}, ref.RoundStop{Result: ref.Other, Detail: ref.DetailCPMaxCachedTokens, RID: "B"}},
-		{"E7-default-limit", ref.RoundInput{Config: cpCfg(1, 16384, i64(8192), ref.CPAdmission{}), Pool: big, Queue: reqs(3, 0, 0, 3000, 0)},
+		{"E7-default-limit", ref.AdmissionRoundInput{Config: cpCfg(1, 16384, i64(8192), ref.CPAdmission{}), Pool: big, Queue: reqs(3, 0, 0, 3000, 0)},
 			[]string{"r1", "r2", "r3"}, ref.RoundStop{Result: ref.Other, Detail: ref.DetailBudgetChunk, RID: "r3", Admitted: true}},
-		{"E8-no-deadlock", ref.RoundInput{Config: cpCfg(64, 16384, nil, ref.CPAdmission{MaxTotalCachedTokens: i64(2048)}), Pool: big,
+		{"E8-no-deadlock", ref.AdmissionRoundInput{Config: cpCfg(64, 16384, nil, ref.CPAdmission{MaxTotalCachedTokens: i64(2048)}), Pool: big,
 			Queue: []ref.Request{req("r1", 0, 4096, 64, 0)}},
 			[]string{"r1"}, ref.RoundStop{Result: ref.Continue, Detail: ref.DetailQueueExhausted}},
 	}
@@ -145,7 +145,7 @@ func TestAdmissionCPExamples(t *testing.T) {
 // TestAdmissionE6LoadBackIsLasting pins E6's pool: B's load-back is not
 // undone, its 4096 tokens become evictable.
 func TestAdmissionE6LoadBackIsLasting(t *testing.T) {
-	out := round(t, ref.RoundInput{Config: cpCfg(64, 16384, nil, ref.CPAdmission{MaxTotalCachedTokens: i64(4096)}), Pool: ref.PoolState{Available: 100000},
+	out := round(t, ref.AdmissionRoundInput{Config: cpCfg(64, 16384, nil, ref.CPAdmission{MaxTotalCachedTokens: i64(4096)}), Pool: ref.PoolState{Available: 100000},
 		Queue: []ref.Request{req("A", 0, 4096, 64, 16), req("B", 0, 4096, 64, 16)}})
 	if out.Pool != (ref.PoolState{Available: 91808, Evictable: 4096}) || out.CumCached != 4096 || out.L2Loaded != 8192 {
 		t.Errorf("pool %+v cum_cached %d l2_loaded %d, want {91808 4096}, 4096, 8192", out.Pool, out.CumCached, out.L2Loaded)
@@ -155,7 +155,7 @@ func TestAdmissionE6LoadBackIsLasting(t *testing.T) {
 // TestAdmissionE7ChunkUnderGate pins E7's cut: r3 runs 2192 and the gate
 // passes at exactly the limit.
 func TestAdmissionE7ChunkUnderGate(t *testing.T) {
-	out := round(t, ref.RoundInput{Config: cpCfg(1, 16384, i64(8192), ref.CPAdmission{}), Pool: ref.PoolState{Available: 1_000_000}, Queue: reqs(3, 0, 0, 3000, 0)})
+	out := round(t, ref.AdmissionRoundInput{Config: cpCfg(1, 16384, i64(8192), ref.CPAdmission{}), Pool: ref.PoolState{Available: 1_000_000}, Queue: reqs(3, 0, 0, 3000, 0)})
 	if last := out.Admitted[2]; last.RunExtend != 2192 || !last.Chunked || *out.EffectiveCPExtendLimit != 8192 || out.CumExtend != 8192 {
 		t.Errorf("r3 %+v limit %d cum %d", last, *out.EffectiveCPExtendLimit, out.CumExtend)
 	}
@@ -165,7 +165,7 @@ func TestAdmissionE7ChunkUnderGate(t *testing.T) {
 // limit is capped by the chunk budget, and defaulted from it.
 func TestAdmissionC1Limits(t *testing.T) {
 	for _, user := range []*int64{nil, i64(32768)} {
-		out := round(t, ref.RoundInput{Config: cpCfg(1, 16384, i64(8192), ref.CPAdmission{MaxTotalExtendTokens: user}), Queue: []ref.Request{}})
+		out := round(t, ref.AdmissionRoundInput{Config: cpCfg(1, 16384, i64(8192), ref.CPAdmission{MaxTotalExtendTokens: user}), Queue: []ref.Request{}})
 		if out.EffectiveCPExtendLimit == nil || *out.EffectiveCPExtendLimit != 8192 || out.RemInputTokens != 16384 {
 			t.Errorf("user %v: limit %v rem_input %d, want 8192, 16384", user, out.EffectiveCPExtendLimit, out.RemInputTokens)
 		}
@@ -176,7 +176,7 @@ func TestAdmissionC1Limits(t *testing.T) {
 // the lock, but 1100 >= 1000 after it.
 func TestAdmissionLockRecheck(t *testing.T) {
 	r := ref.Request{RID: "r1", InputLen: 1300, L1Prefix: 200, L1PrefixEvictable: 200}
-	out := round(t, ref.RoundInput{Config: cfg(1, 8192, nil), Pool: ref.PoolState{Available: 1000, Evictable: 200}, Queue: []ref.Request{r}})
+	out := round(t, ref.AdmissionRoundInput{Config: cfg(1, 8192, nil), Pool: ref.PoolState{Available: 1000, Evictable: 200}, Queue: []ref.Request{r}})
 	if out.Stop != (ref.RoundStop{Result: ref.NoToken, Detail: ref.DetailRemTotal, RID: "r1"}) || out.Pool.Evictable != 200 {
 		t.Errorf("stop %+v pool %+v, want NoToken/rem_total_tokens with the lock undone", out.Stop, out.Pool)
 	}
@@ -186,7 +186,7 @@ func TestAdmissionLockRecheck(t *testing.T) {
 func TestAdmissionMaxRunning(t *testing.T) {
 	c := cfg(1, 8192, nil)
 	c.MaxRunningRequests = 2
-	out := round(t, ref.RoundInput{Config: c, Pool: ref.PoolState{Available: 100000}, Running: []ref.RunningReq{{MaxNewTokens: 10}}, Queue: reqs(3, 0, 0, 10, 0)})
+	out := round(t, ref.AdmissionRoundInput{Config: c, Pool: ref.PoolState{Available: 100000}, Running: []ref.RunningReq{{MaxNewTokens: 10}}, Queue: reqs(3, 0, 0, 10, 0)})
 	if d := cmp.Diff([]string{"r1"}, rids(out)); d != "" || out.Stop.Detail != ref.DetailMaxRunning || out.Stop.RID != "r2" || !out.BatchIsFull {
 		t.Errorf("batch %v stop %+v full %v", rids(out), out.Stop, out.BatchIsFull)
 	}
@@ -194,40 +194,40 @@ func TestAdmissionMaxRunning(t *testing.T) {
 
 // TestAdmissionBadInput is §A1.14's table: each row's sentinel and field.
 func TestAdmissionBadInput(t *testing.T) {
-	ok := func() ref.RoundInput {
-		return ref.RoundInput{Config: cfg(16, 8192, nil), Pool: ref.PoolState{Available: 1000, Evictable: 10},
+	ok := func() ref.AdmissionRoundInput {
+		return ref.AdmissionRoundInput{Config: cfg(16, 8192, nil), Pool: ref.PoolState{Available: 1000, Evictable: 10},
 			Queue: []ref.Request{req("a", 0, 0, 10, 1), req("b", 16, 0, 10, 1)}}
 	}
 	tests := []struct {
 		name  string
-		edit  func(*ref.RoundInput)
+		edit  func(*ref.AdmissionRoundInput)
 		want  *ref.Sentinel
 		field string
 	}{
-		{"page-size", func(in *ref.RoundInput) { in.Config.PageSize = 0 }, ref.ErrAdmitConfig, "config.page_size"},
-		{"ratio-nan", func(in *ref.RoundInput) { in.Config.NewTokenRatio = nan() }, ref.ErrAdmitConfig, "config.new_token_ratio"},
-		{"ratio-high", func(in *ref.RoundInput) { in.Config.NewTokenRatio = 1.5 }, ref.ErrAdmitConfig, "config.new_token_ratio"},
-		{"max-prefill", func(in *ref.RoundInput) { in.Config.MaxPrefillTokens = 0 }, ref.ErrAdmitConfig, "config.max_prefill_tokens"},
-		{"mixed", func(in *ref.RoundInput) { in.Config.MixedDecodeTokens = -1 }, ref.ErrNegative, "config.mixed_decode_tokens"},
-		{"align", func(in *ref.RoundInput) { in.Config.TruncationAlignSize = i64(0) }, ref.ErrAdmitConfig, "config.truncation_align_size"},
-		{"max-running", func(in *ref.RoundInput) { in.Config.MaxRunningRequests = 0 }, ref.ErrAdmitConfig, "config.max_running_requests"},
-		{"cp-knob", func(in *ref.RoundInput) { in.Config.CP = &ref.CPAdmission{MaxTotalCachedTokens: i64(0)} }, ref.ErrAdmitConfig, "config.cp.max_total_cached_tokens"},
-		{"cp-buffer-no-model", func(in *ref.RoundInput) { in.Config.CP = &ref.CPAdmission{MaxBufferSizeBytes: i64(1)} }, ref.ErrAdmitConfig, "config.cp.buffer_model"},
-		{"pool", func(in *ref.RoundInput) { in.Pool.Available = -1 }, ref.ErrNegative, "pool.available"},
-		{"huge", func(in *ref.RoundInput) { in.Pool.Evictable = ref.MaxAdmitTokens + 1 }, ref.ErrTooLarge, "pool.evictable"},
-		{"input-len", func(in *ref.RoundInput) { in.Queue[1].InputLen = 0 }, ref.ErrAdmitRequest, "queue[1].input_len"},
-		{"prefix-too-long", func(in *ref.RoundInput) { in.Queue[1].HostHit = 10 }, ref.ErrAdmitRequest, "queue[1].host_hit"},
-		{"evictable-range", func(in *ref.RoundInput) { in.Queue[1].L1PrefixEvictable = 17 }, ref.ErrAdmitRequest, "queue[1].l1_prefix_evictable"},
-		{"max-new", func(in *ref.RoundInput) { in.Queue[0].MaxNewTokens = -1 }, ref.ErrNegative, "queue[0].max_new_tokens"},
-		{"duplicate", func(in *ref.RoundInput) { in.Queue[1].RID = "a" }, ref.ErrDuplicateRID, "queue[1].rid"},
-		{"lock-time", func(in *ref.RoundInput) { in.Queue[1].L1PrefixEvictable = 16 }, ref.ErrEvictableShort, "queue[1].l1_prefix_evictable"},
-		{"chunked-host-hit", func(in *ref.RoundInput) { c := req("c", 0, 10, 10, 0); in.Chunked = &c }, ref.ErrAdmitRequest, "chunked"},
+		{"page-size", func(in *ref.AdmissionRoundInput) { in.Config.PageSize = 0 }, ref.ErrAdmitConfig, "config.page_size"},
+		{"ratio-nan", func(in *ref.AdmissionRoundInput) { in.Config.NewTokenRatio = nan() }, ref.ErrAdmitConfig, "config.new_token_ratio"},
+		{"ratio-high", func(in *ref.AdmissionRoundInput) { in.Config.NewTokenRatio = 1.5 }, ref.ErrAdmitConfig, "config.new_token_ratio"},
+		{"max-prefill", func(in *ref.AdmissionRoundInput) { in.Config.MaxPrefillTokens = 0 }, ref.ErrAdmitConfig, "config.max_prefill_tokens"},
+		{"mixed", func(in *ref.AdmissionRoundInput) { in.Config.MixedDecodeTokens = -1 }, ref.ErrNegative, "config.mixed_decode_tokens"},
+		{"align", func(in *ref.AdmissionRoundInput) { in.Config.TruncationAlignSize = i64(0) }, ref.ErrAdmitConfig, "config.truncation_align_size"},
+		{"max-running", func(in *ref.AdmissionRoundInput) { in.Config.MaxRunningRequests = 0 }, ref.ErrAdmitConfig, "config.max_running_requests"},
+		{"cp-knob", func(in *ref.AdmissionRoundInput) { in.Config.CP = &ref.CPAdmission{MaxTotalCachedTokens: i64(0)} }, ref.ErrAdmitConfig, "config.cp.max_total_cached_tokens"},
+		{"cp-buffer-no-model", func(in *ref.AdmissionRoundInput) { in.Config.CP = &ref.CPAdmission{MaxBufferSizeBytes: i64(1)} }, ref.ErrAdmitConfig, "config.cp.buffer_model"},
+		{"pool", func(in *ref.AdmissionRoundInput) { in.Pool.Available = -1 }, ref.ErrNegative, "pool.available"},
+		{"huge", func(in *ref.AdmissionRoundInput) { in.Pool.Evictable = ref.MaxAdmitTokens + 1 }, ref.ErrTooLarge, "pool.evictable"},
+		{"input-len", func(in *ref.AdmissionRoundInput) { in.Queue[1].InputLen = 0 }, ref.ErrAdmitRequest, "queue[1].input_len"},
+		{"prefix-too-long", func(in *ref.AdmissionRoundInput) { in.Queue[1].HostHit = 10 }, ref.ErrAdmitRequest, "queue[1].host_hit"},
+		{"evictable-range", func(in *ref.AdmissionRoundInput) { in.Queue[1].L1PrefixEvictable = 17 }, ref.ErrAdmitRequest, "queue[1].l1_prefix_evictable"},
+		{"max-new", func(in *ref.AdmissionRoundInput) { in.Queue[0].MaxNewTokens = -1 }, ref.ErrNegative, "queue[0].max_new_tokens"},
+		{"duplicate", func(in *ref.AdmissionRoundInput) { in.Queue[1].RID = "a" }, ref.ErrDuplicateRID, "queue[1].rid"},
+		{"lock-time", func(in *ref.AdmissionRoundInput) { in.Queue[1].L1PrefixEvictable = 16 }, ref.ErrEvictableShort, "queue[1].l1_prefix_evictable"},
+		{"chunked-host-hit", func(in *ref.AdmissionRoundInput) { c := req("c", 0, 10, 10, 0); in.Chunked = &c }, ref.ErrAdmitRequest, "chunked"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			in := ok()
 			tc.edit(&in)
-			_, err := ref.AdmitRound(ref.DefaultLimits(), in)
+			_, err := ref.AdmissionRound(ref.DefaultLimits(), in)
 			ie, isInput := ref.AsInputError(err)
 			if !errors.Is(err, tc.want) || !isInput || ie.Field != tc.field {
 				t.Errorf("got %v, want %s on %s", err, tc.want.Code(), tc.field)

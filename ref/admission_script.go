@@ -3,7 +3,7 @@ package ref
 // The admission.script op: consecutive scheduling rounds against one
 // adder configuration, carrying the chunked request from each round to the
 // next (§A1.7, §A1.10). The interpreter is written once and takes the round
-// function, so the fast twin is this interpreter over fast.AdmitRound and
+// function, so the fast twin is this interpreter over fast.AdmissionRound and
 // the script compares the round implementations and nothing else.
 
 import "fmt"
@@ -35,7 +35,7 @@ type AdmissionScriptInput struct {
 // AdmissionStepResult is one round's result, or the error it was refused with.
 type AdmissionStepResult struct {
 	// Result is the round's result; nil when refused.
-	Result *RoundResult `json:"result,omitempty"`
+	Result *AdmissionRoundOutput `json:"result,omitempty"`
 	// Error is the canonical error of a refused round; nil when accepted.
 	Error *ErrorObject `json:"error,omitempty"`
 }
@@ -48,8 +48,8 @@ type AdmissionScriptOutput struct {
 	Chunked *Request `json:"chunked"`
 }
 
-// RoundFunc is a twin's round function (ref.AdmitRound, fast.AdmitRound).
-type RoundFunc func(Limits, RoundInput) (RoundResult, error)
+// RoundFunc is a twin's round function (ref.AdmissionRound, fast.AdmissionRound).
+type RoundFunc func(Limits, AdmissionRoundInput) (AdmissionRoundOutput, error)
 
 // RunAdmissionScript runs the steps in order through round. A refused
 // round is recorded as its error object and leaves the carried chunk as it
@@ -60,7 +60,7 @@ func RunAdmissionScript(lim Limits, in AdmissionScriptInput, round RoundFunc) (A
 	}
 	out := AdmissionScriptOutput{Trace: make([]AdmissionStepResult, 0, len(in.Steps))}
 	for _, s := range in.Steps {
-		rin := RoundInput{Config: in.Config, Pool: s.Pool, Running: s.Running, Chunked: out.Chunked, Queue: s.Queue,
+		rin := AdmissionRoundInput{Config: in.Config, Pool: s.Pool, Running: s.Running, Chunked: out.Chunked, Queue: s.Queue,
 			L2LoadBackCapacity: s.L2LoadBackCapacity}
 		res, err := round(lim, rin)
 		if err != nil {
@@ -76,5 +76,5 @@ func RunAdmissionScript(lim Limits, in AdmissionScriptInput, round RoundFunc) (A
 
 // AdmissionScript is admission.script on the reference rounds.
 func AdmissionScript(lim Limits, in AdmissionScriptInput) (AdmissionScriptOutput, error) {
-	return RunAdmissionScript(lim, in, AdmitRound)
+	return RunAdmissionScript(lim, in, AdmissionRound)
 }

@@ -2,7 +2,7 @@ package ref
 
 // Shared types, validation and arithmetic of the prefill adder and its round
 // driver (docs/spec/admission-serving.md §A1). Both twins take and return these types
-// and call ValidateRound, so they reject bad input with byte-equal errors.
+// and call ValidateAdmissionRound, so they reject bad input with byte-equal errors.
 
 import (
 	"encoding/json"
@@ -217,10 +217,10 @@ type Request struct {
 	HostHit int64 `json:"host_hit"`
 }
 
-// RoundInput is one scheduling step: the adder's configuration and pool,
+// AdmissionRoundInput is one scheduling step: the adder's configuration and pool,
 // the running batch, the request chunked in the previous round and the
 // waiting queue in priority order (§A1.10).
-type RoundInput struct {
+type AdmissionRoundInput struct {
 	// Config configures the adder.
 	Config AdderConfig `json:"config"`
 	// Pool is the device pool at the start of the round.
@@ -266,8 +266,8 @@ type RoundStop struct {
 	Admitted bool `json:"admitted"`
 }
 
-// RoundResult is one round's batch, stop reason and budget snapshot (§A1.10).
-type RoundResult struct {
+// AdmissionRoundOutput is one round's batch, stop reason and budget snapshot (§A1.10).
+type AdmissionRoundOutput struct {
 	// Admitted is the batch in admission order (continuing chunk first).
 	Admitted []AdmittedReq `json:"admitted"`
 	// Stop says why the walk ended.
@@ -428,12 +428,12 @@ func reroot(err error, from, to string) error {
 	return Reject(ie.Err, to+strings.TrimPrefix(ie.Field, from), ie.Value, ie.Bound)
 }
 
-// NextChunked is the request to pass as RoundInput.Chunked next round:
+// NextChunked is the request to pass as AdmissionRoundInput.Chunked next round:
 // the round's chunked entry (new or continuing) with its prefix grown by
 // the tokens it ran, nothing to load back and its own lock. It returns nil
 // when the round left no request chunked. in must be the round's input and
 // out its accepted result.
-func NextChunked(in RoundInput, out RoundResult) *Request {
+func NextChunked(in AdmissionRoundInput, out AdmissionRoundOutput) *Request {
 	if out.NextChunkedRID == "" {
 		return nil
 	}

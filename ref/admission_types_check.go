@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// Validation for admission.round (docs/spec/admission-serving.md §A1): sentinels, bounds, ValidateRound and validateRequest.
+// Validation for admission.round (docs/spec/admission-serving.md §A1): sentinels, bounds, ValidateAdmissionRound and validateRequest.
 
 // MaxAdmitTokens bounds every token count, budget and coefficient of the
 // adder's input (2^40), so sums over up to MaxAdmitEntries entries cannot
@@ -32,12 +32,12 @@ var (
 	ErrSecondChunk = NewSentinel("second_chunk", "second chunked request in one round")
 )
 
-// ValidateRound checks a round's input in a fixed order (config, CP knobs,
+// ValidateAdmissionRound checks a round's input in a fixed order (config, CP knobs,
 // pool, running, chunked, queue; each request field by field, then its rid
 // against earlier ones) and returns the first violation (§A1.14). Both
 // twins call it before any mutation. The lock-time evictable check and the
 // second-chunk check depend on the walk and are made during it.
-func ValidateRound(in RoundInput) error {
+func ValidateAdmissionRound(in AdmissionRoundInput) error {
 	if err := validateAdderConfig(in.Config); err != nil {
 		return err
 	}

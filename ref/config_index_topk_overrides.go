@@ -15,14 +15,14 @@ import (
 
 // The model-config keys the flags control, in merge (and append) order.
 const (
-	KeyIndexTopkFreq       = "index_topk_freq"
-	KeyIndexTopkPattern    = "index_topk_pattern"
-	KeyIndexSkipTopkOffset = "index_skip_topk_offset"
+	KeyIndexTopKFreq       = "index_topk_freq"
+	KeyIndexTopKPattern    = "index_topk_pattern"
+	KeyIndexSkipTopKOffset = "index_skip_topk_offset"
 )
 
-// IndexTopkOverridesInput is the input of config.index_topk_overrides
+// ConfigIndexTopKOverridesInput is the input of config.index_topk_overrides
 // (§S4.2): the raw --json-model-override-args string and the three flags.
-type IndexTopkOverridesInput struct {
+type ConfigIndexTopKOverridesInput struct {
 	// JSON is --json-model-override-args as given; "" means {}.
 	JSON string `json:"json"`
 	// Freq is --nsa-index-topk-freq (>= 1), nil when not given.
@@ -33,9 +33,9 @@ type IndexTopkOverridesInput struct {
 	Offset int64 `json:"offset,omitzero"`
 }
 
-// IndexTopkOverridesOutput is the merged override string and the warnings
+// ConfigIndexTopKOverridesOutput is the merged override string and the warnings
 // the merge records (§S4.2 steps 2 and 3), in the order they arise.
-type IndexTopkOverridesOutput struct {
+type ConfigIndexTopKOverridesOutput struct {
 	// JSON is the merged --json-model-override-args, compact; the input
 	// string itself when no flag is set.
 	JSON string `json:"json"`
@@ -54,9 +54,9 @@ type OverrideMember struct {
 	Value []byte
 }
 
-// IndexTopkFlag is one set flag: the key it controls, its flag spelling,
+// IndexTopKFlag is one set flag: the key it controls, its flag spelling,
 // the value as the flag prints it and as JSON.
-type IndexTopkFlag struct {
+type IndexTopKFlag struct {
 	// Key is the model-config key.
 	Key string
 	// Flag is the command-line spelling, e.g. "--nsa-index-topk-freq".
@@ -73,32 +73,32 @@ type IndexTopkFlag struct {
 	Str string
 }
 
-// IndexTopkFlags lists the set flags of a validated input in merge order;
+// IndexTopKFlags lists the set flags of a validated input in merge order;
 // offset 0 is unset and never listed (§S4.2 step 2, invariant 3).
-func IndexTopkFlags(in IndexTopkOverridesInput) []IndexTopkFlag {
-	flags := make([]IndexTopkFlag, 0, 3)
+func IndexTopKFlags(in ConfigIndexTopKOverridesInput) []IndexTopKFlag {
+	flags := make([]IndexTopKFlag, 0, 3)
 	if in.Freq != nil {
-		flags = append(flags, intFlag(KeyIndexTopkFreq, "--nsa-index-topk-freq", *in.Freq))
+		flags = append(flags, intFlag(KeyIndexTopKFreq, "--nsa-index-topk-freq", *in.Freq))
 	}
 	if in.Pattern != nil {
 		p := *in.Pattern // 'F'/'S' only, so quoting needs no escapes
-		flags = append(flags, IndexTopkFlag{Key: KeyIndexTopkPattern, Flag: "--nsa-index-topk-pattern",
+		flags = append(flags, IndexTopKFlag{Key: KeyIndexTopKPattern, Flag: "--nsa-index-topk-pattern",
 			Text: p, JSON: []byte(`"` + p + `"`), IsString: true, Str: p})
 	}
 	if in.Offset != 0 {
-		flags = append(flags, IndexTopkOffsetFlag(in.Offset))
+		flags = append(flags, IndexTopKOffsetFlag(in.Offset))
 	}
 	return flags
 }
 
-// IndexTopkOffsetFlag is the --nsa-index-skip-topk-offset flag set to v.
-func IndexTopkOffsetFlag(v int64) IndexTopkFlag {
-	return intFlag(KeyIndexSkipTopkOffset, "--nsa-index-skip-topk-offset", v)
+// IndexTopKOffsetFlag is the --nsa-index-skip-topk-offset flag set to v.
+func IndexTopKOffsetFlag(v int64) IndexTopKFlag {
+	return intFlag(KeyIndexSkipTopKOffset, "--nsa-index-skip-topk-offset", v)
 }
 
-func intFlag(key, flag string, v int64) IndexTopkFlag {
+func intFlag(key, flag string, v int64) IndexTopKFlag {
 	s := strconv.FormatInt(v, 10)
-	return IndexTopkFlag{Key: key, Flag: flag, Text: s, JSON: []byte(s), Int: v}
+	return IndexTopKFlag{Key: key, Flag: flag, Text: s, JSON: []byte(s), Int: v}
 }
 
 // JSONKind names the kind of a valid JSON value from its first byte.
@@ -171,7 +171,7 @@ func ParseOverrideObject(s string) ([]OverrideMember, error) {
 // value as Python would compare the parsed config: numbers by exact value
 // (4, 4.0 and 40e-1 are equal), strings after unescaping. Any other kind
 // differs.
-func OverrideValueEquals(raw []byte, f IndexTopkFlag) bool {
+func OverrideValueEquals(raw []byte, f IndexTopKFlag) bool {
 	if f.IsString {
 		var s string
 		return raw[0] == '"' && json.Unmarshal(raw, &s) == nil && s == f.Str
@@ -185,7 +185,7 @@ func OverrideValueEquals(raw []byte, f IndexTopkFlag) bool {
 
 // OverrideWarning is §S4.2 step 2's warning: the flag replaced a different
 // value given in the JSON.
-func OverrideWarning(f IndexTopkFlag, old []byte) string {
+func OverrideWarning(f IndexTopKFlag, old []byte) string {
 	return fmt.Sprintf("%s=%s overrides %s=%s from --json-model-override-args", f.Flag, f.Text, f.Key, old)
 }
 
@@ -195,42 +195,42 @@ func ShadowWarning(freq []byte) string {
 	return fmt.Sprintf("index_topk_pattern shadows index_topk_freq=%s", freq)
 }
 
-// MergeIndexTopkOverrides is config.index_topk_overrides (§S4.2): the flags
+// ConfigIndexTopKOverrides is config.index_topk_overrides (§S4.2): the flags
 // merged into the override object, existing keys replaced in place, new
 // ones appended in flag order, every value re-emitted compact with its
 // lexemes kept, and the input returned unchanged when no flag is set.
-func MergeIndexTopkOverrides(_ Limits, in IndexTopkOverridesInput) (IndexTopkOverridesOutput, error) {
-	if err := ValidateIndexTopkFlags(in); err != nil {
-		return IndexTopkOverridesOutput{}, err
+func ConfigIndexTopKOverrides(_ Limits, in ConfigIndexTopKOverridesInput) (ConfigIndexTopKOverridesOutput, error) {
+	if err := CheckIndexTopKFlags(in); err != nil {
+		return ConfigIndexTopKOverridesOutput{}, err
 	}
 	if err := CheckOverrideJSON(in.JSON); err != nil {
-		return IndexTopkOverridesOutput{}, err
+		return ConfigIndexTopKOverridesOutput{}, err
 	}
 	members, err := ParseOverrideObject(in.JSON)
 	if err != nil {
-		return IndexTopkOverridesOutput{}, err
+		return ConfigIndexTopKOverridesOutput{}, err
 	}
-	flags := IndexTopkFlags(in)
+	flags := IndexTopKFlags(in)
 	warnings := []string{}
 	if len(flags) == 0 {
-		return IndexTopkOverridesOutput{JSON: in.JSON, Warnings: warnings}, nil
+		return ConfigIndexTopKOverridesOutput{JSON: in.JSON, Warnings: warnings}, nil
 	}
 	for _, f := range flags {
 		members, warnings = setMember(members, f, warnings)
 	}
 	if in.Pattern != nil {
 		for _, m := range members {
-			if m.Key == KeyIndexTopkFreq {
+			if m.Key == KeyIndexTopKFreq {
 				warnings = append(warnings, ShadowWarning(m.Value))
 			}
 		}
 	}
-	return IndexTopkOverridesOutput{JSON: encodeMembers(members), Warnings: warnings}, nil
+	return ConfigIndexTopKOverridesOutput{JSON: encodeMembers(members), Warnings: warnings}, nil
 }
 
 // setMember sets f's key: replaced in place (with a warning when the old
 // value differs) or appended.
-func setMember(members []OverrideMember, f IndexTopkFlag, warnings []string) ([]OverrideMember, []string) {
+func setMember(members []OverrideMember, f IndexTopKFlag, warnings []string) ([]OverrideMember, []string) {
 	for i, m := range members {
 		if m.Key != f.Key {
 			continue

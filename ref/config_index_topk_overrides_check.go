@@ -15,10 +15,10 @@ var (
 	ErrOverrideDuplicateKey = NewSentinel("override_duplicate_key", "--json-model-override-args has a duplicate key")
 )
 
-// ValidateIndexTopkFlags checks the flags in the order freq, pattern,
+// CheckIndexTopKFlags checks the flags in the order freq, pattern,
 // offset (§S4.6). They are checked before the JSON, as argument parsing
 // would reject them before any merge.
-func ValidateIndexTopkFlags(in IndexTopkOverridesInput) error {
+func CheckIndexTopKFlags(in ConfigIndexTopKOverridesInput) error {
 	if in.Freq != nil && *in.Freq < 1 {
 		return Reject(ErrFreq, "freq", *in.Freq, ">= 1 (--nsa-index-topk-freq)")
 	}

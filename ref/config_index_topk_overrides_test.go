@@ -14,45 +14,45 @@ import (
 func i64p(v int64) *int64   { return &v }
 func strp(s string) *string { return &s }
 
-// TestIndexTopkOverridesExamples pins docs/spec/admission-serving.md §S4.4's table.
-func TestIndexTopkOverridesExamples(t *testing.T) {
+// TestConfigIndexTopKOverridesExamples pins docs/spec/admission-serving.md §S4.4's table.
+func TestConfigIndexTopKOverridesExamples(t *testing.T) {
 	override := "--nsa-index-topk-freq=4 overrides index_topk_freq=2 from --json-model-override-args"
 	cases := []struct {
-		in       ref.IndexTopkOverridesInput
+		in       ref.ConfigIndexTopKOverridesInput
 		json     string
 		warnings []string
 	}{
-		{ref.IndexTopkOverridesInput{Freq: i64p(4)}, `{"index_topk_freq":4}`, []string{}},
-		{ref.IndexTopkOverridesInput{JSON: `{"rope_theta":8e6}`, Freq: i64p(4), Offset: 3},
+		{ref.ConfigIndexTopKOverridesInput{Freq: i64p(4)}, `{"index_topk_freq":4}`, []string{}},
+		{ref.ConfigIndexTopKOverridesInput{JSON: `{"rope_theta":8e6}`, Freq: i64p(4), Offset: 3},
 			`{"rope_theta":8e6,"index_topk_freq":4,"index_skip_topk_offset":3}`, []string{}},
-		{ref.IndexTopkOverridesInput{JSON: `{"index_topk_freq":2}`, Freq: i64p(4)}, `{"index_topk_freq":4}`, []string{override}},
-		{ref.IndexTopkOverridesInput{JSON: `{"a": {"b": [1, 2]}}`, Freq: i64p(4)}, `{"a":{"b":[1,2]},"index_topk_freq":4}`, []string{}},
-		{ref.IndexTopkOverridesInput{JSON: `{"a":1}`}, `{"a":1}`, []string{}},
+		{ref.ConfigIndexTopKOverridesInput{JSON: `{"index_topk_freq":2}`, Freq: i64p(4)}, `{"index_topk_freq":4}`, []string{override}},
+		{ref.ConfigIndexTopKOverridesInput{JSON: `{"a": {"b": [1, 2]}}`, Freq: i64p(4)}, `{"a":{"b":[1,2]},"index_topk_freq":4}`, []string{}},
+		{ref.ConfigIndexTopKOverridesInput{JSON: `{"a":1}`}, `{"a":1}`, []string{}},
 		// No flag: the string itself, whitespace and all, is returned.
-		{ref.IndexTopkOverridesInput{JSON: ` { "a" : 1 } `}, ` { "a" : 1 } `, []string{}},
+		{ref.ConfigIndexTopKOverridesInput{JSON: ` { "a" : 1 } `}, ` { "a" : 1 } `, []string{}},
 		// Equal values in another spelling do not warn; the flag's bytes replace them in place.
-		{ref.IndexTopkOverridesInput{JSON: `{"index_topk_freq": 4.0, "z": "\u0041"}`, Freq: i64p(4)}, `{"index_topk_freq":4,"z":"\u0041"}`, []string{}},
+		{ref.ConfigIndexTopKOverridesInput{JSON: `{"index_topk_freq": 4.0, "z": "\u0041"}`, Freq: i64p(4)}, `{"index_topk_freq":4,"z":"\u0041"}`, []string{}},
 		// Step 3: the pattern shadows a freq from either source.
-		{ref.IndexTopkOverridesInput{JSON: `{"index_topk_freq":2}`, Pattern: strp("FSSS")},
+		{ref.ConfigIndexTopKOverridesInput{JSON: `{"index_topk_freq":2}`, Pattern: strp("FSSS")},
 			`{"index_topk_freq":2,"index_topk_pattern":"FSSS"}`, []string{"index_topk_pattern shadows index_topk_freq=2"}},
 	}
 	for _, c := range cases {
-		out, err := ref.MergeIndexTopkOverrides(ref.DefaultLimits(), c.in)
+		out, err := ref.ConfigIndexTopKOverrides(ref.DefaultLimits(), c.in)
 		if err != nil {
 			t.Fatalf("%+v: %v", c.in, err)
 		}
-		if diff := cmp.Diff(ref.IndexTopkOverridesOutput{JSON: c.json, Warnings: c.warnings}, out); diff != "" {
+		if diff := cmp.Diff(ref.ConfigIndexTopKOverridesOutput{JSON: c.json, Warnings: c.warnings}, out); diff != "" {
 			t.Errorf("%q: (-want +got)\n%s", c.in.JSON, diff)
 		}
 	}
 }
 
-// TestIndexTopkOverridesFeedTheIndexPlan: §S4.4's freq 4, offset 3 over 10
+// TestConfigIndexTopKOverridesFeedTheIndexPlan: §S4.4's freq 4, offset 3 over 10
 // layers is FFFSSSFSSS once the merged config reaches nsa.index_plan, and
 // offset 0 left unset keeps layer 0 F under the §S4.3 formula, where the
 // injected 0 of bug S4-B1 would make it S.
-func TestIndexTopkOverridesFeedTheIndexPlan(t *testing.T) {
-	out, err := ref.MergeIndexTopkOverrides(ref.DefaultLimits(), ref.IndexTopkOverridesInput{Freq: i64p(4), Offset: 3})
+func TestConfigIndexTopKOverridesFeedTheIndexPlan(t *testing.T) {
+	out, err := ref.ConfigIndexTopKOverrides(ref.DefaultLimits(), ref.ConfigIndexTopKOverridesInput{Freq: i64p(4), Offset: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,12 +63,12 @@ func TestIndexTopkOverridesFeedTheIndexPlan(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.JSON), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := ref.NSAIndexPlanFor(ref.DefaultLimits(), ref.NSAIndexPlanInput{N: 10, Freq: &cfg.Freq, Offset: cfg.Offset})
+	plan, err := ref.NSAIndexPlan(ref.DefaultLimits(), ref.NSAIndexPlanInput{N: 10, Freq: &cfg.Freq, Offset: cfg.Offset})
 	if err != nil || plan.Pattern != "FFFSSSFSSS" {
 		t.Fatalf("plan %q (%v), want FFFSSSFSSS", plan.Pattern, err)
 	}
-	out, _ = ref.MergeIndexTopkOverrides(ref.DefaultLimits(), ref.IndexTopkOverridesInput{Freq: i64p(4)})
-	if strings.Contains(out.JSON, ref.KeyIndexSkipTopkOffset) {
+	out, _ = ref.ConfigIndexTopKOverrides(ref.DefaultLimits(), ref.ConfigIndexTopKOverridesInput{Freq: i64p(4)})
+	if strings.Contains(out.JSON, ref.KeyIndexSkipTopKOffset) {
 		t.Fatalf("offset 0 reached the config: %s", out.JSON)
 	}
 	// Bug S4-B1's injected offset 0 would make layer 0 S: max(0-0+1, 0) % 4 = 1.
@@ -80,24 +80,24 @@ func TestIndexTopkOverridesFeedTheIndexPlan(t *testing.T) {
 	}
 }
 
-// TestIndexTopkOverridesBadInput is §S4.6: flags first (freq, pattern,
+// TestConfigIndexTopKOverridesBadInput is §S4.6: flags first (freq, pattern,
 // offset), then the JSON's syntax, kind and duplicate keys.
-func TestIndexTopkOverridesBadInput(t *testing.T) {
+func TestConfigIndexTopKOverridesBadInput(t *testing.T) {
 	cases := []struct {
-		in    ref.IndexTopkOverridesInput
+		in    ref.ConfigIndexTopKOverridesInput
 		want  *ref.Sentinel
 		field string
 	}{
-		{ref.IndexTopkOverridesInput{Freq: i64p(0), Offset: -1, JSON: "["}, ref.ErrFreq, "freq"},
-		{ref.IndexTopkOverridesInput{Pattern: strp(""), Offset: -1}, ref.ErrPatternCharset, "pattern"},
-		{ref.IndexTopkOverridesInput{Pattern: strp("FSC")}, ref.ErrPatternCharset, "pattern[2]"},
-		{ref.IndexTopkOverridesInput{Offset: -1, JSON: "["}, ref.ErrOffset, "offset"},
-		{ref.IndexTopkOverridesInput{JSON: `{"a":}`}, ref.ErrOverrideJSON, "json"},
-		{ref.IndexTopkOverridesInput{JSON: `[1]`, Freq: i64p(4)}, ref.ErrOverrideNotObject, "json"},
-		{ref.IndexTopkOverridesInput{JSON: `{"a":1,"\u0061":2}`}, ref.ErrOverrideDuplicateKey, "json"},
+		{ref.ConfigIndexTopKOverridesInput{Freq: i64p(0), Offset: -1, JSON: "["}, ref.ErrFreq, "freq"},
+		{ref.ConfigIndexTopKOverridesInput{Pattern: strp(""), Offset: -1}, ref.ErrPatternCharset, "pattern"},
+		{ref.ConfigIndexTopKOverridesInput{Pattern: strp("FSC")}, ref.ErrPatternCharset, "pattern[2]"},
+		{ref.ConfigIndexTopKOverridesInput{Offset: -1, JSON: "["}, ref.ErrOffset, "offset"},
+		{ref.ConfigIndexTopKOverridesInput{JSON: `{"a":}`}, ref.ErrOverrideJSON, "json"},
+		{ref.ConfigIndexTopKOverridesInput{JSON: `[1]`, Freq: i64p(4)}, ref.ErrOverrideNotObject, "json"},
+		{ref.ConfigIndexTopKOverridesInput{JSON: `{"a":1,"\u0061":2}`}, ref.ErrOverrideDuplicateKey, "json"},
 	}
 	for _, c := range cases {
-		_, err := ref.MergeIndexTopkOverrides(ref.DefaultLimits(), c.in)
+		_, err := ref.ConfigIndexTopKOverrides(ref.DefaultLimits(), c.in)
 		ie, ok := ref.AsInputError(err)
 		if !errors.Is(err, c.want) || !ok || ie.Field != c.field {
 			t.Errorf("%+v: got %v, want %v at %s", c.in, err, c.want, c.field)

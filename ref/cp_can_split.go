@@ -45,10 +45,10 @@ const (
 	reasonUnpadded = "cp extend, unpadded"
 )
 
-// CanSplitInput is the forward batch metadata Decide reads (§5.1). Fields
+// CPCanSplitInput is the forward batch metadata Decide reads (§5.1). Fields
 // other than Mode are metadata: they are only read, and only validated,
 // for eligible forwards.
-type CanSplitInput struct {
+type CPCanSplitInput struct {
 	// Mode is the forward mode, one of §5.1's seven.
 	Mode ForwardMode `json:"mode"`
 	// CPEnabled says whether attention context parallelism is on.
@@ -72,8 +72,8 @@ type CanSplitInput struct {
 	Granule int `json:"granule,omitzero"`
 }
 
-// CanSplitOutput is the decision (§5.1 Decision).
-type CanSplitOutput struct {
+// CPCanSplitOutput is the decision (§5.1 Decision).
+type CPCanSplitOutput struct {
 	// Split says whether the forward is zigzag-split.
 	Split bool `json:"split"`
 	// Reason is one of the Reason* constants.
@@ -97,7 +97,7 @@ func CPSplitEligible(m ForwardMode, sharedKV bool) bool {
 
 // SplitGranule is the padding granule of a shared-KV split: Granule, or
 // PageSize when Granule is 0.
-func SplitGranule(in CanSplitInput) int {
+func SplitGranule(in CPCanSplitInput) int {
 	if in.Granule == 0 {
 		return in.PageSize
 	}
@@ -107,9 +107,9 @@ func SplitGranule(in CanSplitInput) int {
 // BuildSplitLayout is §5.2 step 6 for a batch that splits: the padded
 // layout under shared-KV, else the unpadded one. The layout holds 2·B·2·cp
 // ints, a size set by the input number cp, so it is checked against lim.
-func BuildSplitLayout(lim Limits, in CanSplitInput) (CanSplitOutput, error) {
+func BuildSplitLayout(lim Limits, in CPCanSplitInput) (CPCanSplitOutput, error) {
 	if err := lim.CheckOutput("cp_size", int64(len(in.ExtendLens))*4*int64(in.CPSize), 8); err != nil {
-		return CanSplitOutput{}, err
+		return CPCanSplitOutput{}, err
 	}
 	var lay Layout
 	var err error
@@ -121,15 +121,15 @@ func BuildSplitLayout(lim Limits, in CanSplitInput) (CanSplitOutput, error) {
 		lay, err = BuildLayoutUnpadded(in.CPSize, in.ExtendLens)
 	}
 	if err != nil {
-		return CanSplitOutput{}, err
+		return CPCanSplitOutput{}, err
 	}
-	return CanSplitOutput{Split: true, Reason: reason, Layout: &lay}, nil
+	return CPCanSplitOutput{Split: true, Reason: reason, Layout: &lay}, nil
 }
 
 // NoSplit is a no-split decision for reason.
-func NoSplit(reason string) CanSplitOutput { return CanSplitOutput{Reason: reason} }
+func NoSplit(reason string) CPCanSplitOutput { return CPCanSplitOutput{Reason: reason} }
 
-// CanSplit decides whether a forward is CP-split (docs/spec/cp-layout.md §5.2), in
+// CPCanSplit decides whether a forward is CP-split (docs/spec/cp-layout.md §5.2), in
 // this order:
 //
 //  0. Mode must be one of §5.1's modes (ErrBadEnum) — the only check before
@@ -138,16 +138,16 @@ func NoSplit(reason string) CanSplitOutput { return CanSplitOutput{Reason: reaso
 //  2. Not a CP extend (CPSplitEligible) → no-split, whatever the metadata.
 //  3. CPSize > MaxCP → ErrInvalidCPSize; ExtendLens null or not B long →
 //     ErrMissingExtendLens.
-//  4. Shared-KV: ValidatePagePlan (ErrPagePlan). Without shared-KV a
+//  4. Shared-KV: CheckPagePlan (ErrPagePlan). Without shared-KV a
 //     negative length is ErrBadLength [designed: the spec is silent].
 //  5. No extend token (Σ L_i == 0) → no-split.
 //  6. Shared-KV → split, buildLayoutPadded(cp, L, g); else a request below
 //     2·cp tokens → no-split, else split, BuildLayoutUnpadded.
 //
 // The builders' own errors (ErrInvalidGranule, ErrTooLarge) pass through.
-func CanSplit(lim Limits, in CanSplitInput) (CanSplitOutput, error) {
+func CPCanSplit(lim Limits, in CPCanSplitInput) (CPCanSplitOutput, error) {
 	if err := CheckForwardMode(in.Mode); err != nil {
-		return CanSplitOutput{}, err
+		return CPCanSplitOutput{}, err
 	}
 	if !in.CPEnabled || in.CPSize <= 1 {
 		return NoSplit(ReasonCPDisabled), nil
@@ -156,16 +156,16 @@ func CanSplit(lim Limits, in CanSplitInput) (CanSplitOutput, error) {
 		return NoSplit(ReasonNotCPExtend), nil
 	}
 	if err := CheckCanSplitScalars(in); err != nil {
-		return CanSplitOutput{}, err
+		return CPCanSplitOutput{}, err
 	}
 	if in.UsesCPSharedKV {
-		if err := ValidatePagePlan(in); err != nil {
-			return CanSplitOutput{}, err
+		if err := CheckPagePlan(in); err != nil {
+			return CPCanSplitOutput{}, err
 		}
 	} else {
 		for i := range in.ExtendLens {
 			if err := CheckExtendLenNonNegative(in.ExtendLens, i); err != nil {
-				return CanSplitOutput{}, err
+				return CPCanSplitOutput{}, err
 			}
 		}
 	}

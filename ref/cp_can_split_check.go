@@ -39,7 +39,7 @@ func CheckForwardMode(m ForwardMode) error {
 // CheckCanSplitScalars applies the checks of an eligible forward that read
 // no list: the CP size bound (it sizes the layout) and the extend-length
 // count (§5.2 step 3).
-func CheckCanSplitScalars(in CanSplitInput) error {
+func CheckCanSplitScalars(in CPCanSplitInput) error {
 	if in.CPSize > MaxCP {
 		return Reject(ErrInvalidCPSize, "cp_size", in.CPSize, fmt.Sprintf("in [2, %d]", MaxCP))
 	}
@@ -52,10 +52,10 @@ func CheckCanSplitScalars(in CanSplitInput) error {
 	return nil
 }
 
-// CheckPagePlanShape is the list-level half of ValidatePagePlan (§5.2 step
+// CheckPagePlanShape is the list-level half of CheckPagePlan (§5.2 step
 // 4): a usable page size, a prefix plan of B entries, and SeqLens of B
 // entries when present.
-func CheckPagePlanShape(in CanSplitInput) error {
+func CheckPagePlanShape(in CPCanSplitInput) error {
 	if in.PageSize < 1 {
 		return Reject(ErrPagePlan, "page_size", in.PageSize, ">= 1 (the page is the minimum cache unit)")
 	}
@@ -71,11 +71,11 @@ func CheckPagePlanShape(in CanSplitInput) error {
 	return nil
 }
 
-// CheckPagePlanRequest is the per-request half of ValidatePagePlan (§5.2
+// CheckPagePlanRequest is the per-request half of CheckPagePlan (§5.2
 // step 4) for request i: a page-aligned non-negative prefix, an extend of
 // at least one token, and SeqLens[i] == P_i + L_i when SeqLens is given.
 // Preconditions: CheckPagePlanShape passed.
-func CheckPagePlanRequest(in CanSplitInput, i int) error {
+func CheckPagePlanRequest(in CPCanSplitInput, i int) error {
 	p, l := in.PrefixLens[i], in.ExtendLens[i]
 	if p < 0 || p%in.PageSize != 0 {
 		return Reject(ErrPagePlan, Idx("prefix_lens", i), p, fmt.Sprintf(">= 0 and a multiple of page_size (%d)", in.PageSize))
@@ -91,9 +91,9 @@ func CheckPagePlanRequest(in CanSplitInput, i int) error {
 	return nil
 }
 
-// ValidatePagePlan is §5.2 step 4, fail-fast: every violation of the
+// CheckPagePlan is §5.2 step 4, fail-fast: every violation of the
 // shared-KV page plan is ErrPagePlan, reported request by request.
-func ValidatePagePlan(in CanSplitInput) error {
+func CheckPagePlan(in CPCanSplitInput) error {
 	if err := CheckPagePlanShape(in); err != nil {
 		return err
 	}

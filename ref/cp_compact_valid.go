@@ -2,9 +2,9 @@ package ref
 
 import "fmt"
 
-// CPCompactInput is the input of cp.compact_valid (docs/spec/cp-layout.md §4.2 steps
+// CPCompactValidInput is the input of cp.compact_valid (docs/spec/cp-layout.md §4.2 steps
 // 1–2): a rank's local rows, to be compacted to its valid rows before MoE.
-type CPCompactInput struct {
+type CPCompactValidInput struct {
 	// Layout names the CP layout.
 	Layout LayoutSpec `json:"layout"`
 	// Rank is the CP rank r, in [0, cp).
@@ -13,9 +13,9 @@ type CPCompactInput struct {
 	X Rows `json:"x"`
 }
 
-// CPRestoreInput is the input of cp.restore_padded (docs/spec/cp-layout.md §4.2 step
+// CPRestorePaddedInput is the input of cp.restore_padded (docs/spec/cp-layout.md §4.2 step
 // 4): the MoE's output on a rank's compacted rows, to be put back in place.
-type CPRestoreInput struct {
+type CPRestorePaddedInput struct {
 	// Layout names the CP layout.
 	Layout LayoutSpec `json:"layout"`
 	// Rank is the CP rank r, in [0, cp).
@@ -24,23 +24,31 @@ type CPRestoreInput struct {
 	Y Rows `json:"y"`
 }
 
-// CPRowsOutput is the row buffer cp.compact_valid and cp.restore_padded return.
-type CPRowsOutput struct {
+// CPCompactValidOutput is the output of cp.compact_valid: rank r's valid
+// rows, compacted.
+type CPCompactValidOutput struct {
 	// Rows is the result buffer.
 	Rows Rows `json:"rows"`
 }
 
-// ValidateCPCompact checks a cp.compact_valid input (docs/spec/cp-layout.md §4.4):
+// CPRestorePaddedOutput is the output of cp.restore_padded: rank r's local
+// rows, the MoE's rows back in place and padding rows zero.
+type CPRestorePaddedOutput struct {
+	// Rows is the result buffer.
+	Rows Rows `json:"rows"`
+}
+
+// ValidateCPCompactValid checks a cp.compact_valid input (docs/spec/cp-layout.md §4.4):
 // the layout, the rank, then the cp-local-compute-padded contract of X.
-func ValidateCPCompact(lim Limits, in CPCompactInput) (Layout, error) {
+func ValidateCPCompactValid(lim Limits, in CPCompactValidInput) (Layout, error) {
 	return ValidateCPValidRows(lim, CPValidRowsInput(in))
 }
 
-// ValidateCPRestore checks a cp.restore_padded input: the layout, the rank,
+// ValidateCPRestorePadded checks a cp.restore_padded input: the layout, the rank,
 // Y's shape and its row count Rv(r) (ErrRowCount: the buffer disagrees with
 // the layout; §4.4 calls an f that changed the row count ErrShape, and the
 // op sees that as a Y of the wrong length), then the R(r)·W' output bound.
-func ValidateCPRestore(lim Limits, in CPRestoreInput) (Layout, error) {
+func ValidateCPRestorePadded(lim Limits, in CPRestorePaddedInput) (Layout, error) {
 	lay, err := BuildLayoutAt(lim, "layout", in.Layout)
 	if err != nil {
 		return Layout{}, err
@@ -58,23 +66,23 @@ func ValidateCPRestore(lim Limits, in CPRestoreInput) (Layout, error) {
 // rows of X where ValidMask is true, stable. Padding rows are interleaved
 // with valid ones (§0.3), so they are picked by the mask, never by a count
 // of leading rows (§4.5).
-func CPCompactValid(lim Limits, in CPCompactInput) (CPRowsOutput, error) {
-	lay, err := ValidateCPCompact(lim, in)
+func CPCompactValid(lim Limits, in CPCompactValidInput) (CPCompactValidOutput, error) {
+	lay, err := ValidateCPCompactValid(lim, in)
 	if err != nil {
-		return CPRowsOutput{}, err
+		return CPCompactValidOutput{}, err
 	}
 	rows, err := CompactValid(lay, in.Rank, in.X)
-	return CPRowsOutput{Rows: rows}, err
+	return CPCompactValidOutput{Rows: rows}, err
 }
 
 // CPRestorePadded is cp.restore_padded (docs/spec/cp-layout.md §4.2 step 4).
-func CPRestorePadded(lim Limits, in CPRestoreInput) (CPRowsOutput, error) {
-	lay, err := ValidateCPRestore(lim, in)
+func CPRestorePadded(lim Limits, in CPRestorePaddedInput) (CPRestorePaddedOutput, error) {
+	lay, err := ValidateCPRestorePadded(lim, in)
 	if err != nil {
-		return CPRowsOutput{}, err
+		return CPRestorePaddedOutput{}, err
 	}
 	rows, err := RestorePadded(lim, lay, in.Rank, in.Y)
-	return CPRowsOutput{Rows: rows}, err
+	return CPRestorePaddedOutput{Rows: rows}, err
 }
 
 // CompactValid returns x[idx] for idx = the valid local rows of rank r,

@@ -46,7 +46,7 @@ func TestMoEWithCompactionSeedMinimal(t *testing.T) {
 // bad-input table (§4.4).
 func TestCPCompactRestoreOps(t *testing.T) {
 	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}
-	c, err := ref.CPCompactValid(ref.DefaultLimits(), ref.CPCompactInput{Layout: sp, Rank: 1, X: localRows(t, sp, 1)})
+	c, err := ref.CPCompactValid(ref.DefaultLimits(), ref.CPCompactValidInput{Layout: sp, Rank: 1, X: localRows(t, sp, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,24 +54,24 @@ func TestCPCompactRestoreOps(t *testing.T) {
 		t.Errorf("compact: %s", got)
 	}
 	y := ref.Rows{W: 1, B: []byte{1, 2, 3, 4, 5, 6}}
-	r, err := ref.CPRestorePadded(ref.DefaultLimits(), ref.CPRestoreInput{Layout: sp, Rank: 1, Y: y})
+	r, err := ref.CPRestorePadded(ref.DefaultLimits(), ref.CPRestorePaddedInput{Layout: sp, Rank: 1, Y: y})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []byte{1, 0, 2, 3, 4, 5, 0, 0, 6, 0, 0, 0}; string(r.Rows.B) != string(want) {
 		t.Errorf("restore: got %v, want %v", r.Rows.B, want)
 	}
-	if _, err := ref.CPCompactValid(ref.DefaultLimits(), ref.CPCompactInput{Layout: sp, Rank: 1, X: c.Rows}); !errors.Is(err, ref.ErrRowContract) {
+	if _, err := ref.CPCompactValid(ref.DefaultLimits(), ref.CPCompactValidInput{Layout: sp, Rank: 1, X: c.Rows}); !errors.Is(err, ref.ErrRowContract) {
 		t.Errorf("compact of already-compacted rows: got %v, want row_contract", err)
 	}
-	if _, err := ref.CPRestorePadded(ref.DefaultLimits(), ref.CPRestoreInput{Layout: sp, Rank: 1, Y: localRows(t, sp, 1)}); !errors.Is(err, ref.ErrRowCount) {
+	if _, err := ref.CPRestorePadded(ref.DefaultLimits(), ref.CPRestorePaddedInput{Layout: sp, Rank: 1, Y: localRows(t, sp, 1)}); !errors.Is(err, ref.ErrRowCount) {
 		t.Errorf("restore of R(r) rows: got %v, want row_count", err)
 	}
-	if _, err := ref.CPRestorePadded(ref.DefaultLimits(), ref.CPRestoreInput{Layout: sp, Rank: 3, Y: y}); !errors.Is(err, ref.ErrRank) {
+	if _, err := ref.CPRestorePadded(ref.DefaultLimits(), ref.CPRestorePaddedInput{Layout: sp, Rank: 3, Y: y}); !errors.Is(err, ref.ErrRank) {
 		t.Errorf("restore on rank 3: got %v, want rank", err)
 	}
 	big := ref.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1 << 20}
-	if _, err := ref.CPRestorePadded(ref.Limits{MaxOutputBytes: 1 << 20}, ref.CPRestoreInput{Layout: big, Y: ref.Rows{W: 2, B: make([]byte, 6)}}); !errors.Is(err, ref.ErrTooLarge) {
+	if _, err := ref.CPRestorePadded(ref.Limits{MaxOutputBytes: 1 << 20}, ref.CPRestorePaddedInput{Layout: big, Y: ref.Rows{W: 2, B: make([]byte, 6)}}); !errors.Is(err, ref.ErrTooLarge) {
 		t.Errorf("restore to 2^21 rows under 1 MiB: got %v, want too_large", err)
 	}
 	bad := func(ref.Rows) (ref.Rows, error) { return ref.Rows{W: 2, B: []byte{}}, nil }

@@ -31,7 +31,7 @@ const (
 	DraftCPLocal DraftContract = contractCPLocalComputePadded
 )
 
-// The sources DraftInput reports.
+// The sources CPDraftInput reports.
 const (
 	// DraftSourceDraftHidden: the model's CP-local draft hidden states.
 	DraftSourceDraftHidden = "draft_hidden"
@@ -39,8 +39,8 @@ const (
 	DraftSourceHidden = "hidden"
 )
 
-// DraftInputInput is the input of cp.draft_input.
-type DraftInputInput struct {
+// CPDraftInputInput is the input of cp.draft_input.
+type CPDraftInputInput struct {
 	// Layout is the CP prefill's layout; null means the forward was not
 	// CP-split (the non-CP path, which the fix leaves unchanged).
 	Layout *LayoutSpec `json:"layout"`
@@ -72,8 +72,8 @@ type DraftPadGuard struct {
 	LastRows []int `json:"last_rows"`
 }
 
-// DraftInputOutput is the draft extend's input after a CP prefill.
-type DraftInputOutput struct {
+// CPDraftInputOutput is the draft extend's input after a CP prefill.
+type CPDraftInputOutput struct {
 	// Hidden is the draft input's hidden rows.
 	Hidden Rows `json:"hidden"`
 	// CPLocal is the explicit marker EagleDraftInput.cp_local_hidden_states.
@@ -97,23 +97,23 @@ func DraftContractRows(c DraftContract, lay Layout, r int) int {
 // DraftMarker is the fix's choice of source and marker: the CP-local draft
 // hidden states when present (marked CP-local), else the target's hidden
 // states under their declared contract.
-func DraftMarker(in DraftInputInput) (src Rows, c DraftContract, source string) {
+func DraftMarker(in CPDraftInputInput) (src Rows, c DraftContract, source string) {
 	if in.DraftHidden != nil {
 		return *in.DraftHidden, DraftCPLocal, DraftSourceDraftHidden
 	}
 	return in.Hidden, in.HiddenContract, DraftSourceHidden
 }
 
-// DraftInput builds the EAGLE draft input after a CP prefill (see the file
+// CPDraftInput builds the EAGLE draft input after a CP prefill (see the file
 // comment): validate, pick the source and marker (DraftMarker), then let
 // the padding guard read the marker (DraftGuard). Hidden is a copy.
-func DraftInput(lim Limits, in DraftInputInput) (DraftInputOutput, error) {
-	lay, err := ValidateDraftInput(lim, in)
+func CPDraftInput(lim Limits, in CPDraftInputInput) (CPDraftInputOutput, error) {
+	lay, err := ValidateCPDraftInput(lim, in)
 	if err != nil {
-		return DraftInputOutput{}, err
+		return CPDraftInputOutput{}, err
 	}
 	src, c, source := DraftMarker(in)
-	out := DraftInputOutput{
+	out := CPDraftInputOutput{
 		Hidden:   Rows{W: src.W, B: slices.Clone(src.B)},
 		CPLocal:  c == DraftCPLocal,
 		Contract: c,

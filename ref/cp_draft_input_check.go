@@ -4,12 +4,12 @@ import "fmt"
 
 // Validation for cp.draft_input (docs/spec/cp-layout.md §2.4, §7.5 contracts): the input and its row contract.
 
-// ValidateDraftInput checks in and returns its layout (nil without CP), in
+// ValidateCPDraftInput checks in and returns its layout (nil without CP), in
 // order: the layout, the rank, the hidden contract, the hidden rows (shape,
 // then the contract's row count), the draft hidden rows (only with a
 // layout; shape, then R(rank) rows). Row counts are checked against the
 // declared contract only — never used to pick one.
-func ValidateDraftInput(lim Limits, in DraftInputInput) (*Layout, error) {
+func ValidateCPDraftInput(lim Limits, in CPDraftInputInput) (*Layout, error) {
 	var lay *Layout
 	if in.Layout != nil {
 		l, err := BuildLayoutAt(lim, "layout", *in.Layout)

@@ -12,18 +12,19 @@ import (
 // never by page alone, and its tables are O(pages): nothing is sized by the
 // logical page capacity.
 
-// PageDescriptorsInput is the input of cp.page_descriptors (§6.1).
-type PageDescriptorsInput struct {
+// CPPageDescriptorsInput is the input of cp.page_descriptors (§6.1).
+type CPPageDescriptorsInput struct {
 	// Pages[b] are row b's logical page ids in window order: >= 0, unique
 	// within the row, possibly shared with other rows.
 	Pages [][]int64 `json:"pages"`
 }
 
-// PageDescriptors are the row-scoped sorted descriptors (§6.1), in CSR
-// form: row b's entries are [RowPtr[b], RowPtr[b+1]), sorted by Page, and
-// Slot is the compact slot Base_b + j of the page at window position j
-// (Base_b = Σ_{b'<b} |Pages_b'|, row-major [designed]).
-type PageDescriptors struct {
+// CPPageDescriptorsOutput is the output of cp.page_descriptors: the
+// row-scoped sorted descriptors (§6.1), in CSR form: row b's entries are
+// [RowPtr[b], RowPtr[b+1]), sorted by Page, and Slot is the compact slot
+// Base_b + j of the page at window position j (Base_b = Σ_{b'<b} |Pages_b'|,
+// row-major [designed]).
+type CPPageDescriptorsOutput struct {
 	// RowPtr has B+1 entries; RowPtr[0] = 0, RowPtr[B] = Σ_b |Pages_b|.
 	RowPtr []int32 `json:"row_ptr"`
 	// Page holds each row's pages, ascending within the row.
@@ -32,13 +33,13 @@ type PageDescriptors struct {
 	Slot []int32 `json:"slot"`
 }
 
-// BuildDescriptors is cp.page_descriptors (§6.1): validate the windows,
+// CPPageDescriptors is cp.page_descriptors (§6.1): validate the windows,
 // then for each row list (page, Base_b + j) sorted by page.
-func BuildDescriptors(_ Limits, in PageDescriptorsInput) (PageDescriptors, error) {
+func CPPageDescriptors(_ Limits, in CPPageDescriptorsInput) (CPPageDescriptorsOutput, error) {
 	if err := validatePages(in.Pages); err != nil {
-		return PageDescriptors{}, err
+		return CPPageDescriptorsOutput{}, err
 	}
-	d := PageDescriptors{RowPtr: []int32{0}, Page: []int64{}, Slot: []int32{}}
+	d := CPPageDescriptorsOutput{RowPtr: []int32{0}, Page: []int64{}, Slot: []int32{}}
 	base := int32(0)
 	for _, row := range in.Pages {
 		type entry struct {
@@ -60,11 +61,11 @@ func BuildDescriptors(_ Limits, in PageDescriptorsInput) (PageDescriptors, error
 	return d, nil
 }
 
-// RemapLocsInput is the input of cp.remap_locs (§6.1): the page windows
+// CPRemapLocsInput is the input of cp.remap_locs (§6.1): the page windows
 // (from which the descriptors are built), the page size, and the flattened
 // locations with the row each belongs to. Global selects the legacy
 // row-free path, which has no row ids.
-type RemapLocsInput struct {
+type CPRemapLocsInput struct {
 	// PageSize is ps, >= 1.
 	PageSize int64 `json:"page_size"`
 	// Pages are the rows' page windows, as in cp.page_descriptors.
@@ -77,9 +78,9 @@ type RemapLocsInput struct {
 	Global bool `json:"global,omitzero"`
 }
 
-// RemapLocsOutput is the remapped locations: Locs[e] is a row of the
+// CPRemapLocsOutput is the remapped locations: Locs[e] is a row of the
 // compact buffer of CompactRows = ps · Σ_b |Pages_b| rows, or −1.
-type RemapLocsOutput struct {
+type CPRemapLocsOutput struct {
 	// Locs are the compact-buffer rows, −1 where the input was −1.
 	Locs []int64 `json:"locs"`
 	// CompactRows is the compact buffer's row count.
@@ -90,7 +91,7 @@ type RemapLocsOutput struct {
 // page = loc div ps is binary-searched among row rowIDs[e]'s descriptors
 // and the result is Slot·ps + loc mod ps. Entries are checked in order: the
 // location, its row id, then the page's presence in that row.
-func remapRowLocs(d PageDescriptors, ps int64, locs []int64, rowIDs []int32) ([]int64, error) {
+func remapRowLocs(d CPPageDescriptorsOutput, ps int64, locs []int64, rowIDs []int32) ([]int64, error) {
 	b := len(d.RowPtr) - 1
 	out := make([]int64, len(locs))
 	for e, loc := range locs {
@@ -120,7 +121,7 @@ func remapRowLocs(d PageDescriptors, ps int64, locs []int64, rowIDs []int32) ([]
 // allowed only when no page occurs in two rows — otherwise
 // ErrAmbiguousGlobalInverse [designed: the fixed legacy path refuses
 // instead of silently aliasing rows].
-func remapGlobal(pages [][]int64, d PageDescriptors, ps int64, locs []int64) ([]int64, error) {
+func remapGlobal(pages [][]int64, d CPPageDescriptorsOutput, ps int64, locs []int64) ([]int64, error) {
 	if err := CheckGlobalUnique(pages); err != nil {
 		return nil, err
 	}
@@ -146,16 +147,16 @@ func remapGlobal(pages [][]int64, d PageDescriptors, ps int64, locs []int64) ([]
 	return out, nil
 }
 
-// RemapLocs is cp.remap_locs (§6): build the row-scoped descriptors of the
+// CPRemapLocs is cp.remap_locs (§6): build the row-scoped descriptors of the
 // windows, then remapRowLocs (row ids given) or remapGlobal.
-func RemapLocs(lim Limits, in RemapLocsInput) (RemapLocsOutput, error) {
+func CPRemapLocs(lim Limits, in CPRemapLocsInput) (CPRemapLocsOutput, error) {
 	compact, err := CheckRemapScalars(in)
 	if err != nil {
-		return RemapLocsOutput{}, err
+		return CPRemapLocsOutput{}, err
 	}
-	d, err := BuildDescriptors(lim, PageDescriptorsInput{Pages: in.Pages})
+	d, err := CPPageDescriptors(lim, CPPageDescriptorsInput{Pages: in.Pages})
 	if err != nil {
-		return RemapLocsOutput{}, err
+		return CPRemapLocsOutput{}, err
 	}
 	var out []int64
 	if in.Global {
@@ -164,7 +165,7 @@ func RemapLocs(lim Limits, in RemapLocsInput) (RemapLocsOutput, error) {
 		out, err = remapRowLocs(d, in.PageSize, in.Locs, in.RowIDs)
 	}
 	if err != nil {
-		return RemapLocsOutput{}, err
+		return CPRemapLocsOutput{}, err
 	}
-	return RemapLocsOutput{Locs: out, CompactRows: compact}, nil
+	return CPRemapLocsOutput{Locs: out, CompactRows: compact}, nil
 }

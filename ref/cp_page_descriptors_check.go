@@ -74,7 +74,7 @@ func CheckPageRow(b int, row []int64) error {
 // CheckRemapScalars applies cp.remap_locs' checks that precede the scan of
 // the locations (§6.3), in order: the page size, the page windows
 // (validatePages), then CheckRemapCounts. It returns the compact row count.
-func CheckRemapScalars(in RemapLocsInput) (int64, error) {
+func CheckRemapScalars(in CPRemapLocsInput) (int64, error) {
 	if err := CheckRemapPageSize(in.PageSize); err != nil {
 		return 0, err
 	}
@@ -95,7 +95,7 @@ func CheckRemapPageSize(ps int64) error {
 // CheckRemapCounts checks, after the page windows, that the compact size
 // ps·Σ|Pages_b| fits int64 and that row ids are absent (global) or one per
 // location; it returns the compact row count.
-func CheckRemapCounts(in RemapLocsInput) (int64, error) {
+func CheckRemapCounts(in CPRemapLocsInput) (int64, error) {
 	var total int64
 	for _, row := range in.Pages {
 		total += int64(len(row))

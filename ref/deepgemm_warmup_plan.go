@@ -125,8 +125,8 @@ type DeepGEMMCacheEntry struct {
 	Sizes []int64 `json:"sizes"`
 }
 
-// DeepGEMMWarmupInput is the input of deepgemm.warmup_plan (§S3).
-type DeepGEMMWarmupInput struct {
+// DeepGEMMWarmupPlanInput is the input of deepgemm.warmup_plan (§S3).
+type DeepGEMMWarmupPlanInput struct {
 	// Env is the process environment the preparation reads (SGLANG_DG_*,
 	// SGL_DG_USE_NVRTC, HOME, SGLANG_JIT_DEEPGEMM_PRECOMPILE).
 	Env map[string]string `json:"env"`
@@ -173,8 +173,8 @@ type LogRecord struct {
 	Msg string `json:"msg"`
 }
 
-// DeepGEMMWarmupOutput is the output of deepgemm.warmup_plan.
-type DeepGEMMWarmupOutput struct {
+// DeepGEMMWarmupPlanOutput is the output of deepgemm.warmup_plan.
+type DeepGEMMWarmupPlanOutput struct {
 	// Env is the prepared DG_JIT_* configuration.
 	Env DeepGEMMEnv `json:"env"`
 	// Imported is what the library's import snapshot saw.
@@ -491,16 +491,16 @@ func CompiledEntry(name string) DeepGEMMCacheEntry {
 // decide hit / miss / stale against the manifest and the live cache,
 // replaying and refreshing the entry on a miss or stale, then write the
 // manifest once if anything changed (or it was corrupt).
-func DeepGEMMWarmupPlan(_ Limits, in DeepGEMMWarmupInput) (DeepGEMMWarmupOutput, error) {
-	if err := ValidateDeepGEMMWarmup(in); err != nil {
-		return DeepGEMMWarmupOutput{}, err
+func DeepGEMMWarmupPlan(_ Limits, in DeepGEMMWarmupPlanInput) (DeepGEMMWarmupPlanOutput, error) {
+	if err := ValidateDeepGEMMWarmupPlan(in); err != nil {
+		return DeepGEMMWarmupPlanOutput{}, err
 	}
 	prepared, err := PrepareDeepGEMMEnv(in.Env)
 	if err != nil {
-		return DeepGEMMWarmupOutput{}, err
+		return DeepGEMMWarmupPlanOutput{}, err
 	}
 	env := DeepGEMMEnv{CacheDir: prepared["DG_JIT_CACHE_DIR"], UseNVRTC: prepared["DG_JIT_USE_NVRTC"]}
-	out := DeepGEMMWarmupOutput{
+	out := DeepGEMMWarmupPlanOutput{
 		Env:      env,
 		Imported: ImportDeepGEMM(prepared),
 		Enabled:  DeepGEMMWarmupEnabled(in.Env),

@@ -17,11 +17,11 @@ var (
 	ErrDGCacheEntry = NewSentinel("deepgemm_cache_entry", "deepgemm: invalid cache entry")
 )
 
-// ValidateDeepGEMMWarmup checks in, in contract order: the scalars
+// ValidateDeepGEMMWarmupPlan checks in, in contract order: the scalars
 // (masked_m_max, alignment), each kernel (type, n, k, num_groups, compiled
 // names), then the cache listing (names, duplicates, sizes). The
 // environment is checked by PrepareDeepGEMMEnv afterwards.
-func ValidateDeepGEMMWarmup(in DeepGEMMWarmupInput) error {
+func ValidateDeepGEMMWarmupPlan(in DeepGEMMWarmupPlanInput) error {
 	if in.MaskedMMax < 0 || in.MaskedMMax > DeepGEMMMaxM {
 		return Reject(ErrConfig, "masked_m_max", in.MaskedMMax, fmt.Sprintf("in [1, %d], or 0 for m_max", DeepGEMMMaxM))
 	}

@@ -80,10 +80,10 @@ func TestDeepGEMMEnvPreparedBeforeImport(t *testing.T) {
 // hits again.
 func TestDeepGEMMManifestCycle(t *testing.T) {
 	lim := ref.DefaultLimits()
-	in := ref.DeepGEMMWarmupInput{Env: map[string]string{"HOME": "/root"}, ChunkedPrefillSize: 8192, Alignment: 128,
+	in := ref.DeepGEMMWarmupPlanInput{Env: map[string]string{"HOME": "/root"}, ChunkedPrefillSize: 8192, Alignment: 128,
 		Kernels: []ref.DeepGEMMKernel{{KernelType: ref.KernelGEMMNT, N: 7168, K: 2048, NumGroups: 1, Compiles: []string{"kernel.x"}}},
 		Cache:   []ref.DeepGEMMCacheEntry{}}
-	step := func(want string, written bool) ref.DeepGEMMWarmupOutput {
+	step := func(want string, written bool) ref.DeepGEMMWarmupPlanOutput {
 		t.Helper()
 		out, err := ref.DeepGEMMWarmupPlan(lim, in)
 		if err != nil {

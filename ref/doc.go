@@ -10,27 +10,30 @@
 // One function per op of the catalog, func(Limits, In) (Out, error), by
 // spec file and section; docs/ops.md lists each op's files in every package.
 //
-//   - CP layout (cp-layout.md): CPSplit §1, CPValidRows §2, DraftInput §2.4
+//   - CP layout (cp-layout.md): CPSplit §1, CPValidRows §2, CPDraftInput §2.4
 //     and §7.5, CPRerange §3, CPCompactValid and CPRestorePadded §4,
-//     CanSplit §5, BuildDescriptors and RemapLocs §6.1.
+//     CPCanSplit §5, CPPageDescriptors and CPRemapLocs §6.1.
 //   - FP8 KV rows (cp-layout.md §7): FP8QuantizeRow, FP8QuantizeIndexK,
 //     FP8MaterializePages, FP8StorePages, FP8StoreValidRows,
 //     FP8ComposeCurrent, FP8DequantTopK.
 //   - NSA indexer (cp-layout.md §8, §9): MQAChunkRows, MQAChunkedTopK,
-//     NSAIndexPlanFor.
-//   - Transfer (transfer.md): FilterCPRank §1, GroupContiguous §2,
-//     LayerBlocks §3, PerLayerScript §4, PrebuiltSlice §5,
-//     StateLayerPairing §6, HostOffsets §7.1, LayoutConvert §7.2,
-//     SamplingPack §8.
+//     NSAIndexPlan.
+//   - Transfer (transfer.md): TransferFilterCPRank §1,
+//     TransferGroupContiguous §2, TransferLayerBlocks §3,
+//     TransferPerLayerScript §4, TransferPrebuiltSlice §5,
+//     TransferStateLayerPairing §6, LayoutHostOffsets §7.1, LayoutConvert
+//     §7.2, SamplingPack §8.
 //   - Radix prefix cache and HiCache (radix-acks.md): RadixScript §1,
-//     BigramKey §2.1, PageHashes §2.4, AckScript §3, OwnerCounts §4.3,
-//     LoadScript §5.2, LayerDoneScript §5.3.
+//     RadixBigramKey §2.1, RadixPageHashes §2.4, HiCacheAckScript §3,
+//     HiCacheOwnerCounts §4.3, HiCacheLoadScript §5.2,
+//     HiCacheLayerDoneScript §5.3.
 //   - KV events (kv-events.md): KVEvDecode §1, KVEvApply §2.
-//   - Admission (admission-serving.md): AdmitRound §A1, AdmissionScript
+//   - Admission (admission-serving.md): AdmissionRound §A1, AdmissionScript
 //     §A1.7, AdmissionEstimate A2, AdmissionBench §A3.
-//   - Serving (admission-serving.md): ValidateInputLength S1.2, ErrorBody
-//     and StreamErrorChunk S1.3, ChatNormalize S2.2, UsageOf S2.6,
-//     GLMToolArgs S2.8, DeepGEMMWarmupPlan §S3, MergeIndexTopkOverrides §S4.
+//   - Serving (admission-serving.md): ServingValidateInputLength S1.2,
+//     ServingErrorBody and ServingStreamErrorChunk S1.3,
+//     ServingChatNormalize S2.2, ServingUsage S2.6, ServingGLMToolArgs S2.8,
+//     DeepGEMMWarmupPlan §S3, ConfigIndexTopKOverrides §S4.
 //
 // # Stateful algorithms
 //
@@ -44,7 +47,8 @@
 //
 // # The rest of the API
 //
-//   - Inputs and outputs: each op's input and output structs, the types
+//   - Inputs and outputs: each op's input and output structs, named for the
+//     op as its function is (TransferFilterCPRankInput, …Output), the types
 //     they carry and their JSON (snake_case, documented field by field).
 //   - Errors: Reject wraps a sentinel (Err…, an error kind of the spec;
 //     its Code is the JSON "code") with the field, the value and the bound

@@ -16,8 +16,8 @@ const (
 	ContractGlobalValid CurrentContract = "global_valid"
 )
 
-// FP8ComposeInput is the input of fp8.compose_current (docs/spec/cp-layout.md §7.5).
-type FP8ComposeInput struct {
+// FP8ComposeCurrentInput is the input of fp8.compose_current (docs/spec/cp-layout.md §7.5).
+type FP8ComposeCurrentInput struct {
 	// Pool is the page-slot pool holding the prefix rows.
 	Pool FP8Pool `json:"pool"`
 	// PrefixSlots lists, per request b, its P_b prefix slots (P_b mod ps == 0).
@@ -38,8 +38,8 @@ type FP8ComposeInput struct {
 	Current Rows `json:"current"`
 }
 
-// FP8ComposeOutput is the flattened RAGGED K buffer.
-type FP8ComposeOutput struct {
+// FP8ComposeCurrentOutput is the flattened RAGGED K buffer.
+type FP8ComposeCurrentOutput struct {
 	// Rows holds, per request, P_b prefix pool rows then L_b quantized
 	// current rows: Σ_b (P_b + L_b) rows of 656 B.
 	Rows Rows `json:"rows"`
@@ -113,25 +113,25 @@ func NormalizeCurrent(plan FP8ComposePlan, cur Rows, m int) (Rows, error) {
 // the raw pool rows at its prefix slots, then its current rows (global
 // valid order, OutBase(b)+t) quantized (div_fp32). The current slots are
 // never read: the suffix comes from the fresh rows, not the cache.
-func FP8ComposeCurrent(lim Limits, in FP8ComposeInput) (FP8ComposeOutput, error) {
-	plan, err := ValidateFP8Compose(lim, in)
+func FP8ComposeCurrent(lim Limits, in FP8ComposeCurrentInput) (FP8ComposeCurrentOutput, error) {
+	plan, err := ValidateFP8ComposeCurrent(lim, in)
 	if err != nil {
-		return FP8ComposeOutput{}, err
+		return FP8ComposeCurrentOutput{}, err
 	}
 	cur, err := NormalizeCurrent(plan, in.Current, in.M)
 	if err != nil {
-		return FP8ComposeOutput{}, err
+		return FP8ComposeCurrentOutput{}, err
 	}
 	q, err := FP8QuantizeRow(lim, FP8QuantizeRowInput{X: cur})
 	if err != nil {
-		return FP8ComposeOutput{}, err
+		return FP8ComposeCurrentOutput{}, err
 	}
 	out := NewRows(FP8RowBytes, plan.Total)
 	row, base := 0, 0
 	for b, ps := range in.PrefixSlots {
 		for _, s := range ps {
 			if err := lim.poll(row, "prefix_slots"); err != nil {
-				return FP8ComposeOutput{}, err
+				return FP8ComposeCurrentOutput{}, err
 			}
 			copy(out.Row(row), in.Pool.Rows.Row(int(s)))
 			row++
@@ -142,5 +142,5 @@ func FP8ComposeCurrent(lim Limits, in FP8ComposeInput) (FP8ComposeOutput, error)
 		}
 		base += in.Lens[b]
 	}
-	return FP8ComposeOutput{Rows: out}, nil
+	return FP8ComposeCurrentOutput{Rows: out}, nil
 }

@@ -8,7 +8,7 @@ import (
 
 // Validation for fp8.compose_current (docs/spec/cp-layout.md §7.5).
 
-// ValidateFP8Compose checks an fp8.compose_current input in the order both
+// ValidateFP8ComposeCurrent checks an fp8.compose_current input in the order both
 // twins report (docs/spec/cp-layout.md §7.5): the pool; one prefix and one current
 // slot list per length (ErrLengthMismatch); lengths >= 0; the contract
 // (ErrBadEnum); the layout and lay.L == lens (ErrLayoutMismatch), or no
@@ -17,7 +17,7 @@ import (
 // L_b entries; the stride; the current buffer's shape and width; its row
 // count (ErrRowContract); every current value finite (ErrNonFinite); the
 // output bound.
-func ValidateFP8Compose(lim Limits, in FP8ComposeInput) (FP8ComposePlan, error) {
+func ValidateFP8ComposeCurrent(lim Limits, in FP8ComposeCurrentInput) (FP8ComposePlan, error) {
 	n, err := CheckFP8Pool("pool", in.Pool)
 	if err != nil {
 		return FP8ComposePlan{}, err

@@ -29,7 +29,7 @@ func TestComposeSeedMinimal(t *testing.T) {
 	for i := range pool.Rows.Row(2) {
 		pool.Rows.Row(2)[i], pool.Rows.Row(3)[i] = 1, 2
 	}
-	out, err := ref.FP8ComposeCurrent(ref.DefaultLimits(), ref.FP8ComposeInput{
+	out, err := ref.FP8ComposeCurrent(ref.DefaultLimits(), ref.FP8ComposeCurrentInput{
 		Pool: pool, PrefixSlots: [][]int64{{2, 3}}, CurrentSlots: [][]int64{{4}}, Lens: []int{1},
 		Contract: ref.ContractGlobalValid, Current: bf16Row(1, 0x3F80),
 	})
@@ -62,7 +62,7 @@ func TestComposeContracts(t *testing.T) {
 	lim := ref.DefaultLimits()
 	pool := ref.FP8Pool{PageSize: 1, Size: 4, Rows: ref.NewRows(ref.FP8RowBytes, 5)}
 	sp := ref.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1}
-	in := ref.FP8ComposeInput{Pool: pool, PrefixSlots: [][]int64{{}}, CurrentSlots: [][]int64{{1, 2, 3}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalComputePadded, Current: bf16Row(3, 0x3F80)}
+	in := ref.FP8ComposeCurrentInput{Pool: pool, PrefixSlots: [][]int64{{}}, CurrentSlots: [][]int64{{1, 2, 3}}, Lens: []int{3}, Layout: &sp, Contract: ref.ContractLocalComputePadded, Current: bf16Row(3, 0x3F80)}
 	if _, err := ref.FP8ComposeCurrent(lim, in); !errors.Is(err, ref.ErrRowContract) {
 		t.Errorf("global rows as compute-padded: got %v, want ErrRowContract", err)
 	}

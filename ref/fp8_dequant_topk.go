@@ -11,8 +11,8 @@ import (
 const DequantRowBytes = MLABF16RowBytes
 
 var (
-	// ErrTopkIndexOutOfRange: a top-k row id outside [-1, N) (docs/spec/cp-layout.md §7.6).
-	ErrTopkIndexOutOfRange = NewSentinel("topk_index_out_of_range", "top-k index outside [-1, N)")
+	// ErrTopKIndexOutOfRange: a top-k row id outside [-1, N) (docs/spec/cp-layout.md §7.6).
+	ErrTopKIndexOutOfRange = NewSentinel("topk_index_out_of_range", "top-k index outside [-1, N)")
 	// ErrDequantVerifyMismatch: the verify gate found a sparse row that
 	// differs from the full dequant (docs/spec/cp-layout.md §7.6 step 4).
 	ErrDequantVerifyMismatch = NewSentinel("dequant_verify_mismatch", "top-k dequant differs from full dequant")
@@ -40,11 +40,11 @@ type FP8DequantTopKOutput struct {
 	Rows Rows `json:"rows"`
 }
 
-// ValidateDequantTopK checks kq's shape (ErrRowCount) and width (656,
+// ValidateFP8DequantTopK checks kq's shape (ErrRowCount) and width (656,
 // ErrUnsupportedDims), then
 // every top-k entry in query-major order: -1 <= idx < N, else
-// ErrTopkIndexOutOfRange (docs/spec/cp-layout.md §7.6 step 1: before any write).
-func ValidateDequantTopK(kq Rows, topk [][]int32) error {
+// ErrTopKIndexOutOfRange (docs/spec/cp-layout.md §7.6 step 1: before any write).
+func ValidateFP8DequantTopK(kq Rows, topk [][]int32) error {
 	if err := CheckFP8Rows("kq", kq); err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func ValidateDequantTopK(kq Rows, topk [][]int32) error {
 	for q, row := range topk {
 		for j, idx := range row {
 			if idx < -1 || int64(idx) >= n {
-				return Reject(ErrTopkIndexOutOfRange, fmt.Sprintf("topk[%d][%d]", q, j), idx, fmt.Sprintf("in [-1, N=%d)", n))
+				return Reject(ErrTopKIndexOutOfRange, fmt.Sprintf("topk[%d][%d]", q, j), idx, fmt.Sprintf("in [-1, N=%d)", n))
 			}
 		}
 	}
@@ -84,7 +84,7 @@ func FullDequant656(kq Rows) Rows {
 // not modified. out must hold N rows of 1152 B (ErrRowCount). With verify
 // the full dequant is computed and compared on the written rows.
 func DequantTopKInPlace(kq Rows, topk [][]int32, out Rows, verify bool) error {
-	if err := ValidateDequantTopK(kq, topk); err != nil {
+	if err := ValidateFP8DequantTopK(kq, topk); err != nil {
 		return err
 	}
 	if out.W != DequantRowBytes {
@@ -127,7 +127,7 @@ func sortedKeys(m map[int32]bool) []int32 {
 // referenced rows, ascending, each dequantized once. With verify, each is
 // compared against the full dequant of the buffer.
 func FP8DequantTopK(lim Limits, in FP8DequantTopKInput) (FP8DequantTopKOutput, error) {
-	if err := ValidateDequantTopK(in.Kq, in.TopK); err != nil {
+	if err := ValidateFP8DequantTopK(in.Kq, in.TopK); err != nil {
 		return FP8DequantTopKOutput{}, err
 	}
 	set := map[int32]bool{}

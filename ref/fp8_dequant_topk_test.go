@@ -61,7 +61,7 @@ func TestDequantTopKInPlace(t *testing.T) {
 	}
 	clean := ref.NewRows(ref.DequantRowBytes, 4)
 	err := ref.DequantTopKInPlace(kq, [][]int32{{1}, {4}}, clean, false)
-	if ie, ok := ref.AsInputError(err); !ok || !errors.Is(err, ref.ErrTopkIndexOutOfRange) || ie.Field != "topk[1][0]" {
+	if ie, ok := ref.AsInputError(err); !ok || !errors.Is(err, ref.ErrTopKIndexOutOfRange) || ie.Field != "topk[1][0]" {
 		t.Errorf("index 4 of 4 rows: got %v", err)
 	}
 	for _, b := range clean.B {

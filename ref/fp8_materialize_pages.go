@@ -16,8 +16,8 @@ type FP8Pool struct {
 	Rows Rows `json:"rows"`
 }
 
-// FP8StoreInput is the input of fp8.store_pages (docs/spec/cp-layout.md §7.4 Store).
-type FP8StoreInput struct {
+// FP8StorePagesInput is the input of fp8.store_pages (docs/spec/cp-layout.md §7.4 Store).
+type FP8StorePagesInput struct {
 	// Pool is the pool before the store.
 	Pool FP8Pool `json:"pool"`
 	// Locs are the destination slots, one per row, pairwise distinct.
@@ -26,32 +26,32 @@ type FP8StoreInput struct {
 	Rows Rows `json:"rows"`
 }
 
-// FP8StoreOutput is the pool after fp8.store_pages.
-type FP8StoreOutput struct {
+// FP8StorePagesOutput is the pool after fp8.store_pages.
+type FP8StorePagesOutput struct {
 	// Pool is the pool with the rows written.
 	Pool FP8Pool `json:"pool"`
 }
 
-// FP8MaterializeInput is the input of fp8.materialize_pages (docs/spec/cp-layout.md
+// FP8MaterializePagesInput is the input of fp8.materialize_pages (docs/spec/cp-layout.md
 // §7.4 Materialize).
-type FP8MaterializeInput struct {
+type FP8MaterializePagesInput struct {
 	// Pool is the pool to read.
 	Pool FP8Pool `json:"pool"`
 	// Slots lists the slots to gather, in output order (repeats allowed).
 	Slots []int64 `json:"slots"`
 }
 
-// FP8MaterializeOutput is fp8.materialize_pages' result.
-type FP8MaterializeOutput struct {
+// FP8MaterializePagesOutput is fp8.materialize_pages' result.
+type FP8MaterializePagesOutput struct {
 	// Rows is the concatenation of the raw pool rows at Slots.
 	Rows Rows `json:"rows"`
 }
 
 // FP8StorePages is fp8.store_pages (docs/spec/cp-layout.md §7.4 Store): the pool with
 // row e written at slot locs[e]; every other slot unchanged.
-func FP8StorePages(_ Limits, in FP8StoreInput) (FP8StoreOutput, error) {
-	if err := ValidateFP8Store(in); err != nil {
-		return FP8StoreOutput{}, err
+func FP8StorePages(_ Limits, in FP8StorePagesInput) (FP8StorePagesOutput, error) {
+	if err := ValidateFP8StorePages(in); err != nil {
+		return FP8StorePagesOutput{}, err
 	}
 	pool := NewRows(FP8RowBytes, in.Pool.Rows.N())
 	for s := range pool.N() {
@@ -60,21 +60,21 @@ func FP8StorePages(_ Limits, in FP8StoreInput) (FP8StoreOutput, error) {
 	for e, loc := range in.Locs {
 		copy(pool.Row(int(loc)), in.Rows.Row(e))
 	}
-	return FP8StoreOutput{Pool: FP8Pool{PageSize: in.Pool.PageSize, Size: in.Pool.Size, Rows: pool}}, nil
+	return FP8StorePagesOutput{Pool: FP8Pool{PageSize: in.Pool.PageSize, Size: in.Pool.Size, Rows: pool}}, nil
 }
 
 // FP8MaterializePages is fp8.materialize_pages (docs/spec/cp-layout.md §7.4
 // Materialize): the raw rows at slots, concatenated (no dequant).
-func FP8MaterializePages(lim Limits, in FP8MaterializeInput) (FP8MaterializeOutput, error) {
-	if err := ValidateFP8Materialize(lim, in); err != nil {
-		return FP8MaterializeOutput{}, err
+func FP8MaterializePages(lim Limits, in FP8MaterializePagesInput) (FP8MaterializePagesOutput, error) {
+	if err := ValidateFP8MaterializePages(lim, in); err != nil {
+		return FP8MaterializePagesOutput{}, err
 	}
 	out := NewRows(FP8RowBytes, len(in.Slots))
 	for i, s := range in.Slots {
 		if err := lim.poll(i, "slots"); err != nil {
-			return FP8MaterializeOutput{}, err
+			return FP8MaterializePagesOutput{}, err
 		}
 		copy(out.Row(i), in.Pool.Rows.Row(int(s)))
 	}
-	return FP8MaterializeOutput{Rows: out}, nil
+	return FP8MaterializePagesOutput{Rows: out}, nil
 }

@@ -43,11 +43,11 @@ func CheckFP8Pool(field string, p FP8Pool) (int64, error) {
 	return n, nil
 }
 
-// ValidateFP8Store checks an fp8.store_pages input in the order both twins
+// ValidateFP8StorePages checks an fp8.store_pages input in the order both twins
 // report: the pool, the rows' shape, one row per loc (ErrLengthMismatch),
 // then each loc in order: in [0, numSlots) (ErrSlotOutOfRange), not seen
 // before in this call (ErrDuplicateSlot).
-func ValidateFP8Store(in FP8StoreInput) error {
+func ValidateFP8StorePages(in FP8StorePagesInput) error {
 	n, err := CheckFP8Pool("pool", in.Pool)
 	if err != nil {
 		return err
@@ -71,10 +71,10 @@ func ValidateFP8Store(in FP8StoreInput) error {
 	return nil
 }
 
-// ValidateFP8Materialize checks an fp8.materialize_pages input: the pool,
+// ValidateFP8MaterializePages checks an fp8.materialize_pages input: the pool,
 // then every slot in [0, numSlots) (ErrSlotOutOfRange), then the output
 // bound.
-func ValidateFP8Materialize(lim Limits, in FP8MaterializeInput) error {
+func ValidateFP8MaterializePages(lim Limits, in FP8MaterializePagesInput) error {
 	n, err := CheckFP8Pool("pool", in.Pool)
 	if err != nil {
 		return err

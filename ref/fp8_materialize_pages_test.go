@@ -26,11 +26,11 @@ func TestFP8StoreMaterializeRoundTrip(t *testing.T) {
 	pool := ref.FP8Pool{PageSize: 2, Size: 6, Rows: fp8TestRows(8, 0)}
 	locs := []int64{4, 5, 2, 3, 6, 7}
 	rows := fp8TestRows(6, 100)
-	st, err := ref.FP8StorePages(lim, ref.FP8StoreInput{Pool: pool, Locs: locs, Rows: rows})
+	st, err := ref.FP8StorePages(lim, ref.FP8StorePagesInput{Pool: pool, Locs: locs, Rows: rows})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := ref.FP8MaterializePages(lim, ref.FP8MaterializeInput{Pool: st.Pool, Slots: locs})
+	m, err := ref.FP8MaterializePages(lim, ref.FP8MaterializePagesInput{Pool: st.Pool, Slots: locs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,18 +53,18 @@ func TestFP8PoolBadInput(t *testing.T) {
 	pool := ref.FP8Pool{PageSize: 2, Size: 2, Rows: fp8TestRows(4, 0)}
 	for _, tc := range []struct {
 		name  string
-		in    ref.FP8StoreInput
+		in    ref.FP8StorePagesInput
 		want  *ref.Sentinel
 		field string
 	}{
-		{"loc-num-slots", ref.FP8StoreInput{Pool: pool, Locs: []int64{4}, Rows: fp8TestRows(1, 9)}, ref.ErrSlotOutOfRange, "locs[0]"},
-		{"loc-negative", ref.FP8StoreInput{Pool: pool, Locs: []int64{0, -1}, Rows: fp8TestRows(2, 9)}, ref.ErrSlotOutOfRange, "locs[1]"},
-		{"duplicate", ref.FP8StoreInput{Pool: pool, Locs: []int64{3, 1, 3}, Rows: fp8TestRows(3, 9)}, ref.ErrDuplicateSlot, "locs[2]"},
-		{"length", ref.FP8StoreInput{Pool: pool, Locs: []int64{0}, Rows: fp8TestRows(2, 9)}, ref.ErrLengthMismatch, "rows"},
-		{"row-width", ref.FP8StoreInput{Pool: pool, Locs: []int64{}, Rows: ref.Rows{W: 1152, B: []byte{}}}, ref.ErrUnsupportedDims, "rows.w"},
-		{"page-size", ref.FP8StoreInput{Pool: ref.FP8Pool{PageSize: 0, Size: 4, Rows: fp8TestRows(4, 0)}, Locs: []int64{}, Rows: fp8TestRows(0, 0)}, ref.ErrPagePlan, "pool.page_size"},
-		{"size", ref.FP8StoreInput{Pool: ref.FP8Pool{PageSize: 2, Size: -2, Rows: fp8TestRows(0, 0)}, Locs: []int64{}, Rows: fp8TestRows(0, 0)}, ref.ErrNegative, "pool.size"},
-		{"pool-rows", ref.FP8StoreInput{Pool: ref.FP8Pool{PageSize: 2, Size: 3, Rows: fp8TestRows(4, 0)}, Locs: []int64{}, Rows: fp8TestRows(0, 0)}, ref.ErrRowCount, "pool.rows"},
+		{"loc-num-slots", ref.FP8StorePagesInput{Pool: pool, Locs: []int64{4}, Rows: fp8TestRows(1, 9)}, ref.ErrSlotOutOfRange, "locs[0]"},
+		{"loc-negative", ref.FP8StorePagesInput{Pool: pool, Locs: []int64{0, -1}, Rows: fp8TestRows(2, 9)}, ref.ErrSlotOutOfRange, "locs[1]"},
+		{"duplicate", ref.FP8StorePagesInput{Pool: pool, Locs: []int64{3, 1, 3}, Rows: fp8TestRows(3, 9)}, ref.ErrDuplicateSlot, "locs[2]"},
+		{"length", ref.FP8StorePagesInput{Pool: pool, Locs: []int64{0}, Rows: fp8TestRows(2, 9)}, ref.ErrLengthMismatch, "rows"},
+		{"row-width", ref.FP8StorePagesInput{Pool: pool, Locs: []int64{}, Rows: ref.Rows{W: 1152, B: []byte{}}}, ref.ErrUnsupportedDims, "rows.w"},
+		{"page-size", ref.FP8StorePagesInput{Pool: ref.FP8Pool{PageSize: 0, Size: 4, Rows: fp8TestRows(4, 0)}, Locs: []int64{}, Rows: fp8TestRows(0, 0)}, ref.ErrPagePlan, "pool.page_size"},
+		{"size", ref.FP8StorePagesInput{Pool: ref.FP8Pool{PageSize: 2, Size: -2, Rows: fp8TestRows(0, 0)}, Locs: []int64{}, Rows: fp8TestRows(0, 0)}, ref.ErrNegative, "pool.size"},
+		{"pool-rows", ref.FP8StorePagesInput{Pool: ref.FP8Pool{PageSize: 2, Size: 3, Rows: fp8TestRows(4, 0)}, Locs: []int64{}, Rows: fp8TestRows(0, 0)}, ref.ErrRowCount, "pool.rows"},
 	} {
 		_, err := ref.FP8StorePages(lim, tc.in)
 		ie, ok := ref.AsInputError(err)
@@ -72,7 +72,7 @@ func TestFP8PoolBadInput(t *testing.T) {
 			t.Errorf("%s: got %v, want %v at %s", tc.name, err, tc.want, tc.field)
 		}
 	}
-	_, err := ref.FP8MaterializePages(lim, ref.FP8MaterializeInput{Pool: pool, Slots: []int64{0, 4}})
+	_, err := ref.FP8MaterializePages(lim, ref.FP8MaterializePagesInput{Pool: pool, Slots: []int64{0, 4}})
 	if ie, ok := ref.AsInputError(err); !ok || !errors.Is(err, ref.ErrSlotOutOfRange) || ie.Field != "slots[1]" {
 		t.Errorf("materialize slot 4 of 4: got %v", err)
 	}

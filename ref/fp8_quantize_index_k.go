@@ -197,9 +197,16 @@ type FP8QuantizeIndexKInput struct {
 	X Rows `json:"x"`
 }
 
-// FP8RowsOutput is the quantized row buffer of fp8.quantize_row (656-byte
-// rows) and fp8.quantize_index_k (132-byte rows).
-type FP8RowsOutput struct {
+// FP8QuantizeRowOutput is the output of fp8.quantize_row: 656-byte FP8
+// rows.
+type FP8QuantizeRowOutput struct {
+	// Rows is the quantized rows, one per input row, in input order.
+	Rows Rows `json:"rows"`
+}
+
+// FP8QuantizeIndexKOutput is the output of fp8.quantize_index_k: 132-byte
+// index-key rows.
+type FP8QuantizeIndexKOutput struct {
 	// Rows is the quantized rows, one per input row, in input order.
 	Rows Rows `json:"rows"`
 }
@@ -233,10 +240,10 @@ func FirstNonFiniteIndexK(i int, row []byte) error {
 
 // FP8QuantizeRow is fp8.quantize_row (docs/spec/cp-layout.md §7.2): each 1152-byte
 // MLA bf16 row of X quantized to its 656-byte FP8 row, in mode in.Mode.
-func FP8QuantizeRow(_ Limits, in FP8QuantizeRowInput) (FP8RowsOutput, error) {
+func FP8QuantizeRow(_ Limits, in FP8QuantizeRowInput) (FP8QuantizeRowOutput, error) {
 	m, err := validateFP8QuantizeRow(in)
 	if err != nil {
-		return FP8RowsOutput{}, err
+		return FP8QuantizeRowOutput{}, err
 	}
 	out := NewRows(FP8RowBytes, in.X.N())
 	for i := range in.X.N() {
@@ -251,18 +258,18 @@ func FP8QuantizeRow(_ Limits, in FP8QuantizeRowInput) (FP8RowsOutput, error) {
 		}
 		row, err := quantizeRow656(nope, rope, m)
 		if err != nil {
-			return FP8RowsOutput{}, err
+			return FP8QuantizeRowOutput{}, err
 		}
 		copy(out.Row(i), row[:])
 	}
-	return FP8RowsOutput{Rows: out}, nil
+	return FP8QuantizeRowOutput{Rows: out}, nil
 }
 
 // FP8QuantizeIndexK is fp8.quantize_index_k (docs/spec/cp-layout.md §7.3): each
 // 256-byte bf16 key of X quantized to its 132-byte row.
-func FP8QuantizeIndexK(_ Limits, in FP8QuantizeIndexKInput) (FP8RowsOutput, error) {
+func FP8QuantizeIndexK(_ Limits, in FP8QuantizeIndexKInput) (FP8QuantizeIndexKOutput, error) {
 	if err := validateFP8QuantizeIndexK(in); err != nil {
-		return FP8RowsOutput{}, err
+		return FP8QuantizeIndexKOutput{}, err
 	}
 	out := NewRows(IndexKRowBytes, in.X.N())
 	for i := range in.X.N() {
@@ -273,9 +280,9 @@ func FP8QuantizeIndexK(_ Limits, in FP8QuantizeIndexKInput) (FP8RowsOutput, erro
 		}
 		row, err := quantizeIndexK(k)
 		if err != nil {
-			return FP8RowsOutput{}, err
+			return FP8QuantizeIndexKOutput{}, err
 		}
 		copy(out.Row(i), row[:])
 	}
-	return FP8RowsOutput{Rows: out}, nil
+	return FP8QuantizeIndexKOutput{Rows: out}, nil
 }

@@ -72,7 +72,7 @@ func FP8StoreValidRows(lim Limits, in FP8StoreValidRowsInput) (FP8StoreValidRows
 		}
 		return FP8StoreValidRowsOutput{}, err
 	}
-	st, err := FP8StorePages(lim, FP8StoreInput{Pool: in.Pool, Locs: StoreValidLocs(plan.Lay, in.Rank, in.ReqToToken, in.PrefixLens), Rows: q.Rows})
+	st, err := FP8StorePages(lim, FP8StorePagesInput{Pool: in.Pool, Locs: StoreValidLocs(plan.Lay, in.Rank, in.ReqToToken, in.PrefixLens), Rows: q.Rows})
 	if err != nil {
 		return FP8StoreValidRowsOutput{}, err
 	}

@@ -82,8 +82,8 @@ type AckStep struct {
 	IDs []NodeID `json:"ids,omitzero"`
 }
 
-// AckScriptInput is the input of hicache.ack_script.
-type AckScriptInput struct {
+// HiCacheAckScriptInput is the input of hicache.ack_script.
+type HiCacheAckScriptInput struct {
 	// Steps run in order; the first must be a create.
 	Steps []AckStep `json:"steps"`
 }
@@ -123,8 +123,8 @@ type AckStepResult struct {
 	DuplicateAcks []int `json:"duplicate_acks"`
 }
 
-// AckScriptOutput is the output of hicache.ack_script.
-type AckScriptOutput struct {
+// HiCacheAckScriptOutput is the output of hicache.ack_script.
+type HiCacheAckScriptOutput struct {
 	// Trace has one result per step run.
 	Trace []AckStepResult `json:"trace"`
 	// Ranks is each rank's final observable state, in rank order.
@@ -137,21 +137,21 @@ func ackStepConfig(s AckStep) AckConfig {
 	return AckConfig{NumLayers: s.Layers, HostCapacity: s.HostCapacity}
 }
 
-// RunAckScript runs a validated script on ranks built by newQueue. Both
+// RunHiCacheAckScript runs a validated script on ranks built by newQueue. Both
 // twins of hicache.ack_script call it with their own constructor, so the
 // group semantics are written once and the write states are what differs.
-func RunAckScript(lim Limits, in AckScriptInput, newQueue NewAckQueueFunc) (AckScriptOutput, error) {
+func RunHiCacheAckScript(lim Limits, in HiCacheAckScriptInput, newQueue NewAckQueueFunc) (HiCacheAckScriptOutput, error) {
 	if err := validateAckScript(lim, in); err != nil {
-		return AckScriptOutput{}, err
+		return HiCacheAckScriptOutput{}, err
 	}
 	var group []AckQueue
-	out := AckScriptOutput{Trace: make([]AckStepResult, 0, len(in.Steps)), Ranks: []AckState{}}
+	out := HiCacheAckScriptOutput{Trace: make([]AckStepResult, 0, len(in.Steps)), Ranks: []AckState{}}
 	for i, s := range in.Steps {
 		at := Idx("steps", i) + "."
 		if s.Op == AckCreate {
 			g, err := newGroup(s, newQueue)
 			if err != nil {
-				return AckScriptOutput{}, prefixField(err, at)
+				return HiCacheAckScriptOutput{}, prefixField(err, at)
 			}
 			group = g
 		}
@@ -357,7 +357,7 @@ func withError(o AckOutcome, err error, index int) AckOutcome {
 	return o
 }
 
-// AckScript is the reference twin of hicache.ack_script (docs/spec/radix-acks.md §3).
-func AckScript(lim Limits, in AckScriptInput) (AckScriptOutput, error) {
-	return RunAckScript(lim, in, NewAckQueue)
+// HiCacheAckScript is the reference twin of hicache.ack_script (docs/spec/radix-acks.md §3).
+func HiCacheAckScript(lim Limits, in HiCacheAckScriptInput) (HiCacheAckScriptOutput, error) {
+	return RunHiCacheAckScript(lim, in, NewAckQueue)
 }

@@ -21,7 +21,7 @@ var ackOps = []string{AckCreate, AckNode, AckEvictDevice, AckLock, AckUnlock, Ac
 // after each step, a trace whose per-rank entries — the group's ranks summed
 // over the steps so far, 16 bytes each — exceed lim (ErrTooLarge at the
 // ranks of the create in effect).
-func validateAckScript(lim Limits, in AckScriptInput) error {
+func validateAckScript(lim Limits, in HiCacheAckScriptInput) error {
 	if len(in.Steps) == 0 || in.Steps[0].Op != AckCreate {
 		op := ""
 		if len(in.Steps) > 0 {

@@ -8,8 +8,8 @@ import (
 
 // The script's group semantics: MIN draining over ranks with independent
 // readiness, and group steps some rank must reject refused as a whole.
-func TestAckScriptDrainsTheMinOverRanks(t *testing.T) {
-	in := AckScriptInput{Steps: []AckStep{
+func TestHiCacheAckScriptDrainsTheMinOverRanks(t *testing.T) {
+	in := HiCacheAckScriptInput{Steps: []AckStep{
 		{Op: AckCreate, Ranks: 2, Layers: 1, HostCapacity: 4},
 		{Op: AckNode, ValueLen: 1},
 		{Op: AckNode, ValueLen: 1},
@@ -21,7 +21,7 @@ func TestAckScriptDrainsTheMinOverRanks(t *testing.T) {
 		{Op: AckEventsComplete, K: 1},         // beyond rank 0's unready acks: refused on every rank
 		{Op: AckWritingCheck},                 // MIN = 1
 	}}
-	out, err := AckScript(DefaultLimits(), in)
+	out, err := HiCacheAckScript(DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,15 +43,15 @@ func TestAckScriptDrainsTheMinOverRanks(t *testing.T) {
 }
 
 // A terminal consumer error ends the run; later steps are not traced.
-func TestAckScriptHaltsAtTerminalError(t *testing.T) {
-	in := AckScriptInput{Steps: []AckStep{
+func TestHiCacheAckScriptHaltsAtTerminalError(t *testing.T) {
+	in := HiCacheAckScriptInput{Steps: []AckStep{
 		{Op: AckCreate, Ranks: 1, Layers: 1},
 		{Op: AckAppend, IDs: []NodeID{9}},
 		{Op: AckEventsComplete, K: 1},
 		{Op: AckWritingCheck},
 		{Op: AckHas, Node: 9},
 	}}
-	out, err := AckScript(DefaultLimits(), in)
+	out, err := HiCacheAckScript(DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +62,8 @@ func TestAckScriptHaltsAtTerminalError(t *testing.T) {
 }
 
 // Refusals are reported with their reason, not as errors.
-func TestAckScriptReportsRefusalReasons(t *testing.T) {
-	in := AckScriptInput{Steps: []AckStep{
+func TestHiCacheAckScriptReportsRefusalReasons(t *testing.T) {
+	in := HiCacheAckScriptInput{Steps: []AckStep{
 		{Op: AckCreate, Ranks: 2, Layers: 2, HostCapacity: 1},
 		{Op: AckNode, ValueLen: 1},
 		{Op: AckNode, ValueLen: 1},
@@ -71,7 +71,7 @@ func TestAckScriptReportsRefusalReasons(t *testing.T) {
 		{Op: AckReserve, Node: 1, Owned: []int{1, 0}},
 		{Op: AckWriteNonCP, Node: 2},
 	}}
-	out, err := AckScript(DefaultLimits(), in)
+	out, err := HiCacheAckScript(DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestAckScriptReportsRefusalReasons(t *testing.T) {
 }
 
 // Scripts that cannot run are rejected whole, naming the step's field.
-func TestAckScriptRejectsUnrunnableScripts(t *testing.T) {
+func TestHiCacheAckScriptRejectsUnrunnableScripts(t *testing.T) {
 	create := AckStep{Op: AckCreate, Ranks: 2, Layers: 1, HostCapacity: 4}
 	cases := []struct {
 		name  string
@@ -102,7 +102,7 @@ func TestAckScriptRejectsUnrunnableScripts(t *testing.T) {
 		{"rank out of range", []AckStep{create, {Op: AckEventsComplete, Rank: new(2)}}, ErrBadCPRank, "steps[1].rank"},
 	}
 	for _, c := range cases {
-		_, err := AckScript(DefaultLimits(), AckScriptInput{Steps: c.steps})
+		_, err := HiCacheAckScript(DefaultLimits(), HiCacheAckScriptInput{Steps: c.steps})
 		ie, ok := AsInputError(err)
 		if !errors.Is(err, c.want) || !ok || ie.Field != c.field {
 			t.Errorf("%s: got %v, want %s at %s", c.name, err, c.want.Code(), c.field)
@@ -110,14 +110,14 @@ func TestAckScriptRejectsUnrunnableScripts(t *testing.T) {
 	}
 }
 
-// TestAckScriptRejectsLayersWhoseFlagTableOverflows is the hostile-input
+// TestHiCacheAckScriptRejectsLayersWhoseFlagTableOverflows is the hostile-input
 // harness's finding on hicache.ack_script: the group's table size
 // ranks·(host_capacity + layers·(registrations+1)) was formed unchecked, so
 // layers = 2^63−1 (or 2^61 with 7 registrations: 2^64 flags, i.e. 0)
 // wrapped it below the output bound and the first reservation's
 // make([]bool, layers) panicked in both twins. The layers term is checked
 // on its own and named; the sum and the product then cannot wrap silently.
-func TestAckScriptRejectsLayersWhoseFlagTableOverflows(t *testing.T) {
+func TestHiCacheAckScriptRejectsLayersWhoseFlagTableOverflows(t *testing.T) {
 	backup := AckStep{Op: AckWriteBackup, Node: 1, Owned: []int{1, 1, 1}}
 	script := func(layers, regs int) []AckStep {
 		steps := []AckStep{{Op: AckCreate, Ranks: 3, Layers: layers, HostCapacity: 10}, {Op: AckNode, ValueLen: 3}}
@@ -138,7 +138,7 @@ func TestAckScriptRejectsLayersWhoseFlagTableOverflows(t *testing.T) {
 		{"layers 2^40: fits int64, not the limits", script(1<<40, 0)[:1], ErrTooLarge, "steps[0].host_capacity"},
 		{"capacity near 2^63", []AckStep{{Op: AckCreate, Ranks: 1, Layers: 1, HostCapacity: 1<<63 - 1}}, ErrOverflow, "steps[0].host_capacity"},
 	} {
-		_, err := AckScript(DefaultLimits(), AckScriptInput{Steps: c.steps})
+		_, err := HiCacheAckScript(DefaultLimits(), HiCacheAckScriptInput{Steps: c.steps})
 		ie, ok := AsInputError(err)
 		if !errors.Is(err, c.want) || !ok || ie.Field != c.field {
 			t.Errorf("%s: got %v, want %s at %s", c.name, err, c.want.Code(), c.field)
@@ -146,14 +146,14 @@ func TestAckScriptRejectsLayersWhoseFlagTableOverflows(t *testing.T) {
 	}
 }
 
-// TestAckScriptBoundsTheTraceTheRankCountMultiplies: every step's result
+// TestHiCacheAckScriptBoundsTheTraceTheRankCountMultiplies: every step's result
 // carries one ready prefix and one duplicate count per rank, and runs the
 // step on every rank, so a create of 100,000 ranks — within its own bound
 // (ranks × (host_capacity + layers) × 8 bytes) — made each of the
 // following one-word steps cost 1.6 MB of trace and 100,000 rank steps.
 // The trace's per-rank entries are bounded like an output, at the create
 // whose ranks they multiply.
-func TestAckScriptBoundsTheTraceTheRankCountMultiplies(t *testing.T) {
+func TestHiCacheAckScriptBoundsTheTraceTheRankCountMultiplies(t *testing.T) {
 	steps := []AckStep{{Op: AckCreate, Ranks: 100_000, Layers: 1}}
 	for range 100 {
 		steps = append(steps, AckStep{Op: AckReset})
@@ -161,7 +161,7 @@ func TestAckScriptBoundsTheTraceTheRankCountMultiplies(t *testing.T) {
 	lim := Limits{MaxOutputBytes: 1 << 20}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	_, err := AckScript(lim, AckScriptInput{Steps: steps})
+	_, err := HiCacheAckScript(lim, HiCacheAckScriptInput{Steps: steps})
 	runtime.ReadMemStats(&m1)
 	if ie, ok := AsInputError(err); !ok || !errors.Is(err, ErrTooLarge) || ie.Field != "steps[0].ranks" {
 		t.Errorf("got %v, want too_large at steps[0].ranks", err)
@@ -170,7 +170,7 @@ func TestAckScriptBoundsTheTraceTheRankCountMultiplies(t *testing.T) {
 		t.Errorf("allocated %d bytes before rejecting", a)
 	}
 	// The same group for a few steps fits: 4 × 2 ranks' entries.
-	if _, err := AckScript(lim, AckScriptInput{Steps: []AckStep{{Op: AckCreate, Ranks: 2, Layers: 1}, {Op: AckReset}, {Op: AckReset}, {Op: AckReset}}}); err != nil {
+	if _, err := HiCacheAckScript(lim, HiCacheAckScriptInput{Steps: []AckStep{{Op: AckCreate, Ranks: 2, Layers: 1}, {Op: AckReset}, {Op: AckReset}, {Op: AckReset}}}); err != nil {
 		t.Errorf("a small script: %v", err)
 	}
 }

@@ -32,8 +32,8 @@ type CounterStep struct {
 	Layer int `json:"layer,omitzero"`
 }
 
-// LayerDoneScriptInput is the input of hicache.layer_done_script.
-type LayerDoneScriptInput struct {
+// HiCacheLayerDoneScriptInput is the input of hicache.layer_done_script.
+type HiCacheLayerDoneScriptInput struct {
 	// Layers is L, in [1, MaxCounterLayers].
 	Layers int `json:"layers"`
 	// Steps run in order.
@@ -55,15 +55,15 @@ type CounterStepResult struct {
 	State CounterState `json:"state"`
 }
 
-// LayerDoneScriptOutput is the output of hicache.layer_done_script.
-type LayerDoneScriptOutput struct {
+// HiCacheLayerDoneScriptOutput is the output of hicache.layer_done_script.
+type HiCacheLayerDoneScriptOutput struct {
 	// Trace has one result per step.
 	Trace []CounterStepResult `json:"trace"`
 }
 
 // validateLayerDoneScript rejects a script that cannot run: layers outside
 // [1, MaxCounterLayers] or an unknown step (ErrBadEnum).
-func validateLayerDoneScript(in LayerDoneScriptInput) error {
+func validateLayerDoneScript(in HiCacheLayerDoneScriptInput) error {
 	if err := CheckCounterLayers(in.Layers); err != nil {
 		return err
 	}
@@ -77,17 +77,17 @@ func validateLayerDoneScript(in LayerDoneScriptInput) error {
 	return nil
 }
 
-// RunLayerDoneScript runs a validated script on a counter built by
+// RunHiCacheLayerDoneScript runs a validated script on a counter built by
 // newCounter; both twins call it with their own counter.
-func RunLayerDoneScript(in LayerDoneScriptInput, newCounter NewLayerDoneCounterFunc) (LayerDoneScriptOutput, error) {
+func RunHiCacheLayerDoneScript(in HiCacheLayerDoneScriptInput, newCounter NewLayerDoneCounterFunc) (HiCacheLayerDoneScriptOutput, error) {
 	if err := validateLayerDoneScript(in); err != nil {
-		return LayerDoneScriptOutput{}, err
+		return HiCacheLayerDoneScriptOutput{}, err
 	}
 	c, err := newCounter(in.Layers)
 	if err != nil {
-		return LayerDoneScriptOutput{}, err
+		return HiCacheLayerDoneScriptOutput{}, err
 	}
-	out := LayerDoneScriptOutput{Trace: make([]CounterStepResult, 0, len(in.Steps))}
+	out := HiCacheLayerDoneScriptOutput{Trace: make([]CounterStepResult, 0, len(in.Steps))}
 	for i, s := range in.Steps {
 		r := CounterStepResult{Op: s.Op}
 		if err := counterStep(c, s, &r); err != nil {
@@ -122,8 +122,8 @@ func counterStep(c LayerDoneCounter, s CounterStep, r *CounterStepResult) error 
 	return nil
 }
 
-// LayerDoneScript is the reference twin of hicache.layer_done_script
+// HiCacheLayerDoneScript is the reference twin of hicache.layer_done_script
 // (docs/spec/radix-acks.md §5.3).
-func LayerDoneScript(_ Limits, in LayerDoneScriptInput) (LayerDoneScriptOutput, error) {
-	return RunLayerDoneScript(in, NewLayerDoneCounter)
+func HiCacheLayerDoneScript(_ Limits, in HiCacheLayerDoneScriptInput) (HiCacheLayerDoneScriptOutput, error) {
+	return RunHiCacheLayerDoneScript(in, NewLayerDoneCounter)
 }

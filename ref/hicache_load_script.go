@@ -56,8 +56,8 @@ type LoadOp struct {
 	Misuse []LoadMisuse `json:"misuse,omitzero"`
 }
 
-// LoadScriptInput is the input of hicache.load_script.
-type LoadScriptInput struct {
+// HiCacheLoadScriptInput is the input of hicache.load_script.
+type HiCacheLoadScriptInput struct {
 	// Pools configures the host and device arenas every op loads between.
 	Pools LoadPools `json:"pools"`
 	// Ops run in order.
@@ -119,8 +119,8 @@ type DeviceBytes struct {
 // output carries (fixtures stay small; larger arenas give the digest only).
 const maxInlineDeviceBytes = 4096
 
-// LoadScriptOutput is the output of hicache.load_script.
-type LoadScriptOutput struct {
+// HiCacheLoadScriptOutput is the output of hicache.load_script.
+type HiCacheLoadScriptOutput struct {
 	// Trace has one result per op.
 	Trace []LoadOpResult `json:"trace"`
 	// Fallbacks is the loader's fallback log.
@@ -133,7 +133,7 @@ type LoadScriptOutput struct {
 // unknown misuse kind (ErrBadEnum) or a misuse layer outside [0, layers]
 // (ErrLayerOutOfOrder). Bad indices, page sizes and policies are the ops'
 // own refusals, recorded in the trace.
-func validateLoadScript(lim Limits, in LoadScriptInput) error {
+func validateLoadScript(lim Limits, in HiCacheLoadScriptInput) error {
 	if err := validateLoadPools(lim, in.Pools); err != nil {
 		return prefixField(err, "pools.")
 	}
@@ -153,18 +153,18 @@ func validateLoadScript(lim Limits, in LoadScriptInput) error {
 	return nil
 }
 
-// RunLoadScript runs a script on a loader built by newLoader. Both twins of
+// RunHiCacheLoadScript runs a script on a loader built by newLoader. Both twins of
 // hicache.load_script call it with their own loader, so the lifecycle
 // semantics are written once and the loaders are what differs.
-func RunLoadScript(lim Limits, in LoadScriptInput, newLoader NewLoaderFunc) (LoadScriptOutput, error) {
+func RunHiCacheLoadScript(lim Limits, in HiCacheLoadScriptInput, newLoader NewLoaderFunc) (HiCacheLoadScriptOutput, error) {
 	if err := validateLoadScript(lim, in); err != nil {
-		return LoadScriptOutput{}, err
+		return HiCacheLoadScriptOutput{}, err
 	}
 	ld, err := newLoader(lim, in.Pools)
 	if err != nil {
-		return LoadScriptOutput{}, prefixField(err, "pools.")
+		return HiCacheLoadScriptOutput{}, prefixField(err, "pools.")
 	}
-	out := LoadScriptOutput{Trace: make([]LoadOpResult, 0, len(in.Ops))}
+	out := HiCacheLoadScriptOutput{Trace: make([]LoadOpResult, 0, len(in.Ops))}
 	var prev LoadDescriptor
 	for i, op := range in.Ops {
 		r, d := runLoadOp(ld, op, prev, fmt.Sprintf("ops[%d].", i))
@@ -277,8 +277,8 @@ func deviceBytes(a *LoadArena) DeviceBytes {
 	return d
 }
 
-// LoadScript is the reference twin of hicache.load_script (docs/spec/radix-acks.md
+// HiCacheLoadScript is the reference twin of hicache.load_script (docs/spec/radix-acks.md
 // §5.2): the script run on the reference loader.
-func LoadScript(lim Limits, in LoadScriptInput) (LoadScriptOutput, error) {
-	return RunLoadScript(lim, in, NewLoader)
+func HiCacheLoadScript(lim Limits, in HiCacheLoadScriptInput) (HiCacheLoadScriptOutput, error) {
+	return RunHiCacheLoadScript(lim, in, NewLoader)
 }

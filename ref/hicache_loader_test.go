@@ -215,7 +215,7 @@ func TestLoadPoolsRejectALayerCountPastTheBound(t *testing.T) {
 		if ie, ok := AsInputError(err); !ok || !errors.Is(err, ErrBadLoadPools) || ie.Field != "layers" || ie.Value != any(layers) {
 			t.Errorf("layers %d: got %v, want bad_load_pools at layers", layers, err)
 		}
-		_, err = LoadScript(DefaultLimits(), LoadScriptInput{Pools: p, Ops: []LoadOp{{OpID: 1, PageSize: 1, HostIdx: []SlotIdx{}, DevIdx: []SlotIdx{}}}})
+		_, err = HiCacheLoadScript(DefaultLimits(), HiCacheLoadScriptInput{Pools: p, Ops: []LoadOp{{OpID: 1, PageSize: 1, HostIdx: []SlotIdx{}, DevIdx: []SlotIdx{}}}})
 		if ie, ok := AsInputError(err); !ok || ie.Field != "pools.layers" {
 			t.Errorf("script with layers %d: got %v, want a rejection at pools.layers", layers, err)
 		}

@@ -174,10 +174,10 @@ func PlanDeficit(need, free []int) []int {
 	return d
 }
 
-// OwnerCountsInput is the input of hicache.owner_counts (docs/spec/radix-acks.md
+// HiCacheOwnerCountsInput is the input of hicache.owner_counts (docs/spec/radix-acks.md
 // §4.3): one node, given by its token depth and its key length, under a CP
 // group of cp_size ranks with round-robin owners.
-type OwnerCountsInput struct {
+type HiCacheOwnerCountsInput struct {
 	// CPSize is N, in [1, MaxCPSize].
 	CPSize int `json:"cp_size"`
 	// PageSize is the tokens per page, >= 1.
@@ -189,9 +189,9 @@ type OwnerCountsInput struct {
 	Tokens int `json:"tokens"`
 }
 
-// OwnerCountsOutput is the node's pages, their owners and the three
+// HiCacheOwnerCountsOutput is the node's pages, their owners and the three
 // computations of its owner counts, equal by contract (§4.3 O1).
-type OwnerCountsOutput struct {
+type HiCacheOwnerCountsOutput struct {
 	// StartPage is token_depth / page_size.
 	StartPage int `json:"start_page"`
 	// NumPages is tokens / page_size.
@@ -208,17 +208,17 @@ type OwnerCountsOutput struct {
 	ClosedForm []int32 `json:"closed_form"`
 }
 
-// OwnerCounts is the reference twin of hicache.owner_counts: the owners
+// HiCacheOwnerCounts is the reference twin of hicache.owner_counts: the owners
 // listed page by page, then the counts three ways — enumerated from the
 // token depth, populated as metadata (the owners' histogram), and by the
 // closed form.
-func OwnerCounts(lim Limits, in OwnerCountsInput) (OwnerCountsOutput, error) {
-	if err := ValidateOwnerCounts(lim, in); err != nil {
-		return OwnerCountsOutput{}, err
+func HiCacheOwnerCounts(lim Limits, in HiCacheOwnerCountsInput) (HiCacheOwnerCountsOutput, error) {
+	if err := ValidateHiCacheOwnerCounts(lim, in); err != nil {
+		return HiCacheOwnerCountsOutput{}, err
 	}
 	fn := RoundRobin{}
 	s, n := in.TokenDepth/in.PageSize, in.Tokens/in.PageSize
-	out := OwnerCountsOutput{StartPage: s, NumPages: n, PageOwners: pageOwnersOf(fn, s, n, in.CPSize),
+	out := HiCacheOwnerCountsOutput{StartPage: s, NumPages: n, PageOwners: pageOwnersOf(fn, s, n, in.CPSize),
 		Enumerated: EnumerateOwnerCounts(fn, in.TokenDepth, in.Tokens, in.PageSize, in.CPSize),
 		Metadata:   make([]int32, in.CPSize), ClosedForm: make([]int32, in.CPSize)}
 	for _, o := range out.PageOwners {

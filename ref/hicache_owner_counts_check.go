@@ -155,12 +155,12 @@ func checkNodeCP(n NodeState, sizes []int, ps int) error {
 	return nil
 }
 
-// ValidateOwnerCounts rejects, in order: page_size < 1
+// ValidateHiCacheOwnerCounts rejects, in order: page_size < 1
 // (ErrInvalidPageSize), cp_size outside [1, MaxCPSize] (ErrBadCPSize), a
 // negative token_depth or tokens (ErrNegative), either not a multiple of
 // page_size (ErrUnalignedKey), their sum overflowing (ErrOverflow), and a
 // page list over the output limit.
-func ValidateOwnerCounts(lim Limits, in OwnerCountsInput) error {
+func ValidateHiCacheOwnerCounts(lim Limits, in HiCacheOwnerCountsInput) error {
 	if in.PageSize < 1 {
 		return Reject(ErrInvalidPageSize, "page_size", in.PageSize, ">= 1")
 	}

@@ -239,21 +239,21 @@ func TestTreeConfigCPSizes(t *testing.T) {
 // TestOwnerCountsOpBadInput is hicache.owner_counts's bad-input table.
 func TestOwnerCountsOpBadInput(t *testing.T) {
 	for _, c := range []struct {
-		in    OwnerCountsInput
+		in    HiCacheOwnerCountsInput
 		want  *Sentinel
 		field string
 	}{
-		{OwnerCountsInput{CPSize: 2, PageSize: 0}, ErrInvalidPageSize, "page_size"},
-		{OwnerCountsInput{CPSize: 0, PageSize: 1}, ErrBadCPSize, "cp_size"},
-		{OwnerCountsInput{CPSize: MaxCPSize + 1, PageSize: 1}, ErrBadCPSize, "cp_size"},
-		{OwnerCountsInput{CPSize: 2, PageSize: 1, TokenDepth: -1}, ErrNegative, "token_depth"},
-		{OwnerCountsInput{CPSize: 2, PageSize: 1, Tokens: -1}, ErrNegative, "tokens"},
-		{OwnerCountsInput{CPSize: 2, PageSize: 4, TokenDepth: 6}, ErrUnalignedKey, "token_depth"},
-		{OwnerCountsInput{CPSize: 2, PageSize: 4, Tokens: 6}, ErrUnalignedKey, "tokens"},
-		{OwnerCountsInput{CPSize: 2, PageSize: 1, TokenDepth: 1 << 62, Tokens: 1 << 62}, ErrOverflow, "tokens"},
-		{OwnerCountsInput{CPSize: 2, PageSize: 1, Tokens: 1 << 40}, ErrTooLarge, "tokens"},
+		{HiCacheOwnerCountsInput{CPSize: 2, PageSize: 0}, ErrInvalidPageSize, "page_size"},
+		{HiCacheOwnerCountsInput{CPSize: 0, PageSize: 1}, ErrBadCPSize, "cp_size"},
+		{HiCacheOwnerCountsInput{CPSize: MaxCPSize + 1, PageSize: 1}, ErrBadCPSize, "cp_size"},
+		{HiCacheOwnerCountsInput{CPSize: 2, PageSize: 1, TokenDepth: -1}, ErrNegative, "token_depth"},
+		{HiCacheOwnerCountsInput{CPSize: 2, PageSize: 1, Tokens: -1}, ErrNegative, "tokens"},
+		{HiCacheOwnerCountsInput{CPSize: 2, PageSize: 4, TokenDepth: 6}, ErrUnalignedKey, "token_depth"},
+		{HiCacheOwnerCountsInput{CPSize: 2, PageSize: 4, Tokens: 6}, ErrUnalignedKey, "tokens"},
+		{HiCacheOwnerCountsInput{CPSize: 2, PageSize: 1, TokenDepth: 1 << 62, Tokens: 1 << 62}, ErrOverflow, "tokens"},
+		{HiCacheOwnerCountsInput{CPSize: 2, PageSize: 1, Tokens: 1 << 40}, ErrTooLarge, "tokens"},
 	} {
-		_, err := OwnerCounts(DefaultLimits(), c.in)
+		_, err := HiCacheOwnerCounts(DefaultLimits(), c.in)
 		if ie, ok := AsInputError(err); !errors.Is(err, c.want) || !ok || ie.Field != c.field {
 			t.Errorf("%+v: %v, want %s on %s", c.in, err, c.want.Code(), c.field)
 		}

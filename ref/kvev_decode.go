@@ -192,7 +192,7 @@ func decodeKVBatchWithin(payload []byte, lim KVDecodeLimits) (KVBatch, error) {
 // in.Limits; every byte string is an input. It uses no server limits: a
 // payload's declared lengths are bounded by its own size (A6) and its
 // decoded cost by A10's ratio to it.
-func KVEvDecode(_ Limits, in KVEvDecodeInput) (KVMessage, error) {
+func KVEvDecode(_ Limits, in KVEvDecodeInput) (KVEvDecodeOutput, error) {
 	if err := in.Limits.Validate("limits"); err != nil {
 		return KVMessage{}, err
 	}

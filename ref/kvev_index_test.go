@@ -685,7 +685,7 @@ func TestKVEvIndexPrefixHashesAreSeededWithThePagesOwnNamespace(t *testing.T) {
 		withLoraName(evStored([]uint64{2}, uint64(1), []uint32{3, 4}, 2), "a"),
 		evStored([]uint64{3}, uint64(2), []uint32{5, 6}, 2)))
 	k := func(ns string, units ...Unit) PrefixHash {
-		hs := PrefixHashes(Key{Units: units, Extra: ExtraKey{Extra: ns, HasExtra: ns != ""}}, 2)
+		hs := PrefixHashes(RadixKey{Units: units, Extra: ExtraKey{Extra: ns, HasExtra: ns != ""}}, 2)
 		return hs[len(hs)-1]
 	}
 	pool := ix.engines[KVEvEngineKey{"s", 0}].pools[kvevPoolKey{0, "GPU"}]

@@ -638,6 +638,10 @@ type KVEvDecodeInput struct {
 	Limits KVDecodeLimits `json:"limits,omitzero"`
 }
 
+// KVEvDecodeOutput is the output of kvev.decode: the decoded message
+// itself, the KVMessage every consumer of the event wire reads.
+type KVEvDecodeOutput = KVMessage
+
 // FrameBytes returns the frames as byte slices (views, not copies).
 func (in KVEvDecodeInput) FrameBytes() [][]byte { return frameBytes(in.Frames) }
 

@@ -170,9 +170,9 @@ type ByteRange struct {
 	Len int64 `json:"len"`
 }
 
-// HostOffsetsInput is the input of layout.host_offsets (docs/spec/transfer.md §7.1):
+// LayoutHostOffsetsInput is the input of layout.host_offsets (docs/spec/transfer.md §7.1):
 // an arena geometry and the addresses asked of it.
-type HostOffsetsInput struct {
+type LayoutHostOffsetsInput struct {
 	// Layout is the arena's layout.
 	Layout HostLayout `json:"layout"`
 	// Pool is "mla" or "mha"; "mha" with "layer_page_first" is rejected.
@@ -191,8 +191,8 @@ type HostOffsetsInput struct {
 	Spans []HostPageQuery `json:"spans"`
 }
 
-// HostOffsetsOutput answers a HostOffsetsInput.
-type HostOffsetsOutput struct {
+// LayoutHostOffsetsOutput answers a LayoutHostOffsetsInput.
+type LayoutHostOffsetsOutput struct {
 	// Offsets[i] is the byte offset of Points[i].
 	Offsets []int64 `json:"offsets"`
 	// Spans[i] are the ranges holding Spans[i]'s layer page, ascending:
@@ -204,14 +204,14 @@ type HostOffsetsOutput struct {
 	PageContiguousAcrossLayers bool `json:"page_contiguous_across_layers"`
 }
 
-// HostOffsets answers byte-offset and page-range queries on a host arena
+// LayoutHostOffsets answers byte-offset and page-range queries on a host arena
 // geometry with the §7.1 formulas, one query at a time.
-func HostOffsets(lim Limits, in HostOffsetsInput) (HostOffsetsOutput, error) {
+func LayoutHostOffsets(lim Limits, in LayoutHostOffsetsInput) (LayoutHostOffsetsOutput, error) {
 	g, err := validateHostOffsets(lim, in)
 	if err != nil {
-		return HostOffsetsOutput{}, err
+		return LayoutHostOffsetsOutput{}, err
 	}
-	out := HostOffsetsOutput{
+	out := LayoutHostOffsetsOutput{
 		Offsets:                    []int64{},
 		Spans:                      [][]ByteRange{},
 		TotalBytes:                 g.TotalBytes(),

@@ -107,7 +107,7 @@ func checkGeometryFits(g HostGeometry) error {
 // byte of points[0], then points[1], …), every span query (kv, layer,
 // page), and last the size of the spans output (CheckSpansOutput). It
 // returns the validated geometry.
-func validateHostOffsets(lim Limits, in HostOffsetsInput) (HostGeometry, error) {
+func validateHostOffsets(lim Limits, in LayoutHostOffsetsInput) (HostGeometry, error) {
 	g, err := CheckHostOffsetsGeometry(in)
 	if err != nil {
 		return HostGeometry{}, err
@@ -127,7 +127,7 @@ func validateHostOffsets(lim Limits, in HostOffsetsInput) (HostGeometry, error) 
 
 // CheckHostOffsetsGeometry checks layout, pool, LPF-on-MHA, then the sizes
 // and their product, and returns the geometry.
-func CheckHostOffsetsGeometry(in HostOffsetsInput) (HostGeometry, error) {
+func CheckHostOffsetsGeometry(in LayoutHostOffsetsInput) (HostGeometry, error) {
 	if err := checkHostLayout("layout", in.Layout); err != nil {
 		return HostGeometry{}, err
 	}

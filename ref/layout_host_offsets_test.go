@@ -21,8 +21,8 @@ func workedPoints() []ref.HostPoint {
 	return pts
 }
 
-// TestHostOffsetsMatchTheWorkedTable pins every cell of §7.1's worked table.
-func TestHostOffsetsMatchTheWorkedTable(t *testing.T) {
+// TestLayoutHostOffsetsMatchTheWorkedTable pins every cell of §7.1's worked table.
+func TestLayoutHostOffsetsMatchTheWorkedTable(t *testing.T) {
 	want := map[ref.HostLayout][]int64{
 		ref.LayerFirst:      {0, 1, 2, 3, 4, 5, 6, 7},
 		ref.LayerPageFirst:  {0, 1, 2, 3, 4, 5, 6, 7},
@@ -30,8 +30,8 @@ func TestHostOffsetsMatchTheWorkedTable(t *testing.T) {
 		ref.PageFirstDirect: {0, 1, 4, 5, 2, 3, 6, 7},
 	}
 	for layout, offs := range want {
-		in := ref.HostOffsetsInput{Layout: layout, Pool: ref.HostPoolMLA, Layers: 2, Pages: 2, PageSize: 2, TokenBytes: 1, Points: workedPoints()}
-		got, err := ref.HostOffsets(ref.DefaultLimits(), in)
+		in := ref.LayoutHostOffsetsInput{Layout: layout, Pool: ref.HostPoolMLA, Layers: 2, Pages: 2, PageSize: 2, TokenBytes: 1, Points: workedPoints()}
+		got, err := ref.LayoutHostOffsets(ref.DefaultLimits(), in)
 		if err != nil {
 			t.Fatalf("%s: %v", layout, err)
 		}
@@ -64,8 +64,8 @@ func TestPageSpansFollowTheContiguityFacts(t *testing.T) {
 		}, true},
 	}
 	for _, c := range cases {
-		in := ref.HostOffsetsInput{Layout: c.layout, Pool: ref.HostPoolMLA, Layers: 2, Pages: 3, PageSize: 2, TokenBytes: 3, Spans: q}
-		got, err := ref.HostOffsets(ref.DefaultLimits(), in)
+		in := ref.LayoutHostOffsetsInput{Layout: c.layout, Pool: ref.HostPoolMLA, Layers: 2, Pages: 3, PageSize: 2, TokenBytes: 3, Spans: q}
+		got, err := ref.LayoutHostOffsets(ref.DefaultLimits(), in)
 		if err != nil {
 			t.Fatalf("%s: %v", c.layout, err)
 		}
@@ -82,9 +82,9 @@ func TestPageSpansFollowTheContiguityFacts(t *testing.T) {
 // plane (kv=1) is offset by one plane, L×S×tb.
 func TestMHAVPlaneStartsAfterTheKPlane(t *testing.T) {
 	for _, layout := range []ref.HostLayout{ref.LayerFirst, ref.PageFirst, ref.PageFirstDirect} {
-		in := ref.HostOffsetsInput{Layout: layout, Pool: ref.HostPoolMHA, Layers: 2, Pages: 2, PageSize: 2, TokenBytes: 1,
+		in := ref.LayoutHostOffsetsInput{Layout: layout, Pool: ref.HostPoolMHA, Layers: 2, Pages: 2, PageSize: 2, TokenBytes: 1,
 			Points: []ref.HostPoint{{KV: 0, Layer: 1, Token: 2}, {KV: 1, Layer: 1, Token: 2}}}
-		got, err := ref.HostOffsets(ref.DefaultLimits(), in)
+		got, err := ref.LayoutHostOffsets(ref.DefaultLimits(), in)
 		if err != nil {
 			t.Fatalf("%s: %v", layout, err)
 		}
@@ -94,41 +94,41 @@ func TestMHAVPlaneStartsAfterTheKPlane(t *testing.T) {
 	}
 }
 
-// TestHostOffsetsRejectsBadInputNamingFieldAndBound pins the bad-input
+// TestLayoutHostOffsetsRejectsBadInputNamingFieldAndBound pins the bad-input
 // table of layout.host_offsets.
-func TestHostOffsetsRejectsBadInputNamingFieldAndBound(t *testing.T) {
-	ok := func() ref.HostOffsetsInput {
-		return ref.HostOffsetsInput{Layout: ref.LayerFirst, Pool: ref.HostPoolMLA, Layers: 2, Pages: 2, PageSize: 2, TokenBytes: 1}
+func TestLayoutHostOffsetsRejectsBadInputNamingFieldAndBound(t *testing.T) {
+	ok := func() ref.LayoutHostOffsetsInput {
+		return ref.LayoutHostOffsetsInput{Layout: ref.LayerFirst, Pool: ref.HostPoolMLA, Layers: 2, Pages: 2, PageSize: 2, TokenBytes: 1}
 	}
-	with := func(f func(*ref.HostOffsetsInput)) ref.HostOffsetsInput { in := ok(); f(&in); return in }
+	with := func(f func(*ref.LayoutHostOffsetsInput)) ref.LayoutHostOffsetsInput { in := ok(); f(&in); return in }
 	cases := []struct {
-		in    ref.HostOffsetsInput
+		in    ref.LayoutHostOffsetsInput
 		want  *ref.Sentinel
 		field string
 	}{
-		{with(func(in *ref.HostOffsetsInput) { in.Layout = "page_major" }), ref.ErrUnsupportedLayout, "layout"},
-		{with(func(in *ref.HostOffsetsInput) { in.Pool = "gqa" }), ref.ErrBadEnum, "pool"},
-		{with(func(in *ref.HostOffsetsInput) { in.Layout, in.Pool = ref.LayerPageFirst, ref.HostPoolMHA }), ref.ErrLPFUnsupportedPool, "layout"},
-		{with(func(in *ref.HostOffsetsInput) { in.Layers = 0 }), ref.ErrZeroSize, "layers"},
-		{with(func(in *ref.HostOffsetsInput) { in.Pages = -1 }), ref.ErrNegative, "pages"},
-		{with(func(in *ref.HostOffsetsInput) { in.TokenBytes = 0 }), ref.ErrZeroSize, "token_bytes"},
-		{with(func(in *ref.HostOffsetsInput) { in.Pages, in.PageSize = 1<<32, 1<<31 }), ref.ErrOverflow, "page_size"},
-		{with(func(in *ref.HostOffsetsInput) { in.Layers, in.Pages = 1<<40, 1<<30 }), ref.ErrOverflow, "layers"},
-		{with(func(in *ref.HostOffsetsInput) { in.TokenBytes = 1 << 61 }), ref.ErrOverflow, "token_bytes"},
-		{with(func(in *ref.HostOffsetsInput) { in.Pool, in.TokenBytes = ref.HostPoolMHA, 1<<59 }), ref.ErrOverflow, "pool"},
-		{with(func(in *ref.HostOffsetsInput) { in.Points = []ref.HostPoint{{}, {KV: 1}} }), ref.ErrIndexOutOfRange, "points[1].kv"},
-		{with(func(in *ref.HostOffsetsInput) { in.Points = []ref.HostPoint{{Layer: -1}} }), ref.ErrNegative, "points[0].layer"},
-		{with(func(in *ref.HostOffsetsInput) { in.Points = []ref.HostPoint{{Token: 4}} }), ref.ErrIndexOutOfRange, "points[0].token"},
-		{with(func(in *ref.HostOffsetsInput) { in.Points = []ref.HostPoint{{Byte: 1}} }), ref.ErrIndexOutOfRange, "points[0].byte"},
-		{with(func(in *ref.HostOffsetsInput) { in.Spans = []ref.HostPageQuery{{Page: 2}} }), ref.ErrPageOutOfRange, "spans[0].page"},
-		{with(func(in *ref.HostOffsetsInput) { in.Spans = []ref.HostPageQuery{{Layer: 2}} }), ref.ErrIndexOutOfRange, "spans[0].layer"},
-		{with(func(in *ref.HostOffsetsInput) {
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.Layout = "page_major" }), ref.ErrUnsupportedLayout, "layout"},
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.Pool = "gqa" }), ref.ErrBadEnum, "pool"},
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.Layout, in.Pool = ref.LayerPageFirst, ref.HostPoolMHA }), ref.ErrLPFUnsupportedPool, "layout"},
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.Layers = 0 }), ref.ErrZeroSize, "layers"},
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.Pages = -1 }), ref.ErrNegative, "pages"},
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.TokenBytes = 0 }), ref.ErrZeroSize, "token_bytes"},
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.Pages, in.PageSize = 1<<32, 1<<31 }), ref.ErrOverflow, "page_size"},
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.Layers, in.Pages = 1<<40, 1<<30 }), ref.ErrOverflow, "layers"},
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.TokenBytes = 1 << 61 }), ref.ErrOverflow, "token_bytes"},
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.Pool, in.TokenBytes = ref.HostPoolMHA, 1<<59 }), ref.ErrOverflow, "pool"},
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.Points = []ref.HostPoint{{}, {KV: 1}} }), ref.ErrIndexOutOfRange, "points[1].kv"},
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.Points = []ref.HostPoint{{Layer: -1}} }), ref.ErrNegative, "points[0].layer"},
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.Points = []ref.HostPoint{{Token: 4}} }), ref.ErrIndexOutOfRange, "points[0].token"},
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.Points = []ref.HostPoint{{Byte: 1}} }), ref.ErrIndexOutOfRange, "points[0].byte"},
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.Spans = []ref.HostPageQuery{{Page: 2}} }), ref.ErrPageOutOfRange, "spans[0].page"},
+		{with(func(in *ref.LayoutHostOffsetsInput) { in.Spans = []ref.HostPageQuery{{Layer: 2}} }), ref.ErrIndexOutOfRange, "spans[0].layer"},
+		{with(func(in *ref.LayoutHostOffsetsInput) {
 			in.Layout, in.Pages, in.PageSize = ref.PageFirst, 1, 1<<40
 			in.Spans = []ref.HostPageQuery{{}}
 		}), ref.ErrTooLarge, "spans"},
 	}
 	for _, c := range cases {
-		_, err := ref.HostOffsets(ref.DefaultLimits(), c.in)
+		_, err := ref.LayoutHostOffsets(ref.DefaultLimits(), c.in)
 		ie, ok := ref.AsInputError(err)
 		if !ok || !errors.Is(err, c.want) || ie.Field != c.field || ie.Bound == "" {
 			t.Errorf("%+v: got %v, want %s on field %s with a bound", c.in, err, c.want.Code(), c.field)

@@ -11,8 +11,8 @@ import (
 // per-row inputs (window bounds and RAGGED offsets) are sliced by the same
 // row range, so chunking never changes the result.
 
-// MQATopKInput is the input of mqa.chunked_topk (§8.3).
-type MQATopKInput struct {
+// MQAChunkedTopKInput is the input of mqa.chunked_topk (§8.3).
+type MQAChunkedTopKInput struct {
 	// Logits are Q rows of Kt fp32 scores each (rectangular).
 	Logits [][]float32 `json:"logits"`
 	// KS are the window starts, one per row, 0 <= ks[q] <= ke[q].
@@ -28,8 +28,8 @@ type MQATopKInput struct {
 	ChunkRows int64 `json:"chunk_rows"`
 }
 
-// MQATopKOutput is the output of mqa.chunked_topk.
-type MQATopKOutput struct {
+// MQAChunkedTopKOutput is the output of mqa.chunked_topk.
+type MQAChunkedTopKOutput struct {
 	// Indices has one row of TopK entries per query row: the selected
 	// window positions j − ks (+ offset) in ascending j order, then −1s.
 	Indices [][]int32 `json:"indices"`
@@ -54,12 +54,12 @@ func MQATopKKey(x float32) uint32 {
 // MQAChunkedTopK is mqa.chunked_topk (docs/spec/cp-layout.md §8.3): rows are
 // processed in chunks [s, min(s+c, Q)) with ks, ke and offset sliced by the
 // same row range.
-func MQAChunkedTopK(lim Limits, in MQATopKInput) (MQATopKOutput, error) {
-	if _, err := ValidateMQATopK(lim, in); err != nil {
-		return MQATopKOutput{}, err
+func MQAChunkedTopK(lim Limits, in MQAChunkedTopKInput) (MQAChunkedTopKOutput, error) {
+	if _, err := ValidateMQAChunkedTopK(lim, in); err != nil {
+		return MQAChunkedTopKOutput{}, err
 	}
 	q := int64(len(in.Logits))
-	out := MQATopKOutput{Indices: make([][]int32, 0, q)}
+	out := MQAChunkedTopKOutput{Indices: make([][]int32, 0, q)}
 	for s := int64(0); s < q; s += in.ChunkRows {
 		e := min(s+in.ChunkRows, q)
 		var off []int32
@@ -75,7 +75,7 @@ func MQAChunkedTopK(lim Limits, in MQATopKInput) (MQATopKOutput, error) {
 // candidates by (key descending, j ascending), keep the first min(topk, n),
 // and emit them in ascending j order as j − ks (+ offset), padded with −1.
 // off is the chunk's own rows' offsets (nil for none). Preconditions: the
-// inputs passed ValidateMQATopK and are sliced to the same rows.
+// inputs passed ValidateMQAChunkedTopK and are sliced to the same rows.
 func mqaTopKChunk(logits [][]float32, ks, ke []int64, off []int32, topk int64) [][]int32 {
 	rows := make([][]int32, len(logits))
 	for r, row := range logits {

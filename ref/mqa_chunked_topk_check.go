@@ -12,11 +12,11 @@ import (
 // bound lists of the wrong length and chunk rows below 1).
 var ErrShape = NewSentinel("shape", "top-k input shapes disagree")
 
-// ValidateMQATopK checks in against §8.5, in the contract order: chunk
+// ValidateMQAChunkedTopK checks in against §8.5, in the contract order: chunk
 // rows, topk, rectangular logits, bound list lengths, offset length, the
 // output bound, then each row's window (ks >= 0, ks <= ke, ke <= Kt) and
 // offset (>= 0, and the largest emitted index fits int32). It returns Kt.
-func ValidateMQATopK(lim Limits, in MQATopKInput) (int64, error) {
+func ValidateMQAChunkedTopK(lim Limits, in MQAChunkedTopKInput) (int64, error) {
 	if in.ChunkRows < 1 {
 		return 0, Reject(ErrShape, "chunk_rows", in.ChunkRows, ">= 1")
 	}
@@ -53,7 +53,7 @@ func ValidateMQATopK(lim Limits, in MQATopKInput) (int64, error) {
 	return int64(kt), nil
 }
 
-func checkTopKRow(in MQATopKInput, r int, kt int64) error {
+func checkTopKRow(in MQAChunkedTopKInput, r int, kt int64) error {
 	ks, ke := in.KS[r], in.KE[r]
 	switch {
 	case ks < 0:

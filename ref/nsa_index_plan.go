@@ -72,10 +72,10 @@ type NSAIndexAnswer struct {
 	Err *ErrorObject `json:"err,omitempty"`
 }
 
-// NSAIndexPlan is the resolved plan (§9.1): per layer, whether it shares the
+// NSAResolvedIndexPlan is the resolved plan (§9.1): per layer, whether it shares the
 // previous top-k, whether the next layer does, and the compact slot of
 // every F layer.
-type NSAIndexPlan struct {
+type NSAResolvedIndexPlan struct {
 	// Skip[l] is true for S layers.
 	Skip []bool `json:"skip"`
 	// NextSkip[l] is Skip[l+1]; false for the last layer ([deviation]).
@@ -88,7 +88,7 @@ type NSAIndexPlan struct {
 
 // NSAIndexPlanOutput is the output of nsa.index_plan.
 type NSAIndexPlanOutput struct {
-	NSAIndexPlan
+	NSAResolvedIndexPlan
 	// Pattern is the plan rendered as an 'F'/'S' string.
 	Pattern string `json:"pattern"`
 	// Warnings are the §9.2 config warnings (NSAPatternShadowsFreq), never nil.
@@ -136,11 +136,11 @@ func NSASkipLayer(in NSAIndexPlanInput, l int) bool {
 
 // ResolveNSAIndexPlan validates in and returns its plan and warnings
 // (docs/spec/cp-layout.md §9.1 ResolvePlan).
-func ResolveNSAIndexPlan(lim Limits, in NSAIndexPlanInput) (NSAIndexPlan, []string, error) {
+func ResolveNSAIndexPlan(lim Limits, in NSAIndexPlanInput) (NSAResolvedIndexPlan, []string, error) {
 	if err := CheckNSAIndexPlanScalars(lim, in); err != nil {
-		return NSAIndexPlan{}, nil, err
+		return NSAResolvedIndexPlan{}, nil, err
 	}
-	p := NSAIndexPlan{Skip: make([]bool, in.N), NextSkip: make([]bool, in.N), Active: []int{}, Slot: make([]int, in.N)}
+	p := NSAResolvedIndexPlan{Skip: make([]bool, in.N), NextSkip: make([]bool, in.N), Active: []int{}, Slot: make([]int, in.N)}
 	firstShared := -1
 	for l := range in.N {
 		p.Skip[l] = NSASkipLayer(in, l)
@@ -149,7 +149,7 @@ func ResolveNSAIndexPlan(lim Limits, in NSAIndexPlanInput) (NSAIndexPlan, []stri
 		}
 	}
 	if err := CheckNSAIndexShare(in, firstShared); err != nil {
-		return NSAIndexPlan{}, nil, err
+		return NSAResolvedIndexPlan{}, nil, err
 	}
 	for l := range in.N {
 		if l+1 < in.N {
@@ -166,7 +166,7 @@ func ResolveNSAIndexPlan(lim Limits, in NSAIndexPlanInput) (NSAIndexPlan, []stri
 
 // SlotOf is the compact index-cache slot of layer l; an S layer has none
 // (ErrInactiveIndexLayer). Precondition: 0 <= l < N.
-func (p NSAIndexPlan) SlotOf(l int) (int, error) {
+func (p NSAResolvedIndexPlan) SlotOf(l int) (int, error) {
 	if p.Skip[l] {
 		return 0, Reject(ErrInactiveIndexLayer, "layer", l, "an F layer (S layers have no index cache)")
 	}
@@ -176,9 +176,9 @@ func (p NSAIndexPlan) SlotOf(l int) (int, error) {
 // CheckSharedLayerInput refuses an S layer reached without the previous
 // layer's top-k: sparse attention must never run without indices.
 // Precondition: 0 <= l < N.
-func (p NSAIndexPlan) CheckSharedLayerInput(l int, prevPresent bool) error {
+func (p NSAResolvedIndexPlan) CheckSharedLayerInput(l int, prevPresent bool) error {
 	if p.Skip[l] && !prevPresent {
-		return Reject(ErrSharedLayerMissingPrevTopk, "layer", l, "previous top-k present for an S layer")
+		return Reject(ErrSharedLayerMissingPrevTopK, "layer", l, "previous top-k present for an S layer")
 	}
 	return nil
 }
@@ -186,7 +186,7 @@ func (p NSAIndexPlan) CheckSharedLayerInput(l int, prevPresent bool) error {
 // prefetchAfter is the prefetch gate run after layer l: it prefetches layer
 // l+1's index cache iff l+1 < N and l+1 is an F layer, and returns that
 // layer and its slot. Precondition: 0 <= l < N.
-func (p NSAIndexPlan) prefetchAfter(l int) (layer, slot int, ok bool) {
+func (p NSAResolvedIndexPlan) prefetchAfter(l int) (layer, slot int, ok bool) {
 	next := l + 1
 	if next >= len(p.Skip) || p.Skip[next] {
 		return 0, 0, false
@@ -196,7 +196,7 @@ func (p NSAIndexPlan) prefetchAfter(l int) (layer, slot int, ok bool) {
 }
 
 // answerNSAIndexQuery answers one validated query against the plan.
-func answerNSAIndexQuery(p NSAIndexPlan, q NSAIndexQuery) NSAIndexAnswer {
+func answerNSAIndexQuery(p NSAResolvedIndexPlan, q NSAIndexQuery) NSAIndexAnswer {
 	switch q.Kind {
 	case NSAQuerySharedInput:
 		return answerErr(p.CheckSharedLayerInput(q.Layer, q.PrevPresent))
@@ -262,16 +262,16 @@ func NSAHiCacheBytesPerToken(n, active int) int64 {
 	return int64(n)*nsaMLARowBytes + int64(active)*nsaIndexKRowBytes
 }
 
-// NSAIndexPlanFor is nsa.index_plan (docs/spec/cp-layout.md §9): the resolved plan, its
+// NSAIndexPlan is nsa.index_plan (docs/spec/cp-layout.md §9): the resolved plan, its
 // rendering, warnings, log line and HiCache bytes per token, and the answer
 // to every runtime query.
-func NSAIndexPlanFor(lim Limits, in NSAIndexPlanInput) (NSAIndexPlanOutput, error) {
+func NSAIndexPlan(lim Limits, in NSAIndexPlanInput) (NSAIndexPlanOutput, error) {
 	p, warnings, err := ResolveNSAIndexPlan(lim, in)
 	if err != nil {
 		return NSAIndexPlanOutput{}, err
 	}
 	out := NSAIndexPlanOutput{
-		NSAIndexPlan:         p,
+		NSAResolvedIndexPlan: p,
 		Pattern:              RenderNSAIndexPattern(p.Skip),
 		Warnings:             warnings,
 		Log:                  NSAIndexPlanLog(in.N, p.Active),

@@ -20,8 +20,8 @@ var (
 	ErrPPIndexShare = NewSentinel("pp_index_share", "index-topk sharing is not supported with pipeline parallelism")
 	// ErrTBOIndexShare: index-topk sharing under two-batch overlap (upstream guard).
 	ErrTBOIndexShare = NewSentinel("tbo_index_share", "index-topk sharing is not supported with two-batch overlap")
-	// ErrSharedLayerMissingPrevTopk: a shared layer reached without the previous layer's top-k.
-	ErrSharedLayerMissingPrevTopk = NewSentinel("shared_layer_missing_prev_topk", "shared index layer has no previous top-k indices")
+	// ErrSharedLayerMissingPrevTopK: a shared layer reached without the previous layer's top-k.
+	ErrSharedLayerMissingPrevTopK = NewSentinel("shared_layer_missing_prev_topk", "shared index layer has no previous top-k indices")
 	// ErrInactiveIndexLayer: an index-cache slot asked for a shared layer, which has none.
 	ErrInactiveIndexLayer = NewSentinel("inactive_index_layer", "layer has no index-cache slot")
 )

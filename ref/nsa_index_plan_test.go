@@ -29,7 +29,7 @@ func TestIndexPlanWorkedExamples(t *testing.T) {
 		{ref.NSAIndexPlanInput{N: 2, Freq: ip(2)}, "FF", 2},
 	}
 	for _, c := range cases {
-		out, err := ref.NSAIndexPlanFor(ref.DefaultLimits(), c.in)
+		out, err := ref.NSAIndexPlan(ref.DefaultLimits(), c.in)
 		if err != nil {
 			t.Fatalf("%+v: %v", c.in, err)
 		}
@@ -37,7 +37,7 @@ func TestIndexPlanWorkedExamples(t *testing.T) {
 			t.Errorf("%+v: pattern %s, %d active, last next_skip %v; want %s, %d, false", c.in, out.Pattern, len(out.Active), out.NextSkip[c.in.N-1], c.pattern, c.active)
 		}
 	}
-	out, _ := ref.NSAIndexPlanFor(ref.DefaultLimits(), ref.NSAIndexPlanInput{N: 78, Freq: ip(4), Offset: 3})
+	out, _ := ref.NSAIndexPlan(ref.DefaultLimits(), ref.NSAIndexPlanInput{N: 78, Freq: ip(4), Offset: 3})
 	if want := []int{0, 1, 2, 6, 10}; !slicesHavePrefix(out.Active, want) || out.Active[20] != 74 {
 		t.Errorf("GLM-5 active %v, want [0 1 2 6 10 … 74]", out.Active)
 	}
@@ -55,7 +55,7 @@ func slicesHavePrefix(xs, prefix []int) bool {
 // top-k is refused, SlotOf(1) is ErrInactiveIndexLayer, and "FSSS" costs
 // 2756 B/token.
 func TestIndexPlanRuntimeRules(t *testing.T) {
-	out, err := ref.NSAIndexPlanFor(ref.DefaultLimits(), ref.NSAIndexPlanInput{N: 4, Pattern: "FSSF", Queries: []ref.NSAIndexQuery{
+	out, err := ref.NSAIndexPlan(ref.DefaultLimits(), ref.NSAIndexPlanInput{N: 4, Pattern: "FSSF", Queries: []ref.NSAIndexQuery{
 		{Kind: ref.NSAQueryPrefetchAfter, Layer: 0},
 		{Kind: ref.NSAQueryPrefetchAfter, Layer: 2},
 		{Kind: ref.NSAQueryPrefetchAfter, Layer: 3},
@@ -77,7 +77,7 @@ func TestIndexPlanRuntimeRules(t *testing.T) {
 		{},
 		{Slot: &one, Prefetch: &three},
 		{},
-		{Err: errOf(ref.ErrSharedLayerMissingPrevTopk, "previous top-k present for an S layer", 1)},
+		{Err: errOf(ref.ErrSharedLayerMissingPrevTopK, "previous top-k present for an S layer", 1)},
 		{},
 		{},
 		{Err: errOf(ref.ErrInactiveIndexLayer, "an F layer (S layers have no index cache)", 1)},
@@ -86,11 +86,11 @@ func TestIndexPlanRuntimeRules(t *testing.T) {
 	if d := cmp.Diff(want, out.Answers); d != "" {
 		t.Errorf("answers (-want +got):\n%s", d)
 	}
-	fsss, _ := ref.NSAIndexPlanFor(ref.DefaultLimits(), ref.NSAIndexPlanInput{N: 4, Pattern: "FSSS"})
+	fsss, _ := ref.NSAIndexPlan(ref.DefaultLimits(), ref.NSAIndexPlanInput{N: 4, Pattern: "FSSS"})
 	if fsss.HiCacheBytesPerToken != 2756 {
 		t.Errorf("FSSS bytes/token %d, want 4·656 + 132 = 2756", fsss.HiCacheBytesPerToken)
 	}
-	shadow, _ := ref.NSAIndexPlanFor(ref.DefaultLimits(), ref.NSAIndexPlanInput{N: 4, Freq: ip(2), Pattern: "FSFS"})
+	shadow, _ := ref.NSAIndexPlan(ref.DefaultLimits(), ref.NSAIndexPlanInput{N: 4, Freq: ip(2), Pattern: "FSFS"})
 	if !cmp.Equal(shadow.Warnings, []string{ref.NSAPatternShadowsFreq}) || shadow.Pattern != "FSFS" {
 		t.Errorf("pattern with freq 2: warnings %q, pattern %s; want the shadow warning and the pattern", shadow.Warnings, shadow.Pattern)
 	}
@@ -122,14 +122,14 @@ func TestIndexPlanRejectsBadInputNamingFieldAndBound(t *testing.T) {
 		{ref.NSAIndexPlanInput{N: 4, Queries: []ref.NSAIndexQuery{{Kind: ref.NSAQuerySlotOf, Layer: 4}}}, ref.ErrLayerOutOfOrder, "queries[0].layer", 4},
 	}
 	for _, c := range cases {
-		_, err := ref.NSAIndexPlanFor(ref.DefaultLimits(), c.in)
+		_, err := ref.NSAIndexPlan(ref.DefaultLimits(), c.in)
 		ie, ok := ref.AsInputError(err)
 		if !ok || !errors.Is(err, c.want) || ie.Field != c.field || ie.Value != c.value || ie.Bound == "" {
 			t.Errorf("%+v: got %v, want %s on field %s = %v with a bound", c.in, err, c.want.Code(), c.field, c.value)
 		}
 	}
 	// Pattern, PP and TBO are fine while no layer shares.
-	if _, err := ref.NSAIndexPlanFor(ref.DefaultLimits(), ref.NSAIndexPlanInput{N: 3, Pattern: "FFF", PPSize: 4, TBO: true}); err != nil {
+	if _, err := ref.NSAIndexPlan(ref.DefaultLimits(), ref.NSAIndexPlanInput{N: 3, Pattern: "FFF", PPSize: 4, TBO: true}); err != nil {
 		t.Errorf("all-F pattern with PP and TBO: %v", err)
 	}
 }

@@ -16,20 +16,20 @@ func PackBigram(a, b Unit) Unit { return a<<32 | b }
 // unit i becomes the pair (t[i], t[i+1]), so n tokens give max(0, n-1)
 // pairs. A key already in bigram mode is returned unchanged. The result
 // never aliases k.Units; a token above 2^32-1 is ErrTokenRange.
-func ToBigram(k Key) (Key, error) {
+func ToBigram(k RadixKey) (RadixKey, error) {
 	if k.Bigram {
 		return k, nil
 	}
 	for i, u := range k.Units {
 		if u > MaxToken {
-			return Key{}, TokenRangeError(i, u)
+			return RadixKey{}, TokenRangeError(i, u)
 		}
 	}
 	pairs := []Unit{}
 	for i := 0; i+1 < len(k.Units); i++ {
 		pairs = append(pairs, PackBigram(k.Units[i], k.Units[i+1]))
 	}
-	return Key{Units: pairs, Extra: k.Extra, Bigram: true}, nil
+	return RadixKey{Units: pairs, Extra: k.Extra, Bigram: true}, nil
 }
 
 // HashPage is the HiCache storage hash of units [start, end) of k chained on
@@ -37,7 +37,7 @@ func ToBigram(k Key) (Key, error) {
 // bytes), where prior is the previous page's hex digest decoded to 32 bytes
 // ("" for none), a token writes LE32(t) and a bigram writes LE32(a) then
 // LE32(b) — never the packed LE64, which would change every hash.
-func HashPage(k Key, start, end int, prior string) (string, error) {
+func HashPage(k RadixKey, start, end int, prior string) (string, error) {
 	if start < 0 || start > end || end > len(k.Units) {
 		return "", Reject(ErrKeyRange, "end", end, fmt.Sprintf("0 <= start (%d) <= end <= len(key) (%d)", start, len(k.Units)))
 	}
@@ -74,8 +74,8 @@ func HashEventID(digest string) (int64, error) {
 	return int64(u), nil
 }
 
-// BigramKeyInput is the input of radix.bigram_key (docs/spec/radix-acks.md §2.1).
-type BigramKeyInput struct {
+// RadixBigramKeyInput is the input of radix.bigram_key (docs/spec/radix-acks.md §2.1).
+type RadixBigramKeyInput struct {
 	// Tokens are the token ids, each in [0, 2^32).
 	Tokens []int64 `json:"tokens"`
 	// Value are the tokens' KV slots; omitted when only the key is wanted.
@@ -84,8 +84,8 @@ type BigramKeyInput struct {
 	PageSize int `json:"page_size"`
 }
 
-// BigramKeyOutput is the output of radix.bigram_key.
-type BigramKeyOutput struct {
+// RadixBigramKeyOutput is the output of radix.bigram_key.
+type RadixBigramKeyOutput struct {
 	// Pairs are (t[i], t[i+1]) for i < len(tokens)-1; never nil.
 	Pairs [][2]int64 `json:"pairs"`
 	// Value is the input value truncated to len(pairs): token i's slot
@@ -97,7 +97,7 @@ type BigramKeyOutput struct {
 
 // CheckBigramKeyInput validates radix.bigram_key's input in the order both
 // twins report: tokens, page_size, value length.
-func CheckBigramKeyInput(in BigramKeyInput) error {
+func CheckBigramKeyInput(in RadixBigramKeyInput) error {
 	if err := CheckTokens("tokens", in.Tokens); err != nil {
 		return err
 	}
@@ -110,19 +110,19 @@ func CheckBigramKeyInput(in BigramKeyInput) error {
 	return nil
 }
 
-// BigramKey is the reference twin of radix.bigram_key: the EAGLE bigram key
+// RadixBigramKey is the reference twin of radix.bigram_key: the EAGLE bigram key
 // of a token sequence, its value pairing and its page-aligned length
 // (docs/spec/radix-acks.md §2.1; alignment counts bigrams, after conversion).
-func BigramKey(_ Limits, in BigramKeyInput) (BigramKeyOutput, error) {
+func RadixBigramKey(_ Limits, in RadixBigramKeyInput) (RadixBigramKeyOutput, error) {
 	if err := CheckBigramKeyInput(in); err != nil {
-		return BigramKeyOutput{}, err
+		return RadixBigramKeyOutput{}, err
 	}
 	k, _ := TokenKey("tokens", in.Tokens, ExtraKey{})
 	b, err := ToBigram(k)
 	if err != nil {
-		return BigramKeyOutput{}, err
+		return RadixBigramKeyOutput{}, err
 	}
-	out := BigramKeyOutput{Pairs: [][2]int64{}, AlignedLen: len(b.Units) / in.PageSize * in.PageSize}
+	out := RadixBigramKeyOutput{Pairs: [][2]int64{}, AlignedLen: len(b.Units) / in.PageSize * in.PageSize}
 	for _, u := range b.Units {
 		out.Pairs = append(out.Pairs, [2]int64{int64(u >> 32), int64(u & MaxToken)})
 	}
@@ -132,8 +132,8 @@ func BigramKey(_ Limits, in BigramKeyInput) (BigramKeyOutput, error) {
 	return out, nil
 }
 
-// PageHashesInput is the input of radix.page_hashes (docs/spec/radix-acks.md §2.4).
-type PageHashesInput struct {
+// RadixPageHashesInput is the input of radix.page_hashes (docs/spec/radix-acks.md §2.4).
+type RadixPageHashesInput struct {
 	// Tokens are the token ids, each in [0, 2^32).
 	Tokens []int64 `json:"tokens"`
 	// Bigram hashes the bigram key of Tokens instead of the tokens.
@@ -144,8 +144,8 @@ type PageHashesInput struct {
 	Prior string `json:"prior,omitzero"`
 }
 
-// PageHashesOutput is the output of radix.page_hashes.
-type PageHashesOutput struct {
+// RadixPageHashesOutput is the output of radix.page_hashes.
+type RadixPageHashesOutput struct {
 	// Units is the key length in units (tokens, or bigrams).
 	Units int `json:"units"`
 	// Hashes are the chained digests of every whole page; never nil.
@@ -156,7 +156,7 @@ type PageHashesOutput struct {
 
 // CheckPageHashesInput validates radix.page_hashes's input in the order
 // both twins report: tokens, page_size, prior.
-func CheckPageHashesInput(in PageHashesInput) error {
+func CheckPageHashesInput(in RadixPageHashesInput) error {
 	if err := CheckTokens("tokens", in.Tokens); err != nil {
 		return err
 	}
@@ -171,23 +171,23 @@ func CheckPageHashesInput(in PageHashesInput) error {
 	return nil
 }
 
-// PageHashes is the reference twin of radix.page_hashes: the HiCache
+// RadixPageHashes is the reference twin of radix.page_hashes: the HiCache
 // storage hashes of a key's whole pages, each chained on the previous one,
 // with their event ids (docs/spec/radix-acks.md §2.4).
-func PageHashes(_ Limits, in PageHashesInput) (PageHashesOutput, error) {
+func RadixPageHashes(_ Limits, in RadixPageHashesInput) (RadixPageHashesOutput, error) {
 	if err := CheckPageHashesInput(in); err != nil {
-		return PageHashesOutput{}, err
+		return RadixPageHashesOutput{}, err
 	}
 	k, _ := TokenKey("tokens", in.Tokens, ExtraKey{})
 	if in.Bigram {
 		k, _ = ToBigram(k)
 	}
-	out := PageHashesOutput{Units: len(k.Units), Hashes: []string{}, EventIDs: []int64{}}
+	out := RadixPageHashesOutput{Units: len(k.Units), Hashes: []string{}, EventIDs: []int64{}}
 	prior := in.Prior
 	for start := 0; start+in.PageSize <= len(k.Units); start += in.PageSize {
 		h, err := HashPage(k, start, start+in.PageSize, prior)
 		if err != nil {
-			return PageHashesOutput{}, err
+			return RadixPageHashesOutput{}, err
 		}
 		id, _ := HashEventID(h)
 		out.Hashes, out.EventIDs = append(out.Hashes, h), append(out.EventIDs, id)

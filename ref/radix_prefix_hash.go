@@ -79,7 +79,7 @@ func NextPrefixHash(prev PrefixHash, page []Unit) PrefixHash {
 // PrefixHashSeed(k's namespace and unit kind); a trailing partial page has no
 // hash. k must already be in the tree's unit space (bigrams in Eagle mode)
 // and ps >= 1.
-func PrefixHashes(k Key, ps int) []PrefixHash {
+func PrefixHashes(k RadixKey, ps int) []PrefixHash {
 	h := PrefixHashSeed(k.Extra, k.Bigram)
 	out := make([]PrefixHash, 0, len(k.Units)/ps)
 	for i := 0; i+ps <= len(k.Units); i += ps {

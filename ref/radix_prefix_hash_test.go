@@ -28,10 +28,10 @@ func TestPrefixHashesMatchAnIndependentXXH3(t *testing.T) {
 		{"seed, extra", []ref.PrefixHash{ref.PrefixHashSeed(ref.ExtraKeyOf(&lora, nil), false)}, "[c91c97a198b407bb]"},
 		{"seed, salt", []ref.PrefixHash{ref.PrefixHashSeed(ref.ExtraKeyOf(nil, &salt), false)}, "[9198bf557d321251]"},
 		{"seed, bigram", []ref.PrefixHash{ref.PrefixHashSeed(ref.ExtraKey{}, true)}, "[f08d963c65cd6fcf]"},
-		{"tokens 1 2 3 4, page size 2", ref.PrefixHashes(ref.Key{Units: []ref.Unit{1, 2, 3, 4, 5}}, 2), "[ecedaee0b76af570 c0709cfe9f8cf327]"},
-		{"extra, one page", ref.PrefixHashes(ref.Key{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(&lora, nil)}, 2), "[8e5b40d9ac033587]"},
-		{"bigrams of 1 2 3", ref.PrefixHashes(ref.Key{Units: []ref.Unit{ref.PackBigram(1, 2), ref.PackBigram(2, 3)}, Bigram: true}, 2), "[2358235e1ded9d95]"},
-		{"one 64-unit page", ref.PrefixHashes(ref.Key{Units: long}, 64), "[c5e3c4e333f399b0]"},
+		{"tokens 1 2 3 4, page size 2", ref.PrefixHashes(ref.RadixKey{Units: []ref.Unit{1, 2, 3, 4, 5}}, 2), "[ecedaee0b76af570 c0709cfe9f8cf327]"},
+		{"extra, one page", ref.PrefixHashes(ref.RadixKey{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(&lora, nil)}, 2), "[8e5b40d9ac033587]"},
+		{"bigrams of 1 2 3", ref.PrefixHashes(ref.RadixKey{Units: []ref.Unit{ref.PackBigram(1, 2), ref.PackBigram(2, 3)}, Bigram: true}, 2), "[2358235e1ded9d95]"},
+		{"one 64-unit page", ref.PrefixHashes(ref.RadixKey{Units: long}, 64), "[c5e3c4e333f399b0]"},
 	}
 	for _, c := range cases {
 		if got := fmt.Sprintf("%016x", c.got); got != c.want {

@@ -215,7 +215,7 @@ func runStep(tree RadixTree, s RadixStep, buf []Unit) (RadixStepResult, int64, [
 		for _, t := range s.Key {
 			buf = append(buf, Unit(t))
 		}
-		k := Key{Units: buf, Extra: ExtraKeyOf(s.Extra, s.Salt)}
+		k := RadixKey{Units: buf, Extra: ExtraKeyOf(s.Extra, s.Salt)}
 		if s.Op == StepScore {
 			n, err := ScoreKey(tree, k, s.Exact)
 			r.Score = &n
@@ -251,7 +251,7 @@ func runStep(tree RadixTree, s RadixStep, buf []Unit) (RadixStepResult, int64, [
 
 // ScoreKey is a router's score of k on tree (docs/spec/radix-acks.md §1.14):
 // the exact PrefixLen, or PrefixLenHashed of k's own prefix-hash chain.
-func ScoreKey(tree RadixTree, k Key, exact bool) (int, error) {
+func ScoreKey(tree RadixTree, k RadixKey, exact bool) (int, error) {
 	if exact {
 		return tree.PrefixLen(k)
 	}

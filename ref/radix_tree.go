@@ -13,7 +13,7 @@ type radixNode struct {
 	id         NodeID
 	parent     *radixNode
 	children   map[radixChildKey]*radixNode
-	key        Key
+	key        RadixKey
 	value      []SlotIdx
 	lockRef    int
 	lastAccess uint64
@@ -86,11 +86,11 @@ func (t *refRadixTree) TotalSize() int {
 }
 
 // copyKey is the pre-fix slice: a fresh copy of units [i, j).
-func copyKey(k Key, i, j int) Key {
-	return Key{Units: append([]Unit{}, k.Units[i:j]...), Extra: k.Extra, Bigram: k.Bigram}
+func copyKey(k RadixKey, i, j int) RadixKey {
+	return RadixKey{Units: append([]Unit{}, k.Units[i:j]...), Extra: k.Extra, Bigram: k.Bigram}
 }
 
-func (t *refRadixTree) childKey(k Key) radixChildKey {
+func (t *refRadixTree) childKey(k RadixKey) radixChildKey {
 	return radixChildKey{extra: k.Extra, page: fmt.Sprint(k.Units[:t.cfg.PageSize])}
 }
 
@@ -99,7 +99,7 @@ func (t *refRadixTree) childKey(k Key) radixChildKey {
 // common prefix). Only whole pages count, so unaligned keys never match
 // past their last whole page (the §1.1 erratum; old upstream compared
 // partial tails). Keys in different namespaces are ErrExtraKeyMismatch.
-func MatchLen(a, b Key, ps int) (int, error) {
+func MatchLen(a, b RadixKey, ps int) (int, error) {
 	if a.Extra != b.Extra {
 		return 0, Reject(ErrExtraKeyMismatch, "extra", b.Extra, fmt.Sprintf("== %+v", a.Extra))
 	}
@@ -113,7 +113,7 @@ func MatchLen(a, b Key, ps int) (int, error) {
 
 // treeKey converts a query or insert key to the tree's unit kind: bigrams in
 // Eagle mode (docs/spec/radix-acks.md §1.4 step 1).
-func (t *refRadixTree) treeKey(k Key) (Key, error) {
+func (t *refRadixTree) treeKey(k RadixKey) (RadixKey, error) {
 	if t.cfg.Eagle && !k.Bigram {
 		return ToBigram(k)
 	}
@@ -121,7 +121,7 @@ func (t *refRadixTree) treeKey(k Key) (Key, error) {
 }
 
 // MatchPrefix implements RadixTree (docs/spec/radix-acks.md §1.4).
-func (t *refRadixTree) MatchPrefix(k Key) (MatchResult, error) {
+func (t *refRadixTree) MatchPrefix(k RadixKey) (MatchResult, error) {
 	empty := MatchResult{Indices: []SlotIdx{}, LastNode: t.root.id}
 	if t.cfg.Disable {
 		return empty, nil
@@ -163,7 +163,7 @@ func (t *refRadixTree) MatchPrefix(k Key) (MatchResult, error) {
 
 // PrefixLen implements RadixTree: MatchPrefix's length without any change
 // to the tree.
-func (t *refRadixTree) PrefixLen(k Key) (int, error) {
+func (t *refRadixTree) PrefixLen(k RadixKey) (int, error) {
 	return t.readLen(k, nil, false)
 }
 
@@ -171,7 +171,7 @@ func (t *refRadixTree) PrefixLen(k Key) (int, error) {
 // is chosen by its first page's units, and its pages are then matched by
 // their units (MatchLen), or with hashed by their prefix hashes recomputed
 // from the stored path (§1.14), whose count it checks first.
-func (t *refRadixTree) readLen(k Key, hashes []PrefixHash, hashed bool) (int, error) {
+func (t *refRadixTree) readLen(k RadixKey, hashes []PrefixHash, hashed bool) (int, error) {
 	if t.cfg.Disable {
 		return 0, nil
 	}
@@ -222,7 +222,7 @@ func (t *refRadixTree) hashedLen(c *radixNode, qh []PrefixHash, n int) int {
 }
 
 // PrefixHashes implements RadixTree (docs/spec/radix-acks.md §1.14).
-func (t *refRadixTree) PrefixHashes(k Key) ([]PrefixHash, error) {
+func (t *refRadixTree) PrefixHashes(k RadixKey) ([]PrefixHash, error) {
 	k, err := t.treeKey(k)
 	if err != nil {
 		return nil, err
@@ -234,7 +234,7 @@ func (t *refRadixTree) PrefixHashes(k Key) ([]PrefixHash, error) {
 // walk of PrefixLen, where a child is still chosen by its first page's
 // units but the pages after it match when the node's prefix hash, computed
 // afresh from the stored path, equals the query's.
-func (t *refRadixTree) PrefixLenHashed(k Key, hashes []PrefixHash) (int, error) {
+func (t *refRadixTree) PrefixLenHashed(k RadixKey, hashes []PrefixHash) (int, error) {
 	return t.readLen(k, hashes, true)
 }
 
@@ -248,7 +248,7 @@ func (t *refRadixTree) nodeHashes(n *radixNode) []PrefixHash {
 	for y := n; y != t.root; y = y.parent {
 		path = append(path, y)
 	}
-	full := Key{Extra: n.key.Extra, Bigram: n.key.Bigram}
+	full := RadixKey{Extra: n.key.Extra, Bigram: n.key.Bigram}
 	for i := len(path) - 1; i >= 0; i-- {
 		full.Units = append(full.Units, path[i].key.Units...)
 	}
@@ -282,7 +282,7 @@ func (t *refRadixTree) split(c *radixNode, p int) *radixNode {
 // the tick advances, so a rejected insert changes nothing; the value length
 // is checked against the key as given, before a bigram conversion shortens
 // both (a designed tightening: upstream truncates the value silently).
-func (t *refRadixTree) Insert(k Key, value []SlotIdx, priority int) (int, error) {
+func (t *refRadixTree) Insert(k RadixKey, value []SlotIdx, priority int) (int, error) {
 	if t.cfg.Disable {
 		return 0, nil
 	}

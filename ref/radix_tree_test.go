@@ -16,9 +16,9 @@ func newTree(t *testing.T, cfg TreeConfig) RadixTree {
 	return tr
 }
 
-func key(units ...Unit) Key { return Key{Units: units} }
+func key(units ...Unit) RadixKey { return RadixKey{Units: units} }
 
-func insert(t *testing.T, tr RadixTree, k Key, value []SlotIdx, want int) {
+func insert(t *testing.T, tr RadixTree, k RadixKey, value []SlotIdx, want int) {
 	t.Helper()
 	got, err := tr.Insert(k, value, 0)
 	if err != nil || got != want {
@@ -29,7 +29,7 @@ func insert(t *testing.T, tr RadixTree, k Key, value []SlotIdx, want int) {
 	}
 }
 
-func match(t *testing.T, tr RadixTree, k Key, want []SlotIdx, wantNode NodeID) {
+func match(t *testing.T, tr RadixTree, k RadixKey, want []SlotIdx, wantNode NodeID) {
 	t.Helper()
 	got, err := tr.MatchPrefix(k)
 	if err != nil {
@@ -73,15 +73,15 @@ func TestMatchPrefixSplitsAtPageBoundaryWorkedExamplePageSize2(t *testing.T) {
 func TestNamespacesDoNotShare(t *testing.T) {
 	tr := newTree(t, TreeConfig{PageSize: 1})
 	a, b := "A", "B"
-	insert(t, tr, Key{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&a, nil)}, nil, 0)
-	match(t, tr, Key{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&b, nil)}, []SlotIdx{}, 0)
+	insert(t, tr, RadixKey{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&a, nil)}, nil, 0)
+	match(t, tr, RadixKey{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&b, nil)}, []SlotIdx{}, 0)
 	match(t, tr, key(1, 2), []SlotIdx{}, 0)
 	salt, empty := "s", ""
-	match(t, tr, Key{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&a, &salt)}, []SlotIdx{}, 0)
-	match(t, tr, Key{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&empty, nil)}, []SlotIdx{}, 0)
-	match(t, tr, Key{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&a, nil)}, []SlotIdx{1, 2}, 1)
+	match(t, tr, RadixKey{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&a, &salt)}, []SlotIdx{}, 0)
+	match(t, tr, RadixKey{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&empty, nil)}, []SlotIdx{}, 0)
+	match(t, tr, RadixKey{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&a, nil)}, []SlotIdx{1, 2}, 1)
 	// An empty salt is no salt (§1.1 amendment): the same namespace as none.
-	match(t, tr, Key{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&a, &empty)}, []SlotIdx{1, 2}, 1)
+	match(t, tr, RadixKey{Units: []Unit{1, 2}, Extra: ExtraKeyOf(&a, &empty)}, []SlotIdx{1, 2}, 1)
 }
 
 func TestReinsertOfPresentKeyCreatesNothing(t *testing.T) {
@@ -214,7 +214,7 @@ func TestMatchLenFloorsToPagesAndChecksNamespaces(t *testing.T) {
 		t.Fatalf("unaligned equal keys: MatchLen = %d, want 2 (whole pages)", n)
 	}
 	a := "A"
-	if _, err := MatchLen(key(1), Key{Units: []Unit{1}, Extra: ExtraKeyOf(&a, nil)}, 1); !errors.Is(err, ErrExtraKeyMismatch) {
+	if _, err := MatchLen(key(1), RadixKey{Units: []Unit{1}, Extra: ExtraKeyOf(&a, nil)}, 1); !errors.Is(err, ErrExtraKeyMismatch) {
 		t.Fatalf("namespaces: %v", err)
 	}
 }
@@ -254,7 +254,7 @@ func TestCopiedUnitsCountOnlyStoredKeys(t *testing.T) {
 		for j := range k {
 			k[j] = Unit(j)
 		}
-		insert(t, tr, Key{Units: k}, nil, 4*(i-1))
+		insert(t, tr, RadixKey{Units: k}, nil, 4*(i-1))
 	}
 	if got := tr.State().CopiedUnits; got != 16 {
 		t.Fatalf("four 4-unit leaves stored %d units, want 16", got)
@@ -263,11 +263,11 @@ func TestCopiedUnitsCountOnlyStoredKeys(t *testing.T) {
 	for j := range full {
 		full[j] = Unit(j)
 	}
-	match(t, tr, Key{Units: full}, full16(), 4)
+	match(t, tr, RadixKey{Units: full}, full16(), 4)
 	if got := tr.State().CopiedUnits; got != 16 {
 		t.Fatalf("a full-hit match copied %d units", got-16)
 	}
-	match(t, tr, Key{Units: full[:6]}, []SlotIdx{0, 1, 2, 3, 4, 5}, 5)
+	match(t, tr, RadixKey{Units: full[:6]}, []SlotIdx{0, 1, 2, 3, 4, 5}, 5)
 	if got := tr.State().CopiedUnits; got != 20 {
 		t.Fatalf("a match splitting a 4-unit node copied %d units, want 4", got-16)
 	}

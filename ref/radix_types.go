@@ -87,11 +87,12 @@ func (k *ExtraKey) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Key is a radix key as the caller hands it to a tree: the units, the
-// namespace, and whether the units are already bigrams (docs/spec/radix-acks.md §1.1).
+// RadixKey is a radix key as the caller hands it to a tree: the units, the
+// namespace, and whether the units are already bigrams (docs/spec/radix-acks.md
+// §1.1).
 // Trees never modify Units; the fast tree views them without copying while a
 // call runs and copies what it stores.
-type Key struct {
+type RadixKey struct {
 	// Units are the key's elements (tokens, or packed bigrams when Bigram).
 	Units []Unit
 	// Extra is the namespace.
@@ -102,15 +103,15 @@ type Key struct {
 
 // TokenKey builds a token-mode key from wider integers, rejecting ids
 // outside [0, 2^32) with ErrTokenRange naming field[i] (docs/spec/radix-acks.md §1.10).
-func TokenKey(field string, tokens []int64, extra ExtraKey) (Key, error) {
+func TokenKey(field string, tokens []int64, extra ExtraKey) (RadixKey, error) {
 	if err := CheckTokens(field, tokens); err != nil {
-		return Key{}, err
+		return RadixKey{}, err
 	}
 	units := make([]Unit, len(tokens))
 	for i, t := range tokens {
 		units[i] = Unit(t)
 	}
-	return Key{Units: units, Extra: extra}, nil
+	return RadixKey{Units: units, Extra: extra}, nil
 }
 
 // EvictPolicy names the order in which evictable leaves are chosen
@@ -265,26 +266,26 @@ type RadixTree interface {
 	Config() TreeConfig
 	// MatchPrefix returns the slots of the longest page-aligned cached
 	// prefix of k, splitting the node the match ends inside (§1.4).
-	MatchPrefix(k Key) (MatchResult, error)
+	MatchPrefix(k RadixKey) (MatchResult, error)
 	// PrefixLen is a read-only match: the length of the cached page-aligned
 	// prefix of k, without advancing the tick, stamping or splitting
 	// (designed for routers scoring a prompt against many pools). It is safe
 	// to call concurrently with other PrefixLen calls.
-	PrefixLen(k Key) (int, error)
+	PrefixLen(k RadixKey) (int, error)
 	// PrefixHashes is the prefix-hash chain of k's whole pages in the
 	// tree's unit space and page size (§1.14): a score hashes a prompt once
 	// per kind of tree and passes the chain to PrefixLenHashed. It reads
 	// only the configuration.
-	PrefixHashes(k Key) ([]PrefixHash, error)
+	PrefixHashes(k RadixKey) ([]PrefixHash, error)
 	// PrefixLenHashed is PrefixLen comparing each node's first page by its
 	// units and the pages after it by prefix hash (§1.14); hashes must be
 	// PrefixHashes(k) of a tree with this configuration. Read-only and
 	// safe concurrently with PrefixLen and itself.
-	PrefixLenHashed(k Key, hashes []PrefixHash) (int, error)
+	PrefixLenHashed(k RadixKey, hashes []PrefixHash) (int, error)
 	// Insert stores k → value and returns how many leading units were
 	// already present (§1.5). A nil value is simulation mode: the slots are
 	// the key's units before any bigram conversion.
-	Insert(k Key, value []SlotIdx, priority int) (int, error)
+	Insert(k RadixKey, value []SlotIdx, priority int) (int, error)
 	// IncLockRef protects the path from node to the root and returns minus
 	// the units newly protected (§1.7).
 	IncLockRef(node NodeID) (int, error)

@@ -53,8 +53,8 @@ func checkCompatFlags(field string, f CompatFlags) error {
 	return Reject(ErrBadFlag, field+".openai_compat_family", f.Family, "one of none, glm, kimi (--openai-compat-family)")
 }
 
-// ChatNormalizeInput is the input of serving.chat_normalize (S2.2–S2.4, S2.7).
-type ChatNormalizeInput struct {
+// ServingChatNormalizeInput is the input of serving.chat_normalize (S2.2–S2.4, S2.7).
+type ServingChatNormalizeInput struct {
 	// Endpoint is "chat" or "completions".
 	Endpoint string `json:"endpoint"`
 	// Request is the client's JSON request object, untouched.
@@ -67,9 +67,9 @@ type ChatNormalizeInput struct {
 	Flags CompatFlags `json:"flags"`
 }
 
-// ChatNormalizeOutput is the request the engine goes on with (Status 200),
+// ServingChatNormalizeOutput is the request the engine goes on with (Status 200),
 // or the 400 it answers instead.
-type ChatNormalizeOutput struct {
+type ServingChatNormalizeOutput struct {
 	// Status is 200, or 400 for a request the layer rejects.
 	Status int `json:"status"`
 	// Request is the normalized request (null on 400): every member the
@@ -84,7 +84,7 @@ type ChatNormalizeOutput struct {
 // CheckChatNormalize validates the op's own input (not the client's
 // request, whose faults are 400 outputs): endpoint, request object,
 // numbers, flags.
-func CheckChatNormalize(in ChatNormalizeInput) error {
+func CheckChatNormalize(in ServingChatNormalizeInput) error {
 	if in.Endpoint != EndpointChat && in.Endpoint != EndpointCompletions {
 		return Reject(ErrBadEnum, "endpoint", in.Endpoint, `"chat" or "completions"`)
 	}
@@ -185,26 +185,26 @@ func PartTypeName(partKind, typeKind, typeString string) string {
 	return typeKind
 }
 
-// ChatNormalize is serving.chat_normalize (docs/spec/admission-serving.md S2.2–S2.4,
+// ServingChatNormalize is serving.chat_normalize (docs/spec/admission-serving.md S2.2–S2.4,
 // S2.7): the request edited member by member; a client fault is a 400 output.
 // Order: messages' shape, tools, tool_choice, then each message in order,
 // then the max_tokens default.
-func ChatNormalize(_ Limits, in ChatNormalizeInput) (ChatNormalizeOutput, error) {
+func ServingChatNormalize(_ Limits, in ServingChatNormalizeInput) (ServingChatNormalizeOutput, error) {
 	if err := CheckChatNormalize(in); err != nil {
-		return ChatNormalizeOutput{}, err
+		return ServingChatNormalizeOutput{}, err
 	}
 	doc, ok := parseObject(in.Request)
 	if !ok {
-		return ChatNormalizeOutput{}, Reject(ErrNotJSONObject, "request", jsonKindOrInvalid(in.Request), "a JSON object")
+		return ServingChatNormalizeOutput{}, Reject(ErrNotJSONObject, "request", jsonKindOrInvalid(in.Request), "a JSON object")
 	}
 	if in.Endpoint == EndpointCompletions {
-		return ChatNormalizeOutput{Status: 200, Request: doc.encode()}, nil
+		return ServingChatNormalizeOutput{Status: 200, Request: doc.encode()}, nil
 	}
 	doc, soft, err := normalizeChat(doc, in)
 	if err != nil {
-		return ChatNormalizeOutput{Status: StatusBadRequest, Message: err.Error()}, nil
+		return ServingChatNormalizeOutput{Status: StatusBadRequest, Message: err.Error()}, nil
 	}
-	return ChatNormalizeOutput{Status: 200, Request: doc.encode(), SoftMaxTokens: soft}, nil
+	return ServingChatNormalizeOutput{Status: 200, Request: doc.encode(), SoftMaxTokens: soft}, nil
 }
 
 func jsonKindOrInvalid(raw json.RawMessage) string {
@@ -214,7 +214,7 @@ func jsonKindOrInvalid(raw json.RawMessage) string {
 	return jsonKind(raw)
 }
 
-func normalizeChat(doc jsonObject, in ChatNormalizeInput) (jsonObject, bool, error) {
+func normalizeChat(doc jsonObject, in ServingChatNormalizeInput) (jsonObject, bool, error) {
 	msgs, ok := parseArray(doc.get("messages"))
 	if !ok {
 		return nil, false, &badRequest{MsgMessagesNotList}

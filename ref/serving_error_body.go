@@ -41,9 +41,9 @@ const (
 	StatusBadRequest = 400
 )
 
-// InputLengthInput is the input of serving.validate_input_length
+// ServingValidateInputLengthInput is the input of serving.validate_input_length
 // (docs/spec/admission-serving.md S1.2).
-type InputLengthInput struct {
+type ServingValidateInputLengthInput struct {
 	// PromptTokens is N, the prompt's token count after multimodal expansion, >= 0.
 	PromptTokens int64 `json:"prompt_tokens"`
 	// ContextLen is C, the model context length, >= 1.
@@ -54,8 +54,8 @@ type InputLengthInput struct {
 	AllowAutoTruncate bool `json:"allow_auto_truncate,omitempty"`
 }
 
-// InputLengthOutput is the verdict of both bounds (S1.2).
-type InputLengthOutput struct {
+// ServingValidateInputLengthOutput is the verdict of both bounds (S1.2).
+type ServingValidateInputLengthOutput struct {
 	// MaxReqLen is min(C-1, T-1).
 	MaxReqLen int64 `json:"max_req_len"`
 	// MaxReqInputLen is max_req_len - 5.
@@ -85,7 +85,7 @@ func LengthMessage(n, limit int64) string {
 // CheckInputLengthArgs validates S1.6 and returns max_req_len and
 // max_req_input_len. The order (context_len, max_total_tokens,
 // max_req_input_len, prompt_tokens) is the contract both twins keep.
-func CheckInputLengthArgs(in InputLengthInput) (int64, int64, error) {
+func CheckInputLengthArgs(in ServingValidateInputLengthInput) (int64, int64, error) {
 	if in.ContextLen < 1 {
 		return 0, 0, Reject(ErrPoolTooSmall, "context_len", in.ContextLen, ">= 1")
 	}
@@ -104,14 +104,14 @@ func CheckInputLengthArgs(in InputLengthInput) (int64, int64, error) {
 	return maxReqLen, maxReqInputLen, nil
 }
 
-// ValidateInputLength applies the tokenizer pre-check and the scheduler
+// ServingValidateInputLength applies the tokenizer pre-check and the scheduler
 // check of docs/spec/admission-serving.md S1.2, in that order.
-func ValidateInputLength(_ Limits, in InputLengthInput) (InputLengthOutput, error) {
+func ServingValidateInputLength(_ Limits, in ServingValidateInputLengthInput) (ServingValidateInputLengthOutput, error) {
 	maxReqLen, maxReqInputLen, err := CheckInputLengthArgs(in)
 	if err != nil {
-		return InputLengthOutput{}, err
+		return ServingValidateInputLengthOutput{}, err
 	}
-	out := InputLengthOutput{MaxReqLen: maxReqLen, MaxReqInputLen: maxReqInputLen}
+	out := ServingValidateInputLengthOutput{MaxReqLen: maxReqLen, MaxReqInputLen: maxReqInputLen}
 	n := in.PromptTokens
 	if in.AllowAutoTruncate {
 		// Rule 3: the tokenizer keeps the first C tokens, then the scheduler
@@ -152,8 +152,8 @@ const (
 	ContentSSE = "text/event-stream"
 )
 
-// ErrorBodyInput is the input of serving.error_body (S1.3).
-type ErrorBodyInput struct {
+// ServingErrorBodyInput is the input of serving.error_body (S1.3).
+type ServingErrorBodyInput struct {
 	// Surface is "openai", "openai_stream" or "generate".
 	Surface string `json:"surface"`
 	// Status is the error's status code, in [400, 599].
@@ -164,8 +164,8 @@ type ErrorBodyInput struct {
 	Message string `json:"message"`
 }
 
-// ErrorBodyOutput is the exact response an error produces (S1.3).
-type ErrorBodyOutput struct {
+// ServingErrorBodyOutput is the exact response an error produces (S1.3).
+type ServingErrorBodyOutput struct {
 	// Status is the HTTP status of the response (200 for an in-stream error).
 	Status int `json:"status"`
 	// ContentType is the response content type.
@@ -188,7 +188,7 @@ func DefaultErrType(status int64) string {
 }
 
 // CheckErrorBody validates S1.6's status bound and the surface.
-func CheckErrorBody(in ErrorBodyInput) error {
+func CheckErrorBody(in ServingErrorBodyInput) error {
 	switch in.Surface {
 	case SurfaceOpenAI, SurfaceOpenAIStream, SurfaceGenerate:
 	default:
@@ -200,13 +200,13 @@ func CheckErrorBody(in ErrorBodyInput) error {
 	return nil
 }
 
-// ErrorBody renders the response of S1.3 for an error on a surface: the
+// ServingErrorBody renders the response of S1.3 for an error on a surface: the
 // compact OpenAI error object; the in-stream data: chunk followed by
 // [DONE]; or /generate's {"error":{"message"}}, which answers 400 for every
 // 4xx (PayloadTooLargeError is a ValueError there) and keeps a 5xx status.
-func ErrorBody(_ Limits, in ErrorBodyInput) (ErrorBodyOutput, error) {
+func ServingErrorBody(_ Limits, in ServingErrorBodyInput) (ServingErrorBodyOutput, error) {
 	if err := CheckErrorBody(in); err != nil {
-		return ErrorBodyOutput{}, err
+		return ServingErrorBodyOutput{}, err
 	}
 	errType := in.ErrType
 	if errType == "" {
@@ -215,15 +215,15 @@ func ErrorBody(_ Limits, in ErrorBodyInput) (ErrorBodyOutput, error) {
 	code := strconv.Itoa(in.Status)
 	switch in.Surface {
 	case SurfaceOpenAI:
-		return ErrorBodyOutput{Status: in.Status, ContentType: ContentJSON, Body: openAIErrorJSON(in.Message, errType, code)}, nil
+		return ServingErrorBodyOutput{Status: in.Status, ContentType: ContentJSON, Body: openAIErrorJSON(in.Message, errType, code)}, nil
 	case SurfaceOpenAIStream:
-		return ErrorBodyOutput{Status: 200, ContentType: ContentSSE, Body: StreamErrorSSE(in.Message, errType, code)}, nil
+		return ServingErrorBodyOutput{Status: 200, ContentType: ContentSSE, Body: StreamErrorSSE(in.Message, errType, code)}, nil
 	}
 	status := in.Status
 	if status < 500 {
 		status = StatusBadRequest
 	}
-	return ErrorBodyOutput{Status: status, ContentType: ContentJSON,
+	return ServingErrorBodyOutput{Status: status, ContentType: ContentJSON,
 		Body: `{"error":{"message":` + pyJSONString(in.Message, false) + `}}`}, nil
 }
 
@@ -422,10 +422,10 @@ func pyStatusName(code int64) (string, bool) {
 	return "", false
 }
 
-// StreamErrorInput is the input of serving.stream_error_chunk: one item of
+// ServingStreamErrorChunkInput is the input of serving.stream_error_chunk: one item of
 // the generation stream (S1.3 streaming abort typing, S2.5 first-chunk
 // preflight).
-type StreamErrorInput struct {
+type ServingStreamErrorChunkInput struct {
 	// FinishReason is the item's finish reason exactly as the engine sent
 	// it (any JSON value; null or absent when the item has none).
 	FinishReason json.RawMessage `json:"finish_reason,omitempty"`
@@ -438,8 +438,8 @@ type StreamErrorInput struct {
 	Preflight bool `json:"preflight,omitempty"`
 }
 
-// StreamErrorOutput is what the server sends for the item.
-type StreamErrorOutput struct {
+// ServingStreamErrorChunkOutput is what the server sends for the item.
+type ServingStreamErrorChunkOutput struct {
 	// Emit is true when the item is an error that ends the stream; false is
 	// a normal chunk or a graceful abort (the normal chunk path continues).
 	Emit bool `json:"emit"`
@@ -481,20 +481,20 @@ func StatusCodeDigits(raw string, isString bool) (int64, bool, error) {
 	return v, true, nil
 }
 
-// StreamErrorChunk applies streaming abort typing (docs/spec/admission-serving.md
+// ServingStreamErrorChunk applies streaming abort typing (docs/spec/admission-serving.md
 // S1.3) and the first-chunk preflight (S2.5) to one stream item. An abort
 // finish reason with an int-like status code is an error typed by its
 // err_type, else by the status name; it is sent in-stream (then [DONE]),
 // or, when it is the first item under preflight and its code is a 4xx or
 // 5xx, as the non-streaming error with that status. Anything else is the
 // normal chunk, whose bytes preflight never changes.
-func StreamErrorChunk(_ Limits, in StreamErrorInput) (StreamErrorOutput, error) {
+func ServingStreamErrorChunk(_ Limits, in ServingStreamErrorChunkInput) (ServingStreamErrorChunkOutput, error) {
 	code, isErr, err := streamAbortCode(in.FinishReason)
 	if err != nil {
-		return StreamErrorOutput{}, err
+		return ServingStreamErrorChunkOutput{}, err
 	}
 	if !isErr {
-		out := StreamErrorOutput{Body: "data: " + in.Chunk + "\n\n"}
+		out := ServingStreamErrorChunkOutput{Body: "data: " + in.Chunk + "\n\n"}
 		if in.First {
 			out.Status, out.ContentType = 200, ContentSSE
 		}
@@ -515,7 +515,7 @@ func StreamErrorChunk(_ Limits, in StreamErrorInput) (StreamErrorOutput, error) 
 	if msg == "" {
 		msg = "Generation aborted."
 	}
-	out := StreamErrorOutput{Emit: true, Code: code, ErrType: errType}
+	out := ServingStreamErrorChunkOutput{Emit: true, Code: code, ErrType: errType}
 	codeText := strconv.FormatInt(code, 10)
 	switch {
 	case in.First && in.Preflight && code >= 400 && code <= 599:

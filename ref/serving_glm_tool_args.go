@@ -20,8 +20,8 @@ const (
 	pyWhitespace  = " \t\n\r\f\v"  // Python's ASCII \s, allowed between a key and its value
 )
 
-// GLMToolArgsInput is the input of serving.glm_tool_args (S2.8).
-type GLMToolArgsInput struct {
+// ServingGLMToolArgsInput is the input of serving.glm_tool_args (S2.8).
+type ServingGLMToolArgsInput struct {
 	// Text is the model's output text.
 	Text string `json:"text"`
 	// Tools is the request's tools list (for each key's schema type), or null.
@@ -37,8 +37,8 @@ type GLMToolCall struct {
 	Arguments string `json:"arguments"`
 }
 
-// GLMToolArgsOutput is the parse of Text.
-type GLMToolArgsOutput struct {
+// ServingGLMToolArgsOutput is the parse of Text.
+type ServingGLMToolArgsOutput struct {
 	// NormalText is the text outside complete tool calls, in order.
 	NormalText string `json:"normal_text"`
 	// Calls are the complete tool calls in order.
@@ -78,7 +78,7 @@ func glmSchemaType(tools json.RawMessage, name, key string) string {
 	return typ
 }
 
-// GLMToolArgs is serving.glm_tool_args (S2.8): each complete
+// ServingGLMToolArgs is serving.glm_tool_args (S2.8): each complete
 // <tool_call>…</tool_call> becomes a call whose name is the text up to the
 // first newline (or first <arg_key>), trimmed, and whose arguments are the
 // <arg_key>K</arg_key> (whitespace) <arg_value>V</arg_value> pairs in order,
@@ -86,11 +86,11 @@ func glmSchemaType(tools json.RawMessage, name, key string) string {
 // followed by a value is skipped; a repeated key keeps its first place and
 // its last value (a Python dict). Text outside calls, and an unclosed call,
 // is normal text.
-func GLMToolArgs(_ Limits, in GLMToolArgsInput) (GLMToolArgsOutput, error) {
+func ServingGLMToolArgs(_ Limits, in ServingGLMToolArgsInput) (ServingGLMToolArgsOutput, error) {
 	if err := CheckGLMTools(in.Tools); err != nil {
-		return GLMToolArgsOutput{}, err
+		return ServingGLMToolArgsOutput{}, err
 	}
-	out := GLMToolArgsOutput{Calls: []GLMToolCall{}}
+	out := ServingGLMToolArgsOutput{Calls: []GLMToolCall{}}
 	var normal strings.Builder
 	rest := in.Text
 	for {

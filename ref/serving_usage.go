@@ -19,8 +19,8 @@ type UsageChoice struct {
 	ReasoningTokens int64 `json:"reasoning_tokens"`
 }
 
-// UsageInput is the input of serving.usage (S2.6).
-type UsageInput struct {
+// ServingUsageInput is the input of serving.usage (S2.6).
+type ServingUsageInput struct {
 	// Family is --openai-compat-family: "", "none", "glm" or "kimi".
 	Family string `json:"family,omitempty"`
 	// PromptTokens is the prompt token count, >= 0.
@@ -34,8 +34,9 @@ type UsageInput struct {
 	CompletionTokensDetails json.RawMessage `json:"completion_tokens_details,omitempty"`
 }
 
-// Usage is the usage object, fields in S2.6's binding order.
-type Usage struct {
+// ServingUsageOutput is the output of serving.usage: the usage object,
+// fields in S2.6's binding order.
+type ServingUsageOutput struct {
 	// PromptTokens is the prompt token count.
 	PromptTokens int64 `json:"prompt_tokens"`
 	// TotalTokens is prompt_tokens + completion_tokens.
@@ -54,7 +55,7 @@ type Usage struct {
 // CheckUsage validates a usage input and returns the sums (completion,
 // reasoning, total): family, details shapes, then each choice in order,
 // then the sums' overflow.
-func CheckUsage(in UsageInput) (int64, int64, int64, error) {
+func CheckUsage(in ServingUsageInput) (int64, int64, int64, error) {
 	switch in.Family {
 	case "", FamilyNone, FamilyGLM, FamilyKimi:
 	default:
@@ -96,16 +97,16 @@ func CheckUsage(in UsageInput) (int64, int64, int64, error) {
 	return comp, reas, in.PromptTokens + comp, nil
 }
 
-// UsageOf is serving.usage (S2.6): counts summed over choices, the upstream
+// ServingUsage is serving.usage (S2.6): counts summed over choices, the upstream
 // top-level reasoning_tokens always, and under the glm family also
 // completion_tokens_details.reasoning_tokens, merged into existing details
 // (replacing only a reasoning_tokens member already there).
-func UsageOf(_ Limits, in UsageInput) (Usage, error) {
+func ServingUsage(_ Limits, in ServingUsageInput) (ServingUsageOutput, error) {
 	comp, reas, total, err := CheckUsage(in)
 	if err != nil {
-		return Usage{}, err
+		return ServingUsageOutput{}, err
 	}
-	u := Usage{PromptTokens: in.PromptTokens, TotalTokens: total, CompletionTokens: comp, ReasoningTokens: reas}
+	u := ServingUsageOutput{PromptTokens: in.PromptTokens, TotalTokens: total, CompletionTokens: comp, ReasoningTokens: reas}
 	if !IsAbsentOrNull(in.PromptTokensDetails) {
 		u.PromptTokensDetails = in.PromptTokensDetails
 	}

@@ -16,8 +16,8 @@ const (
 	PositionRange OwnershipPolicy = "position_range"
 )
 
-// FilterCPRankInput is the input of transfer.filter_cp_rank (docs/spec/transfer.md §1.1).
-type FilterCPRankInput struct {
+// TransferFilterCPRankInput is the input of transfer.filter_cp_rank (docs/spec/transfer.md §1.1).
+type TransferFilterCPRankInput struct {
 	// KV holds this chunk's prefill page ids, in request order.
 	KV []int64 `json:"kv"`
 	// ChunkPageStart is the absolute position of KV[0] in the request's page list.
@@ -33,9 +33,9 @@ type FilterCPRankInput struct {
 	Policy OwnershipPolicy `json:"policy,omitempty"`
 }
 
-// FilterCPRankOutput is the rank's share: Owned[i] is sent to the decode page
+// TransferFilterCPRankOutput is the rank's share: Owned[i] is sent to the decode page
 // at absolute request position Positions[i] (docs/spec/transfer.md §1.1).
-type FilterCPRankOutput struct {
+type TransferFilterCPRankOutput struct {
 	// Owned is the page ids this rank sends.
 	Owned []int64 `json:"owned"`
 	// Positions are the absolute request page positions of Owned, ascending by 1.
@@ -56,14 +56,14 @@ func RankPageBounds(total int64, rank, size int) (int64, int64) {
 	return ls, le
 }
 
-// FilterCPRank returns the pages CP rank cpRank sends for one chunk and their
+// TransferFilterCPRank returns the pages CP rank cpRank sends for one chunk and their
 // absolute request positions (docs/spec/transfer.md §1). The ValueRange policy is the
 // old np.isin form kept verbatim, as the notes' differential test kept it:
 // build the range mask, collect the masked values, then re-mask by membership.
-func FilterCPRank(_ Limits, in FilterCPRankInput) (FilterCPRankOutput, error) {
+func TransferFilterCPRank(_ Limits, in TransferFilterCPRankInput) (TransferFilterCPRankOutput, error) {
 	policy, total, err := validateFilterCPRank(in)
 	if err != nil {
-		return FilterCPRankOutput{}, err
+		return TransferFilterCPRankOutput{}, err
 	}
 	kv, s, n := in.KV, in.ChunkPageStart, int64(len(in.KV))
 	if policy == PositionRange {
@@ -116,13 +116,13 @@ func FilterCPRank(_ Limits, in FilterCPRankInput) (FilterCPRankOutput, error) {
 	return spanOf(kv, s, first, last), nil
 }
 
-func emptyFilter() FilterCPRankOutput {
-	return FilterCPRankOutput{Owned: []int64{}, Positions: []int64{}}
+func emptyFilter() TransferFilterCPRankOutput {
+	return TransferFilterCPRankOutput{Owned: []int64{}, Positions: []int64{}}
 }
 
 // spanOf copies kv[first:last] and numbers it from absolute position s+first.
-func spanOf(kv []int64, s, first, last int64) FilterCPRankOutput {
-	out := FilterCPRankOutput{Owned: make([]int64, 0, last-first), Positions: make([]int64, 0, last-first)}
+func spanOf(kv []int64, s, first, last int64) TransferFilterCPRankOutput {
+	out := TransferFilterCPRankOutput{Owned: make([]int64, 0, last-first), Positions: make([]int64, 0, last-first)}
 	for i := first; i < last; i++ {
 		out.Owned = append(out.Owned, kv[i])
 		out.Positions = append(out.Positions, s+i)

@@ -11,7 +11,7 @@ import (
 // effective policy and total page count. The scalar checks come first and the
 // scan of kv last, so a twin that folds the scan into its own pass reports
 // the same first error.
-func validateFilterCPRank(in FilterCPRankInput) (OwnershipPolicy, int64, error) {
+func validateFilterCPRank(in TransferFilterCPRankInput) (OwnershipPolicy, int64, error) {
 	policy, total, err := CheckFilterCPRankScalars(in)
 	if err != nil {
 		return "", 0, err
@@ -23,7 +23,7 @@ func validateFilterCPRank(in FilterCPRankInput) (OwnershipPolicy, int64, error) 
 }
 
 // CheckFilterCPRankScalars is validateFilterCPRank without the scan of kv.
-func CheckFilterCPRankScalars(in FilterCPRankInput) (OwnershipPolicy, int64, error) {
+func CheckFilterCPRankScalars(in TransferFilterCPRankInput) (OwnershipPolicy, int64, error) {
 	if in.CPSize < 1 {
 		return "", 0, Reject(ErrBadCPSize, "cp_size", in.CPSize, ">= 1")
 	}

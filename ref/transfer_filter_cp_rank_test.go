@@ -9,42 +9,42 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestFilterCPRankWorkedExamples pins docs/spec/transfer.md §1.3 E1–E4 and §1.6.
-func TestFilterCPRankWorkedExamples(t *testing.T) {
+// TestTransferFilterCPRankWorkedExamples pins docs/spec/transfer.md §1.3 E1–E4 and §1.6.
+func TestTransferFilterCPRankWorkedExamples(t *testing.T) {
 	six := int64(6)
 	e4 := []int64{10, 2, 30, 4, 50, 6}
 	cases := []struct {
 		name string
-		in   ref.FilterCPRankInput
-		want ref.FilterCPRankOutput
+		in   ref.TransferFilterCPRankInput
+		want ref.TransferFilterCPRankOutput
 	}{
-		{"E1 rank 0", ref.FilterCPRankInput{KV: []int64{40, 41, 42, 43, 44}, CPRank: 0, CPSize: 2},
-			ref.FilterCPRankOutput{Owned: []int64{40, 41, 42}, Positions: []int64{0, 1, 2}}},
-		{"E1 rank 1", ref.FilterCPRankInput{KV: []int64{40, 41, 42, 43, 44}, CPRank: 1, CPSize: 2},
-			ref.FilterCPRankOutput{Owned: []int64{43, 44}, Positions: []int64{3, 4}}},
-		{"E2 rank 0", ref.FilterCPRankInput{KV: []int64{40, 41, 42, 43, 44}, ChunkPageStart: 8, CPRank: 0, CPSize: 2},
-			ref.FilterCPRankOutput{Owned: []int64{40, 41, 42}, Positions: []int64{8, 9, 10}}},
-		{"E2 rank 1", ref.FilterCPRankInput{KV: []int64{40, 41, 42, 43, 44}, ChunkPageStart: 8, CPRank: 1, CPSize: 2},
-			ref.FilterCPRankOutput{Owned: []int64{43, 44}, Positions: []int64{11, 12}}},
-		{"E3 rank 0", ref.FilterCPRankInput{KV: []int64{40, 41}, CPRank: 0, CPSize: 4},
-			ref.FilterCPRankOutput{Owned: []int64{40}, Positions: []int64{0}}},
-		{"E3 rank 1", ref.FilterCPRankInput{KV: []int64{40, 41}, CPRank: 1, CPSize: 4},
-			ref.FilterCPRankOutput{Owned: []int64{41}, Positions: []int64{1}}},
-		{"E3 rank 2", ref.FilterCPRankInput{KV: []int64{40, 41}, CPRank: 2, CPSize: 4},
-			ref.FilterCPRankOutput{Owned: []int64{}, Positions: []int64{}}},
-		{"E4 value range rank 0", ref.FilterCPRankInput{KV: e4, CPRank: 0, CPSize: 2},
-			ref.FilterCPRankOutput{Owned: []int64{2, 30, 4}, Positions: []int64{1, 2, 3}}},
-		{"E4 value range rank 1", ref.FilterCPRankInput{KV: e4, CPRank: 1, CPSize: 2},
-			ref.FilterCPRankOutput{Owned: []int64{6}, Positions: []int64{5}}},
-		{"E4 position range rank 0", ref.FilterCPRankInput{KV: e4, TotalPages: &six, CPRank: 0, CPSize: 2, Policy: ref.PositionRange},
-			ref.FilterCPRankOutput{Owned: []int64{10, 2, 30}, Positions: []int64{0, 1, 2}}},
-		{"E4 position range rank 1", ref.FilterCPRankInput{KV: e4, TotalPages: &six, CPRank: 1, CPSize: 2, Policy: ref.PositionRange},
-			ref.FilterCPRankOutput{Owned: []int64{4, 50, 6}, Positions: []int64{3, 4, 5}}},
-		{"§1.6 chunk 1 lands on request pages 2..3", ref.FilterCPRankInput{KV: []int64{12, 13}, ChunkPageStart: 2, CPRank: 0, CPSize: 1},
-			ref.FilterCPRankOutput{Owned: []int64{12, 13}, Positions: []int64{2, 3}}},
+		{"E1 rank 0", ref.TransferFilterCPRankInput{KV: []int64{40, 41, 42, 43, 44}, CPRank: 0, CPSize: 2},
+			ref.TransferFilterCPRankOutput{Owned: []int64{40, 41, 42}, Positions: []int64{0, 1, 2}}},
+		{"E1 rank 1", ref.TransferFilterCPRankInput{KV: []int64{40, 41, 42, 43, 44}, CPRank: 1, CPSize: 2},
+			ref.TransferFilterCPRankOutput{Owned: []int64{43, 44}, Positions: []int64{3, 4}}},
+		{"E2 rank 0", ref.TransferFilterCPRankInput{KV: []int64{40, 41, 42, 43, 44}, ChunkPageStart: 8, CPRank: 0, CPSize: 2},
+			ref.TransferFilterCPRankOutput{Owned: []int64{40, 41, 42}, Positions: []int64{8, 9, 10}}},
+		{"E2 rank 1", ref.TransferFilterCPRankInput{KV: []int64{40, 41, 42, 43, 44}, ChunkPageStart: 8, CPRank: 1, CPSize: 2},
+			ref.TransferFilterCPRankOutput{Owned: []int64{43, 44}, Positions: []int64{11, 12}}},
+		{"E3 rank 0", ref.TransferFilterCPRankInput{KV: []int64{40, 41}, CPRank: 0, CPSize: 4},
+			ref.TransferFilterCPRankOutput{Owned: []int64{40}, Positions: []int64{0}}},
+		{"E3 rank 1", ref.TransferFilterCPRankInput{KV: []int64{40, 41}, CPRank: 1, CPSize: 4},
+			ref.TransferFilterCPRankOutput{Owned: []int64{41}, Positions: []int64{1}}},
+		{"E3 rank 2", ref.TransferFilterCPRankInput{KV: []int64{40, 41}, CPRank: 2, CPSize: 4},
+			ref.TransferFilterCPRankOutput{Owned: []int64{}, Positions: []int64{}}},
+		{"E4 value range rank 0", ref.TransferFilterCPRankInput{KV: e4, CPRank: 0, CPSize: 2},
+			ref.TransferFilterCPRankOutput{Owned: []int64{2, 30, 4}, Positions: []int64{1, 2, 3}}},
+		{"E4 value range rank 1", ref.TransferFilterCPRankInput{KV: e4, CPRank: 1, CPSize: 2},
+			ref.TransferFilterCPRankOutput{Owned: []int64{6}, Positions: []int64{5}}},
+		{"E4 position range rank 0", ref.TransferFilterCPRankInput{KV: e4, TotalPages: &six, CPRank: 0, CPSize: 2, Policy: ref.PositionRange},
+			ref.TransferFilterCPRankOutput{Owned: []int64{10, 2, 30}, Positions: []int64{0, 1, 2}}},
+		{"E4 position range rank 1", ref.TransferFilterCPRankInput{KV: e4, TotalPages: &six, CPRank: 1, CPSize: 2, Policy: ref.PositionRange},
+			ref.TransferFilterCPRankOutput{Owned: []int64{4, 50, 6}, Positions: []int64{3, 4, 5}}},
+		{"§1.6 chunk 1 lands on request pages 2..3", ref.TransferFilterCPRankInput{KV: []int64{12, 13}, ChunkPageStart: 2, CPRank: 0, CPSize: 1},
+			ref.TransferFilterCPRankOutput{Owned: []int64{12, 13}, Positions: []int64{2, 3}}},
 	}
 	for _, c := range cases {
-		got, err := ref.FilterCPRank(ref.DefaultLimits(), c.in)
+		got, err := ref.TransferFilterCPRank(ref.DefaultLimits(), c.in)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -54,25 +54,25 @@ func TestFilterCPRankWorkedExamples(t *testing.T) {
 	}
 }
 
-// TestFilterCPRankRejectsBadInputNamingFieldAndBound pins docs/spec/transfer.md §1.5.
-func TestFilterCPRankRejectsBadInputNamingFieldAndBound(t *testing.T) {
+// TestTransferFilterCPRankRejectsBadInputNamingFieldAndBound pins docs/spec/transfer.md §1.5.
+func TestTransferFilterCPRankRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	four := int64(4)
 	cases := []struct {
-		in    ref.FilterCPRankInput
+		in    ref.TransferFilterCPRankInput
 		want  *ref.Sentinel
 		field string
 	}{
-		{ref.FilterCPRankInput{CPSize: 0}, ref.ErrBadCPSize, "cp_size"},
-		{ref.FilterCPRankInput{CPSize: 4, CPRank: 4}, ref.ErrBadCPRank, "cp_rank"},
-		{ref.FilterCPRankInput{CPSize: 1, ChunkPageStart: -1}, ref.ErrNegative, "chunk_page_start"},
-		{ref.FilterCPRankInput{CPSize: 1, KV: []int64{1, -2}}, ref.ErrNegative, "kv[1]"},
-		{ref.FilterCPRankInput{CPSize: 1, KV: []int64{1}, ChunkPageStart: 1<<63 - 1}, ref.ErrOverflow, "chunk_page_start"},
-		{ref.FilterCPRankInput{CPSize: 2, KV: []int64{1}, Policy: ref.PositionRange}, ref.ErrTotalPagesRequired, "total_pages"},
-		{ref.FilterCPRankInput{CPSize: 2, KV: []int64{1, 2}, ChunkPageStart: 3, TotalPages: &four, Policy: ref.PositionRange}, ref.ErrChunkOutOfRange, "chunk_page_start"},
-		{ref.FilterCPRankInput{CPSize: 2, Policy: "positional"}, ref.ErrBadEnum, "policy"},
+		{ref.TransferFilterCPRankInput{CPSize: 0}, ref.ErrBadCPSize, "cp_size"},
+		{ref.TransferFilterCPRankInput{CPSize: 4, CPRank: 4}, ref.ErrBadCPRank, "cp_rank"},
+		{ref.TransferFilterCPRankInput{CPSize: 1, ChunkPageStart: -1}, ref.ErrNegative, "chunk_page_start"},
+		{ref.TransferFilterCPRankInput{CPSize: 1, KV: []int64{1, -2}}, ref.ErrNegative, "kv[1]"},
+		{ref.TransferFilterCPRankInput{CPSize: 1, KV: []int64{1}, ChunkPageStart: 1<<63 - 1}, ref.ErrOverflow, "chunk_page_start"},
+		{ref.TransferFilterCPRankInput{CPSize: 2, KV: []int64{1}, Policy: ref.PositionRange}, ref.ErrTotalPagesRequired, "total_pages"},
+		{ref.TransferFilterCPRankInput{CPSize: 2, KV: []int64{1, 2}, ChunkPageStart: 3, TotalPages: &four, Policy: ref.PositionRange}, ref.ErrChunkOutOfRange, "chunk_page_start"},
+		{ref.TransferFilterCPRankInput{CPSize: 2, Policy: "positional"}, ref.ErrBadEnum, "policy"},
 	}
 	for _, c := range cases {
-		_, err := ref.FilterCPRank(ref.DefaultLimits(), c.in)
+		_, err := ref.TransferFilterCPRank(ref.DefaultLimits(), c.in)
 		ie, ok := ref.AsInputError(err)
 		if !ok || !errors.Is(err, c.want) || ie.Field != c.field || ie.Bound == "" {
 			t.Errorf("%+v: got %v, want %s on field %s with a bound", c.in, err, c.want.Code(), c.field)

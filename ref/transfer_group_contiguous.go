@@ -15,26 +15,26 @@ type Run struct {
 	Count int64 `json:"count"`
 }
 
-// GroupContiguousInput is the input of transfer.group_contiguous (docs/spec/transfer.md §2).
-type GroupContiguousInput struct {
+// TransferGroupContiguousInput is the input of transfer.group_contiguous (docs/spec/transfer.md §2).
+type TransferGroupContiguousInput struct {
 	// Src holds the source page ids, in transfer order.
 	Src []int64 `json:"src"`
 	// Dst holds the destination page ids; Dst[i] receives Src[i].
 	Dst []int64 `json:"dst"`
 }
 
-// GroupContiguousOutput is the list of maximal double-contiguous runs, in
+// TransferGroupContiguousOutput is the list of maximal double-contiguous runs, in
 // input order (docs/spec/transfer.md §2).
-type GroupContiguousOutput struct {
+type TransferGroupContiguousOutput struct {
 	// Runs are the maximal runs; empty (never null) when either side is empty.
 	Runs []Run `json:"runs"`
 }
 
-// ValidateGroupContiguous checks in against docs/spec/transfer.md §2 in the contract's
+// ValidateTransferGroupContiguous checks in against docs/spec/transfer.md §2 in the contract's
 // order: unequal non-empty lengths first, then negative ids, every src id
 // before any dst id. Exactly one empty side is not an error (newer upstream
 // returns "nothing to transfer").
-func ValidateGroupContiguous(in GroupContiguousInput) error {
+func ValidateTransferGroupContiguous(in TransferGroupContiguousInput) error {
 	if n, m := len(in.Src), len(in.Dst); n > 0 && m > 0 && n != m {
 		return Reject(ErrLengthMismatch, "dst", m, fmt.Sprintf("== len(src) (%d)", n))
 	}
@@ -44,17 +44,17 @@ func ValidateGroupContiguous(in GroupContiguousInput) error {
 	return CheckNonNegative("dst", in.Dst)
 }
 
-// GroupContiguous merges page pairs into the fewest runs contiguous on both
+// TransferGroupContiguous merges page pairs into the fewest runs contiguous on both
 // sides (docs/spec/transfer.md §2). A break falls before i exactly when src or dst does
 // not step by +1; runs are the maximal segments between breaks.
-func GroupContiguous(_ Limits, in GroupContiguousInput) (GroupContiguousOutput, error) {
-	if err := ValidateGroupContiguous(in); err != nil {
-		return GroupContiguousOutput{}, err
+func TransferGroupContiguous(_ Limits, in TransferGroupContiguousInput) (TransferGroupContiguousOutput, error) {
+	if err := ValidateTransferGroupContiguous(in); err != nil {
+		return TransferGroupContiguousOutput{}, err
 	}
 	if len(in.Src) == 0 || len(in.Dst) == 0 {
-		return GroupContiguousOutput{Runs: []Run{}}, nil
+		return TransferGroupContiguousOutput{Runs: []Run{}}, nil
 	}
-	return GroupContiguousOutput{Runs: groupRuns(in.Src, in.Dst)}, nil
+	return TransferGroupContiguousOutput{Runs: groupRuns(in.Src, in.Dst)}, nil
 }
 
 // groupRuns is §2's grouping in upstream's numpy form: diff both sides, take

@@ -10,9 +10,9 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestGroupContiguousWorkedExamples pins docs/spec/transfer.md §2's examples, in the
+// TestTransferGroupContiguousWorkedExamples pins docs/spec/transfer.md §2's examples, in the
 // triple form: a run is (src_start, dst_start, count).
-func TestGroupContiguousWorkedExamples(t *testing.T) {
+func TestTransferGroupContiguousWorkedExamples(t *testing.T) {
 	cases := []struct {
 		name     string
 		src, dst []int64
@@ -28,7 +28,7 @@ func TestGroupContiguousWorkedExamples(t *testing.T) {
 		{"nothing follows MaxInt64", []int64{math.MaxInt64, 0}, []int64{1, 2}, []ref.Run{{math.MaxInt64, 1, 1}, {0, 2, 1}}},
 	}
 	for _, c := range cases {
-		got, err := ref.GroupContiguous(ref.DefaultLimits(), ref.GroupContiguousInput{Src: c.src, Dst: c.dst})
+		got, err := ref.TransferGroupContiguous(ref.DefaultLimits(), ref.TransferGroupContiguousInput{Src: c.src, Dst: c.dst})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -41,9 +41,9 @@ func TestGroupContiguousWorkedExamples(t *testing.T) {
 	}
 }
 
-// TestGroupContiguousRejectsBadInputNamingFieldAndBound pins §2's bad input
+// TestTransferGroupContiguousRejectsBadInputNamingFieldAndBound pins §2's bad input
 // and the lead's order: unequal non-empty lengths, then src ids, then dst ids.
-func TestGroupContiguousRejectsBadInputNamingFieldAndBound(t *testing.T) {
+func TestTransferGroupContiguousRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	cases := []struct {
 		name     string
 		src, dst []int64
@@ -59,7 +59,7 @@ func TestGroupContiguousRejectsBadInputNamingFieldAndBound(t *testing.T) {
 		{"negative id beside an empty side", []int64{-1}, nil, ref.ErrNegative, "src[0]", int64(-1), ">= 0"},
 	}
 	for _, c := range cases {
-		_, err := ref.GroupContiguous(ref.DefaultLimits(), ref.GroupContiguousInput{Src: c.src, Dst: c.dst})
+		_, err := ref.TransferGroupContiguous(ref.DefaultLimits(), ref.TransferGroupContiguousInput{Src: c.src, Dst: c.dst})
 		ie, ok := ref.AsInputError(err)
 		if !ok || !errors.Is(err, c.want) || ie.Field != c.field || ie.Value != c.value || ie.Bound != c.bound {
 			t.Errorf("%s: got %v, want %s on %s = %v (%s)", c.name, err, c.want.Code(), c.field, c.value, c.bound)

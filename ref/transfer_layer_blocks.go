@@ -15,10 +15,10 @@ type Block struct {
 	Len uint64 `json:"len"`
 }
 
-// LayerBlocksInput is the input of transfer.layer_blocks (docs/spec/transfer.md §3.1,
+// TransferLayerBlocksInput is the input of transfer.layer_blocks (docs/spec/transfer.md §3.1,
 // §3.2): the CP-filtered page pairs of one chunk and both sides' per-entry
 // buffers.
-type LayerBlocksInput struct {
+type TransferLayerBlocksInput struct {
 	// IsMLA selects MLA pointer selection (one entry per layer); false is MHA
 	// (K entries of every layer, then V entries).
 	IsMLA bool `json:"is_mla"`
@@ -42,8 +42,8 @@ type LayerBlocksInput struct {
 	DstDataLens []uint64 `json:"dst_data_lens,omitempty"`
 }
 
-// LayerBlocksOutput is the monolithic batch of docs/spec/transfer.md §3.3.
-type LayerBlocksOutput struct {
+// TransferLayerBlocksOutput is the monolithic batch of docs/spec/transfer.md §3.3.
+type TransferLayerBlocksOutput struct {
 	// Runs are the §2 runs of (Owned, DstPages), shared by every entry.
 	Runs []Run `json:"runs"`
 	// Blocks is concat over entries of that entry's blocks: entry-major, run-minor.
@@ -84,7 +84,7 @@ type LayerEntry struct {
 // V_l writes dst_ptrs[D+offset+l]. MHA uses the entry's own item_lens[e]
 // (upstream's per-layer form); MLA's are all equal once validated.
 // Preconditions: g came from CheckLayerPointers(in) and 0 <= e < g.Entries.
-func (g LayerGeometry) EntryAt(in LayerBlocksInput, e int) LayerEntry {
+func (g LayerGeometry) EntryAt(in TransferLayerBlocksInput, e int) LayerEntry {
 	dst := g.DstOffset + e
 	if e >= g.Half {
 		dst = g.DstHalf + g.DstOffset + (e - g.Half)
@@ -94,7 +94,7 @@ func (g LayerGeometry) EntryAt(in LayerBlocksInput, e int) LayerEntry {
 
 // selectDst applies §3.2's PP rule: equal layer counts pair positionally,
 // otherwise the decode side is sliced at start_layer and must cover it.
-func selectDst(in LayerBlocksInput) (LayerGeometry, error) {
+func selectDst(in TransferLayerBlocksInput) (LayerGeometry, error) {
 	g := LayerGeometry{Entries: len(in.SrcPtrs), Half: len(in.SrcPtrs), DstHalf: len(in.DstPtrs)}
 	unit := "entries"
 	if !in.IsMLA {
@@ -126,28 +126,28 @@ func BuildLayerBlocks(srcBase, dstBase, itemLen uint64, runs []Run) []Block {
 	return blocks
 }
 
-// LayerBlocks returns the monolithic batch of one chunk (docs/spec/transfer.md §3.3):
+// TransferLayerBlocks returns the monolithic batch of one chunk (docs/spec/transfer.md §3.3):
 // the §2 runs of (owned, dst_pages) computed once, and for every entry in
 // order its BuildLayerBlocks, concatenated.
-func LayerBlocks(lim Limits, in LayerBlocksInput) (LayerBlocksOutput, error) {
+func TransferLayerBlocks(lim Limits, in TransferLayerBlocksInput) (TransferLayerBlocksOutput, error) {
 	if err := CheckLayerPages(in); err != nil {
-		return LayerBlocksOutput{}, err
+		return TransferLayerBlocksOutput{}, err
 	}
 	g, err := CheckLayerPointers(in)
 	if err != nil {
-		return LayerBlocksOutput{}, err
+		return TransferLayerBlocksOutput{}, err
 	}
 	runs := groupRuns(in.Owned, in.DstPages)
 	if err := CheckBlockCount(lim, g.Entries, len(runs)); err != nil {
-		return LayerBlocksOutput{}, err
+		return TransferLayerBlocksOutput{}, err
 	}
 	if err := CheckLayerAddresses(in, g); err != nil {
-		return LayerBlocksOutput{}, err
+		return TransferLayerBlocksOutput{}, err
 	}
 	blocks := []Block{}
 	for e := range g.Entries {
 		ent := g.EntryAt(in, e)
 		blocks = append(blocks, BuildLayerBlocks(ent.SrcBase, ent.DstBase, ent.ItemLen, runs)...)
 	}
-	return LayerBlocksOutput{Runs: runs, Blocks: blocks, BlocksPerEntry: int64(len(runs))}, nil
+	return TransferLayerBlocksOutput{Runs: runs, Blocks: blocks, BlocksPerEntry: int64(len(runs))}, nil
 }

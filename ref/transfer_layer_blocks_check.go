@@ -28,7 +28,7 @@ var (
 // equal lengths (even when one side is empty: unlike §2, the KV path checks
 // lengths first), then negative owned ids, then negative dst ids, then the
 // first dst page equal to an earlier one.
-func CheckLayerPages(in LayerBlocksInput) error {
+func CheckLayerPages(in TransferLayerBlocksInput) error {
 	if n, m := len(in.Owned), len(in.DstPages); n != m {
 		return Reject(ErrLengthMismatch, "dst_pages", m, fmt.Sprintf("== len(owned) (%d)", n))
 	}
@@ -53,7 +53,7 @@ func CheckLayerPages(in LayerBlocksInput) error {
 // src_ptrs then dst_ptrs even; item_lens, src_data_lens, dst_data_lens
 // lengths; the PP slice in range; then per entry in order, item_len >= 1
 // and (MLA) item_len == item_lens[0].
-func CheckLayerPointers(in LayerBlocksInput) (LayerGeometry, error) {
+func CheckLayerPointers(in TransferLayerBlocksInput) (LayerGeometry, error) {
 	if in.StartLayer < 0 {
 		return LayerGeometry{}, Reject(ErrNegative, "start_layer", in.StartLayer, ">= 0")
 	}
@@ -67,7 +67,7 @@ func CheckLayerPointers(in LayerBlocksInput) (LayerGeometry, error) {
 	return g, checkItemLens(in)
 }
 
-func checkPointerCounts(in LayerBlocksInput) error {
+func checkPointerCounts(in TransferLayerBlocksInput) error {
 	if !in.IsMLA {
 		if len(in.SrcPtrs)%2 != 0 {
 			return Reject(ErrOddMHAPtrs, "src_ptrs", len(in.SrcPtrs), "an even count (all K, then all V) when is_mla is false")
@@ -89,7 +89,7 @@ func checkPointerCounts(in LayerBlocksInput) error {
 	return nil
 }
 
-func checkItemLens(in LayerBlocksInput) error {
+func checkItemLens(in TransferLayerBlocksInput) error {
 	for e, l := range in.ItemLens {
 		if l == 0 {
 			return Reject(ErrZeroItemLen, Idx("item_lens", e), l, ">= 1")
@@ -117,7 +117,7 @@ func CheckBlockCount(lim Limits, entries, runs int) error {
 // them. Entries in order, pages in order, source side before destination.
 // It reports the first offending page; a run is in range iff its last page is.
 // Preconditions: the pages passed CheckLayerPages and g came from CheckLayerPointers.
-func CheckLayerAddresses(in LayerBlocksInput, g LayerGeometry) error {
+func CheckLayerAddresses(in TransferLayerBlocksInput, g LayerGeometry) error {
 	for e := range g.Entries {
 		ent := g.EntryAt(in, e)
 		for i := range in.Owned {

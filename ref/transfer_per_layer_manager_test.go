@@ -13,8 +13,8 @@ import (
 )
 
 // workedTrace is docs/spec/transfer.md §4.6: N=3, H=2, K=2, one context.
-func workedTrace() ref.PerLayerScriptInput {
-	return ref.PerLayerScriptInput{Steps: []ref.PerLayerStep{
+func workedTrace() ref.TransferPerLayerScriptInput {
+	return ref.TransferPerLayerScriptInput{Steps: []ref.PerLayerStep{
 		{Op: ref.PerLayerCreate, Layers: 3, Hooked: 2, Group: 2, ItemLen: 4, SrcPages: 4, DstPages: 4},
 		{Op: ref.PerLayerRegister, Room: 7, Chunk: 0, Infos: 1, Owned: []int64{1, 2}, Dst: []int64{0, 3}},
 		{Op: ref.PerLayerForwardBegin},
@@ -28,7 +28,7 @@ func workedTrace() ref.PerLayerScriptInput {
 }
 
 func TestWorkedTraceMatchesMonolithic(t *testing.T) {
-	out, err := ref.PerLayerScript(ref.DefaultLimits(), workedTrace())
+	out, err := ref.TransferPerLayerScript(ref.DefaultLimits(), workedTrace())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestWorkedTraceMatchesMonolithic(t *testing.T) {
 	}
 }
 
-func TestPerLayerScriptRejects(t *testing.T) {
+func TestTransferPerLayerScriptRejects(t *testing.T) {
 	create := ref.PerLayerStep{Op: ref.PerLayerCreate, Layers: 2, Hooked: 2, Group: 1, ItemLen: 2, SrcPages: 2, DstPages: 2}
 	bad := func(mod func(*ref.PerLayerStep)) []ref.PerLayerStep {
 		c := create
@@ -93,7 +93,7 @@ func TestPerLayerScriptRejects(t *testing.T) {
 		{"bad fault", []ref.PerLayerStep{create, {Op: ref.PerLayerInject, Fault: "gremlin"}}, ref.ErrBadEnum, "steps[1].fault"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ref.PerLayerScript(ref.DefaultLimits(), ref.PerLayerScriptInput{Steps: tc.steps})
+			_, err := ref.TransferPerLayerScript(ref.DefaultLimits(), ref.TransferPerLayerScriptInput{Steps: tc.steps})
 			ie, ok := ref.AsInputError(err)
 			if !errors.Is(err, tc.want) || !ok || ie.Field != tc.field {
 				t.Fatalf("want %s at %s, got %v", tc.want.Code(), tc.field, err)

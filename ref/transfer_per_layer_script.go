@@ -89,8 +89,8 @@ type PerLayerStep struct {
 	Fault EngineFault `json:"fault,omitzero"`
 }
 
-// PerLayerScriptInput is the input of transfer.per_layer_script.
-type PerLayerScriptInput struct {
+// TransferPerLayerScriptInput is the input of transfer.per_layer_script.
+type TransferPerLayerScriptInput struct {
 	// Steps run in order; the first must be a create.
 	Steps []PerLayerStep `json:"steps"`
 }
@@ -117,8 +117,8 @@ type PerLayerStepResult struct {
 	Error *ErrorObject `json:"error,omitempty"`
 }
 
-// PerLayerScriptOutput is the output of transfer.per_layer_script.
-type PerLayerScriptOutput struct {
+// TransferPerLayerScriptOutput is the output of transfer.per_layer_script.
+type TransferPerLayerScriptOutput struct {
 	// Trace has one result per step.
 	Trace []PerLayerStepResult `json:"trace"`
 	// State is the manager's final state.
@@ -182,7 +182,7 @@ func GeometryOf(s PerLayerStep) PerLayerGeometry {
 // register or monolithic step with owned/dst of different lengths
 // (ErrLengthMismatch), a page outside [0, pages) (ErrPageOutOfArena) or a
 // repeated dst page (ErrDuplicateDstPage). Runtime refusals are trace errors.
-func validatePerLayerScript(lim Limits, in PerLayerScriptInput) error {
+func validatePerLayerScript(lim Limits, in TransferPerLayerScriptInput) error {
 	if len(in.Steps) == 0 || in.Steps[0].Op != PerLayerCreate {
 		op := ""
 		if len(in.Steps) > 0 {
@@ -361,19 +361,19 @@ func (r *PerLayerRun) Step(s PerLayerStep, index int) PerLayerStepResult {
 	return res
 }
 
-// RunPerLayerScript runs a script on a manager built by newManager. Both twins
+// RunTransferPerLayerScript runs a script on a manager built by newManager. Both twins
 // of transfer.per_layer_script call it with their own constructor, so the
 // engine, events and interpreter are shared and the managers are what differs.
-func RunPerLayerScript(lim Limits, in PerLayerScriptInput, newManager NewPerLayerManagerFunc) (PerLayerScriptOutput, error) {
+func RunTransferPerLayerScript(lim Limits, in TransferPerLayerScriptInput, newManager NewPerLayerManagerFunc) (TransferPerLayerScriptOutput, error) {
 	if err := validatePerLayerScript(lim, in); err != nil {
-		return PerLayerScriptOutput{}, err
+		return TransferPerLayerScriptOutput{}, err
 	}
 	run, err := NewPerLayerRun(in.Steps[0], newManager, nil)
 	if err != nil {
-		return PerLayerScriptOutput{}, prefixField(err, "steps[0].")
+		return TransferPerLayerScriptOutput{}, prefixField(err, "steps[0].")
 	}
 	defer run.Manager.Close()
-	out := PerLayerScriptOutput{Trace: make([]PerLayerStepResult, 0, len(in.Steps))}
+	out := TransferPerLayerScriptOutput{Trace: make([]PerLayerStepResult, 0, len(in.Steps))}
 	out.Trace = append(out.Trace, PerLayerStepResult{Op: PerLayerCreate})
 	for i, s := range in.Steps[1:] {
 		out.Trace = append(out.Trace, run.Step(s, i+1))
@@ -388,7 +388,7 @@ func RunPerLayerScript(lim Limits, in PerLayerScriptInput, newManager NewPerLaye
 	return out, nil
 }
 
-// PerLayerScript is the reference twin of transfer.per_layer_script (docs/spec/transfer.md §4).
-func PerLayerScript(lim Limits, in PerLayerScriptInput) (PerLayerScriptOutput, error) {
-	return RunPerLayerScript(lim, in, NewPerLayerManager)
+// TransferPerLayerScript is the reference twin of transfer.per_layer_script (docs/spec/transfer.md §4).
+func TransferPerLayerScript(lim Limits, in TransferPerLayerScriptInput) (TransferPerLayerScriptOutput, error) {
+	return RunTransferPerLayerScript(lim, in, NewPerLayerManager)
 }

@@ -17,8 +17,8 @@ type PrebuiltRequest struct {
 	NumOutputs int64 `json:"num_outputs"`
 }
 
-// PrebuiltSliceInput is the input of transfer.prebuilt_slice (docs/spec/transfer.md §5).
-type PrebuiltSliceInput struct {
+// TransferPrebuiltSliceInput is the input of transfer.prebuilt_slice (docs/spec/transfer.md §5).
+type TransferPrebuiltSliceInput struct {
 	// Requests is the batch, in batch order.
 	Requests []PrebuiltRequest `json:"requests"`
 	// ExtendNumTokens is the pre-allocated total; when present, the extend
@@ -26,9 +26,9 @@ type PrebuiltSliceInput struct {
 	ExtendNumTokens *int64 `json:"extend_num_tokens,omitempty"`
 }
 
-// PrebuiltSliceOutput is the prebuilt batch's slot and length lists
+// TransferPrebuiltSliceOutput is the prebuilt batch's slot and length lists
 // (docs/spec/transfer.md §5).
-type PrebuiltSliceOutput struct {
+type TransferPrebuiltSliceOutput struct {
 	// OutCacheLoc is the concatenation, in batch order, of each request's
 	// row[prefix_len : prefix_len+extend_len].
 	OutCacheLoc []int64 `json:"out_cache_loc"`
@@ -42,17 +42,17 @@ type PrebuiltSliceOutput struct {
 	ExtendNumTokens int64 `json:"extend_num_tokens"`
 }
 
-// PrebuiltSlice builds the decode-side prebuilt batch (docs/spec/transfer.md §5): for
+// TransferPrebuiltSlice builds the decode-side prebuilt batch (docs/spec/transfer.md §5): for
 // each request in batch order it appends the newly transferred suffix
 // row[prefix_len : prefix_len+extend_len] to out_cache_loc. Slicing from
 // prefix_len, not 0, is the fix of the seed's bug: with a decode-side cache
 // hit the row starts with the cached prefix's slots.
-func PrebuiltSlice(lim Limits, in PrebuiltSliceInput) (PrebuiltSliceOutput, error) {
+func TransferPrebuiltSlice(lim Limits, in TransferPrebuiltSliceInput) (TransferPrebuiltSliceOutput, error) {
 	total, err := validatePrebuiltSlice(lim, in)
 	if err != nil {
-		return PrebuiltSliceOutput{}, err
+		return TransferPrebuiltSliceOutput{}, err
 	}
-	out := PrebuiltSliceOutput{OutCacheLoc: []int64{}, SeqLens: []int64{}, PrefixLens: []int64{}, ExtendLens: []int64{}, ExtendNumTokens: total}
+	out := TransferPrebuiltSliceOutput{OutCacheLoc: []int64{}, SeqLens: []int64{}, PrefixLens: []int64{}, ExtendLens: []int64{}, ExtendNumTokens: total}
 	for _, r := range in.Requests {
 		out.OutCacheLoc = append(out.OutCacheLoc, r.Row[r.PrefixLen:r.PrefixLen+r.ExtendLen]...)
 		out.SeqLens = append(out.SeqLens, r.OriginLen+max(0, r.NumOutputs-1))

@@ -24,7 +24,7 @@ var (
 // Σ extend_len. The length checks of every request come first and the scan
 // of the copied slots last, so a twin that folds the scan into its copy pass
 // reports the same first error.
-func validatePrebuiltSlice(lim Limits, in PrebuiltSliceInput) (int64, error) {
+func validatePrebuiltSlice(lim Limits, in TransferPrebuiltSliceInput) (int64, error) {
 	total, err := CheckPrebuiltSliceLengths(lim, in)
 	if err != nil {
 		return 0, err
@@ -35,7 +35,7 @@ func validatePrebuiltSlice(lim Limits, in PrebuiltSliceInput) (int64, error) {
 // CheckPrebuiltSliceLengths is validatePrebuiltSlice without the scan of
 // the copied slots: extend_num_tokens, then each request's lengths in batch
 // order, then the total, then the output size against lim.
-func CheckPrebuiltSliceLengths(lim Limits, in PrebuiltSliceInput) (int64, error) {
+func CheckPrebuiltSliceLengths(lim Limits, in TransferPrebuiltSliceInput) (int64, error) {
 	if in.ExtendNumTokens != nil && *in.ExtendNumTokens < 0 {
 		return 0, Reject(ErrNegative, "extend_num_tokens", *in.ExtendNumTokens, ">= 0")
 	}
@@ -104,7 +104,7 @@ func checkPrebuiltRequest(i int, r PrebuiltRequest) error {
 // the slots each request copies (row[prefix_len : prefix_len+extend_len]).
 // Slots outside the copied range are never read, so they are not checked.
 // Precondition: CheckPrebuiltSliceLengths accepted in.
-func CheckPrebuiltSlots(in PrebuiltSliceInput) error {
+func CheckPrebuiltSlots(in TransferPrebuiltSliceInput) error {
 	for i, r := range in.Requests {
 		for k := r.PrefixLen; k < r.PrefixLen+r.ExtendLen; k++ {
 			if r.Row[k] < 0 {

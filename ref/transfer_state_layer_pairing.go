@@ -49,8 +49,8 @@ type IndexConfig struct {
 	Capacity *HostCapacityTerms `json:"capacity,omitempty"`
 }
 
-// StateLayerPairingInput is the input of transfer.state_layer_pairing (docs/spec/transfer.md §6).
-type StateLayerPairingInput struct {
+// TransferStateLayerPairingInput is the input of transfer.state_layer_pairing (docs/spec/transfer.md §6).
+type TransferStateLayerPairingInput struct {
 	// PPSize is the prefill pipeline-parallel size, >= 1; above 1 a prefill
 	// stage holds a subset of decode's layers.
 	PPSize int `json:"pp_size"`
@@ -73,10 +73,10 @@ type StatePair struct {
 	ItemLen uint64 `json:"item_len"`
 }
 
-// StateLayerPairingOutput is the pairing and, when an index config is
+// TransferStateLayerPairingOutput is the pairing and, when an index config is
 // given, the compact slots (docs/spec/transfer.md §6). The index outputs are null
 // when no index config is given.
-type StateLayerPairingOutput struct {
+type TransferStateLayerPairingOutput struct {
 	// Positional reports that both peers omitted layer ids, so the legacy
 	// i↔i pairing was used.
 	Positional bool `json:"positional"`
@@ -210,48 +210,48 @@ func HostBytesPerToken(L, numActive int64, c HostCapacityTerms) (int64, error) {
 	return L*kv + numActive*idx, nil
 }
 
-// StateLayerPairing pairs prefill's state buffers with decode's by logical
+// TransferStateLayerPairing pairs prefill's state buffers with decode's by logical
 // layer id (docs/spec/transfer.md §6.2) and maps each buffer's id to its compact index
 // slot (§6.1). It fails fast when the peers disagree on which layers they
 // hold: it never truncates and never pairs by count, which is the seed's
 // reason for carrying layer ids at all.
-func StateLayerPairing(_ Limits, in StateLayerPairingInput) (StateLayerPairingOutput, error) {
+func TransferStateLayerPairing(_ Limits, in TransferStateLayerPairingInput) (TransferStateLayerPairingOutput, error) {
 	plan, err := CheckStateLayerConfig(in)
 	if err != nil {
-		return StateLayerPairingOutput{}, err
+		return TransferStateLayerPairingOutput{}, err
 	}
 	positional, err := CheckStateRegistrations(in)
 	if err != nil {
-		return StateLayerPairingOutput{}, err
+		return TransferStateLayerPairingOutput{}, err
 	}
-	var out StateLayerPairingOutput
+	var out TransferStateLayerPairingOutput
 	if positional {
 		out, err = pairPositionally(in)
 	} else {
 		out, err = pairByLayerID(in)
 	}
 	if err != nil {
-		return StateLayerPairingOutput{}, err
+		return TransferStateLayerPairingOutput{}, err
 	}
 	if in.Index == nil {
 		return out, nil
 	}
 	out.Active, out.HostBytesPerToken = plan.Active, plan.HostBytesPerToken
 	if out.SrcSlots, err = slotsOf("src.layer_ids", in.Src.LayerIDs, plan.Active); err != nil {
-		return StateLayerPairingOutput{}, err
+		return TransferStateLayerPairingOutput{}, err
 	}
 	if out.DstSlots, err = slotsOf("dst.layer_ids", in.Dst.LayerIDs, plan.Active); err != nil {
-		return StateLayerPairingOutput{}, err
+		return TransferStateLayerPairingOutput{}, err
 	}
 	return out, nil
 }
 
 // pairPositionally is rule 1: buffer i with buffer i.
-func pairPositionally(in StateLayerPairingInput) (StateLayerPairingOutput, error) {
-	out := StateLayerPairingOutput{Positional: true, Pairs: []StatePair{}}
+func pairPositionally(in TransferStateLayerPairingInput) (TransferStateLayerPairingOutput, error) {
+	out := TransferStateLayerPairingOutput{Positional: true, Pairs: []StatePair{}}
 	for i := range in.Src.Ptrs {
 		if in.Src.ItemLens[i] != in.Dst.ItemLens[i] {
-			return StateLayerPairingOutput{}, RejectItemLen(in, i, i)
+			return TransferStateLayerPairingOutput{}, RejectItemLen(in, i, i)
 		}
 		out.Pairs = append(out.Pairs, StatePair{Src: i, Dst: i, ItemLen: in.Src.ItemLens[i]})
 	}
@@ -261,7 +261,7 @@ func pairPositionally(in StateLayerPairingInput) (StateLayerPairingOutput, error
 // pairByLayerID is rules 4 and 5 with the multisets held as count maps and
 // each id's dst buffers as a queue. Map iteration order never reaches the
 // output: differences are collected by walking the id lists, then sorted.
-func pairByLayerID(in StateLayerPairingInput) (StateLayerPairingOutput, error) {
+func pairByLayerID(in TransferStateLayerPairingInput) (TransferStateLayerPairingOutput, error) {
 	src, dst := in.Src.LayerIDs, in.Dst.LayerIDs
 	unmatched := map[int64]int{}
 	for _, id := range dst {
@@ -287,18 +287,18 @@ func pairByLayerID(in StateLayerPairingInput) (StateLayerPairingOutput, error) {
 	if len(prefillOnly) > 0 || len(decodeOnly) > 0 {
 		slices.Sort(prefillOnly)
 		slices.Sort(decodeOnly)
-		return StateLayerPairingOutput{}, RejectIdentity(in.PPSize, prefillOnly, decodeOnly)
+		return TransferStateLayerPairingOutput{}, RejectIdentity(in.PPSize, prefillOnly, decodeOnly)
 	}
 	queue := map[int64][]int{}
 	for j, id := range dst {
 		queue[id] = append(queue[id], j)
 	}
-	out := StateLayerPairingOutput{Pairs: []StatePair{}}
+	out := TransferStateLayerPairingOutput{Pairs: []StatePair{}}
 	for i, id := range src {
 		j := queue[id][0] // rule 4 guarantees one is left
 		queue[id] = queue[id][1:]
 		if in.Src.ItemLens[i] != in.Dst.ItemLens[j] {
-			return StateLayerPairingOutput{}, RejectItemLen(in, i, j)
+			return TransferStateLayerPairingOutput{}, RejectItemLen(in, i, j)
 		}
 		out.Pairs = append(out.Pairs, StatePair{Src: i, Dst: j, ItemLen: in.Src.ItemLens[i]})
 	}

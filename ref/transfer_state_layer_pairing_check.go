@@ -32,7 +32,7 @@ var (
 // no index config is given. Order: pp_size; num_hidden_layers; exactly one
 // of pattern/active; the pattern's charset, first layer, length (or the
 // active list's elements, then layer 0); the capacity terms.
-func CheckStateLayerConfig(in StateLayerPairingInput) (IndexPlan, error) {
+func CheckStateLayerConfig(in TransferStateLayerPairingInput) (IndexPlan, error) {
 	if in.PPSize < 1 {
 		return IndexPlan{}, Reject(ErrBadPPSize, "pp_size", in.PPSize, ">= 1")
 	}
@@ -59,7 +59,7 @@ func CheckStateLayerConfig(in StateLayerPairingInput) (IndexPlan, error) {
 // legacy positional pairing applies. Order: item_lens parallel to ptrs (src,
 // then dst); rule 1's count check; rule 2; rule 3 (src, then dst); ids >= 0
 // (src, then dst). Rules 4–5 are the pairing itself.
-func CheckStateRegistrations(in StateLayerPairingInput) (positional bool, err error) {
+func CheckStateRegistrations(in TransferStateLayerPairingInput) (positional bool, err error) {
 	src, dst := in.Src, in.Dst
 	for _, side := range []struct {
 		name string
@@ -110,7 +110,7 @@ func RejectIdentity(ppSize int, prefillOnly, decodeOnly []int64) error {
 }
 
 // RejectItemLen builds rule 5's rejection for src buffer i paired with dst buffer j.
-func RejectItemLen(in StateLayerPairingInput, i, j int) error {
+func RejectItemLen(in TransferStateLayerPairingInput, i, j int) error {
 	return Reject(ErrItemLenMismatch, Idx("dst.item_lens", j), in.Dst.ItemLens[j],
 		fmt.Sprintf("== src.item_lens[%d] (%d), its paired buffer", i, in.Src.ItemLens[i]))
 }

@@ -33,36 +33,36 @@ func patternIndex(p string, capacity *ref.HostCapacityTerms) *ref.IndexConfig {
 	return &ref.IndexConfig{NumHiddenLayers: int64(len(p)), Pattern: &p, Capacity: capacity}
 }
 
-// TestStateLayerPairingWorkedExamples pins docs/spec/transfer.md §6.2's examples and
+// TestTransferStateLayerPairingWorkedExamples pins docs/spec/transfer.md §6.2's examples and
 // §6.1's FSSSFSSS slots.
-func TestStateLayerPairingWorkedExamples(t *testing.T) {
+func TestTransferStateLayerPairingWorkedExamples(t *testing.T) {
 	glm := &ref.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}
 	cases := []struct {
 		name string
-		in   ref.StateLayerPairingInput
-		want ref.StateLayerPairingOutput
+		in   ref.TransferStateLayerPairingInput
+		want ref.TransferStateLayerPairingOutput
 	}{
-		{"src [0,4] dst [4,0] pairs crosswise", ref.StateLayerPairingInput{PPSize: 1, Src: reg(0, 4), Dst: reg(4, 0)},
-			ref.StateLayerPairingOutput{Pairs: pairs(0, 1, 1, 0)}},
+		{"src [0,4] dst [4,0] pairs crosswise", ref.TransferStateLayerPairingInput{PPSize: 1, Src: reg(0, 4), Dst: reg(4, 0)},
+			ref.TransferStateLayerPairingOutput{Pairs: pairs(0, 1, 1, 0)}},
 		{"pp>1: src [3,7,3,7] into dst [3,7,11,3,7,11] in occurrence order",
-			ref.StateLayerPairingInput{PPSize: 2, Src: reg(3, 7, 3, 7), Dst: reg(3, 7, 11, 3, 7, 11)},
-			ref.StateLayerPairingOutput{Pairs: pairs(0, 0, 1, 1, 2, 3, 3, 4)}},
+			ref.TransferStateLayerPairingInput{PPSize: 2, Src: reg(3, 7, 3, 7), Dst: reg(3, 7, 11, 3, 7, 11)},
+			ref.TransferStateLayerPairingOutput{Pairs: pairs(0, 0, 1, 1, 2, 3, 3, 4)}},
 		{"FSSSFSSS: A={0,4}, slot(4)=1, drafts after A",
-			ref.StateLayerPairingInput{PPSize: 1, Src: reg(0, 4, 1_000_000, 1_000_001), Dst: reg(4, 0, 1_000_001, 1_000_000),
+			ref.TransferStateLayerPairingInput{PPSize: 1, Src: reg(0, 4, 1_000_000, 1_000_001), Dst: reg(4, 0, 1_000_001, 1_000_000),
 				Index: patternIndex("FSSSFSSS", glm)},
-			ref.StateLayerPairingOutput{Pairs: pairs(0, 1, 1, 0, 2, 3, 3, 2), Active: []int64{0, 4},
+			ref.TransferStateLayerPairingOutput{Pairs: pairs(0, 1, 1, 0, 2, 3, 3, 2), Active: []int64{0, 4},
 				SrcSlots: []int64{0, 1, 2, 3}, DstSlots: []int64{1, 0, 3, 2}, HostBytesPerToken: i64(8*656 + 2*132)}},
 		{"legacy positional pairing when neither side sends ids",
-			ref.StateLayerPairingInput{PPSize: 1, Src: ref.StateRegistration{Ptrs: []uint64{1, 2}, ItemLens: []uint64{8, 9}},
+			ref.TransferStateLayerPairingInput{PPSize: 1, Src: ref.StateRegistration{Ptrs: []uint64{1, 2}, ItemLens: []uint64{8, 9}},
 				Dst: ref.StateRegistration{Ptrs: []uint64{3, 4}, ItemLens: []uint64{8, 9}}},
-			ref.StateLayerPairingOutput{Positional: true, Pairs: []ref.StatePair{{0, 0, 8}, {1, 1, 9}}}},
+			ref.TransferStateLayerPairingOutput{Positional: true, Pairs: []ref.StatePair{{0, 0, 8}, {1, 1, 9}}}},
 		{"explicit active set",
-			ref.StateLayerPairingInput{PPSize: 1, Src: reg(0, 5), Dst: reg(0, 5),
+			ref.TransferStateLayerPairingInput{PPSize: 1, Src: reg(0, 5), Dst: reg(0, 5),
 				Index: &ref.IndexConfig{NumHiddenLayers: 6, Active: []int64{0, 2, 5}}},
-			ref.StateLayerPairingOutput{Pairs: pairs(0, 0, 1, 1), Active: []int64{0, 2, 5}, SrcSlots: []int64{0, 2}, DstSlots: []int64{0, 2}}},
+			ref.TransferStateLayerPairingOutput{Pairs: pairs(0, 0, 1, 1), Active: []int64{0, 2, 5}, SrcSlots: []int64{0, 2}, DstSlots: []int64{0, 2}}},
 	}
 	for _, c := range cases {
-		got, err := ref.StateLayerPairing(ref.DefaultLimits(), c.in)
+		got, err := ref.TransferStateLayerPairing(ref.DefaultLimits(), c.in)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -72,11 +72,11 @@ func TestStateLayerPairingWorkedExamples(t *testing.T) {
 	}
 }
 
-// TestStateLayerPairingFailsFastInsteadOfPairingByCount pins §6.2's last
+// TestTransferStateLayerPairingFailsFastInsteadOfPairingByCount pins §6.2's last
 // example: equal counts, different layers — an error naming both sides'
 // extra ids, where the rejected count-based pairing wrote layer 8 into 12.
-func TestStateLayerPairingFailsFastInsteadOfPairingByCount(t *testing.T) {
-	_, err := ref.StateLayerPairing(ref.DefaultLimits(), ref.StateLayerPairingInput{PPSize: 1, Src: reg(0, 4, 8), Dst: reg(0, 4, 12)})
+func TestTransferStateLayerPairingFailsFastInsteadOfPairingByCount(t *testing.T) {
+	_, err := ref.TransferStateLayerPairing(ref.DefaultLimits(), ref.TransferStateLayerPairingInput{PPSize: 1, Src: reg(0, 4, 8), Dst: reg(0, 4, 12)})
 	ie, ok := ref.AsInputError(err)
 	if !ok || !errors.Is(err, ref.ErrStateLayerIdentityMismatch) {
 		t.Fatalf("got %v, want %s", err, ref.ErrStateLayerIdentityMismatch.Code())
@@ -98,7 +98,7 @@ func TestStateLayerIdentityMismatchKeepsMultiplicity(t *testing.T) {
 		{1, ref.StateLayerIdentityMismatch{PrefillOnly: []int64{3, 9}, DecodeOnly: []int64{2, 5}}},
 		{2, ref.StateLayerIdentityMismatch{PrefillOnly: []int64{3, 9}, DecodeOnly: []int64{}}},
 	} {
-		_, err := ref.StateLayerPairing(ref.DefaultLimits(), ref.StateLayerPairingInput{PPSize: c.pp, Src: reg(9, 3, 3, 1), Dst: reg(5, 1, 3, 2)})
+		_, err := ref.TransferStateLayerPairing(ref.DefaultLimits(), ref.TransferStateLayerPairingInput{PPSize: c.pp, Src: reg(9, 3, 3, 1), Dst: reg(5, 1, 3, 2)})
 		ie, ok := ref.AsInputError(err)
 		if !ok || !errors.Is(err, ref.ErrStateLayerIdentityMismatch) {
 			t.Fatalf("pp %d: got %v", c.pp, err)
@@ -126,17 +126,17 @@ func TestActiveIndexLayersOfGLM5Pattern(t *testing.T) {
 	}
 }
 
-// TestStateLayerPairingRejectsBadInputNamingFieldAndBound pins the check
+// TestTransferStateLayerPairingRejectsBadInputNamingFieldAndBound pins the check
 // order of docs/spec/transfer.md §6: config, then rules 1–5, then slots.
-func TestStateLayerPairingRejectsBadInputNamingFieldAndBound(t *testing.T) {
+func TestTransferStateLayerPairingRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	pat := func(p string, L int64) *ref.IndexConfig { return &ref.IndexConfig{NumHiddenLayers: L, Pattern: &p} }
 	act := func(L int64, a ...int64) *ref.IndexConfig { return &ref.IndexConfig{NumHiddenLayers: L, Active: a} }
 	withCap := func(c *ref.IndexConfig, kv, idx int64) *ref.IndexConfig {
 		c.Capacity = &ref.HostCapacityTerms{KVBytesPerTokenPerLayer: kv, IndexBytesPerTokenPerLayer: idx}
 		return c
 	}
-	in := func(src, dst ref.StateRegistration, idx *ref.IndexConfig) ref.StateLayerPairingInput {
-		return ref.StateLayerPairingInput{PPSize: 1, Src: src, Dst: dst, Index: idx}
+	in := func(src, dst ref.StateRegistration, idx *ref.IndexConfig) ref.TransferStateLayerPairingInput {
+		return ref.TransferStateLayerPairingInput{PPSize: 1, Src: src, Dst: dst, Index: idx}
 	}
 	bothPattern := pat("F", 1)
 	bothPattern.Active = []int64{0}
@@ -149,11 +149,11 @@ func TestStateLayerPairingRejectsBadInputNamingFieldAndBound(t *testing.T) {
 	longIDs.LayerIDs = append(longIDs.LayerIDs, 8)
 	cases := []struct {
 		name  string
-		in    ref.StateLayerPairingInput
+		in    ref.TransferStateLayerPairingInput
 		want  *ref.Sentinel
 		field string
 	}{
-		{"pp_size 0", ref.StateLayerPairingInput{}, ref.ErrBadPPSize, "pp_size"},
+		{"pp_size 0", ref.TransferStateLayerPairingInput{}, ref.ErrBadPPSize, "pp_size"},
 		{"negative L", in(reg(), reg(), pat("", -1)), ref.ErrNegative, "index.num_hidden_layers"},
 		{"L past the draft base", in(reg(), reg(), pat("F", 1_000_001)), ref.ErrBadIndexPattern, "index.num_hidden_layers"},
 		{"neither pattern nor active", in(reg(), reg(), &ref.IndexConfig{NumHiddenLayers: 1}), ref.ErrBadIndexPattern, "index"},
@@ -185,7 +185,7 @@ func TestStateLayerPairingRejectsBadInputNamingFieldAndBound(t *testing.T) {
 		{"layer past L has no slot", in(reg(0, 8), reg(0, 8), pat("FSSSFSSS", 8)), ref.ErrNoIndexSlot, "src.layer_ids[1]"},
 	}
 	for _, c := range cases {
-		_, err := ref.StateLayerPairing(ref.DefaultLimits(), c.in)
+		_, err := ref.TransferStateLayerPairing(ref.DefaultLimits(), c.in)
 		ie, ok := ref.AsInputError(err)
 		if !ok || !errors.Is(err, c.want) || ie.Field != c.field || ie.Bound == "" {
 			t.Errorf("%s: got %v, want %s on field %s with a bound", c.name, err, c.want.Code(), c.field)

@@ -18,11 +18,11 @@ import (
 // implemented.
 func TestHTTPSpeaksTheGoKitsProtocol(t *testing.T) {
 	a := adapter.New()
-	adapter.Handle(a, "transfer.group_contiguous", func(in ref.GroupContiguousInput) (ref.GroupContiguousOutput, error) {
+	adapter.Handle(a, "transfer.group_contiguous", func(in ref.TransferGroupContiguousInput) (ref.TransferGroupContiguousOutput, error) {
 		if len(in.Src) != len(in.Dst) {
-			return ref.GroupContiguousOutput{}, &adapter.Reject{Code: "length_mismatch", Message: "lengths differ"}
+			return ref.TransferGroupContiguousOutput{}, &adapter.Reject{Code: "length_mismatch", Message: "lengths differ"}
 		}
-		return ref.GroupContiguousOutput{Runs: []ref.Run{{SrcStart: in.Src[0], DstStart: in.Dst[0], Count: 1}}}, nil
+		return ref.TransferGroupContiguousOutput{Runs: []ref.Run{{SrcStart: in.Src[0], DstStart: in.Dst[0], Count: 1}}}, nil
 	})
 	srv := httptest.NewServer(a.Handler("/kv"))
 	defer srv.Close()

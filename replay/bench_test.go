@@ -53,7 +53,7 @@ func BenchmarkReplayBlocks(b *testing.B) {
 		if err := queries(tree, reqs, r, &rep); err != nil {
 			b.Fatal(err)
 		}
-		keys := make([]ref.Key, len(reqs))
+		keys := make([]ref.RadixKey, len(reqs))
 		for i, req := range reqs {
 			keys[i] = BlockKey(req)
 		}

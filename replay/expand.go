@@ -44,12 +44,12 @@ func AppendTokens(dst []ref.Unit, req Request) []ref.Unit {
 
 // TokenKey is req's token-mode key in buf's storage (buf is reused, so the
 // key is valid until the next call with the same buf).
-func TokenKey(buf []ref.Unit, req Request) ref.Key {
-	return ref.Key{Units: AppendTokens(buf[:0], req)}
+func TokenKey(buf []ref.Unit, req Request) ref.RadixKey {
+	return ref.RadixKey{Units: AppendTokens(buf[:0], req)}
 }
 
 // BlockKey is req's blocks-mode key: its hash ids as units. It views
 // req.HashIDs; trees never modify a key's units.
-func BlockKey(req Request) ref.Key {
-	return ref.Key{Units: req.HashIDs}
+func BlockKey(req Request) ref.RadixKey {
+	return ref.RadixKey{Units: req.HashIDs}
 }

@@ -256,7 +256,7 @@ type engine struct {
 
 // key is req's tree key; in tokens mode it lives in e.tokens until the
 // next call.
-func (e *engine) key(req Request) ref.Key {
+func (e *engine) key(req Request) ref.RadixKey {
 	if e.Mode == ModeBlocks {
 		return BlockKey(req)
 	}
@@ -320,7 +320,7 @@ func mixed(reqs []Request, r resolved) (ref.RadixTree, Report, []time.Duration, 
 func (e *engine) size() int { return e.tree.EvictableSize() + e.tree.ProtectedSize() }
 
 // serve runs steps 1–5 of Run for one request and returns the match latency.
-func (e *engine) serve(req Request, k ref.Key) (time.Duration, error) {
+func (e *engine) serve(req Request, k ref.RadixKey) (time.Duration, error) {
 	t0 := time.Now()
 	m, err := e.tree.MatchPrefix(k)
 	t1 := time.Now()
@@ -335,7 +335,7 @@ func (e *engine) serve(req Request, k ref.Key) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	present, err := e.tree.Insert(ref.Key{Units: k.Units[:n]}, e.insertValues(req, n), 0)
+	present, err := e.tree.Insert(ref.RadixKey{Units: k.Units[:n]}, e.insertValues(req, n), 0)
 	if err != nil {
 		return 0, fmt.Errorf("Insert(%d units): %w", n, err)
 	}
@@ -354,7 +354,7 @@ func (e *engine) serve(req Request, k ref.Key) (time.Duration, error) {
 
 // lookups is the pages a match of k that found hit units looked up: the
 // hit pages and, if it stopped short of k's last whole page, the miss.
-func (e *engine) lookups(k ref.Key, hit int) int64 {
+func (e *engine) lookups(k ref.RadixKey, hit int) int64 {
 	return int64(min(hit/e.pageSize+1, len(k.Units)/e.pageSize))
 }
 

@@ -170,7 +170,7 @@ func (c sizeCheckedTree) check(op string) {
 	}
 }
 
-func (c sizeCheckedTree) Insert(k ref.Key, v []ref.SlotIdx, p int) (int, error) {
+func (c sizeCheckedTree) Insert(k ref.RadixKey, v []ref.SlotIdx, p int) (int, error) {
 	defer c.check("Insert")
 	return c.RadixTree.Insert(k, v, p)
 }

@@ -60,7 +60,7 @@ func TestNewRejectsEachOutOfBoundsFieldNamingFieldValueAndBound(t *testing.T) {
 		{"Prefix.MaxRequestTokens", "0", ">= 1", func(c *server.Config) { c.Prefix.MaxRequestTokens = 0 }},
 		{"Entries", "[]", "at least one entry", func(c *server.Config) { c.Entries = []catalog.Entry{} }},
 		{"Entries[1]", "transfer.filter_cp_rank", "not already served", func(c *server.Config) {
-			c.Entries = []catalog.Entry{catalog.FilterCPRank(), catalog.FilterCPRank()}
+			c.Entries = []catalog.Entry{catalog.TransferFilterCPRank(), catalog.TransferFilterCPRank()}
 		}},
 	} {
 		cfg := server.DefaultConfig()

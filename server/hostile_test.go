@@ -123,7 +123,7 @@ func TestDeepNestingIsRefusedOnEveryPostRoute(t *testing.T) {
 // killed the process, 2^32 took 5 s and 1.2 GB, 2^61 answered 500). A page
 // longer than the tokens is no error (there are no full pages: ref answers
 // 200 with no hashes); every twin now answers ref's bytes, quickly.
-func TestPageHashesWithAHugePageSizeIsAnsweredQuickly(t *testing.T) {
+func TestRadixPageHashesWithAHugePageSizeIsAnsweredQuickly(t *testing.T) {
 	sv := serve(t, nil)
 	for _, ps := range []string{"1000000000000", "4294967296", "2305843009213693952", "9223372036854775807"} {
 		body := []byte(`{"tokens":[1,2,3,4],"page_size":` + ps + `}`)

@@ -117,7 +117,7 @@ func TestBadInputIs400NamingTheFieldAndBoundWithTheCanonicalErrorAsDetail(t *tes
 func TestNonObjectBodiesAreRejectedBeforeAnyOpDecodesThem(t *testing.T) {
 	runs := &atomic.Int64{}
 	ts, _ := start(t, func(c *server.Config) {
-		c.Entries = []catalog.Entry{countingEntry{Entry: catalog.FilterCPRank(), runs: runs}}
+		c.Entries = []catalog.Entry{countingEntry{Entry: catalog.TransferFilterCPRank(), runs: runs}}
 	})
 	before := runs.Load()
 	for _, tc := range []struct{ body, value string }{

@@ -251,7 +251,7 @@ func envelopeEndpoint(v gjson.Result, hasMessages, hasPrompt bool) (string, erro
 // --stream-first-chunk-preflight), then the normalized request (200).
 func preflight(tw catalog.PreflightTwins, lim ref.Limits, env preflightEnvelope) (preflightAnswer, error) {
 	n := env.n
-	norm, err := tw.Normalize(lim, ref.ChatNormalizeInput{Endpoint: env.endpoint, Request: env.request,
+	norm, err := tw.Normalize(lim, ref.ServingChatNormalizeInput{Endpoint: env.endpoint, Request: env.request,
 		PromptTokens: &n, ContextLen: env.c, Flags: env.flags})
 	if err != nil {
 		return preflightAnswer{}, err
@@ -259,7 +259,7 @@ func preflight(tw catalog.PreflightTwins, lim ref.Limits, env preflightEnvelope)
 	if norm.Status != http.StatusOK {
 		return errorAnswer(tw, lim, ref.SurfaceOpenAI, norm.Status, ref.BadRequest, norm.Message)
 	}
-	verdict, err := tw.InputLength(lim, ref.InputLengthInput{PromptTokens: env.n, ContextLen: env.c, MaxTotalTokens: env.t, AllowAutoTruncate: env.truncate})
+	verdict, err := tw.InputLength(lim, ref.ServingValidateInputLengthInput{PromptTokens: env.n, ContextLen: env.c, MaxTotalTokens: env.t, AllowAutoTruncate: env.truncate})
 	if err != nil {
 		return preflightAnswer{}, err
 	}
@@ -274,7 +274,7 @@ func preflight(tw catalog.PreflightTwins, lim ref.Limits, env preflightEnvelope)
 }
 
 func errorAnswer(tw catalog.PreflightTwins, lim ref.Limits, surface string, status int, errType, msg string) (preflightAnswer, error) {
-	b, err := tw.ErrorBody(lim, ref.ErrorBodyInput{Surface: surface, Status: status, ErrType: errType, Message: msg})
+	b, err := tw.ErrorBody(lim, ref.ServingErrorBodyInput{Surface: surface, Status: status, ErrType: errType, Message: msg})
 	if err != nil {
 		return preflightAnswer{}, err
 	}

@@ -86,7 +86,7 @@ func jsonString(n int) []byte {
 func budgetServing(t *testing.T, budget int64, edit func(*server.Config)) *serving {
 	t.Helper()
 	return serve(t, func(c *server.Config) {
-		c.Entries = []catalog.Entry{blobOp(0), catalog.FilterCPRank()}
+		c.Entries = []catalog.Entry{blobOp(0), catalog.TransferFilterCPRank()}
 		c.MaxResponseBytesInFlight = budget
 		c.MaxBodyBytesInFlight = 4 * c.MaxBodyBytes
 		if edit != nil {

@@ -71,28 +71,28 @@ func newBenchAdmissionCmd() *cobra.Command {
 
 // benchInput reads --input, or converts --trace (returning what the cache
 // replay saw), and applies the flags.
-func (fl benchAdmissionFlags) benchInput(fs *pflag.FlagSet) (ref.BenchInput, *admissiontrace.Stats, error) {
+func (fl benchAdmissionFlags) benchInput(fs *pflag.FlagSet) (ref.AdmissionBenchInput, *admissiontrace.Stats, error) {
 	switch {
 	case (fl.input == "") == (fl.trace == ""):
-		return ref.BenchInput{}, nil, fmt.Errorf("give exactly one of --input and --trace")
+		return ref.AdmissionBenchInput{}, nil, fmt.Errorf("give exactly one of --input and --trace")
 	case fl.input != "":
 		b, err := bounded.ReadFile(fl.input, benchInputLimits)
 		if err != nil {
-			return ref.BenchInput{}, nil, fmt.Errorf("--input: %w", err)
+			return ref.AdmissionBenchInput{}, nil, fmt.Errorf("--input: %w", err)
 		}
-		in, err := catalog.DecodeStrict[ref.BenchInput](b)
+		in, err := catalog.DecodeStrict[ref.AdmissionBenchInput](b)
 		if err != nil {
-			return ref.BenchInput{}, nil, fmt.Errorf("%s: %w", fl.input, err)
+			return ref.AdmissionBenchInput{}, nil, fmt.Errorf("%s: %w", fl.input, err)
 		}
 		return fl.apply(fs, in, false), nil, nil
 	}
 	newTree, err := catalog.RadixTree(catalog.Impl(fl.impl))
 	if err != nil {
-		return ref.BenchInput{}, nil, fmt.Errorf("--impl %s: %w", fl.impl, err)
+		return ref.AdmissionBenchInput{}, nil, fmt.Errorf("--impl %s: %w", fl.impl, err)
 	}
 	reqs, err := replay.ReadFile(fl.trace, replay.DefaultLimits())
 	if err != nil {
-		return ref.BenchInput{}, nil, err
+		return ref.AdmissionBenchInput{}, nil, err
 	}
 	base := fl.apply(fs, TraceBenchBase(), true)
 	in, st, err := admissiontrace.Bench(reqs, base, admissiontrace.Config{L1CacheTokens: fl.l1CacheTokens, L2CacheTokens: fl.l2CacheTokens, Window: fl.window, NewTree: newTree})
@@ -108,7 +108,7 @@ var benchInputLimits = bounded.Limits{MaxBytes: 64 << 20, MaxDepth: 512, BytesNa
 
 // TraceBenchBase is the trace bench's settings before flags: A3.2's
 // example settings with CP on and no knob set.
-func TraceBenchBase() ref.BenchInput {
+func TraceBenchBase() ref.AdmissionBenchInput {
 	in := catalog.AdmissionBenchA32()
 	in.CP = &ref.BenchCP{}
 	in.Requests = nil
@@ -116,7 +116,7 @@ func TraceBenchBase() ref.BenchInput {
 }
 
 // apply overrides in with every flag the user gave (all of them when all).
-func (fl benchAdmissionFlags) apply(fs *pflag.FlagSet, in ref.BenchInput, all bool) ref.BenchInput {
+func (fl benchAdmissionFlags) apply(fs *pflag.FlagSet, in ref.AdmissionBenchInput, all bool) ref.AdmissionBenchInput {
 	set := func(name string) bool { return all || fs.Changed(name) }
 	for _, o := range []struct {
 		name string
@@ -176,7 +176,7 @@ func (fl benchAdmissionFlags) apply(fs *pflag.FlagSet, in ref.BenchInput, all bo
 // runBenchAdmission runs the bench on the chosen twin and prints its JSON
 // (with --summary: the termination, the summary and, in trace mode, the
 // cache replay's totals).
-func runBenchAdmission(w io.Writer, fl benchAdmissionFlags, in ref.BenchInput, st *admissiontrace.Stats) error {
+func runBenchAdmission(w io.Writer, fl benchAdmissionFlags, in ref.AdmissionBenchInput, st *admissiontrace.Stats) error {
 	f, err := catalog.AdmissionBench().Func(catalog.Impl(fl.impl))
 	if err != nil {
 		return err

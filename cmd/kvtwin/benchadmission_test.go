@@ -26,7 +26,7 @@ func TestBenchAdmissionInput(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var got ref.BenchOutput
+	var got ref.AdmissionBenchOutput
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}

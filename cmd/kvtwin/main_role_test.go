@@ -92,18 +92,18 @@ const auditedOps = `^(transfer\.group_contiguous|radix\.script|transfer\.per_lay
 func fastAdapter() *adapter.Adapter {
 	a := adapter.New()
 	lim := ref.DefaultLimits()
-	adapter.Handle(a, "transfer.group_contiguous", withLimits(lim, fast.GroupContiguous))
+	adapter.Handle(a, "transfer.group_contiguous", withLimits(lim, fast.TransferGroupContiguous))
 	adapter.Handle(a, "radix.script", withLimits(lim, fast.RadixScript))
-	adapter.Handle(a, "transfer.per_layer_script", withLimits(lim, fast.PerLayerScript))
+	adapter.Handle(a, "transfer.per_layer_script", withLimits(lim, fast.TransferPerLayerScript))
 	return a
 }
 
 func brokenAdapter() *adapter.Adapter {
 	a := adapter.New()
 	lim := ref.DefaultLimits()
-	adapter.Handle(a, "transfer.group_contiguous", withLimits(lim, mutantFn[ref.GroupContiguousInput, ref.GroupContiguousOutput](mutants.GroupLengthMismatch())))
+	adapter.Handle(a, "transfer.group_contiguous", withLimits(lim, mutantFn[ref.TransferGroupContiguousInput, ref.TransferGroupContiguousOutput](mutants.GroupLengthMismatch())))
 	adapter.Handle(a, "radix.script", withLimits(lim, mutantFn[ref.RadixScriptInput, ref.RadixScriptOutput](mutants.RadixStoredKeyViews())))
-	adapter.Handle(a, "transfer.per_layer_script", withLimits(lim, mutantFn[ref.PerLayerScriptInput, ref.PerLayerScriptOutput](mutants.FinishRequiresAllLayers())))
+	adapter.Handle(a, "transfer.per_layer_script", withLimits(lim, mutantFn[ref.TransferPerLayerScriptInput, ref.TransferPerLayerScriptOutput](mutants.FinishRequiresAllLayers())))
 	return a
 }
 

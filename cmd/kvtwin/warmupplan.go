@@ -21,7 +21,7 @@ import (
 // DeepGEMM warmup plan for given kernel shapes, and, when the cache dir
 // exists, what a start would decide against its manifest. It only reads.
 func newWarmupPlanCmd() *cobra.Command {
-	in := ref.DeepGEMMWarmupInput{Build: catalog.DeepGEMMBuildH200()}
+	in := ref.DeepGEMMWarmupPlanInput{Build: catalog.DeepGEMMBuildH200()}
 	var kernels []string
 	var cacheDir string
 	var asJSON bool
@@ -117,7 +117,7 @@ func processEnv() map[string]string {
 
 // readCacheDir fills the manifest and listing from the prepared cache dir,
 // when it exists. An invalid environment is left for the op to report.
-func readCacheDir(in *ref.DeepGEMMWarmupInput) error {
+func readCacheDir(in *ref.DeepGEMMWarmupPlanInput) error {
 	in.Cache = []ref.DeepGEMMCacheEntry{}
 	prepared, err := ref.PrepareDeepGEMMEnv(in.Env)
 	if err != nil {
@@ -161,7 +161,7 @@ func (b boundedReadFS) ReadFile(name string) ([]byte, error) {
 		bounded.Limits{MaxBytes: maxManifestBytes, Binary: true, BytesName: "the 64 MiB manifest bound"})
 }
 
-func printWarmupPlan(w io.Writer, out ref.DeepGEMMWarmupOutput) error {
+func printWarmupPlan(w io.Writer, out ref.DeepGEMMWarmupPlanOutput) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "DG_JIT_CACHE_DIR=%s DG_JIT_USE_NVRTC=%s enabled=%v m_max=%d\n", out.Env.CacheDir, out.Env.UseNVRTC, out.Enabled, out.MMax)
 	var launches int64

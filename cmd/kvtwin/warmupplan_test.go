@@ -23,7 +23,7 @@ func TestWarmupPlanReadsTheCacheDir(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var cold ref.DeepGEMMWarmupOutput
+	var cold ref.DeepGEMMWarmupPlanOutput
 	if err := json.Unmarshal([]byte(out), &cold); err != nil {
 		t.Fatal(err)
 	}

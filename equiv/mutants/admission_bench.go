@@ -12,13 +12,13 @@ import (
 // the shared bench interpreter over fast's production round and estimator
 // (as fast.AdmissionBench) with the historic request mapping.
 func BenchL2HitsAsL1() equiv.Killable {
-	return &equiv.Mutant[ref.BenchInput, ref.BenchOutput]{
+	return &equiv.Mutant[ref.AdmissionBenchInput, ref.AdmissionBenchOutput]{
 		Spec:    equiv.AdmissionBench(),
 		ID:      "bench-l2-hits-as-l1",
 		Section: "admission-serving.md §A3.7 A3-B1",
 		About:   "L2 host hits counted as L1 cached (no load-back, no capacity consumed): with fake_l2_load_back_capacity 0, b stops on cp_max_total_cached_tokens instead of being chunked to 4032 with cached 0",
-		Fn: func(lim ref.Limits, in ref.BenchInput) (ref.BenchOutput, error) {
-			return ref.RunAdmissionBench(lim, in, ref.BenchDriver{Round: fast.AdmitRound, Estimate: fast.EstimateBuffers, Map: l2HitsAsL1})
+		Fn: func(lim ref.Limits, in ref.AdmissionBenchInput) (ref.AdmissionBenchOutput, error) {
+			return ref.RunAdmissionBench(lim, in, ref.BenchDriver{Round: fast.AdmissionRound, Estimate: fast.EstimateBuffers, Map: l2HitsAsL1})
 		},
 		Scenario: "equiv/testdata/bench_bench-l2-hits-as-l1.txt",
 	}

@@ -7,13 +7,13 @@ import (
 )
 
 // faultyRound is admission.round on the fast adder with the given faults.
-func faultyRound(f fault.Admission) func(ref.Limits, ref.RoundInput) (ref.RoundResult, error) {
-	return switched(fault.Installed().AdmitRound, f)
+func faultyRound(f fault.Admission) func(ref.Limits, ref.AdmissionRoundInput) (ref.AdmissionRoundOutput, error) {
+	return switched(fault.Installed().AdmissionRound, f)
 }
 
 // admissionMutant builds one §A1.15 mutant.
 func admissionMutant(id, section, about string, f fault.Admission) equiv.Killable {
-	return &equiv.Mutant[ref.RoundInput, ref.RoundResult]{
+	return &equiv.Mutant[ref.AdmissionRoundInput, ref.AdmissionRoundOutput]{
 		Spec:     equiv.AdmissionRound(),
 		ID:       id,
 		Section:  section,

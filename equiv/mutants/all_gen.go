@@ -24,17 +24,17 @@ func generatedMutants() []equiv.Killable {
 		CPUserLimitUncapped(),      // admission_round.go
 		CPLimitNotDefaulted(),      // admission_round.go
 		LockRecheckSkipped(),       // admission_round.go
-		// config.index_topk_overrides: equiv.IndexTopkOverrides
+		// config.index_topk_overrides: equiv.ConfigIndexTopKOverrides
 		OffsetZeroInjected(), // config_index_topk_overrides.go
 		FlagsReplaceJSON(),   // config_index_topk_overrides.go
-		// cp.can_split: equiv.CanSplit
+		// cp.can_split: equiv.CPCanSplit
 		PagePlanBeforeEligibility(), // cp_can_split.go
 		// cp.compact_valid: equiv.CPCompactValid
 		MoESuffixCount(), // cp_compact_valid.go
-		// cp.draft_input: equiv.DraftInput
+		// cp.draft_input: equiv.CPDraftInput
 		DraftCPLocalFromLength(), // cp_draft_input.go
 		DraftV2GlobalHidden(),    // cp_draft_input.go
-		// cp.remap_locs: equiv.RemapLocs
+		// cp.remap_locs: equiv.CPRemapLocs
 		GlobalPageInverse(), // cp_remap_locs.go
 		// cp.rerange: equiv.CPRerange
 		RerangeValidOffsets(), // cp_rerange.go
@@ -59,7 +59,7 @@ func generatedMutants() []equiv.Killable {
 		ReciprocalMultiply(), // fp8_quantize_row.go
 		// fp8.store_valid_rows: equiv.FP8StoreValidRows
 		StoreSuffixCount(), // fp8_store_valid_rows.go
-		// hicache.ack_script: equiv.AckScript
+		// hicache.ack_script: equiv.HiCacheAckScript
 		AckFunnelBypass(),               // hicache_ack_script.go
 		RollbackLeavesOrphanAck(),       // hicache_ack_script.go
 		RollbackLeavesLayerState(),      // hicache_ack_script.go
@@ -67,13 +67,13 @@ func generatedMutants() []equiv.Killable {
 		BlindPopUnknownAck(),            // hicache_ack_script.go
 		ZeroOwnedRankReturnsEarly(),     // hicache_ack_script.go
 		WritingCheckStrandsDuplicates(), // hicache_ack_script.go
-		// hicache.layer_done_script: equiv.LayerDoneScript
+		// hicache.layer_done_script: equiv.HiCacheLayerDoneScript
 		AllLayerWait(), // hicache_layer_done_script.go
-		// hicache.load_script: equiv.LoadScript
+		// hicache.load_script: equiv.HiCacheLoadScript
 		DescriptorRebuiltPerLayer(),     // hicache_load_script.go
 		DescriptorReusedAcrossBatches(), // hicache_load_script.go
 		SilentFallback(),                // hicache_load_script.go
-		// hicache.owner_counts: equiv.OwnerCounts
+		// hicache.owner_counts: equiv.HiCacheOwnerCounts
 		OwnerClosedFormGoMod(), // hicache_owner_counts.go
 		// kvev.apply: equiv.KVEvApply
 		OrphanStoreAtRoot(),       // kvev_apply.go
@@ -96,12 +96,12 @@ func generatedMutants() []equiv.Killable {
 		// nsa.index_plan: equiv.NSAIndexPlan
 		PatternLengthUnchecked(),      // nsa_index_plan.go
 		PrefetchUngated(),             // nsa_index_plan.go
-		SharedLayerMissingPrevTopk(),  // nsa_index_plan.go
+		SharedLayerMissingPrevTopK(),  // nsa_index_plan.go
 		HiCacheIndexBytesEveryLayer(), // nsa_index_plan.go
 		PatternCharsetCForFull(),      // nsa_index_plan.go
-		// radix.bigram_key: equiv.BigramKey
+		// radix.bigram_key: equiv.RadixBigramKey
 		BigramPairsTokenWithItself(), // radix_bigram_key.go
-		// radix.page_hashes: equiv.PageHashes
+		// radix.page_hashes: equiv.RadixPageHashes
 		BigramHashPackedLE64(), // radix_bigram_key.go
 		// radix.script: equiv.RadixScript
 		RadixKeySlicesCopy(),    // radix_script.go
@@ -110,38 +110,38 @@ func generatedMutants() []equiv.Killable {
 		SplitKeepsOwnerCounts(), // hicache_owner_counts.go
 		// sampling.pack: equiv.SamplingPack
 		FlagsFromFloat32(), // sampling_pack.go
-		// serving.chat_normalize: equiv.ChatNormalize
+		// serving.chat_normalize: equiv.ServingChatNormalize
 		ParaDefaultUngated(),     // serving_chat_normalize.go
 		StringImageURLRejected(), // serving_chat_normalize.go
-		// serving.error_body: equiv.ErrorBody
+		// serving.error_body: equiv.ServingErrorBody
 		GenericValueErrorFirst(), // serving_error_body.go
-		// serving.glm_tool_args: equiv.GLMToolArgs
+		// serving.glm_tool_args: equiv.ServingGLMToolArgs
 		GLMArgsStripped(), // serving_glm_tool_args.go
-		// serving.stream_error_chunk: equiv.StreamErrorChunk
+		// serving.stream_error_chunk: equiv.ServingStreamErrorChunk
 		StreamTypeFromStatus(), // serving_error_body.go
 		HTTPStatusOnly(),       // serving_error_body.go
 		PreflightExtraChunk(),  // serving_error_body.go
-		// serving.usage: equiv.Usage
+		// serving.usage: equiv.ServingUsage
 		GLMUsageNoDetails(), // serving_usage.go
-		// serving.validate_input_length: equiv.ValidateInputLength
+		// serving.validate_input_length: equiv.ServingValidateInputLength
 		SchedulerUpstreamWording(), // serving_error_body.go
 		ExceedsItself(),            // serving_error_body.go
 		BatchNoAbort(),             // serving_error_body.go
-		// transfer.filter_cp_rank: equiv.FilterCPRank
+		// transfer.filter_cp_rank: equiv.TransferFilterCPRank
 		ChunkPageStartZero(), // transfer_filter_cp_rank.go
-		// transfer.group_contiguous: equiv.GroupContiguous
+		// transfer.group_contiguous: equiv.TransferGroupContiguous
 		GroupLengthMismatch(), // transfer_group_contiguous.go
-		// transfer.layer_blocks: equiv.LayerBlocks
+		// transfer.layer_blocks: equiv.TransferLayerBlocks
 		VItemLenForK(), // transfer_layer_blocks.go
-		// transfer.per_layer_script: equiv.PerLayerScript
+		// transfer.per_layer_script: equiv.TransferPerLayerScript
 		FinishRequiresAllLayers(), // transfer_per_layer_script.go
 		EnqueueWithoutDedup(),     // transfer_per_layer_script.go
 		RegisterOverwritesRoom(),  // transfer_per_layer_script.go
 		FinishPerInfo(),           // transfer_per_layer_script.go
 		OneContextPerRoom(),       // transfer_per_layer_script.go
-		// transfer.prebuilt_slice: equiv.PrebuiltSlice
+		// transfer.prebuilt_slice: equiv.TransferPrebuiltSlice
 		PrebuiltSliceFromZero(), // transfer_prebuilt_slice.go
-		// transfer.state_layer_pairing: equiv.StateLayerPairing
+		// transfer.state_layer_pairing: equiv.TransferStateLayerPairing
 		StateLayersPairedByCount(), // transfer_state_layer_pairing.go
 		IndexBytesUseAllLayers(),   // transfer_state_layer_pairing.go
 	}

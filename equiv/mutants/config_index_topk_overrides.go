@@ -7,9 +7,9 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-func topkMutant(id, about string, fn func(ref.Limits, ref.IndexTopkOverridesInput) (ref.IndexTopkOverridesOutput, error)) equiv.Killable {
-	return &equiv.Mutant[ref.IndexTopkOverridesInput, ref.IndexTopkOverridesOutput]{
-		Spec:    equiv.IndexTopkOverrides(),
+func topkMutant(id, about string, fn func(ref.Limits, ref.ConfigIndexTopKOverridesInput) (ref.ConfigIndexTopKOverridesOutput, error)) equiv.Killable {
+	return &equiv.Mutant[ref.ConfigIndexTopKOverridesInput, ref.ConfigIndexTopKOverridesOutput]{
+		Spec:    equiv.ConfigIndexTopKOverrides(),
 		ID:      id,
 		Section: "admission-serving.md §S4.7",
 		About:   about,
@@ -24,7 +24,7 @@ func topkMutant(id, about string, fn func(ref.Limits, ref.IndexTopkOverridesInpu
 func OffsetZeroInjected() equiv.Killable {
 	return topkMutant("offset-zero-injected",
 		"offset flag 0 injected literally as index_skip_topk_offset:0 (layer 0 becomes S) instead of unset",
-		switched(fault.Installed().MergeIndexTopkOverrides, fault.IndexTopk{OffsetZeroInjected: true}))
+		switched(fault.Installed().ConfigIndexTopKOverrides, fault.IndexTopK{OffsetZeroInjected: true}))
 }
 
 // FlagsReplaceJSON is S4-B2: the flags built a fresh override object and
@@ -34,12 +34,12 @@ func OffsetZeroInjected() equiv.Killable {
 func FlagsReplaceJSON() equiv.Killable {
 	return topkMutant("flags-replace-json",
 		"the index-topk flags replace --json-model-override-args instead of merging into it (rope_theta lost)",
-		func(lim ref.Limits, in ref.IndexTopkOverridesInput) (ref.IndexTopkOverridesOutput, error) {
-			out, err := fast.MergeIndexTopkOverrides(lim, in)
-			if err != nil || len(ref.IndexTopkFlags(in)) == 0 {
+		func(lim ref.Limits, in ref.ConfigIndexTopKOverridesInput) (ref.ConfigIndexTopKOverridesOutput, error) {
+			out, err := fast.ConfigIndexTopKOverrides(lim, in)
+			if err != nil || len(ref.IndexTopKFlags(in)) == 0 {
 				return out, err
 			}
 			in.JSON = "" // the bug: the flags build a fresh object
-			return fast.MergeIndexTopkOverrides(lim, in)
+			return fast.ConfigIndexTopKOverrides(lim, in)
 		})
 }

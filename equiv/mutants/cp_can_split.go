@@ -11,21 +11,21 @@ import (
 // forwards (TARGET_VERIFY, decode), which carry no prefix plan, failed with
 // ErrPagePlan before reaching the no-split decision.
 func PagePlanBeforeEligibility() equiv.Killable {
-	return &equiv.Mutant[ref.CanSplitInput, ref.CanSplitOutput]{
-		Spec:    equiv.CanSplit(),
+	return &equiv.Mutant[ref.CPCanSplitInput, ref.CPCanSplitOutput]{
+		Spec:    equiv.CPCanSplit(),
 		ID:      "page-plan-before-eligibility",
 		Section: "cp-layout.md §5.5",
 		About:   "page-plan validation before the eligibility check: TARGET_VERIFY without a prefix plan fails instead of no-split",
-		Fn: func(lim ref.Limits, in ref.CanSplitInput) (ref.CanSplitOutput, error) {
+		Fn: func(lim ref.Limits, in ref.CPCanSplitInput) (ref.CPCanSplitOutput, error) {
 			if err := ref.CheckForwardMode(in.Mode); err == nil && in.CPEnabled && in.CPSize > 1 && in.UsesCPSharedKV {
 				if in.ExtendLens == nil || len(in.ExtendLens) != in.BatchSize {
-					return ref.CanSplitOutput{}, ref.CheckCanSplitScalars(in)
+					return ref.CPCanSplitOutput{}, ref.CheckCanSplitScalars(in)
 				}
-				if err := ref.ValidatePagePlan(in); err != nil {
-					return ref.CanSplitOutput{}, err
+				if err := ref.CheckPagePlan(in); err != nil {
+					return ref.CPCanSplitOutput{}, err
 				}
 			}
-			return fast.CanSplit(lim, in)
+			return fast.CPCanSplit(lim, in)
 		},
 	}
 }

@@ -12,13 +12,13 @@ import (
 // Σ L_i, so global rows get marked CP-local and the padding guard masks
 // real tokens.
 func DraftCPLocalFromLength() equiv.Killable {
-	return &equiv.Mutant[ref.DraftInputInput, ref.DraftInputOutput]{
-		Spec:    equiv.DraftInput(),
+	return &equiv.Mutant[ref.CPDraftInputInput, ref.CPDraftInputOutput]{
+		Spec:    equiv.CPDraftInput(),
 		ID:      "draft-cp-local-from-length",
 		Section: "seed SPEC_V2 draft input (cp-layout.md §2.4 contracts)",
 		About:   "CP-local marker inferred from the row count: global rows with R(r) == Σ L are marked CP-local and real tokens masked",
-		Fn: func(lim ref.Limits, in ref.DraftInputInput) (ref.DraftInputOutput, error) {
-			out, err := fast.DraftInput(lim, in)
+		Fn: func(lim ref.Limits, in ref.CPDraftInputInput) (ref.CPDraftInputOutput, error) {
+			out, err := fast.CPDraftInput(lim, in)
 			if err != nil || in.Layout == nil {
 				return out, err
 			}
@@ -39,17 +39,17 @@ func DraftCPLocalFromLength() equiv.Killable {
 // marked the input CP-local, ignoring the model's CP-local draft hidden
 // states (the non-v2 path already used them).
 func DraftV2GlobalHidden() equiv.Killable {
-	return &equiv.Mutant[ref.DraftInputInput, ref.DraftInputOutput]{
-		Spec:    equiv.DraftInput(),
+	return &equiv.Mutant[ref.CPDraftInputInput, ref.CPDraftInputOutput]{
+		Spec:    equiv.CPDraftInput(),
 		ID:      "draft-v2-global-hidden",
 		Section: "seed SPEC_V2 draft input",
 		About:   "v2 draft input ignores the CP-local draft hidden states: global rows, marker never set",
-		Fn: func(lim ref.Limits, in ref.DraftInputInput) (ref.DraftInputOutput, error) {
-			if _, err := ref.ValidateDraftInput(lim, in); err != nil {
-				return ref.DraftInputOutput{}, err
+		Fn: func(lim ref.Limits, in ref.CPDraftInputInput) (ref.CPDraftInputOutput, error) {
+			if _, err := ref.ValidateCPDraftInput(lim, in); err != nil {
+				return ref.CPDraftInputOutput{}, err
 			}
 			in.DraftHidden = nil
-			return fast.DraftInput(lim, in)
+			return fast.CPDraftInput(lim, in)
 		},
 	}
 }

@@ -12,18 +12,18 @@ import (
 // won and a row's lookup landed in another row's compact slot (the GSM8K
 // warm-cache corruption). Row ids are still validated, then ignored.
 func GlobalPageInverse() equiv.Killable {
-	return &equiv.Mutant[ref.RemapLocsInput, ref.RemapLocsOutput]{
-		Spec:    equiv.RemapLocs(),
+	return &equiv.Mutant[ref.CPRemapLocsInput, ref.CPRemapLocsOutput]{
+		Spec:    equiv.CPRemapLocs(),
 		ID:      "global-page-inverse",
 		Section: "cp-layout.md §6.4",
 		About:   "batch-global page inverse, last writer wins: a page shared across rows remaps into another row's compact slot",
-		Fn: func(lim ref.Limits, in ref.RemapLocsInput) (ref.RemapLocsOutput, error) {
+		Fn: func(lim ref.Limits, in ref.CPRemapLocsInput) (ref.CPRemapLocsOutput, error) {
 			if in.Global {
-				return fast.RemapLocs(lim, in)
+				return fast.CPRemapLocs(lim, in)
 			}
 			compact, err := ref.CheckRemapScalars(in)
 			if err != nil {
-				return ref.RemapLocsOutput{}, err
+				return ref.CPRemapLocsOutput{}, err
 			}
 			inv, base := map[int64]int64{}, int64(0)
 			for _, row := range in.Pages {
@@ -35,10 +35,10 @@ func GlobalPageInverse() equiv.Killable {
 			out := make([]int64, len(in.Locs))
 			for e, loc := range in.Locs {
 				if err := ref.CheckLoc(e, loc); err != nil {
-					return ref.RemapLocsOutput{}, err
+					return ref.CPRemapLocsOutput{}, err
 				}
 				if err := ref.CheckRowID(e, in.RowIDs[e], len(in.Pages)); err != nil {
-					return ref.RemapLocsOutput{}, err
+					return ref.CPRemapLocsOutput{}, err
 				}
 				if loc == -1 {
 					out[e] = -1
@@ -46,11 +46,11 @@ func GlobalPageInverse() equiv.Killable {
 				}
 				slot, ok := inv[loc/in.PageSize]
 				if !ok {
-					return ref.RemapLocsOutput{}, ref.RejectPageNotInRow(e, loc, in.PageSize, in.RowIDs[e])
+					return ref.CPRemapLocsOutput{}, ref.RejectPageNotInRow(e, loc, in.PageSize, in.RowIDs[e])
 				}
 				out[e] = slot*in.PageSize + loc%in.PageSize
 			}
-			return ref.RemapLocsOutput{Locs: out, CompactRows: compact}, nil
+			return ref.CPRemapLocsOutput{Locs: out, CompactRows: compact}, nil
 		},
 	}
 }

@@ -13,12 +13,12 @@ import (
 // KV cache, so the current rows are whatever the cache slots hold (stale,
 // or not yet written) instead of the fresh rows packed to FP8.
 func FullMaterializeStaleCurrent() equiv.Killable {
-	return &equiv.Mutant[ref.FP8ComposeInput, ref.FP8ComposeOutput]{
+	return &equiv.Mutant[ref.FP8ComposeCurrentInput, ref.FP8ComposeCurrentOutput]{
 		Spec:    equiv.FP8ComposeCurrent(),
 		ID:      "full-materialize-stale-current",
 		Section: "cp-layout.md §7.5",
 		About:   "current suffix read back from the cache slots (full materialize) instead of quantized from the fresh k rows",
-		Fn: func(lim ref.Limits, in ref.FP8ComposeInput) (ref.FP8ComposeOutput, error) {
+		Fn: func(lim ref.Limits, in ref.FP8ComposeCurrentInput) (ref.FP8ComposeCurrentOutput, error) {
 			out, err := fast.FP8ComposeCurrent(lim, in)
 			if err != nil {
 				return out, err
@@ -41,12 +41,12 @@ func FullMaterializeStaleCurrent() equiv.Killable {
 // rejected but the contract is inferred from the length (the rows taken as
 // global valid rows), so a caller's contract confusion passes silently.
 func ContractMismatchAccepted() equiv.Killable {
-	return &equiv.Mutant[ref.FP8ComposeInput, ref.FP8ComposeOutput]{
+	return &equiv.Mutant[ref.FP8ComposeCurrentInput, ref.FP8ComposeCurrentOutput]{
 		Spec:    equiv.FP8ComposeCurrent(),
 		ID:      "contract-mismatch-accepted",
 		Section: "cp-layout.md §7.5",
 		About:   "a row count that contradicts the declared contract is accepted by inferring global valid rows from the length",
-		Fn: func(lim ref.Limits, in ref.FP8ComposeInput) (ref.FP8ComposeOutput, error) {
+		Fn: func(lim ref.Limits, in ref.FP8ComposeCurrentInput) (ref.FP8ComposeCurrentOutput, error) {
 			out, err := fast.FP8ComposeCurrent(lim, in)
 			if !errors.Is(err, ref.ErrRowContract) {
 				return out, err

@@ -12,8 +12,8 @@ import (
 // fp8Requantize returns fast.FP8QuantizeRow's output with every non-zero
 // tile's codes recomputed by code(x, s) from the scale fast wrote: the
 // mutants below change only the per-value step of §7.2.
-func fp8Requantize(code func(x, s float32, m ref.ScaleMode) uint8) func(ref.Limits, ref.FP8QuantizeRowInput) (ref.FP8RowsOutput, error) {
-	return func(lim ref.Limits, in ref.FP8QuantizeRowInput) (ref.FP8RowsOutput, error) {
+func fp8Requantize(code func(x, s float32, m ref.ScaleMode) uint8) func(ref.Limits, ref.FP8QuantizeRowInput) (ref.FP8QuantizeRowOutput, error) {
+	return func(lim ref.Limits, in ref.FP8QuantizeRowInput) (ref.FP8QuantizeRowOutput, error) {
 		out, err := fast.FP8QuantizeRow(lim, in)
 		if err != nil {
 			return out, err
@@ -45,7 +45,7 @@ func fp8Requantize(code func(x, s float32, m ref.ScaleMode) uint8) func(ref.Limi
 // div_bf16 scale that bf16 rounds into its subnormals (amax = 2^-124:
 // s = 2^-133, amax/s = 512) overflows.
 func NoSaturation() equiv.Killable {
-	return &equiv.Mutant[ref.FP8QuantizeRowInput, ref.FP8RowsOutput]{
+	return &equiv.Mutant[ref.FP8QuantizeRowInput, ref.FP8QuantizeRowOutput]{
 		Spec:    equiv.FP8QuantizeRow(),
 		ID:      "no-saturation",
 		Section: "cp-layout.md §7.2",
@@ -69,7 +69,7 @@ func NoSaturation() equiv.Killable {
 // shows where a finite tile's scale is 0 (div_bf16, amax = 2^-133) and a
 // zero in it is divided by it.
 func NaNLost() equiv.Killable {
-	return &equiv.Mutant[ref.FP8QuantizeRowInput, ref.FP8RowsOutput]{
+	return &equiv.Mutant[ref.FP8QuantizeRowInput, ref.FP8QuantizeRowOutput]{
 		Spec:    equiv.FP8QuantizeRow(),
 		ID:      "nan-lost",
 		Section: "cp-layout.md §7.2",
@@ -88,7 +88,7 @@ func NaNLost() equiv.Killable {
 // arithmetic (x·fl32(1/s), upstream's Triton kernel) when div_fp32 was
 // asked. Vector A7: x = 0x3EAF, amax = 0x3F44 gives 0x75, not 0x74.
 func ReciprocalMultiply() equiv.Killable {
-	return &equiv.Mutant[ref.FP8QuantizeRowInput, ref.FP8RowsOutput]{
+	return &equiv.Mutant[ref.FP8QuantizeRowInput, ref.FP8QuantizeRowOutput]{
 		Spec:    equiv.FP8QuantizeRow(),
 		ID:      "reciprocal-multiply",
 		Section: "cp-layout.md §7.2",

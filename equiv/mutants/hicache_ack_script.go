@@ -8,16 +8,16 @@ import (
 
 // faultyAckScript runs hicache.ack_script on fast write states with the
 // given faults.
-func faultyAckScript(f fault.Ack) func(ref.Limits, ref.AckScriptInput) (ref.AckScriptOutput, error) {
+func faultyAckScript(f fault.Ack) func(ref.Limits, ref.HiCacheAckScriptInput) (ref.HiCacheAckScriptOutput, error) {
 	newQueue := func(cfg ref.AckConfig) (ref.AckQueue, error) { return fault.Installed().NewAckQueue(cfg, f) }
-	return func(lim ref.Limits, in ref.AckScriptInput) (ref.AckScriptOutput, error) {
-		return ref.RunAckScript(lim, in, newQueue)
+	return func(lim ref.Limits, in ref.HiCacheAckScriptInput) (ref.HiCacheAckScriptOutput, error) {
+		return ref.RunHiCacheAckScript(lim, in, newQueue)
 	}
 }
 
 func ackMutant(id, section, about string, f fault.Ack) equiv.Killable {
-	return &equiv.Mutant[ref.AckScriptInput, ref.AckScriptOutput]{
-		Spec:     equiv.AckScript(),
+	return &equiv.Mutant[ref.HiCacheAckScriptInput, ref.HiCacheAckScriptOutput]{
+		Spec:     equiv.HiCacheAckScript(),
 		ID:       id,
 		Section:  section,
 		About:    about,

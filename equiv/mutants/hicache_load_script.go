@@ -7,12 +7,12 @@ import (
 )
 
 // faultyLoadScript runs hicache.load_script on fast loaders with the given faults.
-func faultyLoadScript(f fault.Load) func(ref.Limits, ref.LoadScriptInput) (ref.LoadScriptOutput, error) {
+func faultyLoadScript(f fault.Load) func(ref.Limits, ref.HiCacheLoadScriptInput) (ref.HiCacheLoadScriptOutput, error) {
 	newLoader := func(lim ref.Limits, p ref.LoadPools) (ref.Loader, error) {
 		return fault.Installed().NewLoader(lim, p, f)
 	}
-	return func(lim ref.Limits, in ref.LoadScriptInput) (ref.LoadScriptOutput, error) {
-		return ref.RunLoadScript(lim, in, newLoader)
+	return func(lim ref.Limits, in ref.HiCacheLoadScriptInput) (ref.HiCacheLoadScriptOutput, error) {
+		return ref.RunHiCacheLoadScript(lim, in, newLoader)
 	}
 }
 
@@ -20,8 +20,8 @@ func faultyLoadScript(f fault.Load) func(ref.Limits, ref.LoadScriptInput) (ref.L
 // host pool rebuilt the layer-invariant page lists and runs from the same
 // indices at every layer. The bytes are identical; Builds is L, not 1.
 func DescriptorRebuiltPerLayer() equiv.Killable {
-	return &equiv.Mutant[ref.LoadScriptInput, ref.LoadScriptOutput]{
-		Spec:     equiv.LoadScript(),
+	return &equiv.Mutant[ref.HiCacheLoadScriptInput, ref.HiCacheLoadScriptOutput]{
+		Spec:     equiv.HiCacheLoadScript(),
 		ID:       "descriptor-rebuilt-per-layer",
 		Section:  "radix-acks.md §5.4 B5.a",
 		About:    "the prepared path rebuilds the layer-invariant page lists at every layer: Builds = L instead of 1",
@@ -34,8 +34,8 @@ func DescriptorRebuiltPerLayer() equiv.Killable {
 // design): a batch of as many pages reuses the previous batch's descriptor,
 // so its own pages are never copied and the device keeps stale bytes.
 func DescriptorReusedAcrossBatches() equiv.Killable {
-	return &equiv.Mutant[ref.LoadScriptInput, ref.LoadScriptOutput]{
-		Spec:     equiv.LoadScript(),
+	return &equiv.Mutant[ref.HiCacheLoadScriptInput, ref.HiCacheLoadScriptOutput]{
+		Spec:     equiv.HiCacheLoadScript(),
 		ID:       "descriptor-reused-across-batches",
 		Section:  "radix-acks.md §5.4 B5.b",
 		About:    "a descriptor is reused across batches: batch 2 copies batch 1's pages again and its own device pages stay stale",
@@ -48,8 +48,8 @@ func DescriptorReusedAcrossBatches() equiv.Killable {
 // the prepared submit falls back to the per-layer path with no
 // FallbackEvent, and strict mode proceeds instead of refusing.
 func SilentFallback() equiv.Killable {
-	return &equiv.Mutant[ref.LoadScriptInput, ref.LoadScriptOutput]{
-		Spec:     equiv.LoadScript(),
+	return &equiv.Mutant[ref.HiCacheLoadScriptInput, ref.HiCacheLoadScriptOutput]{
+		Spec:     equiv.HiCacheLoadScript(),
 		ID:       "silent-fallback",
 		Section:  "radix-acks.md §5.4 B5.d",
 		About:    "an unavailable prepared submit falls back silently: no FallbackEvent, and strict proceeds",

@@ -44,13 +44,13 @@ func SplitKeepsOwnerCounts() equiv.Killable {
 // closed form needs a non-negative mod): written with Go's %, (r − s) % N is
 // negative for r < s mod N, so those ranks always get the extra page.
 func OwnerClosedFormGoMod() equiv.Killable {
-	return &equiv.Mutant[ref.OwnerCountsInput, ref.OwnerCountsOutput]{
-		Spec:    equiv.OwnerCounts(),
+	return &equiv.Mutant[ref.HiCacheOwnerCountsInput, ref.HiCacheOwnerCountsOutput]{
+		Spec:    equiv.HiCacheOwnerCounts(),
 		ID:      "owner-closed-form-go-mod",
 		Section: "radix-acks.md §4.2",
 		About:   "the owner-count closed form uses Go's signed % for (r − s) mod N: ranks below s mod N gain a page",
-		Fn: func(lim ref.Limits, in ref.OwnerCountsInput) (ref.OwnerCountsOutput, error) {
-			out, err := fast.OwnerCounts(lim, in)
+		Fn: func(lim ref.Limits, in ref.HiCacheOwnerCountsInput) (ref.HiCacheOwnerCountsOutput, error) {
+			out, err := fast.HiCacheOwnerCounts(lim, in)
 			if err != nil {
 				return out, err
 			}

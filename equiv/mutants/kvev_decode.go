@@ -7,7 +7,7 @@ import (
 )
 
 func kvevDecodeMutant(id, about string, f fault.KVEv) equiv.Killable {
-	return &equiv.Mutant[ref.KVEvDecodeInput, ref.KVMessage]{
+	return &equiv.Mutant[ref.KVEvDecodeInput, ref.KVEvDecodeOutput]{
 		Spec:    equiv.KVEvDecode(),
 		ID:      id,
 		Section: "kv-events.md §1.5",

@@ -12,26 +12,26 @@ import (
 // (the seed's directive: CP-ragged chunking relies on row-addressed
 // topk_indices_offset_override).
 func ChunkOffsetsNotRowAddressed() equiv.Killable {
-	return &equiv.Mutant[ref.MQATopKInput, ref.MQATopKOutput]{
+	return &equiv.Mutant[ref.MQAChunkedTopKInput, ref.MQAChunkedTopKOutput]{
 		Spec:    equiv.MQAChunkedTopK(),
 		ID:      "chunk-offsets-not-row-addressed",
 		Section: "cp-layout.md §8.6",
 		About:   "each row chunk reads offset[0:end-start] instead of offset[start:end]",
-		Fn: func(lim ref.Limits, in ref.MQATopKInput) (ref.MQATopKOutput, error) {
-			if _, err := ref.ValidateMQATopK(lim, in); err != nil {
-				return ref.MQATopKOutput{}, err
+		Fn: func(lim ref.Limits, in ref.MQAChunkedTopKInput) (ref.MQAChunkedTopKOutput, error) {
+			if _, err := ref.ValidateMQAChunkedTopK(lim, in); err != nil {
+				return ref.MQAChunkedTopKOutput{}, err
 			}
 			q := int64(len(in.Logits))
-			out := ref.MQATopKOutput{Indices: [][]int32{}}
+			out := ref.MQAChunkedTopKOutput{Indices: [][]int32{}}
 			for s := int64(0); s < q; s += in.ChunkRows {
 				e := min(s+in.ChunkRows, q)
-				chunk := ref.MQATopKInput{Logits: in.Logits[s:e], KS: in.KS[s:e], KE: in.KE[s:e], TopK: in.TopK, ChunkRows: e - s}
+				chunk := ref.MQAChunkedTopKInput{Logits: in.Logits[s:e], KS: in.KS[s:e], KE: in.KE[s:e], TopK: in.TopK, ChunkRows: e - s}
 				if len(in.Offset) > 0 {
 					chunk.Offset = in.Offset[0 : e-s] // the bug: not offset[s:e]
 				}
 				part, err := fast.MQAChunkedTopK(lim, chunk)
 				if err != nil {
-					return ref.MQATopKOutput{}, err
+					return ref.MQAChunkedTopKOutput{}, err
 				}
 				out.Indices = append(out.Indices, part.Indices...)
 			}

@@ -18,8 +18,8 @@
 //     hands to this package through internal/fault's table (fault.Hooks,
 //     read with fault.Installed): the production function's parameters
 //     followed by f fault.<Family>, returning what the production function
-//     returns (fault.Installed().NewTree(cfg, f) in radix_script.go,
-//     fault.Installed().AdmitRound(lim, in, f) in admission_round.go).
+//     returns (fault.Installed().NewRadixTree(cfg, f) in radix_script.go,
+//     fault.Installed().AdmissionRound(lim, in, f) in admission_round.go).
 package mutants
 
 import (

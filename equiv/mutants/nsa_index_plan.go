@@ -30,7 +30,7 @@ func PatternLengthUnchecked() equiv.Killable {
 					in.Pattern = in.Pattern[:in.N] // the bug: the tail is dropped
 				}
 			}
-			return fast.NSAIndexPlanFor(lim, in)
+			return fast.NSAIndexPlan(lim, in)
 		},
 	}
 }
@@ -45,7 +45,7 @@ func PrefetchUngated() equiv.Killable {
 		Section: "cp-layout.md §9.5",
 		About:   "the prefetch gate calls SlotOf(l+1) without checking skip(l+1): ErrInactiveIndexLayer on an F→S step",
 		Fn: func(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlanOutput, error) {
-			out, err := fast.NSAIndexPlanFor(lim, in)
+			out, err := fast.NSAIndexPlan(lim, in)
 			if err != nil {
 				return out, err
 			}
@@ -67,17 +67,17 @@ func PrefetchUngated() equiv.Killable {
 	}
 }
 
-// SharedLayerMissingPrevTopk is docs/spec/cp-layout.md §9.5 bug 3: a shared layer
+// SharedLayerMissingPrevTopK is docs/spec/cp-layout.md §9.5 bug 3: a shared layer
 // given no previous top-k fell through and ran sparse attention without
 // indices instead of failing fast.
-func SharedLayerMissingPrevTopk() equiv.Killable {
+func SharedLayerMissingPrevTopK() equiv.Killable {
 	return &equiv.Mutant[ref.NSAIndexPlanInput, ref.NSAIndexPlanOutput]{
 		Spec:    equiv.NSAIndexPlan(),
 		ID:      "shared-layer-missing-prev-topk",
 		Section: "cp-layout.md §9.5",
 		About:   "an S layer without the previous top-k runs on (sparse attention without indices)",
 		Fn: func(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlanOutput, error) {
-			out, err := fast.NSAIndexPlanFor(lim, in)
+			out, err := fast.NSAIndexPlan(lim, in)
 			if err != nil {
 				return out, err
 			}
@@ -101,7 +101,7 @@ func HiCacheIndexBytesEveryLayer() equiv.Killable {
 		Section: "cp-layout.md §9.5",
 		About:   "HiCache bytes/token count index bytes for all N layers (N·656 + N·132)",
 		Fn: func(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlanOutput, error) {
-			out, err := fast.NSAIndexPlanFor(lim, in)
+			out, err := fast.NSAIndexPlan(lim, in)
 			if err == nil {
 				out.HiCacheBytesPerToken = ref.NSAHiCacheBytesPerToken(in.N, in.N) // the bug: N, not |Active|
 			}
@@ -121,7 +121,7 @@ func PatternCharsetCForFull() equiv.Killable {
 		About:   "the old 'C' (full) spelling is accepted as 'F' instead of ErrPatternCharset",
 		Fn: func(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlanOutput, error) {
 			in.Pattern = strings.ReplaceAll(in.Pattern, "C", "F") // the bug: the old charset
-			return fast.NSAIndexPlanFor(lim, in)
+			return fast.NSAIndexPlan(lim, in)
 		},
 	}
 }

@@ -13,13 +13,13 @@ import (
 // BigramPairsTokenWithItself is docs/spec/radix-acks.md §2.5's mutation check: an
 // off-by-one builder emitting (t[i], t[i]) instead of (t[i], t[i+1]).
 func BigramPairsTokenWithItself() equiv.Killable {
-	return &equiv.Mutant[ref.BigramKeyInput, ref.BigramKeyOutput]{
-		Spec:    equiv.BigramKey(),
+	return &equiv.Mutant[ref.RadixBigramKeyInput, ref.RadixBigramKeyOutput]{
+		Spec:    equiv.RadixBigramKey(),
 		ID:      "bigram-pairs-token-with-itself",
 		Section: "radix-acks.md §2.5",
 		About:   "off-by-one bigram builder: pair i is (t[i], t[i]) instead of (t[i], t[i+1])",
-		Fn: func(lim ref.Limits, in ref.BigramKeyInput) (ref.BigramKeyOutput, error) {
-			out, err := fast.BigramKey(lim, in)
+		Fn: func(lim ref.Limits, in ref.RadixBigramKeyInput) (ref.RadixBigramKeyOutput, error) {
+			out, err := fast.RadixBigramKey(lim, in)
 			for i := range out.Pairs {
 				out.Pairs[i][1] = out.Pairs[i][0]
 			}
@@ -32,13 +32,13 @@ func BigramPairsTokenWithItself() equiv.Killable {
 // a<<32|b as one LE64 word writes the bytes of b before a and changes every
 // storage hash (the reason the notes kept pairs out of int64 packing).
 func BigramHashPackedLE64() equiv.Killable {
-	return &equiv.Mutant[ref.PageHashesInput, ref.PageHashesOutput]{
-		Spec:    equiv.PageHashes(),
+	return &equiv.Mutant[ref.RadixPageHashesInput, ref.RadixPageHashesOutput]{
+		Spec:    equiv.RadixPageHashes(),
 		ID:      "bigram-hash-packed-le64",
 		Section: "radix-acks.md §2.4",
 		About:   "bigrams hashed as the packed uint64 in little-endian: every bigram page hash changes",
-		Fn: func(lim ref.Limits, in ref.PageHashesInput) (ref.PageHashesOutput, error) {
-			out, err := fast.PageHashes(lim, in)
+		Fn: func(lim ref.Limits, in ref.RadixPageHashesInput) (ref.RadixPageHashesOutput, error) {
+			out, err := fast.RadixPageHashes(lim, in)
 			if err != nil || !in.Bigram {
 				return out, err
 			}

@@ -8,7 +8,7 @@ import (
 
 // faultyScript runs radix.script on fast trees with the given faults.
 func faultyScript(f fault.Radix) func(ref.Limits, ref.RadixScriptInput) (ref.RadixScriptOutput, error) {
-	newTree := func(cfg ref.TreeConfig) (ref.RadixTree, error) { return fault.Installed().NewTree(cfg, f) }
+	newTree := func(cfg ref.TreeConfig) (ref.RadixTree, error) { return fault.Installed().NewRadixTree(cfg, f) }
 	return func(lim ref.Limits, in ref.RadixScriptInput) (ref.RadixScriptOutput, error) {
 		return ref.RunRadixScript(lim, in, newTree)
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-func chatMutant(id, section, about string, fn func(ref.Limits, ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error)) equiv.Killable {
-	return &equiv.Mutant[ref.ChatNormalizeInput, ref.ChatNormalizeOutput]{Spec: equiv.ChatNormalize(), ID: id, Section: section, About: about,
+func chatMutant(id, section, about string, fn func(ref.Limits, ref.ServingChatNormalizeInput) (ref.ServingChatNormalizeOutput, error)) equiv.Killable {
+	return &equiv.Mutant[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput]{Spec: equiv.ServingChatNormalize(), ID: id, Section: section, About: about,
 		Fn: fn}
 }
 
@@ -18,12 +18,12 @@ func chatMutant(id, section, about string, fn func(ref.Limits, ref.ChatNormalize
 func ParaDefaultUngated() equiv.Killable {
 	return chatMutant("s2-b1-para-default-ungated", "admission-serving.md S2.11 S2-B1",
 		"max_tokens = 32768 injected with --para-chat-default-max-tokens unset",
-		func(lim ref.Limits, in ref.ChatNormalizeInput) (ref.ChatNormalizeOutput, error) {
+		func(lim ref.Limits, in ref.ServingChatNormalizeInput) (ref.ServingChatNormalizeOutput, error) {
 			if in.Flags.ParaChatDefaultMaxTokens == nil {
 				para := int64(32768)
 				in.Flags.ParaChatDefaultMaxTokens = &para // in is a copy
 			}
-			return fast.ChatNormalize(lim, in)
+			return fast.ServingChatNormalize(lim, in)
 		})
 }
 
@@ -31,5 +31,5 @@ func ParaDefaultUngated() equiv.Killable {
 func StringImageURLRejected() equiv.Killable {
 	return chatMutant("s2-b3-string-image-url-rejected", "admission-serving.md S2.11 S2-B3",
 		"a string image_url content part is rejected with 400 instead of normalized",
-		switched(fault.Installed().ChatNormalize, fault.Serving{RejectStringImageURL: true}))
+		switched(fault.Installed().ServingChatNormalize, fault.Serving{RejectStringImageURL: true}))
 }

@@ -16,12 +16,12 @@ import (
 // argument scan, S2-B3 in the content-part scan) are fault.Serving
 // switches.
 
-// lengthMutant wraps fast.ValidateInputLength: bug rewrites the output of
+// lengthMutant wraps fast.ServingValidateInputLength: bug rewrites the output of
 // an input the scheduler rejects (n is its prompt length).
-func lengthMutant(id, section, about string, bug func(out *ref.InputLengthOutput, n int64)) equiv.Killable {
-	return &equiv.Mutant[ref.InputLengthInput, ref.InputLengthOutput]{Spec: equiv.ValidateInputLength(), ID: id, Section: section, About: about,
-		Fn: func(lim ref.Limits, in ref.InputLengthInput) (ref.InputLengthOutput, error) {
-			out, err := fast.ValidateInputLength(lim, in)
+func lengthMutant(id, section, about string, bug func(out *ref.ServingValidateInputLengthOutput, n int64)) equiv.Killable {
+	return &equiv.Mutant[ref.ServingValidateInputLengthInput, ref.ServingValidateInputLengthOutput]{Spec: equiv.ServingValidateInputLength(), ID: id, Section: section, About: about,
+		Fn: func(lim ref.Limits, in ref.ServingValidateInputLengthInput) (ref.ServingValidateInputLengthOutput, error) {
+			out, err := fast.ServingValidateInputLength(lim, in)
 			if err == nil && out.Stage == ref.StageScheduler {
 				bug(&out, in.PromptTokens)
 			}
@@ -42,7 +42,7 @@ func upstreamWording(n, maxIn int64) string {
 func SchedulerUpstreamWording() equiv.Killable {
 	return lengthMutant("s1-b1-scheduler-400-upstream-wording", "admission-serving.md S1.7 S1-B1",
 		"scheduler rejects with 400 BadRequestError and upstream's \"Input length … exceeds …\" wording",
-		func(out *ref.InputLengthOutput, n int64) {
+		func(out *ref.ServingValidateInputLengthOutput, n int64) {
 			out.Status, out.ErrType, out.Message = ref.StatusBadRequest, ref.BadRequest, upstreamWording(n, out.MaxReqInputLen)
 		})
 }
@@ -52,7 +52,9 @@ func SchedulerUpstreamWording() equiv.Killable {
 func ExceedsItself() equiv.Killable {
 	return lengthMutant("s1-b2-exceeds-itself", "admission-serving.md S1.7 S1-B2",
 		"scheduler message reports max_req_input_len: N = 8186 \"exceeds\" 8186",
-		func(out *ref.InputLengthOutput, n int64) { out.Message = upstreamWording(n, out.MaxReqInputLen) })
+		func(out *ref.ServingValidateInputLengthOutput, n int64) {
+			out.Message = upstreamWording(n, out.MaxReqInputLen)
+		})
 }
 
 // BatchNoAbort is S1-B3: the batch handler queued a rejected request
@@ -60,34 +62,34 @@ func ExceedsItself() equiv.Killable {
 func BatchNoAbort() equiv.Killable {
 	return lengthMutant("s1-b3-batch-no-abort", "admission-serving.md S1.7 S1-B3",
 		"batch handler does not abort: the rejected request's original tokens reach prefill",
-		func(out *ref.InputLengthOutput, n int64) { out.PrefillTokens = n })
+		func(out *ref.ServingValidateInputLengthOutput, n int64) { out.PrefillTokens = n })
 }
 
 // GenericValueErrorFirst is S1-B4: the OpenAI layer's generic ValueError
 // clause caught PayloadTooLargeError first, so a 413 answered 400. A
 // wrapper: an accepted OpenAI 413 is rendered as a 400 BadRequestError.
 func GenericValueErrorFirst() equiv.Killable {
-	return &equiv.Mutant[ref.ErrorBodyInput, ref.ErrorBodyOutput]{Spec: equiv.ErrorBody(),
+	return &equiv.Mutant[ref.ServingErrorBodyInput, ref.ServingErrorBodyOutput]{Spec: equiv.ServingErrorBody(),
 		ID: "s1-b4-generic-valueerror-first", Section: "admission-serving.md S1.7 S1-B4",
 		About: "generic ValueError clause first: a non-streaming 413 becomes 400 BadRequestError",
-		Fn: func(lim ref.Limits, in ref.ErrorBodyInput) (ref.ErrorBodyOutput, error) {
-			out, err := fast.ErrorBody(lim, in)
+		Fn: func(lim ref.Limits, in ref.ServingErrorBodyInput) (ref.ServingErrorBodyOutput, error) {
+			out, err := fast.ServingErrorBody(lim, in)
 			if err == nil && in.Surface == ref.SurfaceOpenAI && in.Status == ref.StatusPayloadTooLarge {
 				in.Status, in.ErrType = ref.StatusBadRequest, ref.BadRequest
-				return fast.ErrorBody(lim, in)
+				return fast.ServingErrorBody(lim, in)
 			}
 			return out, err
 		}}
 }
 
-func streamMutant(id, section, about string, fn func(ref.Limits, ref.StreamErrorInput) (ref.StreamErrorOutput, error)) equiv.Killable {
-	return &equiv.Mutant[ref.StreamErrorInput, ref.StreamErrorOutput]{Spec: equiv.StreamErrorChunk(), ID: id, Section: section, About: about,
+func streamMutant(id, section, about string, fn func(ref.Limits, ref.ServingStreamErrorChunkInput) (ref.ServingStreamErrorChunkOutput, error)) equiv.Killable {
+	return &equiv.Mutant[ref.ServingStreamErrorChunkInput, ref.ServingStreamErrorChunkOutput]{Spec: equiv.ServingStreamErrorChunk(), ID: id, Section: section, About: about,
 		Fn: fn}
 }
 
-// streamSwitch is fault.Installed().StreamErrorChunk with f.
-func streamSwitch(f fault.Serving) func(ref.Limits, ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
-	return switched(fault.Installed().StreamErrorChunk, f)
+// streamSwitch is fault.Installed().ServingStreamErrorChunk with f.
+func streamSwitch(f fault.Serving) func(ref.Limits, ref.ServingStreamErrorChunkInput) (ref.ServingStreamErrorChunkOutput, error) {
+	return switched(fault.Installed().ServingStreamErrorChunk, f)
 }
 
 // StreamTypeFromStatus is S1-B5: the in-stream error was typed by the
@@ -112,8 +114,8 @@ func HTTPStatusOnly() equiv.Killable {
 func PreflightExtraChunk() equiv.Killable {
 	return streamMutant("s2-b5-preflight-extra-chunk", "admission-serving.md S2.11 S2-B5",
 		"preflight sends an extra empty chunk before a successful first chunk",
-		func(lim ref.Limits, in ref.StreamErrorInput) (ref.StreamErrorOutput, error) {
-			out, err := fast.StreamErrorChunk(lim, in)
+		func(lim ref.Limits, in ref.ServingStreamErrorChunkInput) (ref.ServingStreamErrorChunkOutput, error) {
+			out, err := fast.ServingStreamErrorChunk(lim, in)
 			if err == nil && !out.Emit && in.First && in.Preflight {
 				out.Body = "data: {}\n\n" + out.Body
 			}

@@ -10,11 +10,11 @@ import (
 // completion_tokens_details.reasoning_tokens. A wrapper: a glm usage keeps
 // the input's completion_tokens_details as the other families do.
 func GLMUsageNoDetails() equiv.Killable {
-	return &equiv.Mutant[ref.UsageInput, ref.Usage]{Spec: equiv.Usage(),
+	return &equiv.Mutant[ref.ServingUsageInput, ref.ServingUsageOutput]{Spec: equiv.ServingUsage(),
 		ID: "s2-b4-glm-usage-missing-details", Section: "admission-serving.md S2.11 S2-B4",
 		About: "glm usage lacks completion_tokens_details.reasoning_tokens",
-		Fn: func(lim ref.Limits, in ref.UsageInput) (ref.Usage, error) {
-			u, err := fast.UsageOf(lim, in)
+		Fn: func(lim ref.Limits, in ref.ServingUsageInput) (ref.ServingUsageOutput, error) {
+			u, err := fast.ServingUsage(lim, in)
 			if err == nil && in.Family == ref.FamilyGLM {
 				u.CompletionTokensDetails = nil
 				if !ref.IsAbsentOrNull(in.CompletionTokensDetails) {

@@ -10,14 +10,14 @@ import (
 // registration called the filter with chunk_page_start = 0, so chunk N > 0
 // got chunk-local positions and its KV overwrote chunk 0's decode pages.
 func ChunkPageStartZero() equiv.Killable {
-	return &equiv.Mutant[ref.FilterCPRankInput, ref.FilterCPRankOutput]{
-		Spec:    equiv.FilterCPRank(),
+	return &equiv.Mutant[ref.TransferFilterCPRankInput, ref.TransferFilterCPRankOutput]{
+		Spec:    equiv.TransferFilterCPRank(),
 		ID:      "chunk-page-start-zero",
 		Section: "transfer.md §1.6",
 		About:   "per-layer registration passes chunk_page_start = 0: chunk N>0 is written onto chunk 0's decode pages",
-		Fn: func(lim ref.Limits, in ref.FilterCPRankInput) (ref.FilterCPRankOutput, error) {
+		Fn: func(lim ref.Limits, in ref.TransferFilterCPRankInput) (ref.TransferFilterCPRankOutput, error) {
 			in.ChunkPageStart = 0
-			return fast.FilterCPRank(lim, in)
+			return fast.TransferFilterCPRank(lim, in)
 		},
 	}
 }

@@ -11,12 +11,12 @@ import (
 // non-empty lists were grouped by src alone and src=[1,2,3], dst=[5,6] came
 // back as one silently misaligned run instead of ErrLengthMismatch.
 func GroupLengthMismatch() equiv.Killable {
-	return &equiv.Mutant[ref.GroupContiguousInput, ref.GroupContiguousOutput]{
-		Spec:    equiv.GroupContiguous(),
+	return &equiv.Mutant[ref.TransferGroupContiguousInput, ref.TransferGroupContiguousOutput]{
+		Spec:    equiv.TransferGroupContiguous(),
 		ID:      "group-length-mismatch",
 		Section: "transfer.md §2",
 		About:   "unequal non-empty lengths accepted and grouped by src alone: runs pair pages that were never pairs",
-		Fn: func(lim ref.Limits, in ref.GroupContiguousInput) (ref.GroupContiguousOutput, error) {
+		Fn: func(lim ref.Limits, in ref.TransferGroupContiguousInput) (ref.TransferGroupContiguousOutput, error) {
 			if n, m := len(in.Src), len(in.Dst); n > 0 && m > 0 && n != m {
 				// Only src's steps can break a run: dst reads as if it
 				// continued +1 from its first page.
@@ -26,7 +26,7 @@ func GroupLengthMismatch() equiv.Killable {
 				}
 				in.Dst = dst
 			}
-			return fast.GroupContiguous(lim, in)
+			return fast.TransferGroupContiguous(lim, in)
 		},
 	}
 }

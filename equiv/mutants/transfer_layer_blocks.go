@@ -13,18 +13,18 @@ import (
 // blocks land at the wrong offsets whenever K and V page sizes differ.
 // Property 1 (cross-layer) and property 3 (per-layer == monolithic) break.
 func VItemLenForK() equiv.Killable {
-	return &equiv.Mutant[ref.LayerBlocksInput, ref.LayerBlocksOutput]{
-		Spec:    equiv.LayerBlocks(),
+	return &equiv.Mutant[ref.TransferLayerBlocksInput, ref.TransferLayerBlocksOutput]{
+		Spec:    equiv.TransferLayerBlocks(),
 		ID:      "v-item-len-for-k",
 		Section: "transfer.md §3",
 		About:   "MHA K entries use the V half's item_len: K blocks are misplaced when K and V item lens differ",
-		Fn: func(lim ref.Limits, in ref.LayerBlocksInput) (ref.LayerBlocksOutput, error) {
+		Fn: func(lim ref.Limits, in ref.TransferLayerBlocksInput) (ref.TransferLayerBlocksOutput, error) {
 			if n := len(in.ItemLens) / 2; !in.IsMLA && len(in.ItemLens) == 2*n {
 				lens := slices.Clone(in.ItemLens)
 				copy(lens[:n], lens[n:])
 				in.ItemLens = lens
 			}
-			return fast.LayerBlocks(lim, in)
+			return fast.TransferLayerBlocks(lim, in)
 		},
 	}
 }

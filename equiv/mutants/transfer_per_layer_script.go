@@ -10,19 +10,19 @@ import (
 
 // faultyPerLayerScript runs transfer.per_layer_script on fast managers with
 // the given faults.
-func faultyPerLayerScript(f fault.Transfer) func(ref.Limits, ref.PerLayerScriptInput) (ref.PerLayerScriptOutput, error) {
+func faultyPerLayerScript(f fault.Transfer) func(ref.Limits, ref.TransferPerLayerScriptInput) (ref.TransferPerLayerScriptOutput, error) {
 	// fast.NewPerLayerManager with the faults: a deterministic manager.
 	newManager := func(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
 		return fault.Installed().NewPerLayerManager(cfg, engine, events, logger, f)
 	}
-	return func(lim ref.Limits, in ref.PerLayerScriptInput) (ref.PerLayerScriptOutput, error) {
-		return ref.RunPerLayerScript(lim, in, newManager)
+	return func(lim ref.Limits, in ref.TransferPerLayerScriptInput) (ref.TransferPerLayerScriptOutput, error) {
+		return ref.RunTransferPerLayerScript(lim, in, newManager)
 	}
 }
 
 func perLayerMutant(id, section, about string, f fault.Transfer) equiv.Killable {
-	return &equiv.Mutant[ref.PerLayerScriptInput, ref.PerLayerScriptOutput]{
-		Spec:     equiv.PerLayerScript(),
+	return &equiv.Mutant[ref.TransferPerLayerScriptInput, ref.TransferPerLayerScriptOutput]{
+		Spec:     equiv.TransferPerLayerScript(),
 		ID:       id,
 		Section:  section,
 		About:    about,

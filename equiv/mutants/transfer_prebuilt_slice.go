@@ -12,11 +12,11 @@ import (
 // PrebuiltSliceFromZero is docs/spec/transfer.md §5's historic bug: the prebuilt
 // chunk was sliced from the start of the row (row[:extend_len]), so with a
 // decode-side cache hit the cached prefix's slots were copied into the
-// suffix chunk. A wrapper around fast.PrebuiltSlice: each row is given to
+// suffix chunk. A wrapper around fast.TransferPrebuiltSlice: each row is given to
 // it with row[:extend_len] moved to where the suffix is read.
 func PrebuiltSliceFromZero() equiv.Killable {
-	return &equiv.Mutant[ref.PrebuiltSliceInput, ref.PrebuiltSliceOutput]{
-		Spec:    equiv.PrebuiltSlice(),
+	return &equiv.Mutant[ref.TransferPrebuiltSliceInput, ref.TransferPrebuiltSliceOutput]{
+		Spec:    equiv.TransferPrebuiltSlice(),
 		ID:      "prebuilt-slice-from-zero",
 		Section: "transfer.md §5",
 		About:   "slices row[:extend_len]: a cache-hit request's prefix slots land in the prebuilt suffix chunk",
@@ -24,13 +24,13 @@ func PrebuiltSliceFromZero() equiv.Killable {
 	}
 }
 
-// prebuiltFromZero runs fast.PrebuiltSlice on copies of the rows whose
+// prebuiltFromZero runs fast.TransferPrebuiltSlice on copies of the rows whose
 // suffix row[prefix_len:prefix_len+extend_len] holds row[:extend_len]. The
 // lengths are unchanged, so every length check, seq_len and prefix_len is
 // production's; a negative slot is named where the buggy slice read it.
-func prebuiltFromZero(lim ref.Limits, in ref.PrebuiltSliceInput) (ref.PrebuiltSliceOutput, error) {
+func prebuiltFromZero(lim ref.Limits, in ref.TransferPrebuiltSliceInput) (ref.TransferPrebuiltSliceOutput, error) {
 	if _, err := ref.CheckPrebuiltSliceLengths(lim, in); err != nil {
-		return ref.PrebuiltSliceOutput{}, err
+		return ref.TransferPrebuiltSliceOutput{}, err
 	}
 	moved := in
 	moved.Requests = slices.Clone(in.Requests)
@@ -39,7 +39,7 @@ func prebuiltFromZero(lim ref.Limits, in ref.PrebuiltSliceInput) (ref.PrebuiltSl
 		copy(row[r.PrefixLen:], r.Row[:r.ExtendLen]) // the bug: from 0, not prefix_len
 		moved.Requests[i].Row = row
 	}
-	out, err := fast.PrebuiltSlice(lim, moved)
+	out, err := fast.TransferPrebuiltSlice(lim, moved)
 	if ie, ok := ref.AsInputError(err); ok && ie.Err == ref.ErrNegative {
 		var i int
 		var k int64

@@ -13,10 +13,10 @@ import (
 // i's layer on the other side, so disagreeing layer sets (prefill [0,4,8],
 // decode [0,4,12]) silently write layer 8's index into decode's layer-12
 // slot, and reordered registrations ([0,4] vs [4,0]) cross layers. The twin
-// is fast.StateLayerPairing with the id match skipped on equal counts.
+// is fast.TransferStateLayerPairing with the id match skipped on equal counts.
 func StateLayersPairedByCount() equiv.Killable {
-	return &equiv.Mutant[ref.StateLayerPairingInput, ref.StateLayerPairingOutput]{
-		Spec:    equiv.StateLayerPairing(),
+	return &equiv.Mutant[ref.TransferStateLayerPairingInput, ref.TransferStateLayerPairingOutput]{
+		Spec:    equiv.TransferStateLayerPairing(),
 		ID:      "state-layers-paired-by-count",
 		Section: "transfer.md §6.2",
 		About:   "equal buffer counts pair i↔i, ignoring layer ids: mismatched layers are silently cross-written",
@@ -24,29 +24,29 @@ func StateLayersPairedByCount() equiv.Killable {
 	}
 }
 
-func pairedByCount(lim ref.Limits, in ref.StateLayerPairingInput) (ref.StateLayerPairingOutput, error) {
+func pairedByCount(lim ref.Limits, in ref.TransferStateLayerPairingInput) (ref.TransferStateLayerPairingOutput, error) {
 	plan, err := ref.CheckStateLayerConfig(in)
 	if err != nil {
-		return ref.StateLayerPairingOutput{}, err
+		return ref.TransferStateLayerPairingOutput{}, err
 	}
 	positional, err := ref.CheckStateRegistrations(in)
 	if err != nil || positional || len(in.Src.Ptrs) != len(in.Dst.Ptrs) {
-		return fast.StateLayerPairing(lim, in)
+		return fast.TransferStateLayerPairing(lim, in)
 	}
 	// The bug: equal counts, so pair positionally as if no ids were sent.
 	byCount := in
 	byCount.Src.LayerIDs, byCount.Dst.LayerIDs, byCount.Index = nil, nil, nil
-	out, err := fast.StateLayerPairing(lim, byCount)
+	out, err := fast.TransferStateLayerPairing(lim, byCount)
 	out.Positional = false
 	if err != nil || in.Index == nil {
 		return out, err
 	}
 	out.Active, out.HostBytesPerToken = plan.Active, plan.HostBytesPerToken
 	if out.SrcSlots, err = rankSlots("src.layer_ids", in.Src.LayerIDs, plan.Active); err != nil {
-		return ref.StateLayerPairingOutput{}, err
+		return ref.TransferStateLayerPairingOutput{}, err
 	}
 	if out.DstSlots, err = rankSlots("dst.layer_ids", in.Dst.LayerIDs, plan.Active); err != nil {
-		return ref.StateLayerPairingOutput{}, err
+		return ref.TransferStateLayerPairingOutput{}, err
 	}
 	return out, nil
 }
@@ -73,20 +73,20 @@ func rankSlots(field string, ids, active []int64) ([]int64, error) {
 // layer (L×kv + L×index), keeping host capacity artificially low after
 // index skip compacted the index buffers to the active layers.
 func IndexBytesUseAllLayers() equiv.Killable {
-	return &equiv.Mutant[ref.StateLayerPairingInput, ref.StateLayerPairingOutput]{
-		Spec:    equiv.StateLayerPairing(),
+	return &equiv.Mutant[ref.TransferStateLayerPairingInput, ref.TransferStateLayerPairingOutput]{
+		Spec:    equiv.TransferStateLayerPairing(),
 		ID:      "index-bytes-use-all-layers",
 		Section: "transfer.md §6.1",
 		About:   "host bytes per token counts index bytes for all L layers instead of the |A| active ones",
-		Fn: func(lim ref.Limits, in ref.StateLayerPairingInput) (ref.StateLayerPairingOutput, error) {
-			out, err := fast.StateLayerPairing(lim, in)
+		Fn: func(lim ref.Limits, in ref.TransferStateLayerPairingInput) (ref.TransferStateLayerPairingOutput, error) {
+			out, err := fast.TransferStateLayerPairing(lim, in)
 			if err != nil || in.Index == nil || in.Index.Capacity == nil {
 				return out, err
 			}
 			L := in.Index.NumHiddenLayers
 			b, err := ref.HostBytesPerToken(L, L, *in.Index.Capacity) // the bug: L for both terms
 			if err != nil {
-				return ref.StateLayerPairingOutput{}, err
+				return ref.TransferStateLayerPairingOutput{}, err
 			}
 			out.HostBytesPerToken = &b
 			return out, nil

@@ -217,7 +217,7 @@ func BenchmarkKernelRemapLocs(b *testing.B) {
 			locs, rows = append(locs, row[t/ps]*ps+t%ps), append(rows, int32(r))
 		}
 	}
-	d, err := fast.BuildDescriptors(ref.DefaultLimits(), ref.PageDescriptorsInput{Pages: pages})
+	d, err := fast.CPPageDescriptors(ref.DefaultLimits(), ref.CPPageDescriptorsInput{Pages: pages})
 	if err != nil {
 		b.Fatal(err)
 	}

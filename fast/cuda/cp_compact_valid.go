@@ -10,19 +10,19 @@ import "github.com/kvtwin/kvtwin/ref"
 // slot with valid rows (a slot's valid rows are its first V[i][k], §0.3, so
 // the padding interleaved between slots is skipped by the run table, never
 // by a count of leading rows, §4.5). Validation is ref's.
-func CPCompactValid(lim ref.Limits, in ref.CPCompactInput) (ref.CPRowsOutput, error) {
-	lay, err := ref.ValidateCPCompact(lim, in)
+func CPCompactValid(lim ref.Limits, in ref.CPCompactValidInput) (ref.CPCompactValidOutput, error) {
+	lay, err := ref.ValidateCPCompactValid(lim, in)
 	if err != nil {
-		return ref.CPRowsOutput{}, err
+		return ref.CPCompactValidOutput{}, err
 	}
 	runs, valid := compactRuns(lay, in.Rank)
 	out := ref.NewRows(in.X.W, valid)
 	if err := run("cp.compact_valid", func(c *call) error {
 		return gatherRows(c, "cp_compact_valid_rows", out, in.X.B, runs)
 	}); err != nil {
-		return ref.CPRowsOutput{}, err
+		return ref.CPCompactValidOutput{}, err
 	}
-	return ref.CPRowsOutput{Rows: out}, nil
+	return ref.CPCompactValidOutput{Rows: out}, nil
 }
 
 // compactRuns lists cp_compact_valid_rows' runs {first compacted row, first

@@ -18,7 +18,7 @@ import (
 // ends of its mirror slots).
 func TestCPCompactValidMatchesRef(t *testing.T) {
 	eachRankRows(t, rand.New(rand.NewPCG(13, 1)), ref.Layout.R, func(what string, sp ref.LayoutSpec, r int, x ref.Rows) {
-		in := ref.CPCompactInput{Layout: sp, Rank: r, X: x}
+		in := ref.CPCompactValidInput{Layout: sp, Rank: r, X: x}
 		sameAsRef(t, "compact_valid"+what, ref.CPCompactValid, cuda.CPCompactValid, in)
 	})
 }
@@ -27,7 +27,7 @@ func TestCPCompactValidMatchesRef(t *testing.T) {
 // error object, byte for byte.
 func TestCPCompactValidRejectionsAreRefs(t *testing.T) {
 	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
-	for _, in := range []ref.CPCompactInput{
+	for _, in := range []ref.CPCompactValidInput{
 		{Layout: sp, Rank: 0, X: ref.Rows{W: 2, B: make([]byte, 6)}}, // Rv rows, not R: the contract
 		{Layout: sp, Rank: 2, X: ref.Rows{W: 2, B: make([]byte, 8)}},
 		{Layout: sp, Rank: 0, X: ref.Rows{W: 0}},

@@ -11,34 +11,34 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// RemapLocs is the CUDA twin of ref.RemapLocs (docs/spec/cp-layout.md §6.1, P6.5):
-// the row-scoped descriptors are built on the host (fast.BuildDescriptors,
+// CPRemapLocs is the CUDA twin of ref.CPRemapLocs (docs/spec/cp-layout.md §6.1, P6.5):
+// the row-scoped descriptors are built on the host (fast.CPPageDescriptors,
 // whose rejections are ref's), uploaded with the locations and row ids,
 // and one launch of cp_remap_locs_remap maps every location with one thread
 // each (binary search in its row's descriptors, no atomics on valid
 // input). A bad entry is found on the device as the lowest bad index, and
 // ref's entry checks name its error. The row-free path (Global) refuses
 // shared pages with ref's check and searches one batch-wide table.
-func RemapLocs(lim ref.Limits, in ref.RemapLocsInput) (ref.RemapLocsOutput, error) {
+func CPRemapLocs(lim ref.Limits, in ref.CPRemapLocsInput) (ref.CPRemapLocsOutput, error) {
 	if err := ref.CheckRemapPageSize(in.PageSize); err != nil {
-		return ref.RemapLocsOutput{}, err
+		return ref.CPRemapLocsOutput{}, err
 	}
-	d, err := fast.BuildDescriptors(lim, ref.PageDescriptorsInput{Pages: in.Pages})
+	d, err := fast.CPPageDescriptors(lim, ref.CPPageDescriptorsInput{Pages: in.Pages})
 	if err != nil {
-		return ref.RemapLocsOutput{}, err
+		return ref.CPRemapLocsOutput{}, err
 	}
 	compact, err := ref.CheckRemapCounts(in)
 	if err != nil {
-		return ref.RemapLocsOutput{}, err
+		return ref.CPRemapLocsOutput{}, err
 	}
 	rows := in.RowIDs
 	if in.Global {
 		if err := ref.CheckGlobalUnique(in.Pages); err != nil {
-			return ref.RemapLocsOutput{}, err
+			return ref.CPRemapLocsOutput{}, err
 		}
 		d, rows = globalDescriptors(d), nil
 	}
-	out := ref.RemapLocsOutput{Locs: make([]int64, len(in.Locs)), CompactRows: compact}
+	out := ref.CPRemapLocsOutput{Locs: make([]int64, len(in.Locs)), CompactRows: compact}
 	if len(in.Locs) == 0 {
 		return out, nil // no work: no launch
 	}
@@ -49,10 +49,10 @@ func RemapLocs(lim ref.Limits, in ref.RemapLocsInput) (ref.RemapLocsOutput, erro
 		return err
 	})
 	if err != nil {
-		return ref.RemapLocsOutput{}, err
+		return ref.CPRemapLocsOutput{}, err
 	}
 	if bad < int64(len(in.Locs)) {
-		return ref.RemapLocsOutput{}, remapEntryError(in, int(bad))
+		return ref.CPRemapLocsOutput{}, remapEntryError(in, int(bad))
 	}
 	return out, nil
 }
@@ -60,7 +60,7 @@ func RemapLocs(lim ref.Limits, in ref.RemapLocsInput) (ref.RemapLocsOutput, erro
 // globalDescriptors is the row-free path's table: every (page, slot) of
 // the batch sorted by page as one row. The pages must be unique across rows
 // (ref.CheckGlobalUnique).
-func globalDescriptors(d ref.PageDescriptors) ref.PageDescriptors {
+func globalDescriptors(d ref.CPPageDescriptorsOutput) ref.CPPageDescriptorsOutput {
 	type entry struct {
 		page int64
 		slot int32
@@ -70,7 +70,7 @@ func globalDescriptors(d ref.PageDescriptors) ref.PageDescriptors {
 		all[x] = entry{p, d.Slot[x]}
 	}
 	slices.SortFunc(all, func(a, b entry) int { return cmp.Compare(a.page, b.page) })
-	g := ref.PageDescriptors{RowPtr: []int32{0, int32(len(all))}, Page: make([]int64, len(all)), Slot: make([]int32, len(all))}
+	g := ref.CPPageDescriptorsOutput{RowPtr: []int32{0, int32(len(all))}, Page: make([]int64, len(all)), Slot: make([]int32, len(all))}
 	for x, e := range all {
 		g.Page[x], g.Slot[x] = e.page, e.slot
 	}
@@ -80,7 +80,7 @@ func globalDescriptors(d ref.PageDescriptors) ref.PageDescriptors {
 // remapOnDevice remaps locs into out (rows nil: the one-table row-free
 // path) and returns the lowest bad entry's index, or len(locs) when every
 // entry is good (out is read back only then).
-func remapOnDevice(c *call, d ref.PageDescriptors, ps int64, locs []int64, rows []int32, out []int64) (int64, error) {
+func remapOnDevice(c *call, d ref.CPPageDescriptorsOutput, ps int64, locs []int64, rows []int32, out []int64) (int64, error) {
 	n := int64(len(locs))
 	dlocs, err := c.uploadInt64s(locs)
 	if err != nil {
@@ -128,7 +128,7 @@ func remapOnDevice(c *call, d ref.PageDescriptors, ps int64, locs []int64, rows 
 
 // remapEntryError is ref's error for bad entry e, checked in ref's order:
 // the location, its row id (row-aware path), then the page's presence.
-func remapEntryError(in ref.RemapLocsInput, e int) error {
+func remapEntryError(in ref.CPRemapLocsInput, e int) error {
 	loc := in.Locs[e]
 	if err := ref.CheckLoc(e, loc); err != nil {
 		return err

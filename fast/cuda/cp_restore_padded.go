@@ -8,15 +8,15 @@ import "github.com/kvtwin/kvtwin/ref"
 // §4.2 step 4): the compacted rows are uploaded and one launch of
 // cp_restore_padded_rows writes all R(r) local rows — each valid row from
 // y, each padding row zero — from one run per lane slot. Validation is ref's.
-func CPRestorePadded(lim ref.Limits, in ref.CPRestoreInput) (ref.CPRowsOutput, error) {
-	lay, err := ref.ValidateCPRestore(lim, in)
+func CPRestorePadded(lim ref.Limits, in ref.CPRestorePaddedInput) (ref.CPRestorePaddedOutput, error) {
+	lay, err := ref.ValidateCPRestorePadded(lim, in)
 	if err != nil {
-		return ref.CPRowsOutput{}, err
+		return ref.CPRestorePaddedOutput{}, err
 	}
 	runs, rows := restoreRuns(lay, in.Rank)
 	out := ref.NewRows(in.Y.W, rows)
 	if rows == 0 {
-		return ref.CPRowsOutput{Rows: out}, nil // no work: no launch
+		return ref.CPRestorePaddedOutput{Rows: out}, nil // no work: no launch
 	}
 	err = run("cp.restore_padded", func(c *call) error {
 		dy, err := c.upload(in.Y.B)
@@ -39,9 +39,9 @@ func CPRestorePadded(lim ref.Limits, in ref.CPRestoreInput) (ref.CPRowsOutput, e
 		return c.download(out.B, ddst)
 	})
 	if err != nil {
-		return ref.CPRowsOutput{}, err
+		return ref.CPRestorePaddedOutput{}, err
 	}
-	return ref.CPRowsOutput{Rows: out}, nil
+	return ref.CPRestorePaddedOutput{Rows: out}, nil
 }
 
 // restoreRuns lists cp_restore_padded_rows' runs {first local row, first y

@@ -16,7 +16,7 @@ import (
 // (rank 0 of bs=10, cp=8, g=64: 128.75K rows of 656 B, 2035 of them zero).
 func TestCPRestorePaddedMatchesRef(t *testing.T) {
 	eachRankRows(t, rand.New(rand.NewPCG(14, 1)), ref.Layout.Rv, func(what string, sp ref.LayoutSpec, r int, x ref.Rows) {
-		in := ref.CPRestoreInput{Layout: sp, Rank: r, Y: x}
+		in := ref.CPRestorePaddedInput{Layout: sp, Rank: r, Y: x}
 		sameAsRef(t, "restore_padded"+what, ref.CPRestorePadded, cuda.CPRestorePadded, in)
 	})
 }
@@ -25,7 +25,7 @@ func TestCPRestorePaddedMatchesRef(t *testing.T) {
 // error object, byte for byte.
 func TestCPRestorePaddedRejectionsAreRefs(t *testing.T) {
 	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
-	for _, in := range []ref.CPRestoreInput{
+	for _, in := range []ref.CPRestorePaddedInput{
 		{Layout: sp, Rank: 0, Y: ref.Rows{W: 2, B: make([]byte, 8)}}, // R rows, not Rv
 		{Layout: sp, Rank: -1, Y: ref.Rows{W: 2, B: make([]byte, 6)}},
 		{Layout: sp, Rank: 0, Y: ref.Rows{W: 0}},

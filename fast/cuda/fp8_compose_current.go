@@ -14,38 +14,38 @@ import (
 // fp8_quantize_row_rows and fp8_compose_current_gather writes every output
 // row from its source — a prefix pool slot or a quantized current row —
 // one thread per 16-byte word. The current slots are never read (P7.5).
-func FP8ComposeCurrent(lim ref.Limits, in ref.FP8ComposeInput) (ref.FP8ComposeOutput, error) {
-	plan, err := ref.ValidateFP8Compose(lim, in)
+func FP8ComposeCurrent(lim ref.Limits, in ref.FP8ComposeCurrentInput) (ref.FP8ComposeCurrentOutput, error) {
+	plan, err := ref.ValidateFP8ComposeCurrent(lim, in)
 	if err != nil {
-		return ref.FP8ComposeOutput{}, err
+		return ref.FP8ComposeCurrentOutput{}, err
 	}
 	cur, err := ref.NormalizeCurrent(plan, in.Current, in.M)
 	if err != nil {
-		return ref.FP8ComposeOutput{}, err
+		return ref.FP8ComposeCurrentOutput{}, err
 	}
 	// One kernel launch cannot be interrupted: the deadline is checked
 	// before the device work starts.
 	if err := lim.Canceled("prefix_slots"); err != nil {
-		return ref.FP8ComposeOutput{}, err
+		return ref.FP8ComposeCurrentOutput{}, err
 	}
 	out := ref.NewRows(ref.FP8RowBytes, plan.Total)
 	if plan.Total == 0 {
-		return ref.FP8ComposeOutput{Rows: out}, nil
+		return ref.FP8ComposeCurrentOutput{Rows: out}, nil
 	}
 	src, prefix := composeSources(in, plan.Total)
 	err = run("fp8.compose_current", func(c *call) error {
 		return composeOnDevice(c, in.Pool.Rows.B, cur, src, prefix, out.B)
 	})
 	if err != nil {
-		return ref.FP8ComposeOutput{}, err
+		return ref.FP8ComposeCurrentOutput{}, err
 	}
-	return ref.FP8ComposeOutput{Rows: out}, nil
+	return ref.FP8ComposeCurrentOutput{Rows: out}, nil
 }
 
 // composeSources lists the source of each of the total output rows, per
 // request its prefix slots (>= 0) then its current rows in global valid
 // order, row q as -(q+1); prefix reports whether any row is a prefix row.
-func composeSources(in ref.FP8ComposeInput, total int) (src []int64, prefix bool) {
+func composeSources(in ref.FP8ComposeCurrentInput, total int) (src []int64, prefix bool) {
 	src = make([]int64, 0, total)
 	base := int64(0)
 	for b, ps := range in.PrefixSlots {

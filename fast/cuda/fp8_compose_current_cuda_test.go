@@ -14,13 +14,13 @@ import (
 // composeInput is a global_valid compose of requests with the given
 // prefix pages and current lengths over a fresh random pool (page size
 // ps) and fresh random current rows; the current slots follow each prefix.
-func composeInput(r *rand.Rand, ps int64, pages, lens []int) ref.FP8ComposeInput {
+func composeInput(r *rand.Rand, ps int64, pages, lens []int) ref.FP8ComposeCurrentInput {
 	var need int64
 	for b := range lens {
 		need += int64(pages[b])*ps + int64(lens[b])
 	}
 	pool := randomPool(r, ps, (need+ps-1)/ps*ps)
-	in := ref.FP8ComposeInput{Pool: pool, Lens: lens, Contract: ref.ContractGlobalValid}
+	in := ref.FP8ComposeCurrentInput{Pool: pool, Lens: lens, Contract: ref.ContractGlobalValid}
 	perm := r.Perm(int(pool.Size/ps + 1)) // pages in random order
 	next, cur := 0, 0
 	for b := range lens {

@@ -17,7 +17,7 @@ import (
 // ref's dequantization of the same row (what the full dequant holds
 // there), an independent check of the kernel.
 func FP8DequantTopK(lim ref.Limits, in ref.FP8DequantTopKInput) (ref.FP8DequantTopKOutput, error) {
-	if err := ref.ValidateDequantTopK(in.Kq, in.TopK); err != nil {
+	if err := ref.ValidateFP8DequantTopK(in.Kq, in.TopK); err != nil {
 		return ref.FP8DequantTopKOutput{}, err
 	}
 	ids := referencedRows(in.TopK, in.Kq.N())

@@ -9,14 +9,14 @@ import "github.com/kvtwin/kvtwin/ref"
 // quantized by one launch of fp8_quantize_index_k_rows (8 threads per key,
 // 16 codes each), and a NaN/±Inf found on the device is reported by ref's
 // helper for the first key holding one.
-func FP8QuantizeIndexK(_ ref.Limits, in ref.FP8QuantizeIndexKInput) (ref.FP8RowsOutput, error) {
+func FP8QuantizeIndexK(_ ref.Limits, in ref.FP8QuantizeIndexKInput) (ref.FP8QuantizeIndexKOutput, error) {
 	if err := ref.CheckFP8Width("x", in.X, ref.IndexKBF16RowBytes); err != nil {
-		return ref.FP8RowsOutput{}, err
+		return ref.FP8QuantizeIndexKOutput{}, err
 	}
 	n := in.X.N()
 	out := ref.NewRows(ref.IndexKRowBytes, n)
 	if n == 0 {
-		return ref.FP8RowsOutput{Rows: out}, nil
+		return ref.FP8QuantizeIndexKOutput{Rows: out}, nil
 	}
 	bad := int64(-1)
 	err := run("fp8.quantize_index_k", func(c *call) error {
@@ -34,10 +34,10 @@ func FP8QuantizeIndexK(_ ref.Limits, in ref.FP8QuantizeIndexKInput) (ref.FP8Rows
 		return c.download(out.B, dq)
 	})
 	if err != nil {
-		return ref.FP8RowsOutput{}, err
+		return ref.FP8QuantizeIndexKOutput{}, err
 	}
 	if bad >= 0 {
-		return ref.FP8RowsOutput{}, ref.FirstNonFiniteIndexK(int(bad), in.X.Row(int(bad)))
+		return ref.FP8QuantizeIndexKOutput{}, ref.FirstNonFiniteIndexK(int(bad), in.X.Row(int(bad)))
 	}
-	return ref.FP8RowsOutput{Rows: out}, nil
+	return ref.FP8QuantizeIndexKOutput{Rows: out}, nil
 }

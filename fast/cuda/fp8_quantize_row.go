@@ -25,18 +25,18 @@ const (
 // thread per 128-value tile), and a NaN/±Inf found on the device is
 // reported by ref's helper for the first row holding one, so the error is
 // ref's byte for byte.
-func FP8QuantizeRow(_ ref.Limits, in ref.FP8QuantizeRowInput) (ref.FP8RowsOutput, error) {
+func FP8QuantizeRow(_ ref.Limits, in ref.FP8QuantizeRowInput) (ref.FP8QuantizeRowOutput, error) {
 	m, err := ref.CheckScaleMode("mode", in.Mode)
 	if err != nil {
-		return ref.FP8RowsOutput{}, err
+		return ref.FP8QuantizeRowOutput{}, err
 	}
 	if err := ref.CheckFP8Width("x", in.X, ref.MLABF16RowBytes); err != nil {
-		return ref.FP8RowsOutput{}, err
+		return ref.FP8QuantizeRowOutput{}, err
 	}
 	n := in.X.N()
 	out := ref.NewRows(ref.FP8RowBytes, n)
 	if n == 0 {
-		return ref.FP8RowsOutput{Rows: out}, nil
+		return ref.FP8QuantizeRowOutput{Rows: out}, nil
 	}
 	bad := int64(-1)
 	err = run("fp8.quantize_row", func(c *call) error {
@@ -51,12 +51,12 @@ func FP8QuantizeRow(_ ref.Limits, in ref.FP8QuantizeRowInput) (ref.FP8RowsOutput
 		return c.download(out.B, dq)
 	})
 	if err != nil {
-		return ref.FP8RowsOutput{}, err
+		return ref.FP8QuantizeRowOutput{}, err
 	}
 	if bad >= 0 {
-		return ref.FP8RowsOutput{}, ref.FirstNonFiniteRow656(int(bad), in.X.Row(int(bad)))
+		return ref.FP8QuantizeRowOutput{}, ref.FirstNonFiniteRow656(int(bad), in.X.Row(int(bad)))
 	}
-	return ref.FP8RowsOutput{Rows: out}, nil
+	return ref.FP8QuantizeRowOutput{Rows: out}, nil
 }
 
 // scaleModeArg is the kernel's code of an effective scale mode (0

@@ -10,12 +10,12 @@ import "github.com/kvtwin/kvtwin/ref"
 // uploaded, fp8_store_pages_scatter writes row e at slot locs[e] (one
 // thread per 16-byte word), and the pool is read back. A store of no rows
 // launches nothing.
-func FP8StorePages(_ ref.Limits, in ref.FP8StoreInput) (ref.FP8StoreOutput, error) {
-	if err := ref.ValidateFP8Store(in); err != nil {
-		return ref.FP8StoreOutput{}, err
+func FP8StorePages(_ ref.Limits, in ref.FP8StorePagesInput) (ref.FP8StorePagesOutput, error) {
+	if err := ref.ValidateFP8StorePages(in); err != nil {
+		return ref.FP8StorePagesOutput{}, err
 	}
 	pool := ref.Rows{W: ref.FP8RowBytes, B: make([]byte, len(in.Pool.Rows.B))}
-	out := ref.FP8StoreOutput{Pool: ref.FP8Pool{PageSize: in.Pool.PageSize, Size: in.Pool.Size, Rows: pool}}
+	out := ref.FP8StorePagesOutput{Pool: ref.FP8Pool{PageSize: in.Pool.PageSize, Size: in.Pool.Size, Rows: pool}}
 	n := int64(len(in.Locs))
 	if n == 0 {
 		copy(pool.B, in.Pool.Rows.B)
@@ -40,7 +40,7 @@ func FP8StorePages(_ ref.Limits, in ref.FP8StoreInput) (ref.FP8StoreOutput, erro
 		return c.download(pool.B, dpool)
 	})
 	if err != nil {
-		return ref.FP8StoreOutput{}, err
+		return ref.FP8StorePagesOutput{}, err
 	}
 	return out, nil
 }

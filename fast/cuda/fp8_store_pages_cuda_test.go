@@ -40,7 +40,7 @@ func TestFP8StorePagesFromOneRowToPayload(t *testing.T) {
 	for _, c := range cases {
 		pool := randomPool(r, c.ps, c.size)
 		locs := r.Perm(int(c.size + c.ps))[:c.n]
-		in := ref.FP8StoreInput{Pool: pool, Locs: make([]int64, c.n), Rows: randomRows656(r, int(c.n))}
+		in := ref.FP8StorePagesInput{Pool: pool, Locs: make([]int64, c.n), Rows: randomRows656(r, int(c.n))}
 		for i, l := range locs {
 			in.Locs[i] = int64(l)
 		}
@@ -57,7 +57,7 @@ func TestFP8StorePagesRejectsAsRef(t *testing.T) {
 	pool := randomPool(r, 4, 8)
 	before := string(pool.Rows.B)
 	for _, locs := range [][]int64{{3, 5, 3}, {0, 12}, {}} {
-		in := ref.FP8StoreInput{Pool: pool, Locs: locs, Rows: randomRows656(r, len(locs))}
+		in := ref.FP8StorePagesInput{Pool: pool, Locs: locs, Rows: randomRows656(r, len(locs))}
 		want, werr := ref.FP8StorePages(ref.DefaultLimits(), in)
 		got, gerr := cuda.FP8StorePages(ref.DefaultLimits(), in)
 		sameResultAsRef(t, "store_pages", want, werr, got, gerr)

@@ -19,10 +19,10 @@ func Ready() error { return ErrNoCUDA }
 // always ErrNoCUDA.
 func Info() (DriverInfo, error) { return DriverInfo{}, ErrNoCUDA }
 
-// FilterCPRank is the CUDA twin of ref.FilterCPRank; without -tags cuda it
+// TransferFilterCPRank is the CUDA twin of ref.TransferFilterCPRank; without -tags cuda it
 // returns ErrNoCUDA.
-func FilterCPRank(ref.Limits, ref.FilterCPRankInput) (ref.FilterCPRankOutput, error) {
-	return ref.FilterCPRankOutput{}, ErrNoCUDA
+func TransferFilterCPRank(ref.Limits, ref.TransferFilterCPRankInput) (ref.TransferFilterCPRankOutput, error) {
+	return ref.TransferFilterCPRankOutput{}, ErrNoCUDA
 }
 
 // LayoutConvert is the CUDA twin of ref.LayoutConvert; without -tags cuda
@@ -54,50 +54,50 @@ func CPRerange(ref.Limits, ref.CPRerangeInput) (ref.CPRerangeOutput, error) {
 
 // CPCompactValid is the CUDA twin of ref.CPCompactValid; without -tags cuda
 // it returns ErrNoCUDA.
-func CPCompactValid(ref.Limits, ref.CPCompactInput) (ref.CPRowsOutput, error) {
-	return ref.CPRowsOutput{}, ErrNoCUDA
+func CPCompactValid(ref.Limits, ref.CPCompactValidInput) (ref.CPCompactValidOutput, error) {
+	return ref.CPCompactValidOutput{}, ErrNoCUDA
 }
 
 // CPRestorePadded is the CUDA twin of ref.CPRestorePadded; without -tags
 // cuda it returns ErrNoCUDA.
-func CPRestorePadded(ref.Limits, ref.CPRestoreInput) (ref.CPRowsOutput, error) {
-	return ref.CPRowsOutput{}, ErrNoCUDA
+func CPRestorePadded(ref.Limits, ref.CPRestorePaddedInput) (ref.CPRestorePaddedOutput, error) {
+	return ref.CPRestorePaddedOutput{}, ErrNoCUDA
 }
 
-// RemapLocs is the CUDA twin of ref.RemapLocs; without -tags cuda it
+// CPRemapLocs is the CUDA twin of ref.CPRemapLocs; without -tags cuda it
 // returns ErrNoCUDA.
-func RemapLocs(ref.Limits, ref.RemapLocsInput) (ref.RemapLocsOutput, error) {
-	return ref.RemapLocsOutput{}, ErrNoCUDA
+func CPRemapLocs(ref.Limits, ref.CPRemapLocsInput) (ref.CPRemapLocsOutput, error) {
+	return ref.CPRemapLocsOutput{}, ErrNoCUDA
 }
 
 // FP8QuantizeRow is the CUDA twin of ref.FP8QuantizeRow; without -tags
 // cuda it returns ErrNoCUDA.
-func FP8QuantizeRow(ref.Limits, ref.FP8QuantizeRowInput) (ref.FP8RowsOutput, error) {
-	return ref.FP8RowsOutput{}, ErrNoCUDA
+func FP8QuantizeRow(ref.Limits, ref.FP8QuantizeRowInput) (ref.FP8QuantizeRowOutput, error) {
+	return ref.FP8QuantizeRowOutput{}, ErrNoCUDA
 }
 
 // FP8QuantizeIndexK is the CUDA twin of ref.FP8QuantizeIndexK; without
 // -tags cuda it returns ErrNoCUDA.
-func FP8QuantizeIndexK(ref.Limits, ref.FP8QuantizeIndexKInput) (ref.FP8RowsOutput, error) {
-	return ref.FP8RowsOutput{}, ErrNoCUDA
+func FP8QuantizeIndexK(ref.Limits, ref.FP8QuantizeIndexKInput) (ref.FP8QuantizeIndexKOutput, error) {
+	return ref.FP8QuantizeIndexKOutput{}, ErrNoCUDA
 }
 
 // FP8StorePages is the CUDA twin of ref.FP8StorePages; without -tags cuda
 // it returns ErrNoCUDA.
-func FP8StorePages(ref.Limits, ref.FP8StoreInput) (ref.FP8StoreOutput, error) {
-	return ref.FP8StoreOutput{}, ErrNoCUDA
+func FP8StorePages(ref.Limits, ref.FP8StorePagesInput) (ref.FP8StorePagesOutput, error) {
+	return ref.FP8StorePagesOutput{}, ErrNoCUDA
 }
 
 // FP8MaterializePages is the CUDA twin of ref.FP8MaterializePages; without
 // -tags cuda it returns ErrNoCUDA.
-func FP8MaterializePages(ref.Limits, ref.FP8MaterializeInput) (ref.FP8MaterializeOutput, error) {
-	return ref.FP8MaterializeOutput{}, ErrNoCUDA
+func FP8MaterializePages(ref.Limits, ref.FP8MaterializePagesInput) (ref.FP8MaterializePagesOutput, error) {
+	return ref.FP8MaterializePagesOutput{}, ErrNoCUDA
 }
 
 // FP8ComposeCurrent is the CUDA twin of ref.FP8ComposeCurrent; without
 // -tags cuda it returns ErrNoCUDA.
-func FP8ComposeCurrent(ref.Limits, ref.FP8ComposeInput) (ref.FP8ComposeOutput, error) {
-	return ref.FP8ComposeOutput{}, ErrNoCUDA
+func FP8ComposeCurrent(ref.Limits, ref.FP8ComposeCurrentInput) (ref.FP8ComposeCurrentOutput, error) {
+	return ref.FP8ComposeCurrentOutput{}, ErrNoCUDA
 }
 
 // FP8DequantTopK is the CUDA twin of ref.FP8DequantTopK; without -tags

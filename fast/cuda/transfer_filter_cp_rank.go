@@ -8,17 +8,17 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// FilterCPRank is the CUDA twin of ref.FilterCPRank (docs/spec/transfer.md §1.2 "Fast
+// TransferFilterCPRank is the CUDA twin of ref.TransferFilterCPRank (docs/spec/transfer.md §1.2 "Fast
 // path"), for large page lists: the page ids are uploaded once; one kernel
 // folds min(kv) (which is also the negative-id check), one finds the first
 // and last in-range index under value_range, one writes the positions; the
 // owned span is read back from the uploaded ids. Validation is ref's.
-func FilterCPRank(_ ref.Limits, in ref.FilterCPRankInput) (ref.FilterCPRankOutput, error) {
+func TransferFilterCPRank(_ ref.Limits, in ref.TransferFilterCPRankInput) (ref.TransferFilterCPRankOutput, error) {
 	policy, total, err := ref.CheckFilterCPRankScalars(in)
 	if err != nil {
-		return ref.FilterCPRankOutput{}, err
+		return ref.TransferFilterCPRankOutput{}, err
 	}
-	var out ref.FilterCPRankOutput
+	var out ref.TransferFilterCPRankOutput
 	negative := false
 	err = run("transfer.filter_cp_rank", func(c *call) error {
 		var ok bool
@@ -27,36 +27,36 @@ func FilterCPRank(_ ref.Limits, in ref.FilterCPRankInput) (ref.FilterCPRankOutpu
 		return err
 	})
 	if err != nil {
-		return ref.FilterCPRankOutput{}, err
+		return ref.TransferFilterCPRankOutput{}, err
 	}
 	if negative {
-		return ref.FilterCPRankOutput{}, ref.CheckNonNegative("kv", in.KV)
+		return ref.TransferFilterCPRankOutput{}, ref.CheckNonNegative("kv", in.KV)
 	}
 	return out, nil
 }
 
 // filterOnDevice returns the rank's span, or ok=false when some id is negative.
-func filterOnDevice(c *call, in ref.FilterCPRankInput, policy ref.OwnershipPolicy, total int64) (ref.FilterCPRankOutput, bool, error) {
+func filterOnDevice(c *call, in ref.TransferFilterCPRankInput, policy ref.OwnershipPolicy, total int64) (ref.TransferFilterCPRankOutput, bool, error) {
 	kv, s, n := in.KV, in.ChunkPageStart, int64(len(in.KV))
 	dkv, err := c.uploadInt64s(kv)
 	if err != nil {
-		return ref.FilterCPRankOutput{}, false, err
+		return ref.TransferFilterCPRankOutput{}, false, err
 	}
 	// st = {min id, first in-range index, last in-range index}
 	st := []int64{math.MaxInt64, n, -1}
 	dst, err := c.uploadInt64s(st)
 	if err != nil {
-		return ref.FilterCPRankOutput{}, false, err
+		return ref.TransferFilterCPRankOutput{}, false, err
 	}
 	if err := c.launch("filter_cp_rank_min", n, dkv, n, dst); err != nil {
-		return ref.FilterCPRankOutput{}, false, err
+		return ref.TransferFilterCPRankOutput{}, false, err
 	}
 	if err := c.downloadInt64s(st[:1], dst); err != nil {
-		return ref.FilterCPRankOutput{}, false, err
+		return ref.TransferFilterCPRankOutput{}, false, err
 	}
 	m := st[0]
 	if n > 0 && m < 0 {
-		return ref.FilterCPRankOutput{}, false, nil
+		return ref.TransferFilterCPRankOutput{}, false, nil
 	}
 	var first, last int64
 	switch {
@@ -72,10 +72,10 @@ func filterOnDevice(c *call, in ref.FilterCPRankInput, policy ref.OwnershipPolic
 			break // lo = m+ls is beyond every representable id
 		}
 		if err := c.launch("filter_cp_rank_bounds", n, dkv, n, m+ls, uint64(le-ls), dst); err != nil {
-			return ref.FilterCPRankOutput{}, false, err
+			return ref.TransferFilterCPRankOutput{}, false, err
 		}
 		if err := c.downloadInt64s(st, dst); err != nil {
-			return ref.FilterCPRankOutput{}, false, err
+			return ref.TransferFilterCPRankOutput{}, false, err
 		}
 		if st[2] >= 0 {
 			first, last = st[1], st[2]+1
@@ -87,24 +87,24 @@ func filterOnDevice(c *call, in ref.FilterCPRankInput, policy ref.OwnershipPolic
 
 // span reads kv[first:last] back from the device copy dkv and has the
 // device write its absolute positions s+first.. .
-func span(c *call, dkv devicePtr, s, first, last int64) (ref.FilterCPRankOutput, error) {
+func span(c *call, dkv devicePtr, s, first, last int64) (ref.TransferFilterCPRankOutput, error) {
 	if first >= last {
-		return ref.FilterCPRankOutput{Owned: []int64{}, Positions: []int64{}}, nil
+		return ref.TransferFilterCPRankOutput{Owned: []int64{}, Positions: []int64{}}, nil
 	}
 	count := last - first
-	out := ref.FilterCPRankOutput{Owned: make([]int64, count), Positions: make([]int64, count)}
+	out := ref.TransferFilterCPRankOutput{Owned: make([]int64, count), Positions: make([]int64, count)}
 	dpos, err := c.alloc(count * 8)
 	if err != nil {
-		return ref.FilterCPRankOutput{}, err
+		return ref.TransferFilterCPRankOutput{}, err
 	}
 	if err := c.launch("filter_cp_rank_positions", count, dpos, count, s+first); err != nil {
-		return ref.FilterCPRankOutput{}, err
+		return ref.TransferFilterCPRankOutput{}, err
 	}
 	if err := c.downloadInt64s(out.Positions, dpos); err != nil {
-		return ref.FilterCPRankOutput{}, err
+		return ref.TransferFilterCPRankOutput{}, err
 	}
 	if err := c.downloadInt64s(out.Owned, dkv+devicePtr(first*8)); err != nil {
-		return ref.FilterCPRankOutput{}, err
+		return ref.TransferFilterCPRankOutput{}, err
 	}
 	return out, nil
 }

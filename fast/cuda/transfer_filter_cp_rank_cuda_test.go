@@ -13,10 +13,10 @@ import (
 	"github.com/kvtwin/kvtwin/ref"
 )
 
-// TestFilterCPRankLargePageLists compares the CUDA twin with ref on page
+// TestTransferFilterCPRankLargePageLists compares the CUDA twin with ref on page
 // lists from one page to payload scale (8M ids = 64 MiB), with fresh random
 // ids, under both policies; the equiv suite covers the small generated cases.
-func TestFilterCPRankLargePageLists(t *testing.T) {
+func TestTransferFilterCPRankLargePageLists(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(len(t.Name())), 7))
 	sizes := []int{1, 2, 255, 256, 257, 4097, 1 << 20}
 	if !testing.Short() {
@@ -34,13 +34,13 @@ func TestFilterCPRankLargePageLists(t *testing.T) {
 			rng.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
 		}
 		total := int64(n) + 3
-		for _, in := range []ref.FilterCPRankInput{
+		for _, in := range []ref.TransferFilterCPRankInput{
 			{KV: kv, ChunkPageStart: 1, CPRank: 3 % 8, CPSize: 8},
 			{KV: kv, ChunkPageStart: 2, TotalPages: &total, CPRank: 5, CPSize: 7, Policy: ref.PositionRange},
 			{KV: kv, CPRank: 0, CPSize: 1},
 		} {
-			want, werr := ref.FilterCPRank(ref.DefaultLimits(), in)
-			got, gerr := cuda.FilterCPRank(ref.DefaultLimits(), in)
+			want, werr := ref.TransferFilterCPRank(ref.DefaultLimits(), in)
+			got, gerr := cuda.TransferFilterCPRank(ref.DefaultLimits(), in)
 			if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
 				t.Fatalf("n=%d %s: errors differ: ref %v, cuda %v", n, in.Policy, werr, gerr)
 			}
@@ -52,13 +52,13 @@ func TestFilterCPRankLargePageLists(t *testing.T) {
 	}
 }
 
-// TestFilterCPRankNegativeIDIsRefsError checks the negative-id rejection
+// TestTransferFilterCPRankNegativeIDIsRefsError checks the negative-id rejection
 // found on the device is reported exactly as ref reports it.
-func TestFilterCPRankNegativeIDIsRefsError(t *testing.T) {
+func TestTransferFilterCPRankNegativeIDIsRefsError(t *testing.T) {
 	kv := []int64{4, 5, -1, 7}
-	in := ref.FilterCPRankInput{KV: kv, CPRank: 1, CPSize: 2}
-	_, werr := ref.FilterCPRank(ref.DefaultLimits(), in)
-	_, gerr := cuda.FilterCPRank(ref.DefaultLimits(), in)
+	in := ref.TransferFilterCPRankInput{KV: kv, CPRank: 1, CPSize: 2}
+	_, werr := ref.TransferFilterCPRank(ref.DefaultLimits(), in)
+	_, gerr := cuda.TransferFilterCPRank(ref.DefaultLimits(), in)
 	if werr == nil || gerr == nil || werr.Error() != gerr.Error() {
 		t.Fatalf("ref %v, cuda %v", werr, gerr)
 	}

@@ -1,7 +1,7 @@
 package fault
 
 // Admission selects the historic prefill-adder bugs
-// (docs/spec/admission-serving.md §A1.15) that Hooks.AdmitRound
+// (docs/spec/admission-serving.md §A1.15) that Hooks.AdmissionRound
 // puts back; the zero value is the fixed adder.
 type Admission struct {
 	// CachedBeforeLoadBack is docs/spec/admission-serving.md §A1.15 A1-B1:

@@ -10,7 +10,7 @@
 //
 // There is one struct per family, named by the spec's words, in one file
 // per family (Radix, Ack, Load, Transfer, Admission, Estimate, DeepGEMM,
-// Serving, IndexTopk, KVEv). Each flag's doc comment cites the spec section
+// Serving, IndexTopK, KVEv). Each flag's doc comment cites the spec section
 // (docs/spec/<file>.md §N) whose buggy variant it re-introduces.
 //
 // The zero value of every struct is production: every bug fixed. Only the
@@ -25,8 +25,8 @@
 // production function is that hook called with the zero value. Go has no
 // friend packages, so fast keeps the hooks unexported (`go doc -all ./fast`
 // names no fault) and installs them, once, from its init, in this package's
-// table Hooks, one field per production function (fast.NewTree(cfg) has
-// Hooks.NewTree(cfg, f fault.Radix); fast.AdmitRound(lim, in) has
-// Hooks.AdmitRound(lim, in, f fault.Admission)). The bug zoo reads the table
+// table Hooks, one field per production function (fast.NewRadixTree(cfg) has
+// Hooks.NewRadixTree(cfg, f fault.Radix); fast.AdmissionRound(lim, in) has
+// Hooks.AdmissionRound(lim, in, f fault.Admission)). The bug zoo reads the table
 // with Installed (docs/design/ARCHITECTURE.md "Bug-zoo switches").
 package fault

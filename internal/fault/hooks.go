@@ -19,19 +19,19 @@ import (
 // friend packages; this is the shape of crypto's test-only hooks, an
 // internal package exporting what one other package may reach.
 type Hooks struct {
-	// AdmitRound is fast.AdmitRound (admission.round,
+	// AdmissionRound is fast.AdmissionRound (admission.round,
 	// docs/spec/admission-serving.md §A1) with the adder bugs f selects.
-	AdmitRound func(lim ref.Limits, in ref.RoundInput, f Admission) (ref.RoundResult, error)
+	AdmissionRound func(lim ref.Limits, in ref.AdmissionRoundInput, f Admission) (ref.AdmissionRoundOutput, error)
 	// AdmissionEstimate is fast.AdmissionEstimate (admission.estimate,
 	// docs/spec/admission-serving.md A2) with the estimator bugs f selects.
 	AdmissionEstimate func(lim ref.Limits, in ref.AdmissionEstimateInput, f Estimate) (ref.AdmissionEstimateOutput, error)
-	// MergeIndexTopkOverrides is fast.MergeIndexTopkOverrides
+	// ConfigIndexTopKOverrides is fast.ConfigIndexTopKOverrides
 	// (config.index_topk_overrides, docs/spec/admission-serving.md §S4)
 	// with the merge bugs f selects.
-	MergeIndexTopkOverrides func(lim ref.Limits, in ref.IndexTopkOverridesInput, f IndexTopk) (ref.IndexTopkOverridesOutput, error)
+	ConfigIndexTopKOverrides func(lim ref.Limits, in ref.ConfigIndexTopKOverridesInput, f IndexTopK) (ref.ConfigIndexTopKOverridesOutput, error)
 	// DeepGEMMWarmupPlan is fast.DeepGEMMWarmupPlan (deepgemm.warmup_plan,
 	// docs/spec/admission-serving.md §S3) with the warmup bugs f selects.
-	DeepGEMMWarmupPlan func(lim ref.Limits, in ref.DeepGEMMWarmupInput, f DeepGEMM) (ref.DeepGEMMWarmupOutput, error)
+	DeepGEMMWarmupPlan func(lim ref.Limits, in ref.DeepGEMMWarmupPlanInput, f DeepGEMM) (ref.DeepGEMMWarmupPlanOutput, error)
 	// NewAckQueue is fast.NewAckQueue (hicache.ack_script,
 	// docs/spec/radix-acks.md §3) with the ack-queue bugs f selects.
 	NewAckQueue func(cfg ref.AckConfig, f Ack) (ref.AckQueue, error)
@@ -44,24 +44,24 @@ type Hooks struct {
 	NewLoader func(lim ref.Limits, p ref.LoadPools, f Load) (ref.Loader, error)
 	// KVEvDecode is fast.KVEvDecode (kvev.decode, docs/spec/kv-events.md §1)
 	// with the decoder bugs f selects.
-	KVEvDecode func(lim ref.Limits, in ref.KVEvDecodeInput, f KVEv) (ref.KVMessage, error)
+	KVEvDecode func(lim ref.Limits, in ref.KVEvDecodeInput, f KVEv) (ref.KVEvDecodeOutput, error)
 	// NewKVEvIndex is fast.NewKVEvIndex (kvev.apply,
 	// docs/spec/kv-events.md §2) with the consumer bugs f selects.
 	NewKVEvIndex func(cfg ref.KVEvConfig, streams []ref.KVEvStream, f KVEv) (ref.KVEvIndex, error)
-	// NewTree is fast.NewTree (radix.script, docs/spec/radix-acks.md §1,
-	// §4) with the radix-tree bugs f selects; the tree is a *fast.Tree.
-	NewTree func(cfg ref.TreeConfig, f Radix) (ref.RadixTree, error)
-	// ChatNormalize is fast.ChatNormalize (serving.chat_normalize,
+	// NewRadixTree is fast.NewRadixTree (radix.script, docs/spec/radix-acks.md §1,
+	// §4) with the radix-tree bugs f selects; the tree is a *fast.RadixTree.
+	NewRadixTree func(cfg ref.TreeConfig, f Radix) (ref.RadixTree, error)
+	// ServingChatNormalize is fast.ServingChatNormalize (serving.chat_normalize,
 	// docs/spec/admission-serving.md S2.2–S2.4, S2.7) with the parser bugs
 	// f selects.
-	ChatNormalize func(lim ref.Limits, in ref.ChatNormalizeInput, f Serving) (ref.ChatNormalizeOutput, error)
-	// StreamErrorChunk is fast.StreamErrorChunk
+	ServingChatNormalize func(lim ref.Limits, in ref.ServingChatNormalizeInput, f Serving) (ref.ServingChatNormalizeOutput, error)
+	// ServingStreamErrorChunk is fast.ServingStreamErrorChunk
 	// (serving.stream_error_chunk, docs/spec/admission-serving.md S1.3,
 	// S2.5) with the error-chunk bugs f selects.
-	StreamErrorChunk func(lim ref.Limits, in ref.StreamErrorInput, f Serving) (ref.StreamErrorOutput, error)
-	// GLMToolArgs is fast.GLMToolArgs (serving.glm_tool_args,
+	ServingStreamErrorChunk func(lim ref.Limits, in ref.ServingStreamErrorChunkInput, f Serving) (ref.ServingStreamErrorChunkOutput, error)
+	// ServingGLMToolArgs is fast.ServingGLMToolArgs (serving.glm_tool_args,
 	// docs/spec/admission-serving.md S2.8) with the parser bugs f selects.
-	GLMToolArgs func(lim ref.Limits, in ref.GLMToolArgsInput, f Serving) (ref.GLMToolArgsOutput, error)
+	ServingGLMToolArgs func(lim ref.Limits, in ref.ServingGLMToolArgsInput, f Serving) (ref.ServingGLMToolArgsOutput, error)
 	// NewPerLayerManager is fast.NewPerLayerManager (a deterministic-mode
 	// manager, transfer.per_layer_script, docs/spec/transfer.md §4) with the
 	// manager bugs f selects.

@@ -1,7 +1,7 @@
 package fault
 
 // Radix selects the historic radix-tree bugs (docs/spec/radix-acks.md
-// §1.11, §4.6) that Hooks.NewTree puts back; the zero value is the
+// §1.11, §4.6) that Hooks.NewRadixTree puts back; the zero value is the
 // fixed tree.
 type Radix struct {
 	// CopyingSlices is docs/spec/radix-acks.md §1.11 B1.a: every hop of a

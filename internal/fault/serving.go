@@ -2,8 +2,8 @@ package fault
 
 // Serving selects the historic serving-surface bugs
 // (docs/spec/admission-serving.md §S1.7, §S2.11) that live inside the fast
-// parsers: Hooks.StreamErrorChunk, Hooks.ChatNormalize
-// and Hooks.GLMToolArgs read them. The zero value is the fixed
+// parsers: Hooks.ServingStreamErrorChunk, Hooks.ServingChatNormalize
+// and Hooks.ServingGLMToolArgs read them. The zero value is the fixed
 // code. S1-B1..B4, S2-B1, S2-B4 and S2-B5 change only a production
 // function's input or output and are wrappers in equiv/mutants.
 type Serving struct {

@@ -27,8 +27,8 @@ func TestFastAPINamesNoFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(doc), "func NewTree(") {
-		t.Fatalf("go doc -all ./fast lacks NewTree; is this the fast package?\n%s", doc)
+	if !strings.Contains(string(doc), "func NewRadixTree(") {
+		t.Fatalf("go doc -all ./fast lacks NewRadixTree; is this the fast package?\n%s", doc)
 	}
 	for i, line := range strings.Split(string(doc), "\n") {
 		if strings.Contains(line, "fault.") || strings.Contains(line, "internal/fault") || strings.Contains(line, "WithFaults") {

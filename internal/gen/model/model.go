@@ -55,7 +55,7 @@ type Repo struct {
 
 // Twin is one implementation field of an op's literal.
 type Twin struct {
-	// Expr is the field's expression as written, e.g. "ref.FilterCPRank".
+	// Expr is the field's expression as written, e.g. "ref.TransferFilterCPRank".
 	Expr string
 	// File is the repository path of the file declaring the twin function
 	// (for fast/cuda the one built with -tags cuda), or the catalog file for
@@ -65,7 +65,7 @@ type Twin struct {
 
 // Op is one catalog constructor.
 type Op struct {
-	// Func is the constructor's name, e.g. "FilterCPRank".
+	// Func is the constructor's name, e.g. "TransferFilterCPRank".
 	Func string
 	// File is the repository path of the file declaring it.
 	File string
