@@ -1,4 +1,4 @@
-package repolint
+package importgraph
 
 import (
 	"bytes"
@@ -13,20 +13,21 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"testing"
 	"time"
 )
 
-// The import rules of docs/design/ARCHITECTURE.md, one a row. Packages are
+// importRules are the import rules between the module's packages, one a row,
+// in the order docs/design/ARCHITECTURE.md shows them (rows that differ only
+// in their package are adjacent, so the page can join them). Packages are
 // named relative to the module ("fast/cuda"); "x/..." is x and every package
-// under it; other patterns are path.Match globs. A target outside the
-// module is named in full ("testing", "pgregory.net/rapid/..."). Only
-// non-test imports count (go list's Imports and Deps, never TestImports): a
-// package's tests may reach further than the package. Each row's spec names
-// the TestImportRules subtest that checks it; every row is checked on the
-// default build and on -tags cuda.
-var importRules = []rule{
+// under it; other patterns are path.Match globs. A target outside the module
+// is named in full ("testing", "pgregory.net/rapid/..."). Only non-test
+// imports count (go list's Imports and Deps, never TestImports): a package's
+// tests may reach further than the package. Each row's Spec names the
+// TestImportRules subtest of internal/repolint that checks it; every row is
+// checked on the default build and on -tags cuda. The table is never
+// written: Rules hands out a copy.
+var importRules = []Rule{
 	// The twins and what they stand on.
 	{"RefImportsNoModulePackage", "ref", mayOnlyImport(),
 		"ref is the executable specification; everything else is checked against it, so it depends on nothing of ours"},
@@ -121,139 +122,121 @@ var importRules = []rule{
 	{"ProductionPackagesNeverLinkTestMachinery", "adapter", mayNotLink(testMachinery...), "production code: linked into other people's programs"},
 }
 
-// testMachinery is what production code never links: the suites, their
+// Rules returns the import rules (importRules), a copy the caller may
+// change.
+func Rules() []Rule {
+	out := make([]Rule, len(importRules))
+	for i, r := range importRules {
+		r.Targets = slices.Clone(r.Targets)
+		out[i] = r
+	}
+	return out
+}
+
+// TestMachinery is what production code never links: the suites, their
 // libraries and the standard testing package.
+func TestMachinery() []string { return slices.Clone(testMachinery) }
+
 var testMachinery = []string{
 	"equiv/...", "internal/hostile", "events/pypub", "internal/testpki", "testing",
 	"pgregory.net/rapid/...", "github.com/google/go-cmp/...",
 	"github.com/cockroachdb/datadriven/...", "go.uber.org/goleak/...",
 }
 
-// TestImportRules checks every row of importRules, one subtest per spec:
-// go test -run 'ImportRules/ServerNeverLinks' ./internal/repolint.
-func TestImportRules(t *testing.T) {
-	graphs := loadGraphs(t)
-	var specs []string
-	for _, r := range importRules {
-		if !slices.Contains(specs, r.spec) {
-			specs = append(specs, r.spec)
-		}
-	}
-	for _, spec := range specs {
-		t.Run(spec, func(t *testing.T) {
-			for _, r := range importRules {
-				if r.spec == spec {
-					checkRule(t, graphs, r)
-				}
-			}
-		})
-	}
-}
-
-// TestImportGraphIsPlausible guards the rules against passing vacuously: the
-// graph must load without errors on every build and hold the arrows every
-// rule above presumes.
-func TestImportGraphIsPlausible(t *testing.T) {
-	for _, g := range loadGraphs(t) {
-		for _, p := range g.local {
-			if e := g.pkgs[p].Error; e != nil {
-				t.Errorf("%s: %s does not load: %s", g.build, g.rel(p), e.Err)
-			}
-		}
-		if n := len(g.local); n < 15 {
-			t.Errorf("%s: only %d module packages loaded, want at least 15", g.build, n)
-		}
-		for _, want := range [][2]string{
-			{"catalog", "ref"}, {"catalog", "fast"}, {"catalog", "fast/cuda"}, {"fast", "ref"},
-			{"server", "catalog"}, {"cmd/kvtwin", "server"}, {"cmd/kvtwin", "equiv"},
-			{"fast", "internal/fault"}, {"equiv/mutants", "internal/fault"}, {"internal/fault", "ref"},
-		} {
-			from, ok := g.pkgs[g.abs(want[0])]
-			if !ok {
-				t.Errorf("%s: package %s missing from the graph", g.build, want[0])
-				continue
-			}
-			if !slices.Contains(from.Imports, g.abs(want[1])) {
-				t.Errorf("%s: %s does not import %s; the graph is not the one the rules describe", g.build, want[0], want[1])
-			}
-		}
-		if srv, ok := g.pkgs[g.abs("server")]; ok && !slices.Contains(srv.Deps, "net/http") {
-			t.Errorf("%s: server's Deps lack net/http: transitive deps did not load", g.build)
-		}
-	}
-}
-
-// TestImportRulesNameRealPackages keeps the table honest: every rule's
-// package pattern names at least one package of the module, so a rename
-// cannot silently turn a rule into one about nothing.
-func TestImportRulesNameRealPackages(t *testing.T) {
-	g := loadGraphs(t)[0]
-	for _, r := range importRules {
-		if !slices.ContainsFunc(g.local, func(p string) bool { return match(r.pkg, g.rel(p)) }) {
-			t.Errorf("rule %q (%s) names no package of the module", r, r.spec)
-		}
-	}
-}
-
 // --- the rules' mechanics ---
 
-type ruleKind int
+// Kind is what a rule constrains.
+type Kind int
 
+// The kinds of rule.
 const (
-	kindMayOnlyImport        ruleKind = iota // pkg's module imports all match targets
-	kindOnlyImportedBy                       // every module importer of pkg matches targets
-	kindMayNotLink                           // no transitive dependency of pkg matches targets
-	kindMayOnlyImportOutside                 // pkg's imports from outside the module are standard or match targets
+	// MayOnlyImport: every module package the rule's package imports
+	// matches a target (no target: it imports no module package).
+	MayOnlyImport Kind = iota
+	// OnlyImportedBy: every module package importing the rule's package
+	// matches a target or the rule's package pattern (no target: only
+	// tests import it).
+	OnlyImportedBy
+	// MayNotLink: no transitive dependency of the rule's package matches a
+	// target.
+	MayNotLink
+	// MayOnlyImportOutside: outside the module, the rule's package imports
+	// the standard library and the targets only.
+	MayOnlyImportOutside
+	// MayNotImport: no module package the rule's package imports directly
+	// matches a target.
+	MayNotImport
 )
 
-type constraint struct {
-	kind    ruleKind
-	targets []string
+// Constraint is what a rule requires of its package: a kind and the
+// package patterns it names.
+type Constraint struct {
+	Kind    Kind
+	Targets []string
 }
 
-func mayOnlyImport(pkgs ...string) constraint  { return constraint{kindMayOnlyImport, pkgs} }
-func onlyImportedBy(pkgs ...string) constraint { return constraint{kindOnlyImportedBy, pkgs} }
-func mayNotLink(pkgs ...string) constraint     { return constraint{kindMayNotLink, pkgs} }
+func mayOnlyImport(pkgs ...string) Constraint  { return Constraint{MayOnlyImport, pkgs} }
+func onlyImportedBy(pkgs ...string) Constraint { return Constraint{OnlyImportedBy, pkgs} }
+func mayNotLink(pkgs ...string) Constraint     { return Constraint{MayNotLink, pkgs} }
 
 // mayOnlyImportOutside: outside the module, pkg imports the standard library
 // and the named packages only.
-func mayOnlyImportOutside(pkgs ...string) constraint {
-	return constraint{kindMayOnlyImportOutside, pkgs}
+func mayOnlyImportOutside(pkgs ...string) Constraint {
+	return Constraint{MayOnlyImportOutside, pkgs}
 }
 
-type rule struct {
-	spec string // the TestImportRules subtest that checks this row
-	pkg  string // the package(s) the rule is about
-	constraint
-	why string
-}
-
-func (r rule) String() string {
-	list := strings.Join(r.targets, ", ")
-	switch r.kind {
-	case kindMayOnlyImport:
+// Text is the constraint as a predicate of its package ("may only import
+// ref, fast"), each target written by name (the identity, or a Markdown code
+// span for a page).
+func (c Constraint) Text(name func(string) string) string {
+	names := make([]string, len(c.Targets))
+	for i, t := range c.Targets {
+		names[i] = name(t)
+	}
+	list := strings.Join(names, ", ")
+	switch c.Kind {
+	case MayOnlyImport:
 		if list == "" {
-			return r.pkg + " imports no module package"
+			return "imports no module package"
 		}
-		return r.pkg + " may only import " + list
-	case kindOnlyImportedBy:
+		return "may only import " + list
+	case OnlyImportedBy:
 		if list == "" {
-			return r.pkg + " may only be imported by tests"
+			return "may only be imported by tests"
 		}
-		return r.pkg + " may only be imported by " + list
-	case kindMayOnlyImportOutside:
+		return "may only be imported by " + list
+	case MayOnlyImportOutside:
 		if list == "" {
-			return r.pkg + " imports only the standard library"
+			return "imports only the standard library"
 		}
-		return r.pkg + " imports only the standard library and " + list
+		return "imports only the standard library and " + list
+	case MayNotImport:
+		return "may not import " + list
 	default:
-		return r.pkg + " may not link " + list
+		return "may not link " + list
 	}
 }
 
-// match reports whether the module-relative (or, outside the module, full)
-// import path p matches pat.
-func match(pat, p string) bool {
+// Rule is one row of Rules.
+type Rule struct {
+	// Spec names the TestImportRules subtest that checks this row.
+	Spec string
+	// Pkg is the package pattern the rule is about.
+	Pkg string
+	Constraint
+	// Why is the rule's reason, shown with every violation.
+	Why string
+}
+
+// String is the rule as a sentence: "server may only import ref, catalog".
+func (r Rule) String() string {
+	return r.Pkg + " " + r.Text(func(s string) string { return s })
+}
+
+// Match reports whether the module-relative (or, outside the module, full)
+// import path p matches the pattern pat: "x/..." matches x and every path
+// under it, any other pattern is a path.Match glob.
+func Match(pat, p string) bool {
 	if base, ok := strings.CutSuffix(pat, "/..."); ok {
 		return p == base || strings.HasPrefix(p, base+"/")
 	}
@@ -262,80 +245,71 @@ func match(pat, p string) bool {
 }
 
 func matchAny(pats []string, p string) bool {
-	return slices.ContainsFunc(pats, func(pat string) bool { return match(pat, p) })
+	return slices.ContainsFunc(pats, func(pat string) bool { return Match(pat, p) })
 }
 
-// checkRule reports each violation of r once, with the builds it shows in.
-func checkRule(t *testing.T, graphs []*graph, r rule) {
-	t.Helper()
-	var order []string
-	builds := map[string][]string{} // violation → builds it shows in
-	for _, g := range graphs {
-		for _, v := range violations(g, r) {
-			if builds[v] == nil {
-				order = append(order, v)
-			}
-			builds[v] = append(builds[v], g.build)
-		}
-	}
-	for _, v := range order {
-		t.Errorf("%s [%s]\n\tbreaks rule %q: %s", v, strings.Join(builds[v], ", "), r, r.why)
-	}
-}
-
-// violations lists r's violations in g, each naming the importing and the
-// imported package.
-func violations(g *graph, r rule) []string {
+// Violations lists r's violations in g, each naming the importing and the
+// imported (or linked) package, in g.Local order.
+func (r Rule) Violations(g *Graph) []string {
 	var out []string
-	for _, p := range g.local {
-		rp := g.rel(p)
-		info := g.pkgs[p]
-		switch r.kind {
-		case kindMayOnlyImport:
-			if !match(r.pkg, rp) {
+	for _, p := range g.Local {
+		rp := g.Rel(p)
+		info := g.Packages[p]
+		switch r.Kind {
+		case MayOnlyImport:
+			if !Match(r.Pkg, rp) {
 				continue
 			}
 			for _, imp := range info.Imports {
-				if g.isLocal(imp) && !matchAny(r.targets, g.rel(imp)) {
-					out = append(out, fmt.Sprintf("%s imports %s", rp, g.rel(imp)))
+				if g.IsLocal(imp) && !matchAny(r.Targets, g.Rel(imp)) {
+					out = append(out, fmt.Sprintf("%s imports %s", rp, g.Rel(imp)))
 				}
 			}
-		case kindMayOnlyImportOutside:
-			if !match(r.pkg, rp) {
+		case MayNotImport:
+			if !Match(r.Pkg, rp) {
 				continue
 			}
 			for _, imp := range info.Imports {
-				if g.isLocal(imp) || matchAny(r.targets, imp) {
+				if g.IsLocal(imp) && matchAny(r.Targets, g.Rel(imp)) {
+					out = append(out, fmt.Sprintf("%s imports %s", rp, g.Rel(imp)))
+				}
+			}
+		case MayOnlyImportOutside:
+			if !Match(r.Pkg, rp) {
+				continue
+			}
+			for _, imp := range info.Imports {
+				if g.IsLocal(imp) || matchAny(r.Targets, imp) {
 					continue
 				}
-				if dep, ok := g.pkgs[imp]; !ok || !dep.Standard {
+				if dep, ok := g.Packages[imp]; !ok || !dep.Standard {
 					out = append(out, fmt.Sprintf("%s imports %s", rp, imp))
 				}
 			}
-		case kindOnlyImportedBy:
-			if match(r.pkg, rp) || matchAny(r.targets, rp) {
+		case OnlyImportedBy:
+			if Match(r.Pkg, rp) || matchAny(r.Targets, rp) {
 				continue
 			}
 			for _, imp := range info.Imports {
-				if g.isLocal(imp) && match(r.pkg, g.rel(imp)) {
-					out = append(out, fmt.Sprintf("%s imports %s", rp, g.rel(imp)))
+				if g.IsLocal(imp) && Match(r.Pkg, g.Rel(imp)) {
+					out = append(out, fmt.Sprintf("%s imports %s", rp, g.Rel(imp)))
 				}
 			}
-		case kindMayNotLink:
-			if !match(r.pkg, rp) {
+		case MayNotLink:
+			if !Match(r.Pkg, rp) {
 				continue
 			}
 			for _, dep := range info.Deps {
-				if !matchAny(r.targets, g.rel(dep)) {
+				if !matchAny(r.Targets, g.Rel(dep)) {
 					continue
 				}
 				// Name only where the chain first enters forbidden ground
 				// (equiv, not also the go-cmp it drags in).
-				chain := g.chain(p, dep)
-				if slices.ContainsFunc(chain[1:len(chain)-1], func(q string) bool { return matchAny(r.targets, q) }) {
+				chain := g.Chain(p, dep)
+				if slices.ContainsFunc(chain[1:len(chain)-1], func(q string) bool { return matchAny(r.Targets, q) }) {
 					continue
 				}
-				out = append(out, fmt.Sprintf("%s links %s via %s", rp, g.rel(dep), strings.Join(chain, " → ")))
+				out = append(out, fmt.Sprintf("%s links %s via %s", rp, g.Rel(dep), strings.Join(chain, " → ")))
 			}
 		}
 	}
@@ -344,38 +318,86 @@ func violations(g *graph, r rule) []string {
 
 // --- the import graph, from go list ---
 
-type listedPackage struct {
+// Package is one package as `go list -json` reports it: only the fields the
+// rules and the architecture page read.
+type Package struct {
 	ImportPath string
-	Imports    []string
-	Deps       []string
-	Module     *struct {
-		Path string
-		Main bool
+	// Name is the package clause's name ("main" for a command).
+	Name string
+	// Doc is the first sentence of the package comment (go/doc's synopsis).
+	Doc string
+	// Imports are the non-test imports, sorted.
+	Imports []string
+	// Deps are every transitive non-test dependency, sorted.
+	Deps   []string
+	Module *Module
+	Error  *PackageError
+	// Standard says the package is part of the standard library.
+	Standard bool
+}
+
+// Module is the module a package belongs to.
+type Module struct {
+	Path string
+	// Main says it is the module go list ran in.
+	Main bool
+}
+
+// PackageError is why go list could not load a package.
+type PackageError struct {
+	Err string
+}
+
+// Build is one build configuration the graph is loaded for.
+type Build struct {
+	// Name is how messages and pages name the build: "default", "-tags cuda".
+	Name string
+	// Args are go list's build flags.
+	Args []string
+	// Env is added to the environment of go list.
+	Env []string
+}
+
+// Builds are the configurations every rule holds on: the default build and
+// the GPU build (-tags cuda, which needs cgo; go list needs no C compiler
+// for it).
+func Builds() []Build {
+	return []Build{
+		{Name: "default"},
+		{Name: "-tags cuda", Args: []string{"-tags", "cuda"}, Env: []string{"CGO_ENABLED=1"}},
 	}
-	Error    *struct{ Err string }
-	Standard bool // part of the standard library
 }
 
-type graph struct {
-	build string // "default" or "-tags cuda"
-	mod   string // the module path
-	pkgs  map[string]*listedPackage
-	local []string // the module's packages, sorted
+// Graph is the import graph of one build of the module: its packages and
+// every package they depend on.
+type Graph struct {
+	// Build names the configuration ("default" or "-tags cuda").
+	Build string
+	// Module is the module path.
+	Module string
+	// Packages are all packages loaded, by import path.
+	Packages map[string]*Package
+	// Local are the module's own import paths, sorted.
+	Local []string
 }
 
-func (g *graph) isLocal(p string) bool { return p == g.mod || strings.HasPrefix(p, g.mod+"/") }
+// IsLocal reports whether the import path p is a package of the module.
+func (g *Graph) IsLocal(p string) bool { return p == g.Module || strings.HasPrefix(p, g.Module+"/") }
 
-func (g *graph) rel(p string) string {
-	if g.isLocal(p) {
-		return strings.TrimPrefix(strings.TrimPrefix(p, g.mod), "/")
+// Rel is p relative to the module ("fast/cuda"), or p itself outside it.
+func (g *Graph) Rel(p string) string {
+	if g.IsLocal(p) {
+		return strings.TrimPrefix(strings.TrimPrefix(p, g.Module), "/")
 	}
 	return p
 }
 
-func (g *graph) abs(rel string) string { return g.mod + "/" + rel }
+// Abs is the import path of the module-relative path rel.
+func (g *Graph) Abs(rel string) string { return g.Module + "/" + rel }
 
-// chain is a shortest import chain from -> … -> to, module-relative.
-func (g *graph) chain(from, to string) []string {
+// Chain is a shortest import chain from -> … -> to, module-relative; its
+// middle is "?" when to cannot be reached.
+func (g *Graph) Chain(from, to string) []string {
 	prev := map[string]string{from: ""}
 	queue := []string{from}
 	for len(queue) > 0 {
@@ -384,12 +406,12 @@ func (g *graph) chain(from, to string) []string {
 		if p == to {
 			var c []string
 			for ; p != ""; p = prev[p] {
-				c = append(c, g.rel(p))
+				c = append(c, g.Rel(p))
 			}
 			slices.Reverse(c)
 			return c
 		}
-		if info, ok := g.pkgs[p]; ok {
+		if info, ok := g.Packages[p]; ok {
 			for _, imp := range info.Imports {
 				if _, seen := prev[imp]; !seen {
 					prev[imp] = p
@@ -398,44 +420,58 @@ func (g *graph) chain(from, to string) []string {
 			}
 		}
 	}
-	return []string{g.rel(from), "?", g.rel(to)}
+	return []string{g.Rel(from), "?", g.Rel(to)}
 }
 
-var graphs = sync.OnceValues(func() ([]*graph, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return nil, err
-	}
-	var gs []*graph
-	for _, b := range []struct {
-		build string
-		args  []string
-		env   []string
-	}{
-		{"default", nil, nil},
-		// The GPU build needs cgo; go list needs no C compiler for it.
-		{"-tags cuda", []string{"-tags", "cuda"}, []string{"CGO_ENABLED=1"}},
-	} {
-		g, err := loadGraph(root, b.build, b.args, b.env)
+// LoadAll loads the graph of the module at root for each of Builds, in
+// that order.
+func LoadAll(root string) ([]*Graph, error) {
+	var gs []*Graph
+	for _, b := range Builds() {
+		g, err := Load(root, b)
 		if err != nil {
 			return nil, err
 		}
 		gs = append(gs, g)
 	}
 	return gs, nil
-})
-
-func loadGraphs(t *testing.T) []*graph {
-	t.Helper()
-	gs, err := graphs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gs
 }
 
-func moduleRoot() (string, error) {
-	out, err := goCmd("", nil, "env", "GOMOD")
+// Load runs `go list -e -deps` over every package of the module at root in
+// build b. Packages that do not load are kept, with their Error, so a rule
+// check can name them.
+func Load(root string, b Build) (*Graph, error) {
+	list := append([]string{"list", "-e", "-deps", "-json=ImportPath,Name,Doc,Imports,Deps,Module,Error,Standard"}, b.Args...)
+	out, err := Go(root, b.Env, append(list, "./...")...)
+	if err != nil {
+		return nil, err
+	}
+	g := &Graph{Build: b.Name, Packages: map[string]*Package{}}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p Package
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("go list (%s): %w", b.Name, err)
+		}
+		g.Packages[p.ImportPath] = &p
+		if p.Module != nil && p.Module.Main {
+			g.Module = p.Module.Path
+			g.Local = append(g.Local, p.ImportPath)
+		}
+	}
+	if g.Module == "" {
+		return nil, fmt.Errorf("go list (%s) in %s: no package of the main module", b.Name, root)
+	}
+	slices.Sort(g.Local)
+	return g, nil
+}
+
+// ModuleRoot is the folder holding the go.mod of the module the current
+// directory is in.
+func ModuleRoot() (string, error) {
+	out, err := Go("", nil, "env", "GOMOD")
 	if err != nil {
 		return "", err
 	}
@@ -446,36 +482,15 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
-func loadGraph(root, build string, args, env []string) (*graph, error) {
-	list := append([]string{"list", "-e", "-deps", "-json=ImportPath,Imports,Deps,Module,Error,Standard"}, args...)
-	out, err := goCmd(root, env, append(list, "./...")...)
-	if err != nil {
-		return nil, err
-	}
-	g := &graph{build: build, pkgs: map[string]*listedPackage{}}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p listedPackage
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			return nil, fmt.Errorf("go list (%s): %v", build, err)
-		}
-		g.pkgs[p.ImportPath] = &p
-		if p.Module != nil && p.Module.Main {
-			g.mod = p.Module.Path
-			g.local = append(g.local, p.ImportPath)
-		}
-	}
-	if g.mod == "" {
-		return nil, fmt.Errorf("go list (%s) in %s: no package of the main module", build, root)
-	}
-	slices.Sort(g.local)
-	return g, nil
-}
+// goTimeout bounds one go command: go list of the whole module takes
+// seconds, so a minute means it hangs.
+const goTimeout = time.Minute
 
-func goCmd(dir string, env []string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+// Go runs the go command with args in dir (the current directory when
+// empty), env added to the environment, and returns its standard output; a
+// failure carries the command and its standard error.
+func Go(dir string, env []string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), goTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
@@ -484,7 +499,7 @@ func goCmd(dir string, env []string, args ...string) ([]byte, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+		return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, stderr.Bytes())
 	}
 	return out, nil
 }
