@@ -38,12 +38,14 @@ var importRules = []Rule{
 		"the Python KV-event publisher's driver runs scripts/kvev_publisher.py as a child process; it needs nothing of ours"},
 	{"LeafHelpersImportNoModulePackage", "internal/testpki", mayOnlyImport(),
 		"the tests' certificate issuer is crypto/x509 and nothing of ours"},
+	{"LeafHelpersImportNoModulePackage", "internal/importgraph", mayOnlyImport(),
+		"the import graph and these rules are read by repolint's tests and the docs generator; as a leaf it loads whatever state the packages are in"},
 	{"GeneratorBuildsWhileListsAreStale", "internal/gen", mayOnlyImport("internal/gen/model"),
 		"the list generator reads kvtwin's source, never its packages, so it builds while the lists it writes are stale"},
 	{"GeneratorBuildsWhileListsAreStale", "internal/gen/model", mayOnlyImport(),
 		"the source model is shared by the generators and must build whatever state the lists are in"},
-	{"GeneratorBuildsWhileListsAreStale", "internal/gen/docs", mayOnlyImport("catalog", "equiv", "equiv/mutants", "internal/gen/model"),
-		"the docs generator renders the registered lists (catalog.All, mutants.All), so it runs after the list generator"},
+	{"GeneratorBuildsWhileListsAreStale", "internal/gen/docs", mayOnlyImport("catalog", "equiv", "equiv/mutants", "internal/gen/model", "internal/importgraph"),
+		"the docs generator renders the registered lists (catalog.All, mutants.All), so it runs after the list generator; it draws the architecture page from internal/importgraph"},
 	{"FastStandsOnlyOnRef", "fast", mayOnlyImport("ref", "internal/fault", "internal/jsonscan"),
 		"the optimized twin takes and returns ref types; it never sees the catalog, the suites, the pools or the server (internal/fault holds its switches and the table its bug-zoo hooks leave through)"},
 	{"CUDAStandsOnlyOnRefAndFast", "fast/cuda/...", mayOnlyImport("ref", "fast", "fast/cuda/..."),
@@ -70,8 +72,8 @@ var importRules = []Rule{
 		"prefix pools wrap an injected ref.RadixTree (fast's keys); they know no catalog, HTTP or suite"},
 	{"ServicesStandOnlyOnTheTwins", "events/zmq", mayOnlyImport("ref"),
 		"the KV-event subscriber moves sockets' frames into an injected ref.KVEvIndex; the caller picks the twin"},
-	{"ServicesStandOnlyOnTheTwins", "events/scaleout", mayOnlyImport("ref", "fast", "events/zmq"),
-		"the JetStream relay runs events/zmq's subscriber into fast's index and publishes what it applies; replicas feed an injected ref.KVEvIndex"},
+	{"ServicesStandOnlyOnTheTwins", "events/scaleout", mayOnlyImport("ref", "events/zmq"),
+		"the JetStream relay runs events/zmq's subscriber into an injected index (kvtwin events relay passes catalog.KVEvIndex(catalog.Fast)) and publishes what it applies; replicas feed an injected ref.KVEvIndex"},
 	{"ServicesStandOnlyOnTheTwins", "events/tracegen", mayOnlyImport("ref", "replay", "internal/bounded"),
 		"the trace's KV-event stream is built from ref types and replay's trace reader; the caller picks the index"},
 	{"ServicesStandOnlyOnTheTwins", "replay", mayOnlyImport("ref", "internal/bounded"),
@@ -88,8 +90,10 @@ var importRules = []Rule{
 		"the suites and `kvtwin soak` derive hostile bodies; production code never does"},
 	{"PythonPublisherDriverIsTestsOnly", "events/pypub", onlyImportedBy(),
 		"the driver of scripts/kvev_publisher.py exists only for events/zmq's, events/scaleout's, server's and cmd/kvtwin's tests; no package imports it outside a _test.go file"},
-	{"CLIReachesTwinsOnlyThroughCatalog", "fast/...", onlyImportedBy("fast/...", "catalog", "prefix", "equiv/mutants", "events/scaleout"),
-		"cmd/kvtwin, like the server, picks a twin by catalog.Impl; fast is imported only where its twins are paired (catalog), by what builds on its own types (prefix's key views, the relay's production index) and by the bug zoo"},
+	{"FastIsImportedOnlyWhereTwinsArePaired", "fast/...", onlyImportedBy("fast/...", "catalog", "prefix", "equiv/mutants"),
+		"every consumer picks a twin by catalog.Impl; fast is imported only where its twins are paired (catalog), by what builds on its own types (prefix's key views), by its GPU twin and by the bug zoo"},
+	{"CLIReachesTwinsOnlyThroughCatalog", "cmd/...", mayNotImport("fast/..."),
+		"every command, like the server, picks a twin by catalog.Impl (catalog.KVEvIndex, catalog.RadixTree, an Entry's Run), so a command cannot pair twins differently from the suite and the fixtures"},
 	{"TestCertificatesAreTestsOnly", "internal/testpki", onlyImportedBy(),
 		"the certificates server's and cmd/kvtwin's TLS tests issue; no package imports the issuer outside a _test.go file"},
 	{"FaultSwitchesStayInTwinsAndBugZoo", "internal/fault", onlyImportedBy("fast", "equiv/mutants"),
@@ -100,7 +104,6 @@ var importRules = []Rule{
 		"`kvtwin serve` must not carry the suites; testing's functions panic outside `go test`"},
 	{"ProductionPackagesNeverLinkTestMachinery", "ref", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "fast/...", mayNotLink(testMachinery...), "production code"},
-	{"ProductionPackagesNeverLinkTestMachinery", "internal/fault", mayNotLink(testMachinery...), "production code: fast links it"},
 	{"ProductionPackagesNeverLinkTestMachinery", "catalog", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "prefix", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "replay", mayNotLink(testMachinery...), "production code"},
@@ -110,6 +113,7 @@ var importRules = []Rule{
 	{"ProductionPackagesNeverLinkTestMachinery", "admissiontrace", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "internal/jsonscan", mayNotLink(testMachinery...), "production code"},
 	{"ProductionPackagesNeverLinkTestMachinery", "internal/bounded", mayNotLink(testMachinery...), "production code"},
+	{"ProductionPackagesNeverLinkTestMachinery", "internal/fault", mayNotLink(testMachinery...), "production code: fast links it"},
 	{"ProductionPackagesNeverLinkTestMachinery", "adapter", mayNotLink(testMachinery...), "production code: linked into other people's programs"},
 }
 
@@ -169,6 +173,7 @@ type Constraint struct {
 func mayOnlyImport(pkgs ...string) Constraint  { return Constraint{MayOnlyImport, pkgs} }
 func onlyImportedBy(pkgs ...string) Constraint { return Constraint{OnlyImportedBy, pkgs} }
 func mayNotLink(pkgs ...string) Constraint     { return Constraint{MayNotLink, pkgs} }
+func mayNotImport(pkgs ...string) Constraint   { return Constraint{MayNotImport, pkgs} }
 
 // mayOnlyImportOutside: outside the module, pkg imports the standard library
 // and the named packages only.
