@@ -99,8 +99,10 @@ generate:
 	$(GO) run ./internal/gen
 	$(MAKE) docs
 
-## docs: regenerate docs/ops.md and README.md's ops table from the catalog and the source (internal/gen/docs);
-## TestOpsPageIsCurrent and TestReadmeOpsTableIsCurrent fail until you do.
+## docs: regenerate docs/ops.md and README.md's ops table from the catalog and the source, and
+## docs/design/ARCHITECTURE.md's package graph, package table and import rules from `go list`, the
+## package doc comments and internal/importgraph's rules (internal/gen/docs); TestOpsPageIsCurrent,
+## TestReadmeOpsTableIsCurrent and TestArchitecturePageIsCurrent fail until you do.
 docs:
 	$(GO) run ./internal/gen/docs
 

@@ -1,5 +1,9 @@
-// Package repolint holds the repository's own lint as tests: the import rules
-// between kvtwin's packages (docs/design/ARCHITECTURE.md) and the check that
-// every "X.md §N" reference names a heading of docs/spec or docs/design. It has
-// no non-test code besides this comment; `make test` runs it with the rest.
+// Package repolint is the repository's own lint, as tests: import rules,
+// spec references, the APIs of ref and fast, the adding-an-op recipe. It
+// checks internal/importgraph's import rules between kvtwin's packages
+// (docs/design/ARCHITECTURE.md), that every "X.md §N" reference names a
+// heading of docs/spec or docs/design, what ref and fast export, and that
+// docs/adding-an-op.md's worked example adds an op with the files it counts.
+// It has no non-test code besides this comment; `make test` runs it with the
+// rest.
 package repolint
