@@ -81,49 +81,6 @@ func TestImportRulesNameRealPackages(t *testing.T) {
 	}
 }
 
-// TestImportRuleKindsCatchTheirViolation runs each kind of rule on a small
-// made-up graph where it must find exactly one violation, so that a rule
-// cannot pass because its kind checks nothing.
-func TestImportRuleKindsCatchTheirViolation(t *testing.T) {
-	const mod = "example.com/m"
-	pkg := func(rel string, imports ...string) *importgraph.Package {
-		p := &importgraph.Package{ImportPath: mod + "/" + rel, Module: &importgraph.Module{Path: mod, Main: true}}
-		for _, i := range imports {
-			if !strings.Contains(i, ".") {
-				i = mod + "/" + i
-			}
-			p.Imports = append(p.Imports, i)
-		}
-		p.Deps = p.Imports
-		return p
-	}
-	g := &importgraph.Graph{Build: "made-up", Module: mod, Packages: map[string]*importgraph.Package{}}
-	for _, p := range []*importgraph.Package{
-		pkg("ref"), pkg("fast", "ref"), pkg("catalog", "ref", "fast"),
-		pkg("cmd/tool", "catalog", "fast", "github.com/x/y"),
-	} {
-		g.Packages[p.ImportPath] = p
-		g.Local = append(g.Local, p.ImportPath)
-	}
-	g.Packages["github.com/x/y"] = &importgraph.Package{ImportPath: "github.com/x/y"}
-	slices.Sort(g.Local)
-	for _, c := range []struct {
-		rule importgraph.Rule
-		want string
-	}{
-		{importgraph.Rule{Pkg: "catalog", Constraint: importgraph.Constraint{Kind: importgraph.MayOnlyImport, Targets: []string{"ref"}}}, "catalog imports fast"},
-		{importgraph.Rule{Pkg: "cmd/...", Constraint: importgraph.Constraint{Kind: importgraph.MayNotImport, Targets: []string{"fast/..."}}}, "cmd/tool imports fast"},
-		{importgraph.Rule{Pkg: "fast", Constraint: importgraph.Constraint{Kind: importgraph.OnlyImportedBy, Targets: []string{"catalog"}}}, "cmd/tool imports fast"},
-		{importgraph.Rule{Pkg: "cmd/tool", Constraint: importgraph.Constraint{Kind: importgraph.MayOnlyImportOutside}}, "cmd/tool imports github.com/x/y"},
-		{importgraph.Rule{Pkg: "catalog", Constraint: importgraph.Constraint{Kind: importgraph.MayNotLink, Targets: []string{"ref"}}}, "catalog links ref via catalog → ref"},
-	} {
-		got := c.rule.Violations(g)
-		if len(got) != 1 || got[0] != c.want {
-			t.Errorf("%s: violations %q, want [%q]", c.rule, got, c.want)
-		}
-	}
-}
-
 // checkRule reports each violation of r once, with the builds it shows in.
 func checkRule(t *testing.T, graphs []*importgraph.Graph, r importgraph.Rule) {
 	t.Helper()
