@@ -1,7 +1,7 @@
-// Package adapter serves Go functions to `kvtwin audit --impl` over the
-// adapter protocol of docs/adapters.md, so a Go program (a router's prefix
-// index, a transfer planner) can audit its own implementation of a kvtwin op
-// against the reference:
+// Package adapter is the Go adapter kit: it serves Go functions to `kvtwin
+// audit --impl` over the adapter protocol of docs/adapters.md. A Go program
+// (a router's prefix index, a transfer planner) audits its own
+// implementation of a kvtwin op against the reference with it:
 //
 //	a := adapter.New()
 //	adapter.Handle(a, "transfer.group_contiguous", myGroupContiguous) // func(ref.TransferGroupContiguousInput) (ref.TransferGroupContiguousOutput, error)

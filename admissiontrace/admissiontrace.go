@@ -1,6 +1,6 @@
-// Package admissiontrace turns a Mooncake request trace into an admission bench
-// (docs/spec/admission-serving.md §A3, `kvtwin bench admission --trace`): it replays
-// the trace in arrival order through a live two-tier prefix cache — a
+// Package admissiontrace builds the admission bench from a Mooncake request
+// trace (docs/spec/admission-serving.md §A3, `kvtwin bench admission --trace`).
+// It replays the trace in arrival order through a live two-tier prefix cache — a
 // capacity-bounded device (L1) radix tree and a larger host (L2) tree, both
 // keyed by the trace's 512-token hash blocks, built by Config.NewTree (the
 // production fast tree, catalog.RadixTree(catalog.Fast), by default) — so

@@ -1,7 +1,7 @@
 // Package prefix keeps long-lived prefix-index pools: named radix trees
-// (docs/spec/radix-acks.md §1) that own a fixed range of KV slots, so a router can ask
-// "how much of this prompt is cached where" and a cache manager can insert,
-// match, lock and evict without tracking slots itself.
+// (docs/spec/radix-acks.md §1), each over a fixed range of KV slots. A router
+// can ask "how much of this prompt is cached where" and a cache manager can
+// insert, match, lock and evict without tracking slots itself.
 //
 // A Pool wraps one ref.RadixTree (built by an injected ref.NewRadixTreeFunc,
 // so the ref and fast twins are interchangeable) with a slot allocator over

@@ -1,7 +1,8 @@
-// Package ref is kvtwin's executable specification: plain, obviously-correct
-// implementations of the algorithms in docs/spec, written to read like the
-// spec text, over the standard library (and XXH3, the spec's own hash). It
-// also owns the types both twins share (inputs, outputs, sentinel errors,
+// Package ref is kvtwin's executable specification: the reference twin of
+// every algorithm in docs/spec and the types both twins share. Its functions
+// are plain, obviously-correct implementations written to read like the spec
+// text, over the standard library (and XXH3, the spec's own hash). It also
+// owns the types both twins share (inputs, outputs, sentinel errors,
 // Limits). Every fast or CUDA twin must produce the same canonical bytes as
 // the function here on every input, errors included.
 //

@@ -1,6 +1,7 @@
-// Package remote reaches implementations outside this build through the
-// adapter protocol of docs/adapters.md: a subprocess speaking JSON Lines
-// (exec:CMD ARGS…) or an HTTP service (http://HOST:PORT[/PREFIX]). Both
+// Package remote is the audit's transports to implementations outside this
+// build, over the adapter protocol of docs/adapters.md. An adapter is a
+// subprocess speaking JSON Lines (exec:CMD ARGS…) or an HTTP service
+// (http://HOST:PORT[/PREFIX]). Both
 // answer one op applied to one input with an output or an error object;
 // everything else an adapter does (no answer, a malformed or oversized
 // answer, a crash) is a *TransportError of one Kind, the same Kind over

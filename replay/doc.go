@@ -1,8 +1,8 @@
-// Package replay drives a radix prefix cache (docs/spec/radix-acks.md §1) with a real
-// request trace: the Mooncake FAST'25 conversation trace (kvcache-ai/Mooncake,
-// FAST25-release/traces, Apache-2.0), one JSON object a line with an arrival
-// timestamp, the prompt and output lengths, and one hash id per 512-token
-// prompt block.
+// Package replay drives a radix prefix cache (docs/spec/radix-acks.md §1)
+// with a real request trace. The trace is the Mooncake FAST'25 conversation
+// trace (kvcache-ai/Mooncake, FAST25-release/traces, Apache-2.0), one JSON
+// object a line with an arrival timestamp, the prompt and output lengths, and
+// one hash id per 512-token prompt block.
 //
 // The trace carries no text, so the replay chooses what the tree is keyed by
 // (Mode):

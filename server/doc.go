@@ -1,4 +1,5 @@
-// Package server is kvtwin's HTTP API over the catalog: every registered op
+// Package server is kvtwin's HTTP API: the catalog's ops, the prefix-index
+// pools, the event-fed index and the serving preflight. Every registered op
 // is runnable as POST /v1/ops/{name} on canonical JSON, on the configured
 // implementation or on one named per request, and ?compare=1 runs ref next
 // to it and reports whether their canonical bytes agree.

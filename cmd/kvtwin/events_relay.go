@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/events/scaleout"
 )
 
@@ -71,6 +72,11 @@ Replicas: kvtwin serve --events-from nats://… (docs/spec/kv-events.md §4.3).`
 				return fmt.Errorf("--status-every %v: want >= 0 (0: never)", statusEvery)
 			}
 			o.Logger, o.Subscriber.Logger = logger, logger
+			// The relay's index is the production twin, paired by the
+			// catalog like every other twin a command uses.
+			if o.NewIndex, err = catalog.KVEvIndex(catalog.Fast); err != nil {
+				return err
+			}
 			r, err := scaleout.NewRelay(o)
 			if err != nil {
 				return err

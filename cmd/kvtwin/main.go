@@ -1,5 +1,6 @@
-// Command kvtwin serves, audits, benchmarks and replays kvtwin's catalog of
-// KV-cache algorithms: `kvtwin serve`, `kvtwin audit`, `kvtwin fixtures gen|check`,
+// Command kvtwin is the one binary: it serves, audits, benchmarks and replays
+// kvtwin's catalog of KV-cache algorithms. Its commands are `kvtwin serve`,
+// `kvtwin audit`, `kvtwin fixtures gen|check`,
 // `kvtwin bench`, `kvtwin bugzoo`, `kvtwin replay` (a request trace through the
 // radix prefix cache) and `kvtwin warmup-plan` (the DeepGEMM warmup plan). Run
 // `kvtwin help` for the flags of each.

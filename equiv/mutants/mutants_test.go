@@ -2,6 +2,7 @@ package mutants_test
 
 import (
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,16 +11,19 @@ import (
 	"github.com/kvtwin/kvtwin/equiv/mutants"
 )
 
+// measured is the zoo measured once (every mutant hunted, every
+// regression case run) for the tests below and the page.
+var measured = sync.OnceValue(mutants.Measure)
+
 // TestMutantsAreKilled requires every historic bug to be caught by the
 // generated differential cases within mutants.MaxCases cases.
 func TestMutantsAreKilled(t *testing.T) {
-	for _, m := range mutants.All() {
-		t.Run(m.Name(), func(t *testing.T) {
-			n, f := m.Hunt(mutants.MaxCases)
-			if f == nil {
-				t.Fatalf("%s (%s) survived %d generated cases of %s", m.Name(), m.SpecRef(), n, m.Op())
+	for _, m := range measured() {
+		t.Run(m.Mutant.Name(), func(t *testing.T) {
+			if m.Kill == nil {
+				t.Fatalf("%s (%s) survived %d generated cases of %s", m.Mutant.Name(), m.Mutant.SpecRef(), m.Cases, m.Mutant.Op())
 			}
-			t.Logf("killed after %d cases: %s", n, f.Reason)
+			t.Logf("killed after %d cases: %s", m.Cases, m.Kill.Reason)
 		})
 	}
 }
@@ -27,13 +31,12 @@ func TestMutantsAreKilled(t *testing.T) {
 // TestRegressionFixturesKillTheirMutant requires each mutant's named minimal
 // input to tell it apart from ref.
 func TestRegressionFixturesKillTheirMutant(t *testing.T) {
-	for _, m := range mutants.All() {
-		f, err := m.Regression()
-		if err != nil {
-			t.Fatal(err)
+	for _, m := range measured() {
+		if m.RegressionErr != nil {
+			t.Fatal(m.RegressionErr)
 		}
-		if f == nil {
-			t.Errorf("%s: regression case %q does not distinguish the mutant from ref", m.Op(), m.Name())
+		if m.Regression == nil {
+			t.Errorf("%s: regression case %q does not distinguish the mutant from ref", m.Mutant.Op(), m.Mutant.Name())
 		}
 	}
 }
@@ -50,7 +53,7 @@ func TestEveryMutantNamesASuite(t *testing.T) {
 // TestBugZooPageIsCurrent keeps docs/bugzoo.md generated from the suite:
 // run `make bugzoo` after changing a mutant, a generator or a regression case.
 func TestBugZooPageIsCurrent(t *testing.T) {
-	want, err := mutants.ZooMarkdown()
+	want, err := mutants.RenderZoo(measured())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
-// Package pypub drives scripts/kvev_publisher.py, the real KV-event
-// publisher (python3-zmq and python3-msgpack, vLLM's PUB and replay ROUTER),
-// in a child process over its stdin and stdout. It is a normal package only
+// Package pypub drives the real KV-event publisher, scripts/kvev_publisher.py,
+// in a child process, for tests. The script uses python3-zmq and
+// python3-msgpack (vLLM's PUB and replay ROUTER) and is driven over its stdin
+// and stdout. It is a normal package only
 // so that the test packages that need a real publisher (events/zmq,
 // events/scaleout, server, cmd/kvtwin) share one driver instead of each keeping a copy; it is used by
 // tests alone, links testing, and production code never imports it

@@ -1,15 +1,17 @@
-// Package scaleout (it was kvevjs) scales kvtwin's KV-event index out over
-// NATS JetStream (docs/spec/kv-events.md §4): a Relay forwards the raw
-// batches of vLLM and SGLang ZeroMQ publishers into a JetStream stream, and
-// any number of Replicas consume that stream so that every `kvtwin serve`
-// replica serves the same event-fed index.
+// Package scaleout scales the KV-event index out over NATS JetStream
+// (docs/spec/kv-events.md §4): one relay, any number of replicas. A Relay
+// forwards the raw batches of vLLM and SGLang ZeroMQ publishers into a
+// JetStream stream, and any number of Replicas consume that stream so that
+// every `kvtwin serve` replica serves the same event-fed index. (Before
+// issue 28 the package was kvevjs.)
 //
 // # Relay (§4.2)
 //
-// The relay runs events/zmq's subscriber over an index of its own (the fast
-// twin), which decides the cursor: gaps, replay, publisher restarts. Every
-// batch that index applies is published synchronously, in seq order, to
-// kvtwin.kv.<token> (token: the source name with bytes outside
+// The relay runs events/zmq's subscriber over an index of its own (built by
+// RelayOptions.NewIndex; `kvtwin events relay` passes the fast twin through
+// catalog.KVEvIndex), which decides the cursor: gaps, replay, publisher
+// restarts. Every batch that index applies is published synchronously, in
+// seq order, to kvtwin.kv.<token> (token: the source name with bytes outside
 // [A-Za-z0-9_-] as '_'), body = the raw payload, headers Kvtwin-Topic (or
 // Kvtwin-Topic-Hex for a topic a header line cannot carry), Kvtwin-Seq,
 // Kvtwin-Epoch, Kvtwin-Gap "1" on the first batch after a loss,

@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvtwin/kvtwin/events/zmq"
-	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 )
 
@@ -52,7 +51,9 @@ type RelayOptions struct {
 	ReadIdle time.Duration
 	// Logger receives the relay's log lines (nil: discard).
 	Logger *slog.Logger
-	// NewIndex builds the relay's index (nil: fast.NewKVEvIndex).
+	// NewIndex builds the relay's index; required. The caller picks the
+	// twin through the catalog, as every consumer does: `kvtwin events
+	// relay` passes catalog.KVEvIndex(catalog.Fast), the production index.
 	NewIndex ref.NewKVEvIndexFunc
 }
 
@@ -69,9 +70,6 @@ func (o RelayOptions) withDefaults() (RelayOptions, error) {
 	d := DefaultRelayOptions()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.NewIndex == nil {
-		o.NewIndex = fast.NewKVEvIndex
 	}
 	if o.Conn == nil && o.URL == "" {
 		return o, ref.Reject(ErrBadOption, "--nats", "", "a NATS URL nats://HOST:PORT")
@@ -105,8 +103,9 @@ func (o RelayOptions) withDefaults() (RelayOptions, error) {
 
 // Relay forwards KV events from ZMQ publishers into JetStream
 // (docs/spec/kv-events.md §4.2). It runs the ZMQ subscriber (events/zmq) over
-// an index of its own (the fast twin), which decides the cursor: gaps,
-// replay, restarts. Every batch that index applies is published, in seq
+// an index of its own (RelayOptions.NewIndex: the CLI passes the fast twin),
+// which decides the cursor: gaps, replay, restarts. Every batch that index
+// applies is published, in seq
 // order and synchronously (the PubAck awaited), on kvtwin.kv.<token> with
 // the raw payload as body; a publisher restart is published first as an
 // empty reset message opening the next epoch. See wire.go for the format.
@@ -215,6 +214,9 @@ func NewRelay(opts RelayOptions) (*Relay, error) {
 				fmt.Sprintf("a name whose subject token (%s) no other source has (%s has it)", tok, prev))
 		}
 		byToken[tok] = s.Name
+	}
+	if o.NewIndex == nil {
+		return nil, ref.Reject(ErrBadOption, "new_index", "nil", "an index constructor (catalog.KVEvIndex)")
 	}
 	streams := zmq.Streams(o.Sources)
 	inner, err := o.NewIndex(o.Index, streams)

@@ -59,7 +59,7 @@ func (l running) stopRun(t testing.TB, what string) {
 func startRelay(t testing.TB, url string, sources []zmq.Source) *runningRelay {
 	t.Helper()
 	r, err := NewRelay(RelayOptions{
-		Sources: sources, URL: url, Logger: testLogger(t),
+		Sources: sources, URL: url, Logger: testLogger(t), NewIndex: fast.NewKVEvIndex,
 		RetryMin: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond, ReadIdle: time.Second,
 		Subscriber: zmq.Options{
 			ReconnectMin: 10 * time.Millisecond, ReconnectMax: 200 * time.Millisecond,
@@ -332,6 +332,7 @@ func TestRelayOptions(t *testing.T) {
 		{RelayOptions{URL: "nats://x:1", Sources: []zmq.Source{src}, RetryFor: time.Hour}, "--retry-for"},
 		{RelayOptions{URL: "nats://x:1", Sources: []zmq.Source{src}, Stream: StreamOptions{Replicas: 7}}, "--stream-replicas"},
 		{RelayOptions{URL: "nats://x:1", Sources: []zmq.Source{src}, Index: ref.KVEvConfig{MaxHeld: -1}}, "max_held"},
+		{RelayOptions{URL: "nats://x:1", Sources: []zmq.Source{src}}, "new_index"},
 	} {
 		_, err := NewRelay(c.o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -351,7 +352,7 @@ func TestRelayStreamMismatch(t *testing.T) {
 	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: DefaultStream, Subjects: []string{"other.>"}}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewRelay(RelayOptions{URL: ns.url, Sources: []zmq.Source{{Name: "a", Endpoint: "tcp://127.0.0.1:1"}}, Logger: quietLogger(t)})
+	r, err := NewRelay(RelayOptions{URL: ns.url, Sources: []zmq.Source{{Name: "a", Endpoint: "tcp://127.0.0.1:1"}}, Logger: quietLogger(t), NewIndex: fast.NewKVEvIndex})
 	if err != nil {
 		t.Fatal(err)
 	}

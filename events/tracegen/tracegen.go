@@ -1,8 +1,10 @@
-// Package tracegen (it was kvevgen) turns the Mooncake conversation trace
-// into the KV-event stream (docs/spec/kv-events.md §1) that vLLM engines
+// Package tracegen turns a request trace into the KV-event stream its engines
+// would publish, and reads that stream back. From the Mooncake conversation
+// trace it builds the stream (docs/spec/kv-events.md §1) that vLLM engines
 // with a given cache capacity would publish, written as a kvev.apply script
 // (§2.10 A1) in JSON Lines: `kvtwin replay --emit-events` writes it and
-// `kvtwin bench events` ingests it.
+// `kvtwin bench events` ingests it. (Before issue 28 the package was
+// kvevgen.)
 //
 // The model, per engine (vLLM v1's BlockPool and scheduler):
 //

@@ -1,7 +1,8 @@
-// Package zmq is kvtwin's KV-event subscriber (it was kvevsub): the
-// networking between vLLM/SGLang ZeroMQ KV-event publishers
-// (docs/spec/kv-events.md §1.1-1.2, §3) and an event-fed index
-// (ref.KVEvIndex).
+// Package zmq is the KV-event subscriber: ZeroMQ sockets of vLLM and SGLang
+// publishers into an injected event-fed index. It is the networking between
+// vLLM/SGLang ZeroMQ KV-event publishers (docs/spec/kv-events.md §1.1-1.2,
+// §3) and an event-fed index (ref.KVEvIndex). (Before issue 28 the package
+// was kvevsub.)
 //
 // The index never opens a socket (§2.10 A1, A7). For each source the
 // subscriber keeps a SUB socket on the publisher's PUB endpoint and passes

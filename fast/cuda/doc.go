@@ -1,6 +1,7 @@
-// Package cuda is kvtwin's GPU path: CUDA twins of catalog ops, run on the
-// CUDA driver API through gorgonia.org/cu (docs/gpu.md, docs/design/ARCHITECTURE.md "GPU
-// path"). The driver is used only in files built with -tags cuda; without
+// Package cuda is kvtwin's GPU path: CUDA twins of catalog ops (-tags cuda),
+// stubs returning ErrNoCUDA without the tag. The twins run on the CUDA
+// driver API through gorgonia.org/cu (docs/gpu.md, docs/design/ARCHITECTURE.md
+// "GPU path"). The driver is used only in files built with -tags cuda; without
 // the tag every exported entry point is a stub returning ErrNoCUDA, so plain
 // `go build ./...` and `go test ./...` need no CUDA at all.
 //

@@ -1,7 +1,8 @@
-// Package bounded reads the files kvtwin's commands are handed — fixtures,
-// traces, event streams, audit reports, JSON and YAML inputs — as hostile
-// input: every size is checked against a bound before anything is allocated
-// for what lies past it. /dev/zero, a FIFO that never ends and a 1 GiB line
+// Package bounded reads every file a command is handed as hostile input,
+// each bound checked before the bytes past it are kept. The files are
+// fixtures, traces, event streams, audit reports, JSON and YAML inputs: every
+// size is checked against a bound before anything is allocated for what lies
+// past it. /dev/zero, a FIFO that never ends and a 1 GiB line
 // cost at most the bound, and are refused with the line (1-based) where the
 // bound was crossed and the bound's name (docs/reliability.md, "Files").
 //

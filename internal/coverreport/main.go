@@ -1,6 +1,7 @@
-// Command coverreport reports how much of the twins (ref/, fast/) the
-// differential suite alone reaches, from a Go coverage profile of
-// `go test -coverpkg=… ./equiv/...` (`make coverage`).
+// Command coverreport reports how much of the twins the differential suite
+// alone reaches, with a reason for every gap (`make coverage`). It reads a Go
+// coverage profile of `go test -coverpkg=… ./equiv/...` over ref/ and
+// fast/.
 // It prints the total, every file below 100 %, and every function with
 // unreached statements, each with the reason docs/coverage.md gives for it
 // or NO REASON. It exits 1 when the total is under -target and some

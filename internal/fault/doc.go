@@ -1,6 +1,7 @@
-// Package fault names the historic bugs that the fast twins can put back
-// for the bug zoo (equiv/mutants, docs/adding-an-op.md "Mutants: a switch or
-// a wrapper"), and holds the table through which the bug zoo reaches them.
+// Package fault holds the bug zoo's switches into fast and the table of
+// fast's hooks through which the bug zoo reaches them. It names the historic
+// bugs that the fast twins can put back for the bug zoo (equiv/mutants,
+// docs/adding-an-op.md "Mutants: a switch or a wrapper").
 //
 // A fault is a switch: a bool flag read by a fast twin at the one place
 // where a historic bug lived, inside a stateful type or in the middle of an

@@ -1,6 +1,7 @@
-// Command gen writes the registration lists kvtwin would otherwise keep by
-// hand, from the source (internal/gen/model has the rules):
-// catalog/all_gen.go (catalog.All), equiv/suites_gen.go (equiv.Suites) and
+// Command gen writes the registration lists of ops, specs and mutants from
+// the source (`make generate`). These are the lists kvtwin would otherwise
+// keep by hand (internal/gen/model has the rules): catalog/all_gen.go
+// (catalog.All), equiv/suites_gen.go (equiv.Suites) and
 // equiv/mutants/all_gen.go (mutants.All). Run it as `make generate` (which
 // also regenerates the docs) or `go run ./internal/gen` from the module
 // root; -check only reports stale files. It imports nothing of kvtwin, so it

@@ -1,7 +1,8 @@
-// Package hostile derives hostile request bodies from a valid one: every
-// numeric leaf replaced by an extreme, every array emptied and grown to a
-// byte budget, every object member dropped, duplicated or joined by an
-// unknown one, and values nested to a depth limit. It is the generator of the
+// Package hostile derives hostile request bodies from a valid one, for the
+// suites, the fuzz target and `kvtwin soak`. Every numeric leaf is replaced
+// by an extreme, every array emptied and grown to a byte budget, every
+// object member dropped, duplicated or joined by an unknown one, and values
+// nested to a depth limit. It is the generator of the
 // hostile-input harness (equiv/hostile_test.go, `make hostile`) and of the
 // fuzz target's numeric mutations; see docs/reliability.md.
 package hostile

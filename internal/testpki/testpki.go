@@ -1,6 +1,7 @@
-// Package testpki issues real X.509 certificates for tests: a CA, server
-// certificates for the loopback addresses and client certificates, ECDSA
-// P-256 keys, PEM-encoded and written where a test wants them. It is a
+// Package testpki issues real X.509 certificates for the TLS tests of server
+// and cmd/kvtwin. It makes a CA, server certificates for the loopback
+// addresses and client certificates, ECDSA P-256 keys, PEM-encoded and
+// written where a test wants them. It is a
 // normal package only so that the test packages that serve or call TLS
 // (server, cmd/kvtwin) share one issuer instead of each keeping a copy; it
 // is used by tests alone, links testing, and production code never imports

@@ -1,8 +1,9 @@
 //go:build cuda
 
-// Package cudaguard initialises the CUDA driver before gorgonia.org/cu does,
-// so that a driver that cannot start is reported with its reason instead of
-// cu's init calling os.Exit(1) with a terse message. It is imported (blank)
+// Package cudaguard starts the CUDA driver before gorgonia.org/cu does, so a
+// failing driver is reported, not os.Exit'ed. A driver that cannot start is
+// so reported with its reason instead of cu's init calling os.Exit(1) with a
+// terse message. It is imported (blank)
 // by fast/cuda; its import path sorts before "gorgonia.org/cu", and since Go
 // 1.21 packages whose imports are ready initialise in import-path order, so
 // this init runs first (docs/design/cuda.md §7).

@@ -1,12 +1,24 @@
-// Command docs writes the generated ops index: docs/ops.md (one row per op:
-// its spec section and the files of its twins, registration, spec, mutants
-// and golden fixtures) and the ops table of README.md between the
-// `<!-- ops:begin -->` and `<!-- ops:end -->` markers. Names, spec sections
-// and summaries come from catalog.All(), mutant IDs from mutants.All(), files
-// from the source (internal/gen/model): nothing here names a file. Run it as
-// `make docs` (or `make generate`) from the module root; -check only reports
-// stale files. TestOpsPageIsCurrent and TestReadmeOpsTableIsCurrent fail
-// when a committed page differs from what it would write.
+// Command docs writes the pages drawn from the code: the ops index and the
+// architecture page's package graph and rule table.
+//
+// The ops index is docs/ops.md (one row per op: its spec section and the
+// files of its twins, registration, spec, mutants and golden fixtures) and
+// the ops table of README.md between the `<!-- ops:begin -->` and
+// `<!-- ops:end -->` markers. Names, spec sections and summaries come from
+// catalog.All(), mutant IDs from mutants.All(), files from the source
+// (internal/gen/model): nothing here names a file.
+//
+// docs/design/ARCHITECTURE.md's regions between `<!-- packages:begin -->`
+// and `<!-- packages:end -->` (the dependency diagram and the package table)
+// and between `<!-- import-rules:begin -->` and `<!-- import-rules:end -->`
+// are drawn from `go list` of the default and the -tags cuda build, each
+// package's doc comment (its first sentence is the package's role) and
+// internal/importgraph's rules, the rows internal/repolint checks.
+//
+// Run it as `make docs` (or `make generate`) from the module root; -check
+// only reports stale files. TestOpsPageIsCurrent,
+// TestReadmeOpsTableIsCurrent and TestArchitecturePageIsCurrent fail when a
+// committed page differs from what it would write.
 package main
 
 import (
@@ -37,8 +49,23 @@ const (
 
 func main() { model.Main("docs", "docs", render) }
 
-// render returns the content both pages should have, by repository path.
+// render returns the content every generated page should have, by
+// repository path.
 func render(root string) (map[string][]byte, error) {
+	ops, err := renderOps(root)
+	if err != nil {
+		return nil, err
+	}
+	arch, err := architecture(root)
+	if err != nil {
+		return nil, err
+	}
+	ops[Architecture] = arch
+	return ops, nil
+}
+
+// renderOps returns the ops index pages: docs/ops.md and README.md.
+func renderOps(root string) (map[string][]byte, error) {
 	rows, err := index(root)
 	if err != nil {
 		return nil, err
@@ -47,7 +74,7 @@ func render(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	newReadme, err := replaceTable(string(readme), readmeTable(rows))
+	newReadme, err := replaceRegion(string(readme), Readme, beginMarker, endMarker, readmeTable(rows))
 	if err != nil {
 		return nil, err
 	}
@@ -228,12 +255,13 @@ func readmeTable(rows []row) string {
 	return b.String()
 }
 
-// replaceTable puts table between the README's markers.
-func replaceTable(readme, table string) (string, error) {
-	i := strings.Index(readme, beginMarker)
-	j := strings.Index(readme, endMarker)
-	if i < 0 || j < i {
-		return "", errors.New(Readme + ": no `" + beginMarker + "` … `" + endMarker + "` region")
+// replaceRegion puts content between the begin and end markers of the page
+// text doc (named name in errors), each marker on a line of its own.
+func replaceRegion(doc, name, begin, end, content string) (string, error) {
+	i := strings.Index(doc, begin)
+	j := strings.Index(doc, end)
+	if i < 0 || j < i || strings.Count(doc, begin) != 1 || strings.Count(doc, end) != 1 {
+		return "", errors.New(name + ": no single `" + begin + "` … `" + end + "` region")
 	}
-	return readme[:i+len(beginMarker)] + "\n" + table + readme[j:], nil
+	return doc[:i+len(begin)] + "\n" + content + doc[j:], nil
 }

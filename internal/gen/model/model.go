@@ -1,6 +1,7 @@
-// Package model reads kvtwin's registrations from source (go/parser), so the
-// lists that register them and the ops index can be generated instead of
-// hand-kept (docs/adding-an-op.md). It imports nothing of kvtwin: the
+// Package model reads kvtwin's registrations (ops, specs, mutants) from the
+// source with go/parser, for the generators. The lists that register them
+// and the ops index are so generated instead of hand-kept
+// (docs/adding-an-op.md). It imports nothing of kvtwin: the
 // generator that uses it must build even when the lists it rewrites are stale.
 //
 // The rules, one per list:
