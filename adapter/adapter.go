@@ -4,11 +4,11 @@
 // implementation of a kvtwin op against the reference with it:
 //
 //	a := adapter.New()
-//	adapter.Handle(a, "transfer.group_contiguous", myGroupContiguous) // func(ref.TransferGroupContiguousInput) (ref.TransferGroupContiguousOutput, error)
+//	adapter.Handle(a, "transfer.group_contiguous", myGroupContiguous) // func(spec.TransferGroupContiguousInput) (spec.TransferGroupContiguousOutput, error)
 //	a.ServeExec(context.Background(), os.Stdin, os.Stdout)            // kvtwin audit --impl exec:'./myadapter'
 //
 // A function rejects an input by returning a *Reject (or a kvtwin
-// *ref.InputError); any other error, and a panic, is answered as the error
+// *spec.InputError); any other error, and a panic, is answered as the error
 // code "internal", which the audit reports as a mismatch.
 package adapter
 
@@ -19,7 +19,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // OpsCall is the op name that lists the ops an adapter implements.
@@ -40,22 +40,22 @@ const (
 // Adapter is a set of op implementations. Register with Handle before
 // serving; serving is safe for concurrent use.
 type Adapter struct {
-	ops map[string]func(json.RawMessage) (json.RawMessage, *ref.ErrorObject)
+	ops map[string]func(json.RawMessage) (json.RawMessage, *spec.ErrorObject)
 }
 
 // New returns an adapter implementing no op.
 func New() *Adapter {
-	return &Adapter{ops: map[string]func(json.RawMessage) (json.RawMessage, *ref.ErrorObject){}}
+	return &Adapter{ops: map[string]func(json.RawMessage) (json.RawMessage, *spec.ErrorObject){}}
 }
 
 // Handle registers f as a's implementation of op: its input is decoded from
 // the call's JSON into In, and its output encoded as the reply. Registering
 // an op twice replaces the first.
 func Handle[In, Out any](a *Adapter, op string, f func(In) (Out, error)) {
-	a.ops[op] = func(raw json.RawMessage) (json.RawMessage, *ref.ErrorObject) {
+	a.ops[op] = func(raw json.RawMessage) (json.RawMessage, *spec.ErrorObject) {
 		var in In
 		if err := json.Unmarshal(raw, &in); err != nil {
-			return nil, &ref.ErrorObject{Code: CodeBadRequest, Message: fmt.Sprintf("input does not decode as %T: %v", in, err)}
+			return nil, &spec.ErrorObject{Code: CodeBadRequest, Message: fmt.Sprintf("input does not decode as %T: %v", in, err)}
 		}
 		out, err := call(f, in)
 		if err != nil {
@@ -63,7 +63,7 @@ func Handle[In, Out any](a *Adapter, op string, f func(In) (Out, error)) {
 		}
 		b, merr := json.Marshal(out)
 		if merr != nil {
-			return nil, &ref.ErrorObject{Code: CodeInternal, Message: "output does not encode: " + merr.Error()}
+			return nil, &spec.ErrorObject{Code: CodeInternal, Message: "output does not encode: " + merr.Error()}
 		}
 		return b, nil
 	}
@@ -97,16 +97,16 @@ type Reject struct {
 func (r *Reject) Error() string { return r.Code + ": " + r.Message }
 
 // errorObject maps a function's error to the reply's error object.
-func errorObject(err error) *ref.ErrorObject {
+func errorObject(err error) *spec.ErrorObject {
 	var rj *Reject
 	if errors.As(err, &rj) {
-		return &ref.ErrorObject{Code: rj.Code, Message: rj.Message, Field: rj.Field, Value: rj.Value, Bound: rj.Bound}
+		return &spec.ErrorObject{Code: rj.Code, Message: rj.Message, Field: rj.Field, Value: rj.Value, Bound: rj.Bound}
 	}
-	if _, ok := ref.AsInputError(err); ok {
-		obj := ref.ErrorObjectOf(err)
+	if _, ok := spec.AsInputError(err); ok {
+		obj := spec.ErrorObjectOf(err)
 		return &obj
 	}
-	return &ref.ErrorObject{Code: CodeInternal, Message: err.Error()}
+	return &spec.ErrorObject{Code: CodeInternal, Message: err.Error()}
 }
 
 // Ops lists the ops a implements, sorted.
@@ -114,7 +114,7 @@ func (a *Adapter) Ops() []string { return slices.Sorted(maps.Keys(a.ops)) }
 
 // Call applies op to in: the output JSON, or the error object the protocol
 // answers with (not_implemented for an unknown op).
-func (a *Adapter) Call(op string, in json.RawMessage) (json.RawMessage, *ref.ErrorObject) {
+func (a *Adapter) Call(op string, in json.RawMessage) (json.RawMessage, *spec.ErrorObject) {
 	if op == OpsCall {
 		list := make([]map[string]string, 0, len(a.ops))
 		for _, name := range a.Ops() {
@@ -125,7 +125,7 @@ func (a *Adapter) Call(op string, in json.RawMessage) (json.RawMessage, *ref.Err
 	}
 	f, ok := a.ops[op]
 	if !ok {
-		return nil, &ref.ErrorObject{Code: CodeNotImplemented, Message: fmt.Sprintf("op %q is not implemented by this adapter", op)}
+		return nil, &spec.ErrorObject{Code: CodeNotImplemented, Message: fmt.Sprintf("op %q is not implemented by this adapter", op)}
 	}
 	return f(in)
 }

@@ -15,15 +15,15 @@ import (
 
 	"github.com/kvtwin/kvtwin/adapter"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func kit() *adapter.Adapter {
 	a := adapter.New()
-	adapter.Handle(a, "transfer.group_contiguous", func(in ref.TransferGroupContiguousInput) (ref.TransferGroupContiguousOutput, error) {
-		return fast.TransferGroupContiguous(ref.DefaultLimits(), in)
+	adapter.Handle(a, "transfer.group_contiguous", func(in spec.TransferGroupContiguousInput) (spec.TransferGroupContiguousOutput, error) {
+		return fast.TransferGroupContiguous(spec.DefaultLimits(), in)
 	})
 	adapter.Handle(a, "panics", func(in struct{ N int }) (struct{}, error) {
 		var xs []int
@@ -99,11 +99,11 @@ func TestServeExecAnswersEveryRequestByID(t *testing.T) {
 // Example serves one op of a Go program to `kvtwin audit --impl exec:…`.
 func Example() {
 	a := adapter.New()
-	adapter.Handle(a, "transfer.group_contiguous", func(in ref.TransferGroupContiguousInput) (ref.TransferGroupContiguousOutput, error) {
+	adapter.Handle(a, "transfer.group_contiguous", func(in spec.TransferGroupContiguousInput) (spec.TransferGroupContiguousOutput, error) {
 		if len(in.Src) != len(in.Dst) { // the engine's own check, mapped to kvtwin's code
-			return ref.TransferGroupContiguousOutput{}, &adapter.Reject{Code: "length_mismatch", Message: "src and dst differ in length"}
+			return spec.TransferGroupContiguousOutput{}, &adapter.Reject{Code: "length_mismatch", Message: "src and dst differ in length"}
 		}
-		return fast.TransferGroupContiguous(ref.DefaultLimits(), in) // your implementation here
+		return fast.TransferGroupContiguous(spec.DefaultLimits(), in) // your implementation here
 	})
 	req := `{"id":1,"op":"transfer.group_contiguous","in":{"src":[4,5],"dst":[9,10]}}` + "\n"
 	_ = a.ServeExec(context.Background(), strings.NewReader(req), os.Stdout) // os.Stdin in a real adapter

@@ -17,6 +17,7 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/replay"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // DefaultWindow is the default queue window: each round sees the next 64
@@ -24,7 +25,7 @@ import (
 const DefaultWindow = 64
 
 // ErrTraceConfig: a trace-mode setting out of range.
-var ErrTraceConfig = ref.NewSentinel("trace_config", "trace-mode setting out of range")
+var ErrTraceConfig = spec.NewSentinel("trace_config", "trace-mode setting out of range")
 
 // Config configures the trace-to-bench conversion.
 type Config struct {
@@ -41,7 +42,7 @@ type Config struct {
 	// e.g. catalog.RadixTree(impl); nil means the production tree,
 	// catalog.RadixTree(catalog.Fast). Every tree of the contract gives
 	// the same requests and Stats.
-	NewTree ref.NewRadixTreeFunc
+	NewTree spec.NewRadixTreeFunc
 }
 
 // Stats are what the cache replay saw, for the report.
@@ -60,12 +61,12 @@ type Stats struct {
 
 // tier is one capacity-bounded LRU prefix cache over hash blocks.
 type tier struct {
-	tree   ref.RadixTree
+	tree   spec.RadixTree
 	blocks int // capacity in blocks
 }
 
-func newTier(newTree ref.NewRadixTreeFunc, tokens int) (*tier, error) {
-	tree, err := newTree(ref.TreeConfig{PageSize: 1, Policy: ref.PolicyLRU})
+func newTier(newTree spec.NewRadixTreeFunc, tokens int) (*tier, error) {
+	tree, err := newTree(spec.TreeConfig{PageSize: 1, Policy: spec.PolicyLRU})
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +76,7 @@ func newTier(newTree ref.NewRadixTreeFunc, tokens int) (*tier, error) {
 // visit matches k, then inserts it (evicting LRU leaves beyond the
 // capacity, the matched path locked meanwhile) and returns the matched
 // blocks: the prefix the cache held at arrival.
-func (t *tier) visit(k ref.RadixKey) (int, error) {
+func (t *tier) visit(k spec.RadixKey) (int, error) {
 	m, err := t.tree.MatchPrefix(k)
 	if err != nil {
 		return 0, err
@@ -94,7 +95,7 @@ func (t *tier) visit(k ref.RadixKey) (int, error) {
 	size = t.tree.EvictableSize() + t.tree.ProtectedSize()
 	n = min(n, hit+max(t.blocks-size, 0))
 	if n > hit {
-		if _, err := t.tree.Insert(ref.RadixKey{Units: k.Units[:n]}, nil, 0); err != nil {
+		if _, err := t.tree.Insert(spec.RadixKey{Units: k.Units[:n]}, nil, 0); err != nil {
 			return 0, err
 		}
 	}
@@ -110,7 +111,7 @@ func (t *tier) visit(k ref.RadixKey) (int, error) {
 // without a host tier), both in whole 512-token blocks and capped at the
 // page-floored input_length − 1 so at least one token is computed;
 // extend = input − l1 − l2; max_new_tokens = output_length.
-func Requests(reqs []replay.Request, pageSize int64, cfg Config) ([]ref.BenchRequest, Stats, error) {
+func Requests(reqs []replay.Request, pageSize int64, cfg Config) ([]spec.BenchRequest, Stats, error) {
 	if err := check(cfg); err != nil {
 		return nil, Stats{}, err
 	}
@@ -131,7 +132,7 @@ func Requests(reqs []replay.Request, pageSize int64, cfg Config) ([]ref.BenchReq
 			return nil, Stats{}, err
 		}
 	}
-	out := make([]ref.BenchRequest, 0, len(reqs))
+	out := make([]spec.BenchRequest, 0, len(reqs))
 	st := Stats{Requests: len(reqs)}
 	for i, r := range reqs {
 		k := replay.BlockKey(r)
@@ -149,7 +150,7 @@ func Requests(reqs []replay.Request, pageSize int64, cfg Config) ([]ref.BenchReq
 		limit := max(ref.FloorPage(in-1, pageSize), 0)
 		c1 := min(int64(h1)*replay.BlockTokens, limit)
 		c2 := max(min(int64(max(h1, h2))*replay.BlockTokens, limit)-c1, 0)
-		br := ref.BenchRequest{RID: fmt.Sprintf("t%d", i), L1CachedTokens: c1, L2HostHitTokens: c2,
+		br := spec.BenchRequest{RID: fmt.Sprintf("t%d", i), L1CachedTokens: c1, L2HostHitTokens: c2,
 			ExtendTokens: in - c1 - c2, MaxNewTokens: int64(r.OutputLength)}
 		st.InputTokens += in
 		st.L1CachedTokens += c1
@@ -163,13 +164,13 @@ func Requests(reqs []replay.Request, pageSize int64, cfg Config) ([]ref.BenchReq
 func check(cfg Config) error {
 	switch {
 	case cfg.L1CacheTokens < replay.BlockTokens:
-		return ref.Reject(ErrTraceConfig, "l1_cache_tokens", cfg.L1CacheTokens, fmt.Sprintf(">= %d (one block)", replay.BlockTokens))
+		return spec.Reject(ErrTraceConfig, "l1_cache_tokens", cfg.L1CacheTokens, fmt.Sprintf(">= %d (one block)", replay.BlockTokens))
 	case cfg.L2CacheTokens < 0:
-		return ref.Reject(ref.ErrNegative, "l2_cache_tokens", cfg.L2CacheTokens, ">= 0 (0 is no host tier)")
+		return spec.Reject(spec.ErrNegative, "l2_cache_tokens", cfg.L2CacheTokens, ">= 0 (0 is no host tier)")
 	case cfg.L2CacheTokens > 0 && cfg.L2CacheTokens < cfg.L1CacheTokens:
-		return ref.Reject(ErrTraceConfig, "l2_cache_tokens", cfg.L2CacheTokens, fmt.Sprintf(">= l1_cache_tokens (%d): the host tier backs up the device tier", cfg.L1CacheTokens))
+		return spec.Reject(ErrTraceConfig, "l2_cache_tokens", cfg.L2CacheTokens, fmt.Sprintf(">= l1_cache_tokens (%d): the host tier backs up the device tier", cfg.L1CacheTokens))
 	case cfg.Window < 1:
-		return ref.Reject(ErrTraceConfig, "window", cfg.Window, ">= 1")
+		return spec.Reject(ErrTraceConfig, "window", cfg.Window, ">= 1")
 	}
 	return nil
 }
@@ -179,7 +180,7 @@ func check(cfg Config) error {
 // locks at most window requests' L1 prefixes, and a load-back may evict
 // up to its l2 from the evictable slots first). The cached prefixes are
 // evictable device slots, so this is also what a real pool would hold.
-func LockBound(reqs []ref.BenchRequest, window int) int64 {
+func LockBound(reqs []spec.BenchRequest, window int) int64 {
 	v := make([]int64, len(reqs))
 	for i, r := range reqs {
 		v[i] = r.L1CachedTokens + r.L2HostHitTokens
@@ -196,10 +197,10 @@ func LockBound(reqs []ref.BenchRequest, window int) int64 {
 // budgets, CP knobs, fake L1 available, fake L2 capacity, max_rounds), the
 // trace's requests, queue_window = cfg.Window and fake_l1.evictable =
 // LockBound.
-func Bench(reqs []replay.Request, base ref.AdmissionBenchInput, cfg Config) (ref.AdmissionBenchInput, Stats, error) {
+func Bench(reqs []replay.Request, base spec.AdmissionBenchInput, cfg Config) (spec.AdmissionBenchInput, Stats, error) {
 	brs, st, err := Requests(reqs, max(base.PageSize, 1), cfg)
 	if err != nil {
-		return ref.AdmissionBenchInput{}, Stats{}, err
+		return spec.AdmissionBenchInput{}, Stats{}, err
 	}
 	base.Requests = brs
 	base.QueueWindow = int64(cfg.Window)

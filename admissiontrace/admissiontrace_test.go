@@ -15,16 +15,17 @@ import (
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/replay"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 const samplePath = "../replay/testdata/mooncake_conversation_500.jsonl"
 
 // traceBase is the CLI's trace settings (A3.2's example budgets, CP on)
 // with a cached-token budget, so CP gates fire on real prefix reuse.
-func traceBase() ref.AdmissionBenchInput {
+func traceBase() spec.AdmissionBenchInput {
 	in := catalog.AdmissionBenchA32()
-	in.CP = &ref.BenchCP{MaxRequests: ptr(10), MaxTotalCachedTokens: ptr(65536)}
-	in.MaxRounds = ref.MaxBenchRounds
+	in.CP = &spec.BenchCP{MaxRequests: ptr(10), MaxTotalCachedTokens: ptr(65536)}
+	in.MaxRounds = spec.MaxBenchRounds
 	in.Requests = nil
 	return in
 }
@@ -33,7 +34,7 @@ func ptr(v int64) *int64 { return &v }
 
 var cfg = admissiontrace.Config{L1CacheTokens: 1 << 22, L2CacheTokens: 1 << 24, Window: admissiontrace.DefaultWindow}
 
-func sampleBench(t testing.TB) ref.AdmissionBenchInput {
+func sampleBench(t testing.TB) spec.AdmissionBenchInput {
 	reqs, err := replay.ReadFile(samplePath, replay.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
@@ -51,12 +52,12 @@ func sampleBench(t testing.TB) ref.AdmissionBenchInput {
 func TestTraceBenchOn500Requests(t *testing.T) {
 	in := sampleBench(t)
 	in.Deterministic = true
-	lim := ref.DefaultLimits()
+	lim := spec.DefaultLimits()
 	out, err := fast.AdmissionBench(lim, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Termination != ref.BenchDrained || out.Summary.RequestsAdmitted != 500 {
+	if out.Termination != spec.BenchDrained || out.Summary.RequestsAdmitted != 500 {
 		t.Fatalf("termination %s, %d admitted", out.Termination, out.Summary.RequestsAdmitted)
 	}
 	for _, p := range equiv.BenchProps() {
@@ -78,7 +79,7 @@ func TestTraceBenchOn500Requests(t *testing.T) {
 			t.Fatalf("%s: extend %d, l1 %d", r.RID, r.ExtendTokens, r.L1CachedTokens)
 		}
 	}
-	if l1 == 0 || out.Summary.StopReasons[ref.DetailCPMaxCachedTokens] == 0 {
+	if l1 == 0 || out.Summary.StopReasons[spec.DetailCPMaxCachedTokens] == 0 {
 		t.Errorf("no prefix reuse reached the cached gate: l1 %d, stops %v", l1, out.Summary.StopReasons)
 	}
 }
@@ -87,14 +88,14 @@ func TestTraceBenchOn500Requests(t *testing.T) {
 // its blocks in L1 (capped so one token is computed); once L1 has evicted
 // them the host tier still holds them; without a host tier L2 is 0.
 func TestRequestsModelTheCaches(t *testing.T) {
-	a := replay.Request{InputLength: 1024, HashIDs: []ref.Unit{1, 2}}
-	b := replay.Request{InputLength: 1024, HashIDs: []ref.Unit{3, 4}}
+	a := replay.Request{InputLength: 1024, HashIDs: []spec.Unit{1, 2}}
+	b := replay.Request{InputLength: 1024, HashIDs: []spec.Unit{3, 4}}
 	reqs := []replay.Request{a, a, b, a}
 	got, _, err := admissiontrace.Requests(reqs, 64, admissiontrace.Config{L1CacheTokens: 1024, L2CacheTokens: 4096, Window: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ref.BenchRequest{
+	want := []spec.BenchRequest{
 		{RID: "t0", ExtendTokens: 1024},
 		{RID: "t1", L1CachedTokens: 960, ExtendTokens: 64}, // 1024 − 1 floored to a page
 		{RID: "t2", ExtendTokens: 1024},
@@ -117,7 +118,7 @@ func TestRequestsModelTheCaches(t *testing.T) {
 
 // TestLockBound: the sum of the window largest l1 + l2.
 func TestLockBound(t *testing.T) {
-	rs := []ref.BenchRequest{{L1CachedTokens: 5}, {L1CachedTokens: 1, L2HostHitTokens: 9}, {L2HostHitTokens: 3}}
+	rs := []spec.BenchRequest{{L1CachedTokens: 5}, {L1CachedTokens: 1, L2HostHitTokens: 9}, {L2HostHitTokens: 3}}
 	if got := admissiontrace.LockBound(rs, 2); got != 15 {
 		t.Errorf("LockBound = %d, want 15", got)
 	}
@@ -145,7 +146,7 @@ func BenchmarkAdmissionBenchTrace(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := fast.AdmissionBench(ref.DefaultLimits(), in); err != nil {
+		if _, err := fast.AdmissionBench(spec.DefaultLimits(), in); err != nil {
 			b.Fatal(err)
 		}
 	}

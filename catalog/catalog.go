@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Impl names an implementation of an op.
@@ -59,8 +59,8 @@ type Entry interface {
 	Example() json.RawMessage
 	// Run decodes in strictly, runs impl and returns the canonical result:
 	// the output's JSON, or on rejection the canonical error object together
-	// with a non-nil error (an *ref.InputError for bad input).
-	Run(impl Impl, lim ref.Limits, in []byte) ([]byte, error)
+	// with a non-nil error (an *spec.InputError for bad input).
+	Run(impl Impl, lim spec.Limits, in []byte) ([]byte, error)
 	// Benchmarks lists the op's benchmark shapes, type-erased.
 	Benchmarks() []Bench
 	// Cost is the op's stated bound on what one run may allocate.
@@ -68,7 +68,7 @@ type Entry interface {
 }
 
 // Func is the signature every twin of an op has.
-type Func[In, Out any] func(ref.Limits, In) (Out, error)
+type Func[In, Out any] func(spec.Limits, In) (Out, error)
 
 // Shape is a named benchmark input (see docs/perf.md).
 type Shape[In any] struct {
@@ -154,7 +154,7 @@ func (o *Op[In, Out]) Example() json.RawMessage {
 }
 
 // Run implements Entry.
-func (o *Op[In, Out]) Run(impl Impl, lim ref.Limits, in []byte) ([]byte, error) {
+func (o *Op[In, Out]) Run(impl Impl, lim spec.Limits, in []byte) ([]byte, error) {
 	f, err := o.Func(impl)
 	if err != nil {
 		return nil, err
@@ -183,7 +183,7 @@ func (o *Op[In, Out]) prepare(sh Shape[In]) func(Impl) (func() error, error) {
 		if err != nil {
 			return nil, err
 		}
-		in, lim := sh.Make(), ref.DefaultLimits()
+		in, lim := sh.Make(), spec.DefaultLimits()
 		return func() error { _, err := f(lim, in); return err }, nil
 	}
 }
@@ -195,7 +195,7 @@ func (o *Op[In, Out]) output(sh Shape[In]) func(Impl) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := f(ref.DefaultLimits(), sh.Make())
+		out, err := f(spec.DefaultLimits(), sh.Make())
 		return Canonical(out, err), err
 	}
 }
@@ -214,7 +214,7 @@ type Bench struct {
 }
 
 // DecodeStrict decodes canonical or hand-written JSON into In, rejecting
-// unknown fields and trailing data with an *ref.InputError naming the field.
+// unknown fields and trailing data with an *spec.InputError naming the field.
 func DecodeStrict[In any](in []byte) (In, error) {
 	var x In
 	dec := json.NewDecoder(bytes.NewReader(in))
@@ -223,13 +223,13 @@ func DecodeStrict[In any](in []byte) (In, error) {
 		return x, decodeError(err)
 	}
 	if dec.More() {
-		return x, ref.Reject(ErrBadJSON, "$", "trailing data", "a single JSON object")
+		return x, spec.Reject(ErrBadJSON, "$", "trailing data", "a single JSON object")
 	}
 	return x, nil
 }
 
 // ErrBadJSON is the sentinel for request bodies that do not decode into the op's input.
-var ErrBadJSON = ref.NewSentinel("bad_json", "input does not decode")
+var ErrBadJSON = spec.NewSentinel("bad_json", "input does not decode")
 
 func decodeError(err error) error {
 	var te *json.UnmarshalTypeError
@@ -240,15 +240,15 @@ func decodeError(err error) error {
 		if field == "" {
 			field = "$"
 		}
-		return ref.Reject(ErrBadJSON, field, te.Value, "a JSON "+te.Type.String())
+		return spec.Reject(ErrBadJSON, field, te.Value, "a JSON "+te.Type.String())
 	case errors.As(err, &se):
-		return ref.Reject(ErrBadJSON, "$", fmt.Sprintf("offset %d", se.Offset), "valid JSON: "+se.Error())
+		return spec.Reject(ErrBadJSON, "$", fmt.Sprintf("offset %d", se.Offset), "valid JSON: "+se.Error())
 	}
 	msg := err.Error()
 	if f, ok := unknownField(msg); ok {
-		return ref.Reject(ErrBadJSON, f, "unknown field", "a field of the op's input")
+		return spec.Reject(ErrBadJSON, f, "unknown field", "a field of the op's input")
 	}
-	return ref.Reject(ErrBadJSON, "$", msg, "a JSON object")
+	return spec.Reject(ErrBadJSON, "$", msg, "a JSON object")
 }
 
 func unknownField(msg string) (string, bool) {
@@ -260,11 +260,11 @@ func unknownField(msg string) (string, bool) {
 }
 
 // ErrorObject is the canonical encoding of a rejected input (see
-// ref.ErrorObject).
-type ErrorObject = ref.ErrorObject
+// spec.ErrorObject).
+type ErrorObject = spec.ErrorObject
 
 // ErrorObjectOf converts err to its canonical error object.
-func ErrorObjectOf(err error) ErrorObject { return ref.ErrorObjectOf(err) }
+func ErrorObjectOf(err error) ErrorObject { return spec.ErrorObjectOf(err) }
 
 // Canonical is the byte form twins are compared on: the output's JSON when
 // err is nil, otherwise the JSON of the error object.

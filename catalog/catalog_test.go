@@ -11,7 +11,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/equiv/mutants"
 	"github.com/kvtwin/kvtwin/fixtures"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestEveryEntryHasGeneratorFixtureAndBenchmark is the catalog's
@@ -60,7 +60,7 @@ func TestEntriesAreNamedOnceWithSpecAndExample(t *testing.T) {
 		}
 		seen[e.Name()] = true
 		for _, impl := range e.Impls() {
-			if _, err := e.Run(impl, ref.DefaultLimits(), e.Example()); err != nil {
+			if _, err := e.Run(impl, spec.DefaultLimits(), e.Example()); err != nil {
 				t.Errorf("%s on %s rejects its own example: %v", e.Name(), impl, err)
 			}
 		}
@@ -80,8 +80,8 @@ func TestRunDecodesStrictly(t *testing.T) {
 		`{"kv":[1],"cp_size":1} {}`:          "$",
 		`{"kv":[1],`:                         "$",
 	} {
-		out, err := e.Run(catalog.Fast, ref.DefaultLimits(), []byte(in))
-		ie, isInput := ref.AsInputError(err)
+		out, err := e.Run(catalog.Fast, spec.DefaultLimits(), []byte(in))
+		ie, isInput := spec.AsInputError(err)
 		if !isInput || !errors.Is(err, catalog.ErrBadJSON) || ie.Field != field {
 			t.Errorf("%s: got %v, want bad_json on %q", in, err, field)
 		}
@@ -97,7 +97,7 @@ func TestCUDAIsAnErrorNotAFallback(t *testing.T) {
 		if slices.Contains(e.Impls(), catalog.CUDA) {
 			continue
 		}
-		_, err := e.Run(catalog.CUDA, ref.DefaultLimits(), e.Example())
+		_, err := e.Run(catalog.CUDA, spec.DefaultLimits(), e.Example())
 		if !errors.Is(err, catalog.ErrImplUnavailable) || !strings.Contains(err.Error(), "-tags cuda") {
 			t.Errorf("%s on cuda: got %v, want ErrImplUnavailable naming the build tag", e.Name(), err)
 		}

@@ -4,11 +4,11 @@ import (
 	"math"
 	"math/bits"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Cost states how much one run of an op may allocate, in terms of what the
-// caller controls: the request's bytes and the configured ref.Limits. Every
+// caller controls: the request's bytes and the configured spec.Limits. Every
 // size an op derives from a number it was sent is checked against a limit
 // before it sizes an allocation or a loop, so a run's memory (and with it
 // its work) is linear in these two. The hostile-input harness
@@ -18,7 +18,7 @@ type Cost struct {
 	// validation copies, plans proportional to the input's lists.
 	PerInputByte int64
 	// PerOutputByte is the bytes allocated per byte of the largest output
-	// the limits admit (ref.Limits.OutputBound): the output, its canonical
+	// the limits admit (spec.Limits.OutputBound): the output, its canonical
 	// encoding and scratch of the same order.
 	PerOutputByte int64
 	// Fixed is a constant allowance: tables, pools, small scratch.
@@ -31,7 +31,7 @@ func DefaultCost() Cost { return Cost{PerInputByte: 64, PerOutputByte: 8, Fixed:
 
 // AllocBound is the most bytes a run on inBytes of input under lim may
 // allocate, saturating at math.MaxInt64.
-func (c Cost) AllocBound(inBytes int, lim ref.Limits) int64 {
+func (c Cost) AllocBound(inBytes int, lim spec.Limits) int64 {
 	lim.InputBytes = int64(inBytes)
 	sum := uint64(c.Fixed)
 	for _, term := range [][2]int64{{c.PerInputByte, int64(inBytes)}, {c.PerOutputByte, lim.OutputBound()}} {

@@ -6,11 +6,12 @@ import (
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // CPPageDescriptors registers cp.page_descriptors (docs/spec/cp-layout.md §6).
-func CPPageDescriptors() *Op[ref.CPPageDescriptorsInput, ref.CPPageDescriptorsOutput] {
-	return &Op[ref.CPPageDescriptorsInput, ref.CPPageDescriptorsOutput]{
+func CPPageDescriptors() *Op[spec.CPPageDescriptorsInput, spec.CPPageDescriptorsOutput] {
+	return &Op[spec.CPPageDescriptorsInput, spec.CPPageDescriptorsOutput]{
 		OpName:  "cp.page_descriptors",
 		SpecRef: "cp-layout.md §6.1",
 		Summary: "row-scoped page descriptors (CSR, sorted by page per row) of a batch's page windows",
@@ -22,28 +23,28 @@ func CPPageDescriptors() *Op[ref.CPPageDescriptorsInput, ref.CPPageDescriptorsOu
 		// request byte (rows of 8 one-digit pages; 81 for the example's rows
 		// repeated), fast 53.
 		Work:   Cost{PerInputByte: 128, PerOutputByte: 8, Fixed: 4 << 20},
-		Sample: ref.CPPageDescriptorsInput{Pages: [][]int64{{7, 3}, {3, 9}}},
-		Shapes: []Shape[ref.CPPageDescriptorsInput]{
-			{Name: "bs10-100K-tokens-ps64-shared-prefix", Make: func() ref.CPPageDescriptorsInput {
-				return ref.CPPageDescriptorsInput{Pages: sharedPrefixWindows(10, 100_000, 40_000, 64)}
+		Sample: spec.CPPageDescriptorsInput{Pages: [][]int64{{7, 3}, {3, 9}}},
+		Shapes: []Shape[spec.CPPageDescriptorsInput]{
+			{Name: "bs10-100K-tokens-ps64-shared-prefix", Make: func() spec.CPPageDescriptorsInput {
+				return spec.CPPageDescriptorsInput{Pages: sharedPrefixWindows(10, 100_000, 40_000, 64)}
 			}},
 		},
 	}
 }
 
 // CPRemapLocs registers cp.remap_locs (docs/spec/cp-layout.md §6).
-func CPRemapLocs() *Op[ref.CPRemapLocsInput, ref.CPRemapLocsOutput] {
-	return &Op[ref.CPRemapLocsInput, ref.CPRemapLocsOutput]{
+func CPRemapLocs() *Op[spec.CPRemapLocsInput, spec.CPRemapLocsOutput] {
+	return &Op[spec.CPRemapLocsInput, spec.CPRemapLocsOutput]{
 		OpName:  "cp.remap_locs",
 		SpecRef: "cp-layout.md §6.1",
 		Summary: "row-aware remap of flattened KV locations into a row-scoped compact buffer",
 		Ref:     ref.CPRemapLocs,
 		Fast:    fast.CPRemapLocs,
 		CUDA:    cuda.CPRemapLocs,
-		Sample: ref.CPRemapLocsInput{PageSize: 2, Pages: [][]int64{{7, 3}, {3, 9}},
+		Sample: spec.CPRemapLocsInput{PageSize: 2, Pages: [][]int64{{7, 3}, {3, 9}},
 			Locs: []int64{14, 7, 6, 19, -1}, RowIDs: []int32{0, 0, 1, 1, 1}},
-		Shapes: []Shape[ref.CPRemapLocsInput]{
-			{Name: "bs10-100K-tokens-ps64-shared-prefix", Make: func() ref.CPRemapLocsInput {
+		Shapes: []Shape[spec.CPRemapLocsInput]{
+			{Name: "bs10-100K-tokens-ps64-shared-prefix", Make: func() spec.CPRemapLocsInput {
 				return flattenedRagged(10, 100_000, 40_000, 64)
 			}},
 		},
@@ -74,8 +75,8 @@ func sharedPrefixWindows(bs, tokens, shared int, ps int64) [][]int64 {
 
 // flattenedRagged is the RAGGED flattened page table of sharedPrefixWindows:
 // every token of every row in row order, as loc = page·ps + offset.
-func flattenedRagged(bs, tokens, shared int, ps int64) ref.CPRemapLocsInput {
-	in := ref.CPRemapLocsInput{PageSize: ps, Pages: sharedPrefixWindows(bs, tokens, shared, ps),
+func flattenedRagged(bs, tokens, shared int, ps int64) spec.CPRemapLocsInput {
+	in := spec.CPRemapLocsInput{PageSize: ps, Pages: sharedPrefixWindows(bs, tokens, shared, ps),
 		Locs: make([]int64, 0, bs*tokens), RowIDs: make([]int32, 0, bs*tokens)}
 	for b, row := range in.Pages {
 		for t := range int64(tokens) {

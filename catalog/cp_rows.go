@@ -1,6 +1,9 @@
 package catalog
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // This file holds the inputs the CP row ops' samples and benchmark shapes
 // share (docs/spec/cp-layout.md §1–§4).
@@ -10,17 +13,17 @@ import "github.com/kvtwin/kvtwin/ref"
 const mlaRowBytes = 656
 
 // cpSampleLayout is §2.2's worked example: padded cp=2, g=2, L=[3,9].
-func cpSampleLayout() ref.LayoutSpec { return ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2} }
+func cpSampleLayout() spec.LayoutSpec { return spec.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2} }
 
 // cpBenchLayout is a bs=10, cp=8 page-granular (g=64) layout whose compute
 // rows total 1024·units: request i has units[i] granules per segment and
 // leaves 37·(i+1) rows of padding, so every rank holds interleaved padding.
-func cpBenchLayout(units [10]int) ref.LayoutSpec {
+func cpBenchLayout(units [10]int) spec.LayoutSpec {
 	lens := make([]int, len(units))
 	for i, u := range units {
 		lens[i] = 16*64*u - 37*(i+1)
 	}
-	return ref.LayoutSpec{CP: 8, Lens: lens, Granule: 64}
+	return spec.LayoutSpec{CP: 8, Lens: lens, Granule: 64}
 }
 
 // units128K gives Σ C_i = 128K compute rows (16K per rank).
@@ -31,7 +34,7 @@ var units1M = [10]int{103, 103, 103, 103, 102, 102, 102, 102, 102, 102}
 
 // patternRows returns n rows of width w with every byte depending on its
 // position, so a misplaced row would be visible.
-func patternRows(w, n int) ref.Rows {
+func patternRows(w, n int) spec.Rows {
 	x := ref.NewRows(w, n)
 	for i := range x.B {
 		x.B[i] = byte(i*31 + i/w)
@@ -42,7 +45,7 @@ func patternRows(w, n int) ref.Rows {
 // SeededRows returns n rows of width w filled by xorshift32 from seed (an
 // odd seed is used as is): deterministic bytes for generators, tests and
 // bench shapes that must not share a pattern.
-func SeededRows(w, n int, seed uint32) ref.Rows {
+func SeededRows(w, n int, seed uint32) spec.Rows {
 	x := ref.NewRows(w, n)
 	s := seed | 1
 	for i := range x.B {
@@ -55,7 +58,7 @@ func SeededRows(w, n int, seed uint32) ref.Rows {
 }
 
 // mustBuild builds a layout the catalog's own shapes name.
-func mustBuild(sp ref.LayoutSpec) ref.Layout {
+func mustBuild(sp spec.LayoutSpec) spec.Layout {
 	lay, err := sp.Build()
 	if err != nil {
 		panic("catalog: bad CP layout shape: " + err.Error())

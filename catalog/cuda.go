@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/kvtwin/kvtwin/fast/cuda"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // cudaStatus is the process's CUDA verdict, computed once: the CUDA runtime
@@ -67,7 +67,7 @@ func (o *Op[In, Out]) cudaSelfTest() (err error) {
 			err = fmt.Errorf("panic: %v", r)
 		}
 	}()
-	lim := ref.DefaultLimits()
+	lim := spec.DefaultLimits()
 	want := Canonical(o.Ref(lim, o.Sample))
 	got := Canonical(o.CUDA(lim, o.Sample))
 	if !bytes.Equal(want, got) {

@@ -8,6 +8,7 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestCUDASelfTestNamesTheMismatchingOp checks the start-up known-answer
@@ -19,20 +20,20 @@ func TestCUDASelfTestNamesTheMismatchingOp(t *testing.T) {
 	good.CUDA = good.Fast
 	wrong := catalog.TransferFilterCPRank()
 	wrong.OpName = "test.wrong"
-	wrong.CUDA = func(lim ref.Limits, in ref.TransferFilterCPRankInput) (ref.TransferFilterCPRankOutput, error) {
+	wrong.CUDA = func(lim spec.Limits, in spec.TransferFilterCPRankInput) (spec.TransferFilterCPRankOutput, error) {
 		out, err := ref.TransferFilterCPRank(lim, in)
 		out.Positions[0]++
 		return out, err
 	}
 	failing := catalog.TransferFilterCPRank()
 	failing.OpName = "test.failing"
-	failing.CUDA = func(ref.Limits, ref.TransferFilterCPRankInput) (ref.TransferFilterCPRankOutput, error) {
-		return ref.TransferFilterCPRankOutput{}, errors.New("cuda: test.failing: cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED")
+	failing.CUDA = func(spec.Limits, spec.TransferFilterCPRankInput) (spec.TransferFilterCPRankOutput, error) {
+		return spec.TransferFilterCPRankOutput{}, errors.New("cuda: test.failing: cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED")
 	}
 	if err := catalog.CUDASelfTest([]catalog.Entry{good}); err != nil {
 		t.Fatalf("a correct twin failed the self-test: %v", err)
 	}
-	for _, e := range []*catalog.Op[ref.TransferFilterCPRankInput, ref.TransferFilterCPRankOutput]{wrong, failing} {
+	for _, e := range []*catalog.Op[spec.TransferFilterCPRankInput, spec.TransferFilterCPRankOutput]{wrong, failing} {
 		err := catalog.CUDASelfTest([]catalog.Entry{good, e})
 		if err == nil || !strings.Contains(err.Error(), "cuda self-test: "+e.OpName+":") {
 			t.Errorf("%s: self-test error %v; want one naming the op", e.OpName, err)
@@ -54,7 +55,7 @@ func TestCUDAWithheldWithAReason(t *testing.T) {
 				t.Fatalf("%s lists cuda although CUDAStatus() = %v", e.Name(), status)
 			}
 		}
-		_, err := e.Run(catalog.CUDA, ref.DefaultLimits(), nil)
+		_, err := e.Run(catalog.CUDA, spec.DefaultLimits(), nil)
 		if !errors.Is(err, catalog.ErrImplUnavailable) || !strings.Contains(err.Error(), status.Error()) {
 			t.Fatalf("%s: Run(cuda) = %v; want ErrImplUnavailable with %q", e.Name(), err, status)
 		}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Run an op by name on a chosen implementation, on canonical JSON: the
@@ -21,10 +21,10 @@ func ExampleLookup() {
 	}
 	// The chunk's pages 40..44 start at request page 8; rank 1 of 2 sends its share.
 	in := []byte(`{"kv":[40,41,42,43,44],"chunk_page_start":8,"cp_rank":1,"cp_size":2}`)
-	out, err := e.Run(impl, ref.DefaultLimits(), in)
+	out, err := e.Run(impl, spec.DefaultLimits(), in)
 	fmt.Println(e.Spec())
 	fmt.Printf("%s %v\n", out, err)
-	refOut, _ := e.Run(catalog.Ref, ref.DefaultLimits(), in)
+	refOut, _ := e.Run(catalog.Ref, spec.DefaultLimits(), in)
 	fmt.Println("ref agrees:", string(refOut) == string(out))
 	// Output:
 	// transfer.md §1
@@ -41,14 +41,14 @@ func ExampleRadixTree() {
 		if err != nil {
 			panic(err)
 		}
-		tree, err := newTree(ref.TreeConfig{PageSize: 2, Policy: ref.PolicyLRU})
+		tree, err := newTree(spec.TreeConfig{PageSize: 2, Policy: spec.PolicyLRU})
 		if err != nil {
 			panic(err)
 		}
-		if _, err := tree.Insert(ref.RadixKey{Units: []ref.Unit{1, 2, 3, 4}}, []ref.SlotIdx{10, 11, 12, 13}, 0); err != nil {
+		if _, err := tree.Insert(spec.RadixKey{Units: []spec.Unit{1, 2, 3, 4}}, []spec.SlotIdx{10, 11, 12, 13}, 0); err != nil {
 			panic(err)
 		}
-		m, err := tree.MatchPrefix(ref.RadixKey{Units: []ref.Unit{1, 2, 3, 9}})
+		m, err := tree.MatchPrefix(spec.RadixKey{Units: []spec.Unit{1, 2, 3, 9}})
 		if err != nil {
 			panic(err)
 		}

@@ -4,12 +4,13 @@ import (
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // finiteBF16Rows builds n patterned 1152-byte bf16 rows, every value finite
 // (the exponent's top bit cleared).
-func finiteBF16Rows(n int) ref.Rows {
-	x := patternRows(ref.MLABF16RowBytes, n)
+func finiteBF16Rows(n int) spec.Rows {
+	x := patternRows(spec.MLABF16RowBytes, n)
 	for i := 1; i < len(x.B); i += 2 {
 		x.B[i] &= 0xBF
 	}
@@ -36,23 +37,23 @@ func composeSlots(ps int64, b, p, l int) ([][]int64, [][]int64) {
 }
 
 // FP8ComposeCurrent registers fp8.compose_current (docs/spec/cp-layout.md §7.5).
-func FP8ComposeCurrent() *Op[ref.FP8ComposeCurrentInput, ref.FP8ComposeCurrentOutput] {
-	return &Op[ref.FP8ComposeCurrentInput, ref.FP8ComposeCurrentOutput]{
+func FP8ComposeCurrent() *Op[spec.FP8ComposeCurrentInput, spec.FP8ComposeCurrentOutput] {
+	return &Op[spec.FP8ComposeCurrentInput, spec.FP8ComposeCurrentOutput]{
 		OpName:  "fp8.compose_current",
 		SpecRef: "cp-layout.md §7.5",
 		Summary: "flattened FP8 K buffer: prefix rows from cache slots, current rows quantized from fresh k (three explicit contracts)",
 		Ref:     ref.FP8ComposeCurrent,
 		Fast:    fast.FP8ComposeCurrent,
 		CUDA:    cuda.FP8ComposeCurrent,
-		Sample: func() ref.FP8ComposeCurrentInput {
+		Sample: func() spec.FP8ComposeCurrentInput {
 			pre, cur := composeSlots(2, 1, 2, 1)
-			return ref.FP8ComposeCurrentInput{Pool: fp8Pool(2, 4), PrefixSlots: pre, CurrentSlots: cur, Lens: []int{1}, Contract: ref.ContractGlobalValid, Current: finiteBF16Rows(1)}
+			return spec.FP8ComposeCurrentInput{Pool: fp8Pool(2, 4), PrefixSlots: pre, CurrentSlots: cur, Lens: []int{1}, Contract: spec.ContractGlobalValid, Current: finiteBF16Rows(1)}
 		}(),
-		Shapes: []Shape[ref.FP8ComposeCurrentInput]{
+		Shapes: []Shape[spec.FP8ComposeCurrentInput]{
 			// bs=4: 8K prefix rows and 1K current rows each, global valid.
-			{Name: "bs4-prefix8K-current1K-ps64", Make: func() ref.FP8ComposeCurrentInput {
+			{Name: "bs4-prefix8K-current1K-ps64", Make: func() spec.FP8ComposeCurrentInput {
 				pre, cur := composeSlots(64, 4, 8192, 1024)
-				return ref.FP8ComposeCurrentInput{Pool: fp8Pool(64, 4*9216), PrefixSlots: pre, CurrentSlots: cur, Lens: []int{1024, 1024, 1024, 1024}, Contract: ref.ContractGlobalValid, Current: finiteBF16Rows(4096)}
+				return spec.FP8ComposeCurrentInput{Pool: fp8Pool(64, 4*9216), PrefixSlots: pre, CurrentSlots: cur, Lens: []int{1024, 1024, 1024, 1024}, Contract: spec.ContractGlobalValid, Current: finiteBF16Rows(4096)}
 			}},
 		},
 	}

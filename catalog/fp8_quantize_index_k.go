@@ -6,40 +6,41 @@ import (
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // FP8QuantizeRow registers fp8.quantize_row (docs/spec/cp-layout.md §7.2).
-func FP8QuantizeRow() *Op[ref.FP8QuantizeRowInput, ref.FP8QuantizeRowOutput] {
-	return &Op[ref.FP8QuantizeRowInput, ref.FP8QuantizeRowOutput]{
+func FP8QuantizeRow() *Op[spec.FP8QuantizeRowInput, spec.FP8QuantizeRowOutput] {
+	return &Op[spec.FP8QuantizeRowInput, spec.FP8QuantizeRowOutput]{
 		OpName:  "fp8.quantize_row",
 		SpecRef: "cp-layout.md §7.2",
 		Summary: "MLA bf16 rows (1152 B) to 656-byte FP8 rows: e4m3 codes, per-tile fp32 scales (div_fp32, recip_fp32 or div_bf16), bf16 rope; all-zero tile has scale 0",
 		Ref:     ref.FP8QuantizeRow,
 		Fast:    fast.FP8QuantizeRow,
 		CUDA:    cuda.FP8QuantizeRow,
-		Sample:  ref.FP8QuantizeRowInput{Mode: ref.ScaleDivFP32, X: WorkedFP8Rows()},
-		Shapes: []Shape[ref.FP8QuantizeRowInput]{
+		Sample:  spec.FP8QuantizeRowInput{Mode: spec.ScaleDivFP32, X: WorkedFP8Rows()},
+		Shapes: []Shape[spec.FP8QuantizeRowInput]{
 			// The shape: 128K rows (144 MiB of bf16 input).
-			{Name: "128K-rows-div_fp32", Make: func() ref.FP8QuantizeRowInput {
-				return ref.FP8QuantizeRowInput{Mode: ref.ScaleDivFP32, X: BF16BenchRows(ref.MLABF16RowBytes, 128<<10)}
+			{Name: "128K-rows-div_fp32", Make: func() spec.FP8QuantizeRowInput {
+				return spec.FP8QuantizeRowInput{Mode: spec.ScaleDivFP32, X: BF16BenchRows(spec.MLABF16RowBytes, 128<<10)}
 			}},
 		},
 	}
 }
 
 // FP8QuantizeIndexK registers fp8.quantize_index_k (docs/spec/cp-layout.md §7.3).
-func FP8QuantizeIndexK() *Op[ref.FP8QuantizeIndexKInput, ref.FP8QuantizeIndexKOutput] {
-	return &Op[ref.FP8QuantizeIndexKInput, ref.FP8QuantizeIndexKOutput]{
+func FP8QuantizeIndexK() *Op[spec.FP8QuantizeIndexKInput, spec.FP8QuantizeIndexKOutput] {
+	return &Op[spec.FP8QuantizeIndexKInput, spec.FP8QuantizeIndexKOutput]{
 		OpName:  "fp8.quantize_index_k",
 		SpecRef: "cp-layout.md §7.3",
 		Summary: "NSA index keys (128 bf16) to 132-byte rows: e4m3 codes and one power-of-two (ue8m0) fp32 scale",
 		Ref:     ref.FP8QuantizeIndexK,
 		Fast:    fast.FP8QuantizeIndexK,
 		CUDA:    cuda.FP8QuantizeIndexK,
-		Sample:  ref.FP8QuantizeIndexKInput{X: WorkedIndexKRows()},
-		Shapes: []Shape[ref.FP8QuantizeIndexKInput]{
-			{Name: "128K-keys", Make: func() ref.FP8QuantizeIndexKInput {
-				return ref.FP8QuantizeIndexKInput{X: BF16BenchRows(ref.IndexKBF16RowBytes, 128<<10)}
+		Sample:  spec.FP8QuantizeIndexKInput{X: WorkedIndexKRows()},
+		Shapes: []Shape[spec.FP8QuantizeIndexKInput]{
+			{Name: "128K-keys", Make: func() spec.FP8QuantizeIndexKInput {
+				return spec.FP8QuantizeIndexKInput{X: BF16BenchRows(spec.IndexKBF16RowBytes, 128<<10)}
 			}},
 		},
 	}
@@ -55,20 +56,20 @@ func putBF16s(row []byte, vs ...uint16) {
 // WorkedFP8Rows is §7.2's worked tile [1.0, −2.0, 0.5, 0.3, 0…] (the other
 // three tiles zero) with rope values 1.0 and −0.5, then vector A7's tile
 // (x = 0x3EAF, amax = 0x3F44) in every tile.
-func WorkedFP8Rows() ref.Rows {
-	x := ref.NewRows(ref.MLABF16RowBytes, 2)
+func WorkedFP8Rows() spec.Rows {
+	x := ref.NewRows(spec.MLABF16RowBytes, 2)
 	putBF16s(x.Row(0), 0x3F80, 0xC000, 0x3F00, 0x3E9A)
-	putBF16s(x.Row(0)[2*ref.MLANopeDim:], 0x3F80, 0xBF00)
-	for t := range ref.FP8Tiles {
-		putBF16s(x.Row(1)[2*ref.FP8TileDim*t:], 0x3F44, 0x3EAF)
+	putBF16s(x.Row(0)[2*spec.MLANopeDim:], 0x3F80, 0xBF00)
+	for t := range spec.FP8Tiles {
+		putBF16s(x.Row(1)[2*spec.FP8TileDim*t:], 0x3F44, 0x3EAF)
 	}
 	return x
 }
 
 // WorkedIndexKRows is §7.3's worked keys [1.0, −0.5, 0…], [3.0, 0.75, 0…]
 // and the all-zero key.
-func WorkedIndexKRows() ref.Rows {
-	x := ref.NewRows(ref.IndexKBF16RowBytes, 3)
+func WorkedIndexKRows() spec.Rows {
+	x := ref.NewRows(spec.IndexKBF16RowBytes, 3)
 	putBF16s(x.Row(0), 0x3F80, 0xBF00)
 	putBF16s(x.Row(1), 0x4040, 0x3F40)
 	return x
@@ -77,7 +78,7 @@ func WorkedIndexKRows() ref.Rows {
 // BF16BenchRows is n rows of w bytes of bf16 activations: random sign and
 // mantissa, exponents uniform over 2^-7..2^0 (a deterministic xorshift),
 // so each tile spans the e4m3 range as real k_nope tiles do.
-func BF16BenchRows(w, n int) ref.Rows {
+func BF16BenchRows(w, n int) spec.Rows {
 	x := ref.NewRows(w, n)
 	s := uint32(0x9E3779B9)
 	for i := 0; i < len(x.B); i += 2 {

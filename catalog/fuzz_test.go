@@ -9,7 +9,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fixtures"
 	"github.com/kvtwin/kvtwin/internal/hostile"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // fuzzHang is how long one run may take before it counts as a hang: far
@@ -60,7 +60,7 @@ func FuzzRunNeverPanicsAndTwinsAgree(f *testing.F) {
 // fuzzRun runs impl on in and fails t when it panics, outlives fuzzHang,
 // rejects with an error the server answers 5xx, or allocates more than
 // bound.
-func fuzzRun(t *testing.T, e catalog.Entry, impl catalog.Impl, lim ref.Limits, in []byte, bound int64) hostile.Run {
+func fuzzRun(t *testing.T, e catalog.Entry, impl catalog.Impl, lim spec.Limits, in []byte, bound int64) hostile.Run {
 	t.Helper()
 	r, ok := hostile.Measure(e, impl, lim, in, fuzzHang)
 	switch {

@@ -7,12 +7,13 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // KVEvDecode registers kvev.decode (docs/spec/kv-events.md §1): one ZMQ
 // message of a vLLM or SGLang KV-event stream decoded to canonical events.
-func KVEvDecode() *Op[ref.KVEvDecodeInput, ref.KVEvDecodeOutput] {
-	return &Op[ref.KVEvDecodeInput, ref.KVEvDecodeOutput]{
+func KVEvDecode() *Op[spec.KVEvDecodeInput, spec.KVEvDecodeOutput] {
+	return &Op[spec.KVEvDecodeInput, spec.KVEvDecodeOutput]{
 		OpName:  "kvev.decode",
 		SpecRef: "kv-events.md §1",
 		Summary: "KV-event message (topic, seq, msgpack batch, both event encodings) → canonical events, or the first §1 error",
@@ -21,19 +22,19 @@ func KVEvDecode() *Op[ref.KVEvDecodeInput, ref.KVEvDecodeOutput] {
 		// A token is one msgpack byte and a JSON number of up to 11 bytes.
 		Work: Cost{PerInputByte: 64, PerOutputByte: 8, Fixed: 1 << 20},
 		// §5.2: topic kv@10.0.0.7@llama, seq 1, payload E2.
-		Sample: ref.KVEvDecodeInput{Frames: []ref.HexBytes{
+		Sample: spec.KVEvDecodeInput{Frames: []spec.HexBytes{
 			[]byte("kv@10.0.0.7@llama"),
 			{0, 0, 0, 0, 0, 0, 0, 1},
 			mustHex("93 cb41da3054981000 00 91 93 ac 426c6f636b52656d6f766564 91 cff0e1d2c3b4a59687 a3 475055 00"),
 		}},
-		Shapes: []Shape[ref.KVEvDecodeInput]{
+		Shapes: []Shape[spec.KVEvDecodeInput]{
 			// One vLLM scheduler step's store of a 1K-token prompt's run.
-			{Name: "stored-64-blocks-x16-tokens", Make: func() ref.KVEvDecodeInput {
-				return ref.KVEvDecodeInput{Frames: kvevFrames(0, kvevStored(1, nil, 64, 16, 0))}
+			{Name: "stored-64-blocks-x16-tokens", Make: func() spec.KVEvDecodeInput {
+				return spec.KVEvDecodeInput{Frames: kvevFrames(0, kvevStored(1, nil, 64, 16, 0))}
 			}},
 			// A long prompt's run in one message.
-			{Name: "stored-4096-blocks-x16-tokens", Make: func() ref.KVEvDecodeInput {
-				return ref.KVEvDecodeInput{Frames: kvevFrames(0, kvevStored(1, nil, 4096, 16, 0))}
+			{Name: "stored-4096-blocks-x16-tokens", Make: func() spec.KVEvDecodeInput {
+				return spec.KVEvDecodeInput{Frames: kvevFrames(0, kvevStored(1, nil, 4096, 16, 0))}
 			}},
 		},
 	}
@@ -82,8 +83,8 @@ func kvevRemoved(first uint64, blocks int) []byte {
 }
 
 // kvevFrames is a live message of §1.2 with seq and payload.
-func kvevFrames(seq uint64, payload []byte) []ref.HexBytes {
-	return []ref.HexBytes{[]byte("kv@pod-0@bench"), binary.BigEndian.AppendUint64(nil, seq), payload}
+func kvevFrames(seq uint64, payload []byte) []spec.HexBytes {
+	return []spec.HexBytes{[]byte("kv@pod-0@bench"), binary.BigEndian.AppendUint64(nil, seq), payload}
 }
 
 // mustHex decodes a spec example's spaced hex; a bad literal is a bug here.

@@ -7,13 +7,14 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ServingChatNormalize registers serving.chat_normalize (docs/spec/admission-serving.md S2.2–S2.4, S2.7).
-func ServingChatNormalize() *Op[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput] {
+func ServingChatNormalize() *Op[spec.ServingChatNormalizeInput, spec.ServingChatNormalizeOutput] {
 	d := int64(32768)
 	n := int64(1000)
-	return &Op[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput]{
+	return &Op[spec.ServingChatNormalizeInput, spec.ServingChatNormalizeOutput]{
 		OpName:  "serving.chat_normalize",
 		SpecRef: "admission-serving.md S2.2–S2.4, S2.7",
 		Summary: "opt-in OpenAI compatibility: soft max_tokens, tool_choice, tool-role flattening, string image_url; 400 message on a client fault",
@@ -25,16 +26,16 @@ func ServingChatNormalize() *Op[ref.ServingChatNormalizeInput, ref.ServingChatNo
 		// of messages: ref 369 B per request byte (content parts {}), 359
 		// (messages {}), 148 (the example's message repeated); fast 8–18.
 		Work: Cost{PerInputByte: 512, PerOutputByte: 8, Fixed: 4 << 20},
-		Sample: ref.ServingChatNormalizeInput{Endpoint: ref.EndpointChat, ContextLen: 32768, PromptTokens: &n,
+		Sample: spec.ServingChatNormalizeInput{Endpoint: spec.EndpointChat, ContextLen: 32768, PromptTokens: &n,
 			Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":"https://x/y.png"}]}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"any"}`),
-			Flags:   ref.CompatFlags{ParaChatDefaultMaxTokens: &d, NormalizeToolChoice: true, FlattenToolRoleContent: true}},
-		Shapes: []Shape[ref.ServingChatNormalizeInput]{
-			{Name: "32KB-tools-flags-on", Make: func() ref.ServingChatNormalizeInput {
-				return ref.ServingChatNormalizeInput{Endpoint: ref.EndpointChat, ContextLen: 131072, PromptTokens: &n, Request: ChatRequest32K("any"),
-					Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: &d, NormalizeToolChoice: true, FlattenToolRoleContent: true}}
+			Flags:   spec.CompatFlags{ParaChatDefaultMaxTokens: &d, NormalizeToolChoice: true, FlattenToolRoleContent: true}},
+		Shapes: []Shape[spec.ServingChatNormalizeInput]{
+			{Name: "32KB-tools-flags-on", Make: func() spec.ServingChatNormalizeInput {
+				return spec.ServingChatNormalizeInput{Endpoint: spec.EndpointChat, ContextLen: 131072, PromptTokens: &n, Request: ChatRequest32K("any"),
+					Flags: spec.CompatFlags{ParaChatDefaultMaxTokens: &d, NormalizeToolChoice: true, FlattenToolRoleContent: true}}
 			}},
-			{Name: "32KB-tools-flags-off", Make: func() ref.ServingChatNormalizeInput {
-				return ref.ServingChatNormalizeInput{Endpoint: ref.EndpointChat, ContextLen: 131072, PromptTokens: &n, Request: ChatRequest32K("auto")}
+			{Name: "32KB-tools-flags-off", Make: func() spec.ServingChatNormalizeInput {
+				return spec.ServingChatNormalizeInput{Endpoint: spec.EndpointChat, ContextLen: 131072, PromptTokens: &n, Request: ChatRequest32K("auto")}
 			}},
 		},
 	}

@@ -5,28 +5,29 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TransferGroupContiguous registers transfer.group_contiguous (docs/spec/transfer.md §2).
-func TransferGroupContiguous() *Op[ref.TransferGroupContiguousInput, ref.TransferGroupContiguousOutput] {
-	return &Op[ref.TransferGroupContiguousInput, ref.TransferGroupContiguousOutput]{
+func TransferGroupContiguous() *Op[spec.TransferGroupContiguousInput, spec.TransferGroupContiguousOutput] {
+	return &Op[spec.TransferGroupContiguousInput, spec.TransferGroupContiguousOutput]{
 		OpName:  "transfer.group_contiguous",
 		SpecRef: "transfer.md §2",
 		Summary: "merge (src page, dst page) pairs into maximal runs contiguous on both sides",
 		Ref:     ref.TransferGroupContiguous,
 		Fast:    fast.TransferGroupContiguous,
-		Sample:  ref.TransferGroupContiguousInput{Src: []int64{1, 2, 3, 7, 8}, Dst: []int64{10, 11, 12, 13, 14}},
-		Shapes: []Shape[ref.TransferGroupContiguousInput]{
-			{Name: "1M-pairs-runs-1-64", Make: func() ref.TransferGroupContiguousInput {
+		Sample:  spec.TransferGroupContiguousInput{Src: []int64{1, 2, 3, 7, 8}, Dst: []int64{10, 11, 12, 13, 14}},
+		Shapes: []Shape[spec.TransferGroupContiguousInput]{
+			{Name: "1M-pairs-runs-1-64", Make: func() spec.TransferGroupContiguousInput {
 				src, dst := pagePairs(1<<20, 64, rand.New(rand.NewPCG(3, 4)))
-				return ref.TransferGroupContiguousInput{Src: src, Dst: dst}
+				return spec.TransferGroupContiguousInput{Src: src, Dst: dst}
 			}},
-			{Name: "1024-pairs-4-runs", Make: func() ref.TransferGroupContiguousInput {
+			{Name: "1024-pairs-4-runs", Make: func() spec.TransferGroupContiguousInput {
 				src, dst := pagePairs(1024, 256, rand.New(rand.NewPCG(5, 6)))
-				return ref.TransferGroupContiguousInput{Src: src, Dst: dst}
+				return spec.TransferGroupContiguousInput{Src: src, Dst: dst}
 			}},
-			{Name: "1M-pairs-one-run", Make: func() ref.TransferGroupContiguousInput {
-				return ref.TransferGroupContiguousInput{Src: contiguousPages(5000, 1<<20), Dst: contiguousPages(90000, 1<<20)}
+			{Name: "1M-pairs-one-run", Make: func() spec.TransferGroupContiguousInput {
+				return spec.TransferGroupContiguousInput{Src: contiguousPages(5000, 1<<20), Dst: contiguousPages(90000, 1<<20)}
 			}},
 		},
 	}

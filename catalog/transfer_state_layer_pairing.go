@@ -6,28 +6,29 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TransferStateLayerPairing registers transfer.state_layer_pairing (docs/spec/transfer.md §6).
-func TransferStateLayerPairing() *Op[ref.TransferStateLayerPairingInput, ref.TransferStateLayerPairingOutput] {
+func TransferStateLayerPairing() *Op[spec.TransferStateLayerPairingInput, spec.TransferStateLayerPairingOutput] {
 	pattern := "FSSSFSSS"
-	return &Op[ref.TransferStateLayerPairingInput, ref.TransferStateLayerPairingOutput]{
+	return &Op[spec.TransferStateLayerPairingInput, spec.TransferStateLayerPairingOutput]{
 		OpName:  "transfer.state_layer_pairing",
 		SpecRef: "transfer.md §6",
 		Summary: "pair prefill and decode NSA index state buffers by logical layer id, and their compact slots",
 		Ref:     ref.TransferStateLayerPairing,
 		Fast:    fast.TransferStateLayerPairing,
-		Sample: ref.TransferStateLayerPairingInput{
+		Sample: spec.TransferStateLayerPairingInput{
 			PPSize: 1,
-			Src:    ref.StateRegistration{Ptrs: []uint64{0x1000, 0x2000}, ItemLens: []uint64{8448, 8448}, LayerIDs: []int64{0, 4}},
-			Dst:    ref.StateRegistration{Ptrs: []uint64{0x9000, 0xa000}, ItemLens: []uint64{8448, 8448}, LayerIDs: []int64{4, 0}},
-			Index: &ref.IndexConfig{NumHiddenLayers: 8, Pattern: &pattern,
-				Capacity: &ref.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}},
+			Src:    spec.StateRegistration{Ptrs: []uint64{0x1000, 0x2000}, ItemLens: []uint64{8448, 8448}, LayerIDs: []int64{0, 4}},
+			Dst:    spec.StateRegistration{Ptrs: []uint64{0x9000, 0xa000}, ItemLens: []uint64{8448, 8448}, LayerIDs: []int64{4, 0}},
+			Index: &spec.IndexConfig{NumHiddenLayers: 8, Pattern: &pattern,
+				Capacity: &spec.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}},
 		},
-		Shapes: []Shape[ref.TransferStateLayerPairingInput]{
-			{Name: "glm5-78-layers-same-order", Make: func() ref.TransferStateLayerPairingInput { return glm5State(1, false) }},
-			{Name: "glm5-78-layers-shuffled-dst", Make: func() ref.TransferStateLayerPairingInput { return glm5State(1, true) }},
-			{Name: "glm5-78-layers-pp4-stage", Make: func() ref.TransferStateLayerPairingInput { return glm5State(4, true) }},
+		Shapes: []Shape[spec.TransferStateLayerPairingInput]{
+			{Name: "glm5-78-layers-same-order", Make: func() spec.TransferStateLayerPairingInput { return glm5State(1, false) }},
+			{Name: "glm5-78-layers-shuffled-dst", Make: func() spec.TransferStateLayerPairingInput { return glm5State(1, true) }},
+			{Name: "glm5-78-layers-pp4-stage", Make: func() spec.TransferStateLayerPairingInput { return glm5State(4, true) }},
 		},
 	}
 }
@@ -36,7 +37,7 @@ func TransferStateLayerPairing() *Op[ref.TransferStateLayerPairingInput, ref.Tra
 // FFF(SSSF)…, i.e. 21 active index layers plus one draft layer, K and V
 // groups registered as two buffers each. With pp > 1 the prefill side holds
 // one stage's contiguous share of the buffers; shuffle reorders decode's.
-func glm5State(pp int, shuffle bool) ref.TransferStateLayerPairingInput {
+func glm5State(pp int, shuffle bool) spec.TransferStateLayerPairingInput {
 	pattern := "FFF" + strings.Repeat("SSSF", 18) + "SSS"
 	var ids []int64
 	for range 2 {
@@ -45,7 +46,7 @@ func glm5State(pp int, shuffle bool) ref.TransferStateLayerPairingInput {
 				ids = append(ids, int64(l))
 			}
 		}
-		ids = append(ids, ref.DraftLayerIDBase)
+		ids = append(ids, spec.DraftLayerIDBase)
 	}
 	dst := registration(ids, 0x7f00_0000_0000)
 	if shuffle {
@@ -58,16 +59,16 @@ func glm5State(pp int, shuffle bool) ref.TransferStateLayerPairingInput {
 	}
 	stage := len(ids) / pp
 	src := registration(ids[:stage], 0x7e00_0000_0000)
-	return ref.TransferStateLayerPairingInput{PPSize: pp, Src: src, Dst: dst,
-		Index: &ref.IndexConfig{NumHiddenLayers: int64(len(pattern)), Pattern: &pattern,
-			Capacity: &ref.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}}}
+	return spec.TransferStateLayerPairingInput{PPSize: pp, Src: src, Dst: dst,
+		Index: &spec.IndexConfig{NumHiddenLayers: int64(len(pattern)), Pattern: &pattern,
+			Capacity: &spec.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}}}
 }
 
 // registration lays buffers out back to back from base, 64 pages of 132
 // bytes per token each.
-func registration(ids []int64, base uint64) ref.StateRegistration {
+func registration(ids []int64, base uint64) spec.StateRegistration {
 	const itemLen = 64 * 132
-	r := ref.StateRegistration{LayerIDs: append([]int64(nil), ids...)}
+	r := spec.StateRegistration{LayerIDs: append([]int64(nil), ids...)}
 	for k := range ids {
 		r.Ptrs = append(r.Ptrs, base+uint64(k)*itemLen*4096)
 		r.ItemLens = append(r.ItemLens, itemLen)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // This file pairs the twins that are Go values rather than ops: the
@@ -43,45 +44,45 @@ func (t stateTwin[F]) get(impl Impl) (F, error) {
 // with identical observable behaviour; fast is the production tree. Cuda is
 // an error wrapping ErrImplUnavailable (the tree has no CUDA twin), any
 // other name one wrapping ErrUnknownImpl; neither falls back.
-func RadixTree(impl Impl) (ref.NewRadixTreeFunc, error) {
-	return stateTwin[ref.NewRadixTreeFunc]{"radix tree", "radix.script", ref.NewRadixTree, fast.NewRadixTree}.get(impl)
+func RadixTree(impl Impl) (spec.NewRadixTreeFunc, error) {
+	return stateTwin[spec.NewRadixTreeFunc]{"radix tree", "radix.script", ref.NewRadixTree, fast.NewRadixTree}.get(impl)
 }
 
 // AckQueue returns impl's constructor of one rank's HiCache write-ack state
 // (docs/spec/radix-acks.md §3): ref.NewAckQueue or fast.NewAckQueue. Cuda and
 // unknown names are errors, as for RadixTree.
-func AckQueue(impl Impl) (ref.NewAckQueueFunc, error) {
-	return stateTwin[ref.NewAckQueueFunc]{"write-ack queue", "hicache.ack_script", ref.NewAckQueue, fast.NewAckQueue}.get(impl)
+func AckQueue(impl Impl) (spec.NewAckQueueFunc, error) {
+	return stateTwin[spec.NewAckQueueFunc]{"write-ack queue", "hicache.ack_script", ref.NewAckQueue, fast.NewAckQueue}.get(impl)
 }
 
 // Loader returns impl's constructor of prepared H2D load descriptors over a
 // fresh arena (docs/spec/radix-acks.md §5.2): ref.NewLoader or fast.NewLoader.
 // Cuda and unknown names are errors, as for RadixTree.
-func Loader(impl Impl) (ref.NewLoaderFunc, error) {
-	return stateTwin[ref.NewLoaderFunc]{"load descriptors", "hicache.load_script", ref.NewLoader, fast.NewLoader}.get(impl)
+func Loader(impl Impl) (spec.NewLoaderFunc, error) {
+	return stateTwin[spec.NewLoaderFunc]{"load descriptors", "hicache.load_script", ref.NewLoader, fast.NewLoader}.get(impl)
 }
 
 // LayerDoneCounter returns impl's constructor of the per-layer load
 // readiness counter (docs/spec/radix-acks.md §5.3): ref.NewLayerDoneCounter or
 // fast.NewLayerDoneCounter. Cuda and unknown names are errors, as for
 // RadixTree.
-func LayerDoneCounter(impl Impl) (ref.NewLayerDoneCounterFunc, error) {
-	return stateTwin[ref.NewLayerDoneCounterFunc]{"layer-done counter", "hicache.layer_done_script", ref.NewLayerDoneCounter, fast.NewLayerDoneCounter}.get(impl)
+func LayerDoneCounter(impl Impl) (spec.NewLayerDoneCounterFunc, error) {
+	return stateTwin[spec.NewLayerDoneCounterFunc]{"layer-done counter", "hicache.layer_done_script", ref.NewLayerDoneCounter, fast.NewLayerDoneCounter}.get(impl)
 }
 
 // PerLayerManager returns impl's constructor of the per-layer prefill→decode
 // transfer manager in deterministic mode (docs/spec/transfer.md §4):
 // ref.NewPerLayerManager or fast.NewPerLayerManager. Cuda and unknown names
 // are errors, as for RadixTree.
-func PerLayerManager(impl Impl) (ref.NewPerLayerManagerFunc, error) {
-	return stateTwin[ref.NewPerLayerManagerFunc]{"per-layer transfer manager", "transfer.per_layer_script", ref.NewPerLayerManager, fast.NewPerLayerManager}.get(impl)
+func PerLayerManager(impl Impl) (spec.NewPerLayerManagerFunc, error) {
+	return stateTwin[spec.NewPerLayerManagerFunc]{"per-layer transfer manager", "transfer.per_layer_script", ref.NewPerLayerManager, fast.NewPerLayerManager}.get(impl)
 }
 
 // KVEvIndex returns impl's constructor of the event-fed prefix index
 // (docs/spec/kv-events.md §2-§3): ref.NewKVEvIndex or fast.NewKVEvIndex.
 // Cuda and unknown names are errors, as for RadixTree.
-func KVEvIndex(impl Impl) (ref.NewKVEvIndexFunc, error) {
-	return stateTwin[ref.NewKVEvIndexFunc]{"event-fed index", "kvev.apply", ref.NewKVEvIndex, fast.NewKVEvIndex}.get(impl)
+func KVEvIndex(impl Impl) (spec.NewKVEvIndexFunc, error) {
+	return stateTwin[spec.NewKVEvIndexFunc]{"event-fed index", "kvev.apply", ref.NewKVEvIndex, fast.NewKVEvIndex}.get(impl)
 }
 
 // PreflightTwins are the serving functions of one implementation that the
@@ -91,13 +92,13 @@ type PreflightTwins struct {
 	// Normalize is serving.chat_normalize (docs/spec/admission-serving.md
 	// S2.2–S2.4, S2.7): the opt-in OpenAI compatibility rewrites, or the
 	// 400 message of a client fault.
-	Normalize Func[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput]
+	Normalize Func[spec.ServingChatNormalizeInput, spec.ServingChatNormalizeOutput]
 	// InputLength is serving.validate_input_length
 	// (docs/spec/admission-serving.md S1.2): accepted, or 413 and its message.
-	InputLength Func[ref.ServingValidateInputLengthInput, ref.ServingValidateInputLengthOutput]
+	InputLength Func[spec.ServingValidateInputLengthInput, spec.ServingValidateInputLengthOutput]
 	// ErrorBody is serving.error_body (docs/spec/admission-serving.md S1.3):
 	// the exact status and body of an error on a surface.
-	ErrorBody Func[ref.ServingErrorBodyInput, ref.ServingErrorBodyOutput]
+	ErrorBody Func[spec.ServingErrorBodyInput, spec.ServingErrorBodyOutput]
 }
 
 // Preflight returns impl's preflight functions, taken from the registered

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 var twinImpls = []catalog.Impl{catalog.Ref, catalog.Fast}
@@ -32,7 +33,7 @@ func sameOnEveryImpl(t *testing.T, name string, want []byte, run func(catalog.Im
 // returns, for ref and fast, a constructor that gives the script op's ref
 // result on its sample input when the shared driver runs it.
 func TestStateTwinsDriveTheirScriptOpsIdentically(t *testing.T) {
-	lim := ref.DefaultLimits()
+	lim := spec.DefaultLimits()
 	canon := func(name string, impl catalog.Impl) func(any, error) []byte {
 		return func(out any, err error) []byte {
 			if err != nil {
@@ -92,19 +93,19 @@ func TestRadixTreeTwinsInsertAndMatchIdentically(t *testing.T) {
 		if err != nil {
 			t.Fatalf("RadixTree(%s) = %v", impl, err)
 		}
-		tree, err := newTree(ref.TreeConfig{PageSize: 2, Policy: ref.PolicyLRU})
+		tree, err := newTree(spec.TreeConfig{PageSize: 2, Policy: spec.PolicyLRU})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var trace []int
-		for _, key := range [][]ref.Unit{{1, 2, 3, 4}, {1, 2, 5, 6}} {
-			n, err := tree.Insert(ref.RadixKey{Units: key}, nil, 0)
+		for _, key := range [][]spec.Unit{{1, 2, 3, 4}, {1, 2, 5, 6}} {
+			n, err := tree.Insert(spec.RadixKey{Units: key}, nil, 0)
 			if err != nil {
 				t.Fatalf("%s: insert %v: %v", impl, key, err)
 			}
 			trace = append(trace, n)
 		}
-		m, err := tree.MatchPrefix(ref.RadixKey{Units: []ref.Unit{1, 2, 5, 6, 9}})
+		m, err := tree.MatchPrefix(spec.RadixKey{Units: []spec.Unit{1, 2, 5, 6, 9}})
 		ev, everr := tree.Evict(2)
 		got := catalog.Canonical([]any{trace, m, err, ev, everr, tree.State()}, nil)
 		if want == nil {
@@ -121,7 +122,7 @@ func TestRadixTreeTwinsInsertAndMatchIdentically(t *testing.T) {
 // TestPreflightTwinsAreTheServingOpsTwins: the preflight functions of ref
 // and fast answer the serving ops' samples as the ops' ref twins do.
 func TestPreflightTwinsAreTheServingOpsTwins(t *testing.T) {
-	lim := ref.DefaultLimits()
+	lim := spec.DefaultLimits()
 	norm, length, body := catalog.ServingChatNormalize(), catalog.ServingValidateInputLength(), catalog.ServingErrorBody()
 	want := catalog.Canonical([]any{
 		catalog.Canonical(norm.Ref(lim, norm.Sample)),

@@ -7,6 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestBenchPropertiesCatchWrongOutputs: each A3.5 property holds on ref's
@@ -15,8 +16,8 @@ func TestBenchPropertiesCatchWrongOutputs(t *testing.T) {
 	in := equiv.BenchA37() // two rounds, b chunked in round 0
 	noCP := catalog.AdmissionBenchA32()
 	noCP.CP = nil
-	lim := ref.DefaultLimits()
-	run := func(in ref.AdmissionBenchInput) ref.AdmissionBenchOutput {
+	lim := spec.DefaultLimits()
+	run := func(in spec.AdmissionBenchInput) spec.AdmissionBenchOutput {
 		out, err := ref.AdmissionBench(lim, in)
 		if err != nil {
 			t.Fatal(err)
@@ -24,7 +25,7 @@ func TestBenchPropertiesCatchWrongOutputs(t *testing.T) {
 		return out
 	}
 	good, goodNoCP := run(in), run(noCP)
-	props := map[string]equiv.Prop[ref.AdmissionBenchInput, ref.AdmissionBenchOutput]{}
+	props := map[string]equiv.Prop[spec.AdmissionBenchInput, spec.AdmissionBenchOutput]{}
 	for _, p := range equiv.BenchProps() {
 		props[p.Name] = p
 		if err := p.Holds(lim, in, good); err != nil {
@@ -34,38 +35,38 @@ func TestBenchPropertiesCatchWrongOutputs(t *testing.T) {
 			t.Errorf("%s fails on ref's cp-null output: %v", p.Name, err)
 		}
 	}
-	clone := func(o ref.AdmissionBenchOutput) ref.AdmissionBenchOutput {
+	clone := func(o spec.AdmissionBenchOutput) spec.AdmissionBenchOutput {
 		o.Rounds = slices.Clone(o.Rounds)
 		return o
 	}
 	broken := []struct {
 		prop string
-		in   ref.AdmissionBenchInput
-		out  func() ref.AdmissionBenchOutput
+		in   spec.AdmissionBenchInput
+		out  func() spec.AdmissionBenchOutput
 	}{
-		{"A3.5.1-each-request-admitted-once-unless-chunked", in, func() ref.AdmissionBenchOutput {
+		{"A3.5.1-each-request-admitted-once-unless-chunked", in, func() spec.AdmissionBenchOutput {
 			o := clone(good)
 			o.Rounds[0].Chunked = nil // b admitted twice without being carried
 			return o
 		}},
-		{"A3.5.2-l2-capacity-conserved", in, func() ref.AdmissionBenchOutput {
+		{"A3.5.2-l2-capacity-conserved", in, func() spec.AdmissionBenchOutput {
 			o := clone(good)
 			o.Rounds[1].L2LoadedTokens = 4096 // loaded without consuming capacity (A3-B1's symptom)
 			return o
 		}},
-		{"A3.5.3-rounds-replay-through-admit-round", in, func() ref.AdmissionBenchOutput {
+		{"A3.5.3-rounds-replay-through-admit-round", in, func() spec.AdmissionBenchOutput {
 			o := clone(good)
-			o.Rounds[0].Stop.Detail = ref.DetailCPMaxCachedTokens // a stop the round never gave
+			o.Rounds[0].Stop.Detail = spec.DetailCPMaxCachedTokens // a stop the round never gave
 			return o
 		}},
-		{"A3.5.3-rounds-replay-through-admit-round", in, func() ref.AdmissionBenchOutput {
+		{"A3.5.3-rounds-replay-through-admit-round", in, func() spec.AdmissionBenchOutput {
 			o := clone(good)
-			o.Termination = ref.BenchStalled
+			o.Termination = spec.BenchStalled
 			return o
 		}},
-		{"A3.5.4-no-cp-detail-without-cp", noCP, func() ref.AdmissionBenchOutput {
+		{"A3.5.4-no-cp-detail-without-cp", noCP, func() spec.AdmissionBenchOutput {
 			o := clone(goodNoCP)
-			o.Rounds[0].Stop.Detail = ref.DetailCPMaxRequests
+			o.Rounds[0].Stop.Detail = spec.DetailCPMaxRequests
 			return o
 		}},
 	}

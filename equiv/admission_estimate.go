@@ -10,11 +10,12 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 type (
-	estIn  = ref.AdmissionEstimateInput
-	estOut = ref.AdmissionEstimateOutput
+	estIn  = spec.AdmissionEstimateInput
+	estOut = spec.AdmissionEstimateOutput
 )
 
 // AdmissionEstimate is the differential spec of admission.estimate
@@ -26,8 +27,8 @@ func AdmissionEstimate() *Spec[estIn, estOut] {
 		Invalid:     rapid.Custom(estimateInvalid),
 		Boundary:    estimateBoundary(),
 		Regressions: estimateRegressions(),
-		Rejects: map[string]*ref.Sentinel{"estimate-both-caps-row-wins": ref.ErrConfig, "gb-cap-key-count-past-int64-logits": ref.ErrOverflow,
-			"overflow-layer-forward-peak-prefetch-off": ref.ErrOverflow, "overflow-per-forward-terms-fit": ref.ErrOverflow},
+		Rejects: map[string]*spec.Sentinel{"estimate-both-caps-row-wins": spec.ErrConfig, "gb-cap-key-count-past-int64-logits": spec.ErrOverflow,
+			"overflow-layer-forward-peak-prefetch-off": spec.ErrOverflow, "overflow-per-forward-terms-fit": spec.ErrOverflow},
 		Props: []Prop[estIn, estOut]{
 			{"A2.4-terms", estimateTerms},
 			{"A2.6.5-zigzag-ranks", estimateRanks},
@@ -42,12 +43,12 @@ func AdmissionEstimate() *Spec[estIn, estOut] {
 }
 
 // estPS is the CP shared-KV page size the boundary lengths straddle.
-const estPS = ref.DefaultEstimatorPageSize
+const estPS = spec.DefaultEstimatorPageSize
 
 // EstimateContextGen draws an estimator context: A2.5's defaults or
 // arbitrary sizes, CP 1..8, any one chunk cap or none (GiB caps from a
 // whole number of bytes that binds on small batches to past 2^63 bytes).
-func EstimateContextGen(t *rapid.T) ref.EstimatorContext {
+func EstimateContextGen(t *rapid.T) spec.EstimatorContext {
 	ctx := catalog.EstimatorA25Context(rapid.Int64Range(1, 8).Draw(t, "cp_size"))
 	ctx.PageSize = rapid.SampledFrom([]int64{1, 2, 3, estPS - 1, estPS, estPS + 1, 256}).Draw(t, "page_size")
 	if rapid.Bool().Draw(t, "custom_sizes") {
@@ -89,11 +90,11 @@ func estLen(t *rapid.T, cp int64, label string) int64 {
 }
 
 // EstimateReqsGen draws 0..6 requests for CP size cp.
-func EstimateReqsGen(t *rapid.T, cp int64) []ref.EstimateReq {
+func EstimateReqsGen(t *rapid.T, cp int64) []spec.EstimateReq {
 	n := rapid.IntRange(0, 6).Draw(t, "n_reqs")
-	reqs := make([]ref.EstimateReq, n)
+	reqs := make([]spec.EstimateReq, n)
 	for i := range reqs {
-		reqs[i] = ref.EstimateReq{PrefixLen: estLen(t, cp, "prefix_len"), ExtendLen: estLen(t, cp, "extend_len")}
+		reqs[i] = spec.EstimateReq{PrefixLen: estLen(t, cp, "prefix_len"), ExtendLen: estLen(t, cp, "extend_len")}
 	}
 	return reqs
 }
@@ -112,7 +113,7 @@ func estimateInvalid(t *rapid.T) Bad[estIn] {
 	in := estimateValid(t)
 	type bad = Bad[estIn]
 	if len(in.Requests) == 0 {
-		in.Requests = []ref.EstimateReq{{PrefixLen: 1, ExtendLen: 1}}
+		in.Requests = []spec.EstimateReq{{PrefixLen: 1, ExtendLen: 1}}
 	}
 	at := rapid.IntRange(0, len(in.Requests)-1).Draw(t, "bad_at")
 	neg := func(label string) int64 { return rapid.Int64Range(math.MinInt64, -1).Draw(t, label) }
@@ -121,119 +122,119 @@ func estimateInvalid(t *rapid.T) Bad[estIn] {
 	switch rapid.IntRange(0, 19).Draw(t, "violation") {
 	case 0:
 		ctx.PageSize = below1("page_size")
-		return bad{in, ref.ErrInvalidPageSize}
+		return bad{in, spec.ErrInvalidPageSize}
 	case 1:
 		ctx.CPSize = below1("cp_size")
-		return bad{in, ref.ErrBadCPSize}
+		return bad{in, spec.ErrBadCPSize}
 	case 2:
-		ctx.CPSize = rapid.Int64Range(ref.MaxCP+1, math.MaxInt64).Draw(t, "cp_size")
-		return bad{in, ref.ErrInvalidCPSize}
+		ctx.CPSize = rapid.Int64Range(spec.MaxCP+1, math.MaxInt64).Draw(t, "cp_size")
+		return bad{in, spec.ErrInvalidCPSize}
 	case 3:
 		*rapid.SampledFrom([]*int64{&ctx.MLARowBytes, &ctx.IndexRowBytes, &ctx.VocabSize,
 			&ctx.DescriptorBytes, &ctx.PageDescriptorBytes, &ctx.RowRemapBytes}).Draw(t, "size_field") = below1("size")
-		return bad{in, ref.ErrEstimatorParam}
+		return bad{in, spec.ErrEstimatorParam}
 	case 4:
 		*rapid.SampledFrom([]*int64{&ctx.LogitRowsPerReq, &ctx.TransferLayers}).Draw(t, "count_field") = neg("count")
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	case 5:
 		rows, g := rapid.Int64Range(1, 1<<20).Draw(t, "rows"), rapid.Float64Range(1e-6, 8).Draw(t, "gb")
-		ctx.Chunk = ref.MQAChunkConfig{MaxRows: &rows, MaxGB: &g}
-		return bad{in, ref.ErrConfig}
+		ctx.Chunk = spec.MQAChunkConfig{MaxRows: &rows, MaxGB: &g}
+		return bad{in, spec.ErrConfig}
 	case 6:
 		rows := below1("max_rows")
-		ctx.Chunk = ref.MQAChunkConfig{MaxRows: &rows}
-		return bad{in, ref.ErrConfig}
+		ctx.Chunk = spec.MQAChunkConfig{MaxRows: &rows}
+		return bad{in, spec.ErrConfig}
 	case 7:
 		g := rapid.OneOf(rapid.Just(0.0), rapid.Float64Range(-1e300, -1e-300), rapid.Float64Range(1e-300, 0.99/(1<<30))).Draw(t, "max_gb")
-		ctx.Chunk = ref.MQAChunkConfig{MaxGB: &g}
-		return bad{in, ref.ErrConfig}
+		ctx.Chunk = spec.MQAChunkConfig{MaxGB: &g}
+		return bad{in, spec.ErrConfig}
 	case 8:
 		m := below1("max_buffer_size_bytes")
 		in.MaxBufferSizeBytes = &m
-		return bad{in, ref.ErrEstimatorParam}
+		return bad{in, spec.ErrEstimatorParam}
 	case 9:
 		in.Requests[at].PrefixLen = neg("prefix_len")
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	case 10:
 		in.Requests[at].ExtendLen = neg("extend_len")
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	case 11:
 		// rows past int64: a context near MaxInt64 rounded up to its page.
 		in.Requests[at].PrefixLen = math.MaxInt64 - rapid.Int64Range(0, ctx.PageSize-1).Draw(t, "below_max")
 		in.Requests[at].ExtendLen = max(in.Requests[at].ExtendLen, ctx.PageSize)
-		return bad{in, ref.ErrOverflow}
+		return bad{in, spec.ErrOverflow}
 	case 12:
 		// The materialization bytes: rows·row bytes past int64.
 		in.Requests[at].PrefixLen = rapid.Int64Range(math.MaxInt64/512, math.MaxInt64/64).Draw(t, "big_prefix")
 		ctx.MLARowBytes = rapid.Int64Range(1024, 1<<20).Draw(t, "big_mla")
-		return bad{in, ref.ErrOverflow}
+		return bad{in, spec.ErrOverflow}
 	case 13:
 		// The MQA term: E·(P+E)·4 past int64 without a cap.
-		ctx.Chunk = ref.MQAChunkConfig{}
+		ctx.Chunk = spec.MQAChunkConfig{}
 		ctx.MLARowBytes, ctx.IndexRowBytes, ctx.PageDescriptorBytes, ctx.RowRemapBytes = 1, 1, 1, 1
 		ctx.TransferEnabled = false
 		e := rapid.Int64Range(1<<36, 1<<40).Draw(t, "huge_extend")
-		in.Requests[at] = ref.EstimateReq{PrefixLen: rapid.Int64Range(0, 1<<40).Draw(t, "prefix"), ExtendLen: e}
-		return bad{in, ref.ErrOverflow}
+		in.Requests[at] = spec.EstimateReq{PrefixLen: rapid.Int64Range(0, 1<<40).Draw(t, "prefix"), ExtendLen: e}
+		return bad{in, spec.ErrOverflow}
 	case 14:
 		// The logits window: vocab past int64/4.
 		ctx.LogitRowsPerReq = max(ctx.LogitRowsPerReq, 1)
 		ctx.VocabSize = rapid.Int64Range(math.MaxInt64/4+1, math.MaxInt64).Draw(t, "huge_vocab")
-		return bad{in, ref.ErrOverflow}
+		return bad{in, spec.ErrOverflow}
 	case 15:
 		ctx.TransferEnabled = true
 		ctx.TransferLayers = rapid.Int64Range(math.MaxInt64/2, math.MaxInt64).Draw(t, "huge_layers")
 		in.Requests[at].ExtendLen = max(in.Requests[at].ExtendLen, 2*ctx.PageSize+1)
-		return bad{in, ref.ErrOverflow}
+		return bad{in, spec.ErrOverflow}
 	case 16:
 		// The remap term: ctx·row_remap_bytes past int64 while rows fit.
 		ctx.PageSize, ctx.MLARowBytes, ctx.IndexRowBytes = 1, 1, 1
 		ctx.RowRemapBytes = rapid.Int64Range(1<<20, 1<<30).Draw(t, "big_remap")
 		in.Requests[at].PrefixLen = rapid.Int64Range(math.MaxInt64>>20, math.MaxInt64>>4).Draw(t, "prefix")
-		return bad{in, ref.ErrOverflow}
+		return bad{in, spec.ErrOverflow}
 	case 17:
 		// The total: five terms near MaxInt64/3 each.
 		ctx.PageSize, ctx.MLARowBytes, ctx.IndexRowBytes, ctx.PageDescriptorBytes, ctx.RowRemapBytes = 1, 1, 1, 1, 1
-		ctx.Chunk = ref.MQAChunkConfig{}
-		in.Requests = []ref.EstimateReq{{PrefixLen: math.MaxInt64 / 3, ExtendLen: 0}}
-		return bad{in, ref.ErrOverflow}
+		ctx.Chunk = spec.MQAChunkConfig{}
+		in.Requests = []spec.EstimateReq{{PrefixLen: math.MaxInt64 / 3, ExtendLen: 0}}
+		return bad{in, spec.ErrOverflow}
 	case 18:
 		// A GiB cap that leaves one row: 4·K past int64.
 		g := 1.0
-		ctx.Chunk = ref.MQAChunkConfig{MaxGB: &g}
+		ctx.Chunk = spec.MQAChunkConfig{MaxGB: &g}
 		ctx.PageSize, ctx.MLARowBytes, ctx.IndexRowBytes, ctx.PageDescriptorBytes, ctx.RowRemapBytes = 1, 1, 1, 1, 1
 		ctx.TransferEnabled = false
-		in.Requests = []ref.EstimateReq{{PrefixLen: math.MaxInt64/4 + rapid.Int64Range(1, 1<<20).Draw(t, "over"), ExtendLen: 1}}
-		return bad{in, ref.ErrOverflow}
+		in.Requests = []spec.EstimateReq{{PrefixLen: math.MaxInt64/4 + rapid.Int64Range(1, 1<<20).Draw(t, "over"), ExtendLen: 1}}
+		return bad{in, spec.ErrOverflow}
 	default:
-		ctx.Chunk = ref.MQAChunkConfig{}
+		ctx.Chunk = spec.MQAChunkConfig{}
 		ctx.BsGt1L1PrefetchEnabled = true
 		ctx.PageSize, ctx.IndexRowBytes = 1, 1
 		ctx.MLARowBytes = rapid.Int64Range(1<<20, 1<<22).Draw(t, "mla")
-		in.Requests = []ref.EstimateReq{{PrefixLen: math.MaxInt64 / ctx.MLARowBytes, ExtendLen: 0}}
-		return bad{in, ref.ErrOverflow}
+		in.Requests = []spec.EstimateReq{{PrefixLen: math.MaxInt64 / ctx.MLARowBytes, ExtendLen: 0}}
+		return bad{in, spec.ErrOverflow}
 	}
 }
 
 // estCase is a one-context input for the tables.
-func estCase(ctx ref.EstimatorContext, limit int64, reqs ...ref.EstimateReq) estIn {
+func estCase(ctx spec.EstimatorContext, limit int64, reqs ...spec.EstimateReq) estIn {
 	in := estIn{Context: ctx, Requests: reqs}
 	if limit > 0 {
 		in.MaxBufferSizeBytes = &limit
 	}
 	if in.Requests == nil {
-		in.Requests = []ref.EstimateReq{}
+		in.Requests = []spec.EstimateReq{}
 	}
 	return in
 }
 
 // A2.5's requests.
 var (
-	estX1 = ref.EstimateReq{PrefixLen: 8192, ExtendLen: 4096}
-	estX4 = ref.EstimateReq{PrefixLen: 100000, ExtendLen: 7}
+	estX1 = spec.EstimateReq{PrefixLen: 8192, ExtendLen: 4096}
+	estX4 = spec.EstimateReq{PrefixLen: 100000, ExtendLen: 7}
 )
 
-func withChunk(ctx ref.EstimatorContext, c ref.MQAChunkConfig) ref.EstimatorContext {
+func withChunk(ctx spec.EstimatorContext, c spec.MQAChunkConfig) spec.EstimatorContext {
 	ctx.Chunk = c
 	return ctx
 }
@@ -248,19 +249,19 @@ func estimateBoundary() []Case[estIn] {
 	cs := []Case[estIn]{
 		{"X1", estCase(a25(2), 128<<20, estX1)},
 		{"X2-128MiB", estCase(a25(2), 128<<20, estX1, estX1)},
-		{"X2-rows512", estCase(withChunk(a25(2), ref.MQAChunkConfig{MaxRows: &rows512}), 128<<20, estX1, estX1)},
-		{"X3-gb0.01", estCase(withChunk(a25(2), ref.MQAChunkConfig{MaxGB: &gb001}), 0, estX1)},
+		{"X2-rows512", estCase(withChunk(a25(2), spec.MQAChunkConfig{MaxRows: &rows512}), 128<<20, estX1, estX1)},
+		{"X3-gb0.01", estCase(withChunk(a25(2), spec.MQAChunkConfig{MaxGB: &gb001}), 0, estX1)},
 		{"X4", estCase(a25(4), 0, estX4)},
-		{"X4-gb0.0001-one-row-floor", estCase(withChunk(a25(4), ref.MQAChunkConfig{MaxGB: &gb00001}), 0, estX4)},
-		{"A3.4-request-a", estCase(a25(8), 0, ref.EstimateReq{PrefixLen: 4096, ExtendLen: 64})},
-		{"gate-at-limit", estCase(a25(2), x1Total, estX1, ref.EstimateReq{})},
+		{"X4-gb0.0001-one-row-floor", estCase(withChunk(a25(4), spec.MQAChunkConfig{MaxGB: &gb00001}), 0, estX4)},
+		{"A3.4-request-a", estCase(a25(8), 0, spec.EstimateReq{PrefixLen: 4096, ExtendLen: 64})},
+		{"gate-at-limit", estCase(a25(2), x1Total, estX1, spec.EstimateReq{})},
 		{"gate-one-over-alone", estCase(a25(2), x1Total-1, estX1)},
-		{"gate-one-over-pair", estCase(a25(2), 1, ref.EstimateReq{}, estX1)},
+		{"gate-one-over-pair", estCase(a25(2), 1, spec.EstimateReq{}, estX1)},
 		{"empty-batch", estCase(a25(3), 1)},
-		{"zero-extends", estCase(a25(2), 0, ref.EstimateReq{PrefixLen: 5}, ref.EstimateReq{})},
-		{"cp1-non-cp-shape", estCase(a25(1), 0, ref.EstimateReq{PrefixLen: 10, ExtendLen: 5}, ref.EstimateReq{ExtendLen: 3})},
-		{"gb-1e300-exact", estCase(withChunk(a25(2), ref.MQAChunkConfig{MaxGB: &huge}), 0, estX1)},
-		{"gb-2^33-int64-edge", estCase(withChunk(a25(2), ref.MQAChunkConfig{MaxGB: &edge}), 0, estX1)},
+		{"zero-extends", estCase(a25(2), 0, spec.EstimateReq{PrefixLen: 5}, spec.EstimateReq{})},
+		{"cp1-non-cp-shape", estCase(a25(1), 0, spec.EstimateReq{PrefixLen: 10, ExtendLen: 5}, spec.EstimateReq{ExtendLen: 3})},
+		{"gb-1e300-exact", estCase(withChunk(a25(2), spec.MQAChunkConfig{MaxGB: &huge}), 0, estX1)},
+		{"gb-2^33-int64-edge", estCase(withChunk(a25(2), spec.MQAChunkConfig{MaxGB: &edge}), 0, estX1)},
 	}
 	prefetch := a25(2)
 	prefetch.BsGt1L1PrefetchEnabled = true
@@ -270,13 +271,13 @@ func estimateBoundary() []Case[estIn] {
 	cs = append(cs, Case[estIn]{"transfer-off-huge-layers-no-logits", estCase(off, 0, estX1)})
 	cs = append(cs, estimateGroupCases()...)
 	for _, cp := range []int64{1, 2, 4, 8} {
-		var reqs []ref.EstimateReq
+		var reqs []spec.EstimateReq
 		for _, e := range []int64{1, estPS - 1, estPS, estPS + 1, 2*cp - 1, 2 * cp, 2*cp + 1} {
-			reqs = append(reqs, ref.EstimateReq{PrefixLen: estPS - 1, ExtendLen: e})
+			reqs = append(reqs, spec.EstimateReq{PrefixLen: estPS - 1, ExtendLen: e})
 		}
 		cs = append(cs,
 			Case[estIn]{fmt.Sprintf("cp%d-boundary-lengths", cp), estCase(a25(cp), 0, reqs...)},
-			Case[estIn]{fmt.Sprintf("cp%d-boundary-lengths-rows2", cp), estCase(withChunk(a25(cp), ref.MQAChunkConfig{MaxRows: ptr(int64(2))}), 0, reqs...)},
+			Case[estIn]{fmt.Sprintf("cp%d-boundary-lengths-rows2", cp), estCase(withChunk(a25(cp), spec.MQAChunkConfig{MaxRows: ptr(int64(2))}), 0, reqs...)},
 		)
 	}
 	return cs
@@ -289,10 +290,10 @@ func ptr[T any](x T) *T { return &x }
 // bytes, past fast's int64 cap) binding a rank: fast then takes the
 // quotient in math/big and it is smaller than Q.
 func estimateGroupCases() []Case[estIn] {
-	unit := func(ctx ref.EstimatorContext) ref.EstimatorContext { // one byte per row, page, position; no logits, transfer or prefetch
+	unit := func(ctx spec.EstimatorContext) spec.EstimatorContext { // one byte per row, page, position; no logits, transfer or prefetch
 		ctx.PageSize, ctx.MLARowBytes, ctx.IndexRowBytes, ctx.PageDescriptorBytes, ctx.RowRemapBytes = 1, 1, 1, 1, 1
 		ctx.LogitRowsPerReq, ctx.TransferEnabled, ctx.BsGt1L1PrefetchEnabled = 0, false, false
-		ctx.Chunk = ref.MQAChunkConfig{}
+		ctx.Chunk = spec.MQAChunkConfig{}
 		return ctx
 	}
 	// Layer-forward peak: mla 3·2^61 and index 2^62 each fit, their sum
@@ -307,16 +308,16 @@ func estimateGroupCases() []Case[estIn] {
 	// 1,441,151,880 < Q, and the peak R·4K is 54,628,513 bytes short of
 	// what would overflow the total with 64Ki-token pages.
 	gb := unit(catalog.EstimatorA25Context(1))
-	gb.PageSize, gb.Chunk = 1<<16, ref.MQAChunkConfig{MaxGB: ptr(float64(1 << 33))}
+	gb.PageSize, gb.Chunk = 1<<16, spec.MQAChunkConfig{MaxGB: ptr(float64(1 << 33))}
 	small := unit(catalog.EstimatorA25Context(1))
-	small.Chunk = ref.MQAChunkConfig{MaxGB: ptr(float64(1))}
+	small.Chunk = spec.MQAChunkConfig{MaxGB: ptr(float64(1))}
 	return []Case[estIn]{
-		{"overflow-layer-forward-peak-prefetch-off", estCase(layer, 0, ref.EstimateReq{PrefixLen: 1 << 61})},
-		{"overflow-per-forward-terms-fit", estCase(perFwd, 0, ref.EstimateReq{PrefixLen: 1 << 61})},
-		{"gb-2^33-cap-binds-exact-quotient", estCase(gb, 0, ref.EstimateReq{ExtendLen: 1_600_000_000})},
+		{"overflow-layer-forward-peak-prefetch-off", estCase(layer, 0, spec.EstimateReq{PrefixLen: 1 << 61})},
+		{"overflow-per-forward-terms-fit", estCase(perFwd, 0, spec.EstimateReq{PrefixLen: 1 << 61})},
+		{"gb-2^33-cap-binds-exact-quotient", estCase(gb, 0, spec.EstimateReq{ExtendLen: 1_600_000_000})},
 		// K past 2^63 / 4 bytes a logit under a 1 GiB cap: one row (the floor),
 		// then the remap metadata of 2^62 positions overflows (rejected)
-		{"gb-cap-key-count-past-int64-logits", estCase(small, 0, ref.EstimateReq{PrefixLen: 1 << 62, ExtendLen: 1})},
+		{"gb-cap-key-count-past-int64-logits", estCase(small, 0, spec.EstimateReq{PrefixLen: 1 << 62, ExtendLen: 1})},
 	}
 }
 
@@ -330,7 +331,7 @@ func estimateRegressions() []Case[estIn] {
 		// Fixed: admitted under 512 MiB; buggy 826,356,736 refused.
 		{"estimate-full-request-qk", estCase(a25(2), 512<<20, estX1, estX1)},
 		// Fixed: a configuration error; buggy runs with the row cap.
-		{"estimate-both-caps-row-wins", estCase(withChunk(a25(2), ref.MQAChunkConfig{MaxRows: &rows, MaxGB: &gb}), 0, estX1)},
+		{"estimate-both-caps-row-wins", estCase(withChunk(a25(2), spec.MQAChunkConfig{MaxRows: &rows, MaxGB: &gb}), 0, estX1)},
 		// Fixed: rank 1's 800,056; buggy rank 0's 400,028.
 		{"estimate-rank0-only", estCase(a25(4), 0, estX4)},
 	}
@@ -343,7 +344,7 @@ func bigOf(x int64) *big.Int { return big.NewInt(x) }
 // estimateTerms is A2.4 recomputed from the formulas in exact integers:
 // every summed term, the groups and the total, and the MQA term as the
 // per-rank maximum at its smallest rank.
-func estimateTerms(_ ref.Limits, in estIn, out estOut) error {
+func estimateTerms(_ spec.Limits, in estIn, out estOut) error {
 	c, e := in.Context, out.Estimate
 	rows, remap, transfer := new(big.Int), new(big.Int), new(big.Int)
 	for _, r := range in.Requests {
@@ -404,7 +405,7 @@ func estimateTerms(_ ref.Limits, in estIn, out estOut) error {
 // first, checked), token t of segment j is a query row of rank owner(j),
 // and each rank's K is the prefix plus the end of its later segment. The
 // chunk rows follow A2.3's rule; Σ_r Q_r = Σ E_i.
-func estimateRanks(_ ref.Limits, in estIn, out estOut) error {
+func estimateRanks(_ spec.Limits, in estIn, out estOut) error {
 	c := in.Context.CPSize
 	if int64(len(out.Estimate.PerRank)) != c {
 		return fmt.Errorf("%d ranks, want cp_size %d", len(out.Estimate.PerRank), c)
@@ -435,7 +436,7 @@ func estimateRanks(_ ref.Limits, in estIn, out estOut) error {
 		sumE += r.ExtendLen
 	}
 	for rk, got := range out.Estimate.PerRank {
-		want := ref.RankMQA{Rank: int64(rk), QRows: q[rk], KRows: k[rk], ChunkRows: chunkRowsRule(q[rk], k[rk], in.Context.Chunk)}
+		want := spec.RankMQA{Rank: int64(rk), QRows: q[rk], KRows: k[rk], ChunkRows: chunkRowsRule(q[rk], k[rk], in.Context.Chunk)}
 		want.PeakBytes = want.ChunkRows * want.KRows * 4
 		if got != want {
 			return fmt.Errorf("rank %d: %+v, want %+v", rk, got, want)
@@ -451,7 +452,7 @@ func estimateRanks(_ ref.Limits, in estIn, out estOut) error {
 // chunkRowsRule is A2.3's R in floating-point-free terms: Q without a
 // cap, min(Q, n), or the largest R in [1, Q] with R·4K <= int(g·2^30)
 // (1 when even one row is over).
-func chunkRowsRule(q, k int64, c ref.MQAChunkConfig) int64 {
+func chunkRowsRule(q, k int64, c spec.MQAChunkConfig) int64 {
 	switch {
 	case q == 0:
 		return 0
@@ -482,20 +483,20 @@ func chunkRowsRule(q, k int64, c ref.MQAChunkConfig) int64 {
 
 // estimateRerun is ref on a changed input, or ok=false where that input
 // is rejected (an overflow the perturbation caused).
-func estimateRerun(lim ref.Limits, in estIn) (ref.Estimate, bool) {
+func estimateRerun(lim spec.Limits, in estIn) (spec.Estimate, bool) {
 	out, err := ref.AdmissionEstimate(lim, in)
 	return out.Estimate, err == nil
 }
 
 func cloneEst(in estIn) estIn {
-	in.Requests = append([]ref.EstimateReq{}, in.Requests...)
+	in.Requests = append([]spec.EstimateReq{}, in.Requests...)
 	return in
 }
 
 // estimateMonotone is invariant 1: without a GiB cap, adding a request or
 // growing any P or E never lowers the total (a GiB cap is exempt: a larger
 // K can drop a chunk row).
-func estimateMonotone(lim ref.Limits, in estIn, out estOut) error {
+func estimateMonotone(lim spec.Limits, in estIn, out estOut) error {
 	if in.Context.Chunk.MaxGB != nil {
 		return nil
 	}
@@ -507,15 +508,15 @@ func estimateMonotone(lim ref.Limits, in estIn, out estOut) error {
 		return nil
 	}
 	grown := cloneEst(in)
-	grown.Requests = append(grown.Requests, ref.EstimateReq{PrefixLen: 1, ExtendLen: 1})
+	grown.Requests = append(grown.Requests, spec.EstimateReq{PrefixLen: 1, ExtendLen: 1})
 	if err := check("adding a request", grown); err != nil {
 		return err
 	}
 	for i := range min(len(in.Requests), 3) {
 		for _, f := range []struct {
 			what string
-			bump func(*ref.EstimateReq)
-		}{{"P+1", func(r *ref.EstimateReq) { r.PrefixLen++ }}, {"E+1", func(r *ref.EstimateReq) { r.ExtendLen++ }}} {
+			bump func(*spec.EstimateReq)
+		}{{"P+1", func(r *spec.EstimateReq) { r.PrefixLen++ }}, {"E+1", func(r *spec.EstimateReq) { r.ExtendLen++ }}} {
 			x := cloneEst(in)
 			f.bump(&x.Requests[i])
 			if err := check(fmt.Sprintf("request %d %s", i, f.what), x); err != nil {
@@ -528,7 +529,7 @@ func estimateMonotone(lim ref.Limits, in estIn, out estOut) error {
 
 // estimateFullProduct is invariant 2: the CP-aware peak is at most the
 // full-request product (Σ E)(Σ (P+E))·4, with equality at c = 1 and no cap.
-func estimateFullProduct(_ ref.Limits, in estIn, out estOut) error {
+func estimateFullProduct(_ spec.Limits, in estIn, out estOut) error {
 	sumE, sumCtx := new(big.Int), new(big.Int)
 	for _, r := range in.Requests {
 		sumE.Add(sumE, bigOf(r.ExtendLen))
@@ -550,11 +551,11 @@ func estimateFullProduct(_ ref.Limits, in estIn, out estOut) error {
 // estimateRowCap is invariant 3: a row cap never raises the peak, and the
 // peak does not fall as the cap grows (n against n+1, and caps 1 ≤ 2 ≤
 // none on uncapped inputs).
-func estimateRowCap(lim ref.Limits, in estIn, out estOut) error {
+func estimateRowCap(lim spec.Limits, in estIn, out estOut) error {
 	if in.Context.Chunk.MaxGB != nil {
 		return nil
 	}
-	peakWith := func(c ref.MQAChunkConfig) (int64, bool) {
+	peakWith := func(c spec.MQAChunkConfig) (int64, bool) {
 		x := cloneEst(in)
 		x.Context.Chunk = c
 		e, ok := estimateRerun(lim, x)
@@ -562,18 +563,18 @@ func estimateRowCap(lim ref.Limits, in estIn, out estOut) error {
 	}
 	got := out.Estimate.MQALogitsPeakBytes
 	if n := in.Context.Chunk.MaxRows; n != nil {
-		if free, ok := peakWith(ref.MQAChunkConfig{}); ok && got > free {
+		if free, ok := peakWith(spec.MQAChunkConfig{}); ok && got > free {
 			return fmt.Errorf("row cap %d raised the peak: %d > uncapped %d", *n, got, free)
 		}
 		if *n < math.MaxInt64 {
-			if next, ok := peakWith(ref.MQAChunkConfig{MaxRows: ptr(*n + 1)}); ok && next < got {
+			if next, ok := peakWith(spec.MQAChunkConfig{MaxRows: ptr(*n + 1)}); ok && next < got {
 				return fmt.Errorf("row cap %d → %d lowered the peak %d → %d", *n, *n+1, got, next)
 			}
 		}
 		return nil
 	}
-	one, ok1 := peakWith(ref.MQAChunkConfig{MaxRows: ptr(int64(1))})
-	two, ok2 := peakWith(ref.MQAChunkConfig{MaxRows: ptr(int64(2))})
+	one, ok1 := peakWith(spec.MQAChunkConfig{MaxRows: ptr(int64(1))})
+	two, ok2 := peakWith(spec.MQAChunkConfig{MaxRows: ptr(int64(2))})
 	if ok1 && ok2 && (one > two || two > got) {
 		return fmt.Errorf("peaks under caps 1, 2, none = %d, %d, %d: not non-decreasing", one, two, got)
 	}
@@ -583,7 +584,7 @@ func estimateRowCap(lim ref.Limits, in estIn, out estOut) error {
 // estimateGBCap is invariant 4: under a GiB cap every rank's peak is at
 // most max(int(g·2^30), 4·K_r), and a rank cut short could not take one
 // more row under the cap.
-func estimateGBCap(_ ref.Limits, in estIn, out estOut) error {
+func estimateGBCap(_ spec.Limits, in estIn, out estOut) error {
 	if in.Context.Chunk.MaxGB == nil {
 		return nil
 	}
@@ -606,7 +607,7 @@ func estimateGBCap(_ ref.Limits, in estIn, out estOut) error {
 
 // estimatePure is invariant 6: the reference gives byte-identical
 // encodings on repeated runs, equal to the result under test.
-func estimatePure(lim ref.Limits, in estIn, out estOut) error {
+func estimatePure(lim spec.Limits, in estIn, out estOut) error {
 	a, errA := ref.AdmissionEstimate(lim, in)
 	b, errB := ref.AdmissionEstimate(lim, in)
 	ca, cb, co := catalog.Canonical(a, errA), catalog.Canonical(b, errB), catalog.Canonical(out, nil)
@@ -619,7 +620,7 @@ func estimatePure(lim ref.Limits, in estIn, out estOut) error {
 // estimateGate is A1.9 C5: with a limit the last request joins unless the
 // batch has two or more requests and its total exceeds the limit; a single
 // request over the limit is admitted alone and flagged. No limit, no gate.
-func estimateGate(_ ref.Limits, in estIn, out estOut) error {
+func estimateGate(_ spec.Limits, in estIn, out estOut) error {
 	if in.MaxBufferSizeBytes == nil {
 		if out.Gate != nil {
 			return fmt.Errorf("gate %+v without a limit", *out.Gate)
@@ -631,9 +632,9 @@ func estimateGate(_ ref.Limits, in estIn, out estOut) error {
 	}
 	g, m, n, total := *out.Gate, *in.MaxBufferSizeBytes, len(in.Requests), out.Estimate.TotalBytes
 	over := total > m
-	want := ref.BufferGate{MaxBufferSizeBytes: m, Admit: n <= 1 || !over, AloneOverLimit: n == 1 && over}
+	want := spec.BufferGate{MaxBufferSizeBytes: m, Admit: n <= 1 || !over, AloneOverLimit: n == 1 && over}
 	if !want.Admit {
-		want.Detail = ref.BufferGateDetail
+		want.Detail = spec.BufferGateDetail
 	}
 	if g != want {
 		return fmt.Errorf("gate %+v, want %+v (total %d, %d requests)", g, want, total, n)

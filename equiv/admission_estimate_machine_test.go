@@ -11,6 +11,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestBufferEstimatorTracksRef drives fast.BufferEstimator (the adder's
@@ -27,14 +28,14 @@ func TestBufferEstimatorTracksRef(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var batch []ref.EstimateReq
+		var batch []spec.EstimateReq
 		length := rapid.OneOf(
 			rapid.Int64Range(0, 300), rapid.Int64Range(0, 1<<20),
 			rapid.Int64Range(-3, -1), rapid.Int64Range(math.MaxInt64/8, math.MaxInt64),
 		)
 		for range rapid.IntRange(1, 12).Draw(t, "steps") {
-			r := ref.EstimateReq{PrefixLen: length.Draw(t, "prefix_len"), ExtendLen: length.Draw(t, "extend_len")}
-			with := append(append([]ref.EstimateReq{}, batch...), r)
+			r := spec.EstimateReq{PrefixLen: length.Draw(t, "prefix_len"), ExtendLen: length.Draw(t, "extend_len")}
+			with := append(append([]spec.EstimateReq{}, batch...), r)
 			want, werr := ref.EstimateBuffers(ctx, with)
 			got, gerr := est.With(r)
 			sameResult(t, "With", want, werr, got, gerr)
@@ -77,10 +78,10 @@ func sameResult[T any](t *rapid.T, what string, want T, werr error, got T, gerr 
 // travel in JSON; both twins reject it with the same canonical error.
 func TestEstimatorTwinsRejectNonFiniteCapsAlike(t *testing.T) {
 	for _, x := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
-		in := ref.AdmissionEstimateInput{Context: catalog.EstimatorA25Context(2), Requests: []ref.EstimateReq{{PrefixLen: 1, ExtendLen: 1}}}
+		in := spec.AdmissionEstimateInput{Context: catalog.EstimatorA25Context(2), Requests: []spec.EstimateReq{{PrefixLen: 1, ExtendLen: 1}}}
 		in.Context.Chunk.MaxGB = &x
-		rout, rerr := ref.AdmissionEstimate(ref.DefaultLimits(), in)
-		fout, ferr := fast.AdmissionEstimate(ref.DefaultLimits(), in)
+		rout, rerr := ref.AdmissionEstimate(spec.DefaultLimits(), in)
+		fout, ferr := fast.AdmissionEstimate(spec.DefaultLimits(), in)
 		if rerr == nil || !bytes.Equal(catalog.Canonical(rout, rerr), catalog.Canonical(fout, ferr)) {
 			t.Errorf("max_gb %v: ref %v, fast %v", x, rerr, ferr)
 		}

@@ -10,12 +10,13 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // AdmissionRound is the differential spec of admission.round
 // (docs/spec/admission-serving.md §A1) with the §A1.13 properties.
-func AdmissionRound() *Spec[ref.AdmissionRoundInput, ref.AdmissionRoundOutput] {
-	return &Spec[ref.AdmissionRoundInput, ref.AdmissionRoundOutput]{
+func AdmissionRound() *Spec[spec.AdmissionRoundInput, spec.AdmissionRoundOutput] {
+	return &Spec[spec.AdmissionRoundInput, spec.AdmissionRoundOutput]{
 		Op:          catalog.AdmissionRound(),
 		Valid:       rapid.Custom(AdmissionValid),
 		Invalid:     rapid.Custom(admissionInvalid),
@@ -28,8 +29,8 @@ func AdmissionRound() *Spec[ref.AdmissionRoundInput, ref.AdmissionRoundOutput] {
 
 // AdmissionProps are §A1.13's invariants plus the monotonicity and
 // single-request properties, each checked on one round's result.
-func AdmissionProps() []Prop[ref.AdmissionRoundInput, ref.AdmissionRoundOutput] {
-	return []Prop[ref.AdmissionRoundInput, ref.AdmissionRoundOutput]{
+func AdmissionProps() []Prop[spec.AdmissionRoundInput, spec.AdmissionRoundOutput] {
+	return []Prop[spec.AdmissionRoundInput, spec.AdmissionRoundOutput]{
 		{"budget-conservation", admissionBudgetConservation},
 		{"failure-purity", admissionFailurePurity},
 		{"page-alignment", admissionPageAlignment},
@@ -47,20 +48,20 @@ func AdmissionProps() []Prop[ref.AdmissionRoundInput, ref.AdmissionRoundOutput] 
 func p64(v int64) *int64 { return &v }
 
 // admissionReq is a §A1.12 request (L1Prefix, HostHit, ExtendLen, MaxNewTokens).
-func admissionReq(rid string, l1, host, extend, maxNew int64) ref.Request {
-	return ref.Request{RID: rid, InputLen: l1 + host + extend, MaxNewTokens: maxNew, L1Prefix: l1, HostHit: host}
+func admissionReq(rid string, l1, host, extend, maxNew int64) spec.Request {
+	return spec.Request{RID: rid, InputLen: l1 + host + extend, MaxNewTokens: maxNew, L1Prefix: l1, HostHit: host}
 }
 
-func admissionReqs(n int, l1, host, extend, maxNew int64) []ref.Request {
-	q := make([]ref.Request, n)
+func admissionReqs(n int, l1, host, extend, maxNew int64) []spec.Request {
+	q := make([]spec.Request, n)
 	for i := range q {
 		q[i] = admissionReq(fmt.Sprintf("r%d", i+1), l1, host, extend, maxNew)
 	}
 	return q
 }
 
-func admissionCfg(ps, maxPrefill int64, chunk *int64, cp *ref.CPAdmission) ref.AdderConfig {
-	return ref.AdderConfig{PageSize: ps, NewTokenRatio: 0.7, MaxPrefillTokens: maxPrefill, ChunkedPrefillSize: chunk, MaxRunningRequests: 1000, CP: cp}
+func admissionCfg(ps, maxPrefill int64, chunk *int64, cp *spec.CPAdmission) spec.AdderConfig {
+	return spec.AdderConfig{PageSize: ps, NewTokenRatio: 0.7, MaxPrefillTokens: maxPrefill, ChunkedPrefillSize: chunk, MaxRunningRequests: 1000, CP: cp}
 }
 
 // AdmissionValid draws an accepted round: page sizes 1–64, budgets on the
@@ -69,9 +70,9 @@ func admissionCfg(ps, maxPrefill int64, chunk *int64, cp *ref.CPAdmission) ref.A
 // requests, a continuing chunk, HiCache host hits around the load-back
 // threshold, a fake L2 capacity and the CP knobs. Σ L1PrefixEvictable +
 // Σ HostHit stays within pool.Evictable, so the lock-time check holds.
-func AdmissionValid(t *rapid.T) ref.AdmissionRoundInput {
+func AdmissionValid(t *rapid.T) spec.AdmissionRoundInput {
 	ps := rapid.SampledFrom([]int64{1, 1, 4, 16, 64}).Draw(t, "page_size")
-	c := ref.AdderConfig{
+	c := spec.AdderConfig{
 		PageSize:           ps,
 		NewTokenRatio:      rapid.SampledFrom([]float64{0, 0.25, 0.7, 1}).Draw(t, "ratio"),
 		MaxPrefillTokens:   rapid.Int64Range(1, 20000).Draw(t, "max_prefill"),
@@ -94,19 +95,19 @@ func AdmissionValid(t *rapid.T) ref.AdmissionRoundInput {
 	if rapid.IntRange(0, 2).Draw(t, "cp_on") > 0 {
 		c.CP = admissionCPDraw(t)
 	}
-	in := ref.AdmissionRoundInput{Config: c, Running: []ref.RunningReq{}, Queue: []ref.Request{}}
+	in := spec.AdmissionRoundInput{Config: c, Running: []spec.RunningReq{}, Queue: []spec.Request{}}
 	for range rapid.IntRange(0, 3).Draw(t, "running") {
 		mn := rapid.Int64Range(0, 6000).Draw(t, "running_max_new")
-		in.Running = append(in.Running, ref.RunningReq{MaxNewTokens: mn, OutputLen: rapid.Int64Range(0, mn+10).Draw(t, "running_output")})
+		in.Running = append(in.Running, spec.RunningReq{MaxNewTokens: mn, OutputLen: rapid.Int64Range(0, mn+10).Draw(t, "running_output")})
 	}
 	var locked int64
 	if rapid.IntRange(0, 3).Draw(t, "chunked_on") == 0 {
 		pre := ps * rapid.Int64Range(1, 100).Draw(t, "chunked_prefix_pages")
-		in.Chunked = &ref.Request{RID: "chunked", InputLen: pre + rapid.Int64Range(1, 20000).Draw(t, "chunked_extend"),
+		in.Chunked = &spec.Request{RID: "chunked", InputLen: pre + rapid.Int64Range(1, 20000).Draw(t, "chunked_extend"),
 			MaxNewTokens: rapid.Int64Range(0, 5000).Draw(t, "chunked_max_new"), L1Prefix: pre}
 	}
 	for i := range rapid.IntRange(0, 8).Draw(t, "queue") {
-		r := ref.Request{RID: fmt.Sprintf("q%d", i), MaxNewTokens: rapid.Int64Range(0, 5000).Draw(t, "max_new")}
+		r := spec.Request{RID: fmt.Sprintf("q%d", i), MaxNewTokens: rapid.Int64Range(0, 5000).Draw(t, "max_new")}
 		if rapid.IntRange(0, 4).Draw(t, "l1_on") > 0 {
 			r.L1Prefix = ps * rapid.Int64Range(0, 4096/ps+1).Draw(t, "l1_pages")
 			r.L1PrefixEvictable = rapid.Int64Range(0, r.L1Prefix).Draw(t, "l1_evictable")
@@ -140,20 +141,20 @@ func AdmissionValid(t *rapid.T) ref.AdmissionRoundInput {
 }
 
 // admissionCPDraw draws the CP knobs; each is unset about a third of the time.
-func admissionCPDraw(t *rapid.T) *ref.CPAdmission {
+func admissionCPDraw(t *rapid.T) *spec.CPAdmission {
 	knob := func(name string, lo, hi int64) *int64 {
 		if rapid.IntRange(0, 2).Draw(t, name+"_on") == 0 {
 			return nil
 		}
 		return p64(rapid.Int64Range(lo, hi).Draw(t, name))
 	}
-	cp := &ref.CPAdmission{
+	cp := &spec.CPAdmission{
 		MaxRequests:          knob("cp_max_requests", 1, 6),
 		MaxTotalExtendTokens: knob("cp_max_extend", 1, 30000),
 		MaxTotalCachedTokens: knob("cp_max_cached", 1, 20000),
 	}
 	if rapid.IntRange(0, 2).Draw(t, "buffer_on") == 0 {
-		cp.BufferModel = &ref.LinearBuffer{PerRequest: rapid.Int64Range(0, 4096).Draw(t, "per_request"),
+		cp.BufferModel = &spec.LinearBuffer{PerRequest: rapid.Int64Range(0, 4096).Draw(t, "per_request"),
 			PerPrefixToken: rapid.Int64Range(0, 700).Draw(t, "per_prefix"), PerExtendToken: rapid.Int64Range(0, 800).Draw(t, "per_extend")}
 		cp.MaxBufferSizeBytes = p64(rapid.Int64Range(1, 20_000_000).Draw(t, "max_buffer"))
 	}
@@ -161,7 +162,7 @@ func admissionCPDraw(t *rapid.T) *ref.CPAdmission {
 }
 
 // admissionInvalid draws one §A1.14 violation in an otherwise valid round.
-func admissionInvalid(t *rapid.T) Bad[ref.AdmissionRoundInput] {
+func admissionInvalid(t *rapid.T) Bad[spec.AdmissionRoundInput] {
 	in := AdmissionValid(t)
 	in.Queue = slices.Clone(in.Queue)
 	if len(in.Queue) == 0 {
@@ -172,87 +173,87 @@ func admissionInvalid(t *rapid.T) Bad[ref.AdmissionRoundInput] {
 	switch rapid.IntRange(0, 13).Draw(t, "violation") {
 	case 0:
 		in.Config.PageSize = rapid.Int64Range(-3, 0).Draw(t, "bad_page")
-		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitConfig}
+		return Bad[spec.AdmissionRoundInput]{in, spec.ErrAdmitConfig}
 	case 1:
 		// NaN is in the ref unit test: JSON cannot carry it into a fixture.
 		in.Config.NewTokenRatio = rapid.SampledFrom([]float64{-0.1, 1.01, -1e-9, 2}).Draw(t, "bad_ratio")
-		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitConfig}
+		return Bad[spec.AdmissionRoundInput]{in, spec.ErrAdmitConfig}
 	case 2:
 		in.Config.MaxPrefillTokens = rapid.Int64Range(-3, 0).Draw(t, "bad_max_prefill")
-		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitConfig}
+		return Bad[spec.AdmissionRoundInput]{in, spec.ErrAdmitConfig}
 	case 3:
 		in.Config.MixedDecodeTokens = rapid.Int64Range(-5, -1).Draw(t, "bad_mixed")
-		return Bad[ref.AdmissionRoundInput]{in, ref.ErrNegative}
+		return Bad[spec.AdmissionRoundInput]{in, spec.ErrNegative}
 	case 4:
 		in.Config.TruncationAlignSize = p64(rapid.Int64Range(-2, 0).Draw(t, "bad_align"))
-		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitConfig}
+		return Bad[spec.AdmissionRoundInput]{in, spec.ErrAdmitConfig}
 	case 5:
-		cp := ref.CPAdmission{MaxRequests: p64(rapid.Int64Range(-2, 0).Draw(t, "bad_knob"))}
+		cp := spec.CPAdmission{MaxRequests: p64(rapid.Int64Range(-2, 0).Draw(t, "bad_knob"))}
 		in.Config.CP = &cp
-		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitConfig}
+		return Bad[spec.AdmissionRoundInput]{in, spec.ErrAdmitConfig}
 	case 6:
 		in.Pool.Available = rapid.Int64Range(-9, -1).Draw(t, "bad_available")
-		return Bad[ref.AdmissionRoundInput]{in, ref.ErrNegative}
+		return Bad[spec.AdmissionRoundInput]{in, spec.ErrNegative}
 	case 7:
 		r.InputLen = rapid.Int64Range(-2, 0).Draw(t, "bad_input_len")
-		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitRequest}
+		return Bad[spec.AdmissionRoundInput]{in, spec.ErrAdmitRequest}
 	case 8:
 		r.HostHit = r.InputLen - r.L1Prefix + rapid.Int64Range(0, 3).Draw(t, "over_host")
-		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitRequest}
+		return Bad[spec.AdmissionRoundInput]{in, spec.ErrAdmitRequest}
 	case 9:
 		r.L1PrefixEvictable = r.L1Prefix + rapid.Int64Range(1, 3).Draw(t, "over_evictable")
-		return Bad[ref.AdmissionRoundInput]{in, ref.ErrAdmitRequest}
+		return Bad[spec.AdmissionRoundInput]{in, spec.ErrAdmitRequest}
 	case 10:
 		r.MaxNewTokens = rapid.Int64Range(-3, -1).Draw(t, "bad_max_new")
-		return Bad[ref.AdmissionRoundInput]{in, ref.ErrNegative}
+		return Bad[spec.AdmissionRoundInput]{in, spec.ErrNegative}
 	case 11:
 		in.Queue = append(in.Queue, *r)
-		return Bad[ref.AdmissionRoundInput]{in, ref.ErrDuplicateRID}
+		return Bad[spec.AdmissionRoundInput]{in, spec.ErrDuplicateRID}
 	case 12:
-		r.L1Prefix = ref.MaxAdmitTokens + rapid.Int64Range(1, 9).Draw(t, "huge")
-		return Bad[ref.AdmissionRoundInput]{in, ref.ErrTooLarge}
+		r.L1Prefix = spec.MaxAdmitTokens + rapid.Int64Range(1, 9).Draw(t, "huge")
+		return Bad[spec.AdmissionRoundInput]{in, spec.ErrTooLarge}
 	default:
 		// A request alone on an empty pool of evictable slots that claims
 		// its prefix was evictable: the lock-time check.
-		in = ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100000, Evictable: rapid.Int64Range(0, 9).Draw(t, "short_evictable")},
-			Queue: []ref.Request{{RID: "x", InputLen: 100, L1Prefix: 50, L1PrefixEvictable: 10 + rapid.Int64Range(0, 40).Draw(t, "lock")}}}
-		return Bad[ref.AdmissionRoundInput]{in, ref.ErrEvictableShort}
+		in = spec.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: spec.PoolState{Available: 100000, Evictable: rapid.Int64Range(0, 9).Draw(t, "short_evictable")},
+			Queue: []spec.Request{{RID: "x", InputLen: 100, L1Prefix: 50, L1PrefixEvictable: 10 + rapid.Int64Range(0, 40).Draw(t, "lock")}}}
+		return Bad[spec.AdmissionRoundInput]{in, spec.ErrEvictableShort}
 	}
 }
 
 // admissionBoundary: §A1.12's worked examples, the load-back threshold
 // (9, 10) and the CP gates at exactly their limit.
-func admissionBoundary() []Case[ref.AdmissionRoundInput] {
-	big := ref.PoolState{Available: 1_000_000}
+func admissionBoundary() []Case[spec.AdmissionRoundInput] {
+	big := spec.PoolState{Available: 1_000_000}
 	e2 := admissionE2Script()
-	cs := []Case[ref.AdmissionRoundInput]{
-		{"e1-basic-budgets", ref.AdmissionRoundInput{Config: admissionCfg(16, 8192, nil, nil), Pool: ref.PoolState{Available: 10000},
-			Queue: []ref.Request{admissionReq("r1", 0, 0, 1000, 256), admissionReq("r2", 0, 0, 7000, 256), admissionReq("r3", 0, 0, 500, 100)}}},
-		{"e2-chunk-page-floor", ref.AdmissionRoundInput{Config: e2.Config, Pool: e2.Steps[0].Pool, Queue: e2.Steps[0].Queue}},
-		{"e2-continuing-chunk", ref.AdmissionRoundInput{Config: e2.Config, Pool: big, Chunked: &ref.Request{RID: "r1", InputLen: 10000, MaxNewTokens: 16, L1Prefix: 960}}},
-		{"e3-no-token", ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100}, Queue: []ref.Request{admissionReq("r1", 0, 0, 200, 0)}}},
-		{"e3-no-token-hicache", func() ref.AdmissionRoundInput {
+	cs := []Case[spec.AdmissionRoundInput]{
+		{"e1-basic-budgets", spec.AdmissionRoundInput{Config: admissionCfg(16, 8192, nil, nil), Pool: spec.PoolState{Available: 10000},
+			Queue: []spec.Request{admissionReq("r1", 0, 0, 1000, 256), admissionReq("r2", 0, 0, 7000, 256), admissionReq("r3", 0, 0, 500, 100)}}},
+		{"e2-chunk-page-floor", spec.AdmissionRoundInput{Config: e2.Config, Pool: e2.Steps[0].Pool, Queue: e2.Steps[0].Queue}},
+		{"e2-continuing-chunk", spec.AdmissionRoundInput{Config: e2.Config, Pool: big, Chunked: &spec.Request{RID: "r1", InputLen: 10000, MaxNewTokens: 16, L1Prefix: 960}}},
+		{"e3-no-token", spec.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: spec.PoolState{Available: 100}, Queue: []spec.Request{admissionReq("r1", 0, 0, 200, 0)}}},
+		{"e3-no-token-hicache", func() spec.AdmissionRoundInput {
 			c := admissionCfg(1, 8192, nil, nil)
 			c.HierarchicalCache = true
-			return ref.AdmissionRoundInput{Config: c, Pool: ref.PoolState{Available: 100}, Queue: []ref.Request{admissionReq("r1", 0, 0, 200, 0)}}
+			return spec.AdmissionRoundInput{Config: c, Pool: spec.PoolState{Available: 100}, Queue: []spec.Request{admissionReq("r1", 0, 0, 200, 0)}}
 		}()},
-		{"e4-cp-extend-gate", ref.AdmissionRoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxTotalExtendTokens: p64(8192)}), Pool: big, Queue: admissionReqs(3, 0, 0, 3000, 0)}},
-		{"e5-lift-equality", ref.AdmissionRoundInput{Config: admissionCfg(1, 4096, nil, &ref.CPAdmission{MaxTotalExtendTokens: p64(16384)}), Pool: big, Queue: admissionReqs(2, 0, 0, 8192, 0)}},
-		{"e7-default-limit-chunk", ref.AdmissionRoundInput{Config: admissionCfg(1, 16384, p64(8192), &ref.CPAdmission{}), Pool: big, Queue: admissionReqs(3, 0, 0, 3000, 0)}},
-		{"load-back-threshold-9", ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: big, Queue: []ref.Request{admissionReq("r1", 0, 9, 5, 0)}}},
-		{"load-back-threshold-10", ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: big, Queue: []ref.Request{admissionReq("r1", 0, 10, 5, 0)}}},
-		{"load-back-l2-capacity-short", ref.AdmissionRoundInput{Config: admissionCfg(64, 16384, p64(8192), &ref.CPAdmission{MaxTotalCachedTokens: p64(4096)}), Pool: big,
-			Queue: []ref.Request{admissionReq("a", 0, 4096, 64, 16), admissionReq("b", 0, 4096, 64, 16)}, L2LoadBackCapacity: p64(0)}},
-		{"cp-max-requests", ref.AdmissionRoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxRequests: p64(2)}), Pool: big, Queue: admissionReqs(3, 0, 0, 10, 0)}},
-		{"cp-buffer-gate", ref.AdmissionRoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(2000),
-			BufferModel: &ref.LinearBuffer{PerRequest: 100, PerExtendToken: 1}}), Pool: big, Queue: admissionReqs(3, 0, 0, 800, 0)}},
-		{"cp-buffer-single-oversized-warns", ref.AdmissionRoundInput{Config: admissionCfg(1, 65536, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(10),
-			BufferModel: &ref.LinearBuffer{PerExtendToken: 1}}), Pool: big, Queue: admissionReqs(2, 0, 0, 800, 0)}},
-		{"max-running", ref.AdmissionRoundInput{Config: func() ref.AdderConfig { c := admissionCfg(1, 8192, nil, nil); c.MaxRunningRequests = 2; return c }(),
-			Pool: big, Running: []ref.RunningReq{{MaxNewTokens: 100, OutputLen: 3}}, Queue: admissionReqs(3, 0, 0, 10, 0)}},
-		{"lock-time-evictable-short", ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 100000, Evictable: 10},
-			Queue: []ref.Request{{RID: "x", InputLen: 100, L1Prefix: 50, L1PrefixEvictable: 20}}}},
-		{"empty-queue", ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, p64(100), &ref.CPAdmission{}), Pool: big}},
+		{"e4-cp-extend-gate", spec.AdmissionRoundInput{Config: admissionCfg(1, 65536, nil, &spec.CPAdmission{MaxTotalExtendTokens: p64(8192)}), Pool: big, Queue: admissionReqs(3, 0, 0, 3000, 0)}},
+		{"e5-lift-equality", spec.AdmissionRoundInput{Config: admissionCfg(1, 4096, nil, &spec.CPAdmission{MaxTotalExtendTokens: p64(16384)}), Pool: big, Queue: admissionReqs(2, 0, 0, 8192, 0)}},
+		{"e7-default-limit-chunk", spec.AdmissionRoundInput{Config: admissionCfg(1, 16384, p64(8192), &spec.CPAdmission{}), Pool: big, Queue: admissionReqs(3, 0, 0, 3000, 0)}},
+		{"load-back-threshold-9", spec.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: big, Queue: []spec.Request{admissionReq("r1", 0, 9, 5, 0)}}},
+		{"load-back-threshold-10", spec.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: big, Queue: []spec.Request{admissionReq("r1", 0, 10, 5, 0)}}},
+		{"load-back-l2-capacity-short", spec.AdmissionRoundInput{Config: admissionCfg(64, 16384, p64(8192), &spec.CPAdmission{MaxTotalCachedTokens: p64(4096)}), Pool: big,
+			Queue: []spec.Request{admissionReq("a", 0, 4096, 64, 16), admissionReq("b", 0, 4096, 64, 16)}, L2LoadBackCapacity: p64(0)}},
+		{"cp-max-requests", spec.AdmissionRoundInput{Config: admissionCfg(1, 65536, nil, &spec.CPAdmission{MaxRequests: p64(2)}), Pool: big, Queue: admissionReqs(3, 0, 0, 10, 0)}},
+		{"cp-buffer-gate", spec.AdmissionRoundInput{Config: admissionCfg(1, 65536, nil, &spec.CPAdmission{MaxBufferSizeBytes: p64(2000),
+			BufferModel: &spec.LinearBuffer{PerRequest: 100, PerExtendToken: 1}}), Pool: big, Queue: admissionReqs(3, 0, 0, 800, 0)}},
+		{"cp-buffer-single-oversized-warns", spec.AdmissionRoundInput{Config: admissionCfg(1, 65536, nil, &spec.CPAdmission{MaxBufferSizeBytes: p64(10),
+			BufferModel: &spec.LinearBuffer{PerExtendToken: 1}}), Pool: big, Queue: admissionReqs(2, 0, 0, 800, 0)}},
+		{"max-running", spec.AdmissionRoundInput{Config: func() spec.AdderConfig { c := admissionCfg(1, 8192, nil, nil); c.MaxRunningRequests = 2; return c }(),
+			Pool: big, Running: []spec.RunningReq{{MaxNewTokens: 100, OutputLen: 3}}, Queue: admissionReqs(3, 0, 0, 10, 0)}},
+		{"lock-time-evictable-short", spec.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: spec.PoolState{Available: 100000, Evictable: 10},
+			Queue: []spec.Request{{RID: "x", InputLen: 100, L1Prefix: 50, L1PrefixEvictable: 20}}}},
+		{"empty-queue", spec.AdmissionRoundInput{Config: admissionCfg(1, 8192, p64(100), &spec.CPAdmission{}), Pool: big}},
 		{"cp-buffer-gate-a2-estimator-x2", admissionX2()},
 	}
 	return cs
@@ -262,32 +263,32 @@ func admissionBoundary() []Case[ref.AdmissionRoundInput] {
 // check, every §A1.14 row the generator does not draw (each refused by
 // ValidateAdmissionRound before any request is walked) and the C5 estimator's
 // overflow, which fails the whole round.
-func admissionRejects() map[string]*ref.Sentinel {
-	return map[string]*ref.Sentinel{
-		"lock-time-evictable-short":                 ref.ErrEvictableShort,
-		"bad-l2-load-back-capacity-negative":        ref.ErrNegative,
-		"bad-running-max-new-tokens-negative":       ref.ErrNegative,
-		"bad-running-output-len-over-2^40":          ref.ErrTooLarge,
-		"bad-chunked-input-len-zero":                ref.ErrAdmitRequest,
-		"bad-chunked-host-hit-set":                  ref.ErrAdmitRequest,
-		"bad-cp-max-buffer-size-zero":               ref.ErrAdmitConfig,
-		"bad-cp-buffer-model-coefficient":           ref.ErrAdmitConfig,
-		"bad-cp-estimator-and-buffer-model":         ref.ErrAdmitConfig,
-		"bad-cp-estimator-context":                  ref.ErrEstimatorParam,
-		"bad-cp-buffer-limit-without-estimator":     ref.ErrAdmitConfig,
-		"cp-buffer-linear-estimate-overflows-int64": ref.ErrOverflow,
+func admissionRejects() map[string]*spec.Sentinel {
+	return map[string]*spec.Sentinel{
+		"lock-time-evictable-short":                 spec.ErrEvictableShort,
+		"bad-l2-load-back-capacity-negative":        spec.ErrNegative,
+		"bad-running-max-new-tokens-negative":       spec.ErrNegative,
+		"bad-running-output-len-over-2^40":          spec.ErrTooLarge,
+		"bad-chunked-input-len-zero":                spec.ErrAdmitRequest,
+		"bad-chunked-host-hit-set":                  spec.ErrAdmitRequest,
+		"bad-cp-max-buffer-size-zero":               spec.ErrAdmitConfig,
+		"bad-cp-buffer-model-coefficient":           spec.ErrAdmitConfig,
+		"bad-cp-estimator-and-buffer-model":         spec.ErrAdmitConfig,
+		"bad-cp-estimator-context":                  spec.ErrEstimatorParam,
+		"bad-cp-buffer-limit-without-estimator":     spec.ErrAdmitConfig,
+		"cp-buffer-linear-estimate-overflows-int64": spec.ErrOverflow,
 	}
 }
 
 // admissionFailureCases pins the failure paths of §A1.14 and §A1.9 C5 that
 // the generators reach only by chance or not at all, one case per path,
 // each an otherwise valid round, plus budget_state's cur_rem_tokens stop.
-func admissionFailureCases() []Case[ref.AdmissionRoundInput] {
-	big := ref.PoolState{Available: 1_000_000}
-	one := []ref.Request{admissionReq("r1", 0, 0, 100, 0)}
+func admissionFailureCases() []Case[spec.AdmissionRoundInput] {
+	big := spec.PoolState{Available: 1_000_000}
+	one := []spec.Request{admissionReq("r1", 0, 0, 100, 0)}
 	cfg := admissionCfg(1, 8192, nil, nil)
-	round := func(cp *ref.CPAdmission, f func(*ref.AdmissionRoundInput)) ref.AdmissionRoundInput {
-		in := ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, cp), Pool: big, Queue: one}
+	round := func(cp *spec.CPAdmission, f func(*spec.AdmissionRoundInput)) spec.AdmissionRoundInput {
+		in := spec.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, cp), Pool: big, Queue: one}
 		if f != nil {
 			f(&in)
 		}
@@ -296,30 +297,30 @@ func admissionFailureCases() []Case[ref.AdmissionRoundInput] {
 	badCtx := ref.DefaultEstimatorContext(64, 2)
 	badCtx.VocabSize = 0
 	goodCtx := ref.DefaultEstimatorContext(64, 2)
-	return []Case[ref.AdmissionRoundInput]{
+	return []Case[spec.AdmissionRoundInput]{
 		// A running request past its max_new_tokens has a negative decode
 		// reservation (§A1.3 does not clamp it), so rem_total_tokens stays
 		// above cur_rem_tokens: the admitted request empties cur_rem first
 		// and budget_state stops with NO_TOKEN/budget_current.
-		{"budget-current-negative-running-offset", ref.AdmissionRoundInput{Config: cfg, Pool: ref.PoolState{Available: 1000},
-			Running: []ref.RunningReq{{MaxNewTokens: 0, OutputLen: 1000}}, Queue: []ref.Request{admissionReq("r1", 0, 0, 1000, 0)}}},
+		{"budget-current-negative-running-offset", spec.AdmissionRoundInput{Config: cfg, Pool: spec.PoolState{Available: 1000},
+			Running: []spec.RunningReq{{MaxNewTokens: 0, OutputLen: 1000}}, Queue: []spec.Request{admissionReq("r1", 0, 0, 1000, 0)}}},
 		// §A1.14's rows the invalid generator does not draw, in ValidateAdmissionRound's order.
-		{"bad-l2-load-back-capacity-negative", round(nil, func(in *ref.AdmissionRoundInput) { in.L2LoadBackCapacity = p64(-1) })},
-		{"bad-running-max-new-tokens-negative", round(nil, func(in *ref.AdmissionRoundInput) { in.Running = []ref.RunningReq{{MaxNewTokens: -1}} })},
-		{"bad-running-output-len-over-2^40", round(nil, func(in *ref.AdmissionRoundInput) {
-			in.Running = []ref.RunningReq{{MaxNewTokens: 10, OutputLen: ref.MaxAdmitTokens + 1}}
+		{"bad-l2-load-back-capacity-negative", round(nil, func(in *spec.AdmissionRoundInput) { in.L2LoadBackCapacity = p64(-1) })},
+		{"bad-running-max-new-tokens-negative", round(nil, func(in *spec.AdmissionRoundInput) { in.Running = []spec.RunningReq{{MaxNewTokens: -1}} })},
+		{"bad-running-output-len-over-2^40", round(nil, func(in *spec.AdmissionRoundInput) {
+			in.Running = []spec.RunningReq{{MaxNewTokens: 10, OutputLen: spec.MaxAdmitTokens + 1}}
 		})},
-		{"bad-chunked-input-len-zero", round(nil, func(in *ref.AdmissionRoundInput) { in.Chunked = &ref.Request{RID: "c"} })},
-		{"bad-chunked-host-hit-set", round(nil, func(in *ref.AdmissionRoundInput) {
-			in.Chunked = &ref.Request{RID: "c", InputLen: 100, L1Prefix: 10, HostHit: 20}
+		{"bad-chunked-input-len-zero", round(nil, func(in *spec.AdmissionRoundInput) { in.Chunked = &spec.Request{RID: "c"} })},
+		{"bad-chunked-host-hit-set", round(nil, func(in *spec.AdmissionRoundInput) {
+			in.Chunked = &spec.Request{RID: "c", InputLen: 100, L1Prefix: 10, HostHit: 20}
 		})},
-		{"bad-cp-max-buffer-size-zero", round(&ref.CPAdmission{MaxBufferSizeBytes: p64(0), BufferModel: &ref.LinearBuffer{}}, nil)},
-		{"bad-cp-buffer-model-coefficient", round(&ref.CPAdmission{MaxBufferSizeBytes: p64(1000),
-			BufferModel: &ref.LinearBuffer{PerExtendToken: ref.MaxLinearBufferCoeff + 1}}, nil)},
-		{"bad-cp-estimator-and-buffer-model", round(&ref.CPAdmission{MaxBufferSizeBytes: p64(1000),
-			BufferModel: &ref.LinearBuffer{}, EstimatorContext: &goodCtx}, nil)},
-		{"bad-cp-estimator-context", round(&ref.CPAdmission{MaxBufferSizeBytes: p64(1000), EstimatorContext: &badCtx}, nil)},
-		{"bad-cp-buffer-limit-without-estimator", round(&ref.CPAdmission{MaxBufferSizeBytes: p64(1000)}, nil)},
+		{"bad-cp-max-buffer-size-zero", round(&spec.CPAdmission{MaxBufferSizeBytes: p64(0), BufferModel: &spec.LinearBuffer{}}, nil)},
+		{"bad-cp-buffer-model-coefficient", round(&spec.CPAdmission{MaxBufferSizeBytes: p64(1000),
+			BufferModel: &spec.LinearBuffer{PerExtendToken: spec.MaxLinearBufferCoeff + 1}}, nil)},
+		{"bad-cp-estimator-and-buffer-model", round(&spec.CPAdmission{MaxBufferSizeBytes: p64(1000),
+			BufferModel: &spec.LinearBuffer{}, EstimatorContext: &goodCtx}, nil)},
+		{"bad-cp-estimator-context", round(&spec.CPAdmission{MaxBufferSizeBytes: p64(1000), EstimatorContext: &badCtx}, nil)},
+		{"bad-cp-buffer-limit-without-estimator", round(&spec.CPAdmission{MaxBufferSizeBytes: p64(1000)}, nil)},
 		{"cp-buffer-linear-estimate-overflows-int64", admissionLinearOverflow()},
 	}
 }
@@ -330,58 +331,58 @@ func admissionFailureCases() []Case[ref.AdmissionRoundInput] {
 // int64; the 129th candidate's sum does not, and the limit (int64's
 // maximum) never stops the walk first, so the round fails with
 // ErrOverflow at buffer_estimate.batch[128].
-func admissionLinearOverflow() ref.AdmissionRoundInput {
+func admissionLinearOverflow() spec.AdmissionRoundInput {
 	const n = 129
-	q := make([]ref.Request, n)
+	q := make([]spec.Request, n)
 	for i := range q {
-		q[i] = admissionReq(fmt.Sprintf("r%d", i), ref.MaxAdmitTokens-1, 0, 1, 0)
+		q[i] = admissionReq(fmt.Sprintf("r%d", i), spec.MaxAdmitTokens-1, 0, 1, 0)
 	}
-	c := admissionCfg(1, 1<<20, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(math.MaxInt64),
-		BufferModel: &ref.LinearBuffer{PerPrefixToken: ref.MaxLinearBufferCoeff}})
-	return ref.AdmissionRoundInput{Config: c, Pool: ref.PoolState{Available: 1_000_000}, Queue: q}
+	c := admissionCfg(1, 1<<20, nil, &spec.CPAdmission{MaxBufferSizeBytes: p64(math.MaxInt64),
+		BufferModel: &spec.LinearBuffer{PerPrefixToken: spec.MaxLinearBufferCoeff}})
+	return spec.AdmissionRoundInput{Config: c, Pool: spec.PoolState{Available: 1_000_000}, Queue: q}
 }
 
 // admissionX2 is A2.5 X2 through the adder's buffer gate on A2's real
 // estimator (config.cp.estimator): X1 alone is 111,188,480 bytes, two are
 // 423,703,552 > 128 MiB, so the second stops with cp_max_buffer_size.
-func admissionX2() ref.AdmissionRoundInput {
+func admissionX2() spec.AdmissionRoundInput {
 	ctx := ref.DefaultEstimatorContext(64, 2)
 	ctx.TransferEnabled, ctx.TransferLayers = true, 79
-	x1 := ref.Request{InputLen: 12288, L1Prefix: 8192, L1PrefixEvictable: 8192}
+	x1 := spec.Request{InputLen: 12288, L1Prefix: 8192, L1PrefixEvictable: 8192}
 	a, b := x1, x1
 	a.RID, b.RID = "x1", "x2"
-	return ref.AdmissionRoundInput{Config: admissionCfg(64, 1<<20, nil, &ref.CPAdmission{MaxBufferSizeBytes: p64(128 << 20), EstimatorContext: &ctx}),
-		Pool: ref.PoolState{Available: 1 << 20, Evictable: 1 << 15}, Queue: []ref.Request{a, b}}
+	return spec.AdmissionRoundInput{Config: admissionCfg(64, 1<<20, nil, &spec.CPAdmission{MaxBufferSizeBytes: p64(128 << 20), EstimatorContext: &ctx}),
+		Pool: spec.PoolState{Available: 1 << 20, Evictable: 1 << 15}, Queue: []spec.Request{a, b}}
 }
 
 // admissionE2Script is §A1.12 E2 as two rounds.
-func admissionE2Script() ref.AdmissionScriptInput {
-	pool := ref.PoolState{Available: 1_000_000}
-	return ref.AdmissionScriptInput{Config: admissionCfg(64, 16384, p64(1000), nil), Steps: []ref.AdmissionStep{
-		{Pool: pool, Queue: []ref.Request{admissionReq("r1", 0, 0, 10000, 16), admissionReq("r2", 0, 0, 100, 0)}},
-		{Pool: pool, Queue: []ref.Request{admissionReq("r2", 0, 0, 100, 0)}},
+func admissionE2Script() spec.AdmissionScriptInput {
+	pool := spec.PoolState{Available: 1_000_000}
+	return spec.AdmissionScriptInput{Config: admissionCfg(64, 16384, p64(1000), nil), Steps: []spec.AdmissionStep{
+		{Pool: pool, Queue: []spec.Request{admissionReq("r1", 0, 0, 10000, 16), admissionReq("r2", 0, 0, 100, 0)}},
+		{Pool: pool, Queue: []spec.Request{admissionReq("r2", 0, 0, 100, 0)}},
 	}}
 }
 
 // admissionRegressions are §A1.15's minimal inputs, named as their mutants.
-func admissionRegressions() []Case[ref.AdmissionRoundInput] {
-	big := ref.PoolState{Available: 1_000_000}
-	return []Case[ref.AdmissionRoundInput]{
-		{"cached-gate-before-load-back", ref.AdmissionRoundInput{Config: admissionCfg(64, 16384, nil, &ref.CPAdmission{MaxTotalCachedTokens: p64(4096)}),
-			Pool: ref.PoolState{Available: 100000}, Queue: []ref.Request{admissionReq("A", 0, 4096, 64, 16), admissionReq("B", 0, 4096, 64, 16)}}},
-		{"cp-gates-on-empty-batch", ref.AdmissionRoundInput{Config: admissionCfg(64, 16384, nil, &ref.CPAdmission{MaxTotalCachedTokens: p64(2048)}), Pool: big,
-			Queue: []ref.Request{admissionReq("r1", 0, 4096, 64, 0)}}},
-		{"cp-no-legacy-lift", ref.AdmissionRoundInput{Config: admissionCfg(1, 4096, nil, &ref.CPAdmission{MaxTotalExtendTokens: p64(16384)}), Pool: big, Queue: admissionReqs(8, 0, 0, 3000, 0)}},
-		{"cp-user-limit-uncapped", ref.AdmissionRoundInput{Config: admissionCfg(1, 16384, p64(8192), &ref.CPAdmission{MaxTotalExtendTokens: p64(32768)}), Pool: big, Queue: []ref.Request{}}},
-		{"cp-limit-not-defaulted", ref.AdmissionRoundInput{Config: admissionCfg(1, 16384, p64(8192), &ref.CPAdmission{}), Pool: big, Queue: []ref.Request{}}},
-		{"lock-recheck-skipped", ref.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: ref.PoolState{Available: 1000, Evictable: 200},
-			Queue: []ref.Request{{RID: "r1", InputLen: 1300, L1Prefix: 200, L1PrefixEvictable: 200}}}},
+func admissionRegressions() []Case[spec.AdmissionRoundInput] {
+	big := spec.PoolState{Available: 1_000_000}
+	return []Case[spec.AdmissionRoundInput]{
+		{"cached-gate-before-load-back", spec.AdmissionRoundInput{Config: admissionCfg(64, 16384, nil, &spec.CPAdmission{MaxTotalCachedTokens: p64(4096)}),
+			Pool: spec.PoolState{Available: 100000}, Queue: []spec.Request{admissionReq("A", 0, 4096, 64, 16), admissionReq("B", 0, 4096, 64, 16)}}},
+		{"cp-gates-on-empty-batch", spec.AdmissionRoundInput{Config: admissionCfg(64, 16384, nil, &spec.CPAdmission{MaxTotalCachedTokens: p64(2048)}), Pool: big,
+			Queue: []spec.Request{admissionReq("r1", 0, 4096, 64, 0)}}},
+		{"cp-no-legacy-lift", spec.AdmissionRoundInput{Config: admissionCfg(1, 4096, nil, &spec.CPAdmission{MaxTotalExtendTokens: p64(16384)}), Pool: big, Queue: admissionReqs(8, 0, 0, 3000, 0)}},
+		{"cp-user-limit-uncapped", spec.AdmissionRoundInput{Config: admissionCfg(1, 16384, p64(8192), &spec.CPAdmission{MaxTotalExtendTokens: p64(32768)}), Pool: big, Queue: []spec.Request{}}},
+		{"cp-limit-not-defaulted", spec.AdmissionRoundInput{Config: admissionCfg(1, 16384, p64(8192), &spec.CPAdmission{}), Pool: big, Queue: []spec.Request{}}},
+		{"lock-recheck-skipped", spec.AdmissionRoundInput{Config: admissionCfg(1, 8192, nil, nil), Pool: spec.PoolState{Available: 1000, Evictable: 200},
+			Queue: []spec.Request{{RID: "r1", InputLen: 1300, L1Prefix: 200, L1PrefixEvictable: 200}}}},
 	}
 }
 
 // admissionEntries splits the batch into the continuing chunk (if it ran) and
 // the entries admitted from the queue.
-func admissionEntries(in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) (cont *ref.AdmittedReq, fromQueue []ref.AdmittedReq) {
+func admissionEntries(in spec.AdmissionRoundInput, out spec.AdmissionRoundOutput) (cont *spec.AdmittedReq, fromQueue []spec.AdmittedReq) {
 	if in.Chunked != nil && len(out.Admitted) > 0 && out.Admitted[0].RID == in.Chunked.RID {
 		return &out.Admitted[0], out.Admitted[1:]
 	}
@@ -389,7 +390,7 @@ func admissionEntries(in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) 
 }
 
 // admissionMaxNew is the max_new the adder charged for entry a (0 when chunked).
-func admissionMaxNew(in ref.AdmissionRoundInput, a ref.AdmittedReq, i int) int64 {
+func admissionMaxNew(in spec.AdmissionRoundInput, a spec.AdmittedReq, i int) int64 {
 	if a.Chunked {
 		return 0
 	}
@@ -401,7 +402,7 @@ func admissionMaxNew(in ref.AdmissionRoundInput, a ref.AdmittedReq, i int) int64
 
 // admissionBudgetConservation is A1.13.1: every budget moved by exactly the sum
 // of page-ceiled charges (and charged max_new for rem_total).
-func admissionBudgetConservation(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
+func admissionBudgetConservation(_ spec.Limits, in spec.AdmissionRoundInput, out spec.AdmissionRoundOutput) error {
 	b := ref.InitialBudgets(in.Config)
 	cont, fromQueue := admissionEntries(in, out)
 	var sum int64
@@ -409,7 +410,7 @@ func admissionBudgetConservation(_ ref.Limits, in ref.AdmissionRoundInput, out r
 	for _, r := range in.Running {
 		off += ref.RunningOffset(r, in.Config.NewTokenRatio)
 	}
-	add := func(a ref.AdmittedReq, i int) {
+	add := func(a spec.AdmittedReq, i int) {
 		sum += a.ChargedExtend
 		off += float64(a.ChargedExtend + admissionMaxNew(in, a, i))
 	}
@@ -438,7 +439,7 @@ func admissionBudgetConservation(_ ref.Limits, in ref.AdmissionRoundInput, out r
 // admissionFailurePurity is A1.13.2: the pool lost exactly the admitted
 // requests' locks and load-backs; a refused request left at most its
 // load-back behind, as evictable slots.
-func admissionFailurePurity(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
+func admissionFailurePurity(_ spec.Limits, in spec.AdmissionRoundInput, out spec.AdmissionRoundOutput) error {
 	_, fromQueue := admissionEntries(in, out)
 	var locked, loaded int64
 	for i, a := range fromQueue {
@@ -467,7 +468,7 @@ func admissionFailurePurity(_ ref.Limits, in ref.AdmissionRoundInput, out ref.Ad
 }
 
 // admissionPageAlignment is A1.13.3.
-func admissionPageAlignment(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
+func admissionPageAlignment(_ spec.Limits, in spec.AdmissionRoundInput, out spec.AdmissionRoundOutput) error {
 	ps := in.Config.PageSize
 	_, fromQueue := admissionEntries(in, out)
 	for _, a := range out.Admitted {
@@ -491,7 +492,7 @@ func admissionPageAlignment(_ ref.Limits, in ref.AdmissionRoundInput, out ref.Ad
 
 // admissionMonotonicBudgets is A1.13.4 at round granularity: the compute and
 // chunk budgets only shrink.
-func admissionMonotonicBudgets(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
+func admissionMonotonicBudgets(_ spec.Limits, in spec.AdmissionRoundInput, out spec.AdmissionRoundOutput) error {
 	b := ref.InitialBudgets(in.Config)
 	if out.RemInputTokens > b.RemInput || (b.RemChunk != nil && out.RemChunkTokens != nil && *out.RemChunkTokens > *b.RemChunk) {
 		return fmt.Errorf("a budget grew: rem_input %d of %d, rem_chunk %v of %v", out.RemInputTokens, b.RemInput, out.RemChunkTokens, b.RemChunk)
@@ -505,7 +506,7 @@ func admissionMonotonicBudgets(_ ref.Limits, in ref.AdmissionRoundInput, out ref
 }
 
 // admissionQueueOrder is A1.13.5.
-func admissionQueueOrder(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
+func admissionQueueOrder(_ spec.Limits, in spec.AdmissionRoundInput, out spec.AdmissionRoundOutput) error {
 	_, fromQueue := admissionEntries(in, out)
 	if len(fromQueue) > len(in.Queue) {
 		return fmt.Errorf("%d admitted from a queue of %d", len(fromQueue), len(in.Queue))
@@ -517,7 +518,7 @@ func admissionQueueOrder(_ ref.Limits, in ref.AdmissionRoundInput, out ref.Admis
 	}
 	k := len(fromQueue)
 	switch {
-	case out.Stop.Detail == ref.DetailQueueExhausted:
+	case out.Stop.Detail == spec.DetailQueueExhausted:
 		if k != len(in.Queue) || out.Stop.RID != "" || out.Stop.Admitted {
 			return fmt.Errorf("queue_exhausted after %d of %d (stop %+v)", k, len(in.Queue), out.Stop)
 		}
@@ -539,7 +540,7 @@ func admissionQueueOrder(_ ref.Limits, in ref.AdmissionRoundInput, out ref.Admis
 // request needs at least a page. With an alignment the cut can leave
 // whole pages that a smaller later request fits in entirely, as upstream
 // allows (docs/spec/admission-serving.md §A1.13, amendment), so only "at most one" is required then.
-func admissionOneChunk(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
+func admissionOneChunk(_ spec.Limits, in spec.AdmissionRoundInput, out spec.AdmissionRoundOutput) error {
 	cont, fromQueue := admissionEntries(in, out)
 	n := 0
 	for i, a := range fromQueue {
@@ -563,7 +564,7 @@ func admissionOneChunk(_ ref.Limits, in ref.AdmissionRoundInput, out ref.Admissi
 }
 
 // admissionCPBounds is A1.13.7: CP limits hold for every batch of two or more.
-func admissionCPBounds(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
+func admissionCPBounds(_ spec.Limits, in spec.AdmissionRoundInput, out spec.AdmissionRoundOutput) error {
 	cp := in.Config.CP
 	if cp == nil {
 		if out.CumExtend != 0 || out.CumCached != 0 || out.EffectiveCPExtendLimit != nil {
@@ -592,9 +593,9 @@ func admissionCPBounds(_ ref.Limits, in ref.AdmissionRoundInput, out ref.Admissi
 		return fmt.Errorf("cum_cached %d > max %d", out.CumCached, *m)
 	}
 	if est := ref.BufferEstimatorOf(cp); est != nil {
-		batch := make([]ref.PlannedEntry, 0, len(out.Admitted))
+		batch := make([]spec.PlannedEntry, 0, len(out.Admitted))
 		for _, a := range out.Admitted {
-			batch = append(batch, ref.PlannedEntry{PrefixLen: a.PrefixLen, RunExtend: a.RunExtend})
+			batch = append(batch, spec.PlannedEntry{PrefixLen: a.PrefixLen, RunExtend: a.RunExtend})
 		}
 		if b, err := est(batch); err != nil || b > *cp.MaxBufferSizeBytes {
 			return fmt.Errorf("buffer estimate %d (%v) > max %d", b, err, *cp.MaxBufferSizeBytes)
@@ -605,7 +606,7 @@ func admissionCPBounds(_ ref.Limits, in ref.AdmissionRoundInput, out ref.Admissi
 
 // admissionInertness is A1.13.8: CP with every knob unset and chunking off
 // decides exactly as the CP-free adder.
-func admissionInertness(lim ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
+func admissionInertness(lim spec.Limits, in spec.AdmissionRoundInput, out spec.AdmissionRoundOutput) error {
 	cp := in.Config.CP
 	if cp == nil || cp.MaxRequests != nil || cp.MaxTotalExtendTokens != nil || cp.MaxTotalCachedTokens != nil || cp.MaxBufferSizeBytes != nil ||
 		ref.InitialBudgets(in.Config).RemChunk != nil {
@@ -626,7 +627,7 @@ func admissionInertness(lim ref.Limits, in ref.AdmissionRoundInput, out ref.Admi
 }
 
 // admissionLiftBound is A1.13.9 and C1's table, recomputed here from the config.
-func admissionLiftBound(_ ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
+func admissionLiftBound(_ spec.Limits, in spec.AdmissionRoundInput, out spec.AdmissionRoundOutput) error {
 	c := in.Config
 	if c.CP == nil {
 		return nil
@@ -666,12 +667,12 @@ func admissionLiftBound(_ ref.Limits, in ref.AdmissionRoundInput, out ref.Admiss
 // admissionSingleAlone: a lone request (nothing running, no chunk) is refused
 // only for memory or for a chunk budget that cannot hold one page (or one
 // alignment unit) — never by a CP gate or the compute budget (no deadlock).
-func admissionSingleAlone(lim ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
+func admissionSingleAlone(lim spec.Limits, in spec.AdmissionRoundInput, out spec.AdmissionRoundOutput) error {
 	if len(in.Running) > 0 || in.Chunked != nil || len(in.Queue) == 0 || len(out.Admitted) > 0 {
 		return nil
 	}
 	switch out.Stop.Detail {
-	case ref.DetailRemTotal, ref.DetailRemChunk, ref.DetailTruncationAlign:
+	case spec.DetailRemTotal, spec.DetailRemChunk, spec.DetailTruncationAlign:
 		return nil
 	}
 	return fmt.Errorf("first request %s refused alone with %s/%s", in.Queue[0].RID, out.Stop.Result, out.Stop.Detail)
@@ -680,17 +681,17 @@ func admissionSingleAlone(lim ref.Limits, in ref.AdmissionRoundInput, out ref.Ad
 // admissionBudgetRaises are the budgets whose raise must never shrink the batch.
 var admissionBudgetRaises = []struct {
 	name  string
-	raise func(*ref.AdderConfig)
+	raise func(*spec.AdderConfig)
 }{
-	{"max_prefill_tokens", func(c *ref.AdderConfig) { c.MaxPrefillTokens = raise(c.MaxPrefillTokens) }},
-	{"max_running_requests", func(c *ref.AdderConfig) { c.MaxRunningRequests = raise(c.MaxRunningRequests) }},
-	{"cp.max_requests", func(c *ref.AdderConfig) { c.CP.MaxRequests = raiseKnob(c.CP.MaxRequests) }},
-	{"cp.max_total_extend_tokens", func(c *ref.AdderConfig) { c.CP.MaxTotalExtendTokens = raiseKnob(c.CP.MaxTotalExtendTokens) }},
-	{"cp.max_total_cached_tokens", func(c *ref.AdderConfig) { c.CP.MaxTotalCachedTokens = raiseKnob(c.CP.MaxTotalCachedTokens) }},
-	{"cp.max_buffer_size_bytes", func(c *ref.AdderConfig) { c.CP.MaxBufferSizeBytes = raiseKnob(c.CP.MaxBufferSizeBytes) }},
+	{"max_prefill_tokens", func(c *spec.AdderConfig) { c.MaxPrefillTokens = raise(c.MaxPrefillTokens) }},
+	{"max_running_requests", func(c *spec.AdderConfig) { c.MaxRunningRequests = raise(c.MaxRunningRequests) }},
+	{"cp.max_requests", func(c *spec.AdderConfig) { c.CP.MaxRequests = raiseKnob(c.CP.MaxRequests) }},
+	{"cp.max_total_extend_tokens", func(c *spec.AdderConfig) { c.CP.MaxTotalExtendTokens = raiseKnob(c.CP.MaxTotalExtendTokens) }},
+	{"cp.max_total_cached_tokens", func(c *spec.AdderConfig) { c.CP.MaxTotalCachedTokens = raiseKnob(c.CP.MaxTotalCachedTokens) }},
+	{"cp.max_buffer_size_bytes", func(c *spec.AdderConfig) { c.CP.MaxBufferSizeBytes = raiseKnob(c.CP.MaxBufferSizeBytes) }},
 }
 
-func raise(v int64) int64 { return min(2*v+1, ref.MaxAdmitTokens) }
+func raise(v int64) int64 { return min(2*v+1, spec.MaxAdmitTokens) }
 
 func raiseKnob(v *int64) *int64 {
 	if v == nil {
@@ -701,7 +702,7 @@ func raiseKnob(v *int64) *int64 {
 
 // admissionMonotoneInBudgets: raising any one budget (compute, running cap, or a
 // CP knob) admits the same requests first, then possibly more.
-func admissionMonotoneInBudgets(lim ref.Limits, in ref.AdmissionRoundInput, out ref.AdmissionRoundOutput) error {
+func admissionMonotoneInBudgets(lim spec.Limits, in spec.AdmissionRoundInput, out spec.AdmissionRoundOutput) error {
 	for _, b := range admissionBudgetRaises {
 		if in.Config.CP == nil && b.name[:3] == "cp." {
 			continue

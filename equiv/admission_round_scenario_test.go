@@ -12,6 +12,7 @@ import (
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestAdmissionScenarios runs the narrated prefill-admission scenarios
@@ -64,7 +65,7 @@ func TestAdmissionScenariosReplayTheirBug(t *testing.T) {
 	for _, bug := range admissionScenarioBugs {
 		t.Run(bug.id, func(t *testing.T) {
 			sc, differs := &admissionScenario{}, ""
-			buggy := func(lim ref.Limits, in ref.AdmissionRoundInput) (ref.AdmissionRoundOutput, error) {
+			buggy := func(lim spec.Limits, in spec.AdmissionRoundInput) (spec.AdmissionRoundOutput, error) {
 				return fault.Installed().AdmissionRound(lim, in, bug.faults)
 			}
 			datadriven.RunTest(t, filepath.Join("testdata", "admission_"+bug.id+".txt"), func(t *testing.T, td *datadriven.TestData) string {
@@ -83,12 +84,12 @@ func TestAdmissionScenariosReplayTheirBug(t *testing.T) {
 
 // admissionScenario is the round input a scenario file builds.
 type admissionScenario struct {
-	in ref.AdmissionRoundInput
+	in spec.AdmissionRoundInput
 }
 
 // step runs one command; for `round` it compares impl with ref and
 // returns the narration, or a non-empty mismatch.
-func (sc *admissionScenario) step(t *testing.T, td *datadriven.TestData, impl ref.RoundFunc) (string, string) {
+func (sc *admissionScenario) step(t *testing.T, td *datadriven.TestData, impl spec.RoundFunc) (string, string) {
 	arg := func(key string, dst *int64) bool {
 		if !td.HasArg(key) {
 			return false
@@ -100,7 +101,7 @@ func (sc *admissionScenario) step(t *testing.T, td *datadriven.TestData, impl re
 	}
 	switch td.Cmd {
 	case "config":
-		c := ref.AdderConfig{NewTokenRatio: 0.7, MaxRunningRequests: 1000, HierarchicalCache: td.HasArg("hicache")}
+		c := spec.AdderConfig{NewTokenRatio: 0.7, MaxRunningRequests: 1000, HierarchicalCache: td.HasArg("hicache")}
 		arg("page", &c.PageSize)
 		arg("max_prefill", &c.MaxPrefillTokens)
 		arg("max_running", &c.MaxRunningRequests)
@@ -112,7 +113,7 @@ func (sc *admissionScenario) step(t *testing.T, td *datadriven.TestData, impl re
 			c.TruncationAlignSize = p64(v)
 		}
 		if td.HasArg("cp") {
-			c.CP = &ref.CPAdmission{}
+			c.CP = &spec.CPAdmission{}
 			for _, k := range []struct {
 				key string
 				dst **int64
@@ -122,14 +123,14 @@ func (sc *admissionScenario) step(t *testing.T, td *datadriven.TestData, impl re
 				}
 			}
 		}
-		sc.in = ref.AdmissionRoundInput{Config: c}
+		sc.in = spec.AdmissionRoundInput{Config: c}
 		return "ok", ""
 	case "pool":
 		arg("available", &sc.in.Pool.Available)
 		arg("evictable", &sc.in.Pool.Evictable)
 		return "ok", ""
 	case "req":
-		var r ref.Request
+		var r spec.Request
 		td.ScanArgs(t, "rid", &r.RID)
 		var extend int64
 		arg("extend", &extend)
@@ -142,8 +143,8 @@ func (sc *admissionScenario) step(t *testing.T, td *datadriven.TestData, impl re
 		return "ok", ""
 	case "round":
 		in := sc.in
-		want, werr := ref.AdmissionRound(ref.DefaultLimits(), in)
-		got, gerr := impl(ref.DefaultLimits(), in)
+		want, werr := ref.AdmissionRound(spec.DefaultLimits(), in)
+		got, gerr := impl(spec.DefaultLimits(), in)
 		if werr != nil || gerr != nil {
 			if fmt.Sprint(werr) != fmt.Sprint(gerr) {
 				return "", fmt.Sprintf("ref error %v, impl error %v", werr, gerr)
@@ -154,7 +155,7 @@ func (sc *admissionScenario) step(t *testing.T, td *datadriven.TestData, impl re
 			return "", "results differ (-ref +impl):\n" + d
 		}
 		for _, p := range AdmissionProps() {
-			if err := p.Holds(ref.DefaultLimits(), in, got); err != nil {
+			if err := p.Holds(spec.DefaultLimits(), in, got); err != nil {
 				return "", fmt.Sprintf("property %s: %v", p.Name, err)
 			}
 		}
@@ -166,7 +167,7 @@ func (sc *admissionScenario) step(t *testing.T, td *datadriven.TestData, impl re
 }
 
 // admissionNarrate prints a round result one fact per line.
-func admissionNarrate(o ref.AdmissionRoundOutput) string {
+func admissionNarrate(o spec.AdmissionRoundOutput) string {
 	var b strings.Builder
 	for _, a := range o.Admitted {
 		fmt.Fprintf(&b, "admit %s prefix=%d loaded=%d run=%d charged=%d chunked=%t\n", a.RID, a.PrefixLen, a.LoadedFromL2, a.RunExtend, a.ChargedExtend, a.Chunked)

@@ -10,18 +10,19 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestRoundOverTheEntryBoundIsRefusedAlike runs admission.round on one
-// entry more than ref.MaxAdmitEntries (running plus queue), a size no
+// entry more than spec.MaxAdmitEntries (running plus queue), a size no
 // generator or fixture can carry (about 40 MB of JSON): both twins must
 // refuse it with the same too_large error before walking anything.
 func TestRoundOverTheEntryBoundIsRefusedAlike(t *testing.T) {
 	s := equiv.AdmissionRound()
-	in := ref.AdmissionRoundInput{Config: ref.AdderConfig{PageSize: 1, MaxPrefillTokens: 8192, MaxRunningRequests: 1},
-		Pool: ref.PoolState{Available: 1000}, Running: make([]ref.RunningReq, ref.MaxAdmitEntries),
-		Queue: []ref.Request{{RID: "r1", InputLen: 10}}}
-	if reason, diff := s.Check("fast", s.Op.Fast, in, ref.ErrTooLarge); reason != "" {
+	in := spec.AdmissionRoundInput{Config: spec.AdderConfig{PageSize: 1, MaxPrefillTokens: 8192, MaxRunningRequests: 1},
+		Pool: spec.PoolState{Available: 1000}, Running: make([]spec.RunningReq, spec.MaxAdmitEntries),
+		Queue: []spec.Request{{RID: "r1", InputLen: 10}}}
+	if reason, diff := s.Check("fast", s.Op.Fast, in, spec.ErrTooLarge); reason != "" {
 		t.Errorf("%d running + 1 queued: %s\n%s", len(in.Running), reason, diff)
 	}
 }
@@ -38,12 +39,12 @@ func TestGoEstimatorGateMatchesTheLinearModel(t *testing.T) {
 		if in.Config.CP == nil || in.Config.CP.BufferModel == nil {
 			t.Skip("no buffer gate")
 		}
-		want := catalog.Canonical(ref.AdmissionRound(ref.DefaultLimits(), in))
+		want := catalog.Canonical(ref.AdmissionRound(spec.DefaultLimits(), in))
 		cp := *in.Config.CP
 		cp.Estimator, cp.BufferModel = cp.BufferModel.Estimate, nil
 		in.Config.CP = &cp
-		for name, round := range map[string]func(ref.Limits, ref.AdmissionRoundInput) (ref.AdmissionRoundOutput, error){"ref": ref.AdmissionRound, "fast": fast.AdmissionRound} {
-			if got := catalog.Canonical(round(ref.DefaultLimits(), in)); !bytes.Equal(got, want) {
+		for name, round := range map[string]func(spec.Limits, spec.AdmissionRoundInput) (spec.AdmissionRoundOutput, error){"ref": ref.AdmissionRound, "fast": fast.AdmissionRound} {
+			if got := catalog.Canonical(round(spec.DefaultLimits(), in)); !bytes.Equal(got, want) {
 				t.Fatalf("%s with the Go estimator:\n got %s\nwant %s", name, got, want)
 			}
 		}

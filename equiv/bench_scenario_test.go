@@ -12,10 +12,11 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // benchFunc is a twin (or mutant) of admission.bench.
-type benchFunc = func(ref.Limits, ref.AdmissionBenchInput) (ref.AdmissionBenchOutput, error)
+type benchFunc = func(spec.Limits, spec.AdmissionBenchInput) (spec.AdmissionBenchOutput, error)
 
 // TestBenchScenarios runs the narrated admission-bench scenarios
 // (testdata/bench_*.txt, one per §A3.7 bug): `bench` runs its JSON input
@@ -65,9 +66,9 @@ func TestBenchScenariosReplayTheirBug(t *testing.T) {
 // wrapper like the mutant (equiv/mutants/admission_bench.go, which this
 // package cannot import): fast's round and estimator with the host hit
 // folded into the L1 prefix.
-func l2HitsAsL1Bench(lim ref.Limits, in ref.AdmissionBenchInput) (ref.AdmissionBenchOutput, error) {
-	return ref.RunAdmissionBench(lim, in, ref.BenchDriver{Round: fast.AdmissionRound, Estimate: fast.EstimateBuffers,
-		Map: func(r ref.BenchRequest) ref.Request {
+func l2HitsAsL1Bench(lim spec.Limits, in spec.AdmissionBenchInput) (spec.AdmissionBenchOutput, error) {
+	return ref.RunAdmissionBench(lim, in, spec.BenchDriver{Round: fast.AdmissionRound, Estimate: fast.EstimateBuffers,
+		Map: func(r spec.BenchRequest) spec.Request {
 			q := ref.MapBenchRequest(r)
 			q.L1Prefix, q.HostHit = r.L1CachedTokens+r.L2HostHitTokens, 0
 			return q
@@ -80,11 +81,11 @@ func benchStep(td *datadriven.TestData, impl benchFunc) (string, string) {
 	if td.Cmd != "bench" {
 		return "", "unknown command " + td.Cmd
 	}
-	in, err := catalog.DecodeStrict[ref.AdmissionBenchInput]([]byte(td.Input))
+	in, err := catalog.DecodeStrict[spec.AdmissionBenchInput]([]byte(td.Input))
 	if err != nil {
 		return "", err.Error()
 	}
-	lim := ref.DefaultLimits()
+	lim := spec.DefaultLimits()
 	want, werr := ref.AdmissionBench(lim, in)
 	got, gerr := impl(lim, in)
 	if d := cmp.Diff(catalog.Canonical(want, werr), catalog.Canonical(got, gerr)); d != "" {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // A run whose Done is already closed stops with ErrCanceled on every twin
@@ -13,9 +13,9 @@ import (
 func TestPollingOpsStopWhenCanceled(t *testing.T) {
 	done := make(chan struct{})
 	close(done)
-	lim := ref.DefaultLimits()
+	lim := spec.DefaultLimits()
 	lim.Done = done
-	// The ops whose long loops poll ref.Limits.Canceled, so a run past the
+	// The ops whose long loops poll spec.Limits.Canceled, so a run past the
 	// server's OpTimeout stops and frees its slot: the fp8 pool gathers,
 	// whose output (and work) reaches the output bound.
 	for _, name := range []string{"fp8.materialize_pages", "fp8.compose_current"} {
@@ -24,7 +24,7 @@ func TestPollingOpsStopWhenCanceled(t *testing.T) {
 			t.Fatalf("no op %s", name)
 		}
 		for _, impl := range append([]catalog.Impl{catalog.Ref}, selectedImpls(t, e)...) {
-			if _, err := e.Run(impl, lim, e.Example()); !errors.Is(err, ref.ErrCanceled) {
+			if _, err := e.Run(impl, lim, e.Example()); !errors.Is(err, spec.ErrCanceled) {
 				t.Errorf("%s on %s with Done closed: %v, want ErrCanceled", name, impl, err)
 			}
 		}

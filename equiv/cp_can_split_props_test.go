@@ -5,34 +5,35 @@ import (
 
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestCPCanSplitPropertiesCatchWrongDecisions: each §5.4 property holds on
 // ref's decision and fails on a decision broken the way it guards against.
 func TestCPCanSplitPropertiesCatchWrongDecisions(t *testing.T) {
-	spec := equiv.CPCanSplit()
-	lim := ref.DefaultLimits()
-	extend := ref.CPCanSplitInput{Mode: ref.ModeExtend, CPEnabled: true, CPSize: 2, UsesCPSharedKV: true,
+	sp := equiv.CPCanSplit()
+	lim := spec.DefaultLimits()
+	extend := spec.CPCanSplitInput{Mode: spec.ModeExtend, CPEnabled: true, CPSize: 2, UsesCPSharedKV: true,
 		BatchSize: 2, ExtendLens: []int{3, 9}, PrefixLens: []int{0, 64}, PageSize: 64}
-	verify := ref.CPCanSplitInput{Mode: ref.ModeTargetVerify, CPEnabled: true, CPSize: 2, UsesCPSharedKV: true,
+	verify := spec.CPCanSplitInput{Mode: spec.ModeTargetVerify, CPEnabled: true, CPSize: 2, UsesCPSharedKV: true,
 		BatchSize: 2, ExtendLens: []int{2, 2}, PageSize: 64}
-	unpadded, err := ref.BuildLayoutUnpadded(2, []int{8, 9})
+	unpadded, err := spec.BuildLayoutUnpadded(2, []int{8, 9})
 	if err != nil {
 		t.Fatal(err)
 	}
 	broken := map[string]struct {
-		in  ref.CPCanSplitInput
-		out ref.CPCanSplitOutput
+		in  spec.CPCanSplitInput
+		out spec.CPCanSplitOutput
 	}{
 		// The §5.5 bug's shape seen as a decision: a verify forward split.
-		"non-eligible-ignores-metadata": {verify, ref.CPCanSplitOutput{Split: true, Reason: ref.ReasonPadded}},
+		"non-eligible-ignores-metadata": {verify, spec.CPCanSplitOutput{Split: true, Reason: spec.ReasonPadded}},
 		// The rejected alternative: a relaxed validator's silent no-split.
-		"page-plan-fail-fast": {extend, ref.NoSplit(ref.ReasonEmptyExtend)},
+		"page-plan-fail-fast": {extend, ref.NoSplit(spec.ReasonEmptyExtend)},
 		// A shared-KV split with another batch's (unpadded) layout.
-		"split-layout-valid": {extend, ref.CPCanSplitOutput{Split: true, Reason: ref.ReasonPadded, Layout: &unpadded}},
+		"split-layout-valid": {extend, spec.CPCanSplitOutput{Split: true, Reason: spec.ReasonPadded, Layout: &unpadded}},
 	}
-	for _, p := range spec.Props {
-		for _, in := range []ref.CPCanSplitInput{extend, verify} {
+	for _, p := range sp.Props {
+		for _, in := range []spec.CPCanSplitInput{extend, verify} {
 			good, err := ref.CPCanSplit(lim, in)
 			if err != nil {
 				t.Fatal(err)
@@ -46,7 +47,7 @@ func TestCPCanSplitPropertiesCatchWrongDecisions(t *testing.T) {
 			t.Errorf("no broken decision for property %s", p.Name)
 			continue
 		}
-		if propHolds(t, spec.Props, p.Name, b.in, b.out) == nil {
+		if propHolds(t, sp.Props, p.Name, b.in, b.out) == nil {
 			t.Errorf("%s holds on broken decision %+v", p.Name, b.out)
 		}
 	}

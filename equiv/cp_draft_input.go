@@ -8,18 +8,19 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // CPDraftInput is the differential spec of cp.draft_input (the SPEC_V2
 // EAGLE draft input after a CP prefill).
-func CPDraftInput() *Spec[ref.CPDraftInputInput, ref.CPDraftInputOutput] {
-	return &Spec[ref.CPDraftInputInput, ref.CPDraftInputOutput]{
+func CPDraftInput() *Spec[spec.CPDraftInputInput, spec.CPDraftInputOutput] {
+	return &Spec[spec.CPDraftInputInput, spec.CPDraftInputOutput]{
 		Op:          catalog.CPDraftInput(),
 		Valid:       rapid.Custom(draftValid),
 		Invalid:     rapid.Custom(draftInvalid),
 		Boundary:    draftBoundary(),
 		Regressions: draftRegressions(),
-		Props: []Prop[ref.CPDraftInputInput, ref.CPDraftInputOutput]{
+		Props: []Prop[spec.CPDraftInputInput, spec.CPDraftInputOutput]{
 			{"marker-is-declared", draftMarkerDeclared},
 			{"prefers-cp-local-draft-hidden", draftPrefersLocal},
 			{"guard-follows-marker", draftGuardFollows},
@@ -31,12 +32,12 @@ func CPDraftInput() *Spec[ref.CPDraftInputInput, ref.CPDraftInputOutput] {
 // unpadded, 1–4 requests, lengths from the boundary set; a third of the
 // padded draws make every L_i = 2g, where R(r) == Σ L_i on every rank —
 // the lengths that make the contracts indistinguishable by row count.
-func draftLayout(t *rapid.T) ref.LayoutSpec {
+func draftLayout(t *rapid.T) spec.LayoutSpec {
 	cp := rapid.IntRange(2, 4).Draw(t, "cp")
 	g := rapid.SampledFrom([]int{0, 1, 2, 4}).Draw(t, "granule")
 	b := rapid.IntRange(1, 4).Draw(t, "requests")
 	ambiguous := g > 0 && rapid.IntRange(0, 2).Draw(t, "ambiguous") == 0
-	sp := ref.LayoutSpec{CP: cp, Granule: g, Lens: make([]int, b)}
+	sp := spec.LayoutSpec{CP: cp, Granule: g, Lens: make([]int, b)}
 	for i := range sp.Lens {
 		switch {
 		case ambiguous:
@@ -52,14 +53,14 @@ func draftLayout(t *rapid.T) ref.LayoutSpec {
 }
 
 // randRows draws n rows of width w with arbitrary bytes.
-func randRows(t *rapid.T, w, n int, label string) ref.Rows {
-	return ref.Rows{W: w, B: rapid.SliceOfN(rapid.Byte(), n*w, n*w).Draw(t, label)}
+func randRows(t *rapid.T, w, n int, label string) spec.Rows {
+	return spec.Rows{W: w, B: rapid.SliceOfN(rapid.Byte(), n*w, n*w).Draw(t, label)}
 }
 
-func draftValid(t *rapid.T) ref.CPDraftInputInput {
+func draftValid(t *rapid.T) spec.CPDraftInputInput {
 	w := rapid.IntRange(1, 4).Draw(t, "w")
 	if rapid.IntRange(0, 5).Draw(t, "non_cp") == 0 {
-		return ref.CPDraftInputInput{HiddenContract: ref.DraftGlobalValid, Hidden: randRows(t, w, rapid.IntRange(0, 12).Draw(t, "n"), "hidden")}
+		return spec.CPDraftInputInput{HiddenContract: spec.DraftGlobalValid, Hidden: randRows(t, w, rapid.IntRange(0, 12).Draw(t, "n"), "hidden")}
 	}
 	sp := draftLayout(t)
 	lay, err := sp.Build()
@@ -67,8 +68,8 @@ func draftValid(t *rapid.T) ref.CPDraftInputInput {
 		panic(err) // draftLayout draws only buildable layouts
 	}
 	r := rapid.IntRange(0, sp.CP-1).Draw(t, "rank")
-	c := rapid.SampledFrom([]ref.DraftContract{ref.DraftGlobalValid, ref.DraftGlobalValid, ref.DraftCPLocal}).Draw(t, "contract")
-	in := ref.CPDraftInputInput{Layout: &sp, Rank: r, HiddenContract: c,
+	c := rapid.SampledFrom([]spec.DraftContract{spec.DraftGlobalValid, spec.DraftGlobalValid, spec.DraftCPLocal}).Draw(t, "contract")
+	in := spec.CPDraftInputInput{Layout: &sp, Rank: r, HiddenContract: c,
 		Hidden: randRows(t, w, ref.DraftContractRows(c, lay, r), "hidden")}
 	if rapid.Bool().Draw(t, "with_draft_hidden") {
 		d := randRows(t, rapid.IntRange(1, 4).Draw(t, "draft_w"), lay.R(r), "draft_hidden")
@@ -77,69 +78,69 @@ func draftValid(t *rapid.T) ref.CPDraftInputInput {
 	return in
 }
 
-func draftInvalid(t *rapid.T) Bad[ref.CPDraftInputInput] {
+func draftInvalid(t *rapid.T) Bad[spec.CPDraftInputInput] {
 	in := draftValid(t)
 	if in.Layout == nil {
 		switch rapid.IntRange(0, 3).Draw(t, "non_cp_violation") {
 		case 0:
 			in.Rank = rapid.SampledFrom([]int{-1, 1, 3}).Draw(t, "bad_rank")
-			return Bad[ref.CPDraftInputInput]{in, ref.ErrRank}
+			return Bad[spec.CPDraftInputInput]{in, spec.ErrRank}
 		case 1:
-			in.HiddenContract = ref.DraftCPLocal
-			return Bad[ref.CPDraftInputInput]{in, ref.ErrRowContract}
+			in.HiddenContract = spec.DraftCPLocal
+			return Bad[spec.CPDraftInputInput]{in, spec.ErrRowContract}
 		case 2:
 			d := randRows(t, 1, 2, "draft_hidden")
 			in.DraftHidden = &d
-			return Bad[ref.CPDraftInputInput]{in, ref.ErrRowContract}
+			return Bad[spec.CPDraftInputInput]{in, spec.ErrRowContract}
 		default:
 			in.Hidden.B = append(append([]byte{}, in.Hidden.B...), make([]byte, in.Hidden.W+1)...)
 			in.Hidden.W++
 			if len(in.Hidden.B)%in.Hidden.W == 0 {
 				in.Hidden.W = 0
 			}
-			return Bad[ref.CPDraftInputInput]{in, ref.ErrRowCount}
+			return Bad[spec.CPDraftInputInput]{in, spec.ErrRowCount}
 		}
 	}
 	sp := *in.Layout
 	lay, _ := sp.Build()
 	switch rapid.IntRange(0, 8).Draw(t, "violation") {
 	case 0:
-		sp.CP = rapid.SampledFrom([]int{-1, 0, 1, ref.MaxCP + 1}).Draw(t, "bad_cp")
+		sp.CP = rapid.SampledFrom([]int{-1, 0, 1, spec.MaxCP + 1}).Draw(t, "bad_cp")
 		in.Layout = &sp
-		return Bad[ref.CPDraftInputInput]{in, ref.ErrInvalidCPSize}
+		return Bad[spec.CPDraftInputInput]{in, spec.ErrInvalidCPSize}
 	case 1:
 		sp.Lens = append([]int{}, sp.Lens...)
 		sp.Lens[0] = 2*sp.CP - 1
 		sp.Granule = 0
 		in.Layout = &sp
-		return Bad[ref.CPDraftInputInput]{in, ref.ErrTooShortForZigzag}
+		return Bad[spec.CPDraftInputInput]{in, spec.ErrTooShortForZigzag}
 	case 2:
 		in.Rank = rapid.SampledFrom([]int{-1, sp.CP, sp.CP + 5}).Draw(t, "bad_rank")
-		return Bad[ref.CPDraftInputInput]{in, ref.ErrRank}
+		return Bad[spec.CPDraftInputInput]{in, spec.ErrRank}
 	case 3:
-		in.HiddenContract = ref.DraftContract(rapid.SampledFrom([]string{"", "GLOBAL_VALID", "local-valid", "cp-local"}).Draw(t, "bad_contract"))
-		return Bad[ref.CPDraftInputInput]{in, ref.ErrBadEnum}
+		in.HiddenContract = spec.DraftContract(rapid.SampledFrom([]string{"", "GLOBAL_VALID", "local-valid", "cp-local"}).Draw(t, "bad_contract"))
+		return Bad[spec.CPDraftInputInput]{in, spec.ErrBadEnum}
 	case 4:
-		in.Hidden = ref.Rows{W: 0, B: in.Hidden.B}
-		return Bad[ref.CPDraftInputInput]{in, ref.ErrRowCount}
+		in.Hidden = spec.Rows{W: 0, B: in.Hidden.B}
+		return Bad[spec.CPDraftInputInput]{in, spec.ErrRowCount}
 	case 5:
 		// one row short or long of the declared contract's count
 		n := ref.DraftContractRows(in.HiddenContract, lay, in.Rank) + rapid.SampledFrom([]int{-1, 1}).Draw(t, "off")
 		in.Hidden = randRows(t, in.Hidden.W, n, "hidden") // every count is >= 1, so n >= 0
-		return Bad[ref.CPDraftInputInput]{in, ref.ErrRowContract}
+		return Bad[spec.CPDraftInputInput]{in, spec.ErrRowContract}
 	case 6:
 		d := randRows(t, 2, lay.R(in.Rank), "draft_hidden")
 		d.B = append(d.B, 7)
 		in.DraftHidden = &d
-		return Bad[ref.CPDraftInputInput]{in, ref.ErrRowCount}
+		return Bad[spec.CPDraftInputInput]{in, spec.ErrRowCount}
 	case 7:
 		d := randRows(t, 1, lay.R(in.Rank)+rapid.SampledFrom([]int{-1, 1, 2}).Draw(t, "draft_off"), "draft_hidden")
 		in.DraftHidden = &d
-		return Bad[ref.CPDraftInputInput]{in, ref.ErrRowContract}
+		return Bad[spec.CPDraftInputInput]{in, spec.ErrRowContract}
 	default:
 		sp.Granule = rapid.IntRange(-3, -1).Draw(t, "bad_granule")
 		in.Layout = &sp
-		return Bad[ref.CPDraftInputInput]{in, ref.ErrInvalidGranule}
+		return Bad[spec.CPDraftInputInput]{in, spec.ErrInvalidGranule}
 	}
 }
 
@@ -147,28 +148,28 @@ func draftInvalid(t *rapid.T) Bad[ref.CPDraftInputInput] {
 // 2·cp+1, each alone and all in one batch; g = ps, and unpadded for those
 // >= 2·cp), first and last rank, with and without draft hidden states,
 // each hidden contract; and the non-CP path.
-func draftBoundary() []Case[ref.CPDraftInputInput] {
-	var cs []Case[ref.CPDraftInputInput]
-	rows := func(w, n int, fill byte) ref.Rows {
+func draftBoundary() []Case[spec.CPDraftInputInput] {
+	var cs []Case[spec.CPDraftInputInput]
+	rows := func(w, n int, fill byte) spec.Rows {
 		b := bytes.Repeat([]byte{fill}, w*n)
 		for x := range b {
 			b[x] += byte(x)
 		}
-		return ref.Rows{W: w, B: b}
+		return spec.Rows{W: w, B: b}
 	}
-	add := func(name string, sp ref.LayoutSpec) {
+	add := func(name string, sp spec.LayoutSpec) {
 		lay, err := sp.Build()
 		if err != nil {
 			panic(fmt.Sprintf("%s: %v", name, err))
 		}
 		for _, r := range []int{0, sp.CP - 1} {
-			for _, c := range []ref.DraftContract{ref.DraftGlobalValid, ref.DraftCPLocal} {
+			for _, c := range []spec.DraftContract{spec.DraftGlobalValid, spec.DraftCPLocal} {
 				spc := sp
-				in := ref.CPDraftInputInput{Layout: &spc, Rank: r, HiddenContract: c, Hidden: rows(3, ref.DraftContractRows(c, lay, r), 1)}
-				cs = append(cs, Case[ref.CPDraftInputInput]{fmt.Sprintf("%s-rank%d-%s", name, r, c), in})
+				in := spec.CPDraftInputInput{Layout: &spc, Rank: r, HiddenContract: c, Hidden: rows(3, ref.DraftContractRows(c, lay, r), 1)}
+				cs = append(cs, Case[spec.CPDraftInputInput]{fmt.Sprintf("%s-rank%d-%s", name, r, c), in})
 				d := rows(2, lay.R(r), 100)
 				in.DraftHidden = &d
-				cs = append(cs, Case[ref.CPDraftInputInput]{fmt.Sprintf("%s-rank%d-%s-draft-hidden", name, r, c), in})
+				cs = append(cs, Case[spec.CPDraftInputInput]{fmt.Sprintf("%s-rank%d-%s-draft-hidden", name, r, c), in})
 			}
 		}
 	}
@@ -176,21 +177,21 @@ func draftBoundary() []Case[ref.CPDraftInputInput] {
 		for _, ps := range []int{2, 4} {
 			edges := edgeLens(cp, ps)
 			for _, l := range edges {
-				add(fmt.Sprintf("cp%d-g%d-len%d", cp, ps, l), ref.LayoutSpec{CP: cp, Lens: []int{l}, Granule: ps})
+				add(fmt.Sprintf("cp%d-g%d-len%d", cp, ps, l), spec.LayoutSpec{CP: cp, Lens: []int{l}, Granule: ps})
 			}
-			add(fmt.Sprintf("cp%d-g%d-mixed", cp, ps), ref.LayoutSpec{CP: cp, Lens: edges, Granule: ps})
+			add(fmt.Sprintf("cp%d-g%d-mixed", cp, ps), spec.LayoutSpec{CP: cp, Lens: edges, Granule: ps})
 		}
 		for _, l := range []int{2 * cp, 2*cp + 1} {
-			add(fmt.Sprintf("cp%d-unpadded-len%d", cp, l), ref.LayoutSpec{CP: cp, Lens: []int{l}})
+			add(fmt.Sprintf("cp%d-unpadded-len%d", cp, l), spec.LayoutSpec{CP: cp, Lens: []int{l}})
 		}
-		add(fmt.Sprintf("cp%d-unpadded-mixed", cp), ref.LayoutSpec{CP: cp, Lens: []int{2 * cp, 2*cp + 1, 5 * cp}})
+		add(fmt.Sprintf("cp%d-unpadded-mixed", cp), spec.LayoutSpec{CP: cp, Lens: []int{2 * cp, 2*cp + 1, 5 * cp}})
 	}
 	cs = append(cs,
-		Case[ref.CPDraftInputInput]{"non-cp", ref.CPDraftInputInput{HiddenContract: ref.DraftGlobalValid, Hidden: rows(4, 3, 9)}},
-		Case[ref.CPDraftInputInput]{"non-cp-empty", ref.CPDraftInputInput{HiddenContract: ref.DraftGlobalValid, Hidden: ref.Rows{W: 4, B: []byte{}}}},
+		Case[spec.CPDraftInputInput]{"non-cp", spec.CPDraftInputInput{HiddenContract: spec.DraftGlobalValid, Hidden: rows(4, 3, 9)}},
+		Case[spec.CPDraftInputInput]{"non-cp-empty", spec.CPDraftInputInput{HiddenContract: spec.DraftGlobalValid, Hidden: spec.Rows{W: 4, B: []byte{}}}},
 		// "b": null decodes to a nil buffer: the draft rows must still
 		// encode as "" (the nil-buffer normalisation of both twins).
-		Case[ref.CPDraftInputInput]{"non-cp-null-buffer", ref.CPDraftInputInput{HiddenContract: ref.DraftGlobalValid, Hidden: ref.Rows{W: 4}}},
+		Case[spec.CPDraftInputInput]{"non-cp-null-buffer", spec.CPDraftInputInput{HiddenContract: spec.DraftGlobalValid, Hidden: spec.Rows{W: 4}}},
 	)
 	return cs
 }
@@ -205,29 +206,29 @@ func draftBoundary() []Case[ref.CPDraftInputInput] {
 // draft-v2-global-hidden: the SPEC_V2 path before the fix passed the
 // global hidden states and never set the marker although the model exposed
 // CP-local draft hidden states (cp=2, g=1, L=[3]: 3 global rows, R(0) = 2).
-func draftRegressions() []Case[ref.CPDraftInputInput] {
-	return []Case[ref.CPDraftInputInput]{
-		{"draft-cp-local-from-length", ref.CPDraftInputInput{Layout: &ref.LayoutSpec{CP: 2, Lens: []int{2}, Granule: 1}, Rank: 0,
-			HiddenContract: ref.DraftGlobalValid, Hidden: ref.Rows{W: 2, B: []byte{1, 1, 2, 2}}}},
-		{"draft-v2-global-hidden", ref.CPDraftInputInput{Layout: &ref.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1}, Rank: 0,
-			HiddenContract: ref.DraftGlobalValid, Hidden: ref.Rows{W: 2, B: []byte{1, 1, 2, 2, 3, 3}},
-			DraftHidden: &ref.Rows{W: 2, B: []byte{10, 10, 0, 0}}}},
+func draftRegressions() []Case[spec.CPDraftInputInput] {
+	return []Case[spec.CPDraftInputInput]{
+		{"draft-cp-local-from-length", spec.CPDraftInputInput{Layout: &spec.LayoutSpec{CP: 2, Lens: []int{2}, Granule: 1}, Rank: 0,
+			HiddenContract: spec.DraftGlobalValid, Hidden: spec.Rows{W: 2, B: []byte{1, 1, 2, 2}}}},
+		{"draft-v2-global-hidden", spec.CPDraftInputInput{Layout: &spec.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1}, Rank: 0,
+			HiddenContract: spec.DraftGlobalValid, Hidden: spec.Rows{W: 2, B: []byte{1, 1, 2, 2, 3, 3}},
+			DraftHidden: &spec.Rows{W: 2, B: []byte{10, 10, 0, 0}}}},
 	}
 }
 
 // draftMarkerDeclared: the marker is what the caller declared — CP-local
 // iff draft hidden states are given or the hidden rows are declared
 // cp-local-compute-padded — and the output's contract and source agree.
-func draftMarkerDeclared(_ ref.Limits, in ref.CPDraftInputInput, out ref.CPDraftInputOutput) error {
-	want := in.DraftHidden != nil || in.HiddenContract == ref.DraftCPLocal
+func draftMarkerDeclared(_ spec.Limits, in spec.CPDraftInputInput, out spec.CPDraftInputOutput) error {
+	want := in.DraftHidden != nil || in.HiddenContract == spec.DraftCPLocal
 	if out.CPLocal != want {
 		return fmt.Errorf("cp_local = %t, but the input declares %t (draft hidden %t, hidden contract %q)",
 			out.CPLocal, want, in.DraftHidden != nil, in.HiddenContract)
 	}
-	if (out.Contract == ref.DraftCPLocal) != out.CPLocal {
+	if (out.Contract == spec.DraftCPLocal) != out.CPLocal {
 		return fmt.Errorf("contract %q with cp_local = %t", out.Contract, out.CPLocal)
 	}
-	if wantSrc := map[bool]string{true: ref.DraftSourceDraftHidden, false: ref.DraftSourceHidden}[in.DraftHidden != nil]; out.Source != wantSrc {
+	if wantSrc := map[bool]string{true: spec.DraftSourceDraftHidden, false: spec.DraftSourceHidden}[in.DraftHidden != nil]; out.Source != wantSrc {
 		return fmt.Errorf("source %q, want %q", out.Source, wantSrc)
 	}
 	return nil
@@ -235,7 +236,7 @@ func draftMarkerDeclared(_ ref.Limits, in ref.CPDraftInputInput, out ref.CPDraft
 
 // draftPrefersLocal: the draft rows are the CP-local draft hidden states
 // when present, else the target's hidden states, byte for byte.
-func draftPrefersLocal(_ ref.Limits, in ref.CPDraftInputInput, out ref.CPDraftInputOutput) error {
+func draftPrefersLocal(_ spec.Limits, in spec.CPDraftInputInput, out spec.CPDraftInputOutput) error {
 	want := in.Hidden
 	if in.DraftHidden != nil {
 		want = *in.DraftHidden
@@ -251,7 +252,7 @@ func draftPrefersLocal(_ ref.Limits, in ref.CPDraftInputInput, out ref.CPDraftIn
 // from S and V (popcount Rv(r)), and each request's last token sits on
 // exactly one rank, at a valid row; without it every row is real and the
 // last token of request i is global row OutBase(i) + L_i − 1.
-func draftGuardFollows(_ ref.Limits, in ref.CPDraftInputInput, out ref.CPDraftInputOutput) error {
+func draftGuardFollows(_ spec.Limits, in spec.CPDraftInputInput, out spec.CPDraftInputOutput) error {
 	g := out.Guard
 	if g.Rows != out.Hidden.N() || len(g.ValidMask) != g.Rows {
 		return fmt.Errorf("guard rows %d, mask %d for %d draft rows", g.Rows, len(g.ValidMask), out.Hidden.N())
@@ -299,7 +300,7 @@ func draftGuardFollows(_ ref.Limits, in ref.CPDraftInputInput, out ref.CPDraftIn
 
 // naiveLocalMask is §0.3 spelled out: rank r's rows are the PREV slots then
 // the MIRROR slots, each S rows whose first V are valid.
-func naiveLocalMask(lay ref.Layout, r int) []bool {
+func naiveLocalMask(lay spec.Layout, r int) []bool {
 	var mask []bool
 	for _, k := range []int{r, lay.Mirror(r)} {
 		for i := range lay.L {

@@ -8,19 +8,20 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // CPPageDescriptors is the differential spec of cp.page_descriptors (docs/spec/cp-layout.md §6).
-func CPPageDescriptors() *Spec[ref.CPPageDescriptorsInput, ref.CPPageDescriptorsOutput] {
-	return &Spec[ref.CPPageDescriptorsInput, ref.CPPageDescriptorsOutput]{
+func CPPageDescriptors() *Spec[spec.CPPageDescriptorsInput, spec.CPPageDescriptorsOutput] {
+	return &Spec[spec.CPPageDescriptorsInput, spec.CPPageDescriptorsOutput]{
 		Op: catalog.CPPageDescriptors(),
-		Valid: rapid.Custom(func(t *rapid.T) ref.CPPageDescriptorsInput {
-			return ref.CPPageDescriptorsInput{Pages: windows(t, false)}
+		Valid: rapid.Custom(func(t *rapid.T) spec.CPPageDescriptorsInput {
+			return spec.CPPageDescriptorsInput{Pages: windows(t, false)}
 		}),
 		Invalid:  rapid.Custom(descInvalid),
 		Boundary: descBoundary(),
-		Rejects:  map[string]*ref.Sentinel{"far-page-repeated": ref.ErrDuplicatePageInRow},
-		Props: []Prop[ref.CPPageDescriptorsInput, ref.CPPageDescriptorsOutput]{
+		Rejects:  map[string]*spec.Sentinel{"far-page-repeated": spec.ErrDuplicatePageInRow},
+		Props: []Prop[spec.CPPageDescriptorsInput, spec.CPPageDescriptorsOutput]{
 			{"csr-size-is-pages", descCSRSize},
 			{"sorted-within-row", descSorted},
 			{"slot-is-window-position", descSlots},
@@ -29,15 +30,15 @@ func CPPageDescriptors() *Spec[ref.CPPageDescriptorsInput, ref.CPPageDescriptors
 }
 
 // CPRemapLocs is the differential spec of cp.remap_locs (docs/spec/cp-layout.md §6).
-func CPRemapLocs() *Spec[ref.CPRemapLocsInput, ref.CPRemapLocsOutput] {
-	return &Spec[ref.CPRemapLocsInput, ref.CPRemapLocsOutput]{
+func CPRemapLocs() *Spec[spec.CPRemapLocsInput, spec.CPRemapLocsOutput] {
+	return &Spec[spec.CPRemapLocsInput, spec.CPRemapLocsOutput]{
 		Op:          catalog.CPRemapLocs(),
 		Valid:       rapid.Custom(remapValid),
 		Invalid:     rapid.Custom(remapInvalid),
 		Boundary:    remapBoundary(),
-		Rejects:     map[string]*ref.Sentinel{"global-loc-below-padding": ref.ErrBadLoc, "page-repeated-in-a-row": ref.ErrDuplicatePageInRow},
+		Rejects:     map[string]*spec.Sentinel{"global-loc-below-padding": spec.ErrBadLoc, "page-repeated-in-a-row": spec.ErrDuplicatePageInRow},
 		Regressions: remapRegressions(),
-		Props: []Prop[ref.CPRemapLocsInput, ref.CPRemapLocsOutput]{
+		Props: []Prop[spec.CPRemapLocsInput, spec.CPRemapLocsOutput]{
 			{"naive-map-lookup", remapNaive},
 			{"row-free-equals-global", remapRowFree},
 			{"per-row-injective-in-range", remapInjective},
@@ -78,7 +79,7 @@ func windows(t *rapid.T, disjoint bool) [][]int64 {
 	return rows
 }
 
-func descInvalid(t *rapid.T) Bad[ref.CPPageDescriptorsInput] {
+func descInvalid(t *rapid.T) Bad[spec.CPPageDescriptorsInput] {
 	rows := windows(t, false)
 	if len(rows) == 0 || len(rows[len(rows)-1]) == 0 {
 		rows = append(rows, []int64{5})
@@ -91,10 +92,10 @@ func descInvalid(t *rapid.T) Bad[ref.CPPageDescriptorsInput] {
 	rows[b] = row
 	if rapid.Bool().Draw(t, "negative") {
 		row[rapid.IntRange(0, len(row)-1).Draw(t, "at")] = rapid.Int64Range(-1<<40, -1).Draw(t, "negative_page")
-		return Bad[ref.CPPageDescriptorsInput]{ref.CPPageDescriptorsInput{Pages: rows}, ref.ErrNegative}
+		return Bad[spec.CPPageDescriptorsInput]{spec.CPPageDescriptorsInput{Pages: rows}, spec.ErrNegative}
 	}
 	rows[b] = append(row, row[rapid.IntRange(0, len(row)-1).Draw(t, "dup_of")])
-	return Bad[ref.CPPageDescriptorsInput]{ref.CPPageDescriptorsInput{Pages: rows}, ref.ErrDuplicatePageInRow}
+	return Bad[spec.CPPageDescriptorsInput]{spec.CPPageDescriptorsInput{Pages: rows}, spec.ErrDuplicatePageInRow}
 }
 
 // tokenWindows is a batch of requests of lens tokens each at page size ps:
@@ -119,29 +120,29 @@ func edgeLens(cp, ps int) []int {
 	return []int{1, ps - 1, ps, ps + 1, 2*cp - 1, 2 * cp, 2*cp + 1}
 }
 
-func descBoundary() []Case[ref.CPPageDescriptorsInput] {
-	cs := []Case[ref.CPPageDescriptorsInput]{
-		{"no-rows", ref.CPPageDescriptorsInput{Pages: [][]int64{}}},
-		{"one-empty-row", ref.CPPageDescriptorsInput{Pages: [][]int64{{}}}},
-		{"spec-A6-rows", ref.CPPageDescriptorsInput{Pages: [][]int64{{7, 3}, {3, 9}}}},
-		{"every-row-identical", ref.CPPageDescriptorsInput{Pages: [][]int64{{4, 2, 9}, {4, 2, 9}, {4, 2, 9}}}},
-		{"far-page-ids", ref.CPPageDescriptorsInput{Pages: [][]int64{{1 << 50, 1<<50 + 3}, {1<<62 + 1, 1 << 50}}}},
+func descBoundary() []Case[spec.CPPageDescriptorsInput] {
+	cs := []Case[spec.CPPageDescriptorsInput]{
+		{"no-rows", spec.CPPageDescriptorsInput{Pages: [][]int64{}}},
+		{"one-empty-row", spec.CPPageDescriptorsInput{Pages: [][]int64{{}}}},
+		{"spec-A6-rows", spec.CPPageDescriptorsInput{Pages: [][]int64{{7, 3}, {3, 9}}}},
+		{"every-row-identical", spec.CPPageDescriptorsInput{Pages: [][]int64{{4, 2, 9}, {4, 2, 9}, {4, 2, 9}}}},
+		{"far-page-ids", spec.CPPageDescriptorsInput{Pages: [][]int64{{1 << 50, 1<<50 + 3}, {1<<62 + 1, 1 << 50}}}},
 		// A page too large to pack with its window position sends fast to
 		// its pair sort, which must find the repeat of page 5 as ref does.
-		{"far-page-repeated", ref.CPPageDescriptorsInput{Pages: [][]int64{{1 << 62, 5, 5}}}},
+		{"far-page-repeated", spec.CPPageDescriptorsInput{Pages: [][]int64{{1 << 62, 5, 5}}}},
 	}
 	for _, ps := range []int{2, 4, 64} {
 		for _, l := range edgeLens(2, ps) {
-			cs = append(cs, Case[ref.CPPageDescriptorsInput]{fmt.Sprintf("ps%d-len%d", ps, l), ref.CPPageDescriptorsInput{Pages: tokenWindows([]int{l}, ps)}})
+			cs = append(cs, Case[spec.CPPageDescriptorsInput]{fmt.Sprintf("ps%d-len%d", ps, l), spec.CPPageDescriptorsInput{Pages: tokenWindows([]int{l}, ps)}})
 		}
-		cs = append(cs, Case[ref.CPPageDescriptorsInput]{fmt.Sprintf("ps%d-mixed", ps), ref.CPPageDescriptorsInput{Pages: tokenWindows(edgeLens(2, ps), ps)}})
+		cs = append(cs, Case[spec.CPPageDescriptorsInput]{fmt.Sprintf("ps%d-mixed", ps), spec.CPPageDescriptorsInput{Pages: tokenWindows(edgeLens(2, ps), ps)}})
 	}
 	return cs
 }
 
 // descCSRSize is P6.2: the descriptors hold exactly one entry per window
 // page and B+1 row pointers — nothing scales with logical page capacity.
-func descCSRSize(_ ref.Limits, in ref.CPPageDescriptorsInput, d ref.CPPageDescriptorsOutput) error {
+func descCSRSize(_ spec.Limits, in spec.CPPageDescriptorsInput, d spec.CPPageDescriptorsOutput) error {
 	if len(d.RowPtr) != len(in.Pages)+1 || d.RowPtr[0] != 0 {
 		return fmt.Errorf("row_ptr %v for %d rows", d.RowPtr, len(in.Pages))
 	}
@@ -157,7 +158,7 @@ func descCSRSize(_ ref.Limits, in ref.CPPageDescriptorsInput, d ref.CPPageDescri
 }
 
 // descSorted: within each row the pages ascend strictly (binary search).
-func descSorted(_ ref.Limits, in ref.CPPageDescriptorsInput, d ref.CPPageDescriptorsOutput) error {
+func descSorted(_ spec.Limits, in spec.CPPageDescriptorsInput, d spec.CPPageDescriptorsOutput) error {
 	for b := range in.Pages {
 		row := d.Page[d.RowPtr[b]:d.RowPtr[b+1]]
 		for x := 1; x < len(row); x++ {
@@ -171,7 +172,7 @@ func descSorted(_ ref.Limits, in ref.CPPageDescriptorsInput, d ref.CPPageDescrip
 
 // descSlots: row b's slots are exactly [Base_b, Base_b+|Pages_b|) — so two
 // rows never alias a slot — and slot Base_b+j holds window page j.
-func descSlots(_ ref.Limits, in ref.CPPageDescriptorsInput, d ref.CPPageDescriptorsOutput) error {
+func descSlots(_ spec.Limits, in spec.CPPageDescriptorsInput, d spec.CPPageDescriptorsOutput) error {
 	base := 0
 	for b, row := range in.Pages {
 		seen := make([]bool, len(row))
@@ -192,9 +193,9 @@ func descSlots(_ ref.Limits, in ref.CPPageDescriptorsInput, d ref.CPPageDescript
 
 // remapValid draws windows and locations into them (−1 padding mixed in);
 // a quarter of the cases take the legacy global path over disjoint rows.
-func remapValid(t *rapid.T) ref.CPRemapLocsInput {
+func remapValid(t *rapid.T) spec.CPRemapLocsInput {
 	global := rapid.IntRange(0, 3).Draw(t, "global") == 0
-	in := ref.CPRemapLocsInput{PageSize: rapid.SampledFrom([]int64{1, 2, 4, 64}).Draw(t, "page_size"),
+	in := spec.CPRemapLocsInput{PageSize: rapid.SampledFrom([]int64{1, 2, 4, 64}).Draw(t, "page_size"),
 		Pages: windows(t, global), Locs: []int64{}, Global: global}
 	if !global {
 		in.RowIDs = []int32{}
@@ -223,7 +224,7 @@ func remapValid(t *rapid.T) ref.CPRemapLocsInput {
 	return in
 }
 
-func remapInvalid(t *rapid.T) Bad[ref.CPRemapLocsInput] {
+func remapInvalid(t *rapid.T) Bad[spec.CPRemapLocsInput] {
 	in := remapValid(t)
 	in.Locs, in.RowIDs = slices.Clone(in.Locs), slices.Clone(in.RowIDs)
 	if len(in.Pages) == 0 {
@@ -239,32 +240,32 @@ func remapInvalid(t *rapid.T) Bad[ref.CPRemapLocsInput] {
 	switch rapid.IntRange(0, 8).Draw(t, "violation") {
 	case 0:
 		in.PageSize = rapid.Int64Range(-64, 0).Draw(t, "bad_page_size")
-		return Bad[ref.CPRemapLocsInput]{in, ref.ErrBadLoc}
+		return Bad[spec.CPRemapLocsInput]{in, spec.ErrBadLoc}
 	case 1:
 		d := descInvalid(t)
 		in.Pages = d.In.Pages
-		return Bad[ref.CPRemapLocsInput]{in, d.Want}
+		return Bad[spec.CPRemapLocsInput]{in, d.Want}
 	case 2:
 		pushLoc(rapid.Int64Range(-1<<40, -2).Draw(t, "bad_loc"), 0)
-		return Bad[ref.CPRemapLocsInput]{in, ref.ErrBadLoc}
+		return Bad[spec.CPRemapLocsInput]{in, spec.ErrBadLoc}
 	case 3:
 		if in.Global {
 			in.Global, in.Locs, in.RowIDs = false, []int64{}, []int32{}
 		}
 		in.Locs = append(in.Locs, rapid.SampledFrom([]int64{-1, 0}).Draw(t, "any_loc"))
 		in.RowIDs = append(in.RowIDs, rapid.SampledFrom([]int32{-1, int32(len(in.Pages)), 1 << 30}).Draw(t, "bad_row"))
-		return Bad[ref.CPRemapLocsInput]{in, ref.ErrRowOutOfRange}
+		return Bad[spec.CPRemapLocsInput]{in, spec.ErrRowOutOfRange}
 	case 4:
 		// a page no row lists (the pool stays below 1<<40 + 28)
 		pushLoc((1<<41)*in.PageSize+rapid.Int64Range(0, in.PageSize-1).Draw(t, "offset"), 0)
-		return Bad[ref.CPRemapLocsInput]{in, ref.ErrPageNotInRow}
+		return Bad[spec.CPRemapLocsInput]{in, spec.ErrPageNotInRow}
 	case 5:
 		if in.Global {
 			in.RowIDs = []int32{}
 		} else {
 			in.RowIDs = append(in.RowIDs, 0)
 		}
-		return Bad[ref.CPRemapLocsInput]{in, ref.ErrRowCount}
+		return Bad[spec.CPRemapLocsInput]{in, spec.ErrRowCount}
 	case 6:
 		in.Global, in.RowIDs = true, nil
 		in.Pages = slices.Clone(in.Pages)
@@ -272,30 +273,30 @@ func remapInvalid(t *rapid.T) Bad[ref.CPRemapLocsInput] {
 			in.Pages[0] = []int64{11}
 		}
 		in.Pages = append(in.Pages, []int64{in.Pages[0][0]})
-		return Bad[ref.CPRemapLocsInput]{in, ref.ErrAmbiguousGlobalInverse}
+		return Bad[spec.CPRemapLocsInput]{in, spec.ErrAmbiguousGlobalInverse}
 	case 7:
 		in.PageSize = 1<<62 + rapid.Int64Range(0, 1<<40).Draw(t, "huge_page_size")
 		in.Pages = append(slices.Clone(in.Pages), []int64{1 << 45, 1<<45 + 1})
-		return Bad[ref.CPRemapLocsInput]{in, ref.ErrOverflow}
+		return Bad[spec.CPRemapLocsInput]{in, spec.ErrOverflow}
 	default:
 		if !in.Global {
 			// the page of another row, not this one's: A6's loc asked of a row without page 3
 			in.Pages = append(slices.Clone(in.Pages), []int64{1 << 42}, []int64{1<<42 + 1})
 			pushLoc((1<<42)*in.PageSize, int32(len(in.Pages)-1))
-			return Bad[ref.CPRemapLocsInput]{in, ref.ErrPageNotInRow}
+			return Bad[spec.CPRemapLocsInput]{in, spec.ErrPageNotInRow}
 		}
 		in.RowIDs = make([]int32, len(in.Locs))
-		return Bad[ref.CPRemapLocsInput]{in, ref.ErrRowCount}
+		return Bad[spec.CPRemapLocsInput]{in, spec.ErrRowCount}
 	}
 }
 
 // remapBoundary: requests at the boundary lengths (every token of every
 // row, a shared first page, −1 padding between rows), row-scoped and —
 // rows made disjoint — global; the §6.4 example both ways.
-func remapBoundary() []Case[ref.CPRemapLocsInput] {
-	var cs []Case[ref.CPRemapLocsInput]
-	batch := func(lens []int, ps int) ref.CPRemapLocsInput {
-		in := ref.CPRemapLocsInput{PageSize: int64(ps), Pages: tokenWindows(lens, ps), Locs: []int64{}, RowIDs: []int32{}}
+func remapBoundary() []Case[spec.CPRemapLocsInput] {
+	var cs []Case[spec.CPRemapLocsInput]
+	batch := func(lens []int, ps int) spec.CPRemapLocsInput {
+		in := spec.CPRemapLocsInput{PageSize: int64(ps), Pages: tokenWindows(lens, ps), Locs: []int64{}, RowIDs: []int32{}}
 		for b, l := range lens {
 			for tok := range l {
 				in.Locs = append(in.Locs, in.Pages[b][tok/ps]*int64(ps)+int64(tok%ps))
@@ -308,24 +309,24 @@ func remapBoundary() []Case[ref.CPRemapLocsInput] {
 	for _, ps := range []int{2, 4, 64} {
 		for _, cp := range []int{2, 4} {
 			for _, l := range edgeLens(cp, ps) {
-				cs = append(cs, Case[ref.CPRemapLocsInput]{fmt.Sprintf("ps%d-cp%d-len%d", ps, cp, l), batch([]int{l}, ps)})
+				cs = append(cs, Case[spec.CPRemapLocsInput]{fmt.Sprintf("ps%d-cp%d-len%d", ps, cp, l), batch([]int{l}, ps)})
 				g := batch([]int{l}, ps)
 				g.Global, g.RowIDs = true, nil
-				cs = append(cs, Case[ref.CPRemapLocsInput]{fmt.Sprintf("ps%d-cp%d-len%d-global", ps, cp, l), g})
+				cs = append(cs, Case[spec.CPRemapLocsInput]{fmt.Sprintf("ps%d-cp%d-len%d-global", ps, cp, l), g})
 			}
-			cs = append(cs, Case[ref.CPRemapLocsInput]{fmt.Sprintf("ps%d-cp%d-mixed", ps, cp), batch(edgeLens(cp, ps), ps)})
+			cs = append(cs, Case[spec.CPRemapLocsInput]{fmt.Sprintf("ps%d-cp%d-mixed", ps, cp), batch(edgeLens(cp, ps), ps)})
 		}
 	}
 	a6 := remapRegressions()[0].In
 	cs = append(cs,
-		Case[ref.CPRemapLocsInput]{"spec-A6-all-locs", ref.CPRemapLocsInput{PageSize: 2, Pages: a6.Pages,
+		Case[spec.CPRemapLocsInput]{"spec-A6-all-locs", spec.CPRemapLocsInput{PageSize: 2, Pages: a6.Pages,
 			Locs: []int64{14, 15, 6, 7, 6, 7, 18, 19}, RowIDs: []int32{0, 0, 0, 0, 1, 1, 1, 1}}},
-		Case[ref.CPRemapLocsInput]{"no-rows-no-locs", ref.CPRemapLocsInput{PageSize: 64, Pages: [][]int64{}, Locs: []int64{}, RowIDs: []int32{}}},
-		Case[ref.CPRemapLocsInput]{"padding-only", ref.CPRemapLocsInput{PageSize: 64, Pages: [][]int64{{}}, Locs: []int64{-1, -1}, RowIDs: []int32{0, 0}}},
+		Case[spec.CPRemapLocsInput]{"no-rows-no-locs", spec.CPRemapLocsInput{PageSize: 64, Pages: [][]int64{}, Locs: []int64{}, RowIDs: []int32{}}},
+		Case[spec.CPRemapLocsInput]{"padding-only", spec.CPRemapLocsInput{PageSize: 64, Pages: [][]int64{{}}, Locs: []int64{-1, -1}, RowIDs: []int32{0, 0}}},
 		// rejections on the legacy global path: a loc below padding, and a
 		// row repeating a page (the descriptors refuse it)
-		Case[ref.CPRemapLocsInput]{"global-loc-below-padding", ref.CPRemapLocsInput{PageSize: 2, Pages: [][]int64{{7, 3}}, Locs: []int64{-2}, Global: true}},
-		Case[ref.CPRemapLocsInput]{"page-repeated-in-a-row", ref.CPRemapLocsInput{PageSize: 2, Pages: [][]int64{{5, 5}}, Locs: []int64{10}, Global: true}},
+		Case[spec.CPRemapLocsInput]{"global-loc-below-padding", spec.CPRemapLocsInput{PageSize: 2, Pages: [][]int64{{7, 3}}, Locs: []int64{-2}, Global: true}},
+		Case[spec.CPRemapLocsInput]{"page-repeated-in-a-row", spec.CPRemapLocsInput{PageSize: 2, Pages: [][]int64{{5, 5}}, Locs: []int64{10}, Global: true}},
 	)
 	return cs
 }
@@ -334,14 +335,14 @@ func remapBoundary() []Case[ref.CPRemapLocsInput] {
 // inv[page] = slot, row B's later write of page 3 (slot 2) wins, so row
 // A's loc 7 (page 3, offset 1) lands on 2·2+1 = 5, row B's compact row,
 // instead of 1·2+1 = 3.
-func remapRegressions() []Case[ref.CPRemapLocsInput] {
-	return []Case[ref.CPRemapLocsInput]{
-		{"global-page-inverse", ref.CPRemapLocsInput{PageSize: 2, Pages: [][]int64{{7, 3}, {3, 9}}, Locs: []int64{7}, RowIDs: []int32{0}}},
+func remapRegressions() []Case[spec.CPRemapLocsInput] {
+	return []Case[spec.CPRemapLocsInput]{
+		{"global-page-inverse", spec.CPRemapLocsInput{PageSize: 2, Pages: [][]int64{{7, 3}, {3, 9}}, Locs: []int64{7}, RowIDs: []int32{0}}},
 	}
 }
 
 // rowOf is the row of entry e (0 on the global path, which has one table).
-func rowOf(in ref.CPRemapLocsInput, e int) int {
+func rowOf(in spec.CPRemapLocsInput, e int) int {
 	if in.Global {
 		return 0
 	}
@@ -351,7 +352,7 @@ func rowOf(in ref.CPRemapLocsInput, e int) int {
 // remapNaive is P6.1: each location equals a plain per-row map lookup
 // (duplicates across rows allowed), slots row-major; on the global path,
 // the one row that lists the page.
-func remapNaive(_ ref.Limits, in ref.CPRemapLocsInput, out ref.CPRemapLocsOutput) error {
+func remapNaive(_ spec.Limits, in spec.CPRemapLocsInput, out spec.CPRemapLocsOutput) error {
 	type key struct {
 		row  int
 		page int64
@@ -388,7 +389,7 @@ func remapNaive(_ ref.Limits, in ref.CPRemapLocsInput, out ref.CPRemapLocsOutput
 
 // remapRowFree is P6.3: without pages shared across rows, the row-scoped
 // remap equals the legacy global one.
-func remapRowFree(lim ref.Limits, in ref.CPRemapLocsInput, out ref.CPRemapLocsOutput) error {
+func remapRowFree(lim spec.Limits, in spec.CPRemapLocsInput, out spec.CPRemapLocsOutput) error {
 	if in.Global || ref.CheckGlobalUnique(in.Pages) != nil {
 		return nil
 	}
@@ -407,7 +408,7 @@ func remapRowFree(lim ref.Limits, in ref.CPRemapLocsInput, out ref.CPRemapLocsOu
 // remapInjective is P6.4: results lie in [0, ps·Σ|Pages_b|) (−1 exactly
 // for padding), and distinct (row, loc) pairs never share a compact row —
 // no two rows alias, even through a shared page.
-func remapInjective(_ ref.Limits, in ref.CPRemapLocsInput, out ref.CPRemapLocsOutput) error {
+func remapInjective(_ spec.Limits, in spec.CPRemapLocsInput, out spec.CPRemapLocsOutput) error {
 	pages := int64(0)
 	for _, row := range in.Pages {
 		pages += int64(len(row))

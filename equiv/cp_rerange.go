@@ -8,19 +8,20 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // CPRerange is the differential spec of cp.rerange (docs/spec/cp-layout.md §3).
-func CPRerange() *Spec[ref.CPRerangeInput, ref.CPRerangeOutput] {
+func CPRerange() *Spec[spec.CPRerangeInput, spec.CPRerangeOutput] {
 	bnd, rejects := rerangeBoundary()
-	return &Spec[ref.CPRerangeInput, ref.CPRerangeOutput]{
+	return &Spec[spec.CPRerangeInput, spec.CPRerangeOutput]{
 		Op:          catalog.CPRerange(),
 		Valid:       rapid.Custom(rerangeValid),
 		Invalid:     rapid.Custom(rerangeInvalid),
 		Boundary:    bnd,
 		Regressions: rerangeRegressions(),
 		Rejects:     rejects,
-		Props: []Prop[ref.CPRerangeInput, ref.CPRerangeOutput]{
+		Props: []Prop[spec.CPRerangeInput, spec.CPRerangeOutput]{
 			{"inverse-of-split", rerangeInverseOfSplit},
 			{"source-map-reads-valid-rows-once", rerangeSourceMap},
 			{"upstream-reverse-index", rerangeUpstream},
@@ -31,11 +32,11 @@ func CPRerange() *Spec[ref.CPRerangeInput, ref.CPRerangeOutput] {
 // gatheredFor is what an all-gather under src really produces: every
 // rank's payload (SplitLocal rows, or their selected valid rows) of a
 // pseudo-random batch, at stride m, static rows after it.
-func gatheredFor(lay ref.Layout, src ref.SrcKind, w, m int, seed uint32) ref.Rows {
-	ranks := make([]ref.Rows, lay.CP)
+func gatheredFor(lay spec.Layout, src spec.SrcKind, w, m int, seed uint32) spec.Rows {
+	ranks := make([]spec.Rows, lay.CP)
 	for r := range ranks {
 		x := localRowsOf(lay, r, w, seed)
-		if src == ref.SrcValid {
+		if src == spec.SrcValid {
 			x, _, _ = ref.SelectLocalValidRows(lay, r, x)
 		}
 		ranks[r] = x
@@ -43,68 +44,68 @@ func gatheredFor(lay ref.Layout, src ref.SrcKind, w, m int, seed uint32) ref.Row
 	return gather(w, m, ranks, catalog.SeededRows(w, 1, seed+1).B)
 }
 
-func rerangeValid(t *rapid.T) ref.CPRerangeInput {
+func rerangeValid(t *rapid.T) spec.CPRerangeInput {
 	sp := cpLayout(t)
 	lay := mustCPLayout(sp)
-	src := rapid.SampledFrom([]ref.SrcKind{"", ref.SrcCompute, ref.SrcValid}).Draw(t, "src")
+	src := rapid.SampledFrom([]spec.SrcKind{"", spec.SrcCompute, spec.SrcValid}).Draw(t, "src")
 	eff := src
 	if eff == "" {
-		eff = ref.SrcCompute
+		eff = spec.SrcCompute
 	}
 	m := maxPayload(lay, eff) + rapid.IntRange(0, 3).Draw(t, "static_rows")
 	w := rapid.IntRange(1, 8).Draw(t, "w")
-	return ref.CPRerangeInput{Layout: sp, G: gatheredFor(lay, eff, w, m, rapid.Uint32().Draw(t, "row_seed")), M: m, Src: src}
+	return spec.CPRerangeInput{Layout: sp, G: gatheredFor(lay, eff, w, m, rapid.Uint32().Draw(t, "row_seed")), M: m, Src: src}
 }
 
-func rerangeInvalid(t *rapid.T) Bad[ref.CPRerangeInput] {
+func rerangeInvalid(t *rapid.T) Bad[spec.CPRerangeInput] {
 	in := rerangeValid(t)
 	lay := mustCPLayout(in.Layout)
 	switch rapid.IntRange(0, 5).Draw(t, "violation") {
 	case 0:
 		sp, want := badLayout(t, in.Layout)
 		in.Layout = sp
-		return Bad[ref.CPRerangeInput]{in, want}
+		return Bad[spec.CPRerangeInput]{in, want}
 	case 1:
-		in.Src = ref.SrcKind(rapid.SampledFrom([]string{"padded", "Compute", "global"}).Draw(t, "bad_src"))
-		return Bad[ref.CPRerangeInput]{in, ref.ErrBadEnum}
+		in.Src = spec.SrcKind(rapid.SampledFrom([]string{"padded", "Compute", "global"}).Draw(t, "bad_src"))
+		return Bad[spec.CPRerangeInput]{in, spec.ErrBadEnum}
 	case 2:
 		in.G = raggedRows(t, in.G)
-		return Bad[ref.CPRerangeInput]{in, ref.ErrRowCount}
+		return Bad[spec.CPRerangeInput]{in, spec.ErrRowCount}
 	case 3:
 		in.M += rapid.SampledFrom([]int{-1, 1}).Draw(t, "m_off_by")
-		return Bad[ref.CPRerangeInput]{in, ref.ErrRowCount}
+		return Bad[spec.CPRerangeInput]{in, spec.ErrRowCount}
 	case 4:
 		src := in.Src
 		if src == "" {
-			src = ref.SrcCompute
+			src = spec.SrcCompute
 		}
 		in.M = maxPayload(lay, src) - rapid.IntRange(1, 2).Draw(t, "short_by")
 		in.M = max(in.M, 0)
 		in.G = catalog.SeededRows(in.G.W, lay.CP*in.M, 9)
-		return Bad[ref.CPRerangeInput]{in, ref.ErrStride}
+		return Bad[spec.CPRerangeInput]{in, spec.ErrStride}
 	default:
 		in.M = -rapid.IntRange(1, 3).Draw(t, "neg_m")
-		return Bad[ref.CPRerangeInput]{in, ref.ErrNegative}
+		return Bad[spec.CPRerangeInput]{in, spec.ErrNegative}
 	}
 }
 
 // rerangeBoundary gathers every boundary layout's ranks under both sources
 // at the tightest stride.
-func rerangeBoundary() ([]Case[ref.CPRerangeInput], map[string]*ref.Sentinel) {
-	var cs []Case[ref.CPRerangeInput]
-	rejects := map[string]*ref.Sentinel{}
+func rerangeBoundary() ([]Case[spec.CPRerangeInput], map[string]*spec.Sentinel) {
+	var cs []Case[spec.CPRerangeInput]
+	rejects := map[string]*spec.Sentinel{}
 	for _, b := range cpBoundaryLayouts() {
-		for _, src := range []ref.SrcKind{ref.SrcCompute, ref.SrcValid} {
+		for _, src := range []spec.SrcKind{spec.SrcCompute, spec.SrcValid} {
 			name := fmt.Sprintf("%s-%s", b.name, src)
-			in := ref.CPRerangeInput{Layout: b.sp, G: ref.Rows{W: 2, B: []byte{}}, Src: src}
+			in := spec.CPRerangeInput{Layout: b.sp, G: spec.Rows{W: 2, B: []byte{}}, Src: src}
 			if b.tooShort {
-				rejects[name] = ref.ErrTooShortForZigzag
+				rejects[name] = spec.ErrTooShortForZigzag
 			} else {
 				lay := mustCPLayout(b.sp)
 				in.M = maxPayload(lay, src)
 				in.G = gatheredFor(lay, src, 2, in.M, 13)
 			}
-			cs = append(cs, Case[ref.CPRerangeInput]{name, in})
+			cs = append(cs, Case[spec.CPRerangeInput]{name, in})
 		}
 	}
 	return cs, rejects
@@ -114,26 +115,26 @@ func rerangeBoundary() ([]Case[ref.CPRerangeInput], map[string]*ref.Sentinel) {
 // G = [a0 b0 PAD b3 | a1 b1 a2 b2]: fixed a0 a1 a2 b0 b1 b2 b3; with
 // source offsets from valid splits rank 0's MIRROR slot of b starts at
 // 2 + V_a,3 = 2 (the PAD) instead of 2 + S_a,3 = 3.
-func rerangeRegressions() []Case[ref.CPRerangeInput] {
-	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
-	g := gather(tagW, 4, []ref.Rows{tokenRank(sp, 0), tokenRank(sp, 1)}, nil)
-	return []Case[ref.CPRerangeInput]{{"rerange-valid-offsets", ref.CPRerangeInput{Layout: sp, G: g, M: 4}}}
+func rerangeRegressions() []Case[spec.CPRerangeInput] {
+	sp := spec.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
+	g := gather(tagW, 4, []spec.Rows{tokenRank(sp, 0), tokenRank(sp, 1)}, nil)
+	return []Case[spec.CPRerangeInput]{{"rerange-valid-offsets", spec.CPRerangeInput{Layout: sp, G: g, M: 4}}}
 }
 
-func effSrc(in ref.CPRerangeInput) ref.SrcKind {
+func effSrc(in spec.CPRerangeInput) spec.SrcKind {
 	if in.Src == "" {
-		return ref.SrcCompute
+		return spec.SrcCompute
 	}
 	return in.Src
 }
 
 // payloadValid returns rank r's valid payload rows of g under src: the
 // masked rows of its compute payload, or its whole valid payload.
-func payloadValid(lay ref.Layout, g ref.Rows, m, r int, src ref.SrcKind) ref.Rows {
-	if src == ref.SrcValid {
-		return ref.Rows{W: g.W, B: g.Span(r*m, lay.Rv(r))}
+func payloadValid(lay spec.Layout, g spec.Rows, m, r int, src spec.SrcKind) spec.Rows {
+	if src == spec.SrcValid {
+		return spec.Rows{W: g.W, B: g.Span(r*m, lay.Rv(r))}
 	}
-	out := ref.Rows{W: g.W, B: []byte{}}
+	out := spec.Rows{W: g.W, B: []byte{}}
 	for p, v := range ref.ValidMask(lay, r) {
 		if v {
 			out.B = append(out.B, g.Row(r*m+p)...)
@@ -146,7 +147,7 @@ func payloadValid(lay ref.Layout, g ref.Rows, m, r int, src ref.SrcKind) ref.Row
 // again (SplitLocal, then SelectLocalValidRows) gives back every rank's
 // valid payload rows of G, so rerange ∘ gather ∘ split is the identity on
 // valid rows, whatever the padding and static rows hold.
-func rerangeInverseOfSplit(_ ref.Limits, in ref.CPRerangeInput, out ref.CPRerangeOutput) error {
+func rerangeInverseOfSplit(_ spec.Limits, in spec.CPRerangeInput, out spec.CPRerangeOutput) error {
 	lay := mustCPLayout(in.Layout)
 	if out.Rows.N() != lay.TotalValid() || out.Rows.W != in.G.W {
 		return fmt.Errorf("%d rows of %d B, want Σ L = %d of %d B", out.Rows.N(), out.Rows.W, lay.TotalValid(), in.G.W)
@@ -170,7 +171,7 @@ func rerangeInverseOfSplit(_ ref.Limits, in ref.CPRerangeInput, out ref.CPRerang
 // rerangeSourceMap is P3.3/P3.5: ref on a tagged G (row j carries j) reads
 // each G row at most once and exactly the valid payload rows, never a
 // padding or static row; and out's row o is G's row at that source.
-func rerangeSourceMap(_ ref.Limits, in ref.CPRerangeInput, out ref.CPRerangeOutput) error {
+func rerangeSourceMap(_ spec.Limits, in spec.CPRerangeInput, out spec.CPRerangeOutput) error {
 	lay := mustCPLayout(in.Layout)
 	src := effSrc(in)
 	tg, err := ref.Rerange(lay, tagged(in.G.N(), 0), in.M, src)
@@ -179,7 +180,7 @@ func rerangeSourceMap(_ ref.Limits, in ref.CPRerangeInput, out ref.CPRerangeOutp
 	}
 	validRow := map[int]bool{}
 	for r := range lay.CP {
-		if src == ref.SrcValid {
+		if src == spec.SrcValid {
 			for p := range lay.Rv(r) {
 				validRow[r*in.M+p] = true
 			}
@@ -211,7 +212,7 @@ func rerangeSourceMap(_ ref.Limits, in ref.CPRerangeInput, out ref.CPRerangeOutp
 // rerangeUpstream is P3.4 for unpadded layouts: split every rank's payload
 // by its rank-major compute splits (reverse_split_len) and concatenate the
 // pieces in request-major order through cp_reverse_index.
-func rerangeUpstream(_ ref.Limits, in ref.CPRerangeInput, out ref.CPRerangeOutput) error {
+func rerangeUpstream(_ spec.Limits, in spec.CPRerangeInput, out spec.CPRerangeOutput) error {
 	if in.Layout.Granule != 0 {
 		return nil
 	}

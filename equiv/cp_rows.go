@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // This file holds what the CP row ops' specs share (docs/spec/cp-layout.md §0–§4):
@@ -20,7 +21,7 @@ import (
 // {2,3,4,8}, 1–5 requests, unpadded (every L >= 2·cp) or padded with a
 // small granule, many tiny extends; page-sized granules only at cp = 2, so
 // no case holds more than a few hundred rows.
-func cpLayout(t *rapid.T) ref.LayoutSpec {
+func cpLayout(t *rapid.T) spec.LayoutSpec {
 	cp := rapid.SampledFrom([]int{2, 2, 3, 4, 8}).Draw(t, "cp")
 	granules := []int{0, 0, 1, 1, 2, 3, 4}
 	if cp == 2 {
@@ -36,11 +37,11 @@ func cpLayout(t *rapid.T) ref.LayoutSpec {
 			lens[i] = rapid.OneOf(rapid.IntRange(1, 2*cp+1), rapid.IntRange(1, 40)).Draw(t, "len")
 		}
 	}
-	return ref.LayoutSpec{CP: cp, Lens: lens, Granule: g}
+	return spec.LayoutSpec{CP: cp, Lens: lens, Granule: g}
 }
 
 // mustCPLayout builds a layout a generator or table produced valid.
-func mustCPLayout(sp ref.LayoutSpec) ref.Layout {
+func mustCPLayout(sp spec.LayoutSpec) spec.Layout {
 	lay, err := sp.Build()
 	if err != nil {
 		panic(fmt.Sprintf("equiv: layout %+v: %v", sp, err))
@@ -50,7 +51,7 @@ func mustCPLayout(sp ref.LayoutSpec) ref.Layout {
 
 // cpRows draws n rows of a drawn width 1–8 with pseudo-random content from
 // one drawn seed (drawing every byte would make cases slow to generate).
-func cpRows(t *rapid.T, n int) ref.Rows {
+func cpRows(t *rapid.T, n int) spec.Rows {
 	w := rapid.IntRange(1, 8).Draw(t, "w")
 	return catalog.SeededRows(w, n, rapid.Uint32().Draw(t, "row_seed"))
 }
@@ -62,7 +63,7 @@ const tagW = 4
 const tagSentinel = 0xFFFFFFFF
 
 // tagged returns n rows where row j carries tag first+j.
-func tagged(n int, first uint32) ref.Rows {
+func tagged(n int, first uint32) spec.Rows {
 	x := ref.NewRows(tagW, n)
 	for j := range n {
 		binary.LittleEndian.PutUint32(x.Row(j), first+uint32(j))
@@ -77,8 +78,8 @@ func tagRow(tag uint32) []byte { return binary.LittleEndian.AppendUint32(nil, ta
 func tagOf(row []byte) uint32 { return binary.LittleEndian.Uint32(row) }
 
 // gather concatenates each rank's rows, each padded to m rows with static.
-func gather(w, m int, ranks []ref.Rows, static []byte) ref.Rows {
-	g := ref.Rows{W: w, B: make([]byte, 0, len(ranks)*m*w)}
+func gather(w, m int, ranks []spec.Rows, static []byte) spec.Rows {
+	g := spec.Rows{W: w, B: make([]byte, 0, len(ranks)*m*w)}
 	for _, x := range ranks {
 		g.B = append(g.B, x.B...)
 		for range m - x.N() {
@@ -89,10 +90,10 @@ func gather(w, m int, ranks []ref.Rows, static []byte) ref.Rows {
 }
 
 // splitAll is ref.SplitLocal for every rank.
-func splitAll(lay ref.Layout, x ref.Rows, pad []byte) ([]ref.Rows, error) {
-	ranks := make([]ref.Rows, lay.CP)
+func splitAll(lay spec.Layout, x spec.Rows, pad []byte) ([]spec.Rows, error) {
+	ranks := make([]spec.Rows, lay.CP)
 	for r := range ranks {
-		rows, err := ref.SplitLocal(ref.DefaultLimits(), lay, r, x, pad)
+		rows, err := ref.SplitLocal(spec.DefaultLimits(), lay, r, x, pad)
 		if err != nil {
 			return nil, fmt.Errorf("SplitLocal rank %d: %v", r, err)
 		}
@@ -102,7 +103,7 @@ func splitAll(lay ref.Layout, x ref.Rows, pad []byte) ([]ref.Rows, error) {
 }
 
 // maxPayload is max_r n_r under src.
-func maxPayload(lay ref.Layout, src ref.SrcKind) int {
+func maxPayload(lay spec.Layout, src spec.SrcKind) int {
 	m := 0
 	for r := range lay.CP {
 		m = max(m, lay.RankPayload(r, src))
@@ -111,7 +112,7 @@ func maxPayload(lay ref.Layout, src ref.SrcKind) int {
 }
 
 // rowsEqual compares two buffers row by row and names the first difference.
-func rowsEqual(what string, got, want ref.Rows) error {
+func rowsEqual(what string, got, want spec.Rows) error {
 	if got.W != want.W || got.N() != want.N() {
 		return fmt.Errorf("%s: %d rows of %d B, want %d rows of %d B", what, got.N(), got.W, want.N(), want.W)
 	}
@@ -141,7 +142,7 @@ func cpBoundaryLens(ps, cp int) []int {
 // unpadded split must reject it (a length below 2·cp).
 type cpBoundaryLayout struct {
 	name     string
-	sp       ref.LayoutSpec
+	sp       spec.LayoutSpec
 	tooShort bool
 }
 
@@ -160,10 +161,10 @@ func cpBoundaryLayouts() []cpBoundaryLayout {
 			lens := cpBoundaryLens(ps, cp)
 			for _, l := range lens {
 				out = append(out, cpBoundaryLayout{fmt.Sprintf("cp%d-g%d-L%d", cp, g, l),
-					ref.LayoutSpec{CP: cp, Lens: []int{l}, Granule: g}, g == 0 && l < 2*cp})
+					spec.LayoutSpec{CP: cp, Lens: []int{l}, Granule: g}, g == 0 && l < 2*cp})
 			}
 			out = append(out, cpBoundaryLayout{fmt.Sprintf("cp%d-g%d-mixed", cp, g),
-				ref.LayoutSpec{CP: cp, Lens: lens, Granule: g}, g == 0 && lens[0] < 2*cp})
+				spec.LayoutSpec{CP: cp, Lens: lens, Granule: g}, g == 0 && lens[0] < 2*cp})
 		}
 	}
 	return out
@@ -171,34 +172,34 @@ func cpBoundaryLayouts() []cpBoundaryLayout {
 
 // badLayout applies one §1.5 layout violation to sp and returns the sentinel
 // it maps to.
-func badLayout(t *rapid.T, sp ref.LayoutSpec) (ref.LayoutSpec, *ref.Sentinel) {
+func badLayout(t *rapid.T, sp spec.LayoutSpec) (spec.LayoutSpec, *spec.Sentinel) {
 	sp.Lens = append([]int{}, sp.Lens...)
 	switch rapid.IntRange(0, 4).Draw(t, "layout_violation") {
 	case 0:
-		sp.CP = rapid.SampledFrom([]int{-1, 0, 1, ref.MaxCP + 1}).Draw(t, "bad_cp")
-		return sp, ref.ErrInvalidCPSize
+		sp.CP = rapid.SampledFrom([]int{-1, 0, 1, spec.MaxCP + 1}).Draw(t, "bad_cp")
+		return sp, spec.ErrInvalidCPSize
 	case 1:
 		sp.Lens = []int{}
-		return sp, ref.ErrEmptyBatch
+		return sp, spec.ErrEmptyBatch
 	case 2:
 		sp.Lens[rapid.IntRange(0, len(sp.Lens)-1).Draw(t, "bad_at")] = rapid.IntRange(-3, 0).Draw(t, "bad_len")
-		return sp, ref.ErrBadLength
+		return sp, spec.ErrBadLength
 	case 3:
 		sp.Granule = 0
 		sp.Lens[rapid.IntRange(0, len(sp.Lens)-1).Draw(t, "short_at")] = rapid.IntRange(1, 2*sp.CP-1).Draw(t, "short_len")
-		return sp, ref.ErrTooShortForZigzag
+		return sp, spec.ErrTooShortForZigzag
 	default:
 		sp.Granule = rapid.IntRange(-4, -1).Draw(t, "bad_granule")
-		return sp, ref.ErrInvalidGranule
+		return sp, spec.ErrInvalidGranule
 	}
 }
 
 // raggedRows returns x with 1..W−1 bytes cut off its end (or, at W = 1,
 // with width 0): a buffer that is not a whole number of rows.
-func raggedRows(t *rapid.T, x ref.Rows) ref.Rows {
+func raggedRows(t *rapid.T, x spec.Rows) spec.Rows {
 	if x.W == 1 || len(x.B) == 0 {
-		return ref.Rows{W: 0, B: x.B}
+		return spec.Rows{W: 0, B: x.B}
 	}
 	cut := rapid.IntRange(1, x.W-1).Draw(t, "cut")
-	return ref.Rows{W: x.W, B: x.B[:len(x.B)-cut]}
+	return spec.Rows{W: x.W, B: x.B[:len(x.B)-cut]}
 }

@@ -9,19 +9,20 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // CPSplit is the differential spec of cp.split (docs/spec/cp-layout.md §1).
-func CPSplit() *Spec[ref.CPSplitInput, ref.CPSplitOutput] {
+func CPSplit() *Spec[spec.CPSplitInput, spec.CPSplitOutput] {
 	bnd, rejects := splitBoundary()
-	return &Spec[ref.CPSplitInput, ref.CPSplitOutput]{
+	return &Spec[spec.CPSplitInput, spec.CPSplitOutput]{
 		Op:          catalog.CPSplit(),
 		Valid:       rapid.Custom(splitValid),
 		Invalid:     rapid.Custom(splitInvalid),
 		Boundary:    bnd,
 		Regressions: splitRegressions(),
 		Rejects:     rejects,
-		Props: []Prop[ref.CPSplitInput, ref.CPSplitOutput]{
+		Props: []Prop[spec.CPSplitInput, spec.CPSplitOutput]{
 			{"layout-shape", splitLayoutShape},
 			{"partition", splitPartition},
 			{"pad-count", splitPadCount},
@@ -33,11 +34,11 @@ func CPSplit() *Spec[ref.CPSplitInput, ref.CPSplitOutput] {
 }
 
 // splitInputFor is a valid cp.split input on sp with the given rows.
-func splitInputFor(sp ref.LayoutSpec, x ref.Rows, pad []byte, prefix []int64) ref.CPSplitInput {
-	return ref.CPSplitInput{Layout: sp, X: x, Pad: pad, Prefix: prefix}
+func splitInputFor(sp spec.LayoutSpec, x spec.Rows, pad []byte, prefix []int64) spec.CPSplitInput {
+	return spec.CPSplitInput{Layout: sp, X: x, Pad: pad, Prefix: prefix}
 }
 
-func splitValid(t *rapid.T) ref.CPSplitInput {
+func splitValid(t *rapid.T) spec.CPSplitInput {
 	sp := cpLayout(t)
 	lay := mustCPLayout(sp)
 	x := cpRows(t, lay.TotalValid())
@@ -49,76 +50,76 @@ func splitValid(t *rapid.T) ref.CPSplitInput {
 	return splitInputFor(sp, x, pad, prefix)
 }
 
-func splitInvalid(t *rapid.T) Bad[ref.CPSplitInput] {
+func splitInvalid(t *rapid.T) Bad[spec.CPSplitInput] {
 	in := splitValid(t)
 	switch rapid.IntRange(0, 6).Draw(t, "violation") {
 	case 0:
 		sp, want := badLayout(t, in.Layout)
 		in.Layout = sp
-		return Bad[ref.CPSplitInput]{in, want}
+		return Bad[spec.CPSplitInput]{in, want}
 	case 1:
 		in.Prefix = in.Prefix[:len(in.Prefix)-1]
-		return Bad[ref.CPSplitInput]{in, ref.ErrLengthMismatch}
+		return Bad[spec.CPSplitInput]{in, spec.ErrLengthMismatch}
 	case 2:
 		in.Prefix = slices.Clone(in.Prefix)
 		in.Prefix[rapid.IntRange(0, len(in.Prefix)-1).Draw(t, "neg_at")] = rapid.Int64Range(-1<<40, -1).Draw(t, "neg_prefix")
-		return Bad[ref.CPSplitInput]{in, ref.ErrNegative}
+		return Bad[spec.CPSplitInput]{in, spec.ErrNegative}
 	case 3:
 		extra := rapid.SampledFrom([]int{-1, 1, 2}).Draw(t, "extra_rows")
 		in.X = catalog.SeededRows(in.X.W, in.X.N()+extra, 7)
-		return Bad[ref.CPSplitInput]{in, ref.ErrRowCount}
+		return Bad[spec.CPSplitInput]{in, spec.ErrRowCount}
 	case 4:
 		in.X = raggedRows(t, in.X)
-		return Bad[ref.CPSplitInput]{in, ref.ErrRowCount}
+		return Bad[spec.CPSplitInput]{in, spec.ErrRowCount}
 	case 5:
 		in.Pad = append(slices.Clone(in.Pad), 0)
-		return Bad[ref.CPSplitInput]{in, ref.ErrRowCount}
+		return Bad[spec.CPSplitInput]{in, spec.ErrRowCount}
 	default:
 		in.Prefix = slices.Clone(in.Prefix)
 		in.Prefix[0] = 1<<63 - 1 - rapid.Int64Range(0, 1).Draw(t, "near_max")
-		return Bad[ref.CPSplitInput]{in, ref.ErrOverflow}
+		return Bad[spec.CPSplitInput]{in, spec.ErrOverflow}
 	}
 }
 
 // splitBoundary runs every boundary layout with 2-byte rows and zero prefix.
-func splitBoundary() ([]Case[ref.CPSplitInput], map[string]*ref.Sentinel) {
-	var cs []Case[ref.CPSplitInput]
-	rejects := map[string]*ref.Sentinel{}
+func splitBoundary() ([]Case[spec.CPSplitInput], map[string]*spec.Sentinel) {
+	var cs []Case[spec.CPSplitInput]
+	rejects := map[string]*spec.Sentinel{}
 	for _, b := range cpBoundaryLayouts() {
 		n := 0
 		for _, l := range b.sp.Lens {
 			n += l
 		}
-		cs = append(cs, Case[ref.CPSplitInput]{b.name, splitInputFor(b.sp, catalog.SeededRows(2, n, 11), []byte{0xEE, 0xEE}, make([]int64, len(b.sp.Lens)))})
+		cs = append(cs, Case[spec.CPSplitInput]{b.name, splitInputFor(b.sp, catalog.SeededRows(2, n, 11), []byte{0xEE, 0xEE}, make([]int64, len(b.sp.Lens)))})
 		if b.tooShort {
-			rejects[b.name] = ref.ErrTooShortForZigzag
+			rejects[b.name] = spec.ErrTooShortForZigzag
 		}
 	}
 	// §1.3's worked examples.
-	for _, sp := range []ref.LayoutSpec{{CP: 2, Lens: []int{10}}, {CP: 2, Lens: []int{8, 9}},
+	for _, sp := range []spec.LayoutSpec{{CP: 2, Lens: []int{10}}, {CP: 2, Lens: []int{8, 9}},
 		{CP: 2, Lens: []int{3, 4}, Granule: 1}, {CP: 2, Lens: []int{3, 9}, Granule: 2}} {
 		n := 0
 		for _, l := range sp.Lens {
 			n += l
 		}
 		name := fmt.Sprintf("worked-cp%d-g%d-L%v", sp.CP, sp.Granule, sp.Lens)
-		cs = append(cs, Case[ref.CPSplitInput]{name, splitInputFor(sp, tagged(n, 0), tagRow(tagSentinel), make([]int64, len(sp.Lens)))})
+		cs = append(cs, Case[spec.CPSplitInput]{name, splitInputFor(sp, tagged(n, 0), tagRow(tagSentinel), make([]int64, len(sp.Lens)))})
 	}
 	// One token padded to 2·cp segments of 2^24 rows: 2^26 rows of 32 B
 	// is 2 GiB of output from a 32-byte input, past the default 1 GiB
 	// bound that ValidateCPSplit checks before anything is allocated.
-	big := ref.LayoutSpec{CP: 2, Lens: []int{1}, Granule: 1 << 24}
-	cs = append(cs, Case[ref.CPSplitInput]{"granule-pads-output-past-bound", splitInputFor(big, catalog.SeededRows(32, 1, 11), make([]byte, 32), []int64{0})})
-	rejects["granule-pads-output-past-bound"] = ref.ErrTooLarge
+	big := spec.LayoutSpec{CP: 2, Lens: []int{1}, Granule: 1 << 24}
+	cs = append(cs, Case[spec.CPSplitInput]{"granule-pads-output-past-bound", splitInputFor(big, catalog.SeededRows(32, 1, 11), make([]byte, 32), []int64{0})})
+	rejects["granule-pads-output-past-bound"] = spec.ErrTooLarge
 	return cs, rejects
 }
 
 // splitRegressions: §1.6's minimal input, unpadded cp=2, L=[4,4]: correct
 // rank 0 is a0 b0 | a3 b3, the bs=1 zigzag of the concatenation gives
 // a0 a1 | b2 b3.
-func splitRegressions() []Case[ref.CPSplitInput] {
-	return []Case[ref.CPSplitInput]{
-		{"zigzag-concatenation", splitInputFor(ref.LayoutSpec{CP: 2, Lens: []int{4, 4}}, tagged(8, 0), tagRow(tagSentinel), []int64{0, 0})},
+func splitRegressions() []Case[spec.CPSplitInput] {
+	return []Case[spec.CPSplitInput]{
+		{"zigzag-concatenation", splitInputFor(spec.LayoutSpec{CP: 2, Lens: []int{4, 4}}, tagged(8, 0), tagRow(tagSentinel), []int64{0, 0})},
 	}
 }
 
@@ -126,7 +127,7 @@ func splitRegressions() []Case[ref.CPSplitInput] {
 // balanced and non-increasing with V = S, padded sizes are equal whole
 // granules with less than 2·cp·g padding, and every rank's output holds
 // R(r) rows and positions (equal for every rank when padded).
-func splitLayoutShape(_ ref.Limits, in ref.CPSplitInput, out ref.CPSplitOutput) error {
+func splitLayoutShape(_ spec.Limits, in spec.CPSplitInput, out spec.CPSplitOutput) error {
 	lay := mustCPLayout(in.Layout)
 	if err := lay.Validate(); err != nil {
 		return fmt.Errorf("P1.1: %v", err)
@@ -163,7 +164,7 @@ func splitLayoutShape(_ ref.Limits, in ref.CPSplitInput, out ref.CPSplitOutput) 
 // splitPartition is P1.4: the rows under every rank's valid mask are X's
 // rows of the tokens LocalTokenIDs names, and those tokens are every token
 // of the batch exactly once.
-func splitPartition(_ ref.Limits, in ref.CPSplitInput, out ref.CPSplitOutput) error {
+func splitPartition(_ spec.Limits, in spec.CPSplitInput, out spec.CPSplitOutput) error {
 	lay := mustCPLayout(in.Layout)
 	seen := make([]int, lay.TotalValid())
 	for r, rk := range out.Ranks {
@@ -191,7 +192,7 @@ func splitPartition(_ ref.Limits, in ref.CPSplitInput, out ref.CPSplitOutput) er
 
 // splitPadCount is P1.5: the pad row appears exactly R(r) − Rv(r) times on
 // rank r when no row of X equals it (at least that often otherwise).
-func splitPadCount(_ ref.Limits, in ref.CPSplitInput, out ref.CPSplitOutput) error {
+func splitPadCount(_ spec.Limits, in spec.CPSplitInput, out spec.CPSplitOutput) error {
 	lay := mustCPLayout(in.Layout)
 	exact := true
 	for p := range in.X.N() {
@@ -214,14 +215,14 @@ func splitPadCount(_ ref.Limits, in ref.CPSplitInput, out ref.CPSplitOutput) err
 
 // splitRoundtrip is P1.6: the ranks' rows, gathered at stride max R(r)+1
 // with a static pad row, rerange back to X.
-func splitRoundtrip(_ ref.Limits, in ref.CPSplitInput, out ref.CPSplitOutput) error {
+func splitRoundtrip(_ spec.Limits, in spec.CPSplitInput, out spec.CPSplitOutput) error {
 	lay := mustCPLayout(in.Layout)
-	ranks := make([]ref.Rows, len(out.Ranks))
+	ranks := make([]spec.Rows, len(out.Ranks))
 	for r, rk := range out.Ranks {
 		ranks[r] = rk.Rows
 	}
-	m := maxPayload(lay, ref.SrcCompute) + 1
-	back, err := ref.Rerange(lay, gather(in.X.W, m, ranks, bytes.Repeat([]byte{0xA5}, in.X.W)), m, ref.SrcCompute)
+	m := maxPayload(lay, spec.SrcCompute) + 1
+	back, err := ref.Rerange(lay, gather(in.X.W, m, ranks, bytes.Repeat([]byte{0xA5}, in.X.W)), m, spec.SrcCompute)
 	if err != nil {
 		return fmt.Errorf("rerange: %v", err)
 	}
@@ -231,7 +232,7 @@ func splitRoundtrip(_ ref.Limits, in ref.CPSplitInput, out ref.CPSplitOutput) er
 // splitUpstreamBS1 is P1.7: an unpadded single request is upstream's
 // split_list (the first L mod 2·cp pieces one row longer) taken as pieces
 // r and 2·cp−1−r.
-func splitUpstreamBS1(_ ref.Limits, in ref.CPSplitInput, out ref.CPSplitOutput) error {
+func splitUpstreamBS1(_ spec.Limits, in spec.CPSplitInput, out spec.CPSplitOutput) error {
 	if in.Layout.Granule != 0 || len(in.Layout.Lens) != 1 {
 		return nil
 	}
@@ -256,7 +257,7 @@ func splitUpstreamBS1(_ ref.Limits, in ref.CPSplitInput, out ref.CPSplitOutput) 
 
 // splitPositions: every local row at compute position c of request i gets
 // P_i + c, padding included (§1.2 PositionsLocal).
-func splitPositions(_ ref.Limits, in ref.CPSplitInput, out ref.CPSplitOutput) error {
+func splitPositions(_ spec.Limits, in spec.CPSplitInput, out spec.CPSplitOutput) error {
 	lay := mustCPLayout(in.Layout)
 	for r, rk := range out.Ranks {
 		for _, s := range ref.LaneSlots(lay, r) {

@@ -9,21 +9,22 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // CPValidRows is the differential spec of cp.valid_rows (docs/spec/cp-layout.md §2).
-func CPValidRows() *Spec[ref.CPValidRowsInput, ref.CPValidRowsOutput] {
-	bnd, rejects := localBoundary(func(sp ref.LayoutSpec, r int, x ref.Rows) ref.CPValidRowsInput {
-		return ref.CPValidRowsInput{Layout: sp, Rank: r, X: x}
+func CPValidRows() *Spec[spec.CPValidRowsInput, spec.CPValidRowsOutput] {
+	bnd, rejects := localBoundary(func(sp spec.LayoutSpec, r int, x spec.Rows) spec.CPValidRowsInput {
+		return spec.CPValidRowsInput{Layout: sp, Rank: r, X: x}
 	})
-	return &Spec[ref.CPValidRowsInput, ref.CPValidRowsOutput]{
+	return &Spec[spec.CPValidRowsInput, spec.CPValidRowsOutput]{
 		Op:          catalog.CPValidRows(),
 		Valid:       rapid.Custom(validRowsValid),
 		Invalid:     rapid.Custom(validRowsInvalid),
 		Boundary:    bnd,
 		Regressions: validRowsRegressions(),
 		Rejects:     rejects,
-		Props: []Prop[ref.CPValidRowsInput, ref.CPValidRowsOutput]{
+		Props: []Prop[spec.CPValidRowsInput, spec.CPValidRowsOutput]{
 			{"split-sums", validSplitSums},
 			{"mask-popcount", validMaskPopcount},
 			{"reverse-index", validReverseIndex},
@@ -36,9 +37,9 @@ func CPValidRows() *Spec[ref.CPValidRowsInput, ref.CPValidRowsOutput] {
 
 // localRowsOf is rank r's SplitLocal rows of a batch of pseudo-random rows
 // (width w) with a pseudo-random pad row: what a rank really holds.
-func localRowsOf(lay ref.Layout, r, w int, seed uint32) ref.Rows {
+func localRowsOf(lay spec.Layout, r, w int, seed uint32) spec.Rows {
 	x := catalog.SeededRows(w, lay.TotalValid(), seed)
-	rows, err := ref.SplitLocal(ref.DefaultLimits(), lay, r, x, catalog.SeededRows(w, 1, seed^0x9E3779B9).B)
+	rows, err := ref.SplitLocal(spec.DefaultLimits(), lay, r, x, catalog.SeededRows(w, 1, seed^0x9E3779B9).B)
 	if err != nil {
 		panic(fmt.Sprintf("equiv: SplitLocal: %v", err))
 	}
@@ -46,7 +47,7 @@ func localRowsOf(lay ref.Layout, r, w int, seed uint32) ref.Rows {
 }
 
 // localValid draws a layout, a rank and the rank's local rows.
-func localValid(t *rapid.T) (ref.LayoutSpec, int, ref.Rows) {
+func localValid(t *rapid.T) (spec.LayoutSpec, int, spec.Rows) {
 	sp := cpLayout(t)
 	lay := mustCPLayout(sp)
 	r := rapid.IntRange(0, sp.CP-1).Draw(t, "rank")
@@ -57,7 +58,7 @@ func localValid(t *rapid.T) (ref.LayoutSpec, int, ref.Rows) {
 // localInvalid applies one violation shared by the ops taking a rank's
 // local rows (§2.4, §4.4): a bad layout, a bad rank, a buffer of another
 // contract's length (Rv(r) where it differs from R(r)), or a ragged buffer.
-func localInvalid(t *rapid.T) (ref.LayoutSpec, int, ref.Rows, *ref.Sentinel) {
+func localInvalid(t *rapid.T) (spec.LayoutSpec, int, spec.Rows, *spec.Sentinel) {
 	sp, r, x := localValid(t)
 	lay := mustCPLayout(sp)
 	switch rapid.IntRange(0, 3).Draw(t, "violation") {
@@ -65,41 +66,41 @@ func localInvalid(t *rapid.T) (ref.LayoutSpec, int, ref.Rows, *ref.Sentinel) {
 		bad, want := badLayout(t, sp)
 		return bad, r, x, want
 	case 1:
-		return sp, rapid.SampledFrom([]int{-1, sp.CP, sp.CP + 3}).Draw(t, "bad_rank"), x, ref.ErrRank
+		return sp, rapid.SampledFrom([]int{-1, sp.CP, sp.CP + 3}).Draw(t, "bad_rank"), x, spec.ErrRank
 	case 2:
 		n := lay.Rv(r)
 		if n == lay.R(r) {
 			n = lay.R(r) + rapid.SampledFrom([]int{-1, 1}).Draw(t, "off_by")
 		}
-		return sp, r, catalog.SeededRows(x.W, n, 3), ref.ErrRowContract
+		return sp, r, catalog.SeededRows(x.W, n, 3), spec.ErrRowContract
 	default:
-		return sp, r, raggedRows(t, x), ref.ErrRowCount
+		return sp, r, raggedRows(t, x), spec.ErrRowCount
 	}
 }
 
-func validRowsValid(t *rapid.T) ref.CPValidRowsInput {
+func validRowsValid(t *rapid.T) spec.CPValidRowsInput {
 	sp, r, x := localValid(t)
-	return ref.CPValidRowsInput{Layout: sp, Rank: r, X: x}
+	return spec.CPValidRowsInput{Layout: sp, Rank: r, X: x}
 }
 
-func validRowsInvalid(t *rapid.T) Bad[ref.CPValidRowsInput] {
+func validRowsInvalid(t *rapid.T) Bad[spec.CPValidRowsInput] {
 	sp, r, x, want := localInvalid(t)
-	return Bad[ref.CPValidRowsInput]{ref.CPValidRowsInput{Layout: sp, Rank: r, X: x}, want}
+	return Bad[spec.CPValidRowsInput]{spec.CPValidRowsInput{Layout: sp, Rank: r, X: x}, want}
 }
 
 // localBoundary builds every boundary layout's first and last rank, with
 // their local rows, as an op input.
-func localBoundary[In any](mk func(ref.LayoutSpec, int, ref.Rows) In) ([]Case[In], map[string]*ref.Sentinel) {
+func localBoundary[In any](mk func(spec.LayoutSpec, int, spec.Rows) In) ([]Case[In], map[string]*spec.Sentinel) {
 	var cs []Case[In]
-	rejects := map[string]*ref.Sentinel{}
+	rejects := map[string]*spec.Sentinel{}
 	for _, b := range cpBoundaryLayouts() {
 		for _, r := range []int{0, b.sp.CP - 1} {
 			name := fmt.Sprintf("%s-rank%d", b.name, r)
-			x := ref.Rows{W: 2, B: []byte{0, 0}}
+			x := spec.Rows{W: 2, B: []byte{0, 0}}
 			if !b.tooShort {
 				x = localRowsOf(mustCPLayout(b.sp), r, 2, 5)
 			} else {
-				rejects[name] = ref.ErrTooShortForZigzag
+				rejects[name] = spec.ErrTooShortForZigzag
 			}
 			cs = append(cs, Case[In]{name, mk(b.sp, r, x)})
 		}
@@ -109,15 +110,15 @@ func localBoundary[In any](mk func(ref.LayoutSpec, int, ref.Rows) In) ([]Case[In
 
 // tokenRank is rank r of a batch named by tokens (tag = request·65536 + t)
 // with the tag-sentinel pad row.
-func tokenRank(sp ref.LayoutSpec, r int) ref.Rows {
+func tokenRank(sp spec.LayoutSpec, r int) spec.Rows {
 	lay := mustCPLayout(sp)
-	x := ref.Rows{W: tagW, B: []byte{}}
+	x := spec.Rows{W: tagW, B: []byte{}}
 	for i, l := range lay.L {
 		for t := range l {
 			x.B = append(x.B, tagRow(uint32(i<<16|t))...)
 		}
 	}
-	rows, err := ref.SplitLocal(ref.DefaultLimits(), lay, r, x, tagRow(tagSentinel))
+	rows, err := ref.SplitLocal(spec.DefaultLimits(), lay, r, x, tagRow(tagSentinel))
 	if err != nil {
 		panic(err)
 	}
@@ -128,18 +129,18 @@ func tokenRank(sp ref.LayoutSpec, r int) ref.Rows {
 // rank 0 holds a0 b0 PAD b3: mask [1,1,0,1], not the suffix form
 // [1,1,1,0]. Padded cp=2, g=1, L=[3]: the last token a2 is rank 1 row 1,
 // not (from the compute length) rank 0 row 1, a PAD.
-func validRowsRegressions() []Case[ref.CPValidRowsInput] {
-	a := ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
-	b := ref.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1}
-	return []Case[ref.CPValidRowsInput]{
-		{"valid-mask-suffix", ref.CPValidRowsInput{Layout: a, Rank: 0, X: tokenRank(a, 0)}},
-		{"last-token-compute-length", ref.CPValidRowsInput{Layout: b, Rank: 1, X: tokenRank(b, 1)}},
+func validRowsRegressions() []Case[spec.CPValidRowsInput] {
+	a := spec.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
+	b := spec.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1}
+	return []Case[spec.CPValidRowsInput]{
+		{"valid-mask-suffix", spec.CPValidRowsInput{Layout: a, Rank: 0, X: tokenRank(a, 0)}},
+		{"last-token-compute-length", spec.CPValidRowsInput{Layout: b, Rank: 1, X: tokenRank(b, 1)}},
 	}
 }
 
 // validSplitSums is P2.1: Σ compute splits = Σ C_i, Σ valid splits = Σ L_i,
 // valid <= compute elementwise, in both orders.
-func validSplitSums(_ ref.Limits, in ref.CPValidRowsInput, out ref.CPValidRowsOutput) error {
+func validSplitSums(_ spec.Limits, in spec.CPValidRowsInput, out spec.CPValidRowsOutput) error {
 	lay := mustCPLayout(in.Layout)
 	sumC, sumL := 0, lay.TotalValid()
 	for i := range lay.L {
@@ -166,7 +167,7 @@ func validSplitSums(_ ref.Limits, in ref.CPValidRowsInput, out ref.CPValidRowsOu
 
 // validMaskPopcount is P2.2: the mask has R(r) entries, Rv(r) of them true,
 // all true when unpadded.
-func validMaskPopcount(_ ref.Limits, in ref.CPValidRowsInput, out ref.CPValidRowsOutput) error {
+func validMaskPopcount(_ spec.Limits, in spec.CPValidRowsInput, out spec.CPValidRowsOutput) error {
 	lay := mustCPLayout(in.Layout)
 	n := 0
 	for _, v := range out.ValidMask {
@@ -187,7 +188,7 @@ func validMaskPopcount(_ ref.Limits, in ref.CPValidRowsInput, out ref.CPValidRow
 // equal to upstream's cp_reverse_index, request-major splits are the
 // rank-major ones read through it, and the rank's zigzag pieces sit at its
 // rank-major positions r·2B + q.
-func validReverseIndex(_ ref.Limits, in ref.CPValidRowsInput, out ref.CPValidRowsOutput) error {
+func validReverseIndex(_ spec.Limits, in spec.CPValidRowsInput, out spec.CPValidRowsOutput) error {
 	lay := mustCPLayout(in.Layout)
 	n, b := lay.NS()*lay.B(), lay.B()
 	if len(out.ReverseIndex) != n || len(out.SplitList) != n || len(out.ComputeSplitsRankMajor) != n {
@@ -227,16 +228,16 @@ func validReverseIndex(_ ref.Limits, in ref.CPValidRowsInput, out ref.CPValidRow
 
 // validLaneSlots: the slots tile [0, R(r)) in order, PREV then MIRROR, and
 // carry the layout's sizes (§0.3).
-func validLaneSlots(_ ref.Limits, in ref.CPValidRowsInput, out ref.CPValidRowsOutput) error {
+func validLaneSlots(_ spec.Limits, in spec.CPValidRowsInput, out spec.CPValidRowsOutput) error {
 	lay := mustCPLayout(in.Layout)
 	if len(out.LaneSlots) != 2*lay.B() {
 		return fmt.Errorf("%d slots, want 2B", len(out.LaneSlots))
 	}
 	off := 0
 	for q, s := range out.LaneSlots {
-		k, lane := in.Rank, ref.LanePrev
+		k, lane := in.Rank, spec.LanePrev
 		if q >= lay.B() {
-			k, lane = lay.Mirror(in.Rank), ref.LaneMirror
+			k, lane = lay.Mirror(in.Rank), spec.LaneMirror
 		}
 		if s.Off != off || s.Req != q%lay.B() || s.Seg != k || s.Lane != lane || s.ComputeLen != lay.S[s.Req][k] || s.ValidLen != lay.V[s.Req][k] {
 			return fmt.Errorf("slot %d = %+v at offset %d", q, s, off)
@@ -252,7 +253,7 @@ func validLaneSlots(_ ref.Limits, in ref.CPValidRowsInput, out ref.CPValidRowsOu
 // validLastToken is P2.4: each request's last token is held by exactly the
 // rank named, under its valid mask, and that rank's SplitLocal row there is
 // token L_i − 1 of request i.
-func validLastToken(_ ref.Limits, in ref.CPValidRowsInput, out ref.CPValidRowsOutput) error {
+func validLastToken(_ spec.Limits, in spec.CPValidRowsInput, out spec.CPValidRowsOutput) error {
 	lay := mustCPLayout(in.Layout)
 	if len(out.LastTokenRows) != lay.B() {
 		return fmt.Errorf("%d last-token rows, want B", len(out.LastTokenRows))
@@ -275,8 +276,8 @@ func validLastToken(_ ref.Limits, in ref.CPValidRowsInput, out ref.CPValidRowsOu
 // validSelected is P2.5: the selected rows are X's rows under the mask, one
 // per LocalTokenIDs entry, and on a token-tagged batch each is the token
 // its id names, never the pad row.
-func validSelected(_ ref.Limits, in ref.CPValidRowsInput, out ref.CPValidRowsOutput) error {
-	want := ref.Rows{W: in.X.W, B: []byte{}}
+func validSelected(_ spec.Limits, in spec.CPValidRowsInput, out spec.CPValidRowsOutput) error {
+	want := spec.Rows{W: in.X.W, B: []byte{}}
 	for p, v := range out.ValidMask {
 		if v {
 			want.B = append(want.B, in.X.Row(p)...)

@@ -18,7 +18,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fixtures"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Kind is the class of a generated case.
@@ -36,7 +36,7 @@ type Bad[In any] struct {
 	// In is the input, valid except for one violation.
 	In In
 	// Want is the sentinel the violation maps to.
-	Want *ref.Sentinel
+	Want *spec.Sentinel
 }
 
 // Case is a named hand-written input (boundary and regression tables).
@@ -52,7 +52,7 @@ type Prop[In, Out any] struct {
 	// Name is the property's name, e.g. "shift-equivariance".
 	Name string
 	// Holds returns nil when the property holds for in and its output out.
-	Holds func(lim ref.Limits, in In, out Out) error
+	Holds func(lim spec.Limits, in In, out Out) error
 }
 
 // Spec is the differential specification of one catalog op.
@@ -74,7 +74,7 @@ type Spec[In, Out any] struct {
 	// with the sentinel it must reject them with; every other table case
 	// must be accepted. A historic bug that accepted bad input (a silent
 	// corruption the fix turned into an error) is caught on such a case.
-	Rejects map[string]*ref.Sentinel
+	Rejects map[string]*spec.Sentinel
 }
 
 // Failure is a counterexample: the input, what went wrong, and a diff.
@@ -124,15 +124,15 @@ func (s *Spec[In, Out]) Name() string { return s.Op.OpName }
 // generator sanity (ref accepts valid input / rejects with want), a panic,
 // input mutation, byte-inequality of canonical results, then the properties.
 // want is nil for inputs that must be accepted.
-func (s *Spec[In, Out]) Check(implName string, impl catalog.Func[In, Out], in In, want *ref.Sentinel) (reason, diff string) {
+func (s *Spec[In, Out]) Check(implName string, impl catalog.Func[In, Out], in In, want *spec.Sentinel) (reason, diff string) {
 	reason, diff, _ = s.check(implName, impl, in, want)
 	return reason, diff
 }
 
 // check is Check that also returns the reference's canonical result (nil
 // when ref panicked), so a failure's fixture line needs no second ref run.
-func (s *Spec[In, Out]) check(implName string, impl catalog.Func[In, Out], in In, want *ref.Sentinel) (reason, diff string, refRes *fixtures.Result) {
-	lim := ref.DefaultLimits()
+func (s *Spec[In, Out]) check(implName string, impl catalog.Func[In, Out], in In, want *spec.Sentinel) (reason, diff string, refRes *fixtures.Result) {
+	lim := spec.DefaultLimits()
 	before, err := catalog.Marshal(in)
 	if err != nil {
 		return "input does not encode: " + err.Error(), "", nil
@@ -173,8 +173,8 @@ type refRun[Out any] struct {
 // runRef runs the reference on in, recovering a panic so the input is
 // reported instead of crashing the caller, and checks the generator's
 // contract: valid inputs accepted, invalid ones rejected with want.
-func (s *Spec[In, Out]) runRef(in In, want *ref.Sentinel) (refRun[Out], string) {
-	out, panicked, err := protect(s.Op.Ref, ref.DefaultLimits(), in)
+func (s *Spec[In, Out]) runRef(in In, want *spec.Sentinel) (refRun[Out], string) {
+	out, panicked, err := protect(s.Op.Ref, spec.DefaultLimits(), in)
 	if panicked != "" {
 		return refRun[Out]{}, "ref panicked: " + panicked
 	}
@@ -188,7 +188,7 @@ func (s *Spec[In, Out]) runRef(in In, want *ref.Sentinel) (refRun[Out], string) 
 	return r, ""
 }
 
-func protect[In, Out any](f catalog.Func[In, Out], lim ref.Limits, in In) (out Out, panicked string, err error) {
+func protect[In, Out any](f catalog.Func[In, Out], lim spec.Limits, in In) (out Out, panicked string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			panicked = fmt.Sprintf("%v\n%s", r, debug.Stack())
@@ -212,7 +212,7 @@ func (s *Spec[In, Out]) failure(implName, name string, seed int64, in In, reason
 }
 
 // errorIs is errors.Is that tolerates a nil target.
-func errorIs(err error, target *ref.Sentinel) bool { return target != nil && errors.Is(err, target) }
+func errorIs(err error, target *spec.Sentinel) bool { return target != nil && errors.Is(err, target) }
 
 // Trial checks impl on the seed-th generated case of kind.
 func (s *Spec[In, Out]) Trial(implName string, impl catalog.Func[In, Out], kind Kind, seed int) *Failure {
@@ -223,7 +223,7 @@ func (s *Spec[In, Out]) Trial(implName string, impl catalog.Func[In, Out], kind 
 	return nil
 }
 
-func (s *Spec[In, Out]) draw(kind Kind, seed int) (In, *ref.Sentinel) {
+func (s *Spec[In, Out]) draw(kind Kind, seed int) (In, *spec.Sentinel) {
 	if kind == Invalid {
 		b := s.Invalid.Example(seed)
 		return b.In, b.Want
@@ -246,7 +246,7 @@ func (s *Spec[In, Out]) Tables(implName string, impl catalog.Func[In, Out]) []*F
 // must reject it with (nil: must accept).
 type tableCase[In any] struct {
 	Case[In]
-	Want *ref.Sentinel
+	Want *spec.Sentinel
 }
 
 func (s *Spec[In, Out]) tableCases() []tableCase[In] {
@@ -281,7 +281,7 @@ func (s *Spec[In, Out]) recordingProperty(implName string, impl catalog.Func[In,
 
 // drawFrom draws a case of kind under rapid, with the sentinel ref must
 // reject it with (nil for a valid case).
-func (s *Spec[In, Out]) drawFrom(t *rapid.T, kind Kind) (In, *ref.Sentinel) {
+func (s *Spec[In, Out]) drawFrom(t *rapid.T, kind Kind) (In, *spec.Sentinel) {
 	if kind == Invalid {
 		b := s.Invalid.Draw(t, "bad")
 		return b.In, b.Want
@@ -305,7 +305,7 @@ func (s *Spec[In, Out]) FixturesFrom(seed, nValid, nInvalid int) []fixtures.Case
 		if err != nil {
 			panic(fmt.Sprintf("%s %s: input does not encode: %v", s.Op.OpName, name, err))
 		}
-		out, rerr := s.Op.Ref(ref.DefaultLimits(), in)
+		out, rerr := s.Op.Ref(spec.DefaultLimits(), in)
 		res := fixtures.Result{Bytes: catalog.Canonical(out, rerr), Rejected: rerr != nil}
 		cs = append(cs, fixtures.NewCase(s.Op.OpName, s.Op.SpecRef, name, int64(seed), b, res))
 	}

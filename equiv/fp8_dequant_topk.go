@@ -11,21 +11,22 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // FP8DequantTopK is the differential spec of fp8.dequant_topk (docs/spec/cp-layout.md §7.6).
-func FP8DequantTopK() *Spec[ref.FP8DequantTopKInput, ref.FP8DequantTopKOutput] {
-	return &Spec[ref.FP8DequantTopKInput, ref.FP8DequantTopKOutput]{
+func FP8DequantTopK() *Spec[spec.FP8DequantTopKInput, spec.FP8DequantTopKOutput] {
+	return &Spec[spec.FP8DequantTopKInput, spec.FP8DequantTopKOutput]{
 		Op:       catalog.FP8DequantTopK(),
 		Valid:    rapid.Custom(dequantTopKValid),
 		Invalid:  rapid.Custom(dequantTopKInvalid),
 		Boundary: dequantTopKBoundary(),
-		Rejects: map[string]*ref.Sentinel{
-			"index-equals-n":   ref.ErrTopKIndexOutOfRange,
-			"index-minus-two":  ref.ErrTopKIndexOutOfRange,
-			"empty-buffer-ref": ref.ErrTopKIndexOutOfRange,
+		Rejects: map[string]*spec.Sentinel{
+			"index-equals-n":   spec.ErrTopKIndexOutOfRange,
+			"index-minus-two":  spec.ErrTopKIndexOutOfRange,
+			"empty-buffer-ref": spec.ErrTopKIndexOutOfRange,
 		},
-		Props: []Prop[ref.FP8DequantTopKInput, ref.FP8DequantTopKOutput]{
+		Props: []Prop[spec.FP8DequantTopKInput, spec.FP8DequantTopKOutput]{
 			{"rows-are-the-referenced-set", dequantTopKSet},
 			{"equals-full-dequant-on-referenced-rows", dequantTopKFull},
 			{"in-place-leaves-unreferenced-rows", dequantTopKInPlace},
@@ -35,9 +36,9 @@ func FP8DequantTopK() *Spec[ref.FP8DequantTopKInput, ref.FP8DequantTopKOutput] {
 	}
 }
 
-func dequantTopKValid(t *rapid.T) ref.FP8DequantTopKInput {
+func dequantTopKValid(t *rapid.T) spec.FP8DequantTopKInput {
 	n := rapid.IntRange(0, 8).Draw(t, "n")
-	kq := catalog.SeededRows(ref.FP8RowBytes, n, rapid.Uint32().Draw(t, "kq_seed"))
+	kq := catalog.SeededRows(spec.FP8RowBytes, n, rapid.Uint32().Draw(t, "kq_seed"))
 	q := rapid.IntRange(0, 4).Draw(t, "q")
 	topk := make([][]int32, q)
 	for i := range topk {
@@ -46,18 +47,18 @@ func dequantTopKValid(t *rapid.T) ref.FP8DequantTopKInput {
 			topk[i] = []int32{}
 		}
 	}
-	return ref.FP8DequantTopKInput{Kq: kq, TopK: topk, Verify: rapid.Bool().Draw(t, "verify")}
+	return spec.FP8DequantTopKInput{Kq: kq, TopK: topk, Verify: rapid.Bool().Draw(t, "verify")}
 }
 
-func dequantTopKInvalid(t *rapid.T) Bad[ref.FP8DequantTopKInput] {
+func dequantTopKInvalid(t *rapid.T) Bad[spec.FP8DequantTopKInput] {
 	in := dequantTopKValid(t)
 	if rapid.Bool().Draw(t, "bad_kq") {
 		if rapid.Bool().Draw(t, "wide") {
-			in.Kq = ref.Rows{W: ref.DequantRowBytes, B: make([]byte, ref.DequantRowBytes*in.Kq.N())}
-			return Bad[ref.FP8DequantTopKInput]{in, ref.ErrUnsupportedDims}
+			in.Kq = spec.Rows{W: spec.DequantRowBytes, B: make([]byte, spec.DequantRowBytes*in.Kq.N())}
+			return Bad[spec.FP8DequantTopKInput]{in, spec.ErrUnsupportedDims}
 		}
-		in.Kq = ref.Rows{W: ref.FP8RowBytes, B: append(bytes.Clone(in.Kq.B), 1)}
-		return Bad[ref.FP8DequantTopKInput]{in, ref.ErrRowCount}
+		in.Kq = spec.Rows{W: spec.FP8RowBytes, B: append(bytes.Clone(in.Kq.B), 1)}
+		return Bad[spec.FP8DequantTopKInput]{in, spec.ErrRowCount}
 	}
 	n := int32(in.Kq.N())
 	topk := make([][]int32, len(in.TopK)+1)
@@ -70,27 +71,27 @@ func dequantTopKInvalid(t *rapid.T) Bad[ref.FP8DequantTopKInput] {
 	bad := rapid.SampledFrom([]int32{-2, n, n + 3, -1 << 31}).Draw(t, "bad_idx")
 	topk[q] = slices.Insert(topk[q], j, bad)
 	in.TopK = topk
-	return Bad[ref.FP8DequantTopKInput]{in, ref.ErrTopKIndexOutOfRange}
+	return Bad[spec.FP8DequantTopKInput]{in, spec.ErrTopKIndexOutOfRange}
 }
 
-func dequantTopKBoundary() []Case[ref.FP8DequantTopKInput] {
-	kq := catalog.SeededRows(ref.FP8RowBytes, 5, 29)
+func dequantTopKBoundary() []Case[spec.FP8DequantTopKInput] {
+	kq := catalog.SeededRows(spec.FP8RowBytes, 5, 29)
 	// Row 4: all-NaN codes (0x7F / 0xFF alternate), a zero scale and an Inf scale.
 	r := kq.Row(4)
 	for j := range 512 {
 		r[j] = 0x7F | byte(j%2)<<7
 	}
 	copy(r[512:528], []byte{0, 0, 0, 0, 0, 0, 0x80, 0x7F, 0, 0, 0, 0, 0, 0, 0x80, 0xFF})
-	return []Case[ref.FP8DequantTopKInput]{
-		{"no-queries", ref.FP8DequantTopKInput{Kq: kq, TopK: [][]int32{}}},
-		{"all-empty-entries", ref.FP8DequantTopKInput{Kq: kq, TopK: [][]int32{{-1, -1}, {}}}},
-		{"empty-buffer", ref.FP8DequantTopKInput{Kq: ref.Rows{W: ref.FP8RowBytes, B: []byte{}}, TopK: [][]int32{{-1}}}},
-		{"nan-codes-and-odd-scales", ref.FP8DequantTopKInput{Kq: kq, TopK: [][]int32{{4, 0}}, Verify: true}},
-		{"duplicates-across-queries", ref.FP8DequantTopKInput{Kq: kq, TopK: [][]int32{{3, 1, 3}, {1, -1, 3}}, Verify: true}},
-		{"every-row", ref.FP8DequantTopKInput{Kq: kq, TopK: [][]int32{{4, 3, 2, 1, 0}}}},
-		{"index-equals-n", ref.FP8DequantTopKInput{Kq: kq, TopK: [][]int32{{0}, {5}}}},
-		{"index-minus-two", ref.FP8DequantTopKInput{Kq: kq, TopK: [][]int32{{-2}}}},
-		{"empty-buffer-ref", ref.FP8DequantTopKInput{Kq: ref.Rows{W: ref.FP8RowBytes, B: []byte{}}, TopK: [][]int32{{0}}}},
+	return []Case[spec.FP8DequantTopKInput]{
+		{"no-queries", spec.FP8DequantTopKInput{Kq: kq, TopK: [][]int32{}}},
+		{"all-empty-entries", spec.FP8DequantTopKInput{Kq: kq, TopK: [][]int32{{-1, -1}, {}}}},
+		{"empty-buffer", spec.FP8DequantTopKInput{Kq: spec.Rows{W: spec.FP8RowBytes, B: []byte{}}, TopK: [][]int32{{-1}}}},
+		{"nan-codes-and-odd-scales", spec.FP8DequantTopKInput{Kq: kq, TopK: [][]int32{{4, 0}}, Verify: true}},
+		{"duplicates-across-queries", spec.FP8DequantTopKInput{Kq: kq, TopK: [][]int32{{3, 1, 3}, {1, -1, 3}}, Verify: true}},
+		{"every-row", spec.FP8DequantTopKInput{Kq: kq, TopK: [][]int32{{4, 3, 2, 1, 0}}}},
+		{"index-equals-n", spec.FP8DequantTopKInput{Kq: kq, TopK: [][]int32{{0}, {5}}}},
+		{"index-minus-two", spec.FP8DequantTopKInput{Kq: kq, TopK: [][]int32{{-2}}}},
+		{"empty-buffer-ref", spec.FP8DequantTopKInput{Kq: spec.Rows{W: spec.FP8RowBytes, B: []byte{}}, TopK: [][]int32{{0}}}},
 	}
 }
 
@@ -109,19 +110,19 @@ func referencedSet(topk [][]int32) []int64 {
 }
 
 // dequantTopKSet: the written rows are exactly Rset, ascending, once each.
-func dequantTopKSet(_ ref.Limits, in ref.FP8DequantTopKInput, out ref.FP8DequantTopKOutput) error {
+func dequantTopKSet(_ spec.Limits, in spec.FP8DequantTopKInput, out spec.FP8DequantTopKOutput) error {
 	want := referencedSet(in.TopK)
 	if !slices.Equal(out.RowIDs, want) && !(len(want) == 0 && len(out.RowIDs) == 0) {
 		return fmt.Errorf("row_ids %v, want Rset %v", out.RowIDs, want)
 	}
-	if out.Rows.W != ref.DequantRowBytes || out.Rows.N() != len(out.RowIDs) {
+	if out.Rows.W != spec.DequantRowBytes || out.Rows.N() != len(out.RowIDs) {
 		return fmt.Errorf("%d rows of %d B for %d ids", out.Rows.N(), out.Rows.W, len(out.RowIDs))
 	}
 	return nil
 }
 
 // dequantTopKFull is P7.8: every written row equals the full dequant's row.
-func dequantTopKFull(_ ref.Limits, in ref.FP8DequantTopKInput, out ref.FP8DequantTopKOutput) error {
+func dequantTopKFull(_ spec.Limits, in spec.FP8DequantTopKInput, out spec.FP8DequantTopKOutput) error {
 	full := ref.FullDequant656(in.Kq)
 	for i, id := range out.RowIDs {
 		if !bytes.Equal(out.Rows.Row(i), full.Row(int(id))) {
@@ -134,8 +135,8 @@ func dequantTopKFull(_ ref.Limits, in ref.FP8DequantTopKInput, out ref.FP8Dequan
 // dequantTopKInPlace is P7.8 on a pre-filled buffer: the in-place dequant
 // writes exactly the op's rows, every other row keeps the sentinel, and
 // topk is not modified.
-func dequantTopKInPlace(_ ref.Limits, in ref.FP8DequantTopKInput, out ref.FP8DequantTopKOutput) error {
-	buf := ref.NewRows(ref.DequantRowBytes, in.Kq.N())
+func dequantTopKInPlace(_ spec.Limits, in spec.FP8DequantTopKInput, out spec.FP8DequantTopKOutput) error {
+	buf := ref.NewRows(spec.DequantRowBytes, in.Kq.N())
 	for i := range buf.B {
 		buf.B[i] = 0xA5
 	}
@@ -178,7 +179,7 @@ func allByte(b []byte, v byte) bool {
 
 // dequantTopKDuplicates is P7.10: repeating every query reversed, and
 // adding -1 entries, does not change the result.
-func dequantTopKDuplicates(lim ref.Limits, in ref.FP8DequantTopKInput, out ref.FP8DequantTopKOutput) error {
+func dequantTopKDuplicates(lim spec.Limits, in spec.FP8DequantTopKInput, out spec.FP8DequantTopKOutput) error {
 	topk := [][]int32{{-1}}
 	for _, q := range in.TopK {
 		topk = append(topk, slices.Clone(q))
@@ -186,7 +187,7 @@ func dequantTopKDuplicates(lim ref.Limits, in ref.FP8DequantTopKInput, out ref.F
 		slices.Reverse(r)
 		topk = append(topk, r)
 	}
-	got, err := ref.FP8DequantTopK(lim, ref.FP8DequantTopKInput{Kq: in.Kq, TopK: topk})
+	got, err := ref.FP8DequantTopK(lim, spec.FP8DequantTopKInput{Kq: in.Kq, TopK: topk})
 	if err != nil {
 		return err
 	}
@@ -212,7 +213,7 @@ func sparseAttention(topk [][]int32, row func(id int64) []byte) []uint32 {
 				continue
 			}
 			r := row(int64(id))
-			for j := range ref.MLANopeDim + ref.MLARopeDim {
+			for j := range spec.MLANopeDim + spec.MLARopeDim {
 				qv := float32((q*31+j)%17-8) / 8
 				k := math.Float32frombits(uint32(binary.LittleEndian.Uint16(r[2*j:])) << 16)
 				acc = float32(acc + float32(qv*k))
@@ -226,7 +227,7 @@ func sparseAttention(topk [][]int32, row func(id int64) []byte) []uint32 {
 // dequantTopKAttention is P7.9: the reference sparse attention over topk
 // gives identical results reading the op's top-k rows and reading the
 // full dequant of Kq.
-func dequantTopKAttention(_ ref.Limits, in ref.FP8DequantTopKInput, out ref.FP8DequantTopKOutput) error {
+func dequantTopKAttention(_ spec.Limits, in spec.FP8DequantTopKInput, out spec.FP8DequantTopKOutput) error {
 	full := ref.FullDequant656(in.Kq)
 	fromFull := sparseAttention(in.TopK, func(id int64) []byte { return full.Row(int(id)) })
 	missing := int64(-1)
@@ -234,7 +235,7 @@ func dequantTopKAttention(_ ref.Limits, in ref.FP8DequantTopKInput, out ref.FP8D
 		i, ok := slices.BinarySearch(out.RowIDs, id)
 		if !ok || i >= out.Rows.N() {
 			missing = id
-			return make([]byte, ref.DequantRowBytes)
+			return make([]byte, spec.DequantRowBytes)
 		}
 		return out.Rows.Row(i)
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // HiCacheAckScript is the differential spec of hicache.ack_script (docs/spec/radix-acks.md
@@ -15,14 +16,14 @@ import (
 // TestAckQueueTwinsAgreeAfterEveryStep; this spec holds the script-level
 // generators, the §3.4 worked examples and §3.5 minimal inputs, and the
 // §3.3 properties read off a trace and the final states.
-func HiCacheAckScript() *Spec[ref.HiCacheAckScriptInput, ref.HiCacheAckScriptOutput] {
-	return &Spec[ref.HiCacheAckScriptInput, ref.HiCacheAckScriptOutput]{
+func HiCacheAckScript() *Spec[spec.HiCacheAckScriptInput, spec.HiCacheAckScriptOutput] {
+	return &Spec[spec.HiCacheAckScriptInput, spec.HiCacheAckScriptOutput]{
 		Op:          catalog.HiCacheAckScript(),
-		Valid:       rapid.Custom(func(t *rapid.T) ref.HiCacheAckScriptInput { return AckSteps(t, 32) }),
+		Valid:       rapid.Custom(func(t *rapid.T) spec.HiCacheAckScriptInput { return AckSteps(t, 32) }),
 		Invalid:     rapid.Custom(ackInvalid),
 		Boundary:    ackBoundary(),
 		Regressions: ackRegressions(),
-		Props: []Prop[ref.HiCacheAckScriptInput, ref.HiCacheAckScriptOutput]{
+		Props: []Prop[spec.HiCacheAckScriptInput, spec.HiCacheAckScriptOutput]{
 			{"write-invariants", ackWriteInvariants},
 			{"spmd-consistency", ackSPMDConsistency},
 			{"drain-pops-agreed", ackDrainPopsAgreed},
@@ -40,7 +41,7 @@ func HiCacheAckScript() *Spec[ref.HiCacheAckScriptInput, ref.HiCacheAckScriptOut
 // readiness per rank; drains between any two ops; rollbacks; refusals; and
 // occasional bad steps and injected faults (duplicates, unknown acks).
 // A terminal consumer error ends the script.
-func AckSteps(t *rapid.T, maxSteps int) ref.HiCacheAckScriptInput {
+func AckSteps(t *rapid.T, maxSteps int) spec.HiCacheAckScriptInput {
 	g := newAckGen(t)
 	n := rapid.IntRange(0, maxSteps).Draw(t, "steps")
 	for range n {
@@ -49,22 +50,22 @@ func AckSteps(t *rapid.T, maxSteps int) ref.HiCacheAckScriptInput {
 		}
 		g.step()
 	}
-	return ref.HiCacheAckScriptInput{Steps: g.steps}
+	return spec.HiCacheAckScriptInput{Steps: g.steps}
 }
 
 // ackGen draws steps while a reference group follows them, so steps name
 // live nodes, ongoing registrations and reachable event counts.
 type ackGen struct {
 	t       *rapid.T
-	steps   []ref.AckStep
-	results []ref.AckStepResult
-	group   []ref.AckQueue
+	steps   []spec.AckStep
+	results []spec.AckStepResult
+	group   []spec.AckQueue
 	halted  bool
 }
 
 func newAckGen(t *rapid.T) *ackGen {
-	create := ref.AckStep{
-		Op:           ref.AckCreate,
+	create := spec.AckStep{
+		Op:           spec.AckCreate,
 		Ranks:        rapid.SampledFrom([]int{1, 2, 2, 3, 4}).Draw(t, "ranks"),
 		Layers:       rapid.IntRange(1, 3).Draw(t, "layers"),
 		HostCapacity: rapid.IntRange(2, 16).Draw(t, "host_capacity"),
@@ -75,11 +76,11 @@ func newAckGen(t *rapid.T) *ackGen {
 }
 
 // apply appends s and runs it on the generator's group, returning its result.
-func (g *ackGen) apply(s ref.AckStep) ref.AckStepResult {
-	if s.Op == ref.AckCreate {
-		g.group = make([]ref.AckQueue, s.Ranks)
+func (g *ackGen) apply(s spec.AckStep) spec.AckStepResult {
+	if s.Op == spec.AckCreate {
+		g.group = make([]spec.AckQueue, s.Ranks)
 		for r := range g.group {
-			q, err := ref.NewAckQueue(ref.AckConfig{NumLayers: s.Layers, HostCapacity: s.HostCapacity})
+			q, err := ref.NewAckQueue(spec.AckConfig{NumLayers: s.Layers, HostCapacity: s.HostCapacity})
 			if err != nil {
 				panic(err)
 			}
@@ -114,7 +115,7 @@ func uniform(t *rapid.T, n int, label string) int {
 func oneIn(t *rapid.T, n int, label string) bool { return uniform(t, n, label) == 0 }
 
 // draw picks the next step by weight: bands of [0, 1000).
-func (g *ackGen) draw() ref.AckStep {
+func (g *ackGen) draw() spec.AckStep {
 	t := g.t
 	switch op := uniform(t, 1000, "op"); {
 	case op < 120:
@@ -122,28 +123,28 @@ func (g *ackGen) draw() ref.AckStep {
 	case op < 260:
 		return g.drain()
 	case op < 400:
-		return ref.AckStep{Op: ref.AckReserve, Node: g.target(), Owned: g.owned()}
+		return spec.AckStep{Op: spec.AckReserve, Node: g.target(), Owned: g.owned()}
 	case op < 520:
-		return ref.AckStep{Op: ref.AckLayerStep, Layer: g.layer()}
+		return spec.AckStep{Op: spec.AckLayerStep, Layer: g.layer()}
 	case op < 600:
-		return ref.AckStep{Op: ref.AckWriteNonCP, Node: g.target()}
+		return spec.AckStep{Op: spec.AckWriteNonCP, Node: g.target()}
 	case op < 610:
 		first := g.steps[0]
-		return ref.AckStep{Op: ref.AckCreate, Ranks: first.Ranks, Layers: first.Layers, HostCapacity: first.HostCapacity}
+		return spec.AckStep{Op: spec.AckCreate, Ranks: first.Ranks, Layers: first.Layers, HostCapacity: first.HostCapacity}
 	case op < 620:
-		return ref.AckStep{Op: ref.AckReset}
+		return spec.AckStep{Op: spec.AckReset}
 	case op < 700:
-		fail := rapid.SampledFrom([]ref.FailAt{"", ref.FailNone, ref.FailMidLayers, ref.FailAfterAck}).Draw(t, "fail_at")
-		return ref.AckStep{Op: ref.AckWriteBackup, Node: g.target(), Owned: g.owned(), FailAt: fail}
+		fail := rapid.SampledFrom([]spec.FailAt{"", spec.FailNone, spec.FailMidLayers, spec.FailAfterAck}).Draw(t, "fail_at")
+		return spec.AckStep{Op: spec.AckWriteBackup, Node: g.target(), Owned: g.owned(), FailAt: fail}
 	case op < 760:
-		return ref.AckStep{Op: ref.AckInjectDuplicate, Node: g.queued()}
+		return spec.AckStep{Op: spec.AckInjectDuplicate, Node: g.queued()}
 	case op < 820:
-		kind := rapid.SampledFrom([]string{ref.AckRollback, ref.AckRollbackPrepared}).Draw(t, "rollback")
-		return ref.AckStep{Op: kind, Node: g.node(true)}
+		kind := rapid.SampledFrom([]string{spec.AckRollback, spec.AckRollbackPrepared}).Draw(t, "rollback")
+		return spec.AckStep{Op: kind, Node: g.node(true)}
 	case op < 850:
-		return ref.AckStep{Op: ref.AckHas, Node: rapid.Int64Range(-1, g.state().NextID+1).Draw(t, "has_node")}
+		return spec.AckStep{Op: spec.AckHas, Node: rapid.Int64Range(-1, g.state().NextID+1).Draw(t, "has_node")}
 	case op < 870:
-		return ref.AckStep{Op: rapid.SampledFrom([]string{ref.AckEvictDevice, ref.AckLock, ref.AckUnlock}).Draw(t, "node_op"), Node: g.node(false)}
+		return spec.AckStep{Op: rapid.SampledFrom([]string{spec.AckEvictDevice, spec.AckLock, spec.AckUnlock}).Draw(t, "node_op"), Node: g.node(false)}
 	case op < 890:
 		return g.appendAck()
 	}
@@ -152,25 +153,25 @@ func (g *ackGen) draw() ref.AckStep {
 
 // appendAck pushes an ack by fault injection: a declared node, sometimes
 // a pending one, sometimes with a second id that may be unknown.
-func (g *ackGen) appendAck() ref.AckStep {
+func (g *ackGen) appendAck() spec.AckStep {
 	t := g.t
-	ids := []ref.NodeID{g.node(false)}
+	ids := []spec.NodeID{g.node(false)}
 	if p := g.state().Pending; len(p) > 0 && rapid.Bool().Draw(t, "pending_id") {
 		ids[0] = rapid.SampledFrom(p).Draw(t, "pending").ID
 	}
 	if rapid.Bool().Draw(t, "two_ids") {
 		ids = append(ids, rapid.Int64Range(-1, g.state().NextID+2).Draw(t, "append_id"))
 	}
-	return ref.AckStep{Op: ref.AckAppend, IDs: ids}
+	return spec.AckStep{Op: spec.AckAppend, IDs: ids}
 }
 
-func (g *ackGen) state() ref.AckState { return g.group[0].State() }
+func (g *ackGen) state() spec.AckState { return g.group[0].State() }
 
 // declare draws a node: usually the next id, sometimes a skip ahead, rarely
 // a reused id or a negative length.
-func (g *ackGen) declare() ref.AckStep {
+func (g *ackGen) declare() spec.AckStep {
 	t := g.t
-	s := ref.AckStep{Op: ref.AckNode, ValueLen: rapid.IntRange(0, 4).Draw(t, "value_len")}
+	s := spec.AckStep{Op: spec.AckNode, ValueLen: rapid.IntRange(0, 4).Draw(t, "value_len")}
 	switch {
 	case oneIn(t, 10, "skip_ahead"):
 		s.Node = g.state().NextID + rapid.Int64Range(0, 3).Draw(t, "skip")
@@ -185,9 +186,9 @@ func (g *ackGen) declare() ref.AckStep {
 // target draws the node a write registers: often a freshly declared one
 // (the prepare path mints a node per request per chunk), otherwise any
 // node as node(false) draws it.
-func (g *ackGen) target() ref.NodeID {
+func (g *ackGen) target() spec.NodeID {
 	if rapid.Bool().Draw(g.t, "fresh") {
-		s := ref.AckStep{Op: ref.AckNode, ValueLen: rapid.IntRange(1, 3).Draw(g.t, "fresh_len")}
+		s := spec.AckStep{Op: spec.AckNode, ValueLen: rapid.IntRange(1, 3).Draw(g.t, "fresh_len")}
 		if r := g.apply(s); r.Node != nil {
 			return *r.Node
 		}
@@ -197,9 +198,9 @@ func (g *ackGen) target() ref.NodeID {
 
 // node draws a declared node (an ongoing one when ongoing), sometimes any
 // id near the table, which may be unknown or not registered.
-func (g *ackGen) node(ongoing bool) ref.NodeID {
+func (g *ackGen) node(ongoing bool) spec.NodeID {
 	st := g.state()
-	var ids []ref.NodeID
+	var ids []spec.NodeID
 	if ongoing {
 		for _, r := range st.Ongoing {
 			ids = append(ids, r.ID)
@@ -216,8 +217,8 @@ func (g *ackGen) node(ongoing bool) ref.NodeID {
 }
 
 // queued draws an id named by a queued ack, or any id.
-func (g *ackGen) queued() ref.NodeID {
-	var ids []ref.NodeID
+func (g *ackGen) queued() spec.NodeID {
+	var ids []spec.NodeID
 	for _, a := range g.state().Queue {
 		ids = append(ids, a.NodeIDs...)
 	}
@@ -239,7 +240,7 @@ func (g *ackGen) owned() []int {
 func (g *ackGen) layer() int {
 	l := g.steps[0].Layers
 	for _, s := range g.steps {
-		if s.Op == ref.AckCreate {
+		if s.Op == spec.AckCreate {
 			l = s.Layers
 		}
 	}
@@ -250,8 +251,8 @@ func (g *ackGen) layer() int {
 }
 
 // events completes some of one rank's (or every rank's) unready acks.
-func (g *ackGen) events() ref.AckStep {
-	s := ref.AckStep{Op: ref.AckEventsComplete}
+func (g *ackGen) events() spec.AckStep {
+	s := spec.AckStep{Op: spec.AckEventsComplete}
 	q := g.group[0]
 	if rapid.Bool().Draw(g.t, "one_rank") {
 		r := rapid.IntRange(0, len(g.group)-1).Draw(g.t, "rank")
@@ -271,7 +272,7 @@ func (g *ackGen) events() ref.AckStep {
 
 // drain is a writing check: usually the MIN all-reduce, sometimes an
 // explicit agreed count, rarely one beyond some rank's readiness.
-func (g *ackGen) drain() ref.AckStep {
+func (g *ackGen) drain() spec.AckStep {
 	if rapid.IntRange(0, 2).Draw(g.t, "settle") > 0 {
 		unready := 0
 		for r, q := range g.group {
@@ -281,7 +282,7 @@ func (g *ackGen) drain() ref.AckStep {
 		}
 		g.apply(ackEvents(unready))
 	}
-	s := ref.AckStep{Op: ref.AckWritingCheck}
+	s := spec.AckStep{Op: spec.AckWritingCheck}
 	switch {
 	case oneIn(g.t, 10, "explicit_agreed"):
 		s.Agreed = new(rapid.IntRange(0, ref.AgreedDrain(g.group)).Draw(g.t, "agreed"))
@@ -291,118 +292,118 @@ func (g *ackGen) drain() ref.AckStep {
 	return s
 }
 
-func ackInvalid(t *rapid.T) Bad[ref.HiCacheAckScriptInput] {
+func ackInvalid(t *rapid.T) Bad[spec.HiCacheAckScriptInput] {
 	in := AckSteps(t, 8)
 	at := rapid.IntRange(0, len(in.Steps)).Draw(t, "at")
-	insert := func(s ref.AckStep) {
+	insert := func(s spec.AckStep) {
 		in.Steps = slices.Insert(in.Steps, max(at, 1), s)
 	}
 	ranks := in.Steps[0].Ranks
 	switch rapid.IntRange(0, 9).Draw(t, "violation") {
 	case 0:
-		in.Steps[0].Op = rapid.SampledFrom([]string{ref.AckReserve, ref.AckWritingCheck, ""}).Draw(t, "first_op")
-		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrScriptOrder}
+		in.Steps[0].Op = rapid.SampledFrom([]string{spec.AckReserve, spec.AckWritingCheck, ""}).Draw(t, "first_op")
+		return Bad[spec.HiCacheAckScriptInput]{in, spec.ErrScriptOrder}
 	case 1:
-		insert(ref.AckStep{Op: rapid.SampledFrom([]string{"drain", "Reserve", "evict_host"}).Draw(t, "bad_op")})
-		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrBadEnum}
+		insert(spec.AckStep{Op: rapid.SampledFrom([]string{"drain", "Reserve", "evict_host"}).Draw(t, "bad_op")})
+		return Bad[spec.HiCacheAckScriptInput]{in, spec.ErrBadEnum}
 	case 2:
 		in.Steps[0].Ranks = rapid.IntRange(-1, 0).Draw(t, "bad_ranks")
-		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrBadCPSize}
+		return Bad[spec.HiCacheAckScriptInput]{in, spec.ErrBadCPSize}
 	case 3:
 		in.Steps[0].Layers = rapid.IntRange(-1, 0).Draw(t, "bad_layers")
-		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrBadNumLayers}
+		return Bad[spec.HiCacheAckScriptInput]{in, spec.ErrBadNumLayers}
 	case 4:
 		in.Steps[0].HostCapacity = -1
-		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrNegative}
+		return Bad[spec.HiCacheAckScriptInput]{in, spec.ErrNegative}
 	case 5:
 		in.Steps[0].HostCapacity = 1 << 40
-		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrTooLarge}
+		return Bad[spec.HiCacheAckScriptInput]{in, spec.ErrTooLarge}
 	case 6:
-		insert(ref.AckStep{Op: ref.AckReserve, Node: 1, Owned: make([]int, ranks+rapid.SampledFrom([]int{-1, 1}).Draw(t, "owned_len"))})
-		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrLengthMismatch}
+		insert(spec.AckStep{Op: spec.AckReserve, Node: 1, Owned: make([]int, ranks+rapid.SampledFrom([]int{-1, 1}).Draw(t, "owned_len"))})
+		return Bad[spec.HiCacheAckScriptInput]{in, spec.ErrLengthMismatch}
 	case 7:
-		insert(ref.AckStep{Op: ref.AckWriteBackup, Node: 1, Owned: make([]int, ranks), FailAt: "sometimes"})
-		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrBadEnum}
+		insert(spec.AckStep{Op: spec.AckWriteBackup, Node: 1, Owned: make([]int, ranks), FailAt: "sometimes"})
+		return Bad[spec.HiCacheAckScriptInput]{in, spec.ErrBadEnum}
 	case 8:
 		owned := make([]int, ranks)
 		owned[rapid.IntRange(0, ranks-1).Draw(t, "bad_owned_rank")] = -1
-		insert(ref.AckStep{Op: ref.AckReserve, Node: 1, Owned: owned})
-		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrNegative}
+		insert(spec.AckStep{Op: spec.AckReserve, Node: 1, Owned: owned})
+		return Bad[spec.HiCacheAckScriptInput]{in, spec.ErrNegative}
 	default:
-		insert(ref.AckStep{Op: ref.AckEventsComplete, Rank: new(rapid.SampledFrom([]int{-1, ranks}).Draw(t, "bad_rank"))})
-		return Bad[ref.HiCacheAckScriptInput]{in, ref.ErrBadCPRank}
+		insert(spec.AckStep{Op: spec.AckEventsComplete, Rank: new(rapid.SampledFrom([]int{-1, ranks}).Draw(t, "bad_rank"))})
+		return Bad[spec.HiCacheAckScriptInput]{in, spec.ErrBadCPRank}
 	}
 }
 
 // Script-building helpers for the tables and the scenario tests.
 
-func ackCreate(ranks, layers, capacity int) ref.AckStep {
-	return ref.AckStep{Op: ref.AckCreate, Ranks: ranks, Layers: layers, HostCapacity: capacity}
+func ackCreate(ranks, layers, capacity int) spec.AckStep {
+	return spec.AckStep{Op: spec.AckCreate, Ranks: ranks, Layers: layers, HostCapacity: capacity}
 }
 
-func ackNode(id ref.NodeID, valueLen int) ref.AckStep {
-	return ref.AckStep{Op: ref.AckNode, Node: id, ValueLen: valueLen}
+func ackNode(id spec.NodeID, valueLen int) spec.AckStep {
+	return spec.AckStep{Op: spec.AckNode, Node: id, ValueLen: valueLen}
 }
 
-func ackOn(op string, id ref.NodeID) ref.AckStep { return ref.AckStep{Op: op, Node: id} }
+func ackOn(op string, id spec.NodeID) spec.AckStep { return spec.AckStep{Op: op, Node: id} }
 
-func ackReserve(id ref.NodeID, owned ...int) ref.AckStep {
-	return ref.AckStep{Op: ref.AckReserve, Node: id, Owned: owned}
+func ackReserve(id spec.NodeID, owned ...int) spec.AckStep {
+	return spec.AckStep{Op: spec.AckReserve, Node: id, Owned: owned}
 }
 
-func ackBackup(id ref.NodeID, fail ref.FailAt, owned ...int) ref.AckStep {
-	return ref.AckStep{Op: ref.AckWriteBackup, Node: id, Owned: owned, FailAt: fail}
+func ackBackup(id spec.NodeID, fail spec.FailAt, owned ...int) spec.AckStep {
+	return spec.AckStep{Op: spec.AckWriteBackup, Node: id, Owned: owned, FailAt: fail}
 }
 
-func ackLayer(l int) ref.AckStep { return ref.AckStep{Op: ref.AckLayerStep, Layer: l} }
+func ackLayer(l int) spec.AckStep { return spec.AckStep{Op: spec.AckLayerStep, Layer: l} }
 
-func ackEvents(k int) ref.AckStep { return ref.AckStep{Op: ref.AckEventsComplete, K: k} }
+func ackEvents(k int) spec.AckStep { return spec.AckStep{Op: spec.AckEventsComplete, K: k} }
 
-func ackRankEvents(rank, k int) ref.AckStep {
-	return ref.AckStep{Op: ref.AckEventsComplete, Rank: &rank, K: k}
+func ackRankEvents(rank, k int) spec.AckStep {
+	return spec.AckStep{Op: spec.AckEventsComplete, Rank: &rank, K: k}
 }
 
-func ackDrain() ref.AckStep { return ref.AckStep{Op: ref.AckWritingCheck} }
+func ackDrain() spec.AckStep { return spec.AckStep{Op: spec.AckWritingCheck} }
 
-func ackScript(s ...ref.AckStep) ref.HiCacheAckScriptInput {
-	return ref.HiCacheAckScriptInput{Steps: s}
+func ackScript(s ...spec.AckStep) spec.HiCacheAckScriptInput {
+	return spec.HiCacheAckScriptInput{Steps: s}
 }
 
-func ackBoundary() []Case[ref.HiCacheAckScriptInput] {
-	return []Case[ref.HiCacheAckScriptInput]{
+func ackBoundary() []Case[spec.HiCacheAckScriptInput] {
+	return []Case[spec.HiCacheAckScriptInput]{
 		// §3.4 "fast path versus scan": a merged [3,5] ack, Has on both
 		// sides of the max, the max kept after the drain.
 		{"worked-example-has-fast-path", ackScript(ackCreate(1, 1, 8),
-			ackOn(ref.AckHas, 3), ackNode(3, 1), ackNode(5, 1), ackReserve(3, 1), ackReserve(5, 1), ackLayer(0),
-			ackOn(ref.AckHas, 4), ackOn(ref.AckHas, 5), ackOn(ref.AckHas, 6), ackEvents(1), ackDrain(), ackOn(ref.AckHas, 5))},
+			ackOn(spec.AckHas, 3), ackNode(3, 1), ackNode(5, 1), ackReserve(3, 1), ackReserve(5, 1), ackLayer(0),
+			ackOn(spec.AckHas, 4), ackOn(spec.AckHas, 5), ackOn(spec.AckHas, 6), ackEvents(1), ackDrain(), ackOn(spec.AckHas, 5))},
 		// §3.4 duplicate consumer, both copies ready in one drain.
 		{"worked-example-duplicate-one-drain", ackScript(ackCreate(1, 1, 8),
-			ackNode(7, 1), ackOn(ref.AckWriteNonCP, 7), ackOn(ref.AckInjectDuplicate, 7), ackEvents(2), ackDrain())},
+			ackNode(7, 1), ackOn(spec.AckWriteNonCP, 7), ackOn(spec.AckInjectDuplicate, 7), ackEvents(2), ackDrain())},
 		// §3.4 duplicate consumer split across drains.
 		{"worked-example-duplicate-split-drains", ackScript(ackCreate(1, 1, 8),
-			ackNode(7, 1), ackOn(ref.AckWriteNonCP, 7), ackOn(ref.AckInjectDuplicate, 7), ackEvents(1), ackDrain(),
+			ackNode(7, 1), ackOn(spec.AckWriteNonCP, 7), ackOn(spec.AckInjectDuplicate, 7), ackEvents(1), ackDrain(),
 			ackEvents(1), ackDrain())},
 		// §3.4 unknown ack: fail fast, the run ends.
 		{"worked-example-unknown-ack", ackScript(ackCreate(1, 1, 8),
-			ref.AckStep{Op: ref.AckAppend, IDs: []ref.NodeID{9}}, ackEvents(1), ackDrain(), ackOn(ref.AckHas, 9))},
+			spec.AckStep{Op: spec.AckAppend, IDs: []spec.NodeID{9}}, ackEvents(1), ackDrain(), ackOn(spec.AckHas, 9))},
 		// MIN draining over ranks with different readiness, and a drain
 		// asked beyond one rank's ready prefix, refused as a whole.
 		{"min-drain-over-ranks", ackScript(ackCreate(3, 2, 8),
 			ackNode(0, 2), ackNode(0, 2), ackReserve(1, 1, 1, 0), ackReserve(2, 2, 0, 0), ackLayer(0), ackLayer(1),
-			ackOn(ref.AckWriteNonCP, 2), ackRankEvents(0, 1), ackRankEvents(1, 1), ackDrain(),
-			ref.AckStep{Op: ref.AckWritingCheck, Agreed: new(1)}, ackRankEvents(2, 1), ackDrain())},
+			ackOn(spec.AckWriteNonCP, 2), ackRankEvents(0, 1), ackRankEvents(1, 1), ackDrain(),
+			spec.AckStep{Op: spec.AckWritingCheck, Agreed: new(1)}, ackRankEvents(2, 1), ackDrain())},
 		// Every refusal reason, the host-full retry through evict_host, and
 		// the bad inputs of §3.6 as step errors.
 		{"refusals-and-bad-steps", ackScript(ackCreate(2, 2, 4),
-			ackNode(0, 2), ackNode(0, 2), ackNode(0, 3), ackOn(ref.AckWriteNonCP, 1), ackOn(ref.AckWriteNonCP, 1),
-			ackReserve(1, 1, 1), ackEvents(1), ackDrain(), ackOn(ref.AckEvictDevice, 1), ackOn(ref.AckWriteNonCP, 2),
-			ackOn(ref.AckWriteNonCP, 3), ackEvents(1), ackDrain(), ackOn(ref.AckWriteNonCP, 3), ackOn(ref.AckWriteNonCP, 1),
-			ref.AckStep{Op: ref.AckAppend}, ackLayer(2), ackOn(ref.AckRollback, 2), ackOn(ref.AckRollback, 2),
+			ackNode(0, 2), ackNode(0, 2), ackNode(0, 3), ackOn(spec.AckWriteNonCP, 1), ackOn(spec.AckWriteNonCP, 1),
+			ackReserve(1, 1, 1), ackEvents(1), ackDrain(), ackOn(spec.AckEvictDevice, 1), ackOn(spec.AckWriteNonCP, 2),
+			ackOn(spec.AckWriteNonCP, 3), ackEvents(1), ackDrain(), ackOn(spec.AckWriteNonCP, 3), ackOn(spec.AckWriteNonCP, 1),
+			spec.AckStep{Op: spec.AckAppend}, ackLayer(2), ackOn(spec.AckRollback, 2), ackOn(spec.AckRollback, 2),
 			ackReserve(9, 0, 0), ackNode(1, 1), ackEvents(-1), ackEvents(5))},
 		// A zero-layer-written mid_layers failure (L = 1) and a reset.
 		{"single-layer-backup-and-reset", ackScript(ackCreate(2, 1, 2),
-			ackNode(0, 1), ackBackup(1, ref.FailMidLayers, 1, 0), ackBackup(1, ref.FailNone, 0, 1), ackEvents(1), ackDrain(),
-			ref.AckStep{Op: ref.AckReset}, ackOn(ref.AckHas, 1), ackNode(0, 2))},
+			ackNode(0, 1), ackBackup(1, spec.FailMidLayers, 1, 0), ackBackup(1, spec.FailNone, 0, 1), ackEvents(1), ackDrain(),
+			spec.AckStep{Op: spec.AckReset}, ackOn(spec.AckHas, 1), ackNode(0, 2))},
 		// §3.2 and §3.6's failure paths, each pinned once (generated scripts
 		// reach them only on some seeds): the other terminal drain error, the
 		// undrained-ack refusal (W9's queued duplicate of a completed id), a
@@ -412,89 +413,89 @@ func ackBoundary() []Case[ref.HiCacheAckScriptInput] {
 		// sweep one rank must reject; and the §3.2 amendment's id bound
 		// (2^40), which generated scripts never reach.
 		{"ack-for-pending-backup-terminal", ackScript(ackCreate(1, 2, 8),
-			ackNode(0, 1), ackReserve(1, 1), ref.AckStep{Op: ref.AckAppend, IDs: []ref.NodeID{1}}, ackEvents(1), ackDrain(),
-			ackOn(ref.AckHas, 1))},
+			ackNode(0, 1), ackReserve(1, 1), spec.AckStep{Op: spec.AckAppend, IDs: []spec.NodeID{1}}, ackEvents(1), ackDrain(),
+			ackOn(spec.AckHas, 1))},
 		{"undrained-ack-refused", ackScript(ackCreate(1, 1, 8),
-			ackNode(0, 1), ackOn(ref.AckWriteNonCP, 1), ackOn(ref.AckInjectDuplicate, 1), ackEvents(1), ackDrain(), ackReserve(1, 1))},
+			ackNode(0, 1), ackOn(spec.AckWriteNonCP, 1), ackOn(spec.AckInjectDuplicate, 1), ackEvents(1), ackDrain(), ackReserve(1, 1))},
 		{"reserve-already-backed-up", ackScript(ackCreate(1, 1, 8),
-			ackNode(0, 1), ackOn(ref.AckWriteNonCP, 1), ackEvents(1), ackDrain(), ackReserve(1, 1))},
+			ackNode(0, 1), ackOn(spec.AckWriteNonCP, 1), ackEvents(1), ackDrain(), ackReserve(1, 1))},
 		{"evict-registered-node-locked", ackScript(ackCreate(1, 1, 8),
-			ackNode(0, 1), ackOn(ref.AckWriteNonCP, 1), ackOn(ref.AckEvictDevice, 1))},
+			ackNode(0, 1), ackOn(spec.AckWriteNonCP, 1), ackOn(spec.AckEvictDevice, 1))},
 		{"unlock-underflow", ackScript(ackCreate(1, 1, 8),
-			ackNode(0, 1), ackOn(ref.AckLock, 1), ackOn(ref.AckUnlock, 1), ackOn(ref.AckUnlock, 1))},
+			ackNode(0, 1), ackOn(spec.AckLock, 1), ackOn(spec.AckUnlock, 1), ackOn(spec.AckUnlock, 1))},
 		{"rollback-prepared-not-registered", ackScript(ackCreate(1, 1, 8),
-			ackNode(0, 1), ackOn(ref.AckRollbackPrepared, 1))},
+			ackNode(0, 1), ackOn(spec.AckRollbackPrepared, 1))},
 		{"inject-duplicate-not-queued", ackScript(ackCreate(1, 1, 8),
-			ackNode(0, 1), ackOn(ref.AckInjectDuplicate, 1))},
+			ackNode(0, 1), ackOn(spec.AckInjectDuplicate, 1))},
 		{"events-beyond-one-rank-refused-on-all", ackScript(ackCreate(2, 1, 8),
-			ackNode(0, 1), ackOn(ref.AckWriteNonCP, 1), ackRankEvents(0, 1), ackEvents(1))},
-		{"node-id-past-bound-refused", ackScript(ackCreate(1, 1, 8), ackNode(ref.MaxAckNodeID+1, 1))},
+			ackNode(0, 1), ackOn(spec.AckWriteNonCP, 1), ackRankEvents(0, 1), ackEvents(1))},
+		{"node-id-past-bound-refused", ackScript(ackCreate(1, 1, 8), ackNode(spec.MaxAckNodeID+1, 1))},
 		// §3.2 op 3's evict_host retry that succeeds: the host is full, two
 		// backed-up nodes have lost their device values, and a one-slot
 		// write frees node 1 only (ascending id, stopping once enough is
 		// freed) before it allocates.
 		{"host-full-evicts-first-backed-up-node", ackScript(ackCreate(1, 1, 2),
-			ackNode(0, 1), ackNode(0, 1), ackNode(0, 1), ackOn(ref.AckWriteNonCP, 1), ackOn(ref.AckWriteNonCP, 2),
-			ackEvents(2), ackDrain(), ackOn(ref.AckEvictDevice, 1), ackOn(ref.AckEvictDevice, 2),
-			ackOn(ref.AckWriteNonCP, 3), ackEvents(1), ackDrain(), ackOn(ref.AckHas, 3))},
+			ackNode(0, 1), ackNode(0, 1), ackNode(0, 1), ackOn(spec.AckWriteNonCP, 1), ackOn(spec.AckWriteNonCP, 2),
+			ackEvents(2), ackDrain(), ackOn(spec.AckEvictDevice, 1), ackOn(spec.AckEvictDevice, 2),
+			ackOn(spec.AckWriteNonCP, 3), ackEvents(1), ackDrain(), ackOn(spec.AckHas, 3))},
 		// §3.2 op 11's scrub empties the queue behind a partial drain: the
 		// drain pops one of three acks, the two rollbacks scrub the other
 		// two, and the next write's ack is the only queued one.
 		{"rollback-scrubs-queue-behind-partial-drain", ackScript(ackCreate(1, 1, 8),
-			ackNode(0, 1), ackNode(0, 1), ackNode(0, 1), ackNode(0, 1), ackOn(ref.AckWriteNonCP, 1),
-			ackOn(ref.AckWriteNonCP, 2), ackOn(ref.AckWriteNonCP, 3), ackEvents(1), ackDrain(),
-			ackOn(ref.AckRollback, 2), ackOn(ref.AckRollback, 3), ackOn(ref.AckWriteNonCP, 4), ackOn(ref.AckHas, 4),
-			ackEvents(1), ackDrain(), ackOn(ref.AckHas, 4))},
+			ackNode(0, 1), ackNode(0, 1), ackNode(0, 1), ackNode(0, 1), ackOn(spec.AckWriteNonCP, 1),
+			ackOn(spec.AckWriteNonCP, 2), ackOn(spec.AckWriteNonCP, 3), ackEvents(1), ackDrain(),
+			ackOn(spec.AckRollback, 2), ackOn(spec.AckRollback, 3), ackOn(spec.AckWriteNonCP, 4), ackOn(spec.AckHas, 4),
+			ackEvents(1), ackDrain(), ackOn(spec.AckHas, 4))},
 		// §3.2 op 9: a negative agreed count is bad input, refused as a
 		// step error on the group as a whole.
 		{"writing-check-negative-agreed-refused", ackScript(ackCreate(2, 1, 8),
-			ackNode(0, 1), ackOn(ref.AckWriteNonCP, 1), ackEvents(1), ref.AckStep{Op: ref.AckWritingCheck, Agreed: new(-1)},
+			ackNode(0, 1), ackOn(spec.AckWriteNonCP, 1), ackEvents(1), spec.AckStep{Op: spec.AckWritingCheck, Agreed: new(-1)},
 			ackDrain())},
 		// A non-CP write registers the node's whole device value, and
 		// DeclareNode does not bound value_len: a value past MaxOwnedPages
 		// is refused by the reservation's owned-pages check (a step error
 		// naming "owned"), before any host slot is sought.
 		{"write-noncp-value-past-owned-bound-refused", ackScript(ackCreate(1, 1, 8),
-			ackNode(0, ref.MaxOwnedPages+1), ackOn(ref.AckWriteNonCP, 1), ackOn(ref.AckHas, 1))},
+			ackNode(0, spec.MaxOwnedPages+1), ackOn(spec.AckWriteNonCP, 1), ackOn(spec.AckHas, 1))},
 	}
 }
 
-func ackRegressions() []Case[ref.HiCacheAckScriptInput] {
-	return []Case[ref.HiCacheAckScriptInput]{
+func ackRegressions() []Case[spec.HiCacheAckScriptInput] {
+	return []Case[spec.HiCacheAckScriptInput]{
 		// §3.5 B3.a: WriteNonCP(5) must raise the max; Has(5) is true.
-		{"ack-funnel-bypass", ackScript(ackCreate(1, 1, 8), ackNode(5, 1), ackOn(ref.AckWriteNonCP, 5), ackOn(ref.AckHas, 5))},
+		{"ack-funnel-bypass", ackScript(ackCreate(1, 1, 8), ackNode(5, 1), ackOn(spec.AckWriteNonCP, 5), ackOn(spec.AckHas, 5))},
 		// §3.5 B3.b after-ack: the rollback scrubs {4}; the re-registration
 		// completes only through its own ack.
 		{"rollback-leaves-orphan-ack", ackScript(ackCreate(1, 2, 8), ackNode(4, 2),
-			ackBackup(4, ref.FailAfterAck, 2), ackBackup(4, ref.FailNone, 2), ackEvents(1), ackDrain())},
+			ackBackup(4, spec.FailAfterAck, 2), ackBackup(4, spec.FailNone, 2), ackEvents(1), ackDrain())},
 		// §3.5 B3.b mid-layer: node 6 takes node 4's freed slots; the next
 		// forward must write node 6 only.
 		{"rollback-leaves-layer-state", ackScript(ackCreate(1, 2, 2), ackNode(4, 2), ackNode(6, 2),
-			ackBackup(4, ref.FailMidLayers, 2), ackReserve(6, 2), ackLayer(0), ackLayer(1), ackEvents(1), ackDrain())},
+			ackBackup(4, spec.FailMidLayers, 2), ackReserve(6, 2), ackLayer(0), ackLayer(1), ackEvents(1), ackDrain())},
 		// §3.5 B3.c: the duplicate of a completed ack warns, not KeyError.
-		{"consumer-forgets-completed", ackScript(ackCreate(1, 1, 8), ackNode(7, 1), ackOn(ref.AckWriteNonCP, 7),
-			ackOn(ref.AckInjectDuplicate, 7), ackEvents(2), ackDrain())},
+		{"consumer-forgets-completed", ackScript(ackCreate(1, 1, 8), ackNode(7, 1), ackOn(spec.AckWriteNonCP, 7),
+			ackOn(spec.AckInjectDuplicate, 7), ackEvents(2), ackDrain())},
 		// §3.5 B3.d: an ack for an id never registered fails fast.
-		{"blind-pop-unknown-ack", ackScript(ackCreate(1, 1, 8), ref.AckStep{Op: ref.AckAppend, IDs: []ref.NodeID{9}}, ackEvents(1), ackDrain())},
+		{"blind-pop-unknown-ack", ackScript(ackCreate(1, 1, 8), spec.AckStep{Op: spec.AckAppend, IDs: []spec.NodeID{9}}, ackEvents(1), ackDrain())},
 		// The early return that lets ranks diverge: rank 1 owns no page of
 		// node 1 but must still register and ack at the last layer step.
 		{"zero-owned-rank-returns-early", ackScript(ackCreate(2, 2, 4), ackNode(0, 2), ackReserve(1, 2, 0),
 			ackLayer(0), ackLayer(1), ackEvents(1), ackDrain())},
 		// Upstream's early return on an empty Ongoing alone (§6 item 4): the
 		// queued duplicate of a completed ack must still drain.
-		{"writing-check-strands-duplicates", ackScript(ackCreate(1, 1, 8), ackNode(7, 1), ackOn(ref.AckWriteNonCP, 7),
-			ackOn(ref.AckInjectDuplicate, 7), ackEvents(1), ackDrain(), ackEvents(1), ackDrain())},
+		{"writing-check-strands-duplicates", ackScript(ackCreate(1, 1, 8), ackNode(7, 1), ackOn(spec.AckWriteNonCP, 7),
+			ackOn(spec.AckInjectDuplicate, 7), ackEvents(1), ackDrain(), ackEvents(1), ackDrain())},
 	}
 }
 
 // finalUnspecified reports whether the final states are outside the
 // invariants' scope: a terminal consumer error leaves them unspecified.
-func finalUnspecified(out ref.HiCacheAckScriptOutput) bool {
+func finalUnspecified(out spec.HiCacheAckScriptOutput) bool {
 	return len(out.Trace) > 0 && out.Trace[len(out.Trace)-1].Terminal
 }
 
 // ackWriteInvariants is §3.3 W1–W4 and W6–W9 on every rank's final state.
-func ackWriteInvariants(_ ref.Limits, _ ref.HiCacheAckScriptInput, out ref.HiCacheAckScriptOutput) error {
+func ackWriteInvariants(_ spec.Limits, _ spec.HiCacheAckScriptInput, out spec.HiCacheAckScriptOutput) error {
 	if finalUnspecified(out) {
 		return nil
 	}
@@ -509,7 +510,7 @@ func ackWriteInvariants(_ ref.Limits, _ ref.HiCacheAckScriptInput, out ref.HiCac
 // ackSPMDConsistency is §3.3 W11: every step returned the same outcome on
 // every rank, and the final ranks agree on ongoing ids, queue id
 // sequences, lock refs and completed memory.
-func ackSPMDConsistency(_ ref.Limits, _ ref.HiCacheAckScriptInput, out ref.HiCacheAckScriptOutput) error {
+func ackSPMDConsistency(_ spec.Limits, _ spec.HiCacheAckScriptInput, out spec.HiCacheAckScriptOutput) error {
 	for i, r := range out.Trace {
 		if r.Diverged != nil {
 			return fmt.Errorf("W11: step %d (%s): ranks returned different outcomes %+v", i, r.Op, r.Diverged)
@@ -523,10 +524,10 @@ func ackSPMDConsistency(_ ref.Limits, _ ref.HiCacheAckScriptInput, out ref.HiCac
 
 // ackDrainPopsAgreed is §3.2 op 9 with §3.1 step 3: a writing check without
 // an explicit count pops exactly MIN(ReadyPrefix) over ranks before it.
-func ackDrainPopsAgreed(_ ref.Limits, in ref.HiCacheAckScriptInput, out ref.HiCacheAckScriptOutput) error {
+func ackDrainPopsAgreed(_ spec.Limits, in spec.HiCacheAckScriptInput, out spec.HiCacheAckScriptOutput) error {
 	for i := 1; i < len(out.Trace); i++ {
 		s, r := in.Steps[i], out.Trace[i]
-		if s.Op != ref.AckWritingCheck || s.Agreed != nil || r.Error != nil || r.Diverged != nil {
+		if s.Op != spec.AckWritingCheck || s.Agreed != nil || r.Error != nil || r.Diverged != nil {
 			continue
 		}
 		want := slices.Min(out.Trace[i-1].ReadyPrefix)
@@ -540,17 +541,17 @@ func ackDrainPopsAgreed(_ ref.Limits, in ref.HiCacheAckScriptInput, out ref.HiCa
 // ackDuplicatesWarn is §3.2 op 9's duplicate rule: each rank's warning count
 // rises by exactly the duplicates a drain reports and by nothing else
 // (a create or reset restarts it at 0).
-func ackDuplicatesWarn(_ ref.Limits, in ref.HiCacheAckScriptInput, out ref.HiCacheAckScriptOutput) error {
+func ackDuplicatesWarn(_ spec.Limits, in spec.HiCacheAckScriptInput, out spec.HiCacheAckScriptOutput) error {
 	for i := 1; i < len(out.Trace); i++ {
 		s, r, prev := in.Steps[i], out.Trace[i], out.Trace[i-1]
-		if s.Op == ref.AckCreate || s.Op == ref.AckReset {
+		if s.Op == spec.AckCreate || s.Op == spec.AckReset {
 			continue
 		}
 		for rank := range r.DuplicateAcks {
 			d := 0
-			if s.Op == ref.AckWritingCheck && r.Drain != nil {
+			if s.Op == spec.AckWritingCheck && r.Drain != nil {
 				d = r.Drain.Duplicates
-			} else if s.Op == ref.AckWritingCheck && r.Diverged != nil && r.Diverged[rank].Drain != nil {
+			} else if s.Op == spec.AckWritingCheck && r.Diverged != nil && r.Diverged[rank].Drain != nil {
 				d = r.Diverged[rank].Drain.Duplicates
 			}
 			if r.DuplicateAcks[rank] != prev.DuplicateAcks[rank]+d {
@@ -564,12 +565,12 @@ func ackDuplicatesWarn(_ ref.Limits, in ref.HiCacheAckScriptInput, out ref.HiCac
 // ackTerminalEndsRun is §3.2 op 9's fail-fast rule: only an unknown ack or
 // an ack for a pending backup is terminal, it ends the run, and a run
 // that did not halt traced every step.
-func ackTerminalEndsRun(_ ref.Limits, in ref.HiCacheAckScriptInput, out ref.HiCacheAckScriptOutput) error {
+func ackTerminalEndsRun(_ spec.Limits, in spec.HiCacheAckScriptInput, out spec.HiCacheAckScriptOutput) error {
 	for i, r := range out.Trace {
 		if !r.Terminal {
 			continue
 		}
-		if e := r.Error; e == nil || (e.Code != ref.ErrUnknownWriteAck.Code() && e.Code != ref.ErrAckForPendingBackup.Code()) {
+		if e := r.Error; e == nil || (e.Code != spec.ErrUnknownWriteAck.Code() && e.Code != spec.ErrAckForPendingBackup.Code()) {
 			if r.Diverged == nil {
 				return fmt.Errorf("step %d is terminal without a terminal error: %+v", i, r)
 			}

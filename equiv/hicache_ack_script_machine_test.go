@@ -9,19 +9,20 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ackMachine drives a reference group (the generator's own) and a fast
 // group with one step sequence (docs/spec/radix-acks.md §3.3).
 type ackMachine struct {
 	gen  *ackGen
-	fast []ref.AckQueue
+	fast []spec.AckQueue
 }
 
-func newFastGroup(t *rapid.T, create ref.AckStep) []ref.AckQueue {
-	g := make([]ref.AckQueue, create.Ranks)
+func newFastGroup(t *rapid.T, create spec.AckStep) []spec.AckQueue {
+	g := make([]spec.AckQueue, create.Ranks)
 	for r := range g {
-		q, err := fast.NewAckQueue(ref.AckConfig{NumLayers: create.Layers, HostCapacity: create.HostCapacity})
+		q, err := fast.NewAckQueue(spec.AckConfig{NumLayers: create.Layers, HostCapacity: create.HostCapacity})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,8 +31,8 @@ func newFastGroup(t *rapid.T, create ref.AckStep) []ref.AckQueue {
 	return g
 }
 
-func groupStates(g []ref.AckQueue) []ref.AckState {
-	s := make([]ref.AckState, len(g))
+func groupStates(g []spec.AckQueue) []spec.AckState {
+	s := make([]spec.AckState, len(g))
 	for r, q := range g {
 		s[r] = q.State()
 	}
@@ -50,7 +51,7 @@ func (m *ackMachine) step(t *rapid.T) {
 	m.gen.step()
 	for i := from; i < len(m.gen.steps); i++ {
 		s, rr := m.gen.steps[i], m.gen.results[i]
-		if s.Op == ref.AckCreate {
+		if s.Op == spec.AckCreate {
 			m.fast = newFastGroup(t, s)
 		}
 		fastPrev := groupStates(m.fast)
@@ -60,12 +61,12 @@ func (m *ackMachine) step(t *rapid.T) {
 		if diff := cmp.Diff(string(rb), string(fb)); diff != "" {
 			t.Fatalf("step %d %+v: results differ (-ref +fast):\n%s", i, s, diff)
 		}
-		if s.Op == ref.AckCreate {
+		if s.Op == spec.AckCreate {
 			continue
 		}
 		fastAfter := groupStates(m.fast)
 		for r := range fastAfter {
-			if err := ref.CheckAckMonotone(fastPrev[r], fastAfter[r], s.Op == ref.AckReset); err != nil {
+			if err := ref.CheckAckMonotone(fastPrev[r], fastAfter[r], s.Op == spec.AckReset); err != nil {
 				t.Fatalf("rank %d after step %d: %v", r, i, err)
 			}
 		}
@@ -78,11 +79,11 @@ func (m *ackMachine) step(t *rapid.T) {
 // checkPure is W10 and the atomicity rule: a refused or rejected step
 // (other than a terminal drain and write_backup's injected, rolled-back
 // failure) leaves both groups deep-equal to before.
-func (m *ackMachine) checkPure(t *rapid.T, s ref.AckStep, rr ref.AckStepResult, refBefore, fastBefore []ref.AckState) {
-	if s.Op == ref.AckCreate {
+func (m *ackMachine) checkPure(t *rapid.T, s spec.AckStep, rr spec.AckStepResult, refBefore, fastBefore []spec.AckState) {
+	if s.Op == spec.AckCreate {
 		return
 	}
-	pure := rr.Refused != "" || rr.Error != nil && !rr.Terminal && rr.Error.Code != ref.ErrWriteBackupFailed.Code()
+	pure := rr.Refused != "" || rr.Error != nil && !rr.Terminal && rr.Error.Code != spec.ErrWriteBackupFailed.Code()
 	if !pure {
 		return
 	}
@@ -110,7 +111,7 @@ func (m *ackMachine) check(t *rapid.T) {
 		if err := ref.CheckAckState(s); err != nil {
 			t.Fatalf("rank %d after step %d: %v", r, len(m.gen.steps)-1, err)
 		}
-		for id := ref.NodeID(0); id < s.NextID+2; id++ {
+		for id := spec.NodeID(0); id < s.NextID+2; id++ {
 			scan := ref.ScanHasUndrained(s, id)
 			if got := m.fast[r].NodeHasUndrainedWriteAck(id); got != scan {
 				t.Fatalf("W5: rank %d: fast Has(%d) = %t, the scan says %t (max_appended %d)", r, id, got, scan, s.MaxAppended)

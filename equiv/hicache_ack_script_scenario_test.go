@@ -12,6 +12,7 @@ import (
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestAckScenarios runs the narrated write-ack scenarios
@@ -44,7 +45,7 @@ func TestAckScenarios(t *testing.T) {
 
 // ackScenario holds the two groups a scenario file drives.
 type ackScenario struct {
-	refGroup, fastGroup []ref.AckQueue
+	refGroup, fastGroup []spec.AckQueue
 	halted              bool
 	steps               int
 }
@@ -54,10 +55,10 @@ func (sc *ackScenario) run(t *testing.T, td *datadriven.TestData) string {
 	if sc.halted {
 		td.Fatalf(t, "the run ended at a terminal error; no step may follow")
 	}
-	if s.Op == ref.AckCreate {
-		sc.refGroup, sc.fastGroup = make([]ref.AckQueue, s.Ranks), make([]ref.AckQueue, s.Ranks)
+	if s.Op == spec.AckCreate {
+		sc.refGroup, sc.fastGroup = make([]spec.AckQueue, s.Ranks), make([]spec.AckQueue, s.Ranks)
 		for r := range s.Ranks {
-			cfg := ref.AckConfig{NumLayers: s.Layers, HostCapacity: s.HostCapacity}
+			cfg := spec.AckConfig{NumLayers: s.Layers, HostCapacity: s.HostCapacity}
 			rq, err := ref.NewAckQueue(cfg)
 			if err != nil {
 				td.Fatalf(t, "%v", err)
@@ -108,8 +109,8 @@ func mustJSON(v any) string {
 }
 
 // scenarioStep turns a datadriven command into an ack script step.
-func scenarioStep(t *testing.T, td *datadriven.TestData) ref.AckStep {
-	s := ref.AckStep{Op: td.Cmd}
+func scenarioStep(t *testing.T, td *datadriven.TestData) spec.AckStep {
+	s := spec.AckStep{Op: td.Cmd}
 	scan := func(key string, dest any) { td.MaybeScanArgs(t, key, dest) }
 	switch td.Cmd {
 	case "create":
@@ -120,32 +121,32 @@ func scenarioStep(t *testing.T, td *datadriven.TestData) ref.AckStep {
 		scan("id", &s.Node)
 		td.ScanArgs(t, "len", &s.ValueLen)
 	case "evict":
-		s.Op = ref.AckEvictDevice
+		s.Op = spec.AckEvictDevice
 	case "layer":
-		s.Op = ref.AckLayerStep
+		s.Op = spec.AckLayerStep
 		td.ScanArgs(t, "l", &s.Layer)
 	case "events":
-		s.Op = ref.AckEventsComplete
+		s.Op = spec.AckEventsComplete
 		td.ScanArgs(t, "k", &s.K)
 		if td.HasArg("rank") {
 			s.Rank = new(0)
 			td.ScanArgs(t, "rank", s.Rank)
 		}
 	case "drain":
-		s.Op = ref.AckWritingCheck
+		s.Op = spec.AckWritingCheck
 		if td.HasArg("agreed") {
 			s.Agreed = new(0)
 			td.ScanArgs(t, "agreed", s.Agreed)
 		}
 	case "append":
-		s.Op = ref.AckAppend
+		s.Op = spec.AckAppend
 		td.ScanArgs(t, "ids", &s.IDs)
 	case "dup":
-		s.Op = ref.AckInjectDuplicate
+		s.Op = spec.AckInjectDuplicate
 	case "write_backup":
 		var fail string
 		scan("fail", &fail)
-		s.FailAt = ref.FailAt(fail)
+		s.FailAt = spec.FailAt(fail)
 	case "reserve", "write_noncp", "rollback", "rollback_prepared", "has", "lock", "unlock", "reset":
 	default:
 		td.Fatalf(t, "unknown command %q", td.Cmd)
@@ -161,7 +162,7 @@ func scenarioStep(t *testing.T, td *datadriven.TestData) ref.AckStep {
 
 // formatOutcome renders a step's outcome on one line (one per rank when
 // the ranks diverged).
-func formatOutcome(r ref.AckStepResult) string {
+func formatOutcome(r spec.AckStepResult) string {
 	if r.Diverged != nil {
 		var b strings.Builder
 		b.WriteString("DIVERGED\n")
@@ -177,7 +178,7 @@ func formatOutcome(r ref.AckStepResult) string {
 	return line + "\n"
 }
 
-func formatOne(o ref.AckOutcome) string {
+func formatOne(o spec.AckOutcome) string {
 	switch {
 	case o.Error != nil:
 		return fmt.Sprintf("error %s: %s", o.Error.Code, o.Error.Message)
@@ -199,7 +200,7 @@ func formatOne(o ref.AckOutcome) string {
 // queue (R = ready), ongoing registrations with their host slots, pending
 // layer flags (one digit per layer), completed memory, warnings, the locked
 // or backed-up nodes, free host slots and pages copied by layer steps.
-func formatAckState(s ref.AckState) string {
+func formatAckState(s spec.AckState) string {
 	var q []string
 	for _, a := range s.Queue {
 		ready := ""
@@ -264,17 +265,17 @@ var scenarioBugs = []struct {
 func TestAckScenariosReplayTheirBug(t *testing.T) {
 	for _, bug := range scenarioBugs {
 		t.Run(bug.id, func(t *testing.T) {
-			var refGroup, bugGroup []ref.AckQueue
+			var refGroup, bugGroup []spec.AckQueue
 			steps, differs, done := 0, "", false
 			datadriven.RunTest(t, filepath.Join("testdata", "ack_"+bug.id+".txt"), func(t *testing.T, td *datadriven.TestData) string {
 				if done {
 					return td.Expected
 				}
 				s := scenarioStep(t, td)
-				if s.Op == ref.AckCreate {
-					refGroup, bugGroup = make([]ref.AckQueue, s.Ranks), make([]ref.AckQueue, s.Ranks)
+				if s.Op == spec.AckCreate {
+					refGroup, bugGroup = make([]spec.AckQueue, s.Ranks), make([]spec.AckQueue, s.Ranks)
 					for r := range s.Ranks {
-						cfg := ref.AckConfig{NumLayers: s.Layers, HostCapacity: s.HostCapacity}
+						cfg := spec.AckConfig{NumLayers: s.Layers, HostCapacity: s.HostCapacity}
 						refGroup[r], _ = ref.NewAckQueue(cfg)
 						bugGroup[r], _ = fault.Installed().NewAckQueue(cfg, bug.faults)
 					}

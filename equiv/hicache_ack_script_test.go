@@ -3,7 +3,7 @@ package equiv
 import (
 	"testing"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestAckTraceOverTheOutputBoundIsRefusedAlike: a create of 2^22 ranks
@@ -16,10 +16,10 @@ import (
 func TestAckTraceOverTheOutputBoundIsRefusedAlike(t *testing.T) {
 	in := ackScript(ackCreate(1<<22, 1, 0))
 	for range 16 {
-		in.Steps = append(in.Steps, ref.AckStep{Op: ref.AckReset})
+		in.Steps = append(in.Steps, spec.AckStep{Op: spec.AckReset})
 	}
 	s := HiCacheAckScript()
-	if reason, diff := s.Check("fast", s.Op.Fast, in, ref.ErrTooLarge); reason != "" {
+	if reason, diff := s.Check("fast", s.Op.Fast, in, spec.ErrTooLarge); reason != "" {
 		t.Errorf("2^22 ranks, 17 steps: %s\n%s", reason, diff)
 	}
 }

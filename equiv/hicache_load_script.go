@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // HiCacheLoadScript is the differential spec of hicache.load_script (docs/spec/radix-acks.md
@@ -18,14 +19,14 @@ import (
 // reversed, scattered, single-page and empty; ops repeating the previous
 // op's indices; unavailable backends under both policies; misuse steps;
 // ops the loader must refuse), the worked example, and D1–D6.
-func HiCacheLoadScript() *Spec[ref.HiCacheLoadScriptInput, ref.HiCacheLoadScriptOutput] {
-	return &Spec[ref.HiCacheLoadScriptInput, ref.HiCacheLoadScriptOutput]{
+func HiCacheLoadScript() *Spec[spec.HiCacheLoadScriptInput, spec.HiCacheLoadScriptOutput] {
+	return &Spec[spec.HiCacheLoadScriptInput, spec.HiCacheLoadScriptOutput]{
 		Op:          catalog.HiCacheLoadScript(),
-		Valid:       rapid.Custom(func(t *rapid.T) ref.HiCacheLoadScriptInput { return LoadSteps(t, 4) }),
+		Valid:       rapid.Custom(func(t *rapid.T) spec.HiCacheLoadScriptInput { return LoadSteps(t, 4) }),
 		Invalid:     rapid.Custom(loadInvalid),
 		Boundary:    loadBoundary(),
 		Regressions: loadRegressions(),
-		Props: []Prop[ref.HiCacheLoadScriptInput, ref.HiCacheLoadScriptOutput]{
+		Props: []Prop[spec.HiCacheLoadScriptInput, spec.HiCacheLoadScriptOutput]{
 			{"D1-device-bytes-equal-per-token-copy", loadDeviceBytes},
 			{"D2-one-build-per-prepared-op", loadOneBuild},
 			{"D3-fresh-descriptor-per-op", loadFreshDescriptor},
@@ -39,8 +40,8 @@ func HiCacheLoadScript() *Spec[ref.HiCacheLoadScriptInput, ref.HiCacheLoadScript
 
 // LoadSteps draws a load script of up to maxOps ops over arenas small
 // enough that the output carries the device bytes.
-func LoadSteps(t *rapid.T, maxOps int) ref.HiCacheLoadScriptInput {
-	p := ref.LoadPools{
+func LoadSteps(t *rapid.T, maxOps int) spec.HiCacheLoadScriptInput {
+	p := spec.LoadPools{
 		Layers:    rapid.IntRange(1, 4).Draw(t, "layers"),
 		HostSlots: rapid.SampledFrom([]int64{0, 8, 16, 24}).Draw(t, "host_slots"),
 		DevSlots:  rapid.SampledFrom([]int64{0, 16, 24, 32}).Draw(t, "dev_slots"),
@@ -54,7 +55,7 @@ func LoadSteps(t *rapid.T, maxOps int) ref.HiCacheLoadScriptInput {
 			}
 		}
 	}
-	in := ref.HiCacheLoadScriptInput{Pools: p, Ops: []ref.LoadOp{}}
+	in := spec.HiCacheLoadScriptInput{Pools: p, Ops: []spec.LoadOp{}}
 	n := rapid.IntRange(0, maxOps).Draw(t, "ops")
 	for i := range n {
 		in.Ops = append(in.Ops, drawLoadOp(t, p, in.Ops, uint64(i+1)))
@@ -65,11 +66,11 @@ func LoadSteps(t *rapid.T, maxOps int) ref.HiCacheLoadScriptInput {
 // drawLoadOp draws one op: page lists of a drawn shape (or the previous
 // op's indices again), a backend, misuse steps, and rarely a defect the
 // loader must refuse.
-func drawLoadOp(t *rapid.T, p ref.LoadPools, prev []ref.LoadOp, id uint64) ref.LoadOp {
-	var op ref.LoadOp
+func drawLoadOp(t *rapid.T, p spec.LoadPools, prev []spec.LoadOp, id uint64) spec.LoadOp {
+	var op spec.LoadOp
 	if len(prev) > 0 && rapid.IntRange(0, 4).Draw(t, "repeat") == 0 {
 		last := prev[len(prev)-1]
-		op = ref.LoadOp{HostIdx: last.HostIdx, DevIdx: last.DevIdx, PageSize: last.PageSize}
+		op = spec.LoadOp{HostIdx: last.HostIdx, DevIdx: last.DevIdx, PageSize: last.PageSize}
 	} else {
 		// 3 is the page size that is not a power of two: the fast loader
 		// checks alignment and divides by it instead of masking and shifting.
@@ -82,10 +83,10 @@ func drawLoadOp(t *rapid.T, p ref.LoadPools, prev []ref.LoadOp, id uint64) ref.L
 		op.OpID = 1
 	}
 	op.Unavailable = rapid.IntRange(0, 3).Draw(t, "unavailable") == 0
-	op.Policy = rapid.SampledFrom([]ref.LoadPolicy{"", ref.LoadStrict, ref.LoadAllowFallback, ref.LoadAllowFallback}).Draw(t, "policy")
+	op.Policy = rapid.SampledFrom([]spec.LoadPolicy{"", spec.LoadStrict, spec.LoadAllowFallback, spec.LoadAllowFallback}).Draw(t, "policy")
 	for range rapid.IntRange(0, 2).Draw(t, "misuses") {
-		op.Misuse = append(op.Misuse, ref.LoadMisuse{
-			Kind: rapid.SampledFrom([]string{ref.MisuseOtherOp, ref.MisuseSkipLayer, ref.MisuseEndEarly, ref.MisuseCancel, ref.MisuseReusePrevious}).Draw(t, "misuse"),
+		op.Misuse = append(op.Misuse, spec.LoadMisuse{
+			Kind: rapid.SampledFrom([]string{spec.MisuseOtherOp, spec.MisuseSkipLayer, spec.MisuseEndEarly, spec.MisuseCancel, spec.MisuseReusePrevious}).Draw(t, "misuse"),
 			At:   rapid.IntRange(0, p.Layers).Draw(t, "at"),
 		})
 	}
@@ -97,7 +98,7 @@ func drawLoadOp(t *rapid.T, p ref.LoadPools, prev []ref.LoadOp, id uint64) ref.L
 
 // drawPages draws distinct device pages and host pages (duplicates
 // allowed) inside the pools, in one of the shapes D1 names.
-func drawPages(t *rapid.T, p ref.LoadPools, ps int) (hp, dp []int64) {
+func drawPages(t *rapid.T, p spec.LoadPools, ps int) (hp, dp []int64) {
 	hostPages, devPages := int(p.HostSlots)/ps, int(p.DevSlots)/ps
 	n := rapid.IntRange(0, min(hostPages, devPages, 8)).Draw(t, "pages")
 	if n == 0 {
@@ -134,8 +135,8 @@ func seq(n int) []int {
 }
 
 // expandPages turns page ids into the token slots of whole pages.
-func expandPages(pages []int64, ps int) []ref.SlotIdx {
-	idx := []ref.SlotIdx{}
+func expandPages(pages []int64, ps int) []spec.SlotIdx {
+	idx := []spec.SlotIdx{}
 	for _, pg := range pages {
 		for j := range int64(ps) {
 			idx = append(idx, pg*int64(ps)+j)
@@ -145,7 +146,7 @@ func expandPages(pages []int64, ps int) []ref.SlotIdx {
 }
 
 // loadDefect breaks one op so that BeginLoad must refuse it.
-func loadDefect(t *rapid.T, op ref.LoadOp) ref.LoadOp {
+func loadDefect(t *rapid.T, op spec.LoadOp) spec.LoadOp {
 	op.HostIdx, op.DevIdx = slices.Clone(op.HostIdx), slices.Clone(op.DevIdx)
 	op.PageSize = max(op.PageSize, 1) // a repeat of an earlier defective op
 	switch rapid.IntRange(0, 5).Draw(t, "defect_kind") {
@@ -173,107 +174,107 @@ func loadDefect(t *rapid.T, op ref.LoadOp) ref.LoadOp {
 	return op
 }
 
-func loadInvalid(t *rapid.T) Bad[ref.HiCacheLoadScriptInput] {
+func loadInvalid(t *rapid.T) Bad[spec.HiCacheLoadScriptInput] {
 	in := LoadSteps(t, 2)
 	switch rapid.IntRange(0, 6).Draw(t, "violation") {
 	case 0:
 		in.Pools.Layers = rapid.IntRange(-1, 0).Draw(t, "bad_layers")
-		return Bad[ref.HiCacheLoadScriptInput]{in, ref.ErrBadLoadPools}
+		return Bad[spec.HiCacheLoadScriptInput]{in, spec.ErrBadLoadPools}
 	case 1:
 		in.Pools.KVBytes = 0
-		return Bad[ref.HiCacheLoadScriptInput]{in, ref.ErrBadLoadPools}
+		return Bad[spec.HiCacheLoadScriptInput]{in, spec.ErrBadLoadPools}
 	case 2:
 		in.Pools.DevSlots = rapid.Int64Range(-8, -1).Draw(t, "bad_dev_slots")
-		return Bad[ref.HiCacheLoadScriptInput]{in, ref.ErrNegative}
+		return Bad[spec.HiCacheLoadScriptInput]{in, spec.ErrNegative}
 	case 3:
 		in.Pools.IndexBytes, in.Pools.IndexLayers = 1, []int{in.Pools.Layers}
-		return Bad[ref.HiCacheLoadScriptInput]{in, ref.ErrBadLoadPools}
+		return Bad[spec.HiCacheLoadScriptInput]{in, spec.ErrBadLoadPools}
 	case 4:
 		in.Pools.HostSlots = 1 << 40
-		return Bad[ref.HiCacheLoadScriptInput]{in, ref.ErrTooLarge}
+		return Bad[spec.HiCacheLoadScriptInput]{in, spec.ErrTooLarge}
 	case 5:
-		in.Ops = append(in.Ops, ref.LoadOp{OpID: 9, PageSize: 1, Misuse: []ref.LoadMisuse{{Kind: "double_free"}}})
-		return Bad[ref.HiCacheLoadScriptInput]{in, ref.ErrBadEnum}
+		in.Ops = append(in.Ops, spec.LoadOp{OpID: 9, PageSize: 1, Misuse: []spec.LoadMisuse{{Kind: "double_free"}}})
+		return Bad[spec.HiCacheLoadScriptInput]{in, spec.ErrBadEnum}
 	default:
 		at := rapid.SampledFrom([]int{-1, in.Pools.Layers + 1}).Draw(t, "bad_at")
-		in.Ops = append(in.Ops, ref.LoadOp{OpID: 9, PageSize: 1, Misuse: []ref.LoadMisuse{{Kind: ref.MisuseCancel, At: at}}})
-		return Bad[ref.HiCacheLoadScriptInput]{in, ref.ErrLayerOutOfOrder}
+		in.Ops = append(in.Ops, spec.LoadOp{OpID: 9, PageSize: 1, Misuse: []spec.LoadMisuse{{Kind: spec.MisuseCancel, At: at}}})
+		return Bad[spec.HiCacheLoadScriptInput]{in, spec.ErrLayerOutOfOrder}
 	}
 }
 
 // loadOp builds an op from page lists at page size ps.
-func loadOp(id uint64, ps int, hp, dp []int64) ref.LoadOp {
-	return ref.LoadOp{OpID: id, PageSize: ps, HostIdx: expandPages(hp, ps), DevIdx: expandPages(dp, ps)}
+func loadOp(id uint64, ps int, hp, dp []int64) spec.LoadOp {
+	return spec.LoadOp{OpID: id, PageSize: ps, HostIdx: expandPages(hp, ps), DevIdx: expandPages(dp, ps)}
 }
 
-func loadBoundary() []Case[ref.HiCacheLoadScriptInput] {
+func loadBoundary() []Case[spec.HiCacheLoadScriptInput] {
 	worked := catalog.LoadWorkedExample()
 	bad := worked
-	bad.Ops = []ref.LoadOp{
-		loadOp(1, 4, []int64{2, 3}, []int64{10, 10}),                                                      // §5.2: duplicate destination
-		{OpID: 2, PageSize: 4, HostIdx: []ref.SlotIdx{1, 2, 3, 4}, DevIdx: []ref.SlotIdx{40, 41, 42, 43}}, // 1 % 4 != 0
-		loadOp(3, 4, []int64{0, 0}, []int64{10, 11}),                                                      // duplicate host pages are allowed
+	bad.Ops = []spec.LoadOp{
+		loadOp(1, 4, []int64{2, 3}, []int64{10, 10}),                                                        // §5.2: duplicate destination
+		{OpID: 2, PageSize: 4, HostIdx: []spec.SlotIdx{1, 2, 3, 4}, DevIdx: []spec.SlotIdx{40, 41, 42, 43}}, // 1 % 4 != 0
+		loadOp(3, 4, []int64{0, 0}, []int64{10, 11}),                                                        // duplicate host pages are allowed
 	}
-	pools := ref.LoadPools{Layers: 2, HostSlots: 8, DevSlots: 8, KVBytes: 2, IndexBytes: 1, IndexLayers: []int{0}}
-	misuse := ref.HiCacheLoadScriptInput{Pools: pools, Ops: []ref.LoadOp{
+	pools := spec.LoadPools{Layers: 2, HostSlots: 8, DevSlots: 8, KVBytes: 2, IndexBytes: 1, IndexLayers: []int{0}}
+	misuse := spec.HiCacheLoadScriptInput{Pools: pools, Ops: []spec.LoadOp{
 		loadOp(1, 1, []int64{0, 1}, []int64{4, 5}),
 		loadOp(2, 1, []int64{2}, []int64{6}),
 	}}
-	misuse.Ops[1].Misuse = []ref.LoadMisuse{{Kind: ref.MisuseOtherOp, At: 0}, {Kind: ref.MisuseSkipLayer, At: 0}, {Kind: ref.MisuseEndEarly, At: 1}, {Kind: ref.MisuseReusePrevious, At: 1}, {Kind: ref.MisuseEndEarly, At: 2}}
-	cancel := ref.HiCacheLoadScriptInput{Pools: pools, Ops: []ref.LoadOp{loadOp(1, 1, []int64{7, 6, 5}, []int64{0, 1, 2})}}
-	cancel.Ops[0].Misuse = []ref.LoadMisuse{{Kind: ref.MisuseCancel, At: 1}, {Kind: ref.MisuseEndEarly, At: 1}}
-	one := ref.LoadPools{Layers: 1, HostSlots: 4, DevSlots: 4, KVBytes: 1}
-	return []Case[ref.HiCacheLoadScriptInput]{
+	misuse.Ops[1].Misuse = []spec.LoadMisuse{{Kind: spec.MisuseOtherOp, At: 0}, {Kind: spec.MisuseSkipLayer, At: 0}, {Kind: spec.MisuseEndEarly, At: 1}, {Kind: spec.MisuseReusePrevious, At: 1}, {Kind: spec.MisuseEndEarly, At: 2}}
+	cancel := spec.HiCacheLoadScriptInput{Pools: pools, Ops: []spec.LoadOp{loadOp(1, 1, []int64{7, 6, 5}, []int64{0, 1, 2})}}
+	cancel.Ops[0].Misuse = []spec.LoadMisuse{{Kind: spec.MisuseCancel, At: 1}, {Kind: spec.MisuseEndEarly, At: 1}}
+	one := spec.LoadPools{Layers: 1, HostSlots: 4, DevSlots: 4, KVBytes: 1}
+	return []Case[spec.HiCacheLoadScriptInput]{
 		{"worked-example-page-size-4", worked},
 		{"worked-example-refusals", bad},
 		{"misuse-other-op-skip-end-early-reuse", misuse},
 		{"cancel-after-one-layer-reversed", cancel},
-		{"single-layer-single-page", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{loadOp(1, 1, []int64{3}, []int64{0})}}},
-		{"empty-op-and-empty-pools", ref.HiCacheLoadScriptInput{Pools: ref.LoadPools{Layers: 1, KVBytes: 1}, Ops: []ref.LoadOp{{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{}, DevIdx: []ref.SlotIdx{}}}}},
-		{"same-indices-two-ops-fresh-descriptors", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{loadOp(1, 2, []int64{1}, []int64{0}), loadOp(2, 2, []int64{1}, []int64{0})}}},
-		{"strict-unavailable-refused", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{0}, DevIdx: []ref.SlotIdx{1}, Unavailable: true}}}},
-		{"page-outside-the-pool", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{loadOp(1, 2, []int64{0}, []int64{2})}}},
+		{"single-layer-single-page", spec.HiCacheLoadScriptInput{Pools: one, Ops: []spec.LoadOp{loadOp(1, 1, []int64{3}, []int64{0})}}},
+		{"empty-op-and-empty-pools", spec.HiCacheLoadScriptInput{Pools: spec.LoadPools{Layers: 1, KVBytes: 1}, Ops: []spec.LoadOp{{OpID: 1, PageSize: 1, HostIdx: []spec.SlotIdx{}, DevIdx: []spec.SlotIdx{}}}}},
+		{"same-indices-two-ops-fresh-descriptors", spec.HiCacheLoadScriptInput{Pools: one, Ops: []spec.LoadOp{loadOp(1, 2, []int64{1}, []int64{0}), loadOp(2, 2, []int64{1}, []int64{0})}}},
+		{"strict-unavailable-refused", spec.HiCacheLoadScriptInput{Pools: one, Ops: []spec.LoadOp{{OpID: 1, PageSize: 1, HostIdx: []spec.SlotIdx{0}, DevIdx: []spec.SlotIdx{1}, Unavailable: true}}}},
+		{"page-outside-the-pool", spec.HiCacheLoadScriptInput{Pools: one, Ops: []spec.LoadOp{loadOp(1, 2, []int64{0}, []int64{2})}}},
 		// §5.2's BeginLoad failure paths not pinned above, each once
 		// (generated defects reach them only on some seeds): unequal lengths,
 		// a partial page, a page whose slots do not step by one, page size 0,
 		// a negative slot, an unknown policy, and an allow_fallback op whose
 		// indices are refused (no fallback event is recorded).
-		{"length-mismatch-not-page-contiguous", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{
-			{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{0, 1}, DevIdx: []ref.SlotIdx{0}}}}},
-		{"partial-page-not-page-contiguous", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{
-			{OpID: 1, PageSize: 2, HostIdx: []ref.SlotIdx{0, 1, 2}, DevIdx: []ref.SlotIdx{0, 1, 2}}}}},
-		{"page-slots-not-contiguous", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{
-			{OpID: 1, PageSize: 2, HostIdx: []ref.SlotIdx{0, 1}, DevIdx: []ref.SlotIdx{2, 0}}}}},
-		{"page-size-zero-refused", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{
-			{OpID: 1, PageSize: 0, HostIdx: []ref.SlotIdx{}, DevIdx: []ref.SlotIdx{}}}}},
-		{"negative-slot-refused", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{
-			{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{-1}, DevIdx: []ref.SlotIdx{0}}}}},
-		{"unknown-policy-refused", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{
-			{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{0}, DevIdx: []ref.SlotIdx{1}, Unavailable: true, Policy: "lenient"}}}},
-		{"refused-fallback-op-records-no-event", ref.HiCacheLoadScriptInput{Pools: one, Ops: []ref.LoadOp{
-			{OpID: 1, PageSize: 1, HostIdx: []ref.SlotIdx{0, 1}, DevIdx: []ref.SlotIdx{2, 2}, Unavailable: true, Policy: ref.LoadAllowFallback}}}},
+		{"length-mismatch-not-page-contiguous", spec.HiCacheLoadScriptInput{Pools: one, Ops: []spec.LoadOp{
+			{OpID: 1, PageSize: 1, HostIdx: []spec.SlotIdx{0, 1}, DevIdx: []spec.SlotIdx{0}}}}},
+		{"partial-page-not-page-contiguous", spec.HiCacheLoadScriptInput{Pools: one, Ops: []spec.LoadOp{
+			{OpID: 1, PageSize: 2, HostIdx: []spec.SlotIdx{0, 1, 2}, DevIdx: []spec.SlotIdx{0, 1, 2}}}}},
+		{"page-slots-not-contiguous", spec.HiCacheLoadScriptInput{Pools: one, Ops: []spec.LoadOp{
+			{OpID: 1, PageSize: 2, HostIdx: []spec.SlotIdx{0, 1}, DevIdx: []spec.SlotIdx{2, 0}}}}},
+		{"page-size-zero-refused", spec.HiCacheLoadScriptInput{Pools: one, Ops: []spec.LoadOp{
+			{OpID: 1, PageSize: 0, HostIdx: []spec.SlotIdx{}, DevIdx: []spec.SlotIdx{}}}}},
+		{"negative-slot-refused", spec.HiCacheLoadScriptInput{Pools: one, Ops: []spec.LoadOp{
+			{OpID: 1, PageSize: 1, HostIdx: []spec.SlotIdx{-1}, DevIdx: []spec.SlotIdx{0}}}}},
+		{"unknown-policy-refused", spec.HiCacheLoadScriptInput{Pools: one, Ops: []spec.LoadOp{
+			{OpID: 1, PageSize: 1, HostIdx: []spec.SlotIdx{0}, DevIdx: []spec.SlotIdx{1}, Unavailable: true, Policy: "lenient"}}}},
+		{"refused-fallback-op-records-no-event", spec.HiCacheLoadScriptInput{Pools: one, Ops: []spec.LoadOp{
+			{OpID: 1, PageSize: 1, HostIdx: []spec.SlotIdx{0, 1}, DevIdx: []spec.SlotIdx{2, 2}, Unavailable: true, Policy: spec.LoadAllowFallback}}}},
 		// A page size that is not a power of two: two adjacent pages merge
 		// into one run, and a page starting at slot 1 is refused as
 		// misaligned (1 % 3 != 0).
-		{"page-size-3-run-and-misaligned-page", ref.HiCacheLoadScriptInput{Pools: ref.LoadPools{Layers: 2, HostSlots: 12, DevSlots: 12, KVBytes: 1}, Ops: []ref.LoadOp{
+		{"page-size-3-run-and-misaligned-page", spec.HiCacheLoadScriptInput{Pools: spec.LoadPools{Layers: 2, HostSlots: 12, DevSlots: 12, KVBytes: 1}, Ops: []spec.LoadOp{
 			loadOp(1, 3, []int64{0, 1}, []int64{2, 3}),
-			{OpID: 2, PageSize: 3, HostIdx: []ref.SlotIdx{1, 2, 3}, DevIdx: []ref.SlotIdx{0, 1, 2}}}}},
+			{OpID: 2, PageSize: 3, HostIdx: []spec.SlotIdx{1, 2, 3}, DevIdx: []spec.SlotIdx{0, 1, 2}}}}},
 	}
 }
 
-func loadRegressions() []Case[ref.HiCacheLoadScriptInput] {
+func loadRegressions() []Case[spec.HiCacheLoadScriptInput] {
 	// §5.4 B5.a: L = 3 layers, Builds = 3 (buggy) versus 1.
 	rebuilt := catalog.LoadWorkedExample()
 	// §5.4 B5.b: batch 1 loads host page 0 → device page 5, batch 2 host
 	// page 1 → device page 6; the reused descriptor copies page 0 to 5 again.
-	pools := ref.LoadPools{Layers: 2, HostSlots: 4, DevSlots: 8, KVBytes: 2}
-	reused := ref.HiCacheLoadScriptInput{Pools: pools, Ops: []ref.LoadOp{loadOp(1, 1, []int64{0}, []int64{5}), loadOp(2, 1, []int64{1}, []int64{6})}}
+	pools := spec.LoadPools{Layers: 2, HostSlots: 4, DevSlots: 8, KVBytes: 2}
+	reused := spec.HiCacheLoadScriptInput{Pools: pools, Ops: []spec.LoadOp{loadOp(1, 1, []int64{0}, []int64{5}), loadOp(2, 1, []int64{1}, []int64{6})}}
 	// §5.4 B5.d: an unavailable backend under allow_fallback (fixed: one
 	// event) and under strict (fixed: refused).
-	silent := ref.HiCacheLoadScriptInput{Pools: pools, Ops: []ref.LoadOp{loadOp(1, 1, []int64{0}, []int64{5}), loadOp(2, 1, []int64{1}, []int64{6})}}
-	silent.Ops[0].Unavailable, silent.Ops[0].Policy = true, ref.LoadAllowFallback
+	silent := spec.HiCacheLoadScriptInput{Pools: pools, Ops: []spec.LoadOp{loadOp(1, 1, []int64{0}, []int64{5}), loadOp(2, 1, []int64{1}, []int64{6})}}
+	silent.Ops[0].Unavailable, silent.Ops[0].Policy = true, spec.LoadAllowFallback
 	silent.Ops[1].Unavailable = true
-	return []Case[ref.HiCacheLoadScriptInput]{
+	return []Case[spec.HiCacheLoadScriptInput]{
 		{"descriptor-rebuilt-per-layer", rebuilt},
 		{"descriptor-reused-across-batches", reused},
 		{"silent-fallback", silent},
@@ -283,8 +284,8 @@ func loadRegressions() []Case[ref.HiCacheLoadScriptInput] {
 // LoadModelDevice is D1's model: the device arena after copying, for every
 // layer each op submitted, token by token, host slot HostIdx[i] of every
 // buffer kind to device slot DevIdx[i] — no pages, no runs.
-func LoadModelDevice(in ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) (*ref.LoadArena, error) {
-	a, err := ref.NewLoadArena(ref.DefaultLimits(), in.Pools)
+func LoadModelDevice(in spec.HiCacheLoadScriptInput, out spec.HiCacheLoadScriptOutput) (*spec.LoadArena, error) {
+	a, err := ref.NewLoadArena(spec.DefaultLimits(), in.Pools)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +306,7 @@ func LoadModelDevice(in ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOut
 }
 
 // loadDeviceBytes is D1: the device bytes equal the per-token model's.
-func loadDeviceBytes(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) error {
+func loadDeviceBytes(_ spec.Limits, in spec.HiCacheLoadScriptInput, out spec.HiCacheLoadScriptOutput) error {
 	if len(out.Trace) != len(in.Ops) {
 		return fmt.Errorf("%d results for %d ops", len(out.Trace), len(in.Ops))
 	}
@@ -335,7 +336,7 @@ func loadDeviceBytes(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.HiCach
 
 // loadOneBuild is D2: a prepared op builds its page lists once for any L;
 // the fallback path rebuilds them at every submitted layer.
-func loadOneBuild(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) error {
+func loadOneBuild(_ spec.Limits, in spec.HiCacheLoadScriptInput, out spec.HiCacheLoadScriptOutput) error {
 	for i, r := range out.Trace {
 		if r.BeginError != nil {
 			continue
@@ -354,7 +355,7 @@ func loadOneBuild(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.HiCacheLo
 // loadFreshDescriptor is D3: every begun op gets a descriptor no earlier op
 // had, even with the previous op's indices, and a previous op's descriptor
 // refuses this op's layers.
-func loadFreshDescriptor(_ ref.Limits, _ ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) error {
+func loadFreshDescriptor(_ spec.Limits, _ spec.HiCacheLoadScriptInput, out spec.HiCacheLoadScriptOutput) error {
 	serial := 0
 	for i, r := range out.Trace {
 		if r.BeginError != nil {
@@ -364,7 +365,7 @@ func loadFreshDescriptor(_ ref.Limits, _ ref.HiCacheLoadScriptInput, out ref.HiC
 			return fmt.Errorf("op %d has descriptor %d, want fresh descriptor %d", i, r.Descriptor, serial)
 		}
 		for _, m := range r.Misuse {
-			if m.Kind == ref.MisuseReusePrevious && !m.NoTarget && (m.Error == nil || m.Error.Code != ref.ErrDescriptorClosed.Code()) {
+			if m.Kind == spec.MisuseReusePrevious && !m.NoTarget && (m.Error == nil || m.Error.Code != spec.ErrDescriptorClosed.Code()) {
 				return fmt.Errorf("op %d: the previous op's descriptor was not refused: %+v", i, m.Error)
 			}
 		}
@@ -375,7 +376,7 @@ func loadFreshDescriptor(_ ref.Limits, _ ref.HiCacheLoadScriptInput, out ref.HiC
 // loadClosedRefuses is D4: after EndLoad (or Cancel) a submit, an EndLoad
 // and a Cancel are all refused as closed; an op that never closed has no
 // probes.
-func loadClosedRefuses(_ ref.Limits, _ ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) error {
+func loadClosedRefuses(_ spec.Limits, _ spec.HiCacheLoadScriptInput, out spec.HiCacheLoadScriptOutput) error {
 	for i, r := range out.Trace {
 		closed := r.BeginError == nil && r.EndError == nil
 		if !closed {
@@ -388,8 +389,8 @@ func loadClosedRefuses(_ ref.Limits, _ ref.HiCacheLoadScriptInput, out ref.HiCac
 			return fmt.Errorf("op %d closed with %d after-end probes, want 3", i, len(r.AfterEnd))
 		}
 		for _, e := range r.AfterEnd {
-			if e.Code != ref.ErrDescriptorClosed.Code() {
-				return fmt.Errorf("op %d: a use after close gave %q, want %q", i, e.Code, ref.ErrDescriptorClosed.Code())
+			if e.Code != spec.ErrDescriptorClosed.Code() {
+				return fmt.Errorf("op %d: a use after close gave %q, want %q", i, e.Code, spec.ErrDescriptorClosed.Code())
 			}
 		}
 	}
@@ -400,24 +401,24 @@ func loadClosedRefuses(_ ref.Limits, _ ref.HiCacheLoadScriptInput, out ref.HiCac
 // the op (0 events); under allow_fallback each such op that begins records
 // exactly one event and runs the fallback path; available backends never
 // fall back.
-func loadFallbackExplicit(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) error {
-	want := []ref.FallbackEvent{}
+func loadFallbackExplicit(_ spec.Limits, in spec.HiCacheLoadScriptInput, out spec.HiCacheLoadScriptOutput) error {
+	want := []spec.FallbackEvent{}
 	for i, op := range in.Ops {
 		r := out.Trace[i]
-		validPolicy := op.Policy == "" || op.Policy == ref.LoadStrict || op.Policy == ref.LoadAllowFallback
-		if op.Unavailable && validPolicy && op.Policy != ref.LoadAllowFallback &&
-			(r.BeginError == nil || r.BeginError.Code != ref.ErrPreparedUnavailable.Code()) {
+		validPolicy := op.Policy == "" || op.Policy == spec.LoadStrict || op.Policy == spec.LoadAllowFallback
+		if op.Unavailable && validPolicy && op.Policy != spec.LoadAllowFallback &&
+			(r.BeginError == nil || r.BeginError.Code != spec.ErrPreparedUnavailable.Code()) {
 			return fmt.Errorf("op %d: strict with an unavailable backend was not refused: %+v", i, r.BeginError)
 		}
 		if r.BeginError != nil {
 			continue
 		}
-		fallback := op.Unavailable && op.Policy == ref.LoadAllowFallback
+		fallback := op.Unavailable && op.Policy == spec.LoadAllowFallback
 		if r.Fallback != fallback {
 			return fmt.Errorf("op %d: fallback %v, want %v", i, r.Fallback, fallback)
 		}
 		if fallback {
-			want = append(want, ref.FallbackEvent{OpID: op.OpID, Reason: ref.FallbackReasonUnavailable})
+			want = append(want, spec.FallbackEvent{OpID: op.OpID, Reason: spec.FallbackReasonUnavailable})
 		}
 	}
 	if !slices.Equal(out.Fallbacks, want) {
@@ -428,7 +429,7 @@ func loadFallbackExplicit(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.H
 
 // loadRunsExpand is D6: the runs of a begun op cover len(host_idx)/ps pages,
 // expand to its page lists in caller order, and are maximal.
-func loadRunsExpand(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) error {
+func loadRunsExpand(_ spec.Limits, in spec.HiCacheLoadScriptInput, out spec.HiCacheLoadScriptOutput) error {
 	for i, op := range in.Ops {
 		r := out.Trace[i]
 		if r.BeginError != nil {
@@ -460,7 +461,7 @@ func loadRunsExpand(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.HiCache
 // id, a skipped layer and an early end are refused with their sentinels,
 // cancel and an end after the last layer close the op, and the op submits
 // every layer unless closed early.
-func loadMisuseRefused(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.HiCacheLoadScriptOutput) error {
+func loadMisuseRefused(_ spec.Limits, in spec.HiCacheLoadScriptInput, out spec.HiCacheLoadScriptOutput) error {
 	L := in.Pools.Layers
 	for i, r := range out.Trace {
 		if r.BeginError != nil {
@@ -470,15 +471,15 @@ func loadMisuseRefused(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.HiCa
 		for _, m := range r.Misuse {
 			want := ""
 			switch m.Kind {
-			case ref.MisuseOtherOp:
-				want = ref.ErrDescriptorOpMismatch.Code()
-			case ref.MisuseSkipLayer:
-				want = ref.ErrLayerOutOfOrder.Code()
-			case ref.MisuseEndEarly:
+			case spec.MisuseOtherOp:
+				want = spec.ErrDescriptorOpMismatch.Code()
+			case spec.MisuseSkipLayer:
+				want = spec.ErrLayerOutOfOrder.Code()
+			case spec.MisuseEndEarly:
 				if m.At < L {
-					want = ref.ErrEndBeforeComplete.Code()
+					want = spec.ErrEndBeforeComplete.Code()
 				}
-			case ref.MisuseReusePrevious:
+			case spec.MisuseReusePrevious:
 				continue
 			}
 			if got := errCode(m.Error); got != want {
@@ -495,7 +496,7 @@ func loadMisuseRefused(_ ref.Limits, in ref.HiCacheLoadScriptInput, out ref.HiCa
 	return nil
 }
 
-func errCode(e *ref.ErrorObject) string {
+func errCode(e *spec.ErrorObject) string {
 	if e == nil {
 		return ""
 	}

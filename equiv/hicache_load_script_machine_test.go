@@ -10,6 +10,7 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // loadMachine drives a reference and a fast loader (with every descriptor
@@ -17,12 +18,12 @@ import (
 // sequence, call by call rather than op by op: descriptors of several ops
 // stay open at once and are used in any order.
 type loadMachine struct {
-	pools          ref.LoadPools
-	refLd, fastLd  ref.Loader
-	refDs, fastDs  []ref.LoadDescriptor
-	refC, fastC    ref.LayerDoneCounter
+	pools          spec.LoadPools
+	refLd, fastLd  spec.Loader
+	refDs, fastDs  []spec.LoadDescriptor
+	refC, fastC    spec.LayerDoneCounter
 	nextOp         uint64
-	lastH, lastDev []ref.SlotIdx
+	lastH, lastDev []spec.SlotIdx
 }
 
 // same fails unless both twins returned byte-equal canonical results.
@@ -34,7 +35,7 @@ func same(t *rapid.T, what string, r, f any, rerr, ferr error) {
 
 func (m *loadMachine) begin(t *rapid.T) {
 	ps := rapid.SampledFrom([]int{1, 2}).Draw(t, "ps")
-	var host, dev []ref.SlotIdx
+	var host, dev []spec.SlotIdx
 	if m.lastH != nil && rapid.IntRange(0, 3).Draw(t, "repeat") == 0 {
 		host, dev = m.lastH, m.lastDev
 	} else {
@@ -47,8 +48,8 @@ func (m *loadMachine) begin(t *rapid.T) {
 			}
 		}
 	}
-	b := ref.LoadBackend{Unavailable: rapid.IntRange(0, 3).Draw(t, "unavailable") == 0,
-		Policy: rapid.SampledFrom([]ref.LoadPolicy{"", ref.LoadAllowFallback}).Draw(t, "policy")}
+	b := spec.LoadBackend{Unavailable: rapid.IntRange(0, 3).Draw(t, "unavailable") == 0,
+		Policy: rapid.SampledFrom([]spec.LoadPolicy{"", spec.LoadAllowFallback}).Draw(t, "policy")}
 	m.nextOp++
 	rd, rerr := m.refLd.BeginLoad(m.nextOp, host, dev, ps, b)
 	fd, ferr := m.fastLd.BeginLoad(m.nextOp, host, dev, ps, b)
@@ -60,7 +61,7 @@ func (m *loadMachine) begin(t *rapid.T) {
 }
 
 // descView is a descriptor's observable state (nil for none).
-func descView(d ref.LoadDescriptor) any {
+func descView(d spec.LoadDescriptor) any {
 	if d == nil {
 		return nil
 	}
@@ -68,7 +69,7 @@ func descView(d ref.LoadDescriptor) any {
 }
 
 // pick draws one of the begun descriptors (the same on both twins).
-func (m *loadMachine) pick(t *rapid.T) (ref.LoadDescriptor, ref.LoadDescriptor, bool) {
+func (m *loadMachine) pick(t *rapid.T) (spec.LoadDescriptor, spec.LoadDescriptor, bool) {
 	if len(m.refDs) == 0 {
 		return nil, nil, false
 	}
@@ -102,12 +103,12 @@ func (m *loadMachine) end(t *rapid.T) {
 }
 
 func (m *loadMachine) counter(t *rapid.T) {
-	s := ref.CounterStep{
-		Op:    rapid.SampledFrom([]string{ref.CounterUpdateProducer, ref.CounterComplete, ref.CounterComplete, ref.CounterSetConsumer, ref.CounterReady, ref.CounterReset}).Draw(t, "counter_op"),
+	s := spec.CounterStep{
+		Op:    rapid.SampledFrom([]string{spec.CounterUpdateProducer, spec.CounterComplete, spec.CounterComplete, spec.CounterSetConsumer, spec.CounterReady, spec.CounterReset}).Draw(t, "counter_op"),
 		Slot:  rapid.IntRange(-1, 3).Draw(t, "slot"),
 		Layer: rapid.IntRange(-1, m.pools.Layers).Draw(t, "layer"),
 	}
-	if st := m.refC.State(); s.Op == ref.CounterComplete && st.Producer >= 0 && rapid.Bool().Draw(t, "in_order") {
+	if st := m.refC.State(); s.Op == spec.CounterComplete && st.Producer >= 0 && rapid.Bool().Draw(t, "in_order") {
 		s.Slot, s.Layer = st.Producer, st.Done[st.Producer]
 	}
 	rr, fr := counterCall(m.refC, s), counterCall(m.fastC, s)
@@ -115,17 +116,17 @@ func (m *loadMachine) counter(t *rapid.T) {
 }
 
 // counterCall runs one counter step and returns its canonical result.
-func counterCall(c ref.LayerDoneCounter, s ref.CounterStep) string {
+func counterCall(c spec.LayerDoneCounter, s spec.CounterStep) string {
 	var v any
 	var err error
 	switch s.Op {
-	case ref.CounterUpdateProducer:
+	case spec.CounterUpdateProducer:
 		v, err = c.UpdateProducer()
-	case ref.CounterComplete:
+	case spec.CounterComplete:
 		err = c.Complete(s.Slot, s.Layer)
-	case ref.CounterSetConsumer:
+	case spec.CounterSetConsumer:
 		err = c.SetConsumer(s.Slot)
-	case ref.CounterReady:
+	case spec.CounterReady:
 		v, err = c.Ready(s.Layer)
 	default:
 		c.Reset()
@@ -168,13 +169,13 @@ func (m *loadMachine) check(t *rapid.T) {
 // the same canonical result and hold the same observable state.
 func TestLoadTwinsAgreeAfterEveryCall(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		p := ref.LoadPools{Layers: rapid.IntRange(1, 3).Draw(t, "layers"), HostSlots: 8, DevSlots: 8, KVBytes: 1, IndexBytes: 1, IndexLayers: []int{0}}
+		p := spec.LoadPools{Layers: rapid.IntRange(1, 3).Draw(t, "layers"), HostSlots: 8, DevSlots: 8, KVBytes: 1, IndexBytes: 1, IndexLayers: []int{0}}
 		m := &loadMachine{pools: p}
 		var err error
-		if m.refLd, err = ref.NewLoader(ref.DefaultLimits(), p); err != nil {
+		if m.refLd, err = ref.NewLoader(spec.DefaultLimits(), p); err != nil {
 			t.Fatal(err)
 		}
-		if m.fastLd, err = fast.NewLoader(ref.DefaultLimits(), p); err != nil {
+		if m.fastLd, err = fast.NewLoader(spec.DefaultLimits(), p); err != nil {
 			t.Fatal(err)
 		}
 		m.refC, _ = ref.NewLayerDoneCounter(p.Layers)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestLoadScenarios runs the narrated §5.4 scenarios (testdata/load_*.txt)
@@ -31,8 +32,8 @@ func TestLoadScenarios(t *testing.T) {
 	}
 	twins := []struct {
 		name       string
-		newLoader  ref.NewLoaderFunc
-		newCounter ref.NewLayerDoneCounterFunc
+		newLoader  spec.NewLoaderFunc
+		newCounter spec.NewLayerDoneCounterFunc
 	}{{"ref", ref.NewLoader, ref.NewLayerDoneCounter}, {"fast", fast.NewLoader, fast.NewLayerDoneCounter}}
 	for _, f := range files {
 		for _, tw := range twins {
@@ -47,12 +48,12 @@ func TestLoadScenarios(t *testing.T) {
 // loadScenario is one scenario's objects: a loader, its descriptors by op
 // id (the latest begun for each), and a counter.
 type loadScenario struct {
-	newLoader  ref.NewLoaderFunc
-	newCounter ref.NewLayerDoneCounterFunc
-	loader     ref.Loader
-	descs      map[uint64]ref.LoadDescriptor
+	newLoader  spec.NewLoaderFunc
+	newCounter spec.NewLayerDoneCounterFunc
+	loader     spec.Loader
+	descs      map[uint64]spec.LoadDescriptor
 	last       uint64
-	counter    ref.LayerDoneCounter
+	counter    spec.LayerDoneCounter
 }
 
 func (s *loadScenario) run(t *testing.T, d *datadriven.TestData) string {
@@ -84,7 +85,7 @@ func (s *loadScenario) run(t *testing.T, d *datadriven.TestData) string {
 }
 
 func (s *loadScenario) pools(t *testing.T, d *datadriven.TestData) string {
-	var p ref.LoadPools
+	var p spec.LoadPools
 	d.ScanArgs(t, "layers", &p.Layers)
 	d.ScanArgs(t, "host_slots", &p.HostSlots)
 	d.ScanArgs(t, "dev_slots", &p.DevSlots)
@@ -95,11 +96,11 @@ func (s *loadScenario) pools(t *testing.T, d *datadriven.TestData) string {
 			p.IndexLayers = append(p.IndexLayers, int(v))
 		}
 	}
-	ld, err := s.newLoader(ref.DefaultLimits(), p)
+	ld, err := s.newLoader(spec.DefaultLimits(), p)
 	if err != nil {
 		return errLine(err)
 	}
-	s.loader, s.descs = ld, map[uint64]ref.LoadDescriptor{}
+	s.loader, s.descs = ld, map[uint64]spec.LoadDescriptor{}
 	return fmt.Sprintf("%d layers; host %d slots, device %d slots; %d KV bytes per token; index layers %v", p.Layers, p.HostSlots, p.DevSlots, p.KVBytes, p.IndexLayers)
 }
 
@@ -108,10 +109,10 @@ func (s *loadScenario) begin(t *testing.T, d *datadriven.TestData) string {
 	var ps int
 	d.ScanArgs(t, "op", &op)
 	d.ScanArgs(t, "ps", &ps)
-	b := ref.LoadBackend{Unavailable: d.HasArg("unavailable")}
+	b := spec.LoadBackend{Unavailable: d.HasArg("unavailable")}
 	var policy string
 	if d.MaybeScanArgs(t, "policy", &policy) {
-		b.Policy = ref.LoadPolicy(policy)
+		b.Policy = spec.LoadPolicy(policy)
 	}
 	desc, err := s.loader.BeginLoad(op, ranges(t, d, "host"), ranges(t, d, "dev"), ps, b)
 	if err != nil {
@@ -242,6 +243,6 @@ func okOr(err error) string {
 }
 
 func errLine(err error) string {
-	e := ref.ErrorObjectOf(err)
+	e := spec.ErrorObjectOf(err)
 	return fmt.Sprintf("error %s: %s", e.Code, e.Message)
 }

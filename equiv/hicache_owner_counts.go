@@ -9,19 +9,20 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // HiCacheOwnerCounts is the differential spec of hicache.owner_counts
 // (docs/spec/radix-acks.md §4.1–§4.3): O1 and O2 on one node, with the §4.2 worked
 // examples and the zero-owned boundary.
-func HiCacheOwnerCounts() *Spec[ref.HiCacheOwnerCountsInput, ref.HiCacheOwnerCountsOutput] {
-	return &Spec[ref.HiCacheOwnerCountsInput, ref.HiCacheOwnerCountsOutput]{
+func HiCacheOwnerCounts() *Spec[spec.HiCacheOwnerCountsInput, spec.HiCacheOwnerCountsOutput] {
+	return &Spec[spec.HiCacheOwnerCountsInput, spec.HiCacheOwnerCountsOutput]{
 		Op:          catalog.HiCacheOwnerCounts(),
 		Valid:       rapid.Custom(ownerCountsValid),
 		Invalid:     rapid.Custom(ownerCountsInvalid),
 		Boundary:    ownerCountsBoundary(),
 		Regressions: ownerCountsRegressions(),
-		Props: []Prop[ref.HiCacheOwnerCountsInput, ref.HiCacheOwnerCountsOutput]{
+		Props: []Prop[spec.HiCacheOwnerCountsInput, spec.HiCacheOwnerCountsOutput]{
 			{"three-computations-agree", ownerThreeAgree},
 			{"counts-sum-to-pages-and-histogram-owners", ownerCountsHistogram},
 			{"owners-round-robin-by-absolute-page", ownerRoundRobin},
@@ -30,50 +31,50 @@ func HiCacheOwnerCounts() *Spec[ref.HiCacheOwnerCountsInput, ref.HiCacheOwnerCou
 	}
 }
 
-func ownerCountsValid(t *rapid.T) ref.HiCacheOwnerCountsInput {
+func ownerCountsValid(t *rapid.T) spec.HiCacheOwnerCountsInput {
 	ps := rapid.SampledFrom([]int{1, 1, 2, 4, 64}).Draw(t, "page_size")
-	return ref.HiCacheOwnerCountsInput{
-		CPSize:     rapid.SampledFrom([]int{1, 2, 3, 4, 5, 8, 16, ref.MaxCPSize}).Draw(t, "cp_size"),
+	return spec.HiCacheOwnerCountsInput{
+		CPSize:     rapid.SampledFrom([]int{1, 2, 3, 4, 5, 8, 16, spec.MaxCPSize}).Draw(t, "cp_size"),
 		PageSize:   ps,
 		TokenDepth: rapid.IntRange(0, 40).Draw(t, "start_page") * ps,
 		Tokens:     rapid.IntRange(0, 40).Draw(t, "num_pages") * ps,
 	}
 }
 
-func ownerCountsInvalid(t *rapid.T) Bad[ref.HiCacheOwnerCountsInput] {
+func ownerCountsInvalid(t *rapid.T) Bad[spec.HiCacheOwnerCountsInput] {
 	in := ownerCountsValid(t)
 	switch rapid.IntRange(0, 6).Draw(t, "violation") {
 	case 0:
 		in.PageSize = rapid.IntRange(-2, 0).Draw(t, "bad_page_size")
-		return Bad[ref.HiCacheOwnerCountsInput]{in, ref.ErrInvalidPageSize}
+		return Bad[spec.HiCacheOwnerCountsInput]{in, spec.ErrInvalidPageSize}
 	case 1:
-		in.CPSize = rapid.SampledFrom([]int{-1, 0, ref.MaxCPSize + 1}).Draw(t, "bad_cp_size")
-		return Bad[ref.HiCacheOwnerCountsInput]{in, ref.ErrBadCPSize}
+		in.CPSize = rapid.SampledFrom([]int{-1, 0, spec.MaxCPSize + 1}).Draw(t, "bad_cp_size")
+		return Bad[spec.HiCacheOwnerCountsInput]{in, spec.ErrBadCPSize}
 	case 2:
 		in.TokenDepth = -in.PageSize * rapid.IntRange(1, 3).Draw(t, "neg")
-		return Bad[ref.HiCacheOwnerCountsInput]{in, ref.ErrNegative}
+		return Bad[spec.HiCacheOwnerCountsInput]{in, spec.ErrNegative}
 	case 3:
 		in.Tokens = -in.PageSize * rapid.IntRange(1, 3).Draw(t, "neg")
-		return Bad[ref.HiCacheOwnerCountsInput]{in, ref.ErrNegative}
+		return Bad[spec.HiCacheOwnerCountsInput]{in, spec.ErrNegative}
 	case 4:
 		in.PageSize = rapid.SampledFrom([]int{2, 4, 64}).Draw(t, "ps")
 		in.Tokens = in.PageSize*rapid.IntRange(0, 3).Draw(t, "pages") + rapid.IntRange(1, in.PageSize-1).Draw(t, "tail")
-		return Bad[ref.HiCacheOwnerCountsInput]{in, ref.ErrUnalignedKey}
+		return Bad[spec.HiCacheOwnerCountsInput]{in, spec.ErrUnalignedKey}
 	case 5:
 		in.PageSize, in.TokenDepth, in.Tokens = 1, math.MaxInt-rapid.IntRange(0, 5).Draw(t, "gap"), 8
-		return Bad[ref.HiCacheOwnerCountsInput]{in, ref.ErrOverflow}
+		return Bad[spec.HiCacheOwnerCountsInput]{in, spec.ErrOverflow}
 	default:
 		in.PageSize, in.Tokens = 1, 1<<40
-		return Bad[ref.HiCacheOwnerCountsInput]{in, ref.ErrTooLarge}
+		return Bad[spec.HiCacheOwnerCountsInput]{in, spec.ErrTooLarge}
 	}
 }
 
-func oc(n, ps, s, pages int) ref.HiCacheOwnerCountsInput {
-	return ref.HiCacheOwnerCountsInput{CPSize: n, PageSize: ps, TokenDepth: s * ps, Tokens: pages * ps}
+func oc(n, ps, s, pages int) spec.HiCacheOwnerCountsInput {
+	return spec.HiCacheOwnerCountsInput{CPSize: n, PageSize: ps, TokenDepth: s * ps, Tokens: pages * ps}
 }
 
-func ownerCountsBoundary() []Case[ref.HiCacheOwnerCountsInput] {
-	return []Case[ref.HiCacheOwnerCountsInput]{
+func ownerCountsBoundary() []Case[spec.HiCacheOwnerCountsInput] {
+	return []Case[spec.HiCacheOwnerCountsInput]{
 		{"split-example-whole-node", oc(2, 1, 0, 4)},            // §4.2: [2,2]
 		{"split-example-prefix", oc(2, 1, 0, 1)},                // [1,0]
 		{"split-example-suffix", oc(2, 1, 1, 3)},                // [1,2]
@@ -83,7 +84,7 @@ func ownerCountsBoundary() []Case[ref.HiCacheOwnerCountsInput] {
 		{"one-rank-owns-everything", oc(1, 2, 5, 7)},            // [7]
 		{"pages-equal-cp-size", oc(4, 1, 7, 4)},                 // [1,1,1,1]
 		{"two-rounds-and-one", oc(3, 4, 2, 7)},                  // [2,2,3]
-		{"largest-cp-size", oc(ref.MaxCPSize, 1, 1000, 30)},     // wraps at 1024
+		{"largest-cp-size", oc(spec.MaxCPSize, 1, 1000, 30)},    // wraps at 1024
 		{"far-start-page", oc(8, 64, math.MaxInt/128/64*64, 9)}, // no overflow in q
 	}
 }
@@ -92,12 +93,12 @@ func ownerCountsBoundary() []Case[ref.HiCacheOwnerCountsInput] {
 // n = 6, owners 3,0,1,2,3,0, counts [2,1,1,2]. Go's % keeps the sign, so a
 // closed form written with (r − s) % N instead of a non-negative mod gives
 // [2,2,2,2] here.
-func ownerCountsRegressions() []Case[ref.HiCacheOwnerCountsInput] {
-	return []Case[ref.HiCacheOwnerCountsInput]{{"owner-closed-form-go-mod", oc(4, 1, 3, 6)}}
+func ownerCountsRegressions() []Case[spec.HiCacheOwnerCountsInput] {
+	return []Case[spec.HiCacheOwnerCountsInput]{{"owner-closed-form-go-mod", oc(4, 1, 3, 6)}}
 }
 
 // ownerThreeAgree is O1: enumerated, metadata and closed form are equal.
-func ownerThreeAgree(_ ref.Limits, _ ref.HiCacheOwnerCountsInput, out ref.HiCacheOwnerCountsOutput) error {
+func ownerThreeAgree(_ spec.Limits, _ spec.HiCacheOwnerCountsInput, out spec.HiCacheOwnerCountsOutput) error {
 	if !slices.Equal(out.Enumerated, out.Metadata) || !slices.Equal(out.Enumerated, out.ClosedForm) {
 		return fmt.Errorf("O1: enumerated %v, metadata %v, closed form %v", out.Enumerated, out.Metadata, out.ClosedForm)
 	}
@@ -106,7 +107,7 @@ func ownerThreeAgree(_ ref.Limits, _ ref.HiCacheOwnerCountsInput, out ref.HiCach
 
 // ownerCountsHistogram is O2: the counts sum to num_pages == tokens /
 // page_size and equal the histogram of the page owners.
-func ownerCountsHistogram(_ ref.Limits, in ref.HiCacheOwnerCountsInput, out ref.HiCacheOwnerCountsOutput) error {
+func ownerCountsHistogram(_ spec.Limits, in spec.HiCacheOwnerCountsInput, out spec.HiCacheOwnerCountsOutput) error {
 	hist := make([]int32, in.CPSize)
 	for _, o := range out.PageOwners {
 		if int(o) >= in.CPSize {
@@ -126,7 +127,7 @@ func ownerCountsHistogram(_ ref.Limits, in ref.HiCacheOwnerCountsInput, out ref.
 
 // ownerRoundRobin is §4.1 and O3: the start page is the token depth over
 // the page size and page j is owned by (start + j) mod N.
-func ownerRoundRobin(_ ref.Limits, in ref.HiCacheOwnerCountsInput, out ref.HiCacheOwnerCountsOutput) error {
+func ownerRoundRobin(_ spec.Limits, in spec.HiCacheOwnerCountsInput, out spec.HiCacheOwnerCountsOutput) error {
 	if out.StartPage != in.TokenDepth/in.PageSize {
 		return fmt.Errorf("O3: start page %d for token depth %d", out.StartPage, in.TokenDepth)
 	}
@@ -140,7 +141,7 @@ func ownerRoundRobin(_ ref.Limits, in ref.HiCacheOwnerCountsInput, out ref.HiCac
 
 // ownerZeroOwned is §4.2's zero-owned rule: a rank owns nothing iff the
 // node has fewer pages than ranks and the rank is outside its window.
-func ownerZeroOwned(_ ref.Limits, in ref.HiCacheOwnerCountsInput, out ref.HiCacheOwnerCountsOutput) error {
+func ownerZeroOwned(_ spec.Limits, in spec.HiCacheOwnerCountsInput, out spec.HiCacheOwnerCountsOutput) error {
 	n := in.CPSize
 	for r, c := range out.ClosedForm {
 		inWindow := ((r-out.StartPage)%n+n)%n < out.NumPages
@@ -154,8 +155,8 @@ func ownerZeroOwned(_ ref.Limits, in ref.HiCacheOwnerCountsInput, out ref.HiCach
 // ownerStepCounts is a node's owner counts for n ranks computed from the
 // tree state alone: its token depth (summed up the parents) and key length
 // through the closed form — independent of any metadata a tree reports.
-func ownerStepCounts(st ref.TreeState, id ref.NodeID, n int) ([]int32, bool) {
-	byID := map[ref.NodeID]ref.NodeState{}
+func ownerStepCounts(st spec.TreeState, id spec.NodeID, n int) ([]int32, bool) {
+	byID := map[spec.NodeID]spec.NodeState{}
 	for _, x := range st.Nodes {
 		byID[x.ID] = x
 	}
@@ -174,7 +175,7 @@ func ownerStepCounts(st ref.TreeState, id ref.NodeID, n int) ([]int32, bool) {
 }
 
 // radixOwnerMetadata is O1–O3 on the final tree (ref.CheckOwnerState).
-func radixOwnerMetadata(_ ref.Limits, _ ref.RadixScriptInput, out ref.RadixScriptOutput) error {
+func radixOwnerMetadata(_ spec.Limits, _ spec.RadixScriptInput, out spec.RadixScriptOutput) error {
 	return ref.CheckOwnerState(out.Tree)
 }
 
@@ -184,17 +185,17 @@ func radixOwnerMetadata(_ ref.Limits, _ ref.RadixScriptInput, out ref.RadixScrip
 // short lane and is a leaf once the earlier victims are gone), and the
 // execution policy (evict exactly the victims when admitted and not a dry
 // run, else nothing; count each executed refusal).
-func radixOwnerPlans(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixScriptOutput) error {
-	var tree ref.RadixTree
-	var buf []ref.Unit
+func radixOwnerPlans(_ spec.Limits, in spec.RadixScriptInput, out spec.RadixScriptOutput) error {
+	var tree spec.RadixTree
+	var buf []spec.Unit
 	refusals := int64(0)
 	for i, s := range in.Steps {
-		if s.Op == ref.StepCreate {
+		if s.Op == spec.StepCreate {
 			tree, _ = ref.NewRadixTree(stepConfig(s))
 			refusals = 0
 			continue
 		}
-		if s.Op == ref.StepPlanEvict && out.Trace[i].Error == nil {
+		if s.Op == spec.StepPlanEvict && out.Trace[i].Error == nil {
 			p := out.Trace[i].Plan
 			if err := checkPlan(tree.State(), s, *p); err != nil {
 				return fmt.Errorf("step %d: %w", i, err)
@@ -215,7 +216,7 @@ func radixOwnerPlans(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixScriptO
 }
 
 // checkPlan checks one plan against the state st it was made on.
-func checkPlan(st ref.TreeState, s ref.RadixStep, p ref.OwnerPlan) error {
+func checkPlan(st spec.TreeState, s spec.RadixStep, p spec.OwnerPlan) error {
 	n := p.CPSize
 	if want := ref.PlanDeficit(s.Need, s.Free); !slices.Equal(p.Deficit, want) {
 		return fmt.Errorf("§4.4 step 1: deficit %v, want %v", p.Deficit, want)
@@ -263,8 +264,8 @@ func lanes(n int) []int {
 
 // checkVictim is E2 and the leaf rule: v is unlocked, off the load path of
 // locked, and each child of v is an earlier victim.
-func checkVictim(st ref.TreeState, locked ref.NodeID, earlier []ref.NodeID, v ref.NodeID) error {
-	byID := map[ref.NodeID]ref.NodeState{}
+func checkVictim(st spec.TreeState, locked spec.NodeID, earlier []spec.NodeID, v spec.NodeID) error {
+	byID := map[spec.NodeID]spec.NodeState{}
 	for _, x := range st.Nodes {
 		byID[x.ID] = x
 		if x.Parent == v && !slices.Contains(earlier, x.ID) {
@@ -285,7 +286,7 @@ func checkVictim(st ref.TreeState, locked ref.NodeID, earlier []ref.NodeID, v re
 // checkExecution is the execution policy: an admitted plan that is not a
 // dry run frees exactly its victims' slots, in order; anything else frees
 // nothing.
-func checkExecution(st ref.TreeState, s ref.RadixStep, p ref.OwnerPlan) error {
+func checkExecution(st spec.TreeState, s spec.RadixStep, p spec.OwnerPlan) error {
 	if !p.Admitted || s.DryRun {
 		if p.Evicted != 0 || len(p.Freed) != 0 {
 			return fmt.Errorf("§4.4: a refused or dry-run plan evicted %d units", p.Evicted)

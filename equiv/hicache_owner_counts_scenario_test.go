@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestOwnerScenarios runs the narrated §4.6 scenario files
@@ -24,7 +25,7 @@ func TestOwnerScenarios(t *testing.T) {
 	}
 	twins := []struct {
 		name string
-		new  ref.NewRadixTreeFunc
+		new  spec.NewRadixTreeFunc
 	}{{"ref", ref.NewRadixTree}, {"fast", fast.NewRadixTree}}
 	for _, file := range files {
 		for _, tw := range twins {
@@ -38,8 +39,8 @@ func TestOwnerScenarios(t *testing.T) {
 
 // ownerScenario is one file's tree and its command interpreter.
 type ownerScenario struct {
-	newTree ref.NewRadixTreeFunc
-	tree    ref.RadixTree
+	newTree spec.NewRadixTreeFunc
+	tree    spec.RadixTree
 }
 
 // run executes one directive and renders its result:
@@ -57,7 +58,7 @@ func (s *ownerScenario) run(t *testing.T, td *datadriven.TestData) string {
 	}
 	switch td.Cmd {
 	case "create":
-		cfg := ref.TreeConfig{PageSize: intArg(t, td, "page_size", 1), CPSize: intArg(t, td, "cp_size", 0), CPDraftSize: intArg(t, td, "cp_draft_size", 0)}
+		cfg := spec.TreeConfig{PageSize: intArg(t, td, "page_size", 1), CPSize: intArg(t, td, "cp_size", 0), CPDraftSize: intArg(t, td, "cp_draft_size", 0)}
 		tr, err := s.newTree(cfg)
 		if err != nil {
 			return "error: " + err.Error()
@@ -65,17 +66,17 @@ func (s *ownerScenario) run(t *testing.T, td *datadriven.TestData) string {
 		s.tree = tr
 		return fmt.Sprintf("page_size %d, cp sizes %v", cfg.PageSize, cfg.CPSizes())
 	case "insert":
-		n, err := s.tree.Insert(ref.RadixKey{Units: unitsArg(t, td, "key")}, nil, 0)
+		n, err := s.tree.Insert(spec.RadixKey{Units: unitsArg(t, td, "key")}, nil, 0)
 		return result(fmt.Sprintf("prefix_len %d", n), err)
 	case "match":
-		m, err := s.tree.MatchPrefix(ref.RadixKey{Units: unitsArg(t, td, "key")})
+		m, err := s.tree.MatchPrefix(spec.RadixKey{Units: unitsArg(t, td, "key")})
 		return result(fmt.Sprintf("slots %v, last node %d", m.Indices, m.LastNode), err)
 	case "lock":
-		d, err := s.tree.IncLockRef(ref.NodeID(intArg(t, td, "node", 0)))
+		d, err := s.tree.IncLockRef(spec.NodeID(intArg(t, td, "node", 0)))
 		return result(fmt.Sprintf("delta %d", d), err)
 	case "plan":
-		req := ref.OwnerPlanRequest{CPSize: intArg(t, td, "cp_size", 0), Need: intsArg(t, td, "need"), Free: intsArg(t, td, "free"),
-			Locked: ref.NodeID(intArg(t, td, "node", 0)), DryRun: td.HasArg("dry_run")}
+		req := spec.OwnerPlanRequest{CPSize: intArg(t, td, "cp_size", 0), Need: intsArg(t, td, "need"), Free: intsArg(t, td, "free"),
+			Locked: spec.NodeID(intArg(t, td, "node", 0)), DryRun: td.HasArg("dry_run")}
 		p, err := s.tree.EvictOwnerLanes(req)
 		return result(renderPlan(p, req.DryRun), err)
 	case "owners":
@@ -95,7 +96,7 @@ func result(ok string, err error) string {
 	return ok
 }
 
-func renderPlan(p ref.OwnerPlan, dry bool) string {
+func renderPlan(p spec.OwnerPlan, dry bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "deficit %v\nvictims %v\nremaining %v\n", p.Deficit, p.Victims, p.Remaining)
 	switch {
@@ -109,7 +110,7 @@ func renderPlan(p ref.OwnerPlan, dry bool) string {
 	return b.String()
 }
 
-func renderOwners(st ref.TreeState) string {
+func renderOwners(st spec.TreeState) string {
 	var b strings.Builder
 	for i, n := range st.Nodes {
 		if i > 0 {
@@ -152,11 +153,11 @@ func intsArg(t *testing.T, td *datadriven.TestData, key string) []int {
 	return out
 }
 
-func unitsArg(t *testing.T, td *datadriven.TestData, key string) []ref.Unit {
+func unitsArg(t *testing.T, td *datadriven.TestData, key string) []spec.Unit {
 	ints := intsArg(t, td, key)
-	units := make([]ref.Unit, len(ints))
+	units := make([]spec.Unit, len(ints))
 	for i, v := range ints {
-		units[i] = ref.Unit(v)
+		units[i] = spec.Unit(v)
 	}
 	return units
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fixtures"
 	"github.com/kvtwin/kvtwin/internal/hostile"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // hostileScale is how far the harness goes: `make test` runs the bounded
@@ -33,7 +33,7 @@ func scaleOf() hostileScale {
 
 // hostileSeeds are e's example and up to n golden inputs ref accepts,
 // spread over the golden file.
-func hostileSeeds(t *testing.T, e catalog.Entry, lim ref.Limits, n int) [][]byte {
+func hostileSeeds(t *testing.T, e catalog.Entry, lim spec.Limits, n int) [][]byte {
 	t.Helper()
 	seeds := [][]byte{e.Example()}
 	cases, err := fixtures.ReadFile(filepath.Join("..", "fixtures", "testdata", equiv.GoldenFileName(e.Name())))
@@ -94,7 +94,7 @@ func TestHostileInputsAreRejectedOrServedWithinBounds(t *testing.T) {
 
 // checkHostile runs ref and impls on one variant; false stops the op (a run
 // outlived its bound and still holds a goroutine).
-func checkHostile(t *testing.T, e catalog.Entry, impls []catalog.Impl, lim ref.Limits, sc hostileScale, name string, body []byte) bool {
+func checkHostile(t *testing.T, e catalog.Entry, impls []catalog.Impl, lim spec.Limits, sc hostileScale, name string, body []byte) bool {
 	t.Helper()
 	bound := e.Cost().AllocBound(len(body), lim)
 	var want hostile.Run

@@ -7,7 +7,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // KVEvApply is the differential spec of kvev.apply (docs/spec/kv-events.md
@@ -27,15 +27,15 @@ import (
 // kvev_apply_boundary.go, the properties in kvev_apply_props.go and
 // kvev_apply_invariants.go; the scenario files testdata/kvev_*.txt tell
 // the cursor's and the index's stories step by step on both twins.
-func KVEvApply() *Spec[ref.KVEvApplyInput, ref.KVEvApplyOutput] {
-	return &Spec[ref.KVEvApplyInput, ref.KVEvApplyOutput]{
+func KVEvApply() *Spec[spec.KVEvApplyInput, spec.KVEvApplyOutput] {
+	return &Spec[spec.KVEvApplyInput, spec.KVEvApplyOutput]{
 		Op:          catalog.KVEvApply(),
-		Valid:       rapid.Custom(func(t *rapid.T) ref.KVEvApplyInput { return KVEvFleet(t, 40) }),
+		Valid:       rapid.Custom(func(t *rapid.T) spec.KVEvApplyInput { return KVEvFleet(t, 40) }),
 		Invalid:     rapid.Custom(kvApplyInvalid),
 		Boundary:    kvApplyBoundary(),
 		Regressions: kvApplyRegressions(),
 		Rejects:     kvApplyRejects,
-		Props: []Prop[ref.KVEvApplyInput, ref.KVEvApplyOutput]{
+		Props: []Prop[spec.KVEvApplyInput, spec.KVEvApplyOutput]{
 			{"state-invariants", kvStateInvariants},
 			{"digest-is-a8", kvDigestIsA8},
 			{"cursor-follows-3.1", kvCursorFollows},
@@ -55,33 +55,33 @@ func KVEvApply() *Spec[ref.KVEvApplyInput, ref.KVEvApplyOutput] {
 // refuses whole: an unknown op, a stream not configured, a bad replay
 // failure reason, a score token outside [0, 2^32), a bad config, a bad
 // stream list.
-func kvApplyInvalid(t *rapid.T) Bad[ref.KVEvApplyInput] {
+func kvApplyInvalid(t *rapid.T) Bad[spec.KVEvApplyInput] {
 	in := KVEvFleet(t, 12)
 	at := rapid.IntRange(0, len(in.Steps)).Draw(t, "at")
-	insert := func(s ref.KVEvStep) {
+	insert := func(s spec.KVEvStep) {
 		in.Steps = slices.Insert(slices.Clone(in.Steps), at, s)
 	}
 	name := in.Streams[0].Name
 	switch uniform(t, 7, "violation") {
 	case 0:
-		insert(ref.KVEvStep{Op: rapid.SampledFrom([]string{"", "Live", "snapshot", "replay_request", "scores"}).Draw(t, "bad_op"), Stream: name})
-		return Bad[ref.KVEvApplyInput]{in, ref.ErrBadEnum}
+		insert(spec.KVEvStep{Op: rapid.SampledFrom([]string{"", "Live", "snapshot", "replay_request", "scores"}).Draw(t, "bad_op"), Stream: name})
+		return Bad[spec.KVEvApplyInput]{in, spec.ErrBadEnum}
 	case 1:
-		s := ref.KVEvStep{Op: rapid.SampledFrom([]string{ref.KVStepLive, ref.KVStepReplay, ref.KVStepReplayFailed, ref.KVStepRestart}).Draw(t, "op"),
-			Stream: rapid.SampledFrom([]string{"", "vllm-9", "VLLM-0"}).Draw(t, "bad_stream"), Reason: ref.ReplayReasonTimeout}
-		if s.Op == ref.KVStepLive {
+		s := spec.KVEvStep{Op: rapid.SampledFrom([]string{spec.KVStepLive, spec.KVStepReplay, spec.KVStepReplayFailed, spec.KVStepRestart}).Draw(t, "op"),
+			Stream: rapid.SampledFrom([]string{"", "vllm-9", "VLLM-0"}).Draw(t, "bad_stream"), Reason: spec.ReplayReasonTimeout}
+		if s.Op == spec.KVStepLive {
 			s.Frames = kvMsg("t", 0, kvE2).Frames
 		}
 		insert(s)
-		return Bad[ref.KVEvApplyInput]{in, ref.ErrUnknownStream}
+		return Bad[spec.KVEvApplyInput]{in, spec.ErrUnknownStream}
 	case 2:
-		insert(ref.KVEvStep{Op: ref.KVStepReplayFailed, Stream: name, Reason: rapid.SampledFrom([]string{"", "Timeout", "eof"}).Draw(t, "bad_reason")})
-		return Bad[ref.KVEvApplyInput]{in, ref.ErrBadEnum}
+		insert(spec.KVEvStep{Op: spec.KVStepReplayFailed, Stream: name, Reason: rapid.SampledFrom([]string{"", "Timeout", "eof"}).Draw(t, "bad_reason")})
+		return Bad[spec.KVEvApplyInput]{in, spec.ErrBadEnum}
 	case 3:
 		toks := []int64{1, 2}
 		toks = slices.Insert(toks, rapid.IntRange(0, 2).Draw(t, "bad_tok_at"), rapid.SampledFrom([]int64{-1, 1 << 32, math.MaxInt64, math.MinInt64}).Draw(t, "bad_tok"))
-		insert(ref.KVEvStep{Op: ref.KVStepScore, Tokens: toks})
-		return Bad[ref.KVEvApplyInput]{in, ref.ErrTokenRange}
+		insert(spec.KVEvStep{Op: spec.KVStepScore, Tokens: toks})
+		return Bad[spec.KVEvApplyInput]{in, spec.ErrTokenRange}
 	case 4:
 		bad := rapid.SampledFrom([]int64{-1, -1 << 40}).Draw(t, "negative")
 		n := len(in.Streams)
@@ -89,77 +89,77 @@ func kvApplyInvalid(t *rapid.T) Bad[ref.KVEvApplyInput] {
 		case 0:
 			in.Config.MaxEngines = int(bad)
 		case 1:
-			in.Config.MaxEngines = ref.MaxKVEvEngines + 1
+			in.Config.MaxEngines = spec.MaxKVEvEngines + 1
 		case 2:
 			in.Config.MaxTokensPerEngine = bad
 		case 3:
-			in.Config.MaxTokensPerEngine = ref.MaxKVEvTokensPerEngine + 1
+			in.Config.MaxTokensPerEngine = spec.MaxKVEvTokensPerEngine + 1
 		case 4:
 			in.Config.MaxHeld = int(bad)
 		case 5:
-			in.Config.MaxHeld = ref.MaxKVEvHeld + 1
+			in.Config.MaxHeld = spec.MaxKVEvHeld + 1
 		case 6:
 			in.Config.MaxEvents = int(bad)
 		case 7:
-			in.Config.MaxEvents = ref.MaxKVEvents + 1
+			in.Config.MaxEvents = spec.MaxKVEvents + 1
 		case 8:
 			in.Config.MaxDecodeRatio = bad
 		case 9:
-			in.Config.MaxDecodeRatio = ref.MaxKVDecodeRatio + 1
+			in.Config.MaxDecodeRatio = spec.MaxKVDecodeRatio + 1
 		case 10:
 			in.Config.MaxHeldBytes = bad
 		case 11:
-			in.Config.MaxHeldBytes = ref.MaxKVHeldBytes + 1
+			in.Config.MaxHeldBytes = spec.MaxKVHeldBytes + 1
 		case 12:
 			in.Config.MaxEnginesPerStream = int(bad)
 		case 13:
-			in.Config.MaxEnginesPerStream = ref.MaxKVEvEngines + 1
+			in.Config.MaxEnginesPerStream = spec.MaxKVEvEngines + 1
 		case 14:
 			// A share of 3 past floor((3n-1) / n) = 2 (A5).
 			in.Config.MaxEngines, in.Config.MaxEnginesPerStream = 3*n-1, 3
 		default:
 			// More streams than engines: some stream's share would be 0 (A5).
-			in.Streams = append(slices.Clone(in.Streams), ref.KVEvStream{Name: "extra"})
+			in.Streams = append(slices.Clone(in.Streams), spec.KVEvStream{Name: "extra"})
 			in.Config.MaxEngines, in.Config.MaxEnginesPerStream = n, 0
 		}
-		return Bad[ref.KVEvApplyInput]{in, ref.ErrTooLarge}
+		return Bad[spec.KVEvApplyInput]{in, spec.ErrTooLarge}
 	case 5:
 		in.Streams = slices.Clone(in.Streams)
 		i := rapid.IntRange(0, len(in.Streams)-1).Draw(t, "bad_stream_at")
 		in.Streams[i].Rank = rapid.SampledFrom([]int64{-1, math.MinInt64}).Draw(t, "bad_rank")
-		return Bad[ref.KVEvApplyInput]{in, ref.ErrNegative}
+		return Bad[spec.KVEvApplyInput]{in, spec.ErrNegative}
 	}
 	in.Streams = slices.Clone(in.Streams)
 	if rapid.Bool().Draw(t, "empty_name") || len(in.Streams) == 1 {
-		in.Streams = append(in.Streams, ref.KVEvStream{Name: ""})
+		in.Streams = append(in.Streams, spec.KVEvStream{Name: ""})
 	} else {
 		in.Streams[len(in.Streams)-1].Name = in.Streams[0].Name
 	}
-	return Bad[ref.KVEvApplyInput]{in, ref.ErrBadEnum}
+	return Bad[spec.KVEvApplyInput]{in, spec.ErrBadEnum}
 }
 
-var kvApplyRejects = map[string]*ref.Sentinel{
-	"script-unknown-op":                          ref.ErrBadEnum,
-	"script-unknown-stream":                      ref.ErrUnknownStream,
-	"script-bad-replay-failed-reason":            ref.ErrBadEnum,
-	"script-score-token-2-pow-32":                ref.ErrTokenRange,
-	"script-max-held-past-the-cap":               ref.ErrTooLarge,
-	"script-duplicate-stream-name":               ref.ErrBadEnum,
-	"script-negative-stream-rank":                ref.ErrNegative,
-	"script-more-streams-than-max-engines":       ref.ErrTooLarge,
-	"script-engine-share-past-the-fair-share":    ref.ErrTooLarge,
-	"script-max-engines-per-stream-past-the-cap": ref.ErrTooLarge,
-	"script-max-held-bytes-past-the-cap":         ref.ErrTooLarge,
-	"script-max-events-negative":                 ref.ErrTooLarge,
-	"script-max-decode-ratio-past-the-cap":       ref.ErrTooLarge,
+var kvApplyRejects = map[string]*spec.Sentinel{
+	"script-unknown-op":                          spec.ErrBadEnum,
+	"script-unknown-stream":                      spec.ErrUnknownStream,
+	"script-bad-replay-failed-reason":            spec.ErrBadEnum,
+	"script-score-token-2-pow-32":                spec.ErrTokenRange,
+	"script-max-held-past-the-cap":               spec.ErrTooLarge,
+	"script-duplicate-stream-name":               spec.ErrBadEnum,
+	"script-negative-stream-rank":                spec.ErrNegative,
+	"script-more-streams-than-max-engines":       spec.ErrTooLarge,
+	"script-engine-share-past-the-fair-share":    spec.ErrTooLarge,
+	"script-max-engines-per-stream-past-the-cap": spec.ErrTooLarge,
+	"script-max-held-bytes-past-the-cap":         spec.ErrTooLarge,
+	"script-max-events-negative":                 spec.ErrTooLarge,
+	"script-max-decode-ratio-past-the-cap":       spec.ErrTooLarge,
 }
 
 // kvApplyRegressions are the bug zoo's minimal scenarios, one per mutant
 // (equiv/mutants/kvev_apply.go), each narrated: what the historic
 // consumer did and what a router reading its index would have seen.
-func kvApplyRegressions() []Case[ref.KVEvApplyInput] {
+func kvApplyRegressions() []Case[spec.KVEvApplyInput] {
 	const v = "vllm-0"
-	return []Case[ref.KVEvApplyInput]{
+	return []Case[spec.KVEvApplyInput]{
 		// §2.3 step 3 (llm-d #372 and its later fallback): the consumer
 		// restarted without replay and its first message stores [5 6 7 8]
 		// under a parent it never saw. llm-d attached the block at the
@@ -176,7 +176,7 @@ func kvApplyRegressions() []Case[ref.KVEvApplyInput] {
 		// lacked batches 0-2 for as long as the engine lived. Fixed: the
 		// request is [empty, start].
 		{"replay-without-delimiter", kvScript(kvOne(v, true),
-			kvLive(v, "", 3, kvChainBatch(3)), kvFailed(v, ref.ReplayReasonTimeout), kvChainScore(4))},
+			kvLive(v, "", 3, kvChainBatch(3)), kvFailed(v, spec.ReplayReasonTimeout), kvChainScore(4))},
 		// §3.1, §3.3: batch 1 (say, the removal of block 1 1) was dropped
 		// by the PUB socket; the consumer logged the gap and went on, so the
 		// router kept sending prompts 1 1 … to the engine on an index it
@@ -202,7 +202,7 @@ func kvApplyRegressions() []Case[ref.KVEvApplyInput] {
 		// §1.5 through the index: an SGLang stream (E5, hash -1) fed to a
 		// u64-only decoder refused every batch, so the router saw the
 		// SGLang engine with no blocks (and stale). Fixed: score 1.
-		{"unsigned-hashes-only-index", kvScript([]ref.KVEvStream{{Name: "sgl-0"}},
+		{"unsigned-hashes-only-index", kvScript([]spec.KVEvStream{{Name: "sgl-0"}},
 			kvLive("sgl-0", "", 0, kvE5), kvScoreStep(7, 8))},
 		// §1.5 through the index: vLLM's int hashes >= 2^63 (E1's H2) fed
 		// to an i64-only decoder: the batch refused, the engine empty and

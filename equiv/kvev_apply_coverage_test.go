@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // kvFeatures names what one generated kvev.apply script exercised, read
 // off ref's trace and final state.
-func kvFeatures(in ref.KVEvApplyInput, out ref.KVEvApplyOutput) map[string]bool {
+func kvFeatures(in spec.KVEvApplyInput, out spec.KVEvApplyOutput) map[string]bool {
 	f := map[string]bool{}
 	f[fmt.Sprintf("streams=%d", len(in.Streams))] = true
 	for _, s := range in.Streams {
@@ -24,13 +25,13 @@ func kvFeatures(in ref.KVEvApplyInput, out ref.KVEvApplyOutput) map[string]bool 
 	for i, s := range in.Steps {
 		r := out.Trace[i]
 		f["op "+s.Op] = true
-		if s.Op == ref.KVStepReplay && len(s.Frames) == 4 {
+		if s.Op == spec.KVStepReplay && len(s.Frames) == 4 {
 			f["reply layout 4 frames"] = true
 		}
-		if s.Op == ref.KVStepReplay && len(s.Frames) == 3 {
+		if s.Op == spec.KVStepReplay && len(s.Frames) == 3 {
 			f["reply layout 3 frames"] = true
 		}
-		if s.Op == ref.KVStepReplayFailed {
+		if s.Op == spec.KVStepReplayFailed {
 			f["replay_failed "+s.Reason] = true
 		}
 		if len(r.ReplayRequest) > 0 {
@@ -159,12 +160,12 @@ func kvFeatures(in ref.KVEvApplyInput, out ref.KVEvApplyOutput) map[string]bool 
 // (the table printed with -v shows how often).
 func TestKVEvFleetCoverage(t *testing.T) {
 	const n = 600
-	spec := KVEvApply()
+	sp := KVEvApply()
 	counts := map[string]int{}
 	steps := 0
 	for i := range n {
-		in := spec.Valid.Example(i)
-		out, err := ref.KVEvApply(ref.DefaultLimits(), in)
+		in := sp.Valid.Example(i)
+		out, err := ref.KVEvApply(spec.DefaultLimits(), in)
 		if err != nil {
 			t.Fatalf("valid/%d: %v", i, err)
 		}

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Checkers of kvev.apply's observable state: the final state's structure
@@ -21,13 +21,13 @@ import (
 // hash bound once per pool, no hole without a resident descendant
 // (pruning), an engine's tokens = its pages × page size within the
 // budget, and streams naming exactly the engines they feed.
-func kvStateInvariants(_ ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+func kvStateInvariants(_ spec.Limits, in spec.KVEvApplyInput, out spec.KVEvApplyOutput) error {
 	st := out.State
 	budget := in.Config.WithDefaults().MaxTokensPerEngine
 	if len(st.Streams) != len(in.Streams) {
 		return fmt.Errorf("%d streams in the state, %d configured", len(st.Streams), len(in.Streams))
 	}
-	fed := map[ref.KVEvEngineKey]string{}
+	fed := map[spec.KVEvEngineKey]string{}
 	for i, s := range st.Streams {
 		if s.Name != in.Streams[i].Name {
 			return fmt.Errorf("streams[%d] is %q, configured %q", i, s.Name, in.Streams[i].Name)
@@ -58,8 +58,8 @@ func kvStateInvariants(_ ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOut
 		}
 	}
 	for i, e := range st.Engines {
-		k := ref.KVEvEngineKey{Source: e.Source, DPRank: e.DPRank}
-		if i > 0 && kvKeyCmp(ref.KVEvEngineKey{Source: st.Engines[i-1].Source, DPRank: st.Engines[i-1].DPRank}, k) >= 0 {
+		k := spec.KVEvEngineKey{Source: e.Source, DPRank: e.DPRank}
+		if i > 0 && kvKeyCmp(spec.KVEvEngineKey{Source: st.Engines[i-1].Source, DPRank: st.Engines[i-1].DPRank}, k) >= 0 {
 			return fmt.Errorf("engines not sorted at %d", i)
 		}
 		if fed[k] != e.Stream {
@@ -92,7 +92,7 @@ func kvStateInvariants(_ ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOut
 	return nil
 }
 
-func kvKeyCmp(a, b ref.KVEvEngineKey) int {
+func kvKeyCmp(a, b spec.KVEvEngineKey) int {
 	if c := strings.Compare(a.Source, b.Source); c != 0 {
 		return c
 	}
@@ -107,13 +107,13 @@ func kvKeyCmp(a, b ref.KVEvEngineKey) int {
 
 // kvNode is a page of a pool rebuilt from its pre-order listing.
 type kvNode struct {
-	page     ref.KVEvPageState
+	page     spec.KVEvPageState
 	children []*kvNode
 }
 
 // kvTree rebuilds a pool's tree from its pages (pre-order with depths).
-func kvTree(p ref.KVEvPoolState) (*kvNode, error) {
-	root := &kvNode{page: ref.KVEvPageState{Depth: -1}}
+func kvTree(p spec.KVEvPoolState) (*kvNode, error) {
+	root := &kvNode{page: spec.KVEvPageState{Depth: -1}}
 	path := []*kvNode{root}
 	for i, pg := range p.Pages {
 		if pg.Depth < 0 || pg.Depth > len(path)-1 {
@@ -128,14 +128,14 @@ func kvTree(p ref.KVEvPoolState) (*kvNode, error) {
 	return root, nil
 }
 
-func kvPageCmp(a, b ref.KVEvPageState) int {
+func kvPageCmp(a, b spec.KVEvPageState) int {
 	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
 		return c
 	}
 	return slices.Compare(a.Tokens, b.Tokens)
 }
 
-func kvPoolInvariants(p ref.KVEvPoolState) error {
+func kvPoolInvariants(p spec.KVEvPoolState) error {
 	if p.PageSize < 1 || len(p.Pages) == 0 {
 		return fmt.Errorf("page size %d, %d pages (an empty pool is deleted, A5)", p.PageSize, len(p.Pages))
 	}
@@ -143,7 +143,7 @@ func kvPoolInvariants(p ref.KVEvPoolState) error {
 	if err != nil {
 		return err
 	}
-	bound := map[ref.EvHash]bool{}
+	bound := map[spec.EvHash]bool{}
 	var walk func(n *kvNode) (resident bool, err error)
 	walk = func(n *kvNode) (bool, error) {
 		any := false
@@ -191,7 +191,7 @@ func kvPoolInvariants(p ref.KVEvPoolState) error {
 }
 
 // kvDigest is A8's digest of a state, recomputed from its engines.
-func kvDigest(st ref.KVEvState) string {
+func kvDigest(st spec.KVEvState) string {
 	h := sha256.New()
 	u64 := func(v uint64) { h.Write(binary.LittleEndian.AppendUint64(nil, v)) }
 	str := func(s string) { u64(uint64(len(s))); h.Write([]byte(s)) }
@@ -230,7 +230,7 @@ func kvDigest(st ref.KVEvState) string {
 
 // kvDigestIsA8: the reported digest is A8's encoding of the reported
 // engines, so the digest covers exactly what the state shows.
-func kvDigestIsA8(_ ref.Limits, _ ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+func kvDigestIsA8(_ spec.Limits, _ spec.KVEvApplyInput, out spec.KVEvApplyOutput) error {
 	if want := kvDigest(out.State); out.State.Digest != want {
 		return fmt.Errorf("digest %s, A8 over the state gives %s", out.State.Digest, want)
 	}

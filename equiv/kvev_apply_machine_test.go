@@ -13,6 +13,7 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // kvMachine drives the reference and the fast event-fed index with one
@@ -24,7 +25,7 @@ import (
 // and scores.
 type kvMachine struct {
 	f         *kvFleet
-	ref, fast ref.KVEvIndex
+	ref, fast spec.KVEvIndex
 	// ran is how many of the fleet's steps both indexes have run.
 	ran int
 }
@@ -89,7 +90,7 @@ func (m *kvMachine) api(t *rapid.T) {
 	case 2:
 		rr, fr = m.ref.Restart("nope"), m.fast.Restart("nope")
 	default:
-		q := ref.KVEvScoreQuery{Tokens: []int64{1, 2, rapid.SampledFrom([]int64{-1, 1 << 32, math.MaxInt64}).Draw(t, "wide_token")}}
+		q := spec.KVEvScoreQuery{Tokens: []int64{1, 2, rapid.SampledFrom([]int64{-1, 1 << 32, math.MaxInt64}).Draw(t, "wide_token")}}
 		rs, rerr := m.ref.Score(q)
 		fs, ferr := m.fast.Score(q)
 		rr, fr = catalog.Canonical(rs, rerr), catalog.Canonical(fs, ferr)
@@ -109,14 +110,14 @@ func (m *kvMachine) compare(t *rapid.T) {
 	if rb, fb := catalog.Canonical(rs, nil), catalog.Canonical(fs, nil); !bytes.Equal(rb, fb) {
 		t.Fatalf("after step %d the states differ (-ref +fast):\n%s", m.ran, cmp.Diff(rs, fs))
 	}
-	in := ref.KVEvApplyInput{Config: m.f.in.Config, Streams: m.f.in.Streams}
-	if err := kvStateInvariants(ref.DefaultLimits(), in, ref.KVEvApplyOutput{State: fs}); err != nil {
+	in := spec.KVEvApplyInput{Config: m.f.in.Config, Streams: m.f.in.Streams}
+	if err := kvStateInvariants(spec.DefaultLimits(), in, spec.KVEvApplyOutput{State: fs}); err != nil {
 		t.Fatalf("after step %d: %v", m.ran, err)
 	}
 	if want := kvDigest(fs); fs.Digest != want {
 		t.Fatalf("after step %d: digest %s, A8 gives %s", m.ran, fs.Digest, want)
 	}
-	for name, ix := range map[string]ref.KVEvIndex{"ref": m.ref, "fast": m.fast} {
+	for name, ix := range map[string]spec.KVEvIndex{"ref": m.ref, "fast": m.fast} {
 		if d := ix.Digest(); hex.EncodeToString(d[:]) != fs.Digest {
 			t.Fatalf("after step %d: %s's Digest() %x, its state says %s", m.ran, name, d, fs.Digest)
 		}
@@ -155,16 +156,16 @@ func TestKVEvLongPromptScoresAgree(t *testing.T) {
 			prompt[i] = uint32(rapid.IntRange(0, 3).Draw(t, "token"))
 		}
 		n := rapid.IntRange(2, 4).Draw(t, "engines")
-		var streams []ref.KVEvStream
+		var streams []spec.KVEvStream
 		for i := range n {
-			streams = append(streams, ref.KVEvStream{Name: kvStreamNames[i%3] + string(rune('a'+i))})
+			streams = append(streams, spec.KVEvStream{Name: kvStreamNames[i%3] + string(rune('a'+i))})
 		}
-		ixs := make([]ref.KVEvIndex, 2)
+		ixs := make([]spec.KVEvIndex, 2)
 		var err error
-		if ixs[0], err = ref.NewKVEvIndex(ref.KVEvConfig{}, streams); err != nil {
+		if ixs[0], err = ref.NewKVEvIndex(spec.KVEvConfig{}, streams); err != nil {
 			t.Fatal(err)
 		}
-		if ixs[1], err = fast.NewKVEvIndex(ref.KVEvConfig{}, streams); err != nil {
+		if ixs[1], err = fast.NewKVEvIndex(spec.KVEvConfig{}, streams); err != nil {
 			t.Fatal(err)
 		}
 		live := func(stream string, seq uint64, payload []byte) {
@@ -206,7 +207,7 @@ func TestKVEvLongPromptScoresAgree(t *testing.T) {
 			}
 		}
 		for range rapid.IntRange(1, 4).Draw(t, "scores") {
-			q := ref.KVEvScoreQuery{Exact: rapid.Bool().Draw(t, "exact")}
+			q := spec.KVEvScoreQuery{Exact: rapid.Bool().Draw(t, "exact")}
 			cut := rapid.IntRange(0, len(prompt)).Draw(t, "cut")
 			for _, x := range prompt[:cut] {
 				q.Tokens = append(q.Tokens, int64(x))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // kvev.apply's properties (docs/spec/kv-events.md §2-§3): each checks a
@@ -17,8 +18,8 @@ import (
 
 // kvRunStep dispatches one step on ix as the kvev.apply interpreter does
 // (ref.RunKVEvApply), so a property can look at the index between steps.
-func kvRunStep(ix ref.KVEvIndex, s ref.KVEvStep) ref.KVEvStepResult {
-	fb := func(fs []ref.HexBytes) [][]byte {
+func kvRunStep(ix spec.KVEvIndex, s spec.KVEvStep) spec.KVEvStepResult {
+	fb := func(fs []spec.HexBytes) [][]byte {
 		out := make([][]byte, len(fs))
 		for i, f := range fs {
 			out[i] = f
@@ -26,26 +27,26 @@ func kvRunStep(ix ref.KVEvIndex, s ref.KVEvStep) ref.KVEvStepResult {
 		return out
 	}
 	switch s.Op {
-	case ref.KVStepLive:
+	case spec.KVStepLive:
 		return ix.Live(s.Stream, fb(s.Frames))
-	case ref.KVStepReplay:
+	case spec.KVStepReplay:
 		return ix.Replay(s.Stream, fb(s.Frames))
-	case ref.KVStepReplayFailed:
+	case spec.KVStepReplayFailed:
 		return ix.ReplayFailed(s.Stream, s.Reason)
-	case ref.KVStepRestart:
+	case spec.KVStepRestart:
 		return ix.Restart(s.Stream)
 	}
-	scores, err := ix.Score(ref.KVEvScoreQuery{Tokens: s.Tokens, Namespace: s.Namespace, Group: s.Group, Tier: s.Tier, Exact: s.Exact})
-	r := ref.KVEvStepResult{Op: s.Op, Scores: scores}
+	scores, err := ix.Score(spec.KVEvScoreQuery{Tokens: s.Tokens, Namespace: s.Namespace, Group: s.Group, Tier: s.Tier, Exact: s.Exact})
+	r := spec.KVEvStepResult{Op: s.Op, Scores: scores}
 	if err != nil {
-		r.Error = new(ref.ErrorObjectOf(err))
+		r.Error = new(spec.ErrorObjectOf(err))
 	}
 	return r
 }
 
 // kvStepped runs in on a fresh index of newIndex, calling visit after
 // every step with its result and the index; visit returns false to stop.
-func kvStepped(newIndex ref.NewKVEvIndexFunc, in ref.KVEvApplyInput, visit func(i int, r ref.KVEvStepResult, ix ref.KVEvIndex) bool) error {
+func kvStepped(newIndex spec.NewKVEvIndexFunc, in spec.KVEvApplyInput, visit func(i int, r spec.KVEvStepResult, ix spec.KVEvIndex) bool) error {
 	ix, err := newIndex(in.Config, in.Streams)
 	if err != nil {
 		return err
@@ -72,7 +73,7 @@ func kvEqual(a, b any) bool { return kvJSON(a) == kvJSON(b) }
 // every stream step's applied and duplicate seqs, replay request, replay
 // completion, lost runs, restart, held count and step error with the trace
 // (§3.1, §3.2, A7).
-func kvCursorFollows(_ ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+func kvCursorFollows(_ spec.Limits, in spec.KVEvApplyInput, out spec.KVEvApplyOutput) error {
 	cur := map[string]*kvCursor{}
 	for _, s := range in.Streams {
 		cur[s.Name] = newKVCursor(s, in.Config)
@@ -81,13 +82,13 @@ func kvCursorFollows(_ ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutpu
 		c := cur[s.Stream]
 		var o kvCursorOut
 		switch s.Op {
-		case ref.KVStepLive:
+		case spec.KVStepLive:
 			o = c.live(s.Frames)
-		case ref.KVStepReplay:
+		case spec.KVStepReplay:
 			o = c.reply(s.Frames)
-		case ref.KVStepReplayFailed:
+		case spec.KVStepReplayFailed:
 			o = c.failed()
-		case ref.KVStepRestart:
+		case spec.KVStepRestart:
 			o = c.restart()
 		default:
 			continue
@@ -127,7 +128,7 @@ func kvPtr(p *uint64) string {
 // kvAppliedAtMostOnce is §2.5/§2.7: within a publisher incarnation a
 // stream applies each seq at most once, in increasing order, duplicates
 // dropped; a restart starts a new incarnation.
-func kvAppliedAtMostOnce(_ ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+func kvAppliedAtMostOnce(_ spec.Limits, in spec.KVEvApplyInput, out spec.KVEvApplyOutput) error {
 	last := map[string]uint64{}
 	seen := map[string]bool{}
 	// pending counts the restarts a stream reported (a seq regression
@@ -139,7 +140,7 @@ func kvAppliedAtMostOnce(_ ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyO
 	pending := map[string]int{}
 	for i, s := range in.Steps {
 		r := out.Trace[i]
-		if s.Op == ref.KVStepRestart {
+		if s.Op == spec.KVStepRestart {
 			seen[s.Stream], pending[s.Stream] = false, 0
 		} else if r.Restart {
 			pending[s.Stream]++
@@ -166,15 +167,15 @@ func kvAppliedAtMostOnce(_ ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyO
 // over the index's pages at that step (engines with a pool for the
 // query's group and tier; whole pages; the namespace's child page by
 // page; stop at the first missing page or hole), in blocks of that pool.
-func kvScoreWalksState(_ ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+func kvScoreWalksState(_ spec.Limits, in spec.KVEvApplyInput, out spec.KVEvApplyOutput) error {
 	var ferr error
-	err := kvStepped(ref.NewKVEvIndex, in, func(i int, r ref.KVEvStepResult, ix ref.KVEvIndex) bool {
+	err := kvStepped(ref.NewKVEvIndex, in, func(i int, r spec.KVEvStepResult, ix spec.KVEvIndex) bool {
 		if !kvEqual(r, out.Trace[i]) {
 			ferr = fmt.Errorf("step %d: stepping the index gives %s, the script %s", i, kvJSON(r), kvJSON(out.Trace[i]))
 			return false
 		}
 		s := in.Steps[i]
-		if s.Op != ref.KVStepScore || r.Error != nil {
+		if s.Op != spec.KVStepScore || r.Error != nil {
 			return true
 		}
 		want := kvWalkScores(ix.State(), s)
@@ -190,12 +191,12 @@ func kvScoreWalksState(_ ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOut
 	return ferr
 }
 
-func kvWalkScores(st ref.KVEvState, s ref.KVEvStep) []ref.KVEvScore {
+func kvWalkScores(st spec.KVEvState, s spec.KVEvStep) []spec.KVEvScore {
 	tier := strings.ToUpper(s.Tier)
 	if tier == "" {
 		tier = "GPU"
 	}
-	var out []ref.KVEvScore
+	var out []spec.KVEvScore
 	for _, e := range st.Engines {
 		for _, p := range e.Pools {
 			if p.Group != s.Group || p.Tier != tier {
@@ -218,41 +219,41 @@ func kvWalkScores(st ref.KVEvState, s ref.KVEvStep) []ref.KVEvScore {
 					node, n = next, n+1
 				}
 			}
-			out = append(out, ref.KVEvScore{Source: e.Source, DPRank: e.DPRank, Blocks: n, Tokens: int64(n) * p.PageSize, PageSize: p.PageSize, Stale: e.Stale})
+			out = append(out, spec.KVEvScore{Source: e.Source, DPRank: e.DPRank, Blocks: n, Tokens: int64(n) * p.PageSize, PageSize: p.PageSize, Stale: e.Stale})
 		}
 	}
 	return out
 }
 
 // kvPools is the part of a state that events change: every engine's pools.
-func kvPools(st ref.KVEvState) string {
+func kvPools(st spec.KVEvState) string {
 	type eng struct {
-		Key   ref.KVEvEngineKey
-		Pools []ref.KVEvPoolState
+		Key   spec.KVEvEngineKey
+		Pools []spec.KVEvPoolState
 	}
 	var es []eng
 	for _, e := range st.Engines {
-		es = append(es, eng{ref.KVEvEngineKey{Source: e.Source, DPRank: e.DPRank}, e.Pools})
+		es = append(es, eng{spec.KVEvEngineKey{Source: e.Source, DPRank: e.DPRank}, e.Pools})
 	}
 	return kvJSON(es)
 }
 
 // kvDecodeFrames is the decode input of a live or replayed batch's
 // frames (the topic of a 2-frame reply does not matter to the pools).
-func kvDecodeFrames(s ref.KVEvStep) (ref.KVEvDecodeInput, bool) {
+func kvDecodeFrames(s spec.KVEvStep) (spec.KVEvDecodeInput, bool) {
 	switch {
-	case s.Op == ref.KVStepLive && len(s.Frames) == 3:
-		return ref.KVEvDecodeInput{Frames: s.Frames}, true
-	case s.Op == ref.KVStepReplay && len(s.Frames) == 4:
-		return ref.KVEvDecodeInput{Frames: s.Frames[1:]}, true
-	case s.Op == ref.KVStepReplay && len(s.Frames) == 3:
-		return ref.KVEvDecodeInput{Frames: []ref.HexBytes{{}, s.Frames[1], s.Frames[2]}}, true
+	case s.Op == spec.KVStepLive && len(s.Frames) == 3:
+		return spec.KVEvDecodeInput{Frames: s.Frames}, true
+	case s.Op == spec.KVStepReplay && len(s.Frames) == 4:
+		return spec.KVEvDecodeInput{Frames: s.Frames[1:]}, true
+	case s.Op == spec.KVStepReplay && len(s.Frames) == 3:
+		return spec.KVEvDecodeInput{Frames: []spec.HexBytes{{}, s.Frames[1], s.Frames[2]}}, true
 	}
-	return ref.KVEvDecodeInput{}, false
+	return spec.KVEvDecodeInput{}, false
 }
 
 // kvWithFrames returns s with its batch replaced by payload.
-func kvWithPayload(s ref.KVEvStep, payload []byte) ref.KVEvStep {
+func kvWithPayload(s spec.KVEvStep, payload []byte) spec.KVEvStep {
 	s.Frames = slices.Clone(s.Frames)
 	s.Frames[len(s.Frames)-1] = payload
 	return s
@@ -262,13 +263,13 @@ func kvWithPayload(s ref.KVEvStep, payload []byte) ref.KVEvStep {
 // — the batch without it leaves every pool as the batch with it does (the
 // other events still apply). Checked for the first two single-batch steps
 // with a refused event.
-func kvRefusedEventAtomic(lim ref.Limits, in ref.KVEvApplyInput, _ ref.KVEvApplyOutput) error {
+func kvRefusedEventAtomic(lim spec.Limits, in spec.KVEvApplyInput, _ spec.KVEvApplyOutput) error {
 	type refusal struct {
 		step, event int
 		pools       string
 	}
 	var rs []refusal
-	if err := kvStepped(ref.NewKVEvIndex, in, func(i int, r ref.KVEvStepResult, ix ref.KVEvIndex) bool {
+	if err := kvStepped(ref.NewKVEvIndex, in, func(i int, r spec.KVEvStepResult, ix spec.KVEvIndex) bool {
 		if len(r.Applied) != 1 {
 			return true
 		}
@@ -296,7 +297,7 @@ func kvRefusedEventAtomic(lim ref.Limits, in ref.KVEvApplyInput, _ ref.KVEvApply
 		variant := in
 		variant.Steps = append(slices.Clone(in.Steps[:rf.step]), kvWithPayload(in.Steps[rf.step], payload))
 		var got string
-		if err := kvStepped(ref.NewKVEvIndex, variant, func(i int, _ ref.KVEvStepResult, ix ref.KVEvIndex) bool {
+		if err := kvStepped(ref.NewKVEvIndex, variant, func(i int, _ spec.KVEvStepResult, ix spec.KVEvIndex) bool {
 			if i == rf.step {
 				got = kvPools(ix.State())
 			}
@@ -313,7 +314,7 @@ func kvRefusedEventAtomic(lim ref.Limits, in ref.KVEvApplyInput, _ ref.KVEvApply
 
 // kvDecodeErrorChangesNothing is §2.7 (and A2's refusals): a batch
 // refused whole leaves every pool as it was.
-func kvDecodeErrorChangesNothing(_ ref.Limits, in ref.KVEvApplyInput, _ ref.KVEvApplyOutput) error {
+func kvDecodeErrorChangesNothing(_ spec.Limits, in spec.KVEvApplyInput, _ spec.KVEvApplyOutput) error {
 	var before string
 	var ferr error
 	ix0, err := ref.NewKVEvIndex(in.Config, in.Streams)
@@ -338,11 +339,11 @@ func kvDecodeErrorChangesNothing(_ ref.Limits, in ref.KVEvApplyInput, _ ref.KVEv
 // received twice is a duplicate the second time — nothing else in the
 // trace changes, the digest stays, and only the stream's duplicate
 // counter moves.
-func kvReplayTwiceIsDuplicate(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+func kvReplayTwiceIsDuplicate(lim spec.Limits, in spec.KVEvApplyInput, out spec.KVEvApplyOutput) error {
 	at := -1
 	for i, s := range in.Steps {
 		r := out.Trace[i]
-		if s.Op == ref.KVStepReplay && len(r.Applied) == 1 && !r.ReplayDone && r.Error == nil && len(r.ReplayRequest) == 0 {
+		if s.Op == spec.KVStepReplay && len(r.Applied) == 1 && !r.ReplayDone && r.Error == nil && len(r.ReplayRequest) == 0 {
 			at = i
 			break
 		}
@@ -385,17 +386,17 @@ func kvReplayTwiceIsDuplicate(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVE
 // out) give the same engines and digest. Skipped when a batch was refused
 // for engine ownership, which does depend on which stream came first; an
 // engine-budget refusal does not, since each stream has its own share (A5).
-func kvDigestInterleaving(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+func kvDigestInterleaving(lim spec.Limits, in spec.KVEvApplyInput, out spec.KVEvApplyOutput) error {
 	if len(in.Streams) < 2 || kvOrderDependent(out) {
 		return nil
 	}
-	queues := map[string][]ref.KVEvStep{}
+	queues := map[string][]spec.KVEvStep{}
 	for _, s := range in.Steps {
-		if s.Op != ref.KVStepScore {
+		if s.Op != spec.KVStepScore {
 			queues[s.Stream] = append(queues[s.Stream], s)
 		}
 	}
-	variant := ref.KVEvApplyInput{Config: in.Config, Streams: in.Streams}
+	variant := spec.KVEvApplyInput{Config: in.Config, Streams: in.Streams}
 	for round := 0; len(variant.Steps) < len(in.Steps); round++ {
 		moved := false
 		for j := len(in.Streams) - 1; j >= 0; j-- {
@@ -424,10 +425,10 @@ func kvDigestInterleaving(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApp
 	return nil
 }
 
-func kvOrderDependent(out ref.KVEvApplyOutput) bool {
+func kvOrderDependent(out spec.KVEvApplyOutput) bool {
 	for _, r := range out.Trace {
 		for _, e := range r.Errors {
-			if e.Error.Code == ref.ErrEngineOwner.Code() {
+			if e.Error.Code == spec.ErrEngineOwner.Code() {
 				return true
 			}
 		}
@@ -443,7 +444,7 @@ func kvOrderDependent(out ref.KVEvApplyOutput) bool {
 // the likeliest to have crowded the others under a shared cap. Skipped
 // when a batch was refused for engine ownership, which is one stream's
 // engine taken by another by design.
-func kvStreamsAreIndependent(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+func kvStreamsAreIndependent(lim spec.Limits, in spec.KVEvApplyInput, out spec.KVEvApplyOutput) error {
 	if len(in.Streams) < 2 || kvOrderDependent(out) {
 		return nil
 	}
@@ -453,10 +454,10 @@ func kvStreamsAreIndependent(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVEv
 			drop = st
 		}
 	}
-	variant := ref.KVEvApplyInput{Config: in.Config, Streams: in.Streams}
+	variant := spec.KVEvApplyInput{Config: in.Config, Streams: in.Streams}
 	var kept []int // indexes in in.Steps of the variant's steps
 	for i, s := range in.Steps {
-		if s.Op != ref.KVStepScore && s.Stream != drop.Name {
+		if s.Op != spec.KVStepScore && s.Stream != drop.Name {
 			variant.Steps = append(variant.Steps, s)
 			kept = append(kept, i)
 		}
@@ -470,14 +471,14 @@ func kvStreamsAreIndependent(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVEv
 			return fmt.Errorf("without stream %s, step %d gives %s, not %s", drop.Name, i, kvJSON(got.Trace[j]), kvJSON(out.Trace[i]))
 		}
 	}
-	others := func(st ref.KVEvState) string {
-		var ss []ref.KVEvStreamState
+	others := func(st spec.KVEvState) string {
+		var ss []spec.KVEvStreamState
 		for _, s := range st.Streams {
 			if s.Name != drop.Name {
 				ss = append(ss, s)
 			}
 		}
-		var es []ref.KVEvEngineState
+		var es []spec.KVEvEngineState
 		for _, e := range st.Engines {
 			if e.Stream != drop.Name {
 				es = append(es, e)
@@ -493,18 +494,18 @@ func kvStreamsAreIndependent(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVEv
 
 // kvHashedScoreIsExact is A4: on generated scripts (no two prefixes share
 // a chain hash) every hashed score equals the exact one.
-func kvHashedScoreIsExact(lim ref.Limits, in ref.KVEvApplyInput, out ref.KVEvApplyOutput) error {
+func kvHashedScoreIsExact(lim spec.Limits, in spec.KVEvApplyInput, out spec.KVEvApplyOutput) error {
 	exact := in
 	exact.Steps = slices.Clone(in.Steps)
 	for i := range exact.Steps {
-		exact.Steps[i].Exact = exact.Steps[i].Exact || exact.Steps[i].Op == ref.KVStepScore
+		exact.Steps[i].Exact = exact.Steps[i].Exact || exact.Steps[i].Op == spec.KVStepScore
 	}
 	want, err := ref.KVEvApply(lim, exact)
 	if err != nil {
 		return fmt.Errorf("the exact script was rejected: %v", err)
 	}
 	for i, s := range in.Steps {
-		if s.Op == ref.KVStepScore && !s.Exact && !kvEqual(out.Trace[i], want.Trace[i]) {
+		if s.Op == spec.KVStepScore && !s.Exact && !kvEqual(out.Trace[i], want.Trace[i]) {
 			return fmt.Errorf("step %d: hashed score %s, exact %s", i, kvJSON(out.Trace[i]), kvJSON(want.Trace[i]))
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // handleIndex builds the index under test (§2.10 A1, A5): the config from
@@ -19,7 +19,7 @@ import (
 //	      [max_held=N] [max_held_bytes=N] [max_events=N] [max_decode_ratio=N]
 //	  NAME [replay] [rank=R] [topic=T] [reply_topic] [buffer=N]
 func (s *kvScenario) handleIndex(t *testing.T, td *datadriven.TestData) string {
-	cfg := ref.KVEvConfig{
+	cfg := spec.KVEvConfig{
 		MaxEngines:          int(kvArgUint(t, td, "max_engines", 0)),
 		MaxEnginesPerStream: int(kvArgUint(t, td, "max_engines_per_stream", 0)),
 		MaxTokensPerEngine:  int64(kvArgUint(t, td, "max_tokens_per_engine", 0)),
@@ -28,7 +28,7 @@ func (s *kvScenario) handleIndex(t *testing.T, td *datadriven.TestData) string {
 		MaxEvents:           int(kvArgUint(t, td, "max_events", 0)),
 		MaxDecodeRatio:      int64(kvArgUint(t, td, "max_decode_ratio", 0)),
 	}
-	var streams []ref.KVEvStream
+	var streams []spec.KVEvStream
 	pubs := map[string]*kvScenarioPub{}
 	for line := range strings.SplitSeq(td.Input, "\n") {
 		name, args, err := datadriven.ParseLine(line)
@@ -38,7 +38,7 @@ func (s *kvScenario) handleIndex(t *testing.T, td *datadriven.TestData) string {
 		if name == "" {
 			continue
 		}
-		st := ref.KVEvStream{Name: name}
+		st := spec.KVEvStream{Name: name}
 		p := &kvScenarioPub{}
 		for _, a := range args {
 			switch a.Key {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // handleLive has the stream's publisher publish a batch of the input's
@@ -46,7 +46,7 @@ func kvLiveFrames(p *kvScenarioPub, m kvPubMsg) [][]byte {
 }
 
 // kvFrameBytes is frames as the index's methods take them.
-func kvFrameBytes(fr []ref.HexBytes) [][]byte {
+func kvFrameBytes(fr []spec.HexBytes) [][]byte {
 	out := make([][]byte, len(fr))
 	for i, f := range fr {
 		out[i] = f

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // handleReplay has the stream's replay endpoint answer (§3.2, A7). By
@@ -66,28 +66,28 @@ func (s *kvScenario) handleReplay(t *testing.T, td *datadriven.TestData) string 
 }
 
 // reply runs one DEALER message on the index.
-func (s *kvScenario) reply(stream string, fr []ref.HexBytes) string {
+func (s *kvScenario) reply(stream string, fr []spec.HexBytes) string {
 	return s.step(stream, s.ix.Replay(stream, kvFrameBytes(fr)))
 }
 
 // replyFrames is m as the DEALER receives it: [empty, (topic,) seq, payload].
-func (p *kvScenarioPub) replyFrames(m kvPubMsg) []ref.HexBytes {
+func (p *kvScenarioPub) replyFrames(m kvPubMsg) []spec.HexBytes {
 	if p.replyTopic {
-		return []ref.HexBytes{{}, []byte(p.topic), seqFrame(m.seq), m.payload}
+		return []spec.HexBytes{{}, []byte(p.topic), seqFrame(m.seq), m.payload}
 	}
-	return []ref.HexBytes{{}, seqFrame(m.seq), m.payload}
+	return []spec.HexBytes{{}, seqFrame(m.seq), m.payload}
 }
 
 // sentinelFrames is the end of a replay: seq ff…ff, an empty payload.
-func (p *kvScenarioPub) sentinelFrames() []ref.HexBytes {
+func (p *kvScenarioPub) sentinelFrames() []spec.HexBytes {
 	if p.replyTopic {
-		return []ref.HexBytes{{}, {}, seqFrame(math.MaxUint64), {}}
+		return []spec.HexBytes{{}, {}, seqFrame(math.MaxUint64), {}}
 	}
-	return []ref.HexBytes{{}, seqFrame(math.MaxUint64), {}}
+	return []spec.HexBytes{{}, seqFrame(math.MaxUint64), {}}
 }
 
 // badReply is the next reply broken the way bad names.
-func (p *kvScenarioPub) badReply(t *testing.T, td *datadriven.TestData, bad string) []ref.HexBytes {
+func (p *kvScenarioPub) badReply(t *testing.T, td *datadriven.TestData, bad string) []spec.HexBytes {
 	m := kvPubMsg{seq: p.reply.start, payload: kvEmpty}
 	if len(p.reply.snap) > 0 {
 		m = p.reply.snap[0]

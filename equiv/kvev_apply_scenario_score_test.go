@@ -7,7 +7,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // handleScore asks the index for a prompt's score (§2.8): one line per
@@ -16,7 +16,7 @@ import (
 //
 //	score tokens=(…) [tier=T] [ns=NS] [group=G] [exact]
 func (s *kvScenario) handleScore(t *testing.T, td *datadriven.TestData) string {
-	q := ref.KVEvScoreQuery{Tier: kvArgString(t, td, "tier", ""), Namespace: kvArgString(t, td, "ns", ""),
+	q := spec.KVEvScoreQuery{Tier: kvArgString(t, td, "tier", ""), Namespace: kvArgString(t, td, "ns", ""),
 		Group: int64(kvArgUint(t, td, "group", 0)), Exact: td.HasArg("exact")}
 	if a, ok := td.Arg("tokens"); ok {
 		for _, v := range a.Vals {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // handleState prints the index's observable state (§2.10 A1): each
@@ -39,7 +39,7 @@ func (s *kvScenario) handleState(t *testing.T, td *datadriven.TestData) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-func kvRenderCursor(ss ref.KVEvStreamState) string {
+func kvRenderCursor(ss spec.KVEvStreamState) string {
 	var parts []string
 	if ss.Known {
 		parts = append(parts, fmt.Sprintf("next %d, last live %d", ss.Next, ss.LastLive))
@@ -55,7 +55,7 @@ func kvRenderCursor(ss ref.KVEvStreamState) string {
 	return strings.Join(parts, ", ")
 }
 
-func kvRenderEngine(b *strings.Builder, e ref.KVEvEngineState) {
+func kvRenderEngine(b *strings.Builder, e spec.KVEvEngineState) {
 	fmt.Fprintf(b, "engine %s/%d (stream %s", e.Source, e.DPRank, e.Stream)
 	if e.Model != "" {
 		fmt.Fprintf(b, ", model %s", e.Model)
@@ -76,7 +76,7 @@ func kvRenderEngine(b *strings.Builder, e ref.KVEvEngineState) {
 	}
 }
 
-func kvRenderPage(pg ref.KVEvPageState) string {
+func kvRenderPage(pg spec.KVEvPageState) string {
 	var s strings.Builder
 	if pg.Namespace != "" {
 		fmt.Fprintf(&s, "ns %s ", pg.Namespace)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/internal/fault"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestKVEvScenarios runs the narrated event-fed index scenarios
@@ -92,7 +92,7 @@ var kvScenarioBugs = []struct {
 func TestKVEvScenariosShowTheirBug(t *testing.T) {
 	for _, bug := range kvScenarioBugs {
 		t.Run(bug.id, func(t *testing.T) {
-			sc := &kvScenario{newIndex: func(cfg ref.KVEvConfig, streams []ref.KVEvStream) (ref.KVEvIndex, error) {
+			sc := &kvScenario{newIndex: func(cfg spec.KVEvConfig, streams []spec.KVEvStream) (spec.KVEvIndex, error) {
 				return fault.Installed().NewKVEvIndex(cfg, streams, bug.faults)
 			}}
 			differs := ""
@@ -115,8 +115,8 @@ func TestKVEvScenariosShowTheirBug(t *testing.T) {
 // kvScenario is one scenario file's world: the index under test, built by
 // one twin's constructor, and a model of each stream's publisher.
 type kvScenario struct {
-	newIndex ref.NewKVEvIndexFunc
-	ix       ref.KVEvIndex
+	newIndex spec.NewKVEvIndexFunc
+	ix       spec.KVEvIndex
 	pubs     map[string]*kvScenarioPub
 }
 
@@ -200,7 +200,7 @@ func (p *kvScenarioPub) bufferRange() string {
 
 // observe notes what a step result asks of the publisher: a replay request
 // opens one; a stream no longer replaying has none.
-func (s *kvScenario) observe(stream string, r ref.KVEvStepResult) {
+func (s *kvScenario) observe(stream string, r spec.KVEvStepResult) {
 	p := s.pubs[stream]
 	if len(r.ReplayRequest) == 2 && len(r.ReplayRequest[1]) == 8 {
 		p.reply = &kvReply{start: binary.BigEndian.Uint64(r.ReplayRequest[1])}
@@ -255,7 +255,7 @@ func kvScenarioEvent(t *testing.T, td *datadriven.TestData, line string) *mpVal 
 	}
 	switch kind {
 	case "stored":
-		ev := mpA(mpS(ref.EventStored), mpA(hashes()...), mpNil(), kvScenarioTokens(t, td, arg), mpU(kvParseUint(t, td, one("block_size", "1"))), mpNil(), mpS(one("medium", "GPU")))
+		ev := mpA(mpS(spec.EventStored), mpA(hashes()...), mpNil(), kvScenarioTokens(t, td, arg), mpU(kvParseUint(t, td, one("block_size", "1"))), mpNil(), mpS(one("medium", "GPU")))
 		if h := one("parent", ""); h != "" {
 			ev.elems[2] = kvScenarioHash(t, td, h)
 		}
@@ -274,11 +274,11 @@ func kvScenarioEvent(t *testing.T, td *datadriven.TestData, line string) *mpVal 
 		}
 		return ev
 	case "removed":
-		return mpA(mpS(ref.EventRemoved), mpA(hashes()...), mpS(one("medium", "GPU")))
+		return mpA(mpS(spec.EventRemoved), mpA(hashes()...), mpS(one("medium", "GPU")))
 	case "cleared":
 		return kvClr()
 	case "garbage":
-		return mpA(mpS(ref.EventRemoved), mpA()) // no hash: the decoder refuses the batch (§1.4)
+		return mpA(mpS(spec.EventRemoved), mpA()) // no hash: the decoder refuses the batch (§1.4)
 	}
 	td.Fatalf(t, "unknown event %q", kind)
 	return nil
@@ -316,7 +316,7 @@ func kvScenarioHash(t *testing.T, td *datadriven.TestData, v string) *mpVal {
 
 // kvScenarioStep runs one observation on the index, notes what it asks of
 // the publisher and renders it.
-func (s *kvScenario) step(stream string, r ref.KVEvStepResult) string {
+func (s *kvScenario) step(stream string, r spec.KVEvStepResult) string {
 	s.observe(stream, r)
 	return kvRenderStep(r)
 }
@@ -324,7 +324,7 @@ func (s *kvScenario) step(stream string, r ref.KVEvStepResult) string {
 // kvRenderStep is a step result on one line, in the order things happen:
 // a restart, losses, the seqs applied and dropped, refusals, a replay
 // request, the hold queue, the replay's end, a step error.
-func kvRenderStep(r ref.KVEvStepResult) string {
+func kvRenderStep(r spec.KVEvStepResult) string {
 	var parts []string
 	add := func(format string, args ...any) { parts = append(parts, fmt.Sprintf(format, args...)) }
 	if r.Restart {

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The cursor model (§3.1, §3.2, §2.10 A7): what the index must do with the
@@ -37,14 +37,14 @@ type kvCursorOut struct {
 	applied, dups []uint64
 	request       *uint64
 	done          bool
-	lost          []ref.KVEvGap
+	lost          []spec.KVEvGap
 	restart       bool
 	errCode       string
 	// overflow: a held message was dropped (A7); its seq's loss is A3's.
 	overflow bool
 }
 
-func newKVCursor(s ref.KVEvStream, cfg ref.KVEvConfig) *kvCursor {
+func newKVCursor(s spec.KVEvStream, cfg spec.KVEvConfig) *kvCursor {
 	d := cfg.WithDefaults()
 	return &kvCursor{replay: s.Replay, maxHeld: d.MaxHeld, maxHeldBytes: d.MaxHeldBytes}
 }
@@ -68,14 +68,14 @@ func (c *kvCursor) heldBytes() int64 {
 func seqOf(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
 
 // live is a message on the SUB socket.
-func (c *kvCursor) live(frames []ref.HexBytes) kvCursorOut {
+func (c *kvCursor) live(frames []spec.HexBytes) kvCursorOut {
 	var o kvCursorOut
 	switch {
 	case len(frames) != 3:
-		o.errCode = ref.ErrFrameCount.Code()
+		o.errCode = spec.ErrFrameCount.Code()
 		return o
 	case len(frames[1]) != 8:
-		o.errCode = ref.ErrSeqWidth.Code()
+		o.errCode = spec.ErrSeqWidth.Code()
 		return o
 	}
 	m := kvHeldMsg{seq: seqOf(frames[1])}
@@ -145,16 +145,16 @@ func (c *kvCursor) gap(m kvHeldMsg, o *kvCursorOut) {
 		c.request = o.request
 		return
 	}
-	o.lost = append(o.lost, ref.KVEvGap{From: c.next, To: s})
+	o.lost = append(o.lost, spec.KVEvGap{From: c.next, To: s})
 	c.apply(s, o)
 }
 
 // reply is one message on the DEALER socket.
-func (c *kvCursor) reply(frames []ref.HexBytes) kvCursorOut {
+func (c *kvCursor) reply(frames []spec.HexBytes) kvCursorOut {
 	var o kvCursorOut
 	n := len(frames)
 	if !c.replaying || (n != 3 && n != 4) || len(frames[0]) != 0 || len(frames[n-2]) != 8 {
-		o.errCode = ref.ErrReplayProtocol.Code()
+		o.errCode = spec.ErrReplayProtocol.Code()
 		return o
 	}
 	s := seqOf(frames[n-2])
@@ -168,7 +168,7 @@ func (c *kvCursor) reply(frames []ref.HexBytes) kvCursorOut {
 		o.dups = append(o.dups, s)
 		return o
 	case s != c.next:
-		o.lost = append(o.lost, ref.KVEvGap{From: c.next, To: s})
+		o.lost = append(o.lost, spec.KVEvGap{From: c.next, To: s})
 	}
 	c.apply(s, &o)
 	return o
@@ -178,7 +178,7 @@ func (c *kvCursor) reply(frames []ref.HexBytes) kvCursorOut {
 func (c *kvCursor) failed() kvCursorOut {
 	var o kvCursorOut
 	if !c.replaying {
-		o.errCode = ref.ErrReplayProtocol.Code() // A7: nothing outstanding
+		o.errCode = spec.ErrReplayProtocol.Code() // A7: nothing outstanding
 		return o
 	}
 	c.end(&o)
@@ -189,7 +189,7 @@ func (c *kvCursor) failed() kvCursorOut {
 // [next, trigger) is lost, then the hold queue drains (A7).
 func (c *kvCursor) end(o *kvCursorOut) {
 	if !c.pastEnd && c.next < c.target {
-		o.lost = append(o.lost, ref.KVEvGap{From: c.next, To: c.target})
+		o.lost = append(o.lost, spec.KVEvGap{From: c.next, To: c.target})
 		c.next = c.target
 	}
 	c.replaying = false

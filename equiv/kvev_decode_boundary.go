@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // kvev.decode's boundary table: §5.1's payloads as the spec lists them, the
@@ -49,8 +49,8 @@ var (
 
 const kvTopic52 = "kv@10.0.0.7@llama"
 
-func kvMsg(topic string, seq uint64, payload []byte) ref.KVEvDecodeInput {
-	return ref.KVEvDecodeInput{Frames: []ref.HexBytes{[]byte(topic), seqFrame(seq), payload}}
+func kvMsg(topic string, seq uint64, payload []byte) spec.KVEvDecodeInput {
+	return spec.KVEvDecodeInput{Frames: []spec.HexBytes{[]byte(topic), seqFrame(seq), payload}}
 }
 
 // kvPayload encodes a hand-built batch.
@@ -58,7 +58,7 @@ func kvPayload(v *mpVal) []byte { return v.bytes() }
 
 // kvDecodeBoundary is kvev.decode's boundary table, in this order: accepted
 // edges, refusals, cut payloads, fields, and A10's bounds.
-func kvDecodeBoundary() []Case[ref.KVEvDecodeInput] {
+func kvDecodeBoundary() []Case[spec.KVEvDecodeInput] {
 	return slices.Concat(kvDecodeAcceptedCases(), kvDecodeRejectedCases(), kvDecodeCutCases(), kvDecodeFieldCases(), kvBoundsBoundary())
 }
 
@@ -66,15 +66,15 @@ func kvDecodeBoundary() []Case[ref.KVEvDecodeInput] {
 // BlockStored of the given fields, a batch [ts, events, rank 0], a batch
 // removing one hash, and a message whose payload is spaced hex.
 func kvDecodeBuilders() (ts *mpVal, stored func(vals ...*mpVal) *mpVal, batch func(evs ...*mpVal) []byte,
-	hashOnly func(h *mpVal) []byte, raw func(payload string) ref.KVEvDecodeInput) {
+	hashOnly func(h *mpVal) []byte, raw func(payload string) spec.KVEvDecodeInput) {
 	ts = mpF64(1757500000.25)
-	stored = func(vals ...*mpVal) *mpVal { return mpA(append([]*mpVal{mpS(ref.EventStored)}, vals...)...) }
+	stored = func(vals ...*mpVal) *mpVal { return mpA(append([]*mpVal{mpS(spec.EventStored)}, vals...)...) }
 	batch = func(evs ...*mpVal) []byte { return kvPayload(mpA(ts, mpA(evs...), mpU(0))) }
 	hashOnly = func(h *mpVal) []byte {
-		return batch(mpA(mpS(ref.EventRemoved), mpA(h), mpS("GPU")))
+		return batch(mpA(mpS(spec.EventRemoved), mpA(h), mpS("GPU")))
 	}
 	// raw is a message whose payload is spaced hex.
-	raw = func(payload string) ref.KVEvDecodeInput { return kvMsg("t", 0, kvHex(payload)) }
+	raw = func(payload string) spec.KVEvDecodeInput { return kvMsg("t", 0, kvHex(payload)) }
 	return ts, stored, batch, hashOnly, raw
 }
 
@@ -82,9 +82,9 @@ func kvDecodeBuilders() (ts *mpVal, stored func(vals ...*mpVal) *mpVal, batch fu
 // accepted edge of §1: timestamps, batch shapes, ranks, hash shapes, token
 // widths, event forms and their tolerated fields, unknown tags and A6's
 // depth and UTF-8.
-func kvDecodeAcceptedCases() []Case[ref.KVEvDecodeInput] {
+func kvDecodeAcceptedCases() []Case[spec.KVEvDecodeInput] {
 	ts, stored, batch, hashOnly, _ := kvDecodeBuilders()
-	return []Case[ref.KVEvDecodeInput]{
+	return []Case[spec.KVEvDecodeInput]{
 		{"e1-oldest-vllm-array-2-element-batch", kvMsg(kvTopic52, 0, kvE1)},
 		{"e2-removed-with-medium-and-rank", kvMsg(kvTopic52, 1, kvE2)},
 		{"e3-last-vllm-array-12-elements", kvMsg(kvTopic52, 2, kvE3)},
@@ -99,8 +99,8 @@ func kvDecodeAcceptedCases() []Case[ref.KVEvDecodeInput] {
 		// writes the same bytes for it.
 		{"non-utf8-strings", kvMsg("t", 0, batch(
 			mpA(mpS("Heart\xc3beat")),
-			mpA(mpS(ref.EventStored), mpA(mpU(1)), mpNil(), mpA(mpU(5)), mpU(1), mpNil(), mpS("G\xffPU"), mpS("sql-\xfelora"), mpNil(), mpNil(), mpS("full\x80attention")),
-			mpM(mpS("type"), mpS(ref.EventRemoved), mpS("block_hashes"), mpA(mpU(1)), mpS("medium"), mpS("\xe2\x82"))))},
+			mpA(mpS(spec.EventStored), mpA(mpU(1)), mpNil(), mpA(mpU(5)), mpU(1), mpNil(), mpS("G\xffPU"), mpS("sql-\xfelora"), mpNil(), mpNil(), mpS("full\x80attention")),
+			mpM(mpS("type"), mpS(spec.EventRemoved), mpS("block_hashes"), mpA(mpU(1)), mpS("medium"), mpS("\xe2\x82"))))},
 		{"empty-events-2-element-batch", kvMsg("t", 0, kvPayload(mpA(ts, mpA())))},
 		{"ts-as-negative-int", kvMsg("t", 0, kvPayload(mpA(mpI(-5), mpA(), mpNil())))},
 		{"ts-float32", kvMsg("t", 0, kvPayload(mpA(mpF32(1.5), mpA(), mpNil())))},
@@ -108,10 +108,10 @@ func kvDecodeAcceptedCases() []Case[ref.KVEvDecodeInput] {
 		{"batch-6-elements-past-4-ignored", kvMsg("t", 0, kvPayload(mpA(ts, mpA(), mpNil(), mpNil(), mpS("x"), mpM(mpS("y"), mpA()))))},
 		{"batch-rank-max-int64-uint64-width", kvMsg("t", 0, kvPayload(mpA(ts, mpA(), mpUW(math.MaxInt64, 8))))},
 		{"batch-rank-signed-width", kvMsg("t", 0, kvPayload(mpA(ts, mpA(), mpIW(3, 8))))},
-		{"map-shaped-batch", kvMsg("t", 0, kvPayload(mpM(mpS("events"), mpA(mpA(mpS(ref.EventCleared))), mpS("ts"), ts, mpS("data_parallel_rank"), mpU(2))))},
+		{"map-shaped-batch", kvMsg("t", 0, kvPayload(mpM(mpS("events"), mpA(mpA(mpS(spec.EventCleared))), mpS("ts"), ts, mpS("data_parallel_rank"), mpU(2))))},
 		{"map-shaped-batch-without-rank", kvMsg("t", 0, kvPayload(mpM(mpS("ts"), ts, mpS("events"), mpA())))},
-		{"hash-zero-and-max-uint", kvMsg("t", 0, batch(mpA(mpS(ref.EventRemoved), mpA(mpU(0), mpU(math.MaxUint64), mpUW(5, 8)))))},
-		{"hash-minus-one-every-width", kvMsg("t", 0, batch(mpA(mpS(ref.EventRemoved), mpA(mpI(-1), mpIW(-1, 1), mpIW(-1, 2), mpIW(-1, 4), mpIW(-1, 8), mpI(math.MinInt64)))))},
+		{"hash-zero-and-max-uint", kvMsg("t", 0, batch(mpA(mpS(spec.EventRemoved), mpA(mpU(0), mpU(math.MaxUint64), mpUW(5, 8)))))},
+		{"hash-minus-one-every-width", kvMsg("t", 0, batch(mpA(mpS(spec.EventRemoved), mpA(mpI(-1), mpIW(-1, 1), mpIW(-1, 2), mpIW(-1, 4), mpIW(-1, 8), mpI(math.MinInt64)))))},
 		{"hash-bin-1-byte", kvMsg("t", 0, hashOnly(mpB([]byte{0xab})))},
 		{"hash-bin-7-bytes", kvMsg("t", 0, hashOnly(mpB(kvHex("01020304050607"))))},
 		{"hash-bin-8-bytes", kvMsg("t", 0, hashOnly(mpB(kvHex("18191a1b1c1d1e1f"))))},
@@ -127,11 +127,11 @@ func kvDecodeAcceptedCases() []Case[ref.KVEvDecodeInput] {
 		{"stored-array-14-trailing-fields-ignored", kvMsg("t", 0, batch(stored(mpA(mpU(1)), mpNil(), mpA(mpU(7)), mpU(1), mpI(-2), mpS("gpu"), mpS(""),
 			mpA(mpA(mpS("salt"), mpM(mpS("k"), mpA()))), mpI(-1), mpS("sliding_window"), mpU(4096), mpS("local"), mpRawV([]byte{0xd6, 0xff, 0, 0, 0, 1}))))},
 		{"map-form-unknown-keys-and-omitted-tolerated-fields", kvMsg("t", 0, batch(mpM(
-			mpS("session_id"), mpS("s"), mpS("type"), mpS(ref.EventStored), mpS("token_ids"), mpA(mpU(3)), mpS("block_size"), mpU(1),
+			mpS("session_id"), mpS("s"), mpS("type"), mpS(spec.EventStored), mpS("token_ids"), mpA(mpU(3)), mpS("block_size"), mpU(1),
 			mpS("block_hashes"), mpA(mpU(9)), mpS("locality"), mpNil(), mpS("ownership"), mpA(mpA()), mpS("cache_salt"), mpS("x"))))},
-		{"removed-array-4-with-group", kvMsg("t", 0, batch(mpA(mpS(ref.EventRemoved), mpA(mpU(9)), mpNil(), mpU(1))))},
-		{"removed-map-omitting-medium", kvMsg("t", 0, batch(mpM(mpS("type"), mpS(ref.EventRemoved), mpS("block_hashes"), mpA(mpU(9)), mpS("locality"), mpS("x"))))},
-		{"cleared-with-trailing-elements", kvMsg("t", 0, batch(mpA(mpS(ref.EventCleared), mpNil(), mpS("GPU")), mpM(mpS("type"), mpS(ref.EventCleared), mpS("medium"), mpS("GPU"))))},
+		{"removed-array-4-with-group", kvMsg("t", 0, batch(mpA(mpS(spec.EventRemoved), mpA(mpU(9)), mpNil(), mpU(1))))},
+		{"removed-map-omitting-medium", kvMsg("t", 0, batch(mpM(mpS("type"), mpS(spec.EventRemoved), mpS("block_hashes"), mpA(mpU(9)), mpS("locality"), mpS("x"))))},
+		{"cleared-with-trailing-elements", kvMsg("t", 0, batch(mpA(mpS(spec.EventCleared), mpNil(), mpS("GPU")), mpM(mpS("type"), mpS(spec.EventCleared), mpS("medium"), mpS("GPU"))))},
 		{"unknown-tags-skipped", kvMsg("t", 0, batch(mpA(mpS("BlockEvicted"), mpA(mpU(1)), mpM(mpU(1), mpU(2))), mpM(mpS("type"), mpS(""), mpS("x"), mpRawV([]byte{0xc7, 3, 1, 0xaa, 0xbb, 0xcc}))))},
 		// A6's depth: the batch is at 1, events 2, an event 3, a field 4;
 		// extra_keys (4) holding 28 nested arrays reaches 32, 29 reach 33.
@@ -143,12 +143,12 @@ func kvDecodeAcceptedCases() []Case[ref.KVEvDecodeInput] {
 
 // kvDecodeRejectedCases are §1's refusals, one per rule (kvDecodeRejects
 // names each case's sentinel).
-func kvDecodeRejectedCases() []Case[ref.KVEvDecodeInput] {
+func kvDecodeRejectedCases() []Case[spec.KVEvDecodeInput] {
 	ts, stored, batch, hashOnly, _ := kvDecodeBuilders()
-	return []Case[ref.KVEvDecodeInput]{
-		{"frame-count-2", ref.KVEvDecodeInput{Frames: []ref.HexBytes{[]byte("t"), seqFrame(0)}}},
-		{"frame-count-4", ref.KVEvDecodeInput{Frames: []ref.HexBytes{[]byte("t"), seqFrame(0), kvE2, {}}}},
-		{"seq-width-7", ref.KVEvDecodeInput{Frames: []ref.HexBytes{[]byte("t"), seqFrame(0)[1:], kvE2}}},
+	return []Case[spec.KVEvDecodeInput]{
+		{"frame-count-2", spec.KVEvDecodeInput{Frames: []spec.HexBytes{[]byte("t"), seqFrame(0)}}},
+		{"frame-count-4", spec.KVEvDecodeInput{Frames: []spec.HexBytes{[]byte("t"), seqFrame(0), kvE2, {}}}},
+		{"seq-width-7", spec.KVEvDecodeInput{Frames: []spec.HexBytes{[]byte("t"), seqFrame(0)[1:], kvE2}}},
 		{"trailing-nil-byte", kvMsg("t", 0, append(kvE2[:len(kvE2):len(kvE2)], 0xc0))},
 		{"empty-payload", kvMsg("t", 0, []byte{})},
 		{"batch-of-one-element", kvMsg("t", 0, kvPayload(mpA(ts)))},
@@ -156,9 +156,9 @@ func kvDecodeRejectedCases() []Case[ref.KVEvDecodeInput] {
 		{"rank-2-pow-63", kvMsg("t", 0, kvPayload(mpA(ts, mpA(), mpU(1<<63))))},
 		{"ts-as-string", kvMsg("t", 0, kvPayload(mpA(mpS("now"), mpA())))},
 		{"event-without-string-tag", kvMsg("t", 0, batch(mpA(mpU(1), mpA(mpU(1)))))},
-		{"event-map-duplicate-key", kvMsg("t", 0, batch(mpM(mpS("type"), mpS(ref.EventRemoved), mpS("block_hashes"), mpA(mpU(1)), mpS("block_hashes"), mpA(mpU(2)))))},
-		{"event-map-duplicate-non-utf8-key", kvMsg("t", 0, batch(mpM(mpS("type"), mpS(ref.EventRemoved), mpS("\xffk"), mpU(1), mpS("\xffk"), mpU(2))))},
-		{"event-map-int-key", kvMsg("t", 0, batch(mpM(mpS("type"), mpS(ref.EventCleared), mpU(1), mpU(2))))},
+		{"event-map-duplicate-key", kvMsg("t", 0, batch(mpM(mpS("type"), mpS(spec.EventRemoved), mpS("block_hashes"), mpA(mpU(1)), mpS("block_hashes"), mpA(mpU(2)))))},
+		{"event-map-duplicate-non-utf8-key", kvMsg("t", 0, batch(mpM(mpS("type"), mpS(spec.EventRemoved), mpS("\xffk"), mpU(1), mpS("\xffk"), mpU(2))))},
+		{"event-map-int-key", kvMsg("t", 0, batch(mpM(mpS("type"), mpS(spec.EventCleared), mpU(1), mpU(2))))},
 		{"stored-array-4-missing-block-size", kvMsg("t", 0, batch(stored(mpA(mpU(1)), mpNil(), mpA(mpU(7)))))},
 		{"stored-empty-hashes", kvMsg("t", 0, batch(stored(mpA(), mpNil(), mpA(), mpU(1), mpNil())))},
 		{"hash-empty-bin", kvMsg("t", 0, hashOnly(mpB([]byte{})))},
@@ -168,10 +168,10 @@ func kvDecodeRejectedCases() []Case[ref.KVEvDecodeInput] {
 		{"token-negative", kvMsg("t", 0, batch(stored(mpA(mpU(1)), mpNil(), mpA(mpI(-1)), mpU(1), mpNil())))},
 		{"token-nil", kvMsg("t", 0, batch(stored(mpA(mpU(1)), mpNil(), mpA(mpNil()), mpU(1), mpNil())))},
 		{"block-size-zero", kvMsg("t", 0, batch(stored(mpA(mpU(1)), mpNil(), mpA(), mpU(0), mpNil())))},
-		{"medium-int", kvMsg("t", 0, batch(mpA(mpS(ref.EventRemoved), mpA(mpU(1)), mpU(1))))},
+		{"medium-int", kvMsg("t", 0, batch(mpA(mpS(spec.EventRemoved), mpA(mpU(1)), mpU(1))))},
 		{"depth-33-in-extra-keys", kvMsg("t", 0, batch(stored(mpA(mpU(1)), mpNil(), mpA(mpU(7)), mpU(1), mpNil(), mpNil(), mpNil(), mpA(mpNest(29, mpU(1))))))},
 		{"depth-33-past-batch-element-4", kvMsg("t", 0, kvPayload(mpA(ts, mpA(), mpNil(), mpNil(), mpNest(32, mpNil()))))},
-		{"depth-33-in-a-map-form-unknown-key", kvMsg("t", 0, batch(mpM(mpS("type"), mpS(ref.EventCleared), mpS("locality"), mpNest(30, mpNil()))))},
+		{"depth-33-in-a-map-form-unknown-key", kvMsg("t", 0, batch(mpM(mpS("type"), mpS(spec.EventCleared), mpS("locality"), mpNest(30, mpNil()))))},
 		{"ts-nan", kvMsg("t", 0, kvPayload(mpA(mpF64(math.NaN()), mpA())))},
 		{"ts-float32-infinity", kvMsg("t", 0, kvPayload(mpA(mpF32(float32(math.Inf(-1))), mpA())))},
 		{"depth-40-in-extra-keys", kvMsg("t", 0, batch(stored(mpA(mpU(1)), mpNil(), mpA(mpU(7)), mpU(1), mpNil(), mpNil(), mpNil(), mpA(mpNest(40, mpU(1))))))},
@@ -185,9 +185,9 @@ func kvDecodeRejectedCases() []Case[ref.KVEvDecodeInput] {
 
 // kvDecodeCutCases are payloads cut or overdeclared at every value of the
 // batch and its events, each refused at that value's place (A6).
-func kvDecodeCutCases() []Case[ref.KVEvDecodeInput] {
+func kvDecodeCutCases() []Case[spec.KVEvDecodeInput] {
 	ts, _, batch, _, raw := kvDecodeBuilders()
-	return []Case[ref.KVEvDecodeInput]{
+	return []Case[spec.KVEvDecodeInput]{
 		// The batch's elements one by one (A6: a payload that ends inside
 		// a value is refused at that value's place, truncated). ts is a
 		// float64 (cb + 8 bytes) where the batch's declared length needs
@@ -235,10 +235,10 @@ func kvDecodeCutCases() []Case[ref.KVEvDecodeInput] {
 		{"event-map16-header-cut", raw(`92 cb 0000000000000000 91 de 00`)},
 		// Form B with entries before "type": form detection checks their
 		// keys and skips their values first.
-		{"event-map-int-key-before-type", kvMsg("t", 0, batch(mpM(mpU(1), mpU(2), mpS("type"), mpS(ref.EventCleared))))},
-		{"event-map-repeated-key-before-type", kvMsg("t", 0, batch(mpM(mpS("x"), mpU(1), mpS("x"), mpU(2), mpS("type"), mpS(ref.EventCleared))))},
+		{"event-map-int-key-before-type", kvMsg("t", 0, batch(mpM(mpU(1), mpU(2), mpS("type"), mpS(spec.EventCleared))))},
+		{"event-map-repeated-key-before-type", kvMsg("t", 0, batch(mpM(mpS("x"), mpU(1), mpS("x"), mpU(2), mpS("type"), mpS(spec.EventCleared))))},
 		{"event-map-type-not-str-after-a-key", kvMsg("t", 0, batch(mpM(mpS("x"), mpU(1), mpS("type"), mpU(1))))},
-		{"event-map-reserved-byte-before-type", kvMsg("t", 0, batch(mpM(mpS("x"), mpRawV([]byte{0xc1}), mpS("type"), mpS(ref.EventCleared))))},
+		{"event-map-reserved-byte-before-type", kvMsg("t", 0, batch(mpM(mpS("x"), mpRawV([]byte{0xc1}), mpS("type"), mpS(spec.EventCleared))))},
 		// 17 distinct unknown keys, then the 4th again: the fast decoder
 		// keeps 16 keys in place and the rest in a set.
 		{"event-map-key-repeated-after-17-keys", kvMsg("t", 0, batch(kvManyKeys(17, "k03")))},
@@ -247,12 +247,12 @@ func kvDecodeCutCases() []Case[ref.KVEvDecodeInput] {
 
 // kvDecodeFieldCases are an event's fields cut, out of range or of the
 // wrong type, each refused naming its field.
-func kvDecodeFieldCases() []Case[ref.KVEvDecodeInput] {
+func kvDecodeFieldCases() []Case[spec.KVEvDecodeInput] {
 	_, stored, batch, hashOnly, raw := kvDecodeBuilders()
-	return []Case[ref.KVEvDecodeInput]{
+	return []Case[spec.KVEvDecodeInput]{
 		// An event's fields.
-		{"hashes-array16-header-cut", kvMsg("t", 0, kvPayload(mpA(mpU(0), mpA(mpA(mpS(ref.EventRemoved), mpRawV(kvHex(`dc 00`)))))))},
-		{"hashes-fixarray-15-past-end", kvMsg("t", 0, kvPayload(mpA(mpU(0), mpA(mpA(mpS(ref.EventRemoved), mpRawV(kvHex(`9f 01`)))))))},
+		{"hashes-array16-header-cut", kvMsg("t", 0, kvPayload(mpA(mpU(0), mpA(mpA(mpS(spec.EventRemoved), mpRawV(kvHex(`dc 00`)))))))},
+		{"hashes-fixarray-15-past-end", kvMsg("t", 0, kvPayload(mpA(mpU(0), mpA(mpA(mpS(spec.EventRemoved), mpRawV(kvHex(`9f 01`)))))))},
 		{"tokens-array16-header-cut", kvMsg("t", 0, kvPayload(mpA(mpU(0), mpA(stored(mpA(mpU(1)), mpNil(), mpRawV(kvHex(`dc 00`)))))))},
 		{"tokens-end-after-first-of-two", kvMsg("t", 0, kvPayload(mpA(mpU(0), mpA(stored(mpA(mpU(1)), mpNil(), mpRawV(kvHex(`92 cd 0100`)))))))},
 		// A stored event of 5 positions whose block_size is missing, then
@@ -261,7 +261,7 @@ func kvDecodeFieldCases() []Case[ref.KVEvDecodeInput] {
 		{"block-size-uint16-cut", raw(`92 00 91 95 ab 426c6f636b53746f726564 91 01 c0 91 07 cd 00`)},
 		{"block-size-past-int64", kvMsg("t", 0, batch(stored(mpA(mpU(1)), mpNil(), mpA(mpU(7)), mpU(1<<63), mpNil())))},
 		{"block-size-str", kvMsg("t", 0, batch(stored(mpA(mpU(1)), mpNil(), mpA(mpU(7)), mpS("1"), mpNil())))},
-		{"medium-negative-fixint", kvMsg("t", 0, batch(mpA(mpS(ref.EventRemoved), mpA(mpU(1)), mpI(-1))))},
+		{"medium-negative-fixint", kvMsg("t", 0, batch(mpA(mpS(spec.EventRemoved), mpA(mpU(1)), mpI(-1))))},
 		{"sglang-salt-map-reserved-byte", kvMsg("t", 0, batch(stored(mpA(mpU(1)), mpNil(), mpA(mpU(7)), mpU(1), mpNil(), mpNil(),
 			mpM(mpS("s"), mpRawV([]byte{0xc1})))))},
 		// extra_keys (4) holding 28 nested arrays (5..32), then a map at 33.
@@ -277,17 +277,17 @@ func kvDecodeFieldCases() []Case[ref.KVEvDecodeInput] {
 // bound, their expectations derived from the spec's text in the comments
 // (cost: 256 per event, 8 per hash, 4 per token; bound: ratio × payload
 // bytes + 65,536).
-func kvBoundsBoundary() []Case[ref.KVEvDecodeInput] {
-	msg := func(payload []byte, lim ref.KVDecodeLimits) ref.KVEvDecodeInput {
+func kvBoundsBoundary() []Case[spec.KVEvDecodeInput] {
+	msg := func(payload []byte, lim spec.KVDecodeLimits) spec.KVEvDecodeInput {
 		in := kvMsg("t", 0, payload)
 		in.Limits = lim
 		return in
 	}
-	ratio1 := ref.KVDecodeLimits{MaxDecodeRatio: 1}
-	return []Case[ref.KVEvDecodeInput]{
+	ratio1 := spec.KVDecodeLimits{MaxDecodeRatio: 1}
+	return []Case[spec.KVEvDecodeInput]{
 		// max_events 4: [ts, [4 or 5 × ["x"]], 0].
-		{"a10-max-events-4-holds-4", msg(kvEmptyTags(0, 4, "x", nil), ref.KVDecodeLimits{MaxEvents: 4})},
-		{"a10-max-events-4-refuses-5", msg(kvEmptyTags(0, 5, "x", nil), ref.KVDecodeLimits{MaxEvents: 4})},
+		{"a10-max-events-4-holds-4", msg(kvEmptyTags(0, 4, "x", nil), spec.KVDecodeLimits{MaxEvents: 4})},
+		{"a10-max-events-4-refuses-5", msg(kvEmptyTags(0, 5, "x", nil), spec.KVDecodeLimits{MaxEvents: 4})},
 		// Events, ratio 1: n × [""] is 2n + 14 bytes and costs 256n; 258
 		// costs 66,048 <= 66,066, 259 costs 66,304 > 66,068.
 		{"a10-ratio-1-events-258-hold", msg(kvEmptyTags(0, 258, "", nil), ratio1)},
@@ -308,11 +308,11 @@ func kvBoundsBoundary() []Case[ref.KVEvDecodeInput] {
 		{"a10-skipped-arrays-charge-nothing", msg(kvPayload(mpA(mpF64(1757500000.25), mpA(mpA(mpS("Later"), mpA(slices.Repeat([]*mpVal{mpA()}, 600)...))), mpU(0))), ratio1)},
 		// The declared-length check (A6) comes first: 20 events declared
 		// with 9 bytes left.
-		{"a10-declared-length-before-max-events", msg(kvHex(`93 cb41da3054981000 00 dc0014 91a178 91a178 91a178`), ref.KVDecodeLimits{MaxEvents: 1})},
+		{"a10-declared-length-before-max-events", msg(kvHex(`93 cb41da3054981000 00 dc0014 91a178 91a178 91a178`), spec.KVDecodeLimits{MaxEvents: 1})},
 		// Limits past their caps are refused up front (ErrTooLarge).
-		{"a10-limits-max-events-past-cap", msg(kvE2, ref.KVDecodeLimits{MaxEvents: ref.MaxKVEvents + 1})},
-		{"a10-limits-ratio-negative", msg(kvE2, ref.KVDecodeLimits{MaxDecodeRatio: -1})},
-		{"a10-limits-at-their-caps", msg(kvE2, ref.KVDecodeLimits{MaxEvents: ref.MaxKVEvents, MaxDecodeRatio: ref.MaxKVDecodeRatio})},
+		{"a10-limits-max-events-past-cap", msg(kvE2, spec.KVDecodeLimits{MaxEvents: spec.MaxKVEvents + 1})},
+		{"a10-limits-ratio-negative", msg(kvE2, spec.KVDecodeLimits{MaxDecodeRatio: -1})},
+		{"a10-limits-at-their-caps", msg(kvE2, spec.KVDecodeLimits{MaxEvents: spec.MaxKVEvents, MaxDecodeRatio: spec.MaxKVDecodeRatio})},
 	}
 }
 
@@ -337,7 +337,7 @@ func kvEmptyTags(lead, n int, tag string, last []byte) []byte {
 // kvRemovedFixints is ["BlockRemoved", [k × 1]] with an array16 list:
 // 1 + 13 + 3 + k bytes.
 func kvRemovedFixints(k int) []byte {
-	b := append([]byte{0x92, 0xac}, ref.EventRemoved...)
+	b := append([]byte{0x92, 0xac}, spec.EventRemoved...)
 	b = binary.BigEndian.AppendUint16(append(b, 0xdc), uint16(k))
 	return append(b, bytes.Repeat([]byte{0x01}, k)...)
 }
@@ -345,7 +345,7 @@ func kvRemovedFixints(k int) []byte {
 // kvStoredFixints is ["BlockStored", [1], nil, [t × 1], t] (t < 128) with
 // an array16 token list: 1 + 12 + 2 + 1 + 3 + t + 1 bytes.
 func kvStoredFixints(t int) []byte {
-	b := append([]byte{0x95, 0xab}, ref.EventStored...)
+	b := append([]byte{0x95, 0xab}, spec.EventStored...)
 	b = binary.BigEndian.AppendUint16(append(b, 0x91, 0x01, 0xc0, 0xdc), uint16(t))
 	return append(append(b, bytes.Repeat([]byte{0x01}, t)...), byte(t))
 }
@@ -353,7 +353,7 @@ func kvStoredFixints(t int) []byte {
 // kvManyKeys is a form-B AllBlocksCleared with n distinct unknown keys
 // k00, k01, … after "type", then the key again (n null values, then 1).
 func kvManyKeys(n int, again string) *mpVal {
-	kvs := []*mpVal{mpS("type"), mpS(ref.EventCleared)}
+	kvs := []*mpVal{mpS("type"), mpS(spec.EventCleared)}
 	for k := range n {
 		kvs = append(kvs, mpS(fmt.Sprintf("k%02d", k)), mpNil())
 	}

@@ -6,7 +6,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // kvev.decode's invalid generator: a real message broken once, in one of
@@ -16,10 +16,10 @@ import (
 // kvDecodeInvalid draws a real message and breaks it once, in one of the
 // §1 / A6 error classes; every other check passes, so the first failure in
 // document order is the broken one.
-func kvDecodeInvalid(t *rapid.T) Bad[ref.KVEvDecodeInput] {
+func kvDecodeInvalid(t *rapid.T) Bad[spec.KVEvDecodeInput] {
 	d := drawMessage(t, 3)
-	bad := func(s *ref.Sentinel, payload []byte) Bad[ref.KVEvDecodeInput] {
-		return Bad[ref.KVEvDecodeInput]{In: d.input(payload), Want: s}
+	bad := func(s *spec.Sentinel, payload []byte) Bad[spec.KVEvDecodeInput] {
+		return Bad[spec.KVEvDecodeInput]{In: d.input(payload), Want: s}
 	}
 	switch uniform(t, 13, "class") {
 	case 0: // §1.2: frame count
@@ -32,38 +32,38 @@ func kvDecodeInvalid(t *rapid.T) Bad[ref.KVEvDecodeInput] {
 		default:
 			in.Frames = append(in.Frames, rapid.SliceOfN(rapid.Byte(), 0, 3).Draw(t, "extra_frame"))
 		}
-		return Bad[ref.KVEvDecodeInput]{In: in, Want: ref.ErrFrameCount}
+		return Bad[spec.KVEvDecodeInput]{In: in, Want: spec.ErrFrameCount}
 	case 1: // §1.2: seq width
 		in := d.input(d.batch().bytes())
 		in.Frames[1] = rapid.SliceOfN(rapid.Byte(), 0, 16).Filter(func(b []byte) bool { return len(b) != 8 }).Draw(t, "seq_frame")
-		return Bad[ref.KVEvDecodeInput]{In: in, Want: ref.ErrSeqWidth}
+		return Bad[spec.KVEvDecodeInput]{In: in, Want: spec.ErrSeqWidth}
 	case 2: // §1.3: trailing bytes
 		tail := drawJunk(t, 1).bytes()
 		if rapid.Bool().Draw(t, "raw_tail") {
 			tail = rapid.SliceOfN(rapid.Byte(), 1, 3).Draw(t, "tail")
 		}
-		return bad(ref.ErrTrailingBytes, append(d.batch().bytes(), tail...))
+		return bad(spec.ErrTrailingBytes, append(d.batch().bytes(), tail...))
 	case 3: // §1.3: batch shape
-		return bad(ref.ErrBatchShape, kvBreakBatch(t, d))
+		return bad(spec.ErrBatchShape, kvBreakBatch(t, d))
 	case 4: // §1.4 rule 1, A6: event shape, keys
-		return kvBreakEvent(t, d, ref.ErrEventShape, kvBadEventShape)
+		return kvBreakEvent(t, d, spec.ErrEventShape, kvBadEventShape)
 	case 5: // §1.4 rule 3: missing required field
-		return kvBreakEvent(t, d, ref.ErrMissingField, kvMissingField)
+		return kvBreakEvent(t, d, spec.ErrMissingField, kvMissingField)
 	case 6: // §1.4 rule 4: field types and ranges
-		return kvBreakEvent(t, d, ref.ErrFieldType, kvBadFieldType)
+		return kvBreakEvent(t, d, spec.ErrFieldType, kvBadFieldType)
 	case 7: // §1.4 rule 4: empty hashes
-		return kvBreakEvent(t, d, ref.ErrEmptyHashes, func(t *rapid.T) *mpVal {
+		return kvBreakEvent(t, d, spec.ErrEmptyHashes, func(t *rapid.T) *mpVal {
 			e := rapid.SampledFrom([]func(*rapid.T) kvEvent{drawStored, drawRemoved}).Draw(t, "type")(t)
 			e.body.vals[1] = mpA()
 			return e.render()
 		})
 	case 8: // §1.5: hash encoding
-		return kvBreakEvent(t, d, ref.ErrHashEncoding, kvBadHash)
+		return kvBreakEvent(t, d, spec.ErrHashEncoding, kvBadHash)
 	case 9: // §1.4 rule 4: tokens
 		if rapid.Bool().Draw(t, "token_range") {
-			return kvBreakEvent(t, d, ref.ErrTokenRange, func(t *rapid.T) *mpVal { return kvBadToken(t, true) })
+			return kvBreakEvent(t, d, spec.ErrTokenRange, func(t *rapid.T) *mpVal { return kvBadToken(t, true) })
 		}
-		return kvBreakEvent(t, d, ref.ErrFieldType, func(t *rapid.T) *mpVal { return kvBadToken(t, false) })
+		return kvBreakEvent(t, d, spec.ErrFieldType, func(t *rapid.T) *mpVal { return kvBadToken(t, false) })
 	case 10: // A6: depth, declared lengths past the end
 		if rapid.Bool().Draw(t, "depth") {
 			return kvTooDeep(t, d)
@@ -75,7 +75,7 @@ func kvDecodeInvalid(t *rapid.T) Bad[ref.KVEvDecodeInput] {
 		}
 		in := d.input(d.batch().bytes())
 		in.Limits.MaxEvents = rapid.IntRange(1, len(d.events)-1).Draw(t, "max_events")
-		return Bad[ref.KVEvDecodeInput]{In: in, Want: ref.ErrMessageBudget}
+		return Bad[spec.KVEvDecodeInput]{In: in, Want: spec.ErrMessageBudget}
 	}
 	return kvTruncate(t, d) // A6: the payload ends inside a value
 }
@@ -145,7 +145,7 @@ func kvBreakBatch(t *rapid.T, d kvDecodeDraw) []byte {
 }
 
 // kvBreakEvent puts the broken event f draws among d's events.
-func kvBreakEvent(t *rapid.T, d kvDecodeDraw, want *ref.Sentinel, f func(*rapid.T) *mpVal) Bad[ref.KVEvDecodeInput] {
+func kvBreakEvent(t *rapid.T, d kvDecodeDraw, want *spec.Sentinel, f func(*rapid.T) *mpVal) Bad[spec.KVEvDecodeInput] {
 	b := d.batch()
 	evs := b.elems[1]
 	if b.k == mpKMap {
@@ -153,7 +153,7 @@ func kvBreakEvent(t *rapid.T, d kvDecodeDraw, want *ref.Sentinel, f func(*rapid.
 	}
 	at := rapid.IntRange(0, len(evs.elems)).Draw(t, "bad_event_at")
 	evs.elems = append(evs.elems[:at:at], append([]*mpVal{f(t)}, evs.elems[at:]...)...)
-	return Bad[ref.KVEvDecodeInput]{In: d.input(b.bytes()), Want: want}
+	return Bad[spec.KVEvDecodeInput]{In: d.input(b.bytes()), Want: want}
 }
 
 func kvBadEventShape(t *rapid.T) *mpVal {
@@ -252,14 +252,14 @@ func kvBadFieldType(t *rapid.T) *mpVal {
 
 func kvBadHash(t *rapid.T) *mpVal {
 	wrong := rapid.SampledFrom([]*mpVal{mpS("0x11"), mpF64(1), mpBoolV(true), mpB([]byte{}), mpA(mpU(1)), mpRawV([]byte{0xd4, 1, 1})}).Draw(t, "bad_hash")
-	wrong.at(ref.ErrHashEncoding)
+	wrong.at(spec.ErrHashEncoding)
 	var e kvEvent
 	if rapid.Bool().Draw(t, "removed") {
 		e = drawRemoved(t)
 	} else {
 		e = drawStored(t)
 	}
-	if e.body.tag == ref.EventStored && rapid.Bool().Draw(t, "parent") {
+	if e.body.tag == spec.EventStored && rapid.Bool().Draw(t, "parent") {
 		if wrong.k == mpKArr {
 			wrong = mpS("parent")
 		}
@@ -292,19 +292,19 @@ func kvBadToken(t *rapid.T, rangeErr bool) *mpVal {
 
 // kvTooDeep nests an ignored value 40 arrays deep: inside an event
 // (ErrFieldType) or past the batch's fourth element (ErrBatchShape).
-func kvTooDeep(t *rapid.T, d kvDecodeDraw) Bad[ref.KVEvDecodeInput] {
+func kvTooDeep(t *rapid.T, d kvDecodeDraw) Bad[spec.KVEvDecodeInput] {
 	deep := mpNest(rapid.IntRange(kvDepthProbe, kvDepthProbe+20).Draw(t, "depth"), drawJunk(t, 0))
 	if rapid.IntRange(0, 3).Draw(t, "in_batch") == 0 {
 		d.shape.asMap = false
 		d.shape.n = 5
 		d.shape.pubID = mpNil()
 		d.shape.extras = []*mpVal{deep}
-		return Bad[ref.KVEvDecodeInput]{In: d.input(d.batch().bytes()), Want: ref.ErrBatchShape}
+		return Bad[spec.KVEvDecodeInput]{In: d.input(d.batch().bytes()), Want: spec.ErrBatchShape}
 	}
-	return kvBreakEvent(t, d, ref.ErrFieldType, func(t *rapid.T) *mpVal {
+	return kvBreakEvent(t, d, spec.ErrFieldType, func(t *rapid.T) *mpVal {
 		e := rapid.SampledFrom([]func(*rapid.T) kvEvent{drawStored, drawRemoved, drawCleared, drawUnknown}).Draw(t, "type")(t)
 		switch {
-		case e.body.tag == ref.EventStored && rapid.Bool().Draw(t, "in_extra_keys"):
+		case e.body.tag == spec.EventStored && rapid.Bool().Draw(t, "in_extra_keys"):
 			e.body.vals[8] = mpA(deep)
 			e.growTo(9)
 		case e.form == "array":
@@ -317,15 +317,15 @@ func kvTooDeep(t *rapid.T, d kvDecodeDraw) Bad[ref.KVEvDecodeInput] {
 	})
 }
 
-// kvDepthProbe is a nesting depth past ref.MaxMsgpackDepth wherever the
+// kvDepthProbe is a nesting depth past spec.MaxMsgpackDepth wherever the
 // nest starts (the batch is at depth 1, A6): the invalid generator nests
 // ignored values at least this deep; the boundary table has the exact
 // 32/33 cases.
-const kvDepthProbe = ref.MaxMsgpackDepth + 4
+const kvDepthProbe = spec.MaxMsgpackDepth + 4
 
 // kvLengthPastEnd gives one container of the message (or a str or bin) a
 // declared length past the payload's end: refused at its place (A6).
-func kvLengthPastEnd(t *rapid.T, d kvDecodeDraw) Bad[ref.KVEvDecodeInput] {
+func kvLengthPastEnd(t *rapid.T, d kvDecodeDraw) Bad[spec.KVEvDecodeInput] {
 	// "type" first: an entry before it is skipped while the decoder looks
 	// for the tag, and a length past the end found by skipping is reported
 	// at the entry's key (ref/kvev_decode.go's order of checks).
@@ -351,16 +351,16 @@ func kvLengthPastEnd(t *rapid.T, d kvDecodeDraw) Bad[ref.KVEvDecodeInput] {
 	default:
 		*v = *mpStrPastEnd(v.k == mpKBin, []byte("ab")).at(v.place)
 	}
-	return Bad[ref.KVEvDecodeInput]{In: d.input(b.bytes()), Want: v.place}
+	return Bad[spec.KVEvDecodeInput]{In: d.input(b.bytes()), Want: v.place}
 }
 
 // kvTruncate cuts the payload inside its last scalar (keeping at least
 // that scalar's first byte, so every enclosing container still declares a
 // length the bytes left can hold): refused at that scalar's place (A6);
 // or cuts it to nothing.
-func kvTruncate(t *rapid.T, d kvDecodeDraw) Bad[ref.KVEvDecodeInput] {
+func kvTruncate(t *rapid.T, d kvDecodeDraw) Bad[spec.KVEvDecodeInput] {
 	if oneIn(t, 10, "empty_payload") {
-		return Bad[ref.KVEvDecodeInput]{In: d.input([]byte{}), Want: ref.ErrBatchShape}
+		return Bad[spec.KVEvDecodeInput]{In: d.input([]byte{}), Want: spec.ErrBatchShape}
 	}
 	if rapid.Bool().Draw(t, "cut_anywhere") {
 		return kvCutAnywhere(t, d)
@@ -378,14 +378,14 @@ func kvTruncate(t *rapid.T, d kvDecodeDraw) Bad[ref.KVEvDecodeInput] {
 		last = leaves[len(leaves)-1]
 	}
 	cut := rapid.IntRange(last.start+1, last.end-1).Draw(t, "cut")
-	return Bad[ref.KVEvDecodeInput]{In: d.input(p[:cut]), Want: last.place}
+	return Bad[spec.KVEvDecodeInput]{In: d.input(p[:cut]), Want: last.place}
 }
 
 // kvCutAnywhere cuts the payload (its headers widened at random, so that
 // a cut can fall inside a 16- or 32-bit length) at any byte, and expects
 // the error truncatedAt derives from the places and declared lengths of
 // the values around the cut (A6).
-func kvCutAnywhere(t *rapid.T, d kvDecodeDraw) Bad[ref.KVEvDecodeInput] {
+func kvCutAnywhere(t *rapid.T, d kvDecodeDraw) Bad[spec.KVEvDecodeInput] {
 	for i := range d.events {
 		d.events[i].permute = nil // "type" first (see truncatedAt)
 	}
@@ -395,5 +395,5 @@ func kvCutAnywhere(t *rapid.T, d kvDecodeDraw) Bad[ref.KVEvDecodeInput] {
 	}
 	p, spans := b.encodeSpans()
 	c := rapid.IntRange(0, len(p)-1).Draw(t, "cut_at")
-	return Bad[ref.KVEvDecodeInput]{In: d.input(p[:c]), Want: truncatedAt(spans, c)}
+	return Bad[spec.KVEvDecodeInput]{In: d.input(p[:c]), Want: truncatedAt(spans, c)}
 }

@@ -8,7 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The fleet's engine models (docs/spec/kv-events.md §1.4, §2.1-§2.6): what
@@ -120,7 +120,7 @@ func (f *kvFleet) events(p *kvPub, e *kvEng) []*mpVal {
 		return f.cpuStore(p, e)
 	case op < 88:
 		e.blocks = map[kvBlockKey]*kvBlock{}
-		return []*mpVal{f.render(p, evBody{tag: ref.EventCleared}, nil)}
+		return []*mpVal{f.render(p, evBody{tag: spec.EventCleared}, nil)}
 	case op < 91:
 		return []*mpVal{f.render(p, evBody{tag: "BlockEvicted", trailing: []*mpVal{mpA(mpU(1))}}, nil)}
 	}
@@ -156,7 +156,7 @@ func (f *kvFleet) storeBody(p *kvPub, e *kvEng, hashes []*mpVal, parent *mpVal, 
 			vals[8] = mpA(ek...)
 		}
 	}
-	return evBody{tag: ref.EventStored, vals: vals, required: 7}
+	return evBody{tag: spec.EventStored, vals: vals, required: 7}
 }
 
 func (f *kvFleet) mediumVal(tier string) *mpVal {
@@ -183,17 +183,17 @@ func (f *kvFleet) render(p *kvPub, b evBody, names []string) *mpVal {
 		mapForm = !mapForm
 	}
 	if mapForm {
-		if b.tag == ref.EventRemoved {
+		if b.tag == spec.EventRemoved {
 			b.required = 2
 		}
-		if p.prof == profSGLMap && b.tag == ref.EventStored {
+		if p.prof == profSGLMap && b.tag == spec.EventStored {
 			b.extraKV = append(b.extraKV, mpS("cache_salt"), mpNil(), mpS("session_id"), mpS("s-1"))
 		}
 		return b.mapForm(names)
 	}
 	n := 1
 	switch b.tag {
-	case ref.EventStored:
+	case spec.EventStored:
 		switch p.prof {
 		case profVLLMOld, profSGLOld:
 			n = 6
@@ -212,7 +212,7 @@ func (f *kvFleet) render(p *kvPub, b evBody, names []string) *mpVal {
 			}
 			n = max(n, rapid.IntRange(8, 12).Draw(t, "stored_len"))
 		}
-	case ref.EventRemoved:
+	case spec.EventRemoved:
 		switch p.prof {
 		case profVLLMOld, profSGLOld:
 			n = 2
@@ -222,7 +222,7 @@ func (f *kvFleet) render(p *kvPub, b evBody, names []string) *mpVal {
 				n = 4
 			}
 		}
-	case ref.EventCleared:
+	case spec.EventCleared:
 	default:
 		n = 1
 	}
@@ -376,7 +376,7 @@ func (f *kvFleet) remove(p *kvPub, e *kvEng, tier string) []*mpVal {
 	if profGroups(p.prof) && (group != 0 || rapid.Bool().Draw(t, "removed_group0")) {
 		vals[3] = mpI(group)
 	}
-	return []*mpVal{f.render(p, evBody{tag: ref.EventRemoved, vals: vals, required: 2}, removedNames)}
+	return []*mpVal{f.render(p, evBody{tag: spec.EventRemoved, vals: vals, required: 2}, removedNames)}
 }
 
 // cpuStore is vLLM's offload: a tokenless store of GPU blocks into the
@@ -467,8 +467,8 @@ func (f *kvFleet) refused(p *kvPub, e *kvEng) []*mpVal {
 // kvGarbageEvent is an event the decoder refuses (§1.4).
 func kvGarbageEvent(t *rapid.T) *mpVal {
 	return rapid.SampledFrom([]*mpVal{
-		mpA(mpS(ref.EventRemoved), mpA()),
-		mpA(mpS(ref.EventStored), mpA(mpU(1)), mpNil(), mpA(mpI(-1)), mpU(1)),
+		mpA(mpS(spec.EventRemoved), mpA()),
+		mpA(mpS(spec.EventStored), mpA(mpU(1)), mpNil(), mpA(mpI(-1)), mpU(1)),
 		mpU(7),
 		mpM(mpS("block_hashes"), mpA(mpU(1))),
 	}).Draw(t, "garbage_event")

@@ -8,7 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The fleet simulator, kvev.apply's valid generator (KVEvFleet): the
@@ -40,7 +40,7 @@ func profShortBatch(p int) bool { return p == profVLLMOld || p == profSGLOld }
 // subscriber observes them.
 type kvFleet struct {
 	t       *rapid.T
-	in      ref.KVEvApplyInput
+	in      spec.KVEvApplyInput
 	pubs    []*kvPub
 	prompts [][]uint32
 	// offloaded are the tokens of paths tokenless stores copied, and
@@ -54,7 +54,7 @@ type kvFleet struct {
 // kvPub is one publisher stream: its configuration, publisher state,
 // replay buffer and engines by DP rank.
 type kvPub struct {
-	cfg     ref.KVEvStream
+	cfg     spec.KVEvStream
 	topic   string
 	prof    int
 	layout3 bool // replay replies carry the topic (vLLM after #45177)
@@ -108,7 +108,7 @@ type kvBlock struct {
 
 // KVEvFleet draws a kvev.apply script of about maxSteps steps (replies to
 // an outstanding replay may add a few).
-func KVEvFleet(t *rapid.T, maxSteps int) ref.KVEvApplyInput {
+func KVEvFleet(t *rapid.T, maxSteps int) spec.KVEvApplyInput {
 	f := newKVFleet(t)
 	n := uniform(t, maxSteps+1, "steps")
 	for len(f.in.Steps) < n {
@@ -147,7 +147,7 @@ func newKVFleet(t *rapid.T) *kvFleet {
 	sharedPod := ns > 1 && oneIn(t, 6, "shared_pod")
 	for i := range ns {
 		p := &kvPub{
-			cfg:            ref.KVEvStream{Name: kvStreamNames[i], Rank: rapid.Int64Range(0, 2).Draw(t, "rank"), Replay: rapid.IntRange(0, 2).Draw(t, "replay") > 0},
+			cfg:            spec.KVEvStream{Name: kvStreamNames[i], Rank: rapid.Int64Range(0, 2).Draw(t, "rank"), Replay: rapid.IntRange(0, 2).Draw(t, "replay") > 0},
 			prof:           uniform(t, kvProfiles, "profile"),
 			layout3:        rapid.Bool().Draw(t, "layout3"),
 			replyTopicless: oneIn(t, 16, "reply_topicless"),
@@ -178,17 +178,17 @@ func newKVFleet(t *rapid.T) *kvFleet {
 	return f
 }
 
-func (f *kvFleet) emit(s ref.KVEvStep) kvCursorOut {
+func (f *kvFleet) emit(s spec.KVEvStep) kvCursorOut {
 	f.in.Steps = append(f.in.Steps, s)
 	c := f.cursors[s.Stream]
 	switch s.Op {
-	case ref.KVStepLive:
+	case spec.KVStepLive:
 		return c.live(s.Frames)
-	case ref.KVStepReplay:
+	case spec.KVStepReplay:
 		return c.reply(s.Frames)
-	case ref.KVStepReplayFailed:
+	case spec.KVStepReplayFailed:
 		return c.failed()
-	case ref.KVStepRestart:
+	case spec.KVStepRestart:
 		return c.restart()
 	}
 	return kvCursorOut{}
@@ -211,7 +211,7 @@ func (f *kvFleet) step() {
 	c := f.cursors[p.cfg.Name]
 	if c.replaying && p.reply == nil {
 		// The publisher that was asked restarted: its answer never comes.
-		f.after(p, f.emit(ref.KVEvStep{Op: ref.KVStepReplayFailed, Stream: p.cfg.Name, Reason: ref.ReplayReasonTimeout}))
+		f.after(p, f.emit(spec.KVEvStep{Op: spec.KVStepReplayFailed, Stream: p.cfg.Name, Reason: spec.ReplayReasonTimeout}))
 		return
 	}
 	if c.replaying && rapid.IntRange(0, 9).Draw(t, "answer") < 7 {
@@ -226,14 +226,14 @@ func (f *kvFleet) step() {
 	case op < 820:
 		f.restartPublisher(p)
 	case op < 830:
-		f.after(p, f.emit(ref.KVEvStep{Op: ref.KVStepRestart, Stream: p.cfg.Name}))
+		f.after(p, f.emit(spec.KVEvStep{Op: spec.KVStepRestart, Stream: p.cfg.Name}))
 	case op < 860:
-		f.emit(ref.KVEvStep{Op: ref.KVStepLive, Stream: p.cfg.Name, Frames: f.malformedLive(p)})
+		f.emit(spec.KVEvStep{Op: spec.KVStepLive, Stream: p.cfg.Name, Frames: f.malformedLive(p)})
 	case op < 870:
 		// a stray reply while no replay is outstanding (A7: a protocol error)
 		if !c.replaying && len(p.buffer) > 0 {
 			m := p.buffer[len(p.buffer)-1]
-			f.emit(ref.KVEvStep{Op: ref.KVStepReplay, Stream: p.cfg.Name, Frames: p.replyFrames(m)})
+			f.emit(spec.KVEvStep{Op: spec.KVStepReplay, Stream: p.cfg.Name, Frames: p.replyFrames(m)})
 			return
 		}
 		f.publish(p)
@@ -257,53 +257,53 @@ func (f *kvFleet) answer(p *kvPub) {
 	name := p.cfg.Name
 	switch k := uniform(t, 100, "reply"); {
 	case k < 8:
-		reason := rapid.SampledFrom([]string{ref.ReplayReasonTimeout, ref.ReplayReasonUnavailable}).Draw(t, "reason")
-		f.after(p, f.emit(ref.KVEvStep{Op: ref.KVStepReplayFailed, Stream: name, Reason: reason}))
+		reason := rapid.SampledFrom([]string{spec.ReplayReasonTimeout, spec.ReplayReasonUnavailable}).Draw(t, "reason")
+		f.after(p, f.emit(spec.KVEvStep{Op: spec.KVStepReplayFailed, Stream: name, Reason: reason}))
 	case k < 12:
-		f.emit(ref.KVEvStep{Op: ref.KVStepReplay, Stream: name, Frames: f.malformedReply(p)})
-		f.after(p, f.emit(ref.KVEvStep{Op: ref.KVStepReplayFailed, Stream: name, Reason: ref.ReplayReasonProtocol}))
+		f.emit(spec.KVEvStep{Op: spec.KVStepReplay, Stream: name, Frames: f.malformedReply(p)})
+		f.after(p, f.emit(spec.KVEvStep{Op: spec.KVStepReplayFailed, Stream: name, Reason: spec.ReplayReasonProtocol}))
 	case k < 20:
 		f.publish(p) // a live message arrives meanwhile: held
 	case len(r.snap) == 0:
-		f.after(p, f.emit(ref.KVEvStep{Op: ref.KVStepReplay, Stream: name, Frames: p.sentinel()}))
+		f.after(p, f.emit(spec.KVEvStep{Op: spec.KVStepReplay, Stream: name, Frames: p.sentinel()}))
 	default:
 		m := r.snap[0]
 		r.snap = r.snap[1:]
-		f.after(p, f.emit(ref.KVEvStep{Op: ref.KVStepReplay, Stream: name, Frames: p.replyFrames(m)}))
+		f.after(p, f.emit(spec.KVEvStep{Op: spec.KVStepReplay, Stream: name, Frames: p.replyFrames(m)}))
 	}
 }
 
-func (p *kvPub) liveFrames(m kvPubMsg) []ref.HexBytes {
-	return []ref.HexBytes{[]byte(p.topic), seqFrame(m.seq), m.payload}
+func (p *kvPub) liveFrames(m kvPubMsg) []spec.HexBytes {
+	return []spec.HexBytes{[]byte(p.topic), seqFrame(m.seq), m.payload}
 }
 
 // replyFrames is one buffered batch as the DEALER receives it (§3.2).
-func (p *kvPub) replyFrames(m kvPubMsg) []ref.HexBytes {
+func (p *kvPub) replyFrames(m kvPubMsg) []spec.HexBytes {
 	if p.layout3 {
 		topic := p.topic
 		if p.replyTopicless {
 			topic = "" // a replay service that does not send the topic (§6's stored revision)
 		}
-		return []ref.HexBytes{{}, []byte(topic), seqFrame(m.seq), m.payload}
+		return []spec.HexBytes{{}, []byte(topic), seqFrame(m.seq), m.payload}
 	}
-	return []ref.HexBytes{{}, seqFrame(m.seq), m.payload}
+	return []spec.HexBytes{{}, seqFrame(m.seq), m.payload}
 }
 
-func (p *kvPub) sentinel() []ref.HexBytes {
+func (p *kvPub) sentinel() []spec.HexBytes {
 	if p.layout3 {
-		return []ref.HexBytes{{}, {}, seqFrame(math.MaxUint64), {}}
+		return []spec.HexBytes{{}, {}, seqFrame(math.MaxUint64), {}}
 	}
-	return []ref.HexBytes{{}, seqFrame(math.MaxUint64), {}}
+	return []spec.HexBytes{{}, seqFrame(math.MaxUint64), {}}
 }
 
 // malformedLive is a live message with the wrong frame count or seq width.
-func (f *kvFleet) malformedLive(p *kvPub) []ref.HexBytes {
+func (f *kvFleet) malformedLive(p *kvPub) []spec.HexBytes {
 	fr := p.liveFrames(kvPubMsg{seq: p.seq, payload: kvE2})
 	switch rapid.IntRange(0, 3).Draw(f.t, "malformed") {
 	case 0:
 		return fr[:2]
 	case 1:
-		return append(fr, ref.HexBytes{})
+		return append(fr, spec.HexBytes{})
 	case 2:
 		fr[1] = fr[1][1:]
 	default:
@@ -313,7 +313,7 @@ func (f *kvFleet) malformedLive(p *kvPub) []ref.HexBytes {
 }
 
 // malformedReply is a reply of the wrong layout (A7).
-func (f *kvFleet) malformedReply(p *kvPub) []ref.HexBytes {
+func (f *kvFleet) malformedReply(p *kvPub) []spec.HexBytes {
 	fr := p.replyFrames(kvPubMsg{seq: p.reply.start, payload: kvE2})
 	switch rapid.IntRange(0, 3).Draw(f.t, "malformed_reply") {
 	case 0:
@@ -323,7 +323,7 @@ func (f *kvFleet) malformedReply(p *kvPub) []ref.HexBytes {
 	case 2:
 		fr[0] = []byte("x")
 	default:
-		return append(fr, ref.HexBytes{})
+		return append(fr, spec.HexBytes{})
 	}
 	return fr
 }
@@ -342,10 +342,10 @@ func (f *kvFleet) restartPublisher(p *kvPub) {
 		e.salt++
 	}
 	if rapid.Bool().Draw(f.t, "discovered") {
-		f.after(p, f.emit(ref.KVEvStep{Op: ref.KVStepRestart, Stream: p.cfg.Name}))
+		f.after(p, f.emit(spec.KVEvStep{Op: spec.KVStepRestart, Stream: p.cfg.Name}))
 	}
 	if profSGLang(p.prof) {
-		f.send(p, p.ranks[0], []*mpVal{mpA(mpS(ref.EventCleared))})
+		f.send(p, p.ranks[0], []*mpVal{mpA(mpS(spec.EventCleared))})
 	}
 }
 
@@ -381,7 +381,7 @@ func (f *kvFleet) send(p *kvPub, rank int64, evs []*mpVal) {
 	if fate < 15 {
 		return // lost on the live socket
 	}
-	f.after(p, f.emit(ref.KVEvStep{Op: ref.KVStepLive, Stream: p.cfg.Name, Frames: p.liveFrames(m)}))
+	f.after(p, f.emit(spec.KVEvStep{Op: spec.KVStepLive, Stream: p.cfg.Name, Frames: p.liveFrames(m)}))
 }
 
 // batch encodes events as p's producer version does (§1.3).
@@ -458,7 +458,7 @@ func (f *kvFleet) score() {
 	for range rapid.IntRange(0, 3).Draw(t, "score_tail") {
 		toks = append(toks, rapid.Int64Range(1, 5).Draw(t, "score_token"))
 	}
-	s := ref.KVEvStep{Op: ref.KVStepScore, Tokens: toks, Exact: rapid.Bool().Draw(t, "exact")}
+	s := spec.KVEvStep{Op: spec.KVStepScore, Tokens: toks, Exact: rapid.Bool().Draw(t, "exact")}
 	if len(f.offloaded) > 0 && oneIn(t, 4, "score_offloaded") {
 		s.Tokens = nil
 		for _, x := range f.offloaded[rapid.IntRange(0, len(f.offloaded)-1).Draw(t, "offloaded")] {

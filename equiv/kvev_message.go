@@ -7,7 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Drawn KV-event messages (docs/spec/kv-events.md §1): topics, seqs,
@@ -87,7 +87,7 @@ var kvHashEdges = []uint64{0, 1, 0x7f, 0x80, 0xff, 1 << 31, 1 << 32, 1<<63 - 1, 
 func drawHash(t *rapid.T) *mpVal {
 	if oneIn(t, 8, "hash_any_bin") {
 		b := rapid.SliceOfN(rapid.Byte(), 1, 64).Draw(t, "hash_bin")
-		return mpB(b).at(ref.ErrHashEncoding)
+		return mpB(b).at(spec.ErrHashEncoding)
 	}
 	h := rapid.Uint64().Draw(t, "hash")
 	if rapid.Bool().Draw(t, "hash_edge") {
@@ -95,7 +95,7 @@ func drawHash(t *rapid.T) *mpVal {
 	}
 	v := hashVal(h, uniform(t, hashShapes, "hash_shape"), []byte{0xde, 0xad})
 	if v.k == mpKInt && int64(h) >= 0 && oneIn(t, 3, "hash_narrow") {
-		return drawWideUint(t, h, "hash").at(ref.ErrHashEncoding)
+		return drawWideUint(t, h, "hash").at(spec.ErrHashEncoding)
 	}
 	return v
 }
@@ -187,7 +187,7 @@ func (e *kvEvent) growTo(n int) {
 	if e.form != "array" || e.n >= n {
 		return
 	}
-	if v := e.body.vals; e.body.tag == ref.EventStored && v[7] != nil && v[7].k == mpKMap {
+	if v := e.body.vals; e.body.tag == spec.EventStored && v[7] != nil && v[7].k == mpKMap {
 		v[7] = nil
 	}
 	e.n = n
@@ -196,7 +196,7 @@ func (e *kvEvent) growTo(n int) {
 // asMap turns a drawn event into form B with "type" first (a salt map,
 // SGLang's form-A element, is dropped: in a map it would be lora_name).
 func (e *kvEvent) asMap() {
-	if v := e.body.vals; e.body.tag == ref.EventStored && v[7] != nil && v[7].k == mpKMap {
+	if v := e.body.vals; e.body.tag == spec.EventStored && v[7] != nil && v[7].k == mpKMap {
 		v[7] = nil
 	}
 	if e.body.omit == nil {
@@ -301,7 +301,7 @@ func drawStored(t *rapid.T) kvEvent {
 			vals[11] = mpU(4096)
 		}
 	}
-	e := kvEvent{body: evBody{tag: ref.EventStored, vals: vals, required: 7}, names: storedNames, form: drawForm(t)}
+	e := kvEvent{body: evBody{tag: spec.EventStored, vals: vals, required: 7}, names: storedNames, form: drawForm(t)}
 	return finishEvent(t, e, []int{5, 6, 7, 8, 9, 10, 11, 12, 12}, []int{2, 5, 6, 7})
 }
 
@@ -311,7 +311,7 @@ func drawStored(t *rapid.T) kvEvent {
 func finishEvent(t *rapid.T, e kvEvent, lengths, omittable []int) kvEvent {
 	if e.form == "array" {
 		e.n = rapid.SampledFrom(lengths).Draw(t, "array_len")
-		if e.body.tag == ref.EventStored && e.n == 7 && oneIn(t, 3, "sglang_salt") {
+		if e.body.tag == spec.EventStored && e.n == 7 && oneIn(t, 3, "sglang_salt") {
 			e.n = 8
 			e.body.vals[7] = mpM(mpS("cache_salt"), mpS(rapid.SampledFrom([]string{"", "s3cr3t"}).Draw(t, "salt")))
 		}
@@ -360,12 +360,12 @@ func drawRemoved(t *rapid.T) kvEvent {
 		hs[i] = drawHash(t)
 	}
 	vals := []*mpVal{nil, mpA(hs...), drawMedium(t), drawOptInt(t, "group_idx", -1, 3)}
-	e := kvEvent{body: evBody{tag: ref.EventRemoved, vals: vals, required: 2}, names: removedNames, form: drawForm(t)}
+	e := kvEvent{body: evBody{tag: spec.EventRemoved, vals: vals, required: 2}, names: removedNames, form: drawForm(t)}
 	return finishEvent(t, e, []int{2, 3, 4, 4}, []int{2})
 }
 
 func drawCleared(t *rapid.T) kvEvent {
-	e := kvEvent{body: evBody{tag: ref.EventCleared}, form: drawForm(t)}
+	e := kvEvent{body: evBody{tag: spec.EventCleared}, form: drawForm(t)}
 	return finishEvent(t, e, []int{1}, nil)
 }
 
@@ -457,9 +457,9 @@ func (s kvBatchShape) render(ts *mpVal, events []*mpVal) *mpVal {
 				kv = append(kv, pairs[i][0], pairs[i][1])
 			}
 		}
-		m := mpM(kv...).at(ref.ErrBatchShape)
+		m := mpM(kv...).at(spec.ErrBatchShape)
 		for i := 0; i < len(m.elems); i += 2 {
-			m.elems[i].place = ref.ErrBatchShape
+			m.elems[i].place = spec.ErrBatchShape
 		}
 		return m
 	}
@@ -475,7 +475,7 @@ func (s kvBatchShape) render(ts *mpVal, events []*mpVal) *mpVal {
 		el = append(el, s.pubID)
 	}
 	el = append(el, s.extras...)
-	return mpA(el...).at(ref.ErrBatchShape)
+	return mpA(el...).at(spec.ErrBatchShape)
 }
 
 // kvDecodeDraw is a drawn message: topic, seq, batch shape and events.
@@ -503,6 +503,6 @@ func (d kvDecodeDraw) batch() *mpVal {
 	return d.shape.render(d.ts, evs)
 }
 
-func (d kvDecodeDraw) input(payload []byte) ref.KVEvDecodeInput {
-	return ref.KVEvDecodeInput{Frames: []ref.HexBytes{[]byte(d.topic), seqFrame(d.seq), payload}}
+func (d kvDecodeDraw) input(payload []byte) spec.KVEvDecodeInput {
+	return spec.KVEvDecodeInput{Frames: []spec.HexBytes{[]byte(d.topic), seqFrame(d.seq), payload}}
 }

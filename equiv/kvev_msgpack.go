@@ -6,7 +6,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Test data for the kvev family (docs/spec/kv-events.md §1): msgpack values
@@ -57,7 +57,7 @@ type mpVal struct {
 	// str32 declaring more bytes than follow).
 	raw []byte
 	// place is the sentinel of the value's place (§2.10 A6).
-	place *ref.Sentinel
+	place *spec.Sentinel
 	// wide writes a str, bin, array or map with a header wider than it
 	// needs, as an encoder may (the length is the same, only its width
 	// differs): 1 the next width up (str8, bin16, array16, map16), 2 the
@@ -117,7 +117,7 @@ func optVal[T any](p *T, f func(T) *mpVal) *mpVal {
 
 // at sets the place of v and of every value inside it whose place is not
 // set yet, and returns v.
-func (v *mpVal) at(s *ref.Sentinel) *mpVal {
+func (v *mpVal) at(s *spec.Sentinel) *mpVal {
 	if v.place == nil {
 		v.place = s
 	}
@@ -182,7 +182,7 @@ func (v *mpVal) del(name string) *mpVal {
 // place.
 type mpLeaf struct {
 	start, end int
-	place      *ref.Sentinel
+	place      *spec.Sentinel
 }
 
 // mpEnc writes mpVals with vmihailenco's Encoder into one buffer.
@@ -201,7 +201,7 @@ type mpSpan struct {
 	start, hdrEnd, end int
 	k                  mpKind
 	n                  int
-	place              *ref.Sentinel
+	place              *spec.Sentinel
 	children           []int
 }
 
@@ -223,7 +223,7 @@ func (v *mpVal) encodeSpans() ([]byte, []mpSpan) {
 // order; an event map must have "type" first (entries before it are
 // skipped while the tag is sought, and errors found skipping are reported
 // elsewhere).
-func truncatedAt(spans []mpSpan, c int) *ref.Sentinel {
+func truncatedAt(spans []mpSpan, c int) *spec.Sentinel {
 	cur := 0
 	for {
 		sp := spans[cur]
@@ -428,11 +428,11 @@ func hashVal(h uint64, shape int, digest []byte) *mpVal {
 		}
 		v = mpB(bytes.Clone(be[8-n:]))
 	}
-	return v.at(ref.ErrHashEncoding)
+	return v.at(spec.ErrHashEncoding)
 }
 
 // seqFrame is an 8-byte big-endian seq frame (§1.2).
-func seqFrame(s uint64) ref.HexBytes {
+func seqFrame(s uint64) spec.HexBytes {
 	return binary.BigEndian.AppendUint64(nil, s)
 }
 
@@ -461,7 +461,7 @@ type evBody struct {
 // arrayForm is the event as form A with n elements (the tag included);
 // positions past len(vals) are nil, then the trailing elements follow.
 func (b evBody) arrayForm(n int) *mpVal {
-	el := []*mpVal{mpS(b.tag).at(ref.ErrEventShape)}
+	el := []*mpVal{mpS(b.tag).at(spec.ErrEventShape)}
 	for p := 1; p < n; p++ {
 		if p < len(b.vals) && b.vals[p] != nil {
 			el = append(el, b.vals[p])
@@ -470,14 +470,14 @@ func (b evBody) arrayForm(n int) *mpVal {
 		}
 	}
 	el = append(el, b.trailing...)
-	return mpA(el...).at(ref.ErrFieldType).markEvent()
+	return mpA(el...).at(spec.ErrFieldType).markEvent()
 }
 
 // nilAt is the nil a field at form-A position p holds by default, placed
 // as that field (a parent_block_hash is a hash, A6).
 func (b evBody) nilAt(p int) *mpVal {
-	if b.tag == ref.EventStored && p == 2 {
-		return mpNil().at(ref.ErrHashEncoding)
+	if b.tag == spec.EventStored && p == 2 {
+		return mpNil().at(spec.ErrHashEncoding)
 	}
 	return mpNil()
 }
@@ -486,7 +486,7 @@ func (b evBody) nilAt(p int) *mpVal {
 // included, unless omitted), the optional ones not at their default, then
 // the extra keys; names are the field names by position.
 func (b evBody) mapForm(names []string) *mpVal {
-	kv := []*mpVal{mpS("type"), mpS(b.tag).at(ref.ErrEventShape)}
+	kv := []*mpVal{mpS("type"), mpS(b.tag).at(spec.ErrEventShape)}
 	for p := 1; p < len(b.vals) && p < len(names); p++ {
 		v := b.vals[p]
 		switch {
@@ -500,15 +500,15 @@ func (b evBody) mapForm(names []string) *mpVal {
 		kv = append(kv, mpS(names[p]), v)
 	}
 	kv = append(kv, b.extraKV...)
-	return mpM(kv...).at(ref.ErrFieldType).markEvent()
+	return mpM(kv...).at(spec.ErrFieldType).markEvent()
 }
 
 // markEvent gives the event itself and its map keys the event's place.
 func (v *mpVal) markEvent() *mpVal {
-	v.place = ref.ErrEventShape
+	v.place = spec.ErrEventShape
 	if v.k == mpKMap {
 		for i := 0; i < len(v.elems); i += 2 {
-			v.elems[i].place = ref.ErrEventShape
+			v.elems[i].place = spec.ErrEventShape
 		}
 	}
 	return v
@@ -516,8 +516,8 @@ func (v *mpVal) markEvent() *mpVal {
 
 // canonicalBody is the evBody of a decoded event, every hash in shape, so
 // that decoding its encoding gives the event back (§1.4, §1.5).
-func canonicalBody(ev ref.KVEvent, shape int) (evBody, []string) {
-	hashes := func(hs []ref.EvHash) *mpVal {
+func canonicalBody(ev spec.KVEvent, shape int) (evBody, []string) {
+	hashes := func(hs []spec.EvHash) *mpVal {
 		el := make([]*mpVal, len(hs))
 		for i, h := range hs {
 			el[i] = hashVal(uint64(h), shape, []byte{byte(i), 0xaa, byte(h)})
@@ -525,7 +525,7 @@ func canonicalBody(ev ref.KVEvent, shape int) (evBody, []string) {
 		return mpA(el...)
 	}
 	switch ev.Type {
-	case ref.EventStored:
+	case spec.EventStored:
 		toks := make([]*mpVal, len(ev.TokenIDs))
 		for i, tok := range ev.TokenIDs {
 			toks[i] = mpU(uint64(tok))
@@ -537,12 +537,12 @@ func canonicalBody(ev ref.KVEvent, shape int) (evBody, []string) {
 		vals := []*mpVal{nil, hashes(ev.BlockHashes), parent, mpA(toks...), mpI(ev.BlockSize),
 			optOrNil(ev.LoraID, mpI), optOrNil(ev.Medium, mpS), optOrNil(ev.LoraName, mpS), nil,
 			optOrNil(ev.GroupIdx, mpI), optOrNil(ev.KVCacheSpecKind, mpS), nil}
-		return evBody{tag: ref.EventStored, vals: vals, required: 7}, storedNames
-	case ref.EventRemoved:
+		return evBody{tag: spec.EventStored, vals: vals, required: 7}, storedNames
+	case spec.EventRemoved:
 		vals := []*mpVal{nil, hashes(ev.BlockHashes), optOrNil(ev.Medium, mpS), optOrNil(ev.GroupIdx, mpI)}
-		return evBody{tag: ref.EventRemoved, vals: vals, required: 2}, removedNames
-	case ref.EventCleared:
-		return evBody{tag: ref.EventCleared}, nil
+		return evBody{tag: spec.EventRemoved, vals: vals, required: 2}, removedNames
+	case spec.EventCleared:
+		return evBody{tag: spec.EventCleared}, nil
 	}
 	return evBody{tag: ev.Tag}, nil
 }
@@ -557,7 +557,7 @@ func optOrNil[T any](p *T, f func(T) *mpVal) *mpVal {
 
 // encodeEvent writes a decoded event in form ("array": every declared
 // field, as msgspec writes array-like structs; "map": omit_defaults).
-func encodeEvent(ev ref.KVEvent, form string, shape int) *mpVal {
+func encodeEvent(ev spec.KVEvent, form string, shape int) *mpVal {
 	b, names := canonicalBody(ev, shape)
 	if form == "map" {
 		return b.mapForm(names)
@@ -568,7 +568,7 @@ func encodeEvent(ev ref.KVEvent, form string, shape int) *mpVal {
 // encodeBatch writes a decoded batch with its events in the forms
 // formOf(i) picks and every hash in shape; an array batch writes the rank
 // (nil when unset) and the publisher id only when set.
-func encodeBatch(b ref.KVBatch, batchForm string, formOf func(int) string, shape int) *mpVal {
+func encodeBatch(b spec.KVBatch, batchForm string, formOf func(int) string, shape int) *mpVal {
 	evs := make([]*mpVal, len(b.Events))
 	for i, ev := range b.Events {
 		evs[i] = encodeEvent(ev, formOf(i), shape)
@@ -582,20 +582,20 @@ func encodeBatch(b ref.KVBatch, batchForm string, formOf func(int) string, shape
 		if b.PublisherID != nil {
 			kv = append(kv, mpS("publisher_id"), mpB(b.PublisherID))
 		}
-		return mpM(kv...).at(ref.ErrBatchShape)
+		return mpM(kv...).at(spec.ErrBatchShape)
 	}
 	el := []*mpVal{mpF64(b.TS), events, mpIntOrNil(b.DPRank)}
 	if b.PublisherID != nil {
 		el = append(el, mpB(b.PublisherID))
 	}
-	return mpA(el...).at(ref.ErrBatchShape)
+	return mpA(el...).at(spec.ErrBatchShape)
 }
 
 // encodeMessage is the three frames of a decoded message re-encoded.
-func encodeMessage(m ref.KVMessage, batchForm string, formOf func(int) string, shape int) []ref.HexBytes {
+func encodeMessage(m spec.KVMessage, batchForm string, formOf func(int) string, shape int) []spec.HexBytes {
 	topic := []byte(m.Topic)
 	if m.TopicHex != nil { // the raw frame of a topic that is not UTF-8 (A6)
 		topic = m.TopicHex
 	}
-	return []ref.HexBytes{topic, seqFrame(m.Seq), encodeBatch(m.Batch, batchForm, formOf, shape).bytes()}
+	return []spec.HexBytes{topic, seqFrame(m.Seq), encodeBatch(m.Batch, batchForm, formOf, shape).bytes()}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	"pgregory.net/rapid"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // mpSkipAll reads p as one msgpack value with vmihailenco's generic
@@ -85,7 +85,7 @@ func TestKVEvDecodeGeneratorsWriteMsgpack(t *testing.T) {
 		}
 		left, err := mpSkipAll(bad.In.Frames[2])
 		switch {
-		case bad.Want == ref.ErrTrailingBytes:
+		case bad.Want == spec.ErrTrailingBytes:
 			if err != nil || left == 0 {
 				t.Fatalf("trailing: %v, %d left", err, left)
 			}
@@ -117,7 +117,7 @@ func TestKVEvFleetPayloadsAreMsgpack(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := KVEvFleet(t, 40)
 		for i, s := range in.Steps {
-			if (s.Op != ref.KVStepLive && s.Op != ref.KVStepReplay) || len(s.Frames) < 3 {
+			if (s.Op != spec.KVStepLive && s.Op != spec.KVStepReplay) || len(s.Frames) < 3 {
 				continue
 			}
 			p := s.Frames[len(s.Frames)-1]

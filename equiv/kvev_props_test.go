@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // kvevInputOnly are the kvev properties that never read the output: each
@@ -36,51 +37,51 @@ func kvevCase[In any](t *testing.T, cs []equiv.Case[In], name string) In {
 // on ref's run of two interleaved streams, one of which replays, and each
 // that reads the output fails on a result broken the way it guards against.
 func TestKVEvApplyPropertiesCatchWrongRuns(t *testing.T) {
-	spec := equiv.KVEvApply()
-	in := kvevCase(t, spec.Boundary, "two-streams-interleaved-one-replays")
-	good, err := ref.KVEvApply(ref.DefaultLimits(), in)
+	sp := equiv.KVEvApply()
+	in := kvevCase(t, sp.Boundary, "two-streams-interleaved-one-replays")
+	good, err := ref.KVEvApply(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(good.Trace[4].Applied) != 1 || !good.Trace[5].ReplayDone || len(good.Trace[6].Scores) != 1 {
 		t.Fatalf("the case no longer replays and scores as this test expects: %+v", good.Trace)
 	}
-	broken := map[string]func(*ref.KVEvApplyOutput){
-		"state-invariants":                   func(o *ref.KVEvApplyOutput) { o.State.Engines[0].Pools[0].Pages[0].Resident += 5 },
-		"digest-is-a8":                       func(o *ref.KVEvApplyOutput) { o.State.Digest = "00" },
-		"cursor-follows-3.1":                 func(o *ref.KVEvApplyOutput) { o.Trace[5].Applied = nil },
-		"applied-at-most-once":               func(o *ref.KVEvApplyOutput) { o.Trace[5].Applied = []uint64{1} },
-		"score-stops-at-holes":               func(o *ref.KVEvApplyOutput) { o.Trace[6].Scores[0].Blocks++ },
-		"replayed-batch-twice-is-duplicate":  func(o *ref.KVEvApplyOutput) { o.State.Streams[0].Counters.Duplicates++ },
-		"digest-independent-of-interleaving": func(o *ref.KVEvApplyOutput) { o.State.Engines[0].Counters.Stored++ },
-		"streams-are-independent":            func(o *ref.KVEvApplyOutput) { o.State.Streams[1].Counters.Batches++ },
-		"hashed-score-equals-exact":          func(o *ref.KVEvApplyOutput) { o.Trace[6].Scores[0].Blocks-- },
+	broken := map[string]func(*spec.KVEvApplyOutput){
+		"state-invariants":                   func(o *spec.KVEvApplyOutput) { o.State.Engines[0].Pools[0].Pages[0].Resident += 5 },
+		"digest-is-a8":                       func(o *spec.KVEvApplyOutput) { o.State.Digest = "00" },
+		"cursor-follows-3.1":                 func(o *spec.KVEvApplyOutput) { o.Trace[5].Applied = nil },
+		"applied-at-most-once":               func(o *spec.KVEvApplyOutput) { o.Trace[5].Applied = []uint64{1} },
+		"score-stops-at-holes":               func(o *spec.KVEvApplyOutput) { o.Trace[6].Scores[0].Blocks++ },
+		"replayed-batch-twice-is-duplicate":  func(o *spec.KVEvApplyOutput) { o.State.Streams[0].Counters.Duplicates++ },
+		"digest-independent-of-interleaving": func(o *spec.KVEvApplyOutput) { o.State.Engines[0].Counters.Stored++ },
+		"streams-are-independent":            func(o *spec.KVEvApplyOutput) { o.State.Streams[1].Counters.Batches++ },
+		"hashed-score-equals-exact":          func(o *spec.KVEvApplyOutput) { o.Trace[6].Scores[0].Blocks-- },
 	}
-	kvevPropsCatchBreaks(t, spec.Props, in, good, broken)
+	kvevPropsCatchBreaks(t, sp.Props, in, good, broken)
 }
 
 // TestKVEvDecodePropertiesCatchWrongMessages: the same for kvev.decode on
 // §5.1's E4 (map form: a store, a removal, a clear).
 func TestKVEvDecodePropertiesCatchWrongMessages(t *testing.T) {
-	spec := equiv.KVEvDecode()
-	in := kvevCase(t, spec.Boundary, "e4-map-form-stored-removed-cleared")
-	good, err := ref.KVEvDecode(ref.DefaultLimits(), in)
+	sp := equiv.KVEvDecode()
+	in := kvevCase(t, sp.Boundary, "e4-map-form-stored-removed-cleared")
+	good, err := ref.KVEvDecode(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	broken := map[string]func(*ref.KVMessage){
-		"canonical-shape":        func(m *ref.KVMessage) { m.Batch.Events[2].Form = "tuple" },
-		"reencoding-round-trips": func(m *ref.KVMessage) { m.Batch.Events[0].BlockSize = 0 },
-		"form-a-equals-form-b":   func(m *ref.KVMessage) { m.Batch.Events[1].BlockHashes = []ref.EvHash{} },
-		"hash-shapes-agree":      func(m *ref.KVMessage) { m.Batch.Events[0].BlockHashes = []ref.EvHash{} },
+	broken := map[string]func(*spec.KVMessage){
+		"canonical-shape":        func(m *spec.KVMessage) { m.Batch.Events[2].Form = "tuple" },
+		"reencoding-round-trips": func(m *spec.KVMessage) { m.Batch.Events[0].BlockSize = 0 },
+		"form-a-equals-form-b":   func(m *spec.KVMessage) { m.Batch.Events[1].BlockHashes = []spec.EvHash{} },
+		"hash-shapes-agree":      func(m *spec.KVMessage) { m.Batch.Events[0].BlockHashes = []spec.EvHash{} },
 	}
-	kvevPropsCatchBreaks(t, spec.Props, in, good, broken)
+	kvevPropsCatchBreaks(t, sp.Props, in, good, broken)
 }
 
 func kvevPropsCatchBreaks[In, Out any](t *testing.T, props []equiv.Prop[In, Out], in In, good Out, broken map[string]func(*Out)) {
 	t.Helper()
 	for _, p := range props {
-		if err := p.Holds(ref.DefaultLimits(), in, good); err != nil {
+		if err := p.Holds(spec.DefaultLimits(), in, good); err != nil {
 			t.Errorf("%s fails on ref's run: %v", p.Name, err)
 		}
 		if kvevInputOnly[p.Name] {
@@ -93,7 +94,7 @@ func kvevPropsCatchBreaks[In, Out any](t *testing.T, props []equiv.Prop[In, Out]
 		}
 		bad := deepCopyJSON(t, good)
 		breakIt(&bad)
-		if p.Holds(ref.DefaultLimits(), in, bad) == nil {
+		if p.Holds(spec.DefaultLimits(), in, bad) == nil {
 			t.Errorf("%s holds on a broken result", p.Name)
 		}
 	}
@@ -107,11 +108,11 @@ func kvevPropsCatchBreaks[In, Out any](t *testing.T, props []equiv.Prop[In, Out]
 // that does not increase; the property once let the first restart excuse
 // both and failed ref's and fast's own, correct, runs.
 func TestKVEvAppliedAtMostOnceAllowsARestartFoundWhileDraining(t *testing.T) {
-	var in ref.KVEvApplyInput
+	var in spec.KVEvApplyInput
 	if err := json.Unmarshal([]byte(restartWhileDrainingCase), &in); err != nil {
 		t.Fatal(err)
 	}
-	out, err := ref.KVEvApply(ref.DefaultLimits(), in)
+	out, err := ref.KVEvApply(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,13 +120,13 @@ func TestKVEvAppliedAtMostOnceAllowsARestartFoundWhileDraining(t *testing.T) {
 		t.Fatalf("step 28 no longer applies [6 0] across a restart: %+v", r)
 	}
 	for _, p := range equiv.KVEvApply().Props {
-		if err := p.Holds(ref.DefaultLimits(), in, out); err != nil {
+		if err := p.Holds(spec.DefaultLimits(), in, out); err != nil {
 			t.Errorf("%s fails on ref's run: %v", p.Name, err)
 		}
 	}
 	out.Trace[28].Restart = false
 	for _, p := range equiv.KVEvApply().Props {
-		if p.Name == "applied-at-most-once" && p.Holds(ref.DefaultLimits(), in, out) == nil {
+		if p.Name == "applied-at-most-once" && p.Holds(spec.DefaultLimits(), in, out) == nil {
 			t.Error("applied-at-most-once holds when seq 0 follows 6 with no restart reported")
 		}
 	}

@@ -7,14 +7,15 @@ import (
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestKVEvRegressionsShowTheirBug runs each kvev.apply regression case on
 // the fixed index and on the index with its bug switched on, and checks
 // the symptom its comment narrates — not only that the outputs differ.
 func TestKVEvRegressionsShowTheirBug(t *testing.T) {
-	lim := ref.DefaultLimits()
-	run := func(name string, f fault.KVEv) (fixed, buggy ref.KVEvApplyOutput) {
+	lim := spec.DefaultLimits()
+	run := func(name string, f fault.KVEv) (fixed, buggy spec.KVEvApplyOutput) {
 		in, ok := KVEvApply().Regression(name)
 		if !ok {
 			t.Fatalf("no regression case %q", name)
@@ -23,7 +24,7 @@ func TestKVEvRegressionsShowTheirBug(t *testing.T) {
 		if fixed, err = ref.KVEvApply(lim, in); err != nil {
 			t.Fatalf("%s: ref: %v", name, err)
 		}
-		newIndex := func(cfg ref.KVEvConfig, s []ref.KVEvStream) (ref.KVEvIndex, error) {
+		newIndex := func(cfg spec.KVEvConfig, s []spec.KVEvStream) (spec.KVEvIndex, error) {
 			return fault.Installed().NewKVEvIndex(cfg, s, f)
 		}
 		if buggy, err = ref.RunKVEvApply(lim, in, newIndex); err != nil {
@@ -31,7 +32,7 @@ func TestKVEvRegressionsShowTheirBug(t *testing.T) {
 		}
 		return fixed, buggy
 	}
-	lastScore := func(o ref.KVEvApplyOutput) (blocks int, stale, found bool) {
+	lastScore := func(o spec.KVEvApplyOutput) (blocks int, stale, found bool) {
 		r := o.Trace[len(o.Trace)-1]
 		if len(r.Scores) == 0 {
 			return 0, false, false
@@ -56,7 +57,7 @@ func TestKVEvRegressionsShowTheirBug(t *testing.T) {
 		fixed, buggy := run(c.name, c.f)
 		for _, side := range []struct {
 			what   string
-			out    ref.KVEvApplyOutput
+			out    spec.KVEvApplyOutput
 			blocks int
 			stale  bool
 		}{{"fixed", fixed, c.fixedBlocks, c.fixedStale}, {"buggy", buggy, c.buggyBlocks, c.buggyStale}} {
@@ -87,7 +88,7 @@ func TestKVEvRegressionsShowTheirBug(t *testing.T) {
 	}
 	// The gap: lost [1, 2) fixed; the bug reports nothing stale.
 	fixed, _ = run("gaps-only-logged", fault.KVEv{GapsOnlyLogged: true})
-	if l := fixed.Trace[1].Lost; len(l) != 1 || l[0] != (ref.KVEvGap{From: 1, To: 2}) {
+	if l := fixed.Trace[1].Lost; len(l) != 1 || l[0] != (spec.KVEvGap{From: 1, To: 2}) {
 		t.Errorf("gaps-only-logged fixed: lost %v", l)
 	}
 }
@@ -100,7 +101,7 @@ func TestKVEvRegressionsShowTheirBug(t *testing.T) {
 // escapes the replacement, the other writes it), so an exact-mode audit of
 // `kvtwin serve` saw different bytes for the same value.
 func TestKVEvDecodedStringsAreValidUTF8(t *testing.T) {
-	cases := map[string]ref.KVEvDecodeInput{}
+	cases := map[string]spec.KVEvDecodeInput{}
 	for _, c := range kvDecodeBoundary() {
 		if c.Name == "non-utf8-strings" || c.Name == "event-map-duplicate-non-utf8-key" {
 			cases[c.Name] = c.In
@@ -109,11 +110,11 @@ func TestKVEvDecodedStringsAreValidUTF8(t *testing.T) {
 	if len(cases) != 2 {
 		t.Fatalf("boundary cases missing: %d", len(cases))
 	}
-	twins := map[string]func(ref.Limits, ref.KVEvDecodeInput) (ref.KVMessage, error){
+	twins := map[string]func(spec.Limits, spec.KVEvDecodeInput) (spec.KVMessage, error){
 		"ref": ref.KVEvDecode, "fast": fast.KVEvDecode,
 	}
 	for name, decode := range twins {
-		m, err := decode(ref.DefaultLimits(), cases["non-utf8-strings"])
+		m, err := decode(spec.DefaultLimits(), cases["non-utf8-strings"])
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -126,8 +127,8 @@ func TestKVEvDecodedStringsAreValidUTF8(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: strings %q, want %q", name, got, want)
 		}
-		_, err = decode(ref.DefaultLimits(), cases["event-map-duplicate-non-utf8-key"])
-		ie, ok := ref.AsInputError(err)
+		_, err = decode(spec.DefaultLimits(), cases["event-map-duplicate-non-utf8-key"])
+		ie, ok := spec.AsInputError(err)
 		if !ok || ie.Value != "\uFFFDk" {
 			t.Errorf("%s: duplicate key error %v, want the key reported as %q", name, err, "\uFFFDk")
 		}

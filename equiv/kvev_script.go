@@ -1,36 +1,38 @@
 package equiv
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // Script builders for kvev.apply's tables (the boundary table, the
 // regressions, the scenario files' interpreter): steps, batches and events
 // written by hand, and the tables' hashes.
 
-func kvLive(stream, topic string, seq uint64, payload []byte) ref.KVEvStep {
-	return ref.KVEvStep{Op: ref.KVStepLive, Stream: stream, Frames: []ref.HexBytes{[]byte(topic), seqFrame(seq), payload}}
+func kvLive(stream, topic string, seq uint64, payload []byte) spec.KVEvStep {
+	return spec.KVEvStep{Op: spec.KVStepLive, Stream: stream, Frames: []spec.HexBytes{[]byte(topic), seqFrame(seq), payload}}
 }
 
 // kvReplayed is one replayed batch, with the topic frame (vLLM after
 // #45177) or without it (topic nil).
-func kvReplayed(stream string, topic *string, seq uint64, payload []byte) ref.KVEvStep {
-	fr := []ref.HexBytes{{}, seqFrame(seq), payload}
+func kvReplayed(stream string, topic *string, seq uint64, payload []byte) spec.KVEvStep {
+	fr := []spec.HexBytes{{}, seqFrame(seq), payload}
 	if topic != nil {
-		fr = []ref.HexBytes{{}, []byte(*topic), seqFrame(seq), payload}
+		fr = []spec.HexBytes{{}, []byte(*topic), seqFrame(seq), payload}
 	}
-	return ref.KVEvStep{Op: ref.KVStepReplay, Stream: stream, Frames: fr}
+	return spec.KVEvStep{Op: spec.KVStepReplay, Stream: stream, Frames: fr}
 }
 
-func kvSentinelStep(stream string, layout3 bool) ref.KVEvStep {
-	p := &kvPub{cfg: ref.KVEvStream{Name: stream}, layout3: layout3}
-	return ref.KVEvStep{Op: ref.KVStepReplay, Stream: stream, Frames: p.sentinel()}
+func kvSentinelStep(stream string, layout3 bool) spec.KVEvStep {
+	p := &kvPub{cfg: spec.KVEvStream{Name: stream}, layout3: layout3}
+	return spec.KVEvStep{Op: spec.KVStepReplay, Stream: stream, Frames: p.sentinel()}
 }
 
-func kvFailed(stream, reason string) ref.KVEvStep {
-	return ref.KVEvStep{Op: ref.KVStepReplayFailed, Stream: stream, Reason: reason}
+func kvFailed(stream, reason string) spec.KVEvStep {
+	return spec.KVEvStep{Op: spec.KVStepReplayFailed, Stream: stream, Reason: reason}
 }
 
-func kvScoreStep(tokens ...int64) ref.KVEvStep {
-	return ref.KVEvStep{Op: ref.KVStepScore, Tokens: tokens}
+func kvScoreStep(tokens ...int64) spec.KVEvStep {
+	return spec.KVEvStep{Op: spec.KVStepScore, Tokens: tokens}
 }
 
 // kvB is a batch [ts, events, rank] (rank nil when rank < 0).
@@ -57,7 +59,7 @@ func kvSt(hashes []uint64, parent uint64, tokens []uint32, bs int, medium string
 	for i, tok := range tokens {
 		tv[i] = mpU(uint64(tok))
 	}
-	return mpA(mpS(ref.EventStored), mpA(hv...), p, mpA(tv...), mpU(uint64(bs)), mpNil(), mpS(medium))
+	return mpA(mpS(spec.EventStored), mpA(hv...), p, mpA(tv...), mpU(uint64(bs)), mpNil(), mpS(medium))
 }
 
 // kvStX is kvSt with group, lora name and lora id (12 elements).
@@ -80,20 +82,20 @@ func kvRm(medium string, hashes ...uint64) *mpVal {
 	for i, h := range hashes {
 		hv[i] = mpU(h)
 	}
-	return mpA(mpS(ref.EventRemoved), mpA(hv...), mpS(medium))
+	return mpA(mpS(spec.EventRemoved), mpA(hv...), mpS(medium))
 }
 
-func kvClr() *mpVal { return mpA(mpS(ref.EventCleared)) }
+func kvClr() *mpVal { return mpA(mpS(spec.EventCleared)) }
 
 // kvEmpty is the 3-byte batch [0, []] (§1.3: ts 0, no events).
 var kvEmpty = []byte{0x92, 0x00, 0x90}
 
-func kvScript(streams []ref.KVEvStream, steps ...ref.KVEvStep) ref.KVEvApplyInput {
-	return ref.KVEvApplyInput{Streams: streams, Steps: steps}
+func kvScript(streams []spec.KVEvStream, steps ...spec.KVEvStep) spec.KVEvApplyInput {
+	return spec.KVEvApplyInput{Streams: streams, Steps: steps}
 }
 
-func kvOne(name string, replay bool) []ref.KVEvStream {
-	return []ref.KVEvStream{{Name: name, Replay: replay}}
+func kvOne(name string, replay bool) []spec.KVEvStream {
+	return []spec.KVEvStream{{Name: name, Replay: replay}}
 }
 
 // Hashes of the tables.
@@ -109,8 +111,8 @@ func toks(ts ...uint32) []uint32 { return ts }
 
 // kvChain is live seqs from..to-1 of stream s, each storing one page of
 // page size 2 under the previous one (hashes 0x100+seq).
-func kvChain(s, topic string, from, to uint64) []ref.KVEvStep {
-	var st []ref.KVEvStep
+func kvChain(s, topic string, from, to uint64) []spec.KVEvStep {
+	var st []spec.KVEvStep
 	for q := from; q < to; q++ {
 		st = append(st, kvLive(s, topic, q, kvChainBatch(q)))
 	}
@@ -125,7 +127,7 @@ func kvChainBatch(q uint64) []byte {
 	return kvB(0, kvSt([]uint64{0x100 + q}, parent, toks(uint32(q+1), uint32(q+1)), 2, "GPU"))
 }
 
-func kvChainScore(n uint64) ref.KVEvStep {
+func kvChainScore(n uint64) spec.KVEvStep {
 	var ts []int64
 	for q := range n {
 		ts = append(ts, int64(q+1), int64(q+1))

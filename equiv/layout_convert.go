@@ -12,20 +12,21 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // LayoutConvert is the differential spec of layout.convert (docs/spec/transfer.md §7.2, §7.3).
-func LayoutConvert() *Spec[ref.LayoutConvertInput, ref.LayoutConvertOutput] {
-	return &Spec[ref.LayoutConvertInput, ref.LayoutConvertOutput]{
+func LayoutConvert() *Spec[spec.LayoutConvertInput, spec.LayoutConvertOutput] {
+	return &Spec[spec.LayoutConvertInput, spec.LayoutConvertOutput]{
 		Op:       catalog.LayoutConvert(),
 		Valid:    rapid.Custom(convertValid),
 		Invalid:  rapid.Custom(convertInvalid),
 		Boundary: convertBoundary(),
-		Regressions: []Case[ref.LayoutConvertInput]{
-			{Name: "lpf-storage-accepted", In: lpfStorageExample(ref.LayerPageFirst)},
+		Regressions: []Case[spec.LayoutConvertInput]{
+			{Name: "lpf-storage-accepted", In: lpfStorageExample(spec.LayerPageFirst)},
 		},
 		Rejects: convertRejects(),
-		Props: []Prop[ref.LayoutConvertInput, ref.LayoutConvertOutput]{
+		Props: []Prop[spec.LayoutConvertInput, spec.LayoutConvertOutput]{
 			{"relayout-follows-the-offsets", convertFollowsOffsets},
 			{"relayout-round-trip", convertRoundTrip},
 			{"relayout-permutes-bytes", convertPermutes},
@@ -41,41 +42,41 @@ func LayoutConvert() *Spec[ref.LayoutConvertInput, ref.LayoutConvertOutput] {
 	}
 }
 
-var convertModes = []ref.ConvertMode{ref.ConvertRelayout, ref.ConvertLoad, ref.ConvertBackup, ref.ConvertPageGet}
+var convertModes = []spec.ConvertMode{spec.ConvertRelayout, spec.ConvertLoad, spec.ConvertBackup, spec.ConvertPageGet}
 
 // lpfStorageExample is §7.3's storage example: L=2, NP=2, P=1, tb=1, the
 // LPF bytes [l0p0, l0p1, l1p0, l1p1], and a flat read of page 0. As LPF it
 // must be refused (the bug returned [l0p0, l0p1]); the same bytes as LF
 // are the valid read [l0p0, l1p0].
-func lpfStorageExample(layout ref.HostLayout) ref.LayoutConvertInput {
-	return ref.LayoutConvertInput{Mode: ref.ConvertPageGet, Layout: layout, Pool: ref.HostPoolMLA,
+func lpfStorageExample(layout spec.HostLayout) spec.LayoutConvertInput {
+	return spec.LayoutConvertInput{Mode: spec.ConvertPageGet, Layout: layout, Pool: spec.HostPoolMLA,
 		Layers: 2, Pages: 2, PageSize: 1, TokenBytes: 1, HostIndices: []int64{0}, Host: []byte{0xA0, 0xA1, 0xB0, 0xB1}}
 }
 
-func convertValid(t *rapid.T) ref.LayoutConvertInput {
+func convertValid(t *rapid.T) spec.LayoutConvertInput {
 	return convertOf(t, rapid.SampledFrom(convertModes).Draw(t, "mode"), "")
 }
 
 // layoutsFor lists the layouts pool supports (LPF is MLA-only).
-func layoutsFor(pool ref.HostPool) []ref.HostLayout {
-	if pool == ref.HostPoolMHA {
+func layoutsFor(pool spec.HostPool) []spec.HostLayout {
+	if pool == spec.HostPoolMHA {
 		return allLayouts[:3]
 	}
 	return allLayouts
 }
 
 // convertOf draws a valid input of mode; pool "" draws the pool too.
-func convertOf(t *rapid.T, mode ref.ConvertMode, pool ref.HostPool) ref.LayoutConvertInput {
+func convertOf(t *rapid.T, mode spec.ConvertMode, pool spec.HostPool) spec.LayoutConvertInput {
 	if pool == "" {
-		pool = rapid.SampledFrom([]ref.HostPool{ref.HostPoolMLA, ref.HostPoolMHA}).Draw(t, "pool")
+		pool = rapid.SampledFrom([]spec.HostPool{spec.HostPoolMLA, spec.HostPoolMHA}).Draw(t, "pool")
 	}
-	in := ref.LayoutConvertInput{Mode: mode, Pool: pool}
+	in := spec.LayoutConvertInput{Mode: mode, Pool: pool}
 	layouts := layoutsFor(pool)
-	if mode == ref.ConvertPageGet {
+	if mode == spec.ConvertPageGet {
 		layouts = layouts[:3]
 	}
 	in.Layout = rapid.SampledFrom(layouts).Draw(t, "layout")
-	if mode == ref.ConvertRelayout {
+	if mode == spec.ConvertRelayout {
 		in.To = rapid.SampledFrom(layoutsFor(pool)).Draw(t, "to")
 	}
 	in.Layers = rapid.Int64Range(1, 4).Draw(t, "layers")
@@ -86,9 +87,9 @@ func convertOf(t *rapid.T, mode ref.ConvertMode, pool ref.HostPool) ref.LayoutCo
 	g := hostGeometry(in)
 	in.Host = drawArena(t, "host", g.TotalBytes())
 	switch mode {
-	case ref.ConvertLoad, ref.ConvertBackup:
+	case spec.ConvertLoad, spec.ConvertBackup:
 		drawTransfer(t, &in, g)
-	case ref.ConvertPageGet:
+	case spec.ConvertPageGet:
 		pages := make([]int64, rapid.IntRange(0, int(g.NP)+1).Draw(t, "n_pages"))
 		for i := range pages {
 			pages[i] = rapid.Int64Range(0, g.NP-1).Draw(t, "page")
@@ -99,16 +100,16 @@ func convertOf(t *rapid.T, mode ref.ConvertMode, pool ref.HostPool) ref.LayoutCo
 }
 
 // drawConfig draws a §7.3 configuration the call's layouts accept.
-func drawConfig(t *rapid.T, in *ref.LayoutConvertInput) {
+func drawConfig(t *rapid.T, in *spec.LayoutConvertInput) {
 	if ref.UsesLPF(*in) {
-		in.IOBackend = rapid.SampledFrom([]ref.IOBackend{"", ref.IOBackendDirect}).Draw(t, "io_backend")
+		in.IOBackend = rapid.SampledFrom([]spec.IOBackend{"", spec.IOBackendDirect}).Draw(t, "io_backend")
 	} else {
-		in.IOBackend = rapid.SampledFrom([]ref.IOBackend{"", ref.IOBackendDirect, ref.IOBackendKernel}).Draw(t, "io_backend")
+		in.IOBackend = rapid.SampledFrom([]spec.IOBackend{"", spec.IOBackendDirect, spec.IOBackendKernel}).Draw(t, "io_backend")
 		in.StorageBackend = rapid.SampledFrom([]string{"", "", "mooncake", "file"}).Draw(t, "storage_backend")
 		in.LPFKernelUnavailable = rapid.IntRange(0, 3).Draw(t, "kernel_missing") == 0
 	}
-	devices, dtypes := []ref.IndexDevice{"", ref.IndexOnCPU, ref.IndexOnCUDA}, []ref.IndexDType{"", ref.IndexInt64, ref.IndexInt32}
-	if (in.Mode == ref.ConvertLoad || in.Mode == ref.ConvertBackup) && ref.EffectiveIOBackend(*in) == ref.IOBackendDirect {
+	devices, dtypes := []spec.IndexDevice{"", spec.IndexOnCPU, spec.IndexOnCUDA}, []spec.IndexDType{"", spec.IndexInt64, spec.IndexInt32}
+	if (in.Mode == spec.ConvertLoad || in.Mode == spec.ConvertBackup) && ref.EffectiveIOBackend(*in) == spec.IOBackendDirect {
 		devices, dtypes = devices[:2], dtypes[:2]
 	}
 	in.IndexDevice = rapid.SampledFrom(devices).Draw(t, "index_device")
@@ -119,24 +120,24 @@ func drawConfig(t *rapid.T, in *ref.LayoutConvertInput) {
 // n page pairs whose destination pages are distinct. Each side is a run
 // from a start page, a shuffled set, or (source side only) pages drawn
 // with repeats, so runs form and break on either side.
-func drawTransfer(t *rapid.T, in *ref.LayoutConvertInput, g ref.HostGeometry) {
+func drawTransfer(t *rapid.T, in *spec.LayoutConvertInput, g spec.HostGeometry) {
 	in.DevicePages = rapid.Int64Range(1, 6).Draw(t, "device_pages")
 	if rapid.Bool().Draw(t, "one_layer") {
 		l := rapid.Int64Range(0, g.L-1).Draw(t, "layer")
 		in.Layer = &l
 	}
 	dstPages, srcPages := in.DevicePages, g.NP
-	if in.Mode == ref.ConvertBackup {
+	if in.Mode == spec.ConvertBackup {
 		dstPages, srcPages = g.NP, in.DevicePages
 	}
 	n := rapid.Int64Range(0, dstPages).Draw(t, "n_pairs")
 	dst, src := distinctPagesBelow(t, n, dstPages), anyPages(t, n, srcPages)
 	hp, dp := src, dst
-	if in.Mode == ref.ConvertBackup {
+	if in.Mode == spec.ConvertBackup {
 		hp, dp = dst, src
 	}
 	in.HostIndices, in.DeviceIndices = tokensOf(hp, g.P), tokensOf(dp, g.P)
-	dev := ref.HostGeometry{Layout: ref.LayerFirst, Pool: g.Pool, L: g.L, NP: in.DevicePages, P: g.P, TB: g.TB}
+	dev := spec.HostGeometry{Layout: spec.LayerFirst, Pool: g.Pool, L: g.L, NP: in.DevicePages, P: g.P, TB: g.TB}
 	in.Device = drawArena(t, "device", dev.TotalBytes())
 }
 
@@ -201,64 +202,64 @@ func drawArena(t *rapid.T, label string, n int64) []byte {
 	return b
 }
 
-func hostGeometry(in ref.LayoutConvertInput) ref.HostGeometry {
-	return ref.HostGeometry{Layout: in.Layout, Pool: in.Pool, L: in.Layers, NP: in.Pages, P: in.PageSize, TB: in.TokenBytes}
+func hostGeometry(in spec.LayoutConvertInput) spec.HostGeometry {
+	return spec.HostGeometry{Layout: in.Layout, Pool: in.Pool, L: in.Layers, NP: in.Pages, P: in.PageSize, TB: in.TokenBytes}
 }
 
-func deviceGeometry(in ref.LayoutConvertInput) ref.HostGeometry {
-	return ref.HostGeometry{Layout: ref.LayerFirst, Pool: in.Pool, L: in.Layers, NP: in.DevicePages, P: in.PageSize, TB: in.TokenBytes}
+func deviceGeometry(in spec.LayoutConvertInput) spec.HostGeometry {
+	return spec.HostGeometry{Layout: spec.LayerFirst, Pool: in.Pool, L: in.Layers, NP: in.DevicePages, P: in.PageSize, TB: in.TokenBytes}
 }
 
 // makeLPF turns a valid MLA input into one whose host (or, for a relayout,
 // either) arena is LPF with the normal LPF configuration.
-func makeLPF(t *rapid.T, in *ref.LayoutConvertInput) {
-	if in.Mode == ref.ConvertRelayout && rapid.Bool().Draw(t, "lpf_target") {
-		in.To = ref.LayerPageFirst
+func makeLPF(t *rapid.T, in *spec.LayoutConvertInput) {
+	if in.Mode == spec.ConvertRelayout && rapid.Bool().Draw(t, "lpf_target") {
+		in.To = spec.LayerPageFirst
 	} else {
-		in.Layout = ref.LayerPageFirst
+		in.Layout = spec.LayerPageFirst
 	}
-	in.IOBackend = rapid.SampledFrom([]ref.IOBackend{"", ref.IOBackendDirect}).Draw(t, "lpf_io")
+	in.IOBackend = rapid.SampledFrom([]spec.IOBackend{"", spec.IOBackendDirect}).Draw(t, "lpf_io")
 	in.StorageBackend, in.LPFKernelUnavailable, in.IndexDevice, in.IndexDType = "", false, "", ""
 }
 
 // ensurePair gives a load or backup at least one (valid, unique) pair.
-func ensurePair(in *ref.LayoutConvertInput) {
+func ensurePair(in *spec.LayoutConvertInput) {
 	if len(in.HostIndices) == 0 {
 		in.HostIndices, in.DeviceIndices = tokensOf([]int64{0}, in.PageSize), tokensOf([]int64{0}, in.PageSize)
 	}
 }
 
-func convertInvalid(t *rapid.T) Bad[ref.LayoutConvertInput] {
-	transfers := []ref.ConvertMode{ref.ConvertLoad, ref.ConvertBackup}
-	anyMode := func() ref.ConvertMode { return rapid.SampledFrom(convertModes).Draw(t, "base_mode") }
-	bad := func(in ref.LayoutConvertInput, s *ref.Sentinel) Bad[ref.LayoutConvertInput] {
-		return Bad[ref.LayoutConvertInput]{In: in, Want: s}
+func convertInvalid(t *rapid.T) Bad[spec.LayoutConvertInput] {
+	transfers := []spec.ConvertMode{spec.ConvertLoad, spec.ConvertBackup}
+	anyMode := func() spec.ConvertMode { return rapid.SampledFrom(convertModes).Draw(t, "base_mode") }
+	bad := func(in spec.LayoutConvertInput, s *spec.Sentinel) Bad[spec.LayoutConvertInput] {
+		return Bad[spec.LayoutConvertInput]{In: in, Want: s}
 	}
 	switch rapid.IntRange(0, 23).Draw(t, "violation") {
 	case 0:
 		in := convertOf(t, anyMode(), "")
-		in.Mode = ref.ConvertMode(rapid.SampledFrom([]string{"", "copy", "RELAYOUT", "load_all"}).Draw(t, "bad_mode"))
-		return bad(in, ref.ErrBadEnum)
+		in.Mode = spec.ConvertMode(rapid.SampledFrom([]string{"", "copy", "RELAYOUT", "load_all"}).Draw(t, "bad_mode"))
+		return bad(in, spec.ErrBadEnum)
 	case 1:
 		in := convertOf(t, anyMode(), "")
-		in.Layout = ref.HostLayout(rapid.SampledFrom([]string{"", "layer_major", "LPF", "page-first"}).Draw(t, "bad_layout"))
-		return bad(in, ref.ErrUnsupportedLayout)
+		in.Layout = spec.HostLayout(rapid.SampledFrom([]string{"", "layer_major", "LPF", "page-first"}).Draw(t, "bad_layout"))
+		return bad(in, spec.ErrUnsupportedLayout)
 	case 2:
-		in := convertOf(t, ref.ConvertRelayout, "")
-		in.To = ref.HostLayout(rapid.SampledFrom([]string{"", "layer_major", "LPF"}).Draw(t, "bad_to"))
-		return bad(in, ref.ErrUnsupportedLayout)
+		in := convertOf(t, spec.ConvertRelayout, "")
+		in.To = spec.HostLayout(rapid.SampledFrom([]string{"", "layer_major", "LPF"}).Draw(t, "bad_to"))
+		return bad(in, spec.ErrUnsupportedLayout)
 	case 3:
 		in := convertOf(t, anyMode(), "")
-		in.Pool = ref.HostPool(rapid.SampledFrom([]string{"", "gqa", "MHA"}).Draw(t, "bad_pool"))
-		return bad(in, ref.ErrBadEnum)
+		in.Pool = spec.HostPool(rapid.SampledFrom([]string{"", "gqa", "MHA"}).Draw(t, "bad_pool"))
+		return bad(in, spec.ErrBadEnum)
 	case 4:
-		in := convertOf(t, anyMode(), ref.HostPoolMHA)
-		if in.Mode == ref.ConvertRelayout && rapid.Bool().Draw(t, "lpf_target") {
-			in.To = ref.LayerPageFirst
+		in := convertOf(t, anyMode(), spec.HostPoolMHA)
+		if in.Mode == spec.ConvertRelayout && rapid.Bool().Draw(t, "lpf_target") {
+			in.To = spec.LayerPageFirst
 		} else {
-			in.Layout = ref.LayerPageFirst
+			in.Layout = spec.LayerPageFirst
 		}
-		return bad(in, ref.ErrLPFUnsupportedPool)
+		return bad(in, spec.ErrLPFUnsupportedPool)
 	case 5:
 		in := convertOf(t, anyMode(), "")
 		switch rapid.IntRange(0, 2).Draw(t, "bad_enum") {
@@ -269,35 +270,35 @@ func convertInvalid(t *rapid.T) Bad[ref.LayoutConvertInput] {
 		default:
 			in.IndexDType = "int16"
 		}
-		return bad(in, ref.ErrBadEnum)
+		return bad(in, spec.ErrBadEnum)
 	case 6:
-		in := convertOf(t, anyMode(), ref.HostPoolMLA)
+		in := convertOf(t, anyMode(), spec.HostPoolMLA)
 		makeLPF(t, &in)
-		in.IOBackend = ref.IOBackendKernel
-		return bad(in, ref.ErrLPFRequiresDirect)
+		in.IOBackend = spec.IOBackendKernel
+		return bad(in, spec.ErrLPFRequiresDirect)
 	case 7:
-		in := convertOf(t, anyMode(), ref.HostPoolMLA)
+		in := convertOf(t, anyMode(), spec.HostPoolMLA)
 		makeLPF(t, &in)
 		in.StorageBackend = rapid.SampledFrom([]string{"mooncake", "file", "3fs"}).Draw(t, "storage")
-		return bad(in, ref.ErrLPFStorageUnsupported)
+		return bad(in, spec.ErrLPFStorageUnsupported)
 	case 8:
-		in := convertOf(t, ref.ConvertPageGet, ref.HostPoolMLA)
+		in := convertOf(t, spec.ConvertPageGet, spec.HostPoolMLA)
 		makeLPF(t, &in)
-		return bad(in, ref.ErrLPFStorageUnsupported)
+		return bad(in, spec.ErrLPFStorageUnsupported)
 	case 9:
-		in := convertOf(t, rapid.SampledFrom(convertModes[:3]).Draw(t, "base_mode"), ref.HostPoolMLA)
+		in := convertOf(t, rapid.SampledFrom(convertModes[:3]).Draw(t, "base_mode"), spec.HostPoolMLA)
 		makeLPF(t, &in)
 		in.LPFKernelUnavailable = true
-		return bad(in, ref.ErrLPFKernelUnavailable)
+		return bad(in, spec.ErrLPFKernelUnavailable)
 	case 10, 11:
 		in := convertOf(t, rapid.SampledFrom(transfers).Draw(t, "base_mode"), "")
-		in.IOBackend, in.IndexDevice, in.IndexDType = rapid.SampledFrom([]ref.IOBackend{"", ref.IOBackendDirect}).Draw(t, "io"), "", ""
+		in.IOBackend, in.IndexDevice, in.IndexDType = rapid.SampledFrom([]spec.IOBackend{"", spec.IOBackendDirect}).Draw(t, "io"), "", ""
 		if rapid.Bool().Draw(t, "device_resident") {
-			in.IndexDevice = ref.IndexOnCUDA
-			return bad(in, ref.ErrDeviceIndices)
+			in.IndexDevice = spec.IndexOnCUDA
+			return bad(in, spec.ErrDeviceIndices)
 		}
-		in.IndexDType = ref.IndexInt32
-		return bad(in, ref.ErrIndexDType)
+		in.IndexDType = spec.IndexInt32
+		return bad(in, spec.ErrIndexDType)
 	case 12:
 		return fieldNotInMode(t, convertOf(t, anyMode(), ""))
 	case 13:
@@ -305,10 +306,10 @@ func convertInvalid(t *rapid.T) Bad[ref.LayoutConvertInput] {
 		size := []*int64{&in.Layers, &in.Pages, &in.PageSize, &in.TokenBytes}[rapid.IntRange(0, 3).Draw(t, "bad_size")]
 		if rapid.Bool().Draw(t, "zero") {
 			*size = 0
-			return bad(in, ref.ErrZeroSize)
+			return bad(in, spec.ErrZeroSize)
 		}
 		*size = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative")
-		return bad(in, ref.ErrNegative)
+		return bad(in, spec.ErrNegative)
 	case 14:
 		in := convertOf(t, anyMode(), "")
 		sizes := []*int64{&in.Layers, &in.Pages, &in.PageSize, &in.TokenBytes}
@@ -316,7 +317,7 @@ func convertInvalid(t *rapid.T) Bad[ref.LayoutConvertInput] {
 		*sizes[i] = rapid.Int64Range(math.MaxInt64/2+1, math.MaxInt64).Draw(t, "huge")
 		j := (i + rapid.IntRange(1, 3).Draw(t, "other_size")) % 4
 		*sizes[j] = max(*sizes[j], 2)
-		return bad(in, ref.ErrOverflow)
+		return bad(in, spec.ErrOverflow)
 	case 15:
 		in := convertOf(t, anyMode(), "")
 		if rapid.Bool().Draw(t, "longer") {
@@ -324,7 +325,7 @@ func convertInvalid(t *rapid.T) Bad[ref.LayoutConvertInput] {
 		} else {
 			in.Host = in.Host[:len(in.Host)-1]
 		}
-		return bad(in, ref.ErrArenaSize)
+		return bad(in, spec.ErrArenaSize)
 	case 16:
 		return badDevicePool(t, convertOf(t, rapid.SampledFrom(transfers).Draw(t, "base_mode"), ""))
 	case 17:
@@ -332,11 +333,11 @@ func convertInvalid(t *rapid.T) Bad[ref.LayoutConvertInput] {
 		if rapid.Bool().Draw(t, "below") {
 			l := rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_layer")
 			in.Layer = &l
-			return bad(in, ref.ErrNegative)
+			return bad(in, spec.ErrNegative)
 		}
 		l := rapid.Int64Range(in.Layers, in.Layers+3).Draw(t, "past_layer")
 		in.Layer = &l
-		return bad(in, ref.ErrIndexOutOfRange)
+		return bad(in, spec.ErrIndexOutOfRange)
 	case 18:
 		in := convertOf(t, rapid.SampledFrom(transfers).Draw(t, "base_mode"), "")
 		if len(in.DeviceIndices) > 0 && rapid.Bool().Draw(t, "shorter") {
@@ -344,17 +345,17 @@ func convertInvalid(t *rapid.T) Bad[ref.LayoutConvertInput] {
 		} else {
 			in.DeviceIndices = append(slices.Clone(in.DeviceIndices), 0)
 		}
-		return bad(in, ref.ErrLengthMismatch)
+		return bad(in, spec.ErrLengthMismatch)
 	default:
 		return badPages(t)
 	}
 }
 
 // fieldNotInMode sets one field in's mode does not read.
-func fieldNotInMode(t *rapid.T, in ref.LayoutConvertInput) Bad[ref.LayoutConvertInput] {
+func fieldNotInMode(t *rapid.T, in spec.LayoutConvertInput) Bad[spec.LayoutConvertInput] {
 	zero := int64(0)
 	set := map[string]func(){
-		"to":             func() { in.To = ref.LayerFirst },
+		"to":             func() { in.To = spec.LayerFirst },
 		"layer":          func() { in.Layer = &zero },
 		"device_pages":   func() { in.DevicePages = 1 },
 		"host_indices":   func() { in.HostIndices = []int64{0} },
@@ -363,47 +364,47 @@ func fieldNotInMode(t *rapid.T, in ref.LayoutConvertInput) Bad[ref.LayoutConvert
 	}
 	var fields []string
 	switch in.Mode {
-	case ref.ConvertRelayout:
+	case spec.ConvertRelayout:
 		fields = []string{"layer", "device_pages", "host_indices", "device_indices", "device"}
-	case ref.ConvertPageGet:
+	case spec.ConvertPageGet:
 		fields = []string{"to", "layer", "device_pages", "device_indices", "device"}
 	default:
 		fields = []string{"to"}
 	}
 	set[rapid.SampledFrom(fields).Draw(t, "stray_field")]()
-	return Bad[ref.LayoutConvertInput]{In: in, Want: ref.ErrFieldNotInMode}
+	return Bad[spec.LayoutConvertInput]{In: in, Want: spec.ErrFieldNotInMode}
 }
 
 // badDevicePool breaks a load's or backup's device pool: its page count
 // (zero, negative, or too large to address) or its arena's length.
-func badDevicePool(t *rapid.T, in ref.LayoutConvertInput) Bad[ref.LayoutConvertInput] {
+func badDevicePool(t *rapid.T, in spec.LayoutConvertInput) Bad[spec.LayoutConvertInput] {
 	switch rapid.IntRange(0, 3).Draw(t, "bad_device") {
 	case 0:
 		in.DevicePages = 0
-		return Bad[ref.LayoutConvertInput]{In: in, Want: ref.ErrZeroSize}
+		return Bad[spec.LayoutConvertInput]{In: in, Want: spec.ErrZeroSize}
 	case 1:
 		in.DevicePages = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_device_pages")
-		return Bad[ref.LayoutConvertInput]{In: in, Want: ref.ErrNegative}
+		return Bad[spec.LayoutConvertInput]{In: in, Want: spec.ErrNegative}
 	case 2:
 		g := hostGeometry(in)
 		if perPage := g.Planes() * g.L * g.PB(); perPage > 1 { // with 1 byte a page, no count overflows
 			in.DevicePages = rapid.Int64Range(math.MaxInt64/perPage+1, math.MaxInt64).Draw(t, "huge_device_pages")
-			return Bad[ref.LayoutConvertInput]{In: in, Want: ref.ErrOverflow}
+			return Bad[spec.LayoutConvertInput]{In: in, Want: spec.ErrOverflow}
 		}
 		fallthrough
 	default:
 		in.Device = append(slices.Clone(in.Device), 0)
-		return Bad[ref.LayoutConvertInput]{In: in, Want: ref.ErrArenaSize}
+		return Bad[spec.LayoutConvertInput]{In: in, Want: spec.ErrArenaSize}
 	}
 }
 
 // badPages breaks one token index list of a load, backup or page read:
 // an incomplete page span, a page past its pool, a negative slot, or a
 // destination page listed twice.
-func badPages(t *rapid.T) Bad[ref.LayoutConvertInput] {
-	mode := rapid.SampledFrom([]ref.ConvertMode{ref.ConvertLoad, ref.ConvertBackup, ref.ConvertPageGet}).Draw(t, "base_mode")
+func badPages(t *rapid.T) Bad[spec.LayoutConvertInput] {
+	mode := rapid.SampledFrom([]spec.ConvertMode{spec.ConvertLoad, spec.ConvertBackup, spec.ConvertPageGet}).Draw(t, "base_mode")
 	in := convertOf(t, mode, "")
-	if mode == ref.ConvertPageGet && len(in.HostIndices) == 0 {
+	if mode == spec.ConvertPageGet && len(in.HostIndices) == 0 {
 		in.HostIndices = tokensOf([]int64{0}, in.PageSize)
 	}
 	ensurePair(&in)
@@ -411,7 +412,7 @@ func badPages(t *rapid.T) Bad[ref.LayoutConvertInput] {
 	lists := []*[]int64{&in.HostIndices, &in.DeviceIndices}
 	limits := []int64{in.Pages, in.DevicePages}
 	which := 0
-	if mode != ref.ConvertPageGet {
+	if mode != spec.ConvertPageGet {
 		which = rapid.IntRange(0, 1).Draw(t, "which_list")
 	}
 	idx := slices.Clone(*lists[which])
@@ -424,55 +425,55 @@ func badPages(t *rapid.T) Bad[ref.LayoutConvertInput] {
 		}
 		if rapid.Bool().Draw(t, "short_list") {
 			in.HostIndices = in.HostIndices[:len(in.HostIndices)-1]
-			if mode != ref.ConvertPageGet {
+			if mode != spec.ConvertPageGet {
 				in.DeviceIndices = in.DeviceIndices[:len(in.DeviceIndices)-1]
 			}
-			return Bad[ref.LayoutConvertInput]{In: in, Want: ref.ErrIncompletePageSpan}
+			return Bad[spec.LayoutConvertInput]{In: in, Want: spec.ErrIncompletePageSpan}
 		}
 		o := rapid.IntRange(1, int(P)-1).Draw(t, "bad_offset")
 		idx[group+o] += rapid.SampledFrom([]int64{1, -1, P}).Draw(t, "bad_step")
-		return Bad[ref.LayoutConvertInput]{In: in, Want: ref.ErrIncompletePageSpan}
+		return Bad[spec.LayoutConvertInput]{In: in, Want: spec.ErrIncompletePageSpan}
 	case 1:
 		past := rapid.Int64Range(limits[which], limits[which]+2).Draw(t, "past_page")
 		copy(idx[group:], tokensOf([]int64{past}, P))
-		return Bad[ref.LayoutConvertInput]{In: in, Want: ref.ErrPageOutOfRange}
+		return Bad[spec.LayoutConvertInput]{In: in, Want: spec.ErrPageOutOfRange}
 	case 2, 3:
-		if mode == ref.ConvertPageGet {
+		if mode == spec.ConvertPageGet {
 			break
 		}
 		// Append a pair whose destination page repeats an earlier one.
 		hp, dp := pagesOf(in.HostIndices, P), pagesOf(in.DeviceIndices, P)
 		k := rapid.IntRange(0, len(hp)-1).Draw(t, "repeat")
-		if mode == ref.ConvertBackup {
+		if mode == spec.ConvertBackup {
 			hp, dp = append(hp, hp[k]), append(dp, rapid.Int64Range(0, in.DevicePages-1).Draw(t, "any_device_page"))
 		} else {
 			hp, dp = append(hp, rapid.Int64Range(0, in.Pages-1).Draw(t, "any_host_page")), append(dp, dp[k])
 		}
 		in.HostIndices, in.DeviceIndices = tokensOf(hp, P), tokensOf(dp, P)
-		if mode == ref.ConvertBackup {
-			return Bad[ref.LayoutConvertInput]{In: in, Want: ref.ErrDuplicateHostPage}
+		if mode == spec.ConvertBackup {
+			return Bad[spec.LayoutConvertInput]{In: in, Want: spec.ErrDuplicateHostPage}
 		}
-		return Bad[ref.LayoutConvertInput]{In: in, Want: ref.ErrDuplicateDevicePage}
+		return Bad[spec.LayoutConvertInput]{In: in, Want: spec.ErrDuplicateDevicePage}
 	}
 	idx[group+rapid.IntRange(0, int(P)-1).Draw(t, "negative_at")] = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_slot")
-	return Bad[ref.LayoutConvertInput]{In: in, Want: ref.ErrNegative}
+	return Bad[spec.LayoutConvertInput]{In: in, Want: spec.ErrNegative}
 }
 
 // convertBoundary: every relayout pair on §7.1's worked geometry and on
 // geometries of one layer, one page and one-token pages; loads and backups
 // with runs straddling one and two pages, §7.2's examples, and §7.3's
 // storage example on the layouts that accept it.
-func convertBoundary() []Case[ref.LayoutConvertInput] {
-	var cs []Case[ref.LayoutConvertInput]
+func convertBoundary() []Case[spec.LayoutConvertInput] {
+	var cs []Case[spec.LayoutConvertInput]
 	dims := [][4]int64{{2, 2, 2, 1}, {1, 1, 1, 1}, {1, 3, 2, 2}, {3, 1, 3, 1}, {2, 3, 1, 2}}
-	for _, pool := range []ref.HostPool{ref.HostPoolMLA, ref.HostPoolMHA} {
+	for _, pool := range []spec.HostPool{spec.HostPoolMLA, spec.HostPoolMHA} {
 		for _, d := range dims {
-			g := ref.HostGeometry{Pool: pool, L: d[0], NP: d[1], P: d[2], TB: d[3]}
+			g := spec.HostGeometry{Pool: pool, L: d[0], NP: d[1], P: d[2], TB: d[3]}
 			for _, from := range layoutsFor(pool) {
 				for _, to := range layoutsFor(pool) {
-					cs = append(cs, Case[ref.LayoutConvertInput]{
+					cs = append(cs, Case[spec.LayoutConvertInput]{
 						fmt.Sprintf("relayout-%s-%s-to-%s-L%d-NP%d-P%d-tb%d", pool, from, to, g.L, g.NP, g.P, g.TB),
-						ref.LayoutConvertInput{Mode: ref.ConvertRelayout, Layout: from, To: to, Pool: pool,
+						spec.LayoutConvertInput{Mode: spec.ConvertRelayout, Layout: from, To: to, Pool: pool,
 							Layers: g.L, Pages: g.NP, PageSize: g.P, TokenBytes: g.TB, Host: seqArena(g.TotalBytes())},
 					})
 				}
@@ -481,7 +482,7 @@ func convertBoundary() []Case[ref.LayoutConvertInput] {
 	}
 	cs = append(cs, transferBoundary()...)
 	for _, layout := range allLayouts[:3] {
-		cs = append(cs, Case[ref.LayoutConvertInput]{"page-get-7.3-example-" + string(layout), lpfStorageExample(layout)})
+		cs = append(cs, Case[spec.LayoutConvertInput]{"page-get-7.3-example-" + string(layout), lpfStorageExample(layout)})
 	}
 	return append(cs, convertRejectCases()...)
 }
@@ -489,25 +490,25 @@ func convertBoundary() []Case[ref.LayoutConvertInput] {
 // convertRejectCases pins §7.3's mode-field rule for each field a mode
 // does not read (CheckConvertModeFields), and §7.2's page-span rule for a
 // token off its page's run and a run that does not start a page.
-func convertRejectCases() []Case[ref.LayoutConvertInput] {
+func convertRejectCases() []Case[spec.LayoutConvertInput] {
 	zero := int64(0)
-	pageGet := func(edit func(*ref.LayoutConvertInput)) ref.LayoutConvertInput {
-		in := lpfStorageExample(ref.LayerFirst)
+	pageGet := func(edit func(*spec.LayoutConvertInput)) spec.LayoutConvertInput {
+		in := lpfStorageExample(spec.LayerFirst)
 		edit(&in)
 		return in
 	}
-	twoTokenPages := func(idx ...int64) ref.LayoutConvertInput {
-		return ref.LayoutConvertInput{Mode: ref.ConvertPageGet, Layout: ref.LayerFirst, Pool: ref.HostPoolMLA,
+	twoTokenPages := func(idx ...int64) spec.LayoutConvertInput {
+		return spec.LayoutConvertInput{Mode: spec.ConvertPageGet, Layout: spec.LayerFirst, Pool: spec.HostPoolMLA,
 			Layers: 1, Pages: 2, PageSize: 2, TokenBytes: 1, HostIndices: idx, Host: seqArena(4)}
 	}
-	relayout := ref.LayoutConvertInput{Mode: ref.ConvertRelayout, Layout: ref.LayerFirst, To: ref.PageFirst, Pool: ref.HostPoolMLA,
+	relayout := spec.LayoutConvertInput{Mode: spec.ConvertRelayout, Layout: spec.LayerFirst, To: spec.PageFirst, Pool: spec.HostPoolMLA,
 		Layers: 1, Pages: 1, PageSize: 1, TokenBytes: 1, HostIndices: []int64{0}, Host: seqArena(1)}
-	return []Case[ref.LayoutConvertInput]{
-		{"page-get-stray-layer", pageGet(func(in *ref.LayoutConvertInput) { in.Layer = &zero })},
-		{"page-get-stray-device-pages", pageGet(func(in *ref.LayoutConvertInput) { in.DevicePages = 1 })},
-		{"page-get-stray-device", pageGet(func(in *ref.LayoutConvertInput) { in.Device = []byte{0} })},
-		{"page-get-stray-device-indices", pageGet(func(in *ref.LayoutConvertInput) { in.DeviceIndices = []int64{0} })},
-		{"page-get-stray-to", pageGet(func(in *ref.LayoutConvertInput) { in.To = ref.PageFirst })},
+	return []Case[spec.LayoutConvertInput]{
+		{"page-get-stray-layer", pageGet(func(in *spec.LayoutConvertInput) { in.Layer = &zero })},
+		{"page-get-stray-device-pages", pageGet(func(in *spec.LayoutConvertInput) { in.DevicePages = 1 })},
+		{"page-get-stray-device", pageGet(func(in *spec.LayoutConvertInput) { in.Device = []byte{0} })},
+		{"page-get-stray-device-indices", pageGet(func(in *spec.LayoutConvertInput) { in.DeviceIndices = []int64{0} })},
+		{"page-get-stray-to", pageGet(func(in *spec.LayoutConvertInput) { in.To = spec.PageFirst })},
 		{"relayout-stray-host-indices", relayout},
 		{"page-get-token-off-its-page", twoTokenPages(0, 2)},
 		{"page-get-run-not-at-page-start", twoTokenPages(1, 2)},
@@ -515,17 +516,17 @@ func convertRejectCases() []Case[ref.LayoutConvertInput] {
 }
 
 // convertRejects names the table cases ref must reject.
-func convertRejects() map[string]*ref.Sentinel {
-	return map[string]*ref.Sentinel{
-		"lpf-storage-accepted":           ref.ErrLPFStorageUnsupported,
-		"page-get-stray-layer":           ref.ErrFieldNotInMode,
-		"page-get-stray-device-pages":    ref.ErrFieldNotInMode,
-		"page-get-stray-device":          ref.ErrFieldNotInMode,
-		"page-get-stray-device-indices":  ref.ErrFieldNotInMode,
-		"page-get-stray-to":              ref.ErrFieldNotInMode,
-		"relayout-stray-host-indices":    ref.ErrFieldNotInMode,
-		"page-get-token-off-its-page":    ref.ErrIncompletePageSpan,
-		"page-get-run-not-at-page-start": ref.ErrIncompletePageSpan,
+func convertRejects() map[string]*spec.Sentinel {
+	return map[string]*spec.Sentinel{
+		"lpf-storage-accepted":           spec.ErrLPFStorageUnsupported,
+		"page-get-stray-layer":           spec.ErrFieldNotInMode,
+		"page-get-stray-device-pages":    spec.ErrFieldNotInMode,
+		"page-get-stray-device":          spec.ErrFieldNotInMode,
+		"page-get-stray-device-indices":  spec.ErrFieldNotInMode,
+		"page-get-stray-to":              spec.ErrFieldNotInMode,
+		"relayout-stray-host-indices":    spec.ErrFieldNotInMode,
+		"page-get-token-off-its-page":    spec.ErrIncompletePageSpan,
+		"page-get-run-not-at-page-start": spec.ErrIncompletePageSpan,
 	}
 }
 
@@ -533,8 +534,8 @@ func convertRejects() map[string]*ref.Sentinel {
 // broken runs, one layer and all, on every layout and pool, on pages of 1
 // and 2 tokens, LF also on the kernel backend (no sort); plus §7.2's LPF
 // example (layer 1, hp=[0,1], dp=[5,6]).
-func transferBoundary() []Case[ref.LayoutConvertInput] {
-	var cs []Case[ref.LayoutConvertInput]
+func transferBoundary() []Case[spec.LayoutConvertInput] {
+	var cs []Case[spec.LayoutConvertInput]
 	pairs := []struct {
 		name   string
 		hp, dp []int64
@@ -548,25 +549,25 @@ func transferBoundary() []Case[ref.LayoutConvertInput] {
 		{"descending", []int64{3, 2, 1}, []int64{4, 3, 2}},
 	}
 	one := int64(1)
-	for _, mode := range []ref.ConvertMode{ref.ConvertLoad, ref.ConvertBackup} {
-		for _, pool := range []ref.HostPool{ref.HostPoolMLA, ref.HostPoolMHA} {
+	for _, mode := range []spec.ConvertMode{spec.ConvertLoad, spec.ConvertBackup} {
+		for _, pool := range []spec.HostPool{spec.HostPoolMLA, spec.HostPoolMHA} {
 			for _, layout := range layoutsFor(pool) {
-				ios := []ref.IOBackend{ref.IOBackendDirect}
-				if layout == ref.LayerFirst {
-					ios = append(ios, ref.IOBackendKernel)
+				ios := []spec.IOBackend{spec.IOBackendDirect}
+				if layout == spec.LayerFirst {
+					ios = append(ios, spec.IOBackendKernel)
 				}
 				for _, io := range ios {
 					for _, P := range []int64{1, 2} {
 						for _, pr := range pairs {
 							for _, layer := range []*int64{nil, &one} {
-								in := ref.LayoutConvertInput{Mode: mode, Layout: layout, Pool: pool, Layers: 2, Pages: 4, PageSize: P, TokenBytes: 2,
+								in := spec.LayoutConvertInput{Mode: mode, Layout: layout, Pool: pool, Layers: 2, Pages: 4, PageSize: P, TokenBytes: 2,
 									IOBackend: io, DevicePages: 5, Layer: layer, HostIndices: tokensOf(pr.hp, P), DeviceIndices: tokensOf(pr.dp, P)}
 								in.Host, in.Device = seqArena(hostGeometry(in).TotalBytes()), seqArena(deviceGeometry(in).TotalBytes())
 								scope := "all-layers"
 								if layer != nil {
 									scope = "layer1"
 								}
-								cs = append(cs, Case[ref.LayoutConvertInput]{
+								cs = append(cs, Case[spec.LayoutConvertInput]{
 									fmt.Sprintf("%s-%s-%s-%s-P%d-%s-%s", mode, pool, layout, io, P, pr.name, scope), in})
 							}
 						}
@@ -575,11 +576,11 @@ func transferBoundary() []Case[ref.LayoutConvertInput] {
 			}
 		}
 	}
-	for _, layout := range []ref.HostLayout{ref.LayerPageFirst, ref.PageFirstDirect, ref.LayerFirst} {
-		in := ref.LayoutConvertInput{Mode: ref.ConvertLoad, Layout: layout, Pool: ref.HostPoolMLA, Layers: 2, Pages: 2, PageSize: 2, TokenBytes: 3,
+	for _, layout := range []spec.HostLayout{spec.LayerPageFirst, spec.PageFirstDirect, spec.LayerFirst} {
+		in := spec.LayoutConvertInput{Mode: spec.ConvertLoad, Layout: layout, Pool: spec.HostPoolMLA, Layers: 2, Pages: 2, PageSize: 2, TokenBytes: 3,
 			Layer: &one, DevicePages: 8, HostIndices: []int64{0, 1, 2, 3}, DeviceIndices: []int64{10, 11, 12, 13}}
 		in.Host, in.Device = seqArena(hostGeometry(in).TotalBytes()), make([]byte, deviceGeometry(in).TotalBytes())
-		cs = append(cs, Case[ref.LayoutConvertInput]{"load-7.2-example-" + string(layout), in})
+		cs = append(cs, Case[spec.LayoutConvertInput]{"load-7.2-example-" + string(layout), in})
 	}
 	return cs
 }
@@ -594,7 +595,7 @@ func seqArena(n int64) []byte {
 }
 
 // relayoutBack runs ref's relayout of out's arena from in.To back to in.Layout.
-func relayoutBack(lim ref.Limits, in ref.LayoutConvertInput, out ref.LayoutConvertOutput) (ref.LayoutConvertOutput, error) {
+func relayoutBack(lim spec.Limits, in spec.LayoutConvertInput, out spec.LayoutConvertOutput) (spec.LayoutConvertOutput, error) {
 	back := in
 	back.Layout, back.To, back.Host = in.To, in.Layout, out.Arena
 	r, err := ref.LayoutConvert(lim, back)
@@ -607,12 +608,12 @@ func relayoutBack(lim ref.Limits, in ref.LayoutConvertInput, out ref.LayoutConve
 // convertFollowsOffsets is §7.2's definition of a full relayout,
 // dst[off_Y(l,t,b)] = src[off_X(l,t,b)], with both offsets taken from
 // layout.host_offsets, for every coordinate of arenas up to 4 KiB.
-func convertFollowsOffsets(lim ref.Limits, in ref.LayoutConvertInput, out ref.LayoutConvertOutput) error {
-	if in.Mode != ref.ConvertRelayout || len(in.Host) > 4096 {
+func convertFollowsOffsets(lim spec.Limits, in spec.LayoutConvertInput, out spec.LayoutConvertOutput) error {
+	if in.Mode != spec.ConvertRelayout || len(in.Host) > 4096 {
 		return nil
 	}
 	g := hostGeometry(in)
-	q := ref.LayoutHostOffsetsInput{Layout: in.Layout, Pool: in.Pool, Layers: in.Layers, Pages: in.Pages, PageSize: in.PageSize,
+	q := spec.LayoutHostOffsetsInput{Layout: in.Layout, Pool: in.Pool, Layers: in.Layers, Pages: in.Pages, PageSize: in.PageSize,
 		TokenBytes: in.TokenBytes, Points: everyPoint(g)}
 	from, err := ref.LayoutHostOffsets(lim, q)
 	if err != nil {
@@ -633,8 +634,8 @@ func convertFollowsOffsets(lim ref.Limits, in ref.LayoutConvertInput, out ref.La
 }
 
 // convertRoundTrip is §7.2: relayout X→Y→X is the identity.
-func convertRoundTrip(lim ref.Limits, in ref.LayoutConvertInput, out ref.LayoutConvertOutput) error {
-	if in.Mode != ref.ConvertRelayout {
+func convertRoundTrip(lim spec.Limits, in spec.LayoutConvertInput, out spec.LayoutConvertOutput) error {
+	if in.Mode != spec.ConvertRelayout {
 		return nil
 	}
 	r, err := relayoutBack(lim, in, out)
@@ -649,8 +650,8 @@ func convertRoundTrip(lim ref.Limits, in ref.LayoutConvertInput, out ref.LayoutC
 
 // convertPermutes is §7.2: relayout is a bijection, so the target holds
 // the source's bytes, rearranged (the sorted bytes agree).
-func convertPermutes(_ ref.Limits, in ref.LayoutConvertInput, out ref.LayoutConvertOutput) error {
-	if in.Mode != ref.ConvertRelayout {
+func convertPermutes(_ spec.Limits, in spec.LayoutConvertInput, out spec.LayoutConvertOutput) error {
+	if in.Mode != spec.ConvertRelayout {
 		return nil
 	}
 	a, b := slices.Clone(in.Host), slices.Clone(out.Arena)
@@ -665,9 +666,9 @@ func convertPermutes(_ ref.Limits, in ref.LayoutConvertInput, out ref.LayoutConv
 // convertCoinciding is §7.1 "LPF offsets are numerically LF's for MLA"
 // and the identity: when the two layouts' offsets coincide the arena is
 // unchanged and moves as a single copy.
-func convertCoinciding(_ ref.Limits, in ref.LayoutConvertInput, out ref.LayoutConvertOutput) error {
-	lfLike := func(x ref.HostLayout) bool { return x == ref.LayerFirst || x == ref.LayerPageFirst }
-	if in.Mode != ref.ConvertRelayout || !(in.Layout == in.To || (lfLike(in.Layout) && lfLike(in.To))) {
+func convertCoinciding(_ spec.Limits, in spec.LayoutConvertInput, out spec.LayoutConvertOutput) error {
+	lfLike := func(x spec.HostLayout) bool { return x == spec.LayerFirst || x == spec.LayerPageFirst }
+	if in.Mode != spec.ConvertRelayout || !(in.Layout == in.To || (lfLike(in.Layout) && lfLike(in.To))) {
 		return nil
 	}
 	if !bytes.Equal(out.Arena, in.Host) || out.Descriptors != 1 {
@@ -680,8 +681,8 @@ func convertCoinciding(_ ref.Limits, in ref.LayoutConvertInput, out ref.LayoutCo
 // runs of a permutation, and a permutation and its inverse have as many
 // (each adjacency of one is an adjacency of the other), so X→Y and Y→X
 // take the same number of copies.
-func convertDescriptorsSymmetric(lim ref.Limits, in ref.LayoutConvertInput, out ref.LayoutConvertOutput) error {
-	if in.Mode != ref.ConvertRelayout {
+func convertDescriptorsSymmetric(lim spec.Limits, in spec.LayoutConvertInput, out spec.LayoutConvertOutput) error {
+	if in.Mode != spec.ConvertRelayout {
 		return nil
 	}
 	r, err := relayoutBack(lim, in, out)
@@ -694,11 +695,11 @@ func convertDescriptorsSymmetric(lim ref.Limits, in ref.LayoutConvertInput, out 
 	return nil
 }
 
-func isTransfer(in ref.LayoutConvertInput) bool {
-	return in.Mode == ref.ConvertLoad || in.Mode == ref.ConvertBackup
+func isTransfer(in spec.LayoutConvertInput) bool {
+	return in.Mode == spec.ConvertLoad || in.Mode == spec.ConvertBackup
 }
 
-func movedLayers(in ref.LayoutConvertInput) (int64, int64) {
+func movedLayers(in spec.LayoutConvertInput) (int64, int64) {
 	if in.Layer != nil {
 		return *in.Layer, *in.Layer + 1
 	}
@@ -706,9 +707,9 @@ func movedLayers(in ref.LayoutConvertInput) (int64, int64) {
 }
 
 // hostPageRanges asks ref's layout.host_offsets for the ranges of (kv, l, p).
-func hostPageRanges(lim ref.Limits, in ref.LayoutConvertInput, kv, l, p int64) ([]ref.ByteRange, error) {
-	r, err := ref.LayoutHostOffsets(lim, ref.LayoutHostOffsetsInput{Layout: in.Layout, Pool: in.Pool, Layers: in.Layers, Pages: in.Pages,
-		PageSize: in.PageSize, TokenBytes: in.TokenBytes, Spans: []ref.HostPageQuery{{KV: kv, Layer: l, Page: p}}})
+func hostPageRanges(lim spec.Limits, in spec.LayoutConvertInput, kv, l, p int64) ([]spec.ByteRange, error) {
+	r, err := ref.LayoutHostOffsets(lim, spec.LayoutHostOffsetsInput{Layout: in.Layout, Pool: in.Pool, Layers: in.Layers, Pages: in.Pages,
+		PageSize: in.PageSize, TokenBytes: in.TokenBytes, Spans: []spec.HostPageQuery{{KV: kv, Layer: l, Page: p}}})
 	if err != nil {
 		return nil, fmt.Errorf("ref host_offsets of (%d,%d,%d): %v", kv, l, p, err)
 	}
@@ -720,13 +721,13 @@ func hostPageRanges(lim ref.Limits, in ref.LayoutConvertInput, kv, l, p int64) (
 // moved layer's (and plane's) device page dp_i (at dp_i×pb of that
 // layer in the layer-first pool) and host page hp_i hold the same bytes
 // afterwards, the source's; every other destination byte is unchanged.
-func convertMovesListedPages(lim ref.Limits, in ref.LayoutConvertInput, out ref.LayoutConvertOutput) error {
+func convertMovesListedPages(lim spec.Limits, in spec.LayoutConvertInput, out spec.LayoutConvertOutput) error {
 	if !isTransfer(in) {
 		return nil
 	}
 	dev := deviceGeometry(in)
 	want := slices.Clone(in.Device)
-	if in.Mode == ref.ConvertBackup {
+	if in.Mode == spec.ConvertBackup {
 		want = slices.Clone(in.Host)
 	}
 	hp, dp := pagesOf(in.HostIndices, in.PageSize), pagesOf(in.DeviceIndices, in.PageSize)
@@ -740,7 +741,7 @@ func convertMovesListedPages(lim ref.Limits, in ref.LayoutConvertInput, out ref.
 				}
 				devOff := kv*dev.PlaneBytes() + l*dev.S()*dev.TB + dp[i]*dev.PB()
 				for _, rg := range rs {
-					if in.Mode == ref.ConvertLoad {
+					if in.Mode == spec.ConvertLoad {
 						copy(want[devOff:devOff+rg.Len], in.Host[rg.Offset:rg.Offset+rg.Len])
 					} else {
 						copy(want[rg.Offset:rg.Offset+rg.Len], in.Device[devOff:devOff+rg.Len])
@@ -757,7 +758,7 @@ func convertMovesListedPages(lim ref.Limits, in ref.LayoutConvertInput, out ref.
 }
 
 // reversedPairs returns in with its page pairs in reverse order.
-func reversedPairs(in ref.LayoutConvertInput) ref.LayoutConvertInput {
+func reversedPairs(in spec.LayoutConvertInput) spec.LayoutConvertInput {
 	hp, dp := pagesOf(in.HostIndices, in.PageSize), pagesOf(in.DeviceIndices, in.PageSize)
 	slices.Reverse(hp)
 	slices.Reverse(dp)
@@ -769,7 +770,7 @@ func reversedPairs(in ref.LayoutConvertInput) ref.LayoutConvertInput {
 // host pages the bytes do not depend on the order of the pairs. (kvtwin
 // also requires unique destination pages, so it holds for every accepted
 // load and backup.)
-func convertOrderIndependent(lim ref.Limits, in ref.LayoutConvertInput, out ref.LayoutConvertOutput) error {
+func convertOrderIndependent(lim spec.Limits, in spec.LayoutConvertInput, out spec.LayoutConvertOutput) error {
 	if !isTransfer(in) {
 		return nil
 	}
@@ -787,7 +788,7 @@ func convertOrderIndependent(lim ref.Limits, in ref.LayoutConvertInput, out ref.
 // loading them back (or loading and backing up) returns the original
 // pages of every moved layer, when the second step's destination pages
 // are unique too.
-func convertBackupLoadRoundTrip(lim ref.Limits, in ref.LayoutConvertInput, out ref.LayoutConvertOutput) error {
+func convertBackupLoadRoundTrip(lim spec.Limits, in spec.LayoutConvertInput, out spec.LayoutConvertOutput) error {
 	if !isTransfer(in) {
 		return nil
 	}
@@ -795,13 +796,13 @@ func convertBackupLoadRoundTrip(lim ref.Limits, in ref.LayoutConvertInput, out r
 	// source: orig, of geometry geo, at its listed pages.
 	back := in
 	var orig []byte
-	var geo ref.HostGeometry
+	var geo spec.HostGeometry
 	var pages []int64
-	if in.Mode == ref.ConvertBackup {
-		back.Mode, back.Host, back.Device = ref.ConvertLoad, out.Arena, make([]byte, len(in.Device))
+	if in.Mode == spec.ConvertBackup {
+		back.Mode, back.Host, back.Device = spec.ConvertLoad, out.Arena, make([]byte, len(in.Device))
 		orig, geo, pages = in.Device, deviceGeometry(in), pagesOf(in.DeviceIndices, in.PageSize)
 	} else {
-		back.Mode, back.Device, back.Host = ref.ConvertBackup, out.Arena, make([]byte, len(in.Host))
+		back.Mode, back.Device, back.Host = spec.ConvertBackup, out.Arena, make([]byte, len(in.Host))
 		orig, geo, pages = in.Host, hostGeometry(in), pagesOf(in.HostIndices, in.PageSize)
 	}
 	if len(slices.Compact(slices.Sorted(slices.Values(pages)))) != len(pages) {
@@ -831,7 +832,7 @@ func convertBackupLoadRoundTrip(lim ref.Limits, in ref.LayoutConvertInput, out r
 // split them into runs consecutive on both sides (§2), and count per run 1
 // copy under LF/LPF, Count under PFD, Count×P under PF; per moved layer and
 // plane.
-func convertDescriptorRule(_ ref.Limits, in ref.LayoutConvertInput, out ref.LayoutConvertOutput) error {
+func convertDescriptorRule(_ spec.Limits, in spec.LayoutConvertInput, out spec.LayoutConvertOutput) error {
 	if !isTransfer(in) {
 		return nil
 	}
@@ -840,7 +841,7 @@ func convertDescriptorRule(_ ref.Limits, in ref.LayoutConvertInput, out ref.Layo
 	for i := range hp {
 		pairs[i] = [2]int64{hp[i], dp[i]}
 	}
-	if in.Layout == ref.LayerFirst && ref.EffectiveIOBackend(in) == ref.IOBackendDirect {
+	if in.Layout == spec.LayerFirst && ref.EffectiveIOBackend(in) == spec.IOBackendDirect {
 		slices.SortStableFunc(pairs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
 	}
 	var per int64
@@ -850,9 +851,9 @@ func convertDescriptorRule(_ ref.Limits, in ref.LayoutConvertInput, out ref.Layo
 			j++
 		}
 		switch count := int64(j - i); in.Layout {
-		case ref.PageFirstDirect:
+		case spec.PageFirstDirect:
 			per += count
-		case ref.PageFirst:
+		case spec.PageFirst:
 			per += count * in.PageSize
 		default:
 			per++
@@ -869,12 +870,12 @@ func convertDescriptorRule(_ ref.Limits, in ref.LayoutConvertInput, out ref.Layo
 // pageGetWant is a flat page read rebuilt from layout.host_offsets: per
 // page and plane, every layer's ranges in ascending offset order, and the
 // number of contiguous host ranges they form.
-func pageGetWant(lim ref.Limits, in ref.LayoutConvertInput) ([]byte, int64, error) {
+func pageGetWant(lim spec.Limits, in spec.LayoutConvertInput) ([]byte, int64, error) {
 	var want []byte
 	var ranges int64
 	for _, p := range pagesOf(in.HostIndices, in.PageSize) {
 		for kv := range hostGeometry(in).Planes() {
-			var rs []ref.ByteRange
+			var rs []spec.ByteRange
 			for l := range in.Layers {
 				r, err := hostPageRanges(lim, in, kv, l, p)
 				if err != nil {
@@ -882,7 +883,7 @@ func pageGetWant(lim ref.Limits, in ref.LayoutConvertInput) ([]byte, int64, erro
 				}
 				rs = append(rs, r...)
 			}
-			slices.SortFunc(rs, func(a, b ref.ByteRange) int { return cmp.Compare(a.Offset, b.Offset) })
+			slices.SortFunc(rs, func(a, b spec.ByteRange) int { return cmp.Compare(a.Offset, b.Offset) })
 			for i, rg := range rs {
 				want = append(want, in.Host[rg.Offset:rg.Offset+rg.Len]...)
 				if i == 0 || rg.Offset != rs[i-1].Offset+rs[i-1].Len {
@@ -897,8 +898,8 @@ func pageGetWant(lim ref.Limits, in ref.LayoutConvertInput) ([]byte, int64, erro
 // convertPageGetReadsThePage is §7.3's flat page get: the bytes of every
 // layer of each listed page, in host order, and one descriptor per
 // contiguous host range.
-func convertPageGetReadsThePage(lim ref.Limits, in ref.LayoutConvertInput, out ref.LayoutConvertOutput) error {
-	if in.Mode != ref.ConvertPageGet {
+func convertPageGetReadsThePage(lim spec.Limits, in spec.LayoutConvertInput, out spec.LayoutConvertOutput) error {
+	if in.Mode != spec.ConvertPageGet {
 		return nil
 	}
 	want, ranges, err := pageGetWant(lim, in)
@@ -917,13 +918,13 @@ func convertPageGetReadsThePage(lim ref.Limits, in ref.LayoutConvertInput, out r
 // convertOnePointerPerPage is §7.1's "one pointer per page": under PF and
 // PFD a flat page read is one descriptor per page and plane; under LF with
 // L, NP >= 2 it is one per layer.
-func convertOnePointerPerPage(_ ref.Limits, in ref.LayoutConvertInput, out ref.LayoutConvertOutput) error {
-	if in.Mode != ref.ConvertPageGet {
+func convertOnePointerPerPage(_ spec.Limits, in spec.LayoutConvertInput, out spec.LayoutConvertOutput) error {
+	if in.Mode != spec.ConvertPageGet {
 		return nil
 	}
 	perPage := hostGeometry(in).Planes()
 	switch {
-	case in.Layout == ref.PageFirst || in.Layout == ref.PageFirstDirect:
+	case in.Layout == spec.PageFirst || in.Layout == spec.PageFirstDirect:
 	case in.Layers >= 2 && in.Pages >= 2:
 		perPage *= in.Layers
 	default:

@@ -8,18 +8,19 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // MQAChunkedTopK is the differential spec of mqa.chunked_topk (docs/spec/cp-layout.md §8.3).
-func MQAChunkedTopK() *Spec[ref.MQAChunkedTopKInput, ref.MQAChunkedTopKOutput] {
-	return &Spec[ref.MQAChunkedTopKInput, ref.MQAChunkedTopKOutput]{
+func MQAChunkedTopK() *Spec[spec.MQAChunkedTopKInput, spec.MQAChunkedTopKOutput] {
+	return &Spec[spec.MQAChunkedTopKInput, spec.MQAChunkedTopKOutput]{
 		Op:          catalog.MQAChunkedTopK(),
-		Valid:       rapid.Custom(func(t *rapid.T) ref.MQAChunkedTopKInput { return TopKValid(t, false) }),
+		Valid:       rapid.Custom(func(t *rapid.T) spec.MQAChunkedTopKInput { return TopKValid(t, false) }),
 		Invalid:     rapid.Custom(topkInvalid),
 		Boundary:    topkBoundary(),
 		Regressions: topkRegressions(),
 		Rejects:     topkRejects(),
-		Props: []Prop[ref.MQAChunkedTopKInput, ref.MQAChunkedTopKOutput]{
+		Props: []Prop[spec.MQAChunkedTopKInput, spec.MQAChunkedTopKOutput]{
 			{"row-shape", topkRowShape},
 			{"selects-the-best", topkSelectsBest},
 			{"chunked-equals-unchunked", topkChunkedEqualsUnchunked},
@@ -33,7 +34,7 @@ func MQAChunkedTopK() *Spec[ref.MQAChunkedTopKInput, ref.MQAChunkedTopKOutput] {
 // rows from 1 to past Q. Scores come from a few values so ties are common;
 // with nonFinite set they also include NaN (both signs), ±Inf and −0, which
 // JSON cannot carry (typed tests only).
-func TopKValid(t *rapid.T, nonFinite bool) ref.MQAChunkedTopKInput {
+func TopKValid(t *rapid.T, nonFinite bool) spec.MQAChunkedTopKInput {
 	q := rapid.IntRange(0, 12).Draw(t, "q")
 	kt := rapid.IntRange(0, 40).Draw(t, "kt")
 	if q == 0 {
@@ -44,7 +45,7 @@ func TopKValid(t *rapid.T, nonFinite bool) ref.MQAChunkedTopKInput {
 		vals = append(vals, float32(math.NaN()), math.Float32frombits(0xFFC00001), float32(math.Inf(1)), float32(math.Inf(-1)))
 	}
 	score := rapid.OneOf(rapid.SampledFrom(vals), rapid.Float32Range(-4, 4))
-	in := ref.MQAChunkedTopKInput{
+	in := spec.MQAChunkedTopKInput{
 		Logits:    make([][]float32, q),
 		KS:        make([]int64, q),
 		KE:        make([]int64, q),
@@ -69,55 +70,55 @@ func TopKValid(t *rapid.T, nonFinite bool) ref.MQAChunkedTopKInput {
 	return in
 }
 
-func topkInvalid(t *rapid.T) Bad[ref.MQAChunkedTopKInput] {
+func topkInvalid(t *rapid.T) Bad[spec.MQAChunkedTopKInput] {
 	in := TopKValid(t, false)
-	type bad = Bad[ref.MQAChunkedTopKInput]
+	type bad = Bad[spec.MQAChunkedTopKInput]
 	if len(in.Logits) == 0 {
-		in = ref.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: in.TopK, ChunkRows: in.ChunkRows}
+		in = spec.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: in.TopK, ChunkRows: in.ChunkRows}
 	}
 	q, kt := len(in.Logits), int64(len(in.Logits[0]))
 	r := rapid.IntRange(0, q-1).Draw(t, "bad_row")
 	switch rapid.IntRange(0, 10).Draw(t, "violation") {
 	case 0:
 		in.ChunkRows = rapid.Int64Range(math.MinInt64, 0).Draw(t, "bad_chunk_rows")
-		return bad{in, ref.ErrShape}
+		return bad{in, spec.ErrShape}
 	case 1:
 		in.TopK = rapid.Int64Range(math.MinInt64, 0).Draw(t, "bad_topk")
-		return bad{in, ref.ErrShape}
+		return bad{in, spec.ErrShape}
 	case 2:
 		in.Logits = append(in.Logits, make([]float32, kt+1))
 		in.KS, in.KE = append(in.KS, 0), append(in.KE, 0)
 		if len(in.Offset) > 0 {
 			in.Offset = append(in.Offset, 0)
 		}
-		return bad{in, ref.ErrShape}
+		return bad{in, spec.ErrShape}
 	case 3:
 		if rapid.Bool().Draw(t, "ks_list") {
 			in.KS = append(in.KS, 0)
 		} else {
 			in.KE = in.KE[:q-1]
 		}
-		return bad{in, ref.ErrShape}
+		return bad{in, spec.ErrShape}
 	case 4:
 		if q < 2 {
 			in.Logits, in.KS, in.KE = append(in.Logits, in.Logits[0]), append(in.KS, 0), append(in.KE, 0)
 		}
 		in.Offset = make([]int32, rapid.IntRange(1, len(in.Logits)-1).Draw(t, "short_offset"))
-		return bad{in, ref.ErrShape}
+		return bad{in, spec.ErrShape}
 	case 5:
 		in.KS[r] = in.KE[r] + rapid.Int64Range(1, 5).Draw(t, "ks_past_ke")
 		in.KE[r] = min(in.KE[r], kt)
-		return bad{in, ref.ErrShape}
+		return bad{in, spec.ErrShape}
 	case 6:
 		in.KE[r] = kt + rapid.Int64Range(1, 1<<40).Draw(t, "ke_past_kt")
-		return bad{in, ref.ErrShape}
+		return bad{in, spec.ErrShape}
 	case 7:
 		in.KS[r] = rapid.Int64Range(math.MinInt64, -1).Draw(t, "neg_ks")
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	case 8:
 		in.Offset = make([]int32, q)
 		in.Offset[r] = rapid.Int32Range(math.MinInt32, -1).Draw(t, "neg_offset")
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	case 9:
 		in.Offset = make([]int32, q)
 		in.KS[r], in.KE[r] = 0, max(kt, 2)
@@ -128,43 +129,43 @@ func topkInvalid(t *rapid.T) Bad[ref.MQAChunkedTopKInput] {
 		}
 		// offset + (ke-ks-1) lands in [MaxInt32+1, MaxInt32+ke-1].
 		in.Offset[r] = math.MaxInt32 - int32(in.KE[r]) + 2 + rapid.Int32Range(0, int32(in.KE[r])-2).Draw(t, "offset_over")
-		return bad{in, ref.ErrOverflow}
+		return bad{in, spec.ErrOverflow}
 	default:
 		// Past the 1 GiB output bound, but not so far that the byte count overflows.
-		in.TopK = rapid.Int64Range(ref.DefaultMaxOutputBytes/(4*int64(q))+1, (1<<62)/(4*int64(q))).Draw(t, "huge_topk")
-		return bad{in, ref.ErrTooLarge}
+		in.TopK = rapid.Int64Range(spec.DefaultMaxOutputBytes/(4*int64(q))+1, (1<<62)/(4*int64(q))).Draw(t, "huge_topk")
+		return bad{in, spec.ErrTooLarge}
 	}
 }
 
 // topkBoundary: windows of topk−1, topk and topk+1 candidates (the fast
 // path's edge), empty windows, all-equal scores (ties broken by j), chunk
 // rows 1, Q−1, Q and Q+1, and §8.3's order on signed zeros and extremes.
-func topkBoundary() []Case[ref.MQAChunkedTopKInput] {
-	var cs []Case[ref.MQAChunkedTopKInput]
+func topkBoundary() []Case[spec.MQAChunkedTopKInput] {
+	var cs []Case[spec.MQAChunkedTopKInput]
 	const topk = 4
 	row := []float32{3, 1, 4, 1, 5, 9, 2, 6, 5, 3}
 	for _, n := range []int64{0, 1, topk - 1, topk, topk + 1, 10} {
 		for _, c := range []int64{1, 2, 3, 4} {
-			in := ref.MQAChunkedTopKInput{Logits: [][]float32{row, row, row}, KS: []int64{0, 10 - n, (10 - n) / 2}, KE: []int64{n, 10, (10-n)/2 + n}, TopK: topk, Offset: []int32{0, 100, 1000}, ChunkRows: c}
-			cs = append(cs, Case[ref.MQAChunkedTopKInput]{fmt.Sprintf("window%d-chunk%d", n, c), in})
+			in := spec.MQAChunkedTopKInput{Logits: [][]float32{row, row, row}, KS: []int64{0, 10 - n, (10 - n) / 2}, KE: []int64{n, 10, (10-n)/2 + n}, TopK: topk, Offset: []int32{0, 100, 1000}, ChunkRows: c}
+			cs = append(cs, Case[spec.MQAChunkedTopKInput]{fmt.Sprintf("window%d-chunk%d", n, c), in})
 		}
 	}
 	ties := []float32{2, 2, 2, 2, 2, 2}
 	cs = append(cs,
-		Case[ref.MQAChunkedTopKInput]{"all-ties", ref.MQAChunkedTopKInput{Logits: [][]float32{ties, ties}, KS: []int64{0, 2}, KE: []int64{6, 6}, TopK: 3, ChunkRows: 1}},
-		Case[ref.MQAChunkedTopKInput]{"signed-zeros-and-extremes", ref.MQAChunkedTopKInput{
+		Case[spec.MQAChunkedTopKInput]{"all-ties", spec.MQAChunkedTopKInput{Logits: [][]float32{ties, ties}, KS: []int64{0, 2}, KE: []int64{6, 6}, TopK: 3, ChunkRows: 1}},
+		Case[spec.MQAChunkedTopKInput]{"signed-zeros-and-extremes", spec.MQAChunkedTopKInput{
 			Logits: [][]float32{{float32(math.Copysign(0, -1)), 0, -math.MaxFloat32, math.MaxFloat32, -math.SmallestNonzeroFloat32, math.SmallestNonzeroFloat32}},
 			KS:     []int64{0}, KE: []int64{6}, TopK: 4, ChunkRows: 1}},
-		Case[ref.MQAChunkedTopKInput]{"no-rows", ref.MQAChunkedTopKInput{Logits: [][]float32{}, KS: []int64{}, KE: []int64{}, TopK: 2048, ChunkRows: 64}},
-		Case[ref.MQAChunkedTopKInput]{"offset-at-int32-max", ref.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: 2, Offset: []int32{math.MaxInt32 - 2}, ChunkRows: 1}},
-		Case[ref.MQAChunkedTopKInput]{"offset-past-int32-max", ref.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: 2, Offset: []int32{math.MaxInt32 - 1}, ChunkRows: 1}},
-		Case[ref.MQAChunkedTopKInput]{"ks-after-ke", ref.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{2}, KE: []int64{1}, TopK: 2, ChunkRows: 1}},
-		Case[ref.MQAChunkedTopKInput]{"ke-past-kt", ref.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{4}, TopK: 2, ChunkRows: 1}},
-		Case[ref.MQAChunkedTopKInput]{"topk-zero", ref.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: 0, ChunkRows: 1}},
-		Case[ref.MQAChunkedTopKInput]{"offset-short", ref.MQAChunkedTopKInput{Logits: [][]float32{{1}, {2}}, KS: []int64{0, 0}, KE: []int64{1, 1}, TopK: 1, Offset: []int32{5}, ChunkRows: 1}},
+		Case[spec.MQAChunkedTopKInput]{"no-rows", spec.MQAChunkedTopKInput{Logits: [][]float32{}, KS: []int64{}, KE: []int64{}, TopK: 2048, ChunkRows: 64}},
+		Case[spec.MQAChunkedTopKInput]{"offset-at-int32-max", spec.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: 2, Offset: []int32{math.MaxInt32 - 2}, ChunkRows: 1}},
+		Case[spec.MQAChunkedTopKInput]{"offset-past-int32-max", spec.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: 2, Offset: []int32{math.MaxInt32 - 1}, ChunkRows: 1}},
+		Case[spec.MQAChunkedTopKInput]{"ks-after-ke", spec.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{2}, KE: []int64{1}, TopK: 2, ChunkRows: 1}},
+		Case[spec.MQAChunkedTopKInput]{"ke-past-kt", spec.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{4}, TopK: 2, ChunkRows: 1}},
+		Case[spec.MQAChunkedTopKInput]{"topk-zero", spec.MQAChunkedTopKInput{Logits: [][]float32{{1, 2, 3}}, KS: []int64{0}, KE: []int64{3}, TopK: 0, ChunkRows: 1}},
+		Case[spec.MQAChunkedTopKInput]{"offset-short", spec.MQAChunkedTopKInput{Logits: [][]float32{{1}, {2}}, KS: []int64{0, 0}, KE: []int64{1, 1}, TopK: 1, Offset: []int32{5}, ChunkRows: 1}},
 	)
 	for _, c := range []int64{1, 2, 3, 4} {
-		cs = append(cs, Case[ref.MQAChunkedTopKInput]{fmt.Sprintf("four-requests-chunk%d", c), ref.MQAChunkedTopKInput{
+		cs = append(cs, Case[spec.MQAChunkedTopKInput]{fmt.Sprintf("four-requests-chunk%d", c), spec.MQAChunkedTopKInput{
 			Logits: [][]float32{{5, 1, 2, 0}, {1, 5, 2, 0}, {0, 0, 9, 1}, {7, 7, 7, 7}}, KS: []int64{0, 0, 2, 1}, KE: []int64{1, 2, 4, 4},
 			TopK: 2, Offset: []int32{0, 1, 40, 90}, ChunkRows: c}})
 	}
@@ -172,22 +173,22 @@ func topkBoundary() []Case[ref.MQAChunkedTopKInput] {
 }
 
 // topkRejects names the boundary cases ref must reject.
-func topkRejects() map[string]*ref.Sentinel {
-	return map[string]*ref.Sentinel{
-		"offset-past-int32-max": ref.ErrOverflow,
-		"ks-after-ke":           ref.ErrShape,
-		"ke-past-kt":            ref.ErrShape,
-		"topk-zero":             ref.ErrShape,
-		"offset-short":          ref.ErrShape,
+func topkRejects() map[string]*spec.Sentinel {
+	return map[string]*spec.Sentinel{
+		"offset-past-int32-max": spec.ErrOverflow,
+		"ks-after-ke":           spec.ErrShape,
+		"ke-past-kt":            spec.ErrShape,
+		"topk-zero":             spec.ErrShape,
+		"offset-short":          spec.ErrShape,
 	}
 }
 
 // topkRegressions: §8.6 bug 2's minimal input (Appendix A12): two rows of
 // two requests, offsets [0, 10], one row per chunk; fixed row 1 emits
 // j − ks + 10, the bug + 0.
-func topkRegressions() []Case[ref.MQAChunkedTopKInput] {
-	return []Case[ref.MQAChunkedTopKInput]{
-		{"chunk-offsets-not-row-addressed", ref.MQAChunkedTopKInput{
+func topkRegressions() []Case[spec.MQAChunkedTopKInput] {
+	return []Case[spec.MQAChunkedTopKInput]{
+		{"chunk-offsets-not-row-addressed", spec.MQAChunkedTopKInput{
 			Logits: [][]float32{{1, 2}, {3, 4}}, KS: []int64{0, 0}, KE: []int64{2, 2}, TopK: 2, Offset: []int32{0, 10}, ChunkRows: 1}},
 	}
 }
@@ -195,7 +196,7 @@ func topkRegressions() []Case[ref.MQAChunkedTopKInput] {
 // topkRowShape: one row per query row, each topk wide; the first
 // min(topk, ke−ks) entries strictly ascending inside [off, off+ke−ks), the
 // rest −1; when the window fits, exactly off, off+1, … (upstream's fast path).
-func topkRowShape(_ ref.Limits, in ref.MQAChunkedTopKInput, out ref.MQAChunkedTopKOutput) error {
+func topkRowShape(_ spec.Limits, in spec.MQAChunkedTopKInput, out spec.MQAChunkedTopKOutput) error {
 	if len(out.Indices) != len(in.Logits) {
 		return fmt.Errorf("%d output rows for %d query rows", len(out.Indices), len(in.Logits))
 	}
@@ -221,7 +222,7 @@ func topkRowShape(_ ref.Limits, in ref.MQAChunkedTopKInput, out ref.MQAChunkedTo
 	return nil
 }
 
-func topkOff(in ref.MQAChunkedTopKInput, r int) int64 {
+func topkOff(in spec.MQAChunkedTopKInput, r int) int64 {
 	if len(in.Offset) == 0 {
 		return 0
 	}
@@ -249,7 +250,7 @@ func TopKBefore(xa float32, ja int64, xb float32, jb int64) bool {
 
 // topkSelectsBest: every selected candidate ranks before every unselected
 // one in the window, by TopKBefore.
-func topkSelectsBest(_ ref.Limits, in ref.MQAChunkedTopKInput, out ref.MQAChunkedTopKOutput) error {
+func topkSelectsBest(_ spec.Limits, in spec.MQAChunkedTopKInput, out spec.MQAChunkedTopKOutput) error {
 	for r, row := range out.Indices {
 		ks, off := in.KS[r], topkOff(in, r)
 		picked := map[int64]bool{}
@@ -271,7 +272,7 @@ func topkSelectsBest(_ ref.Limits, in ref.MQAChunkedTopKInput, out ref.MQAChunke
 
 // topkChunkedEqualsUnchunked is P8.1: the result equals the reference's
 // with a single chunk.
-func topkChunkedEqualsUnchunked(lim ref.Limits, in ref.MQAChunkedTopKInput, out ref.MQAChunkedTopKOutput) error {
+func topkChunkedEqualsUnchunked(lim spec.Limits, in spec.MQAChunkedTopKInput, out spec.MQAChunkedTopKOutput) error {
 	whole := in
 	whole.ChunkRows = max(int64(len(in.Logits)), 1)
 	want, err := ref.MQAChunkedTopK(lim, whole)

@@ -14,6 +14,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // checkBroken runs every property of props on ref's good result (must
@@ -21,7 +22,7 @@ import (
 func checkBroken[In, Out any](t *testing.T, props []equiv.Prop[In, Out], in In, good Out, broken map[string]Out) {
 	t.Helper()
 	for _, p := range props {
-		if err := p.Holds(ref.DefaultLimits(), in, good); err != nil {
+		if err := p.Holds(spec.DefaultLimits(), in, good); err != nil {
 			t.Errorf("%s fails on ref's result: %v", p.Name, err)
 		}
 		bad, ok := broken[p.Name]
@@ -39,50 +40,50 @@ func checkBroken[In, Out any](t *testing.T, props []equiv.Prop[In, Out], in In, 
 // on ref's plan and fails on a plan broken the way it guards against.
 func TestMQAChunkRowsPropertiesCatchWrongPlans(t *testing.T) {
 	two := int64(2)
-	in := ref.MQAChunkRowsInput{
-		Config:  ref.MQAChunkConfig{MaxRows: &two},
-		Runtime: &ref.MQARuntimeBudget{FreeAtInit: 1 << 20, TotalMem: 1 << 30},
-		Shapes:  []ref.MQALogitsShape{{Q: 5, K: 7}},
-		Batch:   &ref.MQAPeakBatch{Layout: ref.LayoutSpec{CP: 2, Lens: []int{8}}, Prefix: []int64{64}},
+	in := spec.MQAChunkRowsInput{
+		Config:  spec.MQAChunkConfig{MaxRows: &two},
+		Runtime: &spec.MQARuntimeBudget{FreeAtInit: 1 << 20, TotalMem: 1 << 30},
+		Shapes:  []spec.MQALogitsShape{{Q: 5, K: 7}},
+		Batch:   &spec.MQAPeakBatch{Layout: spec.LayoutSpec{CP: 2, Lens: []int{8}}, Prefix: []int64{64}},
 	}
-	good, err := ref.MQAChunkRows(ref.DefaultLimits(), in)
+	good, err := ref.MQAChunkRows(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	with := func(f func(*ref.MQAChunkRowsOutput)) ref.MQAChunkRowsOutput {
+	with := func(f func(*spec.MQAChunkRowsOutput)) spec.MQAChunkRowsOutput {
 		out := good
 		out.Shapes, out.Ranks = slices.Clone(good.Shapes), slices.Clone(good.Ranks)
 		f(&out)
 		return out
 	}
-	broken := map[string]ref.MQAChunkRowsOutput{
+	broken := map[string]spec.MQAChunkRowsOutput{
 		// 2 chunks of 2 rows leave row 5 out.
-		"chunks-cover-q": with(func(o *ref.MQAChunkRowsOutput) { o.Shapes[0].Chunks = 2 }),
+		"chunks-cover-q": with(func(o *spec.MQAChunkRowsOutput) { o.Shapes[0].Chunks = 2 }),
 		// The row cap ignored (§8.6 bug 3), with the plan otherwise consistent.
-		"chunk-bytes-capped": with(func(o *ref.MQAChunkRowsOutput) {
-			o.Shapes[0] = ref.MQAChunkPlan{Q: 5, K: 7, Rows: 5, Chunks: 1, PeakBytes: 140}
+		"chunk-bytes-capped": with(func(o *spec.MQAChunkRowsOutput) {
+			o.Shapes[0] = spec.MQAChunkPlan{Q: 5, K: 7, Rows: 5, Chunks: 1, PeakBytes: 140}
 		}),
 		// A runtime plan with more rows than the estimator's.
-		"estimator-conservative": with(func(o *ref.MQAChunkRowsOutput) {
-			o.Ranks[1] = ref.MQAChunkPlan{Q: 4, K: 138, Rows: 3, Chunks: 2, PeakBytes: 4 * 3 * 138}
+		"estimator-conservative": with(func(o *spec.MQAChunkRowsOutput) {
+			o.Ranks[1] = spec.MQAChunkPlan{Q: 4, K: 138, Rows: 3, Chunks: 2, PeakBytes: 4 * 3 * 138}
 		}),
 		// Full-request accounting (§8.6 bug 1).
-		"cp-rank-shapes": with(func(o *ref.MQAChunkRowsOutput) {
-			full := ref.MQAChunkPlan{Q: 8, K: 72, Rows: 2, Chunks: 4, PeakBytes: 576}
+		"cp-rank-shapes": with(func(o *spec.MQAChunkRowsOutput) {
+			full := spec.MQAChunkPlan{Q: 8, K: 72, Rows: 2, Chunks: 4, PeakBytes: 576}
 			o.Ranks[0], o.Ranks[1], o.AdmissionPeak = full, full, 576
 		}),
 	}
 	checkBroken(t, equiv.MQAChunkRows().Props, in, good, broken)
 	// The GiB cap's and the runtime budget's halves of chunk-bytes-capped.
 	gb := float64(64) / (1 << 30) // 64 bytes: 2 rows of K=8
-	capped := ref.MQAChunkRowsInput{Config: ref.MQAChunkConfig{MaxGB: &gb}, Shapes: []ref.MQALogitsShape{{Q: 5, K: 8}}}
-	over := ref.MQAChunkRowsOutput{Shapes: []ref.MQAChunkPlan{{Q: 5, K: 8, Rows: 3, Chunks: 2, PeakBytes: 96}}, Ranks: []ref.MQAChunkPlan{}}
+	capped := spec.MQAChunkRowsInput{Config: spec.MQAChunkConfig{MaxGB: &gb}, Shapes: []spec.MQALogitsShape{{Q: 5, K: 8}}}
+	over := spec.MQAChunkRowsOutput{Shapes: []spec.MQAChunkPlan{{Q: 5, K: 8, Rows: 3, Chunks: 2, PeakBytes: 96}}, Ranks: []spec.MQAChunkPlan{}}
 	if propHolds(t, equiv.MQAChunkRows().Props, "chunk-bytes-capped", capped, over) == nil {
 		t.Error("chunk-bytes-capped holds on a 96 B chunk under a 64 B cap")
 	}
 	// free 32M: the runtime's chunks hold at most 16 MB, 1000 rows of K=4000.
-	budget := ref.MQAChunkRowsInput{Runtime: &ref.MQARuntimeBudget{FreeAtInit: 32_000_000, TotalMem: 1 << 40}, Shapes: []ref.MQALogitsShape{{Q: 2000, K: 4000}}}
-	tooBig := ref.MQAChunkRowsOutput{Shapes: []ref.MQAChunkPlan{{Q: 2000, K: 4000, Rows: 1500, Chunks: 2, PeakBytes: 4 * 1500 * 4000}}, Ranks: []ref.MQAChunkPlan{}}
+	budget := spec.MQAChunkRowsInput{Runtime: &spec.MQARuntimeBudget{FreeAtInit: 32_000_000, TotalMem: 1 << 40}, Shapes: []spec.MQALogitsShape{{Q: 2000, K: 4000}}}
+	tooBig := spec.MQAChunkRowsOutput{Shapes: []spec.MQAChunkPlan{{Q: 2000, K: 4000, Rows: 1500, Chunks: 2, PeakBytes: 4 * 1500 * 4000}}, Ranks: []spec.MQAChunkPlan{}}
 	if propHolds(t, equiv.MQAChunkRows().Props, "chunk-bytes-capped", budget, tooBig) == nil {
 		t.Error("chunk-bytes-capped holds on a 24 MB chunk with 32 MB free")
 	}
@@ -91,16 +92,16 @@ func TestMQAChunkRowsPropertiesCatchWrongPlans(t *testing.T) {
 // TestMQAChunkedTopKPropertiesCatchWrongRows: each §8.3 property holds on
 // ref's rows and fails on rows broken the way it guards against.
 func TestMQAChunkedTopKPropertiesCatchWrongRows(t *testing.T) {
-	in := ref.MQAChunkedTopKInput{
+	in := spec.MQAChunkedTopKInput{
 		Logits: [][]float32{{5, 1, 2, 0}, {1, 5, 2, 0}, {0, 0, 9, 1}},
 		KS:     []int64{0, 0, 1}, KE: []int64{4, 2, 4}, TopK: 2, Offset: []int32{0, 10, 40}, ChunkRows: 2,
 	}
-	good, err := ref.MQAChunkedTopK(ref.DefaultLimits(), in)
+	good, err := ref.MQAChunkedTopK(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// good: [[0 2] [10 11] [41 42]]
-	broken := map[string]ref.MQAChunkedTopKOutput{
+	broken := map[string]spec.MQAChunkedTopKOutput{
 		"row-shape":                {Indices: [][]int32{{2, 0}, {10, 11}, {41, 42}}}, // not ascending
 		"selects-the-best":         {Indices: [][]int32{{0, 1}, {10, 11}, {41, 42}}}, // 1 chosen over 2
 		"chunked-equals-unchunked": {Indices: [][]int32{{0, 2}, {10, 11}, {1, 2}}},   // row 2 lost its offset
@@ -112,39 +113,39 @@ func TestMQAChunkedTopKPropertiesCatchWrongRows(t *testing.T) {
 // ref's plan and fails on a plan broken the way it guards against.
 func TestNSAIndexPlanPropertiesCatchWrongPlans(t *testing.T) {
 	four := 4
-	in := ref.NSAIndexPlanInput{N: 6, Freq: &four, Offset: 3, Queries: []ref.NSAIndexQuery{
-		{Kind: ref.NSAQueryPrefetchAfter, Layer: 2}, {Kind: ref.NSAQuerySlotOf, Layer: 1}, {Kind: ref.NSAQuerySharedInput, Layer: 4},
+	in := spec.NSAIndexPlanInput{N: 6, Freq: &four, Offset: 3, Queries: []spec.NSAIndexQuery{
+		{Kind: spec.NSAQueryPrefetchAfter, Layer: 2}, {Kind: spec.NSAQuerySlotOf, Layer: 1}, {Kind: spec.NSAQuerySharedInput, Layer: 4},
 	}}
-	good, err := ref.NSAIndexPlan(ref.DefaultLimits(), in) // FFFSSS
+	good, err := ref.NSAIndexPlan(spec.DefaultLimits(), in) // FFFSSS
 	if err != nil {
 		t.Fatal(err)
 	}
-	with := func(f func(*ref.NSAIndexPlanOutput)) ref.NSAIndexPlanOutput {
+	with := func(f func(*spec.NSAIndexPlanOutput)) spec.NSAIndexPlanOutput {
 		out := good
 		out.Skip, out.NextSkip, out.Slot = slices.Clone(good.Skip), slices.Clone(good.NextSkip), slices.Clone(good.Slot)
 		out.Active, out.Answers, out.Warnings = slices.Clone(good.Active), slices.Clone(good.Answers), slices.Clone(good.Warnings)
 		f(&out)
 		return out
 	}
-	inactive := ref.ErrorObjectOf(ref.Reject(ref.ErrInactiveIndexLayer, "layer", 3, "an F layer"))
-	broken := map[string]ref.NSAIndexPlanOutput{
-		"P9.1-layer0-full": with(func(o *ref.NSAIndexPlanOutput) { o.Skip[0] = true }),
+	inactive := spec.ErrorObjectOf(spec.Reject(spec.ErrInactiveIndexLayer, "layer", 3, "an F layer"))
+	broken := map[string]spec.NSAIndexPlanOutput{
+		"P9.1-layer0-full": with(func(o *spec.NSAIndexPlanOutput) { o.Skip[0] = true }),
 		// Upstream's next_skip of the last layer (the [deviation]).
-		"P9.2-next-skip":      with(func(o *ref.NSAIndexPlanOutput) { o.NextSkip[5] = true }),
-		"P9.3-slot-bijection": with(func(o *ref.NSAIndexPlanOutput) { o.Slot[3] = 3 }),
+		"P9.2-next-skip":      with(func(o *spec.NSAIndexPlanOutput) { o.NextSkip[5] = true }),
+		"P9.3-slot-bijection": with(func(o *spec.NSAIndexPlanOutput) { o.Slot[3] = 3 }),
 		// The offset ignored (the erratum's SGLang): FFSSSF's skip under FFFSSS's pattern.
-		"P9.4-freq-offset-equals-pattern": with(func(o *ref.NSAIndexPlanOutput) { o.Skip[2], o.Skip[5] = true, false }),
+		"P9.4-freq-offset-equals-pattern": with(func(o *spec.NSAIndexPlanOutput) { o.Skip[2], o.Skip[5] = true, false }),
 		// The ungated prefetcher (§9.5 bug 2).
-		"P9.5-prefetch-gated": with(func(o *ref.NSAIndexPlanOutput) { o.Answers[0] = ref.NSAIndexAnswer{Err: &inactive} }),
+		"P9.5-prefetch-gated": with(func(o *spec.NSAIndexPlanOutput) { o.Answers[0] = spec.NSAIndexAnswer{Err: &inactive} }),
 		// Index bytes for every layer (§9.5 bug 4).
-		"P9.6-hicache-bytes":   with(func(o *ref.NSAIndexPlanOutput) { o.HiCacheBytesPerToken = 6*656 + 6*132 }),
-		"warning-iff-shadowed": with(func(o *ref.NSAIndexPlanOutput) { o.Warnings = []string{ref.NSAPatternShadowsFreq} }),
+		"P9.6-hicache-bytes":   with(func(o *spec.NSAIndexPlanOutput) { o.HiCacheBytesPerToken = 6*656 + 6*132 }),
+		"warning-iff-shadowed": with(func(o *spec.NSAIndexPlanOutput) { o.Warnings = []string{spec.NSAPatternShadowsFreq} }),
 	}
 	checkBroken(t, equiv.NSAIndexPlan().Props, in, good, broken)
 	// P9.5's other rules: an unrefused shared layer, a slot for an S layer.
 	slot := 2
-	for name, a := range map[string]ref.NSAIndexAnswer{"shared_input": {}, "slot_of": {Slot: &slot}} {
-		bad := with(func(o *ref.NSAIndexPlanOutput) {
+	for name, a := range map[string]spec.NSAIndexAnswer{"shared_input": {}, "slot_of": {Slot: &slot}} {
+		bad := with(func(o *spec.NSAIndexPlanOutput) {
 			if name == "shared_input" {
 				o.Answers[2] = a
 			} else {
@@ -171,10 +172,10 @@ func TestNSAIndexPlanPropertiesCatchWrongPlans(t *testing.T) {
 // logits only): typed inputs, both twins, byte-equal results, and §8.3's
 // properties, with P8.1 (chunked == unchunked) among them.
 func TestChunkedTopKNonFiniteAlike(t *testing.T) {
-	spec := equiv.MQAChunkedTopK()
+	sp := equiv.MQAChunkedTopK()
 	rapid.Check(t, func(t *rapid.T) {
 		in := equiv.TopKValid(t, true)
-		lim := ref.DefaultLimits()
+		lim := spec.DefaultLimits()
 		rout, rerr := ref.MQAChunkedTopK(lim, in)
 		fout, ferr := fast.MQAChunkedTopK(lim, in)
 		if rerr != nil || ferr != nil {
@@ -183,7 +184,7 @@ func TestChunkedTopKNonFiniteAlike(t *testing.T) {
 		if d := cmp.Diff(rout, fout); d != "" {
 			t.Fatalf("ref != fast (-ref +fast):\n%s", d)
 		}
-		for _, p := range spec.Props {
+		for _, p := range sp.Props {
 			if err := p.Holds(lim, in, fout); err != nil {
 				t.Fatalf("%s: %v", p.Name, err)
 			}
@@ -199,11 +200,11 @@ func TestMQAChunkConfigRejectsNonFiniteAlike(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := valid.Draw(t, "in")
 		x := rapid.SampledFrom([]float64{math.NaN(), math.Inf(1), math.Inf(-1)}).Draw(t, "non_finite")
-		in.Config = ref.MQAChunkConfig{MaxGB: &x}
-		rout, rerr := ref.MQAChunkRows(ref.DefaultLimits(), in)
-		fout, ferr := fast.MQAChunkRows(ref.DefaultLimits(), in)
-		ie, ok := ref.AsInputError(rerr)
-		if !ok || !errors.Is(rerr, ref.ErrConfig) || ie.Field != "config.max_gb" {
+		in.Config = spec.MQAChunkConfig{MaxGB: &x}
+		rout, rerr := ref.MQAChunkRows(spec.DefaultLimits(), in)
+		fout, ferr := fast.MQAChunkRows(spec.DefaultLimits(), in)
+		ie, ok := spec.AsInputError(rerr)
+		if !ok || !errors.Is(rerr, spec.ErrConfig) || ie.Field != "config.max_gb" {
 			t.Fatalf("ref: %v, want config error on config.max_gb", rerr)
 		}
 		if _, isString := ie.Value.(string); !isString {

@@ -12,21 +12,22 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // RadixScript is the differential spec of radix.script (docs/spec/radix-acks.md §1).
 // The step-by-step state machine over the trees themselves is
 // TestRadixTwinsAgreeAfterEveryStep; this spec holds the script-level
 // generators, tables and the §1.9 properties read off a trace.
-func RadixScript() *Spec[ref.RadixScriptInput, ref.RadixScriptOutput] {
-	return &Spec[ref.RadixScriptInput, ref.RadixScriptOutput]{
+func RadixScript() *Spec[spec.RadixScriptInput, spec.RadixScriptOutput] {
+	return &Spec[spec.RadixScriptInput, spec.RadixScriptOutput]{
 		Op:          catalog.RadixScript(),
-		Valid:       rapid.Custom(func(t *rapid.T) ref.RadixScriptInput { return RadixSteps(t, 24) }),
+		Valid:       rapid.Custom(func(t *rapid.T) spec.RadixScriptInput { return RadixSteps(t, 24) }),
 		Invalid:     rapid.Custom(radixInvalid),
 		Boundary:    radixBoundary(),
 		Regressions: radixRegressions(),
 		Rejects:     radixRejects,
-		Props: []Prop[ref.RadixScriptInput, ref.RadixScriptOutput]{
+		Props: []Prop[spec.RadixScriptInput, spec.RadixScriptOutput]{
 			{"tree-invariants", radixTreeInvariants},
 			{"model-equivalence", radixModelEquivalence},
 			{"match-idempotent", radixMatchIdempotent},
@@ -48,39 +49,39 @@ func RadixScript() *Spec[ref.RadixScriptInput, ref.RadixScriptOutput] {
 // foreign nodes, underflows, negative counts, bad plans). Most trees keep
 // CP owner metadata (docs/spec/radix-acks.md §4.2) and some steps plan owner-lane
 // evictions (§4.4), sometimes for a CP size the tree has no metadata for.
-func RadixSteps(t *rapid.T, maxSteps int) ref.RadixScriptInput {
-	create := ref.RadixStep{
-		Op:       ref.StepCreate,
+func RadixSteps(t *rapid.T, maxSteps int) spec.RadixScriptInput {
+	create := spec.RadixStep{
+		Op:       spec.StepCreate,
 		PageSize: rapid.SampledFrom([]int{1, 1, 2, 4, 64}).Draw(t, "page_size"),
 		Eagle:    rapid.IntRange(0, 4).Draw(t, "eagle") == 0,
 		Disable:  rapid.IntRange(0, 19).Draw(t, "disable") == 0,
-		Policy:   rapid.SampledFrom([]ref.EvictPolicy{"", "", ref.PolicyLRU, ref.PolicyLFU, ref.PolicyFIFO, ref.PolicyMRU, ref.PolicyFILO, ref.PolicyPriority}).Draw(t, "policy"),
+		Policy:   rapid.SampledFrom([]spec.EvictPolicy{"", "", spec.PolicyLRU, spec.PolicyLFU, spec.PolicyFIFO, spec.PolicyMRU, spec.PolicyFILO, spec.PolicyPriority}).Draw(t, "policy"),
 		CPSize:   rapid.SampledFrom([]int{0, 0, 1, 2, 3, 4, 8}).Draw(t, "cp_size"),
 	}
 	if draft := rapid.SampledFrom([]int{0, 0, 0, 2, 5}).Draw(t, "cp_draft_size"); create.CPSize > 0 && draft != create.CPSize {
 		create.CPDraftSize = draft
 	}
-	g := &scriptGen{t: t, steps: []ref.RadixStep{create}}
+	g := &scriptGen{t: t, steps: []spec.RadixStep{create}}
 	g.reset(create)
 	n := rapid.IntRange(0, maxSteps).Draw(t, "steps")
 	for range n {
 		g.step()
 	}
-	return ref.RadixScriptInput{Steps: g.steps}
+	return spec.RadixScriptInput{Steps: g.steps}
 }
 
 // scriptGen draws steps while a reference tree follows them, so locks
 // target live nodes and evictions ask for sizes the tree holds.
 type scriptGen struct {
 	t      *rapid.T
-	steps  []ref.RadixStep
-	tree   ref.RadixTree
+	steps  []spec.RadixStep
+	tree   spec.RadixTree
 	keys   [][]int64
-	nextVS ref.SlotIdx
-	buf    []ref.Unit
+	nextVS spec.SlotIdx
+	buf    []spec.Unit
 }
 
-func (g *scriptGen) reset(create ref.RadixStep) {
+func (g *scriptGen) reset(create spec.RadixStep) {
 	tree, err := ref.NewRadixTree(stepConfig(create))
 	if err != nil {
 		panic(err)
@@ -91,32 +92,32 @@ func (g *scriptGen) reset(create ref.RadixStep) {
 // step draws the next step, appends it and runs it on the generator's
 // tree; it returns the step and its canonical result (nil for a create,
 // which replaces the tree).
-func (g *scriptGen) step() (ref.RadixStep, []byte) {
+func (g *scriptGen) step() (spec.RadixStep, []byte) {
 	t := g.t
-	var s ref.RadixStep
+	var s spec.RadixStep
 	switch op := rapid.IntRange(0, 111).Draw(t, "op"); {
 	case op < 36:
-		s = ref.RadixStep{Op: ref.StepInsert, Key: g.key(), Priority: rapid.IntRange(-1, 2).Draw(t, "priority")}
+		s = spec.RadixStep{Op: spec.StepInsert, Key: g.key(), Priority: rapid.IntRange(-1, 2).Draw(t, "priority")}
 		s.Extra, s.Salt = g.namespace()
 		if rapid.Bool().Draw(t, "explicit_value") {
 			s.Value = g.values(len(s.Key))
 		}
 		g.keys = append(g.keys, s.Key)
 	case op < 66:
-		s = ref.RadixStep{Op: ref.StepMatch, Key: g.key()}
+		s = spec.RadixStep{Op: spec.StepMatch, Key: g.key()}
 		s.Extra, s.Salt = g.namespace()
-		if last := g.steps[len(g.steps)-1]; last.Op == ref.StepMatch && rapid.IntRange(0, 3).Draw(t, "repeat") == 0 {
+		if last := g.steps[len(g.steps)-1]; last.Op == spec.StepMatch && rapid.IntRange(0, 3).Draw(t, "repeat") == 0 {
 			s = last
 		} else if rapid.IntRange(0, 2).Draw(t, "score") == 0 {
-			s.Op, s.Exact = ref.StepScore, rapid.Bool().Draw(t, "exact")
+			s.Op, s.Exact = spec.StepScore, rapid.Bool().Draw(t, "exact")
 		}
 	case op < 76:
-		s = ref.RadixStep{Op: ref.StepLock, Node: g.node(false)}
+		s = spec.RadixStep{Op: spec.StepLock, Node: g.node(false)}
 	case op < 86:
-		s = ref.RadixStep{Op: ref.StepUnlock, Node: g.node(true)}
+		s = spec.RadixStep{Op: spec.StepUnlock, Node: g.node(true)}
 	case op < 97:
 		hi := g.tree.EvictableSize() + 2
-		s = ref.RadixStep{Op: ref.StepEvict, NumTokens: rapid.IntRange(-1, hi).Draw(t, "num_tokens")}
+		s = spec.RadixStep{Op: spec.StepEvict, NumTokens: rapid.IntRange(-1, hi).Draw(t, "num_tokens")}
 	case op < 100:
 		s = g.steps[0]
 		s.Disable = false
@@ -133,7 +134,7 @@ func (g *scriptGen) step() (ref.RadixStep, []byte) {
 // apply runs s on the generator's tree (errors are expected: bad steps are
 // drawn on purpose and leave the tree unchanged) and returns the canonical
 // result.
-func (g *scriptGen) apply(s ref.RadixStep) []byte {
+func (g *scriptGen) apply(s spec.RadixStep) []byte {
 	var out []byte
 	out, g.buf = applyStep(g.tree, s, g.buf)
 	return out
@@ -142,30 +143,30 @@ func (g *scriptGen) apply(s ref.RadixStep) []byte {
 // applyStep runs s on tree with its key decoded into buf (reused, as a
 // caller reuses request buffers) and returns the canonical result and the
 // buffer. Op "prefix_len" runs the read-only PrefixLen.
-func applyStep(tree ref.RadixTree, s ref.RadixStep, buf []ref.Unit) ([]byte, []ref.Unit) {
+func applyStep(tree spec.RadixTree, s spec.RadixStep, buf []spec.Unit) ([]byte, []spec.Unit) {
 	buf = buf[:0]
 	for _, u := range s.Key {
-		buf = append(buf, ref.Unit(u))
+		buf = append(buf, spec.Unit(u))
 	}
-	k := ref.RadixKey{Units: buf, Extra: ref.ExtraKeyOf(s.Extra, s.Salt)}
+	k := spec.RadixKey{Units: buf, Extra: spec.ExtraKeyOf(s.Extra, s.Salt)}
 	var out any
 	var err error
 	switch s.Op {
-	case ref.StepInsert:
+	case spec.StepInsert:
 		out, err = tree.Insert(k, s.Value, s.Priority)
-	case ref.StepMatch:
+	case spec.StepMatch:
 		out, err = tree.MatchPrefix(k)
-	case ref.StepLock:
+	case spec.StepLock:
 		out, err = tree.IncLockRef(s.Node)
-	case ref.StepUnlock:
+	case spec.StepUnlock:
 		out, err = tree.DecLockRef(s.Node)
-	case ref.StepEvict:
+	case spec.StepEvict:
 		out, err = tree.Evict(s.NumTokens)
-	case ref.StepPlanEvict:
+	case spec.StepPlanEvict:
 		out, err = tree.EvictOwnerLanes(ref.PlanRequestOf(s))
 	case "prefix_len":
 		out, err = tree.PrefixLen(k)
-	case ref.StepScore:
+	case spec.StepScore:
 		out, err = ref.ScoreKey(tree, k, s.Exact)
 	}
 	return catalog.Canonical(out, err), buf
@@ -175,14 +176,14 @@ func applyStep(tree ref.RadixTree, s ref.RadixStep, buf []ref.Unit) ([]byte, []r
 // for another (a metadata miss), rarely for a bad one; per-lane needs and
 // free pages of a few pages each, rarely a list of the wrong length or a
 // negative entry; the load's node is a live node, the root or an odd id.
-func (g *scriptGen) plan() ref.RadixStep {
+func (g *scriptGen) plan() spec.RadixStep {
 	t := g.t
-	s := ref.RadixStep{Op: ref.StepPlanEvict, DryRun: rapid.IntRange(0, 3).Draw(t, "dry_run") == 0}
+	s := spec.RadixStep{Op: spec.StepPlanEvict, DryRun: rapid.IntRange(0, 3).Draw(t, "dry_run") == 0}
 	switch rapid.IntRange(0, 19).Draw(t, "plan_cp") {
 	case 0, 1:
 		s.CPSize = rapid.IntRange(1, 5).Draw(t, "other_cp_size")
 	case 2:
-		s.CPSize = rapid.SampledFrom([]int{-1, ref.MaxCPSize + 1}).Draw(t, "bad_cp_size")
+		s.CPSize = rapid.SampledFrom([]int{-1, spec.MaxCPSize + 1}).Draw(t, "bad_cp_size")
 	case 3, 4:
 		s.CPSize = g.steps[0].CPSize
 	case 5: // a tree without CP has no size to default to
@@ -241,11 +242,11 @@ func (g *scriptGen) namespace() (extra, salt *string) {
 }
 
 // values draws n fresh slots, or rarely a list of the wrong length.
-func (g *scriptGen) values(n int) []ref.SlotIdx {
+func (g *scriptGen) values(n int) []spec.SlotIdx {
 	if rapid.IntRange(0, 19).Draw(g.t, "bad_value_len") == 0 {
 		n++
 	}
-	v := make([]ref.SlotIdx, n)
+	v := make([]spec.SlotIdx, n)
 	for i := range v {
 		g.nextVS++
 		v[i] = 1000 + g.nextVS
@@ -255,9 +256,9 @@ func (g *scriptGen) values(n int) []ref.SlotIdx {
 
 // node draws a live node id (a locked one when unlocking), sometimes the
 // root, sometimes an id that is not in the tree.
-func (g *scriptGen) node(locked bool) ref.NodeID {
+func (g *scriptGen) node(locked bool) spec.NodeID {
 	st := g.tree.State()
-	var ids []ref.NodeID
+	var ids []spec.NodeID
 	for _, n := range st.Nodes[1:] {
 		if !locked || n.LockRef > 0 {
 			ids = append(ids, n.ID)
@@ -269,55 +270,55 @@ func (g *scriptGen) node(locked bool) ref.NodeID {
 	return rapid.SampledFrom(ids).Draw(g.t, "node")
 }
 
-func radixInvalid(t *rapid.T) Bad[ref.RadixScriptInput] {
+func radixInvalid(t *rapid.T) Bad[spec.RadixScriptInput] {
 	in := RadixSteps(t, 8)
 	at := rapid.IntRange(0, len(in.Steps)-1).Draw(t, "at")
 	switch rapid.IntRange(0, 5).Draw(t, "violation") {
 	case 0:
-		in.Steps[0].Op = rapid.SampledFrom([]string{ref.StepInsert, ref.StepMatch, ref.StepEvict, ""}).Draw(t, "first_op")
-		return Bad[ref.RadixScriptInput]{in, ref.ErrScriptOrder}
+		in.Steps[0].Op = rapid.SampledFrom([]string{spec.StepInsert, spec.StepMatch, spec.StepEvict, ""}).Draw(t, "first_op")
+		return Bad[spec.RadixScriptInput]{in, spec.ErrScriptOrder}
 	case 1:
 		bad := rapid.SampledFrom([]string{"split", "Insert", "reset"}).Draw(t, "bad_op")
 		if len(in.Steps) == 1 {
-			in.Steps = append(in.Steps, ref.RadixStep{Op: bad})
+			in.Steps = append(in.Steps, spec.RadixStep{Op: bad})
 		} else {
 			in.Steps[max(at, 1)].Op = bad
 		}
-		return Bad[ref.RadixScriptInput]{in, ref.ErrBadEnum}
+		return Bad[spec.RadixScriptInput]{in, spec.ErrBadEnum}
 	case 2:
 		in.Steps[0].PageSize = rapid.IntRange(-2, 0).Draw(t, "bad_page_size")
-		return Bad[ref.RadixScriptInput]{in, ref.ErrInvalidPageSize}
+		return Bad[spec.RadixScriptInput]{in, spec.ErrInvalidPageSize}
 	case 3:
-		in.Steps[0].Policy = ref.EvictPolicy(rapid.SampledFrom([]string{"LRU", "random", "arc"}).Draw(t, "bad_policy"))
-		return Bad[ref.RadixScriptInput]{in, ref.ErrBadEnum}
+		in.Steps[0].Policy = spec.EvictPolicy(rapid.SampledFrom([]string{"LRU", "random", "arc"}).Draw(t, "bad_policy"))
+		return Bad[spec.RadixScriptInput]{in, spec.ErrBadEnum}
 	case 4:
-		in.Steps[0].CPSize = rapid.SampledFrom([]int{-1, ref.MaxCPSize + 1}).Draw(t, "bad_cp_size")
-		return Bad[ref.RadixScriptInput]{in, ref.ErrBadCPSize}
+		in.Steps[0].CPSize = rapid.SampledFrom([]int{-1, spec.MaxCPSize + 1}).Draw(t, "bad_cp_size")
+		return Bad[spec.RadixScriptInput]{in, spec.ErrBadCPSize}
 	default:
 		bad := rapid.SampledFrom([]int64{-1, 1 << 32, -1 << 40}).Draw(t, "bad_token")
 		key := append(slices.Clone(in.Steps[at].Key), bad)
-		in.Steps = slices.Insert(in.Steps, at+1, ref.RadixStep{Op: ref.StepMatch, Key: key})
-		return Bad[ref.RadixScriptInput]{in, ref.ErrTokenRange}
+		in.Steps = slices.Insert(in.Steps, at+1, spec.RadixStep{Op: spec.StepMatch, Key: key})
+		return Bad[spec.RadixScriptInput]{in, spec.ErrTokenRange}
 	}
 }
 
 // stepConfig is a create step's tree configuration.
-func stepConfig(s ref.RadixStep) ref.TreeConfig {
-	return ref.TreeConfig{PageSize: s.PageSize, Eagle: s.Eagle, Disable: s.Disable, Policy: s.Policy, CPSize: s.CPSize, CPDraftSize: s.CPDraftSize}
+func stepConfig(s spec.RadixStep) spec.TreeConfig {
+	return spec.TreeConfig{PageSize: s.PageSize, Eagle: s.Eagle, Disable: s.Disable, Policy: s.Policy, CPSize: s.CPSize, CPDraftSize: s.CPDraftSize}
 }
 
-func steps(s ...ref.RadixStep) ref.RadixScriptInput { return ref.RadixScriptInput{Steps: s} }
+func steps(s ...spec.RadixStep) spec.RadixScriptInput { return spec.RadixScriptInput{Steps: s} }
 
-func ins(key []int64, value ...ref.SlotIdx) ref.RadixStep {
+func ins(key []int64, value ...spec.SlotIdx) spec.RadixStep {
 	if len(value) == 0 {
 		value = nil
 	}
-	return ref.RadixStep{Op: ref.StepInsert, Key: key, Value: value}
+	return spec.RadixStep{Op: spec.StepInsert, Key: key, Value: value}
 }
 
-func mat(key ...int64) ref.RadixStep { return ref.RadixStep{Op: ref.StepMatch, Key: key} }
+func mat(key ...int64) spec.RadixStep { return spec.RadixStep{Op: spec.StepMatch, Key: key} }
 
-func create(ps int) ref.RadixStep { return ref.RadixStep{Op: ref.StepCreate, PageSize: ps} }
+func create(ps int) spec.RadixStep { return spec.RadixStep{Op: spec.StepCreate, PageSize: ps} }
 
 func iota64(from, n int) []int64 {
 	k := make([]int64, n)
@@ -327,41 +328,41 @@ func iota64(from, n int) []int64 {
 	return k
 }
 
-func radixBoundary() []Case[ref.RadixScriptInput] {
+func radixBoundary() []Case[spec.RadixScriptInput] {
 	a, b := "A", "B"
 	eagle := create(64)
 	eagle.Eagle = true
-	return []Case[ref.RadixScriptInput]{
+	return []Case[spec.RadixScriptInput]{
 		{"worked-example-page-size-1", steps(create(1), // §1.4 and §1.8
 			ins([]int64{1, 2, 3}, 10, 11, 12), ins([]int64{1, 2, 4}, 20, 21, 22), ins([]int64{5, 6}, 30, 31),
-			mat(1, 2, 4), mat(1, 2, 4, 9), ref.RadixStep{Op: ref.StepLock, Node: 3},
-			ref.RadixStep{Op: ref.StepEvict, NumTokens: 1}, ref.RadixStep{Op: ref.StepEvict, NumTokens: 10},
-			ref.RadixStep{Op: ref.StepUnlock, Node: 3}, ref.RadixStep{Op: ref.StepEvict, NumTokens: 3})},
+			mat(1, 2, 4), mat(1, 2, 4, 9), spec.RadixStep{Op: spec.StepLock, Node: 3},
+			spec.RadixStep{Op: spec.StepEvict, NumTokens: 1}, spec.RadixStep{Op: spec.StepEvict, NumTokens: 10},
+			spec.RadixStep{Op: spec.StepUnlock, Node: 3}, spec.RadixStep{Op: spec.StepEvict, NumTokens: 3})},
 		{"worked-example-page-size-2", steps(create(2), // §1.4
 			ins([]int64{1, 2, 3, 4}, 10, 11, 12, 13), mat(1, 2, 3, 5, 6),
 			ins([]int64{1, 2, 3, 5, 7, 8}, 30, 31, 32, 33, 34, 35), mat(1, 2, 3, 5, 7))},
 		{"namespaces-unset-empty-and-named-differ", steps(create(1),
-			ref.RadixStep{Op: ref.StepInsert, Key: []int64{1, 2}, Extra: &a},
-			ref.RadixStep{Op: ref.StepMatch, Key: []int64{1, 2}, Extra: &b},
-			ref.RadixStep{Op: ref.StepMatch, Key: []int64{1, 2}},
-			ref.RadixStep{Op: ref.StepMatch, Key: []int64{1, 2}, Extra: new("")},
-			ref.RadixStep{Op: ref.StepMatch, Key: []int64{1, 2}, Extra: &a, Salt: new("")},
-			ref.RadixStep{Op: ref.StepMatch, Key: []int64{1, 2}, Extra: &a})},
+			spec.RadixStep{Op: spec.StepInsert, Key: []int64{1, 2}, Extra: &a},
+			spec.RadixStep{Op: spec.StepMatch, Key: []int64{1, 2}, Extra: &b},
+			spec.RadixStep{Op: spec.StepMatch, Key: []int64{1, 2}},
+			spec.RadixStep{Op: spec.StepMatch, Key: []int64{1, 2}, Extra: new("")},
+			spec.RadixStep{Op: spec.StepMatch, Key: []int64{1, 2}, Extra: &a, Salt: new("")},
+			spec.RadixStep{Op: spec.StepMatch, Key: []int64{1, 2}, Extra: &a})},
 		// §1.1 amendment: upstream turns cache_salt "" into None, so an
 		// entry inserted with salt "" answers a match without one ([10,11]).
 		{"empty-salt-is-no-salt", steps(create(1),
-			ref.RadixStep{Op: ref.StepInsert, Key: []int64{1, 2}, Value: []ref.SlotIdx{10, 11}, Salt: new("")},
+			spec.RadixStep{Op: spec.StepInsert, Key: []int64{1, 2}, Value: []spec.SlotIdx{10, 11}, Salt: new("")},
 			mat(1, 2))},
 		{"eagle-130-tokens-cache-128-bigrams", steps(eagle, ins(iota64(0, 129)), mat(iota64(0, 130)...))},
 		{"page-64-split-at-second-page", steps(create(64), ins(iota64(0, 192)), mat(append(iota64(0, 64), iota64(500, 64)...)...), mat(iota64(0, 192)...))},
 		{"query-shorter-than-a-page", steps(create(4), ins(iota64(0, 4)), mat(0, 1, 2))},
 		{"unlock-underflow-and-foreign-nodes", steps(create(1), ins([]int64{1, 2}),
-			ref.RadixStep{Op: ref.StepUnlock, Node: 1}, ref.RadixStep{Op: ref.StepLock, Node: 7},
-			ref.RadixStep{Op: ref.StepLock}, ref.RadixStep{Op: ref.StepEvict, NumTokens: -1})},
-		{"disabled-cache", steps(ref.RadixStep{Op: ref.StepCreate, PageSize: 1, Disable: true}, ins([]int64{1}), mat(1))},
-		{"evict-zero-does-nothing", steps(create(1), ins([]int64{1}), ref.RadixStep{Op: ref.StepEvict})},
+			spec.RadixStep{Op: spec.StepUnlock, Node: 1}, spec.RadixStep{Op: spec.StepLock, Node: 7},
+			spec.RadixStep{Op: spec.StepLock}, spec.RadixStep{Op: spec.StepEvict, NumTokens: -1})},
+		{"disabled-cache", steps(spec.RadixStep{Op: spec.StepCreate, PageSize: 1, Disable: true}, ins([]int64{1}), mat(1))},
+		{"evict-zero-does-nothing", steps(create(1), ins([]int64{1}), spec.RadixStep{Op: spec.StepEvict})},
 		{"owner-split-example", steps(cpCreate(1, 2, 0), ins([]int64{1, 2, 3, 4}), mat(1))}, // §4.2: [2,2] → [1,0] + [1,2]
-		evictTie(ref.PolicyLRU), evictTie(ref.PolicyLFU), evictTie(ref.PolicyMRU), evictTie(ref.PolicyPriority),
+		evictTie(spec.PolicyLRU), evictTie(spec.PolicyLFU), evictTie(spec.PolicyMRU), evictTie(spec.PolicyPriority),
 		{"owner-counts-for-target-and-draft-sizes", steps(cpCreate(2, 4, 3), ins(iota64(0, 10)), mat(iota64(0, 6)...), ins(append(iota64(0, 4), 9, 9)))},
 		{"owner-plan-worked-example", ownerPlanWorkedExample()},
 		{"owner-plan-pushes-a-parent-that-becomes-a-leaf", steps(cpCreate(1, 2, 0),
@@ -372,13 +373,13 @@ func radixBoundary() []Case[ref.RadixScriptInput] {
 			ins([]int64{1, 2}), ins([]int64{5, 6}), plan(1, []int{2, 2}, []int{0, 0}))},
 		{"owner-plan-without-deficit-admits-nothing", steps(cpCreate(1, 2, 0), ins([]int64{1, 2}), plan(0, []int{1, 3}, []int{1, 5}))},
 		{"owner-plan-metadata-miss", steps(cpCreate(1, 2, 0), ins([]int64{1, 2, 3}), ins([]int64{7, 8}),
-			ref.RadixStep{Op: ref.StepPlanEvict, CPSize: 3, Need: []int{0, 0, 2}, Free: []int{0, 0, 0}})},
+			spec.RadixStep{Op: spec.StepPlanEvict, CPSize: 3, Need: []int{0, 0, 2}, Free: []int{0, 0, 0}})},
 		{"owner-plan-on-a-tree-without-cp", steps(create(2), ins([]int64{1, 2, 3, 4}),
-			ref.RadixStep{Op: ref.StepPlanEvict, Need: []int{1}, Free: []int{0}},
-			ref.RadixStep{Op: ref.StepPlanEvict, CPSize: 1, Need: []int{1}, Free: []int{0}})},
+			spec.RadixStep{Op: spec.StepPlanEvict, Need: []int{1}, Free: []int{0}},
+			spec.RadixStep{Op: spec.StepPlanEvict, CPSize: 1, Need: []int{1}, Free: []int{0}})},
 		{"owner-plan-bad-requests-change-nothing", steps(cpCreate(1, 2, 0), ins([]int64{1, 2}),
-			ref.RadixStep{Op: ref.StepPlanEvict, CPSize: -1, Need: []int{1}, Free: []int{0}},
-			ref.RadixStep{Op: ref.StepPlanEvict, CPSize: ref.MaxCPSize + 1},
+			spec.RadixStep{Op: spec.StepPlanEvict, CPSize: -1, Need: []int{1}, Free: []int{0}},
+			spec.RadixStep{Op: spec.StepPlanEvict, CPSize: spec.MaxCPSize + 1},
 			plan(0, []int{1}, []int{0, 0}), plan(0, []int{1, 0}, []int{0}),
 			plan(0, []int{1, -1}, []int{0, 0}), plan(0, []int{1, 0}, []int{-2, 0}),
 			plan(9, []int{1, 0}, []int{0, 0}))},
@@ -386,14 +387,14 @@ func radixBoundary() []Case[ref.RadixScriptInput] {
 		// no lock of its own), so unlocking it is ErrLockUnderflow and changes
 		// nothing; the child's own unlock then succeeds.
 		{"unlock-of-a-node-locked-only-by-its-child", steps(create(1), ins([]int64{1, 2}), ins([]int64{1, 2, 3, 4}),
-			ref.RadixStep{Op: ref.StepLock, Node: 2}, ref.RadixStep{Op: ref.StepUnlock, Node: 1},
-			ref.RadixStep{Op: ref.StepUnlock, Node: 2})},
+			spec.RadixStep{Op: spec.StepLock, Node: 2}, spec.RadixStep{Op: spec.StepUnlock, Node: 1},
+			spec.RadixStep{Op: spec.StepUnlock, Node: 2})},
 		// §1.10: an insert whose value length differs from its key
 		// (ErrValueLength) or whose key is not whole pages (ErrUnalignedKey)
 		// changes nothing; in Eagle mode the value is checked against the
 		// tokens and the alignment against the bigrams (4 tokens: 3 bigrams).
 		{"insert-rejections-change-nothing", steps(create(2), ins([]int64{1, 2}, 10), ins([]int64{1, 2, 3}),
-			ref.RadixStep{Op: ref.StepCreate, PageSize: 2, Eagle: true},
+			spec.RadixStep{Op: spec.StepCreate, PageSize: 2, Eagle: true},
 			ins([]int64{1, 2, 3, 4}, 10, 11, 12), ins([]int64{1, 2, 3, 4}), ins([]int64{1, 2, 3, 4, 5}, 10, 11, 12, 13, 14))},
 		// §1.4 and §2.1 at a page of more than 64 bigrams, where fast packs
 		// each looked-up page into a heap buffer instead of its 64-unit stack
@@ -401,29 +402,29 @@ func radixBoundary() []Case[ref.RadixScriptInput] {
 		// match splits the node after one.
 		// An Eagle match whose second page differs: the pair-view compare
 		// finds the difference inside a chunk of 8 bigrams.
-		{"eagle-second-page-differs-in-a-pair-chunk", steps(ref.RadixStep{Op: ref.StepCreate, PageSize: 8, Eagle: true},
+		{"eagle-second-page-differs-in-a-pair-chunk", steps(spec.RadixStep{Op: spec.StepCreate, PageSize: 8, Eagle: true},
 			ins(iota64(0, 17)), mat(append(iota64(0, 9), 99, 99, 99, 99, 99, 99, 99, 99)...))},
-		{"eagle-page-over-64-bigrams", steps(ref.RadixStep{Op: ref.StepCreate, PageSize: 100, Eagle: true},
+		{"eagle-page-over-64-bigrams", steps(spec.RadixStep{Op: spec.StepCreate, PageSize: 100, Eagle: true},
 			ins(iota64(0, 201)), mat(append(iota64(0, 101), 999)...), mat(iota64(0, 201)...))},
 		// §1.10 amendment (scripts): a script that cannot run is rejected
 		// whole, naming steps[i].field (radixRejects).
 		{"script-without-create-first", steps(mat(1))},
-		{"script-with-an-unknown-op", steps(create(1), ref.RadixStep{Op: "split"})},
+		{"script-with-an-unknown-op", steps(create(1), spec.RadixStep{Op: "split"})},
 		{"script-with-page-size-zero", steps(create(0))},
-		{"script-with-cp-size-past-the-maximum", steps(cpCreate(1, ref.MaxCPSize+1, 0))},
+		{"script-with-cp-size-past-the-maximum", steps(cpCreate(1, spec.MaxCPSize+1, 0))},
 		{"script-with-cp-draft-size-equal-to-cp-size", steps(cpCreate(1, 4, 4))},
 		{"script-with-a-33-bit-token", steps(create(1), ins([]int64{1, 1 << 32}))},
 	}
 }
 
 // radixRejects are the boundary scripts ref must reject whole.
-var radixRejects = map[string]*ref.Sentinel{
-	"script-without-create-first":                ref.ErrScriptOrder,
-	"script-with-an-unknown-op":                  ref.ErrBadEnum,
-	"script-with-page-size-zero":                 ref.ErrInvalidPageSize,
-	"script-with-cp-size-past-the-maximum":       ref.ErrBadCPSize,
-	"script-with-cp-draft-size-equal-to-cp-size": ref.ErrBadCPSize,
-	"script-with-a-33-bit-token":                 ref.ErrTokenRange,
+var radixRejects = map[string]*spec.Sentinel{
+	"script-without-create-first":                spec.ErrScriptOrder,
+	"script-with-an-unknown-op":                  spec.ErrBadEnum,
+	"script-with-page-size-zero":                 spec.ErrInvalidPageSize,
+	"script-with-cp-size-past-the-maximum":       spec.ErrBadCPSize,
+	"script-with-cp-draft-size-equal-to-cp-size": spec.ErrBadCPSize,
+	"script-with-a-33-bit-token":                 spec.ErrTokenRange,
 }
 
 // evictTie is §1.2 item 3's id tie-break under policy p: the insert that
@@ -432,23 +433,23 @@ var radixRejects = map[string]*ref.Sentinel{
 // tie and the lower id goes first; the matches show which leaf one evicted
 // token removed. FIFO and FILO cannot tie: an insert creates one leaf, and
 // a split keeps the old node's creation tick.
-func evictTie(p ref.EvictPolicy) Case[ref.RadixScriptInput] {
+func evictTie(p spec.EvictPolicy) Case[spec.RadixScriptInput] {
 	c := create(1)
 	c.Policy = p
-	return Case[ref.RadixScriptInput]{"evict-tie-breaks-by-id-" + strings.ToLower(string(p)), steps(c,
+	return Case[spec.RadixScriptInput]{"evict-tie-breaks-by-id-" + strings.ToLower(string(p)), steps(c,
 		ins([]int64{1, 2, 3}, 10, 11, 12), ins([]int64{1, 2, 4}, 20, 21, 22),
-		ref.RadixStep{Op: ref.StepEvict, NumTokens: 1}, mat(1, 2, 3), mat(1, 2, 4))}
+		spec.RadixStep{Op: spec.StepEvict, NumTokens: 1}, mat(1, 2, 3), mat(1, 2, 4))}
 }
 
 // cpCreate creates a tree with CP owner metadata for cp (and draft) ranks.
-func cpCreate(ps, cp, draft int) ref.RadixStep {
-	return ref.RadixStep{Op: ref.StepCreate, PageSize: ps, CPSize: cp, CPDraftSize: draft}
+func cpCreate(ps, cp, draft int) spec.RadixStep {
+	return spec.RadixStep{Op: spec.StepCreate, PageSize: ps, CPSize: cp, CPDraftSize: draft}
 }
 
 // plan executes an owner-lane plan for the tree's CP size with the load
 // path ending at node.
-func plan(node ref.NodeID, need, free []int) ref.RadixStep {
-	return ref.RadixStep{Op: ref.StepPlanEvict, Node: node, Need: need, Free: free}
+func plan(node spec.NodeID, need, free []int) spec.RadixStep {
+	return spec.RadixStep{Op: spec.StepPlanEvict, Node: node, Need: need, Free: free}
 }
 
 // ownerPlanWorkedExample is docs/spec/radix-acks.md §4.4's example at page size 1 and
@@ -458,8 +459,8 @@ func plan(node ref.NodeID, need, free []int) ref.RadixStep {
 // [0,1], [L3, L1, L2] for [3,0], and [L1, L2] with [0,3] remaining (refused)
 // for [0,5]; then [0,1] is executed (L1 goes) and [0,5] refused (nothing
 // goes, one refusal counted).
-func ownerPlanWorkedExample() ref.RadixScriptInput {
-	dry := func(need ...int) ref.RadixStep {
+func ownerPlanWorkedExample() spec.RadixScriptInput {
+	dry := func(need ...int) spec.RadixStep {
 		s := plan(0, need, []int{0, 0})
 		s.DryRun = true
 		return s
@@ -468,17 +469,17 @@ func ownerPlanWorkedExample() ref.RadixScriptInput {
 		ins([]int64{10, 11}), ins([]int64{10, 11, 12}),
 		ins([]int64{20, 21, 22, 23}), ins([]int64{20, 21, 22, 23, 24, 25}),
 		ins([]int64{30, 31, 32, 33}), ins([]int64{30, 31, 32, 33, 34, 35, 36}),
-		ref.RadixStep{Op: ref.StepLock, Node: 1}, ref.RadixStep{Op: ref.StepLock, Node: 3}, ref.RadixStep{Op: ref.StepLock, Node: 5},
+		spec.RadixStep{Op: spec.StepLock, Node: 1}, spec.RadixStep{Op: spec.StepLock, Node: 3}, spec.RadixStep{Op: spec.StepLock, Node: 5},
 		dry(0, 1), dry(3, 0), dry(0, 5),
 		plan(0, []int{0, 1}, []int{0, 0}), plan(0, []int{0, 5}, []int{0, 0}))
 }
 
-func radixRegressions() []Case[ref.RadixScriptInput] {
-	path := []ref.RadixStep{create(1)}
+func radixRegressions() []Case[spec.RadixScriptInput] {
+	path := []spec.RadixStep{create(1)}
 	for i := 1; i <= 4; i++ {
 		path = append(path, ins(iota64(0, 4*i)))
 	}
-	return []Case[ref.RadixScriptInput]{
+	return []Case[spec.RadixScriptInput]{
 		// §1.11 B1.a: a full-hit match over a 4-node path of 4 units copies
 		// 12+8+4 = 24 units when slices copy, 0 when they are views.
 		{"radix-key-slices-copy", steps(append(path, mat(iota64(0, 16)...))...)},
@@ -495,11 +496,11 @@ func radixRegressions() []Case[ref.RadixScriptInput] {
 		// evictable. Deficit [2,0]: fixed, victims [suffix] leave [1,0] and
 		// the load is refused; with the counts kept the suffix claims [2,2].
 		{"split-keeps-owner-counts", steps(cpCreate(1, 2, 0), ins([]int64{1, 2, 3, 4}), mat(1),
-			ref.RadixStep{Op: ref.StepLock, Node: 2}, plan(2, []int{2, 0}, []int{0, 0}))},
+			spec.RadixStep{Op: spec.StepLock, Node: 2}, plan(2, []int{2, 0}, []int{0, 0}))},
 	}
 }
 
-func radixTreeInvariants(_ ref.Limits, _ ref.RadixScriptInput, out ref.RadixScriptOutput) error {
+func radixTreeInvariants(_ spec.Limits, _ spec.RadixScriptInput, out spec.RadixScriptOutput) error {
 	return ref.CheckTreeState(out.Tree)
 }
 
@@ -507,12 +508,12 @@ func radixTreeInvariants(_ ref.Limits, _ ref.RadixScriptInput, out ref.RadixScri
 // JSON to the same state, so a client reading the output sees the tree the
 // twin returned; a node's namespace keeps unset, "" and named apart
 // (ExtraKey's JSON methods are inverses, §1.1 amendment).
-func radixStateRoundTrips(_ ref.Limits, _ ref.RadixScriptInput, out ref.RadixScriptOutput) error {
+func radixStateRoundTrips(_ spec.Limits, _ spec.RadixScriptInput, out spec.RadixScriptOutput) error {
 	b, err := catalog.Marshal(out.Tree)
 	if err != nil {
 		return err
 	}
-	var back ref.TreeState
+	var back spec.TreeState
 	if err := json.Unmarshal(b, &back); err != nil {
 		return fmt.Errorf("the tree state does not decode: %w", err)
 	}
@@ -524,17 +525,17 @@ func radixStateRoundTrips(_ ref.Limits, _ ref.RadixScriptInput, out ref.RadixScr
 
 // treeUnits converts a step's key to the tree's units (bigrams in Eagle
 // mode) and its slots (simulation mode: the tokens), as §1.5 step 1 does.
-func treeUnits(cfg ref.RadixStep, s ref.RadixStep) ([]ref.Unit, []ref.SlotIdx) {
-	units := make([]ref.Unit, len(s.Key))
+func treeUnits(cfg spec.RadixStep, s spec.RadixStep) ([]spec.Unit, []spec.SlotIdx) {
+	units := make([]spec.Unit, len(s.Key))
 	vals := slices.Clone(s.Value)
 	for i, u := range s.Key {
-		units[i] = ref.Unit(u)
+		units[i] = spec.Unit(u)
 		if s.Value == nil {
 			vals = append(vals, u)
 		}
 	}
 	if cfg.Eagle {
-		k, _ := ref.ToBigram(ref.RadixKey{Units: units})
+		k, _ := ref.ToBigram(spec.RadixKey{Units: units})
 		units, vals = k.Units, vals[:len(k.Units)]
 	}
 	return units, vals
@@ -542,22 +543,22 @@ func treeUnits(cfg ref.RadixStep, s ref.RadixStep) ([]ref.Unit, []ref.SlotIdx) {
 
 // pageModel is §1.9 P1's naive model: each page-aligned prefix (with its
 // namespace) maps to that page's slots, set by the first insert.
-type pageModel map[string][]ref.SlotIdx
+type pageModel map[string][]spec.SlotIdx
 
-func modelKey(s ref.RadixStep, units []ref.Unit, end int) string {
-	return fmt.Sprint(ref.ExtraKeyOf(s.Extra, s.Salt), units[:end])
+func modelKey(s spec.RadixStep, units []spec.Unit, end int) string {
+	return fmt.Sprint(spec.ExtraKeyOf(s.Extra, s.Salt), units[:end])
 }
 
 // radixModelEquivalence is §1.9 P1: until the first eviction of a tree
 // (after which the naive model no longer knows what is resident), an insert
 // returns the leading pages already present times the page size, and a
 // match returns the model's slots of the longest run of present pages.
-func radixModelEquivalence(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixScriptOutput) error {
-	var cfg ref.RadixStep
+func radixModelEquivalence(_ spec.Limits, in spec.RadixScriptInput, out spec.RadixScriptOutput) error {
+	var cfg spec.RadixStep
 	var model pageModel
 	for i, s := range in.Steps {
 		r := out.Trace[i]
-		if s.Op == ref.StepCreate {
+		if s.Op == spec.StepCreate {
 			cfg, model = s, pageModel{}
 			continue
 		}
@@ -571,13 +572,13 @@ func radixModelEquivalence(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixS
 			present += ps
 		}
 		switch s.Op {
-		case ref.StepEvict:
+		case spec.StepEvict:
 			model = nil
-		case ref.StepPlanEvict:
+		case spec.StepPlanEvict:
 			if len(r.Plan.Victims) > 0 && r.Plan.Admitted && !s.DryRun {
 				model = nil
 			}
-		case ref.StepInsert:
+		case spec.StepInsert:
 			want := present
 			if cfg.Disable {
 				want = 0
@@ -590,8 +591,8 @@ func radixModelEquivalence(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixS
 					model[k] = vals[end-ps : end]
 				}
 			}
-		case ref.StepMatch:
-			want := []ref.SlotIdx{}
+		case spec.StepMatch:
+			want := []spec.SlotIdx{}
 			for end := ps; end <= present && !cfg.Disable; end += ps {
 				want = append(want, model[modelKey(s, units, end)]...)
 			}
@@ -605,11 +606,11 @@ func radixModelEquivalence(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixS
 
 // radixMatchIdempotent is §1.9 P3: two consecutive identical matches
 // return identical slots (only the first may split).
-func radixMatchIdempotent(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixScriptOutput) error {
+func radixMatchIdempotent(_ spec.Limits, in spec.RadixScriptInput, out spec.RadixScriptOutput) error {
 	for i := 1; i < len(in.Steps); i++ {
 		a, b := in.Steps[i-1], in.Steps[i]
-		if a.Op != ref.StepMatch || b.Op != ref.StepMatch || !slices.Equal(a.Key, b.Key) ||
-			ref.ExtraKeyOf(a.Extra, a.Salt) != ref.ExtraKeyOf(b.Extra, b.Salt) || out.Trace[i].Error != nil {
+		if a.Op != spec.StepMatch || b.Op != spec.StepMatch || !slices.Equal(a.Key, b.Key) ||
+			spec.ExtraKeyOf(a.Extra, a.Salt) != spec.ExtraKeyOf(b.Extra, b.Salt) || out.Trace[i].Error != nil {
 			continue
 		}
 		if !slices.Equal(out.Trace[i-1].Match.Indices, out.Trace[i].Match.Indices) {
@@ -621,13 +622,13 @@ func radixMatchIdempotent(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixSc
 
 // radixMatchBounded is §1.9 P4: a match returns at most the query's whole
 // pages (counted in the tree's units).
-func radixMatchBounded(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixScriptOutput) error {
-	var cfg ref.RadixStep
+func radixMatchBounded(_ spec.Limits, in spec.RadixScriptInput, out spec.RadixScriptOutput) error {
+	var cfg spec.RadixStep
 	for i, s := range in.Steps {
-		if s.Op == ref.StepCreate {
+		if s.Op == spec.StepCreate {
 			cfg = s
 		}
-		if s.Op != ref.StepMatch || out.Trace[i].Error != nil {
+		if s.Op != spec.StepMatch || out.Trace[i].Error != nil {
 			continue
 		}
 		units, _ := treeUnits(cfg, s)
@@ -641,17 +642,17 @@ func radixMatchBounded(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixScrip
 // radixHashedScoreIsExact checks §1.14 on generated scripts, where no two
 // prefixes share a 64-bit hash: every hashed score equals the exact score
 // the reference gives for the same script with exact set on every score.
-func radixHashedScoreIsExact(lim ref.Limits, in ref.RadixScriptInput, out ref.RadixScriptOutput) error {
-	exact := ref.RadixScriptInput{Steps: slices.Clone(in.Steps)}
+func radixHashedScoreIsExact(lim spec.Limits, in spec.RadixScriptInput, out spec.RadixScriptOutput) error {
+	exact := spec.RadixScriptInput{Steps: slices.Clone(in.Steps)}
 	for i := range exact.Steps {
-		exact.Steps[i].Exact = exact.Steps[i].Op == ref.StepScore || exact.Steps[i].Exact
+		exact.Steps[i].Exact = exact.Steps[i].Op == spec.StepScore || exact.Steps[i].Exact
 	}
 	want, err := ref.RadixScript(lim, exact)
 	if err != nil {
 		return fmt.Errorf("the exact script was rejected: %w", err)
 	}
 	for i, s := range in.Steps {
-		if s.Op == ref.StepScore && !s.Exact && !reflect.DeepEqual(out.Trace[i], want.Trace[i]) {
+		if s.Op == spec.StepScore && !s.Exact && !reflect.DeepEqual(out.Trace[i], want.Trace[i]) {
 			return fmt.Errorf("step %d: hashed score %+v, exact %+v", i, out.Trace[i], want.Trace[i])
 		}
 	}
@@ -663,28 +664,28 @@ func radixHashedScoreIsExact(lim ref.Limits, in ref.RadixScriptInput, out ref.Ra
 // back; an eviction frees at least min(request, evictable) units, all from
 // the evictable size, one slot list per victim; an insert adds its new
 // units to the evictable size; a match and a rejected step change no size.
-func radixSizeAccounting(_ ref.Limits, in ref.RadixScriptInput, out ref.RadixScriptOutput) error {
+func radixSizeAccounting(_ spec.Limits, in spec.RadixScriptInput, out spec.RadixScriptOutput) error {
 	for i := 1; i < len(in.Steps); i++ {
 		s, r, prev := in.Steps[i], out.Trace[i], out.Trace[i-1]
 		dE, dP := r.EvictableSize-prev.EvictableSize, r.ProtectedSize-prev.ProtectedSize
 		var ok bool
 		switch {
-		case s.Op == ref.StepCreate:
+		case s.Op == spec.StepCreate:
 			ok = r.EvictableSize == 0 && r.ProtectedSize == 0
-		case r.Error != nil || s.Op == ref.StepMatch || s.Op == ref.StepScore:
+		case r.Error != nil || s.Op == spec.StepMatch || s.Op == spec.StepScore:
 			ok = dE == 0 && dP == 0
-		case s.Op == ref.StepLock || s.Op == ref.StepUnlock:
+		case s.Op == spec.StepLock || s.Op == spec.StepUnlock:
 			ok = dE == *r.Delta && dP == -*r.Delta
-		case s.Op == ref.StepEvict:
+		case s.Op == spec.StepEvict:
 			e := r.Evict
 			ok = dE == -e.Evicted && dP == 0 && e.Evicted >= min(s.NumTokens, prev.EvictableSize) &&
 				len(e.Freed) == len(e.Victims)
-		case s.Op == ref.StepPlanEvict:
+		case s.Op == spec.StepPlanEvict:
 			ok = dE == -r.Plan.Evicted && dP == 0
-		case s.Op == ref.StepInsert:
-			var cfg ref.RadixStep
+		case s.Op == spec.StepInsert:
+			var cfg spec.RadixStep
 			for _, c := range in.Steps[:i] {
-				if c.Op == ref.StepCreate {
+				if c.Op == spec.StepCreate {
 					cfg = c
 				}
 			}

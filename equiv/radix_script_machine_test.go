@@ -10,20 +10,21 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // radixMachine drives the reference tree (the generator's own) and the fast
 // tree with one step sequence (docs/spec/radix-acks.md §1.9 P5).
 type radixMachine struct {
 	gen     *scriptGen
-	fast    ref.RadixTree
-	fastBuf []ref.Unit
+	fast    spec.RadixTree
+	fastBuf []spec.Unit
 }
 
 // step draws the next step, runs it on both trees and compares results.
 func (m *radixMachine) step(t *rapid.T) {
 	s, rb := m.gen.step()
-	if s.Op == ref.StepCreate {
+	if s.Op == spec.StepCreate {
 		m.fast = newFastTree(t, s)
 		return
 	}
@@ -37,7 +38,7 @@ func (m *radixMachine) step(t *rapid.T) {
 // peek compares the read-only PrefixLen of both trees and that it changed
 // neither (checked by the following invariant comparison).
 func (m *radixMachine) peek(t *rapid.T) {
-	s := ref.RadixStep{Op: "prefix_len", Key: m.gen.key()}
+	s := spec.RadixStep{Op: "prefix_len", Key: m.gen.key()}
 	s.Extra, s.Salt = m.gen.namespace()
 	rb, _ := applyStep(m.gen.tree, s, nil)
 	fb, _ := applyStep(m.fast, s, nil)
@@ -54,8 +55,8 @@ func (m *radixMachine) peek(t *rapid.T) {
 // trees must answer alike, and the state comparison that follows shows
 // they changed alike (nothing, for a refusal).
 func (m *radixMachine) wide(t *rapid.T) {
-	s := ref.RadixStep{Op: rapid.SampledFrom([]string{ref.StepInsert, ref.StepMatch, "prefix_len", ref.StepScore}).Draw(t, "wide_op"), Key: m.gen.key()}
-	s.Exact = s.Op == ref.StepScore && rapid.Bool().Draw(t, "wide_exact")
+	s := spec.RadixStep{Op: rapid.SampledFrom([]string{spec.StepInsert, spec.StepMatch, "prefix_len", spec.StepScore}).Draw(t, "wide_op"), Key: m.gen.key()}
+	s.Exact = s.Op == spec.StepScore && rapid.Bool().Draw(t, "wide_exact")
 	s.Key = append(s.Key, 0)
 	s.Key[rapid.IntRange(0, len(s.Key)-1).Draw(t, "wide_at")] = rapid.SampledFrom([]int64{1 << 32, math.MaxInt64, -1}).Draw(t, "wide_unit")
 	rb, _ := applyStep(m.gen.tree, s, nil)
@@ -67,8 +68,8 @@ func (m *radixMachine) wide(t *rapid.T) {
 	if fc := m.fast.Config(); fc != cfg {
 		t.Fatalf("the trees report configs %+v and %+v", cfg, fc)
 	}
-	if cfg.Eagle && !cfg.Disable && !strings.Contains(string(rb), `"code":"`+ref.ErrTokenRange.Code()+`"`) {
-		t.Fatalf("%s(%v) on an Eagle tree: %s, want %s", s.Op, s.Key, rb, ref.ErrTokenRange.Code())
+	if cfg.Eagle && !cfg.Disable && !strings.Contains(string(rb), `"code":"`+spec.ErrTokenRange.Code()+`"`) {
+		t.Fatalf("%s(%v) on an Eagle tree: %s, want %s", s.Op, s.Key, rb, spec.ErrTokenRange.Code())
 	}
 }
 
@@ -94,7 +95,7 @@ func (m *radixMachine) check(t *rapid.T) {
 	}
 }
 
-func newFastTree(t *rapid.T, create ref.RadixStep) ref.RadixTree {
+func newFastTree(t *rapid.T, create spec.RadixStep) spec.RadixTree {
 	tr, err := fast.NewRadixTree(stepConfig(create))
 	if err != nil {
 		t.Fatal(err)

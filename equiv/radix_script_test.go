@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestRadixScriptTraceIsBoundedByLimits is the scripts amendment of
@@ -19,33 +19,33 @@ func TestRadixScriptTraceIsBoundedByLimits(t *testing.T) {
 	if !ok {
 		t.Fatal("no op radix.script")
 	}
-	create := ref.RadixStep{Op: ref.StepCreate, PageSize: 1}
+	create := spec.RadixStep{Op: spec.StepCreate, PageSize: 1}
 	key := []int64{1, 2, 3, 4, 5, 6, 7, 8}
-	insert := ref.RadixStep{Op: ref.StepInsert, Key: key}
-	match := ref.RadixStep{Op: ref.StepMatch, Key: key}
+	insert := spec.RadixStep{Op: spec.StepInsert, Key: key}
+	match := spec.RadixStep{Op: spec.StepMatch, Key: key}
 	for _, c := range []struct {
 		name     string
-		steps    []ref.RadixStep
+		steps    []spec.RadixStep
 		maxBytes int64
 		field    string // "" when the run must succeed
 	}{
-		{"match-slots-past-the-bound", []ref.RadixStep{create, insert, match}, 7 * 8, "steps[2]"},
-		{"final-tree-past-the-bound", []ref.RadixStep{create, insert}, 15 * 8, "steps"},
-		{"final-tree-at-the-bound", []ref.RadixStep{create, insert}, 16 * 8, ""},
+		{"match-slots-past-the-bound", []spec.RadixStep{create, insert, match}, 7 * 8, "steps[2]"},
+		{"final-tree-past-the-bound", []spec.RadixStep{create, insert}, 15 * 8, "steps"},
+		{"final-tree-at-the-bound", []spec.RadixStep{create, insert}, 16 * 8, ""},
 	} {
-		in, err := catalog.Marshal(ref.RadixScriptInput{Steps: c.steps})
+		in, err := catalog.Marshal(spec.RadixScriptInput{Steps: c.steps})
 		if err != nil {
 			t.Fatal(err)
 		}
-		lim := ref.DefaultLimits()
+		lim := spec.DefaultLimits()
 		lim.MaxOutputBytes = c.maxBytes
 		for _, impl := range selectedImpls(t, e) {
 			_, err := e.Run(impl, lim, in)
-			ie, _ := ref.AsInputError(err)
+			ie, _ := spec.AsInputError(err)
 			switch {
 			case c.field == "" && err != nil:
 				t.Errorf("%s on %s: %v, want the output", c.name, impl, err)
-			case c.field != "" && (!errors.Is(err, ref.ErrTooLarge) || ie == nil || ie.Field != c.field):
+			case c.field != "" && (!errors.Is(err, spec.ErrTooLarge) || ie == nil || ie.Field != c.field):
 				t.Errorf("%s on %s: %v, want ErrTooLarge at %s", c.name, impl, err, c.field)
 			}
 		}

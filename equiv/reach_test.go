@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestLargeInputsTakeTheParallelPaths checks fast against ref on inputs
@@ -23,7 +24,7 @@ func TestLargeInputsTakeTheParallelPaths(t *testing.T) {
 	s := TransferGroupContiguous()
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n = 3<<17 + 77
-	in := ref.TransferGroupContiguousInput{Src: make([]int64, n), Dst: make([]int64, n)}
+	in := spec.TransferGroupContiguousInput{Src: make([]int64, n), Dst: make([]int64, n)}
 	var src, dst int64
 	for i := 0; i < n; {
 		run := 1 + rng.IntN(64)
@@ -38,7 +39,7 @@ func TestLargeInputsTakeTheParallelPaths(t *testing.T) {
 		t.Errorf("%d pairs: %s\n%s", n, reason, diff)
 	}
 	in.Dst[n-5] = -1
-	if reason, diff := s.Check("fast", s.Op.Fast, in, ref.ErrNegative); reason != "" {
+	if reason, diff := s.Check("fast", s.Op.Fast, in, spec.ErrNegative); reason != "" {
 		t.Errorf("%d pairs, a negative dst id in the last segment: %s\n%s", n, reason, diff)
 	}
 }
@@ -50,7 +51,7 @@ func TestLargeInputsTakeTheParallelPaths(t *testing.T) {
 func TestEveryStatusCodeStreamsTheSameErrorChunk(t *testing.T) {
 	s := ServingStreamErrorChunk()
 	for code := 100; code <= 599; code++ {
-		in := ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(fmt.Sprintf(`{"type":"abort","status_code":%d,"message":"m"}`, code))}
+		in := spec.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(fmt.Sprintf(`{"type":"abort","status_code":%d,"message":"m"}`, code))}
 		if reason, diff := s.Check("fast", s.Op.Fast, in, nil); reason != "" {
 			t.Errorf("status %d: %s\n%s", code, reason, diff)
 		}
@@ -68,7 +69,7 @@ func TestLargeRowBuffersTakeTheParallelPaths(t *testing.T) {
 	for _, l := range lens {
 		total += l
 	}
-	split := ref.CPSplitInput{Layout: ref.LayoutSpec{CP: 4, Lens: lens, Granule: 64}, X: ref.NewRows(w, total),
+	split := spec.CPSplitInput{Layout: spec.LayoutSpec{CP: 4, Lens: lens, Granule: 64}, X: ref.NewRows(w, total),
 		Pad: make([]byte, w), Prefix: []int64{0, 17, 5}}
 	for i := range split.X.B {
 		split.X.B[i] = byte(rng.IntN(256))
@@ -79,7 +80,7 @@ func TestLargeRowBuffersTakeTheParallelPaths(t *testing.T) {
 	}
 
 	const rows = 5000
-	q := ref.FP8QuantizeIndexKInput{X: ref.NewRows(256, rows)}
+	q := spec.FP8QuantizeIndexKInput{X: ref.NewRows(256, rows)}
 	for r := range rows {
 		for j := range 128 { // finite bf16 values of every magnitude the scale sees
 			v := float32(rng.NormFloat64() * math.Pow(2, float64(rng.IntN(40)-20)))
@@ -96,7 +97,7 @@ func TestLargeRowBuffersTakeTheParallelPaths(t *testing.T) {
 	for _, r := range []int{4900, 3100} {
 		q.X.B[r*256+10], q.X.B[r*256+11] = 0xC0, 0x7F
 	}
-	if reason, diff := qs.Check("fast", qs.Op.Fast, q, ref.ErrNonFinite); reason != "" {
+	if reason, diff := qs.Check("fast", qs.Op.Fast, q, spec.ErrNonFinite); reason != "" {
 		t.Errorf("fp8.quantize_index_k with NaNs in rows 3100 and 4900: %s\n%s", reason, diff)
 	}
 }
@@ -109,7 +110,7 @@ func TestLargeRowBuffersTakeTheParallelPaths(t *testing.T) {
 func TestLargeRemapTakesTheParallelPath(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	const rows, pagesPerRow, ps, n = 4, 768, 64, 3<<16 + 11
-	in := ref.CPRemapLocsInput{PageSize: ps, Pages: make([][]int64, rows), Locs: make([]int64, n), RowIDs: make([]int32, n)}
+	in := spec.CPRemapLocsInput{PageSize: ps, Pages: make([][]int64, rows), Locs: make([]int64, n), RowIDs: make([]int32, n)}
 	for b := range in.Pages {
 		in.Pages[b] = make([]int64, pagesPerRow)
 		for j, p := range rng.Perm(4 * pagesPerRow)[:pagesPerRow] {
@@ -132,7 +133,7 @@ func TestLargeRemapTakesTheParallelPath(t *testing.T) {
 	for _, e := range []int{n - 5, n/2 + 3} {
 		in.Locs[e] = (1 << 40) * ps // a page no window holds
 	}
-	if reason, diff := s.Check("fast", s.Op.Fast, in, ref.ErrPageNotInRow); reason != "" {
+	if reason, diff := s.Check("fast", s.Op.Fast, in, spec.ErrPageNotInRow); reason != "" {
 		t.Errorf("%d locations, bad at %d and %d: %s\n%s", n, n/2+3, n-5, reason, diff)
 	}
 }
@@ -143,7 +144,7 @@ func TestLargeRemapTakesTheParallelPath(t *testing.T) {
 func TestLargeTopKTakesTheParallelPath(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const q, kt = 64, 2048
-	in := ref.MQAChunkedTopKInput{Logits: make([][]float32, q), KS: make([]int64, q), KE: make([]int64, q), TopK: 16, ChunkRows: 7}
+	in := spec.MQAChunkedTopKInput{Logits: make([][]float32, q), KS: make([]int64, q), KE: make([]int64, q), TopK: 16, ChunkRows: 7}
 	for r := range in.Logits {
 		in.Logits[r] = make([]float32, kt)
 		for j := range in.Logits[r] {
@@ -165,17 +166,17 @@ func TestLargeTopKTakesTheParallelPath(t *testing.T) {
 // transfer.layer_blocks' entries × runs blocks (8,192 layers of 8,192
 // one-page runs, 1.5 GiB of blocks).
 func TestLayoutsPastTheOutputBoundAreRefused(t *testing.T) {
-	split := ref.CPCanSplitInput{Mode: ref.ModeExtend, CPEnabled: true, CPSize: ref.MaxCP, BatchSize: 32769, ExtendLens: make([]int, 32769), PageSize: 64}
+	split := spec.CPCanSplitInput{Mode: spec.ModeExtend, CPEnabled: true, CPSize: spec.MaxCP, BatchSize: 32769, ExtendLens: make([]int, 32769), PageSize: 64}
 	for i := range split.ExtendLens {
-		split.ExtendLens[i] = 2 * ref.MaxCP
+		split.ExtendLens[i] = 2 * spec.MaxCP
 	}
 	cs := CPCanSplit()
-	if reason, diff := cs.Check("fast", cs.Op.Fast, split, ref.ErrTooLarge); reason != "" {
-		t.Errorf("cp.can_split at cp=%d, B=%d: %s\n%s", ref.MaxCP, split.BatchSize, reason, diff)
+	if reason, diff := cs.Check("fast", cs.Op.Fast, split, spec.ErrTooLarge); reason != "" {
+		t.Errorf("cp.can_split at cp=%d, B=%d: %s\n%s", spec.MaxCP, split.BatchSize, reason, diff)
 	}
 
 	const layers, pages = 8192, 8192
-	lb := ref.TransferLayerBlocksInput{IsMLA: true, Owned: make([]int64, pages), DstPages: make([]int64, pages),
+	lb := spec.TransferLayerBlocksInput{IsMLA: true, Owned: make([]int64, pages), DstPages: make([]int64, pages),
 		SrcPtrs: make([]uint64, layers), DstPtrs: make([]uint64, layers), ItemLens: make([]uint64, layers)}
 	for i := range pages {
 		lb.Owned[i], lb.DstPages[i] = int64(2*i), int64(2*i) // every other page: one run per page
@@ -184,7 +185,7 @@ func TestLayoutsPastTheOutputBoundAreRefused(t *testing.T) {
 		lb.SrcPtrs[l], lb.DstPtrs[l], lb.ItemLens[l] = uint64(l)<<32, uint64(l)<<32, 64
 	}
 	ls := TransferLayerBlocks()
-	if reason, diff := ls.Check("fast", ls.Op.Fast, lb, ref.ErrTooLarge); reason != "" {
+	if reason, diff := ls.Check("fast", ls.Op.Fast, lb, spec.ErrTooLarge); reason != "" {
 		t.Errorf("transfer.layer_blocks of %d entries × %d runs: %s\n%s", layers, pages, reason, diff)
 	}
 }

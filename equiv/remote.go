@@ -9,7 +9,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fixtures"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ErrorMode says how a rejection by an implementation outside this build is
@@ -81,7 +81,7 @@ func (s *Spec[In, Out]) RemoteShrink(name string, r Remote, mode ErrorMode, kind
 // answer, decoded into Out or an error object and re-encoded canonically,
 // compared under mode. Properties are not run: an accepted answer passes
 // only when it equals the reference's output, which satisfies them.
-func (s *Spec[In, Out]) remoteCheck(name string, r Remote, mode ErrorMode, caseName string, seed int64, in In, want *ref.Sentinel) *Failure {
+func (s *Spec[In, Out]) remoteCheck(name string, r Remote, mode ErrorMode, caseName string, seed int64, in In, want *spec.Sentinel) *Failure {
 	fromRef, reason := s.runRef(in, want)
 	fail := func(reason, diff string) *Failure {
 		return s.failure(name, caseName, seed, in, reason, diff, fromRef.res)
@@ -142,7 +142,7 @@ func (s *Spec[In, Out]) canonicalAnswer(res fixtures.Result) (fixtures.Result, s
 	return fixtures.Result{Bytes: b}, ""
 }
 
-// remoteErrorObject is ref.ErrorObject as an adapter sends it: the same
+// remoteErrorObject is spec.ErrorObject as an adapter sends it: the same
 // members in the same order, with the value kept as the adapter wrote it
 // (compacted), since decoding an object value into a map would reorder its
 // members and hide or invent differences.

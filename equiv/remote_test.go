@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/fixtures"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestRefPanicIsReportedWithItsInput: when the reference itself panics on
@@ -14,7 +14,7 @@ import (
 func TestRefPanicIsReportedWithItsInput(t *testing.T) {
 	s := TransferGroupContiguous()
 	op := *s.Op
-	op.Ref = func(ref.Limits, ref.TransferGroupContiguousInput) (ref.TransferGroupContiguousOutput, error) {
+	op.Ref = func(spec.Limits, spec.TransferGroupContiguousInput) (spec.TransferGroupContiguousOutput, error) {
 		panic("ref broke")
 	}
 	s.Op = &op
@@ -35,14 +35,14 @@ func TestRefPanicIsReportedWithItsInput(t *testing.T) {
 // members do, and a rejection is compared as --errors says.
 func TestRemoteAnswersAreComparedCanonicallyUnderTheErrorMode(t *testing.T) {
 	s := TransferGroupContiguous()
-	ok := ref.TransferGroupContiguousInput{Src: []int64{1, 2}, Dst: []int64{5, 6}}
-	bad := ref.TransferGroupContiguousInput{Src: []int64{1, 2, 3}, Dst: []int64{5, 6}}
+	ok := spec.TransferGroupContiguousInput{Src: []int64{1, 2}, Dst: []int64{5, 6}}
+	bad := spec.TransferGroupContiguousInput{Src: []int64{1, 2, 3}, Dst: []int64{5, 6}}
 	answer := func(res fixtures.Result) Remote {
 		return remoteFunc(func(string, []byte) (fixtures.Result, error) { return res, nil })
 	}
 	for _, c := range []struct {
 		name string
-		in   ref.TransferGroupContiguousInput
+		in   spec.TransferGroupContiguousInput
 		res  fixtures.Result
 		mode ErrorMode
 		pass bool
@@ -56,9 +56,9 @@ func TestRemoteAnswersAreComparedCanonicallyUnderTheErrorMode(t *testing.T) {
 		{"other code, reject mode", bad, fixtures.Result{Bytes: []byte(`{"code":"negative","message":"x"}`), Rejected: true}, ErrorsReject, true},
 		{"accepts what ref rejects", bad, fixtures.Result{Bytes: []byte(`{"runs":[]}`)}, ErrorsReject, false},
 	} {
-		want := (*ref.Sentinel)(nil)
+		want := (*spec.Sentinel)(nil)
 		if len(c.in.Src) != len(c.in.Dst) {
-			want = ref.ErrLengthMismatch
+			want = spec.ErrLengthMismatch
 		}
 		f := s.remoteCheck("exec:x", answer(c.res), c.mode, c.name, 0, c.in, want)
 		if (f == nil) != c.pass {
@@ -76,9 +76,9 @@ func (f remoteFunc) Run(op string, in []byte) (fixtures.Result, error) { return 
 // killed by the hunt or by its regression case; value checks must catch a
 // historic bug, which returned a wrong value rather than crashing.
 func TestAPanickingMutantIsAGapNotAKill(t *testing.T) {
-	m := &Mutant[ref.TransferGroupContiguousInput, ref.TransferGroupContiguousOutput]{
+	m := &Mutant[spec.TransferGroupContiguousInput, spec.TransferGroupContiguousOutput]{
 		Spec: TransferGroupContiguous(), ID: "group-length-mismatch", Section: "test", About: "panics",
-		Fn: func(ref.Limits, ref.TransferGroupContiguousInput) (ref.TransferGroupContiguousOutput, error) {
+		Fn: func(spec.Limits, spec.TransferGroupContiguousInput) (spec.TransferGroupContiguousOutput, error) {
 			panic("boom")
 		},
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestSamplingPackRejectsNonFiniteAlike is the differential for NaN and ±Inf
@@ -26,7 +27,7 @@ func TestSamplingPackRejectsNonFiniteAlike(t *testing.T) {
 	valid := equiv.SamplingPack().Valid
 	rapid.Check(t, func(t *rapid.T) {
 		in := valid.Draw(t, "in")
-		in.Requests = append(in.Requests, ref.SamplingRequest{Temperature: 1, TopP: 1, TopK: -1})
+		in.Requests = append(in.Requests, spec.SamplingRequest{Temperature: 1, TopP: 1, TopK: -1})
 		i := rapid.IntRange(0, len(in.Requests)-1).Draw(t, "bad_request")
 		x := rapid.SampledFrom([]float64{math.NaN(), math.Inf(1), math.Inf(-1)}).Draw(t, "non_finite")
 		r := &in.Requests[i]
@@ -39,10 +40,10 @@ func TestSamplingPackRejectsNonFiniteAlike(t *testing.T) {
 		default:
 			r.MinP = x
 		}
-		rout, rerr := ref.SamplingPack(ref.DefaultLimits(), in)
-		fout, ferr := fast.SamplingPack(ref.DefaultLimits(), in)
-		ie, ok := ref.AsInputError(rerr)
-		if want := fmt.Sprintf("requests[%d].%s", i, name); !ok || !errors.Is(rerr, ref.ErrNonFinite) || ie.Field != want {
+		rout, rerr := ref.SamplingPack(spec.DefaultLimits(), in)
+		fout, ferr := fast.SamplingPack(spec.DefaultLimits(), in)
+		ie, ok := spec.AsInputError(rerr)
+		if want := fmt.Sprintf("requests[%d].%s", i, name); !ok || !errors.Is(rerr, spec.ErrNonFinite) || ie.Field != want {
 			t.Fatalf("ref: %v, want non_finite on %s", rerr, want)
 		}
 		if rb, fb := catalog.Canonical(rout, rerr), catalog.Canonical(fout, ferr); !bytes.Equal(rb, fb) {
@@ -53,8 +54,8 @@ func TestSamplingPackRejectsNonFiniteAlike(t *testing.T) {
 
 type samplingLib struct {
 	name   string
-	filter func(ref.SamplingPackOutput, []int64) (ref.SamplingPackOutput, error)
-	merge  func(a, b ref.SamplingPackOutput) (ref.SamplingPackOutput, error)
+	filter func(spec.SamplingPackOutput, []int64) (spec.SamplingPackOutput, error)
+	merge  func(a, b spec.SamplingPackOutput) (spec.SamplingPackOutput, error)
 }
 
 func samplingLibs() []samplingLib {
@@ -63,10 +64,10 @@ func samplingLibs() []samplingLib {
 
 // drawBatch packs a generated valid input with ref and, one time in ten,
 // breaks its shape so the batch checks run too.
-func drawBatch(t *rapid.T, label string, det bool) ref.SamplingPackOutput {
+func drawBatch(t *rapid.T, label string, det bool) spec.SamplingPackOutput {
 	in := equiv.SamplingPack().Valid.Draw(t, label)
 	in.Deterministic = det
-	b, err := ref.SamplingPack(ref.DefaultLimits(), in)
+	b, err := ref.SamplingPack(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatalf("ref rejected a valid %s: %v", label, err)
 	}
@@ -107,7 +108,7 @@ func TestSamplingFilterAndMergeTwinsAgree(t *testing.T) {
 		keep := drawKeep(t, len(a.TopK))
 		srcA, srcB := catalog.Canonical(a, nil), catalog.Canonical(b, nil)
 		var filtered, merged [][]byte
-		var fouts, mouts []ref.SamplingPackOutput
+		var fouts, mouts []spec.SamplingPackOutput
 		for _, lib := range samplingLibs() {
 			fo, ferr := lib.filter(a, keep)
 			mo, merr := lib.merge(a, b)
@@ -146,7 +147,7 @@ func TestSamplingFilterAndMergeTwinsAgree(t *testing.T) {
 	})
 }
 
-func scribble(b ref.SamplingPackOutput) {
+func scribble(b spec.SamplingPackOutput) {
 	for i := range b.F {
 		b.F[i] = -3
 	}
@@ -164,17 +165,17 @@ type row struct {
 	k       int32
 }
 
-func rowOf(b ref.SamplingPackOutput, i int) row {
+func rowOf(b spec.SamplingPackOutput, i int) row {
 	return row{math.Float32bits(b.Temperatures()[i]), math.Float32bits(b.TopPs()[i]), math.Float32bits(b.MinPs()[i]), b.TopK[i]}
 }
 
-func flagsOf(b ref.SamplingPackOutput) [4]bool {
+func flagsOf(b spec.SamplingPackOutput) [4]bool {
 	return [4]bool{b.IsAllGreedy, b.NeedTopPSampling, b.NeedTopKSampling, b.NeedMinPSampling}
 }
 
 // filterIsIndexing is §8 filter: row j of the result is row keep[j] of a,
 // bit for bit, seeds likewise, and the flags are a's, not recomputed.
-func filterIsIndexing(a ref.SamplingPackOutput, keep []int64, out ref.SamplingPackOutput) error {
+func filterIsIndexing(a spec.SamplingPackOutput, keep []int64, out spec.SamplingPackOutput) error {
 	if len(out.F) != 3*len(keep) || len(out.TopK) != len(keep) || (out.Seeds != nil) != (a.Seeds != nil) {
 		return fmt.Errorf("shape: len(f)=%d len(top_k)=%d seeds nil=%v for %d kept", len(out.F), len(out.TopK), out.Seeds == nil, len(keep))
 	}
@@ -191,7 +192,7 @@ func filterIsIndexing(a ref.SamplingPackOutput, keep []int64, out ref.SamplingPa
 
 // mergeIsConcatenation is §8 merge: a's rows then b's, seeds likewise,
 // is_all_greedy ANDed and need_* ORed.
-func mergeIsConcatenation(a, b, out ref.SamplingPackOutput) error {
+func mergeIsConcatenation(a, b, out spec.SamplingPackOutput) error {
 	na, nb := len(a.TopK), len(b.TopK)
 	if len(out.F) != 3*(na+nb) || len(out.TopK) != na+nb {
 		return fmt.Errorf("shape: len(f)=%d len(top_k)=%d for %d+%d rows", len(out.F), len(out.TopK), na, nb)

@@ -11,19 +11,20 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ---- serving.chat_normalize (S2.2–S2.4, S2.7) ----
 
 // ServingChatNormalize is the differential spec of serving.chat_normalize.
-func ServingChatNormalize() *Spec[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput] {
-	return &Spec[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput]{
+func ServingChatNormalize() *Spec[spec.ServingChatNormalizeInput, spec.ServingChatNormalizeOutput] {
+	return &Spec[spec.ServingChatNormalizeInput, spec.ServingChatNormalizeOutput]{
 		Op:          catalog.ServingChatNormalize(),
 		Valid:       rapid.Custom(chatValid),
 		Invalid:     rapid.Custom(chatInvalid),
 		Boundary:    chatBoundary(),
 		Regressions: chatRegressions(),
-		Props: []Prop[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput]{
+		Props: []Prop[spec.ServingChatNormalizeInput, spec.ServingChatNormalizeOutput]{
 			{"flags-off-is-upstream", chatFlagsOffIdentity},
 			{"other-members-untouched-in-order", chatOthersUntouched},
 			{"tool-choice-canonical-and-idempotent", chatToolChoiceIdempotent},
@@ -133,8 +134,8 @@ func chatParts(t *rapid.T, sp string) string {
 	return "[" + strings.Join(parts, ","+sp) + "]"
 }
 
-func chatFlags(t *rapid.T) ref.CompatFlags {
-	var f ref.CompatFlags
+func chatFlags(t *rapid.T) spec.CompatFlags {
+	var f spec.CompatFlags
 	if rapid.IntRange(0, 2).Draw(t, "all_off") == 0 {
 		return f
 	}
@@ -148,9 +149,9 @@ func chatFlags(t *rapid.T) ref.CompatFlags {
 	return f
 }
 
-func chatValid(t *rapid.T) ref.ServingChatNormalizeInput {
-	in := ref.ServingChatNormalizeInput{
-		Endpoint:   rapid.SampledFrom([]string{ref.EndpointChat, ref.EndpointChat, ref.EndpointChat, ref.EndpointCompletions}).Draw(t, "endpoint"),
+func chatValid(t *rapid.T) spec.ServingChatNormalizeInput {
+	in := spec.ServingChatNormalizeInput{
+		Endpoint:   rapid.SampledFrom([]string{spec.EndpointChat, spec.EndpointChat, spec.EndpointChat, spec.EndpointCompletions}).Draw(t, "endpoint"),
 		Request:    chatRequest(t),
 		ContextLen: rapid.SampledFrom([]int64{1, 600, 32768}).Draw(t, "context_len"),
 		Flags:      chatFlags(t),
@@ -161,42 +162,42 @@ func chatValid(t *rapid.T) ref.ServingChatNormalizeInput {
 	return in
 }
 
-func chatInvalid(t *rapid.T) Bad[ref.ServingChatNormalizeInput] {
+func chatInvalid(t *rapid.T) Bad[spec.ServingChatNormalizeInput] {
 	in := chatValid(t)
 	switch rapid.IntRange(0, 5).Draw(t, "violation") {
 	case 0:
 		in.Endpoint = rapid.SampledFrom([]string{"", "Chat", "embeddings"}).Draw(t, "bad_endpoint")
-		return Bad[ref.ServingChatNormalizeInput]{in, ref.ErrBadEnum}
+		return Bad[spec.ServingChatNormalizeInput]{in, spec.ErrBadEnum}
 	case 1:
 		in.ContextLen = rapid.Int64Range(-5, 0).Draw(t, "bad_context_len")
-		return Bad[ref.ServingChatNormalizeInput]{in, ref.ErrPoolTooSmall}
+		return Bad[spec.ServingChatNormalizeInput]{in, spec.ErrPoolTooSmall}
 	case 2:
 		in.PromptTokens = i64(rapid.Int64Range(-5, -1).Draw(t, "negative_n"))
-		return Bad[ref.ServingChatNormalizeInput]{in, ref.ErrNegative}
+		return Bad[spec.ServingChatNormalizeInput]{in, spec.ErrNegative}
 	case 3:
 		in.Flags.ParaChatDefaultMaxTokens = i64(rapid.Int64Range(-3, 0).Draw(t, "bad_para"))
-		return Bad[ref.ServingChatNormalizeInput]{in, ref.ErrBadFlag}
+		return Bad[spec.ServingChatNormalizeInput]{in, spec.ErrBadFlag}
 	case 4:
 		in.Flags.Family = rapid.SampledFrom([]string{"glm4", "GLM", "openai"}).Draw(t, "bad_family")
-		return Bad[ref.ServingChatNormalizeInput]{in, ref.ErrBadFlag}
+		return Bad[spec.ServingChatNormalizeInput]{in, spec.ErrBadFlag}
 	}
 	in.Request = json.RawMessage(rapid.SampledFrom([]string{`[]`, `"x"`, `7`, `null`, ` [{}] `}).Draw(t, "not_object"))
-	return Bad[ref.ServingChatNormalizeInput]{in, ref.ErrNotJSONObject}
+	return Bad[spec.ServingChatNormalizeInput]{in, spec.ErrNotJSONObject}
 }
 
-func chatBoundary() []Case[ref.ServingChatNormalizeInput] {
+func chatBoundary() []Case[spec.ServingChatNormalizeInput] {
 	d := i64(32768)
 	req := func(s string) json.RawMessage { return json.RawMessage(s) }
-	return append([]Case[ref.ServingChatNormalizeInput]{
-		{"s2.2-example", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[]}`), PromptTokens: i64(1000), ContextLen: 32768, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d}}},
-		{"s2.2-clamp-below-one-keeps-d", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[]}`), PromptTokens: i64(32767), ContextLen: 32768, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d}}},
-		{"s2.2-null-max-tokens-replaced", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"max_tokens":null,"messages":[]}`), ContextLen: 32768, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d}}},
-		{"empty-object", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{ }`), ContextLen: 10, Flags: ref.CompatFlags{NormalizeToolChoice: true}}},
-		{"empty-messages-append-both", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(` { "messages" : [ ] } `), ContextLen: 10, Flags: ref.CompatFlags{NormalizeToolChoice: true, ParaChatDefaultMaxTokens: d}}},
-		{"s2.4-example", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[{"role":"tool","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`), ContextLen: 10, Flags: ref.CompatFlags{FlattenToolRoleContent: true}}},
-		{"duplicate-tool-choice-last-wins", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":"f","tool_choice":"any"}`), ContextLen: 10, Flags: ref.CompatFlags{NormalizeToolChoice: true}}},
-		{"escaped-key", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"m\u0065ssages":[{"role":"user","content":[{"type":"image_url","image_url":"u"}]}]}`), ContextLen: 10}},
-		{"completions-untouched", ref.ServingChatNormalizeInput{Endpoint: "completions", Request: req(`{"prompt":"hi","tool_choice":7}`), ContextLen: 10, Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: d, NormalizeToolChoice: true}}},
+	return append([]Case[spec.ServingChatNormalizeInput]{
+		{"s2.2-example", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[]}`), PromptTokens: i64(1000), ContextLen: 32768, Flags: spec.CompatFlags{ParaChatDefaultMaxTokens: d}}},
+		{"s2.2-clamp-below-one-keeps-d", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[]}`), PromptTokens: i64(32767), ContextLen: 32768, Flags: spec.CompatFlags{ParaChatDefaultMaxTokens: d}}},
+		{"s2.2-null-max-tokens-replaced", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"max_tokens":null,"messages":[]}`), ContextLen: 32768, Flags: spec.CompatFlags{ParaChatDefaultMaxTokens: d}}},
+		{"empty-object", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{ }`), ContextLen: 10, Flags: spec.CompatFlags{NormalizeToolChoice: true}}},
+		{"empty-messages-append-both", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: req(` { "messages" : [ ] } `), ContextLen: 10, Flags: spec.CompatFlags{NormalizeToolChoice: true, ParaChatDefaultMaxTokens: d}}},
+		{"s2.4-example", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[{"role":"tool","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`), ContextLen: 10, Flags: spec.CompatFlags{FlattenToolRoleContent: true}}},
+		{"duplicate-tool-choice-last-wins", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":"f","tool_choice":"any"}`), ContextLen: 10, Flags: spec.CompatFlags{NormalizeToolChoice: true}}},
+		{"escaped-key", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"m\u0065ssages":[{"role":"user","content":[{"type":"image_url","image_url":"u"}]}]}`), ContextLen: 10}},
+		{"completions-untouched", spec.ServingChatNormalizeInput{Endpoint: "completions", Request: req(`{"prompt":"hi","tool_choice":7}`), ContextLen: 10, Flags: spec.CompatFlags{ParaChatDefaultMaxTokens: d, NormalizeToolChoice: true}}},
 	}, chatPathCases()...)
 }
 
@@ -208,16 +209,16 @@ func chatBoundary() []Case[ref.ServingChatNormalizeInput] {
 // "auto"; tool and message entries that are not objects (skipped); a
 // tool_choice object naming no function, a string naming an unknown one;
 // S2.7's empty string URL.
-func chatPathCases() []Case[ref.ServingChatNormalizeInput] {
-	tc := ref.CompatFlags{NormalizeToolChoice: true}
-	flat := ref.CompatFlags{FlattenToolRoleContent: true}
-	chat := func(name, request string, f ref.CompatFlags) Case[ref.ServingChatNormalizeInput] {
-		return Case[ref.ServingChatNormalizeInput]{name, ref.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(request), ContextLen: 10, Flags: f}}
+func chatPathCases() []Case[spec.ServingChatNormalizeInput] {
+	tc := spec.CompatFlags{NormalizeToolChoice: true}
+	flat := spec.CompatFlags{FlattenToolRoleContent: true}
+	chat := func(name, request string, f spec.CompatFlags) Case[spec.ServingChatNormalizeInput] {
+		return Case[spec.ServingChatNormalizeInput]{name, spec.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(request), ContextLen: 10, Flags: f}}
 	}
 	tool := func(parts string) string {
 		return `{"messages":[{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"ok"},` + parts + `]}]}`
 	}
-	return []Case[ref.ServingChatNormalizeInput]{
+	return []Case[spec.ServingChatNormalizeInput]{
 		chat("tools-object-not-a-list-400", `{"messages":[],"tools":{"type":"function","function":{"name":"f"}}}`, tc),
 		chat("s2.4-bare-string-part-400", tool(`"bare"`), flat),
 		chat("s2.4-boolean-part-400", tool(`true`), flat),
@@ -230,11 +231,11 @@ func chatPathCases() []Case[ref.ServingChatNormalizeInput] {
 		chat("s2.4-flattened-ascii-escapes", tool(`{"type":"text","text":"say \"hi\"\\ \r\n"},{"type":"text","text":"a\tb"}`), flat),
 		chat("tool-choice-type-string-not-function-400", `{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":{"type":"tool","function":{"name":"f"}}}`, tc),
 		chat("tool-names-escaped-and-non-ascii", `{"messages":[],"tools":[{"function":{"name":"m\u00e9t\u00e9o"}},{"function":{"name":"café \"x\""}}],"tool_choice":"météo"}`, tc),
-		chat("upstream-canonical-object-flags-off", `{"messages":[],"tools":[{"type":"function","function":{"name":"search"}}],"tool_choice":{"type":"function","function":{"name":"search"}}}`, ref.CompatFlags{}),
+		chat("upstream-canonical-object-flags-off", `{"messages":[],"tools":[{"type":"function","function":{"name":"search"}}],"tool_choice":{"type":"function","function":{"name":"search"}}}`, spec.CompatFlags{}),
 		chat("tool-choice-mixed-case-auto", `{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":" Auto "}`, tc),
 		chat("tools-and-messages-with-non-objects", `{"messages":[7,{"role":"user","content":"hi"}],"tools":[7,{"function":"f"},{"function":{"name":"f"}}],"tool_choice":"f"}`, tc),
 		chat("tool-choice-string-unknown-400", `{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":"g"}`, tc),
-		chat("s2.7-empty-string-image-url-400", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":""}]}]}`, ref.CompatFlags{}),
+		chat("s2.7-empty-string-image-url-400", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":""}]}]}`, spec.CompatFlags{}),
 		chat("tool-choice-object-without-name-400", `{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":{"type":"function","function":{}}}`, tc),
 		// the "none" spelling, and an object naming a tool the request lacks
 		chat("s2.4-number-tool-content-400", `{"messages":[{"role":"tool","tool_call_id":"c","content":7}]}`, flat),
@@ -244,10 +245,10 @@ func chatPathCases() []Case[ref.ServingChatNormalizeInput] {
 	}
 }
 
-func chatRegressions() []Case[ref.ServingChatNormalizeInput] {
-	return []Case[ref.ServingChatNormalizeInput]{
-		{"s2-b1-para-default-ungated", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), ContextLen: 32768}},
-		{"s2-b3-string-image-url-rejected", ref.ServingChatNormalizeInput{Endpoint: "chat", ContextLen: 32768,
+func chatRegressions() []Case[spec.ServingChatNormalizeInput] {
+	return []Case[spec.ServingChatNormalizeInput]{
+		{"s2-b1-para-default-ungated", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), ContextLen: 32768}},
+		{"s2-b3-string-image-url-rejected", spec.ServingChatNormalizeInput{Endpoint: "chat", ContextLen: 32768,
 			Request: json.RawMessage(`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":"https://x/y.png"}]}]}`)}},
 	}
 }
@@ -275,11 +276,11 @@ func hasStringImageURL(req json.RawMessage) bool {
 	return found
 }
 
-func flagsOff(f ref.CompatFlags) bool {
+func flagsOff(f spec.CompatFlags) bool {
 	return f.ParaChatDefaultMaxTokens == nil && !f.NormalizeToolChoice && !f.FlattenToolRoleContent
 }
 
-func chatFlagsOffIdentity(_ ref.Limits, in ref.ServingChatNormalizeInput, out ref.ServingChatNormalizeOutput) error {
+func chatFlagsOffIdentity(_ spec.Limits, in spec.ServingChatNormalizeInput, out spec.ServingChatNormalizeOutput) error {
 	if !flagsOff(in.Flags) || out.Status != 200 || hasStringImageURL(in.Request) {
 		return nil
 	}
@@ -301,7 +302,7 @@ func topMembers(raw []byte) [][2]string {
 
 var editedMembers = map[string]bool{"messages": true, "tool_choice": true, "max_tokens": true}
 
-func chatOthersUntouched(_ ref.Limits, in ref.ServingChatNormalizeInput, out ref.ServingChatNormalizeOutput) error {
+func chatOthersUntouched(_ spec.Limits, in spec.ServingChatNormalizeInput, out spec.ServingChatNormalizeOutput) error {
 	if out.Status != 200 {
 		return nil
 	}
@@ -325,8 +326,8 @@ func chatOthersUntouched(_ ref.Limits, in ref.ServingChatNormalizeInput, out ref
 	return nil
 }
 
-func chatToolChoiceIdempotent(lim ref.Limits, in ref.ServingChatNormalizeInput, out ref.ServingChatNormalizeOutput) error {
-	if out.Status != 200 || in.Endpoint != ref.EndpointChat || !in.Flags.NormalizeToolChoice {
+func chatToolChoiceIdempotent(lim spec.Limits, in spec.ServingChatNormalizeInput, out spec.ServingChatNormalizeOutput) error {
+	if out.Status != 200 || in.Endpoint != spec.EndpointChat || !in.Flags.NormalizeToolChoice {
 		return nil
 	}
 	tc := lastTop(out.Request, "tool_choice")
@@ -345,7 +346,7 @@ func chatToolChoiceIdempotent(lim ref.Limits, in ref.ServingChatNormalizeInput, 
 	return nil
 }
 
-func chatSoftRule(_ ref.Limits, in ref.ServingChatNormalizeInput, out ref.ServingChatNormalizeOutput) error {
+func chatSoftRule(_ spec.Limits, in spec.ServingChatNormalizeInput, out spec.ServingChatNormalizeOutput) error {
 	if out.Status != 200 {
 		return nil
 	}
@@ -357,7 +358,7 @@ func chatSoftRule(_ ref.Limits, in ref.ServingChatNormalizeInput, out ref.Servin
 		return nil
 	}
 	d := in.Flags.ParaChatDefaultMaxTokens
-	if d == nil || in.Endpoint != ref.EndpointChat {
+	if d == nil || in.Endpoint != spec.EndpointChat {
 		return fmt.Errorf("max_tokens injected with --para-chat-default-max-tokens unset")
 	}
 	want := *d
@@ -370,15 +371,15 @@ func chatSoftRule(_ ref.Limits, in ref.ServingChatNormalizeInput, out ref.Servin
 	return nil
 }
 
-func chatNoStringImageURL(_ ref.Limits, in ref.ServingChatNormalizeInput, out ref.ServingChatNormalizeOutput) error {
-	if out.Status == 200 && in.Endpoint == ref.EndpointChat && hasStringImageURL(out.Request) {
+func chatNoStringImageURL(_ spec.Limits, in spec.ServingChatNormalizeInput, out spec.ServingChatNormalizeOutput) error {
+	if out.Status == 200 && in.Endpoint == spec.EndpointChat && hasStringImageURL(out.Request) {
 		return fmt.Errorf("a string image_url part is left in %s", out.Request)
 	}
 	return nil
 }
 
-func chatToolFlattened(_ ref.Limits, in ref.ServingChatNormalizeInput, out ref.ServingChatNormalizeOutput) error {
-	if out.Status != 200 || in.Endpoint != ref.EndpointChat || !in.Flags.FlattenToolRoleContent {
+func chatToolFlattened(_ spec.Limits, in spec.ServingChatNormalizeInput, out spec.ServingChatNormalizeOutput) error {
+	if out.Status != 200 || in.Endpoint != spec.EndpointChat || !in.Flags.FlattenToolRoleContent {
 		return nil
 	}
 	var err error

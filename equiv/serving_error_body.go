@@ -13,19 +13,20 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ---- serving.validate_input_length (docs/spec/admission-serving.md S1) ----
 
 // ServingValidateInputLength is the differential spec of serving.validate_input_length (S1.2, S1.5).
-func ServingValidateInputLength() *Spec[ref.ServingValidateInputLengthInput, ref.ServingValidateInputLengthOutput] {
-	return &Spec[ref.ServingValidateInputLengthInput, ref.ServingValidateInputLengthOutput]{
+func ServingValidateInputLength() *Spec[spec.ServingValidateInputLengthInput, spec.ServingValidateInputLengthOutput] {
+	return &Spec[spec.ServingValidateInputLengthInput, spec.ServingValidateInputLengthOutput]{
 		Op:          catalog.ServingValidateInputLength(),
 		Valid:       rapid.Custom(lengthValid),
 		Invalid:     rapid.Custom(lengthInvalid),
 		Boundary:    lengthBoundary(),
 		Regressions: lengthRegressions(),
-		Props: []Prop[ref.ServingValidateInputLengthInput, ref.ServingValidateInputLengthOutput]{
+		Props: []Prop[spec.ServingValidateInputLengthInput, spec.ServingValidateInputLengthOutput]{
 			{"accepted-iff-below-both-bounds", lengthAcceptedIff},
 			{"rejection-is-413-with-the-message", lengthMessageShape},
 			{"scheduler-message-truthful", lengthTruthful},
@@ -34,16 +35,16 @@ func ServingValidateInputLength() *Spec[ref.ServingValidateInputLengthInput, ref
 	}
 }
 
-func lengthValid(t *rapid.T) ref.ServingValidateInputLengthInput {
+func lengthValid(t *rapid.T) spec.ServingValidateInputLengthInput {
 	c := rapid.OneOf(rapid.Int64Range(7, 64), rapid.Int64Range(7, 1<<20), rapid.Int64Range(math.MaxInt64-64, math.MaxInt64)).Draw(t, "context_len")
 	tt := rapid.OneOf(rapid.Int64Range(7, 64), rapid.Int64Range(7, 1<<20), rapid.Just(c), rapid.Int64Range(math.MaxInt64-64, math.MaxInt64)).Draw(t, "max_total_tokens")
 	maxIn := min(c, tt) - 6
 	n := rapid.OneOf(rapid.Int64Range(maxIn-2, maxIn+2), rapid.Int64Range(max(0, c-2), min(c, math.MaxInt64-1)+1), rapid.Int64Range(0, 1<<21)).Draw(t, "prompt_tokens")
-	return ref.ServingValidateInputLengthInput{PromptTokens: max(n, 0), ContextLen: c, MaxTotalTokens: tt,
+	return spec.ServingValidateInputLengthInput{PromptTokens: max(n, 0), ContextLen: c, MaxTotalTokens: tt,
 		AllowAutoTruncate: rapid.IntRange(0, 4).Draw(t, "truncate") == 0}
 }
 
-func lengthInvalid(t *rapid.T) Bad[ref.ServingValidateInputLengthInput] {
+func lengthInvalid(t *rapid.T) Bad[spec.ServingValidateInputLengthInput] {
 	in := lengthValid(t)
 	switch rapid.IntRange(0, 3).Draw(t, "violation") {
 	case 0:
@@ -54,36 +55,36 @@ func lengthInvalid(t *rapid.T) Bad[ref.ServingValidateInputLengthInput] {
 		in.ContextLen = rapid.Int64Range(1, 6).Draw(t, "tiny_context_len")
 	default:
 		in.PromptTokens = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_n")
-		return Bad[ref.ServingValidateInputLengthInput]{in, ref.ErrNegative}
+		return Bad[spec.ServingValidateInputLengthInput]{in, spec.ErrNegative}
 	}
-	return Bad[ref.ServingValidateInputLengthInput]{in, ref.ErrPoolTooSmall}
+	return Bad[spec.ServingValidateInputLengthInput]{in, spec.ErrPoolTooSmall}
 }
 
 // lengthBoundary: S1.4's table, the N == C quirk, the smallest pool.
-func lengthBoundary() []Case[ref.ServingValidateInputLengthInput] {
-	var cs []Case[ref.ServingValidateInputLengthInput]
+func lengthBoundary() []Case[spec.ServingValidateInputLengthInput] {
+	var cs []Case[spec.ServingValidateInputLengthInput]
 	for _, n := range []int64{9000, 8192, 8191, 8190, 8187, 8186, 8185, 0} {
-		cs = append(cs, Case[ref.ServingValidateInputLengthInput]{fmt.Sprintf("s1.4-n%d", n), ref.ServingValidateInputLengthInput{PromptTokens: n, ContextLen: 8192, MaxTotalTokens: 100000}})
+		cs = append(cs, Case[spec.ServingValidateInputLengthInput]{fmt.Sprintf("s1.4-n%d", n), spec.ServingValidateInputLengthInput{PromptTokens: n, ContextLen: 8192, MaxTotalTokens: 100000}})
 	}
 	cs = append(cs,
-		Case[ref.ServingValidateInputLengthInput]{"pool-bound-t", ref.ServingValidateInputLengthInput{PromptTokens: 94, ContextLen: 8192, MaxTotalTokens: 100}},
-		Case[ref.ServingValidateInputLengthInput]{"smallest-pool", ref.ServingValidateInputLengthInput{PromptTokens: 0, ContextLen: 7, MaxTotalTokens: 7}},
-		Case[ref.ServingValidateInputLengthInput]{"auto-truncate-9000", ref.ServingValidateInputLengthInput{PromptTokens: 9000, ContextLen: 8192, MaxTotalTokens: 100000, AllowAutoTruncate: true}},
-		Case[ref.ServingValidateInputLengthInput]{"max-int", ref.ServingValidateInputLengthInput{PromptTokens: math.MaxInt64, ContextLen: math.MaxInt64, MaxTotalTokens: math.MaxInt64}},
+		Case[spec.ServingValidateInputLengthInput]{"pool-bound-t", spec.ServingValidateInputLengthInput{PromptTokens: 94, ContextLen: 8192, MaxTotalTokens: 100}},
+		Case[spec.ServingValidateInputLengthInput]{"smallest-pool", spec.ServingValidateInputLengthInput{PromptTokens: 0, ContextLen: 7, MaxTotalTokens: 7}},
+		Case[spec.ServingValidateInputLengthInput]{"auto-truncate-9000", spec.ServingValidateInputLengthInput{PromptTokens: 9000, ContextLen: 8192, MaxTotalTokens: 100000, AllowAutoTruncate: true}},
+		Case[spec.ServingValidateInputLengthInput]{"max-int", spec.ServingValidateInputLengthInput{PromptTokens: math.MaxInt64, ContextLen: math.MaxInt64, MaxTotalTokens: math.MaxInt64}},
 	)
 	return cs
 }
 
 // lengthRegressions are S1.7's minimal inputs, one per bug.
-func lengthRegressions() []Case[ref.ServingValidateInputLengthInput] {
-	return []Case[ref.ServingValidateInputLengthInput]{
-		{"s1-b1-scheduler-400-upstream-wording", ref.ServingValidateInputLengthInput{PromptTokens: 8190, ContextLen: 8192, MaxTotalTokens: 100000}},
-		{"s1-b2-exceeds-itself", ref.ServingValidateInputLengthInput{PromptTokens: 8186, ContextLen: 8192, MaxTotalTokens: 100000}},
-		{"s1-b3-batch-no-abort", ref.ServingValidateInputLengthInput{PromptTokens: 8188, ContextLen: 8192, MaxTotalTokens: 100000}},
+func lengthRegressions() []Case[spec.ServingValidateInputLengthInput] {
+	return []Case[spec.ServingValidateInputLengthInput]{
+		{"s1-b1-scheduler-400-upstream-wording", spec.ServingValidateInputLengthInput{PromptTokens: 8190, ContextLen: 8192, MaxTotalTokens: 100000}},
+		{"s1-b2-exceeds-itself", spec.ServingValidateInputLengthInput{PromptTokens: 8186, ContextLen: 8192, MaxTotalTokens: 100000}},
+		{"s1-b3-batch-no-abort", spec.ServingValidateInputLengthInput{PromptTokens: 8188, ContextLen: 8192, MaxTotalTokens: 100000}},
 	}
 }
 
-func lengthAcceptedIff(_ ref.Limits, in ref.ServingValidateInputLengthInput, out ref.ServingValidateInputLengthOutput) error {
+func lengthAcceptedIff(_ spec.Limits, in spec.ServingValidateInputLengthInput, out spec.ServingValidateInputLengthOutput) error {
 	want := in.AllowAutoTruncate || in.PromptTokens < min(in.ContextLen, out.MaxReqInputLen)
 	if out.Accepted != want {
 		return fmt.Errorf("accepted = %v, want %v (N=%d, C=%d, max_req_input_len=%d)", out.Accepted, want, in.PromptTokens, in.ContextLen, out.MaxReqInputLen)
@@ -104,11 +105,11 @@ func lengthNumbers(msg string) (int64, int64, bool) {
 	return a, b, true
 }
 
-func lengthMessageShape(_ ref.Limits, in ref.ServingValidateInputLengthInput, out ref.ServingValidateInputLengthOutput) error {
+func lengthMessageShape(_ spec.Limits, in spec.ServingValidateInputLengthInput, out spec.ServingValidateInputLengthOutput) error {
 	if out.Accepted {
 		return nil
 	}
-	if out.Status != 413 || out.ErrType != ref.PayloadTooLarge {
+	if out.Status != 413 || out.ErrType != spec.PayloadTooLarge {
 		return fmt.Errorf("rejection is %d %s, want 413 PayloadTooLargeError", out.Status, out.ErrType)
 	}
 	n, _, ok := lengthNumbers(out.Message)
@@ -118,8 +119,8 @@ func lengthMessageShape(_ ref.Limits, in ref.ServingValidateInputLengthInput, ou
 	return nil
 }
 
-func lengthTruthful(_ ref.Limits, in ref.ServingValidateInputLengthInput, out ref.ServingValidateInputLengthOutput) error {
-	if out.Stage != ref.StageScheduler {
+func lengthTruthful(_ spec.Limits, in spec.ServingValidateInputLengthInput, out spec.ServingValidateInputLengthOutput) error {
+	if out.Stage != spec.StageScheduler {
 		return nil
 	}
 	if _, limit, ok := lengthNumbers(out.Message); !ok || limit >= in.PromptTokens {
@@ -128,7 +129,7 @@ func lengthTruthful(_ ref.Limits, in ref.ServingValidateInputLengthInput, out re
 	return nil
 }
 
-func lengthNeverPrefilled(_ ref.Limits, in ref.ServingValidateInputLengthInput, out ref.ServingValidateInputLengthOutput) error {
+func lengthNeverPrefilled(_ spec.Limits, in spec.ServingValidateInputLengthInput, out spec.ServingValidateInputLengthOutput) error {
 	if !out.Accepted && out.PrefillTokens > 1 {
 		return fmt.Errorf("rejected request prefills %d tokens; an abort keeps one placeholder", out.PrefillTokens)
 	}
@@ -141,21 +142,21 @@ func lengthNeverPrefilled(_ ref.Limits, in ref.ServingValidateInputLengthInput, 
 // ---- serving.error_body (S1.3) ----
 
 // ServingErrorBody is the differential spec of serving.error_body (S1.3, S1.5 invariant 3).
-func ServingErrorBody() *Spec[ref.ServingErrorBodyInput, ref.ServingErrorBodyOutput] {
-	return &Spec[ref.ServingErrorBodyInput, ref.ServingErrorBodyOutput]{
+func ServingErrorBody() *Spec[spec.ServingErrorBodyInput, spec.ServingErrorBodyOutput] {
+	return &Spec[spec.ServingErrorBodyInput, spec.ServingErrorBodyOutput]{
 		Op:      catalog.ServingErrorBody(),
 		Valid:   rapid.Custom(errorBodyValid),
 		Invalid: rapid.Custom(errorBodyInvalid),
-		Boundary: []Case[ref.ServingErrorBodyInput]{
-			{"status-400", ref.ServingErrorBodyInput{Surface: ref.SurfaceOpenAI, Status: 400, Message: "x"}},
-			{"status-599-stream", ref.ServingErrorBodyInput{Surface: ref.SurfaceOpenAIStream, Status: 599, Message: "\x00\x1f\x7f\u2028😀"}},
-			{"generate-503", ref.ServingErrorBodyInput{Surface: ref.SurfaceGenerate, Status: 503, Message: "busy"}},
+		Boundary: []Case[spec.ServingErrorBodyInput]{
+			{"status-400", spec.ServingErrorBodyInput{Surface: spec.SurfaceOpenAI, Status: 400, Message: "x"}},
+			{"status-599-stream", spec.ServingErrorBodyInput{Surface: spec.SurfaceOpenAIStream, Status: 599, Message: "\x00\x1f\x7f\u2028😀"}},
+			{"generate-503", spec.ServingErrorBodyInput{Surface: spec.SurfaceGenerate, Status: 503, Message: "busy"}},
 		},
-		Regressions: []Case[ref.ServingErrorBodyInput]{
-			{"s1-b4-generic-valueerror-first", ref.ServingErrorBodyInput{Surface: ref.SurfaceOpenAI, Status: 413,
+		Regressions: []Case[spec.ServingErrorBodyInput]{
+			{"s1-b4-generic-valueerror-first", spec.ServingErrorBodyInput{Surface: spec.SurfaceOpenAI, Status: 413,
 				Message: "The input (9000 tokens) is longer than the model's context length (8192 tokens)."}},
 		},
-		Props: []Prop[ref.ServingErrorBodyInput, ref.ServingErrorBodyOutput]{
+		Props: []Prop[spec.ServingErrorBodyInput, spec.ServingErrorBodyOutput]{
 			{"openai-body-round-trips", errorBodyRoundTrips},
 			{"openai-status-kept", errorBodyStatusKept},
 			{"stream-chunk-then-done", errorBodyStreamShape},
@@ -171,23 +172,23 @@ func servingText(t *rapid.T, label string) string {
 	).Draw(t, label)
 }
 
-func errorBodyValid(t *rapid.T) ref.ServingErrorBodyInput {
-	return ref.ServingErrorBodyInput{
-		Surface: rapid.SampledFrom([]string{ref.SurfaceOpenAI, ref.SurfaceOpenAIStream, ref.SurfaceGenerate}).Draw(t, "surface"),
+func errorBodyValid(t *rapid.T) spec.ServingErrorBodyInput {
+	return spec.ServingErrorBodyInput{
+		Surface: rapid.SampledFrom([]string{spec.SurfaceOpenAI, spec.SurfaceOpenAIStream, spec.SurfaceGenerate}).Draw(t, "surface"),
 		Status:  rapid.OneOf(rapid.SampledFrom([]int{400, 413, 500, 503}), rapid.IntRange(400, 599)).Draw(t, "status"),
-		ErrType: rapid.SampledFrom([]string{"", "", ref.PayloadTooLarge, ref.BadRequest, "ValueError"}).Draw(t, "err_type"),
+		ErrType: rapid.SampledFrom([]string{"", "", spec.PayloadTooLarge, spec.BadRequest, "ValueError"}).Draw(t, "err_type"),
 		Message: servingText(t, "message"),
 	}
 }
 
-func errorBodyInvalid(t *rapid.T) Bad[ref.ServingErrorBodyInput] {
+func errorBodyInvalid(t *rapid.T) Bad[spec.ServingErrorBodyInput] {
 	in := errorBodyValid(t)
 	if rapid.Bool().Draw(t, "bad_surface") {
 		in.Surface = rapid.SampledFrom([]string{"", "OpenAI", "sse", "raw"}).Draw(t, "surface_name")
-		return Bad[ref.ServingErrorBodyInput]{in, ref.ErrBadEnum}
+		return Bad[spec.ServingErrorBodyInput]{in, spec.ErrBadEnum}
 	}
 	in.Status = rapid.OneOf(rapid.IntRange(-5, 399), rapid.IntRange(600, 1000)).Draw(t, "bad_status")
-	return Bad[ref.ServingErrorBodyInput]{in, ref.ErrBadStatus}
+	return Bad[spec.ServingErrorBodyInput]{in, spec.ErrBadStatus}
 }
 
 // openAIErrorFields is the decoded ErrorResponse.
@@ -199,8 +200,8 @@ type openAIErrorFields struct {
 	Code    int64   `json:"code"`
 }
 
-func errorBodyRoundTrips(_ ref.Limits, in ref.ServingErrorBodyInput, out ref.ServingErrorBodyOutput) error {
-	if in.Surface != ref.SurfaceOpenAI {
+func errorBodyRoundTrips(_ spec.Limits, in spec.ServingErrorBodyInput, out spec.ServingErrorBodyOutput) error {
+	if in.Surface != spec.SurfaceOpenAI {
 		return nil
 	}
 	var e openAIErrorFields
@@ -217,8 +218,8 @@ func errorBodyRoundTrips(_ ref.Limits, in ref.ServingErrorBodyInput, out ref.Ser
 	return nil
 }
 
-func errorBodyStatusKept(_ ref.Limits, in ref.ServingErrorBodyInput, out ref.ServingErrorBodyOutput) error {
-	if in.Surface != ref.SurfaceOpenAI {
+func errorBodyStatusKept(_ spec.Limits, in spec.ServingErrorBodyInput, out spec.ServingErrorBodyOutput) error {
+	if in.Surface != spec.SurfaceOpenAI {
 		return nil
 	}
 	want := in.ErrType
@@ -231,8 +232,8 @@ func errorBodyStatusKept(_ ref.Limits, in ref.ServingErrorBodyInput, out ref.Ser
 	return nil
 }
 
-func errorBodyStreamShape(_ ref.Limits, in ref.ServingErrorBodyInput, out ref.ServingErrorBodyOutput) error {
-	if in.Surface != ref.SurfaceOpenAIStream {
+func errorBodyStreamShape(_ spec.Limits, in spec.ServingErrorBodyInput, out spec.ServingErrorBodyOutput) error {
+	if in.Surface != spec.SurfaceOpenAIStream {
 		return nil
 	}
 	data, done := strings.CutSuffix(out.Body, "\n\ndata: [DONE]\n\n")
@@ -254,26 +255,26 @@ func errorBodyStreamShape(_ ref.Limits, in ref.ServingErrorBodyInput, out ref.Se
 // ---- serving.stream_error_chunk (S1.3 streaming abort typing, S2.5) ----
 
 // ServingStreamErrorChunk is the differential spec of serving.stream_error_chunk.
-func ServingStreamErrorChunk() *Spec[ref.ServingStreamErrorChunkInput, ref.ServingStreamErrorChunkOutput] {
+func ServingStreamErrorChunk() *Spec[spec.ServingStreamErrorChunkInput, spec.ServingStreamErrorChunkOutput] {
 	ex := json.RawMessage(`{"type":"abort","status_code":413,"err_type":"PayloadTooLargeError","message":"m"}`)
-	return &Spec[ref.ServingStreamErrorChunkInput, ref.ServingStreamErrorChunkOutput]{
+	return &Spec[spec.ServingStreamErrorChunkInput, spec.ServingStreamErrorChunkOutput]{
 		Op:      catalog.ServingStreamErrorChunk(),
 		Valid:   rapid.Custom(streamValid),
 		Invalid: rapid.Custom(streamInvalid),
-		Boundary: []Case[ref.ServingStreamErrorChunkInput]{
-			{"s1.4-no-err-type", ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413,"message":"m"}`)}},
-			{"digit-string", ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":"0413"}`)}},
-			{"unknown-code", ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":-7,"err_type":""}`)}},
-			{"float-code-graceful", ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413.0}`)}},
-			{"preflight-200-code-in-stream", ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":200}`), First: true, Preflight: true}},
-			{"duplicate-key-last-wins", ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":500,"status_code":"nope"}`)}},
+		Boundary: []Case[spec.ServingStreamErrorChunkInput]{
+			{"s1.4-no-err-type", spec.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413,"message":"m"}`)}},
+			{"digit-string", spec.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":"0413"}`)}},
+			{"unknown-code", spec.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":-7,"err_type":""}`)}},
+			{"float-code-graceful", spec.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413.0}`)}},
+			{"preflight-200-code-in-stream", spec.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":200}`), First: true, Preflight: true}},
+			{"duplicate-key-last-wins", spec.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":500,"status_code":"nope"}`)}},
 		},
-		Regressions: []Case[ref.ServingStreamErrorChunkInput]{
-			{"s1-b5-stream-type-from-status", ref.ServingStreamErrorChunkInput{FinishReason: ex}},
-			{"s1-b6-http-status-only", ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413,"message":"m"}`)}},
-			{"s2-b5-preflight-extra-chunk", ref.ServingStreamErrorChunkInput{Chunk: `{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant"}}]}`, First: true, Preflight: true}},
+		Regressions: []Case[spec.ServingStreamErrorChunkInput]{
+			{"s1-b5-stream-type-from-status", spec.ServingStreamErrorChunkInput{FinishReason: ex}},
+			{"s1-b6-http-status-only", spec.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413,"message":"m"}`)}},
+			{"s2-b5-preflight-extra-chunk", spec.ServingStreamErrorChunkInput{Chunk: `{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant"}}]}`, First: true, Preflight: true}},
 		},
-		Props: []Prop[ref.ServingStreamErrorChunkInput, ref.ServingStreamErrorChunkOutput]{
+		Props: []Prop[spec.ServingStreamErrorChunkInput, spec.ServingStreamErrorChunkOutput]{
 			{"err-type-preferred", streamErrTypePreferred},
 			{"int-like-codes-emit", streamIntLikeEmits},
 			{"preflight-keeps-success-bytes", streamSuccessBytes},
@@ -282,8 +283,8 @@ func ServingStreamErrorChunk() *Spec[ref.ServingStreamErrorChunkInput, ref.Servi
 	}
 }
 
-func streamValid(t *rapid.T) ref.ServingStreamErrorChunkInput {
-	in := ref.ServingStreamErrorChunkInput{
+func streamValid(t *rapid.T) spec.ServingStreamErrorChunkInput {
+	in := spec.ServingStreamErrorChunkInput{
 		Chunk:     rapid.SampledFrom([]string{`{"id":"c","choices":[]}`, `{"id":"c","choices":[{"index":0,"delta":{"content":"é<"}}]}`}).Draw(t, "chunk"),
 		First:     rapid.Bool().Draw(t, "first"),
 		Preflight: rapid.Bool().Draw(t, "preflight"),
@@ -319,11 +320,11 @@ func streamValid(t *rapid.T) ref.ServingStreamErrorChunkInput {
 	return in
 }
 
-func streamInvalid(t *rapid.T) Bad[ref.ServingStreamErrorChunkInput] {
+func streamInvalid(t *rapid.T) Bad[spec.ServingStreamErrorChunkInput] {
 	in := streamValid(t)
 	big := rapid.SampledFrom([]string{`"99999999999999999999"`, `123456789012345678901234`, `-9223372036854775809`}).Draw(t, "huge")
 	in.FinishReason = json.RawMessage(`{"type":"abort","status_code":` + big + `}`)
-	return Bad[ref.ServingStreamErrorChunkInput]{in, ref.ErrOverflow}
+	return Bad[spec.ServingStreamErrorChunkInput]{in, spec.ErrOverflow}
 }
 
 // finishFields decodes a finish reason the plain way for the properties.
@@ -340,7 +341,7 @@ func finishFields(raw json.RawMessage) (typ string, code json.RawMessage, errTyp
 	return typ, m["status_code"], errType
 }
 
-func streamErrTypePreferred(_ ref.Limits, in ref.ServingStreamErrorChunkInput, out ref.ServingStreamErrorChunkOutput) error {
+func streamErrTypePreferred(_ spec.Limits, in spec.ServingStreamErrorChunkInput, out spec.ServingStreamErrorChunkOutput) error {
 	_, _, et := finishFields(in.FinishReason)
 	if out.Emit && et != nil && *et != "" && out.ErrType != *et {
 		return fmt.Errorf("err_type %q given, chunk typed %q", *et, out.ErrType)
@@ -353,7 +354,7 @@ func streamErrTypePreferred(_ ref.Limits, in ref.ServingStreamErrorChunkInput, o
 
 var intLike = regexp.MustCompile(`^(-?[0-9]+|"[0-9]+")$`)
 
-func streamIntLikeEmits(_ ref.Limits, in ref.ServingStreamErrorChunkInput, out ref.ServingStreamErrorChunkOutput) error {
+func streamIntLikeEmits(_ spec.Limits, in spec.ServingStreamErrorChunkInput, out spec.ServingStreamErrorChunkOutput) error {
 	typ, code, _ := finishFields(in.FinishReason)
 	want := typ == "abort" && intLike.Match(code)
 	if out.Emit != want {
@@ -362,7 +363,7 @@ func streamIntLikeEmits(_ ref.Limits, in ref.ServingStreamErrorChunkInput, out r
 	return nil
 }
 
-func streamSuccessBytes(_ ref.Limits, in ref.ServingStreamErrorChunkInput, out ref.ServingStreamErrorChunkOutput) error {
+func streamSuccessBytes(_ spec.Limits, in spec.ServingStreamErrorChunkInput, out spec.ServingStreamErrorChunkOutput) error {
 	if out.Emit {
 		return nil
 	}
@@ -375,13 +376,13 @@ func streamSuccessBytes(_ ref.Limits, in ref.ServingStreamErrorChunkInput, out r
 	return nil
 }
 
-func streamPreflightError(_ ref.Limits, in ref.ServingStreamErrorChunkInput, out ref.ServingStreamErrorChunkOutput) error {
+func streamPreflightError(_ spec.Limits, in spec.ServingStreamErrorChunkInput, out spec.ServingStreamErrorChunkOutput) error {
 	if !out.Emit {
 		return nil
 	}
 	if in.First && in.Preflight && out.Code >= 400 && out.Code <= 599 {
 		var e openAIErrorFields
-		if out.Status != out.Code || out.ContentType != ref.ContentJSON || json.Unmarshal([]byte(out.Body), &e) != nil || e.Code != out.Code {
+		if out.Status != out.Code || out.ContentType != spec.ContentJSON || json.Unmarshal([]byte(out.Body), &e) != nil || e.Code != out.Code {
 			return fmt.Errorf("preflight first-item error answered %d %s %q, want the non-streaming error", out.Status, out.ContentType, out.Body)
 		}
 		return nil

@@ -8,40 +8,40 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ServingGLMToolArgs is the differential spec of serving.glm_tool_args.
-func ServingGLMToolArgs() *Spec[ref.ServingGLMToolArgsInput, ref.ServingGLMToolArgsOutput] {
-	return &Spec[ref.ServingGLMToolArgsInput, ref.ServingGLMToolArgsOutput]{
+func ServingGLMToolArgs() *Spec[spec.ServingGLMToolArgsInput, spec.ServingGLMToolArgsOutput] {
+	return &Spec[spec.ServingGLMToolArgsInput, spec.ServingGLMToolArgsOutput]{
 		Op:      catalog.ServingGLMToolArgs(),
 		Valid:   rapid.Custom(glmValid),
 		Invalid: rapid.Custom(glmInvalid),
-		Boundary: []Case[ref.ServingGLMToolArgsInput]{
-			{"unclosed-call", ref.ServingGLMToolArgsInput{Text: "a<tool_call>run\n<arg_key>code</arg_key><arg_value>x"}},
-			{"key-without-value", ref.ServingGLMToolArgsInput{Text: "<tool_call>run<arg_key>a</arg_key>x<arg_key>b</arg_key> <arg_value>1</arg_value></tool_call>"}},
-			{"repeated-key", ref.ServingGLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a</arg_key><arg_value>1</arg_value><arg_key>b</arg_key><arg_value>2</arg_value><arg_key>a</arg_key><arg_value>3</arg_value></tool_call>"}},
-			{"numbers", ref.ServingGLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a</arg_key><arg_value>1.0</arg_value><arg_key>b</arg_key><arg_value>1e16</arg_value><arg_key>c</arg_key><arg_value>-0</arg_value><arg_key>d</arg_key><arg_value>123456789012345678901234567890</arg_value></tool_call>"}},
+		Boundary: []Case[spec.ServingGLMToolArgsInput]{
+			{"unclosed-call", spec.ServingGLMToolArgsInput{Text: "a<tool_call>run\n<arg_key>code</arg_key><arg_value>x"}},
+			{"key-without-value", spec.ServingGLMToolArgsInput{Text: "<tool_call>run<arg_key>a</arg_key>x<arg_key>b</arg_key> <arg_value>1</arg_value></tool_call>"}},
+			{"repeated-key", spec.ServingGLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a</arg_key><arg_value>1</arg_value><arg_key>b</arg_key><arg_value>2</arg_value><arg_key>a</arg_key><arg_value>3</arg_value></tool_call>"}},
+			{"numbers", spec.ServingGLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a</arg_key><arg_value>1.0</arg_value><arg_key>b</arg_key><arg_value>1e16</arg_value><arg_key>c</arg_key><arg_value>-0</arg_value><arg_key>d</arg_key><arg_value>123456789012345678901234567890</arg_value></tool_call>"}},
 			// repr(float)'s other forms: -Infinity, a negative fixed value,
 			// 0.00123 (no integer digit), 1.5e+16 (several digits in
 			// exponent form), 1e-05 (a negative two-digit exponent); and an
 			// object value with two keys.
-			{"number-repr-forms", ref.ServingGLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a</arg_key><arg_value>-1e999</arg_value><arg_key>b</arg_key><arg_value>-2.5</arg_value><arg_key>c</arg_key><arg_value>0.00123</arg_value><arg_key>d</arg_key><arg_value>1.5e16</arg_value><arg_key>e</arg_key><arg_value>1e-5</arg_value><arg_key>g</arg_key><arg_value>{\"x\": 1.0, \"y\": [2], \"x\": 3}</arg_value></tool_call>"}},
+			{"number-repr-forms", spec.ServingGLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a</arg_key><arg_value>-1e999</arg_value><arg_key>b</arg_key><arg_value>-2.5</arg_value><arg_key>c</arg_key><arg_value>0.00123</arg_value><arg_key>d</arg_key><arg_value>1.5e16</arg_value><arg_key>e</arg_key><arg_value>1e-5</arg_value><arg_key>g</arg_key><arg_value>{\"x\": 1.0, \"y\": [2], \"x\": 3}</arg_value></tool_call>"}},
 			// S2.8 rule 1: a single-quoted value of a string key loses its quotes.
-			{"string-schema-single-quoted", ref.ServingGLMToolArgsInput{Tools: glmTools(), Text: "<tool_call>run\n<arg_key>code</arg_key><arg_value>'x = 1 '</arg_value></tool_call>"}},
+			{"string-schema-single-quoted", spec.ServingGLMToolArgsInput{Tools: glmTools(), Text: "<tool_call>run\n<arg_key>code</arg_key><arg_value>'x = 1 '</arg_value></tool_call>"}},
 			// A number key's JSON string of digits becomes the number; "-"
 			// alone is not digits and stays a string.
-			{"number-schema-quoted-digits-and-minus", ref.ServingGLMToolArgsInput{Tools: glmTools(),
+			{"number-schema-quoted-digits-and-minus", spec.ServingGLMToolArgsInput{Tools: glmTools(),
 				Text: "<tool_call>run\n<arg_key>n</arg_key><arg_value>\"-42\"</arg_value></tool_call><tool_call>run\n<arg_key>n</arg_key><arg_value>\"-\"</arg_value></tool_call>"}},
 			// An unclosed key, and a value open without its close, end the call's pairs.
-			{"key-close-missing", ref.ServingGLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a<arg_value>1</arg_value></tool_call>"}},
-			{"value-close-missing", ref.ServingGLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a</arg_key><arg_value>1</tool_call>"}},
+			{"key-close-missing", spec.ServingGLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a<arg_value>1</arg_value></tool_call>"}},
+			{"value-close-missing", spec.ServingGLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a</arg_key><arg_value>1</tool_call>"}},
 		},
-		Regressions: []Case[ref.ServingGLMToolArgsInput]{
-			{"s2-b2-glm-args-stripped", ref.ServingGLMToolArgsInput{Tools: glmTools(),
+		Regressions: []Case[spec.ServingGLMToolArgsInput]{
+			{"s2-b2-glm-args-stripped", spec.ServingGLMToolArgsInput{Tools: glmTools(),
 				Text: "<tool_call>run\n<arg_key>code</arg_key>\n<arg_value>  def f():\n    return 1\n</arg_value>\n</tool_call>"}},
 		},
-		Props: []Prop[ref.ServingGLMToolArgsInput, ref.ServingGLMToolArgsOutput]{
+		Props: []Prop[spec.ServingGLMToolArgsInput, spec.ServingGLMToolArgsOutput]{
 			{"arguments-are-json-objects", glmArgsJSON},
 			{"string-values-keep-their-bytes", glmStringBytes},
 		},
@@ -57,7 +57,7 @@ var glmValues = []string{
 	`{"a": [1, 2.0, "é"]}`, "[1,2]", "null", "", "\t", "<b>", "1e999", `"\u00e9\n"`, "'", `"`,
 }
 
-func glmValid(t *rapid.T) ref.ServingGLMToolArgsInput {
+func glmValid(t *rapid.T) spec.ServingGLMToolArgsInput {
 	var b strings.Builder
 	for range rapid.IntRange(0, 3).Draw(t, "n_calls") {
 		b.WriteString(rapid.SampledFrom([]string{"", "ok ", "thinking…\n", "<tool_"}).Draw(t, "normal"))
@@ -73,20 +73,20 @@ func glmValid(t *rapid.T) ref.ServingGLMToolArgsInput {
 		}
 	}
 	b.WriteString(rapid.SampledFrom([]string{"", " done", "</tool_call>"}).Draw(t, "tail"))
-	in := ref.ServingGLMToolArgsInput{Text: b.String()}
+	in := spec.ServingGLMToolArgsInput{Text: b.String()}
 	if rapid.Bool().Draw(t, "has_tools") {
 		in.Tools = glmTools()
 	}
 	return in
 }
 
-func glmInvalid(t *rapid.T) Bad[ref.ServingGLMToolArgsInput] {
+func glmInvalid(t *rapid.T) Bad[spec.ServingGLMToolArgsInput] {
 	in := glmValid(t)
 	in.Tools = json.RawMessage(rapid.SampledFrom([]string{`{}`, `7`, `"tools"`}).Draw(t, "bad_tools"))
-	return Bad[ref.ServingGLMToolArgsInput]{in, ref.ErrBadEnum}
+	return Bad[spec.ServingGLMToolArgsInput]{in, spec.ErrBadEnum}
 }
 
-func glmArgsJSON(_ ref.Limits, _ ref.ServingGLMToolArgsInput, out ref.ServingGLMToolArgsOutput) error {
+func glmArgsJSON(_ spec.Limits, _ spec.ServingGLMToolArgsInput, out spec.ServingGLMToolArgsOutput) error {
 	for _, c := range out.Calls {
 		var m map[string]any
 		if !strings.Contains(c.Arguments, "Infinity") && json.Unmarshal([]byte(c.Arguments), &m) != nil {
@@ -98,7 +98,7 @@ func glmArgsJSON(_ ref.Limits, _ ref.ServingGLMToolArgsInput, out ref.ServingGLM
 
 // glmStringBytes: for the "code" key of run (schema string), a value that
 // is neither JSON nor quoted comes back byte for byte (S2.8 rule 1).
-func glmStringBytes(_ ref.Limits, in ref.ServingGLMToolArgsInput, out ref.ServingGLMToolArgsOutput) error {
+func glmStringBytes(_ spec.Limits, in spec.ServingGLMToolArgsInput, out spec.ServingGLMToolArgsOutput) error {
 	if len(in.Tools) == 0 {
 		return nil
 	}

@@ -11,28 +11,29 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ---- serving.usage (S2.6) ----
 
 // ServingUsage is the differential spec of serving.usage.
-func ServingUsage() *Spec[ref.ServingUsageInput, ref.ServingUsageOutput] {
-	return &Spec[ref.ServingUsageInput, ref.ServingUsageOutput]{
+func ServingUsage() *Spec[spec.ServingUsageInput, spec.ServingUsageOutput] {
+	return &Spec[spec.ServingUsageInput, spec.ServingUsageOutput]{
 		Op:      catalog.ServingUsage(),
 		Valid:   rapid.Custom(usageValid),
 		Invalid: rapid.Custom(usageInvalid),
-		Boundary: []Case[ref.ServingUsageInput]{
-			{"no-choices-glm", ref.ServingUsageInput{Family: ref.FamilyGLM}},
-			{"glm-r0-emitted", ref.ServingUsageInput{Family: ref.FamilyGLM, PromptTokens: 3, Choices: []ref.UsageChoice{{CompletionTokens: 5}}}},
-			{"glm-replaces-existing-reasoning", ref.ServingUsageInput{Family: ref.FamilyGLM, Choices: []ref.UsageChoice{{CompletionTokens: 5, ReasoningTokens: 2}},
+		Boundary: []Case[spec.ServingUsageInput]{
+			{"no-choices-glm", spec.ServingUsageInput{Family: spec.FamilyGLM}},
+			{"glm-r0-emitted", spec.ServingUsageInput{Family: spec.FamilyGLM, PromptTokens: 3, Choices: []spec.UsageChoice{{CompletionTokens: 5}}}},
+			{"glm-replaces-existing-reasoning", spec.ServingUsageInput{Family: spec.FamilyGLM, Choices: []spec.UsageChoice{{CompletionTokens: 5, ReasoningTokens: 2}},
 				CompletionTokensDetails: json.RawMessage(`{"reasoning_tokens":9, "accepted_prediction_tokens":1}`)}},
-			{"empty-details-glm", ref.ServingUsageInput{Family: ref.FamilyGLM, CompletionTokensDetails: json.RawMessage(` { } `)}},
-			{"max-sum", ref.ServingUsageInput{PromptTokens: 1, Choices: []ref.UsageChoice{{CompletionTokens: math.MaxInt64 - 1}}}},
+			{"empty-details-glm", spec.ServingUsageInput{Family: spec.FamilyGLM, CompletionTokensDetails: json.RawMessage(` { } `)}},
+			{"max-sum", spec.ServingUsageInput{PromptTokens: 1, Choices: []spec.UsageChoice{{CompletionTokens: math.MaxInt64 - 1}}}},
 		},
-		Regressions: []Case[ref.ServingUsageInput]{
-			{"s2-b4-glm-usage-missing-details", ref.ServingUsageInput{Family: ref.FamilyGLM, PromptTokens: 12, Choices: []ref.UsageChoice{{CompletionTokens: 40, ReasoningTokens: 25}}}},
+		Regressions: []Case[spec.ServingUsageInput]{
+			{"s2-b4-glm-usage-missing-details", spec.ServingUsageInput{Family: spec.FamilyGLM, PromptTokens: 12, Choices: []spec.UsageChoice{{CompletionTokens: 40, ReasoningTokens: 25}}}},
 		},
-		Props: []Prop[ref.ServingUsageInput, ref.ServingUsageOutput]{
+		Props: []Prop[spec.ServingUsageInput, spec.ServingUsageOutput]{
 			{"total-is-prompt-plus-completion", usageTotal},
 			{"reasoning-within-completion", usageReasoningBounded},
 			{"glm-details-merge", usageGLMDetails},
@@ -41,15 +42,15 @@ func ServingUsage() *Spec[ref.ServingUsageInput, ref.ServingUsageOutput] {
 	}
 }
 
-func usageValid(t *rapid.T) ref.ServingUsageInput {
-	in := ref.ServingUsageInput{
-		Family:       rapid.SampledFrom([]string{"", ref.FamilyNone, ref.FamilyGLM, ref.FamilyGLM, ref.FamilyKimi}).Draw(t, "family"),
+func usageValid(t *rapid.T) spec.ServingUsageInput {
+	in := spec.ServingUsageInput{
+		Family:       rapid.SampledFrom([]string{"", spec.FamilyNone, spec.FamilyGLM, spec.FamilyGLM, spec.FamilyKimi}).Draw(t, "family"),
 		PromptTokens: rapid.Int64Range(0, 1<<20).Draw(t, "prompt_tokens"),
-		Choices:      []ref.UsageChoice{},
+		Choices:      []spec.UsageChoice{},
 	}
 	for range rapid.IntRange(0, 4).Draw(t, "n_choices") {
 		c := rapid.Int64Range(0, 1<<16).Draw(t, "completion")
-		in.Choices = append(in.Choices, ref.UsageChoice{CompletionTokens: c, ReasoningTokens: rapid.Int64Range(0, c).Draw(t, "reasoning")})
+		in.Choices = append(in.Choices, spec.UsageChoice{CompletionTokens: c, ReasoningTokens: rapid.Int64Range(0, c).Draw(t, "reasoning")})
 	}
 	details := []string{"", "null", `{}`, `{"accepted_prediction_tokens":7}`, `{"reasoning_tokens":99,"rejected_prediction_tokens":1}`, `{ "x" : [1, "é"] }`}
 	if d := rapid.SampledFrom(details).Draw(t, "completion_details"); d != "" {
@@ -61,35 +62,35 @@ func usageValid(t *rapid.T) ref.ServingUsageInput {
 	return in
 }
 
-func usageInvalid(t *rapid.T) Bad[ref.ServingUsageInput] {
+func usageInvalid(t *rapid.T) Bad[spec.ServingUsageInput] {
 	in := usageValid(t)
 	if len(in.Choices) == 0 {
-		in.Choices = []ref.UsageChoice{{CompletionTokens: 3, ReasoningTokens: 1}}
+		in.Choices = []spec.UsageChoice{{CompletionTokens: 3, ReasoningTokens: 1}}
 	}
 	i := rapid.IntRange(0, len(in.Choices)-1).Draw(t, "at")
 	switch rapid.IntRange(0, 5).Draw(t, "violation") {
 	case 0:
 		in.Family = rapid.SampledFrom([]string{"glm4", "GLM", "x"}).Draw(t, "bad_family")
-		return Bad[ref.ServingUsageInput]{in, ref.ErrBadFlag}
+		return Bad[spec.ServingUsageInput]{in, spec.ErrBadFlag}
 	case 1:
 		in.CompletionTokensDetails = json.RawMessage(rapid.SampledFrom([]string{`[]`, `7`, `"x"`}).Draw(t, "bad_details"))
-		return Bad[ref.ServingUsageInput]{in, ref.ErrNotJSONObject}
+		return Bad[spec.ServingUsageInput]{in, spec.ErrNotJSONObject}
 	case 2:
 		in.Choices[i].CompletionTokens = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative")
-		return Bad[ref.ServingUsageInput]{in, ref.ErrNegative}
+		return Bad[spec.ServingUsageInput]{in, spec.ErrNegative}
 	case 3:
 		in.Choices[i].ReasoningTokens = in.Choices[i].CompletionTokens + rapid.Int64Range(1, 9).Draw(t, "excess")
-		return Bad[ref.ServingUsageInput]{in, ref.ErrReasoningExceedsCompletion}
+		return Bad[spec.ServingUsageInput]{in, spec.ErrReasoningExceedsCompletion}
 	case 4:
-		in.Choices = append(in.Choices, ref.UsageChoice{CompletionTokens: math.MaxInt64})
+		in.Choices = append(in.Choices, spec.UsageChoice{CompletionTokens: math.MaxInt64})
 		in.Choices[0].CompletionTokens, in.Choices[0].ReasoningTokens = 1, 0
-		return Bad[ref.ServingUsageInput]{in, ref.ErrOverflow}
+		return Bad[spec.ServingUsageInput]{in, spec.ErrOverflow}
 	}
 	in.PromptTokens = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_prompt")
-	return Bad[ref.ServingUsageInput]{in, ref.ErrNegative}
+	return Bad[spec.ServingUsageInput]{in, spec.ErrNegative}
 }
 
-func usageTotal(_ ref.Limits, in ref.ServingUsageInput, u ref.ServingUsageOutput) error {
+func usageTotal(_ spec.Limits, in spec.ServingUsageInput, u spec.ServingUsageOutput) error {
 	var c int64
 	for _, ch := range in.Choices {
 		c += ch.CompletionTokens
@@ -100,7 +101,7 @@ func usageTotal(_ ref.Limits, in ref.ServingUsageInput, u ref.ServingUsageOutput
 	return nil
 }
 
-func usageReasoningBounded(_ ref.Limits, in ref.ServingUsageInput, u ref.ServingUsageOutput) error {
+func usageReasoningBounded(_ spec.Limits, in spec.ServingUsageInput, u spec.ServingUsageOutput) error {
 	var r int64
 	for _, ch := range in.Choices {
 		r += ch.ReasoningTokens
@@ -111,8 +112,8 @@ func usageReasoningBounded(_ ref.Limits, in ref.ServingUsageInput, u ref.Serving
 	return nil
 }
 
-func usageGLMDetails(_ ref.Limits, in ref.ServingUsageInput, u ref.ServingUsageOutput) error {
-	if in.Family != ref.FamilyGLM {
+func usageGLMDetails(_ spec.Limits, in spec.ServingUsageInput, u spec.ServingUsageOutput) error {
+	if in.Family != spec.FamilyGLM {
 		return nil
 	}
 	d := gjson.ParseBytes(u.CompletionTokensDetails)
@@ -136,8 +137,8 @@ func gjsonEscape(k string) string {
 	return r.Replace(k)
 }
 
-func usageNonGLM(_ ref.Limits, in ref.ServingUsageInput, u ref.ServingUsageOutput) error {
-	if in.Family == ref.FamilyGLM {
+func usageNonGLM(_ spec.Limits, in spec.ServingUsageInput, u spec.ServingUsageOutput) error {
+	if in.Family == spec.FamilyGLM {
 		return nil
 	}
 	want := in.CompletionTokensDetails

@@ -6,14 +6,14 @@ import (
 
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestShrinkReturnsAMinimalCounterexample drives Shrink (what `kvtwin audit`
 // uses outside go test) with a twin that ignores chunk_page_start, and
 // expects rapid's shrunk input: a one-page chunk at position 1.
 func TestShrinkReturnsAMinimalCounterexample(t *testing.T) {
-	broken := func(lim ref.Limits, in ref.TransferFilterCPRankInput) (ref.TransferFilterCPRankOutput, error) {
+	broken := func(lim spec.Limits, in spec.TransferFilterCPRankInput) (spec.TransferFilterCPRankOutput, error) {
 		in.ChunkPageStart = 0
 		return fast.TransferFilterCPRank(lim, in)
 	}
@@ -21,7 +21,7 @@ func TestShrinkReturnsAMinimalCounterexample(t *testing.T) {
 	if f == nil {
 		t.Fatal("Shrink found no counterexample for a twin that ignores chunk_page_start")
 	}
-	var in ref.TransferFilterCPRankInput
+	var in spec.TransferFilterCPRankInput
 	if err := json.Unmarshal(f.Input, &in); err != nil {
 		t.Fatal(err)
 	}

@@ -9,17 +9,18 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TransferFilterCPRank is the differential spec of transfer.filter_cp_rank (docs/spec/transfer.md §1).
-func TransferFilterCPRank() *Spec[ref.TransferFilterCPRankInput, ref.TransferFilterCPRankOutput] {
-	return &Spec[ref.TransferFilterCPRankInput, ref.TransferFilterCPRankOutput]{
+func TransferFilterCPRank() *Spec[spec.TransferFilterCPRankInput, spec.TransferFilterCPRankOutput] {
+	return &Spec[spec.TransferFilterCPRankInput, spec.TransferFilterCPRankOutput]{
 		Op:          catalog.TransferFilterCPRank(),
 		Valid:       rapid.Custom(filterValid),
 		Invalid:     rapid.Custom(filterInvalid),
 		Boundary:    filterBoundary(),
 		Regressions: filterRegressions(),
-		Props: []Prop[ref.TransferFilterCPRankInput, ref.TransferFilterCPRankOutput]{
+		Props: []Prop[spec.TransferFilterCPRankInput, spec.TransferFilterCPRankOutput]{
 			{"shape", filterShape},
 			{"range-mask-equivalence", filterRangeMask},
 			{"shift-equivariance", filterShift},
@@ -30,19 +31,19 @@ func TransferFilterCPRank() *Spec[ref.TransferFilterCPRankInput, ref.TransferFil
 	}
 }
 
-func filterValid(t *rapid.T) ref.TransferFilterCPRankInput {
+func filterValid(t *rapid.T) spec.TransferFilterCPRankInput {
 	cpSize := rapid.IntRange(1, 9).Draw(t, "cp_size")
-	in := ref.TransferFilterCPRankInput{
+	in := spec.TransferFilterCPRankInput{
 		CPSize: cpSize,
 		CPRank: rapid.IntRange(0, cpSize-1).Draw(t, "cp_rank"),
-		Policy: rapid.SampledFrom([]ref.OwnershipPolicy{"", ref.ValueRange, ref.PositionRange}).Draw(t, "policy"),
+		Policy: rapid.SampledFrom([]spec.OwnershipPolicy{"", spec.ValueRange, spec.PositionRange}).Draw(t, "policy"),
 	}
 	n := rapid.IntRange(0, 3*cpSize+4).Draw(t, "n")
 	in.KV = pageIDs(t, n)
 	in.ChunkPageStart = rapid.Int64Range(0, 1<<20).Draw(t, "chunk_page_start")
 	end := in.ChunkPageStart + int64(n)
 	switch {
-	case in.Policy == ref.PositionRange:
+	case in.Policy == spec.PositionRange:
 		total := end + rapid.Int64Range(0, int64(2*cpSize)).Draw(t, "extra_pages")
 		in.TotalPages = &total
 	case rapid.Bool().Draw(t, "explicit_total"):
@@ -79,70 +80,70 @@ func pageIDs(t *rapid.T, n int) []int64 {
 	return kv
 }
 
-func filterInvalid(t *rapid.T) Bad[ref.TransferFilterCPRankInput] {
+func filterInvalid(t *rapid.T) Bad[spec.TransferFilterCPRankInput] {
 	in := filterValid(t)
 	n := int64(len(in.KV))
 	switch rapid.IntRange(0, 8).Draw(t, "violation") {
 	case 0:
 		in.CPSize = rapid.IntRange(-3, 0).Draw(t, "bad_cp_size")
-		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrBadCPSize}
+		return Bad[spec.TransferFilterCPRankInput]{in, spec.ErrBadCPSize}
 	case 1:
 		in.CPRank = rapid.OneOf(rapid.IntRange(-4, -1), rapid.IntRange(in.CPSize, in.CPSize+4)).Draw(t, "bad_cp_rank")
-		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrBadCPRank}
+		return Bad[spec.TransferFilterCPRankInput]{in, spec.ErrBadCPRank}
 	case 2:
 		in.ChunkPageStart = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_start")
-		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrNegative}
+		return Bad[spec.TransferFilterCPRankInput]{in, spec.ErrNegative}
 	case 3:
 		total := rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_total")
 		in.TotalPages = &total
-		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrNegative}
+		return Bad[spec.TransferFilterCPRankInput]{in, spec.ErrNegative}
 	case 4:
 		if n == 0 {
 			in.KV = []int64{0}
-			if in.TotalPages != nil && in.Policy == ref.PositionRange {
+			if in.TotalPages != nil && in.Policy == spec.PositionRange {
 				*in.TotalPages = in.ChunkPageStart + 1
 			}
 		}
 		i := rapid.IntRange(0, len(in.KV)-1).Draw(t, "negative_at")
 		in.KV[i] = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_id")
-		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrNegative}
+		return Bad[spec.TransferFilterCPRankInput]{in, spec.ErrNegative}
 	case 5:
 		if n == 0 {
 			in.KV = []int64{7}
 		}
 		in.ChunkPageStart = math.MaxInt64 - int64(len(in.KV)) + rapid.Int64Range(1, int64(len(in.KV))).Draw(t, "past_max")
-		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrOverflow}
+		return Bad[spec.TransferFilterCPRankInput]{in, spec.ErrOverflow}
 	case 6:
-		in.Policy = ref.OwnershipPolicy(rapid.SampledFrom([]string{"value", "positional", "VALUE_RANGE", "x"}).Draw(t, "bad_policy"))
-		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrBadEnum}
+		in.Policy = spec.OwnershipPolicy(rapid.SampledFrom([]string{"value", "positional", "VALUE_RANGE", "x"}).Draw(t, "bad_policy"))
+		return Bad[spec.TransferFilterCPRankInput]{in, spec.ErrBadEnum}
 	case 7:
-		in.Policy, in.TotalPages = ref.PositionRange, nil
-		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrTotalPagesRequired}
+		in.Policy, in.TotalPages = spec.PositionRange, nil
+		return Bad[spec.TransferFilterCPRankInput]{in, spec.ErrTotalPagesRequired}
 	default:
-		in.Policy = ref.PositionRange
+		in.Policy = spec.PositionRange
 		if n == 0 && in.ChunkPageStart == 0 {
 			in.ChunkPageStart = 1
 		}
 		total := rapid.Int64Range(0, in.ChunkPageStart+n-1).Draw(t, "short_total")
 		in.TotalPages = &total
-		return Bad[ref.TransferFilterCPRankInput]{in, ref.ErrChunkOutOfRange}
+		return Bad[spec.TransferFilterCPRankInput]{in, spec.ErrChunkOutOfRange}
 	}
 }
 
 // filterBoundary: chunk sizes straddling cp_size and 2×cp_size, for the
 // first and last rank, under both policies; plus the spec's worked examples.
-func filterBoundary() []Case[ref.TransferFilterCPRankInput] {
-	var cs []Case[ref.TransferFilterCPRankInput]
+func filterBoundary() []Case[spec.TransferFilterCPRankInput] {
+	var cs []Case[spec.TransferFilterCPRankInput]
 	for _, cp := range []int{1, 2, 3, 4, 8} {
 		for _, n := range []int{cp - 1, cp, cp + 1, 2*cp - 1, 2 * cp, 2*cp + 1} {
 			for _, rank := range []int{0, cp - 1} {
-				for _, pol := range []ref.OwnershipPolicy{ref.ValueRange, ref.PositionRange} {
+				for _, pol := range []spec.OwnershipPolicy{spec.ValueRange, spec.PositionRange} {
 					total := int64(n + 64)
-					in := ref.TransferFilterCPRankInput{KV: run(100, n), ChunkPageStart: 64, TotalPages: &total, CPRank: rank, CPSize: cp, Policy: pol}
-					if pol == ref.ValueRange {
+					in := spec.TransferFilterCPRankInput{KV: run(100, n), ChunkPageStart: 64, TotalPages: &total, CPRank: rank, CPSize: cp, Policy: pol}
+					if pol == spec.ValueRange {
 						in.TotalPages = nil
 					}
-					cs = append(cs, Case[ref.TransferFilterCPRankInput]{fmt.Sprintf("cp%d-n%d-rank%d-%s", cp, n, rank, pol), in})
+					cs = append(cs, Case[spec.TransferFilterCPRankInput]{fmt.Sprintf("cp%d-n%d-rank%d-%s", cp, n, rank, pol), in})
 				}
 			}
 		}
@@ -151,21 +152,21 @@ func filterBoundary() []Case[ref.TransferFilterCPRankInput] {
 	six := int64(6)
 	for rank := range 2 {
 		cs = append(cs,
-			Case[ref.TransferFilterCPRankInput]{fmt.Sprintf("E1-rank%d", rank), ref.TransferFilterCPRankInput{KV: run(40, 5), CPRank: rank, CPSize: 2}},
-			Case[ref.TransferFilterCPRankInput]{fmt.Sprintf("E2-rank%d", rank), ref.TransferFilterCPRankInput{KV: run(40, 5), ChunkPageStart: 8, CPRank: rank, CPSize: 2}},
-			Case[ref.TransferFilterCPRankInput]{fmt.Sprintf("E4-value-range-rank%d", rank), ref.TransferFilterCPRankInput{KV: e4, CPRank: rank, CPSize: 2}},
-			Case[ref.TransferFilterCPRankInput]{fmt.Sprintf("E4-position-range-rank%d", rank), ref.TransferFilterCPRankInput{KV: e4, TotalPages: &six, CPRank: rank, CPSize: 2, Policy: ref.PositionRange}},
+			Case[spec.TransferFilterCPRankInput]{fmt.Sprintf("E1-rank%d", rank), spec.TransferFilterCPRankInput{KV: run(40, 5), CPRank: rank, CPSize: 2}},
+			Case[spec.TransferFilterCPRankInput]{fmt.Sprintf("E2-rank%d", rank), spec.TransferFilterCPRankInput{KV: run(40, 5), ChunkPageStart: 8, CPRank: rank, CPSize: 2}},
+			Case[spec.TransferFilterCPRankInput]{fmt.Sprintf("E4-value-range-rank%d", rank), spec.TransferFilterCPRankInput{KV: e4, CPRank: rank, CPSize: 2}},
+			Case[spec.TransferFilterCPRankInput]{fmt.Sprintf("E4-position-range-rank%d", rank), spec.TransferFilterCPRankInput{KV: e4, TotalPages: &six, CPRank: rank, CPSize: 2, Policy: spec.PositionRange}},
 		)
 	}
 	for rank := range 4 {
-		cs = append(cs, Case[ref.TransferFilterCPRankInput]{fmt.Sprintf("E3-rank%d", rank), ref.TransferFilterCPRankInput{KV: run(40, 2), CPRank: rank, CPSize: 4}})
+		cs = append(cs, Case[spec.TransferFilterCPRankInput]{fmt.Sprintf("E3-rank%d", rank), spec.TransferFilterCPRankInput{KV: run(40, 2), CPRank: rank, CPSize: 4}})
 	}
 	// Ids at the top of int64: rank 1's lower bound min(kv)+ls lies past
 	// MaxInt64, so it owns nothing (fast's shortcut; ref compares v−m).
 	four := int64(4)
 	for rank := range 2 {
-		cs = append(cs, Case[ref.TransferFilterCPRankInput]{fmt.Sprintf("ids-near-int64-max-rank%d", rank),
-			ref.TransferFilterCPRankInput{KV: []int64{math.MaxInt64 - 1, math.MaxInt64}, TotalPages: &four, CPRank: rank, CPSize: 2}})
+		cs = append(cs, Case[spec.TransferFilterCPRankInput]{fmt.Sprintf("ids-near-int64-max-rank%d", rank),
+			spec.TransferFilterCPRankInput{KV: []int64{math.MaxInt64 - 1, math.MaxInt64}, TotalPages: &four, CPRank: rank, CPSize: 2}})
 	}
 	return cs
 }
@@ -173,9 +174,9 @@ func filterBoundary() []Case[ref.TransferFilterCPRankInput] {
 // filterRegressions: §1.6's minimal input. The per-layer registration passed
 // chunk_page_start = 0, so chunk 1 ([12,13] at request pages 2..3) was sent
 // to positions [0,1], over chunk 0's decode pages.
-func filterRegressions() []Case[ref.TransferFilterCPRankInput] {
-	return []Case[ref.TransferFilterCPRankInput]{
-		{"chunk-page-start-zero", ref.TransferFilterCPRankInput{KV: []int64{12, 13}, ChunkPageStart: 2, CPRank: 0, CPSize: 1}},
+func filterRegressions() []Case[spec.TransferFilterCPRankInput] {
+	return []Case[spec.TransferFilterCPRankInput]{
+		{"chunk-page-start-zero", spec.TransferFilterCPRankInput{KV: []int64{12, 13}, ChunkPageStart: 2, CPRank: 0, CPSize: 1}},
 	}
 }
 
@@ -188,16 +189,16 @@ func run(first int64, n int) []int64 {
 	return kv
 }
 
-func policyOf(in ref.TransferFilterCPRankInput) ref.OwnershipPolicy {
+func policyOf(in spec.TransferFilterCPRankInput) spec.OwnershipPolicy {
 	if in.Policy == "" {
-		return ref.ValueRange
+		return spec.ValueRange
 	}
 	return in.Policy
 }
 
 // filterShape is §1.4.2: equal lengths, positions ascending by one inside
 // the chunk, and owned[i] == kv[positions[i]-s].
-func filterShape(_ ref.Limits, in ref.TransferFilterCPRankInput, out ref.TransferFilterCPRankOutput) error {
+func filterShape(_ spec.Limits, in spec.TransferFilterCPRankInput, out spec.TransferFilterCPRankOutput) error {
 	if len(out.Owned) != len(out.Positions) {
 		return fmt.Errorf("len(owned)=%d != len(positions)=%d", len(out.Owned), len(out.Positions))
 	}
@@ -218,8 +219,8 @@ func filterShape(_ ref.Limits, in ref.TransferFilterCPRankInput, out ref.Transfe
 
 // filterRangeMask is §1.4.1 (isin equivalence): the span of the plain range
 // mask, computed here independently, equals the result.
-func filterRangeMask(_ ref.Limits, in ref.TransferFilterCPRankInput, out ref.TransferFilterCPRankOutput) error {
-	if policyOf(in) != ref.ValueRange || in.CPSize == 1 || len(in.KV) == 0 {
+func filterRangeMask(_ spec.Limits, in spec.TransferFilterCPRankInput, out spec.TransferFilterCPRankOutput) error {
+	if policyOf(in) != spec.ValueRange || in.CPSize == 1 || len(in.KV) == 0 {
 		return nil
 	}
 	total := int64(len(in.KV))
@@ -249,8 +250,8 @@ func filterRangeMask(_ ref.Limits, in ref.TransferFilterCPRankInput, out ref.Tra
 
 // filterShift is §1.4.3 under ValueRange: positions(s) == positions(0)+s
 // and owned(s) == owned(0).
-func filterShift(lim ref.Limits, in ref.TransferFilterCPRankInput, out ref.TransferFilterCPRankOutput) error {
-	if policyOf(in) != ref.ValueRange {
+func filterShift(lim spec.Limits, in spec.TransferFilterCPRankInput, out spec.TransferFilterCPRankOutput) error {
+	if policyOf(in) != spec.ValueRange {
 		return nil
 	}
 	at0 := in
@@ -271,7 +272,7 @@ func filterShift(lim ref.Limits, in ref.TransferFilterCPRankInput, out ref.Trans
 }
 
 // filterIdentity is §1.4.6: cp_size 1 sends the whole chunk.
-func filterIdentity(_ ref.Limits, in ref.TransferFilterCPRankInput, out ref.TransferFilterCPRankOutput) error {
+func filterIdentity(_ spec.Limits, in spec.TransferFilterCPRankInput, out spec.TransferFilterCPRankOutput) error {
 	if in.CPSize != 1 {
 		return nil
 	}
@@ -282,8 +283,8 @@ func filterIdentity(_ ref.Limits, in ref.TransferFilterCPRankInput, out ref.Tran
 }
 
 // allRanks runs ref for every rank of in's CP group.
-func allRanks(lim ref.Limits, in ref.TransferFilterCPRankInput) ([]ref.TransferFilterCPRankOutput, error) {
-	outs := make([]ref.TransferFilterCPRankOutput, in.CPSize)
+func allRanks(lim spec.Limits, in spec.TransferFilterCPRankInput) ([]spec.TransferFilterCPRankOutput, error) {
+	outs := make([]spec.TransferFilterCPRankOutput, in.CPSize)
 	for r := range outs {
 		x := in
 		x.CPRank = r
@@ -299,9 +300,9 @@ func allRanks(lim ref.Limits, in ref.TransferFilterCPRankInput) ([]ref.TransferF
 // filterTilingContiguous is §1.4.4: for a contiguous ascending run with
 // T = n, the ranks' shares concatenate to kv, their positions tile the
 // chunk once, and rank r gets base + (r < rem) pages.
-func filterTilingContiguous(lim ref.Limits, in ref.TransferFilterCPRankInput, out ref.TransferFilterCPRankOutput) error {
+func filterTilingContiguous(lim spec.Limits, in spec.TransferFilterCPRankInput, out spec.TransferFilterCPRankOutput) error {
 	n := int64(len(in.KV))
-	if policyOf(in) != ref.ValueRange || (in.TotalPages != nil && *in.TotalPages != n) || !isRun(in.KV) {
+	if policyOf(in) != spec.ValueRange || (in.TotalPages != nil && *in.TotalPages != n) || !isRun(in.KV) {
 		return nil
 	}
 	outs, err := allRanks(lim, in)
@@ -325,8 +326,8 @@ func filterTilingContiguous(lim ref.Limits, in ref.TransferFilterCPRankInput, ou
 
 // filterTilingPositional: under PositionRange the ranks always tile the
 // chunk exactly once, whatever the page ids (the policy's reason to exist, E4).
-func filterTilingPositional(lim ref.Limits, in ref.TransferFilterCPRankInput, out ref.TransferFilterCPRankOutput) error {
-	if policyOf(in) != ref.PositionRange {
+func filterTilingPositional(lim spec.Limits, in spec.TransferFilterCPRankInput, out spec.TransferFilterCPRankOutput) error {
+	if policyOf(in) != spec.PositionRange {
 		return nil
 	}
 	outs, err := allRanks(lim, in)
@@ -340,7 +341,7 @@ func filterTilingPositional(lim ref.Limits, in ref.TransferFilterCPRankInput, ou
 	return tiles(in, owned, pos)
 }
 
-func tiles(in ref.TransferFilterCPRankInput, owned, pos []int64) error {
+func tiles(in spec.TransferFilterCPRankInput, owned, pos []int64) error {
 	if !slices.Equal(owned, in.KV) && !(len(owned) == 0 && len(in.KV) == 0) {
 		return fmt.Errorf("ranks' owned pages %v do not concatenate to kv %v", owned, in.KV)
 	}

@@ -9,21 +9,22 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TransferGroupContiguous is the differential spec of transfer.group_contiguous (docs/spec/transfer.md §2).
-func TransferGroupContiguous() *Spec[ref.TransferGroupContiguousInput, ref.TransferGroupContiguousOutput] {
-	return &Spec[ref.TransferGroupContiguousInput, ref.TransferGroupContiguousOutput]{
+func TransferGroupContiguous() *Spec[spec.TransferGroupContiguousInput, spec.TransferGroupContiguousOutput] {
+	return &Spec[spec.TransferGroupContiguousInput, spec.TransferGroupContiguousOutput]{
 		Op:          catalog.TransferGroupContiguous(),
 		Valid:       rapid.Custom(groupValid),
 		Invalid:     rapid.Custom(groupInvalid),
 		Boundary:    groupBoundary(),
 		Regressions: groupRegressions(),
-		Rejects: map[string]*ref.Sentinel{
-			"group-length-mismatch":    ref.ErrLengthMismatch,
-			"negative-after-max-int64": ref.ErrNegative,
+		Rejects: map[string]*spec.Sentinel{
+			"group-length-mismatch":    spec.ErrLengthMismatch,
+			"negative-after-max-int64": spec.ErrNegative,
 		},
-		Props: []Prop[ref.TransferGroupContiguousInput, ref.TransferGroupContiguousOutput]{
+		Props: []Prop[spec.TransferGroupContiguousInput, spec.TransferGroupContiguousOutput]{
 			{"concat-equals-input", groupConcat},
 			{"equal-run-lengths", groupEqualLengths},
 			{"plus-one-inside-runs", groupContiguity},
@@ -34,17 +35,17 @@ func TransferGroupContiguous() *Spec[ref.TransferGroupContiguousInput, ref.Trans
 	}
 }
 
-func groupValid(t *rapid.T) ref.TransferGroupContiguousInput {
+func groupValid(t *rapid.T) spec.TransferGroupContiguousInput {
 	n := rapid.IntRange(0, 40).Draw(t, "n")
 	src, dst := pairedIDs(t, n)
 	// rapid leans towards the low end of a range, so 0 is the usual shape.
 	switch rapid.IntRange(0, 9).Draw(t, "empty_side") {
 	case 8:
-		return ref.TransferGroupContiguousInput{Src: src, Dst: []int64{}}
+		return spec.TransferGroupContiguousInput{Src: src, Dst: []int64{}}
 	case 9:
-		return ref.TransferGroupContiguousInput{Src: []int64{}, Dst: dst}
+		return spec.TransferGroupContiguousInput{Src: []int64{}, Dst: dst}
 	}
-	return ref.TransferGroupContiguousInput{Src: src, Dst: dst}
+	return spec.TransferGroupContiguousInput{Src: src, Dst: dst}
 }
 
 // pairedIDs draws n (src, dst) pairs shaped like a chunk's page pairs: runs
@@ -88,13 +89,13 @@ func pageWalk(t *rapid.T, n int, side string, high bool) []int64 {
 	return off
 }
 
-func groupInvalid(t *rapid.T) Bad[ref.TransferGroupContiguousInput] {
+func groupInvalid(t *rapid.T) Bad[spec.TransferGroupContiguousInput] {
 	n := rapid.IntRange(1, 30).Draw(t, "n")
 	src, dst := pairedIDs(t, n)
 	switch rapid.IntRange(0, 2).Draw(t, "violation") {
 	case 0:
 		m := rapid.IntRange(1, 40).Filter(func(m int) bool { return m != n }).Draw(t, "dst_len")
-		return Bad[ref.TransferGroupContiguousInput]{ref.TransferGroupContiguousInput{Src: src, Dst: pageWalk(t, m, "dst2", true)}, ref.ErrLengthMismatch}
+		return Bad[spec.TransferGroupContiguousInput]{spec.TransferGroupContiguousInput{Src: src, Dst: pageWalk(t, m, "dst2", true)}, spec.ErrLengthMismatch}
 	case 1:
 		src[rapid.IntRange(0, n-1).Draw(t, "at")] = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative")
 	default:
@@ -111,15 +112,15 @@ func groupInvalid(t *rapid.T) Bad[ref.TransferGroupContiguousInput] {
 			src = nil
 		}
 	}
-	return Bad[ref.TransferGroupContiguousInput]{ref.TransferGroupContiguousInput{Src: src, Dst: dst}, ref.ErrNegative}
+	return Bad[spec.TransferGroupContiguousInput]{spec.TransferGroupContiguousInput{Src: src, Dst: dst}, spec.ErrNegative}
 }
 
 // groupBoundary: empty and one-sided inputs, one and two pairs, breaks on
 // one side only, ids at MaxInt64 (where +1 does not exist, and wrapping +1
 // is negative), runs of every length 1..9, a run of 1024 and 1024 runs of
 // one; plus the spec's worked examples.
-func groupBoundary() []Case[ref.TransferGroupContiguousInput] {
-	type in = ref.TransferGroupContiguousInput
+func groupBoundary() []Case[spec.TransferGroupContiguousInput] {
+	type in = spec.TransferGroupContiguousInput
 	const top = math.MaxInt64
 	alternating := make([]int64, 1024)
 	for i := range alternating {
@@ -133,7 +134,7 @@ func groupBoundary() []Case[ref.TransferGroupContiguousInput] {
 			growing = append(growing, 10*l+j)
 		}
 	}
-	return []Case[ref.TransferGroupContiguousInput]{
+	return []Case[spec.TransferGroupContiguousInput]{
 		{"spec-two-runs-src-jump", in{Src: []int64{1, 2, 3, 7, 8}, Dst: []int64{10, 11, 12, 13, 14}}},
 		{"spec-dst-jump", in{Src: []int64{1, 2, 3}, Dst: []int64{5, 6, 9}}},
 		{"spec-descending-breaks", in{Src: []int64{4, 3}, Dst: []int64{1, 2}}},
@@ -161,19 +162,19 @@ func groupBoundary() []Case[ref.TransferGroupContiguousInput] {
 
 // groupRegressions: §2's buggy variant accepted unequal lengths and grouped
 // by src alone; [1,2,3] / [5,6] came back as one silently misaligned run.
-func groupRegressions() []Case[ref.TransferGroupContiguousInput] {
-	return []Case[ref.TransferGroupContiguousInput]{
-		{"group-length-mismatch", ref.TransferGroupContiguousInput{Src: []int64{1, 2, 3}, Dst: []int64{5, 6}}},
+func groupRegressions() []Case[spec.TransferGroupContiguousInput] {
+	return []Case[spec.TransferGroupContiguousInput]{
+		{"group-length-mismatch", spec.TransferGroupContiguousInput{Src: []int64{1, 2, 3}, Dst: []int64{5, 6}}},
 	}
 }
 
 // grouped reports whether §2 groups the input at all (both sides non-empty).
-func grouped(in ref.TransferGroupContiguousInput) bool { return len(in.Src) > 0 && len(in.Dst) > 0 }
+func grouped(in spec.TransferGroupContiguousInput) bool { return len(in.Src) > 0 && len(in.Dst) > 0 }
 
 // groupConcat is §2 "concat(srcRuns) == src and concat(dstRuns) == dst":
 // each run expands to SrcStart+j / DstStart+j, and the expansions
 // concatenate to the input on both sides; nothing when a side is empty.
-func groupConcat(_ ref.Limits, in ref.TransferGroupContiguousInput, out ref.TransferGroupContiguousOutput) error {
+func groupConcat(_ spec.Limits, in spec.TransferGroupContiguousInput, out spec.TransferGroupContiguousOutput) error {
 	var src, dst []int64
 	for _, r := range out.Runs {
 		if r.Count < 0 || int64(len(src))+r.Count > int64(len(in.Src)) {
@@ -199,7 +200,7 @@ func groupConcat(_ ref.Limits, in ref.TransferGroupContiguousInput, out ref.Tran
 // triple form one Count serves both sides, so what can still go wrong is a
 // run that is empty (np.split never yields one) or a count total that
 // differs from either side's length.
-func groupEqualLengths(_ ref.Limits, in ref.TransferGroupContiguousInput, out ref.TransferGroupContiguousOutput) error {
+func groupEqualLengths(_ spec.Limits, in spec.TransferGroupContiguousInput, out spec.TransferGroupContiguousOutput) error {
 	total := int64(0)
 	for k, r := range out.Runs {
 		if r.Count < 1 {
@@ -214,7 +215,7 @@ func groupEqualLengths(_ ref.Limits, in ref.TransferGroupContiguousInput, out re
 }
 
 // runOffsets returns each run's starting index in the input.
-func runOffsets(out ref.TransferGroupContiguousOutput) []int64 {
+func runOffsets(out spec.TransferGroupContiguousOutput) []int64 {
 	offs := make([]int64, len(out.Runs))
 	at := int64(0)
 	for k, r := range out.Runs {
@@ -225,7 +226,7 @@ func runOffsets(out ref.TransferGroupContiguousOutput) []int64 {
 
 // groupContiguity is §2 "every run is +1-contiguous on both sides", read
 // from the input segment each run covers rather than from its start fields.
-func groupContiguity(_ ref.Limits, in ref.TransferGroupContiguousInput, out ref.TransferGroupContiguousOutput) error {
+func groupContiguity(_ spec.Limits, in spec.TransferGroupContiguousInput, out spec.TransferGroupContiguousOutput) error {
 	if !grouped(in) {
 		return nil
 	}
@@ -241,7 +242,7 @@ func groupContiguity(_ ref.Limits, in ref.TransferGroupContiguousInput, out ref.
 
 // groupMaximal is §2 maximality: between runs k and k+1 at least one side
 // of the input does not step by +1.
-func groupMaximal(_ ref.Limits, in ref.TransferGroupContiguousInput, out ref.TransferGroupContiguousOutput) error {
+func groupMaximal(_ spec.Limits, in spec.TransferGroupContiguousInput, out spec.TransferGroupContiguousOutput) error {
 	if !grouped(in) {
 		return nil
 	}
@@ -258,7 +259,7 @@ func groupMaximal(_ ref.Limits, in ref.TransferGroupContiguousInput, out ref.Tra
 
 // groupBreakCount is §2 "#runs == 1 + #breaks (0 for empty input)", the
 // breaks counted here straight from the definition.
-func groupBreakCount(_ ref.Limits, in ref.TransferGroupContiguousInput, out ref.TransferGroupContiguousOutput) error {
+func groupBreakCount(_ spec.Limits, in spec.TransferGroupContiguousInput, out spec.TransferGroupContiguousOutput) error {
 	want := 0
 	if grouped(in) {
 		want = 1
@@ -276,12 +277,12 @@ func groupBreakCount(_ ref.Limits, in ref.TransferGroupContiguousInput, out ref.
 
 // groupSingleRun is §2 "regrouping a single run gives that same run": every
 // output run, expanded and grouped again, is exactly itself.
-func groupSingleRun(lim ref.Limits, _ ref.TransferGroupContiguousInput, out ref.TransferGroupContiguousOutput) error {
+func groupSingleRun(lim spec.Limits, _ spec.TransferGroupContiguousInput, out spec.TransferGroupContiguousOutput) error {
 	for k, r := range out.Runs {
-		if r.Count < 1 || ref.AddOverflows(r.SrcStart, r.Count-1) || ref.AddOverflows(r.DstStart, r.Count-1) {
+		if r.Count < 1 || spec.AddOverflows(r.SrcStart, r.Count-1) || spec.AddOverflows(r.DstStart, r.Count-1) {
 			return fmt.Errorf("run %d (%+v) is not a run of valid ids", k, r)
 		}
-		again, err := ref.TransferGroupContiguous(lim, ref.TransferGroupContiguousInput{Src: run(r.SrcStart, int(r.Count)), Dst: run(r.DstStart, int(r.Count))})
+		again, err := ref.TransferGroupContiguous(lim, spec.TransferGroupContiguousInput{Src: run(r.SrcStart, int(r.Count)), Dst: run(r.DstStart, int(r.Count))})
 		if err != nil {
 			return fmt.Errorf("regrouping run %d: %v", k, err)
 		}

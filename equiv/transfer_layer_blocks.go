@@ -10,18 +10,19 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TransferLayerBlocks is the differential spec of transfer.layer_blocks (docs/spec/transfer.md §3).
-func TransferLayerBlocks() *Spec[ref.TransferLayerBlocksInput, ref.TransferLayerBlocksOutput] {
-	return &Spec[ref.TransferLayerBlocksInput, ref.TransferLayerBlocksOutput]{
+func TransferLayerBlocks() *Spec[spec.TransferLayerBlocksInput, spec.TransferLayerBlocksOutput] {
+	return &Spec[spec.TransferLayerBlocksInput, spec.TransferLayerBlocksOutput]{
 		Op:          catalog.TransferLayerBlocks(),
 		Valid:       rapid.Custom(layerValid),
 		Invalid:     rapid.Custom(layerInvalid),
 		Boundary:    layerBoundary(),
 		Regressions: layerRegressions(),
-		Rejects:     map[string]*ref.Sentinel{"negative-dst-page-after-max-int64": ref.ErrNegative},
-		Props: []Prop[ref.TransferLayerBlocksInput, ref.TransferLayerBlocksOutput]{
+		Rejects:     map[string]*spec.Sentinel{"negative-dst-page-after-max-int64": spec.ErrNegative},
+		Props: []Prop[spec.TransferLayerBlocksInput, spec.TransferLayerBlocksOutput]{
 			{"runs-are-grouped-pages", layerRunsGrouped},
 			{"cross-layer-invariant", layerCrossLayer},
 			{"byte-count", layerByteCount},
@@ -44,7 +45,7 @@ type lbEntry struct {
 // is K_0..K_{n-1}, V_0..V_{n-1} against the decode halves [:D] and [D:],
 // sliced at start when n != D, each with its own item len.
 // Precondition: in is accepted by ref.
-func layerEntries(in ref.TransferLayerBlocksInput) []lbEntry {
+func layerEntries(in spec.TransferLayerBlocksInput) []lbEntry {
 	var es []lbEntry
 	n, start := len(in.SrcPtrs), int(in.StartLayer)
 	if in.IsMLA {
@@ -71,7 +72,7 @@ func layerEntries(in ref.TransferLayerBlocksInput) []lbEntry {
 	return es
 }
 
-func layerValid(t *rapid.T) ref.TransferLayerBlocksInput {
+func layerValid(t *rapid.T) spec.TransferLayerBlocksInput {
 	return drawLayer(t, rapid.Bool().Draw(t, "is_mla"), 0, 0)
 }
 
@@ -85,7 +86,7 @@ var itemLenChoices = []uint64{64 * 576 * 2, 64 * 8 * 128 * 2, 1024, 576, 4096, 6
 // time, MHA K and V item lens that usually differ, base addresses realistic,
 // random or flush against 2^64, and data lens (when given) at or just above
 // what the pages need.
-func drawLayer(t *rapid.T, mla bool, minLayers, minPages int) ref.TransferLayerBlocksInput {
+func drawLayer(t *rapid.T, mla bool, minLayers, minPages int) spec.TransferLayerBlocksInput {
 	layers := rapid.IntRange(max(minLayers, 1), 4).Draw(t, "layers")
 	if minLayers == 0 && rapid.IntRange(0, 7).Draw(t, "no_layers") == 7 {
 		layers = 0
@@ -96,7 +97,7 @@ func drawLayer(t *rapid.T, mla bool, minLayers, minPages int) ref.TransferLayerB
 		start = rapid.IntRange(0, dstLayers-layers).Draw(t, "start_layer")
 	}
 	n := rapid.IntRange(minPages, 24).Draw(t, "pages")
-	in := ref.TransferLayerBlocksInput{
+	in := spec.TransferLayerBlocksInput{
 		IsMLA:      mla,
 		Owned:      pageWalk(t, n, "owned", false),
 		DstPages:   distinctPages(t, n),
@@ -171,7 +172,7 @@ func needBytes(pages []int64, itemLen uint64) uint64 {
 // placeBuffers sets every src and dst base address, and sometimes the data
 // lens, so that every block of in fits. A dst pointer no entry writes
 // (outside the PP slice) gets an arbitrary base and length.
-func placeBuffers(t *rapid.T, in *ref.TransferLayerBlocksInput) {
+func placeBuffers(t *rapid.T, in *spec.TransferLayerBlocksInput) {
 	srcNeed := make([]uint64, len(in.SrcPtrs))
 	dstNeed := make([]uint64, len(in.DstPtrs))
 	for _, e := range layerEntries(*in) {
@@ -216,8 +217,8 @@ func dataLens(t *rapid.T, side string, need []uint64) []uint64 {
 	return lens
 }
 
-func layerInvalid(t *rapid.T) Bad[ref.TransferLayerBlocksInput] {
-	type bad = Bad[ref.TransferLayerBlocksInput]
+func layerInvalid(t *rapid.T) Bad[spec.TransferLayerBlocksInput] {
+	type bad = Bad[spec.TransferLayerBlocksInput]
 	switch rapid.IntRange(0, 14).Draw(t, "violation") {
 	case 0:
 		in := layerValid(t)
@@ -226,33 +227,33 @@ func layerInvalid(t *rapid.T) Bad[ref.TransferLayerBlocksInput] {
 		} else {
 			in.DstPages = append(slices.Clone(in.DstPages), 1<<40)
 		}
-		return bad{in, ref.ErrLengthMismatch}
+		return bad{in, spec.ErrLengthMismatch}
 	case 1:
 		in := drawLayer(t, rapid.Bool().Draw(t, "is_mla"), 0, 1)
 		in.Owned[rapid.IntRange(0, len(in.Owned)-1).Draw(t, "at")] = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative")
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	case 2:
 		in := drawLayer(t, rapid.Bool().Draw(t, "is_mla"), 0, 1)
 		in.DstPages[rapid.IntRange(0, len(in.DstPages)-1).Draw(t, "at")] = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative")
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	case 3:
 		in := drawLayer(t, rapid.Bool().Draw(t, "is_mla"), 0, 2)
 		j := rapid.IntRange(1, len(in.DstPages)-1).Draw(t, "dup_at")
 		in.DstPages[j] = in.DstPages[rapid.IntRange(0, j-1).Draw(t, "dup_of")]
-		return bad{in, ref.ErrDuplicateDstPage}
+		return bad{in, spec.ErrDuplicateDstPage}
 	case 4:
 		in := layerValid(t)
 		in.StartLayer = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_start")
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	case 5:
 		in := drawLayer(t, false, 0, 0)
 		in.SrcPtrs = append(in.SrcPtrs, 0x1000)
 		in.ItemLens = append(in.ItemLens, 64)
-		return bad{in, ref.ErrOddMHAPtrs}
+		return bad{in, spec.ErrOddMHAPtrs}
 	case 6:
 		in := drawLayer(t, false, 0, 0)
 		in.DstPtrs, in.DstDataLens = append(in.DstPtrs, 0x1000), nil
-		return bad{in, ref.ErrOddMHAPtrs}
+		return bad{in, spec.ErrOddMHAPtrs}
 	case 7:
 		in := layerValid(t)
 		if len(in.ItemLens) > 0 && rapid.Bool().Draw(t, "drop") {
@@ -260,37 +261,37 @@ func layerInvalid(t *rapid.T) Bad[ref.TransferLayerBlocksInput] {
 		} else {
 			in.ItemLens = append(slices.Clone(in.ItemLens), 64)
 		}
-		return bad{in, ref.ErrLengthMismatch}
+		return bad{in, spec.ErrLengthMismatch}
 	case 8:
 		in := layerValid(t)
 		in.SrcDataLens = slices.Repeat([]uint64{math.MaxUint64}, len(in.SrcPtrs)+rapid.SampledFrom([]int{1, 2}).Draw(t, "extra"))
-		return bad{in, ref.ErrLengthMismatch}
+		return bad{in, spec.ErrLengthMismatch}
 	case 9:
 		in := layerValid(t)
 		in.DstDataLens = slices.Repeat([]uint64{math.MaxUint64}, len(in.DstPtrs)+rapid.SampledFrom([]int{1, 2}).Draw(t, "extra"))
-		return bad{in, ref.ErrLengthMismatch}
+		return bad{in, spec.ErrLengthMismatch}
 	case 10:
-		return bad{dstSliceOutOfRange(t), ref.ErrDstPtrRange}
+		return bad{dstSliceOutOfRange(t), spec.ErrDstPtrRange}
 	case 11:
 		in := drawLayer(t, rapid.Bool().Draw(t, "is_mla"), 1, 0)
 		in.ItemLens[rapid.IntRange(0, len(in.ItemLens)-1).Draw(t, "at")] = 0
-		return bad{in, ref.ErrZeroItemLen}
+		return bad{in, spec.ErrZeroItemLen}
 	case 12:
 		in := drawLayer(t, true, 2, 0)
 		e := rapid.IntRange(1, len(in.ItemLens)-1).Draw(t, "at")
 		in.ItemLens[e] = rapid.SampledFrom(itemLenChoices).Filter(func(l uint64) bool { return l != in.ItemLens[0] }).Draw(t, "other_len")
-		return bad{in, ref.ErrItemLenMismatch}
+		return bad{in, spec.ErrItemLenMismatch}
 	case 13:
-		return bad{addressPastEnd(t, false), ref.ErrOverflow}
+		return bad{addressPastEnd(t, false), spec.ErrOverflow}
 	default:
-		return bad{addressPastEnd(t, true), ref.ErrOutOfBounds}
+		return bad{addressPastEnd(t, true), spec.ErrOutOfBounds}
 	}
 }
 
 // dstSliceOutOfRange makes the layer counts differ and puts start_layer
 // past the last slice that fits; dst data lens are dropped so their length
 // cannot be the first error.
-func dstSliceOutOfRange(t *rapid.T) ref.TransferLayerBlocksInput {
+func dstSliceOutOfRange(t *rapid.T) spec.TransferLayerBlocksInput {
 	in := layerValid(t)
 	in.DstDataLens = nil
 	per := 1
@@ -311,7 +312,7 @@ func dstSliceOutOfRange(t *rapid.T) ref.TransferLayerBlocksInput {
 // entry's buffer on one side: either its base so close to 2^64 that the
 // largest page's block wraps (bounds false), or its data len just short of
 // the largest page's end (bounds true).
-func addressPastEnd(t *rapid.T, bounds bool) ref.TransferLayerBlocksInput {
+func addressPastEnd(t *rapid.T, bounds bool) spec.TransferLayerBlocksInput {
 	in := drawLayer(t, rapid.Bool().Draw(t, "is_mla"), 1, 1)
 	es := layerEntries(in)
 	e := es[rapid.IntRange(0, len(es)-1).Draw(t, "entry")]
@@ -336,8 +337,8 @@ func addressPastEnd(t *rapid.T, bounds bool) ref.TransferLayerBlocksInput {
 // ignored start_layer; blocks ending exactly at 2^64-1 and exactly at the
 // data len; pages at MaxInt64 (and a wrap past it, rejected); decode runs
 // out of order; §3.4's example and its MHA twin.
-func layerBoundary() []Case[ref.TransferLayerBlocksInput] {
-	type in = ref.TransferLayerBlocksInput
+func layerBoundary() []Case[spec.TransferLayerBlocksInput] {
+	type in = spec.TransferLayerBlocksInput
 	mla := func(owned, dst []int64, il uint64, src, dsts []uint64) in {
 		return in{IsMLA: true, Owned: owned, DstPages: dst, SrcPtrs: src, DstPtrs: dsts, ItemLens: slices.Repeat([]uint64{il}, len(src))}
 	}
@@ -361,7 +362,7 @@ func layerBoundary() []Case[ref.TransferLayerBlocksInput] {
 	exact := ex()
 	exact.SrcDataLens, exact.DstDataLens = []uint64{10 * 1024, 10 * 1024}, []uint64{23 * 1024, 23 * 1024}
 	const top = math.MaxInt64
-	return []Case[ref.TransferLayerBlocksInput]{
+	return []Case[spec.TransferLayerBlocksInput]{
 		{"spec-3.4-mla-two-layers", ex()},
 		{"spec-3.4-as-mha-k-and-v-lens-differ", exMHA},
 		{"no-pages", mla([]int64{}, []int64{}, 1024, []uint64{0x1000, 0x2000}, []uint64{0x3000, 0x4000})},
@@ -389,15 +390,15 @@ func layerBoundary() []Case[ref.TransferLayerBlocksInput] {
 
 // layerRegressions: §3's suggested mutation. One MHA layer with K and V
 // item lens 1024 and 512: K's block must start at 3*1024, not 3*512.
-func layerRegressions() []Case[ref.TransferLayerBlocksInput] {
-	return []Case[ref.TransferLayerBlocksInput]{
-		{"v-item-len-for-k", ref.TransferLayerBlocksInput{Owned: []int64{3}, DstPages: []int64{7},
+func layerRegressions() []Case[spec.TransferLayerBlocksInput] {
+	return []Case[spec.TransferLayerBlocksInput]{
+		{"v-item-len-for-k", spec.TransferLayerBlocksInput{Owned: []int64{3}, DstPages: []int64{7},
 			SrcPtrs: []uint64{0x10000000, 0x20000000}, DstPtrs: []uint64{0x90000000, 0xA0000000}, ItemLens: []uint64{1024, 512}}},
 	}
 }
 
 // blockShape fails when out does not hold entries × len(runs) blocks.
-func blockShape(out ref.TransferLayerBlocksOutput, entries int) error {
+func blockShape(out spec.TransferLayerBlocksOutput, entries int) error {
 	per := len(out.Runs)
 	if out.BlocksPerEntry != int64(per) || len(out.Blocks) != entries*per {
 		return fmt.Errorf("%d blocks, blocks_per_entry %d, for %d entries of %d runs", len(out.Blocks), out.BlocksPerEntry, entries, per)
@@ -406,7 +407,7 @@ func blockShape(out ref.TransferLayerBlocksOutput, entries int) error {
 }
 
 // entryBlocks returns entry e's blocks of out, once its shape is checked.
-func entryBlocks(out ref.TransferLayerBlocksOutput, entries, e int) ([]ref.Block, error) {
+func entryBlocks(out spec.TransferLayerBlocksOutput, entries, e int) ([]spec.Block, error) {
 	if err := blockShape(out, entries); err != nil {
 		return nil, err
 	}
@@ -416,8 +417,8 @@ func entryBlocks(out ref.TransferLayerBlocksOutput, entries, e int) ([]ref.Block
 
 // layerRunsGrouped is §3.1's input: the runs are §2's grouping of (owned,
 // dst_pages), one block per run per entry.
-func layerRunsGrouped(lim ref.Limits, in ref.TransferLayerBlocksInput, out ref.TransferLayerBlocksOutput) error {
-	want, err := ref.TransferGroupContiguous(lim, ref.TransferGroupContiguousInput{Src: in.Owned, Dst: in.DstPages})
+func layerRunsGrouped(lim spec.Limits, in spec.TransferLayerBlocksInput, out spec.TransferLayerBlocksOutput) error {
+	want, err := ref.TransferGroupContiguous(lim, spec.TransferGroupContiguousInput{Src: in.Owned, Dst: in.DstPages})
 	if err != nil {
 		return fmt.Errorf("grouping the pages: %v", err)
 	}
@@ -440,7 +441,7 @@ func offsetIn(addr, base, itemLen uint64) (uint64, bool) {
 // block i of every entry, measured in pages from the entry's own bases,
 // starts at the same src page, the same dst page and spans the same count,
 // namely run i's: the run list is computed once and shared.
-func layerCrossLayer(_ ref.Limits, in ref.TransferLayerBlocksInput, out ref.TransferLayerBlocksOutput) error {
+func layerCrossLayer(_ spec.Limits, in spec.TransferLayerBlocksInput, out spec.TransferLayerBlocksOutput) error {
 	for e, ent := range layerEntries(in) {
 		blocks, err := entryBlocks(out, len(in.SrcPtrs), e)
 		if err != nil {
@@ -461,7 +462,7 @@ func layerCrossLayer(_ ref.Limits, in ref.TransferLayerBlocksInput, out ref.Tran
 
 // layerByteCount is §3.5.2: entry e moves item_len[e] × len(owned) bytes,
 // and the batch moves the sum of that over entries.
-func layerByteCount(_ ref.Limits, in ref.TransferLayerBlocksInput, out ref.TransferLayerBlocksOutput) error {
+func layerByteCount(_ spec.Limits, in spec.TransferLayerBlocksInput, out spec.TransferLayerBlocksOutput) error {
 	var total, want uint64
 	for e, ent := range layerEntries(in) {
 		blocks, err := entryBlocks(out, len(in.SrcPtrs), e)
@@ -490,8 +491,8 @@ func layerByteCount(_ ref.Limits, in ref.TransferLayerBlocksInput, out ref.Trans
 // layerConcat is §3.5.3: concatenating the seed's per-layer
 // BuildLayerBlocks over the entries gives the monolithic batch exactly,
 // order included.
-func layerConcat(_ ref.Limits, in ref.TransferLayerBlocksInput, out ref.TransferLayerBlocksOutput) error {
-	perLayer := []ref.Block{}
+func layerConcat(_ spec.Limits, in spec.TransferLayerBlocksInput, out spec.TransferLayerBlocksOutput) error {
+	perLayer := []spec.Block{}
 	for _, ent := range layerEntries(in) {
 		perLayer = append(perLayer, ref.BuildLayerBlocks(in.SrcPtrs[ent.src], in.DstPtrs[ent.dst], ent.itemLen, out.Runs)...)
 	}
@@ -503,13 +504,13 @@ func layerConcat(_ ref.Limits, in ref.TransferLayerBlocksInput, out ref.Transfer
 
 // layerDisjointDst is §3.5.4: within an entry no two blocks write the same
 // byte (decode pages are distinct).
-func layerDisjointDst(_ ref.Limits, in ref.TransferLayerBlocksInput, out ref.TransferLayerBlocksOutput) error {
+func layerDisjointDst(_ spec.Limits, in spec.TransferLayerBlocksInput, out spec.TransferLayerBlocksOutput) error {
 	for e := range len(in.SrcPtrs) {
 		blocks, err := entryBlocks(out, len(in.SrcPtrs), e)
 		if err != nil {
 			return err
 		}
-		byDst := slices.SortedFunc(slices.Values(blocks), func(a, b ref.Block) int { return cmp.Compare(a.Dst, b.Dst) })
+		byDst := slices.SortedFunc(slices.Values(blocks), func(a, b spec.Block) int { return cmp.Compare(a.Dst, b.Dst) })
 		for i := 1; i < len(byDst); i++ {
 			if prev := byDst[i-1]; byDst[i].Dst-prev.Dst < prev.Len {
 				return fmt.Errorf("entry %d: dst ranges %+v and %+v overlap", e, prev, byDst[i])
@@ -521,7 +522,7 @@ func layerDisjointDst(_ ref.Limits, in ref.TransferLayerBlocksInput, out ref.Tra
 
 // layerWithinBounds is §3.5.5: with data lens known, every block lies in
 // [base, base+data_len) of its buffer on both sides.
-func layerWithinBounds(_ ref.Limits, in ref.TransferLayerBlocksInput, out ref.TransferLayerBlocksOutput) error {
+func layerWithinBounds(_ spec.Limits, in spec.TransferLayerBlocksInput, out spec.TransferLayerBlocksOutput) error {
 	inside := func(addr, n, base, dataLen uint64) bool {
 		return addr >= base && addr-base <= dataLen && n <= dataLen-(addr-base)
 	}

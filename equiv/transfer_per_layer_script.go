@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TransferPerLayerScript is the differential spec of transfer.per_layer_script
@@ -20,14 +21,14 @@ import (
 // script-level generators, the §4.6 worked trace and §4.7 minimal inputs,
 // and the §4.8 invariants read off a trace, the engine log and the final
 // state.
-func TransferPerLayerScript() *Spec[ref.TransferPerLayerScriptInput, ref.TransferPerLayerScriptOutput] {
-	return &Spec[ref.TransferPerLayerScriptInput, ref.TransferPerLayerScriptOutput]{
+func TransferPerLayerScript() *Spec[spec.TransferPerLayerScriptInput, spec.TransferPerLayerScriptOutput] {
+	return &Spec[spec.TransferPerLayerScriptInput, spec.TransferPerLayerScriptOutput]{
 		Op:          catalog.TransferPerLayerScript(),
-		Valid:       rapid.Custom(func(t *rapid.T) ref.TransferPerLayerScriptInput { return PerLayerSteps(t, 40) }),
+		Valid:       rapid.Custom(func(t *rapid.T) spec.TransferPerLayerScriptInput { return PerLayerSteps(t, 40) }),
 		Invalid:     rapid.Custom(perLayerInvalid),
 		Boundary:    perLayerBoundary(),
 		Regressions: perLayerRegressions(),
-		Props: []Prop[ref.TransferPerLayerScriptInput, ref.TransferPerLayerScriptOutput]{
+		Props: []Prop[spec.TransferPerLayerScriptInput, spec.TransferPerLayerScriptOutput]{
 			{"enqueued-bounded", perLayerEnqueuedBounded},
 			{"no-double-send", perLayerNoDoubleSend},
 			{"no-submit-after-failure", perLayerNoSubmitAfterFailure},
@@ -47,20 +48,20 @@ func TransferPerLayerScript() *Spec[ref.TransferPerLayerScriptInput, ref.Transfe
 // drops, duplicate registrations and finishes, and occasional refused
 // steps. A reference run follows the steps so they name live events,
 // batches and chunks.
-func PerLayerSteps(t *rapid.T, maxSteps int) ref.TransferPerLayerScriptInput {
+func PerLayerSteps(t *rapid.T, maxSteps int) spec.TransferPerLayerScriptInput {
 	create := perLayerDrawCreate(t)
 	g := newPerLayerGen(t, create, nil)
 	for range rapid.IntRange(0, maxSteps).Draw(t, "steps") {
 		g.step()
 	}
-	return ref.TransferPerLayerScriptInput{Steps: g.steps}
+	return spec.TransferPerLayerScriptInput{Steps: g.steps}
 }
 
 // perLayerDrawCreate draws a create step: N in [1, 6], H = N mostly (N−1: an
 // MTP layer; N+1: a hook past N; 0: no hook), K in [1, 4], small arenas.
-func perLayerDrawCreate(t *rapid.T) ref.PerLayerStep {
+func perLayerDrawCreate(t *rapid.T) spec.PerLayerStep {
 	n := rapid.IntRange(1, 6).Draw(t, "layers")
-	create := ref.PerLayerStep{Op: ref.PerLayerCreate, Layers: n,
+	create := spec.PerLayerStep{Op: spec.PerLayerCreate, Layers: n,
 		Hooked:   rapid.SampledFrom([]int{n, n, n - 1, n + 1, 0}).Draw(t, "hooked"),
 		Group:    rapid.IntRange(1, 4).Draw(t, "group"),
 		ItemLen:  rapid.IntRange(1, 4).Draw(t, "item_len"),
@@ -76,22 +77,22 @@ func perLayerDrawCreate(t *rapid.T) ref.PerLayerStep {
 type perLayerGen struct {
 	t       *rapid.T
 	run     *ref.PerLayerRun
-	steps   []ref.PerLayerStep
-	results []ref.PerLayerStepResult
+	steps   []spec.PerLayerStep
+	results []spec.PerLayerStepResult
 	next    map[uint64]int64 // each room's next chunk key
 	layer   int              // the next layer a forward hooks
 }
 
-func newPerLayerGen(t *rapid.T, create ref.PerLayerStep, logger *slog.Logger) *perLayerGen {
+func newPerLayerGen(t *rapid.T, create spec.PerLayerStep, logger *slog.Logger) *perLayerGen {
 	run, err := ref.NewPerLayerRun(create, ref.NewPerLayerManager, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &perLayerGen{t: t, run: run, steps: []ref.PerLayerStep{create}, results: []ref.PerLayerStepResult{{Op: ref.PerLayerCreate}},
+	return &perLayerGen{t: t, run: run, steps: []spec.PerLayerStep{create}, results: []spec.PerLayerStepResult{{Op: spec.PerLayerCreate}},
 		next: map[uint64]int64{}}
 }
 
-func (g *perLayerGen) apply(s ref.PerLayerStep) {
+func (g *perLayerGen) apply(s spec.PerLayerStep) {
 	g.results = append(g.results, g.run.Step(s, len(g.steps)))
 	g.steps = append(g.steps, s)
 }
@@ -126,13 +127,13 @@ func (g *perLayerGen) step() {
 		}
 		owned, dst := g.pages("reg")
 		infos := rapid.SampledFrom([]int{1, 1, 1, 1, 0, 2}).Draw(t, "infos")
-		g.apply(ref.PerLayerStep{Op: ref.PerLayerRegister, Room: room, Chunk: chunk, Infos: infos, Owned: owned, Dst: dst})
+		g.apply(spec.PerLayerStep{Op: spec.PerLayerRegister, Room: room, Chunk: chunk, Infos: infos, Owned: owned, Dst: dst})
 	case 2:
 		if st.Forward {
-			g.apply(ref.PerLayerStep{Op: ref.PerLayerForwardEnd})
+			g.apply(spec.PerLayerStep{Op: spec.PerLayerForwardEnd})
 		} else {
 			g.layer = 0
-			g.apply(ref.PerLayerStep{Op: ref.PerLayerForwardBegin})
+			g.apply(spec.PerLayerStep{Op: spec.PerLayerForwardBegin})
 		}
 	case 3, 4, 5:
 		l := g.layer
@@ -141,23 +142,23 @@ func (g *perLayerGen) step() {
 		} else {
 			g.layer++
 		}
-		g.apply(ref.PerLayerStep{Op: ref.PerLayerLayerEnd, Layer: l})
+		g.apply(spec.PerLayerStep{Op: spec.PerLayerLayerEnd, Layer: l})
 	case 6, 7:
 		ev := 1
 		if p := g.run.Events.Pending(); len(p) > 0 {
 			ev = rapid.SampledFrom(p).Draw(t, "event")
 		}
-		g.apply(ref.PerLayerStep{Op: ref.PerLayerCompleteEvent, Event: ev, Fail: rapid.IntRange(0, 9).Draw(t, "ev_fail") == 0})
+		g.apply(spec.PerLayerStep{Op: spec.PerLayerCompleteEvent, Event: ev, Fail: rapid.IntRange(0, 9).Draw(t, "ev_fail") == 0})
 	case 8, 9:
-		g.apply(ref.PerLayerStep{Op: ref.PerLayerWorkerStep})
+		g.apply(spec.PerLayerStep{Op: spec.PerLayerWorkerStep})
 	case 10:
 		b := uint64(1)
 		if f := g.run.Engine.InFlight(); len(f) > 0 {
 			b = rapid.SampledFrom(f).Draw(t, "batch")
 		}
-		g.apply(ref.PerLayerStep{Op: ref.PerLayerEngineComplete, Batch: b, Fail: rapid.IntRange(0, 9).Draw(t, "b_fail") == 0})
+		g.apply(spec.PerLayerStep{Op: spec.PerLayerEngineComplete, Batch: b, Fail: rapid.IntRange(0, 9).Draw(t, "b_fail") == 0})
 	case 11:
-		g.apply(ref.PerLayerStep{Op: ref.PerLayerInject, Fault: rapid.SampledFrom([]ref.EngineFault{ref.FaultSubmit, ref.FaultWait, ref.FaultSync}).Draw(t, "fault")})
+		g.apply(spec.PerLayerStep{Op: spec.PerLayerInject, Fault: rapid.SampledFrom([]spec.EngineFault{spec.FaultSubmit, spec.FaultWait, spec.FaultSync}).Draw(t, "fault")})
 	case 12, 13:
 		room, chunk := uint64(rapid.IntRange(1, 3).Draw(t, "f_room")), int64(0)
 		for _, r := range st.Rooms {
@@ -168,95 +169,95 @@ func (g *perLayerGen) step() {
 		if rapid.IntRange(0, 7).Draw(t, "f_odd") == 0 {
 			chunk = 4 * int64(rapid.IntRange(0, 3).Draw(t, "f_chunk"))
 		}
-		g.apply(ref.PerLayerStep{Op: ref.PerLayerFinish, Room: room, Chunk: chunk})
+		g.apply(spec.PerLayerStep{Op: spec.PerLayerFinish, Room: room, Chunk: chunk})
 	case 14:
-		g.apply(ref.PerLayerStep{Op: rapid.SampledFrom([]string{ref.PerLayerRefinish, ref.PerLayerHas, ref.PerLayerDrop}).Draw(t, "misc"),
+		g.apply(spec.PerLayerStep{Op: rapid.SampledFrom([]string{spec.PerLayerRefinish, spec.PerLayerHas, spec.PerLayerDrop}).Draw(t, "misc"),
 			Room: uint64(rapid.IntRange(1, 3).Draw(t, "m_room"))})
 	case 15:
 		owned, dst := g.pages("mono")
-		g.apply(ref.PerLayerStep{Op: ref.PerLayerMonolithic, Room: 9, Chunk: 0, Owned: owned, Dst: dst})
+		g.apply(spec.PerLayerStep{Op: spec.PerLayerMonolithic, Room: 9, Chunk: 0, Owned: owned, Dst: dst})
 	}
 }
 
 // perLayerInvalid draws a valid script and breaks it once: the create step,
 // the op of a step, or a register/monolithic step appended at the end
 // with mismatched lengths, a page outside the arena or a repeated dst page.
-func perLayerInvalid(t *rapid.T) Bad[ref.TransferPerLayerScriptInput] {
+func perLayerInvalid(t *rapid.T) Bad[spec.TransferPerLayerScriptInput] {
 	in := PerLayerSteps(t, 8)
 	steps := slices.Clone(in.Steps)
 	c := &steps[0]
-	var want *ref.Sentinel
+	var want *spec.Sentinel
 	switch rapid.IntRange(0, 10).Draw(t, "violation") {
 	case 0:
 		steps = steps[1:]
-		want = ref.ErrScriptOrder
+		want = spec.ErrScriptOrder
 	case 1:
-		c.Layers, want = rapid.SampledFrom([]int{0, -1, ref.MaxTransferLayers + 1}).Draw(t, "layers"), ref.ErrBadNumLayers
+		c.Layers, want = rapid.SampledFrom([]int{0, -1, spec.MaxTransferLayers + 1}).Draw(t, "layers"), spec.ErrBadNumLayers
 	case 2:
-		c.Group, want = rapid.IntRange(-2, 0).Draw(t, "group"), ref.ErrBadGroupSize
+		c.Group, want = rapid.IntRange(-2, 0).Draw(t, "group"), spec.ErrBadGroupSize
 	case 3:
-		c.ItemLen, want = rapid.IntRange(-2, 0).Draw(t, "item_len"), ref.ErrZeroItemLen
+		c.ItemLen, want = rapid.IntRange(-2, 0).Draw(t, "item_len"), spec.ErrZeroItemLen
 	case 4:
-		c.DstPages, want = 0, ref.ErrNegative
+		c.DstPages, want = 0, spec.ErrNegative
 	case 5:
-		c.ItemLen, want = 1<<40, ref.ErrTooLarge
+		c.ItemLen, want = 1<<40, spec.ErrTooLarge
 	case 6:
-		steps, want = append(steps, ref.PerLayerStep{Op: "warp"}), ref.ErrBadEnum
+		steps, want = append(steps, spec.PerLayerStep{Op: "warp"}), spec.ErrBadEnum
 	case 7:
-		steps, want = append(steps, ref.PerLayerStep{Op: ref.PerLayerRegister, Owned: []int64{0}}), ref.ErrLengthMismatch
+		steps, want = append(steps, spec.PerLayerStep{Op: spec.PerLayerRegister, Owned: []int64{0}}), spec.ErrLengthMismatch
 	case 8:
-		steps, want = append(steps, ref.PerLayerStep{Op: ref.PerLayerRegister, Owned: []int64{int64(c.SrcPages)}, Dst: []int64{0}}), ref.ErrPageOutOfArena
+		steps, want = append(steps, spec.PerLayerStep{Op: spec.PerLayerRegister, Owned: []int64{int64(c.SrcPages)}, Dst: []int64{0}}), spec.ErrPageOutOfArena
 	case 9:
 		if c.SrcPages < 2 {
 			c.SrcPages = 2
 		}
-		steps, want = append(steps, ref.PerLayerStep{Op: ref.PerLayerMonolithic, Owned: []int64{0, 1}, Dst: []int64{0, 0}}), ref.ErrDuplicateDstPage
+		steps, want = append(steps, spec.PerLayerStep{Op: spec.PerLayerMonolithic, Owned: []int64{0, 1}, Dst: []int64{0, 0}}), spec.ErrDuplicateDstPage
 	case 10:
-		steps, want = append(steps, ref.PerLayerStep{Op: ref.PerLayerInject, Fault: "cosmic_ray"}), ref.ErrBadEnum
+		steps, want = append(steps, spec.PerLayerStep{Op: spec.PerLayerInject, Fault: "cosmic_ray"}), spec.ErrBadEnum
 	}
-	return Bad[ref.TransferPerLayerScriptInput]{In: ref.TransferPerLayerScriptInput{Steps: steps}, Want: want}
+	return Bad[spec.TransferPerLayerScriptInput]{In: spec.TransferPerLayerScriptInput{Steps: steps}, Want: want}
 }
 
 // perLayerForward is the steps of one forward over layers [0, h): the hooks,
 // then every event completed and the given number of worker steps.
-func perLayerForward(h, events, work int) []ref.PerLayerStep {
-	s := []ref.PerLayerStep{{Op: ref.PerLayerForwardBegin}}
+func perLayerForward(h, events, work int) []spec.PerLayerStep {
+	s := []spec.PerLayerStep{{Op: spec.PerLayerForwardBegin}}
 	for l := range h {
-		s = append(s, ref.PerLayerStep{Op: ref.PerLayerLayerEnd, Layer: l})
+		s = append(s, spec.PerLayerStep{Op: spec.PerLayerLayerEnd, Layer: l})
 	}
-	s = append(s, ref.PerLayerStep{Op: ref.PerLayerForwardEnd})
+	s = append(s, spec.PerLayerStep{Op: spec.PerLayerForwardEnd})
 	for e := 1; e <= events; e++ {
-		s = append(s, ref.PerLayerStep{Op: ref.PerLayerCompleteEvent, Event: e})
+		s = append(s, spec.PerLayerStep{Op: spec.PerLayerCompleteEvent, Event: e})
 	}
 	for range work {
-		s = append(s, ref.PerLayerStep{Op: ref.PerLayerWorkerStep})
+		s = append(s, spec.PerLayerStep{Op: spec.PerLayerWorkerStep})
 	}
 	return s
 }
 
-func perLayerCreate(n, h, k int) ref.PerLayerStep {
-	return ref.PerLayerStep{Op: ref.PerLayerCreate, Layers: n, Hooked: h, Group: k, ItemLen: 2, SrcPages: 4, DstPages: 4}
+func perLayerCreate(n, h, k int) spec.PerLayerStep {
+	return spec.PerLayerStep{Op: spec.PerLayerCreate, Layers: n, Hooked: h, Group: k, ItemLen: 2, SrcPages: 4, DstPages: 4}
 }
 
-func perLayerReg(room uint64, chunk int64) ref.PerLayerStep {
-	return ref.PerLayerStep{Op: ref.PerLayerRegister, Room: room, Chunk: chunk, Infos: 1, Owned: []int64{0, 1, 3}, Dst: []int64{2, 3, 0}}
+func perLayerReg(room uint64, chunk int64) spec.PerLayerStep {
+	return spec.PerLayerStep{Op: spec.PerLayerRegister, Room: room, Chunk: chunk, Infos: 1, Owned: []int64{0, 1, 3}, Dst: []int64{2, 3, 0}}
 }
 
-func perLayerScript(parts ...[]ref.PerLayerStep) ref.TransferPerLayerScriptInput {
-	var steps []ref.PerLayerStep
+func perLayerScript(parts ...[]spec.PerLayerStep) spec.TransferPerLayerScriptInput {
+	var steps []spec.PerLayerStep
 	for _, p := range parts {
 		steps = append(steps, p...)
 	}
-	return ref.TransferPerLayerScriptInput{Steps: steps}
+	return spec.TransferPerLayerScriptInput{Steps: steps}
 }
 
-func one(s ...ref.PerLayerStep) []ref.PerLayerStep { return s }
+func one(s ...spec.PerLayerStep) []spec.PerLayerStep { return s }
 
-func perLayerBoundary() []Case[ref.TransferPerLayerScriptInput] {
-	fin := func(room uint64, chunk int64) ref.PerLayerStep {
-		return ref.PerLayerStep{Op: ref.PerLayerFinish, Room: room, Chunk: chunk}
+func perLayerBoundary() []Case[spec.TransferPerLayerScriptInput] {
+	fin := func(room uint64, chunk int64) spec.PerLayerStep {
+		return spec.PerLayerStep{Op: spec.PerLayerFinish, Room: room, Chunk: chunk}
 	}
-	return []Case[ref.TransferPerLayerScriptInput]{
+	return []Case[spec.TransferPerLayerScriptInput]{
 		{"worked-trace-4.6", catalog.TransferPerLayerScript().Sample},
 		{"n1", perLayerScript(one(perLayerCreate(1, 1, 8), perLayerReg(1, 0)), perLayerForward(1, 1, 1), one(fin(1, 0)))},
 		{"n-equals-k", perLayerScript(one(perLayerCreate(4, 4, 4), perLayerReg(1, 0)), perLayerForward(4, 1, 1), one(fin(1, 0)))},
@@ -267,42 +268,42 @@ func perLayerBoundary() []Case[ref.TransferPerLayerScriptInput] {
 			one(perLayerReg(1, 4)), perLayerForward(3, 0, 0), one(fin(1, 0), fin(1, 4)))},
 		{"no-hook-fired", perLayerScript(one(perLayerCreate(3, 0, 2), perLayerReg(1, 0), fin(1, 0)))},
 		{"empty-owned-skip", perLayerScript(one(perLayerCreate(2, 2, 1),
-			ref.PerLayerStep{Op: ref.PerLayerRegister, Room: 1, Infos: 1, Owned: []int64{}, Dst: []int64{}}), perLayerForward(2, 2, 2), one(fin(1, 0)))},
+			spec.PerLayerStep{Op: spec.PerLayerRegister, Room: 1, Infos: 1, Owned: []int64{}, Dst: []int64{}}), perLayerForward(2, 2, 2), one(fin(1, 0)))},
 		{"hook-past-n-fails-closed", perLayerScript(one(perLayerCreate(2, 3, 4), perLayerReg(1, 0)), perLayerForward(3, 1, 1), one(fin(1, 0)))},
-		{"submit-failure", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0), ref.PerLayerStep{Op: ref.PerLayerInject, Fault: ref.FaultSubmit}),
+		{"submit-failure", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0), spec.PerLayerStep{Op: spec.PerLayerInject, Fault: spec.FaultSubmit}),
 			perLayerForward(2, 2, 2), one(fin(1, 0)))},
 		{"drop-waits-batches", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0), perLayerReg(1, 4)), perLayerForward(2, 2, 4),
-			one(ref.PerLayerStep{Op: ref.PerLayerDrop, Room: 1}, ref.PerLayerStep{Op: ref.PerLayerHas, Room: 1}))},
+			one(spec.PerLayerStep{Op: spec.PerLayerDrop, Room: 1}, spec.PerLayerStep{Op: spec.PerLayerHas, Room: 1}))},
 		{"finish-behind-front-refused", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 4), fin(1, 0), fin(1, 8)))},
 		// §4.9's failure paths, each pinned once (generated scripts reach them
 		// only on some seeds): an engine fault of every kind, a failed event,
 		// a failed batch, and forward steps out of order.
-		{"wait-failure", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0), ref.PerLayerStep{Op: ref.PerLayerInject, Fault: ref.FaultWait}),
+		{"wait-failure", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0), spec.PerLayerStep{Op: spec.PerLayerInject, Fault: spec.FaultWait}),
 			perLayerForward(2, 2, 2), one(fin(1, 0)))},
-		{"sync-fallback-failure", perLayerScript(one(perLayerCreate(2, 1, 1), perLayerReg(1, 0), ref.PerLayerStep{Op: ref.PerLayerInject, Fault: ref.FaultSync}),
+		{"sync-fallback-failure", perLayerScript(one(perLayerCreate(2, 1, 1), perLayerReg(1, 0), spec.PerLayerStep{Op: spec.PerLayerInject, Fault: spec.FaultSync}),
 			perLayerForward(1, 1, 1), one(fin(1, 0)))},
-		{"monolithic-sync-failure", perLayerScript(one(perLayerCreate(2, 2, 1), ref.PerLayerStep{Op: ref.PerLayerInject, Fault: ref.FaultSync},
-			ref.PerLayerStep{Op: ref.PerLayerMonolithic, Room: 1, Owned: []int64{0, 1}, Dst: []int64{2, 3}}))},
+		{"monolithic-sync-failure", perLayerScript(one(perLayerCreate(2, 2, 1), spec.PerLayerStep{Op: spec.PerLayerInject, Fault: spec.FaultSync},
+			spec.PerLayerStep{Op: spec.PerLayerMonolithic, Room: 1, Owned: []int64{0, 1}, Dst: []int64{2, 3}}))},
 		{"event-failure", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0)),
-			one(ref.PerLayerStep{Op: ref.PerLayerForwardBegin}, ref.PerLayerStep{Op: ref.PerLayerLayerEnd}, ref.PerLayerStep{Op: ref.PerLayerLayerEnd, Layer: 1},
-				ref.PerLayerStep{Op: ref.PerLayerForwardEnd}, ref.PerLayerStep{Op: ref.PerLayerCompleteEvent, Event: 1, Fail: true},
-				ref.PerLayerStep{Op: ref.PerLayerCompleteEvent, Event: 2}, ref.PerLayerStep{Op: ref.PerLayerWorkerStep},
-				ref.PerLayerStep{Op: ref.PerLayerWorkerStep}, fin(1, 0)))},
+			one(spec.PerLayerStep{Op: spec.PerLayerForwardBegin}, spec.PerLayerStep{Op: spec.PerLayerLayerEnd}, spec.PerLayerStep{Op: spec.PerLayerLayerEnd, Layer: 1},
+				spec.PerLayerStep{Op: spec.PerLayerForwardEnd}, spec.PerLayerStep{Op: spec.PerLayerCompleteEvent, Event: 1, Fail: true},
+				spec.PerLayerStep{Op: spec.PerLayerCompleteEvent, Event: 2}, spec.PerLayerStep{Op: spec.PerLayerWorkerStep},
+				spec.PerLayerStep{Op: spec.PerLayerWorkerStep}, fin(1, 0)))},
 		{"batch-failure", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0)), perLayerForward(2, 2, 2),
-			one(ref.PerLayerStep{Op: ref.PerLayerEngineComplete, Batch: 1, Fail: true}, fin(1, 0)))},
+			one(spec.PerLayerStep{Op: spec.PerLayerEngineComplete, Batch: 1, Fail: true}, fin(1, 0)))},
 		{"forward-steps-out-of-order", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, 0),
-			ref.PerLayerStep{Op: ref.PerLayerForwardEnd}, ref.PerLayerStep{Op: ref.PerLayerForwardBegin},
-			ref.PerLayerStep{Op: ref.PerLayerForwardBegin}, ref.PerLayerStep{Op: ref.PerLayerForwardEnd}))},
+			spec.PerLayerStep{Op: spec.PerLayerForwardEnd}, spec.PerLayerStep{Op: spec.PerLayerForwardBegin},
+			spec.PerLayerStep{Op: spec.PerLayerForwardBegin}, spec.PerLayerStep{Op: spec.PerLayerForwardEnd}))},
 		// §4.4 Register's argument checks: a negative chunk key fails the
 		// step (the script validates pages, not keys) and registers nothing.
 		{"register-negative-chunk", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(1, -1),
-			ref.PerLayerStep{Op: ref.PerLayerHas, Room: 1}))},
+			spec.PerLayerStep{Op: spec.PerLayerHas, Room: 1}))},
 	}
 }
 
-func perLayerRegressions() []Case[ref.TransferPerLayerScriptInput] {
-	fin := ref.PerLayerStep{Op: ref.PerLayerFinish, Room: 7}
-	return []Case[ref.TransferPerLayerScriptInput]{
+func perLayerRegressions() []Case[spec.TransferPerLayerScriptInput] {
+	fin := spec.PerLayerStep{Op: spec.PerLayerFinish, Room: 7}
+	return []Case[spec.TransferPerLayerScriptInput]{
 		// B1: N=2, H=1, K=1. Fixed: 0 and entry 1 sent by the sync
 		// fallback; buggy: "finish TIMEOUT processed=1/2".
 		{"finish-requires-all-layers", perLayerScript(one(perLayerCreate(2, 1, 1), perLayerReg(7, 0)), perLayerForward(1, 1, 1), one(fin))},
@@ -313,7 +314,7 @@ func perLayerRegressions() []Case[ref.TransferPerLayerScriptInput] {
 		{"register-overwrites-room", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0), perLayerReg(7, 0)))},
 		// B5: two non-dummy infos. Fixed: Register returns false.
 		{"finish-per-info", perLayerScript(one(perLayerCreate(2, 2, 1),
-			ref.PerLayerStep{Op: ref.PerLayerRegister, Room: 7, Infos: 2, Owned: []int64{0}, Dst: []int64{1}}, fin, fin))},
+			spec.PerLayerStep{Op: spec.PerLayerRegister, Room: 7, Infos: 2, Owned: []int64{0}, Dst: []int64{1}}, fin, fin))},
 		// B6: register chunk 0, register chunk 4, finish chunk 0. Fixed
 		// finishes chunk 0's context; buggy chunk 4's.
 		{"one-context-per-room", perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0), perLayerReg(7, 4), fin))},
@@ -324,7 +325,7 @@ func perLayerRegressions() []Case[ref.TransferPerLayerScriptInput] {
 
 // perLayerEnqueuedBounded is §4.8.1: every context's enqueued layers lie in
 // [0, H), number at most N, and its completion target is their count.
-func perLayerEnqueuedBounded(_ ref.Limits, in ref.TransferPerLayerScriptInput, out ref.TransferPerLayerScriptOutput) error {
+func perLayerEnqueuedBounded(_ spec.Limits, in spec.TransferPerLayerScriptInput, out spec.TransferPerLayerScriptOutput) error {
 	h := in.Steps[0].Hooked
 	for _, r := range out.State.Rooms {
 		for _, c := range r.Contexts {
@@ -342,10 +343,10 @@ func perLayerEnqueuedBounded(_ ref.Limits, in ref.TransferPerLayerScriptInput, o
 }
 
 // sent lists, per session, the blocks handed to the engine (async and sync).
-func sent(out ref.TransferPerLayerScriptOutput) map[string][]ref.Block {
-	m := map[string][]ref.Block{}
+func sent(out spec.TransferPerLayerScriptOutput) map[string][]spec.Block {
+	m := map[string][]spec.Block{}
 	for _, c := range out.Calls {
-		if c.Kind != ref.CallWait {
+		if c.Kind != spec.CallWait {
 			m[c.Session] = append(m[c.Session], c.Blocks...)
 		}
 	}
@@ -354,9 +355,9 @@ func sent(out ref.TransferPerLayerScriptOutput) map[string][]ref.Block {
 
 // perLayerNoDoubleSend is §4.8.2: no context hands the same block to the
 // engine twice (the dst pages of a chunk are distinct, so its blocks are).
-func perLayerNoDoubleSend(_ ref.Limits, _ ref.TransferPerLayerScriptInput, out ref.TransferPerLayerScriptOutput) error {
+func perLayerNoDoubleSend(_ spec.Limits, _ spec.TransferPerLayerScriptInput, out spec.TransferPerLayerScriptOutput) error {
 	for s, blocks := range sent(out) {
-		seen := map[ref.Block]bool{}
+		seen := map[spec.Block]bool{}
 		for _, b := range blocks {
 			if seen[b] && b.Len > 0 {
 				return fmt.Errorf("%s sent block %+v twice", s, b)
@@ -370,10 +371,10 @@ func perLayerNoDoubleSend(_ ref.Limits, _ ref.TransferPerLayerScriptInput, out r
 // perLayerNoSubmitAfterFailure is §4.8.2's second half as the log shows it:
 // after a session's failed submit or sync transfer, that session hands
 // nothing more to the engine.
-func perLayerNoSubmitAfterFailure(_ ref.Limits, _ ref.TransferPerLayerScriptInput, out ref.TransferPerLayerScriptOutput) error {
+func perLayerNoSubmitAfterFailure(_ spec.Limits, _ spec.TransferPerLayerScriptInput, out spec.TransferPerLayerScriptOutput) error {
 	failed := map[string]bool{}
 	for i, c := range out.Calls {
-		if c.Kind == ref.CallWait {
+		if c.Kind == spec.CallWait {
 			continue
 		}
 		if failed[c.Session] {
@@ -399,7 +400,7 @@ func stepOf(session string) (int, bool) {
 // perLayerFinishZeroIsMonolithic is §4.8.4: after Finish returns 0, the
 // multiset of the context's blocks handed to the engine equals the blocks
 // of the monolithic send of its chunk.
-func perLayerFinishZeroIsMonolithic(_ ref.Limits, in ref.TransferPerLayerScriptInput, out ref.TransferPerLayerScriptOutput) error {
+func perLayerFinishZeroIsMonolithic(_ spec.Limits, in spec.TransferPerLayerScriptInput, out spec.TransferPerLayerScriptOutput) error {
 	geo := ref.GeometryOf(in.Steps[0])
 	got := sent(out)
 	for i, r := range out.Trace {
@@ -408,11 +409,11 @@ func perLayerFinishZeroIsMonolithic(_ ref.Limits, in ref.TransferPerLayerScriptI
 			continue
 		}
 		k, ok := stepOf(f.Session)
-		if !ok || k <= 0 || k >= len(in.Steps) || in.Steps[k].Op != ref.PerLayerRegister {
+		if !ok || k <= 0 || k >= len(in.Steps) || in.Steps[k].Op != spec.PerLayerRegister {
 			return fmt.Errorf("step %d: finished session %q names no register step", i, f.Session)
 		}
 		s := in.Steps[k]
-		var want []ref.Block
+		var want []spec.Block
 		for _, bl := range geo.Plan(f.Session, s.Owned, s.Dst).Blocks {
 			want = append(want, bl...)
 		}
@@ -423,8 +424,8 @@ func perLayerFinishZeroIsMonolithic(_ ref.Limits, in ref.TransferPerLayerScriptI
 	return nil
 }
 
-func sameMultiset(a, b []ref.Block) bool {
-	cmp := func(x, y ref.Block) int {
+func sameMultiset(a, b []spec.Block) bool {
+	cmp := func(x, y spec.Block) int {
 		if x.Src != y.Src {
 			return compare(x.Src, y.Src)
 		}
@@ -453,10 +454,10 @@ func compare(x, y uint64) int {
 // finished or was dropped was listed by a wait, and a Finish that returned
 // 0 saw every wait of its batches succeed. Batches left unwaited belong to
 // contexts still registered.
-func perLayerBatchesWaited(_ ref.Limits, _ ref.TransferPerLayerScriptInput, out ref.TransferPerLayerScriptOutput) error {
+func perLayerBatchesWaited(_ spec.Limits, _ spec.TransferPerLayerScriptInput, out spec.TransferPerLayerScriptOutput) error {
 	owner := map[uint64]string{}
 	for _, c := range out.Calls {
-		if c.Kind == ref.CallAsync && c.Batch != 0 {
+		if c.Kind == spec.CallAsync && c.Batch != 0 {
 			owner[c.Batch] = c.Session
 		}
 	}
@@ -473,7 +474,7 @@ func perLayerBatchesWaited(_ ref.Limits, _ ref.TransferPerLayerScriptInput, out 
 	}
 	waitFailed := map[string]bool{}
 	for _, c := range out.Calls {
-		if c.Kind == ref.CallWait && c.Status != 0 {
+		if c.Kind == spec.CallWait && c.Status != 0 {
 			for _, id := range c.Batches {
 				waitFailed[owner[id]] = true
 			}
@@ -489,9 +490,9 @@ func perLayerBatchesWaited(_ ref.Limits, _ ref.TransferPerLayerScriptInput, out 
 
 // perLayerFIFOPerRoom is §4.8.6: a handled finish finishes the chunk it named
 // (contexts finish in send order), and every listed room has a context.
-func perLayerFIFOPerRoom(_ ref.Limits, in ref.TransferPerLayerScriptInput, out ref.TransferPerLayerScriptOutput) error {
+func perLayerFIFOPerRoom(_ spec.Limits, in spec.TransferPerLayerScriptInput, out spec.TransferPerLayerScriptOutput) error {
 	for i, r := range out.Trace {
-		if f := r.Finish; f != nil && f.Handled && r.Op == ref.PerLayerFinish && f.Chunk != in.Steps[i].Chunk {
+		if f := r.Finish; f != nil && f.Handled && r.Op == spec.PerLayerFinish && f.Chunk != in.Steps[i].Chunk {
 			return fmt.Errorf("step %d: finish of chunk %d finished chunk %d", i, in.Steps[i].Chunk, f.Chunk)
 		}
 	}
@@ -505,13 +506,13 @@ func perLayerFIFOPerRoom(_ ref.Limits, in ref.TransferPerLayerScriptInput, out r
 
 // perLayerRefinishIdempotent is §4.8.9: finishing the last finished context
 // again returns what its finish returned.
-func perLayerRefinishIdempotent(_ ref.Limits, _ ref.TransferPerLayerScriptInput, out ref.TransferPerLayerScriptOutput) error {
-	var last *ref.FinishResult
+func perLayerRefinishIdempotent(_ spec.Limits, _ spec.TransferPerLayerScriptInput, out spec.TransferPerLayerScriptOutput) error {
+	var last *spec.FinishResult
 	for i, r := range out.Trace {
 		switch {
-		case r.Op == ref.PerLayerFinish && r.Finish != nil && r.Finish.Handled:
+		case r.Op == spec.PerLayerFinish && r.Finish != nil && r.Finish.Handled:
 			last = r.Finish
-		case r.Op == ref.PerLayerRefinish && r.Finish != nil:
+		case r.Op == spec.PerLayerRefinish && r.Finish != nil:
 			if last == nil || *last != *r.Finish {
 				return fmt.Errorf("step %d: refinish returned %+v, the finish returned %+v", i, r.Finish, last)
 			}

@@ -8,19 +8,20 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // eagerManager breaks §4.8.3: its worker step submits the front item's
 // layers before their event completed.
 type eagerManager struct {
-	ref.PerLayerManager
-	engine ref.Engine
-	plans  map[string]*ref.LayerPlan
+	spec.PerLayerManager
+	engine spec.Engine
+	plans  map[string]*spec.LayerPlan
 }
 
-func (m *eagerManager) WorkerStep() (ref.WorkResult, error) {
+func (m *eagerManager) WorkerStep() (spec.WorkResult, error) {
 	if q := m.State().Queue; len(q) > 0 {
-		var blocks []ref.Block
+		var blocks []spec.Block
 		for _, l := range q[0].Layers {
 			blocks = append(blocks, m.plans[q[0].Session].Blocks[l]...)
 		}
@@ -29,8 +30,8 @@ func (m *eagerManager) WorkerStep() (ref.WorkResult, error) {
 	return m.PerLayerManager.WorkerStep()
 }
 
-func (m *eagerManager) Register(room uint64, chunk int64, infos int, build ref.BuildFunc) (bool, error) {
-	return m.PerLayerManager.Register(room, chunk, infos, func() *ref.LayerPlan {
+func (m *eagerManager) Register(room uint64, chunk int64, infos int, build spec.BuildFunc) (bool, error) {
+	return m.PerLayerManager.Register(room, chunk, infos, func() *spec.LayerPlan {
 		p := build()
 		m.plans[p.Session] = p
 		return p
@@ -39,11 +40,11 @@ func (m *eagerManager) Register(room uint64, chunk int64, infos int, build ref.B
 
 // chattyManager breaks §4.8.10: a successful finish logs at INFO.
 type chattyManager struct {
-	ref.PerLayerManager
+	spec.PerLayerManager
 	logger *slog.Logger
 }
 
-func (m *chattyManager) Finish(room uint64, chunk int64) (ref.FinishResult, error) {
+func (m *chattyManager) Finish(room uint64, chunk int64) (spec.FinishResult, error) {
 	f, err := m.PerLayerManager.Finish(room, chunk)
 	if f.Handled && f.Status == 0 {
 		m.logger.Log(context.Background(), slog.LevelInfo, "per-layer finish done")
@@ -52,9 +53,9 @@ func (m *chattyManager) Finish(room uint64, chunk int64) (ref.FinishResult, erro
 }
 
 // liarManager breaks §4.8.4: a failed finish reports 0.
-type liarManager struct{ ref.PerLayerManager }
+type liarManager struct{ spec.PerLayerManager }
 
-func (m *liarManager) Finish(room uint64, chunk int64) (ref.FinishResult, error) {
+func (m *liarManager) Finish(room uint64, chunk int64) (spec.FinishResult, error) {
 	f, err := m.PerLayerManager.Finish(room, chunk)
 	f.Status, f.Reason = 0, ""
 	return f, err
@@ -63,8 +64,8 @@ func (m *liarManager) Finish(room uint64, chunk int64) (ref.FinishResult, error)
 // stragglerManager breaks §4.8.5 and §4.8.7: after a finish or a drop of
 // a context one more batch of it is in flight.
 type stragglerManager struct {
-	ref.PerLayerManager
-	engine ref.Engine
+	spec.PerLayerManager
+	engine spec.Engine
 }
 
 func (m *stragglerManager) sessions(room uint64) []string {
@@ -79,7 +80,7 @@ func (m *stragglerManager) sessions(room uint64) []string {
 	return out
 }
 
-func (m *stragglerManager) Finish(room uint64, chunk int64) (ref.FinishResult, error) {
+func (m *stragglerManager) Finish(room uint64, chunk int64) (spec.FinishResult, error) {
 	f, err := m.PerLayerManager.Finish(room, chunk)
 	m.engine.SubmitAsync(f.Session, nil)
 	return f, err
@@ -95,9 +96,9 @@ func (m *stragglerManager) Drop(room uint64) int {
 }
 
 // flipManager breaks §4.8.9: a refinish answers differently.
-type flipManager struct{ ref.PerLayerManager }
+type flipManager struct{ spec.PerLayerManager }
 
-func (m *flipManager) Refinish() (ref.FinishResult, bool) {
+func (m *flipManager) Refinish() (spec.FinishResult, bool) {
 	f, ok := m.PerLayerManager.Refinish()
 	f.Status = 1 - f.Status
 	return f, ok
@@ -105,11 +106,11 @@ func (m *flipManager) Refinish() (ref.FinishResult, bool) {
 
 // doubleManager breaks §4.8.2: every worker step's batch is submitted twice.
 type doubleManager struct {
-	ref.PerLayerManager
+	spec.PerLayerManager
 	engine *ref.MemEngine
 }
 
-func (m *doubleManager) WorkerStep() (ref.WorkResult, error) {
+func (m *doubleManager) WorkerStep() (spec.WorkResult, error) {
 	w, err := m.PerLayerManager.WorkerStep()
 	if calls := m.engine.Calls(); w.Batch != 0 {
 		last := calls[len(calls)-1]
@@ -124,45 +125,45 @@ func (m *doubleManager) WorkerStep() (ref.WorkResult, error) {
 // §4.8.6 B6, §4.8.8 B3), wrappers around the reference manager otherwise.
 func TestPerLayerCheckerCatchesBrokenManagers(t *testing.T) {
 	withFaults := perLayerManagerWithFaults
-	eager := func(cfg ref.PerLayerConfig, e ref.Engine, ev ref.EventFactory, l *slog.Logger) (ref.PerLayerManager, error) {
+	eager := func(cfg spec.PerLayerConfig, e spec.Engine, ev spec.EventFactory, l *slog.Logger) (spec.PerLayerManager, error) {
 		m, err := ref.NewPerLayerManager(cfg, e, ev, l)
-		return &eagerManager{PerLayerManager: m, engine: e, plans: map[string]*ref.LayerPlan{}}, err
+		return &eagerManager{PerLayerManager: m, engine: e, plans: map[string]*spec.LayerPlan{}}, err
 	}
-	chatty := func(cfg ref.PerLayerConfig, e ref.Engine, ev ref.EventFactory, l *slog.Logger) (ref.PerLayerManager, error) {
+	chatty := func(cfg spec.PerLayerConfig, e spec.Engine, ev spec.EventFactory, l *slog.Logger) (spec.PerLayerManager, error) {
 		m, err := ref.NewPerLayerManager(cfg, e, ev, l)
 		return &chattyManager{PerLayerManager: m, logger: l}, err
 	}
-	liar := func(cfg ref.PerLayerConfig, e ref.Engine, ev ref.EventFactory, l *slog.Logger) (ref.PerLayerManager, error) {
+	liar := func(cfg spec.PerLayerConfig, e spec.Engine, ev spec.EventFactory, l *slog.Logger) (spec.PerLayerManager, error) {
 		m, err := ref.NewPerLayerManager(cfg, e, ev, l)
 		return &liarManager{m}, err
 	}
-	straggler := func(cfg ref.PerLayerConfig, e ref.Engine, ev ref.EventFactory, l *slog.Logger) (ref.PerLayerManager, error) {
+	straggler := func(cfg spec.PerLayerConfig, e spec.Engine, ev spec.EventFactory, l *slog.Logger) (spec.PerLayerManager, error) {
 		m, err := ref.NewPerLayerManager(cfg, e, ev, l)
 		return &stragglerManager{m, e}, err
 	}
-	flip := func(cfg ref.PerLayerConfig, e ref.Engine, ev ref.EventFactory, l *slog.Logger) (ref.PerLayerManager, error) {
+	flip := func(cfg spec.PerLayerConfig, e spec.Engine, ev spec.EventFactory, l *slog.Logger) (spec.PerLayerManager, error) {
 		m, err := ref.NewPerLayerManager(cfg, e, ev, l)
 		return &flipManager{m}, err
 	}
-	double := func(cfg ref.PerLayerConfig, e ref.Engine, ev ref.EventFactory, l *slog.Logger) (ref.PerLayerManager, error) {
+	double := func(cfg spec.PerLayerConfig, e spec.Engine, ev spec.EventFactory, l *slog.Logger) (spec.PerLayerManager, error) {
 		m, err := ref.NewPerLayerManager(cfg, e, ev, l)
 		return &doubleManager{m, e.(*ref.MemEngine)}, err
 	}
-	fin := ref.PerLayerStep{Op: ref.PerLayerFinish, Room: 7}
-	syncFault := ref.PerLayerStep{Op: ref.PerLayerInject, Fault: ref.FaultSync}
+	fin := spec.PerLayerStep{Op: spec.PerLayerFinish, Room: 7}
+	syncFault := spec.PerLayerStep{Op: spec.PerLayerInject, Fault: spec.FaultSync}
 	for _, tc := range []struct {
 		invariant string
-		newM      ref.NewPerLayerManagerFunc
-		steps     []ref.PerLayerStep
+		newM      spec.NewPerLayerManagerFunc
+		steps     []spec.PerLayerStep
 	}{
 		{"§4.8.1", withFaults(fault.Transfer{NoEnqueueDedup: true}), perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0)), perLayerForward(2, 0, 0), perLayerForward(2, 0, 0)).Steps},
 		{"§4.8.3", eager, perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0)), perLayerForward(2, 0, 1)).Steps},
 		{"§4.8.2", double, perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0)), perLayerForward(2, 2, 1)).Steps},
 		{"§4.8.4", liar, perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0), syncFault, fin)).Steps},
 		{"§4.8.5", straggler, perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0), fin)).Steps},
-		{"§4.8.7", straggler, perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0), ref.PerLayerStep{Op: ref.PerLayerDrop, Room: 7})).Steps},
+		{"§4.8.7", straggler, perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0), spec.PerLayerStep{Op: spec.PerLayerDrop, Room: 7})).Steps},
 		{"§4.8.8", withFaults(fault.Transfer{RegisterOverwrites: true}), perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0)), perLayerForward(2, 2, 2), one(perLayerReg(7, 0))).Steps},
-		{"§4.8.9", flip, perLayerScript(one(perLayerCreate(2, 0, 1), perLayerReg(7, 0), fin, ref.PerLayerStep{Op: ref.PerLayerRefinish})).Steps},
+		{"§4.8.9", flip, perLayerScript(one(perLayerCreate(2, 0, 1), perLayerReg(7, 0), fin, spec.PerLayerStep{Op: spec.PerLayerRefinish})).Steps},
 		{"§4.8.6", withFaults(fault.Transfer{OneContextPerRoom: true}), perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0), perLayerReg(7, 4), fin)).Steps},
 		{"§4.8.10", chatty, perLayerScript(one(perLayerCreate(2, 2, 1), perLayerReg(7, 0), fin)).Steps},
 	} {

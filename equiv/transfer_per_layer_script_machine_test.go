@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // logRecorder is a slog.Handler that keeps every record's level and text.
@@ -59,24 +60,24 @@ func (r *logRecorder) len() int {
 type perLayerChecker struct {
 	run     *ref.PerLayerRun
 	log     *logRecorder
-	steps   []ref.PerLayerStep
+	steps   []spec.PerLayerStep
 	hooked  int
-	sent    map[string]map[ref.Block]bool
+	sent    map[string]map[spec.Block]bool
 	closed  map[string]bool        // finished, drained or failed: nothing more may be submitted
 	eventOf map[string]map[int]int // session → layer → the event of its group
 	evFail  map[int]bool
 	owner   map[uint64]string // batch → session
 	calls   int
-	last    *ref.FinishResult
+	last    *spec.FinishResult
 }
 
-func newPerLayerChecker(run *ref.PerLayerRun, log *logRecorder, create ref.PerLayerStep) *perLayerChecker {
-	return &perLayerChecker{run: run, log: log, steps: []ref.PerLayerStep{create}, hooked: create.Hooked,
-		sent: map[string]map[ref.Block]bool{}, closed: map[string]bool{}, eventOf: map[string]map[int]int{},
+func newPerLayerChecker(run *ref.PerLayerRun, log *logRecorder, create spec.PerLayerStep) *perLayerChecker {
+	return &perLayerChecker{run: run, log: log, steps: []spec.PerLayerStep{create}, hooked: create.Hooked,
+		sent: map[string]map[spec.Block]bool{}, closed: map[string]bool{}, eventOf: map[string]map[int]int{},
 		evFail: map[int]bool{}, owner: map[uint64]string{}}
 }
 
-func (c *perLayerChecker) noteQueue(st ref.PerLayerState) {
+func (c *perLayerChecker) noteQueue(st spec.PerLayerState) {
 	for _, it := range st.Queue {
 		if c.eventOf[it.Session] == nil {
 			c.eventOf[it.Session] = map[int]int{}
@@ -96,7 +97,7 @@ func (c *perLayerChecker) noteQueue(st ref.PerLayerState) {
 
 // step runs s on the checker's run and checks the invariants; it returns
 // the step's result.
-func (c *perLayerChecker) step(s ref.PerLayerStep) (ref.PerLayerStepResult, error) {
+func (c *perLayerChecker) step(s spec.PerLayerStep) (spec.PerLayerStepResult, error) {
 	before := c.run.Manager.State()
 	c.noteQueue(before)
 	logs := c.log.len()
@@ -106,16 +107,16 @@ func (c *perLayerChecker) step(s ref.PerLayerStep) (ref.PerLayerStepResult, erro
 
 // checkCalls is §4.8.2 (no double send, nothing after failure/finish/drain)
 // and §4.8.3 (an async submit of layer l only after l's group event completed).
-func (c *perLayerChecker) checkCalls(fresh []ref.EngineCall) error {
+func (c *perLayerChecker) checkCalls(fresh []spec.EngineCall) error {
 	per := uint64(c.run.Geometry.SrcPages * c.run.Geometry.ItemLen)
 	for _, call := range fresh {
-		if call.Kind == ref.CallWait {
+		if call.Kind == spec.CallWait {
 			continue
 		}
-		if call.Kind == ref.CallAsync && call.Batch != 0 {
+		if call.Kind == spec.CallAsync && call.Batch != 0 {
 			c.owner[call.Batch] = call.Session
 		}
-		if stepOf, ok := stepOf(call.Session); ok && c.steps[stepOf].Op == ref.PerLayerMonolithic {
+		if stepOf, ok := stepOf(call.Session); ok && c.steps[stepOf].Op == spec.PerLayerMonolithic {
 			continue
 		}
 		if c.closed[call.Session] {
@@ -125,14 +126,14 @@ func (c *perLayerChecker) checkCalls(fresh []ref.EngineCall) error {
 			c.closed[call.Session] = true
 		}
 		if c.sent[call.Session] == nil {
-			c.sent[call.Session] = map[ref.Block]bool{}
+			c.sent[call.Session] = map[spec.Block]bool{}
 		}
 		for _, b := range call.Blocks {
 			if c.sent[call.Session][b] {
 				return fmt.Errorf("§4.8.2: %s handed block %+v to the engine twice", call.Session, b)
 			}
 			c.sent[call.Session][b] = true
-			if call.Kind != ref.CallAsync {
+			if call.Kind != spec.CallAsync {
 				continue
 			}
 			l := int(b.Src / per)
@@ -147,9 +148,9 @@ func (c *perLayerChecker) checkCalls(fresh []ref.EngineCall) error {
 
 // checkPure: a refused step, a deduplicated register (§4.8.8) and a
 // refinish (§4.8.9) change nothing and call nothing.
-func (c *perLayerChecker) checkPure(s ref.PerLayerStep, res ref.PerLayerStepResult, before, after ref.PerLayerState, fresh []ref.EngineCall) error {
-	pure := res.Error != nil || s.Op == ref.PerLayerRefinish || s.Op == ref.PerLayerHas
-	if s.Op == ref.PerLayerRegister && s.Infos == 1 {
+func (c *perLayerChecker) checkPure(s spec.PerLayerStep, res spec.PerLayerStepResult, before, after spec.PerLayerState, fresh []spec.EngineCall) error {
+	pure := res.Error != nil || s.Op == spec.PerLayerRefinish || s.Op == spec.PerLayerHas
+	if s.Op == spec.PerLayerRegister && s.Infos == 1 {
 		for _, r := range before.Rooms {
 			for _, x := range r.Contexts {
 				pure = pure || (r.Room == s.Room && x.Chunk == s.Chunk)
@@ -169,7 +170,7 @@ func (c *perLayerChecker) checkPure(s ref.PerLayerStep, res ref.PerLayerStepResu
 }
 
 // checkEnqueued is §4.8.1.
-func (c *perLayerChecker) checkEnqueued(st ref.PerLayerState) error {
+func (c *perLayerChecker) checkEnqueued(st spec.PerLayerState) error {
 	for _, r := range st.Rooms {
 		for _, x := range r.Contexts {
 			if len(x.Enqueued) > 0 && (x.Enqueued[0] < 0 || x.Enqueued[len(x.Enqueued)-1] >= c.hooked) {
@@ -184,16 +185,16 @@ func (c *perLayerChecker) checkEnqueued(st ref.PerLayerState) error {
 }
 
 // checkFinish is §4.8.4, 5, 6 (the chunk), 9 and 10 for finish and refinish steps.
-func (c *perLayerChecker) checkFinish(s ref.PerLayerStep, res ref.PerLayerStepResult, logs int) error {
+func (c *perLayerChecker) checkFinish(s spec.PerLayerStep, res spec.PerLayerStepResult, logs int) error {
 	f := res.Finish
 	recs := c.log.since(logs)
-	if s.Op == ref.PerLayerRefinish {
+	if s.Op == spec.PerLayerRefinish {
 		if f != nil && (c.last == nil || *f != *c.last) || len(recs) > 0 {
 			return fmt.Errorf("§4.8.9: refinish returned %+v and logged %d records; the finish returned %+v", f, len(recs), c.last)
 		}
 		return nil
 	}
-	if s.Op != ref.PerLayerFinish || f == nil || !f.Handled {
+	if s.Op != spec.PerLayerFinish || f == nil || !f.Handled {
 		return nil
 	}
 	c.last = f
@@ -243,11 +244,11 @@ func (c *perLayerChecker) checkMonolithic(session string) error {
 	k, _ := stepOf(session)
 	reg := c.steps[k]
 	plan := c.run.Geometry.Plan(session, reg.Owned, reg.Dst)
-	var want []ref.Block
+	var want []spec.Block
 	for _, bl := range plan.Blocks {
 		want = append(want, bl...)
 	}
-	got := []ref.Block{}
+	got := []spec.Block{}
 	for b := range c.sent[session] {
 		got = append(got, b)
 	}
@@ -269,7 +270,7 @@ func (c *perLayerChecker) checkMonolithic(session string) error {
 
 // sharedDst reports whether another session handed the engine a block
 // overlapping b's destination range.
-func (c *perLayerChecker) sharedDst(session string, b ref.Block) bool {
+func (c *perLayerChecker) sharedDst(session string, b spec.Block) bool {
 	for _, call := range c.run.Engine.Calls() {
 		if call.Session == session {
 			continue
@@ -285,7 +286,7 @@ func (c *perLayerChecker) sharedDst(session string, b ref.Block) bool {
 
 // checkRooms is §4.8.6 (HasRoom ⇔ a non-empty deque) and §4.8.7 (after a
 // drop the room is gone and all its batches were waited).
-func (c *perLayerChecker) checkRooms(s ref.PerLayerStep, before, after ref.PerLayerState) error {
+func (c *perLayerChecker) checkRooms(s spec.PerLayerStep, before, after spec.PerLayerState) error {
 	listed := map[uint64]bool{}
 	for _, r := range after.Rooms {
 		listed[r.Room] = len(r.Contexts) > 0
@@ -298,7 +299,7 @@ func (c *perLayerChecker) checkRooms(s ref.PerLayerStep, before, after ref.PerLa
 			return fmt.Errorf("§4.8.6: HasRoom(%d) = %t, the deque says %t", room, !listed[room], listed[room])
 		}
 	}
-	if s.Op != ref.PerLayerDrop {
+	if s.Op != spec.PerLayerDrop {
 		return nil
 	}
 	if listed[s.Room] {
@@ -365,14 +366,14 @@ func (m *perLayerMachine) step(t *rapid.T) {
 }
 
 // recheck runs the invariants on a step the generator already ran.
-func (c *perLayerChecker) recheck(s ref.PerLayerStep, res ref.PerLayerStepResult, before ref.PerLayerState, logs int) error {
+func (c *perLayerChecker) recheck(s spec.PerLayerStep, res spec.PerLayerStepResult, before spec.PerLayerState, logs int) error {
 	i := len(c.steps)
 	c.steps = append(c.steps, s)
 	after := c.run.Manager.State()
 	all := c.run.Engine.Calls()
 	fresh := all[c.calls:]
 	c.calls = len(all)
-	if s.Op == ref.PerLayerCompleteEvent && s.Fail && res.Error == nil {
+	if s.Op == spec.PerLayerCompleteEvent && s.Fail && res.Error == nil {
 		c.evFail[s.Event] = true
 	}
 	if err := c.checkCalls(fresh); err != nil {
@@ -435,16 +436,16 @@ func TestPerLayerTwinsAgreeAfterEveryStep(t *testing.T) {
 func TestPerLayerSendEqualsMonolithicArena(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		create := perLayerDrawCreate(t)
-		for _, newM := range []ref.NewPerLayerManagerFunc{ref.NewPerLayerManager, fast.NewPerLayerManager} {
+		for _, newM := range []spec.NewPerLayerManagerFunc{ref.NewPerLayerManager, fast.NewPerLayerManager} {
 			run, err := ref.NewPerLayerRun(create, newM, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := &perLayerGen{t: t, run: run, steps: []ref.PerLayerStep{create}}
+			g := &perLayerGen{t: t, run: run, steps: []spec.PerLayerStep{create}}
 			owned, dst := g.pages("chunk")
-			g.apply(ref.PerLayerStep{Op: ref.PerLayerRegister, Room: 1, Infos: 1, Owned: owned, Dst: dst})
+			g.apply(spec.PerLayerStep{Op: spec.PerLayerRegister, Room: 1, Infos: 1, Owned: owned, Dst: dst})
 			if rapid.Bool().Draw(t, "fault") {
-				g.apply(ref.PerLayerStep{Op: ref.PerLayerInject, Fault: rapid.SampledFrom([]ref.EngineFault{ref.FaultSubmit, ref.FaultWait, ref.FaultSync}).Draw(t, "which")})
+				g.apply(spec.PerLayerStep{Op: spec.PerLayerInject, Fault: rapid.SampledFrom([]spec.EngineFault{spec.FaultSubmit, spec.FaultWait, spec.FaultSync}).Draw(t, "which")})
 			}
 			for _, s := range perLayerForward(create.Hooked, 0, 0) {
 				g.apply(s)
@@ -453,25 +454,25 @@ func TestPerLayerSendEqualsMonolithicArena(t *testing.T) {
 				switch rapid.IntRange(0, 2).Draw(t, "op") {
 				case 0:
 					if p := run.Events.Pending(); len(p) > 0 {
-						g.apply(ref.PerLayerStep{Op: ref.PerLayerCompleteEvent, Event: rapid.SampledFrom(p).Draw(t, "ev")})
+						g.apply(spec.PerLayerStep{Op: spec.PerLayerCompleteEvent, Event: rapid.SampledFrom(p).Draw(t, "ev")})
 					}
 				case 1:
-					g.apply(ref.PerLayerStep{Op: ref.PerLayerWorkerStep})
+					g.apply(spec.PerLayerStep{Op: spec.PerLayerWorkerStep})
 				case 2:
 					if f := run.Engine.InFlight(); len(f) > 0 {
-						g.apply(ref.PerLayerStep{Op: ref.PerLayerEngineComplete, Batch: rapid.SampledFrom(f).Draw(t, "b")})
+						g.apply(spec.PerLayerStep{Op: spec.PerLayerEngineComplete, Batch: rapid.SampledFrom(f).Draw(t, "b")})
 					}
 				}
 			}
 			for _, e := range run.Events.Pending() {
-				g.apply(ref.PerLayerStep{Op: ref.PerLayerCompleteEvent, Event: e})
+				g.apply(spec.PerLayerStep{Op: spec.PerLayerCompleteEvent, Event: e})
 			}
 			for {
 				if w, err := run.Manager.WorkerStep(); err != nil || w.Idle {
 					break
 				}
 			}
-			res := run.Step(ref.PerLayerStep{Op: ref.PerLayerFinish, Room: 1}, 1)
+			res := run.Step(spec.PerLayerStep{Op: spec.PerLayerFinish, Room: 1}, 1)
 			if len(run.Engine.Unwaited()) != 0 {
 				t.Fatalf("finish returned with batches %v never waited", run.Engine.Unwaited())
 			}

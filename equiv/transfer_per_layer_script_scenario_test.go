@@ -13,6 +13,7 @@ import (
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestPerLayerScenarios runs the narrated per-layer transfer scenarios
@@ -66,7 +67,7 @@ func (sc *perLayerScenario) run(td *datadriven.TestData, bug *fault.Transfer) (s
 	if err != nil {
 		return "", err
 	}
-	if steps[0].Op == ref.PerLayerCreate {
+	if steps[0].Op == spec.PerLayerCreate {
 		newOther := fast.NewPerLayerManager
 		if bug != nil {
 			newOther = perLayerManagerWithFaults(*bug)
@@ -83,7 +84,7 @@ func (sc *perLayerScenario) run(td *datadriven.TestData, bug *fault.Transfer) (s
 	if sc.refChk == nil {
 		return "", fmt.Errorf("the first command must be create")
 	}
-	var refRes, othRes []ref.PerLayerStepResult
+	var refRes, othRes []spec.PerLayerStepResult
 	pages := pagesText(steps)
 	for _, s := range steps {
 		rr, err := sc.refChk.step(s)
@@ -95,7 +96,7 @@ func (sc *perLayerScenario) run(td *datadriven.TestData, bug *fault.Transfer) (s
 			return "", fmt.Errorf("fast: %v", err)
 		}
 		refRes, othRes = append(refRes, rr), append(othRes, or)
-		if s.Op == ref.PerLayerWorkerStep && td.HasArg("all") && (rr.Error != nil || rr.Work.Idle) {
+		if s.Op == spec.PerLayerWorkerStep && td.HasArg("all") && (rr.Error != nil || rr.Work.Idle) {
 			break
 		}
 	}
@@ -111,15 +112,15 @@ func (sc *perLayerScenario) run(td *datadriven.TestData, bug *fault.Transfer) (s
 }
 
 // pagesText shows the page pairs a register_chunk command built.
-func pagesText(steps []ref.PerLayerStep) string {
-	if len(steps) == 1 && steps[0].Op == ref.PerLayerRegister {
+func pagesText(steps []spec.PerLayerStep) string {
+	if len(steps) == 1 && steps[0].Op == spec.PerLayerRegister {
 		return fmt.Sprintf("pages owned=%v dst=%v\n", steps[0].Owned, steps[0].Dst)
 	}
 	return ""
 }
 
 // buggyText is what the bug run printed for the last command.
-func (sc *perLayerScenario) buggyText(res []ref.PerLayerStepResult) string {
+func (sc *perLayerScenario) buggyText(res []spec.PerLayerStepResult) string {
 	return perLayerResultsText(res) + perLayerStateText(sc.othChk.run)
 }
 
@@ -127,7 +128,7 @@ func (sc *perLayerScenario) buggyText(res []ref.PerLayerStepResult) string {
 // register_chunk's pages the way B4 did (docs/spec/transfer.md §1.6: the filter
 // called with chunk_page_start = 0, as the zoo's chunk-page-start-zero
 // mutant of transfer.filter_cp_rank does).
-func perLayerScenarioSteps(td *datadriven.TestData, chk *perLayerChecker, chunkPageStartZero bool) ([]ref.PerLayerStep, error) {
+func perLayerScenarioSteps(td *datadriven.TestData, chk *perLayerChecker, chunkPageStartZero bool) ([]spec.PerLayerStep, error) {
 	arg := func(key string) int {
 		n, _ := strconv.Atoi(argVal(td, key))
 		return n
@@ -135,7 +136,7 @@ func perLayerScenarioSteps(td *datadriven.TestData, chk *perLayerChecker, chunkP
 	room, chunk := uint64(arg("room")), int64(arg("chunk"))
 	switch td.Cmd {
 	case "create":
-		return []ref.PerLayerStep{{Op: ref.PerLayerCreate, Layers: arg("layers"), Hooked: arg("hooked"), Group: arg("group"),
+		return []spec.PerLayerStep{{Op: spec.PerLayerCreate, Layers: arg("layers"), Hooked: arg("hooked"), Group: arg("group"),
 			ItemLen: 2, SrcPages: 4, DstPages: 4}}, nil
 	case "register":
 		infos := 1
@@ -144,43 +145,43 @@ func perLayerScenarioSteps(td *datadriven.TestData, chk *perLayerChecker, chunkP
 		}
 		s := perLayerReg(room, chunk)
 		s.Infos = infos
-		return []ref.PerLayerStep{s}, nil
+		return []spec.PerLayerStep{s}, nil
 	case "register_chunk":
 		return registerChunk(td, room, chunk, arg("page"), chunkPageStartZero)
 	case "forward":
 		return perLayerForward(arg("h"), 0, 0), nil
 	case "events":
-		var out []ref.PerLayerStep
+		var out []spec.PerLayerStep
 		if chk != nil {
 			for _, e := range chk.run.Events.Pending() {
-				out = append(out, ref.PerLayerStep{Op: ref.PerLayerCompleteEvent, Event: e})
+				out = append(out, spec.PerLayerStep{Op: spec.PerLayerCompleteEvent, Event: e})
 			}
 		}
 		return out, nil
 	case "event":
-		return []ref.PerLayerStep{{Op: ref.PerLayerCompleteEvent, Event: arg("e"), Fail: td.HasArg("fail")}}, nil
+		return []spec.PerLayerStep{{Op: spec.PerLayerCompleteEvent, Event: arg("e"), Fail: td.HasArg("fail")}}, nil
 	case "complete":
-		return []ref.PerLayerStep{{Op: ref.PerLayerEngineComplete, Batch: uint64(arg("batch")), Fail: td.HasArg("fail")}}, nil
+		return []spec.PerLayerStep{{Op: spec.PerLayerEngineComplete, Batch: uint64(arg("batch")), Fail: td.HasArg("fail")}}, nil
 	case "inject":
-		return []ref.PerLayerStep{{Op: ref.PerLayerInject, Fault: ref.EngineFault(argVal(td, "fault"))}}, nil
+		return []spec.PerLayerStep{{Op: spec.PerLayerInject, Fault: spec.EngineFault(argVal(td, "fault"))}}, nil
 	case "work":
 		n := 1
 		if td.HasArg("all") {
 			n = 1 << 12
 		}
-		out := make([]ref.PerLayerStep, n)
+		out := make([]spec.PerLayerStep, n)
 		for i := range out {
-			out[i] = ref.PerLayerStep{Op: ref.PerLayerWorkerStep}
+			out[i] = spec.PerLayerStep{Op: spec.PerLayerWorkerStep}
 		}
 		return out, nil
 	case "finish":
-		return []ref.PerLayerStep{{Op: ref.PerLayerFinish, Room: room, Chunk: chunk}}, nil
+		return []spec.PerLayerStep{{Op: spec.PerLayerFinish, Room: room, Chunk: chunk}}, nil
 	case "refinish":
-		return []ref.PerLayerStep{{Op: ref.PerLayerRefinish}}, nil
+		return []spec.PerLayerStep{{Op: spec.PerLayerRefinish}}, nil
 	case "drop":
-		return []ref.PerLayerStep{{Op: ref.PerLayerDrop, Room: room}}, nil
+		return []spec.PerLayerStep{{Op: spec.PerLayerDrop, Room: room}}, nil
 	case "has":
-		return []ref.PerLayerStep{{Op: ref.PerLayerHas, Room: room}}, nil
+		return []spec.PerLayerStep{{Op: spec.PerLayerHas, Room: room}}, nil
 	}
 	return nil, fmt.Errorf("unknown command %q", td.Cmd)
 }
@@ -189,13 +190,13 @@ func perLayerScenarioSteps(td *datadriven.TestData, chk *perLayerChecker, chunkP
 // 3 and 5) on one CP rank of one: the chunk's prefill pages kv are
 // filtered with chunk_page_start = chunk / page (0 under B4), and the
 // decode pages are the request's dst_full at the returned positions.
-func registerChunk(td *datadriven.TestData, room uint64, chunk int64, page int, b4 bool) ([]ref.PerLayerStep, error) {
+func registerChunk(td *datadriven.TestData, room uint64, chunk int64, page int, b4 bool) ([]spec.PerLayerStep, error) {
 	kv, full := argInts(td, "kv"), argInts(td, "dst_full")
-	in := ref.TransferFilterCPRankInput{KV: kv, ChunkPageStart: chunk / int64(page), CPRank: 0, CPSize: 1}
+	in := spec.TransferFilterCPRankInput{KV: kv, ChunkPageStart: chunk / int64(page), CPRank: 0, CPSize: 1}
 	if b4 {
 		in.ChunkPageStart = 0
 	}
-	f, err := fast.TransferFilterCPRank(ref.DefaultLimits(), in)
+	f, err := fast.TransferFilterCPRank(spec.DefaultLimits(), in)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +204,7 @@ func registerChunk(td *datadriven.TestData, room uint64, chunk int64, page int, 
 	for i, p := range f.Positions {
 		dst[i] = full[p]
 	}
-	return []ref.PerLayerStep{{Op: ref.PerLayerRegister, Room: room, Chunk: chunk, Infos: 1, Owned: f.Owned, Dst: dst}}, nil
+	return []spec.PerLayerStep{{Op: spec.PerLayerRegister, Room: room, Chunk: chunk, Infos: 1, Owned: f.Owned, Dst: dst}}, nil
 }
 
 func argInts(td *datadriven.TestData, key string) []int64 {
@@ -232,7 +233,7 @@ func argVal(td *datadriven.TestData, key string) string {
 
 // perLayerResultsText prints a command's results: one line per step, with a
 // run of worker steps and event completions folded into one line.
-func perLayerResultsText(res []ref.PerLayerStepResult) string {
+func perLayerResultsText(res []spec.PerLayerStepResult) string {
 	var b strings.Builder
 	var events []string
 	var batches []string
@@ -241,18 +242,18 @@ func perLayerResultsText(res []ref.PerLayerStepResult) string {
 		switch {
 		case r.Error != nil:
 			fmt.Fprintf(&b, "%s: error %s (%s)\n", r.Op, r.Error.Code, r.Error.Message)
-		case r.Op == ref.PerLayerLayerEnd || r.Op == ref.PerLayerForwardBegin || r.Op == ref.PerLayerForwardEnd:
+		case r.Op == spec.PerLayerLayerEnd || r.Op == spec.PerLayerForwardBegin || r.Op == spec.PerLayerForwardEnd:
 			if r.Event != 0 {
 				events = append(events, strconv.Itoa(r.Event))
 			}
-		case r.Op == ref.PerLayerWorkerStep:
+		case r.Op == spec.PerLayerWorkerStep:
 			if !r.Work.Idle {
 				work++
 				if r.Work.Batch != 0 {
 					batches = append(batches, strconv.FormatUint(r.Work.Batch, 10))
 				}
 			}
-		case r.Op == ref.PerLayerCompleteEvent:
+		case r.Op == spec.PerLayerCompleteEvent:
 		case r.Registered != nil:
 			fmt.Fprintf(&b, "registered %t\n", *r.Registered)
 		case r.Status != nil:
@@ -323,8 +324,8 @@ func ranges(xs []int) string {
 
 // perLayerManagerWithFaults is fast.NewPerLayerManager (a deterministic
 // manager) with f, through the bug zoo's hook table (fault.Hooks).
-func perLayerManagerWithFaults(f fault.Transfer) ref.NewPerLayerManagerFunc {
-	return func(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
+func perLayerManagerWithFaults(f fault.Transfer) spec.NewPerLayerManagerFunc {
+	return func(cfg spec.PerLayerConfig, engine spec.Engine, events spec.EventFactory, logger *slog.Logger) (spec.PerLayerManager, error) {
 		return fault.Installed().NewPerLayerManager(cfg, engine, events, logger, f)
 	}
 }
@@ -360,19 +361,19 @@ func TestPerLayerScenariosReplayTheirBug(t *testing.T) {
 					td.Fatalf(t, "%v", err)
 				}
 				bugSteps, _ := perLayerScenarioSteps(td, sc.othChk, bug.b4)
-				if steps[0].Op == ref.PerLayerCreate {
+				if steps[0].Op == spec.PerLayerCreate {
 					out, err := sc.run(td, &bug.faults)
 					if err != nil {
 						td.Fatalf(t, "%v", err)
 					}
 					return out
 				}
-				var refRes, bugRes []ref.PerLayerStepResult
+				var refRes, bugRes []spec.PerLayerStepResult
 				for i, s := range steps {
 					rr, _ := sc.refChk.step(s)
 					br, _ := sc.othChk.step(bugSteps[i])
 					refRes, bugRes = append(refRes, rr), append(bugRes, br)
-					if s.Op == ref.PerLayerWorkerStep && (rr.Error != nil || rr.Work.Idle) {
+					if s.Op == spec.PerLayerWorkerStep && (rr.Error != nil || rr.Work.Idle) {
 						break
 					}
 				}

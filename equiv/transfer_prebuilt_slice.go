@@ -8,18 +8,18 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TransferPrebuiltSlice is the differential spec of transfer.prebuilt_slice (docs/spec/transfer.md §5).
-func TransferPrebuiltSlice() *Spec[ref.TransferPrebuiltSliceInput, ref.TransferPrebuiltSliceOutput] {
-	return &Spec[ref.TransferPrebuiltSliceInput, ref.TransferPrebuiltSliceOutput]{
+func TransferPrebuiltSlice() *Spec[spec.TransferPrebuiltSliceInput, spec.TransferPrebuiltSliceOutput] {
+	return &Spec[spec.TransferPrebuiltSliceInput, spec.TransferPrebuiltSliceOutput]{
 		Op:          catalog.TransferPrebuiltSlice(),
 		Valid:       rapid.Custom(prebuiltValid),
 		Invalid:     rapid.Custom(prebuiltInvalid),
 		Boundary:    prebuiltBoundary(),
 		Regressions: prebuiltRegressions(),
-		Props: []Prop[ref.TransferPrebuiltSliceInput, ref.TransferPrebuiltSliceOutput]{
+		Props: []Prop[spec.TransferPrebuiltSliceInput, spec.TransferPrebuiltSliceOutput]{
 			{"length-is-extend-total", prebuiltLength},
 			{"segment-at-offset-is-the-suffix", prebuiltSegments},
 			{"per-request-lengths", prebuiltLengthLists},
@@ -32,10 +32,10 @@ func TransferPrebuiltSlice() *Spec[ref.TransferPrebuiltSliceInput, ref.TransferP
 // half of them cache hits, rows laid out in pages of 1, 4 or 16 slots at
 // scattered page ids (sometimes arbitrary slots with repeats), a little
 // unused tail on the row, and num_outputs mostly 1 as after a prefill.
-func prebuiltValid(t *rapid.T) ref.TransferPrebuiltSliceInput {
+func prebuiltValid(t *rapid.T) spec.TransferPrebuiltSliceInput {
 	pageSize := rapid.SampledFrom([]int64{1, 4, 16}).Draw(t, "page_size")
 	n := rapid.IntRange(0, 5).Draw(t, "requests")
-	in := ref.TransferPrebuiltSliceInput{Requests: []ref.PrebuiltRequest{}}
+	in := spec.TransferPrebuiltSliceInput{Requests: []spec.PrebuiltRequest{}}
 	var sum int64
 	for range n {
 		r := prebuiltRequest(t, pageSize)
@@ -48,7 +48,7 @@ func prebuiltValid(t *rapid.T) ref.TransferPrebuiltSliceInput {
 	return in
 }
 
-func prebuiltRequest(t *rapid.T, pageSize int64) ref.PrebuiltRequest {
+func prebuiltRequest(t *rapid.T, pageSize int64) spec.PrebuiltRequest {
 	lens := rapid.Int64Range(0, 3*pageSize+1)
 	prefix := rapid.OneOf(rapid.Just(int64(0)), lens).Draw(t, "prefix_len")
 	extend := rapid.OneOf(rapid.Int64Range(1, 3*pageSize+1), rapid.Just(int64(0))).Draw(t, "extend_len")
@@ -67,7 +67,7 @@ func prebuiltRequest(t *rapid.T, pageSize int64) ref.PrebuiltRequest {
 	if outputs > 0 && rapid.IntRange(0, 3).Draw(t, "free_origin") == 0 {
 		origin = rapid.Int64Range(0, used+4).Draw(t, "origin_len")
 	}
-	return ref.PrebuiltRequest{Row: row, PrefixLen: prefix, ExtendLen: extend, OriginLen: origin, NumOutputs: outputs}
+	return spec.PrebuiltRequest{Row: row, PrefixLen: prefix, ExtendLen: extend, OriginLen: origin, NumOutputs: outputs}
 }
 
 // rowSlots draws a req_to_token row of n slots: whole pages at distinct,
@@ -102,13 +102,13 @@ func rowSlots(t *rapid.T, n, pageSize int64) []int64 {
 
 // ensureRequest makes sure the batch has a request with extend_len > 0 and
 // returns its index, keeping extend_num_tokens consistent.
-func ensureRequest(in *ref.TransferPrebuiltSliceInput) int {
+func ensureRequest(in *spec.TransferPrebuiltSliceInput) int {
 	for i, r := range in.Requests {
 		if r.ExtendLen > 0 {
 			return i
 		}
 	}
-	in.Requests = append(in.Requests, ref.PrebuiltRequest{Row: []int64{40}, ExtendLen: 1, OriginLen: 1, NumOutputs: 1})
+	in.Requests = append(in.Requests, spec.PrebuiltRequest{Row: []int64{40}, ExtendLen: 1, OriginLen: 1, NumOutputs: 1})
 	if in.ExtendNumTokens != nil {
 		total := *in.ExtendNumTokens + 1
 		in.ExtendNumTokens = &total
@@ -119,15 +119,15 @@ func ensureRequest(in *ref.TransferPrebuiltSliceInput) int {
 // prebuiltInvalid breaks one rule of docs/spec/transfer.md §5 in a valid batch. Each
 // violation sits in a request whose earlier fields, and every earlier
 // request, are valid, so it is the first violation ref meets.
-func prebuiltInvalid(t *rapid.T) Bad[ref.TransferPrebuiltSliceInput] {
+func prebuiltInvalid(t *rapid.T) Bad[spec.TransferPrebuiltSliceInput] {
 	in := prebuiltValid(t)
-	type bad = Bad[ref.TransferPrebuiltSliceInput]
+	type bad = Bad[spec.TransferPrebuiltSliceInput]
 	neg := rapid.Int64Range(math.MinInt64, -1)
 	v := rapid.IntRange(0, 10).Draw(t, "violation")
 	if v == 0 {
 		total := neg.Draw(t, "negative_total")
 		in.ExtendNumTokens = &total
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	}
 	if v == 9 {
 		return prebuiltBadTotal(t, in)
@@ -140,42 +140,42 @@ func prebuiltInvalid(t *rapid.T) Bad[ref.TransferPrebuiltSliceInput] {
 	switch v {
 	case 1:
 		r.PrefixLen = neg.Draw(t, "negative_prefix")
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	case 2:
 		r.ExtendLen = neg.Draw(t, "negative_extend")
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	case 3:
 		r.OriginLen = neg.Draw(t, "negative_origin")
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	case 4:
 		r.NumOutputs = neg.Draw(t, "negative_outputs")
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	case 5:
 		r.ExtendLen = max(r.ExtendLen, 1)
 		r.PrefixLen = math.MaxInt64 - r.ExtendLen + rapid.Int64Range(1, r.ExtendLen).Draw(t, "past_max")
-		return bad{in, ref.ErrOverflow}
+		return bad{in, spec.ErrOverflow}
 	case 6:
 		r.PrefixLen += int64(len(r.Row)) - r.PrefixLen - r.ExtendLen + rapid.Int64Range(1, 4).Draw(t, "past_row")
-		return bad{in, ref.ErrRowTooShort}
+		return bad{in, spec.ErrRowTooShort}
 	case 7:
 		r.NumOutputs = max(r.NumOutputs, 2)
 		r.OriginLen = math.MaxInt64 - (r.NumOutputs - 1) + rapid.Int64Range(1, r.NumOutputs-1).Draw(t, "past_max")
-		return bad{in, ref.ErrOverflow}
+		return bad{in, spec.ErrOverflow}
 	case 8:
 		used := r.PrefixLen + r.ExtendLen
 		r.NumOutputs = 0
 		r.OriginLen = rapid.Int64Range(0, used+4).Filter(func(o int64) bool { return o != used }).Draw(t, "mismatched_origin")
-		return bad{in, ref.ErrSeqLenMismatch}
+		return bad{in, spec.ErrSeqLenMismatch}
 	default:
 		k := rapid.Int64Range(r.PrefixLen, r.PrefixLen+r.ExtendLen-1).Draw(t, "negative_at")
 		r.Row[k] = neg.Draw(t, "negative_slot")
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	}
 }
 
 // prebuiltBadTotal sets extend_num_tokens above Σ extend_len (caught after
 // the last request) or below it (caught at the request that crosses it).
-func prebuiltBadTotal(t *rapid.T, in ref.TransferPrebuiltSliceInput) Bad[ref.TransferPrebuiltSliceInput] {
+func prebuiltBadTotal(t *rapid.T, in spec.TransferPrebuiltSliceInput) Bad[spec.TransferPrebuiltSliceInput] {
 	var sum int64
 	for _, r := range in.Requests {
 		sum += r.ExtendLen
@@ -185,40 +185,40 @@ func prebuiltBadTotal(t *rapid.T, in ref.TransferPrebuiltSliceInput) Bad[ref.Tra
 		total = sum - rapid.Int64Range(1, sum).Draw(t, "under")
 	}
 	in.ExtendNumTokens = &total
-	return Bad[ref.TransferPrebuiltSliceInput]{in, ref.ErrExceedsTotal}
+	return Bad[spec.TransferPrebuiltSliceInput]{in, spec.ErrExceedsTotal}
 }
 
 // prebuiltBoundary: prefix and extend lengths straddling a 16-slot page
 // (0, 1, P−1, P, P+1) on tight rows, the same batched with a declared
 // total, the num_outputs cases of the seq_len rule, an empty batch, stale
 // slots outside the copied range, and §5's worked example.
-func prebuiltBoundary() []Case[ref.TransferPrebuiltSliceInput] {
+func prebuiltBoundary() []Case[spec.TransferPrebuiltSliceInput] {
 	const p = 16
 	sizes := []int64{0, 1, p - 1, p, p + 1}
-	var cs []Case[ref.TransferPrebuiltSliceInput]
-	var batch []ref.PrebuiltRequest
+	var cs []Case[spec.TransferPrebuiltSliceInput]
+	var batch []spec.PrebuiltRequest
 	var batchTotal int64
 	for _, prefix := range sizes {
 		for _, extend := range sizes {
-			r := ref.PrebuiltRequest{Row: pageRow(100*p, prefix+extend), PrefixLen: prefix, ExtendLen: extend, OriginLen: prefix + extend, NumOutputs: 1}
-			cs = append(cs, Case[ref.TransferPrebuiltSliceInput]{fmt.Sprintf("prefix%d-extend%d", prefix, extend), ref.TransferPrebuiltSliceInput{Requests: []ref.PrebuiltRequest{r}}})
+			r := spec.PrebuiltRequest{Row: pageRow(100*p, prefix+extend), PrefixLen: prefix, ExtendLen: extend, OriginLen: prefix + extend, NumOutputs: 1}
+			cs = append(cs, Case[spec.TransferPrebuiltSliceInput]{fmt.Sprintf("prefix%d-extend%d", prefix, extend), spec.TransferPrebuiltSliceInput{Requests: []spec.PrebuiltRequest{r}}})
 			batch = append(batch, r)
 			batchTotal += extend
 		}
 	}
 	cs = append(cs,
-		Case[ref.TransferPrebuiltSliceInput]{"batch-of-25-with-total", ref.TransferPrebuiltSliceInput{Requests: batch, ExtendNumTokens: &batchTotal}},
-		Case[ref.TransferPrebuiltSliceInput]{"empty-batch", ref.TransferPrebuiltSliceInput{Requests: []ref.PrebuiltRequest{}}},
-		Case[ref.TransferPrebuiltSliceInput]{"empty-batch-zero-total", ref.TransferPrebuiltSliceInput{ExtendNumTokens: new(int64)}},
-		Case[ref.TransferPrebuiltSliceInput]{"num-outputs-0-1-2", ref.TransferPrebuiltSliceInput{Requests: []ref.PrebuiltRequest{
+		Case[spec.TransferPrebuiltSliceInput]{"batch-of-25-with-total", spec.TransferPrebuiltSliceInput{Requests: batch, ExtendNumTokens: &batchTotal}},
+		Case[spec.TransferPrebuiltSliceInput]{"empty-batch", spec.TransferPrebuiltSliceInput{Requests: []spec.PrebuiltRequest{}}},
+		Case[spec.TransferPrebuiltSliceInput]{"empty-batch-zero-total", spec.TransferPrebuiltSliceInput{ExtendNumTokens: new(int64)}},
+		Case[spec.TransferPrebuiltSliceInput]{"num-outputs-0-1-2", spec.TransferPrebuiltSliceInput{Requests: []spec.PrebuiltRequest{
 			{Row: pageRow(32, 20), PrefixLen: 16, ExtendLen: 4, OriginLen: 20, NumOutputs: 0},
 			{Row: pageRow(64, 20), PrefixLen: 16, ExtendLen: 4, OriginLen: 20, NumOutputs: 1},
 			{Row: pageRow(96, 20), PrefixLen: 16, ExtendLen: 4, OriginLen: 19, NumOutputs: 2},
 		}}},
-		Case[ref.TransferPrebuiltSliceInput]{"stale-slots-outside-copied-range", ref.TransferPrebuiltSliceInput{Requests: []ref.PrebuiltRequest{
+		Case[spec.TransferPrebuiltSliceInput]{"stale-slots-outside-copied-range", spec.TransferPrebuiltSliceInput{Requests: []spec.PrebuiltRequest{
 			{Row: []int64{-1, -1, 70, 71, -1}, PrefixLen: 2, ExtendLen: 2, OriginLen: 4, NumOutputs: 1},
 		}}},
-		Case[ref.TransferPrebuiltSliceInput]{"spec-example", prebuiltSpecExample()},
+		Case[spec.TransferPrebuiltSliceInput]{"spec-example", prebuiltSpecExample()},
 	)
 	return cs
 }
@@ -234,9 +234,9 @@ func pageRow(first, n int64) []int64 {
 
 // prebuiltSpecExample is docs/spec/transfer.md §5's example: fixed [9,10,20,21,22],
 // buggy [7,8,20,21,22].
-func prebuiltSpecExample() ref.TransferPrebuiltSliceInput {
+func prebuiltSpecExample() spec.TransferPrebuiltSliceInput {
 	five := int64(5)
-	return ref.TransferPrebuiltSliceInput{Requests: []ref.PrebuiltRequest{
+	return spec.TransferPrebuiltSliceInput{Requests: []spec.PrebuiltRequest{
 		{Row: []int64{7, 8, 9, 10}, PrefixLen: 2, ExtendLen: 2, OriginLen: 4, NumOutputs: 1},
 		{Row: []int64{20, 21, 22}, PrefixLen: 0, ExtendLen: 3, OriginLen: 3, NumOutputs: 1},
 	}, ExtendNumTokens: &five}
@@ -244,14 +244,14 @@ func prebuiltSpecExample() ref.TransferPrebuiltSliceInput {
 
 // prebuiltRegressions: §5's example is the minimal input on which slicing
 // from 0 differs (the seed's bug).
-func prebuiltRegressions() []Case[ref.TransferPrebuiltSliceInput] {
-	return []Case[ref.TransferPrebuiltSliceInput]{{"prebuilt-slice-from-zero", prebuiltSpecExample()}}
+func prebuiltRegressions() []Case[spec.TransferPrebuiltSliceInput] {
+	return []Case[spec.TransferPrebuiltSliceInput]{{"prebuilt-slice-from-zero", prebuiltSpecExample()}}
 }
 
 // prebuiltLength is §5 "len(out) == Σ extend_len": out_cache_loc has
 // Σ extend_len slots, extend_num_tokens says so (and equals the declared
 // total), and there is one length per request.
-func prebuiltLength(_ ref.Limits, in ref.TransferPrebuiltSliceInput, out ref.TransferPrebuiltSliceOutput) error {
+func prebuiltLength(_ spec.Limits, in spec.TransferPrebuiltSliceInput, out spec.TransferPrebuiltSliceOutput) error {
 	var sum int64
 	for _, r := range in.Requests {
 		sum += r.ExtendLen
@@ -271,7 +271,7 @@ func prebuiltLength(_ ref.Limits, in ref.TransferPrebuiltSliceInput, out ref.Tra
 
 // prebuiltSegments is §5's segment property: request i's slots sit at
 // offset Σ_{j<i} extend_len_j and equal row[prefix_len : prefix_len+extend_len].
-func prebuiltSegments(_ ref.Limits, in ref.TransferPrebuiltSliceInput, out ref.TransferPrebuiltSliceOutput) error {
+func prebuiltSegments(_ spec.Limits, in spec.TransferPrebuiltSliceInput, out spec.TransferPrebuiltSliceOutput) error {
 	var off int64
 	for i, r := range in.Requests {
 		want := r.Row[r.PrefixLen : r.PrefixLen+r.ExtendLen]
@@ -286,7 +286,7 @@ func prebuiltSegments(_ ref.Limits, in ref.TransferPrebuiltSliceInput, out ref.T
 // prebuiltLengthLists is §5's per-request outputs: seq_len = origin_len +
 // max(0, num_outputs−1) (so with no outputs seq_len − prefix_len ==
 // extend_len), and the prefix and extend lengths as given.
-func prebuiltLengthLists(_ ref.Limits, in ref.TransferPrebuiltSliceInput, out ref.TransferPrebuiltSliceOutput) error {
+func prebuiltLengthLists(_ spec.Limits, in spec.TransferPrebuiltSliceInput, out spec.TransferPrebuiltSliceOutput) error {
 	for i, r := range in.Requests {
 		seq := r.OriginLen
 		if r.NumOutputs > 1 {
@@ -308,7 +308,7 @@ func prebuiltLengthLists(_ ref.Limits, in ref.TransferPrebuiltSliceInput, out re
 // buggy row[:extend_len] exactly when prefix_len == 0 — so requests without
 // a cache hit were never affected. Distinctness is needed only over
 // row[:prefix_len+extend_len], the part both slicings read.
-func prebuiltFromZeroAgreesIffNoPrefix(_ ref.Limits, in ref.TransferPrebuiltSliceInput, out ref.TransferPrebuiltSliceOutput) error {
+func prebuiltFromZeroAgreesIffNoPrefix(_ spec.Limits, in spec.TransferPrebuiltSliceInput, out spec.TransferPrebuiltSliceOutput) error {
 	var off int64
 	for i, r := range in.Requests {
 		seg := out.OutCacheLoc[off : off+r.ExtendLen]

@@ -10,23 +10,24 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TransferStateLayerPairing is the differential spec of transfer.state_layer_pairing (docs/spec/transfer.md §6).
-func TransferStateLayerPairing() *Spec[ref.TransferStateLayerPairingInput, ref.TransferStateLayerPairingOutput] {
-	return &Spec[ref.TransferStateLayerPairingInput, ref.TransferStateLayerPairingOutput]{
+func TransferStateLayerPairing() *Spec[spec.TransferStateLayerPairingInput, spec.TransferStateLayerPairingOutput] {
+	return &Spec[spec.TransferStateLayerPairingInput, spec.TransferStateLayerPairingOutput]{
 		Op:          catalog.TransferStateLayerPairing(),
-		Valid:       rapid.Custom(func(t *rapid.T) ref.TransferStateLayerPairingInput { return stateDraw(t, stateNeeds{}) }),
+		Valid:       rapid.Custom(func(t *rapid.T) spec.TransferStateLayerPairingInput { return stateDraw(t, stateNeeds{}) }),
 		Invalid:     rapid.Custom(stateInvalid),
 		Boundary:    stateBoundary(),
 		Regressions: stateRegressions(),
-		Rejects: map[string]*ref.Sentinel{
-			"spec-example-0-4-8-vs-0-4-12": ref.ErrStateLayerIdentityMismatch,
-			"state-layers-paired-by-count": ref.ErrStateLayerIdentityMismatch,
-			"positional-item-len-differs":  ref.ErrItemLenMismatch,
-			"pp2-dst-only-layer-no-slot":   ref.ErrNoIndexSlot,
+		Rejects: map[string]*spec.Sentinel{
+			"spec-example-0-4-8-vs-0-4-12": spec.ErrStateLayerIdentityMismatch,
+			"state-layers-paired-by-count": spec.ErrStateLayerIdentityMismatch,
+			"positional-item-len-differs":  spec.ErrItemLenMismatch,
+			"pp2-dst-only-layer-no-slot":   spec.ErrNoIndexSlot,
 		},
-		Props: []Prop[ref.TransferStateLayerPairingInput, ref.TransferStateLayerPairingOutput]{
+		Props: []Prop[spec.TransferStateLayerPairingInput, spec.TransferStateLayerPairingOutput]{
 			{"pairing-is-a-bijection-onto-its-image", stateBijection},
 			{"pairs-join-equal-layer-ids", statePairsJoinEqualIDs},
 			{"repeated-ids-pair-in-occurrence-order", stateOccurrenceOrder},
@@ -51,7 +52,7 @@ type stateNeeds struct {
 // order, as registration does); prefill holds all of them (pp_size 1) or
 // one stage's share of layers (pp_size > 1). Sometimes neither side sends
 // ids (legacy), sometimes there is no index config, sometimes capacity terms.
-func stateDraw(t *rapid.T, need stateNeeds) ref.TransferStateLayerPairingInput {
+func stateDraw(t *rapid.T, need stateNeeds) spec.TransferStateLayerPairingInput {
 	L := rapid.IntRange(1, 24).Draw(t, "num_hidden_layers")
 	pattern := drawPattern(t, L)
 	var active []int64
@@ -69,7 +70,7 @@ func stateDraw(t *rapid.T, need stateNeeds) ref.TransferStateLayerPairingInput {
 			ids, itemLens = append(ids, l), append(itemLens, uint64(64*(132+g)))
 		}
 		for j := range drafts {
-			ids, itemLens = append(ids, ref.DraftLayerIDBase+int64(j)), append(itemLens, uint64(64*(656+g)))
+			ids, itemLens = append(ids, spec.DraftLayerIDBase+int64(j)), append(itemLens, uint64(64*(656+g)))
 		}
 	}
 	pp := rapid.SampledFrom([]int{1, 1, 2, 4}).Draw(t, "pp_size")
@@ -77,7 +78,7 @@ func stateDraw(t *rapid.T, need stateNeeds) ref.TransferStateLayerPairingInput {
 	if pp > 1 {
 		srcIDs, srcLens = stageShare(t, ids, itemLens, active, pp)
 	}
-	in := ref.TransferStateLayerPairingInput{
+	in := spec.TransferStateLayerPairingInput{
 		PPSize: pp,
 		Src:    stateRegistration(t, "src", srcIDs, srcLens),
 		Dst:    stateRegistration(t, "dst", ids, itemLens),
@@ -88,14 +89,14 @@ func stateDraw(t *rapid.T, need stateNeeds) ref.TransferStateLayerPairingInput {
 		in.Dst.Ptrs = in.Dst.Ptrs[:len(in.Src.Ptrs)]
 	}
 	if need.index || rapid.IntRange(0, 3).Draw(t, "index") > 0 {
-		in.Index = &ref.IndexConfig{NumHiddenLayers: int64(L)}
+		in.Index = &spec.IndexConfig{NumHiddenLayers: int64(L)}
 		if rapid.Bool().Draw(t, "as_pattern") {
 			in.Index.Pattern = &pattern
 		} else {
 			in.Index.Active = active
 		}
 		if rapid.Bool().Draw(t, "capacity") {
-			in.Index.Capacity = &ref.HostCapacityTerms{
+			in.Index.Capacity = &spec.HostCapacityTerms{
 				KVBytesPerTokenPerLayer:    rapid.Int64Range(0, 1024).Draw(t, "kv_bytes"),
 				IndexBytesPerTokenPerLayer: rapid.Int64Range(0, 256).Draw(t, "index_bytes"),
 			}
@@ -137,7 +138,7 @@ func stageShare(t *rapid.T, ids []int64, lens []uint64, active []int64, pp int) 
 	var sIDs []int64
 	var sLens []uint64
 	for k, id := range ids {
-		if (id >= ref.DraftLayerIDBase && stage == pp-1) || (id >= first && id <= last) {
+		if (id >= spec.DraftLayerIDBase && stage == pp-1) || (id >= first && id <= last) {
 			sIDs, sLens = append(sIDs, id), append(sLens, lens[k])
 		}
 	}
@@ -146,7 +147,7 @@ func stageShare(t *rapid.T, ids []int64, lens []uint64, active []int64, pp int) 
 
 // stateRegistration lays the buffers out at a random base and stride and
 // sometimes reorders them, keeping same-id buffers in their relative order.
-func stateRegistration(t *rapid.T, side string, ids []int64, lens []uint64) ref.StateRegistration {
+func stateRegistration(t *rapid.T, side string, ids []int64, lens []uint64) spec.StateRegistration {
 	n := len(ids)
 	perm := make([]int, n)
 	for k := range perm {
@@ -161,7 +162,7 @@ func stateRegistration(t *rapid.T, side string, ids []int64, lens []uint64) ref.
 	}
 	base := rapid.Uint64Range(1<<40, 1<<44).Draw(t, side+"_base")
 	stride := rapid.Uint64Range(1, 1<<20).Draw(t, side+"_stride")
-	r := ref.StateRegistration{Ptrs: make([]uint64, n), ItemLens: make([]uint64, n), LayerIDs: make([]int64, n)}
+	r := spec.StateRegistration{Ptrs: make([]uint64, n), ItemLens: make([]uint64, n), LayerIDs: make([]int64, n)}
 	for k, from := range perm {
 		r.Ptrs[k], r.ItemLens[k], r.LayerIDs[k] = base+uint64(k)*stride, lens[from], ids[from]
 	}
@@ -187,22 +188,22 @@ func keepOccurrenceOrder(perm []int, ids []int64) {
 // stateInvalid breaks one rule of docs/spec/transfer.md §6 in a valid input; the
 // config is checked before the registrations, rules 1–5 in order, then the
 // slots, so each violation below is the first one ref meets.
-func stateInvalid(t *rapid.T) Bad[ref.TransferStateLayerPairingInput] {
-	type bad = Bad[ref.TransferStateLayerPairingInput]
+func stateInvalid(t *rapid.T) Bad[spec.TransferStateLayerPairingInput] {
+	type bad = Bad[spec.TransferStateLayerPairingInput]
 	v := rapid.IntRange(0, 15).Draw(t, "violation")
 	in := stateDraw(t, stateNeeds{ids: v >= 11, index: v >= 1 && v <= 8 || v == 15})
 	switch v {
 	case 0:
 		in.PPSize = rapid.IntRange(-2, 0).Draw(t, "bad_pp_size")
-		return bad{in, ref.ErrBadPPSize}
+		return bad{in, spec.ErrBadPPSize}
 	case 1:
 		in.Index.NumHiddenLayers = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_L")
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	case 2:
-		in.Index.NumHiddenLayers = rapid.Int64Range(ref.DraftLayerIDBase+1, math.MaxInt64).Draw(t, "huge_L")
-		return bad{in, ref.ErrBadIndexPattern}
+		in.Index.NumHiddenLayers = rapid.Int64Range(spec.DraftLayerIDBase+1, math.MaxInt64).Draw(t, "huge_L")
+		return bad{in, spec.ErrBadIndexPattern}
 	case 3:
-		return bad{stateBadPattern(t, in), ref.ErrBadIndexPattern}
+		return bad{stateBadPattern(t, in), spec.ErrBadIndexPattern}
 	case 4:
 		return stateBadActive(t, in)
 	case 5:
@@ -212,27 +213,27 @@ func stateInvalid(t *rapid.T) Bad[ref.TransferStateLayerPairingInput] {
 		} else {
 			in.Index.Pattern, in.Index.Active = nil, nil
 		}
-		return bad{in, ref.ErrBadIndexPattern}
+		return bad{in, spec.ErrBadIndexPattern}
 	case 6, 7:
-		c := ref.HostCapacityTerms{KVBytesPerTokenPerLayer: math.MaxInt64, IndexBytesPerTokenPerLayer: math.MaxInt64}
-		want := ref.ErrOverflow
+		c := spec.HostCapacityTerms{KVBytesPerTokenPerLayer: math.MaxInt64, IndexBytesPerTokenPerLayer: math.MaxInt64}
+		want := spec.ErrOverflow
 		if v == 6 {
-			c = ref.HostCapacityTerms{}
+			c = spec.HostCapacityTerms{}
 			*pick(t, &c.KVBytesPerTokenPerLayer, &c.IndexBytesPerTokenPerLayer) = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_bytes")
-			want = ref.ErrNegative
+			want = spec.ErrNegative
 		}
 		in.Index.Capacity = &c
 		return bad{in, want}
 	case 8:
 		r := pick(t, &in.Src, &in.Dst)
 		r.ItemLens = append(r.ItemLens, 4096)
-		return bad{in, ref.ErrLengthMismatch}
+		return bad{in, spec.ErrLengthMismatch}
 	case 9:
 		in.Src.LayerIDs, in.Dst.LayerIDs = nil, nil
 		if len(in.Dst.Ptrs) == len(in.Src.Ptrs) || rapid.Bool().Draw(t, "grow") {
 			in.Dst.Ptrs, in.Dst.ItemLens = append(in.Dst.Ptrs, 0xdead000), append(in.Dst.ItemLens, 4096)
 		}
-		return bad{in, ref.ErrStateCountMismatch}
+		return bad{in, spec.ErrStateCountMismatch}
 	case 10:
 		if len(in.Src.LayerIDs) == 0 {
 			in.Src.LayerIDs = []int64{0}
@@ -241,23 +242,23 @@ func stateInvalid(t *rapid.T) Bad[ref.TransferStateLayerPairingInput] {
 		if len(in.Src.LayerIDs)+len(in.Dst.LayerIDs) == 0 {
 			in.Dst.LayerIDs = []int64{0}
 		}
-		return bad{in, ref.ErrLayerIDsOneSided}
+		return bad{in, spec.ErrLayerIDsOneSided}
 	case 11:
 		r := pick(t, &in.Src, &in.Dst)
 		r.LayerIDs = append(r.LayerIDs, 0)
-		return bad{in, ref.ErrLayerIDsLength}
+		return bad{in, spec.ErrLayerIDsLength}
 	case 12:
 		k := rapid.IntRange(0, len(in.Src.LayerIDs)-1).Draw(t, "negative_at")
 		in.Src.LayerIDs[k] = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_id")
-		return bad{in, ref.ErrNegative}
+		return bad{in, spec.ErrNegative}
 	case 13:
-		return bad{stateIdentityBroken(t, in), ref.ErrStateLayerIdentityMismatch}
+		return bad{stateIdentityBroken(t, in), spec.ErrStateLayerIdentityMismatch}
 	case 14:
 		k := rapid.IntRange(0, len(in.Src.ItemLens)-1).Draw(t, "item_len_at")
 		in.Src.ItemLens[k] += rapid.Uint64Range(1, 64).Draw(t, "item_len_delta")
-		return bad{in, ref.ErrItemLenMismatch}
+		return bad{in, spec.ErrItemLenMismatch}
 	default:
-		return bad{stateNoSlot(t, in), ref.ErrNoIndexSlot}
+		return bad{stateNoSlot(t, in), spec.ErrNoIndexSlot}
 	}
 }
 
@@ -269,7 +270,7 @@ func pick[T any](t *rapid.T, a, b *T) *T {
 }
 
 // stateBadPattern breaks the pattern's charset, its first layer or its length.
-func stateBadPattern(t *rapid.T, in ref.TransferStateLayerPairingInput) ref.TransferStateLayerPairingInput {
+func stateBadPattern(t *rapid.T, in spec.TransferStateLayerPairingInput) spec.TransferStateLayerPairingInput {
 	L := in.Index.NumHiddenLayers
 	b := []byte(strings.Repeat("S", int(L)))
 	b[0] = 'F'
@@ -288,7 +289,7 @@ func stateBadPattern(t *rapid.T, in ref.TransferStateLayerPairingInput) ref.Tran
 
 // stateBadActive breaks the explicit active list: a negative layer, one
 // past L, a repeat, or a list that leaves out layer 0.
-func stateBadActive(t *rapid.T, in ref.TransferStateLayerPairingInput) Bad[ref.TransferStateLayerPairingInput] {
+func stateBadActive(t *rapid.T, in spec.TransferStateLayerPairingInput) Bad[spec.TransferStateLayerPairingInput] {
 	L := in.Index.NumHiddenLayers
 	a := []int64{0}
 	for l := int64(1); l < L; l++ {
@@ -297,11 +298,11 @@ func stateBadActive(t *rapid.T, in ref.TransferStateLayerPairingInput) Bad[ref.T
 		}
 	}
 	in.Index.Pattern = nil
-	want := ref.ErrBadIndexPattern
+	want := spec.ErrBadIndexPattern
 	switch rule := rapid.IntRange(0, 3).Draw(t, "active_rule"); {
 	case rule == 0:
 		a[rapid.IntRange(0, len(a)-1).Draw(t, "negative_at")] = rapid.Int64Range(math.MinInt64, -1).Draw(t, "negative_layer")
-		want = ref.ErrNegative
+		want = spec.ErrNegative
 	case rule == 1:
 		a = append(a, L+rapid.Int64Range(0, 3).Draw(t, "past_L"))
 	case rule == 2 && len(a) > 1:
@@ -315,15 +316,15 @@ func stateBadActive(t *rapid.T, in ref.TransferStateLayerPairingInput) Bad[ref.T
 		}
 	}
 	in.Index.Active = a
-	return Bad[ref.TransferStateLayerPairingInput]{in, want}
+	return Bad[spec.TransferStateLayerPairingInput]{in, want}
 }
 
 // stateIdentityBroken makes the id multisets disagree: with pp_size 1 a
 // decode buffer changes layer or is dropped, or prefill gains a buffer;
 // with pp_size > 1 prefill gains a layer decode does not have.
-func stateIdentityBroken(t *rapid.T, in ref.TransferStateLayerPairingInput) ref.TransferStateLayerPairingInput {
+func stateIdentityBroken(t *rapid.T, in spec.TransferStateLayerPairingInput) spec.TransferStateLayerPairingInput {
 	fresh := rapid.Int64Range(500_000, 500_010).Draw(t, "fresh_id")
-	add := func(r *ref.StateRegistration, l uint64) {
+	add := func(r *spec.StateRegistration, l uint64) {
 		r.Ptrs, r.ItemLens, r.LayerIDs = append(r.Ptrs, 0xbeef000), append(r.ItemLens, l), append(r.LayerIDs, fresh)
 	}
 	if in.PPSize > 1 {
@@ -347,16 +348,16 @@ func stateIdentityBroken(t *rapid.T, in ref.TransferStateLayerPairingInput) ref.
 
 // stateNoSlot gives both sides one more buffer, for a target layer outside
 // A (a shared layer or one past L).
-func stateNoSlot(t *rapid.T, in ref.TransferStateLayerPairingInput) ref.TransferStateLayerPairingInput {
+func stateNoSlot(t *rapid.T, in spec.TransferStateLayerPairingInput) spec.TransferStateLayerPairingInput {
 	a, err := ref.ActiveIndexLayers(*in.Index)
 	if err != nil {
 		panic(err) // stateDraw's configs are valid
 	}
-	l := rapid.Int64Range(1, ref.DraftLayerIDBase-1).Filter(func(l int64) bool {
+	l := rapid.Int64Range(1, spec.DraftLayerIDBase-1).Filter(func(l int64) bool {
 		_, in := slices.BinarySearch(a, l)
 		return !in
 	}).Draw(t, "slotless_layer")
-	for _, r := range []*ref.StateRegistration{&in.Src, &in.Dst} {
+	for _, r := range []*spec.StateRegistration{&in.Src, &in.Dst} {
 		r.Ptrs, r.ItemLens, r.LayerIDs = append(r.Ptrs, 0xf00d000), append(r.ItemLens, 4096), append(r.LayerIDs, l)
 	}
 	return in
@@ -366,13 +367,15 @@ func stateNoSlot(t *rapid.T, in ref.TransferStateLayerPairingInput) ref.Transfer
 // one-F patterns, ids on both sides of the draft base (the largest legal L
 // is DraftLayerIDBase), pp_size 1 and 2 on identical lists, and §6's worked
 // examples, including the one ref must reject.
-func stateBoundary() []Case[ref.TransferStateLayerPairingInput] {
-	type in = ref.TransferStateLayerPairingInput
-	pat := func(p string) *ref.IndexConfig { return &ref.IndexConfig{NumHiddenLayers: int64(len(p)), Pattern: &p} }
-	glm := &ref.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}
+func stateBoundary() []Case[spec.TransferStateLayerPairingInput] {
+	type in = spec.TransferStateLayerPairingInput
+	pat := func(p string) *spec.IndexConfig {
+		return &spec.IndexConfig{NumHiddenLayers: int64(len(p)), Pattern: &p}
+	}
+	glm := &spec.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}
 	fsss := pat("FSSSFSSS")
 	fsss.Capacity = glm
-	none := ref.StateRegistration{}
+	none := spec.StateRegistration{}
 	return []Case[in]{
 		{"positional-no-buffers", in{PPSize: 1, Src: none, Dst: none}},
 		{"positional-one-buffer", in{PPSize: 1, Src: posReg(1), Dst: posReg(1)}},
@@ -382,7 +385,7 @@ func stateBoundary() []Case[ref.TransferStateLayerPairingInput] {
 		{"all-F", in{PPSize: 1, Src: idReg(0, 1, 2, 3), Dst: idReg(3, 2, 1, 0), Index: pat("FFFF")}},
 		{"one-F", in{PPSize: 1, Src: idReg(0, 1_000_000), Dst: idReg(0, 1_000_000), Index: pat("FSSS")}},
 		{"largest-L-ids-straddle-draft-base", in{PPSize: 1, Src: idReg(999_999, 1_000_000, 0), Dst: idReg(0, 999_999, 1_000_000),
-			Index: &ref.IndexConfig{NumHiddenLayers: ref.DraftLayerIDBase, Active: []int64{0, 999_999}, Capacity: glm}}},
+			Index: &spec.IndexConfig{NumHiddenLayers: spec.DraftLayerIDBase, Active: []int64{0, 999_999}, Capacity: glm}}},
 		{"pp1-identical-lists", in{PPSize: 1, Src: idReg(0, 4, 0, 4), Dst: idReg(0, 4, 0, 4)}},
 		{"pp2-identical-lists", in{PPSize: 2, Src: idReg(0, 4, 0, 4), Dst: idReg(0, 4, 0, 4)}},
 		{"pp2-draft-only-stage", in{PPSize: 2, Src: idReg(1_000_000), Dst: idReg(0, 4, 1_000_000)}},
@@ -391,7 +394,7 @@ func stateBoundary() []Case[ref.TransferStateLayerPairingInput] {
 		{"spec-example-pp2-repeated-ids", in{PPSize: 2, Src: idReg(3, 7, 3, 7), Dst: idReg(3, 7, 11, 3, 7, 11)}},
 		{"spec-example-0-4-8-vs-0-4-12", in{PPSize: 1, Src: idReg(0, 4, 8), Dst: idReg(0, 4, 12)}},
 		// Rule 1 pairs buffer i with buffer i, so their item lens must agree.
-		{"positional-item-len-differs", in{PPSize: 1, Src: posReg(2), Dst: func() ref.StateRegistration {
+		{"positional-item-len-differs", in{PPSize: 1, Src: posReg(2), Dst: func() spec.StateRegistration {
 			r := posReg(2)
 			r.ItemLens[1]++
 			return r
@@ -405,26 +408,26 @@ func stateBoundary() []Case[ref.TransferStateLayerPairingInput] {
 // stateRegressions: §6's count-only pairing wrote layer 8's index into
 // decode's layer-12 slot where the fix raises; §6.1's estimate on FSSSFSSS
 // counts 2 index layers, the old one 8.
-func stateRegressions() []Case[ref.TransferStateLayerPairingInput] {
+func stateRegressions() []Case[spec.TransferStateLayerPairingInput] {
 	p := "FSSSFSSS"
-	return []Case[ref.TransferStateLayerPairingInput]{
-		{"state-layers-paired-by-count", ref.TransferStateLayerPairingInput{PPSize: 1, Src: idReg(0, 4, 8), Dst: idReg(0, 4, 12)}},
-		{"index-bytes-use-all-layers", ref.TransferStateLayerPairingInput{PPSize: 1, Src: idReg(0, 4), Dst: idReg(0, 4),
-			Index: &ref.IndexConfig{NumHiddenLayers: 8, Pattern: &p,
-				Capacity: &ref.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}}}},
+	return []Case[spec.TransferStateLayerPairingInput]{
+		{"state-layers-paired-by-count", spec.TransferStateLayerPairingInput{PPSize: 1, Src: idReg(0, 4, 8), Dst: idReg(0, 4, 12)}},
+		{"index-bytes-use-all-layers", spec.TransferStateLayerPairingInput{PPSize: 1, Src: idReg(0, 4), Dst: idReg(0, 4),
+			Index: &spec.IndexConfig{NumHiddenLayers: 8, Pattern: &p,
+				Capacity: &spec.HostCapacityTerms{KVBytesPerTokenPerLayer: 656, IndexBytesPerTokenPerLayer: 132}}}},
 	}
 }
 
 // idReg registers one 64-page index buffer per id.
-func idReg(ids ...int64) ref.StateRegistration {
+func idReg(ids ...int64) spec.StateRegistration {
 	r := posReg(len(ids))
 	r.LayerIDs = ids
 	return r
 }
 
 // posReg registers n buffers without layer ids.
-func posReg(n int) ref.StateRegistration {
-	r := ref.StateRegistration{Ptrs: []uint64{}, ItemLens: []uint64{}}
+func posReg(n int) spec.StateRegistration {
+	r := spec.StateRegistration{Ptrs: []uint64{}, ItemLens: []uint64{}}
 	for k := range n {
 		r.Ptrs, r.ItemLens = append(r.Ptrs, 0x10000*uint64(k+1)), append(r.ItemLens, 64*132)
 	}
@@ -434,7 +437,7 @@ func posReg(n int) ref.StateRegistration {
 // stateBijection is §6 "pairing is a bijection onto its image": one pair
 // per src buffer, in src order, onto distinct dst buffers; with pp_size 1
 // the image is every dst buffer.
-func stateBijection(_ ref.Limits, in ref.TransferStateLayerPairingInput, out ref.TransferStateLayerPairingOutput) error {
+func stateBijection(_ spec.Limits, in spec.TransferStateLayerPairingInput, out spec.TransferStateLayerPairingOutput) error {
 	if len(out.Pairs) != len(in.Src.Ptrs) {
 		return fmt.Errorf("%d pairs for %d src buffers", len(out.Pairs), len(in.Src.Ptrs))
 	}
@@ -454,7 +457,7 @@ func stateBijection(_ ref.Limits, in ref.TransferStateLayerPairingInput, out ref
 // statePairsJoinEqualIDs is §6 "id(src[i]) == id(dst[pair(i)])", with the
 // pair's item_len that of both buffers (rule 5); without ids (rule 1) the
 // pairing is positional.
-func statePairsJoinEqualIDs(_ ref.Limits, in ref.TransferStateLayerPairingInput, out ref.TransferStateLayerPairingOutput) error {
+func statePairsJoinEqualIDs(_ spec.Limits, in spec.TransferStateLayerPairingInput, out spec.TransferStateLayerPairingOutput) error {
 	legacy := len(in.Src.LayerIDs) == 0 && len(in.Dst.LayerIDs) == 0
 	if out.Positional != legacy {
 		return fmt.Errorf("positional = %v, but ids given on neither side is %v", out.Positional, legacy)
@@ -475,7 +478,7 @@ func statePairsJoinEqualIDs(_ ref.Limits, in ref.TransferStateLayerPairingInput,
 // stateOccurrenceOrder is rule 5's "next unused dst with the same id": the
 // k-th src buffer of a layer is paired with the k-th dst buffer of it, which
 // is what keeps K and V groups (or target and draft) matched.
-func stateOccurrenceOrder(_ ref.Limits, in ref.TransferStateLayerPairingInput, out ref.TransferStateLayerPairingOutput) error {
+func stateOccurrenceOrder(_ spec.Limits, in spec.TransferStateLayerPairingInput, out spec.TransferStateLayerPairingOutput) error {
 	if out.Positional {
 		return nil
 	}
@@ -504,7 +507,7 @@ func occurrence(ids []int64, k int) int {
 // relative order, the only freedom rule 5 leaves) pairs the same buffers
 // and gives each buffer the same slot. Prefill is reversed by layer and
 // decode sorted by layer, so the check is never the identity on both.
-func statePermutationInvariance(lim ref.Limits, in ref.TransferStateLayerPairingInput, out ref.TransferStateLayerPairingOutput) error {
+func statePermutationInvariance(lim spec.Limits, in spec.TransferStateLayerPairingInput, out spec.TransferStateLayerPairingOutput) error {
 	if out.Positional {
 		return nil
 	}
@@ -536,14 +539,14 @@ func statePermutationInvariance(lim ref.Limits, in ref.TransferStateLayerPairing
 
 // permuteByID stably sorts r's buffers by layer id (dir 1 ascending, −1
 // descending) and returns where each old buffer went.
-func permuteByID(r ref.StateRegistration, dir int) ([]int, ref.StateRegistration) {
+func permuteByID(r spec.StateRegistration, dir int) ([]int, spec.StateRegistration) {
 	order := make([]int, len(r.LayerIDs))
 	for k := range order {
 		order[k] = k
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return dir * cmpInt64(r.LayerIDs[a], r.LayerIDs[b]) })
 	where := make([]int, len(order))
-	p := ref.StateRegistration{Ptrs: make([]uint64, len(order)), ItemLens: make([]uint64, len(order)), LayerIDs: make([]int64, len(order))}
+	p := spec.StateRegistration{Ptrs: make([]uint64, len(order)), ItemLens: make([]uint64, len(order)), LayerIDs: make([]int64, len(order))}
 	for k, from := range order {
 		where[from] = k
 		p.Ptrs[k], p.ItemLens[k], p.LayerIDs[k] = r.Ptrs[from], r.ItemLens[from], r.LayerIDs[from]
@@ -565,7 +568,7 @@ func cmpInt64(a, b int64) int {
 // starting at layer 0; slot(l) is l's rank in A, so strictly increasing on
 // A; draft id base+j sits after A at |A|+j. Without an index config there
 // are no slots.
-func stateSlots(_ ref.Limits, in ref.TransferStateLayerPairingInput, out ref.TransferStateLayerPairingOutput) error {
+func stateSlots(_ spec.Limits, in spec.TransferStateLayerPairingInput, out spec.TransferStateLayerPairingOutput) error {
 	if in.Index == nil {
 		if out.Active != nil || out.SrcSlots != nil || out.DstSlots != nil || out.HostBytesPerToken != nil {
 			return fmt.Errorf("index outputs without an index config: %+v", out)
@@ -592,10 +595,10 @@ func stateSlots(_ ref.Limits, in ref.TransferStateLayerPairingInput, out ref.Tra
 		}
 		for k, id := range side.ids {
 			s := side.slots[k]
-			if id >= ref.DraftLayerIDBase && s != int64(len(want))+id-ref.DraftLayerIDBase {
-				return fmt.Errorf("draft layer %d: slot %d, want |A| + %d", id, s, id-ref.DraftLayerIDBase)
+			if id >= spec.DraftLayerIDBase && s != int64(len(want))+id-spec.DraftLayerIDBase {
+				return fmt.Errorf("draft layer %d: slot %d, want |A| + %d", id, s, id-spec.DraftLayerIDBase)
 			}
-			if id < ref.DraftLayerIDBase && (s < 0 || s >= int64(len(want)) || want[s] != id) {
+			if id < spec.DraftLayerIDBase && (s < 0 || s >= int64(len(want)) || want[s] != id) {
 				return fmt.Errorf("layer %d: slot %d is not its rank in A %v", id, s, want)
 			}
 		}
@@ -608,7 +611,7 @@ func stateSlots(_ ref.Limits, in ref.TransferStateLayerPairingInput, out ref.Tra
 // active ones only, so L×kv <= estimate <= L×(kv+index), with the upper
 // bound reached only when every layer is active or the index is free (the
 // full-layer estimate the seed fixed reaches it always).
-func stateHostEstimate(_ ref.Limits, in ref.TransferStateLayerPairingInput, out ref.TransferStateLayerPairingOutput) error {
+func stateHostEstimate(_ spec.Limits, in spec.TransferStateLayerPairingInput, out spec.TransferStateLayerPairingOutput) error {
 	if in.Index == nil || in.Index.Capacity == nil {
 		if out.HostBytesPerToken != nil {
 			return fmt.Errorf("host_bytes_per_token %d without capacity terms", *out.HostBytesPerToken)
@@ -620,7 +623,7 @@ func stateHostEstimate(_ ref.Limits, in ref.TransferStateLayerPairingInput, out 
 	}
 	L, c, got := in.Index.NumHiddenLayers, in.Index.Capacity, *out.HostBytesPerToken
 	perLayer := c.KVBytesPerTokenPerLayer + c.IndexBytesPerTokenPerLayer
-	if ref.AddOverflows(c.KVBytesPerTokenPerLayer, c.IndexBytesPerTokenPerLayer) || ref.MulOverflows(L, perLayer) {
+	if spec.AddOverflows(c.KVBytesPerTokenPerLayer, c.IndexBytesPerTokenPerLayer) || spec.MulOverflows(L, perLayer) {
 		return nil // the full-layer bound is not representable; nothing to compare with
 	}
 	lo, hi := L*c.KVBytesPerTokenPerLayer, L*perLayer

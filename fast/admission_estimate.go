@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // AdmissionEstimate is the twin of ref.AdmissionEstimate
@@ -14,7 +15,7 @@ import (
 // per term, walks each request once (the zigzag segment of every rank in
 // closed form, no layout allocation), and reports the first overflowing
 // term in the reference's order, so the errors are the same bytes.
-func AdmissionEstimate(lim ref.Limits, in ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error) {
+func AdmissionEstimate(lim spec.Limits, in spec.AdmissionEstimateInput) (spec.AdmissionEstimateOutput, error) {
 	return admissionEstimateWithFaults(lim, in, fault.Estimate{})
 }
 
@@ -22,9 +23,9 @@ func AdmissionEstimate(lim ref.Limits, in ref.AdmissionEstimateInput) (ref.Admis
 // selects put back, for the bug zoo only: fault.Hooks hands it to
 // equiv/mutants (hooks.go). Called with the zero value it is
 // AdmissionEstimate.
-func admissionEstimateWithFaults(lim ref.Limits, in ref.AdmissionEstimateInput, f fault.Estimate) (ref.AdmissionEstimateOutput, error) {
+func admissionEstimateWithFaults(lim spec.Limits, in spec.AdmissionEstimateInput, f fault.Estimate) (spec.AdmissionEstimateOutput, error) {
 	if err := ref.ValidateAdmissionEstimate(lim, in); err != nil {
-		return ref.AdmissionEstimateOutput{}, err
+		return spec.AdmissionEstimateOutput{}, err
 	}
 	e := newEstimator(in.Context, f)
 	for _, r := range in.Requests {
@@ -32,9 +33,9 @@ func admissionEstimateWithFaults(lim ref.Limits, in ref.AdmissionEstimateInput, 
 	}
 	est, err := e.build(nil, true)
 	if err != nil {
-		return ref.AdmissionEstimateOutput{}, err
+		return spec.AdmissionEstimateOutput{}, err
 	}
-	out := ref.AdmissionEstimateOutput{Estimate: est}
+	out := spec.AdmissionEstimateOutput{Estimate: est}
 	if in.MaxBufferSizeBytes != nil {
 		g := ref.GateOn(est.TotalBytes, len(in.Requests), *in.MaxBufferSizeBytes)
 		out.Gate = &g
@@ -43,12 +44,12 @@ func admissionEstimateWithFaults(lim ref.Limits, in ref.AdmissionEstimateInput, 
 }
 
 // EstimateBuffers is the twin of ref.EstimateBuffers.
-func EstimateBuffers(ctx ref.EstimatorContext, reqs []ref.EstimateReq) (ref.Estimate, error) {
+func EstimateBuffers(ctx spec.EstimatorContext, reqs []spec.EstimateReq) (spec.Estimate, error) {
 	if err := ref.CheckEstimatorContext(ctx); err != nil {
-		return ref.Estimate{}, err
+		return spec.Estimate{}, err
 	}
 	if err := ref.CheckEstimateReqs(reqs); err != nil {
-		return ref.Estimate{}, err
+		return spec.Estimate{}, err
 	}
 	e := newEstimator(ctx, fault.Estimate{})
 	for _, r := range reqs {
@@ -67,7 +68,7 @@ type BufferEstimator struct{ e *estimator }
 
 // NewBufferEstimator validates ctx (ref.CheckEstimatorContext) and
 // returns an estimator over an empty batch.
-func NewBufferEstimator(ctx ref.EstimatorContext) (*BufferEstimator, error) {
+func NewBufferEstimator(ctx spec.EstimatorContext) (*BufferEstimator, error) {
 	if err := ref.CheckEstimatorContext(ctx); err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func (b *BufferEstimator) Len() int { return b.e.n }
 // Add commits r as the next request. A negative length is rejected (named
 // requests[Len()]) and leaves the estimator unchanged; an overflow is not
 // an Add error but the error of every later estimate, as in the reference.
-func (b *BufferEstimator) Add(r ref.EstimateReq) error {
+func (b *BufferEstimator) Add(r spec.EstimateReq) error {
 	if err := b.e.check(r); err != nil {
 		return err
 	}
@@ -89,19 +90,19 @@ func (b *BufferEstimator) Add(r ref.EstimateReq) error {
 }
 
 // Estimate is the estimate of the committed batch.
-func (b *BufferEstimator) Estimate() (ref.Estimate, error) { return b.e.build(nil, true) }
+func (b *BufferEstimator) Estimate() (spec.Estimate, error) { return b.e.build(nil, true) }
 
 // With is the estimate of the committed batch plus r; the estimator is unchanged.
-func (b *BufferEstimator) With(r ref.EstimateReq) (ref.Estimate, error) {
+func (b *BufferEstimator) With(r spec.EstimateReq) (spec.Estimate, error) {
 	if err := b.e.check(r); err != nil {
-		return ref.Estimate{}, err
+		return spec.Estimate{}, err
 	}
 	return b.e.build(&r, true)
 }
 
 // TotalWith is With(r).TotalBytes without building the per-rank list
 // (no allocation); errors are With's.
-func (b *BufferEstimator) TotalWith(r ref.EstimateReq) (int64, error) {
+func (b *BufferEstimator) TotalWith(r spec.EstimateReq) (int64, error) {
 	if err := b.e.check(r); err != nil {
 		return 0, err
 	}
@@ -129,7 +130,7 @@ func (a acc) plus(x int64, ok bool) acc {
 
 // mul is a·b for non-negative a, b, with ok false on overflow.
 func mul(a, b int64) (int64, bool) {
-	if ref.MulOverflows(a, b) {
+	if spec.MulOverflows(a, b) {
 		return 0, false
 	}
 	return a * b, true
@@ -139,7 +140,7 @@ func mul(a, b int64) (int64, bool) {
 // and every rank's Q_r and K_r (saturating: they are bounded by rows, whose
 // overflow is reported first).
 type estimator struct {
-	ctx                   ref.EstimatorContext
+	ctx                   spec.EstimatorContext
 	f                     fault.Estimate
 	n                     int
 	rows, remap, transfer acc
@@ -148,7 +149,7 @@ type estimator struct {
 	capB                  int64 // int(g·2^30) of a GiB cap below 2^63 bytes, else -1
 }
 
-func newEstimator(ctx ref.EstimatorContext, f fault.Estimate) *estimator {
+func newEstimator(ctx spec.EstimatorContext, f fault.Estimate) *estimator {
 	e := &estimator{ctx: ctx, f: f, q: make([]int64, ctx.CPSize), k: make([]int64, ctx.CPSize), capB: -1}
 	if g := ctx.Chunk.MaxGB; g != nil && *g*(1<<30) < 1<<63 {
 		e.capB = int64(*g * (1 << 30))
@@ -163,12 +164,12 @@ func (e *estimator) reset() {
 }
 
 // check rejects r as the request at index n, as ref.CheckEstimateReqs would.
-func (e *estimator) check(r ref.EstimateReq) error {
+func (e *estimator) check(r spec.EstimateReq) error {
 	return ref.CheckEstimateReq(e.n, r)
 }
 
 // reqTerms is one request's contribution to rows, remap and transfer.
-func (e *estimator) reqTerms(r ref.EstimateReq) (rows, remap, transfer acc) {
+func (e *estimator) reqTerms(r spec.EstimateReq) (rows, remap, transfer acc) {
 	ps := e.ctx.PageSize
 	ctxLen, ok := r.PrefixLen+r.ExtendLen, r.PrefixLen <= math.MaxInt64-r.ExtendLen
 	if !ok {
@@ -196,7 +197,7 @@ func (e *estimator) reqTerms(r ref.EstimateReq) (rows, remap, transfer acc) {
 }
 
 // add commits r (already checked).
-func (e *estimator) add(r ref.EstimateReq) {
+func (e *estimator) add(r spec.EstimateReq) {
 	rows, remap, transfer := e.reqTerms(r)
 	e.rows = e.rows.plus(rows.v, !rows.over)
 	e.remap = e.remap.plus(remap.v, !remap.over)
@@ -218,7 +219,7 @@ func (e *estimator) add(r ref.EstimateReq) {
 // ends at (j+1)·b + min(j+1, m).
 type zigzag struct{ ns, b, m, prefix int64 }
 
-func split(c int, r ref.EstimateReq) zigzag {
+func split(c int, r spec.EstimateReq) zigzag {
 	ns := int64(2 * c)
 	return zigzag{ns: ns, b: r.ExtendLen / ns, m: r.ExtendLen % ns, prefix: r.PrefixLen}
 }
@@ -242,7 +243,7 @@ func (z zigzag) share(rk int) (dq, dk int64) {
 // build is the estimate of the committed batch plus extra (if any), with
 // the per-rank list when perRank is set; overflow checks run in the
 // reference's term order.
-func (e *estimator) build(extra *ref.EstimateReq, perRank bool) (ref.Estimate, error) {
+func (e *estimator) build(extra *spec.EstimateReq, perRank bool) (spec.Estimate, error) {
 	n, rows, remap, transfer := e.n, e.rows, e.remap, e.transfer
 	sumE, sumCtx := e.sumE, e.sumCtx
 	if extra != nil {
@@ -252,35 +253,35 @@ func (e *estimator) build(extra *ref.EstimateReq, perRank bool) (ref.Estimate, e
 		n++
 	}
 	if rows.over {
-		return ref.Estimate{}, ref.EstimateOverflow("rows", ref.OperandsRows)
+		return spec.Estimate{}, ref.EstimateOverflow("rows", spec.OperandsRows)
 	}
-	var est ref.Estimate
+	var est spec.Estimate
 	var ok bool
 	if est.MLAMaterializeBytes, ok = mul(rows.v, e.ctx.MLARowBytes); !ok {
-		return ref.Estimate{}, ref.EstimateOverflow("mla_materialize_bytes", ref.OperandsMLA)
+		return spec.Estimate{}, ref.EstimateOverflow("mla_materialize_bytes", spec.OperandsMLA)
 	}
 	if est.IndexMaterializeBytes, ok = mul(rows.v, e.ctx.IndexRowBytes); !ok {
-		return ref.Estimate{}, ref.EstimateOverflow("index_materialize_bytes", ref.OperandsIndex)
+		return spec.Estimate{}, ref.EstimateOverflow("index_materialize_bytes", spec.OperandsIndex)
 	}
 	if remap.over {
-		return ref.Estimate{}, ref.EstimateOverflow("remap_metadata_bytes", ref.OperandsRemap)
+		return spec.Estimate{}, ref.EstimateOverflow("remap_metadata_bytes", spec.OperandsRemap)
 	}
 	if transfer.over {
-		return ref.Estimate{}, ref.EstimateOverflow("transfer_descriptor_bytes", ref.OperandsTransfer)
+		return spec.Estimate{}, ref.EstimateOverflow("transfer_descriptor_bytes", spec.OperandsTransfer)
 	}
 	est.RemapMetadataBytes, est.TransferDescriptorBytes = remap.v, transfer.v
 	if est.LogitsWindowBytes, ok = logitsWindow(n, e.ctx); !ok {
-		return ref.Estimate{}, ref.EstimateOverflow("logits_window_bytes", ref.OperandsLogits)
+		return spec.Estimate{}, ref.EstimateOverflow("logits_window_bytes", spec.OperandsLogits)
 	}
 	if err := e.mqa(&est, extra, sumE, sumCtx, perRank); err != nil {
-		return ref.Estimate{}, err
+		return spec.Estimate{}, err
 	}
 	return e.groups(est)
 }
 
 // logitsWindow is n·LogitRowsPerReq·VocabSize·4; a zero factor first keeps
 // an intermediate product from overflowing where the exact value is 0.
-func logitsWindow(n int, ctx ref.EstimatorContext) (int64, bool) {
+func logitsWindow(n int, ctx spec.EstimatorContext) (int64, bool) {
 	if n == 0 || ctx.LogitRowsPerReq == 0 {
 		return 0, true
 	}
@@ -289,16 +290,16 @@ func logitsWindow(n int, ctx ref.EstimatorContext) (int64, bool) {
 		v, ok = mul(v, ctx.VocabSize)
 	}
 	if ok {
-		v, ok = mul(v, ref.MQALogitsElemBytes)
+		v, ok = mul(v, spec.MQALogitsElemBytes)
 	}
 	return v, ok
 }
 
 // mqa fills the MQA term, the worst rank and (if perRank) the list.
-func (e *estimator) mqa(est *ref.Estimate, extra *ref.EstimateReq, sumE, sumCtx int64, perRank bool) error {
+func (e *estimator) mqa(est *spec.Estimate, extra *spec.EstimateReq, sumE, sumCtx int64, perRank bool) error {
 	c := int(e.ctx.CPSize)
 	if perRank {
-		est.PerRank = make([]ref.RankMQA, c)
+		est.PerRank = make([]spec.RankMQA, c)
 	}
 	var z zigzag
 	if extra != nil {
@@ -316,13 +317,13 @@ func (e *estimator) mqa(est *ref.Estimate, extra *ref.EstimateReq, sumE, sumCtx 
 		rows := e.chunkRows(q, k)
 		peak, ok := mul(rows, k)
 		if ok {
-			peak, ok = mul(peak, ref.MQALogitsElemBytes)
+			peak, ok = mul(peak, spec.MQALogitsElemBytes)
 		}
 		if !ok {
 			return ref.EstimateOverflow("mqa_logits_peak_bytes", ref.MQAOverflowOperands(int64(rk), q, k, rows))
 		}
 		if perRank {
-			est.PerRank[rk] = ref.RankMQA{Rank: int64(rk), QRows: q, KRows: k, ChunkRows: rows, PeakBytes: peak}
+			est.PerRank[rk] = spec.RankMQA{Rank: int64(rk), QRows: q, KRows: k, ChunkRows: rows, PeakBytes: peak}
 		}
 		if peak > est.MQALogitsPeakBytes && (rk == 0 || !e.f.Rank0Only) {
 			est.MQALogitsPeakBytes, est.WorstRank = peak, int64(rk)
@@ -336,26 +337,26 @@ func (e *estimator) mqa(est *ref.Estimate, extra *ref.EstimateReq, sumE, sumCtx 
 
 // groups adds up A2.4's groups and total in the reference's check order:
 // prefetch, layer-forward peak, per-forward, total.
-func (e *estimator) groups(est ref.Estimate) (ref.Estimate, error) {
+func (e *estimator) groups(est spec.Estimate) (spec.Estimate, error) {
 	dense := acc{v: est.MLAMaterializeBytes}.plus(est.IndexMaterializeBytes, true)
 	prefetch := acc{}
 	if e.ctx.BsGt1L1PrefetchEnabled {
 		prefetch = dense
 	}
 	if prefetch.over {
-		return ref.Estimate{}, ref.EstimateOverflow("prefetch_bytes", ref.OperandsPrefetch)
+		return spec.Estimate{}, ref.EstimateOverflow("prefetch_bytes", spec.OperandsPrefetch)
 	}
 	layer := dense.plus(est.MQALogitsPeakBytes, true)
 	if layer.over {
-		return ref.Estimate{}, ref.EstimateOverflow("layer_forward_peak_bytes", ref.OperandsLayerPeak)
+		return spec.Estimate{}, ref.EstimateOverflow("layer_forward_peak_bytes", spec.OperandsLayerPeak)
 	}
 	perFwd := acc{v: est.RemapMetadataBytes}.plus(est.TransferDescriptorBytes, true).plus(est.LogitsWindowBytes, true)
 	if perFwd.over {
-		return ref.Estimate{}, ref.EstimateOverflow("per_forward_bytes", ref.OperandsPerFwd)
+		return spec.Estimate{}, ref.EstimateOverflow("per_forward_bytes", spec.OperandsPerFwd)
 	}
 	total := perFwd.plus(layer.v, true).plus(prefetch.v, true)
 	if total.over {
-		return ref.Estimate{}, ref.EstimateOverflow("total_bytes", ref.OperandsTotal)
+		return spec.Estimate{}, ref.EstimateOverflow("total_bytes", spec.OperandsTotal)
 	}
 	est.PrefetchBytes, est.LayerForwardPeakBytes, est.PerForwardBytes, est.TotalBytes = prefetch.v, layer.v, perFwd.v, total.v
 	return est, nil
@@ -374,13 +375,13 @@ func (e *estimator) chunkRows(q, k int64) int64 {
 	case c.MaxGB == nil:
 		return q
 	case e.capB < 0:
-		per := new(big.Int).Quo(ref.GBCapExact(*c.MaxGB), new(big.Int).Mul(big.NewInt(k), big.NewInt(ref.MQALogitsElemBytes)))
+		per := new(big.Int).Quo(ref.GBCapExact(*c.MaxGB), new(big.Int).Mul(big.NewInt(k), big.NewInt(spec.MQALogitsElemBytes)))
 		if per.Cmp(big.NewInt(q)) >= 0 {
 			return q
 		}
 		return max(1, per.Int64())
-	case k > math.MaxInt64/ref.MQALogitsElemBytes:
+	case k > math.MaxInt64/spec.MQALogitsElemBytes:
 		return 1 // 4K > cap: one row, the floor
 	}
-	return min(q, max(1, e.capB/(k*ref.MQALogitsElemBytes)))
+	return min(q, max(1, e.capB/(k*spec.MQALogitsElemBytes)))
 }

@@ -6,10 +6,11 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // estimateShape is the catalog's cp8-bs64 benchmark input.
-func estimateShape(t testing.TB, name string) ref.AdmissionEstimateInput {
+func estimateShape(t testing.TB, name string) spec.AdmissionEstimateInput {
 	t.Helper()
 	for _, sh := range catalog.AdmissionEstimate().Shapes {
 		if sh.Name == name {
@@ -17,7 +18,7 @@ func estimateShape(t testing.TB, name string) ref.AdmissionEstimateInput {
 		}
 	}
 	t.Fatalf("no shape %s", name)
-	return ref.AdmissionEstimateInput{}
+	return spec.AdmissionEstimateInput{}
 }
 
 // TestAdmissionEstimateFastPath: the fast twin walks each request once in
@@ -27,7 +28,7 @@ func estimateShape(t testing.TB, name string) ref.AdmissionEstimateInput {
 func TestAdmissionEstimateFastPath(t *testing.T) {
 	in := estimateShape(t, "cp8-bs64-high-hit")
 	allocs := testing.AllocsPerRun(50, func() {
-		if _, err := fast.AdmissionEstimate(ref.DefaultLimits(), in); err != nil {
+		if _, err := fast.AdmissionEstimate(spec.DefaultLimits(), in); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -92,11 +93,11 @@ func BenchmarkEstimateBatch64(b *testing.B) {
 	in := estimateShape(b, "cp8-bs64-high-hit")
 	for _, impl := range []struct {
 		name string
-		f    func(ref.Limits, ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error)
+		f    func(spec.Limits, spec.AdmissionEstimateInput) (spec.AdmissionEstimateOutput, error)
 	}{{"fast", fast.AdmissionEstimate}, {"ref", ref.AdmissionEstimate}} {
 		b.Run(impl.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := impl.f(ref.DefaultLimits(), in); err != nil {
+				if _, err := impl.f(spec.DefaultLimits(), in); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -12,13 +12,14 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // adder is the incremental PrefillAdder.
 type adder struct {
-	cfg       ref.AdderConfig
+	cfg       spec.AdderConfig
 	f         fault.Admission
-	pool      ref.PoolState
+	pool      spec.PoolState
 	ps        int64
 	totalOff  float64 // rem_total_token_offset
 	charged   int64   // Σ CeilPage(charge): cur offset − mixed, input and chunk spend
@@ -34,17 +35,17 @@ type adder struct {
 	l2Left    int64
 	l2Bounded bool
 	l2Loaded  int64
-	est       ref.BufferEstimator
-	batch     []ref.PlannedEntry // the estimator's view of the batch, reused
-	lin       *ref.LinearBuffer  // the JSON buffer model, summed incrementally
-	inc       *BufferEstimator   // A2's estimator over the batch, kept incrementally
-	linSum    int64              // lin's estimate of the admitted batch
-	admitted  []ref.AdmittedReq
+	est       spec.BufferEstimator
+	batch     []spec.PlannedEntry // the estimator's view of the batch, reused
+	lin       *spec.LinearBuffer  // the JSON buffer model, summed incrementally
+	inc       *BufferEstimator    // A2's estimator over the batch, kept incrementally
+	linSum    int64               // lin's estimate of the admitted batch
+	admitted  []spec.AdmittedReq
 	warnings  []string
 }
 
 // budgets is §A1.4 and C1, with the fault switches of A1-B3..B5.
-func budgets(cfg ref.AdderConfig, f fault.Admission) (remInput int64, remChunk, eff *int64) {
+func budgets(cfg spec.AdderConfig, f fault.Admission) (remInput int64, remChunk, eff *int64) {
 	remInput = cfg.MaxPrefillTokens - cfg.MixedDecodeTokens
 	if c := cfg.ChunkedPrefillSize; c != nil && *c > 0 {
 		v := *c - cfg.MixedDecodeTokens
@@ -69,7 +70,7 @@ func budgets(cfg ref.AdderConfig, f fault.Admission) (remInput int64, remChunk, 
 	return remInput, remChunk, eff
 }
 
-func newAdder(in *ref.AdmissionRoundInput, f fault.Admission) *adder {
+func newAdder(in *spec.AdmissionRoundInput, f fault.Admission) *adder {
 	cfg := in.Config
 	remInput, remChunk, eff := budgets(cfg, f)
 	a := &adder{cfg: cfg, f: f, pool: in.Pool, ps: cfg.PageSize, remInput0: remInput,
@@ -94,7 +95,7 @@ func newAdder(in *ref.AdmissionRoundInput, f fault.Admission) *adder {
 	if cfg.CP != nil && cfg.CP.MaxRequests != nil && int64(n) > *cfg.CP.MaxRequests+1 {
 		n = int(*cfg.CP.MaxRequests + 1)
 	}
-	a.admitted = make([]ref.AdmittedReq, 0, n)
+	a.admitted = make([]spec.AdmittedReq, 0, n)
 	switch {
 	case a.est == nil:
 	case cfg.CP.Estimator == nil && cfg.CP.EstimatorContext != nil:
@@ -105,7 +106,7 @@ func newAdder(in *ref.AdmissionRoundInput, f fault.Admission) *adder {
 	case cfg.CP.Estimator == nil:
 		a.lin = cfg.CP.BufferModel // O(1) per decision instead of a pass over the batch
 	default:
-		a.batch = make([]ref.PlannedEntry, 0, n+1)
+		a.batch = make([]spec.PlannedEntry, 0, n+1)
 	}
 	return a
 }
@@ -130,22 +131,22 @@ func (a *adder) charge(hit, extend, maxNew int64) int64 {
 	return e
 }
 
-func (a *adder) budgetState() (ref.AddReqResult, ref.StopDetail) {
+func (a *adder) budgetState() (spec.AddReqResult, spec.StopDetail) {
 	switch {
 	case a.remTotal() <= 0:
-		return ref.NoToken, ref.DetailBudgetTotal
+		return spec.NoToken, spec.DetailBudgetTotal
 	case a.curRem() <= 0:
-		return ref.NoToken, ref.DetailBudgetCurrent
+		return spec.NoToken, spec.DetailBudgetCurrent
 	case a.remInput() <= 0:
-		return ref.Other, ref.DetailBudgetInput
+		return spec.Other, spec.DetailBudgetInput
 	case a.chunkOn && a.remChunk() <= 0:
-		return ref.Other, ref.DetailBudgetChunk
+		return spec.Other, spec.DetailBudgetChunk
 	}
-	return ref.Continue, ""
+	return spec.Continue, ""
 }
 
 // addChunkedReq is §A1.7; it reports whether the request is still truncated.
-func (a *adder) addChunkedReq(r *ref.Request) bool {
+func (a *adder) addChunkedReq(r *spec.Request) bool {
 	extend := r.InputLen - r.L1Prefix
 	rem := int64(a.remTotal())
 	if a.chunkOn {
@@ -161,12 +162,12 @@ func (a *adder) addChunkedReq(r *ref.Request) bool {
 		maxNew = ref.ChargeMaxNew(r.MaxNewTokens)
 	}
 	e := a.charge(0, run, maxNew)
-	a.admit(ref.AdmittedReq{RID: r.RID, PrefixLen: r.L1Prefix, RunExtend: run, ChargedExtend: e, Chunked: truncated}, e)
+	a.admit(spec.AdmittedReq{RID: r.RID, PrefixLen: r.L1Prefix, RunExtend: run, ChargedExtend: e, Chunked: truncated}, e)
 	return truncated
 }
 
 // admit appends an entry and its CP contributions.
-func (a *adder) admit(e ref.AdmittedReq, cumExt int64) {
+func (a *adder) admit(e spec.AdmittedReq, cumExt int64) {
 	a.admitted = append(a.admitted, e)
 	a.anyChunk = a.anyChunk || e.Chunked
 	if a.cfg.CP != nil {
@@ -180,9 +181,9 @@ func (a *adder) admit(e ref.AdmittedReq, cumExt int64) {
 	case a.lin != nil:
 		a.linSum += a.linTerm(e.PrefixLen, e.RunExtend) // the gate just summed it without overflow
 	case a.inc != nil:
-		_ = a.inc.Add(ref.EstimateReq{PrefixLen: e.PrefixLen, ExtendLen: e.RunExtend}) // lengths are >= 0: Add cannot refuse
+		_ = a.inc.Add(spec.EstimateReq{PrefixLen: e.PrefixLen, ExtendLen: e.RunExtend}) // lengths are >= 0: Add cannot refuse
 	case a.est != nil:
-		a.batch = append(a.batch, ref.PlannedEntry{PrefixLen: e.PrefixLen, RunExtend: e.RunExtend})
+		a.batch = append(a.batch, spec.PlannedEntry{PrefixLen: e.PrefixLen, RunExtend: e.RunExtend})
 	}
 }
 
@@ -197,42 +198,42 @@ func (a *adder) linTerm(prefix, extend int64) int64 {
 // entry was the candidate.
 func (a *adder) estimate(prefix, extend int64) (int64, error) {
 	if a.inc != nil {
-		return a.inc.TotalWith(ref.EstimateReq{PrefixLen: prefix, ExtendLen: extend})
+		return a.inc.TotalWith(spec.EstimateReq{PrefixLen: prefix, ExtendLen: extend})
 	}
 	if a.lin == nil {
-		return a.est(append(a.batch, ref.PlannedEntry{PrefixLen: prefix, RunExtend: extend}))
+		return a.est(append(a.batch, spec.PlannedEntry{PrefixLen: prefix, RunExtend: extend}))
 	}
 	b := a.linTerm(prefix, extend)
-	if ref.AddOverflows(a.linSum, b) {
-		return 0, ref.Reject(ref.ErrOverflow, ref.Idx("buffer_estimate.batch", len(a.admitted)), b, "running total fits int64")
+	if spec.AddOverflows(a.linSum, b) {
+		return 0, spec.Reject(spec.ErrOverflow, spec.Idx("buffer_estimate.batch", len(a.admitted)), b, "running total fits int64")
 	}
 	return a.linSum + b, nil
 }
 
 type verdict struct {
-	res      ref.AddReqResult
-	detail   ref.StopDetail
+	res      spec.AddReqResult
+	detail   spec.StopDetail
 	admitted bool
 }
 
 // addOneReq is §A1.6 for queue[i].
-func (a *adder) addOneReq(i int, r *ref.Request) (verdict, error) {
+func (a *adder) addOneReq(i int, r *spec.Request) (verdict, error) {
 	cp, ps := a.cfg.CP, a.ps
 	gates := cp != nil && (len(a.admitted) > 0 || a.f.GatesOnEmptyBatch)
 	if gates && cp.MaxRequests != nil && int64(len(a.admitted)) >= *cp.MaxRequests {
-		return verdict{ref.Other, ref.DetailCPMaxRequests, false}, nil
+		return verdict{spec.Other, spec.DetailCPMaxRequests, false}, nil
 	}
 	prefix := r.L1Prefix
 	extend := r.InputLen - prefix
 	total := float64(ref.TotalTokens(extend, r))
 	if total >= a.remTotal() {
-		return verdict{ref.NoToken, ref.DetailRemTotal, false}, nil
+		return verdict{spec.NoToken, spec.DetailRemTotal, false}, nil
 	}
 	if ref.CeilPage(extend-r.HostHit, ps) >= a.remInput() && len(a.admitted) > 0 {
-		return verdict{ref.Other, ref.DetailRemInput, false}, nil
+		return verdict{spec.Other, spec.DetailRemInput, false}, nil
 	}
 	if r.L1PrefixEvictable > a.pool.Evictable {
-		return verdict{}, ref.Reject(ref.ErrEvictableShort, ref.Idx("queue", i)+".l1_prefix_evictable", r.L1PrefixEvictable,
+		return verdict{}, spec.Reject(spec.ErrEvictableShort, spec.Idx("queue", i)+".l1_prefix_evictable", r.L1PrefixEvictable,
 			"<= pool.evictable ("+strconv.FormatInt(a.pool.Evictable, 10)+") at lock time")
 	}
 	a.pool.Evictable -= r.L1PrefixEvictable
@@ -242,7 +243,7 @@ func (a *adder) addOneReq(i int, r *ref.Request) (verdict, error) {
 		return v, nil
 	}
 	if !a.f.SkipLockRecheck && total >= a.remTotal() {
-		return refuse(verdict{ref.NoToken, ref.DetailRemTotal, false})
+		return refuse(verdict{spec.NoToken, spec.DetailRemTotal, false})
 	}
 	if r.HostHit > 0 && a.loadBack(r.HostHit) {
 		loaded = r.HostHit
@@ -251,22 +252,22 @@ func (a *adder) addOneReq(i int, r *ref.Request) (verdict, error) {
 	}
 	input := ref.CeilPage(extend, ps)
 	if input >= a.remInput() && len(a.admitted) > 0 {
-		return refuse(verdict{ref.Other, ref.DetailRemInput, false})
+		return refuse(verdict{spec.Other, spec.DetailRemInput, false})
 	}
 	chargeExt, runExt, maxNew, chunked := input, extend, ref.ChargeMaxNew(r.MaxNewTokens), false
 	if a.chunkOn && input > a.remChunk() {
 		trunc := ref.FloorPage(a.remChunk(), ps)
 		if trunc <= 0 {
-			return refuse(verdict{ref.Other, ref.DetailRemChunk, false})
+			return refuse(verdict{spec.Other, spec.DetailRemChunk, false})
 		}
 		if al := a.cfg.TruncationAlignSize; al != nil {
 			if trunc < *al {
-				return refuse(verdict{ref.Other, ref.DetailTruncationAlign, false})
+				return refuse(verdict{spec.Other, spec.DetailTruncationAlign, false})
 			}
 			trunc = trunc / *al * *al
 		}
 		if a.anyChunk {
-			return verdict{}, ref.Reject(ref.ErrSecondChunk, ref.Idx("queue", i), "chunked", secondChunkBound(a.cfg))
+			return verdict{}, spec.Reject(spec.ErrSecondChunk, spec.Idx("queue", i), "chunked", secondChunkBound(a.cfg))
 		}
 		chargeExt, runExt, maxNew, chunked = trunc, trunc, 0, true
 	}
@@ -279,7 +280,7 @@ func (a *adder) addOneReq(i int, r *ref.Request) (verdict, error) {
 		if err != nil {
 			return verdict{}, err
 		}
-		if v.res != ref.Continue {
+		if v.res != spec.Continue {
 			return refuse(v)
 		}
 	} else if cp != nil && a.est != nil {
@@ -288,7 +289,7 @@ func (a *adder) addOneReq(i int, r *ref.Request) (verdict, error) {
 		}
 	}
 	e := a.charge(prefix, chargeExt, maxNew)
-	a.admit(ref.AdmittedReq{RID: r.RID, PrefixLen: prefix, LoadedFromL2: loaded, RunExtend: runExt, ChargedExtend: e, Chunked: chunked}, chargeExt)
+	a.admit(spec.AdmittedReq{RID: r.RID, PrefixLen: prefix, LoadedFromL2: loaded, RunExtend: runExt, ChargedExtend: e, Chunked: chunked}, chargeExt)
 	res, detail := a.budgetState()
 	return verdict{res, detail, true}, nil
 }
@@ -314,10 +315,10 @@ func (a *adder) loadBack(hit int64) bool {
 func (a *adder) cpGates(cached, prefix, chargeExt, runExt int64) (verdict, error) {
 	cp := a.cfg.CP
 	if cp.MaxTotalCachedTokens != nil && a.cumCached+cached > *cp.MaxTotalCachedTokens {
-		return verdict{ref.Other, ref.DetailCPMaxCachedTokens, false}, nil
+		return verdict{spec.Other, spec.DetailCPMaxCachedTokens, false}, nil
 	}
 	if a.limitOn && a.cumExt+chargeExt > a.effLimit {
-		return verdict{ref.Other, ref.DetailCPMaxExtendTokens, false}, nil
+		return verdict{spec.Other, spec.DetailCPMaxExtendTokens, false}, nil
 	}
 	if a.est != nil {
 		bytes, err := a.estimate(prefix, runExt)
@@ -325,10 +326,10 @@ func (a *adder) cpGates(cached, prefix, chargeExt, runExt int64) (verdict, error
 			return verdict{}, err
 		}
 		if bytes > *cp.MaxBufferSizeBytes {
-			return verdict{ref.Other, ref.DetailCPMaxBufferSize, false}, nil
+			return verdict{spec.Other, spec.DetailCPMaxBufferSize, false}, nil
 		}
 	}
-	return verdict{ref.Continue, "", false}, nil
+	return verdict{spec.Continue, "", false}, nil
 }
 
 func (a *adder) warnIfOversized(rid string, prefix, runExt int64) error {
@@ -344,49 +345,49 @@ func (a *adder) warnIfOversized(rid string, prefix, runExt int64) error {
 
 // AdmissionRound runs one scheduling step (docs/spec/admission-serving.md §A1.10); see
 // ref.AdmissionRound for the contract. Budgets are kept incrementally.
-func AdmissionRound(lim ref.Limits, in ref.AdmissionRoundInput) (ref.AdmissionRoundOutput, error) {
+func AdmissionRound(lim spec.Limits, in spec.AdmissionRoundInput) (spec.AdmissionRoundOutput, error) {
 	return admissionRoundWithFaults(lim, in, fault.Admission{})
 }
 
 // admissionRoundWithFaults is AdmissionRound with the historic bugs f selects put
 // back, for the bug zoo only: fault.Hooks hands it to equiv/mutants
 // (hooks.go). Called with the zero value it is AdmissionRound.
-func admissionRoundWithFaults(_ ref.Limits, in ref.AdmissionRoundInput, f fault.Admission) (ref.AdmissionRoundOutput, error) {
+func admissionRoundWithFaults(_ spec.Limits, in spec.AdmissionRoundInput, f fault.Admission) (spec.AdmissionRoundOutput, error) {
 	if err := ref.ValidateAdmissionRound(in); err != nil {
-		return ref.AdmissionRoundOutput{}, err
+		return spec.AdmissionRoundOutput{}, err
 	}
 	a := newAdder(&in, f)
-	out := ref.AdmissionRoundOutput{Stop: ref.RoundStop{Result: ref.Continue, Detail: ref.DetailQueueExhausted}}
+	out := spec.AdmissionRoundOutput{Stop: spec.RoundStop{Result: spec.Continue, Detail: spec.DetailQueueExhausted}}
 	if in.Chunked != nil && a.addChunkedReq(in.Chunked) {
 		out.NextChunkedRID = in.Chunked.RID
 	}
 	for i := range in.Queue {
 		r := &in.Queue[i]
 		if int64(len(in.Running)+len(a.admitted)) >= in.Config.MaxRunningRequests {
-			out.Stop, out.BatchIsFull = ref.RoundStop{Result: ref.Other, Detail: ref.DetailMaxRunning, RID: r.RID}, true
+			out.Stop, out.BatchIsFull = spec.RoundStop{Result: spec.Other, Detail: spec.DetailMaxRunning, RID: r.RID}, true
 			break
 		}
 		v, err := a.addOneReq(i, r)
 		if err != nil {
-			return ref.AdmissionRoundOutput{}, err
+			return spec.AdmissionRoundOutput{}, err
 		}
 		if v.admitted && a.admitted[len(a.admitted)-1].Chunked {
 			out.NextChunkedRID = r.RID
 		}
-		if v.res == ref.Continue {
+		if v.res == spec.Continue {
 			continue
 		}
-		if v.res == ref.NoToken {
+		if v.res == spec.NoToken {
 			out.BatchIsFull = !in.Config.HierarchicalCache || len(a.admitted) > 0 || len(in.Running) > 0
 		}
-		out.Stop = ref.RoundStop{Result: v.res, Detail: v.detail, RID: r.RID, Admitted: v.admitted}
+		out.Stop = spec.RoundStop{Result: v.res, Detail: v.detail, RID: r.RID, Admitted: v.admitted}
 		break
 	}
 	a.snapshot(&out)
 	return out, nil
 }
 
-func (a *adder) snapshot(out *ref.AdmissionRoundOutput) {
+func (a *adder) snapshot(out *spec.AdmissionRoundOutput) {
 	out.Admitted = a.admitted
 	out.RemTotalTokens, out.CurRemTokens, out.RemInputTokens = a.remTotal(), a.curRem(), a.remInput()
 	if a.chunkOn {
@@ -404,7 +405,7 @@ func (a *adder) snapshot(out *ref.AdmissionRoundOutput) {
 	out.L2Loaded, out.Warnings, out.Pool = a.l2Loaded, a.warnings, a.pool
 }
 
-func secondChunkBound(cfg ref.AdderConfig) string {
+func secondChunkBound(cfg spec.AdderConfig) string {
 	align := "unset"
 	if cfg.TruncationAlignSize != nil {
 		align = strconv.FormatInt(*cfg.TruncationAlignSize, 10)

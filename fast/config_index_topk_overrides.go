@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ConfigIndexTopKOverrides is the twin of ref.ConfigIndexTopKOverrides
@@ -14,7 +15,7 @@ import (
 // input once and then walks the compact bytes with a byte scanner instead
 // of a token decoder, copying each member's span straight into one output
 // buffer: no per-member allocation unless a key has escapes.
-func ConfigIndexTopKOverrides(lim ref.Limits, in ref.ConfigIndexTopKOverridesInput) (ref.ConfigIndexTopKOverridesOutput, error) {
+func ConfigIndexTopKOverrides(lim spec.Limits, in spec.ConfigIndexTopKOverridesInput) (spec.ConfigIndexTopKOverridesOutput, error) {
 	return configIndexTopKOverridesWithFaults(lim, in, fault.IndexTopK{})
 }
 
@@ -22,12 +23,12 @@ func ConfigIndexTopKOverrides(lim ref.Limits, in ref.ConfigIndexTopKOverridesInp
 // historic bugs f selects put back, for the bug zoo only: fault.Hooks hands it
 // to equiv/mutants (hooks.go). Called with the zero value it is
 // ConfigIndexTopKOverrides.
-func configIndexTopKOverridesWithFaults(_ ref.Limits, in ref.ConfigIndexTopKOverridesInput, f fault.IndexTopK) (ref.ConfigIndexTopKOverridesOutput, error) {
+func configIndexTopKOverridesWithFaults(_ spec.Limits, in spec.ConfigIndexTopKOverridesInput, f fault.IndexTopK) (spec.ConfigIndexTopKOverridesOutput, error) {
 	if err := ref.CheckIndexTopKFlags(in); err != nil {
-		return ref.ConfigIndexTopKOverridesOutput{}, err
+		return spec.ConfigIndexTopKOverridesOutput{}, err
 	}
 	if err := ref.CheckOverrideJSON(in.JSON); err != nil {
-		return ref.ConfigIndexTopKOverridesOutput{}, err
+		return spec.ConfigIndexTopKOverridesOutput{}, err
 	}
 	src := []byte("{}")
 	if in.JSON != "" {
@@ -38,7 +39,7 @@ func configIndexTopKOverridesWithFaults(_ ref.Limits, in ref.ConfigIndexTopKOver
 	}
 	spans, err := memberSpans(src)
 	if err != nil {
-		return ref.ConfigIndexTopKOverridesOutput{}, err
+		return spec.ConfigIndexTopKOverridesOutput{}, err
 	}
 	warnings := []string{}
 	flags := ref.IndexTopKFlags(in)
@@ -46,7 +47,7 @@ func configIndexTopKOverridesWithFaults(_ ref.Limits, in ref.ConfigIndexTopKOver
 		flags = append(flags, ref.IndexTopKOffsetFlag(0))
 	}
 	if len(flags) == 0 {
-		return ref.ConfigIndexTopKOverridesOutput{JSON: in.JSON, Warnings: warnings}, nil
+		return spec.ConfigIndexTopKOverridesOutput{JSON: in.JSON, Warnings: warnings}, nil
 	}
 	// at[f] is the member flag f replaces, or -1 to append it.
 	var at [3]int
@@ -89,11 +90,11 @@ func configIndexTopKOverridesWithFaults(_ ref.Limits, in ref.ConfigIndexTopKOver
 	if in.Pattern != nil {
 		warnings = shadow(warnings, flags, at[:len(flags)], spans, src)
 	}
-	return ref.ConfigIndexTopKOverridesOutput{JSON: string(out), Warnings: warnings}, nil
+	return spec.ConfigIndexTopKOverridesOutput{JSON: string(out), Warnings: warnings}, nil
 }
 
 // replacement is member i's value: the flag's when a flag replaces it.
-func replacement(flags []ref.IndexTopKFlag, at []int, i int, old []byte) []byte {
+func replacement(flags []spec.IndexTopKFlag, at []int, i int, old []byte) []byte {
 	for fi, a := range at {
 		if a == i {
 			return flags[fi].JSON
@@ -104,12 +105,12 @@ func replacement(flags []ref.IndexTopKFlag, at []int, i int, old []byte) []byte 
 
 // shadow appends §S4.2 step 3's warning when index_topk_freq is present
 // after the merge, naming its merged value.
-func shadow(warnings []string, flags []ref.IndexTopKFlag, at []int, spans []memberSpan, src []byte) []string {
-	if flags[0].Key == ref.KeyIndexTopKFreq { // the freq flag sets the key
+func shadow(warnings []string, flags []spec.IndexTopKFlag, at []int, spans []memberSpan, src []byte) []string {
+	if flags[0].Key == spec.KeyIndexTopKFreq { // the freq flag sets the key
 		return append(warnings, ref.ShadowWarning(flags[0].JSON))
 	}
 	for _, sp := range spans {
-		if string(sp.key) == ref.KeyIndexTopKFreq {
+		if string(sp.key) == spec.KeyIndexTopKFreq {
 			return append(warnings, ref.ShadowWarning(src[sp.valStart:sp.valEnd]))
 		}
 	}

@@ -1,22 +1,25 @@
 package fast
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // CPCompactValid is the twin of ref.CPCompactValid (docs/spec/cp-layout.md §4.2
 // steps 1–2): one move per lane slot's valid run, in parallel chunks for
 // large buffers.
-func CPCompactValid(lim ref.Limits, in ref.CPCompactValidInput) (ref.CPCompactValidOutput, error) {
+func CPCompactValid(lim spec.Limits, in spec.CPCompactValidInput) (spec.CPCompactValidOutput, error) {
 	lay, err := ref.ValidateCPCompactValid(lim, in)
 	if err != nil {
-		return ref.CPCompactValidOutput{}, err
+		return spec.CPCompactValidOutput{}, err
 	}
-	return ref.CPCompactValidOutput{Rows: selectValid(lay, in.Rank, in.X)}, nil
+	return spec.CPCompactValidOutput{Rows: selectValid(lay, in.Rank, in.X)}, nil
 }
 
 // CompactValidInto is ref.CompactValid into a caller's buffer (a MoE
 // input buffer reused across forwards): x must be rank r's R(r) local rows
 // and dst hold Rv(r) rows of x's width (ErrRowCount otherwise).
-func CompactValidInto(dst ref.Rows, lay ref.Layout, r int, x ref.Rows) error {
+func CompactValidInto(dst spec.Rows, lay spec.Layout, r int, x spec.Rows) error {
 	if err := lay.CheckRank("rank", r); err != nil {
 		return err
 	}
@@ -34,10 +37,10 @@ func CompactValidInto(dst ref.Rows, lay ref.Layout, r int, x ref.Rows) error {
 // CPRestorePadded is the twin of ref.CPRestorePadded (docs/spec/cp-layout.md §4.2
 // step 4): the compaction plan run backwards into a zeroed buffer, so the
 // padding rows stay zero without being written.
-func CPRestorePadded(lim ref.Limits, in ref.CPRestorePaddedInput) (ref.CPRestorePaddedOutput, error) {
+func CPRestorePadded(lim spec.Limits, in spec.CPRestorePaddedInput) (spec.CPRestorePaddedOutput, error) {
 	lay, err := ref.ValidateCPRestorePadded(lim, in)
 	if err != nil {
-		return ref.CPRestorePaddedOutput{}, err
+		return spec.CPRestorePaddedOutput{}, err
 	}
 	w := in.Y.W
 	moves, _ := compactMoves(lay, in.Rank, w)
@@ -46,5 +49,5 @@ func CPRestorePadded(lim ref.Limits, in ref.CPRestorePaddedInput) (ref.CPRestore
 	}
 	out := ref.NewRows(w, rankRows(lay, lay.S, in.Rank))
 	runMoves(out.B, in.Y.B, nil, w, moves)
-	return ref.CPRestorePaddedOutput{Rows: out}, nil
+	return spec.CPRestorePaddedOutput{Rows: out}, nil
 }

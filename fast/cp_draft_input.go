@@ -1,6 +1,9 @@
 package fast
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // CPDraftInput is the twin of ref.CPDraftInput (cp.draft_input): the same
 // validation and marker (ref.ValidateCPDraftInput, ref.DraftMarker), but the
@@ -8,24 +11,24 @@ import "github.com/kvtwin/kvtwin/ref"
 // draft extend only reads them — and the guard walks the lane slots with
 // running offsets (O(B·cp) instead of ref's O(B²·cp) SlotOff and
 // SegStart sums), filling the valid mask one slot-prefix at a time.
-func CPDraftInput(lim ref.Limits, in ref.CPDraftInputInput) (ref.CPDraftInputOutput, error) {
+func CPDraftInput(lim spec.Limits, in spec.CPDraftInputInput) (spec.CPDraftInputOutput, error) {
 	lay, err := ref.ValidateCPDraftInput(lim, in)
 	if err != nil {
-		return ref.CPDraftInputOutput{}, err
+		return spec.CPDraftInputOutput{}, err
 	}
 	src, c, source := ref.DraftMarker(in)
 	hidden := src
 	if hidden.B == nil {
 		hidden.B = []byte{}
 	}
-	cpLocal := c == ref.DraftCPLocal
-	return ref.CPDraftInputOutput{Hidden: hidden, CPLocal: cpLocal, Contract: c, Source: source,
+	cpLocal := c == spec.DraftCPLocal
+	return spec.CPDraftInputOutput{Hidden: hidden, CPLocal: cpLocal, Contract: c, Source: source,
 		Guard: draftGuard(lay, in.Rank, cpLocal, src.N())}, nil
 }
 
 // draftGuard is ref.DraftGuard with running offsets.
-func draftGuard(lay *ref.Layout, r int, cpLocal bool, n int) ref.DraftPadGuard {
-	g := ref.DraftPadGuard{Rows: n, ValidMask: make([]bool, n)}
+func draftGuard(lay *spec.Layout, r int, cpLocal bool, n int) spec.DraftPadGuard {
+	g := spec.DraftPadGuard{Rows: n, ValidMask: make([]bool, n)}
 	if lay == nil || !cpLocal {
 		for x := range g.ValidMask {
 			g.ValidMask[x] = true

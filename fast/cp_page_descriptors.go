@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // CPPageDescriptors is the twin of ref.CPPageDescriptors (docs/spec/cp-layout.md §6.1):
@@ -17,13 +18,13 @@ import (
 // handed out in order — is copied without sorting. Validation is folded
 // into the sort (a negative page sorts first, a repeat sorts next to its
 // twin); when a row fails, ref's in-order scan of that row names the error.
-func CPPageDescriptors(_ ref.Limits, in ref.CPPageDescriptorsInput) (ref.CPPageDescriptorsOutput, error) {
+func CPPageDescriptors(_ spec.Limits, in spec.CPPageDescriptorsInput) (spec.CPPageDescriptorsOutput, error) {
 	if err := ref.CheckPageTotal(in.Pages); err != nil {
-		return ref.CPPageDescriptorsOutput{}, err
+		return spec.CPPageDescriptorsOutput{}, err
 	}
 	d, bad := buildDescriptors(in.Pages)
 	if bad >= 0 {
-		return ref.CPPageDescriptorsOutput{}, ref.CheckPageRow(bad, in.Pages[bad])
+		return spec.CPPageDescriptorsOutput{}, ref.CheckPageRow(bad, in.Pages[bad])
 	}
 	return d, nil
 }
@@ -61,12 +62,12 @@ func (sc *rowScratch) pairBuf(n int) []pageSlot {
 // non-negative and unique. From descParallelMin pages on, the rows are cut
 // into contiguous groups of about equal page counts, each sorted on its
 // own goroutine with its own scratch buffer.
-func buildDescriptors(pages [][]int64) (ref.CPPageDescriptorsOutput, int) {
+func buildDescriptors(pages [][]int64) (spec.CPPageDescriptorsOutput, int) {
 	total := 0
 	for _, row := range pages {
 		total += len(row)
 	}
-	d := ref.CPPageDescriptorsOutput{RowPtr: make([]int32, len(pages)+1), Page: make([]int64, total), Slot: make([]int32, total)}
+	d := spec.CPPageDescriptorsOutput{RowPtr: make([]int32, len(pages)+1), Page: make([]int64, total), Slot: make([]int32, total)}
 	for b, row := range pages {
 		d.RowPtr[b+1] = d.RowPtr[b] + int32(len(row))
 	}
@@ -105,7 +106,7 @@ const descParallelMin = 1 << 13
 
 // fillRows fills the descriptors of rows [from, to) and returns the first
 // bad row among them, or −1.
-func fillRows(d ref.CPPageDescriptorsOutput, pages [][]int64, from, to int) int {
+func fillRows(d spec.CPPageDescriptorsOutput, pages [][]int64, from, to int) int {
 	longest := 0
 	for _, row := range pages[from:to] {
 		longest = max(longest, len(row))
@@ -196,17 +197,17 @@ func sortRow(row []int64, base int32, page []int64, slot []int32, sc *rowScratch
 // parts of the one preallocated output; the goroutines end before the call
 // returns. On a bad entry the lowest failing index is re-checked by ref's
 // entry checks, so the error is ref's first one.
-func CPRemapLocs(lim ref.Limits, in ref.CPRemapLocsInput) (ref.CPRemapLocsOutput, error) {
+func CPRemapLocs(lim spec.Limits, in spec.CPRemapLocsInput) (spec.CPRemapLocsOutput, error) {
 	if err := ref.CheckRemapPageSize(in.PageSize); err != nil {
-		return ref.CPRemapLocsOutput{}, err
+		return spec.CPRemapLocsOutput{}, err
 	}
-	d, err := CPPageDescriptors(lim, ref.CPPageDescriptorsInput{Pages: in.Pages})
+	d, err := CPPageDescriptors(lim, spec.CPPageDescriptorsInput{Pages: in.Pages})
 	if err != nil {
-		return ref.CPRemapLocsOutput{}, err
+		return spec.CPRemapLocsOutput{}, err
 	}
 	compact, err := ref.CheckRemapCounts(in)
 	if err != nil {
-		return ref.CPRemapLocsOutput{}, err
+		return spec.CPRemapLocsOutput{}, err
 	}
 	w := remapWork{ps: in.PageSize, locs: in.Locs, rows: in.RowIDs, rowPtr: d.RowPtr, page: d.Page, slot: d.Slot,
 		bySlot: make([]int64, 0, len(d.Page))}
@@ -215,14 +216,14 @@ func CPRemapLocs(lim ref.Limits, in ref.CPRemapLocsInput) (ref.CPRemapLocsOutput
 	}
 	if in.Global {
 		if !w.globalInverse() {
-			return ref.CPRemapLocsOutput{}, ref.CheckGlobalUnique(in.Pages)
+			return spec.CPRemapLocsOutput{}, ref.CheckGlobalUnique(in.Pages)
 		}
 	}
 	w.out = make([]int64, len(in.Locs))
 	if e := w.run(); e >= 0 {
-		return ref.CPRemapLocsOutput{}, w.entryError(e)
+		return spec.CPRemapLocsOutput{}, w.entryError(e)
 	}
-	return ref.CPRemapLocsOutput{Locs: w.out, CompactRows: compact}, nil
+	return spec.CPRemapLocsOutput{Locs: w.out, CompactRows: compact}, nil
 }
 
 // remapWork is one CPRemapLocs call's state. On the row-free path rows is

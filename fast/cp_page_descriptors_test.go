@@ -7,18 +7,19 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // remapShape is the catalog's bench input: bs=10 × 100K tokens, ps 64,
 // the first 40K tokens on pages every row shares.
-func remapShape(t testing.TB) ref.CPRemapLocsInput {
+func remapShape(t testing.TB) spec.CPRemapLocsInput {
 	for _, b := range catalog.CPRemapLocs().Shapes {
 		if b.Name == "bs10-100K-tokens-ps64-shared-prefix" {
 			return b.Make()
 		}
 	}
 	t.Fatal("no bs10 shape")
-	return ref.CPRemapLocsInput{}
+	return spec.CPRemapLocsInput{}
 }
 
 // TestCPRemapLocsMemoryIsOPages checks the fast path keeps memory O(pages +
@@ -27,9 +28,9 @@ func remapShape(t testing.TB) ref.CPRemapLocsInput {
 // and a constant number of other allocations.
 func TestCPRemapLocsMemoryIsOPages(t *testing.T) {
 	const far = int64(1) << 50
-	in := ref.CPRemapLocsInput{PageSize: 64, Pages: [][]int64{{far + 9, far}, {far, far + 5}},
+	in := spec.CPRemapLocsInput{PageSize: 64, Pages: [][]int64{{far + 9, far}, {far, far + 5}},
 		Locs: []int64{far*64 + 1, (far+9)*64 + 63, far*64 + 2, -1}, RowIDs: []int32{0, 0, 1, 1}}
-	out, err := fast.CPRemapLocs(ref.DefaultLimits(), in)
+	out, err := fast.CPRemapLocs(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestCPRemapLocsMemoryIsOPages(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	if _, err := fast.CPRemapLocs(ref.DefaultLimits(), big); err != nil {
+	if _, err := fast.CPRemapLocs(spec.DefaultLimits(), big); err != nil {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
@@ -61,8 +62,8 @@ func TestCPRemapLocsMemoryIsOPages(t *testing.T) {
 // runs on one core, so the rows are sorted by one goroutine; in parallel
 // each further group adds its own scratch buffer and goroutine).
 func TestPageDescriptorsAllocateOnlyTheirArrays(t *testing.T) {
-	in := ref.CPPageDescriptorsInput{Pages: remapShape(t).Pages}
-	if n := testing.AllocsPerRun(20, func() { _, _ = fast.CPPageDescriptors(ref.DefaultLimits(), in) }); n > 4 {
+	in := spec.CPPageDescriptorsInput{Pages: remapShape(t).Pages}
+	if n := testing.AllocsPerRun(20, func() { _, _ = fast.CPPageDescriptors(spec.DefaultLimits(), in) }); n > 4 {
 		t.Errorf("descriptors of %d rows allocated %v times, want <= 4", len(in.Pages), n)
 	}
 }
@@ -84,12 +85,12 @@ func BenchmarkRemapLocsBS10x100K(b *testing.B) {
 	in := remapShape(b)
 	for _, impl := range []struct {
 		name string
-		f    func(ref.Limits, ref.CPRemapLocsInput) (ref.CPRemapLocsOutput, error)
+		f    func(spec.Limits, spec.CPRemapLocsInput) (spec.CPRemapLocsOutput, error)
 	}{{"fast", fast.CPRemapLocs}, {"ref", ref.CPRemapLocs}} {
 		b.Run(impl.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := impl.f(ref.DefaultLimits(), in); err != nil {
+				if _, err := impl.f(spec.DefaultLimits(), in); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -99,10 +100,10 @@ func BenchmarkRemapLocsBS10x100K(b *testing.B) {
 
 // BenchmarkPageDescriptorsBS10x100K times the descriptor build alone.
 func BenchmarkPageDescriptorsBS10x100K(b *testing.B) {
-	in := ref.CPPageDescriptorsInput{Pages: remapShape(b).Pages}
+	in := spec.CPPageDescriptorsInput{Pages: remapShape(b).Pages}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := fast.CPPageDescriptors(ref.DefaultLimits(), in); err != nil {
+		if _, err := fast.CPPageDescriptors(spec.DefaultLimits(), in); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,26 +4,27 @@ import (
 	"fmt"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // CPRerange is the twin of ref.CPRerange (docs/spec/cp-layout.md §3): a plan of one
 // move per (request, segment), built in output order from running column
 // sums of the sizes each rank sent (source offsets) and the valid prefix
 // sums (placement), then executed in parallel chunks for large batches.
-func CPRerange(lim ref.Limits, in ref.CPRerangeInput) (ref.CPRerangeOutput, error) {
+func CPRerange(lim spec.Limits, in spec.CPRerangeInput) (spec.CPRerangeOutput, error) {
 	lay, src, err := ref.ValidateCPRerange(lim, in)
 	if err != nil {
-		return ref.CPRerangeOutput{}, err
+		return spec.CPRerangeOutput{}, err
 	}
 	out := ref.NewRows(in.G.W, lay.TotalValid())
 	rerangeInto(out, lay, in.G, in.M, src)
-	return ref.CPRerangeOutput{Rows: out}, nil
+	return spec.CPRerangeOutput{Rows: out}, nil
 }
 
 // RerangeInto is ref.Rerange into a caller's buffer (production all-gather
 // outputs are preallocated and reused): dst must hold Σ L_i rows of g's
 // width (ErrRowCount otherwise) and g must pass ref.CheckGathered.
-func RerangeInto(dst ref.Rows, lay ref.Layout, g ref.Rows, m int, src ref.SrcKind) error {
+func RerangeInto(dst spec.Rows, lay spec.Layout, g spec.Rows, m int, src spec.SrcKind) error {
 	if err := ref.CheckGathered(lay, g, m, src); err != nil {
 		return err
 	}
@@ -35,9 +36,9 @@ func RerangeInto(dst ref.Rows, lay ref.Layout, g ref.Rows, m int, src ref.SrcKin
 }
 
 // checkInto rejects a destination buffer of another width or row count.
-func checkInto(dst ref.Rows, w, n int) error {
+func checkInto(dst spec.Rows, w, n int) error {
 	if dst.W != w {
-		return ref.Reject(ref.ErrRowCount, "dst.w", dst.W, fmt.Sprintf("the source width (%d)", w))
+		return spec.Reject(spec.ErrRowCount, "dst.w", dst.W, fmt.Sprintf("the source width (%d)", w))
 	}
 	return dst.CheckRows("dst", n)
 }
@@ -51,9 +52,9 @@ func checkInto(dst ref.Rows, w, n int) error {
 // per-segment sums only, whatever the rows. The row bytes dominate: a
 // profile of the 128K-row shape is ~98 % memmove, so the plan is all that is
 // left to trim.
-func rerangeInto(out ref.Rows, lay ref.Layout, g ref.Rows, m int, src ref.SrcKind) {
+func rerangeInto(out spec.Rows, lay spec.Layout, g spec.Rows, m int, src spec.SrcKind) {
 	ss := lay.S
-	if src == ref.SrcValid {
+	if src == spec.SrcValid {
 		ss = lay.V
 	}
 	w, ns := g.W, lay.NS()
@@ -64,7 +65,7 @@ func rerangeInto(out ref.Rows, lay ref.Layout, g ref.Rows, m int, src ref.SrcKin
 	for k := range ns {
 		r := lay.Owner(k)
 		base[k] = r * m
-		if lay.LaneOf(k) == ref.LaneMirror {
+		if lay.LaneOf(k) == spec.LaneMirror {
 			base[k] += laneRows(ss, r)
 		}
 	}

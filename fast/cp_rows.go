@@ -5,7 +5,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // This file holds what the CP row-moving ops (cp.split, cp.valid_rows,
@@ -17,7 +17,7 @@ import (
 
 // cpIndex is a layout's prefix sums: what ref recomputes per lookup.
 type cpIndex struct {
-	lay ref.Layout
+	lay spec.Layout
 	// segStart[i][k] is SegStart(i, k), for k in [0, NS] (NS: C_i).
 	segStart [][]int
 	// validStart[i][k] is Σ_{k'<k} V[i][k'].
@@ -28,7 +28,7 @@ type cpIndex struct {
 
 // newCPIndex builds lay's prefix sums in one pass over its sizes, with three
 // allocations for the sums (one backing array each).
-func newCPIndex(lay ref.Layout) *cpIndex {
+func newCPIndex(lay spec.Layout) *cpIndex {
 	b, ns := lay.B(), lay.NS()
 	x := &cpIndex{lay: lay, segStart: make([][]int, b), validStart: make([][]int, b), outBase: make([]int, b+1)}
 	seg, val := make([]int, b*(ns+1)), make([]int, b*(ns+1))
@@ -53,7 +53,7 @@ func laneRows(sizes [][]int, k int) int {
 }
 
 // rankRows returns the rows rank r holds under sizes (R(r) for S, Rv(r) for V).
-func rankRows(lay ref.Layout, sizes [][]int, r int) int {
+func rankRows(lay spec.Layout, sizes [][]int, r int) int {
 	return laneRows(sizes, r) + laneRows(sizes, lay.Mirror(r))
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestIntoVariantsWriteWhatTheOpsReturn: fast's buffer-writing variants,
@@ -16,7 +17,7 @@ import (
 // functions return on the ops' generated inputs, and refuse a buffer of the
 // wrong size with ErrRowCount.
 func TestIntoVariantsWriteWhatTheOpsReturn(t *testing.T) {
-	lim := ref.DefaultLimits()
+	lim := spec.DefaultLimits()
 	compact, rerange := equiv.CPCompactValid(), equiv.CPRerange()
 	nonEmpty := 0
 	for seed := range 200 {
@@ -36,7 +37,7 @@ func TestIntoVariantsWriteWhatTheOpsReturn(t *testing.T) {
 		if err := fast.CompactValidInto(dst, lay, in.Rank, in.X); err != nil || !bytes.Equal(dst.B, want.B) {
 			t.Errorf("compact seed %d: CompactValidInto = %v, bytes equal %v", seed, err, bytes.Equal(dst.B, want.B))
 		}
-		if err := fast.CompactValidInto(ref.NewRows(in.X.W, len(want.B)/max(in.X.W, 1)+1), lay, in.Rank, in.X); !errors.Is(err, ref.ErrRowCount) {
+		if err := fast.CompactValidInto(ref.NewRows(in.X.W, len(want.B)/max(in.X.W, 1)+1), lay, in.Rank, in.X); !errors.Is(err, spec.ErrRowCount) {
 			t.Errorf("compact seed %d: a buffer one row too long: %v, want ErrRowCount", seed, err)
 		}
 
@@ -53,7 +54,7 @@ func TestIntoVariantsWriteWhatTheOpsReturn(t *testing.T) {
 		if err := fast.RerangeInto(rdst, rlay, rin.G, rin.M, src); err != nil || !bytes.Equal(rdst.B, rwant.B) {
 			t.Errorf("rerange seed %d: RerangeInto = %v, bytes equal %v", seed, err, bytes.Equal(rdst.B, rwant.B))
 		}
-		if err := fast.RerangeInto(ref.NewRows(rin.G.W, rlay.TotalValid()+1), rlay, rin.G, rin.M, src); !errors.Is(err, ref.ErrRowCount) {
+		if err := fast.RerangeInto(ref.NewRows(rin.G.W, rlay.TotalValid()+1), rlay, rin.G, rin.M, src); !errors.Is(err, spec.ErrRowCount) {
 			t.Errorf("rerange seed %d: a buffer one row too long: %v, want ErrRowCount", seed, err)
 		}
 	}
@@ -74,14 +75,14 @@ func BenchmarkIntoVsCopy128K(b *testing.B) {
 	clay, cin := compact128K(b)
 	for _, c := range []struct {
 		name string
-		dst  ref.Rows
+		dst  spec.Rows
 		src  []byte
-		into func(dst ref.Rows) error
+		into func(dst spec.Rows) error
 	}{
-		{"rerange", ref.NewRows(656, rlay.TotalValid()), rin.G.B, func(dst ref.Rows) error {
-			return fast.RerangeInto(dst, rlay, rin.G, rin.M, ref.SrcCompute)
+		{"rerange", ref.NewRows(656, rlay.TotalValid()), rin.G.B, func(dst spec.Rows) error {
+			return fast.RerangeInto(dst, rlay, rin.G, rin.M, spec.SrcCompute)
 		}},
-		{"compact_valid", ref.NewRows(656, clay.Rv(3)), cin.X.B, func(dst ref.Rows) error {
+		{"compact_valid", ref.NewRows(656, clay.Rv(3)), cin.X.B, func(dst spec.Rows) error {
 			return fast.CompactValidInto(dst, clay, 3, cin.X)
 		}},
 	} {

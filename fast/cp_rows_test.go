@@ -6,19 +6,20 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // cpLayout is a bs=10, cp=8 page-granular layout whose requests hold
 // about perReq rows each, every one with tail padding.
-func cpLayout(perReq int) ref.LayoutSpec {
+func cpLayout(perReq int) spec.LayoutSpec {
 	lens := make([]int, 10)
 	for i := range lens {
 		lens[i] = perReq - 37*(i+1)
 	}
-	return ref.LayoutSpec{CP: 8, Lens: lens, Granule: 64}
+	return spec.LayoutSpec{CP: 8, Lens: lens, Granule: 64}
 }
 
-func rows(w, n int) ref.Rows {
+func rows(w, n int) spec.Rows {
 	x := ref.NewRows(w, n)
 	// A 251-byte period (prime, so rows of any width differ), doubled by copy:
 	// a byte loop over tens of MiB is slow under -race.
@@ -31,7 +32,7 @@ func rows(w, n int) ref.Rows {
 	return x
 }
 
-func mustBuild(t testing.TB, sp ref.LayoutSpec) ref.Layout {
+func mustBuild(t testing.TB, sp spec.LayoutSpec) spec.Layout {
 	t.Helper()
 	lay, err := sp.Build()
 	if err != nil {
@@ -41,23 +42,23 @@ func mustBuild(t testing.TB, sp ref.LayoutSpec) ref.Layout {
 }
 
 // cpInputs returns one input of each CP row op on sp with rows of w bytes.
-func cpInputs(t testing.TB, sp ref.LayoutSpec, w int) (ref.CPSplitInput, ref.CPValidRowsInput, ref.CPRerangeInput, ref.CPCompactValidInput, ref.CPRestorePaddedInput) {
+func cpInputs(t testing.TB, sp spec.LayoutSpec, w int) (spec.CPSplitInput, spec.CPValidRowsInput, spec.CPRerangeInput, spec.CPCompactValidInput, spec.CPRestorePaddedInput) {
 	lay := mustBuild(t, sp)
 	m := lay.R(0)
-	return ref.CPSplitInput{Layout: sp, X: rows(w, lay.TotalValid()), Pad: make([]byte, w), Prefix: make([]int64, lay.B())},
-		ref.CPValidRowsInput{Layout: sp, Rank: 3, X: rows(w, lay.R(3))},
-		ref.CPRerangeInput{Layout: sp, G: rows(w, lay.CP*m), M: m},
-		ref.CPCompactValidInput{Layout: sp, Rank: 3, X: rows(w, lay.R(3))},
-		ref.CPRestorePaddedInput{Layout: sp, Rank: 3, Y: rows(w, lay.Rv(3))}
+	return spec.CPSplitInput{Layout: sp, X: rows(w, lay.TotalValid()), Pad: make([]byte, w), Prefix: make([]int64, lay.B())},
+		spec.CPValidRowsInput{Layout: sp, Rank: 3, X: rows(w, lay.R(3))},
+		spec.CPRerangeInput{Layout: sp, G: rows(w, lay.CP*m), M: m},
+		spec.CPCompactValidInput{Layout: sp, Rank: 3, X: rows(w, lay.R(3))},
+		spec.CPRestorePaddedInput{Layout: sp, Rank: 3, Y: rows(w, lay.Rv(3))}
 }
 
 // same requires equal results of the twins (deep equality, which on
 // byte slices is bytes.Equal: canonical JSON of tens of MiB in base64 is
 // slow under -race).
-func same[In, Out any](t *testing.T, name string, in In, r, f func(ref.Limits, In) (Out, error)) {
+func same[In, Out any](t *testing.T, name string, in In, r, f func(spec.Limits, In) (Out, error)) {
 	t.Helper()
-	ro, rerr := r(ref.DefaultLimits(), in)
-	fo, ferr := f(ref.DefaultLimits(), in)
+	ro, rerr := r(spec.DefaultLimits(), in)
+	fo, ferr := f(spec.DefaultLimits(), in)
 	if rerr != nil || ferr != nil || !reflect.DeepEqual(ro, fo) {
 		t.Errorf("%s: fast differs from ref (errors %v, %v)", name, rerr, ferr)
 	}
@@ -84,7 +85,7 @@ func TestCPRowOpsParallelPathMatchesRef(t *testing.T) {
 func TestCPRowOpsDoNotAllocatePerRow(t *testing.T) {
 	allocs := func(perReq int) [5]float64 {
 		s, v, r, c, y := cpInputs(t, cpLayout(perReq), 16)
-		lim := ref.DefaultLimits()
+		lim := spec.DefaultLimits()
 		return [5]float64{
 			testing.AllocsPerRun(5, func() { _, _ = fast.CPSplit(lim, s) }),
 			testing.AllocsPerRun(5, func() { _, _ = fast.CPValidRows(lim, v) }),

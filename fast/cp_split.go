@@ -1,15 +1,18 @@
 package fast
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // CPSplit is the twin of ref.CPSplit (docs/spec/cp-layout.md §1): one output buffer
 // for all ranks (rank r's rows are a capacity-limited window of it), filled
 // from a plan of one move per lane slot's valid rows and one per slot's
 // padding, executed in parallel chunks for large batches.
-func CPSplit(lim ref.Limits, in ref.CPSplitInput) (ref.CPSplitOutput, error) {
+func CPSplit(lim spec.Limits, in spec.CPSplitInput) (spec.CPSplitOutput, error) {
 	lay, err := ref.ValidateCPSplit(lim, in)
 	if err != nil {
-		return ref.CPSplitOutput{}, err
+		return spec.CPSplitOutput{}, err
 	}
 	x, w := newCPIndex(lay), in.X.W
 	total := 0
@@ -18,7 +21,7 @@ func CPSplit(lim ref.Limits, in ref.CPSplitInput) (ref.CPSplitOutput, error) {
 	}
 	buf, pos := make([]byte, total*w), make([]int64, total)
 	moves := make([]move, 0, 4*lay.NS()*lay.B())
-	out := ref.CPSplitOutput{Ranks: make([]ref.CPSplitRank, lay.CP)}
+	out := spec.CPSplitOutput{Ranks: make([]spec.CPSplitRank, lay.CP)}
 	off := 0
 	for r := range lay.CP {
 		start := off
@@ -34,7 +37,7 @@ func CPSplit(lim ref.Limits, in ref.CPSplitInput) (ref.CPSplitOutput, error) {
 				off += s
 			}
 		}
-		out.Ranks[r] = ref.CPSplitRank{Rows: ref.Rows{W: w, B: buf[start*w : off*w : off*w]}, Positions: pos[start:off:off]}
+		out.Ranks[r] = spec.CPSplitRank{Rows: spec.Rows{W: w, B: buf[start*w : off*w : off*w]}, Positions: pos[start:off:off]}
 	}
 	runMoves(buf, in.X.B, in.Pad, w, moves)
 	return out, nil

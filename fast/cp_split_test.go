@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestCPSplitRejectsAGranuleWhoseSegmentsOverflowLikeRef is the
@@ -15,8 +16,8 @@ import (
 // ref looped over it. Both must reject it the same way, as too large.
 func TestCPSplitRejectsAGranuleWhoseSegmentsOverflowLikeRef(t *testing.T) {
 	for _, g := range []int{1 << 61, 1<<63 - 1} {
-		in := ref.CPSplitInput{Layout: ref.LayoutSpec{CP: 4, Lens: []int{3}, Granule: g}, X: rows(2, 3), Pad: []byte{'P', 'P'}, Prefix: []int64{0}}
-		if err := sameAsRef(t, hostileName(in.Layout), ref.CPSplit, fast.CPSplit, ref.DefaultLimits(), in); !errors.Is(err, ref.ErrTooLarge) {
+		in := spec.CPSplitInput{Layout: spec.LayoutSpec{CP: 4, Lens: []int{3}, Granule: g}, X: rows(2, 3), Pad: []byte{'P', 'P'}, Prefix: []int64{0}}
+		if err := sameAsRef(t, hostileName(in.Layout), ref.CPSplit, fast.CPSplit, spec.DefaultLimits(), in); !errors.Is(err, spec.ErrTooLarge) {
 			t.Errorf("granule %d: ref answered %v, want too_large", g, err)
 		}
 	}

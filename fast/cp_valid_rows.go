@@ -1,18 +1,21 @@
 package fast
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // CPValidRows is the twin of ref.CPValidRows (docs/spec/cp-layout.md §2.1): every
 // list is sized exactly and filled from running sums in one pass over the
 // sizes; the mask is set a slot's valid run at a time and the valid rows
 // are selected with one move per lane slot.
-func CPValidRows(lim ref.Limits, in ref.CPValidRowsInput) (ref.CPValidRowsOutput, error) {
+func CPValidRows(lim spec.Limits, in spec.CPValidRowsInput) (spec.CPValidRowsOutput, error) {
 	lay, err := ref.ValidateCPValidRows(lim, in)
 	if err != nil {
-		return ref.CPValidRowsOutput{}, err
+		return spec.CPValidRowsOutput{}, err
 	}
 	x, r := newCPIndex(lay), in.Rank
-	out := ref.CPValidRowsOutput{
+	out := spec.CPValidRowsOutput{
 		ComputeSplitsRankMajor: rankMajorSizes(lay, lay.S),
 		ValidSplitsRankMajor:   rankMajorSizes(lay, lay.V),
 		SplitList:              reqMajorSizes(lay.S),
@@ -27,7 +30,7 @@ func CPValidRows(lim ref.Limits, in ref.CPValidRowsInput) (ref.CPValidRowsOutput
 	return out, nil
 }
 
-func rankMajorSizes(lay ref.Layout, sizes [][]int) []int {
+func rankMajorSizes(lay spec.Layout, sizes [][]int) []int {
 	out := make([]int, 0, lay.NS()*lay.B())
 	for r := range lay.CP {
 		for _, k := range lay.Lanes(r) {
@@ -47,7 +50,7 @@ func reqMajorSizes(sizes [][]int) []int {
 	return out
 }
 
-func zigzagIndex(lay ref.Layout, r int) []int {
+func zigzagIndex(lay spec.Layout, r int) []int {
 	out := make([]int, 0, 2*lay.B())
 	for _, k := range lay.Lanes(r) {
 		for i := range lay.L {
@@ -57,7 +60,7 @@ func zigzagIndex(lay ref.Layout, r int) []int {
 	return out
 }
 
-func reverseIndex(lay ref.Layout) []int {
+func reverseIndex(lay spec.Layout) []int {
 	b, cp := lay.B(), lay.CP
 	out := make([]int, 0, lay.NS()*b)
 	for i := range b {
@@ -73,13 +76,13 @@ func reverseIndex(lay ref.Layout) []int {
 }
 
 // laneSlots lists rank r's slots with a running offset.
-func laneSlots(lay ref.Layout, r int) []ref.Slot {
-	out := make([]ref.Slot, 0, 2*lay.B())
+func laneSlots(lay spec.Layout, r int) []spec.Slot {
+	out := make([]spec.Slot, 0, 2*lay.B())
 	off := 0
 	for _, k := range lay.Lanes(r) {
 		lane := lay.LaneOf(k)
 		for i := range lay.L {
-			out = append(out, ref.Slot{Lane: lane, Req: i, Seg: k, Off: off, ComputeLen: lay.S[i][k], ValidLen: lay.V[i][k]})
+			out = append(out, spec.Slot{Lane: lane, Req: i, Seg: k, Off: off, ComputeLen: lay.S[i][k], ValidLen: lay.V[i][k]})
 			off += lay.S[i][k]
 		}
 	}
@@ -88,12 +91,12 @@ func laneSlots(lay ref.Layout, r int) []ref.Slot {
 
 // maskAndTokens builds the valid mask of n = R(r) rows and the token id of
 // each valid row, a slot at a time.
-func maskAndTokens(x *cpIndex, slots []ref.Slot, n int) ([]bool, []ref.TokenID) {
+func maskAndTokens(x *cpIndex, slots []spec.Slot, n int) ([]bool, []spec.TokenID) {
 	valid := 0
 	for _, s := range slots {
 		valid += s.ValidLen
 	}
-	mask, ids := make([]bool, n), make([]ref.TokenID, 0, valid)
+	mask, ids := make([]bool, n), make([]spec.TokenID, 0, valid)
 	for _, s := range slots {
 		run := mask[s.Off : s.Off+s.ValidLen]
 		for p := range run {
@@ -101,7 +104,7 @@ func maskAndTokens(x *cpIndex, slots []ref.Slot, n int) ([]bool, []ref.TokenID) 
 		}
 		start := x.segStart[s.Req][s.Seg]
 		for p := range s.ValidLen {
-			ids = append(ids, ref.TokenID{Req: s.Req, T: start + p})
+			ids = append(ids, spec.TokenID{Req: s.Req, T: start + p})
 		}
 	}
 	return mask, ids
@@ -110,14 +113,14 @@ func maskAndTokens(x *cpIndex, slots []ref.Slot, n int) ([]bool, []ref.TokenID) 
 // lastTokenRows locates each request's last valid token from the prefix
 // sums; SlotOff comes from running column sums of S, so the whole list is
 // O(B·NS).
-func lastTokenRows(x *cpIndex) []ref.LastTokenRow {
+func lastTokenRows(x *cpIndex) []spec.LastTokenRow {
 	lay := x.lay
 	ns := lay.NS()
 	mirrorBase, colSum := make([]int, lay.CP), make([]int, ns)
 	for r := range lay.CP {
 		mirrorBase[r] = laneRows(lay.S, r)
 	}
-	out := make([]ref.LastTokenRow, 0, lay.B())
+	out := make([]spec.LastTokenRow, 0, lay.B())
 	for i, l := range lay.L {
 		t := l - 1
 		k := 0
@@ -125,10 +128,10 @@ func lastTokenRows(x *cpIndex) []ref.LastTokenRow {
 			k++
 		}
 		rank, off := lay.Owner(k), colSum[k]
-		if lay.LaneOf(k) == ref.LaneMirror {
+		if lay.LaneOf(k) == spec.LaneMirror {
 			off += mirrorBase[rank]
 		}
-		out = append(out, ref.LastTokenRow{Rank: rank, LocalRow: off + t - x.segStart[i][k], GlobalValidRow: x.outBase[i] + t})
+		out = append(out, spec.LastTokenRow{Rank: rank, LocalRow: off + t - x.segStart[i][k], GlobalValidRow: x.outBase[i] + t})
 		for k := range ns {
 			colSum[k] += lay.S[i][k]
 		}
@@ -138,7 +141,7 @@ func lastTokenRows(x *cpIndex) []ref.LastTokenRow {
 
 // compactMoves plans rank r's valid rows, slot by slot, into a dense
 // buffer: one move per slot (merged where slots are adjacent).
-func compactMoves(lay ref.Layout, r, w int) ([]move, int) {
+func compactMoves(lay spec.Layout, r, w int) ([]move, int) {
 	moves := make([]move, 0, 2*lay.B())
 	off, d := 0, 0
 	for _, k := range lay.Lanes(r) {
@@ -153,7 +156,7 @@ func compactMoves(lay ref.Layout, r, w int) ([]move, int) {
 }
 
 // selectValid returns rank r's valid rows of x (R(r) rows, checked), order kept.
-func selectValid(lay ref.Layout, r int, x ref.Rows) ref.Rows {
+func selectValid(lay spec.Layout, r int, x spec.Rows) spec.Rows {
 	moves, n := compactMoves(lay, r, x.W)
 	out := ref.NewRows(x.W, n)
 	runMoves(out.B, x.B, nil, x.W, moves)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // DeepGEMMWarmupPlan is the twin of ref.DeepGEMMWarmupPlan
@@ -19,29 +20,29 @@ import (
 // fingerprint prefix encoded once per call (no reflection per kernel), and
 // the cache listing is indexed by name once, so each liveness check is a
 // map lookup instead of a scan.
-func DeepGEMMWarmupPlan(lim ref.Limits, in ref.DeepGEMMWarmupPlanInput) (ref.DeepGEMMWarmupPlanOutput, error) {
+func DeepGEMMWarmupPlan(lim spec.Limits, in spec.DeepGEMMWarmupPlanInput) (spec.DeepGEMMWarmupPlanOutput, error) {
 	return deepGEMMWarmupPlanWithFaults(lim, in, fault.DeepGEMM{})
 }
 
 // deepGEMMWarmupPlanWithFaults is DeepGEMMWarmupPlan with the bugs f selects
 // put back, for the bug zoo only: fault.Hooks hands it to equiv/mutants
 // (hooks.go). Called with the zero value it is DeepGEMMWarmupPlan.
-func deepGEMMWarmupPlanWithFaults(_ ref.Limits, in ref.DeepGEMMWarmupPlanInput, f fault.DeepGEMM) (ref.DeepGEMMWarmupPlanOutput, error) {
+func deepGEMMWarmupPlanWithFaults(_ spec.Limits, in spec.DeepGEMMWarmupPlanInput, f fault.DeepGEMM) (spec.DeepGEMMWarmupPlanOutput, error) {
 	if err := ref.ValidateDeepGEMMWarmupPlan(in); err != nil {
-		return ref.DeepGEMMWarmupPlanOutput{}, err
+		return spec.DeepGEMMWarmupPlanOutput{}, err
 	}
 	prepared, err := ref.PrepareDeepGEMMEnv(in.Env)
 	if err != nil {
-		return ref.DeepGEMMWarmupPlanOutput{}, err
+		return spec.DeepGEMMWarmupPlanOutput{}, err
 	}
-	dg := ref.DeepGEMMEnv{CacheDir: prepared["DG_JIT_CACHE_DIR"], UseNVRTC: prepared["DG_JIT_USE_NVRTC"]}
-	out := ref.DeepGEMMWarmupPlanOutput{
+	dg := spec.DeepGEMMEnv{CacheDir: prepared["DG_JIT_CACHE_DIR"], UseNVRTC: prepared["DG_JIT_USE_NVRTC"]}
+	out := spec.DeepGEMMWarmupPlanOutput{
 		Env: dg, Imported: ref.ImportDeepGEMM(prepared),
 		Enabled:  ref.DeepGEMMWarmupEnabled(in.Env),
 		MMax:     ref.DeepGEMMMMax(in.ChunkedPrefillSize),
-		Plans:    make([]ref.DeepGEMMPlan, 0, len(in.Kernels)),
+		Plans:    make([]spec.DeepGEMMPlan, 0, len(in.Kernels)),
 		Manifest: in.Manifest,
-		Logs:     []ref.LogRecord{},
+		Logs:     []spec.LogRecord{},
 	}
 	fp := in.Build.Fingerprint(dg)
 	c := newCacheIndex(in.Cache)
@@ -62,16 +63,16 @@ func deepGEMMWarmupPlanWithFaults(_ ref.Limits, in ref.DeepGEMMWarmupPlanInput, 
 			grid = kernelGrid(k.KernelType, out.MMax, in.MaskedMMax, in.Alignment, f.DenseWalk)
 			grids[k.KernelType] = grid
 		}
-		p := ref.DeepGEMMPlan{KernelType: k.KernelType, N: k.N, K: k.K, NumGroups: k.NumGroups, MGrid: grid}
+		p := spec.DeepGEMMPlan{KernelType: k.KernelType, N: k.N, K: k.K, NumGroups: k.NumGroups, MGrid: grid}
 		p.Key = keyer.key(k, grid)
 		switch {
 		case !out.Enabled:
-			p.Decision = ref.DecisionDisabled
+			p.Decision = spec.DecisionDisabled
 		case len(grid) == 0:
-			p.Decision = ref.DecisionEmpty
+			p.Decision = spec.DecisionEmpty
 			out.Logs = append(out.Logs, ref.DeepGEMMEmptyLog(k, out.MMax, in.Alignment))
 		default:
-			if p.Decision = c.decide(entries[p.Key], f.TrustManifest); p.Decision == ref.DecisionHit {
+			if p.Decision = c.decide(entries[p.Key], f.TrustManifest); p.Decision == spec.DecisionHit {
 				out.Logs = append(out.Logs, ref.DeepGEMMHitLog(p.Key))
 				break
 			}
@@ -103,12 +104,12 @@ func deepGEMMWarmupPlanWithFaults(_ ref.Limits, in ref.DeepGEMMWarmupPlanInput, 
 // geometric points come as 2^k, then 3·2^(k-1), then 2^(k+1).
 func kernelGrid(kernelType string, mMax, maskedMMax, a int64, denseWalk bool) []int64 {
 	switch kernelType {
-	case ref.KernelGroupedMasked:
+	case spec.KernelGroupedMasked:
 		if maskedMMax == 0 {
 			maskedMMax = mMax
 		}
 		return denseGrid(min(mMax, maskedMMax), denseWalk)
-	case ref.KernelGroupedContig:
+	case spec.KernelGroupedContig:
 		return contigGrid(mMax, a, denseWalk)
 	}
 	return denseGrid(mMax, denseWalk)
@@ -122,7 +123,7 @@ func denseGrid(h int64, denseWalk bool) []int64 {
 		}
 		return g
 	}
-	head := min(ref.DeepGEMMDenseHead, h)
+	head := min(spec.DeepGEMMDenseHead, h)
 	g := make([]int64, 0, head+40)
 	for m := int64(1); m <= head; m++ {
 		g = append(g, m)
@@ -173,7 +174,7 @@ type keyer struct {
 	buf    []byte
 }
 
-func newKeyer(fp ref.DeepGEMMFingerprint) *keyer {
+func newKeyer(fp spec.DeepGEMMFingerprint) *keyer {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -193,7 +194,7 @@ func newKeyer(fp ref.DeepGEMMFingerprint) *keyer {
 
 // key appends the rest of the sorted-key preimage; kernel_type is one of
 // three constants that need no escaping.
-func (h *keyer) key(k ref.DeepGEMMKernel, grid []int64) string {
+func (h *keyer) key(k spec.DeepGEMMKernel, grid []int64) string {
 	b := append(h.buf[:0], h.prefix...)
 	b = strconv.AppendInt(b, k.K, 10)
 	b = append(b, `,"kernel_type":"`...)
@@ -216,12 +217,12 @@ func (h *keyer) key(k ref.DeepGEMMKernel, grid []int64) string {
 
 // cacheIndex is the cache listing with a name index.
 type cacheIndex struct {
-	entries []ref.DeepGEMMCacheEntry
+	entries []spec.DeepGEMMCacheEntry
 	byName  map[string]int
 }
 
-func newCacheIndex(cache []ref.DeepGEMMCacheEntry) *cacheIndex {
-	c := &cacheIndex{entries: append(make([]ref.DeepGEMMCacheEntry, 0, len(cache)+4), cache...), byName: make(map[string]int, len(cache))}
+func newCacheIndex(cache []spec.DeepGEMMCacheEntry) *cacheIndex {
+	c := &cacheIndex{entries: append(make([]spec.DeepGEMMCacheEntry, 0, len(cache)+4), cache...), byName: make(map[string]int, len(cache))}
 	for i, e := range cache {
 		c.byName[e.Name] = i
 	}
@@ -230,22 +231,22 @@ func newCacheIndex(cache []ref.DeepGEMMCacheEntry) *cacheIndex {
 
 func (c *cacheIndex) decide(raw json.RawMessage, trust bool) string {
 	if raw == nil {
-		return ref.DecisionMiss
+		return spec.DecisionMiss
 	}
 	names, ok := ref.ManifestCacheEntries(raw)
 	if !ok {
-		return ref.DecisionMiss
+		return spec.DecisionMiss
 	}
 	if trust { // the bug: listed entries are never checked
-		return ref.DecisionHit
+		return spec.DecisionHit
 	}
 	for _, name := range names {
 		i, ok := c.byName[name]
 		if !ok || !c.entries[i].Live() {
-			return ref.DecisionStale
+			return spec.DecisionStale
 		}
 	}
-	return ref.DecisionHit
+	return spec.DecisionHit
 }
 
 func (c *cacheIndex) compile(names []string) {
@@ -270,8 +271,8 @@ func (c *cacheIndex) liveNames() []string {
 	return names
 }
 
-func (c *cacheIndex) sorted() []ref.DeepGEMMCacheEntry {
-	slices.SortFunc(c.entries, func(a, b ref.DeepGEMMCacheEntry) int { return strings.Compare(a.Name, b.Name) })
+func (c *cacheIndex) sorted() []spec.DeepGEMMCacheEntry {
+	slices.SortFunc(c.entries, func(a, b spec.DeepGEMMCacheEntry) int { return strings.Compare(a.Name, b.Name) })
 	return c.entries
 }
 

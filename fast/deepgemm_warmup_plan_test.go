@@ -6,6 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestDeepGEMMWarmupPlanSkipsSetsAndReflection: on a 64-kernel restart
@@ -16,7 +17,7 @@ import (
 // parse, which dominates what is left.)
 func TestDeepGEMMWarmupPlanSkipsSetsAndReflection(t *testing.T) {
 	in := catalog.DeepGEMMRestart(64)
-	lim := ref.DefaultLimits()
+	lim := spec.DefaultLimits()
 	fastAllocs := testing.AllocsPerRun(10, func() { _, _ = fast.DeepGEMMWarmupPlan(lim, in) })
 	refAllocs := testing.AllocsPerRun(10, func() { _, _ = ref.DeepGEMMWarmupPlan(lim, in) })
 	if refAllocs-fastAllocs < 10*64 {

@@ -1,5 +1,5 @@
 // Package fast holds kvtwin's production CPU implementations. Every function
-// has the signature of its twin in package ref, takes and returns ref's types,
+// has the signature of its twin in package ref, takes and returns spec's types,
 // and must produce byte-identical canonical output (errors included) on every
 // input; the equiv package checks that on generated inputs.
 //

@@ -2,7 +2,7 @@ package fast
 
 import (
 	"github.com/kvtwin/kvtwin/internal/fault"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // This file exports to fast's own external tests what no other package
@@ -22,6 +22,6 @@ func NewPerLayerManagerWithOptions(opts PerLayerOptions) (*PerLayerManager, erro
 
 // NewRadixTreeOwned is NewRadixTree with the page → owner rule owner
 // (docs/spec/radix-acks.md §4.1, §6 item 1), as the concrete tree.
-func NewRadixTreeOwned(cfg ref.TreeConfig, owner ref.OwnerFn) (*RadixTree, error) {
+func NewRadixTreeOwned(cfg spec.TreeConfig, owner spec.OwnerFn) (*RadixTree, error) {
 	return newRadixTreeOwned(cfg, owner)
 }

@@ -7,6 +7,7 @@ import (
 	"math/bits"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // e4m3Decode is DecodeE4M3 for every code: exact fp32 values, NaN for the
@@ -20,8 +21,8 @@ var e4m3Decode = func() (t [256]float32) {
 
 // dequantRow is ref.DequantRowInto656 with the decode as a table lookup.
 func dequantRow(dst, src []byte) {
-	dst = dst[:ref.DequantRowBytes]
-	src = src[:ref.FP8RowBytes]
+	dst = dst[:spec.DequantRowBytes]
+	src = src[:spec.FP8RowBytes]
 	for t := range 4 {
 		s := math.Float32frombits(binary.LittleEndian.Uint32(src[512+4*t:]))
 		codes := src[t*128 : t*128+128]
@@ -35,10 +36,10 @@ func dequantRow(dst, src []byte) {
 
 // FullDequant656 is ref.FullDequant656 on the table decode (the baseline
 // the top-k path is measured against).
-func FullDequant656(kq ref.Rows) ref.Rows {
-	out := ref.NewRows(ref.DequantRowBytes, kq.N())
+func FullDequant656(kq spec.Rows) spec.Rows {
+	out := ref.NewRows(spec.DequantRowBytes, kq.N())
 	for i := range kq.N() {
-		dequantRow(out.B[i*ref.DequantRowBytes:], kq.B[i*ref.FP8RowBytes:])
+		dequantRow(out.B[i*spec.DequantRowBytes:], kq.B[i*spec.FP8RowBytes:])
 	}
 	return out
 }
@@ -59,12 +60,12 @@ func referenced(topk [][]int32, n int) []uint64 {
 // DequantTopKInPlace is the twin of ref.DequantTopKInPlace (docs/spec/cp-layout.md
 // §7.6): a bitset of the referenced rows, then one table-driven dequant per
 // set bit; the cost is the referenced rows plus N/64 words.
-func DequantTopKInPlace(kq ref.Rows, topk [][]int32, out ref.Rows, verify bool) error {
+func DequantTopKInPlace(kq spec.Rows, topk [][]int32, out spec.Rows, verify bool) error {
 	if err := ref.ValidateFP8DequantTopK(kq, topk); err != nil {
 		return err
 	}
-	if out.W != ref.DequantRowBytes {
-		return ref.Reject(ref.ErrRowCount, "out.w", out.W, fmt.Sprintf("%d", ref.DequantRowBytes))
+	if out.W != spec.DequantRowBytes {
+		return spec.Reject(spec.ErrRowCount, "out.w", out.W, fmt.Sprintf("%d", spec.DequantRowBytes))
 	}
 	if err := out.CheckRows("out", kq.N()); err != nil {
 		return err
@@ -72,18 +73,18 @@ func DequantTopKInPlace(kq ref.Rows, topk [][]int32, out ref.Rows, verify bool) 
 	set := referenced(topk, kq.N())
 	var tmp []byte
 	if verify {
-		tmp = make([]byte, ref.DequantRowBytes)
+		tmp = make([]byte, spec.DequantRowBytes)
 	}
 	for w, word := range set {
 		for word != 0 {
 			row := w*64 + bits.TrailingZeros64(word)
 			word &= word - 1
-			dst := out.B[row*ref.DequantRowBytes : (row+1)*ref.DequantRowBytes]
-			dequantRow(dst, kq.B[row*ref.FP8RowBytes:])
+			dst := out.B[row*spec.DequantRowBytes : (row+1)*spec.DequantRowBytes]
+			dequantRow(dst, kq.B[row*spec.FP8RowBytes:])
 			if verify {
 				ref.DequantRowInto656(tmp, kq.Row(row))
 				if string(tmp) != string(dst) {
-					return ref.Reject(ref.ErrDequantVerifyMismatch, ref.Idx("kq", row), int32(row), "top-k row equal to the full dequant")
+					return spec.Reject(spec.ErrDequantVerifyMismatch, spec.Idx("kq", row), int32(row), "top-k row equal to the full dequant")
 				}
 			}
 		}
@@ -92,20 +93,20 @@ func DequantTopKInPlace(kq ref.Rows, topk [][]int32, out ref.Rows, verify bool) 
 }
 
 // FP8DequantTopK is the twin of ref.FP8DequantTopK (docs/spec/cp-layout.md §7.6).
-func FP8DequantTopK(lim ref.Limits, in ref.FP8DequantTopKInput) (ref.FP8DequantTopKOutput, error) {
+func FP8DequantTopK(lim spec.Limits, in spec.FP8DequantTopKInput) (spec.FP8DequantTopKOutput, error) {
 	if err := ref.ValidateFP8DequantTopK(in.Kq, in.TopK); err != nil {
-		return ref.FP8DequantTopKOutput{}, err
+		return spec.FP8DequantTopKOutput{}, err
 	}
 	set := referenced(in.TopK, in.Kq.N())
 	k := 0
 	for _, w := range set {
 		k += bits.OnesCount64(w)
 	}
-	if err := lim.CheckOutput("topk", int64(k), ref.DequantRowBytes); err != nil {
-		return ref.FP8DequantTopKOutput{}, err
+	if err := lim.CheckOutput("topk", int64(k), spec.DequantRowBytes); err != nil {
+		return spec.FP8DequantTopKOutput{}, err
 	}
-	out := ref.FP8DequantTopKOutput{RowIDs: make([]int64, 0, k), Rows: ref.NewRows(ref.DequantRowBytes, k)}
-	var full ref.Rows
+	out := spec.FP8DequantTopKOutput{RowIDs: make([]int64, 0, k), Rows: ref.NewRows(spec.DequantRowBytes, k)}
+	var full spec.Rows
 	if in.Verify {
 		full = ref.FullDequant656(in.Kq)
 	}
@@ -115,9 +116,9 @@ func FP8DequantTopK(lim ref.Limits, in ref.FP8DequantTopKInput) (ref.FP8DequantT
 			word &= word - 1
 			i := len(out.RowIDs)
 			out.RowIDs = append(out.RowIDs, int64(row))
-			dequantRow(out.Rows.B[i*ref.DequantRowBytes:], in.Kq.B[row*ref.FP8RowBytes:])
+			dequantRow(out.Rows.B[i*spec.DequantRowBytes:], in.Kq.B[row*spec.FP8RowBytes:])
 			if in.Verify && string(full.Row(row)) != string(out.Rows.Row(i)) {
-				return ref.FP8DequantTopKOutput{}, ref.Reject(ref.ErrDequantVerifyMismatch, ref.Idx("kq", row), int32(row), "top-k row equal to the full dequant")
+				return spec.FP8DequantTopKOutput{}, spec.Reject(spec.ErrDequantVerifyMismatch, spec.Idx("kq", row), int32(row), "top-k row equal to the full dequant")
 			}
 		}
 	}

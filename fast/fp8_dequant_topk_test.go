@@ -6,13 +6,14 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // fp8Buffer is n pseudo-random 656-byte rows (catalog.SeededRows).
-func fp8Buffer(n int) ref.Rows { return catalog.SeededRows(ref.FP8RowBytes, n, 0x9E3779B9) }
+func fp8Buffer(n int) spec.Rows { return catalog.SeededRows(spec.FP8RowBytes, n, 0x9E3779B9) }
 
-func sentinelOut(n int) ref.Rows {
-	out := ref.NewRows(ref.DequantRowBytes, n)
+func sentinelOut(n int) spec.Rows {
+	out := ref.NewRows(spec.DequantRowBytes, n)
 	for i := range out.B {
 		out.B[i] = 0xA5
 	}
@@ -42,7 +43,7 @@ func TestDequantTopKInPlaceMatchesRef(t *testing.T) {
 		t.Fatal("fast full dequant differs from ref")
 	}
 	err := fast.DequantTopKInPlace(kq, [][]int32{{0, 300}}, sentinelOut(300), false)
-	if ie, ok := ref.AsInputError(err); !ok || ie.Field != "topk[0][1]" {
+	if ie, ok := spec.AsInputError(err); !ok || ie.Field != "topk[0][1]" {
 		t.Errorf("index 300 of 300: got %v", err)
 	}
 }
@@ -62,7 +63,7 @@ func benchTopK(n int) [][]int32 {
 func BenchmarkDequantTopK2048of128K(b *testing.B) {
 	const n = 128 << 10
 	kq, out, topk := fp8Buffer(n), sentinelOut(n), benchTopK(n)
-	b.SetBytes(2048 * ref.FP8RowBytes)
+	b.SetBytes(2048 * spec.FP8RowBytes)
 	for b.Loop() {
 		if err := fast.DequantTopKInPlace(kq, topk, out, false); err != nil {
 			b.Fatal(err)
@@ -73,7 +74,7 @@ func BenchmarkDequantTopK2048of128K(b *testing.B) {
 // BenchmarkDequantFull128K is the full dequant the top-k path replaces.
 func BenchmarkDequantFull128K(b *testing.B) {
 	kq := fp8Buffer(128 << 10)
-	b.SetBytes(128 << 10 * ref.FP8RowBytes)
+	b.SetBytes(128 << 10 * spec.FP8RowBytes)
 	for b.Loop() {
 		_ = fast.FullDequant656(kq)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // FP8 quantization twins (docs/spec/cp-layout.md §7.2, §7.3): one pass per row, the
@@ -23,37 +24,37 @@ const quantParallelMinRows = 2048
 // The first non-finite value is found while quantizing: each chunk stops
 // at its first bad row, the smallest such row is the input's first, and
 // ref names the offending value in it.
-func FP8QuantizeRow(_ ref.Limits, in ref.FP8QuantizeRowInput) (ref.FP8QuantizeRowOutput, error) {
+func FP8QuantizeRow(_ spec.Limits, in spec.FP8QuantizeRowInput) (spec.FP8QuantizeRowOutput, error) {
 	m, err := ref.CheckScaleMode("mode", in.Mode)
 	if err != nil {
-		return ref.FP8QuantizeRowOutput{}, err
+		return spec.FP8QuantizeRowOutput{}, err
 	}
-	if err := ref.CheckFP8Width("x", in.X, ref.MLABF16RowBytes); err != nil {
-		return ref.FP8QuantizeRowOutput{}, err
+	if err := ref.CheckFP8Width("x", in.X, spec.MLABF16RowBytes); err != nil {
+		return spec.FP8QuantizeRowOutput{}, err
 	}
-	out := ref.NewRows(ref.FP8RowBytes, in.X.N())
+	out := ref.NewRows(spec.FP8RowBytes, in.X.N())
 	bad := forRowChunks(in.X.N(), func(lo, hi int) int {
-		return QuantizeRows656(out.B[lo*ref.FP8RowBytes:hi*ref.FP8RowBytes], in.X.B[lo*ref.MLABF16RowBytes:hi*ref.MLABF16RowBytes], m)
+		return QuantizeRows656(out.B[lo*spec.FP8RowBytes:hi*spec.FP8RowBytes], in.X.B[lo*spec.MLABF16RowBytes:hi*spec.MLABF16RowBytes], m)
 	})
 	if bad >= 0 {
-		return ref.FP8QuantizeRowOutput{}, ref.FirstNonFiniteRow656(bad, in.X.Row(bad))
+		return spec.FP8QuantizeRowOutput{}, ref.FirstNonFiniteRow656(bad, in.X.Row(bad))
 	}
-	return ref.FP8QuantizeRowOutput{Rows: out}, nil
+	return spec.FP8QuantizeRowOutput{Rows: out}, nil
 }
 
 // FP8QuantizeIndexK is the twin of ref.FP8QuantizeIndexK (docs/spec/cp-layout.md §7.3).
-func FP8QuantizeIndexK(_ ref.Limits, in ref.FP8QuantizeIndexKInput) (ref.FP8QuantizeIndexKOutput, error) {
-	if err := ref.CheckFP8Width("x", in.X, ref.IndexKBF16RowBytes); err != nil {
-		return ref.FP8QuantizeIndexKOutput{}, err
+func FP8QuantizeIndexK(_ spec.Limits, in spec.FP8QuantizeIndexKInput) (spec.FP8QuantizeIndexKOutput, error) {
+	if err := ref.CheckFP8Width("x", in.X, spec.IndexKBF16RowBytes); err != nil {
+		return spec.FP8QuantizeIndexKOutput{}, err
 	}
-	out := ref.NewRows(ref.IndexKRowBytes, in.X.N())
+	out := ref.NewRows(spec.IndexKRowBytes, in.X.N())
 	bad := forRowChunks(in.X.N(), func(lo, hi int) int {
-		return QuantizeIndexKRows(out.B[lo*ref.IndexKRowBytes:hi*ref.IndexKRowBytes], in.X.B[lo*ref.IndexKBF16RowBytes:hi*ref.IndexKBF16RowBytes])
+		return QuantizeIndexKRows(out.B[lo*spec.IndexKRowBytes:hi*spec.IndexKRowBytes], in.X.B[lo*spec.IndexKBF16RowBytes:hi*spec.IndexKBF16RowBytes])
 	})
 	if bad >= 0 {
-		return ref.FP8QuantizeIndexKOutput{}, ref.FirstNonFiniteIndexK(bad, in.X.Row(bad))
+		return spec.FP8QuantizeIndexKOutput{}, ref.FirstNonFiniteIndexK(bad, in.X.Row(bad))
 	}
-	return ref.FP8QuantizeIndexKOutput{Rows: out}, nil
+	return spec.FP8QuantizeIndexKOutput{Rows: out}, nil
 }
 
 // forRowChunks runs f on row ranges [lo, hi) covering [0, n) — in parallel
@@ -97,11 +98,11 @@ func forRowChunks(n int, f func(lo, hi int) int) int {
 // (not ""). It returns the index of the first row holding a NaN or ±Inf —
 // dst is then partly written — or -1. It allocates nothing, so a caller
 // may reuse dst across forwards.
-func QuantizeRows656(dst, src []byte, m ref.ScaleMode) int {
+func QuantizeRows656(dst, src []byte, m spec.ScaleMode) int {
 	tab := e4m3Table()
-	n := len(src) / ref.MLABF16RowBytes
+	n := len(src) / spec.MLABF16RowBytes
 	for i := range n {
-		if !quantRow656((*[ref.FP8RowBytes]byte)(dst[i*ref.FP8RowBytes:]), (*[ref.MLABF16RowBytes]byte)(src[i*ref.MLABF16RowBytes:]), m, tab) {
+		if !quantRow656((*[spec.FP8RowBytes]byte)(dst[i*spec.FP8RowBytes:]), (*[spec.MLABF16RowBytes]byte)(src[i*spec.MLABF16RowBytes:]), m, tab) {
 			return i
 		}
 	}
@@ -110,15 +111,15 @@ func QuantizeRows656(dst, src []byte, m ref.ScaleMode) int {
 
 // quantRow656 is ref.quantizeRow656 on bytes; false when a value is not
 // finite. tab is e4m3Table().
-func quantRow656(dst *[ref.FP8RowBytes]byte, src *[ref.MLABF16RowBytes]byte, m ref.ScaleMode, tab *[1 << 16]uint16) bool {
-	rope := src[2*ref.MLANopeDim:]
+func quantRow656(dst *[spec.FP8RowBytes]byte, src *[spec.MLABF16RowBytes]byte, m spec.ScaleMode, tab *[1 << 16]uint16) bool {
+	rope := src[2*spec.MLANopeDim:]
 	if bf16AbsMax(rope) >= 0x7F80 {
 		return false
 	}
-	copy(dst[ref.FP8RopeOff:], rope)
-	for t := range ref.FP8Tiles {
-		tile := (*[2 * ref.FP8TileDim]byte)(src[2*ref.FP8TileDim*t:])
-		codes := (*[ref.FP8TileDim]byte)(dst[ref.FP8TileDim*t:])
+	copy(dst[spec.FP8RopeOff:], rope)
+	for t := range spec.FP8Tiles {
+		tile := (*[2 * spec.FP8TileDim]byte)(src[2*spec.FP8TileDim*t:])
+		codes := (*[spec.FP8TileDim]byte)(dst[spec.FP8TileDim*t:])
 		amax := bf16AbsMax(tile[:])
 		if amax >= 0x7F80 {
 			return false
@@ -130,7 +131,7 @@ func quantRow656(dst *[ref.FP8RowBytes]byte, src *[ref.MLABF16RowBytes]byte, m r
 			s = ref.FP8TileScale(ref.F32FromBF16(amax), m)
 			quantTile(codes, tile, s, m, tab)
 		}
-		binary.LittleEndian.PutUint32(dst[ref.FP8ScaleOff+4*t:], math.Float32bits(s))
+		binary.LittleEndian.PutUint32(dst[spec.FP8ScaleOff+4*t:], math.Float32bits(s))
 	}
 	return true
 }
@@ -147,7 +148,7 @@ func quantRow656(dst *[ref.FP8RowBytes]byte, src *[ref.MLABF16RowBytes]byte, m r
 // both encode alike; below 2^-12 both are far under the smallest boundary
 // 2^-10 (zeros included), so no division either. Other tiles divide every
 // value.
-func quantTile(codes *[ref.FP8TileDim]byte, tile *[2 * ref.FP8TileDim]byte, s float32, m ref.ScaleMode, tab *[1 << 16]uint16) {
+func quantTile(codes *[spec.FP8TileDim]byte, tile *[2 * spec.FP8TileDim]byte, s float32, m spec.ScaleMode, tab *[1 << 16]uint16) {
 	if s < 0x1p-126 || s >= 0x1p126 {
 		for j := range codes {
 			x := math.Float32frombits(uint32(binary.LittleEndian.Uint16(tile[2*j:])) << 16)
@@ -156,7 +157,7 @@ func quantTile(codes *[ref.FP8TileDim]byte, tile *[2 * ref.FP8TileDim]byte, s fl
 		return
 	}
 	inv := float32(1 / s)
-	if m == ref.ScaleRecipFP32 {
+	if m == spec.ScaleRecipFP32 {
 		for j := range codes {
 			x := math.Float32frombits(uint32(binary.LittleEndian.Uint16(tile[2*j:])) << 16)
 			codes[j] = encTab(tab, float32(x*inv))
@@ -165,7 +166,7 @@ func quantTile(codes *[ref.FP8TileDim]byte, tile *[2 * ref.FP8TileDim]byte, s fl
 	}
 	// Four values per step (one 8-byte load, one 4-byte store): the
 	// steps are independent, so they overlap in the pipeline.
-	for j := 0; j < ref.FP8TileDim; j += 4 {
+	for j := 0; j < spec.FP8TileDim; j += 4 {
 		v := binary.LittleEndian.Uint64(tile[2*j:])
 		c0 := divCode(tab, math.Float32frombits(uint32(v)<<16), inv, s)
 		c1 := divCode(tab, math.Float32frombits(uint32(v)&0xFFFF0000), inv, s)
@@ -206,10 +207,10 @@ func bf16AbsMax(b []byte) uint16 {
 // a NaN or ±Inf, or -1, and allocates nothing.
 func QuantizeIndexKRows(dst, src []byte) int {
 	tab := e4m3Table()
-	n := len(src) / ref.IndexKBF16RowBytes
+	n := len(src) / spec.IndexKBF16RowBytes
 	for i := range n {
-		k := (*[ref.IndexKBF16RowBytes]byte)(src[i*ref.IndexKBF16RowBytes:])
-		d := (*[ref.IndexKRowBytes]byte)(dst[i*ref.IndexKRowBytes:])
+		k := (*[spec.IndexKBF16RowBytes]byte)(src[i*spec.IndexKBF16RowBytes:])
+		d := (*[spec.IndexKRowBytes]byte)(dst[i*spec.IndexKRowBytes:])
 		amax := bf16AbsMax(k[:])
 		if amax >= 0x7F80 {
 			return i
@@ -219,11 +220,11 @@ func QuantizeIndexKRows(dst, src []byte) int {
 		// so x·(1/s) and x/s are the correctly rounded images of one exact
 		// value: byte-identical. enc saturates, which is the ±448 clamp.
 		inv := 1 / s
-		for j := range ref.IndexKDim {
+		for j := range spec.IndexKDim {
 			x := math.Float32frombits(uint32(binary.LittleEndian.Uint16(k[2*j:])) << 16)
 			d[j] = encTab(tab, float32(x*inv))
 		}
-		binary.LittleEndian.PutUint32(d[ref.IndexKDim:], math.Float32bits(s))
+		binary.LittleEndian.PutUint32(d[spec.IndexKDim:], math.Float32bits(s))
 	}
 	return -1
 }

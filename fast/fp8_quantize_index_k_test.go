@@ -10,11 +10,12 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // bf16Rows is n rows of w bytes of random finite bf16 values of mixed
 // magnitude (subnormals, ties, zero runs), seeded.
-func bf16Rows(w, n int, seed uint64) ref.Rows {
+func bf16Rows(w, n int, seed uint64) spec.Rows {
 	r := rand.New(rand.NewPCG(seed, 7))
 	x := ref.NewRows(w, n)
 	for i := 0; i < len(x.B); i += 2 {
@@ -39,33 +40,33 @@ func bf16Rows(w, n int, seed uint64) ref.Rows {
 // parallel-sized input (so goroutine chunks are taken) with zero rows and
 // one non-finite row late in the input.
 func TestFP8QuantizeRowFastMatchesRef(t *testing.T) {
-	lim := ref.DefaultLimits()
-	x := bf16Rows(ref.MLABF16RowBytes, 5000, 1)
+	lim := spec.DefaultLimits()
+	x := bf16Rows(spec.MLABF16RowBytes, 5000, 1)
 	clear(x.Row(3))
-	for _, m := range []ref.ScaleMode{"", ref.ScaleDivFP32, ref.ScaleRecipFP32, ref.ScaleDivBF16} {
-		in := ref.FP8QuantizeRowInput{Mode: m, X: x}
+	for _, m := range []spec.ScaleMode{"", spec.ScaleDivFP32, spec.ScaleRecipFP32, spec.ScaleDivBF16} {
+		in := spec.FP8QuantizeRowInput{Mode: m, X: x}
 		want, err1 := ref.FP8QuantizeRow(lim, in)
 		got, err2 := fast.FP8QuantizeRow(lim, in)
-		if err1 != nil || err2 != nil || !bytes.Equal(want.Rows.B, got.Rows.B) || got.Rows.W != ref.FP8RowBytes {
+		if err1 != nil || err2 != nil || !bytes.Equal(want.Rows.B, got.Rows.B) || got.Rows.W != spec.FP8RowBytes {
 			t.Fatalf("mode %q: ref/fast differ (%v, %v)", m, err1, err2)
 		}
 	}
-	bad := ref.Rows{W: x.W, B: bytes.Clone(x.B)}
+	bad := spec.Rows{W: x.W, B: bytes.Clone(x.B)}
 	binary.LittleEndian.PutUint16(bad.Row(4321)[2*550:], 0xFF80)
 	binary.LittleEndian.PutUint16(bad.Row(4500)[0:], 0x7FC0)
-	_, err1 := ref.FP8QuantizeRow(lim, ref.FP8QuantizeRowInput{X: bad})
-	_, err2 := fast.FP8QuantizeRow(lim, ref.FP8QuantizeRowInput{X: bad})
-	var ie *ref.InputError
+	_, err1 := ref.FP8QuantizeRow(lim, spec.FP8QuantizeRowInput{X: bad})
+	_, err2 := fast.FP8QuantizeRow(lim, spec.FP8QuantizeRowInput{X: bad})
+	var ie *spec.InputError
 	if !errors.As(err2, &ie) || ie.Field != "x[4321].rope[38]" || err1.Error() != err2.Error() {
 		t.Fatalf("non-finite: ref %v, fast %v", err1, err2)
 	}
 }
 
 func TestFP8QuantizeIndexKFastMatchesRef(t *testing.T) {
-	lim := ref.DefaultLimits()
-	x := bf16Rows(ref.IndexKBF16RowBytes, 9000, 2)
+	lim := spec.DefaultLimits()
+	x := bf16Rows(spec.IndexKBF16RowBytes, 9000, 2)
 	clear(x.Row(10))
-	in := ref.FP8QuantizeIndexKInput{X: x}
+	in := spec.FP8QuantizeIndexKInput{X: x}
 	want, err1 := ref.FP8QuantizeIndexK(lim, in)
 	got, err2 := fast.FP8QuantizeIndexK(lim, in)
 	if err1 != nil || err2 != nil || !bytes.Equal(want.Rows.B, got.Rows.B) {
@@ -85,8 +86,8 @@ func TestFP8QuantizeIndexKFastMatchesRef(t *testing.T) {
 // mode equals ref — the multiply-then-check-the-boundary path included.
 func TestQuantizeRowSweepsEveryBF16(t *testing.T) {
 	for _, amax := range []uint16{0x3F80, 0x3F44, 0x3F81, 0x4000, 0x43E0, 0x7F7F, 0x0180, 0x0001, 0x0080, 0x00FF, 0x2F3A} {
-		x := ref.NewRows(ref.MLABF16RowBytes, 0)
-		row := make([]byte, ref.MLABF16RowBytes)
+		x := ref.NewRows(spec.MLABF16RowBytes, 0)
+		row := make([]byte, spec.MLABF16RowBytes)
 		j := 0
 		flush := func() {
 			x.B = append(x.B, row...)
@@ -94,21 +95,21 @@ func TestQuantizeRowSweepsEveryBF16(t *testing.T) {
 			j = 0
 		}
 		for h := uint16(0); h <= amax; h++ {
-			if j%ref.FP8TileDim == 0 {
+			if j%spec.FP8TileDim == 0 {
 				binary.LittleEndian.PutUint16(row[2*j:], amax)
 				j++
 			}
 			sign := uint16(h&1) << 15
 			binary.LittleEndian.PutUint16(row[2*j:], h|sign)
-			if j++; j == ref.MLANopeDim {
+			if j++; j == spec.MLANopeDim {
 				flush()
 			}
 		}
 		flush()
-		for _, m := range []ref.ScaleMode{ref.ScaleDivFP32, ref.ScaleRecipFP32, ref.ScaleDivBF16} {
-			in := ref.FP8QuantizeRowInput{Mode: m, X: x}
-			want, err1 := ref.FP8QuantizeRow(ref.DefaultLimits(), in)
-			got, err2 := fast.FP8QuantizeRow(ref.DefaultLimits(), in)
+		for _, m := range []spec.ScaleMode{spec.ScaleDivFP32, spec.ScaleRecipFP32, spec.ScaleDivBF16} {
+			in := spec.FP8QuantizeRowInput{Mode: m, X: x}
+			want, err1 := ref.FP8QuantizeRow(spec.DefaultLimits(), in)
+			got, err2 := fast.FP8QuantizeRow(spec.DefaultLimits(), in)
 			if err1 != nil || err2 != nil {
 				t.Fatal(err1, err2)
 			}
@@ -124,13 +125,13 @@ func TestQuantizeRowSweepsEveryBF16(t *testing.T) {
 // TestQuantizeRows656NoAlloc: the into-buffer path allocates nothing per
 // row, so the op's only allocation is its output.
 func TestQuantizeRows656NoAlloc(t *testing.T) {
-	x := bf16Rows(ref.MLABF16RowBytes, 64, 3)
-	dst := make([]byte, 64*ref.FP8RowBytes)
-	if a := testing.AllocsPerRun(10, func() { fast.QuantizeRows656(dst, x.B, ref.ScaleDivFP32) }); a != 0 {
+	x := bf16Rows(spec.MLABF16RowBytes, 64, 3)
+	dst := make([]byte, 64*spec.FP8RowBytes)
+	if a := testing.AllocsPerRun(10, func() { fast.QuantizeRows656(dst, x.B, spec.ScaleDivFP32) }); a != 0 {
 		t.Errorf("%v allocations", a)
 	}
-	k := bf16Rows(ref.IndexKBF16RowBytes, 64, 4)
-	kd := make([]byte, 64*ref.IndexKRowBytes)
+	k := bf16Rows(spec.IndexKBF16RowBytes, 64, 4)
+	kd := make([]byte, 64*spec.IndexKRowBytes)
 	if a := testing.AllocsPerRun(10, func() { fast.QuantizeIndexKRows(kd, k.B) }); a != 0 {
 		t.Errorf("index-K: %v allocations", a)
 	}
@@ -139,12 +140,12 @@ func TestQuantizeRows656NoAlloc(t *testing.T) {
 // Run: go test -run '^$' -bench FP8Quantize -benchmem ./fast/
 // (SetBytes is the bf16 input; -cpu 1 gives the per-core figure.)
 func BenchmarkFP8QuantizeRow128K(b *testing.B) {
-	x := catalog.BF16BenchRows(ref.MLABF16RowBytes, 128<<10)
-	in := ref.FP8QuantizeRowInput{X: x}
-	lim := ref.DefaultLimits()
+	x := catalog.BF16BenchRows(spec.MLABF16RowBytes, 128<<10)
+	in := spec.FP8QuantizeRowInput{X: x}
+	lim := spec.DefaultLimits()
 	for _, c := range []struct {
 		name string
-		f    func(ref.Limits, ref.FP8QuantizeRowInput) (ref.FP8QuantizeRowOutput, error)
+		f    func(spec.Limits, spec.FP8QuantizeRowInput) (spec.FP8QuantizeRowOutput, error)
 	}{{"ref", ref.FP8QuantizeRow}, {"fast", fast.FP8QuantizeRow}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(x.B)))
@@ -156,18 +157,18 @@ func BenchmarkFP8QuantizeRow128K(b *testing.B) {
 		})
 	}
 	b.Run("fast-into", func(b *testing.B) {
-		dst := make([]byte, x.N()*ref.FP8RowBytes)
+		dst := make([]byte, x.N()*spec.FP8RowBytes)
 		b.SetBytes(int64(len(x.B)))
 		for b.Loop() {
-			fast.QuantizeRows656(dst, x.B, ref.ScaleDivFP32)
+			fast.QuantizeRows656(dst, x.B, spec.ScaleDivFP32)
 		}
 	})
 }
 
 func BenchmarkFP8QuantizeRowModes(b *testing.B) {
-	x := catalog.BF16BenchRows(ref.MLABF16RowBytes, 16<<10)
-	dst := make([]byte, x.N()*ref.FP8RowBytes)
-	for _, m := range []ref.ScaleMode{ref.ScaleDivFP32, ref.ScaleRecipFP32} {
+	x := catalog.BF16BenchRows(spec.MLABF16RowBytes, 16<<10)
+	dst := make([]byte, x.N()*spec.FP8RowBytes)
+	for _, m := range []spec.ScaleMode{spec.ScaleDivFP32, spec.ScaleRecipFP32} {
 		b.Run(string(m), func(b *testing.B) {
 			b.SetBytes(int64(len(x.B)))
 			for b.Loop() {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestFP8StoreValidRowsFastPath: the fast twin quantizes straight into the
@@ -13,13 +14,13 @@ import (
 // allocated, never a selected-rows or quantized-rows buffer — and agrees
 // with ref.
 func TestFP8StoreValidRowsFastPath(t *testing.T) {
-	lim := ref.DefaultLimits()
+	lim := spec.DefaultLimits()
 	lens := []int{64, 64}
-	lay, err := ref.BuildLayoutUnpadded(2, lens)
+	lay, err := spec.BuildLayoutUnpadded(2, lens)
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := ref.NewRows(ref.MLABF16RowBytes, lay.R(0))
+	x := ref.NewRows(spec.MLABF16RowBytes, lay.R(0))
 	for i := range x.B {
 		x.B[i] = byte(i*7) & 0x3F
 	}
@@ -31,7 +32,7 @@ func TestFP8StoreValidRowsFastPath(t *testing.T) {
 			at++
 		}
 	}
-	in := ref.FP8StoreValidRowsInput{Pool: fp8PoolOf(4, 1020), Layout: ref.LayoutSpec{CP: 2, Lens: lens}, Rank: 0, X: x, ReqToToken: r2t, PrefixLens: []int{0, 0}}
+	in := spec.FP8StoreValidRowsInput{Pool: fp8PoolOf(4, 1020), Layout: spec.LayoutSpec{CP: 2, Lens: lens}, Rank: 0, X: x, ReqToToken: r2t, PrefixLens: []int{0, 0}}
 	got, err := fast.FP8StoreValidRows(lim, in)
 	if err != nil {
 		t.Fatal(err)

@@ -7,17 +7,18 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ackNode is one node of the write state's node table, with its
 // registration, pending layer state and completed-ack mark attached, so
 // the consumer and the guards find them without map lookups.
 type ackNode struct {
-	id           ref.NodeID
+	id           spec.NodeID
 	valueLen     int
 	evicted      bool
 	requestLocks int
-	host         []ref.SlotIdx
+	host         []spec.SlotIdx
 	backedUp     bool
 	reg          *ackReg
 	pend         *ackPend
@@ -26,7 +27,7 @@ type ackNode struct {
 
 // ackReg is an ongoing registration (Ongoing).
 type ackReg struct {
-	slots []ref.SlotIdx
+	slots []spec.SlotIdx
 	owned int
 	nonCP bool
 }
@@ -38,7 +39,7 @@ type ackPend struct {
 	node     *ackNode
 	written  []bool
 	nWritten int
-	slots    []ref.SlotIdx
+	slots    []spec.SlotIdx
 	owned    int
 }
 
@@ -49,17 +50,17 @@ type ackPend struct {
 // host allocator. Its observable behaviour equals ref.NewAckQueue's. An
 // AckQueue is not safe for concurrent use.
 type AckQueue struct {
-	cfg         ref.AckConfig
-	nodes       map[ref.NodeID]*ackNode
-	nextID      ref.NodeID
+	cfg         spec.AckConfig
+	nodes       map[spec.NodeID]*ackNode
+	nextID      spec.NodeID
 	ongoing     int
 	regOrder    []*ackPend
-	queue       []ref.Ack
+	queue       []spec.Ack
 	head        int
-	maxAppended ref.NodeID
+	maxAppended spec.NodeID
 	completed   []*ackNode
 	duplicates  int
-	owner       []ref.NodeID
+	owner       []spec.NodeID
 	free        int
 	lowFree     int
 	copied      int64
@@ -70,18 +71,18 @@ type AckQueue struct {
 	faults fault.Ack
 }
 
-var _ ref.AckQueue = (*AckQueue)(nil)
+var _ spec.AckQueue = (*AckQueue)(nil)
 
 // NewAckQueue builds the fast write state of one rank after validating cfg
-// as ref.NewAckQueue does; it has type ref.NewAckQueueFunc.
-func NewAckQueue(cfg ref.AckConfig) (ref.AckQueue, error) {
+// as ref.NewAckQueue does; it has type spec.NewAckQueueFunc.
+func NewAckQueue(cfg spec.AckConfig) (spec.AckQueue, error) {
 	return newAckQueueWithFaults(cfg, fault.Ack{})
 }
 
 // newAckQueueWithFaults is NewAckQueue with the historic bugs f selects put
 // back, for the bug zoo only: fault.Hooks hands it to equiv/mutants
 // (hooks.go). Called with the zero value it is NewAckQueue.
-func newAckQueueWithFaults(cfg ref.AckConfig, f fault.Ack) (ref.AckQueue, error) {
+func newAckQueueWithFaults(cfg spec.AckConfig, f fault.Ack) (spec.AckQueue, error) {
 	q, err := newAckQueue(cfg, f)
 	if err != nil {
 		return nil, err
@@ -89,18 +90,18 @@ func newAckQueueWithFaults(cfg ref.AckConfig, f fault.Ack) (ref.AckQueue, error)
 	return q, nil
 }
 
-func newAckQueue(cfg ref.AckConfig, f fault.Ack) (*AckQueue, error) {
+func newAckQueue(cfg spec.AckConfig, f fault.Ack) (*AckQueue, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	q := &AckQueue{cfg: cfg, faults: f, owner: make([]ref.NodeID, cfg.HostCapacity)}
+	q := &AckQueue{cfg: cfg, faults: f, owner: make([]spec.NodeID, cfg.HostCapacity)}
 	q.Reset()
 	return q, nil
 }
 
 // Reset clears everything (§3.2 op 13).
 func (q *AckQueue) Reset() {
-	q.nodes = map[ref.NodeID]*ackNode{}
+	q.nodes = map[spec.NodeID]*ackNode{}
 	q.nextID, q.ongoing, q.maxAppended = 1, 0, -1
 	q.regOrder, q.queue, q.head, q.completed = nil, nil, 0, nil
 	q.duplicates, q.copied, q.foreign, q.injected = 0, 0, 0, false
@@ -110,7 +111,7 @@ func (q *AckQueue) Reset() {
 	q.free, q.lowFree = len(q.owner), 0
 }
 
-func (q *AckQueue) node(id ref.NodeID) (*ackNode, error) {
+func (q *AckQueue) node(id spec.NodeID) (*ackNode, error) {
 	if n := q.nodes[id]; n != nil {
 		return n, nil
 	}
@@ -125,7 +126,7 @@ func (n *ackNode) lockRef() int {
 }
 
 // DeclareNode adds a node to the node table.
-func (q *AckQueue) DeclareNode(id ref.NodeID, valueLen int) (ref.NodeID, error) {
+func (q *AckQueue) DeclareNode(id spec.NodeID, valueLen int) (spec.NodeID, error) {
 	if err := ref.CheckDeclareNode(id, valueLen, q.nextID); err != nil {
 		return 0, err
 	}
@@ -138,7 +139,7 @@ func (q *AckQueue) DeclareNode(id ref.NodeID, valueLen int) (ref.NodeID, error) 
 }
 
 // EvictDevice drops the node's device value; a locked node is refused.
-func (q *AckQueue) EvictDevice(id ref.NodeID) error {
+func (q *AckQueue) EvictDevice(id spec.NodeID) error {
 	n, err := q.node(id)
 	if err != nil {
 		return err
@@ -151,7 +152,7 @@ func (q *AckQueue) EvictDevice(id ref.NodeID) error {
 }
 
 // Lock takes a request lock.
-func (q *AckQueue) Lock(id ref.NodeID) error {
+func (q *AckQueue) Lock(id spec.NodeID) error {
 	n, err := q.node(id)
 	if err != nil {
 		return err
@@ -161,7 +162,7 @@ func (q *AckQueue) Lock(id ref.NodeID) error {
 }
 
 // Unlock releases a request lock.
-func (q *AckQueue) Unlock(id ref.NodeID) error {
+func (q *AckQueue) Unlock(id spec.NodeID) error {
 	n, err := q.node(id)
 	if err != nil {
 		return err
@@ -175,22 +176,22 @@ func (q *AckQueue) Unlock(id ref.NodeID) error {
 
 // appendWriteAck is the funnel (§3.2 op 1): every push to the queue raises
 // maxAppended here. ids must be non-empty and are copied.
-func (q *AckQueue) appendWriteAck(ids []ref.NodeID) {
+func (q *AckQueue) appendWriteAck(ids []spec.NodeID) {
 	q.maxAppended = max(q.maxAppended, slices.Max(ids))
 	q.push(ids)
 }
 
 // push appends to the queue without touching maxAppended; only the funnel
 // and the B3.a fault call it.
-func (q *AckQueue) push(ids []ref.NodeID) {
+func (q *AckQueue) push(ids []spec.NodeID) {
 	if q.head > 0 && q.head == len(q.queue) {
 		q.queue, q.head = q.queue[:0], 0
 	}
-	q.queue = append(q.queue, ref.Ack{NodeIDs: slices.Clone(ids)})
+	q.queue = append(q.queue, spec.Ack{NodeIDs: slices.Clone(ids)})
 }
 
 // AppendWriteAck is the funnel exposed for fault injection.
-func (q *AckQueue) AppendWriteAck(ids []ref.NodeID) error {
+func (q *AckQueue) AppendWriteAck(ids []spec.NodeID) error {
 	if err := ref.CheckAppendIDs(ids); err != nil {
 		return err
 	}
@@ -200,7 +201,7 @@ func (q *AckQueue) AppendWriteAck(ids []ref.NodeID) error {
 }
 
 // InjectDuplicateAck pushes a copy of the first queued ack naming id.
-func (q *AckQueue) InjectDuplicateAck(id ref.NodeID) error {
+func (q *AckQueue) InjectDuplicateAck(id spec.NodeID) error {
 	for _, a := range q.queue[q.head:] {
 		if slices.Contains(a.NodeIDs, id) {
 			return q.AppendWriteAck(a.NodeIDs)
@@ -211,7 +212,7 @@ func (q *AckQueue) InjectDuplicateAck(id ref.NodeID) error {
 
 // NodeHasUndrainedWriteAck answers from maxAppended when id was never
 // appended (every freshly minted id: one compare), else by scanning.
-func (q *AckQueue) NodeHasUndrainedWriteAck(id ref.NodeID) bool {
+func (q *AckQueue) NodeHasUndrainedWriteAck(id spec.NodeID) bool {
 	if id > q.maxAppended {
 		return false
 	}
@@ -224,14 +225,14 @@ func (q *AckQueue) NodeHasUndrainedWriteAck(id ref.NodeID) bool {
 }
 
 // ReserveWriteCP registers a per-layer write (§3.2 op 3).
-func (q *AckQueue) ReserveWriteCP(id ref.NodeID, ownedPages int) error {
+func (q *AckQueue) ReserveWriteCP(id spec.NodeID, ownedPages int) error {
 	_, err := q.reserveCP(id, ownedPages)
 	return err
 }
 
 // reserveCP reserves and creates the layer-write state; it reports whether
 // a registration was made (the early-return fault skips it).
-func (q *AckQueue) reserveCP(id ref.NodeID, owned int) (*ackNode, error) {
+func (q *AckQueue) reserveCP(id spec.NodeID, owned int) (*ackNode, error) {
 	n, err := q.node(id)
 	if err != nil {
 		return nil, err
@@ -256,22 +257,22 @@ func (q *AckQueue) reserve(n *ackNode, owned int, nonCP bool) error {
 	}
 	switch {
 	case n.evicted:
-		return &ref.HiCacheWriteFailure{Node: n.id, Reason: ref.ReasonEvicted}
+		return &spec.HiCacheWriteFailure{Node: n.id, Reason: spec.ReasonEvicted}
 	case n.reg != nil:
-		return &ref.HiCacheWriteFailure{Node: n.id, Reason: ref.ReasonPending}
+		return &spec.HiCacheWriteFailure{Node: n.id, Reason: spec.ReasonPending}
 	case q.NodeHasUndrainedWriteAck(n.id):
-		return &ref.HiCacheWriteFailure{Node: n.id, Reason: ref.ReasonUndrainedAck}
+		return &spec.HiCacheWriteFailure{Node: n.id, Reason: spec.ReasonUndrainedAck}
 	case n.backedUp:
 		return ref.BackedUpError(n.id)
 	}
 	if !q.makeRoom(n.valueLen) {
-		return &ref.HiCacheWriteFailure{Node: n.id, Reason: ref.ReasonHostFull}
+		return &spec.HiCacheWriteFailure{Node: n.id, Reason: spec.ReasonHostFull}
 	}
-	slots := make([]ref.SlotIdx, 0, n.valueLen)
+	slots := make([]spec.SlotIdx, 0, n.valueLen)
 	for s := q.lowFree; len(slots) < n.valueLen; s++ {
 		if q.owner[s] < 0 {
 			q.owner[s] = n.id
-			slots = append(slots, ref.SlotIdx(s))
+			slots = append(slots, spec.SlotIdx(s))
 		}
 	}
 	q.free -= n.valueLen
@@ -326,7 +327,7 @@ func (q *AckQueue) freeHost(n *ackNode) {
 
 // LayerStep runs layer l for every pending registration and appends one
 // merged final ack for those it completed (§3.2 op 4).
-func (q *AckQueue) LayerStep(l int) ([]ref.NodeID, error) {
+func (q *AckQueue) LayerStep(l int) ([]spec.NodeID, error) {
 	if l < 0 || l >= q.cfg.NumLayers {
 		return nil, ref.LayerRangeError(l, q.cfg.NumLayers)
 	}
@@ -354,8 +355,8 @@ func (q *AckQueue) copyLayer(p *ackPend, l int) {
 
 // finish removes the completed layer states (only: when non-nil) in
 // registration order and appends their merged final ack.
-func (q *AckQueue) finish(only *ackPend) []ref.NodeID {
-	done := []ref.NodeID{}
+func (q *AckQueue) finish(only *ackPend) []spec.NodeID {
+	done := []spec.NodeID{}
 	zeroOwned := true
 	kept := q.regOrder[:0]
 	for _, p := range q.regOrder {
@@ -382,7 +383,7 @@ func (q *AckQueue) finish(only *ackPend) []ref.NodeID {
 }
 
 // WriteBackupCP is the write_backup fallback (§3.2 op 5).
-func (q *AckQueue) WriteBackupCP(id ref.NodeID, ownedPages int, failAt ref.FailAt) error {
+func (q *AckQueue) WriteBackupCP(id spec.NodeID, ownedPages int, failAt spec.FailAt) error {
 	if err := failAt.Validate("fail_at"); err != nil {
 		return err
 	}
@@ -392,16 +393,16 @@ func (q *AckQueue) WriteBackupCP(id ref.NodeID, ownedPages int, failAt ref.FailA
 	}
 	p := n.pend
 	layers := q.cfg.NumLayers
-	if failAt == ref.FailMidLayers {
+	if failAt == spec.FailMidLayers {
 		layers = ref.MidLayersWritten(layers)
 	}
 	for l := range layers {
 		q.copyLayer(p, l)
 	}
-	if failAt != ref.FailMidLayers {
+	if failAt != spec.FailMidLayers {
 		q.finish(p)
 	}
-	if failAt == ref.FailMidLayers || failAt == ref.FailAfterAck {
+	if failAt == spec.FailMidLayers || failAt == spec.FailAfterAck {
 		q.rollback(n, !q.faults.RollbackNoScrub)
 		return ref.InjectedFailureError(failAt)
 	}
@@ -409,7 +410,7 @@ func (q *AckQueue) WriteBackupCP(id ref.NodeID, ownedPages int, failAt ref.FailA
 }
 
 // WriteNonCP is the upstream write-through path (§3.2 op 6).
-func (q *AckQueue) WriteNonCP(id ref.NodeID) error {
+func (q *AckQueue) WriteNonCP(id spec.NodeID) error {
 	n, err := q.node(id)
 	if err != nil {
 		return err
@@ -418,9 +419,9 @@ func (q *AckQueue) WriteNonCP(id ref.NodeID) error {
 		return err
 	}
 	if q.faults.FunnelBypass {
-		q.push([]ref.NodeID{id})
+		q.push([]spec.NodeID{id})
 	} else {
-		q.appendWriteAck([]ref.NodeID{id})
+		q.appendWriteAck([]spec.NodeID{id})
 	}
 	return nil
 }
@@ -453,8 +454,8 @@ func (q *AckQueue) QueueLen() int { return len(q.queue) - q.head }
 func (q *AckQueue) DuplicateAcks() int { return q.duplicates }
 
 // WritingCheck is the consumer (§3.2 op 9).
-func (q *AckQueue) WritingCheck(agreed int) (ref.DrainResult, error) {
-	res := ref.DrainResult{Completed: []ref.NodeID{}}
+func (q *AckQueue) WritingCheck(agreed int) (spec.DrainResult, error) {
+	res := spec.DrainResult{Completed: []spec.NodeID{}}
 	if err := ref.CheckAgreed(agreed, q.ReadyPrefix()); err != nil {
 		return res, err
 	}
@@ -463,7 +464,7 @@ func (q *AckQueue) WritingCheck(agreed int) (ref.DrainResult, error) {
 	}
 	for range agreed {
 		a := q.queue[q.head]
-		q.queue[q.head] = ref.Ack{}
+		q.queue[q.head] = spec.Ack{}
 		q.head++
 		res.Popped++
 		for _, id := range a.NodeIDs {
@@ -488,7 +489,7 @@ func (q *AckQueue) compact() {
 	q.queue, q.head = q.queue[:n], 0
 }
 
-func (q *AckQueue) consume(id ref.NodeID, res *ref.DrainResult) error {
+func (q *AckQueue) consume(id spec.NodeID, res *spec.DrainResult) error {
 	n := q.nodes[id]
 	switch {
 	case n != nil && n.pend != nil:
@@ -517,7 +518,7 @@ func (q *AckQueue) prune() {
 	if len(q.completed) == 0 {
 		return
 	}
-	queued := map[ref.NodeID]bool{}
+	queued := map[spec.NodeID]bool{}
 	for _, a := range q.queue[q.head:] {
 		for _, id := range a.NodeIDs {
 			queued[id] = true
@@ -536,12 +537,12 @@ func (q *AckQueue) prune() {
 }
 
 // scrub removes id from every queued ack and drops acks left empty (§3.2 op 10).
-func (q *AckQueue) scrub(id ref.NodeID) {
+func (q *AckQueue) scrub(id spec.NodeID) {
 	live := q.queue[q.head:]
 	kept := live[:0]
 	for _, a := range live {
 		if slices.Contains(a.NodeIDs, id) {
-			a.NodeIDs = slices.DeleteFunc(slices.Clone(a.NodeIDs), func(x ref.NodeID) bool { return x == id })
+			a.NodeIDs = slices.DeleteFunc(slices.Clone(a.NodeIDs), func(x spec.NodeID) bool { return x == id })
 		}
 		if len(a.NodeIDs) > 0 {
 			kept = append(kept, a)
@@ -553,7 +554,7 @@ func (q *AckQueue) scrub(id ref.NodeID) {
 }
 
 // RollbackPendingBackup is write_backup's exception path (§3.2 op 11).
-func (q *AckQueue) RollbackPendingBackup(id ref.NodeID) error {
+func (q *AckQueue) RollbackPendingBackup(id spec.NodeID) error {
 	n := q.nodes[id]
 	if n == nil || n.reg == nil {
 		return ref.NotRegisteredError(id)
@@ -564,7 +565,7 @@ func (q *AckQueue) RollbackPendingBackup(id ref.NodeID) error {
 
 // RollbackPreparedCPBackup is the prepare-path abort (§3.2 op 12); it
 // scrubbed even before the fix.
-func (q *AckQueue) RollbackPreparedCPBackup(id ref.NodeID) error {
+func (q *AckQueue) RollbackPreparedCPBackup(id spec.NodeID) error {
 	n := q.nodes[id]
 	if n == nil || n.reg == nil {
 		return ref.NotRegisteredError(id)
@@ -589,19 +590,19 @@ func (q *AckQueue) rollback(n *ackNode, scrub bool) {
 }
 
 // State returns the observable state, in the orders ref uses.
-func (q *AckQueue) State() ref.AckState {
-	s := ref.AckState{
+func (q *AckQueue) State() spec.AckState {
+	s := spec.AckState{
 		Config: q.cfg, NextID: q.nextID, MaxAppended: q.maxAppended,
-		Queue: make([]ref.Ack, 0, len(q.queue)-q.head), Ongoing: []ref.RegistrationState{},
-		Pending: make([]ref.PendingState, 0, len(q.regOrder)), Completed: make([]ref.NodeID, 0, len(q.completed)),
-		DuplicateAcks: q.duplicates, Nodes: make([]ref.AckNodeState, 0, len(q.nodes)), HostFree: q.free,
+		Queue: make([]spec.Ack, 0, len(q.queue)-q.head), Ongoing: []spec.RegistrationState{},
+		Pending: make([]spec.PendingState, 0, len(q.regOrder)), Completed: make([]spec.NodeID, 0, len(q.completed)),
+		DuplicateAcks: q.duplicates, Nodes: make([]spec.AckNodeState, 0, len(q.nodes)), HostFree: q.free,
 		CopiedPages: q.copied, ForeignWrites: q.foreign, FaultInjected: q.injected,
 	}
 	for _, a := range q.queue[q.head:] {
-		s.Queue = append(s.Queue, ref.Ack{NodeIDs: slices.Clone(a.NodeIDs), Ready: a.Ready})
+		s.Queue = append(s.Queue, spec.Ack{NodeIDs: slices.Clone(a.NodeIDs), Ready: a.Ready})
 	}
 	for _, p := range q.regOrder {
-		s.Pending = append(s.Pending, ref.PendingState{ID: p.node.id, Written: slices.Clone(p.written)})
+		s.Pending = append(s.Pending, spec.PendingState{ID: p.node.id, Written: slices.Clone(p.written)})
 	}
 	for _, n := range q.completed {
 		s.Completed = append(s.Completed, n.id)
@@ -612,14 +613,14 @@ func (q *AckQueue) State() ref.AckState {
 		n := q.nodes[id]
 		host := slices.Clone(n.host)
 		if host == nil {
-			host = []ref.SlotIdx{}
+			host = []spec.SlotIdx{}
 		}
-		s.Nodes = append(s.Nodes, ref.AckNodeState{ID: id, ValueLen: n.valueLen, Evicted: n.evicted, LockRef: n.lockRef(),
+		s.Nodes = append(s.Nodes, spec.AckNodeState{ID: id, ValueLen: n.valueLen, Evicted: n.evicted, LockRef: n.lockRef(),
 			RequestLocks: n.requestLocks, HostValue: host, BackedUp: n.backedUp})
 		if r := n.reg; r != nil {
-			s.Ongoing = append(s.Ongoing, ref.RegistrationState{ID: id, HostSlots: slices.Clone(r.slots), OwnedPages: r.owned, NonCP: r.nonCP})
+			s.Ongoing = append(s.Ongoing, spec.RegistrationState{ID: id, HostSlots: slices.Clone(r.slots), OwnedPages: r.owned, NonCP: r.nonCP})
 		}
 	}
-	slices.SortFunc(s.Ongoing, func(a, b ref.RegistrationState) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(s.Ongoing, func(a, b spec.RegistrationState) int { return cmp.Compare(a.ID, b.ID) })
 	return s
 }

@@ -6,13 +6,14 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // queuedAcks builds a write state with n non-CP acks queued (ids 1…n) and
 // one more declared node, n+1, that was never appended: the prepare path's
 // freshly minted id.
-func queuedAcks(b *testing.B, newQueue ref.NewAckQueueFunc, n int) ref.AckQueue {
-	q, err := newQueue(ref.AckConfig{NumLayers: 1, HostCapacity: n})
+func queuedAcks(b *testing.B, newQueue spec.NewAckQueueFunc, n int) spec.AckQueue {
+	q, err := newQueue(spec.AckConfig{NumLayers: 1, HostCapacity: n})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -21,7 +22,7 @@ func queuedAcks(b *testing.B, newQueue ref.NewAckQueueFunc, n int) ref.AckQueue 
 			b.Fatal(err)
 		}
 		if i < n {
-			if err := q.WriteNonCP(ref.NodeID(i + 1)); err != nil {
+			if err := q.WriteNonCP(spec.NodeID(i + 1)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -39,16 +40,16 @@ var hasSink bool
 func BenchmarkHasUndrained(b *testing.B) {
 	impls := []struct {
 		name string
-		new  ref.NewAckQueueFunc
+		new  spec.NewAckQueueFunc
 	}{{"ref", ref.NewAckQueue}, {"fast", fast.NewAckQueue}}
 	for _, kind := range []string{"fresh", "old"} {
 		for _, n := range []int{1, 64, 1024} {
 			for _, impl := range impls {
 				b.Run(fmt.Sprintf("%s/queue=%d/%s", kind, n, impl.name), func(b *testing.B) {
 					q := queuedAcks(b, impl.new, n)
-					id := ref.NodeID(n + 1)
+					id := spec.NodeID(n + 1)
 					if kind == "old" {
-						id = ref.NodeID(n)
+						id = spec.NodeID(n)
 					}
 					want := kind == "old"
 					b.ReportAllocs()

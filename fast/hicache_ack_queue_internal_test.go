@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/internal/fault"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestHasUndrainedTakesTheMaxShortcut shows the fast path is taken: an id
@@ -12,12 +12,12 @@ import (
 // queue that (by a push past the funnel) does name it — and with no
 // allocation; an id at or below the max is scanned.
 func TestHasUndrainedTakesTheMaxShortcut(t *testing.T) {
-	q, err := newAckQueue(ref.AckConfig{NumLayers: 1, HostCapacity: 4}, fault.Ack{})
+	q, err := newAckQueue(spec.AckConfig{NumLayers: 1, HostCapacity: 4}, fault.Ack{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q.appendWriteAck([]ref.NodeID{3, 5})
-	q.push([]ref.NodeID{9}) // past the funnel: the max stays 5
+	q.appendWriteAck([]spec.NodeID{3, 5})
+	q.push([]spec.NodeID{9}) // past the funnel: the max stays 5
 	if q.NodeHasUndrainedWriteAck(9) {
 		t.Fatal("Has(9) scanned the queue: 9 > max_appended (5) must exit on the compare")
 	}
@@ -32,7 +32,7 @@ func TestHasUndrainedTakesTheMaxShortcut(t *testing.T) {
 // TestDrainedHeadIsCompacted: draining moves the live queue to the front
 // instead of growing the backing array forever.
 func TestDrainedHeadIsCompacted(t *testing.T) {
-	q, _ := newAckQueue(ref.AckConfig{NumLayers: 1, HostCapacity: 64}, fault.Ack{})
+	q, _ := newAckQueue(spec.AckConfig{NumLayers: 1, HostCapacity: 64}, fault.Ack{})
 	for i := range 64 {
 		id, _ := q.DeclareNode(0, 1)
 		if err := q.WriteNonCP(id); err != nil {

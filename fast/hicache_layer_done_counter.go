@@ -7,9 +7,10 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
-// LayerDoneCounter is the fast ref.LayerDoneCounter (docs/spec/radix-acks.md §5.3). Its whole
+// LayerDoneCounter is the fast spec.LayerDoneCounter (docs/spec/radix-acks.md §5.3). Its whole
 // state — three 16-bit done counts, the consumer and the producer — is one
 // atomic word, so Ready is a single load of a consistent snapshot and a
 // waiter whose layer has landed never takes the lock. Writers are
@@ -52,7 +53,7 @@ func (w packed) withProducer(s int) packed {
 
 // NewLayerDoneCounter returns a fast counter for layers layers, all slots
 // idle (done = L) and no producer or consumer.
-func NewLayerDoneCounter(layers int) (ref.LayerDoneCounter, error) {
+func NewLayerDoneCounter(layers int) (spec.LayerDoneCounter, error) {
 	return newLayerDoneCounterWithFaults(layers, fault.Load{})
 }
 
@@ -60,7 +61,7 @@ func NewLayerDoneCounter(layers int) (ref.LayerDoneCounter, error) {
 // f selects put back (only AllLayerWait is read here), for the bug zoo only:
 // fault.Hooks hands it to equiv/mutants (hooks.go). Called with the zero value
 // it is NewLayerDoneCounter.
-func newLayerDoneCounterWithFaults(layers int, f fault.Load) (ref.LayerDoneCounter, error) {
+func newLayerDoneCounterWithFaults(layers int, f fault.Load) (spec.LayerDoneCounter, error) {
 	c, err := newCounter(layers, f)
 	if err != nil {
 		return nil, err
@@ -74,7 +75,7 @@ func newCounter(layers int, f fault.Load) (*LayerDoneCounter, error) {
 	}
 	c := &LayerDoneCounter{layers: layers, faults: f}
 	var w packed
-	for i := range ref.CounterSlots {
+	for i := range spec.CounterSlots {
 		w = w.withDone(i, layers)
 	}
 	c.word.Store(uint64(w.withConsumer(-1).withProducer(-1)))
@@ -98,7 +99,7 @@ func (c *LayerDoneCounter) UpdateProducer() (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w := c.load()
-	p := (w.producer() + 1) % ref.CounterSlots
+	p := (w.producer() + 1) % spec.CounterSlots
 	if d := w.done(p); d < c.layers {
 		return 0, ref.SlotBusyError(p, d, c.layers)
 	}
@@ -189,9 +190,9 @@ func (c *LayerDoneCounter) Reset() {
 }
 
 // State returns the observable state (one consistent snapshot).
-func (c *LayerDoneCounter) State() ref.CounterState {
+func (c *LayerDoneCounter) State() spec.CounterState {
 	w := c.load()
-	s := ref.CounterState{Layers: c.layers, Producer: w.producer(), Consumer: w.consumer()}
+	s := spec.CounterState{Layers: c.layers, Producer: w.producer(), Consumer: w.consumer()}
 	for i := range s.Done {
 		s.Done[i] = w.done(i)
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"testing"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // landedCounter is a counter of L layers whose consumer op has every layer
 // landed, so readiness questions never block.
-func landedCounter(b *testing.B, newCounter ref.NewLayerDoneCounterFunc, layers int) ref.LayerDoneCounter {
+func landedCounter(b *testing.B, newCounter spec.NewLayerDoneCounterFunc, layers int) spec.LayerDoneCounter {
 	c, err := newCounter(layers)
 	if err != nil {
 		b.Fatal(err)

@@ -15,16 +15,17 @@ import (
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // stressPools are small arenas with an index buffer on two of six layers.
-func stressPools() ref.LoadPools {
-	return ref.LoadPools{Layers: 6, HostSlots: 64, DevSlots: 64, KVBytes: 4, IndexBytes: 2, IndexLayers: []int{0, 3}}
+func stressPools() spec.LoadPools {
+	return spec.LoadPools{Layers: 6, HostSlots: 64, DevSlots: 64, KVBytes: 4, IndexBytes: 2, IndexLayers: []int{0, 3}}
 }
 
 // stressPages are op r's page lists (page size 2): 8 device pages in two
 // runs, from host pages that move with r.
-func stressPages(r int) (host, dev []ref.SlotIdx) {
+func stressPages(r int) (host, dev []spec.SlotIdx) {
 	for k := range 8 {
 		hp, dp := int64((r*5+k*3)%32), int64((r*8+k)%32)
 		if k >= 4 {
@@ -37,7 +38,7 @@ func stressPages(r int) (host, dev []ref.SlotIdx) {
 
 // endWhenLanded is §5.3's integration rule: the descriptor of the op
 // loading into slot may be ended only once the slot's done count is L.
-func endWhenLanded(c ref.LayerDoneCounter, slot int, d ref.LoadDescriptor) error {
+func endWhenLanded(c spec.LayerDoneCounter, slot int, d spec.LoadDescriptor) error {
 	st := c.State()
 	if st.Done[slot] != st.Layers {
 		return fmt.Errorf("EndLoad with slot %d at %d of %d layers", slot, st.Done[slot], st.Layers)
@@ -51,7 +52,7 @@ func endWhenLanded(c ref.LayerDoneCounter, slot int, d ref.LoadDescriptor) error
 // After completing layer 0 the producer holds layer 1 back until a reader
 // has read layer 0, which only per-layer readiness allows (overlap waits
 // at most patience). It returns the first violation.
-func loadRound(ld ref.Loader, c ref.LayerDoneCounter, r, readers int, patience time.Duration) error {
+func loadRound(ld spec.Loader, c spec.LayerDoneCounter, r, readers int, patience time.Duration) error {
 	p := ld.Arena().Pools
 	slot, err := c.UpdateProducer()
 	if err != nil {
@@ -61,7 +62,7 @@ func loadRound(ld ref.Loader, c ref.LayerDoneCounter, r, readers int, patience t
 		return err
 	}
 	host, dev := stressPages(r)
-	d, err := ld.BeginLoad(uint64(r), host, dev, 2, ref.LoadBackend{})
+	d, err := ld.BeginLoad(uint64(r), host, dev, 2, spec.LoadBackend{})
 	if err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func loadRound(ld ref.Loader, c ref.LayerDoneCounter, r, readers int, patience t
 
 // produce submits and completes every layer in order, holding layer 1
 // back until a reader has read layer 0 (or patience runs out).
-func produce(d ref.LoadDescriptor, c ref.LayerDoneCounter, slot, r int, landed []atomic.Bool, readZero <-chan struct{}, patience time.Duration) error {
+func produce(d spec.LoadDescriptor, c spec.LayerDoneCounter, slot, r int, landed []atomic.Bool, readZero <-chan struct{}, patience time.Duration) error {
 	for l := range landed {
 		if err := d.SubmitLayer(uint64(r), l); err != nil {
 			return err
@@ -119,7 +120,7 @@ func produce(d ref.LoadDescriptor, c ref.LayerDoneCounter, slot, r int, landed [
 
 // readLayers waits for each layer in turn and checks it landed before the
 // wait returned and holds the op's host bytes.
-func readLayers(ctx context.Context, a *ref.LoadArena, c ref.LayerDoneCounter, host, dev []ref.SlotIdx, landed []atomic.Bool, readZero chan<- struct{}) error {
+func readLayers(ctx context.Context, a *spec.LoadArena, c spec.LayerDoneCounter, host, dev []spec.SlotIdx, landed []atomic.Bool, readZero chan<- struct{}) error {
 	p := a.Pools
 	for l := range landed {
 		if err := c.WaitUntil(ctx, l); err != nil {
@@ -143,8 +144,8 @@ func readLayers(ctx context.Context, a *ref.LoadArena, c ref.LayerDoneCounter, h
 
 var stressTwins = []struct {
 	name       string
-	newLoader  ref.NewLoaderFunc
-	newCounter ref.NewLayerDoneCounterFunc
+	newLoader  spec.NewLoaderFunc
+	newCounter spec.NewLayerDoneCounterFunc
 }{{"ref", ref.NewLoader, ref.NewLayerDoneCounter}, {"fast", fast.NewLoader, fast.NewLayerDoneCounter}}
 
 // TestLayerDoneCounterStressPerLayerReads is C1 in any interleaving (run
@@ -156,7 +157,7 @@ func TestLayerDoneCounterStressPerLayerReads(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, tw := range stressTwins {
 		t.Run(tw.name, func(t *testing.T) {
-			ld, err := tw.newLoader(ref.DefaultLimits(), stressPools())
+			ld, err := tw.newLoader(spec.DefaultLimits(), stressPools())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +179,7 @@ func TestLayerDoneCounterStressPerLayerReads(t *testing.T) {
 // holding layer 1 back sees no read of layer 0.
 func TestAllLayerWaitLosesTheOverlap(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	ld, _ := fast.NewLoader(ref.DefaultLimits(), stressPools())
+	ld, _ := fast.NewLoader(spec.DefaultLimits(), stressPools())
 	c, _ := fault.Installed().NewLayerDoneCounter(stressPools().Layers, fault.Load{AllLayerWait: true})
 	if err := loadRound(ld, c, 0, 2, 50*time.Millisecond); err == nil {
 		t.Fatal("the all-layer wait kept the per-layer overlap")

@@ -6,14 +6,15 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Loader is the fast prepared-load controller (docs/spec/radix-acks.md §5.2): one
 // validating pass over the indices builds the coalesced runs, so each layer
 // is one copy per run and buffer kind; no per-layer index work remains.
 type Loader struct {
-	arena     *ref.LoadArena
-	fallbacks []ref.FallbackEvent
+	arena     *spec.LoadArena
+	fallbacks []spec.FallbackEvent
 	serial    int
 	// indexSlot[l] is layer l's NSA index slot, -1 without one: a table,
 	// so a submit does no search.
@@ -31,14 +32,14 @@ type Loader struct {
 }
 
 // NewLoader returns a fast loader over a fresh arena for p.
-func NewLoader(lim ref.Limits, p ref.LoadPools) (ref.Loader, error) {
+func NewLoader(lim spec.Limits, p spec.LoadPools) (spec.Loader, error) {
 	return newLoaderWithFaults(lim, p, fault.Load{})
 }
 
 // newLoaderWithFaults is NewLoader with the historic bugs f selects put back,
 // for the bug zoo only: fault.Hooks hands it to equiv/mutants (hooks.go).
 // Called with the zero value it is NewLoader.
-func newLoaderWithFaults(lim ref.Limits, p ref.LoadPools, f fault.Load) (ref.Loader, error) {
+func newLoaderWithFaults(lim spec.Limits, p spec.LoadPools, f fault.Load) (spec.Loader, error) {
 	l, err := newLoader(lim, p, f)
 	if err != nil {
 		return nil, err
@@ -46,12 +47,12 @@ func newLoaderWithFaults(lim ref.Limits, p ref.LoadPools, f fault.Load) (ref.Loa
 	return l, nil
 }
 
-func newLoader(lim ref.Limits, p ref.LoadPools, f fault.Load) (*Loader, error) {
+func newLoader(lim spec.Limits, p spec.LoadPools, f fault.Load) (*Loader, error) {
 	a, err := ref.NewLoadArena(lim, p)
 	if err != nil {
 		return nil, err
 	}
-	l := &Loader{arena: a, fallbacks: []ref.FallbackEvent{}, faults: f,
+	l := &Loader{arena: a, fallbacks: []spec.FallbackEvent{}, faults: f,
 		indexSlot: make([]int, p.Layers), seen: make([]uint64, p.DevSlots/64+1)}
 	for i := range l.indexSlot {
 		l.indexSlot[i] = -1
@@ -63,14 +64,14 @@ func newLoader(lim ref.Limits, p ref.LoadPools, f fault.Load) (*Loader, error) {
 }
 
 // Arena returns the loader's memory.
-func (l *Loader) Arena() *ref.LoadArena { return l.arena }
+func (l *Loader) Arena() *spec.LoadArena { return l.arena }
 
 // Fallbacks returns the fallback log, in op order.
-func (l *Loader) Fallbacks() []ref.FallbackEvent { return slices.Clone(l.fallbacks) }
+func (l *Loader) Fallbacks() []spec.FallbackEvent { return slices.Clone(l.fallbacks) }
 
 // BeginLoad checks the backend and the indices and builds the runs in one
 // pass (docs/spec/radix-acks.md §5.2 steps 1–5); a refused op changes nothing.
-func (l *Loader) BeginLoad(op uint64, hostIdx, devIdx []ref.SlotIdx, ps int, b ref.LoadBackend) (ref.LoadDescriptor, error) {
+func (l *Loader) BeginLoad(op uint64, hostIdx, devIdx []spec.SlotIdx, ps int, b spec.LoadBackend) (spec.LoadDescriptor, error) {
 	silent := l.faults.SilentFallback && b.Unavailable
 	if silent {
 		b.Unavailable = false
@@ -89,7 +90,7 @@ func (l *Loader) BeginLoad(op uint64, hostIdx, devIdx []ref.SlotIdx, ps int, b r
 		return d, nil
 	}
 	if fallback {
-		l.fallbacks = append(l.fallbacks, ref.FallbackEvent{OpID: op, Reason: ref.FallbackReasonUnavailable})
+		l.fallbacks = append(l.fallbacks, spec.FallbackEvent{OpID: op, Reason: spec.FallbackReasonUnavailable})
 	}
 	l.serial++
 	d := &LoadDescriptor{loader: l, op: op, serial: l.serial, ps: ps, runs: runs, open: true,
@@ -105,7 +106,7 @@ func (l *Loader) BeginLoad(op uint64, hostIdx, devIdx []ref.SlotIdx, ps int, b r
 	return d, nil
 }
 
-func pages(runs []ref.Run) int64 {
+func pages(runs []spec.Run) int64 {
 	var n int64
 	for _, r := range runs {
 		n += r.Count
@@ -117,7 +118,7 @@ func pages(runs []ref.Run) int64 {
 // one pass. A page that fails the inline checks is handed to ref's checker,
 // which names the first violation exactly as the reference does. A power
 // of two page size (the usual case) divides by shifting.
-func (l *Loader) buildRuns(hostIdx, devIdx []ref.SlotIdx, ps int) ([]ref.Run, error) {
+func (l *Loader) buildRuns(hostIdx, devIdx []spec.SlotIdx, ps int) ([]spec.Run, error) {
 	if err := ref.CheckLoadShape(hostIdx, devIdx, ps); err != nil {
 		return nil, err
 	}
@@ -125,7 +126,7 @@ func (l *Loader) buildRuns(hostIdx, devIdx []ref.SlotIdx, ps int) ([]ref.Run, er
 	ps64 := int64(ps)
 	hostMax, devMax := p.HostSlots-ps64, p.DevSlots-ps64
 	pow2, shift, mask := ps&(ps-1) == 0, uint(bits.TrailingZeros(uint(ps))), ps64-1
-	runs := make([]ref.Run, 0, 8)
+	runs := make([]spec.Run, 0, 8)
 	for k := range len(hostIdx) / ps {
 		hs, ds := hostIdx[k*ps:(k+1)*ps], devIdx[k*ps:(k+1)*ps]
 		h0, d0 := hs[0], ds[0]
@@ -152,7 +153,7 @@ func (l *Loader) buildRuns(hostIdx, devIdx []ref.SlotIdx, ps int) ([]ref.Run, er
 		if last := len(runs) - 1; last >= 0 && runs[last].SrcStart+runs[last].Count == hp && runs[last].DstStart+runs[last].Count == dp {
 			runs[last].Count++
 		} else {
-			runs = append(runs, ref.Run{SrcStart: hp, DstStart: dp, Count: 1})
+			runs = append(runs, spec.Run{SrcStart: hp, DstStart: dp, Count: 1})
 		}
 	}
 	l.clearSeen(runs)
@@ -160,7 +161,7 @@ func (l *Loader) buildRuns(hostIdx, devIdx []ref.SlotIdx, ps int) ([]ref.Run, er
 }
 
 // contiguous reports whether x steps by one from x0 (x[0] == x0).
-func contiguous(x []ref.SlotIdx, x0 int64) bool {
+func contiguous(x []spec.SlotIdx, x0 int64) bool {
 	for j := 1; j < len(x); j++ {
 		if x[j] != x0+int64(j) {
 			return false
@@ -170,7 +171,7 @@ func contiguous(x []ref.SlotIdx, x0 int64) bool {
 }
 
 // firstWriter is the page before k whose device slot is d0 (error path only).
-func firstWriter(devIdx []ref.SlotIdx, ps, k int, d0 ref.SlotIdx) int {
+func firstWriter(devIdx []spec.SlotIdx, ps, k int, d0 spec.SlotIdx) int {
 	for j := range k {
 		if devIdx[j*ps] == d0 {
 			return j
@@ -179,7 +180,7 @@ func firstWriter(devIdx []ref.SlotIdx, ps, k int, d0 ref.SlotIdx) int {
 	return -1
 }
 
-func (l *Loader) clearSeen(runs []ref.Run) {
+func (l *Loader) clearSeen(runs []spec.Run) {
 	for _, r := range runs {
 		for dp := r.DstStart; dp < r.DstStart+r.Count; dp++ {
 			l.seen[dp>>6] &^= 1 << (dp & 63)
@@ -187,7 +188,7 @@ func (l *Loader) clearSeen(runs []ref.Run) {
 	}
 }
 
-// LoadDescriptor is the fast prepared descriptor (a ref.LoadDescriptor): the runs are built once in
+// LoadDescriptor is the fast prepared descriptor (a spec.LoadDescriptor): the runs are built once in
 // BeginLoad and every layer copies run-wise.
 type LoadDescriptor struct {
 	loader           *Loader
@@ -198,8 +199,8 @@ type LoadDescriptor struct {
 	// perLayer marks the per-layer path: the fallback (and the historic
 	// per-layer rebuild), which rebuilds the runs at every layer.
 	perLayer        bool
-	runs            []ref.Run
-	hostIdx, devIdx []ref.SlotIdx
+	runs            []spec.Run
+	hostIdx, devIdx []spec.SlotIdx
 }
 
 // OpID returns the load op the descriptor was built for.
@@ -209,7 +210,7 @@ func (d *LoadDescriptor) OpID() uint64 { return d.op }
 func (d *LoadDescriptor) Serial() int { return d.serial }
 
 // Runs returns a copy of the runs (empty after EndLoad).
-func (d *LoadDescriptor) Runs() []ref.Run { return slices.Clone(d.runs) }
+func (d *LoadDescriptor) Runs() []spec.Run { return slices.Clone(d.runs) }
 
 // Builds returns how often the runs were built for copying.
 func (d *LoadDescriptor) Builds() int { return d.builds }
@@ -243,7 +244,7 @@ func (d *LoadDescriptor) SubmitLayer(op uint64, l int) error {
 	return nil
 }
 
-func copyRuns(dst, src []byte, runs []ref.Run, pb int64) {
+func copyRuns(dst, src []byte, runs []spec.Run, pb int64) {
 	for _, r := range runs {
 		copy(dst[r.DstStart*pb:(r.DstStart+r.Count)*pb], src[r.SrcStart*pb:(r.SrcStart+r.Count)*pb])
 	}
@@ -272,6 +273,6 @@ func (d *LoadDescriptor) Cancel() error {
 func (d *LoadDescriptor) close() {
 	d.open, d.hostIdx, d.devIdx = false, nil, nil
 	if !d.loader.faults.ReuseAcrossBatches {
-		d.runs = []ref.Run{}
+		d.runs = []spec.Run{}
 	}
 }

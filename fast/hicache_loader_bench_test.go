@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The §5.5 matrix: L ∈ {61, 79}, 1K–16K pages per op, page lists of 1, 16
@@ -20,7 +21,7 @@ var loadBenchShapes = []struct{ layers, pages, runs int }{
 
 var loadBenchTwins = []struct {
 	name      string
-	newLoader ref.NewLoaderFunc
+	newLoader spec.NewLoaderFunc
 }{{"ref", ref.NewLoader}, {"fast", fast.NewLoader}}
 
 func BenchmarkLoadDescriptorBuild(b *testing.B) {
@@ -28,12 +29,12 @@ func BenchmarkLoadDescriptorBuild(b *testing.B) {
 		p, op := loadBenchOp(sh.layers, sh.pages, sh.runs)
 		for _, tw := range loadBenchTwins {
 			b.Run(fmt.Sprintf("L%d/%dpages/%druns/%s", sh.layers, sh.pages, sh.runs, tw.name), func(b *testing.B) {
-				ld, err := tw.newLoader(ref.DefaultLimits(), p)
+				ld, err := tw.newLoader(spec.DefaultLimits(), p)
 				if err != nil {
 					b.Fatal(err)
 				}
 				for b.Loop() {
-					if _, err := ld.BeginLoad(op.OpID, op.HostIdx, op.DevIdx, op.PageSize, ref.LoadBackend{}); err != nil {
+					if _, err := ld.BeginLoad(op.OpID, op.HostIdx, op.DevIdx, op.PageSize, spec.LoadBackend{}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -47,17 +48,17 @@ func BenchmarkLoadSubmitLayer(b *testing.B) {
 		p, op := loadBenchOp(sh.layers, sh.pages, sh.runs)
 		for _, tw := range loadBenchTwins {
 			b.Run(fmt.Sprintf("L%d/%dpages/%druns/%s", sh.layers, sh.pages, sh.runs, tw.name), func(b *testing.B) {
-				ld, err := tw.newLoader(ref.DefaultLimits(), p)
+				ld, err := tw.newLoader(spec.DefaultLimits(), p)
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.SetBytes(int64(sh.pages*op.PageSize) * p.KVBytes)
-				var d ref.LoadDescriptor
+				var d spec.LoadDescriptor
 				l := p.Layers
 				for b.Loop() {
 					if l == p.Layers {
 						b.StopTimer()
-						if d, err = ld.BeginLoad(op.OpID, op.HostIdx, op.DevIdx, op.PageSize, ref.LoadBackend{}); err != nil {
+						if d, err = ld.BeginLoad(op.OpID, op.HostIdx, op.DevIdx, op.PageSize, spec.LoadBackend{}); err != nil {
 							b.Fatal(err)
 						}
 						l = 0

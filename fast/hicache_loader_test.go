@@ -8,10 +8,11 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // loadBenchOp is LoadBenchScript's op and pools.
-func loadBenchOp(layers, pages, runs int) (ref.LoadPools, ref.LoadOp) {
+func loadBenchOp(layers, pages, runs int) (spec.LoadPools, spec.LoadOp) {
 	in := catalog.LoadBenchScript(layers, pages, runs)
 	return in.Pools, in.Ops[0]
 }
@@ -21,13 +22,13 @@ func loadBenchOp(layers, pages, runs int) (ref.LoadPools, ref.LoadOp) {
 // layer's submit allocates nothing and walks the runs built once.
 func TestPreparedPathBuildsOnceAndCopiesWithoutAllocating(t *testing.T) {
 	p, op := loadBenchOp(8, 1024, 16)
-	ld, err := fast.NewLoader(ref.DefaultLimits(), p)
+	ld, err := fast.NewLoader(spec.DefaultLimits(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d ref.LoadDescriptor
+	var d spec.LoadDescriptor
 	begin := testing.AllocsPerRun(10, func() {
-		d, err = ld.BeginLoad(op.OpID, op.HostIdx, op.DevIdx, op.PageSize, ref.LoadBackend{})
+		d, err = ld.BeginLoad(op.OpID, op.HostIdx, op.DevIdx, op.PageSize, spec.LoadBackend{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,11 +56,11 @@ func TestPreparedPathBuildsOnceAndCopiesWithoutAllocating(t *testing.T) {
 func TestFastMatchesRefOnBenchShapes(t *testing.T) {
 	for _, runs := range []int{1, 16, 1024} {
 		in := catalog.LoadBenchScript(5, 2048, runs)
-		want, err := ref.HiCacheLoadScript(ref.DefaultLimits(), in)
+		want, err := ref.HiCacheLoadScript(spec.DefaultLimits(), in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := fast.HiCacheLoadScript(ref.DefaultLimits(), in)
+		got, err := fast.HiCacheLoadScript(spec.DefaultLimits(), in)
 		if err != nil {
 			t.Fatal(err)
 		}

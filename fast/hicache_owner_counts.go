@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // CPNodeMeta is the CP owner metadata a fast-tree node keeps
@@ -94,7 +95,7 @@ func (t *RadixTree) splitMeta(old CPNodeMeta, sp int) (pre, suf CPNodeMeta) {
 
 // pageOwners lists the owners of pages [s, s+num) under n ranks; the
 // round-robin rule steps a rank counter instead of dividing per page.
-func pageOwners(fn ref.OwnerFn, s, num, n int) []uint16 {
+func pageOwners(fn spec.OwnerFn, s, num, n int) []uint16 {
 	owners := make([]uint16, num)
 	if _, rr := fn.(ref.RoundRobin); !rr {
 		for j := range owners {
@@ -115,7 +116,7 @@ func pageOwners(fn ref.OwnerFn, s, num, n int) []uint16 {
 // countRange counts the owners of pages [s, s+num) into dst (len n): the
 // round-robin closed form, else ref.CountRange (the rule's own range count
 // or a page walk; CPU only either way).
-func countRange(fn ref.OwnerFn, s, num, n int, dst []int32) {
+func countRange(fn spec.OwnerFn, s, num, n int, dst []int32) {
 	if _, rr := fn.(ref.RoundRobin); rr {
 		closedForm(s, num, n, dst)
 		return
@@ -141,17 +142,17 @@ func closedForm(s, num, n int, dst []int32) {
 }
 
 // nodeCP is n's observable metadata (copies), nil with CP off.
-func (t *RadixTree) nodeCP(n *node) *ref.NodeCP {
+func (t *RadixTree) nodeCP(n *node) *spec.NodeCP {
 	if len(t.sizes) == 0 {
 		return nil
 	}
-	cp := &ref.NodeCP{StartPage: n.meta.StartPage, NumPages: n.meta.NumPages,
-		PageOwners: slices.Clone(n.meta.PageOwners), OwnerCounts: make([]ref.CPCounts, len(n.meta.OwnerCounts))}
+	cp := &spec.NodeCP{StartPage: n.meta.StartPage, NumPages: n.meta.NumPages,
+		PageOwners: slices.Clone(n.meta.PageOwners), OwnerCounts: make([]spec.CPCounts, len(n.meta.OwnerCounts))}
 	if cp.PageOwners == nil {
 		cp.PageOwners = []uint16{}
 	}
 	for i, sc := range n.meta.OwnerCounts {
-		cp.OwnerCounts[i] = ref.CPCounts{CPSize: sc.CPSize, Counts: slices.Clone(sc.Counts)}
+		cp.OwnerCounts[i] = spec.CPCounts{CPSize: sc.CPSize, Counts: slices.Clone(sc.Counts)}
 	}
 	return cp
 }
@@ -162,13 +163,13 @@ func (t *RadixTree) nodeCP(n *node) *ref.NodeCP {
 // closed form and counts a metadata miss (§4.5). The slice must not be
 // modified. Stale metadata is ErrMetadataStale, an unknown id
 // ErrForeignNode, n outside [1, MaxCPSize] ErrBadCPSize.
-func (t *RadixTree) OwnerCounts(id ref.NodeID, n int) ([]int32, error) {
+func (t *RadixTree) OwnerCounts(id spec.NodeID, n int) ([]int32, error) {
 	x, ok := t.nodes[id]
 	if !ok {
 		return nil, ref.ForeignNodeError(id)
 	}
-	if n < 1 || n > ref.MaxCPSize {
-		return nil, ref.Reject(ref.ErrBadCPSize, "cp_size", n, fmt.Sprintf("in [1, %d]", ref.MaxCPSize))
+	if n < 1 || n > spec.MaxCPSize {
+		return nil, spec.Reject(spec.ErrBadCPSize, "cp_size", n, fmt.Sprintf("in [1, %d]", spec.MaxCPSize))
 	}
 	var misses, recounts int64
 	c, err := t.leafCounts(x, n, t.sizeIndex(n), nil, &recounts, &misses)
@@ -245,23 +246,23 @@ func (t *RadixTree) recount(x *node, n int) []int32 {
 // each scanned leaf costs O(N) on its metadata, and a parent whose
 // children have all been taken joins the heap. A rejected request (bad
 // sizes, unknown locked node, stale metadata) changes nothing.
-func (t *RadixTree) EvictOwnerLanes(req ref.OwnerPlanRequest) (ref.OwnerPlan, error) {
+func (t *RadixTree) EvictOwnerLanes(req spec.OwnerPlanRequest) (spec.OwnerPlan, error) {
 	n, err := ref.CheckOwnerPlan(req, t.cfg.CPSize)
 	if err != nil {
-		return ref.OwnerPlan{}, err
+		return spec.OwnerPlan{}, err
 	}
 	load, ok := t.nodes[req.Locked]
 	if !ok {
-		return ref.OwnerPlan{}, ref.ForeignNodeError(req.Locked)
+		return spec.OwnerPlan{}, ref.ForeignNodeError(req.Locked)
 	}
 	deficit := make([]int, n)
 	for r := range deficit {
 		deficit[r] = max(0, req.Need[r]-req.Free[r])
 	}
-	plan := ref.OwnerPlan{CPSize: n, Deficit: slices.Clone(deficit), Victims: []ref.NodeID{}, Freed: [][]ref.SlotIdx{}}
+	plan := spec.OwnerPlan{CPSize: n, Deficit: slices.Clone(deficit), Victims: []spec.NodeID{}, Freed: [][]spec.SlotIdx{}}
 	victims, short, err := t.planVictims(n, deficit, load)
 	if err != nil {
-		return ref.OwnerPlan{}, err
+		return spec.OwnerPlan{}, err
 	}
 	plan.Victims = slices.Grow(plan.Victims, len(victims))
 	for _, v := range victims {
@@ -395,14 +396,14 @@ func (t *RadixTree) checkMeta(x *node) error {
 // the owners by a stepping rank counter, the metadata counts as a node's
 // population computes them (the closed form), the enumeration as the
 // owners' histogram, and the closed form.
-func HiCacheOwnerCounts(lim ref.Limits, in ref.HiCacheOwnerCountsInput) (ref.HiCacheOwnerCountsOutput, error) {
+func HiCacheOwnerCounts(lim spec.Limits, in spec.HiCacheOwnerCountsInput) (spec.HiCacheOwnerCountsOutput, error) {
 	if err := ref.ValidateHiCacheOwnerCounts(lim, in); err != nil {
-		return ref.HiCacheOwnerCountsOutput{}, err
+		return spec.HiCacheOwnerCountsOutput{}, err
 	}
 	n := in.CPSize
 	s, pages := in.TokenDepth/in.PageSize, in.Tokens/in.PageSize
 	counts := make([]int32, 3*n)
-	out := ref.HiCacheOwnerCountsOutput{StartPage: s, NumPages: pages, PageOwners: pageOwners(ref.RoundRobin{}, s, pages, n),
+	out := spec.HiCacheOwnerCountsOutput{StartPage: s, NumPages: pages, PageOwners: pageOwners(ref.RoundRobin{}, s, pages, n),
 		Enumerated: counts[:n:n], Metadata: counts[n : 2*n : 2*n], ClosedForm: counts[2*n:]}
 	for _, o := range out.PageOwners {
 		out.Enumerated[o]++

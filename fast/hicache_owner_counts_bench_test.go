@@ -6,6 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // BenchmarkOwnerCounts64K is the owner-count target (docs/spec/radix-acks.md
@@ -40,8 +41,8 @@ func BenchmarkOwnerCounts64K(b *testing.B) {
 
 // ownerBenchTree holds a 64K-token node below a 64K-token parent and
 // returns the tree and the node's id.
-func ownerBenchTree(b *testing.B, f fault.Radix) (*fast.RadixTree, ref.NodeID) {
-	tr := faultyTree(b, ref.TreeConfig{PageSize: 64, CPSize: 8}, f)
+func ownerBenchTree(b *testing.B, f fault.Radix) (*fast.RadixTree, spec.NodeID) {
+	tr := faultyTree(b, spec.TreeConfig{PageSize: 64, CPSize: 8}, f)
 	k, _ := benchKey(2 * 65536)
 	insertUnits(b, tr, k.Units[:65536]...)
 	insertUnits(b, tr, k.Units...)
@@ -58,17 +59,17 @@ func BenchmarkOwnerPlan10KLeaves(b *testing.B) {
 	const leaves, pages, cp = 10000, 1024, 8
 	need, free := make([]int, cp), make([]int, cp)
 	need[0] = leaves * pages
-	req := ref.OwnerPlanRequest{Need: need, Free: free, DryRun: true}
+	req := spec.OwnerPlanRequest{Need: need, Free: free, DryRun: true}
 	for _, impl := range benchImpls {
 		b.Run("impl="+impl.name, func(b *testing.B) {
-			tr, err := impl.new(ref.TreeConfig{PageSize: 1, CPSize: cp})
+			tr, err := impl.new(spec.TreeConfig{PageSize: 1, CPSize: cp})
 			if err != nil {
 				b.Fatal(err)
 			}
-			units := make([]ref.Unit, pages)
+			units := make([]spec.Unit, pages)
 			for i := range leaves {
 				for j := range units {
-					units[j] = ref.Unit(i*pages + j)
+					units[j] = spec.Unit(i*pages + j)
 				}
 				insertUnits(b, tr, units...)
 			}
@@ -76,9 +77,9 @@ func BenchmarkOwnerPlan10KLeaves(b *testing.B) {
 			// permutation), so the LRU order is not the insertion order.
 			for i := range leaves {
 				for j := range units {
-					units[j] = ref.Unit(i*7919%leaves*pages + j)
+					units[j] = spec.Unit(i*7919%leaves*pages + j)
 				}
-				if _, err := tr.MatchPrefix(ref.RadixKey{Units: units}); err != nil {
+				if _, err := tr.MatchPrefix(spec.RadixKey{Units: units}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -10,18 +10,19 @@ import (
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
-func insertUnits(t testing.TB, tr ref.RadixTree, units ...ref.Unit) {
+func insertUnits(t testing.TB, tr spec.RadixTree, units ...spec.Unit) {
 	t.Helper()
-	if _, err := tr.Insert(ref.RadixKey{Units: units}, nil, 0); err != nil {
+	if _, err := tr.Insert(spec.RadixKey{Units: units}, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // faultyTree is fast.NewRadixTree(cfg) with the radix faults f, reached as the
 // bug zoo reaches it: through the hook table fast installs in internal/fault.
-func faultyTree(tb testing.TB, cfg ref.TreeConfig, f fault.Radix) *fast.RadixTree {
+func faultyTree(tb testing.TB, cfg spec.TreeConfig, f fault.Radix) *fast.RadixTree {
 	tb.Helper()
 	tr, err := fault.Installed().NewRadixTree(cfg, f)
 	if err != nil {
@@ -33,11 +34,11 @@ func faultyTree(tb testing.TB, cfg ref.TreeConfig, f fault.Radix) *fast.RadixTre
 // planTree is §4.4's worked-example tree (ref/hicache_owner_counts_test.go) on a fast
 // tree built with faults f.
 func planTree(t testing.TB, f fault.Radix) *fast.RadixTree {
-	tr := faultyTree(t, ref.TreeConfig{PageSize: 1, CPSize: 2}, f)
-	for _, k := range [][]ref.Unit{{10, 11}, {10, 11, 12}, {20, 21, 22, 23}, {20, 21, 22, 23, 24, 25}, {30, 31, 32, 33}, {30, 31, 32, 33, 34, 35, 36}} {
+	tr := faultyTree(t, spec.TreeConfig{PageSize: 1, CPSize: 2}, f)
+	for _, k := range [][]spec.Unit{{10, 11}, {10, 11, 12}, {20, 21, 22, 23}, {20, 21, 22, 23, 24, 25}, {30, 31, 32, 33}, {30, 31, 32, 33, 34, 35, 36}} {
 		insertUnits(t, tr, k...)
 	}
-	for _, id := range []ref.NodeID{1, 3, 5} {
+	for _, id := range []spec.NodeID{1, 3, 5} {
 		if _, err := tr.IncLockRef(id); err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +49,7 @@ func planTree(t testing.TB, f fault.Radix) *fast.RadixTree {
 // TestOwnerCountsFromMetadataAllocateNothing: the fast planner's count
 // lookup is the stored metadata — no allocation, no recount, no miss.
 func TestOwnerCountsFromMetadataAllocateNothing(t *testing.T) {
-	tr := tree(t, ref.TreeConfig{PageSize: 64, CPSize: 8})
+	tr := tree(t, spec.TreeConfig{PageSize: 64, CPSize: 8})
 	k, _ := benchKey(65536)
 	insertUnits(t, tr, k.Units...)
 	allocs := testing.AllocsPerRun(100, func() {
@@ -65,14 +66,14 @@ func TestOwnerCountsFromMetadataAllocateNothing(t *testing.T) {
 // TestPlanReadsMetadata: planning §4.4's [3,0] deficit scans three leaves;
 // the fixed tree recounts none, the B4.a fault recounts each.
 func TestPlanReadsMetadata(t *testing.T) {
-	req := ref.OwnerPlanRequest{Need: []int{3, 0}, Free: []int{0, 0}, DryRun: true}
+	req := spec.OwnerPlanRequest{Need: []int{3, 0}, Free: []int{0, 0}, DryRun: true}
 	for _, c := range []struct {
 		f    fault.Radix
 		want int64
 	}{{fault.Radix{}, 0}, {fault.Radix{RecountOwners: true}, 3}} {
 		tr := planTree(t, c.f)
 		p, err := tr.EvictOwnerLanes(req)
-		if err != nil || !slices.Equal(p.Victims, []ref.NodeID{2, 4, 6}) {
+		if err != nil || !slices.Equal(p.Victims, []spec.NodeID{2, 4, 6}) {
 			t.Fatalf("%+v: plan %+v, %v", c.f, p, err)
 		}
 		if got := tr.State().OwnerCountRecomputations; got != c.want {
@@ -85,17 +86,17 @@ func TestPlanReadsMetadata(t *testing.T) {
 // keeps [2,2] for 3 pages; the planner rejects it with ErrMetadataStale
 // and the tree, counters included, is unchanged.
 func TestStaleMetadataFailsFast(t *testing.T) {
-	tr := faultyTree(t, ref.TreeConfig{PageSize: 1, CPSize: 2}, fault.Radix{SplitKeepsOwnerCounts: true})
+	tr := faultyTree(t, spec.TreeConfig{PageSize: 1, CPSize: 2}, fault.Radix{SplitKeepsOwnerCounts: true})
 	insertUnits(t, tr, 1, 2, 3, 4)
-	if _, err := tr.MatchPrefix(ref.RadixKey{Units: []ref.Unit{1}}); err != nil {
+	if _, err := tr.MatchPrefix(spec.RadixKey{Units: []spec.Unit{1}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tr.IncLockRef(2); err != nil {
 		t.Fatal(err)
 	}
 	before := tr.State()
-	_, err := tr.EvictOwnerLanes(ref.OwnerPlanRequest{Need: []int{2, 0}, Free: []int{0, 0}, Locked: 2})
-	if ie, ok := ref.AsInputError(err); !errors.Is(err, ref.ErrMetadataStale) || !ok || ie.Value != ref.NodeID(1) {
+	_, err := tr.EvictOwnerLanes(spec.OwnerPlanRequest{Need: []int{2, 0}, Free: []int{0, 0}, Locked: 2})
+	if ie, ok := spec.AsInputError(err); !errors.Is(err, spec.ErrMetadataStale) || !ok || ie.Value != spec.NodeID(1) {
 		t.Fatalf("plan over a stale suffix: %v, want metadata_stale on node 1", err)
 	}
 	if diff := cmp.Diff(before, tr.State()); diff != "" {
@@ -109,16 +110,16 @@ func TestStaleMetadataFailsFast(t *testing.T) {
 // TestRejectedPlansChangeNothing: every bad request leaves the fast tree
 // deep-equal to before, with the reference's error.
 func TestRejectedPlansChangeNothing(t *testing.T) {
-	for _, req := range []ref.OwnerPlanRequest{
+	for _, req := range []spec.OwnerPlanRequest{
 		{CPSize: -1}, {Need: []int{1}, Free: []int{0, 0}}, {Need: []int{1, 0}, Free: []int{0}},
 		{Need: []int{-1, 0}, Free: []int{0, 0}}, {Need: []int{9, 9}, Free: []int{0, 0}, Locked: 42},
 	} {
 		tr := planTree(t, fault.Radix{})
 		_, refErr := planRefTree(t).EvictOwnerLanes(req)
-		want := ref.ErrorObjectOf(refErr)
+		want := spec.ErrorObjectOf(refErr)
 		before := tr.State()
 		_, err := tr.EvictOwnerLanes(req)
-		if err == nil || !cmp.Equal(ref.ErrorObjectOf(err), want) {
+		if err == nil || !cmp.Equal(spec.ErrorObjectOf(err), want) {
 			t.Errorf("%+v: %v, ref says %+v", req, err, want)
 		}
 		if diff := cmp.Diff(before, tr.State()); diff != "" {
@@ -128,12 +129,12 @@ func TestRejectedPlansChangeNothing(t *testing.T) {
 }
 
 // planRefTree is planTree on the reference tree.
-func planRefTree(t *testing.T) ref.RadixTree {
-	tr := must(ref.NewRadixTree(ref.TreeConfig{PageSize: 1, CPSize: 2}))
-	for _, k := range [][]ref.Unit{{10, 11}, {10, 11, 12}, {20, 21, 22, 23}, {20, 21, 22, 23, 24, 25}, {30, 31, 32, 33}, {30, 31, 32, 33, 34, 35, 36}} {
+func planRefTree(t *testing.T) spec.RadixTree {
+	tr := must(ref.NewRadixTree(spec.TreeConfig{PageSize: 1, CPSize: 2}))
+	for _, k := range [][]spec.Unit{{10, 11}, {10, 11, 12}, {20, 21, 22, 23}, {20, 21, 22, 23, 24, 25}, {30, 31, 32, 33}, {30, 31, 32, 33, 34, 35, 36}} {
 		insertUnits(t, tr, k...)
 	}
-	for _, id := range []ref.NodeID{1, 3, 5} {
+	for _, id := range []spec.NodeID{1, 3, 5} {
 		if _, err := tr.IncLockRef(id); err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +142,7 @@ func planRefTree(t *testing.T) ref.RadixTree {
 	return tr
 }
 
-func must(tr ref.RadixTree, err error) ref.RadixTree {
+func must(tr spec.RadixTree, err error) spec.RadixTree {
 	if err != nil {
 		panic(err)
 	}
@@ -164,28 +165,28 @@ func (zigzag) Owner(q, n int) int {
 // into both twins, metadata and plans follow the rule and the twins agree
 // step by step — the planner only ever asks the OwnerFn.
 func TestPluggedOwnerRuleNeedsNoPlannerChange(t *testing.T) {
-	cfg := ref.TreeConfig{PageSize: 1, CPSize: 2, CPDraftSize: 3}
+	cfg := spec.TreeConfig{PageSize: 1, CPSize: 2, CPDraftSize: 3}
 	r := must(ref.NewRadixTreeOwned(cfg, zigzag{}))
 	f, err := fast.NewRadixTreeOwned(cfg, zigzag{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := []func(ref.RadixTree) (any, error){
-		func(tr ref.RadixTree) (any, error) {
-			return tr.Insert(ref.RadixKey{Units: []ref.Unit{1, 2, 3, 4, 5, 6}}, nil, 0)
+	steps := []func(spec.RadixTree) (any, error){
+		func(tr spec.RadixTree) (any, error) {
+			return tr.Insert(spec.RadixKey{Units: []spec.Unit{1, 2, 3, 4, 5, 6}}, nil, 0)
 		},
-		func(tr ref.RadixTree) (any, error) {
-			return tr.Insert(ref.RadixKey{Units: []ref.Unit{1, 2, 3, 9}}, nil, 0)
+		func(tr spec.RadixTree) (any, error) {
+			return tr.Insert(spec.RadixKey{Units: []spec.Unit{1, 2, 3, 9}}, nil, 0)
 		},
-		func(tr ref.RadixTree) (any, error) { return tr.MatchPrefix(ref.RadixKey{Units: []ref.Unit{1}}) },
-		func(tr ref.RadixTree) (any, error) {
-			return tr.EvictOwnerLanes(ref.OwnerPlanRequest{CPSize: 3, Need: []int{0, 0, 2}, Free: []int{0, 0, 0}, DryRun: true})
+		func(tr spec.RadixTree) (any, error) { return tr.MatchPrefix(spec.RadixKey{Units: []spec.Unit{1}}) },
+		func(tr spec.RadixTree) (any, error) {
+			return tr.EvictOwnerLanes(spec.OwnerPlanRequest{CPSize: 3, Need: []int{0, 0, 2}, Free: []int{0, 0, 0}, DryRun: true})
 		},
-		func(tr ref.RadixTree) (any, error) {
-			return tr.EvictOwnerLanes(ref.OwnerPlanRequest{CPSize: 5, Need: []int{0, 0, 0, 0, 1}, Free: []int{0, 0, 0, 0, 0}, DryRun: true})
+		func(tr spec.RadixTree) (any, error) {
+			return tr.EvictOwnerLanes(spec.OwnerPlanRequest{CPSize: 5, Need: []int{0, 0, 0, 0, 1}, Free: []int{0, 0, 0, 0, 0}, DryRun: true})
 		},
-		func(tr ref.RadixTree) (any, error) {
-			return tr.EvictOwnerLanes(ref.OwnerPlanRequest{Need: []int{2, 1}, Free: []int{0, 0}})
+		func(tr spec.RadixTree) (any, error) {
+			return tr.EvictOwnerLanes(spec.OwnerPlanRequest{Need: []int{2, 1}, Free: []int{0, 0}})
 		},
 	}
 	for i, step := range steps {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // twinResult is one twin's answer in canonical form: the output's JSON, or
@@ -21,7 +21,7 @@ type twinResult struct {
 // runBounded runs f in a goroutine of its own and fails t when it panics or
 // outlives a second: a hostile number must be rejected before it sizes a
 // loop, so a hang is a failure to report, not one to wait out.
-func runBounded[In, Out any](t *testing.T, name string, f func(ref.Limits, In) (Out, error), lim ref.Limits, in In) twinResult {
+func runBounded[In, Out any](t *testing.T, name string, f func(spec.Limits, In) (Out, error), lim spec.Limits, in In) twinResult {
 	t.Helper()
 	done := make(chan twinResult, 1)
 	go func() {
@@ -33,7 +33,7 @@ func runBounded[In, Out any](t *testing.T, name string, f func(ref.Limits, In) (
 		out, err := f(lim, in)
 		r.err = err
 		if err != nil {
-			r.canon, _ = json.Marshal(ref.ErrorObjectOf(err))
+			r.canon, _ = json.Marshal(spec.ErrorObjectOf(err))
 		} else {
 			r.canon, _ = json.Marshal(out)
 		}
@@ -52,7 +52,7 @@ func runBounded[In, Out any](t *testing.T, name string, f func(ref.Limits, In) (
 
 // sameAsRef requires fast to answer in as ref does, byte for byte, neither
 // panicking nor hanging, and returns ref's error.
-func sameAsRef[In, Out any](t *testing.T, name string, r, f func(ref.Limits, In) (Out, error), lim ref.Limits, in In) error {
+func sameAsRef[In, Out any](t *testing.T, name string, r, f func(spec.Limits, In) (Out, error), lim spec.Limits, in In) error {
 	t.Helper()
 	want := runBounded(t, name+" on ref", r, lim, in)
 	got := runBounded(t, name+" on fast", f, lim, in)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Differential smoke check: the fast and reference twins of kvev.apply on
@@ -20,27 +21,27 @@ import (
 
 func kxRefReady(t *testing.T) {
 	t.Helper()
-	if _, err := ref.NewKVEvIndex(ref.KVEvConfig{}, nil); err != nil {
+	if _, err := ref.NewKVEvIndex(spec.KVEvConfig{}, nil); err != nil {
 		t.Skipf("reference index not ready: %v", err)
 	}
 }
 
 type kxOut struct {
-	Out ref.KVEvApplyOutput `json:"out"`
-	Err *ref.ErrorObject    `json:"err,omitempty"`
+	Out spec.KVEvApplyOutput `json:"out"`
+	Err *spec.ErrorObject    `json:"err,omitempty"`
 }
 
-func kxRunTwin(fn func(ref.Limits, ref.KVEvApplyInput) (ref.KVEvApplyOutput, error), in ref.KVEvApplyInput) kxOut {
-	out, err := fn(ref.DefaultLimits(), in)
+func kxRunTwin(fn func(spec.Limits, spec.KVEvApplyInput) (spec.KVEvApplyOutput, error), in spec.KVEvApplyInput) kxOut {
+	out, err := fn(spec.DefaultLimits(), in)
 	o := kxOut{Out: out}
 	if err != nil {
-		o.Err = new(ref.ErrorObjectOf(err))
+		o.Err = new(spec.ErrorObjectOf(err))
 	}
 	return o
 }
 
 // kxDiff runs both twins on in and reports a disagreement with the input.
-func kxDiff(t *testing.T, name string, in ref.KVEvApplyInput) bool {
+func kxDiff(t *testing.T, name string, in spec.KVEvApplyInput) bool {
 	t.Helper()
 	want := kxRunTwin(ref.KVEvApply, in)
 	got := kxRunTwin(KVEvApply, in)
@@ -57,91 +58,91 @@ func kxDiff(t *testing.T, name string, in ref.KVEvApplyInput) bool {
 	return false
 }
 
-func kxLive(stream, topic string, s uint64, payload []byte) ref.KVEvStep {
-	return ref.KVEvStep{Op: ref.KVStepLive, Stream: stream, Frames: []ref.HexBytes{[]byte(topic), kxSeqFrame(s), payload}}
+func kxLive(stream, topic string, s uint64, payload []byte) spec.KVEvStep {
+	return spec.KVEvStep{Op: spec.KVStepLive, Stream: stream, Frames: []spec.HexBytes{[]byte(topic), kxSeqFrame(s), payload}}
 }
 
-func kxReply(stream string, topic *string, s uint64, payload []byte) ref.KVEvStep {
-	f := []ref.HexBytes{{}}
+func kxReply(stream string, topic *string, s uint64, payload []byte) spec.KVEvStep {
+	f := []spec.HexBytes{{}}
 	if topic != nil {
 		f = append(f, []byte(*topic))
 	}
 	f = append(f, kxSeqFrame(s), payload)
-	return ref.KVEvStep{Op: ref.KVStepReplay, Stream: stream, Frames: f}
+	return spec.KVEvStep{Op: spec.KVStepReplay, Stream: stream, Frames: f}
 }
 
-func kxScore(tokens []int64, exact bool) ref.KVEvStep {
-	return ref.KVEvStep{Op: ref.KVStepScore, Tokens: tokens, Exact: exact}
+func kxScore(tokens []int64, exact bool) spec.KVEvStep {
+	return spec.KVEvStep{Op: spec.KVStepScore, Tokens: tokens, Exact: exact}
 }
 
-func kxHandScripts() map[string]ref.KVEvApplyInput {
-	one := []ref.KVEvStream{{Name: "s"}}
-	rep := []ref.KVEvStream{{Name: "s", Replay: true}}
+func kxHandScripts() map[string]spec.KVEvApplyInput {
+	one := []spec.KVEvStream{{Name: "s"}}
+	rep := []spec.KVEvStream{{Name: "s", Replay: true}}
 	pay := func(i int) []byte {
 		return kxBatch(nil, kxEvStored([]uint64{uint64(100 + i)}, nil, []uint32{uint32(i)}, 1, kxEvOpt{}))
 	}
 	lora, cpu, ssd := "A", "cpu", "SSD"
-	sentinel := func() ref.KVEvStep { return kxReply("s", new(""), 1<<64-1, []byte{}) }
+	sentinel := func() spec.KVEvStep { return kxReply("s", new(""), 1<<64-1, []byte{}) }
 	// catalog.KVEvApply's sample as committed: its E1 lacks the last byte
 	// of ts (cb + 7 bytes), so the batch is refused by the decoder.
 	catalogE1 := kxMustHexT(`92 cb41da3054981000 91 96 ab 426c6f636b53746f726564 92 cf1111111111111111
 		cff0e1d2c3b4a59687 c0 98 01 02 03 04 cc80 ccff cd0100 ce00010000 04 c0`)
-	out := map[string]ref.KVEvApplyInput{
-		"catalog-sample": {Streams: []ref.KVEvStream{{Name: "vllm-0"}}, Steps: []ref.KVEvStep{
+	out := map[string]spec.KVEvApplyInput{
+		"catalog-sample": {Streams: []spec.KVEvStream{{Name: "vllm-0"}}, Steps: []spec.KVEvStep{
 			kxLive("vllm-0", "kv@10.0.0.7@llama", 0, catalogE1), kxScore(kxE1Prompt, false),
 			kxLive("vllm-0", "kv@10.0.0.7@llama", 1, ixE2), kxScore(kxE1Prompt, false),
 		}},
-		"e1-e2-e3": {Streams: []ref.KVEvStream{{Name: "vllm-0"}}, Steps: []ref.KVEvStep{
+		"e1-e2-e3": {Streams: []spec.KVEvStream{{Name: "vllm-0"}}, Steps: []spec.KVEvStep{
 			kxLive("vllm-0", "kv@10.0.0.7@llama", 0, ixE1), kxScore(kxE1Prompt, false),
 			kxLive("vllm-0", "kv@10.0.0.7@llama", 1, ixE2), kxScore(kxE1Prompt, true),
 			kxLive("vllm-0", "kv@10.0.0.7@llama", 2, ixE3), kxScore(kxE1Prompt, false),
 			kxLive("vllm-0", "kv@10.0.0.7@llama", 3, ixE4), kxLive("vllm-0", "kv@x@", 4, ixE5),
-			{Op: ref.KVStepScore, Tokens: []int64{7, 8, 9}, Tier: "gpu"},
+			{Op: spec.KVStepScore, Tokens: []int64{7, 8, 9}, Tier: "gpu"},
 		}},
-		"sequences-replay": {Streams: rep, Steps: []ref.KVEvStep{
+		"sequences-replay": {Streams: rep, Steps: []spec.KVEvStep{
 			kxLive("s", "t", 0, pay(0)), kxLive("s", "t", 1, pay(1)), kxLive("s", "t", 2, pay(2)),
 			kxLive("s", "t", 5, pay(5)), kxLive("s", "t", 6, pay(6)),
 			kxReply("s", new("t"), 3, pay(3)), kxReply("s", nil, 4, pay(4)), kxReply("s", new("t"), 5, pay(5)),
 			sentinel(),
 			kxLive("s", "t", 2, pay(2)),
-			{Op: ref.KVStepReplayFailed, Stream: "s", Reason: ref.ReplayReasonTimeout},
+			{Op: spec.KVStepReplayFailed, Stream: "s", Reason: spec.ReplayReasonTimeout},
 			kxLive("s", "t", 9, pay(9)), kxLive("s", "t", 10, pay(10)),
 			kxReply("s", nil, 7, pay(7)), kxReply("s", nil, 6, pay(6)), sentinel(),
 			kxScore([]int64{0, 1, 2, 3}, false),
 		}},
-		"sequences-no-replay": {Streams: one, Steps: []ref.KVEvStep{
+		"sequences-no-replay": {Streams: one, Steps: []spec.KVEvStep{
 			kxLive("s", "t", 0, pay(0)), kxLive("s", "t", 1, pay(1)), kxLive("s", "t", 2, pay(2)),
 			kxLive("s", "t", 5, pay(5)), kxLive("s", "t", 5, pay(5)), kxLive("s", "t", 1<<64-1, pay(7)),
 			kxLive("s", "t", 3, pay(3)), kxScore([]int64{3}, false),
-			{Op: ref.KVStepRestart, Stream: "s"}, kxLive("s", "t", 1<<64-1, pay(7)), kxLive("s", "t", 1<<64-1, pay(7)),
+			{Op: spec.KVStepRestart, Stream: "s"}, kxLive("s", "t", 1<<64-1, pay(7)), kxLive("s", "t", 1<<64-1, pay(7)),
 		}},
-		"replay-protocol": {Streams: rep, Steps: []ref.KVEvStep{
+		"replay-protocol": {Streams: rep, Steps: []spec.KVEvStep{
 			kxReply("s", nil, 0, pay(0)),
-			{Op: ref.KVStepReplayFailed, Stream: "s", Reason: ref.ReplayReasonUnavailable},
+			{Op: spec.KVStepReplayFailed, Stream: "s", Reason: spec.ReplayReasonUnavailable},
 			kxLive("s", "t", 3, pay(3)),
-			{Op: ref.KVStepReplay, Stream: "s", Frames: []ref.HexBytes{kxSeqFrame(0), pay(0)}},
-			{Op: ref.KVStepReplay, Stream: "s", Frames: []ref.HexBytes{{1}, kxSeqFrame(0), pay(0)}},
-			{Op: ref.KVStepReplay, Stream: "s", Frames: []ref.HexBytes{{}, {1, 2}, pay(0)}},
-			{Op: ref.KVStepReplay, Stream: "s", Frames: []ref.HexBytes{{}, {}, {1}, pay(0)}},
-			{Op: ref.KVStepLive, Stream: "s", Frames: []ref.HexBytes{{}, kxSeqFrame(4)}},
-			{Op: ref.KVStepLive, Stream: "s", Frames: []ref.HexBytes{{}, {4}, {}}},
+			{Op: spec.KVStepReplay, Stream: "s", Frames: []spec.HexBytes{kxSeqFrame(0), pay(0)}},
+			{Op: spec.KVStepReplay, Stream: "s", Frames: []spec.HexBytes{{1}, kxSeqFrame(0), pay(0)}},
+			{Op: spec.KVStepReplay, Stream: "s", Frames: []spec.HexBytes{{}, {1, 2}, pay(0)}},
+			{Op: spec.KVStepReplay, Stream: "s", Frames: []spec.HexBytes{{}, {}, {1}, pay(0)}},
+			{Op: spec.KVStepLive, Stream: "s", Frames: []spec.HexBytes{{}, kxSeqFrame(4)}},
+			{Op: spec.KVStepLive, Stream: "s", Frames: []spec.HexBytes{{}, {4}, {}}},
 			kxLive("s", "t", 4, []byte{0x91}),
 			kxReply("s", nil, 1, []byte{0xc1}), kxReply("s", nil, 1<<64-1, pay(9)),
-			{Op: ref.KVStepReplayFailed, Stream: "s", Reason: ref.ReplayReasonProtocol},
+			{Op: spec.KVStepReplayFailed, Stream: "s", Reason: spec.ReplayReasonProtocol},
 			kxLive("s", "t", 8, pay(8)),
-			{Op: ref.KVStepRestart, Stream: "s"},
+			{Op: spec.KVStepRestart, Stream: "s"},
 		}},
-		"held-overflow": {Config: ref.KVEvConfig{MaxHeld: 2}, Streams: rep, Steps: []ref.KVEvStep{
+		"held-overflow": {Config: spec.KVEvConfig{MaxHeld: 2}, Streams: rep, Steps: []spec.KVEvStep{
 			kxLive("s", "t", 0, pay(0)), kxLive("s", "t", 3, pay(3)), kxLive("s", "t", 4, pay(4)),
 			kxLive("s", "t", 5, pay(5)), kxLive("s", "t", 9, pay(9)),
 			sentinel(), kxReply("s", nil, 5, pay(5)), sentinel(),
 		}},
-		"drain-restart": {Streams: rep, Steps: []ref.KVEvStep{
+		"drain-restart": {Streams: rep, Steps: []spec.KVEvStep{
 			kxLive("s", "t", 0, pay(0)), kxLive("s", "t", 3, pay(3)), kxLive("s", "t", 1, pay(1)),
 			kxLive("s", "t", 0, pay(0)), kxLive("s", "t", 4, pay(4)),
 			sentinel(), sentinel(),
 		}},
-		"holes": {Streams: one, Steps: []ref.KVEvStep{
+		"holes": {Streams: one, Steps: []spec.KVEvStep{
 			kxLive("s", "", 0, kxBatch(nil, kxEvStored([]uint64{1, 2, 3}, nil, kxSeqTokens(1, 12), 4, kxEvOpt{}))),
 			kxLive("s", "", 1, kxBatch(nil, kxEvRemoved([]uint64{2}, kxEvOpt{}))),
 			kxScore([]int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, false),
@@ -152,7 +153,7 @@ func kxHandScripts() map[string]ref.KVEvApplyInput {
 			kxLive("s", "", 4, kxBatch(nil, kxEvRemoved([]uint64{3, 2, 1}, kxEvOpt{}),
 				kxEvStored([]uint64{9}, nil, []uint32{1, 2}, 2, kxEvOpt{}))),
 		}},
-		"refusals": {Config: ref.KVEvConfig{MaxTokensPerEngine: 10}, Streams: one, Steps: []ref.KVEvStep{
+		"refusals": {Config: spec.KVEvConfig{MaxTokensPerEngine: 10}, Streams: one, Steps: []spec.KVEvStep{
 			kxLive("s", "", 0, kxBatch(nil,
 				kxEvStored([]uint64{1, 2}, nil, kxSeqTokens(1, 3), 2, kxEvOpt{}),
 				kxEvStored([]uint64{1, 2}, nil, kxSeqTokens(1, 4), 2, kxEvOpt{}),
@@ -167,17 +168,17 @@ func kxHandScripts() map[string]ref.KVEvApplyInput {
 				kxEvStored([]uint64{11}, nil, kxSeqTokens(20, 2), 2, kxEvOpt{}),
 			)),
 		}},
-		"chain-collision": {Streams: one, Steps: []ref.KVEvStep{
+		"chain-collision": {Streams: one, Steps: []spec.KVEvStep{
 			kxLive("s", "", 0, kxBatch(nil,
 				kxEvStored([]uint64{1}, nil, []uint32{1, 2}, 2, kxEvOpt{}),
 				kxEvStored([]uint64{2}, kxU64p(1), []uint32{3, 4}, 2, kxEvOpt{loraName: &lora}),
 				kxEvStored([]uint64{3, 4}, nil, []uint32{1, 2, 3, 4}, 2, kxEvOpt{loraName: &lora}),
 				kxEvStored([]uint64{5}, nil, []uint32{1, 2}, 2, kxEvOpt{loraID: new(int64(7))}),
 			)),
-			{Op: ref.KVStepScore, Tokens: []int64{1, 2, 3, 4}, Namespace: "A"},
-			{Op: ref.KVStepScore, Tokens: []int64{1, 2, 3, 4}, Namespace: "#7", Exact: true},
+			{Op: spec.KVStepScore, Tokens: []int64{1, 2, 3, 4}, Namespace: "A"},
+			{Op: spec.KVStepScore, Tokens: []int64{1, 2, 3, 4}, Namespace: "#7", Exact: true},
 		}},
-		"tokenless": {Streams: one, Steps: []ref.KVEvStep{
+		"tokenless": {Streams: one, Steps: []spec.KVEvStep{
 			kxLive("s", "", 0, kxBatch(nil,
 				kxEvStored([]uint64{1, 2, 3}, nil, kxSeqTokens(1, 6), 2, kxEvOpt{}),
 				kxEvStored([]uint64{3, 99}, kxU64p(2), nil, 2, kxEvOpt{medium: &cpu}),
@@ -201,10 +202,10 @@ func kxHandScripts() map[string]ref.KVEvApplyInput {
 				kxEvStored([]uint64{60, 50}, nil, nil, 2, kxEvOpt{medium: &cpu}),
 				kxEvStored([]uint64{50, 60}, nil, nil, 2, kxEvOpt{medium: &cpu}),
 			)),
-			{Op: ref.KVStepScore, Tokens: []int64{1, 2, 3, 4, 5, 6}, Tier: "cpu"},
-			{Op: ref.KVStepScore, Tokens: []int64{1, 2, 3, 4, 5, 6}, Tier: "DISK", Exact: true},
+			{Op: spec.KVStepScore, Tokens: []int64{1, 2, 3, 4, 5, 6}, Tier: "cpu"},
+			{Op: spec.KVStepScore, Tokens: []int64{1, 2, 3, 4, 5, 6}, Tier: "DISK", Exact: true},
 		}},
-		"engines": {Config: ref.KVEvConfig{MaxEngines: 2}, Streams: []ref.KVEvStream{{Name: "a"}, {Name: "b", Rank: 2}}, Steps: []ref.KVEvStep{
+		"engines": {Config: spec.KVEvConfig{MaxEngines: 2}, Streams: []spec.KVEvStream{{Name: "a"}, {Name: "b", Rank: 2}}, Steps: []spec.KVEvStep{
 			kxLive("a", "kv@pod@m", 0, kxBatch(nil)),
 			kxLive("b", "kv@pod@m", 0, kxBatch(nil)),
 			kxLive("b", "kv@pod@m", 1, kxBatch(new(int64(1)))),
@@ -213,7 +214,7 @@ func kxHandScripts() map[string]ref.KVEvApplyInput {
 			kxLive("a", "kv@pod@m@x", 2, kxBatch(nil, kxEvStored([]uint64{1}, nil, []uint32{1}, 1, kxEvOpt{}))),
 			kxLive("a", "kv@@m", 3, kxBatch(nil)),
 			kxLive("a", "kv@pod2@", 4, kxBatch(new(int64(0)))),
-			{Op: ref.KVStepRestart, Stream: "b"},
+			{Op: spec.KVStepRestart, Stream: "b"},
 			kxLive("a", "kv@pod2@", 5, kxBatch(new(int64(0)))),
 			kxLive("a", "kv@pod@m", 6, kxBatch(nil, kxEvCleared())),
 			kxScore([]int64{1}, false),
@@ -233,9 +234,9 @@ func TestKVEvDiffHandScripts(t *testing.T) {
 // over a tiny token alphabet (so prefixes are shared and hashes collide
 // with pages), seq perturbations (gaps, duplicates, restarts), replies and
 // scores.
-func kxRandomScript(r *rand.Rand) ref.KVEvApplyInput {
+func kxRandomScript(r *rand.Rand) spec.KVEvApplyInput {
 	nStreams := 1 + r.IntN(2)
-	in := ref.KVEvApplyInput{Config: ref.KVEvConfig{MaxHeld: 1 + r.IntN(3), MaxTokensPerEngine: int64(8 + r.IntN(60))}}
+	in := spec.KVEvApplyInput{Config: spec.KVEvConfig{MaxHeld: 1 + r.IntN(3), MaxTokensPerEngine: int64(8 + r.IntN(60))}}
 	switch r.IntN(6) {
 	case 0, 1:
 		in.Config.MaxEngines = nStreams + r.IntN(2) // a share of 1 or 2 (A5)
@@ -243,7 +244,7 @@ func kxRandomScript(r *rand.Rand) ref.KVEvApplyInput {
 		in.Config.MaxEnginesPerStream = 1
 	}
 	for i := range nStreams {
-		in.Streams = append(in.Streams, ref.KVEvStream{Name: fmt.Sprintf("s%d", i), Replay: r.IntN(2) == 0, Rank: int64(r.IntN(2))})
+		in.Streams = append(in.Streams, spec.KVEvStream{Name: fmt.Sprintf("s%d", i), Replay: r.IntN(2) == 0, Rank: int64(r.IntN(2))})
 	}
 	tiers := []*string{nil, new("GPU"), new("cpu"), new("")}
 	loras := []*string{nil, new("A"), new("")}
@@ -356,13 +357,13 @@ func kxRandomScript(r *rand.Rand) ref.KVEvApplyInput {
 		case k < 17:
 			in.Steps = append(in.Steps, kxReply(name, nil, 1<<64-1, []byte{}))
 		case k < 18:
-			reasons := []string{ref.ReplayReasonTimeout, ref.ReplayReasonProtocol, ref.ReplayReasonUnavailable}
-			in.Steps = append(in.Steps, ref.KVEvStep{Op: ref.KVStepReplayFailed, Stream: name, Reason: reasons[r.IntN(3)]})
+			reasons := []string{spec.ReplayReasonTimeout, spec.ReplayReasonProtocol, spec.ReplayReasonUnavailable}
+			in.Steps = append(in.Steps, spec.KVEvStep{Op: spec.KVStepReplayFailed, Stream: name, Reason: reasons[r.IntN(3)]})
 		case k < 19:
 			if r.IntN(3) == 0 {
-				in.Steps = append(in.Steps, ref.KVEvStep{Op: ref.KVStepRestart, Stream: name})
+				in.Steps = append(in.Steps, spec.KVEvStep{Op: spec.KVStepRestart, Stream: name})
 			} else {
-				in.Steps = append(in.Steps, ref.KVEvStep{Op: ref.KVStepLive, Stream: name, Frames: []ref.HexBytes{{}, {1}}})
+				in.Steps = append(in.Steps, spec.KVEvStep{Op: spec.KVStepLive, Stream: name, Frames: []spec.HexBytes{{}, {1}}})
 			}
 		default:
 			toks := make([]int64, r.IntN(8))
@@ -380,7 +381,7 @@ func kxRandomScript(r *rand.Rand) ref.KVEvApplyInput {
 					}
 				}
 			}
-			q := ref.KVEvStep{Op: ref.KVStepScore, Tokens: toks, Exact: r.IntN(2) == 0}
+			q := spec.KVEvStep{Op: spec.KVStepScore, Tokens: toks, Exact: r.IntN(2) == 0}
 			if r.IntN(2) == 0 {
 				q.Namespace = []string{"", "A", "#0"}[r.IntN(3)]
 				q.Tier = []string{"", "gpu", "CPU"}[r.IntN(3)]
@@ -419,22 +420,22 @@ func TestKVEvDiffRandomSmoke(t *testing.T) {
 	}
 }
 
-func kxStep(ix *kvIndex, s ref.KVEvStep) {
+func kxStep(ix *kvIndex, s spec.KVEvStep) {
 	fr := make([][]byte, len(s.Frames))
 	for i, f := range s.Frames {
 		fr[i] = f
 	}
 	switch s.Op {
-	case ref.KVStepLive:
+	case spec.KVStepLive:
 		ix.Live(s.Stream, fr)
-	case ref.KVStepReplay:
+	case spec.KVStepReplay:
 		ix.Replay(s.Stream, fr)
-	case ref.KVStepReplayFailed:
+	case spec.KVStepReplayFailed:
 		ix.ReplayFailed(s.Stream, s.Reason)
-	case ref.KVStepRestart:
+	case spec.KVStepRestart:
 		ix.Restart(s.Stream)
 	default:
-		ix.Score(ref.KVEvScoreQuery{Tokens: s.Tokens, Namespace: s.Namespace, Group: s.Group, Tier: s.Tier, Exact: s.Exact})
+		ix.Score(spec.KVEvScoreQuery{Tokens: s.Tokens, Namespace: s.Namespace, Group: s.Group, Tier: s.Tier, Exact: s.Exact})
 	}
 }
 

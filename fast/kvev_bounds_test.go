@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/internal/fault"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Tests of docs/spec/kv-events.md §2.10 A10 on the fast twin, the one
@@ -36,7 +36,7 @@ var (
 // tokens: 9c, tag 12, [H] 10, parent 9, dc 0010 + 16 × 5, 16, nil, "GPU",
 // nil, nil, 0, "full_attention" 15, nil = 140 bytes.
 func kvbVLLMStored() []byte {
-	b := append([]byte{0x9c}, kvbStr(ref.EventStored)...)
+	b := append([]byte{0x9c}, kvbStr(spec.EventStored)...)
 	b = append(append(append(b, 0x91), kvbHash...), kvbHash...)
 	b = append(b, 0xdc, 0x00, 0x10)
 	for i := range 16 {
@@ -51,7 +51,7 @@ func kvbVLLMStored() []byte {
 // kvbSGLStored is SGLang's per-page store at page size 1: 97, tag 12,
 // [H] 10, parent 9, [token] 6, 1, nil, "GPU" 4 = 44 bytes.
 func kvbSGLStored() []byte {
-	b := append([]byte{0x97}, kvbStr(ref.EventStored)...)
+	b := append([]byte{0x97}, kvbStr(spec.EventStored)...)
 	b = append(append(append(b, 0x91), kvbSGLHash...), kvbSGLHash...)
 	b = binary.BigEndian.AppendUint32(append(b, 0x91, 0xce), 151000)
 	return append(append(b, 0x01, 0xc0), kvbStr("GPU")...)
@@ -60,14 +60,14 @@ func kvbSGLStored() []byte {
 // kvbSGLRemoved is SGLang's per-page removal: 93, tag 13, [H] 10, "GPU" 4
 // = 28 bytes.
 func kvbSGLRemoved() []byte {
-	b := append([]byte{0x93}, kvbStr(ref.EventRemoved)...)
+	b := append([]byte{0x93}, kvbStr(spec.EventRemoved)...)
 	b = append(append(b, 0x91), kvbSGLHash...)
 	return append(b, kvbStr("GPU")...)
 }
 
 // kvbCost is A10's decoded cost of n events of h hashes and k tokens each.
 func kvbCost(n, h, k int) int64 {
-	return int64(n) * (ref.KVEventCost + int64(h)*ref.KVHashCost + int64(k)*ref.KVTokenCost)
+	return int64(n) * (spec.KVEventCost + int64(h)*spec.KVHashCost + int64(k)*spec.KVTokenCost)
 }
 
 func kvbAllocated(f func()) uint64 {
@@ -96,7 +96,7 @@ func TestKVDecodeCostBoundsWhatTheFastDecoderAllocates(t *testing.T) {
 		{"vllm-16-token-block", kvbVLLMStored(), 140, 1, 16, true},
 		{"sglang-page-store", kvbSGLStored(), 44, 1, 1, true},
 		{"sglang-page-removal", kvbSGLRemoved(), 28, 1, 0, true},
-		{"cleared", append([]byte{0x91}, kvbStr(ref.EventCleared)...), 18, 0, 0, true},
+		{"cleared", append([]byte{0x91}, kvbStr(spec.EventCleared)...), 18, 0, 0, true},
 		{"finding-1-unknown-x", []byte{0x91, 0xa1, 'x'}, 3, 0, 0, false},
 	} {
 		if len(c.event) != c.size {
@@ -106,7 +106,7 @@ func TestKVDecodeCostBoundsWhatTheFastDecoderAllocates(t *testing.T) {
 		cost := kvbCost(n, c.h, c.k)
 		var err error
 		alloc := kvbAllocated(func() {
-			_, err = DecodeKVBatchWithin(payload, ref.KVDecodeLimits{MaxDecodeRatio: ref.MaxKVDecodeRatio})
+			_, err = DecodeKVBatchWithin(payload, spec.KVDecodeLimits{MaxDecodeRatio: spec.MaxKVDecodeRatio})
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
@@ -116,8 +116,8 @@ func TestKVDecodeCostBoundsWhatTheFastDecoderAllocates(t *testing.T) {
 		}
 		ratio := float64(cost) / float64(len(payload))
 		t.Logf("%s: %d bytes allocated, cost %d, %.2f per payload byte", c.name, alloc, cost, ratio)
-		if c.realistic != (ratio < ref.DefaultKVMaxDecodeRatio) {
-			t.Errorf("%s: %.2f cost per payload byte; realistic %v, default ratio %d", c.name, ratio, c.realistic, ref.DefaultKVMaxDecodeRatio)
+		if c.realistic != (ratio < spec.DefaultKVMaxDecodeRatio) {
+			t.Errorf("%s: %.2f cost per payload byte; realistic %v, default ratio %d", c.name, ratio, c.realistic, spec.DefaultKVMaxDecodeRatio)
 		}
 	}
 }
@@ -129,8 +129,8 @@ func TestFastDecodeRefusesFindingOneWithoutAllocating(t *testing.T) {
 	payload := kvbBatch([]byte{0x91, 0xa1, 'x'}, 5_600_000)
 	var err error
 	alloc := kvbAllocated(func() { _, err = DecodeKVBatch(payload) })
-	ie, ok := ref.AsInputError(err)
-	if !ok || ie.Err != ref.ErrMessageBudget || ie.Field != "payload.events" || ie.Value != uint64(5_600_000) {
+	ie, ok := spec.AsInputError(err)
+	if !ok || ie.Err != spec.ErrMessageBudget || ie.Field != "payload.events" || ie.Value != uint64(5_600_000) {
 		t.Fatalf("got %v", err)
 	}
 	if alloc > 1<<16 {
@@ -141,7 +141,7 @@ func TestFastDecodeRefusesFindingOneWithoutAllocating(t *testing.T) {
 // TestFastCursorHeldBytesOverflowIsACountOverflow mirrors ref's test of
 // A7's byte bound: 12-byte messages, max_held_bytes 24.
 func TestFastCursorHeldBytesOverflowIsACountOverflow(t *testing.T) {
-	ix, err := newKVIndex(ref.KVEvConfig{MaxHeldBytes: 24}, []ref.KVEvStream{{Name: "r", Replay: true}}, fault.KVEv{})
+	ix, err := newKVIndex(spec.KVEvConfig{MaxHeldBytes: 24}, []spec.KVEvStream{{Name: "r", Replay: true}}, fault.KVEv{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestFastCursorHeldBytesOverflowIsACountOverflow(t *testing.T) {
 	if st.heldBytes != 24 || st.c.HeldOverflow != 1 || !st.staleSet || st.staleSince != 5 {
 		t.Fatalf("stream: %d bytes, %+v, stale %v since %d", st.heldBytes, st.c, st.staleSet, st.staleSince)
 	}
-	if r := ix.ReplayFailed("r", ref.ReplayReasonTimeout); r.Held != 0 || st.heldBytes != 0 {
+	if r := ix.ReplayFailed("r", spec.ReplayReasonTimeout); r.Held != 0 || st.heldBytes != 0 {
 		t.Fatalf("after the drain: %+v, %d bytes", r, st.heldBytes)
 	}
 }

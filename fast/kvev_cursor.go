@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The per-stream cursor of the fast index (docs/spec/kv-events.md §3.1-§3.4,
@@ -56,8 +57,8 @@ type kvStream struct {
 
 	staleSet   bool
 	staleSince uint64
-	engines    map[ref.KVEvEngineKey]*kvEngine
-	c          ref.KVEvStreamCounters
+	engines    map[spec.KVEvEngineKey]*kvEngine
+	c          spec.KVEvStreamCounters
 
 	hasher kvHasher
 }
@@ -70,11 +71,11 @@ func (st *kvStream) setHeld(q []kvHeld) {
 	}
 }
 
-func (st *kvStream) state() ref.KVEvStreamState {
-	s := ref.KVEvStreamState{
+func (st *kvStream) state() spec.KVEvStreamState {
+	s := spec.KVEvStreamState{
 		Name: st.name, Known: st.known, Next: st.next, LastLive: st.lastLive,
 		Replaying: st.replaying, Held: len(st.held), Counters: st.c,
-		Engines: make([]ref.KVEvEngineKey, 0, len(st.engines)),
+		Engines: make([]spec.KVEvEngineKey, 0, len(st.engines)),
 	}
 	if st.replaying {
 		s.ReplayTarget = st.target
@@ -89,28 +90,28 @@ func (st *kvStream) state() ref.KVEvStreamState {
 	return s
 }
 
-func (ix *kvIndex) stream(name string, op string) (*kvStream, *ref.KVEvStepResult) {
+func (ix *kvIndex) stream(name string, op string) (*kvStream, *spec.KVEvStepResult) {
 	st := ix.byName[name]
 	if st == nil {
-		return nil, &ref.KVEvStepResult{Op: op, Error: new(ref.ErrorObjectOf(ref.KVUnknownStreamError(name)))}
+		return nil, &spec.KVEvStepResult{Op: op, Error: new(spec.ErrorObjectOf(ref.KVUnknownStreamError(name)))}
 	}
 	return st, nil
 }
 
 // Live handles a message received on the stream's SUB socket (§3.1, A7).
-func (ix *kvIndex) Live(name string, frames [][]byte) ref.KVEvStepResult {
-	st, bad := ix.stream(name, ref.KVStepLive)
+func (ix *kvIndex) Live(name string, frames [][]byte) spec.KVEvStepResult {
+	st, bad := ix.stream(name, spec.KVStepLive)
 	if bad != nil {
 		return *bad
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	r := ref.KVEvStepResult{Op: ref.KVStepLive}
+	r := spec.KVEvStepResult{Op: spec.KVStepLive}
 	// §1.2: a malformed message is dropped and counted; its seq is not
 	// received, even while replaying (A7).
 	if err := kvLiveFrames(frames); err != nil {
 		st.c.Malformed++
-		r.Error = new(ref.ErrorObjectOf(err))
+		r.Error = new(spec.ErrorObjectOf(err))
 		r.Held = len(st.held)
 		return r
 	}
@@ -146,7 +147,7 @@ func kvLiveFrames(frames [][]byte) error {
 
 // liveRules runs a well-formed live message through §3.1. held says the
 // frames are already owned by the hold queue's copy.
-func (ix *kvIndex) liveRules(st *kvStream, frames [][]byte, held bool, r *ref.KVEvStepResult) {
+func (ix *kvIndex) liveRules(st *kvStream, frames [][]byte, held bool, r *spec.KVEvStepResult) {
 	s := binary.BigEndian.Uint64(frames[1])
 	if st.known && s <= st.lastLive {
 		ix.restart(st, r)
@@ -160,7 +161,7 @@ func (ix *kvIndex) liveRules(st *kvStream, frames [][]byte, held bool, r *ref.KV
 }
 
 // advance is §3.1 step 3's next comparison for a live message.
-func (ix *kvIndex) advance(st *kvStream, s uint64, frames [][]byte, held bool, r *ref.KVEvStepResult) {
+func (ix *kvIndex) advance(st *kvStream, s uint64, frames [][]byte, held bool, r *spec.KVEvStepResult) {
 	switch {
 	case st.below(s):
 		st.c.Duplicates++
@@ -176,11 +177,11 @@ func (ix *kvIndex) advance(st *kvStream, s uint64, frames [][]byte, held bool, r
 func (st *kvStream) below(s uint64) bool { return st.pastEnd || s < st.next }
 
 // gap is a live gap [next, s) (§3.2, §3.3, A7).
-func (ix *kvIndex) gap(st *kvStream, s uint64, frames [][]byte, held bool, r *ref.KVEvStepResult) {
+func (ix *kvIndex) gap(st *kvStream, s uint64, frames [][]byte, held bool, r *spec.KVEvStepResult) {
 	if ix.f.GapsOnlyLogged {
 		st.c.Gaps++
 		st.c.GapBatchesLost = kvSatAddU(st.c.GapBatchesLost, s-st.next)
-		r.Lost = append(r.Lost, ref.KVEvGap{From: st.next, To: s})
+		r.Lost = append(r.Lost, spec.KVEvGap{From: st.next, To: s})
 		st.next = s
 		ix.apply(st, s, frames[0], frames[1], frames[2], r)
 		return
@@ -201,19 +202,19 @@ func (ix *kvIndex) gap(st *kvStream, s uint64, frames [][]byte, held bool, r *re
 	ix.apply(st, s, frames[0], frames[1], frames[2], r)
 }
 
-func kvReplayRequest(start uint64, noDelim bool) []ref.HexBytes {
+func kvReplayRequest(start uint64, noDelim bool) []spec.HexBytes {
 	b := binary.BigEndian.AppendUint64(make([]byte, 0, 8), start)
 	if noDelim {
-		return []ref.HexBytes{b}
+		return []spec.HexBytes{b}
 	}
-	return []ref.HexBytes{{}, b}
+	return []spec.HexBytes{{}, b}
 }
 
 // lose records the unrecoverable run [from, to) (§3.3, A3) and moves next to to.
-func (ix *kvIndex) lose(st *kvStream, from, to uint64, r *ref.KVEvStepResult) {
+func (ix *kvIndex) lose(st *kvStream, from, to uint64, r *spec.KVEvStepResult) {
 	st.c.Gaps++
 	st.c.GapBatchesLost = kvSatAddU(st.c.GapBatchesLost, to-from)
-	r.Lost = append(r.Lost, ref.KVEvGap{From: from, To: to})
+	r.Lost = append(r.Lost, spec.KVEvGap{From: from, To: to})
 	st.next = to
 	ix.loseAt(st, to)
 }
@@ -238,7 +239,7 @@ func kvSatAddU(a, b uint64) uint64 {
 }
 
 // apply applies the batch at seq s, which is next (§2.7, A2, A3).
-func (ix *kvIndex) apply(st *kvStream, s uint64, topic, seqFrame, payload []byte, r *ref.KVEvStepResult) {
+func (ix *kvIndex) apply(st *kvStream, s uint64, topic, seqFrame, payload []byte, r *spec.KVEvStepResult) {
 	if s == math.MaxUint64 {
 		st.next, st.pastEnd = s, true
 	} else {
@@ -262,15 +263,15 @@ func (ix *kvIndex) apply(st *kvStream, s uint64, topic, seqFrame, payload []byte
 	e.mu.Unlock()
 }
 
-func (ix *kvIndex) refuseBatch(st *kvStream, s uint64, err error, r *ref.KVEvStepResult) {
+func (ix *kvIndex) refuseBatch(st *kvStream, s uint64, err error, r *spec.KVEvStepResult) {
 	st.c.DecodeErrors++
-	r.Errors = append(r.Errors, ref.KVEvEventError{Seq: s, Event: -1, Error: ref.ErrorObjectOf(err)})
+	r.Errors = append(r.Errors, spec.KVEvEventError{Seq: s, Event: -1, Error: spec.ErrorObjectOf(err)})
 	ix.loseAt(st, s)
 }
 
 // restart is §3.4: the stream's engines dropped, the cursor unknown, an
 // outstanding replay abandoned with its held messages.
-func (ix *kvIndex) restart(st *kvStream, r *ref.KVEvStepResult) {
+func (ix *kvIndex) restart(st *kvStream, r *spec.KVEvStepResult) {
 	ix.dropEngines(st)
 	st.known, st.next, st.pastEnd, st.lastLive = false, 0, false, 0
 	st.staleSet, st.staleSince = false, 0
@@ -282,30 +283,30 @@ func (ix *kvIndex) restart(st *kvStream, r *ref.KVEvStepResult) {
 }
 
 // Restart handles an operator's signal that the publisher was replaced.
-func (ix *kvIndex) Restart(name string) ref.KVEvStepResult {
-	st, bad := ix.stream(name, ref.KVStepRestart)
+func (ix *kvIndex) Restart(name string) spec.KVEvStepResult {
+	st, bad := ix.stream(name, spec.KVStepRestart)
 	if bad != nil {
 		return *bad
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	r := ref.KVEvStepResult{Op: ref.KVStepRestart}
+	r := spec.KVEvStepResult{Op: spec.KVStepRestart}
 	ix.restart(st, &r)
 	r.Held = len(st.held)
 	return r
 }
 
 // Replay handles one DEALER reply (§3.2, A7).
-func (ix *kvIndex) Replay(name string, frames [][]byte) ref.KVEvStepResult {
-	st, bad := ix.stream(name, ref.KVStepReplay)
+func (ix *kvIndex) Replay(name string, frames [][]byte) spec.KVEvStepResult {
+	st, bad := ix.stream(name, spec.KVStepReplay)
 	if bad != nil {
 		return *bad
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	r := ref.KVEvStepResult{Op: ref.KVStepReplay}
+	r := spec.KVEvStepResult{Op: spec.KVStepReplay}
 	if err := kvReplayFrames(st.replaying, frames); err != nil {
-		r.Error = new(ref.ErrorObjectOf(err))
+		r.Error = new(spec.ErrorObjectOf(err))
 		r.Held = len(st.held)
 		return r
 	}
@@ -354,23 +355,23 @@ func kvReplayFrames(replaying bool, frames [][]byte) error {
 }
 
 // ReplayFailed ends the outstanding replay without its sentinel (A7).
-func (ix *kvIndex) ReplayFailed(name string, reason string) ref.KVEvStepResult {
-	st, bad := ix.stream(name, ref.KVStepReplayFailed)
+func (ix *kvIndex) ReplayFailed(name string, reason string) spec.KVEvStepResult {
+	st, bad := ix.stream(name, spec.KVStepReplayFailed)
 	if bad != nil {
 		return *bad
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	r := ref.KVEvStepResult{Op: ref.KVStepReplayFailed}
+	r := spec.KVEvStepResult{Op: spec.KVStepReplayFailed}
 	var err error
 	switch {
-	case reason != ref.ReplayReasonTimeout && reason != ref.ReplayReasonProtocol && reason != ref.ReplayReasonUnavailable:
-		err = ref.Reject(ref.ErrBadEnum, "reason", reason, "one of timeout, protocol, unavailable")
+	case reason != spec.ReplayReasonTimeout && reason != spec.ReplayReasonProtocol && reason != spec.ReplayReasonUnavailable:
+		err = spec.Reject(spec.ErrBadEnum, "reason", reason, "one of timeout, protocol, unavailable")
 	case !st.replaying:
 		err = ref.KVReplayNotOutstandingError("reason", reason)
 	}
 	if err != nil {
-		r.Error = new(ref.ErrorObjectOf(err))
+		r.Error = new(spec.ErrorObjectOf(err))
 		r.Held = len(st.held)
 		return r
 	}
@@ -384,7 +385,7 @@ func (ix *kvIndex) ReplayFailed(name string, reason string) ref.KVEvStepResult {
 // [next, target) is lost, then the hold queue drains in arrival order, the
 // triggering message through the next comparison only, the others through
 // the live rules, until one starts another replay (A7).
-func (ix *kvIndex) endReplay(st *kvStream, r *ref.KVEvStepResult) {
+func (ix *kvIndex) endReplay(st *kvStream, r *spec.KVEvStepResult) {
 	if !st.pastEnd && st.next < st.target {
 		ix.lose(st, st.next, st.target, r)
 	}
@@ -407,9 +408,9 @@ func (ix *kvIndex) endReplay(st *kvStream, r *ref.KVEvStepResult) {
 
 // kvUnits views int64 tokens as the 8-byte units they are hashed as; a
 // negative token becomes a unit >= 2^63, which checkTokenUnits refuses.
-func kvUnits(t []int64) []ref.Unit {
+func kvUnits(t []int64) []spec.Unit {
 	if len(t) == 0 {
 		return nil
 	}
-	return unsafe.Slice((*ref.Unit)(unsafe.Pointer(unsafe.SliceData(t))), len(t))
+	return unsafe.Slice((*spec.Unit)(unsafe.Pointer(unsafe.SliceData(t))), len(t))
 }

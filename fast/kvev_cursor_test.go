@@ -10,7 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvtwin/kvtwin/internal/fault"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // kxStreamLog is one stream's live messages: chained stores of 4-token
@@ -54,13 +54,13 @@ func kxStreamLog(stream int, n int) [][][]byte {
 func TestKVEvConcurrentStreamsAndScores(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const nStreams, nMsgs = 6, 300
-	var streams []ref.KVEvStream
+	var streams []spec.KVEvStream
 	logs := make([][][][]byte, nStreams)
 	for i := range nStreams {
-		streams = append(streams, ref.KVEvStream{Name: fmt.Sprintf("s%d", i)})
+		streams = append(streams, spec.KVEvStream{Name: fmt.Sprintf("s%d", i)})
 		logs[i] = kxStreamLog(i, nMsgs)
 	}
-	par, err := newKVIndex(ref.KVEvConfig{}, streams, fault.KVEv{})
+	par, err := newKVIndex(spec.KVEvConfig{}, streams, fault.KVEv{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,15 +95,15 @@ func TestKVEvConcurrentStreamsAndScores(t *testing.T) {
 				}
 				switch k {
 				case 0:
-					if _, err := par.Score(ref.KVEvScoreQuery{Tokens: prompt}); err != nil {
+					if _, err := par.Score(spec.KVEvScoreQuery{Tokens: prompt}); err != nil {
 						t.Error(err)
 						return
 					}
 				case 1:
-					par.Score(ref.KVEvScoreQuery{Tokens: prompt, Exact: true})
+					par.Score(spec.KVEvScoreQuery{Tokens: prompt, Exact: true})
 					par.Digest()
 				case 2:
-					if _, err := par.Score(ref.KVEvScoreQuery{Tokens: long}); err != nil {
+					if _, err := par.Score(spec.KVEvScoreQuery{Tokens: long}); err != nil {
 						t.Error(err)
 						return
 					}
@@ -117,7 +117,7 @@ func TestKVEvConcurrentStreamsAndScores(t *testing.T) {
 	close(done)
 	readers.Wait()
 
-	seq, _ := newKVIndex(ref.KVEvConfig{}, streams, fault.KVEv{})
+	seq, _ := newKVIndex(spec.KVEvConfig{}, streams, fault.KVEv{})
 	for i := range nStreams {
 		for _, m := range logs[i] {
 			seq.Live(streams[i].Name, m)
@@ -129,7 +129,7 @@ func TestKVEvConcurrentStreamsAndScores(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Fatal("concurrent and sequential runs differ")
 	}
-	s, _ := par.Score(ref.KVEvScoreQuery{Tokens: prompt})
+	s, _ := par.Score(spec.KVEvScoreQuery{Tokens: prompt})
 	if len(s) != nStreams {
 		t.Fatalf("scores %s", kxFmtScores(s))
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The fast twin of kvev.decode (docs/spec/kv-events.md §1, §2.10 A6).
@@ -40,18 +41,18 @@ import (
 //
 //   - Depth: the batch is at depth 1, an element or entry one deeper than
 //     its container. Only containers have a depth: one at depth
-//     ref.MaxMsgpackDepth+1 is refused at its place (a skipped value's
+//     spec.MaxMsgpackDepth+1 is refused at its place (a skipped value's
 //     place when inside one) after its first byte is classified and before
 //     its header is read. Scalars are never refused for depth.
 //   - A container: its first byte, the depth bound, its header (truncated),
 //     A6's declared-length check, A10's bounds of one message (the events
 //     array's max_events, then the decoded cost charged by the events,
-//     block_hashes and token_ids arrays: ref.KVDecodeBudget), then the
+//     block_hashes and token_ids arrays: spec.KVDecodeBudget), then the
 //     count checks (a batch array of
 //     fewer than 2 elements and an empty event array are KVTypeError with
 //     the value "array"; an empty block_hashes is KVEmptyHashesError), then
 //     its elements. A str, bin or ext past the payload's end is truncated.
-//   - Skipped values take ref.WantValue and the place of the outermost
+//   - Skipped values take spec.WantValue and the place of the outermost
 //     skipped value: payload[k] (k >= 4) and payload.<key> (ErrBatchShape);
 //     payload.events[i][k] for a form-A position past the tag's table or of
 //     an unknown tag, payload.events[i].<key> for extra_keys,
@@ -71,16 +72,16 @@ import (
 //     bin is a non-nil empty HexBytes; Events is never nil.
 
 // KVEvDecode is the fast twin of kvev.decode (docs/spec/kv-events.md §1).
-func KVEvDecode(lim ref.Limits, in ref.KVEvDecodeInput) (ref.KVEvDecodeOutput, error) {
+func KVEvDecode(lim spec.Limits, in spec.KVEvDecodeInput) (spec.KVEvDecodeOutput, error) {
 	return kvevDecodeWithFaults(lim, in, fault.KVEv{})
 }
 
 // kvevDecodeWithFaults is KVEvDecode with the historic decoder bugs f selects
 // put back, for the bug zoo only: fault.Hooks hands it to equiv/mutants
 // (hooks.go). Called with the zero value it is KVEvDecode.
-func kvevDecodeWithFaults(_ ref.Limits, in ref.KVEvDecodeInput, f fault.KVEv) (ref.KVEvDecodeOutput, error) {
+func kvevDecodeWithFaults(_ spec.Limits, in spec.KVEvDecodeInput, f fault.KVEv) (spec.KVEvDecodeOutput, error) {
 	if err := in.Limits.Validate("limits"); err != nil {
-		return ref.KVMessage{}, err
+		return spec.KVMessage{}, err
 	}
 	return decodeKVMessage(in.FrameBytes(), f, in.Limits)
 }
@@ -89,44 +90,44 @@ func kvevDecodeWithFaults(_ ref.Limits, in ref.KVEvDecodeInput, f fault.KVEv) (r
 // §1.2) under the default bounds of one message (§2.10 A10): frame 0 the
 // topic, frame 1 the 8-byte big-endian seq, frame 2 the msgpack batch
 // (DecodeKVBatch). The result does not alias the frames.
-func DecodeKVMessage(frames [][]byte) (ref.KVMessage, error) {
-	return decodeKVMessage(frames, fault.KVEv{}, ref.KVDecodeLimits{})
+func DecodeKVMessage(frames [][]byte) (spec.KVMessage, error) {
+	return decodeKVMessage(frames, fault.KVEv{}, spec.KVDecodeLimits{})
 }
 
 // DecodeKVMessageWithin is DecodeKVMessage under the bounds lim (zero
 // fields: the defaults; lim is not validated here, see
-// ref.KVDecodeLimits.Validate).
-func DecodeKVMessageWithin(frames [][]byte, lim ref.KVDecodeLimits) (ref.KVMessage, error) {
+// spec.KVDecodeLimits.Validate).
+func DecodeKVMessageWithin(frames [][]byte, lim spec.KVDecodeLimits) (spec.KVMessage, error) {
 	return decodeKVMessage(frames, fault.KVEv{}, lim)
 }
 
 // DecodeKVBatch decodes one batch payload (docs/spec/kv-events.md
 // §1.3-§1.5, §2.10 A6) in one pass, under the default bounds of one
 // message (A10). The result does not alias payload.
-func DecodeKVBatch(payload []byte) (ref.KVBatch, error) {
-	return DecodeKVBatchWithin(payload, ref.KVDecodeLimits{})
+func DecodeKVBatch(payload []byte) (spec.KVBatch, error) {
+	return DecodeKVBatchWithin(payload, spec.KVDecodeLimits{})
 }
 
 // DecodeKVBatchWithin is DecodeKVBatch under the bounds lim (zero fields:
 // the defaults).
-func DecodeKVBatchWithin(payload []byte, lim ref.KVDecodeLimits) (ref.KVBatch, error) {
-	d := kvDec{b: payload, f: fault.KVEv{}, budget: ref.NewKVDecodeBudget(lim, len(payload))}
+func DecodeKVBatchWithin(payload []byte, lim spec.KVDecodeLimits) (spec.KVBatch, error) {
+	d := kvDec{b: payload, f: fault.KVEv{}, budget: spec.NewKVDecodeBudget(lim, len(payload))}
 	return d.batch()
 }
 
 // decodeKVMessage is DecodeKVMessageWithin with the decoder bugs f selects;
 // the fast index calls it with its own switches and bounds.
-func decodeKVMessage(frames [][]byte, f fault.KVEv, lim ref.KVDecodeLimits) (ref.KVMessage, error) {
+func decodeKVMessage(frames [][]byte, f fault.KVEv, lim spec.KVDecodeLimits) (spec.KVMessage, error) {
 	if len(frames) != 3 {
-		return ref.KVMessage{}, ref.KVFrameCountError(len(frames))
+		return spec.KVMessage{}, ref.KVFrameCountError(len(frames))
 	}
 	if len(frames[1]) != 8 {
-		return ref.KVMessage{}, ref.KVSeqWidthError(len(frames[1]))
+		return spec.KVMessage{}, ref.KVSeqWidthError(len(frames[1]))
 	}
-	d := kvDec{b: frames[2], f: f, budget: ref.NewKVDecodeBudget(lim, len(frames[2]))}
+	d := kvDec{b: frames[2], f: f, budget: spec.NewKVDecodeBudget(lim, len(frames[2]))}
 	b, err := d.batch()
 	if err != nil {
-		return ref.KVMessage{}, err
+		return spec.KVMessage{}, err
 	}
 	return ref.KVMessageOf(frames[0], binary.BigEndian.Uint64(frames[1]), b), nil
 }
@@ -204,7 +205,7 @@ type kvDec struct {
 	f   fault.KVEv
 	opt *kvOpt // the current event's optional values
 	// budget is the payload's A10 decoded cost so far.
-	budget ref.KVDecodeBudget
+	budget spec.KVDecodeBudget
 }
 
 // left is the number of bytes after the read position.
@@ -392,7 +393,7 @@ func (d *kvDec) integer() (u uint64, signed bool, st int) {
 }
 
 // typeErr is KVTypeError for the value at d.p (truncated when st says so).
-func (d *kvDec) typeErr(s *ref.Sentinel, pl kvPlace, st int, want string) error {
+func (d *kvDec) typeErr(s *spec.Sentinel, pl kvPlace, st int, want string) error {
 	if st == kvValTrunc || d.p >= len(d.b) {
 		return ref.KVTypeError(s, pl.String(), 0, false, want)
 	}
@@ -402,9 +403,9 @@ func (d *kvDec) typeErr(s *ref.Sentinel, pl kvPlace, st int, want string) error 
 // skip steps over the value at d.p, whose containers would sit at the
 // given depth, without building it. Every error inside it is at pl with s:
 // truncation, a declared length past the payload's end and the reserved
-// byte with want (ref.WantValue), a container past ref.MaxMsgpackDepth
+// byte with want (spec.WantValue), a container past spec.MaxMsgpackDepth
 // with KVDepthError.
-func (d *kvDec) skip(depth int, s *ref.Sentinel, pl kvPlace, want string) error {
+func (d *kvDec) skip(depth int, s *spec.Sentinel, pl kvPlace, want string) error {
 	b, p := d.b, d.p
 	if p >= len(b) {
 		return ref.KVTypeError(s, pl.String(), 0, false, want)
@@ -470,8 +471,8 @@ func (d *kvDec) skip(depth int, s *ref.Sentinel, pl kvPlace, want string) error 
 }
 
 // skipContainer is skip for an array or a map.
-func (d *kvDec) skipContainer(depth int, s *ref.Sentinel, pl kvPlace, want string) error {
-	if depth > ref.MaxMsgpackDepth {
+func (d *kvDec) skipContainer(depth int, s *spec.Sentinel, pl kvPlace, want string) error {
+	if depth > spec.MaxMsgpackDepth {
 		return ref.KVDepthError(s, pl.String())
 	}
 	var n uint64
@@ -501,45 +502,45 @@ func (d *kvDec) skipContainer(depth int, s *ref.Sentinel, pl kvPlace, want strin
 }
 
 // batch decodes the whole payload (§1.3) and refuses trailing bytes.
-func (d *kvDec) batch() (ref.KVBatch, error) {
-	var out ref.KVBatch
+func (d *kvDec) batch() (spec.KVBatch, error) {
+	var out spec.KVBatch
 	var err error
 	if d.p >= len(d.b) {
-		return out, ref.KVTypeError(ref.ErrBatchShape, "payload", 0, false, ref.WantBatch)
+		return out, ref.KVTypeError(spec.ErrBatchShape, "payload", 0, false, spec.WantBatch)
 	}
 	first := d.b[d.p]
 	if n, st := d.arrayHeader(); st == kvHdrOK {
 		if n > uint64(d.left()) {
-			return out, ref.KVLengthError(ref.ErrBatchShape, "payload", n, d.left())
+			return out, ref.KVLengthError(spec.ErrBatchShape, "payload", n, d.left())
 		}
 		if n < 2 {
-			return out, ref.KVTypeError(ref.ErrBatchShape, "payload", first, true, ref.WantBatch)
+			return out, ref.KVTypeError(spec.ErrBatchShape, "payload", first, true, spec.WantBatch)
 		}
 		out, err = d.arrayBatch(int(n))
 	} else if st == kvHdrTrunc {
-		return out, ref.KVTypeError(ref.ErrBatchShape, "payload", 0, false, ref.WantBatch)
+		return out, ref.KVTypeError(spec.ErrBatchShape, "payload", 0, false, spec.WantBatch)
 	} else if n, st := d.mapHeader(); st == kvHdrOK {
 		if n > uint64(d.left())/2 {
-			return out, ref.KVLengthError(ref.ErrBatchShape, "payload", n, d.left())
+			return out, ref.KVLengthError(spec.ErrBatchShape, "payload", n, d.left())
 		}
 		out, err = d.mapBatch(int(n), first)
 	} else if st == kvHdrTrunc {
-		return out, ref.KVTypeError(ref.ErrBatchShape, "payload", 0, false, ref.WantBatch)
+		return out, ref.KVTypeError(spec.ErrBatchShape, "payload", 0, false, spec.WantBatch)
 	} else {
-		return out, ref.KVTypeError(ref.ErrBatchShape, "payload", first, true, ref.WantBatch)
+		return out, ref.KVTypeError(spec.ErrBatchShape, "payload", first, true, spec.WantBatch)
 	}
 	if err != nil {
-		return ref.KVBatch{}, err
+		return spec.KVBatch{}, err
 	}
 	if r := d.left(); r > 0 {
-		return ref.KVBatch{}, ref.KVTrailingError(r)
+		return spec.KVBatch{}, ref.KVTrailingError(r)
 	}
 	return out, nil
 }
 
 // arrayBatch decodes the n >= 2 elements of an array-shaped batch.
-func (d *kvDec) arrayBatch(n int) (ref.KVBatch, error) {
-	out := ref.KVBatch{Form: "array"}
+func (d *kvDec) arrayBatch(n int) (spec.KVBatch, error) {
+	out := spec.KVBatch{Form: "array"}
 	var err error
 	if out.TS, err = d.ts(); err != nil {
 		return out, err
@@ -558,7 +559,7 @@ func (d *kvDec) arrayBatch(n int) (ref.KVBatch, error) {
 		}
 	}
 	for k := 4; k < n; k++ {
-		if err := d.skip(2, ref.ErrBatchShape, kvPlace{ev: -1, j: k}, ref.WantValue); err != nil {
+		if err := d.skip(2, spec.ErrBatchShape, kvPlace{ev: -1, j: k}, spec.WantValue); err != nil {
 			return out, err
 		}
 	}
@@ -566,8 +567,8 @@ func (d *kvDec) arrayBatch(n int) (ref.KVBatch, error) {
 }
 
 // mapBatch decodes the n entries of the tolerated map-shaped batch (§1.3).
-func (d *kvDec) mapBatch(n int, first byte) (ref.KVBatch, error) {
-	out := ref.KVBatch{Form: "map"}
+func (d *kvDec) mapBatch(n int, first byte) (spec.KVBatch, error) {
+	out := spec.KVBatch{Form: "map"}
 	var seen kvSeen
 	const hasTS, hasEvents, hasRank, hasPub = 1, 2, 4, 8
 	var got uint8
@@ -575,7 +576,7 @@ func (d *kvDec) mapBatch(n int, first byte) (ref.KVBatch, error) {
 	for k := 0; k < n; k++ {
 		key, st := d.str()
 		if st != kvValOK {
-			return out, d.typeErr(ref.ErrBatchShape, kvBatchPlace(""), st, ref.WantKey)
+			return out, d.typeErr(spec.ErrBatchShape, kvBatchPlace(""), st, spec.WantKey)
 		}
 		var bit uint8
 		switch string(key) {
@@ -589,7 +590,7 @@ func (d *kvDec) mapBatch(n int, first byte) (ref.KVBatch, error) {
 			bit = hasPub
 		}
 		if bit != 0 && got&bit != 0 || bit == 0 && seen.dup(key) {
-			return out, ref.KVDuplicateKeyError(ref.ErrBatchShape, "payload", string(key))
+			return out, ref.KVDuplicateKeyError(spec.ErrBatchShape, "payload", string(key))
 		}
 		got |= bit
 		switch bit {
@@ -602,14 +603,14 @@ func (d *kvDec) mapBatch(n int, first byte) (ref.KVBatch, error) {
 		case hasPub:
 			out.PublisherID, err = d.publisherID()
 		default:
-			err = d.skip(2, ref.ErrBatchShape, kvBatchKeyPlace(key), ref.WantValue)
+			err = d.skip(2, spec.ErrBatchShape, kvBatchKeyPlace(key), spec.WantValue)
 		}
 		if err != nil {
 			return out, err
 		}
 	}
 	if got&(hasTS|hasEvents) != hasTS|hasEvents {
-		return out, ref.KVTypeError(ref.ErrBatchShape, "payload", first, true, ref.WantBatch)
+		return out, ref.KVTypeError(spec.ErrBatchShape, "payload", first, true, spec.WantBatch)
 	}
 	return out, nil
 }
@@ -625,19 +626,19 @@ func (d *kvDec) ts() (float64, error) {
 				f := math.Float64frombits(binary.BigEndian.Uint64(b[p+1:]))
 				return f, ref.CheckKVTS(f)
 			}
-			return 0, ref.KVTypeError(ref.ErrBatchShape, "payload.ts", 0, false, ref.WantTS)
+			return 0, ref.KVTypeError(spec.ErrBatchShape, "payload.ts", 0, false, spec.WantTS)
 		case 0xca:
 			if p+5 <= len(b) {
 				d.p = p + 5
 				f := float64(math.Float32frombits(binary.BigEndian.Uint32(b[p+1:])))
 				return f, ref.CheckKVTS(f)
 			}
-			return 0, ref.KVTypeError(ref.ErrBatchShape, "payload.ts", 0, false, ref.WantTS)
+			return 0, ref.KVTypeError(spec.ErrBatchShape, "payload.ts", 0, false, spec.WantTS)
 		}
 	}
 	u, signed, st := d.integer()
 	if st != kvValOK {
-		return 0, d.typeErr(ref.ErrBatchShape, kvBatchPlace(kfTS), st, ref.WantTS)
+		return 0, d.typeErr(spec.ErrBatchShape, kvBatchPlace(kfTS), st, spec.WantTS)
 	}
 	if signed {
 		return float64(int64(u)), nil
@@ -653,49 +654,49 @@ func (d *kvDec) rank() (*int64, error) {
 		d.p++
 		return nil, nil
 	case st != kvValOK:
-		return nil, d.typeErr(ref.ErrBatchShape, kvBatchPlace(kfRank), st, ref.WantRank)
+		return nil, d.typeErr(spec.ErrBatchShape, kvBatchPlace(kfRank), st, spec.WantRank)
 	case signed && int64(u) < 0:
-		return nil, ref.KVRangeError(ref.ErrBatchShape, "payload.data_parallel_rank", int64(u), ref.WantRank)
+		return nil, ref.KVRangeError(spec.ErrBatchShape, "payload.data_parallel_rank", int64(u), spec.WantRank)
 	case u > math.MaxInt64:
-		return nil, ref.KVRangeError(ref.ErrBatchShape, "payload.data_parallel_rank", u, ref.WantRank)
+		return nil, ref.KVRangeError(spec.ErrBatchShape, "payload.data_parallel_rank", u, spec.WantRank)
 	}
 	v := int64(u)
 	return &v, nil
 }
 
 // publisherID reads publisher_id: nil or a bin (copied).
-func (d *kvDec) publisherID() (ref.HexBytes, error) {
+func (d *kvDec) publisherID() (spec.HexBytes, error) {
 	s, st := d.bin()
 	switch st {
 	case kvValNil:
 		d.p++
 		return nil, nil
 	case kvValOK:
-		return append(ref.HexBytes{}, s...), nil
+		return append(spec.HexBytes{}, s...), nil
 	}
-	return nil, d.typeErr(ref.ErrBatchShape, kvBatchPlace(kfPublisherID), st, ref.WantPubID)
+	return nil, d.typeErr(spec.ErrBatchShape, kvBatchPlace(kfPublisherID), st, spec.WantPubID)
 }
 
 // events reads the batch's event array.
-func (d *kvDec) events() ([]ref.KVEvent, error) {
+func (d *kvDec) events() ([]spec.KVEvent, error) {
 	n, st := d.arrayHeader()
 	switch st {
 	case kvHdrTrunc:
-		return nil, ref.KVTypeError(ref.ErrBatchShape, "payload.events", 0, false, ref.WantEvents)
+		return nil, ref.KVTypeError(spec.ErrBatchShape, "payload.events", 0, false, spec.WantEvents)
 	case kvHdrOther:
-		return nil, ref.KVTypeError(ref.ErrBatchShape, "payload.events", d.b[d.p], true, ref.WantEvents)
+		return nil, ref.KVTypeError(spec.ErrBatchShape, "payload.events", d.b[d.p], true, spec.WantEvents)
 	}
 	if n > uint64(d.left()) {
-		return nil, ref.KVLengthError(ref.ErrBatchShape, "payload.events", n, d.left())
+		return nil, ref.KVLengthError(spec.ErrBatchShape, "payload.events", n, d.left())
 	}
-	// A10: n events cost n × ref.KVEventCost, within the message's bound,
+	// A10: n events cost n × spec.KVEventCost, within the message's bound,
 	// so the slice can be sized by the header once this passes.
 	if err := d.budget.Events("payload.events", n); err != nil {
 		return nil, err
 	}
-	evs := make([]ref.KVEvent, 0, n)
+	evs := make([]spec.KVEvent, 0, n)
 	for i := 0; i < int(n); i++ {
-		evs = append(evs, ref.KVEvent{})
+		evs = append(evs, spec.KVEvent{})
 		d.opt = nil
 		if err := d.event(i, &evs[i]); err != nil {
 			return nil, err
@@ -707,27 +708,27 @@ func (d *kvDec) events() ([]ref.KVEvent, error) {
 // kvKindOf maps a tag to its event kind.
 func kvKindOf(tag []byte) int {
 	switch string(tag) {
-	case ref.EventStored:
+	case spec.EventStored:
 		return kvKindStored
-	case ref.EventRemoved:
+	case spec.EventRemoved:
 		return kvKindRemoved
-	case ref.EventCleared:
+	case spec.EventCleared:
 		return kvKindCleared
 	}
 	return kvKindUnknown
 }
 
 // kvSetKind fills ev's Type (and Tag) for a tag of kind k.
-func kvSetKind(ev *ref.KVEvent, k int, tag []byte) {
+func kvSetKind(ev *spec.KVEvent, k int, tag []byte) {
 	switch k {
 	case kvKindStored:
-		ev.Type = ref.EventStored
+		ev.Type = spec.EventStored
 	case kvKindRemoved:
-		ev.Type = ref.EventRemoved
+		ev.Type = spec.EventRemoved
 	case kvKindCleared:
-		ev.Type = ref.EventCleared
+		ev.Type = spec.EventCleared
 	default:
-		ev.Type = ref.EventUnknown
+		ev.Type = spec.EventUnknown
 		ev.Tag = ref.KVValidString(tag)
 	}
 }
@@ -744,33 +745,33 @@ func kvFieldsOf(k int) []string {
 }
 
 // event decodes event i (§1.4) into ev.
-func (d *kvDec) event(i int, ev *ref.KVEvent) error {
+func (d *kvDec) event(i int, ev *spec.KVEvent) error {
 	if d.p >= len(d.b) {
-		return ref.KVTypeError(ref.ErrEventShape, kvEvPlace(i).String(), 0, false, ref.WantEvent)
+		return ref.KVTypeError(spec.ErrEventShape, kvEvPlace(i).String(), 0, false, spec.WantEvent)
 	}
 	first := d.b[d.p]
 	n, st := d.arrayHeader()
 	if st == kvHdrOK {
 		if n > uint64(d.left()) {
-			return ref.KVLengthError(ref.ErrEventShape, kvEvPlace(i).String(), n, d.left())
+			return ref.KVLengthError(spec.ErrEventShape, kvEvPlace(i).String(), n, d.left())
 		}
 		if n == 0 {
-			return ref.KVTypeError(ref.ErrEventShape, kvEvPlace(i).String(), first, true, ref.WantEvent)
+			return ref.KVTypeError(spec.ErrEventShape, kvEvPlace(i).String(), first, true, spec.WantEvent)
 		}
 		return d.arrayEvent(i, int(n), ev)
 	}
 	if st == kvHdrTrunc {
-		return ref.KVTypeError(ref.ErrEventShape, kvEvPlace(i).String(), 0, false, ref.WantEvent)
+		return ref.KVTypeError(spec.ErrEventShape, kvEvPlace(i).String(), 0, false, spec.WantEvent)
 	}
 	n, st = d.mapHeader()
 	switch st {
 	case kvHdrTrunc:
-		return ref.KVTypeError(ref.ErrEventShape, kvEvPlace(i).String(), 0, false, ref.WantEvent)
+		return ref.KVTypeError(spec.ErrEventShape, kvEvPlace(i).String(), 0, false, spec.WantEvent)
 	case kvHdrOther:
-		return ref.KVTypeError(ref.ErrEventShape, kvEvPlace(i).String(), first, true, ref.WantEvent)
+		return ref.KVTypeError(spec.ErrEventShape, kvEvPlace(i).String(), first, true, spec.WantEvent)
 	}
 	if n > uint64(d.left())/2 {
-		return ref.KVLengthError(ref.ErrEventShape, kvEvPlace(i).String(), n, d.left())
+		return ref.KVLengthError(spec.ErrEventShape, kvEvPlace(i).String(), n, d.left())
 	}
 	return d.mapEvent(i, int(n), first, ev)
 }
@@ -779,13 +780,13 @@ func (d *kvDec) event(i int, ev *ref.KVEvent) error {
 func (d *kvDec) tag(i int) ([]byte, error) {
 	tag, st := d.str()
 	if st != kvValOK {
-		return nil, d.typeErr(ref.ErrEventShape, kvFieldPlace(i, kfType), st, ref.WantEvent)
+		return nil, d.typeErr(spec.ErrEventShape, kvFieldPlace(i, kfType), st, spec.WantEvent)
 	}
 	return tag, nil
 }
 
 // arrayEvent decodes form A: the tag, then the fields by position.
-func (d *kvDec) arrayEvent(i, n int, ev *ref.KVEvent) error {
+func (d *kvDec) arrayEvent(i, n int, ev *spec.KVEvent) error {
 	tag, err := d.tag(i)
 	if err != nil {
 		return err
@@ -797,10 +798,10 @@ func (d *kvDec) arrayEvent(i, n int, ev *ref.KVEvent) error {
 	for pos := 1; pos < n; pos++ {
 		switch {
 		case pos-1 >= len(fields):
-			err = d.skip(4, ref.ErrFieldType, kvPlace{ev: i, j: pos}, ref.WantValue)
+			err = d.skip(4, spec.ErrFieldType, kvPlace{ev: i, j: pos}, spec.WantValue)
 		case k == kvKindStored && pos == kvSaltPosition && d.p < len(d.b) && kvIsMap(d.b[d.p]):
 			// SGLang's salt map where vLLM sends lora_name: ignored.
-			err = d.skip(4, ref.ErrFieldType, kvFieldPlace(i, kfLoraName), ref.WantValue)
+			err = d.skip(4, spec.ErrFieldType, kvFieldPlace(i, kfLoraName), spec.WantValue)
 		default:
 			err = d.field(i, fields[pos-1], ev)
 		}
@@ -853,7 +854,7 @@ func kvKeyBit(k int, key []byte) uint16 {
 
 // mapEvent decodes form B: the tag found first, then the map walked in key
 // order (d.p is after the map header).
-func (d *kvDec) mapEvent(i, n int, first byte, ev *ref.KVEvent) error {
+func (d *kvDec) mapEvent(i, n int, first byte, ev *spec.KVEvent) error {
 	start := d.p
 	var tag []byte
 	var err error
@@ -863,10 +864,10 @@ func (d *kvDec) mapEvent(i, n int, first byte, ev *ref.KVEvent) error {
 	for k := 0; k < n; k++ {
 		key, st := d.str()
 		if st != kvValOK {
-			return d.typeErr(ref.ErrEventShape, kvEvPlace(i), st, ref.WantKey)
+			return d.typeErr(spec.ErrEventShape, kvEvPlace(i), st, spec.WantKey)
 		}
 		if ahead.dup(key) {
-			return ref.KVDuplicateKeyError(ref.ErrEventShape, kvEvPlace(i).String(), string(key))
+			return ref.KVDuplicateKeyError(spec.ErrEventShape, kvEvPlace(i).String(), string(key))
 		}
 		if string(key) == kfType {
 			if tag, err = d.tag(i); err != nil {
@@ -875,12 +876,12 @@ func (d *kvDec) mapEvent(i, n int, first byte, ev *ref.KVEvent) error {
 			found = true
 			break
 		}
-		if err := d.skip(4, ref.ErrFieldType, kvKeyPlace(i, key), ref.WantValue); err != nil {
+		if err := d.skip(4, spec.ErrFieldType, kvKeyPlace(i, key), spec.WantValue); err != nil {
 			return err
 		}
 	}
 	if !found {
-		return ref.KVTypeError(ref.ErrEventShape, kvEvPlace(i).String(), first, true, ref.WantEvent)
+		return ref.KVTypeError(spec.ErrEventShape, kvEvPlace(i).String(), first, true, spec.WantEvent)
 	}
 	kind := kvKindOf(tag)
 	kvSetKind(ev, kind, tag)
@@ -891,11 +892,11 @@ func (d *kvDec) mapEvent(i, n int, first byte, ev *ref.KVEvent) error {
 	for k := 0; k < n; k++ {
 		key, st := d.str()
 		if st != kvValOK {
-			return d.typeErr(ref.ErrEventShape, kvEvPlace(i), st, ref.WantKey)
+			return d.typeErr(spec.ErrEventShape, kvEvPlace(i), st, spec.WantKey)
 		}
 		bit := kvKeyBit(kind, key)
 		if bit != 0 && got&bit != 0 || bit == 0 && seen.dup(key) {
-			return ref.KVDuplicateKeyError(ref.ErrEventShape, kvEvPlace(i).String(), string(key))
+			return ref.KVDuplicateKeyError(spec.ErrEventShape, kvEvPlace(i).String(), string(key))
 		}
 		got |= bit
 		switch {
@@ -904,7 +905,7 @@ func (d *kvDec) mapEvent(i, n int, first byte, ev *ref.KVEvent) error {
 		case bit != 0:
 			err = d.field(i, kvFieldsOf(kind)[kvBitIndex(bit)], ev)
 		default:
-			err = d.skip(4, ref.ErrFieldType, kvKeyPlace(i, key), ref.WantValue)
+			err = d.skip(4, spec.ErrFieldType, kvKeyPlace(i, key), spec.WantValue)
 		}
 		if err != nil {
 			return err
@@ -966,7 +967,7 @@ func (s *kvSeen) dup(key []byte) bool {
 // kvOpt holds one event's optional values, so that their pointers cost one
 // allocation together.
 type kvOpt struct {
-	parent        ref.EvHash
+	parent        spec.EvHash
 	loraID, group int64
 	strs          [3]string // medium, lora_name, kv_cache_spec_kind
 }
@@ -980,13 +981,13 @@ func (d *kvDec) box() *kvOpt {
 }
 
 // field decodes the named field of event i at d.p into ev.
-func (d *kvDec) field(i int, name string, ev *ref.KVEvent) error {
+func (d *kvDec) field(i int, name string, ev *spec.KVEvent) error {
 	var err error
 	switch name {
 	case kfHashes:
 		ev.BlockHashes, err = d.hashes(i)
 	case kfParent:
-		var h ref.EvHash
+		var h spec.EvHash
 		var ok bool
 		if h, ok, err = d.hash(kvFieldPlace(i, kfParent), true); err == nil && ok {
 			o := d.box()
@@ -1008,13 +1009,13 @@ func (d *kvDec) field(i int, name string, ev *ref.KVEvent) error {
 	case kfSpecKind:
 		ev.KVCacheSpecKind, err = d.optStr(i, kfSpecKind, 2)
 	default: // extra_keys, kv_cache_spec_sliding_window: read past
-		err = d.skip(4, ref.ErrFieldType, kvFieldPlace(i, name), ref.WantValue)
+		err = d.skip(4, spec.ErrFieldType, kvFieldPlace(i, name), spec.WantValue)
 	}
 	return err
 }
 
 // hash reads one block hash (§1.5) at pl; nilOK admits nil (ok false).
-func (d *kvDec) hash(pl kvPlace, nilOK bool) (h ref.EvHash, ok bool, err error) {
+func (d *kvDec) hash(pl kvPlace, nilOK bool) (h spec.EvHash, ok bool, err error) {
 	b, p := d.b, d.p
 	if p < len(b) {
 		c := b[p]
@@ -1022,19 +1023,19 @@ func (d *kvDec) hash(pl kvPlace, nilOK bool) (h ref.EvHash, ok bool, err error) 
 		if c == 0xcf && p+9 <= len(b) {
 			u := binary.BigEndian.Uint64(b[p+1:])
 			if d.f.SignedHashesOnly && u > math.MaxInt64 {
-				return 0, false, ref.KVRangeError(ref.ErrHashEncoding, pl.String(), u, ref.WantHash)
+				return 0, false, ref.KVRangeError(spec.ErrHashEncoding, pl.String(), u, spec.WantHash)
 			}
 			d.p = p + 9
-			return ref.EvHash(u), true, nil
+			return spec.EvHash(u), true, nil
 		}
 		if c >= 0xc4 && c <= 0xc6 {
 			s, st := d.bin()
 			if st != kvValOK {
-				return 0, false, d.typeErr(ref.ErrHashEncoding, pl, st, ref.WantHash)
+				return 0, false, d.typeErr(spec.ErrHashEncoding, pl, st, spec.WantHash)
 			}
 			if len(s) == 0 {
 				d.p = p
-				return 0, false, ref.KVTypeError(ref.ErrHashEncoding, pl.String(), c, true, ref.WantHash)
+				return 0, false, ref.KVTypeError(spec.ErrHashEncoding, pl.String(), c, true, spec.WantHash)
 			}
 			if len(s) > 8 {
 				s = s[len(s)-8:]
@@ -1043,7 +1044,7 @@ func (d *kvDec) hash(pl kvPlace, nilOK bool) (h ref.EvHash, ok bool, err error) 
 			for _, x := range s {
 				u = u<<8 | uint64(x)
 			}
-			return ref.EvHash(u), true, nil
+			return spec.EvHash(u), true, nil
 		}
 	}
 	u, signed, st := d.integer()
@@ -1051,45 +1052,45 @@ func (d *kvDec) hash(pl kvPlace, nilOK bool) (h ref.EvHash, ok bool, err error) 
 	case st == kvValOK:
 		if d.f.UnsignedHashesOnly && signed && int64(u) < 0 {
 			d.p = p
-			return 0, false, ref.KVTypeError(ref.ErrHashEncoding, pl.String(), b[p], true, ref.WantHash)
+			return 0, false, ref.KVTypeError(spec.ErrHashEncoding, pl.String(), b[p], true, spec.WantHash)
 		}
 		if d.f.SignedHashesOnly && !signed && u > math.MaxInt64 {
 			d.p = p
-			return 0, false, ref.KVRangeError(ref.ErrHashEncoding, pl.String(), u, ref.WantHash)
+			return 0, false, ref.KVRangeError(spec.ErrHashEncoding, pl.String(), u, spec.WantHash)
 		}
-		return ref.EvHash(u), true, nil
+		return spec.EvHash(u), true, nil
 	case st == kvValNil && nilOK:
 		d.p++
 		return 0, false, nil
 	}
-	return 0, false, d.typeErr(ref.ErrHashEncoding, pl, st, ref.WantHash)
+	return 0, false, d.typeErr(spec.ErrHashEncoding, pl, st, spec.WantHash)
 }
 
 // hashes reads block_hashes: a non-empty array of hashes.
-func (d *kvDec) hashes(i int) ([]ref.EvHash, error) {
+func (d *kvDec) hashes(i int) ([]spec.EvHash, error) {
 	n, st := d.arrayHeader()
 	switch st {
 	case kvHdrTrunc:
-		return nil, ref.KVTypeError(ref.ErrFieldType, kvFieldPlace(i, kfHashes).String(), 0, false, ref.WantHashes)
+		return nil, ref.KVTypeError(spec.ErrFieldType, kvFieldPlace(i, kfHashes).String(), 0, false, spec.WantHashes)
 	case kvHdrOther:
-		return nil, ref.KVTypeError(ref.ErrFieldType, kvFieldPlace(i, kfHashes).String(), d.b[d.p], true, ref.WantHashes)
+		return nil, ref.KVTypeError(spec.ErrFieldType, kvFieldPlace(i, kfHashes).String(), d.b[d.p], true, spec.WantHashes)
 	}
 	if n > uint64(d.left()) {
-		return nil, ref.KVLengthError(ref.ErrFieldType, kvFieldPlace(i, kfHashes).String(), n, d.left())
+		return nil, ref.KVLengthError(spec.ErrFieldType, kvFieldPlace(i, kfHashes).String(), n, d.left())
 	}
-	if !d.budget.Charge(n, ref.KVHashCost) {
+	if !d.budget.Charge(n, spec.KVHashCost) {
 		return nil, d.budget.CostError(kvFieldPlace(i, kfHashes).String())
 	}
 	if n == 0 {
 		return nil, ref.KVEmptyHashesError(kvFieldPlace(i, kfHashes).String())
 	}
-	out := make([]ref.EvHash, n)
+	out := make([]spec.EvHash, n)
 	b := d.b
 	for j := range out {
 		p := d.p
 		// Fast path: vLLM's uint64 hashes (production switches only).
 		if p+9 <= len(b) && b[p] == 0xcf && !d.f.SignedHashesOnly {
-			out[j] = ref.EvHash(binary.BigEndian.Uint64(b[p+1:]))
+			out[j] = spec.EvHash(binary.BigEndian.Uint64(b[p+1:]))
 			d.p = p + 9
 			continue
 		}
@@ -1107,14 +1108,14 @@ func (d *kvDec) tokens(i int) ([]uint32, error) {
 	n, st := d.arrayHeader()
 	switch st {
 	case kvHdrTrunc:
-		return nil, ref.KVTypeError(ref.ErrFieldType, kvFieldPlace(i, kfTokens).String(), 0, false, ref.WantTokens)
+		return nil, ref.KVTypeError(spec.ErrFieldType, kvFieldPlace(i, kfTokens).String(), 0, false, spec.WantTokens)
 	case kvHdrOther:
-		return nil, ref.KVTypeError(ref.ErrFieldType, kvFieldPlace(i, kfTokens).String(), d.b[d.p], true, ref.WantTokens)
+		return nil, ref.KVTypeError(spec.ErrFieldType, kvFieldPlace(i, kfTokens).String(), d.b[d.p], true, spec.WantTokens)
 	}
 	if n > uint64(d.left()) {
-		return nil, ref.KVLengthError(ref.ErrFieldType, kvFieldPlace(i, kfTokens).String(), n, d.left())
+		return nil, ref.KVLengthError(spec.ErrFieldType, kvFieldPlace(i, kfTokens).String(), n, d.left())
 	}
-	if !d.budget.Charge(n, ref.KVTokenCost) {
+	if !d.budget.Charge(n, spec.KVTokenCost) {
 		return nil, d.budget.CostError(kvFieldPlace(i, kfTokens).String())
 	}
 	out := make([]uint32, n)
@@ -1122,7 +1123,7 @@ func (d *kvDec) tokens(i int) ([]uint32, error) {
 	for j := range out {
 		if p >= len(b) {
 			d.p = p
-			return nil, ref.KVTypeError(ref.ErrFieldType, kvPlace{ev: i, name: kfTokens, named: true, j: j}.String(), 0, false, ref.WantToken)
+			return nil, ref.KVTypeError(spec.ErrFieldType, kvPlace{ev: i, name: kfTokens, named: true, j: j}.String(), 0, false, spec.WantToken)
 		}
 		c := b[p]
 		// Fast paths: fixint, uint16, uint8, uint32 (a large vocabulary's ids
@@ -1152,7 +1153,7 @@ func (d *kvDec) tokens(i int) ([]uint32, error) {
 		u, signed, st := d.integer()
 		switch {
 		case st != kvValOK:
-			return nil, d.typeErr(ref.ErrFieldType, kvPlace{ev: i, name: kfTokens, named: true, j: j}, st, ref.WantToken)
+			return nil, d.typeErr(spec.ErrFieldType, kvPlace{ev: i, name: kfTokens, named: true, j: j}, st, spec.WantToken)
 		case signed && int64(u) < 0:
 			return nil, ref.KVTokenRangeError(kvPlace{ev: i, name: kfTokens, named: true, j: j}.String(), int64(u))
 		case u > math.MaxUint32:
@@ -1170,11 +1171,11 @@ func (d *kvDec) blockSize(i int) (int64, error) {
 	u, signed, st := d.integer()
 	switch {
 	case st == kvValNil || st == kvValOther || st == kvValTrunc:
-		return 0, d.typeErr(ref.ErrFieldType, kvFieldPlace(i, kfBlockSize), st, ref.WantBlockSize)
+		return 0, d.typeErr(spec.ErrFieldType, kvFieldPlace(i, kfBlockSize), st, spec.WantBlockSize)
 	case signed && int64(u) < 0:
-		return 0, ref.KVRangeError(ref.ErrFieldType, kvFieldPlace(i, kfBlockSize).String(), int64(u), ref.WantBlockSize)
+		return 0, ref.KVRangeError(spec.ErrFieldType, kvFieldPlace(i, kfBlockSize).String(), int64(u), spec.WantBlockSize)
 	case u < 1 || u > math.MaxInt64:
-		return 0, ref.KVRangeError(ref.ErrFieldType, kvFieldPlace(i, kfBlockSize).String(), u, ref.WantBlockSize)
+		return 0, ref.KVRangeError(spec.ErrFieldType, kvFieldPlace(i, kfBlockSize).String(), u, spec.WantBlockSize)
 	}
 	return int64(u), nil
 }
@@ -1187,9 +1188,9 @@ func (d *kvDec) optInt(i int, name string) (*int64, error) {
 		d.p++
 		return nil, nil
 	case st != kvValOK:
-		return nil, d.typeErr(ref.ErrFieldType, kvFieldPlace(i, name), st, ref.WantIntOrNil)
+		return nil, d.typeErr(spec.ErrFieldType, kvFieldPlace(i, name), st, spec.WantIntOrNil)
 	case !signed && u > math.MaxInt64:
-		return nil, ref.KVRangeError(ref.ErrFieldType, kvFieldPlace(i, name).String(), u, ref.WantIntOrNil)
+		return nil, ref.KVRangeError(spec.ErrFieldType, kvFieldPlace(i, name).String(), u, spec.WantIntOrNil)
 	}
 	o := d.box()
 	v := &o.group
@@ -1213,7 +1214,7 @@ func (d *kvDec) optStr(i int, name string, k int) (*string, error) {
 		o.strs[k] = internKVStr(s)
 		return &o.strs[k], nil
 	}
-	return nil, d.typeErr(ref.ErrFieldType, kvFieldPlace(i, name), st, ref.WantStrOrNil)
+	return nil, d.typeErr(spec.ErrFieldType, kvFieldPlace(i, name), st, spec.WantStrOrNil)
 }
 
 // internKVStr returns s as the string the decoders output

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The payloads of docs/spec/kv-events.md §5.1, as hex laid out as the spec
@@ -70,44 +71,44 @@ func kvdMsgFrames(t testing.TB, payload string) [][]byte {
 
 const kvdTS = 1757500000.25
 
-func kvdI64(v int64) *int64          { return &v }
-func kvdStr(v string) *string        { return &v }
-func kvdHp(v ref.EvHash) *ref.EvHash { return &v }
+func kvdI64(v int64) *int64            { return &v }
+func kvdStr(v string) *string          { return &v }
+func kvdHp(v spec.EvHash) *spec.EvHash { return &v }
 
 const (
-	kvdH1 = ref.EvHash(0x1111111111111111)
-	kvdH2 = ref.EvHash(0xF0E1D2C3B4A59687)
+	kvdH1 = spec.EvHash(0x1111111111111111)
+	kvdH2 = spec.EvHash(0xF0E1D2C3B4A59687)
 )
 
 // TestKVEvDecodeSpecExamples decodes §5.1's payloads and §5.2's frames
 // and compares the canonical JSON with the values the spec describes.
 func TestKVEvDecodeSpecExamples(t *testing.T) {
 	gpu := kvdStr("GPU")
-	want := map[string]ref.KVBatch{
-		"E1": {Form: "array", TS: kvdTS, Events: []ref.KVEvent{{
-			Type: ref.EventStored, Form: "array", BlockHashes: []ref.EvHash{kvdH1, kvdH2},
+	want := map[string]spec.KVBatch{
+		"E1": {Form: "array", TS: kvdTS, Events: []spec.KVEvent{{
+			Type: spec.EventStored, Form: "array", BlockHashes: []spec.EvHash{kvdH1, kvdH2},
 			TokenIDs: []uint32{1, 2, 3, 4, 128, 255, 256, 65536}, BlockSize: 4,
 		}}},
-		"E2": {Form: "array", TS: kvdTS, DPRank: kvdI64(0), Events: []ref.KVEvent{{
-			Type: ref.EventRemoved, Form: "array", BlockHashes: []ref.EvHash{kvdH2}, Medium: gpu,
+		"E2": {Form: "array", TS: kvdTS, DPRank: kvdI64(0), Events: []spec.KVEvent{{
+			Type: spec.EventRemoved, Form: "array", BlockHashes: []spec.EvHash{kvdH2}, Medium: gpu,
 		}}},
-		"E3": {Form: "array", TS: kvdTS, DPRank: kvdI64(0), Events: []ref.KVEvent{{
-			Type: ref.EventStored, Form: "array", BlockHashes: []ref.EvHash{kvdH2}, ParentBlockHash: kvdHp(kvdH1),
+		"E3": {Form: "array", TS: kvdTS, DPRank: kvdI64(0), Events: []spec.KVEvent{{
+			Type: spec.EventStored, Form: "array", BlockHashes: []spec.EvHash{kvdH2}, ParentBlockHash: kvdHp(kvdH1),
 			TokenIDs: []uint32{128, 255, 256, 65536}, BlockSize: 4, Medium: gpu, GroupIdx: kvdI64(0),
 			KVCacheSpecKind: kvdStr("full_attention"),
 		}}},
-		"E4": {Form: "array", TS: kvdTS, DPRank: kvdI64(0), Events: []ref.KVEvent{
-			{Type: ref.EventStored, Form: "map", BlockHashes: []ref.EvHash{kvdH1}, TokenIDs: []uint32{1, 2, 3, 4},
+		"E4": {Form: "array", TS: kvdTS, DPRank: kvdI64(0), Events: []spec.KVEvent{
+			{Type: spec.EventStored, Form: "map", BlockHashes: []spec.EvHash{kvdH1}, TokenIDs: []uint32{1, 2, 3, 4},
 				BlockSize: 4, Medium: gpu, GroupIdx: kvdI64(0)},
-			{Type: ref.EventRemoved, Form: "map", BlockHashes: []ref.EvHash{kvdH1}, Medium: gpu},
-			{Type: ref.EventCleared, Form: "map"},
+			{Type: spec.EventRemoved, Form: "map", BlockHashes: []spec.EvHash{kvdH1}, Medium: gpu},
+			{Type: spec.EventCleared, Form: "map"},
 		}},
-		"E5": {Form: "array", TS: kvdTS, Events: []ref.KVEvent{{
-			Type: ref.EventStored, Form: "array", BlockHashes: []ref.EvHash{0xffffffffffffffff},
+		"E5": {Form: "array", TS: kvdTS, Events: []spec.KVEvent{{
+			Type: spec.EventStored, Form: "array", BlockHashes: []spec.EvHash{0xffffffffffffffff},
 			TokenIDs: []uint32{7, 8}, BlockSize: 2, Medium: gpu,
 		}}},
-		"E6": {Form: "array", TS: kvdTS, DPRank: kvdI64(0), Events: []ref.KVEvent{{
-			Type: ref.EventRemoved, Form: "map", BlockHashes: []ref.EvHash{0x18191a1b1c1d1e1f}, Medium: gpu,
+		"E6": {Form: "array", TS: kvdTS, DPRank: kvdI64(0), Events: []spec.KVEvent{{
+			Type: spec.EventRemoved, Form: "map", BlockHashes: []spec.EvHash{0x18191a1b1c1d1e1f}, Medium: gpu,
 		}}},
 	}
 	for _, c := range kvdSpecPayloads {
@@ -126,12 +127,12 @@ func TestKVEvDecodeSpecExamples(t *testing.T) {
 		}
 	}
 	// §5.2: topic kv@10.0.0.7@llama, seq 1, payload E2.
-	in := ref.KVEvDecodeInput{Frames: []ref.HexBytes{kvdHex(t, kvdTopic52), kvdHex(t, "0000000000000001"), kvdHex(t, kvdE2)}}
-	m, err := KVEvDecode(ref.DefaultLimits(), in)
+	in := spec.KVEvDecodeInput{Frames: []spec.HexBytes{kvdHex(t, kvdTopic52), kvdHex(t, "0000000000000001"), kvdHex(t, kvdE2)}}
+	m, err := KVEvDecode(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Topic != "kv@10.0.0.7@llama" || m.Seq != 1 || len(m.Batch.Events) != 1 || m.Batch.Events[0].Type != ref.EventRemoved {
+	if m.Topic != "kv@10.0.0.7@llama" || m.Seq != 1 || len(m.Batch.Events) != 1 || m.Batch.Events[0].Type != spec.EventRemoved {
 		t.Fatalf("§5.2: got %+v", m)
 	}
 }
@@ -148,80 +149,80 @@ type kvdBad struct {
 
 // kvdBadTable mirrors the error rules of §1.3-§1.5 and §2.10 A6.
 var kvdBadTable = []kvdBad{
-	{"empty payload", "", "batch_shape", "payload", ref.Truncated, ref.WantBatch},
-	{"batch scalar", "05", "batch_shape", "payload", "uint", ref.WantBatch},
-	{"batch of 1", "91c0", "batch_shape", "payload", "array", ref.WantBatch},
+	{"empty payload", "", "batch_shape", "payload", spec.Truncated, spec.WantBatch},
+	{"batch scalar", "05", "batch_shape", "payload", "uint", spec.WantBatch},
+	{"batch of 1", "91c0", "batch_shape", "payload", "array", spec.WantBatch},
 	{"batch length past end", "94cb41", "batch_shape", "payload", uint64(4), "a length the 2 bytes left can hold"},
-	{"batch array16 header cut", "dc00", "batch_shape", "payload", ref.Truncated, ref.WantBatch},
-	{"ts string", "92a13190", "batch_shape", "payload.ts", "str", ref.WantTS},
-	{"ts nil", "92c090", "batch_shape", "payload.ts", "nil", ref.WantTS},
-	{"ts cut", "92cb41da", "batch_shape", "payload.ts", ref.Truncated, ref.WantTS},
-	{"events nil", "9200c0", "batch_shape", "payload.events", "nil", ref.WantEvents},
-	{"events map", "920080", "batch_shape", "payload.events", "map", ref.WantEvents},
-	{"events header cut", "9200dc00", "batch_shape", "payload.events", ref.Truncated, ref.WantEvents},
+	{"batch array16 header cut", "dc00", "batch_shape", "payload", spec.Truncated, spec.WantBatch},
+	{"ts string", "92a13190", "batch_shape", "payload.ts", "str", spec.WantTS},
+	{"ts nil", "92c090", "batch_shape", "payload.ts", "nil", spec.WantTS},
+	{"ts cut", "92cb41da", "batch_shape", "payload.ts", spec.Truncated, spec.WantTS},
+	{"events nil", "9200c0", "batch_shape", "payload.events", "nil", spec.WantEvents},
+	{"events map", "920080", "batch_shape", "payload.events", "map", spec.WantEvents},
+	{"events header cut", "9200dc00", "batch_shape", "payload.events", spec.Truncated, spec.WantEvents},
 	{"events missing", "9200", "batch_shape", "payload", uint64(2), "a length the 1 bytes left can hold"},
 	{"events length past end", "920093c0", "batch_shape", "payload.events", uint64(3), "a length the 1 bytes left can hold"},
-	{"rank negative", "930090ff", "batch_shape", "payload.data_parallel_rank", int64(-1), ref.WantRank},
-	{"rank huge", "930090cf8000000000000000", "batch_shape", "payload.data_parallel_rank", uint64(1 << 63), ref.WantRank},
-	{"rank str", "930090a130", "batch_shape", "payload.data_parallel_rank", "str", ref.WantRank},
-	{"publisher id str", "940090c0a130", "batch_shape", "payload.publisher_id", "str", ref.WantPubID},
+	{"rank negative", "930090ff", "batch_shape", "payload.data_parallel_rank", int64(-1), spec.WantRank},
+	{"rank huge", "930090cf8000000000000000", "batch_shape", "payload.data_parallel_rank", uint64(1 << 63), spec.WantRank},
+	{"rank str", "930090a130", "batch_shape", "payload.data_parallel_rank", "str", spec.WantRank},
+	{"publisher id str", "940090c0a130", "batch_shape", "payload.publisher_id", "str", spec.WantPubID},
 	{"trailing", "920090c0c0", "trailing_bytes", "payload", 2, "no bytes after the batch"},
-	{"map batch int key", "82a27473000190", "batch_shape", "payload", "uint", ref.WantKey},
-	{"map batch dup key", "83a2747300a2747301a66576656e747390", "batch_shape", "payload", "ts", ref.WantKey},
-	{"event scalar", "920091c3", "event_shape", "payload.events[0]", "bool", ref.WantEvent},
-	{"event empty array", "92009190", "event_shape", "payload.events[0]", "array", ref.WantEvent},
-	{"event tag int", "9200919105", "event_shape", "payload.events[0].type", "uint", ref.WantEvent},
-	{"event tag cut", "92009191ab426c6f", "event_shape", "payload.events[0].type", ref.Truncated, ref.WantEvent},
-	{"event map no type", "9200918101c0", "event_shape", "payload.events[0]", "uint", ref.WantKey},
-	{"event map without type", "92009181a1610f", "event_shape", "payload.events[0]", "map", ref.WantEvent},
-	{"event map type int", "92009181a47479706505", "event_shape", "payload.events[0].type", "uint", ref.WantEvent},
-	{"event map dup type", "92009182a474797065a158a474797065a158", "event_shape", "payload.events[0]", "type", ref.WantKey},
-	{"event map dup unknown", "92009183a474797065a158a1610fa1610f", "event_shape", "payload.events[0]", "a", ref.WantKey},
+	{"map batch int key", "82a27473000190", "batch_shape", "payload", "uint", spec.WantKey},
+	{"map batch dup key", "83a2747300a2747301a66576656e747390", "batch_shape", "payload", "ts", spec.WantKey},
+	{"event scalar", "920091c3", "event_shape", "payload.events[0]", "bool", spec.WantEvent},
+	{"event empty array", "92009190", "event_shape", "payload.events[0]", "array", spec.WantEvent},
+	{"event tag int", "9200919105", "event_shape", "payload.events[0].type", "uint", spec.WantEvent},
+	{"event tag cut", "92009191ab426c6f", "event_shape", "payload.events[0].type", spec.Truncated, spec.WantEvent},
+	{"event map no type", "9200918101c0", "event_shape", "payload.events[0]", "uint", spec.WantKey},
+	{"event map without type", "92009181a1610f", "event_shape", "payload.events[0]", "map", spec.WantEvent},
+	{"event map type int", "92009181a47479706505", "event_shape", "payload.events[0].type", "uint", spec.WantEvent},
+	{"event map dup type", "92009182a474797065a158a474797065a158", "event_shape", "payload.events[0]", "type", spec.WantKey},
+	{"event map dup unknown", "92009183a474797065a158a1610fa1610f", "event_shape", "payload.events[0]", "a", spec.WantKey},
 	{"event length past end", "92009195ab", "event_shape", "payload.events[0]", uint64(5), "a length the 1 bytes left can hold"},
 	{"map event length past end", "92009185a4", "event_shape", "payload.events[0]", uint64(5), "a length the 1 bytes left can hold"},
 	{"stored missing hashes", "92009191ab426c6f636b53746f726564", "missing_field", "payload.events[0].block_hashes", "absent", "present"},
-	{"stored hashes nil", "92009192ab426c6f636b53746f726564c0", "field_type", "payload.events[0].block_hashes", "nil", ref.WantHashes},
+	{"stored hashes nil", "92009192ab426c6f636b53746f726564c0", "field_type", "payload.events[0].block_hashes", "nil", spec.WantHashes},
 	{"stored hashes empty", "92009192ab426c6f636b53746f72656490", "empty_hashes", "payload.events[0].block_hashes", 0, "at least 1 hash"},
-	{"stored hash str", "92009192ab426c6f636b53746f7265649201a130", "hash_encoding", "payload.events[0].block_hashes[1]", "str", ref.WantHash},
-	{"stored hash nil", "92009192ab426c6f636b53746f72656491c0", "hash_encoding", "payload.events[0].block_hashes[0]", "nil", ref.WantHash},
-	{"stored hash empty bin", "92009192ab426c6f636b53746f72656491c400", "hash_encoding", "payload.events[0].block_hashes[0]", "bin", ref.WantHash},
-	{"stored hash float", "92009192ab426c6f636b53746f72656491ca00000000", "hash_encoding", "payload.events[0].block_hashes[0]", "float32", ref.WantHash},
-	{"stored hash cut", "92009192ab426c6f636b53746f72656491cf0102", "hash_encoding", "payload.events[0].block_hashes[0]", ref.Truncated, ref.WantHash},
-	{"stored parent str", "92009193ab426c6f636b53746f7265649101a0", "hash_encoding", "payload.events[0].parent_block_hash", "str", ref.WantHash},
+	{"stored hash str", "92009192ab426c6f636b53746f7265649201a130", "hash_encoding", "payload.events[0].block_hashes[1]", "str", spec.WantHash},
+	{"stored hash nil", "92009192ab426c6f636b53746f72656491c0", "hash_encoding", "payload.events[0].block_hashes[0]", "nil", spec.WantHash},
+	{"stored hash empty bin", "92009192ab426c6f636b53746f72656491c400", "hash_encoding", "payload.events[0].block_hashes[0]", "bin", spec.WantHash},
+	{"stored hash float", "92009192ab426c6f636b53746f72656491ca00000000", "hash_encoding", "payload.events[0].block_hashes[0]", "float32", spec.WantHash},
+	{"stored hash cut", "92009192ab426c6f636b53746f72656491cf0102", "hash_encoding", "payload.events[0].block_hashes[0]", spec.Truncated, spec.WantHash},
+	{"stored parent str", "92009193ab426c6f636b53746f7265649101a0", "hash_encoding", "payload.events[0].parent_block_hash", "str", spec.WantHash},
 	{"stored missing tokens", "92009193ab426c6f636b53746f7265649101c0", "missing_field", "payload.events[0].token_ids", "absent", "present"},
-	{"stored tokens str", "92009194ab426c6f636b53746f7265649101c0a0", "field_type", "payload.events[0].token_ids", "str", ref.WantTokens},
-	{"stored token nil", "92009194ab426c6f636b53746f7265649101c091c0", "field_type", "payload.events[0].token_ids[0]", "nil", ref.WantToken},
+	{"stored tokens str", "92009194ab426c6f636b53746f7265649101c0a0", "field_type", "payload.events[0].token_ids", "str", spec.WantTokens},
+	{"stored token nil", "92009194ab426c6f636b53746f7265649101c091c0", "field_type", "payload.events[0].token_ids[0]", "nil", spec.WantToken},
 	{"stored token negative", "92009194ab426c6f636b53746f7265649101c09201ff", "token_range", "payload.events[0].token_ids[1]", int64(-1), "in [0, 2^32)"},
 	{"stored token 2^32", "92009194ab426c6f636b53746f7265649101c091cf0000000100000000", "token_range", "payload.events[0].token_ids[0]", uint64(1 << 32), "in [0, 2^32)"},
-	{"stored token cut", "92009194ab426c6f636b53746f7265649101c092cd01", "field_type", "payload.events[0].token_ids[0]", ref.Truncated, ref.WantToken},
+	{"stored token cut", "92009194ab426c6f636b53746f7265649101c092cd01", "field_type", "payload.events[0].token_ids[0]", spec.Truncated, spec.WantToken},
 	{"stored tokens length past end", "92009194ab426c6f636b53746f7265649101c094", "field_type", "payload.events[0].token_ids", uint64(4), "a length the 0 bytes left can hold"},
 	{"stored missing block size", "92009194ab426c6f636b53746f7265649101c090", "missing_field", "payload.events[0].block_size", "absent", "present"},
-	{"stored block size 0", "92009195ab426c6f636b53746f7265649101c09000", "field_type", "payload.events[0].block_size", int64(0), ref.WantBlockSize},
-	{"stored block size negative", "92009195ab426c6f636b53746f7265649101c090ff", "field_type", "payload.events[0].block_size", int64(-1), ref.WantBlockSize},
-	{"stored block size nil", "92009195ab426c6f636b53746f7265649101c090c0", "field_type", "payload.events[0].block_size", "nil", ref.WantBlockSize},
-	{"stored block size huge", "92009195ab426c6f636b53746f7265649101c090cf8000000000000000", "field_type", "payload.events[0].block_size", uint64(1 << 63), ref.WantBlockSize},
-	{"stored lora id str", "92009196ab426c6f636b53746f7265649101c09004a0", "field_type", "payload.events[0].lora_id", "str", ref.WantIntOrNil},
-	{"stored lora id huge", "92009196ab426c6f636b53746f7265649101c09004cf8000000000000000", "field_type", "payload.events[0].lora_id", uint64(1 << 63), ref.WantIntOrNil},
-	{"stored medium int", "92009197ab426c6f636b53746f7265649101c09004c001", "field_type", "payload.events[0].medium", "uint", ref.WantStrOrNil},
-	{"stored lora name bin", "92009198ab426c6f636b53746f7265649101c09004c0c0c400", "field_type", "payload.events[0].lora_name", "bin", ref.WantStrOrNil},
-	{"stored group idx float", "9200919aab426c6f636b53746f7265649101c09004c0c0c0c0cb0000000000000000", "field_type", "payload.events[0].group_idx", "float64", ref.WantIntOrNil},
-	{"stored spec kind int", "9200919bab426c6f636b53746f7265649101c09004c0c0c0c0c001", "field_type", "payload.events[0].kv_cache_spec_kind", "uint", ref.WantStrOrNil},
-	{"removed medium int", "92009193ac426c6f636b52656d6f766564910101", "field_type", "payload.events[0].medium", "uint", ref.WantStrOrNil},
+	{"stored block size 0", "92009195ab426c6f636b53746f7265649101c09000", "field_type", "payload.events[0].block_size", int64(0), spec.WantBlockSize},
+	{"stored block size negative", "92009195ab426c6f636b53746f7265649101c090ff", "field_type", "payload.events[0].block_size", int64(-1), spec.WantBlockSize},
+	{"stored block size nil", "92009195ab426c6f636b53746f7265649101c090c0", "field_type", "payload.events[0].block_size", "nil", spec.WantBlockSize},
+	{"stored block size huge", "92009195ab426c6f636b53746f7265649101c090cf8000000000000000", "field_type", "payload.events[0].block_size", uint64(1 << 63), spec.WantBlockSize},
+	{"stored lora id str", "92009196ab426c6f636b53746f7265649101c09004a0", "field_type", "payload.events[0].lora_id", "str", spec.WantIntOrNil},
+	{"stored lora id huge", "92009196ab426c6f636b53746f7265649101c09004cf8000000000000000", "field_type", "payload.events[0].lora_id", uint64(1 << 63), spec.WantIntOrNil},
+	{"stored medium int", "92009197ab426c6f636b53746f7265649101c09004c001", "field_type", "payload.events[0].medium", "uint", spec.WantStrOrNil},
+	{"stored lora name bin", "92009198ab426c6f636b53746f7265649101c09004c0c0c400", "field_type", "payload.events[0].lora_name", "bin", spec.WantStrOrNil},
+	{"stored group idx float", "9200919aab426c6f636b53746f7265649101c09004c0c0c0c0cb0000000000000000", "field_type", "payload.events[0].group_idx", "float64", spec.WantIntOrNil},
+	{"stored spec kind int", "9200919bab426c6f636b53746f7265649101c09004c0c0c0c0c001", "field_type", "payload.events[0].kv_cache_spec_kind", "uint", spec.WantStrOrNil},
+	{"removed medium int", "92009193ac426c6f636b52656d6f766564910101", "field_type", "payload.events[0].medium", "uint", spec.WantStrOrNil},
 	{"map removed missing hashes", "92009181a474797065ac426c6f636b52656d6f766564", "missing_field", "payload.events[0].block_hashes", "absent", "present"},
 	{"map stored missing tokens then size", "92009182a474797065ab426c6f636b53746f726564ac626c6f636b5f68617368657391cf1111111111111111", "missing_field", "payload.events[0].token_ids", "absent", "present"},
-	{"map stored bad value before later dup", "92009183a474797065ab426c6f636b53746f726564aa626c6f636b5f73697a6500a474797065a0", "field_type", "payload.events[0].block_size", int64(0), ref.WantBlockSize},
-	{"second event bad", "92009291a0c3", "event_shape", "payload.events[1]", "bool", ref.WantEvent},
+	{"map stored bad value before later dup", "92009183a474797065ab426c6f636b53746f726564aa626c6f636b5f73697a6500a474797065a0", "field_type", "payload.events[0].block_size", int64(0), spec.WantBlockSize},
+	{"second event bad", "92009291a0c3", "event_shape", "payload.events[1]", "bool", spec.WantEvent},
 	{"unknown event skipped, cut", "92009192a158dc0005", "field_type", "payload.events[0][1]", uint64(5), "a length the 0 bytes left can hold"},
-	{"reserved byte skipped", "92009192a158c1", "field_type", "payload.events[0][1]", "reserved", ref.WantValue},
-	{"stored position 12 cut", "9200919dab426c6f636b53746f7265649101c09004c0c0c0c0c0c0c0a3", "field_type", "payload.events[0][12]", ref.Truncated, ref.WantValue},
-	{"stored extra_keys cut", "92009199ab426c6f636b53746f7265649101c09004c0c0c0d9", "field_type", "payload.events[0].extra_keys", ref.Truncated, ref.WantValue},
-	{"map unknown key cut", "92009182a474797065a158a1" + "61cb00", "field_type", "payload.events[0].a", ref.Truncated, ref.WantValue},
-	{"map empty key skipped, cut", "92009182a474797065a158a0" + "cb00", "field_type", "payload.events[0].", ref.Truncated, ref.WantValue},
-	{"map dup before type", "92009183a16101a16102a474797065a158", "event_shape", "payload.events[0]", "a", ref.WantKey},
-	{"map lora_name salt map refused", "92009182a474797065ab426c6f636b53746f726564a96c6f72615f6e616d6580", "field_type", "payload.events[0].lora_name", "map", ref.WantStrOrNil},
-	{"batch element 4 cut", "950090c0c0cd00", "batch_shape", "payload[4]", ref.Truncated, ref.WantValue},
-	{"map batch unknown key cut", "83a2747300a66576656e747390a178cd", "batch_shape", "payload.x", ref.Truncated, ref.WantValue},
-	{"map batch without events", "81a2747300", "batch_shape", "payload", "map", ref.WantBatch},
+	{"reserved byte skipped", "92009192a158c1", "field_type", "payload.events[0][1]", "reserved", spec.WantValue},
+	{"stored position 12 cut", "9200919dab426c6f636b53746f7265649101c09004c0c0c0c0c0c0c0a3", "field_type", "payload.events[0][12]", spec.Truncated, spec.WantValue},
+	{"stored extra_keys cut", "92009199ab426c6f636b53746f7265649101c09004c0c0c0d9", "field_type", "payload.events[0].extra_keys", spec.Truncated, spec.WantValue},
+	{"map unknown key cut", "92009182a474797065a158a1" + "61cb00", "field_type", "payload.events[0].a", spec.Truncated, spec.WantValue},
+	{"map empty key skipped, cut", "92009182a474797065a158a0" + "cb00", "field_type", "payload.events[0].", spec.Truncated, spec.WantValue},
+	{"map dup before type", "92009183a16101a16102a474797065a158", "event_shape", "payload.events[0]", "a", spec.WantKey},
+	{"map lora_name salt map refused", "92009182a474797065ab426c6f636b53746f726564a96c6f72615f6e616d6580", "field_type", "payload.events[0].lora_name", "map", spec.WantStrOrNil},
+	{"batch element 4 cut", "950090c0c0cd00", "batch_shape", "payload[4]", spec.Truncated, spec.WantValue},
+	{"map batch unknown key cut", "83a2747300a66576656e747390a178cd", "batch_shape", "payload.x", spec.Truncated, spec.WantValue},
+	{"map batch without events", "81a2747300", "batch_shape", "payload", "map", spec.WantBatch},
 }
 
 func kvdCheckErr(t *testing.T, name string, err error, code, field string, value any, bound string) {
@@ -230,9 +231,9 @@ func kvdCheckErr(t *testing.T, name string, err error, code, field string, value
 		t.Errorf("%s: no error, want %s at %s", name, code, field)
 		return
 	}
-	got := ref.ErrorObjectOf(err)
-	want := ref.ErrorObject{Code: code, Field: field, Value: value, Bound: bound}
-	gj, _ := json.Marshal(ref.ErrorObject{Code: got.Code, Field: got.Field, Value: got.Value, Bound: got.Bound})
+	got := spec.ErrorObjectOf(err)
+	want := spec.ErrorObject{Code: code, Field: field, Value: value, Bound: bound}
+	gj, _ := json.Marshal(spec.ErrorObject{Code: got.Code, Field: got.Field, Value: got.Value, Bound: got.Bound})
 	wj, _ := json.Marshal(want)
 	if string(gj) != string(wj) {
 		t.Errorf("%s:\n got %s\nwant %s", name, gj, wj)
@@ -299,32 +300,32 @@ func TestKVEvDecodeSGLangSalt(t *testing.T) {
 func TestKVEvDecodeFaults(t *testing.T) {
 	// E5's hash is -1 (negative fixint): production takes it, Dynamo's
 	// u64-only decoder does not.
-	if _, err := decodeKVMessage(kvdMsgFrames(t, kvdE5), fault.KVEv{}, ref.KVDecodeLimits{}); err != nil {
+	if _, err := decodeKVMessage(kvdMsgFrames(t, kvdE5), fault.KVEv{}, spec.KVDecodeLimits{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := decodeKVMessage(kvdMsgFrames(t, kvdE5), fault.KVEv{UnsignedHashesOnly: true}, ref.KVDecodeLimits{})
-	kvdCheckErr(t, "unsigned only, E5", err, "hash_encoding", "payload.events[0].block_hashes[0]", "int", ref.WantHash)
-	if _, err := decodeKVMessage(kvdMsgFrames(t, kvdE1), fault.KVEv{UnsignedHashesOnly: true}, ref.KVDecodeLimits{}); err != nil {
+	_, err := decodeKVMessage(kvdMsgFrames(t, kvdE5), fault.KVEv{UnsignedHashesOnly: true}, spec.KVDecodeLimits{})
+	kvdCheckErr(t, "unsigned only, E5", err, "hash_encoding", "payload.events[0].block_hashes[0]", "int", spec.WantHash)
+	if _, err := decodeKVMessage(kvdMsgFrames(t, kvdE1), fault.KVEv{UnsignedHashesOnly: true}, spec.KVDecodeLimits{}); err != nil {
 		t.Fatalf("unsigned only, E1: %v", err)
 	}
 	// E1's H2 is >= 2^63: a signed-only decoder refuses it.
-	_, err = decodeKVMessage(kvdMsgFrames(t, kvdE1), fault.KVEv{SignedHashesOnly: true}, ref.KVDecodeLimits{})
-	kvdCheckErr(t, "signed only, E1", err, "hash_encoding", "payload.events[0].block_hashes[1]", uint64(kvdH2), ref.WantHash)
-	if _, err := decodeKVMessage(kvdMsgFrames(t, kvdE5), fault.KVEv{SignedHashesOnly: true}, ref.KVDecodeLimits{}); err != nil {
+	_, err = decodeKVMessage(kvdMsgFrames(t, kvdE1), fault.KVEv{SignedHashesOnly: true}, spec.KVDecodeLimits{})
+	kvdCheckErr(t, "signed only, E1", err, "hash_encoding", "payload.events[0].block_hashes[1]", uint64(kvdH2), spec.WantHash)
+	if _, err := decodeKVMessage(kvdMsgFrames(t, kvdE5), fault.KVEv{SignedHashesOnly: true}, spec.KVDecodeLimits{}); err != nil {
 		t.Fatalf("signed only, E5: %v", err)
 	}
 	// E3's parent H1 < 2^63 passes, its block hash H2 does not.
-	_, err = decodeKVMessage(kvdMsgFrames(t, kvdE3), fault.KVEv{SignedHashesOnly: true}, ref.KVDecodeLimits{})
-	kvdCheckErr(t, "signed only, E3", err, "hash_encoding", "payload.events[0].block_hashes[0]", uint64(kvdH2), ref.WantHash)
+	_, err = decodeKVMessage(kvdMsgFrames(t, kvdE3), fault.KVEv{SignedHashesOnly: true}, spec.KVDecodeLimits{})
+	kvdCheckErr(t, "signed only, E3", err, "hash_encoding", "payload.events[0].block_hashes[0]", uint64(kvdH2), spec.WantHash)
 	// The hook with the zero value is production.
-	in := ref.KVEvDecodeInput{Frames: []ref.HexBytes{nil, kvdHex(t, "0000000000000000"), kvdHex(t, kvdE1)}}
-	if _, err := kvevDecodeWithFaults(ref.DefaultLimits(), in, fault.KVEv{}); err != nil {
+	in := spec.KVEvDecodeInput{Frames: []spec.HexBytes{nil, kvdHex(t, "0000000000000000"), kvdHex(t, kvdE1)}}
+	if _, err := kvevDecodeWithFaults(spec.DefaultLimits(), in, fault.KVEv{}); err != nil {
 		t.Fatal(err)
 	}
 	if !errors.Is(func() error {
-		_, err := kvevDecodeWithFaults(ref.DefaultLimits(), in, fault.KVEv{SignedHashesOnly: true})
+		_, err := kvevDecodeWithFaults(spec.DefaultLimits(), in, fault.KVEv{SignedHashesOnly: true})
 		return err
-	}(), ref.ErrHashEncoding) {
+	}(), spec.ErrHashEncoding) {
 		t.Fatal("signed only through the hook: want hash_encoding")
 	}
 }
@@ -372,10 +373,10 @@ func TestKVEvDecodeDoesNotAlias(t *testing.T) {
 
 // kvdCanon is the canonical form of a decode: the message's JSON, or the
 // error object's.
-func kvdCanon(m ref.KVMessage, err error) string {
+func kvdCanon(m spec.KVMessage, err error) string {
 	var b []byte
 	if err != nil {
-		b, _ = json.Marshal(ref.ErrorObjectOf(err))
+		b, _ = json.Marshal(spec.ErrorObjectOf(err))
 		return "error " + string(b)
 	}
 	b, jerr := json.Marshal(m)
@@ -455,7 +456,7 @@ func TestKVEvDecodeMatchesRef(t *testing.T) {
 		want := kvdCanon(m, err)
 		code := "ok"
 		if err != nil {
-			code = ref.ErrorObjectOf(err).Code
+			code = spec.ErrorObjectOf(err).Code
 		}
 		codes[code]++
 		got := kvdCanon(DecodeKVMessage(frames))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The fast event-fed prefix index (docs/spec/kv-events.md §2-§3, §2.10):
@@ -45,14 +46,14 @@ type kvPoolKey struct {
 // kvEngine is one EngineKey's pools, flags and counters.
 type kvEngine struct {
 	mu         sync.RWMutex
-	key        ref.KVEvEngineKey
+	key        spec.KVEvEngineKey
 	stream     *kvStream
 	model      string
 	dead       bool // dropped by its stream's restart
 	stale      bool
 	staleSince uint64
 	tokens     int64
-	c          ref.KVEvEngineCounters
+	c          spec.KVEvEngineCounters
 	pools      map[kvPoolKey]*kvPool
 
 	// Scratch of the applying stream (under mu).
@@ -60,22 +61,22 @@ type kvEngine struct {
 	holes []*kvPage
 }
 
-// kvIndex implements ref.KVEvIndex.
+// kvIndex implements spec.KVEvIndex.
 type kvIndex struct {
 	// chainBufs recycles prompt chains between scores (a 240K-token
 	// prompt's is 120 KiB at 16-token pages).
 	chainBufs sync.Pool
-	cfg       ref.KVEvConfig
+	cfg       spec.KVEvConfig
 	f         fault.KVEv
 	streams   []*kvStream
 	byName    map[string]*kvStream
 
 	mu      sync.Mutex
-	engines map[ref.KVEvEngineKey]*kvEngine
+	engines map[spec.KVEvEngineKey]*kvEngine
 	sorted  atomic.Pointer[[]*kvEngine]
 }
 
-func newKVIndex(cfg ref.KVEvConfig, streams []ref.KVEvStream, f fault.KVEv) (*kvIndex, error) {
+func newKVIndex(cfg spec.KVEvConfig, streams []spec.KVEvStream, f fault.KVEv) (*kvIndex, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -92,10 +93,10 @@ func newKVIndex(cfg ref.KVEvConfig, streams []ref.KVEvStream, f fault.KVEv) (*kv
 		cfg:     cfg,
 		f:       f,
 		byName:  make(map[string]*kvStream, len(streams)),
-		engines: make(map[ref.KVEvEngineKey]*kvEngine),
+		engines: make(map[spec.KVEvEngineKey]*kvEngine),
 	}
 	for _, s := range streams {
-		st := &kvStream{name: s.Name, rank: s.Rank, replay: s.Replay, engines: make(map[ref.KVEvEngineKey]*kvEngine)}
+		st := &kvStream{name: s.Name, rank: s.Rank, replay: s.Replay, engines: make(map[spec.KVEvEngineKey]*kvEngine)}
 		ix.streams = append(ix.streams, st)
 		ix.byName[s.Name] = st
 	}
@@ -103,7 +104,7 @@ func newKVIndex(cfg ref.KVEvConfig, streams []ref.KVEvStream, f fault.KVEv) (*kv
 	return ix, nil
 }
 
-func kvEngineLess(a, b ref.KVEvEngineKey) int {
+func kvEngineLess(a, b spec.KVEvEngineKey) int {
 	if c := strings.Compare(a.Source, b.Source); c != 0 {
 		return c
 	}
@@ -124,7 +125,7 @@ func (ix *kvIndex) publish() {
 // A5), or the batch's refusal. The stream's share alone bounds a new
 // engine: streams × share <= max_engines, so the index's cap needs no
 // check of its own and no other stream's engines can refuse this one.
-func (ix *kvIndex) engineFor(st *kvStream, key ref.KVEvEngineKey, model string) (*kvEngine, error) {
+func (ix *kvIndex) engineFor(st *kvStream, key spec.KVEvEngineKey, model string) (*kvEngine, error) {
 	if e := st.engines[key]; e != nil {
 		return e, nil
 	}
@@ -167,15 +168,15 @@ func (ix *kvIndex) dropEngines(st *kvStream) {
 // (ErrEngineOwner, ErrEngineBudget): counted in EnginesRefused, not as a
 // decode error, the engine named in the error entry; the batch's effect is
 // lost all the same (A2, A3, A9).
-func (ix *kvIndex) refuseEngine(st *kvStream, s uint64, key ref.KVEvEngineKey, err error, r *ref.KVEvStepResult) {
+func (ix *kvIndex) refuseEngine(st *kvStream, s uint64, key spec.KVEvEngineKey, err error, r *spec.KVEvStepResult) {
 	st.c.EnginesRefused++
-	r.Errors = append(r.Errors, ref.KVEvEventError{Seq: s, Event: -1, Engine: &key, Error: ref.ErrorObjectOf(err)})
+	r.Errors = append(r.Errors, spec.KVEvEventError{Seq: s, Event: -1, Engine: &key, Error: spec.ErrorObjectOf(err)})
 	ix.loseAt(st, s)
 }
 
 // kvEngineKeyOf names the engine of a batch (A2).
-func kvEngineKeyOf(st *kvStream, topic string, rank *int64) (ref.KVEvEngineKey, string) {
-	k := ref.KVEvEngineKey{Source: st.name, DPRank: st.rank}
+func kvEngineKeyOf(st *kvStream, topic string, rank *int64) (spec.KVEvEngineKey, string) {
+	k := spec.KVEvEngineKey{Source: st.name, DPRank: st.rank}
 	model := ""
 	if rest, ok := strings.CutPrefix(topic, "kv@"); ok {
 		if a, b, ok := strings.Cut(rest, "@"); ok && a != "" {
@@ -197,7 +198,7 @@ func kvTier(m *string) string {
 }
 
 // kvNamespace is §2.2's namespace of a store.
-func kvNamespace(ev *ref.KVEvent) string {
+func kvNamespace(ev *spec.KVEvent) string {
 	if ev.LoraName != nil && *ev.LoraName != "" {
 		return *ev.LoraName
 	}
@@ -215,11 +216,11 @@ func kvGroup(g *int64) int64 {
 }
 
 // applyEvents applies a decoded batch's events to e (§2.3-§2.7); e.mu is held.
-func (ix *kvIndex) applyEvents(e *kvEngine, st *kvStream, seq uint64, evs []ref.KVEvent, r *ref.KVEvStepResult) {
+func (ix *kvIndex) applyEvents(e *kvEngine, st *kvStream, seq uint64, evs []spec.KVEvent, r *spec.KVEvStepResult) {
 	for i := range evs {
 		ev := &evs[i]
 		switch ev.Type {
-		case ref.EventStored:
+		case spec.EventStored:
 			a := kvStoreArgs{
 				hashes: ev.BlockHashes, parent: ev.ParentBlockHash, tokens: ev.TokenIDs, bs: ev.BlockSize,
 				ns: kvNamespace(ev), key: kvPoolKey{kvGroup(ev.GroupIdx), kvTier(ev.Medium)}, event: i,
@@ -229,7 +230,7 @@ func (ix *kvIndex) applyEvents(e *kvEngine, st *kvStream, seq uint64, evs []ref.
 			e.log = e.log[:0]
 			if err != nil {
 				e.c.Refused++
-				r.Errors = append(r.Errors, ref.KVEvEventError{Seq: seq, Event: i, Error: ref.ErrorObjectOf(err)})
+				r.Errors = append(r.Errors, spec.KVEvEventError{Seq: seq, Event: i, Error: spec.ErrorObjectOf(err)})
 				if isPoolBudget(err) {
 					e.markStale(seq)
 				}
@@ -242,10 +243,10 @@ func (ix *kvIndex) applyEvents(e *kvEngine, st *kvStream, seq uint64, evs []ref.
 					e.markStale(seq)
 				}
 			}
-		case ref.EventRemoved:
+		case spec.EventRemoved:
 			e.c.UnknownRemovals += e.remove(kvPoolKey{kvGroup(ev.GroupIdx), kvTier(ev.Medium)}, ev.BlockHashes)
 			e.c.Removed++
-		case ref.EventCleared:
+		case spec.EventCleared:
 			e.c.Cleared++
 			if !ix.f.ClearIgnored {
 				clear(e.pools)
@@ -265,11 +266,11 @@ func (e *kvEngine) markStale(seq uint64) {
 }
 
 // Score is §2.8 with A4's hashed (default) or exact page match.
-func (ix *kvIndex) Score(q ref.KVEvScoreQuery) ([]ref.KVEvScore, error) {
+func (ix *kvIndex) Score(q spec.KVEvScoreQuery) ([]spec.KVEvScore, error) {
 	return ix.score(q, "tokens")
 }
 
-func (ix *kvIndex) score(q ref.KVEvScoreQuery, field string) ([]ref.KVEvScore, error) {
+func (ix *kvIndex) score(q spec.KVEvScoreQuery, field string) ([]spec.KVEvScore, error) {
 	tier := kvTierGPU
 	if q.Tier != "" {
 		tier = strings.ToUpper(q.Tier)
@@ -299,7 +300,7 @@ func (ix *kvIndex) score(q ref.KVEvScoreQuery, field string) ([]ref.KVEvScore, e
 	}
 	sc := kvScoreChains{seed: kvSeedBase, bufs: &ix.chainBufs}
 	if q.Namespace != "" {
-		sc.seed = uint64(ref.PrefixHashSeed(ref.ExtraKey{Extra: q.Namespace, HasExtra: true}, false))
+		sc.seed = uint64(ref.PrefixHashSeed(spec.ExtraKey{Extra: q.Namespace, HasExtra: true}, false))
 	}
 	defer sc.release()
 	res := make([]kvScoreSlot, len(engines))
@@ -338,7 +339,7 @@ func (ix *kvIndex) score(q ref.KVEvScoreQuery, field string) ([]ref.KVEvScore, e
 			return nil, err
 		}
 	}
-	var out []ref.KVEvScore
+	var out []spec.KVEvScore
 	for _, r := range res {
 		if r.ok {
 			out = append(out, r.s)
@@ -349,7 +350,7 @@ func (ix *kvIndex) score(q ref.KVEvScoreQuery, field string) ([]ref.KVEvScore, e
 
 // scoreEngine scores one engine into res, under its read lock: with feed,
 // following the chain as it is computed.
-func (ix *kvIndex) scoreEngine(e *kvEngine, key kvPoolKey, q ref.KVEvScoreQuery, sc *kvScoreChains, feed *kvChainFeed, res *kvScoreSlot) {
+func (ix *kvIndex) scoreEngine(e *kvEngine, key kvPoolKey, q spec.KVEvScoreQuery, sc *kvScoreChains, feed *kvChainFeed, res *kvScoreSlot) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	pl := e.pools[key]
@@ -373,7 +374,7 @@ func (ix *kvIndex) scoreEngine(e *kvEngine, key kvPoolKey, q ref.KVEvScoreQuery,
 		chain, _ := kvPromptChain(nil, q.Tokens, sc.seed, pl.pageSize, "tokens", false)
 		blocks = pl.walk(q, chain)
 	}
-	*res = kvScoreSlot{ok: true, s: ref.KVEvScore{
+	*res = kvScoreSlot{ok: true, s: spec.KVEvScore{
 		Source: e.key.Source, DPRank: e.key.DPRank, Blocks: blocks,
 		Tokens: satMul(int64(blocks), pl.pageSize), PageSize: pl.pageSize, Stale: e.stale,
 	}}
@@ -386,11 +387,11 @@ const kvParallelScoreSteps = 1 << 14
 
 type kvScoreSlot struct {
 	ok bool
-	s  ref.KVEvScore
+	s  spec.KVEvScore
 }
 
 func satMul(a, b int64) int64 {
-	if ref.MulOverflows(a, b) {
+	if spec.MulOverflows(a, b) {
 		return math.MaxInt64
 	}
 	return a * b
@@ -430,7 +431,7 @@ func (sc *kvScoreChains) buf(n int) []uint64 {
 // (bad records a token outside [0, 2^32)).
 type kvLazyChain struct {
 	ps    int
-	units []ref.Unit
+	units []spec.Unit
 	full  []uint64
 	done  int
 	prev  uint64
@@ -473,7 +474,7 @@ func (c *kvLazyChain) extend(to int) int {
 const kvLazyFirstStep = 8
 
 // walkLazy is walk over a lazy chain, extending it as the walk goes.
-func (pl *kvPool) walkLazy(q ref.KVEvScoreQuery, c *kvLazyChain) int {
+func (pl *kvPool) walkLazy(q spec.KVEvScoreQuery, c *kvLazyChain) int {
 	w := pl.startWalk(q)
 	for step := kvLazyFirstStep; !w.done; step *= 2 {
 		end := c.extend(w.d + step)
@@ -517,7 +518,7 @@ type kvChainFeed struct {
 }
 
 // feed prepares the pipelined chain of page size ps.
-func (sc *kvScoreChains) feed(q ref.KVEvScoreQuery, ps int64) *kvChainFeed {
+func (sc *kvScoreChains) feed(q spec.KVEvScoreQuery, ps int64) *kvChainFeed {
 	n := len(q.Tokens) / int(ps)
 	f := &kvChainFeed{sc: sc, seed: sc.seed, ps: ps, chain: sc.buf(n)[:0:n]}
 	f.segs = make([]chan struct{}, (n+kvChainSeg-1)/kvChainSeg)
@@ -557,13 +558,13 @@ func (f *kvChainFeed) produce(tokens []int64, field string) error {
 
 // kvHashUnits is NextPrefixHash(prev, page), hashing the units in place
 // on a little-endian machine.
-func kvHashUnits(prev uint64, page []ref.Unit) uint64 {
+func kvHashUnits(prev uint64, page []spec.Unit) uint64 {
 	if littleEndian {
 		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(page))), 8*len(page))
 		return xxh3.HashSeed(b, prev)
 	}
 	var h prefixHasher
-	return uint64(h.plainPage(ref.PrefixHash(prev), page))
+	return uint64(h.plainPage(spec.PrefixHash(prev), page))
 }
 
 // kvWalk is one pool's score walk in progress: the current page's slot
@@ -577,13 +578,13 @@ type kvWalk struct {
 
 // startWalk begins a score walk of q's namespace; a namespace no page of
 // the pool has matches nothing.
-func (pl *kvPool) startWalk(q ref.KVEvScoreQuery) kvWalk {
+func (pl *kvPool) startWalk(q spec.KVEvScoreQuery) kvWalk {
 	qid, ok := pl.nsIDs[q.Namespace]
 	return kvWalk{qid: qid, done: !ok}
 }
 
 // walk counts the prompt's leading resident pages in q's namespace (§2.8).
-func (pl *kvPool) walk(q ref.KVEvScoreQuery, chain []uint64) int {
+func (pl *kvPool) walk(q spec.KVEvScoreQuery, chain []uint64) int {
 	w := pl.startWalk(q)
 	pl.walkTo(&w, q, chain, len(chain))
 	return w.d
@@ -594,7 +595,7 @@ func (pl *kvPool) walk(q ref.KVEvScoreQuery, chain []uint64) int {
 // common case (one match on 16 bytes); otherwise its siblings are scanned,
 // or under a wide node (the root of a busy pool) byPrefix names the
 // candidate, which must then be a child of the current page.
-func (pl *kvPool) walkTo(w *kvWalk, q ref.KVEvScoreQuery, chain []uint64, end int) {
+func (pl *kvPool) walkTo(w *kvWalk, q spec.KVEvScoreQuery, chain []uint64, end int) {
 	if w.done {
 		return
 	}
@@ -609,7 +610,7 @@ func (pl *kvPool) walkTo(w *kvWalk, q ref.KVEvScoreQuery, chain []uint64, end in
 // Where the next pages have consecutive slots it takes them a block at a
 // time (walkBlock); a block that does not match whole, and the exact
 // mode, go page by page.
-func (pl *kvPool) walkRun(q ref.KVEvScoreQuery, chain []uint64, slot int32, d int, qid uint32, end int) (int32, int, bool) {
+func (pl *kvPool) walkRun(q spec.KVEvScoreQuery, chain []uint64, slot int32, d int, qid uint32, end int) (int32, int, bool) {
 	prefix, link := pl.prefix, pl.link
 	ps := int(pl.pageSize)
 	for d < end {
@@ -770,12 +771,12 @@ func kvPromptChain(dst []uint64, tokens []int64, seed uint64, ps int64, field st
 }
 
 // State is the observable state (§2.10 A1, A8).
-func (ix *kvIndex) State() ref.KVEvState { return ix.state(kvStatePages) }
+func (ix *kvIndex) State() spec.KVEvState { return ix.state(kvStatePages) }
 
 // Summary is State without the pages: each pool's PageCount instead of
 // its Pages. /metrics and /v1/events/sources read it on every request, so
 // it copies no token of the index (the digest walk still runs).
-func (ix *kvIndex) Summary() ref.KVEvState { return ix.state(kvStateSummary) }
+func (ix *kvIndex) Summary() spec.KVEvState { return ix.state(kvStateSummary) }
 
 // What an engine's state walk produces: only the digest, the engine and
 // pool summaries, or everything.
@@ -785,7 +786,7 @@ const (
 	kvStatePages
 )
 
-func (ix *kvIndex) state(mode int) ref.KVEvState {
+func (ix *kvIndex) state(mode int) spec.KVEvState {
 	for _, st := range ix.streams {
 		st.mu.Lock()
 	}
@@ -794,13 +795,13 @@ func (ix *kvIndex) state(mode int) ref.KVEvState {
 			st.mu.Unlock()
 		}
 	}()
-	out := ref.KVEvState{Streams: make([]ref.KVEvStreamState, 0, len(ix.streams))}
+	out := spec.KVEvState{Streams: make([]spec.KVEvStreamState, 0, len(ix.streams))}
 	for _, st := range ix.streams {
 		out.Streams = append(out.Streams, st.state())
 	}
 	var d kvDigest
 	engines := *ix.sorted.Load()
-	out.Engines = make([]ref.KVEvEngineState, 0, len(engines))
+	out.Engines = make([]spec.KVEvEngineState, 0, len(engines))
 	d.u64(uint64(len(engines)))
 	for _, e := range engines {
 		e.mu.RLock()
@@ -861,7 +862,7 @@ func (d *kvDigest) sum() [32]byte {
 }
 
 // state writes e's A8 encoding into d and, with full, returns its state.
-func (e *kvEngine) state(d *kvDigest, mode int) ref.KVEvEngineState {
+func (e *kvEngine) state(d *kvDigest, mode int) spec.KVEvEngineState {
 	full := mode != kvStateDigest
 	d.str(e.key.Source)
 	d.u64(uint64(e.key.DPRank))
@@ -881,12 +882,12 @@ func (e *kvEngine) state(d *kvDigest, mode int) ref.KVEvEngineState {
 		return strings.Compare(a.tier, b.tier)
 	})
 	d.u64(uint64(len(pools)))
-	var es ref.KVEvEngineState
+	var es spec.KVEvEngineState
 	if full {
-		es = ref.KVEvEngineState{
+		es = spec.KVEvEngineState{
 			Source: e.key.Source, DPRank: e.key.DPRank, Stream: e.stream.name, Model: e.model,
 			Stale: e.stale, StaleSince: e.staleSince, Tokens: e.tokens, Counters: e.c,
-			Pools: make([]ref.KVEvPoolState, 0, len(pools)),
+			Pools: make([]spec.KVEvPoolState, 0, len(pools)),
 		}
 		if !e.stale {
 			es.StaleSince = 0
@@ -899,7 +900,7 @@ func (e *kvEngine) state(d *kvDigest, mode int) ref.KVEvEngineState {
 		d.u64(uint64(pl.pages))
 		ps := pl.walkState(d, mode == kvStatePages)
 		if full {
-			st := ref.KVEvPoolState{Group: pl.group, Tier: pl.tier, PageSize: pl.pageSize, Pages: ps}
+			st := spec.KVEvPoolState{Group: pl.group, Tier: pl.tier, PageSize: pl.pageSize, Pages: ps}
 			if mode == kvStateSummary {
 				st.PageCount = pl.pages
 			}
@@ -911,10 +912,10 @@ func (e *kvEngine) state(d *kvDigest, mode int) ref.KVEvEngineState {
 
 // walkState is the canonical pre-order walk (A8): children sorted by
 // (namespace, tokens) only here.
-func (pl *kvPool) walkState(d *kvDigest, full bool) []ref.KVEvPageState {
-	var out []ref.KVEvPageState
+func (pl *kvPool) walkState(d *kvDigest, full bool) []spec.KVEvPageState {
+	var out []spec.KVEvPageState
 	if full {
-		out = make([]ref.KVEvPageState, 0, pl.pages)
+		out = make([]spec.KVEvPageState, 0, pl.pages)
 	}
 	type frame struct {
 		p     *kvPage
@@ -955,14 +956,14 @@ func (pl *kvPool) walkState(d *kvDigest, full bool) []ref.KVEvPageState {
 		}
 		d.flush(false)
 		if full {
-			ps := ref.KVEvPageState{Depth: f.depth, Namespace: p.ns, Tokens: slices.Clone(p.tokens), Resident: p.resident}
+			ps := spec.KVEvPageState{Depth: f.depth, Namespace: p.ns, Tokens: slices.Clone(p.tokens), Resident: p.resident}
 			if ps.Tokens == nil {
 				ps.Tokens = []uint32{}
 			}
 			if len(binds) > 0 {
-				ps.Bindings = make([]ref.KVEvBinding, len(binds))
+				ps.Bindings = make([]spec.KVEvBinding, len(binds))
 				for i, b := range binds {
-					ps.Bindings[i] = ref.KVEvBinding{Hash: ref.EvHash(b.hash), Count: b.count}
+					ps.Bindings[i] = spec.KVEvBinding{Hash: spec.EvHash(b.hash), Count: b.count}
 				}
 			}
 			out = append(out, ps)
@@ -980,6 +981,6 @@ func kvPageCompare(a, b *kvPage) int {
 }
 
 func isPoolBudget(err error) bool {
-	ie, ok := ref.AsInputError(err)
-	return ok && ie.Err == ref.ErrPoolBudget
+	ie, ok := spec.AsInputError(err)
+	return ok && ie.Err == spec.ErrPoolBudget
 }

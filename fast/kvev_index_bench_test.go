@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kvtwin/kvtwin/internal/fault"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // kxStoredRing is a cycle of live payloads that returns the pool to empty:
@@ -60,7 +60,7 @@ func kxStoredRing(requests int) (payloads [][]byte, blocks []int) {
 // one live message; blocks/s counts stored blocks.
 func BenchmarkKVEvApplyStored(b *testing.B) {
 	payloads, blocks := kxStoredRing(64)
-	ix, err := newKVIndex(ref.KVEvConfig{}, []ref.KVEvStream{{Name: "vllm"}}, fault.KVEv{})
+	ix, err := newKVIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "vllm"}}, fault.KVEv{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func kxScoreIndex(tb testing.TB, engines, tokens, bs int) (*kvIndex, []int64) {
 		toks[i] = rng.Uint32N(150000)
 		prompt[i] = int64(toks[i])
 	}
-	ix, err := newKVIndex(ref.KVEvConfig{}, []ref.KVEvStream{{Name: "vllm"}, {Name: "bg"}}, fault.KVEv{})
+	ix, err := newKVIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "vllm"}, {Name: "bg"}}, fault.KVEv{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func BenchmarkKVEvScore240KTokens8Engines(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				ix, prompt := kxScoreIndex(b, 8, 240_000, bs)
-				q := ref.KVEvScoreQuery{Tokens: prompt}
+				q := spec.KVEvScoreQuery{Tokens: prompt}
 				s, err := ix.Score(q)
 				if err != nil || len(s) != 8 || s[0].Blocks != len(prompt)/bs {
 					b.Fatalf("%s %v", kxFmtScores(s), err)
@@ -196,7 +196,7 @@ func BenchmarkKVEvScore240KTokens8Engines(b *testing.B) {
 
 func TestKVEvBenchFixtures(t *testing.T) {
 	payloads, _ := kxStoredRing(8)
-	ix, _ := newKVIndex(ref.KVEvConfig{}, []ref.KVEvStream{{Name: "vllm"}}, fault.KVEv{})
+	ix, _ := newKVIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "vllm"}}, fault.KVEv{})
 	for cycle := range 2 {
 		for i, p := range payloads {
 			r := ix.Live("vllm", kxLiveFrames("", uint64(cycle*len(payloads)+i), p))
@@ -210,5 +210,5 @@ func TestKVEvBenchFixtures(t *testing.T) {
 		}
 	}
 	ix2, prompt := kxScoreIndex(t, 2, 1600, 16)
-	kxWantBlocks(t, ix2, ref.KVEvScoreQuery{Tokens: prompt}, "pod/0:100(ps16,stale=false) pod/1:100(ps16,stale=false) ")
+	kxWantBlocks(t, ix2, spec.KVEvScoreQuery{Tokens: prompt}, "pod/0:100(ps16,stale=false) pod/1:100(ps16,stale=false) ")
 }

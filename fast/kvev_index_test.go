@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // §5.1's payloads.
@@ -41,7 +42,7 @@ var (
 
 var kxE1Prompt = []int64{1, 2, 3, 4, 128, 255, 256, 65536, 9}
 
-func kxNewTestIx(t testing.TB, cfg ref.KVEvConfig, f fault.KVEv, streams ...ref.KVEvStream) *kvIndex {
+func kxNewTestIx(t testing.TB, cfg spec.KVEvConfig, f fault.KVEv, streams ...spec.KVEvStream) *kvIndex {
 	t.Helper()
 	ix, err := newKVIndex(cfg, streams, f)
 	if err != nil {
@@ -50,7 +51,7 @@ func kxNewTestIx(t testing.TB, cfg ref.KVEvConfig, f fault.KVEv, streams ...ref.
 	return ix
 }
 
-func kxMustLive(t testing.TB, ix *kvIndex, stream string, frames [][]byte) ref.KVEvStepResult {
+func kxMustLive(t testing.TB, ix *kvIndex, stream string, frames [][]byte) spec.KVEvStepResult {
 	t.Helper()
 	r := ix.Live(stream, frames)
 	if r.Error != nil || len(r.Errors) > 0 {
@@ -60,7 +61,7 @@ func kxMustLive(t testing.TB, ix *kvIndex, stream string, frames [][]byte) ref.K
 	return r
 }
 
-func kxScoreOf(t testing.TB, ix *kvIndex, q ref.KVEvScoreQuery) []ref.KVEvScore {
+func kxScoreOf(t testing.TB, ix *kvIndex, q spec.KVEvScoreQuery) []spec.KVEvScore {
 	t.Helper()
 	s, err := ix.Score(q)
 	if err != nil {
@@ -78,7 +79,7 @@ func kxScoreOf(t testing.TB, ix *kvIndex, q ref.KVEvScoreQuery) []ref.KVEvScore 
 	return s
 }
 
-func kxWantBlocks(t testing.TB, ix *kvIndex, q ref.KVEvScoreQuery, want string) {
+func kxWantBlocks(t testing.TB, ix *kvIndex, q spec.KVEvScoreQuery, want string) {
 	t.Helper()
 	if got := kxFmtScores(kxScoreOf(t, ix, q)); got != want {
 		t.Fatalf("score: got %q, want %q", got, want)
@@ -86,13 +87,13 @@ func kxWantBlocks(t testing.TB, ix *kvIndex, q ref.KVEvScoreQuery, want string) 
 }
 
 func TestKVEvE1E2(t *testing.T) {
-	ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, ref.KVEvStream{Name: "vllm-0"})
+	ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "vllm-0"})
 	const topic = "kv@10.0.0.7@llama"
 	r := kxMustLive(t, ix, "vllm-0", kxLiveFrames(topic, 0, ixE1))
 	if !slices.Equal(r.Applied, []uint64{0}) {
 		t.Fatalf("applied %v", r.Applied)
 	}
-	q := ref.KVEvScoreQuery{Tokens: kxE1Prompt}
+	q := spec.KVEvScoreQuery{Tokens: kxE1Prompt}
 	kxWantBlocks(t, ix, q, "10.0.0.7/0:2(ps4,stale=false) ")
 	kxMustLive(t, ix, "vllm-0", kxLiveFrames(topic, 1, ixE2))
 	kxWantBlocks(t, ix, q, "10.0.0.7/0:1(ps4,stale=false) ")
@@ -108,9 +109,9 @@ func TestKVEvE1E2(t *testing.T) {
 	kxMustLive(t, ix, "vllm-0", kxLiveFrames(topic, 2, ixE3))
 	kxWantBlocks(t, ix, q, "10.0.0.7/0:2(ps4,stale=false) ")
 	// Tier and group select pools; other tiers are scored separately.
-	kxWantBlocks(t, ix, ref.KVEvScoreQuery{Tokens: kxE1Prompt, Tier: "cpu"}, "")
-	kxWantBlocks(t, ix, ref.KVEvScoreQuery{Tokens: kxE1Prompt, Tier: "gpu"}, "10.0.0.7/0:2(ps4,stale=false) ")
-	kxWantBlocks(t, ix, ref.KVEvScoreQuery{Tokens: kxE1Prompt, Namespace: "lora"}, "10.0.0.7/0:0(ps4,stale=false) ")
+	kxWantBlocks(t, ix, spec.KVEvScoreQuery{Tokens: kxE1Prompt, Tier: "cpu"}, "")
+	kxWantBlocks(t, ix, spec.KVEvScoreQuery{Tokens: kxE1Prompt, Tier: "gpu"}, "10.0.0.7/0:2(ps4,stale=false) ")
+	kxWantBlocks(t, ix, spec.KVEvScoreQuery{Tokens: kxE1Prompt, Namespace: "lora"}, "10.0.0.7/0:0(ps4,stale=false) ")
 	if d := ix.Digest(); ix.State().Digest != kxHexDigest(d) {
 		t.Fatal("Digest and State().Digest differ")
 	}
@@ -126,7 +127,7 @@ func kxHexDigest(d [32]byte) string {
 }
 
 func TestKVEvE4MapFormNetEmpty(t *testing.T) {
-	ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, ref.KVEvStream{Name: "s"})
+	ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "s"})
 	kxMustLive(t, ix, "s", kxLiveFrames("", 0, ixE4))
 	st := ix.State()
 	if len(st.Engines) != 1 {
@@ -140,29 +141,29 @@ func TestKVEvE4MapFormNetEmpty(t *testing.T) {
 }
 
 func TestKVEvE5SGLangNegativeHash(t *testing.T) {
-	ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, ref.KVEvStream{Name: "sgl", Rank: 3})
+	ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "sgl", Rank: 3})
 	kxMustLive(t, ix, "sgl", kxLiveFrames("x", 0, ixE5))
 	st := ix.State()
 	e := st.Engines[0]
 	if e.Source != "sgl" || e.DPRank != 3 || e.Pools[0].PageSize != 2 ||
-		e.Pools[0].Pages[0].Bindings[0].Hash != ref.EvHash(0xffffffffffffffff) {
+		e.Pools[0].Pages[0].Bindings[0].Hash != spec.EvHash(0xffffffffffffffff) {
 		t.Fatalf("engine %+v", e)
 	}
-	kxWantBlocks(t, ix, ref.KVEvScoreQuery{Tokens: []int64{7, 8, 9}}, "sgl/3:1(ps2,stale=false) ")
+	kxWantBlocks(t, ix, spec.KVEvScoreQuery{Tokens: []int64{7, 8, 9}}, "sgl/3:1(ps2,stale=false) ")
 }
 
 func TestKVEvE6BytesHashUnknownRemoval(t *testing.T) {
 	e6 := kxMustHexT(`93 cb41da3054981000 00 91 83 a4 74797065 ac 426c6f636b52656d6f766564
 		ac 626c6f636b5f686173686573 91 c4 20 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
 		a6 6d656469756d a3 475055 00`)
-	ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, ref.KVEvStream{Name: "s"})
+	ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "s"})
 	kxMustLive(t, ix, "s", kxLiveFrames("", 0, ixE1))
 	kxMustLive(t, ix, "s", kxLiveFrames("", 1, e6))
 	if c := ix.State().Engines[0].Counters; c.UnknownRemovals != 1 || c.Removed != 1 {
 		t.Fatalf("counters %+v", c)
 	}
 	// The same hash as int: last 8 bytes big-endian.
-	ix2 := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, ref.KVEvStream{Name: "s"})
+	ix2 := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "s"})
 	kxMustLive(t, ix2, "s", kxLiveFrames("", 0, kxBatch(nil, kxEvStored([]uint64{0x18191a1b1c1d1e1f}, nil, []uint32{1, 2, 3, 4}, 4, kxEvOpt{}))))
 	kxMustLive(t, ix2, "s", kxLiveFrames("", 1, e6))
 	if st := ix2.State(); len(st.Engines[0].Pools) != 0 || st.Engines[0].Counters.UnknownRemovals != 0 {
@@ -172,7 +173,7 @@ func TestKVEvE6BytesHashUnknownRemoval(t *testing.T) {
 
 // §5.4, with a replay endpoint and without.
 func TestKVEvSequences(t *testing.T) {
-	ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, ref.KVEvStream{Name: "s", Replay: true})
+	ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "s", Replay: true})
 	pay := func(i int) []byte {
 		return kxBatch(nil, kxEvStored([]uint64{uint64(100 + i)}, nil, []uint32{uint32(i)}, 1, kxEvOpt{}))
 	}
@@ -214,8 +215,8 @@ func TestKVEvSequences(t *testing.T) {
 		t.Fatalf("after restart: %+v", s)
 	}
 	// The replay fails: [0,2) is lost, 2 applied, the engine it creates starts stale.
-	r = ix.ReplayFailed("s", ref.ReplayReasonTimeout)
-	if r.ReplayDone || !slices.Equal(r.Lost, []ref.KVEvGap{{From: 0, To: 2}}) || !slices.Equal(r.Applied, []uint64{2}) {
+	r = ix.ReplayFailed("s", spec.ReplayReasonTimeout)
+	if r.ReplayDone || !slices.Equal(r.Lost, []spec.KVEvGap{{From: 0, To: 2}}) || !slices.Equal(r.Applied, []uint64{2}) {
 		t.Fatalf("replay failed: %+v", r)
 	}
 	s := ix.State()
@@ -224,12 +225,12 @@ func TestKVEvSequences(t *testing.T) {
 	}
 
 	// Without replay: live 5 after next=3 → stale since 5, next 6.
-	ix = kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, ref.KVEvStream{Name: "s"})
+	ix = kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "s"})
 	for s := range uint64(3) {
 		kxMustLive(t, ix, "s", kxLiveFrames("t", s, pay(int(s))))
 	}
 	r = ix.Live("s", kxLiveFrames("t", 5, pay(5)))
-	if len(r.ReplayRequest) != 0 || !slices.Equal(r.Lost, []ref.KVEvGap{{From: 3, To: 5}}) || !slices.Equal(r.Applied, []uint64{5}) {
+	if len(r.ReplayRequest) != 0 || !slices.Equal(r.Lost, []spec.KVEvGap{{From: 3, To: 5}}) || !slices.Equal(r.Applied, []uint64{5}) {
 		t.Fatalf("no replay: %+v", r)
 	}
 	s = ix.State()
@@ -237,7 +238,7 @@ func TestKVEvSequences(t *testing.T) {
 		s.Streams[0].Counters.Gaps != 1 || s.Streams[0].Counters.GapBatchesLost != 2 {
 		t.Fatalf("no replay state: %+v", s)
 	}
-	kxWantBlocks(t, ix, ref.KVEvScoreQuery{Tokens: []int64{0}}, "s/0:1(ps1,stale=true) ")
+	kxWantBlocks(t, ix, spec.KVEvScoreQuery{Tokens: []int64{0}}, "s/0:1(ps1,stale=true) ")
 	// AllBlocksCleared resynchronises the engine.
 	kxMustLive(t, ix, "s", kxLiveFrames("t", 6, kxBatch(nil, kxEvCleared())))
 	if e := ix.State().Engines[0]; e.Stale || len(e.Pools) != 0 {
@@ -246,7 +247,7 @@ func TestKVEvSequences(t *testing.T) {
 }
 
 func TestKVEvReplayProtocol(t *testing.T) {
-	ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, ref.KVEvStream{Name: "s", Replay: true})
+	ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "s", Replay: true})
 	r := ix.Replay("s", [][]byte{{}, kxSeqFrame(0), kxBatch(nil)})
 	if r.Error == nil || r.Error.Code != "replay_protocol" {
 		t.Fatalf("reply without replay: %+v", r)
@@ -267,7 +268,7 @@ func TestKVEvReplayProtocol(t *testing.T) {
 	}
 	// 2-frame layout: the topic comes from the triggering message.
 	r = ix.Replay("s", [][]byte{{}, kxSeqFrame(1), kxBatch(nil)})
-	if !slices.Equal(r.Lost, []ref.KVEvGap{{From: 0, To: 1}}) || !slices.Equal(r.Applied, []uint64{1}) {
+	if !slices.Equal(r.Lost, []spec.KVEvGap{{From: 0, To: 1}}) || !slices.Equal(r.Applied, []uint64{1}) {
 		t.Fatalf("replay 1: %+v", r)
 	}
 	r = ix.Replay("s", [][]byte{{}, kxSeqFrame(1<<64 - 1), {}})
@@ -291,7 +292,7 @@ func TestKVEvReplayProtocol(t *testing.T) {
 }
 
 func TestKVEvHeldOverflow(t *testing.T) {
-	ix := kxNewTestIx(t, ref.KVEvConfig{MaxHeld: 2}, fault.KVEv{}, ref.KVEvStream{Name: "s", Replay: true})
+	ix := kxNewTestIx(t, spec.KVEvConfig{MaxHeld: 2}, fault.KVEv{}, spec.KVEvStream{Name: "s", Replay: true})
 	kxMustLive(t, ix, "s", kxLiveFrames("t", 0, kxBatch(nil, kxEvStored([]uint64{1}, nil, []uint32{1}, 1, kxEvOpt{}))))
 	ix.Live("s", kxLiveFrames("t", 3, kxBatch(nil)))
 	ix.Live("s", kxLiveFrames("t", 4, kxBatch(nil)))
@@ -316,10 +317,10 @@ func TestKVEvHeldOverflow(t *testing.T) {
 // Interior eviction leaves a hole that keeps its descendants and its hash;
 // re-storing it reconnects them (§2.4). A leaf hole is pruned upwards.
 func TestKVEvHolesAndPruning(t *testing.T) {
-	ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, ref.KVEvStream{Name: "s"})
+	ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "s"})
 	toks := kxSeqTokens(1, 12)
 	kxMustLive(t, ix, "s", kxLiveFrames("", 0, kxBatch(nil, kxEvStored([]uint64{1, 2, 3}, nil, toks, 4, kxEvOpt{}))))
-	q := ref.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}
+	q := spec.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}
 	kxWantBlocks(t, ix, q, "s/0:3(ps4,stale=false) ")
 	kxMustLive(t, ix, "s", kxLiveFrames("", 1, kxBatch(nil, kxEvRemoved([]uint64{2}, kxEvOpt{}))))
 	kxWantBlocks(t, ix, q, "s/0:1(ps4,stale=false) ")
@@ -351,7 +352,7 @@ func TestKVEvHolesAndPruning(t *testing.T) {
 
 // Two hashes on one page (A4): a new hash for an existing child binds to it.
 func TestKVEvTwoBindings(t *testing.T) {
-	ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, ref.KVEvStream{Name: "s"})
+	ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "s"})
 	kxMustLive(t, ix, "s", kxLiveFrames("", 0, kxBatch(nil,
 		kxEvStored([]uint64{1}, nil, []uint32{5, 6}, 2, kxEvOpt{}),
 		kxEvStored([]uint64{2}, nil, []uint32{5, 6}, 2, kxEvOpt{}),
@@ -366,7 +367,7 @@ func TestKVEvTwoBindings(t *testing.T) {
 	}
 }
 
-func kxErrCodes(r ref.KVEvStepResult) []string {
+func kxErrCodes(r spec.KVEvStepResult) []string {
 	var out []string
 	for _, e := range r.Errors {
 		out = append(out, e.Error.Code)
@@ -375,7 +376,7 @@ func kxErrCodes(r ref.KVEvStepResult) []string {
 }
 
 func TestKVEvRefusals(t *testing.T) {
-	ix := kxNewTestIx(t, ref.KVEvConfig{MaxTokensPerEngine: 10}, fault.KVEv{}, ref.KVEvStream{Name: "s"})
+	ix := kxNewTestIx(t, spec.KVEvConfig{MaxTokensPerEngine: 10}, fault.KVEv{}, spec.KVEvStream{Name: "s"})
 	lora := "A"
 	r := ix.Live("s", kxLiveFrames("", 0, kxBatch(nil,
 		kxEvStored([]uint64{1, 2}, nil, kxSeqTokens(1, 3), 2, kxEvOpt{}),                // token count
@@ -403,7 +404,7 @@ func TestKVEvRefusals(t *testing.T) {
 // A4's chain collision: a page whose ancestors are in another namespace
 // has the prefix hash of the same tokens' path in its own namespace.
 func TestKVEvChainCollision(t *testing.T) {
-	ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, ref.KVEvStream{Name: "s"})
+	ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "s"})
 	lora := "A"
 	r := ix.Live("s", kxLiveFrames("", 0, kxBatch(nil,
 		kxEvStored([]uint64{1}, nil, []uint32{1, 2}, 2, kxEvOpt{}),
@@ -419,16 +420,16 @@ func TestKVEvChainCollision(t *testing.T) {
 		t.Fatalf("pages %+v", p)
 	}
 	// The namespace-A prompt does not reach the mixed path.
-	kxWantBlocks(t, ix, ref.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4}, Namespace: "A"}, "s/0:0(ps2,stale=false) ")
-	kxWantBlocks(t, ix, ref.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4}}, "s/0:1(ps2,stale=false) ")
+	kxWantBlocks(t, ix, spec.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4}, Namespace: "A"}, "s/0:0(ps2,stale=false) ")
+	kxWantBlocks(t, ix, spec.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4}}, "s/0:1(ps2,stale=false) ")
 }
 
 func TestKVEvOrphan(t *testing.T) {
 	for _, atRoot := range []bool{false, true} {
-		ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{OrphanAtRoot: atRoot}, ref.KVEvStream{Name: "s"})
+		ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{OrphanAtRoot: atRoot}, spec.KVEvStream{Name: "s"})
 		kxMustLive(t, ix, "s", kxLiveFrames("", 0, kxBatch(nil, kxEvStored([]uint64{2}, kxU64p(1), []uint32{5, 6}, 2, kxEvOpt{}))))
 		e := ix.State().Engines[0]
-		q := ref.KVEvScoreQuery{Tokens: []int64{5, 6}}
+		q := spec.KVEvScoreQuery{Tokens: []int64{5, 6}}
 		if !atRoot {
 			if !e.Stale || e.StaleSince != 0 || e.Counters.OrphanStores != 1 || len(e.Pools) != 0 {
 				t.Fatalf("orphan: %+v", e)
@@ -447,7 +448,7 @@ func TestKVEvOrphan(t *testing.T) {
 }
 
 func TestKVEvTokenless(t *testing.T) {
-	ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, ref.KVEvStream{Name: "s"})
+	ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "s"})
 	cpu, ssd := "cpu", "SSD"
 	kxMustLive(t, ix, "s", kxLiveFrames("", 0, kxBatch(nil,
 		kxEvStored([]uint64{1, 2, 3}, nil, kxSeqTokens(1, 6), 2, kxEvOpt{}),
@@ -458,7 +459,7 @@ func TestKVEvTokenless(t *testing.T) {
 		e.Pools[0].Pages[0].Resident != 0 || e.Pools[0].Pages[2].Resident != 1 || e.Counters.OrphanStores != 1 || e.Stale {
 		t.Fatalf("tokenless: %+v", e)
 	}
-	q := ref.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4, 5, 6}, Tier: "CPU"}
+	q := spec.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4, 5, 6}, Tier: "CPU"}
 	kxWantBlocks(t, ix, q, "s/0:0(ps2,stale=false) ")
 	// Copy block 1 from CPU... block 1 is only on GPU; the SSD copy of 2
 	// finds it on GPU first.
@@ -479,7 +480,7 @@ func TestKVEvTokenless(t *testing.T) {
 
 func TestKVEvEngineOwnerAndBudget(t *testing.T) {
 	// max_engines 2 over 2 streams: one engine each (A5).
-	ix := kxNewTestIx(t, ref.KVEvConfig{MaxEngines: 2}, fault.KVEv{}, ref.KVEvStream{Name: "a"}, ref.KVEvStream{Name: "b"})
+	ix := kxNewTestIx(t, spec.KVEvConfig{MaxEngines: 2}, fault.KVEv{}, spec.KVEvStream{Name: "a"}, spec.KVEvStream{Name: "b"})
 	kxMustLive(t, ix, "a", kxLiveFrames("kv@pod@m", 0, kxBatch(nil)))
 	r := ix.Live("b", kxLiveFrames("kv@pod@m", 0, kxBatch(nil)))
 	if got := kxErrCodes(r); !slices.Equal(got, []string{"engine_owner"}) || !slices.Equal(r.Applied, []uint64{0}) {
@@ -490,7 +491,7 @@ func TestKVEvEngineOwnerAndBudget(t *testing.T) {
 	if got := kxErrCodes(r); !slices.Equal(got, []string{"engine_budget"}) {
 		t.Fatalf("%+v", r)
 	}
-	if e := r.Errors[0].Engine; e == nil || *e != (ref.KVEvEngineKey{Source: "b", DPRank: 0}) {
+	if e := r.Errors[0].Engine; e == nil || *e != (spec.KVEvEngineKey{Source: "b", DPRank: 0}) {
 		t.Fatalf("the refusal does not name its engine: %+v", r.Errors[0])
 	}
 	// Both refusals are engine refusals, not decode errors (A2).
@@ -510,14 +511,14 @@ func TestKVEvEngineOwnerAndBudget(t *testing.T) {
 
 func TestKVEvFaults(t *testing.T) {
 	t.Run("ReplayNoDelimiter", func(t *testing.T) {
-		ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{ReplayNoDelimiter: true}, ref.KVEvStream{Name: "s", Replay: true})
+		ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{ReplayNoDelimiter: true}, spec.KVEvStream{Name: "s", Replay: true})
 		r := ix.Live("s", kxLiveFrames("", 4, kxBatch(nil)))
 		if len(r.ReplayRequest) != 1 || string(r.ReplayRequest[0]) != string(kxSeqFrame(0)) {
 			t.Fatalf("%+v", r)
 		}
 	})
 	t.Run("GapsOnlyLogged", func(t *testing.T) {
-		ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{GapsOnlyLogged: true}, ref.KVEvStream{Name: "s", Replay: true})
+		ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{GapsOnlyLogged: true}, spec.KVEvStream{Name: "s", Replay: true})
 		kxMustLive(t, ix, "s", kxLiveFrames("", 0, kxBatch(nil)))
 		r := ix.Live("s", kxLiveFrames("", 4, kxBatch(nil)))
 		st := ix.State()
@@ -527,7 +528,7 @@ func TestKVEvFaults(t *testing.T) {
 		}
 	})
 	t.Run("ClearIgnored", func(t *testing.T) {
-		ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{ClearIgnored: true}, ref.KVEvStream{Name: "s"})
+		ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{ClearIgnored: true}, spec.KVEvStream{Name: "s"})
 		kxMustLive(t, ix, "s", kxLiveFrames("", 1, ixE1))
 		kxMustLive(t, ix, "s", kxLiveFrames("", 2, kxBatch(nil, kxEvCleared())))
 		e := ix.State().Engines[0]
@@ -537,7 +538,7 @@ func TestKVEvFaults(t *testing.T) {
 	})
 	t.Run("CountsAsSet", func(t *testing.T) {
 		for _, set := range []bool{false, true} {
-			ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{CountsAsSet: set}, ref.KVEvStream{Name: "s"})
+			ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{CountsAsSet: set}, spec.KVEvStream{Name: "s"})
 			kxMustLive(t, ix, "s", kxLiveFrames("", 0, ixE1))
 			kxMustLive(t, ix, "s", kxLiveFrames("", 1, ixE1))
 			kxMustLive(t, ix, "s", kxLiveFrames("", 2, ixE2))
@@ -545,21 +546,21 @@ func TestKVEvFaults(t *testing.T) {
 			if set {
 				want = "s/0:1(ps4,stale=false) "
 			}
-			kxWantBlocks(t, ix, ref.KVEvScoreQuery{Tokens: kxE1Prompt}, want)
+			kxWantBlocks(t, ix, spec.KVEvScoreQuery{Tokens: kxE1Prompt}, want)
 		}
 	})
 }
 
 func TestKVEvScoreBadToken(t *testing.T) {
-	ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, ref.KVEvStream{Name: "s"})
-	if _, err := ix.Score(ref.KVEvScoreQuery{Tokens: []int64{1, -1}}); !errors.Is(err, ref.ErrTokenRange) {
+	ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "s"})
+	if _, err := ix.Score(spec.KVEvScoreQuery{Tokens: []int64{1, -1}}); !errors.Is(err, spec.ErrTokenRange) {
 		t.Fatal(err)
 	}
 	kxMustLive(t, ix, "s", kxLiveFrames("", 0, ixE1))
-	if _, err := ix.Score(ref.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4, 1 << 32}}); !errors.Is(err, ref.ErrTokenRange) {
+	if _, err := ix.Score(spec.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4, 1 << 32}}); !errors.Is(err, spec.ErrTokenRange) {
 		t.Fatal(err)
 	}
-	if _, err := ix.Score(ref.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4, 5, 1 << 32}}); !errors.Is(err, ref.ErrTokenRange) {
+	if _, err := ix.Score(spec.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4, 5, 1 << 32}}); !errors.Is(err, spec.ErrTokenRange) {
 		t.Fatal(err)
 	}
 }
@@ -581,7 +582,7 @@ func TestKVEvDigestInterleavings(t *testing.T) {
 		}
 	}
 	run := func(order string) [32]byte {
-		ix := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, ref.KVEvStream{Name: "a"}, ref.KVEvStream{Name: "b"})
+		ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "a"}, spec.KVEvStream{Name: "b"})
 		next := map[string]int{}
 		for _, c := range order {
 			s := string(c)
@@ -628,14 +629,14 @@ func TestKVEvScoreParallelWalks(t *testing.T) {
 	if blocks*engines < kvParallelScoreSteps {
 		t.Fatal("the prompt is too short to take the parallel path")
 	}
-	kxWantBlocks(t, ix, ref.KVEvScoreQuery{Tokens: prompt}, want)
+	kxWantBlocks(t, ix, spec.KVEvScoreQuery{Tokens: prompt}, want)
 	kxCheckKVInvariants(t, ix)
 	// A bad token anywhere is ref.CheckTokens's error, from the pipelined
 	// chain as from the serial one.
 	for _, at := range []int{0, 17, len(prompt) - 1} {
 		bad := slices.Clone(prompt)
 		bad[at] = -1
-		_, err := ix.Score(ref.KVEvScoreQuery{Tokens: append(bad, 5)})
+		_, err := ix.Score(spec.KVEvScoreQuery{Tokens: append(bad, 5)})
 		want := ref.CheckTokens("tokens", append(bad, 5))
 		if err == nil || err.Error() != want.Error() {
 			t.Fatalf("bad token at %d: %v, want %v", at, err, want)
@@ -655,14 +656,14 @@ func TestKVEvLazyScoreStillChecksEveryToken(t *testing.T) {
 		{"hit then a bad last token", append(slices.Clone(prompt), 1<<32)},
 		{"first-page miss then a bad token", append([]int64{7, 7, 7}, append(slices.Clone(prompt[3:]), -1)...)},
 	} {
-		_, err := ix.Score(ref.KVEvScoreQuery{Tokens: tc.tokens})
+		_, err := ix.Score(spec.KVEvScoreQuery{Tokens: tc.tokens})
 		want := ref.CheckTokens("tokens", tc.tokens)
 		if err == nil || err.Error() != want.Error() {
 			t.Errorf("%s: got %v, want %v", tc.name, err, want)
 		}
 	}
 	miss := append([]int64{7}, prompt[1:]...)
-	s, err := ix.Score(ref.KVEvScoreQuery{Tokens: miss})
+	s, err := ix.Score(spec.KVEvScoreQuery{Tokens: miss})
 	if err != nil || len(s) != 2 || s[0].Blocks != 0 || s[1].Blocks != 0 {
 		t.Fatalf("a first-page miss: %s %v, want 0 blocks on both engines", kxFmtScores(s), err)
 	}
@@ -673,13 +674,13 @@ func TestKVEvLazyScoreStillChecksEveryToken(t *testing.T) {
 // the canonical output is the same bytes under every JSON encoder.
 func TestKVEvNonUTF8TopicNamesTheSameEngineAsRef(t *testing.T) {
 	p := kxBatch(nil, kxEvStored([]uint64{1}, nil, []uint32{1, 2}, 2, kxEvOpt{}))
-	var frames []ref.HexBytes
+	var frames []spec.HexBytes
 	for _, f := range kxLiveFrames("kv@\xffpod@\xfemodel", 0, p) {
 		frames = append(frames, f)
 	}
-	in := ref.KVEvApplyInput{Streams: []ref.KVEvStream{{Name: "s"}}, Steps: []ref.KVEvStep{{Op: ref.KVStepLive, Stream: "s", Frames: frames}}}
-	want, err1 := ref.KVEvApply(ref.DefaultLimits(), in)
-	got, err2 := KVEvApply(ref.DefaultLimits(), in)
+	in := spec.KVEvApplyInput{Streams: []spec.KVEvStream{{Name: "s"}}, Steps: []spec.KVEvStep{{Op: spec.KVStepLive, Stream: "s", Frames: frames}}}
+	want, err1 := ref.KVEvApply(spec.DefaultLimits(), in)
+	got, err2 := KVEvApply(spec.DefaultLimits(), in)
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
@@ -725,12 +726,12 @@ func TestKVEvBlockWalkMatchesTheReferenceOnInterleavedChains(t *testing.T) {
 	for seed := range uint64(12) {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		ps := 1 + rng.IntN(2)
-		streams := []ref.KVEvStream{{Name: "vllm"}}
-		rx, err := ref.NewKVEvIndex(ref.KVEvConfig{}, streams)
+		streams := []spec.KVEvStream{{Name: "vllm"}}
+		rx, err := ref.NewKVEvIndex(spec.KVEvConfig{}, streams)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fx := kxNewTestIx(t, ref.KVEvConfig{}, fault.KVEv{}, streams...)
+		fx := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, streams...)
 		var seq uint64
 		live := func(p []byte) {
 			fr := kxLiveFrames("kv@pod@m", seq, p)
@@ -784,7 +785,7 @@ func TestKVEvBlockWalkMatchesTheReferenceOnInterleavedChains(t *testing.T) {
 		score := func(stage string) {
 			for b := range prompts {
 				for _, cut := range []int{len(prompts[b]), rng.IntN(len(prompts[b]) + 1)} {
-					q := ref.KVEvScoreQuery{Tokens: make([]int64, cut)}
+					q := spec.KVEvScoreQuery{Tokens: make([]int64, cut)}
 					for i := range cut {
 						q.Tokens[i] = int64(prompts[b][i])
 					}

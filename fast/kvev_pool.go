@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 	"github.com/zeebo/xxh3"
 )
 
@@ -282,7 +283,7 @@ type kvHasher struct {
 	path  []*kvPage
 }
 
-var kvSeedBase = uint64(ref.PrefixHashSeed(ref.ExtraKey{}, false))
+var kvSeedBase = uint64(ref.PrefixHashSeed(spec.ExtraKey{}, false))
 
 // seed is PrefixHashSeed of namespace ns (extra key set iff ns != "").
 func (h *kvHasher) seed(ns string) uint64 {
@@ -292,7 +293,7 @@ func (h *kvHasher) seed(ns string) uint64 {
 	if s, ok := h.seeds[ns]; ok {
 		return s
 	}
-	s := uint64(ref.PrefixHashSeed(ref.ExtraKey{Extra: ns, HasExtra: true}, false))
+	s := uint64(ref.PrefixHashSeed(spec.ExtraKey{Extra: ns, HasExtra: true}, false))
 	if h.seeds == nil || len(h.seeds) >= 64 {
 		h.seeds = make(map[string]uint64)
 	}
@@ -449,8 +450,8 @@ func satAdd(a, b int64) int64 {
 
 // kvStoreArgs is a decoded BlockStored in the index's terms.
 type kvStoreArgs struct {
-	hashes []ref.EvHash
-	parent *ref.EvHash
+	hashes []spec.EvHash
+	parent *spec.EvHash
 	tokens []uint32
 	bs     int64
 	ns     string
@@ -467,7 +468,7 @@ func (ix *kvIndex) store(e *kvEngine, a *kvStoreArgs, h *kvHasher) (orphans uint
 	n := int64(len(a.hashes))
 	nt := int64(len(a.tokens))
 	// 1. Shape.
-	if nt != 0 && (a.bs < 1 || ref.MulOverflows(n, a.bs) || n*a.bs != nt) {
+	if nt != 0 && (a.bs < 1 || spec.MulOverflows(n, a.bs) || n*a.bs != nt) {
 		return 0, ref.KVTokenCountError(a.event, len(a.hashes), a.bs, len(a.tokens))
 	}
 	// 2. Page size.
@@ -515,7 +516,7 @@ func (ix *kvIndex) store(e *kvEngine, a *kvStoreArgs, h *kvHasher) (orphans uint
 		if c := pl.byPrefix[ph]; c != nil {
 			if c.parent != cur || c.ns != a.ns || !equalTokens(c.tokens, toks) {
 				e.rollback(e.log)
-				return 0, ref.KVChainCollisionError(a.event, i, ref.PrefixHash(ph))
+				return 0, ref.KVChainCollisionError(a.event, i, spec.PrefixHash(ph))
 			}
 			e.bindNew(pl, c, hv)
 			cur = c
@@ -586,7 +587,7 @@ func (ix *kvIndex) storeTokenless(e *kvEngine, pl *kvPool, a *kvStoreArgs, h *kv
 					clear(path)
 					h.path = path[:0]
 					e.rollback(e.log)
-					return 0, ref.KVChainCollisionError(a.event, i, ref.PrefixHash(q.prefix))
+					return 0, ref.KVChainCollisionError(a.event, i, spec.PrefixHash(q.prefix))
 				}
 				cur = c
 				continue
@@ -637,7 +638,7 @@ func kvTierLess(a, b string) bool {
 }
 
 // remove applies one BlockRemoved (§2.4, A4) and prunes (§2.4).
-func (e *kvEngine) remove(key kvPoolKey, hashes []ref.EvHash) (unknown uint64) {
+func (e *kvEngine) remove(key kvPoolKey, hashes []spec.EvHash) (unknown uint64) {
 	pl := e.pools[key]
 	if pl == nil {
 		return uint64(len(hashes))

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // A minimal msgpack encoder for building event payloads in tests.
@@ -214,16 +215,16 @@ func kxCheckKVInvariants(t testing.TB, ix *kvIndex) {
 					prefixes[k.prefix] = k
 					// The prefix hash is the chain over the path, seeded
 					// with the page's own namespace (A4).
-					var want ref.PrefixHash
+					var want spec.PrefixHash
 					if p != &pl.root && p.ns == k.ns {
-						want = ref.NextPrefixHash(ref.PrefixHash(p.prefix), kxUnits(k.tokens))
+						want = ref.NextPrefixHash(spec.PrefixHash(p.prefix), kxUnits(k.tokens))
 					} else {
 						var path []*kvPage
 						for q := k; q != &pl.root; q = q.parent {
 							path = append(path, q)
 						}
 						slices.Reverse(path)
-						want = ref.PrefixHashSeed(ref.ExtraKey{Extra: k.ns, HasExtra: k.ns != ""}, false)
+						want = ref.PrefixHashSeed(spec.ExtraKey{Extra: k.ns, HasExtra: k.ns != ""}, false)
 						for _, q := range path {
 							want = ref.NextPrefixHash(want, kxUnits(q.tokens))
 						}
@@ -278,15 +279,15 @@ func kxCheckKVInvariants(t testing.TB, ix *kvIndex) {
 	}
 }
 
-func kxUnits(toks []uint32) []ref.Unit {
-	u := make([]ref.Unit, len(toks))
+func kxUnits(toks []uint32) []spec.Unit {
+	u := make([]spec.Unit, len(toks))
 	for i, x := range toks {
-		u[i] = ref.Unit(x)
+		u[i] = spec.Unit(x)
 	}
 	return u
 }
 
-func kxFmtScores(s []ref.KVEvScore) string {
+func kxFmtScores(s []spec.KVEvScore) string {
 	var b strings.Builder
 	for _, x := range s {
 		fmt.Fprintf(&b, "%s/%d:%d(ps%d,stale=%v) ", x.Source, x.DPRank, x.Blocks, x.PageSize, x.Stale)

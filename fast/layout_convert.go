@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // LayoutConvert is the coalescing twin of ref.LayoutConvert (docs/spec/transfer.md
@@ -16,15 +17,15 @@ import (
 // backup groups its page pairs into runs and issues §7.2's copies per run;
 // a flat page read copies each page's contiguous host ranges. Validation is
 // ref's, so both twins report the same first violation.
-func LayoutConvert(lim ref.Limits, in ref.LayoutConvertInput) (ref.LayoutConvertOutput, error) {
+func LayoutConvert(lim spec.Limits, in spec.LayoutConvertInput) (spec.LayoutConvertOutput, error) {
 	plan, err := ref.ValidateLayoutConvert(lim, in)
 	if err != nil {
-		return ref.LayoutConvertOutput{}, err
+		return spec.LayoutConvertOutput{}, err
 	}
 	switch in.Mode {
-	case ref.ConvertRelayout:
+	case spec.ConvertRelayout:
 		return relayout(plan, in.Host), nil
-	case ref.ConvertPageGet:
+	case spec.ConvertPageGet:
 		return pageGet(plan, in.Host, in.HostIndices), nil
 	default:
 		return transfer(plan, in), nil
@@ -59,7 +60,7 @@ func (c *copier) flush() {
 }
 
 // layerMajor reports LF or LPF, whose offsets coincide on an MLA buffer.
-func layerMajor(x ref.HostLayout) bool { return x == ref.LayerFirst || x == ref.LayerPageFirst }
+func layerMajor(x spec.HostLayout) bool { return x == spec.LayerFirst || x == spec.LayerPageFirst }
 
 // relayout copies the arena whole when the layouts' offsets coincide.
 // Otherwise it walks the target in memory order (a PF target in token
@@ -69,9 +70,9 @@ func layerMajor(x ref.HostLayout) bool { return x == ref.LayerFirst || x == ref.
 // tokens) is on either side. Consecutive pieces merge whenever their
 // sources are adjacent too; a permutation and its inverse have the same
 // number of maximal runs, so this is ref's count, taken from the other side.
-func relayout(plan ref.ConvertPlan, src []byte) ref.LayoutConvertOutput {
+func relayout(plan spec.ConvertPlan, src []byte) spec.LayoutConvertOutput {
 	dst := make([]byte, len(src))
-	return ref.LayoutConvertOutput{Arena: dst, Descriptors: relayoutInto(plan, src, dst)}
+	return spec.LayoutConvertOutput{Arena: dst, Descriptors: relayoutInto(plan, src, dst)}
 }
 
 // RelayoutInto is LayoutConvert's relayout written into dst, a caller-owned
@@ -79,34 +80,34 @@ func relayout(plan ref.ConvertPlan, src []byte) ref.LayoutConvertOutput {
 // HiCache host pools are allocated once and reused, so this is the
 // production form: it allocates nothing, where the catalog op must return
 // a fresh arena. in.Mode must be "relayout"; dst must not overlap in.Host.
-func RelayoutInto(lim ref.Limits, in ref.LayoutConvertInput, dst []byte) (int64, error) {
-	if in.Mode != ref.ConvertRelayout {
-		return 0, ref.Reject(ref.ErrBadEnum, "mode", string(in.Mode), `"relayout" (RelayoutInto converts whole arenas)`)
+func RelayoutInto(lim spec.Limits, in spec.LayoutConvertInput, dst []byte) (int64, error) {
+	if in.Mode != spec.ConvertRelayout {
+		return 0, spec.Reject(spec.ErrBadEnum, "mode", string(in.Mode), `"relayout" (RelayoutInto converts whole arenas)`)
 	}
 	plan, err := ref.ValidateLayoutConvert(lim, in)
 	if err != nil {
 		return 0, err
 	}
 	if len(dst) != len(in.Host) {
-		return 0, ref.Reject(ref.ErrArenaSize, "dst", len(dst), fmt.Sprintf("len == len(host) = %d", len(in.Host)))
+		return 0, spec.Reject(spec.ErrArenaSize, "dst", len(dst), fmt.Sprintf("len == len(host) = %d", len(in.Host)))
 	}
 	return relayoutInto(plan, in.Host, dst), nil
 }
 
 // relayoutInto writes the relayout of src into dst (same length).
-func relayoutInto(plan ref.ConvertPlan, src, dst []byte) int64 {
+func relayoutInto(plan spec.ConvertPlan, src, dst []byte) int64 {
 	from, to := plan.Host, plan.To
 	if from.Layout == to.Layout || (layerMajor(from.Layout) && layerMajor(to.Layout)) {
 		copy(dst, src)
 		return 1
 	}
 	f := stridesOf(from)
-	if to.Layout == ref.PageFirst && !pfRowsCoalesce(to, f) {
+	if to.Layout == spec.PageFirst && !pfRowsCoalesce(to, f) {
 		return relayoutToPFBlocked(to, f, src, dst, pfBlockBytes)
 	}
 	c := copier{dst: dst, src: src}
 	P, tb, pb := to.P, to.TB, to.PB()
-	byToken := from.Layout == ref.PageFirst || to.Layout == ref.PageFirst
+	byToken := from.Layout == spec.PageFirst || to.Layout == spec.PageFirst
 	var d int64 // the target cursor: the walk visits target bytes in order
 	layerPage := func(kv, l, p int64) {
 		s := kv*f.plane + l*f.layer + p*f.page
@@ -122,7 +123,7 @@ func relayoutInto(plan ref.ConvertPlan, src, dst []byte) int64 {
 	}
 	for kv := range to.Planes() {
 		switch to.Layout {
-		case ref.PageFirst: // token-major: (p, o, l)
+		case spec.PageFirst: // token-major: (p, o, l)
 			for p := range to.NP {
 				for o := range P {
 					for l := range to.L {
@@ -131,7 +132,7 @@ func relayoutInto(plan ref.ConvertPlan, src, dst []byte) int64 {
 					}
 				}
 			}
-		case ref.PageFirstDirect: // page-major: (p, l)
+		case spec.PageFirstDirect: // page-major: (p, l)
 			for p := range to.NP {
 				for l := range to.L {
 					layerPage(kv, l, p)
@@ -162,7 +163,7 @@ const pfBlockBytes = 512 << 10
 // geometries (one layer; one token per page from PFD; one token per plane
 // from LF); relayoutInto keeps its dst-order walk for them, so the blocked
 // walk never has to reproduce such merges.
-func pfRowsCoalesce(to ref.HostGeometry, f strides) bool {
+func pfRowsCoalesce(to spec.HostGeometry, f strides) bool {
 	tb, L, P := to.TB, to.L, to.P
 	nextLayer := f.layer
 	nextToken := f.tok - (L-1)*f.layer
@@ -190,7 +191,7 @@ func pfRowsCoalesce(to ref.HostGeometry, f strides) bool {
 // (L = 1 never gets here: every non-PF layout has a token stride of tb).
 // A plane's last slice and the next plane's first are consecutive in both
 // orders, so the copier merges them in both or neither.
-func relayoutToPFBlocked(to ref.HostGeometry, f strides, src, dst []byte, blockBytes int64) int64 {
+func relayoutToPFBlocked(to spec.HostGeometry, f strides, src, dst []byte, blockBytes int64) int64 {
 	c := copier{dst: dst, src: src}
 	L, P, tb := to.L, to.P, to.TB
 	S, row := to.NP*P, L*tb
@@ -246,10 +247,10 @@ func forEachRun(hp, dp []int64, stride int64, fn func(h, d, count int64)) {
 // layer moved and each plane, §7.2's copies — one of count×pb under LF and
 // LPF, count of pb under PFD, count×P of tb under PF. Descriptors counts
 // the copies issued.
-func transfer(plan ref.ConvertPlan, in ref.LayoutConvertInput) ref.LayoutConvertOutput {
+func transfer(plan spec.ConvertPlan, in spec.LayoutConvertInput) spec.LayoutConvertOutput {
 	h := plan.Host
 	hs, ds := stridesOf(h), stridesOf(plan.Device)
-	load := in.Mode == ref.ConvertLoad
+	load := in.Mode == spec.ConvertLoad
 	src, dst := in.Host, bytes.Clone(in.Device)
 	if !load {
 		src, dst = in.Device, bytes.Clone(in.Host)
@@ -269,11 +270,11 @@ func transfer(plan ref.ConvertPlan, in ref.LayoutConvertInput) ref.LayoutConvert
 			for kv := range h.Planes() {
 				hb, db := kv*hs.plane+l*hs.layer+h0*hs.page, kv*ds.plane+l*ds.layer+d0*pb
 				switch h.Layout {
-				case ref.PageFirstDirect:
+				case spec.PageFirstDirect:
 					for j := range count {
 						move(hb+j*hs.page, db+j*pb, pb)
 					}
-				case ref.PageFirst:
+				case spec.PageFirst:
 					for j := range count {
 						for o := range P {
 							move(hb+j*hs.page+o*hs.tok, db+j*pb+o*tb, tb)
@@ -291,7 +292,7 @@ func transfer(plan ref.ConvertPlan, in ref.LayoutConvertInput) ref.LayoutConvert
 		hp, dp, stride = both[:len(both)/2], both[len(both)/2:], 1
 	}
 	forEachRun(hp, dp, stride, run)
-	return ref.LayoutConvertOutput{Arena: dst, Descriptors: copies}
+	return spec.LayoutConvertOutput{Arena: dst, Descriptors: copies}
 }
 
 // pagesAscending reports whether the pages of token list idx never
@@ -326,7 +327,7 @@ func sortedByHost(hp, dp []int64, p int64) []int64 {
 // span of L×pb under PF and PFD, L ranges of pb under LF, merged where they
 // touch. The copier is flushed at every page and plane so Descriptors
 // counts ranges per page and plane, as ref does.
-func pageGet(plan ref.ConvertPlan, host []byte, idx []int64) ref.LayoutConvertOutput {
+func pageGet(plan spec.ConvertPlan, host []byte, idx []int64) spec.LayoutConvertOutput {
 	g := plan.Host
 	s := stridesOf(g)
 	span := g.L * g.PB()
@@ -348,5 +349,5 @@ func pageGet(plan ref.ConvertPlan, host []byte, idx []int64) ref.LayoutConvertOu
 			c.flush()
 		}
 	}
-	return ref.LayoutConvertOutput{Arena: c.dst, Descriptors: c.copies}
+	return spec.LayoutConvertOutput{Arena: c.dst, Descriptors: c.copies}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestRelayoutToPFBlockedMatchesRef drives the blocked PF walk with block
@@ -13,10 +14,10 @@ import (
 // against ref: the catalog-sized shapes fit few blocks and the equivalence
 // suite's shapes one, so block edges are exercised here.
 func TestRelayoutToPFBlockedMatchesRef(t *testing.T) {
-	lim := ref.DefaultLimits()
+	lim := spec.DefaultLimits()
 	blocked := 0
-	for _, pool := range []ref.HostPool{ref.HostPoolMLA, ref.HostPoolMHA} {
-		for _, from := range []ref.HostLayout{ref.LayerFirst, ref.LayerPageFirst, ref.PageFirstDirect} {
+	for _, pool := range []spec.HostPool{spec.HostPoolMLA, spec.HostPoolMHA} {
+		for _, from := range []spec.HostLayout{spec.LayerFirst, spec.LayerPageFirst, spec.PageFirstDirect} {
 			for L := int64(1); L <= 3; L++ {
 				for NP := int64(1); NP <= 3; NP++ {
 					for P := int64(1); P <= 3; P++ {
@@ -25,9 +26,9 @@ func TestRelayoutToPFBlockedMatchesRef(t *testing.T) {
 							for i := range host {
 								host[i] = byte(i*7 + 1)
 							}
-							in := ref.LayoutConvertInput{Mode: ref.ConvertRelayout, Layout: from, To: ref.PageFirst, Pool: pool,
+							in := spec.LayoutConvertInput{Mode: spec.ConvertRelayout, Layout: from, To: spec.PageFirst, Pool: pool,
 								Layers: L, Pages: NP, PageSize: P, TokenBytes: tb}
-							if pool == ref.HostPoolMLA {
+							if pool == spec.HostPoolMLA {
 								host = host[:len(host)/2]
 							}
 							in.Host = host

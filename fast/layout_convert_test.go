@@ -6,7 +6,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 func mlaArena(layers, pages, pageSize, tb int64) []byte {
@@ -22,20 +22,20 @@ func mlaArena(layers, pages, pageSize, tb int64) []byte {
 // one fresh allocation (never aliasing the input), and LF→PFD takes one
 // copy per layer page.
 func TestLFToLPFRelayoutIsOneCopy(t *testing.T) {
-	in := ref.LayoutConvertInput{Mode: ref.ConvertRelayout, Layout: ref.LayerFirst, To: ref.LayerPageFirst, Pool: ref.HostPoolMLA,
+	in := spec.LayoutConvertInput{Mode: spec.ConvertRelayout, Layout: spec.LayerFirst, To: spec.LayerPageFirst, Pool: spec.HostPoolMLA,
 		Layers: 8, Pages: 16, PageSize: 64, TokenBytes: 1152, Host: mlaArena(8, 16, 64, 1152)}
-	out, err := fast.LayoutConvert(ref.DefaultLimits(), in)
+	out, err := fast.LayoutConvert(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out.Descriptors != 1 || &out.Arena[0] == &in.Host[0] {
 		t.Errorf("LF→LPF: %d descriptors (want 1), aliased input: %v", out.Descriptors, &out.Arena[0] == &in.Host[0])
 	}
-	if allocs := testing.AllocsPerRun(10, func() { _, _ = fast.LayoutConvert(ref.DefaultLimits(), in) }); allocs != 1 {
+	if allocs := testing.AllocsPerRun(10, func() { _, _ = fast.LayoutConvert(spec.DefaultLimits(), in) }); allocs != 1 {
 		t.Errorf("LF→LPF allocated %v times per call, want 1 (the output arena)", allocs)
 	}
-	in.To = ref.PageFirstDirect
-	if out, err := fast.LayoutConvert(ref.DefaultLimits(), in); err != nil || out.Descriptors != 8*16 {
+	in.To = spec.PageFirstDirect
+	if out, err := fast.LayoutConvert(spec.DefaultLimits(), in); err != nil || out.Descriptors != 8*16 {
 		t.Errorf("LF→PFD: %d descriptors, %v; want one per layer page (128)", out.Descriptors, err)
 	}
 }
@@ -57,13 +57,13 @@ func TestLPFLoadIssuesOneCopyPerRun(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		layout ref.HostLayout
+		layout spec.HostLayout
 		want   int64
-	}{{ref.LayerPageFirst, 4 * L}, {ref.LayerFirst, 4 * L}, {ref.PageFirstDirect, 64 * L}} {
-		in := ref.LayoutConvertInput{Mode: ref.ConvertLoad, Layout: c.layout, Pool: ref.HostPoolMLA, Layers: L, Pages: NP, PageSize: P,
+	}{{spec.LayerPageFirst, 4 * L}, {spec.LayerFirst, 4 * L}, {spec.PageFirstDirect, 64 * L}} {
+		in := spec.LayoutConvertInput{Mode: spec.ConvertLoad, Layout: c.layout, Pool: spec.HostPoolMLA, Layers: L, Pages: NP, PageSize: P,
 			TokenBytes: tb, DevicePages: DP, HostIndices: hostIdx, DeviceIndices: devIdx,
 			Host: mlaArena(L, NP, P, tb), Device: make([]byte, L*DP*P*tb)}
-		out, err := fast.LayoutConvert(ref.DefaultLimits(), in)
+		out, err := fast.LayoutConvert(spec.DefaultLimits(), in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +71,7 @@ func TestLPFLoadIssuesOneCopyPerRun(t *testing.T) {
 			t.Errorf("%s: %d copies, want %d", c.layout, out.Descriptors, c.want)
 		}
 		// The output arena, and the bitset when it is too big for the stack.
-		if allocs := testing.AllocsPerRun(10, func() { _, _ = fast.LayoutConvert(ref.DefaultLimits(), in) }); allocs > 2 {
+		if allocs := testing.AllocsPerRun(10, func() { _, _ = fast.LayoutConvert(spec.DefaultLimits(), in) }); allocs > 2 {
 			t.Errorf("%s load allocated %v times per call, want at most 2 (output arena, page bitset)", c.layout, allocs)
 		}
 	}
@@ -90,7 +90,7 @@ func TestLPFLoadIssuesOneCopyPerRun(t *testing.T) {
 func BenchmarkRelayoutIntoAgainstCopy(b *testing.B) {
 	for _, sh := range catalog.LayoutConvert().Shapes {
 		in := sh.Make()
-		if in.Mode != ref.ConvertRelayout {
+		if in.Mode != spec.ConvertRelayout {
 			continue
 		}
 		dst := make([]byte, len(in.Host))
@@ -109,7 +109,7 @@ func BenchmarkRelayoutIntoAgainstCopy(b *testing.B) {
 				copy(dst, in.Host)
 				paired += time.Since(start)
 				b.StartTimer()
-				if _, err := fast.RelayoutInto(ref.DefaultLimits(), in, dst); err != nil {
+				if _, err := fast.RelayoutInto(spec.DefaultLimits(), in, dst); err != nil {
 					b.Fatal(err)
 				}
 			}

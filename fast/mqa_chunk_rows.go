@@ -1,6 +1,9 @@
 package fast
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // MQAChunkRows is the twin of ref.MQAChunkRows (docs/spec/cp-layout.md §8.2, §8.4).
 // The per-shape rule is ref.chunkRows itself (a handful of integer
@@ -10,12 +13,12 @@ import "github.com/kvtwin/kvtwin/ref"
 // and piece (O(cp²) per request); this walks each request's segments once
 // and credits both pieces of every rank in the same pass, with one
 // allocation for the rank shapes.
-func MQAChunkRows(lim ref.Limits, in ref.MQAChunkRowsInput) (ref.MQAChunkRowsOutput, error) {
+func MQAChunkRows(lim spec.Limits, in spec.MQAChunkRowsInput) (spec.MQAChunkRowsOutput, error) {
 	lay, err := ref.CheckMQAChunkRowsScalars(lim, in)
 	if err != nil {
-		return ref.MQAChunkRowsOutput{}, err
+		return spec.MQAChunkRowsOutput{}, err
 	}
-	out := ref.MQAChunkRowsOutput{Shapes: make([]ref.MQAChunkPlan, len(in.Shapes)), Ranks: []ref.MQAChunkPlan{}}
+	out := spec.MQAChunkRowsOutput{Shapes: make([]spec.MQAChunkPlan, len(in.Shapes)), Ranks: []spec.MQAChunkPlan{}}
 	for i, s := range in.Shapes {
 		out.Shapes[i] = ref.MQAPlanOf(s, in.Config, in.Runtime)
 	}
@@ -24,9 +27,9 @@ func MQAChunkRows(lim ref.Limits, in ref.MQAChunkRowsInput) (ref.MQAChunkRowsOut
 	}
 	shapes := peakShapes(lay, *in.Batch)
 	if err := ref.CheckMQAPeakK(shapes); err != nil {
-		return ref.MQAChunkRowsOutput{}, err
+		return spec.MQAChunkRowsOutput{}, err
 	}
-	out.Ranks = make([]ref.MQAChunkPlan, len(shapes))
+	out.Ranks = make([]spec.MQAChunkPlan, len(shapes))
 	for r, s := range shapes {
 		out.Ranks[r] = ref.MQAPlanOf(s, in.Config, in.Runtime)
 		out.AdmissionPeak = max(out.AdmissionPeak, out.Ranks[r].PeakBytes)
@@ -38,16 +41,16 @@ func MQAChunkRows(lim ref.Limits, in ref.MQAChunkRowsInput) (ref.MQAChunkRowsOut
 // is the running sum of S, and its K piece P_i + min(end, L_i) goes to its
 // owner (k for the PREV lane, 2·cp−1−k for the MIRROR lane), which also
 // holds its S_i,k query rows.
-func peakShapes(lay ref.Layout, b ref.MQAPeakBatch) []ref.MQALogitsShape {
+func peakShapes(lay spec.Layout, b spec.MQAPeakBatch) []spec.MQALogitsShape {
 	if lay.CP == 0 {
-		var s ref.MQALogitsShape
+		var s spec.MQALogitsShape
 		for i, l := range b.Layout.Lens {
 			s.Q += int64(l)
 			s.K = addSat(s.K, addSat(b.Prefix[i], int64(l)))
 		}
-		return []ref.MQALogitsShape{s}
+		return []spec.MQALogitsShape{s}
 	}
-	shapes := make([]ref.MQALogitsShape, lay.CP)
+	shapes := make([]spec.MQALogitsShape, lay.CP)
 	ns := 2 * lay.CP
 	for i, l := range lay.L {
 		p, end := b.Prefix[i], 0

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // MQAChunkedTopK is the twin of ref.MQAChunkedTopK (docs/spec/cp-layout.md §8.3).
@@ -24,9 +25,9 @@ import (
 // worker has one scratch buffer of twice its widest window; nothing is
 // allocated per row. Large inputs are split across cores by rows; the
 // goroutines end before the call returns.
-func MQAChunkedTopK(lim ref.Limits, in ref.MQAChunkedTopKInput) (ref.MQAChunkedTopKOutput, error) {
+func MQAChunkedTopK(lim spec.Limits, in spec.MQAChunkedTopKInput) (spec.MQAChunkedTopKOutput, error) {
 	if _, err := ref.ValidateMQAChunkedTopK(lim, in); err != nil {
-		return ref.MQAChunkedTopKOutput{}, err
+		return spec.MQAChunkedTopKOutput{}, err
 	}
 	q, k := len(in.Logits), int(in.TopK)
 	flat := make([]int32, q*k)
@@ -37,7 +38,7 @@ func MQAChunkedTopK(lim ref.Limits, in ref.MQAChunkedTopKInput) (ref.MQAChunkedT
 	segs := topkSegments(in)
 	if segs == 1 {
 		selectRows(in, rows, 0, q)
-		return ref.MQAChunkedTopKOutput{Indices: rows}, nil
+		return spec.MQAChunkedTopKOutput{Indices: rows}, nil
 	}
 	var wg sync.WaitGroup
 	for s := 1; s < segs; s++ {
@@ -45,7 +46,7 @@ func MQAChunkedTopK(lim ref.Limits, in ref.MQAChunkedTopKInput) (ref.MQAChunkedT
 	}
 	selectRows(in, rows, 0, q/segs)
 	wg.Wait()
-	return ref.MQAChunkedTopKOutput{Indices: rows}, nil
+	return spec.MQAChunkedTopKOutput{Indices: rows}, nil
 }
 
 // topkParallelMinWork is the candidate count from which the rows are split
@@ -55,7 +56,7 @@ const topkParallelMinWork = 1 << 16
 // topkSegments is how many row groups to run concurrently: one per core
 // (at most 8), each with at least topkParallelMinWork/2 candidates on
 // average, never more than there are rows.
-func topkSegments(in ref.MQAChunkedTopKInput) int {
+func topkSegments(in spec.MQAChunkedTopKInput) int {
 	var work int64
 	for r := range in.KS {
 		work += in.KE[r] - in.KS[r]
@@ -68,7 +69,7 @@ func topkSegments(in ref.MQAChunkedTopKInput) int {
 
 // selectRows fills rows [lo, hi) with one pair of scratch buffers for all
 // of them.
-func selectRows(in ref.MQAChunkedTopKInput, rows [][]int32, lo, hi int) {
+func selectRows(in spec.MQAChunkedTopKInput, rows [][]int32, lo, hi int) {
 	k := in.TopK
 	widest := int64(0)
 	for r := lo; r < hi; r++ {

@@ -8,13 +8,14 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // topkInput is q rows of kt logits drawn from 64 values (many ties), each
 // row's window a random sub-range, with row-addressed offsets.
-func topkInput(q, kt int, topk int64, chunk int64) ref.MQAChunkedTopKInput {
+func topkInput(q, kt int, topk int64, chunk int64) spec.MQAChunkedTopKInput {
 	rng := rand.New(rand.NewPCG(uint64(q), uint64(kt)))
-	in := ref.MQAChunkedTopKInput{Logits: make([][]float32, q), KS: make([]int64, q), KE: make([]int64, q), Offset: make([]int32, q), TopK: topk, ChunkRows: chunk}
+	in := spec.MQAChunkedTopKInput{Logits: make([][]float32, q), KS: make([]int64, q), KE: make([]int64, q), Offset: make([]int32, q), TopK: topk, ChunkRows: chunk}
 	for r := range q {
 		row := make([]float32, kt)
 		for j := range row {
@@ -34,7 +35,7 @@ func topkInput(q, kt int, topk int64, chunk int64) ref.MQAChunkedTopKInput {
 func TestChunkedTopKAllocatesPerCallNotPerRow(t *testing.T) {
 	for _, q := range []int{1, 8, 64} {
 		in := topkInput(q, 512, 32, 4) // at most 32K candidates: one goroutine
-		allocs := testing.AllocsPerRun(20, func() { _, _ = fast.MQAChunkedTopK(ref.DefaultLimits(), in) })
+		allocs := testing.AllocsPerRun(20, func() { _, _ = fast.MQAChunkedTopK(spec.DefaultLimits(), in) })
 		if allocs != 3 {
 			t.Errorf("q=%d: %v allocations per call, want 3 (output, row headers, scratch)", q, allocs)
 		}
@@ -45,11 +46,11 @@ func TestChunkedTopKAllocatesPerCallNotPerRow(t *testing.T) {
 // (256 rows × 4096 candidates) and compares it with the reference.
 func TestChunkedTopKParallelMatchesRef(t *testing.T) {
 	in := topkInput(256, 4096, 200, 7)
-	want, err := ref.MQAChunkedTopK(ref.DefaultLimits(), in)
+	want, err := ref.MQAChunkedTopK(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := fast.MQAChunkedTopK(ref.DefaultLimits(), in)
+	got, err := fast.MQAChunkedTopK(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +67,10 @@ func TestMQAChunkRowsOneAllocationPerList(t *testing.T) {
 		for i := range lens {
 			lens[i], prefix[i] = 100+i, int64(1000*i)
 		}
-		in := ref.MQAChunkRowsInput{Batch: &ref.MQAPeakBatch{Layout: ref.LayoutSpec{CP: 8, Lens: lens, Granule: 64}, Prefix: prefix}}
+		in := spec.MQAChunkRowsInput{Batch: &spec.MQAPeakBatch{Layout: spec.LayoutSpec{CP: 8, Lens: lens, Granule: 64}, Prefix: prefix}}
 		// The layout build (ref's, shared) allocates per request; count it apart.
 		lay := testing.AllocsPerRun(20, func() { _, _ = in.Batch.Layout.Build() })
-		allocs := testing.AllocsPerRun(20, func() { _, _ = fast.MQAChunkRows(ref.DefaultLimits(), in) })
+		allocs := testing.AllocsPerRun(20, func() { _, _ = fast.MQAChunkRows(spec.DefaultLimits(), in) })
 		if allocs > lay+4 {
 			t.Errorf("bs=%d: %v allocations, layout build alone %v; want at most 4 more", bs, allocs, lay)
 		}
@@ -83,8 +84,8 @@ func TestNSAIndexPlanAllocatesPerCall(t *testing.T) {
 	var first float64
 	for i, n := range []int{33, 78, 4096} {
 		four := 4
-		in := ref.NSAIndexPlanInput{N: n, Freq: &four, Offset: 3}
-		allocs := testing.AllocsPerRun(20, func() { _, _ = fast.NSAIndexPlan(ref.DefaultLimits(), in) })
+		in := spec.NSAIndexPlanInput{N: n, Freq: &four, Offset: 3}
+		allocs := testing.AllocsPerRun(20, func() { _, _ = fast.NSAIndexPlan(spec.DefaultLimits(), in) })
 		if i == 0 {
 			first = allocs
 		}

@@ -1,22 +1,25 @@
 package fast
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // NSAIndexPlan is the twin of ref.NSAIndexPlan (docs/spec/cp-layout.md §9). It
 // validates with ref's helpers, then builds the whole plan in one pass with
 // a phase counter instead of a modulo per layer, and answers the queries
 // from the plan's tables without re-deriving skip.
-func NSAIndexPlan(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlanOutput, error) {
+func NSAIndexPlan(lim spec.Limits, in spec.NSAIndexPlanInput) (spec.NSAIndexPlanOutput, error) {
 	if err := ref.CheckNSAIndexPlanScalars(lim, in); err != nil {
-		return ref.NSAIndexPlanOutput{}, err
+		return spec.NSAIndexPlanOutput{}, err
 	}
 	n := in.N
 	skip := make([]bool, n)
 	firstShared := fillSkip(skip, in)
 	if err := ref.CheckNSAIndexShare(in, firstShared); err != nil {
-		return ref.NSAIndexPlanOutput{}, err
+		return spec.NSAIndexPlanOutput{}, err
 	}
-	p := ref.NSAResolvedIndexPlan{Skip: skip, NextSkip: make([]bool, n), Slot: make([]int, n)}
+	p := spec.NSAResolvedIndexPlan{Skip: skip, NextSkip: make([]bool, n), Slot: make([]int, n)}
 	copy(p.NextSkip, skip[1:]) // NextSkip[N-1] stays false ([deviation])
 	nActive := 0
 	pattern := make([]byte, n)
@@ -34,13 +37,13 @@ func NSAIndexPlan(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlanOut
 			p.Active = append(p.Active, l)
 		}
 	}
-	out := ref.NSAIndexPlanOutput{
+	out := spec.NSAIndexPlanOutput{
 		NSAResolvedIndexPlan: p,
 		Pattern:              string(pattern),
 		Warnings:             ref.NSAIndexPlanWarnings(in),
 		Log:                  ref.NSAIndexPlanLog(n, p.Active),
 		HiCacheBytesPerToken: ref.NSAHiCacheBytesPerToken(n, nActive),
-		Answers:              make([]ref.NSAIndexAnswer, len(in.Queries)),
+		Answers:              make([]spec.NSAIndexAnswer, len(in.Queries)),
 	}
 	// One backing array for the answers' slot and layer numbers instead of
 	// one small allocation per answer.
@@ -55,7 +58,7 @@ func NSAIndexPlan(lim ref.Limits, in ref.NSAIndexPlanInput) (ref.NSAIndexPlanOut
 // -1. Without a pattern, layer l is F iff max(l-offset+1, 0) is a multiple
 // of freq: every layer up to offset-1 is F, then the phase counts
 // 1, 2, …, freq-1, 0, … and only phase 0 is F.
-func fillSkip(skip []bool, in ref.NSAIndexPlanInput) int {
+func fillSkip(skip []bool, in spec.NSAIndexPlanInput) int {
 	first := -1
 	if in.Pattern != "" {
 		for l := range skip {
@@ -88,31 +91,31 @@ func fillSkip(skip []bool, in ref.NSAIndexPlanInput) int {
 // answer is ref.answerNSAIndexQuery read off the plan's tables: the gate
 // checks Skip[l+1] before it looks at a slot, so it never asks for the
 // slot of an S layer. The answer's numbers live in buf (slot, then layer).
-func answer(p ref.NSAResolvedIndexPlan, q ref.NSAIndexQuery, buf []int) ref.NSAIndexAnswer {
+func answer(p spec.NSAResolvedIndexPlan, q spec.NSAIndexQuery, buf []int) spec.NSAIndexAnswer {
 	switch q.Kind {
-	case ref.NSAQuerySharedInput:
+	case spec.NSAQuerySharedInput:
 		if p.Skip[q.Layer] && !q.PrevPresent {
 			return refusal(p.CheckSharedLayerInput(q.Layer, false))
 		}
-		return ref.NSAIndexAnswer{}
-	case ref.NSAQuerySlotOf:
+		return spec.NSAIndexAnswer{}
+	case spec.NSAQuerySlotOf:
 		if p.Skip[q.Layer] {
 			_, err := p.SlotOf(q.Layer)
 			return refusal(err)
 		}
 		buf[0] = p.Slot[q.Layer]
-		return ref.NSAIndexAnswer{Slot: &buf[0]}
+		return spec.NSAIndexAnswer{Slot: &buf[0]}
 	default:
 		next := q.Layer + 1
 		if next >= len(p.Skip) || p.Skip[next] {
-			return ref.NSAIndexAnswer{}
+			return spec.NSAIndexAnswer{}
 		}
 		buf[0], buf[1] = p.Slot[next], next
-		return ref.NSAIndexAnswer{Slot: &buf[0], Prefetch: &buf[1]}
+		return spec.NSAIndexAnswer{Slot: &buf[0], Prefetch: &buf[1]}
 	}
 }
 
-func refusal(err error) ref.NSAIndexAnswer {
-	e := ref.ErrorObjectOf(err)
-	return ref.NSAIndexAnswer{Err: &e}
+func refusal(err error) spec.NSAIndexAnswer {
+	e := spec.ErrorObjectOf(err)
+	return spec.NSAIndexAnswer{Err: &e}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ToBigram is the one-pass twin of ref.ToBigram (docs/spec/radix-acks.md §2.1, §2.3
@@ -16,25 +17,25 @@ import (
 // exact-size backing. A key already in bigram mode is returned unchanged; the
 // result never aliases k.Units; a token above 2^32-1 is ErrTokenRange at the
 // same index ref reports.
-func ToBigram(k ref.RadixKey) (ref.RadixKey, error) {
+func ToBigram(k spec.RadixKey) (spec.RadixKey, error) {
 	if k.Bigram {
 		return k, nil
 	}
 	if err := checkTokenUnits(k.Units); err != nil {
-		return ref.RadixKey{}, err
+		return spec.RadixKey{}, err
 	}
-	return ref.RadixKey{Units: packPairs(k.Units), Extra: k.Extra, Bigram: true}, nil
+	return spec.RadixKey{Units: packPairs(k.Units), Extra: k.Extra, Bigram: true}, nil
 }
 
-// checkTokenUnits rejects the first unit above ref.MaxToken with
+// checkTokenUnits rejects the first unit above spec.MaxToken with
 // ref.TokenRangeError. The common (valid) case is one branch-free pass
 // (orUnits); only a failing key is scanned again for the index.
-func checkTokenUnits(t []ref.Unit) error {
+func checkTokenUnits(t []spec.Unit) error {
 	if orUnits(t)>>32 == 0 {
 		return nil
 	}
 	for i, u := range t {
-		if u > ref.MaxToken {
+		if u > spec.MaxToken {
 			return ref.TokenRangeError(i, u)
 		}
 	}
@@ -45,8 +46,8 @@ func checkTokenUnits(t []ref.Unit) error {
 // high 32 bits are clear, so one OR over a page checks all of it. Four
 // independent accumulators keep the loop from waiting on one OR chain (a
 // single accumulator measured as much time as hashing the page).
-func orUnits(t []ref.Unit) ref.Unit {
-	var a0, a1, a2, a3 ref.Unit
+func orUnits(t []spec.Unit) spec.Unit {
+	var a0, a1, a2, a3 spec.Unit
 	i := 0
 	for ; i+4 <= len(t); i += 4 {
 		b := t[i : i+4 : i+4]
@@ -60,12 +61,12 @@ func orUnits(t []ref.Unit) ref.Unit {
 
 // packPairs returns the max(0, len(t)-1) packed pairs of t in a fresh
 // backing (never nil, so an empty key encodes as [] like ref's). Tokens must
-// already be checked against ref.MaxToken.
-func packPairs(t []ref.Unit) []ref.Unit {
+// already be checked against spec.MaxToken.
+func packPairs(t []spec.Unit) []spec.Unit {
 	if len(t) < 2 {
-		return []ref.Unit{}
+		return []spec.Unit{}
 	}
-	out := make([]ref.Unit, len(t)-1)
+	out := make([]spec.Unit, len(t)-1)
 	first, next := t[:len(out)], t[1:len(out)+1] // equal lengths: no bounds checks in the loop
 	for i := range out {
 		out[i] = ref.PackBigram(first[i], next[i])
@@ -81,15 +82,15 @@ const hashChunkUnits = 256
 // unit: units are encoded as LE32 words (a bigram as LE32(a) then LE32(b),
 // never the packed LE64) into a stack buffer that is hashed a chunk at a
 // time. Errors and digests are identical to ref's.
-func HashPage(k ref.RadixKey, start, end int, prior string) (string, error) {
+func HashPage(k spec.RadixKey, start, end int, prior string) (string, error) {
 	if start < 0 || start > end || end > len(k.Units) {
-		return "", ref.Reject(ref.ErrKeyRange, "end", end, fmt.Sprintf("0 <= start (%d) <= end <= len(key) (%d)", start, len(k.Units)))
+		return "", spec.Reject(spec.ErrKeyRange, "end", end, fmt.Sprintf("0 <= start (%d) <= end <= len(key) (%d)", start, len(k.Units)))
 	}
 	h := sha256.New()
 	if prior != "" {
 		p, err := hex.DecodeString(prior)
 		if err != nil || len(p) != sha256.Size {
-			return "", ref.Reject(ref.ErrBadEnum, "prior", prior, "empty or 64 lowercase hex digits")
+			return "", spec.Reject(spec.ErrBadEnum, "prior", prior, "empty or 64 lowercase hex digits")
 		}
 		h.Write(p)
 	}
@@ -122,16 +123,16 @@ func HashPage(k ref.RadixKey, start, end int, prior string) (string, error) {
 // n+1 tokens and a slice shares its boundary token with its neighbour.
 // Nothing is copied until Materialize. The zero value is the empty view.
 type BigramView struct {
-	t []ref.Unit // the n+1 tokens the view reads; empty when n == 0
+	t []spec.Unit // the n+1 tokens the view reads; empty when n == 0
 	n int
 }
 
 // NewBigramView views tokens as their max(0, len-1) pairs without copying.
 // It scans the tokens once (read-only, no allocation) and rejects the first
-// above ref.MaxToken with ErrTokenRange, so every pair it yields is the one
+// above spec.MaxToken with ErrTokenRange, so every pair it yields is the one
 // ref.ToBigram would build. The caller must not modify tokens while the view
 // is in use.
-func NewBigramView(tokens []ref.Unit) (BigramView, error) {
+func NewBigramView(tokens []spec.Unit) (BigramView, error) {
 	if err := checkTokenUnits(tokens); err != nil {
 		return BigramView{}, err
 	}
@@ -145,9 +146,9 @@ func NewBigramView(tokens []ref.Unit) (BigramView, error) {
 func (v BigramView) Len() int { return v.n }
 
 // At returns pair i packed; i outside [0, Len()) is ErrKeyRange.
-func (v BigramView) At(i int) (ref.Unit, error) {
+func (v BigramView) At(i int) (spec.Unit, error) {
 	if i < 0 || i >= v.n {
-		return 0, ref.Reject(ref.ErrKeyRange, "i", i, fmt.Sprintf("in [0, %d)", v.n))
+		return 0, spec.Reject(spec.ErrKeyRange, "i", i, fmt.Sprintf("in [0, %d)", v.n))
 	}
 	return ref.PackBigram(v.t[i], v.t[i+1]), nil
 }
@@ -166,16 +167,16 @@ func (v BigramView) Slice(i, j int) (BigramView, error) {
 
 // Materialize packs the pairs into a fresh exact-size slice (never nil),
 // equal to ref.ToBigram's units for the same tokens.
-func (v BigramView) Materialize() []ref.Unit {
+func (v BigramView) Materialize() []spec.Unit {
 	if v.n == 0 {
-		return []ref.Unit{}
+		return []spec.Unit{}
 	}
 	return packPairs(v.t)
 }
 
 // AppendTo appends the packed pairs to dst and returns it: Materialize into
 // a caller's buffer, so a steady-state conversion allocates nothing.
-func (v BigramView) AppendTo(dst []ref.Unit) []ref.Unit {
+func (v BigramView) AppendTo(dst []spec.Unit) []spec.Unit {
 	if v.n == 0 {
 		return dst
 	}
@@ -192,10 +193,10 @@ func (v BigramView) AppendTo(dst []ref.Unit) []ref.Unit {
 // 0 <= i <= j <= n, naming the first bound broken.
 func checkSlice(i, j, n int) error {
 	if i < 0 || i > n {
-		return ref.Reject(ref.ErrKeyRange, "i", i, fmt.Sprintf("in [0, %d]", n))
+		return spec.Reject(spec.ErrKeyRange, "i", i, fmt.Sprintf("in [0, %d]", n))
 	}
 	if j < i || j > n {
-		return ref.Reject(ref.ErrKeyRange, "j", j, fmt.Sprintf("in [i (%d), %d]", i, n))
+		return spec.Reject(spec.ErrKeyRange, "j", j, fmt.Sprintf("in [i (%d), %d]", i, n))
 	}
 	return nil
 }
@@ -203,17 +204,17 @@ func checkSlice(i, j, n int) error {
 // RadixBigramKey is the fast twin of radix.bigram_key (docs/spec/radix-acks.md §2.1): the
 // pairs are read straight off the tokens in one pass, without building the
 // packed key ref goes through.
-func RadixBigramKey(_ ref.Limits, in ref.RadixBigramKeyInput) (ref.RadixBigramKeyOutput, error) {
+func RadixBigramKey(_ spec.Limits, in spec.RadixBigramKeyInput) (spec.RadixBigramKeyOutput, error) {
 	if err := ref.CheckBigramKeyInput(in); err != nil {
-		return ref.RadixBigramKeyOutput{}, err
+		return spec.RadixBigramKeyOutput{}, err
 	}
 	n := max(0, len(in.Tokens)-1)
-	out := ref.RadixBigramKeyOutput{Pairs: make([][2]int64, n), AlignedLen: n / in.PageSize * in.PageSize}
+	out := spec.RadixBigramKeyOutput{Pairs: make([][2]int64, n), AlignedLen: n / in.PageSize * in.PageSize}
 	for i := range out.Pairs {
 		out.Pairs[i] = [2]int64{in.Tokens[i], in.Tokens[i+1]}
 	}
 	if in.Value != nil {
-		out.Value = append(make([]ref.SlotIdx, 0, n), in.Value[:n]...)
+		out.Value = append(make([]spec.SlotIdx, 0, n), in.Value[:n]...)
 	}
 	return out, nil
 }
@@ -222,16 +223,16 @@ func RadixBigramKey(_ ref.Limits, in ref.RadixBigramKeyInput) (ref.RadixBigramKe
 // each page is encoded into one reused buffer and hashed with a single
 // Write, chaining on the previous page's raw digest instead of re-decoding
 // its hex.
-func RadixPageHashes(_ ref.Limits, in ref.RadixPageHashesInput) (ref.RadixPageHashesOutput, error) {
+func RadixPageHashes(_ spec.Limits, in spec.RadixPageHashesInput) (spec.RadixPageHashesOutput, error) {
 	if err := ref.CheckPageHashesInput(in); err != nil {
-		return ref.RadixPageHashesOutput{}, err
+		return spec.RadixPageHashesOutput{}, err
 	}
 	units, width := len(in.Tokens), 4
 	if in.Bigram {
 		units, width = max(0, len(in.Tokens)-1), 8
 	}
 	pages := units / in.PageSize
-	out := ref.RadixPageHashesOutput{Units: units, Hashes: make([]string, pages), EventIDs: make([]int64, pages)}
+	out := spec.RadixPageHashesOutput{Units: units, Hashes: make([]string, pages), EventIDs: make([]int64, pages)}
 	if pages == 0 {
 		// A page larger than the key hashes nothing. Returning here keeps
 		// page_size from sizing the buffer below: only a page_size <= units

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestToBigramWorkedExamples is docs/spec/radix-acks.md §2.1: n tokens give n-1
@@ -17,21 +18,21 @@ import (
 // unchanged, and the result never aliases the input.
 func TestToBigramWorkedExamples(t *testing.T) {
 	cases := []struct {
-		in, want []ref.Unit
+		in, want []spec.Unit
 	}{
-		{[]ref.Unit{5, 7, 7, 9}, []ref.Unit{5<<32 | 7, 7<<32 | 7, 7<<32 | 9}},
-		{[]ref.Unit{42}, []ref.Unit{}},
-		{[]ref.Unit{}, []ref.Unit{}},
-		{nil, []ref.Unit{}},
+		{[]spec.Unit{5, 7, 7, 9}, []spec.Unit{5<<32 | 7, 7<<32 | 7, 7<<32 | 9}},
+		{[]spec.Unit{42}, []spec.Unit{}},
+		{[]spec.Unit{}, []spec.Unit{}},
+		{nil, []spec.Unit{}},
 	}
 	for _, c := range cases {
-		got, err := fast.ToBigram(ref.RadixKey{Units: c.in})
+		got, err := fast.ToBigram(spec.RadixKey{Units: c.in})
 		if err != nil || !got.Bigram || got.Units == nil || !slices.Equal(got.Units, c.want) {
 			t.Errorf("ToBigram(%v) = %+v, %v; want %v", c.in, got, err, c.want)
 		}
 	}
-	in := []ref.Unit{1, 2, 3}
-	got, _ := fast.ToBigram(ref.RadixKey{Units: in})
+	in := []spec.Unit{1, 2, 3}
+	got, _ := fast.ToBigram(spec.RadixKey{Units: in})
 	in[1] = 9
 	if got.Units[0] != 1<<32|2 {
 		t.Error("the bigram key aliases its input")
@@ -47,11 +48,11 @@ func TestToBigramWorkedExamples(t *testing.T) {
 func TestToBigramEqualsRef(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 500 {
-		k := ref.RadixKey{Units: make([]ref.Unit, rng.IntN(20))}
+		k := spec.RadixKey{Units: make([]spec.Unit, rng.IntN(20))}
 		for i := range k.Units {
-			k.Units[i] = ref.Unit(rng.Uint32())
+			k.Units[i] = spec.Unit(rng.Uint32())
 			if rng.IntN(40) == 0 {
-				k.Units[i] = 1<<32 + ref.Unit(rng.IntN(3))
+				k.Units[i] = 1<<32 + spec.Unit(rng.IntN(3))
 			}
 		}
 		want, werr := ref.ToBigram(k)
@@ -74,12 +75,12 @@ func errText(err error) string {
 // the materialized pairs, slices share the boundary token, and out-of-range
 // indices and tokens are rejected.
 func TestBigramViewIsTheMaterializedKey(t *testing.T) {
-	toks := []ref.Unit{5, 7, 7, 9, 1}
+	toks := []spec.Unit{5, 7, 7, 9, 1}
 	v, err := fast.NewBigramView(toks)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := ref.ToBigram(ref.RadixKey{Units: toks})
+	want, _ := ref.ToBigram(spec.RadixKey{Units: toks})
 	if !slices.Equal(v.Materialize(), want.Units) || v.Len() != 4 {
 		t.Fatalf("view %v, want %v", v.Materialize(), want.Units)
 	}
@@ -94,16 +95,16 @@ func TestBigramViewIsTheMaterializedKey(t *testing.T) {
 	if u, err := v.At(3); u != 9<<32|1 || err != nil {
 		t.Errorf("At(3) = %x, %v", u, err)
 	}
-	if _, err := v.At(4); !errors.Is(err, ref.ErrKeyRange) {
+	if _, err := v.At(4); !errors.Is(err, spec.ErrKeyRange) {
 		t.Errorf("At(4): %v", err)
 	}
-	if _, err := v.Slice(2, 1); !errors.Is(err, ref.ErrKeyRange) {
+	if _, err := v.Slice(2, 1); !errors.Is(err, spec.ErrKeyRange) {
 		t.Errorf("Slice(2, 1): %v", err)
 	}
-	if _, err := fast.NewBigramView([]ref.Unit{1, 1 << 32}); !errors.Is(err, ref.ErrTokenRange) {
+	if _, err := fast.NewBigramView([]spec.Unit{1, 1 << 32}); !errors.Is(err, spec.ErrTokenRange) {
 		t.Errorf("token 2^32: %v", err)
 	}
-	if e, _ := fast.NewBigramView([]ref.Unit{3}); e.Len() != 0 || e.Materialize() == nil {
+	if e, _ := fast.NewBigramView([]spec.Unit{3}); e.Len() != 0 || e.Materialize() == nil {
 		t.Error("a one-token view is not the empty key")
 	}
 	if a := testing.AllocsPerRun(10, func() { s, _ := v.Slice(1, 3); _, _ = s.At(1) }); a != 0 {
@@ -121,7 +122,7 @@ func TestHashPageVectors(t *testing.T) {
 		bi2    = "678c5307f2a02a2aaf8edbeb80ebac13663f70e14a4fc8d5d62b77e702841e4b"
 		packed = "46df4303587e099c9112917c020a9dcdb872b79dcca03e8677faf66295e891f8"
 	)
-	hash := func(k ref.RadixKey, prior string) string {
+	hash := func(k spec.RadixKey, prior string) string {
 		t.Helper()
 		h, err := fast.HashPage(k, 0, len(k.Units), prior)
 		if err != nil {
@@ -129,7 +130,7 @@ func TestHashPageVectors(t *testing.T) {
 		}
 		return h
 	}
-	bigrams := func(pairs ...ref.Unit) ref.RadixKey { return ref.RadixKey{Units: pairs, Bigram: true} }
+	bigrams := func(pairs ...spec.Unit) spec.RadixKey { return spec.RadixKey{Units: pairs, Bigram: true} }
 	if h := hash(key(1, 2), ""); h != tok1 {
 		t.Errorf("[1,2]: %s", h)
 	}
@@ -153,7 +154,7 @@ func TestHashPageEqualsRef(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	prior, _ := ref.HashPage(key(1, 2), 0, 2, "")
 	for range 200 {
-		k := ref.RadixKey{Units: make([]ref.Unit, rng.IntN(700)), Bigram: rng.IntN(2) == 0}
+		k := spec.RadixKey{Units: make([]spec.Unit, rng.IntN(700)), Bigram: rng.IntN(2) == 0}
 		for i := range k.Units {
 			k.Units[i] = rng.Uint64()
 		}
@@ -168,14 +169,14 @@ func TestHashPageEqualsRef(t *testing.T) {
 }
 
 func TestBigramViewAppendToEqualsMaterializeWithoutAllocating(t *testing.T) {
-	tokens := []ref.Unit{5, 7, 7, 9}
+	tokens := []spec.Unit{5, 7, 7, 9}
 	v, err := fast.NewBigramView(tokens)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst := make([]ref.Unit, 1, 8)
+	dst := make([]spec.Unit, 1, 8)
 	got := v.AppendTo(dst)
-	want := append([]ref.Unit{0}, v.Materialize()...)
+	want := append([]spec.Unit{0}, v.Materialize()...)
 	if !slices.Equal(got, want) {
 		t.Fatalf("AppendTo = %v, want %v", got, want)
 	}
@@ -197,16 +198,16 @@ func TestBigramViewAppendToEqualsMaterializeWithoutAllocating(t *testing.T) {
 func TestRadixPageHashesSizesItsBufferByTheTokensNotByPageSize(t *testing.T) {
 	for _, ps := range []int{1<<31 - 1, 1<<31 + 1, 1<<53 + 1, 1 << 61, 1<<63 - 1, 1_000_000_000_000} {
 		for _, bigram := range []bool{false, true} {
-			in := ref.RadixPageHashesInput{Tokens: []int64{1, 2, 3, 4}, Bigram: bigram, PageSize: ps}
+			in := spec.RadixPageHashesInput{Tokens: []int64{1, 2, 3, 4}, Bigram: bigram, PageSize: ps}
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)
-			r := runBounded(t, hostileName(in), fast.RadixPageHashes, ref.DefaultLimits(), in)
+			r := runBounded(t, hostileName(in), fast.RadixPageHashes, spec.DefaultLimits(), in)
 			runtime.ReadMemStats(&m1)
 			if a := m1.TotalAlloc - m0.TotalAlloc; a > 64<<10 {
 				t.Errorf("page_size %d bigram %t: allocated %d bytes for 4 tokens", ps, bigram, a)
 			}
 			if r.panic == nil {
-				sameAsRef(t, hostileName(in), ref.RadixPageHashes, fast.RadixPageHashes, ref.DefaultLimits(), in)
+				sameAsRef(t, hostileName(in), ref.RadixPageHashes, fast.RadixPageHashes, spec.DefaultLimits(), in)
 			}
 		}
 	}

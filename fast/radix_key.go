@@ -6,13 +6,14 @@ import (
 	"unsafe"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // keyBacking is the unit storage a RadixKey views (docs/spec/radix-acks.md §1.1). Its units
 // are never written after construction.
 type keyBacking struct {
 	// units are the stored units, or the raw tokens of a bigram view.
-	units []ref.Unit
+	units []spec.Unit
 	// private is set only on backings the tree allocated (Compact, the
 	// root's empty key), never on one over a caller's slice.
 	private bool
@@ -28,7 +29,7 @@ type RadixKey struct {
 	b      *keyBacking
 	off, n int
 	// Extra is the key's namespace.
-	Extra ref.ExtraKey
+	Extra spec.ExtraKey
 	// Bigram is set when the units are (packed or viewed) bigrams.
 	Bigram bool
 }
@@ -36,7 +37,7 @@ type RadixKey struct {
 // NewRadixKey views units as a key without copying them (§1.1 NewKey). The
 // backing is not private: a tree storing the key must Compact it. The caller
 // must not modify units while the key is in use.
-func NewRadixKey(units []ref.Unit, extra ref.ExtraKey, bigram bool) RadixKey {
+func NewRadixKey(units []spec.Unit, extra spec.ExtraKey, bigram bool) RadixKey {
 	return RadixKey{b: &keyBacking{units: units}, n: len(units), Extra: extra, Bigram: bigram}
 }
 
@@ -57,7 +58,7 @@ func (k RadixKey) AsBigram() (RadixKey, error) {
 }
 
 // pairsKey is the bigram view of already-checked tokens.
-func pairsKey(tokens []ref.Unit, extra ref.ExtraKey) RadixKey {
+func pairsKey(tokens []spec.Unit, extra spec.ExtraKey) RadixKey {
 	return RadixKey{b: &keyBacking{units: tokens, pairs: true}, n: max(0, len(tokens)-1), Extra: extra, Bigram: true}
 }
 
@@ -65,15 +66,15 @@ func pairsKey(tokens []ref.Unit, extra ref.ExtraKey) RadixKey {
 func (k RadixKey) Len() int { return k.n }
 
 // At returns unit i; i outside [0, Len()) is ErrKeyRange.
-func (k RadixKey) At(i int) (ref.Unit, error) {
+func (k RadixKey) At(i int) (spec.Unit, error) {
 	if i < 0 || i >= k.n {
-		return 0, ref.Reject(ref.ErrKeyRange, "i", i, fmt.Sprintf("in [0, %d)", k.n))
+		return 0, spec.Reject(spec.ErrKeyRange, "i", i, fmt.Sprintf("in [0, %d)", k.n))
 	}
 	return k.at(i), nil
 }
 
 // at is At without the range check.
-func (k RadixKey) at(i int) ref.Unit {
+func (k RadixKey) at(i int) spec.Unit {
 	u := k.b.units
 	if k.b.pairs {
 		return ref.PackBigram(u[k.off+i], u[k.off+i+1])
@@ -97,7 +98,7 @@ func (k RadixKey) slice(i, j int) RadixKey {
 }
 
 // plain returns the viewed units of a key that is not a pair view.
-func (k RadixKey) plain() []ref.Unit {
+func (k RadixKey) plain() []spec.Unit {
 	if k.b == nil {
 		return nil
 	}
@@ -110,10 +111,10 @@ func (k RadixKey) plain() []ref.Unit {
 // ErrExtraKeyMismatch; ps < 1 is ErrInvalidPageSize.
 func (k RadixKey) MatchLen(other RadixKey, ps int) (int, error) {
 	if ps < 1 {
-		return 0, ref.Reject(ref.ErrInvalidPageSize, "page_size", ps, ">= 1")
+		return 0, spec.Reject(spec.ErrInvalidPageSize, "page_size", ps, ">= 1")
 	}
 	if k.Extra != other.Extra {
-		return 0, ref.Reject(ref.ErrExtraKeyMismatch, "extra", other.Extra, fmt.Sprintf("== %+v", k.Extra))
+		return 0, spec.Reject(spec.ErrExtraKeyMismatch, "extra", other.Extra, fmt.Sprintf("== %+v", k.Extra))
 	}
 	return matchLen(k, other, ps), nil
 }
@@ -144,7 +145,7 @@ const lcpChunk = 512
 // lcpUnits is the length of the common prefix of a and b, compared a chunk
 // at a time with bytes.Equal over byte views (memequal, SIMD) and finished
 // element-wise inside the first unequal chunk.
-func lcpUnits(a, b []ref.Unit) int {
+func lcpUnits(a, b []spec.Unit) int {
 	n := min(len(a), len(b))
 	i := 0
 	for ; i < n; i += lcpChunk {
@@ -166,7 +167,7 @@ func lcpUnits(a, b []ref.Unit) int {
 // tokens t (len(t)-1 pairs). Blocks of 8 pairs are compared branch-free by
 // OR-ing the XOR differences (about twice the throughput of a compare per
 // pair); the first unequal block is finished pair by pair.
-func lcpPairs(s, t []ref.Unit) int {
+func lcpPairs(s, t []spec.Unit) int {
 	n := min(len(s), len(t)-1)
 	s, t = s[:n], t[:n+1]
 	i := 0
@@ -205,7 +206,7 @@ func lcpGeneric(a, b RadixKey) int {
 
 // unitBytes views units as their in-memory bytes (for memequal and map
 // keys); the view aliases u and must not outlive it.
-func unitBytes(u []ref.Unit) []byte {
+func unitBytes(u []spec.Unit) []byte {
 	if len(u) == 0 {
 		return nil
 	}
@@ -215,7 +216,7 @@ func unitBytes(u []ref.Unit) []byte {
 // unitString is unitBytes as a string, for map keys; it aliases u, which
 // must stay unmodified while the string is in use (stored keys are
 // immutable; query keys only live for the lookup).
-func unitString(u []ref.Unit) string {
+func unitString(u []spec.Unit) string {
 	if len(u) == 0 {
 		return ""
 	}
@@ -227,7 +228,7 @@ func unitString(u []ref.Unit) string {
 // select the same child iff their ChildKeys are ==.
 type ChildKey struct {
 	// Extra is the namespace.
-	Extra ref.ExtraKey
+	Extra spec.ExtraKey
 	// Page is the first page's units as native-endian bytes.
 	Page string
 }
@@ -267,23 +268,23 @@ func (k RadixKey) IsCompact() bool {
 }
 
 // Units returns a fresh copy of the key's units (never nil).
-func (k RadixKey) Units() []ref.Unit { return k.materialize() }
+func (k RadixKey) Units() []spec.Unit { return k.materialize() }
 
-// ToRef returns the key as a ref.RadixKey with freshly copied units.
-func (k RadixKey) ToRef() ref.RadixKey {
-	return ref.RadixKey{Units: k.Units(), Extra: k.Extra, Bigram: k.Bigram}
+// ToRef returns the key as a spec.RadixKey with freshly copied units.
+func (k RadixKey) ToRef() spec.RadixKey {
+	return spec.RadixKey{Units: k.Units(), Extra: k.Extra, Bigram: k.Bigram}
 }
 
 // materialize copies the viewed units (packing a pair view) into a fresh
 // exact-size slice, never nil.
-func (k RadixKey) materialize() []ref.Unit {
+func (k RadixKey) materialize() []spec.Unit {
 	if k.n == 0 {
-		return []ref.Unit{}
+		return []spec.Unit{}
 	}
 	if k.b.pairs {
 		return packPairs(k.b.units[k.off : k.off+k.n+1])
 	}
-	out := make([]ref.Unit, k.n)
+	out := make([]spec.Unit, k.n)
 	copy(out, k.plain())
 	return out
 }
@@ -294,16 +295,16 @@ func (k RadixKey) materialize() []ref.Unit {
 // a bad id is reported exactly as ref.TokenKey reports it. The key aliases
 // tokens: the caller must not modify them while the key is in use (trees
 // copy what they store, so a key may be passed to Insert).
-func TokenKeyView(field string, tokens []int64, extra ref.ExtraKey) (ref.RadixKey, error) {
-	var units []ref.Unit
+func TokenKeyView(field string, tokens []int64, extra spec.ExtraKey) (spec.RadixKey, error) {
+	var units []spec.Unit
 	if len(tokens) > 0 {
-		units = unsafe.Slice((*ref.Unit)(unsafe.Pointer(unsafe.SliceData(tokens))), len(tokens))
+		units = unsafe.Slice((*spec.Unit)(unsafe.Pointer(unsafe.SliceData(tokens))), len(tokens))
 	}
 	if err := checkTokenUnits(units); err != nil {
-		return ref.RadixKey{}, ref.CheckTokens(field, tokens)
+		return spec.RadixKey{}, ref.CheckTokens(field, tokens)
 	}
 	if units == nil {
-		units = []ref.Unit{}
+		units = []spec.Unit{}
 	}
-	return ref.RadixKey{Units: units, Extra: extra}, nil
+	return spec.RadixKey{Units: units, Extra: extra}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 	"github.com/zeebo/xxh3"
 )
 
@@ -22,7 +23,7 @@ type prefixHasher struct {
 
 // appendChain appends the hashes of q's whole pages of ps units, chained
 // from prev, to dst.
-func (h *prefixHasher) appendChain(dst []ref.PrefixHash, prev ref.PrefixHash, q RadixKey, ps int) []ref.PrefixHash {
+func (h *prefixHasher) appendChain(dst []spec.PrefixHash, prev spec.PrefixHash, q RadixKey, ps int) []spec.PrefixHash {
 	if q.b == nil {
 		return dst
 	}
@@ -42,7 +43,7 @@ func (h *prefixHasher) appendChain(dst []ref.PrefixHash, prev ref.PrefixHash, q 
 		for j := range ps {
 			binary.LittleEndian.PutUint64(b[8*j:], q.at(i+j))
 		}
-		prev = ref.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
+		prev = spec.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
 		dst = append(dst, prev)
 	}
 	return dst
@@ -51,10 +52,10 @@ func (h *prefixHasher) appendChain(dst []ref.PrefixHash, prev ref.PrefixHash, q 
 // plainPage is the hash of one page of stored units chained on prev: in
 // place on a little-endian machine, where the units already lie as the
 // bytes the hash is defined over, packed into buf otherwise.
-func (h *prefixHasher) plainPage(prev ref.PrefixHash, page []ref.Unit) ref.PrefixHash {
+func (h *prefixHasher) plainPage(prev spec.PrefixHash, page []spec.Unit) spec.PrefixHash {
 	if littleEndian {
 		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(page))), 8*len(page))
-		return ref.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
+		return spec.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
 	}
 	if cap(h.buf) < 8*len(page) {
 		h.buf = make([]byte, 8*len(page))
@@ -63,12 +64,12 @@ func (h *prefixHasher) plainPage(prev ref.PrefixHash, page []ref.Unit) ref.Prefi
 	for j, u := range page {
 		binary.LittleEndian.PutUint64(b[8*j:], u)
 	}
-	return ref.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
+	return spec.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
 }
 
 // chainStart is the hash a node's first page chains on: its parent's last
 // page hash, or the namespace seed under the root.
-func (t *RadixTree) chainStart(parent *node, k RadixKey) ref.PrefixHash {
+func (t *RadixTree) chainStart(parent *node, k RadixKey) spec.PrefixHash {
 	if parent == t.root {
 		return ref.PrefixHashSeed(k.Extra, k.Bigram)
 	}
@@ -78,14 +79,14 @@ func (t *RadixTree) chainStart(parent *node, k RadixKey) ref.PrefixHash {
 // PrefixHashes is the prefix-hash chain of k's whole pages in the tree's
 // unit space (docs/spec/radix-acks.md §1.14), in one pass over k; Eagle
 // trees hash k's bigrams without materializing them.
-func (t *RadixTree) PrefixHashes(k ref.RadixKey) ([]ref.PrefixHash, error) {
+func (t *RadixTree) PrefixHashes(k spec.RadixKey) ([]spec.PrefixHash, error) {
 	var qb keyBacking
 	q, err := t.queryKey(k, &qb)
 	if err != nil {
 		return nil, err
 	}
 	var h prefixHasher
-	return h.appendChain(make([]ref.PrefixHash, 0, q.n/t.ps), ref.PrefixHashSeed(q.Extra, q.Bigram), q, t.ps), nil
+	return h.appendChain(make([]spec.PrefixHash, 0, q.n/t.ps), ref.PrefixHashSeed(q.Extra, q.Bigram), q, t.ps), nil
 }
 
 // PrefixLenHashed is PrefixLen comparing, after a child is chosen by its
@@ -93,14 +94,14 @@ func (t *RadixTree) PrefixHashes(k ref.RadixKey) ([]ref.PrefixHash, error) {
 // hashes: 8 bytes a page instead of the page's units (§1.14). hashes must
 // be PrefixHashes(k) of a tree with this configuration. Read-only and safe
 // concurrently with PrefixLen and itself; it allocates nothing.
-func (t *RadixTree) PrefixLenHashed(k ref.RadixKey, hashes []ref.PrefixHash) (int, error) {
+func (t *RadixTree) PrefixLenHashed(k spec.RadixKey, hashes []spec.PrefixHash) (int, error) {
 	return t.readLen(k, hashes, true)
 }
 
 // hashedPages is how many of c's pages match the query whose chain from
 // c's depth on is qh, with qPages whole pages left: the first page always
 // (the child key chose c by it), then each while the prefix hashes agree.
-func hashedPages(c *node, qh []ref.PrefixHash, qPages int) int {
+func hashedPages(c *node, qh []spec.PrefixHash, qPages int) int {
 	pages := min(len(c.hashes), qPages)
 	j := 1
 	for j < pages && c.hashes[j] == qh[j] {
@@ -116,28 +117,28 @@ func hashedPages(c *node, qh []ref.PrefixHash, qPages int) int {
 // once to check and once to hash. A bad id is reported exactly as
 // ref.TokenKey reports it (the first one, naming field[i]); ps < 1 is
 // ErrInvalidPageSize. The key aliases tokens, as TokenKeyView's does.
-func TokenKeyChain(field string, tokens []int64, extra ref.ExtraKey, ps int) (ref.RadixKey, []ref.PrefixHash, error) {
+func TokenKeyChain(field string, tokens []int64, extra spec.ExtraKey, ps int) (spec.RadixKey, []spec.PrefixHash, error) {
 	if ps < 1 {
-		return ref.RadixKey{}, nil, ref.Reject(ref.ErrInvalidPageSize, "page_size", ps, ">= 1")
+		return spec.RadixKey{}, nil, spec.Reject(spec.ErrInvalidPageSize, "page_size", ps, ">= 1")
 	}
-	units := []ref.Unit{}
+	units := []spec.Unit{}
 	if len(tokens) > 0 {
-		units = unsafe.Slice((*ref.Unit)(unsafe.Pointer(unsafe.SliceData(tokens))), len(tokens))
+		units = unsafe.Slice((*spec.Unit)(unsafe.Pointer(unsafe.SliceData(tokens))), len(tokens))
 	}
-	chain := make([]ref.PrefixHash, 0, len(units)/ps)
+	chain := make([]spec.PrefixHash, 0, len(units)/ps)
 	prev := ref.PrefixHashSeed(extra, false)
 	var h prefixHasher
 	i := 0
 	for ; i+ps <= len(units); i += ps {
 		page := units[i : i+ps : i+ps]
 		if checkTokenUnits(page) != nil {
-			return ref.RadixKey{}, nil, ref.CheckTokens(field, tokens)
+			return spec.RadixKey{}, nil, ref.CheckTokens(field, tokens)
 		}
 		prev = h.plainPage(prev, page)
 		chain = append(chain, prev)
 	}
 	if checkTokenUnits(units[i:]) != nil {
-		return ref.RadixKey{}, nil, ref.CheckTokens(field, tokens)
+		return spec.RadixKey{}, nil, ref.CheckTokens(field, tokens)
 	}
-	return ref.RadixKey{Units: units, Extra: extra}, chain, nil
+	return spec.RadixKey{Units: units, Extra: extra}, chain, nil
 }

@@ -7,19 +7,20 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // node is one radix-tree node (docs/spec/radix-acks.md §1.2).
 type node struct {
-	id       ref.NodeID
+	id       spec.NodeID
 	parent   *node
 	children map[ChildKey]*node // nil until the first child
 	// only is the sole child when there is exactly one (every node of a
 	// path), so a walk along a path compares the first page instead of
 	// hashing it for the map; nil otherwise.
 	only    *node
-	key     RadixKey      // compact (R-COMPACT); empty for the root
-	value   []ref.SlotIdx // len == key.n; capacity-capped so no append reaches a neighbour
+	key     RadixKey       // compact (R-COMPACT); empty for the root
+	value   []spec.SlotIdx // len == key.n; capacity-capped so no append reaches a neighbour
 	lockRef int
 	// ownLocks counts the locks taken on this node itself (R-LOCKSUM's
 	// directLocks): lockRef == ownLocks + Σ children's lockRef.
@@ -37,7 +38,7 @@ type node struct {
 	planMark uint64
 	// hashes are the prefix hashes of the node's pages (§1.14), computed
 	// once when the pages are stored and divided when the node splits.
-	hashes []ref.PrefixHash
+	hashes []spec.PrefixHash
 	// heapGen numbers the node's latest entry in RadixTree.heap; older entries
 	// of the node are stale and skipped when popped.
 	heapGen uint32
@@ -53,11 +54,11 @@ type node struct {
 // safe for concurrent use, except that PrefixLen may run concurrently with
 // other PrefixLen calls.
 type RadixTree struct {
-	cfg    ref.TreeConfig
+	cfg    spec.TreeConfig
 	ps     int
 	root   *node
-	nodes  map[ref.NodeID]*node
-	nextID ref.NodeID
+	nodes  map[spec.NodeID]*node
+	nextID spec.NodeID
 	tick   uint64
 
 	evictable, protected int
@@ -77,7 +78,7 @@ type RadixTree struct {
 	// trees built by NewRadixTree.
 	faults fault.Radix
 	// owner maps pages to CP ranks (§4.1); sizes are cfg.CPSizes().
-	owner ref.OwnerFn
+	owner spec.OwnerFn
 	sizes []int
 	// recounts, metaMisses and loadRefusals are the §4.4–§4.6 counters;
 	// planGen numbers plans for the load-path marks.
@@ -86,16 +87,16 @@ type RadixTree struct {
 }
 
 // NewRadixTree builds an empty tree (the root, id 0) for cfg, as a
-// ref.NewRadixTreeFunc; an invalid config is rejected as by cfg.Validate.
+// spec.NewRadixTreeFunc; an invalid config is rejected as by cfg.Validate.
 // CP owners are round-robin. The tree is a *RadixTree.
-func NewRadixTree(cfg ref.TreeConfig) (ref.RadixTree, error) {
+func NewRadixTree(cfg spec.TreeConfig) (spec.RadixTree, error) {
 	return newRadixTreeWithFaults(cfg, fault.Radix{})
 }
 
 // newRadixTreeWithFaults is NewRadixTree with the historic bugs f selects
 // put back, for the bug zoo only: fault.Hooks hands it to equiv/mutants
 // (hooks.go). Called with the zero value it is NewRadixTree.
-func newRadixTreeWithFaults(cfg ref.TreeConfig, f fault.Radix) (ref.RadixTree, error) {
+func newRadixTreeWithFaults(cfg spec.TreeConfig, f fault.Radix) (spec.RadixTree, error) {
 	t, err := newRadixTreeOwned(cfg, ref.RoundRobin{})
 	if err != nil {
 		return nil, err
@@ -107,26 +108,26 @@ func newRadixTreeWithFaults(cfg ref.TreeConfig, f fault.Radix) (ref.RadixTree, e
 // newRadixTreeOwned is NewRadixTree with the page → owner rule owner
 // (docs/spec/radix-acks.md §4.1, §6 item 1); fast's tests build trees under
 // other rules with it (export_test.go).
-func newRadixTreeOwned(cfg ref.TreeConfig, owner ref.OwnerFn) (*RadixTree, error) {
+func newRadixTreeOwned(cfg spec.TreeConfig, owner spec.OwnerFn) (*RadixTree, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	root := &node{
-		key:     RadixKey{b: &keyBacking{units: []ref.Unit{}, private: true}},
-		value:   []ref.SlotIdx{},
+		key:     RadixKey{b: &keyBacking{units: []spec.Unit{}, private: true}},
+		value:   []spec.SlotIdx{},
 		lockRef: 1,
 		leafPos: -1,
 	}
-	t := &RadixTree{cfg: cfg, ps: cfg.PageSize, root: root, nodes: map[ref.NodeID]*node{0: root}, nextID: 1,
+	t := &RadixTree{cfg: cfg, ps: cfg.PageSize, root: root, nodes: map[spec.NodeID]*node{0: root}, nextID: 1,
 		owner: owner, sizes: cfg.CPSizes()}
 	root.meta = t.newMeta(0, 0)
 	return t, nil
 }
 
-var _ ref.NewRadixTreeFunc = NewRadixTree
+var _ spec.NewRadixTreeFunc = NewRadixTree
 
 // Config returns the configuration the tree was built with.
-func (t *RadixTree) Config() ref.TreeConfig { return t.cfg }
+func (t *RadixTree) Config() spec.TreeConfig { return t.cfg }
 
 // CopiedUnits is the number of key units materialized by stores so far
 // (docs/spec/radix-acks.md §1.1 "Instrumentation"): a match adds 0, an insert adds its
@@ -146,7 +147,7 @@ func (t *RadixTree) TotalSize() int { return t.evictable + t.protected }
 // Eagle mode a token key becomes a pair view (§2.3), after a read-only range
 // check that fails with ErrTokenRange. The backing is the caller's b, so a
 // query that is only read stays on the caller's stack.
-func (t *RadixTree) queryKey(k ref.RadixKey, b *keyBacking) (RadixKey, error) {
+func (t *RadixTree) queryKey(k spec.RadixKey, b *keyBacking) (RadixKey, error) {
 	if t.cfg.Eagle && !k.Bigram {
 		if err := checkTokenUnits(k.Units); err != nil {
 			return RadixKey{}, err
@@ -165,7 +166,7 @@ const pageBuf = 64
 // lookup returns node's child for the first page of q, or nil. The map key
 // aliases q's backing (plain view) or scratch (pair view), so the lookup
 // does not allocate.
-func (t *RadixTree) lookup(n *node, q RadixKey, scratch []ref.Unit) *node {
+func (t *RadixTree) lookup(n *node, q RadixKey, scratch []spec.Unit) *node {
 	if len(n.children) == 0 {
 		return nil
 	}
@@ -191,7 +192,7 @@ func relink(n *node) {
 
 // queryChildKey is q's child key with the page packed into scratch when q
 // is a pair view; the result must not be stored.
-func (t *RadixTree) queryChildKey(q RadixKey, scratch []ref.Unit) ChildKey {
+func (t *RadixTree) queryChildKey(q RadixKey, scratch []spec.Unit) ChildKey {
 	page := q.slice(0, t.ps)
 	if !q.b.pairs {
 		return ChildKey{Extra: q.Extra, Page: unitString(page.plain())}
@@ -207,11 +208,11 @@ func (t *RadixTree) queryChildKey(q RadixKey, scratch []ref.Unit) ChildKey {
 // scratchFor returns a page-sized packing buffer for pair-view lookups: buf
 // when it is big enough, else one fresh slice (Eagle trees with pages over
 // pageBuf units).
-func (t *RadixTree) scratchFor(q RadixKey, buf []ref.Unit) []ref.Unit {
+func (t *RadixTree) scratchFor(q RadixKey, buf []spec.Unit) []spec.Unit {
 	if !q.b.pairs || t.ps <= len(buf) {
 		return buf
 	}
-	return make([]ref.Unit, t.ps)
+	return make([]spec.Unit, t.ps)
 }
 
 // storedChildKey is the child-map key of a stored node: it aliases the
@@ -224,18 +225,18 @@ func (t *RadixTree) storedChildKey(k RadixKey) ChildKey {
 // k and the node it ends on, splitting a node the match ends inside
 // (docs/spec/radix-acks.md §1.4). It copies no key units; only the result is
 // allocated, once, at its exact size.
-func (t *RadixTree) MatchPrefix(k ref.RadixKey) (ref.MatchResult, error) {
+func (t *RadixTree) MatchPrefix(k spec.RadixKey) (spec.MatchResult, error) {
 	last, err := t.match(k)
 	if err != nil {
-		return ref.MatchResult{}, err
+		return spec.MatchResult{}, err
 	}
-	return ref.MatchResult{Indices: pathValues(make([]ref.SlotIdx, 0, pathLen(last)), last), LastNode: last.id}, nil
+	return spec.MatchResult{Indices: pathValues(make([]spec.SlotIdx, 0, pathLen(last)), last), LastNode: last.id}, nil
 }
 
 // MatchPrefixAppend is MatchPrefix appending the matched slots to dst and
 // returning the extended slice and the last node's id; with enough capacity
 // in dst a match allocates nothing. On error dst is returned unchanged.
-func (t *RadixTree) MatchPrefixAppend(dst []ref.SlotIdx, k ref.RadixKey) ([]ref.SlotIdx, ref.NodeID, error) {
+func (t *RadixTree) MatchPrefixAppend(dst []spec.SlotIdx, k spec.RadixKey) ([]spec.SlotIdx, spec.NodeID, error) {
 	last, err := t.match(k)
 	if err != nil {
 		return dst, 0, err
@@ -255,7 +256,7 @@ func pathLen(last *node) int {
 
 // pathValues appends the values along the root-to-last path to dst, which
 // has room for pathLen(last) more slots, filling from the end upwards.
-func pathValues(dst []ref.SlotIdx, last *node) []ref.SlotIdx {
+func pathValues(dst []spec.SlotIdx, last *node) []spec.SlotIdx {
 	end := len(dst) + pathLen(last)
 	out := dst[:end]
 	for n := last; n != nil; n = n.parent {
@@ -265,7 +266,7 @@ func pathValues(dst []ref.SlotIdx, last *node) []ref.SlotIdx {
 }
 
 // match is the §1.4 walk; it returns the node the match ends on.
-func (t *RadixTree) match(k ref.RadixKey) (*node, error) {
+func (t *RadixTree) match(k spec.RadixKey) (*node, error) {
 	if t.cfg.Disable {
 		return t.root, nil
 	}
@@ -279,7 +280,7 @@ func (t *RadixTree) match(k ref.RadixKey) (*node, error) {
 	if q.n == 0 {
 		return t.root, nil
 	}
-	var buf [pageBuf]ref.Unit
+	var buf [pageBuf]spec.Unit
 	scratch := t.scratchFor(q, buf[:])
 	n := t.root
 	n.lastAccess = t.tick
@@ -314,7 +315,7 @@ func (t *RadixTree) rest(q RadixKey, p int) RadixKey {
 // PrefixLen is the length MatchPrefix(k) would return, computed read-only:
 // no tick, no stamp, no split, no allocation (docs/spec/radix-acks.md §1.4, designed
 // for routers). Concurrent PrefixLen calls are safe.
-func (t *RadixTree) PrefixLen(k ref.RadixKey) (int, error) {
+func (t *RadixTree) PrefixLen(k spec.RadixKey) (int, error) {
 	return t.readLen(k, nil, false)
 }
 
@@ -322,7 +323,7 @@ func (t *RadixTree) PrefixLen(k ref.RadixKey) (int, error) {
 // is chosen by its first page's units, and its pages are then matched by
 // their units, or with hashed by their prefix hashes (§1.14), whose count
 // it checks against k's whole pages.
-func (t *RadixTree) readLen(k ref.RadixKey, hashes []ref.PrefixHash, hashed bool) (int, error) {
+func (t *RadixTree) readLen(k spec.RadixKey, hashes []spec.PrefixHash, hashed bool) (int, error) {
 	if t.cfg.Disable {
 		return 0, nil
 	}
@@ -337,7 +338,7 @@ func (t *RadixTree) readLen(k ref.RadixKey, hashes []ref.PrefixHash, hashed bool
 		}
 	}
 	q = q.slice(0, q.n/t.ps*t.ps)
-	var buf [pageBuf]ref.Unit
+	var buf [pageBuf]spec.Unit
 	scratch := t.scratchFor(q, buf[:])
 	total := 0
 	for n := t.root; q.n > 0; {
@@ -366,7 +367,7 @@ func (t *RadixTree) readLen(k ref.RadixKey, hashes []ref.PrefixHash, hashed bool
 // are k's units before any bigram conversion. Every check (value length,
 // token range, alignment) runs before the tree changes, so a failed insert
 // changes nothing, the tick included.
-func (t *RadixTree) Insert(k ref.RadixKey, value []ref.SlotIdx, priority int) (int, error) {
+func (t *RadixTree) Insert(k spec.RadixKey, value []spec.SlotIdx, priority int) (int, error) {
 	if t.cfg.Disable {
 		return 0, nil
 	}
@@ -392,7 +393,7 @@ func (t *RadixTree) Insert(k ref.RadixKey, value []ref.SlotIdx, priority int) (i
 	n := t.root
 	n.lastAccess = t.tick
 	n.priority = max(n.priority, priority)
-	var buf [pageBuf]ref.Unit
+	var buf [pageBuf]spec.Unit
 	scratch := t.scratchFor(q, buf[:])
 	total := 0
 	for q.n > 0 {
@@ -426,7 +427,7 @@ func (t *RadixTree) Insert(k ref.RadixKey, value []ref.SlotIdx, priority int) (i
 // nothing aliases the caller's buffers. extra is q's namespace, passed apart
 // from q so that q (whose backing lives on Insert's stack) never flows into
 // the heap.
-func (t *RadixTree) addLeaf(parent *node, q RadixKey, extra ref.ExtraKey, value []ref.SlotIdx, sim bool, priority int) {
+func (t *RadixTree) addLeaf(parent *node, q RadixKey, extra spec.ExtraKey, value []spec.SlotIdx, sim bool, priority int) {
 	var key RadixKey
 	if t.faults.StoredViews {
 		key = RadixKey{b: &keyBacking{units: q.b.units, pairs: q.b.pairs}, off: q.off, n: q.n, Extra: extra, Bigram: q.Bigram}
@@ -438,7 +439,7 @@ func (t *RadixTree) addLeaf(parent *node, q RadixKey, extra ref.ExtraKey, value 
 	leaf := t.newNode(key, leafValue(q, value, sim))
 	leaf.priority = priority
 	var h prefixHasher
-	leaf.hashes = h.appendChain(make([]ref.PrefixHash, 0, key.n/t.ps), t.chainStart(parent, key), key, t.ps)
+	leaf.hashes = h.appendChain(make([]spec.PrefixHash, 0, key.n/t.ps), t.chainStart(parent, key), key, t.ps)
 	leaf.meta = t.newMeta(parent.meta.StartPage+parent.meta.NumPages, key.n/t.ps)
 	t.attach(parent, leaf)
 	t.evictable += key.n
@@ -449,20 +450,20 @@ func (t *RadixTree) addLeaf(parent *node, q RadixKey, extra ref.ExtraKey, value 
 // leafValue copies a new leaf's slots. In simulation mode they are q's
 // backing units at its offset, which for a pair view are the pairs' first
 // tokens: the token slots before the bigram conversion (§1.5, §2.1).
-func leafValue(q RadixKey, value []ref.SlotIdx, sim bool) []ref.SlotIdx {
-	v := make([]ref.SlotIdx, q.n)
+func leafValue(q RadixKey, value []spec.SlotIdx, sim bool) []spec.SlotIdx {
+	v := make([]spec.SlotIdx, q.n)
 	if !sim {
 		copy(v, value)
 		return v
 	}
 	for i, u := range q.b.units[q.off : q.off+q.n] {
-		v[i] = ref.SlotIdx(u)
+		v[i] = spec.SlotIdx(u)
 	}
 	return v
 }
 
 // newNode mints a node with the next id, stamped with the current tick.
-func (t *RadixTree) newNode(key RadixKey, value []ref.SlotIdx) *node {
+func (t *RadixTree) newNode(key RadixKey, value []spec.SlotIdx) *node {
 	n := &node{id: t.nextID, key: key, value: value, lastAccess: t.tick, created: t.tick, leafPos: -1}
 	t.nextID++
 	t.nodes[n.id] = n
@@ -544,7 +545,7 @@ func (t *RadixTree) dropLeaf(x *node) {
 // IncLockRef protects the path from node up to (not including) the root and
 // returns minus the units newly protected (docs/spec/radix-acks.md §1.7). An id that is
 // not a live node is ErrForeignNode.
-func (t *RadixTree) IncLockRef(id ref.NodeID) (int, error) {
+func (t *RadixTree) IncLockRef(id spec.NodeID) (int, error) {
 	x, ok := t.nodes[id]
 	if !ok {
 		return 0, ref.ForeignNodeError(id)
@@ -571,7 +572,7 @@ func (t *RadixTree) IncLockRef(id ref.NodeID) (int, error) {
 // 0 on the path is ErrLockUnderflow, and so is a node whose lock_ref is all
 // held by its descendants' locks (ref's tightening that keeps R-LOCKSUM;
 // the per-node own-lock count makes it O(1) instead of a sum over children).
-func (t *RadixTree) DecLockRef(id ref.NodeID) (int, error) {
+func (t *RadixTree) DecLockRef(id spec.NodeID) (int, error) {
 	x, ok := t.nodes[id]
 	if !ok {
 		return 0, ref.ForeignNodeError(id)
@@ -623,11 +624,11 @@ func (a victim) before(b victim) bool {
 // freed or none is left (docs/spec/radix-acks.md §1.8). The heap starts from the
 // incrementally kept leaf set; a parent left childless and unlocked joins it.
 // The Freed slot lists are handed over, not copied: their nodes are gone.
-func (t *RadixTree) Evict(numTokens int) (ref.EvictResult, error) {
+func (t *RadixTree) Evict(numTokens int) (spec.EvictResult, error) {
 	if numTokens < 0 {
-		return ref.EvictResult{}, ref.NegativeCountError(numTokens)
+		return spec.EvictResult{}, ref.NegativeCountError(numTokens)
 	}
-	res := ref.EvictResult{Freed: [][]ref.SlotIdx{}, Victims: []ref.NodeID{}}
+	res := spec.EvictResult{Freed: [][]spec.SlotIdx{}, Victims: []spec.NodeID{}}
 	if numTokens == 0 || len(t.leaves) == 0 {
 		return res, nil
 	}
@@ -757,17 +758,17 @@ func (h victimHeap) down(i int) {
 
 // State returns the observable state (docs/spec/radix-acks.md §1.9 P5): every node in
 // ascending id with copies of its key and value.
-func (t *RadixTree) State() ref.TreeState {
-	ids := make([]ref.NodeID, 0, len(t.nodes))
+func (t *RadixTree) State() spec.TreeState {
+	ids := make([]spec.NodeID, 0, len(t.nodes))
 	for id := range t.nodes {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	nodes := make([]ref.NodeState, len(ids))
+	nodes := make([]spec.NodeState, len(ids))
 	for i, id := range ids {
 		nodes[i] = t.nodeState(t.nodes[id])
 	}
-	return ref.TreeState{
+	return spec.TreeState{
 		Config: t.cfg, Tick: t.tick, NextID: t.nextID,
 		EvictableSize: t.evictable, ProtectedSize: t.protected, CopiedUnits: t.copied,
 		OwnerCountRecomputations: t.recounts, MetaMisses: t.metaMisses, LoadRefusals: t.loadRefusals, Nodes: nodes,
@@ -775,14 +776,14 @@ func (t *RadixTree) State() ref.TreeState {
 }
 
 // nodeState is the observable state of one node.
-func (t *RadixTree) nodeState(n *node) ref.NodeState {
-	parent := ref.NodeID(-1)
+func (t *RadixTree) nodeState(n *node) spec.NodeState {
+	parent := spec.NodeID(-1)
 	if n.parent != nil {
 		parent = n.parent.id
 	}
-	return ref.NodeState{
+	return spec.NodeState{
 		ID: n.id, Parent: parent, Key: n.key.Units(), Extra: n.key.Extra,
-		Value: append([]ref.SlotIdx{}, n.value...), LockRef: n.lockRef,
+		Value: append([]spec.SlotIdx{}, n.value...), LockRef: n.lockRef,
 		LastAccess: n.lastAccess, Created: n.created, HitCount: n.hitCount, Priority: n.priority,
 		CP: t.nodeCP(n), PrefixHashes: slices.Clone(n.hashes),
 	}

@@ -9,22 +9,23 @@ import (
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // benchImpls are the twins every radix benchmark compares.
 var benchImpls = []struct {
 	name string
-	new  ref.NewRadixTreeFunc
+	new  spec.NewRadixTreeFunc
 }{{"ref", ref.NewRadixTree}, {"fast", fast.NewRadixTree}}
 
 // benchKey is an n-token sequence with distinct-looking tokens and its
 // slots.
-func benchKey(n int) (ref.RadixKey, []ref.SlotIdx) {
-	k := ref.RadixKey{Units: make([]ref.Unit, n)}
-	v := make([]ref.SlotIdx, n)
+func benchKey(n int) (spec.RadixKey, []spec.SlotIdx) {
+	k := spec.RadixKey{Units: make([]spec.Unit, n)}
+	v := make([]spec.SlotIdx, n)
 	for i := range k.Units {
-		k.Units[i] = ref.Unit(i*7919) % 50000
-		v[i] = ref.SlotIdx(i)
+		k.Units[i] = spec.Unit(i*7919) % 50000
+		v[i] = spec.SlotIdx(i)
 	}
 	return k, v
 }
@@ -33,9 +34,9 @@ func benchKey(n int) (ref.RadixKey, []ref.SlotIdx) {
 // page size ps by inserting its prefixes of page-floored length n·i/k for
 // i = 1..k (docs/spec/radix-acks.md §1.12). In Eagle mode the key has n+1 tokens, so
 // its n bigrams are the stored units.
-func benchPath(b *testing.B, newTree ref.NewRadixTreeFunc, n, k, ps int, eagle bool) (ref.RadixTree, ref.RadixKey, []ref.SlotIdx) {
+func benchPath(b *testing.B, newTree spec.NewRadixTreeFunc, n, k, ps int, eagle bool) (spec.RadixTree, spec.RadixKey, []spec.SlotIdx) {
 	b.Helper()
-	tr, err := newTree(ref.TreeConfig{PageSize: ps, Eagle: eagle})
+	tr, err := newTree(spec.TreeConfig{PageSize: ps, Eagle: eagle})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func benchPath(b *testing.B, newTree ref.NewRadixTreeFunc, n, k, ps int, eagle b
 	pages := n / ps
 	for i := 1; i <= k; i++ {
 		end := pages*i/k*ps + extra
-		if _, err := tr.Insert(ref.RadixKey{Units: key.Units[:end]}, value[:end], 0); err != nil {
+		if _, err := tr.Insert(spec.RadixKey{Units: key.Units[:end]}, value[:end], 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -58,14 +59,14 @@ func benchPath(b *testing.B, newTree ref.NewRadixTreeFunc, n, k, ps int, eagle b
 }
 
 // reportCopied adds the fast tree's copied-units/op metric.
-func reportCopied(b *testing.B, tr ref.RadixTree, before int64) {
+func reportCopied(b *testing.B, tr spec.RadixTree, before int64) {
 	if f, ok := tr.(*fast.RadixTree); ok {
 		b.ReportMetric(float64(f.CopiedUnits()-before)/float64(b.N), "copied-units/op")
 	}
 }
 
 // copiedNow is the fast tree's CopiedUnits (0 for ref).
-func copiedNow(tr ref.RadixTree) int64 {
+func copiedNow(tr spec.RadixTree) int64 {
 	if f, ok := tr.(*fast.RadixTree); ok {
 		return f.CopiedUnits()
 	}
@@ -92,7 +93,7 @@ func benchFullHit(b *testing.B, n, k int, eagle bool) {
 	b.Run("impl=fast-append", func(b *testing.B) {
 		tr, key, _ := benchPath(b, fast.NewRadixTree, n, k, 64, eagle)
 		f := tr.(*fast.RadixTree)
-		buf := make([]ref.SlotIdx, 0, n)
+		buf := make([]spec.SlotIdx, 0, n)
 		before := f.CopiedUnits()
 		b.ReportAllocs()
 		for b.Loop() {
@@ -115,14 +116,14 @@ func benchFullHit(b *testing.B, n, k int, eagle bool) {
 // can answer a full hit in less on the same machine, so the match's
 // target is read against this row of the same run.
 func benchFullHitFloor(b *testing.B, n int) {
-	query, stored := make([]ref.Unit, n), make([]ref.Unit, n)
+	query, stored := make([]spec.Unit, n), make([]spec.Unit, n)
 	for i := range query {
-		query[i] = ref.Unit(i % 50000)
+		query[i] = spec.Unit(i % 50000)
 		stored[i] = query[i]
 	}
-	slots, buf := make([]ref.SlotIdx, n), make([]ref.SlotIdx, n)
+	slots, buf := make([]spec.SlotIdx, n), make([]spec.SlotIdx, n)
 	for i := range slots {
-		slots[i] = ref.SlotIdx(i)
+		slots[i] = spec.SlotIdx(i)
 	}
 	qb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(query))), 8*n)
 	sb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(stored))), 8*n)
@@ -164,10 +165,10 @@ func BenchmarkMatchFullHit240K(b *testing.B) { benchFullHit(b, 240_000, 16, fals
 func BenchmarkRadixMatchZeroFaults(b *testing.B) {
 	trees := []struct {
 		name string
-		new  ref.NewRadixTreeFunc
+		new  spec.NewRadixTreeFunc
 	}{
 		{"production", fast.NewRadixTree},
-		{"zero-faults", func(cfg ref.TreeConfig) (ref.RadixTree, error) {
+		{"zero-faults", func(cfg spec.TreeConfig) (spec.RadixTree, error) {
 			return fault.Installed().NewRadixTree(cfg, fault.Radix{})
 		}},
 	}
@@ -177,7 +178,7 @@ func BenchmarkRadixMatchZeroFaults(b *testing.B) {
 				b.Run("tree="+tree.name, func(b *testing.B) {
 					tr, key, _ := benchPath(b, tree.new, shape.n, shape.k, shape.ps, false)
 					f := tr.(*fast.RadixTree)
-					buf := make([]ref.SlotIdx, 0, shape.n)
+					buf := make([]spec.SlotIdx, 0, shape.n)
 					b.ReportAllocs()
 					for b.Loop() {
 						out, _, err := f.MatchPrefixAppend(buf[:0], key)
@@ -260,7 +261,7 @@ func BenchmarkBigram64K(b *testing.B) {
 		}
 	})
 	b.Run("materialize-into", func(b *testing.B) {
-		dst := make([]ref.Unit, 0, 1<<16)
+		dst := make([]spec.Unit, 0, 1<<16)
 		b.ReportAllocs()
 		for b.Loop() {
 			v, err := fast.NewBigramView(key.Units)

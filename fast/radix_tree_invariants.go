@@ -6,7 +6,7 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // CheckInvariants walks the whole tree and reports the first broken
@@ -19,7 +19,7 @@ import (
 // index, the CP owner metadata (docs/spec/radix-acks.md §4.2), that the incremental evictable-leaf set equals the full-walk
 // set, and that the persistent eviction heap holds one live entry per leaf. It is for tests; a nil result means the tree is sound.
 func (t *RadixTree) CheckInvariants() error {
-	w := checkWalk{t: t, backings: map[*keyBacking]ref.NodeID{}, memory: map[*ref.Unit]ref.NodeID{}}
+	w := checkWalk{t: t, backings: map[*keyBacking]spec.NodeID{}, memory: map[*spec.Unit]spec.NodeID{}}
 	if err := w.node(t.root); err != nil {
 		return err
 	}
@@ -36,8 +36,8 @@ func (t *RadixTree) CheckInvariants() error {
 }
 
 // checkLeafSet compares the incremental leaf set with the walk's.
-func (t *RadixTree) checkLeafSet(walk []ref.NodeID) error {
-	set := make([]ref.NodeID, len(t.leaves))
+func (t *RadixTree) checkLeafSet(walk []spec.NodeID) error {
+	set := make([]spec.NodeID, len(t.leaves))
 	for i, x := range t.leaves {
 		if x.leafPos != i {
 			return fmt.Errorf("leaf set: node %d at %d records position %d", x.id, i, x.leafPos)
@@ -83,11 +83,11 @@ func (t *RadixTree) checkHeap() error {
 // checkWalk accumulates what the full walk sees.
 type checkWalk struct {
 	t                    *RadixTree
-	backings             map[*keyBacking]ref.NodeID
-	memory               map[*ref.Unit]ref.NodeID
+	backings             map[*keyBacking]spec.NodeID
+	memory               map[*spec.Unit]spec.NodeID
 	seen                 int
 	evictable, protected int
-	leaves               []ref.NodeID
+	leaves               []spec.NodeID
 }
 
 // node checks x and its subtree.

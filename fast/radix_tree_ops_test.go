@@ -5,37 +5,37 @@ import (
 	"math/rand/v2"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // stateEqual compares two observable states.
-func stateEqual(a, b ref.TreeState) bool { return cmp.Equal(a, b) }
+func stateEqual(a, b spec.TreeState) bool { return cmp.Equal(a, b) }
 
 // smokeConfigs are the configurations the random tests cover: P5's page
 // sizes, Eagle on and off, every non-default eviction policy, and an Eagle
 // page larger than the child lookup's stack buffer.
-func smokeConfigs() []ref.TreeConfig {
-	var cfgs []ref.TreeConfig
+func smokeConfigs() []spec.TreeConfig {
+	var cfgs []spec.TreeConfig
 	for _, ps := range []int{1, 2, 4, 64} {
 		for _, eagle := range []bool{false, true} {
-			cfgs = append(cfgs, ref.TreeConfig{PageSize: ps, Eagle: eagle})
+			cfgs = append(cfgs, spec.TreeConfig{PageSize: ps, Eagle: eagle})
 		}
 	}
 	return append(cfgs,
-		ref.TreeConfig{PageSize: 2, Policy: ref.PolicyLFU},
-		ref.TreeConfig{PageSize: 1, Policy: ref.PolicyFILO},
-		ref.TreeConfig{PageSize: 4, Policy: ref.PolicyFIFO},
-		ref.TreeConfig{PageSize: 2, Policy: ref.PolicyPriority, Eagle: true},
-		ref.TreeConfig{PageSize: 100, Eagle: true, Policy: ref.PolicyMRU}) // pages beyond the lookup's stack buffer
+		spec.TreeConfig{PageSize: 2, Policy: spec.PolicyLFU},
+		spec.TreeConfig{PageSize: 1, Policy: spec.PolicyFILO},
+		spec.TreeConfig{PageSize: 4, Policy: spec.PolicyFIFO},
+		spec.TreeConfig{PageSize: 2, Policy: spec.PolicyPriority, Eagle: true},
+		spec.TreeConfig{PageSize: 100, Eagle: true, Policy: spec.PolicyMRU}) // pages beyond the lookup's stack buffer
 }
 
 // treeOp is one random call on a tree.
 type treeOp struct {
 	kind     string // insert, match, prefixlen, lock, unlock, evict
-	key      ref.RadixKey
-	value    []ref.SlotIdx
+	key      spec.RadixKey
+	value    []spec.SlotIdx
 	priority int
-	node     ref.NodeID
+	node     spec.NodeID
 	n        int
 }
 
@@ -46,14 +46,14 @@ func (o treeOp) String() string {
 // opResult is everything a call returns, errors rendered as text so two
 // twins' errors compare byte for byte.
 type opResult struct {
-	Match ref.MatchResult
+	Match spec.MatchResult
 	N     int
-	Evict ref.EvictResult
+	Evict spec.EvictResult
 	Err   string
 }
 
 // apply runs the op on tr and returns its result.
-func (o treeOp) apply(tr ref.RadixTree) opResult {
+func (o treeOp) apply(tr spec.RadixTree) opResult {
 	var r opResult
 	var err error
 	switch o.kind {
@@ -79,10 +79,10 @@ func (o treeOp) apply(tr ref.RadixTree) opResult {
 // randomOp draws one op. Keys come from a 3-token alphabet so prefixes are
 // shared and nodes split; lengths are mostly whole pages (plus one token for
 // Eagle trees), sometimes not; node ids range one past the live ones.
-func randomOp(rng *rand.Rand, ps int, nextID ref.NodeID) treeOp {
+func randomOp(rng *rand.Rand, ps int, nextID spec.NodeID) treeOp {
 	salt, lora := "s", "lora"
-	extras := []ref.ExtraKey{{}, ref.ExtraKeyOf(&lora, nil), ref.ExtraKeyOf(nil, &salt)}
-	o := treeOp{key: ref.RadixKey{Extra: extras[rng.IntN(len(extras))]}}
+	extras := []spec.ExtraKey{{}, spec.ExtraKeyOf(&lora, nil), spec.ExtraKeyOf(nil, &salt)}
+	o := treeOp{key: spec.RadixKey{Extra: extras[rng.IntN(len(extras))]}}
 	n := rng.IntN(5) * ps
 	switch rng.IntN(4) {
 	case 0:
@@ -90,9 +90,9 @@ func randomOp(rng *rand.Rand, ps int, nextID ref.NodeID) treeOp {
 	case 1:
 		n++ // whole pages of bigrams
 	}
-	o.key.Units = make([]ref.Unit, n)
+	o.key.Units = make([]spec.Unit, n)
 	for i := range o.key.Units {
-		o.key.Units[i] = ref.Unit(rng.IntN(3))
+		o.key.Units[i] = spec.Unit(rng.IntN(3))
 	}
 	if n > 0 && rng.IntN(50) == 0 {
 		o.key.Units[rng.IntN(n)] = 1 << 32 // out of token range
@@ -101,7 +101,7 @@ func randomOp(rng *rand.Rand, ps int, nextID ref.NodeID) treeOp {
 	case k < 7:
 		o.kind, o.priority = "insert", rng.IntN(3)
 		if rng.IntN(3) > 0 {
-			o.value = make([]ref.SlotIdx, n+rng.IntN(20)/19) // rarely one too many
+			o.value = make([]spec.SlotIdx, n+rng.IntN(20)/19) // rarely one too many
 			for i := range o.value {
 				o.value[i] = rng.Int64N(1000)
 			}

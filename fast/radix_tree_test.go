@@ -12,10 +12,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // tree builds a fast tree or fails the test.
-func tree(t testing.TB, cfg ref.TreeConfig) *fast.RadixTree {
+func tree(t testing.TB, cfg spec.TreeConfig) *fast.RadixTree {
 	t.Helper()
 	tr, err := fast.NewRadixTree(cfg)
 	if err != nil {
@@ -25,13 +26,13 @@ func tree(t testing.TB, cfg ref.TreeConfig) *fast.RadixTree {
 }
 
 // key is a token key in the unset namespace.
-func key(units ...ref.Unit) ref.RadixKey { return ref.RadixKey{Units: units} }
+func key(units ...spec.Unit) spec.RadixKey { return spec.RadixKey{Units: units} }
 
 // slots is shorthand for a value list.
-func slots(s ...ref.SlotIdx) []ref.SlotIdx { return s }
+func slots(s ...spec.SlotIdx) []spec.SlotIdx { return s }
 
 // mustInsert inserts and checks the returned prefix length and the tree.
-func mustInsert(t *testing.T, tr *fast.RadixTree, k ref.RadixKey, v []ref.SlotIdx, want int) {
+func mustInsert(t *testing.T, tr *fast.RadixTree, k spec.RadixKey, v []spec.SlotIdx, want int) {
 	t.Helper()
 	got, err := tr.Insert(k, v, 0)
 	if err != nil || got != want {
@@ -43,7 +44,7 @@ func mustInsert(t *testing.T, tr *fast.RadixTree, k ref.RadixKey, v []ref.SlotId
 }
 
 // mustMatch matches and checks the result and the tree.
-func mustMatch(t *testing.T, tr *fast.RadixTree, k ref.RadixKey, want []ref.SlotIdx, last ref.NodeID) {
+func mustMatch(t *testing.T, tr *fast.RadixTree, k spec.RadixKey, want []spec.SlotIdx, last spec.NodeID) {
 	t.Helper()
 	got, err := tr.MatchPrefix(k)
 	if err != nil || !slices.Equal(got.Indices, want) || got.Indices == nil || got.LastNode != last {
@@ -58,7 +59,7 @@ func mustMatch(t *testing.T, tr *fast.RadixTree, k ref.RadixKey, want []ref.Slot
 // example: the second insert splits, the match ends on the new leaf and a
 // longer query stops at the node boundary without splitting.
 func TestMatchPrefixWorkedExamplePageSize1(t *testing.T) {
-	tr := tree(t, ref.TreeConfig{PageSize: 1})
+	tr := tree(t, spec.TreeConfig{PageSize: 1})
 	mustInsert(t, tr, key(1, 2, 3), slots(10, 11, 12), 0)
 	mustInsert(t, tr, key(1, 2, 4), slots(20, 21, 22), 2)
 	mustInsert(t, tr, key(5, 6), slots(30, 31), 0)
@@ -68,7 +69,7 @@ func TestMatchPrefixWorkedExamplePageSize1(t *testing.T) {
 	if tr.State().NextID != next {
 		t.Error("a match ending on a node boundary split a node")
 	}
-	want := map[ref.NodeID][]ref.Unit{0: {}, 1: {3}, 2: {1, 2}, 3: {4}, 4: {5, 6}}
+	want := map[spec.NodeID][]spec.Unit{0: {}, 1: {3}, 2: {1, 2}, 3: {4}, 4: {5, 6}}
 	for _, n := range tr.State().Nodes {
 		if !slices.Equal(n.Key, want[n.ID]) {
 			t.Errorf("node %d key %v, want %v", n.ID, n.Key, want[n.ID])
@@ -80,7 +81,7 @@ func TestMatchPrefixWorkedExamplePageSize1(t *testing.T) {
 // truncate to whole pages, and a match ending inside a node splits it with
 // the new prefix taking the next id.
 func TestMatchPrefixWorkedExamplePageSize2(t *testing.T) {
-	tr := tree(t, ref.TreeConfig{PageSize: 2})
+	tr := tree(t, spec.TreeConfig{PageSize: 2})
 	mustInsert(t, tr, key(1, 2, 3, 4), slots(10, 11, 12, 13), 0)
 	mustMatch(t, tr, key(1, 2, 3, 5, 6), slots(10, 11), 2)
 	mustInsert(t, tr, key(1, 2, 3, 5, 7, 8), slots(30, 31, 32, 33, 34, 35), 2)
@@ -92,20 +93,20 @@ func TestMatchPrefixWorkedExamplePageSize2(t *testing.T) {
 // namespaces; an empty salt is no salt (TestEmptySaltIsNoSalt).
 func TestNamespacesDoNotShareASubtree(t *testing.T) {
 	a, b, empty := "A", "B", ""
-	tr := tree(t, ref.TreeConfig{PageSize: 1})
-	mustInsert(t, tr, ref.RadixKey{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(&a, nil)}, slots(1, 2), 0)
+	tr := tree(t, spec.TreeConfig{PageSize: 1})
+	mustInsert(t, tr, spec.RadixKey{Units: []spec.Unit{1, 2}, Extra: spec.ExtraKeyOf(&a, nil)}, slots(1, 2), 0)
 	salt := "s"
-	for _, extra := range []ref.ExtraKey{ref.ExtraKeyOf(&b, nil), {}, ref.ExtraKeyOf(&empty, nil), ref.ExtraKeyOf(&a, &salt)} {
-		mustMatch(t, tr, ref.RadixKey{Units: []ref.Unit{1, 2}, Extra: extra}, slots(), 0)
+	for _, extra := range []spec.ExtraKey{spec.ExtraKeyOf(&b, nil), {}, spec.ExtraKeyOf(&empty, nil), spec.ExtraKeyOf(&a, &salt)} {
+		mustMatch(t, tr, spec.RadixKey{Units: []spec.Unit{1, 2}, Extra: extra}, slots(), 0)
 	}
-	mustMatch(t, tr, ref.RadixKey{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(&a, nil)}, slots(1, 2), 1)
+	mustMatch(t, tr, spec.RadixKey{Units: []spec.Unit{1, 2}, Extra: spec.ExtraKeyOf(&a, nil)}, slots(1, 2), 1)
 }
 
 // TestInsertCountsNoHits is the §0.2 amendment on hit counts: the plain
 // tree follows upstream's RadixCache before inserts counted hits, so after
 // insert [1] every node still reports hit_count 0.
 func TestInsertCountsNoHits(t *testing.T) {
-	tr := tree(t, ref.TreeConfig{PageSize: 1})
+	tr := tree(t, spec.TreeConfig{PageSize: 1})
 	mustInsert(t, tr, key(1), slots(10), 0)
 	mustMatch(t, tr, key(1), slots(10), 1)
 	nodes := tr.State().Nodes
@@ -124,18 +125,18 @@ func TestInsertCountsNoHits(t *testing.T) {
 // match without a salt and the other way round, since "" becomes None there.
 func TestEmptySaltIsNoSalt(t *testing.T) {
 	empty := ""
-	tr := tree(t, ref.TreeConfig{PageSize: 1})
-	mustInsert(t, tr, ref.RadixKey{Units: []ref.Unit{1, 2}, Extra: ref.ExtraKeyOf(nil, &empty)}, slots(10, 11), 0)
-	mustMatch(t, tr, ref.RadixKey{Units: []ref.Unit{1, 2}}, slots(10, 11), 1)
-	mustInsert(t, tr, ref.RadixKey{Units: []ref.Unit{3}}, slots(12), 0)
-	mustMatch(t, tr, ref.RadixKey{Units: []ref.Unit{3}, Extra: ref.ExtraKeyOf(nil, &empty)}, slots(12), 2)
+	tr := tree(t, spec.TreeConfig{PageSize: 1})
+	mustInsert(t, tr, spec.RadixKey{Units: []spec.Unit{1, 2}, Extra: spec.ExtraKeyOf(nil, &empty)}, slots(10, 11), 0)
+	mustMatch(t, tr, spec.RadixKey{Units: []spec.Unit{1, 2}}, slots(10, 11), 1)
+	mustInsert(t, tr, spec.RadixKey{Units: []spec.Unit{3}}, slots(12), 0)
+	mustMatch(t, tr, spec.RadixKey{Units: []spec.Unit{3}, Extra: spec.ExtraKeyOf(nil, &empty)}, slots(12), 2)
 }
 
 // TestLockAndEvictWorkedExample is §1.7 and §1.8: locking moves the path's
 // units to protected, eviction takes unlocked leaves in LRU order and pushes
 // a parent once it becomes a leaf.
 func TestLockAndEvictWorkedExample(t *testing.T) {
-	tr := tree(t, ref.TreeConfig{PageSize: 1})
+	tr := tree(t, spec.TreeConfig{PageSize: 1})
 	mustInsert(t, tr, key(1, 2, 3), slots(10, 11, 12), 0)
 	mustInsert(t, tr, key(1, 2, 4), slots(20, 21, 22), 2)
 	mustInsert(t, tr, key(5, 6), slots(30, 31), 0)
@@ -146,7 +147,7 @@ func TestLockAndEvictWorkedExample(t *testing.T) {
 	if tr.EvictableSize() != 3 || tr.ProtectedSize() != 3 {
 		t.Fatalf("sizes %d/%d, want 3/3", tr.EvictableSize(), tr.ProtectedSize())
 	}
-	evict := func(n, want int, freed [][]ref.SlotIdx, victims []ref.NodeID) {
+	evict := func(n, want int, freed [][]spec.SlotIdx, victims []spec.NodeID) {
 		t.Helper()
 		r, err := tr.Evict(n)
 		if err != nil || r.Evicted != want || !slices.EqualFunc(r.Freed, freed, slices.Equal) || !slices.Equal(r.Victims, victims) {
@@ -156,12 +157,12 @@ func TestLockAndEvictWorkedExample(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	evict(1, 1, [][]ref.SlotIdx{{12}}, []ref.NodeID{1})
-	evict(10, 2, [][]ref.SlotIdx{{30, 31}}, []ref.NodeID{4})
+	evict(1, 1, [][]spec.SlotIdx{{12}}, []spec.NodeID{1})
+	evict(10, 2, [][]spec.SlotIdx{{30, 31}}, []spec.NodeID{4})
 	if d, err := tr.DecLockRef(3); d != 3 || err != nil {
 		t.Fatalf("DecLockRef(3) = %d, %v; want 3", d, err)
 	}
-	evict(3, 3, [][]ref.SlotIdx{{22}, {10, 11}}, []ref.NodeID{3, 2})
+	evict(3, 3, [][]spec.SlotIdx{{22}, {10, 11}}, []spec.NodeID{3, 2})
 	if tr.EvictableSize() != 0 || tr.ProtectedSize() != 0 || tr.TotalSize() != 0 {
 		t.Errorf("sizes %d/%d after evicting everything", tr.EvictableSize(), tr.ProtectedSize())
 	}
@@ -170,10 +171,10 @@ func TestLockAndEvictWorkedExample(t *testing.T) {
 // TestBadInputIsRejectedWithoutChange is §1.10 on the fast tree: each bad
 // call returns its sentinel and leaves State (tick included) as it was.
 func TestBadInputIsRejectedWithoutChange(t *testing.T) {
-	if _, err := fast.NewRadixTree(ref.TreeConfig{PageSize: 0}); !errors.Is(err, ref.ErrInvalidPageSize) {
+	if _, err := fast.NewRadixTree(spec.TreeConfig{PageSize: 0}); !errors.Is(err, spec.ErrInvalidPageSize) {
 		t.Errorf("page_size 0: %v", err)
 	}
-	tr := tree(t, ref.TreeConfig{PageSize: 2})
+	tr := tree(t, spec.TreeConfig{PageSize: 2})
 	mustInsert(t, tr, key(1, 2, 3, 4), slots(1, 2, 3, 4), 0)
 	before := tr.State()
 	cases := []struct {
@@ -181,12 +182,12 @@ func TestBadInputIsRejectedWithoutChange(t *testing.T) {
 		err  error
 		call func() error
 	}{
-		{"value length", ref.ErrValueLength, func() error { _, err := tr.Insert(key(1, 2), slots(1), 0); return err }},
-		{"unaligned", ref.ErrUnalignedKey, func() error { _, err := tr.Insert(key(1, 2, 3), slots(1, 2, 3), 0); return err }},
-		{"foreign lock", ref.ErrForeignNode, func() error { _, err := tr.IncLockRef(99); return err }},
-		{"foreign unlock", ref.ErrForeignNode, func() error { _, err := tr.DecLockRef(-1); return err }},
-		{"underflow", ref.ErrLockUnderflow, func() error { _, err := tr.DecLockRef(1); return err }},
-		{"negative evict", ref.ErrNegativeCount, func() error { _, err := tr.Evict(-1); return err }},
+		{"value length", spec.ErrValueLength, func() error { _, err := tr.Insert(key(1, 2), slots(1), 0); return err }},
+		{"unaligned", spec.ErrUnalignedKey, func() error { _, err := tr.Insert(key(1, 2, 3), slots(1, 2, 3), 0); return err }},
+		{"foreign lock", spec.ErrForeignNode, func() error { _, err := tr.IncLockRef(99); return err }},
+		{"foreign unlock", spec.ErrForeignNode, func() error { _, err := tr.DecLockRef(-1); return err }},
+		{"underflow", spec.ErrLockUnderflow, func() error { _, err := tr.DecLockRef(1); return err }},
+		{"negative evict", spec.ErrNegativeCount, func() error { _, err := tr.Evict(-1); return err }},
 	}
 	for _, c := range cases {
 		if err := c.call(); !errors.Is(err, c.err) {
@@ -202,7 +203,7 @@ func TestBadInputIsRejectedWithoutChange(t *testing.T) {
 // the second unlock finds the parent's count at 0 only after the leaf's lock
 // is accounted, so nothing on the path may change.
 func TestUnlockUnderflowIsAtomic(t *testing.T) {
-	tr := tree(t, ref.TreeConfig{PageSize: 1})
+	tr := tree(t, spec.TreeConfig{PageSize: 1})
 	mustInsert(t, tr, key(1, 2), slots(1, 2), 0)
 	mustInsert(t, tr, key(1, 3), slots(1, 3), 1) // splits: node 2 = [1], node 3 = [3]
 	if _, err := tr.IncLockRef(2); err != nil {
@@ -212,7 +213,7 @@ func TestUnlockUnderflowIsAtomic(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := tr.State()
-	if _, err := tr.DecLockRef(3); !errors.Is(err, ref.ErrLockUnderflow) {
+	if _, err := tr.DecLockRef(3); !errors.Is(err, spec.ErrLockUnderflow) {
 		t.Fatalf("DecLockRef of an unlocked leaf: %v", err)
 	}
 	if !stateEqual(before, tr.State()) {
@@ -229,7 +230,7 @@ func TestFullHitMatchCopiesNoKeyAndAllocatesNothing(t *testing.T) {
 		tr, k := pathTree(t, 1<<16, 128, 64, eagle)
 		copied := tr.CopiedUnits()
 		want := 1 << 16
-		buf := make([]ref.SlotIdx, 0, len(k.Units))
+		buf := make([]spec.SlotIdx, 0, len(k.Units))
 		allocs := testing.AllocsPerRun(20, func() {
 			out, _, err := tr.MatchPrefixAppend(buf[:0], k)
 			if err != nil || len(out) != want {
@@ -254,19 +255,19 @@ func TestFullHitMatchCopiesNoKeyAndAllocatesNothing(t *testing.T) {
 // pathTree stores one n-unit sequence as a k-node path by inserting the
 // prefixes of length n·i/k (§1.12) and returns the tree and the full key. In
 // Eagle mode the key has n+1 tokens, so its n bigrams are whole pages.
-func pathTree(t testing.TB, n, k, ps int, eagle bool) (*fast.RadixTree, ref.RadixKey) {
+func pathTree(t testing.TB, n, k, ps int, eagle bool) (*fast.RadixTree, spec.RadixKey) {
 	t.Helper()
-	tr := tree(t, ref.TreeConfig{PageSize: ps, Eagle: eagle})
+	tr := tree(t, spec.TreeConfig{PageSize: ps, Eagle: eagle})
 	extra := 0
 	if eagle {
 		extra = 1
 	}
-	full := ref.RadixKey{Units: make([]ref.Unit, n+extra)}
+	full := spec.RadixKey{Units: make([]spec.Unit, n+extra)}
 	for i := range full.Units {
-		full.Units[i] = ref.Unit(i*7919) % 50000
+		full.Units[i] = spec.Unit(i*7919) % 50000
 	}
 	for i := 1; i <= k; i++ {
-		if _, err := tr.Insert(ref.RadixKey{Units: full.Units[:n*i/k+extra]}, nil, 0); err != nil {
+		if _, err := tr.Insert(spec.RadixKey{Units: full.Units[:n*i/k+extra]}, nil, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -276,8 +277,8 @@ func pathTree(t testing.TB, n, k, ps int, eagle bool) (*fast.RadixTree, ref.Radi
 // TestInsertCopiesExactlyTheNewUnits is P6 for Insert: a fresh leaf adds
 // its length, a split adds the split node's length, a re-walk adds nothing.
 func TestInsertCopiesExactlyTheNewUnits(t *testing.T) {
-	tr := tree(t, ref.TreeConfig{PageSize: 2})
-	step := func(k ref.RadixKey, want int64) {
+	tr := tree(t, spec.TreeConfig{PageSize: 2})
+	step := func(k spec.RadixKey, want int64) {
 		t.Helper()
 		before := tr.CopiedUnits()
 		if _, err := tr.Insert(k, nil, 0); err != nil {
@@ -298,7 +299,7 @@ func TestInsertCopiesExactlyTheNewUnits(t *testing.T) {
 // TestMatchSplitCompactsBothHalves is S2 on the match path: the only units a
 // match copies are the halves of the node it splits.
 func TestMatchSplitCompactsBothHalves(t *testing.T) {
-	tr := tree(t, ref.TreeConfig{PageSize: 2})
+	tr := tree(t, spec.TreeConfig{PageSize: 2})
 	mustInsert(t, tr, key(1, 2, 3, 4, 5, 6), nil, 0)
 	before := tr.CopiedUnits()
 	mustMatch(t, tr, key(1, 2, 3, 4, 9, 9), slots(1, 2, 3, 4), 2)
@@ -312,9 +313,9 @@ func TestMatchSplitCompactsBothHalves(t *testing.T) {
 // original units because the stored key is a private copy.
 func TestStoredKeysSurviveCallerBufferReuse(t *testing.T) {
 	for _, eagle := range []bool{false, true} {
-		tr := tree(t, ref.TreeConfig{PageSize: 1, Eagle: eagle})
-		buf := []ref.Unit{1, 2, 3, 4}
-		if _, err := tr.Insert(ref.RadixKey{Units: buf}, slots(10, 11, 12, 13), 0); err != nil {
+		tr := tree(t, spec.TreeConfig{PageSize: 1, Eagle: eagle})
+		buf := []spec.Unit{1, 2, 3, 4}
+		if _, err := tr.Insert(spec.RadixKey{Units: buf}, slots(10, 11, 12, 13), 0); err != nil {
 			t.Fatal(err)
 		}
 		buf[0], buf[1] = 9, 9
@@ -330,26 +331,26 @@ func TestStoredKeysSurviveCallerBufferReuse(t *testing.T) {
 // stored as its bigrams with the last token's slot dropped, 130 tokens at
 // ps 64 cache 128 bigrams, and a bigram-mode key matches the same entries.
 func TestEagleKeysAreBigramsOfTheTokens(t *testing.T) {
-	tr := tree(t, ref.TreeConfig{PageSize: 2, Eagle: true})
+	tr := tree(t, spec.TreeConfig{PageSize: 2, Eagle: true})
 	mustInsert(t, tr, key(5, 7, 7, 9, 1), slots(100, 101, 102, 103, 104), 0)
 	st := tr.State()
-	if got := st.Nodes[1]; !slices.Equal(got.Key, []ref.Unit{5<<32 | 7, 7<<32 | 7, 7<<32 | 9, 9<<32 | 1}) || !slices.Equal(got.Value, slots(100, 101, 102, 103)) {
+	if got := st.Nodes[1]; !slices.Equal(got.Key, []spec.Unit{5<<32 | 7, 7<<32 | 7, 7<<32 | 9, 9<<32 | 1}) || !slices.Equal(got.Value, slots(100, 101, 102, 103)) {
 		t.Errorf("stored %v → %v", got.Key, got.Value)
 	}
 	mustMatch(t, tr, key(5, 7, 7), slots(100, 101), 2)
-	mustMatch(t, tr, ref.RadixKey{Units: []ref.Unit{5<<32 | 7, 7<<32 | 7}, Bigram: true}, slots(100, 101), 2)
-	if _, err := tr.MatchPrefix(key(1, 1<<32)); !errors.Is(err, ref.ErrTokenRange) {
+	mustMatch(t, tr, spec.RadixKey{Units: []spec.Unit{5<<32 | 7, 7<<32 | 7}, Bigram: true}, slots(100, 101), 2)
+	if _, err := tr.MatchPrefix(key(1, 1<<32)); !errors.Is(err, spec.ErrTokenRange) {
 		t.Errorf("token 2^32: %v", err)
 	}
-	big := tree(t, ref.TreeConfig{PageSize: 64, Eagle: true})
-	toks := make([]ref.Unit, 130)
-	if _, err := big.Insert(ref.RadixKey{Units: toks}, nil, 0); !errors.Is(err, ref.ErrUnalignedKey) {
+	big := tree(t, spec.TreeConfig{PageSize: 64, Eagle: true})
+	toks := make([]spec.Unit, 130)
+	if _, err := big.Insert(spec.RadixKey{Units: toks}, nil, 0); !errors.Is(err, spec.ErrUnalignedKey) {
 		t.Errorf("130 tokens at ps 64 insert: %v, want unaligned (129 bigrams)", err)
 	}
-	if _, err := big.Insert(ref.RadixKey{Units: toks[:129]}, nil, 0); err != nil {
+	if _, err := big.Insert(spec.RadixKey{Units: toks[:129]}, nil, 0); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := big.PrefixLen(ref.RadixKey{Units: toks}); n != 128 {
+	if n, _ := big.PrefixLen(spec.RadixKey{Units: toks}); n != 128 {
 		t.Errorf("PrefixLen of 130 tokens = %d, want 128", n)
 	}
 }
@@ -357,7 +358,7 @@ func TestEagleKeysAreBigramsOfTheTokens(t *testing.T) {
 // TestDisabledTreeDoesNothing: a disabled cache matches nothing, stores
 // nothing and keeps its tick (§1.4 step 1, §1.5 step 1).
 func TestDisabledTreeDoesNothing(t *testing.T) {
-	tr := tree(t, ref.TreeConfig{PageSize: 1, Disable: true})
+	tr := tree(t, spec.TreeConfig{PageSize: 1, Disable: true})
 	if n, err := tr.Insert(key(1, 2), slots(1, 2), 0); n != 0 || err != nil {
 		t.Fatalf("Insert = %d, %v", n, err)
 	}
@@ -370,7 +371,7 @@ func TestDisabledTreeDoesNothing(t *testing.T) {
 // TestPrefixLenIsReadOnly: PrefixLen reports what a match would return but
 // neither ticks, stamps nor splits.
 func TestPrefixLenIsReadOnly(t *testing.T) {
-	tr := tree(t, ref.TreeConfig{PageSize: 2})
+	tr := tree(t, spec.TreeConfig{PageSize: 2})
 	mustInsert(t, tr, key(1, 2, 3, 4), slots(1, 2, 3, 4), 0)
 	before := tr.State()
 	if n, err := tr.PrefixLen(key(1, 2, 3, 5, 6)); n != 2 || err != nil {
@@ -404,7 +405,7 @@ func TestEveryOpKeepsTheInvariants(t *testing.T) {
 // copied units, victim order) after every step. The full state machine
 // lives in equiv/.
 func TestFastTreeMatchesRefStepByStep(t *testing.T) {
-	for _, cfg := range append(smokeConfigs(), ref.TreeConfig{PageSize: 1, Disable: true}) {
+	for _, cfg := range append(smokeConfigs(), spec.TreeConfig{PageSize: 1, Disable: true}) {
 		rng := rand.New(rand.NewPCG(uint64(cfg.PageSize), 11))
 		want, err := ref.NewRadixTree(cfg)
 		if err != nil {
@@ -450,7 +451,7 @@ func TestPrefixLenIsSafeForConcurrentReaders(t *testing.T) {
 // its parent would leave the parent's lock_ref below the leaf's (R-LOCKSUM),
 // so it is ErrLockUnderflow like ref's, and nothing changes.
 func TestUnlockNeedsALockOfTheNodeItself(t *testing.T) {
-	tr := tree(t, ref.TreeConfig{PageSize: 1})
+	tr := tree(t, spec.TreeConfig{PageSize: 1})
 	mustInsert(t, tr, key(1, 2), slots(1, 2), 0)
 	mustInsert(t, tr, key(1, 3), slots(1, 3), 1) // node 2 = [1] over leaves 1 and 3
 	if _, err := tr.IncLockRef(3); err != nil {
@@ -458,7 +459,7 @@ func TestUnlockNeedsALockOfTheNodeItself(t *testing.T) {
 	}
 	before := tr.State()
 	_, err := tr.DecLockRef(2)
-	if !errors.Is(err, ref.ErrLockUnderflow) || err.Error() != ref.NoOwnLockError(2, 1).Error() {
+	if !errors.Is(err, spec.ErrLockUnderflow) || err.Error() != ref.NoOwnLockError(2, 1).Error() {
 		t.Fatalf("unlocking the parent of the only locked node: %v", err)
 	}
 	if !stateEqual(before, tr.State()) {
@@ -478,9 +479,9 @@ func TestUnlockNeedsALockOfTheNodeItself(t *testing.T) {
 // must compact to stay within CheckInvariants' bound, and interleaves
 // evictions whose victims must equal the reference's under every policy.
 func TestEvictionHeapStaysBoundedAndInOrderUnderRepeatedTouches(t *testing.T) {
-	policies := []ref.EvictPolicy{ref.PolicyLRU, ref.PolicyLFU, ref.PolicyFIFO, ref.PolicyMRU, ref.PolicyFILO, ref.PolicyPriority}
+	policies := []spec.EvictPolicy{spec.PolicyLRU, spec.PolicyLFU, spec.PolicyFIFO, spec.PolicyMRU, spec.PolicyFILO, spec.PolicyPriority}
 	for _, p := range policies {
-		cfg := ref.TreeConfig{PageSize: 2, Policy: p}
+		cfg := spec.TreeConfig{PageSize: 2, Policy: p}
 		want, err := ref.NewRadixTree(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -488,7 +489,7 @@ func TestEvictionHeapStaysBoundedAndInOrderUnderRepeatedTouches(t *testing.T) {
 		got := tree(t, cfg)
 		rng := rand.New(rand.NewPCG(3, 5))
 		for i := range 2000 {
-			k := key(ref.Unit(rng.IntN(6)), 9, ref.Unit(i%3), 1)
+			k := key(spec.Unit(rng.IntN(6)), 9, spec.Unit(i%3), 1)
 			var rw, rg any
 			switch {
 			case i%97 == 96:
@@ -520,21 +521,21 @@ func TestEvictionHeapStaysBoundedAndInOrderUnderRepeatedTouches(t *testing.T) {
 // mode, and the hashed score with the exact one on a stored path.
 func TestPrefixHashesEqualTheReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, cfg := range []ref.TreeConfig{{PageSize: 1}, {PageSize: 3}, {PageSize: 64}, {PageSize: 2, Eagle: true}, {PageSize: 100, Eagle: true}} {
+	for _, cfg := range []spec.TreeConfig{{PageSize: 1}, {PageSize: 3}, {PageSize: 64}, {PageSize: 2, Eagle: true}, {PageSize: 100, Eagle: true}} {
 		want, err := ref.NewRadixTree(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := tree(t, cfg)
 		for i := range 20 {
-			units := make([]ref.Unit, rng.IntN(400))
+			units := make([]spec.Unit, rng.IntN(400))
 			for j := range units {
-				units[j] = ref.Unit(rng.IntN(5))
+				units[j] = spec.Unit(rng.IntN(5))
 				if !cfg.Eagle && i%4 == 3 {
 					units[j] <<= 40
 				}
 			}
-			k := ref.RadixKey{Units: units, Extra: ref.ExtraKeyOf(nil, new(fmt.Sprint(i%2)))}
+			k := spec.RadixKey{Units: units, Extra: spec.ExtraKeyOf(nil, new(fmt.Sprint(i%2)))}
 			hw, errw := want.PrefixHashes(k)
 			hg, errg := got.PrefixHashes(k)
 			if !reflect.DeepEqual(hw, hg) || !reflect.DeepEqual(errw, errg) {
@@ -544,7 +545,7 @@ func TestPrefixHashesEqualTheReference(t *testing.T) {
 			if cfg.Eagle && len(units) > 0 {
 				n = (len(units)-1)/cfg.PageSize*cfg.PageSize + 1 // whole pages of bigrams
 			}
-			stored := ref.RadixKey{Units: units[:n], Extra: k.Extra}
+			stored := spec.RadixKey{Units: units[:n], Extra: k.Extra}
 			if _, err := got.Insert(stored, nil, 0); err != nil {
 				t.Fatal(err)
 			}
@@ -572,9 +573,9 @@ func TestTokenKeyChainIsCheckThenHash(t *testing.T) {
 		if len(tokens) > 0 && i%4 == 0 {
 			tokens[rng.IntN(len(tokens))] = []int64{-1, 1 << 32}[i%8/4]
 		}
-		extra := ref.ExtraKeyOf(&lora, nil)
+		extra := spec.ExtraKeyOf(&lora, nil)
 		wantKey, wantErr := ref.TokenKey("tokens", tokens, extra)
-		var wantChain []ref.PrefixHash
+		var wantChain []spec.PrefixHash
 		if wantErr == nil {
 			wantChain = ref.PrefixHashes(wantKey, ps)
 		}

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // SamplingPack is the single-pass twin of ref.SamplingPack (docs/spec/transfer.md §8,
@@ -15,7 +16,7 @@ import (
 // accepts (NaN fails every comparison, ±Inf and float32 overflow fail the
 // temperature bound); the first request that fails it is handed to ref for
 // the exact error, so both twins report the same first violation.
-func SamplingPack(_ ref.Limits, in ref.SamplingPackInput) (ref.SamplingPackOutput, error) {
+func SamplingPack(_ spec.Limits, in spec.SamplingPackInput) (spec.SamplingPackOutput, error) {
 	reqs := in.Requests
 	bs := len(reqs)
 	f := make([]float32, 3*bs)
@@ -29,15 +30,15 @@ func SamplingPack(_ ref.Limits, in ref.SamplingPackInput) (ref.SamplingPackOutpu
 	for i := range reqs {
 		r := &reqs[i]
 		t, p, k, m := r.Temperature, r.TopP, r.TopK, r.MinP
-		if 0 <= t && t < ref.SamplingEps {
+		if 0 <= t && t < spec.SamplingEps {
 			t, k = 1, 1
 		}
 		if k == -1 {
-			k = ref.TopKAll
+			k = spec.TopKAll
 		}
-		if !(t >= 0 && t < ref.Float32Overflow && p > 0 && p <= 1 && k >= 1 && k <= math.MaxInt32 && m >= 0 && m <= 1) {
+		if !(t >= 0 && t < spec.Float32Overflow && p > 0 && p <= 1 && k >= 1 && k <= math.MaxInt32 && m >= 0 && m <= 1) {
 			if _, err := ref.NormalizeSamplingRequest(i, *r); err != nil {
-				return ref.SamplingPackOutput{}, err
+				return spec.SamplingPackOutput{}, err
 			}
 		}
 		temps[i], topPs[i], minPs[i], topK[i] = float32(t), float32(p), float32(m), int32(k)
@@ -48,10 +49,10 @@ func SamplingPack(_ ref.Limits, in ref.SamplingPackInput) (ref.SamplingPackOutpu
 		// buffer yet still needs top-p sampling.
 		greedy = greedy && k <= 1
 		needP = needP || p != 1.0
-		needK = needK || k != ref.TopKAll
+		needK = needK || k != spec.TopKAll
 		needMin = needMin || m > 0
 	}
-	return ref.SamplingPackOutput{F: f, TopK: topK, Seeds: seeds,
+	return spec.SamplingPackOutput{F: f, TopK: topK, Seeds: seeds,
 		IsAllGreedy: greedy, NeedTopPSampling: needP, NeedTopKSampling: needK, NeedMinPSampling: needMin}, nil
 }
 
@@ -59,9 +60,9 @@ func SamplingPack(_ ref.Limits, in ref.SamplingPackInput) (ref.SamplingPackOutpu
 // fresh buffers (never aliasing b), each kept request's five values copied
 // in the same pass that range-checks its index. Flags are copied, not
 // recomputed (docs/spec/transfer.md §8).
-func FilterSampling(b ref.SamplingPackOutput, keep []int64) (ref.SamplingPackOutput, error) {
+func FilterSampling(b spec.SamplingPackOutput, keep []int64) (spec.SamplingPackOutput, error) {
 	if err := ref.CheckSamplingBatch("batch", b); err != nil {
-		return ref.SamplingPackOutput{}, err
+		return spec.SamplingPackOutput{}, err
 	}
 	bs, n := len(b.TopK), len(keep)
 	f := make([]float32, 3*n)
@@ -73,7 +74,7 @@ func FilterSampling(b ref.SamplingPackOutput, keep []int64) (ref.SamplingPackOut
 	src := b.F[: 3*bs : 3*bs]
 	for j, k := range keep {
 		if uint64(k) >= uint64(bs) { // negative k wraps to a huge index
-			return ref.SamplingPackOutput{}, ref.CheckSamplingKeep(keep, bs)
+			return spec.SamplingPackOutput{}, ref.CheckSamplingKeep(keep, bs)
 		}
 		f[j], f[n+j], f[2*n+j] = src[k], src[int64(bs)+k], src[2*int64(bs)+k]
 		topK[j] = b.TopK[k]
@@ -81,7 +82,7 @@ func FilterSampling(b ref.SamplingPackOutput, keep []int64) (ref.SamplingPackOut
 			seeds[j] = b.Seeds[k]
 		}
 	}
-	return ref.SamplingPackOutput{F: f, TopK: topK, Seeds: seeds,
+	return spec.SamplingPackOutput{F: f, TopK: topK, Seeds: seeds,
 		IsAllGreedy: b.IsAllGreedy, NeedTopPSampling: b.NeedTopPSampling,
 		NeedTopKSampling: b.NeedTopKSampling, NeedMinPSampling: b.NeedMinPSampling}, nil
 }
@@ -89,9 +90,9 @@ func FilterSampling(b ref.SamplingPackOutput, keep []int64) (ref.SamplingPackOut
 // MergeSampling is the copy-based twin of ref.MergeSampling: one exact-size
 // packed buffer filled by six block copies, top_k and seeds by two each;
 // is_all_greedy ANDed, need_* ORed (docs/spec/transfer.md §8).
-func MergeSampling(a, b ref.SamplingPackOutput) (ref.SamplingPackOutput, error) {
+func MergeSampling(a, b spec.SamplingPackOutput) (spec.SamplingPackOutput, error) {
 	if err := ref.CheckSamplingMerge(a, b); err != nil {
-		return ref.SamplingPackOutput{}, err
+		return spec.SamplingPackOutput{}, err
 	}
 	na, nb := len(a.TopK), len(b.TopK)
 	n := na + nb
@@ -107,7 +108,7 @@ func MergeSampling(a, b ref.SamplingPackOutput) (ref.SamplingPackOutput, error) 
 		seeds = make([]int64, n)
 		copy(seeds[copy(seeds, a.Seeds):], b.Seeds)
 	}
-	return ref.SamplingPackOutput{F: f, TopK: topK, Seeds: seeds,
+	return spec.SamplingPackOutput{F: f, TopK: topK, Seeds: seeds,
 		IsAllGreedy:      a.IsAllGreedy && b.IsAllGreedy,
 		NeedTopPSampling: a.NeedTopPSampling || b.NeedTopPSampling,
 		NeedTopKSampling: a.NeedTopKSampling || b.NeedTopKSampling,

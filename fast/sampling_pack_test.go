@@ -5,10 +5,10 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
-func servingBatch(t testing.TB, bs int, det bool) ref.SamplingPackInput {
+func servingBatch(t testing.TB, bs int, det bool) spec.SamplingPackInput {
 	t.Helper()
 	for _, sh := range catalog.SamplingPack().Shapes {
 		if in := sh.Make(); len(in.Requests) == bs && in.Deterministic == det {
@@ -16,7 +16,7 @@ func servingBatch(t testing.TB, bs int, det bool) ref.SamplingPackInput {
 		}
 	}
 	t.Fatalf("no sampling.pack bench shape with bs=%d deterministic=%v", bs, det)
-	return ref.SamplingPackInput{}
+	return spec.SamplingPackInput{}
 }
 
 // TestSamplingPackTakesTheOneBufferPath checks the fast path was taken: F is
@@ -24,7 +24,7 @@ func servingBatch(t testing.TB, bs int, det bool) ref.SamplingPackInput {
 // arrays), and a call allocates exactly F, top_k and seeds.
 func TestSamplingPackTakesTheOneBufferPath(t *testing.T) {
 	in := servingBatch(t, 200, true)
-	out, err := fast.SamplingPack(ref.DefaultLimits(), in)
+	out, err := fast.SamplingPack(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestSamplingPackTakesTheOneBufferPath(t *testing.T) {
 		want float64
 	}{{true, 3}, {false, 2}} {
 		in.Deterministic = c.det
-		allocs := testing.AllocsPerRun(100, func() { _, _ = fast.SamplingPack(ref.DefaultLimits(), in) })
+		allocs := testing.AllocsPerRun(100, func() { _, _ = fast.SamplingPack(spec.DefaultLimits(), in) })
 		if allocs != c.want {
 			t.Errorf("deterministic=%v: %v allocations per call, want %v (f, top_k%s)", c.det, allocs, c.want, map[bool]string{true: ", seeds"}[c.det])
 		}
@@ -51,7 +51,7 @@ func TestSamplingPackTakesTheOneBufferPath(t *testing.T) {
 // results share no memory with their sources (§8): scribbling over the
 // source leaves them as they were.
 func TestFilterAndMergeAllocateOnlyTheirFreshBuffers(t *testing.T) {
-	b, err := fast.SamplingPack(ref.DefaultLimits(), servingBatch(t, 32, false))
+	b, err := fast.SamplingPack(spec.DefaultLimits(), servingBatch(t, 32, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func BenchmarkSamplingPack(b *testing.B) {
 			b.Run(sh.Name+"/"+string(impl), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := f(ref.DefaultLimits(), in); err != nil {
+					if _, err := f(spec.DefaultLimits(), in); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/internal/jsonscan"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The fast chat layer never decodes the request. One validating pass
@@ -112,14 +113,14 @@ func (d *chatDoc) build() json.RawMessage {
 }
 
 // ServingChatNormalize is serving.chat_normalize (S2.2–S2.4, S2.7).
-func ServingChatNormalize(lim ref.Limits, in ref.ServingChatNormalizeInput) (ref.ServingChatNormalizeOutput, error) {
+func ServingChatNormalize(lim spec.Limits, in spec.ServingChatNormalizeInput) (spec.ServingChatNormalizeOutput, error) {
 	return chatNormalize(fault.Serving{}, in)
 }
 
 // servingChatNormalizeWithFaults is ServingChatNormalize with the historic bugs f selects
 // put back (RejectStringImageURL), for the bug zoo only: fault.Hooks hands it
 // to equiv/mutants (hooks.go). Called with the zero value it is ServingChatNormalize.
-func servingChatNormalizeWithFaults(_ ref.Limits, in ref.ServingChatNormalizeInput, f fault.Serving) (ref.ServingChatNormalizeOutput, error) {
+func servingChatNormalizeWithFaults(_ spec.Limits, in spec.ServingChatNormalizeInput, f fault.Serving) (spec.ServingChatNormalizeOutput, error) {
 	return chatNormalize(f, in)
 }
 
@@ -157,25 +158,25 @@ func requestKind(b []byte) string {
 	return kindOf(gjson.ParseBytes(b))
 }
 
-func chatNormalize(f fault.Serving, in ref.ServingChatNormalizeInput) (ref.ServingChatNormalizeOutput, error) {
+func chatNormalize(f fault.Serving, in spec.ServingChatNormalizeInput) (spec.ServingChatNormalizeOutput, error) {
 	if err := ref.CheckChatNormalize(in); err != nil {
-		return ref.ServingChatNormalizeOutput{}, err
+		return spec.ServingChatNormalizeOutput{}, err
 	}
 	var edits [8]splice
 	var names [16]string
 	d := chatDoc{b: in.Request, s: bytesView(in.Request), edits: edits[:0], names: names[:0],
 		f: f, flatten: in.Flags.FlattenToolRoleContent}
-	if !d.scan(in.Endpoint == ref.EndpointChat) {
-		return ref.ServingChatNormalizeOutput{}, ref.Reject(ref.ErrNotJSONObject, "request", requestKind(in.Request), "a JSON object")
+	if !d.scan(in.Endpoint == spec.EndpointChat) {
+		return spec.ServingChatNormalizeOutput{}, spec.Reject(spec.ErrNotJSONObject, "request", requestKind(in.Request), "a JSON object")
 	}
-	if in.Endpoint == ref.EndpointCompletions {
-		return ref.ServingChatNormalizeOutput{Status: 200, Request: in.Request}, nil
+	if in.Endpoint == spec.EndpointCompletions {
+		return spec.ServingChatNormalizeOutput{Status: 200, Request: in.Request}, nil
 	}
 	soft, msg := d.normalize(in)
 	if msg != "" {
-		return ref.ServingChatNormalizeOutput{Status: ref.StatusBadRequest, Message: msg}, nil
+		return spec.ServingChatNormalizeOutput{Status: spec.StatusBadRequest, Message: msg}, nil
 	}
-	return ref.ServingChatNormalizeOutput{Status: 200, Request: d.build(), SoftMaxTokens: soft}, nil
+	return spec.ServingChatNormalizeOutput{Status: 200, Request: d.build(), SoftMaxTokens: soft}, nil
 }
 
 // scan validates the whole request in one pass and reports whether it is
@@ -320,13 +321,13 @@ func (d *chatDoc) decodeString(sp valSpan) string {
 // normalize applies the top-level rules in ref's order (messages' shape,
 // tools, tool_choice, the messages' own errors, then the max_tokens
 // default) and returns the soft flag, or the 400 message.
-func (d *chatDoc) normalize(in ref.ServingChatNormalizeInput) (bool, string) {
+func (d *chatDoc) normalize(in spec.ServingChatNormalizeInput) (bool, string) {
 	t := d.top
 	if !t.msgs.exists() || d.b[t.msgs.start] != '[' {
-		return false, ref.MsgMessagesNotList
+		return false, spec.MsgMessagesNotList
 	}
 	if t.tools.exists() && d.b[t.tools.start] != '[' && d.s[t.tools.start:t.tools.end] != "null" {
-		return false, ref.MsgToolsNotList
+		return false, spec.MsgToolsNotList
 	}
 	if msg := d.toolChoice(d.result(t.tc), d.nTools, d.names, in.Flags.NormalizeToolChoice); msg != "" {
 		return false, msg
@@ -398,7 +399,7 @@ func upstreamToolChoice(tc gjson.Result) string {
 			}
 		}
 	}
-	return ref.MsgUpstreamToolChoice
+	return spec.MsgUpstreamToolChoice
 }
 
 func countName(names []string, n string) int {

@@ -7,6 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestServingChatNormalizeFastPathAllocations: the fast twin never decodes the
@@ -18,7 +19,7 @@ func TestServingChatNormalizeFastPathAllocations(t *testing.T) {
 	on, off := shapes[0].Make(), shapes[1].Make()
 	// Without the string image_url part (always normalized, S2.7) nothing changes.
 	off.Request = bytes.Replace(off.Request, []byte(`"image_url":"https://example.com/cat.png"`), []byte(`"image_url":{"url":"u"}`), 1)
-	lim := ref.DefaultLimits()
+	lim := spec.DefaultLimits()
 	if a := testing.AllocsPerRun(20, func() { _, _ = fast.ServingChatNormalize(lim, on) }); a > 16 {
 		t.Errorf("flags on: %.0f allocations per 32 KB request, want <= 16", a)
 	}
@@ -37,16 +38,16 @@ func TestServingChatNormalizeFastPathAllocations(t *testing.T) {
 // These inputs cannot travel through the JSON-encoded equiv suite (a
 // json.RawMessage must be valid), so they are checked here directly.
 func TestServingChatNormalizeRejectsInvalidJSONLikeRef(t *testing.T) {
-	lim := ref.DefaultLimits()
-	flags := ref.CompatFlags{NormalizeToolChoice: true, FlattenToolRoleContent: true}
+	lim := spec.DefaultLimits()
+	flags := spec.CompatFlags{NormalizeToolChoice: true, FlattenToolRoleContent: true}
 	for _, req := range []string{
 		``, `{`, `{"messages":[}`, `{"messages":[{"role":"tool","content":[{"type":"text","text":"a"},]}]}`,
 		`{"messages":[],"tools":[{"function":{"name":"f\q"}}]}`, `{"messages":[]} {}`, "{\"messages\":[{\"content\":\"a\x01\"}]}",
 		`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":"u"}]}],"max_tokens":01}`,
 		`{"messages":[],"tool_choice":tru}`, `[1,`, `[]`, ` "x" `,
 	} {
-		for _, ep := range []string{ref.EndpointChat, ref.EndpointCompletions} {
-			in := ref.ServingChatNormalizeInput{Endpoint: ep, Request: []byte(req), ContextLen: 8, Flags: flags}
+		for _, ep := range []string{spec.EndpointChat, spec.EndpointCompletions} {
+			in := spec.ServingChatNormalizeInput{Endpoint: ep, Request: []byte(req), ContextLen: 8, Flags: flags}
 			_, rerr := ref.ServingChatNormalize(lim, in)
 			_, ferr := fast.ServingChatNormalize(lim, in)
 			if rerr == nil || ferr == nil || rerr.Error() != ferr.Error() {

@@ -8,16 +8,17 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ServingValidateInputLength is serving.validate_input_length (docs/spec/admission-serving.md
 // S1.2), the ref contract with the messages built by one append.
-func ServingValidateInputLength(lim ref.Limits, in ref.ServingValidateInputLengthInput) (ref.ServingValidateInputLengthOutput, error) {
+func ServingValidateInputLength(lim spec.Limits, in spec.ServingValidateInputLengthInput) (spec.ServingValidateInputLengthOutput, error) {
 	maxReqLen, maxIn, err := ref.CheckInputLengthArgs(in)
 	if err != nil {
-		return ref.ServingValidateInputLengthOutput{}, err
+		return spec.ServingValidateInputLengthOutput{}, err
 	}
-	out := ref.ServingValidateInputLengthOutput{MaxReqLen: maxReqLen, MaxReqInputLen: maxIn}
+	out := spec.ServingValidateInputLengthOutput{MaxReqLen: maxReqLen, MaxReqInputLen: maxIn}
 	n, c := in.PromptTokens, in.ContextLen
 	if in.AllowAutoTruncate {
 		out.Accepted, out.PrefillTokens = true, min(n, c, maxIn)
@@ -27,12 +28,12 @@ func ServingValidateInputLength(lim ref.Limits, in ref.ServingValidateInputLengt
 		out.Accepted, out.PrefillTokens = true, n
 		return out, nil
 	}
-	out.Status, out.ErrType = ref.StatusPayloadTooLarge, ref.PayloadTooLarge
+	out.Status, out.ErrType = spec.StatusPayloadTooLarge, spec.PayloadTooLarge
 	if n >= c {
-		out.Stage, out.Message = ref.StageTokenizer, lengthMessage(n, c)
+		out.Stage, out.Message = spec.StageTokenizer, lengthMessage(n, c)
 		return out, nil
 	}
-	out.Stage, out.PrefillTokens, out.Message = ref.StageScheduler, 1, lengthMessage(n, maxIn-1)
+	out.Stage, out.PrefillTokens, out.Message = spec.StageScheduler, 1, lengthMessage(n, maxIn-1)
 	return out, nil
 }
 
@@ -47,30 +48,30 @@ func lengthMessage(n, limit int64) string {
 }
 
 // ServingErrorBody is serving.error_body (S1.3).
-func ServingErrorBody(lim ref.Limits, in ref.ServingErrorBodyInput) (ref.ServingErrorBodyOutput, error) {
+func ServingErrorBody(lim spec.Limits, in spec.ServingErrorBodyInput) (spec.ServingErrorBodyOutput, error) {
 	if err := ref.CheckErrorBody(in); err != nil {
-		return ref.ServingErrorBodyOutput{}, err
+		return spec.ServingErrorBodyOutput{}, err
 	}
 	status, errType := in.Status, in.ErrType
 	if errType == "" {
 		errType = ref.DefaultErrType(int64(status))
 	}
 	switch in.Surface {
-	case ref.SurfaceOpenAI:
-		return ref.ServingErrorBodyOutput{Status: status, ContentType: ref.ContentJSON,
+	case spec.SurfaceOpenAI:
+		return spec.ServingErrorBodyOutput{Status: status, ContentType: spec.ContentJSON,
 			Body: string(appendOpenAIError(nil, in.Message, errType, int64(status)))}, nil
-	case ref.SurfaceOpenAIStream:
-		return ref.ServingErrorBodyOutput{Status: 200, ContentType: ref.ContentSSE,
+	case spec.SurfaceOpenAIStream:
+		return spec.ServingErrorBodyOutput{Status: 200, ContentType: spec.ContentSSE,
 			Body: string(appendStreamError(nil, in.Message, errType, int64(status)))}, nil
 	}
 	if status < 500 {
-		status = ref.StatusBadRequest
+		status = spec.StatusBadRequest
 	}
 	b := make([]byte, 0, len(in.Message)+32)
 	b = append(b, `{"error":{"message":`...)
 	b = appendPyString(b, in.Message, false)
 	b = append(b, "}}"...)
-	return ref.ServingErrorBodyOutput{Status: status, ContentType: ref.ContentJSON, Body: string(b)}, nil
+	return spec.ServingErrorBodyOutput{Status: status, ContentType: spec.ContentJSON, Body: string(b)}, nil
 }
 
 func appendOpenAIError(b []byte, msg, errType string, code int64) []byte {
@@ -170,14 +171,14 @@ func lastMembers(obj gjson.Result, into []gjson.Result, keys ...string) {
 
 // ServingStreamErrorChunk is serving.stream_error_chunk (S1.3, S2.5), reading the
 // finish reason with gjson.
-func ServingStreamErrorChunk(lim ref.Limits, in ref.ServingStreamErrorChunkInput) (ref.ServingStreamErrorChunkOutput, error) {
+func ServingStreamErrorChunk(lim spec.Limits, in spec.ServingStreamErrorChunkInput) (spec.ServingStreamErrorChunkOutput, error) {
 	return servingStreamErrorChunkWithFaults(lim, in, fault.Serving{})
 }
 
 // servingStreamErrorChunkWithFaults is ServingStreamErrorChunk with the historic bugs f
 // selects put back (StreamTypeFromStatus, HTTPStatusOnly), for the bug zoo
 // only (fault.Hooks, hooks.go); with the zero value it is ServingStreamErrorChunk.
-func servingStreamErrorChunkWithFaults(_ ref.Limits, in ref.ServingStreamErrorChunkInput, f fault.Serving) (ref.ServingStreamErrorChunkOutput, error) {
+func servingStreamErrorChunkWithFaults(_ spec.Limits, in spec.ServingStreamErrorChunkInput, f fault.Serving) (spec.ServingStreamErrorChunkOutput, error) {
 	var m [4]gjson.Result
 	isErr, code := false, int64(0)
 	if fr := gjson.ParseBytes(in.FinishReason); fr.IsObject() {
@@ -192,7 +193,7 @@ func servingStreamErrorChunkWithFaults(_ ref.Limits, in ref.ServingStreamErrorCh
 				isErr = isErr && !f.HTTPStatusOnly
 			}
 			if err != nil {
-				return ref.ServingStreamErrorChunkOutput{}, err
+				return spec.ServingStreamErrorChunkOutput{}, err
 			}
 		}
 	}
@@ -210,12 +211,12 @@ func servingStreamErrorChunkWithFaults(_ ref.Limits, in ref.ServingStreamErrorCh
 	if m[3].Type == gjson.String && m[3].Str != "" {
 		msg = m[3].Str
 	}
-	out := ref.ServingStreamErrorChunkOutput{Emit: true, Code: code, ErrType: errType}
+	out := spec.ServingStreamErrorChunkOutput{Emit: true, Code: code, ErrType: errType}
 	switch {
 	case in.First && in.Preflight && code >= 400 && code <= 599:
-		out.Status, out.ContentType, out.Body = code, ref.ContentJSON, string(appendOpenAIError(nil, msg, errType, code))
+		out.Status, out.ContentType, out.Body = code, spec.ContentJSON, string(appendOpenAIError(nil, msg, errType, code))
 	case in.First:
-		out.Status, out.ContentType, out.Body = 200, ref.ContentSSE, string(appendStreamError(nil, msg, errType, code))
+		out.Status, out.ContentType, out.Body = 200, spec.ContentSSE, string(appendStreamError(nil, msg, errType, code))
 	default:
 		out.Body = string(appendStreamError(nil, msg, errType, code))
 	}
@@ -223,10 +224,10 @@ func servingStreamErrorChunkWithFaults(_ ref.Limits, in ref.ServingStreamErrorCh
 }
 
 // streamChunk is the normal chunk path.
-func streamChunk(in ref.ServingStreamErrorChunkInput) ref.ServingStreamErrorChunkOutput {
-	out := ref.ServingStreamErrorChunkOutput{Body: "data: " + in.Chunk + "\n\n"}
+func streamChunk(in spec.ServingStreamErrorChunkInput) spec.ServingStreamErrorChunkOutput {
+	out := spec.ServingStreamErrorChunkOutput{Body: "data: " + in.Chunk + "\n\n"}
 	if in.First {
-		out.Status, out.ContentType = 200, ref.ContentSSE
+		out.Status, out.ContentType = 200, spec.ContentSSE
 	}
 	return out
 }

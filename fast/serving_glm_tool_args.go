@@ -7,44 +7,45 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ServingGLMToolArgs is serving.glm_tool_args (S2.8): one forward scan of the text
 // by offsets, schema types read with gjson, and ref's value contract
 // (ref.ParseGLMArg) applied to each value's exact bytes.
-func ServingGLMToolArgs(lim ref.Limits, in ref.ServingGLMToolArgsInput) (ref.ServingGLMToolArgsOutput, error) {
+func ServingGLMToolArgs(lim spec.Limits, in spec.ServingGLMToolArgsInput) (spec.ServingGLMToolArgsOutput, error) {
 	return glmToolArgs(fault.Serving{}, in)
 }
 
 // servingGLMToolArgsWithFaults is ServingGLMToolArgs with the historic bugs f selects put
 // back (StripGLMArgs), for the bug zoo only: fault.Hooks hands it to
 // equiv/mutants (hooks.go). Called with the zero value it is ServingGLMToolArgs.
-func servingGLMToolArgsWithFaults(_ ref.Limits, in ref.ServingGLMToolArgsInput, f fault.Serving) (ref.ServingGLMToolArgsOutput, error) {
+func servingGLMToolArgsWithFaults(_ spec.Limits, in spec.ServingGLMToolArgsInput, f fault.Serving) (spec.ServingGLMToolArgsOutput, error) {
 	return glmToolArgs(f, in)
 }
 
-func glmToolArgs(f fault.Serving, in ref.ServingGLMToolArgsInput) (ref.ServingGLMToolArgsOutput, error) {
+func glmToolArgs(f fault.Serving, in spec.ServingGLMToolArgsInput) (spec.ServingGLMToolArgsOutput, error) {
 	if err := ref.CheckGLMTools(in.Tools); err != nil {
-		return ref.ServingGLMToolArgsOutput{}, err
+		return spec.ServingGLMToolArgsOutput{}, err
 	}
-	out := ref.ServingGLMToolArgsOutput{Calls: []ref.GLMToolCall{}}
+	out := spec.ServingGLMToolArgsOutput{Calls: []spec.GLMToolCall{}}
 	tools := gjson.ParseBytes(in.Tools)
 	text := in.Text
 	var normal strings.Builder
 	pos := 0
 	for {
-		open := strings.Index(text[pos:], ref.GLMCallOpen)
+		open := strings.Index(text[pos:], spec.GLMCallOpen)
 		if open < 0 {
 			break
 		}
-		bodyStart := pos + open + len(ref.GLMCallOpen)
-		end := strings.Index(text[bodyStart:], ref.GLMCallClose)
+		bodyStart := pos + open + len(spec.GLMCallOpen)
+		end := strings.Index(text[bodyStart:], spec.GLMCallClose)
 		if end < 0 {
 			break
 		}
 		normal.WriteString(text[pos : pos+open])
 		out.Calls = append(out.Calls, glmCall(f, text[bodyStart:bodyStart+end], tools))
-		pos = bodyStart + end + len(ref.GLMCallClose)
+		pos = bodyStart + end + len(spec.GLMCallClose)
 	}
 	normal.WriteString(text[pos:])
 	out.NormalText = normal.String()
@@ -54,12 +55,12 @@ func glmToolArgs(f fault.Serving, in ref.ServingGLMToolArgsInput) (ref.ServingGL
 // glmArg is one argument in first-seen order with its last value.
 type glmArg struct{ key, val string }
 
-func glmCall(f fault.Serving, body string, tools gjson.Result) ref.GLMToolCall {
+func glmCall(f fault.Serving, body string, tools gjson.Result) spec.GLMToolCall {
 	nameEnd := strings.IndexByte(body, '\n')
 	if nameEnd < 0 {
 		nameEnd = len(body)
 	}
-	if k := strings.Index(body[:nameEnd], ref.GLMKeyOpen); k >= 0 {
+	if k := strings.Index(body[:nameEnd], spec.GLMKeyOpen); k >= 0 {
 		nameEnd = k
 	}
 	name := strings.TrimSpace(body[:nameEnd])
@@ -67,26 +68,26 @@ func glmCall(f fault.Serving, body string, tools gjson.Result) ref.GLMToolCall {
 	var args []glmArg
 	pos := nameEnd
 	for {
-		k := strings.Index(body[pos:], ref.GLMKeyOpen)
+		k := strings.Index(body[pos:], spec.GLMKeyOpen)
 		if k < 0 {
 			break
 		}
-		keyStart := pos + k + len(ref.GLMKeyOpen)
-		kEnd := strings.Index(body[keyStart:], ref.GLMKeyClose)
+		keyStart := pos + k + len(spec.GLMKeyOpen)
+		kEnd := strings.Index(body[keyStart:], spec.GLMKeyClose)
 		if kEnd < 0 {
 			break
 		}
-		afterKey := keyStart + kEnd + len(ref.GLMKeyClose)
+		afterKey := keyStart + kEnd + len(spec.GLMKeyClose)
 		vOpen := afterKey
 		for vOpen < len(body) && strings.IndexByte(" \t\n\r\f\v", body[vOpen]) >= 0 {
 			vOpen++
 		}
-		if !strings.HasPrefix(body[vOpen:], ref.GLMValueOpen) {
+		if !strings.HasPrefix(body[vOpen:], spec.GLMValueOpen) {
 			pos = afterKey
 			continue
 		}
-		valStart := vOpen + len(ref.GLMValueOpen)
-		vEnd := strings.Index(body[valStart:], ref.GLMValueClose)
+		valStart := vOpen + len(spec.GLMValueOpen)
+		vEnd := strings.Index(body[valStart:], spec.GLMValueClose)
 		if vEnd < 0 {
 			break
 		}
@@ -95,7 +96,7 @@ func glmCall(f fault.Serving, body string, tools gjson.Result) ref.GLMToolCall {
 			v = strings.TrimSpace(v)
 		}
 		args = setArg(args, key, ref.ParseGLMArg(v, glmType(fn, key)))
-		pos = valStart + vEnd + len(ref.GLMValueClose)
+		pos = valStart + vEnd + len(spec.GLMValueClose)
 	}
 	var b strings.Builder
 	b.WriteByte('{')
@@ -108,7 +109,7 @@ func glmCall(f fault.Serving, body string, tools gjson.Result) ref.GLMToolCall {
 		b.WriteString(a.val)
 	}
 	b.WriteByte('}')
-	return ref.GLMToolCall{Name: name, Arguments: b.String()}
+	return spec.GLMToolCall{Name: name, Arguments: b.String()}
 }
 
 func setArg(args []glmArg, key, val string) []glmArg {

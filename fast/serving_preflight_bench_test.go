@@ -6,6 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // BenchmarkPreflight32K is the target: chat_normalize of a 32 KB
@@ -16,10 +17,10 @@ func BenchmarkPreflight32K(b *testing.B) {
 		in := sh.Make()
 		for _, tw := range []struct {
 			name string
-			fn   catalog.Func[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput]
+			fn   catalog.Func[spec.ServingChatNormalizeInput, spec.ServingChatNormalizeOutput]
 		}{{"fast", fast.ServingChatNormalize}, {"ref", ref.ServingChatNormalize}} {
 			b.Run(sh.Name+"/"+tw.name, func(b *testing.B) {
-				lim := ref.DefaultLimits()
+				lim := spec.DefaultLimits()
 				b.SetBytes(int64(len(in.Request)))
 				b.ReportAllocs()
 				for b.Loop() {

@@ -7,23 +7,24 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ServingUsage is serving.usage (S2.6); the glm merge splices reasoning_tokens
 // into the existing details instead of decoding them.
-func ServingUsage(lim ref.Limits, in ref.ServingUsageInput) (ref.ServingUsageOutput, error) {
+func ServingUsage(lim spec.Limits, in spec.ServingUsageInput) (spec.ServingUsageOutput, error) {
 	comp, reas, total, err := ref.CheckUsage(in)
 	if err != nil {
-		return ref.ServingUsageOutput{}, err
+		return spec.ServingUsageOutput{}, err
 	}
-	u := ref.ServingUsageOutput{PromptTokens: in.PromptTokens, TotalTokens: total, CompletionTokens: comp, ReasoningTokens: reas}
+	u := spec.ServingUsageOutput{PromptTokens: in.PromptTokens, TotalTokens: total, CompletionTokens: comp, ReasoningTokens: reas}
 	if !ref.IsAbsentOrNull(in.PromptTokensDetails) {
 		u.PromptTokensDetails = in.PromptTokensDetails
 	}
 	if !ref.IsAbsentOrNull(in.CompletionTokensDetails) {
 		u.CompletionTokensDetails = in.CompletionTokensDetails
 	}
-	if in.Family != ref.FamilyGLM {
+	if in.Family != spec.FamilyGLM {
 		return u, nil
 	}
 	r := strconv.FormatInt(reas, 10)

@@ -1,21 +1,24 @@
 package fast
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // TransferFilterCPRank is the one-pass twin of ref.TransferFilterCPRank (docs/spec/transfer.md §1.2
 // "Fast path"): one pass for min(kv), then a forward scan for the first and
 // a backward scan for the last in-range id. No mask, no sort, no set; Owned
 // aliases in.KV (a sub-slice) and only Positions is allocated.
-func TransferFilterCPRank(_ ref.Limits, in ref.TransferFilterCPRankInput) (ref.TransferFilterCPRankOutput, error) {
+func TransferFilterCPRank(_ spec.Limits, in spec.TransferFilterCPRankInput) (spec.TransferFilterCPRankOutput, error) {
 	policy, total, err := ref.CheckFilterCPRankScalars(in)
 	if err != nil {
-		return ref.TransferFilterCPRankOutput{}, err
+		return spec.TransferFilterCPRankOutput{}, err
 	}
 	kv, s, n := in.KV, in.ChunkPageStart, int64(len(in.KV))
-	if (policy == ref.PositionRange || in.CPSize == 1 || n == 0) && anyNegative(kv) {
-		return ref.TransferFilterCPRankOutput{}, ref.CheckNonNegative("kv", kv)
+	if (policy == spec.PositionRange || in.CPSize == 1 || n == 0) && anyNegative(kv) {
+		return spec.TransferFilterCPRankOutput{}, ref.CheckNonNegative("kv", kv)
 	}
-	if policy == ref.PositionRange {
+	if policy == spec.PositionRange {
 		ls, le := ref.RankPageBounds(total, in.CPRank, in.CPSize)
 		return span(kv, s, max(ls, s)-s, min(le, s+n)-s), nil
 	}
@@ -28,7 +31,7 @@ func TransferFilterCPRank(_ ref.Limits, in ref.TransferFilterCPRankInput) (ref.T
 	ls, le := ref.RankPageBounds(total, in.CPRank, in.CPSize)
 	m := minOf(kv)
 	if m < 0 { // the min pass doubles as the negative-id check
-		return ref.TransferFilterCPRankOutput{}, ref.CheckNonNegative("kv", kv)
+		return spec.TransferFilterCPRankOutput{}, ref.CheckNonNegative("kv", kv)
 	}
 	if ls > 0 && m > (1<<63-1)-ls {
 		return span(kv, s, 0, 0), nil // lo = m+ls is beyond every representable id
@@ -100,9 +103,9 @@ func anyNegative(kv []int64) bool {
 
 // span returns kv[first:last] (aliased) with positions s+first..s+last-1;
 // an empty span yields non-nil empty slices so both twins encode "[]".
-func span(kv []int64, s, first, last int64) ref.TransferFilterCPRankOutput {
+func span(kv []int64, s, first, last int64) spec.TransferFilterCPRankOutput {
 	if first >= last {
-		return ref.TransferFilterCPRankOutput{Owned: []int64{}, Positions: []int64{}}
+		return spec.TransferFilterCPRankOutput{Owned: []int64{}, Positions: []int64{}}
 	}
 	pos := make([]int64, last-first)
 	next := s + first
@@ -110,5 +113,5 @@ func span(kv []int64, s, first, last int64) ref.TransferFilterCPRankOutput {
 		pos[i] = next
 		next++
 	}
-	return ref.TransferFilterCPRankOutput{Owned: kv[first:last:last], Positions: pos}
+	return spec.TransferFilterCPRankOutput{Owned: kv[first:last:last], Positions: pos}
 }

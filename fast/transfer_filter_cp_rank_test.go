@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestTransferFilterCPRankTakesTheNoMaskPath checks the fast path was actually
@@ -15,15 +15,15 @@ func TestTransferFilterCPRankTakesTheNoMaskPath(t *testing.T) {
 	for i := range kv {
 		kv[i] = 5000 + int64(i)
 	}
-	in := ref.TransferFilterCPRankInput{KV: kv, ChunkPageStart: 2048, CPRank: 3, CPSize: 8}
-	out, err := fast.TransferFilterCPRank(ref.DefaultLimits(), in)
+	in := spec.TransferFilterCPRankInput{KV: kv, ChunkPageStart: 2048, CPRank: 3, CPSize: 8}
+	out, err := fast.TransferFilterCPRank(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(out.Owned) != 128 || &out.Owned[0] != &kv[3*128] {
 		t.Fatalf("owned does not alias kv[384:512] (len %d)", len(out.Owned))
 	}
-	allocs := testing.AllocsPerRun(100, func() { _, _ = fast.TransferFilterCPRank(ref.DefaultLimits(), in) })
+	allocs := testing.AllocsPerRun(100, func() { _, _ = fast.TransferFilterCPRank(spec.DefaultLimits(), in) })
 	if allocs != 1 {
 		t.Errorf("fast.FilterCPRank allocated %v times per call, want 1 (positions only)", allocs)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TransferGroupContiguous is the Run-emitter twin of ref.TransferGroupContiguous
@@ -14,19 +15,19 @@ import (
 // not a single pass). Below parallelMinPairs pairs the output is the only
 // allocation; from there both passes are split across cores, adding a few
 // constant-size allocations (the segment plan and goroutine closures).
-func TransferGroupContiguous(_ ref.Limits, in ref.TransferGroupContiguousInput) (ref.TransferGroupContiguousOutput, error) {
+func TransferGroupContiguous(_ spec.Limits, in spec.TransferGroupContiguousInput) (spec.TransferGroupContiguousOutput, error) {
 	src, dst := in.Src, in.Dst
 	if len(src) == 0 || len(dst) == 0 || len(src) != len(dst) {
 		if err := ref.ValidateTransferGroupContiguous(in); err != nil {
-			return ref.TransferGroupContiguousOutput{}, err
+			return spec.TransferGroupContiguousOutput{}, err
 		}
-		return ref.TransferGroupContiguousOutput{Runs: []ref.Run{}}, nil
+		return spec.TransferGroupContiguousOutput{Runs: []spec.Run{}}, nil
 	}
 	runs, ok := groupRuns(src, dst, segmentsFor(len(src)))
 	if !ok {
-		return ref.TransferGroupContiguousOutput{}, ref.ValidateTransferGroupContiguous(in)
+		return spec.TransferGroupContiguousOutput{}, ref.ValidateTransferGroupContiguous(in)
 	}
-	return ref.TransferGroupContiguousOutput{Runs: runs}, nil
+	return spec.TransferGroupContiguousOutput{Runs: runs}, nil
 }
 
 // parallelMinPairs is the input size from which TransferGroupContiguous splits the
@@ -54,18 +55,18 @@ func segmentsFor(n int) int {
 // appending in one pass to a len(src)-capacity buffer: at 1M pairs in runs
 // of 1..64 the bound is 24 MiB of fresh memory against 0.75 MiB, and the
 // one-pass form measured slower (see fast/transfer_group_contiguous_test.go).
-func groupRuns(src, dst []int64, segs int) (runs []ref.Run, ok bool) {
+func groupRuns(src, dst []int64, segs int) (runs []spec.Run, ok bool) {
 	if segs > 1 {
 		return groupRunsParallel(src, dst, segs)
 	}
-	runs = make([]ref.Run, countStarts(src, dst, 0, len(src)))
+	runs = make([]spec.Run, countStarts(src, dst, 0, len(src)))
 	return runs, fillRuns(runs, src, dst, 0, len(src)) >= 0
 }
 
 // segmentPlan is the state of one groupRunsParallel call, one allocation.
 type segmentPlan struct {
 	src, dst []int64
-	runs     []ref.Run
+	runs     []spec.Run
 	bounds   [maxSegments + 1]int // segment k is pairs [bounds[k], bounds[k+1])
 	starts   [maxSegments + 1]int // starts[k]: index in runs of segment k's first run
 	signs    [maxSegments]int64   // OR of the ids each segment checked
@@ -78,7 +79,7 @@ type segmentPlan struct {
 // next segment. Beyond the output it allocates the segmentPlan and one
 // closure per extra goroutine and phase: constant size, independent of the
 // input. The goroutines end before it returns.
-func groupRunsParallel(src, dst []int64, segs int) ([]ref.Run, bool) {
+func groupRunsParallel(src, dst []int64, segs int) ([]spec.Run, bool) {
 	p := &segmentPlan{src: src, dst: dst}
 	for k := range segs + 1 {
 		p.bounds[k] = k * len(src) / segs
@@ -87,7 +88,7 @@ func groupRunsParallel(src, dst []int64, segs int) ([]ref.Run, bool) {
 	for k := range segs {
 		p.starts[k+1] += p.starts[k]
 	}
-	p.runs = make([]ref.Run, p.starts[segs])
+	p.runs = make([]spec.Run, p.starts[segs])
 	p.each(segs, true)
 	for _, sg := range p.signs[:segs] {
 		if sg < 0 {
@@ -145,7 +146,7 @@ func countStarts(src, dst []int64, lo, hi int) int {
 // suffices: inside a run each id is the previous plus one (wrapping), so a
 // negative id inside a run that starts non-negative means a wrap past
 // MaxInt64, and then the last id is negative too.
-func fillRuns(runs []ref.Run, src, dst []int64, lo, hi int) int64 {
+func fillRuns(runs []spec.Run, src, dst []int64, lo, hi int) int64 {
 	dst = dst[:len(src)]
 	start := lo
 	if lo > 0 { // skip the tail of the run the previous segment fills
@@ -155,7 +156,7 @@ func fillRuns(runs []ref.Run, src, dst []int64, lo, hi int) int64 {
 	for k := 0; start < hi; k++ {
 		end := runEnd(src, dst, start+1)
 		signs |= src[start] | dst[start] | src[end-1] | dst[end-1]
-		runs[k] = ref.Run{SrcStart: src[start], DstStart: dst[start], Count: int64(end - start)}
+		runs[k] = spec.Run{SrcStart: src[start], DstStart: dst[start], Count: int64(end - start)}
 		start = end
 	}
 	return signs

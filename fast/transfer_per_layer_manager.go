@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // This file is the production per-layer transfer manager of docs/spec/transfer.md
@@ -28,11 +29,11 @@ const defaultFinishTimeout = 30 * time.Second
 // perLayerOptions configures a PerLayerManager built by newPerLayerManager.
 type perLayerOptions struct {
 	// Config holds H and K.
-	Config ref.PerLayerConfig
+	Config spec.PerLayerConfig
 	// Engine moves the blocks.
-	Engine ref.Engine
+	Engine spec.Engine
 	// Events records one event per boundary.
-	Events ref.EventFactory
+	Events spec.EventFactory
 	// Workers is W; 0 selects the deterministic mode.
 	Workers int
 	// Timeout bounds Finish's wait and each event wait in the real mode
@@ -45,16 +46,16 @@ type perLayerOptions struct {
 type workItem struct {
 	ctx    *perLayerCtx
 	layers []int
-	ev     ref.Event
+	ev     spec.Event
 }
 
 // PerLayerManager is the per-layer transfer manager (docs/spec/transfer.md §4.4). Its
 // methods are safe for concurrent use; OnLayerEnd is meant for the forward
 // goroutine, Finish and Drop for the transfer worker.
 type PerLayerManager struct {
-	cfg      ref.PerLayerConfig
-	engine   ref.Engine
-	events   ref.EventFactory
+	cfg      spec.PerLayerConfig
+	engine   spec.Engine
+	events   spec.EventFactory
 	logger   *slog.Logger
 	timeout  time.Duration
 	stepping bool
@@ -76,17 +77,17 @@ type PerLayerManager struct {
 	wg       sync.WaitGroup
 }
 
-// NewPerLayerManager is the ref.NewPerLayerManagerFunc of the fast twin: a
+// NewPerLayerManager is the spec.NewPerLayerManagerFunc of the fast twin: a
 // PerLayerManager in deterministic mode (§4.9), with no worker goroutines;
 // the driver runs the workers one item at a time with WorkerStep.
-func NewPerLayerManager(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
+func NewPerLayerManager(cfg spec.PerLayerConfig, engine spec.Engine, events spec.EventFactory, logger *slog.Logger) (spec.PerLayerManager, error) {
 	return newPerLayerManagerWithFaults(cfg, engine, events, logger, fault.Transfer{})
 }
 
 // newPerLayerManagerWithFaults is NewPerLayerManager with the historic bugs
 // f selects put back, for the bug zoo only: fault.Hooks hands it to
 // equiv/mutants (hooks.go). With the zero value it is NewPerLayerManager.
-func newPerLayerManagerWithFaults(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger, f fault.Transfer) (ref.PerLayerManager, error) {
+func newPerLayerManagerWithFaults(cfg spec.PerLayerConfig, engine spec.Engine, events spec.EventFactory, logger *slog.Logger, f fault.Transfer) (spec.PerLayerManager, error) {
 	m, err := newPerLayerManager(perLayerOptions{Config: cfg, Engine: engine, Events: events, Logger: logger}, f)
 	if err != nil {
 		return nil, err
@@ -104,7 +105,7 @@ func newPerLayerManager(opts perLayerOptions, f fault.Transfer) (*PerLayerManage
 		return nil, err
 	}
 	if opts.Workers < 0 {
-		return nil, ref.Reject(ref.ErrNegative, "workers", opts.Workers, ">= 0")
+		return nil, spec.Reject(spec.ErrNegative, "workers", opts.Workers, ">= 0")
 	}
 	m := &PerLayerManager{cfg: opts.Config, engine: opts.Engine, events: opts.Events, logger: opts.Logger,
 		timeout: opts.Timeout, stepping: opts.Workers == 0, faults: f, active: map[uint64][]*perLayerCtx{}}
@@ -122,7 +123,7 @@ func newPerLayerManager(opts perLayerOptions, f fault.Transfer) (*PerLayerManage
 // Register is §4.4 Register: only with exactly one non-dummy info, dedup
 // by (room, chunk), never overwriting; build runs under the manager lock
 // (it is called before the forward, off the hot path).
-func (m *PerLayerManager) Register(room uint64, chunkKey int64, infos int, build ref.BuildFunc) (bool, error) {
+func (m *PerLayerManager) Register(room uint64, chunkKey int64, infos int, build spec.BuildFunc) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := ref.CheckRegister(m.forward.Load(), chunkKey, infos); err != nil {
@@ -169,7 +170,7 @@ func (m *PerLayerManager) ForwardBegin() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.forward.Load() {
-		return ref.Reject(ref.ErrForwardState, "forward", true, "forward_begin outside a forward")
+		return spec.Reject(spec.ErrForwardState, "forward", true, "forward_begin outside a forward")
 	}
 	m.forward.Store(true)
 	return nil
@@ -180,7 +181,7 @@ func (m *PerLayerManager) ForwardEnd() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.forward.Load() {
-		return ref.Reject(ref.ErrForwardState, "forward", false, "forward_end inside a forward")
+		return spec.Reject(spec.ErrForwardState, "forward", false, "forward_end inside a forward")
 	}
 	m.forward.Store(false)
 	return nil
@@ -255,38 +256,38 @@ func (m *PerLayerManager) worker() {
 
 // WorkerStep runs the front work item on the caller (deterministic mode).
 // An item whose event has not completed is refused and stays queued.
-func (m *PerLayerManager) WorkerStep() (ref.WorkResult, error) {
+func (m *PerLayerManager) WorkerStep() (spec.WorkResult, error) {
 	if !m.stepping {
-		return ref.WorkResult{}, ref.Reject(ref.ErrNotStepping, "workers", "real", "0 (deterministic mode)")
+		return spec.WorkResult{}, spec.Reject(spec.ErrNotStepping, "workers", "real", "0 (deterministic mode)")
 	}
 	m.mu.Lock()
 	if m.head == len(m.queue) {
 		m.mu.Unlock()
-		return ref.WorkResult{Idle: true}, nil
+		return spec.WorkResult{Idle: true}, nil
 	}
 	if ev := m.queue[m.head].ev; !ev.Query() {
 		m.mu.Unlock()
-		return ref.WorkResult{}, ref.Reject(ref.ErrEventPending, "event", ev.ID(), "a completed event")
+		return spec.WorkResult{}, spec.Reject(spec.ErrEventPending, "event", ev.ID(), "a completed event")
 	}
 	it := m.pop()
 	m.mu.Unlock()
 	id := it.ctx.submitGroup(m.engine, it.layers, it.ev, m.timeout)
-	return ref.WorkResult{Room: it.ctx.room, Chunk: it.ctx.chunk, Layers: slices.Clone(it.layers), Batch: id}, nil
+	return spec.WorkResult{Room: it.ctx.room, Chunk: it.ctx.chunk, Layers: slices.Clone(it.layers), Batch: id}, nil
 }
 
 // Finish is §4.4 Finish: the room's front chunk, if it is chunkKey, is
 // popped and finished; a front chunk beyond chunkKey means this chunk never
 // registered (handled = false).
-func (m *PerLayerManager) Finish(room uint64, chunkKey int64) (ref.FinishResult, error) {
+func (m *PerLayerManager) Finish(room uint64, chunkKey int64) (spec.FinishResult, error) {
 	m.mu.Lock()
 	dq := m.active[room]
 	if len(dq) == 0 || (!m.faults.OneContextPerRoom && dq[0].chunk > chunkKey) {
 		m.mu.Unlock()
-		return ref.FinishResult{Chunk: chunkKey}, nil
+		return spec.FinishResult{Chunk: chunkKey}, nil
 	}
 	if !m.faults.OneContextPerRoom && dq[0].chunk < chunkKey {
 		m.mu.Unlock()
-		return ref.FinishResult{}, ref.Reject(ref.ErrFinishOrder, "chunk", chunkKey, "the room's front chunk "+itoa(dq[0].chunk))
+		return spec.FinishResult{}, spec.Reject(spec.ErrFinishOrder, "chunk", chunkKey, "the room's front chunk "+itoa(dq[0].chunk))
 	}
 	c := m.popFront(room)
 	m.mu.Unlock()
@@ -315,12 +316,12 @@ func (m *PerLayerManager) popFront(room uint64) *perLayerCtx {
 }
 
 // Refinish calls Finish again on the most recently finished context.
-func (m *PerLayerManager) Refinish() (ref.FinishResult, bool) {
+func (m *PerLayerManager) Refinish() (spec.FinishResult, bool) {
 	m.mu.Lock()
 	c := m.lastDone
 	m.mu.Unlock()
 	if c == nil {
-		return ref.FinishResult{}, false
+		return spec.FinishResult{}, false
 	}
 	return c.result(c.finish(m.engine, m.logger, m.timeout, m.stepping)), true
 }
@@ -340,21 +341,21 @@ func (m *PerLayerManager) Drop(room uint64) int {
 	return len(drained)
 }
 
-// State returns the observable state (ref.PerLayerState).
-func (m *PerLayerManager) State() ref.PerLayerState {
+// State returns the observable state (spec.PerLayerState).
+func (m *PerLayerManager) State() spec.PerLayerState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := ref.PerLayerState{Forward: m.forward.Load(), Builds: m.builds, Events: m.nEvents,
-		Rooms: make([]ref.RoomState, 0, len(m.rooms)), Queue: make([]ref.WorkItemState, 0, len(m.queue)-m.head)}
+	s := spec.PerLayerState{Forward: m.forward.Load(), Builds: m.builds, Events: m.nEvents,
+		Rooms: make([]spec.RoomState, 0, len(m.rooms)), Queue: make([]spec.WorkItemState, 0, len(m.queue)-m.head)}
 	for _, room := range m.rooms {
-		rs := ref.RoomState{Room: room, Contexts: make([]ref.ContextState, 0, len(m.active[room]))}
+		rs := spec.RoomState{Room: room, Contexts: make([]spec.ContextState, 0, len(m.active[room]))}
 		for _, c := range m.active[room] {
 			rs.Contexts = append(rs.Contexts, c.state())
 		}
 		s.Rooms = append(s.Rooms, rs)
 	}
 	for _, it := range m.queue[m.head:] {
-		s.Queue = append(s.Queue, ref.WorkItemState{Room: it.ctx.room, Chunk: it.ctx.chunk, Session: it.ctx.plan.Session,
+		s.Queue = append(s.Queue, spec.WorkItemState{Room: it.ctx.room, Chunk: it.ctx.chunk, Session: it.ctx.plan.Session,
 			Layers: slices.Clone(it.layers), Event: it.ev.ID()})
 	}
 	return s
@@ -373,7 +374,7 @@ func (m *PerLayerManager) Close() {
 type perLayerCtx struct {
 	room   uint64
 	chunk  int64
-	plan   ref.LayerPlan
+	plan   spec.LayerPlan
 	n      int
 	faults *fault.Transfer
 
@@ -395,7 +396,7 @@ type perLayerCtx struct {
 	sync      int
 }
 
-func newPLCtx(room uint64, chunk int64, plan ref.LayerPlan, f *fault.Transfer) *perLayerCtx {
+func newPLCtx(room uint64, chunk int64, plan spec.LayerPlan, f *fault.Transfer) *perLayerCtx {
 	n := len(plan.Blocks)
 	words := (n + 63) / 64
 	c := &perLayerCtx{room: room, chunk: chunk, plan: plan, n: n, faults: f,
@@ -441,7 +442,7 @@ func (c *perLayerCtx) fail(reason string) {
 // submitGroup is §4.3 SubmitGroup: fail closed, wait the event off the
 // lock, re-check, submit the not-yet-submitted layers' blocks in one async
 // batch under the lock, count the layers processed.
-func (c *perLayerCtx) submitGroup(engine ref.Engine, layers []int, ev ref.Event, timeout time.Duration) uint64 {
+func (c *perLayerCtx) submitGroup(engine spec.Engine, layers []int, ev spec.Event, timeout time.Duration) uint64 {
 	c.mu.Lock()
 	if c.failed || c.finished {
 		c.done(len(layers))
@@ -460,7 +461,7 @@ func (c *perLayerCtx) submitGroup(engine ref.Engine, layers []int, ev ref.Event,
 	if c.failed || c.finished {
 		return 0
 	}
-	var blocks []ref.Block
+	var blocks []spec.Block
 	for _, l := range layers {
 		if !has(c.submitted, l) {
 			set(c.submitted, l)
@@ -473,7 +474,7 @@ func (c *perLayerCtx) submitGroup(engine ref.Engine, layers []int, ev ref.Event,
 	}
 	id := engine.SubmitAsync(c.plan.Session, blocks)
 	if id == 0 {
-		c.fail(ref.ReasonSubmitFailed)
+		c.fail(spec.ReasonSubmitFailed)
 		return 0
 	}
 	c.batches = append(c.batches, id)
@@ -487,7 +488,7 @@ func (c *perLayerCtx) done(n int) {
 
 // finish is §4.3 Finish. In deterministic mode the deadline is now; in the
 // real mode a timer wakes the wait at the deadline.
-func (c *perLayerCtx) finish(engine ref.Engine, logger *slog.Logger, timeout time.Duration, stepping bool) int {
+func (c *perLayerCtx) finish(engine spec.Engine, logger *slog.Logger, timeout time.Duration, stepping bool) int {
 	c.mu.Lock()
 	if c.finished {
 		st := c.status
@@ -499,7 +500,7 @@ func (c *perLayerCtx) finish(engine ref.Engine, logger *slog.Logger, timeout tim
 	if c.faults.FinishRequiresAll {
 		target = c.n
 	}
-	var t ref.FinishTimings
+	var t spec.FinishTimings
 	t0 := time.Now()
 	if c.processed < target && !stepping {
 		timer := time.AfterFunc(timeout, func() {
@@ -517,7 +518,7 @@ func (c *perLayerCtx) finish(engine ref.Engine, logger *slog.Logger, timeout tim
 		c.fail(ref.ReasonTimeout(c.processed, target))
 	}
 	t.WaitEnqueued = time.Since(t0)
-	var missed []ref.Block
+	var missed []spec.Block
 	if !c.failed && !c.faults.FinishRequiresAll {
 		for l := range c.n {
 			if !has(c.submitted, l) {
@@ -562,9 +563,9 @@ func (c *perLayerCtx) finish(engine ref.Engine, logger *slog.Logger, timeout tim
 }
 
 // drain is §4.3 Drain.
-func (c *perLayerCtx) drain(engine ref.Engine, logger *slog.Logger) {
+func (c *perLayerCtx) drain(engine spec.Engine, logger *slog.Logger) {
 	c.mu.Lock()
-	c.fail(ref.ReasonDropped)
+	c.fail(spec.ReasonDropped)
 	c.sealed = true
 	batches := c.batches
 	c.mu.Unlock()
@@ -578,20 +579,20 @@ func (c *perLayerCtx) drain(engine ref.Engine, logger *slog.Logger) {
 	ref.LogDrain(logger, s)
 }
 
-func (c *perLayerCtx) result(st int) ref.FinishResult {
+func (c *perLayerCtx) result(st int) spec.FinishResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return ref.FinishResult{Handled: true, Status: st, Chunk: c.chunk, Session: c.plan.Session, Reason: c.reason}
+	return spec.FinishResult{Handled: true, Status: st, Chunk: c.chunk, Session: c.plan.Session, Reason: c.reason}
 }
 
-func (c *perLayerCtx) state() ref.ContextState {
+func (c *perLayerCtx) state() spec.ContextState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.stateLocked()
 }
 
-func (c *perLayerCtx) stateLocked() ref.ContextState {
-	return ref.ContextState{Room: c.room, Chunk: c.chunk, Session: c.plan.Session, Layers: c.n,
+func (c *perLayerCtx) stateLocked() spec.ContextState {
+	return spec.ContextState{Room: c.room, Chunk: c.chunk, Session: c.plan.Session, Layers: c.n,
 		Enqueued: bitList(c.enqueued), Target: c.target, Submitted: bitList(c.submitted), Processed: c.processed,
 		Batches: append([]uint64{}, c.batches...), Failed: c.failed, Reason: c.reason, Sealed: c.sealed,
 		Finished: c.finished, Status: c.status}

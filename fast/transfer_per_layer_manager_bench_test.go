@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // readyEvent is an event that has always completed; readyEvents returns it
@@ -20,7 +21,7 @@ func (readyEvent) Query() bool              { return true }
 
 type readyEvents struct{}
 
-func (readyEvents) Record() ref.Event { return readyEvent{} }
+func (readyEvents) Record() spec.Event { return readyEvent{} }
 
 // countEngine counts submits and moves no bytes: the manager's own cost.
 type countEngine struct {
@@ -29,13 +30,13 @@ type countEngine struct {
 	next         uint64
 }
 
-func (e *countEngine) SyncTransfer(string, []ref.Block) int {
+func (e *countEngine) SyncTransfer(string, []spec.Block) int {
 	e.mu.Lock()
 	e.syncs++
 	e.mu.Unlock()
 	return 0
 }
-func (e *countEngine) SubmitAsync(string, []ref.Block) uint64 {
+func (e *countEngine) SubmitAsync(string, []spec.Block) uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.async++
@@ -46,7 +47,7 @@ func (e *countEngine) WaitBatches([]uint64) int { return 0 }
 
 // glm5Plan is one request's chunk on GLM-5's 79 entries (78 hooked + MTP):
 // 4 page runs per layer.
-func glm5Plan(room int) *ref.LayerPlan {
+func glm5Plan(room int) *spec.LayerPlan {
 	geo := ref.PerLayerGeometry{Layers: 79, ItemLen: 1 << 10, SrcPages: 64, DstPages: 64}
 	owned, dst := make([]int64, 16), make([]int64, 16)
 	for i := range owned {
@@ -62,14 +63,14 @@ func glm5Plan(room int) *ref.LayerPlan {
 // requests at K=8 (the notes' per-layer K=1: 78 × 10 = 780, plus the MTP
 // layer's sync fallback each, 790 calls).
 func BenchmarkPerLayerForwardGLM5(b *testing.B) {
-	plans := make([]*ref.LayerPlan, 10)
+	plans := make([]*spec.LayerPlan, 10)
 	for r := range plans {
 		plans[r] = glm5Plan(r)
 	}
 	for _, k := range []int{8, 1} {
 		b.Run(map[int]string{8: "K=8", 1: "K=1"}[k], func(b *testing.B) {
 			e := &countEngine{}
-			m, err := fast.NewPerLayerManagerWithOptions(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: 78, Group: k}, Engine: e, Events: readyEvents{}})
+			m, err := fast.NewPerLayerManagerWithOptions(fast.PerLayerOptions{Config: spec.PerLayerConfig{Hooked: 78, Group: k}, Engine: e, Events: readyEvents{}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -77,7 +78,7 @@ func BenchmarkPerLayerForwardGLM5(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for r, p := range plans {
-					m.Register(uint64(r), 0, 1, func() *ref.LayerPlan { return p })
+					m.Register(uint64(r), 0, 1, func() *spec.LayerPlan { return p })
 				}
 				m.ForwardBegin()
 				for l := range 78 {
@@ -102,13 +103,13 @@ func BenchmarkPerLayerForwardGLM5(b *testing.B) {
 // activeManager is a manager with bs=10 GLM-5 contexts registered, inside
 // a forward whose every hook already fired once (so boundaries dedup).
 func activeManager(b *testing.B) *fast.PerLayerManager {
-	m, err := fast.NewPerLayerManagerWithOptions(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: 78, Group: 8}, Engine: &countEngine{}, Events: readyEvents{}})
+	m, err := fast.NewPerLayerManagerWithOptions(fast.PerLayerOptions{Config: spec.PerLayerConfig{Hooked: 78, Group: 8}, Engine: &countEngine{}, Events: readyEvents{}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for r := range 10 {
 		p := glm5Plan(r)
-		m.Register(uint64(r), 0, 1, func() *ref.LayerPlan { return p })
+		m.Register(uint64(r), 0, 1, func() *spec.LayerPlan { return p })
 	}
 	m.ForwardBegin()
 	for l := range 78 {
@@ -186,7 +187,7 @@ func BenchmarkMovePerLayer256MiB(b *testing.B) {
 	src, d := geo.Arenas()
 	e := ref.NewMemEngine(src, d, false)
 	plan := geo.Plan("pl", owned, dst)
-	m, err := fast.NewPerLayerManagerWithOptions(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: 64, Group: 8}, Engine: e,
+	m, err := fast.NewPerLayerManagerWithOptions(fast.PerLayerOptions{Config: spec.PerLayerConfig{Hooked: 64, Group: 8}, Engine: e,
 		Events: readyEvents{}, Workers: 4})
 	if err != nil {
 		b.Fatal(err)
@@ -194,7 +195,7 @@ func BenchmarkMovePerLayer256MiB(b *testing.B) {
 	defer m.Close()
 	b.SetBytes(int64(len(src)))
 	for b.Loop() {
-		m.Register(1, 0, 1, func() *ref.LayerPlan { return plan })
+		m.Register(1, 0, 1, func() *spec.LayerPlan { return plan })
 		m.ForwardBegin()
 		for l := range 64 {
 			m.OnLayerEnd(l)

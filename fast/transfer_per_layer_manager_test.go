@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // perLayerRig is one real-mode run: arenas, engine, events and a manager with
@@ -29,7 +30,7 @@ func newRig(t *testing.T, n, h, k, pages, workers int, timeout time.Duration) *p
 	geo := ref.PerLayerGeometry{Layers: n, ItemLen: 16, SrcPages: pages, DstPages: pages}
 	src, dst := geo.Arenas()
 	r := &perLayerRig{geo: geo, src: src, engine: ref.NewMemEngine(src, dst, true), events: &ref.FakeEvents{}}
-	m, err := fast.NewPerLayerManagerWithOptions(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: h, Group: k}, Engine: r.engine,
+	m, err := fast.NewPerLayerManagerWithOptions(fast.PerLayerOptions{Config: spec.PerLayerConfig{Hooked: h, Group: k}, Engine: r.engine,
 		Events: r.events, Workers: workers, Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +64,7 @@ func (r *perLayerRig) checkChunk(t *testing.T, session string, st int, owned, ds
 		if c.Status != 0 {
 			failedAt = i
 		}
-		if c.Kind == ref.CallAsync && c.Batch != 0 {
+		if c.Kind == spec.CallAsync && c.Batch != 0 {
 			mine[c.Batch] = true
 		}
 	}
@@ -100,14 +101,14 @@ func TestRealWorkersRandomFaults(t *testing.T) {
 		r := newRig(t, 9, 8, k, 24, 4, 2*time.Second)
 		var rmu sync.Mutex
 		p := []float64{0, 0.05, 0.3}[seed%3]
-		r.engine.Faulter = func(ref.EngineFault) bool { rmu.Lock(); defer rmu.Unlock(); return rng.Float64() < p }
+		r.engine.Faulter = func(spec.EngineFault) bool { rmu.Lock(); defer rmu.Unlock(); return rng.Float64() < p }
 		r.engine.WaitDelay = time.Duration(seed%4) * 50 * time.Microsecond
 		r.engine.Reverse = seed%2 == 1
 		evFail := seed%5 == 4
 		forward := func(chunk int) {
 			for room := range 4 {
 				owned, dst := chunkPages(room, chunk)
-				ok, err := r.m.Register(uint64(room), int64(chunk*8), 1, func() *ref.LayerPlan {
+				ok, err := r.m.Register(uint64(room), int64(chunk*8), 1, func() *spec.LayerPlan {
 					return r.geo.Plan(ref.Session(uint64(room), int64(chunk*8), 0), owned, dst)
 				})
 				if !ok || err != nil {
@@ -169,7 +170,7 @@ func TestRealTimeoutFailsAndWaits(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	r := newRig(t, 4, 4, 2, 8, 2, 30*time.Millisecond)
 	owned, dst := chunkPages(0, 0)
-	r.m.Register(1, 0, 1, func() *ref.LayerPlan { return r.geo.Plan("s", owned, dst) })
+	r.m.Register(1, 0, 1, func() *spec.LayerPlan { return r.geo.Plan("s", owned, dst) })
 	r.m.ForwardBegin()
 	for l := range 4 {
 		r.m.OnLayerEnd(l)
@@ -194,7 +195,7 @@ func TestRealDropDrainsWhileWorkersRun(t *testing.T) {
 	r.engine.WaitDelay = 100 * time.Microsecond
 	for room := range 4 {
 		owned, dst := chunkPages(room, 0)
-		r.m.Register(uint64(room), 0, 1, func() *ref.LayerPlan { return r.geo.Plan(ref.Session(uint64(room), 0, 0), owned, dst) })
+		r.m.Register(uint64(room), 0, 1, func() *spec.LayerPlan { return r.geo.Plan(ref.Session(uint64(room), 0, 0), owned, dst) })
 	}
 	r.m.ForwardBegin()
 	for l := range 8 {
@@ -223,7 +224,7 @@ func TestNotifierNeverBlocks(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	r := newRig(t, 79, 78, 8, 40, 1, 50*time.Millisecond)
 	for room := range 10 {
-		r.m.Register(uint64(room), 0, 1, func() *ref.LayerPlan { return r.geo.Plan("s", []int64{int64(room)}, []int64{int64(room)}) })
+		r.m.Register(uint64(room), 0, 1, func() *spec.LayerPlan { return r.geo.Plan("s", []int64{int64(room)}, []int64{int64(room)}) })
 	}
 	r.m.ForwardBegin()
 	for l := range 78 {
@@ -255,14 +256,14 @@ func TestWorkerStepNeedsDeterministicMode(t *testing.T) {
 // hook, and a boundary whose layers every context already enqueued,
 // allocate nothing.
 func TestNotifierDoesNotAllocate(t *testing.T) {
-	m, err := fast.NewPerLayerManagerWithOptions(fast.PerLayerOptions{Config: ref.PerLayerConfig{Hooked: 16, Group: 8},
+	m, err := fast.NewPerLayerManagerWithOptions(fast.PerLayerOptions{Config: spec.PerLayerConfig{Hooked: 16, Group: 8},
 		Engine: ref.NewMemEngine(nil, nil, false), Events: readyEvents{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	for room := range 10 {
-		m.Register(uint64(room), 0, 1, func() *ref.LayerPlan { return &ref.LayerPlan{Session: "s", Blocks: make([][]ref.Block, 17)} })
+		m.Register(uint64(room), 0, 1, func() *spec.LayerPlan { return &spec.LayerPlan{Session: "s", Blocks: make([][]spec.Block, 17)} })
 	}
 	m.ForwardBegin()
 	for l := range 16 {

@@ -1,6 +1,9 @@
 package fast
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // TransferPrebuiltSlice is the one-allocation twin of ref.TransferPrebuiltSlice
 // (docs/spec/transfer.md §5, §10 "single preallocated output"). Everything is checked
@@ -8,17 +11,17 @@ import "github.com/kvtwin/kvtwin/ref"
 // that ORs the copied slots together (a negative slot shows in the sign bit;
 // only then is ref's scan run to name it). Then one exact-size buffer backs
 // all four output lists and each request's suffix is copied into place.
-func TransferPrebuiltSlice(lim ref.Limits, in ref.TransferPrebuiltSliceInput) (ref.TransferPrebuiltSliceOutput, error) {
+func TransferPrebuiltSlice(lim spec.Limits, in spec.TransferPrebuiltSliceInput) (spec.TransferPrebuiltSliceOutput, error) {
 	total, err := ref.CheckPrebuiltSliceLengths(lim, in)
 	if err != nil {
-		return ref.TransferPrebuiltSliceOutput{}, err
+		return spec.TransferPrebuiltSliceOutput{}, err
 	}
 	if anyNegativeSlot(in.Requests) {
-		return ref.TransferPrebuiltSliceOutput{}, ref.CheckPrebuiltSlots(in)
+		return spec.TransferPrebuiltSliceOutput{}, ref.CheckPrebuiltSlots(in)
 	}
 	n := int64(len(in.Requests))
 	buf := make([]int64, total+3*n)
-	out := ref.TransferPrebuiltSliceOutput{
+	out := spec.TransferPrebuiltSliceOutput{
 		OutCacheLoc:     buf[:total:total],
 		SeqLens:         buf[total : total+n : total+n],
 		PrefixLens:      buf[total+n : total+2*n : total+2*n],
@@ -37,7 +40,7 @@ func TransferPrebuiltSlice(lim ref.Limits, in ref.TransferPrebuiltSliceInput) (r
 
 // anyNegativeSlot reports whether any copied slot is negative: the sign bit
 // of the OR of all of them, four accumulators wide so the loads pipeline.
-func anyNegativeSlot(reqs []ref.PrebuiltRequest) bool {
+func anyNegativeSlot(reqs []spec.PrebuiltRequest) bool {
 	var a0, a1, a2, a3 int64
 	for _, r := range reqs {
 		seg := r.Row[r.PrefixLen : r.PrefixLen+r.ExtendLen]

@@ -6,7 +6,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestTransferPrebuiltSliceMakesOneExactAllocation checks the fast path was taken:
@@ -14,7 +14,7 @@ import (
 // capacity ends at its length so appending to one cannot overwrite the next.
 func TestTransferPrebuiltSliceMakesOneExactAllocation(t *testing.T) {
 	in := catalog.TransferPrebuiltSlice().Shapes[1].Make()
-	out, err := fast.TransferPrebuiltSlice(ref.DefaultLimits(), in)
+	out, err := fast.TransferPrebuiltSlice(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestTransferPrebuiltSliceMakesOneExactAllocation(t *testing.T) {
 			t.Errorf("%s has cap %d > len %d", name, cap(l), len(l))
 		}
 	}
-	allocs := testing.AllocsPerRun(20, func() { _, _ = fast.TransferPrebuiltSlice(ref.DefaultLimits(), in) })
+	allocs := testing.AllocsPerRun(20, func() { _, _ = fast.TransferPrebuiltSlice(spec.DefaultLimits(), in) })
 	if allocs != 1 {
 		t.Errorf("fast.PrebuiltSlice allocated %v times per call, want 1", allocs)
 	}
@@ -40,7 +40,7 @@ func TestTransferPrebuiltSliceWritesNothingForANegativeSlot(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for range runs {
-		if _, err := fast.TransferPrebuiltSlice(ref.DefaultLimits(), in); err == nil {
+		if _, err := fast.TransferPrebuiltSlice(spec.DefaultLimits(), in); err == nil {
 			t.Fatal("negative copied slot accepted")
 		}
 	}

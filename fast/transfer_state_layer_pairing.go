@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TransferStateLayerPairing is the map-free twin of ref.TransferStateLayerPairing
@@ -15,27 +16,27 @@ import (
 // equal-id runs then meet in occurrence order, which is exactly rule 5's
 // "next unused dst with the same id", and the merge finds rule 4's
 // differences already sorted. Slots are binary searches in A.
-func TransferStateLayerPairing(_ ref.Limits, in ref.TransferStateLayerPairingInput) (ref.TransferStateLayerPairingOutput, error) {
+func TransferStateLayerPairing(_ spec.Limits, in spec.TransferStateLayerPairingInput) (spec.TransferStateLayerPairingOutput, error) {
 	plan, err := ref.CheckStateLayerConfig(in)
 	if err != nil {
-		return ref.TransferStateLayerPairingOutput{}, err
+		return spec.TransferStateLayerPairingOutput{}, err
 	}
 	positional, err := ref.CheckStateRegistrations(in)
 	if err != nil {
-		return ref.TransferStateLayerPairingOutput{}, err
+		return spec.TransferStateLayerPairingOutput{}, err
 	}
-	out := ref.TransferStateLayerPairingOutput{Positional: positional, Pairs: make([]ref.StatePair, len(in.Src.Ptrs))}
+	out := spec.TransferStateLayerPairingOutput{Positional: positional, Pairs: make([]spec.StatePair, len(in.Src.Ptrs))}
 	if positional || slices.Equal(in.Src.LayerIDs, in.Dst.LayerIDs) {
 		for i := range out.Pairs {
 			out.Pairs[i].Dst = i
 		}
 	} else if err := matchByLayerID(in, out.Pairs); err != nil {
-		return ref.TransferStateLayerPairingOutput{}, err
+		return spec.TransferStateLayerPairingOutput{}, err
 	}
 	for i := range out.Pairs {
 		j := out.Pairs[i].Dst
 		if in.Src.ItemLens[i] != in.Dst.ItemLens[j] {
-			return ref.TransferStateLayerPairingOutput{}, ref.RejectItemLen(in, i, j)
+			return spec.TransferStateLayerPairingOutput{}, ref.RejectItemLen(in, i, j)
 		}
 		out.Pairs[i].Src, out.Pairs[i].ItemLen = i, in.Src.ItemLens[i]
 	}
@@ -47,17 +48,17 @@ func TransferStateLayerPairing(_ ref.Limits, in ref.TransferStateLayerPairingInp
 	slots := make([]int64, ns+len(in.Dst.LayerIDs))
 	out.SrcSlots, out.DstSlots = slots[:ns:ns], slots[ns:]
 	if err := fillSlots(out.SrcSlots, "src.layer_ids", in.Src.LayerIDs, plan.Active); err != nil {
-		return ref.TransferStateLayerPairingOutput{}, err
+		return spec.TransferStateLayerPairingOutput{}, err
 	}
 	if err := fillSlots(out.DstSlots, "dst.layer_ids", in.Dst.LayerIDs, plan.Active); err != nil {
-		return ref.TransferStateLayerPairingOutput{}, err
+		return spec.TransferStateLayerPairingOutput{}, err
 	}
 	return out, nil
 }
 
 // matchByLayerID sets pairs[i].Dst for every src buffer i (rules 4–5), or
 // returns rule 4's rejection.
-func matchByLayerID(in ref.TransferStateLayerPairingInput, pairs []ref.StatePair) error {
+func matchByLayerID(in spec.TransferStateLayerPairingInput, pairs []spec.StatePair) error {
 	src, dst := in.Src.LayerIDs, in.Dst.LayerIDs
 	ns, nd := len(src), len(dst)
 	order := make([]int, ns+nd)
@@ -125,8 +126,8 @@ func identityMismatch(ppSize int, src, dst []int64, so, do []int) error {
 func fillSlots(s []int64, field string, ids, active []int64) error {
 	na := int64(len(active))
 	for k, id := range ids {
-		if id >= ref.DraftLayerIDBase {
-			s[k] = na + id - ref.DraftLayerIDBase // |A| <= L <= the base: no overflow
+		if id >= spec.DraftLayerIDBase {
+			s[k] = na + id - spec.DraftLayerIDBase // |A| <= L <= the base: no overflow
 			continue
 		}
 		r, ok := slices.BinarySearch(active, id)

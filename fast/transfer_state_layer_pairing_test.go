@@ -5,7 +5,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestTransferStateLayerPairingTakesTheSliceFastPaths checks the fast paths were
@@ -20,10 +20,10 @@ func TestTransferStateLayerPairingTakesTheSliceFastPaths(t *testing.T) {
 		sh := catalog.TransferStateLayerPairing().Shapes[c.shape]
 		in := sh.Make()
 		in.Index = nil // the index plan is ref's shared validation
-		if _, err := fast.TransferStateLayerPairing(ref.DefaultLimits(), in); err != nil {
+		if _, err := fast.TransferStateLayerPairing(spec.DefaultLimits(), in); err != nil {
 			t.Fatalf("%s: %v", sh.Name, err)
 		}
-		allocs := testing.AllocsPerRun(50, func() { _, _ = fast.TransferStateLayerPairing(ref.DefaultLimits(), in) })
+		allocs := testing.AllocsPerRun(50, func() { _, _ = fast.TransferStateLayerPairing(spec.DefaultLimits(), in) })
 		if allocs != c.allocs {
 			t.Errorf("%s: %v allocations per call, want %v", sh.Name, allocs, c.allocs)
 		}

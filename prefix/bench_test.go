@@ -6,7 +6,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/prefix"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // BenchmarkScore240K8Pools is the router target: score a 240,000-token
@@ -28,7 +28,7 @@ func BenchmarkScore240K8Pools(b *testing.B) {
 					b.Fatal(err)
 				}
 				for j := 1; j <= nodes; j++ {
-					if _, err := p.Insert(prompt[:n*j/nodes], ref.ExtraKey{}, 0); err != nil {
+					if _, err := p.Insert(prompt[:n*j/nodes], spec.ExtraKey{}, 0); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -37,7 +37,7 @@ func BenchmarkScore240K8Pools(b *testing.B) {
 				b.Run(fmt.Sprintf("exact=%t", exact), func(b *testing.B) {
 					b.ReportAllocs()
 					for b.Loop() {
-						scores, err := r.Score(prompt, ref.ExtraKey{}, nil, exact)
+						scores, err := r.Score(prompt, spec.ExtraKey{}, nil, exact)
 						if err != nil || scores[pools-1].MatchedTokens != n {
 							b.Fatalf("%v, %v", scores, err)
 						}
@@ -53,7 +53,7 @@ func BenchmarkScore240K8Pools(b *testing.B) {
 		prompt := seq(1, 240_000)
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, chain, err := fast.TokenKeyChain("tokens", prompt, ref.ExtraKey{}, 64); err != nil || len(chain) != 3750 {
+			if _, chain, err := fast.TokenKeyChain("tokens", prompt, spec.ExtraKey{}, 64); err != nil || len(chain) != 3750 {
 				b.Fatalf("%d pages, %v", len(chain), err)
 			}
 		}

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The memory model of a pool. A pool may grow to CapacityTokens cached
@@ -77,11 +77,11 @@ func reservedBytes(capacity, pageSize int) (int64, bool) {
 	}
 	c, nodes := int64(capacity), int64(capacity/pageSize)
 	const perNode = BytesPerNode + 2*MaxNamespaceBytes
-	if ref.MulOverflows(c, BytesPerToken) || ref.MulOverflows(nodes, perNode) {
+	if spec.MulOverflows(c, BytesPerToken) || spec.MulOverflows(nodes, perNode) {
 		return 0, false
 	}
 	units, meta := c*BytesPerToken, nodes*perNode
-	if ref.AddOverflows(units, meta) {
+	if spec.AddOverflows(units, meta) {
 		return 0, false
 	}
 	return units + meta, true

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // heapGrowth is the live heap, after collection, that build leaves behind:
@@ -37,7 +38,7 @@ func liveHeap() uint64 {
 }
 
 // filledPool builds a pool and runs fill on it; a failed call fails the test.
-func filledPool(t *testing.T, newTree ref.NewRadixTreeFunc, cfg prefix.Config, fill func(p *prefix.Pool) error) func() any {
+func filledPool(t *testing.T, newTree spec.NewRadixTreeFunc, cfg prefix.Config, fill func(p *prefix.Pool) error) func() any {
 	return func() any {
 		p, err := prefix.NewPool(newTree, cfg, 1<<24, 1<<20)
 		if err != nil {
@@ -65,7 +66,7 @@ func distinct(next *int64, n int) []int64 {
 // everything and fills it again, so the free list has grown to the
 // capacity as well: the most a pool of few nodes costs per unit.
 func longRuns(p *prefix.Pool) error {
-	next := int64(ref.MaxToken)
+	next := int64(spec.MaxToken)
 	for round := range 2 {
 		for p.Stats().FreeTokens >= 4097 {
 			if _, err := p.Insert(distinct(&next, 4097), noExtra, 0); err != nil {
@@ -87,9 +88,9 @@ func longRuns(p *prefix.Pool) error {
 // costs slightly more per node, but the ref tree copies the rest of the key
 // at every level, so its inserts cost depth².) ns gives each insert's
 // namespace; a fresh string per insert is what a decoded request carries.
-func chains(length int, ns func() ref.ExtraKey) func(p *prefix.Pool) error {
+func chains(length int, ns func() spec.ExtraKey) func(p *prefix.Pool) error {
 	return func(p *prefix.Pool) error {
-		ps, next := p.Config().PageSize, int64(ref.MaxToken)
+		ps, next := p.Config().PageSize, int64(spec.MaxToken)
 		extra := 0
 		if p.Config().Eagle {
 			extra = 1
@@ -109,7 +110,7 @@ func chains(length int, ns func() ref.ExtraKey) func(p *prefix.Pool) error {
 // star fills the pool with one-page leaves under the root, then evicts
 // them all: the root's child map keeps the size it needed.
 func star(p *prefix.Pool) error {
-	next := int64(ref.MaxToken)
+	next := int64(spec.MaxToken)
 	ps := p.Config().PageSize
 	for p.Stats().FreeTokens >= ps {
 		if _, err := p.Insert(distinct(&next, ps), noExtra, 0); err != nil {
@@ -131,12 +132,12 @@ func then(fs ...func(*prefix.Pool) error) func(*prefix.Pool) error {
 	}
 }
 
-func fullNamespace() ref.ExtraKey {
-	return ref.ExtraKey{Extra: strings.Repeat("e", prefix.MaxNamespaceBytes), HasExtra: true,
+func fullNamespace() spec.ExtraKey {
+	return spec.ExtraKey{Extra: strings.Repeat("e", prefix.MaxNamespaceBytes), HasExtra: true,
 		Salt: strings.Repeat("s", prefix.MaxNamespaceBytes), HasSalt: true}
 }
 
-func noNamespace() ref.ExtraKey { return noExtra }
+func noNamespace() spec.ExtraKey { return noExtra }
 
 // TestBytesPerTokenAndNodeBoundTheMeasuredHeap is where the accounting
 // constants come from. On both trees it fills pools to capacity in the
@@ -242,7 +243,7 @@ func TestChurnNeverHoldsMoreThanTheReservation(t *testing.T) {
 // token, splits it after that token with a locking match, and evicts the
 // rest: each round leaves one cached unit that may pin the whole insert.
 func splitThenEvict(p *prefix.Pool) error {
-	next, capacity := int64(ref.MaxToken), p.Config().CapacityTokens
+	next, capacity := int64(spec.MaxToken), p.Config().CapacityTokens
 	for round := 0; round < capacity/2; round++ {
 		prompt := distinct(&next, capacity-round)
 		if _, err := p.Insert(prompt, noExtra, 0); err != nil {
@@ -263,7 +264,7 @@ func splitThenEvict(p *prefix.Pool) error {
 // child map may keep the size it needed for 64.
 func fanOutThenEvict(p *prefix.Pool) error {
 	const fanOut = 64
-	next := int64(ref.MaxToken)
+	next := int64(spec.MaxToken)
 	for p.Stats().FreeTokens > fanOut {
 		parent := distinct(&next, 1)[0]
 		r, err := p.Insert([]int64{parent}, noExtra, 0)
@@ -338,7 +339,7 @@ func TestPoolCreationBeyondTheBudgetIsRefusedAndChangesNothing(t *testing.T) {
 	before := r.Budget()
 	_, err = r.Create("b", b)
 	wantReject(t, err, prefix.ErrBudget, "capacity_tokens")
-	ie, _ := ref.AsInputError(err)
+	ie, _ := spec.AsInputError(err)
 	left := maxBytes - budgetFor(t, a)
 	for _, frag := range []string{"<= 400 at page_size 1", fmt.Sprintf("%d bytes are left", left), fmt.Sprintf("%d-byte MaxBytes", maxBytes)} {
 		if !strings.Contains(ie.Bound, frag) {
@@ -404,7 +405,7 @@ func TestAReservationThatOverflowsIsRefusedNotWrapped(t *testing.T) {
 	r := newRegistry(t, prefix.Limits{MaxPools: 4, MaxPoolCapacity: math.MaxInt, MaxRequestTokens: 8, MaxBytes: math.MaxInt64})
 	_, err := r.Create("huge", prefix.Config{PageSize: 1, CapacityTokens: math.MaxInt})
 	wantReject(t, err, prefix.ErrBudget, "capacity_tokens")
-	if ie, _ := ref.AsInputError(err); !strings.Contains(ie.Bound, "more than int64 bytes") {
+	if ie, _ := spec.AsInputError(err); !strings.Contains(ie.Bound, "more than int64 bytes") {
 		t.Errorf("bound %q", ie.Bound)
 	}
 	_, err = prefix.NewPool(ref.NewRadixTree, prefix.Config{PageSize: 1, CapacityTokens: math.MaxInt}, math.MaxInt, 8)
@@ -438,7 +439,7 @@ func TestConcurrentCreatesAndDeletesNeverExceedTheBudget(t *testing.T) {
 				} else {
 					_, err = r.Create(name, prefix.Config{PageSize: 1 + rng.IntN(4), CapacityTokens: 64 + rng.IntN(512)})
 				}
-				if _, ok := ref.AsInputError(err); err != nil && !ok {
+				if _, ok := spec.AsInputError(err); err != nil && !ok {
 					t.Error(err)
 				}
 				if b := r.Budget(); b.ReservedBytes > b.MaxBytes || b.ReservedBytes < 0 {
@@ -466,15 +467,15 @@ func TestConcurrentCreatesAndDeletesNeverExceedTheBudget(t *testing.T) {
 }
 
 func TestInsertRefusesANamespaceLongerThanTheLimit(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, tree := newPool(t, newTree, prefix.Config{PageSize: 1, CapacityTokens: 16})
 		long := strings.Repeat("x", prefix.MaxNamespaceBytes+1)
-		for field, ns := range map[string]ref.ExtraKey{
+		for field, ns := range map[string]spec.ExtraKey{
 			"extra": {Extra: long, HasExtra: true}, "salt": {Salt: long, HasSalt: true},
 		} {
 			_, err := p.Insert(seq(1, 4), ns, 0)
 			wantReject(t, err, prefix.ErrNamespaceTooLong, field)
-			if ie, _ := ref.AsInputError(err); ie.Value != fmt.Sprintf("%d bytes", len(long)) {
+			if ie, _ := spec.AsInputError(err); ie.Value != fmt.Sprintf("%d bytes", len(long)) {
 				t.Errorf("value %v, want the length, not the string", ie.Value)
 			}
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/prefix"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestRegistryIsSafeUnderConcurrentUse hammers a registry from many
@@ -75,7 +75,7 @@ func hammerOnce(r *prefix.Registry, names []string, rng *rand.Rand) error {
 			err = poolOp(p, op, tokens, rng)
 		}
 	}
-	if _, ok := ref.AsInputError(err); err != nil && !ok {
+	if _, ok := spec.AsInputError(err); err != nil && !ok {
 		return fmt.Errorf("op %d on %s: %w", op, name, err)
 	}
 	return nil
@@ -99,10 +99,10 @@ func poolOp(p *prefix.Pool, op int, tokens []int64, rng *rand.Rand) error {
 		_, err := p.Evict(rng.IntN(16))
 		return err
 	case 7:
-		_, err := p.Lock(ref.NodeID(rng.IntN(8)))
+		_, err := p.Lock(spec.NodeID(rng.IntN(8)))
 		return err
 	}
 	p.Stats()
-	_, err := p.Unlock(ref.NodeID(rng.IntN(8)))
+	_, err := p.Unlock(spec.NodeID(rng.IntN(8)))
 	return err
 }

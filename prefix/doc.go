@@ -3,7 +3,7 @@
 // can ask "how much of this prompt is cached where" and a cache manager can
 // insert, match, lock and evict without tracking slots itself.
 //
-// A Pool wraps one ref.RadixTree (built by an injected ref.NewRadixTreeFunc,
+// A Pool wraps one spec.RadixTree (built by an injected spec.NewRadixTreeFunc,
 // so the ref and fast twins are interchangeable) with a slot allocator over
 // [0, capacity_tokens). Inserting a prompt caches its whole pages, reuses the
 // slots of the prefix already cached, takes slots for the new suffix from the
@@ -25,6 +25,6 @@
 // pool's capacity, so whatever the pool caches fits its reservation (apart
 // from memory the trees keep after evictions; see budget_test.go).
 //
-// Every error for bad input is an *ref.InputError naming the field, the value
+// Every error for bad input is an *spec.InputError naming the field, the value
 // and the bound; a failed call leaves the pool unchanged.
 package prefix

@@ -5,7 +5,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/prefix"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Create two pools on the production tree, cache a prompt in one, and ask
@@ -26,13 +26,13 @@ func Example() {
 	if _, err := reg.Create("gpu-b", prefix.Config{PageSize: 2, CapacityTokens: 64}); err != nil {
 		panic(err)
 	}
-	ins, err := a.Insert([]int64{101, 102, 103, 104, 105}, ref.ExtraKey{}, 0)
+	ins, err := a.Insert([]int64{101, 102, 103, 104, 105}, spec.ExtraKey{}, 0)
 	if err != nil {
 		panic(err)
 	}
 	fmt.Printf("gpu-a cached %d tokens in slots %v, %d uncached\n", ins.InsertedTokens, ins.Slots, ins.UncachedTailTokens)
 
-	scores, err := reg.Score([]int64{101, 102, 103, 104, 200, 201}, ref.ExtraKey{}, nil, false)
+	scores, err := reg.Score([]int64{101, 102, 103, 104, 200, 201}, spec.ExtraKey{}, nil, false)
 	if err != nil {
 		panic(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // InsertResult is what Insert did.
@@ -23,10 +23,10 @@ type InsertResult struct {
 	UncachedTailTokens int `json:"uncached_tail_tokens"`
 	// Slots are the slots of the cached units, in key order: the reused
 	// prefix, then the new suffix. Never nil.
-	Slots []ref.SlotIdx `json:"slots"`
+	Slots []spec.SlotIdx `json:"slots"`
 	// LastNode is the node holding the last cached unit (the root when
 	// nothing was cached); Lock it to protect the inserted path.
-	LastNode ref.NodeID `json:"last_node"`
+	LastNode spec.NodeID `json:"last_node"`
 }
 
 // Insert caches the whole pages of tokens in namespace extra with the given
@@ -40,7 +40,7 @@ type InsertResult struct {
 // (tokens[i]), ErrExceedsCapacity when the whole pages alone exceed the
 // capacity, and ErrPoolFull when the new suffix does not fit after evicting
 // everything evictable off the path.
-func (p *Pool) Insert(tokens []int64, extra ref.ExtraKey, priority int) (InsertResult, error) {
+func (p *Pool) Insert(tokens []int64, extra spec.ExtraKey, priority int) (InsertResult, error) {
 	if err := checkLength(tokens, p.maxTokens); err != nil {
 		return InsertResult{}, err
 	}
@@ -53,9 +53,9 @@ func (p *Pool) Insert(tokens []int64, extra ref.ExtraKey, priority int) (InsertR
 	}
 	aligned := len(k.Units) / p.cfg.PageSize * p.cfg.PageSize
 	k.Units = k.Units[:aligned]
-	res := InsertResult{UncachedTailTokens: len(tokens) - aligned, Slots: []ref.SlotIdx{}}
+	res := InsertResult{UncachedTailTokens: len(tokens) - aligned, Slots: []spec.SlotIdx{}}
 	if aligned > p.cfg.CapacityTokens {
-		return InsertResult{}, ref.Reject(ErrExceedsCapacity, "tokens", aligned,
+		return InsertResult{}, spec.Reject(ErrExceedsCapacity, "tokens", aligned,
 			fmt.Sprintf("<= capacity_tokens (%d) whole-page units", p.cfg.CapacityTokens))
 	}
 	if aligned == 0 {
@@ -72,7 +72,7 @@ func (p *Pool) Insert(tokens []int64, extra ref.ExtraKey, priority int) (InsertR
 
 // plan decides, without changing anything, how many slots Insert must evict
 // for k (0 when the free list suffices), or why it cannot.
-func (p *Pool) plan(k ref.RadixKey) (int, error) {
+func (p *Pool) plan(k spec.RadixKey) (int, error) {
 	cached, err := p.tree.PrefixLen(k)
 	if err != nil {
 		return 0, err
@@ -89,7 +89,7 @@ func (p *Pool) plan(k ref.RadixKey) (int, error) {
 		evictable -= pathEvictable(p.tree.State(), k, p.cfg.PageSize)
 	}
 	if shortfall > evictable {
-		return 0, ref.Reject(ErrPoolFull, "tokens", len(k.Units)-cached, fmt.Sprintf(
+		return 0, spec.Reject(ErrPoolFull, "tokens", len(k.Units)-cached, fmt.Sprintf(
 			"new units <= free (%d) + evictable off the inserted path (%d) slots; unlock or evict, then retry",
 			p.slots.available(), evictable))
 	}
@@ -98,7 +98,7 @@ func (p *Pool) plan(k ref.RadixKey) (int, error) {
 
 // commit performs a planned insert. The tree calls cannot fail on a key the
 // plan accepted; an error here is a broken tree and is reported as such.
-func (p *Pool) commit(k ref.RadixKey, priority, shortfall int, res InsertResult) (InsertResult, error) {
+func (p *Pool) commit(k spec.RadixKey, priority, shortfall int, res InsertResult) (InsertResult, error) {
 	m, err := p.tree.MatchPrefix(k)
 	if err != nil {
 		return InsertResult{}, fmt.Errorf("prefix: match of a planned insert: %w", err)
@@ -111,7 +111,7 @@ func (p *Pool) commit(k ref.RadixKey, priority, shortfall int, res InsertResult)
 	}
 	res.PrefixLen = len(m.Indices)
 	res.InsertedTokens = len(k.Units) - res.PrefixLen
-	res.Slots = p.slots.alloc(append(make([]ref.SlotIdx, 0, len(k.Units)), m.Indices...), res.InsertedTokens)
+	res.Slots = p.slots.alloc(append(make([]spec.SlotIdx, 0, len(k.Units)), m.Indices...), res.InsertedTokens)
 	if res.InsertedTokens > 0 {
 		k.Extra = ownNamespace(k.Extra) // the new leaf stores it
 	}
@@ -130,13 +130,13 @@ func (p *Pool) commit(k ref.RadixKey, priority, shortfall int, res InsertResult)
 
 // checkNamespace rejects an extra or salt longer than MaxNamespaceBytes,
 // reporting its length rather than echoing it.
-func checkNamespace(extra ref.ExtraKey) error {
+func checkNamespace(extra spec.ExtraKey) error {
 	for _, f := range []struct {
 		name string
 		v    string
 	}{{"extra", extra.Extra}, {"salt", extra.Salt}} {
 		if len(f.v) > MaxNamespaceBytes {
-			return ref.Reject(ErrNamespaceTooLong, f.name, fmt.Sprintf("%d bytes", len(f.v)),
+			return spec.Reject(ErrNamespaceTooLong, f.name, fmt.Sprintf("%d bytes", len(f.v)),
 				fmt.Sprintf("at most %d bytes", MaxNamespaceBytes))
 		}
 	}
@@ -146,14 +146,14 @@ func checkNamespace(extra ref.ExtraKey) error {
 // ownNamespace copies extra's strings, so a stored node pins exactly their
 // bytes (at most 2×MaxNamespaceBytes, as ReservedBytes assumes) and never a
 // larger buffer a caller's string may be a slice of.
-func ownNamespace(extra ref.ExtraKey) ref.ExtraKey {
+func ownNamespace(extra spec.ExtraKey) spec.ExtraKey {
 	extra.Extra, extra.Salt = strings.Clone(extra.Extra), strings.Clone(extra.Salt)
 	return extra
 }
 
 // evictAround evicts at least n units while node's path is locked, so the
 // prefix an insert is about to reuse stays cached.
-func (p *Pool) evictAround(node ref.NodeID, n int) (int, error) {
+func (p *Pool) evictAround(node spec.NodeID, n int) (int, error) {
 	if _, err := p.tree.IncLockRef(node); err != nil {
 		return 0, fmt.Errorf("prefix: lock of the matched path: %w", err)
 	}
@@ -173,14 +173,14 @@ func (p *Pool) evictAround(node ref.NodeID, n int) (int, error) {
 // walks the snapshot as MatchPrefix walks the tree (docs/spec/radix-acks.md §1.4); a
 // node the match ends inside counts only its matched part, which is what
 // the split would lock.
-func pathEvictable(st ref.TreeState, k ref.RadixKey, ps int) int {
-	children := make(map[ref.NodeID][]int, len(st.Nodes))
+func pathEvictable(st spec.TreeState, k spec.RadixKey, ps int) int {
+	children := make(map[spec.NodeID][]int, len(st.Nodes))
 	for i, n := range st.Nodes {
 		if n.Parent >= 0 {
 			children[n.Parent] = append(children[n.Parent], i)
 		}
 	}
-	total, cur, rest := 0, ref.NodeID(0), k.Units
+	total, cur, rest := 0, spec.NodeID(0), k.Units
 	for len(rest) >= ps {
 		c, ok := childFor(st, children[cur], k.Extra, rest[:ps])
 		if !ok {
@@ -199,18 +199,18 @@ func pathEvictable(st ref.TreeState, k ref.RadixKey, ps int) int {
 }
 
 // childFor finds the child whose first page is page in namespace extra.
-func childFor(st ref.TreeState, idx []int, extra ref.ExtraKey, page []ref.Unit) (ref.NodeState, bool) {
+func childFor(st spec.TreeState, idx []int, extra spec.ExtraKey, page []spec.Unit) (spec.NodeState, bool) {
 	for _, i := range idx {
 		n := st.Nodes[i]
 		if n.Extra == extra && len(n.Key) >= len(page) && slices.Equal(n.Key[:len(page)], page) {
 			return n, true
 		}
 	}
-	return ref.NodeState{}, false
+	return spec.NodeState{}, false
 }
 
 // pageMatch is the page-wise common prefix length of a and b (docs/spec/radix-acks.md §1.3).
-func pageMatch(a, b []ref.Unit, ps int) int {
+func pageMatch(a, b []spec.Unit, ps int) int {
 	i := 0
 	for i+ps <= len(a) && i+ps <= len(b) && slices.Equal(a[i:i+ps], b[i:i+ps]) {
 		i += ps
@@ -223,9 +223,9 @@ type MatchResult struct {
 	// MatchedTokens is the cached units of the longest whole-page prefix.
 	MatchedTokens int `json:"matched_tokens"`
 	// Slots are those units' slots, in key order. Never nil.
-	Slots []ref.SlotIdx `json:"slots"`
+	Slots []spec.SlotIdx `json:"slots"`
 	// LastNode is the node the match ended on (0, the root, for no match).
-	LastNode ref.NodeID `json:"last_node"`
+	LastNode spec.NodeID `json:"last_node"`
 	// Locked reports that LastNode's path was locked as part of the match.
 	Locked bool `json:"locked"`
 }
@@ -238,7 +238,7 @@ type MatchResult struct {
 // queried and the matched units as hits.
 //
 // Errors, each leaving the pool unchanged: ErrRequestTooLong, ErrTokenRange.
-func (p *Pool) Match(tokens []int64, extra ref.ExtraKey, lock bool) (MatchResult, error) {
+func (p *Pool) Match(tokens []int64, extra spec.ExtraKey, lock bool) (MatchResult, error) {
 	if err := checkLength(tokens, p.maxTokens); err != nil {
 		return MatchResult{}, err
 	}
@@ -264,11 +264,11 @@ func (p *Pool) Match(tokens []int64, extra ref.ExtraKey, lock bool) (MatchResult
 }
 
 // PrefixLen is the cached whole-page prefix length of tokens in namespace
-// extra, read-only (ref.RadixTree.PrefixLen): no stamp, no split, no
+// extra, read-only (spec.RadixTree.PrefixLen): no stamp, no split, no
 // counter. Concurrent PrefixLen calls run in parallel under the read lock.
 //
 // Errors: ErrRequestTooLong, ErrTokenRange.
-func (p *Pool) PrefixLen(tokens []int64, extra ref.ExtraKey) (int, error) {
+func (p *Pool) PrefixLen(tokens []int64, extra spec.ExtraKey) (int, error) {
 	if err := checkLength(tokens, p.maxTokens); err != nil {
 		return 0, err
 	}
@@ -280,7 +280,7 @@ func (p *Pool) PrefixLen(tokens []int64, extra ref.ExtraKey) (int, error) {
 }
 
 // prefixLenKey is PrefixLen of a key already in the pool's unit space.
-func (p *Pool) prefixLenKey(k ref.RadixKey) (int, error) {
+func (p *Pool) prefixLenKey(k spec.RadixKey) (int, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.tree.PrefixLen(k)
@@ -288,7 +288,7 @@ func (p *Pool) prefixLenKey(k ref.RadixKey) (int, error) {
 
 // prefixHashes is k's prefix-hash chain in the pool's unit space and page
 // size (docs/spec/radix-acks.md §1.14).
-func (p *Pool) prefixHashes(k ref.RadixKey) ([]ref.PrefixHash, error) {
+func (p *Pool) prefixHashes(k spec.RadixKey) ([]spec.PrefixHash, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.tree.PrefixHashes(k)
@@ -296,7 +296,7 @@ func (p *Pool) prefixHashes(k ref.RadixKey) ([]ref.PrefixHash, error) {
 
 // prefixLenHashed is the hashed score of a key already in the pool's unit
 // space, given its chain from prefixHashes.
-func (p *Pool) prefixLenHashed(k ref.RadixKey, hashes []ref.PrefixHash) (int, error) {
+func (p *Pool) prefixLenHashed(k spec.RadixKey, hashes []spec.PrefixHash) (int, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.tree.PrefixLenHashed(k, hashes)
@@ -304,8 +304,8 @@ func (p *Pool) prefixLenHashed(k ref.RadixKey, hashes []ref.PrefixHash) (int, er
 
 // Lock protects node and its path from eviction (docs/spec/radix-acks.md §1.7) and
 // returns the units newly protected. Each Lock is released by one Unlock of
-// the same node. Errors: ref.ErrForeignNode.
-func (p *Pool) Lock(node ref.NodeID) (int, error) {
+// the same node. Errors: spec.ErrForeignNode.
+func (p *Pool) Lock(node spec.NodeID) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	d, err := p.tree.IncLockRef(node)
@@ -314,10 +314,10 @@ func (p *Pool) Lock(node ref.NodeID) (int, error) {
 
 // Unlock releases one lock taken on node itself by Lock or a locking Match
 // (docs/spec/radix-acks.md §1.7) and returns the units newly evictable. Errors,
-// changing nothing: ref.ErrForeignNode, and ref.ErrLockUnderflow when the
+// changing nothing: spec.ErrForeignNode, and spec.ErrLockUnderflow when the
 // node holds no lock of its own (the lock_ref of an ancestor of a locked
 // node counts its descendants' locks, which are not its to release).
-func (p *Pool) Unlock(node ref.NodeID) (int, error) {
+func (p *Pool) Unlock(node spec.NodeID) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.tree.DecLockRef(node)
@@ -333,7 +333,7 @@ type EvictResult struct {
 
 // Evict frees unlocked leaves in policy order until numTokens units are
 // freed or none is evictable (docs/spec/radix-acks.md §1.8); their slots return to
-// the free list. Errors: ref.ErrNegativeCount.
+// the free list. Errors: spec.ErrNegativeCount.
 func (p *Pool) Evict(numTokens int) (EvictResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Config configures one pool (docs/spec/radix-acks.md §1.4 for the tree fields).
@@ -19,7 +20,7 @@ type Config struct {
 	// units, so the last token of every insert is never cached.
 	Eagle bool `json:"eagle,omitempty"`
 	// Policy is the eviction order; "" is lru.
-	Policy ref.EvictPolicy `json:"policy,omitempty"`
+	Policy spec.EvictPolicy `json:"policy,omitempty"`
 }
 
 // validate rejects a configuration the tree would reject, then a capacity
@@ -29,14 +30,14 @@ func (c Config) validate(maxCapacity int) error {
 		return err
 	}
 	if c.CapacityTokens < c.PageSize || c.CapacityTokens > maxCapacity {
-		return ref.Reject(ErrBadCapacity, "capacity_tokens", c.CapacityTokens,
+		return spec.Reject(ErrBadCapacity, "capacity_tokens", c.CapacityTokens,
 			fmt.Sprintf("in [page_size (%d), max pool capacity (%d)]", c.PageSize, maxCapacity))
 	}
 	return nil
 }
 
-func (c Config) treeConfig() ref.TreeConfig {
-	return ref.TreeConfig{PageSize: c.PageSize, Eagle: c.Eagle, Policy: c.Policy}
+func (c Config) treeConfig() spec.TreeConfig {
+	return spec.TreeConfig{PageSize: c.PageSize, Eagle: c.Eagle, Policy: c.Policy}
 }
 
 // Counters are a pool's cumulative totals since it was created.
@@ -57,10 +58,10 @@ type Counters struct {
 // Stats is a pool's configuration, occupancy and counters at one instant.
 type Stats struct {
 	// PageSize, CapacityTokens, Eagle and Policy echo the Config.
-	PageSize       int             `json:"page_size"`
-	CapacityTokens int             `json:"capacity_tokens"`
-	Eagle          bool            `json:"eagle"`
-	Policy         ref.EvictPolicy `json:"policy"`
+	PageSize       int              `json:"page_size"`
+	CapacityTokens int              `json:"capacity_tokens"`
+	Eagle          bool             `json:"eagle"`
+	Policy         spec.EvictPolicy `json:"policy"`
 	// UsedTokens is the slots holding cached units (EvictableTokens + ProtectedTokens).
 	UsedTokens int `json:"used_tokens"`
 	// FreeTokens is CapacityTokens - UsedTokens.
@@ -87,14 +88,14 @@ type Pool struct {
 	cfg       Config
 	maxTokens int
 	reserved  int64 // cfg.ReservedBytes(), fixed at creation
-	tree      ref.RadixTree
+	tree      spec.RadixTree
 	slots     slotAllocator
 	// nextID mirrors the tree's id counter and nodes its node count: node
 	// ids are minted in sequence (docs/spec/radix-acks.md §0.2 rule 1), so a match
 	// that ends on id nextID split a node, and an insert that stored new
 	// units created one leaf. The RadixTree interface has no O(1) node
 	// count, and State() copies the whole tree.
-	nextID   ref.NodeID
+	nextID   spec.NodeID
 	nodes    int
 	counters Counters
 }
@@ -104,26 +105,26 @@ type Pool struct {
 // (checked): cfg valid with capacity at most maxCapacity; both limits >= 1;
 // cfg.ReservedBytes() fits in int64 (else ErrBudget). A pool built here
 // belongs to no budget; Registry.Create charges one.
-func NewPool(newTree ref.NewRadixTreeFunc, cfg Config, maxCapacity, maxRequestTokens int) (*Pool, error) {
+func NewPool(newTree spec.NewRadixTreeFunc, cfg Config, maxCapacity, maxRequestTokens int) (*Pool, error) {
 	if maxCapacity < 1 {
-		return nil, ref.Reject(ErrBadLimits, "MaxPoolCapacity", maxCapacity, ">= 1")
+		return nil, spec.Reject(ErrBadLimits, "MaxPoolCapacity", maxCapacity, ">= 1")
 	}
 	if maxRequestTokens < 1 {
-		return nil, ref.Reject(ErrBadLimits, "MaxRequestTokens", maxRequestTokens, ">= 1")
+		return nil, spec.Reject(ErrBadLimits, "MaxRequestTokens", maxRequestTokens, ">= 1")
 	}
 	if err := cfg.validate(maxCapacity); err != nil {
 		return nil, err
 	}
 	reserved, ok := cfg.ReservedBytes()
 	if !ok {
-		return nil, ref.Reject(ErrBudget, "capacity_tokens", cfg.CapacityTokens, "a capacity whose reservation fits in int64 bytes")
+		return nil, spec.Reject(ErrBudget, "capacity_tokens", cfg.CapacityTokens, "a capacity whose reservation fits in int64 bytes")
 	}
 	tree, err := newTree(cfg.treeConfig())
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Policy == "" {
-		cfg.Policy = ref.PolicyLRU
+		cfg.Policy = spec.PolicyLRU
 	}
 	return &Pool{cfg: cfg, maxTokens: maxRequestTokens, reserved: reserved, tree: tree,
 		slots: newSlotAllocator(cfg.CapacityTokens), nextID: 1}, nil
@@ -136,7 +137,7 @@ func (p *Pool) Config() Config { return p.cfg }
 // is allocated for it.
 func checkLength(tokens []int64, limit int) error {
 	if len(tokens) > limit {
-		return ref.Reject(ErrRequestTooLong, "tokens", len(tokens), fmt.Sprintf("<= %d tokens", limit))
+		return spec.Reject(ErrRequestTooLong, "tokens", len(tokens), fmt.Sprintf("<= %d tokens", limit))
 	}
 	return nil
 }
@@ -144,7 +145,7 @@ func checkLength(tokens []int64, limit int) error {
 // unitKey turns request tokens into a key in the tree's unit space: tokens,
 // or bigrams for an EAGLE pool. Converting here rather than in the tree lets
 // Insert align and size the value in the units the tree stores.
-func unitKey(tokens []int64, extra ref.ExtraKey, eagle bool) (ref.RadixKey, error) {
+func unitKey(tokens []int64, extra spec.ExtraKey, eagle bool) (spec.RadixKey, error) {
 	k, err := fast.TokenKeyView("tokens", tokens, extra) // no copy: trees copy what they store
 	if err != nil || !eagle {
 		return k, err
@@ -155,7 +156,7 @@ func unitKey(tokens []int64, extra ref.ExtraKey, eagle bool) (ref.RadixKey, erro
 // noteMatch keeps the node mirror in step with a MatchPrefix that may have
 // split a node: the split's new prefix node takes the next id and is where
 // the match ends.
-func (p *Pool) noteMatch(m ref.MatchResult) {
+func (p *Pool) noteMatch(m spec.MatchResult) {
 	if m.LastNode == p.nextID {
 		p.nextID++
 		p.nodes++
@@ -163,7 +164,7 @@ func (p *Pool) noteMatch(m ref.MatchResult) {
 }
 
 // noteEvict returns the victims' slots to the free list and counts them.
-func (p *Pool) noteEvict(ev ref.EvictResult) {
+func (p *Pool) noteEvict(ev spec.EvictResult) {
 	for _, s := range ev.Freed {
 		p.slots.release(s)
 	}

@@ -7,10 +7,11 @@ import (
 
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 func TestInsertCachesWholePagesAndReportsTheTail(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, tree := newPool(t, newTree, prefix.Config{PageSize: 2, CapacityTokens: 16})
 		got := mustInsert(t, p, []int64{1, 2, 3, 4, 5})
 		want := prefix.InsertResult{PrefixLen: 0, InsertedTokens: 4, UncachedTailTokens: 1, Slots: slots(0, 1, 2, 3), LastNode: 1}
@@ -27,7 +28,7 @@ func TestInsertCachesWholePagesAndReportsTheTail(t *testing.T) {
 }
 
 func TestInsertOfACachedKeyTakesNoSlots(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, tree := newPool(t, newTree, prefix.Config{PageSize: 1, CapacityTokens: 8})
 		first := mustInsert(t, p, []int64{1, 2, 3})
 		again := mustInsert(t, p, []int64{1, 2, 3})
@@ -42,7 +43,7 @@ func TestInsertOfACachedKeyTakesNoSlots(t *testing.T) {
 }
 
 func TestInsertEndingInsideANodeSplitsItAndCountsTheNewNode(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, tree := newPool(t, newTree, prefix.Config{PageSize: 1, CapacityTokens: 8})
 		mustInsert(t, p, []int64{1, 2, 3, 4})
 		r := mustInsert(t, p, []int64{1, 2, 9})
@@ -58,7 +59,7 @@ func TestInsertEndingInsideANodeSplitsItAndCountsTheNewNode(t *testing.T) {
 }
 
 func TestInsertEvictsLRULeavesAndReusesTheirSlots(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, tree := newPool(t, newTree, prefix.Config{PageSize: 1, CapacityTokens: 4})
 		mustInsert(t, p, []int64{1, 2}) // slots 0, 1
 		mustInsert(t, p, []int64{3, 4}) // slots 2, 3
@@ -81,10 +82,10 @@ func TestInsertEvictsLRULeavesAndReusesTheirSlots(t *testing.T) {
 }
 
 func TestInsertNeverEvictsThePrefixItReuses(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		// MRU evicts the most recently touched leaf first, which is the
 		// path the insert has just matched: the lock must keep it.
-		p, tree := newPool(t, newTree, prefix.Config{PageSize: 1, CapacityTokens: 4, Policy: ref.PolicyMRU})
+		p, tree := newPool(t, newTree, prefix.Config{PageSize: 1, CapacityTokens: 4, Policy: spec.PolicyMRU})
 		mustInsert(t, p, []int64{1, 2}) // slots 0, 1
 		mustInsert(t, p, []int64{9})    // slot 2
 		r := mustInsert(t, p, []int64{1, 2, 3, 4})
@@ -96,7 +97,7 @@ func TestInsertNeverEvictsThePrefixItReuses(t *testing.T) {
 }
 
 func TestInsertThatCannotFitLeavesThePoolUnchanged(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, tree := newPool(t, newTree, prefix.Config{PageSize: 1, CapacityTokens: 8})
 		mustInsert(t, p, []int64{1, 2, 3, 4})
 		b := mustInsert(t, p, []int64{9, 9})
@@ -125,7 +126,7 @@ func TestInsertThatCannotFitLeavesThePoolUnchanged(t *testing.T) {
 
 // wantUnchanged runs a failing call and requires the tree state and the
 // pool stats to be exactly as before.
-func wantUnchanged(t *testing.T, p *prefix.Pool, tree ref.RadixTree, call func() error) {
+func wantUnchanged(t *testing.T, p *prefix.Pool, tree spec.RadixTree, call func() error) {
 	t.Helper()
 	st, stats := tree.State(), p.Stats()
 	if call() == nil {
@@ -140,7 +141,7 @@ func wantUnchanged(t *testing.T, p *prefix.Pool, tree ref.RadixTree, call func()
 }
 
 func TestInsertEvictsOffPathLeavesWhenThePathIsLocked(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, tree := newPool(t, newTree, prefix.Config{PageSize: 1, CapacityTokens: 8})
 		a := mustInsert(t, p, []int64{1, 2, 3, 4})
 		mustInsert(t, p, []int64{9, 9})
@@ -158,7 +159,7 @@ func TestInsertEvictsOffPathLeavesWhenThePathIsLocked(t *testing.T) {
 }
 
 func TestInsertRejectsWhatCanNeverFit(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, tree := newPool(t, newTree, prefix.Config{PageSize: 2, CapacityTokens: 4})
 		wantUnchanged(t, p, tree, func() error {
 			_, err := p.Insert(seq(0, 7), noExtra, 0) // 6 whole-page units > 4 slots
@@ -167,12 +168,12 @@ func TestInsertRejectsWhatCanNeverFit(t *testing.T) {
 		})
 		wantUnchanged(t, p, tree, func() error {
 			_, err := p.Insert([]int64{1, 2, -3}, noExtra, 0)
-			wantReject(t, err, ref.ErrTokenRange, "tokens[2]")
+			wantReject(t, err, spec.ErrTokenRange, "tokens[2]")
 			return err
 		})
 		wantUnchanged(t, p, tree, func() error {
 			_, err := p.Insert([]int64{1, 2, 1 << 32}, noExtra, 0)
-			wantReject(t, err, ref.ErrTokenRange, "tokens[2]")
+			wantReject(t, err, spec.ErrTokenRange, "tokens[2]")
 			return err
 		})
 		r := mustInsert(t, p, seq(0, 5)) // 4 units fit exactly, the fifth token is the tail
@@ -183,7 +184,7 @@ func TestInsertRejectsWhatCanNeverFit(t *testing.T) {
 }
 
 func TestRequestsOverTheTokenLimitAreRejectedBeforeAnyWork(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, err := prefix.NewPool(newTree, prefix.Config{PageSize: 1, CapacityTokens: 64}, 64, 4)
 		if err != nil {
 			t.Fatal(err)
@@ -201,11 +202,11 @@ func TestRequestsOverTheTokenLimitAreRejectedBeforeAnyWork(t *testing.T) {
 }
 
 func TestAnEmptyOrSubPageInsertCachesNothing(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, tree := newPool(t, newTree, prefix.Config{PageSize: 4, CapacityTokens: 8})
 		for _, tokens := range [][]int64{{}, {1, 2, 3}} {
 			r := mustInsert(t, p, tokens)
-			want := prefix.InsertResult{UncachedTailTokens: len(tokens), Slots: []ref.SlotIdx{}}
+			want := prefix.InsertResult{UncachedTailTokens: len(tokens), Slots: []spec.SlotIdx{}}
 			if diff := cmp.Diff(want, r); diff != "" {
 				t.Fatalf("insert %v (-want +got):\n%s", tokens, diff)
 			}
@@ -215,7 +216,7 @@ func TestAnEmptyOrSubPageInsertCachesNothing(t *testing.T) {
 }
 
 func TestMatchReturnsSlotsCountsHitsAndCanLock(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, tree := newPool(t, newTree, prefix.Config{PageSize: 2, CapacityTokens: 16})
 		mustInsert(t, p, []int64{1, 2, 3, 4})
 		m, err := p.Match([]int64{1, 2, 3, 5, 6}, noExtra, true)
@@ -231,7 +232,7 @@ func TestMatchReturnsSlotsCountsHitsAndCanLock(t *testing.T) {
 		if s.QueryTokens != 5 || s.HitTokens != 2 || s.ProtectedTokens != 2 || s.EvictableTokens != 2 || s.Nodes != 2 {
 			t.Fatalf("stats %+v", s)
 		}
-		if m, _ := p.Match([]int64{1, 2}, ref.ExtraKeyOf(new(""), nil), false); m.MatchedTokens != 0 {
+		if m, _ := p.Match([]int64{1, 2}, spec.ExtraKeyOf(new(""), nil), false); m.MatchedTokens != 0 {
 			t.Fatalf("extra \"\" matched the unset namespace: %+v", m)
 		}
 		checkConsistent(t, p, tree)
@@ -239,7 +240,7 @@ func TestMatchReturnsSlotsCountsHitsAndCanLock(t *testing.T) {
 }
 
 func TestLockProtectsAndUnlockRefusesUnderflow(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, tree := newPool(t, newTree, prefix.Config{PageSize: 1, CapacityTokens: 8})
 		r := mustInsert(t, p, []int64{1, 2, 3})
 		if n, err := p.Lock(r.LastNode); err != nil || n != 3 {
@@ -253,19 +254,19 @@ func TestLockProtectsAndUnlockRefusesUnderflow(t *testing.T) {
 		}
 		wantUnchanged(t, p, tree, func() error {
 			_, err := p.Unlock(r.LastNode)
-			wantReject(t, err, ref.ErrLockUnderflow, "node")
+			wantReject(t, err, spec.ErrLockUnderflow, "node")
 			return err
 		})
 		wantUnchanged(t, p, tree, func() error {
 			_, err := p.Lock(99)
-			wantReject(t, err, ref.ErrForeignNode, "node")
+			wantReject(t, err, spec.ErrForeignNode, "node")
 			return err
 		})
 	})
 }
 
 func TestEvictReturnsSlotsToTheFreeList(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, tree := newPool(t, newTree, prefix.Config{PageSize: 1, CapacityTokens: 8})
 		mustInsert(t, p, []int64{1, 2, 3}) // 0, 1, 2
 		mustInsert(t, p, []int64{4, 5})    // 3, 4
@@ -279,7 +280,7 @@ func TestEvictReturnsSlotsToTheFreeList(t *testing.T) {
 		}
 		wantUnchanged(t, p, tree, func() error {
 			_, err := p.Evict(-1)
-			wantReject(t, err, ref.ErrNegativeCount, "num_tokens")
+			wantReject(t, err, spec.ErrNegativeCount, "num_tokens")
 			return err
 		})
 		checkConsistent(t, p, tree)
@@ -287,7 +288,7 @@ func TestEvictReturnsSlotsToTheFreeList(t *testing.T) {
 }
 
 func TestEaglePoolsCacheBigramsAndNeverTheLastToken(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, tree := newPool(t, newTree, prefix.Config{PageSize: 2, CapacityTokens: 8, Eagle: true})
 		// 5 tokens are 4 bigrams, two whole pages; no slot covers token 5.
 		r := mustInsert(t, p, []int64{5, 7, 7, 9, 11})
@@ -305,7 +306,7 @@ func TestEaglePoolsCacheBigramsAndNeverTheLastToken(t *testing.T) {
 }
 
 func TestPrefixLenIsReadOnly(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, tree := newPool(t, newTree, prefix.Config{PageSize: 1, CapacityTokens: 8})
 		mustInsert(t, p, []int64{1, 2, 3, 4})
 		before, stats := tree.State(), p.Stats()
@@ -324,11 +325,11 @@ func TestPrefixLenIsReadOnly(t *testing.T) {
 func TestNewPoolRejectsBadConfigurations(t *testing.T) {
 	for _, c := range []struct {
 		cfg   prefix.Config
-		err   *ref.Sentinel
+		err   *spec.Sentinel
 		field string
 	}{
-		{prefix.Config{PageSize: 0, CapacityTokens: 8}, ref.ErrInvalidPageSize, "page_size"},
-		{prefix.Config{PageSize: 1, CapacityTokens: 8, Policy: "random"}, ref.ErrBadEnum, "policy"},
+		{prefix.Config{PageSize: 0, CapacityTokens: 8}, spec.ErrInvalidPageSize, "page_size"},
+		{prefix.Config{PageSize: 1, CapacityTokens: 8, Policy: "random"}, spec.ErrBadEnum, "policy"},
 		{prefix.Config{PageSize: 16, CapacityTokens: 8}, prefix.ErrBadCapacity, "capacity_tokens"},
 		{prefix.Config{PageSize: 1, CapacityTokens: 65}, prefix.ErrBadCapacity, "capacity_tokens"},
 	} {
@@ -340,14 +341,14 @@ func TestNewPoolRejectsBadConfigurations(t *testing.T) {
 }
 
 func TestUnlockOfAnAncestorOfALockedNodeIsRefused(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		p, tree := newPool(t, newTree, prefix.Config{PageSize: 1, CapacityTokens: 8})
 		mustInsert(t, p, []int64{1, 2, 3, 4})
 		m, err := p.Match([]int64{1, 2}, noExtra, true) // splits: node 2 = [1 2], locked
 		if err != nil {
 			t.Fatal(err)
 		}
-		leaf := ref.NodeID(1) // [3 4], below the locked node
+		leaf := spec.NodeID(1) // [3 4], below the locked node
 		if _, err := p.Lock(leaf); err != nil {
 			t.Fatal(err)
 		}
@@ -358,7 +359,7 @@ func TestUnlockOfAnAncestorOfALockedNodeIsRefused(t *testing.T) {
 		// let it go to 0 under a locked child.
 		wantUnchanged(t, p, tree, func() error {
 			_, err := p.Unlock(m.LastNode)
-			wantReject(t, err, ref.ErrLockUnderflow, "node")
+			wantReject(t, err, spec.ErrLockUnderflow, "node")
 			return err
 		})
 		if n, err := p.Unlock(leaf); err != nil || n != 4 {

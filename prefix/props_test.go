@@ -8,7 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/kvtwin/kvtwin/prefix"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestPoolInvariantsHoldUnderRandomOperations drives small pools with random
@@ -17,17 +17,17 @@ import (
 // in-range slots, the tree's own invariants), that a cached key matches
 // the slots its insert returned, and that every failed call changed nothing.
 func TestPoolInvariantsHoldUnderRandomOperations(t *testing.T) {
-	eachTree(t, func(t *testing.T, newTree ref.NewRadixTreeFunc) {
+	eachTree(t, func(t *testing.T, newTree spec.NewRadixTreeFunc) {
 		rapid.Check(t, func(rt *rapid.T) {
 			ps := rapid.SampledFrom([]int{1, 2, 4}).Draw(rt, "page_size")
 			cfg := prefix.Config{
 				PageSize:       ps,
 				CapacityTokens: rapid.IntRange(ps, 24).Draw(rt, "capacity"),
 				Eagle:          rapid.Bool().Draw(rt, "eagle"),
-				Policy:         rapid.SampledFrom([]ref.EvictPolicy{"", ref.PolicyLRU, ref.PolicyMRU, ref.PolicyFIFO, ref.PolicyPriority}).Draw(rt, "policy"),
+				Policy:         rapid.SampledFrom([]spec.EvictPolicy{"", spec.PolicyLRU, spec.PolicyMRU, spec.PolicyFIFO, spec.PolicyPriority}).Draw(rt, "policy"),
 			}
 			p, tree := newPool(t, newTree, cfg)
-			var locked []ref.NodeID
+			var locked []spec.NodeID
 			tokens := rapid.SliceOfN(rapid.Int64Range(0, 3), 0, 14)
 			for range rapid.IntRange(1, 40).Draw(rt, "steps") {
 				before, stats := tree.State(), p.Stats()
@@ -48,7 +48,7 @@ func TestPoolInvariantsHoldUnderRandomOperations(t *testing.T) {
 						locked = append(locked, m.LastNode)
 					}
 				case 2:
-					node := ref.NodeID(rapid.IntRange(0, 12).Draw(rt, "lock"))
+					node := spec.NodeID(rapid.IntRange(0, 12).Draw(rt, "lock"))
 					if _, err = p.Lock(node); err == nil {
 						locked = append(locked, node)
 					}
@@ -61,7 +61,7 @@ func TestPoolInvariantsHoldUnderRandomOperations(t *testing.T) {
 						}
 						locked = slices.Delete(locked, i, i+1)
 					} else {
-						node := ref.NodeID(rapid.IntRange(0, 12).Draw(rt, "unlock"))
+						node := spec.NodeID(rapid.IntRange(0, 12).Draw(rt, "unlock"))
 						if _, err = p.Unlock(node); err == nil {
 							i := slices.Index(locked, node)
 							if i < 0 && node != 0 { // the root is always locked; its unlock is a no-op
@@ -76,7 +76,7 @@ func TestPoolInvariantsHoldUnderRandomOperations(t *testing.T) {
 					_, err = p.Evict(rapid.IntRange(0, 8).Draw(rt, "evict"))
 				}
 				if err != nil {
-					if _, ok := ref.AsInputError(err); !ok {
+					if _, ok := spec.AsInputError(err); !ok {
 						rt.Fatalf("not an input error: %v", err)
 					}
 					if diff := cmp.Diff(before, tree.State()); diff != "" {

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Limits bound a Registry, so no request can make the process allocate
@@ -48,11 +48,11 @@ func (l Limits) Validate() error {
 		v    int
 	}{{"MaxPools", l.MaxPools}, {"MaxPoolCapacity", l.MaxPoolCapacity}, {"MaxRequestTokens", l.MaxRequestTokens}} {
 		if f.v < 1 {
-			return ref.Reject(ErrBadLimits, f.name, f.v, ">= 1")
+			return spec.Reject(ErrBadLimits, f.name, f.v, ">= 1")
 		}
 	}
 	if l.MaxBytes < 1 {
-		return ref.Reject(ErrBadLimits, "MaxBytes", l.MaxBytes, ">= 1")
+		return spec.Reject(ErrBadLimits, "MaxBytes", l.MaxBytes, ">= 1")
 	}
 	return nil
 }
@@ -62,7 +62,7 @@ func (l Limits) Validate() error {
 // reachable by name.
 type Registry struct {
 	mu      sync.RWMutex
-	newTree ref.NewRadixTreeFunc
+	newTree spec.NewRadixTreeFunc
 	lim     Limits
 	pools   map[string]*Pool
 	// reserved is the sum of the pools' Stats.ReservedBytes, <= lim.MaxBytes.
@@ -72,9 +72,9 @@ type Registry struct {
 // NewRegistry returns an empty registry whose pools' trees newTree builds
 // (catalog.RadixTree(catalog.Fast) in production, catalog.RadixTree(catalog.Ref)
 // as the reference).
-func NewRegistry(newTree ref.NewRadixTreeFunc, lim Limits) (*Registry, error) {
+func NewRegistry(newTree spec.NewRadixTreeFunc, lim Limits) (*Registry, error) {
 	if newTree == nil {
-		return nil, ref.Reject(ErrBadLimits, "newTree", "nil", "a ref.NewRadixTreeFunc")
+		return nil, spec.Reject(ErrBadLimits, "newTree", "nil", "a spec.NewRadixTreeFunc")
 	}
 	if err := lim.Validate(); err != nil {
 		return nil, err
@@ -94,12 +94,12 @@ func CheckName(name string) error { return checkNameAt("pool", name) }
 func checkNameAt(field, name string) error {
 	bound := "1 to 64 characters of [A-Za-z0-9._-], not . or .."
 	if len(name) < 1 || len(name) > 64 || name == "." || name == ".." {
-		return ref.Reject(ErrBadPoolName, field, name, bound)
+		return spec.Reject(ErrBadPoolName, field, name, bound)
 	}
 	for _, c := range []byte(name) {
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 		if !ok {
-			return ref.Reject(ErrBadPoolName, field, name, bound)
+			return spec.Reject(ErrBadPoolName, field, name, bound)
 		}
 	}
 	return nil
@@ -107,8 +107,8 @@ func checkNameAt(field, name string) error {
 
 // Create adds an empty pool named name and reserves its worst-case memory,
 // cfg.ReservedBytes(), from Limits.MaxBytes. Errors, each changing nothing:
-// ErrBadPoolName, the configuration's rejection (ref.ErrInvalidPageSize,
-// ref.ErrBadEnum on the policy, ErrBadCapacity), ErrPoolExists,
+// ErrBadPoolName, the configuration's rejection (spec.ErrInvalidPageSize,
+// spec.ErrBadEnum on the policy, ErrBadCapacity), ErrPoolExists,
 // ErrTooManyPools, and ErrBudget on capacity_tokens when the reservation
 // exceeds what the live pools left of MaxBytes (its bound names the largest
 // capacity that would fit).
@@ -122,14 +122,14 @@ func (r *Registry) Create(name string, cfg Config) (*Pool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.pools[name]; ok {
-		return nil, ref.Reject(ErrPoolExists, "pool", name, "a name no live pool has; DELETE it first")
+		return nil, spec.Reject(ErrPoolExists, "pool", name, "a name no live pool has; DELETE it first")
 	}
 	if len(r.pools) >= r.lim.MaxPools {
-		return nil, ref.Reject(ErrTooManyPools, "pool", name, fmt.Sprintf("at most %d pools; delete one first", r.lim.MaxPools))
+		return nil, spec.Reject(ErrTooManyPools, "pool", name, fmt.Sprintf("at most %d pools; delete one first", r.lim.MaxPools))
 	}
 	left := r.lim.MaxBytes - r.reserved
 	if need, ok := cfg.ReservedBytes(); !ok || need > left {
-		return nil, ref.Reject(ErrBudget, "capacity_tokens", cfg.CapacityTokens,
+		return nil, spec.Reject(ErrBudget, "capacity_tokens", cfg.CapacityTokens,
 			budgetBound(cfg, r.lim.MaxPoolCapacity, left, r.lim.MaxBytes))
 	}
 	p, err := NewPool(r.newTree, cfg, r.lim.MaxPoolCapacity, r.lim.MaxRequestTokens)
@@ -153,7 +153,7 @@ func (r *Registry) Get(name string) (*Pool, error) {
 }
 
 func unknownPool(field, name string) error {
-	return ref.Reject(ErrUnknownPool, field, name, "the name of a live pool; GET /v1/prefix lists them")
+	return spec.Reject(ErrUnknownPool, field, name, "the name of a live pool; GET /v1/prefix lists them")
 }
 
 // Delete removes the pool named name and returns its reservation to the
@@ -218,12 +218,12 @@ type Score struct {
 // space), in one pass, and each pool compares 8 bytes a page after each
 // node's first page; the answer is the exact one unless two different
 // prefixes share a 64-bit hash. exact compares every page's units instead
-// (ref.RadixTree.PrefixLen). A long prompt is scored against several pools
+// (spec.RadixTree.PrefixLen). A long prompt is scored against several pools
 // in parallel, up to GOMAXPROCS at once.
 //
 // Errors: ErrRequestTooLong, ErrTokenRange (tokens[i]), ErrBadPoolName,
 // ErrDuplicatePool and ErrUnknownPool (pools[i]).
-func (r *Registry) Score(tokens []int64, extra ref.ExtraKey, pools []string, exact bool) ([]Score, error) {
+func (r *Registry) Score(tokens []int64, extra spec.ExtraKey, pools []string, exact bool) ([]Score, error) {
 	if err := checkLength(tokens, r.lim.MaxRequestTokens); err != nil {
 		return nil, err
 	}
@@ -231,8 +231,8 @@ func (r *Registry) Score(tokens []int64, extra ref.ExtraKey, pools []string, exa
 	if err != nil {
 		return nil, err
 	}
-	var keys [2]ref.RadixKey
-	var chains map[chainKind][]ref.PrefixHash
+	var keys [2]spec.RadixKey
+	var chains map[chainKind][]spec.PrefixHash
 	if exact {
 		keys, err = unitKeys(tokens, extra, targets)
 	} else {
@@ -284,17 +284,17 @@ func kindOf(c Config) chainKind { return chainKind{pageSize: c.PageSize, eagle: 
 // comes from fast.TokenKeyChain, which range-checks each page as it hashes
 // it, so a long prompt is read from memory once; a bigram chain from the
 // first Eagle pool's tree, over the checked bigram key.
-func hashedKeys(tokens []int64, extra ref.ExtraKey, targets []Named) ([2]ref.RadixKey, map[chainKind][]ref.PrefixHash, error) {
-	var keys [2]ref.RadixKey
+func hashedKeys(tokens []int64, extra spec.ExtraKey, targets []Named) ([2]spec.RadixKey, map[chainKind][]spec.PrefixHash, error) {
+	var keys [2]spec.RadixKey
 	var built [2]bool
-	chains := map[chainKind][]ref.PrefixHash{}
+	chains := map[chainKind][]spec.PrefixHash{}
 	for _, t := range targets {
 		kind := kindOf(t.Pool.cfg)
 		if _, ok := chains[kind]; ok {
 			continue
 		}
 		i := eagleIndex(kind.eagle)
-		var c []ref.PrefixHash
+		var c []spec.PrefixHash
 		var err error
 		if !kind.eagle {
 			keys[i], c, err = fast.TokenKeyChain("tokens", tokens, extra, kind.pageSize)
@@ -344,8 +344,8 @@ func eagleIndex(eagle bool) int {
 // unitKeys builds tokens' key once per unit space the targets use (index 0
 // tokens, 1 bigrams), before any pool is scored, so concurrent scorers only
 // read them.
-func unitKeys(tokens []int64, extra ref.ExtraKey, targets []Named) ([2]ref.RadixKey, error) {
-	var keys [2]ref.RadixKey
+func unitKeys(tokens []int64, extra spec.ExtraKey, targets []Named) ([2]spec.RadixKey, error) {
+	var keys [2]spec.RadixKey
 	var built [2]bool
 	for _, t := range targets {
 		i := eagleIndex(t.Pool.cfg.Eagle)
@@ -370,12 +370,12 @@ func (r *Registry) resolve(pools []string) ([]Named, error) {
 	defer r.mu.RUnlock()
 	out := make([]Named, 0, min(len(pools), len(r.pools)))
 	for i, name := range pools {
-		field := ref.Idx("pools", i)
+		field := spec.Idx("pools", i)
 		if err := checkNameAt(field, name); err != nil {
 			return nil, err
 		}
 		if j := slices.Index(pools[:i], name); j >= 0 {
-			return nil, ref.Reject(ErrDuplicatePool, field, name, fmt.Sprintf("a pool not already named (pools[%d])", j))
+			return nil, spec.Reject(ErrDuplicatePool, field, name, fmt.Sprintf("a pool not already named (pools[%d])", j))
 		}
 		p, ok := r.pools[name]
 		if !ok {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 func newRegistry(t *testing.T, lim prefix.Limits) *prefix.Registry {
@@ -120,7 +121,7 @@ func scoreEachPool(t *testing.T, exact bool) {
 	if want := []prefix.Score{{"none", 0}, {"full", 12}}; !cmp.Equal(got, want) {
 		t.Fatalf("score of named pools %v, want %v (request order)", got, want)
 	}
-	got, _ = r.Score(prompt, ref.ExtraKeyOf(new("lora"), nil), []string{"full"}, exact)
+	got, _ = r.Score(prompt, spec.ExtraKeyOf(new("lora"), nil), []string{"full"}, exact)
 	if got[0].MatchedTokens != 0 {
 		t.Fatalf("another namespace scored %v", got)
 	}
@@ -136,7 +137,7 @@ func TestScoreRejectsBadPoolLists(t *testing.T) {
 	_, err = r.Score([]int64{1}, noExtra, []string{"a/b"}, false)
 	wantReject(t, err, prefix.ErrBadPoolName, "pools[0]")
 	_, err = r.Score([]int64{1, -1}, noExtra, nil, false)
-	wantReject(t, err, ref.ErrTokenRange, "tokens[1]")
+	wantReject(t, err, spec.ErrTokenRange, "tokens[1]")
 	if got, err := r.Score([]int64{1}, noExtra, nil, false); err != nil || len(got) != 1 {
 		t.Fatalf("score %v, %v", got, err)
 	}

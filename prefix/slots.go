@@ -1,6 +1,8 @@
 package prefix
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // slotAllocator hands out the slots [0, capacity) of one pool. Memory grows
 // with the slots in use, not with the capacity: slots at or above next have
@@ -12,8 +14,8 @@ import "github.com/kvtwin/kvtwin/ref"
 // ascending order.
 type slotAllocator struct {
 	capacity int
-	next     ref.SlotIdx
-	free     []ref.SlotIdx
+	next     spec.SlotIdx
+	free     []spec.SlotIdx
 }
 
 func newSlotAllocator(capacity int) slotAllocator { return slotAllocator{capacity: capacity} }
@@ -25,7 +27,7 @@ func (a *slotAllocator) available() int { return a.capacity - int(a.next) + len(
 func (a *slotAllocator) used() int { return a.capacity - a.available() }
 
 // alloc appends n slots to dst and returns it. Precondition: n <= available().
-func (a *slotAllocator) alloc(dst []ref.SlotIdx, n int) []ref.SlotIdx {
+func (a *slotAllocator) alloc(dst []spec.SlotIdx, n int) []spec.SlotIdx {
 	for ; n > 0 && len(a.free) > 0; n-- {
 		dst = append(dst, a.free[len(a.free)-1])
 		a.free = a.free[:len(a.free)-1]
@@ -39,7 +41,7 @@ func (a *slotAllocator) alloc(dst []ref.SlotIdx, n int) []ref.SlotIdx {
 
 // release returns slots, which the tree gave back on eviction. Pushing them
 // in reverse makes the next allocations pop them in the order given.
-func (a *slotAllocator) release(slots []ref.SlotIdx) {
+func (a *slotAllocator) release(slots []spec.SlotIdx) {
 	for i := len(slots) - 1; i >= 0; i-- {
 		a.free = append(a.free, slots[i])
 	}

@@ -1,39 +1,33 @@
 package ref
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // Validation for admission.bench (docs/spec/admission-serving.md §A3): sentinel, bounds, settings, CP block and requests.
 
 // Bench bounds (A3.6).
 const (
-	// MaxBenchRounds is the largest max_rounds.
-	MaxBenchRounds = 100000
-	// MaxBenchRequests is the most requests one bench takes.
-	MaxBenchRequests = 100000
 	// benchRoundBytes bounds one encoded round without its rid list, for
 	// lim.CheckOutput on max_rounds.
 	benchRoundBytes = 512
-)
-
-// Bench sentinels (A3.6).
-var (
-	// ErrBenchConfig: a bench setting outside its range or unparseable.
-	ErrBenchConfig = NewSentinel("bench_config", "bench setting out of range")
 )
 
 // validateBench checks a bench input with A3.6's JSON paths: the settings,
 // the cp block (its buffer size parsed, its estimator through A2.7), then
 // every request and its rid against earlier ones. What it does not name
 // (the A1 config ranges) is checked by the first round's ValidateAdmissionRound.
-func validateBench(lim Limits, in AdmissionBenchInput) error {
+func validateBench(lim spec.Limits, in spec.AdmissionBenchInput) error {
 	if err := validateBenchSettings(in); err != nil {
 		return err
 	}
 	if err := validateBenchCP(in); err != nil {
 		return err
 	}
-	if n := len(in.Requests); n > MaxBenchRequests {
-		return Reject(ErrTooLarge, "requests", n, fmt.Sprintf("<= %d entries", MaxBenchRequests))
+	if n := len(in.Requests); n > spec.MaxBenchRequests {
+		return spec.Reject(spec.ErrTooLarge, "requests", n, fmt.Sprintf("<= %d entries", spec.MaxBenchRequests))
 	}
 	if err := lim.CheckOutput("max_rounds", in.MaxRounds, benchRoundBytes); err != nil {
 		return err
@@ -44,19 +38,19 @@ func validateBench(lim Limits, in AdmissionBenchInput) error {
 			return err
 		}
 		if j, dup := seen[r.RID]; dup {
-			return Reject(ErrDuplicateRID, Idx("requests", i)+".rid", r.RID, fmt.Sprintf("unique (duplicates requests[%d].rid)", j))
+			return spec.Reject(spec.ErrDuplicateRID, spec.Idx("requests", i)+".rid", r.RID, fmt.Sprintf("unique (duplicates requests[%d].rid)", j))
 		}
 		seen[r.RID] = i
 	}
 	return nil
 }
 
-func validateBenchSettings(in AdmissionBenchInput) error {
+func validateBenchSettings(in spec.AdmissionBenchInput) error {
 	if err := checkTokens("page_size", in.PageSize, 1); err != nil {
 		return err
 	}
-	if in.CPSize < 1 || in.CPSize > MaxCP {
-		return Reject(ErrBadCPSize, "cp_size", in.CPSize, fmt.Sprintf("in [1, %d]", MaxCP))
+	if in.CPSize < 1 || in.CPSize > spec.MaxCP {
+		return spec.Reject(spec.ErrBadCPSize, "cp_size", in.CPSize, fmt.Sprintf("in [1, %d]", spec.MaxCP))
 	}
 	if err := checkTokens("max_prefill_tokens", in.MaxPrefillTokens, 1); err != nil {
 		return err
@@ -73,16 +67,16 @@ func validateBenchSettings(in AdmissionBenchInput) error {
 	if err := checkTokens("fake_l2_load_back_capacity", in.FakeL2LoadBackCapacity, 0); err != nil {
 		return err
 	}
-	if in.MaxRounds < 1 || in.MaxRounds > MaxBenchRounds {
-		return Reject(ErrBenchConfig, "max_rounds", in.MaxRounds, fmt.Sprintf("in [1, %d]", MaxBenchRounds))
+	if in.MaxRounds < 1 || in.MaxRounds > spec.MaxBenchRounds {
+		return spec.Reject(spec.ErrBenchConfig, "max_rounds", in.MaxRounds, fmt.Sprintf("in [1, %d]", spec.MaxBenchRounds))
 	}
 	if in.QueueWindow < 0 {
-		return Reject(ErrNegative, "queue_window", in.QueueWindow, ">= 0 (0 is the whole queue)")
+		return spec.Reject(spec.ErrNegative, "queue_window", in.QueueWindow, ">= 0 (0 is the whole queue)")
 	}
 	return nil
 }
 
-func validateBenchCP(in AdmissionBenchInput) error {
+func validateBenchCP(in spec.AdmissionBenchInput) error {
 	if in.CP == nil {
 		return nil
 	}
@@ -97,10 +91,10 @@ func validateBenchCP(in AdmissionBenchInput) error {
 	return nil
 }
 
-func validateBenchRequest(i int, r BenchRequest) error {
-	field := func(name string) string { return Idx("requests", i) + "." + name }
+func validateBenchRequest(i int, r spec.BenchRequest) error {
+	field := func(name string) string { return spec.Idx("requests", i) + "." + name }
 	if r.ExtendTokens < 1 {
-		return Reject(ErrAdmitRequest, field("extend_tokens"), r.ExtendTokens, ">= 1")
+		return spec.Reject(spec.ErrAdmitRequest, field("extend_tokens"), r.ExtendTokens, ">= 1")
 	}
 	for _, f := range []struct {
 		name string
@@ -110,8 +104,8 @@ func validateBenchRequest(i int, r BenchRequest) error {
 			return err
 		}
 	}
-	if s := r.L1CachedTokens + r.L2HostHitTokens + r.ExtendTokens; s > MaxAdmitTokens {
-		return Reject(ErrTooLarge, field("extend_tokens"), s, fmt.Sprintf("l1 + l2 + extend <= %d", MaxAdmitTokens))
+	if s := r.L1CachedTokens + r.L2HostHitTokens + r.ExtendTokens; s > spec.MaxAdmitTokens {
+		return spec.Reject(spec.ErrTooLarge, field("extend_tokens"), s, fmt.Sprintf("l1 + l2 + extend <= %d", spec.MaxAdmitTokens))
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // This file is admission.estimate (docs/spec/admission-serving.md A2): the CPU-only
@@ -18,8 +20,6 @@ import (
 
 // A2.2's defaults and the constants of A2.3/A1.9.
 const (
-	// DefaultEstimatorPageSize is the CP shared-KV page size.
-	DefaultEstimatorPageSize = 64
 	// defaultMLARowBytes is one materialized fp8_e4m3 MLA KV row.
 	defaultMLARowBytes = 656
 	// defaultIndexRowBytes is one NSA index-K row: 128 fp8 + a 4-byte fp32 scale.
@@ -34,10 +34,6 @@ const (
 	defaultPageDescriptorBytes = 16
 	// defaultRowRemapBytes is an int32 flattened loc plus an int32 row id.
 	defaultRowRemapBytes = 8
-	// MQALogitsElemBytes is one fp32 logit.
-	MQALogitsElemBytes = 4
-	// BufferGateDetail is the stop detail of a batch the gate refuses (A1.9 C5).
-	BufferGateDetail = "cp_max_buffer_size"
 	// rankMQABytes is the encoded size bound of one RankMQA (five int64s),
 	// for lim.CheckOutput on the cp_size-long per_rank list.
 	rankMQABytes = 5 * 8
@@ -49,52 +45,11 @@ const (
 	envMQAChunkMaxGB   = "SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_GB"
 )
 
-// EstimateReq is one request of the batch (A2.2): its prefix after
-// load-back and the extend this forward runs.
-type EstimateReq struct {
-	// PrefixLen is P_i, tokens already in the KV cache, >= 0.
-	PrefixLen int64 `json:"prefix_len"`
-	// ExtendLen is E_i, tokens computed this forward, >= 0.
-	ExtendLen int64 `json:"extend_len"`
-}
-
-// EstimatorContext is the static information the estimator reads (A2.2).
-// The MQA chunk caps reuse mqa.chunk_rows' MQAChunkConfig (A2.2 calls it
-// MQAChunkCap), validated here with A2.7's stricter rules.
-type EstimatorContext struct {
-	// PageSize is the KV page size in tokens, >= 1.
-	PageSize int64 `json:"page_size"`
-	// CPSize is the attention CP size c, in [1, MaxCP].
-	CPSize int64 `json:"cp_size"`
-	// MLARowBytes is one materialized MLA KV row, >= 1 (default 656).
-	MLARowBytes int64 `json:"mla_row_bytes"`
-	// IndexRowBytes is one materialized NSA index-K row, >= 1 (default 132).
-	IndexRowBytes int64 `json:"index_row_bytes"`
-	// VocabSize is the logits width, >= 1.
-	VocabSize int64 `json:"vocab_size"`
-	// LogitRowsPerReq is the logits rows kept per request, >= 0 (default 1).
-	LogitRowsPerReq int64 `json:"logit_rows_per_req"`
-	// TransferEnabled turns on the PD per-layer transfer descriptors.
-	TransferEnabled bool `json:"transfer_enabled"`
-	// TransferLayers is the number of KV buffers transferred (MTP included), >= 0.
-	TransferLayers int64 `json:"transfer_layers"`
-	// DescriptorBytes is one transfer descriptor, >= 1 (default 24).
-	DescriptorBytes int64 `json:"descriptor_bytes"`
-	// PageDescriptorBytes is one row-scoped page descriptor, >= 1 (default 16).
-	PageDescriptorBytes int64 `json:"page_descriptor_bytes"`
-	// RowRemapBytes is one row-aware loc remap entry, >= 1 (default 8).
-	RowRemapBytes int64 `json:"row_remap_bytes"`
-	// Chunk holds the MQA-logits chunk caps, at most one set.
-	Chunk MQAChunkConfig `json:"chunk"`
-	// BsGt1L1PrefetchEnabled adds the next layer's dense buffers (A2.4).
-	BsGt1L1PrefetchEnabled bool `json:"bs_gt1_l1_prefetch_enabled"`
-}
-
 // DefaultEstimatorContext is A2.2's defaults for a page size and CP size:
 // 656/132-byte rows, last-token logits over A2.5's vocabulary, 24/16/8-byte
 // descriptors, no chunk cap, transfer and L1 prefetch off.
-func DefaultEstimatorContext(pageSize, cpSize int64) EstimatorContext {
-	return EstimatorContext{
+func DefaultEstimatorContext(pageSize, cpSize int64) spec.EstimatorContext {
+	return spec.EstimatorContext{
 		PageSize: pageSize, CPSize: cpSize,
 		MLARowBytes: defaultMLARowBytes, IndexRowBytes: defaultIndexRowBytes,
 		VocabSize: defaultVocabSize, LogitRowsPerReq: defaultLogitRowsPerReq,
@@ -103,109 +58,32 @@ func DefaultEstimatorContext(pageSize, cpSize int64) EstimatorContext {
 	}
 }
 
-// RankMQA is one CP rank's fused MQA-logits matrix (A2.3).
-type RankMQA struct {
-	// Rank is r.
-	Rank int64 `json:"rank"`
-	// QRows is Q_r, the query rows of r's two zigzag segments over the batch.
-	QRows int64 `json:"q_rows"`
-	// KRows is K_r, each request's prefix plus its extend up to the end of r's later segment.
-	KRows int64 `json:"k_rows"`
-	// chunkRows is R_r, the query rows of one chunk under the cap.
-	ChunkRows int64 `json:"chunk_rows"`
-	// PeakBytes is R_r·K_r·4.
-	PeakBytes int64 `json:"peak_bytes"`
-}
-
-// Estimate is the estimator's result (A2.4), every term in bytes.
-type Estimate struct {
-	// MLAMaterializeBytes is rows·MLARowBytes.
-	MLAMaterializeBytes int64 `json:"mla_materialize_bytes"`
-	// IndexMaterializeBytes is rows·IndexRowBytes.
-	IndexMaterializeBytes int64 `json:"index_materialize_bytes"`
-	// RemapMetadataBytes is Σ (pages_i·PageDescriptorBytes + ctx_i·RowRemapBytes).
-	RemapMetadataBytes int64 `json:"remap_metadata_bytes"`
-	// TransferDescriptorBytes is Σ ceil(E_i/PageSize)·TransferLayers·DescriptorBytes, or 0.
-	TransferDescriptorBytes int64 `json:"transfer_descriptor_bytes"`
-	// LogitsWindowBytes is n_reqs·LogitRowsPerReq·VocabSize·4.
-	LogitsWindowBytes int64 `json:"logits_window_bytes"`
-	// MQALogitsPeakBytes is the worst rank's PeakBytes.
-	MQALogitsPeakBytes int64 `json:"mqa_logits_peak_bytes"`
-	// PrefetchBytes is MLA + index materialization with L1 prefetch on, else 0.
-	PrefetchBytes int64 `json:"prefetch_bytes"`
-	// LayerForwardPeakBytes is MLA + index + MQA.
-	LayerForwardPeakBytes int64 `json:"layer_forward_peak_bytes"`
-	// PerForwardBytes is remap + transfer + logits window.
-	PerForwardBytes int64 `json:"per_forward_bytes"`
-	// TotalBytes is per-forward + layer-forward peak + prefetch.
-	TotalBytes int64 `json:"total_bytes"`
-	// WorstRank is the smallest rank attaining MQALogitsPeakBytes.
-	WorstRank int64 `json:"worst_rank"`
-	// PerRank lists every rank's matrix, ascending; len == CPSize.
-	PerRank []RankMQA `json:"per_rank"`
-}
-
-// BufferGate is the --cp-shared-kv-prefill-max-buffer-size decision on
-// the last request of a batch (A1.9 C5): the batch before it is already
-// admitted, and it may join unless the estimate of the whole batch exceeds
-// the limit. A batch of one is never refused (no deadlock).
-type BufferGate struct {
-	// MaxBufferSizeBytes is the limit, >= 1.
-	MaxBufferSizeBytes int64 `json:"max_buffer_size_bytes"`
-	// Admit says the last request may join the batch.
-	Admit bool `json:"admit"`
-	// AloneOverLimit marks a single request whose own estimate exceeds the
-	// limit, admitted alone (A1.9 logs one WARNING for it).
-	AloneOverLimit bool `json:"alone_over_limit"`
-	// Detail is BufferGateDetail when the request is refused; omitted otherwise.
-	Detail string `json:"detail,omitempty"`
-}
-
-// AdmissionEstimateInput is the input of admission.estimate.
-type AdmissionEstimateInput struct {
-	// Context is the estimator's static information.
-	Context EstimatorContext `json:"context"`
-	// Requests is the batch in admission order; the last one is the
-	// gate's candidate. May be empty.
-	Requests []EstimateReq `json:"requests"`
-	// MaxBufferSizeBytes, when set, applies the gate; nil turns it off.
-	MaxBufferSizeBytes *int64 `json:"max_buffer_size_bytes,omitempty"`
-}
-
-// AdmissionEstimateOutput is the output of admission.estimate.
-type AdmissionEstimateOutput struct {
-	// Estimate is the batch's buffer estimate.
-	Estimate Estimate `json:"estimate"`
-	// Gate is the max-buffer-size decision; omitted when no limit is set.
-	Gate *BufferGate `json:"gate,omitempty"`
-}
-
 // parseEstimatorChunkEnv reads the two A2.2 environment values once, up
 // front (A2.6 invariant 6). An empty or whitespace-only value is unset;
 // others are trimmed of surrounding whitespace, as Python's int() and
 // float() do, then parsed as a decimal integer and a float. Errors name the
 // variable and quote its value.
-func parseEstimatorChunkEnv(maxRows, maxGB string) (MQAChunkConfig, error) {
-	var c MQAChunkConfig
+func parseEstimatorChunkEnv(maxRows, maxGB string) (spec.MQAChunkConfig, error) {
+	var c spec.MQAChunkConfig
 	rows, gb := strings.TrimSpace(maxRows), strings.TrimSpace(maxGB)
 	if rows != "" && gb != "" {
-		return c, Reject(ErrConfig, envMQAChunkMaxRows, rows,
+		return c, spec.Reject(spec.ErrConfig, envMQAChunkMaxRows, rows,
 			envMQAChunkMaxRows+" and "+envMQAChunkMaxGB+" are mutually exclusive; set one")
 	}
 	if rows != "" {
 		n, err := strconv.ParseInt(rows, 10, 64)
 		if err != nil || n < 1 {
-			return MQAChunkConfig{}, Reject(ErrConfig, envMQAChunkMaxRows, strconv.Quote(maxRows), "an integer >= 1")
+			return spec.MQAChunkConfig{}, spec.Reject(spec.ErrConfig, envMQAChunkMaxRows, strconv.Quote(maxRows), "an integer >= 1")
 		}
 		c.MaxRows = &n
 	}
 	if gb != "" {
 		g, err := strconv.ParseFloat(gb, 64)
 		if (err != nil && !isRangeErr(err)) || math.IsNaN(g) || math.IsInf(g, 0) || g <= 0 {
-			return MQAChunkConfig{}, Reject(ErrConfig, envMQAChunkMaxGB, strconv.Quote(maxGB), "a positive finite number")
+			return spec.MQAChunkConfig{}, spec.Reject(spec.ErrConfig, envMQAChunkMaxGB, strconv.Quote(maxGB), "a positive finite number")
 		}
 		if g < 1.0/(1<<30) {
-			return MQAChunkConfig{}, Reject(ErrConfig, envMQAChunkMaxGB, strconv.Quote(maxGB), "int(g·2^30) >= 1 byte (too small)")
+			return spec.MQAChunkConfig{}, spec.Reject(spec.ErrConfig, envMQAChunkMaxGB, strconv.Quote(maxGB), "int(g·2^30) >= 1 byte (too small)")
 		}
 		c.MaxGB = &g
 	}
@@ -224,23 +102,8 @@ func isRangeErr(err error) bool {
 // term the rank's rows, which always fit), the bound int64's maximum.
 // Both twins build it from the same arguments.
 func EstimateOverflow(term, operands string) error {
-	return Reject(ErrOverflow, "estimate."+term, operands, fmt.Sprintf("<= %d (int64); overflow computing %s", int64(math.MaxInt64), term))
+	return spec.Reject(spec.ErrOverflow, "estimate."+term, operands, fmt.Sprintf("<= %d (int64); overflow computing %s", int64(math.MaxInt64), term))
 }
-
-// The operands each summed term reports on overflow: its formula, which
-// does not depend on where the running sum first overflowed.
-const (
-	OperandsRows      = "Σ ceil((prefix_len+extend_len)/page_size)·page_size"
-	OperandsMLA       = "rows·mla_row_bytes"
-	OperandsIndex     = "rows·index_row_bytes"
-	OperandsRemap     = "Σ (pages·page_descriptor_bytes + ctx·row_remap_bytes)"
-	OperandsTransfer  = "Σ ceil(extend_len/page_size)·transfer_layers·descriptor_bytes"
-	OperandsLogits    = "n_reqs·logit_rows_per_req·vocab_size·4"
-	OperandsPrefetch  = "mla + index materialization"
-	OperandsLayerPeak = "mla + index + mqa"
-	OperandsPerFwd    = "remap + transfer + logits window"
-	OperandsTotal     = "per-forward + layer-forward peak + prefetch"
-)
 
 // MQAOverflowOperands is the MQA term's operands for rank r.
 func MQAOverflowOperands(r, q, k, rows int64) string {
@@ -253,9 +116,9 @@ func MQAOverflowOperands(r, q, k, rows int64) string {
 // preconditions (c >= 2, e >= 2c), which the estimator does not have: c = 1
 // is the non-CP shape, and a short extend leaves its last segments empty.
 // Preconditions: 1 <= c <= MaxCP, e >= 0.
-func EstimatorSplit(c int, e int64) Layout {
+func EstimatorSplit(c int, e int64) spec.Layout {
 	ns := int64(2 * c)
-	lay := Layout{CP: c, L: []int{int(e)}, S: [][]int{make([]int, ns)}, V: [][]int{make([]int, ns)}}
+	lay := spec.Layout{CP: c, L: []int{int(e)}, S: [][]int{make([]int, ns)}, V: [][]int{make([]int, ns)}}
 	q, m := e/ns, e%ns
 	for k := range ns {
 		lay.S[0][k] = int(q)
@@ -270,27 +133,27 @@ func EstimatorSplit(c int, e int64) Layout {
 // EstimateBuffers is A2's estimator: validates ctx and reqs, then computes
 // every A2.4 term of the batch. Terms are exact; the first (in A2.4's
 // order, MQA ranks ascending) whose value exceeds int64 is an ErrOverflow.
-func EstimateBuffers(ctx EstimatorContext, reqs []EstimateReq) (Estimate, error) {
+func EstimateBuffers(ctx spec.EstimatorContext, reqs []spec.EstimateReq) (spec.Estimate, error) {
 	if err := CheckEstimatorContext(ctx); err != nil {
-		return Estimate{}, err
+		return spec.Estimate{}, err
 	}
 	if err := CheckEstimateReqs(reqs); err != nil {
-		return Estimate{}, err
+		return spec.Estimate{}, err
 	}
 	return estimateExact(ctx, reqs)
 }
 
 // AdmissionEstimate is admission.estimate (A2, A1.9 C5): the estimate of
 // the batch and, with a limit, the gate's decision on its last request.
-func AdmissionEstimate(lim Limits, in AdmissionEstimateInput) (AdmissionEstimateOutput, error) {
+func AdmissionEstimate(lim spec.Limits, in spec.AdmissionEstimateInput) (spec.AdmissionEstimateOutput, error) {
 	if err := ValidateAdmissionEstimate(lim, in); err != nil {
-		return AdmissionEstimateOutput{}, err
+		return spec.AdmissionEstimateOutput{}, err
 	}
 	est, err := estimateExact(in.Context, in.Requests)
 	if err != nil {
-		return AdmissionEstimateOutput{}, err
+		return spec.AdmissionEstimateOutput{}, err
 	}
-	out := AdmissionEstimateOutput{Estimate: est}
+	out := spec.AdmissionEstimateOutput{Estimate: est}
 	if in.MaxBufferSizeBytes != nil {
 		g := GateOn(est.TotalBytes, len(in.Requests), *in.MaxBufferSizeBytes)
 		out.Gate = &g
@@ -302,11 +165,11 @@ func AdmissionEstimate(lim Limits, in AdmissionEstimateInput) (AdmissionEstimate
 // whose estimate is total: the last request joins unless it is not alone
 // (n >= 2) and total exceeds maxBytes. A single request over the limit is
 // admitted alone and flagged.
-func GateOn(total int64, n int, maxBytes int64) BufferGate {
+func GateOn(total int64, n int, maxBytes int64) spec.BufferGate {
 	over := total > maxBytes
-	g := BufferGate{MaxBufferSizeBytes: maxBytes, Admit: !over || n <= 1, AloneOverLimit: over && n == 1}
+	g := spec.BufferGate{MaxBufferSizeBytes: maxBytes, Admit: !over || n <= 1, AloneOverLimit: over && n == 1}
 	if !g.Admit {
-		g.Detail = BufferGateDetail
+		g.Detail = spec.BufferGateDetail
 	}
 	return g
 }
@@ -324,7 +187,7 @@ func bi(x int64) *big.Int { return big.NewInt(x) }
 
 // estimateExact computes A2.4 term by term in exact arithmetic, checking
 // each result against int64 in the order the terms are listed.
-func estimateExact(ctx EstimatorContext, reqs []EstimateReq) (Estimate, error) {
+func estimateExact(ctx spec.EstimatorContext, reqs []spec.EstimateReq) (spec.Estimate, error) {
 	ps := bi(ctx.PageSize)
 	rows, remap, transfer := new(big.Int), new(big.Int), new(big.Int)
 	for _, r := range reqs {
@@ -339,33 +202,33 @@ func estimateExact(ctx EstimatorContext, reqs []EstimateReq) (Estimate, error) {
 			transfer.Add(transfer, t.Mul(t, bi(ctx.DescriptorBytes)))
 		}
 	}
-	var est Estimate
+	var est spec.Estimate
 	var err error
-	if _, err = exact(rows, "rows", OperandsRows); err != nil {
-		return Estimate{}, err
+	if _, err = exact(rows, "rows", spec.OperandsRows); err != nil {
+		return spec.Estimate{}, err
 	}
 	mla := new(big.Int).Mul(rows, bi(ctx.MLARowBytes))
 	index := new(big.Int).Mul(rows, bi(ctx.IndexRowBytes))
 	logits := new(big.Int).Mul(bi(int64(len(reqs))), bi(ctx.LogitRowsPerReq))
 	logits.Mul(logits, bi(ctx.VocabSize))
-	logits.Mul(logits, bi(MQALogitsElemBytes))
+	logits.Mul(logits, bi(spec.MQALogitsElemBytes))
 	for _, t := range []struct {
 		dst      *int64
 		v        *big.Int
 		term, op string
 	}{
-		{&est.MLAMaterializeBytes, mla, "mla_materialize_bytes", OperandsMLA},
-		{&est.IndexMaterializeBytes, index, "index_materialize_bytes", OperandsIndex},
-		{&est.RemapMetadataBytes, remap, "remap_metadata_bytes", OperandsRemap},
-		{&est.TransferDescriptorBytes, transfer, "transfer_descriptor_bytes", OperandsTransfer},
-		{&est.LogitsWindowBytes, logits, "logits_window_bytes", OperandsLogits},
+		{&est.MLAMaterializeBytes, mla, "mla_materialize_bytes", spec.OperandsMLA},
+		{&est.IndexMaterializeBytes, index, "index_materialize_bytes", spec.OperandsIndex},
+		{&est.RemapMetadataBytes, remap, "remap_metadata_bytes", spec.OperandsRemap},
+		{&est.TransferDescriptorBytes, transfer, "transfer_descriptor_bytes", spec.OperandsTransfer},
+		{&est.LogitsWindowBytes, logits, "logits_window_bytes", spec.OperandsLogits},
 	} {
 		if *t.dst, err = exact(t.v, t.term, t.op); err != nil {
-			return Estimate{}, err
+			return spec.Estimate{}, err
 		}
 	}
 	if est.PerRank, err = mqaRanks(ctx, reqs); err != nil {
-		return Estimate{}, err
+		return spec.Estimate{}, err
 	}
 	for _, rk := range est.PerRank {
 		if rk.PeakBytes > est.MQALogitsPeakBytes {
@@ -376,7 +239,7 @@ func estimateExact(ctx EstimatorContext, reqs []EstimateReq) (Estimate, error) {
 }
 
 // sumTerms fills the three groups and the total of A2.4, exactly.
-func sumTerms(ctx EstimatorContext, est Estimate) (Estimate, error) {
+func sumTerms(ctx spec.EstimatorContext, est spec.Estimate) (spec.Estimate, error) {
 	dense := new(big.Int).Add(bi(est.MLAMaterializeBytes), bi(est.IndexMaterializeBytes))
 	prefetch := new(big.Int)
 	if ctx.BsGt1L1PrefetchEnabled {
@@ -393,13 +256,13 @@ func sumTerms(ctx EstimatorContext, est Estimate) (Estimate, error) {
 		v        *big.Int
 		term, op string
 	}{
-		{&est.PrefetchBytes, prefetch, "prefetch_bytes", OperandsPrefetch},
-		{&est.LayerForwardPeakBytes, layer, "layer_forward_peak_bytes", OperandsLayerPeak},
-		{&est.PerForwardBytes, perFwd, "per_forward_bytes", OperandsPerFwd},
-		{&est.TotalBytes, total, "total_bytes", OperandsTotal},
+		{&est.PrefetchBytes, prefetch, "prefetch_bytes", spec.OperandsPrefetch},
+		{&est.LayerForwardPeakBytes, layer, "layer_forward_peak_bytes", spec.OperandsLayerPeak},
+		{&est.PerForwardBytes, perFwd, "per_forward_bytes", spec.OperandsPerFwd},
+		{&est.TotalBytes, total, "total_bytes", spec.OperandsTotal},
 	} {
 		if *t.dst, err = exact(t.v, t.term, t.op); err != nil {
-			return Estimate{}, err
+			return spec.Estimate{}, err
 		}
 	}
 	return est, nil
@@ -409,7 +272,7 @@ func sumTerms(ctx EstimatorContext, est Estimate) (Estimate, error) {
 // segments r and 2c−1−r to Q_r, and its prefix plus the end of segment
 // 2c−1−r (the later one) to K_r; the chunk rows follow the cap. The
 // caller has checked rows, which bounds every Q_r and K_r.
-func mqaRanks(ctx EstimatorContext, reqs []EstimateReq) ([]RankMQA, error) {
+func mqaRanks(ctx spec.EstimatorContext, reqs []spec.EstimateReq) ([]spec.RankMQA, error) {
 	c := int(ctx.CPSize)
 	q, k := make([]int64, c), make([]int64, c)
 	for _, rq := range reqs {
@@ -420,15 +283,15 @@ func mqaRanks(ctx EstimatorContext, reqs []EstimateReq) ([]RankMQA, error) {
 			k[r] += rq.PrefixLen + int64(lay.SegStart(0, m)+lay.S[0][m])
 		}
 	}
-	ranks := make([]RankMQA, c)
+	ranks := make([]spec.RankMQA, c)
 	for r := range c {
 		rows := estimatorChunkRows(q[r], k[r], ctx.Chunk)
 		peak := new(big.Int).Mul(bi(rows), bi(k[r]))
-		p, err := exact(peak.Mul(peak, bi(MQALogitsElemBytes)), "mqa_logits_peak_bytes", MQAOverflowOperands(int64(r), q[r], k[r], rows))
+		p, err := exact(peak.Mul(peak, bi(spec.MQALogitsElemBytes)), "mqa_logits_peak_bytes", MQAOverflowOperands(int64(r), q[r], k[r], rows))
 		if err != nil {
 			return nil, err
 		}
-		ranks[r] = RankMQA{Rank: int64(r), QRows: q[r], KRows: k[r], ChunkRows: rows, PeakBytes: p}
+		ranks[r] = spec.RankMQA{Rank: int64(r), QRows: q[r], KRows: k[r], ChunkRows: rows, PeakBytes: p}
 	}
 	return ranks, nil
 }
@@ -438,7 +301,7 @@ func mqaRanks(ctx EstimatorContext, reqs []EstimateReq) ([]RankMQA, error) {
 // min(Q, max(1, cap/(4K))) under a GiB cap with cap = int(g·2^30), taken
 // exactly (Python's int() of the float product, which can exceed int64).
 // No query rows means no chunk.
-func estimatorChunkRows(q, k int64, c MQAChunkConfig) int64 {
+func estimatorChunkRows(q, k int64, c spec.MQAChunkConfig) int64 {
 	switch {
 	case q == 0:
 		return 0
@@ -446,7 +309,7 @@ func estimatorChunkRows(q, k int64, c MQAChunkConfig) int64 {
 		return min(q, *c.MaxRows)
 	case c.MaxGB != nil:
 		capB := GBCapExact(*c.MaxGB)
-		per := new(big.Int).Quo(capB, new(big.Int).Mul(bi(k), bi(MQALogitsElemBytes)))
+		per := new(big.Int).Quo(capB, new(big.Int).Mul(bi(k), bi(spec.MQALogitsElemBytes)))
 		if per.Cmp(bi(q)) >= 0 {
 			return q
 		}

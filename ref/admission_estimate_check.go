@@ -4,27 +4,25 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Validation for admission.estimate (docs/spec/admission-serving.md A2): estimator context, chunk settings and requests.
-
-// ErrEstimatorParam: an estimator size (vocab, a byte constant, the
-// buffer-size limit) below 1 (A2.7).
-var ErrEstimatorParam = NewSentinel("estimator_param", "estimator: size must be >= 1")
 
 // CheckEstimatorContext checks ctx in field order (A2.7) with JSON
 // paths under "context.": page size, CP size, the byte constants and
 // vocabulary (>= 1), the logit rows and transfer layers (>= 0), then the
 // chunk caps.
-func CheckEstimatorContext(ctx EstimatorContext) error {
+func CheckEstimatorContext(ctx spec.EstimatorContext) error {
 	if ctx.PageSize < 1 {
-		return Reject(ErrInvalidPageSize, "context.page_size", ctx.PageSize, ">= 1")
+		return spec.Reject(spec.ErrInvalidPageSize, "context.page_size", ctx.PageSize, ">= 1")
 	}
 	if ctx.CPSize < 1 {
-		return Reject(ErrBadCPSize, "context.cp_size", ctx.CPSize, ">= 1")
+		return spec.Reject(spec.ErrBadCPSize, "context.cp_size", ctx.CPSize, ">= 1")
 	}
-	if ctx.CPSize > MaxCP {
-		return Reject(ErrInvalidCPSize, "context.cp_size", ctx.CPSize, fmt.Sprintf("<= %d (MaxCP)", MaxCP))
+	if ctx.CPSize > spec.MaxCP {
+		return spec.Reject(spec.ErrInvalidCPSize, "context.cp_size", ctx.CPSize, fmt.Sprintf("<= %d (MaxCP)", spec.MaxCP))
 	}
 	atLeastOne := []struct {
 		field string
@@ -36,14 +34,14 @@ func CheckEstimatorContext(ctx EstimatorContext) error {
 	}
 	for _, f := range atLeastOne {
 		if f.v < 1 {
-			return Reject(ErrEstimatorParam, f.field, f.v, ">= 1")
+			return spec.Reject(spec.ErrEstimatorParam, f.field, f.v, ">= 1")
 		}
 	}
 	if ctx.LogitRowsPerReq < 0 {
-		return Reject(ErrNegative, "context.logit_rows_per_req", ctx.LogitRowsPerReq, ">= 0")
+		return spec.Reject(spec.ErrNegative, "context.logit_rows_per_req", ctx.LogitRowsPerReq, ">= 0")
 	}
 	if ctx.TransferLayers < 0 {
-		return Reject(ErrNegative, "context.transfer_layers", ctx.TransferLayers, ">= 0")
+		return spec.Reject(spec.ErrNegative, "context.transfer_layers", ctx.TransferLayers, ">= 0")
 	}
 	for _, f := range []struct {
 		field string
@@ -54,7 +52,7 @@ func CheckEstimatorContext(ctx EstimatorContext) error {
 		{"context.row_remap_bytes", ctx.RowRemapBytes},
 	} {
 		if f.v < 1 {
-			return Reject(ErrEstimatorParam, f.field, f.v, ">= 1")
+			return spec.Reject(spec.ErrEstimatorParam, f.field, f.v, ">= 1")
 		}
 	}
 	return checkEstimatorChunk("context.chunk", ctx.Chunk)
@@ -64,13 +62,13 @@ func CheckEstimatorContext(ctx EstimatorContext) error {
 // seed rejected a silent precedence), a row cap >= 1, a GiB cap positive,
 // finite and at least one byte once converted (int(g·2^30) >= 1). A
 // non-finite value is reported as its string, since JSON cannot carry it.
-func checkEstimatorChunk(field string, c MQAChunkConfig) error {
+func checkEstimatorChunk(field string, c spec.MQAChunkConfig) error {
 	if c.MaxRows != nil && c.MaxGB != nil {
-		return Reject(ErrConfig, field, "max_rows and max_gb",
+		return spec.Reject(spec.ErrConfig, field, "max_rows and max_gb",
 			envMQAChunkMaxRows+" and "+envMQAChunkMaxGB+" are mutually exclusive; set one")
 	}
 	if c.MaxRows != nil && *c.MaxRows < 1 {
-		return Reject(ErrConfig, field+".max_rows", *c.MaxRows, "an integer >= 1 ("+envMQAChunkMaxRows+")")
+		return spec.Reject(spec.ErrConfig, field+".max_rows", *c.MaxRows, "an integer >= 1 ("+envMQAChunkMaxRows+")")
 	}
 	if c.MaxGB == nil {
 		return nil
@@ -78,19 +76,19 @@ func checkEstimatorChunk(field string, c MQAChunkConfig) error {
 	g := *c.MaxGB
 	switch {
 	case math.IsNaN(g) || math.IsInf(g, 0):
-		return Reject(ErrConfig, field+".max_gb", strconv.FormatFloat(g, 'g', -1, 64), "a positive finite number ("+envMQAChunkMaxGB+")")
+		return spec.Reject(spec.ErrConfig, field+".max_gb", strconv.FormatFloat(g, 'g', -1, 64), "a positive finite number ("+envMQAChunkMaxGB+")")
 	case g <= 0:
-		return Reject(ErrConfig, field+".max_gb", g, "a positive finite number ("+envMQAChunkMaxGB+")")
+		return spec.Reject(spec.ErrConfig, field+".max_gb", g, "a positive finite number ("+envMQAChunkMaxGB+")")
 	case g < 1.0/(1<<30):
 		// g·2^30 < 1 exactly (scaling by a power of two is exact here).
-		return Reject(ErrConfig, field+".max_gb", g, "int(max_gb·2^30) >= 1 byte ("+envMQAChunkMaxGB+" is too small)")
+		return spec.Reject(spec.ErrConfig, field+".max_gb", g, "int(max_gb·2^30) >= 1 byte ("+envMQAChunkMaxGB+" is too small)")
 	}
 	return nil
 }
 
 // CheckEstimateReqs rejects the first request (in order) with a negative
 // prefix or extend length, prefix first.
-func CheckEstimateReqs(reqs []EstimateReq) error {
+func CheckEstimateReqs(reqs []spec.EstimateReq) error {
 	for i, r := range reqs {
 		if err := CheckEstimateReq(i, r); err != nil {
 			return err
@@ -101,12 +99,12 @@ func CheckEstimateReqs(reqs []EstimateReq) error {
 
 // CheckEstimateReq rejects request r at index i of the batch when a length
 // is negative (A2.7), naming requests[i].prefix_len or .extend_len.
-func CheckEstimateReq(i int, r EstimateReq) error {
+func CheckEstimateReq(i int, r spec.EstimateReq) error {
 	if r.PrefixLen < 0 {
-		return Reject(ErrNegative, Idx("requests", i)+".prefix_len", r.PrefixLen, ">= 0")
+		return spec.Reject(spec.ErrNegative, spec.Idx("requests", i)+".prefix_len", r.PrefixLen, ">= 0")
 	}
 	if r.ExtendLen < 0 {
-		return Reject(ErrNegative, Idx("requests", i)+".extend_len", r.ExtendLen, ">= 0")
+		return spec.Reject(spec.ErrNegative, spec.Idx("requests", i)+".extend_len", r.ExtendLen, ">= 0")
 	}
 	return nil
 }
@@ -114,7 +112,7 @@ func CheckEstimateReq(i int, r EstimateReq) error {
 // ValidateAdmissionEstimate checks everything but overflow, in the
 // contract order: context, the output's size under lim (per_rank has
 // cp_size entries), the gate's limit, then the requests.
-func ValidateAdmissionEstimate(lim Limits, in AdmissionEstimateInput) error {
+func ValidateAdmissionEstimate(lim spec.Limits, in spec.AdmissionEstimateInput) error {
 	if err := CheckEstimatorContext(in.Context); err != nil {
 		return err
 	}
@@ -122,7 +120,7 @@ func ValidateAdmissionEstimate(lim Limits, in AdmissionEstimateInput) error {
 		return err
 	}
 	if m := in.MaxBufferSizeBytes; m != nil && *m < 1 {
-		return Reject(ErrEstimatorParam, "max_buffer_size_bytes", *m, ">= 1")
+		return spec.Reject(spec.ErrEstimatorParam, "max_buffer_size_bytes", *m, ">= 1")
 	}
 	return CheckEstimateReqs(in.Requests)
 }

@@ -9,17 +9,18 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // a25Context is A2.5's defaults: page 64, 656/132-byte rows, vocab
 // 154880, transfer on with 79 layers, at CP size c.
-func a25Context(c int64) ref.EstimatorContext {
+func a25Context(c int64) spec.EstimatorContext {
 	ctx := ref.DefaultEstimatorContext(64, c)
 	ctx.TransferEnabled, ctx.TransferLayers = true, 79
 	return ctx
 }
 
-func mustEstimate(t *testing.T, ctx ref.EstimatorContext, reqs ...ref.EstimateReq) ref.Estimate {
+func mustEstimate(t *testing.T, ctx spec.EstimatorContext, reqs ...spec.EstimateReq) spec.Estimate {
 	t.Helper()
 	est, err := ref.EstimateBuffers(ctx, reqs)
 	if err != nil {
@@ -30,13 +31,13 @@ func mustEstimate(t *testing.T, ctx ref.EstimatorContext, reqs ...ref.EstimateRe
 
 // TestEstimateX1 is A2.5 X1: c=2, one request P=8192, E=4096, every term.
 func TestEstimateX1(t *testing.T) {
-	est := mustEstimate(t, a25Context(2), ref.EstimateReq{PrefixLen: 8192, ExtendLen: 4096})
-	want := ref.Estimate{
+	est := mustEstimate(t, a25Context(2), spec.EstimateReq{PrefixLen: 8192, ExtendLen: 4096})
+	want := spec.Estimate{
 		MLAMaterializeBytes: 8_060_928, IndexMaterializeBytes: 1_622_016,
 		RemapMetadataBytes: 101_376, TransferDescriptorBytes: 121_344, LogitsWindowBytes: 619_520,
 		MQALogitsPeakBytes: 100_663_296, LayerForwardPeakBytes: 110_346_240, PerForwardBytes: 842_240,
 		TotalBytes: 111_188_480, WorstRank: 0,
-		PerRank: []ref.RankMQA{
+		PerRank: []spec.RankMQA{
 			{Rank: 0, QRows: 2048, KRows: 12288, ChunkRows: 2048, PeakBytes: 100_663_296},
 			{Rank: 1, QRows: 2048, KRows: 11264, ChunkRows: 2048, PeakBytes: 92_274_688},
 		},
@@ -50,14 +51,14 @@ func TestEstimateX1(t *testing.T) {
 // TestEstimateX2 is A2.5 X2: two X1 requests cross 128 MiB and the second
 // stops with cp_max_buffer_size; a 512-row cap brings both back under.
 func TestEstimateX2(t *testing.T) {
-	x := ref.EstimateReq{PrefixLen: 8192, ExtendLen: 4096}
+	x := spec.EstimateReq{PrefixLen: 8192, ExtendLen: 4096}
 	est := mustEstimate(t, a25Context(2), x, x)
 	if est.MQALogitsPeakBytes != 402_653_184 || est.TotalBytes != 423_703_552 || est.PerRank[0].KRows != 24576 || est.PerRank[0].QRows != 4096 {
 		t.Fatalf("X2: mqa %d total %d rank0 %+v, want 402653184, 423703552, Q=4096 K=24576", est.MQALogitsPeakBytes, est.TotalBytes, est.PerRank[0])
 	}
 	g := ref.GateOn(est.TotalBytes, 2, 128<<20)
-	if g.Admit || g.Detail != ref.BufferGateDetail {
-		t.Errorf("X2 over 128 MiB: gate %+v, want refused with %s", g, ref.BufferGateDetail)
+	if g.Admit || g.Detail != spec.BufferGateDetail {
+		t.Errorf("X2 over 128 MiB: gate %+v, want refused with %s", g, spec.BufferGateDetail)
 	}
 	ctx := a25Context(2)
 	rows := int64(512)
@@ -77,8 +78,8 @@ func TestEstimateX3(t *testing.T) {
 	ctx := a25Context(2)
 	gb := 0.01
 	ctx.Chunk.MaxGB = &gb
-	est := mustEstimate(t, ctx, ref.EstimateReq{PrefixLen: 8192, ExtendLen: 4096})
-	want := []ref.RankMQA{
+	est := mustEstimate(t, ctx, spec.EstimateReq{PrefixLen: 8192, ExtendLen: 4096})
+	want := []spec.RankMQA{
 		{Rank: 0, QRows: 2048, KRows: 12288, ChunkRows: 218, PeakBytes: 10_715_136},
 		{Rank: 1, QRows: 2048, KRows: 11264, ChunkRows: 238, PeakBytes: 10_723_328},
 	}
@@ -94,7 +95,7 @@ func TestEstimateX3(t *testing.T) {
 // is the worst (800,056), and a cap below one row clamps every rank to one
 // row (invariant 4's one-row floor).
 func TestEstimateX4(t *testing.T) {
-	req := ref.EstimateReq{PrefixLen: 100000, ExtendLen: 7}
+	req := spec.EstimateReq{PrefixLen: 100000, ExtendLen: 7}
 	est := mustEstimate(t, a25Context(4), req)
 	peaks := []int64{400_028, 800_056, 800_048, 800_040}
 	for r, p := range peaks {
@@ -125,13 +126,13 @@ func TestEstimateX4(t *testing.T) {
 // TestEstimateA3Example pins A3.4's figure for request a alone (P=4096,
 // E=64, c=8): the bench reports Estimate(admitted).TotalBytes.
 func TestEstimateA3Example(t *testing.T) {
-	est := mustEstimate(t, a25Context(8), ref.EstimateReq{PrefixLen: 4096, ExtendLen: 64})
+	est := mustEstimate(t, a25Context(8), spec.EstimateReq{PrefixLen: 4096, ExtendLen: 64})
 	if est.MQALogitsPeakBytes != 133_120 || est.TotalBytes != 4_066_936 {
 		t.Errorf("A3.4: mqa %d total %d, want 133120, 4066936", est.MQALogitsPeakBytes, est.TotalBytes)
 	}
 }
 
-func assertEstimate(t *testing.T, got, want ref.Estimate) {
+func assertEstimate(t *testing.T, got, want spec.Estimate) {
 	t.Helper()
 	g, _ := json.Marshal(got)
 	w, _ := json.Marshal(want)
@@ -145,7 +146,7 @@ func assertEstimate(t *testing.T, got, want ref.Estimate) {
 func TestEstimatorSplitIsTheLayoutSplit(t *testing.T) {
 	for c := 2; c <= 9; c++ {
 		for e := 2 * c; e < 6*c+3; e++ {
-			lay, err := ref.BuildLayoutUnpadded(c, []int{e})
+			lay, err := spec.BuildLayoutUnpadded(c, []int{e})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,12 +163,12 @@ func TestEstimateGate(t *testing.T) {
 	cases := []struct {
 		total, max int64
 		n          int
-		want       ref.BufferGate
+		want       spec.BufferGate
 	}{
-		{100, 100, 2, ref.BufferGate{MaxBufferSizeBytes: 100, Admit: true}},
-		{101, 100, 2, ref.BufferGate{MaxBufferSizeBytes: 100, Detail: ref.BufferGateDetail}},
-		{101, 100, 1, ref.BufferGate{MaxBufferSizeBytes: 100, Admit: true, AloneOverLimit: true}},
-		{0, 1, 0, ref.BufferGate{MaxBufferSizeBytes: 1, Admit: true}},
+		{100, 100, 2, spec.BufferGate{MaxBufferSizeBytes: 100, Admit: true}},
+		{101, 100, 2, spec.BufferGate{MaxBufferSizeBytes: 100, Detail: spec.BufferGateDetail}},
+		{101, 100, 1, spec.BufferGate{MaxBufferSizeBytes: 100, Admit: true, AloneOverLimit: true}},
+		{0, 1, 0, spec.BufferGate{MaxBufferSizeBytes: 1, Admit: true}},
 	}
 	for _, c := range cases {
 		if got := ref.GateOn(c.total, c.n, c.max); got != c.want {
@@ -182,46 +183,46 @@ func TestEstimateBadInput(t *testing.T) {
 	rows, gb, neg := int64(512), 0.01, int64(0)
 	nan := math.NaN()
 	tiny := 0.5 / (1 << 30)
-	ok := ref.EstimateReq{PrefixLen: 1, ExtendLen: 1}
+	ok := spec.EstimateReq{PrefixLen: 1, ExtendLen: 1}
 	cases := []struct {
 		name  string
-		edit  func(*ref.AdmissionEstimateInput)
-		want  *ref.Sentinel
+		edit  func(*spec.AdmissionEstimateInput)
+		want  *spec.Sentinel
 		field string
 	}{
-		{"page size 0", func(in *ref.AdmissionEstimateInput) { in.Context.PageSize = 0 }, ref.ErrInvalidPageSize, "context.page_size"},
-		{"cp size 0", func(in *ref.AdmissionEstimateInput) { in.Context.CPSize = 0 }, ref.ErrBadCPSize, "context.cp_size"},
-		{"cp size over MaxCP", func(in *ref.AdmissionEstimateInput) { in.Context.CPSize = ref.MaxCP + 1 }, ref.ErrInvalidCPSize, "context.cp_size"},
-		{"mla bytes 0", func(in *ref.AdmissionEstimateInput) { in.Context.MLARowBytes = 0 }, ref.ErrEstimatorParam, "context.mla_row_bytes"},
-		{"index bytes 0", func(in *ref.AdmissionEstimateInput) { in.Context.IndexRowBytes = 0 }, ref.ErrEstimatorParam, "context.index_row_bytes"},
-		{"vocab 0", func(in *ref.AdmissionEstimateInput) { in.Context.VocabSize = 0 }, ref.ErrEstimatorParam, "context.vocab_size"},
-		{"logit rows -1", func(in *ref.AdmissionEstimateInput) { in.Context.LogitRowsPerReq = -1 }, ref.ErrNegative, "context.logit_rows_per_req"},
-		{"transfer layers -1", func(in *ref.AdmissionEstimateInput) { in.Context.TransferLayers = -1 }, ref.ErrNegative, "context.transfer_layers"},
-		{"descriptor bytes 0", func(in *ref.AdmissionEstimateInput) { in.Context.DescriptorBytes = 0 }, ref.ErrEstimatorParam, "context.descriptor_bytes"},
-		{"page descriptor bytes 0", func(in *ref.AdmissionEstimateInput) { in.Context.PageDescriptorBytes = 0 }, ref.ErrEstimatorParam, "context.page_descriptor_bytes"},
-		{"row remap bytes 0", func(in *ref.AdmissionEstimateInput) { in.Context.RowRemapBytes = 0 }, ref.ErrEstimatorParam, "context.row_remap_bytes"},
-		{"both caps (A2-B3)", func(in *ref.AdmissionEstimateInput) {
-			in.Context.Chunk = ref.MQAChunkConfig{MaxRows: &rows, MaxGB: &gb}
-		}, ref.ErrConfig, "context.chunk"},
-		{"row cap 0", func(in *ref.AdmissionEstimateInput) { in.Context.Chunk.MaxRows = &neg }, ref.ErrConfig, "context.chunk.max_rows"},
-		{"gb cap NaN", func(in *ref.AdmissionEstimateInput) { in.Context.Chunk.MaxGB = &nan }, ref.ErrConfig, "context.chunk.max_gb"},
-		{"gb cap under one byte", func(in *ref.AdmissionEstimateInput) { in.Context.Chunk.MaxGB = &tiny }, ref.ErrConfig, "context.chunk.max_gb"},
-		{"limit 0", func(in *ref.AdmissionEstimateInput) { in.MaxBufferSizeBytes = &neg }, ref.ErrEstimatorParam, "max_buffer_size_bytes"},
-		{"prefix -1", func(in *ref.AdmissionEstimateInput) { in.Requests[1].PrefixLen = -1 }, ref.ErrNegative, "requests[1].prefix_len"},
-		{"extend -1", func(in *ref.AdmissionEstimateInput) { in.Requests[1].ExtendLen = -1 }, ref.ErrNegative, "requests[1].extend_len"},
-		{"rows overflow", func(in *ref.AdmissionEstimateInput) { in.Requests[1].PrefixLen = math.MaxInt64 }, ref.ErrOverflow, "estimate.rows"},
-		{"mla overflow", func(in *ref.AdmissionEstimateInput) { in.Requests[1].PrefixLen = math.MaxInt64 / 600 }, ref.ErrOverflow, "estimate.mla_materialize_bytes"},
-		{"mqa overflow", func(in *ref.AdmissionEstimateInput) {
+		{"page size 0", func(in *spec.AdmissionEstimateInput) { in.Context.PageSize = 0 }, spec.ErrInvalidPageSize, "context.page_size"},
+		{"cp size 0", func(in *spec.AdmissionEstimateInput) { in.Context.CPSize = 0 }, spec.ErrBadCPSize, "context.cp_size"},
+		{"cp size over MaxCP", func(in *spec.AdmissionEstimateInput) { in.Context.CPSize = spec.MaxCP + 1 }, spec.ErrInvalidCPSize, "context.cp_size"},
+		{"mla bytes 0", func(in *spec.AdmissionEstimateInput) { in.Context.MLARowBytes = 0 }, spec.ErrEstimatorParam, "context.mla_row_bytes"},
+		{"index bytes 0", func(in *spec.AdmissionEstimateInput) { in.Context.IndexRowBytes = 0 }, spec.ErrEstimatorParam, "context.index_row_bytes"},
+		{"vocab 0", func(in *spec.AdmissionEstimateInput) { in.Context.VocabSize = 0 }, spec.ErrEstimatorParam, "context.vocab_size"},
+		{"logit rows -1", func(in *spec.AdmissionEstimateInput) { in.Context.LogitRowsPerReq = -1 }, spec.ErrNegative, "context.logit_rows_per_req"},
+		{"transfer layers -1", func(in *spec.AdmissionEstimateInput) { in.Context.TransferLayers = -1 }, spec.ErrNegative, "context.transfer_layers"},
+		{"descriptor bytes 0", func(in *spec.AdmissionEstimateInput) { in.Context.DescriptorBytes = 0 }, spec.ErrEstimatorParam, "context.descriptor_bytes"},
+		{"page descriptor bytes 0", func(in *spec.AdmissionEstimateInput) { in.Context.PageDescriptorBytes = 0 }, spec.ErrEstimatorParam, "context.page_descriptor_bytes"},
+		{"row remap bytes 0", func(in *spec.AdmissionEstimateInput) { in.Context.RowRemapBytes = 0 }, spec.ErrEstimatorParam, "context.row_remap_bytes"},
+		{"both caps (A2-B3)", func(in *spec.AdmissionEstimateInput) {
+			in.Context.Chunk = spec.MQAChunkConfig{MaxRows: &rows, MaxGB: &gb}
+		}, spec.ErrConfig, "context.chunk"},
+		{"row cap 0", func(in *spec.AdmissionEstimateInput) { in.Context.Chunk.MaxRows = &neg }, spec.ErrConfig, "context.chunk.max_rows"},
+		{"gb cap NaN", func(in *spec.AdmissionEstimateInput) { in.Context.Chunk.MaxGB = &nan }, spec.ErrConfig, "context.chunk.max_gb"},
+		{"gb cap under one byte", func(in *spec.AdmissionEstimateInput) { in.Context.Chunk.MaxGB = &tiny }, spec.ErrConfig, "context.chunk.max_gb"},
+		{"limit 0", func(in *spec.AdmissionEstimateInput) { in.MaxBufferSizeBytes = &neg }, spec.ErrEstimatorParam, "max_buffer_size_bytes"},
+		{"prefix -1", func(in *spec.AdmissionEstimateInput) { in.Requests[1].PrefixLen = -1 }, spec.ErrNegative, "requests[1].prefix_len"},
+		{"extend -1", func(in *spec.AdmissionEstimateInput) { in.Requests[1].ExtendLen = -1 }, spec.ErrNegative, "requests[1].extend_len"},
+		{"rows overflow", func(in *spec.AdmissionEstimateInput) { in.Requests[1].PrefixLen = math.MaxInt64 }, spec.ErrOverflow, "estimate.rows"},
+		{"mla overflow", func(in *spec.AdmissionEstimateInput) { in.Requests[1].PrefixLen = math.MaxInt64 / 600 }, spec.ErrOverflow, "estimate.mla_materialize_bytes"},
+		{"mqa overflow", func(in *spec.AdmissionEstimateInput) {
 			in.Context.MLARowBytes, in.Context.IndexRowBytes = 1, 1
-			in.Requests[1] = ref.EstimateReq{PrefixLen: 1 << 40, ExtendLen: 1 << 40}
-		}, ref.ErrOverflow, "estimate.mqa_logits_peak_bytes"},
-		{"logits overflow", func(in *ref.AdmissionEstimateInput) { in.Context.VocabSize = math.MaxInt64 / 4 }, ref.ErrOverflow, "estimate.logits_window_bytes"},
+			in.Requests[1] = spec.EstimateReq{PrefixLen: 1 << 40, ExtendLen: 1 << 40}
+		}, spec.ErrOverflow, "estimate.mqa_logits_peak_bytes"},
+		{"logits overflow", func(in *spec.AdmissionEstimateInput) { in.Context.VocabSize = math.MaxInt64 / 4 }, spec.ErrOverflow, "estimate.logits_window_bytes"},
 	}
 	for _, c := range cases {
-		in := ref.AdmissionEstimateInput{Context: a25Context(2), Requests: []ref.EstimateReq{ok, ok}}
+		in := spec.AdmissionEstimateInput{Context: a25Context(2), Requests: []spec.EstimateReq{ok, ok}}
 		c.edit(&in)
-		_, err := ref.AdmissionEstimate(ref.DefaultLimits(), in)
-		ie, isInput := ref.AsInputError(err)
+		_, err := ref.AdmissionEstimate(spec.DefaultLimits(), in)
+		ie, isInput := spec.AsInputError(err)
 		if !errors.Is(err, c.want) || !isInput || ie.Field != c.field {
 			t.Errorf("%s: %v, want %s on %s", c.name, err, c.want.Code(), c.field)
 		}
@@ -236,11 +237,11 @@ func TestEstimateOverflowIsExact(t *testing.T) {
 	ctx.PageDescriptorBytes, ctx.RowRemapBytes = 1, 1
 	// One request with P+E = rows: remap = 2·rows, MQA = E·(P+E)·4.
 	half := int64(math.MaxInt64 / 4)
-	if _, err := ref.EstimateBuffers(ctx, []ref.EstimateReq{{PrefixLen: half, ExtendLen: 0}}); err != nil {
+	if _, err := ref.EstimateBuffers(ctx, []spec.EstimateReq{{PrefixLen: half, ExtendLen: 0}}); err != nil {
 		t.Errorf("a batch whose terms fit: %v", err)
 	}
-	_, err := ref.EstimateBuffers(ctx, []ref.EstimateReq{{PrefixLen: math.MaxInt64/2 + 1, ExtendLen: 0}})
-	if ie, ok := ref.AsInputError(err); !ok || ie.Field != "estimate.remap_metadata_bytes" {
+	_, err := ref.EstimateBuffers(ctx, []spec.EstimateReq{{PrefixLen: math.MaxInt64/2 + 1, ExtendLen: 0}})
+	if ie, ok := spec.AsInputError(err); !ok || ie.Field != "estimate.remap_metadata_bytes" {
 		t.Errorf("remap = 2·(2^62) overflows: %v", err)
 	}
 }
@@ -268,7 +269,7 @@ func TestParseEstimatorChunkEnv(t *testing.T) {
 	}
 	bad := [][2]string{{"512", "0.01"}, {"0", ""}, {"-3", ""}, {"1.5", ""}, {"x", ""}, {"", "0"}, {"", "-1"}, {"", "nan"}, {"", "inf"}, {"", "1e400"}, {"", "abc"}, {"", "1e-10"}}
 	for _, c := range bad {
-		if _, err := ref.ParseEstimatorChunkEnv(c[0], c[1]); !errors.Is(err, ref.ErrConfig) {
+		if _, err := ref.ParseEstimatorChunkEnv(c[0], c[1]); !errors.Is(err, spec.ErrConfig) {
 			t.Errorf("Parse(%q, %q): %v, want config error", c[0], c[1], err)
 		}
 	}
@@ -277,9 +278,9 @@ func TestParseEstimatorChunkEnv(t *testing.T) {
 // TestEstimateIsPure is A2.6 invariant 6: the same input gives the same
 // bytes, and the chunk environment variables are never read.
 func TestEstimateIsPure(t *testing.T) {
-	in := ref.AdmissionEstimateInput{Context: a25Context(4), Requests: []ref.EstimateReq{{PrefixLen: 100000, ExtendLen: 7}, {PrefixLen: 3, ExtendLen: 900}}}
+	in := spec.AdmissionEstimateInput{Context: a25Context(4), Requests: []spec.EstimateReq{{PrefixLen: 100000, ExtendLen: 7}, {PrefixLen: 3, ExtendLen: 900}}}
 	run := func() []byte {
-		out, err := ref.AdmissionEstimate(ref.DefaultLimits(), in)
+		out, err := ref.AdmissionEstimate(spec.DefaultLimits(), in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +302,7 @@ func TestEstimateEmptyBatchAndCP1(t *testing.T) {
 	if est.TotalBytes != 0 || len(est.PerRank) != 3 {
 		t.Errorf("empty batch: %+v", est)
 	}
-	one := mustEstimate(t, a25Context(1), ref.EstimateReq{PrefixLen: 10, ExtendLen: 5}, ref.EstimateReq{PrefixLen: 0, ExtendLen: 3})
+	one := mustEstimate(t, a25Context(1), spec.EstimateReq{PrefixLen: 10, ExtendLen: 5}, spec.EstimateReq{PrefixLen: 0, ExtendLen: 3})
 	if r := one.PerRank[0]; r.QRows != 8 || r.KRows != 18 || r.PeakBytes != 8*18*4 {
 		t.Errorf("c=1: %+v, want Q=8 K=18", r)
 	}

@@ -6,11 +6,15 @@ package ref
 // from scratch whenever it reads one, so it reads like the spec's formulas.
 // The fast twin keeps the same budgets incrementally.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // admissionEntry is one admitted entry and what its admission charged.
 type admissionEntry struct {
-	out       AdmittedReq
+	out       spec.AdmittedReq
 	chargeArg int64 // the extend passed to charge() (before its CeilPage)
 	maxNew    int64 // the max_new passed to charge()
 	hit       int64 // the prefix_len passed to charge() (0 for a continuing chunk)
@@ -20,10 +24,10 @@ type admissionEntry struct {
 
 // refAdder is the §A1 PrefillAdder state.
 type refAdder struct {
-	cfg      AdderConfig
-	pool     PoolState
-	running  []RunningReq
-	init     Budgets
+	cfg      spec.AdderConfig
+	pool     spec.PoolState
+	running  []spec.RunningReq
+	init     spec.Budgets
 	entries  []admissionEntry
 	l2Left   *int64
 	l2Loaded int64
@@ -96,23 +100,23 @@ func (a *refAdder) hasNewChunk() bool {
 }
 
 // budgetState is §A1.5 budget_state().
-func (a *refAdder) budgetState() (AddReqResult, StopDetail) {
+func (a *refAdder) budgetState() (spec.AddReqResult, spec.StopDetail) {
 	switch {
 	case a.remTotal() <= 0:
-		return NoToken, DetailBudgetTotal
+		return spec.NoToken, spec.DetailBudgetTotal
 	case a.curRem() <= 0:
-		return NoToken, DetailBudgetCurrent
+		return spec.NoToken, spec.DetailBudgetCurrent
 	case a.remInput() <= 0:
-		return Other, DetailBudgetInput
+		return spec.Other, spec.DetailBudgetInput
 	}
 	if c := a.remChunk(); c != nil && *c <= 0 {
-		return Other, DetailBudgetChunk
+		return spec.Other, spec.DetailBudgetChunk
 	}
-	return Continue, detailNone
+	return spec.Continue, detailNone
 }
 
 // addChunkedReq is §A1.7; it reports whether the request is still truncated.
-func (a *refAdder) addChunkedReq(r *Request) bool {
+func (a *refAdder) addChunkedReq(r *spec.Request) bool {
 	extend := r.InputLen - r.L1Prefix
 	rem := int64(a.remTotal()) // int() truncates toward zero
 	if c := a.remChunk(); c != nil {
@@ -127,7 +131,7 @@ func (a *refAdder) addChunkedReq(r *Request) bool {
 	if !truncated {
 		maxNew = ChargeMaxNew(r.MaxNewTokens)
 	}
-	e := admissionEntry{out: AdmittedReq{RID: r.RID, PrefixLen: r.L1Prefix, RunExtend: run,
+	e := admissionEntry{out: spec.AdmittedReq{RID: r.RID, PrefixLen: r.L1Prefix, RunExtend: run,
 		ChargedExtend: CeilPage(run, a.cfg.PageSize), Chunked: truncated}, chargeArg: run, maxNew: maxNew}
 	if a.cfg.CP != nil {
 		e.cumExtend = CeilPage(run, a.cfg.PageSize)
@@ -138,29 +142,29 @@ func (a *refAdder) addChunkedReq(r *Request) bool {
 
 // verdict is add_one_req's answer and whether it appended the request.
 type verdict struct {
-	res      AddReqResult
-	detail   StopDetail
+	res      spec.AddReqResult
+	detail   spec.StopDetail
 	admitted bool
 }
 
 // addOneReq is §A1.6; r is read-only.
-func (a *refAdder) addOneReq(field string, r *Request) (verdict, error) {
+func (a *refAdder) addOneReq(field string, r *spec.Request) (verdict, error) {
 	cp := a.cfg.CP
 	ps := a.cfg.PageSize
 	if cp != nil && cp.MaxRequests != nil && int64(len(a.entries)) >= *cp.MaxRequests {
-		return verdict{Other, DetailCPMaxRequests, false}, nil
+		return verdict{spec.Other, spec.DetailCPMaxRequests, false}, nil
 	}
 	prefix := r.L1Prefix
 	extend := r.InputLen - prefix
 	total := TotalTokens(extend, r)
 	if float64(total) >= a.remTotal() {
-		return verdict{NoToken, DetailRemTotal, false}, nil
+		return verdict{spec.NoToken, spec.DetailRemTotal, false}, nil
 	}
 	if CeilPage(extend-r.HostHit, ps) >= a.remInput() && len(a.entries) > 0 {
-		return verdict{Other, DetailRemInput, false}, nil
+		return verdict{spec.Other, spec.DetailRemInput, false}, nil
 	}
 	if r.L1PrefixEvictable > a.pool.Evictable {
-		return verdict{}, Reject(ErrEvictableShort, field+".l1_prefix_evictable", r.L1PrefixEvictable,
+		return verdict{}, spec.Reject(spec.ErrEvictableShort, field+".l1_prefix_evictable", r.L1PrefixEvictable,
 			fmt.Sprintf("<= pool.evictable (%d) at lock time", a.pool.Evictable))
 	}
 	a.pool.Evictable -= r.L1PrefixEvictable // lock
@@ -170,7 +174,7 @@ func (a *refAdder) addOneReq(field string, r *Request) (verdict, error) {
 		return v, nil
 	}
 	if float64(total) >= a.remTotal() {
-		return unlock(verdict{NoToken, DetailRemTotal, false})
+		return unlock(verdict{spec.NoToken, spec.DetailRemTotal, false})
 	}
 	if r.HostHit > 0 && LoadBackOK(r.HostHit, a.pool, a.l2Left) {
 		ApplyLoadBack(&a.pool, r.HostHit)
@@ -184,13 +188,13 @@ func (a *refAdder) addOneReq(field string, r *Request) (verdict, error) {
 	}
 	input := CeilPage(extend, ps)
 	if input >= a.remInput() && len(a.entries) > 0 {
-		return unlock(verdict{Other, DetailRemInput, false})
+		return unlock(verdict{spec.Other, spec.DetailRemInput, false})
 	}
 	chargeExt, runExt, maxNew, chunked := input, extend, ChargeMaxNew(r.MaxNewTokens), false
 	if c := a.remChunk(); c != nil && input > *c {
 		trunc, stop := a.chunkCut(*c)
 		if stop != detailNone {
-			return unlock(verdict{Other, stop, false})
+			return unlock(verdict{spec.Other, stop, false})
 		}
 		if a.hasNewChunk() {
 			return verdict{}, secondChunkError(field, a.cfg)
@@ -198,7 +202,7 @@ func (a *refAdder) addOneReq(field string, r *Request) (verdict, error) {
 		chargeExt, runExt, maxNew, chunked = trunc, trunc, 0, true
 	}
 	if cp != nil && len(a.entries) > 0 {
-		if v, err := a.cpGates(prefix, chargeExt, runExt); err != nil || v.res != Continue {
+		if v, err := a.cpGates(prefix, chargeExt, runExt); err != nil || v.res != spec.Continue {
 			if err != nil {
 				return verdict{}, err
 			}
@@ -210,7 +214,7 @@ func (a *refAdder) addOneReq(field string, r *Request) (verdict, error) {
 			return verdict{}, err
 		}
 	}
-	e := admissionEntry{out: AdmittedReq{RID: r.RID, PrefixLen: prefix, LoadedFromL2: loaded, RunExtend: runExt,
+	e := admissionEntry{out: spec.AdmittedReq{RID: r.RID, PrefixLen: prefix, LoadedFromL2: loaded, RunExtend: runExt,
 		ChargedExtend: CeilPage(chargeExt, ps), Chunked: chunked}, chargeArg: chargeExt, maxNew: maxNew, hit: prefix, newChunk: chunked}
 	if cp != nil {
 		e.cumExtend = chargeExt
@@ -222,14 +226,14 @@ func (a *refAdder) addOneReq(field string, r *Request) (verdict, error) {
 
 // chunkCut is §A1.6 step 7's cut of a request that does not fit the chunk
 // budget remChunk: page-floored, then aligned; or the detail it stops with.
-func (a *refAdder) chunkCut(remChunk int64) (int64, StopDetail) {
+func (a *refAdder) chunkCut(remChunk int64) (int64, spec.StopDetail) {
 	trunc := FloorPage(remChunk, a.cfg.PageSize)
 	if trunc <= 0 {
-		return 0, DetailRemChunk
+		return 0, spec.DetailRemChunk
 	}
 	if al := a.cfg.TruncationAlignSize; al != nil {
 		if trunc < *al {
-			return 0, DetailTruncationAlign
+			return 0, spec.DetailTruncationAlign
 		}
 		trunc = trunc / *al * *al
 	}
@@ -240,25 +244,25 @@ func (a *refAdder) chunkCut(remChunk int64) (int64, StopDetail) {
 func (a *refAdder) cpGates(prefix, chargeExt, runExt int64) (verdict, error) {
 	cp := a.cfg.CP
 	if cp.MaxTotalCachedTokens != nil && a.cumCached()+prefix > *cp.MaxTotalCachedTokens {
-		return verdict{Other, DetailCPMaxCachedTokens, false}, nil
+		return verdict{spec.Other, spec.DetailCPMaxCachedTokens, false}, nil
 	}
 	if a.init.EffLimit != nil && a.cumExtend()+chargeExt > *a.init.EffLimit {
-		return verdict{Other, DetailCPMaxExtendTokens, false}, nil
+		return verdict{spec.Other, spec.DetailCPMaxExtendTokens, false}, nil
 	}
 	if est := BufferEstimatorOf(cp); est != nil {
-		batch := make([]PlannedEntry, 0, len(a.entries)+1)
+		batch := make([]spec.PlannedEntry, 0, len(a.entries)+1)
 		for _, e := range a.entries {
-			batch = append(batch, PlannedEntry{e.out.PrefixLen, e.out.RunExtend})
+			batch = append(batch, spec.PlannedEntry{PrefixLen: e.out.PrefixLen, RunExtend: e.out.RunExtend})
 		}
-		bytes, err := est(append(batch, PlannedEntry{prefix, runExt}))
+		bytes, err := est(append(batch, spec.PlannedEntry{PrefixLen: prefix, RunExtend: runExt}))
 		if err != nil {
 			return verdict{}, err
 		}
 		if bytes > *cp.MaxBufferSizeBytes {
-			return verdict{Other, DetailCPMaxBufferSize, false}, nil
+			return verdict{spec.Other, spec.DetailCPMaxBufferSize, false}, nil
 		}
 	}
-	return verdict{Continue, detailNone, false}, nil
+	return verdict{spec.Continue, detailNone, false}, nil
 }
 
 // warnIfOversized records §A1.9's WARNING for a lone request over the
@@ -268,7 +272,7 @@ func (a *refAdder) warnIfOversized(rid string, prefix, runExt int64) error {
 	if est == nil {
 		return nil
 	}
-	bytes, err := est([]PlannedEntry{{prefix, runExt}})
+	bytes, err := est([]spec.PlannedEntry{{PrefixLen: prefix, RunExtend: runExt}})
 	if err != nil {
 		return err
 	}
@@ -279,12 +283,12 @@ func (a *refAdder) warnIfOversized(rid string, prefix, runExt int64) error {
 }
 
 // secondChunkError is A1.13.6's refusal of a second cut in one round.
-func secondChunkError(field string, cfg AdderConfig) error {
+func secondChunkError(field string, cfg spec.AdderConfig) error {
 	align := "unset"
 	if cfg.TruncationAlignSize != nil {
 		align = fmt.Sprint(*cfg.TruncationAlignSize)
 	}
-	return Reject(ErrSecondChunk, field, "chunked", fmt.Sprintf(
+	return spec.Reject(spec.ErrSecondChunk, field, "chunked", fmt.Sprintf(
 		"at most one chunked request per round (truncation_align_size %s is not a multiple of page_size %d)", align, cfg.PageSize))
 }
 
@@ -293,39 +297,39 @@ func secondChunkError(field string, cfg AdderConfig) error {
 // Continue. Input is validated first (ValidateAdmissionRound), so an error leaves
 // nothing behind; the lock-time evictable check, the second-chunk check
 // and estimator errors fail the whole round.
-func AdmissionRound(_ Limits, in AdmissionRoundInput) (AdmissionRoundOutput, error) {
+func AdmissionRound(_ spec.Limits, in spec.AdmissionRoundInput) (spec.AdmissionRoundOutput, error) {
 	if err := ValidateAdmissionRound(in); err != nil {
-		return AdmissionRoundOutput{}, err
+		return spec.AdmissionRoundOutput{}, err
 	}
 	a := &refAdder{cfg: in.Config, pool: in.Pool, running: in.Running, init: InitialBudgets(in.Config)}
 	if in.L2LoadBackCapacity != nil {
 		v := *in.L2LoadBackCapacity
 		a.l2Left = &v
 	}
-	out := AdmissionRoundOutput{Stop: RoundStop{Result: Continue, Detail: DetailQueueExhausted}}
+	out := spec.AdmissionRoundOutput{Stop: spec.RoundStop{Result: spec.Continue, Detail: spec.DetailQueueExhausted}}
 	if in.Chunked != nil && a.addChunkedReq(in.Chunked) {
 		out.NextChunkedRID = in.Chunked.RID
 	}
 	for i := range in.Queue {
 		r := &in.Queue[i]
 		if int64(len(in.Running)+len(a.entries)) >= in.Config.MaxRunningRequests {
-			out.Stop, out.BatchIsFull = RoundStop{Other, DetailMaxRunning, r.RID, false}, true
+			out.Stop, out.BatchIsFull = spec.RoundStop{Result: spec.Other, Detail: spec.DetailMaxRunning, RID: r.RID, Admitted: false}, true
 			break
 		}
-		v, err := a.addOneReq(Idx("queue", i), r)
+		v, err := a.addOneReq(spec.Idx("queue", i), r)
 		if err != nil {
-			return AdmissionRoundOutput{}, err
+			return spec.AdmissionRoundOutput{}, err
 		}
 		if v.admitted && a.entries[len(a.entries)-1].newChunk {
 			out.NextChunkedRID = r.RID
 		}
-		if v.res == Continue {
+		if v.res == spec.Continue {
 			continue
 		}
-		if v.res == NoToken {
+		if v.res == spec.NoToken {
 			out.BatchIsFull = !in.Config.HierarchicalCache || len(a.entries) > 0 || len(in.Running) > 0
 		}
-		out.Stop = RoundStop{v.res, v.detail, r.RID, v.admitted}
+		out.Stop = spec.RoundStop{Result: v.res, Detail: v.detail, RID: r.RID, Admitted: v.admitted}
 		break
 	}
 	a.snapshot(&out)
@@ -333,8 +337,8 @@ func AdmissionRound(_ Limits, in AdmissionRoundInput) (AdmissionRoundOutput, err
 }
 
 // snapshot fills the result's batch and budgets after the walk.
-func (a *refAdder) snapshot(out *AdmissionRoundOutput) {
-	out.Admitted = make([]AdmittedReq, 0, len(a.entries))
+func (a *refAdder) snapshot(out *spec.AdmissionRoundOutput) {
+	out.Admitted = make([]spec.AdmittedReq, 0, len(a.entries))
 	for _, e := range a.entries {
 		out.Admitted = append(out.Admitted, e.out)
 		out.LogHitTokens += e.hit

@@ -3,41 +3,18 @@ package ref
 import (
 	"fmt"
 	"math"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Validation for admission.round (docs/spec/admission-serving.md §A1): sentinels, bounds, ValidateAdmissionRound and validateRequest.
-
-// MaxAdmitTokens bounds every token count, budget and coefficient of the
-// adder's input (2^40), so sums over up to MaxAdmitEntries entries cannot
-// overflow int64 and stay exact in float64.
-const MaxAdmitTokens int64 = 1 << 40
-
-// MaxAdmitEntries bounds len(queue) + len(running) of one round (2^20).
-const MaxAdmitEntries = 1 << 20
-
-// MaxLinearBufferCoeff bounds each LinearBuffer coefficient (bytes per unit).
-const MaxLinearBufferCoeff int64 = 1 << 16
-
-// Admission sentinels (§A1.14).
-var (
-	// ErrAdmitConfig: an AdderConfig or CP knob outside its range.
-	ErrAdmitConfig = NewSentinel("admission_config", "prefill adder configuration out of range")
-	// ErrAdmitRequest: a request whose lengths are inconsistent.
-	ErrAdmitRequest = NewSentinel("admission_request", "request lengths are inconsistent")
-	// ErrDuplicateRID: two requests of one round share a rid.
-	ErrDuplicateRID = NewSentinel("duplicate_rid", "duplicate rid in one round")
-	// ErrEvictableShort: a request would lock more evictable slots than the pool holds.
-	ErrEvictableShort = NewSentinel("evictable_exceeds_pool", "l1_prefix_evictable exceeds pool.evictable at lock time")
-	// ErrSecondChunk: a second chunk cut in one round (truncation_align_size not a multiple of page_size).
-	ErrSecondChunk = NewSentinel("second_chunk", "second chunked request in one round")
-)
 
 // ValidateAdmissionRound checks a round's input in a fixed order (config, CP knobs,
 // pool, running, chunked, queue; each request field by field, then its rid
 // against earlier ones) and returns the first violation (§A1.14). Both
 // twins call it before any mutation. The lock-time evictable check and the
 // second-chunk check depend on the walk and are made during it.
-func ValidateAdmissionRound(in AdmissionRoundInput) error {
+func ValidateAdmissionRound(in spec.AdmissionRoundInput) error {
 	if err := validateAdderConfig(in.Config); err != nil {
 		return err
 	}
@@ -52,15 +29,15 @@ func ValidateAdmissionRound(in AdmissionRoundInput) error {
 			return err
 		}
 	}
-	if n := len(in.Running) + len(in.Queue); n > MaxAdmitEntries {
-		return Reject(ErrTooLarge, "queue", n, fmt.Sprintf("len(queue)+len(running) <= %d", MaxAdmitEntries))
+	if n := len(in.Running) + len(in.Queue); n > spec.MaxAdmitEntries {
+		return spec.Reject(spec.ErrTooLarge, "queue", n, fmt.Sprintf("len(queue)+len(running) <= %d", spec.MaxAdmitEntries))
 	}
 	for i, r := range in.Running {
-		if r.MaxNewTokens < 0 || r.MaxNewTokens > MaxAdmitTokens {
-			return checkTokens(Idx("running", i)+".max_new_tokens", r.MaxNewTokens, 0)
+		if r.MaxNewTokens < 0 || r.MaxNewTokens > spec.MaxAdmitTokens {
+			return checkTokens(spec.Idx("running", i)+".max_new_tokens", r.MaxNewTokens, 0)
 		}
-		if r.OutputLen < 0 || r.OutputLen > MaxAdmitTokens {
-			return checkTokens(Idx("running", i)+".output_len", r.OutputLen, 0)
+		if r.OutputLen < 0 || r.OutputLen > spec.MaxAdmitTokens {
+			return checkTokens(spec.Idx("running", i)+".output_len", r.OutputLen, 0)
 		}
 	}
 	seen := make(map[string]int, len(in.Queue)+1)
@@ -69,7 +46,7 @@ func ValidateAdmissionRound(in AdmissionRoundInput) error {
 			return err
 		}
 		if c.HostHit != 0 || c.L1PrefixEvictable != 0 {
-			return Reject(ErrAdmitRequest, "chunked", fmt.Sprintf("host_hit=%d l1_prefix_evictable=%d", c.HostHit, c.L1PrefixEvictable),
+			return spec.Reject(spec.ErrAdmitRequest, "chunked", fmt.Sprintf("host_hit=%d l1_prefix_evictable=%d", c.HostHit, c.L1PrefixEvictable),
 				"a continuing chunk holds its own lock and loads nothing back: both 0")
 		}
 		seen[c.RID] = -1
@@ -80,7 +57,7 @@ func ValidateAdmissionRound(in AdmissionRoundInput) error {
 			return err
 		}
 		if j, dup := seen[q.RID]; dup {
-			return Reject(ErrDuplicateRID, Idx("queue", i)+".rid", q.RID, fmt.Sprintf("unique in the round (also at position %d; -1 is chunked)", j))
+			return spec.Reject(spec.ErrDuplicateRID, spec.Idx("queue", i)+".rid", q.RID, fmt.Sprintf("unique in the round (also at position %d; -1 is chunked)", j))
 		}
 		seen[q.RID] = i
 	}
@@ -92,27 +69,27 @@ func ValidateAdmissionRound(in AdmissionRoundInput) error {
 func checkTokens(field string, v, lo int64) error {
 	switch {
 	case v < lo && lo == 0:
-		return Reject(ErrNegative, field, v, ">= 0")
+		return spec.Reject(spec.ErrNegative, field, v, ">= 0")
 	case v < lo:
-		return Reject(ErrAdmitConfig, field, v, fmt.Sprintf(">= %d", lo))
-	case v > MaxAdmitTokens:
-		return Reject(ErrTooLarge, field, v, fmt.Sprintf("<= %d", MaxAdmitTokens))
+		return spec.Reject(spec.ErrAdmitConfig, field, v, fmt.Sprintf(">= %d", lo))
+	case v > spec.MaxAdmitTokens:
+		return spec.Reject(spec.ErrTooLarge, field, v, fmt.Sprintf("<= %d", spec.MaxAdmitTokens))
 	}
 	return nil
 }
 
-func validateAdderConfig(c AdderConfig) error {
+func validateAdderConfig(c spec.AdderConfig) error {
 	if err := checkTokens("config.page_size", c.PageSize, 1); err != nil {
 		return err
 	}
 	if r := c.NewTokenRatio; math.IsNaN(r) || r < 0 || r > 1 {
-		return Reject(ErrAdmitConfig, "config.new_token_ratio", r, "in [0, 1]")
+		return spec.Reject(spec.ErrAdmitConfig, "config.new_token_ratio", r, "in [0, 1]")
 	}
 	if err := checkTokens("config.max_prefill_tokens", c.MaxPrefillTokens, 1); err != nil {
 		return err
 	}
-	if p := c.ChunkedPrefillSize; p != nil && *p > MaxAdmitTokens {
-		return Reject(ErrTooLarge, "config.chunked_prefill_size", *p, fmt.Sprintf("<= %d", MaxAdmitTokens))
+	if p := c.ChunkedPrefillSize; p != nil && *p > spec.MaxAdmitTokens {
+		return spec.Reject(spec.ErrTooLarge, "config.chunked_prefill_size", *p, fmt.Sprintf("<= %d", spec.MaxAdmitTokens))
 	}
 	if err := checkTokens("config.mixed_decode_tokens", c.MixedDecodeTokens, 0); err != nil {
 		return err
@@ -131,7 +108,7 @@ func validateAdderConfig(c AdderConfig) error {
 	return nil
 }
 
-func validateCP(cp *CPAdmission) error {
+func validateCP(cp *spec.CPAdmission) error {
 	knobs := []struct {
 		name string
 		v    *int64
@@ -142,35 +119,35 @@ func validateCP(cp *CPAdmission) error {
 			continue
 		}
 		if *k.v < 1 {
-			return Reject(ErrAdmitConfig, "config.cp."+k.name, *k.v, ">= 1 (or unset for unlimited)")
+			return spec.Reject(spec.ErrAdmitConfig, "config.cp."+k.name, *k.v, ">= 1 (or unset for unlimited)")
 		}
-		if *k.v > MaxAdmitTokens {
-			return Reject(ErrTooLarge, "config.cp."+k.name, *k.v, fmt.Sprintf("<= %d", MaxAdmitTokens))
+		if *k.v > spec.MaxAdmitTokens {
+			return spec.Reject(spec.ErrTooLarge, "config.cp."+k.name, *k.v, fmt.Sprintf("<= %d", spec.MaxAdmitTokens))
 		}
 	}
 	if b := cp.MaxBufferSizeBytes; b != nil && *b < 1 {
-		return Reject(ErrAdmitConfig, "config.cp.max_buffer_size_bytes", *b, ">= 1 (or unset for off)")
+		return spec.Reject(spec.ErrAdmitConfig, "config.cp.max_buffer_size_bytes", *b, ">= 1 (or unset for off)")
 	}
 	if m := cp.BufferModel; m != nil {
 		for _, k := range []struct {
 			name string
 			v    int64
 		}{{"per_request", m.PerRequest}, {"per_prefix_token", m.PerPrefixToken}, {"per_extend_token", m.PerExtendToken}} {
-			if k.v < 0 || k.v > MaxLinearBufferCoeff {
-				return Reject(ErrAdmitConfig, "config.cp.buffer_model."+k.name, k.v, fmt.Sprintf("in [0, %d]", MaxLinearBufferCoeff))
+			if k.v < 0 || k.v > spec.MaxLinearBufferCoeff {
+				return spec.Reject(spec.ErrAdmitConfig, "config.cp.buffer_model."+k.name, k.v, fmt.Sprintf("in [0, %d]", spec.MaxLinearBufferCoeff))
 			}
 		}
 	}
 	if cp.EstimatorContext != nil {
 		if cp.BufferModel != nil {
-			return Reject(ErrAdmitConfig, "config.cp.buffer_model", "set", "unset when config.cp.estimator is set (one buffer estimator)")
+			return spec.Reject(spec.ErrAdmitConfig, "config.cp.buffer_model", "set", "unset when config.cp.estimator is set (one buffer estimator)")
 		}
 		if err := CheckEstimatorContext(*cp.EstimatorContext); err != nil {
 			return reroot(err, "context.", "config.cp.estimator.")
 		}
 	}
 	if cp.MaxBufferSizeBytes != nil && cp.BufferModel == nil && cp.EstimatorContext == nil && cp.Estimator == nil {
-		return Reject(ErrAdmitConfig, "config.cp.buffer_model", nil, "set (or config.cp.estimator) when max_buffer_size_bytes is set")
+		return spec.Reject(spec.ErrAdmitConfig, "config.cp.buffer_model", nil, "set (or config.cp.estimator) when max_buffer_size_bytes is set")
 	}
 	return nil
 }
@@ -178,28 +155,28 @@ func validateCP(cp *CPAdmission) error {
 // validateRequest checks one request's fields in §A1.14's order. Its JSON
 // path is list[i], or list alone when i < 0 (the chunked request); the
 // path is formatted only on failure, keeping validation allocation-free.
-func validateRequest(list string, i int, r *Request) error {
+func validateRequest(list string, i int, r *spec.Request) error {
 	field := func(name string) string {
 		if i < 0 {
 			return list + "." + name
 		}
-		return Idx(list, i) + "." + name
+		return spec.Idx(list, i) + "." + name
 	}
 	if r.InputLen < 1 {
-		return Reject(ErrAdmitRequest, field("input_len"), r.InputLen, ">= 1")
+		return spec.Reject(spec.ErrAdmitRequest, field("input_len"), r.InputLen, ">= 1")
 	}
 	vals := [...]int64{r.InputLen, r.OutputLen, r.MaxNewTokens, r.L1Prefix, r.L1PrefixEvictable, r.HostHit}
 	for k, v := range vals {
-		if v < 0 || v > MaxAdmitTokens {
+		if v < 0 || v > spec.MaxAdmitTokens {
 			return checkTokens(field(requestFieldNames[k]), v, 0)
 		}
 	}
 	if r.L1Prefix+r.HostHit > r.InputLen-1 {
-		return Reject(ErrAdmitRequest, field("host_hit"), r.HostHit,
+		return spec.Reject(spec.ErrAdmitRequest, field("host_hit"), r.HostHit,
 			fmt.Sprintf("l1_prefix (%d) + host_hit (%d) must be <= input_len - 1 (%d)", r.L1Prefix, r.HostHit, r.InputLen-1))
 	}
 	if r.L1PrefixEvictable > r.L1Prefix {
-		return Reject(ErrAdmitRequest, field("l1_prefix_evictable"), r.L1PrefixEvictable, fmt.Sprintf("in [0, l1_prefix=%d]", r.L1Prefix))
+		return spec.Reject(spec.ErrAdmitRequest, field("l1_prefix_evictable"), r.L1PrefixEvictable, fmt.Sprintf("in [0, l1_prefix=%d]", r.L1Prefix))
 	}
 	return nil
 }

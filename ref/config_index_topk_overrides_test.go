@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 func i64p(v int64) *int64   { return &v }
@@ -18,30 +19,30 @@ func strp(s string) *string { return &s }
 func TestConfigIndexTopKOverridesExamples(t *testing.T) {
 	override := "--nsa-index-topk-freq=4 overrides index_topk_freq=2 from --json-model-override-args"
 	cases := []struct {
-		in       ref.ConfigIndexTopKOverridesInput
+		in       spec.ConfigIndexTopKOverridesInput
 		json     string
 		warnings []string
 	}{
-		{ref.ConfigIndexTopKOverridesInput{Freq: i64p(4)}, `{"index_topk_freq":4}`, []string{}},
-		{ref.ConfigIndexTopKOverridesInput{JSON: `{"rope_theta":8e6}`, Freq: i64p(4), Offset: 3},
+		{spec.ConfigIndexTopKOverridesInput{Freq: i64p(4)}, `{"index_topk_freq":4}`, []string{}},
+		{spec.ConfigIndexTopKOverridesInput{JSON: `{"rope_theta":8e6}`, Freq: i64p(4), Offset: 3},
 			`{"rope_theta":8e6,"index_topk_freq":4,"index_skip_topk_offset":3}`, []string{}},
-		{ref.ConfigIndexTopKOverridesInput{JSON: `{"index_topk_freq":2}`, Freq: i64p(4)}, `{"index_topk_freq":4}`, []string{override}},
-		{ref.ConfigIndexTopKOverridesInput{JSON: `{"a": {"b": [1, 2]}}`, Freq: i64p(4)}, `{"a":{"b":[1,2]},"index_topk_freq":4}`, []string{}},
-		{ref.ConfigIndexTopKOverridesInput{JSON: `{"a":1}`}, `{"a":1}`, []string{}},
+		{spec.ConfigIndexTopKOverridesInput{JSON: `{"index_topk_freq":2}`, Freq: i64p(4)}, `{"index_topk_freq":4}`, []string{override}},
+		{spec.ConfigIndexTopKOverridesInput{JSON: `{"a": {"b": [1, 2]}}`, Freq: i64p(4)}, `{"a":{"b":[1,2]},"index_topk_freq":4}`, []string{}},
+		{spec.ConfigIndexTopKOverridesInput{JSON: `{"a":1}`}, `{"a":1}`, []string{}},
 		// No flag: the string itself, whitespace and all, is returned.
-		{ref.ConfigIndexTopKOverridesInput{JSON: ` { "a" : 1 } `}, ` { "a" : 1 } `, []string{}},
+		{spec.ConfigIndexTopKOverridesInput{JSON: ` { "a" : 1 } `}, ` { "a" : 1 } `, []string{}},
 		// Equal values in another spelling do not warn; the flag's bytes replace them in place.
-		{ref.ConfigIndexTopKOverridesInput{JSON: `{"index_topk_freq": 4.0, "z": "\u0041"}`, Freq: i64p(4)}, `{"index_topk_freq":4,"z":"\u0041"}`, []string{}},
+		{spec.ConfigIndexTopKOverridesInput{JSON: `{"index_topk_freq": 4.0, "z": "\u0041"}`, Freq: i64p(4)}, `{"index_topk_freq":4,"z":"\u0041"}`, []string{}},
 		// Step 3: the pattern shadows a freq from either source.
-		{ref.ConfigIndexTopKOverridesInput{JSON: `{"index_topk_freq":2}`, Pattern: strp("FSSS")},
+		{spec.ConfigIndexTopKOverridesInput{JSON: `{"index_topk_freq":2}`, Pattern: strp("FSSS")},
 			`{"index_topk_freq":2,"index_topk_pattern":"FSSS"}`, []string{"index_topk_pattern shadows index_topk_freq=2"}},
 	}
 	for _, c := range cases {
-		out, err := ref.ConfigIndexTopKOverrides(ref.DefaultLimits(), c.in)
+		out, err := ref.ConfigIndexTopKOverrides(spec.DefaultLimits(), c.in)
 		if err != nil {
 			t.Fatalf("%+v: %v", c.in, err)
 		}
-		if diff := cmp.Diff(ref.ConfigIndexTopKOverridesOutput{JSON: c.json, Warnings: c.warnings}, out); diff != "" {
+		if diff := cmp.Diff(spec.ConfigIndexTopKOverridesOutput{JSON: c.json, Warnings: c.warnings}, out); diff != "" {
 			t.Errorf("%q: (-want +got)\n%s", c.in.JSON, diff)
 		}
 	}
@@ -52,7 +53,7 @@ func TestConfigIndexTopKOverridesExamples(t *testing.T) {
 // offset 0 left unset keeps layer 0 F under the §S4.3 formula, where the
 // injected 0 of bug S4-B1 would make it S.
 func TestConfigIndexTopKOverridesFeedTheIndexPlan(t *testing.T) {
-	out, err := ref.ConfigIndexTopKOverrides(ref.DefaultLimits(), ref.ConfigIndexTopKOverridesInput{Freq: i64p(4), Offset: 3})
+	out, err := ref.ConfigIndexTopKOverrides(spec.DefaultLimits(), spec.ConfigIndexTopKOverridesInput{Freq: i64p(4), Offset: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,12 +64,12 @@ func TestConfigIndexTopKOverridesFeedTheIndexPlan(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.JSON), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := ref.NSAIndexPlan(ref.DefaultLimits(), ref.NSAIndexPlanInput{N: 10, Freq: &cfg.Freq, Offset: cfg.Offset})
+	plan, err := ref.NSAIndexPlan(spec.DefaultLimits(), spec.NSAIndexPlanInput{N: 10, Freq: &cfg.Freq, Offset: cfg.Offset})
 	if err != nil || plan.Pattern != "FFFSSSFSSS" {
 		t.Fatalf("plan %q (%v), want FFFSSSFSSS", plan.Pattern, err)
 	}
-	out, _ = ref.ConfigIndexTopKOverrides(ref.DefaultLimits(), ref.ConfigIndexTopKOverridesInput{Freq: i64p(4)})
-	if strings.Contains(out.JSON, ref.KeyIndexSkipTopKOffset) {
+	out, _ = ref.ConfigIndexTopKOverrides(spec.DefaultLimits(), spec.ConfigIndexTopKOverridesInput{Freq: i64p(4)})
+	if strings.Contains(out.JSON, spec.KeyIndexSkipTopKOffset) {
 		t.Fatalf("offset 0 reached the config: %s", out.JSON)
 	}
 	// Bug S4-B1's injected offset 0 would make layer 0 S: max(0-0+1, 0) % 4 = 1.
@@ -84,21 +85,21 @@ func TestConfigIndexTopKOverridesFeedTheIndexPlan(t *testing.T) {
 // offset), then the JSON's syntax, kind and duplicate keys.
 func TestConfigIndexTopKOverridesBadInput(t *testing.T) {
 	cases := []struct {
-		in    ref.ConfigIndexTopKOverridesInput
-		want  *ref.Sentinel
+		in    spec.ConfigIndexTopKOverridesInput
+		want  *spec.Sentinel
 		field string
 	}{
-		{ref.ConfigIndexTopKOverridesInput{Freq: i64p(0), Offset: -1, JSON: "["}, ref.ErrFreq, "freq"},
-		{ref.ConfigIndexTopKOverridesInput{Pattern: strp(""), Offset: -1}, ref.ErrPatternCharset, "pattern"},
-		{ref.ConfigIndexTopKOverridesInput{Pattern: strp("FSC")}, ref.ErrPatternCharset, "pattern[2]"},
-		{ref.ConfigIndexTopKOverridesInput{Offset: -1, JSON: "["}, ref.ErrOffset, "offset"},
-		{ref.ConfigIndexTopKOverridesInput{JSON: `{"a":}`}, ref.ErrOverrideJSON, "json"},
-		{ref.ConfigIndexTopKOverridesInput{JSON: `[1]`, Freq: i64p(4)}, ref.ErrOverrideNotObject, "json"},
-		{ref.ConfigIndexTopKOverridesInput{JSON: `{"a":1,"\u0061":2}`}, ref.ErrOverrideDuplicateKey, "json"},
+		{spec.ConfigIndexTopKOverridesInput{Freq: i64p(0), Offset: -1, JSON: "["}, spec.ErrFreq, "freq"},
+		{spec.ConfigIndexTopKOverridesInput{Pattern: strp(""), Offset: -1}, spec.ErrPatternCharset, "pattern"},
+		{spec.ConfigIndexTopKOverridesInput{Pattern: strp("FSC")}, spec.ErrPatternCharset, "pattern[2]"},
+		{spec.ConfigIndexTopKOverridesInput{Offset: -1, JSON: "["}, spec.ErrOffset, "offset"},
+		{spec.ConfigIndexTopKOverridesInput{JSON: `{"a":}`}, spec.ErrOverrideJSON, "json"},
+		{spec.ConfigIndexTopKOverridesInput{JSON: `[1]`, Freq: i64p(4)}, spec.ErrOverrideNotObject, "json"},
+		{spec.ConfigIndexTopKOverridesInput{JSON: `{"a":1,"\u0061":2}`}, spec.ErrOverrideDuplicateKey, "json"},
 	}
 	for _, c := range cases {
-		_, err := ref.ConfigIndexTopKOverrides(ref.DefaultLimits(), c.in)
-		ie, ok := ref.AsInputError(err)
+		_, err := ref.ConfigIndexTopKOverrides(spec.DefaultLimits(), c.in)
+		ie, ok := spec.AsInputError(err)
 		if !errors.Is(err, c.want) || !ok || ie.Field != c.field {
 			t.Errorf("%+v: got %v, want %v at %s", c.in, err, c.want, c.field)
 		}

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // firstThreeRows is §4.3's capacity router with one expert (E=1) of
 // capacity c=3: the first three rows are admitted and come back XOR 1, any
 // later row comes back zero.
-func firstThreeRows(x ref.Rows) (ref.Rows, error) {
+func firstThreeRows(x spec.Rows) (spec.Rows, error) {
 	out := ref.NewRows(x.W, x.N())
 	for p := range min(3, x.N()) {
 		for b, v := range x.Row(p) {
@@ -25,9 +26,9 @@ func firstThreeRows(x ref.Rows) (ref.Rows, error) {
 // router with E=1, c=3 the compacted rows a0 b0 b3 are all admitted, so b3
 // is processed (XOR 1) and the pad row comes back zero.
 func TestMoEWithCompactionSeedMinimal(t *testing.T) {
-	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
+	sp := spec.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
 	x := localRows(t, sp, 0)
-	y, err := ref.MoEWithCompaction(ref.DefaultLimits(), mustLayout(t, sp), 0, x, firstThreeRows)
+	y, err := ref.MoEWithCompaction(spec.DefaultLimits(), mustLayout(t, sp), 0, x, firstThreeRows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,37 +46,37 @@ func TestMoEWithCompactionSeedMinimal(t *testing.T) {
 // TestCPCompactRestoreOps pins the two ops on §2.2's rank 1 and their
 // bad-input table (§4.4).
 func TestCPCompactRestoreOps(t *testing.T) {
-	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}
-	c, err := ref.CPCompactValid(ref.DefaultLimits(), ref.CPCompactValidInput{Layout: sp, Rank: 1, X: localRows(t, sp, 1)})
+	sp := spec.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}
+	c, err := ref.CPCompactValid(spec.DefaultLimits(), spec.CPCompactValidInput{Layout: sp, Rank: 1, X: localRows(t, sp, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := names(c.Rows); got != "a2 b4 b5 b6 b7 b8" {
 		t.Errorf("compact: %s", got)
 	}
-	y := ref.Rows{W: 1, B: []byte{1, 2, 3, 4, 5, 6}}
-	r, err := ref.CPRestorePadded(ref.DefaultLimits(), ref.CPRestorePaddedInput{Layout: sp, Rank: 1, Y: y})
+	y := spec.Rows{W: 1, B: []byte{1, 2, 3, 4, 5, 6}}
+	r, err := ref.CPRestorePadded(spec.DefaultLimits(), spec.CPRestorePaddedInput{Layout: sp, Rank: 1, Y: y})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []byte{1, 0, 2, 3, 4, 5, 0, 0, 6, 0, 0, 0}; string(r.Rows.B) != string(want) {
 		t.Errorf("restore: got %v, want %v", r.Rows.B, want)
 	}
-	if _, err := ref.CPCompactValid(ref.DefaultLimits(), ref.CPCompactValidInput{Layout: sp, Rank: 1, X: c.Rows}); !errors.Is(err, ref.ErrRowContract) {
+	if _, err := ref.CPCompactValid(spec.DefaultLimits(), spec.CPCompactValidInput{Layout: sp, Rank: 1, X: c.Rows}); !errors.Is(err, spec.ErrRowContract) {
 		t.Errorf("compact of already-compacted rows: got %v, want row_contract", err)
 	}
-	if _, err := ref.CPRestorePadded(ref.DefaultLimits(), ref.CPRestorePaddedInput{Layout: sp, Rank: 1, Y: localRows(t, sp, 1)}); !errors.Is(err, ref.ErrRowCount) {
+	if _, err := ref.CPRestorePadded(spec.DefaultLimits(), spec.CPRestorePaddedInput{Layout: sp, Rank: 1, Y: localRows(t, sp, 1)}); !errors.Is(err, spec.ErrRowCount) {
 		t.Errorf("restore of R(r) rows: got %v, want row_count", err)
 	}
-	if _, err := ref.CPRestorePadded(ref.DefaultLimits(), ref.CPRestorePaddedInput{Layout: sp, Rank: 3, Y: y}); !errors.Is(err, ref.ErrRank) {
+	if _, err := ref.CPRestorePadded(spec.DefaultLimits(), spec.CPRestorePaddedInput{Layout: sp, Rank: 3, Y: y}); !errors.Is(err, spec.ErrRank) {
 		t.Errorf("restore on rank 3: got %v, want rank", err)
 	}
-	big := ref.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1 << 20}
-	if _, err := ref.CPRestorePadded(ref.Limits{MaxOutputBytes: 1 << 20}, ref.CPRestorePaddedInput{Layout: big, Y: ref.Rows{W: 2, B: make([]byte, 6)}}); !errors.Is(err, ref.ErrTooLarge) {
+	big := spec.LayoutSpec{CP: 2, Lens: []int{3}, Granule: 1 << 20}
+	if _, err := ref.CPRestorePadded(spec.Limits{MaxOutputBytes: 1 << 20}, spec.CPRestorePaddedInput{Layout: big, Y: spec.Rows{W: 2, B: make([]byte, 6)}}); !errors.Is(err, spec.ErrTooLarge) {
 		t.Errorf("restore to 2^21 rows under 1 MiB: got %v, want too_large", err)
 	}
-	bad := func(ref.Rows) (ref.Rows, error) { return ref.Rows{W: 2, B: []byte{}}, nil }
-	if _, err := ref.MoEWithCompaction(ref.DefaultLimits(), mustLayout(t, sp), 1, localRows(t, sp, 1), bad); !errors.Is(err, ref.ErrMoEShape) {
+	bad := func(spec.Rows) (spec.Rows, error) { return spec.Rows{W: 2, B: []byte{}}, nil }
+	if _, err := ref.MoEWithCompaction(spec.DefaultLimits(), mustLayout(t, sp), 1, localRows(t, sp, 1), bad); !errors.Is(err, spec.ErrMoEShape) {
 		t.Errorf("f dropping rows: got %v, want moe_shape", err)
 	}
 }

@@ -1,6 +1,10 @@
 package ref
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // Validation for cp.draft_input (docs/spec/cp-layout.md §2.4, §7.5 contracts): the input and its row contract.
 
@@ -9,8 +13,8 @@ import "fmt"
 // then the contract's row count), the draft hidden rows (only with a
 // layout; shape, then R(rank) rows). Row counts are checked against the
 // declared contract only — never used to pick one.
-func ValidateCPDraftInput(lim Limits, in CPDraftInputInput) (*Layout, error) {
-	var lay *Layout
+func ValidateCPDraftInput(lim spec.Limits, in spec.CPDraftInputInput) (*spec.Layout, error) {
+	var lay *spec.Layout
 	if in.Layout != nil {
 		l, err := BuildLayoutAt(lim, "layout", *in.Layout)
 		if err != nil {
@@ -21,12 +25,12 @@ func ValidateCPDraftInput(lim Limits, in CPDraftInputInput) (*Layout, error) {
 			return nil, err
 		}
 	} else if in.Rank != 0 {
-		return nil, Reject(ErrRank, "rank", in.Rank, "0 without a CP layout")
+		return nil, spec.Reject(spec.ErrRank, "rank", in.Rank, "0 without a CP layout")
 	}
 	if err := checkDraftContract(in.HiddenContract, lay); err != nil {
 		return nil, err
 	}
-	if err := in.Hidden.checkShape("hidden"); err != nil {
+	if err := in.Hidden.CheckShape("hidden"); err != nil {
 		return nil, err
 	}
 	if lay != nil {
@@ -36,12 +40,12 @@ func ValidateCPDraftInput(lim Limits, in CPDraftInputInput) (*Layout, error) {
 	}
 	if in.DraftHidden != nil {
 		if lay == nil {
-			return nil, Reject(ErrRowContract, "draft_hidden", in.DraftHidden.N(), "null without a CP layout (CP-local rows need a CP forward)")
+			return nil, spec.Reject(spec.ErrRowContract, "draft_hidden", in.DraftHidden.N(), "null without a CP layout (CP-local rows need a CP forward)")
 		}
-		if err := in.DraftHidden.checkShape("draft_hidden"); err != nil {
+		if err := in.DraftHidden.CheckShape("draft_hidden"); err != nil {
 			return nil, err
 		}
-		if err := checkContractRows("draft_hidden", *in.DraftHidden, DraftCPLocal, lay, in.Rank); err != nil {
+		if err := checkContractRows("draft_hidden", *in.DraftHidden, spec.DraftCPLocal, lay, in.Rank); err != nil {
 			return nil, err
 		}
 	}
@@ -51,24 +55,24 @@ func ValidateCPDraftInput(lim Limits, in CPDraftInputInput) (*Layout, error) {
 // checkDraftContract rejects an unknown contract (ErrBadEnum), and a
 // CP-local one without a layout (ErrRowContract, as §7.5 does for
 // LOCAL_COMPUTE_PADDED when the forward was not split).
-func checkDraftContract(c DraftContract, lay *Layout) error {
+func checkDraftContract(c spec.DraftContract, lay *spec.Layout) error {
 	switch c {
-	case DraftGlobalValid:
+	case spec.DraftGlobalValid:
 		return nil
-	case DraftCPLocal:
+	case spec.DraftCPLocal:
 		if lay == nil {
-			return Reject(ErrRowContract, "hidden_contract", string(c), `"global-valid" without a CP layout`)
+			return spec.Reject(spec.ErrRowContract, "hidden_contract", string(c), `"global-valid" without a CP layout`)
 		}
 		return nil
 	}
-	return Reject(ErrBadEnum, "hidden_contract", string(c), fmt.Sprintf("%q or %q", DraftGlobalValid, DraftCPLocal))
+	return spec.Reject(spec.ErrBadEnum, "hidden_contract", string(c), fmt.Sprintf("%q or %q", spec.DraftGlobalValid, spec.DraftCPLocal))
 }
 
 // checkContractRows rejects rows whose count is not contract c's, with
 // ErrRowContract{contract, expected, got}.
-func checkContractRows(field string, x Rows, c DraftContract, lay *Layout, r int) error {
+func checkContractRows(field string, x spec.Rows, c spec.DraftContract, lay *spec.Layout, r int) error {
 	if want := DraftContractRows(c, *lay, r); x.N() != want {
-		return Reject(ErrRowContract, field, x.N(), fmt.Sprintf("contract %q: %d rows", c, want))
+		return spec.Reject(spec.ErrRowContract, field, x.N(), fmt.Sprintf("contract %q: %d rows", c, want))
 	}
 	return nil
 }

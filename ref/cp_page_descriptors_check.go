@@ -3,24 +3,11 @@ package ref
 import (
 	"fmt"
 	"math"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Validation for cp.page_descriptors and cp.remap_locs (docs/spec/cp-layout.md §6): page windows and remap inputs.
-
-// Page-descriptor sentinels (docs/spec/cp-layout.md §0.5, §6.3).
-var (
-	// ErrBadLoc: a page size below 1, or a location below −1 (−1 is padding).
-	ErrBadLoc = NewSentinel("bad_loc", "bad KV location or page size")
-	// ErrRowOutOfRange: a row id outside [0, B).
-	ErrRowOutOfRange = NewSentinel("row_out_of_range", "row id outside the batch")
-	// ErrPageNotInRow: a location whose page is not in its row's window.
-	ErrPageNotInRow = NewSentinel("page_not_in_row", "location's page is not materialized for its row")
-	// ErrDuplicatePageInRow: a page listed twice in one row's window.
-	ErrDuplicatePageInRow = NewSentinel("duplicate_page_in_row", "page listed twice in one row")
-	// ErrAmbiguousGlobalInverse: the row-free legacy remap asked of a batch
-	// whose rows share a page, where a page-only inverse would alias rows.
-	ErrAmbiguousGlobalInverse = NewSentinel("ambiguous_global_inverse", "a page occurs in two rows; remap needs row ids")
-)
 
 // maxDescriptorPages bounds Σ_b |Pages_b|: slots and row pointers are int32
 // (the CUDA kernel's index type, §0.1).
@@ -49,7 +36,7 @@ func CheckPageTotal(pages [][]int64) error {
 		total += int64(len(row))
 	}
 	if total > maxDescriptorPages {
-		return Reject(ErrTooLarge, "pages", total, fmt.Sprintf("<= %d pages in all", int64(maxDescriptorPages)))
+		return spec.Reject(spec.ErrTooLarge, "pages", total, fmt.Sprintf("<= %d pages in all", int64(maxDescriptorPages)))
 	}
 	return nil
 }
@@ -61,10 +48,10 @@ func CheckPageRow(b int, row []int64) error {
 	for j, p := range row {
 		field := fmt.Sprintf("pages[%d][%d]", b, j)
 		if p < 0 {
-			return Reject(ErrNegative, field, p, ">= 0")
+			return spec.Reject(spec.ErrNegative, field, p, ">= 0")
 		}
 		if j0, seen := first[p]; seen {
-			return Reject(ErrDuplicatePageInRow, field, p, fmt.Sprintf("unique within row %d (also at pages[%d][%d])", b, b, j0))
+			return spec.Reject(spec.ErrDuplicatePageInRow, field, p, fmt.Sprintf("unique within row %d (also at pages[%d][%d])", b, b, j0))
 		}
 		first[p] = j
 	}
@@ -74,7 +61,7 @@ func CheckPageRow(b int, row []int64) error {
 // CheckRemapScalars applies cp.remap_locs' checks that precede the scan of
 // the locations (§6.3), in order: the page size, the page windows
 // (validatePages), then CheckRemapCounts. It returns the compact row count.
-func CheckRemapScalars(in CPRemapLocsInput) (int64, error) {
+func CheckRemapScalars(in spec.CPRemapLocsInput) (int64, error) {
 	if err := CheckRemapPageSize(in.PageSize); err != nil {
 		return 0, err
 	}
@@ -87,7 +74,7 @@ func CheckRemapScalars(in CPRemapLocsInput) (int64, error) {
 // CheckRemapPageSize rejects a page size below 1 (§6.3).
 func CheckRemapPageSize(ps int64) error {
 	if ps < 1 {
-		return Reject(ErrBadLoc, "page_size", ps, ">= 1")
+		return spec.Reject(spec.ErrBadLoc, "page_size", ps, ">= 1")
 	}
 	return nil
 }
@@ -95,19 +82,19 @@ func CheckRemapPageSize(ps int64) error {
 // CheckRemapCounts checks, after the page windows, that the compact size
 // ps·Σ|Pages_b| fits int64 and that row ids are absent (global) or one per
 // location; it returns the compact row count.
-func CheckRemapCounts(in CPRemapLocsInput) (int64, error) {
+func CheckRemapCounts(in spec.CPRemapLocsInput) (int64, error) {
 	var total int64
 	for _, row := range in.Pages {
 		total += int64(len(row))
 	}
-	if MulOverflows(total, in.PageSize) {
-		return 0, Reject(ErrOverflow, "page_size", in.PageSize, fmt.Sprintf("page_size * %d pages <= %d", total, int64(math.MaxInt64)))
+	if spec.MulOverflows(total, in.PageSize) {
+		return 0, spec.Reject(spec.ErrOverflow, "page_size", in.PageSize, fmt.Sprintf("page_size * %d pages <= %d", total, int64(math.MaxInt64)))
 	}
 	if in.Global && in.RowIDs != nil {
-		return 0, Reject(ErrRowCount, "row_ids", len(in.RowIDs), "null when global (the legacy path has no row context)")
+		return 0, spec.Reject(spec.ErrRowCount, "row_ids", len(in.RowIDs), "null when global (the legacy path has no row context)")
 	}
 	if !in.Global && len(in.RowIDs) != len(in.Locs) {
-		return 0, Reject(ErrRowCount, "row_ids", len(in.RowIDs), fmt.Sprintf("len == len(locs) (%d)", len(in.Locs)))
+		return 0, spec.Reject(spec.ErrRowCount, "row_ids", len(in.RowIDs), fmt.Sprintf("len == len(locs) (%d)", len(in.Locs)))
 	}
 	return total * in.PageSize, nil
 }
@@ -119,7 +106,7 @@ func CheckGlobalUnique(pages [][]int64) error {
 	for b, row := range pages {
 		for j, p := range row {
 			if b0, seen := rowOf[p]; seen {
-				return Reject(ErrAmbiguousGlobalInverse, fmt.Sprintf("pages[%d][%d]", b, j), p,
+				return spec.Reject(spec.ErrAmbiguousGlobalInverse, fmt.Sprintf("pages[%d][%d]", b, j), p,
 					fmt.Sprintf("a page of one row only (also in row %d): pass row_ids", b0))
 			}
 			rowOf[p] = b
@@ -131,7 +118,7 @@ func CheckGlobalUnique(pages [][]int64) error {
 // CheckLoc rejects a location below −1 (§6.3).
 func CheckLoc(e int, loc int64) error {
 	if loc < -1 {
-		return Reject(ErrBadLoc, Idx("locs", e), loc, ">= -1 (-1 is padding)")
+		return spec.Reject(spec.ErrBadLoc, spec.Idx("locs", e), loc, ">= -1 (-1 is padding)")
 	}
 	return nil
 }
@@ -139,7 +126,7 @@ func CheckLoc(e int, loc int64) error {
 // CheckRowID rejects a row id outside [0, b) (§6.3).
 func CheckRowID(e int, row int32, b int) error {
 	if row < 0 || int(row) >= b {
-		return Reject(ErrRowOutOfRange, Idx("row_ids", e), row, fmt.Sprintf("in [0, B=%d)", b))
+		return spec.Reject(spec.ErrRowOutOfRange, spec.Idx("row_ids", e), row, fmt.Sprintf("in [0, B=%d)", b))
 	}
 	return nil
 }
@@ -151,5 +138,5 @@ func RejectPageNotInRow(e int, loc, ps int64, row int32) error {
 	if row >= 0 {
 		where = fmt.Sprintf("a page of row %d", row)
 	}
-	return Reject(ErrPageNotInRow, Idx("locs", e), loc, fmt.Sprintf("page loc/page_size (%d) %s", loc/ps, where))
+	return spec.Reject(spec.ErrPageNotInRow, spec.Idx("locs", e), loc, fmt.Sprintf("page loc/page_size (%d) %s", loc/ps, where))
 }

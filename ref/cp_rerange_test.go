@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // gathered concatenates each rank's rows padded to m rows with the static
 // all-gather pad row {'S','S'}.
-func gathered(m int, ranks ...ref.Rows) ref.Rows {
-	g := ref.Rows{W: 2, B: []byte{}}
+func gathered(m int, ranks ...spec.Rows) spec.Rows {
+	g := spec.Rows{W: 2, B: []byte{}}
 	for _, x := range ranks {
 		g.B = append(g.B, x.B...)
 		for range m - x.N() {
@@ -25,16 +26,16 @@ func gathered(m int, ranks ...ref.Rows) ref.Rows {
 // and M=14 with static padding) and §3.6 / Appendix A1 (g=1, L=[3,4], M=4).
 func TestCPRerangeWorkedExamples(t *testing.T) {
 	for _, c := range []struct {
-		sp ref.LayoutSpec
+		sp spec.LayoutSpec
 		m  int
 	}{
-		{ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}, 12},
-		{ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}, 14},
-		{ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}, 4},
-		{ref.LayoutSpec{CP: 2, Lens: []int{8, 9}}, 9},
+		{spec.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}, 12},
+		{spec.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}, 14},
+		{spec.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}, 4},
+		{spec.LayoutSpec{CP: 2, Lens: []int{8, 9}}, 9},
 	} {
 		g := gathered(c.m, localRows(t, c.sp, 0), localRows(t, c.sp, 1))
-		out, err := ref.CPRerange(ref.DefaultLimits(), ref.CPRerangeInput{Layout: c.sp, G: g, M: c.m})
+		out, err := ref.CPRerange(spec.DefaultLimits(), spec.CPRerangeInput{Layout: c.sp, G: g, M: c.m})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,8 +44,8 @@ func TestCPRerangeWorkedExamples(t *testing.T) {
 		}
 	}
 	// §3.6: G = [a0 b0 P b3 | a1 b1 a2 b2] literally.
-	g := ref.Rows{W: 2, B: []byte{'a', 0, 'b', 0, 'P', 'P', 'b', 3, 'a', 1, 'b', 1, 'a', 2, 'b', 2}}
-	out, err := ref.CPRerange(ref.DefaultLimits(), ref.CPRerangeInput{Layout: ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}, G: g, M: 4})
+	g := spec.Rows{W: 2, B: []byte{'a', 0, 'b', 0, 'P', 'P', 'b', 3, 'a', 1, 'b', 1, 'a', 2, 'b', 2}}
+	out, err := ref.CPRerange(spec.DefaultLimits(), spec.CPRerangeInput{Layout: spec.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}, G: g, M: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,9 +57,9 @@ func TestCPRerangeWorkedExamples(t *testing.T) {
 // TestCPRerangeValidSource is P3.2 on §2.2's example: the ranks' selected
 // valid rows, gathered at M = max Rv, rerange with src = valid.
 func TestCPRerangeValidSource(t *testing.T) {
-	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}
+	sp := spec.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}
 	lay := mustLayout(t, sp)
-	var sel []ref.Rows
+	var sel []spec.Rows
 	for r := range 2 {
 		s, _, err := ref.SelectLocalValidRows(lay, r, localRows(t, sp, r))
 		if err != nil {
@@ -66,7 +67,7 @@ func TestCPRerangeValidSource(t *testing.T) {
 		}
 		sel = append(sel, s)
 	}
-	out, err := ref.CPRerange(ref.DefaultLimits(), ref.CPRerangeInput{Layout: sp, G: gathered(7, sel...), M: 7, Src: ref.SrcValid})
+	out, err := ref.CPRerange(spec.DefaultLimits(), spec.CPRerangeInput{Layout: sp, G: gathered(7, sel...), M: 7, Src: spec.SrcValid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,35 +78,35 @@ func TestCPRerangeValidSource(t *testing.T) {
 
 // TestCPRerangeRejectsBadInput pins §3.5.
 func TestCPRerangeRejectsBadInput(t *testing.T) {
-	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
+	sp := spec.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
 	g := gathered(4, localRows(t, sp, 0), localRows(t, sp, 1))
 	cases := []struct {
-		in    ref.CPRerangeInput
-		want  *ref.Sentinel
+		in    spec.CPRerangeInput
+		want  *spec.Sentinel
 		field string
 	}{
-		{ref.CPRerangeInput{Layout: sp, G: g, M: 5}, ref.ErrRowCount, "g"},
-		{ref.CPRerangeInput{Layout: sp, G: gathered(3, tokRows(3), tokRows(3)), M: 3}, ref.ErrStride, "m"},
-		{ref.CPRerangeInput{Layout: sp, G: ref.Rows{W: 3, B: g.B}, M: 4}, ref.ErrRowCount, "g.b"},
-		{ref.CPRerangeInput{Layout: sp, G: g, M: -4}, ref.ErrNegative, "m"},
-		{ref.CPRerangeInput{Layout: sp, G: g, M: 4, Src: "padded"}, ref.ErrBadEnum, "src"},
-		{ref.CPRerangeInput{Layout: ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 0}, G: g, M: 4}, ref.ErrTooShortForZigzag, "layout.lens[0]"},
+		{spec.CPRerangeInput{Layout: sp, G: g, M: 5}, spec.ErrRowCount, "g"},
+		{spec.CPRerangeInput{Layout: sp, G: gathered(3, tokRows(3), tokRows(3)), M: 3}, spec.ErrStride, "m"},
+		{spec.CPRerangeInput{Layout: sp, G: spec.Rows{W: 3, B: g.B}, M: 4}, spec.ErrRowCount, "g.b"},
+		{spec.CPRerangeInput{Layout: sp, G: g, M: -4}, spec.ErrNegative, "m"},
+		{spec.CPRerangeInput{Layout: sp, G: g, M: 4, Src: "padded"}, spec.ErrBadEnum, "src"},
+		{spec.CPRerangeInput{Layout: spec.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 0}, G: g, M: 4}, spec.ErrTooShortForZigzag, "layout.lens[0]"},
 	}
 	for _, c := range cases {
-		_, err := ref.CPRerange(ref.DefaultLimits(), c.in)
-		ie, ok := ref.AsInputError(err)
+		_, err := ref.CPRerange(spec.DefaultLimits(), c.in)
+		ie, ok := spec.AsInputError(err)
 		if !ok || !errors.Is(err, c.want) || ie.Field != c.field || ie.Bound == "" {
 			t.Errorf("M=%d src=%q: got %v, want %s on %s", c.in.M, c.in.Src, err, c.want.Code(), c.field)
 		}
 	}
 	// §2.2's ranks hold 6 valid of 12 compute rows: the valid source needs
 	// only M >= max Rv = 6, the compute source M >= max R = 12.
-	sp2 := ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}
-	g6 := ref.Rows{W: 2, B: make([]byte, 2*12)}
-	if _, err := ref.CPRerange(ref.DefaultLimits(), ref.CPRerangeInput{Layout: sp2, G: g6, M: 6, Src: ref.SrcValid}); err != nil {
+	sp2 := spec.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 2}
+	g6 := spec.Rows{W: 2, B: make([]byte, 2*12)}
+	if _, err := ref.CPRerange(spec.DefaultLimits(), spec.CPRerangeInput{Layout: sp2, G: g6, M: 6, Src: spec.SrcValid}); err != nil {
 		t.Errorf("valid source at M = max Rv: %v", err)
 	}
-	if _, err := ref.CPRerange(ref.DefaultLimits(), ref.CPRerangeInput{Layout: sp2, G: g6, M: 6}); !errors.Is(err, ref.ErrStride) {
+	if _, err := ref.CPRerange(spec.DefaultLimits(), spec.CPRerangeInput{Layout: sp2, G: g6, M: 6}); !errors.Is(err, spec.ErrStride) {
 		t.Errorf("compute source at M = max Rv < max R: got %v, want stride", err)
 	}
 }
@@ -117,16 +118,16 @@ func TestCPRerangeRejectsBadInput(t *testing.T) {
 // or, in fast, looped for ever. They are too large layouts (§1.5).
 func TestCPRerangeRejectsAGranuleWhoseRoundUpOverflows(t *testing.T) {
 	for _, c := range []struct {
-		sp    ref.LayoutSpec
+		sp    spec.LayoutSpec
 		field string
 	}{
-		{ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 1 << 61}, "layout.granule"},
-		{ref.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 1<<63 - 1}, "layout.granule"},
-		{ref.LayoutSpec{CP: 2, Lens: []int{1<<63 - 1, 9}, Granule: 2}, "layout.lens[0]"},
-		{ref.LayoutSpec{CP: 2, Lens: []int{3, 1<<63 - 1}, Granule: 2}, "layout.lens[1]"},
+		{spec.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 1 << 61}, "layout.granule"},
+		{spec.LayoutSpec{CP: 2, Lens: []int{3, 9}, Granule: 1<<63 - 1}, "layout.granule"},
+		{spec.LayoutSpec{CP: 2, Lens: []int{1<<63 - 1, 9}, Granule: 2}, "layout.lens[0]"},
+		{spec.LayoutSpec{CP: 2, Lens: []int{3, 1<<63 - 1}, Granule: 2}, "layout.lens[1]"},
 	} {
-		_, err := ref.CPRerange(ref.DefaultLimits(), ref.CPRerangeInput{Layout: c.sp, G: tokRows(24), M: 12})
-		if ie, ok := ref.AsInputError(err); !ok || !errors.Is(err, ref.ErrTooLarge) || ie.Field != c.field {
+		_, err := ref.CPRerange(spec.DefaultLimits(), spec.CPRerangeInput{Layout: c.sp, G: tokRows(24), M: 12})
+		if ie, ok := spec.AsInputError(err); !ok || !errors.Is(err, spec.ErrTooLarge) || ie.Field != c.field {
 			t.Errorf("%+v: got %v, want too_large at %s", c.sp, err, c.field)
 		}
 	}
@@ -143,13 +144,13 @@ func TestCPRerangeBoundsTheLayoutCPMultipliesBeforeBuildingIt(t *testing.T) {
 	for i := range lens {
 		lens[i] = 1
 	}
-	in := ref.CPRerangeInput{Layout: ref.LayoutSpec{CP: ref.MaxCP, Lens: lens, Granule: 1}, G: ref.Rows{W: 2, B: []byte{}}}
-	lim := ref.Limits{MaxOutputBytes: 1 << 20, MaxOutputRatio: 64, RatioFloorBytes: 256 << 10, InputBytes: 64 << 10}
+	in := spec.CPRerangeInput{Layout: spec.LayoutSpec{CP: spec.MaxCP, Lens: lens, Granule: 1}, G: spec.Rows{W: 2, B: []byte{}}}
+	lim := spec.Limits{MaxOutputBytes: 1 << 20, MaxOutputRatio: 64, RatioFloorBytes: 256 << 10, InputBytes: 64 << 10}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	_, err := ref.CPRerange(lim, in)
 	runtime.ReadMemStats(&m1)
-	if ie, ok := ref.AsInputError(err); !ok || !errors.Is(err, ref.ErrTooLarge) || ie.Field != "layout.cp" {
+	if ie, ok := spec.AsInputError(err); !ok || !errors.Is(err, spec.ErrTooLarge) || ie.Field != "layout.cp" {
 		t.Errorf("got %v, want too_large at layout.cp", err)
 	}
 	if a := m1.TotalAlloc - m0.TotalAlloc; a > 4<<20 {

@@ -1,70 +1,21 @@
 package ref
 
-import "fmt"
-
-// Rows is a buffer of opaque rows of W bytes each (docs/spec/cp-layout.md §0.1): the
-// layout ops (§1–§4) move rows without reading them, so they are
-// dtype-agnostic and byte-exact. In JSON it is {"w": W, "b": base64 bytes}.
-// A well-formed buffer has W >= 1 and len(B) a multiple of W; CheckRows
-// rejects any other with ErrRowCount before an op reads it.
-type Rows struct {
-	// W is the row width in bytes, >= 1.
-	W int `json:"w"`
-	// B holds the rows back to back, len(B) == N()·W.
-	B []byte `json:"b"`
-}
+import (
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // NewRows returns n zero rows of width w with a non-nil buffer (so an empty
 // buffer encodes as "" rather than null). The caller has bounded n·w.
-func NewRows(w, n int) Rows { return Rows{W: w, B: make([]byte, n*w)} }
-
-// N is the number of rows, len(B)/W (0 for a malformed width; call
-// CheckRows first).
-func (x Rows) N() int {
-	if x.W < 1 {
-		return 0
-	}
-	return len(x.B) / x.W
-}
-
-// Row returns row i as a sub-slice of B (shared, not copied).
-func (x Rows) Row(i int) []byte { return x.B[i*x.W : (i+1)*x.W] }
-
-// Span returns rows [i, i+n) as one sub-slice of B (shared, not copied).
-func (x Rows) Span(i, n int) []byte { return x.B[i*x.W : (i+n)*x.W] }
-
-// checkShape rejects a buffer with a width below 1 or a length that is not
-// a whole number of rows (a ragged buffer) with ErrRowCount naming field.
-func (x Rows) checkShape(field string) error {
-	if x.W < 1 {
-		return Reject(ErrRowCount, field+".w", x.W, ">= 1")
-	}
-	if len(x.B)%x.W != 0 {
-		return Reject(ErrRowCount, field+".b", len(x.B), fmt.Sprintf("a multiple of w (%d) bytes", x.W))
-	}
-	return nil
-}
-
-// CheckRows is checkShape plus an exact row count: a buffer of other than
-// want rows is rejected with ErrRowCount naming field.
-func (x Rows) CheckRows(field string, want int) error {
-	if err := x.checkShape(field); err != nil {
-		return err
-	}
-	if n := x.N(); n != want {
-		return Reject(ErrRowCount, field, n, fmt.Sprintf("%d rows", want))
-	}
-	return nil
-}
+func NewRows(w, n int) spec.Rows { return spec.Rows{W: w, B: make([]byte, n*w)} }
 
 // BuildLayoutAt builds the layout sp names within lim (buildWithin), as an
 // op input field called field (e.g. "layout"): a rejection from the builder
 // names the JSON path inside the op's input ("layout.lens[2]"), not the
 // builder's own argument.
-func BuildLayoutAt(lim Limits, field string, sp LayoutSpec) (Layout, error) {
-	lay, err := sp.buildWithin(lim)
-	if ie, ok := AsInputError(err); ok {
-		return Layout{}, Reject(ie.Err, field+"."+ie.Field, ie.Value, ie.Bound)
+func BuildLayoutAt(lim spec.Limits, field string, sp spec.LayoutSpec) (spec.Layout, error) {
+	lay, err := sp.BuildWithin(lim)
+	if ie, ok := spec.AsInputError(err); ok {
+		return spec.Layout{}, spec.Reject(ie.Err, field+"."+ie.Field, ie.Value, ie.Bound)
 	}
 	return lay, err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestDeepGEMMGridSizes pins §S3.4: 50/14 points at m_max 16384, 54/18 at
@@ -40,7 +41,7 @@ func TestDeepGEMMGridSizes(t *testing.T) {
 	if got := ref.ContigGrid(100, 128); len(got) != 0 {
 		t.Errorf("contig(100, 128) = %v, want empty", got)
 	}
-	if got := ref.DeepGEMMMMax(1 << 62); got != ref.DeepGEMMMaxM {
+	if got := ref.DeepGEMMMMax(1 << 62); got != spec.DeepGEMMMaxM {
 		t.Errorf("m_max(2^62) = %d, want the cap (no overflow)", got)
 	}
 }
@@ -54,10 +55,10 @@ func TestDeepGEMMEnvPreparedBeforeImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ref.ImportDeepGEMM(prepared); got != (ref.DeepGEMMEnv{CacheDir: "/c", UseNVRTC: "1"}) {
+	if got := ref.ImportDeepGEMM(prepared); got != (spec.DeepGEMMEnv{CacheDir: "/c", UseNVRTC: "1"}) {
 		t.Errorf("import after preparation sees %+v", got)
 	}
-	if got := ref.ImportDeepGEMM(env); got != (ref.DeepGEMMEnv{CacheDir: "/root/.cache/deep_gemm", UseNVRTC: "0"}) {
+	if got := ref.ImportDeepGEMM(env); got != (spec.DeepGEMMEnv{CacheDir: "/root/.cache/deep_gemm", UseNVRTC: "0"}) {
 		t.Errorf("import before preparation sees %+v, want the defaults", got)
 	}
 	if _, ok := env["DG_JIT_CACHE_DIR"]; ok {
@@ -68,7 +69,7 @@ func TestDeepGEMMEnvPreparedBeforeImport(t *testing.T) {
 		{"HOME": "/root", "SGL_DG_USE_NVRTC": "2"},
 		{"SGLANG_DG_USE_NVRTC": "1"},
 	} {
-		if _, err := ref.PrepareDeepGEMMEnv(bad); !errors.Is(err, ref.ErrDGEnv) {
+		if _, err := ref.PrepareDeepGEMMEnv(bad); !errors.Is(err, spec.ErrDGEnv) {
 			t.Errorf("%v: %v, want ErrDGEnv", bad, err)
 		}
 	}
@@ -79,11 +80,11 @@ func TestDeepGEMMEnvPreparedBeforeImport(t *testing.T) {
 // the compiled entry makes it stale and rewrites it, and the next restart
 // hits again.
 func TestDeepGEMMManifestCycle(t *testing.T) {
-	lim := ref.DefaultLimits()
-	in := ref.DeepGEMMWarmupPlanInput{Env: map[string]string{"HOME": "/root"}, ChunkedPrefillSize: 8192, Alignment: 128,
-		Kernels: []ref.DeepGEMMKernel{{KernelType: ref.KernelGEMMNT, N: 7168, K: 2048, NumGroups: 1, Compiles: []string{"kernel.x"}}},
-		Cache:   []ref.DeepGEMMCacheEntry{}}
-	step := func(want string, written bool) ref.DeepGEMMWarmupPlanOutput {
+	lim := spec.DefaultLimits()
+	in := spec.DeepGEMMWarmupPlanInput{Env: map[string]string{"HOME": "/root"}, ChunkedPrefillSize: 8192, Alignment: 128,
+		Kernels: []spec.DeepGEMMKernel{{KernelType: spec.KernelGEMMNT, N: 7168, K: 2048, NumGroups: 1, Compiles: []string{"kernel.x"}}},
+		Cache:   []spec.DeepGEMMCacheEntry{}}
+	step := func(want string, written bool) spec.DeepGEMMWarmupPlanOutput {
 		t.Helper()
 		out, err := ref.DeepGEMMWarmupPlan(lim, in)
 		if err != nil {
@@ -95,13 +96,13 @@ func TestDeepGEMMManifestCycle(t *testing.T) {
 		in.Manifest, in.Cache = out.Manifest, out.Cache
 		return out
 	}
-	if out := step(ref.DecisionMiss, true); out.Plans[0].Launches != 50 {
+	if out := step(spec.DecisionMiss, true); out.Plans[0].Launches != 50 {
 		t.Fatalf("cold start launched %d kernels, want 50", out.Plans[0].Launches)
 	}
-	step(ref.DecisionHit, false)
-	in.Cache = []ref.DeepGEMMCacheEntry{}
-	step(ref.DecisionStale, true)
-	step(ref.DecisionHit, false)
+	step(spec.DecisionHit, false)
+	in.Cache = []spec.DeepGEMMCacheEntry{}
+	step(spec.DecisionStale, true)
+	step(spec.DecisionHit, false)
 }
 
 // TestListDeepGEMMCache is §S3.5's listing rule on an in-memory cache dir:
@@ -118,14 +119,14 @@ func TestListDeepGEMMCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ref.DeepGEMMCacheEntry{{Name: "kernel.a", Dir: true, Sizes: []int64{1}}, {Name: "kernel.b", Dir: true, Sizes: []int64{0}}, {Name: "kernel.c", Sizes: []int64{2}}}
+	want := []spec.DeepGEMMCacheEntry{{Name: "kernel.a", Dir: true, Sizes: []int64{1}}, {Name: "kernel.b", Dir: true, Sizes: []int64{0}}, {Name: "kernel.c", Sizes: []int64{2}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("(-want +got)\n%s", diff)
 	}
 	if !got[0].Live() || got[1].Live() || !got[2].Live() {
 		t.Errorf("liveness %v %v %v, want true false true", got[0].Live(), got[1].Live(), got[2].Live())
 	}
-	flat := fstest.MapFS{ref.DeepGEMMManifestFile: {Data: []byte("{}")}, "kernel.d": {Data: []byte("z")}}
+	flat := fstest.MapFS{spec.DeepGEMMManifestFile: {Data: []byte("{}")}, "kernel.d": {Data: []byte("z")}}
 	got, err = ref.ListDeepGEMMCache(flat)
 	if err != nil || len(got) != 1 || got[0].Name != "kernel.d" {
 		t.Fatalf("flat listing %v (%v), want only kernel.d", got, err)

@@ -1,10 +1,10 @@
 // Package ref is kvtwin's executable specification: the reference twin of
-// every algorithm in docs/spec and the types both twins share. Its functions
-// are plain, obviously-correct implementations written to read like the spec
-// text, over the standard library (and XXH3, the spec's own hash). It also
-// owns the types both twins share (inputs, outputs, sentinel errors,
-// Limits). Every fast or CUDA twin must produce the same canonical bytes as
-// the function here on every input, errors included.
+// every algorithm in docs/spec. Its functions are plain, obviously-correct
+// implementations written to read like the spec text, over the standard
+// library (and XXH3, the spec's own hash) and package spec, which declares
+// what they read and write (inputs, outputs, sentinel errors, Limits). Every
+// fast or CUDA twin must produce the same canonical bytes as the function
+// here on every input, errors included.
 //
 // # The algorithms
 //
@@ -39,8 +39,9 @@
 // # Stateful algorithms
 //
 // A script op drives objects that live across calls. Each is an interface
-// declared here with one constructor type, so the script runs any twin's
-// objects and compares nothing but them: RadixTree (NewRadixTree),
+// of package spec with one constructor type, so the script runs any twin's
+// objects and compares nothing but them; ref's constructors build the
+// reference objects: RadixTree (NewRadixTree),
 // AckQueue (NewAckQueue), Loader (NewLoader), LayerDoneCounter
 // (NewLayerDoneCounter), PerLayerManager (NewPerLayerManager, over an Engine
 // and an EventFactory; MemEngine and FakeEvents are transfer.md's in-memory
@@ -48,21 +49,15 @@
 //
 // # The rest of the API
 //
-//   - Inputs and outputs: each op's input and output structs, named for the
-//     op as its function is (TransferFilterCPRankInput, …Output), the types
-//     they carry and their JSON (snake_case, documented field by field).
-//   - Errors: Reject wraps a sentinel (Err…, an error kind of the spec;
-//     its Code is the JSON "code") with the field, the value and the bound
-//     in an *InputError. Sentinels no other package names are unexported.
 //   - Validation the twins share: an op's whole-input validator is its
 //     Validate…; a Check… is one piece of an op's validation (the scalars,
 //     one row, one step) that another twin calls from inside its own single
 //     pass, so that it reports the same first error; the …Error functions
-//     and the Want… constants are the words of the errors a twin builds
-//     itself. Each names its op and spec section.
-//   - Bounds and defaults the spec fixes (Max…, Default…), and Limits, the
-//     per-request bound on output and work, with the overflow-safe
-//     arithmetic every twin uses (AddOverflows, MulOverflows, CeilDiv).
+//     are the words of the errors a twin builds itself. Each names its op
+//     and spec section.
+//   - The data these functions read and write (each op's input and output
+//     structs, sentinels, Limits, the bounds and defaults the spec fixes)
+//     is package spec's; see its documentation.
 //
 // Everything else is unexported: what only ref calls is not part of the
 // contract, and what only ref's own tests pin is re-exported to them in

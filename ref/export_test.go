@@ -8,7 +8,6 @@ package ref
 
 // Pieces of the ops' algorithms.
 var (
-	BuildLayoutPadded      = buildLayoutPadded      // cp-layout.md §1: the layout of padded CP extends
 	PositionsLocal         = positionsLocal         // cp-layout.md §1: a rank's position ids
 	LastTokenRows          = lastTokenRows          // cp-layout.md §2: the last-token rows
 	ChunkRows              = chunkRows              // cp-layout.md §8.4: the rows of one MQA chunk

@@ -1,6 +1,10 @@
 package ref
 
-import "math"
+import (
+	"math"
+
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // The bit-exact number codecs of docs/spec/cp-layout.md §0.4, written as integer
 // algorithms so every implementation (Go, and a GPU kernel compiled without
@@ -9,12 +13,6 @@ import "math"
 // bf16CanonicalNaN is the one bf16 NaN kvtwin emits (§0.4, designed: vendor
 // intrinsics may emit another pattern).
 const bf16CanonicalNaN uint16 = 0x7FC0
-
-// E4M3NaN is the e4m3fn NaN code an encoder emits (sign dropped, §0.4 step 2).
-const E4M3NaN uint8 = 0x7F
-
-// E4M3Max is the largest finite e4m3fn code, 448 (§0.4).
-const E4M3Max uint8 = 0x7E
 
 // F32FromBF16 widens a bf16 (carried as its bits) to fp32: exact.
 func F32FromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
@@ -56,7 +54,7 @@ func EncodeE4M3(x float32) uint8 {
 	u := math.Float32bits(x)
 	sign, a := uint8(u>>31), u&0x7FFFFFFF
 	if a > 0x7F800000 {
-		return E4M3NaN
+		return spec.E4M3NaN
 	}
 	var code uint32
 	if a < 0x3C800000 { // |x| < 2^-6: the subnormal range, in units of 2^-9
@@ -65,7 +63,7 @@ func EncodeE4M3(x float32) uint8 {
 		r := a + 0x7FFFF + ((a >> 20) & 1)
 		code = (r >> 20) - 960 // 960 = (127 − 7) · 8
 	}
-	code = min(code, uint32(E4M3Max))
+	code = min(code, uint32(spec.E4M3Max))
 	return uint8(code) | sign<<7
 }
 

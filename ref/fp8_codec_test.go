@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 	"testing"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The worked enc values of docs/spec/cp-layout.md §0.4.
@@ -44,7 +46,7 @@ func TestE4M3AllCodesRoundTrip(t *testing.T) {
 		code := uint8(c)
 		v := DecodeE4M3(code)
 		if code&0x7F == 0x7F {
-			if !math.IsNaN(float64(v)) || EncodeE4M3(v) != E4M3NaN {
+			if !math.IsNaN(float64(v)) || EncodeE4M3(v) != spec.E4M3NaN {
 				t.Fatalf("code %#02x: dec %g, enc(dec) %#02x", code, v, EncodeE4M3(v))
 			}
 			continue
@@ -82,7 +84,7 @@ func TestBF16AllValuesRoundTrip(t *testing.T) {
 // to the even code, saturating at 448.
 func oracleE4M3(x float32, values []float64) uint8 {
 	if math.IsNaN(float64(x)) {
-		return E4M3NaN
+		return spec.E4M3NaN
 	}
 	sign := uint8(0)
 	if math.Signbit(float64(x)) {

@@ -4,47 +4,15 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
-
-// DequantRowBytes is the width of one dequantized MLA row (docs/spec/cp-layout.md
-// §7.1): 512 k_nope + 64 k_rope bf16 values, little-endian.
-const DequantRowBytes = MLABF16RowBytes
-
-var (
-	// ErrTopKIndexOutOfRange: a top-k row id outside [-1, N) (docs/spec/cp-layout.md §7.6).
-	ErrTopKIndexOutOfRange = NewSentinel("topk_index_out_of_range", "top-k index outside [-1, N)")
-	// ErrDequantVerifyMismatch: the verify gate found a sparse row that
-	// differs from the full dequant (docs/spec/cp-layout.md §7.6 step 4).
-	ErrDequantVerifyMismatch = NewSentinel("dequant_verify_mismatch", "top-k dequant differs from full dequant")
-)
-
-// FP8DequantTopKInput is the input of fp8.dequant_topk (docs/spec/cp-layout.md §7.6).
-type FP8DequantTopKInput struct {
-	// Kq is the composed/materialized buffer of N 656-byte FP8 rows.
-	Kq Rows `json:"kq"`
-	// TopK holds, per query, global row ids into Kq; -1 is an empty entry.
-	TopK [][]int32 `json:"topk"`
-	// Verify also runs the full dequant and compares (the expensive debug gate).
-	Verify bool `json:"verify"`
-}
-
-// FP8DequantTopKOutput is the set of writes the in-place dequant makes into
-// the N×1152-byte out buffer: one row per referenced row id, each once.
-// The op returns the writes rather than the whole buffer so that its cost
-// (and its canonical output) stays proportional to the referenced rows;
-// DequantTopKInPlace applies them to a caller's pre-filled buffer.
-type FP8DequantTopKOutput struct {
-	// RowIDs are the distinct referenced rows (ids >= 0 in TopK), ascending.
-	RowIDs []int64 `json:"row_ids"`
-	// Rows holds the dequantized row of each RowIDs entry, 1152 B each.
-	Rows Rows `json:"rows"`
-}
 
 // ValidateFP8DequantTopK checks kq's shape (ErrRowCount) and width (656,
 // ErrUnsupportedDims), then
 // every top-k entry in query-major order: -1 <= idx < N, else
 // ErrTopKIndexOutOfRange (docs/spec/cp-layout.md §7.6 step 1: before any write).
-func ValidateFP8DequantTopK(kq Rows, topk [][]int32) error {
+func ValidateFP8DequantTopK(kq spec.Rows, topk [][]int32) error {
 	if err := CheckFP8Rows("kq", kq); err != nil {
 		return err
 	}
@@ -52,7 +20,7 @@ func ValidateFP8DequantTopK(kq Rows, topk [][]int32) error {
 	for q, row := range topk {
 		for j, idx := range row {
 			if idx < -1 || int64(idx) >= n {
-				return Reject(ErrTopKIndexOutOfRange, fmt.Sprintf("topk[%d][%d]", q, j), idx, fmt.Sprintf("in [-1, N=%d)", n))
+				return spec.Reject(spec.ErrTopKIndexOutOfRange, fmt.Sprintf("topk[%d][%d]", q, j), idx, fmt.Sprintf("in [-1, N=%d)", n))
 			}
 		}
 	}
@@ -63,15 +31,15 @@ func ValidateFP8DequantTopK(kq Rows, topk [][]int32) error {
 // §7.2): nope out_j = bf16RNE(fl32(dec(code_j)·s_t)) with s_t the tile's
 // fp32 scale (a NaN code gives 0x7FC0), rope bytes copied.
 func DequantRowInto656(dst, src []byte) {
-	for j, h := range DequantRow656([FP8RowBytes]byte(src[:FP8RowBytes])) {
+	for j, h := range DequantRow656([spec.FP8RowBytes]byte(src[:spec.FP8RowBytes])) {
 		binary.LittleEndian.PutUint16(dst[2*j:], h)
 	}
 }
 
 // FullDequant656 dequantizes every row of kq (the old, correct, expensive
 // path §7.6 replaces). kq must hold 656-byte rows.
-func FullDequant656(kq Rows) Rows {
-	out := NewRows(DequantRowBytes, kq.N())
+func FullDequant656(kq spec.Rows) spec.Rows {
+	out := NewRows(spec.DequantRowBytes, kq.N())
 	for i := range kq.N() {
 		DequantRowInto656(out.Row(i), kq.Row(i))
 	}
@@ -83,12 +51,12 @@ func FullDequant656(kq Rows) Rows {
 // distinct row >= 0 in topk; other rows of out keep their bytes and topk is
 // not modified. out must hold N rows of 1152 B (ErrRowCount). With verify
 // the full dequant is computed and compared on the written rows.
-func DequantTopKInPlace(kq Rows, topk [][]int32, out Rows, verify bool) error {
+func DequantTopKInPlace(kq spec.Rows, topk [][]int32, out spec.Rows, verify bool) error {
 	if err := ValidateFP8DequantTopK(kq, topk); err != nil {
 		return err
 	}
-	if out.W != DequantRowBytes {
-		return Reject(ErrRowCount, "out.w", out.W, fmt.Sprintf("%d", DequantRowBytes))
+	if out.W != spec.DequantRowBytes {
+		return spec.Reject(spec.ErrRowCount, "out.w", out.W, fmt.Sprintf("%d", spec.DequantRowBytes))
 	}
 	if err := out.CheckRows("out", kq.N()); err != nil {
 		return err
@@ -107,7 +75,7 @@ func DequantTopKInPlace(kq Rows, topk [][]int32, out Rows, verify bool) error {
 		full := FullDequant656(kq)
 		for _, idx := range sortedKeys(done) {
 			if string(full.Row(int(idx))) != string(out.Row(int(idx))) {
-				return Reject(ErrDequantVerifyMismatch, Idx("kq", int(idx)), idx, "top-k row equal to the full dequant")
+				return spec.Reject(spec.ErrDequantVerifyMismatch, spec.Idx("kq", int(idx)), idx, "top-k row equal to the full dequant")
 			}
 		}
 	}
@@ -126,9 +94,9 @@ func sortedKeys(m map[int32]bool) []int32 {
 // FP8DequantTopK is fp8.dequant_topk (docs/spec/cp-layout.md §7.6): the distinct
 // referenced rows, ascending, each dequantized once. With verify, each is
 // compared against the full dequant of the buffer.
-func FP8DequantTopK(lim Limits, in FP8DequantTopKInput) (FP8DequantTopKOutput, error) {
+func FP8DequantTopK(lim spec.Limits, in spec.FP8DequantTopKInput) (spec.FP8DequantTopKOutput, error) {
 	if err := ValidateFP8DequantTopK(in.Kq, in.TopK); err != nil {
-		return FP8DequantTopKOutput{}, err
+		return spec.FP8DequantTopKOutput{}, err
 	}
 	set := map[int32]bool{}
 	for _, q := range in.TopK {
@@ -139,10 +107,10 @@ func FP8DequantTopK(lim Limits, in FP8DequantTopKInput) (FP8DequantTopKOutput, e
 		}
 	}
 	ids := sortedKeys(set)
-	if err := lim.CheckOutput("topk", int64(len(ids)), DequantRowBytes); err != nil {
-		return FP8DequantTopKOutput{}, err
+	if err := lim.CheckOutput("topk", int64(len(ids)), spec.DequantRowBytes); err != nil {
+		return spec.FP8DequantTopKOutput{}, err
 	}
-	out := FP8DequantTopKOutput{RowIDs: make([]int64, len(ids)), Rows: NewRows(DequantRowBytes, len(ids))}
+	out := spec.FP8DequantTopKOutput{RowIDs: make([]int64, len(ids)), Rows: NewRows(spec.DequantRowBytes, len(ids))}
 	for i, idx := range ids {
 		out.RowIDs[i] = int64(idx)
 		DequantRowInto656(out.Rows.Row(i), in.Kq.Row(int(idx)))
@@ -151,7 +119,7 @@ func FP8DequantTopK(lim Limits, in FP8DequantTopKInput) (FP8DequantTopKOutput, e
 		full := FullDequant656(in.Kq)
 		for i, idx := range ids {
 			if string(full.Row(int(idx))) != string(out.Rows.Row(i)) {
-				return FP8DequantTopKOutput{}, Reject(ErrDequantVerifyMismatch, Idx("kq", int(idx)), idx, "top-k row equal to the full dequant")
+				return spec.FP8DequantTopKOutput{}, spec.Reject(spec.ErrDequantVerifyMismatch, spec.Idx("kq", int(idx)), idx, "top-k row equal to the full dequant")
 			}
 		}
 	}

@@ -7,14 +7,15 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // mlaRow is a 1152-byte MLA row: k_nope all nope, k_rope all rope.
 func mlaRow(nope, rope uint16) []byte {
-	b := make([]byte, ref.MLABF16RowBytes)
-	for j := range ref.MLANopeDim + ref.MLARopeDim {
+	b := make([]byte, spec.MLABF16RowBytes)
+	for j := range spec.MLANopeDim + spec.MLARopeDim {
 		v := nope
-		if j >= ref.MLANopeDim {
+		if j >= spec.MLANopeDim {
 			v = rope
 		}
 		binary.LittleEndian.PutUint16(b[2*j:], v)
@@ -24,7 +25,7 @@ func mlaRow(nope, rope uint16) []byte {
 
 func quant656(t *testing.T, row []byte) []byte {
 	t.Helper()
-	q, err := ref.FP8QuantizeRow(ref.DefaultLimits(), ref.FP8QuantizeRowInput{X: ref.Rows{W: ref.MLABF16RowBytes, B: row}})
+	q, err := ref.FP8QuantizeRow(spec.DefaultLimits(), spec.FP8QuantizeRowInput{X: spec.Rows{W: spec.MLABF16RowBytes, B: row}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,15 +34,15 @@ func quant656(t *testing.T, row []byte) []byte {
 
 // storeValidMinimal is §2.5's padded cp=2, g=1, L=[3,4]: rank 0 holds
 // a0 b0 | PAD b3; the PAD row is NaN, which quantize would reject.
-func storeValidMinimal() ref.FP8StoreValidRowsInput {
-	x := ref.Rows{W: ref.MLABF16RowBytes}
+func storeValidMinimal() spec.FP8StoreValidRowsInput {
+	x := spec.Rows{W: spec.MLABF16RowBytes}
 	x.B = append(x.B, mlaRow(0x3F80, 0x0001)...) // a0: 1.0
 	x.B = append(x.B, mlaRow(0x4000, 0x0002)...) // b0: 2.0
-	x.B = append(x.B, bytes.Repeat([]byte{0xFF}, ref.MLABF16RowBytes)...)
+	x.B = append(x.B, bytes.Repeat([]byte{0xFF}, spec.MLABF16RowBytes)...)
 	x.B = append(x.B, mlaRow(0x3F00, 0x0003)...) // b3: 0.5
-	return ref.FP8StoreValidRowsInput{
-		Pool:       ref.FP8Pool{PageSize: 2, Size: 10, Rows: fp8TestRows(12, 0)},
-		Layout:     ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1},
+	return spec.FP8StoreValidRowsInput{
+		Pool:       spec.FP8Pool{PageSize: 2, Size: 10, Rows: fp8TestRows(12, 0)},
+		Layout:     spec.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1},
 		Rank:       0,
 		X:          x,
 		ReqToToken: [][]int64{{2, 3, 4, 5, 6}, {8, 9, 10, 11}},
@@ -54,7 +55,7 @@ func storeValidMinimal() ref.FP8StoreValidRowsInput {
 // reaches no slot, and every other slot keeps its bytes.
 func TestFP8StoreValidRowsMinimal(t *testing.T) {
 	in := storeValidMinimal()
-	out, err := ref.FP8StoreValidRows(ref.DefaultLimits(), in)
+	out, err := ref.FP8StoreValidRows(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,34 +82,34 @@ func TestFP8StoreValidRowsMinimal(t *testing.T) {
 func TestFP8StoreValidRowsBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		edit  func(*ref.FP8StoreValidRowsInput)
-		want  *ref.Sentinel
+		edit  func(*spec.FP8StoreValidRowsInput)
+		want  *spec.Sentinel
 		field string
 	}{
-		{"rank-cp", func(in *ref.FP8StoreValidRowsInput) { in.Rank = 2 }, ref.ErrRank, "rank"},
-		{"valid-rows-only", func(in *ref.FP8StoreValidRowsInput) {
-			in.X = ref.Rows{W: in.X.W, B: append(append([]byte{}, in.X.B[:2*in.X.W]...), in.X.Row(3)...)}
-		}, ref.ErrRowContract, "x"},
-		{"fp8-width", func(in *ref.FP8StoreValidRowsInput) { in.X = ref.NewRows(ref.FP8RowBytes, 4) }, ref.ErrUnsupportedDims, "x.w"},
-		{"missing-list", func(in *ref.FP8StoreValidRowsInput) { in.ReqToToken = in.ReqToToken[:1] }, ref.ErrLengthMismatch, "req_to_token"},
-		{"missing-prefix", func(in *ref.FP8StoreValidRowsInput) { in.PrefixLens = in.PrefixLens[:1] }, ref.ErrLengthMismatch, "prefix_lens"},
-		{"negative-prefix", func(in *ref.FP8StoreValidRowsInput) { in.PrefixLens = []int{2, -1} }, ref.ErrNegative, "prefix_lens[1]"},
-		{"list-short", func(in *ref.FP8StoreValidRowsInput) { in.PrefixLens = []int{3, 0} }, ref.ErrLengthMismatch, "req_to_token[0]"},
-		{"slot-num-slots", func(in *ref.FP8StoreValidRowsInput) { in.ReqToToken = [][]int64{{2, 3, 4, 5, 6}, {8, 9, 10, 12}} }, ref.ErrSlotOutOfRange, "req_to_token[1][3]"},
-		{"duplicate", func(in *ref.FP8StoreValidRowsInput) { in.ReqToToken = [][]int64{{2, 3, 8, 5, 6}, {8, 9, 10, 11}} }, ref.ErrDuplicateSlot, "req_to_token[1][0]"},
-		{"non-finite-valid-row", func(in *ref.FP8StoreValidRowsInput) {
-			in.X = ref.Rows{W: in.X.W, B: bytes.Clone(in.X.B)}
-			binary.LittleEndian.PutUint16(in.X.Row(3)[2*ref.MLANopeDim:], 0x7F80)
-		}, ref.ErrNonFinite, "x[3].rope[0]"},
+		{"rank-cp", func(in *spec.FP8StoreValidRowsInput) { in.Rank = 2 }, spec.ErrRank, "rank"},
+		{"valid-rows-only", func(in *spec.FP8StoreValidRowsInput) {
+			in.X = spec.Rows{W: in.X.W, B: append(append([]byte{}, in.X.B[:2*in.X.W]...), in.X.Row(3)...)}
+		}, spec.ErrRowContract, "x"},
+		{"fp8-width", func(in *spec.FP8StoreValidRowsInput) { in.X = ref.NewRows(spec.FP8RowBytes, 4) }, spec.ErrUnsupportedDims, "x.w"},
+		{"missing-list", func(in *spec.FP8StoreValidRowsInput) { in.ReqToToken = in.ReqToToken[:1] }, spec.ErrLengthMismatch, "req_to_token"},
+		{"missing-prefix", func(in *spec.FP8StoreValidRowsInput) { in.PrefixLens = in.PrefixLens[:1] }, spec.ErrLengthMismatch, "prefix_lens"},
+		{"negative-prefix", func(in *spec.FP8StoreValidRowsInput) { in.PrefixLens = []int{2, -1} }, spec.ErrNegative, "prefix_lens[1]"},
+		{"list-short", func(in *spec.FP8StoreValidRowsInput) { in.PrefixLens = []int{3, 0} }, spec.ErrLengthMismatch, "req_to_token[0]"},
+		{"slot-num-slots", func(in *spec.FP8StoreValidRowsInput) { in.ReqToToken = [][]int64{{2, 3, 4, 5, 6}, {8, 9, 10, 12}} }, spec.ErrSlotOutOfRange, "req_to_token[1][3]"},
+		{"duplicate", func(in *spec.FP8StoreValidRowsInput) { in.ReqToToken = [][]int64{{2, 3, 8, 5, 6}, {8, 9, 10, 11}} }, spec.ErrDuplicateSlot, "req_to_token[1][0]"},
+		{"non-finite-valid-row", func(in *spec.FP8StoreValidRowsInput) {
+			in.X = spec.Rows{W: in.X.W, B: bytes.Clone(in.X.B)}
+			binary.LittleEndian.PutUint16(in.X.Row(3)[2*spec.MLANopeDim:], 0x7F80)
+		}, spec.ErrNonFinite, "x[3].rope[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := storeValidMinimal()
 			tc.edit(&in)
-			_, err := ref.FP8StoreValidRows(ref.DefaultLimits(), in)
+			_, err := ref.FP8StoreValidRows(spec.DefaultLimits(), in)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
-			if ie, ok := ref.AsInputError(err); !ok || ie.Field != tc.field {
+			if ie, ok := spec.AsInputError(err); !ok || ie.Field != tc.field {
 				t.Errorf("field of %v, want %q", err, tc.field)
 			}
 		})

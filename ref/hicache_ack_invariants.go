@@ -3,6 +3,8 @@ package ref
 import (
 	"fmt"
 	"slices"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The invariants of docs/spec/radix-acks.md §3.3 as checkers on observable states.
@@ -14,7 +16,7 @@ import (
 
 // ScanHasUndrained is the pure scan of §3.2 op 2: whether a queued ack of s
 // names id.
-func ScanHasUndrained(s AckState, id NodeID) bool {
+func ScanHasUndrained(s spec.AckState, id spec.NodeID) bool {
 	for _, a := range s.Queue {
 		if slices.Contains(a.NodeIDs, id) {
 			return true
@@ -25,8 +27,8 @@ func ScanHasUndrained(s AckState, id NodeID) bool {
 
 // CheckAckState checks W1–W4 (W1–W3 suspended once fault injection pushed an
 // ack), W6, W7, W8 and W9 on one rank's state, and the state's own shape.
-func CheckAckState(s AckState) error {
-	for _, check := range []func(AckState) error{ackW1W2W3, ackW4, ackW6, ackW7, ackW8, ackW9, ackShape} {
+func CheckAckState(s spec.AckState) error {
+	for _, check := range []func(spec.AckState) error{ackW1W2W3, ackW4, ackW6, ackW7, ackW8, ackW9, ackShape} {
 		if err := check(s); err != nil {
 			return err
 		}
@@ -34,8 +36,8 @@ func CheckAckState(s AckState) error {
 	return nil
 }
 
-func occurrences(s AckState) map[NodeID]int {
-	occ := map[NodeID]int{}
+func occurrences(s spec.AckState) map[spec.NodeID]int {
+	occ := map[spec.NodeID]int{}
 	for _, a := range s.Queue {
 		for _, id := range a.NodeIDs {
 			occ[id]++
@@ -44,23 +46,23 @@ func occurrences(s AckState) map[NodeID]int {
 	return occ
 }
 
-func ongoingIDs(s AckState) map[NodeID]RegistrationState {
-	m := map[NodeID]RegistrationState{}
+func ongoingIDs(s spec.AckState) map[spec.NodeID]spec.RegistrationState {
+	m := map[spec.NodeID]spec.RegistrationState{}
 	for _, r := range s.Ongoing {
 		m[r.ID] = r
 	}
 	return m
 }
 
-func pendingIDs(s AckState) map[NodeID]bool {
-	m := map[NodeID]bool{}
+func pendingIDs(s spec.AckState) map[spec.NodeID]bool {
+	m := map[spec.NodeID]bool{}
 	for _, p := range s.Pending {
 		m[p.ID] = true
 	}
 	return m
 }
 
-func ackW1W2W3(s AckState) error {
+func ackW1W2W3(s spec.AckState) error {
 	if s.FaultInjected {
 		return nil
 	}
@@ -89,7 +91,7 @@ func ackW1W2W3(s AckState) error {
 	return nil
 }
 
-func ackW4(s AckState) error {
+func ackW4(s spec.AckState) error {
 	for id := range occurrences(s) {
 		if id > s.MaxAppended {
 			return fmt.Errorf("W4: queued id %d > max_appended %d", id, s.MaxAppended)
@@ -98,7 +100,7 @@ func ackW4(s AckState) error {
 	return nil
 }
 
-func ackW6(s AckState) error {
+func ackW6(s spec.AckState) error {
 	ongoing := ongoingIDs(s)
 	for _, n := range s.Nodes {
 		want := n.RequestLocks
@@ -115,9 +117,9 @@ func ackW6(s AckState) error {
 // ackW7: the allocated host slots are exactly the disjoint union of the
 // host values of registered and backed-up nodes, and free + allocated ==
 // capacity; a registration's slots are its node's host value.
-func ackW7(s AckState) error {
+func ackW7(s spec.AckState) error {
 	ongoing := ongoingIDs(s)
-	seen := map[SlotIdx]NodeID{}
+	seen := map[spec.SlotIdx]spec.NodeID{}
 	allocated := 0
 	for _, n := range s.Nodes {
 		reg, isReg := ongoing[n.ID]
@@ -131,7 +133,7 @@ func ackW7(s AckState) error {
 			return fmt.Errorf("W7: node %d is both registered and backed up", n.ID)
 		}
 		for _, sl := range n.HostValue {
-			if sl < 0 || sl >= SlotIdx(s.Config.HostCapacity) {
+			if sl < 0 || sl >= spec.SlotIdx(s.Config.HostCapacity) {
 				return fmt.Errorf("W7: node %d host slot %d outside [0, %d)", n.ID, sl, s.Config.HostCapacity)
 			}
 			if o, dup := seen[sl]; dup {
@@ -147,14 +149,14 @@ func ackW7(s AckState) error {
 	return nil
 }
 
-func ackW8(s AckState) error {
+func ackW8(s spec.AckState) error {
 	if s.ForeignWrites != 0 {
 		return fmt.Errorf("W8: %d layer copies wrote host slots not owned by their registration", s.ForeignWrites)
 	}
 	return nil
 }
 
-func ackW9(s AckState) error {
+func ackW9(s spec.AckState) error {
 	occ, ongoing := occurrences(s), ongoingIDs(s)
 	for _, id := range s.Completed {
 		if occ[id] == 0 {
@@ -170,7 +172,7 @@ func ackW9(s AckState) error {
 // ackShape: pending registrations are ongoing CP registrations with one
 // flag per layer, ids are below next_id, readiness is a prefix, lists are
 // sorted.
-func ackShape(s AckState) error {
+func ackShape(s spec.AckState) error {
 	ongoing := ongoingIDs(s)
 	for _, p := range s.Pending {
 		if r, ok := ongoing[p.ID]; !ok || r.NonCP || len(p.Written) != s.Config.NumLayers {
@@ -182,7 +184,7 @@ func ackShape(s AckState) error {
 			return fmt.Errorf("ack %d is ready after an unready ack: readiness is not a prefix", i)
 		}
 	}
-	if !slices.IsSorted(s.Completed) || !slices.IsSortedFunc(s.Ongoing, func(a, b RegistrationState) int { return int(a.ID - b.ID) }) {
+	if !slices.IsSorted(s.Completed) || !slices.IsSortedFunc(s.Ongoing, func(a, b spec.RegistrationState) int { return int(a.ID - b.ID) }) {
 		return fmt.Errorf("completed or ongoing not in ascending id order")
 	}
 	for _, n := range s.Nodes {
@@ -195,7 +197,7 @@ func ackShape(s AckState) error {
 
 // CheckAckMonotone checks W4's second half between consecutive states of one
 // rank: max_appended never decreases, except at a reset.
-func CheckAckMonotone(prev, cur AckState, reset bool) error {
+func CheckAckMonotone(prev, cur spec.AckState, reset bool) error {
 	if !reset && cur.MaxAppended < prev.MaxAppended {
 		return fmt.Errorf("W4: max_appended fell from %d to %d without a reset", prev.MaxAppended, cur.MaxAppended)
 	}
@@ -208,13 +210,13 @@ func CheckAckMonotone(prev, cur AckState, reset bool) error {
 // CheckAckRanks is W11: the ranks of one group, driven by one operation
 // sequence with independent readiness and MIN-agreed drains, hold identical
 // Ongoing key sets, Queue id sequences, lock refs and completed memory.
-func CheckAckRanks(states []AckState) error {
+func CheckAckRanks(states []spec.AckState) error {
 	for r := 1; r < len(states); r++ {
 		a, b := states[0], states[r]
 		if !slices.Equal(regIDs(a), regIDs(b)) {
 			return fmt.Errorf("W11: ongoing ids differ: rank 0 %v, rank %d %v", regIDs(a), r, regIDs(b))
 		}
-		if !slices.EqualFunc(a.Queue, b.Queue, func(x, y Ack) bool { return slices.Equal(x.NodeIDs, y.NodeIDs) }) {
+		if !slices.EqualFunc(a.Queue, b.Queue, func(x, y spec.Ack) bool { return slices.Equal(x.NodeIDs, y.NodeIDs) }) {
 			return fmt.Errorf("W11: queue id sequences differ: rank 0 %v, rank %d %v", queueIDs(a), r, queueIDs(b))
 		}
 		if !slices.Equal(lockRefs(a), lockRefs(b)) {
@@ -227,23 +229,23 @@ func CheckAckRanks(states []AckState) error {
 	return nil
 }
 
-func regIDs(s AckState) []NodeID {
-	ids := []NodeID{}
+func regIDs(s spec.AckState) []spec.NodeID {
+	ids := []spec.NodeID{}
 	for _, r := range s.Ongoing {
 		ids = append(ids, r.ID)
 	}
 	return ids
 }
 
-func queueIDs(s AckState) [][]NodeID {
-	ids := [][]NodeID{}
+func queueIDs(s spec.AckState) [][]spec.NodeID {
+	ids := [][]spec.NodeID{}
 	for _, a := range s.Queue {
 		ids = append(ids, a.NodeIDs)
 	}
 	return ids
 }
 
-func lockRefs(s AckState) [][2]int64 {
+func lockRefs(s spec.AckState) [][2]int64 {
 	refs := [][2]int64{}
 	for _, n := range s.Nodes {
 		refs = append(refs, [2]int64{n.ID, int64(n.LockRef)})

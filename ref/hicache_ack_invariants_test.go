@@ -4,12 +4,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ackCheckStates builds a state with a pending CP registration (node 1) and
 // a queued non-CP ack (node 2), and a fault-injected one whose completed
 // memory holds node 3 (its duplicate is still queued).
-func ackCheckStates(t *testing.T) (plain, injected AckState) {
+func ackCheckStates(t *testing.T) (plain, injected spec.AckState) {
 	q := newAcks(t, 2, 8, 2, 1, 1)
 	must(t, q.ReserveWriteCP(1, 1))
 	must(t, q.WriteNonCP(2))
@@ -22,17 +24,17 @@ func ackCheckStates(t *testing.T) (plain, injected AckState) {
 	_, err = q.WritingCheck(2)
 	must(t, err)
 	injected = checked(t, q)
-	if !slices.Equal(injected.Completed, []NodeID{3}) {
+	if !slices.Equal(injected.Completed, []spec.NodeID{3}) {
 		t.Fatalf("completed %v, want [3]", injected.Completed)
 	}
 	return plain, injected
 }
 
-func cloneAckState(s AckState) AckState {
+func cloneAckState(s spec.AckState) spec.AckState {
 	c := s
 	c.Queue = nil
 	for _, a := range s.Queue {
-		c.Queue = append(c.Queue, Ack{NodeIDs: slices.Clone(a.NodeIDs), Ready: a.Ready})
+		c.Queue = append(c.Queue, spec.Ack{NodeIDs: slices.Clone(a.NodeIDs), Ready: a.Ready})
 	}
 	c.Nodes = slices.Clone(s.Nodes)
 	for i := range c.Nodes {
@@ -50,21 +52,24 @@ func TestAckCheckersCatchBrokenStates(t *testing.T) {
 	plain, injected := ackCheckStates(t)
 	cases := []struct {
 		want   string
-		base   AckState
-		mutate func(*AckState)
+		base   spec.AckState
+		mutate func(*spec.AckState)
 	}{
-		{"W1", plain, func(s *AckState) { s.Queue = append(s.Queue, Ack{NodeIDs: []NodeID{2}}) }},
-		{"W1", plain, func(s *AckState) { s.Queue[0].NodeIDs = []NodeID{2, 2} }},
-		{"W2", plain, func(s *AckState) { s.Queue[0].NodeIDs = []NodeID{2, 1} }},
-		{"W3", plain, func(s *AckState) { s.Queue = []Ack{} }},
-		{"W4", plain, func(s *AckState) { s.MaxAppended = 1 }},
-		{"W6", plain, func(s *AckState) { s.Nodes[0].LockRef = 2 }},
-		{"W7", plain, func(s *AckState) { s.HostFree-- }},
-		{"W7", plain, func(s *AckState) { s.Nodes[1].HostValue = []SlotIdx{0}; s.Ongoing[1].HostSlots = []SlotIdx{0} }},
-		{"W7", injected, func(s *AckState) { s.Nodes[2].BackedUp = false }},
-		{"W8", plain, func(s *AckState) { s.ForeignWrites = 1 }},
-		{"W9", injected, func(s *AckState) { s.Completed = []NodeID{2} }},
-		{"W9", injected, func(s *AckState) { s.Queue = []Ack{} }},
+		{"W1", plain, func(s *spec.AckState) { s.Queue = append(s.Queue, spec.Ack{NodeIDs: []spec.NodeID{2}}) }},
+		{"W1", plain, func(s *spec.AckState) { s.Queue[0].NodeIDs = []spec.NodeID{2, 2} }},
+		{"W2", plain, func(s *spec.AckState) { s.Queue[0].NodeIDs = []spec.NodeID{2, 1} }},
+		{"W3", plain, func(s *spec.AckState) { s.Queue = []spec.Ack{} }},
+		{"W4", plain, func(s *spec.AckState) { s.MaxAppended = 1 }},
+		{"W6", plain, func(s *spec.AckState) { s.Nodes[0].LockRef = 2 }},
+		{"W7", plain, func(s *spec.AckState) { s.HostFree-- }},
+		{"W7", plain, func(s *spec.AckState) {
+			s.Nodes[1].HostValue = []spec.SlotIdx{0}
+			s.Ongoing[1].HostSlots = []spec.SlotIdx{0}
+		}},
+		{"W7", injected, func(s *spec.AckState) { s.Nodes[2].BackedUp = false }},
+		{"W8", plain, func(s *spec.AckState) { s.ForeignWrites = 1 }},
+		{"W9", injected, func(s *spec.AckState) { s.Completed = []spec.NodeID{2} }},
+		{"W9", injected, func(s *spec.AckState) { s.Queue = []spec.Ack{} }},
 	}
 	for _, c := range cases {
 		s := cloneAckState(c.base)
@@ -79,10 +84,10 @@ func TestAckCheckersCatchBrokenStates(t *testing.T) {
 	}
 	other := cloneAckState(plain)
 	other.Queue = other.Queue[:0]
-	if err := CheckAckRanks([]AckState{plain, plain}); err != nil {
+	if err := CheckAckRanks([]spec.AckState{plain, plain}); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckAckRanks([]AckState{plain, other}); err == nil || !strings.HasPrefix(err.Error(), "W11:") {
+	if err := CheckAckRanks([]spec.AckState{plain, other}); err == nil || !strings.HasPrefix(err.Error(), "W11:") {
 		t.Errorf("W11: the checker said %v", err)
 	}
 	if err := CheckAckMonotone(injected, plain, false); err == nil || !strings.HasPrefix(err.Error(), "W4:") {

@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
-func newAcks(t *testing.T, layers, capacity int, valueLens ...int) AckQueue {
+func newAcks(t *testing.T, layers, capacity int, valueLens ...int) spec.AckQueue {
 	t.Helper()
-	q, err := NewAckQueue(AckConfig{NumLayers: layers, HostCapacity: capacity})
+	q, err := NewAckQueue(spec.AckConfig{NumLayers: layers, HostCapacity: capacity})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func checked(t *testing.T, q AckQueue) AckState {
+func checked(t *testing.T, q spec.AckQueue) spec.AckState {
 	t.Helper()
 	s := q.State()
 	if err := CheckAckState(s); err != nil {
@@ -49,7 +50,7 @@ func TestAckHasUndrainedWorkedExample(t *testing.T) {
 	must(t, q.ReserveWriteCP(5, 0))
 	acked, err := q.LayerStep(0)
 	must(t, err)
-	if !slices.Equal(acked, []NodeID{3, 5}) || q.State().MaxAppended != 5 {
+	if !slices.Equal(acked, []spec.NodeID{3, 5}) || q.State().MaxAppended != 5 {
 		t.Fatalf("merged ack %v, max %d; want [3 5], 5", acked, q.State().MaxAppended)
 	}
 	if q.NodeHasUndrainedWriteAck(4) || !q.NodeHasUndrainedWriteAck(5) || q.NodeHasUndrainedWriteAck(6) {
@@ -58,7 +59,7 @@ func TestAckHasUndrainedWorkedExample(t *testing.T) {
 	must(t, q.EventsComplete(1))
 	d, err := q.WritingCheck(1)
 	must(t, err)
-	if !slices.Equal(d.Completed, []NodeID{3, 5}) || q.NodeHasUndrainedWriteAck(5) || q.State().MaxAppended != 5 {
+	if !slices.Equal(d.Completed, []spec.NodeID{3, 5}) || q.NodeHasUndrainedWriteAck(5) || q.State().MaxAppended != 5 {
 		t.Fatalf("after the drain: %+v, Has(5) %t, max %d", d, q.NodeHasUndrainedWriteAck(5), q.State().MaxAppended)
 	}
 	checked(t, q)
@@ -75,7 +76,7 @@ func TestAckDuplicateConsumerOneDrain(t *testing.T) {
 	d, err := q.WritingCheck(2)
 	must(t, err)
 	s := checked(t, q)
-	if !slices.Equal(d.Completed, []NodeID{7}) || d.Duplicates != 1 || s.DuplicateAcks != 1 ||
+	if !slices.Equal(d.Completed, []spec.NodeID{7}) || d.Duplicates != 1 || s.DuplicateAcks != 1 ||
 		len(s.Completed) != 0 || len(s.Ongoing) != 0 || s.Nodes[0].LockRef != 0 {
 		t.Fatalf("drain %+v, state %+v", d, s)
 	}
@@ -92,7 +93,7 @@ func TestAckDuplicateConsumerSplitDrains(t *testing.T) {
 	must(t, q.EventsComplete(1))
 	_, err = q.WritingCheck(1)
 	must(t, err)
-	if s := checked(t, q); !slices.Equal(s.Completed, []NodeID{7}) {
+	if s := checked(t, q); !slices.Equal(s.Completed, []spec.NodeID{7}) {
 		t.Fatalf("completed %v after the first drain, want [7]", s.Completed)
 	}
 	must(t, q.EventsComplete(1))
@@ -106,13 +107,13 @@ func TestAckDuplicateConsumerSplitDrains(t *testing.T) {
 // §3.4 "Unknown ack" and §3.5 B3.d: fail fast, never a blind pop.
 func TestAckUnknownAckFailsFast(t *testing.T) {
 	q := newAcks(t, 1, 8)
-	must(t, q.AppendWriteAck([]NodeID{9}))
+	must(t, q.AppendWriteAck([]spec.NodeID{9}))
 	must(t, q.EventsComplete(1))
 	_, err := q.WritingCheck(1)
-	if !errors.Is(err, ErrUnknownWriteAck) {
+	if !errors.Is(err, spec.ErrUnknownWriteAck) {
 		t.Fatalf("got %v, want ErrUnknownWriteAck", err)
 	}
-	if ie, _ := AsInputError(err); ie.Value != NodeID(9) {
+	if ie, _ := spec.AsInputError(err); ie.Value != spec.NodeID(9) {
 		t.Fatalf("the error names %v, want id 9", ie.Value)
 	}
 }
@@ -134,17 +135,17 @@ func TestAckRollbackAfterAckScrubs(t *testing.T) {
 	q := newAcks(t, 2, 8)
 	_, err := q.DeclareNode(4, 2)
 	must(t, err)
-	if err := q.WriteBackupCP(4, 2, FailAfterAck); !errors.Is(err, ErrWriteBackupFailed) {
+	if err := q.WriteBackupCP(4, 2, spec.FailAfterAck); !errors.Is(err, spec.ErrWriteBackupFailed) {
 		t.Fatalf("got %v, want the injected failure", err)
 	}
 	if s := checked(t, q); len(s.Queue) != 0 || len(s.Ongoing) != 0 || s.HostFree != 8 || s.MaxAppended != 4 {
 		t.Fatalf("after the rollback: %+v", s)
 	}
-	must(t, q.WriteBackupCP(4, 2, FailNone))
+	must(t, q.WriteBackupCP(4, 2, spec.FailNone))
 	must(t, q.EventsComplete(1))
 	d, err := q.WritingCheck(1)
 	must(t, err)
-	if s := checked(t, q); !slices.Equal(d.Completed, []NodeID{4}) || d.Duplicates != 0 || !s.Nodes[0].BackedUp {
+	if s := checked(t, q); !slices.Equal(d.Completed, []spec.NodeID{4}) || d.Duplicates != 0 || !s.Nodes[0].BackedUp {
 		t.Fatalf("drain %+v, state %+v", d, s)
 	}
 }
@@ -157,17 +158,17 @@ func TestAckRollbackMidLayersCancelsLayerState(t *testing.T) {
 	must(t, err)
 	_, err = q.DeclareNode(6, 2)
 	must(t, err)
-	if err := q.WriteBackupCP(4, 2, FailMidLayers); !errors.Is(err, ErrWriteBackupFailed) {
+	if err := q.WriteBackupCP(4, 2, spec.FailMidLayers); !errors.Is(err, spec.ErrWriteBackupFailed) {
 		t.Fatalf("got %v", err)
 	}
 	must(t, q.ReserveWriteCP(6, 2))
-	if s := checked(t, q); !slices.Equal(s.Ongoing[0].HostSlots, []SlotIdx{0, 1}) {
+	if s := checked(t, q); !slices.Equal(s.Ongoing[0].HostSlots, []spec.SlotIdx{0, 1}) {
 		t.Fatalf("node 6 did not reuse the freed slots: %+v", s.Ongoing)
 	}
 	for l := range 2 {
 		acked, err := q.LayerStep(l)
 		must(t, err)
-		if want := []NodeID{6}; l == 1 && !slices.Equal(acked, want) {
+		if want := []spec.NodeID{6}; l == 1 && !slices.Equal(acked, want) {
 			t.Fatalf("layer 1 acked %v, want %v", acked, want)
 		}
 	}
@@ -183,7 +184,7 @@ func TestAckZeroOwnedRankRegistersAndAcksAtLastLayer(t *testing.T) {
 	must(t, q.ReserveWriteCP(1, 0))
 	a0, _ := q.LayerStep(0)
 	a1, _ := q.LayerStep(1)
-	if len(a0) != 0 || !slices.Equal(a1, []NodeID{1}) {
+	if len(a0) != 0 || !slices.Equal(a1, []spec.NodeID{1}) {
 		t.Fatalf("acks %v then %v, want none then [1]", a0, a1)
 	}
 	if s := checked(t, q); s.CopiedPages != 0 || s.Nodes[0].LockRef != 1 {
@@ -206,13 +207,13 @@ func TestAckRefusalsArePure(t *testing.T) {
 	_, err = q.WritingCheck(1) // completes 5; the duplicate of 5 stays queued
 	must(t, err)
 	cases := []struct {
-		id     NodeID
-		reason WriteFailureReason
-	}{{1, ReasonEvicted}, {2, ReasonPending}, {5, ReasonUndrainedAck}, {4, ReasonHostFull}}
+		id     spec.NodeID
+		reason spec.WriteFailureReason
+	}{{1, spec.ReasonEvicted}, {2, spec.ReasonPending}, {5, spec.ReasonUndrainedAck}, {4, spec.ReasonHostFull}}
 	for _, c := range cases {
 		before := q.State()
 		err := q.ReserveWriteCP(c.id, 1)
-		if f, ok := asWriteFailure(err); !ok || f.Reason != c.reason || !errors.Is(err, errHiCacheWriteFailure) {
+		if f, ok := asWriteFailure(err); !ok || f.Reason != c.reason || !errors.Is(err, spec.ErrHiCacheWriteFailure) {
 			t.Fatalf("node %d: got %v, want reason %s", c.id, err, c.reason)
 		}
 		if diff := cmp.Diff(before, q.State()); diff != "" {
@@ -250,7 +251,7 @@ func TestAckEvictHostRetry(t *testing.T) {
 	must(t, err)
 	must(t, q.EvictDevice(1))
 	before := q.State()
-	if f, ok := asWriteFailure(q.WriteNonCP(3)); !ok || f.Reason != ReasonHostFull {
+	if f, ok := asWriteFailure(q.WriteNonCP(3)); !ok || f.Reason != spec.ReasonHostFull {
 		t.Fatal("3 slots cannot be made from node 1's 2 alone")
 	}
 	if diff := cmp.Diff(before, q.State()); diff != "" {
@@ -272,34 +273,34 @@ func TestAckBadInputChangesNothing(t *testing.T) {
 	cases := []struct {
 		name  string
 		call  func() error
-		want  *Sentinel
+		want  *spec.Sentinel
 		field string
 	}{
 		{"empty ack", func() error { return q.AppendWriteAck(nil) }, errEmptyAck, "ids"},
-		{"negative ack id", func() error { return q.AppendWriteAck([]NodeID{1, -2}) }, ErrNegative, "ids[1]"},
+		{"negative ack id", func() error { return q.AppendWriteAck([]spec.NodeID{1, -2}) }, spec.ErrNegative, "ids[1]"},
 		{"drain beyond ready", func() error { _, err := q.WritingCheck(1); return err }, errDrainBeyondReady, "agreed"},
-		{"negative drain", func() error { _, err := q.WritingCheck(-1); return err }, ErrNegative, "agreed"},
+		{"negative drain", func() error { _, err := q.WritingCheck(-1); return err }, spec.ErrNegative, "agreed"},
 		{"rollback unregistered", func() error { return q.RollbackPendingBackup(2) }, errNotRegistered, "node"},
 		{"prepared rollback unknown", func() error { return q.RollbackPreparedCPBackup(-1) }, errNotRegistered, "node"},
-		{"layer below range", func() error { _, err := q.LayerStep(-1); return err }, ErrLayerOutOfOrder, "layer"},
-		{"layer above range", func() error { _, err := q.LayerStep(2); return err }, ErrLayerOutOfOrder, "layer"},
-		{"unknown node", func() error { return q.ReserveWriteCP(9, 0) }, ErrForeignNode, "node"},
-		{"negative owned", func() error { return q.ReserveWriteCP(1, -1) }, ErrNegative, "owned"},
-		{"owned above bound", func() error { return q.WriteBackupCP(1, MaxOwnedPages+1, FailNone) }, errOwnedPages, "owned"},
-		{"bad fail_at", func() error { return q.WriteBackupCP(1, 0, "later") }, ErrBadEnum, "fail_at"},
-		{"negative value len", func() error { _, err := q.DeclareNode(0, -1); return err }, ErrNegative, "value_len"},
+		{"layer below range", func() error { _, err := q.LayerStep(-1); return err }, spec.ErrLayerOutOfOrder, "layer"},
+		{"layer above range", func() error { _, err := q.LayerStep(2); return err }, spec.ErrLayerOutOfOrder, "layer"},
+		{"unknown node", func() error { return q.ReserveWriteCP(9, 0) }, spec.ErrForeignNode, "node"},
+		{"negative owned", func() error { return q.ReserveWriteCP(1, -1) }, spec.ErrNegative, "owned"},
+		{"owned above bound", func() error { return q.WriteBackupCP(1, spec.MaxOwnedPages+1, spec.FailNone) }, errOwnedPages, "owned"},
+		{"bad fail_at", func() error { return q.WriteBackupCP(1, 0, "later") }, spec.ErrBadEnum, "fail_at"},
+		{"negative value len", func() error { _, err := q.DeclareNode(0, -1); return err }, spec.ErrNegative, "value_len"},
 		{"reused node id", func() error { _, err := q.DeclareNode(1, 1); return err }, errNodeIDTaken, "node"},
-		{"huge node id", func() error { _, err := q.DeclareNode(MaxAckNodeID+1, 1); return err }, ErrOverflow, "node"},
-		{"negative events", func() error { return q.EventsComplete(-1) }, ErrNegative, "k"},
+		{"huge node id", func() error { _, err := q.DeclareNode(spec.MaxAckNodeID+1, 1); return err }, spec.ErrOverflow, "node"},
+		{"negative events", func() error { return q.EventsComplete(-1) }, spec.ErrNegative, "k"},
 		{"events beyond queue", func() error { return q.EventsComplete(1) }, errEventsBeyondQueue, "k"},
 		{"evict locked", func() error { return q.EvictDevice(1) }, errNodeLocked, "node"},
-		{"unlock without lock", func() error { return q.Unlock(1) }, ErrLockUnderflow, "node"},
-		{"duplicate of nothing", func() error { return q.InjectDuplicateAck(1) }, ErrUnknownWriteAck, "node"},
+		{"unlock without lock", func() error { return q.Unlock(1) }, spec.ErrLockUnderflow, "node"},
+		{"duplicate of nothing", func() error { return q.InjectDuplicateAck(1) }, spec.ErrUnknownWriteAck, "node"},
 	}
 	for _, c := range cases {
 		before := q.State()
 		err := c.call()
-		ie, ok := AsInputError(err)
+		ie, ok := spec.AsInputError(err)
 		if !errors.Is(err, c.want) || !ok || ie.Field != c.field || ie.Bound == "" {
 			t.Errorf("%s: got %v, want %s on field %s", c.name, err, c.want.Code(), c.field)
 		}
@@ -311,10 +312,10 @@ func TestAckBadInputChangesNothing(t *testing.T) {
 	if err := q.RollbackPendingBackup(1); !errors.Is(err, errNotRegistered) {
 		t.Fatalf("double rollback: %v", err)
 	}
-	if _, err := NewAckQueue(AckConfig{NumLayers: 0}); !errors.Is(err, ErrBadNumLayers) {
+	if _, err := NewAckQueue(spec.AckConfig{NumLayers: 0}); !errors.Is(err, spec.ErrBadNumLayers) {
 		t.Fatal(err)
 	}
-	if _, err := NewAckQueue(AckConfig{NumLayers: 1, HostCapacity: -1}); !errors.Is(err, ErrNegative) {
+	if _, err := NewAckQueue(spec.AckConfig{NumLayers: 1, HostCapacity: -1}); !errors.Is(err, spec.ErrNegative) {
 		t.Fatal(err)
 	}
 }
@@ -323,9 +324,9 @@ func TestAckBadInputChangesNothing(t *testing.T) {
 func TestAckForPendingBackupIsTerminal(t *testing.T) {
 	q := newAcks(t, 2, 8, 2)
 	must(t, q.ReserveWriteCP(1, 1))
-	must(t, q.AppendWriteAck([]NodeID{1}))
+	must(t, q.AppendWriteAck([]spec.NodeID{1}))
 	must(t, q.EventsComplete(1))
-	if _, err := q.WritingCheck(1); !errors.Is(err, ErrAckForPendingBackup) {
+	if _, err := q.WritingCheck(1); !errors.Is(err, spec.ErrAckForPendingBackup) {
 		t.Fatalf("got %v", err)
 	}
 }

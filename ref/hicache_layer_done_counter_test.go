@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestLayerDoneCounterWorkedExample is §5.3's example (L = 3).
@@ -46,7 +48,7 @@ func TestLayerDoneCounterWorkedExample(t *testing.T) {
 		}
 	}
 	before := c.State()
-	if _, err := c.UpdateProducer(); !errors.Is(err, ErrSlotBusy) {
+	if _, err := c.UpdateProducer(); !errors.Is(err, spec.ErrSlotBusy) {
 		t.Fatalf("wrap onto a loading slot: %v, want ErrSlotBusy", err)
 	}
 	if c.State() != before {
@@ -64,18 +66,18 @@ func TestLayerDoneCounterRejects(t *testing.T) {
 		"consumer bad slot":     c.SetConsumer(-2),
 		"wait past L":           c.WaitUntil(context.Background(), 2),
 	} {
-		if _, ok := AsInputError(err); !ok {
+		if _, ok := spec.AsInputError(err); !ok {
 			t.Errorf("%s: got %v, want an input error", name, err)
 		}
 	}
-	if _, err := c.Ready(-1); !errors.Is(err, ErrLayerOutOfOrder) {
+	if _, err := c.Ready(-1); !errors.Is(err, spec.ErrLayerOutOfOrder) {
 		t.Errorf("Ready(-1): %v", err)
 	}
 	if c.State() != before {
 		t.Fatal("refused calls changed the counter")
 	}
-	for _, l := range []int{0, MaxCounterLayers + 1} {
-		if _, err := NewLayerDoneCounter(l); !errors.Is(err, ErrBadLoadPools) {
+	for _, l := range []int{0, spec.MaxCounterLayers + 1} {
+		if _, err := NewLayerDoneCounter(l); !errors.Is(err, spec.ErrBadLoadPools) {
 			t.Errorf("NewLayerDoneCounter(%d): %v", l, err)
 		}
 	}

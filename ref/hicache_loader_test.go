@@ -6,22 +6,23 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
-func workedPools() LoadPools {
-	return LoadPools{Layers: 3, HostSlots: 16, DevSlots: 52, KVBytes: 2, IndexBytes: 1, IndexLayers: []int{1}}
+func workedPools() spec.LoadPools {
+	return spec.LoadPools{Layers: 3, HostSlots: 16, DevSlots: 52, KVBytes: 2, IndexBytes: 1, IndexLayers: []int{1}}
 }
 
-func span(from, n int64) []SlotIdx {
-	s := make([]SlotIdx, n)
+func span(from, n int64) []spec.SlotIdx {
+	s := make([]spec.SlotIdx, n)
 	for i := range s {
 		s[i] = from + int64(i)
 	}
 	return s
 }
 
-func cat(xs ...[]SlotIdx) []SlotIdx {
-	var out []SlotIdx
+func cat(xs ...[]spec.SlotIdx) []spec.SlotIdx {
+	var out []spec.SlotIdx
 	for _, x := range xs {
 		out = append(out, x...)
 	}
@@ -32,15 +33,15 @@ func cat(xs ...[]SlotIdx) []SlotIdx {
 // runs (2,10,2), (0,12,1); each layer copies host pages 2,3 → device 10,11
 // and host page 0 → device 12, the index buffer on layer 1 only.
 func TestBeginLoadWorkedExample(t *testing.T) {
-	ld, err := NewLoader(DefaultLimits(), workedPools())
+	ld, err := NewLoader(spec.DefaultLimits(), workedPools())
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := ld.BeginLoad(7, cat(span(8, 8), span(0, 4)), span(40, 12), 4, LoadBackend{})
+	d, err := ld.BeginLoad(7, cat(span(8, 8), span(0, 4)), span(40, 12), 4, spec.LoadBackend{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]Run{{SrcStart: 2, DstStart: 10, Count: 2}, {SrcStart: 0, DstStart: 12, Count: 1}}, d.Runs()); diff != "" {
+	if diff := cmp.Diff([]spec.Run{{SrcStart: 2, DstStart: 10, Count: 2}, {SrcStart: 0, DstStart: 12, Count: 1}}, d.Runs()); diff != "" {
 		t.Fatalf("runs (-want +got):\n%s", diff)
 	}
 	for l := range 3 {
@@ -52,7 +53,7 @@ func TestBeginLoadWorkedExample(t *testing.T) {
 		t.Fatalf("EndLoad = %v, builds %d; want nil, 1", err, d.Builds())
 	}
 	a := ld.Arena()
-	fresh, _ := NewLoadArena(DefaultLimits(), workedPools())
+	fresh, _ := NewLoadArena(spec.DefaultLimits(), workedPools())
 	page := func(b []byte, p, pb int64) []byte { return b[p*pb : (p+1)*pb] }
 	for l := range 3 {
 		for _, pr := range [][2]int64{{2, 10}, {3, 11}, {0, 12}} {
@@ -74,35 +75,35 @@ func TestBeginLoadWorkedExample(t *testing.T) {
 func TestBeginLoadRejects(t *testing.T) {
 	cases := []struct {
 		name         string
-		host, dev    []SlotIdx
+		host, dev    []spec.SlotIdx
 		ps           int
-		b            LoadBackend
-		want         *Sentinel
+		b            spec.LoadBackend
+		want         *spec.Sentinel
 		field, bound string
 		value        any
 	}{
-		{"duplicate destination", cat(span(8, 4), span(12, 4)), cat(span(40, 4), span(40, 4)), 4, LoadBackend{},
+		{"duplicate destination", cat(span(8, 4), span(12, 4)), cat(span(40, 4), span(40, 4)), 4, spec.LoadBackend{},
 			errDuplicateDestination, "dev_idx[4]", "a device page no earlier page writes (page 10 is written by dev_idx[0])", int64(40)},
-		{"unaligned host page", span(1, 4), span(40, 4), 4, LoadBackend{},
+		{"unaligned host page", span(1, 4), span(40, 4), 4, spec.LoadBackend{},
 			errNotPageContiguous, "host_idx[0]", "a multiple of page_size (4)", int64(1)},
-		{"gap inside a device page", span(0, 4), []SlotIdx{40, 41, 43, 44}, 4, LoadBackend{},
+		{"gap inside a device page", span(0, 4), []spec.SlotIdx{40, 41, 43, 44}, 4, spec.LoadBackend{},
 			errNotPageContiguous, "dev_idx[2]", "== dev_idx[0]+2 (42)", int64(43)},
-		{"lengths differ", span(0, 4), span(40, 8), 4, LoadBackend{},
+		{"lengths differ", span(0, 4), span(40, 8), 4, spec.LoadBackend{},
 			errNotPageContiguous, "dev_idx", "== len(host_idx) (4)", 8},
-		{"partial page", span(0, 6), span(40, 6), 4, LoadBackend{},
+		{"partial page", span(0, 6), span(40, 6), 4, spec.LoadBackend{},
 			errNotPageContiguous, "host_idx", "a multiple of page_size (4)", 6},
-		{"page size zero", nil, nil, 0, LoadBackend{}, ErrInvalidPageSize, "page_size", ">= 1", 0},
-		{"negative slot", span(-4, 4), span(40, 4), 4, LoadBackend{}, ErrNegative, "host_idx[0]", ">= 0", int64(-4)},
-		{"host page past the pool", span(16, 4), span(40, 4), 4, LoadBackend{}, errSlotRange, "host_idx[0]", "a page inside the pool: <= 12", int64(16)},
-		{"strict without the prepared submit", span(0, 4), span(40, 4), 4, LoadBackend{Unavailable: true},
-			ErrPreparedUnavailable, "unavailable", "a backend with the prepared submit under policy strict (allow_fallback runs the per-layer path)", true},
-		{"unknown policy", span(0, 4), span(40, 4), 4, LoadBackend{Policy: "lenient"}, ErrBadEnum, "policy", "one of strict, allow_fallback", "lenient"},
+		{"page size zero", nil, nil, 0, spec.LoadBackend{}, spec.ErrInvalidPageSize, "page_size", ">= 1", 0},
+		{"negative slot", span(-4, 4), span(40, 4), 4, spec.LoadBackend{}, spec.ErrNegative, "host_idx[0]", ">= 0", int64(-4)},
+		{"host page past the pool", span(16, 4), span(40, 4), 4, spec.LoadBackend{}, errSlotRange, "host_idx[0]", "a page inside the pool: <= 12", int64(16)},
+		{"strict without the prepared submit", span(0, 4), span(40, 4), 4, spec.LoadBackend{Unavailable: true},
+			spec.ErrPreparedUnavailable, "unavailable", "a backend with the prepared submit under policy strict (allow_fallback runs the per-layer path)", true},
+		{"unknown policy", span(0, 4), span(40, 4), 4, spec.LoadBackend{Policy: "lenient"}, spec.ErrBadEnum, "policy", "one of strict, allow_fallback", "lenient"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ld, _ := NewLoader(DefaultLimits(), workedPools())
+			ld, _ := NewLoader(spec.DefaultLimits(), workedPools())
 			_, err := ld.BeginLoad(1, c.host, c.dev, c.ps, c.b)
-			ie, ok := AsInputError(err)
+			ie, ok := spec.AsInputError(err)
 			if !ok || !errors.Is(err, c.want) || ie.Field != c.field || ie.Bound != c.bound || ie.Value != c.value {
 				t.Fatalf("got %#v, want %s at %s = %v: %s", err, c.want.Code(), c.field, c.value, c.bound)
 			}
@@ -116,24 +117,24 @@ func TestBeginLoadRejects(t *testing.T) {
 // TestDescriptorLifecycle: reuse across layers within one op; refused
 // across ops, out of order, before completion and after close (§5.2, D4).
 func TestDescriptorLifecycle(t *testing.T) {
-	ld, _ := NewLoader(DefaultLimits(), workedPools())
-	d, _ := ld.BeginLoad(1, span(0, 4), span(4, 4), 4, LoadBackend{})
+	ld, _ := NewLoader(spec.DefaultLimits(), workedPools())
+	d, _ := ld.BeginLoad(1, span(0, 4), span(4, 4), 4, spec.LoadBackend{})
 	steps := []struct {
 		call func() error
-		want *Sentinel
+		want *spec.Sentinel
 	}{
-		{func() error { return d.SubmitLayer(2, 0) }, ErrDescriptorOpMismatch},
-		{func() error { return d.SubmitLayer(1, 1) }, ErrLayerOutOfOrder},
-		{func() error { return d.EndLoad() }, ErrEndBeforeComplete},
+		{func() error { return d.SubmitLayer(2, 0) }, spec.ErrDescriptorOpMismatch},
+		{func() error { return d.SubmitLayer(1, 1) }, spec.ErrLayerOutOfOrder},
+		{func() error { return d.EndLoad() }, spec.ErrEndBeforeComplete},
 		{func() error { return d.SubmitLayer(1, 0) }, nil},
-		{func() error { return d.SubmitLayer(1, 0) }, ErrLayerOutOfOrder},
+		{func() error { return d.SubmitLayer(1, 0) }, spec.ErrLayerOutOfOrder},
 		{func() error { return d.SubmitLayer(1, 1) }, nil},
 		{func() error { return d.SubmitLayer(1, 2) }, nil},
-		{func() error { return d.SubmitLayer(1, 3) }, ErrLayerOutOfOrder},
+		{func() error { return d.SubmitLayer(1, 3) }, spec.ErrLayerOutOfOrder},
 		{func() error { return d.EndLoad() }, nil},
-		{func() error { return d.SubmitLayer(1, 3) }, ErrDescriptorClosed},
-		{func() error { return d.EndLoad() }, ErrDescriptorClosed},
-		{func() error { return d.Cancel() }, ErrDescriptorClosed},
+		{func() error { return d.SubmitLayer(1, 3) }, spec.ErrDescriptorClosed},
+		{func() error { return d.EndLoad() }, spec.ErrDescriptorClosed},
+		{func() error { return d.Cancel() }, spec.ErrDescriptorClosed},
 	}
 	for i, s := range steps {
 		if err := s.call(); s.want == nil && err != nil || s.want != nil && !errors.Is(err, s.want) {
@@ -148,10 +149,10 @@ func TestDescriptorLifecycle(t *testing.T) {
 // TestFallbackIsExplicit: allow_fallback records one event per op and
 // rebuilds per layer (Builds == L); the bytes equal the prepared path's.
 func TestFallbackIsExplicit(t *testing.T) {
-	prepared, _ := NewLoader(DefaultLimits(), workedPools())
-	fallback, _ := NewLoader(DefaultLimits(), workedPools())
-	for op, ld := range []Loader{prepared, fallback} {
-		d, err := ld.BeginLoad(uint64(op), cat(span(8, 8), span(0, 4)), span(40, 12), 4, LoadBackend{Unavailable: op == 1, Policy: LoadAllowFallback})
+	prepared, _ := NewLoader(spec.DefaultLimits(), workedPools())
+	fallback, _ := NewLoader(spec.DefaultLimits(), workedPools())
+	for op, ld := range []spec.Loader{prepared, fallback} {
+		d, err := ld.BeginLoad(uint64(op), cat(span(8, 8), span(0, 4)), span(40, 12), 4, spec.LoadBackend{Unavailable: op == 1, Policy: spec.LoadAllowFallback})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +165,7 @@ func TestFallbackIsExplicit(t *testing.T) {
 			t.Fatalf("op %d: builds %d fallback %v, want %d", op, d.Builds(), d.Fallback(), want)
 		}
 	}
-	if diff := cmp.Diff([]FallbackEvent{{OpID: 1, Reason: FallbackReasonUnavailable}}, fallback.Fallbacks()); diff != "" || len(prepared.Fallbacks()) != 0 {
+	if diff := cmp.Diff([]spec.FallbackEvent{{OpID: 1, Reason: spec.FallbackReasonUnavailable}}, fallback.Fallbacks()); diff != "" || len(prepared.Fallbacks()) != 0 {
 		t.Fatalf("fallback log (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(prepared.Arena(), fallback.Arena()); diff != "" {
@@ -176,26 +177,26 @@ func TestValidateLoadPools(t *testing.T) {
 	ok := workedPools()
 	cases := []struct {
 		name  string
-		edit  func(*LoadPools)
-		want  *Sentinel
+		edit  func(*spec.LoadPools)
+		want  *spec.Sentinel
 		field string
 	}{
-		{"no layers", func(p *LoadPools) { p.Layers = 0 }, ErrBadLoadPools, "layers"},
-		{"negative host slots", func(p *LoadPools) { p.HostSlots = -1 }, ErrNegative, "host_slots"},
-		{"negative device slots", func(p *LoadPools) { p.DevSlots = -1 }, ErrNegative, "dev_slots"},
-		{"no KV bytes", func(p *LoadPools) { p.KVBytes = 0 }, ErrBadLoadPools, "kv_bytes"},
-		{"negative index bytes", func(p *LoadPools) { p.IndexBytes = -1 }, ErrNegative, "index_bytes"},
-		{"index layer past L", func(p *LoadPools) { p.IndexLayers = []int{3} }, ErrBadLoadPools, "index_layers[0]"},
-		{"index layers not ascending", func(p *LoadPools) { p.IndexLayers = []int{1, 1} }, ErrBadLoadPools, "index_layers[1]"},
-		{"index layers without bytes", func(p *LoadPools) { p.IndexBytes = 0 }, ErrBadLoadPools, "index_bytes"},
-		{"arena past the limit", func(p *LoadPools) { p.DevSlots = 1 << 40 }, ErrTooLarge, "host_slots+dev_slots"},
-		{"bytes per slot overflow", func(p *LoadPools) { p.KVBytes = 1 << 62 }, ErrOverflow, "kv_bytes"},
+		{"no layers", func(p *spec.LoadPools) { p.Layers = 0 }, spec.ErrBadLoadPools, "layers"},
+		{"negative host slots", func(p *spec.LoadPools) { p.HostSlots = -1 }, spec.ErrNegative, "host_slots"},
+		{"negative device slots", func(p *spec.LoadPools) { p.DevSlots = -1 }, spec.ErrNegative, "dev_slots"},
+		{"no KV bytes", func(p *spec.LoadPools) { p.KVBytes = 0 }, spec.ErrBadLoadPools, "kv_bytes"},
+		{"negative index bytes", func(p *spec.LoadPools) { p.IndexBytes = -1 }, spec.ErrNegative, "index_bytes"},
+		{"index layer past L", func(p *spec.LoadPools) { p.IndexLayers = []int{3} }, spec.ErrBadLoadPools, "index_layers[0]"},
+		{"index layers not ascending", func(p *spec.LoadPools) { p.IndexLayers = []int{1, 1} }, spec.ErrBadLoadPools, "index_layers[1]"},
+		{"index layers without bytes", func(p *spec.LoadPools) { p.IndexBytes = 0 }, spec.ErrBadLoadPools, "index_bytes"},
+		{"arena past the limit", func(p *spec.LoadPools) { p.DevSlots = 1 << 40 }, spec.ErrTooLarge, "host_slots+dev_slots"},
+		{"bytes per slot overflow", func(p *spec.LoadPools) { p.KVBytes = 1 << 62 }, spec.ErrOverflow, "kv_bytes"},
 	}
 	for _, c := range cases {
 		p := ok
 		c.edit(&p)
-		err := validateLoadPools(DefaultLimits(), p)
-		if ie, isIE := AsInputError(err); !isIE || !errors.Is(err, c.want) || ie.Field != c.field {
+		err := validateLoadPools(spec.DefaultLimits(), p)
+		if ie, isIE := spec.AsInputError(err); !isIE || !errors.Is(err, c.want) || ie.Field != c.field {
 			t.Errorf("%s: got %v, want %s at %s", c.name, err, c.want.Code(), c.field)
 		}
 	}
@@ -210,17 +211,17 @@ func TestValidateLoadPools(t *testing.T) {
 // makeslice. L is now bounded like the transfer manager's.
 func TestLoadPoolsRejectALayerCountPastTheBound(t *testing.T) {
 	for _, layers := range []int{maxLoadLayers + 1, 1<<31 - 1, 1 << 61, 1<<63 - 1} {
-		p := LoadPools{Layers: layers, KVBytes: 1}
-		err := validateLoadPools(DefaultLimits(), p)
-		if ie, ok := AsInputError(err); !ok || !errors.Is(err, ErrBadLoadPools) || ie.Field != "layers" || ie.Value != any(layers) {
+		p := spec.LoadPools{Layers: layers, KVBytes: 1}
+		err := validateLoadPools(spec.DefaultLimits(), p)
+		if ie, ok := spec.AsInputError(err); !ok || !errors.Is(err, spec.ErrBadLoadPools) || ie.Field != "layers" || ie.Value != any(layers) {
 			t.Errorf("layers %d: got %v, want bad_load_pools at layers", layers, err)
 		}
-		_, err = HiCacheLoadScript(DefaultLimits(), HiCacheLoadScriptInput{Pools: p, Ops: []LoadOp{{OpID: 1, PageSize: 1, HostIdx: []SlotIdx{}, DevIdx: []SlotIdx{}}}})
-		if ie, ok := AsInputError(err); !ok || ie.Field != "pools.layers" {
+		_, err = HiCacheLoadScript(spec.DefaultLimits(), spec.HiCacheLoadScriptInput{Pools: p, Ops: []spec.LoadOp{{OpID: 1, PageSize: 1, HostIdx: []spec.SlotIdx{}, DevIdx: []spec.SlotIdx{}}}})
+		if ie, ok := spec.AsInputError(err); !ok || ie.Field != "pools.layers" {
 			t.Errorf("script with layers %d: got %v, want a rejection at pools.layers", layers, err)
 		}
 	}
-	if err := validateLoadPools(DefaultLimits(), LoadPools{Layers: maxLoadLayers, KVBytes: 1}); err != nil {
+	if err := validateLoadPools(spec.DefaultLimits(), spec.LoadPools{Layers: maxLoadLayers, KVBytes: 1}); err != nil {
 		t.Errorf("layers = MaxLoadLayers: %v", err)
 	}
 }

@@ -4,36 +4,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Validation for the owner metadata (docs/spec/radix-acks.md §4): owner-lane plans, owner-state invariants, owner_counts input.
-
-// MaxCPSize is the largest CP size a tree or an owner count accepts. Page
-// owners are stored as uint16 (§4.2) and every node holds one count per
-// rank, so the bound keeps both small; real CP groups have a few ranks.
-const MaxCPSize = 1024
-
-// ErrMetadataStale: a node's owner metadata disagrees with its key — the
-// page count, the count list's length or its sum (docs/spec/radix-acks.md §4.5). The
-// fixed trees never hold stale metadata; it is how a split that forgot to
-// split the metadata (§4.6 B4.b) fails fast instead of planning on lies.
-var ErrMetadataStale = NewSentinel("metadata_stale", "node owner metadata disagrees with its key")
-
-// validateCP rejects CP sizes outside [1, MaxCPSize] (0 is off), a draft
-// size without a main one, and a draft size equal to the main one.
-func (c TreeConfig) validateCP() error {
-	if c.CPSize < 0 || c.CPSize > MaxCPSize {
-		return Reject(ErrBadCPSize, "cp_size", c.CPSize, fmt.Sprintf("0 (off) or in [1, %d]", MaxCPSize))
-	}
-	if c.CPDraftSize == 0 {
-		return nil
-	}
-	if c.CPSize == 0 || c.CPDraftSize < 0 || c.CPDraftSize > MaxCPSize || c.CPDraftSize == c.CPSize {
-		return Reject(ErrBadCPSize, "cp_draft_size", c.CPDraftSize,
-			fmt.Sprintf("0 (none), or in [1, %d] and != cp_size (%d) when cp_size is set", MaxCPSize, c.CPSize))
-	}
-	return nil
-}
 
 // CheckOwnerPlan checks a plan request against a tree whose cp_size is
 // treeCPSize and returns N. Order (both twins report the first): N in
@@ -41,24 +16,24 @@ func (c TreeConfig) validateCP() error {
 // for one failure across kvtwin), len(need) and len(free) == N
 // (ErrLengthMismatch, naming the list), then need[i] and free[i] >= 0
 // (ErrNegative). The locked node is checked by the tree.
-func CheckOwnerPlan(req OwnerPlanRequest, treeCPSize int) (int, error) {
+func CheckOwnerPlan(req spec.OwnerPlanRequest, treeCPSize int) (int, error) {
 	n := req.CPSize
 	if n == 0 {
 		n = treeCPSize
 	}
-	if n < 1 || n > MaxCPSize {
-		bound := fmt.Sprintf("in [1, %d] (0 takes the tree's cp_size, %d)", MaxCPSize, treeCPSize)
+	if n < 1 || n > spec.MaxCPSize {
+		bound := fmt.Sprintf("in [1, %d] (0 takes the tree's cp_size, %d)", spec.MaxCPSize, treeCPSize)
 		if treeCPSize == 0 {
-			bound = fmt.Sprintf("in [1, %d] (the tree has no cp_size for 0 to take)", MaxCPSize)
+			bound = fmt.Sprintf("in [1, %d] (the tree has no cp_size for 0 to take)", spec.MaxCPSize)
 		}
-		return 0, Reject(ErrBadCPSize, "cp_size", req.CPSize, bound)
+		return 0, spec.Reject(spec.ErrBadCPSize, "cp_size", req.CPSize, bound)
 	}
 	for _, l := range []struct {
 		name string
 		v    []int
 	}{{"need", req.Need}, {"free", req.Free}} {
 		if len(l.v) != n {
-			return 0, Reject(ErrLengthMismatch, l.name, len(l.v), fmt.Sprintf("== cp_size (%d)", n))
+			return 0, spec.Reject(spec.ErrLengthMismatch, l.name, len(l.v), fmt.Sprintf("== cp_size (%d)", n))
 		}
 	}
 	for _, l := range []struct {
@@ -67,7 +42,7 @@ func CheckOwnerPlan(req OwnerPlanRequest, treeCPSize int) (int, error) {
 	}{{"need", req.Need}, {"free", req.Free}} {
 		for i, x := range l.v {
 			if x < 0 {
-				return 0, Reject(ErrNegative, Idx(l.name, i), x, ">= 0")
+				return 0, spec.Reject(spec.ErrNegative, spec.Idx(l.name, i), x, ">= 0")
 			}
 		}
 	}
@@ -76,8 +51,8 @@ func CheckOwnerPlan(req OwnerPlanRequest, treeCPSize int) (int, error) {
 
 // MetadataStaleError rejects a plan that met node id holding stale owner
 // metadata; what says which check failed.
-func MetadataStaleError(id NodeID, what string) error {
-	return Reject(ErrMetadataStale, "node", id, "owner metadata consistent with the key: "+what)
+func MetadataStaleError(id spec.NodeID, what string) error {
+	return spec.Reject(spec.ErrMetadataStale, "node", id, "owner metadata consistent with the key: "+what)
 }
 
 // CheckOwnerState checks the owner metadata of a tree state against §4.2
@@ -87,7 +62,7 @@ func MetadataStaleError(id NodeID, what string) error {
 // cp_size, and whose counts per configured size equal the closed form and,
 // for cp_size, the histogram of PageOwners, summing to NumPages (O1, O2).
 // With CP off no node has metadata.
-func CheckOwnerState(st TreeState) error {
+func CheckOwnerState(st spec.TreeState) error {
 	sizes := st.Config.CPSizes()
 	for _, n := range st.Nodes {
 		if len(sizes) == 0 {
@@ -109,8 +84,8 @@ func CheckOwnerState(st TreeState) error {
 // checkStartPages is O3: each node's StartPage equals its token depth over
 // the page size, the depth summed over its ancestors' keys (a split mints
 // the parent, so ids do not order a path and the walk goes up by id).
-func checkStartPages(st TreeState) error {
-	byID := map[NodeID]NodeState{}
+func checkStartPages(st spec.TreeState) error {
+	byID := map[spec.NodeID]spec.NodeState{}
 	for _, n := range st.Nodes {
 		byID[n.ID] = n
 	}
@@ -128,7 +103,7 @@ func checkStartPages(st TreeState) error {
 }
 
 // checkNodeCP is O1 and O2 for one node.
-func checkNodeCP(n NodeState, sizes []int, ps int) error {
+func checkNodeCP(n spec.NodeState, sizes []int, ps int) error {
 	cp := n.CP
 	if cp.NumPages != len(n.Key)/ps || len(cp.PageOwners) != cp.NumPages || len(cp.OwnerCounts) != len(sizes) {
 		return fmt.Errorf("owners: node %d: %d pages, %d owners, %d count lists for a %d-unit key", n.ID, cp.NumPages, len(cp.PageOwners), len(cp.OwnerCounts), len(n.Key))
@@ -160,26 +135,26 @@ func checkNodeCP(n NodeState, sizes []int, ps int) error {
 // negative token_depth or tokens (ErrNegative), either not a multiple of
 // page_size (ErrUnalignedKey), their sum overflowing (ErrOverflow), and a
 // page list over the output limit.
-func ValidateHiCacheOwnerCounts(lim Limits, in HiCacheOwnerCountsInput) error {
+func ValidateHiCacheOwnerCounts(lim spec.Limits, in spec.HiCacheOwnerCountsInput) error {
 	if in.PageSize < 1 {
-		return Reject(ErrInvalidPageSize, "page_size", in.PageSize, ">= 1")
+		return spec.Reject(spec.ErrInvalidPageSize, "page_size", in.PageSize, ">= 1")
 	}
-	if in.CPSize < 1 || in.CPSize > MaxCPSize {
-		return Reject(ErrBadCPSize, "cp_size", in.CPSize, fmt.Sprintf("in [1, %d]", MaxCPSize))
+	if in.CPSize < 1 || in.CPSize > spec.MaxCPSize {
+		return spec.Reject(spec.ErrBadCPSize, "cp_size", in.CPSize, fmt.Sprintf("in [1, %d]", spec.MaxCPSize))
 	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"token_depth", in.TokenDepth}, {"tokens", in.Tokens}} {
 		if f.v < 0 {
-			return Reject(ErrNegative, f.name, f.v, ">= 0")
+			return spec.Reject(spec.ErrNegative, f.name, f.v, ">= 0")
 		}
 		if f.v%in.PageSize != 0 {
-			return Reject(ErrUnalignedKey, f.name, f.v, fmt.Sprintf("a multiple of page_size (%d)", in.PageSize))
+			return spec.Reject(spec.ErrUnalignedKey, f.name, f.v, fmt.Sprintf("a multiple of page_size (%d)", in.PageSize))
 		}
 	}
-	if AddOverflows(int64(in.TokenDepth), int64(in.Tokens)) {
-		return Reject(ErrOverflow, "tokens", in.Tokens, fmt.Sprintf("token_depth + tokens <= %d", int64(math.MaxInt64)))
+	if spec.AddOverflows(int64(in.TokenDepth), int64(in.Tokens)) {
+		return spec.Reject(spec.ErrOverflow, "tokens", in.Tokens, fmt.Sprintf("token_depth + tokens <= %d", int64(math.MaxInt64)))
 	}
 	return lim.CheckOutput("tokens", int64(in.Tokens/in.PageSize), 2)
 }

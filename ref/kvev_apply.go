@@ -1,5 +1,7 @@
 package ref
 
+import "github.com/kvtwin/kvtwin/spec"
+
 // The kvev.apply op (docs/spec/kv-events.md §2.10 A1): a script of what a
 // subscriber observed on its sockets, run against one event-fed index,
 // returning what the index did at every step and its final state, so the
@@ -9,7 +11,7 @@ package ref
 // bad config or stream list, an unknown op, a step naming a stream that is
 // not configured, or a score token outside [0, 2^32), each naming
 // steps[i].field.
-func ValidateKVEvApply(in KVEvApplyInput) error {
+func ValidateKVEvApply(in spec.KVEvApplyInput) error {
 	if err := in.Config.Validate(); err != nil {
 		return err
 	}
@@ -21,28 +23,28 @@ func ValidateKVEvApply(in KVEvApplyInput) error {
 		names[s.Name] = true
 	}
 	for i, s := range in.Steps {
-		at := Idx("steps", i)
+		at := spec.Idx("steps", i)
 		switch s.Op {
-		case KVStepLive, KVStepReplay, KVStepReplayFailed, KVStepRestart:
+		case spec.KVStepLive, spec.KVStepReplay, spec.KVStepReplayFailed, spec.KVStepRestart:
 			if !names[s.Stream] {
-				return Reject(ErrUnknownStream, at+".stream", s.Stream, "the name of a configured stream")
+				return spec.Reject(spec.ErrUnknownStream, at+".stream", s.Stream, "the name of a configured stream")
 			}
-			if s.Op == KVStepReplayFailed && !validReplayReason(s.Reason) {
-				return Reject(ErrBadEnum, at+".reason", s.Reason, "one of timeout, protocol, unavailable")
+			if s.Op == spec.KVStepReplayFailed && !validReplayReason(s.Reason) {
+				return spec.Reject(spec.ErrBadEnum, at+".reason", s.Reason, "one of timeout, protocol, unavailable")
 			}
-		case KVStepScore:
+		case spec.KVStepScore:
 			if err := CheckTokens(at+".tokens", s.Tokens); err != nil {
 				return err
 			}
 		default:
-			return Reject(ErrBadEnum, at+".op", s.Op, "one of live, replay, replay_failed, restart, score")
+			return spec.Reject(spec.ErrBadEnum, at+".op", s.Op, "one of live, replay, replay_failed, restart, score")
 		}
 	}
 	return nil
 }
 
 func validReplayReason(r string) bool {
-	return r == ReplayReasonTimeout || r == ReplayReasonProtocol || r == ReplayReasonUnavailable
+	return r == spec.ReplayReasonTimeout || r == spec.ReplayReasonProtocol || r == spec.ReplayReasonUnavailable
 }
 
 // RunKVEvApply runs a validated script on an index built by newIndex. Both
@@ -50,25 +52,25 @@ func validReplayReason(r string) bool {
 // written once and the indexes are what differs. The output is bounded by
 // lim: every applied batch's trace entry and every page of the final state
 // count against it.
-func RunKVEvApply(lim Limits, in KVEvApplyInput, newIndex NewKVEvIndexFunc) (KVEvApplyOutput, error) {
+func RunKVEvApply(lim spec.Limits, in spec.KVEvApplyInput, newIndex spec.NewKVEvIndexFunc) (spec.KVEvApplyOutput, error) {
 	if err := ValidateKVEvApply(in); err != nil {
-		return KVEvApplyOutput{}, err
+		return spec.KVEvApplyOutput{}, err
 	}
 	ix, err := newIndex(in.Config, in.Streams)
 	if err != nil {
-		return KVEvApplyOutput{}, err
+		return spec.KVEvApplyOutput{}, err
 	}
-	out := KVEvApplyOutput{Trace: make([]KVEvStepResult, 0, len(in.Steps))}
+	out := spec.KVEvApplyOutput{Trace: make([]spec.KVEvStepResult, 0, len(in.Steps))}
 	var scores int64
 	for i, s := range in.Steps {
-		if err := lim.poll(i, Idx("steps", i)); err != nil {
-			return KVEvApplyOutput{}, err
+		if err := lim.Poll(i, spec.Idx("steps", i)); err != nil {
+			return spec.KVEvApplyOutput{}, err
 		}
 		r := runKVEvStep(ix, s)
 		// A score step is a few request bytes but one entry per engine.
 		if scores += int64(len(r.Scores)); len(r.Scores) > 0 {
-			if err := lim.CheckOutput(Idx("steps", i), scores, kvevScoreBytes); err != nil {
-				return KVEvApplyOutput{}, err
+			if err := lim.CheckOutput(spec.Idx("steps", i), scores, kvevScoreBytes); err != nil {
+				return spec.KVEvApplyOutput{}, err
 			}
 		}
 		out.Trace = append(out.Trace, r)
@@ -79,7 +81,7 @@ func RunKVEvApply(lim Limits, in KVEvApplyInput, newIndex NewKVEvIndexFunc) (KVE
 		tokens += e.Tokens
 	}
 	if err := lim.CheckOutput("steps", tokens+scores*kvevScoreBytes/8, 8); err != nil {
-		return KVEvApplyOutput{}, err
+		return spec.KVEvApplyOutput{}, err
 	}
 	return out, nil
 }
@@ -88,27 +90,27 @@ func RunKVEvApply(lim Limits, in KVEvApplyInput, newIndex NewKVEvIndexFunc) (KVE
 const kvevScoreBytes = 96
 
 // runKVEvStep dispatches one validated step.
-func runKVEvStep(ix KVEvIndex, s KVEvStep) KVEvStepResult {
+func runKVEvStep(ix spec.KVEvIndex, s spec.KVEvStep) spec.KVEvStepResult {
 	switch s.Op {
-	case KVStepLive:
-		return ix.Live(s.Stream, frameBytes(s.Frames))
-	case KVStepReplay:
-		return ix.Replay(s.Stream, frameBytes(s.Frames))
-	case KVStepReplayFailed:
+	case spec.KVStepLive:
+		return ix.Live(s.Stream, spec.FrameBytes(s.Frames))
+	case spec.KVStepReplay:
+		return ix.Replay(s.Stream, spec.FrameBytes(s.Frames))
+	case spec.KVStepReplayFailed:
 		return ix.ReplayFailed(s.Stream, s.Reason)
-	case KVStepRestart:
+	case spec.KVStepRestart:
 		return ix.Restart(s.Stream)
 	}
-	scores, err := ix.Score(KVEvScoreQuery{Tokens: s.Tokens, Namespace: s.Namespace, Group: s.Group, Tier: s.Tier, Exact: s.Exact})
-	r := KVEvStepResult{Op: s.Op, Scores: scores}
+	scores, err := ix.Score(spec.KVEvScoreQuery{Tokens: s.Tokens, Namespace: s.Namespace, Group: s.Group, Tier: s.Tier, Exact: s.Exact})
+	r := spec.KVEvStepResult{Op: s.Op, Scores: scores}
 	if err != nil {
-		r.Error = new(ErrorObjectOf(err))
+		r.Error = new(spec.ErrorObjectOf(err))
 	}
 	return r
 }
 
 // KVEvApply is the reference twin of kvev.apply (docs/spec/kv-events.md
 // §2-§3): the script run on the reference index.
-func KVEvApply(lim Limits, in KVEvApplyInput) (KVEvApplyOutput, error) {
+func KVEvApply(lim spec.Limits, in spec.KVEvApplyInput) (spec.KVEvApplyOutput, error) {
 	return RunKVEvApply(lim, in, NewKVEvIndex)
 }

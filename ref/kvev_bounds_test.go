@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Tests of docs/spec/kv-events.md §2.10 A10 (the bounds of one message) on
@@ -105,39 +106,39 @@ func TestDecodeRefusesFindingOneAtTheEventsHeaderWithoutAllocating(t *testing.T)
 	before.read()
 	_, err := ref.DecodeKVBatch(payload)
 	after.read()
-	checkKVErr(t, "finding 1", err, ref.ErrMessageBudget, "payload.events", uint64(5_600_000), "at most 262144 events (max_events)")
+	checkKVErr(t, "finding 1", err, spec.ErrMessageBudget, "payload.events", uint64(5_600_000), "at most 262144 events (max_events)")
 	if got := after.total - before.total; got > 1<<16 {
 		t.Errorf("refusing it allocated %d bytes", got)
 	}
 	// With max_events at its cap the decoded cost refuses it at the same
 	// place: 5,600,000 × 256 = 1,433,600,000 > 16 × 16,800,016 + 65,536 = 268,865,792.
-	_, err = ref.DecodeKVBatchWithin(payload, ref.KVDecodeLimits{MaxEvents: ref.MaxKVEvents})
-	checkKVErr(t, "finding 1 by cost", err, ref.ErrMessageBudget, "payload.events", int64(1_433_600_000),
+	_, err = ref.DecodeKVBatchWithin(payload, spec.KVDecodeLimits{MaxEvents: spec.MaxKVEvents})
+	checkKVErr(t, "finding 1 by cost", err, spec.ErrMessageBudget, "payload.events", int64(1_433_600_000),
 		"a decoded cost of at most 268865792 bytes: 16 × 16800016 payload bytes + 65536 (max_decode_ratio)")
 }
 
 // TestDecodeMaxEventsIsInclusive: max_events events decode, one more does not.
 func TestDecodeMaxEventsIsInclusive(t *testing.T) {
-	lim := ref.KVDecodeLimits{MaxEvents: 4}
+	lim := spec.KVDecodeLimits{MaxEvents: 4}
 	b, err := ref.DecodeKVBatchWithin(unknownEvents(4), lim)
 	if err != nil || len(b.Events) != 4 {
 		t.Fatalf("4 events: %d, %v", len(b.Events), err)
 	}
 	_, err = ref.DecodeKVBatchWithin(unknownEvents(5), lim)
-	checkKVErr(t, "5 events", err, ref.ErrMessageBudget, "payload.events", uint64(5), "at most 4 events (max_events)")
+	checkKVErr(t, "5 events", err, spec.ErrMessageBudget, "payload.events", uint64(5), "at most 4 events (max_events)")
 }
 
 // TestDecodeCostBoundIsInclusiveAtEachArray pins the three charges at and
 // one past the bound, with max_decode_ratio 1 (bound = length + 65,536).
 func TestDecodeCostBoundIsInclusiveAtEachArray(t *testing.T) {
-	lim := ref.KVDecodeLimits{MaxDecodeRatio: 1}
+	lim := spec.KVDecodeLimits{MaxDecodeRatio: 1}
 	// Events: 256n <= 2n + 14 + 65,536 holds up to n = 258 (66,048 <=
 	// 66,066); n = 259 costs 66,304 against 66,068.
 	if _, err := ref.DecodeKVBatchWithin(emptyTagEvents(258), lim); err != nil {
 		t.Fatalf("258 events: %v", err)
 	}
 	_, err := ref.DecodeKVBatchWithin(emptyTagEvents(259), lim)
-	checkKVErr(t, "259 events", err, ref.ErrMessageBudget, "payload.events", int64(66304),
+	checkKVErr(t, "259 events", err, spec.ErrMessageBudget, "payload.events", int64(66304),
 		"a decoded cost of at most 66068 bytes: 1 × 532 payload bytes + 65536 (max_decode_ratio)")
 	// Hashes: 256 + 8k <= k + 29 + 65,536 holds up to k = 9,329; k = 9,330
 	// costs 74,896 against 74,895.
@@ -145,7 +146,7 @@ func TestDecodeCostBoundIsInclusiveAtEachArray(t *testing.T) {
 		t.Fatalf("9329 hashes: %v", err)
 	}
 	_, err = ref.DecodeKVBatchWithin(removedFixintHashes(9330), lim)
-	checkKVErr(t, "9330 hashes", err, ref.ErrMessageBudget, "payload.events[0].block_hashes", int64(74896),
+	checkKVErr(t, "9330 hashes", err, spec.ErrMessageBudget, "payload.events[0].block_hashes", int64(74896),
 		"a decoded cost of at most 74895 bytes: 1 × 9359 payload bytes + 65536 (max_decode_ratio)")
 	// Tokens: 256 + 8 + 4T <= T + 34 + 65,536 holds up to T = 21,768; T =
 	// 21,769 costs 87,340 against 87,339.
@@ -153,7 +154,7 @@ func TestDecodeCostBoundIsInclusiveAtEachArray(t *testing.T) {
 		t.Fatalf("21768 tokens: %v", err)
 	}
 	_, err = ref.DecodeKVBatchWithin(storedFixintTokens(21769), lim)
-	checkKVErr(t, "21769 tokens", err, ref.ErrMessageBudget, "payload.events[0].token_ids", int64(87340),
+	checkKVErr(t, "21769 tokens", err, spec.ErrMessageBudget, "payload.events[0].token_ids", int64(87340),
 		"a decoded cost of at most 87339 bytes: 1 × 21803 payload bytes + 65536 (max_decode_ratio)")
 }
 
@@ -161,15 +162,15 @@ func TestDecodeCostBoundIsInclusiveAtEachArray(t *testing.T) {
 // order: a header declaring more elements than bytes follow is A6's
 // KVLengthError even when it is also past max_events.
 func TestDecodeChecksTheDeclaredLengthBeforeTheBounds(t *testing.T) {
-	_, err := ref.DecodeKVBatchWithin(kvHex(t, arr(kvTS, "dc 0014 91a178 91a178 91a178")), ref.KVDecodeLimits{MaxEvents: 1})
-	checkKVErr(t, "20 declared, 9 bytes left", err, ref.ErrBatchShape, "payload.events", uint64(20), "a length the 9 bytes left can hold")
+	_, err := ref.DecodeKVBatchWithin(kvHex(t, arr(kvTS, "dc 0014 91a178 91a178 91a178")), spec.KVDecodeLimits{MaxEvents: 1})
+	checkKVErr(t, "20 declared, 9 bytes left", err, spec.ErrBatchShape, "payload.events", uint64(20), "a length the 9 bytes left can hold")
 	// With the bytes there, the same header is past max_events.
-	_, err = ref.DecodeKVBatchWithin(kvHex(t, arr(kvTS, "dc 0003 91a178 91a178 91a178")), ref.KVDecodeLimits{MaxEvents: 1})
-	checkKVErr(t, "3 declared and present", err, ref.ErrMessageBudget, "payload.events", uint64(3), "at most 1 events (max_events)")
+	_, err = ref.DecodeKVBatchWithin(kvHex(t, arr(kvTS, "dc 0003 91a178 91a178 91a178")), spec.KVDecodeLimits{MaxEvents: 1})
+	checkKVErr(t, "3 declared and present", err, spec.ErrMessageBudget, "payload.events", uint64(3), "at most 1 events (max_events)")
 	// Skipped values build nothing: an unknown event's array of 1,000
 	// elements costs nothing.
 	junk := "dc 03e8" + strings.Repeat("00", 1000)
-	if _, err := ref.DecodeKVBatchWithin(kvHex(t, batchOf(arr(fs("Later"), junk))), ref.KVDecodeLimits{MaxDecodeRatio: 1}); err != nil {
+	if _, err := ref.DecodeKVBatchWithin(kvHex(t, batchOf(arr(fs("Later"), junk))), spec.KVDecodeLimits{MaxDecodeRatio: 1}); err != nil {
 		t.Fatalf("skipped array charged: %v", err)
 	}
 }
@@ -177,55 +178,55 @@ func TestDecodeChecksTheDeclaredLengthBeforeTheBounds(t *testing.T) {
 // TestKVEvDecodeValidatesItsLimits: kvev.decode refuses limits past their
 // caps up front, naming limits.<field>, and treats zero as the default.
 func TestKVEvDecodeValidatesItsLimits(t *testing.T) {
-	frames := []ref.HexBytes{[]byte("t"), make([]byte, 8), unknownEvents(3)}
+	frames := []spec.HexBytes{[]byte("t"), make([]byte, 8), unknownEvents(3)}
 	for _, c := range []struct {
-		lim   ref.KVDecodeLimits
+		lim   spec.KVDecodeLimits
 		field string
 		value any
 	}{
-		{ref.KVDecodeLimits{MaxEvents: -1}, "limits.max_events", -1},
-		{ref.KVDecodeLimits{MaxEvents: 1<<24 + 1}, "limits.max_events", 1<<24 + 1},
-		{ref.KVDecodeLimits{MaxDecodeRatio: -1}, "limits.max_decode_ratio", int64(-1)},
-		{ref.KVDecodeLimits{MaxDecodeRatio: 1025}, "limits.max_decode_ratio", int64(1025)},
+		{spec.KVDecodeLimits{MaxEvents: -1}, "limits.max_events", -1},
+		{spec.KVDecodeLimits{MaxEvents: 1<<24 + 1}, "limits.max_events", 1<<24 + 1},
+		{spec.KVDecodeLimits{MaxDecodeRatio: -1}, "limits.max_decode_ratio", int64(-1)},
+		{spec.KVDecodeLimits{MaxDecodeRatio: 1025}, "limits.max_decode_ratio", int64(1025)},
 	} {
-		_, err := ref.KVEvDecode(ref.DefaultLimits(), ref.KVEvDecodeInput{Frames: frames, Limits: c.lim})
-		checkKVErr(t, c.field, err, ref.ErrTooLarge, c.field, c.value, "")
+		_, err := ref.KVEvDecode(spec.DefaultLimits(), spec.KVEvDecodeInput{Frames: frames, Limits: c.lim})
+		checkKVErr(t, c.field, err, spec.ErrTooLarge, c.field, c.value, "")
 	}
 	// The caps themselves are accepted, and so is nothing at all.
-	for _, lim := range []ref.KVDecodeLimits{{}, {MaxEvents: 1 << 24, MaxDecodeRatio: 1024}, {MaxEvents: 3, MaxDecodeRatio: 1}} {
-		if _, err := ref.KVEvDecode(ref.DefaultLimits(), ref.KVEvDecodeInput{Frames: frames, Limits: lim}); err != nil {
+	for _, lim := range []spec.KVDecodeLimits{{}, {MaxEvents: 1 << 24, MaxDecodeRatio: 1024}, {MaxEvents: 3, MaxDecodeRatio: 1}} {
+		if _, err := ref.KVEvDecode(spec.DefaultLimits(), spec.KVEvDecodeInput{Frames: frames, Limits: lim}); err != nil {
 			t.Errorf("%+v: %v", lim, err)
 		}
 	}
-	_, err := ref.KVEvDecode(ref.DefaultLimits(), ref.KVEvDecodeInput{Frames: frames, Limits: ref.KVDecodeLimits{MaxEvents: 2}})
-	checkKVErr(t, "3 events under 2", err, ref.ErrMessageBudget, "payload.events", uint64(3), "at most 2 events (max_events)")
+	_, err := ref.KVEvDecode(spec.DefaultLimits(), spec.KVEvDecodeInput{Frames: frames, Limits: spec.KVDecodeLimits{MaxEvents: 2}})
+	checkKVErr(t, "3 events under 2", err, spec.ErrMessageBudget, "payload.events", uint64(3), "at most 2 events (max_events)")
 }
 
 // TestKVEvConfigBoundsDefaultsAndCaps pins A5/A7/A10's defaults and caps.
 func TestKVEvConfigBoundsDefaultsAndCaps(t *testing.T) {
-	d := ref.KVEvConfig{}.WithDefaults()
+	d := spec.KVEvConfig{}.WithDefaults()
 	if d.MaxEvents != 262144 || d.MaxDecodeRatio != 16 || d.MaxHeldBytes != 64<<20 {
 		t.Fatalf("defaults %+v", d)
 	}
-	if d != ref.DefaultKVEvConfig() {
-		t.Fatalf("WithDefaults %+v != DefaultKVEvConfig %+v", d, ref.DefaultKVEvConfig())
+	if d != spec.DefaultKVEvConfig() {
+		t.Fatalf("WithDefaults %+v != DefaultKVEvConfig %+v", d, spec.DefaultKVEvConfig())
 	}
 	for _, c := range []struct {
-		cfg   ref.KVEvConfig
+		cfg   spec.KVEvConfig
 		field string
 	}{
-		{ref.KVEvConfig{MaxEvents: -1}, "config.max_events"},
-		{ref.KVEvConfig{MaxEvents: 1<<24 + 1}, "config.max_events"},
-		{ref.KVEvConfig{MaxDecodeRatio: 1025}, "config.max_decode_ratio"},
-		{ref.KVEvConfig{MaxHeldBytes: -1}, "config.max_held_bytes"},
-		{ref.KVEvConfig{MaxHeldBytes: 1<<40 + 1}, "config.max_held_bytes"},
+		{spec.KVEvConfig{MaxEvents: -1}, "config.max_events"},
+		{spec.KVEvConfig{MaxEvents: 1<<24 + 1}, "config.max_events"},
+		{spec.KVEvConfig{MaxDecodeRatio: 1025}, "config.max_decode_ratio"},
+		{spec.KVEvConfig{MaxHeldBytes: -1}, "config.max_held_bytes"},
+		{spec.KVEvConfig{MaxHeldBytes: 1<<40 + 1}, "config.max_held_bytes"},
 	} {
 		err := c.cfg.Validate()
-		if ie, ok := ref.AsInputError(err); !ok || ie.Field != c.field {
+		if ie, ok := spec.AsInputError(err); !ok || ie.Field != c.field {
 			t.Errorf("%+v: %v, want an error at %s", c.cfg, err, c.field)
 		}
 	}
-	if err := (ref.KVEvConfig{MaxEvents: 1 << 24, MaxDecodeRatio: 1024, MaxHeldBytes: 1 << 40}).Validate(); err != nil {
+	if err := (spec.KVEvConfig{MaxEvents: 1 << 24, MaxDecodeRatio: 1024, MaxHeldBytes: 1 << 40}).Validate(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The reference per-stream cursor (docs/spec/kv-events.md §3.1-§3.4 and
@@ -13,7 +15,7 @@ import (
 
 // kvevStream is one publisher stream's cursor and counters.
 type kvevStream struct {
-	cfg KVEvStream
+	cfg spec.KVEvStream
 	// known is false until the first message and after a restart.
 	known bool
 	// next is the first seq not yet applied; pastEnd says seq 2^64-1 was
@@ -34,7 +36,7 @@ type kvevStream struct {
 	heldBytes int64
 	// staleSince is set once the stream lost a batch (A3).
 	staleSince *uint64
-	counters   KVEvStreamCounters
+	counters   spec.KVEvStreamCounters
 }
 
 // kvevLiveMsg is a live message whose frames passed §1.2's checks: three
@@ -69,8 +71,8 @@ func (st *kvevStream) advance(s uint64) {
 // kvEvReplayRequest is the request a subscriber sends on its DEALER socket
 // to replay from start (§3.2): an empty delimiter frame, then start as 8
 // big-endian bytes.
-func kvEvReplayRequest(start uint64) []HexBytes {
-	return []HexBytes{{}, binary.BigEndian.AppendUint64(nil, start)}
+func kvEvReplayRequest(start uint64) []spec.HexBytes {
+	return []spec.HexBytes{{}, binary.BigEndian.AppendUint64(nil, start)}
 }
 
 // The words of the cursor's step errors (§2.10 A7).
@@ -78,34 +80,34 @@ func kvEvReplayRequest(start uint64) []HexBytes {
 // KVReplayNotOutstandingError: a replay reply, or a replay_failed with
 // reason, while the stream has no replay outstanding.
 func KVReplayNotOutstandingError(field string, value any) error {
-	return Reject(ErrReplayProtocol, field, value, "a replay outstanding on the stream")
+	return spec.Reject(spec.ErrReplayProtocol, field, value, "a replay outstanding on the stream")
 }
 
 // KVReplayLayoutError: a replay reply of n frames (§3.2).
 func KVReplayLayoutError(n int) error {
-	return Reject(ErrReplayProtocol, "frames", n, "3 frames [empty, seq, payload] or 4 frames [empty, topic, seq, payload]")
+	return spec.Reject(spec.ErrReplayProtocol, "frames", n, "3 frames [empty, seq, payload] or 4 frames [empty, topic, seq, payload]")
 }
 
 // KVReplayDelimiterError: a replay reply whose first frame has n bytes.
 func KVReplayDelimiterError(n int) error {
-	return Reject(ErrReplayProtocol, "frames[0]", n, "an empty delimiter frame")
+	return spec.Reject(spec.ErrReplayProtocol, "frames[0]", n, "an empty delimiter frame")
 }
 
 // KVReplaySeqWidthError: a replay reply whose seq frame (frames[k]) has n bytes.
 func KVReplaySeqWidthError(k, n int) error {
-	return Reject(ErrReplayProtocol, Idx("frames", k), n, "8 bytes")
+	return spec.Reject(spec.ErrReplayProtocol, spec.Idx("frames", k), n, "8 bytes")
 }
 
 // stepError records a step's own rejection.
-func stepError(r *KVEvStepResult, err error) {
-	r.Error = new(ErrorObjectOf(err))
+func stepError(r *spec.KVEvStepResult, err error) {
+	r.Error = new(spec.ErrorObjectOf(err))
 }
 
 // Live implements KVEvIndex (§3.1, §2.10 A7).
-func (ix *refKVEvIndex) Live(stream string, frames [][]byte) (r KVEvStepResult) {
+func (ix *refKVEvIndex) Live(stream string, frames [][]byte) (r spec.KVEvStepResult) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	r = KVEvStepResult{Op: KVStepLive}
+	r = spec.KVEvStepResult{Op: spec.KVStepLive}
 	st := ix.byName[stream]
 	if st == nil {
 		stepError(&r, KVUnknownStreamError(stream))
@@ -155,7 +157,7 @@ func cloneFrames(frames [][]byte) [][]byte {
 
 // liveRules runs §3.1's live rules on m: first message, restart,
 // duplicate, apply, gap.
-func (ix *refKVEvIndex) liveRules(st *kvevStream, r *KVEvStepResult, m kvevLiveMsg) {
+func (ix *refKVEvIndex) liveRules(st *kvevStream, r *spec.KVEvStepResult, m kvevLiveMsg) {
 	s := m.seq
 	if st.known && s <= st.lastLive {
 		// Step 2: a new publisher incarnation (§3.4); m is its first message.
@@ -177,7 +179,7 @@ func (ix *refKVEvIndex) liveRules(st *kvevStream, r *KVEvStepResult, m kvevLiveM
 }
 
 // nextRule is §3.1 step 3's comparison of m's seq with next.
-func (ix *refKVEvIndex) nextRule(st *kvevStream, r *KVEvStepResult, m kvevLiveMsg) {
+func (ix *refKVEvIndex) nextRule(st *kvevStream, r *spec.KVEvStepResult, m kvevLiveMsg) {
 	switch s := m.seq; {
 	case st.below(s):
 		ix.duplicate(st, r, s)
@@ -191,7 +193,7 @@ func (ix *refKVEvIndex) nextRule(st *kvevStream, r *KVEvStepResult, m kvevLiveMs
 // gap handles the gap [next, m.seq) that m revealed (§3.2, §3.3, A7): with
 // a replay endpoint, m is held and a replay from next requested; without
 // one, the gap is lost and m applied.
-func (ix *refKVEvIndex) gap(st *kvevStream, r *KVEvStepResult, m kvevLiveMsg) {
+func (ix *refKVEvIndex) gap(st *kvevStream, r *spec.KVEvStepResult, m kvevLiveMsg) {
 	if st.cfg.Replay {
 		// The trigger is always held: the queue is empty (A7).
 		st.replaying, st.target, st.targetTopic = true, m.seq, m.topic()
@@ -205,10 +207,10 @@ func (ix *refKVEvIndex) gap(st *kvevStream, r *KVEvStepResult, m kvevLiveMsg) {
 
 // lose records the unrecoverable run [from, to) and moves next to to
 // (§3.3); the loss is at seq to (A3).
-func (ix *refKVEvIndex) lose(st *kvevStream, r *KVEvStepResult, from, to uint64) {
+func (ix *refKVEvIndex) lose(st *kvevStream, r *spec.KVEvStepResult, from, to uint64) {
 	st.counters.Gaps = satAddU64(st.counters.Gaps, 1)
 	st.counters.GapBatchesLost = satAddU64(st.counters.GapBatchesLost, to-from)
-	r.Lost = append(r.Lost, KVEvGap{From: from, To: to})
+	r.Lost = append(r.Lost, spec.KVEvGap{From: from, To: to})
 	ix.loseAt(st, to)
 	st.next = to
 }
@@ -227,23 +229,23 @@ func (ix *refKVEvIndex) loseAt(st *kvevStream, s uint64) {
 	}
 }
 
-func (ix *refKVEvIndex) duplicate(st *kvevStream, r *KVEvStepResult, s uint64) {
+func (ix *refKVEvIndex) duplicate(st *kvevStream, r *spec.KVEvStepResult, s uint64) {
 	st.counters.Duplicates = satAddU64(st.counters.Duplicates, 1)
 	r.Duplicates = append(r.Duplicates, s)
 }
 
 // applyLive applies live message m, whose seq is next.
-func (ix *refKVEvIndex) applyLive(st *kvevStream, r *KVEvStepResult, m kvevLiveMsg) {
+func (ix *refKVEvIndex) applyLive(st *kvevStream, r *spec.KVEvStepResult, m kvevLiveMsg) {
 	msg, err := decodeKVMessageWithin(m.frames, ix.cfg.DecodeLimits())
 	ix.applyBatch(st, r, m.seq, m.topic(), msg.Batch, err)
 	st.advance(m.seq)
 }
 
 // Replay implements KVEvIndex (§3.2, §2.10 A7).
-func (ix *refKVEvIndex) Replay(stream string, frames [][]byte) (r KVEvStepResult) {
+func (ix *refKVEvIndex) Replay(stream string, frames [][]byte) (r spec.KVEvStepResult) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	r = KVEvStepResult{Op: KVStepReplay}
+	r = spec.KVEvStepResult{Op: spec.KVStepReplay}
 	st := ix.byName[stream]
 	if st == nil {
 		stepError(&r, KVUnknownStreamError(stream))
@@ -294,10 +296,10 @@ func (ix *refKVEvIndex) Replay(stream string, frames [][]byte) (r KVEvStepResult
 }
 
 // ReplayFailed implements KVEvIndex (§3.2, §2.10 A7).
-func (ix *refKVEvIndex) ReplayFailed(stream string, reason string) (r KVEvStepResult) {
+func (ix *refKVEvIndex) ReplayFailed(stream string, reason string) (r spec.KVEvStepResult) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	r = KVEvStepResult{Op: KVStepReplayFailed}
+	r = spec.KVEvStepResult{Op: spec.KVStepReplayFailed}
 	st := ix.byName[stream]
 	if st == nil {
 		stepError(&r, KVUnknownStreamError(stream))
@@ -305,7 +307,7 @@ func (ix *refKVEvIndex) ReplayFailed(stream string, reason string) (r KVEvStepRe
 	}
 	defer func() { r.Held = len(st.held) }()
 	if !validReplayReason(reason) {
-		stepError(&r, Reject(ErrBadEnum, "reason", reason, "one of timeout, protocol, unavailable"))
+		stepError(&r, spec.Reject(spec.ErrBadEnum, "reason", reason, "one of timeout, protocol, unavailable"))
 		return r
 	}
 	if !st.replaying {
@@ -320,7 +322,7 @@ func (ix *refKVEvIndex) ReplayFailed(stream string, reason string) (r KVEvStepRe
 // endReplay ends the outstanding replay (sentinel or failure, A7): what
 // it did not bring up to the triggering seq is lost, then the held
 // messages drain in arrival order.
-func (ix *refKVEvIndex) endReplay(st *kvevStream, r *KVEvStepResult) {
+func (ix *refKVEvIndex) endReplay(st *kvevStream, r *spec.KVEvStepResult) {
 	if !st.pastEnd && st.next < st.target {
 		ix.lose(st, r, st.next, st.target)
 	}
@@ -343,10 +345,10 @@ func (ix *refKVEvIndex) endReplay(st *kvevStream, r *KVEvStepResult) {
 }
 
 // Restart implements KVEvIndex (§3.4, A7).
-func (ix *refKVEvIndex) Restart(stream string) KVEvStepResult {
+func (ix *refKVEvIndex) Restart(stream string) spec.KVEvStepResult {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	r := KVEvStepResult{Op: KVStepRestart}
+	r := spec.KVEvStepResult{Op: spec.KVStepRestart}
 	st := ix.byName[stream]
 	if st == nil {
 		stepError(&r, KVUnknownStreamError(stream))
@@ -359,7 +361,7 @@ func (ix *refKVEvIndex) Restart(stream string) KVEvStepResult {
 // restart is §3.4's action: the stream's engines are dropped, its cursor
 // is unknown again, its StaleSince cleared, and an outstanding replay is
 // abandoned with its held messages.
-func (ix *refKVEvIndex) restart(st *kvevStream, r *KVEvStepResult) {
+func (ix *refKVEvIndex) restart(st *kvevStream, r *spec.KVEvStepResult) {
 	for k, e := range ix.engines {
 		if e.stream == st.cfg.Name {
 			delete(ix.engines, k)
@@ -374,11 +376,11 @@ func (ix *refKVEvIndex) restart(st *kvevStream, r *KVEvStepResult) {
 }
 
 // streamState is the stream's observable cursor (KVEvStreamState).
-func (ix *refKVEvIndex) streamState(st *kvevStream) KVEvStreamState {
-	out := KVEvStreamState{
+func (ix *refKVEvIndex) streamState(st *kvevStream) spec.KVEvStreamState {
+	out := spec.KVEvStreamState{
 		Name: st.cfg.Name, Known: st.known, Next: st.next, LastLive: st.lastLive,
 		Replaying: st.replaying, ReplayTarget: st.target, Held: len(st.held),
-		Engines: []KVEvEngineKey{}, Counters: st.counters,
+		Engines: []spec.KVEvEngineKey{}, Counters: st.counters,
 	}
 	if st.staleSince != nil {
 		out.StaleSince = new(*st.staleSince)

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The reference decoder of kvev.decode (docs/spec/kv-events.md §1, §2.10
@@ -114,19 +116,19 @@ const (
 // kvEventFields are §1.4's field tables: the name of each form-A position,
 // position 0 being the tag. Form B uses the same names as keys.
 var kvEventFields = map[string][]string{
-	EventStored: {"type", "block_hashes", "parent_block_hash", "token_ids", "block_size",
+	spec.EventStored: {"type", "block_hashes", "parent_block_hash", "token_ids", "block_size",
 		"lora_id", "medium", "lora_name", "extra_keys", "group_idx", "kv_cache_spec_kind",
 		"kv_cache_spec_sliding_window"},
-	EventRemoved: {"type", "block_hashes", "medium", "group_idx"},
-	EventCleared: {"type"},
+	spec.EventRemoved: {"type", "block_hashes", "medium", "group_idx"},
+	spec.EventCleared: {"type"},
 }
 
 // kvRequired are the fields of §1.4 rule 3 that must be present, in
 // declaration order (parent_block_hash, lora_id, medium and lora_name are
 // nil when missing; the rest have defaults).
 var kvRequired = map[string][]string{
-	EventStored:  {"block_hashes", "token_ids", "block_size"},
-	EventRemoved: {"block_hashes"},
+	spec.EventStored:  {"block_hashes", "token_ids", "block_size"},
+	spec.EventRemoved: {"block_hashes"},
 }
 
 // kvSaltPosition is the form-A BlockStored position where SGLang sends its
@@ -136,8 +138,8 @@ const kvSaltPosition = 7
 // DecodeKVMessage decodes one live message (docs/spec/kv-events.md §1.2)
 // under the default bounds of one message: decodeKVMessageWithin with a
 // zero KVDecodeLimits.
-func DecodeKVMessage(frames [][]byte) (KVMessage, error) {
-	return decodeKVMessageWithin(frames, KVDecodeLimits{})
+func DecodeKVMessage(frames [][]byte) (spec.KVMessage, error) {
+	return decodeKVMessageWithin(frames, spec.KVDecodeLimits{})
 }
 
 // decodeKVMessageWithin decodes one live message (docs/spec/kv-events.md
@@ -145,24 +147,24 @@ func DecodeKVMessage(frames [][]byte) (KVMessage, error) {
 // big-endian seq (else KVSeqWidthError), frame 0 the topic as a string and
 // frame 2 the batch, decoded by decodeKVBatchWithin under lim (zero fields:
 // the defaults; lim is not validated here, see KVDecodeLimits.Validate).
-func decodeKVMessageWithin(frames [][]byte, lim KVDecodeLimits) (KVMessage, error) {
+func decodeKVMessageWithin(frames [][]byte, lim spec.KVDecodeLimits) (spec.KVMessage, error) {
 	if len(frames) != 3 {
-		return KVMessage{}, KVFrameCountError(len(frames))
+		return spec.KVMessage{}, KVFrameCountError(len(frames))
 	}
 	if len(frames[1]) != 8 {
-		return KVMessage{}, KVSeqWidthError(len(frames[1]))
+		return spec.KVMessage{}, KVSeqWidthError(len(frames[1]))
 	}
 	b, err := decodeKVBatchWithin(frames[2], lim)
 	if err != nil {
-		return KVMessage{}, err
+		return spec.KVMessage{}, err
 	}
 	return KVMessageOf(frames[0], binary.BigEndian.Uint64(frames[1]), b), nil
 }
 
 // decodeKVBatch decodes one batch payload under the default bounds of one
 // message: decodeKVBatchWithin with a zero KVDecodeLimits.
-func decodeKVBatch(payload []byte) (KVBatch, error) {
-	return decodeKVBatchWithin(payload, KVDecodeLimits{})
+func decodeKVBatch(payload []byte) (spec.KVBatch, error) {
+	return decodeKVBatchWithin(payload, spec.KVDecodeLimits{})
 }
 
 // decodeKVBatchWithin decodes one batch payload: the batch of §1.3 (array
@@ -172,14 +174,14 @@ func decodeKVBatch(payload []byte) (KVBatch, error) {
 // batch are KVTrailingError. It returns the first failure in document order
 // (see the comment at the top of this file). It never allocates from a
 // declared length that the bytes left cannot hold, nor past A10's bounds.
-func decodeKVBatchWithin(payload []byte, lim KVDecodeLimits) (KVBatch, error) {
+func decodeKVBatchWithin(payload []byte, lim spec.KVDecodeLimits) (spec.KVBatch, error) {
 	r := newKVReader(payload, lim)
 	b, err := r.batch()
 	if err != nil {
-		return KVBatch{}, err
+		return spec.KVBatch{}, err
 	}
 	if n := r.left(); n > 0 {
-		return KVBatch{}, KVTrailingError(n)
+		return spec.KVBatch{}, KVTrailingError(n)
 	}
 	return b, nil
 }
@@ -192,9 +194,9 @@ func decodeKVBatchWithin(payload []byte, lim KVDecodeLimits) (KVBatch, error) {
 // in.Limits; every byte string is an input. It uses no server limits: a
 // payload's declared lengths are bounded by its own size (A6) and its
 // decoded cost by A10's ratio to it.
-func KVEvDecode(_ Limits, in KVEvDecodeInput) (KVEvDecodeOutput, error) {
+func KVEvDecode(_ spec.Limits, in spec.KVEvDecodeInput) (spec.KVEvDecodeOutput, error) {
 	if err := in.Limits.Validate("limits"); err != nil {
-		return KVMessage{}, err
+		return spec.KVMessage{}, err
 	}
 	return decodeKVMessageWithin(in.FrameBytes(), in.Limits)
 }
@@ -202,7 +204,7 @@ func KVEvDecode(_ Limits, in KVEvDecodeInput) (KVEvDecodeOutput, error) {
 // kvPlace is where a value sits: its field path, the sentinel of errors
 // there and the wanted type (the bound of a wrong-type error).
 type kvPlace struct {
-	s     *Sentinel
+	s     *spec.Sentinel
 	field string
 	want  string
 }
@@ -217,7 +219,7 @@ func (p kvPlace) truncated() error { return KVTypeError(p.s, p.field, 0, false, 
 func (p kvPlace) rangeErr(v any) error { return KVRangeError(p.s, p.field, v, p.want) }
 
 // key is the place of a map key of the map at p.
-func (p kvPlace) key() kvPlace { return kvPlace{p.s, p.field, WantKey} }
+func (p kvPlace) key() kvPlace { return kvPlace{p.s, p.field, spec.WantKey} }
 
 // kvReader reads one payload: b is the payload and pos the first byte not
 // yet read.
@@ -225,11 +227,11 @@ type kvReader struct {
 	b   []byte
 	pos int
 	// budget is the payload's A10 decoded cost so far.
-	budget KVDecodeBudget
+	budget spec.KVDecodeBudget
 }
 
-func newKVReader(b []byte, lim KVDecodeLimits) *kvReader {
-	return &kvReader{b: b, budget: NewKVDecodeBudget(lim, len(b))}
+func newKVReader(b []byte, lim spec.KVDecodeLimits) *kvReader {
+	return &kvReader{b: b, budget: spec.NewKVDecodeBudget(lim, len(b))}
 }
 
 // left is the number of payload bytes not yet read.
@@ -356,7 +358,7 @@ func (r *kvReader) readNil() error {
 // Every error after the first byte was classified is the payload ending
 // inside the header.
 func (r *kvReader) openArray(p kvPlace, enclosing int) (uint64, error) {
-	if enclosing+1 > MaxMsgpackDepth {
+	if enclosing+1 > spec.MaxMsgpackDepth {
 		return 0, KVDepthError(p.s, p.field)
 	}
 	n, ok := r.header()
@@ -384,7 +386,7 @@ func (r *kvReader) array(p kvPlace, enclosing int) (uint64, error) {
 
 // openMap is openArray for a map of n entries, which need 2n bytes.
 func (r *kvReader) openMap(p kvPlace, enclosing int) (uint64, error) {
-	if enclosing+1 > MaxMsgpackDepth {
+	if enclosing+1 > spec.MaxMsgpackDepth {
 		return 0, KVDepthError(p.s, p.field)
 	}
 	n, ok := r.header()
@@ -568,11 +570,11 @@ func (r *kvReader) skip(p kvPlace, enclosing int) error {
 }
 
 // batch decodes the payload's value (§1.3), the batch at depth 1.
-func (r *kvReader) batch() (KVBatch, error) {
-	p := kvPlace{ErrBatchShape, "payload", WantBatch}
+func (r *kvReader) batch() (spec.KVBatch, error) {
+	p := kvPlace{spec.ErrBatchShape, "payload", spec.WantBatch}
 	c, ok := r.peek()
 	if !ok {
-		return KVBatch{}, p.truncated()
+		return spec.KVBatch{}, p.truncated()
 	}
 	switch {
 	case isKVArray(c):
@@ -580,20 +582,20 @@ func (r *kvReader) batch() (KVBatch, error) {
 	case isKVMap(c):
 		return r.batchMap(p, c)
 	}
-	return KVBatch{}, p.typeErr(c)
+	return spec.KVBatch{}, p.typeErr(c)
 }
 
 // batchArray decodes [ts, events, data_parallel_rank?, publisher_id?, ...]:
 // 2 or more elements, those past 4 skipped.
-func (r *kvReader) batchArray(p kvPlace, c byte) (KVBatch, error) {
+func (r *kvReader) batchArray(p kvPlace, c byte) (spec.KVBatch, error) {
 	n, err := r.openArray(p, 0)
 	if err != nil {
-		return KVBatch{}, err
+		return spec.KVBatch{}, err
 	}
 	if n < 2 {
-		return KVBatch{}, p.typeErr(c)
+		return spec.KVBatch{}, p.typeErr(c)
 	}
-	b := KVBatch{Form: kvFormArray}
+	b := spec.KVBatch{Form: kvFormArray}
 	for k := uint64(0); k < n; k++ {
 		var err error
 		switch k {
@@ -606,10 +608,10 @@ func (r *kvReader) batchArray(p kvPlace, c byte) (KVBatch, error) {
 		case 3:
 			b.PublisherID, err = r.publisherID()
 		default:
-			err = r.skip(kvPlace{ErrBatchShape, Idx("payload", int(k)), WantValue}, 1)
+			err = r.skip(kvPlace{spec.ErrBatchShape, spec.Idx("payload", int(k)), spec.WantValue}, 1)
 		}
 		if err != nil {
-			return KVBatch{}, err
+			return spec.KVBatch{}, err
 		}
 	}
 	return b, nil
@@ -618,20 +620,20 @@ func (r *kvReader) batchArray(p kvPlace, c byte) (KVBatch, error) {
 // batchMap decodes the tolerated map-shaped batch: keys ts, events,
 // data_parallel_rank, publisher_id in any order, unknown keys skipped, ts
 // and events required (a map without them is the wrong batch shape).
-func (r *kvReader) batchMap(p kvPlace, c byte) (KVBatch, error) {
+func (r *kvReader) batchMap(p kvPlace, c byte) (spec.KVBatch, error) {
 	n, err := r.openMap(p, 0)
 	if err != nil {
-		return KVBatch{}, err
+		return spec.KVBatch{}, err
 	}
-	b := KVBatch{Form: kvFormMap}
+	b := spec.KVBatch{Form: kvFormMap}
 	seen := map[string]bool{}
 	for k := uint64(0); k < n; k++ {
 		key, err := r.str(p.key())
 		if err != nil {
-			return KVBatch{}, err
+			return spec.KVBatch{}, err
 		}
 		if seen[key] {
-			return KVBatch{}, KVDuplicateKeyError(p.s, p.field, key)
+			return spec.KVBatch{}, KVDuplicateKeyError(p.s, p.field, key)
 		}
 		seen[key] = true
 		switch key {
@@ -644,21 +646,21 @@ func (r *kvReader) batchMap(p kvPlace, c byte) (KVBatch, error) {
 		case "publisher_id":
 			b.PublisherID, err = r.publisherID()
 		default:
-			err = r.skip(kvPlace{ErrBatchShape, "payload." + key, WantValue}, 1)
+			err = r.skip(kvPlace{spec.ErrBatchShape, "payload." + key, spec.WantValue}, 1)
 		}
 		if err != nil {
-			return KVBatch{}, err
+			return spec.KVBatch{}, err
 		}
 	}
 	if !seen["ts"] || !seen["events"] {
-		return KVBatch{}, p.typeErr(c)
+		return spec.KVBatch{}, p.typeErr(c)
 	}
 	return b, nil
 }
 
 // ts decodes the batch's timestamp: any msgpack number, as float64.
 func (r *kvReader) ts() (float64, error) {
-	p := kvPlace{ErrBatchShape, "payload.ts", WantTS}
+	p := kvPlace{spec.ErrBatchShape, "payload.ts", spec.WantTS}
 	c, ok := r.peek()
 	if !ok {
 		return 0, p.truncated()
@@ -695,12 +697,12 @@ func (r *kvReader) ts() (float64, error) {
 
 // rank decodes data_parallel_rank: nil, or an int in [0, 2^63).
 func (r *kvReader) rank() (*int64, error) {
-	return r.int64OrNil(kvPlace{ErrBatchShape, "payload.data_parallel_rank", WantRank}, true)
+	return r.int64OrNil(kvPlace{spec.ErrBatchShape, "payload.data_parallel_rank", spec.WantRank}, true)
 }
 
 // publisherID decodes publisher_id: nil or a bin (§3.5).
-func (r *kvReader) publisherID() (HexBytes, error) {
-	p := kvPlace{ErrBatchShape, "payload.publisher_id", WantPubID}
+func (r *kvReader) publisherID() (spec.HexBytes, error) {
+	p := kvPlace{spec.ErrBatchShape, "payload.publisher_id", spec.WantPubID}
 	c, ok := r.peek()
 	if !ok {
 		return nil, p.truncated()
@@ -715,8 +717,8 @@ func (r *kvReader) publisherID() (HexBytes, error) {
 }
 
 // events decodes the batch's events array (depth 2), each event in turn.
-func (r *kvReader) events() ([]KVEvent, error) {
-	p := kvPlace{ErrBatchShape, "payload.events", WantEvents}
+func (r *kvReader) events() ([]spec.KVEvent, error) {
+	p := kvPlace{spec.ErrBatchShape, "payload.events", spec.WantEvents}
 	n, err := r.array(p, 1)
 	if err != nil {
 		return nil, err
@@ -724,9 +726,9 @@ func (r *kvReader) events() ([]KVEvent, error) {
 	if err := r.budget.Events(p.field, n); err != nil {
 		return nil, err
 	}
-	events := []KVEvent{}
+	events := []spec.KVEvent{}
 	for i := uint64(0); i < n; i++ {
-		ev, err := r.event(Idx("payload.events", int(i)))
+		ev, err := r.event(spec.Idx("payload.events", int(i)))
 		if err != nil {
 			return nil, err
 		}
@@ -737,11 +739,11 @@ func (r *kvReader) events() ([]KVEvent, error) {
 
 // event decodes the event at path at (depth 3): a tagged array (form A) or
 // a map with a str "type" (form B), §1.4 rule 1.
-func (r *kvReader) event(at string) (KVEvent, error) {
-	p := kvPlace{ErrEventShape, at, WantEvent}
+func (r *kvReader) event(at string) (spec.KVEvent, error) {
+	p := kvPlace{spec.ErrEventShape, at, spec.WantEvent}
 	c, ok := r.peek()
 	if !ok {
-		return KVEvent{}, p.truncated()
+		return spec.KVEvent{}, p.truncated()
 	}
 	switch {
 	case isKVArray(c):
@@ -749,54 +751,54 @@ func (r *kvReader) event(at string) (KVEvent, error) {
 	case isKVMap(c):
 		return r.eventMap(p, c)
 	}
-	return KVEvent{}, p.typeErr(c)
+	return spec.KVEvent{}, p.typeErr(c)
 }
 
 // newKVEvent is the event a tag announces: a known type, or Unknown
 // carrying the tag (§1.4 rule 2).
-func newKVEvent(tag, form string) KVEvent {
+func newKVEvent(tag, form string) spec.KVEvent {
 	if _, known := kvEventFields[tag]; known {
-		return KVEvent{Type: tag, Form: form}
+		return spec.KVEvent{Type: tag, Form: form}
 	}
-	return KVEvent{Type: EventUnknown, Tag: KVValidString([]byte(tag)), Form: form}
+	return spec.KVEvent{Type: spec.EventUnknown, Tag: KVValidString([]byte(tag)), Form: form}
 }
 
 // eventArray decodes form A: element 0 the tag, then the tag's fields by
 // position (§1.4 rule 3: missing trailing positions take their default,
 // extra ones are skipped).
-func (r *kvReader) eventArray(p kvPlace, c byte) (KVEvent, error) {
+func (r *kvReader) eventArray(p kvPlace, c byte) (spec.KVEvent, error) {
 	n, err := r.openArray(p, 2)
 	if err != nil {
-		return KVEvent{}, err
+		return spec.KVEvent{}, err
 	}
 	if n == 0 {
-		return KVEvent{}, p.typeErr(c)
+		return spec.KVEvent{}, p.typeErr(c)
 	}
-	tag, err := r.str(kvPlace{ErrEventShape, p.field + ".type", WantEvent})
+	tag, err := r.str(kvPlace{spec.ErrEventShape, p.field + ".type", spec.WantEvent})
 	if err != nil {
-		return KVEvent{}, err
+		return spec.KVEvent{}, err
 	}
 	ev := newKVEvent(tag, kvFormArray)
 	fields := kvEventFields[tag] // nil for an unknown tag
 	for k := uint64(1); k < n; k++ {
 		if k >= uint64(len(fields)) {
-			if err := r.skip(kvPlace{ErrFieldType, Idx(p.field, int(k)), WantValue}, 3); err != nil {
-				return KVEvent{}, err
+			if err := r.skip(kvPlace{spec.ErrFieldType, spec.Idx(p.field, int(k)), spec.WantValue}, 3); err != nil {
+				return spec.KVEvent{}, err
 			}
 			continue
 		}
 		name := fields[k]
-		if ev.Type == EventStored && k == kvSaltPosition {
+		if ev.Type == spec.EventStored && k == kvSaltPosition {
 			if c, ok := r.peek(); ok && isKVMap(c) {
 				// SGLang's salt map, not a lora_name: ignored.
-				if err := r.skip(kvPlace{ErrFieldType, p.field + "." + name, WantValue}, 3); err != nil {
-					return KVEvent{}, err
+				if err := r.skip(kvPlace{spec.ErrFieldType, p.field + "." + name, spec.WantValue}, 3); err != nil {
+					return spec.KVEvent{}, err
 				}
 				continue
 			}
 		}
 		if err := r.field(&ev, p.field, name); err != nil {
-			return KVEvent{}, err
+			return spec.KVEvent{}, err
 		}
 	}
 	// A field is present when the array reaches its position.
@@ -807,18 +809,18 @@ func (r *kvReader) eventArray(p kvPlace, c byte) (KVEvent, error) {
 // fields are selected by name (§1.4 rule 3: unknown keys skipped, missing
 // keys take their default). See the comment at the top of the file for the
 // two walks.
-func (r *kvReader) eventMap(p kvPlace, c byte) (KVEvent, error) {
+func (r *kvReader) eventMap(p kvPlace, c byte) (spec.KVEvent, error) {
 	n, err := r.openMap(p, 2)
 	if err != nil {
-		return KVEvent{}, err
+		return spec.KVEvent{}, err
 	}
 	start := r.offset()
 	tag, found, err := r.findTag(p, n)
 	if err != nil {
-		return KVEvent{}, err
+		return spec.KVEvent{}, err
 	}
 	if !found {
-		return KVEvent{}, p.typeErr(c)
+		return spec.KVEvent{}, p.typeErr(c)
 	}
 	r.seek(start)
 	ev := newKVEvent(tag, kvFormMap)
@@ -827,23 +829,23 @@ func (r *kvReader) eventMap(p kvPlace, c byte) (KVEvent, error) {
 	for k := uint64(0); k < n; k++ {
 		key, err := r.str(p.key())
 		if err != nil {
-			return KVEvent{}, err
+			return spec.KVEvent{}, err
 		}
 		if seen[key] {
-			return KVEvent{}, KVDuplicateKeyError(p.s, p.field, key)
+			return spec.KVEvent{}, KVDuplicateKeyError(p.s, p.field, key)
 		}
 		seen[key] = true
 		switch {
 		case key == "type":
 			// The tag, read by findTag.
-			err = r.skip(kvPlace{ErrEventShape, p.field + ".type", WantEvent}, 3)
+			err = r.skip(kvPlace{spec.ErrEventShape, p.field + ".type", spec.WantEvent}, 3)
 		case isKVField(fields, key):
 			err = r.field(&ev, p.field, key)
 		default:
-			err = r.skip(kvPlace{ErrFieldType, p.field + "." + key, WantValue}, 3)
+			err = r.skip(kvPlace{spec.ErrFieldType, p.field + "." + key, spec.WantValue}, 3)
 		}
 		if err != nil {
-			return KVEvent{}, err
+			return spec.KVEvent{}, err
 		}
 	}
 	return ev, missingKVField(ev, p.field, func(f string) bool { return seen[f] })
@@ -865,10 +867,10 @@ func (r *kvReader) findTag(p kvPlace, n uint64) (tag string, found bool, err err
 		}
 		seen[key] = true
 		if key == "type" {
-			tag, err := r.str(kvPlace{ErrEventShape, p.field + ".type", WantEvent})
+			tag, err := r.str(kvPlace{spec.ErrEventShape, p.field + ".type", spec.WantEvent})
 			return tag, err == nil, err
 		}
-		if err := r.skip(kvPlace{ErrFieldType, p.field + "." + key, WantValue}, 3); err != nil {
+		if err := r.skip(kvPlace{spec.ErrFieldType, p.field + "." + key, spec.WantValue}, 3); err != nil {
 			return "", false, err
 		}
 	}
@@ -888,7 +890,7 @@ func isKVField(fields []string, key string) bool {
 
 // missingKVField is §1.4 rule 3's check: the first required field of ev's
 // type, in declaration order, that is not present.
-func missingKVField(ev KVEvent, at string, present func(field string) bool) error {
+func missingKVField(ev spec.KVEvent, at string, present func(field string) bool) error {
 	for _, f := range kvRequired[ev.Type] {
 		if !present(f) {
 			return KVMissingError(at + "." + f)
@@ -900,7 +902,7 @@ func missingKVField(ev KVEvent, at string, present func(field string) bool) erro
 // field decodes the value of the event field name into ev (depth 4). The
 // fields kvtwin does not read (extra_keys, kv_cache_spec_sliding_window)
 // are skipped.
-func (r *kvReader) field(ev *KVEvent, at, name string) error {
+func (r *kvReader) field(ev *spec.KVEvent, at, name string) error {
 	path := at + "." + name
 	var err error
 	switch name {
@@ -913,37 +915,37 @@ func (r *kvReader) field(ev *KVEvent, at, name string) error {
 	case "block_size":
 		ev.BlockSize, err = r.blockSize(path)
 	case "lora_id":
-		ev.LoraID, err = r.int64OrNil(kvPlace{ErrFieldType, path, WantIntOrNil}, false)
+		ev.LoraID, err = r.int64OrNil(kvPlace{spec.ErrFieldType, path, spec.WantIntOrNil}, false)
 	case "group_idx":
-		ev.GroupIdx, err = r.int64OrNil(kvPlace{ErrFieldType, path, WantIntOrNil}, false)
+		ev.GroupIdx, err = r.int64OrNil(kvPlace{spec.ErrFieldType, path, spec.WantIntOrNil}, false)
 	case "medium":
-		ev.Medium, err = r.strOrNil(kvPlace{ErrFieldType, path, WantStrOrNil})
+		ev.Medium, err = r.strOrNil(kvPlace{spec.ErrFieldType, path, spec.WantStrOrNil})
 	case "lora_name":
-		ev.LoraName, err = r.strOrNil(kvPlace{ErrFieldType, path, WantStrOrNil})
+		ev.LoraName, err = r.strOrNil(kvPlace{spec.ErrFieldType, path, spec.WantStrOrNil})
 	case "kv_cache_spec_kind":
-		ev.KVCacheSpecKind, err = r.strOrNil(kvPlace{ErrFieldType, path, WantStrOrNil})
+		ev.KVCacheSpecKind, err = r.strOrNil(kvPlace{spec.ErrFieldType, path, spec.WantStrOrNil})
 	default:
-		err = r.skip(kvPlace{ErrFieldType, path, WantValue}, 3)
+		err = r.skip(kvPlace{spec.ErrFieldType, path, spec.WantValue}, 3)
 	}
 	return err
 }
 
 // blockHashes decodes a non-empty array of hashes (§1.4 rule 4, §1.5).
-func (r *kvReader) blockHashes(path string) ([]EvHash, error) {
-	p := kvPlace{ErrFieldType, path, WantHashes}
+func (r *kvReader) blockHashes(path string) ([]spec.EvHash, error) {
+	p := kvPlace{spec.ErrFieldType, path, spec.WantHashes}
 	n, err := r.array(p, 3)
 	if err != nil {
 		return nil, err
 	}
-	if !r.budget.Charge(n, KVHashCost) {
+	if !r.budget.Charge(n, spec.KVHashCost) {
 		return nil, r.budget.CostError(path)
 	}
 	if n == 0 {
 		return nil, KVEmptyHashesError(path)
 	}
-	var hashes []EvHash
+	var hashes []spec.EvHash
 	for j := uint64(0); j < n; j++ {
-		h, err := r.hash(kvPlace{ErrHashEncoding, Idx(path, int(j)), WantHash})
+		h, err := r.hash(kvPlace{spec.ErrHashEncoding, spec.Idx(path, int(j)), spec.WantHash})
 		if err != nil {
 			return nil, err
 		}
@@ -953,8 +955,8 @@ func (r *kvReader) blockHashes(path string) ([]EvHash, error) {
 }
 
 // parentHash decodes parent_block_hash: nil or a hash.
-func (r *kvReader) parentHash(path string) (*EvHash, error) {
-	p := kvPlace{ErrHashEncoding, path, WantHash}
+func (r *kvReader) parentHash(path string) (*spec.EvHash, error) {
+	p := kvPlace{spec.ErrHashEncoding, path, spec.WantHash}
 	if c, ok := r.peek(); ok && c == mpNil {
 		return nil, r.readNil()
 	}
@@ -970,7 +972,7 @@ func (r *kvReader) parentHash(path string) (*EvHash, error) {
 // n >= 8 bytes is its last 8 bytes big-endian, of 1 <= n < 8 bytes those
 // bytes left-padded with zeros; an empty bin or any other type is
 // ErrHashEncoding.
-func (r *kvReader) hash(p kvPlace) (EvHash, error) {
+func (r *kvReader) hash(p kvPlace) (spec.EvHash, error) {
 	c, ok := r.peek()
 	if !ok {
 		return 0, p.truncated()
@@ -978,7 +980,7 @@ func (r *kvReader) hash(p kvPlace) (EvHash, error) {
 	switch {
 	case isKVInt(c):
 		v, _, err := r.intValue(p, c)
-		return EvHash(v), err
+		return spec.EvHash(v), err
 	case isKVBin(c):
 		b, err := r.raw(p)
 		if err != nil {
@@ -994,27 +996,27 @@ func (r *kvReader) hash(p kvPlace) (EvHash, error) {
 
 // KVBinHash is §1.5's hash of a non-empty bin block hash (SGLang's and old
 // vLLM's bytes): its last 8 bytes, big-endian (all of it when shorter).
-func KVBinHash(b []byte) EvHash {
+func KVBinHash(b []byte) spec.EvHash {
 	var v uint64
 	for _, x := range b[max(0, len(b)-8):] {
 		v = v<<8 | uint64(x)
 	}
-	return EvHash(v)
+	return spec.EvHash(v)
 }
 
 // tokenIDs decodes token_ids: an array of ints in [0, 2^32) (§1.4 rule 4).
 func (r *kvReader) tokenIDs(path string) ([]uint32, error) {
-	p := kvPlace{ErrFieldType, path, WantTokens}
+	p := kvPlace{spec.ErrFieldType, path, spec.WantTokens}
 	n, err := r.array(p, 3)
 	if err != nil {
 		return nil, err
 	}
-	if !r.budget.Charge(n, KVTokenCost) {
+	if !r.budget.Charge(n, spec.KVTokenCost) {
 		return nil, r.budget.CostError(path)
 	}
 	tokens := []uint32{}
 	for j := uint64(0); j < n; j++ {
-		tp := kvPlace{ErrFieldType, Idx(path, int(j)), WantToken}
+		tp := kvPlace{spec.ErrFieldType, spec.Idx(path, int(j)), spec.WantToken}
 		c, ok := r.peek()
 		if !ok {
 			return nil, tp.truncated()
@@ -1036,7 +1038,7 @@ func (r *kvReader) tokenIDs(path string) ([]uint32, error) {
 
 // blockSize decodes block_size: an int in [1, 2^63).
 func (r *kvReader) blockSize(path string) (int64, error) {
-	p := kvPlace{ErrFieldType, path, WantBlockSize}
+	p := kvPlace{spec.ErrFieldType, path, spec.WantBlockSize}
 	c, ok := r.peek()
 	if !ok {
 		return 0, p.truncated()

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Hex pieces of docs/spec/kv-events.md §5: ts, H1, H2 and the tags.
@@ -78,16 +79,16 @@ func storedA(fields ...string) string { return arr(append([]string{kvStored}, fi
 
 func ptr[T any](v T) *T { return &v }
 
-func evh(v uint64) *ref.EvHash { h := ref.EvHash(v); return &h }
+func evh(v uint64) *spec.EvHash { h := spec.EvHash(v); return &h }
 
 const (
-	h1 ref.EvHash = 0x1111111111111111
-	h2 ref.EvHash = 0xF0E1D2C3B4A59687
+	h1 spec.EvHash = 0x1111111111111111
+	h2 spec.EvHash = 0xF0E1D2C3B4A59687
 )
 
 const kvTSValue = 1757500000.25
 
-func decodeOK(t *testing.T, name string, payload []byte) ref.KVBatch {
+func decodeOK(t *testing.T, name string, payload []byte) spec.KVBatch {
 	t.Helper()
 	b, err := ref.DecodeKVBatch(payload)
 	if err != nil {
@@ -101,31 +102,31 @@ func decodeOK(t *testing.T, name string, payload []byte) ref.KVBatch {
 func TestDecodeKVBatchDecodesWorkedExamplesE1ToE6(t *testing.T) {
 	gpu := ptr("GPU")
 	zero := ptr(int64(0))
-	want := map[string]ref.KVBatch{
-		"E1": {Form: "array", TS: kvTSValue, Events: []ref.KVEvent{{
-			Type: ref.EventStored, Form: "array", BlockHashes: []ref.EvHash{h1, h2},
+	want := map[string]spec.KVBatch{
+		"E1": {Form: "array", TS: kvTSValue, Events: []spec.KVEvent{{
+			Type: spec.EventStored, Form: "array", BlockHashes: []spec.EvHash{h1, h2},
 			TokenIDs: []uint32{1, 2, 3, 4, 128, 255, 256, 65536}, BlockSize: 4,
 		}}},
-		"E2": {Form: "array", TS: kvTSValue, DPRank: zero, Events: []ref.KVEvent{{
-			Type: ref.EventRemoved, Form: "array", BlockHashes: []ref.EvHash{h2}, Medium: gpu,
+		"E2": {Form: "array", TS: kvTSValue, DPRank: zero, Events: []spec.KVEvent{{
+			Type: spec.EventRemoved, Form: "array", BlockHashes: []spec.EvHash{h2}, Medium: gpu,
 		}}},
-		"E3": {Form: "array", TS: kvTSValue, DPRank: zero, Events: []ref.KVEvent{{
-			Type: ref.EventStored, Form: "array", BlockHashes: []ref.EvHash{h2}, ParentBlockHash: evh(uint64(h1)),
+		"E3": {Form: "array", TS: kvTSValue, DPRank: zero, Events: []spec.KVEvent{{
+			Type: spec.EventStored, Form: "array", BlockHashes: []spec.EvHash{h2}, ParentBlockHash: evh(uint64(h1)),
 			TokenIDs: []uint32{128, 255, 256, 65536}, BlockSize: 4, Medium: gpu, GroupIdx: zero,
 			KVCacheSpecKind: ptr("full_attention"),
 		}}},
-		"E4": {Form: "array", TS: kvTSValue, DPRank: zero, Events: []ref.KVEvent{
-			{Type: ref.EventStored, Form: "map", BlockHashes: []ref.EvHash{h1}, TokenIDs: []uint32{1, 2, 3, 4},
+		"E4": {Form: "array", TS: kvTSValue, DPRank: zero, Events: []spec.KVEvent{
+			{Type: spec.EventStored, Form: "map", BlockHashes: []spec.EvHash{h1}, TokenIDs: []uint32{1, 2, 3, 4},
 				BlockSize: 4, Medium: gpu, GroupIdx: zero},
-			{Type: ref.EventRemoved, Form: "map", BlockHashes: []ref.EvHash{h1}, Medium: gpu},
-			{Type: ref.EventCleared, Form: "map"},
+			{Type: spec.EventRemoved, Form: "map", BlockHashes: []spec.EvHash{h1}, Medium: gpu},
+			{Type: spec.EventCleared, Form: "map"},
 		}},
-		"E5": {Form: "array", TS: kvTSValue, Events: []ref.KVEvent{{
-			Type: ref.EventStored, Form: "array", BlockHashes: []ref.EvHash{0xffffffffffffffff},
+		"E5": {Form: "array", TS: kvTSValue, Events: []spec.KVEvent{{
+			Type: spec.EventStored, Form: "array", BlockHashes: []spec.EvHash{0xffffffffffffffff},
 			TokenIDs: []uint32{7, 8}, BlockSize: 2, Medium: gpu,
 		}}},
-		"E6": {Form: "array", TS: kvTSValue, DPRank: zero, Events: []ref.KVEvent{{
-			Type: ref.EventRemoved, Form: "map", BlockHashes: []ref.EvHash{0x18191a1b1c1d1e1f}, Medium: gpu,
+		"E6": {Form: "array", TS: kvTSValue, DPRank: zero, Events: []spec.KVEvent{{
+			Type: spec.EventRemoved, Form: "map", BlockHashes: []spec.EvHash{0x18191a1b1c1d1e1f}, Medium: gpu,
 		}}},
 	}
 	sizes := map[string]int{"E1": 63, "E2": 40, "E3": 83, "E4": 217, "E5": 37, "E6": 90}
@@ -166,8 +167,8 @@ func TestDecodeKVMessageReadsTopicAndBigEndianSeq(t *testing.T) {
 // TestKVEvDecodeIsDecodeKVMessageOfTheFrames pins the op's reference twin
 // on §5.2's message.
 func TestKVEvDecodeIsDecodeKVMessageOfTheFrames(t *testing.T) {
-	in := ref.KVEvDecodeInput{Frames: []ref.HexBytes{[]byte("kv@10.0.0.7@llama"), {0, 0, 0, 0, 0, 0, 0, 1}, kvHex(t, kvExamples["E2"])}}
-	got, err := ref.KVEvDecode(ref.DefaultLimits(), in)
+	in := spec.KVEvDecodeInput{Frames: []spec.HexBytes{[]byte("kv@10.0.0.7@llama"), {0, 0, 0, 0, 0, 0, 0, 1}, kvHex(t, kvExamples["E2"])}}
+	got, err := ref.KVEvDecode(spec.DefaultLimits(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestKVEvDecodeIsDecodeKVMessageOfTheFrames(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
-	if _, err := ref.KVEvDecode(ref.DefaultLimits(), ref.KVEvDecodeInput{}); !errors.Is(err, ref.ErrFrameCount) {
+	if _, err := ref.KVEvDecode(spec.DefaultLimits(), spec.KVEvDecodeInput{}); !errors.Is(err, spec.ErrFrameCount) {
 		t.Errorf("no frames: got %v, want ErrFrameCount", err)
 	}
 }
@@ -185,7 +186,7 @@ func TestKVEvDecodeIsDecodeKVMessageOfTheFrames(t *testing.T) {
 func TestDecodeNormalisesNegativeSGLangHashes(t *testing.T) {
 	cases := []struct {
 		hash string
-		want ref.EvHash
+		want spec.EvHash
 	}{
 		{"ff", 0xffffffffffffffff},                  // -1, negative fixint (E5)
 		{"e0", 0xffffffffffffffe0},                  // -32
@@ -279,9 +280,9 @@ func TestDecodeAcceptsMapShapedBatch(t *testing.T) {
 		fs("ts"), kvTS,
 	))
 	got := decodeOK(t, "map batch", payload)
-	want := ref.KVBatch{Form: "map", TS: kvTSValue, DPRank: ptr(int64(3)),
+	want := spec.KVBatch{Form: "map", TS: kvTSValue, DPRank: ptr(int64(3)),
 		PublisherID: kvHex(t, "000102030405060708090a0b0c0d0e0f"),
-		Events:      []ref.KVEvent{{Type: ref.EventCleared, Form: "array"}}}
+		Events:      []spec.KVEvent{{Type: spec.EventCleared, Form: "array"}}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
@@ -318,11 +319,11 @@ func TestDecodeKeepsUnknownTagsAsUnknownEvents(t *testing.T) {
 		arr(fs("Unknown")),
 	))
 	got := decodeOK(t, "unknown tags", payload)
-	want := []ref.KVEvent{
-		{Type: ref.EventUnknown, Tag: "BlockMoved", Form: "array"},
-		{Type: ref.EventUnknown, Tag: "Heartbeat", Form: "map"},
-		{Type: ref.EventUnknown, Tag: "", Form: "array"},
-		{Type: ref.EventUnknown, Tag: "Unknown", Form: "array"},
+	want := []spec.KVEvent{
+		{Type: spec.EventUnknown, Tag: "BlockMoved", Form: "array"},
+		{Type: spec.EventUnknown, Tag: "Heartbeat", Form: "map"},
+		{Type: spec.EventUnknown, Tag: "", Form: "array"},
+		{Type: spec.EventUnknown, Tag: "Unknown", Form: "array"},
 	}
 	if d := cmp.Diff(want, got.Events); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
@@ -339,12 +340,12 @@ func TestDecodeIgnoresExtraPositionsAndUnknownKeys(t *testing.T) {
 		fs("ownership"), arr(), fs("medium"), fs("CPU"))
 	r := arr(kvRemoved, arr(kvH2), "c0", "07", fs("extra"), "c3")
 	got := decodeOK(t, "extras", kvHex(t, batchOf(a, m, r, arr(kvCleared, "01", "02"))))
-	want := []ref.KVEvent{
-		{Type: ref.EventStored, Form: "array", BlockHashes: []ref.EvHash{h1}, TokenIDs: []uint32{1, 2, 3, 4}, BlockSize: 4,
+	want := []spec.KVEvent{
+		{Type: spec.EventStored, Form: "array", BlockHashes: []spec.EvHash{h1}, TokenIDs: []uint32{1, 2, 3, 4}, BlockSize: 4,
 			Medium: ptr("GPU"), GroupIdx: ptr(int64(1)), KVCacheSpecKind: ptr("sliding_window")},
-		{Type: ref.EventRemoved, Form: "map", BlockHashes: []ref.EvHash{h2}, Medium: ptr("CPU")},
-		{Type: ref.EventRemoved, Form: "array", BlockHashes: []ref.EvHash{h2}, GroupIdx: ptr(int64(7))},
-		{Type: ref.EventCleared, Form: "array"},
+		{Type: spec.EventRemoved, Form: "map", BlockHashes: []spec.EvHash{h2}, Medium: ptr("CPU")},
+		{Type: spec.EventRemoved, Form: "array", BlockHashes: []spec.EvHash{h2}, GroupIdx: ptr(int64(7))},
+		{Type: spec.EventCleared, Form: "array"},
 	}
 	if d := cmp.Diff(want, got.Events); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
@@ -357,10 +358,10 @@ func TestDecodeIgnoresExtraPositionsAndUnknownKeys(t *testing.T) {
 func TestDecodeTreatsMissingOptionalFieldsAsNil(t *testing.T) {
 	m := fmap(fs("type"), kvStored, fs("block_hashes"), arr(kvH1), fs("token_ids"), arr(), fs("block_size"), "10")
 	got := decodeOK(t, "minimal", kvHex(t, batchOf(storedA(storedFieldsA...), m, arr(kvRemoved, arr(kvH1)))))
-	want := []ref.KVEvent{
-		{Type: ref.EventStored, Form: "array", BlockHashes: []ref.EvHash{h1}, TokenIDs: []uint32{1, 2, 3, 4}, BlockSize: 4},
-		{Type: ref.EventStored, Form: "map", BlockHashes: []ref.EvHash{h1}, TokenIDs: []uint32{}, BlockSize: 16},
-		{Type: ref.EventRemoved, Form: "array", BlockHashes: []ref.EvHash{h1}},
+	want := []spec.KVEvent{
+		{Type: spec.EventStored, Form: "array", BlockHashes: []spec.EvHash{h1}, TokenIDs: []uint32{1, 2, 3, 4}, BlockSize: 4},
+		{Type: spec.EventStored, Form: "map", BlockHashes: []spec.EvHash{h1}, TokenIDs: []uint32{}, BlockSize: 16},
+		{Type: spec.EventRemoved, Form: "array", BlockHashes: []spec.EvHash{h1}},
 	}
 	if d := cmp.Diff(want, got.Events); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
@@ -387,7 +388,7 @@ func TestDecodeSkipsSGLangSaltMapAtLoraNamePosition(t *testing.T) {
 	m := fmap(fs("type"), kvRemoved, fs("block_hashes"), arr(kvH1))
 	bad := fmap(fs("type"), kvStored, fs("block_hashes"), arr(kvH1), fs("token_ids"), arr(), fs("block_size"), "01", fs("lora_name"), fmap())
 	_, err := ref.DecodeKVBatch(kvHex(t, batchOf(m, bad)))
-	checkKVErr(t, "map lora_name", err, ref.ErrFieldType, "payload.events[1].lora_name", "map", ref.WantStrOrNil)
+	checkKVErr(t, "map lora_name", err, spec.ErrFieldType, "payload.events[1].lora_name", "map", spec.WantStrOrNil)
 }
 
 // TestDecodeFindsTypeKeyAnywhereInMapEvent pins §1.4 (B): fields are
@@ -395,13 +396,13 @@ func TestDecodeSkipsSGLangSaltMapAtLoraNamePosition(t *testing.T) {
 func TestDecodeFindsTypeKeyAnywhereInMapEvent(t *testing.T) {
 	m := fmap(fs("medium"), fs("CPU"), fs("block_hashes"), arr(kvH2), fs("cache_salt"), fs("x"), fs("type"), kvRemoved)
 	got := decodeOK(t, "type last", kvHex(t, batchOf(m)))
-	want := []ref.KVEvent{{Type: ref.EventRemoved, Form: "map", BlockHashes: []ref.EvHash{h2}, Medium: ptr("CPU")}}
+	want := []spec.KVEvent{{Type: spec.EventRemoved, Form: "map", BlockHashes: []spec.EvHash{h2}, Medium: ptr("CPU")}}
 	if d := cmp.Diff(want, got.Events); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 	// A field before "type" is still checked against the tag's table...
 	_, err := ref.DecodeKVBatch(kvHex(t, batchOf(fmap(fs("block_hashes"), arr(), fs("type"), kvRemoved))))
-	if !errors.Is(err, ref.ErrEmptyHashes) {
+	if !errors.Is(err, spec.ErrEmptyHashes) {
 		t.Errorf("empty hashes before type: %v", err)
 	}
 	// ...and a key the tag does not declare is skipped wherever it is.
@@ -420,32 +421,32 @@ func TestDecodeBoundsNestingAt32(t *testing.T) {
 	}
 	decodeOK(t, "depth 32 in extra_keys", kvHex(t, withExtra(nested(28))))
 	_, err := ref.DecodeKVBatch(kvHex(t, withExtra(nested(29))))
-	checkKVErr(t, "depth 33 in extra_keys", err, ref.ErrFieldType, "payload.events[0].extra_keys", "nesting deeper than 32", "nesting depth <= 32")
+	checkKVErr(t, "depth 33 in extra_keys", err, spec.ErrFieldType, "payload.events[0].extra_keys", "nesting deeper than 32", "nesting depth <= 32")
 
 	// Past 4 batch elements: the element is at depth 2.
 	decodeOK(t, "depth 32 past element 4", kvHex(t, arr(kvTS, arr(), "c0", "c0", nested(30))))
 	_, err = ref.DecodeKVBatch(kvHex(t, arr(kvTS, arr(), "c0", "c0", nested(31))))
-	checkKVErr(t, "depth 33 past element 4", err, ref.ErrBatchShape, "payload[4]", "nesting deeper than 32", "nesting depth <= 32")
+	checkKVErr(t, "depth 33 past element 4", err, spec.ErrBatchShape, "payload[4]", "nesting deeper than 32", "nesting depth <= 32")
 
 	// In a map (key and value both walked): an unknown key of a map event.
 	deepMap := strings.Repeat("81a0", 29) + "80" // 30 maps from depth 4 to 33
 	_, err = ref.DecodeKVBatch(kvHex(t, batchOf(fmap(fs("type"), kvCleared, fs("future"), deepMap))))
-	checkKVErr(t, "depth 33 under an unknown key", err, ref.ErrFieldType, "payload.events[0].future", "nesting deeper than 32", "nesting depth <= 32")
+	checkKVErr(t, "depth 33 under an unknown key", err, spec.ErrFieldType, "payload.events[0].future", "nesting deeper than 32", "nesting depth <= 32")
 
 	// An unknown tag's element.
 	_, err = ref.DecodeKVBatch(kvHex(t, batchOf(arr(fs("Later"), nested(29)))))
-	checkKVErr(t, "depth 33 in an unknown event", err, ref.ErrFieldType, "payload.events[0][1]", "nesting deeper than 32", "nesting depth <= 32")
+	checkKVErr(t, "depth 33 in an unknown event", err, spec.ErrFieldType, "payload.events[0][1]", "nesting deeper than 32", "nesting depth <= 32")
 
 	// A map-shaped batch's unknown key: its value is at depth 2.
 	_, err = ref.DecodeKVBatch(kvHex(t, fmap(fs("ts"), "00", fs("events"), arr(), fs("x"), nested(31))))
-	checkKVErr(t, "depth 33 in a batch key", err, ref.ErrBatchShape, "payload.x", "nesting deeper than 32", "nesting depth <= 32")
+	checkKVErr(t, "depth 33 in a batch key", err, spec.ErrBatchShape, "payload.x", "nesting deeper than 32", "nesting depth <= 32")
 }
 
 // checkKVErr asserts err's sentinel, field, value and (when want is not "")
 // bound.
-func checkKVErr(t *testing.T, name string, err error, s *ref.Sentinel, field string, value any, bound string) {
+func checkKVErr(t *testing.T, name string, err error, s *spec.Sentinel, field string, value any, bound string) {
 	t.Helper()
-	ie, ok := ref.AsInputError(err)
+	ie, ok := spec.AsInputError(err)
 	if !ok || !errors.Is(err, s) {
 		t.Errorf("%s: got %v, want %s", name, err, s.Code())
 		return
@@ -474,151 +475,151 @@ func TestDecodeRejectsBadInputNamingFieldAndValue(t *testing.T) {
 		f[pos-1] = v
 		return ev(storedA(f...))
 	}
-	trunc := ref.Truncated
+	trunc := spec.Truncated
 	cases := []struct {
 		name    string
 		frames  []string // nil: the message is ("t", seq 0, payload)
 		payload string
-		want    *ref.Sentinel
+		want    *spec.Sentinel
 		field   string
 		value   any
 		bound   string
 	}{
 		// §1.2 frames.
-		{name: "two frames", frames: []string{"74", "0000000000000000"}, want: ref.ErrFrameCount, field: "frames", value: 2, bound: "3 frames"},
-		{name: "four frames", frames: []string{"74", "0000000000000000", e2, ""}, want: ref.ErrFrameCount, field: "frames", value: 4},
-		{name: "no frames", frames: []string{}, want: ref.ErrFrameCount, field: "frames", value: 0},
-		{name: "7-byte seq", frames: []string{"74", "00000000000001", e2}, want: ref.ErrSeqWidth, field: "frames[1]", value: 7, bound: "8 bytes"},
-		{name: "seq before payload", frames: []string{"74", "000000000000000001", "c1"}, want: ref.ErrSeqWidth, field: "frames[1]", value: 9},
+		{name: "two frames", frames: []string{"74", "0000000000000000"}, want: spec.ErrFrameCount, field: "frames", value: 2, bound: "3 frames"},
+		{name: "four frames", frames: []string{"74", "0000000000000000", e2, ""}, want: spec.ErrFrameCount, field: "frames", value: 4},
+		{name: "no frames", frames: []string{}, want: spec.ErrFrameCount, field: "frames", value: 0},
+		{name: "7-byte seq", frames: []string{"74", "00000000000001", e2}, want: spec.ErrSeqWidth, field: "frames[1]", value: 7, bound: "8 bytes"},
+		{name: "seq before payload", frames: []string{"74", "000000000000000001", "c1"}, want: spec.ErrSeqWidth, field: "frames[1]", value: 9},
 		// §1.3 trailing bytes.
-		{name: "one trailing byte", payload: e2 + "00", want: ref.ErrTrailingBytes, field: "payload", value: 1, bound: "no bytes after the batch"},
-		{name: "second value", payload: e2 + e2, want: ref.ErrTrailingBytes, field: "payload", value: 40},
+		{name: "one trailing byte", payload: e2 + "00", want: spec.ErrTrailingBytes, field: "payload", value: 1, bound: "no bytes after the batch"},
+		{name: "second value", payload: e2 + e2, want: spec.ErrTrailingBytes, field: "payload", value: 40},
 		// §1.3 batch shape.
-		{name: "empty payload", payload: "", want: ref.ErrBatchShape, field: "payload", value: trunc, bound: ref.WantBatch},
-		{name: "nil batch", payload: "c0", want: ref.ErrBatchShape, field: "payload", value: "nil", bound: ref.WantBatch},
-		{name: "str batch", payload: fs("x"), want: ref.ErrBatchShape, field: "payload", value: "str"},
-		{name: "reserved byte", payload: "c1", want: ref.ErrBatchShape, field: "payload", value: "reserved"},
-		{name: "1-element batch", payload: arr(kvTS), want: ref.ErrBatchShape, field: "payload", value: "array", bound: ref.WantBatch},
-		{name: "empty batch", payload: "90", want: ref.ErrBatchShape, field: "payload", value: "array"},
-		{name: "ts str", payload: arr(fs("now"), arr()), want: ref.ErrBatchShape, field: "payload.ts", value: "str", bound: ref.WantTS},
-		{name: "ts nil", payload: arr("c0", arr()), want: ref.ErrBatchShape, field: "payload.ts", value: "nil"},
-		{name: "ts bool", payload: arr("c3", arr()), want: ref.ErrBatchShape, field: "payload.ts", value: "bool"},
-		{name: "events nil", payload: arr(kvTS, "c0"), want: ref.ErrBatchShape, field: "payload.events", value: "nil", bound: ref.WantEvents},
-		{name: "events map", payload: arr(kvTS, fmap()), want: ref.ErrBatchShape, field: "payload.events", value: "map"},
-		{name: "rank negative", payload: arr(kvTS, arr(), "ff"), want: ref.ErrBatchShape, field: "payload.data_parallel_rank", value: int64(-1), bound: ref.WantRank},
-		{name: "rank int64 min", payload: arr(kvTS, arr(), "d3 8000000000000000"), want: ref.ErrBatchShape, field: "payload.data_parallel_rank", value: int64(math.MinInt64)},
-		{name: "rank 2^63", payload: arr(kvTS, arr(), "cf 8000000000000000"), want: ref.ErrBatchShape, field: "payload.data_parallel_rank", value: uint64(1 << 63), bound: ref.WantRank},
-		{name: "rank str", payload: arr(kvTS, arr(), fs("0")), want: ref.ErrBatchShape, field: "payload.data_parallel_rank", value: "str", bound: ref.WantRank},
-		{name: "rank float", payload: arr(kvTS, arr(), "cb 0000000000000000"), want: ref.ErrBatchShape, field: "payload.data_parallel_rank", value: "float64"},
-		{name: "publisher id str", payload: arr(kvTS, arr(), "c0", fs("id")), want: ref.ErrBatchShape, field: "payload.publisher_id", value: "str", bound: ref.WantPubID},
-		{name: "publisher id int", payload: arr(kvTS, arr(), "c0", "07"), want: ref.ErrBatchShape, field: "payload.publisher_id", value: "uint"},
-		{name: "reserved past element 4", payload: arr(kvTS, arr(), "c0", "c0", "c1"), want: ref.ErrBatchShape, field: "payload[4]", value: "reserved", bound: ref.WantValue},
-		{name: "map batch without events", payload: fmap(fs("ts"), "00"), want: ref.ErrBatchShape, field: "payload", value: "map", bound: ref.WantBatch},
-		{name: "map batch without ts", payload: fmap(fs("events"), arr()), want: ref.ErrBatchShape, field: "payload", value: "map"},
-		{name: "map batch int key", payload: fmap("00", "00", fs("events"), arr()), want: ref.ErrBatchShape, field: "payload", value: "uint", bound: ref.WantKey},
-		{name: "map batch repeated key", payload: fmap(fs("ts"), "00", fs("events"), arr(), fs("ts"), "01"), want: ref.ErrBatchShape, field: "payload", value: "ts", bound: ref.WantKey},
-		{name: "map batch bad rank", payload: fmap(fs("ts"), "00", fs("events"), arr(), fs("data_parallel_rank"), "ff"), want: ref.ErrBatchShape, field: "payload.data_parallel_rank", value: int64(-1)},
-		{name: "map batch events checked when met", payload: fmap(fs("events"), arr("05"), fs("ts"), fs("late")), want: ref.ErrEventShape, field: "payload.events[0]", value: "uint"},
+		{name: "empty payload", payload: "", want: spec.ErrBatchShape, field: "payload", value: trunc, bound: spec.WantBatch},
+		{name: "nil batch", payload: "c0", want: spec.ErrBatchShape, field: "payload", value: "nil", bound: spec.WantBatch},
+		{name: "str batch", payload: fs("x"), want: spec.ErrBatchShape, field: "payload", value: "str"},
+		{name: "reserved byte", payload: "c1", want: spec.ErrBatchShape, field: "payload", value: "reserved"},
+		{name: "1-element batch", payload: arr(kvTS), want: spec.ErrBatchShape, field: "payload", value: "array", bound: spec.WantBatch},
+		{name: "empty batch", payload: "90", want: spec.ErrBatchShape, field: "payload", value: "array"},
+		{name: "ts str", payload: arr(fs("now"), arr()), want: spec.ErrBatchShape, field: "payload.ts", value: "str", bound: spec.WantTS},
+		{name: "ts nil", payload: arr("c0", arr()), want: spec.ErrBatchShape, field: "payload.ts", value: "nil"},
+		{name: "ts bool", payload: arr("c3", arr()), want: spec.ErrBatchShape, field: "payload.ts", value: "bool"},
+		{name: "events nil", payload: arr(kvTS, "c0"), want: spec.ErrBatchShape, field: "payload.events", value: "nil", bound: spec.WantEvents},
+		{name: "events map", payload: arr(kvTS, fmap()), want: spec.ErrBatchShape, field: "payload.events", value: "map"},
+		{name: "rank negative", payload: arr(kvTS, arr(), "ff"), want: spec.ErrBatchShape, field: "payload.data_parallel_rank", value: int64(-1), bound: spec.WantRank},
+		{name: "rank int64 min", payload: arr(kvTS, arr(), "d3 8000000000000000"), want: spec.ErrBatchShape, field: "payload.data_parallel_rank", value: int64(math.MinInt64)},
+		{name: "rank 2^63", payload: arr(kvTS, arr(), "cf 8000000000000000"), want: spec.ErrBatchShape, field: "payload.data_parallel_rank", value: uint64(1 << 63), bound: spec.WantRank},
+		{name: "rank str", payload: arr(kvTS, arr(), fs("0")), want: spec.ErrBatchShape, field: "payload.data_parallel_rank", value: "str", bound: spec.WantRank},
+		{name: "rank float", payload: arr(kvTS, arr(), "cb 0000000000000000"), want: spec.ErrBatchShape, field: "payload.data_parallel_rank", value: "float64"},
+		{name: "publisher id str", payload: arr(kvTS, arr(), "c0", fs("id")), want: spec.ErrBatchShape, field: "payload.publisher_id", value: "str", bound: spec.WantPubID},
+		{name: "publisher id int", payload: arr(kvTS, arr(), "c0", "07"), want: spec.ErrBatchShape, field: "payload.publisher_id", value: "uint"},
+		{name: "reserved past element 4", payload: arr(kvTS, arr(), "c0", "c0", "c1"), want: spec.ErrBatchShape, field: "payload[4]", value: "reserved", bound: spec.WantValue},
+		{name: "map batch without events", payload: fmap(fs("ts"), "00"), want: spec.ErrBatchShape, field: "payload", value: "map", bound: spec.WantBatch},
+		{name: "map batch without ts", payload: fmap(fs("events"), arr()), want: spec.ErrBatchShape, field: "payload", value: "map"},
+		{name: "map batch int key", payload: fmap("00", "00", fs("events"), arr()), want: spec.ErrBatchShape, field: "payload", value: "uint", bound: spec.WantKey},
+		{name: "map batch repeated key", payload: fmap(fs("ts"), "00", fs("events"), arr(), fs("ts"), "01"), want: spec.ErrBatchShape, field: "payload", value: "ts", bound: spec.WantKey},
+		{name: "map batch bad rank", payload: fmap(fs("ts"), "00", fs("events"), arr(), fs("data_parallel_rank"), "ff"), want: spec.ErrBatchShape, field: "payload.data_parallel_rank", value: int64(-1)},
+		{name: "map batch events checked when met", payload: fmap(fs("events"), arr("05"), fs("ts"), fs("late")), want: spec.ErrEventShape, field: "payload.events[0]", value: "uint"},
 		// §1.4 rule 1 event shape.
-		{name: "scalar event", payload: ev("05"), want: ref.ErrEventShape, field: "payload.events[0]", value: "uint", bound: ref.WantEvent},
-		{name: "nil event", payload: batchOf(arr(kvCleared), "c0"), want: ref.ErrEventShape, field: "payload.events[1]", value: "nil"},
-		{name: "empty array event", payload: ev("90"), want: ref.ErrEventShape, field: "payload.events[0]", value: "array", bound: ref.WantEvent},
-		{name: "array tag not str", payload: ev(arr("05", arr(kvH1))), want: ref.ErrEventShape, field: "payload.events[0].type", value: "uint", bound: ref.WantEvent},
-		{name: "array tag bin", payload: ev(arr("c4 01 41")), want: ref.ErrEventShape, field: "payload.events[0].type", value: "bin"},
-		{name: "map without type", payload: ev(fmap(fs("block_hashes"), arr(kvH1))), want: ref.ErrEventShape, field: "payload.events[0]", value: "map", bound: ref.WantEvent},
-		{name: "empty map event", payload: ev("80"), want: ref.ErrEventShape, field: "payload.events[0]", value: "map"},
-		{name: "map type not str", payload: ev(fmap(fs("type"), "05")), want: ref.ErrEventShape, field: "payload.events[0].type", value: "uint", bound: ref.WantEvent},
-		{name: "map type nil", payload: ev(fmap(fs("type"), "c0")), want: ref.ErrEventShape, field: "payload.events[0].type", value: "nil"},
-		{name: "map int key", payload: ev(fmap(fs("type"), kvCleared, "01", "02")), want: ref.ErrEventShape, field: "payload.events[0]", value: "uint", bound: ref.WantKey},
-		{name: "map int key before type", payload: ev(fmap("01", "02", fs("type"), kvCleared)), want: ref.ErrEventShape, field: "payload.events[0]", value: "uint", bound: ref.WantKey},
-		{name: "repeated type", payload: ev(fmap(fs("type"), kvCleared, fs("type"), kvCleared)), want: ref.ErrEventShape, field: "payload.events[0]", value: "type", bound: ref.WantKey},
-		{name: "repeated field", payload: removedMap(fs("medium"), kvGPU, fs("medium"), kvGPU), want: ref.ErrEventShape, field: "payload.events[0]", value: "medium"},
-		{name: "repeated unknown key", payload: removedMap(fs("x"), "c0", fs("x"), "c0"), want: ref.ErrEventShape, field: "payload.events[0]", value: "x"},
-		{name: "repeated key before type", payload: ev(fmap(fs("x"), "c0", fs("x"), "c0", fs("type"), kvCleared)), want: ref.ErrEventShape, field: "payload.events[0]", value: "x"},
+		{name: "scalar event", payload: ev("05"), want: spec.ErrEventShape, field: "payload.events[0]", value: "uint", bound: spec.WantEvent},
+		{name: "nil event", payload: batchOf(arr(kvCleared), "c0"), want: spec.ErrEventShape, field: "payload.events[1]", value: "nil"},
+		{name: "empty array event", payload: ev("90"), want: spec.ErrEventShape, field: "payload.events[0]", value: "array", bound: spec.WantEvent},
+		{name: "array tag not str", payload: ev(arr("05", arr(kvH1))), want: spec.ErrEventShape, field: "payload.events[0].type", value: "uint", bound: spec.WantEvent},
+		{name: "array tag bin", payload: ev(arr("c4 01 41")), want: spec.ErrEventShape, field: "payload.events[0].type", value: "bin"},
+		{name: "map without type", payload: ev(fmap(fs("block_hashes"), arr(kvH1))), want: spec.ErrEventShape, field: "payload.events[0]", value: "map", bound: spec.WantEvent},
+		{name: "empty map event", payload: ev("80"), want: spec.ErrEventShape, field: "payload.events[0]", value: "map"},
+		{name: "map type not str", payload: ev(fmap(fs("type"), "05")), want: spec.ErrEventShape, field: "payload.events[0].type", value: "uint", bound: spec.WantEvent},
+		{name: "map type nil", payload: ev(fmap(fs("type"), "c0")), want: spec.ErrEventShape, field: "payload.events[0].type", value: "nil"},
+		{name: "map int key", payload: ev(fmap(fs("type"), kvCleared, "01", "02")), want: spec.ErrEventShape, field: "payload.events[0]", value: "uint", bound: spec.WantKey},
+		{name: "map int key before type", payload: ev(fmap("01", "02", fs("type"), kvCleared)), want: spec.ErrEventShape, field: "payload.events[0]", value: "uint", bound: spec.WantKey},
+		{name: "repeated type", payload: ev(fmap(fs("type"), kvCleared, fs("type"), kvCleared)), want: spec.ErrEventShape, field: "payload.events[0]", value: "type", bound: spec.WantKey},
+		{name: "repeated field", payload: removedMap(fs("medium"), kvGPU, fs("medium"), kvGPU), want: spec.ErrEventShape, field: "payload.events[0]", value: "medium"},
+		{name: "repeated unknown key", payload: removedMap(fs("x"), "c0", fs("x"), "c0"), want: spec.ErrEventShape, field: "payload.events[0]", value: "x"},
+		{name: "repeated key before type", payload: ev(fmap(fs("x"), "c0", fs("x"), "c0", fs("type"), kvCleared)), want: spec.ErrEventShape, field: "payload.events[0]", value: "x"},
 		// §1.4 rule 3 missing fields.
-		{name: "stored without token_ids", payload: ev(storedA(arr(kvH1))), want: ref.ErrMissingField, field: "payload.events[0].token_ids", value: "absent", bound: "present"},
-		{name: "stored without block_size", payload: ev(storedA(arr(kvH1), "c0", arr())), want: ref.ErrMissingField, field: "payload.events[0].block_size", value: "absent"},
-		{name: "stored tag only", payload: ev(storedA()), want: ref.ErrMissingField, field: "payload.events[0].block_hashes", value: "absent"},
-		{name: "removed tag only", payload: ev(arr(kvRemoved)), want: ref.ErrMissingField, field: "payload.events[0].block_hashes", value: "absent"},
-		{name: "map stored without block_hashes", payload: ev(fmap(fs("type"), kvStored, fs("token_ids"), arr(), fs("block_size"), "04")), want: ref.ErrMissingField, field: "payload.events[0].block_hashes", value: "absent"},
-		{name: "map stored without block_size", payload: ev(fmap(fs("type"), kvStored, fs("block_hashes"), arr(kvH1), fs("token_ids"), arr())), want: ref.ErrMissingField, field: "payload.events[0].block_size", value: "absent"},
-		{name: "map removed without block_hashes", payload: ev(fmap(fs("type"), kvRemoved, fs("medium"), kvGPU)), want: ref.ErrMissingField, field: "payload.events[0].block_hashes", value: "absent"},
-		{name: "missing after a present field's error", payload: ev(storedA(arr(kvH1), fs("p"))), want: ref.ErrHashEncoding, field: "payload.events[0].parent_block_hash", value: "str"},
+		{name: "stored without token_ids", payload: ev(storedA(arr(kvH1))), want: spec.ErrMissingField, field: "payload.events[0].token_ids", value: "absent", bound: "present"},
+		{name: "stored without block_size", payload: ev(storedA(arr(kvH1), "c0", arr())), want: spec.ErrMissingField, field: "payload.events[0].block_size", value: "absent"},
+		{name: "stored tag only", payload: ev(storedA()), want: spec.ErrMissingField, field: "payload.events[0].block_hashes", value: "absent"},
+		{name: "removed tag only", payload: ev(arr(kvRemoved)), want: spec.ErrMissingField, field: "payload.events[0].block_hashes", value: "absent"},
+		{name: "map stored without block_hashes", payload: ev(fmap(fs("type"), kvStored, fs("token_ids"), arr(), fs("block_size"), "04")), want: spec.ErrMissingField, field: "payload.events[0].block_hashes", value: "absent"},
+		{name: "map stored without block_size", payload: ev(fmap(fs("type"), kvStored, fs("block_hashes"), arr(kvH1), fs("token_ids"), arr())), want: spec.ErrMissingField, field: "payload.events[0].block_size", value: "absent"},
+		{name: "map removed without block_hashes", payload: ev(fmap(fs("type"), kvRemoved, fs("medium"), kvGPU)), want: spec.ErrMissingField, field: "payload.events[0].block_hashes", value: "absent"},
+		{name: "missing after a present field's error", payload: ev(storedA(arr(kvH1), fs("p"))), want: spec.ErrHashEncoding, field: "payload.events[0].parent_block_hash", value: "str"},
 		// §1.4 rule 4 field types.
-		{name: "block_hashes nil", payload: ev(storedA("c0", "c0", arr(), "04")), want: ref.ErrFieldType, field: "payload.events[0].block_hashes", value: "nil", bound: ref.WantHashes},
-		{name: "block_hashes int", payload: ev(arr(kvRemoved, kvH1)), want: ref.ErrFieldType, field: "payload.events[0].block_hashes", value: "uint"},
-		{name: "block_hashes empty", payload: ev(arr(kvRemoved, "90")), want: ref.ErrEmptyHashes, field: "payload.events[0].block_hashes", value: 0, bound: "at least 1 hash"},
-		{name: "map block_hashes empty", payload: ev(fmap(fs("type"), kvRemoved, fs("block_hashes"), "90")), want: ref.ErrEmptyHashes, field: "payload.events[0].block_hashes", value: 0},
-		{name: "token_ids map", payload: storedWith(3, fmap()), want: ref.ErrFieldType, field: "payload.events[0].token_ids", value: "map", bound: ref.WantTokens},
-		{name: "token_ids nil", payload: storedWith(3, "c0"), want: ref.ErrFieldType, field: "payload.events[0].token_ids", value: "nil"},
-		{name: "token nil", payload: storedWith(3, arr("01", "c0")), want: ref.ErrFieldType, field: "payload.events[0].token_ids[1]", value: "nil", bound: ref.WantToken},
-		{name: "token float", payload: storedWith(3, arr("ca 3f800000")), want: ref.ErrFieldType, field: "payload.events[0].token_ids[0]", value: "float32"},
-		{name: "token str", payload: storedWith(3, arr(fs("1"))), want: ref.ErrFieldType, field: "payload.events[0].token_ids[0]", value: "str"},
-		{name: "token -1", payload: storedWith(3, arr("01", "02", "ff")), want: ref.ErrTokenRange, field: "payload.events[0].token_ids[2]", value: int64(-1), bound: "in [0, 2^32)"},
-		{name: "token int64 min", payload: storedWith(3, arr("d3 8000000000000000")), want: ref.ErrTokenRange, field: "payload.events[0].token_ids[0]", value: int64(math.MinInt64)},
-		{name: "token 2^32", payload: storedWith(3, arr("cf 0000000100000000")), want: ref.ErrTokenRange, field: "payload.events[0].token_ids[0]", value: uint64(1 << 32)},
-		{name: "token 2^32 as int64", payload: storedWith(3, arr("d3 0000000100000000")), want: ref.ErrTokenRange, field: "payload.events[0].token_ids[0]", value: uint64(1 << 32)},
-		{name: "token 2^64-1", payload: storedWith(3, arr("cf ffffffffffffffff")), want: ref.ErrTokenRange, field: "payload.events[0].token_ids[0]", value: uint64(math.MaxUint64)},
-		{name: "block_size 0", payload: storedWith(4, "00"), want: ref.ErrFieldType, field: "payload.events[0].block_size", value: uint64(0), bound: ref.WantBlockSize},
-		{name: "block_size -1", payload: storedWith(4, "ff"), want: ref.ErrFieldType, field: "payload.events[0].block_size", value: int64(-1)},
-		{name: "block_size 2^63", payload: storedWith(4, "cf 8000000000000000"), want: ref.ErrFieldType, field: "payload.events[0].block_size", value: uint64(1 << 63)},
-		{name: "block_size nil", payload: storedWith(4, "c0"), want: ref.ErrFieldType, field: "payload.events[0].block_size", value: "nil", bound: ref.WantBlockSize},
-		{name: "block_size float", payload: storedWith(4, "cb 4010000000000000"), want: ref.ErrFieldType, field: "payload.events[0].block_size", value: "float64"},
-		{name: "lora_id str", payload: storedWith(5, fs("1")), want: ref.ErrFieldType, field: "payload.events[0].lora_id", value: "str", bound: ref.WantIntOrNil},
-		{name: "lora_id 2^63", payload: storedWith(5, "cf 8000000000000000"), want: ref.ErrFieldType, field: "payload.events[0].lora_id", value: uint64(1 << 63), bound: ref.WantIntOrNil},
-		{name: "medium int", payload: storedWith(6, "01"), want: ref.ErrFieldType, field: "payload.events[0].medium", value: "uint", bound: ref.WantStrOrNil},
-		{name: "medium bin", payload: ev(arr(kvRemoved, arr(kvH1), "c4 03 475055")), want: ref.ErrFieldType, field: "payload.events[0].medium", value: "bin"},
-		{name: "map medium int", payload: removedMap(fs("medium"), "01"), want: ref.ErrFieldType, field: "payload.events[0].medium", value: "uint"},
-		{name: "lora_name int", payload: storedWith(7, "01"), want: ref.ErrFieldType, field: "payload.events[0].lora_name", value: "uint", bound: ref.WantStrOrNil},
-		{name: "group_idx str", payload: storedWith(9, fs("0")), want: ref.ErrFieldType, field: "payload.events[0].group_idx", value: "str", bound: ref.WantIntOrNil},
-		{name: "removed group_idx float", payload: ev(arr(kvRemoved, arr(kvH1), "c0", "ca 00000000")), want: ref.ErrFieldType, field: "payload.events[0].group_idx", value: "float32"},
-		{name: "map group_idx 2^64-1", payload: removedMap(fs("group_idx"), "cf ffffffffffffffff"), want: ref.ErrFieldType, field: "payload.events[0].group_idx", value: uint64(math.MaxUint64)},
-		{name: "kv_cache_spec_kind int", payload: storedWith(10, "01"), want: ref.ErrFieldType, field: "payload.events[0].kv_cache_spec_kind", value: "uint", bound: ref.WantStrOrNil},
-		{name: "reserved in extra_keys", payload: storedWith(8, arr("c1")), want: ref.ErrFieldType, field: "payload.events[0].extra_keys", value: "reserved", bound: ref.WantValue},
-		{name: "reserved past the table", payload: ev(arr(kvRemoved, arr(kvH1), "c0", "c0", "c1")), want: ref.ErrFieldType, field: "payload.events[0][4]", value: "reserved", bound: ref.WantValue},
+		{name: "block_hashes nil", payload: ev(storedA("c0", "c0", arr(), "04")), want: spec.ErrFieldType, field: "payload.events[0].block_hashes", value: "nil", bound: spec.WantHashes},
+		{name: "block_hashes int", payload: ev(arr(kvRemoved, kvH1)), want: spec.ErrFieldType, field: "payload.events[0].block_hashes", value: "uint"},
+		{name: "block_hashes empty", payload: ev(arr(kvRemoved, "90")), want: spec.ErrEmptyHashes, field: "payload.events[0].block_hashes", value: 0, bound: "at least 1 hash"},
+		{name: "map block_hashes empty", payload: ev(fmap(fs("type"), kvRemoved, fs("block_hashes"), "90")), want: spec.ErrEmptyHashes, field: "payload.events[0].block_hashes", value: 0},
+		{name: "token_ids map", payload: storedWith(3, fmap()), want: spec.ErrFieldType, field: "payload.events[0].token_ids", value: "map", bound: spec.WantTokens},
+		{name: "token_ids nil", payload: storedWith(3, "c0"), want: spec.ErrFieldType, field: "payload.events[0].token_ids", value: "nil"},
+		{name: "token nil", payload: storedWith(3, arr("01", "c0")), want: spec.ErrFieldType, field: "payload.events[0].token_ids[1]", value: "nil", bound: spec.WantToken},
+		{name: "token float", payload: storedWith(3, arr("ca 3f800000")), want: spec.ErrFieldType, field: "payload.events[0].token_ids[0]", value: "float32"},
+		{name: "token str", payload: storedWith(3, arr(fs("1"))), want: spec.ErrFieldType, field: "payload.events[0].token_ids[0]", value: "str"},
+		{name: "token -1", payload: storedWith(3, arr("01", "02", "ff")), want: spec.ErrTokenRange, field: "payload.events[0].token_ids[2]", value: int64(-1), bound: "in [0, 2^32)"},
+		{name: "token int64 min", payload: storedWith(3, arr("d3 8000000000000000")), want: spec.ErrTokenRange, field: "payload.events[0].token_ids[0]", value: int64(math.MinInt64)},
+		{name: "token 2^32", payload: storedWith(3, arr("cf 0000000100000000")), want: spec.ErrTokenRange, field: "payload.events[0].token_ids[0]", value: uint64(1 << 32)},
+		{name: "token 2^32 as int64", payload: storedWith(3, arr("d3 0000000100000000")), want: spec.ErrTokenRange, field: "payload.events[0].token_ids[0]", value: uint64(1 << 32)},
+		{name: "token 2^64-1", payload: storedWith(3, arr("cf ffffffffffffffff")), want: spec.ErrTokenRange, field: "payload.events[0].token_ids[0]", value: uint64(math.MaxUint64)},
+		{name: "block_size 0", payload: storedWith(4, "00"), want: spec.ErrFieldType, field: "payload.events[0].block_size", value: uint64(0), bound: spec.WantBlockSize},
+		{name: "block_size -1", payload: storedWith(4, "ff"), want: spec.ErrFieldType, field: "payload.events[0].block_size", value: int64(-1)},
+		{name: "block_size 2^63", payload: storedWith(4, "cf 8000000000000000"), want: spec.ErrFieldType, field: "payload.events[0].block_size", value: uint64(1 << 63)},
+		{name: "block_size nil", payload: storedWith(4, "c0"), want: spec.ErrFieldType, field: "payload.events[0].block_size", value: "nil", bound: spec.WantBlockSize},
+		{name: "block_size float", payload: storedWith(4, "cb 4010000000000000"), want: spec.ErrFieldType, field: "payload.events[0].block_size", value: "float64"},
+		{name: "lora_id str", payload: storedWith(5, fs("1")), want: spec.ErrFieldType, field: "payload.events[0].lora_id", value: "str", bound: spec.WantIntOrNil},
+		{name: "lora_id 2^63", payload: storedWith(5, "cf 8000000000000000"), want: spec.ErrFieldType, field: "payload.events[0].lora_id", value: uint64(1 << 63), bound: spec.WantIntOrNil},
+		{name: "medium int", payload: storedWith(6, "01"), want: spec.ErrFieldType, field: "payload.events[0].medium", value: "uint", bound: spec.WantStrOrNil},
+		{name: "medium bin", payload: ev(arr(kvRemoved, arr(kvH1), "c4 03 475055")), want: spec.ErrFieldType, field: "payload.events[0].medium", value: "bin"},
+		{name: "map medium int", payload: removedMap(fs("medium"), "01"), want: spec.ErrFieldType, field: "payload.events[0].medium", value: "uint"},
+		{name: "lora_name int", payload: storedWith(7, "01"), want: spec.ErrFieldType, field: "payload.events[0].lora_name", value: "uint", bound: spec.WantStrOrNil},
+		{name: "group_idx str", payload: storedWith(9, fs("0")), want: spec.ErrFieldType, field: "payload.events[0].group_idx", value: "str", bound: spec.WantIntOrNil},
+		{name: "removed group_idx float", payload: ev(arr(kvRemoved, arr(kvH1), "c0", "ca 00000000")), want: spec.ErrFieldType, field: "payload.events[0].group_idx", value: "float32"},
+		{name: "map group_idx 2^64-1", payload: removedMap(fs("group_idx"), "cf ffffffffffffffff"), want: spec.ErrFieldType, field: "payload.events[0].group_idx", value: uint64(math.MaxUint64)},
+		{name: "kv_cache_spec_kind int", payload: storedWith(10, "01"), want: spec.ErrFieldType, field: "payload.events[0].kv_cache_spec_kind", value: "uint", bound: spec.WantStrOrNil},
+		{name: "reserved in extra_keys", payload: storedWith(8, arr("c1")), want: spec.ErrFieldType, field: "payload.events[0].extra_keys", value: "reserved", bound: spec.WantValue},
+		{name: "reserved past the table", payload: ev(arr(kvRemoved, arr(kvH1), "c0", "c0", "c1")), want: spec.ErrFieldType, field: "payload.events[0][4]", value: "reserved", bound: spec.WantValue},
 		// §1.5 hash encodings.
-		{name: "hash str", payload: ev(arr(kvRemoved, arr(kvH1, fs("abc")))), want: ref.ErrHashEncoding, field: "payload.events[0].block_hashes[1]", value: "str", bound: ref.WantHash},
-		{name: "hash float", payload: ev(arr(kvRemoved, arr("cb 3ff0000000000000"))), want: ref.ErrHashEncoding, field: "payload.events[0].block_hashes[0]", value: "float64"},
-		{name: "hash nil", payload: ev(arr(kvRemoved, arr(kvH1, "c0"))), want: ref.ErrHashEncoding, field: "payload.events[0].block_hashes[1]", value: "nil"},
-		{name: "hash empty bin", payload: ev(arr(kvRemoved, arr("c4 00"))), want: ref.ErrHashEncoding, field: "payload.events[0].block_hashes[0]", value: "bin", bound: ref.WantHash},
-		{name: "hash empty bin32", payload: ev(arr(kvRemoved, arr("c6 00000000"))), want: ref.ErrHashEncoding, field: "payload.events[0].block_hashes[0]", value: "bin"},
-		{name: "hash array", payload: ev(arr(kvRemoved, arr(arr(kvH1)))), want: ref.ErrHashEncoding, field: "payload.events[0].block_hashes[0]", value: "array"},
-		{name: "hash ext", payload: ev(arr(kvRemoved, arr("d4 01 02"))), want: ref.ErrHashEncoding, field: "payload.events[0].block_hashes[0]", value: "ext"},
-		{name: "parent str", payload: storedWith(2, fs("h")), want: ref.ErrHashEncoding, field: "payload.events[0].parent_block_hash", value: "str", bound: ref.WantHash},
-		{name: "parent empty bin", payload: storedWith(2, "c4 00"), want: ref.ErrHashEncoding, field: "payload.events[0].parent_block_hash", value: "bin"},
-		{name: "map hash bool", payload: ev(fmap(fs("type"), kvRemoved, fs("block_hashes"), arr("c2"))), want: ref.ErrHashEncoding, field: "payload.events[0].block_hashes[0]", value: "bool"},
+		{name: "hash str", payload: ev(arr(kvRemoved, arr(kvH1, fs("abc")))), want: spec.ErrHashEncoding, field: "payload.events[0].block_hashes[1]", value: "str", bound: spec.WantHash},
+		{name: "hash float", payload: ev(arr(kvRemoved, arr("cb 3ff0000000000000"))), want: spec.ErrHashEncoding, field: "payload.events[0].block_hashes[0]", value: "float64"},
+		{name: "hash nil", payload: ev(arr(kvRemoved, arr(kvH1, "c0"))), want: spec.ErrHashEncoding, field: "payload.events[0].block_hashes[1]", value: "nil"},
+		{name: "hash empty bin", payload: ev(arr(kvRemoved, arr("c4 00"))), want: spec.ErrHashEncoding, field: "payload.events[0].block_hashes[0]", value: "bin", bound: spec.WantHash},
+		{name: "hash empty bin32", payload: ev(arr(kvRemoved, arr("c6 00000000"))), want: spec.ErrHashEncoding, field: "payload.events[0].block_hashes[0]", value: "bin"},
+		{name: "hash array", payload: ev(arr(kvRemoved, arr(arr(kvH1)))), want: spec.ErrHashEncoding, field: "payload.events[0].block_hashes[0]", value: "array"},
+		{name: "hash ext", payload: ev(arr(kvRemoved, arr("d4 01 02"))), want: spec.ErrHashEncoding, field: "payload.events[0].block_hashes[0]", value: "ext"},
+		{name: "parent str", payload: storedWith(2, fs("h")), want: spec.ErrHashEncoding, field: "payload.events[0].parent_block_hash", value: "str", bound: spec.WantHash},
+		{name: "parent empty bin", payload: storedWith(2, "c4 00"), want: spec.ErrHashEncoding, field: "payload.events[0].parent_block_hash", value: "bin"},
+		{name: "map hash bool", payload: ev(fmap(fs("type"), kvRemoved, fs("block_hashes"), arr("c2"))), want: spec.ErrHashEncoding, field: "payload.events[0].block_hashes[0]", value: "bool"},
 		// A6 declared lengths: refused at the container before any element.
-		{name: "batch array32 of 2^32-1", payload: "dd ffffffff" + kvTS, want: ref.ErrBatchShape, field: "payload", value: uint64(math.MaxUint32), bound: "a length the 9 bytes left can hold"},
-		{name: "batch map16 of 5 entries in 9 bytes", payload: "de 0005" + kvTS, want: ref.ErrBatchShape, field: "payload", value: uint64(5), bound: "a length the 9 bytes left can hold"},
-		{name: "1-element batch with nothing after", payload: "91", want: ref.ErrBatchShape, field: "payload", value: uint64(1), bound: "a length the 0 bytes left can hold"},
-		{name: "events array16 of 3 in 2 bytes", payload: arr(kvTS, "dc 0003 9090"), want: ref.ErrBatchShape, field: "payload.events", value: uint64(3), bound: "a length the 2 bytes left can hold"},
-		{name: "event array of 6 in 5 bytes", payload: ev("96 a1 41 00 00 00"), want: ref.ErrEventShape, field: "payload.events[0]", value: uint64(6), bound: "a length the 5 bytes left can hold"},
-		{name: "event map of 3 in 5 bytes", payload: ev("83 a1 41 00 00 00"), want: ref.ErrEventShape, field: "payload.events[0]", value: uint64(3), bound: "a length the 5 bytes left can hold"},
-		{name: "block_hashes array32 of 2^32-1", payload: ev(arr(kvRemoved, "dd ffffffff"+kvH1)), want: ref.ErrFieldType, field: "payload.events[0].block_hashes", value: uint64(math.MaxUint32), bound: "a length the 9 bytes left can hold"},
-		{name: "token_ids longer than the rest", payload: ev(storedA(arr(kvH1), "c0", "dc 0010 01 02 03 04")), want: ref.ErrFieldType, field: "payload.events[0].token_ids", value: uint64(16), bound: "a length the 4 bytes left can hold"},
-		{name: "map32 in extra_keys", payload: storedWith(8, "df 7fffffff 00 00"), want: ref.ErrFieldType, field: "payload.events[0].extra_keys", value: uint64(0x7fffffff), bound: "a length the 2 bytes left can hold"},
-		{name: "array past element 4", payload: arr(kvTS, arr(), "c0", "c0", "dd 00010000"), want: ref.ErrBatchShape, field: "payload[4]", value: uint64(0x10000), bound: "a length the 0 bytes left can hold"},
+		{name: "batch array32 of 2^32-1", payload: "dd ffffffff" + kvTS, want: spec.ErrBatchShape, field: "payload", value: uint64(math.MaxUint32), bound: "a length the 9 bytes left can hold"},
+		{name: "batch map16 of 5 entries in 9 bytes", payload: "de 0005" + kvTS, want: spec.ErrBatchShape, field: "payload", value: uint64(5), bound: "a length the 9 bytes left can hold"},
+		{name: "1-element batch with nothing after", payload: "91", want: spec.ErrBatchShape, field: "payload", value: uint64(1), bound: "a length the 0 bytes left can hold"},
+		{name: "events array16 of 3 in 2 bytes", payload: arr(kvTS, "dc 0003 9090"), want: spec.ErrBatchShape, field: "payload.events", value: uint64(3), bound: "a length the 2 bytes left can hold"},
+		{name: "event array of 6 in 5 bytes", payload: ev("96 a1 41 00 00 00"), want: spec.ErrEventShape, field: "payload.events[0]", value: uint64(6), bound: "a length the 5 bytes left can hold"},
+		{name: "event map of 3 in 5 bytes", payload: ev("83 a1 41 00 00 00"), want: spec.ErrEventShape, field: "payload.events[0]", value: uint64(3), bound: "a length the 5 bytes left can hold"},
+		{name: "block_hashes array32 of 2^32-1", payload: ev(arr(kvRemoved, "dd ffffffff"+kvH1)), want: spec.ErrFieldType, field: "payload.events[0].block_hashes", value: uint64(math.MaxUint32), bound: "a length the 9 bytes left can hold"},
+		{name: "token_ids longer than the rest", payload: ev(storedA(arr(kvH1), "c0", "dc 0010 01 02 03 04")), want: spec.ErrFieldType, field: "payload.events[0].token_ids", value: uint64(16), bound: "a length the 4 bytes left can hold"},
+		{name: "map32 in extra_keys", payload: storedWith(8, "df 7fffffff 00 00"), want: spec.ErrFieldType, field: "payload.events[0].extra_keys", value: uint64(0x7fffffff), bound: "a length the 2 bytes left can hold"},
+		{name: "array past element 4", payload: arr(kvTS, arr(), "c0", "c0", "dd 00010000"), want: spec.ErrBatchShape, field: "payload[4]", value: uint64(0x10000), bound: "a length the 0 bytes left can hold"},
 		// A6 truncation: the value whose bytes ran out.
-		{name: "cut in ts", payload: cut(e1, 5), want: ref.ErrBatchShape, field: "payload.ts", value: trunc, bound: ref.WantTS},
-		{name: "cut after ts", payload: cut(e1, 10), want: ref.ErrBatchShape, field: "payload.events", value: trunc, bound: ref.WantEvents},
-		{name: "cut after events header", payload: cut(e1, 11), want: ref.ErrBatchShape, field: "payload.events", value: uint64(1), bound: "a length the 0 bytes left can hold"},
-		{name: "cut after event header", payload: cut(e1, 12), want: ref.ErrEventShape, field: "payload.events[0]", value: uint64(6), bound: "a length the 0 bytes left can hold"},
-		{name: "cut in tag", payload: cut(e1, 18), want: ref.ErrEventShape, field: "payload.events[0].type", value: trunc, bound: ref.WantEvent},
-		{name: "cut in second hash", payload: cut(e1, 38), want: ref.ErrHashEncoding, field: "payload.events[0].block_hashes[1]", value: trunc, bound: ref.WantHash},
-		{name: "cut before parent", payload: cut(e1, 43), want: ref.ErrHashEncoding, field: "payload.events[0].parent_block_hash", value: trunc},
-		{name: "cut in uint32 token", payload: cut(e1, 58), want: ref.ErrFieldType, field: "payload.events[0].token_ids[7]", value: trunc, bound: ref.WantToken},
-		{name: "cut before block_size", payload: cut(e1, 61), want: ref.ErrFieldType, field: "payload.events[0].block_size", value: trunc, bound: ref.WantBlockSize},
-		{name: "cut before lora_id", payload: cut(e1, 62), want: ref.ErrFieldType, field: "payload.events[0].lora_id", value: trunc, bound: ref.WantIntOrNil},
-		{name: "cut before rank", payload: cut(e2, 39), want: ref.ErrBatchShape, field: "payload.data_parallel_rank", value: trunc, bound: ref.WantRank},
-		{name: "cut in medium", payload: cut(e2, 38), want: ref.ErrFieldType, field: "payload.events[0].medium", value: trunc, bound: ref.WantStrOrNil},
-		{name: "cut in map key", payload: cut(e4, 35), want: ref.ErrEventShape, field: "payload.events[0]", value: trunc, bound: ref.WantKey},
-		{name: "cut in array16 header", payload: arr(kvTS, "dc 00"), want: ref.ErrBatchShape, field: "payload.events", value: trunc},
-		{name: "cut in uint16 rank", payload: arr(kvTS, arr(), "cd 00"), want: ref.ErrBatchShape, field: "payload.data_parallel_rank", value: trunc},
-		{name: "cut in publisher id", payload: arr(kvTS, arr(), "c0", "c4 10 0102"), want: ref.ErrBatchShape, field: "payload.publisher_id", value: trunc, bound: ref.WantPubID},
-		{name: "str32 longer than the rest in lora_name", payload: storedWith(7, "db ffffffff 41"), want: ref.ErrFieldType, field: "payload.events[0].lora_name", value: trunc},
-		{name: "bin longer than the rest in a hash", payload: ev(arr(kvRemoved, arr("c4 20 0001"))), want: ref.ErrHashEncoding, field: "payload.events[0].block_hashes[0]", value: trunc},
-		{name: "ext longer than the rest in extra_keys", payload: storedWith(8, "c9 ffffffff 01"), want: ref.ErrFieldType, field: "payload.events[0].extra_keys", value: trunc, bound: ref.WantValue},
-		{name: "cut in an unknown key's value before type", payload: ev(fmap(fs("x"), "cb 00", fs("type"))), want: ref.ErrFieldType, field: "payload.events[0].x", value: trunc, bound: ref.WantValue},
+		{name: "cut in ts", payload: cut(e1, 5), want: spec.ErrBatchShape, field: "payload.ts", value: trunc, bound: spec.WantTS},
+		{name: "cut after ts", payload: cut(e1, 10), want: spec.ErrBatchShape, field: "payload.events", value: trunc, bound: spec.WantEvents},
+		{name: "cut after events header", payload: cut(e1, 11), want: spec.ErrBatchShape, field: "payload.events", value: uint64(1), bound: "a length the 0 bytes left can hold"},
+		{name: "cut after event header", payload: cut(e1, 12), want: spec.ErrEventShape, field: "payload.events[0]", value: uint64(6), bound: "a length the 0 bytes left can hold"},
+		{name: "cut in tag", payload: cut(e1, 18), want: spec.ErrEventShape, field: "payload.events[0].type", value: trunc, bound: spec.WantEvent},
+		{name: "cut in second hash", payload: cut(e1, 38), want: spec.ErrHashEncoding, field: "payload.events[0].block_hashes[1]", value: trunc, bound: spec.WantHash},
+		{name: "cut before parent", payload: cut(e1, 43), want: spec.ErrHashEncoding, field: "payload.events[0].parent_block_hash", value: trunc},
+		{name: "cut in uint32 token", payload: cut(e1, 58), want: spec.ErrFieldType, field: "payload.events[0].token_ids[7]", value: trunc, bound: spec.WantToken},
+		{name: "cut before block_size", payload: cut(e1, 61), want: spec.ErrFieldType, field: "payload.events[0].block_size", value: trunc, bound: spec.WantBlockSize},
+		{name: "cut before lora_id", payload: cut(e1, 62), want: spec.ErrFieldType, field: "payload.events[0].lora_id", value: trunc, bound: spec.WantIntOrNil},
+		{name: "cut before rank", payload: cut(e2, 39), want: spec.ErrBatchShape, field: "payload.data_parallel_rank", value: trunc, bound: spec.WantRank},
+		{name: "cut in medium", payload: cut(e2, 38), want: spec.ErrFieldType, field: "payload.events[0].medium", value: trunc, bound: spec.WantStrOrNil},
+		{name: "cut in map key", payload: cut(e4, 35), want: spec.ErrEventShape, field: "payload.events[0]", value: trunc, bound: spec.WantKey},
+		{name: "cut in array16 header", payload: arr(kvTS, "dc 00"), want: spec.ErrBatchShape, field: "payload.events", value: trunc},
+		{name: "cut in uint16 rank", payload: arr(kvTS, arr(), "cd 00"), want: spec.ErrBatchShape, field: "payload.data_parallel_rank", value: trunc},
+		{name: "cut in publisher id", payload: arr(kvTS, arr(), "c0", "c4 10 0102"), want: spec.ErrBatchShape, field: "payload.publisher_id", value: trunc, bound: spec.WantPubID},
+		{name: "str32 longer than the rest in lora_name", payload: storedWith(7, "db ffffffff 41"), want: spec.ErrFieldType, field: "payload.events[0].lora_name", value: trunc},
+		{name: "bin longer than the rest in a hash", payload: ev(arr(kvRemoved, arr("c4 20 0001"))), want: spec.ErrHashEncoding, field: "payload.events[0].block_hashes[0]", value: trunc},
+		{name: "ext longer than the rest in extra_keys", payload: storedWith(8, "c9 ffffffff 01"), want: spec.ErrFieldType, field: "payload.events[0].extra_keys", value: trunc, bound: spec.WantValue},
+		{name: "cut in an unknown key's value before type", payload: ev(fmap(fs("x"), "cb 00", fs("type"))), want: spec.ErrFieldType, field: "payload.events[0].x", value: trunc, bound: spec.WantValue},
 	}
 	for _, c := range cases {
 		frames := [][]byte{{'t'}, make([]byte, 8), kvHex(t, c.payload)}
@@ -641,13 +642,13 @@ func TestDecodeRefusesEveryStrictPrefixOfTheExamples(t *testing.T) {
 		full := kvHex(t, h)
 		for n := 0; n < len(full); n++ {
 			_, err := ref.DecodeKVBatch(full[:n])
-			ie, ok := ref.AsInputError(err)
+			ie, ok := spec.AsInputError(err)
 			if !ok {
 				t.Errorf("%s[:%d]: got %v, want an input error", name, n, err)
 				continue
 			}
 			_, isLen := ie.Value.(uint64)
-			if ie.Value != ref.Truncated && !isLen {
+			if ie.Value != spec.Truncated && !isLen {
 				t.Errorf("%s[:%d]: got %v, want truncated or a declared length", name, n, err)
 			}
 		}
@@ -704,8 +705,8 @@ func FuzzDecodeKVBatchRefusesOrDecodes(f *testing.F) {
 		f.Add(full)
 		f.Add(full[:len(full)/2])
 	}
-	decoding := []*ref.Sentinel{ref.ErrTrailingBytes, ref.ErrBatchShape, ref.ErrEventShape, ref.ErrMissingField,
-		ref.ErrFieldType, ref.ErrEmptyHashes, ref.ErrHashEncoding, ref.ErrTokenRange}
+	decoding := []*spec.Sentinel{spec.ErrTrailingBytes, spec.ErrBatchShape, spec.ErrEventShape, spec.ErrMissingField,
+		spec.ErrFieldType, spec.ErrEmptyHashes, spec.ErrHashEncoding, spec.ErrTokenRange}
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		b, err := ref.DecodeKVBatch(payload)
 		if err == nil {
@@ -714,7 +715,7 @@ func FuzzDecodeKVBatchRefusesOrDecodes(f *testing.F) {
 			}
 			return
 		}
-		ie, ok := ref.AsInputError(err)
+		ie, ok := spec.AsInputError(err)
 		if !ok {
 			t.Fatalf("not an input error: %v", err)
 		}
@@ -738,8 +739,8 @@ func TestDecodeRefusesANonFiniteTimestamp(t *testing.T) {
 	} {
 		b, _ := hex.DecodeString(tc.hex)
 		_, err := ref.DecodeKVBatch(b)
-		ie, ok := ref.AsInputError(err)
-		if !errors.Is(err, ref.ErrBatchShape) || !ok || ie.Field != "payload.ts" || ie.Value != tc.value {
+		ie, ok := spec.AsInputError(err)
+		if !errors.Is(err, spec.ErrBatchShape) || !ok || ie.Field != "payload.ts" || ie.Value != tc.value {
 			t.Errorf("%s: got %v, want ErrBatchShape at payload.ts with value %s", tc.hex, err, tc.value)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The reference event-fed prefix index (docs/spec/kv-events.md §2, §2.10):
@@ -25,27 +27,27 @@ import (
 // refKVEvIndex is the reference KVEvIndex. One mutex guards everything.
 type refKVEvIndex struct {
 	mu      sync.Mutex
-	cfg     KVEvConfig
+	cfg     spec.KVEvConfig
 	streams []*kvevStream // configuration order
 	byName  map[string]*kvevStream
-	engines map[KVEvEngineKey]*kvevEngine
+	engines map[spec.KVEvEngineKey]*kvevEngine
 	// seed and next are the page prefix-hash chain of §2.10 A4
 	// (PrefixHashSeed and NextPrefixHash over tokens as units); tests
 	// swap in a weak chain to craft errChainCollision.
-	seed func(namespace string) PrefixHash
-	next func(prev PrefixHash, tokens []uint32) PrefixHash
+	seed func(namespace string) spec.PrefixHash
+	next func(prev spec.PrefixHash, tokens []uint32) spec.PrefixHash
 }
 
-var _ KVEvIndex = (*refKVEvIndex)(nil)
+var _ spec.KVEvIndex = (*refKVEvIndex)(nil)
 
 // kvevEngine is one engine (§2.1): its pools, stale flag and counters.
 type kvevEngine struct {
-	key        KVEvEngineKey
+	key        spec.KVEvEngineKey
 	stream     string // the stream that created it (§2.10 A2)
 	model      string
 	stale      bool
 	staleSince uint64
-	counters   KVEvEngineCounters
+	counters   spec.KVEvEngineCounters
 	pools      map[kvevPoolKey]*kvevPool
 }
 
@@ -62,14 +64,14 @@ type kvevPoolKey struct {
 type kvevPool struct {
 	pageSize int64
 	root     *kvevPage
-	byHash   map[EvHash]*kvevPage
-	byPrefix map[PrefixHash]*kvevPage
+	byHash   map[spec.EvHash]*kvevPage
+	byPrefix map[spec.PrefixHash]*kvevPage
 }
 
 func newKVEvPool(pageSize int64) *kvevPool {
 	return &kvevPool{
 		pageSize: pageSize, root: newKVEvPage(nil, kvevPageKey{}, 0),
-		byHash: map[EvHash]*kvevPage{}, byPrefix: map[PrefixHash]*kvevPage{},
+		byHash: map[spec.EvHash]*kvevPage{}, byPrefix: map[spec.PrefixHash]*kvevPage{},
 	}
 }
 
@@ -82,8 +84,8 @@ type kvevPage struct {
 	parent   *kvevPage
 	ns       string
 	tokens   []uint32
-	prefix   PrefixHash
-	bindings map[EvHash]int64
+	prefix   spec.PrefixHash
+	bindings map[spec.EvHash]int64
 	children map[kvevChildKey]*kvevPage
 }
 
@@ -107,13 +109,13 @@ func childKeyOf(k kvevPageKey) kvevChildKey {
 	return kvevChildKey{ns: k.ns, tokens: string(b)}
 }
 
-func newKVEvPage(parent *kvevPage, k kvevPageKey, prefix PrefixHash) *kvevPage {
+func newKVEvPage(parent *kvevPage, k kvevPageKey, prefix spec.PrefixHash) *kvevPage {
 	return &kvevPage{
 		parent:   parent,
 		ns:       k.ns,
 		tokens:   slices.Clone(k.tokens),
 		prefix:   prefix,
-		bindings: map[EvHash]int64{},
+		bindings: map[spec.EvHash]int64{},
 		children: map[kvevChildKey]*kvevPage{},
 	}
 }
@@ -169,7 +171,7 @@ func (e *kvevEngine) tokens() int64 {
 // (KVEvConfig.Validate), stream list (CheckKVEvStreams) or engine share
 // (KVEvConfig.EngineShare), in that order; zero config fields take their
 // defaults, MaxEnginesPerStream the streams' fair share.
-func NewKVEvIndex(cfg KVEvConfig, streams []KVEvStream) (KVEvIndex, error) {
+func NewKVEvIndex(cfg spec.KVEvConfig, streams []spec.KVEvStream) (spec.KVEvIndex, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -185,7 +187,7 @@ func NewKVEvIndex(cfg KVEvConfig, streams []KVEvStream) (KVEvIndex, error) {
 	ix := &refKVEvIndex{
 		cfg:     cfg,
 		byName:  map[string]*kvevStream{},
-		engines: map[KVEvEngineKey]*kvevEngine{},
+		engines: map[spec.KVEvEngineKey]*kvevEngine{},
 		seed:    kvevSeed,
 		next:    kvevNext,
 	}
@@ -199,15 +201,15 @@ func NewKVEvIndex(cfg KVEvConfig, streams []KVEvStream) (KVEvIndex, error) {
 
 // kvevSeed is the chain seed of a page in namespace ns (§2.10 A4): the
 // extra key is set iff ns is non-empty; no salt; token units.
-func kvevSeed(ns string) PrefixHash {
-	return PrefixHashSeed(ExtraKey{Extra: ns, HasExtra: ns != ""}, false)
+func kvevSeed(ns string) spec.PrefixHash {
+	return PrefixHashSeed(spec.ExtraKey{Extra: ns, HasExtra: ns != ""}, false)
 }
 
 // kvevNext chains one page of tokens, each as a uint64 unit (§2.10 A4).
-func kvevNext(prev PrefixHash, tokens []uint32) PrefixHash {
-	units := make([]Unit, len(tokens))
+func kvevNext(prev spec.PrefixHash, tokens []uint32) spec.PrefixHash {
+	units := make([]spec.Unit, len(tokens))
 	for i, t := range tokens {
-		units[i] = Unit(t)
+		units[i] = spec.Unit(t)
 	}
 	return NextPrefixHash(prev, units)
 }
@@ -215,7 +217,7 @@ func kvevNext(prev PrefixHash, tokens []uint32) PrefixHash {
 // pagePrefixHash is page p's prefix hash by definition (§2.10 A4): the
 // chain seeded with p's own namespace over the tokens of every page from
 // the root's child down to p, whatever their namespaces.
-func (ix *refKVEvIndex) pagePrefixHash(p *kvevPage) PrefixHash {
+func (ix *refKVEvIndex) pagePrefixHash(p *kvevPage) spec.PrefixHash {
 	var path []*kvevPage
 	for q := p; !q.isRoot(); q = q.parent {
 		path = append(path, q)
@@ -246,7 +248,7 @@ func kvevGroup(g *int64) int64 {
 
 // kvevNamespace is a store's namespace (§2.2): lora_name when a non-empty
 // string, else "#<lora_id>" when lora_id is set, else "".
-func kvevNamespace(ev KVEvent) string {
+func kvevNamespace(ev spec.KVEvent) string {
 	if ev.LoraName != nil && *ev.LoraName != "" {
 		return *ev.LoraName
 	}
@@ -260,8 +262,8 @@ func kvevNamespace(ev KVEvent) string {
 // when topic splits at its first two '@' into "kv", a non-empty <a> and a
 // (possibly empty) <b>, which is the model; otherwise the stream's name
 // and no model. The rank is the batch's when set, else the stream's.
-func kvEvEngineOf(stream KVEvStream, topic string, rank *int64) (KVEvEngineKey, string) {
-	key := KVEvEngineKey{Source: stream.Name, DPRank: stream.Rank}
+func kvEvEngineOf(stream spec.KVEvStream, topic string, rank *int64) (spec.KVEvEngineKey, string) {
+	key := spec.KVEvEngineKey{Source: stream.Name, DPRank: stream.Rank}
 	model := ""
 	if parts := strings.SplitN(topic, "@", 3); len(parts) == 3 && parts[0] == "kv" && parts[1] != "" {
 		// Split on the raw bytes, then make the names valid UTF-8 as the
@@ -278,14 +280,14 @@ func kvEvEngineOf(stream KVEvStream, topic string, rank *int64) (KVEvEngineKey, 
 // both twins report byte-equal errors. event is the event's index in the
 // batch, j a block's index in block_hashes.
 
-func kvevEventField(event int) string { return Idx("payload.events", event) }
+func kvevEventField(event int) string { return spec.Idx("payload.events", event) }
 
-func kvevHashField(event, j int) string { return Idx(kvevEventField(event)+".block_hashes", j) }
+func kvevHashField(event, j int) string { return spec.Idx(kvevEventField(event)+".block_hashes", j) }
 
 // KVTokenCountError: the BlockStored at event has got tokens for n blocks
 // of bs (§2.3 step 1).
 func KVTokenCountError(event, n int, bs int64, got int) error {
-	return Reject(errTokenCount, kvevEventField(event)+".token_ids", got,
+	return spec.Reject(errTokenCount, kvevEventField(event)+".token_ids", got,
 		fmt.Sprintf("0 or len(block_hashes)·block_size = %d·%d tokens", n, bs))
 }
 
@@ -293,56 +295,56 @@ func KVTokenCountError(event, n int, bs int64, got int) error {
 // pool (group, tier) it is checked against has pages of pageSize (§2.3
 // step 2; for a tokenless update also the tier its pages are copied from).
 func KVBlockSizeChangeError(event int, bs, pageSize, group int64, tier string) error {
-	return Reject(errBlockSizeChange, kvevEventField(event)+".block_size", bs,
+	return spec.Reject(errBlockSizeChange, kvevEventField(event)+".block_size", bs,
 		fmt.Sprintf("== %d, the page size of pool (group %d, tier %s)", pageSize, group, tier))
 }
 
 // KVHashConflictError: block_hashes[j] of the store at event is bound to
 // another page of the pool (§2.3 step 4).
-func KVHashConflictError(event, j int, h EvHash) error {
-	return Reject(errHashConflict, kvevHashField(event, j), fmt.Sprintf("%016x", uint64(h)),
+func KVHashConflictError(event, j int, h spec.EvHash) error {
+	return spec.Reject(errHashConflict, kvevHashField(event, j), fmt.Sprintf("%016x", uint64(h)),
 		"a hash unbound in the pool or bound to this block's page")
 }
 
 // KVChainCollisionError: storing block_hashes[j] of the event at event
 // would create a page whose prefix hash ph another page of the pool has
 // (§2.10 A4).
-func KVChainCollisionError(event, j int, ph PrefixHash) error {
-	return Reject(errChainCollision, kvevHashField(event, j), fmt.Sprintf("%016x", uint64(ph)),
+func KVChainCollisionError(event, j int, ph spec.PrefixHash) error {
+	return spec.Reject(errChainCollision, kvevHashField(event, j), fmt.Sprintf("%016x", uint64(ph)),
 		"a page prefix hash no other page of the pool has")
 }
 
 // KVPoolBudgetError: the store at event would leave its engine holding
 // tokens tokens (§2.10 A5).
 func KVPoolBudgetError(event int, tokens, budget int64) error {
-	return Reject(ErrPoolBudget, kvevEventField(event), tokens,
+	return spec.Reject(spec.ErrPoolBudget, kvevEventField(event), tokens,
 		fmt.Sprintf("<= %d tokens per engine (max_tokens_per_engine)", budget))
 }
 
 // KVEngineOwnerError: the batch maps to engine, which stream owner feeds
 // (§2.10 A2).
-func KVEngineOwnerError(engine KVEvEngineKey, owner string) error {
-	return Reject(ErrEngineOwner, "engine", fmt.Sprintf("%s/%d", engine.Source, engine.DPRank),
+func KVEngineOwnerError(engine spec.KVEvEngineKey, owner string) error {
+	return spec.Reject(spec.ErrEngineOwner, "engine", fmt.Sprintf("%s/%d", engine.Source, engine.DPRank),
 		fmt.Sprintf("an engine no other stream feeds (stream %s feeds it)", owner))
 }
 
 // KVEngineBudgetError: a batch of stream would create engine past the
 // stream's share of share engines (§2.10 A2, A5).
-func KVEngineBudgetError(engine KVEvEngineKey, stream string, share int) error {
-	return Reject(ErrEngineBudget, "engine", fmt.Sprintf("%s/%d", engine.Source, engine.DPRank),
+func KVEngineBudgetError(engine spec.KVEvEngineKey, stream string, share int) error {
+	return spec.Reject(spec.ErrEngineBudget, "engine", fmt.Sprintf("%s/%d", engine.Source, engine.DPRank),
 		fmt.Sprintf("at most %d engines fed by stream %s (max_engines_per_stream)", share, stream))
 }
 
 // KVUnknownStreamError: a call naming a stream the index does not have.
 func KVUnknownStreamError(stream string) error {
-	return Reject(ErrUnknownStream, "stream", stream, "the name of a configured stream")
+	return spec.Reject(spec.ErrUnknownStream, "stream", stream, "the name of a configured stream")
 }
 
 // applyBatch applies one batch that the cursor let through at seq (§2.7):
 // decoded is the decoder's result, topic names its engine. The seq counts
 // as received whatever happens; a decoding error or a refused batch loses
 // the batch's effect (§2.10 A3).
-func (ix *refKVEvIndex) applyBatch(st *kvevStream, r *KVEvStepResult, seq uint64, topic string, b KVBatch, decodeErr error) {
+func (ix *refKVEvIndex) applyBatch(st *kvevStream, r *spec.KVEvStepResult, seq uint64, topic string, b spec.KVBatch, decodeErr error) {
 	r.Applied = append(r.Applied, seq)
 	st.counters.Batches = satAddU64(st.counters.Batches, 1)
 	if decodeErr != nil {
@@ -372,16 +374,16 @@ func (ix *refKVEvIndex) applyBatch(st *kvevStream, r *KVEvStepResult, seq uint64
 	for i, ev := range b.Events {
 		if err := ix.applyEvent(e, seq, i, ev); err != nil {
 			e.counters.Refused = satAddU64(e.counters.Refused, 1)
-			r.Errors = append(r.Errors, KVEvEventError{Seq: seq, Event: i, Error: ErrorObjectOf(err)})
+			r.Errors = append(r.Errors, spec.KVEvEventError{Seq: seq, Event: i, Error: spec.ErrorObjectOf(err)})
 		}
 	}
 }
 
 // refuseBatch reports a batch the decoder refused (event -1): a decode
 // error (§2.7), which loses the batch's effect (§2.10 A3).
-func (ix *refKVEvIndex) refuseBatch(st *kvevStream, r *KVEvStepResult, seq uint64, err error) {
+func (ix *refKVEvIndex) refuseBatch(st *kvevStream, r *spec.KVEvStepResult, seq uint64, err error) {
 	st.counters.DecodeErrors = satAddU64(st.counters.DecodeErrors, 1)
-	r.Errors = append(r.Errors, KVEvEventError{Seq: seq, Event: -1, Error: ErrorObjectOf(err)})
+	r.Errors = append(r.Errors, spec.KVEvEventError{Seq: seq, Event: -1, Error: spec.ErrorObjectOf(err)})
 	ix.loseAt(st, seq)
 }
 
@@ -389,9 +391,9 @@ func (ix *refKVEvIndex) refuseBatch(st *kvevStream, r *KVEvStepResult, seq uint6
 // (ErrEngineOwner, ErrEngineBudget): counted in EnginesRefused, not as a
 // decode error, the engine named in the error entry; the batch's effect is
 // lost all the same (§2.10 A2, A3, A9).
-func (ix *refKVEvIndex) refuseEngine(st *kvevStream, r *KVEvStepResult, seq uint64, key KVEvEngineKey, err error) {
+func (ix *refKVEvIndex) refuseEngine(st *kvevStream, r *spec.KVEvStepResult, seq uint64, key spec.KVEvEngineKey, err error) {
 	st.counters.EnginesRefused = satAddU64(st.counters.EnginesRefused, 1)
-	r.Errors = append(r.Errors, KVEvEventError{Seq: seq, Event: -1, Engine: &key, Error: ErrorObjectOf(err)})
+	r.Errors = append(r.Errors, spec.KVEvEventError{Seq: seq, Event: -1, Engine: &key, Error: spec.ErrorObjectOf(err)})
 	ix.loseAt(st, seq)
 }
 
@@ -416,17 +418,17 @@ func (e *kvevEngine) markStale(seq uint64) {
 
 // applyEvent applies one event to e (§2.3-§2.6); a refused event leaves
 // e's pools exactly as they were and returns the refusal.
-func (ix *refKVEvIndex) applyEvent(e *kvevEngine, seq uint64, i int, ev KVEvent) error {
+func (ix *refKVEvIndex) applyEvent(e *kvevEngine, seq uint64, i int, ev spec.KVEvent) error {
 	switch ev.Type {
-	case EventStored:
+	case spec.EventStored:
 		if err := ix.store(e, seq, i, ev); err != nil {
 			return err
 		}
 		e.counters.Stored = satAddU64(e.counters.Stored, 1)
-	case EventRemoved:
+	case spec.EventRemoved:
 		ix.remove(e, ev)
 		e.counters.Removed = satAddU64(e.counters.Removed, 1)
-	case EventCleared:
+	case spec.EventCleared:
 		// §2.6: every pool of the engine, all groups and tiers; the clear
 		// is a resynchronisation point.
 		e.pools = map[kvevPoolKey]*kvevPool{}
@@ -441,12 +443,12 @@ func (ix *refKVEvIndex) applyEvent(e *kvevEngine, seq uint64, i int, ev KVEvent)
 // store applies a BlockStored (§2.3, §2.10 A4, A5): every check runs for
 // the whole event, in the order of the spec's steps and block by block,
 // before anything changes (kvevPlan).
-func (ix *refKVEvIndex) store(e *kvevEngine, seq uint64, i int, ev KVEvent) error {
+func (ix *refKVEvIndex) store(e *kvevEngine, seq uint64, i int, ev spec.KVEvent) error {
 	pk := kvevPoolKey{group: kvevGroup(ev.GroupIdx), tier: kvevTier(ev.Medium)}
 	pool := e.pools[pk]
 	n, bs := len(ev.BlockHashes), ev.BlockSize
 	// Step 1: shape.
-	if len(ev.TokenIDs) != 0 && (bs < 1 || MulOverflows(int64(n), bs) || int64(n)*bs != int64(len(ev.TokenIDs))) {
+	if len(ev.TokenIDs) != 0 && (bs < 1 || spec.MulOverflows(int64(n), bs) || int64(n)*bs != int64(len(ev.TokenIDs))) {
 		return KVTokenCountError(i, n, bs, len(ev.TokenIDs))
 	}
 	// Step 2: page size.
@@ -498,7 +500,7 @@ func (ix *refKVEvIndex) store(e *kvevEngine, seq uint64, i int, ev KVEvent) erro
 // page, found in another tier, is copied into the plan's pool with its
 // whole path, missing ancestors as holes without bindings. It returns the
 // hashes found in no tier.
-func (ix *refKVEvIndex) planTokenless(e *kvevEngine, pk kvevPoolKey, plan *kvevPlan, hashes []EvHash) (uint64, error) {
+func (ix *refKVEvIndex) planTokenless(e *kvevEngine, pk kvevPoolKey, plan *kvevPlan, hashes []spec.EvHash) (uint64, error) {
 	var orphans uint64
 	copied := map[*kvevPage]*kvevPage{} // a source page → its copy in the plan's pool
 	for j, h := range hashes {
@@ -562,14 +564,14 @@ type kvevPlan struct {
 	created  []*kvevPage
 	pending  map[*kvevPage]map[kvevChildKey]*kvevPage // created pages by parent
 	binds    []kvevBind
-	boundTo  map[EvHash]*kvevPage // the bindings of binds
-	taken    map[PrefixHash]bool  // prefix hashes of created pages
-	chains   map[kvevChainKey]PrefixHash
+	boundTo  map[spec.EvHash]*kvevPage // the bindings of binds
+	taken    map[spec.PrefixHash]bool  // prefix hashes of created pages
+	chains   map[kvevChainKey]spec.PrefixHash
 }
 
 type kvevBind struct {
 	page *kvevPage
-	hash EvHash
+	hash spec.EvHash
 }
 
 // kvevChainKey names the chain seeded with namespace ns over page's path.
@@ -582,8 +584,8 @@ func (ix *refKVEvIndex) newPlan(pool *kvevPool, pageSize int64, event int) *kvev
 	plan := &kvevPlan{
 		ix: ix, event: event, pageSize: pageSize, pool: pool,
 		pending: map[*kvevPage]map[kvevChildKey]*kvevPage{},
-		boundTo: map[EvHash]*kvevPage{}, taken: map[PrefixHash]bool{},
-		chains: map[kvevChainKey]PrefixHash{},
+		boundTo: map[spec.EvHash]*kvevPage{}, taken: map[spec.PrefixHash]bool{},
+		chains: map[kvevChainKey]spec.PrefixHash{},
 	}
 	if pool == nil {
 		plan.fresh = true
@@ -603,7 +605,7 @@ func (plan *kvevPlan) child(p *kvevPage, k kvevPageKey) *kvevPage {
 // place binds block j's hash h to child k of cur (§2.3 step 4): the hash
 // must be unbound or bound to that child (errHashConflict), and the child
 // is created when missing (errChainCollision).
-func (plan *kvevPlan) place(cur *kvevPage, k kvevPageKey, h EvHash, j int) (*kvevPage, error) {
+func (plan *kvevPlan) place(cur *kvevPage, k kvevPageKey, h spec.EvHash, j int) (*kvevPage, error) {
 	c := plan.child(cur, k)
 	if err := plan.checkBinding(c, h, j); err != nil {
 		return nil, err
@@ -621,7 +623,7 @@ func (plan *kvevPlan) place(cur *kvevPage, k kvevPageKey, h EvHash, j int) (*kve
 // checkBinding refuses binding h to page (nil: a page still to be
 // created) when the pool or an earlier block of the store binds h to
 // another page.
-func (plan *kvevPlan) checkBinding(page *kvevPage, h EvHash, j int) error {
+func (plan *kvevPlan) checkBinding(page *kvevPage, h spec.EvHash, j int) error {
 	b := plan.pool.byHash[h]
 	if b == nil {
 		b = plan.boundTo[h]
@@ -632,7 +634,7 @@ func (plan *kvevPlan) checkBinding(page *kvevPage, h EvHash, j int) error {
 	return nil
 }
 
-func (plan *kvevPlan) bind(page *kvevPage, h EvHash) {
+func (plan *kvevPlan) bind(page *kvevPage, h spec.EvHash) {
 	plan.binds = append(plan.binds, kvevBind{page, h})
 	plan.boundTo[h] = page
 }
@@ -658,7 +660,7 @@ func (plan *kvevPlan) create(p *kvevPage, k kvevPageKey, j int) (*kvevPage, erro
 // itself for the root): a page's own prefix hash when it is in ns,
 // otherwise computed down from the nearest such ancestor (or the root) and
 // remembered for the pages the plan walks.
-func (plan *kvevPlan) chain(p *kvevPage, ns string) PrefixHash {
+func (plan *kvevPlan) chain(p *kvevPage, ns string) spec.PrefixHash {
 	var path []*kvevPage
 	q := p
 	for !q.isRoot() && q.ns != ns {
@@ -705,7 +707,7 @@ func (plan *kvevPlan) commit(e *kvevEngine, pk kvevPoolKey) {
 // findInOtherTier finds hash's page for a tokenless update of pool pk
 // (§2.3 step 6): in the engine's other tiers of the same group, GPU first,
 // then the others in lexicographic order.
-func (ix *refKVEvIndex) findInOtherTier(e *kvevEngine, pk kvevPoolKey, h EvHash) (*kvevPage, kvevPoolKey) {
+func (ix *refKVEvIndex) findInOtherTier(e *kvevEngine, pk kvevPoolKey, h spec.EvHash) (*kvevPage, kvevPoolKey) {
 	var tiers []string
 	for k := range e.pools {
 		if k.group == pk.group && k.tier != pk.tier {
@@ -733,7 +735,7 @@ func (ix *refKVEvIndex) findInOtherTier(e *kvevEngine, pk kvevPoolKey, h EvHash)
 // remove applies a BlockRemoved (§2.4, §2.10 A4): each known hash's
 // binding loses one copy, never going below 0. Then the pages that lost a
 // copy are pruned.
-func (ix *refKVEvIndex) remove(e *kvevEngine, ev KVEvent) {
+func (ix *refKVEvIndex) remove(e *kvevEngine, ev spec.KVEvent) {
 	pk := kvevPoolKey{group: kvevGroup(ev.GroupIdx), tier: kvevTier(ev.Medium)}
 	pool := e.pools[pk]
 	var touched []*kvevPage
@@ -782,7 +784,7 @@ func (ix *refKVEvIndex) prune(e *kvevEngine, pk kvevPoolKey, touched []*kvevPage
 }
 
 // Score implements KVEvIndex (§2.8, §2.10 A4).
-func (ix *refKVEvIndex) Score(q KVEvScoreQuery) ([]KVEvScore, error) {
+func (ix *refKVEvIndex) Score(q spec.KVEvScoreQuery) ([]spec.KVEvScore, error) {
 	if err := CheckTokens("tokens", q.Tokens); err != nil {
 		return nil, err
 	}
@@ -793,14 +795,14 @@ func (ix *refKVEvIndex) Score(q KVEvScoreQuery) ([]KVEvScore, error) {
 		tier = strings.ToUpper(q.Tier)
 	}
 	pk := kvevPoolKey{group: q.Group, tier: tier}
-	var out []KVEvScore
+	var out []spec.KVEvScore
 	for _, e := range ix.sortedEngines() {
 		pool := e.pools[pk]
 		if pool == nil {
 			continue
 		}
 		blocks := ix.scorePool(pool, q)
-		out = append(out, KVEvScore{
+		out = append(out, spec.KVEvScore{
 			Source: e.key.Source, DPRank: e.key.DPRank,
 			Blocks: blocks, Tokens: satMulI64(int64(blocks), pool.pageSize),
 			PageSize: pool.pageSize, Stale: e.stale,
@@ -813,7 +815,7 @@ func (ix *refKVEvIndex) Score(q KVEvScoreQuery) ([]KVEvScore, error) {
 // prompt is cut to whole pages, and page by page the walk takes the child
 // in the query's namespace whose tokens (exact) or prefix hash (hashed)
 // are the prompt's, stopping at a missing page or a hole.
-func (ix *refKVEvIndex) scorePool(pool *kvevPool, q KVEvScoreQuery) int {
+func (ix *refKVEvIndex) scorePool(pool *kvevPool, q spec.KVEvScoreQuery) int {
 	ps := pool.pageSize
 	if ps < 1 {
 		return 0
@@ -857,7 +859,7 @@ func (ix *refKVEvIndex) sortedEngines() []*kvevEngine {
 	return out
 }
 
-func compareEngineKeys(a, b KVEvEngineKey) int {
+func compareEngineKeys(a, b spec.KVEvEngineKey) int {
 	return cmp.Or(strings.Compare(a.Source, b.Source), cmp.Compare(a.DPRank, b.DPRank))
 }
 
@@ -887,12 +889,12 @@ func (p *kvevPage) sortedChildren() []*kvevPage {
 }
 
 // sortedBindings returns p's bindings sorted by hash, nil when it has none.
-func (p *kvevPage) sortedBindings() []KVEvBinding {
-	var out []KVEvBinding
+func (p *kvevPage) sortedBindings() []spec.KVEvBinding {
+	var out []spec.KVEvBinding
 	for h, c := range p.bindings {
-		out = append(out, KVEvBinding{Hash: h, Count: c})
+		out = append(out, spec.KVEvBinding{Hash: h, Count: c})
 	}
-	slices.SortFunc(out, func(a, b KVEvBinding) int { return cmp.Compare(a.Hash, b.Hash) })
+	slices.SortFunc(out, func(a, b spec.KVEvBinding) int { return cmp.Compare(a.Hash, b.Hash) })
 	return out
 }
 
@@ -924,10 +926,10 @@ func (pl *kvevPool) preOrder() []kvevDepthPage {
 }
 
 // poolState lists the pool's pages in pre-order, children sorted.
-func poolState(k kvevPoolKey, pool *kvevPool) KVEvPoolState {
-	ps := KVEvPoolState{Group: k.group, Tier: k.tier, PageSize: pool.pageSize, Pages: []KVEvPageState{}}
+func poolState(k kvevPoolKey, pool *kvevPool) spec.KVEvPoolState {
+	ps := spec.KVEvPoolState{Group: k.group, Tier: k.tier, PageSize: pool.pageSize, Pages: []spec.KVEvPageState{}}
 	for _, d := range pool.preOrder() {
-		ps.Pages = append(ps.Pages, KVEvPageState{
+		ps.Pages = append(ps.Pages, spec.KVEvPageState{
 			Depth: d.depth, Namespace: d.p.ns, Tokens: slices.Clone(d.p.tokens),
 			Resident: d.p.resident(), Bindings: d.p.sortedBindings(),
 		})
@@ -936,18 +938,18 @@ func poolState(k kvevPoolKey, pool *kvevPool) KVEvPoolState {
 }
 
 // State implements KVEvIndex.
-func (ix *refKVEvIndex) State() KVEvState {
+func (ix *refKVEvIndex) State() spec.KVEvState {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	out := KVEvState{Streams: make([]KVEvStreamState, 0, len(ix.streams)), Engines: []KVEvEngineState{}}
+	out := spec.KVEvState{Streams: make([]spec.KVEvStreamState, 0, len(ix.streams)), Engines: []spec.KVEvEngineState{}}
 	for _, st := range ix.streams {
 		out.Streams = append(out.Streams, ix.streamState(st))
 	}
 	for _, e := range ix.sortedEngines() {
-		es := KVEvEngineState{
+		es := spec.KVEvEngineState{
 			Source: e.key.Source, DPRank: e.key.DPRank, Stream: e.stream, Model: e.model,
 			Stale: e.stale, StaleSince: e.staleSince, Tokens: e.tokens(), Counters: e.counters,
-			Pools: []KVEvPoolState{},
+			Pools: []spec.KVEvPoolState{},
 		}
 		for _, k := range e.sortedPoolKeys() {
 			es.Pools = append(es.Pools, poolState(k, e.pools[k]))
@@ -1030,14 +1032,14 @@ func satAddU64(a, b uint64) uint64 {
 }
 
 func satAddI64(a, b int64) int64 {
-	if AddOverflows(a, b) {
+	if spec.AddOverflows(a, b) {
 		return math.MaxInt64
 	}
 	return a + b
 }
 
 func satMulI64(a, b int64) int64 {
-	if MulOverflows(a, b) {
+	if spec.MulOverflows(a, b) {
 		return math.MaxInt64
 	}
 	return a * b

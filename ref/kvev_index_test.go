@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvtwin/kvtwin/spec"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -106,7 +107,7 @@ func tokenList(ts []uint32) []any {
 // parent_block_hash, token_ids, block_size, lora_id, medium, lora_name,
 // extra_keys, group_idx. parent is nil or a uint64.
 func evStored(hashes []uint64, parent any, tokens []uint32, bs int) []any {
-	return []any{EventStored, hashList(hashes), parent, tokenList(tokens), bs, nil, "GPU", nil, nil, nil}
+	return []any{spec.EventStored, hashList(hashes), parent, tokenList(tokens), bs, nil, "GPU", nil, nil, nil}
 }
 
 func withMedium(ev []any, medium any) []any { ev[6] = medium; return ev }
@@ -115,14 +116,14 @@ func withLoraName(ev []any, n string) []any { ev[7] = n; return ev }
 func withLoraID(ev []any, id int) []any     { ev[5] = id; return ev }
 
 func evRemoved(hashes []uint64, medium any) []any {
-	return []any{EventRemoved, hashList(hashes), medium, nil}
+	return []any{spec.EventRemoved, hashList(hashes), medium, nil}
 }
 
 func evRemovedGroup(hashes []uint64, medium any, g int) []any {
-	return []any{EventRemoved, hashList(hashes), medium, g}
+	return []any{spec.EventRemoved, hashList(hashes), medium, g}
 }
 
-func evCleared() []any { return []any{EventCleared} }
+func evCleared() []any { return []any{spec.EventCleared} }
 
 // batchBytes is [ts, events, rank]; rank is nil or an int.
 func batchBytes(t testing.TB, rank any, events ...[]any) []byte {
@@ -140,7 +141,7 @@ func liveFrames(topic string, seq uint64, payload []byte) [][]byte {
 	return [][]byte{[]byte(topic), seqFrame(seq), payload}
 }
 
-func newTestIndex(t testing.TB, cfg KVEvConfig, streams ...KVEvStream) *refKVEvIndex {
+func newTestIndex(t testing.TB, cfg spec.KVEvConfig, streams ...spec.KVEvStream) *refKVEvIndex {
 	t.Helper()
 	ix, err := NewKVEvIndex(cfg, streams)
 	if err != nil {
@@ -151,7 +152,7 @@ func newTestIndex(t testing.TB, cfg KVEvConfig, streams ...KVEvStream) *refKVEvI
 
 // feed sends payload live on stream at seq and checks the index's
 // invariants afterwards.
-func feed(t testing.TB, ix *refKVEvIndex, stream, topic string, seq uint64, payload []byte) KVEvStepResult {
+func feed(t testing.TB, ix *refKVEvIndex, stream, topic string, seq uint64, payload []byte) spec.KVEvStepResult {
 	t.Helper()
 	r := ix.Live(stream, liveFrames(topic, seq, payload))
 	checkKVEvInvariants(t, ix)
@@ -159,7 +160,7 @@ func feed(t testing.TB, ix *refKVEvIndex, stream, topic string, seq uint64, payl
 }
 
 // feedOK is feed expecting the batch applied without errors.
-func feedOK(t testing.TB, ix *refKVEvIndex, stream, topic string, seq uint64, payload []byte) KVEvStepResult {
+func feedOK(t testing.TB, ix *refKVEvIndex, stream, topic string, seq uint64, payload []byte) spec.KVEvStepResult {
 	t.Helper()
 	r := feed(t, ix, stream, topic, seq, payload)
 	if r.Error != nil || len(r.Errors) > 0 || !slices.Contains(r.Applied, seq) {
@@ -239,7 +240,7 @@ func hasResidentDescendant(p *kvevPage) bool {
 
 // renderPool renders a pool as "depth:ns[tokens]=resident{hash:count …}"
 // per page, pre-order, joined by " | ".
-func renderPool(ps KVEvPoolState) string {
+func renderPool(ps spec.KVEvPoolState) string {
 	var parts []string
 	for _, p := range ps.Pages {
 		var bs []string
@@ -251,7 +252,7 @@ func renderPool(ps KVEvPoolState) string {
 	return strings.Join(parts, " | ")
 }
 
-func engineState(t testing.TB, ix *refKVEvIndex, source string, rank int64) KVEvEngineState {
+func engineState(t testing.TB, ix *refKVEvIndex, source string, rank int64) spec.KVEvEngineState {
 	t.Helper()
 	for _, e := range ix.State().Engines {
 		if e.Source == source && e.DPRank == rank {
@@ -259,7 +260,7 @@ func engineState(t testing.TB, ix *refKVEvIndex, source string, rank int64) KVEv
 		}
 	}
 	t.Fatalf("no engine %s/%d", source, rank)
-	return KVEvEngineState{}
+	return spec.KVEvEngineState{}
 }
 
 // poolString renders engine (source, rank)'s pool (group, tier), "" when absent.
@@ -273,7 +274,7 @@ func poolString(t testing.TB, ix *refKVEvIndex, source string, rank, group int64
 	return ""
 }
 
-func scoreOf(t testing.TB, ix *refKVEvIndex, q KVEvScoreQuery) []KVEvScore {
+func scoreOf(t testing.TB, ix *refKVEvIndex, q spec.KVEvScoreQuery) []spec.KVEvScore {
 	t.Helper()
 	got, err := ix.Score(q)
 	if err != nil {
@@ -292,7 +293,7 @@ func scoreOf(t testing.TB, ix *refKVEvIndex, q KVEvScoreQuery) []KVEvScore {
 }
 
 // blocksOf is the score's blocks for engine source/rank, -1 when unlisted.
-func blocksOf(t testing.TB, ix *refKVEvIndex, source string, rank int64, q KVEvScoreQuery) int {
+func blocksOf(t testing.TB, ix *refKVEvIndex, source string, rank int64, q spec.KVEvScoreQuery) int {
 	t.Helper()
 	for _, s := range scoreOf(t, ix, q) {
 		if s.Source == source && s.DPRank == rank {
@@ -302,9 +303,9 @@ func blocksOf(t testing.TB, ix *refKVEvIndex, source string, rank int64, q KVEvS
 	return -1
 }
 
-func tokensQ(ts ...int64) KVEvScoreQuery { return KVEvScoreQuery{Tokens: ts} }
+func tokensQ(ts ...int64) spec.KVEvScoreQuery { return spec.KVEvScoreQuery{Tokens: ts} }
 
-func errCodes(es []KVEvEventError) []string {
+func errCodes(es []spec.KVEvEventError) []string {
 	var out []string
 	for _, e := range es {
 		out = append(out, fmt.Sprintf("%d/%d:%s", e.Seq, e.Event, e.Error.Code))
@@ -363,7 +364,7 @@ func TestKVEvIndexSection51PayloadsHaveTheirStatedLengths(t *testing.T) {
 }
 
 func TestKVEvIndexE1StoresTwoChainedPagesThatScoreTwo(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "vllm-0"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "vllm-0"})
 	feedOK(t, ix, "vllm-0", topicE, 0, hexBytes(t, hexE1))
 	e := engineState(t, ix, "10.0.0.7", 0)
 	if e.Model != "llama" || e.Stream != "vllm-0" || e.Stale || e.Tokens != 8 || e.Counters.Stored != 1 {
@@ -374,14 +375,14 @@ func TestKVEvIndexE1StoresTwoChainedPagesThatScoreTwo(t *testing.T) {
 		t.Fatalf("pool %s\nwant %s", got, want)
 	}
 	got := scoreOf(t, ix, promptE1)
-	wantScores := []KVEvScore{{Source: "10.0.0.7", DPRank: 0, Blocks: 2, Tokens: 8, PageSize: 4}}
+	wantScores := []spec.KVEvScore{{Source: "10.0.0.7", DPRank: 0, Blocks: 2, Tokens: 8, PageSize: 4}}
 	if d := cmp.Diff(wantScores, got); d != "" {
 		t.Fatal(d)
 	}
 }
 
 func TestKVEvIndexE2RemovesTheLeafWhichIsPrunedAndTheScoreDropsToOne(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "vllm-0"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "vllm-0"})
 	feedOK(t, ix, "vllm-0", topicE, 0, hexBytes(t, hexE1))
 	feedOK(t, ix, "vllm-0", topicE, 1, hexBytes(t, hexE2))
 	if got, want := poolString(t, ix, "10.0.0.7", 0, 0, "GPU"), "0:[1 2 3 4]=1{1111111111111111:1}"; got != want {
@@ -390,13 +391,13 @@ func TestKVEvIndexE2RemovesTheLeafWhichIsPrunedAndTheScoreDropsToOne(t *testing.
 	if b := blocksOf(t, ix, "10.0.0.7", 0, promptE1); b != 1 {
 		t.Fatalf("score %d, want 1", b)
 	}
-	if _, bound := ix.engines[KVEvEngineKey{"10.0.0.7", 0}].pools[kvevPoolKey{0, "GPU"}].byHash[h2]; bound {
+	if _, bound := ix.engines[spec.KVEvEngineKey{Source: "10.0.0.7", DPRank: 0}].pools[kvevPoolKey{0, "GPU"}].byHash[h2]; bound {
 		t.Fatal("H2 still bound after its page was pruned")
 	}
 }
 
 func TestKVEvIndexE3ReStoresH2UnderH1(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "vllm-0"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "vllm-0"})
 	feedOK(t, ix, "vllm-0", topicE, 0, hexBytes(t, hexE1))
 	feedOK(t, ix, "vllm-0", topicE, 1, hexBytes(t, hexE2))
 	feedOK(t, ix, "vllm-0", topicE, 2, hexBytes(t, hexE3))
@@ -410,10 +411,10 @@ func TestKVEvIndexE3ReStoresH2UnderH1(t *testing.T) {
 }
 
 func TestKVEvIndexE4StoreRemoveClearLeavesAnEmptyEngineThatIsNotStale(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "vllm-0"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "vllm-0"})
 	feedOK(t, ix, "vllm-0", topicE, 0, hexBytes(t, hexE4))
 	e := engineState(t, ix, "10.0.0.7", 0)
-	want := KVEvEngineCounters{Stored: 1, Removed: 1, Cleared: 1}
+	want := spec.KVEvEngineCounters{Stored: 1, Removed: 1, Cleared: 1}
 	if len(e.Pools) != 0 || e.Stale || e.Tokens != 0 || e.Counters != want {
 		t.Fatalf("engine %+v", e)
 	}
@@ -423,19 +424,19 @@ func TestKVEvIndexE4StoreRemoveClearLeavesAnEmptyEngineThatIsNotStale(t *testing
 }
 
 func TestKVEvIndexE5NegativeHashNormalisesAndTheNilRankIsTheStreams(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "sglang", Rank: 3})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "sglang", Rank: 3})
 	feedOK(t, ix, "sglang", "", 0, hexBytes(t, hexE5))
 	if got, want := poolString(t, ix, "sglang", 3, 0, "GPU"), "0:[7 8]=1{ffffffffffffffff:1}"; got != want {
 		t.Fatalf("pool %s, want %s", got, want)
 	}
 	got := scoreOf(t, ix, tokensQ(7, 8, 9))
-	if d := cmp.Diff([]KVEvScore{{Source: "sglang", DPRank: 3, Blocks: 1, Tokens: 2, PageSize: 2}}, got); d != "" {
+	if d := cmp.Diff([]spec.KVEvScore{{Source: "sglang", DPRank: 3, Blocks: 1, Tokens: 2, PageSize: 2}}, got); d != "" {
 		t.Fatal(d)
 	}
 }
 
 func TestKVEvIndexE6BinHashRemovesTheBlockItsIntFormStored(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "vllm-0"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "vllm-0"})
 	feedOK(t, ix, "vllm-0", topicE, 0, hexBytes(t, hexE6))
 	if c := engineState(t, ix, "10.0.0.7", 0).Counters; c.UnknownRemovals != 1 || c.Removed != 1 {
 		t.Fatalf("removal of a hash never stored: %+v", c)
@@ -449,7 +450,7 @@ func TestKVEvIndexE6BinHashRemovesTheBlockItsIntFormStored(t *testing.T) {
 }
 
 func TestKVEvIndexRemovingAnInteriorBlockLeavesAHoleThatStopsTheScore(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil, evStored([]uint64{1, 2, 3}, nil, []uint32{1, 2, 3, 4, 5, 6}, 2)))
 	feedOK(t, ix, "s", "", 1, batchBytes(t, nil, evRemoved([]uint64{2}, "GPU")))
 	want := "0:[1 2]=1{1:1} | 1:[3 4]=0{2:0} | 2:[5 6]=1{3:1}"
@@ -472,7 +473,7 @@ func TestKVEvIndexRemovingAnInteriorBlockLeavesAHoleThatStopsTheScore(t *testing
 }
 
 func TestKVEvIndexStoringUnderAHoleParentIsAllowed(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil, evStored([]uint64{1, 2}, nil, []uint32{1, 2, 3, 4}, 2)))
 	feedOK(t, ix, "s", "", 1, batchBytes(t, nil, evRemoved([]uint64{1}, "GPU")))
 	feedOK(t, ix, "s", "", 2, batchBytes(t, nil, evStored([]uint64{3}, uint64(1), []uint32{9, 9}, 2)))
@@ -486,7 +487,7 @@ func TestKVEvIndexStoringUnderAHoleParentIsAllowed(t *testing.T) {
 }
 
 func TestKVEvIndexOrphanStoreMarksTheEngineStaleAndChangesNothing(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil, evStored([]uint64{1}, nil, []uint32{1, 2}, 2)))
 	before := ix.State()
 	feedOK(t, ix, "s", "", 1, batchBytes(t, nil, evStored([]uint64{5, 6}, uint64(99), []uint32{3, 4, 5, 6}, 2)))
@@ -505,7 +506,7 @@ func TestKVEvIndexOrphanStoreMarksTheEngineStaleAndChangesNothing(t *testing.T) 
 }
 
 func TestKVEvIndexDuplicateCopiesAreCountedTwoStoresOneRemoveStaysResident(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	st := batchBytes(t, nil, evStored([]uint64{1}, nil, []uint32{1, 2}, 2))
 	feedOK(t, ix, "s", "", 0, st)
 	feedOK(t, ix, "s", "", 1, st)
@@ -529,7 +530,7 @@ func TestKVEvIndexDuplicateCopiesAreCountedTwoStoresOneRemoveStaysResident(t *te
 }
 
 func TestKVEvIndexARemovalNeverTakesABindingBelowZero(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil, evStored([]uint64{1, 2}, nil, []uint32{1, 2, 3, 4}, 2)))
 	feedOK(t, ix, "s", "", 1, batchBytes(t, nil, evRemoved([]uint64{1, 1, 1}, "GPU")))
 	want := "0:[1 2]=0{1:0} | 1:[3 4]=1{2:1}"
@@ -543,7 +544,7 @@ func TestKVEvIndexARemovalNeverTakesABindingBelowZero(t *testing.T) {
 }
 
 func TestKVEvIndexTwoHashesCanNameOnePage(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil, evStored([]uint64{1}, nil, []uint32{1, 2}, 2)))
 	feedOK(t, ix, "s", "", 1, batchBytes(t, nil, evStored([]uint64{7}, nil, []uint32{1, 2}, 2)))
 	if got, want := poolString(t, ix, "s", 0, 0, "GPU"), "0:[1 2]=2{1:1 7:1}"; got != want {
@@ -563,7 +564,7 @@ func TestKVEvIndexTwoHashesCanNameOnePage(t *testing.T) {
 }
 
 func TestKVEvIndexHashConflictRefusalLeavesThePoolUnchanged(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil, evStored([]uint64{1, 2}, nil, []uint32{1, 2, 3, 4}, 2)))
 	before := ix.State().Engines[0].Pools
 	// Block 0 is new, block 1's hash names [1 2]: the whole event is
@@ -598,7 +599,7 @@ func TestKVEvIndexHashConflictRefusalLeavesThePoolUnchanged(t *testing.T) {
 }
 
 func TestKVEvIndexTokenCountAndBlockSizeChangeAreRefused(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil, evStored([]uint64{1}, nil, []uint32{1, 2}, 2)))
 	r := feed(t, ix, "s", "", 1, batchBytes(t, nil,
 		evStored([]uint64{2, 3}, nil, []uint32{1, 2, 3}, 2),
@@ -607,11 +608,11 @@ func TestKVEvIndexTokenCountAndBlockSizeChangeAreRefused(t *testing.T) {
 	if d := cmp.Diff([]string{"1/0:token_count", "1/1:block_size_change", "1/2:token_count"}, errCodes(r.Errors)); d != "" {
 		t.Fatal(d)
 	}
-	want := ErrorObjectOf(KVTokenCountError(0, 2, 2, 3))
+	want := spec.ErrorObjectOf(KVTokenCountError(0, 2, 2, 3))
 	if d := cmp.Diff(want, r.Errors[0].Error); d != "" {
 		t.Fatal(d)
 	}
-	want = ErrorObjectOf(KVBlockSizeChangeError(1, 3, 2, 0, "GPU"))
+	want = spec.ErrorObjectOf(KVBlockSizeChangeError(1, 3, 2, 0, "GPU"))
 	if d := cmp.Diff(want, r.Errors[1].Error); d != "" {
 		t.Fatal(d)
 	}
@@ -631,16 +632,16 @@ func TestKVEvIndexTokenCountAndBlockSizeChangeAreRefused(t *testing.T) {
 }
 
 func TestKVEvIndexChainCollisionIsRefusedBeforeAnyMutation(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	// A weak chain: the sum of the tokens (and the previous value), so
 	// [1 2] and [2 1], or [3 0], collide.
-	ix.next = func(prev PrefixHash, tokens []uint32) PrefixHash {
+	ix.next = func(prev spec.PrefixHash, tokens []uint32) spec.PrefixHash {
 		for _, t := range tokens {
-			prev += PrefixHash(t)
+			prev += spec.PrefixHash(t)
 		}
 		return prev
 	}
-	ix.seed = func(string) PrefixHash { return 0 }
+	ix.seed = func(string) spec.PrefixHash { return 0 }
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil, evStored([]uint64{1}, nil, []uint32{1, 2}, 2)))
 	r := feed(t, ix, "s", "", 1, batchBytes(t, nil, evStored([]uint64{5, 6}, nil, []uint32{7, 7, 2, 1}, 2)))
 	// Block 0 ([7 7], chain 14) is fine; block 1's chain is 17, no clash.
@@ -658,7 +659,7 @@ func TestKVEvIndexChainCollisionIsRefusedBeforeAnyMutation(t *testing.T) {
 	if d := cmp.Diff([]string{"3/0:chain_collision"}, errCodes(r.Errors)); d != "" {
 		t.Fatal(d)
 	}
-	if d := cmp.Diff(ErrorObjectOf(KVChainCollisionError(0, 0, 3)), r.Errors[0].Error); d != "" {
+	if d := cmp.Diff(spec.ErrorObjectOf(KVChainCollisionError(0, 0, 3)), r.Errors[0].Error); d != "" {
 		t.Fatal(d)
 	}
 	if got := poolString(t, ix, "s", 0, 0, "GPU"); got != before {
@@ -670,7 +671,7 @@ func TestKVEvIndexChainCollisionIsRefusedBeforeAnyMutation(t *testing.T) {
 	if d := cmp.Diff([]string{"4/0:chain_collision"}, errCodes(r.Errors)); d != "" {
 		t.Fatal(d)
 	}
-	if d := cmp.Diff(ErrorObjectOf(KVChainCollisionError(0, 1, 4)), r.Errors[0].Error); d != "" {
+	if d := cmp.Diff(spec.ErrorObjectOf(KVChainCollisionError(0, 1, 4)), r.Errors[0].Error); d != "" {
 		t.Fatal(d)
 	}
 	if got := poolString(t, ix, "s", 0, 0, "GPU"); got != before {
@@ -679,17 +680,17 @@ func TestKVEvIndexChainCollisionIsRefusedBeforeAnyMutation(t *testing.T) {
 }
 
 func TestKVEvIndexPrefixHashesAreSeededWithThePagesOwnNamespace(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil,
 		evStored([]uint64{1}, nil, []uint32{1, 2}, 2),
 		withLoraName(evStored([]uint64{2}, uint64(1), []uint32{3, 4}, 2), "a"),
 		evStored([]uint64{3}, uint64(2), []uint32{5, 6}, 2)))
-	k := func(ns string, units ...Unit) PrefixHash {
-		hs := PrefixHashes(RadixKey{Units: units, Extra: ExtraKey{Extra: ns, HasExtra: ns != ""}}, 2)
+	k := func(ns string, units ...spec.Unit) spec.PrefixHash {
+		hs := PrefixHashes(spec.RadixKey{Units: units, Extra: spec.ExtraKey{Extra: ns, HasExtra: ns != ""}}, 2)
 		return hs[len(hs)-1]
 	}
-	pool := ix.engines[KVEvEngineKey{"s", 0}].pools[kvevPoolKey{0, "GPU"}]
-	want := map[EvHash]PrefixHash{1: k("", 1, 2), 2: k("a", 1, 2, 3, 4), 3: k("", 1, 2, 3, 4, 5, 6)}
+	pool := ix.engines[spec.KVEvEngineKey{Source: "s", DPRank: 0}].pools[kvevPoolKey{0, "GPU"}]
+	want := map[spec.EvHash]spec.PrefixHash{1: k("", 1, 2), 2: k("a", 1, 2, 3, 4), 3: k("", 1, 2, 3, 4, 5, 6)}
 	for h, ph := range want {
 		if got := ix.pagePrefixHash(pool.byHash[h]); got != ph {
 			t.Errorf("hash %d: prefix hash %x, want %x", h, got, ph)
@@ -707,7 +708,7 @@ func TestKVEvIndexPrefixHashesAreSeededWithThePagesOwnNamespace(t *testing.T) {
 }
 
 func TestKVEvIndexPoolBudgetRefusesTheStoreAndMarksTheEngineStale(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{MaxTokensPerEngine: 6}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{MaxTokensPerEngine: 6}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil, evStored([]uint64{1, 2}, nil, []uint32{1, 2, 3, 4}, 2)))
 	// Holes count: remove the interior block, its page still holds tokens.
 	feedOK(t, ix, "s", "", 1, batchBytes(t, nil, evRemoved([]uint64{1}, nil)))
@@ -720,7 +721,7 @@ func TestKVEvIndexPoolBudgetRefusesTheStoreAndMarksTheEngineStale(t *testing.T) 
 	if d := cmp.Diff([]string{"3/0:pool_budget"}, errCodes(r.Errors)); d != "" {
 		t.Fatal(d)
 	}
-	if d := cmp.Diff(ErrorObjectOf(KVPoolBudgetError(0, 8, 6)), r.Errors[0].Error); d != "" {
+	if d := cmp.Diff(spec.ErrorObjectOf(KVPoolBudgetError(0, 8, 6)), r.Errors[0].Error); d != "" {
 		t.Fatal(d)
 	}
 	e := engineState(t, ix, "s", 0)
@@ -739,19 +740,19 @@ func TestKVEvIndexPoolBudgetRefusesTheStoreAndMarksTheEngineStale(t *testing.T) 
 
 func TestKVEvIndexEngineBudgetRefusesTheBatchAndMarksTheStreamsEngines(t *testing.T) {
 	// max_engines 2 over 2 streams: a share of floor(2/2) = 1 engine each (A5).
-	ix := newTestIndex(t, KVEvConfig{MaxEngines: 2}, KVEvStream{Name: "a"}, KVEvStream{Name: "b"})
+	ix := newTestIndex(t, spec.KVEvConfig{MaxEngines: 2}, spec.KVEvStream{Name: "a"}, spec.KVEvStream{Name: "b"})
 	feedOK(t, ix, "a", "", 0, batchBytes(t, 0))
 	feedOK(t, ix, "b", "", 0, batchBytes(t, 0))
 	r := feed(t, ix, "a", "", 1, batchBytes(t, 1, evStored([]uint64{1}, nil, []uint32{1}, 1)))
 	if d := cmp.Diff([]string{"1/-1:engine_budget"}, errCodes(r.Errors)); d != "" {
 		t.Fatal(d)
 	}
-	want := ErrorObject{Code: "engine_budget", Field: "engine", Value: "a/1", Bound: "at most 1 engines fed by stream a (max_engines_per_stream)",
+	want := spec.ErrorObject{Code: "engine_budget", Field: "engine", Value: "a/1", Bound: "at most 1 engines fed by stream a (max_engines_per_stream)",
 		Message: "engine = a/1: want at most 1 engines fed by stream a (max_engines_per_stream) (a stream feeds at most max_engines_per_stream engines)"}
 	if d := cmp.Diff(want, r.Errors[0].Error); d != "" {
 		t.Fatal(d)
 	}
-	if e := r.Errors[0].Engine; e == nil || *e != (KVEvEngineKey{"a", 1}) {
+	if e := r.Errors[0].Engine; e == nil || *e != (spec.KVEvEngineKey{Source: "a", DPRank: 1}) {
 		t.Fatalf("the refusal does not name its engine: %+v", r.Errors[0])
 	}
 	if !slices.Equal(r.Applied, []uint64{1}) {
@@ -773,30 +774,30 @@ func TestKVEvIndexEngineBudgetRefusesTheBatchAndMarksTheStreamsEngines(t *testin
 // naming the field, the value and the bound otherwise.
 func TestKVEvConfigEngineShareIsTheFairShareOrAValidatedValue(t *testing.T) {
 	for _, c := range []struct {
-		cfg     KVEvConfig
+		cfg     spec.KVEvConfig
 		streams int
 		share   int
 		field   string
 		value   any
 		bound   string
 	}{
-		{KVEvConfig{}, 0, 256, "", nil, ""},
-		{KVEvConfig{}, 1, 256, "", nil, ""},
-		{KVEvConfig{}, 2, 128, "", nil, ""},
-		{KVEvConfig{}, 3, 85, "", nil, ""},
-		{KVEvConfig{}, 256, 1, "", nil, ""},
-		{KVEvConfig{MaxEngines: 10}, 4, 2, "", nil, ""},
-		{KVEvConfig{MaxEngines: 8, MaxEnginesPerStream: 2}, 3, 2, "", nil, ""},
-		{KVEvConfig{MaxEngines: 8, MaxEnginesPerStream: 1}, 3, 1, "", nil, ""},
-		{KVEvConfig{MaxEnginesPerStream: 256}, 1, 256, "", nil, ""},
-		{KVEvConfig{MaxEnginesPerStream: 7}, 0, 7, "", nil, ""},
-		{KVEvConfig{MaxEngines: 8, MaxEnginesPerStream: 3}, 3, 0, "config.max_engines_per_stream", 3,
+		{spec.KVEvConfig{}, 0, 256, "", nil, ""},
+		{spec.KVEvConfig{}, 1, 256, "", nil, ""},
+		{spec.KVEvConfig{}, 2, 128, "", nil, ""},
+		{spec.KVEvConfig{}, 3, 85, "", nil, ""},
+		{spec.KVEvConfig{}, 256, 1, "", nil, ""},
+		{spec.KVEvConfig{MaxEngines: 10}, 4, 2, "", nil, ""},
+		{spec.KVEvConfig{MaxEngines: 8, MaxEnginesPerStream: 2}, 3, 2, "", nil, ""},
+		{spec.KVEvConfig{MaxEngines: 8, MaxEnginesPerStream: 1}, 3, 1, "", nil, ""},
+		{spec.KVEvConfig{MaxEnginesPerStream: 256}, 1, 256, "", nil, ""},
+		{spec.KVEvConfig{MaxEnginesPerStream: 7}, 0, 7, "", nil, ""},
+		{spec.KVEvConfig{MaxEngines: 8, MaxEnginesPerStream: 3}, 3, 0, "config.max_engines_per_stream", 3,
 			"<= 2 = max_engines 8 / 3 streams, so that every stream keeps its share"},
-		{KVEvConfig{MaxEnginesPerStream: 129}, 2, 0, "config.max_engines_per_stream", 129,
+		{spec.KVEvConfig{MaxEnginesPerStream: 129}, 2, 0, "config.max_engines_per_stream", 129,
 			"<= 128 = max_engines 256 / 2 streams, so that every stream keeps its share"},
-		{KVEvConfig{MaxEngines: 1}, 2, 0, "config.max_engines", 1,
+		{spec.KVEvConfig{MaxEngines: 1}, 2, 0, "config.max_engines", 1,
 			">= 2, the number of streams: every stream's share is at least one engine"},
-		{KVEvConfig{}, 257, 0, "config.max_engines", 256,
+		{spec.KVEvConfig{}, 257, 0, "config.max_engines", 256,
 			">= 257, the number of streams: every stream's share is at least one engine"},
 	} {
 		share, err := c.cfg.EngineShare(c.streams)
@@ -806,14 +807,14 @@ func TestKVEvConfigEngineShareIsTheFairShareOrAValidatedValue(t *testing.T) {
 			}
 			continue
 		}
-		ie, ok := AsInputError(err)
-		if !ok || !errors.Is(err, ErrTooLarge) || ie.Field != c.field || ie.Value != c.value || ie.Bound != c.bound {
+		ie, ok := spec.AsInputError(err)
+		if !ok || !errors.Is(err, spec.ErrTooLarge) || ie.Field != c.field || ie.Value != c.value || ie.Bound != c.bound {
 			t.Errorf("%+v over %d streams: %v; want %s = %v: %s", c.cfg, c.streams, err, c.field, c.value, c.bound)
 		}
 	}
-	for _, v := range []int{-1, MaxKVEvEngines + 1} {
-		err := KVEvConfig{MaxEnginesPerStream: v}.Validate()
-		if ie, ok := AsInputError(err); !ok || ie.Field != "config.max_engines_per_stream" || ie.Bound != "in [0, 65536]" {
+	for _, v := range []int{-1, spec.MaxKVEvEngines + 1} {
+		err := spec.KVEvConfig{MaxEnginesPerStream: v}.Validate()
+		if ie, ok := spec.AsInputError(err); !ok || ie.Field != "config.max_engines_per_stream" || ie.Bound != "in [0, 65536]" {
 			t.Errorf("max_engines_per_stream %d: %v", v, err)
 		}
 	}
@@ -825,7 +826,7 @@ func TestKVEvConfigEngineShareIsTheFairShareOrAValidatedValue(t *testing.T) {
 // the other 172 batches are engine refusals, not decode errors; stream b
 // still creates its own 128 engines, and its stores are scored.
 func TestKVEvIndexAStreamCyclingRanksLeavesTheOtherStreamsShare(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "a"}, KVEvStream{Name: "b"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "a"}, spec.KVEvStream{Name: "b"})
 	for r := range uint64(300) {
 		feed(t, ix, "a", "", r, batchBytes(t, int64(r)))
 	}
@@ -840,7 +841,7 @@ func TestKVEvIndexAStreamCyclingRanksLeavesTheOtherStreamsShare(t *testing.T) {
 	if len(b.Engines) != 128 || b.Counters.EnginesRefused != 0 || b.Counters.DecodeErrors != 0 || b.StaleSince != nil {
 		t.Fatalf("stream b: %d engines, counters %+v", len(b.Engines), b.Counters)
 	}
-	scores, err := ix.Score(KVEvScoreQuery{Tokens: []int64{1, 2}})
+	scores, err := ix.Score(spec.KVEvScoreQuery{Tokens: []int64{1, 2}})
 	if err != nil || len(scores) != 128 {
 		t.Fatalf("%d scores, %v", len(scores), err)
 	}
@@ -860,7 +861,7 @@ func TestKVEvIndexAStreamCyclingRanksLeavesTheOtherStreamsShare(t *testing.T) {
 // drops the stream's engines, so its share is whole again; an
 // AllBlocksCleared drops pools, not engines, and frees nothing (A2, A9).
 func TestKVEvIndexARestartGivesTheStreamItsWholeShareBack(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{MaxEnginesPerStream: 1}, KVEvStream{Name: "a"})
+	ix := newTestIndex(t, spec.KVEvConfig{MaxEnginesPerStream: 1}, spec.KVEvStream{Name: "a"})
 	feedOK(t, ix, "a", "", 0, batchBytes(t, 0, evCleared()))
 	if r := feed(t, ix, "a", "", 1, batchBytes(t, 1)); len(r.Errors) != 1 || r.Errors[0].Error.Code != "engine_budget" {
 		t.Fatalf("a cleared engine still fills the share: %+v", r)
@@ -874,16 +875,16 @@ func TestKVEvIndexARestartGivesTheStreamItsWholeShareBack(t *testing.T) {
 }
 
 func TestKVEvIndexEngineOwnershipRefusesABatchForAnotherStreamsEngine(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "a"}, KVEvStream{Name: "b"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "a"}, spec.KVEvStream{Name: "b"})
 	feedOK(t, ix, "a", "kv@pod@m", 0, batchBytes(t, 0, evStored([]uint64{1}, nil, []uint32{1}, 1)))
 	r := feed(t, ix, "b", "kv@pod@m", 0, batchBytes(t, 0, evRemoved([]uint64{1}, nil)))
 	if d := cmp.Diff([]string{"0/-1:engine_owner"}, errCodes(r.Errors)); d != "" {
 		t.Fatal(d)
 	}
-	if d := cmp.Diff(ErrorObjectOf(KVEngineOwnerError(KVEvEngineKey{"pod", 0}, "a")), r.Errors[0].Error); d != "" {
+	if d := cmp.Diff(spec.ErrorObjectOf(KVEngineOwnerError(spec.KVEvEngineKey{Source: "pod", DPRank: 0}, "a")), r.Errors[0].Error); d != "" {
 		t.Fatal(d)
 	}
-	if e := r.Errors[0].Engine; e == nil || *e != (KVEvEngineKey{"pod", 0}) {
+	if e := r.Errors[0].Engine; e == nil || *e != (spec.KVEvEngineKey{Source: "pod", DPRank: 0}) {
 		t.Fatalf("the refusal does not name its engine: %+v", r.Errors[0])
 	}
 	s := ix.State()
@@ -910,10 +911,10 @@ func TestKVEvIndexEngineOwnershipRefusesABatchForAnotherStreamsEngine(t *testing
 }
 
 func TestKVEvIndexANewEngineOfAStaleStreamStartsStale(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, 0))
 	r := feed(t, ix, "s", "", 4, batchBytes(t, 0))
-	if d := cmp.Diff([]KVEvGap{{1, 4}}, r.Lost); d != "" {
+	if d := cmp.Diff([]spec.KVEvGap{{From: 1, To: 4}}, r.Lost); d != "" {
 		t.Fatal(d)
 	}
 	feedOK(t, ix, "s", "", 5, batchBytes(t, 1))
@@ -933,7 +934,7 @@ func TestKVEvIndexANewEngineOfAStaleStreamStartsStale(t *testing.T) {
 }
 
 func TestKVEvIndexDecodeErrorLosesTheBatchButTheSeqCountsAsReceived(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, 0, evStored([]uint64{1}, nil, []uint32{1}, 1)))
 	bad := batchBytes(t, 0, evStored([]uint64{2}, nil, []uint32{1}, 1), []any{"BlockStored"})
 	r := feed(t, ix, "s", "", 1, bad)
@@ -941,7 +942,7 @@ func TestKVEvIndexDecodeErrorLosesTheBatchButTheSeqCountsAsReceived(t *testing.T
 		t.Fatal(d)
 	}
 	_, derr := decodeKVBatch(bad)
-	if d := cmp.Diff(ErrorObjectOf(derr), r.Errors[0].Error); d != "" {
+	if d := cmp.Diff(spec.ErrorObjectOf(derr), r.Errors[0].Error); d != "" {
 		t.Fatal(d)
 	}
 	s := ix.State()
@@ -954,7 +955,7 @@ func TestKVEvIndexDecodeErrorLosesTheBatchButTheSeqCountsAsReceived(t *testing.T
 }
 
 func TestKVEvIndexTokenlessTierUpdateCopiesThePathWithAncestorHoles(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil, withLoraName(evStored([]uint64{1, 2, 3}, nil, []uint32{1, 2, 3, 4, 5, 6}, 2), "lo")))
 	feedOK(t, ix, "s", "", 1, batchBytes(t, nil, withMedium(evStored([]uint64{3, 77}, nil, nil, 2), "cpu")))
 	want := "0:lo[1 2]=0{} | 1:lo[3 4]=0{} | 2:lo[5 6]=1{3:1}"
@@ -967,7 +968,7 @@ func TestKVEvIndexTokenlessTierUpdateCopiesThePathWithAncestorHoles(t *testing.T
 	}
 	// Scores in CPU stop at the ancestor holes; a later tokenless store of
 	// the ancestors fills them.
-	q := KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4, 5, 6}, Namespace: "lo", Tier: "cpu"}
+	q := spec.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4, 5, 6}, Namespace: "lo", Tier: "cpu"}
 	if b := blocksOf(t, ix, "s", 0, q); b != 0 {
 		t.Fatalf("CPU score %d, want 0", b)
 	}
@@ -990,7 +991,7 @@ func TestKVEvIndexTokenlessTierUpdateCopiesThePathWithAncestorHoles(t *testing.T
 }
 
 func TestKVEvIndexTokenlessTierUpdateSearchesGPUFirstThenLexicographically(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	// Hash 5 names [1 1] in DISK, [2 2] in CPU and [3 3] in GPU.
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil,
 		withMedium(evStored([]uint64{5}, nil, []uint32{1, 1}, 2), "disk"),
@@ -1012,7 +1013,7 @@ func TestKVEvIndexTokenlessTierUpdateSearchesGPUFirstThenLexicographically(t *te
 	if d := cmp.Diff([]string{"4/1:block_size_change"}, errCodes(r.Errors)); d != "" {
 		t.Fatal(d)
 	}
-	if d := cmp.Diff(ErrorObjectOf(KVBlockSizeChangeError(1, 3, 2, 0, "CPU")), r.Errors[0].Error); d != "" {
+	if d := cmp.Diff(spec.ErrorObjectOf(KVBlockSizeChangeError(1, 3, 2, 0, "CPU")), r.Errors[0].Error); d != "" {
 		t.Fatal(d)
 	}
 	e := engineState(t, ix, "s", 0)
@@ -1029,7 +1030,7 @@ func TestKVEvIndexTokenlessTierUpdateSearchesGPUFirstThenLexicographically(t *te
 }
 
 func TestKVEvIndexEventsPickTheirPoolByGroupAndTier(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil,
 		evStored([]uint64{1}, nil, []uint32{1, 2}, 2),
 		withGroup(evStored([]uint64{1}, nil, []uint32{1, 2}, 2), 1),
@@ -1049,7 +1050,7 @@ func TestKVEvIndexEventsPickTheirPoolByGroupAndTier(t *testing.T) {
 }
 
 func TestKVEvIndexUnknownEventsAreCountedAndSkipped(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil,
 		[]any{"BlockPinned", 1, 2},
 		evStored([]uint64{1}, nil, []uint32{1}, 1),
@@ -1061,12 +1062,12 @@ func TestKVEvIndexUnknownEventsAreCountedAndSkipped(t *testing.T) {
 }
 
 func TestKVEvIndexEveryCallNamesAConfiguredStream(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
-	want := new(ErrorObjectOf(KVUnknownStreamError("x")))
-	for _, r := range []KVEvStepResult{
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
+	want := new(spec.ErrorObjectOf(KVUnknownStreamError("x")))
+	for _, r := range []spec.KVEvStepResult{
 		ix.Live("x", liveFrames("", 0, batchBytes(t, nil))),
 		ix.Replay("x", rep2(0, batchBytes(t, nil))),
-		ix.ReplayFailed("x", ReplayReasonTimeout),
+		ix.ReplayFailed("x", spec.ReplayReasonTimeout),
 		ix.Restart("x"),
 	} {
 		if d := cmp.Diff(want, r.Error); d != "" || r.Restart || r.Applied != nil {
@@ -1074,16 +1075,16 @@ func TestKVEvIndexEveryCallNamesAConfiguredStream(t *testing.T) {
 		}
 	}
 	r := ix.ReplayFailed("s", "lost")
-	if r.Error == nil || r.Error.Code != ErrBadEnum.Code() {
+	if r.Error == nil || r.Error.Code != spec.ErrBadEnum.Code() {
 		t.Fatalf("reason lost: %+v", r)
 	}
-	if s := ix.State(); len(s.Engines) != 0 || s.Streams[0].Counters != (KVEvStreamCounters{}) {
+	if s := ix.State(); len(s.Engines) != 0 || s.Streams[0].Counters != (spec.KVEvStreamCounters{}) {
 		t.Fatalf("state %+v", s)
 	}
 }
 
 func TestKVEvIndexNamespacesNeverShareNodes(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil,
 		evStored([]uint64{1}, nil, []uint32{1, 2}, 2),
 		withLoraName(evStored([]uint64{2}, nil, []uint32{1, 2}, 2), "a"),
@@ -1094,7 +1095,7 @@ func TestKVEvIndexNamespacesNeverShareNodes(t *testing.T) {
 		t.Fatalf("pool %s\nwant %s", got, want)
 	}
 	for ns, want := range map[string]int{"": 1, "a": 1, "#7": 1, "b": 0} {
-		q := KVEvScoreQuery{Tokens: []int64{1, 2}, Namespace: ns}
+		q := spec.KVEvScoreQuery{Tokens: []int64{1, 2}, Namespace: ns}
 		if b := blocksOf(t, ix, "s", 0, q); b != want {
 			t.Errorf("namespace %q: %d, want %d", ns, b, want)
 		}
@@ -1102,32 +1103,32 @@ func TestKVEvIndexNamespacesNeverShareNodes(t *testing.T) {
 }
 
 func TestKVEvIndexScoreTruncatesToWholePagesPerEngineAndReportsTokens(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "b"}, KVEvStream{Name: "a"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "b"}, spec.KVEvStream{Name: "a"})
 	feedOK(t, ix, "b", "", 0, batchBytes(t, 1, evStored([]uint64{1, 2}, nil, []uint32{1, 2, 3, 4, 5, 6}, 3)))
 	feedOK(t, ix, "a", "", 0, batchBytes(t, 2, evStored([]uint64{1, 2}, nil, []uint32{1, 2, 3, 4}, 2)))
 	feedOK(t, ix, "a", "", 1, batchBytes(t, 0, withMedium(evStored([]uint64{1}, nil, []uint32{1}, 1), "cpu")))
 	got := scoreOf(t, ix, tokensQ(1, 2, 3, 4, 5))
-	want := []KVEvScore{
+	want := []spec.KVEvScore{
 		{Source: "a", DPRank: 2, Blocks: 2, Tokens: 4, PageSize: 2},
 		{Source: "b", DPRank: 1, Blocks: 1, Tokens: 3, PageSize: 3},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatal(d)
 	}
-	got = scoreOf(t, ix, KVEvScoreQuery{Tokens: []int64{1, 9}, Tier: "Cpu"})
-	if d := cmp.Diff([]KVEvScore{{Source: "a", DPRank: 0, Blocks: 1, Tokens: 1, PageSize: 1}}, got); d != "" {
+	got = scoreOf(t, ix, spec.KVEvScoreQuery{Tokens: []int64{1, 9}, Tier: "Cpu"})
+	if d := cmp.Diff([]spec.KVEvScore{{Source: "a", DPRank: 0, Blocks: 1, Tokens: 1, PageSize: 1}}, got); d != "" {
 		t.Fatal(d)
 	}
-	if got := scoreOf(t, ix, KVEvScoreQuery{Tokens: []int64{1, 2}, Group: 1}); got != nil {
+	if got := scoreOf(t, ix, spec.KVEvScoreQuery{Tokens: []int64{1, 2}, Group: 1}); got != nil {
 		t.Fatalf("no engine has group 1: %+v", got)
 	}
-	if _, err := ix.Score(tokensQ(1, -1)); !errors.Is(err, ErrTokenRange) {
+	if _, err := ix.Score(tokensQ(1, -1)); !errors.Is(err, spec.ErrTokenRange) {
 		t.Fatalf("token -1: %v", err)
 	}
 }
 
 func TestKVEvIndexEngineNamesComeFromKvTopicsOrTheStreamName(t *testing.T) {
-	s := KVEvStream{Name: "cfg", Rank: 4}
+	s := spec.KVEvStream{Name: "cfg", Rank: 4}
 	two := int64(2)
 	for _, c := range []struct {
 		topic  string
@@ -1146,14 +1147,14 @@ func TestKVEvIndexEngineNamesComeFromKvTopicsOrTheStreamName(t *testing.T) {
 		{"other", nil, "cfg", 4, ""},
 	} {
 		k, m := kvEvEngineOf(s, c.topic, c.rank)
-		if k != (KVEvEngineKey{c.source, c.dp}) || m != c.model {
+		if k != (spec.KVEvEngineKey{Source: c.source, DPRank: c.dp}) || m != c.model {
 			t.Errorf("%q: %v %q, want %s/%d %q", c.topic, k, m, c.source, c.dp, c.model)
 		}
 	}
 }
 
 func TestKVEvIndexStateListsPagesPreOrderWithChildrenSortedByNamespaceThenTokens(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil,
 		evStored([]uint64{1, 2}, nil, []uint32{5, 1, 9, 9}, 2),
 		evStored([]uint64{3}, nil, []uint32{5, 0}, 2),
@@ -1179,7 +1180,7 @@ func TestKVEvIndexStateListsPagesPreOrderWithChildrenSortedByNamespaceThenTokens
 
 // TestDigestFollowsA8 writes A8's encoding by hand for a small state.
 func TestKVEvIndexDigestFollowsA8(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "s", Rank: 1})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s", Rank: 1})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil,
 		evStored([]uint64{9, 7}, nil, []uint32{1, 2, 3, 4}, 2),
 		evStored([]uint64{5}, nil, []uint32{1, 2}, 2),
@@ -1231,7 +1232,7 @@ func TestKVEvIndexDigestFollowsA8(t *testing.T) {
 }
 
 func TestKVEvIndexDigestIsIndependentOfTheOrderEnginesWereFed(t *testing.T) {
-	streams := []KVEvStream{{Name: "a"}, {Name: "b", Rank: 1}, {Name: "c"}}
+	streams := []spec.KVEvStream{{Name: "a"}, {Name: "b", Rank: 1}, {Name: "c"}}
 	type msg struct {
 		stream, topic string
 		seq           uint64
@@ -1259,7 +1260,7 @@ func TestKVEvIndexDigestIsIndependentOfTheOrderEnginesWereFed(t *testing.T) {
 	}
 	var digests []string
 	for _, order := range orders {
-		ix := newTestIndex(t, KVEvConfig{}, streams...)
+		ix := newTestIndex(t, spec.KVEvConfig{}, streams...)
 		next := map[string]int{}
 		for _, s := range order {
 			m := per[s][next[s]]
@@ -1272,7 +1273,7 @@ func TestKVEvIndexDigestIsIndependentOfTheOrderEnginesWereFed(t *testing.T) {
 		t.Fatalf("digests differ: %v", digests)
 	}
 	// And the digest does see a change: feed one more event.
-	ix := newTestIndex(t, KVEvConfig{}, streams...)
+	ix := newTestIndex(t, spec.KVEvConfig{}, streams...)
 	for _, m := range append(append(per["a"], per["b"]...), per["c"]...) {
 		feed(t, ix, m.stream, m.topic, m.seq, m.payload)
 	}
@@ -1283,15 +1284,15 @@ func TestKVEvIndexDigestIsIndependentOfTheOrderEnginesWereFed(t *testing.T) {
 }
 
 func TestKVEvIndexNewKVEvIndexValidatesAndAppliesDefaults(t *testing.T) {
-	if _, err := NewKVEvIndex(KVEvConfig{MaxEngines: -1}, nil); !errors.Is(err, ErrTooLarge) {
+	if _, err := NewKVEvIndex(spec.KVEvConfig{MaxEngines: -1}, nil); !errors.Is(err, spec.ErrTooLarge) {
 		t.Fatalf("negative max_engines: %v", err)
 	}
-	if _, err := NewKVEvIndex(KVEvConfig{}, []KVEvStream{{Name: "a"}, {Name: "a"}}); !errors.Is(err, ErrBadEnum) {
+	if _, err := NewKVEvIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "a"}, {Name: "a"}}); !errors.Is(err, spec.ErrBadEnum) {
 		t.Fatalf("duplicate stream: %v", err)
 	}
-	ix := newTestIndex(t, KVEvConfig{MaxHeld: 3})
+	ix := newTestIndex(t, spec.KVEvConfig{MaxHeld: 3})
 	// A5, A7, A10: 256 engines, 4 Mi tokens, 64 MiB held, 2^18 events, ratio 16; one stream's share is all 256 engines.
-	if ix.cfg != (KVEvConfig{MaxEngines: 256, MaxTokensPerEngine: 4 << 20, MaxHeld: 3, MaxEnginesPerStream: 256, MaxEvents: 262144, MaxDecodeRatio: 16, MaxHeldBytes: 64 << 20}) {
+	if ix.cfg != (spec.KVEvConfig{MaxEngines: 256, MaxTokensPerEngine: 4 << 20, MaxHeld: 3, MaxEnginesPerStream: 256, MaxEvents: 262144, MaxDecodeRatio: 16, MaxHeldBytes: 64 << 20}) {
 		t.Fatalf("config %+v", ix.cfg)
 	}
 	s := ix.State()
@@ -1299,13 +1300,13 @@ func TestKVEvIndexNewKVEvIndexValidatesAndAppliesDefaults(t *testing.T) {
 		t.Fatalf("empty state %+v", s)
 	}
 	r := ix.Live("nope", nil)
-	if r.Error == nil || r.Error.Code != ErrUnknownStream.Code() {
+	if r.Error == nil || r.Error.Code != spec.ErrUnknownStream.Code() {
 		t.Fatalf("unknown stream: %+v", r)
 	}
 }
 
 func TestKVEvIndexCountsAndTokenBudgetsSurviveHostileNumbers(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{MaxTokensPerEngine: 4}, KVEvStream{Name: "s"})
+	ix := newTestIndex(t, spec.KVEvConfig{MaxTokensPerEngine: 4}, spec.KVEvStream{Name: "s"})
 	r := feed(t, ix, "s", "", 0, batchBytes(t, uint64(math.MaxInt64),
 		evStored([]uint64{1, 2}, nil, []uint32{1}, math.MaxInt64),
 		evStored([]uint64{1}, nil, []uint32{1, 2, 3, 4, 5}, 5),
@@ -1321,7 +1322,7 @@ func TestKVEvIndexCountsAndTokenBudgetsSurviveHostileNumbers(t *testing.T) {
 }
 
 func TestKVEvIndexIsSafeForConcurrentCalls(t *testing.T) {
-	ix := newTestIndex(t, KVEvConfig{}, KVEvStream{Name: "a"}, KVEvStream{Name: "b", Replay: true})
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "a"}, spec.KVEvStream{Name: "b", Replay: true})
 	var wg sync.WaitGroup
 	for _, name := range []string{"a", "b"} {
 		wg.Go(func() {

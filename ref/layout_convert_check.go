@@ -3,63 +3,39 @@ package ref
 import (
 	"fmt"
 	"math"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Validation for layout.convert (docs/spec/transfer.md §7.2, §7.3): configuration, mode fields and page spans.
-
-// Sentinels of layout.convert (docs/spec/transfer.md §7.2, §7.3).
-var (
-	// ErrIncompletePageSpan: token indices that are not whole, aligned pages (§7.2).
-	ErrIncompletePageSpan = NewSentinel("incomplete_page_span", "token indices do not cover whole pages")
-	// ErrDuplicateHostPage: a backup writes one host page twice (§7.2).
-	ErrDuplicateHostPage = NewSentinel("duplicate_host_page", "host page listed twice in a backup")
-	// ErrDuplicateDevicePage: a load writes one device page twice; the mirror
-	// of ErrDuplicateHostPage (docs/spec/transfer.md §7.2 amendment).
-	ErrDuplicateDevicePage = NewSentinel("duplicate_device_page", "device page listed twice in a load")
-	// ErrLPFRequiresDirect: layer_page_first with an io backend other than direct (§7.3).
-	ErrLPFRequiresDirect = NewSentinel("lpf_requires_direct", "layer_page_first is direct-only")
-	// ErrLPFStorageUnsupported: a storage backend, or a flat page read, on layer_page_first (§7.3).
-	ErrLPFStorageUnsupported = NewSentinel("lpf_storage_unsupported", "layer_page_first has no one-pointer-per-page storage contract")
-	// ErrLPFKernelUnavailable: the LPF direct kernel is missing; never fall back silently (§7.3).
-	ErrLPFKernelUnavailable = NewSentinel("lpf_kernel_unavailable", "layer_page_first kernel not available")
-	// ErrDeviceIndices: device-resident indices given to the direct path (§7.3).
-	ErrDeviceIndices = NewSentinel("device_indices", "the direct path needs host-resident indices")
-	// ErrIndexDType: indices that are not int64 given to the direct path (§7.3).
-	ErrIndexDType = NewSentinel("index_dtype", "the direct path needs int64 indices")
-	// ErrArenaSize: an arena's length differs from its geometry's size (§7.1).
-	ErrArenaSize = NewSentinel("arena_size", "arena length does not match its geometry")
-	// ErrFieldNotInMode: a field the chosen mode does not read is set, so
-	// the caller's intent is unclear (kvtwin input contract).
-	ErrFieldNotInMode = NewSentinel("field_not_in_mode", "field is not used by this mode")
-)
 
 // ValidateLayoutConvert checks in and returns its plan. The order is the
 // contract: the §7.3 configuration (checkConvertConfig), fields the mode
 // does not read (checkConvertModeFields), the host geometry, the host arena
 // size, then the mode's own fields, and last the output size.
-func ValidateLayoutConvert(lim Limits, in LayoutConvertInput) (ConvertPlan, error) {
+func ValidateLayoutConvert(lim spec.Limits, in spec.LayoutConvertInput) (spec.ConvertPlan, error) {
 	if err := checkConvertConfig(in); err != nil {
-		return ConvertPlan{}, err
+		return spec.ConvertPlan{}, err
 	}
 	if err := checkConvertModeFields(in); err != nil {
-		return ConvertPlan{}, err
+		return spec.ConvertPlan{}, err
 	}
 	g, err := checkHostSizes(in.Layout, in.Pool, in.Layers, in.Pages, in.PageSize, in.TokenBytes)
 	if err != nil {
-		return ConvertPlan{}, err
+		return spec.ConvertPlan{}, err
 	}
 	if err := checkArena("host", in.Host, g.TotalBytes(), "planes×layers×pages×page_size×token_bytes"); err != nil {
-		return ConvertPlan{}, err
+		return spec.ConvertPlan{}, err
 	}
-	plan := ConvertPlan{Host: g}
+	plan := spec.ConvertPlan{Host: g}
 	switch in.Mode {
-	case ConvertRelayout:
+	case spec.ConvertRelayout:
 		plan.To = g
 		plan.To.Layout = in.To
 		return plan, lim.CheckOutput("host", g.TotalBytes(), 1)
-	case ConvertPageGet:
+	case spec.ConvertPageGet:
 		if err := checkPageSpans("host_indices", in.HostIndices, g.P, g.NP, "pages"); err != nil {
-			return ConvertPlan{}, err
+			return spec.ConvertPlan{}, err
 		}
 		plan.Pages = int64(len(in.HostIndices)) / g.P
 		return plan, lim.CheckOutput("host_indices", plan.Pages, g.Planes()*g.L*g.PB())
@@ -73,11 +49,11 @@ func ValidateLayoutConvert(lim Limits, in LayoutConvertInput) (ConvertPlan, erro
 // index_device and index_dtype; then, when an LPF arena takes part, direct
 // io, no storage backend, no flat page read and an available kernel; then,
 // for a load or backup on the direct path, CPU and int64 indices.
-func checkConvertConfig(in LayoutConvertInput) error {
+func checkConvertConfig(in spec.LayoutConvertInput) error {
 	switch in.Mode {
-	case ConvertRelayout, ConvertLoad, ConvertBackup, ConvertPageGet:
+	case spec.ConvertRelayout, spec.ConvertLoad, spec.ConvertBackup, spec.ConvertPageGet:
 	default:
-		return Reject(ErrBadEnum, "mode", string(in.Mode), `"relayout", "load", "backup" or "page_get"`)
+		return spec.Reject(spec.ErrBadEnum, "mode", string(in.Mode), `"relayout", "load", "backup" or "page_get"`)
 	}
 	if err := checkConvertLayouts(in); err != nil {
 		return err
@@ -90,19 +66,19 @@ func checkConvertConfig(in LayoutConvertInput) error {
 			return err
 		}
 	}
-	if (in.Mode == ConvertLoad || in.Mode == ConvertBackup) && EffectiveIOBackend(in) == IOBackendDirect {
-		if in.IndexDevice == IndexOnCUDA {
-			return Reject(ErrDeviceIndices, "index_device", string(in.IndexDevice), `"cpu" on the direct io backend`)
+	if (in.Mode == spec.ConvertLoad || in.Mode == spec.ConvertBackup) && EffectiveIOBackend(in) == spec.IOBackendDirect {
+		if in.IndexDevice == spec.IndexOnCUDA {
+			return spec.Reject(spec.ErrDeviceIndices, "index_device", string(in.IndexDevice), `"cpu" on the direct io backend`)
 		}
-		if in.IndexDType == IndexInt32 {
-			return Reject(ErrIndexDType, "index_dtype", string(in.IndexDType), `"int64" on the direct io backend`)
+		if in.IndexDType == spec.IndexInt32 {
+			return spec.Reject(spec.ErrIndexDType, "index_dtype", string(in.IndexDType), `"int64" on the direct io backend`)
 		}
 	}
 	return nil
 }
 
-func checkConvertLayouts(in LayoutConvertInput) error {
-	relayout := in.Mode == ConvertRelayout
+func checkConvertLayouts(in spec.LayoutConvertInput) error {
+	relayout := in.Mode == spec.ConvertRelayout
 	if err := checkHostLayout("layout", in.Layout); err != nil {
 		return err
 	}
@@ -123,38 +99,38 @@ func checkConvertLayouts(in LayoutConvertInput) error {
 	return nil
 }
 
-func checkConvertEnums(in LayoutConvertInput) error {
+func checkConvertEnums(in spec.LayoutConvertInput) error {
 	switch in.IOBackend {
-	case "", IOBackendDirect, IOBackendKernel:
+	case "", spec.IOBackendDirect, spec.IOBackendKernel:
 	default:
-		return Reject(ErrBadEnum, "io_backend", string(in.IOBackend), `"direct" or "kernel"`)
+		return spec.Reject(spec.ErrBadEnum, "io_backend", string(in.IOBackend), `"direct" or "kernel"`)
 	}
 	switch in.IndexDevice {
-	case "", IndexOnCPU, IndexOnCUDA:
+	case "", spec.IndexOnCPU, spec.IndexOnCUDA:
 	default:
-		return Reject(ErrBadEnum, "index_device", string(in.IndexDevice), `"cpu" or "cuda"`)
+		return spec.Reject(spec.ErrBadEnum, "index_device", string(in.IndexDevice), `"cpu" or "cuda"`)
 	}
 	switch in.IndexDType {
-	case "", IndexInt64, IndexInt32:
+	case "", spec.IndexInt64, spec.IndexInt32:
 	default:
-		return Reject(ErrBadEnum, "index_dtype", string(in.IndexDType), `"int64" or "int32"`)
+		return spec.Reject(spec.ErrBadEnum, "index_dtype", string(in.IndexDType), `"int64" or "int32"`)
 	}
 	return nil
 }
 
 // checkLPFConfig is §7.3's LPF rows, in the table's order.
-func checkLPFConfig(in LayoutConvertInput) error {
-	if io := EffectiveIOBackend(in); io != IOBackendDirect {
-		return Reject(ErrLPFRequiresDirect, "io_backend", string(io), `"direct" with layer_page_first`)
+func checkLPFConfig(in spec.LayoutConvertInput) error {
+	if io := EffectiveIOBackend(in); io != spec.IOBackendDirect {
+		return spec.Reject(spec.ErrLPFRequiresDirect, "io_backend", string(io), `"direct" with layer_page_first`)
 	}
 	if in.StorageBackend != "" {
-		return Reject(ErrLPFStorageUnsupported, "storage_backend", in.StorageBackend, `"" (none) with layer_page_first`)
+		return spec.Reject(spec.ErrLPFStorageUnsupported, "storage_backend", in.StorageBackend, `"" (none) with layer_page_first`)
 	}
-	if in.Mode == ConvertPageGet {
-		return Reject(ErrLPFStorageUnsupported, "mode", string(in.Mode), `not "page_get" on layer_page_first`)
+	if in.Mode == spec.ConvertPageGet {
+		return spec.Reject(spec.ErrLPFStorageUnsupported, "mode", string(in.Mode), `not "page_get" on layer_page_first`)
 	}
 	if in.LPFKernelUnavailable {
-		return Reject(ErrLPFKernelUnavailable, "lpf_kernel_unavailable", true, "false: no silent fallback to a slower copy")
+		return spec.Reject(spec.ErrLPFKernelUnavailable, "lpf_kernel_unavailable", true, "false: no silent fallback to a slower copy")
 	}
 	return nil
 }
@@ -162,11 +138,11 @@ func checkLPFConfig(in LayoutConvertInput) error {
 // checkConvertModeFields rejects, in struct order, a field that in.Mode
 // does not read but that is set: to (relayout only); layer, device_pages,
 // device_indices, device (load and backup); host_indices (all but relayout).
-func checkConvertModeFields(in LayoutConvertInput) error {
-	relayout, pageGet := in.Mode == ConvertRelayout, in.Mode == ConvertPageGet
+func checkConvertModeFields(in spec.LayoutConvertInput) error {
+	relayout, pageGet := in.Mode == spec.ConvertRelayout, in.Mode == spec.ConvertPageGet
 	transfer := !relayout && !pageGet
 	stray := func(field string, value any) error {
-		return Reject(ErrFieldNotInMode, field, value, fmt.Sprintf("absent in mode %q", in.Mode))
+		return spec.Reject(spec.ErrFieldNotInMode, field, value, fmt.Sprintf("absent in mode %q", in.Mode))
 	}
 	switch {
 	case in.To != "" && !relayout:
@@ -188,49 +164,49 @@ func checkConvertModeFields(in LayoutConvertInput) error {
 // validateTransfer checks a load or backup after the host arena: device
 // pages and arena, the layer, the index lists' lengths, host then device
 // page spans, the destination pages' uniqueness, and the output size.
-func validateTransfer(lim Limits, in LayoutConvertInput, plan ConvertPlan) (ConvertPlan, error) {
+func validateTransfer(lim spec.Limits, in spec.LayoutConvertInput, plan spec.ConvertPlan) (spec.ConvertPlan, error) {
 	g := plan.Host
 	if err := checkSize("device_pages", in.DevicePages); err != nil {
-		return ConvertPlan{}, err
+		return spec.ConvertPlan{}, err
 	}
-	if perPage := g.Planes() * g.L * g.PB(); MulOverflows(in.DevicePages, perPage) {
-		return ConvertPlan{}, Reject(ErrOverflow, "device_pages", in.DevicePages,
+	if perPage := g.Planes() * g.L * g.PB(); spec.MulOverflows(in.DevicePages, perPage) {
+		return spec.ConvertPlan{}, spec.Reject(spec.ErrOverflow, "device_pages", in.DevicePages,
 			fmt.Sprintf("device_pages×planes×layers×page_size×token_bytes <= %d", int64(math.MaxInt64)))
 	}
-	dev := HostGeometry{Layout: LayerFirst, Pool: g.Pool, L: g.L, NP: in.DevicePages, P: g.P, TB: g.TB}
+	dev := spec.HostGeometry{Layout: spec.LayerFirst, Pool: g.Pool, L: g.L, NP: in.DevicePages, P: g.P, TB: g.TB}
 	if err := checkArena("device", in.Device, dev.TotalBytes(), "planes×layers×device_pages×page_size×token_bytes"); err != nil {
-		return ConvertPlan{}, err
+		return spec.ConvertPlan{}, err
 	}
 	plan.Device, plan.FirstLayer, plan.EndLayer = dev, 0, g.L
 	if in.Layer != nil {
-		if err := checkCoord("layer", *in.Layer, g.L, "layers", ErrIndexOutOfRange); err != nil {
-			return ConvertPlan{}, err
+		if err := checkCoord("layer", *in.Layer, g.L, "layers", spec.ErrIndexOutOfRange); err != nil {
+			return spec.ConvertPlan{}, err
 		}
 		plan.FirstLayer, plan.EndLayer = *in.Layer, *in.Layer+1
 	}
 	if len(in.DeviceIndices) != len(in.HostIndices) {
-		return ConvertPlan{}, Reject(ErrLengthMismatch, "device_indices", len(in.DeviceIndices),
+		return spec.ConvertPlan{}, spec.Reject(spec.ErrLengthMismatch, "device_indices", len(in.DeviceIndices),
 			fmt.Sprintf("len == len(host_indices) = %d", len(in.HostIndices)))
 	}
 	if err := checkPageSpans("host_indices", in.HostIndices, g.P, g.NP, "pages"); err != nil {
-		return ConvertPlan{}, err
+		return spec.ConvertPlan{}, err
 	}
 	if err := checkPageSpans("device_indices", in.DeviceIndices, g.P, dev.NP, "device_pages"); err != nil {
-		return ConvertPlan{}, err
+		return spec.ConvertPlan{}, err
 	}
 	// The destination's pages must be unique: a page written twice would
 	// make the result depend on copy order.
-	arena, field, idx, pages, dup := "device", "device_indices", in.DeviceIndices, dev.NP, ErrDuplicateDevicePage
-	if in.Mode == ConvertBackup {
-		arena, field, idx, pages, dup = "host", "host_indices", in.HostIndices, g.NP, ErrDuplicateHostPage
+	arena, field, idx, pages, dup := "device", "device_indices", in.DeviceIndices, dev.NP, spec.ErrDuplicateDevicePage
+	if in.Mode == spec.ConvertBackup {
+		arena, field, idx, pages, dup = "host", "host_indices", in.HostIndices, g.NP, spec.ErrDuplicateHostPage
 	}
 	if err := checkUniquePages(field, idx, g.P, pages, dup); err != nil {
-		return ConvertPlan{}, err
+		return spec.ConvertPlan{}, err
 	}
-	plan.SortHost = g.Layout == LayerFirst && EffectiveIOBackend(in) == IOBackendDirect
+	plan.SortHost = g.Layout == spec.LayerFirst && EffectiveIOBackend(in) == spec.IOBackendDirect
 	plan.Pages = int64(len(in.HostIndices)) / g.P
 	size := dev.TotalBytes()
-	if in.Mode == ConvertBackup {
+	if in.Mode == spec.ConvertBackup {
 		size = g.TotalBytes()
 	}
 	return plan, lim.CheckOutput(arena, size, 1)
@@ -238,7 +214,7 @@ func validateTransfer(lim Limits, in LayoutConvertInput, plan ConvertPlan) (Conv
 
 func checkArena(field string, arena []byte, want int64, expr string) error {
 	if int64(len(arena)) != want {
-		return Reject(ErrArenaSize, field, len(arena), fmt.Sprintf("len == %s = %d", expr, want))
+		return spec.Reject(spec.ErrArenaSize, field, len(arena), fmt.Sprintf("len == %s = %d", expr, want))
 	}
 	return nil
 }
@@ -251,24 +227,24 @@ func checkArena(field string, arena []byte, want int64, expr string) error {
 // (ErrPageOutOfRange). pagesName names the bound's field.
 func checkPageSpans(field string, idx []int64, p, pages int64, pagesName string) error {
 	if n := int64(len(idx)); n%p != 0 {
-		return Reject(ErrIncompletePageSpan, field, n, fmt.Sprintf("len a multiple of page_size=%d", p))
+		return spec.Reject(spec.ErrIncompletePageSpan, field, n, fmt.Sprintf("len a multiple of page_size=%d", p))
 	}
 	for i, v := range idx {
 		if v < 0 {
-			return Reject(ErrNegative, Idx(field, i), v, ">= 0")
+			return spec.Reject(spec.ErrNegative, spec.Idx(field, i), v, ">= 0")
 		}
 		o := int64(i) % p
 		if o != 0 {
 			if want := idx[i-int(o)] + o; v != want {
-				return Reject(ErrIncompletePageSpan, Idx(field, i), v, fmt.Sprintf("== %s[%d]+%d = %d (same page)", field, i-int(o), o, want))
+				return spec.Reject(spec.ErrIncompletePageSpan, spec.Idx(field, i), v, fmt.Sprintf("== %s[%d]+%d = %d (same page)", field, i-int(o), o, want))
 			}
 			continue
 		}
 		if v%p != 0 {
-			return Reject(ErrIncompletePageSpan, Idx(field, i), v, fmt.Sprintf("a multiple of page_size=%d (a page's first token)", p))
+			return spec.Reject(spec.ErrIncompletePageSpan, spec.Idx(field, i), v, fmt.Sprintf("a multiple of page_size=%d (a page's first token)", p))
 		}
 		if v/p >= pages {
-			return Reject(ErrPageOutOfRange, Idx(field, i), v, fmt.Sprintf("page (token/page_size) < %s=%d", pagesName, pages))
+			return spec.Reject(spec.ErrPageOutOfRange, spec.Idx(field, i), v, fmt.Sprintf("page (token/page_size) < %s=%d", pagesName, pages))
 		}
 	}
 	return nil
@@ -278,12 +254,12 @@ func checkPageSpans(field string, idx []int64, p, pages int64, pagesName string)
 // size p, already checked by checkPageSpans against pages) that an earlier
 // group already named. Its scratch is a bitset of pages bits, bounded by the
 // validated arena the pages index.
-func checkUniquePages(field string, idx []int64, p, pages int64, s *Sentinel) error {
+func checkUniquePages(field string, idx []int64, p, pages int64, s *spec.Sentinel) error {
 	seen := make([]uint64, (pages+63)/64)
 	for i := 0; i < len(idx); i += int(p) {
 		k := idx[i] / p
 		if seen[k/64]&(1<<(k%64)) != 0 {
-			return Reject(s, Idx(field, i), idx[i], fmt.Sprintf("a page (%d) not listed earlier in %s", k, field))
+			return spec.Reject(s, spec.Idx(field, i), idx[i], fmt.Sprintf("a page (%d) not listed earlier in %s", k, field))
 		}
 		seen[k/64] |= 1 << (k % 64)
 	}

@@ -4,36 +4,14 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // This file is mqa.chunked_topk (docs/spec/cp-layout.md §8.3): per query row, the
 // top-k K positions of its logits window, processed in row chunks whose
 // per-row inputs (window bounds and RAGGED offsets) are sliced by the same
 // row range, so chunking never changes the result.
-
-// MQAChunkedTopKInput is the input of mqa.chunked_topk (§8.3).
-type MQAChunkedTopKInput struct {
-	// Logits are Q rows of Kt fp32 scores each (rectangular).
-	Logits [][]float32 `json:"logits"`
-	// KS are the window starts, one per row, 0 <= ks[q] <= ke[q].
-	KS []int64 `json:"ks"`
-	// KE are the window ends, one per row, ke[q] <= Kt.
-	KE []int64 `json:"ke"`
-	// TopK is the output width per row, >= 1.
-	TopK int64 `json:"topk"`
-	// Offset are the row-addressed RAGGED offsets added to every emitted
-	// index (int32, >= 0); empty means none, else at least Q of them.
-	Offset []int32 `json:"offset,omitempty"`
-	// chunkRows is the number of query rows per chunk, >= 1.
-	ChunkRows int64 `json:"chunk_rows"`
-}
-
-// MQAChunkedTopKOutput is the output of mqa.chunked_topk.
-type MQAChunkedTopKOutput struct {
-	// Indices has one row of TopK entries per query row: the selected
-	// window positions j − ks (+ offset) in ascending j order, then −1s.
-	Indices [][]int32 `json:"indices"`
-}
 
 // MQATopKKey is the §8.3 order-preserving sort key: larger keys rank
 // first; NaN (either sign) is 0, below −Inf; −0 and +0 share +0's key.
@@ -54,12 +32,12 @@ func MQATopKKey(x float32) uint32 {
 // MQAChunkedTopK is mqa.chunked_topk (docs/spec/cp-layout.md §8.3): rows are
 // processed in chunks [s, min(s+c, Q)) with ks, ke and offset sliced by the
 // same row range.
-func MQAChunkedTopK(lim Limits, in MQAChunkedTopKInput) (MQAChunkedTopKOutput, error) {
+func MQAChunkedTopK(lim spec.Limits, in spec.MQAChunkedTopKInput) (spec.MQAChunkedTopKOutput, error) {
 	if _, err := ValidateMQAChunkedTopK(lim, in); err != nil {
-		return MQAChunkedTopKOutput{}, err
+		return spec.MQAChunkedTopKOutput{}, err
 	}
 	q := int64(len(in.Logits))
-	out := MQAChunkedTopKOutput{Indices: make([][]int32, 0, q)}
+	out := spec.MQAChunkedTopKOutput{Indices: make([][]int32, 0, q)}
 	for s := int64(0); s < q; s += in.ChunkRows {
 		e := min(s+in.ChunkRows, q)
 		var off []int32

@@ -3,36 +3,10 @@ package ref
 import (
 	"encoding/binary"
 	"fmt"
-	"strconv"
 
+	"github.com/kvtwin/kvtwin/spec"
 	"github.com/zeebo/xxh3"
 )
-
-// PrefixHash is the prefix hash of a key's page (docs/spec/radix-acks.md
-// §1.14): XXH3-64 of the page's units seeded with the previous page's
-// prefix hash, so equal hashes mean equal prefixes up to that page, up to
-// 64-bit collisions. JSON carries it as 16 lower-case hex digits, because
-// JSON numbers lose integers above 2^53.
-type PrefixHash uint64
-
-// MarshalJSON writes h as a 16-digit hex string.
-func (h PrefixHash) MarshalJSON() ([]byte, error) {
-	return fmt.Appendf(nil, `"%016x"`, uint64(h)), nil
-}
-
-// UnmarshalJSON reads a 16-digit hex string.
-func (h *PrefixHash) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil || len(s) != 16 {
-		return fmt.Errorf("prefix hash %s: want a string of 16 hex digits", b)
-	}
-	v, err := strconv.ParseUint(s, 16, 64)
-	if err != nil {
-		return fmt.Errorf("prefix hash %s: want a string of 16 hex digits", b)
-	}
-	*h = PrefixHash(v)
-	return nil
-}
 
 // prefixHashDomain opens every seed's input, so kvtwin's chains never equal
 // hashes another scheme computes over the same bytes.
@@ -43,7 +17,7 @@ const prefixHashDomain = "kvtwin.prefix-hash.v1"
 // and the extra and salt strings, each after its length as 8 little-endian
 // bytes (docs/spec/radix-acks.md §1.14). Keys in different namespaces or
 // unit spaces therefore never share a chain.
-func PrefixHashSeed(extra ExtraKey, bigram bool) PrefixHash {
+func PrefixHashSeed(extra spec.ExtraKey, bigram bool) spec.PrefixHash {
 	b := []byte(prefixHashDomain)
 	var flags byte
 	if extra.HasExtra {
@@ -60,28 +34,28 @@ func PrefixHashSeed(extra ExtraKey, bigram bool) PrefixHash {
 	b = append(b, extra.Extra...)
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(extra.Salt)))
 	b = append(b, extra.Salt...)
-	return PrefixHash(xxh3.Hash(b))
+	return spec.PrefixHash(xxh3.Hash(b))
 }
 
 // NextPrefixHash is hᵢ = XXH3-64 with seed hᵢ₋₁ of the page's units, each
 // as 8 little-endian bytes (docs/spec/radix-acks.md §1.14). Seeding with
 // the previous hash chains the pages without copying them next to it, so an
 // implementation can hash a page of stored units where they lie.
-func NextPrefixHash(prev PrefixHash, page []Unit) PrefixHash {
+func NextPrefixHash(prev spec.PrefixHash, page []spec.Unit) spec.PrefixHash {
 	b := make([]byte, 0, 8*len(page))
 	for _, u := range page {
 		b = binary.LittleEndian.AppendUint64(b, u)
 	}
-	return PrefixHash(xxh3.HashSeed(b, uint64(prev)))
+	return spec.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
 }
 
 // PrefixHashes is the chain of k's whole pages of ps units, from
 // PrefixHashSeed(k's namespace and unit kind); a trailing partial page has no
 // hash. k must already be in the tree's unit space (bigrams in Eagle mode)
 // and ps >= 1.
-func PrefixHashes(k RadixKey, ps int) []PrefixHash {
+func PrefixHashes(k spec.RadixKey, ps int) []spec.PrefixHash {
 	h := PrefixHashSeed(k.Extra, k.Bigram)
-	out := make([]PrefixHash, 0, len(k.Units)/ps)
+	out := make([]spec.PrefixHash, 0, len(k.Units)/ps)
 	for i := 0; i+ps <= len(k.Units); i += ps {
 		h = NextPrefixHash(h, k.Units[i:i+ps])
 		out = append(out, h)
@@ -91,13 +65,13 @@ func PrefixHashes(k RadixKey, ps int) []PrefixHash {
 
 // errPrefixHashCount: a hashed score given a chain whose length is not the
 // key's whole-page count (a Go caller mixing up keys or trees).
-var errPrefixHashCount = NewSentinel("prefix_hash_count", "prefix hash chain does not fit the key")
+var errPrefixHashCount = spec.NewSentinel("prefix_hash_count", "prefix hash chain does not fit the key")
 
 // CheckPrefixHashCount rejects a chain of got hashes for a key of want whole
 // pages with errPrefixHashCount.
 func CheckPrefixHashCount(got, want int) error {
 	if got != want {
-		return Reject(errPrefixHashCount, "hashes", got, fmt.Sprintf("== %d, the key's whole pages", want))
+		return spec.Reject(errPrefixHashCount, "hashes", got, fmt.Sprintf("== %d, the key's whole pages", want))
 	}
 	return nil
 }

@@ -5,16 +5,18 @@ import (
 	"container/heap"
 	"fmt"
 	"slices"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // radixNode is a node of the reference tree (docs/spec/radix-acks.md §1.2). Its key is
 // a plain copy: the pre-fix behaviour, obviously correct and slow.
 type radixNode struct {
-	id         NodeID
+	id         spec.NodeID
 	parent     *radixNode
 	children   map[radixChildKey]*radixNode
-	key        RadixKey
-	value      []SlotIdx
+	key        spec.RadixKey
+	value      []spec.SlotIdx
 	lockRef    int
 	lastAccess uint64
 	created    uint64
@@ -25,7 +27,7 @@ type radixNode struct {
 // radixChildKey selects a child: the namespace and the first page's units
 // (docs/spec/radix-acks.md §1.3). The page is rendered as text, which is exact.
 type radixChildKey struct {
-	extra ExtraKey
+	extra spec.ExtraKey
 	page  string
 }
 
@@ -33,42 +35,42 @@ type radixChildKey struct {
 // slices, node lookup and leaf collection by full walks. It is not safe for
 // concurrent use.
 type refRadixTree struct {
-	cfg           TreeConfig
+	cfg           spec.TreeConfig
 	root          *radixNode
-	nextID        NodeID
+	nextID        spec.NodeID
 	tick          uint64
 	evictableSize int
 	protectedSize int
 	copiedUnits   int64
 	// owner maps pages to CP ranks (§4.1).
-	owner OwnerFn
+	owner spec.OwnerFn
 	// metaMisses and loadRefusals are the §4.4–§4.5 counters; the
 	// reference never recomputes counts it could read, so its
 	// owner_count_recomputations is always 0 (the contract).
 	metaMisses, loadRefusals int64
 }
 
-var _ RadixTree = (*refRadixTree)(nil)
+var _ spec.RadixTree = (*refRadixTree)(nil)
 
 // NewRadixTree returns an empty reference tree: the root has id 0, lock_ref
 // 1 forever and an empty key (docs/spec/radix-acks.md §0.2 rule 1). It rejects an
 // invalid config (TreeConfig.Validate). CP owners are round-robin.
-func NewRadixTree(cfg TreeConfig) (RadixTree, error) {
+func NewRadixTree(cfg spec.TreeConfig) (spec.RadixTree, error) {
 	return NewRadixTreeOwned(cfg, RoundRobin{})
 }
 
 // NewRadixTreeOwned is NewRadixTree with the page → owner rule owner
 // (docs/spec/radix-acks.md §4.1, §6 item 1).
-func NewRadixTreeOwned(cfg TreeConfig, owner OwnerFn) (RadixTree, error) {
+func NewRadixTreeOwned(cfg spec.TreeConfig, owner spec.OwnerFn) (spec.RadixTree, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	root := &radixNode{id: 0, lockRef: 1, children: map[radixChildKey]*radixNode{}, value: []SlotIdx{}}
+	root := &radixNode{id: 0, lockRef: 1, children: map[radixChildKey]*radixNode{}, value: []spec.SlotIdx{}}
 	return &refRadixTree{cfg: cfg, root: root, nextID: 1, owner: owner}, nil
 }
 
 // Config implements RadixTree.
-func (t *refRadixTree) Config() TreeConfig { return t.cfg }
+func (t *refRadixTree) Config() spec.TreeConfig { return t.cfg }
 
 // EvictableSize implements RadixTree.
 func (t *refRadixTree) EvictableSize() int { return t.evictableSize }
@@ -86,11 +88,11 @@ func (t *refRadixTree) TotalSize() int {
 }
 
 // copyKey is the pre-fix slice: a fresh copy of units [i, j).
-func copyKey(k RadixKey, i, j int) RadixKey {
-	return RadixKey{Units: append([]Unit{}, k.Units[i:j]...), Extra: k.Extra, Bigram: k.Bigram}
+func copyKey(k spec.RadixKey, i, j int) spec.RadixKey {
+	return spec.RadixKey{Units: append([]spec.Unit{}, k.Units[i:j]...), Extra: k.Extra, Bigram: k.Bigram}
 }
 
-func (t *refRadixTree) childKey(k RadixKey) radixChildKey {
+func (t *refRadixTree) childKey(k spec.RadixKey) radixChildKey {
 	return radixChildKey{extra: k.Extra, page: fmt.Sprint(k.Units[:t.cfg.PageSize])}
 }
 
@@ -99,9 +101,9 @@ func (t *refRadixTree) childKey(k RadixKey) radixChildKey {
 // common prefix). Only whole pages count, so unaligned keys never match
 // past their last whole page (the §1.1 erratum; old upstream compared
 // partial tails). Keys in different namespaces are ErrExtraKeyMismatch.
-func MatchLen(a, b RadixKey, ps int) (int, error) {
+func MatchLen(a, b spec.RadixKey, ps int) (int, error) {
 	if a.Extra != b.Extra {
-		return 0, Reject(ErrExtraKeyMismatch, "extra", b.Extra, fmt.Sprintf("== %+v", a.Extra))
+		return 0, spec.Reject(spec.ErrExtraKeyMismatch, "extra", b.Extra, fmt.Sprintf("== %+v", a.Extra))
 	}
 	n := min(len(a.Units), len(b.Units))
 	i := 0
@@ -113,7 +115,7 @@ func MatchLen(a, b RadixKey, ps int) (int, error) {
 
 // treeKey converts a query or insert key to the tree's unit kind: bigrams in
 // Eagle mode (docs/spec/radix-acks.md §1.4 step 1).
-func (t *refRadixTree) treeKey(k RadixKey) (RadixKey, error) {
+func (t *refRadixTree) treeKey(k spec.RadixKey) (spec.RadixKey, error) {
 	if t.cfg.Eagle && !k.Bigram {
 		return ToBigram(k)
 	}
@@ -121,14 +123,14 @@ func (t *refRadixTree) treeKey(k RadixKey) (RadixKey, error) {
 }
 
 // MatchPrefix implements RadixTree (docs/spec/radix-acks.md §1.4).
-func (t *refRadixTree) MatchPrefix(k RadixKey) (MatchResult, error) {
-	empty := MatchResult{Indices: []SlotIdx{}, LastNode: t.root.id}
+func (t *refRadixTree) MatchPrefix(k spec.RadixKey) (spec.MatchResult, error) {
+	empty := spec.MatchResult{Indices: []spec.SlotIdx{}, LastNode: t.root.id}
 	if t.cfg.Disable {
 		return empty, nil
 	}
 	k, err := t.treeKey(k)
 	if err != nil {
-		return MatchResult{}, err
+		return spec.MatchResult{}, err
 	}
 	t.tick++
 	ps := t.cfg.PageSize
@@ -139,7 +141,7 @@ func (t *refRadixTree) MatchPrefix(k RadixKey) (MatchResult, error) {
 	if len(k.Units) == 0 {
 		return empty, nil
 	}
-	node, vals := t.root, []SlotIdx{}
+	node, vals := t.root, []spec.SlotIdx{}
 	node.lastAccess = t.tick
 	for len(k.Units) > 0 {
 		c := node.children[t.childKey(k)]
@@ -158,12 +160,12 @@ func (t *refRadixTree) MatchPrefix(k RadixKey) (MatchResult, error) {
 		node = c
 		k = copyKey(k, p, len(k.Units))
 	}
-	return MatchResult{Indices: vals, LastNode: node.id}, nil
+	return spec.MatchResult{Indices: vals, LastNode: node.id}, nil
 }
 
 // PrefixLen implements RadixTree: MatchPrefix's length without any change
 // to the tree.
-func (t *refRadixTree) PrefixLen(k RadixKey) (int, error) {
+func (t *refRadixTree) PrefixLen(k spec.RadixKey) (int, error) {
 	return t.readLen(k, nil, false)
 }
 
@@ -171,7 +173,7 @@ func (t *refRadixTree) PrefixLen(k RadixKey) (int, error) {
 // is chosen by its first page's units, and its pages are then matched by
 // their units (MatchLen), or with hashed by their prefix hashes recomputed
 // from the stored path (§1.14), whose count it checks first.
-func (t *refRadixTree) readLen(k RadixKey, hashes []PrefixHash, hashed bool) (int, error) {
+func (t *refRadixTree) readLen(k spec.RadixKey, hashes []spec.PrefixHash, hashed bool) (int, error) {
 	if t.cfg.Disable {
 		return 0, nil
 	}
@@ -211,7 +213,7 @@ func (t *refRadixTree) readLen(k RadixKey, hashes []PrefixHash, hashed bool) (in
 // hashedLen is how many units of c match a query of n units left whose
 // chain from c's depth on is qh: the first page (the child key chose c by
 // it), then each page whose stored prefix hash, recomputed, agrees.
-func (t *refRadixTree) hashedLen(c *radixNode, qh []PrefixHash, n int) int {
+func (t *refRadixTree) hashedLen(c *radixNode, qh []spec.PrefixHash, n int) int {
 	ps := t.cfg.PageSize
 	stored := t.nodeHashes(c)
 	p := ps
@@ -222,7 +224,7 @@ func (t *refRadixTree) hashedLen(c *radixNode, qh []PrefixHash, n int) int {
 }
 
 // PrefixHashes implements RadixTree (docs/spec/radix-acks.md §1.14).
-func (t *refRadixTree) PrefixHashes(k RadixKey) ([]PrefixHash, error) {
+func (t *refRadixTree) PrefixHashes(k spec.RadixKey) ([]spec.PrefixHash, error) {
 	k, err := t.treeKey(k)
 	if err != nil {
 		return nil, err
@@ -234,13 +236,13 @@ func (t *refRadixTree) PrefixHashes(k RadixKey) ([]PrefixHash, error) {
 // walk of PrefixLen, where a child is still chosen by its first page's
 // units but the pages after it match when the node's prefix hash, computed
 // afresh from the stored path, equals the query's.
-func (t *refRadixTree) PrefixLenHashed(k RadixKey, hashes []PrefixHash) (int, error) {
+func (t *refRadixTree) PrefixLenHashed(k spec.RadixKey, hashes []spec.PrefixHash) (int, error) {
 	return t.readLen(k, hashes, true)
 }
 
 // nodeHashes recomputes n's prefix hashes from the root: the chain over
 // the concatenated keys of its path, of which n's pages are the last.
-func (t *refRadixTree) nodeHashes(n *radixNode) []PrefixHash {
+func (t *refRadixTree) nodeHashes(n *radixNode) []spec.PrefixHash {
 	if n == t.root {
 		return nil
 	}
@@ -248,7 +250,7 @@ func (t *refRadixTree) nodeHashes(n *radixNode) []PrefixHash {
 	for y := n; y != t.root; y = y.parent {
 		path = append(path, y)
 	}
-	full := RadixKey{Extra: n.key.Extra, Bigram: n.key.Bigram}
+	full := spec.RadixKey{Extra: n.key.Extra, Bigram: n.key.Bigram}
 	for i := len(path) - 1; i >= 0; i-- {
 		full.Units = append(full.Units, path[i].key.Units...)
 	}
@@ -271,7 +273,7 @@ func (t *refRadixTree) split(c *radixNode, p int) *radixNode {
 	t.nextID++
 	t.copiedUnits += int64(len(c.key.Units))
 	m.key, c.key = copyKey(c.key, 0, p), copyKey(c.key, p, len(c.key.Units))
-	m.value, c.value = append([]SlotIdx{}, c.value[:p]...), append([]SlotIdx{}, c.value[p:]...)
+	m.value, c.value = append([]spec.SlotIdx{}, c.value[:p]...), append([]spec.SlotIdx{}, c.value[p:]...)
 	m.parent.children[t.childKey(m.key)] = m
 	m.children[t.childKey(c.key)] = c
 	c.parent = m
@@ -282,14 +284,14 @@ func (t *refRadixTree) split(c *radixNode, p int) *radixNode {
 // the tick advances, so a rejected insert changes nothing; the value length
 // is checked against the key as given, before a bigram conversion shortens
 // both (a designed tightening: upstream truncates the value silently).
-func (t *refRadixTree) Insert(k RadixKey, value []SlotIdx, priority int) (int, error) {
+func (t *refRadixTree) Insert(k spec.RadixKey, value []spec.SlotIdx, priority int) (int, error) {
 	if t.cfg.Disable {
 		return 0, nil
 	}
 	if value == nil {
-		value = make([]SlotIdx, len(k.Units))
+		value = make([]spec.SlotIdx, len(k.Units))
 		for i, u := range k.Units {
-			value[i] = SlotIdx(u)
+			value[i] = spec.SlotIdx(u)
 		}
 	} else if len(value) != len(k.Units) {
 		return 0, ValueLengthError(len(value), len(k.Units))
@@ -329,7 +331,7 @@ func (t *refRadixTree) Insert(k RadixKey, value []SlotIdx, priority int) (int, e
 	if len(k.Units) > 0 {
 		leaf := &radixNode{
 			id: t.nextID, parent: node, children: map[radixChildKey]*radixNode{},
-			key: k, value: append([]SlotIdx{}, value...), priority: priority,
+			key: k, value: append([]spec.SlotIdx{}, value...), priority: priority,
 			lastAccess: t.tick, created: t.tick,
 		}
 		t.nextID++
@@ -356,7 +358,7 @@ func (t *refRadixTree) walk() []*radixNode {
 }
 
 // find returns the live node with the given id, or ErrForeignNode.
-func (t *refRadixTree) find(id NodeID) (*radixNode, error) {
+func (t *refRadixTree) find(id spec.NodeID) (*radixNode, error) {
 	if id == t.root.id {
 		return t.root, nil
 	}
@@ -369,7 +371,7 @@ func (t *refRadixTree) find(id NodeID) (*radixNode, error) {
 }
 
 // IncLockRef implements RadixTree (docs/spec/radix-acks.md §1.7).
-func (t *refRadixTree) IncLockRef(id NodeID) (int, error) {
+func (t *refRadixTree) IncLockRef(id spec.NodeID) (int, error) {
 	x, err := t.find(id)
 	if err != nil {
 		return 0, err
@@ -391,7 +393,7 @@ func (t *refRadixTree) IncLockRef(id NodeID) (int, error) {
 // also release a lock taken on this very node, not one its descendants
 // hold: otherwise R-LOCKSUM breaks (a designed tightening; upstream lets an
 // ancestor be unlocked from under a locked descendant).
-func (t *refRadixTree) DecLockRef(id NodeID) (int, error) {
+func (t *refRadixTree) DecLockRef(id spec.NodeID) (int, error) {
 	x, err := t.find(id)
 	if err != nil {
 		return 0, err
@@ -429,7 +431,7 @@ func (t *refRadixTree) evictable(n *radixNode) bool {
 
 // leafHeap orders evictable leaves by the policy tuple, then id.
 type leafHeap struct {
-	policy EvictPolicy
+	policy spec.EvictPolicy
 	nodes  []*radixNode
 }
 
@@ -454,11 +456,11 @@ func (h *leafHeap) Pop() any {
 // Evict implements RadixTree (docs/spec/radix-acks.md §1.8): the evictable leaves are
 // collected by a full walk, then popped in policy order; a parent that
 // becomes an evictable leaf joins the heap.
-func (t *refRadixTree) Evict(numTokens int) (EvictResult, error) {
+func (t *refRadixTree) Evict(numTokens int) (spec.EvictResult, error) {
 	if numTokens < 0 {
-		return EvictResult{}, NegativeCountError(numTokens)
+		return spec.EvictResult{}, NegativeCountError(numTokens)
 	}
-	res := EvictResult{Freed: [][]SlotIdx{}, Victims: []NodeID{}}
+	res := spec.EvictResult{Freed: [][]spec.SlotIdx{}, Victims: []spec.NodeID{}}
 	h := &leafHeap{policy: t.cfg.Policy}
 	for _, n := range t.walk() {
 		if t.evictable(n) {
@@ -468,7 +470,7 @@ func (t *refRadixTree) Evict(numTokens int) (EvictResult, error) {
 	heap.Init(h)
 	for res.Evicted < numTokens && h.Len() > 0 {
 		x := heap.Pop(h).(*radixNode)
-		res.Freed = append(res.Freed, append([]SlotIdx{}, x.value...))
+		res.Freed = append(res.Freed, append([]spec.SlotIdx{}, x.value...))
 		res.Victims = append(res.Victims, x.id)
 		res.Evicted += len(x.value)
 		t.evictableSize -= len(x.key.Units)
@@ -481,18 +483,18 @@ func (t *refRadixTree) Evict(numTokens int) (EvictResult, error) {
 }
 
 // State implements RadixTree.
-func (t *refRadixTree) State() TreeState {
+func (t *refRadixTree) State() spec.TreeState {
 	nodes := append([]*radixNode{t.root}, t.walk()...)
-	st := TreeState{Config: t.cfg, Tick: t.tick, NextID: t.nextID,
+	st := spec.TreeState{Config: t.cfg, Tick: t.tick, NextID: t.nextID,
 		EvictableSize: t.evictableSize, ProtectedSize: t.protectedSize, CopiedUnits: t.copiedUnits,
-		MetaMisses: t.metaMisses, LoadRefusals: t.loadRefusals, Nodes: make([]NodeState, len(nodes))}
+		MetaMisses: t.metaMisses, LoadRefusals: t.loadRefusals, Nodes: make([]spec.NodeState, len(nodes))}
 	for i, n := range nodes {
-		parent := NodeID(-1)
+		parent := spec.NodeID(-1)
 		if n.parent != nil {
 			parent = n.parent.id
 		}
-		st.Nodes[i] = NodeState{ID: n.id, Parent: parent, Key: append([]Unit{}, n.key.Units...),
-			Extra: n.key.Extra, Value: append([]SlotIdx{}, n.value...), LockRef: n.lockRef,
+		st.Nodes[i] = spec.NodeState{ID: n.id, Parent: parent, Key: append([]spec.Unit{}, n.key.Units...),
+			Extra: n.key.Extra, Value: append([]spec.SlotIdx{}, n.value...), LockRef: n.lockRef,
 			LastAccess: n.lastAccess, Created: n.created, HitCount: n.hitCount, Priority: n.priority,
 			CP: t.nodeCP(n), PrefixHashes: t.nodeHashes(n)}
 	}
@@ -510,16 +512,16 @@ func (t *refRadixTree) tokenDepth(n *radixNode) int {
 
 // nodeCP derives n's owner metadata the old way: its pages enumerated from
 // its token depth (docs/spec/radix-acks.md §4.3); nil with CP off.
-func (t *refRadixTree) nodeCP(n *radixNode) *NodeCP {
+func (t *refRadixTree) nodeCP(n *radixNode) *spec.NodeCP {
 	sizes := t.cfg.CPSizes()
 	if len(sizes) == 0 {
 		return nil
 	}
 	ps, d := t.cfg.PageSize, t.tokenDepth(n)
-	cp := &NodeCP{StartPage: d / ps, NumPages: len(n.key.Units) / ps,
+	cp := &spec.NodeCP{StartPage: d / ps, NumPages: len(n.key.Units) / ps,
 		PageOwners: pageOwnersOf(t.owner, d/ps, len(n.key.Units)/ps, sizes[0])}
 	for _, size := range sizes {
-		cp.OwnerCounts = append(cp.OwnerCounts, CPCounts{CPSize: size, Counts: EnumerateOwnerCounts(t.owner, d, len(n.key.Units), ps, size)})
+		cp.OwnerCounts = append(cp.OwnerCounts, spec.CPCounts{CPSize: size, Counts: EnumerateOwnerCounts(t.owner, d, len(n.key.Units), ps, size)})
 	}
 	return cp
 }
@@ -530,17 +532,17 @@ func (t *refRadixTree) nodeCP(n *radixNode) *NodeCP {
 // scanned leaf's counts are recounted from its tokens — the old path, O(n)
 // per leaf — and a leaf whose size has no metadata in the fixed tree
 // counts a miss, as the fast tree must.
-func (t *refRadixTree) EvictOwnerLanes(req OwnerPlanRequest) (OwnerPlan, error) {
+func (t *refRadixTree) EvictOwnerLanes(req spec.OwnerPlanRequest) (spec.OwnerPlan, error) {
 	n, err := CheckOwnerPlan(req, t.cfg.CPSize)
 	if err != nil {
-		return OwnerPlan{}, err
+		return spec.OwnerPlan{}, err
 	}
 	load, err := t.find(req.Locked)
 	if err != nil {
-		return OwnerPlan{}, err
+		return spec.OwnerPlan{}, err
 	}
 	deficit := PlanDeficit(req.Need, req.Free)
-	plan := OwnerPlan{CPSize: n, Deficit: slices.Clone(deficit), Victims: []NodeID{}, Freed: [][]SlotIdx{}}
+	plan := spec.OwnerPlan{CPSize: n, Deficit: slices.Clone(deficit), Victims: []spec.NodeID{}, Freed: [][]spec.SlotIdx{}}
 	onPath := map[*radixNode]bool{}
 	for y := load; y != nil; y = y.parent {
 		onPath[y] = true
@@ -557,7 +559,7 @@ func (t *refRadixTree) EvictOwnerLanes(req OwnerPlanRequest) (OwnerPlan, error) 
 		t.loadRefusals++
 	default:
 		for _, v := range victims {
-			plan.Freed = append(plan.Freed, append([]SlotIdx{}, v.value...))
+			plan.Freed = append(plan.Freed, append([]spec.SlotIdx{}, v.value...))
 			plan.Evicted += len(v.value)
 			t.evictableSize -= len(v.key.Units)
 			delete(v.parent.children, t.childKey(v.key))
@@ -623,13 +625,13 @@ func (t *refRadixTree) leafCounts(x *radixNode, n int) []int32 {
 // lock_ref is at least the sum of its children's) and R-TOTAL, and the
 // clock bounds every stamp. R-COMPACT is about representation, so the fast
 // tree checks it itself.
-func CheckTreeState(st TreeState) error {
+func CheckTreeState(st spec.TreeState) error {
 	if len(st.Nodes) == 0 || st.Nodes[0].ID != 0 || st.Nodes[0].Parent != -1 || st.Nodes[0].LockRef != 1 {
 		return fmt.Errorf("radix: the root must come first with id 0, no parent and lock_ref 1")
 	}
 	ps := st.Config.PageSize
-	byID := map[NodeID]NodeState{}
-	childLocks := map[NodeID]int{}
+	byID := map[spec.NodeID]spec.NodeState{}
+	childLocks := map[spec.NodeID]int{}
 	siblings := map[string]bool{}
 	evictable, protected := 0, 0
 	for i, n := range st.Nodes {

@@ -4,65 +4,46 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Validation for sampling.pack and its Filter and Merge (docs/spec/transfer.md §8): per-field and batch checks.
 
 // Sentinels of sampling.pack (docs/spec/transfer.md §8) and of its Filter and Merge.
 var (
-	// ErrNonFinite: a float parameter is NaN or ±Inf, or a temperature too
-	// large to convert to a finite float32 (docs/spec/transfer.md §8 [designed]; a NaN
-	// temperature would pass upstream's "< 0" check).
-	ErrNonFinite = NewSentinel("non_finite", "float parameter must be finite, also as float32")
-	// ErrTopKOverflow: top_k after normalisation does not fit the int32 top_k buffer (docs/spec/transfer.md §8 [designed]).
-	ErrTopKOverflow = NewSentinel("top_k_overflow", "top_k must fit in int32")
-	// ErrBadTemperature: temperature < 0 (docs/spec/transfer.md §8 verify).
-	ErrBadTemperature = NewSentinel("bad_temperature", "temperature must be >= 0")
-	// ErrBadTopP: top_p outside (0, 1] (docs/spec/transfer.md §8 verify).
-	ErrBadTopP = NewSentinel("bad_top_p", "top_p must be in (0, 1]")
-	// ErrBadMinP: min_p outside [0, 1] (docs/spec/transfer.md §8 verify).
-	ErrBadMinP = NewSentinel("bad_min_p", "min_p must be in [0, 1]")
-	// ErrBadTopK: top_k < 1 after normalisation, i.e. 0 or below -1 on a
-	// non-greedy request (docs/spec/transfer.md §8 verify).
-	ErrBadTopK = NewSentinel("bad_top_k", "top_k must be >= 1 after normalisation (-1 means all)")
 	// errKeepIndexOutOfRange: a Filter keep index is >= the batch size (docs/spec/transfer.md §8 filter).
-	errKeepIndexOutOfRange = NewSentinel("keep_index_out_of_range", "keep index must be < batch size")
+	errKeepIndexOutOfRange = spec.NewSentinel("keep_index_out_of_range", "keep index must be < batch size")
 	// errMixedDeterminism: Merge of a batch with seeds and one without
 	// (docs/spec/transfer.md §8 merge [designed]; upstream would keep the left seeds
 	// and leave them shorter than the other arrays).
-	errMixedDeterminism = NewSentinel("mixed_determinism", "cannot merge a deterministic batch with a non-deterministic one")
+	errMixedDeterminism = spec.NewSentinel("mixed_determinism", "cannot merge a deterministic batch with a non-deterministic one")
 )
-
-// Float32Overflow is the smallest magnitude float32 conversion rounds to
-// ±Inf: halfway between MaxFloat32 and 2^128, where the tie goes to the
-// even neighbour 2^128 (= Inf). Temperatures must stay below it ([designed],
-// docs/spec/transfer.md §8): the packed buffer is float32 and JSON cannot carry Inf.
-const Float32Overflow = 0x1p128 - 0x1p103
 
 func checkTemperature(i int, t float64) error {
 	if err := checkFinite(i, "temperature", t); err != nil {
 		return err
 	}
 	if t < 0 {
-		return Reject(ErrBadTemperature, requestField(i, "temperature"), t, ">= 0")
+		return spec.Reject(spec.ErrBadTemperature, requestField(i, "temperature"), t, ">= 0")
 	}
-	if t >= Float32Overflow {
-		return Reject(ErrNonFinite, requestField(i, "temperature"), t,
-			fmt.Sprintf("< %v so that float32(temperature) is finite", float64(Float32Overflow)))
+	if t >= spec.Float32Overflow {
+		return spec.Reject(spec.ErrNonFinite, requestField(i, "temperature"), t,
+			fmt.Sprintf("< %v so that float32(temperature) is finite", float64(spec.Float32Overflow)))
 	}
 	return nil
 }
 
 // checkUnitInterval checks x in (0, 1], or [0, 1] when closed.
-func checkUnitInterval(i int, name string, x float64, closed bool, s *Sentinel) error {
+func checkUnitInterval(i int, name string, x float64, closed bool, s *spec.Sentinel) error {
 	if err := checkFinite(i, name, x); err != nil {
 		return err
 	}
 	if closed && (x < 0 || x > 1) {
-		return Reject(s, requestField(i, name), x, "in [0, 1]")
+		return spec.Reject(s, requestField(i, name), x, "in [0, 1]")
 	}
 	if !closed && (x <= 0 || x > 1) {
-		return Reject(s, requestField(i, name), x, "in (0, 1]")
+		return spec.Reject(s, requestField(i, name), x, "in (0, 1]")
 	}
 	return nil
 }
@@ -72,7 +53,7 @@ func checkUnitInterval(i int, name string, x float64, closed bool, s *Sentinel) 
 // object must still encode.
 func checkFinite(i int, name string, x float64) error {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return Reject(ErrNonFinite, requestField(i, name), strconv.FormatFloat(x, 'g', -1, 64), "finite")
+		return spec.Reject(spec.ErrNonFinite, requestField(i, name), strconv.FormatFloat(x, 'g', -1, 64), "finite")
 	}
 	return nil
 }
@@ -80,13 +61,13 @@ func checkFinite(i int, name string, x float64) error {
 // CheckSamplingBatch checks that b is a well-formed packed batch: len(F) is
 // 3×len(TopK), and Seeds is nil or has len(TopK) entries. name prefixes the
 // field paths ("batch", "a", "b"). Filter and Merge call it first.
-func CheckSamplingBatch(name string, b SamplingPackOutput) error {
+func CheckSamplingBatch(name string, b spec.SamplingPackOutput) error {
 	bs := len(b.TopK)
 	if len(b.F) != 3*bs {
-		return Reject(ErrLengthMismatch, name+".f", len(b.F), fmt.Sprintf("3 × len(top_k) = %d", 3*bs))
+		return spec.Reject(spec.ErrLengthMismatch, name+".f", len(b.F), fmt.Sprintf("3 × len(top_k) = %d", 3*bs))
 	}
 	if b.Seeds != nil && len(b.Seeds) != bs {
-		return Reject(ErrLengthMismatch, name+".seeds", len(b.Seeds), fmt.Sprintf("null or len(top_k) = %d", bs))
+		return spec.Reject(spec.ErrLengthMismatch, name+".seeds", len(b.Seeds), fmt.Sprintf("null or len(top_k) = %d", bs))
 	}
 	return nil
 }
@@ -97,10 +78,10 @@ func CheckSamplingBatch(name string, b SamplingPackOutput) error {
 func CheckSamplingKeep(keep []int64, bs int) error {
 	for j, k := range keep {
 		if k < 0 {
-			return Reject(ErrNegative, Idx("keep", j), k, ">= 0")
+			return spec.Reject(spec.ErrNegative, spec.Idx("keep", j), k, ">= 0")
 		}
 		if k >= int64(bs) {
-			return Reject(errKeepIndexOutOfRange, Idx("keep", j), k, fmt.Sprintf("< batch size (%d)", bs))
+			return spec.Reject(errKeepIndexOutOfRange, spec.Idx("keep", j), k, fmt.Sprintf("< batch size (%d)", bs))
 		}
 	}
 	return nil
@@ -108,7 +89,7 @@ func CheckSamplingKeep(keep []int64, bs int) error {
 
 // CheckSamplingMerge checks MergeSampling's preconditions in order: a is
 // well-formed, b is well-formed, and both or neither carry seeds.
-func CheckSamplingMerge(a, b SamplingPackOutput) error {
+func CheckSamplingMerge(a, b spec.SamplingPackOutput) error {
 	if err := CheckSamplingBatch("a", a); err != nil {
 		return err
 	}
@@ -116,7 +97,7 @@ func CheckSamplingMerge(a, b SamplingPackOutput) error {
 		return err
 	}
 	if (a.Seeds == nil) != (b.Seeds == nil) {
-		return Reject(errMixedDeterminism, "b.seeds", seedsState(b.Seeds), "same as a.seeds ("+seedsState(a.Seeds)+")")
+		return spec.Reject(errMixedDeterminism, "b.seeds", seedsState(b.Seeds), "same as a.seeds ("+seedsState(a.Seeds)+")")
 	}
 	return nil
 }

@@ -5,94 +5,35 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-)
 
-// Compatibility families of --openai-compat-family (docs/spec/admission-serving.md S2.1).
-const (
-	// FamilyNone is upstream behaviour (also spelled "").
-	FamilyNone = "none"
-	// FamilyGLM adds completion_tokens_details.reasoning_tokens (S2.6).
-	FamilyGLM = "glm"
-	// FamilyKimi rewrites tool-call ids (S2.9).
-	FamilyKimi = "kimi"
+	"github.com/kvtwin/kvtwin/spec"
 )
-
-// Endpoints a request is normalized for.
-const (
-	// EndpointChat is /v1/chat/completions.
-	EndpointChat = "chat"
-	// EndpointCompletions is /v1/completions.
-	EndpointCompletions = "completions"
-)
-
-// CompatFlags are the opt-in server arguments of S2.1; the zero value is
-// upstream behaviour.
-type CompatFlags struct {
-	// ParaChatDefaultMaxTokens is --para-chat-default-max-tokens (>= 1); nil is unset.
-	ParaChatDefaultMaxTokens *int64 `json:"para_chat_default_max_tokens,omitempty"`
-	// Family is --openai-compat-family: "none" (or ""), "glm" or "kimi".
-	Family string `json:"openai_compat_family,omitempty"`
-	// NormalizeToolChoice is --normalize-tool-choice (S2.3).
-	NormalizeToolChoice bool `json:"normalize_tool_choice,omitempty"`
-	// FlattenToolRoleContent is --flatten-tool-role-content (S2.4).
-	FlattenToolRoleContent bool `json:"flatten_tool_role_content,omitempty"`
-	// StreamFirstChunkPreflight is --stream-first-chunk-preflight (S2.5).
-	StreamFirstChunkPreflight bool `json:"stream_first_chunk_preflight,omitempty"`
-}
 
 // checkCompatFlags is the startup validation of S2.10; field is the JSON
 // path prefix of the flags.
-func checkCompatFlags(field string, f CompatFlags) error {
+func checkCompatFlags(field string, f spec.CompatFlags) error {
 	if d := f.ParaChatDefaultMaxTokens; d != nil && *d < 1 {
-		return Reject(ErrBadFlag, field+".para_chat_default_max_tokens", *d, ">= 1 (--para-chat-default-max-tokens)")
+		return spec.Reject(spec.ErrBadFlag, field+".para_chat_default_max_tokens", *d, ">= 1 (--para-chat-default-max-tokens)")
 	}
 	switch f.Family {
-	case "", FamilyNone, FamilyGLM, FamilyKimi:
+	case "", spec.FamilyNone, spec.FamilyGLM, spec.FamilyKimi:
 		return nil
 	}
-	return Reject(ErrBadFlag, field+".openai_compat_family", f.Family, "one of none, glm, kimi (--openai-compat-family)")
-}
-
-// ServingChatNormalizeInput is the input of serving.chat_normalize (S2.2–S2.4, S2.7).
-type ServingChatNormalizeInput struct {
-	// Endpoint is "chat" or "completions".
-	Endpoint string `json:"endpoint"`
-	// Request is the client's JSON request object, untouched.
-	Request json.RawMessage `json:"request"`
-	// PromptTokens is N after tokenization; nil before tokenization (no soft clamp).
-	PromptTokens *int64 `json:"prompt_tokens,omitempty"`
-	// ContextLen is the model context length, >= 1.
-	ContextLen int64 `json:"context_len"`
-	// Flags are the server's compatibility flags.
-	Flags CompatFlags `json:"flags"`
-}
-
-// ServingChatNormalizeOutput is the request the engine goes on with (Status 200),
-// or the 400 it answers instead.
-type ServingChatNormalizeOutput struct {
-	// Status is 200, or 400 for a request the layer rejects.
-	Status int `json:"status"`
-	// Request is the normalized request (null on 400): every member the
-	// layer does not edit keeps its bytes and place.
-	Request json.RawMessage `json:"request"`
-	// SoftMaxTokens is true when max_tokens was injected by the server (S2.2).
-	SoftMaxTokens bool `json:"soft_max_tokens"`
-	// Message is the BadRequestError message on 400, "" otherwise.
-	Message string `json:"message"`
+	return spec.Reject(spec.ErrBadFlag, field+".openai_compat_family", f.Family, "one of none, glm, kimi (--openai-compat-family)")
 }
 
 // CheckChatNormalize validates the op's own input (not the client's
 // request, whose faults are 400 outputs): endpoint, request object,
 // numbers, flags.
-func CheckChatNormalize(in ServingChatNormalizeInput) error {
-	if in.Endpoint != EndpointChat && in.Endpoint != EndpointCompletions {
-		return Reject(ErrBadEnum, "endpoint", in.Endpoint, `"chat" or "completions"`)
+func CheckChatNormalize(in spec.ServingChatNormalizeInput) error {
+	if in.Endpoint != spec.EndpointChat && in.Endpoint != spec.EndpointCompletions {
+		return spec.Reject(spec.ErrBadEnum, "endpoint", in.Endpoint, `"chat" or "completions"`)
 	}
 	if in.ContextLen < 1 {
-		return Reject(ErrPoolTooSmall, "context_len", in.ContextLen, ">= 1")
+		return spec.Reject(spec.ErrPoolTooSmall, "context_len", in.ContextLen, ">= 1")
 	}
 	if in.PromptTokens != nil && *in.PromptTokens < 0 {
-		return Reject(ErrNegative, "prompt_tokens", *in.PromptTokens, ">= 0 (input token count must be >= 0)")
+		return spec.Reject(spec.ErrNegative, "prompt_tokens", *in.PromptTokens, ">= 0 (input token count must be >= 0)")
 	}
 	return checkCompatFlags("flags", in.Flags)
 }
@@ -101,16 +42,6 @@ func CheckChatNormalize(in ServingChatNormalizeInput) error {
 type badRequest struct{ msg string }
 
 func (b *badRequest) Error() string { return b.msg }
-
-// Client error messages of S2 (the engine's exact texts).
-const (
-	// MsgMessagesNotList: a chat request whose messages is not a list.
-	MsgMessagesNotList = "messages must be a list"
-	// MsgToolsNotList: tools present but neither a list nor null.
-	MsgToolsNotList = "tools must be a list or null"
-	// MsgUpstreamToolChoice: flag off, tool_choice outside upstream's forms.
-	MsgUpstreamToolChoice = `tool_choice must be "none", "auto", "required" or {"type":"function","function":{"name":...}}`
-)
 
 // ToolChoiceStringError is S2.3 rule 3's message for s.
 func ToolChoiceStringError(s string) string {
@@ -189,22 +120,22 @@ func PartTypeName(partKind, typeKind, typeString string) string {
 // S2.7): the request edited member by member; a client fault is a 400 output.
 // Order: messages' shape, tools, tool_choice, then each message in order,
 // then the max_tokens default.
-func ServingChatNormalize(_ Limits, in ServingChatNormalizeInput) (ServingChatNormalizeOutput, error) {
+func ServingChatNormalize(_ spec.Limits, in spec.ServingChatNormalizeInput) (spec.ServingChatNormalizeOutput, error) {
 	if err := CheckChatNormalize(in); err != nil {
-		return ServingChatNormalizeOutput{}, err
+		return spec.ServingChatNormalizeOutput{}, err
 	}
 	doc, ok := parseObject(in.Request)
 	if !ok {
-		return ServingChatNormalizeOutput{}, Reject(ErrNotJSONObject, "request", jsonKindOrInvalid(in.Request), "a JSON object")
+		return spec.ServingChatNormalizeOutput{}, spec.Reject(spec.ErrNotJSONObject, "request", jsonKindOrInvalid(in.Request), "a JSON object")
 	}
-	if in.Endpoint == EndpointCompletions {
-		return ServingChatNormalizeOutput{Status: 200, Request: doc.encode()}, nil
+	if in.Endpoint == spec.EndpointCompletions {
+		return spec.ServingChatNormalizeOutput{Status: 200, Request: doc.encode()}, nil
 	}
 	doc, soft, err := normalizeChat(doc, in)
 	if err != nil {
-		return ServingChatNormalizeOutput{Status: StatusBadRequest, Message: err.Error()}, nil
+		return spec.ServingChatNormalizeOutput{Status: spec.StatusBadRequest, Message: err.Error()}, nil
 	}
-	return ServingChatNormalizeOutput{Status: 200, Request: doc.encode(), SoftMaxTokens: soft}, nil
+	return spec.ServingChatNormalizeOutput{Status: 200, Request: doc.encode(), SoftMaxTokens: soft}, nil
 }
 
 func jsonKindOrInvalid(raw json.RawMessage) string {
@@ -214,10 +145,10 @@ func jsonKindOrInvalid(raw json.RawMessage) string {
 	return jsonKind(raw)
 }
 
-func normalizeChat(doc jsonObject, in ServingChatNormalizeInput) (jsonObject, bool, error) {
+func normalizeChat(doc jsonObject, in spec.ServingChatNormalizeInput) (jsonObject, bool, error) {
 	msgs, ok := parseArray(doc.get("messages"))
 	if !ok {
-		return nil, false, &badRequest{MsgMessagesNotList}
+		return nil, false, &badRequest{spec.MsgMessagesNotList}
 	}
 	nTools, names, err := toolNames(doc.get("tools"))
 	if err != nil {
@@ -262,7 +193,7 @@ func toolNames(raw json.RawMessage) (int, []string, error) {
 	}
 	tools, ok := parseArray(raw)
 	if !ok {
-		return 0, nil, &badRequest{MsgToolsNotList}
+		return 0, nil, &badRequest{spec.MsgToolsNotList}
 	}
 	names := []string{}
 	for _, t := range tools {
@@ -373,7 +304,7 @@ func upstreamToolChoice(raw json.RawMessage) error {
 			return nil
 		}
 	}
-	return &badRequest{MsgUpstreamToolChoice}
+	return &badRequest{spec.MsgUpstreamToolChoice}
 }
 
 // normalizeMessage returns message i rewritten, or nil when unchanged:

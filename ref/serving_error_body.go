@@ -6,75 +6,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
-
-// Sentinels of the serving surface (docs/spec/admission-serving.md S1.6, S2.10).
-var (
-	// ErrPoolTooSmall: context_len or max_total_tokens below 1, or a
-	// max_req_input_len below 1 (docs/spec/admission-serving.md S1.6).
-	ErrPoolTooSmall = NewSentinel("pool_too_small", "max_req_input_len must be >= 1 (memory pool too small)")
-	// ErrBadStatus: an error body asked for a status outside [400, 599] (S1.6).
-	ErrBadStatus = NewSentinel("bad_status", "error status must be a 4xx or 5xx code")
-	// ErrBadFlag: a server flag outside its type (S2.10).
-	ErrBadFlag = NewSentinel("bad_flag", "server argument outside its type")
-	// ErrNotJSONObject: a field that carries a JSON document is not a JSON object (S2).
-	ErrNotJSONObject = NewSentinel("not_json_object", "value must be a JSON object")
-)
-
-// Scheduler stages that can reject an input (docs/spec/admission-serving.md S1.2).
-const (
-	// StageTokenizer is the tokenizer pre-check, N >= context_len.
-	StageTokenizer = "tokenizer"
-	// StageScheduler is validate_input_length, N >= max_req_input_len.
-	StageScheduler = "scheduler"
-)
-
-// Error types and statuses of S1.
-const (
-	// PayloadTooLarge is the err_type of every length rejection (S1.2).
-	PayloadTooLarge = "PayloadTooLargeError"
-	// BadRequest is the err_type of every other client error (S1.3, S2.10).
-	BadRequest = "BadRequestError"
-	// StatusPayloadTooLarge is HTTP 413.
-	StatusPayloadTooLarge = 413
-	// StatusBadRequest is HTTP 400.
-	StatusBadRequest = 400
-)
-
-// ServingValidateInputLengthInput is the input of serving.validate_input_length
-// (docs/spec/admission-serving.md S1.2).
-type ServingValidateInputLengthInput struct {
-	// PromptTokens is N, the prompt's token count after multimodal expansion, >= 0.
-	PromptTokens int64 `json:"prompt_tokens"`
-	// ContextLen is C, the model context length, >= 1.
-	ContextLen int64 `json:"context_len"`
-	// MaxTotalTokens is T, the KV pool size in tokens, >= 1.
-	MaxTotalTokens int64 `json:"max_total_tokens"`
-	// AllowAutoTruncate is --allow-auto-truncate: truncate instead of rejecting.
-	AllowAutoTruncate bool `json:"allow_auto_truncate,omitempty"`
-}
-
-// ServingValidateInputLengthOutput is the verdict of both bounds (S1.2).
-type ServingValidateInputLengthOutput struct {
-	// MaxReqLen is min(C-1, T-1).
-	MaxReqLen int64 `json:"max_req_len"`
-	// MaxReqInputLen is max_req_len - 5.
-	MaxReqInputLen int64 `json:"max_req_input_len"`
-	// Accepted is true when generation proceeds.
-	Accepted bool `json:"accepted"`
-	// Stage is the rejecting check ("tokenizer" or "scheduler"), "" when accepted.
-	Stage string `json:"stage"`
-	// PrefillTokens is how many tokens reach prefill: N, the truncated length
-	// under auto-truncate, 1 (the abort placeholder) for a scheduler
-	// rejection, 0 for a tokenizer rejection (S1.2, S1.5 invariant 4).
-	PrefillTokens int64 `json:"prefill_tokens"`
-	// Status is 413 on rejection, 0 when accepted.
-	Status int `json:"status"`
-	// ErrType is "PayloadTooLargeError" on rejection, "" when accepted.
-	ErrType string `json:"err_type"`
-	// Message is the exact client message on rejection, "" when accepted.
-	Message string `json:"message"`
-}
 
 // LengthMessage is the one client message of S1.1.
 func LengthMessage(n, limit int64) string {
@@ -85,33 +19,33 @@ func LengthMessage(n, limit int64) string {
 // CheckInputLengthArgs validates S1.6 and returns max_req_len and
 // max_req_input_len. The order (context_len, max_total_tokens,
 // max_req_input_len, prompt_tokens) is the contract both twins keep.
-func CheckInputLengthArgs(in ServingValidateInputLengthInput) (int64, int64, error) {
+func CheckInputLengthArgs(in spec.ServingValidateInputLengthInput) (int64, int64, error) {
 	if in.ContextLen < 1 {
-		return 0, 0, Reject(ErrPoolTooSmall, "context_len", in.ContextLen, ">= 1")
+		return 0, 0, spec.Reject(spec.ErrPoolTooSmall, "context_len", in.ContextLen, ">= 1")
 	}
 	if in.MaxTotalTokens < 1 {
-		return 0, 0, Reject(ErrPoolTooSmall, "max_total_tokens", in.MaxTotalTokens, ">= 1")
+		return 0, 0, spec.Reject(spec.ErrPoolTooSmall, "max_total_tokens", in.MaxTotalTokens, ">= 1")
 	}
 	maxReqLen := min(in.ContextLen, in.MaxTotalTokens) - 1
 	maxReqInputLen := maxReqLen - 5
 	if maxReqInputLen < 1 {
-		return 0, 0, Reject(ErrPoolTooSmall, "max_req_input_len", maxReqInputLen,
+		return 0, 0, spec.Reject(spec.ErrPoolTooSmall, "max_req_input_len", maxReqInputLen,
 			">= 1 (memory pool too small): min(context_len, max_total_tokens) - 6")
 	}
 	if in.PromptTokens < 0 {
-		return 0, 0, Reject(ErrNegative, "prompt_tokens", in.PromptTokens, ">= 0 (input token count must be >= 0)")
+		return 0, 0, spec.Reject(spec.ErrNegative, "prompt_tokens", in.PromptTokens, ">= 0 (input token count must be >= 0)")
 	}
 	return maxReqLen, maxReqInputLen, nil
 }
 
 // ServingValidateInputLength applies the tokenizer pre-check and the scheduler
 // check of docs/spec/admission-serving.md S1.2, in that order.
-func ServingValidateInputLength(_ Limits, in ServingValidateInputLengthInput) (ServingValidateInputLengthOutput, error) {
+func ServingValidateInputLength(_ spec.Limits, in spec.ServingValidateInputLengthInput) (spec.ServingValidateInputLengthOutput, error) {
 	maxReqLen, maxReqInputLen, err := CheckInputLengthArgs(in)
 	if err != nil {
-		return ServingValidateInputLengthOutput{}, err
+		return spec.ServingValidateInputLengthOutput{}, err
 	}
-	out := ServingValidateInputLengthOutput{MaxReqLen: maxReqLen, MaxReqInputLen: maxReqInputLen}
+	out := spec.ServingValidateInputLengthOutput{MaxReqLen: maxReqLen, MaxReqInputLen: maxReqInputLen}
 	n := in.PromptTokens
 	if in.AllowAutoTruncate {
 		// Rule 3: the tokenizer keeps the first C tokens, then the scheduler
@@ -121,57 +55,17 @@ func ServingValidateInputLength(_ Limits, in ServingValidateInputLengthInput) (S
 	}
 	switch {
 	case n >= in.ContextLen: // rule 1, the upstream N == C quirk kept
-		out.Stage, out.PrefillTokens = StageTokenizer, 0
+		out.Stage, out.PrefillTokens = spec.StageTokenizer, 0
 		out.Message = LengthMessage(n, in.ContextLen)
 	case n >= maxReqInputLen: // rule 2, reporting L_eff so the message is true
-		out.Stage, out.PrefillTokens = StageScheduler, 1
+		out.Stage, out.PrefillTokens = spec.StageScheduler, 1
 		out.Message = LengthMessage(n, maxReqInputLen-1)
 	default:
 		out.Accepted, out.PrefillTokens = true, n
 		return out, nil
 	}
-	out.Status, out.ErrType = StatusPayloadTooLarge, PayloadTooLarge
+	out.Status, out.ErrType = spec.StatusPayloadTooLarge, spec.PayloadTooLarge
 	return out, nil
-}
-
-// Surfaces an error body is rendered for (docs/spec/admission-serving.md S1.3).
-const (
-	// SurfaceOpenAI is an OpenAI endpoint answering a non-streaming request.
-	SurfaceOpenAI = "openai"
-	// SurfaceOpenAIStream is an OpenAI endpoint whose SSE stream is already open.
-	SurfaceOpenAIStream = "openai_stream"
-	// SurfaceGenerate is the raw /generate endpoint.
-	SurfaceGenerate = "generate"
-)
-
-// Content types of the rendered responses.
-const (
-	// ContentJSON is the non-streaming content type.
-	ContentJSON = "application/json"
-	// ContentSSE is the streaming content type.
-	ContentSSE = "text/event-stream"
-)
-
-// ServingErrorBodyInput is the input of serving.error_body (S1.3).
-type ServingErrorBodyInput struct {
-	// Surface is "openai", "openai_stream" or "generate".
-	Surface string `json:"surface"`
-	// Status is the error's status code, in [400, 599].
-	Status int `json:"status"`
-	// ErrType is the error class; "" means the default for Status (DefaultErrType).
-	ErrType string `json:"err_type,omitempty"`
-	// Message is the client message.
-	Message string `json:"message"`
-}
-
-// ServingErrorBodyOutput is the exact response an error produces (S1.3).
-type ServingErrorBodyOutput struct {
-	// Status is the HTTP status of the response (200 for an in-stream error).
-	Status int `json:"status"`
-	// ContentType is the response content type.
-	ContentType string `json:"content_type"`
-	// Body is the response body, byte for byte.
-	Body string `json:"body"`
 }
 
 // DefaultErrType is the err_type of a status when none is given: the two
@@ -179,23 +73,23 @@ type ServingErrorBodyOutput struct {
 // derives it (HTTPStatusName).
 func DefaultErrType(status int64) string {
 	switch status {
-	case StatusPayloadTooLarge:
-		return PayloadTooLarge
-	case StatusBadRequest:
-		return BadRequest
+	case spec.StatusPayloadTooLarge:
+		return spec.PayloadTooLarge
+	case spec.StatusBadRequest:
+		return spec.BadRequest
 	}
 	return HTTPStatusName(status)
 }
 
 // CheckErrorBody validates S1.6's status bound and the surface.
-func CheckErrorBody(in ServingErrorBodyInput) error {
+func CheckErrorBody(in spec.ServingErrorBodyInput) error {
 	switch in.Surface {
-	case SurfaceOpenAI, SurfaceOpenAIStream, SurfaceGenerate:
+	case spec.SurfaceOpenAI, spec.SurfaceOpenAIStream, spec.SurfaceGenerate:
 	default:
-		return Reject(ErrBadEnum, "surface", in.Surface, `"openai", "openai_stream" or "generate"`)
+		return spec.Reject(spec.ErrBadEnum, "surface", in.Surface, `"openai", "openai_stream" or "generate"`)
 	}
 	if in.Status < 400 || in.Status > 599 {
-		return Reject(ErrBadStatus, "status", in.Status, "in [400, 599] (error status must be a 4xx or 5xx code)")
+		return spec.Reject(spec.ErrBadStatus, "status", in.Status, "in [400, 599] (error status must be a 4xx or 5xx code)")
 	}
 	return nil
 }
@@ -204,9 +98,9 @@ func CheckErrorBody(in ServingErrorBodyInput) error {
 // compact OpenAI error object; the in-stream data: chunk followed by
 // [DONE]; or /generate's {"error":{"message"}}, which answers 400 for every
 // 4xx (PayloadTooLargeError is a ValueError there) and keeps a 5xx status.
-func ServingErrorBody(_ Limits, in ServingErrorBodyInput) (ServingErrorBodyOutput, error) {
+func ServingErrorBody(_ spec.Limits, in spec.ServingErrorBodyInput) (spec.ServingErrorBodyOutput, error) {
 	if err := CheckErrorBody(in); err != nil {
-		return ServingErrorBodyOutput{}, err
+		return spec.ServingErrorBodyOutput{}, err
 	}
 	errType := in.ErrType
 	if errType == "" {
@@ -214,16 +108,16 @@ func ServingErrorBody(_ Limits, in ServingErrorBodyInput) (ServingErrorBodyOutpu
 	}
 	code := strconv.Itoa(in.Status)
 	switch in.Surface {
-	case SurfaceOpenAI:
-		return ServingErrorBodyOutput{Status: in.Status, ContentType: ContentJSON, Body: openAIErrorJSON(in.Message, errType, code)}, nil
-	case SurfaceOpenAIStream:
-		return ServingErrorBodyOutput{Status: 200, ContentType: ContentSSE, Body: StreamErrorSSE(in.Message, errType, code)}, nil
+	case spec.SurfaceOpenAI:
+		return spec.ServingErrorBodyOutput{Status: in.Status, ContentType: spec.ContentJSON, Body: openAIErrorJSON(in.Message, errType, code)}, nil
+	case spec.SurfaceOpenAIStream:
+		return spec.ServingErrorBodyOutput{Status: 200, ContentType: spec.ContentSSE, Body: StreamErrorSSE(in.Message, errType, code)}, nil
 	}
 	status := in.Status
 	if status < 500 {
-		status = StatusBadRequest
+		status = spec.StatusBadRequest
 	}
-	return ServingErrorBodyOutput{Status: status, ContentType: ContentJSON,
+	return spec.ServingErrorBodyOutput{Status: status, ContentType: spec.ContentJSON,
 		Body: `{"error":{"message":` + pyJSONString(in.Message, false) + `}}`}, nil
 }
 
@@ -422,40 +316,6 @@ func pyStatusName(code int64) (string, bool) {
 	return "", false
 }
 
-// ServingStreamErrorChunkInput is the input of serving.stream_error_chunk: one item of
-// the generation stream (S1.3 streaming abort typing, S2.5 first-chunk
-// preflight).
-type ServingStreamErrorChunkInput struct {
-	// FinishReason is the item's finish reason exactly as the engine sent
-	// it (any JSON value; null or absent when the item has none).
-	FinishReason json.RawMessage `json:"finish_reason,omitempty"`
-	// Chunk is the data the normal chunk path sends for this item (the
-	// chunk's JSON text), used when the item is not an error.
-	Chunk string `json:"chunk"`
-	// First is true for the stream's first item, before the status is committed.
-	First bool `json:"first,omitempty"`
-	// Preflight is --stream-first-chunk-preflight.
-	Preflight bool `json:"preflight,omitempty"`
-}
-
-// ServingStreamErrorChunkOutput is what the server sends for the item.
-type ServingStreamErrorChunkOutput struct {
-	// Emit is true when the item is an error that ends the stream; false is
-	// a normal chunk or a graceful abort (the normal chunk path continues).
-	Emit bool `json:"emit"`
-	// Code is the normalized integer status code (0 when Emit is false).
-	Code int64 `json:"code"`
-	// ErrType is the chosen err_type ("" when Emit is false).
-	ErrType string `json:"err_type"`
-	// Status is the HTTP status this item commits: set on the first item
-	// only (200, or the error's code under preflight), 0 afterwards.
-	Status int64 `json:"status"`
-	// ContentType is the committed content type on the first item, "" afterwards.
-	ContentType string `json:"content_type"`
-	// Body is the exact bytes sent for the item.
-	Body string `json:"body"`
-}
-
 // StatusCodeDigits normalizes a status_code per S1.3: a JSON integer
 // literal (a plain int; JSON cannot carry an IntEnum, whose value arrives
 // as the int) or a string of ASCII digits. It returns the code and true,
@@ -476,7 +336,7 @@ func StatusCodeDigits(raw string, isString bool) (int64, bool, error) {
 	}
 	v, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil {
-		return 0, false, Reject(ErrOverflow, "finish_reason.status_code", raw, fmt.Sprintf("in [%d, %d]", int64(math.MinInt64), int64(math.MaxInt64)))
+		return 0, false, spec.Reject(spec.ErrOverflow, "finish_reason.status_code", raw, fmt.Sprintf("in [%d, %d]", int64(math.MinInt64), int64(math.MaxInt64)))
 	}
 	return v, true, nil
 }
@@ -488,15 +348,15 @@ func StatusCodeDigits(raw string, isString bool) (int64, bool, error) {
 // or, when it is the first item under preflight and its code is a 4xx or
 // 5xx, as the non-streaming error with that status. Anything else is the
 // normal chunk, whose bytes preflight never changes.
-func ServingStreamErrorChunk(_ Limits, in ServingStreamErrorChunkInput) (ServingStreamErrorChunkOutput, error) {
+func ServingStreamErrorChunk(_ spec.Limits, in spec.ServingStreamErrorChunkInput) (spec.ServingStreamErrorChunkOutput, error) {
 	code, isErr, err := streamAbortCode(in.FinishReason)
 	if err != nil {
-		return ServingStreamErrorChunkOutput{}, err
+		return spec.ServingStreamErrorChunkOutput{}, err
 	}
 	if !isErr {
-		out := ServingStreamErrorChunkOutput{Body: "data: " + in.Chunk + "\n\n"}
+		out := spec.ServingStreamErrorChunkOutput{Body: "data: " + in.Chunk + "\n\n"}
 		if in.First {
-			out.Status, out.ContentType = 200, ContentSSE
+			out.Status, out.ContentType = 200, spec.ContentSSE
 		}
 		return out, nil
 	}
@@ -515,13 +375,13 @@ func ServingStreamErrorChunk(_ Limits, in ServingStreamErrorChunkInput) (Serving
 	if msg == "" {
 		msg = "Generation aborted."
 	}
-	out := ServingStreamErrorChunkOutput{Emit: true, Code: code, ErrType: errType}
+	out := spec.ServingStreamErrorChunkOutput{Emit: true, Code: code, ErrType: errType}
 	codeText := strconv.FormatInt(code, 10)
 	switch {
 	case in.First && in.Preflight && code >= 400 && code <= 599:
-		out.Status, out.ContentType, out.Body = code, ContentJSON, openAIErrorJSON(msg, errType, codeText)
+		out.Status, out.ContentType, out.Body = code, spec.ContentJSON, openAIErrorJSON(msg, errType, codeText)
 	case in.First:
-		out.Status, out.ContentType, out.Body = 200, ContentSSE, StreamErrorSSE(msg, errType, codeText)
+		out.Status, out.ContentType, out.Body = 200, spec.ContentSSE, StreamErrorSSE(msg, errType, codeText)
 	default:
 		out.Body = StreamErrorSSE(msg, errType, codeText)
 	}

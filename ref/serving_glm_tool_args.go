@@ -7,43 +7,14 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // GLM tool-call markup (docs/spec/admission-serving.md S2.8).
 const (
-	GLMCallOpen   = "<tool_call>"  // GLMCallOpen starts a call.
-	GLMCallClose  = "</tool_call>" // GLMCallClose ends a call.
-	GLMKeyOpen    = "<arg_key>"    // GLMKeyOpen starts an argument key.
-	GLMKeyClose   = "</arg_key>"   // GLMKeyClose ends an argument key.
-	GLMValueOpen  = "<arg_value>"  // GLMValueOpen starts an argument value.
-	GLMValueClose = "</arg_value>" // GLMValueClose ends an argument value.
-	pyWhitespace  = " \t\n\r\f\v"  // Python's ASCII \s, allowed between a key and its value
+	pyWhitespace = " \t\n\r\f\v" // Python's ASCII \s, allowed between a key and its value
 )
-
-// ServingGLMToolArgsInput is the input of serving.glm_tool_args (S2.8).
-type ServingGLMToolArgsInput struct {
-	// Text is the model's output text.
-	Text string `json:"text"`
-	// Tools is the request's tools list (for each key's schema type), or null.
-	Tools json.RawMessage `json:"tools,omitempty"`
-}
-
-// GLMToolCall is one parsed call.
-type GLMToolCall struct {
-	// Name is the function name, trimmed.
-	Name string `json:"name"`
-	// Arguments is the arguments object as the detector emits it
-	// (Python json.dumps, ensure_ascii=False, separators ", " and ": ").
-	Arguments string `json:"arguments"`
-}
-
-// ServingGLMToolArgsOutput is the parse of Text.
-type ServingGLMToolArgsOutput struct {
-	// NormalText is the text outside complete tool calls, in order.
-	NormalText string `json:"normal_text"`
-	// Calls are the complete tool calls in order.
-	Calls []GLMToolCall `json:"calls"`
-}
 
 // CheckGLMTools checks that tools is absent, null or a JSON list.
 func CheckGLMTools(tools json.RawMessage) error {
@@ -51,7 +22,7 @@ func CheckGLMTools(tools json.RawMessage) error {
 		return nil
 	}
 	if k := jsonKindOrInvalid(tools); k != "array" {
-		return Reject(ErrBadEnum, "tools", k, "a JSON list of tools or null")
+		return spec.Reject(spec.ErrBadEnum, "tools", k, "a JSON list of tools or null")
 	}
 	return nil
 }
@@ -86,19 +57,19 @@ func glmSchemaType(tools json.RawMessage, name, key string) string {
 // followed by a value is skipped; a repeated key keeps its first place and
 // its last value (a Python dict). Text outside calls, and an unclosed call,
 // is normal text.
-func ServingGLMToolArgs(_ Limits, in ServingGLMToolArgsInput) (ServingGLMToolArgsOutput, error) {
+func ServingGLMToolArgs(_ spec.Limits, in spec.ServingGLMToolArgsInput) (spec.ServingGLMToolArgsOutput, error) {
 	if err := CheckGLMTools(in.Tools); err != nil {
-		return ServingGLMToolArgsOutput{}, err
+		return spec.ServingGLMToolArgsOutput{}, err
 	}
-	out := ServingGLMToolArgsOutput{Calls: []GLMToolCall{}}
+	out := spec.ServingGLMToolArgsOutput{Calls: []spec.GLMToolCall{}}
 	var normal strings.Builder
 	rest := in.Text
 	for {
-		before, after, ok := strings.Cut(rest, GLMCallOpen)
+		before, after, ok := strings.Cut(rest, spec.GLMCallOpen)
 		if !ok {
 			break
 		}
-		body, tail, ok := strings.Cut(after, GLMCallClose)
+		body, tail, ok := strings.Cut(after, spec.GLMCallClose)
 		if !ok {
 			break
 		}
@@ -111,12 +82,12 @@ func ServingGLMToolArgs(_ Limits, in ServingGLMToolArgsInput) (ServingGLMToolArg
 	return out, nil
 }
 
-func parseGLMCall(body string, tools json.RawMessage) GLMToolCall {
+func parseGLMCall(body string, tools json.RawMessage) spec.GLMToolCall {
 	nameEnd := len(body)
 	if i := strings.Index(body, "\n"); i >= 0 {
 		nameEnd = i
 	}
-	if i := strings.Index(body, GLMKeyOpen); i >= 0 && i < nameEnd {
+	if i := strings.Index(body, spec.GLMKeyOpen); i >= 0 && i < nameEnd {
 		nameEnd = i
 	}
 	name := strings.TrimSpace(body[:nameEnd])
@@ -124,20 +95,20 @@ func parseGLMCall(body string, tools json.RawMessage) GLMToolCall {
 	vals := map[string]string{}
 	rest := body[nameEnd:]
 	for {
-		_, afterOpen, ok := strings.Cut(rest, GLMKeyOpen)
+		_, afterOpen, ok := strings.Cut(rest, spec.GLMKeyOpen)
 		if !ok {
 			break
 		}
-		k, afterKey, ok := strings.Cut(afterOpen, GLMKeyClose)
+		k, afterKey, ok := strings.Cut(afterOpen, spec.GLMKeyClose)
 		if !ok {
 			break
 		}
 		vstart := strings.TrimLeft(afterKey, pyWhitespace)
-		if !strings.HasPrefix(vstart, GLMValueOpen) {
+		if !strings.HasPrefix(vstart, spec.GLMValueOpen) {
 			rest = afterKey
 			continue
 		}
-		v, afterVal, ok := strings.Cut(vstart[len(GLMValueOpen):], GLMValueClose)
+		v, afterVal, ok := strings.Cut(vstart[len(spec.GLMValueOpen):], spec.GLMValueClose)
 		if !ok {
 			break
 		}
@@ -159,7 +130,7 @@ func parseGLMCall(body string, tools json.RawMessage) GLMToolCall {
 		b.WriteString(vals[k])
 	}
 	b.WriteByte('}')
-	return GLMToolCall{Name: name, Arguments: b.String()}
+	return spec.GLMToolCall{Name: name, Arguments: b.String()}
 }
 
 // ParseGLMArg is S2.8's value contract, returning the value as Python's

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // S1.4's table: C = 8192, T = 100000, so max_req_input_len = 8186 and L_eff = 8185.
@@ -17,13 +18,13 @@ func TestServingValidateInputLengthS14(t *testing.T) {
 		msg      string
 		accepted bool
 	}{
-		{9000, ref.StageTokenizer, 0, "The input (9000 tokens) is longer than the model's context length (8192 tokens).", false},
-		{8192, ref.StageTokenizer, 0, "The input (8192 tokens) is longer than the model's context length (8192 tokens).", false},
-		{8190, ref.StageScheduler, 1, "The input (8190 tokens) is longer than the model's context length (8185 tokens).", false},
-		{8186, ref.StageScheduler, 1, "The input (8186 tokens) is longer than the model's context length (8185 tokens).", false},
+		{9000, spec.StageTokenizer, 0, "The input (9000 tokens) is longer than the model's context length (8192 tokens).", false},
+		{8192, spec.StageTokenizer, 0, "The input (8192 tokens) is longer than the model's context length (8192 tokens).", false},
+		{8190, spec.StageScheduler, 1, "The input (8190 tokens) is longer than the model's context length (8185 tokens).", false},
+		{8186, spec.StageScheduler, 1, "The input (8186 tokens) is longer than the model's context length (8185 tokens).", false},
 		{8185, "", 8185, "", true},
 	} {
-		out, err := ref.ServingValidateInputLength(ref.DefaultLimits(), ref.ServingValidateInputLengthInput{PromptTokens: c.n, ContextLen: 8192, MaxTotalTokens: 100000})
+		out, err := ref.ServingValidateInputLength(spec.DefaultLimits(), spec.ServingValidateInputLengthInput{PromptTokens: c.n, ContextLen: 8192, MaxTotalTokens: 100000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +38,7 @@ func TestServingValidateInputLengthS14(t *testing.T) {
 }
 
 func TestServingValidateInputLengthAutoTruncate(t *testing.T) {
-	out, err := ref.ServingValidateInputLength(ref.DefaultLimits(), ref.ServingValidateInputLengthInput{PromptTokens: 9000, ContextLen: 8192, MaxTotalTokens: 100000, AllowAutoTruncate: true})
+	out, err := ref.ServingValidateInputLength(spec.DefaultLimits(), spec.ServingValidateInputLengthInput{PromptTokens: 9000, ContextLen: 8192, MaxTotalTokens: 100000, AllowAutoTruncate: true})
 	if err != nil || !out.Accepted || out.PrefillTokens != 8186 {
 		t.Fatalf("auto-truncate keeps the first max_req_input_len tokens: %+v %v", out, err)
 	}
@@ -45,17 +46,17 @@ func TestServingValidateInputLengthAutoTruncate(t *testing.T) {
 
 func TestServingValidateInputLengthBadInput(t *testing.T) {
 	for _, c := range []struct {
-		in    ref.ServingValidateInputLengthInput
-		want  *ref.Sentinel
+		in    spec.ServingValidateInputLengthInput
+		want  *spec.Sentinel
 		field string
 	}{
-		{ref.ServingValidateInputLengthInput{ContextLen: 0, MaxTotalTokens: 10}, ref.ErrPoolTooSmall, "context_len"},
-		{ref.ServingValidateInputLengthInput{ContextLen: 10, MaxTotalTokens: -1}, ref.ErrPoolTooSmall, "max_total_tokens"},
-		{ref.ServingValidateInputLengthInput{ContextLen: 6, MaxTotalTokens: 100}, ref.ErrPoolTooSmall, "max_req_input_len"},
-		{ref.ServingValidateInputLengthInput{PromptTokens: -1, ContextLen: 100, MaxTotalTokens: 100}, ref.ErrNegative, "prompt_tokens"},
+		{spec.ServingValidateInputLengthInput{ContextLen: 0, MaxTotalTokens: 10}, spec.ErrPoolTooSmall, "context_len"},
+		{spec.ServingValidateInputLengthInput{ContextLen: 10, MaxTotalTokens: -1}, spec.ErrPoolTooSmall, "max_total_tokens"},
+		{spec.ServingValidateInputLengthInput{ContextLen: 6, MaxTotalTokens: 100}, spec.ErrPoolTooSmall, "max_req_input_len"},
+		{spec.ServingValidateInputLengthInput{PromptTokens: -1, ContextLen: 100, MaxTotalTokens: 100}, spec.ErrNegative, "prompt_tokens"},
 	} {
-		_, err := ref.ServingValidateInputLength(ref.DefaultLimits(), c.in)
-		ie, ok := ref.AsInputError(err)
+		_, err := ref.ServingValidateInputLength(spec.DefaultLimits(), c.in)
+		ie, ok := spec.AsInputError(err)
 		if !errors.Is(err, c.want) || !ok || ie.Field != c.field {
 			t.Errorf("%+v: got %v, want %s on %s", c.in, err, c.want.Code(), c.field)
 		}
@@ -65,27 +66,27 @@ func TestServingValidateInputLengthBadInput(t *testing.T) {
 func TestErrorBodyS13(t *testing.T) {
 	msg := "The input (9000 tokens) is longer than the model's context length (8192 tokens)."
 	for _, c := range []struct {
-		in     ref.ServingErrorBodyInput
+		in     spec.ServingErrorBodyInput
 		status int
 		body   string
 	}{
-		{ref.ServingErrorBodyInput{Surface: "openai", Status: 413, Message: msg}, 413,
+		{spec.ServingErrorBodyInput{Surface: "openai", Status: 413, Message: msg}, 413,
 			`{"object":"error","message":"The input (9000 tokens) is longer than the model's context length (8192 tokens).","type":"PayloadTooLargeError","param":null,"code":413}`},
-		{ref.ServingErrorBodyInput{Surface: "openai", Status: 400, Message: "x"}, 400,
+		{spec.ServingErrorBodyInput{Surface: "openai", Status: 400, Message: "x"}, 400,
 			`{"object":"error","message":"x","type":"BadRequestError","param":null,"code":400}`},
-		{ref.ServingErrorBodyInput{Surface: "openai_stream", Status: 413, Message: "m"}, 200,
+		{spec.ServingErrorBodyInput{Surface: "openai_stream", Status: 413, Message: "m"}, 200,
 			"data: {\"error\": {\"object\": \"error\", \"message\": \"m\", \"type\": \"PayloadTooLargeError\", \"param\": null, \"code\": 413}}\n\ndata: [DONE]\n\n"},
-		{ref.ServingErrorBodyInput{Surface: "openai_stream", Status: 400, Message: "é😀\x7f"}, 200,
+		{spec.ServingErrorBodyInput{Surface: "openai_stream", Status: 400, Message: "é😀\x7f"}, 200,
 			"data: {\"error\": {\"object\": \"error\", \"message\": \"\\u00e9\\ud83d\\ude00\\u007f\", \"type\": \"BadRequestError\", \"param\": null, \"code\": 400}}\n\ndata: [DONE]\n\n"},
-		{ref.ServingErrorBodyInput{Surface: "generate", Status: 413, Message: msg}, 400,
+		{spec.ServingErrorBodyInput{Surface: "generate", Status: 413, Message: msg}, 400,
 			`{"error":{"message":"The input (9000 tokens) is longer than the model's context length (8192 tokens)."}}`},
 	} {
-		out, err := ref.ServingErrorBody(ref.DefaultLimits(), c.in)
+		out, err := ref.ServingErrorBody(spec.DefaultLimits(), c.in)
 		if err != nil || out.Status != c.status || out.Body != c.body {
 			t.Errorf("%+v:\n got %d %q %v\nwant %d %q", c.in, out.Status, out.Body, err, c.status, c.body)
 		}
 	}
-	if _, err := ref.ServingErrorBody(ref.DefaultLimits(), ref.ServingErrorBodyInput{Surface: "openai", Status: 200}); !errors.Is(err, ref.ErrBadStatus) {
+	if _, err := ref.ServingErrorBody(spec.DefaultLimits(), spec.ServingErrorBodyInput{Surface: "openai", Status: 200}); !errors.Is(err, spec.ErrBadStatus) {
 		t.Errorf("status 200: got %v, want bad_status", err)
 	}
 }
@@ -106,12 +107,12 @@ func TestServingStreamErrorChunkS14(t *testing.T) {
 		{`{"type":"stop"}`, false, ""},
 		{`null`, false, ""},
 	} {
-		out, err := ref.ServingStreamErrorChunk(ref.DefaultLimits(), ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(c.fr)})
+		out, err := ref.ServingStreamErrorChunk(spec.DefaultLimits(), spec.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(c.fr)})
 		if err != nil || out.Emit != c.emit || out.ErrType != c.typ {
 			t.Errorf("%s: got %+v %v", c.fr, out, err)
 		}
 	}
-	out, _ := ref.ServingStreamErrorChunk(ref.DefaultLimits(), ref.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413,"err_type":"PayloadTooLargeError","message":"m"}`)})
+	out, _ := ref.ServingStreamErrorChunk(spec.DefaultLimits(), spec.ServingStreamErrorChunkInput{FinishReason: json.RawMessage(`{"type":"abort","status_code":413,"err_type":"PayloadTooLargeError","message":"m"}`)})
 	want := "data: {\"error\": {\"object\": \"error\", \"message\": \"m\", \"type\": \"PayloadTooLargeError\", \"param\": null, \"code\": 413}}\n\ndata: [DONE]\n\n"
 	if out.Body != want {
 		t.Errorf("chunk %q, want %q", out.Body, want)
@@ -121,34 +122,34 @@ func TestServingStreamErrorChunkS14(t *testing.T) {
 func int64p(v int64) *int64 { return &v }
 
 func TestServingChatNormalizeExamples(t *testing.T) {
-	lim := ref.DefaultLimits()
+	lim := spec.DefaultLimits()
 	for _, c := range []struct {
 		name  string
-		in    ref.ServingChatNormalizeInput
+		in    spec.ServingChatNormalizeInput
 		want  string // normalized request, or the 400 message
 		soft  bool
 		is400 bool
 	}{
-		{"S2.2-soft-clamp", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[]}`), PromptTokens: int64p(1000), ContextLen: 32768,
-			Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: int64p(32768)}}, `{"messages":[],"max_tokens":31767}`, true, false},
-		{"S2.2-client-value-kept", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"max_tokens":99999,"messages":[]}`), PromptTokens: int64p(1000), ContextLen: 32768,
-			Flags: ref.CompatFlags{ParaChatDefaultMaxTokens: int64p(32768)}}, `{"max_tokens":99999,"messages":[]}`, false, false},
-		{"S2-B1-flags-off", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[]}`), ContextLen: 32768}, `{"messages":[]}`, false, false},
-		{"S2.3-any", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":" ANY "}`), ContextLen: 10,
-			Flags: ref.CompatFlags{NormalizeToolChoice: true}}, `{"messages":[],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}`, false, false},
-		{"S2.3-name", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"name":"f"}}`), ContextLen: 10,
-			Flags: ref.CompatFlags{NormalizeToolChoice: true}}, `{"messages":[],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`, false, false},
-		{"S2.3-no-tools", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[],"tool_choice":"required"}`), ContextLen: 10,
-			Flags: ref.CompatFlags{NormalizeToolChoice: true}}, `{"messages":[],"tool_choice":"none"}`, false, false},
-		{"S2.3-bad-string", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":"g"}`), ContextLen: 10,
-			Flags: ref.CompatFlags{NormalizeToolChoice: true}}, `tool_choice "g" is not one of auto, none, required, any or a tool name`, false, true},
-		{"S2.4-flatten", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[{"role":"tool","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`), ContextLen: 10,
-			Flags: ref.CompatFlags{FlattenToolRoleContent: true}}, `{"messages":[{"role":"tool","content":"a\nb"}]}`, false, false},
-		{"S2.4-bad-part", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[{"role":"user"},{"role":"tool","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":"u"}]}]}`), ContextLen: 10,
-			Flags: ref.CompatFlags{FlattenToolRoleContent: true}}, `messages[1].content[1]: tool message parts must be text, got "image_url"`, false, true},
-		{"S2.7-image-url", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":"https://x/y.png"}]}]}`), ContextLen: 10},
+		{"S2.2-soft-clamp", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[]}`), PromptTokens: int64p(1000), ContextLen: 32768,
+			Flags: spec.CompatFlags{ParaChatDefaultMaxTokens: int64p(32768)}}, `{"messages":[],"max_tokens":31767}`, true, false},
+		{"S2.2-client-value-kept", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"max_tokens":99999,"messages":[]}`), PromptTokens: int64p(1000), ContextLen: 32768,
+			Flags: spec.CompatFlags{ParaChatDefaultMaxTokens: int64p(32768)}}, `{"max_tokens":99999,"messages":[]}`, false, false},
+		{"S2-B1-flags-off", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[]}`), ContextLen: 32768}, `{"messages":[]}`, false, false},
+		{"S2.3-any", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":" ANY "}`), ContextLen: 10,
+			Flags: spec.CompatFlags{NormalizeToolChoice: true}}, `{"messages":[],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}`, false, false},
+		{"S2.3-name", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"name":"f"}}`), ContextLen: 10,
+			Flags: spec.CompatFlags{NormalizeToolChoice: true}}, `{"messages":[],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`, false, false},
+		{"S2.3-no-tools", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[],"tool_choice":"required"}`), ContextLen: 10,
+			Flags: spec.CompatFlags{NormalizeToolChoice: true}}, `{"messages":[],"tool_choice":"none"}`, false, false},
+		{"S2.3-bad-string", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":"g"}`), ContextLen: 10,
+			Flags: spec.CompatFlags{NormalizeToolChoice: true}}, `tool_choice "g" is not one of auto, none, required, any or a tool name`, false, true},
+		{"S2.4-flatten", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[{"role":"tool","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`), ContextLen: 10,
+			Flags: spec.CompatFlags{FlattenToolRoleContent: true}}, `{"messages":[{"role":"tool","content":"a\nb"}]}`, false, false},
+		{"S2.4-bad-part", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[{"role":"user"},{"role":"tool","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":"u"}]}]}`), ContextLen: 10,
+			Flags: spec.CompatFlags{FlattenToolRoleContent: true}}, `messages[1].content[1]: tool message parts must be text, got "image_url"`, false, true},
+		{"S2.7-image-url", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":"https://x/y.png"}]}]}`), ContextLen: 10},
 			`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/y.png","detail":"auto"}}]}]}`, false, false},
-		{"S2.7-empty", ref.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":""}]}]}`), ContextLen: 10},
+		{"S2.7-empty", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: json.RawMessage(`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":""}]}]}`), ContextLen: 10},
 			`messages[0].content[0].image_url must be a non-empty URL string or an object with "url"`, false, true},
 	} {
 		out, err := ref.ServingChatNormalize(lim, c.in)
@@ -169,7 +170,7 @@ func TestServingChatNormalizeExamples(t *testing.T) {
 }
 
 func TestUsageS26(t *testing.T) {
-	u, err := ref.ServingUsage(ref.DefaultLimits(), ref.ServingUsageInput{Family: "glm", PromptTokens: 12, Choices: []ref.UsageChoice{{CompletionTokens: 40, ReasoningTokens: 25}}})
+	u, err := ref.ServingUsage(spec.DefaultLimits(), spec.ServingUsageInput{Family: "glm", PromptTokens: 12, Choices: []spec.UsageChoice{{CompletionTokens: 40, ReasoningTokens: 25}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,12 +179,12 @@ func TestUsageS26(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("got %s\nwant %s", b, want)
 	}
-	u, _ = ref.ServingUsage(ref.DefaultLimits(), ref.ServingUsageInput{Family: "glm", Choices: []ref.UsageChoice{{CompletionTokens: 4, ReasoningTokens: 1}, {CompletionTokens: 3, ReasoningTokens: 2}},
+	u, _ = ref.ServingUsage(spec.DefaultLimits(), spec.ServingUsageInput{Family: "glm", Choices: []spec.UsageChoice{{CompletionTokens: 4, ReasoningTokens: 1}, {CompletionTokens: 3, ReasoningTokens: 2}},
 		CompletionTokensDetails: json.RawMessage(`{"accepted_prediction_tokens":3}`)})
 	if got := string(u.CompletionTokensDetails); got != `{"accepted_prediction_tokens":3,"reasoning_tokens":3}` {
 		t.Errorf("merge: got %s", got)
 	}
-	if _, err := ref.ServingUsage(ref.DefaultLimits(), ref.ServingUsageInput{Choices: []ref.UsageChoice{{CompletionTokens: 1, ReasoningTokens: 2}}}); !errors.Is(err, ref.ErrReasoningExceedsCompletion) {
+	if _, err := ref.ServingUsage(spec.DefaultLimits(), spec.ServingUsageInput{Choices: []spec.UsageChoice{{CompletionTokens: 1, ReasoningTokens: 2}}}); !errors.Is(err, spec.ErrReasoningExceedsCompletion) {
 		t.Errorf("reasoning > completion: got %v", err)
 	}
 }
@@ -191,7 +192,7 @@ func TestUsageS26(t *testing.T) {
 func TestServingGLMToolArgsS28(t *testing.T) {
 	tools := json.RawMessage(`[{"type":"function","function":{"name":"run","parameters":{"type":"object","properties":{"code":{"type":"string"},"n":{"type":"number"}}}}}]`)
 	text := "hi<tool_call>run\n<arg_key>code</arg_key>\n<arg_value>  def f():\n    return 1\n</arg_value>\n<arg_key> n </arg_key><arg_value>\"42\"</arg_value></tool_call>bye"
-	out, err := ref.ServingGLMToolArgs(ref.DefaultLimits(), ref.ServingGLMToolArgsInput{Text: text, Tools: tools})
+	out, err := ref.ServingGLMToolArgs(spec.DefaultLimits(), spec.ServingGLMToolArgsInput{Text: text, Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,13 +215,13 @@ func TestPyFloatRepr(t *testing.T) {
 // changes nothing else.
 func TestStreamPreflightS25(t *testing.T) {
 	abort := json.RawMessage(`{"type":"abort","status_code":413,"err_type":"PayloadTooLargeError","message":"m"}`)
-	out, _ := ref.ServingStreamErrorChunk(ref.DefaultLimits(), ref.ServingStreamErrorChunkInput{FinishReason: abort, First: true, Preflight: true})
+	out, _ := ref.ServingStreamErrorChunk(spec.DefaultLimits(), spec.ServingStreamErrorChunkInput{FinishReason: abort, First: true, Preflight: true})
 	if out.Status != 413 || out.ContentType != "application/json" ||
 		out.Body != `{"object":"error","message":"m","type":"PayloadTooLargeError","param":null,"code":413}` {
 		t.Errorf("preflight error: %+v", out)
 	}
 	for _, pre := range []bool{false, true} {
-		ok, _ := ref.ServingStreamErrorChunk(ref.DefaultLimits(), ref.ServingStreamErrorChunkInput{Chunk: `{"id":"x"}`, First: true, Preflight: pre})
+		ok, _ := ref.ServingStreamErrorChunk(spec.DefaultLimits(), spec.ServingStreamErrorChunkInput{Chunk: `{"id":"x"}`, First: true, Preflight: pre})
 		if ok.Status != 200 || ok.Body != "data: {\"id\":\"x\"}\n\n" {
 			t.Errorf("preflight=%v success: %+v", pre, ok)
 		}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // This file holds the transfer-engine contract of docs/spec/transfer.md §0 (the
@@ -16,80 +18,20 @@ import (
 // the same engine, so a byte difference in the destination arena can only
 // come from the managers.
 
-// Engine is the Mooncake batch API of docs/spec/transfer.md §0.
-type Engine interface {
-	// SyncTransfer copies every block and returns 0, or a negative status on failure.
-	SyncTransfer(session string, blocks []Block) int
-	// SubmitAsync hands blocks to the engine and returns a batch id; 0
-	// means the submit failed. It must not block (§4.3 SubmitGroup step 7
-	// calls it under the context lock).
-	SubmitAsync(session string, blocks []Block) uint64
-	// WaitBatches blocks until every listed batch finished; 0 iff all succeeded.
-	WaitBatches(ids []uint64) int
-}
-
-// Engine call kinds (EngineCall.Kind).
-const (
-	// CallSync is a SyncTransfer.
-	CallSync = "sync"
-	// CallAsync is a SubmitAsync.
-	CallAsync = "async"
-	// CallWait is a WaitBatches.
-	CallWait = "wait"
-)
-
-// EngineFault names an injectable engine failure (§4.9).
-type EngineFault string
-
-// The injectable engine faults: the next call of the kind fails.
-const (
-	// FaultSubmit: the next SubmitAsync returns batch id 0.
-	FaultSubmit EngineFault = "submit"
-	// FaultWait: the next WaitBatches fails every batch it waits.
-	FaultWait EngineFault = "wait"
-	// FaultSync: the next SyncTransfer returns -1 and copies nothing.
-	FaultSync EngineFault = "sync"
-)
-
-// validate rejects an unknown fault with ErrBadEnum.
-func (f EngineFault) validate(field string) error {
-	switch f {
-	case FaultSubmit, FaultWait, FaultSync:
-		return nil
-	}
-	return Reject(ErrBadEnum, field, string(f), "one of submit, wait, sync")
-}
-
 // Engine sentinels.
 var (
 	// errUnknownBatch: completing a batch id that is not in flight.
-	errUnknownBatch = NewSentinel("unknown_batch", "no batch in flight with this id")
+	errUnknownBatch = spec.NewSentinel("unknown_batch", "no batch in flight with this id")
 	// errUnknownEvent: completing an event id never recorded, or already completed.
-	errUnknownEvent = NewSentinel("unknown_event", "no pending event with this id")
+	errUnknownEvent = spec.NewSentinel("unknown_event", "no pending event with this id")
 	// errEventTimeout is the error of an event wait that ran past its timeout.
-	errEventTimeout = NewSentinel("event_timeout", "event wait timed out")
+	errEventTimeout = spec.NewSentinel("event_timeout", "event wait timed out")
 	// errEventFailed is the error of an event completed with a failure.
-	errEventFailed = NewSentinel("event_failed", "event completed with an error")
+	errEventFailed = spec.NewSentinel("event_failed", "event completed with an error")
 )
 
-// EngineCall is one recorded engine call, in call order.
-type EngineCall struct {
-	// Kind is CallSync, CallAsync or CallWait.
-	Kind string `json:"kind"`
-	// Session names the context that made the call (sync, async).
-	Session string `json:"session,omitempty"`
-	// Batch is the id an async submit returned (0: the submit failed).
-	Batch uint64 `json:"batch,omitempty"`
-	// Batches are the ids a wait listed.
-	Batches []uint64 `json:"batches,omitempty"`
-	// Blocks are the blocks handed over (sync, async).
-	Blocks []Block `json:"blocks,omitempty"`
-	// Status is the call's status (0 ok, -1 failed); for async, -1 iff the id is 0.
-	Status int `json:"status"`
-}
-
 type memBatch struct {
-	blocks []Block
+	blocks []spec.Block
 	done   bool
 	status int
 }
@@ -106,12 +48,12 @@ type MemEngine struct {
 	dst     []byte
 	nextID  uint64
 	batches map[uint64]*memBatch
-	calls   []EngineCall
+	calls   []spec.EngineCall
 	record  bool
-	armed   map[EngineFault]int
+	armed   map[spec.EngineFault]int
 	// Faulter, when set, is asked once per call whether the call fails
 	// (random fault schedules); it runs under the engine lock.
-	Faulter func(EngineFault) bool
+	Faulter func(spec.EngineFault) bool
 	// WaitDelay is slept (outside the lock) by every WaitBatches: a slow wait.
 	WaitDelay time.Duration
 	// Reverse completes the batches of a WaitBatches in reverse order (reordered completion).
@@ -121,17 +63,17 @@ type MemEngine struct {
 // NewMemEngine returns an engine over src and dst (not copied: dst is
 // written in place). record keeps every call with its blocks (Calls).
 func NewMemEngine(src, dst []byte, record bool) *MemEngine {
-	return &MemEngine{src: src, dst: dst, batches: map[uint64]*memBatch{}, record: record, armed: map[EngineFault]int{}}
+	return &MemEngine{src: src, dst: dst, batches: map[uint64]*memBatch{}, record: record, armed: map[spec.EngineFault]int{}}
 }
 
 // injectFault arms f: the next call of its kind fails.
-func (e *MemEngine) injectFault(f EngineFault) {
+func (e *MemEngine) injectFault(f spec.EngineFault) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.armed[f]++
 }
 
-func (e *MemEngine) fails(f EngineFault) bool {
+func (e *MemEngine) fails(f spec.EngineFault) bool {
 	if e.armed[f] > 0 {
 		e.armed[f]--
 		return true
@@ -139,7 +81,7 @@ func (e *MemEngine) fails(f EngineFault) bool {
 	return e.Faulter != nil && e.Faulter(f)
 }
 
-func (e *MemEngine) inBounds(blocks []Block) bool {
+func (e *MemEngine) inBounds(blocks []spec.Block) bool {
 	for _, b := range blocks {
 		if addOverflowsU(b.Src, b.Len) || addOverflowsU(b.Dst, b.Len) ||
 			b.Src+b.Len > uint64(len(e.src)) || b.Dst+b.Len > uint64(len(e.dst)) {
@@ -149,13 +91,13 @@ func (e *MemEngine) inBounds(blocks []Block) bool {
 	return true
 }
 
-func (e *MemEngine) apply(blocks []Block) {
+func (e *MemEngine) apply(blocks []spec.Block) {
 	for _, b := range blocks {
 		copy(e.dst[b.Dst:b.Dst+b.Len], e.src[b.Src:b.Src+b.Len])
 	}
 }
 
-func (e *MemEngine) log(c EngineCall) {
+func (e *MemEngine) log(c spec.EngineCall) {
 	if e.record {
 		e.calls = append(e.calls, c)
 	}
@@ -163,32 +105,32 @@ func (e *MemEngine) log(c EngineCall) {
 
 // SyncTransfer copies blocks now (docs/spec/transfer.md §0). It fails with -1, copying
 // nothing, on an injected fault or a block outside an arena.
-func (e *MemEngine) SyncTransfer(session string, blocks []Block) int {
+func (e *MemEngine) SyncTransfer(session string, blocks []spec.Block) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := 0
-	if e.fails(FaultSync) || !e.inBounds(blocks) {
+	if e.fails(spec.FaultSync) || !e.inBounds(blocks) {
 		st = -1
 	} else {
 		e.apply(blocks)
 	}
-	e.log(EngineCall{Kind: CallSync, Session: session, Blocks: slices.Clone(blocks), Status: st})
+	e.log(spec.EngineCall{Kind: spec.CallSync, Session: session, Blocks: slices.Clone(blocks), Status: st})
 	return st
 }
 
 // SubmitAsync records blocks as a batch in flight and returns its id
 // (1, 2, …), or 0 on an injected fault or a block outside an arena.
 // It never blocks beyond the engine lock.
-func (e *MemEngine) SubmitAsync(session string, blocks []Block) uint64 {
+func (e *MemEngine) SubmitAsync(session string, blocks []spec.Block) uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var id uint64
-	if !e.fails(FaultSubmit) && e.inBounds(blocks) {
+	if !e.fails(spec.FaultSubmit) && e.inBounds(blocks) {
 		e.nextID++
 		id = e.nextID
 		e.batches[id] = &memBatch{blocks: blocks}
 	}
-	c := EngineCall{Kind: CallAsync, Session: session, Batch: id, Status: 0}
+	c := spec.EngineCall{Kind: spec.CallAsync, Session: session, Batch: id, Status: 0}
 	if id == 0 {
 		c.Status = -1
 	}
@@ -206,7 +148,7 @@ func (e *MemEngine) engineComplete(id uint64, ok bool) error {
 	defer e.mu.Unlock()
 	b := e.batches[id]
 	if b == nil || b.done {
-		return Reject(errUnknownBatch, "batch", id, "a batch in flight")
+		return spec.Reject(errUnknownBatch, "batch", id, "a batch in flight")
 	}
 	e.finish(b, ok)
 	return nil
@@ -230,7 +172,7 @@ func (e *MemEngine) WaitBatches(ids []uint64) int {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	fail := e.fails(FaultWait)
+	fail := e.fails(spec.FaultWait)
 	st := 0
 	order := ids
 	if e.Reverse {
@@ -251,7 +193,7 @@ func (e *MemEngine) WaitBatches(ids []uint64) int {
 		}
 		delete(e.batches, id)
 	}
-	e.log(EngineCall{Kind: CallWait, Batches: slices.Clone(ids), Status: st})
+	e.log(spec.EngineCall{Kind: spec.CallWait, Batches: slices.Clone(ids), Status: st})
 	return st
 }
 
@@ -282,7 +224,7 @@ func (e *MemEngine) Unwaited() []uint64 {
 }
 
 // Calls returns a copy of the recorded calls (NewMemEngine's record flag).
-func (e *MemEngine) Calls() []EngineCall {
+func (e *MemEngine) Calls() []spec.EngineCall {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return slices.Clone(e.calls)
@@ -313,29 +255,12 @@ func addOverflowsU(a, b uint64) bool { return a+b < a }
 
 // MonolithicSend is docs/spec/transfer.md §3.3: one SyncTransfer of every entry's
 // blocks, entry-major. It is the reference the per-layer send must equal.
-func MonolithicSend(e Engine, session string, perLayer [][]Block) int {
-	var all []Block
+func MonolithicSend(e spec.Engine, session string, perLayer [][]spec.Block) int {
+	var all []spec.Block
 	for _, bl := range perLayer {
 		all = append(all, bl...)
 	}
 	return e.SyncTransfer(session, all)
-}
-
-// Event is a recorded point on the compute stream (§4.4 step 4, §4.9).
-type Event interface {
-	// ID is the event's sequence number (1, 2, … per factory), for traces.
-	ID() int
-	// Wait blocks until the event completes or timeout passes; it returns
-	// nil, the completion error, or errEventTimeout.
-	Wait(timeout time.Duration) error
-	// Query reports without blocking whether the event completed (cudaEventQuery).
-	Query() bool
-}
-
-// EventFactory records one event per call (§4.4 step 4).
-type EventFactory interface {
-	// Record records the next event. It must not block.
-	Record() Event
 }
 
 // fakeEvent is the test double of §4.9: Wait blocks until Complete.
@@ -385,7 +310,7 @@ type FakeEvents struct {
 }
 
 // Record returns the next event (ids 1, 2, …).
-func (fe *FakeEvents) Record() Event {
+func (fe *FakeEvents) Record() spec.Event {
 	fe.mu.Lock()
 	defer fe.mu.Unlock()
 	ev := &fakeEvent{id: len(fe.events) + 1, done: make(chan struct{})}
@@ -402,7 +327,7 @@ func (fe *FakeEvents) Complete(id int, fail bool) error {
 	fe.mu.Lock()
 	defer fe.mu.Unlock()
 	if id < 1 || id > len(fe.events) || fe.events[id-1].Query() {
-		return Reject(errUnknownEvent, "event", id, fmt.Sprintf("a pending event in [1, %d]", len(fe.events)))
+		return spec.Reject(errUnknownEvent, "event", id, fmt.Sprintf("a pending event in [1, %d]", len(fe.events)))
 	}
 	ev := fe.events[id-1]
 	if fail {

@@ -1,46 +1,10 @@
 package ref
 
-import "slices"
+import (
+	"slices"
 
-// OwnershipPolicy selects how a CP rank's share of a chunk's pages is chosen
-// (docs/spec/transfer.md §1.3, E4).
-type OwnershipPolicy string
-
-const (
-	// ValueRange is the fork's rule: the rank's range is shifted into page-id
-	// space by min(kv) and the span of matching ids is sent. It can leave
-	// pages unsent when ids are not a contiguous ascending run (E4).
-	ValueRange OwnershipPolicy = "value_range"
-	// PositionRange is the safe rule of newer upstream: rank bounds over the
-	// request's total pages, intersected with the chunk's positions.
-	PositionRange OwnershipPolicy = "position_range"
+	"github.com/kvtwin/kvtwin/spec"
 )
-
-// TransferFilterCPRankInput is the input of transfer.filter_cp_rank (docs/spec/transfer.md §1.1).
-type TransferFilterCPRankInput struct {
-	// KV holds this chunk's prefill page ids, in request order.
-	KV []int64 `json:"kv"`
-	// ChunkPageStart is the absolute position of KV[0] in the request's page list.
-	ChunkPageStart int64 `json:"chunk_page_start"`
-	// TotalPages is the page count the rank split is computed over; nil means
-	// len(KV) under ValueRange and is an error under PositionRange.
-	TotalPages *int64 `json:"total_pages,omitempty"`
-	// CPRank is this rank, in [0, CPSize).
-	CPRank int `json:"cp_rank"`
-	// CPSize is the number of CP ranks, >= 1.
-	CPSize int `json:"cp_size"`
-	// Policy is ValueRange (default when empty) or PositionRange.
-	Policy OwnershipPolicy `json:"policy,omitempty"`
-}
-
-// TransferFilterCPRankOutput is the rank's share: Owned[i] is sent to the decode page
-// at absolute request position Positions[i] (docs/spec/transfer.md §1.1).
-type TransferFilterCPRankOutput struct {
-	// Owned is the page ids this rank sends.
-	Owned []int64 `json:"owned"`
-	// Positions are the absolute request page positions of Owned, ascending by 1.
-	Positions []int64 `json:"positions"`
-}
 
 // RankPageBounds returns rank's half-open share [ls, le) of total pages split
 // over size ranks, the first total%size ranks taking one extra (docs/spec/transfer.md §1.2 step 3).
@@ -60,13 +24,13 @@ func RankPageBounds(total int64, rank, size int) (int64, int64) {
 // absolute request positions (docs/spec/transfer.md §1). The ValueRange policy is the
 // old np.isin form kept verbatim, as the notes' differential test kept it:
 // build the range mask, collect the masked values, then re-mask by membership.
-func TransferFilterCPRank(_ Limits, in TransferFilterCPRankInput) (TransferFilterCPRankOutput, error) {
+func TransferFilterCPRank(_ spec.Limits, in spec.TransferFilterCPRankInput) (spec.TransferFilterCPRankOutput, error) {
 	policy, total, err := validateFilterCPRank(in)
 	if err != nil {
-		return TransferFilterCPRankOutput{}, err
+		return spec.TransferFilterCPRankOutput{}, err
 	}
 	kv, s, n := in.KV, in.ChunkPageStart, int64(len(in.KV))
-	if policy == PositionRange {
+	if policy == spec.PositionRange {
 		ls, le := RankPageBounds(total, in.CPRank, in.CPSize)
 		first, last := max(ls, s)-s, min(le, s+n)-s
 		if first >= last {
@@ -116,13 +80,13 @@ func TransferFilterCPRank(_ Limits, in TransferFilterCPRankInput) (TransferFilte
 	return spanOf(kv, s, first, last), nil
 }
 
-func emptyFilter() TransferFilterCPRankOutput {
-	return TransferFilterCPRankOutput{Owned: []int64{}, Positions: []int64{}}
+func emptyFilter() spec.TransferFilterCPRankOutput {
+	return spec.TransferFilterCPRankOutput{Owned: []int64{}, Positions: []int64{}}
 }
 
 // spanOf copies kv[first:last] and numbers it from absolute position s+first.
-func spanOf(kv []int64, s, first, last int64) TransferFilterCPRankOutput {
-	out := TransferFilterCPRankOutput{Owned: make([]int64, 0, last-first), Positions: make([]int64, 0, last-first)}
+func spanOf(kv []int64, s, first, last int64) spec.TransferFilterCPRankOutput {
+	out := spec.TransferFilterCPRankOutput{Owned: make([]int64, 0, last-first), Positions: make([]int64, 0, last-first)}
 	for i := first; i < last; i++ {
 		out.Owned = append(out.Owned, kv[i])
 		out.Positions = append(out.Positions, s+i)

@@ -1,42 +1,18 @@
 package ref
 
-import "fmt"
+import (
+	"fmt"
 
-// Run is one run of page pairs contiguous on both sides (docs/spec/transfer.md §0, §2):
-// source pages SrcStart … SrcStart+Count-1 pair with destination pages
-// DstStart … DstStart+Count-1. It is the triple form of one (srcRun, dstRun)
-// pair of §2, so both sides have the same length by construction.
-type Run struct {
-	// SrcStart is the first source page of the run.
-	SrcStart int64 `json:"src_start"`
-	// DstStart is the first destination page of the run.
-	DstStart int64 `json:"dst_start"`
-	// Count is the number of pages in the run, >= 1.
-	Count int64 `json:"count"`
-}
-
-// TransferGroupContiguousInput is the input of transfer.group_contiguous (docs/spec/transfer.md §2).
-type TransferGroupContiguousInput struct {
-	// Src holds the source page ids, in transfer order.
-	Src []int64 `json:"src"`
-	// Dst holds the destination page ids; Dst[i] receives Src[i].
-	Dst []int64 `json:"dst"`
-}
-
-// TransferGroupContiguousOutput is the list of maximal double-contiguous runs, in
-// input order (docs/spec/transfer.md §2).
-type TransferGroupContiguousOutput struct {
-	// Runs are the maximal runs; empty (never null) when either side is empty.
-	Runs []Run `json:"runs"`
-}
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // ValidateTransferGroupContiguous checks in against docs/spec/transfer.md §2 in the contract's
 // order: unequal non-empty lengths first, then negative ids, every src id
 // before any dst id. Exactly one empty side is not an error (newer upstream
 // returns "nothing to transfer").
-func ValidateTransferGroupContiguous(in TransferGroupContiguousInput) error {
+func ValidateTransferGroupContiguous(in spec.TransferGroupContiguousInput) error {
 	if n, m := len(in.Src), len(in.Dst); n > 0 && m > 0 && n != m {
-		return Reject(ErrLengthMismatch, "dst", m, fmt.Sprintf("== len(src) (%d)", n))
+		return spec.Reject(spec.ErrLengthMismatch, "dst", m, fmt.Sprintf("== len(src) (%d)", n))
 	}
 	if err := CheckNonNegative("src", in.Src); err != nil {
 		return err
@@ -47,14 +23,14 @@ func ValidateTransferGroupContiguous(in TransferGroupContiguousInput) error {
 // TransferGroupContiguous merges page pairs into the fewest runs contiguous on both
 // sides (docs/spec/transfer.md §2). A break falls before i exactly when src or dst does
 // not step by +1; runs are the maximal segments between breaks.
-func TransferGroupContiguous(_ Limits, in TransferGroupContiguousInput) (TransferGroupContiguousOutput, error) {
+func TransferGroupContiguous(_ spec.Limits, in spec.TransferGroupContiguousInput) (spec.TransferGroupContiguousOutput, error) {
 	if err := ValidateTransferGroupContiguous(in); err != nil {
-		return TransferGroupContiguousOutput{}, err
+		return spec.TransferGroupContiguousOutput{}, err
 	}
 	if len(in.Src) == 0 || len(in.Dst) == 0 {
-		return TransferGroupContiguousOutput{Runs: []Run{}}, nil
+		return spec.TransferGroupContiguousOutput{Runs: []spec.Run{}}, nil
 	}
-	return TransferGroupContiguousOutput{Runs: groupRuns(in.Src, in.Dst)}, nil
+	return spec.TransferGroupContiguousOutput{Runs: groupRuns(in.Src, in.Dst)}, nil
 }
 
 // groupRuns is §2's grouping in upstream's numpy form: diff both sides, take
@@ -62,9 +38,9 @@ func TransferGroupContiguous(_ Limits, in TransferGroupContiguousInput) (Transfe
 // describe each (srcRun, dstRun) pair as a Run.
 // Preconditions: len(src) == len(dst) and no id is negative (so that no diff
 // overflows). An empty input yields an empty, non-nil list.
-func groupRuns(src, dst []int64) []Run {
+func groupRuns(src, dst []int64) []spec.Run {
 	if len(src) == 0 {
-		return []Run{}
+		return []spec.Run{}
 	}
 	srcDiff, dstDiff := diff(src), diff(dst)
 	var breaks []int
@@ -74,9 +50,9 @@ func groupRuns(src, dst []int64) []Run {
 		}
 	}
 	srcRuns, dstRuns := split(src, breaks), split(dst, breaks)
-	runs := make([]Run, len(srcRuns))
+	runs := make([]spec.Run, len(srcRuns))
 	for k := range srcRuns {
-		runs[k] = Run{SrcStart: srcRuns[k][0], DstStart: dstRuns[k][0], Count: int64(len(srcRuns[k]))}
+		runs[k] = spec.Run{SrcStart: srcRuns[k][0], DstStart: dstRuns[k][0], Count: int64(len(srcRuns[k]))}
 	}
 	return runs
 }

@@ -4,33 +4,19 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Validation for transfer.layer_blocks (docs/spec/transfer.md §3): pages, pointers, item lengths and addresses.
-
-// Sentinels of transfer.layer_blocks (docs/spec/transfer.md §3).
-var (
-	// ErrDstPtrRange: the decode pointer slice [start_layer, start_layer+n) is
-	// outside dst_ptrs (docs/spec/transfer.md §3.2, PP slicing).
-	ErrDstPtrRange = NewSentinel("dst_ptr_range", "decode pointer slice out of range")
-	// ErrOddMHAPtrs: an MHA pointer list is not K halves then V halves (docs/spec/transfer.md §3.2).
-	ErrOddMHAPtrs = NewSentinel("odd_mha_ptrs", "MHA pointer count must be even")
-	// ErrZeroItemLen: an entry moves zero bytes per page (docs/spec/transfer.md §3.5 bad input).
-	ErrZeroItemLen = NewSentinel("zero_item_len", "item_len must be >= 1")
-	// ErrDuplicateDstPage: two pairs write the same decode page, so RDMA
-	// completion order would decide the bytes (docs/spec/transfer.md §3.5, property 4).
-	ErrDuplicateDstPage = NewSentinel("duplicate_dst_page", "decode pages must be distinct")
-	// ErrOutOfBounds: a block reaches past its buffer's known data length (docs/spec/transfer.md §3.5, property 5).
-	ErrOutOfBounds = NewSentinel("out_of_bounds", "block outside its buffer")
-)
 
 // CheckLayerPages checks the page pairs (docs/spec/transfer.md §3.5 bad input, §3.5 property 4):
 // equal lengths (even when one side is empty: unlike §2, the KV path checks
 // lengths first), then negative owned ids, then negative dst ids, then the
 // first dst page equal to an earlier one.
-func CheckLayerPages(in TransferLayerBlocksInput) error {
+func CheckLayerPages(in spec.TransferLayerBlocksInput) error {
 	if n, m := len(in.Owned), len(in.DstPages); n != m {
-		return Reject(ErrLengthMismatch, "dst_pages", m, fmt.Sprintf("== len(owned) (%d)", n))
+		return spec.Reject(spec.ErrLengthMismatch, "dst_pages", m, fmt.Sprintf("== len(owned) (%d)", n))
 	}
 	if err := CheckNonNegative("owned", in.Owned); err != nil {
 		return err
@@ -41,7 +27,7 @@ func CheckLayerPages(in TransferLayerBlocksInput) error {
 	firstAt := make(map[int64]int, len(in.DstPages))
 	for j, p := range in.DstPages {
 		if i, seen := firstAt[p]; seen {
-			return Reject(ErrDuplicateDstPage, Idx("dst_pages", j), p, fmt.Sprintf("distinct from dst_pages[%d]", i))
+			return spec.Reject(spec.ErrDuplicateDstPage, spec.Idx("dst_pages", j), p, fmt.Sprintf("distinct from dst_pages[%d]", i))
 		}
 		firstAt[p] = j
 	}
@@ -53,49 +39,49 @@ func CheckLayerPages(in TransferLayerBlocksInput) error {
 // src_ptrs then dst_ptrs even; item_lens, src_data_lens, dst_data_lens
 // lengths; the PP slice in range; then per entry in order, item_len >= 1
 // and (MLA) item_len == item_lens[0].
-func CheckLayerPointers(in TransferLayerBlocksInput) (LayerGeometry, error) {
+func CheckLayerPointers(in spec.TransferLayerBlocksInput) (spec.LayerGeometry, error) {
 	if in.StartLayer < 0 {
-		return LayerGeometry{}, Reject(ErrNegative, "start_layer", in.StartLayer, ">= 0")
+		return spec.LayerGeometry{}, spec.Reject(spec.ErrNegative, "start_layer", in.StartLayer, ">= 0")
 	}
 	if err := checkPointerCounts(in); err != nil {
-		return LayerGeometry{}, err
+		return spec.LayerGeometry{}, err
 	}
 	g, err := selectDst(in)
 	if err != nil {
-		return LayerGeometry{}, err
+		return spec.LayerGeometry{}, err
 	}
 	return g, checkItemLens(in)
 }
 
-func checkPointerCounts(in TransferLayerBlocksInput) error {
+func checkPointerCounts(in spec.TransferLayerBlocksInput) error {
 	if !in.IsMLA {
 		if len(in.SrcPtrs)%2 != 0 {
-			return Reject(ErrOddMHAPtrs, "src_ptrs", len(in.SrcPtrs), "an even count (all K, then all V) when is_mla is false")
+			return spec.Reject(spec.ErrOddMHAPtrs, "src_ptrs", len(in.SrcPtrs), "an even count (all K, then all V) when is_mla is false")
 		}
 		if len(in.DstPtrs)%2 != 0 {
-			return Reject(ErrOddMHAPtrs, "dst_ptrs", len(in.DstPtrs), "an even count (all K, then all V) when is_mla is false")
+			return spec.Reject(spec.ErrOddMHAPtrs, "dst_ptrs", len(in.DstPtrs), "an even count (all K, then all V) when is_mla is false")
 		}
 	}
 	n := len(in.SrcPtrs)
 	if len(in.ItemLens) != n {
-		return Reject(ErrLengthMismatch, "item_lens", len(in.ItemLens), fmt.Sprintf("== len(src_ptrs) (%d)", n))
+		return spec.Reject(spec.ErrLengthMismatch, "item_lens", len(in.ItemLens), fmt.Sprintf("== len(src_ptrs) (%d)", n))
 	}
 	if k := len(in.SrcDataLens); k != 0 && k != n {
-		return Reject(ErrLengthMismatch, "src_data_lens", k, fmt.Sprintf("== len(src_ptrs) (%d), or empty", n))
+		return spec.Reject(spec.ErrLengthMismatch, "src_data_lens", k, fmt.Sprintf("== len(src_ptrs) (%d), or empty", n))
 	}
 	if k, d := len(in.DstDataLens), len(in.DstPtrs); k != 0 && k != d {
-		return Reject(ErrLengthMismatch, "dst_data_lens", k, fmt.Sprintf("== len(dst_ptrs) (%d), or empty", d))
+		return spec.Reject(spec.ErrLengthMismatch, "dst_data_lens", k, fmt.Sprintf("== len(dst_ptrs) (%d), or empty", d))
 	}
 	return nil
 }
 
-func checkItemLens(in TransferLayerBlocksInput) error {
+func checkItemLens(in spec.TransferLayerBlocksInput) error {
 	for e, l := range in.ItemLens {
 		if l == 0 {
-			return Reject(ErrZeroItemLen, Idx("item_lens", e), l, ">= 1")
+			return spec.Reject(spec.ErrZeroItemLen, spec.Idx("item_lens", e), l, ">= 1")
 		}
 		if in.IsMLA && l != in.ItemLens[0] {
-			return Reject(ErrItemLenMismatch, Idx("item_lens", e), l,
+			return spec.Reject(spec.ErrItemLenMismatch, spec.Idx("item_lens", e), l,
 				fmt.Sprintf("== item_lens[0] (%d): MLA moves every layer with one item_len", in.ItemLens[0]))
 		}
 	}
@@ -104,9 +90,9 @@ func checkItemLens(in TransferLayerBlocksInput) error {
 
 // CheckBlockCount rejects an output of entries×runs blocks that Limits do
 // not allow, before anything of that size is allocated.
-func CheckBlockCount(lim Limits, entries, runs int) error {
-	if MulOverflows(int64(entries), int64(runs)) {
-		return Reject(ErrOverflow, "blocks", entries, fmt.Sprintf("entries * %d runs <= %d", runs, int64(math.MaxInt64)))
+func CheckBlockCount(lim spec.Limits, entries, runs int) error {
+	if spec.MulOverflows(int64(entries), int64(runs)) {
+		return spec.Reject(spec.ErrOverflow, "blocks", entries, fmt.Sprintf("entries * %d runs <= %d", runs, int64(math.MaxInt64)))
 	}
 	return lim.CheckOutput("blocks", int64(entries)*int64(runs), blockBytes)
 }
@@ -117,7 +103,7 @@ func CheckBlockCount(lim Limits, entries, runs int) error {
 // them. Entries in order, pages in order, source side before destination.
 // It reports the first offending page; a run is in range iff its last page is.
 // Preconditions: the pages passed CheckLayerPages and g came from CheckLayerPointers.
-func CheckLayerAddresses(in TransferLayerBlocksInput, g LayerGeometry) error {
+func CheckLayerAddresses(in spec.TransferLayerBlocksInput, g spec.LayerGeometry) error {
 	for e := range g.Entries {
 		ent := g.EntryAt(in, e)
 		for i := range in.Owned {
@@ -137,11 +123,11 @@ func CheckLayerAddresses(in TransferLayerBlocksInput, g LayerGeometry) error {
 func checkPageEnd(field string, i int, page int64, itemLen uint64, side string, idx int, base uint64, dataLens []uint64) error {
 	hi, end := bits.Mul64(uint64(page)+1, itemLen)
 	if _, carry := bits.Add64(base, end, 0); hi != 0 || carry != 0 {
-		return Reject(ErrOverflow, Idx(field, i), page,
+		return spec.Reject(spec.ErrOverflow, spec.Idx(field, i), page,
 			fmt.Sprintf("%s_ptrs[%d] (%#x) + (page+1)*item_len (%d) <= %d", side, idx, base, itemLen, uint64(math.MaxUint64)))
 	}
 	if len(dataLens) > 0 && end > dataLens[idx] {
-		return Reject(ErrOutOfBounds, Idx(field, i), page,
+		return spec.Reject(spec.ErrOutOfBounds, spec.Idx(field, i), page,
 			fmt.Sprintf("(page+1)*item_len (%d) <= %s_data_lens[%d] (%d)", itemLen, side, idx, dataLens[idx]))
 	}
 	return nil

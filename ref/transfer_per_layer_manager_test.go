@@ -10,25 +10,26 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // workedTrace is docs/spec/transfer.md §4.6: N=3, H=2, K=2, one context.
-func workedTrace() ref.TransferPerLayerScriptInput {
-	return ref.TransferPerLayerScriptInput{Steps: []ref.PerLayerStep{
-		{Op: ref.PerLayerCreate, Layers: 3, Hooked: 2, Group: 2, ItemLen: 4, SrcPages: 4, DstPages: 4},
-		{Op: ref.PerLayerRegister, Room: 7, Chunk: 0, Infos: 1, Owned: []int64{1, 2}, Dst: []int64{0, 3}},
-		{Op: ref.PerLayerForwardBegin},
-		{Op: ref.PerLayerLayerEnd, Layer: 0},
-		{Op: ref.PerLayerLayerEnd, Layer: 1},
-		{Op: ref.PerLayerForwardEnd},
-		{Op: ref.PerLayerCompleteEvent, Event: 1},
-		{Op: ref.PerLayerWorkerStep},
-		{Op: ref.PerLayerFinish, Room: 7, Chunk: 0},
+func workedTrace() spec.TransferPerLayerScriptInput {
+	return spec.TransferPerLayerScriptInput{Steps: []spec.PerLayerStep{
+		{Op: spec.PerLayerCreate, Layers: 3, Hooked: 2, Group: 2, ItemLen: 4, SrcPages: 4, DstPages: 4},
+		{Op: spec.PerLayerRegister, Room: 7, Chunk: 0, Infos: 1, Owned: []int64{1, 2}, Dst: []int64{0, 3}},
+		{Op: spec.PerLayerForwardBegin},
+		{Op: spec.PerLayerLayerEnd, Layer: 0},
+		{Op: spec.PerLayerLayerEnd, Layer: 1},
+		{Op: spec.PerLayerForwardEnd},
+		{Op: spec.PerLayerCompleteEvent, Event: 1},
+		{Op: spec.PerLayerWorkerStep},
+		{Op: spec.PerLayerFinish, Room: 7, Chunk: 0},
 	}}
 }
 
 func TestWorkedTraceMatchesMonolithic(t *testing.T) {
-	out, err := ref.TransferPerLayerScript(ref.DefaultLimits(), workedTrace())
+	out, err := ref.TransferPerLayerScript(spec.DefaultLimits(), workedTrace())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestWorkedTraceMatchesMonolithic(t *testing.T) {
 	for _, c := range out.Calls {
 		kinds = append(kinds, c.Kind)
 	}
-	if got := kinds; len(got) != 3 || got[0] != ref.CallAsync || got[1] != ref.CallSync || got[2] != ref.CallWait {
+	if got := kinds; len(got) != 3 || got[0] != spec.CallAsync || got[1] != spec.CallSync || got[2] != spec.CallWait {
 		t.Errorf("engine calls: want async, sync (the missed layer 2), wait; got %v", got)
 	}
 	g := ref.GeometryOf(workedTrace().Steps[0])
@@ -64,37 +65,37 @@ func TestWorkedTraceMatchesMonolithic(t *testing.T) {
 }
 
 func TestTransferPerLayerScriptRejects(t *testing.T) {
-	create := ref.PerLayerStep{Op: ref.PerLayerCreate, Layers: 2, Hooked: 2, Group: 1, ItemLen: 2, SrcPages: 2, DstPages: 2}
-	bad := func(mod func(*ref.PerLayerStep)) []ref.PerLayerStep {
+	create := spec.PerLayerStep{Op: spec.PerLayerCreate, Layers: 2, Hooked: 2, Group: 1, ItemLen: 2, SrcPages: 2, DstPages: 2}
+	bad := func(mod func(*spec.PerLayerStep)) []spec.PerLayerStep {
 		c := create
 		mod(&c)
-		return []ref.PerLayerStep{c}
+		return []spec.PerLayerStep{c}
 	}
 	for _, tc := range []struct {
 		name  string
-		steps []ref.PerLayerStep
-		want  *ref.Sentinel
+		steps []spec.PerLayerStep
+		want  *spec.Sentinel
 		field string
 	}{
-		{"empty", nil, ref.ErrScriptOrder, "steps[0].op"},
-		{"no create first", []ref.PerLayerStep{{Op: ref.PerLayerWorkerStep}}, ref.ErrScriptOrder, "steps[0].op"},
-		{"second create", []ref.PerLayerStep{create, create}, ref.ErrScriptOrder, "steps[1].op"},
-		{"unknown op", []ref.PerLayerStep{create, {Op: "teleport"}}, ref.ErrBadEnum, "steps[1].op"},
-		{"zero layers", bad(func(s *ref.PerLayerStep) { s.Layers = 0 }), ref.ErrBadNumLayers, "steps[0].layers"},
-		{"K = 0", bad(func(s *ref.PerLayerStep) { s.Group = 0 }), ref.ErrBadGroupSize, "steps[0].group"},
-		{"negative H", bad(func(s *ref.PerLayerStep) { s.Hooked = -1 }), ref.ErrLayerOutOfOrder, "steps[0].hooked"},
-		{"zero item_len", bad(func(s *ref.PerLayerStep) { s.ItemLen = 0 }), ref.ErrZeroItemLen, "steps[0].item_len"},
-		{"zero src pages", bad(func(s *ref.PerLayerStep) { s.SrcPages = 0 }), ref.ErrNegative, "steps[0].src_pages"},
-		{"huge arena", bad(func(s *ref.PerLayerStep) { s.ItemLen = 1 << 40 }), ref.ErrTooLarge, "steps[0].src_pages"},
-		{"overflowing arena", bad(func(s *ref.PerLayerStep) { s.ItemLen, s.SrcPages = 1<<40, 1<<40 }), ref.ErrOverflow, "steps[0].src_pages"},
-		{"length mismatch", []ref.PerLayerStep{create, {Op: ref.PerLayerRegister, Owned: []int64{0}, Dst: []int64{}}}, ref.ErrLengthMismatch, "steps[1].dst"},
-		{"owned past arena", []ref.PerLayerStep{create, {Op: ref.PerLayerRegister, Owned: []int64{2}, Dst: []int64{0}}}, ref.ErrPageOutOfArena, "steps[1].owned[0]"},
-		{"dst duplicate", []ref.PerLayerStep{create, {Op: ref.PerLayerMonolithic, Owned: []int64{0, 1}, Dst: []int64{1, 1}}}, ref.ErrDuplicateDstPage, "steps[1].dst[1]"},
-		{"bad fault", []ref.PerLayerStep{create, {Op: ref.PerLayerInject, Fault: "gremlin"}}, ref.ErrBadEnum, "steps[1].fault"},
+		{"empty", nil, spec.ErrScriptOrder, "steps[0].op"},
+		{"no create first", []spec.PerLayerStep{{Op: spec.PerLayerWorkerStep}}, spec.ErrScriptOrder, "steps[0].op"},
+		{"second create", []spec.PerLayerStep{create, create}, spec.ErrScriptOrder, "steps[1].op"},
+		{"unknown op", []spec.PerLayerStep{create, {Op: "teleport"}}, spec.ErrBadEnum, "steps[1].op"},
+		{"zero layers", bad(func(s *spec.PerLayerStep) { s.Layers = 0 }), spec.ErrBadNumLayers, "steps[0].layers"},
+		{"K = 0", bad(func(s *spec.PerLayerStep) { s.Group = 0 }), spec.ErrBadGroupSize, "steps[0].group"},
+		{"negative H", bad(func(s *spec.PerLayerStep) { s.Hooked = -1 }), spec.ErrLayerOutOfOrder, "steps[0].hooked"},
+		{"zero item_len", bad(func(s *spec.PerLayerStep) { s.ItemLen = 0 }), spec.ErrZeroItemLen, "steps[0].item_len"},
+		{"zero src pages", bad(func(s *spec.PerLayerStep) { s.SrcPages = 0 }), spec.ErrNegative, "steps[0].src_pages"},
+		{"huge arena", bad(func(s *spec.PerLayerStep) { s.ItemLen = 1 << 40 }), spec.ErrTooLarge, "steps[0].src_pages"},
+		{"overflowing arena", bad(func(s *spec.PerLayerStep) { s.ItemLen, s.SrcPages = 1<<40, 1<<40 }), spec.ErrOverflow, "steps[0].src_pages"},
+		{"length mismatch", []spec.PerLayerStep{create, {Op: spec.PerLayerRegister, Owned: []int64{0}, Dst: []int64{}}}, spec.ErrLengthMismatch, "steps[1].dst"},
+		{"owned past arena", []spec.PerLayerStep{create, {Op: spec.PerLayerRegister, Owned: []int64{2}, Dst: []int64{0}}}, spec.ErrPageOutOfArena, "steps[1].owned[0]"},
+		{"dst duplicate", []spec.PerLayerStep{create, {Op: spec.PerLayerMonolithic, Owned: []int64{0, 1}, Dst: []int64{1, 1}}}, spec.ErrDuplicateDstPage, "steps[1].dst[1]"},
+		{"bad fault", []spec.PerLayerStep{create, {Op: spec.PerLayerInject, Fault: "gremlin"}}, spec.ErrBadEnum, "steps[1].fault"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ref.TransferPerLayerScript(ref.DefaultLimits(), ref.TransferPerLayerScriptInput{Steps: tc.steps})
-			ie, ok := ref.AsInputError(err)
+			_, err := ref.TransferPerLayerScript(spec.DefaultLimits(), spec.TransferPerLayerScriptInput{Steps: tc.steps})
+			ie, ok := spec.AsInputError(err)
 			if !errors.Is(err, tc.want) || !ok || ie.Field != tc.field {
 				t.Fatalf("want %s at %s, got %v", tc.want.Code(), tc.field, err)
 			}
@@ -105,12 +106,12 @@ func TestTransferPerLayerScriptRejects(t *testing.T) {
 // TestRefusedStepsChangeNothing: every runtime refusal leaves the manager
 // deep-equal to before (the quality bar's "never half-update").
 func TestRefusedStepsChangeNothing(t *testing.T) {
-	run, err := ref.NewPerLayerRun(ref.PerLayerStep{Op: ref.PerLayerCreate, Layers: 2, Hooked: 2, Group: 2, ItemLen: 1, SrcPages: 2, DstPages: 2}, ref.NewPerLayerManager, nil)
+	run, err := ref.NewPerLayerRun(spec.PerLayerStep{Op: spec.PerLayerCreate, Layers: 2, Hooked: 2, Group: 2, ItemLen: 1, SrcPages: 2, DstPages: 2}, ref.NewPerLayerManager, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := run.Manager
-	if ok, err := m.Register(1, 0, 1, func() *ref.LayerPlan { return run.Geometry.Plan("s", []int64{0}, []int64{1}) }); !ok || err != nil {
+	if ok, err := m.Register(1, 0, 1, func() *spec.LayerPlan { return run.Geometry.Plan("s", []int64{0}, []int64{1}) }); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	_ = m.ForwardBegin()
@@ -164,10 +165,10 @@ func (r *recorder) atLeast(l slog.Level) []slog.Record {
 // naming the timeout, a repeated finish nothing.
 func TestLoggingContract(t *testing.T) {
 	rec := &recorder{}
-	create := ref.PerLayerStep{Op: ref.PerLayerCreate, Layers: 2, Hooked: 1, Group: 1, ItemLen: 1, SrcPages: 1, DstPages: 2}
+	create := spec.PerLayerStep{Op: spec.PerLayerCreate, Layers: 2, Hooked: 1, Group: 1, ItemLen: 1, SrcPages: 1, DstPages: 2}
 	run, _ := ref.NewPerLayerRun(create, ref.NewPerLayerManager, slog.New(rec))
 	m := run.Manager
-	plan := func() *ref.LayerPlan { return run.Geometry.Plan("s", []int64{0}, []int64{1}) }
+	plan := func() *spec.LayerPlan { return run.Geometry.Plan("s", []int64{0}, []int64{1}) }
 	m.Register(1, 0, 1, plan)
 	m.Register(2, 0, 1, plan)
 	m.ForwardBegin()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kvtwin/kvtwin/adapter"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestHTTPSpeaksTheGoKitsProtocol runs the HTTP client against the Go kit's
@@ -18,11 +18,11 @@ import (
 // implemented.
 func TestHTTPSpeaksTheGoKitsProtocol(t *testing.T) {
 	a := adapter.New()
-	adapter.Handle(a, "transfer.group_contiguous", func(in ref.TransferGroupContiguousInput) (ref.TransferGroupContiguousOutput, error) {
+	adapter.Handle(a, "transfer.group_contiguous", func(in spec.TransferGroupContiguousInput) (spec.TransferGroupContiguousOutput, error) {
 		if len(in.Src) != len(in.Dst) {
-			return ref.TransferGroupContiguousOutput{}, &adapter.Reject{Code: "length_mismatch", Message: "lengths differ"}
+			return spec.TransferGroupContiguousOutput{}, &adapter.Reject{Code: "length_mismatch", Message: "lengths differ"}
 		}
-		return ref.TransferGroupContiguousOutput{Runs: []ref.Run{{SrcStart: in.Src[0], DstStart: in.Dst[0], Count: 1}}}, nil
+		return spec.TransferGroupContiguousOutput{Runs: []spec.Run{{SrcStart: in.Src[0], DstStart: in.Dst[0], Count: 1}}}, nil
 	})
 	srv := httptest.NewServer(a.Handler("/kv"))
 	defer srv.Close()

@@ -4,11 +4,11 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // benchTree is the tree the benchmarks measure: the production tree.
-var benchTree ref.NewRadixTreeFunc = fast.NewRadixTree
+var benchTree spec.NewRadixTreeFunc = fast.NewRadixTree
 
 // benchCapacityTokens is the mixed benchmark's pool: 4 Mi tokens (8,192
 // blocks), small enough that the full trace evicts throughout.
@@ -53,7 +53,7 @@ func BenchmarkReplayBlocks(b *testing.B) {
 		if err := queries(tree, reqs, r, &rep); err != nil {
 			b.Fatal(err)
 		}
-		keys := make([]ref.RadixKey, len(reqs))
+		keys := make([]spec.RadixKey, len(reqs))
 		for i, req := range reqs {
 			keys[i] = BlockKey(req)
 		}

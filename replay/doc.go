@@ -15,7 +15,7 @@
 //     tree, llm-d's block index).
 //
 // Run replays the requests in arrival order through a tree built by an
-// injected ref.NewRadixTreeFunc (catalog.RadixTree picks one), modelling an engine with a bounded KV pool
+// injected spec.NewRadixTreeFunc (catalog.RadixTree picks one), modelling an engine with a bounded KV pool
 // (see Run for the exact per-request steps), and returns a Report whose
 // deterministic counters (hits, evictions, block operations) are separate
 // from its wall-clock Timing, so two trees can be compared exactly.

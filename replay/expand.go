@@ -1,6 +1,8 @@
 package replay
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // BlockToken is token j (0 <= j < 512) of the block named by hash id
 // (<= MaxHashID): fmix32(uint32(id) XOR uint32(j)·0x9E3779B9), where
@@ -14,7 +16,7 @@ import "github.com/kvtwin/kvtwin/ref"
 // runs past a block boundary by accident, whatever the page size. The
 // remaining positions are scrambled so that a block's pages differ from
 // each other and from other blocks', as real text would.
-func BlockToken(id ref.Unit, j int) uint32 {
+func BlockToken(id spec.Unit, j int) uint32 {
 	return fmix32(uint32(id) ^ uint32(j)*0x9E3779B9)
 }
 
@@ -33,10 +35,10 @@ func fmix32(h uint32) uint32 {
 // its BlockToken sequence, the last block truncated to its length. The
 // caller bounds req (CheckRequest), so the growth is at most
 // lim.MaxInputLength units.
-func AppendTokens(dst []ref.Unit, req Request) []ref.Unit {
+func AppendTokens(dst []spec.Unit, req Request) []spec.Unit {
 	for i, id := range req.HashIDs {
 		for j := range blockLen(req, i) {
-			dst = append(dst, ref.Unit(BlockToken(id, j)))
+			dst = append(dst, spec.Unit(BlockToken(id, j)))
 		}
 	}
 	return dst
@@ -44,12 +46,12 @@ func AppendTokens(dst []ref.Unit, req Request) []ref.Unit {
 
 // TokenKey is req's token-mode key in buf's storage (buf is reused, so the
 // key is valid until the next call with the same buf).
-func TokenKey(buf []ref.Unit, req Request) ref.RadixKey {
-	return ref.RadixKey{Units: AppendTokens(buf[:0], req)}
+func TokenKey(buf []spec.Unit, req Request) spec.RadixKey {
+	return spec.RadixKey{Units: AppendTokens(buf[:0], req)}
 }
 
 // BlockKey is req's blocks-mode key: its hash ids as units. It views
 // req.HashIDs; trees never modify a key's units.
-func BlockKey(req Request) ref.RadixKey {
-	return ref.RadixKey{Units: req.HashIDs}
+func BlockKey(req Request) spec.RadixKey {
+	return spec.RadixKey{Units: req.HashIDs}
 }

@@ -3,7 +3,7 @@ package replay
 import (
 	"testing"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestBlockTokenIsTheDocumentedFunction pins BlockToken to values computed
@@ -11,7 +11,7 @@ import (
 // change of the expansion, and with it every token-mode figure, is caught.
 func TestBlockTokenIsTheDocumentedFunction(t *testing.T) {
 	for _, tc := range []struct {
-		id   ref.Unit
+		id   spec.Unit
 		j    int
 		want uint32
 	}{{0, 0, 0}, {1, 0, 1364076727}, {1, 1, 920564995}, {182789, 511, 1164759114}, {MaxHashID, 3, 3834300474}} {
@@ -25,9 +25,9 @@ func TestBlockTokenIsTheDocumentedFunction(t *testing.T) {
 // relies on over the trace's id range and the 32-bit edge: token 0 is a
 // bijection of the id, so different blocks never share a first token.
 func TestDistinctIDsStartWithDistinctTokens(t *testing.T) {
-	seen := map[uint32]ref.Unit{}
-	ids := []ref.Unit{MaxHashID, MaxHashID - 1, 1 << 31}
-	for id := range ref.Unit(200_000) {
+	seen := map[uint32]spec.Unit{}
+	ids := []spec.Unit{MaxHashID, MaxHashID - 1, 1 << 31}
+	for id := range spec.Unit(200_000) {
 		ids = append(ids, id)
 	}
 	for _, id := range ids {
@@ -40,8 +40,8 @@ func TestDistinctIDsStartWithDistinctTokens(t *testing.T) {
 }
 
 func TestExpansionTruncatesTheLastBlockAndRepeatsEqualIDs(t *testing.T) {
-	a := Request{InputLength: 512 + 100, HashIDs: []ref.Unit{7, 8}}
-	b := Request{InputLength: 512 + 512 + 3, HashIDs: []ref.Unit{7, 8, 9}}
+	a := Request{InputLength: 512 + 100, HashIDs: []spec.Unit{7, 8}}
+	b := Request{InputLength: 512 + 512 + 3, HashIDs: []spec.Unit{7, 8, 9}}
 	ta, tb := AppendTokens(nil, a), AppendTokens(nil, b)
 	if len(ta) != a.InputLength || len(tb) != b.InputLength {
 		t.Fatalf("expanded to %d and %d tokens, want %d and %d", len(ta), len(tb), a.InputLength, b.InputLength)
@@ -50,15 +50,15 @@ func TestExpansionTruncatesTheLastBlockAndRepeatsEqualIDs(t *testing.T) {
 		if tb[i] != u {
 			t.Fatalf("token %d: %d vs %d; equal ids must expand to equal tokens", i, u, tb[i])
 		}
-		if want := ref.Unit(BlockToken(a.HashIDs[i/BlockTokens], i%BlockTokens)); u != want {
+		if want := spec.Unit(BlockToken(a.HashIDs[i/BlockTokens], i%BlockTokens)); u != want {
 			t.Fatalf("token %d = %d, want BlockToken = %d", i, u, want)
 		}
 	}
 }
 
 func TestPromptsShareExactlyTheTokensOfTheirSharedBlocks(t *testing.T) {
-	a := AppendTokens(nil, Request{InputLength: 3 * 512, HashIDs: []ref.Unit{1, 2, 3}})
-	b := AppendTokens(nil, Request{InputLength: 3 * 512, HashIDs: []ref.Unit{1, 2, 4}})
+	a := AppendTokens(nil, Request{InputLength: 3 * 512, HashIDs: []spec.Unit{1, 2, 3}})
+	b := AppendTokens(nil, Request{InputLength: 3 * 512, HashIDs: []spec.Unit{1, 2, 4}})
 	lcp := 0
 	for lcp < len(a) && a[lcp] == b[lcp] {
 		lcp++
@@ -69,8 +69,8 @@ func TestPromptsShareExactlyTheTokensOfTheirSharedBlocks(t *testing.T) {
 }
 
 func TestTokenKeyReusesItsBuffer(t *testing.T) {
-	req := Request{InputLength: 600, HashIDs: []ref.Unit{1, 2}}
-	buf := make([]ref.Unit, 0, 1024)
+	req := Request{InputLength: 600, HashIDs: []spec.Unit{1, 2}}
+	buf := make([]spec.Unit, 0, 1024)
 	k := TokenKey(buf, req)
 	if len(k.Units) != 600 || &k.Units[0] != &buf[:1][0] {
 		t.Errorf("TokenKey built %d units in a new array; want 600 in buf", len(k.Units))

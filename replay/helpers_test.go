@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // samplePath is the committed sample: the trace's first 500 lines.
@@ -19,7 +20,7 @@ const samplePath = "testdata/mooncake_conversation_500.jsonl"
 const fullTraceName = "shared/traces/mooncake_conversation_trace.jsonl"
 
 // trees are the implementations the replay is checked on.
-var trees = map[string]ref.NewRadixTreeFunc{"ref": ref.NewRadixTree, "fast": fast.NewRadixTree}
+var trees = map[string]spec.NewRadixTreeFunc{"ref": ref.NewRadixTree, "fast": fast.NewRadixTree}
 
 // readSample reads the committed sample.
 func readSample(tb testing.TB) []Request {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Mode selects what the tree is keyed by.
@@ -31,10 +31,10 @@ const MaxPageSize = 1 << 16
 // Replay-configuration sentinel.
 var (
 	// ErrBadCapacity: a capacity too small to hold one page.
-	ErrBadCapacity = ref.NewSentinel("bad_capacity", "capacity cannot hold one page")
+	ErrBadCapacity = spec.NewSentinel("bad_capacity", "capacity cannot hold one page")
 	// ErrTreeContract: the tree under test broke the RadixTree contract
 	// (an insert disagreed with the match before it).
-	ErrTreeContract = ref.NewSentinel("tree_contract", "the tree broke the RadixTree contract")
+	ErrTreeContract = spec.NewSentinel("tree_contract", "the tree broke the RadixTree contract")
 )
 
 // Config configures Run.
@@ -50,7 +50,7 @@ type Config struct {
 	CapacityTokens int
 	// NewTree builds the tree, required: catalog.RadixTree(catalog.Fast)
 	// in production, catalog.RadixTree(catalog.Ref) as the reference.
-	NewTree ref.NewRadixTreeFunc
+	NewTree spec.NewRadixTreeFunc
 	// Limits bounds the requests Run accepts (CheckRequest); the zero value
 	// means DefaultLimits.
 	Limits Limits
@@ -150,7 +150,7 @@ type resolved struct {
 // resolve validates cfg and fills its defaults.
 func resolve(cfg Config) (resolved, error) {
 	if cfg.NewTree == nil {
-		return resolved{}, ref.Reject(ref.ErrBadEnum, "new_tree", "nil", "a ref.NewRadixTreeFunc")
+		return resolved{}, spec.Reject(spec.ErrBadEnum, "new_tree", "nil", "a spec.NewRadixTreeFunc")
 	}
 	if cfg.Limits == (Limits{}) {
 		cfg.Limits = DefaultLimits()
@@ -162,21 +162,21 @@ func resolve(cfg Config) (resolved, error) {
 			r.pageSize = DefaultPageSize
 		}
 		if r.pageSize < 1 || r.pageSize > MaxPageSize {
-			return resolved{}, ref.Reject(ref.ErrInvalidPageSize, "page_size", cfg.PageSize, fmt.Sprintf("in [1, %d], or 0 for %d", MaxPageSize, DefaultPageSize))
+			return resolved{}, spec.Reject(spec.ErrInvalidPageSize, "page_size", cfg.PageSize, fmt.Sprintf("in [1, %d], or 0 for %d", MaxPageSize, DefaultPageSize))
 		}
 	case ModeBlocks:
 		if r.pageSize != 0 && r.pageSize != 1 {
-			return resolved{}, ref.Reject(ref.ErrInvalidPageSize, "page_size", cfg.PageSize, "0 or 1 in blocks mode (one unit per 512-token block)")
+			return resolved{}, spec.Reject(spec.ErrInvalidPageSize, "page_size", cfg.PageSize, "0 or 1 in blocks mode (one unit per 512-token block)")
 		}
 		r.pageSize, r.capUnits = 1, cfg.CapacityTokens/BlockTokens
 	default:
-		return resolved{}, ref.Reject(ref.ErrBadEnum, "mode", string(cfg.Mode), "tokens or blocks")
+		return resolved{}, spec.Reject(spec.ErrBadEnum, "mode", string(cfg.Mode), "tokens or blocks")
 	}
 	if cfg.CapacityTokens < 0 {
-		return resolved{}, ref.Reject(ref.ErrNegative, "capacity_tokens", cfg.CapacityTokens, ">= 0 (0 = unlimited)")
+		return resolved{}, spec.Reject(spec.ErrNegative, "capacity_tokens", cfg.CapacityTokens, ">= 0 (0 = unlimited)")
 	}
 	if cfg.CapacityTokens > 0 && r.capUnits < r.pageSize {
-		return resolved{}, ref.Reject(ErrBadCapacity, "capacity_tokens", cfg.CapacityTokens,
+		return resolved{}, spec.Reject(ErrBadCapacity, "capacity_tokens", cfg.CapacityTokens,
 			fmt.Sprintf("0 (unlimited) or >= one page (%d tokens)", r.pageTokens()))
 	}
 	return r, nil
@@ -233,7 +233,7 @@ func Run(reqs []Request, cfg Config) (Report, error) {
 // checkAll applies CheckRequest to every request, in order.
 func checkAll(reqs []Request, lim Limits) error {
 	if len(reqs) > lim.MaxRequests {
-		return ref.Reject(ref.ErrTooLarge, "requests", len(reqs), fmt.Sprintf("<= max_requests (%d)", lim.MaxRequests))
+		return spec.Reject(spec.ErrTooLarge, "requests", len(reqs), fmt.Sprintf("<= max_requests (%d)", lim.MaxRequests))
 	}
 	prev := int64(0)
 	for i, req := range reqs {
@@ -248,15 +248,15 @@ func checkAll(reqs []Request, lim Limits) error {
 // engine is the replay's mutable state: the tree and reusable buffers.
 type engine struct {
 	resolved
-	tree   ref.RadixTree
-	tokens []ref.Unit
-	values []ref.SlotIdx
+	tree   spec.RadixTree
+	tokens []spec.Unit
+	values []spec.SlotIdx
 	rep    Report
 }
 
 // key is req's tree key; in tokens mode it lives in e.tokens until the
 // next call.
-func (e *engine) key(req Request) ref.RadixKey {
+func (e *engine) key(req Request) spec.RadixKey {
 	if e.Mode == ModeBlocks {
 		return BlockKey(req)
 	}
@@ -276,21 +276,21 @@ func (e *engine) hitTokens(req Request, units int) int {
 // insertValues are the slots an insert of n units stores: nil (the key's
 // units, simulation mode) for tokens; in blocks mode each block's token
 // count, so evictions can report tokens.
-func (e *engine) insertValues(req Request, n int) []ref.SlotIdx {
+func (e *engine) insertValues(req Request, n int) []spec.SlotIdx {
 	if e.Mode == ModeTokens {
 		return nil
 	}
 	e.values = e.values[:0]
 	for i := range n {
-		e.values = append(e.values, ref.SlotIdx(blockLen(req, i)))
+		e.values = append(e.values, spec.SlotIdx(blockLen(req, i)))
 	}
 	return e.values
 }
 
 // mixed runs the replay proper and returns the final tree, the report's
 // deterministic part with MixedNs, and the match latencies.
-func mixed(reqs []Request, r resolved) (ref.RadixTree, Report, []time.Duration, error) {
-	tree, err := r.NewTree(ref.TreeConfig{PageSize: r.pageSize, Policy: ref.PolicyLRU})
+func mixed(reqs []Request, r resolved) (spec.RadixTree, Report, []time.Duration, error) {
+	tree, err := r.NewTree(spec.TreeConfig{PageSize: r.pageSize, Policy: spec.PolicyLRU})
 	if err != nil {
 		return nil, Report{}, nil, err
 	}
@@ -320,7 +320,7 @@ func mixed(reqs []Request, r resolved) (ref.RadixTree, Report, []time.Duration, 
 func (e *engine) size() int { return e.tree.EvictableSize() + e.tree.ProtectedSize() }
 
 // serve runs steps 1–5 of Run for one request and returns the match latency.
-func (e *engine) serve(req Request, k ref.RadixKey) (time.Duration, error) {
+func (e *engine) serve(req Request, k spec.RadixKey) (time.Duration, error) {
 	t0 := time.Now()
 	m, err := e.tree.MatchPrefix(k)
 	t1 := time.Now()
@@ -335,12 +335,12 @@ func (e *engine) serve(req Request, k ref.RadixKey) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	present, err := e.tree.Insert(ref.RadixKey{Units: k.Units[:n]}, e.insertValues(req, n), 0)
+	present, err := e.tree.Insert(spec.RadixKey{Units: k.Units[:n]}, e.insertValues(req, n), 0)
 	if err != nil {
 		return 0, fmt.Errorf("Insert(%d units): %w", n, err)
 	}
 	if present != hit {
-		return 0, ref.Reject(ErrTreeContract, "insert_prefix_len", present, fmt.Sprintf("== the locked match's length (%d)", hit))
+		return 0, spec.Reject(ErrTreeContract, "insert_prefix_len", present, fmt.Sprintf("== the locked match's length (%d)", hit))
 	}
 	if _, err := e.tree.DecLockRef(m.LastNode); err != nil {
 		return 0, fmt.Errorf("DecLockRef(%d): %w", m.LastNode, err)
@@ -354,7 +354,7 @@ func (e *engine) serve(req Request, k ref.RadixKey) (time.Duration, error) {
 
 // lookups is the pages a match of k that found hit units looked up: the
 // hit pages and, if it stopped short of k's last whole page, the miss.
-func (e *engine) lookups(k ref.RadixKey, hit int) int64 {
+func (e *engine) lookups(k spec.RadixKey, hit int) int64 {
 	return int64(min(hit/e.pageSize+1, len(k.Units)/e.pageSize))
 }
 
@@ -380,7 +380,7 @@ func (e *engine) makeRoom(req Request, hit, n int) (int, error) {
 }
 
 // account adds an eviction's victims to the report.
-func (e *engine) account(res ref.EvictResult) {
+func (e *engine) account(res spec.EvictResult) {
 	e.rep.Evictions += int64(len(res.Victims))
 	e.rep.EvictBlockOps += int64(res.Evicted / e.pageSize)
 	if e.Mode == ModeTokens {
@@ -401,7 +401,7 @@ func (e *engine) account(res ref.EvictResult) {
 // is timed into QueryNs. Blocks-mode keys are views, so that whole pass is
 // timed; token-mode keys are expanded first and only the PrefixLen calls are
 // timed (their sum).
-func queries(tree ref.RadixTree, reqs []Request, r resolved, rep *Report) error {
+func queries(tree spec.RadixTree, reqs []Request, r resolved, rep *Report) error {
 	e := &engine{resolved: r, tree: tree}
 	for i, req := range reqs {
 		k := e.key(req)

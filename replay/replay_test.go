@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestEngineModelKnownAnswer walks the engine model through a 2-block pool
@@ -18,10 +19,10 @@ import (
 // prompt too large for the pool inserted only as far as it fits.
 func TestEngineModelKnownAnswer(t *testing.T) {
 	reqs := []Request{
-		{Timestamp: 0, InputLength: 600, HashIDs: []ref.Unit{1, 2}},     // miss; pool [1 2]
-		{Timestamp: 1, InputLength: 1000, HashIDs: []ref.Unit{1, 3}},    // hits 1; evicts [2] (88 tokens)
-		{Timestamp: 2, InputLength: 600, HashIDs: []ref.Unit{1, 2}},     // hits 1; evicts [3] (488)
-		{Timestamp: 3, InputLength: 1100, HashIDs: []ref.Unit{5, 6, 7}}, // misses; evicts [2], [1]; only [5 6] fit
+		{Timestamp: 0, InputLength: 600, HashIDs: []spec.Unit{1, 2}},     // miss; pool [1 2]
+		{Timestamp: 1, InputLength: 1000, HashIDs: []spec.Unit{1, 3}},    // hits 1; evicts [2] (88 tokens)
+		{Timestamp: 2, InputLength: 600, HashIDs: []spec.Unit{1, 2}},     // hits 1; evicts [3] (488)
+		{Timestamp: 3, InputLength: 1100, HashIDs: []spec.Unit{5, 6, 7}}, // misses; evicts [2], [1]; only [5 6] fit
 	}
 	rep, err := Run(reqs, Config{Mode: ModeBlocks, CapacityTokens: 2 * 512, NewTree: ref.NewRadixTree})
 	if err != nil {
@@ -159,7 +160,7 @@ func TestFullTraceUnlimitedBlocksReplayMatchesTheModel(t *testing.T) {
 // limit units after an insert or an eviction, counting by a full walk
 // (TotalSize), not by the replay's own bookkeeping.
 type sizeCheckedTree struct {
-	ref.RadixTree
+	spec.RadixTree
 	t     *testing.T
 	limit int
 }
@@ -170,12 +171,12 @@ func (c sizeCheckedTree) check(op string) {
 	}
 }
 
-func (c sizeCheckedTree) Insert(k ref.RadixKey, v []ref.SlotIdx, p int) (int, error) {
+func (c sizeCheckedTree) Insert(k spec.RadixKey, v []spec.SlotIdx, p int) (int, error) {
 	defer c.check("Insert")
 	return c.RadixTree.Insert(k, v, p)
 }
 
-func (c sizeCheckedTree) Evict(n int) (ref.EvictResult, error) {
+func (c sizeCheckedTree) Evict(n int) (spec.EvictResult, error) {
 	defer c.check("Evict")
 	return c.RadixTree.Evict(n)
 }
@@ -190,7 +191,7 @@ func TestBoundedReplayNeverExceedsItsCapacity(t *testing.T) {
 			t.Parallel()
 			reqs := sampleFor(t, tc.mode)
 			limit := tc.capacity / tc.capUnit
-			newTree := func(cfg ref.TreeConfig) (ref.RadixTree, error) {
+			newTree := func(cfg spec.TreeConfig) (spec.RadixTree, error) {
 				tree, err := fast.NewRadixTree(cfg)
 				return sizeCheckedTree{tree, t, limit}, err
 			}
@@ -260,21 +261,21 @@ func TestRunRejectsBadConfigs(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		cfg      Config
-		sentinel *ref.Sentinel
+		sentinel *spec.Sentinel
 		field    string
 	}{
-		{"no tree", Config{Mode: ModeTokens}, ref.ErrBadEnum, "new_tree"},
-		{"unknown mode", Config{Mode: "pages", NewTree: ref.NewRadixTree}, ref.ErrBadEnum, "mode"},
-		{"negative page size", Config{Mode: ModeTokens, PageSize: -1, NewTree: ref.NewRadixTree}, ref.ErrInvalidPageSize, "page_size"},
-		{"huge page size", Config{Mode: ModeTokens, PageSize: MaxPageSize + 1, NewTree: ref.NewRadixTree}, ref.ErrInvalidPageSize, "page_size"},
-		{"paged blocks", Config{Mode: ModeBlocks, PageSize: 64, NewTree: ref.NewRadixTree}, ref.ErrInvalidPageSize, "page_size"},
-		{"negative capacity", Config{Mode: ModeTokens, CapacityTokens: -1, NewTree: ref.NewRadixTree}, ref.ErrNegative, "capacity_tokens"},
+		{"no tree", Config{Mode: ModeTokens}, spec.ErrBadEnum, "new_tree"},
+		{"unknown mode", Config{Mode: "pages", NewTree: ref.NewRadixTree}, spec.ErrBadEnum, "mode"},
+		{"negative page size", Config{Mode: ModeTokens, PageSize: -1, NewTree: ref.NewRadixTree}, spec.ErrInvalidPageSize, "page_size"},
+		{"huge page size", Config{Mode: ModeTokens, PageSize: MaxPageSize + 1, NewTree: ref.NewRadixTree}, spec.ErrInvalidPageSize, "page_size"},
+		{"paged blocks", Config{Mode: ModeBlocks, PageSize: 64, NewTree: ref.NewRadixTree}, spec.ErrInvalidPageSize, "page_size"},
+		{"negative capacity", Config{Mode: ModeTokens, CapacityTokens: -1, NewTree: ref.NewRadixTree}, spec.ErrNegative, "capacity_tokens"},
 		{"capacity under a page", Config{Mode: ModeTokens, CapacityTokens: 63, NewTree: ref.NewRadixTree}, ErrBadCapacity, "capacity_tokens"},
 		{"capacity under a block", Config{Mode: ModeBlocks, CapacityTokens: 511, NewTree: ref.NewRadixTree}, ErrBadCapacity, "capacity_tokens"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(nil, tc.cfg)
-			ie, ok := ref.AsInputError(err)
+			ie, ok := spec.AsInputError(err)
 			if !ok || ie.Err != tc.sentinel || ie.Field != tc.field {
 				t.Errorf("Run = %v; want %s on %s", err, tc.sentinel.Code(), tc.field)
 			}
@@ -284,8 +285,8 @@ func TestRunRejectsBadConfigs(t *testing.T) {
 
 func TestRunRejectsBadRequestsBeforeReplaying(t *testing.T) {
 	calls := 0
-	counting := func(cfg ref.TreeConfig) (ref.RadixTree, error) { calls++; return ref.NewRadixTree(cfg) }
-	reqs := []Request{{Timestamp: 5, InputLength: 1, HashIDs: []ref.Unit{1}}, {Timestamp: 6, InputLength: 513, HashIDs: []ref.Unit{1}}}
+	counting := func(cfg spec.TreeConfig) (spec.RadixTree, error) { calls++; return ref.NewRadixTree(cfg) }
+	reqs := []Request{{Timestamp: 5, InputLength: 1, HashIDs: []spec.Unit{1}}, {Timestamp: 6, InputLength: 513, HashIDs: []spec.Unit{1}}}
 	_, err := Run(reqs, Config{Mode: ModeTokens, NewTree: counting})
 	if !errors.Is(err, ErrInconsistentLength) || err.Error()[:12] != "requests[1]:" || calls != 0 {
 		t.Errorf("Run = %v after %d trees; want requests[1]'s inconsistent_length before any tree", err, calls)

@@ -9,7 +9,7 @@ import (
 	"math"
 
 	"github.com/kvtwin/kvtwin/internal/bounded"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // BlockTokens is the number of prompt tokens one Mooncake hash id stands
@@ -25,17 +25,17 @@ const MaxHashID = 1<<32 - 1
 // JSON number (an IEEE double) holds exactly.
 const MaxTimestamp = 1 << 53
 
-// Trace-reading sentinels. Bounds that are sizes use ref.ErrTooLarge and
-// negative numbers ref.ErrNegative, as everywhere in kvtwin.
+// Trace-reading sentinels. Bounds that are sizes use spec.ErrTooLarge and
+// negative numbers spec.ErrNegative, as everywhere in kvtwin.
 var (
 	// ErrMalformedLine: a line is not one JSON object of the trace schema.
-	ErrMalformedLine = ref.NewSentinel("malformed_trace_line", "line is not one trace request object")
+	ErrMalformedLine = spec.NewSentinel("malformed_trace_line", "line is not one trace request object")
 	// ErrMissingField: a required field is absent or null.
-	ErrMissingField = ref.NewSentinel("missing_field", "required field is missing")
+	ErrMissingField = spec.NewSentinel("missing_field", "required field is missing")
 	// ErrInconsistentLength: input_length disagrees with the number of hash ids.
-	ErrInconsistentLength = ref.NewSentinel("inconsistent_length", "input_length disagrees with len(hash_ids)")
+	ErrInconsistentLength = spec.NewSentinel("inconsistent_length", "input_length disagrees with len(hash_ids)")
 	// ErrOutOfOrder: a request arrives before the one on the previous line.
-	ErrOutOfOrder = ref.NewSentinel("out_of_order", "timestamps must not decrease")
+	ErrOutOfOrder = spec.NewSentinel("out_of_order", "timestamps must not decrease")
 )
 
 // Request is one trace line: a prompt of InputLength tokens whose
@@ -52,7 +52,7 @@ type Request struct {
 	// HashIDs name the prompt's blocks, one per 512 tokens, the last one
 	// covering InputLength − 512·(len−1) tokens. Each is at most MaxHashID;
 	// they are Units so a blocks-mode key can view them without copying.
-	HashIDs []ref.Unit `json:"hash_ids"`
+	HashIDs []spec.Unit `json:"hash_ids"`
 }
 
 // Limits bounds what Read accepts, so a hostile or corrupt trace fails with
@@ -80,7 +80,7 @@ func DefaultLimits() Limits {
 		MaxOutputLength: 1 << 21, MaxTotalBlocks: 1 << 25}
 }
 
-// LineError locates a rejected trace line; Err is a *ref.InputError naming
+// LineError locates a rejected trace line; Err is a *spec.InputError naming
 // the field, the value and the bound.
 type LineError struct {
 	// Line is the 1-based line number.
@@ -141,14 +141,14 @@ func Read(r io.Reader, lim Limits) ([]Request, error) {
 		}
 		line := lines.Line()
 		if len(reqs) == lim.MaxRequests {
-			return nil, &LineError{line, ref.Reject(ref.ErrTooLarge, "requests", len(reqs)+1, fmt.Sprintf("<= max_requests (%d)", lim.MaxRequests))}
+			return nil, &LineError{line, spec.Reject(spec.ErrTooLarge, "requests", len(reqs)+1, fmt.Sprintf("<= max_requests (%d)", lim.MaxRequests))}
 		}
 		req, err := parseLine(b, lim)
 		if err == nil {
 			err = CheckRequest(req, prev, lim)
 		}
 		if err == nil && blocks+len(req.HashIDs) > lim.MaxTotalBlocks {
-			err = ref.Reject(ref.ErrTooLarge, "hash_ids", blocks+len(req.HashIDs), fmt.Sprintf("<= max_total_blocks (%d) in the whole trace", lim.MaxTotalBlocks))
+			err = spec.Reject(spec.ErrTooLarge, "hash_ids", blocks+len(req.HashIDs), fmt.Sprintf("<= max_total_blocks (%d) in the whole trace", lim.MaxTotalBlocks))
 		}
 		if err != nil {
 			return nil, &LineError{line, err}
@@ -168,9 +168,9 @@ func lineError(lim Limits, err error) error {
 	case !errors.As(err, &be):
 		return err
 	case errors.Is(err, bounded.ErrLineTooLong):
-		return &LineError{be.Line, ref.Reject(ref.ErrTooLarge, "line", fmt.Sprintf("> %d bytes", lim.MaxLineBytes), fmt.Sprintf("<= max_line_bytes (%d)", lim.MaxLineBytes))}
+		return &LineError{be.Line, spec.Reject(spec.ErrTooLarge, "line", fmt.Sprintf("> %d bytes", lim.MaxLineBytes), fmt.Sprintf("<= max_line_bytes (%d)", lim.MaxLineBytes))}
 	}
-	return &LineError{be.Line, ref.Reject(ErrMalformedLine, "line", be.Found, be.Want)}
+	return &LineError{be.Line, spec.Reject(ErrMalformedLine, "line", be.Found, be.Want)}
 }
 
 // wireRequest is a trace line as written: pointers tell a missing field
@@ -187,7 +187,7 @@ type wireRequest struct {
 // CheckRequest then checks in context.
 func parseLine(b []byte, lim Limits) (Request, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
-		return Request{}, ref.Reject(ErrMalformedLine, "line", "empty", "one JSON object")
+		return Request{}, spec.Reject(ErrMalformedLine, "line", "empty", "one JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -196,7 +196,7 @@ func parseLine(b []byte, lim Limits) (Request, error) {
 		return Request{}, jsonReject(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return Request{}, ref.Reject(ErrMalformedLine, "line", fmt.Sprintf("more after byte %d", dec.InputOffset()), "exactly one JSON object")
+		return Request{}, spec.Reject(ErrMalformedLine, "line", fmt.Sprintf("more after byte %d", dec.InputOffset()), "exactly one JSON object")
 	}
 	for _, f := range []struct {
 		name    string
@@ -204,7 +204,7 @@ func parseLine(b []byte, lim Limits) (Request, error) {
 	}{{"timestamp", w.Timestamp == nil}, {"input_length", w.InputLength == nil},
 		{"output_length", w.OutputLength == nil}, {"hash_ids", w.HashIDs == nil}} {
 		if f.missing {
-			return Request{}, ref.Reject(ErrMissingField, f.name, "missing or null", "present")
+			return Request{}, spec.Reject(ErrMissingField, f.name, "missing or null", "present")
 		}
 	}
 	// Range-check the int64s before narrowing them, so a huge length is
@@ -215,15 +215,15 @@ func parseLine(b []byte, lim Limits) (Request, error) {
 	if err := checkRange("output_length", *w.OutputLength, int64(lim.MaxOutputLength), 0); err != nil {
 		return Request{}, err
 	}
-	ids := make([]ref.Unit, len(*w.HashIDs))
+	ids := make([]spec.Unit, len(*w.HashIDs))
 	for i, id := range *w.HashIDs {
 		if id < 0 {
-			return Request{}, ref.Reject(ref.ErrNegative, ref.Idx("hash_ids", i), id, ">= 0")
+			return Request{}, spec.Reject(spec.ErrNegative, spec.Idx("hash_ids", i), id, ">= 0")
 		}
 		if id > MaxHashID {
-			return Request{}, ref.Reject(ref.ErrTooLarge, ref.Idx("hash_ids", i), id, fmt.Sprintf("<= %d (32-bit ids)", int64(MaxHashID)))
+			return Request{}, spec.Reject(spec.ErrTooLarge, spec.Idx("hash_ids", i), id, fmt.Sprintf("<= %d (32-bit ids)", int64(MaxHashID)))
 		}
-		ids[i] = ref.Unit(id)
+		ids[i] = spec.Unit(id)
 	}
 	return Request{Timestamp: *w.Timestamp, InputLength: int(*w.InputLength),
 		OutputLength: int(*w.OutputLength), HashIDs: ids}, nil
@@ -234,11 +234,11 @@ func parseLine(b []byte, lim Limits) (Request, error) {
 func checkRange(field string, v, hi, lo int64) error {
 	switch {
 	case v < 0:
-		return ref.Reject(ref.ErrNegative, field, v, fmt.Sprintf(">= %d", lo))
+		return spec.Reject(spec.ErrNegative, field, v, fmt.Sprintf(">= %d", lo))
 	case v < lo:
-		return ref.Reject(ErrInconsistentLength, field, v, fmt.Sprintf(">= %d", lo))
+		return spec.Reject(ErrInconsistentLength, field, v, fmt.Sprintf(">= %d", lo))
 	case v > hi:
-		return ref.Reject(ref.ErrTooLarge, field, v, fmt.Sprintf("<= %d", hi))
+		return spec.Reject(spec.ErrTooLarge, field, v, fmt.Sprintf("<= %d", hi))
 	}
 	return nil
 }
@@ -252,9 +252,9 @@ func jsonReject(err error) error {
 		if field == "" {
 			field = "line"
 		}
-		return ref.Reject(ErrMalformedLine, field, te.Value, "a JSON value of Go type "+te.Type.String())
+		return spec.Reject(ErrMalformedLine, field, te.Value, "a JSON value of Go type "+te.Type.String())
 	}
-	return ref.Reject(ErrMalformedLine, "line", err.Error(), "one JSON object with exactly timestamp, input_length, output_length, hash_ids")
+	return spec.Reject(ErrMalformedLine, "line", err.Error(), "one JSON object with exactly timestamp, input_length, output_length, hash_ids")
 }
 
 // CheckRequest validates one request against lim, given the previous
@@ -266,11 +266,11 @@ func jsonReject(err error) error {
 func CheckRequest(req Request, prev int64, lim Limits) error {
 	switch {
 	case req.Timestamp < 0:
-		return ref.Reject(ref.ErrNegative, "timestamp", req.Timestamp, ">= 0")
+		return spec.Reject(spec.ErrNegative, "timestamp", req.Timestamp, ">= 0")
 	case req.Timestamp > MaxTimestamp:
-		return ref.Reject(ref.ErrTooLarge, "timestamp", req.Timestamp, fmt.Sprintf("<= %d", int64(MaxTimestamp)))
+		return spec.Reject(spec.ErrTooLarge, "timestamp", req.Timestamp, fmt.Sprintf("<= %d", int64(MaxTimestamp)))
 	case req.Timestamp < prev:
-		return ref.Reject(ErrOutOfOrder, "timestamp", req.Timestamp, fmt.Sprintf(">= the previous request's (%d)", prev))
+		return spec.Reject(ErrOutOfOrder, "timestamp", req.Timestamp, fmt.Sprintf(">= the previous request's (%d)", prev))
 	}
 	if err := checkRange("input_length", int64(req.InputLength), int64(lim.MaxInputLength), 1); err != nil {
 		return err
@@ -279,13 +279,13 @@ func CheckRequest(req Request, prev int64, lim Limits) error {
 		return err
 	}
 	if want := (req.InputLength + BlockTokens - 1) / BlockTokens; len(req.HashIDs) != want {
-		return ref.Reject(ErrInconsistentLength, "len(hash_ids)", len(req.HashIDs),
+		return spec.Reject(ErrInconsistentLength, "len(hash_ids)", len(req.HashIDs),
 			fmt.Sprintf("== ceil(input_length (%d) / %d) = %d: the last block holds input_length − %d·(len−1) tokens, in [1, %d]",
 				req.InputLength, BlockTokens, want, BlockTokens, BlockTokens))
 	}
 	for i, id := range req.HashIDs {
 		if id > MaxHashID {
-			return ref.Reject(ref.ErrTooLarge, ref.Idx("hash_ids", i), id, fmt.Sprintf("<= %d (32-bit ids)", int64(MaxHashID)))
+			return spec.Reject(spec.ErrTooLarge, spec.Idx("hash_ids", i), id, fmt.Sprintf("<= %d (32-bit ids)", int64(MaxHashID)))
 		}
 	}
 	return nil

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // valid is a well-formed line: 2 blocks, the last holding 1 token.
@@ -19,7 +19,7 @@ func TestReadSampleKeepsEveryLineInOrder(t *testing.T) {
 		t.Fatalf("%d requests, want 500", len(reqs))
 	}
 	want := Request{Timestamp: 0, InputLength: 6758, OutputLength: 500,
-		HashIDs: []ref.Unit{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}}
+		HashIDs: []spec.Unit{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}}
 	if diff := cmp.Diff(want, reqs[0]); diff != "" {
 		t.Errorf("first request (-want +got):\n%s", diff)
 	}
@@ -58,22 +58,22 @@ func TestReadRejectsBadLines(t *testing.T) {
 		name, trace string
 		lim         Limits
 		line        int
-		sentinel    *ref.Sentinel
+		sentinel    *spec.Sentinel
 		field       string
 	}{
-		{"negative input_length", `{"timestamp": 0, "input_length": -1, "output_length": 0, "hash_ids": []}`, Limits{}, 1, ref.ErrNegative, "input_length"},
+		{"negative input_length", `{"timestamp": 0, "input_length": -1, "output_length": 0, "hash_ids": []}`, Limits{}, 1, spec.ErrNegative, "input_length"},
 		{"zero input_length", `{"timestamp": 0, "input_length": 0, "output_length": 0, "hash_ids": []}`, Limits{}, 1, ErrInconsistentLength, "input_length"},
-		{"absurd input_length", `{"timestamp": 0, "input_length": 9000000000, "output_length": 0, "hash_ids": [1]}`, Limits{}, 1, ref.ErrTooLarge, "input_length"},
-		{"negative output_length", `{"timestamp": 0, "input_length": 1, "output_length": -3, "hash_ids": [1]}`, Limits{}, 1, ref.ErrNegative, "output_length"},
-		{"absurd output_length", `{"timestamp": 0, "input_length": 1, "output_length": 3000000, "hash_ids": [1]}`, Limits{}, 1, ref.ErrTooLarge, "output_length"},
-		{"negative timestamp", `{"timestamp": -1, "input_length": 1, "output_length": 0, "hash_ids": [1]}`, Limits{}, 1, ref.ErrNegative, "timestamp"},
-		{"absurd timestamp", `{"timestamp": 9007199254740993, "input_length": 1, "output_length": 0, "hash_ids": [1]}`, Limits{}, 1, ref.ErrTooLarge, "timestamp"},
+		{"absurd input_length", `{"timestamp": 0, "input_length": 9000000000, "output_length": 0, "hash_ids": [1]}`, Limits{}, 1, spec.ErrTooLarge, "input_length"},
+		{"negative output_length", `{"timestamp": 0, "input_length": 1, "output_length": -3, "hash_ids": [1]}`, Limits{}, 1, spec.ErrNegative, "output_length"},
+		{"absurd output_length", `{"timestamp": 0, "input_length": 1, "output_length": 3000000, "hash_ids": [1]}`, Limits{}, 1, spec.ErrTooLarge, "output_length"},
+		{"negative timestamp", `{"timestamp": -1, "input_length": 1, "output_length": 0, "hash_ids": [1]}`, Limits{}, 1, spec.ErrNegative, "timestamp"},
+		{"absurd timestamp", `{"timestamp": 9007199254740993, "input_length": 1, "output_length": 0, "hash_ids": [1]}`, Limits{}, 1, spec.ErrTooLarge, "timestamp"},
 		{"decreasing timestamp", valid + "\n" + `{"timestamp": 4, "input_length": 1, "output_length": 0, "hash_ids": [1]}`, Limits{}, 2, ErrOutOfOrder, "timestamp"},
 		{"too few hash ids", `{"timestamp": 0, "input_length": 1025, "output_length": 0, "hash_ids": [1, 2]}`, Limits{}, 1, ErrInconsistentLength, "len(hash_ids)"},
 		{"empty last block", `{"timestamp": 0, "input_length": 512, "output_length": 0, "hash_ids": [1, 2]}`, Limits{}, 1, ErrInconsistentLength, "len(hash_ids)"},
 		{"no hash ids", `{"timestamp": 0, "input_length": 10, "output_length": 0, "hash_ids": []}`, Limits{}, 1, ErrInconsistentLength, "len(hash_ids)"},
-		{"negative hash id", `{"timestamp": 0, "input_length": 600, "output_length": 0, "hash_ids": [1, -2]}`, Limits{}, 1, ref.ErrNegative, "hash_ids[1]"},
-		{"hash id over 32 bits", `{"timestamp": 0, "input_length": 600, "output_length": 0, "hash_ids": [4294967296, 2]}`, Limits{}, 1, ref.ErrTooLarge, "hash_ids[0]"},
+		{"negative hash id", `{"timestamp": 0, "input_length": 600, "output_length": 0, "hash_ids": [1, -2]}`, Limits{}, 1, spec.ErrNegative, "hash_ids[1]"},
+		{"hash id over 32 bits", `{"timestamp": 0, "input_length": 600, "output_length": 0, "hash_ids": [4294967296, 2]}`, Limits{}, 1, spec.ErrTooLarge, "hash_ids[0]"},
 		{"missing field", `{"timestamp": 0, "input_length": 1, "hash_ids": [1]}`, Limits{}, 1, ErrMissingField, "output_length"},
 		{"null hash_ids", `{"timestamp": 0, "input_length": 1, "output_length": 0, "hash_ids": null}`, Limits{}, 1, ErrMissingField, "hash_ids"},
 		{"unknown field", `{"timestamp": 0, "input_length": 1, "output_length": 0, "hash_ids": [1], "prompt": "hi"}`, Limits{}, 1, ErrMalformedLine, "line"},
@@ -84,9 +84,9 @@ func TestReadRejectsBadLines(t *testing.T) {
 		{"not JSON", valid + "\nhello", Limits{}, 2, ErrMalformedLine, "line"},
 		{"two objects on a line", valid + valid, Limits{}, 1, ErrMalformedLine, "line"},
 		{"blank line", valid + "\n\n" + valid, Limits{}, 2, ErrMalformedLine, "line"},
-		{"line too long", valid + "\n" + `{"timestamp": 9, "input_length": 1, "output_length": 0, "hash_ids": [1]}` + strings.Repeat(" ", 100), small, 2, ref.ErrTooLarge, "line"},
-		{"too many requests", valid + "\n" + valid + "\n" + valid, few, 3, ref.ErrTooLarge, "requests"},
-		{"too many blocks in all", valid + "\n" + valid, small, 2, ref.ErrTooLarge, "hash_ids"},
+		{"line too long", valid + "\n" + `{"timestamp": 9, "input_length": 1, "output_length": 0, "hash_ids": [1]}` + strings.Repeat(" ", 100), small, 2, spec.ErrTooLarge, "line"},
+		{"too many requests", valid + "\n" + valid + "\n" + valid, few, 3, spec.ErrTooLarge, "requests"},
+		{"too many blocks in all", valid + "\n" + valid, small, 2, spec.ErrTooLarge, "hash_ids"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lim := tc.lim
@@ -98,7 +98,7 @@ func TestReadRejectsBadLines(t *testing.T) {
 			if !errors.As(err, &le) {
 				t.Fatalf("Read = %d requests, %v; want a *LineError", len(reqs), err)
 			}
-			ie, ok := ref.AsInputError(err)
+			ie, ok := spec.AsInputError(err)
 			if le.Line != tc.line || !ok || ie.Err != tc.sentinel || ie.Field != tc.field {
 				t.Errorf("got %v; want line %d, field %s, sentinel %s", err, tc.line, tc.field, tc.sentinel.Code())
 			}
@@ -117,7 +117,7 @@ func TestReadRefusesTextThatIsNotUTF8OrNestedTooDeep(t *testing.T) {
 		{`{"hash_ids": ` + strings.Repeat("[", 16) + strings.Repeat("]", 16) + `}`, "line 1: line = JSON nested deeper than 16 at byte 28: want at most 16 nested arrays and objects"},
 	} {
 		_, err := Read(strings.NewReader(tc.trace), DefaultLimits())
-		if ie, ok := ref.AsInputError(err); !ok || ie.Err != ErrMalformedLine || !strings.HasPrefix(err.Error(), tc.want) {
+		if ie, ok := spec.AsInputError(err); !ok || ie.Err != ErrMalformedLine || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("error = %v\nwant    %s…", err, tc.want)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // This file holds the authentication and TLS configuration and the rule
@@ -155,26 +155,26 @@ const exposureBound = "a loopback address (127.0.0.1, ::1, localhost) unless cal
 	"or Auth.InsecureNoAuth (--insecure-no-auth) to let anyone who reaches the port create, fill and delete pools"
 
 // validate checks the authentication fields against each other and addr,
-// the listen address, as an *ref.InputError wrapping ErrBadConfig.
+// the listen address, as an *spec.InputError wrapping ErrBadConfig.
 func (a AuthConfig) validate(addr string) error {
 	switch {
 	case (a.TLSCertFile == "") != (a.TLSKeyFile == ""):
-		return ref.Reject(ErrBadConfig, "Auth.TLSKeyFile", a.TLSKeyFile,
+		return spec.Reject(ErrBadConfig, "Auth.TLSKeyFile", a.TLSKeyFile,
 			fmt.Sprintf("set together with Auth.TLSCertFile (%q): --tls-cert and --tls-key go together", a.TLSCertFile))
 	case a.TLSClientCAFile != "" && a.TLSCertFile == "":
-		return ref.Reject(ErrBadConfig, "Auth.TLSClientCAFile", a.TLSClientCAFile,
+		return spec.Reject(ErrBadConfig, "Auth.TLSClientCAFile", a.TLSClientCAFile,
 			"set only with Auth.TLSCertFile: client certificates need TLS (--tls-cert, --tls-key)")
 	case a.MetricsScope != ScopeOpen && a.MetricsScope != ScopeRead:
-		return ref.Reject(ErrBadConfig, "Auth.MetricsScope", a.MetricsScope.String(), "open or read")
+		return spec.Reject(ErrBadConfig, "Auth.MetricsScope", a.MetricsScope.String(), "open or read")
 	case a.ReloadInterval <= 0:
-		return ref.Reject(ErrBadConfig, "Auth.ReloadInterval", a.ReloadInterval.String(), "> 0")
+		return spec.Reject(ErrBadConfig, "Auth.ReloadInterval", a.ReloadInterval.String(), "> 0")
 	case a.InsecureNoAuth && a.authenticates():
-		return ref.Reject(ErrBadConfig, "Auth.InsecureNoAuth", true,
+		return spec.Reject(ErrBadConfig, "Auth.InsecureNoAuth", true,
 			"false when Auth.TokensFile or Auth.TLSClientCAFile authenticates callers (--insecure-no-auth contradicts them)")
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err == nil && !a.authenticates() && !a.InsecureNoAuth && !loopbackHost(host) {
-		return ref.Reject(ErrBadConfig, "Addr", addr, exposureBound)
+		return spec.Reject(ErrBadConfig, "Addr", addr, exposureBound)
 	}
 	return nil
 }
@@ -188,7 +188,7 @@ func (a *authState) checkListener(addr net.Addr, log *slog.Logger) error {
 		return nil // a Unix socket is as local as its file's permissions
 	}
 	if !a.cfg.authenticates() && !a.cfg.InsecureNoAuth {
-		return fmt.Errorf("server: serve %s: %w", addr, ref.Reject(ErrBadConfig, "listener", addr.String(), exposureBound))
+		return fmt.Errorf("server: serve %s: %w", addr, spec.Reject(ErrBadConfig, "listener", addr.String(), exposureBound))
 	}
 	if a.cfg.TokensFile != "" && a.tls == nil {
 		log.Warn("bearer tokens cross the network in clear text: serve TLS (--tls-cert, --tls-key) unless a proxy in front of kvtwin terminates it",

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // startTokens is a server (behind httptest) whose token file holds body.
@@ -58,7 +58,7 @@ func TestAuthTokenFileRefusesABadLineNamingFileLineAndBound(t *testing.T) {
 		cfg := testConfig(&logBuffer{})
 		cfg.Auth.TokensFile = file
 		_, err := server.New(cfg)
-		ie, ok := ref.AsInputError(err)
+		ie, ok := spec.AsInputError(err)
 		if !ok || !errors.Is(err, server.ErrBadConfig) {
 			t.Errorf("%s: New = %v, want an input error wrapping ErrBadConfig", tc.name, err)
 			continue
@@ -261,7 +261,7 @@ func TestNewRefusesANonLoopbackAddrWithoutAuthentication(t *testing.T) {
 	}
 	for _, addr := range []string{"0.0.0.0:8080", ":8080", "[::]:8080", "10.1.2.3:8080", "kvtwin.example:8080"} {
 		err := newWith(addr, nil)
-		ie, ok := ref.AsInputError(err)
+		ie, ok := spec.AsInputError(err)
 		if !ok || !errors.Is(err, server.ErrBadConfig) || ie.Field != "Addr" || ie.Value != addr ||
 			!strings.Contains(err.Error(), "--insecure-no-auth") || !strings.Contains(err.Error(), "--auth-tokens") {
 			t.Errorf("New with Addr %s and no authentication = %v; want ErrBadConfig on Addr naming --auth-tokens and --insecure-no-auth", addr, err)
@@ -317,7 +317,7 @@ func TestNewChecksTheAuthFieldsTogether(t *testing.T) {
 		cfg := testConfig(&logBuffer{})
 		tc.edit(&cfg.Auth)
 		_, err := server.New(cfg)
-		ie, ok := ref.AsInputError(err)
+		ie, ok := spec.AsInputError(err)
 		if !ok || ie.Field != tc.field || !strings.Contains(ie.Bound, tc.bound) {
 			t.Errorf("%s: New = %v, want field %s and bound %q", tc.field, err, tc.field, tc.bound)
 		}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Bounds of the token file (docs/api.md "Token file"). A request checks
@@ -51,7 +51,7 @@ func parseTokens(path string, b []byte) (*tokenSet, error) {
 			continue
 		}
 		bad := func(what string, value any, bound string) error {
-			return ref.Reject(ErrBadConfig, fmt.Sprintf("Auth.TokensFile %s line %d: %s", path, n, what), value, bound)
+			return spec.Reject(ErrBadConfig, fmt.Sprintf("Auth.TokensFile %s line %d: %s", path, n, what), value, bound)
 		}
 		fields := strings.Fields(line)
 		if len(fields) != 2 {
@@ -77,7 +77,7 @@ func parseTokens(path string, b []byte) (*tokenSet, error) {
 		set.scopes = append(set.scopes, scope)
 	}
 	if len(set.digests) == 0 {
-		return nil, ref.Reject(ErrBadConfig, "Auth.TokensFile "+path, "no tokens",
+		return nil, spec.Reject(ErrBadConfig, "Auth.TokensFile "+path, "no tokens",
 			"at least one `SCOPE TOKEN` line: an empty file would lock every caller out")
 	}
 	return set, nil

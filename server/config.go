@@ -12,13 +12,13 @@ import (
 	"github.com/kvtwin/kvtwin/events/zmq"
 	"github.com/kvtwin/kvtwin/internal/jsonscan"
 	"github.com/kvtwin/kvtwin/prefix"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ErrBadConfig is the sentinel of every configuration error New returns; the
-// error itself is an *ref.InputError naming the Config field, its value and
+// error itself is an *spec.InputError naming the Config field, its value and
 // the bound it broke.
-var ErrBadConfig = ref.NewSentinel("bad_config", "invalid server configuration")
+var ErrBadConfig = spec.NewSentinel("bad_config", "invalid server configuration")
 
 // DefaultMaxBodyBytes is the request body limit of DefaultConfig (64 MiB).
 const DefaultMaxBodyBytes int64 = 64 << 20
@@ -34,12 +34,12 @@ const DefaultMaxResponseBytesInFlight int64 = 256 << 20
 const DefaultMaxJSONDepth = 512
 
 // DefaultLimits are the op limits the server runs with unless configured:
-// ref.DefaultLimits' 1 GiB output bound, and no output more than 64 times
+// spec.DefaultLimits' 1 GiB output bound, and no output more than 64 times
 // the request's bytes beyond a 16 MiB floor, so a 200 KB request cannot
 // ask for 65 MB of rows (issue 15, found 6) while a 64 MiB payload still
 // gets its 64 MiB answer.
-func DefaultLimits() ref.Limits {
-	lim := ref.DefaultLimits()
+func DefaultLimits() spec.Limits {
+	lim := spec.DefaultLimits()
 	lim.MaxOutputRatio = 64
 	lim.RatioFloorBytes = 16 << 20
 	return lim
@@ -58,7 +58,7 @@ type Config struct {
 	// has no CUDA twin, so under cuda a pool create answers 400).
 	Impl catalog.Impl
 	// Limits are passed to every op run.
-	Limits ref.Limits
+	Limits spec.Limits
 	// MaxBodyBytes bounds a request body; larger bodies get 413.
 	MaxBodyBytes int64
 	// MaxConcurrent bounds the op requests in flight; the next one gets 429.
@@ -121,7 +121,7 @@ type Config struct {
 	// EventsIndex bounds the event-fed index: engines, engines per source
 	// (each source's share), tokens per engine, live messages held during
 	// a replay (zero fields: the defaults).
-	EventsIndex ref.KVEvConfig
+	EventsIndex spec.KVEvConfig
 	// EventsOptions tunes the subscriber: reconnect backoff, replay timeout
 	// and cooldown, message size (zero fields: the defaults).
 	EventsOptions zmq.Options
@@ -171,22 +171,22 @@ func DefaultConfig() Config {
 }
 
 // validate returns the first field of cfg that is out of bounds, in field
-// order, as an *ref.InputError wrapping ErrBadConfig.
+// order, as an *spec.InputError wrapping ErrBadConfig.
 func (cfg Config) validate() error {
 	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
-		return ref.Reject(ErrBadConfig, "Addr", cfg.Addr, "host:port ("+err.Error()+")")
+		return spec.Reject(ErrBadConfig, "Addr", cfg.Addr, "host:port ("+err.Error()+")")
 	}
 	if _, err := catalog.ParseImpl(string(cfg.Impl)); err != nil {
-		return ref.Reject(ErrBadConfig, "Impl", string(cfg.Impl), "ref, fast or cuda")
+		return spec.Reject(ErrBadConfig, "Impl", string(cfg.Impl), "ref, fast or cuda")
 	}
 	if cfg.Limits.MaxOutputBytes < 1 {
-		return ref.Reject(ErrBadConfig, "Limits.MaxOutputBytes", cfg.Limits.MaxOutputBytes, ">= 1")
+		return spec.Reject(ErrBadConfig, "Limits.MaxOutputBytes", cfg.Limits.MaxOutputBytes, ">= 1")
 	}
 	if cfg.MaxBodyBytes < 1 {
-		return ref.Reject(ErrBadConfig, "MaxBodyBytes", cfg.MaxBodyBytes, ">= 1")
+		return spec.Reject(ErrBadConfig, "MaxBodyBytes", cfg.MaxBodyBytes, ">= 1")
 	}
 	if cfg.MaxConcurrent < 1 {
-		return ref.Reject(ErrBadConfig, "MaxConcurrent", cfg.MaxConcurrent, ">= 1")
+		return spec.Reject(ErrBadConfig, "MaxConcurrent", cfg.MaxConcurrent, ">= 1")
 	}
 	for _, d := range []struct {
 		field string
@@ -197,7 +197,7 @@ func (cfg Config) validate() error {
 		{"ShutdownTimeout", cfg.ShutdownTimeout},
 	} {
 		if d.v <= 0 {
-			return ref.Reject(ErrBadConfig, d.field, d.v.String(), "> 0")
+			return spec.Reject(ErrBadConfig, d.field, d.v.String(), "> 0")
 		}
 	}
 	if err := cfg.validateHostileBounds(); err != nil {
@@ -207,7 +207,7 @@ func (cfg Config) validate() error {
 		return err
 	}
 	if cfg.Logger == nil {
-		return ref.Reject(ErrBadConfig, "Logger", "nil", "a *slog.Logger (slog.New(slog.DiscardHandler) to silence)")
+		return spec.Reject(ErrBadConfig, "Logger", "nil", "a *slog.Logger (slog.New(slog.DiscardHandler) to silence)")
 	}
 	if err := cfg.validatePrefix(); err != nil {
 		return err
@@ -226,21 +226,21 @@ func (cfg Config) validate() error {
 func (cfg Config) validateHostileBounds() error {
 	switch {
 	case cfg.Limits.MaxOutputRatio < 0:
-		return ref.Reject(ErrBadConfig, "Limits.MaxOutputRatio", cfg.Limits.MaxOutputRatio, ">= 0 (0: no ratio bound)")
+		return spec.Reject(ErrBadConfig, "Limits.MaxOutputRatio", cfg.Limits.MaxOutputRatio, ">= 0 (0: no ratio bound)")
 	case cfg.Limits.RatioFloorBytes < 0:
-		return ref.Reject(ErrBadConfig, "Limits.RatioFloorBytes", cfg.Limits.RatioFloorBytes, ">= 0")
+		return spec.Reject(ErrBadConfig, "Limits.RatioFloorBytes", cfg.Limits.RatioFloorBytes, ">= 0")
 	case cfg.MaxJSONDepth < 1 || cfg.MaxJSONDepth > jsonscan.MaxDepthLimit:
-		return ref.Reject(ErrBadConfig, "MaxJSONDepth", cfg.MaxJSONDepth, fmt.Sprintf("in [1, %d]", jsonscan.MaxDepthLimit))
+		return spec.Reject(ErrBadConfig, "MaxJSONDepth", cfg.MaxJSONDepth, fmt.Sprintf("in [1, %d]", jsonscan.MaxDepthLimit))
 	case cfg.OpTimeout <= 0 || cfg.OpTimeout >= cfg.ShutdownTimeout:
-		return ref.Reject(ErrBadConfig, "OpTimeout", cfg.OpTimeout.String(), fmt.Sprintf("> 0 and < ShutdownTimeout (%s), so a drain can wait out any op", cfg.ShutdownTimeout))
+		return spec.Reject(ErrBadConfig, "OpTimeout", cfg.OpTimeout.String(), fmt.Sprintf("> 0 and < ShutdownTimeout (%s), so a drain can wait out any op", cfg.ShutdownTimeout))
 	case cfg.MinTransferRate < 1:
-		return ref.Reject(ErrBadConfig, "MinTransferRate", cfg.MinTransferRate, ">= 1 byte/s")
+		return spec.Reject(ErrBadConfig, "MinTransferRate", cfg.MinTransferRate, ">= 1 byte/s")
 	case cfg.TransferGrace <= 0:
-		return ref.Reject(ErrBadConfig, "TransferGrace", cfg.TransferGrace.String(), "> 0")
+		return spec.Reject(ErrBadConfig, "TransferGrace", cfg.TransferGrace.String(), "> 0")
 	case cfg.MaxBodyBytesInFlight < cfg.MaxBodyBytes+1:
-		return ref.Reject(ErrBadConfig, "MaxBodyBytesInFlight", cfg.MaxBodyBytesInFlight, fmt.Sprintf(">= MaxBodyBytes+1 (%d), so one largest body fits", cfg.MaxBodyBytes+1))
+		return spec.Reject(ErrBadConfig, "MaxBodyBytesInFlight", cfg.MaxBodyBytesInFlight, fmt.Sprintf(">= MaxBodyBytes+1 (%d), so one largest body fits", cfg.MaxBodyBytes+1))
 	case cfg.MaxConnections < 1:
-		return ref.Reject(ErrBadConfig, "MaxConnections", cfg.MaxConnections, ">= 1")
+		return spec.Reject(ErrBadConfig, "MaxConnections", cfg.MaxConnections, ">= 1")
 	}
 	return nil
 }
@@ -249,7 +249,7 @@ func (cfg Config) validateHostileBounds() error {
 // reserved answer: answers up to SmallAnswerBytes are never reserved.
 func (cfg Config) validateResponseBudget() error {
 	if cfg.MaxResponseBytesInFlight < SmallAnswerBytes {
-		return ref.Reject(ErrBadConfig, "MaxResponseBytesInFlight", cfg.MaxResponseBytesInFlight,
+		return spec.Reject(ErrBadConfig, "MaxResponseBytesInFlight", cfg.MaxResponseBytesInFlight,
 			fmt.Sprintf(">= SmallAnswerBytes (%d), the largest answer written without a reservation", SmallAnswerBytes))
 	}
 	return nil
@@ -258,23 +258,23 @@ func (cfg Config) validateResponseBudget() error {
 // validatePrefix rejects a prefix limit below 1.
 func (cfg Config) validatePrefix() error {
 	if err := cfg.Prefix.Validate(); err != nil {
-		ie, _ := ref.AsInputError(err)
-		return ref.Reject(ErrBadConfig, "Prefix."+ie.Field, ie.Value, ie.Bound)
+		ie, _ := spec.AsInputError(err)
+		return spec.Reject(ErrBadConfig, "Prefix."+ie.Field, ie.Value, ie.Bound)
 	}
 	return nil
 }
 
 func validateEntries(entries []catalog.Entry) error {
 	if len(entries) == 0 {
-		return ref.Reject(ErrBadConfig, "Entries", "[]", "at least one entry, or nil for catalog.All()")
+		return spec.Reject(ErrBadConfig, "Entries", "[]", "at least one entry, or nil for catalog.All()")
 	}
 	seen := make(map[string]bool, len(entries))
 	for i, e := range entries {
 		if e == nil {
-			return ref.Reject(ErrBadConfig, ref.Idx("Entries", i), "nil", "a catalog.Entry")
+			return spec.Reject(ErrBadConfig, spec.Idx("Entries", i), "nil", "a catalog.Entry")
 		}
 		if seen[e.Name()] {
-			return ref.Reject(ErrBadConfig, ref.Idx("Entries", i), e.Name(), "a name not already served")
+			return spec.Reject(ErrBadConfig, spec.Idx("Entries", i), e.Name(), "a name not already served")
 		}
 		seen[e.Name()] = true
 	}
@@ -293,7 +293,7 @@ func checkImplEverywhere(impl catalog.Impl, ops []*opInfo) error {
 			if impl == catalog.CUDA && catalog.CUDAStatus() == nil {
 				continue
 			}
-			return fmt.Errorf("%w; %w", ref.Reject(ErrBadConfig, "Impl", string(impl),
+			return fmt.Errorf("%w; %w", spec.Reject(ErrBadConfig, "Impl", string(impl),
 				"an implementation every op has in this build; kvtwin never falls back"), reason)
 		}
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/prefix"
-	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 func TestDefaultConfigIsValidAndBindsLoopback(t *testing.T) {
@@ -37,7 +37,7 @@ func TestNewRejectsEachOutOfBoundsFieldNamingFieldValueAndBound(t *testing.T) {
 		{"Addr", "localhost", "host:port", func(c *server.Config) { c.Addr = "localhost" }},
 		{"Impl", "gpu", "ref, fast or cuda", func(c *server.Config) { c.Impl = "gpu" }},
 		{"Impl", "", "ref, fast or cuda", func(c *server.Config) { c.Impl = "" }},
-		{"Limits.MaxOutputBytes", "0", ">= 1", func(c *server.Config) { c.Limits = ref.Limits{} }},
+		{"Limits.MaxOutputBytes", "0", ">= 1", func(c *server.Config) { c.Limits = spec.Limits{} }},
 		{"MaxBodyBytes", "0", ">= 1", func(c *server.Config) { c.MaxBodyBytes = 0 }},
 		{"MaxConcurrent", "-1", ">= 1", func(c *server.Config) { c.MaxConcurrent = -1 }},
 		{"ReadHeaderTimeout", "0s", "> 0", func(c *server.Config) { c.ReadHeaderTimeout = 0 }},
@@ -67,7 +67,7 @@ func TestNewRejectsEachOutOfBoundsFieldNamingFieldValueAndBound(t *testing.T) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 		tc.edit(&cfg)
 		_, err := server.New(cfg)
-		ie, ok := ref.AsInputError(err)
+		ie, ok := spec.AsInputError(err)
 		if !ok || !errors.Is(err, server.ErrBadConfig) {
 			t.Errorf("%s: New = %v, want an input error wrapping ErrBadConfig", tc.field, err)
 			continue

@@ -12,7 +12,7 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/events/scaleout"
 	"github.com/kvtwin/kvtwin/events/zmq"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // This file serves the event-fed prefix index (docs/events.md,
@@ -24,7 +24,7 @@ import (
 // events is the server's event-fed index and what feeds it: the ZeroMQ
 // subscriber, or a JetStream replica.
 type events struct {
-	ix  ref.KVEvIndex
+	ix  spec.KVEvIndex
 	sub *zmq.Subscriber
 	rep *scaleout.Replica
 	// share is the engines each source may feed (kv-events.md §2.10 A5).
@@ -36,7 +36,7 @@ type events struct {
 // newEvents builds the index on cfg.Impl's twin (catalog.KVEvIndex: ref or
 // fast; cuda has none and is refused, never silently replaced) and the
 // subscriber over cfg.Events or the replica of cfg.EventsFrom; nil when
-// neither is configured. Errors are *ref.InputError wrapping ErrBadConfig
+// neither is configured. Errors are *spec.InputError wrapping ErrBadConfig
 // naming the Events field.
 func newEvents(cfg Config) (*events, error) {
 	fromNATS := cfg.EventsFrom.URL != "" || cfg.EventsFrom.Conn != nil
@@ -44,11 +44,11 @@ func newEvents(cfg Config) (*events, error) {
 		return nil, nil
 	}
 	if len(cfg.Events) > 0 && fromNATS {
-		return nil, ref.Reject(ErrBadConfig, "EventsFrom", cfg.EventsFrom.URL, "unset when Events lists ZeroMQ sources: a server is fed by one or the other")
+		return nil, spec.Reject(ErrBadConfig, "EventsFrom", cfg.EventsFrom.URL, "unset when Events lists ZeroMQ sources: a server is fed by one or the other")
 	}
 	newIndex, err := catalog.KVEvIndex(cfg.Impl)
 	if err != nil {
-		return nil, ref.Reject(ErrBadConfig, "Events", len(cfg.Events), "no event sources under impl "+string(cfg.Impl)+": "+err.Error())
+		return nil, spec.Reject(ErrBadConfig, "Events", len(cfg.Events), "no event sources under impl "+string(cfg.Impl)+": "+err.Error())
 	}
 	if fromNATS {
 		return newReplicaEvents(cfg, newIndex)
@@ -66,7 +66,7 @@ func newEvents(cfg Config) (*events, error) {
 
 // newEventIndex builds the index over streams and returns each stream's
 // engine share beside it (the index validated it).
-func newEventIndex(newIndex ref.NewKVEvIndexFunc, cfg ref.KVEvConfig, streams []ref.KVEvStream) (ref.KVEvIndex, int, error) {
+func newEventIndex(newIndex spec.NewKVEvIndexFunc, cfg spec.KVEvConfig, streams []spec.KVEvStream) (spec.KVEvIndex, int, error) {
 	ix, err := newIndex(cfg, streams)
 	if err != nil {
 		return nil, 0, configError("EventsIndex.", err)
@@ -80,7 +80,7 @@ func newEventIndex(newIndex ref.NewKVEvIndexFunc, cfg ref.KVEvConfig, streams []
 
 // newReplicaEvents builds the index over the replica's sources and the
 // JetStream replica feeding it.
-func newReplicaEvents(cfg Config, newIndex ref.NewKVEvIndexFunc) (*events, error) {
+func newReplicaEvents(cfg Config, newIndex spec.NewKVEvIndexFunc) (*events, error) {
 	streams, err := scaleout.ReplicaStreams(cfg.EventsFrom.Sources)
 	if err != nil {
 		return nil, configError("EventsFrom.", err)
@@ -111,11 +111,11 @@ func withLogger(o zmq.Options, cfg Config) zmq.Options {
 // configError re-wraps an input error of a sub-configuration as ErrBadConfig
 // with its field under prefix.
 func configError(prefix string, err error) error {
-	ie, ok := ref.AsInputError(err)
+	ie, ok := spec.AsInputError(err)
 	if !ok {
-		return ref.Reject(ErrBadConfig, strings.TrimSuffix(prefix, "."), err.Error(), "a valid configuration")
+		return spec.Reject(ErrBadConfig, strings.TrimSuffix(prefix, "."), err.Error(), "a valid configuration")
 	}
-	return ref.Reject(ErrBadConfig, prefix+ie.Field, ie.Value, ie.Bound+" ("+ie.Err.Error()+")")
+	return spec.Reject(ErrBadConfig, prefix+ie.Field, ie.Value, ie.Bound+" ("+ie.Err.Error()+")")
 }
 
 // start runs the subscriber until ctx ends.
@@ -149,7 +149,7 @@ type EventSource struct {
 	// Stream is the index's cursor and counters for the source (§3.1);
 	// Stream.Counters.EnginesRefused counts its batches refused for their
 	// engine (past MaxEngines, or another source's engine).
-	Stream ref.KVEvStreamState `json:"stream"`
+	Stream spec.KVEvStreamState `json:"stream"`
 	// MaxEngines is the engines the source may feed, its share of the
 	// index (§2.10 A5; --events-max-engines-per-source).
 	MaxEngines int `json:"max_engines"`
@@ -159,7 +159,7 @@ type EventSource struct {
 
 // EventEngine is an engine without its pages.
 type EventEngine struct {
-	ref.KVEvEngineKey
+	spec.KVEvEngineKey
 	// Model is the model name of a kv@<source>@<model> topic.
 	Model string `json:"model,omitzero"`
 	// Stale says the engine may have missed events (§3.3).
@@ -169,7 +169,7 @@ type EventEngine struct {
 	// Tokens is the tokens of its pages, holes included.
 	Tokens int64 `json:"tokens"`
 	// Counters are its event counters.
-	Counters ref.KVEvEngineCounters `json:"counters"`
+	Counters spec.KVEvEngineCounters `json:"counters"`
 	// Pools are its pools with their page counts.
 	Pools []EventPool `json:"pools"`
 }
@@ -203,11 +203,11 @@ type EventSources struct {
 // (PageCount instead); the fast index can, the reference builds the whole
 // state.
 type summarizer interface {
-	Summary() ref.KVEvState
+	Summary() spec.KVEvState
 }
 
 // summary returns the index's state, pages omitted where the index allows.
-func (e *events) summary() ref.KVEvState {
+func (e *events) summary() spec.KVEvState {
 	if s, ok := e.ix.(summarizer); ok {
 		return s.Summary()
 	}
@@ -220,7 +220,7 @@ func (e *events) sources() EventSources {
 	out := EventSources{Digest: st.Digest}
 	byStream := map[string][]EventEngine{}
 	for _, en := range st.Engines {
-		v := EventEngine{KVEvEngineKey: ref.KVEvEngineKey{Source: en.Source, DPRank: en.DPRank}, Model: en.Model,
+		v := EventEngine{KVEvEngineKey: spec.KVEvEngineKey{Source: en.Source, DPRank: en.DPRank}, Model: en.Model,
 			Stale: en.Stale, StaleSince: en.StaleSince, Tokens: en.Tokens, Counters: en.Counters, Pools: []EventPool{}}
 		for _, p := range en.Pools {
 			v.Pools = append(v.Pools, EventPool{Group: p.Group, Tier: p.Tier, PageSize: p.PageSize, Pages: max(len(p.Pages), p.PageCount)})
@@ -258,7 +258,7 @@ func (s *Server) handleEventSources(w http.ResponseWriter, r *http.Request) {
 
 // scoreEngines scores the prompt against every engine of the event-fed
 // index for the query's group and tier; nil without event sources.
-func (s *Server) scoreEngines(in *scoreBody) ([]ref.KVEvScore, error) {
+func (s *Server) scoreEngines(in *scoreBody) ([]spec.KVEvScore, error) {
 	if s.events == nil {
 		return nil, nil
 	}
@@ -266,9 +266,9 @@ func (s *Server) scoreEngines(in *scoreBody) ([]ref.KVEvScore, error) {
 	if in.Extra != nil {
 		ns = *in.Extra
 	}
-	scores, err := s.events.ix.Score(ref.KVEvScoreQuery{Tokens: in.Tokens, Namespace: ns, Group: in.Group, Tier: in.Tier, Exact: in.Exact})
+	scores, err := s.events.ix.Score(spec.KVEvScoreQuery{Tokens: in.Tokens, Namespace: ns, Group: in.Group, Tier: in.Tier, Exact: in.Exact})
 	if scores == nil && err == nil {
-		scores = []ref.KVEvScore{}
+		scores = []spec.KVEvScore{}
 	}
 	return scores, err
 }
@@ -290,11 +290,11 @@ type eventCollector struct {
 type eventMetric struct {
 	desc  *prometheus.Desc
 	kind  prometheus.ValueType
-	value func(zmq.SourceStatus, ref.KVEvStreamState) float64
+	value func(zmq.SourceStatus, spec.KVEvStreamState) float64
 }
 
 func newEventCollector(ev *events) eventCollector {
-	m := func(name, help string, kind prometheus.ValueType, v func(zmq.SourceStatus, ref.KVEvStreamState) float64) eventMetric {
+	m := func(name, help string, kind prometheus.ValueType, v func(zmq.SourceStatus, spec.KVEvStreamState) float64) eventMetric {
 		return eventMetric{desc: prometheus.NewDesc(name, help, []string{"source"}, nil), kind: kind, value: v}
 	}
 	c, g := prometheus.CounterValue, prometheus.GaugeValue
@@ -307,49 +307,49 @@ func newEventCollector(ev *events) eventCollector {
 	return eventCollector{ev: ev,
 		metrics: []eventMetric{
 			m("kvtwin_events_connected", "1 while the source's SUB socket is connected.", g,
-				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return b(s.Connected) }),
+				func(s zmq.SourceStatus, _ spec.KVEvStreamState) float64 { return b(s.Connected) }),
 			m("kvtwin_events_reconnects_total", "SUB connections made after the first.", c,
-				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.Reconnects) }),
+				func(s zmq.SourceStatus, _ spec.KVEvStreamState) float64 { return float64(s.Reconnects) }),
 			m("kvtwin_events_messages_total", "Live messages passed to the index.", c,
-				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.Messages) }),
+				func(s zmq.SourceStatus, _ spec.KVEvStreamState) float64 { return float64(s.Messages) }),
 			m("kvtwin_events_last_seq", "Seq of the last live message.", g,
-				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.LastSeq) }),
+				func(s zmq.SourceStatus, _ spec.KVEvStreamState) float64 { return float64(s.LastSeq) }),
 			m("kvtwin_events_batches_total", "Batches applied (decoded or refused).", c,
-				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Batches) }),
+				func(_ zmq.SourceStatus, t spec.KVEvStreamState) float64 { return float64(t.Counters.Batches) }),
 			m("kvtwin_events_duplicates_total", "Batches dropped as already applied.", c,
-				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Duplicates) }),
+				func(_ zmq.SourceStatus, t spec.KVEvStreamState) float64 { return float64(t.Counters.Duplicates) }),
 			m("kvtwin_events_malformed_total", "Live messages dropped for their frames.", c,
-				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Malformed) }),
+				func(_ zmq.SourceStatus, t spec.KVEvStreamState) float64 { return float64(t.Counters.Malformed) }),
 			m("kvtwin_events_decode_errors_total", "Batches refused by the decoder (engine refusals are kvtwin_events_engines_refused_total).", c,
-				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.DecodeErrors) }),
+				func(_ zmq.SourceStatus, t spec.KVEvStreamState) float64 { return float64(t.Counters.DecodeErrors) }),
 			m("kvtwin_events_gaps_total", "Unrecoverable gaps.", c,
-				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Gaps) }),
+				func(_ zmq.SourceStatus, t spec.KVEvStreamState) float64 { return float64(t.Counters.Gaps) }),
 			m("kvtwin_events_gap_batches_lost_total", "Seqs inside unrecoverable gaps.", c,
-				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.GapBatchesLost) }),
+				func(_ zmq.SourceStatus, t spec.KVEvStreamState) float64 { return float64(t.Counters.GapBatchesLost) }),
 			m("kvtwin_events_replays_ok_total", "Replays that ended with their sentinel.", c,
-				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.ReplaysOK) }),
+				func(_ zmq.SourceStatus, t spec.KVEvStreamState) float64 { return float64(t.Counters.ReplaysOK) }),
 			m("kvtwin_events_replays_failed_total", "Replays that did not.", c,
-				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.ReplaysFailed) }),
+				func(_ zmq.SourceStatus, t spec.KVEvStreamState) float64 { return float64(t.Counters.ReplaysFailed) }),
 			m("kvtwin_events_restarts_total", "Publisher restarts.", c,
-				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.Restarts) }),
+				func(_ zmq.SourceStatus, t spec.KVEvStreamState) float64 { return float64(t.Counters.Restarts) }),
 			m("kvtwin_events_engines_refused_total", "Batches refused for their engine: past the source's engine share or fed by another source (docs/spec/kv-events.md §2.10 A2, A5).", c,
-				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.EnginesRefused) }),
+				func(_ zmq.SourceStatus, t spec.KVEvStreamState) float64 { return float64(t.Counters.EnginesRefused) }),
 			m("kvtwin_events_engines", "Engines the source feeds.", g,
-				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(len(t.Engines)) }),
+				func(_ zmq.SourceStatus, t spec.KVEvStreamState) float64 { return float64(len(t.Engines)) }),
 			m("kvtwin_events_max_engines", "Engines the source may feed: its share of the index (--events-max-engines-per-source).", g,
-				func(zmq.SourceStatus, ref.KVEvStreamState) float64 { return float64(ev.share) }),
+				func(zmq.SourceStatus, spec.KVEvStreamState) float64 { return float64(ev.share) }),
 			m("kvtwin_events_held_overflow_total", "Live messages dropped while a replay ran because the hold queue was full (max_held, max_held_bytes).", c,
-				func(_ zmq.SourceStatus, t ref.KVEvStreamState) float64 { return float64(t.Counters.HeldOverflow) }),
+				func(_ zmq.SourceStatus, t spec.KVEvStreamState) float64 { return float64(t.Counters.HeldOverflow) }),
 			m("kvtwin_events_refused_batches_total", "Batches the index refused whole (decode errors, engines it would not create).", c,
-				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.RefusedBatches) }),
+				func(s zmq.SourceStatus, _ spec.KVEvStreamState) float64 { return float64(s.RefusedBatches) }),
 			m("kvtwin_events_oversized_messages_total", "Batches refused past the bounds of one message (max_events, max_decode_ratio).", c,
-				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.OversizedMessages) }),
+				func(s zmq.SourceStatus, _ spec.KVEvStreamState) float64 { return float64(s.OversizedMessages) }),
 			m("kvtwin_events_buffered_bytes", "Bytes the source holds in the subscriber's buffer budget: queued frames, replies, held messages.", g,
-				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.BufferedBytes) }),
+				func(s zmq.SourceStatus, _ spec.KVEvStreamState) float64 { return float64(s.BufferedBytes) }),
 			m("kvtwin_events_buffer_overflows_total", "Connections closed because a frame found no room in the buffer budget in time.", c,
-				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.BufferOverflows) }),
+				func(s zmq.SourceStatus, _ spec.KVEvStreamState) float64 { return float64(s.BufferOverflows) }),
 			m("kvtwin_events_log_suppressed_total", "Log lines about refusals held back by --events-log-interval.", c,
-				func(s zmq.SourceStatus, _ ref.KVEvStreamState) float64 { return float64(s.LogSuppressed) }),
+				func(s zmq.SourceStatus, _ spec.KVEvStreamState) float64 { return float64(s.LogSuppressed) }),
 		},
 		stale: prometheus.NewDesc("kvtwin_events_engine_stale", "1 while the engine may have missed events (docs/spec/kv-events.md §3.3).",
 			[]string{"source", "engine", "dp_rank"}, nil),
@@ -374,7 +374,7 @@ func (c eventCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c eventCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.ev.summary()
-	streams := map[string]ref.KVEvStreamState{}
+	streams := map[string]spec.KVEvStreamState{}
 	for _, s := range st.Streams {
 		streams[s.Name] = s
 	}

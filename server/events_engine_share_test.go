@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kvtwin/kvtwin/events/zmq"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // shareSource is the part of a /v1/events/sources element this test reads,
@@ -98,12 +98,12 @@ func TestEventsOneSourceCannotTakeAnotherSourcesEngines(t *testing.T) {
 	}
 
 	var res struct {
-		Engines []ref.KVEvScore `json:"engines"`
+		Engines []spec.KVEvScore `json:"engines"`
 	}
 	if code := httpJSON(t, http.MethodPost, base+"/v1/prefix:score", `{"tokens":[1,2,3,4,5,6,7,8]}`, &res); code != http.StatusOK {
 		t.Fatalf("score: %d", code)
 	}
-	bScores := map[int64]ref.KVEvScore{}
+	bScores := map[int64]spec.KVEvScore{}
 	for _, s := range res.Engines {
 		if s.Source == "pod-b" {
 			bScores[s.DPRank] = s

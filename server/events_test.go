@@ -16,6 +16,7 @@ import (
 	"github.com/kvtwin/kvtwin/events/zmq"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // publisher is scripts/kvev_publisher.py, a real vLLM-style PUB + ROUTER
@@ -26,7 +27,7 @@ type publisher struct {
 	pub      string
 	replay   string
 	topic    string
-	recorded []ref.KVEvStep
+	recorded []spec.KVEvStep
 }
 
 func startPublisher(t *testing.T, topic string) *publisher {
@@ -55,8 +56,8 @@ func (p *publisher) send(cmd map[string]any) {
 		p.t.Fatal(err)
 	}
 	seq := binary.BigEndian.AppendUint64(nil, *ack.Seq)
-	p.recorded = append(p.recorded, ref.KVEvStep{Op: ref.KVStepLive, Stream: "engine-a",
-		Frames: []ref.HexBytes{[]byte(p.topic), seq, payload}})
+	p.recorded = append(p.recorded, spec.KVEvStep{Op: spec.KVStepLive, Stream: "engine-a",
+		Frames: []spec.HexBytes{[]byte(p.topic), seq, payload}})
 }
 
 // serveEvents runs a real Server (Serve, so its subscriber runs) with the
@@ -136,11 +137,11 @@ func TestEventFedScoresMatchTheReferenceOnThePythonPublisher(t *testing.T) {
 	got := waitApplied(t, base, 4)
 
 	prompts := [][]int64{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {1, 2, 3, 9, 5, 5, 5, 5, 0}, {7}}
-	script := ref.KVEvApplyInput{Streams: []ref.KVEvStream{{Name: "engine-a", Replay: true}}, Steps: pub.recorded}
+	script := spec.KVEvApplyInput{Streams: []spec.KVEvStream{{Name: "engine-a", Replay: true}}, Steps: pub.recorded}
 	for _, p := range prompts {
-		script.Steps = append(script.Steps, ref.KVEvStep{Op: ref.KVStepScore, Tokens: p})
+		script.Steps = append(script.Steps, spec.KVEvStep{Op: spec.KVStepScore, Tokens: p})
 	}
-	want, err := ref.KVEvApply(ref.DefaultLimits(), script)
+	want, err := ref.KVEvApply(spec.DefaultLimits(), script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestEventsAndEventsFromAreExclusive(t *testing.T) {
 	cfg.Events = []zmq.Source{{Name: "a", Endpoint: "tcp://127.0.0.1:5557"}}
 	cfg.EventsFrom.URL = "nats://127.0.0.1:4222"
 	_, err := server.New(cfg)
-	ie, ok := ref.AsInputError(err)
+	ie, ok := spec.AsInputError(err)
 	if !ok || ie.Field != "EventsFrom" {
 		t.Fatalf("got %v, want a bad_config error naming EventsFrom", err)
 	}
@@ -242,7 +243,7 @@ func serveEventsWith(t *testing.T, sources []zmq.Source, edit func(*server.Confi
 	edit(&cfg)
 	s, err := server.New(cfg)
 	if err != nil {
-		if ie, ok := ref.AsInputError(err); !ok || !strings.HasPrefix(ie.Field, "EventsIndex.") {
+		if ie, ok := spec.AsInputError(err); !ok || !strings.HasPrefix(ie.Field, "EventsIndex.") {
 			t.Fatalf("New: %v, want a bad_config error naming EventsIndex", err)
 		}
 		return ""

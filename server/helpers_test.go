@@ -19,8 +19,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -236,22 +236,22 @@ func testOp(name string, refFn, fastFn catalog.Func[num, num]) catalog.Entry {
 		Ref: refFn, Fast: fastFn, Sample: num{N: 1}}
 }
 
-func identity(_ ref.Limits, in num) (num, error) { return in, nil }
+func identity(_ spec.Limits, in num) (num, error) { return in, nil }
 
 // panicOp panics on fast and answers on ref: the panic must become a 500.
 func panicOp() catalog.Entry {
-	return testOp("test.panic", identity, func(ref.Limits, num) (num, error) { panic("boom: a bug in a twin") })
+	return testOp("test.panic", identity, func(spec.Limits, num) (num, error) { panic("boom: a bug in a twin") })
 }
 
 // brokenOp fails with an error that is not an input error.
 func brokenOp() catalog.Entry {
-	broken := func(ref.Limits, num) (num, error) { return num{}, errors.New("disk on fire") }
+	broken := func(spec.Limits, num) (num, error) { return num{}, errors.New("disk on fire") }
 	return testOp("test.broken", broken, broken)
 }
 
 // disagreeOp's fast twin is off by one: compare must say so.
 func disagreeOp() catalog.Entry {
-	return testOp("test.disagree", identity, func(_ ref.Limits, in num) (num, error) { return num{N: in.N + 1}, nil })
+	return testOp("test.disagree", identity, func(_ spec.Limits, in num) (num, error) { return num{N: in.N + 1}, nil })
 }
 
 // gate holds a blockingOp's calls until released.
@@ -267,7 +267,7 @@ func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
 
 // blockingOp signals on g.started, then waits for g.release.
 func blockingOp(g *gate) catalog.Entry {
-	block := func(_ ref.Limits, in num) (num, error) {
+	block := func(_ spec.Limits, in num) (num, error) {
 		g.started <- struct{}{}
 		<-g.release
 		return in, nil
@@ -282,7 +282,7 @@ type countingEntry struct {
 	runs *atomic.Int64
 }
 
-func (c countingEntry) Run(impl catalog.Impl, lim ref.Limits, in []byte) ([]byte, error) {
+func (c countingEntry) Run(impl catalog.Impl, lim spec.Limits, in []byte) ([]byte, error) {
 	c.runs.Add(1)
 	return c.Entry.Run(impl, lim, in)
 }

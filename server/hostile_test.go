@@ -16,8 +16,8 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/internal/hostile"
-	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // quickBound is how long a hostile request may take to be refused: the
@@ -165,7 +165,7 @@ func TestComposeWithAHundredThousandPrefixSlotsIsRefusedQuickly(t *testing.T) {
 // An op past OpTimeout answers 503 with an OpenAI-style body, and its slot
 // is free again once the op notices the cancellation.
 func TestAnOpPastItsDeadlineAnswers503AndFreesItsSlot(t *testing.T) {
-	polls := func(lim ref.Limits, in num) (num, error) {
+	polls := func(lim spec.Limits, in num) (num, error) {
 		for {
 			if err := lim.Canceled("test.poll"); err != nil {
 				return in, err

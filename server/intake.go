@@ -14,6 +14,7 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/internal/jsonscan"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // intake is a request body read and held against the body budget:
@@ -134,12 +135,12 @@ func gate(body []byte, maxDepth int) *apiError {
 	var err error
 	switch {
 	case g.Depth > 0:
-		err = ref.Reject(catalog.ErrBadJSON, "$", fmt.Sprintf("nesting depth %d at offset %d", g.Depth, g.Offset),
+		err = spec.Reject(catalog.ErrBadJSON, "$", fmt.Sprintf("nesting depth %d at offset %d", g.Depth, g.Offset),
 			fmt.Sprintf("at most %d nested arrays and objects (MaxJSONDepth)", maxDepth))
 	case !g.OK():
-		err = ref.Reject(catalog.ErrBadJSON, "$", fmt.Sprintf("not valid JSON (%s at offset %d)", g.Reason, g.Offset), "a JSON object")
+		err = spec.Reject(catalog.ErrBadJSON, "$", fmt.Sprintf("not valid JSON (%s at offset %d)", g.Reason, g.Offset), "a JSON object")
 	case kind != "object":
-		err = ref.Reject(catalog.ErrBadJSON, "$", kind, "a JSON object")
+		err = spec.Reject(catalog.ErrBadJSON, "$", kind, "a JSON object")
 	default:
 		return nil
 	}
@@ -191,7 +192,7 @@ type opResult struct {
 // ends first ok is false, and the goroutine frees the slot when f returns:
 // ops poll Limits.Canceled in their long loops, so that is soon after.
 // The caller must cancel ctx once it has answered.
-func (s *Server) runDeadline(ctx context.Context, sl *slot, f func(ref.Limits) opResult) (res opResult, ok bool) {
+func (s *Server) runDeadline(ctx context.Context, sl *slot, f func(spec.Limits) opResult) (res opResult, ok bool) {
 	lim := s.cfg.Limits
 	lim.Done = ctx.Done()
 	done := make(chan opResult) // unbuffered: a completed send hands the slot over
@@ -217,7 +218,7 @@ func (s *Server) runDeadline(ctx context.Context, sl *slot, f func(ref.Limits) o
 
 // runRecovered is f(lim), with a panic caught as the result, carrying the
 // stack of the goroutine that panicked.
-func runRecovered(f func(ref.Limits) opResult, lim ref.Limits) (res opResult) {
+func runRecovered(f func(spec.Limits) opResult, lim spec.Limits) (res opResult) {
 	defer func() {
 		if p := recover(); p != nil {
 			res = opResult{panic: &opPanic{value: p, stack: debug.Stack()}}

@@ -17,7 +17,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Metric label values for requests that name no served op or no valid
@@ -186,19 +186,19 @@ func (s *Server) acquire() bool {
 // inputError is the 400 for an input an op (or the pre-check) rejected:
 // param is the field, and detail the canonical error object, unchanged.
 func inputError(err error, canonical []byte) *apiError {
-	ie, _ := ref.AsInputError(err)
+	ie, _ := spec.AsInputError(err)
 	return &apiError{status: http.StatusBadRequest, message: ie.Error(), param: ie.Field, detail: canonical}
 }
 
 // runError maps an error from catalog.Entry.Run to its response.
 func (s *Server) runError(c call, impl catalog.Impl, err error, canonical []byte) *apiError {
-	if errors.Is(err, ref.ErrCanceled) {
+	if errors.Is(err, spec.ErrCanceled) {
 		return s.deadlineError(fmt.Sprintf("%s on %s", c.op.entry.Name(), impl))
 	}
 	if errors.Is(err, catalog.ErrImplUnavailable) {
 		return badRequest("impl", "impl = %s: %v; kvtwin never falls back to another implementation", impl, err)
 	}
-	if _, ok := ref.AsInputError(err); ok {
+	if _, ok := spec.AsInputError(err); ok {
 		return inputError(err, canonical)
 	}
 	return &apiError{status: http.StatusInternalServerError, detail: canonical,
@@ -216,7 +216,7 @@ const jsonContent = "application/json"
 // the compute slot admit took: runDeadline hands it back with the output,
 // and answer frees it once the output's room is reserved.
 func (s *Server) runOne(ctx context.Context, w http.ResponseWriter, r *http.Request, c call, sl *slot, body []byte, start time.Time) {
-	res, ok := s.runDeadline(ctx, sl, func(lim ref.Limits) opResult {
+	res, ok := s.runDeadline(ctx, sl, func(lim spec.Limits) opResult {
 		out, err := c.op.entry.Run(c.impl, lim, body)
 		return opResult{out: out, err: err}
 	})
@@ -243,7 +243,7 @@ func (s *Server) runCompare(ctx context.Context, w http.ResponseWriter, r *http.
 	e := c.op.entry
 	var refOut, implOut []byte
 	var refErr, implErr error
-	_, ok := s.runDeadline(ctx, sl, func(lim ref.Limits) opResult {
+	_, ok := s.runDeadline(ctx, sl, func(lim spec.Limits) opResult {
 		refOut, refErr = e.Run(catalog.Ref, lim, body)
 		implOut, implErr = e.Run(c.impl, lim, body)
 		return opResult{}
@@ -277,7 +277,7 @@ func (s *Server) runCompare(ctx context.Context, w http.ResponseWriter, r *http.
 // canceled at the deadline, or an implementation missing.
 func (s *Server) compareFailed(c call, refErr, implErr error) *apiError {
 	for _, err := range []error{refErr, implErr} {
-		if errors.Is(err, ref.ErrCanceled) {
+		if errors.Is(err, spec.ErrCanceled) {
 			return s.deadlineError(fmt.Sprintf("%s on ref and %s", c.op.entry.Name(), c.impl))
 		}
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // canonical runs the catalog entry in-process, as fixtures.Local does.
@@ -24,7 +24,7 @@ func canonical(t *testing.T, op string, impl catalog.Impl, in string) ([]byte, e
 	if !ok {
 		t.Fatalf("no op %s", op)
 	}
-	return e.Run(impl, ref.DefaultLimits(), []byte(in))
+	return e.Run(impl, spec.DefaultLimits(), []byte(in))
 }
 
 func TestListOpsIsTheCatalogInOrderWithRunnableExamples(t *testing.T) {
@@ -100,7 +100,7 @@ func TestBadInputIs400NamingTheFieldAndBoundWithTheCanonicalErrorAsDetail(t *tes
 					t.Errorf("%q: param %s, message %q; want param %s and a message naming it and %q", q, param(e), e.Message, tc.field, tc.bound)
 				}
 				want, err := canonical(t, filterOp, catalog.Fast, tc.in)
-				if _, ok := ref.AsInputError(err); !ok {
+				if _, ok := spec.AsInputError(err); !ok {
 					t.Fatalf("in-process run did not reject: %v", err)
 				}
 				if got := gjson.GetBytes(r.body, "detail").Raw; got != string(want) {
@@ -253,8 +253,8 @@ func TestCompareAnswersBothCanonicalResultsRefFirstAndTheVerdict(t *testing.T) {
 			if e == nil {
 				e = disagreeOp()
 			}
-			refOut, _ := e.Run(catalog.Ref, ref.DefaultLimits(), []byte(tc.in))
-			fastOut, _ := e.Run(catalog.Fast, ref.DefaultLimits(), []byte(tc.in))
+			refOut, _ := e.Run(catalog.Ref, spec.DefaultLimits(), []byte(tc.in))
+			fastOut, _ := e.Run(catalog.Fast, spec.DefaultLimits(), []byte(tc.in))
 			want := fmt.Sprintf(`{"op":%q,"results":{"ref":%s,"fast":%s},"equal":%t}`+"\n", tc.op, refOut, fastOut, tc.equal)
 			if string(r.body) != want {
 				t.Errorf("got  %s\nwant %s", r.body, want)

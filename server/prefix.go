@@ -12,7 +12,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/prefix"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // This file serves the prefix-index pools of package prefix under
@@ -76,10 +76,10 @@ type PoolList struct {
 // unknown fields are refused by catalog.DecodeStrict.
 type (
 	createBody struct {
-		PageSize       *int            `json:"page_size"`
-		CapacityTokens *int            `json:"capacity_tokens"`
-		Eagle          bool            `json:"eagle"`
-		Policy         ref.EvictPolicy `json:"policy"`
+		PageSize       *int             `json:"page_size"`
+		CapacityTokens *int             `json:"capacity_tokens"`
+		Eagle          bool             `json:"eagle"`
+		Policy         spec.EvictPolicy `json:"policy"`
 	}
 	insertBody struct {
 		Tokens   []int64 `json:"tokens"`
@@ -104,7 +104,7 @@ type (
 		Tier  string `json:"tier"`
 	}
 	nodeBody struct {
-		Node *ref.NodeID `json:"node"`
+		Node *spec.NodeID `json:"node"`
 	}
 	evictBody struct {
 		NumTokens *int `json:"num_tokens"`
@@ -114,7 +114,7 @@ type (
 // LockResult answers POST /v1/prefix/{pool}/lock.
 type LockResult struct {
 	// Node is the locked node.
-	Node ref.NodeID `json:"node"`
+	Node spec.NodeID `json:"node"`
 	// NewlyProtectedTokens is the units this lock moved from evictable to protected.
 	NewlyProtectedTokens int `json:"newly_protected_tokens"`
 }
@@ -122,7 +122,7 @@ type LockResult struct {
 // UnlockResult answers POST /v1/prefix/{pool}/unlock.
 type UnlockResult struct {
 	// Node is the unlocked node.
-	Node ref.NodeID `json:"node"`
+	Node spec.NodeID `json:"node"`
 	// NewlyEvictableTokens is the units this unlock made evictable again.
 	NewlyEvictableTokens int `json:"newly_evictable_tokens"`
 }
@@ -134,7 +134,7 @@ type ScoreResult struct {
 	// Engines holds one entry per engine of the event-fed index with a
 	// pool for the request's group and tier, sorted by (source, dp_rank);
 	// absent when the server has no event sources (docs/events.md).
-	Engines []ref.KVEvScore `json:"engines,omitzero"`
+	Engines []spec.KVEvScore `json:"engines,omitzero"`
 }
 
 // DeleteResult answers DELETE /v1/prefix/{pool}.
@@ -148,7 +148,7 @@ type DeleteResult struct {
 // missing rejects a body without a required field, as the op decoder would
 // reject a malformed one.
 func missing(field, want string) error {
-	return ref.Reject(catalog.ErrBadJSON, field, "missing", want)
+	return spec.Reject(catalog.ErrBadJSON, field, "missing", want)
 }
 
 const tokensWant = "a list of token ids in [0, 4294967295]"
@@ -232,7 +232,7 @@ func (s *Server) prefixError(err error) *apiError {
 	if ae, ok := err.(*apiError); ok {
 		return ae // already an answer (a match whose lock needs write)
 	}
-	ie, ok := ref.AsInputError(err)
+	ie, ok := spec.AsInputError(err)
 	if !ok {
 		return &apiError{status: http.StatusInternalServerError, message: "prefix pool failed: " + err.Error()}
 	}
@@ -336,7 +336,7 @@ func (s *Server) insert(r *http.Request, in *insertBody) (any, error) {
 	if in.Tokens == nil {
 		return nil, missing("tokens", tokensWant)
 	}
-	return p.Insert(in.Tokens, ref.ExtraKeyOf(in.Extra, in.Salt), in.Priority)
+	return p.Insert(in.Tokens, spec.ExtraKeyOf(in.Extra, in.Salt), in.Priority)
 }
 
 func (s *Server) match(r *http.Request, in *matchBody) (any, error) {
@@ -352,7 +352,7 @@ func (s *Server) match(r *http.Request, in *matchBody) (any, error) {
 	if in.Tokens == nil {
 		return nil, missing("tokens", tokensWant)
 	}
-	return p.Match(in.Tokens, ref.ExtraKeyOf(in.Extra, in.Salt), in.Lock)
+	return p.Match(in.Tokens, spec.ExtraKeyOf(in.Extra, in.Salt), in.Lock)
 }
 
 func (s *Server) lock(r *http.Request, in *nodeBody) (any, error) {
@@ -394,7 +394,7 @@ func (s *Server) score(_ *http.Request, in *scoreBody) (any, error) {
 	if in.Tokens == nil {
 		return nil, missing("tokens", tokensWant)
 	}
-	scores, err := s.pools.Score(in.Tokens, ref.ExtraKeyOf(in.Extra, in.Salt), in.Pools, in.Exact)
+	scores, err := s.pools.Score(in.Tokens, spec.ExtraKeyOf(in.Extra, in.Salt), in.Pools, in.Exact)
 	if err != nil {
 		return nil, err
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvtwin/kvtwin/prefix"
-	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // startPools is a server with small prefix limits.
@@ -57,11 +57,11 @@ func TestPoolLifecycleOverHTTP(t *testing.T) {
 	createPool(t, ts, "b", `{"page_size":1,"capacity_tokens":4,"eagle":true,"policy":"mru"}`)
 
 	ins := decodeAs[prefix.InsertResult](t, post(t, ts, "/v1/prefix/a/insert", `{"tokens":[1,2,3,4,5],"priority":1}`), http.StatusOK)
-	if diff := cmp.Diff(prefix.InsertResult{InsertedTokens: 4, UncachedTailTokens: 1, Slots: []ref.SlotIdx{0, 1, 2, 3}, LastNode: 1}, ins); diff != "" {
+	if diff := cmp.Diff(prefix.InsertResult{InsertedTokens: 4, UncachedTailTokens: 1, Slots: []spec.SlotIdx{0, 1, 2, 3}, LastNode: 1}, ins); diff != "" {
 		t.Fatalf("insert (-want +got):\n%s", diff)
 	}
 	m := decodeAs[prefix.MatchResult](t, post(t, ts, "/v1/prefix/a/match", `{"tokens":[1,2,3,9],"lock":true}`), http.StatusOK)
-	if diff := cmp.Diff(prefix.MatchResult{MatchedTokens: 2, Slots: []ref.SlotIdx{0, 1}, LastNode: 2, Locked: true}, m); diff != "" {
+	if diff := cmp.Diff(prefix.MatchResult{MatchedTokens: 2, Slots: []spec.SlotIdx{0, 1}, LastNode: 2, Locked: true}, m); diff != "" {
 		t.Fatalf("match (-want +got):\n%s", diff)
 	}
 	un := decodeAs[server.UnlockResult](t, post(t, ts, "/v1/prefix/a/unlock", `{"node":2}`), http.StatusOK)
@@ -323,7 +323,7 @@ func TestAPoolBeyondTheMemoryBudgetAnswers409AndChangesNothing(t *testing.T) {
 	before := get(t, ts, "/v1/prefix").body
 
 	e := openAIError(t, post(t, ts, "/v1/prefix/b", `{"page_size":1,"capacity_tokens":64}`), http.StatusConflict, "ConflictError")
-	var detail ref.ErrorObject
+	var detail spec.ErrorObject
 	if err := json.Unmarshal(e.Detail, &detail); err != nil {
 		t.Fatalf("detail %s: %v", e.Detail, err)
 	}
@@ -379,7 +379,7 @@ func TestNewRejectsAPrefixBudgetBelowOneByte(t *testing.T) {
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg.Prefix.MaxBytes = 0
 	_, err := server.New(cfg)
-	ie, ok := ref.AsInputError(err)
+	ie, ok := spec.AsInputError(err)
 	if !ok || !errors.Is(err, server.ErrBadConfig) || ie.Field != "Prefix.MaxBytes" || ie.Bound != ">= 1" {
 		t.Fatalf("New = %v, want ErrBadConfig on Prefix.MaxBytes", err)
 	}

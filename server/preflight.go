@@ -14,7 +14,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/internal/jsonscan"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // preflightLabel is the metric op label of POST /v1/openai/preflight.
@@ -25,7 +25,7 @@ const PreflightPath = "/v1/openai/preflight"
 
 // ErrBadPreflight is the sentinel of a preflight envelope that does not
 // hold what the endpoint needs (the request object, the token counts).
-var ErrBadPreflight = ref.NewSentinel("bad_preflight", "preflight envelope malformed")
+var ErrBadPreflight = spec.NewSentinel("bad_preflight", "preflight envelope malformed")
 
 // preflightTwins are one implementation's preflight twins from
 // catalog.Preflight, or why it has none (err; only ref and fast implement
@@ -41,7 +41,7 @@ type preflightEnvelope struct {
 	request  json.RawMessage // a view into the body
 	n, c, t  int64
 	truncate bool
-	flags    ref.CompatFlags
+	flags    spec.CompatFlags
 	stream   bool
 }
 
@@ -113,7 +113,7 @@ func scanEnvelope(body []byte, maxDepth int) (preflightSpans, *apiError) {
 	if aerr := gate(body, maxDepth); aerr != nil {
 		return sp, aerr
 	}
-	err := ref.Reject(catalog.ErrBadJSON, "$", "not valid JSON", "a JSON object")
+	err := spec.Reject(catalog.ErrBadJSON, "$", "not valid JSON", "a JSON object")
 	return sp, inputError(err, catalog.Canonical(struct{}{}, err))
 }
 
@@ -159,10 +159,10 @@ func parseEnvelope(body []byte, maxDepth int) (preflightEnvelope, *apiError, err
 		return env, aerr, nil
 	}
 	if sp.unknown != "" {
-		return env, nil, ref.Reject(ErrBadPreflight, sp.unknown, "unknown field", "one of request, prompt_tokens, context_len, max_total_tokens, flags, endpoint, allow_auto_truncate")
+		return env, nil, spec.Reject(ErrBadPreflight, sp.unknown, "unknown field", "one of request, prompt_tokens, context_len, max_total_tokens, flags, endpoint, allow_auto_truncate")
 	}
 	if r := sp.at[0]; r[1] == 0 || body[r[0]] != '{' {
-		return env, nil, ref.Reject(ErrBadPreflight, "request", kindName(sp.value(body, 0)), "an OpenAI chat or completions request object")
+		return env, nil, spec.Reject(ErrBadPreflight, "request", kindName(sp.value(body, 0)), "an OpenAI chat or completions request object")
 	}
 	env.request = json.RawMessage(body[sp.at[0][0]:sp.at[0][1]])
 	var err error
@@ -183,7 +183,7 @@ func parseEnvelope(body []byte, maxDepth int) (preflightEnvelope, *apiError, err
 		env.truncate = true
 	case gjson.False, gjson.Null:
 	default:
-		return env, nil, ref.Reject(ErrBadPreflight, "allow_auto_truncate", v.Raw, "a boolean")
+		return env, nil, spec.Reject(ErrBadPreflight, "allow_auto_truncate", v.Raw, "a boolean")
 	}
 	return env, nil, nil
 }
@@ -205,24 +205,24 @@ func kindName(v gjson.Result) string {
 // envelopeInt reads a required integer literal.
 func envelopeInt(field string, v gjson.Result) (int64, error) {
 	if v.Type != gjson.Number {
-		return 0, ref.Reject(ErrBadPreflight, field, kindName(v), "an integer")
+		return 0, spec.Reject(ErrBadPreflight, field, kindName(v), "an integer")
 	}
 	n, err := strconv.ParseInt(v.Raw, 10, 64)
 	if err != nil {
-		return 0, ref.Reject(ErrBadPreflight, field, v.Raw, "an integer in int64")
+		return 0, spec.Reject(ErrBadPreflight, field, v.Raw, "an integer in int64")
 	}
 	return n, nil
 }
 
 // decodeFlags decodes the flags object strictly (unknown flags are errors).
-func decodeFlags(v gjson.Result, into *ref.CompatFlags) error {
+func decodeFlags(v gjson.Result, into *spec.CompatFlags) error {
 	if !v.Exists() || v.Type == gjson.Null {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader([]byte(v.Raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(into); err != nil || !v.IsObject() {
-		return ref.Reject(ErrBadPreflight, "flags", v.Raw, fmt.Sprintf("an object of the S2.1 flags (%v)", err))
+		return spec.Reject(ErrBadPreflight, "flags", v.Raw, fmt.Sprintf("an object of the S2.1 flags (%v)", err))
 	}
 	return nil
 }
@@ -232,49 +232,49 @@ func decodeFlags(v gjson.Result, into *ref.CompatFlags) error {
 func envelopeEndpoint(v gjson.Result, hasMessages, hasPrompt bool) (string, error) {
 	if v.Exists() {
 		if v.Type != gjson.String {
-			return "", ref.Reject(ErrBadPreflight, "endpoint", v.Raw, `"chat" or "completions"`)
+			return "", spec.Reject(ErrBadPreflight, "endpoint", v.Raw, `"chat" or "completions"`)
 		}
 		return v.Str, nil
 	}
 	if hasMessages {
-		return ref.EndpointChat, nil
+		return spec.EndpointChat, nil
 	}
 	if hasPrompt {
-		return ref.EndpointCompletions, nil
+		return spec.EndpointCompletions, nil
 	}
-	return "", ref.Reject(ErrBadPreflight, "request", "neither messages nor prompt", `a chat request (messages) or a completions request (prompt), or an explicit "endpoint"`)
+	return "", spec.Reject(ErrBadPreflight, "request", "neither messages nor prompt", `a chat request (messages) or a completions request (prompt), or an explicit "endpoint"`)
 }
 
 // preflight runs what the engine runs before the first token: request
 // validation and normalization (400, always non-streaming), the input-length
 // bounds (413: non-streaming, or the in-stream chunk for a stream without
 // --stream-first-chunk-preflight), then the normalized request (200).
-func preflight(tw catalog.PreflightTwins, lim ref.Limits, env preflightEnvelope) (preflightAnswer, error) {
+func preflight(tw catalog.PreflightTwins, lim spec.Limits, env preflightEnvelope) (preflightAnswer, error) {
 	n := env.n
-	norm, err := tw.Normalize(lim, ref.ServingChatNormalizeInput{Endpoint: env.endpoint, Request: env.request,
+	norm, err := tw.Normalize(lim, spec.ServingChatNormalizeInput{Endpoint: env.endpoint, Request: env.request,
 		PromptTokens: &n, ContextLen: env.c, Flags: env.flags})
 	if err != nil {
 		return preflightAnswer{}, err
 	}
 	if norm.Status != http.StatusOK {
-		return errorAnswer(tw, lim, ref.SurfaceOpenAI, norm.Status, ref.BadRequest, norm.Message)
+		return errorAnswer(tw, lim, spec.SurfaceOpenAI, norm.Status, spec.BadRequest, norm.Message)
 	}
-	verdict, err := tw.InputLength(lim, ref.ServingValidateInputLengthInput{PromptTokens: env.n, ContextLen: env.c, MaxTotalTokens: env.t, AllowAutoTruncate: env.truncate})
+	verdict, err := tw.InputLength(lim, spec.ServingValidateInputLengthInput{PromptTokens: env.n, ContextLen: env.c, MaxTotalTokens: env.t, AllowAutoTruncate: env.truncate})
 	if err != nil {
 		return preflightAnswer{}, err
 	}
 	if !verdict.Accepted {
-		surface := ref.SurfaceOpenAI
+		surface := spec.SurfaceOpenAI
 		if env.stream && !env.flags.StreamFirstChunkPreflight {
-			surface = ref.SurfaceOpenAIStream
+			surface = spec.SurfaceOpenAIStream
 		}
 		return errorAnswer(tw, lim, surface, verdict.Status, verdict.ErrType, verdict.Message)
 	}
-	return preflightAnswer{status: http.StatusOK, contentType: ref.ContentJSON, body: norm.Request, soft: norm.SoftMaxTokens}, nil
+	return preflightAnswer{status: http.StatusOK, contentType: spec.ContentJSON, body: norm.Request, soft: norm.SoftMaxTokens}, nil
 }
 
-func errorAnswer(tw catalog.PreflightTwins, lim ref.Limits, surface string, status int, errType, msg string) (preflightAnswer, error) {
-	b, err := tw.ErrorBody(lim, ref.ServingErrorBodyInput{Surface: surface, Status: status, ErrType: errType, Message: msg})
+func errorAnswer(tw catalog.PreflightTwins, lim spec.Limits, surface string, status int, errType, msg string) (preflightAnswer, error) {
+	b, err := tw.ErrorBody(lim, spec.ServingErrorBodyInput{Surface: surface, Status: status, ErrType: errType, Message: msg})
 	if err != nil {
 		return preflightAnswer{}, err
 	}
@@ -363,8 +363,8 @@ func (s *Server) preflightInSlot(body []byte, impl catalog.Impl) (preflightAnswe
 		ans, err = preflight(s.preflight[impl].PreflightTwins, s.cfg.Limits, env)
 	}
 	if err != nil {
-		if _, ok := ref.AsInputError(err); !ok {
-			err = ref.Reject(ErrBadPreflight, "$", err.Error(), "a valid preflight")
+		if _, ok := spec.AsInputError(err); !ok {
+			err = spec.Reject(ErrBadPreflight, "$", err.Error(), "a valid preflight")
 		}
 		return ans, inputError(err, catalog.Canonical(struct{}{}, err))
 	}

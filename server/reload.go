@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // This file re-reads the token file, the certificate pair and the client
@@ -76,7 +76,7 @@ func (rl *reloader) loadAll() error {
 	for _, u := range rl.units {
 		contents, digest, err := readUnit(u.files)
 		if err != nil {
-			return ref.Reject(ErrBadConfig, u.field, strings.Join(u.files, ", "),
+			return spec.Reject(ErrBadConfig, u.field, strings.Join(u.files, ", "),
 				fmt.Sprintf("readable files of at most %d bytes (%v)", maxAuthFileBytes, err))
 		}
 		if err := u.load(contents); err != nil {

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The write budget (MaxResponseBytesInFlight) over real connections:
@@ -53,7 +53,7 @@ type blobEntry struct {
 }
 
 func blobOp(pad int) catalog.Entry {
-	id := func(_ ref.Limits, in num) (num, error) { return in, nil }
+	id := func(_ spec.Limits, in num) (num, error) { return in, nil }
 	return blobEntry{Entry: testOp("test.blob", id, id), pad: pad}
 }
 
@@ -66,7 +66,7 @@ func (b blobEntry) Example() json.RawMessage {
 }
 
 // Run answers a JSON string of n bytes; rejections are test.blob's own.
-func (b blobEntry) Run(impl catalog.Impl, lim ref.Limits, in []byte) ([]byte, error) {
+func (b blobEntry) Run(impl catalog.Impl, lim spec.Limits, in []byte) ([]byte, error) {
 	var req num
 	if err := json.Unmarshal(in, &req); err != nil || req.N < 2 {
 		return b.Entry.Run(impl, lim, []byte(`{"n":"not a number"}`))

@@ -17,7 +17,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/prefix"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // allImpls is every implementation name, in the order readiness reports them.
@@ -67,7 +67,7 @@ type opInfo struct {
 }
 
 // New validates cfg and builds a Server over cfg.Entries (catalog.All() when
-// nil). A configuration error is an *ref.InputError wrapping ErrBadConfig
+// nil). A configuration error is an *spec.InputError wrapping ErrBadConfig
 // that names the field, its value and the bound; an Impl some op lacks in
 // this build (cuda without -tags cuda) is rejected with the catalog's reason.
 func New(cfg Config) (*Server, error) {
@@ -105,7 +105,7 @@ func New(cfg Config) (*Server, error) {
 		// a usable device): the pools then refuse creates, naming this, and
 		// never fall back to another tree.
 		s.poolsUnavailable = err
-		newTree = func(ref.TreeConfig) (ref.RadixTree, error) { return nil, err }
+		newTree = func(spec.TreeConfig) (spec.RadixTree, error) { return nil, err }
 	}
 	if s.pools, err = prefix.NewRegistry(newTree, cfg.Prefix); err != nil {
 		return nil, err

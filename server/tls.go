@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // tlsState is the server's TLS: the certificate pair and the client CAs
@@ -53,16 +53,16 @@ func (t *tlsState) loadCert(certFile, keyFile string) func([][]byte) error {
 	return func(b [][]byte) error {
 		cert, err := tls.X509KeyPair(b[0], b[1])
 		if err != nil {
-			return ref.Reject(ErrBadConfig, "Auth.TLSCertFile", certFile,
+			return spec.Reject(ErrBadConfig, "Auth.TLSCertFile", certFile,
 				fmt.Sprintf("a PEM certificate chain whose private key is Auth.TLSKeyFile %s (%v)", keyFile, err))
 		}
 		if cert.Leaf == nil {
 			if cert.Leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
-				return ref.Reject(ErrBadConfig, "Auth.TLSCertFile", certFile, fmt.Sprintf("a parsable X.509 certificate (%v)", err))
+				return spec.Reject(ErrBadConfig, "Auth.TLSCertFile", certFile, fmt.Sprintf("a parsable X.509 certificate (%v)", err))
 			}
 		}
 		if now := time.Now(); now.Before(cert.Leaf.NotBefore) || now.After(cert.Leaf.NotAfter) {
-			return ref.Reject(ErrBadConfig, "Auth.TLSCertFile", certFile, fmt.Sprintf("a certificate valid now (%s): it is valid from %s to %s",
+			return spec.Reject(ErrBadConfig, "Auth.TLSCertFile", certFile, fmt.Sprintf("a certificate valid now (%s): it is valid from %s to %s",
 				now.UTC().Format(time.RFC3339), cert.Leaf.NotBefore.UTC().Format(time.RFC3339), cert.Leaf.NotAfter.UTC().Format(time.RFC3339)))
 		}
 		t.cert = &cert
@@ -77,7 +77,7 @@ func (t *tlsState) loadClientCA(file string) func([][]byte) error {
 	return func(b [][]byte) error {
 		pool, err := parseCAs(b[0])
 		if err != nil {
-			return ref.Reject(ErrBadConfig, "Auth.TLSClientCAFile", file, fmt.Sprintf("a PEM bundle of CA certificates (%v)", err))
+			return spec.Reject(ErrBadConfig, "Auth.TLSClientCAFile", file, fmt.Sprintf("a PEM bundle of CA certificates (%v)", err))
 		}
 		t.pool = pool
 		t.publish()

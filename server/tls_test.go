@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/kvtwin/kvtwin/internal/testpki"
-	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // tlsFiles is a CA, a server pair written in a temporary folder, and the
@@ -282,7 +282,7 @@ func TestNewRefusesACertificateOrCABundleThatDoesNotLoad(t *testing.T) {
 		cfg := testConfig(&logBuffer{})
 		tc.edit(&cfg.Auth)
 		_, err := server.New(cfg)
-		ie, ok := ref.AsInputError(err)
+		ie, ok := spec.AsInputError(err)
 		if !ok || !errors.Is(err, server.ErrBadConfig) || ie.Field != tc.field || !strings.HasPrefix(ie.Value.(string), tc.value) ||
 			!strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: New = %v; want ErrBadConfig on %s = %s saying %q", tc.name, err, tc.field, tc.value, tc.says)

@@ -61,7 +61,7 @@ __all__ = [
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 
-# ref.DefaultMaxOutputBytes (ref/limits.go): the output bound of kvtwin's default limits.
+# spec.DefaultMaxOutputBytes (ref/limits.go): the output bound of kvtwin's default limits.
 DEFAULT_MAX_OUTPUT_BYTES = 1 << 30
 
 # The largest HTTP request body serve_http reads; larger bodies are answered 413.
@@ -191,7 +191,7 @@ def check_fields(obj, allowed):
 
 
 def check_output(field, count, elem_bytes, max_output_bytes=DEFAULT_MAX_OUTPUT_BYTES):
-    """ref.Limits.CheckOutput with kvtwin's default limits: an output of `count` elements of
+    """spec.Limits.CheckOutput with kvtwin's default limits: an output of `count` elements of
     `elem_bytes` each is `overflow` past int64 and `too_large` past max_output_bytes."""
     total = count * elem_bytes
     if count < 0 or elem_bytes < 0 or total > INT64_MAX:

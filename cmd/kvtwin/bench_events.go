@@ -15,12 +15,13 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/events/tracegen"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // kvevTwin is one implementation of the event-fed index and its decoder.
 type kvevTwin struct {
-	index  ref.NewKVEvIndexFunc
-	decode func(ref.Limits, ref.KVEvDecodeInput) (ref.KVMessage, error)
+	index  spec.NewKVEvIndexFunc
+	decode func(spec.Limits, spec.KVEvDecodeInput) (spec.KVMessage, error)
 }
 
 // kvevTwinOf returns the twin --impl names, fast (the production index)
@@ -47,13 +48,13 @@ type evStep struct {
 	live   bool
 	stream string
 	frames [][]byte
-	query  ref.KVEvScoreQuery
+	query  spec.KVEvScoreQuery
 }
 
 // evScript is an events file prepared for ingestion.
 type evScript struct {
-	cfg     ref.KVEvConfig
-	streams []ref.KVEvStream
+	cfg     spec.KVEvConfig
+	streams []spec.KVEvStream
 	steps   []evStep
 	batches int
 	scores  int
@@ -63,14 +64,14 @@ type evScript struct {
 // prepareEvents validates a loaded events file and lays its steps out for
 // timing (frames as byte slices, queries built). Only live and score steps
 // are accepted: the emitter writes nothing else.
-func prepareEvents(in ref.KVEvApplyInput) (*evScript, error) {
+func prepareEvents(in spec.KVEvApplyInput) (*evScript, error) {
 	if err := ref.ValidateKVEvApply(in); err != nil {
 		return nil, err
 	}
 	sc := &evScript{cfg: in.Config, streams: in.Streams, steps: make([]evStep, 0, len(in.Steps))}
 	for i, s := range in.Steps {
 		switch s.Op {
-		case ref.KVStepLive:
+		case spec.KVStepLive:
 			fr := make([][]byte, len(s.Frames))
 			for j, f := range s.Frames {
 				fr[j] = f
@@ -80,8 +81,8 @@ func prepareEvents(in ref.KVEvApplyInput) (*evScript, error) {
 			}
 			sc.steps = append(sc.steps, evStep{live: true, stream: s.Stream, frames: fr})
 			sc.batches++
-		case ref.KVStepScore:
-			sc.steps = append(sc.steps, evStep{query: ref.KVEvScoreQuery{Tokens: s.Tokens, Namespace: s.Namespace, Group: s.Group, Tier: s.Tier, Exact: s.Exact}})
+		case spec.KVStepScore:
+			sc.steps = append(sc.steps, evStep{query: spec.KVEvScoreQuery{Tokens: s.Tokens, Namespace: s.Namespace, Group: s.Group, Tier: s.Tier, Exact: s.Exact}})
 			sc.scores++
 		default:
 			return nil, fmt.Errorf("steps[%d].op %q: a bench events file holds live and score steps only", i, s.Op)
@@ -108,7 +109,7 @@ type ingestStats struct {
 // ingest runs every live step of sc on ix, and every scoreEvery-th score
 // step (0: none). sampleEvery > 0 reads the heap every that many live
 // steps (a stop-the-world call: only for the memory pass).
-func ingest(ix ref.KVEvIndex, sc *evScript, scoreEvery, sampleEvery int) ingestStats {
+func ingest(ix spec.KVEvIndex, sc *evScript, scoreEvery, sampleEvery int) ingestStats {
 	var st ingestStats
 	var ms runtime.MemStats
 	scoreIdx, live := 0, 0
@@ -264,7 +265,7 @@ func newBenchEventsCmd() *cobra.Command {
 func benchEvents(tw kvevTwin, sc *evScript, scoreEvery, runs int) (benchEventsResult, error) {
 	res := benchEventsResult{Streams: len(sc.streams), Batches: sc.batches, ScoreSteps: sc.scores, PayloadBytes: sc.payload, Runs: runs}
 	// Decode alone, which also counts the file's blocks.
-	lim := ref.DefaultLimits()
+	lim := spec.DefaultLimits()
 	for r := range runs {
 		var c tracegen.BatchCount
 		start := time.Now()
@@ -273,7 +274,7 @@ func benchEvents(tw kvevTwin, sc *evScript, scoreEvery, runs int) (benchEventsRe
 			if !s.live {
 				continue
 			}
-			msg, err := tw.decode(lim, ref.KVEvDecodeInput{Frames: hexFrames(s.frames)})
+			msg, err := tw.decode(lim, spec.KVEvDecodeInput{Frames: hexFrames(s.frames)})
 			if err != nil {
 				return res, fmt.Errorf("decode step %d: %w", i, err)
 			}
@@ -281,9 +282,9 @@ func benchEvents(tw kvevTwin, sc *evScript, scoreEvery, runs int) (benchEventsRe
 				for _, ev := range msg.Batch.Events {
 					c.Events++
 					switch ev.Type {
-					case ref.EventStored:
+					case spec.EventStored:
 						c.BlocksStored += len(ev.BlockHashes)
-					case ref.EventRemoved:
+					case spec.EventRemoved:
 						c.BlocksRemoved += len(ev.BlockHashes)
 					}
 				}
@@ -354,14 +355,14 @@ func benchEvents(tw kvevTwin, sc *evScript, scoreEvery, runs int) (benchEventsRe
 // PeakHeapBytes is the largest growth over the collected heap before the
 // index existed, RetainedHeapBytes the growth left after a collection with
 // the index alive (its size).
-func memoryPass(tw kvevTwin, sc *evScript, scoreEvery int, res *benchEventsResult) (ref.KVEvState, error) {
+func memoryPass(tw kvevTwin, sc *evScript, scoreEvery int, res *benchEventsResult) (spec.KVEvState, error) {
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	base := ms.HeapAlloc
 	ix, err := tw.index(sc.cfg, sc.streams)
 	if err != nil {
-		return ref.KVEvState{}, err
+		return spec.KVEvState{}, err
 	}
 	st := ingest(ix, sc, scoreEvery, max(1, sc.batches/1000))
 	runtime.ReadMemStats(&ms)
@@ -379,8 +380,8 @@ func memoryPass(tw kvevTwin, sc *evScript, scoreEvery int, res *benchEventsResul
 	return ix.State(), nil
 }
 
-func hexFrames(fs [][]byte) []ref.HexBytes {
-	out := make([]ref.HexBytes, len(fs))
+func hexFrames(fs [][]byte) []spec.HexBytes {
+	out := make([]spec.HexBytes, len(fs))
 	for i, f := range fs {
 		out[i] = f
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/kvtwin/kvtwin/admissiontrace"
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/internal/bounded"
-	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/replay"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // benchAdmissionFlags are `kvtwin bench admission`'s flags. The budget
@@ -58,7 +58,7 @@ func newBenchAdmissionCmd() *cobra.Command {
 	f.Int64Var(&fl.maxRunning, "max-running-requests", 64, "max running requests")
 	f.Int64Var(&fl.l1Available, "l1-available", 400000, "fake L1 free slots at the start of every round")
 	f.Int64Var(&fl.l2Capacity, "l2-capacity", 65536, "fake L2 load-back capacity per round, in tokens")
-	f.Int64Var(&fl.rounds, "rounds", ref.MaxBenchRounds, "max_rounds")
+	f.Int64Var(&fl.rounds, "rounds", spec.MaxBenchRounds, "max_rounds")
 	f.Int64Var(&fl.cpMaxRequests, "cp-max-requests", 0, "CP: max requests per batch (0: unlimited)")
 	f.Int64Var(&fl.cpMaxExtend, "cp-max-total-extend-tokens", 0, "CP: max total extend tokens (0: default from the chunk budget)")
 	f.Int64Var(&fl.cpMaxCached, "cp-max-total-cached-tokens", 0, "CP: max total cached tokens (0: unlimited)")
@@ -71,28 +71,28 @@ func newBenchAdmissionCmd() *cobra.Command {
 
 // benchInput reads --input, or converts --trace (returning what the cache
 // replay saw), and applies the flags.
-func (fl benchAdmissionFlags) benchInput(fs *pflag.FlagSet) (ref.AdmissionBenchInput, *admissiontrace.Stats, error) {
+func (fl benchAdmissionFlags) benchInput(fs *pflag.FlagSet) (spec.AdmissionBenchInput, *admissiontrace.Stats, error) {
 	switch {
 	case (fl.input == "") == (fl.trace == ""):
-		return ref.AdmissionBenchInput{}, nil, fmt.Errorf("give exactly one of --input and --trace")
+		return spec.AdmissionBenchInput{}, nil, fmt.Errorf("give exactly one of --input and --trace")
 	case fl.input != "":
 		b, err := bounded.ReadFile(fl.input, benchInputLimits)
 		if err != nil {
-			return ref.AdmissionBenchInput{}, nil, fmt.Errorf("--input: %w", err)
+			return spec.AdmissionBenchInput{}, nil, fmt.Errorf("--input: %w", err)
 		}
-		in, err := catalog.DecodeStrict[ref.AdmissionBenchInput](b)
+		in, err := catalog.DecodeStrict[spec.AdmissionBenchInput](b)
 		if err != nil {
-			return ref.AdmissionBenchInput{}, nil, fmt.Errorf("%s: %w", fl.input, err)
+			return spec.AdmissionBenchInput{}, nil, fmt.Errorf("%s: %w", fl.input, err)
 		}
 		return fl.apply(fs, in, false), nil, nil
 	}
 	newTree, err := catalog.RadixTree(catalog.Impl(fl.impl))
 	if err != nil {
-		return ref.AdmissionBenchInput{}, nil, fmt.Errorf("--impl %s: %w", fl.impl, err)
+		return spec.AdmissionBenchInput{}, nil, fmt.Errorf("--impl %s: %w", fl.impl, err)
 	}
 	reqs, err := replay.ReadFile(fl.trace, replay.DefaultLimits())
 	if err != nil {
-		return ref.AdmissionBenchInput{}, nil, err
+		return spec.AdmissionBenchInput{}, nil, err
 	}
 	base := fl.apply(fs, TraceBenchBase(), true)
 	in, st, err := admissiontrace.Bench(reqs, base, admissiontrace.Config{L1CacheTokens: fl.l1CacheTokens, L2CacheTokens: fl.l2CacheTokens, Window: fl.window, NewTree: newTree})
@@ -104,19 +104,19 @@ func (fl benchAdmissionFlags) benchInput(fs *pflag.FlagSet) (ref.AdmissionBenchI
 // nesting bound (--max-json-depth, 512), and at most MaxBenchRequests
 // requests counted before they are decoded.
 var benchInputLimits = bounded.Limits{MaxBytes: 64 << 20, MaxDepth: 512, BytesName: "the --input bound",
-	Lists: map[string]int{"requests[]": ref.MaxBenchRequests}}
+	Lists: map[string]int{"requests[]": spec.MaxBenchRequests}}
 
 // TraceBenchBase is the trace bench's settings before flags: A3.2's
 // example settings with CP on and no knob set.
-func TraceBenchBase() ref.AdmissionBenchInput {
+func TraceBenchBase() spec.AdmissionBenchInput {
 	in := catalog.AdmissionBenchA32()
-	in.CP = &ref.BenchCP{}
+	in.CP = &spec.BenchCP{}
 	in.Requests = nil
 	return in
 }
 
 // apply overrides in with every flag the user gave (all of them when all).
-func (fl benchAdmissionFlags) apply(fs *pflag.FlagSet, in ref.AdmissionBenchInput, all bool) ref.AdmissionBenchInput {
+func (fl benchAdmissionFlags) apply(fs *pflag.FlagSet, in spec.AdmissionBenchInput, all bool) spec.AdmissionBenchInput {
 	set := func(name string) bool { return all || fs.Changed(name) }
 	for _, o := range []struct {
 		name string
@@ -142,17 +142,17 @@ func (fl benchAdmissionFlags) apply(fs *pflag.FlagSet, in ref.AdmissionBenchInpu
 	}
 	knobs := []struct {
 		name string
-		dst  func(*ref.BenchCP) **int64
+		dst  func(*spec.BenchCP) **int64
 		v    int64
-	}{{"cp-max-requests", func(c *ref.BenchCP) **int64 { return &c.MaxRequests }, fl.cpMaxRequests},
-		{"cp-max-total-extend-tokens", func(c *ref.BenchCP) **int64 { return &c.MaxTotalExtendTokens }, fl.cpMaxExtend},
-		{"cp-max-total-cached-tokens", func(c *ref.BenchCP) **int64 { return &c.MaxTotalCachedTokens }, fl.cpMaxCached}}
+	}{{"cp-max-requests", func(c *spec.BenchCP) **int64 { return &c.MaxRequests }, fl.cpMaxRequests},
+		{"cp-max-total-extend-tokens", func(c *spec.BenchCP) **int64 { return &c.MaxTotalExtendTokens }, fl.cpMaxExtend},
+		{"cp-max-total-cached-tokens", func(c *spec.BenchCP) **int64 { return &c.MaxTotalCachedTokens }, fl.cpMaxCached}}
 	for _, k := range knobs {
 		if !fs.Changed(k.name) {
 			continue
 		}
 		if in.CP == nil {
-			in.CP = &ref.BenchCP{}
+			in.CP = &spec.BenchCP{}
 		}
 		v := k.v
 		*k.dst(in.CP) = &v
@@ -162,11 +162,11 @@ func (fl benchAdmissionFlags) apply(fs *pflag.FlagSet, in ref.AdmissionBenchInpu
 	}
 	if fs.Changed("cp-max-buffer-size") {
 		if in.CP == nil {
-			in.CP = &ref.BenchCP{}
+			in.CP = &spec.BenchCP{}
 		}
 		in.CP.MaxBufferSize = nil
 		if fl.cpMaxBuffer != "" {
-			s := ref.ByteSize(fl.cpMaxBuffer)
+			s := spec.ByteSize(fl.cpMaxBuffer)
 			in.CP.MaxBufferSize = &s
 		}
 	}
@@ -176,12 +176,12 @@ func (fl benchAdmissionFlags) apply(fs *pflag.FlagSet, in ref.AdmissionBenchInpu
 // runBenchAdmission runs the bench on the chosen twin and prints its JSON
 // (with --summary: the termination, the summary and, in trace mode, the
 // cache replay's totals).
-func runBenchAdmission(w io.Writer, fl benchAdmissionFlags, in ref.AdmissionBenchInput, st *admissiontrace.Stats) error {
+func runBenchAdmission(w io.Writer, fl benchAdmissionFlags, in spec.AdmissionBenchInput, st *admissiontrace.Stats) error {
 	f, err := catalog.AdmissionBench().Func(catalog.Impl(fl.impl))
 	if err != nil {
 		return err
 	}
-	out, err := f(ref.DefaultLimits(), in)
+	out, err := f(spec.DefaultLimits(), in)
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func runBenchAdmission(w io.Writer, fl benchAdmissionFlags, in ref.AdmissionBenc
 		return enc.Encode(struct {
 			Trace       *admissiontrace.Stats `json:"trace,omitempty"`
 			Termination string                `json:"termination"`
-			Summary     ref.BenchSummary      `json:"summary"`
+			Summary     spec.BenchSummary     `json:"summary"`
 		}{st, out.Termination, out.Summary})
 	}
 	return enc.Encode(out)

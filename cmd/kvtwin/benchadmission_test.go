@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestBenchAdmissionInput runs `kvtwin bench admission --input` on A3.2's
@@ -26,11 +26,11 @@ func TestBenchAdmissionInput(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var got ref.AdmissionBenchOutput
+	var got spec.AdmissionBenchOutput
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Rounds) != 2 || got.Rounds[0].Stop.Detail != ref.DetailCPMaxCachedTokens || got.Rounds[0].EstimatedBufferBytes != 4066936 {
+	if len(got.Rounds) != 2 || got.Rounds[0].Stop.Detail != spec.DetailCPMaxCachedTokens || got.Rounds[0].EstimatedBufferBytes != 4066936 {
 		t.Fatalf("A3.4 output not reproduced: %s", out)
 	}
 	// Lifting the cached budget admits both in one round.
@@ -50,12 +50,12 @@ func TestBenchAdmissionTrace(t *testing.T) {
 	var got struct {
 		Trace       struct{ Requests int }
 		Termination string
-		Summary     ref.BenchSummary
+		Summary     spec.BenchSummary
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Trace.Requests != 500 || got.Termination != ref.BenchDrained || got.Summary.RequestsAdmitted != 500 {
+	if got.Trace.Requests != 500 || got.Termination != spec.BenchDrained || got.Summary.RequestsAdmitted != 500 {
 		t.Fatalf("got %s", out)
 	}
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fixtures"
 	"github.com/kvtwin/kvtwin/internal/bounded"
-	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/remote"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 func newFixturesCmd() *cobra.Command {
@@ -79,7 +79,7 @@ func newFixturesCheckCmd() *cobra.Command {
 		Short: "Replay fixture files against --impl ref|fast|cuda|exec:CMD ARGS…|http://HOST:PORT; exit 1 with a diff on the first mismatch",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
-			runner, closeRunner, err := fixtureRunner(impl, timeout, ref.Limits{MaxOutputBytes: maxOutput}, client)
+			runner, closeRunner, err := fixtureRunner(impl, timeout, spec.Limits{MaxOutputBytes: maxOutput}, client)
 			if err != nil {
 				return err
 			}
@@ -97,7 +97,7 @@ func newFixturesCheckCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&impl, "impl", envOr("KVTWIN_IMPL", "fast"), "ref, fast, cuda, exec:CMD ARGS… (an adapter speaking docs/adapters.md over stdin/stdout), or the base URL of a kvtwin server or HTTP adapter")
 	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "per-call timeout for an exec or HTTP implementation")
-	cmd.Flags().Int64Var(&maxOutput, "max-output-bytes", ref.DefaultMaxOutputBytes, "output size limit for local implementations")
+	cmd.Flags().Int64Var(&maxOutput, "max-output-bytes", spec.DefaultMaxOutputBytes, "output size limit for local implementations")
 	client.flags(cmd.Flags())
 	cmd.Flags().IntVar(&lim.MaxLineBytes, "max-line-bytes", fixtures.DefaultMaxLineBytes, "longest fixture line read; a longer one is refused, naming its file and line")
 	cmd.Flags().Int64Var(&lim.MaxFileBytes, "max-file-bytes", fixtures.DefaultMaxFileBytes, "largest fixture file read; a larger one is refused where it passes the bound")
@@ -137,7 +137,7 @@ func checkFixtureFile(w io.Writer, path, impl string, lim fixtures.Limits, runne
 // http:// as a server), whose replies are bounded in time and size. The
 // comparison stays byte for byte (errors included); `kvtwin audit --errors`
 // is the tool for engines that report their own error messages.
-func fixtureRunner(impl string, timeout time.Duration, lim ref.Limits, client clientAuth) (fixtures.Runner, func(), error) {
+func fixtureRunner(impl string, timeout time.Duration, lim spec.Limits, client clientAuth) (fixtures.Runner, func(), error) {
 	if remote.IsTarget(impl) {
 		o := remote.Options{Timeout: timeout, Stderr: os.Stderr}
 		if err := client.apply(&o); err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/equiv/mutants"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // roleEnv makes the test binary play another program when re-executed
@@ -91,7 +91,7 @@ const auditedOps = `^(transfer\.group_contiguous|radix\.script|transfer\.per_lay
 
 func fastAdapter() *adapter.Adapter {
 	a := adapter.New()
-	lim := ref.DefaultLimits()
+	lim := spec.DefaultLimits()
 	adapter.Handle(a, "transfer.group_contiguous", withLimits(lim, fast.TransferGroupContiguous))
 	adapter.Handle(a, "radix.script", withLimits(lim, fast.RadixScript))
 	adapter.Handle(a, "transfer.per_layer_script", withLimits(lim, fast.TransferPerLayerScript))
@@ -100,14 +100,14 @@ func fastAdapter() *adapter.Adapter {
 
 func brokenAdapter() *adapter.Adapter {
 	a := adapter.New()
-	lim := ref.DefaultLimits()
-	adapter.Handle(a, "transfer.group_contiguous", withLimits(lim, mutantFn[ref.TransferGroupContiguousInput, ref.TransferGroupContiguousOutput](mutants.GroupLengthMismatch())))
-	adapter.Handle(a, "radix.script", withLimits(lim, mutantFn[ref.RadixScriptInput, ref.RadixScriptOutput](mutants.RadixStoredKeyViews())))
-	adapter.Handle(a, "transfer.per_layer_script", withLimits(lim, mutantFn[ref.TransferPerLayerScriptInput, ref.TransferPerLayerScriptOutput](mutants.FinishRequiresAllLayers())))
+	lim := spec.DefaultLimits()
+	adapter.Handle(a, "transfer.group_contiguous", withLimits(lim, mutantFn[spec.TransferGroupContiguousInput, spec.TransferGroupContiguousOutput](mutants.GroupLengthMismatch())))
+	adapter.Handle(a, "radix.script", withLimits(lim, mutantFn[spec.RadixScriptInput, spec.RadixScriptOutput](mutants.RadixStoredKeyViews())))
+	adapter.Handle(a, "transfer.per_layer_script", withLimits(lim, mutantFn[spec.TransferPerLayerScriptInput, spec.TransferPerLayerScriptOutput](mutants.FinishRequiresAllLayers())))
 	return a
 }
 
-func withLimits[In, Out any](lim ref.Limits, f catalog.Func[In, Out]) func(In) (Out, error) {
+func withLimits[In, Out any](lim spec.Limits, f catalog.Func[In, Out]) func(In) (Out, error) {
 	return func(in In) (Out, error) { return f(lim, in) }
 }
 

@@ -67,7 +67,7 @@ func (c *client) want(method, path, body string, status int, fragment string) {
 }
 
 // TestServeReadsPrefixMaxBytesAsBytesOrABinarySize: --prefix-max-bytes
-// takes plain bytes or a ref.ByteSize ("2GiB"); anything else, or less than
+// takes plain bytes or a spec.ByteSize ("2GiB"); anything else, or less than
 // one byte, exits 2 naming the flag before a server starts.
 func TestServeReadsPrefixMaxBytesAsBytesOrABinarySize(t *testing.T) {
 	for s, want := range map[string]int64{"1": 1, "1048576": 1 << 20, "2GiB": 2 << 30, "1.5KiB": 1536, "3MB": 3 << 20} {

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 func newServeCmd() *cobra.Command {
@@ -102,9 +102,9 @@ func newServeCmd() *cobra.Command {
 }
 
 // parseByteSize reads a size flag: plain bytes or a number with a binary
-// unit, as ref.ByteSize ("2GiB", "1.5MB"), at least 1.
+// unit, as spec.ByteSize ("2GiB", "1.5MB"), at least 1.
 func parseByteSize(flag, s string) (int64, error) {
-	n, err := ref.ByteSize(s).Bytes(flag)
+	n, err := spec.ByteSize(s).Bytes(flag)
 	if err != nil {
 		return 0, fmt.Errorf("%s %q: want bytes or <n>{KB,MB,GB,KiB,MiB,GiB} (binary), >= 1", flag, s)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/events/zmq"
 	"github.com/kvtwin/kvtwin/internal/bounded"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // eventsFile is the --events-file document: the sources and the index's
@@ -21,14 +21,14 @@ type eventsFile struct {
 	// Sources are the publishers, as --events would give them.
 	Sources []zmq.Source `yaml:"sources"`
 	// Index bounds the event-fed index; a flag set on the command line wins.
-	// Its keys are ref.KVEvConfig's JSON names (max_engines, max_held_bytes,
+	// Its keys are spec.KVEvConfig's JSON names (max_engines, max_held_bytes,
 	// ...), decoded by indexConfig: yaml would want Go's field names.
 	Index yaml.Node `yaml:"index"`
 }
 
 // indexConfig decodes the document's index mapping into a KVEvConfig by
 // its JSON names, refusing unknown keys.
-func (doc eventsFile) indexConfig() (*ref.KVEvConfig, error) {
+func (doc eventsFile) indexConfig() (*spec.KVEvConfig, error) {
 	if doc.Index.Kind == 0 {
 		return nil, nil // no index mapping
 	}
@@ -42,7 +42,7 @@ func (doc eventsFile) indexConfig() (*ref.KVEvConfig, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var c ref.KVEvConfig
+	var c spec.KVEvConfig
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("index: %w", err)
 	}
@@ -55,12 +55,12 @@ const maxEventsFileBytes = 1 << 20
 // eventSources parses the --events flags and the --events-file document
 // (flags first, then the file's sources) and fills the index bounds the
 // command line left at zero from the file.
-func eventSources(specs []string, file string, idx *ref.KVEvConfig) ([]zmq.Source, error) {
+func eventSources(specs []string, file string, idx *spec.KVEvConfig) ([]zmq.Source, error) {
 	var out []zmq.Source
-	for _, spec := range specs {
-		src, err := zmq.ParseSource(spec)
+	for _, sp := range specs {
+		src, err := zmq.ParseSource(sp)
 		if err != nil {
-			return nil, fmt.Errorf("--events %q: %w", spec, err)
+			return nil, fmt.Errorf("--events %q: %w", sp, err)
 		}
 		out = append(out, src)
 	}
@@ -109,7 +109,7 @@ func fillZero[T int | int64](flag *T, file T) {
 // index enforces (docs/spec/kv-events.md §2.10 A7, A10), and the
 // subscriber's byte budget, message size and refusal-log interval
 // (docs/events.md). serve and events relay share them.
-func addEventBoundFlags(f *pflag.FlagSet, idx *ref.KVEvConfig, sub *zmq.Options) {
+func addEventBoundFlags(f *pflag.FlagSet, idx *spec.KVEvConfig, sub *zmq.Options) {
 	f.IntVar(&idx.MaxEvents, "events-max-events", 0, "most events of one message; a larger message is refused whole at its events header and its source's engines marked stale (0: 262144)")
 	f.Int64Var(&idx.MaxDecodeRatio, "events-max-decode-ratio", 0, "most decoded bytes per message byte, beyond 64 KiB (256 per event, 8 per hash, 4 per token); past it the message is refused whole (0: 16)")
 	f.Var(byteSizeFlag{&idx.MaxHeldBytes}, "events-max-held-bytes", "most bytes of the live messages a source holds while its replay runs, bytes or <n>{KB,MB,GB,KiB,MiB,GiB}; past it they are dropped and the source marked stale (0: 64MiB)")
@@ -122,7 +122,7 @@ func addEventBoundFlags(f *pflag.FlagSet, idx *ref.KVEvConfig, sub *zmq.Options)
 }
 
 // byteSizeFlag is a flag of bytes, plain or with a binary unit
-// (ref.ByteSize); 0 keeps the default.
+// (spec.ByteSize); 0 keeps the default.
 type byteSizeFlag struct{ v *int64 }
 
 func (f byteSizeFlag) String() string {
@@ -137,7 +137,7 @@ func (f byteSizeFlag) Set(s string) error {
 		*f.v = 0
 		return nil
 	}
-	n, err := ref.ByteSize(s).Bytes("size")
+	n, err := spec.ByteSize(s).Bytes("size")
 	if err != nil {
 		return fmt.Errorf("want bytes or <n>{KB,MB,GB,KiB,MiB,GiB} (binary), 0 for the default")
 	}

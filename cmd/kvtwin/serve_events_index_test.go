@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestEventsFileIndexBoundsAreReadByTheirDocumentedNames: the index bounds
@@ -20,12 +20,12 @@ func TestEventsFileIndexBoundsAreReadByTheirDocumentedNames(t *testing.T) {
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	idx := ref.KVEvConfig{MaxHeld: 7}
+	idx := spec.KVEvConfig{MaxHeld: 7}
 	srcs, err := eventSources(nil, file, &idx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ref.KVEvConfig{MaxEngines: 8, MaxEnginesPerStream: 2, MaxTokensPerEngine: 100, MaxHeld: 7}
+	want := spec.KVEvConfig{MaxEngines: 8, MaxEnginesPerStream: 2, MaxTokensPerEngine: 100, MaxHeld: 7}
 	if len(srcs) != 1 || idx != want {
 		t.Fatalf("sources %+v, index %+v; want one source and %+v", srcs, idx, want)
 	}

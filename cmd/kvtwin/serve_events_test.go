@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestEventsFileIndexTakesTheDocumentedKeys: --events-file's index mapping
@@ -26,17 +26,17 @@ func TestEventsFileIndexTakesTheDocumentedKeys(t *testing.T) {
   - {name: engine-a, endpoint: "tcp://10.0.0.7:5557", replay: "tcp://10.0.0.7:5558"}
 index: {max_engines: 3, max_tokens_per_engine: 4096, max_held: 7, max_held_bytes: 1048576, max_events: 100, max_decode_ratio: 8}
 `)
-	idx := ref.KVEvConfig{MaxHeld: 9}
+	idx := spec.KVEvConfig{MaxHeld: 9}
 	srcs, err := eventSources(nil, good, &idx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ref.KVEvConfig{MaxEngines: 3, MaxTokensPerEngine: 4096, MaxHeld: 9, MaxHeldBytes: 1 << 20, MaxEvents: 100, MaxDecodeRatio: 8}
+	want := spec.KVEvConfig{MaxEngines: 3, MaxTokensPerEngine: 4096, MaxHeld: 9, MaxHeldBytes: 1 << 20, MaxEvents: 100, MaxDecodeRatio: 8}
 	if idx != want || len(srcs) != 1 || srcs[0].Replay != "tcp://10.0.0.7:5558" {
 		t.Fatalf("index %+v, sources %+v; want %+v", idx, srcs, want)
 	}
 	bad := write("bad.yaml", "sources: []\nindex: {max_event: 3}\n")
-	if _, err := eventSources(nil, bad, &ref.KVEvConfig{}); err == nil || !strings.Contains(err.Error(), "max_event") {
+	if _, err := eventSources(nil, bad, &spec.KVEvConfig{}); err == nil || !strings.Contains(err.Error(), "max_event") {
 		t.Fatalf("an unknown index key: %v", err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // `kvtwin soak` (issue 15, deliverable 7; issue 27, part 8): a bounded
@@ -133,10 +133,10 @@ func newSoakCmd() *cobra.Command {
 func (fl *soakFlags) config() (soakConfig, error) {
 	cfg := fl.cfg
 	var err error
-	if cfg.maxRSS, err = ref.ByteSize(fl.maxRSS).Bytes("--max-rss"); err != nil {
+	if cfg.maxRSS, err = spec.ByteSize(fl.maxRSS).Bytes("--max-rss"); err != nil {
 		return cfg, err
 	}
-	deep, err := ref.ByteSize(fl.deep).Bytes("--deep-bytes")
+	deep, err := spec.ByteSize(fl.deep).Bytes("--deep-bytes")
 	if err != nil {
 		return cfg, err
 	}

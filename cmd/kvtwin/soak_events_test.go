@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/server"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The soak's publishers are judged by the reference index here: their
@@ -91,13 +92,13 @@ func emitted(t *testing.T, p *pyPublisher, topic string, cmd pubCommand) [][]byt
 
 // referenceIndex is the reference event-fed index over the soak's
 // sources; the hostile one has no replay endpoint, so a gap is lost at once.
-func referenceIndex(t *testing.T) ref.KVEvIndex {
+func referenceIndex(t *testing.T) spec.KVEvIndex {
 	t.Helper()
-	var streams []ref.KVEvStream
+	var streams []spec.KVEvStream
 	for role := range numRoles {
-		streams = append(streams, ref.KVEvStream{Name: role.name(), Replay: role.wellBehaved()})
+		streams = append(streams, spec.KVEvStream{Name: role.name(), Replay: role.wellBehaved()})
 	}
-	ix, err := ref.NewKVEvIndex(ref.KVEvConfig{}, streams)
+	ix, err := ref.NewKVEvIndex(spec.KVEvConfig{}, streams)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func referenceIndex(t *testing.T) ref.KVEvIndex {
 }
 
 // mustApply feeds a live message and requires it applied without error.
-func mustApply(t *testing.T, ix ref.KVEvIndex, stream string, frames [][]byte) {
+func mustApply(t *testing.T, ix spec.KVEvIndex, stream string, frames [][]byte) {
 	t.Helper()
 	res := ix.Live(stream, frames)
 	if res.Error != nil || len(res.Errors) > 0 || len(res.Applied) != 1 || len(res.Lost) > 0 {
@@ -168,7 +169,7 @@ func TestSoakChurnBatchesApplyCleanlyAndScoreAsTheirModelSays(t *testing.T) {
 			if rng.IntN(2) == 0 && len(m.runs) > 0 {
 				prompt = c.bases[rng.IntN(len(c.bases))] // a base's blocks are often resident
 			}
-			scores, err := ix.Score(ref.KVEvScoreQuery{Tokens: prompt, Namespace: m.style.lora})
+			scores, err := ix.Score(spec.KVEvScoreQuery{Tokens: prompt, Namespace: m.style.lora})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -215,10 +216,10 @@ func TestSoakPinnedBatchesScoreEveryPublishedBlock(t *testing.T) {
 	}
 }
 
-func checkPinnedScores(t *testing.T, ix ref.KVEvIndex, set *pinnedSet) {
+func checkPinnedScores(t *testing.T, ix spec.KVEvIndex, set *pinnedSet) {
 	t.Helper()
 	for _, pr := range set.prompts {
-		scores, err := ix.Score(ref.KVEvScoreQuery{Tokens: pr.tokens})
+		scores, err := ix.Score(spec.KVEvScoreQuery{Tokens: pr.tokens})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,10 +237,10 @@ func checkPinnedScores(t *testing.T, ix ref.KVEvIndex, set *pinnedSet) {
 
 // expandFrames builds the bytes of a "frames" command's list as the
 // script does: hex, or [hex, n] pieces.
-func expandFrames(t *testing.T, spec []any) [][]byte {
+func expandFrames(t *testing.T, sp []any) [][]byte {
 	t.Helper()
 	var out [][]byte
-	for _, f := range spec {
+	for _, f := range sp {
 		var b []byte
 		switch f := f.(type) {
 		case string:
@@ -285,11 +286,11 @@ func TestSoakHostileMessagesAreRefusedByTheReference(t *testing.T) {
 				mustApply(t, ix, rolePinned.name(), pinnedFrames)
 				benign := [][]byte{[]byte(roleHostile.topic()), make([]byte, 8), emptyBatch()}
 				mustApply(t, ix, roleHostile.name(), benign)
-				spec, err := h.frames(kind, 1)
+				sp, err := h.frames(kind, 1)
 				if err != nil {
 					t.Fatal(err)
 				}
-				res := ix.Live(roleHostile.name(), expandFrames(t, spec))
+				res := ix.Live(roleHostile.name(), expandFrames(t, sp))
 				checkRefused(t, ix, kind, res)
 				if got := pinnedBlocks(t, ix, owner); got != 1 {
 					t.Errorf("the pinned engine scores %d blocks after %s, want its 1", got, kind)
@@ -311,9 +312,9 @@ func ownerBlockBatch(t *testing.T, p *pinnedPrompt) []byte {
 	return b
 }
 
-func pinnedBlocks(t *testing.T, ix ref.KVEvIndex, p *pinnedPrompt) int {
+func pinnedBlocks(t *testing.T, ix spec.KVEvIndex, p *pinnedPrompt) int {
 	t.Helper()
-	scores, err := ix.Score(ref.KVEvScoreQuery{Tokens: p.tokens})
+	scores, err := ix.Score(spec.KVEvScoreQuery{Tokens: p.tokens})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,9 +327,9 @@ func pinnedBlocks(t *testing.T, ix ref.KVEvIndex, p *pinnedPrompt) int {
 }
 
 // checkRefused asserts what the spec does with one hostile kind.
-func checkRefused(t *testing.T, ix ref.KVEvIndex, kind evHostileKind, res ref.KVEvStepResult) {
+func checkRefused(t *testing.T, ix spec.KVEvIndex, kind evHostileKind, res spec.KVEvStepResult) {
 	t.Helper()
-	var stream ref.KVEvStreamState
+	var stream spec.KVEvStreamState
 	for _, s := range ix.State().Streams {
 		if s.Name == roleHostile.name() {
 			stream = s
@@ -386,15 +387,15 @@ func TestSoakScoreCheckCatchesEveryImpossibleScore(t *testing.T) {
 	set := newPinnedSet(rolePinned.name(), rand.New(rand.NewPCG(5, 6)))
 	p := set.prompts[0] // rank 0, page 16
 	p.published.Store(10)
-	body := func(engines ...ref.KVEvScore) []byte {
+	body := func(engines ...spec.KVEvScore) []byte {
 		b, err := json.Marshal(server.ScoreResult{Engines: engines})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
-	mine := func(blocks int) ref.KVEvScore {
-		return ref.KVEvScore{Source: set.source, DPRank: 0, Blocks: blocks, Tokens: int64(blocks * 16), PageSize: 16}
+	mine := func(blocks int) spec.KVEvScore {
+		return spec.KVEvScore{Source: set.source, DPRank: 0, Blocks: blocks, Tokens: int64(blocks * 16), PageSize: 16}
 	}
 	w := &soakWorker{}
 	for _, c := range []struct {
@@ -403,12 +404,12 @@ func TestSoakScoreCheckCatchesEveryImpossibleScore(t *testing.T) {
 		bad  string
 	}{
 		{"no engine yet", body(), ""},
-		{"some blocks", body(mine(4), ref.KVEvScore{Source: "soak-churn", Blocks: 0, PageSize: 16}), ""},
+		{"some blocks", body(mine(4), spec.KVEvScore{Source: "soak-churn", Blocks: 0, PageSize: 16}), ""},
 		{"fell", body(mine(3)), "fell from 4 to 3"},
 		{"all published", body(mine(10)), ""},
 		{"more than published", body(mine(11)), "only 10 were published"},
-		{"another engine", body(mine(10), ref.KVEvScore{Source: "soak-churn", DPRank: 2, Blocks: 1, Tokens: 16, PageSize: 16}), "never sent"},
-		{"page size", body(ref.KVEvScore{Source: set.source, Blocks: 10, Tokens: 320, PageSize: 32}), "page size"},
+		{"another engine", body(mine(10), spec.KVEvScore{Source: "soak-churn", DPRank: 2, Blocks: 1, Tokens: 16, PageSize: 16}), "never sent"},
+		{"page size", body(spec.KVEvScore{Source: set.source, Blocks: 10, Tokens: 320, PageSize: 32}), "page size"},
 		{"not JSON", []byte("{"), "not a ScoreResult"},
 	} {
 		got := set.checkScore(w, p, c.body)
@@ -550,11 +551,11 @@ func TestSoakRankCyclingSourceKeepsToItsEngineShare(t *testing.T) {
 	h := &hostileEvents{topic: roleHostile.topic(), rng: rand.New(rand.NewPCG(9, 10))}
 	const bursts = 2
 	for i := range bursts * rankBurst {
-		spec, err := h.frames(evRankCycle, uint64(i+1))
+		sp, err := h.frames(evRankCycle, uint64(i+1))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ix.Live(roleHostile.name(), expandFrames(t, spec))
+		ix.Live(roleHostile.name(), expandFrames(t, sp))
 	}
 	const share = 256 / int(numRoles)
 	for _, s := range ix.State().Streams {

@@ -15,13 +15,14 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/internal/bounded"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // newWarmupPlanCmd is `kvtwin warmup-plan` (docs/spec/admission-serving.md §S3): the
 // DeepGEMM warmup plan for given kernel shapes, and, when the cache dir
 // exists, what a start would decide against its manifest. It only reads.
 func newWarmupPlanCmd() *cobra.Command {
-	in := ref.DeepGEMMWarmupPlanInput{Build: catalog.DeepGEMMBuildH200()}
+	in := spec.DeepGEMMWarmupPlanInput{Build: catalog.DeepGEMMBuildH200()}
 	var kernels []string
 	var cacheDir string
 	var asJSON bool
@@ -54,7 +55,7 @@ Example:
 			if err := readCacheDir(&in); err != nil {
 				return err
 			}
-			out, err := ref.DeepGEMMWarmupPlan(ref.DefaultLimits(), in)
+			out, err := ref.DeepGEMMWarmupPlan(spec.DefaultLimits(), in)
 			if err != nil {
 				return err
 			}
@@ -83,8 +84,8 @@ Example:
 
 // parseKernels reads TYPE:N:K:NUM_GROUPS shapes; the values themselves are
 // validated by the op.
-func parseKernels(specs []string) ([]ref.DeepGEMMKernel, error) {
-	ks := []ref.DeepGEMMKernel{}
+func parseKernels(specs []string) ([]spec.DeepGEMMKernel, error) {
+	ks := []spec.DeepGEMMKernel{}
 	for _, s := range specs {
 		parts := strings.Split(s, ":")
 		if len(parts) != 4 {
@@ -98,7 +99,7 @@ func parseKernels(specs []string) ([]ref.DeepGEMMKernel, error) {
 			}
 			dims[i] = v
 		}
-		ks = append(ks, ref.DeepGEMMKernel{KernelType: parts[0], N: dims[0], K: dims[1], NumGroups: dims[2]})
+		ks = append(ks, spec.DeepGEMMKernel{KernelType: parts[0], N: dims[0], K: dims[1], NumGroups: dims[2]})
 	}
 	return ks, nil
 }
@@ -117,8 +118,8 @@ func processEnv() map[string]string {
 
 // readCacheDir fills the manifest and listing from the prepared cache dir,
 // when it exists. An invalid environment is left for the op to report.
-func readCacheDir(in *ref.DeepGEMMWarmupPlanInput) error {
-	in.Cache = []ref.DeepGEMMCacheEntry{}
+func readCacheDir(in *spec.DeepGEMMWarmupPlanInput) error {
+	in.Cache = []spec.DeepGEMMCacheEntry{}
 	prepared, err := ref.PrepareDeepGEMMEnv(in.Env)
 	if err != nil {
 		return nil
@@ -161,7 +162,7 @@ func (b boundedReadFS) ReadFile(name string) ([]byte, error) {
 		bounded.Limits{MaxBytes: maxManifestBytes, Binary: true, BytesName: "the 64 MiB manifest bound"})
 }
 
-func printWarmupPlan(w io.Writer, out ref.DeepGEMMWarmupPlanOutput) error {
+func printWarmupPlan(w io.Writer, out spec.DeepGEMMWarmupPlanOutput) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "DG_JIT_CACHE_DIR=%s DG_JIT_USE_NVRTC=%s enabled=%v m_max=%d\n", out.Env.CacheDir, out.Env.UseNVRTC, out.Enabled, out.MMax)
 	var launches int64

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestWarmupPlanReadsTheCacheDir: a cold cache dir plans a miss with the
@@ -23,11 +24,11 @@ func TestWarmupPlanReadsTheCacheDir(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var cold ref.DeepGEMMWarmupPlanOutput
+	var cold spec.DeepGEMMWarmupPlanOutput
 	if err := json.Unmarshal([]byte(out), &cold); err != nil {
 		t.Fatal(err)
 	}
-	if p := cold.Plans[0]; p.Decision != ref.DecisionMiss || p.Launches != 50 || cold.MMax != 16384 {
+	if p := cold.Plans[0]; p.Decision != spec.DecisionMiss || p.Launches != 50 || cold.MMax != 16384 {
 		t.Fatalf("cold plan %+v, m_max %d; want a miss with 50 launches at 16384", p, cold.MMax)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -43,7 +44,7 @@ func TestWarmupPlanReadsTheCacheDir(t *testing.T) {
 	}
 	entry := ref.EncodeDeepGEMMEntry(cold.Plans[0], catalog.DeepGEMMBuildH200().Fingerprint(cold.Env), []string{"kernel.x"})
 	manifest := ref.EncodeDeepGEMMManifest(map[string]json.RawMessage{cold.Plans[0].Key: entry})
-	if err := os.WriteFile(filepath.Join(dir, ref.DeepGEMMManifestFile), []byte(manifest), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, spec.DeepGEMMManifestFile), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, stderr = runCLI(t, args[:len(args)-1]...)

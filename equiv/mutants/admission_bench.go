@@ -4,6 +4,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // BenchL2HitsAsL1 is A3-B1: the bench counted L2 host hits as L1 cached
@@ -12,13 +13,13 @@ import (
 // the shared bench interpreter over fast's production round and estimator
 // (as fast.AdmissionBench) with the historic request mapping.
 func BenchL2HitsAsL1() equiv.Killable {
-	return &equiv.Mutant[ref.AdmissionBenchInput, ref.AdmissionBenchOutput]{
+	return &equiv.Mutant[spec.AdmissionBenchInput, spec.AdmissionBenchOutput]{
 		Spec:    equiv.AdmissionBench(),
 		ID:      "bench-l2-hits-as-l1",
 		Section: "admission-serving.md §A3.7 A3-B1",
 		About:   "L2 host hits counted as L1 cached (no load-back, no capacity consumed): with fake_l2_load_back_capacity 0, b stops on cp_max_total_cached_tokens instead of being chunked to 4032 with cached 0",
-		Fn: func(lim ref.Limits, in ref.AdmissionBenchInput) (ref.AdmissionBenchOutput, error) {
-			return ref.RunAdmissionBench(lim, in, ref.BenchDriver{Round: fast.AdmissionRound, Estimate: fast.EstimateBuffers, Map: l2HitsAsL1})
+		Fn: func(lim spec.Limits, in spec.AdmissionBenchInput) (spec.AdmissionBenchOutput, error) {
+			return ref.RunAdmissionBench(lim, in, spec.BenchDriver{Round: fast.AdmissionRound, Estimate: fast.EstimateBuffers, Map: l2HitsAsL1})
 		},
 		Scenario: "equiv/testdata/bench_bench-l2-hits-as-l1.txt",
 	}
@@ -26,7 +27,7 @@ func BenchL2HitsAsL1() equiv.Killable {
 
 // l2HitsAsL1 is A3-B1's request mapping: the host hit folded into the L1
 // prefix, so no load-back happens and no fake L2 capacity is consumed.
-func l2HitsAsL1(r ref.BenchRequest) ref.Request {
+func l2HitsAsL1(r spec.BenchRequest) spec.Request {
 	q := ref.MapBenchRequest(r)
 	q.L1Prefix, q.HostHit = r.L1CachedTokens+r.L2HostHitTokens, 0
 	return q

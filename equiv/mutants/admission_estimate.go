@@ -4,14 +4,14 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fault"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // estimateMutant is the fast estimator with one A2.8 bug put back: fn is a
 // wrapper around fast.AdmissionEstimate or a switch through
 // fault.Installed().AdmissionEstimate.
-func estimateMutant(id, about string, fn func(ref.Limits, ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error)) equiv.Killable {
-	return &equiv.Mutant[ref.AdmissionEstimateInput, ref.AdmissionEstimateOutput]{
+func estimateMutant(id, about string, fn func(spec.Limits, spec.AdmissionEstimateInput) (spec.AdmissionEstimateOutput, error)) equiv.Killable {
+	return &equiv.Mutant[spec.AdmissionEstimateInput, spec.AdmissionEstimateOutput]{
 		Spec:    equiv.AdmissionEstimate(),
 		ID:      id,
 		Section: "admission-serving.md A2.8",
@@ -21,7 +21,7 @@ func estimateMutant(id, about string, fn func(ref.Limits, ref.AdmissionEstimateI
 }
 
 // estimateSwitch is fault.Installed().AdmissionEstimate with f.
-func estimateSwitch(f fault.Estimate) func(ref.Limits, ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error) {
+func estimateSwitch(f fault.Estimate) func(spec.Limits, spec.AdmissionEstimateInput) (spec.AdmissionEstimateOutput, error) {
 	return switched(fault.Installed().AdmissionEstimate, f)
 }
 
@@ -50,7 +50,7 @@ func EstimateFullRequestQK() equiv.Killable {
 func EstimateBothCapsRowWins() equiv.Killable {
 	return estimateMutant("estimate-both-caps-row-wins",
 		"MAX_ROWS and MAX_GB both accepted, the row cap silently wins, instead of a configuration error",
-		func(lim ref.Limits, in ref.AdmissionEstimateInput) (ref.AdmissionEstimateOutput, error) {
+		func(lim spec.Limits, in spec.AdmissionEstimateInput) (spec.AdmissionEstimateOutput, error) {
 			if c := &in.Context.Chunk; c.MaxRows != nil && c.MaxGB != nil {
 				c.MaxGB = nil // in is a copy; the caller's config is untouched
 			}

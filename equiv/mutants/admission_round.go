@@ -3,17 +3,17 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/internal/fault"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // faultyRound is admission.round on the fast adder with the given faults.
-func faultyRound(f fault.Admission) func(ref.Limits, ref.AdmissionRoundInput) (ref.AdmissionRoundOutput, error) {
+func faultyRound(f fault.Admission) func(spec.Limits, spec.AdmissionRoundInput) (spec.AdmissionRoundOutput, error) {
 	return switched(fault.Installed().AdmissionRound, f)
 }
 
 // admissionMutant builds one §A1.15 mutant.
 func admissionMutant(id, section, about string, f fault.Admission) equiv.Killable {
-	return &equiv.Mutant[ref.AdmissionRoundInput, ref.AdmissionRoundOutput]{
+	return &equiv.Mutant[spec.AdmissionRoundInput, spec.AdmissionRoundOutput]{
 		Spec:     equiv.AdmissionRound(),
 		ID:       id,
 		Section:  section,

@@ -5,10 +5,11 @@ import (
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
-func topkMutant(id, about string, fn func(ref.Limits, ref.ConfigIndexTopKOverridesInput) (ref.ConfigIndexTopKOverridesOutput, error)) equiv.Killable {
-	return &equiv.Mutant[ref.ConfigIndexTopKOverridesInput, ref.ConfigIndexTopKOverridesOutput]{
+func topkMutant(id, about string, fn func(spec.Limits, spec.ConfigIndexTopKOverridesInput) (spec.ConfigIndexTopKOverridesOutput, error)) equiv.Killable {
+	return &equiv.Mutant[spec.ConfigIndexTopKOverridesInput, spec.ConfigIndexTopKOverridesOutput]{
 		Spec:    equiv.ConfigIndexTopKOverrides(),
 		ID:      id,
 		Section: "admission-serving.md §S4.7",
@@ -34,7 +35,7 @@ func OffsetZeroInjected() equiv.Killable {
 func FlagsReplaceJSON() equiv.Killable {
 	return topkMutant("flags-replace-json",
 		"the index-topk flags replace --json-model-override-args instead of merging into it (rope_theta lost)",
-		func(lim ref.Limits, in ref.ConfigIndexTopKOverridesInput) (ref.ConfigIndexTopKOverridesOutput, error) {
+		func(lim spec.Limits, in spec.ConfigIndexTopKOverridesInput) (spec.ConfigIndexTopKOverridesOutput, error) {
 			out, err := fast.ConfigIndexTopKOverrides(lim, in)
 			if err != nil || len(ref.IndexTopKFlags(in)) == 0 {
 				return out, err

@@ -3,7 +3,7 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // MoESuffixCount is docs/spec/cp-layout.md §4.5: DeepEP MoE given a scalar
@@ -12,12 +12,12 @@ import (
 // and a valid row is never processed (rank 0 of padded cp=2, g=1, L=[3,4]:
 // a0 b0 PAD, not a0 b0 b3).
 func MoESuffixCount() equiv.Killable {
-	return &equiv.Mutant[ref.CPCompactValidInput, ref.CPCompactValidOutput]{
+	return &equiv.Mutant[spec.CPCompactValidInput, spec.CPCompactValidOutput]{
 		Spec:    equiv.CPCompactValid(),
 		ID:      "moe-suffix-count",
 		Section: "cp-layout.md §4.5",
 		About:   "MoE takes the first Rv(r) local rows (scalar non-padded count): a PAD reaches the router, a valid row never does",
-		Fn: func(lim ref.Limits, in ref.CPCompactValidInput) (ref.CPCompactValidOutput, error) {
+		Fn: func(lim spec.Limits, in spec.CPCompactValidInput) (spec.CPCompactValidOutput, error) {
 			out, err := fast.CPCompactValid(lim, in)
 			if err != nil {
 				return out, err
@@ -32,12 +32,12 @@ func MoESuffixCount() equiv.Killable {
 // the MoE output written over the first Rv(r) local rows, so a PAD row
 // receives a valid row's output and the valid row after it stays zero.
 func RestoreSuffixCount() equiv.Killable {
-	return &equiv.Mutant[ref.CPRestorePaddedInput, ref.CPRestorePaddedOutput]{
+	return &equiv.Mutant[spec.CPRestorePaddedInput, spec.CPRestorePaddedOutput]{
 		Spec:    equiv.CPRestorePadded(),
 		ID:      "restore-suffix-count",
 		Section: "cp-layout.md §4.5",
 		About:   "restore writes the MoE output over the first Rv(r) rows: a PAD row gets a valid row's output, the valid row stays zero",
-		Fn: func(lim ref.Limits, in ref.CPRestorePaddedInput) (ref.CPRestorePaddedOutput, error) {
+		Fn: func(lim spec.Limits, in spec.CPRestorePaddedInput) (spec.CPRestorePaddedOutput, error) {
 			out, err := fast.CPRestorePadded(lim, in)
 			if err != nil {
 				return out, err

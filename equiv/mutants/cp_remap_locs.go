@@ -4,6 +4,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // GlobalPageInverse is docs/spec/cp-layout.md §6.4: the materialize path built one
@@ -12,18 +13,18 @@ import (
 // won and a row's lookup landed in another row's compact slot (the GSM8K
 // warm-cache corruption). Row ids are still validated, then ignored.
 func GlobalPageInverse() equiv.Killable {
-	return &equiv.Mutant[ref.CPRemapLocsInput, ref.CPRemapLocsOutput]{
+	return &equiv.Mutant[spec.CPRemapLocsInput, spec.CPRemapLocsOutput]{
 		Spec:    equiv.CPRemapLocs(),
 		ID:      "global-page-inverse",
 		Section: "cp-layout.md §6.4",
 		About:   "batch-global page inverse, last writer wins: a page shared across rows remaps into another row's compact slot",
-		Fn: func(lim ref.Limits, in ref.CPRemapLocsInput) (ref.CPRemapLocsOutput, error) {
+		Fn: func(lim spec.Limits, in spec.CPRemapLocsInput) (spec.CPRemapLocsOutput, error) {
 			if in.Global {
 				return fast.CPRemapLocs(lim, in)
 			}
 			compact, err := ref.CheckRemapScalars(in)
 			if err != nil {
-				return ref.CPRemapLocsOutput{}, err
+				return spec.CPRemapLocsOutput{}, err
 			}
 			inv, base := map[int64]int64{}, int64(0)
 			for _, row := range in.Pages {
@@ -35,10 +36,10 @@ func GlobalPageInverse() equiv.Killable {
 			out := make([]int64, len(in.Locs))
 			for e, loc := range in.Locs {
 				if err := ref.CheckLoc(e, loc); err != nil {
-					return ref.CPRemapLocsOutput{}, err
+					return spec.CPRemapLocsOutput{}, err
 				}
 				if err := ref.CheckRowID(e, in.RowIDs[e], len(in.Pages)); err != nil {
-					return ref.CPRemapLocsOutput{}, err
+					return spec.CPRemapLocsOutput{}, err
 				}
 				if loc == -1 {
 					out[e] = -1
@@ -46,11 +47,11 @@ func GlobalPageInverse() equiv.Killable {
 				}
 				slot, ok := inv[loc/in.PageSize]
 				if !ok {
-					return ref.CPRemapLocsOutput{}, ref.RejectPageNotInRow(e, loc, in.PageSize, in.RowIDs[e])
+					return spec.CPRemapLocsOutput{}, ref.RejectPageNotInRow(e, loc, in.PageSize, in.RowIDs[e])
 				}
 				out[e] = slot*in.PageSize + loc%in.PageSize
 			}
-			return ref.CPRemapLocsOutput{Locs: out, CompactRows: compact}, nil
+			return spec.CPRemapLocsOutput{Locs: out, CompactRows: compact}, nil
 		},
 	}
 }

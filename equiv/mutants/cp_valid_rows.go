@@ -3,7 +3,7 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ValidMaskSuffix is docs/spec/cp-layout.md §2.5's first bug: scalar "non-padded
@@ -12,12 +12,12 @@ import (
 // cp=2, g=1, L=[3,4] rank 0 (a0 b0 PAD b3) the mask is [1,1,1,0]: PAD in,
 // b3 out.
 func ValidMaskSuffix() equiv.Killable {
-	return &equiv.Mutant[ref.CPValidRowsInput, ref.CPValidRowsOutput]{
+	return &equiv.Mutant[spec.CPValidRowsInput, spec.CPValidRowsOutput]{
 		Spec:    equiv.CPValidRows(),
 		ID:      "valid-mask-suffix",
 		Section: "cp-layout.md §2.5",
 		About:   "valid rows are the first Rv(r) local rows (scalar non-padded count): a PAD is selected, a later valid row dropped",
-		Fn: func(lim ref.Limits, in ref.CPValidRowsInput) (ref.CPValidRowsOutput, error) {
+		Fn: func(lim spec.Limits, in spec.CPValidRowsInput) (spec.CPValidRowsOutput, error) {
 			out, err := fast.CPValidRows(lim, in)
 			if err != nil {
 				return out, err
@@ -26,7 +26,7 @@ func ValidMaskSuffix() equiv.Killable {
 			for p := range out.ValidMask {
 				out.ValidMask[p] = p < n
 			}
-			out.Selected = ref.Rows{W: in.X.W, B: in.X.B[:n*in.X.W]}
+			out.Selected = spec.Rows{W: in.X.W, B: in.X.B[:n*in.X.W]}
 			return out, nil
 		},
 	}
@@ -37,12 +37,12 @@ func ValidMaskSuffix() equiv.Killable {
 // g=1, L=[3] that is segment 3, rank 0 row 1, a PAD, instead of a2 at
 // rank 1 row 1.
 func LastTokenComputeLength() equiv.Killable {
-	return &equiv.Mutant[ref.CPValidRowsInput, ref.CPValidRowsOutput]{
+	return &equiv.Mutant[spec.CPValidRowsInput, spec.CPValidRowsOutput]{
 		Spec:    equiv.CPValidRows(),
 		ID:      "last-token-compute-length",
 		Section: "cp-layout.md §2.5",
 		About:   "the last token is taken at compute position C_i - 1: a padding row's logits are collected",
-		Fn: func(lim ref.Limits, in ref.CPValidRowsInput) (ref.CPValidRowsOutput, error) {
+		Fn: func(lim spec.Limits, in spec.CPValidRowsInput) (spec.CPValidRowsOutput, error) {
 			out, err := fast.CPValidRows(lim, in)
 			if err != nil {
 				return out, err

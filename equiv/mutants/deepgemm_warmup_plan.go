@@ -5,12 +5,13 @@ import (
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
-type deepGEMMFunc = func(ref.Limits, ref.DeepGEMMWarmupPlanInput) (ref.DeepGEMMWarmupPlanOutput, error)
+type deepGEMMFunc = func(spec.Limits, spec.DeepGEMMWarmupPlanInput) (spec.DeepGEMMWarmupPlanOutput, error)
 
 func deepGEMMMutant(id, about string, fn deepGEMMFunc) equiv.Killable {
-	return &equiv.Mutant[ref.DeepGEMMWarmupPlanInput, ref.DeepGEMMWarmupPlanOutput]{
+	return &equiv.Mutant[spec.DeepGEMMWarmupPlanInput, spec.DeepGEMMWarmupPlanOutput]{
 		Spec:    equiv.DeepGEMMWarmupPlan(),
 		ID:      id,
 		Section: "admission-serving.md §S3.8",
@@ -30,7 +31,7 @@ func deepGEMMSwitch(f fault.DeepGEMM) deepGEMMFunc {
 func EnvBridgedAfterImport() equiv.Killable {
 	return deepGEMMMutant("env-bridged-after-import",
 		"SGLANG_DG_* bridged to DG_JIT_* after the deep_gemm import: the library sees the stale default cache dir",
-		func(lim ref.Limits, in ref.DeepGEMMWarmupPlanInput) (ref.DeepGEMMWarmupPlanOutput, error) {
+		func(lim spec.Limits, in spec.DeepGEMMWarmupPlanInput) (spec.DeepGEMMWarmupPlanOutput, error) {
 			out, err := fast.DeepGEMMWarmupPlan(lim, in)
 			if err == nil {
 				out.Imported = ref.ImportDeepGEMM(in.Env) // the bug: the snapshot predates the bridge
@@ -45,9 +46,9 @@ func EnvBridgedAfterImport() equiv.Killable {
 func LegacyOnlyNVRTC() equiv.Killable {
 	return deepGEMMMutant("legacy-only-nvrtc",
 		"only the legacy SGL_DG_USE_NVRTC spelling is bridged: SGLANG_DG_USE_NVRTC=1 gives DG_JIT_USE_NVRTC=0",
-		func(lim ref.Limits, in ref.DeepGEMMWarmupPlanInput) (ref.DeepGEMMWarmupPlanOutput, error) {
+		func(lim spec.Limits, in spec.DeepGEMMWarmupPlanInput) (spec.DeepGEMMWarmupPlanOutput, error) {
 			if err := ref.ValidateDeepGEMMWarmupPlan(in); err != nil {
-				return ref.DeepGEMMWarmupPlanOutput{}, err
+				return spec.DeepGEMMWarmupPlanOutput{}, err
 			}
 			env := make(map[string]string, len(in.Env))
 			for k, v := range in.Env {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // FullMaterializeStaleCurrent is docs/spec/cp-layout.md §7.5 historic bug 1: the
@@ -13,12 +13,12 @@ import (
 // KV cache, so the current rows are whatever the cache slots hold (stale,
 // or not yet written) instead of the fresh rows packed to FP8.
 func FullMaterializeStaleCurrent() equiv.Killable {
-	return &equiv.Mutant[ref.FP8ComposeCurrentInput, ref.FP8ComposeCurrentOutput]{
+	return &equiv.Mutant[spec.FP8ComposeCurrentInput, spec.FP8ComposeCurrentOutput]{
 		Spec:    equiv.FP8ComposeCurrent(),
 		ID:      "full-materialize-stale-current",
 		Section: "cp-layout.md §7.5",
 		About:   "current suffix read back from the cache slots (full materialize) instead of quantized from the fresh k rows",
-		Fn: func(lim ref.Limits, in ref.FP8ComposeCurrentInput) (ref.FP8ComposeCurrentOutput, error) {
+		Fn: func(lim spec.Limits, in spec.FP8ComposeCurrentInput) (spec.FP8ComposeCurrentOutput, error) {
 			out, err := fast.FP8ComposeCurrent(lim, in)
 			if err != nil {
 				return out, err
@@ -41,17 +41,17 @@ func FullMaterializeStaleCurrent() equiv.Killable {
 // rejected but the contract is inferred from the length (the rows taken as
 // global valid rows), so a caller's contract confusion passes silently.
 func ContractMismatchAccepted() equiv.Killable {
-	return &equiv.Mutant[ref.FP8ComposeCurrentInput, ref.FP8ComposeCurrentOutput]{
+	return &equiv.Mutant[spec.FP8ComposeCurrentInput, spec.FP8ComposeCurrentOutput]{
 		Spec:    equiv.FP8ComposeCurrent(),
 		ID:      "contract-mismatch-accepted",
 		Section: "cp-layout.md §7.5",
 		About:   "a row count that contradicts the declared contract is accepted by inferring global valid rows from the length",
-		Fn: func(lim ref.Limits, in ref.FP8ComposeCurrentInput) (ref.FP8ComposeCurrentOutput, error) {
+		Fn: func(lim spec.Limits, in spec.FP8ComposeCurrentInput) (spec.FP8ComposeCurrentOutput, error) {
 			out, err := fast.FP8ComposeCurrent(lim, in)
-			if !errors.Is(err, ref.ErrRowContract) {
+			if !errors.Is(err, spec.ErrRowContract) {
 				return out, err
 			}
-			in.Layout, in.Contract, in.M = nil, ref.ContractGlobalValid, 0
+			in.Layout, in.Contract, in.M = nil, spec.ContractGlobalValid, 0
 			return fast.FP8ComposeCurrent(lim, in)
 		},
 	}

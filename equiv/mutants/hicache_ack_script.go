@@ -4,19 +4,20 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // faultyAckScript runs hicache.ack_script on fast write states with the
 // given faults.
-func faultyAckScript(f fault.Ack) func(ref.Limits, ref.HiCacheAckScriptInput) (ref.HiCacheAckScriptOutput, error) {
-	newQueue := func(cfg ref.AckConfig) (ref.AckQueue, error) { return fault.Installed().NewAckQueue(cfg, f) }
-	return func(lim ref.Limits, in ref.HiCacheAckScriptInput) (ref.HiCacheAckScriptOutput, error) {
+func faultyAckScript(f fault.Ack) func(spec.Limits, spec.HiCacheAckScriptInput) (spec.HiCacheAckScriptOutput, error) {
+	newQueue := func(cfg spec.AckConfig) (spec.AckQueue, error) { return fault.Installed().NewAckQueue(cfg, f) }
+	return func(lim spec.Limits, in spec.HiCacheAckScriptInput) (spec.HiCacheAckScriptOutput, error) {
 		return ref.RunHiCacheAckScript(lim, in, newQueue)
 	}
 }
 
 func ackMutant(id, section, about string, f fault.Ack) equiv.Killable {
-	return &equiv.Mutant[ref.HiCacheAckScriptInput, ref.HiCacheAckScriptOutput]{
+	return &equiv.Mutant[spec.HiCacheAckScriptInput, spec.HiCacheAckScriptOutput]{
 		Spec:     equiv.HiCacheAckScript(),
 		ID:       id,
 		Section:  section,

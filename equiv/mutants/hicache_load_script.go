@@ -4,14 +4,15 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // faultyLoadScript runs hicache.load_script on fast loaders with the given faults.
-func faultyLoadScript(f fault.Load) func(ref.Limits, ref.HiCacheLoadScriptInput) (ref.HiCacheLoadScriptOutput, error) {
-	newLoader := func(lim ref.Limits, p ref.LoadPools) (ref.Loader, error) {
+func faultyLoadScript(f fault.Load) func(spec.Limits, spec.HiCacheLoadScriptInput) (spec.HiCacheLoadScriptOutput, error) {
+	newLoader := func(lim spec.Limits, p spec.LoadPools) (spec.Loader, error) {
 		return fault.Installed().NewLoader(lim, p, f)
 	}
-	return func(lim ref.Limits, in ref.HiCacheLoadScriptInput) (ref.HiCacheLoadScriptOutput, error) {
+	return func(lim spec.Limits, in spec.HiCacheLoadScriptInput) (spec.HiCacheLoadScriptOutput, error) {
 		return ref.RunHiCacheLoadScript(lim, in, newLoader)
 	}
 }
@@ -20,7 +21,7 @@ func faultyLoadScript(f fault.Load) func(ref.Limits, ref.HiCacheLoadScriptInput)
 // host pool rebuilt the layer-invariant page lists and runs from the same
 // indices at every layer. The bytes are identical; Builds is L, not 1.
 func DescriptorRebuiltPerLayer() equiv.Killable {
-	return &equiv.Mutant[ref.HiCacheLoadScriptInput, ref.HiCacheLoadScriptOutput]{
+	return &equiv.Mutant[spec.HiCacheLoadScriptInput, spec.HiCacheLoadScriptOutput]{
 		Spec:     equiv.HiCacheLoadScript(),
 		ID:       "descriptor-rebuilt-per-layer",
 		Section:  "radix-acks.md §5.4 B5.a",
@@ -34,7 +35,7 @@ func DescriptorRebuiltPerLayer() equiv.Killable {
 // design): a batch of as many pages reuses the previous batch's descriptor,
 // so its own pages are never copied and the device keeps stale bytes.
 func DescriptorReusedAcrossBatches() equiv.Killable {
-	return &equiv.Mutant[ref.HiCacheLoadScriptInput, ref.HiCacheLoadScriptOutput]{
+	return &equiv.Mutant[spec.HiCacheLoadScriptInput, spec.HiCacheLoadScriptOutput]{
 		Spec:     equiv.HiCacheLoadScript(),
 		ID:       "descriptor-reused-across-batches",
 		Section:  "radix-acks.md §5.4 B5.b",
@@ -48,7 +49,7 @@ func DescriptorReusedAcrossBatches() equiv.Killable {
 // the prepared submit falls back to the per-layer path with no
 // FallbackEvent, and strict mode proceeds instead of refusing.
 func SilentFallback() equiv.Killable {
-	return &equiv.Mutant[ref.HiCacheLoadScriptInput, ref.HiCacheLoadScriptOutput]{
+	return &equiv.Mutant[spec.HiCacheLoadScriptInput, spec.HiCacheLoadScriptOutput]{
 		Spec:     equiv.HiCacheLoadScript(),
 		ID:       "silent-fallback",
 		Section:  "radix-acks.md §5.4 B5.d",

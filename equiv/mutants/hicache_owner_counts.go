@@ -4,7 +4,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fault"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // OwnerCountsRecounted is docs/spec/radix-acks.md §4.6 B4.a (historic, performance):
@@ -14,7 +14,7 @@ import (
 // Plans are identical; owner_count_recomputations is 1 per scanned leaf
 // instead of 0.
 func OwnerCountsRecounted() equiv.Killable {
-	return &equiv.Mutant[ref.RadixScriptInput, ref.RadixScriptOutput]{
+	return &equiv.Mutant[spec.RadixScriptInput, spec.RadixScriptOutput]{
 		Spec:     equiv.RadixScript(),
 		ID:       "owner-counts-recounted",
 		Section:  "radix-acks.md §4.6 B4.a",
@@ -30,7 +30,7 @@ func OwnerCountsRecounted() equiv.Killable {
 // cannot serve. The fast tree's staleness check turns the lie into
 // ErrMetadataStale; the observable counts differ from ref's either way.
 func SplitKeepsOwnerCounts() equiv.Killable {
-	return &equiv.Mutant[ref.RadixScriptInput, ref.RadixScriptOutput]{
+	return &equiv.Mutant[spec.RadixScriptInput, spec.RadixScriptOutput]{
 		Spec:     equiv.RadixScript(),
 		ID:       "split-keeps-owner-counts",
 		Section:  "radix-acks.md §4.6 B4.b",
@@ -44,12 +44,12 @@ func SplitKeepsOwnerCounts() equiv.Killable {
 // closed form needs a non-negative mod): written with Go's %, (r − s) % N is
 // negative for r < s mod N, so those ranks always get the extra page.
 func OwnerClosedFormGoMod() equiv.Killable {
-	return &equiv.Mutant[ref.HiCacheOwnerCountsInput, ref.HiCacheOwnerCountsOutput]{
+	return &equiv.Mutant[spec.HiCacheOwnerCountsInput, spec.HiCacheOwnerCountsOutput]{
 		Spec:    equiv.HiCacheOwnerCounts(),
 		ID:      "owner-closed-form-go-mod",
 		Section: "radix-acks.md §4.2",
 		About:   "the owner-count closed form uses Go's signed % for (r − s) mod N: ranks below s mod N gain a page",
-		Fn: func(lim ref.Limits, in ref.HiCacheOwnerCountsInput) (ref.HiCacheOwnerCountsOutput, error) {
+		Fn: func(lim spec.Limits, in spec.HiCacheOwnerCountsInput) (spec.HiCacheOwnerCountsOutput, error) {
 			out, err := fast.HiCacheOwnerCounts(lim, in)
 			if err != nil {
 				return out, err

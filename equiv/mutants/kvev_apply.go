@@ -4,6 +4,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The historic KV-event consumers' bugs (docs/spec/kv-events.md §2-§3),
@@ -12,17 +13,17 @@ import (
 // equiv.KVEvApply, which narrates the bug's minimal scenario.
 
 // faultyKVEvApply runs kvev.apply on fast indexes with the given faults.
-func faultyKVEvApply(f fault.KVEv) func(ref.Limits, ref.KVEvApplyInput) (ref.KVEvApplyOutput, error) {
-	newIndex := func(cfg ref.KVEvConfig, streams []ref.KVEvStream) (ref.KVEvIndex, error) {
+func faultyKVEvApply(f fault.KVEv) func(spec.Limits, spec.KVEvApplyInput) (spec.KVEvApplyOutput, error) {
+	newIndex := func(cfg spec.KVEvConfig, streams []spec.KVEvStream) (spec.KVEvIndex, error) {
 		return fault.Installed().NewKVEvIndex(cfg, streams, f)
 	}
-	return func(lim ref.Limits, in ref.KVEvApplyInput) (ref.KVEvApplyOutput, error) {
+	return func(lim spec.Limits, in spec.KVEvApplyInput) (spec.KVEvApplyOutput, error) {
 		return ref.RunKVEvApply(lim, in, newIndex)
 	}
 }
 
 func kvevMutant(id, section, about string, f fault.KVEv) equiv.Killable {
-	return &equiv.Mutant[ref.KVEvApplyInput, ref.KVEvApplyOutput]{
+	return &equiv.Mutant[spec.KVEvApplyInput, spec.KVEvApplyOutput]{
 		Spec:    equiv.KVEvApply(),
 		ID:      id,
 		Section: section,

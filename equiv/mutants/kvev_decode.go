@@ -3,11 +3,11 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/internal/fault"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 func kvevDecodeMutant(id, about string, f fault.KVEv) equiv.Killable {
-	return &equiv.Mutant[ref.KVEvDecodeInput, ref.KVEvDecodeOutput]{
+	return &equiv.Mutant[spec.KVEvDecodeInput, spec.KVEvDecodeOutput]{
 		Spec:    equiv.KVEvDecode(),
 		ID:      id,
 		Section: "kv-events.md §1.5",

@@ -4,6 +4,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // FullRequestAccounting is docs/spec/cp-layout.md §8.6 bug 1: CP admission estimated
@@ -11,17 +12,17 @@ import (
 // rank computed them, over-gating CP bs>1 batches; the fused CP path only
 // materialises each rank's two zigzag segments.
 func FullRequestAccounting() equiv.Killable {
-	return &equiv.Mutant[ref.MQAChunkRowsInput, ref.MQAChunkRowsOutput]{
+	return &equiv.Mutant[spec.MQAChunkRowsInput, spec.MQAChunkRowsOutput]{
 		Spec:    equiv.MQAChunkRows(),
 		ID:      "full-request-accounting",
 		Section: "cp-layout.md §8.6",
 		About:   "CP admission peak from full-request rows (Q = ΣL, K = Σ(P+L)) instead of each rank's two segments",
-		Fn: func(lim ref.Limits, in ref.MQAChunkRowsInput) (ref.MQAChunkRowsOutput, error) {
+		Fn: func(lim spec.Limits, in spec.MQAChunkRowsInput) (spec.MQAChunkRowsOutput, error) {
 			out, err := fast.MQAChunkRows(lim, in)
 			if err != nil || in.Batch == nil || in.Batch.Layout.CP == 0 {
 				return out, err
 			}
-			var full ref.MQALogitsShape // the bug: the CP layout is ignored
+			var full spec.MQALogitsShape // the bug: the CP layout is ignored
 			for i, l := range in.Batch.Layout.Lens {
 				full.Q += int64(l)
 				full.K += in.Batch.Prefix[i] + int64(l)
@@ -40,12 +41,12 @@ func FullRequestAccounting() equiv.Killable {
 // was honoured, the scheduler estimator assumed the full extend-row count
 // even with SGLANG_NSA_MQA_LOGITS_CHUNK_MAX_ROWS set.
 func EstimatorIgnoresChunkCap() equiv.Killable {
-	return &equiv.Mutant[ref.MQAChunkRowsInput, ref.MQAChunkRowsOutput]{
+	return &equiv.Mutant[spec.MQAChunkRowsInput, spec.MQAChunkRowsOutput]{
 		Spec:    equiv.MQAChunkRows(),
 		ID:      "estimator-ignores-chunk-cap",
 		Section: "cp-layout.md §8.6",
 		About:   "the scheduler estimator plans min(Q, Q) rows with max_rows set, instead of min(Q, max_rows)",
-		Fn: func(lim ref.Limits, in ref.MQAChunkRowsInput) (ref.MQAChunkRowsOutput, error) {
+		Fn: func(lim spec.Limits, in spec.MQAChunkRowsInput) (spec.MQAChunkRowsOutput, error) {
 			if _, err := ref.ValidateMQAChunkRows(lim, in); err != nil || in.Runtime != nil {
 				return fast.MQAChunkRows(lim, in)
 			}

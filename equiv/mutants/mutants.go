@@ -27,7 +27,7 @@ import (
 	"strings"
 
 	"github.com/kvtwin/kvtwin/equiv"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // MaxCases is how many generated cases a mutant may survive before the
@@ -49,6 +49,6 @@ func All() []equiv.Killable {
 // switched binds the fault value f to one of fast's hooks (a field of
 // fault.Installed()), giving the production function's shape with the bug
 // switched on.
-func switched[In, Out, F any](hook func(ref.Limits, In, F) (Out, error), f F) func(ref.Limits, In) (Out, error) {
-	return func(lim ref.Limits, in In) (Out, error) { return hook(lim, in, f) }
+func switched[In, Out, F any](hook func(spec.Limits, In, F) (Out, error), f F) func(spec.Limits, In) (Out, error) {
+	return func(lim spec.Limits, in In) (Out, error) { return hook(lim, in, f) }
 }

@@ -4,12 +4,13 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // faultyScript runs radix.script on fast trees with the given faults.
-func faultyScript(f fault.Radix) func(ref.Limits, ref.RadixScriptInput) (ref.RadixScriptOutput, error) {
-	newTree := func(cfg ref.TreeConfig) (ref.RadixTree, error) { return fault.Installed().NewRadixTree(cfg, f) }
-	return func(lim ref.Limits, in ref.RadixScriptInput) (ref.RadixScriptOutput, error) {
+func faultyScript(f fault.Radix) func(spec.Limits, spec.RadixScriptInput) (spec.RadixScriptOutput, error) {
+	newTree := func(cfg spec.TreeConfig) (spec.RadixTree, error) { return fault.Installed().NewRadixTree(cfg, f) }
+	return func(lim spec.Limits, in spec.RadixScriptInput) (spec.RadixScriptOutput, error) {
 		return ref.RunRadixScript(lim, in, newTree)
 	}
 }
@@ -19,7 +20,7 @@ func faultyScript(f fault.Radix) func(ref.Limits, ref.RadixScriptInput) (ref.Rad
 // k-node path of L units copied about L·(k−1)/2 units. Results are
 // unchanged; the copied units the tree reports are not.
 func RadixKeySlicesCopy() equiv.Killable {
-	return &equiv.Mutant[ref.RadixScriptInput, ref.RadixScriptOutput]{
+	return &equiv.Mutant[spec.RadixScriptInput, spec.RadixScriptOutput]{
 		Spec:    equiv.RadixScript(),
 		ID:      "radix-key-slices-copy",
 		Section: "radix-acks.md §1.11 B1.a",
@@ -32,7 +33,7 @@ func RadixKeySlicesCopy() equiv.Killable {
 // of the caller's request buffer instead of compact copies, so a caller
 // reusing its buffer rewrote the tree's keys (and pinned the buffer).
 func RadixStoredKeyViews() equiv.Killable {
-	return &equiv.Mutant[ref.RadixScriptInput, ref.RadixScriptOutput]{
+	return &equiv.Mutant[spec.RadixScriptInput, spec.RadixScriptOutput]{
 		Spec:    equiv.RadixScript(),
 		ID:      "radix-stored-key-views",
 		Section: "radix-acks.md §1.11 B1.b",

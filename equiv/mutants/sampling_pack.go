@@ -3,7 +3,7 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // FlagsFromFloat32 is the hazard of docs/spec/transfer.md §8's single-pass rewrite,
@@ -15,7 +15,7 @@ import (
 // a correctness bug; this is the easy mistake when fusing the flag passes
 // into the packing pass, which upstream's definitions rule out.
 func FlagsFromFloat32() equiv.Killable {
-	return &equiv.Mutant[ref.SamplingPackInput, ref.SamplingPackOutput]{
+	return &equiv.Mutant[spec.SamplingPackInput, spec.SamplingPackOutput]{
 		Spec:    equiv.SamplingPack(),
 		ID:      "flags-from-float32",
 		Section: "transfer.md §8",
@@ -26,7 +26,7 @@ func FlagsFromFloat32() equiv.Killable {
 
 // flagsFromFloat32 runs the fast twin, then recomputes the two float flags
 // from the packed float32 copies, as a fused packing pass easily would.
-func flagsFromFloat32(lim ref.Limits, in ref.SamplingPackInput) (ref.SamplingPackOutput, error) {
+func flagsFromFloat32(lim spec.Limits, in spec.SamplingPackInput) (spec.SamplingPackOutput, error) {
 	out, err := fast.SamplingPack(lim, in)
 	if err != nil {
 		return out, err

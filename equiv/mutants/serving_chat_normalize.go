@@ -4,11 +4,11 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fault"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
-func chatMutant(id, section, about string, fn func(ref.Limits, ref.ServingChatNormalizeInput) (ref.ServingChatNormalizeOutput, error)) equiv.Killable {
-	return &equiv.Mutant[ref.ServingChatNormalizeInput, ref.ServingChatNormalizeOutput]{Spec: equiv.ServingChatNormalize(), ID: id, Section: section, About: about,
+func chatMutant(id, section, about string, fn func(spec.Limits, spec.ServingChatNormalizeInput) (spec.ServingChatNormalizeOutput, error)) equiv.Killable {
+	return &equiv.Mutant[spec.ServingChatNormalizeInput, spec.ServingChatNormalizeOutput]{Spec: equiv.ServingChatNormalize(), ID: id, Section: section, About: about,
 		Fn: fn}
 }
 
@@ -18,7 +18,7 @@ func chatMutant(id, section, about string, fn func(ref.Limits, ref.ServingChatNo
 func ParaDefaultUngated() equiv.Killable {
 	return chatMutant("s2-b1-para-default-ungated", "admission-serving.md S2.11 S2-B1",
 		"max_tokens = 32768 injected with --para-chat-default-max-tokens unset",
-		func(lim ref.Limits, in ref.ServingChatNormalizeInput) (ref.ServingChatNormalizeOutput, error) {
+		func(lim spec.Limits, in spec.ServingChatNormalizeInput) (spec.ServingChatNormalizeOutput, error) {
 			if in.Flags.ParaChatDefaultMaxTokens == nil {
 				para := int64(32768)
 				in.Flags.ParaChatDefaultMaxTokens = &para // in is a copy

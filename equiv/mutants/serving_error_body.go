@@ -6,7 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/internal/fault"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The serving-surface bugs of docs/spec/admission-serving.md §S1.7 and
@@ -18,11 +18,11 @@ import (
 
 // lengthMutant wraps fast.ServingValidateInputLength: bug rewrites the output of
 // an input the scheduler rejects (n is its prompt length).
-func lengthMutant(id, section, about string, bug func(out *ref.ServingValidateInputLengthOutput, n int64)) equiv.Killable {
-	return &equiv.Mutant[ref.ServingValidateInputLengthInput, ref.ServingValidateInputLengthOutput]{Spec: equiv.ServingValidateInputLength(), ID: id, Section: section, About: about,
-		Fn: func(lim ref.Limits, in ref.ServingValidateInputLengthInput) (ref.ServingValidateInputLengthOutput, error) {
+func lengthMutant(id, section, about string, bug func(out *spec.ServingValidateInputLengthOutput, n int64)) equiv.Killable {
+	return &equiv.Mutant[spec.ServingValidateInputLengthInput, spec.ServingValidateInputLengthOutput]{Spec: equiv.ServingValidateInputLength(), ID: id, Section: section, About: about,
+		Fn: func(lim spec.Limits, in spec.ServingValidateInputLengthInput) (spec.ServingValidateInputLengthOutput, error) {
 			out, err := fast.ServingValidateInputLength(lim, in)
-			if err == nil && out.Stage == ref.StageScheduler {
+			if err == nil && out.Stage == spec.StageScheduler {
 				bug(&out, in.PromptTokens)
 			}
 			return out, err
@@ -42,8 +42,8 @@ func upstreamWording(n, maxIn int64) string {
 func SchedulerUpstreamWording() equiv.Killable {
 	return lengthMutant("s1-b1-scheduler-400-upstream-wording", "admission-serving.md S1.7 S1-B1",
 		"scheduler rejects with 400 BadRequestError and upstream's \"Input length … exceeds …\" wording",
-		func(out *ref.ServingValidateInputLengthOutput, n int64) {
-			out.Status, out.ErrType, out.Message = ref.StatusBadRequest, ref.BadRequest, upstreamWording(n, out.MaxReqInputLen)
+		func(out *spec.ServingValidateInputLengthOutput, n int64) {
+			out.Status, out.ErrType, out.Message = spec.StatusBadRequest, spec.BadRequest, upstreamWording(n, out.MaxReqInputLen)
 		})
 }
 
@@ -52,7 +52,7 @@ func SchedulerUpstreamWording() equiv.Killable {
 func ExceedsItself() equiv.Killable {
 	return lengthMutant("s1-b2-exceeds-itself", "admission-serving.md S1.7 S1-B2",
 		"scheduler message reports max_req_input_len: N = 8186 \"exceeds\" 8186",
-		func(out *ref.ServingValidateInputLengthOutput, n int64) {
+		func(out *spec.ServingValidateInputLengthOutput, n int64) {
 			out.Message = upstreamWording(n, out.MaxReqInputLen)
 		})
 }
@@ -62,33 +62,33 @@ func ExceedsItself() equiv.Killable {
 func BatchNoAbort() equiv.Killable {
 	return lengthMutant("s1-b3-batch-no-abort", "admission-serving.md S1.7 S1-B3",
 		"batch handler does not abort: the rejected request's original tokens reach prefill",
-		func(out *ref.ServingValidateInputLengthOutput, n int64) { out.PrefillTokens = n })
+		func(out *spec.ServingValidateInputLengthOutput, n int64) { out.PrefillTokens = n })
 }
 
 // GenericValueErrorFirst is S1-B4: the OpenAI layer's generic ValueError
 // clause caught PayloadTooLargeError first, so a 413 answered 400. A
 // wrapper: an accepted OpenAI 413 is rendered as a 400 BadRequestError.
 func GenericValueErrorFirst() equiv.Killable {
-	return &equiv.Mutant[ref.ServingErrorBodyInput, ref.ServingErrorBodyOutput]{Spec: equiv.ServingErrorBody(),
+	return &equiv.Mutant[spec.ServingErrorBodyInput, spec.ServingErrorBodyOutput]{Spec: equiv.ServingErrorBody(),
 		ID: "s1-b4-generic-valueerror-first", Section: "admission-serving.md S1.7 S1-B4",
 		About: "generic ValueError clause first: a non-streaming 413 becomes 400 BadRequestError",
-		Fn: func(lim ref.Limits, in ref.ServingErrorBodyInput) (ref.ServingErrorBodyOutput, error) {
+		Fn: func(lim spec.Limits, in spec.ServingErrorBodyInput) (spec.ServingErrorBodyOutput, error) {
 			out, err := fast.ServingErrorBody(lim, in)
-			if err == nil && in.Surface == ref.SurfaceOpenAI && in.Status == ref.StatusPayloadTooLarge {
-				in.Status, in.ErrType = ref.StatusBadRequest, ref.BadRequest
+			if err == nil && in.Surface == spec.SurfaceOpenAI && in.Status == spec.StatusPayloadTooLarge {
+				in.Status, in.ErrType = spec.StatusBadRequest, spec.BadRequest
 				return fast.ServingErrorBody(lim, in)
 			}
 			return out, err
 		}}
 }
 
-func streamMutant(id, section, about string, fn func(ref.Limits, ref.ServingStreamErrorChunkInput) (ref.ServingStreamErrorChunkOutput, error)) equiv.Killable {
-	return &equiv.Mutant[ref.ServingStreamErrorChunkInput, ref.ServingStreamErrorChunkOutput]{Spec: equiv.ServingStreamErrorChunk(), ID: id, Section: section, About: about,
+func streamMutant(id, section, about string, fn func(spec.Limits, spec.ServingStreamErrorChunkInput) (spec.ServingStreamErrorChunkOutput, error)) equiv.Killable {
+	return &equiv.Mutant[spec.ServingStreamErrorChunkInput, spec.ServingStreamErrorChunkOutput]{Spec: equiv.ServingStreamErrorChunk(), ID: id, Section: section, About: about,
 		Fn: fn}
 }
 
 // streamSwitch is fault.Installed().ServingStreamErrorChunk with f.
-func streamSwitch(f fault.Serving) func(ref.Limits, ref.ServingStreamErrorChunkInput) (ref.ServingStreamErrorChunkOutput, error) {
+func streamSwitch(f fault.Serving) func(spec.Limits, spec.ServingStreamErrorChunkInput) (spec.ServingStreamErrorChunkOutput, error) {
 	return switched(fault.Installed().ServingStreamErrorChunk, f)
 }
 
@@ -114,7 +114,7 @@ func HTTPStatusOnly() equiv.Killable {
 func PreflightExtraChunk() equiv.Killable {
 	return streamMutant("s2-b5-preflight-extra-chunk", "admission-serving.md S2.11 S2-B5",
 		"preflight sends an extra empty chunk before a successful first chunk",
-		func(lim ref.Limits, in ref.ServingStreamErrorChunkInput) (ref.ServingStreamErrorChunkOutput, error) {
+		func(lim spec.Limits, in spec.ServingStreamErrorChunkInput) (spec.ServingStreamErrorChunkOutput, error) {
 			out, err := fast.ServingStreamErrorChunk(lim, in)
 			if err == nil && !out.Emit && in.First && in.Preflight {
 				out.Body = "data: {}\n\n" + out.Body

@@ -3,7 +3,7 @@ package mutants
 import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // GroupLengthMismatch is docs/spec/transfer.md §2's buggy variant (upstream history,
@@ -11,12 +11,12 @@ import (
 // non-empty lists were grouped by src alone and src=[1,2,3], dst=[5,6] came
 // back as one silently misaligned run instead of ErrLengthMismatch.
 func GroupLengthMismatch() equiv.Killable {
-	return &equiv.Mutant[ref.TransferGroupContiguousInput, ref.TransferGroupContiguousOutput]{
+	return &equiv.Mutant[spec.TransferGroupContiguousInput, spec.TransferGroupContiguousOutput]{
 		Spec:    equiv.TransferGroupContiguous(),
 		ID:      "group-length-mismatch",
 		Section: "transfer.md §2",
 		About:   "unequal non-empty lengths accepted and grouped by src alone: runs pair pages that were never pairs",
-		Fn: func(lim ref.Limits, in ref.TransferGroupContiguousInput) (ref.TransferGroupContiguousOutput, error) {
+		Fn: func(lim spec.Limits, in spec.TransferGroupContiguousInput) (spec.TransferGroupContiguousOutput, error) {
 			if n, m := len(in.Src), len(in.Dst); n > 0 && m > 0 && n != m {
 				// Only src's steps can break a run: dst reads as if it
 				// continued +1 from its first page.

@@ -6,22 +6,23 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // faultyPerLayerScript runs transfer.per_layer_script on fast managers with
 // the given faults.
-func faultyPerLayerScript(f fault.Transfer) func(ref.Limits, ref.TransferPerLayerScriptInput) (ref.TransferPerLayerScriptOutput, error) {
+func faultyPerLayerScript(f fault.Transfer) func(spec.Limits, spec.TransferPerLayerScriptInput) (spec.TransferPerLayerScriptOutput, error) {
 	// fast.NewPerLayerManager with the faults: a deterministic manager.
-	newManager := func(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger) (ref.PerLayerManager, error) {
+	newManager := func(cfg spec.PerLayerConfig, engine spec.Engine, events spec.EventFactory, logger *slog.Logger) (spec.PerLayerManager, error) {
 		return fault.Installed().NewPerLayerManager(cfg, engine, events, logger, f)
 	}
-	return func(lim ref.Limits, in ref.TransferPerLayerScriptInput) (ref.TransferPerLayerScriptOutput, error) {
+	return func(lim spec.Limits, in spec.TransferPerLayerScriptInput) (spec.TransferPerLayerScriptOutput, error) {
 		return ref.RunTransferPerLayerScript(lim, in, newManager)
 	}
 }
 
 func perLayerMutant(id, section, about string, f fault.Transfer) equiv.Killable {
-	return &equiv.Mutant[ref.TransferPerLayerScriptInput, ref.TransferPerLayerScriptOutput]{
+	return &equiv.Mutant[spec.TransferPerLayerScriptInput, spec.TransferPerLayerScriptOutput]{
 		Spec:     equiv.TransferPerLayerScript(),
 		ID:       id,
 		Section:  section,

@@ -7,6 +7,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // PrebuiltSliceFromZero is docs/spec/transfer.md §5's historic bug: the prebuilt
@@ -15,7 +16,7 @@ import (
 // suffix chunk. A wrapper around fast.TransferPrebuiltSlice: each row is given to
 // it with row[:extend_len] moved to where the suffix is read.
 func PrebuiltSliceFromZero() equiv.Killable {
-	return &equiv.Mutant[ref.TransferPrebuiltSliceInput, ref.TransferPrebuiltSliceOutput]{
+	return &equiv.Mutant[spec.TransferPrebuiltSliceInput, spec.TransferPrebuiltSliceOutput]{
 		Spec:    equiv.TransferPrebuiltSlice(),
 		ID:      "prebuilt-slice-from-zero",
 		Section: "transfer.md §5",
@@ -28,9 +29,9 @@ func PrebuiltSliceFromZero() equiv.Killable {
 // suffix row[prefix_len:prefix_len+extend_len] holds row[:extend_len]. The
 // lengths are unchanged, so every length check, seq_len and prefix_len is
 // production's; a negative slot is named where the buggy slice read it.
-func prebuiltFromZero(lim ref.Limits, in ref.TransferPrebuiltSliceInput) (ref.TransferPrebuiltSliceOutput, error) {
+func prebuiltFromZero(lim spec.Limits, in spec.TransferPrebuiltSliceInput) (spec.TransferPrebuiltSliceOutput, error) {
 	if _, err := ref.CheckPrebuiltSliceLengths(lim, in); err != nil {
-		return ref.TransferPrebuiltSliceOutput{}, err
+		return spec.TransferPrebuiltSliceOutput{}, err
 	}
 	moved := in
 	moved.Requests = slices.Clone(in.Requests)
@@ -40,11 +41,11 @@ func prebuiltFromZero(lim ref.Limits, in ref.TransferPrebuiltSliceInput) (ref.Tr
 		moved.Requests[i].Row = row
 	}
 	out, err := fast.TransferPrebuiltSlice(lim, moved)
-	if ie, ok := ref.AsInputError(err); ok && ie.Err == ref.ErrNegative {
+	if ie, ok := spec.AsInputError(err); ok && ie.Err == spec.ErrNegative {
 		var i int
 		var k int64
 		if _, serr := fmt.Sscanf(ie.Field, "requests[%d].row[%d]", &i, &k); serr == nil {
-			ie.Field = ref.Idx(ref.Idx("requests", i)+".row", int(k-in.Requests[i].PrefixLen))
+			ie.Field = spec.Idx(spec.Idx("requests", i)+".row", int(k-in.Requests[i].PrefixLen))
 		}
 	}
 	return out, err

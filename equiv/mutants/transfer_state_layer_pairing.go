@@ -6,6 +6,7 @@ import (
 	"github.com/kvtwin/kvtwin/equiv"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // StateLayersPairedByCount is the design docs/spec/transfer.md §6.2 rejects: when
@@ -15,7 +16,7 @@ import (
 // slot, and reordered registrations ([0,4] vs [4,0]) cross layers. The twin
 // is fast.TransferStateLayerPairing with the id match skipped on equal counts.
 func StateLayersPairedByCount() equiv.Killable {
-	return &equiv.Mutant[ref.TransferStateLayerPairingInput, ref.TransferStateLayerPairingOutput]{
+	return &equiv.Mutant[spec.TransferStateLayerPairingInput, spec.TransferStateLayerPairingOutput]{
 		Spec:    equiv.TransferStateLayerPairing(),
 		ID:      "state-layers-paired-by-count",
 		Section: "transfer.md §6.2",
@@ -24,10 +25,10 @@ func StateLayersPairedByCount() equiv.Killable {
 	}
 }
 
-func pairedByCount(lim ref.Limits, in ref.TransferStateLayerPairingInput) (ref.TransferStateLayerPairingOutput, error) {
+func pairedByCount(lim spec.Limits, in spec.TransferStateLayerPairingInput) (spec.TransferStateLayerPairingOutput, error) {
 	plan, err := ref.CheckStateLayerConfig(in)
 	if err != nil {
-		return ref.TransferStateLayerPairingOutput{}, err
+		return spec.TransferStateLayerPairingOutput{}, err
 	}
 	positional, err := ref.CheckStateRegistrations(in)
 	if err != nil || positional || len(in.Src.Ptrs) != len(in.Dst.Ptrs) {
@@ -43,10 +44,10 @@ func pairedByCount(lim ref.Limits, in ref.TransferStateLayerPairingInput) (ref.T
 	}
 	out.Active, out.HostBytesPerToken = plan.Active, plan.HostBytesPerToken
 	if out.SrcSlots, err = rankSlots("src.layer_ids", in.Src.LayerIDs, plan.Active); err != nil {
-		return ref.TransferStateLayerPairingOutput{}, err
+		return spec.TransferStateLayerPairingOutput{}, err
 	}
 	if out.DstSlots, err = rankSlots("dst.layer_ids", in.Dst.LayerIDs, plan.Active); err != nil {
-		return ref.TransferStateLayerPairingOutput{}, err
+		return spec.TransferStateLayerPairingOutput{}, err
 	}
 	return out, nil
 }
@@ -55,8 +56,8 @@ func pairedByCount(lim ref.Limits, in ref.TransferStateLayerPairingInput) (ref.T
 func rankSlots(field string, ids, active []int64) ([]int64, error) {
 	s := make([]int64, len(ids))
 	for k, id := range ids {
-		if id >= ref.DraftLayerIDBase {
-			s[k] = int64(len(active)) + id - ref.DraftLayerIDBase
+		if id >= spec.DraftLayerIDBase {
+			s[k] = int64(len(active)) + id - spec.DraftLayerIDBase
 			continue
 		}
 		r, ok := slices.BinarySearch(active, id)
@@ -73,12 +74,12 @@ func rankSlots(field string, ids, active []int64) ([]int64, error) {
 // layer (L×kv + L×index), keeping host capacity artificially low after
 // index skip compacted the index buffers to the active layers.
 func IndexBytesUseAllLayers() equiv.Killable {
-	return &equiv.Mutant[ref.TransferStateLayerPairingInput, ref.TransferStateLayerPairingOutput]{
+	return &equiv.Mutant[spec.TransferStateLayerPairingInput, spec.TransferStateLayerPairingOutput]{
 		Spec:    equiv.TransferStateLayerPairing(),
 		ID:      "index-bytes-use-all-layers",
 		Section: "transfer.md §6.1",
 		About:   "host bytes per token counts index bytes for all L layers instead of the |A| active ones",
-		Fn: func(lim ref.Limits, in ref.TransferStateLayerPairingInput) (ref.TransferStateLayerPairingOutput, error) {
+		Fn: func(lim spec.Limits, in spec.TransferStateLayerPairingInput) (spec.TransferStateLayerPairingOutput, error) {
 			out, err := fast.TransferStateLayerPairing(lim, in)
 			if err != nil || in.Index == nil || in.Index.Capacity == nil {
 				return out, err
@@ -86,7 +87,7 @@ func IndexBytesUseAllLayers() equiv.Killable {
 			L := in.Index.NumHiddenLayers
 			b, err := ref.HostBytesPerToken(L, L, *in.Index.Capacity) // the bug: L for both terms
 			if err != nil {
-				return ref.TransferStateLayerPairingOutput{}, err
+				return spec.TransferStateLayerPairingOutput{}, err
 			}
 			out.HostBytesPerToken = &b
 			return out, nil

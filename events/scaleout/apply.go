@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // applier applies relayed messages, in stream order, to an index: the
@@ -33,7 +33,7 @@ import (
 // Kvtwin-Gap is counted, not acted on: the seq jump it accompanies already
 // tells the index.
 type applier struct {
-	ix  ref.KVEvIndex
+	ix  spec.KVEvIndex
 	log *slog.Logger
 	// sources by token; the map is fixed at construction.
 	sources map[string]*sourceState
@@ -100,7 +100,7 @@ type SourceState struct {
 	Counters SourceCounters `json:"counters"`
 }
 
-func newApplier(ix ref.KVEvIndex, log *slog.Logger, streams []ref.KVEvStream) *applier {
+func newApplier(ix spec.KVEvIndex, log *slog.Logger, streams []spec.KVEvStream) *applier {
 	a := &applier{ix: ix, log: log, sources: make(map[string]*sourceState, len(streams))}
 	for _, s := range streams {
 		tok := Token(s.Name)
@@ -164,7 +164,7 @@ func (a *applier) restart(st *sourceState, epoch uint64) {
 
 // note counts a result and answers a replay request (a relay's own index)
 // with ReplayFailed: the stream holds nothing more.
-func (a *applier) note(st *sourceState, r ref.KVEvStepResult) {
+func (a *applier) note(st *sourceState, r spec.KVEvStepResult) {
 	for range 1 + maxReplayRounds {
 		if r.Error != nil {
 			st.c.Refused++
@@ -179,7 +179,7 @@ func (a *applier) note(st *sourceState, r ref.KVEvStepResult) {
 		if len(r.ReplayRequest) == 0 {
 			return
 		}
-		r = a.ix.ReplayFailed(st.name, ref.ReplayReasonUnavailable)
+		r = a.ix.ReplayFailed(st.name, spec.ReplayReasonUnavailable)
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestRelayAndReplicasRefuseAMessagePastItsBoundsAlike: the relay's index
@@ -17,8 +17,8 @@ import (
 // goes stale), published all the same (§4.4: replicas decide for
 // themselves), and a replica built with the same bounds refuses it alike.
 func TestRelayAndReplicasRefuseAMessagePastItsBoundsAlike(t *testing.T) {
-	streams := []ref.KVEvStream{{Name: "s"}}
-	cfg := ref.KVEvConfig{MaxEvents: 2}
+	streams := []spec.KVEvStream{{Name: "s"}}
+	cfg := spec.KVEvConfig{MaxEvents: 2}
 	inner, err := fast.NewKVEvIndex(cfg, streams)
 	if err != nil {
 		t.Fatal(err)
@@ -39,13 +39,13 @@ func TestRelayAndReplicasRefuseAMessagePastItsBoundsAlike(t *testing.T) {
 	}
 	px.Live("s", [][]byte{[]byte("t"), seqf(0), batch(2)})
 	r := px.Live("s", [][]byte{[]byte("t"), seqf(1), batch(3)})
-	if len(r.Errors) != 1 || r.Errors[0].Error.Code != ref.ErrMessageBudget.Code() {
+	if len(r.Errors) != 1 || r.Errors[0].Error.Code != spec.ErrMessageBudget.Code() {
 		t.Fatalf("the relay's index: %+v, want batch 1 refused with message_budget", r)
 	}
 	if len(c.msgs) != 2 {
 		t.Fatalf("%d messages published, want both batches", len(c.msgs))
 	}
-	rs := []ref.KVEvStream{{Name: Token("s")}}
+	rs := []spec.KVEvStream{{Name: Token("s")}}
 	rep, err := fast.NewKVEvIndex(cfg, rs)
 	if err != nil {
 		t.Fatal(err)
@@ -68,14 +68,14 @@ func TestRelayAndReplicasRefuseAMessagePastItsBoundsAlike(t *testing.T) {
 // like a count overflow: counted, and the first batch published after it
 // carries Kvtwin-Gap.
 func TestRelayHeldBytesOverflowIsMirrored(t *testing.T) {
-	streams := []ref.KVEvStream{{Name: "s", Replay: true}}
+	streams := []spec.KVEvStream{{Name: "s", Replay: true}}
 	p := &simPublisher{topic: []byte("t"), keep: 100, gen: newGen(1, 4, new(int64), 50), rng: rand.New(rand.NewPCG(1, 1))}
 	var hs []heldMsg
 	for range 4 {
 		hs = append(hs, p.emit())
 	}
 	size := func(h heldMsg) int64 { return int64(len(h.topic) + 8 + len(h.payload)) }
-	inner, err := fast.NewKVEvIndex(ref.KVEvConfig{MaxHeldBytes: size(hs[1]) + size(hs[2])}, streams)
+	inner, err := fast.NewKVEvIndex(spec.KVEvConfig{MaxHeldBytes: size(hs[1]) + size(hs[2])}, streams)
 	if err != nil {
 		t.Fatal(err)
 	}

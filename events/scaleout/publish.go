@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // pubIndex is the relay's index as the ZMQ subscriber sees it: the relay's
@@ -46,7 +46,7 @@ import (
 // seq below every seq applied after it in its epoch, and the first applied
 // seq after a restart is 0, which no duplicate has.
 type pubIndex struct {
-	ref.KVEvIndex
+	spec.KVEvIndex
 	streams map[string]*relayStream
 	log     *slog.Logger
 	o       RelayOptions
@@ -95,7 +95,7 @@ func (h heldMsg) clone() heldMsg {
 	return heldMsg{seq: h.seq, topic: slices.Clone(h.topic), payload: slices.Clone(h.payload)}
 }
 
-func newPubIndex(inner ref.KVEvIndex, o RelayOptions, streams []ref.KVEvStream) *pubIndex {
+func newPubIndex(inner spec.KVEvIndex, o RelayOptions, streams []spec.KVEvStream) *pubIndex {
 	p := &pubIndex{KVEvIndex: inner, streams: map[string]*relayStream{}, log: o.Logger, o: o, readFrom: 1}
 	for _, s := range streams {
 		tok := Token(s.Name)
@@ -111,8 +111,8 @@ func (p *pubIndex) start(ctx context.Context, pub publishFunc, maxPayload int64)
 	p.ctx, p.pub, p.maxPayload = ctx, pub, maxPayload
 }
 
-// Live implements ref.KVEvIndex.
-func (p *pubIndex) Live(stream string, frames [][]byte) ref.KVEvStepResult {
+// Live implements spec.KVEvIndex.
+func (p *pubIndex) Live(stream string, frames [][]byte) spec.KVEvStepResult {
 	r := p.KVEvIndex.Live(stream, frames)
 	rs := p.streams[stream]
 	if rs == nil || r.Error != nil || len(frames) != 3 || len(frames[1]) != 8 {
@@ -146,8 +146,8 @@ func (p *pubIndex) Live(stream string, frames [][]byte) ref.KVEvStepResult {
 	return r
 }
 
-// Replay implements ref.KVEvIndex.
-func (p *pubIndex) Replay(stream string, frames [][]byte) ref.KVEvStepResult {
+// Replay implements spec.KVEvIndex.
+func (p *pubIndex) Replay(stream string, frames [][]byte) spec.KVEvStepResult {
 	var trigger []byte
 	if rs := p.streams[stream]; rs != nil && len(rs.held) > 0 {
 		trigger = rs.held[0].topic
@@ -173,8 +173,8 @@ func (p *pubIndex) Replay(stream string, frames [][]byte) ref.KVEvStepResult {
 	return r
 }
 
-// ReplayFailed implements ref.KVEvIndex.
-func (p *pubIndex) ReplayFailed(stream, reason string) ref.KVEvStepResult {
+// ReplayFailed implements spec.KVEvIndex.
+func (p *pubIndex) ReplayFailed(stream, reason string) spec.KVEvStepResult {
 	r := p.KVEvIndex.ReplayFailed(stream, reason)
 	if rs := p.streams[stream]; rs != nil && r.Error == nil {
 		p.drain(rs, r)
@@ -182,8 +182,8 @@ func (p *pubIndex) ReplayFailed(stream, reason string) ref.KVEvStepResult {
 	return r
 }
 
-// Restart implements ref.KVEvIndex.
-func (p *pubIndex) Restart(stream string) ref.KVEvStepResult {
+// Restart implements spec.KVEvIndex.
+func (p *pubIndex) Restart(stream string) spec.KVEvStepResult {
 	r := p.KVEvIndex.Restart(stream)
 	if rs := p.streams[stream]; rs != nil && r.Error == nil {
 		rs.held, rs.known, rs.lastLive = nil, false, 0
@@ -208,7 +208,7 @@ func (p *pubIndex) resync(rs *relayStream, held int) {
 
 // publishOne publishes what a call that is not a drain did: a restart
 // first, then at most one batch, cand.
-func (p *pubIndex) publishOne(rs *relayStream, r ref.KVEvStepResult, cand *heldMsg) {
+func (p *pubIndex) publishOne(rs *relayStream, r spec.KVEvStepResult, cand *heldMsg) {
 	gaps := lostTo(r)
 	if r.Restart {
 		p.openEpoch(rs)
@@ -230,7 +230,7 @@ func (p *pubIndex) publishOne(rs *relayStream, r ref.KVEvStepResult, cand *heldM
 // drain publishes what a drain of the hold queue did, walking the queue as
 // the index does; the messages still held are the queue's last r.Held (the
 // one that revealed the next gap, processed, and those after it, unread).
-func (p *pubIndex) drain(rs *relayStream, r ref.KVEvStepResult) {
+func (p *pubIndex) drain(rs *relayStream, r spec.KVEvStepResult) {
 	q := rs.held
 	gaps := lostTo(r)
 	walked := q
@@ -270,7 +270,7 @@ func (p *pubIndex) drain(rs *relayStream, r ref.KVEvStepResult) {
 
 // lostTo is the set of seqs that end a run r lost: the batch published at
 // such a seq carries Kvtwin-Gap.
-func lostTo(r ref.KVEvStepResult) map[uint64]bool {
+func lostTo(r spec.KVEvStepResult) map[uint64]bool {
 	m := make(map[uint64]bool, len(r.Lost))
 	for _, g := range r.Lost {
 		m[g.To] = true

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // simPublisher is a publisher stream as the relay's index sees it through
@@ -82,10 +83,10 @@ func (c *capture) publish(_ context.Context, m *nats.Msg) (*jetstream.PubAck, er
 // events/zmq does, from simulated publishers with lost messages, replays that
 // succeed, come back short or fail, publisher and operator restarts, and
 // returns the relay's index and what it published.
-func relaySim(t *testing.T, seed uint64, steps, maxHeld int) (ref.KVEvIndex, []ref.KVEvStream, *capture, *pubIndex) {
+func relaySim(t *testing.T, seed uint64, steps, maxHeld int) (spec.KVEvIndex, []spec.KVEvStream, *capture, *pubIndex) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 7))
-	streams := []ref.KVEvStream{
+	streams := []spec.KVEvStream{
 		{Name: "pod-a", Replay: true},
 		{Name: "b.1", Rank: 2, Replay: true},
 		{Name: "c", Replay: false},
@@ -99,7 +100,7 @@ func relaySim(t *testing.T, seed uint64, steps, maxHeld int) (ref.KVEvIndex, []r
 	for _, p := range pubs {
 		p.gen.clearOdds = 400
 	}
-	inner, err := fast.NewKVEvIndex(ref.KVEvConfig{MaxHeld: maxHeld}, streams)
+	inner, err := fast.NewKVEvIndex(spec.KVEvConfig{MaxHeld: maxHeld}, streams)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,13 +114,13 @@ func relaySim(t *testing.T, seed uint64, steps, maxHeld int) (ref.KVEvIndex, []r
 	px.start(context.Background(), c.publish, 0)
 
 	pending := map[string][][][]byte{} // replies still to deliver, by stream
-	onResult := func(name string, r ref.KVEvStepResult) {
+	onResult := func(name string, r spec.KVEvStepResult) {
 		for len(r.ReplayRequest) > 0 {
 			start := binary.BigEndian.Uint64(r.ReplayRequest[1])
 			if rng.IntN(10) == 0 {
 				// unavailable (cooldown, connect failure)
 				delete(pending, name)
-				r = px.ReplayFailed(name, ref.ReplayReasonUnavailable)
+				r = px.ReplayFailed(name, spec.ReplayReasonUnavailable)
 				continue
 			}
 			pending[name] = pubs[name].replies(start, rng.IntN(2) == 0)
@@ -135,7 +136,7 @@ func relaySim(t *testing.T, seed uint64, steps, maxHeld int) (ref.KVEvIndex, []r
 			q := pending[name]
 			if rng.IntN(40) == 0 {
 				delete(pending, name)
-				onResult(name, px.ReplayFailed(name, ref.ReplayReasonTimeout))
+				onResult(name, px.ReplayFailed(name, spec.ReplayReasonTimeout))
 				continue
 			}
 			pending[name] = q[1:]
@@ -161,10 +162,10 @@ func relaySim(t *testing.T, seed uint64, steps, maxHeld int) (ref.KVEvIndex, []r
 	}
 	for _, name := range names {
 		if _, ok := pending[name]; ok {
-			onResult(name, px.ReplayFailed(name, ref.ReplayReasonTimeout))
+			onResult(name, px.ReplayFailed(name, spec.ReplayReasonTimeout))
 		}
 		for i := 0; i < 10 && inner.State().Streams[slices.IndexFunc(names, func(s string) bool { return s == name })].Replaying; i++ {
-			onResult(name, px.ReplayFailed(name, ref.ReplayReasonTimeout))
+			onResult(name, px.ReplayFailed(name, spec.ReplayReasonTimeout))
 		}
 	}
 	return inner, streams, c, px
@@ -172,13 +173,13 @@ func relaySim(t *testing.T, seed uint64, steps, maxHeld int) (ref.KVEvIndex, []r
 
 // replicaOf applies published messages the way a replica does, to a fresh
 // index of the given twin.
-func replicaOf(t *testing.T, newIx ref.NewKVEvIndexFunc, streams []ref.KVEvStream, msgs []*nats.Msg) ref.KVEvIndex {
+func replicaOf(t *testing.T, newIx spec.NewKVEvIndexFunc, streams []spec.KVEvStream, msgs []*nats.Msg) spec.KVEvIndex {
 	t.Helper()
-	rs := make([]ref.KVEvStream, len(streams))
+	rs := make([]spec.KVEvStream, len(streams))
 	for i, s := range streams {
-		rs[i] = ref.KVEvStream{Name: Token(s.Name), Rank: s.Rank}
+		rs[i] = spec.KVEvStream{Name: Token(s.Name), Rank: s.Rank}
 	}
-	ix, err := newIx(ref.KVEvConfig{}, rs)
+	ix, err := newIx(spec.KVEvConfig{}, rs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,10 +199,10 @@ type engineFlags struct {
 	DPRank     int64
 	Stale      bool
 	StaleSince uint64
-	Pools      []ref.KVEvPoolState
+	Pools      []spec.KVEvPoolState
 }
 
-func engines(ix ref.KVEvIndex, rename map[string]string) []engineFlags {
+func engines(ix spec.KVEvIndex, rename map[string]string) []engineFlags {
 	var out []engineFlags
 	for _, e := range ix.State().Engines {
 		src := e.Source
@@ -230,7 +231,7 @@ func TestRelayPublishesWhatItApplies(t *testing.T) {
 		rename := map[string]string{"b_1": "b.1"} // a replica's stream is the token
 		for _, twin := range []struct {
 			name string
-			f    ref.NewKVEvIndexFunc
+			f    spec.NewKVEvIndexFunc
 		}{{"fast", fast.NewKVEvIndex}, {"ref", ref.NewKVEvIndex}} {
 			rep := replicaOf(t, twin.f, streams, c.msgs)
 			if d := cmp.Diff(engines(inner, nil), engines(rep, rename)); d != "" {
@@ -312,8 +313,8 @@ func checkWire(t *testing.T, msgs []*nats.Msg) {
 // replay brings the dropped batches back, the replicas have every batch and
 // stay fresh: the relay's index is only its cursor, no one scores it.
 func TestRelayHeldOverflow(t *testing.T) {
-	streams := []ref.KVEvStream{{Name: "s", Replay: true}}
-	inner, err := fast.NewKVEvIndex(ref.KVEvConfig{MaxHeld: 2}, streams)
+	streams := []spec.KVEvStream{{Name: "s", Replay: true}}
+	inner, err := fast.NewKVEvIndex(spec.KVEvConfig{MaxHeld: 2}, streams)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +327,7 @@ func TestRelayHeldOverflow(t *testing.T) {
 	for range 6 {
 		hs = append(hs, p.emit())
 	}
-	replay := func(r ref.KVEvStepResult, upTo uint64) {
+	replay := func(r spec.KVEvStepResult, upTo uint64) {
 		t.Helper()
 		if len(r.ReplayRequest) == 0 {
 			t.Fatalf("no replay request: %+v", r)

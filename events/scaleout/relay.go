@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kvtwin/kvtwin/events/zmq"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // RelayOptions configure a Relay. Zero fields take the defaults of
@@ -32,7 +32,7 @@ type RelayOptions struct {
 	Stream StreamOptions
 	// Index bounds the relay's own index (--events-max-*). Its MaxHeld is
 	// also the bound of the messages the relay keeps for publishing.
-	Index ref.KVEvConfig
+	Index spec.KVEvConfig
 	// Subscriber tunes the ZMQ subscriber.
 	Subscriber zmq.Options
 	// PublishTimeout bounds one publish attempt, PubAck included
@@ -54,7 +54,7 @@ type RelayOptions struct {
 	// NewIndex builds the relay's index; required. The caller picks the
 	// twin through the catalog, as every consumer does: `kvtwin events
 	// relay` passes catalog.KVEvIndex(catalog.Fast), the production index.
-	NewIndex ref.NewKVEvIndexFunc
+	NewIndex spec.NewKVEvIndexFunc
 }
 
 // DefaultRelayOptions: the default stream, 5 s per publish attempt, retries
@@ -72,7 +72,7 @@ func (o RelayOptions) withDefaults() (RelayOptions, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Conn == nil && o.URL == "" {
-		return o, ref.Reject(ErrBadOption, "--nats", "", "a NATS URL nats://HOST:PORT")
+		return o, spec.Reject(ErrBadOption, "--nats", "", "a NATS URL nats://HOST:PORT")
 	}
 	var err error
 	if o.Stream, err = o.Stream.withDefaults(); err != nil {
@@ -88,10 +88,10 @@ func (o RelayOptions) withDefaults() (RelayOptions, error) {
 		return o, err
 	}
 	if o.RetryMax < o.RetryMin {
-		return o, ref.Reject(ErrBadOption, "retry_max", o.RetryMax, fmt.Sprintf(">= retry_min (%v)", o.RetryMin))
+		return o, spec.Reject(ErrBadOption, "retry_max", o.RetryMax, fmt.Sprintf(">= retry_min (%v)", o.RetryMin))
 	}
 	if o.RetryFor > o.Stream.DuplicateWindow {
-		return o, ref.Reject(ErrBadOption, "--retry-for", o.RetryFor,
+		return o, spec.Reject(ErrBadOption, "--retry-for", o.RetryFor,
 			fmt.Sprintf("<= --duplicate-window (%v): a publish retried past the window could be stored twice", o.Stream.DuplicateWindow))
 	}
 	if err := o.Index.Validate(); err != nil {
@@ -118,10 +118,10 @@ func (o RelayOptions) withDefaults() (RelayOptions, error) {
 type Relay struct {
 	o       RelayOptions
 	log     *slog.Logger
-	inner   ref.KVEvIndex
+	inner   spec.KVEvIndex
 	px      *pubIndex
 	sub     *zmq.Subscriber
-	streams []ref.KVEvStream
+	streams []spec.KVEvStream
 	ran     atomic.Bool
 	nc      atomic.Pointer[nats.Conn] // the connection Run uses, for Status
 
@@ -192,14 +192,14 @@ type RelaySourceStatus struct {
 }
 
 // NewRelay checks the options and builds the relay and its index. Errors
-// are *ref.InputError wrapping ErrBadOption or zmq.ErrBadSource.
+// are *spec.InputError wrapping ErrBadOption or zmq.ErrBadSource.
 func NewRelay(opts RelayOptions) (*Relay, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	if len(o.Sources) == 0 {
-		return nil, ref.Reject(zmq.ErrBadSource, "--events", 0, "at least one source")
+		return nil, spec.Reject(zmq.ErrBadSource, "--events", 0, "at least one source")
 	}
 	byToken := map[string]string{}
 	for _, s := range o.Sources {
@@ -208,15 +208,15 @@ func NewRelay(opts RelayOptions) (*Relay, error) {
 		}
 		tok := Token(s.Name)
 		if prev, ok := byToken[tok]; ok && prev == s.Name {
-			return nil, ref.Reject(zmq.ErrBadSource, "source.name", s.Name, "a name no other source has")
+			return nil, spec.Reject(zmq.ErrBadSource, "source.name", s.Name, "a name no other source has")
 		} else if ok {
-			return nil, ref.Reject(zmq.ErrBadSource, "source.name", s.Name,
+			return nil, spec.Reject(zmq.ErrBadSource, "source.name", s.Name,
 				fmt.Sprintf("a name whose subject token (%s) no other source has (%s has it)", tok, prev))
 		}
 		byToken[tok] = s.Name
 	}
 	if o.NewIndex == nil {
-		return nil, ref.Reject(ErrBadOption, "new_index", "nil", "an index constructor (catalog.KVEvIndex)")
+		return nil, spec.Reject(ErrBadOption, "new_index", "nil", "an index constructor (catalog.KVEvIndex)")
 	}
 	streams := zmq.Streams(o.Sources)
 	inner, err := o.NewIndex(o.Index, streams)
@@ -239,7 +239,7 @@ func NewRelay(opts RelayOptions) (*Relay, error) {
 func (r *Relay) Restart(name string) error { return r.sub.Restart(name) }
 
 // Index is the relay's own index (for its digest and scores).
-func (r *Relay) Index() ref.KVEvIndex { return r.inner }
+func (r *Relay) Index() spec.KVEvIndex { return r.inner }
 
 // Status returns the relay's state.
 func (r *Relay) Status() RelayStatus {
@@ -374,7 +374,7 @@ func (r *Relay) setup(ctx context.Context, js jetstream.JetStream) error {
 	return nil
 }
 
-func filterTokens(streams []ref.KVEvStream) []string {
+func filterTokens(streams []spec.KVEvStream) []string {
 	out := make([]string, len(streams))
 	for i, s := range streams {
 		out[i] = Token(s.Name)

@@ -18,6 +18,7 @@ import (
 	"github.com/kvtwin/kvtwin/events/zmq"
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // runningRelay is a relay whose Run runs in a goroutine.
@@ -81,13 +82,13 @@ func (rr *runningRelay) stop(t testing.TB) {
 // replicas should see it (stream named by the token, no replay).
 type refFeed struct {
 	t     testing.TB
-	ix    ref.KVEvIndex
+	ix    spec.KVEvIndex
 	token string
 	topic []byte
 }
 
 func newRefFeed(t testing.TB, token, topic string) *refFeed {
-	ix, err := ref.NewKVEvIndex(ref.KVEvConfig{}, []ref.KVEvStream{{Name: token}})
+	ix, err := ref.NewKVEvIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: token}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,8 +258,8 @@ func TestRelayPublishRetry(t *testing.T) {
 	defer nc.Close()
 	s := createStream(t, js, StreamOptions{})
 
-	streams := []ref.KVEvStream{{Name: "s"}}
-	inner, err := fast.NewKVEvIndex(ref.KVEvConfig{}, streams)
+	streams := []spec.KVEvStream{{Name: "s"}}
+	inner, err := fast.NewKVEvIndex(spec.KVEvConfig{}, streams)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +332,7 @@ func TestRelayOptions(t *testing.T) {
 		{RelayOptions{URL: "nats://x:1", Sources: []zmq.Source{src}, Stream: StreamOptions{MaxAge: time.Minute, DuplicateWindow: time.Hour}}, "--duplicate-window"},
 		{RelayOptions{URL: "nats://x:1", Sources: []zmq.Source{src}, RetryFor: time.Hour}, "--retry-for"},
 		{RelayOptions{URL: "nats://x:1", Sources: []zmq.Source{src}, Stream: StreamOptions{Replicas: 7}}, "--stream-replicas"},
-		{RelayOptions{URL: "nats://x:1", Sources: []zmq.Source{src}, Index: ref.KVEvConfig{MaxHeld: -1}}, "max_held"},
+		{RelayOptions{URL: "nats://x:1", Sources: []zmq.Source{src}, Index: spec.KVEvConfig{MaxHeld: -1}}, "max_held"},
 		{RelayOptions{URL: "nats://x:1", Sources: []zmq.Source{src}}, "new_index"},
 	} {
 		_, err := NewRelay(c.o)
@@ -380,8 +381,8 @@ func TestServerRestart(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	createStream(t, js, StreamOptions{})
 
-	streams := []ref.KVEvStream{{Name: "s"}}
-	inner, _ := fast.NewKVEvIndex(ref.KVEvConfig{}, streams)
+	streams := []spec.KVEvStream{{Name: "s"}}
+	inner, _ := fast.NewKVEvIndex(spec.KVEvConfig{}, streams)
 	o, err := RelayOptions{URL: ns.url, PublishTimeout: time.Second, RetryFor: 20 * time.Second, RetryMin: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond, Logger: testLogger(t)}.withDefaults()
 	if err != nil {
 		t.Fatal(err)

@@ -11,10 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvtwin/kvtwin/spec"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/kvtwin/kvtwin/ref"
 )
 
 // ReplicaOptions configure a Replica. Zero fields take the defaults of
@@ -92,10 +91,10 @@ type ReplicaSource struct {
 
 // ParseReplicaSource reads TOKEN[,rank=N]. Errors wrap ErrBadOption and
 // name sources[i].
-func ParseReplicaSource(spec string) (ReplicaSource, error) {
-	tok, opt, hasOpt := strings.Cut(spec, ",")
+func ParseReplicaSource(sp string) (ReplicaSource, error) {
+	tok, opt, hasOpt := strings.Cut(sp, ",")
 	if !validToken(tok) {
-		return ReplicaSource{}, ref.Reject(ErrBadOption, "source", strconv.Quote(spec),
+		return ReplicaSource{}, spec.Reject(ErrBadOption, "source", strconv.Quote(sp),
 			fmt.Sprintf("TOKEN[,rank=N] with a TOKEN of 1 to %d characters of [A-Za-z0-9_-] (the relay's subject token: its source name with other bytes as _)", maxTokenLen))
 	}
 	s := ReplicaSource{Token: tok}
@@ -103,7 +102,7 @@ func ParseReplicaSource(spec string) (ReplicaSource, error) {
 		v, ok := strings.CutPrefix(opt, "rank=")
 		r, err := strconv.ParseInt(v, 10, 64)
 		if !ok || err != nil || r < 0 || r > maxSourceRank {
-			return ReplicaSource{}, ref.Reject(ErrBadOption, "source["+tok+"].rank", strconv.Quote(opt), fmt.Sprintf("rank=N with N in [0, %d]", maxSourceRank))
+			return ReplicaSource{}, spec.Reject(ErrBadOption, "source["+tok+"].rank", strconv.Quote(opt), fmt.Sprintf("rank=N with N in [0, %d]", maxSourceRank))
 		}
 		s.Rank = r
 	}
@@ -113,17 +112,17 @@ func ParseReplicaSource(spec string) (ReplicaSource, error) {
 // ParseReplicaSources parses every entry and rejects duplicates.
 func ParseReplicaSources(specs []string) ([]ReplicaSource, error) {
 	if len(specs) == 0 || len(specs) > maxReplicaSources {
-		return nil, ref.Reject(ErrBadOption, "sources", len(specs), fmt.Sprintf("1 to %d sources", maxReplicaSources))
+		return nil, spec.Reject(ErrBadOption, "sources", len(specs), fmt.Sprintf("1 to %d sources", maxReplicaSources))
 	}
 	out := make([]ReplicaSource, 0, len(specs))
 	seen := map[string]bool{}
-	for _, spec := range specs {
-		s, err := ParseReplicaSource(spec)
+	for _, sp := range specs {
+		s, err := ParseReplicaSource(sp)
 		if err != nil {
 			return nil, err
 		}
 		if seen[s.Token] {
-			return nil, ref.Reject(ErrBadOption, "source", s.Token, "a token no other source has")
+			return nil, spec.Reject(ErrBadOption, "source", s.Token, "a token no other source has")
 		}
 		seen[s.Token] = true
 		out = append(out, s)
@@ -135,14 +134,14 @@ func ParseReplicaSources(specs []string) ([]ReplicaSource, error) {
 // named by token, with the source's rank, and no replay endpoint (the relay
 // already healed what it could; a seq jump is a gap the index marks stale,
 // §3.3, A3).
-func ReplicaStreams(sources []string) ([]ref.KVEvStream, error) {
+func ReplicaStreams(sources []string) ([]spec.KVEvStream, error) {
 	ss, err := ParseReplicaSources(sources)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ref.KVEvStream, len(ss))
+	out := make([]spec.KVEvStream, len(ss))
 	for i, s := range ss {
-		out[i] = ref.KVEvStream{Name: s.Token, Rank: s.Rank}
+		out[i] = spec.KVEvStream{Name: s.Token, Rank: s.Rank}
 	}
 	return out, nil
 }
@@ -153,16 +152,16 @@ func (o ReplicaOptions) withDefaults() (ReplicaOptions, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Conn == nil && o.URL == "" {
-		return o, ref.Reject(ErrBadOption, "url", "", "a NATS URL nats://HOST:PORT, or a connection")
+		return o, spec.Reject(ErrBadOption, "url", "", "a NATS URL nats://HOST:PORT, or a connection")
 	}
 	if o.Stream == "" {
 		o.Stream = d.Stream
 	}
 	if !validToken(o.Stream) {
-		return o, ref.Reject(ErrBadOption, "stream", o.Stream, fmt.Sprintf("1 to %d characters of [A-Za-z0-9_-]", maxTokenLen))
+		return o, spec.Reject(ErrBadOption, "stream", o.Stream, fmt.Sprintf("1 to %d characters of [A-Za-z0-9_-]", maxTokenLen))
 	}
 	if !validToken(o.ID) {
-		return o, ref.Reject(ErrBadOption, "id", strconv.Quote(o.ID), fmt.Sprintf("1 to %d characters of [A-Za-z0-9_-] (the durable consumer's name)", maxTokenLen))
+		return o, spec.Reject(ErrBadOption, "id", strconv.Quote(o.ID), fmt.Sprintf("1 to %d characters of [A-Za-z0-9_-] (the durable consumer's name)", maxTokenLen))
 	}
 	if err := fillDurations([]durOption{
 		{"ack_wait", &o.AckWait, d.AckWait, time.Second},
@@ -174,7 +173,7 @@ func (o ReplicaOptions) withDefaults() (ReplicaOptions, error) {
 		return o, err
 	}
 	if o.RetryMax < o.RetryMin {
-		return o, ref.Reject(ErrBadOption, "retry_max", o.RetryMax, fmt.Sprintf(">= retry_min (%v)", o.RetryMin))
+		return o, spec.Reject(ErrBadOption, "retry_max", o.RetryMax, fmt.Sprintf(">= retry_min (%v)", o.RetryMin))
 	}
 	ints := []struct {
 		name     string
@@ -188,20 +187,20 @@ func (o ReplicaOptions) withDefaults() (ReplicaOptions, error) {
 			*f.v = f.def
 		}
 		if *f.v < 1 || *f.v > f.max {
-			return o, ref.Reject(ErrBadOption, f.name, *f.v, fmt.Sprintf("in [1, %d] (0: the default, %d)", f.max, f.def))
+			return o, spec.Reject(ErrBadOption, f.name, *f.v, fmt.Sprintf("in [1, %d] (0: the default, %d)", f.max, f.def))
 		}
 	}
 	if o.MaxAckPending == 0 {
 		o.MaxAckPending = d.MaxAckPending
 	}
 	if o.MaxAckPending < 1 || o.MaxAckPending > maxMaxAckPending {
-		return o, ref.Reject(ErrBadOption, "max_ack_pending", o.MaxAckPending, fmt.Sprintf("in [1, %d] (0: the default, %d)", maxMaxAckPending, d.MaxAckPending))
+		return o, spec.Reject(ErrBadOption, "max_ack_pending", o.MaxAckPending, fmt.Sprintf("in [1, %d] (0: the default, %d)", maxMaxAckPending, d.MaxAckPending))
 	}
 	if o.PullBatch == 0 {
 		o.PullBatch = d.PullBatch
 	}
 	if o.PullBatch < 1 || o.PullBatch > maxPullBatch {
-		return o, ref.Reject(ErrBadOption, "pull_batch", o.PullBatch, fmt.Sprintf("in [1, %d] (0: the default, %d)", maxPullBatch, d.PullBatch))
+		return o, spec.Reject(ErrBadOption, "pull_batch", o.PullBatch, fmt.Sprintf("in [1, %d] (0: the default, %d)", maxPullBatch, d.PullBatch))
 	}
 	return o, nil
 }
@@ -222,7 +221,7 @@ func (o ReplicaOptions) withDefaults() (ReplicaOptions, error) {
 // and Status says the history was truncated. See applier for the rule per
 // message.
 type Replica struct {
-	ix      ref.KVEvIndex
+	ix      spec.KVEvIndex
 	o       ReplicaOptions
 	log     *slog.Logger
 	ap      *applier
@@ -299,8 +298,8 @@ const (
 // NewReplica checks the options and builds a replica over ix, which must
 // have been built over ReplicaStreams(opts.Sources) (a fresh index: the
 // replica feeds it from the stream's start or rebuilds it). Errors are
-// *ref.InputError wrapping ErrBadOption.
-func NewReplica(ix ref.KVEvIndex, opts ReplicaOptions) (*Replica, error) {
+// *spec.InputError wrapping ErrBadOption.
+func NewReplica(ix spec.KVEvIndex, opts ReplicaOptions) (*Replica, error) {
 	if ix == nil {
 		return nil, errors.New("kvevjs: nil index")
 	}
@@ -319,7 +318,7 @@ func NewReplica(ix ref.KVEvIndex, opts ReplicaOptions) (*Replica, error) {
 	r := &Replica{ix: ix, o: o, log: o.Logger.With("replica", o.ID), filter: []string{SubjectFilter}}
 	for _, s := range streams {
 		if !have[s.Name] {
-			return nil, ref.Reject(ErrBadOption, "sources", s.Name, "a stream of the index (build it over ReplicaStreams(sources))")
+			return nil, spec.Reject(ErrBadOption, "sources", s.Name, "a stream of the index (build it over ReplicaStreams(sources))")
 		}
 		r.order = append(r.order, s.Name)
 	}
@@ -669,7 +668,7 @@ func fillDurations(opts []durOption) error {
 			*f.v = f.def
 		}
 		if *f.v < f.m {
-			return ref.Reject(ErrBadOption, f.name, *f.v, fmt.Sprintf(">= %v (0: the default, %v)", f.m, f.def))
+			return spec.Reject(ErrBadOption, f.name, *f.v, fmt.Sprintf(">= %v (0: the default, %v)", f.m, f.def))
 		}
 	}
 	return nil

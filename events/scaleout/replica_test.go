@@ -17,6 +17,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // relayed is one message of a generated relay stream.
@@ -95,13 +96,13 @@ func genRelayStream(seed uint64, events, perBatch int) (sources []string, msgs [
 
 // feedRef applies a generated stream directly to a reference index, as a
 // replica would receive it, and returns the index.
-func feedRef(t testing.TB, sources []string, msgs []relayed) ref.KVEvIndex {
+func feedRef(t testing.TB, sources []string, msgs []relayed) spec.KVEvIndex {
 	t.Helper()
 	streams, err := ReplicaStreams(sources)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := ref.NewKVEvIndex(ref.KVEvConfig{}, streams)
+	ix, err := ref.NewKVEvIndex(spec.KVEvConfig{}, streams)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func feedRef(t testing.TB, sources []string, msgs []relayed) ref.KVEvIndex {
 // runningReplica is a replica whose Run runs in a goroutine.
 type runningReplica struct {
 	r  *Replica
-	ix ref.KVEvIndex
+	ix spec.KVEvIndex
 	running
 }
 
@@ -128,7 +129,7 @@ func startReplica(t testing.TB, url, id string, sources []string, tune func(*Rep
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := fast.NewKVEvIndex(ref.KVEvConfig{}, streams)
+	ix, err := fast.NewKVEvIndex(spec.KVEvConfig{}, streams)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,13 +213,13 @@ func TestReplicasConverge(t *testing.T) {
 		events = 20_000
 	}
 	sources, msgs, nEvents := genRelayStream(1, events, 20)
-	feed := func() ref.KVEvIndex {
+	feed := func() spec.KVEvIndex {
 		t0 := time.Now()
 		ix := feedRef(t, sources, msgs)
 		t.Logf("reference index fed %d events directly in %v", nEvents, time.Since(t0))
 		return ix
 	}
-	refDone := make(chan ref.KVEvIndex, 1)
+	refDone := make(chan spec.KVEvIndex, 1)
 	if raceEnabled {
 		// The reference twin is the slow part under -race: feed it while
 		// the replicas run (the rates logged are then not the twins' own).
@@ -381,7 +382,7 @@ func TestReplicaExpiredHistory(t *testing.T) {
 
 // TestReplicaOptions: bad options are refused naming the field.
 func TestReplicaOptions(t *testing.T) {
-	ix, _ := fast.NewKVEvIndex(ref.KVEvConfig{}, []ref.KVEvStream{{Name: "a"}})
+	ix, _ := fast.NewKVEvIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "a"}})
 	for _, c := range []struct {
 		o    ReplicaOptions
 		want string
@@ -455,7 +456,7 @@ func TestReplicaFillsDeliveredToAPreviousRun(t *testing.T) {
 	fetch(3)
 
 	streams, _ := ReplicaStreams([]string{"a"})
-	ix, _ := fast.NewKVEvIndex(ref.KVEvConfig{}, streams)
+	ix, _ := fast.NewKVEvIndex(spec.KVEvConfig{}, streams)
 	r, err := NewReplica(ix, ReplicaOptions{URL: ns.url, ID: "r", Sources: []string{"a"}, AckWait: ackWait, Logger: testLogger(t), ReadIdle: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -496,8 +497,8 @@ func TestRelayPublishRate(t *testing.T) {
 		events = 10_000
 	}
 	_, msgs, nEvents := genRelayStream(1, events, 20)
-	streams := []ref.KVEvStream{{Name: "pod-a"}, {Name: "src-b"}, {Name: "src-c", Rank: 2}}
-	inner, err := fast.NewKVEvIndex(ref.KVEvConfig{}, streams)
+	streams := []spec.KVEvStream{{Name: "pod-a"}, {Name: "src-b"}, {Name: "src-c", Rank: 2}}
+	inner, err := fast.NewKVEvIndex(spec.KVEvConfig{}, streams)
 	if err != nil {
 		t.Fatal(err)
 	}

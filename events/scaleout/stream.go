@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // StreamOptions configure the JetStream stream the relay publishes to
@@ -43,25 +43,25 @@ func (o StreamOptions) withDefaults() (StreamOptions, error) {
 		o.Name = d.Name
 	}
 	if !validToken(o.Name) {
-		return o, ref.Reject(ErrBadOption, "--stream", o.Name, fmt.Sprintf("1 to %d characters of [A-Za-z0-9_-]", maxTokenLen))
+		return o, spec.Reject(ErrBadOption, "--stream", o.Name, fmt.Sprintf("1 to %d characters of [A-Za-z0-9_-]", maxTokenLen))
 	}
 	if o.MaxAge < 0 {
-		return o, ref.Reject(ErrBadOption, "--max-age", o.MaxAge, "> 0 (0: the default, 1h)")
+		return o, spec.Reject(ErrBadOption, "--max-age", o.MaxAge, "> 0 (0: the default, 1h)")
 	}
 	if o.MaxAge == 0 {
 		o.MaxAge = d.MaxAge
 	}
 	if o.DuplicateWindow < 0 {
-		return o, ref.Reject(ErrBadOption, "--duplicate-window", o.DuplicateWindow, "> 0 (0: the default, 2m)")
+		return o, spec.Reject(ErrBadOption, "--duplicate-window", o.DuplicateWindow, "> 0 (0: the default, 2m)")
 	}
 	if o.DuplicateWindow == 0 {
 		o.DuplicateWindow = min(d.DuplicateWindow, o.MaxAge)
 	}
 	if o.DuplicateWindow > o.MaxAge {
-		return o, ref.Reject(ErrBadOption, "--duplicate-window", o.DuplicateWindow, fmt.Sprintf("<= --max-age (%v): JetStream keeps Msg-Ids no longer than messages", o.MaxAge))
+		return o, spec.Reject(ErrBadOption, "--duplicate-window", o.DuplicateWindow, fmt.Sprintf("<= --max-age (%v): JetStream keeps Msg-Ids no longer than messages", o.MaxAge))
 	}
 	if o.Replicas < 0 || o.Replicas > 5 {
-		return o, ref.Reject(ErrBadOption, "--stream-replicas", o.Replicas, "in [1, 5] (0: the default, 1)")
+		return o, spec.Reject(ErrBadOption, "--stream-replicas", o.Replicas, "in [1, 5] (0: the default, 1)")
 	}
 	if o.Replicas == 0 {
 		o.Replicas = d.Replicas

@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The JetStream wire format of docs/spec/kv-events.md §4.2: one message per
@@ -46,7 +46,7 @@ const (
 
 // ErrBadOption is the sentinel of every relay and replica option error; the
 // error names the option, its value and the bound.
-var ErrBadOption = ref.NewSentinel("bad_option", "invalid KV-event JetStream option")
+var ErrBadOption = spec.NewSentinel("bad_option", "invalid KV-event JetStream option")
 
 // maxTokenLen bounds a source token: NATS subjects have no hard limit, but a
 // token is also a consumer filter, a log field and a metrics label.

@@ -12,6 +12,7 @@ import (
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/replay"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 const samplePath = "../../replay/testdata/mooncake_conversation_500.jsonl"
@@ -19,8 +20,8 @@ const samplePath = "../../replay/testdata/mooncake_conversation_500.jsonl"
 // twins are the event-fed indexes and decoders the stream must satisfy.
 var twins = []struct {
 	name   string
-	index  ref.NewKVEvIndexFunc
-	decode func(ref.Limits, ref.KVEvDecodeInput) (ref.KVMessage, error)
+	index  spec.NewKVEvIndexFunc
+	decode func(spec.Limits, spec.KVEvDecodeInput) (spec.KVMessage, error)
 }{
 	{"ref", ref.NewKVEvIndex, ref.KVEvDecode},
 	{"fast", fast.NewKVEvIndex, fast.KVEvDecode},
@@ -34,7 +35,7 @@ func notYet(t *testing.T, what string, err error) {
 	}
 }
 
-func emitSample(t *testing.T, n int, o tracegen.Options) (ref.KVEvApplyInput, *tracegen.Result) {
+func emitSample(t *testing.T, n int, o tracegen.Options) (spec.KVEvApplyInput, *tracegen.Result) {
 	t.Helper()
 	reqs, err := replay.ReadFile(samplePath, replay.DefaultLimits())
 	if err != nil {
@@ -74,10 +75,10 @@ func TestEmitEventsDecode(t *testing.T) {
 			t.Run(tw.name+"/"+caseName(o), func(t *testing.T) {
 				in, _ := emitSample(t, 40, o)
 				for i, s := range in.Steps {
-					if s.Op != ref.KVStepLive {
+					if s.Op != spec.KVStepLive {
 						continue
 					}
-					msg, err := tw.decode(ref.DefaultLimits(), ref.KVEvDecodeInput{Frames: s.Frames})
+					msg, err := tw.decode(spec.DefaultLimits(), spec.KVEvDecodeInput{Frames: s.Frames})
 					notYet(t, tw.name+" decoder", err)
 					if err != nil {
 						t.Fatalf("step %d: %v", i, err)
@@ -100,7 +101,7 @@ func TestEmitEventsDecode(t *testing.T) {
 								t.Fatalf("step %d event %d hash %d: %v, generic %v", i, j, k, ev.BlockHashes[k], h)
 							}
 						}
-						if ev.Type == ref.EventStored && (ev.BlockSize != 16 || len(ev.TokenIDs) != 16*len(ev.BlockHashes)) {
+						if ev.Type == spec.EventStored && (ev.BlockSize != 16 || len(ev.TokenIDs) != 16*len(ev.BlockHashes)) {
 							t.Fatalf("step %d event %d: block size %d, %d tokens", i, j, ev.BlockSize, len(ev.TokenIDs))
 						}
 					}
@@ -145,23 +146,23 @@ func TestEmitEventsApply(t *testing.T) {
 	}
 }
 
-func applyAndCompare(t *testing.T, name string, ix ref.KVEvIndex, in ref.KVEvApplyInput, res *tracegen.Result) {
+func applyAndCompare(t *testing.T, name string, ix spec.KVEvIndex, in spec.KVEvApplyInput, res *tracegen.Result) {
 	t.Helper()
 	scores := res.Scores
 	for i, s := range in.Steps {
 		switch s.Op {
-		case ref.KVStepLive:
+		case spec.KVStepLive:
 			r := ix.Live(s.Stream, [][]byte(toBytes(s.Frames)))
 			if r.Error != nil || len(r.Errors) > 0 || len(r.Applied) != 1 || len(r.Lost) > 0 || len(r.ReplayRequest) > 0 {
 				t.Fatalf("%s: step %d (%s seq %x): %+v", name, i, s.Stream, s.Frames[1], r)
 			}
-		case ref.KVStepScore:
+		case spec.KVStepScore:
 			if len(scores) == 0 || scores[0].Step != i {
 				t.Fatalf("%s: step %d: score step without an expectation", name, i)
 			}
 			exp := scores[0]
 			scores = scores[1:]
-			got, err := ix.Score(ref.KVEvScoreQuery{Tokens: s.Tokens})
+			got, err := ix.Score(spec.KVEvScoreQuery{Tokens: s.Tokens})
 			if err != nil {
 				t.Fatalf("%s: step %d: %v", name, i, err)
 			}
@@ -187,7 +188,7 @@ func applyAndCompare(t *testing.T, name string, ix ref.KVEvIndex, in ref.KVEvApp
 		if e.Source != tracegen.StreamName(i) || e.Stale || c.OrphanStores != 0 || c.UnknownRemovals != 0 || c.Refused != 0 || c.UnknownEvents != 0 {
 			t.Errorf("%s: engine %s: stale %v counters %+v", name, e.Source, e.Stale, c)
 		}
-		got := map[ref.EvHash]int64{}
+		got := map[spec.EvHash]int64{}
 		holes := 0
 		for _, p := range e.Pools {
 			for _, pg := range p.Pages {
@@ -208,7 +209,7 @@ func applyAndCompare(t *testing.T, name string, ix ref.KVEvIndex, in ref.KVEvApp
 	}
 }
 
-func toBytes(fs []ref.HexBytes) [][]byte {
+func toBytes(fs []spec.HexBytes) [][]byte {
 	out := make([][]byte, len(fs))
 	for i, f := range fs {
 		out[i] = f

@@ -22,7 +22,7 @@ const (
 )
 
 // Block hash representations (§1.5). All three normalise to the same
-// 64-bit ref.EvHash.
+// 64-bit spec.EvHash.
 const (
 	// HashInt is vLLM's default: the 64-bit value as an unsigned msgpack int
 	// (0xcf when >= 2^63).

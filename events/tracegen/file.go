@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/internal/bounded"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Bounds of an events file when reading (docs/replay.md). The
@@ -85,20 +86,20 @@ func NewReaderLimited(r io.Reader, lim Limits) (*Reader, error) {
 func (rd *Reader) Header() Header { return rd.hdr }
 
 // Next returns the next step, or io.EOF after the last.
-func (rd *Reader) Next() (ref.KVEvStep, error) {
+func (rd *Reader) Next() (spec.KVEvStep, error) {
 	for {
 		b, err := rd.readLine()
 		if err != nil {
-			return ref.KVEvStep{}, err
+			return spec.KVEvStep{}, err
 		}
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
-		var s ref.KVEvStep
+		var s spec.KVEvStep
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&s); err != nil {
-			return ref.KVEvStep{}, fmt.Errorf("events file line %d: %w", rd.lines.Line(), err)
+			return spec.KVEvStep{}, fmt.Errorf("events file line %d: %w", rd.lines.Line(), err)
 		}
 		return s, nil
 	}
@@ -115,41 +116,43 @@ func (rd *Reader) readLine() ([]byte, error) {
 
 // Load reads a whole events file into a kvev.apply input, under
 // DefaultLimits.
-func Load(r io.Reader) (ref.KVEvApplyInput, error) { return LoadLimited(r, DefaultLimits()) }
+func Load(r io.Reader) (spec.KVEvApplyInput, error) { return LoadLimited(r, DefaultLimits()) }
 
 // LoadLimited is Load under lim.
-func LoadLimited(r io.Reader, lim Limits) (ref.KVEvApplyInput, error) {
+func LoadLimited(r io.Reader, lim Limits) (spec.KVEvApplyInput, error) {
 	rd, err := NewReaderLimited(r, lim)
 	if err != nil {
-		return ref.KVEvApplyInput{}, err
+		return spec.KVEvApplyInput{}, err
 	}
-	in := ref.KVEvApplyInput{Config: rd.hdr.Config, Streams: rd.hdr.Streams, Steps: []ref.KVEvStep{}}
+	in := spec.KVEvApplyInput{Config: rd.hdr.Config, Streams: rd.hdr.Streams, Steps: []spec.KVEvStep{}}
 	for {
 		s, err := rd.Next()
 		if err == io.EOF {
 			return in, nil
 		}
 		if err != nil {
-			return ref.KVEvApplyInput{}, err
+			return spec.KVEvApplyInput{}, err
 		}
 		in.Steps = append(in.Steps, s)
 	}
 }
 
 // LoadFile is Load on a file.
-func LoadFile(path string) (ref.KVEvApplyInput, error) { return LoadFileLimited(path, DefaultLimits()) }
+func LoadFile(path string) (spec.KVEvApplyInput, error) {
+	return LoadFileLimited(path, DefaultLimits())
+}
 
 // LoadFileLimited is LoadLimited on a file (a directory is refused); errors
 // name the path.
-func LoadFileLimited(path string, lim Limits) (ref.KVEvApplyInput, error) {
+func LoadFileLimited(path string, lim Limits) (spec.KVEvApplyInput, error) {
 	f, err := bounded.Open(path)
 	if err != nil {
-		return ref.KVEvApplyInput{}, err
+		return spec.KVEvApplyInput{}, err
 	}
 	defer f.Close()
 	in, err := LoadLimited(f, lim)
 	if err != nil {
-		return ref.KVEvApplyInput{}, fmt.Errorf("%s: %w", path, err)
+		return spec.KVEvApplyInput{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return in, nil
 }
@@ -271,24 +274,24 @@ func CountPayload(payload []byte) (BatchCount, error) {
 
 // NormHash normalises a generically decoded hash (§1.5): ints as two's
 // complement, a bin by its last 8 bytes big-endian.
-func NormHash(v any) (ref.EvHash, error) {
+func NormHash(v any) (spec.EvHash, error) {
 	switch h := v.(type) {
 	case uint64:
-		return ref.EvHash(h), nil
+		return spec.EvHash(h), nil
 	case int64:
-		return ref.EvHash(uint64(h)), nil
+		return spec.EvHash(uint64(h)), nil
 	case uint8:
-		return ref.EvHash(h), nil
+		return spec.EvHash(h), nil
 	case uint16:
-		return ref.EvHash(h), nil
+		return spec.EvHash(h), nil
 	case uint32:
-		return ref.EvHash(h), nil
+		return spec.EvHash(h), nil
 	case int8:
-		return ref.EvHash(uint64(int64(h))), nil
+		return spec.EvHash(uint64(int64(h))), nil
 	case int16:
-		return ref.EvHash(uint64(int64(h))), nil
+		return spec.EvHash(uint64(int64(h))), nil
 	case int32:
-		return ref.EvHash(uint64(int64(h))), nil
+		return spec.EvHash(uint64(int64(h))), nil
 	case []byte:
 		if len(h) == 0 {
 			return 0, errors.New("empty bin hash")

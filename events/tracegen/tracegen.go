@@ -17,7 +17,7 @@
 //     NoneHash for block 0) followed by its tokens (4 bytes LE each): a
 //     chain like vLLM's hash(parent, tokens, extras). It is published as an
 //     int, a signed int64 or a 32-byte bin (Options.Hash); all three
-//     normalise to the same ref.EvHash (§1.5).
+//     normalise to the same spec.EvHash (§1.5).
 //   - Admission. The prompt's leading cached blocks are hits (at most
 //     (len−1)/BlockSize of them: vLLM always computes the last token, so a
 //     fully cached block-aligned prompt recomputes, and stores again, its
@@ -53,8 +53,8 @@ import (
 
 	"github.com/zeebo/xxh3"
 
-	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/replay"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Batching and free-order choices.
@@ -153,8 +153,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("encoding %q: want array, map or mixed", o.Encoding)
 	case o.Hash != HashInt && o.Hash != HashBin && o.Hash != HashSigned:
 		return fmt.Errorf("hash %q: want int, bin or signed", o.Hash)
-	case o.Engines < 1 || o.Engines > ref.MaxKVEvEngines:
-		return fmt.Errorf("engines %d: want 1..%d", o.Engines, ref.MaxKVEvEngines)
+	case o.Engines < 1 || o.Engines > spec.MaxKVEvEngines:
+		return fmt.Errorf("engines %d: want 1..%d", o.Engines, spec.MaxKVEvEngines)
 	case o.Batch != BatchStep && o.Batch != BatchRequest:
 		return fmt.Errorf("batch %q: want step or request", o.Batch)
 	case o.FreeOrder != FreeTail && o.FreeOrder != FreeHead:
@@ -180,19 +180,19 @@ func Topic(i int) string { return "kv@" + StreamName(i) + "@mooncake" }
 type Header struct {
 	// Config bounds the index. The token budget is the hard cap: holes
 	// (FreeHead) are not bounded by the capacity.
-	Config ref.KVEvConfig `json:"config,omitzero"`
+	Config spec.KVEvConfig `json:"config,omitzero"`
 	// Streams are the engines' publisher streams.
-	Streams []ref.KVEvStream `json:"streams"`
+	Streams []spec.KVEvStream `json:"streams"`
 }
 
 // HeaderFor returns the header of a stream emitted with o.
 func HeaderFor(o Options) Header {
-	h := Header{Config: ref.KVEvConfig{MaxTokensPerEngine: ref.MaxKVEvTokensPerEngine}}
-	if o.Engines > ref.DefaultKVEvConfig().MaxEngines {
+	h := Header{Config: spec.KVEvConfig{MaxTokensPerEngine: spec.MaxKVEvTokensPerEngine}}
+	if o.Engines > spec.DefaultKVEvConfig().MaxEngines {
 		h.Config.MaxEngines = o.Engines
 	}
 	for i := range o.Engines {
-		h.Streams = append(h.Streams, ref.KVEvStream{Name: StreamName(i)})
+		h.Streams = append(h.Streams, spec.KVEvStream{Name: StreamName(i)})
 	}
 	return h
 }
@@ -252,7 +252,7 @@ type Result struct {
 	Summary Summary
 	// Resident[i] is engine i's cached block hashes at the end, with their
 	// copy counts: what the index's bindings must hold.
-	Resident []map[ref.EvHash]int64
+	Resident []map[spec.EvHash]int64
 	// Scores are the score steps' expected results.
 	Scores []ExpectedScore
 }
@@ -329,9 +329,9 @@ func Emit(w io.Writer, reqs []replay.Request, o Options) (*Result, error) {
 	}
 	res := &Result{Scores: e.scores}
 	for i, s := range e.engines {
-		r := map[ref.EvHash]int64{}
+		r := map[spec.EvHash]int64{}
 		for h, n := range s.resident() {
-			r[ref.EvHash(h)] = n
+			r[spec.EvHash(h)] = n
 			e.sum.ResidentBlocks += n
 		}
 		res.Resident = append(res.Resident, r)
@@ -354,7 +354,7 @@ func (e *emitter) writeLine(v any) error {
 }
 
 // writeLive writes a live step's line: the bytes json.Marshal gives for
-// ref.KVEvStep{Op: "live", Stream, Frames: [topic, seq, payload]}, written
+// spec.KVEvStep{Op: "live", Stream, Frames: [topic, seq, payload]}, written
 // without it (a payload's hex is megabytes, which Marshal would quote and
 // then re-scan).
 func (e *emitter) writeLive(eng int, seq, payload []byte) error {
@@ -459,7 +459,7 @@ func (e *emitter) score(req replay.Request, i int) error {
 	for j, t := range e.tokens {
 		toks[j] = int64(t)
 	}
-	if err := e.writeLine(ref.KVEvStep{Op: ref.KVStepScore, Tokens: toks}); err != nil {
+	if err := e.writeLine(spec.KVEvStep{Op: spec.KVStepScore, Tokens: toks}); err != nil {
 		return err
 	}
 	e.scores = append(e.scores, exp)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/replay"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 const samplePath = "../../replay/testdata/mooncake_conversation_500.jsonl"
@@ -187,9 +188,9 @@ func TestEmitLinesAreKVEvSteps(t *testing.T) {
 // model replays a decoded stream with set semantics plus copy counts, and
 // checks the invariants an emitted stream must keep.
 type model struct {
-	count    map[ref.EvHash]int64
-	parentOf map[ref.EvHash]ref.EvHash
-	children map[ref.EvHash]int // resident hashes whose parent is the key
+	count    map[spec.EvHash]int64
+	parentOf map[spec.EvHash]spec.EvHash
+	children map[spec.EvHash]int // resident hashes whose parent is the key
 	interior int
 	stored   int
 	removed  int
@@ -197,10 +198,10 @@ type model struct {
 }
 
 func newModel() *model {
-	return &model{count: map[ref.EvHash]int64{}, parentOf: map[ref.EvHash]ref.EvHash{}, children: map[ref.EvHash]int{}, forms: map[string]int{}}
+	return &model{count: map[spec.EvHash]int64{}, parentOf: map[spec.EvHash]spec.EvHash{}, children: map[spec.EvHash]int{}, forms: map[string]int{}}
 }
 
-var noneHash = ref.EvHash(NoneHash)
+var noneHash = spec.EvHash(NoneHash)
 
 func (m *model) apply(t *testing.T, at string, evs []GenericEvent, bs int) {
 	t.Helper()
@@ -235,7 +236,7 @@ func (m *model) apply(t *testing.T, at string, evs []GenericEvent, bs int) {
 					v, _ := NormHash(tok)
 					buf = binary.LittleEndian.AppendUint32(buf, uint32(v))
 				}
-				if want := ref.EvHash(xxh3.Hash(buf)); h != want {
+				if want := spec.EvHash(xxh3.Hash(buf)); h != want {
 					t.Fatalf("%s: block %d hash %v, chain gives %v", at, i, h, want)
 				}
 				m.parentOf[h] = parent
@@ -286,7 +287,7 @@ func check(t *testing.T, out []byte, res *Result) []*model {
 	}
 	var total BatchCount
 	for i, s := range in.Steps {
-		if s.Op == ref.KVStepScore {
+		if s.Op == spec.KVStepScore {
 			continue
 		}
 		var eng int
@@ -422,7 +423,7 @@ func TestEmitInteriorRemovals(t *testing.T) {
 // TestEmitDuplicateStores: a repeated block-aligned prompt recomputes its
 // last block (vLLM never hits the last token), storing a second copy.
 func TestEmitDuplicateStores(t *testing.T) {
-	req := replay.Request{InputLength: 1024, HashIDs: []ref.Unit{7, 8}}
+	req := replay.Request{InputLength: 1024, HashIDs: []spec.Unit{7, 8}}
 	out, res := emit(t, []replay.Request{req, req, req}, Options{Batch: BatchRequest})
 	check(t, out, res)
 	s := res.Summary

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/events/pypub"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Tests of the subscriber's byte budget (budget.go), its refusal log
@@ -101,7 +102,7 @@ func TestRateLimitLetsOneLinePerIntervalThrough(t *testing.T) {
 
 // frameBytes is the bytes a live message of the publisher's takes in the
 // budget: its three frames.
-func frameBytes(s ref.KVEvStep) int64 {
+func frameBytes(s spec.KVEvStep) int64 {
 	var n int64
 	for _, f := range s.Frames {
 		n += int64(len(f))
@@ -230,7 +231,7 @@ func TestRefusalsAreLoggedOncePerIntervalPerSource(t *testing.T) {
 	o.Logger = slog.New(h)
 	o.LogInterval = time.Hour
 	src := sourceFor(p, "")
-	inner, err := ref.NewKVEvIndex(ref.KVEvConfig{MaxEngines: 1, MaxEvents: 2}, Streams([]Source{src}))
+	inner, err := ref.NewKVEvIndex(spec.KVEvConfig{MaxEngines: 1, MaxEvents: 2}, Streams([]Source{src}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestRefusalsAreLoggedOncePerIntervalPerSource(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	n, attrs := h.get("index refused a batch")
-	if n != 1 || attrs["engine"] != "src-a/1" || attrs["code"] != ref.ErrEngineBudget.Code() {
+	if n != 1 || attrs["engine"] != "src-a/1" || attrs["code"] != spec.ErrEngineBudget.Code() {
 		t.Fatalf("%d lines, last %v: want one naming engine src-a/1", n, attrs)
 	}
 	bad, _ := hex.DecodeString("93cb41da305498100000" + "93" + strings.Repeat("91a178", 3) + "00")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/events/pypub"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // goleakOpts: go-zeromq's PUB (and XPUB) starts a writer goroutine
@@ -30,48 +31,48 @@ var goleakOpts = []goleak.Option{goleak.IgnoreAnyFunction("github.com/go-zeromq/
 // recIndex wraps the reference index and records every call the subscriber
 // makes, as a kvev.apply script. It is not a wire mock: the wire is real.
 type recIndex struct {
-	ref.KVEvIndex
+	spec.KVEvIndex
 	mu    sync.Mutex
-	steps []ref.KVEvStep
+	steps []spec.KVEvStep
 }
 
-func copyFrames(frames [][]byte) []ref.HexBytes {
-	out := make([]ref.HexBytes, len(frames))
+func copyFrames(frames [][]byte) []spec.HexBytes {
+	out := make([]spec.HexBytes, len(frames))
 	for i, f := range frames {
 		out[i] = slices.Clone(f)
 	}
 	return out
 }
 
-func (r *recIndex) Live(stream string, frames [][]byte) ref.KVEvStepResult {
+func (r *recIndex) Live(stream string, frames [][]byte) spec.KVEvStepResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.steps = append(r.steps, ref.KVEvStep{Op: ref.KVStepLive, Stream: stream, Frames: copyFrames(frames)})
+	r.steps = append(r.steps, spec.KVEvStep{Op: spec.KVStepLive, Stream: stream, Frames: copyFrames(frames)})
 	return r.KVEvIndex.Live(stream, frames)
 }
 
-func (r *recIndex) Replay(stream string, frames [][]byte) ref.KVEvStepResult {
+func (r *recIndex) Replay(stream string, frames [][]byte) spec.KVEvStepResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.steps = append(r.steps, ref.KVEvStep{Op: ref.KVStepReplay, Stream: stream, Frames: copyFrames(frames)})
+	r.steps = append(r.steps, spec.KVEvStep{Op: spec.KVStepReplay, Stream: stream, Frames: copyFrames(frames)})
 	return r.KVEvIndex.Replay(stream, frames)
 }
 
-func (r *recIndex) ReplayFailed(stream, reason string) ref.KVEvStepResult {
+func (r *recIndex) ReplayFailed(stream, reason string) spec.KVEvStepResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.steps = append(r.steps, ref.KVEvStep{Op: ref.KVStepReplayFailed, Stream: stream, Reason: reason})
+	r.steps = append(r.steps, spec.KVEvStep{Op: spec.KVStepReplayFailed, Stream: stream, Reason: reason})
 	return r.KVEvIndex.ReplayFailed(stream, reason)
 }
 
-func (r *recIndex) Restart(stream string) ref.KVEvStepResult {
+func (r *recIndex) Restart(stream string) spec.KVEvStepResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.steps = append(r.steps, ref.KVEvStep{Op: ref.KVStepRestart, Stream: stream})
+	r.steps = append(r.steps, spec.KVEvStep{Op: spec.KVStepRestart, Stream: stream})
 	return r.KVEvIndex.Restart(stream)
 }
 
-func (r *recIndex) script() []ref.KVEvStep {
+func (r *recIndex) script() []spec.KVEvStep {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.steps)
@@ -81,7 +82,7 @@ func (r *recIndex) ops() string {
 	var b strings.Builder
 	for _, s := range r.script() {
 		b.WriteString(s.Op)
-		if s.Op == ref.KVStepReplayFailed {
+		if s.Op == spec.KVStepReplayFailed {
 			b.WriteString("(" + s.Reason + ")")
 		}
 		if len(s.Frames) >= 2 {
@@ -128,20 +129,20 @@ func (w testWriter) Write(p []byte) (int, error) {
 type env struct {
 	t       *testing.T
 	src     Source
-	streams []ref.KVEvStream
+	streams []spec.KVEvStream
 	ix      *recIndex
 	sub     *Subscriber
 	cancel  context.CancelFunc
 	done    chan error
 	// published is every batch the publisher numbered, in order: the script
 	// of the ideal subscriber that received all of them.
-	published []ref.KVEvStep
+	published []spec.KVEvStep
 }
 
 func newEnv(t *testing.T, src Source, opts Options) *env {
 	t.Helper()
 	streams := Streams([]Source{src})
-	inner, err := ref.NewKVEvIndex(ref.KVEvConfig{}, streams)
+	inner, err := ref.NewKVEvIndex(spec.KVEvConfig{}, streams)
 	if err != nil {
 		t.Fatalf("ref.NewKVEvIndex: %v", err)
 	}
@@ -175,7 +176,7 @@ func (e *env) stop() {
 
 func (e *env) status() SourceStatus { return e.sub.Status()[0] }
 
-func (e *env) stream() ref.KVEvStreamState { return e.ix.State().Streams[0] }
+func (e *env) stream() spec.KVEvStreamState { return e.ix.State().Streams[0] }
 
 // publish runs c on p and records numbered batches for the ideal script.
 func (e *env) publish(p publisher, c pubCmd) pubAck {
@@ -186,8 +187,8 @@ func (e *env) publish(p publisher, c pubCmd) pubAck {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		e.published = append(e.published, ref.KVEvStep{Op: ref.KVStepLive, Stream: e.src.Name,
-			Frames: []ref.HexBytes{[]byte(p.topic()), binary.BigEndian.AppendUint64(nil, a.Seq), payload}})
+		e.published = append(e.published, spec.KVEvStep{Op: spec.KVStepLive, Stream: e.src.Name,
+			Frames: []spec.HexBytes{[]byte(p.topic()), binary.BigEndian.AppendUint64(nil, a.Seq), payload}})
 	}
 	return a
 }
@@ -216,11 +217,11 @@ func (e *env) settle(next uint64) {
 
 // scoreQueries are the prompts compared between indexes: the tokens of every
 // store published, and their prefixes.
-func (e *env) scoreQueries() []ref.KVEvScoreQuery {
-	var qs []ref.KVEvScoreQuery
+func (e *env) scoreQueries() []spec.KVEvScoreQuery {
+	var qs []spec.KVEvScoreQuery
 	seen := map[string]bool{}
 	for _, s := range e.published {
-		msg, err := ref.KVEvDecode(ref.DefaultLimits(), ref.KVEvDecodeInput{Frames: s.Frames})
+		msg, err := ref.KVEvDecode(spec.DefaultLimits(), spec.KVEvDecodeInput{Frames: s.Frames})
 		if err != nil {
 			continue
 		}
@@ -233,7 +234,7 @@ func (e *env) scoreQueries() []ref.KVEvScoreQuery {
 				k := fmt.Sprint(toks)
 				if !seen[k] {
 					seen[k] = true
-					qs = append(qs, ref.KVEvScoreQuery{Tokens: toks}, ref.KVEvScoreQuery{Tokens: toks, Exact: true})
+					qs = append(qs, spec.KVEvScoreQuery{Tokens: toks}, spec.KVEvScoreQuery{Tokens: toks, Exact: true})
 				}
 			}
 		}
@@ -243,17 +244,17 @@ func (e *env) scoreQueries() []ref.KVEvScoreQuery {
 
 // apply runs a script on a fresh reference index, with score steps for qs
 // appended, returning the final state and the scores.
-func (e *env) apply(steps []ref.KVEvStep, streams []ref.KVEvStream, qs []ref.KVEvScoreQuery) (ref.KVEvState, [][]ref.KVEvScore) {
+func (e *env) apply(steps []spec.KVEvStep, streams []spec.KVEvStream, qs []spec.KVEvScoreQuery) (spec.KVEvState, [][]spec.KVEvScore) {
 	e.t.Helper()
 	steps = slices.Clone(steps)
 	for _, q := range qs {
-		steps = append(steps, ref.KVEvStep{Op: ref.KVStepScore, Tokens: q.Tokens, Namespace: q.Namespace, Group: q.Group, Tier: q.Tier, Exact: q.Exact})
+		steps = append(steps, spec.KVEvStep{Op: spec.KVStepScore, Tokens: q.Tokens, Namespace: q.Namespace, Group: q.Group, Tier: q.Tier, Exact: q.Exact})
 	}
-	out, err := ref.KVEvApply(ref.DefaultLimits(), ref.KVEvApplyInput{Streams: streams, Steps: steps})
+	out, err := ref.KVEvApply(spec.DefaultLimits(), spec.KVEvApplyInput{Streams: streams, Steps: steps})
 	if err != nil {
 		e.t.Fatalf("ref.KVEvApply: %v", err)
 	}
-	var scores [][]ref.KVEvScore
+	var scores [][]spec.KVEvScore
 	for _, r := range out.Trace[len(out.Trace)-len(qs):] {
 		scores = append(scores, r.Scores)
 	}
@@ -261,8 +262,8 @@ func (e *env) apply(steps []ref.KVEvStep, streams []ref.KVEvStream, qs []ref.KVE
 }
 
 // liveScores scores qs on the subscriber-fed index.
-func (e *env) liveScores(qs []ref.KVEvScoreQuery) [][]ref.KVEvScore {
-	var out [][]ref.KVEvScore
+func (e *env) liveScores(qs []spec.KVEvScoreQuery) [][]spec.KVEvScore {
+	var out [][]spec.KVEvScore
 	for _, q := range qs {
 		s, err := e.ix.Score(q)
 		if err != nil {
@@ -290,7 +291,7 @@ func (e *env) checkRecorded() {
 
 // checkIdeal: the subscriber-fed index has the digest and scores of an
 // index fed steps (the ideal subscriber's script) over streams.
-func (e *env) checkIdeal(steps []ref.KVEvStep, streams []ref.KVEvStream) ref.KVEvState {
+func (e *env) checkIdeal(steps []spec.KVEvStep, streams []spec.KVEvStream) spec.KVEvState {
 	e.t.Helper()
 	qs := e.scoreQueries()
 	want, wantScores := e.apply(steps, streams, qs)
@@ -305,8 +306,8 @@ func (e *env) checkIdeal(steps []ref.KVEvStep, streams []ref.KVEvStream) ref.KVE
 }
 
 // without returns the published steps minus the given indexes.
-func (e *env) without(skip ...int) []ref.KVEvStep {
-	var out []ref.KVEvStep
+func (e *env) without(skip ...int) []spec.KVEvStep {
+	var out []spec.KVEvStep
 	for i, s := range e.published {
 		if !slices.Contains(skip, i) {
 			out = append(out, s)
@@ -315,7 +316,7 @@ func (e *env) without(skip ...int) []ref.KVEvStep {
 	return out
 }
 
-func staleEngines(st ref.KVEvState) []string {
+func staleEngines(st spec.KVEvState) []string {
 	var out []string
 	for _, e := range st.Engines {
 		if e.Stale {

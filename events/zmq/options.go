@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Options tune a Subscriber. Zero fields take the defaults of
@@ -109,23 +109,23 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	for _, f := range durs {
 		if *f.v < 0 {
-			return o, ref.Reject(ErrBadSource, "options."+f.name, *f.v, ">= 0 (0: the default)")
+			return o, spec.Reject(ErrBadSource, "options."+f.name, *f.v, ">= 0 (0: the default)")
 		}
 		if *f.v == 0 {
 			*f.v = f.def
 		}
 	}
 	if o.ReconnectMax < o.ReconnectMin {
-		return o, ref.Reject(ErrBadSource, "options.ReconnectMax", o.ReconnectMax, fmt.Sprintf(">= ReconnectMin (%v)", o.ReconnectMin))
+		return o, spec.Reject(ErrBadSource, "options.ReconnectMax", o.ReconnectMax, fmt.Sprintf(">= ReconnectMin (%v)", o.ReconnectMin))
 	}
 	if o.MaxMessageBytes < 0 || o.MaxMessageBytes > maxMaxMessageBytes {
-		return o, ref.Reject(ErrBadSource, "options.MaxMessageBytes", o.MaxMessageBytes, fmt.Sprintf("in [0, %d] (0: the default)", maxMaxMessageBytes))
+		return o, spec.Reject(ErrBadSource, "options.MaxMessageBytes", o.MaxMessageBytes, fmt.Sprintf("in [0, %d] (0: the default)", maxMaxMessageBytes))
 	}
 	if o.MaxMessageBytes == 0 {
 		o.MaxMessageBytes = d.MaxMessageBytes
 	}
 	if o.MaxFrames < 0 || o.MaxFrames > maxMaxFrames {
-		return o, ref.Reject(ErrBadSource, "options.MaxFrames", o.MaxFrames, fmt.Sprintf("in [0, %d] (0: the default)", maxMaxFrames))
+		return o, spec.Reject(ErrBadSource, "options.MaxFrames", o.MaxFrames, fmt.Sprintf("in [0, %d] (0: the default)", maxMaxFrames))
 	}
 	if o.MaxFrames == 0 {
 		o.MaxFrames = d.MaxFrames
@@ -139,13 +139,13 @@ func (o Options) withDefaults() (Options, error) {
 // could never be received).
 func (o Options) bufferDefaults() (Options, error) {
 	if o.MaxBufferedBytes < 0 || o.MaxBufferedBytes > maxMaxBufferedBytes {
-		return o, ref.Reject(ErrBadSource, "options.MaxBufferedBytes", o.MaxBufferedBytes, fmt.Sprintf("in [0, %d] (0: the default)", int64(maxMaxBufferedBytes)))
+		return o, spec.Reject(ErrBadSource, "options.MaxBufferedBytes", o.MaxBufferedBytes, fmt.Sprintf("in [0, %d] (0: the default)", int64(maxMaxBufferedBytes)))
 	}
 	if o.MaxBufferedBytes == 0 {
 		o.MaxBufferedBytes = max(defaultMaxBufferedBytes, o.MaxMessageBytes)
 	}
 	if o.MaxBufferedBytes < o.MaxMessageBytes {
-		return o, ref.Reject(ErrBadSource, "options.MaxBufferedBytes", o.MaxBufferedBytes, fmt.Sprintf(">= MaxMessageBytes (%d), so a message of the largest allowed size fits", o.MaxMessageBytes))
+		return o, spec.Reject(ErrBadSource, "options.MaxBufferedBytes", o.MaxBufferedBytes, fmt.Sprintf(">= MaxMessageBytes (%d), so a message of the largest allowed size fits", o.MaxMessageBytes))
 	}
 	return o, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/events/pypub"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // The scenarios run the subscriber on real sockets against the Go and the
@@ -71,7 +72,7 @@ func sourceFor(p publisher, topic string) Source {
 	return Source{Name: "src-a", Endpoint: p.pubEndpoint(), Replay: p.replayEndpoint(), Topic: topic}
 }
 
-func noStale(t *testing.T, st ref.KVEvState) {
+func noStale(t *testing.T, st spec.KVEvState) {
 	t.Helper()
 	if s := staleEngines(st); len(s) > 0 {
 		t.Errorf("stale engines %v, want none", s)
@@ -225,7 +226,7 @@ func TestReplayEndpointAbsent(t *testing.T) {
 		e.stop()
 		e.checkRecorded()
 		ideal := e.without(1, 3)
-		failed := ref.KVEvStep{Op: ref.KVStepReplayFailed, Stream: src.Name, Reason: ref.ReplayReasonUnavailable}
+		failed := spec.KVEvStep{Op: spec.KVStepReplayFailed, Stream: src.Name, Reason: spec.ReplayReasonUnavailable}
 		ideal = slices.Insert(ideal, 3, failed)
 		ideal = slices.Insert(ideal, 2, failed)
 		st := e.checkIdeal(ideal, e.streams)
@@ -580,7 +581,7 @@ func TestTwoSources(t *testing.T) {
 	sources := []Source{sourceFor(pubs[0], "kv@"), sourceFor(pubs[1], "kv@")}
 	sources[1].Name, sources[1].Rank = "src-b", 2
 	streams := Streams(sources)
-	inner, err := ref.NewKVEvIndex(ref.KVEvConfig{}, streams)
+	inner, err := ref.NewKVEvIndex(spec.KVEvConfig{}, streams)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,7 +593,7 @@ func TestTwoSources(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- sub.Run(ctx) }()
-	var ideal []ref.KVEvStep
+	var ideal []spec.KVEvStep
 	for _, p := range pubs {
 		p.do(awaitSub)
 	}
@@ -604,8 +605,8 @@ func TestTwoSources(t *testing.T) {
 			}
 			a := p.do(c)
 			payload, _ := hex.DecodeString(a.Payload)
-			ideal = append(ideal, ref.KVEvStep{Op: ref.KVStepLive, Stream: sources[i].Name,
-				Frames: []ref.HexBytes{[]byte(p.topic()), binary.BigEndian.AppendUint64(nil, a.Seq), payload}})
+			ideal = append(ideal, spec.KVEvStep{Op: spec.KVStepLive, Stream: sources[i].Name,
+				Frames: []spec.HexBytes{[]byte(p.topic()), binary.BigEndian.AppendUint64(nil, a.Seq), payload}})
 		}
 	}
 	deadline := time.Now().Add(15 * time.Second)
@@ -623,7 +624,7 @@ func TestTwoSources(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	want, err := ref.KVEvApply(ref.DefaultLimits(), ref.KVEvApplyInput{Streams: streams, Steps: ideal})
+	want, err := ref.KVEvApply(spec.DefaultLimits(), spec.KVEvApplyInput{Streams: streams, Steps: ideal})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -631,7 +632,7 @@ func TestTwoSources(t *testing.T) {
 	if got.Digest != want.State.Digest {
 		t.Errorf("digest %s, want %s", got.Digest, want.State.Digest)
 	}
-	rec, err := ref.KVEvApply(ref.DefaultLimits(), ref.KVEvApplyInput{Streams: streams, Steps: ix.script()})
+	rec, err := ref.KVEvApply(spec.DefaultLimits(), spec.KVEvApplyInput{Streams: streams, Steps: ix.script()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -704,7 +705,7 @@ func TestDroppedSeqUnrecoverable(t *testing.T) {
 		e.stop()
 		e.checkRecorded()
 		// The ideal subscriber without replay sees the same loss.
-		noReplay := []ref.KVEvStream{{Name: e.src.Name}}
+		noReplay := []spec.KVEvStream{{Name: e.src.Name}}
 		st := e.checkIdeal(e.published, noReplay)
 		if s := staleEngines(st); !slices.Equal(s, []string{"src-a"}) {
 			t.Errorf("stale %v, want [src-a]", s)

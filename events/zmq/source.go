@@ -6,12 +6,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // ErrBadSource is the sentinel of every source and options error: ParseSource,
 // New and Options name the part, its value and the bound.
-var ErrBadSource = ref.NewSentinel("bad_source", "invalid KV-event source")
+var ErrBadSource = spec.NewSentinel("bad_source", "invalid KV-event source")
 
 // Bounds of a source.
 const (
@@ -43,16 +43,16 @@ type Source struct {
 	Topic string `json:"topic,omitzero"`
 }
 
-// Stream is the index's configuration of the source (ref.KVEvStream): build
+// Stream is the index's configuration of the source (spec.KVEvStream): build
 // the index over Streams(sources) so the index emits replay requests only
 // for sources that have a replay endpoint.
-func (s Source) Stream() ref.KVEvStream {
-	return ref.KVEvStream{Name: s.Name, Rank: s.Rank, Replay: s.Replay != ""}
+func (s Source) Stream() spec.KVEvStream {
+	return spec.KVEvStream{Name: s.Name, Rank: s.Rank, Replay: s.Replay != ""}
 }
 
 // Streams returns the index streams of sources, in order.
-func Streams(sources []Source) []ref.KVEvStream {
-	out := make([]ref.KVEvStream, len(sources))
+func Streams(sources []Source) []spec.KVEvStream {
+	out := make([]spec.KVEvStream, len(sources))
 	for i, s := range sources {
 		out[i] = s.Stream()
 	}
@@ -64,12 +64,12 @@ func Streams(sources []Source) []ref.KVEvStream {
 //	NAME=tcp://HOST:PORT[,replay=tcp://HOST:PORT][,rank=N][,topic=PREFIX]
 //
 // Options may come in any order, each at most once. A topic cannot contain
-// a comma. Errors are *ref.InputError wrapping ErrBadSource and name the
+// a comma. Errors are *spec.InputError wrapping ErrBadSource and name the
 // part (source.name, source[NAME].endpoint, .replay, .rank, .topic).
-func ParseSource(spec string) (Source, error) {
-	name, rest, ok := strings.Cut(spec, "=")
+func ParseSource(sp string) (Source, error) {
+	name, rest, ok := strings.Cut(sp, "=")
 	if !ok {
-		return Source{}, ref.Reject(ErrBadSource, "source", spec, "NAME=tcp://HOST:PORT[,replay=tcp://HOST:PORT][,rank=N][,topic=PREFIX]")
+		return Source{}, spec.Reject(ErrBadSource, "source", sp, "NAME=tcp://HOST:PORT[,replay=tcp://HOST:PORT][,rank=N][,topic=PREFIX]")
 	}
 	if err := checkName(name); err != nil {
 		return Source{}, err
@@ -80,25 +80,25 @@ func ParseSource(spec string) (Source, error) {
 	for _, p := range parts[1:] {
 		key, val, ok := strings.Cut(p, "=")
 		if !ok || seen[key] {
-			return Source{}, ref.Reject(ErrBadSource, fieldOf(name, "option"), p, "one of replay=, rank=, topic=, each at most once")
+			return Source{}, spec.Reject(ErrBadSource, fieldOf(name, "option"), p, "one of replay=, rank=, topic=, each at most once")
 		}
 		seen[key] = true
 		switch key {
 		case "replay":
 			s.Replay = val
 			if val == "" {
-				return Source{}, ref.Reject(ErrBadSource, fieldOf(name, "replay"), val, "tcp://HOST:PORT with PORT in [1, 65535]")
+				return Source{}, spec.Reject(ErrBadSource, fieldOf(name, "replay"), val, "tcp://HOST:PORT with PORT in [1, 65535]")
 			}
 		case "rank":
 			r, err := strconv.ParseInt(val, 10, 64)
 			if err != nil {
-				return Source{}, ref.Reject(ErrBadSource, fieldOf(name, "rank"), val, fmt.Sprintf("an integer in [0, %d]", MaxRank))
+				return Source{}, spec.Reject(ErrBadSource, fieldOf(name, "rank"), val, fmt.Sprintf("an integer in [0, %d]", MaxRank))
 			}
 			s.Rank = r
 		case "topic":
 			s.Topic = val
 		default:
-			return Source{}, ref.Reject(ErrBadSource, fieldOf(name, "option"), p, "one of replay=, rank=, topic=, each at most once")
+			return Source{}, spec.Reject(ErrBadSource, fieldOf(name, "option"), p, "one of replay=, rank=, topic=, each at most once")
 		}
 	}
 	return s, s.Validate()
@@ -107,8 +107,8 @@ func ParseSource(spec string) (Source, error) {
 // ParseSources parses each spec and rejects duplicate names.
 func ParseSources(specs []string) ([]Source, error) {
 	out := make([]Source, 0, len(specs))
-	for _, spec := range specs {
-		s, err := ParseSource(spec)
+	for _, sp := range specs {
+		s, err := ParseSource(sp)
 		if err != nil {
 			return nil, err
 		}
@@ -131,17 +131,17 @@ func (s Source) Validate() error {
 		}
 	}
 	if s.Rank < 0 || s.Rank > MaxRank {
-		return ref.Reject(ErrBadSource, fieldOf(s.Name, "rank"), s.Rank, fmt.Sprintf("an integer in [0, %d]", MaxRank))
+		return spec.Reject(ErrBadSource, fieldOf(s.Name, "rank"), s.Rank, fmt.Sprintf("an integer in [0, %d]", MaxRank))
 	}
 	if len(s.Topic) > MaxTopicLen {
-		return ref.Reject(ErrBadSource, fieldOf(s.Name, "topic"), len(s.Topic), fmt.Sprintf("at most %d bytes", MaxTopicLen))
+		return spec.Reject(ErrBadSource, fieldOf(s.Name, "topic"), len(s.Topic), fmt.Sprintf("at most %d bytes", MaxTopicLen))
 	}
 	return nil
 }
 
 func validateSources(sources []Source) error {
 	if len(sources) == 0 || len(sources) > MaxSources {
-		return ref.Reject(ErrBadSource, "sources", len(sources), fmt.Sprintf("1 to %d sources", MaxSources))
+		return spec.Reject(ErrBadSource, "sources", len(sources), fmt.Sprintf("1 to %d sources", MaxSources))
 	}
 	seen := make(map[string]bool, len(sources))
 	for _, s := range sources {
@@ -149,7 +149,7 @@ func validateSources(sources []Source) error {
 			return err
 		}
 		if seen[s.Name] {
-			return ref.Reject(ErrBadSource, "source.name", s.Name, "a name no other source has")
+			return spec.Reject(ErrBadSource, "source.name", s.Name, "a name no other source has")
 		}
 		seen[s.Name] = true
 	}
@@ -163,13 +163,13 @@ func fieldOf(name, part string) string { return "source[" + name + "]." + part }
 func checkName(name string) error {
 	bound := fmt.Sprintf("1 to %d characters of [A-Za-z0-9._:-]", MaxNameLen)
 	if name == "" || len(name) > MaxNameLen {
-		return ref.Reject(ErrBadSource, "source.name", strconv.Quote(name), bound)
+		return spec.Reject(ErrBadSource, "source.name", strconv.Quote(name), bound)
 	}
 	for _, c := range []byte(name) {
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == ':', c == '-':
 		default:
-			return ref.Reject(ErrBadSource, "source.name", strconv.Quote(name), bound)
+			return spec.Reject(ErrBadSource, "source.name", strconv.Quote(name), bound)
 		}
 	}
 	return nil
@@ -181,15 +181,15 @@ func checkEndpoint(field, ep string) error {
 	const bound = "tcp://HOST:PORT with a HOST to connect to and PORT in [1, 65535]"
 	addr, ok := strings.CutPrefix(ep, "tcp://")
 	if !ok {
-		return ref.Reject(ErrBadSource, field, strconv.Quote(ep), bound)
+		return spec.Reject(ErrBadSource, field, strconv.Quote(ep), bound)
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || host == "" || host == "*" || strings.ContainsAny(host, "/?#@ ") {
-		return ref.Reject(ErrBadSource, field, strconv.Quote(ep), bound)
+		return spec.Reject(ErrBadSource, field, strconv.Quote(ep), bound)
 	}
 	p, err := strconv.Atoi(port)
 	if err != nil || p < 1 || p > 65535 {
-		return ref.Reject(ErrBadSource, field, strconv.Quote(ep), bound)
+		return spec.Reject(ErrBadSource, field, strconv.Quote(ep), bound)
 	}
 	return nil
 }

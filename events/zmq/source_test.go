@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 func TestParseSource(t *testing.T) {
@@ -51,7 +52,7 @@ func TestParseSource(t *testing.T) {
 	}
 	for _, b := range bad {
 		_, err := ParseSource(b.spec)
-		ie, ok := ref.AsInputError(err)
+		ie, ok := spec.AsInputError(err)
 		if !ok || !errors.Is(err, ErrBadSource) || ie.Field != b.field || !strings.Contains(ie.Bound, b.bound) {
 			t.Errorf("ParseSource(%q) = %v; want %s naming %q", b.spec, err, b.field, b.bound)
 		}
@@ -64,13 +65,13 @@ func TestParseSource(t *testing.T) {
 func TestNewRejects(t *testing.T) {
 	defer goleak.VerifyNone(t, goleakOpts...)
 	src := Source{Name: "a", Endpoint: "tcp://127.0.0.1:1"}
-	ix, err := ref.NewKVEvIndex(ref.KVEvConfig{}, Streams([]Source{src}))
+	ix, err := ref.NewKVEvIndex(spec.KVEvConfig{}, Streams([]Source{src}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
 		name    string
-		ix      ref.KVEvIndex
+		ix      spec.KVEvIndex
 		sources []Source
 		opts    Options
 		want    string

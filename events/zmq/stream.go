@@ -11,16 +11,16 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // stream runs one source: a SUB goroutine (connect, receive, reconnect with
 // backoff) hands messages over an unbuffered channel to the stream's own
 // goroutine, which alone calls the index for this stream (in order, as
-// ref.KVEvIndex requires) and owns the DEALER and the replay state.
+// spec.KVEvIndex requires) and owns the DEALER and the replay state.
 type stream struct {
 	src    Source
-	ix     ref.KVEvIndex
+	ix     spec.KVEvIndex
 	o      Options
 	log    *slog.Logger
 	subEP  string // the PUB endpoint in the guarded scheme
@@ -57,7 +57,7 @@ type liveMsg struct {
 	n int64
 }
 
-func newStream(src Source, ix ref.KVEvIndex, o Options, scheme string, b *byteBudget) *stream {
+func newStream(src Source, ix spec.KVEvIndex, o Options, scheme string, b *byteBudget) *stream {
 	s := &stream{
 		src:     src,
 		ix:      ix,
@@ -152,7 +152,7 @@ func (s *stream) run(ctx context.Context) {
 				s.log.Warn("replay timed out", "after", s.o.ReplayTimeout)
 				s.setError("replay: no reply within " + s.o.ReplayTimeout.String())
 			}
-			s.fail(ctx, ref.ReplayReasonTimeout)
+			s.fail(ctx, spec.ReplayReasonTimeout)
 		}
 	}
 }
@@ -179,7 +179,7 @@ func (s *stream) releaseHeld() {
 // index's queue keeps arrival order and always keeps its newest messages
 // (A7: a drain stops at the message that starts the next replay and keeps
 // the rest), so its length after the call says which ones left.
-func (s *stream) settle(r ref.KVEvStepResult, cur int64) {
+func (s *stream) settle(r spec.KVEvStepResult, cur int64) {
 	if r.Held > len(s.held) {
 		s.held = append(s.held, cur)
 		cur = 0
@@ -346,7 +346,7 @@ func (s *stream) onReply(ctx context.Context, r received) {
 	}
 	s.update(func(st *SourceStatus) { st.ReplayReplies++ })
 	res := s.ix.Replay(s.src.Name, r.msg.Frames)
-	if res.Error != nil && res.Error.Code == ref.ErrReplayProtocol.Code() {
+	if res.Error != nil && res.Error.Code == spec.ErrReplayProtocol.Code() {
 		s.settle(res, r.n)
 		s.setError("replay: " + res.Error.Message)
 		s.update(func(st *SourceStatus) { st.StepErrors++ })
@@ -358,7 +358,7 @@ func (s *stream) onReply(ctx context.Context, r received) {
 			return
 		}
 		s.refusal(slog.LevelWarn, "malformed replay reply", "err", res.Error.Message)
-		s.fail(ctx, ref.ReplayReasonProtocol)
+		s.fail(ctx, spec.ReplayReasonProtocol)
 		return
 	}
 	if s.replaying {
@@ -370,7 +370,7 @@ func (s *stream) onReply(ctx context.Context, r received) {
 // handle acts on one index result for a call that was passed cur bytes of
 // message (0: none): the budget, a finished replay, and a replay request
 // (which may come from a result that also finished one).
-func (s *stream) handle(ctx context.Context, r ref.KVEvStepResult, cur int64) {
+func (s *stream) handle(ctx context.Context, r spec.KVEvStepResult, cur int64) {
 	for {
 		s.settle(r, cur)
 		cur = 0
@@ -399,7 +399,7 @@ func (s *stream) handle(ctx context.Context, r ref.KVEvStepResult, cur int64) {
 
 // note records what a result says for status and logs: a step error and
 // every refused batch or event, through the source's log limiter.
-func (s *stream) note(r ref.KVEvStepResult) {
+func (s *stream) note(r spec.KVEvStepResult) {
 	if r.Error != nil {
 		s.update(func(st *SourceStatus) {
 			st.StepErrors++
@@ -412,7 +412,7 @@ func (s *stream) note(r ref.KVEvStepResult) {
 		if e.Event < 0 {
 			s.update(func(st *SourceStatus) {
 				st.RefusedBatches++
-				if e.Error.Code == ref.ErrMessageBudget.Code() {
+				if e.Error.Code == spec.ErrMessageBudget.Code() {
 					st.OversizedMessages++
 				}
 				st.LastError = "index: " + e.Error.Message
@@ -435,7 +435,7 @@ func (s *stream) note(r ref.KVEvStepResult) {
 // the seq and event of a refused batch or event (e nil for a step error),
 // and the error's code, field, value and bound; an error about an engine
 // (ErrEngineBudget, ErrEngineOwner) names it as "engine".
-func refusalAttrs(op string, e *ref.KVEvEventError, o ref.ErrorObject) []any {
+func refusalAttrs(op string, e *spec.KVEvEventError, o spec.ErrorObject) []any {
 	attrs := []any{"op", op}
 	if e != nil {
 		attrs = append(attrs, "seq", e.Seq, "event", e.Event)
@@ -453,7 +453,7 @@ func refusalAttrs(op string, e *ref.KVEvEventError, o ref.ErrorObject) []any {
 
 // request sends a replay request, returning "" when it went out or the
 // reason to report to the index when it did not.
-func (s *stream) request(ctx context.Context, req []ref.HexBytes) string {
+func (s *stream) request(ctx context.Context, req []spec.HexBytes) string {
 	if s.replaying {
 		// A new request while replies to the last may be in flight: start
 		// over on a fresh socket so none of them is taken for this one.
@@ -466,10 +466,10 @@ func (s *stream) request(ctx context.Context, req []ref.HexBytes) string {
 	switch {
 	case s.replEP == "":
 		s.log.Warn("the index asked for a replay but the source has no replay endpoint")
-		return ref.ReplayReasonUnavailable
+		return spec.ReplayReasonUnavailable
 	case time.Now().Before(s.cooldown):
 		s.log.Debug("replay requested during the cooldown", "until", s.cooldown)
-		return ref.ReplayReasonUnavailable
+		return spec.ReplayReasonUnavailable
 	}
 	frames := make([][]byte, len(req))
 	for i, f := range req {
@@ -481,7 +481,7 @@ func (s *stream) request(ctx context.Context, req []ref.HexBytes) string {
 			s.log.Warn("replay connect failed", "endpoint", s.src.Replay, "err", err)
 			s.setError("replay connect " + s.src.Replay + ": " + err.Error())
 			s.startCooldown()
-			return ref.ReplayReasonUnavailable
+			return spec.ReplayReasonUnavailable
 		}
 		s.dealer = d
 	}
@@ -490,7 +490,7 @@ func (s *stream) request(ctx context.Context, req []ref.HexBytes) string {
 		s.setError("replay send " + s.src.Replay + ": " + err.Error())
 		s.closeDealer()
 		s.startCooldown()
-		return ref.ReplayReasonUnavailable
+		return spec.ReplayReasonUnavailable
 	}
 	s.update(func(st *SourceStatus) { st.ReplayRequests++ })
 	s.resetReplayTimer()
@@ -507,16 +507,16 @@ func (s *stream) fail(ctx context.Context, reason string) {
 }
 
 // replayFailed reports a failed replay to the index.
-func (s *stream) replayFailed(reason string) ref.KVEvStepResult {
+func (s *stream) replayFailed(reason string) spec.KVEvStepResult {
 	s.replaying = false
 	s.timer.Stop()
 	s.update(func(st *SourceStatus) {
 		st.Replaying = false
 		st.ReplaysFailed++
 		switch reason {
-		case ref.ReplayReasonTimeout:
+		case spec.ReplayReasonTimeout:
 			st.ReplayTimeouts++
-		case ref.ReplayReasonProtocol:
+		case spec.ReplayReasonProtocol:
 			st.ReplayProtocol++
 		default:
 			st.ReplayUnavailable++

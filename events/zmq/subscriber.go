@@ -1,7 +1,7 @@
 // Package zmq is the KV-event subscriber: ZeroMQ sockets of vLLM and SGLang
 // publishers into an injected event-fed index. It is the networking between
 // vLLM/SGLang ZeroMQ KV-event publishers (docs/spec/kv-events.md §1.1-1.2,
-// §3) and an event-fed index (ref.KVEvIndex). (Before issue 28 the package
+// §3) and an event-fed index (spec.KVEvIndex). (Before issue 28 the package
 // was kvevsub.)
 //
 // The index never opens a socket (§2.10 A1, A7). For each source the
@@ -36,13 +36,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Subscriber feeds one index from a fixed set of sources. Build it with
 // New; Run it once.
 type Subscriber struct {
-	ix      ref.KVEvIndex
+	ix      spec.KVEvIndex
 	opts    Options
 	scheme  string
 	budget  *byteBudget
@@ -52,9 +52,9 @@ type Subscriber struct {
 
 // New checks the sources and options and builds a Subscriber over ix. Every
 // source must name a stream of ix; build ix over Streams(sources) so its
-// streams' Rank and Replay match. Errors are *ref.InputError wrapping
+// streams' Rank and Replay match. Errors are *spec.InputError wrapping
 // ErrBadSource.
-func New(ix ref.KVEvIndex, sources []Source, opts Options) (*Subscriber, error) {
+func New(ix spec.KVEvIndex, sources []Source, opts Options) (*Subscriber, error) {
 	if ix == nil {
 		return nil, errors.New("kvevsub: nil index")
 	}
@@ -71,7 +71,7 @@ func New(ix ref.KVEvIndex, sources []Source, opts Options) (*Subscriber, error) 
 	}
 	for _, s := range sources {
 		if !names[s.Name] {
-			return nil, ref.Reject(ErrBadSource, "source.name", s.Name, "the name of one of the index's streams")
+			return nil, spec.Reject(ErrBadSource, "source.name", s.Name, "the name of one of the index's streams")
 		}
 	}
 	scheme, err := guardedScheme(o.MaxMessageBytes, o.MaxFrames)
@@ -122,7 +122,7 @@ func (s *Subscriber) Restart(name string) error {
 			return nil
 		}
 	}
-	return ref.Reject(ErrBadSource, "source.name", name, "the name of a configured source")
+	return spec.Reject(ErrBadSource, "source.name", name, "the name of a configured source")
 }
 
 // Status returns every source's status, in configuration order.

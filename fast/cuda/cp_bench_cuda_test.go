@@ -10,7 +10,7 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/kvtwin/kvtwin/fast"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Kernel-only benchmarks of the cp.* row kernels at the payload shape
@@ -84,12 +84,12 @@ func copyBandwidth(c *call, n int64) (float64, error) {
 	return 2 * float64(n) * reps / time.Since(start).Seconds(), nil
 }
 
-func benchLayout(b *testing.B, units int) ref.Layout {
+func benchLayout(b *testing.B, units int) spec.Layout {
 	lens := make([]int, 10)
 	for i := range lens {
 		lens[i] = 16*64*units - 37*(i+1)
 	}
-	lay, err := ref.LayoutSpec{CP: 8, Lens: lens, Granule: 64}.Build()
+	lay, err := spec.LayoutSpec{CP: 8, Lens: lens, Granule: 64}.Build()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func int64Bytes(v []int64) []byte {
 func BenchmarkKernelCPRerange(b *testing.B) {
 	lay := benchLayout(b, 13)
 	m := lay.R(0)
-	runs := rerangeRuns(lay, newLayoutSums(lay), m, ref.SrcCompute)
+	runs := rerangeRuns(lay, newLayoutSums(lay), m, spec.SrcCompute)
 	n := int64(lay.TotalValid())
 	benchKernel(b, "cp.rerange", func(c *call) (func() error, int64, error) {
 		p, err := uploadAll(c, n*benchW, benchBytes(lay.CP*m*benchW), int64Bytes(runs))
@@ -217,7 +217,7 @@ func BenchmarkKernelRemapLocs(b *testing.B) {
 			locs, rows = append(locs, row[t/ps]*ps+t%ps), append(rows, int32(r))
 		}
 	}
-	d, err := fast.CPPageDescriptors(ref.DefaultLimits(), ref.CPPageDescriptorsInput{Pages: pages})
+	d, err := fast.CPPageDescriptors(spec.DefaultLimits(), spec.CPPageDescriptorsInput{Pages: pages})
 	if err != nil {
 		b.Fatal(err)
 	}

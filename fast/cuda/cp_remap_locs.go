@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // CPRemapLocs is the CUDA twin of ref.CPRemapLocs (docs/spec/cp-layout.md §6.1, P6.5):
@@ -19,26 +20,26 @@ import (
 // input). A bad entry is found on the device as the lowest bad index, and
 // ref's entry checks name its error. The row-free path (Global) refuses
 // shared pages with ref's check and searches one batch-wide table.
-func CPRemapLocs(lim ref.Limits, in ref.CPRemapLocsInput) (ref.CPRemapLocsOutput, error) {
+func CPRemapLocs(lim spec.Limits, in spec.CPRemapLocsInput) (spec.CPRemapLocsOutput, error) {
 	if err := ref.CheckRemapPageSize(in.PageSize); err != nil {
-		return ref.CPRemapLocsOutput{}, err
+		return spec.CPRemapLocsOutput{}, err
 	}
-	d, err := fast.CPPageDescriptors(lim, ref.CPPageDescriptorsInput{Pages: in.Pages})
+	d, err := fast.CPPageDescriptors(lim, spec.CPPageDescriptorsInput{Pages: in.Pages})
 	if err != nil {
-		return ref.CPRemapLocsOutput{}, err
+		return spec.CPRemapLocsOutput{}, err
 	}
 	compact, err := ref.CheckRemapCounts(in)
 	if err != nil {
-		return ref.CPRemapLocsOutput{}, err
+		return spec.CPRemapLocsOutput{}, err
 	}
 	rows := in.RowIDs
 	if in.Global {
 		if err := ref.CheckGlobalUnique(in.Pages); err != nil {
-			return ref.CPRemapLocsOutput{}, err
+			return spec.CPRemapLocsOutput{}, err
 		}
 		d, rows = globalDescriptors(d), nil
 	}
-	out := ref.CPRemapLocsOutput{Locs: make([]int64, len(in.Locs)), CompactRows: compact}
+	out := spec.CPRemapLocsOutput{Locs: make([]int64, len(in.Locs)), CompactRows: compact}
 	if len(in.Locs) == 0 {
 		return out, nil // no work: no launch
 	}
@@ -49,10 +50,10 @@ func CPRemapLocs(lim ref.Limits, in ref.CPRemapLocsInput) (ref.CPRemapLocsOutput
 		return err
 	})
 	if err != nil {
-		return ref.CPRemapLocsOutput{}, err
+		return spec.CPRemapLocsOutput{}, err
 	}
 	if bad < int64(len(in.Locs)) {
-		return ref.CPRemapLocsOutput{}, remapEntryError(in, int(bad))
+		return spec.CPRemapLocsOutput{}, remapEntryError(in, int(bad))
 	}
 	return out, nil
 }
@@ -60,7 +61,7 @@ func CPRemapLocs(lim ref.Limits, in ref.CPRemapLocsInput) (ref.CPRemapLocsOutput
 // globalDescriptors is the row-free path's table: every (page, slot) of
 // the batch sorted by page as one row. The pages must be unique across rows
 // (ref.CheckGlobalUnique).
-func globalDescriptors(d ref.CPPageDescriptorsOutput) ref.CPPageDescriptorsOutput {
+func globalDescriptors(d spec.CPPageDescriptorsOutput) spec.CPPageDescriptorsOutput {
 	type entry struct {
 		page int64
 		slot int32
@@ -70,7 +71,7 @@ func globalDescriptors(d ref.CPPageDescriptorsOutput) ref.CPPageDescriptorsOutpu
 		all[x] = entry{p, d.Slot[x]}
 	}
 	slices.SortFunc(all, func(a, b entry) int { return cmp.Compare(a.page, b.page) })
-	g := ref.CPPageDescriptorsOutput{RowPtr: []int32{0, int32(len(all))}, Page: make([]int64, len(all)), Slot: make([]int32, len(all))}
+	g := spec.CPPageDescriptorsOutput{RowPtr: []int32{0, int32(len(all))}, Page: make([]int64, len(all)), Slot: make([]int32, len(all))}
 	for x, e := range all {
 		g.Page[x], g.Slot[x] = e.page, e.slot
 	}
@@ -80,7 +81,7 @@ func globalDescriptors(d ref.CPPageDescriptorsOutput) ref.CPPageDescriptorsOutpu
 // remapOnDevice remaps locs into out (rows nil: the one-table row-free
 // path) and returns the lowest bad entry's index, or len(locs) when every
 // entry is good (out is read back only then).
-func remapOnDevice(c *call, d ref.CPPageDescriptorsOutput, ps int64, locs []int64, rows []int32, out []int64) (int64, error) {
+func remapOnDevice(c *call, d spec.CPPageDescriptorsOutput, ps int64, locs []int64, rows []int32, out []int64) (int64, error) {
 	n := int64(len(locs))
 	dlocs, err := c.uploadInt64s(locs)
 	if err != nil {
@@ -128,7 +129,7 @@ func remapOnDevice(c *call, d ref.CPPageDescriptorsOutput, ps int64, locs []int6
 
 // remapEntryError is ref's error for bad entry e, checked in ref's order:
 // the location, its row id (row-aware path), then the page's presence.
-func remapEntryError(in ref.CPRemapLocsInput, e int) error {
+func remapEntryError(in spec.CPRemapLocsInput, e int) error {
 	loc := in.Locs[e]
 	if err := ref.CheckLoc(e, loc); err != nil {
 		return err

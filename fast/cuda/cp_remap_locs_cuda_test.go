@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // sharedWindows is bs rows of perRow pages each, the first shared of them
@@ -29,8 +30,8 @@ func sharedWindows(rng *rand.Rand, bs, perRow, shared int) [][]int64 {
 
 // remapInput draws n locations (one in eight padding, −1) over random rows
 // of pages, every location on a page of its row.
-func remapInput(rng *rand.Rand, pages [][]int64, ps int64, n int) ref.CPRemapLocsInput {
-	in := ref.CPRemapLocsInput{PageSize: ps, Pages: pages, Locs: make([]int64, n), RowIDs: make([]int32, n)}
+func remapInput(rng *rand.Rand, pages [][]int64, ps int64, n int) spec.CPRemapLocsInput {
+	in := spec.CPRemapLocsInput{PageSize: ps, Pages: pages, Locs: make([]int64, n), RowIDs: make([]int32, n)}
 	for e := range n {
 		b := rng.IntN(len(pages))
 		in.RowIDs[e] = int32(b)
@@ -68,7 +69,7 @@ func TestCPRemapLocsMatchesRef(t *testing.T) {
 	}
 	const bs, tokens, ps = 10, 100_000, 64
 	pages := sharedWindows(rng, bs, (tokens+ps-1)/ps, 40_000/ps)
-	in := ref.CPRemapLocsInput{PageSize: ps, Pages: pages}
+	in := spec.CPRemapLocsInput{PageSize: ps, Pages: pages}
 	for b, row := range pages {
 		for tok := range int64(tokens) {
 			in.Locs = append(in.Locs, row[tok/ps]*ps+tok%ps)
@@ -84,23 +85,23 @@ func TestCPRemapLocsMatchesRef(t *testing.T) {
 // checks before the scan (page size, windows, counts) are ref's too.
 func TestCPRemapLocsBadEntryIsRefsFirst(t *testing.T) {
 	pages := [][]int64{{7, 3}, {3, 9}}
-	good := func() ref.CPRemapLocsInput {
-		return ref.CPRemapLocsInput{PageSize: 2, Pages: pages, Locs: []int64{14, 7, 6, 19, -1, 15, 18},
+	good := func() spec.CPRemapLocsInput {
+		return spec.CPRemapLocsInput{PageSize: 2, Pages: pages, Locs: []int64{14, 7, 6, 19, -1, 15, 18},
 			RowIDs: []int32{0, 0, 1, 1, 1, 0, 1}}
 	}
 	cases := []struct {
 		name   string
-		mutate func(in *ref.CPRemapLocsInput)
+		mutate func(in *spec.CPRemapLocsInput)
 	}{
-		{"page not in row, then bad loc", func(in *ref.CPRemapLocsInput) { in.Locs[5], in.Locs[6] = 19, -2 }},
-		{"bad loc, then bad row", func(in *ref.CPRemapLocsInput) { in.Locs[3], in.RowIDs[5] = -7, 2 }},
-		{"bad row on padding", func(in *ref.CPRemapLocsInput) { in.RowIDs[4] = -1 }},
-		{"bad loc first of three", func(in *ref.CPRemapLocsInput) { in.Locs[0], in.Locs[1], in.RowIDs[2] = -3, 1, 9 }},
-		{"page size", func(in *ref.CPRemapLocsInput) { in.PageSize = 0 }},
-		{"duplicate page", func(in *ref.CPRemapLocsInput) { in.Pages = [][]int64{{7, 7}, {3}} }},
-		{"row ids length", func(in *ref.CPRemapLocsInput) { in.RowIDs = in.RowIDs[:3] }},
-		{"global with row ids", func(in *ref.CPRemapLocsInput) { in.Global = true }},
-		{"global page missing", func(in *ref.CPRemapLocsInput) {
+		{"page not in row, then bad loc", func(in *spec.CPRemapLocsInput) { in.Locs[5], in.Locs[6] = 19, -2 }},
+		{"bad loc, then bad row", func(in *spec.CPRemapLocsInput) { in.Locs[3], in.RowIDs[5] = -7, 2 }},
+		{"bad row on padding", func(in *spec.CPRemapLocsInput) { in.RowIDs[4] = -1 }},
+		{"bad loc first of three", func(in *spec.CPRemapLocsInput) { in.Locs[0], in.Locs[1], in.RowIDs[2] = -3, 1, 9 }},
+		{"page size", func(in *spec.CPRemapLocsInput) { in.PageSize = 0 }},
+		{"duplicate page", func(in *spec.CPRemapLocsInput) { in.Pages = [][]int64{{7, 7}, {3}} }},
+		{"row ids length", func(in *spec.CPRemapLocsInput) { in.RowIDs = in.RowIDs[:3] }},
+		{"global with row ids", func(in *spec.CPRemapLocsInput) { in.Global = true }},
+		{"global page missing", func(in *spec.CPRemapLocsInput) {
 			in.Global, in.RowIDs, in.Pages, in.Locs[2] = true, nil, [][]int64{{7, 3}, {9}}, 1
 		}},
 	}
@@ -108,7 +109,7 @@ func TestCPRemapLocsBadEntryIsRefsFirst(t *testing.T) {
 	for _, c := range cases {
 		name, in := c.name, good()
 		c.mutate(&in)
-		if _, err := ref.CPRemapLocs(ref.DefaultLimits(), in); err == nil {
+		if _, err := ref.CPRemapLocs(spec.DefaultLimits(), in); err == nil {
 			t.Fatalf("%s: ref accepted the input; the case is wrong", name)
 		}
 		sameAsRef(t, "remap "+name, ref.CPRemapLocs, cuda.CPRemapLocs, in)

@@ -2,25 +2,28 @@
 
 package cuda
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // CPRerange is the CUDA twin of ref.CPRerange (docs/spec/cp-layout.md §3.2 "GPU"):
 // the gathered buffer is uploaded and one launch of cp_rerange_rows writes
 // the output rows from one run per (request, segment) with valid rows.
 // Validation is ref's.
-func CPRerange(lim ref.Limits, in ref.CPRerangeInput) (ref.CPRerangeOutput, error) {
+func CPRerange(lim spec.Limits, in spec.CPRerangeInput) (spec.CPRerangeOutput, error) {
 	lay, src, err := ref.ValidateCPRerange(lim, in)
 	if err != nil {
-		return ref.CPRerangeOutput{}, err
+		return spec.CPRerangeOutput{}, err
 	}
 	out := ref.NewRows(in.G.W, lay.TotalValid())
 	runs := rerangeRuns(lay, newLayoutSums(lay), in.M, src)
 	if err := run("cp.rerange", func(c *call) error {
 		return gatherRows(c, "cp_rerange_rows", out, in.G.B, runs)
 	}); err != nil {
-		return ref.CPRerangeOutput{}, err
+		return spec.CPRerangeOutput{}, err
 	}
-	return ref.CPRerangeOutput{Rows: out}, nil
+	return spec.CPRerangeOutput{Rows: out}, nil
 }
 
 // rerangeRuns lists cp_rerange_rows' runs {first output row, first G row}
@@ -28,9 +31,9 @@ func CPRerange(lim ref.Limits, in ref.CPRerangeInput) (ref.CPRerangeOutput, erro
 // r·M plus the lane base plus Σ_{j<i} SS[j][k] over the sizes the rank sent
 // (SS = S for compute, V for valid), the placement OutBase(i) + Σ_{k'<k}
 // V[i][k']. A run spans V[i][k] rows; empty ones are left out.
-func rerangeRuns(lay ref.Layout, sums layoutSums, m int, src ref.SrcKind) []int64 {
+func rerangeRuns(lay spec.Layout, sums layoutSums, m int, src spec.SrcKind) []int64 {
 	ss := lay.S
-	if src == ref.SrcValid {
+	if src == spec.SrcValid {
 		ss = lay.V
 	}
 	ns := lay.NS()
@@ -40,7 +43,7 @@ func rerangeRuns(lay ref.Layout, sums layoutSums, m int, src ref.SrcKind) []int6
 	for k := range ns {
 		r := lay.Owner(k)
 		laneBase[k] = int64(r) * int64(m)
-		if lay.LaneOf(k) == ref.LaneMirror {
+		if lay.LaneOf(k) == spec.LaneMirror {
 			for i := range lay.L {
 				laneBase[k] += int64(ss[i][r])
 			}

@@ -8,18 +8,19 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // rerangeInput is a gathered buffer for lay under src: stride M = the
 // largest rank payload plus extra rows of static all-gather padding, every
 // row random.
-func rerangeInput(rng *rand.Rand, sp ref.LayoutSpec, lay ref.Layout, w, extra int, src ref.SrcKind) ref.CPRerangeInput {
+func rerangeInput(rng *rand.Rand, sp spec.LayoutSpec, lay spec.Layout, w, extra int, src spec.SrcKind) spec.CPRerangeInput {
 	m := 0
 	for r := range lay.CP {
 		m = max(m, lay.RankPayload(r, src))
 	}
 	m += extra
-	return ref.CPRerangeInput{Layout: sp, G: ref.Rows{W: w, B: randomBytes(rng, lay.CP*m*w)}, M: m, Src: src}
+	return spec.CPRerangeInput{Layout: sp, G: spec.Rows{W: w, B: randomBytes(rng, lay.CP*m*w)}, M: m, Src: src}
 }
 
 // TestCPRerangeMatchesRef runs the CUDA twin against ref on random layouts,
@@ -28,7 +29,7 @@ func rerangeInput(rng *rand.Rand, sp ref.LayoutSpec, lay ref.Layout, w, extra in
 // 656 B, both source kinds).
 func TestCPRerangeMatchesRef(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 1))
-	specs := []ref.LayoutSpec{{CP: 2, Lens: []int{1}, Granule: 1}, {CP: 2, Lens: []int{3, 4}, Granule: 1},
+	specs := []spec.LayoutSpec{{CP: 2, Lens: []int{1}, Granule: 1}, {CP: 2, Lens: []int{3, 4}, Granule: 1},
 		{CP: 2, Lens: []int{3, 9}, Granule: 2}}
 	for range 12 {
 		specs = append(specs, randomLayout(rng, 12))
@@ -36,7 +37,7 @@ func TestCPRerangeMatchesRef(t *testing.T) {
 	for _, sp := range specs {
 		lay := mustLayout(t, sp)
 		for _, w := range rowWidths {
-			for _, src := range []ref.SrcKind{ref.SrcCompute, ref.SrcValid} {
+			for _, src := range []spec.SrcKind{spec.SrcCompute, spec.SrcValid} {
 				in := rerangeInput(rng, sp, lay, w, rng.IntN(3), src)
 				sameAsRef(t, "rerange", ref.CPRerange, cuda.CPRerange, in)
 			}
@@ -47,7 +48,7 @@ func TestCPRerangeMatchesRef(t *testing.T) {
 	}
 	sp := payloadLayout(13)
 	lay := mustLayout(t, sp)
-	for _, src := range []ref.SrcKind{ref.SrcCompute, ref.SrcValid} {
+	for _, src := range []spec.SrcKind{spec.SrcCompute, spec.SrcValid} {
 		sameAsRef(t, "rerange payload", ref.CPRerange, cuda.CPRerange, rerangeInput(rng, sp, lay, 656, 0, src))
 	}
 }
@@ -55,13 +56,13 @@ func TestCPRerangeMatchesRef(t *testing.T) {
 // TestCPRerangeRejectionsAreRefs checks rejected inputs give ref's error
 // object, byte for byte.
 func TestCPRerangeRejectionsAreRefs(t *testing.T) {
-	sp := ref.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
-	g := ref.Rows{W: 2, B: make([]byte, 16)}
-	for _, in := range []ref.CPRerangeInput{
-		{Layout: sp, G: g, M: 3},                                   // cp·M != rows
-		{Layout: sp, G: ref.Rows{W: 2, B: make([]byte, 12)}, M: 3}, // M below R(r)
+	sp := spec.LayoutSpec{CP: 2, Lens: []int{3, 4}, Granule: 1}
+	g := spec.Rows{W: 2, B: make([]byte, 16)}
+	for _, in := range []spec.CPRerangeInput{
+		{Layout: sp, G: g, M: 3},                                    // cp·M != rows
+		{Layout: sp, G: spec.Rows{W: 2, B: make([]byte, 12)}, M: 3}, // M below R(r)
 		{Layout: sp, G: g, M: 4, Src: "bogus"},
-		{Layout: sp, G: ref.Rows{W: 3, B: make([]byte, 16)}, M: 4}, // ragged
+		{Layout: sp, G: spec.Rows{W: 3, B: make([]byte, 16)}, M: 4}, // ragged
 	} {
 		sameAsRef(t, "rerange rejection", ref.CPRerange, cuda.CPRerange, in)
 	}

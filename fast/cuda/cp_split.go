@@ -2,7 +2,10 @@
 
 package cuda
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // This file holds cp.split's twin and what the CP row-moving twins
 // (cp.split, cp.rerange, cp.compact_valid, cp.restore_padded) share: the
@@ -15,10 +18,10 @@ import "github.com/kvtwin/kvtwin/ref"
 // single gather"): every rank's rows in one device buffer, rank after rank,
 // and their position ids, written by one launch of cp_split_rows from one
 // run per lane slot. Validation is ref's.
-func CPSplit(lim ref.Limits, in ref.CPSplitInput) (ref.CPSplitOutput, error) {
+func CPSplit(lim spec.Limits, in spec.CPSplitInput) (spec.CPSplitOutput, error) {
 	lay, err := ref.ValidateCPSplit(lim, in)
 	if err != nil {
-		return ref.CPSplitOutput{}, err
+		return spec.CPSplitOutput{}, err
 	}
 	sums := newLayoutSums(lay)
 	runs, rankEnd := splitRuns(lay, sums, in.Prefix)
@@ -28,12 +31,12 @@ func CPSplit(lim ref.Limits, in ref.CPSplitInput) (ref.CPSplitOutput, error) {
 		err = splitOnDevice(in, runs, buf, pos)
 	}
 	if err != nil {
-		return ref.CPSplitOutput{}, err
+		return spec.CPSplitOutput{}, err
 	}
-	out := ref.CPSplitOutput{Ranks: make([]ref.CPSplitRank, lay.CP)}
+	out := spec.CPSplitOutput{Ranks: make([]spec.CPSplitRank, lay.CP)}
 	start := int64(0)
 	for r, end := range rankEnd {
-		out.Ranks[r] = ref.CPSplitRank{Rows: ref.Rows{W: w, B: buf[start*int64(w) : end*int64(w) : end*int64(w)]},
+		out.Ranks[r] = spec.CPSplitRank{Rows: spec.Rows{W: w, B: buf[start*int64(w) : end*int64(w) : end*int64(w)]},
 			Positions: pos[start:end:end]}
 		start = end
 	}
@@ -41,7 +44,7 @@ func CPSplit(lim ref.Limits, in ref.CPSplitInput) (ref.CPSplitOutput, error) {
 }
 
 // splitOnDevice runs cp_split_rows over runs into buf (the rows) and pos.
-func splitOnDevice(in ref.CPSplitInput, runs []int64, buf []byte, pos []int64) error {
+func splitOnDevice(in spec.CPSplitInput, runs []int64, buf []byte, pos []int64) error {
 	total, w := int64(len(pos)), in.X.W
 	return run("cp.split", func(c *call) error {
 		dx, err := c.upload(in.X.B)
@@ -79,7 +82,7 @@ func splitOnDevice(in ref.CPSplitInput, runs []int64, buf []byte, pos []int64) e
 // valid rows, first position}, one per lane slot with compute rows, rank by
 // rank (PREV lane, then MIRROR, requests in order: §0.3), and the output row
 // where each rank's rows end. A run spans S[i][k] output rows.
-func splitRuns(lay ref.Layout, sums layoutSums, prefix []int64) (runs []int64, rankEnd []int64) {
+func splitRuns(lay spec.Layout, sums layoutSums, prefix []int64) (runs []int64, rankEnd []int64) {
 	runs, rankEnd = make([]int64, 0, 4*lay.NS()*lay.B()), make([]int64, lay.CP)
 	off := int64(0)
 	for r := range lay.CP {
@@ -107,7 +110,7 @@ type layoutSums struct {
 	outBase []int
 }
 
-func newLayoutSums(lay ref.Layout) layoutSums {
+func newLayoutSums(lay spec.Layout) layoutSums {
 	b, ns := lay.B(), lay.NS()
 	x := layoutSums{segStart: make([][]int, b), validStart: make([][]int, b), outBase: make([]int, b)}
 	base := 0
@@ -149,7 +152,7 @@ func appendRun(runs []int64, dst, src int64) []int64 {
 // gatherRows launches a two-field row-gather kernel (cp_rerange_rows,
 // cp_compact_valid_rows): out row o is src row runs[2j+1] + o − runs[2j]
 // of the run j holding o. With no output rows nothing is launched.
-func gatherRows(c *call, kernel string, out ref.Rows, src []byte, runs []int64) error {
+func gatherRows(c *call, kernel string, out spec.Rows, src []byte, runs []int64) error {
 	n := int64(out.N())
 	if n == 0 {
 		return nil

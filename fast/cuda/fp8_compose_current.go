@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // FP8ComposeCurrent is the CUDA twin of ref.FP8ComposeCurrent (docs/spec/cp-layout.md
@@ -14,38 +15,38 @@ import (
 // fp8_quantize_row_rows and fp8_compose_current_gather writes every output
 // row from its source — a prefix pool slot or a quantized current row —
 // one thread per 16-byte word. The current slots are never read (P7.5).
-func FP8ComposeCurrent(lim ref.Limits, in ref.FP8ComposeCurrentInput) (ref.FP8ComposeCurrentOutput, error) {
+func FP8ComposeCurrent(lim spec.Limits, in spec.FP8ComposeCurrentInput) (spec.FP8ComposeCurrentOutput, error) {
 	plan, err := ref.ValidateFP8ComposeCurrent(lim, in)
 	if err != nil {
-		return ref.FP8ComposeCurrentOutput{}, err
+		return spec.FP8ComposeCurrentOutput{}, err
 	}
 	cur, err := ref.NormalizeCurrent(plan, in.Current, in.M)
 	if err != nil {
-		return ref.FP8ComposeCurrentOutput{}, err
+		return spec.FP8ComposeCurrentOutput{}, err
 	}
 	// One kernel launch cannot be interrupted: the deadline is checked
 	// before the device work starts.
 	if err := lim.Canceled("prefix_slots"); err != nil {
-		return ref.FP8ComposeCurrentOutput{}, err
+		return spec.FP8ComposeCurrentOutput{}, err
 	}
-	out := ref.NewRows(ref.FP8RowBytes, plan.Total)
+	out := ref.NewRows(spec.FP8RowBytes, plan.Total)
 	if plan.Total == 0 {
-		return ref.FP8ComposeCurrentOutput{Rows: out}, nil
+		return spec.FP8ComposeCurrentOutput{Rows: out}, nil
 	}
 	src, prefix := composeSources(in, plan.Total)
 	err = run("fp8.compose_current", func(c *call) error {
 		return composeOnDevice(c, in.Pool.Rows.B, cur, src, prefix, out.B)
 	})
 	if err != nil {
-		return ref.FP8ComposeCurrentOutput{}, err
+		return spec.FP8ComposeCurrentOutput{}, err
 	}
-	return ref.FP8ComposeCurrentOutput{Rows: out}, nil
+	return spec.FP8ComposeCurrentOutput{Rows: out}, nil
 }
 
 // composeSources lists the source of each of the total output rows, per
 // request its prefix slots (>= 0) then its current rows in global valid
 // order, row q as -(q+1); prefix reports whether any row is a prefix row.
-func composeSources(in ref.FP8ComposeCurrentInput, total int) (src []int64, prefix bool) {
+func composeSources(in spec.FP8ComposeCurrentInput, total int) (src []int64, prefix bool) {
 	src = make([]int64, 0, total)
 	base := int64(0)
 	for b, ps := range in.PrefixSlots {
@@ -61,7 +62,7 @@ func composeSources(in ref.FP8ComposeCurrentInput, total int) (src []int64, pref
 
 // composeOnDevice quantizes cur (validated finite), uploads the pool when
 // a prefix row needs it, and gathers the output rows of src into out.
-func composeOnDevice(c *call, pool []byte, cur ref.Rows, src []int64, prefix bool, out []byte) error {
+func composeOnDevice(c *call, pool []byte, cur spec.Rows, src []int64, prefix bool, out []byte) error {
 	var dq, dpool devicePtr
 	if nq := int64(cur.N()); nq > 0 {
 		dx, err := c.upload(cur.B)
@@ -69,7 +70,7 @@ func composeOnDevice(c *call, pool []byte, cur ref.Rows, src []int64, prefix boo
 			return err
 		}
 		var bad int64
-		if dq, bad, err = quantizeRows656(c, dx, nq, ref.ScaleDivFP32); err != nil {
+		if dq, bad, err = quantizeRows656(c, dx, nq, spec.ScaleDivFP32); err != nil {
 			return err
 		}
 		if bad >= 0 {
@@ -87,7 +88,7 @@ func composeOnDevice(c *call, pool []byte, cur ref.Rows, src []int64, prefix boo
 		return err
 	}
 	n := int64(len(src))
-	dout, err := c.alloc(n * ref.FP8RowBytes)
+	dout, err := c.alloc(n * spec.FP8RowBytes)
 	if err != nil {
 		return err
 	}

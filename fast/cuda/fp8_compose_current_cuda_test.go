@@ -9,18 +9,19 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // composeInput is a global_valid compose of requests with the given
 // prefix pages and current lengths over a fresh random pool (page size
 // ps) and fresh random current rows; the current slots follow each prefix.
-func composeInput(r *rand.Rand, ps int64, pages, lens []int) ref.FP8ComposeCurrentInput {
+func composeInput(r *rand.Rand, ps int64, pages, lens []int) spec.FP8ComposeCurrentInput {
 	var need int64
 	for b := range lens {
 		need += int64(pages[b])*ps + int64(lens[b])
 	}
 	pool := randomPool(r, ps, (need+ps-1)/ps*ps)
-	in := ref.FP8ComposeCurrentInput{Pool: pool, Lens: lens, Contract: ref.ContractGlobalValid}
+	in := spec.FP8ComposeCurrentInput{Pool: pool, Lens: lens, Contract: spec.ContractGlobalValid}
 	perm := r.Perm(int(pool.Size/ps + 1)) // pages in random order
 	next, cur := 0, 0
 	for b := range lens {
@@ -39,7 +40,7 @@ func composeInput(r *rand.Rand, ps int64, pages, lens []int) ref.FP8ComposeCurre
 		in.CurrentSlots = append(in.CurrentSlots, curs)
 		cur += lens[b]
 	}
-	in.Current = randomBF16Rows(r, ref.MLABF16RowBytes, cur, ref.FP8TileDim)
+	in.Current = randomBF16Rows(r, spec.MLABF16RowBytes, cur, spec.FP8TileDim)
 	return in
 }
 
@@ -59,11 +60,11 @@ func TestFP8ComposeCurrentFromOneRowToPayload(t *testing.T) {
 	}
 	for _, c := range cases {
 		in := composeInput(r, c.ps, c.pages, c.lens)
-		want, werr := ref.FP8ComposeCurrent(ref.DefaultLimits(), in)
-		got, gerr := cuda.FP8ComposeCurrent(ref.DefaultLimits(), in)
+		want, werr := ref.FP8ComposeCurrent(spec.DefaultLimits(), in)
+		got, gerr := cuda.FP8ComposeCurrent(spec.DefaultLimits(), in)
 		if werr == nil && gerr == nil && !bytes.Equal(want.Rows.B, got.Rows.B) {
 			i := firstDiff(want.Rows.B, got.Rows.B)
-			t.Fatalf("lens %v: row %d byte %d differs", c.lens, i/ref.FP8RowBytes, i%ref.FP8RowBytes)
+			t.Fatalf("lens %v: row %d byte %d differs", c.lens, i/spec.FP8RowBytes, i%spec.FP8RowBytes)
 		}
 		sameResultAsRef(t, "compose_current", want, werr, got, gerr)
 	}

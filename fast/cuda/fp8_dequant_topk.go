@@ -6,6 +6,7 @@ import (
 	"math/bits"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // FP8DequantTopK is the CUDA twin of ref.FP8DequantTopK (docs/spec/cp-layout.md
@@ -16,21 +17,21 @@ import (
 // referenced rows, not to N. With Verify each device row is compared with
 // ref's dequantization of the same row (what the full dequant holds
 // there), an independent check of the kernel.
-func FP8DequantTopK(lim ref.Limits, in ref.FP8DequantTopKInput) (ref.FP8DequantTopKOutput, error) {
+func FP8DequantTopK(lim spec.Limits, in spec.FP8DequantTopKInput) (spec.FP8DequantTopKOutput, error) {
 	if err := ref.ValidateFP8DequantTopK(in.Kq, in.TopK); err != nil {
-		return ref.FP8DequantTopKOutput{}, err
+		return spec.FP8DequantTopKOutput{}, err
 	}
 	ids := referencedRows(in.TopK, in.Kq.N())
-	if err := lim.CheckOutput("topk", int64(len(ids)), ref.DequantRowBytes); err != nil {
-		return ref.FP8DequantTopKOutput{}, err
+	if err := lim.CheckOutput("topk", int64(len(ids)), spec.DequantRowBytes); err != nil {
+		return spec.FP8DequantTopKOutput{}, err
 	}
-	out := ref.FP8DequantTopKOutput{RowIDs: ids, Rows: ref.NewRows(ref.DequantRowBytes, len(ids))}
+	out := spec.FP8DequantTopKOutput{RowIDs: ids, Rows: ref.NewRows(spec.DequantRowBytes, len(ids))}
 	if len(ids) == 0 {
 		return out, nil
 	}
-	packed := make([]byte, len(ids)*ref.FP8RowBytes)
+	packed := make([]byte, len(ids)*spec.FP8RowBytes)
 	for i, id := range ids {
-		copy(packed[i*ref.FP8RowBytes:], in.Kq.Row(int(id)))
+		copy(packed[i*spec.FP8RowBytes:], in.Kq.Row(int(id)))
 	}
 	err := run("fp8.dequant_topk", func(c *call) error {
 		dsrc, err := c.upload(packed)
@@ -38,7 +39,7 @@ func FP8DequantTopK(lim ref.Limits, in ref.FP8DequantTopKInput) (ref.FP8DequantT
 			return err
 		}
 		n := int64(len(ids))
-		dout, err := c.alloc(n * ref.DequantRowBytes)
+		dout, err := c.alloc(n * spec.DequantRowBytes)
 		if err != nil {
 			return err
 		}
@@ -48,14 +49,14 @@ func FP8DequantTopK(lim ref.Limits, in ref.FP8DequantTopKInput) (ref.FP8DequantT
 		return c.download(out.Rows.B, dout)
 	})
 	if err != nil {
-		return ref.FP8DequantTopKOutput{}, err
+		return spec.FP8DequantTopKOutput{}, err
 	}
 	if in.Verify {
-		want := make([]byte, ref.DequantRowBytes)
+		want := make([]byte, spec.DequantRowBytes)
 		for i, id := range ids {
 			ref.DequantRowInto656(want, in.Kq.Row(int(id)))
 			if string(want) != string(out.Rows.Row(i)) {
-				return ref.FP8DequantTopKOutput{}, ref.Reject(ref.ErrDequantVerifyMismatch, ref.Idx("kq", int(id)), int32(id), "top-k row equal to the full dequant")
+				return spec.FP8DequantTopKOutput{}, spec.Reject(spec.ErrDequantVerifyMismatch, spec.Idx("kq", int(id)), int32(id), "top-k row equal to the full dequant")
 			}
 		}
 	}

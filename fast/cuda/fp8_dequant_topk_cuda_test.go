@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestFP8DequantTopKFromOneRowToPayload compares the CUDA twin with ref on
@@ -25,7 +26,7 @@ func TestFP8DequantTopKFromOneRowToPayload(t *testing.T) {
 		cases = append(cases, shape{128 << 10, 64, 2048})
 	}
 	for _, c := range cases {
-		in := ref.FP8DequantTopKInput{Kq: randomRows656(r, c.n), Verify: c.n < 10000}
+		in := spec.FP8DequantTopKInput{Kq: randomRows656(r, c.n), Verify: c.n < 10000}
 		for range c.queries {
 			ids := make([]int32, c.k)
 			for j := range ids {
@@ -36,8 +37,8 @@ func TestFP8DequantTopKFromOneRowToPayload(t *testing.T) {
 			}
 			in.TopK = append(in.TopK, ids)
 		}
-		want, werr := ref.FP8DequantTopK(ref.DefaultLimits(), in)
-		got, gerr := cuda.FP8DequantTopK(ref.DefaultLimits(), in)
+		want, werr := ref.FP8DequantTopK(spec.DefaultLimits(), in)
+		got, gerr := cuda.FP8DequantTopK(spec.DefaultLimits(), in)
 		sameResultAsRef(t, "dequant_topk", want, werr, got, gerr)
 	}
 }
@@ -49,17 +50,17 @@ func TestFP8DequantTopKFromOneRowToPayload(t *testing.T) {
 func TestFP8DequantTopKEveryCodeAndScaleKind(t *testing.T) {
 	scales := []float32{1, -3.75, math.Float32frombits(1), math.Float32frombits(0x007FFFFF), math.MaxFloat32,
 		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 0, float32(math.Copysign(0, -1)), 0x1p-130, 1e30}
-	kq := ref.NewRows(ref.FP8RowBytes, (len(scales)+3)/4)
+	kq := ref.NewRows(spec.FP8RowBytes, (len(scales)+3)/4)
 	for i := range kq.N() {
 		row := kq.Row(i)
-		for j := range ref.MLANopeDim {
+		for j := range spec.MLANopeDim {
 			row[j] = byte(j)
 		}
-		for t := range ref.FP8Tiles {
+		for t := range spec.FP8Tiles {
 			s := scales[(4*i+t)%len(scales)]
-			binary.LittleEndian.PutUint32(row[ref.FP8ScaleOff+4*t:], math.Float32bits(s))
+			binary.LittleEndian.PutUint32(row[spec.FP8ScaleOff+4*t:], math.Float32bits(s))
 		}
-		for j := ref.FP8RopeOff; j < ref.FP8RowBytes; j++ {
+		for j := spec.FP8RopeOff; j < spec.FP8RowBytes; j++ {
 			row[j] = byte(7 * j)
 		}
 	}
@@ -68,9 +69,9 @@ func TestFP8DequantTopKEveryCodeAndScaleKind(t *testing.T) {
 		all[i] = int32(i)
 	}
 	for _, topk := range [][][]int32{{all}, {}, {{-1, -1}}, {{0}, {int32(kq.N())}}} {
-		in := ref.FP8DequantTopKInput{Kq: kq, TopK: topk, Verify: true}
-		want, werr := ref.FP8DequantTopK(ref.DefaultLimits(), in)
-		got, gerr := cuda.FP8DequantTopK(ref.DefaultLimits(), in)
+		in := spec.FP8DequantTopKInput{Kq: kq, TopK: topk, Verify: true}
+		want, werr := ref.FP8DequantTopK(spec.DefaultLimits(), in)
+		got, gerr := cuda.FP8DequantTopK(spec.DefaultLimits(), in)
 		sameResultAsRef(t, "dequant_topk", want, werr, got, gerr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestFP8MaterializePagesFromOneRowToPayload compares the CUDA twin with
@@ -20,7 +21,7 @@ func TestFP8MaterializePagesFromOneRowToPayload(t *testing.T) {
 		cases = append(cases, struct{ ps, size, n int64 }{64, 64 << 10, 32 << 10})
 	}
 	for _, c := range cases {
-		in := ref.FP8MaterializePagesInput{Pool: randomPool(r, c.ps, c.size), Slots: make([]int64, 0, c.n)}
+		in := spec.FP8MaterializePagesInput{Pool: randomPool(r, c.ps, c.size), Slots: make([]int64, 0, c.n)}
 		slots := c.size + c.ps
 		for int64(len(in.Slots)) < c.n {
 			if r.IntN(2) == 0 { // a whole page
@@ -32,15 +33,15 @@ func TestFP8MaterializePagesFromOneRowToPayload(t *testing.T) {
 			}
 			in.Slots = append(in.Slots, r.Int64N(slots))
 		}
-		want, werr := ref.FP8MaterializePages(ref.DefaultLimits(), in)
-		got, gerr := cuda.FP8MaterializePages(ref.DefaultLimits(), in)
+		want, werr := ref.FP8MaterializePages(spec.DefaultLimits(), in)
+		got, gerr := cuda.FP8MaterializePages(spec.DefaultLimits(), in)
 		sameResultAsRef(t, "materialize_pages", want, werr, got, gerr)
 	}
 	// no slots, and a slot out of range: ref's result and error
 	for _, slots := range [][]int64{{}, {1, 2, 99}} {
-		in := ref.FP8MaterializePagesInput{Pool: randomPool(r, 2, 4), Slots: slots}
-		want, werr := ref.FP8MaterializePages(ref.DefaultLimits(), in)
-		got, gerr := cuda.FP8MaterializePages(ref.DefaultLimits(), in)
+		in := spec.FP8MaterializePagesInput{Pool: randomPool(r, 2, 4), Slots: slots}
+		want, werr := ref.FP8MaterializePages(spec.DefaultLimits(), in)
+		got, gerr := cuda.FP8MaterializePages(spec.DefaultLimits(), in)
 		sameResultAsRef(t, "materialize_pages", want, werr, got, gerr)
 	}
 }

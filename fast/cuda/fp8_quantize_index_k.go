@@ -2,21 +2,24 @@
 
 package cuda
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // FP8QuantizeIndexK is the CUDA twin of ref.FP8QuantizeIndexK (docs/spec/cp-layout.md
 // §7.3): the width is checked on the host as fast checks it, the keys are
 // quantized by one launch of fp8_quantize_index_k_rows (8 threads per key,
 // 16 codes each), and a NaN/±Inf found on the device is reported by ref's
 // helper for the first key holding one.
-func FP8QuantizeIndexK(_ ref.Limits, in ref.FP8QuantizeIndexKInput) (ref.FP8QuantizeIndexKOutput, error) {
-	if err := ref.CheckFP8Width("x", in.X, ref.IndexKBF16RowBytes); err != nil {
-		return ref.FP8QuantizeIndexKOutput{}, err
+func FP8QuantizeIndexK(_ spec.Limits, in spec.FP8QuantizeIndexKInput) (spec.FP8QuantizeIndexKOutput, error) {
+	if err := ref.CheckFP8Width("x", in.X, spec.IndexKBF16RowBytes); err != nil {
+		return spec.FP8QuantizeIndexKOutput{}, err
 	}
 	n := in.X.N()
-	out := ref.NewRows(ref.IndexKRowBytes, n)
+	out := ref.NewRows(spec.IndexKRowBytes, n)
 	if n == 0 {
-		return ref.FP8QuantizeIndexKOutput{Rows: out}, nil
+		return spec.FP8QuantizeIndexKOutput{Rows: out}, nil
 	}
 	bad := int64(-1)
 	err := run("fp8.quantize_index_k", func(c *call) error {
@@ -34,10 +37,10 @@ func FP8QuantizeIndexK(_ ref.Limits, in ref.FP8QuantizeIndexKInput) (ref.FP8Quan
 		return c.download(out.B, dq)
 	})
 	if err != nil {
-		return ref.FP8QuantizeIndexKOutput{}, err
+		return spec.FP8QuantizeIndexKOutput{}, err
 	}
 	if bad >= 0 {
-		return ref.FP8QuantizeIndexKOutput{}, ref.FirstNonFiniteIndexK(int(bad), in.X.Row(int(bad)))
+		return spec.FP8QuantizeIndexKOutput{}, ref.FirstNonFiniteIndexK(int(bad), in.X.Row(int(bad)))
 	}
-	return ref.FP8QuantizeIndexKOutput{Rows: out}, nil
+	return spec.FP8QuantizeIndexKOutput{Rows: out}, nil
 }

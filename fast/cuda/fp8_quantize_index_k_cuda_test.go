@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestFP8QuantizeIndexKFromOneKeyToPayload compares the CUDA twin with ref
@@ -23,12 +24,12 @@ func TestFP8QuantizeIndexKFromOneKeyToPayload(t *testing.T) {
 		sizes = append(sizes, 128<<10)
 	}
 	for _, n := range sizes {
-		in := ref.FP8QuantizeIndexKInput{X: randomBF16Rows(r, ref.IndexKBF16RowBytes, n, ref.IndexKDim)}
-		want, werr := ref.FP8QuantizeIndexK(ref.DefaultLimits(), in)
-		got, gerr := cuda.FP8QuantizeIndexK(ref.DefaultLimits(), in)
+		in := spec.FP8QuantizeIndexKInput{X: randomBF16Rows(r, spec.IndexKBF16RowBytes, n, spec.IndexKDim)}
+		want, werr := ref.FP8QuantizeIndexK(spec.DefaultLimits(), in)
+		got, gerr := cuda.FP8QuantizeIndexK(spec.DefaultLimits(), in)
 		if werr == nil && gerr == nil && !bytes.Equal(want.Rows.B, got.Rows.B) {
 			i := firstDiff(want.Rows.B, got.Rows.B)
-			t.Fatalf("n=%d: key %d byte %d: ref %#02x, cuda %#02x", n, i/ref.IndexKRowBytes, i%ref.IndexKRowBytes, want.Rows.B[i], got.Rows.B[i])
+			t.Fatalf("n=%d: key %d byte %d: ref %#02x, cuda %#02x", n, i/spec.IndexKRowBytes, i%spec.IndexKRowBytes, want.Rows.B[i], got.Rows.B[i])
 		}
 		sameResultAsRef(t, "quantize_index_k", want, werr, got, gerr)
 	}
@@ -39,8 +40,8 @@ func TestFP8QuantizeIndexKFromOneKeyToPayload(t *testing.T) {
 // (amax 448) holding the e4m3 rounding boundaries, the largest and the
 // smallest bf16, and a NaN after them, all as ref.
 func TestFP8QuantizeIndexKBoundaries(t *testing.T) {
-	x := ref.NewRows(ref.IndexKBF16RowBytes, 4)
-	for j := range ref.IndexKDim {
+	x := ref.NewRows(spec.IndexKBF16RowBytes, 4)
+	for j := range spec.IndexKDim {
 		binary.LittleEndian.PutUint16(x.Row(0)[2*j:], 0x8000)
 	}
 	for j, h := range e4m3Boundaries {
@@ -52,16 +53,16 @@ func TestFP8QuantizeIndexKBoundaries(t *testing.T) {
 	binary.LittleEndian.PutUint16(x.Row(2)[4:], 0x0001)
 	binary.LittleEndian.PutUint16(x.Row(3)[0:], 0x0001)
 	binary.LittleEndian.PutUint16(x.Row(3)[2:], 0x8001)
-	in := ref.FP8QuantizeIndexKInput{X: x}
-	want, werr := ref.FP8QuantizeIndexK(ref.DefaultLimits(), in)
-	got, gerr := cuda.FP8QuantizeIndexK(ref.DefaultLimits(), in)
+	in := spec.FP8QuantizeIndexKInput{X: x}
+	want, werr := ref.FP8QuantizeIndexK(spec.DefaultLimits(), in)
+	got, gerr := cuda.FP8QuantizeIndexK(spec.DefaultLimits(), in)
 	sameResultAsRef(t, "boundaries", want, werr, got, gerr)
 	if werr != nil || got.Rows.Row(0)[0] != 0x80 {
 		t.Fatalf("−0 in the all-zero key: %v, code %#02x, want 0x80", werr, got.Rows.Row(0)[0])
 	}
 	binary.LittleEndian.PutUint16(x.Row(3)[2*100:], 0xFFC0)
-	want, werr = ref.FP8QuantizeIndexK(ref.DefaultLimits(), in)
-	got, gerr = cuda.FP8QuantizeIndexK(ref.DefaultLimits(), in)
+	want, werr = ref.FP8QuantizeIndexK(spec.DefaultLimits(), in)
+	got, gerr = cuda.FP8QuantizeIndexK(spec.DefaultLimits(), in)
 	if werr == nil {
 		t.Fatal("ref accepted a NaN")
 	}

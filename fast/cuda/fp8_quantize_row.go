@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Work items per row of the FP8 kernels (see kernels/fp8_*.cu): 4 tiles of
@@ -14,9 +15,9 @@ import (
 // and 8 items of 16 codes per index key.
 const (
 	quantRowItems  = 4
-	fp8RowWords    = ref.FP8RowBytes / 16
-	dequantItems   = ref.DequantRowBytes / 16
-	indexKRowItems = ref.IndexKDim / 16
+	fp8RowWords    = spec.FP8RowBytes / 16
+	dequantItems   = spec.DequantRowBytes / 16
+	indexKRowItems = spec.IndexKDim / 16
 )
 
 // FP8QuantizeRow is the CUDA twin of ref.FP8QuantizeRow (docs/spec/cp-layout.md
@@ -25,18 +26,18 @@ const (
 // thread per 128-value tile), and a NaN/±Inf found on the device is
 // reported by ref's helper for the first row holding one, so the error is
 // ref's byte for byte.
-func FP8QuantizeRow(_ ref.Limits, in ref.FP8QuantizeRowInput) (ref.FP8QuantizeRowOutput, error) {
+func FP8QuantizeRow(_ spec.Limits, in spec.FP8QuantizeRowInput) (spec.FP8QuantizeRowOutput, error) {
 	m, err := ref.CheckScaleMode("mode", in.Mode)
 	if err != nil {
-		return ref.FP8QuantizeRowOutput{}, err
+		return spec.FP8QuantizeRowOutput{}, err
 	}
-	if err := ref.CheckFP8Width("x", in.X, ref.MLABF16RowBytes); err != nil {
-		return ref.FP8QuantizeRowOutput{}, err
+	if err := ref.CheckFP8Width("x", in.X, spec.MLABF16RowBytes); err != nil {
+		return spec.FP8QuantizeRowOutput{}, err
 	}
 	n := in.X.N()
-	out := ref.NewRows(ref.FP8RowBytes, n)
+	out := ref.NewRows(spec.FP8RowBytes, n)
 	if n == 0 {
-		return ref.FP8QuantizeRowOutput{Rows: out}, nil
+		return spec.FP8QuantizeRowOutput{Rows: out}, nil
 	}
 	bad := int64(-1)
 	err = run("fp8.quantize_row", func(c *call) error {
@@ -51,23 +52,23 @@ func FP8QuantizeRow(_ ref.Limits, in ref.FP8QuantizeRowInput) (ref.FP8QuantizeRo
 		return c.download(out.B, dq)
 	})
 	if err != nil {
-		return ref.FP8QuantizeRowOutput{}, err
+		return spec.FP8QuantizeRowOutput{}, err
 	}
 	if bad >= 0 {
-		return ref.FP8QuantizeRowOutput{}, ref.FirstNonFiniteRow656(int(bad), in.X.Row(int(bad)))
+		return spec.FP8QuantizeRowOutput{}, ref.FirstNonFiniteRow656(int(bad), in.X.Row(int(bad)))
 	}
-	return ref.FP8QuantizeRowOutput{Rows: out}, nil
+	return spec.FP8QuantizeRowOutput{Rows: out}, nil
 }
 
 // scaleModeArg is the kernel's code of an effective scale mode (0
 // div_fp32, 1 recip_fp32, 2 div_bf16; kernels/fp8_quantize_row.cu).
-func scaleModeArg(m ref.ScaleMode) (int64, error) {
+func scaleModeArg(m spec.ScaleMode) (int64, error) {
 	switch m {
-	case ref.ScaleDivFP32:
+	case spec.ScaleDivFP32:
 		return 0, nil
-	case ref.ScaleRecipFP32:
+	case spec.ScaleRecipFP32:
 		return 1, nil
-	case ref.ScaleDivBF16:
+	case spec.ScaleDivBF16:
 		return 2, nil
 	}
 	return 0, fmt.Errorf("cuda: scale mode %q is not an effective mode", m)
@@ -77,12 +78,12 @@ func scaleModeArg(m ref.ScaleMode) (int64, error) {
 // on the device in effective mode m, into a new device buffer of n
 // 656-byte rows. bad is the first row holding a NaN/±Inf (the buffer is
 // then partly written), or -1.
-func quantizeRows656(c *call, dx devicePtr, n int64, m ref.ScaleMode) (dq devicePtr, bad int64, err error) {
+func quantizeRows656(c *call, dx devicePtr, n int64, m spec.ScaleMode) (dq devicePtr, bad int64, err error) {
 	mode, err := scaleModeArg(m)
 	if err != nil {
 		return 0, -1, fmt.Errorf("cuda: %s: %w", c.op, err)
 	}
-	if dq, err = c.alloc(n * ref.FP8RowBytes); err != nil {
+	if dq, err = c.alloc(n * spec.FP8RowBytes); err != nil {
 		return 0, -1, err
 	}
 	err = firstBadRow(c, "fp8_quantize_row_rows", n, n*quantRowItems, &bad, dq, dx, n, mode)

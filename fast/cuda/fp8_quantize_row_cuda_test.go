@@ -11,6 +11,7 @@ import (
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // sameResultAsRef fails t unless the CUDA twin's canonical encoding (the
@@ -40,7 +41,7 @@ func firstDiff(a, b []byte) int {
 // values (bf16 subnormals: fp32/bf16 subnormal scales), values near 1 with
 // e4m3 ties, the extremes of bf16, or all ±0 (about one tile in eight), so
 // no buffer is all zero.
-func randomBF16Rows(r *rand.Rand, w, n, tile int) ref.Rows {
+func randomBF16Rows(r *rand.Rand, w, n, tile int) spec.Rows {
 	x := ref.NewRows(w, n)
 	for off := 0; off < len(x.B); off += 2 * tile {
 		kind := r.IntN(8)
@@ -65,7 +66,7 @@ func randomBF16Rows(r *rand.Rand, w, n, tile int) ref.Rows {
 	return x
 }
 
-var scaleModes = []ref.ScaleMode{"", ref.ScaleDivFP32, ref.ScaleRecipFP32, ref.ScaleDivBF16}
+var scaleModes = []spec.ScaleMode{"", spec.ScaleDivFP32, spec.ScaleRecipFP32, spec.ScaleDivBF16}
 
 // TestFP8QuantizeRowFromOneRowToPayload compares the CUDA twin with ref on
 // fresh random rows, one row to payload scale (128K rows = 144 MiB of
@@ -77,17 +78,17 @@ func TestFP8QuantizeRowFromOneRowToPayload(t *testing.T) {
 		sizes = append(sizes, 128<<10)
 	}
 	for _, n := range sizes {
-		x := randomBF16Rows(r, ref.MLABF16RowBytes, n, ref.FP8TileDim)
+		x := randomBF16Rows(r, spec.MLABF16RowBytes, n, spec.FP8TileDim)
 		for _, m := range scaleModes {
-			if n > 1<<14 && m != ref.ScaleDivFP32 {
+			if n > 1<<14 && m != spec.ScaleDivFP32 {
 				continue // ref is slow at payload scale: one mode is enough there
 			}
-			in := ref.FP8QuantizeRowInput{Mode: m, X: x}
-			want, werr := ref.FP8QuantizeRow(ref.DefaultLimits(), in)
-			got, gerr := cuda.FP8QuantizeRow(ref.DefaultLimits(), in)
+			in := spec.FP8QuantizeRowInput{Mode: m, X: x}
+			want, werr := ref.FP8QuantizeRow(spec.DefaultLimits(), in)
+			got, gerr := cuda.FP8QuantizeRow(spec.DefaultLimits(), in)
 			if werr == nil && gerr == nil && !bytes.Equal(want.Rows.B, got.Rows.B) {
 				i := firstDiff(want.Rows.B, got.Rows.B)
-				t.Fatalf("n=%d mode=%q: row %d byte %d: ref %#02x, cuda %#02x", n, m, i/ref.FP8RowBytes, i%ref.FP8RowBytes, want.Rows.B[i], got.Rows.B[i])
+				t.Fatalf("n=%d mode=%q: row %d byte %d: ref %#02x, cuda %#02x", n, m, i/spec.FP8RowBytes, i%spec.FP8RowBytes, want.Rows.B[i], got.Rows.B[i])
 			}
 			sameResultAsRef(t, "quantize_row", want, werr, got, gerr)
 		}
@@ -114,23 +115,23 @@ var e4m3Boundaries = []uint16{
 // 0x80), an all-±0 tile (scale 0, codes 0x00, −0 included), equal ref in
 // every mode, and the ties land where §0.4 says.
 func TestFP8QuantizeRowRoundingBoundaries(t *testing.T) {
-	x := ref.NewRows(ref.MLABF16RowBytes, 1)
+	x := ref.NewRows(spec.MLABF16RowBytes, 1)
 	row := x.Row(0)
 	for j, h := range e4m3Boundaries {
 		binary.LittleEndian.PutUint16(row[2*j:], h)
-		binary.LittleEndian.PutUint16(row[2*(ref.FP8TileDim+j):], h|0x8000) // tile 1: negated
+		binary.LittleEndian.PutUint16(row[2*(spec.FP8TileDim+j):], h|0x8000) // tile 1: negated
 	}
-	for j := range ref.FP8TileDim { // tile 2: all −0 (amax 0); tile 3 stays +0
-		binary.LittleEndian.PutUint16(row[2*(2*ref.FP8TileDim+j):], 0x8000)
+	for j := range spec.FP8TileDim { // tile 2: all −0 (amax 0); tile 3 stays +0
+		binary.LittleEndian.PutUint16(row[2*(2*spec.FP8TileDim+j):], 0x8000)
 	}
-	binary.LittleEndian.PutUint16(row[2*ref.MLANopeDim:], 0x8000) // rope −0, verbatim
+	binary.LittleEndian.PutUint16(row[2*spec.MLANopeDim:], 0x8000) // rope −0, verbatim
 	for _, m := range scaleModes {
-		in := ref.FP8QuantizeRowInput{Mode: m, X: x}
-		want, werr := ref.FP8QuantizeRow(ref.DefaultLimits(), in)
-		got, gerr := cuda.FP8QuantizeRow(ref.DefaultLimits(), in)
+		in := spec.FP8QuantizeRowInput{Mode: m, X: x}
+		want, werr := ref.FP8QuantizeRow(spec.DefaultLimits(), in)
+		got, gerr := cuda.FP8QuantizeRow(spec.DefaultLimits(), in)
 		sameResultAsRef(t, string(m), want, werr, got, gerr)
 	}
-	got, err := cuda.FP8QuantizeRow(ref.DefaultLimits(), ref.FP8QuantizeRowInput{X: x})
+	got, err := cuda.FP8QuantizeRow(spec.DefaultLimits(), spec.FP8QuantizeRowInput{X: x})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,16 +143,16 @@ func TestFP8QuantizeRowRoundingBoundaries(t *testing.T) {
 		if q[j] != c {
 			t.Errorf("code %d (bf16 %#04x) = %#02x, want %#02x", j, e4m3Boundaries[j], q[j], c)
 		}
-		if n := q[ref.FP8TileDim+j]; n != c|0x80 {
+		if n := q[spec.FP8TileDim+j]; n != c|0x80 {
 			t.Errorf("negated code %d = %#02x, want %#02x", j, n, c|0x80)
 		}
 	}
-	for j := 2 * ref.FP8TileDim; j < ref.MLANopeDim; j++ {
+	for j := 2 * spec.FP8TileDim; j < spec.MLANopeDim; j++ {
 		if q[j] != 0 {
 			t.Fatalf("all-zero tile code %d = %#02x, want 0x00", j, q[j])
 		}
 	}
-	if s := binary.LittleEndian.Uint32(q[ref.FP8ScaleOff+8:]); s != 0 {
+	if s := binary.LittleEndian.Uint32(q[spec.FP8ScaleOff+8:]); s != 0 {
 		t.Fatalf("all-(−0) tile scale bits %#08x, want 0", s)
 	}
 }
@@ -161,13 +162,13 @@ func TestFP8QuantizeRowRoundingBoundaries(t *testing.T) {
 // bad row wins whatever the thread order).
 func TestFP8QuantizeRowNonFiniteIsRefsError(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	x := randomBF16Rows(r, ref.MLABF16RowBytes, 1000, ref.FP8TileDim)
+	x := randomBF16Rows(r, spec.MLABF16RowBytes, 1000, spec.FP8TileDim)
 	binary.LittleEndian.PutUint16(x.Row(700)[2*3:], 0x7FC0)
-	binary.LittleEndian.PutUint16(x.Row(513)[2*(ref.MLANopeDim+63):], 0xFF80) // rope, last value
-	binary.LittleEndian.PutUint16(x.Row(513)[2*400:], 0x7F80)                 // nope, reported first
-	in := ref.FP8QuantizeRowInput{Mode: ref.ScaleRecipFP32, X: x}
-	want, werr := ref.FP8QuantizeRow(ref.DefaultLimits(), in)
-	got, gerr := cuda.FP8QuantizeRow(ref.DefaultLimits(), in)
+	binary.LittleEndian.PutUint16(x.Row(513)[2*(spec.MLANopeDim+63):], 0xFF80) // rope, last value
+	binary.LittleEndian.PutUint16(x.Row(513)[2*400:], 0x7F80)                  // nope, reported first
+	in := spec.FP8QuantizeRowInput{Mode: spec.ScaleRecipFP32, X: x}
+	want, werr := ref.FP8QuantizeRow(spec.DefaultLimits(), in)
+	got, gerr := cuda.FP8QuantizeRow(spec.DefaultLimits(), in)
 	if werr == nil {
 		t.Fatal("ref accepted a NaN")
 	}

@@ -2,7 +2,10 @@
 
 package cuda
 
-import "github.com/kvtwin/kvtwin/ref"
+import (
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // FP8StorePages is the CUDA twin of ref.FP8StorePages (docs/spec/cp-layout.md §7.4
 // Store): ref's validation on the host (slots in range and pairwise
@@ -10,12 +13,12 @@ import "github.com/kvtwin/kvtwin/ref"
 // uploaded, fp8_store_pages_scatter writes row e at slot locs[e] (one
 // thread per 16-byte word), and the pool is read back. A store of no rows
 // launches nothing.
-func FP8StorePages(_ ref.Limits, in ref.FP8StorePagesInput) (ref.FP8StorePagesOutput, error) {
+func FP8StorePages(_ spec.Limits, in spec.FP8StorePagesInput) (spec.FP8StorePagesOutput, error) {
 	if err := ref.ValidateFP8StorePages(in); err != nil {
-		return ref.FP8StorePagesOutput{}, err
+		return spec.FP8StorePagesOutput{}, err
 	}
-	pool := ref.Rows{W: ref.FP8RowBytes, B: make([]byte, len(in.Pool.Rows.B))}
-	out := ref.FP8StorePagesOutput{Pool: ref.FP8Pool{PageSize: in.Pool.PageSize, Size: in.Pool.Size, Rows: pool}}
+	pool := spec.Rows{W: spec.FP8RowBytes, B: make([]byte, len(in.Pool.Rows.B))}
+	out := spec.FP8StorePagesOutput{Pool: spec.FP8Pool{PageSize: in.Pool.PageSize, Size: in.Pool.Size, Rows: pool}}
 	n := int64(len(in.Locs))
 	if n == 0 {
 		copy(pool.B, in.Pool.Rows.B)
@@ -40,7 +43,7 @@ func FP8StorePages(_ ref.Limits, in ref.FP8StorePagesInput) (ref.FP8StorePagesOu
 		return c.download(pool.B, dpool)
 	})
 	if err != nil {
-		return ref.FP8StorePagesOutput{}, err
+		return spec.FP8StorePagesOutput{}, err
 	}
 	return out, nil
 }

@@ -8,20 +8,21 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // randomPool is a pool of size+ps slots of fresh random 656-byte rows.
-func randomPool(r *rand.Rand, ps, size int64) ref.FP8Pool {
-	rows := ref.NewRows(ref.FP8RowBytes, int(size+ps))
+func randomPool(r *rand.Rand, ps, size int64) spec.FP8Pool {
+	rows := ref.NewRows(spec.FP8RowBytes, int(size+ps))
 	for i := range rows.B {
 		rows.B[i] = byte(r.Uint32())
 	}
-	return ref.FP8Pool{PageSize: ps, Size: size, Rows: rows}
+	return spec.FP8Pool{PageSize: ps, Size: size, Rows: rows}
 }
 
 // randomRows656 is n fresh random 656-byte rows.
-func randomRows656(r *rand.Rand, n int) ref.Rows {
-	x := ref.NewRows(ref.FP8RowBytes, n)
+func randomRows656(r *rand.Rand, n int) spec.Rows {
+	x := ref.NewRows(spec.FP8RowBytes, n)
 	for i := range x.B {
 		x.B[i] = byte(r.Uint32())
 	}
@@ -40,12 +41,12 @@ func TestFP8StorePagesFromOneRowToPayload(t *testing.T) {
 	for _, c := range cases {
 		pool := randomPool(r, c.ps, c.size)
 		locs := r.Perm(int(c.size + c.ps))[:c.n]
-		in := ref.FP8StorePagesInput{Pool: pool, Locs: make([]int64, c.n), Rows: randomRows656(r, int(c.n))}
+		in := spec.FP8StorePagesInput{Pool: pool, Locs: make([]int64, c.n), Rows: randomRows656(r, int(c.n))}
 		for i, l := range locs {
 			in.Locs[i] = int64(l)
 		}
-		want, werr := ref.FP8StorePages(ref.DefaultLimits(), in)
-		got, gerr := cuda.FP8StorePages(ref.DefaultLimits(), in)
+		want, werr := ref.FP8StorePages(spec.DefaultLimits(), in)
+		got, gerr := cuda.FP8StorePages(spec.DefaultLimits(), in)
 		sameResultAsRef(t, "store_pages", want, werr, got, gerr)
 	}
 }
@@ -57,9 +58,9 @@ func TestFP8StorePagesRejectsAsRef(t *testing.T) {
 	pool := randomPool(r, 4, 8)
 	before := string(pool.Rows.B)
 	for _, locs := range [][]int64{{3, 5, 3}, {0, 12}, {}} {
-		in := ref.FP8StorePagesInput{Pool: pool, Locs: locs, Rows: randomRows656(r, len(locs))}
-		want, werr := ref.FP8StorePages(ref.DefaultLimits(), in)
-		got, gerr := cuda.FP8StorePages(ref.DefaultLimits(), in)
+		in := spec.FP8StorePagesInput{Pool: pool, Locs: locs, Rows: randomRows656(r, len(locs))}
+		want, werr := ref.FP8StorePages(spec.DefaultLimits(), in)
+		got, gerr := cuda.FP8StorePages(spec.DefaultLimits(), in)
 		sameResultAsRef(t, "store_pages", want, werr, got, gerr)
 	}
 	if string(pool.Rows.B) != before {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // LayoutConvert is the CUDA twin of ref.LayoutConvert (docs/spec/transfer.md §7.2,
@@ -20,17 +21,17 @@ import (
 // Descriptors follow §7.2's rule: a relayout's maximal runs are counted in
 // closed form from the geometry, a load's or backup's runs of page pairs and a page read's
 // ranges on the host from the index lists. Validation is ref's.
-func LayoutConvert(lim ref.Limits, in ref.LayoutConvertInput) (ref.LayoutConvertOutput, error) {
+func LayoutConvert(lim spec.Limits, in spec.LayoutConvertInput) (spec.LayoutConvertOutput, error) {
 	plan, err := ref.ValidateLayoutConvert(lim, in)
 	if err != nil {
-		return ref.LayoutConvertOutput{}, err
+		return spec.LayoutConvertOutput{}, err
 	}
-	var out ref.LayoutConvertOutput
+	var out spec.LayoutConvertOutput
 	err = run("layout.convert", func(c *call) error {
 		switch in.Mode {
-		case ref.ConvertRelayout:
+		case spec.ConvertRelayout:
 			out, err = relayout(c, plan, in.Host)
-		case ref.ConvertPageGet:
+		case spec.ConvertPageGet:
 			out, err = pageGet(c, plan, in.Host, in.HostIndices)
 		default:
 			out, err = transfer(c, plan, in)
@@ -38,7 +39,7 @@ func LayoutConvert(lim ref.Limits, in ref.LayoutConvertInput) (ref.LayoutConvert
 		return err
 	})
 	if err != nil {
-		return ref.LayoutConvertOutput{}, err
+		return spec.LayoutConvertOutput{}, err
 	}
 	return out, nil
 }
@@ -47,7 +48,7 @@ func LayoutConvert(lim ref.Limits, in ref.LayoutConvertInput) (ref.LayoutConvert
 // (each §7.1 offset is linear in them).
 type strides struct{ plane, layer, page, tok int64 }
 
-func stridesOf(g ref.HostGeometry) strides {
+func stridesOf(g spec.HostGeometry) strides {
 	plane, layer, page, tok := fast.HostStrides(g)
 	return strides{plane: plane, layer: layer, page: page, tok: tok}
 }
@@ -109,39 +110,39 @@ func copyKernel(nchunks int64, wide bool) string {
 // relayout writes the arena in To order: dimensions are the target's memory
 // order, strides the source's. The descriptors (maximal contiguous source
 // runs) are counted on the host in closed form (relayoutRuns).
-func relayout(c *call, plan ref.ConvertPlan, host []byte) (ref.LayoutConvertOutput, error) {
+func relayout(c *call, plan spec.ConvertPlan, host []byte) (spec.LayoutConvertOutput, error) {
 	return relayoutWith(c, plan, host, false)
 }
 
 // relayoutWith is relayout with the copy kernel's width forced to 64 bits
 // when wide is set.
-func relayoutWith(c *call, plan ref.ConvertPlan, host []byte, wide bool) (ref.LayoutConvertOutput, error) {
+func relayoutWith(c *call, plan spec.ConvertPlan, host []byte, wide bool) (spec.LayoutConvertOutput, error) {
 	g := relayoutGeo(plan, wide)
 	src, err := c.upload(host)
 	if err != nil {
-		return ref.LayoutConvertOutput{}, err
+		return spec.LayoutConvertOutput{}, err
 	}
 	dst, err := c.alloc(int64(len(host)))
 	if err != nil {
-		return ref.LayoutConvertOutput{}, err
+		return spec.LayoutConvertOutput{}, err
 	}
 	if err := copyUnits(c, g, dst, src, 0, 0); err != nil {
-		return ref.LayoutConvertOutput{}, err
+		return spec.LayoutConvertOutput{}, err
 	}
-	out := ref.LayoutConvertOutput{Arena: make([]byte, len(host)), Descriptors: relayoutRuns(g)}
+	out := spec.LayoutConvertOutput{Arena: make([]byte, len(host)), Descriptors: relayoutRuns(g)}
 	return out, c.download(out.Arena, dst)
 }
 
 // relayoutGeo is a relayout's copy geometry: dimensions in the target's
 // memory order (so the destination is contiguous), strides the source's.
-func relayoutGeo(plan ref.ConvertPlan, wide bool) copyGeo {
+func relayoutGeo(plan spec.ConvertPlan, wide bool) copyGeo {
 	from, to := plan.Host, plan.To
 	f := stridesOf(from)
 	g := copyGeo{unit: to.TB, wide: wide}
 	switch to.Layout {
-	case ref.PageFirst: // (kv, p, o, l)
+	case spec.PageFirst: // (kv, p, o, l)
 		g.n, g.ss = [4]int64{to.Planes(), to.NP, to.P, to.L}, [4]int64{f.plane, f.page, f.tok, f.layer}
-	case ref.PageFirstDirect: // (kv, p, l, o)
+	case spec.PageFirstDirect: // (kv, p, l, o)
 		g.n, g.ss = [4]int64{to.Planes(), to.NP, to.L, to.P}, [4]int64{f.plane, f.page, f.layer, f.tok}
 	default: // (kv, l, p, o)
 		g.n, g.ss = [4]int64{to.Planes(), to.L, to.NP, to.P}, [4]int64{f.plane, f.layer, f.page, f.tok}
@@ -182,7 +183,7 @@ func relayoutRuns(g copyGeo) int64 {
 // transfer runs a load (host pages → device pages) or a backup (device →
 // host) on (pair, layer, plane, token) units; the destination arena is
 // uploaded, updated in place and read back whole.
-func transfer(c *call, plan ref.ConvertPlan, in ref.LayoutConvertInput) (ref.LayoutConvertOutput, error) {
+func transfer(c *call, plan spec.ConvertPlan, in spec.LayoutConvertInput) (spec.LayoutConvertOutput, error) {
 	h, d := plan.Host, plan.Device
 	hp, dp := pagePairs(plan, in.HostIndices, in.DeviceIndices)
 	hs, ds := stridesOf(h), stridesOf(d)
@@ -193,41 +194,41 @@ func transfer(c *call, plan ref.ConvertPlan, in ref.LayoutConvertInput) (ref.Lay
 	hoff, doff := plan.FirstLayer*hs.layer, plan.FirstLayer*ds.layer
 	srcArena, dstArena := in.Host, in.Device
 	g.ss, g.ds, g.soff, g.doff = hostSide, devSide, hoff, doff
-	if in.Mode == ref.ConvertBackup {
+	if in.Mode == spec.ConvertBackup {
 		srcArena, dstArena = in.Device, in.Host
 		g.ss, g.ds, g.soff, g.doff = devSide, hostSide, doff, hoff
 	}
 	src, err := c.upload(srcArena)
 	if err != nil {
-		return ref.LayoutConvertOutput{}, err
+		return spec.LayoutConvertOutput{}, err
 	}
 	dst, err := c.upload(dstArena)
 	if err != nil {
-		return ref.LayoutConvertOutput{}, err
+		return spec.LayoutConvertOutput{}, err
 	}
 	dhp, err := c.uploadInt64s(hp)
 	if err != nil {
-		return ref.LayoutConvertOutput{}, err
+		return spec.LayoutConvertOutput{}, err
 	}
 	ddp, err := c.uploadInt64s(dp)
 	if err != nil {
-		return ref.LayoutConvertOutput{}, err
+		return spec.LayoutConvertOutput{}, err
 	}
 	sidx, didx := dhp, ddp
-	if in.Mode == ref.ConvertBackup {
+	if in.Mode == spec.ConvertBackup {
 		sidx, didx = ddp, dhp
 	}
 	if err := copyUnits(c, g, dst, src, sidx, didx); err != nil {
-		return ref.LayoutConvertOutput{}, err
+		return spec.LayoutConvertOutput{}, err
 	}
-	out := ref.LayoutConvertOutput{Arena: make([]byte, len(dstArena)),
+	out := spec.LayoutConvertOutput{Arena: make([]byte, len(dstArena)),
 		Descriptors: transferDescriptors(h, hp, dp) * h.Planes() * layers}
 	return out, c.download(out.Arena, dst)
 }
 
 // pagePairs returns the pairs' host and device pages, sorted stably by host
 // page when §7.2's LF direct rule (plan.SortHost) applies.
-func pagePairs(plan ref.ConvertPlan, hostIdx, devIdx []int64) (hp, dp []int64) {
+func pagePairs(plan spec.ConvertPlan, hostIdx, devIdx []int64) (hp, dp []int64) {
 	p := plan.Host.P
 	pairs := make([][2]int64, plan.Pages)
 	for i := range pairs {
@@ -245,7 +246,7 @@ func pagePairs(plan ref.ConvertPlan, hostIdx, devIdx []int64) (hp, dp []int64) {
 
 // transferDescriptors is §7.2's copies per layer and plane: CopiesPerRun
 // summed over the maximal runs of pairs stepping +1 on both sides.
-func transferDescriptors(h ref.HostGeometry, hp, dp []int64) int64 {
+func transferDescriptors(h spec.HostGeometry, hp, dp []int64) int64 {
 	var total int64
 	for i := 0; i < len(hp); {
 		j := i + 1
@@ -260,7 +261,7 @@ func transferDescriptors(h ref.HostGeometry, hp, dp []int64) int64 {
 
 // pageGet reads each listed page's bytes per plane in ascending host
 // offset order: (layer, token) under LF and PFD, (token, layer) under PF.
-func pageGet(c *call, plan ref.ConvertPlan, host []byte, idx []int64) (ref.LayoutConvertOutput, error) {
+func pageGet(c *call, plan spec.ConvertPlan, host []byte, idx []int64) (spec.LayoutConvertOutput, error) {
 	h := plan.Host
 	s := stridesOf(h)
 	pages := make([]int64, plan.Pages)
@@ -268,7 +269,7 @@ func pageGet(c *call, plan ref.ConvertPlan, host []byte, idx []int64) (ref.Layou
 		pages[i] = idx[int64(i)*h.P] / h.P
 	}
 	g := copyGeo{unit: h.TB}
-	if h.Layout == ref.PageFirst {
+	if h.Layout == spec.PageFirst {
 		g.n, g.ss = [4]int64{plan.Pages, h.Planes(), h.P, h.L}, [4]int64{s.page, s.plane, s.tok, s.layer}
 	} else {
 		g.n, g.ss = [4]int64{plan.Pages, h.Planes(), h.L, h.P}, [4]int64{s.page, s.plane, s.layer, s.tok}
@@ -276,19 +277,19 @@ func pageGet(c *call, plan ref.ConvertPlan, host []byte, idx []int64) (ref.Layou
 	g.contiguous()
 	src, err := c.upload(host)
 	if err != nil {
-		return ref.LayoutConvertOutput{}, err
+		return spec.LayoutConvertOutput{}, err
 	}
 	size := g.units() * g.unit
 	dst, err := c.alloc(size)
 	if err != nil {
-		return ref.LayoutConvertOutput{}, err
+		return spec.LayoutConvertOutput{}, err
 	}
 	dpages, err := c.uploadInt64s(pages)
 	if err != nil {
-		return ref.LayoutConvertOutput{}, err
+		return spec.LayoutConvertOutput{}, err
 	}
 	if err := copyUnits(c, g, dst, src, dpages, 0); err != nil {
-		return ref.LayoutConvertOutput{}, err
+		return spec.LayoutConvertOutput{}, err
 	}
 	// Per page and plane: one span under PF and PFD (one pointer per page);
 	// L ranges of pb under LF, which touch only when the arena has one page.
@@ -296,6 +297,6 @@ func pageGet(c *call, plan ref.ConvertPlan, host []byte, idx []int64) (ref.Layou
 	if !h.PageContiguousAcrossLayers() && h.NP > 1 {
 		perPagePlane = h.L
 	}
-	out := ref.LayoutConvertOutput{Arena: make([]byte, size), Descriptors: plan.Pages * h.Planes() * perPagePlane}
+	out := spec.LayoutConvertOutput{Arena: make([]byte, size), Descriptors: plan.Pages * h.Planes() * perPagePlane}
 	return out, c.download(out.Arena, dst)
 }

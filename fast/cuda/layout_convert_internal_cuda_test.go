@@ -8,27 +8,28 @@ import (
 	"testing"
 
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // relayoutCases are small relayouts over every (from, to, pool) and token
 // widths whose chunk is 16, 8, 4, 2 and 1 bytes, with one-page, one-layer
 // and one-token edges.
-func relayoutCases() []ref.LayoutConvertInput {
-	layouts := []ref.HostLayout{ref.LayerFirst, ref.PageFirst, ref.PageFirstDirect, ref.LayerPageFirst}
-	var cases []ref.LayoutConvertInput
+func relayoutCases() []spec.LayoutConvertInput {
+	layouts := []spec.HostLayout{spec.LayerFirst, spec.PageFirst, spec.PageFirstDirect, spec.LayerPageFirst}
+	var cases []spec.LayoutConvertInput
 	for _, from := range layouts {
 		for _, to := range layouts {
-			for _, pool := range []ref.HostPool{ref.HostPoolMLA, ref.HostPoolMHA} {
+			for _, pool := range []spec.HostPool{spec.HostPoolMLA, spec.HostPoolMHA} {
 				for _, shape := range [][4]int64{{3, 4, 2, 32}, {1, 5, 3, 24}, {2, 1, 4, 6}, {4, 3, 1, 3}, {2, 2, 2, 1}} {
 					planes := int64(1)
-					if pool == ref.HostPoolMHA {
+					if pool == spec.HostPoolMHA {
 						planes = 2
 					}
 					host := make([]byte, planes*shape[0]*shape[1]*shape[2]*shape[3])
 					for i := range host {
 						host[i] = byte(i*7 + i>>8)
 					}
-					cases = append(cases, ref.LayoutConvertInput{Mode: ref.ConvertRelayout, Layout: from, To: to, Pool: pool,
+					cases = append(cases, spec.LayoutConvertInput{Mode: spec.ConvertRelayout, Layout: from, To: to, Pool: pool,
 						Layers: shape[0], Pages: shape[1], PageSize: shape[2], TokenBytes: shape[3], Host: host})
 				}
 			}
@@ -71,7 +72,7 @@ func TestRelayoutRunsClosedFormEqualsUnitByUnitCount(t *testing.T) {
 		{n: [4]int64{3, 1, 2, 1}, ss: [4]int64{8, 100, 4, 100}, unit: 4}, // size-1 dimensions
 	}
 	for _, in := range relayoutCases() {
-		plan, err := ref.ValidateLayoutConvert(ref.DefaultLimits(), in)
+		plan, err := ref.ValidateLayoutConvert(spec.DefaultLimits(), in)
 		if err != nil {
 			continue
 		}
@@ -93,18 +94,18 @@ func TestRelayoutRunsClosedFormEqualsUnitByUnitCount(t *testing.T) {
 func TestRelayoutCopy64EqualsRef(t *testing.T) {
 	valid := 0
 	for _, in := range relayoutCases() {
-		plan, err := ref.ValidateLayoutConvert(ref.DefaultLimits(), in)
+		plan, err := ref.ValidateLayoutConvert(spec.DefaultLimits(), in)
 		if err != nil {
 			continue
 		}
 		valid++
-		want, err := ref.LayoutConvert(ref.DefaultLimits(), in)
+		want, err := ref.LayoutConvert(spec.DefaultLimits(), in)
 		if err != nil {
 			t.Fatalf("ref: %v", err)
 		}
 		for _, wide := range []bool{false, true} {
 			name := fmt.Sprintf("%s->%s/%s/%d,%d,%d,%d/wide=%v", in.Layout, in.To, in.Pool, in.Layers, in.Pages, in.PageSize, in.TokenBytes, wide)
-			var got ref.LayoutConvertOutput
+			var got spec.LayoutConvertOutput
 			err := run("test.relayout", func(c *call) (err error) {
 				got, err = relayoutWith(c, plan, in.Host, wide)
 				return err

@@ -5,7 +5,7 @@ package cuda
 import (
 	"time"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Enabled reports whether this binary was built with the CUDA path (-tags cuda).
@@ -21,14 +21,14 @@ func Info() (DriverInfo, error) { return DriverInfo{}, ErrNoCUDA }
 
 // TransferFilterCPRank is the CUDA twin of ref.TransferFilterCPRank; without -tags cuda it
 // returns ErrNoCUDA.
-func TransferFilterCPRank(ref.Limits, ref.TransferFilterCPRankInput) (ref.TransferFilterCPRankOutput, error) {
-	return ref.TransferFilterCPRankOutput{}, ErrNoCUDA
+func TransferFilterCPRank(spec.Limits, spec.TransferFilterCPRankInput) (spec.TransferFilterCPRankOutput, error) {
+	return spec.TransferFilterCPRankOutput{}, ErrNoCUDA
 }
 
 // LayoutConvert is the CUDA twin of ref.LayoutConvert; without -tags cuda
 // it returns ErrNoCUDA.
-func LayoutConvert(ref.Limits, ref.LayoutConvertInput) (ref.LayoutConvertOutput, error) {
-	return ref.LayoutConvertOutput{}, ErrNoCUDA
+func LayoutConvert(spec.Limits, spec.LayoutConvertInput) (spec.LayoutConvertOutput, error) {
+	return spec.LayoutConvertOutput{}, ErrNoCUDA
 }
 
 // SetKernelTiming returns ErrNoCUDA without -tags cuda.
@@ -42,66 +42,66 @@ func MeasureCopy(int64, int) (time.Duration, error) { return 0, ErrNoCUDA }
 
 // CPSplit is the CUDA twin of ref.CPSplit; without -tags cuda it returns
 // ErrNoCUDA.
-func CPSplit(ref.Limits, ref.CPSplitInput) (ref.CPSplitOutput, error) {
-	return ref.CPSplitOutput{}, ErrNoCUDA
+func CPSplit(spec.Limits, spec.CPSplitInput) (spec.CPSplitOutput, error) {
+	return spec.CPSplitOutput{}, ErrNoCUDA
 }
 
 // CPRerange is the CUDA twin of ref.CPRerange; without -tags cuda it
 // returns ErrNoCUDA.
-func CPRerange(ref.Limits, ref.CPRerangeInput) (ref.CPRerangeOutput, error) {
-	return ref.CPRerangeOutput{}, ErrNoCUDA
+func CPRerange(spec.Limits, spec.CPRerangeInput) (spec.CPRerangeOutput, error) {
+	return spec.CPRerangeOutput{}, ErrNoCUDA
 }
 
 // CPCompactValid is the CUDA twin of ref.CPCompactValid; without -tags cuda
 // it returns ErrNoCUDA.
-func CPCompactValid(ref.Limits, ref.CPCompactValidInput) (ref.CPCompactValidOutput, error) {
-	return ref.CPCompactValidOutput{}, ErrNoCUDA
+func CPCompactValid(spec.Limits, spec.CPCompactValidInput) (spec.CPCompactValidOutput, error) {
+	return spec.CPCompactValidOutput{}, ErrNoCUDA
 }
 
 // CPRestorePadded is the CUDA twin of ref.CPRestorePadded; without -tags
 // cuda it returns ErrNoCUDA.
-func CPRestorePadded(ref.Limits, ref.CPRestorePaddedInput) (ref.CPRestorePaddedOutput, error) {
-	return ref.CPRestorePaddedOutput{}, ErrNoCUDA
+func CPRestorePadded(spec.Limits, spec.CPRestorePaddedInput) (spec.CPRestorePaddedOutput, error) {
+	return spec.CPRestorePaddedOutput{}, ErrNoCUDA
 }
 
 // CPRemapLocs is the CUDA twin of ref.CPRemapLocs; without -tags cuda it
 // returns ErrNoCUDA.
-func CPRemapLocs(ref.Limits, ref.CPRemapLocsInput) (ref.CPRemapLocsOutput, error) {
-	return ref.CPRemapLocsOutput{}, ErrNoCUDA
+func CPRemapLocs(spec.Limits, spec.CPRemapLocsInput) (spec.CPRemapLocsOutput, error) {
+	return spec.CPRemapLocsOutput{}, ErrNoCUDA
 }
 
 // FP8QuantizeRow is the CUDA twin of ref.FP8QuantizeRow; without -tags
 // cuda it returns ErrNoCUDA.
-func FP8QuantizeRow(ref.Limits, ref.FP8QuantizeRowInput) (ref.FP8QuantizeRowOutput, error) {
-	return ref.FP8QuantizeRowOutput{}, ErrNoCUDA
+func FP8QuantizeRow(spec.Limits, spec.FP8QuantizeRowInput) (spec.FP8QuantizeRowOutput, error) {
+	return spec.FP8QuantizeRowOutput{}, ErrNoCUDA
 }
 
 // FP8QuantizeIndexK is the CUDA twin of ref.FP8QuantizeIndexK; without
 // -tags cuda it returns ErrNoCUDA.
-func FP8QuantizeIndexK(ref.Limits, ref.FP8QuantizeIndexKInput) (ref.FP8QuantizeIndexKOutput, error) {
-	return ref.FP8QuantizeIndexKOutput{}, ErrNoCUDA
+func FP8QuantizeIndexK(spec.Limits, spec.FP8QuantizeIndexKInput) (spec.FP8QuantizeIndexKOutput, error) {
+	return spec.FP8QuantizeIndexKOutput{}, ErrNoCUDA
 }
 
 // FP8StorePages is the CUDA twin of ref.FP8StorePages; without -tags cuda
 // it returns ErrNoCUDA.
-func FP8StorePages(ref.Limits, ref.FP8StorePagesInput) (ref.FP8StorePagesOutput, error) {
-	return ref.FP8StorePagesOutput{}, ErrNoCUDA
+func FP8StorePages(spec.Limits, spec.FP8StorePagesInput) (spec.FP8StorePagesOutput, error) {
+	return spec.FP8StorePagesOutput{}, ErrNoCUDA
 }
 
 // FP8MaterializePages is the CUDA twin of ref.FP8MaterializePages; without
 // -tags cuda it returns ErrNoCUDA.
-func FP8MaterializePages(ref.Limits, ref.FP8MaterializePagesInput) (ref.FP8MaterializePagesOutput, error) {
-	return ref.FP8MaterializePagesOutput{}, ErrNoCUDA
+func FP8MaterializePages(spec.Limits, spec.FP8MaterializePagesInput) (spec.FP8MaterializePagesOutput, error) {
+	return spec.FP8MaterializePagesOutput{}, ErrNoCUDA
 }
 
 // FP8ComposeCurrent is the CUDA twin of ref.FP8ComposeCurrent; without
 // -tags cuda it returns ErrNoCUDA.
-func FP8ComposeCurrent(ref.Limits, ref.FP8ComposeCurrentInput) (ref.FP8ComposeCurrentOutput, error) {
-	return ref.FP8ComposeCurrentOutput{}, ErrNoCUDA
+func FP8ComposeCurrent(spec.Limits, spec.FP8ComposeCurrentInput) (spec.FP8ComposeCurrentOutput, error) {
+	return spec.FP8ComposeCurrentOutput{}, ErrNoCUDA
 }
 
 // FP8DequantTopK is the CUDA twin of ref.FP8DequantTopK; without -tags
 // cuda it returns ErrNoCUDA.
-func FP8DequantTopK(ref.Limits, ref.FP8DequantTopKInput) (ref.FP8DequantTopKOutput, error) {
-	return ref.FP8DequantTopKOutput{}, ErrNoCUDA
+func FP8DequantTopK(spec.Limits, spec.FP8DequantTopKInput) (spec.FP8DequantTopKOutput, error) {
+	return spec.FP8DequantTopKOutput{}, ErrNoCUDA
 }

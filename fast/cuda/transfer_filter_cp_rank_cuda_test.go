@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/fast/cuda"
 	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestTransferFilterCPRankLargePageLists compares the CUDA twin with ref on page
@@ -34,13 +35,13 @@ func TestTransferFilterCPRankLargePageLists(t *testing.T) {
 			rng.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
 		}
 		total := int64(n) + 3
-		for _, in := range []ref.TransferFilterCPRankInput{
+		for _, in := range []spec.TransferFilterCPRankInput{
 			{KV: kv, ChunkPageStart: 1, CPRank: 3 % 8, CPSize: 8},
-			{KV: kv, ChunkPageStart: 2, TotalPages: &total, CPRank: 5, CPSize: 7, Policy: ref.PositionRange},
+			{KV: kv, ChunkPageStart: 2, TotalPages: &total, CPRank: 5, CPSize: 7, Policy: spec.PositionRange},
 			{KV: kv, CPRank: 0, CPSize: 1},
 		} {
-			want, werr := ref.TransferFilterCPRank(ref.DefaultLimits(), in)
-			got, gerr := cuda.TransferFilterCPRank(ref.DefaultLimits(), in)
+			want, werr := ref.TransferFilterCPRank(spec.DefaultLimits(), in)
+			got, gerr := cuda.TransferFilterCPRank(spec.DefaultLimits(), in)
 			if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
 				t.Fatalf("n=%d %s: errors differ: ref %v, cuda %v", n, in.Policy, werr, gerr)
 			}
@@ -56,9 +57,9 @@ func TestTransferFilterCPRankLargePageLists(t *testing.T) {
 // found on the device is reported exactly as ref reports it.
 func TestTransferFilterCPRankNegativeIDIsRefsError(t *testing.T) {
 	kv := []int64{4, 5, -1, 7}
-	in := ref.TransferFilterCPRankInput{KV: kv, CPRank: 1, CPSize: 2}
-	_, werr := ref.TransferFilterCPRank(ref.DefaultLimits(), in)
-	_, gerr := cuda.TransferFilterCPRank(ref.DefaultLimits(), in)
+	in := spec.TransferFilterCPRankInput{KV: kv, CPRank: 1, CPSize: 2}
+	_, werr := ref.TransferFilterCPRank(spec.DefaultLimits(), in)
+	_, gerr := cuda.TransferFilterCPRank(spec.DefaultLimits(), in)
 	if werr == nil || gerr == nil || werr.Error() != gerr.Error() {
 		t.Fatalf("ref %v, cuda %v", werr, gerr)
 	}

@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Hooks is the bug zoo's way into fast: one field per fast production
@@ -21,51 +21,51 @@ import (
 type Hooks struct {
 	// AdmissionRound is fast.AdmissionRound (admission.round,
 	// docs/spec/admission-serving.md §A1) with the adder bugs f selects.
-	AdmissionRound func(lim ref.Limits, in ref.AdmissionRoundInput, f Admission) (ref.AdmissionRoundOutput, error)
+	AdmissionRound func(lim spec.Limits, in spec.AdmissionRoundInput, f Admission) (spec.AdmissionRoundOutput, error)
 	// AdmissionEstimate is fast.AdmissionEstimate (admission.estimate,
 	// docs/spec/admission-serving.md A2) with the estimator bugs f selects.
-	AdmissionEstimate func(lim ref.Limits, in ref.AdmissionEstimateInput, f Estimate) (ref.AdmissionEstimateOutput, error)
+	AdmissionEstimate func(lim spec.Limits, in spec.AdmissionEstimateInput, f Estimate) (spec.AdmissionEstimateOutput, error)
 	// ConfigIndexTopKOverrides is fast.ConfigIndexTopKOverrides
 	// (config.index_topk_overrides, docs/spec/admission-serving.md §S4)
 	// with the merge bugs f selects.
-	ConfigIndexTopKOverrides func(lim ref.Limits, in ref.ConfigIndexTopKOverridesInput, f IndexTopK) (ref.ConfigIndexTopKOverridesOutput, error)
+	ConfigIndexTopKOverrides func(lim spec.Limits, in spec.ConfigIndexTopKOverridesInput, f IndexTopK) (spec.ConfigIndexTopKOverridesOutput, error)
 	// DeepGEMMWarmupPlan is fast.DeepGEMMWarmupPlan (deepgemm.warmup_plan,
 	// docs/spec/admission-serving.md §S3) with the warmup bugs f selects.
-	DeepGEMMWarmupPlan func(lim ref.Limits, in ref.DeepGEMMWarmupPlanInput, f DeepGEMM) (ref.DeepGEMMWarmupPlanOutput, error)
+	DeepGEMMWarmupPlan func(lim spec.Limits, in spec.DeepGEMMWarmupPlanInput, f DeepGEMM) (spec.DeepGEMMWarmupPlanOutput, error)
 	// NewAckQueue is fast.NewAckQueue (hicache.ack_script,
 	// docs/spec/radix-acks.md §3) with the ack-queue bugs f selects.
-	NewAckQueue func(cfg ref.AckConfig, f Ack) (ref.AckQueue, error)
+	NewAckQueue func(cfg spec.AckConfig, f Ack) (spec.AckQueue, error)
 	// NewLayerDoneCounter is fast.NewLayerDoneCounter
 	// (hicache.layer_done_script, docs/spec/radix-acks.md §5.3) with the
 	// readiness bugs f selects.
-	NewLayerDoneCounter func(layers int, f Load) (ref.LayerDoneCounter, error)
+	NewLayerDoneCounter func(layers int, f Load) (spec.LayerDoneCounter, error)
 	// NewLoader is fast.NewLoader (hicache.load_script,
 	// docs/spec/radix-acks.md §5.2) with the prepared-load bugs f selects.
-	NewLoader func(lim ref.Limits, p ref.LoadPools, f Load) (ref.Loader, error)
+	NewLoader func(lim spec.Limits, p spec.LoadPools, f Load) (spec.Loader, error)
 	// KVEvDecode is fast.KVEvDecode (kvev.decode, docs/spec/kv-events.md §1)
 	// with the decoder bugs f selects.
-	KVEvDecode func(lim ref.Limits, in ref.KVEvDecodeInput, f KVEv) (ref.KVEvDecodeOutput, error)
+	KVEvDecode func(lim spec.Limits, in spec.KVEvDecodeInput, f KVEv) (spec.KVEvDecodeOutput, error)
 	// NewKVEvIndex is fast.NewKVEvIndex (kvev.apply,
 	// docs/spec/kv-events.md §2) with the consumer bugs f selects.
-	NewKVEvIndex func(cfg ref.KVEvConfig, streams []ref.KVEvStream, f KVEv) (ref.KVEvIndex, error)
+	NewKVEvIndex func(cfg spec.KVEvConfig, streams []spec.KVEvStream, f KVEv) (spec.KVEvIndex, error)
 	// NewRadixTree is fast.NewRadixTree (radix.script, docs/spec/radix-acks.md §1,
 	// §4) with the radix-tree bugs f selects; the tree is a *fast.RadixTree.
-	NewRadixTree func(cfg ref.TreeConfig, f Radix) (ref.RadixTree, error)
+	NewRadixTree func(cfg spec.TreeConfig, f Radix) (spec.RadixTree, error)
 	// ServingChatNormalize is fast.ServingChatNormalize (serving.chat_normalize,
 	// docs/spec/admission-serving.md S2.2–S2.4, S2.7) with the parser bugs
 	// f selects.
-	ServingChatNormalize func(lim ref.Limits, in ref.ServingChatNormalizeInput, f Serving) (ref.ServingChatNormalizeOutput, error)
+	ServingChatNormalize func(lim spec.Limits, in spec.ServingChatNormalizeInput, f Serving) (spec.ServingChatNormalizeOutput, error)
 	// ServingStreamErrorChunk is fast.ServingStreamErrorChunk
 	// (serving.stream_error_chunk, docs/spec/admission-serving.md S1.3,
 	// S2.5) with the error-chunk bugs f selects.
-	ServingStreamErrorChunk func(lim ref.Limits, in ref.ServingStreamErrorChunkInput, f Serving) (ref.ServingStreamErrorChunkOutput, error)
+	ServingStreamErrorChunk func(lim spec.Limits, in spec.ServingStreamErrorChunkInput, f Serving) (spec.ServingStreamErrorChunkOutput, error)
 	// ServingGLMToolArgs is fast.ServingGLMToolArgs (serving.glm_tool_args,
 	// docs/spec/admission-serving.md S2.8) with the parser bugs f selects.
-	ServingGLMToolArgs func(lim ref.Limits, in ref.ServingGLMToolArgsInput, f Serving) (ref.ServingGLMToolArgsOutput, error)
+	ServingGLMToolArgs func(lim spec.Limits, in spec.ServingGLMToolArgsInput, f Serving) (spec.ServingGLMToolArgsOutput, error)
 	// NewPerLayerManager is fast.NewPerLayerManager (a deterministic-mode
 	// manager, transfer.per_layer_script, docs/spec/transfer.md §4) with the
 	// manager bugs f selects.
-	NewPerLayerManager func(cfg ref.PerLayerConfig, engine ref.Engine, events ref.EventFactory, logger *slog.Logger, f Transfer) (ref.PerLayerManager, error)
+	NewPerLayerManager func(cfg spec.PerLayerConfig, engine spec.Engine, events spec.EventFactory, logger *slog.Logger, f Transfer) (spec.PerLayerManager, error)
 }
 
 // installed is the table fast's init installed: written once during

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // TestInstallTakesOneTable pins the table's life cycle in a program without
@@ -16,7 +16,7 @@ func TestInstallTakesOneTable(t *testing.T) {
 		t.Fatalf("Installed() before Install = %+v, want the zero table", h)
 	}
 	calls := 0
-	Install(Hooks{NewLayerDoneCounter: func(int, Load) (ref.LayerDoneCounter, error) { calls++; return nil, nil }})
+	Install(Hooks{NewLayerDoneCounter: func(int, Load) (spec.LayerDoneCounter, error) { calls++; return nil, nil }})
 	if _, err := Installed().NewLayerDoneCounter(1, Load{}); err != nil || calls != 1 {
 		t.Fatalf("the installed hook was not the one called: calls=%d, err=%v", calls, err)
 	}

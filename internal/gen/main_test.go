@@ -1,6 +1,9 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path"
 	"path/filepath"
@@ -69,16 +72,46 @@ func TestEveryOpHasASpecAndFiles(t *testing.T) {
 	}
 }
 
+// specTypeFiles maps each type package spec declares to the repository
+// path of its file.
+func specTypeFiles(t *testing.T) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "spec", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range af.Decls {
+			if gd, ok := d.(*ast.GenDecl); ok && gd.Tok == token.TYPE {
+				for _, sp := range gd.Specs {
+					out[sp.(*ast.TypeSpec).Name.Name] = "spec/" + filepath.Base(f)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // TestFilesAreNamedForTheirOps holds the file-naming rule of
 // docs/design/ARCHITECTURE.md "Files and names": every file declaring an
-// op's twin, catalog entry, spec or mutant is named for the op (its name
-// with "." → "_"), or, when it holds several ops, for the first of them by
-// name; a CUDA twin's file is always named for its own op.
+// op's input type, twin, catalog entry, spec or mutant is named for the op
+// (its name with "." → "_"), or, when it holds several ops, for the first
+// of them by name; a CUDA twin's file is always named for its own op.
 func TestFilesAreNamedForTheirOps(t *testing.T) {
 	r, err := model.Load(root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	typeFile := specTypeFiles(t)
 	opsOf := map[string][]string{} // file → op bases it holds
 	cudaOf := map[string]string{}  // cuda file → its op base
 	hold := func(file, base string) {
@@ -89,6 +122,11 @@ func TestFilesAreNamedForTheirOps(t *testing.T) {
 	for _, op := range r.Ops {
 		base := strings.ReplaceAll(op.Name, ".", "_")
 		hold(op.File, base)
+		if f, ok := typeFile[op.Func+"Input"]; ok {
+			hold(f, base)
+		} else {
+			t.Errorf("%s: package spec declares no %sInput", op.Name, op.Func)
+		}
 		for _, tw := range []*model.Twin{op.Ref, op.Fast} {
 			if tw != nil && tw.File != op.File {
 				hold(tw.File, base)

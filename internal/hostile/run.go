@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/kvtwin/kvtwin/catalog"
-	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // Limits are the limits hostile runs use (the harness and the fuzz
 // target): a 1 MiB output bound and the server's ratio bound, so every
 // op's Cost is small enough to measure on every input.
-func Limits() ref.Limits {
-	return ref.Limits{MaxOutputBytes: 1 << 20, MaxOutputRatio: 64, RatioFloorBytes: 256 << 10}
+func Limits() spec.Limits {
+	return spec.Limits{MaxOutputBytes: 1 << 20, MaxOutputRatio: 64, RatioFloorBytes: 256 << 10}
 }
 
 // Run is one measured run of an op on a hostile body.
@@ -33,7 +33,7 @@ type Run struct {
 // Measure runs impl on in in a goroutine of its own and reports what it
 // allocated and how long it took; ok is false when it outlived hang (the
 // goroutine is then abandoned: the caller fails and stops using the op).
-func Measure(e catalog.Entry, impl catalog.Impl, lim ref.Limits, in []byte, hang time.Duration) (r Run, ok bool) {
+func Measure(e catalog.Entry, impl catalog.Impl, lim spec.Limits, in []byte, hang time.Duration) (r Run, ok bool) {
 	done := make(chan Run, 1)
 	go func() {
 		var res Run
@@ -60,7 +60,7 @@ func Measure(e catalog.Entry, impl catalog.Impl, lim ref.Limits, in []byte, hang
 // ServerError reports whether err is one the server would answer 5xx:
 // anything but an input error (or an implementation it lacks, a 400).
 func ServerError(err error) bool {
-	_, ok := ref.AsInputError(err)
+	_, ok := spec.AsInputError(err)
 	return err != nil && !ok && !errors.Is(err, catalog.ErrImplUnavailable)
 }
 

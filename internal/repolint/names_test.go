@@ -21,12 +21,12 @@ import (
 // AdmissionRound, hicache.ack_script → HiCacheAckScript. Then, for every op
 // of the catalog:
 //
-//   - ref and fast export func <stem>(Limits, <stem>Input) (<stem>Output,
-//     error), and fast/cuda does too (both builds) when the op has a CUDA
-//     twin; ref declares <stem>Input and <stem>Output (an alias where the
+//   - ref and fast export func <stem>(spec.Limits, spec.<stem>Input)
+//     (spec.<stem>Output, error), and fast/cuda does too (both builds) when the op has a CUDA
+//     twin; spec declares <stem>Input and <stem>Output (an alias where the
 //     output is a noun of its own, as kvev.decode's KVMessage);
-//   - the catalog registers it as <stem>() *Op[ref.<stem>Input,
-//     ref.<stem>Output] with Ref ref.<stem>, Fast fast.<stem> and CUDA
+//   - the catalog registers it as <stem>() *Op[spec.<stem>Input,
+//     spec.<stem>Output] with Ref ref.<stem>, Fast fast.<stem> and CUDA
 //     cuda.<stem>, and equiv's spec is <stem>() with Op catalog.<stem>();
 //   - an exported ref func named Validate… is Validate<stem>: the op's
 //     whole-input validator (a piece of one is a Check…).
@@ -280,13 +280,13 @@ func opNameViolations(root string) ([]string, error) {
 		return nil, fmt.Errorf("no op found in %s/catalog", root)
 	}
 	pkgs := map[string][]goFile{}
-	for _, dir := range []string{"ref", "fast", "fast/cuda", "equiv"} {
+	for _, dir := range []string{"spec", "ref", "fast", "fast/cuda", "equiv"} {
 		if pkgs[dir], err = parseDir(fset, filepath.Join(root, filepath.FromSlash(dir))); err != nil {
 			return nil, err
 		}
 	}
 	refFuncs, fastFuncs, cudaFuncs := funcsOf(pkgs["ref"]), funcsOf(pkgs["fast"]), funcsOf(pkgs["fast/cuda"])
-	refTypes := typesOf(pkgs["ref"])
+	specTypes := typesOf(pkgs["spec"])
 	specs := equivSpecs(pkgs["equiv"])
 	var bad []string
 	report := func(o catalogOp, format string, args ...any) {
@@ -300,8 +300,8 @@ func opNameViolations(root string) ([]string, error) {
 		if o.name != s {
 			report(o, "catalog registers it as %s(), want %s()", o.name, s)
 		}
-		if o.in != "ref."+in || o.out != "ref."+out {
-			report(o, "catalog's Op[%s, %s], want Op[ref.%s, ref.%s]", o.in, o.out, in, out)
+		if o.in != "spec."+in || o.out != "spec."+out {
+			report(o, "catalog's Op[%s, %s], want Op[spec.%s, spec.%s]", o.in, o.out, in, out)
 		}
 		for _, tw := range [][2]string{{"Ref", o.ref}, {"Fast", o.fast}, {"CUDA", o.cuda}} {
 			pkg := map[string]string{"Ref": "ref", "Fast": "fast", "CUDA": "cuda"}[tw[0]]
@@ -310,12 +310,11 @@ func opNameViolations(root string) ([]string, error) {
 			}
 		}
 		for _, t := range []string{in, out} {
-			if !refTypes[t] {
-				report(o, "ref declares no type %s", t)
+			if !specTypes[t] {
+				report(o, "spec declares no type %s", t)
 			}
 		}
-		refSig := "(Limits, " + in + ") (" + out + ", error)"
-		twinSig := "(ref.Limits, ref." + in + ") (ref." + out + ", error)"
+		twinSig := "(spec.Limits, spec." + in + ") (spec." + out + ", error)"
 		checkFunc := func(pkg string, decls []*ast.FuncDecl, want string) {
 			if len(decls) == 0 {
 				report(o, "%s exports no func %s", pkg, s)
@@ -326,7 +325,7 @@ func opNameViolations(root string) ([]string, error) {
 				}
 			}
 		}
-		checkFunc("ref", refFuncs[s], refSig)
+		checkFunc("ref", refFuncs[s], twinSig)
 		checkFunc("fast", fastFuncs[s], twinSig)
 		if o.cuda != "" {
 			checkFunc("fast/cuda", cudaFuncs[s], twinSig)
@@ -513,14 +512,14 @@ func TestTwinsExportEveryOpUnderItsStem(t *testing.T) {
 }
 
 // TestTwinsSpellInitialismsAsGoDoes holds the initialism rule on every
-// exported identifier of ref, fast and fast/cuda, fields and methods
+// exported identifier of spec, ref, fast and fast/cuda, fields and methods
 // included, in every build.
 func TestTwinsSpellInitialismsAsGoDoes(t *testing.T) {
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad, err := initialismViolations(root, "ref", "fast")
+	bad, err := initialismViolations(root, "spec", "ref", "fast")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,46 +544,48 @@ func TestNameRulesFailOnPlantedViolations(t *testing.T) {
 	}
 	write("catalog/ops.go", `package catalog
 
-func ExamplePageTotal() *Op[ref.ExamplePageTotalInput, ref.ExamplePageTotalOutput] {
-	return &Op[ref.ExamplePageTotalInput, ref.ExamplePageTotalOutput]{OpName: "example.page_total", Ref: ref.ExamplePageTotal, Fast: fast.ExamplePageTotal}
+func ExamplePageTotal() *Op[spec.ExamplePageTotalInput, spec.ExamplePageTotalOutput] {
+	return &Op[spec.ExamplePageTotalInput, spec.ExamplePageTotalOutput]{OpName: "example.page_total", Ref: ref.ExamplePageTotal, Fast: fast.ExamplePageTotal}
 }
 
-func PageSum() *Op[ref.PageSumInput, ref.ExampleCopiesOutput] {
-	return &Op[ref.PageSumInput, ref.ExampleCopiesOutput]{OpName: "example.copies", Ref: ref.PageSum, Fast: fast.PageSum, CUDA: cuda.ExampleCopies}
+func PageSum() *Op[spec.PageSumInput, spec.ExampleCopiesOutput] {
+	return &Op[spec.PageSumInput, spec.ExampleCopiesOutput]{OpName: "example.copies", Ref: ref.PageSum, Fast: fast.PageSum, CUDA: cuda.ExampleCopies}
 }
 `)
-	write("ref/ops.go", `package ref
+	write("spec/ops.go", `package spec
 
 type ExamplePageTotalInput struct{}
 type ExamplePageTotalOutput struct{}
 type ExampleCopiesOutput = ExamplePageTotalOutput
 
-func ExamplePageTotal(Limits, ExamplePageTotalInput) (ExamplePageTotalOutput, error) { return ExamplePageTotalOutput{}, nil }
-func PageSum(Limits, PageSumInput) (ExampleCopiesOutput, error) { return ExampleCopiesOutput{}, nil }
-func ValidateExamplePageTotal(ExamplePageTotalInput) error { return nil }
-func ValidatePageSum(PageSumInput) error { return nil }
-
 type CpNodeMeta struct{ NodeId int }
+`)
+	write("ref/ops.go", `package ref
+
+func ExamplePageTotal(spec.Limits, spec.ExamplePageTotalInput) (spec.ExamplePageTotalOutput, error) { return spec.ExamplePageTotalOutput{}, nil }
+func PageSum(spec.Limits, spec.PageSumInput) (spec.ExampleCopiesOutput, error) { return spec.ExampleCopiesOutput{}, nil }
+func ValidateExamplePageTotal(spec.ExamplePageTotalInput) error { return nil }
+func ValidatePageSum(spec.PageSumInput) error { return nil }
 `)
 	write("fast/ops.go", `package fast
 
-func ExamplePageTotal(_ ref.Limits, in ref.ExamplePageTotalInput) (ref.ExamplePageTotalOutput, error) { return ref.ExamplePageTotalOutput{}, nil }
-func PageSum(ref.Limits, ref.PageSumInput) (ref.ExampleCopiesOutput, error) { return ref.ExampleCopiesOutput{}, nil }
+func ExamplePageTotal(_ spec.Limits, in spec.ExamplePageTotalInput) (spec.ExamplePageTotalOutput, error) { return spec.ExamplePageTotalOutput{}, nil }
+func PageSum(spec.Limits, spec.PageSumInput) (spec.ExampleCopiesOutput, error) { return spec.ExampleCopiesOutput{}, nil }
 `)
 	write("fast/cuda/nocuda.go", `//go:build !cuda
 
 package cuda
 
-func ExampleCopies(ref.Limits, ref.ExampleCopiesInput) (ref.ExampleCopiesOutput, error) { return ref.ExampleCopiesOutput{}, nil }
+func ExampleCopies(spec.Limits, spec.ExampleCopiesInput) (spec.ExampleCopiesOutput, error) { return spec.ExampleCopiesOutput{}, nil }
 `)
 	write("equiv/specs.go", `package equiv
 
-func ExamplePageTotal() *Spec[ref.ExamplePageTotalInput, ref.ExamplePageTotalOutput] {
-	return &Spec[ref.ExamplePageTotalInput, ref.ExamplePageTotalOutput]{Op: catalog.ExamplePageTotal()}
+func ExamplePageTotal() *Spec[spec.ExamplePageTotalInput, spec.ExamplePageTotalOutput] {
+	return &Spec[spec.ExamplePageTotalInput, spec.ExamplePageTotalOutput]{Op: catalog.ExamplePageTotal()}
 }
 
-func PageSum() *Spec[ref.PageSumInput, ref.ExampleCopiesOutput] {
-	return &Spec[ref.PageSumInput, ref.ExampleCopiesOutput]{Op: catalog.PageSum()}
+func PageSum() *Spec[spec.PageSumInput, spec.ExampleCopiesOutput] {
+	return &Spec[spec.PageSumInput, spec.ExampleCopiesOutput]{Op: catalog.PageSum()}
 }
 `)
 	bad, err := opNameViolations(root)
@@ -593,10 +594,10 @@ func PageSum() *Spec[ref.PageSumInput, ref.ExampleCopiesOutput] {
 	}
 	wants := []string{
 		"catalog registers it as PageSum(), want ExampleCopies()",
-		"catalog's Op[ref.PageSumInput, ref.ExampleCopiesOutput], want Op[ref.ExampleCopiesInput, ref.ExampleCopiesOutput]",
+		"catalog's Op[spec.PageSumInput, spec.ExampleCopiesOutput], want Op[spec.ExampleCopiesInput, spec.ExampleCopiesOutput]",
 		"catalog's Ref is ref.PageSum, want ref.ExampleCopies",
 		"catalog's Fast is fast.PageSum, want fast.ExampleCopies",
-		"ref declares no type ExampleCopiesInput",
+		"spec declares no type ExampleCopiesInput",
 		"ref exports no func ExampleCopies",
 		"fast exports no func ExampleCopies",
 		"fast/cuda declares ExampleCopies 1 times, want 2",
@@ -617,7 +618,7 @@ func PageSum() *Spec[ref.PageSumInput, ref.ExampleCopiesOutput] {
 		}
 	}
 
-	mis, err := initialismViolations(root, "ref", "fast")
+	mis, err := initialismViolations(root, "spec", "ref", "fast")
 	if err != nil {
 		t.Fatal(err)
 	}

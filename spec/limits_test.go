@@ -1,4 +1,4 @@
-package ref
+package spec
 
 import (
 	"errors"
@@ -49,14 +49,14 @@ func TestCheckOutputRefusesPastTheRatioNamingIt(t *testing.T) {
 func TestCanceledReportsAClosedDoneOnly(t *testing.T) {
 	done := make(chan struct{})
 	lim := Limits{Done: done}
-	if lim.Canceled("x") != nil || lim.poll(0, "x") != nil || (Limits{}).Canceled("x") != nil {
+	if lim.Canceled("x") != nil || lim.Poll(0, "x") != nil || (Limits{}).Canceled("x") != nil {
 		t.Fatal("canceled before Done closed")
 	}
 	close(done)
 	if err := lim.Canceled("x"); !errors.Is(err, ErrCanceled) {
 		t.Errorf("Canceled after close = %v", err)
 	}
-	if lim.poll(1, "x") != nil || !errors.Is(lim.poll(PollEvery, "x"), ErrCanceled) {
+	if lim.Poll(1, "x") != nil || !errors.Is(lim.Poll(PollEvery, "x"), ErrCanceled) {
 		t.Error("Poll must look on multiples of PollEvery only")
 	}
 }

@@ -1,9 +1,4 @@
-package ref
-
-// This file holds the CP token layout every docs/spec/cp-layout.md op shares (§0.2,
-// §0.3) and its two builders (§1.2): integer metadata both twins compute
-// with these functions, so the layout itself is never a point of
-// disagreement.
+package spec
 
 // Lane is a rank's half of its rows (§0.3).
 type Lane string
@@ -43,14 +38,14 @@ type Layout struct {
 }
 
 // Build builds the layout the spec names (BuildLayoutUnpadded when Granule
-// is 0, else buildLayoutPadded). It does not bound the layout's own size,
+// is 0, else BuildLayoutPadded). It does not bound the layout's own size,
 // which cp multiplies: for specs the caller trusts (tests, benchmark
 // shapes); an op's input goes through buildWithin.
 func (sp LayoutSpec) Build() (Layout, error) {
 	if sp.Granule == 0 {
 		return BuildLayoutUnpadded(sp.CP, sp.Lens)
 	}
-	return buildLayoutPadded(sp.CP, sp.Lens, sp.Granule)
+	return BuildLayoutPadded(sp.CP, sp.Lens, sp.Granule)
 }
 
 // buildWithin is Build with the layout's own size checked against lim
@@ -60,7 +55,7 @@ func (sp LayoutSpec) Build() (Layout, error) {
 // sizes are counted as an output of B·4·cp 8-byte elements, field "cp"
 // (BuildSplitLayout's bound), so the layout of a batch a request may ask
 // for is never more than the output it may have.
-func (sp LayoutSpec) buildWithin(lim Limits) (Layout, error) {
+func (sp LayoutSpec) BuildWithin(lim Limits) (Layout, error) {
 	if err := sp.check(); err != nil {
 		return Layout{}, err
 	}
@@ -92,11 +87,11 @@ func BuildLayoutUnpadded(cp int, lens []int) (Layout, error) {
 	return lay, nil
 }
 
-// buildLayoutPadded is the fork's compute-padded split (docs/spec/cp-layout.md §1.2):
+// BuildLayoutPadded is the fork's compute-padded split (docs/spec/cp-layout.md §1.2):
 // every segment of request i has u_i·g rows with u_i = max(1, ceil(ceil(L_i/g)
 // / 2·cp)), and the valid rows are the first L_i of the request, so padding
 // sits at its tail.
-func buildLayoutPadded(cp int, lens []int, g int) (Layout, error) {
+func BuildLayoutPadded(cp int, lens []int, g int) (Layout, error) {
 	if err := checkPadded(cp, lens, g); err != nil {
 		return Layout{}, err
 	}

@@ -1,11 +1,9 @@
-package ref
+package spec
 
 import (
 	"fmt"
 	"math"
 )
-
-// Validation for the CP token layout (docs/spec/cp-layout.md §0.2, §1.5): sentinels, bounds, spec and batch checks.
 
 // CP-layout sentinels (docs/spec/cp-layout.md §0.5, §1.5, §2.4, §3.5).
 var (
@@ -64,12 +62,12 @@ func checkBatch(cp int, lens []int) error {
 	return nil
 }
 
-// checkRows rejects a batch whose compute rows reach 2^31 (§1.5). A
+// CheckLayoutRows rejects a batch whose compute rows reach 2^31 (§1.5). A
 // request whose valid length alone exceeds the bound is named first (its
 // compute rows include its valid ones): that keeps every length computeRows
 // sees below 2^31, so its arithmetic and the running total stay exact
 // instead of wrapping past the bound.
-func checkRows(field string, lens []int, computeRows func(l int) int64) error {
+func CheckLayoutRows(field string, lens []int, computeRows func(l int) int64) error {
 	var total int64
 	for i, l := range lens {
 		if l > MaxLayoutRows {
@@ -95,10 +93,10 @@ func checkUnpadded(cp int, lens []int) error {
 			return Reject(ErrTooShortForZigzag, Idx("lens", i), l, fmt.Sprintf(">= 2*cp (%d)", ns))
 		}
 	}
-	return checkRows("lens", lens, func(l int) int64 { return int64(l) })
+	return CheckLayoutRows("lens", lens, func(l int) int64 { return int64(l) })
 }
 
-// checkPadded applies buildLayoutPadded's checks (§1.5), in order: the
+// checkPadded applies BuildLayoutPadded's checks (§1.5), in order: the
 // batch, the granule, the compute rows.
 func checkPadded(cp int, lens []int, g int) error {
 	if err := checkBatch(cp, lens); err != nil {
@@ -110,7 +108,7 @@ func checkPadded(cp int, lens []int, g int) error {
 	ns := 2 * cp
 	// Every request has 2·cp segments of at least one granule, so a granule
 	// past MaxLayoutRows/(2·cp) is too large whatever the lengths. Bounding
-	// it here, and each length in checkRows, keeps seg below 2^32: formed
+	// it here, and each length in CheckLayoutRows, keeps seg below 2^32: formed
 	// from unbounded numbers, (l+g−1)/g and 2·cp·u·g wrapped to small or
 	// negative totals that passed the row bound (a granule of 2^61 at cp=4
 	// made 2^64 rows, i.e. 0).
@@ -118,7 +116,7 @@ func checkPadded(cp int, lens []int, g int) error {
 		return Reject(ErrTooLarge, "granule", g,
 			fmt.Sprintf("<= %d: 2*cp (%d) segments of at least one granule are compute rows, %d at most", MaxLayoutRows/ns, ns, int64(MaxLayoutRows)))
 	}
-	return checkRows("lens", lens, func(l int) int64 { return int64(ns) * paddedSegment(l, g, ns) })
+	return CheckLayoutRows("lens", lens, func(l int) int64 { return int64(ns) * paddedSegment(l, g, ns) })
 }
 
 // Validate checks the §0.2 invariants of an explicit layout: cp in range,

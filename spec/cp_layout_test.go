@@ -1,4 +1,4 @@
-package ref
+package spec
 
 import (
 	"errors"
@@ -138,26 +138,26 @@ func TestBuildWithinCountsTheLayoutAsAnOutput(t *testing.T) {
 	}
 	// 4096 requests × 4·1024 sizes × 8 bytes = 128 MiB of sizes.
 	big := LayoutSpec{CP: MaxCP, Lens: ones(4096), Granule: 1}
-	_, err := big.buildWithin(lim)
+	_, err := big.BuildWithin(lim)
 	if ie, ok := AsInputError(err); !ok || !errors.Is(err, ErrTooLarge) || ie.Field != "cp" || ie.Value != any(int64(4096*4*MaxCP)) {
 		t.Errorf("cp %d × 4096 requests: got %v, want too_large at cp = %d", MaxCP, err, 4096*4*MaxCP)
 	}
 	bad := big
 	bad.Lens = append(ones(4095), 0)
-	if _, err := bad.buildWithin(lim); !errors.Is(err, ErrBadLength) {
+	if _, err := bad.BuildWithin(lim); !errors.Is(err, ErrBadLength) {
 		t.Errorf("a bad length with a large layout: got %v, want bad_length first", err)
 	}
 	// 32 requests × 4·2 sizes × 8 bytes = 2 KiB: within the bound, and the
 	// same layout Build builds.
 	small := LayoutSpec{CP: 2, Lens: ones(32), Granule: 1}
-	got, err := small.buildWithin(Limits{MaxOutputBytes: 2 << 10})
+	got, err := small.BuildWithin(Limits{MaxOutputBytes: 2 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(buildOK(t, small), got); diff != "" {
 		t.Errorf("BuildWithin differs from Build (-Build +BuildWithin):\n%s", diff)
 	}
-	if _, err := small.buildWithin(Limits{MaxOutputBytes: 2<<10 - 1}); !errors.Is(err, ErrTooLarge) {
+	if _, err := small.BuildWithin(Limits{MaxOutputBytes: 2<<10 - 1}); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("one byte below the layout's size: got %v, want too_large", err)
 	}
 }
