@@ -47,6 +47,8 @@ func errorType(status int) string {
 		return "RequestTimeoutError"
 	case http.StatusRequestEntityTooLarge:
 		return "PayloadTooLargeError"
+	case http.StatusUnsupportedMediaType:
+		return "UnsupportedMediaTypeError"
 	case http.StatusTooManyRequests:
 		return "RateLimitError"
 	case http.StatusServiceUnavailable:

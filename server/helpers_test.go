@@ -207,7 +207,7 @@ func sample(t *testing.T, text []byte, series string) (float64, bool) {
 
 // serveLoopback serves s on a fresh 127.0.0.1 listener until the test
 // ends, failing it if Serve returns an error, and returns the address.
-func serveLoopback(t *testing.T, s *server.Server) string {
+func serveLoopback(t testing.TB, s *server.Server) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -52,6 +52,30 @@ func (s *Server) releaseBody(in intake) {
 	}
 }
 
+// bodyBuf is an empty buffer of capacity at least n for a body: a
+// recycled one (recycleBody) when the pool has one of at most 2n, else a
+// new one. A long body's fresh buffer costs more in page faults than
+// reading it.
+func (s *Server) bodyBuf(n int64) []byte {
+	if p, ok := s.bodyBufs.Get().(*[]byte); ok {
+		if c := int64(cap(*p)); c >= n && c <= 2*n {
+			return (*p)[:0]
+		}
+	}
+	return make([]byte, 0, n)
+}
+
+// recycleBody hands a body's buffer to the next request. Only a route
+// whose decoded input holds no slice of the body may call it, once the
+// body is no longer read; bodies under bodyChunk are left to the
+// allocator.
+func (s *Server) recycleBody(in intake) {
+	if cap(in.body) >= bodyChunk {
+		b := in.body[:0]
+		s.bodyBufs.Put(&b)
+	}
+}
+
 // bodyChunk is the first buffer of a body without a declared length.
 const bodyChunk = 64 << 10
 
@@ -83,7 +107,15 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (intake, *apiE
 				return intake{}, s.bodyBudgetError()
 			}
 			in.reserved += grow
-			in.body = append(make([]byte, 0, int64(len(in.body))+grow), in.body...)
+			buf := s.bodyBuf(int64(len(in.body)) + grow)
+			if extra := int64(cap(buf)) - (int64(len(in.body)) + grow); extra > 0 {
+				if s.bodies.TryAcquire(extra) { // a recycled buffer counts whole
+					in.reserved += extra
+				} else {
+					buf = make([]byte, 0, int64(len(in.body))+grow)
+				}
+			}
+			in.body = append(buf, in.body...)
 		}
 		n, err := rd.Read(in.body[len(in.body):cap(in.body)])
 		in.body = in.body[:len(in.body)+n]

@@ -153,44 +153,109 @@ func missing(field, want string) error {
 
 const tokensWant = "a list of token ids in [0, 4294967295]"
 
-// prefixPost is every POST route of the pools: read and gate the body (no
-// slot is held while a client sends it), refuse a token list over the limit
-// from a gjson count before decoding it (so an oversized list is never
-// materialised), take a concurrency slot, decode strictly and run. status
-// is the success status. The slot is held while the pool works and its
-// answer is encoded and reserved, not while the answer is written.
+// prefixPost is every POST route of the pools: read the body (no slot is
+// held while a client sends it), then decode and run it holding a
+// concurrency slot. A route whose body carries a token list (score, match,
+// insert) first tries the one-pass decoders of prefix_body.go: a binary
+// token list (TokensContentType), or a JSON body decodeTokensJSON takes.
+// Every other body takes the full path: the JSON gate, the token count
+// from a gjson walk (so an oversized list is never materialised), then a
+// slot and catalog.DecodeStrict; the one-pass decoder gives the same
+// values for the bodies it takes, and leaves every refusal to this path.
+// status is the success status. The slot is held while the pool works and
+// its answer is encoded and reserved, not while the answer is written.
 func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any, error)) http.HandlerFunc {
+	var probe In
+	tb, onePass := any(&probe).(tokenBody)
 	return func(w http.ResponseWriter, r *http.Request) {
-		got, aerr := s.readGated(w, r)
-		if aerr == nil {
-			defer s.releaseBody(got)
-			aerr = s.checkTokenCount(got.body)
-		}
+		got, aerr := s.readBody(w, r)
 		if aerr != nil {
 			s.writeError(w, r, aerr)
 			return
 		}
-		sl := s.admit(w, r)
-		if sl == nil {
+		defer s.releaseBody(got)
+		defer s.recycleBody(got) // every decoder here copies what it keeps
+		if isTokensBody(r) {
+			if !onePass {
+				s.writeError(w, r, &apiError{status: http.StatusUnsupportedMediaType,
+					message: fmt.Sprintf("%s %s takes a JSON body; %s is for the routes that carry a token list", r.Method, r.URL.Path, TokensContentType)})
+				return
+			}
+			f, aerr := checkTokensBinary(got.body, r.URL.Query(), tb.members(), s.cfg.Prefix.MaxRequestTokens)
+			if aerr != nil {
+				s.writeError(w, r, aerr)
+				return
+			}
+			sl := s.admit(w, r)
+			if sl == nil {
+				return
+			}
+			f.fillTokens(got.body, s.tokenBuf(tb))
+			defer s.recycleTokens(tb, f.tokens)
+			s.runPrefix(w, r, status, sl, func() (any, error) {
+				var in In
+				any(&in).(tokenBody).fill(&f)
+				return run(r, &in)
+			})
 			return
 		}
-		defer sl.release()
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OpTimeout)
-		defer cancel()
-		out, err := func() (any, error) {
+		if onePass {
+			sl := s.admit(w, r)
+			if sl == nil {
+				return
+			}
+			buf := s.tokenBuf(tb)
+			if f, ok := decodeTokensJSON(got.body, tb.members(),
+				tokenLimits{s.cfg.Prefix.MaxRequestTokens, s.cfg.MaxJSONDepth, parallelTokenBytes}, buf); ok {
+				defer s.recycleTokens(tb, f.tokens)
+				s.runPrefix(w, r, status, sl, func() (any, error) {
+					var in In
+					any(&in).(tokenBody).fill(&f)
+					return run(r, &in)
+				})
+				return
+			}
+			s.recycleTokens(tb, buf)
+			sl.release() // the full path below takes its slot after its checks
+		}
+		if aerr := gate(got.body, s.cfg.MaxJSONDepth); aerr != nil {
+			s.writeError(w, r, aerr)
+			return
+		}
+		if aerr := s.checkTokenCount(got.body); aerr != nil {
+			s.writeError(w, r, aerr)
+			return
+		}
+		s.runPrefix(w, r, status, admitted(s, w, r), func() (any, error) {
 			in, err := catalog.DecodeStrict[In](got.body)
 			if err != nil {
 				return nil, err
 			}
 			return run(r, &in)
-		}()
-		if err != nil {
-			sl.release()
-			s.writeError(w, r, s.prefixError(err))
-			return
-		}
-		s.writeJSONInSlot(ctx, w, r, sl, status, out)
+		})
 	}
+}
+
+// admitted is s.admit as a value for runPrefix: nil when the request was
+// answered 429.
+func admitted(s *Server, w http.ResponseWriter, r *http.Request) *slot { return s.admit(w, r) }
+
+// runPrefix runs a pool request holding sl (nothing when sl is nil: the
+// request was already answered) and answers it.
+func (s *Server) runPrefix(w http.ResponseWriter, r *http.Request, status int, sl *slot, run func() (any, error)) {
+	if sl == nil {
+		return
+	}
+	defer sl.release()
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OpTimeout)
+	defer cancel()
+	out, err := run()
+	if err != nil {
+		sl.release()
+		s.writeError(w, r, s.prefixError(err))
+		return
+	}
+	s.writeJSONInSlot(ctx, w, r, sl, status, out)
 }
 
 // checkTokenCount answers 413 when the body's "tokens" array is longer than

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/gorilla/mux"
@@ -47,6 +48,13 @@ type Server struct {
 
 	// bodies is the MaxBodyBytesInFlight budget of request bodies held.
 	bodies *semaphore.Weighted
+	// tokenBufs recycles the decoded token lists of the routes that do not
+	// keep them (score, match; prefix_body.go): a fresh list of a long
+	// prompt costs more in page faults than decoding it.
+	tokenBufs sync.Pool
+	// bodyBufs recycles the bodies of the routes whose decoded input holds
+	// no slice of its body (the prefix routes; intake.go).
+	bodyBufs sync.Pool
 	// auth is who may call which route, and the TLS in service (auth.go).
 	auth *authState
 	// router is the mux under the root handler, for the route-table test.

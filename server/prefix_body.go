@@ -1,0 +1,638 @@
+package server
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+	"net/http"
+	"net/url"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/spec"
+)
+
+// This file decodes the bodies of the prefix routes that carry a token
+// list (score, match, insert) at memory speed (docs/decisions.md, "The
+// prefix routes decode in one pass"): a JSON body in one pass that
+// validates, counts and decodes, and a binary token list (little-endian
+// u32) under its own content type with the other members in the query.
+
+// TokensContentType is the media type of a binary token list: the body is
+// the tokens as little-endian unsigned 32-bit integers, 4 bytes each, and
+// the request's other members are query parameters (docs/api.md, "Binary
+// token lists").
+const TokensContentType = "application/vnd.kvtwin.tokens+u32le"
+
+// prefixMember is one member a token-carrying prefix body may have.
+type prefixMember uint16
+
+const (
+	mTokens prefixMember = 1 << iota
+	mExtra
+	mSalt
+	mPools
+	mExact
+	mGroup
+	mTier
+	mLock
+	mPriority
+)
+
+// prefixMembers names the members, as JSON and as query parameters.
+var prefixMembers = []struct {
+	name string
+	m    prefixMember
+}{
+	{"tokens", mTokens}, {"extra", mExtra}, {"salt", mSalt}, {"pools", mPools}, {"exact", mExact},
+	{"group", mGroup}, {"tier", mTier}, {"lock", mLock}, {"priority", mPriority},
+}
+
+// memberOf is the member named name, or 0.
+func memberOf(name []byte) prefixMember {
+	for _, pm := range prefixMembers {
+		if string(name) == pm.name {
+			return pm.m
+		}
+	}
+	return 0
+}
+
+// tokenLimits are the bounds decodeTokensJSON keeps: the request's token
+// limit and the JSON depth limit (the full path's), and the list length in
+// bytes from which two goroutines read it (0: never).
+type tokenLimits struct {
+	maxTokens, maxDepth, parallelBytes int
+}
+
+// parallelTokenBytes is where a JSON token list is read in two halves: at
+// 256 KiB (about 37,000 tokens) a half takes ~120 µs, far above the cost
+// of starting a goroutine.
+const parallelTokenBytes = 256 << 10
+
+// prefixFields is a token-carrying body decoded: the union of the members
+// of the score, match and insert bodies, and which of them were present.
+type prefixFields struct {
+	seen     prefixMember
+	tokens   []int64
+	extra    *string
+	salt     *string
+	pools    []string
+	exact    bool
+	group    int64
+	tier     string
+	lock     bool
+	priority int
+}
+
+// tokenBody is a request body the one-pass decoders fill: the score, match
+// and insert bodies, each admitting its own members.
+type tokenBody interface {
+	members() prefixMember
+	fill(f *prefixFields)
+	// keepsTokens reports whether the route may keep the token list past
+	// the request (an insert's tree may), so it never gets a recycled one.
+	keepsTokens() bool
+}
+
+func (*scoreBody) keepsTokens() bool  { return false }
+func (*matchBody) keepsTokens() bool  { return false }
+func (*insertBody) keepsTokens() bool { return true }
+
+// tokenBuf is a token list to decode into: a recycled one when the route
+// keeps none (its capacity reused), else nil.
+func (s *Server) tokenBuf(tb tokenBody) []int64 {
+	if tb.keepsTokens() {
+		return nil
+	}
+	if p, ok := s.tokenBufs.Get().(*[]int64); ok {
+		return (*p)[:0]
+	}
+	return nil
+}
+
+// recycleTokens hands a route's token list back once its answer no longer
+// needs it.
+func (s *Server) recycleTokens(tb tokenBody, toks []int64) {
+	if tb.keepsTokens() || cap(toks) == 0 {
+		return
+	}
+	toks = toks[:0]
+	s.tokenBufs.Put(&toks)
+}
+
+// sized is dst when it holds n tokens, else a new list of capacity n.
+func sized(dst []int64, n int) []int64 {
+	if cap(dst) >= n {
+		return dst[:0]
+	}
+	return make([]int64, 0, n)
+}
+
+func (*scoreBody) members() prefixMember {
+	return mTokens | mExtra | mSalt | mPools | mExact | mGroup | mTier
+}
+
+func (b *scoreBody) fill(f *prefixFields) {
+	*b = scoreBody{Tokens: f.tokens, Extra: f.extra, Salt: f.salt, Pools: f.pools, Exact: f.exact, Group: f.group, Tier: f.tier}
+}
+
+func (*matchBody) members() prefixMember { return mTokens | mExtra | mSalt | mLock }
+
+func (b *matchBody) fill(f *prefixFields) {
+	*b = matchBody{Tokens: f.tokens, Extra: f.extra, Salt: f.salt, Lock: f.lock}
+}
+
+func (*insertBody) members() prefixMember { return mTokens | mExtra | mSalt | mPriority }
+
+func (b *insertBody) fill(f *prefixFields) {
+	*b = insertBody{Tokens: f.tokens, Extra: f.extra, Salt: f.salt, Priority: f.priority}
+}
+
+// decodeTokensJSON decodes body in one pass when it is a body this decoder
+// takes: one JSON object of the allowed members, each at most once, with
+// tokens a list of at most lim.maxTokens plain decimal integers in [0,
+// 4294967295], strings without escapes, and nothing but whitespace after
+// it. For such a body, the gate, the token count and catalog.DecodeStrict
+// accept it and decode the same values; ok is false for every other body
+// (invalid, or merely unusual: escapes, null, duplicate or differently
+// cased members, a fraction, a sign on a token), which the caller then
+// sends down that full path for its answer. So the errors stay the full
+// path's, byte for byte, and this function need not know any of them.
+//
+// dst, when its capacity suffices, receives the tokens.
+func decodeTokensJSON(body []byte, allowed prefixMember, lim tokenLimits, dst []int64) (f prefixFields, ok bool) {
+	f.tokens = dst[:0:cap(dst)]
+	if lim.maxDepth < 2 { // an object holding an array is depth 2
+		return f, false
+	}
+	p := tokenScan{b: body}
+	p.ws()
+	if !p.eat('{') {
+		return f, false
+	}
+	p.ws()
+	if p.eat('}') {
+		return f, false // no tokens: the full path says which member is missing
+	}
+	for {
+		p.ws()
+		key, ok := p.plainString()
+		if !ok {
+			return f, false
+		}
+		m := memberOf(key)
+		if m == 0 || m&allowed == 0 || f.seen&m != 0 {
+			return f, false
+		}
+		f.seen |= m
+		p.ws()
+		if !p.eat(':') {
+			return f, false
+		}
+		p.ws()
+		if !p.member(m, &f, lim) {
+			return f, false
+		}
+		p.ws()
+		if p.eat('}') {
+			break
+		}
+		if !p.eat(',') {
+			return f, false
+		}
+	}
+	p.ws()
+	return f, p.i == len(body) && f.seen&mTokens != 0
+}
+
+// tokenScan is a cursor over a body for decodeTokensJSON.
+type tokenScan struct {
+	b []byte
+	i int
+}
+
+func (p *tokenScan) ws() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *tokenScan) eat(c byte) bool {
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// plainString reads a string without escapes or control characters, valid
+// UTF-8 (encoding/json would replace invalid bytes), and returns its bytes.
+func (p *tokenScan) plainString() ([]byte, bool) {
+	if !p.eat('"') {
+		return nil, false
+	}
+	start := p.i
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		switch {
+		case c == '"':
+			s := p.b[start:p.i]
+			p.i++
+			return s, utf8.Valid(s)
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+		p.i++
+	}
+	return nil, false
+}
+
+// member decodes the value of member m into f.
+func (p *tokenScan) member(m prefixMember, f *prefixFields, lim tokenLimits) bool {
+	switch m {
+	case mTokens:
+		return p.tokens(f, lim)
+	case mExtra, mSalt, mTier:
+		s, ok := p.plainString()
+		if !ok {
+			return false
+		}
+		v := string(s)
+		switch m {
+		case mExtra:
+			f.extra = &v
+		case mSalt:
+			f.salt = &v
+		default:
+			f.tier = v
+		}
+		return true
+	case mPools:
+		return p.pools(f)
+	case mExact, mLock:
+		v, ok := p.boolean()
+		if m == mExact {
+			f.exact = v
+		} else {
+			f.lock = v
+		}
+		return ok
+	case mGroup:
+		v, ok := p.integer(math.MinInt64, math.MaxInt64)
+		f.group = v
+		return ok
+	case mPriority:
+		v, ok := p.integer(math.MinInt, math.MaxInt)
+		f.priority = int(v)
+		return ok
+	}
+	return false
+}
+
+// tokens reads the token list: '[' plain integers ']'. Its capacity is
+// the commas left in the body (at least the count), bounded by
+// maxTokens+1, so a list is sized once and never past the limit. A list
+// of at least lim.parallelBytes is read in two halves at once, split at a
+// comma near its middle (splitScan).
+func (p *tokenScan) tokens(f *prefixFields, lim tokenLimits) bool {
+	if !p.eat('[') {
+		return false
+	}
+	p.ws()
+	if p.eat(']') {
+		if f.tokens == nil { // empty and not nil: the full path's []
+			f.tokens = []int64{}
+		}
+		return true
+	}
+	if lim.parallelBytes > 0 && len(p.b)-p.i >= lim.parallelBytes {
+		if sp := p.i + (len(p.b)-p.i)/2; sp < len(p.b) {
+			if c := bytes.IndexByte(p.b[sp:min(sp+64, len(p.b))], ','); c >= 0 {
+				return p.splitScan(f, lim.maxTokens, sp+c)
+			}
+		}
+	}
+	toks := sized(f.tokens, min(bytes.Count(p.b[p.i:], []byte{','})+1, lim.maxTokens+1))
+	toks, next, end, ok := scanTokens(p.b, p.i, -1, toks, lim.maxTokens)
+	if !ok || !end {
+		return false
+	}
+	f.tokens, p.i = toks, next
+	return true
+}
+
+// splitScan reads the token list from p.i in two halves on two
+// goroutines: the first up to the comma at sp, the second from after it to
+// the ']'. The first half's tokens are exactly its commas plus one, so
+// the halves fill adjacent parts of one list. If the list ends before sp
+// (the split fell in a later member), the first half has read it whole
+// and the second's work is dropped.
+func (p *tokenScan) splitScan(f *prefixFields, maxTokens, sp int) bool {
+	cA := bytes.Count(p.b[p.i:sp], []byte{','})
+	cB := bytes.Count(p.b[sp+1:], []byte{','})
+	if cA+1 > maxTokens {
+		return false // the full path answers 413 from its count
+	}
+	toks := sized(f.tokens, min(cA+1+cB+1, maxTokens+1))
+	type half struct {
+		toks    []int64
+		next    int
+		end, ok bool
+	}
+	var a half
+	var crash any
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { crash = recover() }() // re-raised below, where the server's recovery sees it
+		a.toks, a.next, a.end, a.ok = scanTokens(p.b, p.i, sp, toks[:0:cA+1], maxTokens)
+	}()
+	second := tokenScan{b: p.b, i: sp + 1}
+	second.ws()
+	var bh half
+	bh.toks, bh.next, bh.end, bh.ok = scanTokens(p.b, second.i, -1, toks[cA+1:cA+1], maxTokens-(cA+1))
+	<-done
+	if crash != nil {
+		panic(crash)
+	}
+	switch {
+	case !a.ok:
+		return false
+	case a.end: // the list ended before the split
+		f.tokens, p.i = a.toks, a.next
+		return true
+	case !bh.ok || !bh.end || len(a.toks) != cA+1:
+		return false
+	}
+	p.i = bh.next
+	if len(bh.toks) <= cap(toks)-(cA+1) { // the second half filled its room in place
+		f.tokens = toks[:cA+1+len(bh.toks)]
+	} else { // it outgrew it and was moved
+		f.tokens = append(a.toks[:cA+1:cA+1], bh.toks...)
+	}
+	return true
+}
+
+// scanTokens appends to toks the tokens of b from i, each a plain decimal
+// integer in [0, 4294967295] followed by ',' or ']' (JSON whitespace
+// around), at most maxTokens of them. It returns after the ']' (end) or,
+// when stop >= 0, once it reaches the ',' at stop (not end), with next the
+// index after it; ok is false for anything else.
+func scanTokens(b []byte, i, stop int, toks []int64, maxTokens int) (out []int64, next int, end, ok bool) {
+	for {
+		start := i
+		var v uint64
+		if n := digits8(b[i:]); n > 0 && n < 8 { // up to 7 digits, 8 bytes at once
+			v = parse8(binary.LittleEndian.Uint64(b[i:]), n)
+			i += n
+		} else { // a long token, or the body's last 8 bytes
+			for i < len(b) {
+				d := b[i] - '0'
+				if d > 9 {
+					break
+				}
+				v = v*10 + uint64(d)
+				i++
+			}
+		}
+		if n := i - start; n == 0 || n > 10 || n > 1 && b[start] == '0' || v > math.MaxUint32 {
+			return toks, i, false, false
+		}
+		if len(toks) >= maxTokens {
+			return toks, i, false, false // the full path answers 413 from its count
+		}
+		toks = append(toks, int64(v))
+		if i < len(b) && b[i] == ',' && i != stop { // the common case: a bare comma
+			i++
+			if i < len(b) && b[i] == ' ' {
+				i++
+			}
+			continue
+		}
+		p := tokenScan{b: b, i: i}
+		p.ws()
+		switch {
+		case p.eat(']'):
+			return toks, p.i, true, true
+		case p.i == stop:
+			return toks, stop + 1, false, true
+		case !p.eat(','):
+			return toks, p.i, false, false
+		}
+		p.ws()
+		i = p.i
+	}
+}
+
+// digits8 is how many of b's first 8 bytes are ASCII digits before the
+// first that is not (8 when all are), or 0 when b is shorter than 8. A
+// byte is a digit when neither b - '0' nor b + 0x46 sets its top bit;
+// borrows and carries cross a byte only out of a non-digit, so the bytes
+// up to the first non-digit are judged exactly.
+func digits8(b []byte) int {
+	if len(b) < 8 {
+		return 0
+	}
+	x := binary.LittleEndian.Uint64(b)
+	m := ((x + 0x4646464646464646) | (x - 0x3030303030303030)) & 0x8080808080808080
+	return bits.TrailingZeros64(m) / 8
+}
+
+// parse8 is the value of the n (1 to 8) ASCII digits in x's low bytes (the
+// first digit lowest): shifted up so that zero bytes pad them on the left,
+// then summed pairwise in three multiplies (Lemire's 8-digit parse).
+func parse8(x uint64, n int) uint64 {
+	x <<= 8 * (8 - n)
+	x = (x & 0x0F0F0F0F0F0F0F0F) * 2561 >> 8
+	x = (x & 0x00FF00FF00FF00FF) * 6553601 >> 16
+	return (x & 0x0000FFFF0000FFFF) * 42949672960001 >> 32
+}
+
+// pools reads a list of plain strings.
+func (p *tokenScan) pools(f *prefixFields) bool {
+	if !p.eat('[') {
+		return false
+	}
+	f.pools = []string{}
+	p.ws()
+	if p.eat(']') {
+		return true
+	}
+	for {
+		p.ws()
+		s, ok := p.plainString()
+		if !ok {
+			return false
+		}
+		f.pools = append(f.pools, string(s))
+		p.ws()
+		if p.eat(']') {
+			return true
+		}
+		if !p.eat(',') {
+			return false
+		}
+	}
+}
+
+func (p *tokenScan) boolean() (bool, bool) {
+	switch {
+	case bytes.HasPrefix(p.b[p.i:], []byte("true")):
+		p.i += 4
+		return true, true
+	case bytes.HasPrefix(p.b[p.i:], []byte("false")):
+		p.i += 5
+		return false, true
+	}
+	return false, false
+}
+
+// integer reads a plain decimal integer in [lo, hi]: an optional '-', no
+// leading zero, no fraction or exponent.
+func (p *tokenScan) integer(lo, hi int64) (int64, bool) {
+	start := p.i
+	p.eat('-')
+	digits := p.i
+	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		p.i++
+	}
+	if n := p.i - digits; n == 0 || n > 1 && p.b[digits] == '0' {
+		return 0, false
+	}
+	if p.i < len(p.b) && (p.b[p.i] == '.' || p.b[p.i] == 'e' || p.b[p.i] == 'E') {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(p.b[start:p.i]), 10, 64)
+	if err != nil || v < lo || v > hi {
+		return 0, false
+	}
+	return v, true
+}
+
+// decodeTokensBinary decodes a binary token list: body is the tokens,
+// little-endian u32, and query holds the request's other members, each at
+// most once, spelled as in the JSON body (true/false, decimal integers;
+// pools comma-separated). A count over maxTokens is the 413 of the JSON
+// path, checked before the list is sized. dst, when its capacity
+// suffices, receives the tokens.
+func decodeTokensBinary(body []byte, query url.Values, allowed prefixMember, maxTokens int, dst []int64) (prefixFields, *apiError) {
+	f, aerr := checkTokensBinary(body, query, allowed, maxTokens)
+	if aerr == nil {
+		f.fillTokens(body, dst)
+	}
+	return f, aerr
+}
+
+// checkTokensBinary is decodeTokensBinary but the tokens: every member
+// from the query, and the body's length checked, nothing sized by it.
+func checkTokensBinary(body []byte, query url.Values, allowed prefixMember, maxTokens int) (prefixFields, *apiError) {
+	var f prefixFields
+	for key, vals := range query {
+		m := memberOf([]byte(key))
+		if m == 0 || m == mTokens || m&allowed == 0 {
+			return f, binaryError(key, "unknown field", "a member of the route's body other than tokens, as a query parameter")
+		}
+		if len(vals) != 1 {
+			return f, binaryError(key, fmt.Sprintf("given %d times", len(vals)), "at most once")
+		}
+		if aerr := f.setQuery(m, key, vals[0]); aerr != nil {
+			return f, aerr
+		}
+		f.seen |= m
+	}
+	if len(body)%4 != 0 {
+		return f, binaryError("tokens", fmt.Sprintf("%d bytes", len(body)), "a multiple of 4 bytes (little-endian u32 tokens)")
+	}
+	if n := len(body) / 4; n > maxTokens {
+		return f, tooManyTokens(n, maxTokens)
+	}
+	return f, nil
+}
+
+// fillTokens decodes the tokens of a body checkTokensBinary passed, into
+// dst when its capacity suffices.
+func (f *prefixFields) fillTokens(body []byte, dst []int64) {
+	n := len(body) / 4
+	f.tokens = sized(dst, n)[:n]
+	toks, b := f.tokens, body[:4*n]
+	for i := range toks {
+		toks[i] = int64(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	f.seen |= mTokens
+}
+
+// setQuery sets member m from its query parameter's value.
+func (f *prefixFields) setQuery(m prefixMember, key, v string) *apiError {
+	switch m {
+	case mExtra:
+		f.extra = &v
+	case mSalt:
+		f.salt = &v
+	case mTier:
+		f.tier = v
+	case mPools:
+		f.pools = []string{}
+		if v != "" {
+			f.pools = splitComma(v)
+		}
+	case mExact, mLock:
+		b, err := strconv.ParseBool(v)
+		if err != nil || v != "true" && v != "false" {
+			return binaryError(key, strconv.Quote(v), "true or false")
+		}
+		if m == mExact {
+			f.exact = b
+		} else {
+			f.lock = b
+		}
+	case mGroup, mPriority:
+		bits := 64
+		if m == mPriority {
+			bits = strconv.IntSize
+		}
+		i, err := strconv.ParseInt(v, 10, bits)
+		if err != nil {
+			return binaryError(key, strconv.Quote(v), fmt.Sprintf("a decimal integer of %d bits", bits))
+		}
+		if m == mGroup {
+			f.group = i
+		} else {
+			f.priority = int(i)
+		}
+	}
+	return nil
+}
+
+// splitComma splits a comma-separated list (pool names hold no comma).
+func splitComma(v string) []string {
+	var out []string
+	for {
+		i := bytes.IndexByte([]byte(v), ',')
+		if i < 0 {
+			return append(out, v)
+		}
+		out = append(out, v[:i])
+		v = v[i+1:]
+	}
+}
+
+// binaryError is the 400 for a binary token request's bad member, with
+// the canonical bad_json error object the JSON path gives a bad member.
+func binaryError(field string, value any, bound string) *apiError {
+	err := spec.Reject(catalog.ErrBadJSON, field, value, bound)
+	return inputError(err, catalog.Canonical(struct{}{}, err))
+}
+
+// isTokensBody reports whether r sends a binary token list.
+func isTokensBody(r *http.Request) bool {
+	return r.Header.Get("Content-Type") == TokensContentType
+}

@@ -1,0 +1,328 @@
+package server
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
+	"pgregory.net/rapid"
+
+	"github.com/kvtwin/kvtwin/catalog"
+)
+
+// fullPath is what the full path makes of a body: the gate, the gjson
+// count and catalog.DecodeStrict, as prefixPost runs them; ok is false
+// when any of them refuses it.
+func fullPath[In any](body []byte, maxTokens, maxDepth int) (In, bool) {
+	var zero In
+	if gate(body, maxDepth) != nil {
+		return zero, false
+	}
+	if t := gjson.GetBytes(body, "tokens"); t.IsArray() && int(t.Get("#").Int()) > maxTokens {
+		return zero, false
+	}
+	in, err := catalog.DecodeStrict[In](body)
+	return in, err == nil
+}
+
+// onePassAgrees checks one body on one route's body type: what the
+// one-pass decoder takes, the full path takes with the same values.
+func onePassAgrees[In any, P interface {
+	*In
+	tokenBody
+}](t *rapid.T, body []byte, lim tokenLimits) bool {
+	maxTokens, maxDepth := lim.maxTokens, lim.maxDepth
+	var probe In
+	// A recycled list holds an earlier request's tokens: decoding into one
+	// must give what decoding into none gives.
+	dirty := make([]int64, rapid.IntRange(0, 12).Draw(t, "recycled"))
+	for i := range dirty {
+		dirty[i] = 99
+	}
+	f, ok := decodeTokensJSON(body, P(&probe).members(), lim, dirty[:0])
+	if f2, ok2 := decodeTokensJSON(body, P(&probe).members(), lim, nil); ok2 != ok || ok && !slices.Equal(f.tokens, f2.tokens) {
+		t.Fatalf("%q: into a recycled list %v %v, into none %v %v", body, ok, f.tokens, ok2, f2.tokens)
+	}
+	if !ok {
+		return false
+	}
+	want, fullOK := fullPath[In](body, maxTokens, maxDepth)
+	if !fullOK {
+		t.Fatalf("the one-pass decoder takes %q, which the full path refuses", body)
+	}
+	var got In
+	P(&got).fill(&f)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("%q decodes differently (-full +one-pass):\n%s", body, diff)
+	}
+	return true
+}
+
+// plainValues and unusualValues are, per member, values of its type the
+// one-pass decoder takes, and values it must leave to the full path (the
+// full path may still accept them: "-0", escapes, out-of-range tokens).
+var (
+	plainValues = map[string][]string{
+		"tokens": {"0", "1", "42", "4294967295", "123456"},
+		"extra":  {`""`, `"a"`, `"héllo"`, `"with space"`},
+		"pools":  {`[]`, `["a"]`, `["a","b"]`, `[ "a" , "b" ]`},
+		"exact":  {"true", "false"},
+		"group":  {"0", "-0", "7", "-7", "9223372036854775807", "-9223372036854775808"},
+	}
+	unusualValues = map[string][]string{
+		"tokens": {"4294967296", "9999999999", "12345678901", "007", "-3", "3.0", "2e2", "18446744073709551616", `"1"`, "null"},
+		"extra":  {`"tab\tinside"`, `"\u00e9"`, `"a\\b"`, "\"\x01\"", "\"\xff\"", "null", "1", "[]"},
+		"pools":  {`["a",]`, `[1]`, "null", `"a"`, `["\u0061"]`},
+		"exact":  {"True", "0", "truex", "null", `"true"`},
+		"group":  {"9223372036854775808", "00", "1.0", "1e1", "- 1", "null", `"1"`, "01"},
+	}
+)
+
+// kindOf maps a member to the key of its value lists.
+func kindOf(name string) string {
+	switch name {
+	case "salt", "tier":
+		return "extra"
+	case "lock":
+		return "exact"
+	case "priority":
+		return "group"
+	}
+	return name
+}
+
+// drawValue is a plain JSON value for member name.
+func drawValue(t *rapid.T, name string) string {
+	if name == "tokens" {
+		parts := make([]string, rapid.IntRange(0, 8).Draw(t, "n"))
+		for i := range parts {
+			parts[i] = rapid.SampledFrom(append(plainValues["tokens"], fmt.Sprint(rapid.Uint32().Draw(t, "tok")))).Draw(t, "tok")
+		}
+		return "[" + strings.Join(parts, rapid.SampledFrom([]string{",", ", ", " ,\n", ",\t"}).Draw(t, "sep")) + "]"
+	}
+	return rapid.SampledFrom(plainValues[kindOf(name)]).Draw(t, name)
+}
+
+// drawBody is a JSON object of the members one of the score, match or
+// insert routes takes, each once, with plain values; half the time it
+// then gets exactly one fault, so that the property sees each unusual
+// case on its own rather than masked by another: an unusual token or
+// value, a repeated, differently cased or foreign member, no tokens,
+// trailing junk, or a cut.
+func drawBody(t *rapid.T) []byte {
+	names := rapid.SampledFrom([][]string{
+		{"extra", "salt", "pools", "exact", "group", "tier"}, // score's
+		{"extra", "salt", "lock"},                            // match's
+		{"extra", "salt", "priority"},                        // insert's
+	}).Draw(t, "route")
+	type member struct{ name, value string }
+	members := []member{{"tokens", drawValue(t, "tokens")}}
+	for _, n := range names {
+		if rapid.Bool().Draw(t, "has-"+n) {
+			members = append(members, member{n, drawValue(t, n)})
+		}
+	}
+	trail := ""
+	cut := -1
+	if rapid.Bool().Draw(t, "fault?") {
+		i := rapid.IntRange(0, len(members)-1).Draw(t, "at")
+		switch rapid.IntRange(0, 6).Draw(t, "fault") {
+		case 0: // one unusual token
+			toks := strings.Split(strings.Trim(members[0].value, "[]"), ",")
+			toks[rapid.IntRange(0, len(toks)-1).Draw(t, "tok-at")] = rapid.SampledFrom(unusualValues["tokens"]).Draw(t, "bad-tok")
+			members[0].value = "[" + strings.Join(toks, ",") + "]"
+		case 1: // one unusual value
+			members[i].value = rapid.SampledFrom(unusualValues[kindOf(members[i].name)]).Draw(t, "bad-value")
+		case 2: // a member repeated
+			members = append(members, member{members[i].name, drawValue(t, members[i].name)})
+		case 3: // a member of another route, or no route's
+			members = append(members, member{rapid.SampledFrom([]string{"Tokens", "TOKENS", "node", "tokenz", "lock", "priority", "pools"}).Draw(t, "foreign"), "1"})
+		case 4: // no tokens
+			members = members[1:]
+		case 5:
+			trail = rapid.SampledFrom([]string{" x", "{}", ",", "]", "\x00"}).Draw(t, "junk")
+		case 6:
+			cut = 0
+		}
+	}
+	parts := make([]string, len(members))
+	for i, m := range rapid.Permutation(members).Draw(t, "order") {
+		parts[i] = fmt.Sprintf("%q%s:%s", m.name, rapid.SampledFrom([]string{"", " ", "\n"}).Draw(t, "ws"), m.value)
+	}
+	body := rapid.SampledFrom([]string{"", " ", "\r\n"}).Draw(t, "lead") + "{" + strings.Join(parts, ",") + "}" +
+		rapid.SampledFrom([]string{"", " ", "\n"}).Draw(t, "ws-after") + trail
+	if cut == 0 {
+		body = body[:rapid.IntRange(0, len(body)-1).Draw(t, "cut")]
+	}
+	return []byte(body)
+}
+
+// TestOnePassDecodesAsTheFullPath is the one-pass decoder's contract: on
+// every body it takes (a drawn mix of ordinary, unusual and broken
+// bodies for the score, match and insert routes, under small token and
+// depth limits), the full path takes it too and decodes the same values.
+// So the decoder can only make a request faster: every other body keeps
+// the full path's answer. The run must see the decoder take bodies of
+// each route, or it would prove nothing.
+func TestOnePassDecodesAsTheFullPath(t *testing.T) {
+	var took [3]int
+	rapid.Check(t, func(t *rapid.T) {
+		lim := tokenLimits{
+			maxTokens: rapid.SampledFrom([]int{0, 3, 8, 1 << 20}).Draw(t, "maxTokens"),
+			maxDepth:  rapid.SampledFrom([]int{1, 2, 512}).Draw(t, "maxDepth"),
+			// small lists read in two halves too, split anywhere
+			parallelBytes: rapid.SampledFrom([]int{0, 1, 8, 24}).Draw(t, "parallelBytes"),
+		}
+		for range 16 { // many small bodies a check: each fault is rare on its own
+			body := drawBody(t)
+			for i, ok := range []bool{
+				onePassAgrees[scoreBody](t, body, lim),
+				onePassAgrees[matchBody](t, body, lim),
+				onePassAgrees[insertBody](t, body, lim),
+			} {
+				if ok {
+					took[i]++
+				}
+			}
+		}
+	})
+	for i, route := range []string{"score", "match", "insert"} {
+		if took[i] < 50 {
+			t.Errorf("the one-pass decoder took only %d %s bodies: the property was hardly exercised", took[i], route)
+		}
+	}
+}
+
+// TestOnePassTakesOrdinaryBodiesAndLeavesTheRest pins, by hand, which
+// bodies the decoder takes and which it leaves to the full path.
+func TestOnePassTakesOrdinaryBodiesAndLeavesTheRest(t *testing.T) {
+	score := (*scoreBody)(nil).members()
+	for _, c := range []struct {
+		body string
+		take bool
+	}{
+		{`{"tokens":[1,2,3]}`, true},
+		{` {"tokens": [0, 4294967295] , "pools":["a","b"],"exact":true,"group":-2,"tier":"gpu","extra":"é","salt":""} `, true},
+		{`{"tokens":[]}`, true},
+		{`{"tokens":[4294967296]}`, false}, // out of range: the pool's error
+		{`{"tokens":[01]}`, false},         // not JSON
+		{`{"tokens":[-1]}`, false},
+		{`{"tokens":[1.0]}`, false},
+		{`{"tokens":[1],"tokens":[2]}`, false}, // a duplicate
+		{`{"Tokens":[1]}`, false},              // encoding/json matches it case-insensitively
+		{`{"tokens":[1],"lock":true}`, false},  // not a score member
+		{`{"tokens":[1],"extra":null}`, false},
+		{`{"tokens":[1],"extra":"\u00e9"}`, false}, // an escape
+		{`{"tokens":[1]}x`, false},
+		{`{"pools":["a"]}`, false},                // no tokens: the full path names what is missing
+		{`{"tokens":[1,2,3,4,5,6,7,8,9]}`, false}, // over the limit of 8: the full path's 413
+	} {
+		_, ok := decodeTokensJSON([]byte(c.body), score, tokenLimits{maxTokens: 8, maxDepth: 512}, nil)
+		if ok != c.take {
+			t.Errorf("%s: taken = %v, want %v", c.body, ok, c.take)
+		}
+	}
+}
+
+// TestBinaryTokenListsDecodeWithTheirQuery pins the binary body: the
+// tokens little-endian, the other members from the query, and the errors
+// of a bad body or member.
+func TestBinaryTokenListsDecodeWithTheirQuery(t *testing.T) {
+	body := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 7), math.MaxUint32)
+	q, _ := url.ParseQuery("pools=a,b&exact=true&group=-3&tier=gpu&extra=x")
+	f, aerr := decodeTokensBinary(body, q, (*scoreBody)(nil).members(), 4, nil)
+	if aerr != nil {
+		t.Fatal(aerr.message)
+	}
+	var got scoreBody
+	got.fill(&f)
+	x := "x"
+	want := scoreBody{Tokens: []int64{7, math.MaxUint32}, Pools: []string{"a", "b"}, Exact: true, Group: -3, Tier: "gpu", Extra: &x}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, c := range []struct {
+		body   []byte
+		query  string
+		status int
+		msg    string
+	}{
+		{body[:7], "", http.StatusBadRequest, "tokens = 7 bytes: want a multiple of 4 bytes"},
+		{make([]byte, 20), "", http.StatusRequestEntityTooLarge, "The input (5 tokens) is longer than the model's context length (4 tokens)."},
+		{body, "lock=true", http.StatusBadRequest, "lock = unknown field"},
+		{body, "tokens=1", http.StatusBadRequest, "tokens = unknown field"},
+		{body, "exact=true&exact=false", http.StatusBadRequest, "exact = given 2 times"},
+		{body, "exact=1", http.StatusBadRequest, `exact = "1": want true or false`},
+		{body, "group=1.5", http.StatusBadRequest, `group = "1.5": want a decimal integer of 64 bits`},
+	} {
+		q, _ := url.ParseQuery(c.query)
+		_, aerr := decodeTokensBinary(c.body, q, (*scoreBody)(nil).members(), 4, nil)
+		if aerr == nil || aerr.status != c.status || !strings.Contains(aerr.message, c.msg) {
+			t.Errorf("%d bytes, %q: got %+v, want %d %q", len(c.body), c.query, aerr, c.status, c.msg)
+		}
+	}
+}
+
+// TestDigitParsingMatchesStrconv holds the 8-bytes-at-once digit scan to
+// strconv on every digit count and whatever bytes follow the digits.
+func TestDigitParsingMatchesStrconv(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b := append([]byte(fmt.Sprint(rapid.Uint64Range(0, math.MaxUint32).Draw(t, "v"))),
+			rapid.SliceOfN(rapid.Byte(), 0, 9).Draw(t, "after")...)
+		want := 0
+		for want < len(b) && want < 8 && b[want] >= '0' && b[want] <= '9' {
+			want++
+		}
+		if len(b) < 8 {
+			want = 0
+		}
+		n := digits8(b)
+		if n != want {
+			t.Fatalf("digits8(%q) = %d, want %d", b, n, want)
+		}
+		if n > 0 && n < 8 {
+			want, _ := strconv.ParseUint(string(b[:n]), 10, 64)
+			if got := parse8(binary.LittleEndian.Uint64(b), n); got != want {
+				t.Fatalf("parse8(%q, %d) = %d, want %d", b, n, got, want)
+			}
+		}
+	})
+}
+
+// BenchmarkDecodeTokensJSON is the one-pass decoder alone on a 240K-token
+// score body (token ids 1 to 240,000, 1.7 MB), into a recycled list, with
+// a plain copy of the same bytes as the yardstick; SetBytes makes the
+// MB/s the decode speed the issue bounds (≥ 1 GB/s).
+func BenchmarkDecodeTokensJSON(b *testing.B) {
+	toks := make([]int64, 240_000)
+	for i := range toks {
+		toks[i] = int64(i + 1)
+	}
+	body, _ := json.Marshal(map[string]any{"tokens": toks, "pools": []string{"a"}})
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		buf := make([]int64, 0, len(toks))
+		for b.Loop() {
+			f, ok := decodeTokensJSON(body, (*scoreBody)(nil).members(), tokenLimits{len(toks), 512, parallelTokenBytes}, buf)
+			if !ok || len(f.tokens) != len(toks) {
+				b.Fatal("not taken")
+			}
+		}
+	})
+	b.Run("yardstick=copy", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		dst := make([]byte, len(body))
+		for b.Loop() {
+			copy(dst, body)
+		}
+	})
+}
