@@ -561,7 +561,7 @@ func (f *kvChainFeed) produce(tokens []int64, field string) error {
 func kvHashUnits(prev uint64, page []spec.Unit) uint64 {
 	if littleEndian {
 		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(page))), 8*len(page))
-		return xxh3.HashSeed(b, prev)
+		return foldHash(prev, xxh3.Hash(b))
 	}
 	var h prefixHasher
 	return uint64(h.plainPage(spec.PrefixHash(prev), page))

@@ -311,7 +311,7 @@ func (h *kvHasher) next(prev uint64, toks []uint32) uint64 {
 	for i, t := range toks {
 		binary.LittleEndian.PutUint64(b[8*i:], uint64(t))
 	}
-	return xxh3.HashSeed(b, prev)
+	return foldHash(prev, xxh3.Hash(b))
 }
 
 // childPrefix is the prefix hash a page of namespace ns and tokens toks

@@ -13,6 +13,16 @@ import (
 // bytes the prefix hash is defined over, so a page can be hashed in place.
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
+// foldHash is hᵢ from hᵢ₋₁ and the page hash pᵢ (ref.FoldPrefixHash,
+// docs/spec/radix-acks.md §1.14): XXH3-64 of the two as 16 little-endian
+// bytes.
+func foldHash(prev, page uint64) uint64 {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], prev)
+	binary.LittleEndian.PutUint64(b[8:], page)
+	return xxh3.Hash(b[:])
+}
+
 // prefixHasher computes prefix-hash chains (docs/spec/radix-acks.md §1.14)
 // in one streaming pass: a plain page is hashed where it lies (no copy), a
 // pair-view page is packed into buf first. It equals ref.PrefixHashes page
@@ -43,7 +53,7 @@ func (h *prefixHasher) appendChain(dst []spec.PrefixHash, prev spec.PrefixHash, 
 		for j := range ps {
 			binary.LittleEndian.PutUint64(b[8*j:], q.at(i+j))
 		}
-		prev = spec.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
+		prev = spec.PrefixHash(foldHash(uint64(prev), xxh3.Hash(b)))
 		dst = append(dst, prev)
 	}
 	return dst
@@ -55,7 +65,7 @@ func (h *prefixHasher) appendChain(dst []spec.PrefixHash, prev spec.PrefixHash, 
 func (h *prefixHasher) plainPage(prev spec.PrefixHash, page []spec.Unit) spec.PrefixHash {
 	if littleEndian {
 		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(page))), 8*len(page))
-		return spec.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
+		return spec.PrefixHash(foldHash(uint64(prev), xxh3.Hash(b)))
 	}
 	if cap(h.buf) < 8*len(page) {
 		h.buf = make([]byte, 8*len(page))
@@ -64,7 +74,7 @@ func (h *prefixHasher) plainPage(prev spec.PrefixHash, page []spec.Unit) spec.Pr
 	for j, u := range page {
 		binary.LittleEndian.PutUint64(b[8*j:], u)
 	}
-	return spec.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
+	return spec.PrefixHash(foldHash(uint64(prev), xxh3.Hash(b)))
 }
 
 // chainStart is the hash a node's first page chains on: its parent's last
@@ -111,12 +121,13 @@ func hashedPages(c *node, qh []spec.PrefixHash, qPages int) int {
 }
 
 // TokenKeyChain is TokenKeyView and the key's prefix-hash chain for pages
-// of ps units (docs/spec/radix-acks.md §1.14) in one pass over tokens:
-// each page's ids are range-checked just before the page is hashed, while
-// it is in cache, so a long prompt is read from memory once instead of
-// once to check and once to hash. A bad id is reported exactly as
-// ref.TokenKey reports it (the first one, naming field[i]); ps < 1 is
-// ErrInvalidPageSize. The key aliases tokens, as TokenKeyView's does.
+// of ps units (docs/spec/radix-acks.md §1.14): each page's ids are
+// range-checked as the page is hashed, while it is in cache, so a long
+// prompt is read from memory once instead of once to check and once to
+// hash; the page hashes are then folded in order.
+// A bad id is reported exactly as ref.TokenKey reports it (the first one,
+// naming field[i]); ps < 1 is ErrInvalidPageSize. The key aliases tokens,
+// as TokenKeyView's does.
 func TokenKeyChain(field string, tokens []int64, extra spec.ExtraKey, ps int) (spec.RadixKey, []spec.PrefixHash, error) {
 	if ps < 1 {
 		return spec.RadixKey{}, nil, spec.Reject(spec.ErrInvalidPageSize, "page_size", ps, ">= 1")
@@ -125,20 +136,53 @@ func TokenKeyChain(field string, tokens []int64, extra spec.ExtraKey, ps int) (s
 	if len(tokens) > 0 {
 		units = unsafe.Slice((*spec.Unit)(unsafe.Pointer(unsafe.SliceData(tokens))), len(tokens))
 	}
-	chain := make([]spec.PrefixHash, 0, len(units)/ps)
-	prev := ref.PrefixHashSeed(extra, false)
-	var h prefixHasher
-	i := 0
-	for ; i+ps <= len(units); i += ps {
-		page := units[i : i+ps : i+ps]
-		if checkTokenUnits(page) != nil {
-			return spec.RadixKey{}, nil, ref.CheckTokens(field, tokens)
-		}
-		prev = h.plainPage(prev, page)
-		chain = append(chain, prev)
-	}
-	if checkTokenUnits(units[i:]) != nil {
+	chain := make([]spec.PrefixHash, len(units)/ps)
+	acc := hashPages(units, ps, chain)
+	acc |= orUnits(units[len(chain)*ps:])
+	if acc>>32 != 0 {
 		return spec.RadixKey{}, nil, ref.CheckTokens(field, tokens)
 	}
+	prev := uint64(ref.PrefixHashSeed(extra, false))
+	for i, p := range chain {
+		prev = foldHash(prev, uint64(p))
+		chain[i] = spec.PrefixHash(prev)
+	}
 	return spec.RadixKey{Units: units, Extra: extra}, chain, nil
+}
+
+// hashPages sets out[i] to page i's unseeded hash pᵢ (not yet folded) for
+// each of len(out) whole pages of ps units, and returns the OR of every
+// unit it hashed (a token id past 2^32-1 sets a high bit). Each page is
+// checked as it is hashed, while it is in cache.
+//
+// The page hashes could be computed in two halves at once; measured on
+// this project's 2-vCPU VMs, waking the second core costs more than half
+// of a 240K-token prompt's hashing (docs/perf.md, "The chain in
+// parallel"), so they are not.
+func hashPages(units []spec.Unit, ps int, out []spec.PrefixHash) uint64 {
+	var acc uint64
+	var buf []byte
+	for i := range out {
+		page := units[i*ps : (i+1)*ps : (i+1)*ps]
+		acc |= orUnits(page)
+		out[i] = spec.PrefixHash(xxh3.Hash(pageBytes(page, &buf)))
+	}
+	return acc
+}
+
+// pageBytes is a page's units as the little-endian bytes the hash is
+// defined over: the units themselves on a little-endian machine, packed
+// into *buf otherwise.
+func pageBytes(page []spec.Unit, buf *[]byte) []byte {
+	if littleEndian {
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(page))), 8*len(page))
+	}
+	if cap(*buf) < 8*len(page) {
+		*buf = make([]byte, 8*len(page))
+	}
+	b := (*buf)[:8*len(page)]
+	for j, u := range page {
+		binary.LittleEndian.PutUint64(b[8*j:], u)
+	}
+	return b
 }

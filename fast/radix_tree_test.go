@@ -560,13 +560,13 @@ func TestPrefixHashesEqualTheReference(t *testing.T) {
 // TestTokenKeyChainIsCheckThenHash pins the fused pass the prefix pools
 // score with: the key, chain and error equal ref.TokenKey followed by
 // ref.PrefixHashes, with a bad id in a whole page, in the partial tail or
-// nowhere, for several page sizes.
+// nowhere, for several page sizes, on prompts of up to 1,200 pages.
 func TestTokenKeyChainIsCheckThenHash(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 5))
 	lora := "l"
 	for i := range 200 {
 		ps := []int{1, 3, 64}[i%3]
-		tokens := make([]int64, rng.IntN(300))
+		tokens := make([]int64, rng.IntN(1200))
 		for j := range tokens {
 			tokens[j] = rng.Int64N(1 << 20)
 		}

@@ -13,6 +13,7 @@ var (
 	ChunkRows              = chunkRows              // cp-layout.md §8.4: the rows of one MQA chunk
 	QuantizeRow656         = quantizeRow656         // cp-layout.md §7.2: one MLA row to FP8
 	QuantizeIndexK         = quantizeIndexK         // cp-layout.md §7.3: one index-K row to FP8
+	PageHash               = pageHash               // radix-acks.md §1.14: one page's unseeded hash
 	DenseGrid              = denseGrid              // admission-serving.md §S3.4: a dense M grid
 	ContigGrid             = contigGrid             // admission-serving.md §S3.4: a contiguous M grid
 	ParseEstimatorChunkEnv = parseEstimatorChunkEnv // admission-serving.md A2.6: the chunk-cap variables

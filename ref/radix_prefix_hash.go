@@ -10,7 +10,7 @@ import (
 
 // prefixHashDomain opens every seed's input, so kvtwin's chains never equal
 // hashes another scheme computes over the same bytes.
-const prefixHashDomain = "kvtwin.prefix-hash.v1"
+const prefixHashDomain = "kvtwin.prefix-hash.v2"
 
 // PrefixHashSeed is h₋₁, the hash a key's first page chains from: XXH3-64 of
 // the domain string, a flag byte (1 extra set, 2 salt set, 4 bigram units)
@@ -37,16 +37,31 @@ func PrefixHashSeed(extra spec.ExtraKey, bigram bool) spec.PrefixHash {
 	return spec.PrefixHash(xxh3.Hash(b))
 }
 
-// NextPrefixHash is hᵢ = XXH3-64 with seed hᵢ₋₁ of the page's units, each
-// as 8 little-endian bytes (docs/spec/radix-acks.md §1.14). Seeding with
-// the previous hash chains the pages without copying them next to it, so an
-// implementation can hash a page of stored units where they lie.
+// NextPrefixHash is hᵢ = XXH3-64(LE64(hᵢ₋₁) ‖ LE64(pᵢ)), where pᵢ is the
+// unseeded XXH3-64 of the page's units, each as 8 little-endian bytes
+// (docs/spec/radix-acks.md §1.14). Only the 16-byte fold is sequential: the
+// page hashes of a key can be computed in any order, in parallel.
 func NextPrefixHash(prev spec.PrefixHash, page []spec.Unit) spec.PrefixHash {
+	return foldPrefixHash(prev, pageHash(page))
+}
+
+// pageHash is pᵢ, the unseeded XXH3-64 of a page's units, each as 8
+// little-endian bytes (docs/spec/radix-acks.md §1.14).
+func pageHash(page []spec.Unit) uint64 {
 	b := make([]byte, 0, 8*len(page))
 	for _, u := range page {
 		b = binary.LittleEndian.AppendUint64(b, u)
 	}
-	return spec.PrefixHash(xxh3.HashSeed(b, uint64(prev)))
+	return xxh3.Hash(b)
+}
+
+// foldPrefixHash is hᵢ from hᵢ₋₁ and pᵢ: XXH3-64 of the two as 8
+// little-endian bytes each (docs/spec/radix-acks.md §1.14).
+func foldPrefixHash(prev spec.PrefixHash, page uint64) spec.PrefixHash {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], uint64(prev))
+	binary.LittleEndian.PutUint64(b[8:], page)
+	return spec.PrefixHash(xxh3.Hash(b[:]))
 }
 
 // PrefixHashes is the chain of k's whole pages of ps units, from
