@@ -138,13 +138,13 @@ generate:
 docs:
 	$(GO) run ./internal/gen/docs
 
-## coverage: statement coverage of ref/ and fast/ by the differential suite alone
+## coverage: statement coverage of spec/, ref/ and fast/ by the differential suite alone
 ## (./equiv/...), per file and per function, each unreached function with its reason from
 ## docs/coverage.md (internal/coverreport); fails under 97 % while a function lacks a reason.
 ## rapid's seed is fixed (COVER_SEED) so the report is the same on every run.
 COVER_SEED ?= 1
 coverage:
-	$(GO) test -count=1 -coverpkg=./ref,./fast -coverprofile=cover.out ./equiv/... -args -rapid.seed=$(COVER_SEED)
+	$(GO) test -count=1 -coverpkg=./spec,./ref,./fast -coverprofile=cover.out ./equiv/... -args -rapid.seed=$(COVER_SEED)
 	$(GO) run ./internal/coverreport -profile cover.out -reasons docs/coverage.md
 
 ## bugzoo: regenerate docs/bugzoo.md from the suite.

@@ -84,6 +84,9 @@ type RadixTree struct {
 	// planGen numbers plans for the load-path marks.
 	recounts, metaMisses, loadRefusals int64
 	planGen                            uint64
+	// gen counts the changes of the tree's shape and slot arrays (a leaf
+	// added or deleted, a node split), so a SlotView can tell it is stale.
+	gen uint64
 }
 
 // NewRadixTree builds an empty tree (the root, id 0) for cfg, as a
@@ -428,6 +431,7 @@ func (t *RadixTree) Insert(k spec.RadixKey, value []spec.SlotIdx, priority int) 
 // from q so that q (whose backing lives on Insert's stack) never flows into
 // the heap.
 func (t *RadixTree) addLeaf(parent *node, q RadixKey, extra spec.ExtraKey, value []spec.SlotIdx, sim bool, priority int) {
+	t.gen++
 	var key RadixKey
 	if t.faults.StoredViews {
 		key = RadixKey{b: &keyBacking{units: q.b.units, pairs: q.b.pairs}, off: q.off, n: q.n, Extra: extra, Bigram: q.Bigram}
@@ -494,6 +498,7 @@ func (t *RadixTree) split(c *node, p int) *node {
 	if p <= 0 || p >= c.key.n || p%t.ps != 0 {
 		panic(fmt.Sprintf("radix: split of node %d at %d (len %d) breaks §1.6", c.id, p, c.key.n))
 	}
+	t.gen++
 	parent := c.parent
 	delete(parent.children, t.storedChildKey(c.key))
 	relink(parent)
@@ -695,6 +700,7 @@ func (t *RadixTree) victimOf(x *node) victim {
 // they are popped, so x lets go of its key and slots (the caller has taken
 // the slots).
 func (t *RadixTree) deleteLeaf(x *node) *node {
+	t.gen++
 	t.dropLeaf(x)
 	parent := x.parent
 	delete(parent.children, t.storedChildKey(x.key))

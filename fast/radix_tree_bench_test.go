@@ -104,6 +104,19 @@ func benchFullHit(b *testing.B, n, k int, eagle bool) {
 		}
 		reportCopied(b, tr, before)
 	})
+	b.Run("impl=fast-view", func(b *testing.B) {
+		tr, key, _ := benchPath(b, fast.NewRadixTree, n, k, 64, eagle)
+		f := tr.(*fast.RadixTree)
+		var segs [][]spec.SlotIdx
+		b.ReportAllocs()
+		for b.Loop() {
+			v, err := f.MatchPrefixView(segs, key)
+			if err != nil || v.Len() != n {
+				b.Fatalf("matched %d, %v", v.Len(), err)
+			}
+			segs, _ = v.Segments()
+		}
+	})
 	if !eagle {
 		b.Run("yardstick=compare+copy", func(b *testing.B) { benchFullHitFloor(b, n) })
 	}
