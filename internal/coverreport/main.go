@@ -83,7 +83,7 @@ func run(profilePath, reasonsPath, module string, target float64) error {
 		files[b.file] = fc
 	}
 	pct := 100 * float64(hit) / float64(max(total, 1))
-	fmt.Printf("differential suite coverage of ref/, fast/: %.1f%% (%d of %d statements)\n\n", pct, hit, total)
+	fmt.Printf("differential suite coverage of spec/, ref/, fast/: %.1f%% (%d of %d statements)\n\n", pct, hit, total)
 	fmt.Println("files under 100%:")
 	for _, f := range slices.Sorted(maps.Keys(files)) {
 		if c := files[f]; c[0] < c[1] {
