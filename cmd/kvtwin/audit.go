@@ -58,6 +58,10 @@ type auditReport struct {
 	// NotImplemented lists, per implementation outside this build, the
 	// selected ops it does not declare (neither passed nor failed).
 	NotImplemented map[string][]string `json:"not_implemented,omitempty"`
+	// NotAudited says, one line each, what was asked for and not audited,
+	// which fails the audit: an op --ops selected that an implementation
+	// does not declare, or no op audited at all.
+	NotAudited []string `json:"not_audited,omitempty"`
 	// ZooSkipped says why the bug zoo did not run (it checks kvtwin's own
 	// suite, so an audit of outside implementations only skips it).
 	ZooSkipped string `json:"zoo_skipped,omitempty"`
@@ -285,12 +289,34 @@ func runAudit(stdout, stderr io.Writer, o auditOptions) error {
 	bar.finish()
 	rep.Adapters = collectAdapters(remotes, shard.Index)
 	rep.Passed = rep.Passed && adaptersPassed(rep.Adapters)
+	rep.NotAudited = notAudited(rep, o.ops != "", len(work)+len(zoo))
+	rep.Passed = rep.Passed && len(rep.NotAudited) == 0
 	if o.htmlPath != "" {
 		if err := writeHTMLReport(o.htmlPath, rep, o.bench); err != nil {
 			return err
 		}
 	}
 	return printReport(stdout, rep, o.asJSON)
+}
+
+// notAudited is what an audit was asked for and did not check: with --ops
+// (requested), every selected op an implementation does not declare; and
+// in any case an audit that ran nothing (units: the op × implementation
+// rows and mutants it ran). A CI gate built on `kvtwin audit` must not
+// pass because the adapter lacked what it was meant to check.
+func notAudited(rep auditReport, requested bool, units int) []string {
+	var out []string
+	if requested {
+		for _, impl := range slices.Sorted(maps.Keys(rep.NotImplemented)) {
+			for _, op := range rep.NotImplemented[impl] {
+				out = append(out, fmt.Sprintf("%s on %s: --ops selects it and the implementation does not declare it (not implemented), so no case of it ran", op, impl))
+			}
+		}
+	}
+	if units == 0 {
+		out = append(out, "no op and no mutant was audited: every selected op is not implemented by the implementations given")
+	}
+	return out
 }
 
 // printReport prints rep as text or JSON and fails when the audit did.
@@ -655,6 +681,9 @@ func printAudit(w io.Writer, rep auditReport) {
 		}
 	}
 	printAdapters(w, rep)
+	for _, n := range rep.NotAudited {
+		fmt.Fprintf(w, "\nnothing audited: %s\n", n)
+	}
 	fmt.Fprintf(w, "\naudit %s: seed %d, %d cases per op × implementation\n", verdict(rep.Passed, "passed", "FAILED"), rep.Seed, rep.Cases)
 }
 

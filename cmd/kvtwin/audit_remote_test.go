@@ -98,6 +98,26 @@ func TestAuditOfABrokenAdapterReportsSeedFixtureDiffAndMinimalCase(t *testing.T)
 	}
 }
 
+// TestAuditOfAnOpTheAdapterLacksFailsAsNothingAudited: --ops asks for an
+// op the adapter does not declare, so no case of it runs; the audit says
+// "nothing audited" with the reason and exits 1, in text and in JSON, and
+// an --ops that selects one op it has and one it lacks fails the same way
+// while auditing the one it has. (Without --ops, ops an adapter lacks are
+// only listed: TestAuditOfTheGoKitServingFastPasses.)
+func TestAuditOfAnOpTheAdapterLacksFailsAsNothingAudited(t *testing.T) {
+	code, out, _ := kvtwinCmd(t, "audit", "--impl", selfAdapter("adapter-fast"), "--ops", `^cp\.split$`,
+		"--cases", "8", "--no-progress")
+	if code != 1 || !strings.Contains(out, "nothing audited: cp.split on ") || !strings.Contains(out, "audit FAILED") {
+		t.Errorf("an op the adapter lacks: exit %d, want 1 with a nothing-audited line:\n%s", code, out)
+	}
+	code, out, _ = kvtwinCmd(t, "audit", "--impl", selfAdapter("adapter-fast"), "--ops", `^(cp\.split|transfer\.group_contiguous)$`,
+		"--cases", "8", "--json", "--no-progress")
+	rep := auditReportOf(t, out)
+	if code != 1 || rep.Passed || len(rep.Ops) != 1 || !rep.Ops[0].Passed || len(rep.NotAudited) != 1 || !strings.HasPrefix(rep.NotAudited[0], "cp.split on ") {
+		t.Errorf("one op it has, one it lacks: exit %d, passed %v, %d ops, not audited %q", code, rep.Passed, len(rep.Ops), rep.NotAudited)
+	}
+}
+
 // TestAuditOfTheGoKitServingFastPasses: the same ops served correctly over
 // exec pass, and every op the adapter does not declare is listed as not
 // implemented, not failed.
@@ -121,6 +141,9 @@ func TestAuditOfTheGoKitServingFastPasses(t *testing.T) {
 	}
 	if rep.ZooSkipped == "" || len(rep.Mutants) != 0 {
 		t.Errorf("the bug zoo ran on an outside audit: %d mutants, skipped %q", len(rep.Mutants), rep.ZooSkipped)
+	}
+	if len(rep.NotAudited) != 0 {
+		t.Errorf("without --ops, ops the adapter lacks are listed, not failed: %q", rep.NotAudited)
 	}
 }
 

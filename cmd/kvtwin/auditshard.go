@@ -208,6 +208,9 @@ func (m *merger) add(name string, r auditReport) error {
 		m.out.Mutants = append(m.out.Mutants, mu)
 	}
 	m.out.Adapters = append(m.out.Adapters, r.Adapters...)
+	if m.out.NotAudited == nil { // every shard selects the same ops of the same implementations
+		m.out.NotAudited = r.NotAudited
+	}
 	for impl, ops := range r.NotImplemented {
 		if m.out.NotImplemented == nil {
 			m.out.NotImplemented = map[string][]string{}
