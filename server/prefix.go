@@ -175,6 +175,13 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 		}
 		defer s.releaseBody(got)
 		defer s.recycleBody(got) // every decoder here copies what it keeps
+		runFields := func(sl *slot, f *prefixFields) {
+			s.runPrefix(w, r, status, sl, func() (any, error) {
+				var in In
+				any(&in).(tokenBody).fill(f)
+				return run(r, &in)
+			})
+		}
 		if isTokensBody(r) {
 			if !onePass {
 				s.writeError(w, r, &apiError{status: http.StatusUnsupportedMediaType,
@@ -192,11 +199,7 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 			}
 			f.fillTokens(got.body, s.tokenBuf(tb))
 			defer s.recycleTokens(tb, f.tokens)
-			s.runPrefix(w, r, status, sl, func() (any, error) {
-				var in In
-				any(&in).(tokenBody).fill(&f)
-				return run(r, &in)
-			})
+			runFields(sl, &f)
 			return
 		}
 		if onePass {
@@ -208,11 +211,7 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 			if f, ok := decodeTokensJSON(got.body, tb.members(),
 				tokenLimits{s.cfg.Prefix.MaxRequestTokens, s.cfg.MaxJSONDepth, parallelTokenBytes}, buf); ok {
 				defer s.recycleTokens(tb, f.tokens)
-				s.runPrefix(w, r, status, sl, func() (any, error) {
-					var in In
-					any(&in).(tokenBody).fill(&f)
-					return run(r, &in)
-				})
+				runFields(sl, &f)
 				return
 			}
 			s.recycleTokens(tb, buf)
@@ -226,7 +225,7 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 			s.writeError(w, r, aerr)
 			return
 		}
-		s.runPrefix(w, r, status, admitted(s, w, r), func() (any, error) {
+		s.runPrefix(w, r, status, s.admit(w, r), func() (any, error) {
 			in, err := catalog.DecodeStrict[In](got.body)
 			if err != nil {
 				return nil, err
@@ -235,10 +234,6 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 		})
 	}
 }
-
-// admitted is s.admit as a value for runPrefix: nil when the request was
-// answered 429.
-func admitted(s *Server, w http.ResponseWriter, r *http.Request) *slot { return s.admit(w, r) }
 
 // runPrefix runs a pool request holding sl (nothing when sl is nil: the
 // request was already answered) and answers it.
