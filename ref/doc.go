@@ -8,7 +8,7 @@
 //
 // # The algorithms
 //
-// One function per op of the catalog, func(Limits, In) (Out, error), by
+// One function per op of the catalog, func(spec.Limits, In) (Out, error), by
 // spec file and section; docs/ops.md lists each op's files in every package.
 //
 //   - CP layout (cp-layout.md): CPSplit §1, CPValidRows §2, CPDraftInput §2.4
