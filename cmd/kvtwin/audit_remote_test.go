@@ -118,6 +118,25 @@ func TestAuditOfAnOpTheAdapterLacksFailsAsNothingAudited(t *testing.T) {
 	}
 }
 
+// TestAStatefulAdapterInItsOwnWordsPassesUnderErrorsCode: an adapter of
+// hicache.layer_done_script that gets every state and every step's error
+// code right, but words its error objects itself (another message, no
+// value or bound), passes the audit under --errors code and fails it under
+// --errors exact.
+func TestAStatefulAdapterInItsOwnWordsPassesUnderErrorsCode(t *testing.T) {
+	for _, c := range []struct {
+		mode string
+		code int
+	}{{"code", 0}, {"exact", 1}} {
+		code, out, stderr := kvtwinCmd(t, "audit", "--impl", selfAdapter("adapter-messages"), "--ops", `^hicache\.layer_done_script$`,
+			"--errors", c.mode, "--cases", "60", "--json", "--no-progress")
+		rep := auditReportOf(t, out)
+		if code != c.code || len(rep.Ops) != 1 || rep.Ops[0].Cases == 0 {
+			t.Errorf("--errors %s: exit %d, want %d (%d ops)\n%s\n%.2000s", c.mode, code, c.code, len(rep.Ops), stderr, out)
+		}
+	}
+}
+
 // TestAuditOfTheGoKitServingFastPasses: the same ops served correctly over
 // exec pass, and every op the adapter does not declare is listed as not
 // implemented, not failed.

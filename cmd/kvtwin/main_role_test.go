@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,6 +41,8 @@ func TestMain(m *testing.M) {
 		os.Exit(serveAdapter(fastAdapter()))
 	case "adapter-broken":
 		os.Exit(serveAdapter(brokenAdapter()))
+	case "adapter-messages":
+		os.Exit(serveAdapter(messagesAdapter()))
 	case "adapter-hostile":
 		os.Exit(serveHostileAdapter())
 	}
@@ -105,6 +108,55 @@ func brokenAdapter() *adapter.Adapter {
 	adapter.Handle(a, "radix.script", withLimits(lim, mutantFn[spec.RadixScriptInput, spec.RadixScriptOutput](mutants.RadixStoredKeyViews())))
 	adapter.Handle(a, "transfer.per_layer_script", withLimits(lim, mutantFn[spec.TransferPerLayerScriptInput, spec.TransferPerLayerScriptOutput](mutants.FinishRequiresAllLayers())))
 	return a
+}
+
+// messagesAdapter serves hicache.layer_done_script with every state and
+// error code right but the error objects inside its outputs in its own
+// words: each rejected step's message replaced, its value and bound left
+// out, as an engine's adapter written from the spec would answer.
+func messagesAdapter() *adapter.Adapter {
+	a := adapter.New()
+	lim := spec.DefaultLimits()
+	adapter.Handle(a, "hicache.layer_done_script", func(in spec.HiCacheLayerDoneScriptInput) (json.RawMessage, error) {
+		out, err := fast.HiCacheLayerDoneScript(lim, in)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, err
+		}
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			return nil, err
+		}
+		return json.Marshal(ownWords(v))
+	})
+	return a
+}
+
+// ownWords rewrites every error object in v (code and message present):
+// the message is the adapter's own, value and bound are left out.
+func ownWords(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["code"].(string); ok {
+			if _, ok := x["message"].(string); ok {
+				delete(x, "value")
+				delete(x, "bound")
+				x["message"] = "rejected by the engine"
+				return x
+			}
+		}
+		for k, e := range x {
+			x[k] = ownWords(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = ownWords(e)
+		}
+	}
+	return v
 }
 
 func withLimits[In, Out any](lim spec.Limits, f catalog.Func[In, Out]) func(In) (Out, error) {
