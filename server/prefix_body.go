@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -632,7 +633,9 @@ func binaryError(field string, value any, bound string) *apiError {
 	return inputError(err, catalog.Canonical(struct{}{}, err))
 }
 
-// isTokensBody reports whether r sends a binary token list.
+// isTokensBody reports whether r sends a binary token list: its media type
+// is TokensContentType, whatever parameters follow it.
 func isTokensBody(r *http.Request) bool {
-	return r.Header.Get("Content-Type") == TokensContentType
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == TokensContentType
 }
