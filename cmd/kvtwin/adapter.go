@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -188,29 +189,81 @@ func checkPipelining(r remote.Impl, s equiv.Suite) error {
 }
 
 // rawAdapter starts an exec adapter outside package remote, for the checks
-// that must write what the protocol forbids.
-func rawAdapter(target string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, error) {
+// that must write what the protocol forbids; the end of its stderr is kept
+// in tail.
+func rawAdapter(target string) (cmd *exec.Cmd, stdin io.WriteCloser, stdout *bufio.Reader, tail *stderrTail, err error) {
 	argv, err := remote.ExecArgv(target)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, nil, nil, err
+	cmd = exec.Command(argv[0], argv[1:]...)
+	tail = &stderrTail{}
+	cmd.Stderr = tail
+	if stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, nil, nil, nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	return cmd, stdin, bufio.NewReader(io.LimitReader(stdout, remote.DefaultMaxReplyBytes)), nil
+	return cmd, stdin, bufio.NewReader(io.LimitReader(out, remote.DefaultMaxReplyBytes)), tail, nil
+}
+
+// stderrTailBytes is how much of a raw adapter's stderr a check keeps: the
+// end of a traceback.
+const stderrTailBytes = 2 << 10
+
+// stderrTail keeps the last stderrTailBytes an adapter wrote to stderr.
+type stderrTail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+// Write implements io.Writer, keeping the end.
+func (t *stderrTail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - stderrTailBytes; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+// String is the kept stderr, quoted, or "(nothing)".
+func (t *stderrTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := strings.TrimSpace(string(t.b)); s != "" {
+		return strconv.Quote(s)
+	}
+	return "(nothing)"
+}
+
+// deadAdapter describes an adapter whose stdout ended before an answer:
+// how it exited (waiting up to a second) and the end of its stderr.
+func deadAdapter(cmd *exec.Cmd, tail *stderrTail, when string) error {
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	status := "its stdout closed, the process still running after 1s (killed)"
+	select {
+	case err := <-exited:
+		status = "exited 0"
+		if err != nil {
+			status = err.Error()
+		}
+	case <-time.After(time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+	return fmt.Errorf("the adapter ended its output %s (%s); the end of its stderr: %s", when, status, tail)
 }
 
 func checkExecMalformed(target string, s equiv.Suite, timeout time.Duration) error {
-	cmd, stdin, stdout, err := rawAdapter(target)
+	cmd, stdin, stdout, tail, err := rawAdapter(target)
 	if err != nil {
 		return err
 	}
@@ -226,6 +279,9 @@ func checkExecMalformed(target string, s equiv.Suite, timeout time.Duration) err
 	}()
 	select {
 	case b := <-line:
+		if len(b) == 0 {
+			return deadAdapter(cmd, tail, "after the malformed lines, without answering id 7")
+		}
 		var rep struct {
 			ID uint64 `json:"id"`
 		}
@@ -239,7 +295,7 @@ func checkExecMalformed(target string, s equiv.Suite, timeout time.Duration) err
 }
 
 func checkExecExit(target string) error {
-	cmd, stdin, _, err := rawAdapter(target)
+	cmd, stdin, _, _, err := rawAdapter(target)
 	if err != nil {
 		return err
 	}

@@ -137,6 +137,19 @@ func TestAStatefulAdapterInItsOwnWordsPassesUnderErrorsCode(t *testing.T) {
 	}
 }
 
+// TestAdapterCheckDescribesADeadAdapter: an adapter that dies on a line
+// that is not a request fails adapter check's malformed-request check
+// with its exit status and the end of its stderr (the traceback's last
+// line), not as an empty first reply.
+func TestAdapterCheckDescribesADeadAdapter(t *testing.T) {
+	code, out, _ := runCLI(t, "adapter", "check", "--impl", selfAdapter("adapter-crash-on-garbage"), "--timeout", "5s")
+	for _, want := range []string{"malformed request", "exit status 1", "JSONDecodeError: Expecting value"} {
+		if code == 0 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, want non-zero and %q in:\n%s", code, want, out)
+		}
+	}
+}
+
 // TestAuditOfTheGoKitServingFastPasses: the same ops served correctly over
 // exec pass, and every op the adapter does not declare is listed as not
 // implemented, not failed.

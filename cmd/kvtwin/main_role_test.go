@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -43,6 +44,8 @@ func TestMain(m *testing.M) {
 		os.Exit(serveAdapter(brokenAdapter()))
 	case "adapter-messages":
 		os.Exit(serveAdapter(messagesAdapter()))
+	case "adapter-crash-on-garbage":
+		os.Exit(crashOnGarbage(fastAdapter()))
 	case "adapter-hostile":
 		os.Exit(serveHostileAdapter())
 	}
@@ -108,6 +111,33 @@ func brokenAdapter() *adapter.Adapter {
 	adapter.Handle(a, "radix.script", withLimits(lim, mutantFn[spec.RadixScriptInput, spec.RadixScriptOutput](mutants.RadixStoredKeyViews())))
 	adapter.Handle(a, "transfer.per_layer_script", withLimits(lim, mutantFn[spec.TransferPerLayerScriptInput, spec.TransferPerLayerScriptOutput](mutants.FinishRequiresAllLayers())))
 	return a
+}
+
+// crashOnGarbage serves a the way a hasty Python adapter does: it answers
+// requests, and a line that is not one kills it with a traceback on stderr
+// (the rule docs/adapters.md states is to skip such lines).
+func crashOnGarbage(a *adapter.Adapter) int {
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(nil, adapter.MaxLineBytes)
+	for sc.Scan() {
+		var req struct {
+			ID *uint64         `json:"id"`
+			Op string          `json:"op"`
+			In json.RawMessage `json:"in"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil || req.ID == nil {
+			fmt.Fprintf(os.Stderr, "Traceback (most recent call last):\n  File \"adapter.py\", line 12, in <module>\njson.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n")
+			return 1
+		}
+		out, errObj := a.Call(req.Op, req.In)
+		reply := map[string]any{"id": *req.ID, "out": out}
+		if errObj != nil {
+			reply = map[string]any{"id": *req.ID, "err": errObj}
+		}
+		b, _ := json.Marshal(reply)
+		fmt.Println(string(b))
+	}
+	return 0
 }
 
 // messagesAdapter serves hicache.layer_done_script with every state and
