@@ -19,7 +19,7 @@ func AdmissionBench() *Op[spec.AdmissionBenchInput, spec.AdmissionBenchOutput] {
 		Fast:    fast.AdmissionBench,
 		Sample:  AdmissionBenchA32(),
 		Shapes: []Shape[spec.AdmissionBenchInput]{
-			{Name: "1000-requests-cp-buffer-gate", Make: func() spec.AdmissionBenchInput { return AdmissionBenchQueue(1000) }},
+			{Name: "1000-requests-cp-buffer-gate", Make: func() spec.AdmissionBenchInput { return admissionBenchQueue(1000) }},
 		},
 	}
 }
@@ -42,9 +42,9 @@ func AdmissionBenchA32() spec.AdmissionBenchInput {
 	}
 }
 
-// AdmissionBenchQueue is the performance shape: n requests with L1 and L2
+// admissionBenchQueue is the performance shape: n requests with L1 and L2
 // hits under every CP gate, the real estimator on the buffer gate.
-func AdmissionBenchQueue(n int) spec.AdmissionBenchInput {
+func admissionBenchQueue(n int) spec.AdmissionBenchInput {
 	in := AdmissionBenchA32()
 	in.FakeL1 = spec.PoolState{Available: 1 << 22, Evictable: 1 << 22}
 	in.CP.MaxTotalCachedTokens = ptr(64 << 10)

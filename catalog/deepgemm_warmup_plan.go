@@ -23,9 +23,9 @@ func DeepGEMMWarmupPlan() *Op[spec.DeepGEMMWarmupPlanInput, spec.DeepGEMMWarmupP
 		// the harness's limits on 1 MiB of kernels: ref 99 B per request byte
 		// (the harness's variant; 90 for n=1, k=1 kernels), fast 50.
 		Work:   Cost{PerInputByte: 144, PerOutputByte: 8, Fixed: 4 << 20},
-		Sample: DeepGEMMColdStart(3),
+		Sample: deepGEMMColdStart(3),
 		Shapes: []Shape[spec.DeepGEMMWarmupPlanInput]{
-			{Name: "cold-start-64-kernels", Make: func() spec.DeepGEMMWarmupPlanInput { return DeepGEMMColdStart(64) }},
+			{Name: "cold-start-64-kernels", Make: func() spec.DeepGEMMWarmupPlanInput { return deepGEMMColdStart(64) }},
 			{Name: "restart-all-hits-64-kernels", Make: func() spec.DeepGEMMWarmupPlanInput { return DeepGEMMRestart(64) }},
 		},
 	}
@@ -38,10 +38,10 @@ func DeepGEMMBuildH200() spec.DeepGEMMBuild {
 		Device: "NVIDIA H200", SM: "90", CUDA: "12.8"}
 }
 
-// DeepGEMMColdStart is a first start with n kernels (cycling through the
+// deepGEMMColdStart is a first start with n kernels (cycling through the
 // three categories over distinct shapes), each compiling one cache entry,
 // and no manifest yet.
-func DeepGEMMColdStart(n int) spec.DeepGEMMWarmupPlanInput {
+func deepGEMMColdStart(n int) spec.DeepGEMMWarmupPlanInput {
 	in := spec.DeepGEMMWarmupPlanInput{
 		Env:                map[string]string{"HOME": "/root", "SGLANG_DG_CACHE_DIR": "/data/dg-cache"},
 		ChunkedPrefillSize: 16384,
@@ -58,10 +58,10 @@ func DeepGEMMColdStart(n int) spec.DeepGEMMWarmupPlanInput {
 	return in
 }
 
-// DeepGEMMRestart is the restart after DeepGEMMColdStart(n): the manifest
+// DeepGEMMRestart is the restart after deepGEMMColdStart(n): the manifest
 // and cache it left, so every kernel is a verified hit.
 func DeepGEMMRestart(n int) spec.DeepGEMMWarmupPlanInput {
-	in := DeepGEMMColdStart(n)
+	in := deepGEMMColdStart(n)
 	// The cold start is valid, so err is nil; were it not, the shape would
 	// stay a cold start rather than stop the bench.
 	if out, err := ref.DeepGEMMWarmupPlan(spec.DefaultLimits(), in); err == nil {

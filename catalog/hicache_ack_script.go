@@ -35,17 +35,17 @@ func HiCacheAckScript() *Op[spec.HiCacheAckScriptInput, spec.HiCacheAckScriptOut
 			// The reference scans the queue for every reservation; the fast
 			// twin leaves on one compare. The per-call figures are the Go
 			// benchmarks BenchmarkHasUndrained (fast/hicache_ack_queue_bench_test.go).
-			{Name: "fresh-reserves-over-256-queued", Make: func() spec.HiCacheAckScriptInput { return AckPreparePathScript(256) }},
-			{Name: "fresh-reserves-over-1024-queued", Make: func() spec.HiCacheAckScriptInput { return AckPreparePathScript(1024) }},
+			{Name: "fresh-reserves-over-256-queued", Make: func() spec.HiCacheAckScriptInput { return ackPreparePathScript(256) }},
+			{Name: "fresh-reserves-over-1024-queued", Make: func() spec.HiCacheAckScriptInput { return ackPreparePathScript(1024) }},
 		},
 	}
 }
 
-// AckPreparePathScript is the §3.7 shape as a script on 2 ranks with 4
+// ackPreparePathScript is the §3.7 shape as a script on 2 ranks with 4
 // layers: n non-CP writes leave n acks queued, then n freshly minted nodes
 // are reserved (each reservation asks whether the fresh id has an
 // undrained ack), one forward writes them, and everything drains.
-func AckPreparePathScript(n int) spec.HiCacheAckScriptInput {
+func ackPreparePathScript(n int) spec.HiCacheAckScriptInput {
 	steps := []spec.AckStep{{Op: spec.AckCreate, Ranks: 2, Layers: 4, HostCapacity: 2 * n}}
 	for i := 1; i <= n; i++ {
 		steps = append(steps, spec.AckStep{Op: spec.AckNode, ValueLen: 1}, spec.AckStep{Op: spec.AckWriteNonCP, Node: spec.NodeID(i)})

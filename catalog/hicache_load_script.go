@@ -59,7 +59,7 @@ func LoadBenchScript(layers, pages, runs int) spec.HiCacheLoadScriptInput {
 	for l := 0; l < layers; l += 4 {
 		p.IndexLayers = append(p.IndexLayers, l)
 	}
-	host, dev := LoadBenchPages(pages, runs)
+	host, dev := loadBenchPages(pages, runs)
 	op := spec.LoadOp{OpID: 1, PageSize: ps}
 	for k := range host {
 		for j := range int64(ps) {
@@ -70,10 +70,10 @@ func LoadBenchScript(layers, pages, runs int) spec.HiCacheLoadScriptInput {
 	return spec.HiCacheLoadScriptInput{Pools: p, Ops: []spec.LoadOp{op}}
 }
 
-// LoadBenchPages returns page lists of pages pages in runs runs (runs
+// loadBenchPages returns page lists of pages pages in runs runs (runs
 // divides pages): device pages ascend, host runs are laid out in reverse
 // with a gap between them.
-func LoadBenchPages(pages, runs int) (host, dev []int64) {
+func loadBenchPages(pages, runs int) (host, dev []int64) {
 	per := pages / runs
 	for r := range runs {
 		start := int64((runs-1-r)*per*2 + 1)

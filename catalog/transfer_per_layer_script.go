@@ -32,15 +32,15 @@ func TransferPerLayerScript() *Op[spec.TransferPerLayerScriptInput, spec.Transfe
 			// The seed's GLM-5 shape at bs=10 (docs/spec/transfer.md §4.5): the
 			// per-call figures are the Go benchmarks BenchmarkPerLayer*
 			// (fast/transfer_per_layer_manager_bench_test.go).
-			{Name: "glm5-79-layers-bs10", Make: func() spec.TransferPerLayerScriptInput { return PerLayerForwardScript(79, 78, 8, 10) }},
+			{Name: "glm5-79-layers-bs10", Make: func() spec.TransferPerLayerScriptInput { return perLayerForwardScript(79, 78, 8, 10) }},
 		},
 	}
 }
 
-// PerLayerForwardScript is one forward of bs requests, one chunk each, on
+// perLayerForwardScript is one forward of bs requests, one chunk each, on
 // n entries with h hooked layers and groups of k: register, every hook,
 // every event, every worker step, every finish.
-func PerLayerForwardScript(n, h, k, bs int) spec.TransferPerLayerScriptInput {
+func perLayerForwardScript(n, h, k, bs int) spec.TransferPerLayerScriptInput {
 	steps := []spec.PerLayerStep{{Op: spec.PerLayerCreate, Layers: n, Hooked: h, Group: k, ItemLen: 64, SrcPages: 4 * bs, DstPages: 4 * bs}}
 	for r := range bs {
 		p := int64(4 * r)
