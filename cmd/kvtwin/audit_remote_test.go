@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -105,10 +106,14 @@ func TestAuditOfABrokenAdapterReportsSeedFixtureDiffAndMinimalCase(t *testing.T)
 // while auditing the one it has. (Without --ops, ops an adapter lacks are
 // only listed: TestAuditOfTheGoKitServingFastPasses.)
 func TestAuditOfAnOpTheAdapterLacksFailsAsNothingAudited(t *testing.T) {
+	html := filepath.Join(t.TempDir(), "report.html")
 	code, out, _ := kvtwinCmd(t, "audit", "--impl", selfAdapter("adapter-fast"), "--ops", `^cp\.split$`,
-		"--cases", "8", "--no-progress")
+		"--cases", "8", "--no-progress", "--html", html)
 	if code != 1 || !strings.Contains(out, "nothing audited: cp.split on ") || !strings.Contains(out, "audit FAILED") {
 		t.Errorf("an op the adapter lacks: exit %d, want 1 with a nothing-audited line:\n%s", code, out)
+	}
+	if page, err := os.ReadFile(html); err != nil || !strings.Contains(string(page), `<h2 id="not-audited">Nothing audited</h2>`) || !strings.Contains(string(page), "cp.split on ") {
+		t.Errorf("the HTML report does not say what was not audited (%v)", err)
 	}
 	code, out, _ = kvtwinCmd(t, "audit", "--impl", selfAdapter("adapter-fast"), "--ops", `^(cp\.split|transfer\.group_contiguous)$`,
 		"--cases", "8", "--json", "--no-progress")

@@ -201,6 +201,10 @@ svg text{font:11px system-ui,sans-serif}
 <tr><th>op</th><th>spec</th>{{range .Impls}}<th>{{.}}</th>{{end}}</tr>
 {{range .Matrix}}<tr><td><code>{{.Op}}</code></td><td>{{.Spec}}</td>{{range .Cells}}<td class="{{.Class}}">{{if .Anchor}}<a href="#{{.Anchor}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
 {{end}}</table>
+{{if .NotAudited}}
+<h2 id="not-audited">Nothing audited</h2>
+<p><b>FAILED</b>: the audit was asked for these and ran no case of them.</p>
+<ul>{{range .NotAudited}}<li>{{.}}</li>{{end}}</ul>{{end}}
 
 <h2 id="counterexamples">Counterexamples</h2>
 {{$any := false}}{{range $i, $r := .Ops}}{{if not $r.Passed}}{{$any = true}}
