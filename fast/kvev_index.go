@@ -559,12 +559,8 @@ func (f *kvChainFeed) produce(tokens []int64, field string) error {
 // kvHashUnits is NextPrefixHash(prev, page), hashing the units in place
 // on a little-endian machine.
 func kvHashUnits(prev uint64, page []spec.Unit) uint64 {
-	if littleEndian {
-		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(page))), 8*len(page))
-		return foldHash(prev, xxh3.Hash(b))
-	}
-	var h prefixHasher
-	return uint64(h.plainPage(spec.PrefixHash(prev), page))
+	var buf []byte // used only on a big-endian machine
+	return foldHash(prev, xxh3.Hash(pageBytes(page, &buf)))
 }
 
 // kvWalk is one pool's score walk in progress: the current page's slot

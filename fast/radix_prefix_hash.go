@@ -63,18 +63,7 @@ func (h *prefixHasher) appendChain(dst []spec.PrefixHash, prev spec.PrefixHash, 
 // place on a little-endian machine, where the units already lie as the
 // bytes the hash is defined over, packed into buf otherwise.
 func (h *prefixHasher) plainPage(prev spec.PrefixHash, page []spec.Unit) spec.PrefixHash {
-	if littleEndian {
-		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(page))), 8*len(page))
-		return spec.PrefixHash(foldHash(uint64(prev), xxh3.Hash(b)))
-	}
-	if cap(h.buf) < 8*len(page) {
-		h.buf = make([]byte, 8*len(page))
-	}
-	b := h.buf[:8*len(page)]
-	for j, u := range page {
-		binary.LittleEndian.PutUint64(b[8*j:], u)
-	}
-	return spec.PrefixHash(foldHash(uint64(prev), xxh3.Hash(b)))
+	return spec.PrefixHash(foldHash(uint64(prev), xxh3.Hash(pageBytes(page, &h.buf))))
 }
 
 // chainStart is the hash a node's first page chains on: its parent's last

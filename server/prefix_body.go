@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/kvtwin/kvtwin/catalog"
@@ -374,12 +375,13 @@ func (p *tokenScan) splitScan(f *prefixFields, maxTokens, sp int) bool {
 	case !bh.ok || !bh.end || len(a.toks) != cA+1:
 		return false
 	}
-	p.i = bh.next
-	if len(bh.toks) <= cap(toks)-(cA+1) { // the second half filled its room in place
-		f.tokens = toks[:cA+1+len(bh.toks)]
-	} else { // it outgrew it and was moved
-		f.tokens = append(a.toks[:cA+1:cA+1], bh.toks...)
+	// The second half's tokens are at most its commas plus one and at most
+	// maxTokens-(cA+1), so they fill its room in place; a list that did not
+	// would have moved, and is left to the full path rather than joined.
+	if len(bh.toks) > cap(toks)-(cA+1) {
+		return false
 	}
+	f.tokens, p.i = toks[:cA+1+len(bh.toks)], bh.next
 	return true
 }
 
@@ -519,22 +521,11 @@ func (p *tokenScan) integer(lo, hi int64) (int64, bool) {
 	return v, true
 }
 
-// decodeTokensBinary decodes a binary token list: body is the tokens,
-// little-endian u32, and query holds the request's other members, each at
-// most once, spelled as in the JSON body (true/false, decimal integers;
-// pools comma-separated). A count over maxTokens is the 413 of the JSON
-// path, checked before the list is sized. dst, when its capacity
-// suffices, receives the tokens.
-func decodeTokensBinary(body []byte, query url.Values, allowed prefixMember, maxTokens int, dst []int64) (prefixFields, *apiError) {
-	f, aerr := checkTokensBinary(body, query, allowed, maxTokens)
-	if aerr == nil {
-		f.fillTokens(body, dst)
-	}
-	return f, aerr
-}
-
-// checkTokensBinary is decodeTokensBinary but the tokens: every member
-// from the query, and the body's length checked, nothing sized by it.
+// checkTokensBinary reads a binary token list's other members from the
+// query, each at most once and spelled as in the JSON body (true/false,
+// decimal integers; pools comma-separated), and checks the body's length:
+// a multiple of 4, and a count over maxTokens is the 413 of the JSON path,
+// found before anything is sized. fillTokens then decodes the tokens.
 func checkTokensBinary(body []byte, query url.Values, allowed prefixMember, maxTokens int) (prefixFields, *apiError) {
 	var f prefixFields
 	for key, vals := range query {
@@ -583,17 +574,16 @@ func (f *prefixFields) setQuery(m prefixMember, key, v string) *apiError {
 	case mPools:
 		f.pools = []string{}
 		if v != "" {
-			f.pools = splitComma(v)
+			f.pools = strings.Split(v, ",") // pool names hold no comma
 		}
 	case mExact, mLock:
-		b, err := strconv.ParseBool(v)
-		if err != nil || v != "true" && v != "false" {
+		if v != "true" && v != "false" {
 			return binaryError(key, strconv.Quote(v), "true or false")
 		}
 		if m == mExact {
-			f.exact = b
+			f.exact = v == "true"
 		} else {
-			f.lock = b
+			f.lock = v == "true"
 		}
 	case mGroup, mPriority:
 		bits := 64
@@ -611,19 +601,6 @@ func (f *prefixFields) setQuery(m prefixMember, key, v string) *apiError {
 		}
 	}
 	return nil
-}
-
-// splitComma splits a comma-separated list (pool names hold no comma).
-func splitComma(v string) []string {
-	var out []string
-	for {
-		i := bytes.IndexByte([]byte(v), ',')
-		if i < 0 {
-			return append(out, v)
-		}
-		out = append(out, v[:i])
-		v = v[i+1:]
-	}
 }
 
 // binaryError is the 400 for a binary token request's bad member, with

@@ -233,6 +233,16 @@ func TestOnePassTakesOrdinaryBodiesAndLeavesTheRest(t *testing.T) {
 	}
 }
 
+// decodeTokensBinary is the binary path of prefixPost without its slot:
+// checkTokensBinary, then fillTokens into dst.
+func decodeTokensBinary(body []byte, query url.Values, allowed prefixMember, maxTokens int, dst []int64) (prefixFields, *apiError) {
+	f, aerr := checkTokensBinary(body, query, allowed, maxTokens)
+	if aerr == nil {
+		f.fillTokens(body, dst)
+	}
+	return f, aerr
+}
+
 // TestBinaryTokenListsDecodeWithTheirQuery pins the binary body: the
 // tokens little-endian, the other members from the query, and the errors
 // of a bad body or member.
