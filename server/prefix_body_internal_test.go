@@ -282,6 +282,27 @@ func TestBinaryTokenListsDecodeWithTheirQuery(t *testing.T) {
 	}
 }
 
+// TestBinaryTokensDecodeEveryLengthInOrder holds the two-at-a-time
+// decode of a binary body to the one-at-a-time reading of the media type
+// (little-endian u32, in order) on odd and even counts and reused buffers.
+func TestBinaryTokensDecodeEveryLengthInOrder(t *testing.T) {
+	dst := make([]int64, 3, 5) // stale values a short body must not leave behind
+	for n := range 10 {
+		body := make([]byte, 0, 4*n)
+		want := make([]int64, n)
+		for i := range n {
+			want[i] = int64(math.MaxUint32 - 977*i)
+			body = binary.LittleEndian.AppendUint32(body, uint32(want[i]))
+		}
+		var f prefixFields
+		f.fillTokens(body, dst)
+		if !slices.Equal(f.tokens, want) {
+			t.Errorf("%d tokens: got %v, want %v", n, f.tokens, want)
+		}
+		dst = f.tokens
+	}
+}
+
 // TestDigitParsingMatchesStrconv holds the 8-bytes-at-once digit scan to
 // strconv on every digit count and whatever bytes follow the digits.
 func TestDigitParsingMatchesStrconv(t *testing.T) {
