@@ -11,7 +11,7 @@ import (
 
 // examplePackages are the packages a Go program imports to use kvtwin;
 // each shows itself in at least one runnable Example.
-var examplePackages = []string{"spec", "ref", "fast", "catalog", "prefix", "server", "adapter"}
+var examplePackages = []string{"spec", "ref", "fast", "catalog", "prefix", "server", "adapter", "remote"}
 
 // TestPackagesUsersImportHaveRunnableExamples: every package of
 // examplePackages has an Example with an "Output:" comment (so `go test`
