@@ -188,6 +188,17 @@ type Killable interface {
 	// Regression runs the mutant on its named regression case and returns
 	// the failure that case must produce (nil means the fixture misses the bug).
 	Regression() (*Failure, error)
+	// Entry is the op's catalog entry with the mutant as its fast twin
+	// (and no CUDA twin): what a server or a fixture check runs to meet
+	// the bug outside the suite (serve --verify's fault test).
+	Entry() catalog.Entry
+}
+
+// Entry implements Killable.
+func (m *Mutant[In, Out]) Entry() catalog.Entry {
+	op := *m.Spec.Op
+	op.Fast, op.CUDA = m.Fn, nil
+	return &op
 }
 
 // Name implements Killable.

@@ -35,6 +35,7 @@ func routeScopes() map[routeKey]Scope {
 		{post, "/v1/ops/{name}"}:          ScopeRead,
 		{post, PreflightPath}:             ScopeRead,
 		{get, "/v1/events/sources"}:       ScopeRead,
+		{get, "/v1/verify"}:               ScopeRead,
 		{get, "/v1/prefix"}:               ScopeRead,
 		{post, "/v1/prefix:score"}:        ScopeRead,
 		{get, "/v1/prefix/{pool}"}:        ScopeRead,
@@ -49,6 +50,8 @@ func routeScopes() map[routeKey]Scope {
 
 		// Admin: what destroys state others rely on.
 		{del, "/v1/prefix/{pool}"}: ScopeAdmin,
+		// Sampled requests' inputs, whoever sent them.
+		{get, "/v1/verify/divergences"}: ScopeAdmin,
 	}
 }
 

@@ -134,6 +134,10 @@ type Config struct {
 	// Entries replaces catalog.All() as the ops served. It exists for tests
 	// (an op that panics or blocks); nil, the default, serves catalog.All().
 	Entries []catalog.Entry
+	// Verify re-runs a sample of the op requests on a second
+	// implementation after answering them (docs/verify.md); Rate 0, the
+	// default, turns it off.
+	Verify VerifyConfig
 }
 
 // DefaultConfig returns the configuration `kvtwin serve` starts from: the
@@ -165,6 +169,7 @@ func DefaultConfig() Config {
 		Logger:               slog.Default(),
 		Prefix:               prefix.DefaultLimits(),
 		Auth:                 DefaultAuthConfig(),
+		Verify:               DefaultVerifyConfig(),
 
 		MaxResponseBytesInFlight: DefaultMaxResponseBytesInFlight,
 	}
@@ -213,6 +218,9 @@ func (cfg Config) validate() error {
 		return err
 	}
 	if err := cfg.Auth.validate(cfg.Addr); err != nil {
+		return err
+	}
+	if err := cfg.Verify.validate(cfg.Impl); err != nil {
 		return err
 	}
 	if cfg.Entries != nil {

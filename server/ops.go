@@ -229,10 +229,14 @@ func (s *Server) runOne(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		sl.release()
 		s.writeError(w, r, s.runError(c, c.impl, err, out))
+		if _, ok := spec.AsInputError(err); ok { // a rejection is an answer too
+			s.verify.offer(r, c.op.entry, c.impl, body, out, true)
+		}
 		return
 	}
 	if s.answer(ctx, w, r, sl, http.StatusOK, jsonContent, out, newline) {
 		s.logSuccess(r, c, len(body), len(out)+1, start)
+		s.verify.offer(r, c.op.entry, c.impl, body, out, false)
 	}
 }
 

@@ -38,6 +38,8 @@ type Server struct {
 	// events is the event-fed index and its subscriber, nil without
 	// Config.Events.
 	events *events
+	// verify re-runs sampled op answers (--verify); nil when off.
+	verify *verifier
 
 	// preflight holds, per implementation, the preflight's twins or why
 	// the implementation has none (catalog.Preflight), looked up once.
@@ -124,12 +126,18 @@ func New(cfg Config) (*Server, error) {
 	if s.auth, err = newAuth(cfg); err != nil {
 		return nil, err
 	}
+	if s.verify, err = newVerifier(cfg.Verify, cfg.Limits, cfg.Logger); err != nil {
+		return nil, err
+	}
 	s.metrics = newMetrics(&s.inflight)
 	s.metrics.registry.MustRegister(s.auth.collectors()...)
 	s.metrics.registry.MustRegister(newPoolCollector(s.pools))
 	s.metrics.registry.MustRegister(s.answers.collectors()...)
 	if s.events != nil {
 		s.metrics.registry.MustRegister(newEventCollector(s.events))
+	}
+	if s.verify != nil {
+		s.metrics.registry.MustRegister(s.verify.collectors()...)
 	}
 	s.handler = s.routes()
 	return s, nil
@@ -200,6 +208,8 @@ func (s *Server) routes() http.Handler {
 	route("/readyz", http.MethodGet, s.handleReadyz)
 	route("/metrics", http.MethodGet, s.handleMetrics(s.metrics.handler()))
 	route("/v1/events/sources", http.MethodGet, s.drainGate(s.handleEventSources))
+	route("/v1/verify", http.MethodGet, s.handleVerify)
+	route("/v1/verify/divergences", http.MethodGet, s.handleVerifyDivergences)
 	s.prefixRoutes(r)
 	return s.recoverPanics(r)
 }
@@ -256,6 +266,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	evctx, stopEvents := context.WithCancel(ctx)
 	defer func() { stopEvents(); s.events.wait() }()
 	s.events.start(evctx)
+	// The verify workers outlive the drain (the answers sent last are
+	// still checked) and end with Serve; what they did not reach is
+	// counted as dropped.
+	vctx, stopVerify := context.WithCancel(context.WithoutCancel(ctx))
+	waitVerify := s.verify.run(vctx)
+	defer func() { stopVerify(); waitVerify() }()
 	served := make(chan error, 1)
 	go func() { served <- s.serveConns(hs, netutil.LimitListener(ln, s.cfg.MaxConnections)) }()
 	s.log.Info("serving", "addr", ln.Addr().String(), "impl", string(s.cfg.Impl), "ops", len(s.ops),

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/server"
@@ -93,6 +94,7 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&cfg.EventsIndex.MaxEngines, "events-max-engines", 0, "most engines the event-fed index holds (0: 256)")
 	f.Int64Var(&cfg.EventsIndex.MaxTokensPerEngine, "events-max-tokens-per-engine", 0, "most tokens of one engine's pages, holes included (0: 4 Mi)")
 	authFlags(f, &cfg.Auth)
+	verifyFlags(f, &cfg.Verify)
 	f.IntVar(&cfg.EventsIndex.MaxEnginesPerStream, "events-max-engines-per-source", 0, "most engines one source may feed, so that a source cycling through DP ranks cannot take another's; sources × this must not exceed --events-max-engines (0: --events-max-engines / the number of sources)")
 	f.IntVar(&cfg.EventsIndex.MaxHeld, "events-max-held", 0, "most live messages a source holds while its replay runs (0: 10000)")
 	addEventBoundFlags(f, &cfg.EventsIndex, &cfg.EventsOptions)
@@ -124,4 +126,33 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// verifyFlags are serve's --verify flags (docs/verify.md).
+func verifyFlags(f *pflag.FlagSet, v *server.VerifyConfig) {
+	f.Float64Var(&v.Rate, "verify", v.Rate, "share of op requests (0 to 1) re-run on --verify-against after they are answered, compared byte for byte; the same X-Request-Id is always sampled alike (docs/verify.md). 0 turns it off")
+	f.IntVar(&v.Workers, "verify-workers", v.Workers, "goroutines re-running samples: the most CPUs verification takes from serving")
+	f.IntVar(&v.Queue, "verify-queue", v.Queue, "samples waiting for a worker; a sample that finds the queue full is dropped and counted, never waited for")
+	f.Int64Var(&v.QueueBytes, "verify-queue-bytes", v.QueueBytes, "bytes the waiting samples may hold together (copies of their inputs and answers); beyond it a sample is dropped")
+	f.DurationVar(&v.Timeout, "verify-timeout", v.Timeout, "deadline of one re-run; past it the sample counts as an error")
+	f.IntVar(&v.Keep, "verify-keep", v.Keep, "divergences kept in memory for GET /v1/verify/divergences (the newest)")
+	f.Int64Var(&v.KeepBytes, "verify-keep-bytes", v.KeepBytes, "bytes of fixture lines the kept divergences may hold together")
+	f.StringVar(&v.Dir, "verify-dir", v.Dir, "directory receiving every divergence as a fixture line (verify-NNNNNN.jsonl, rotated at --verify-file-bytes); `kvtwin fixtures check` replays them")
+	f.Int64Var(&v.FileBytes, "verify-file-bytes", v.FileBytes, "size at which a --verify-dir file is rotated")
+	f.IntVar(&v.Files, "verify-files", v.Files, "--verify-dir files kept, the oldest removed")
+	f.Var((*implValue)(&v.Against), "verify-against", "implementation samples are re-run on: ref, or fast (a cheaper check of --impl cuda)")
+}
+
+// implValue is a catalog.Impl flag.
+type implValue catalog.Impl
+
+func (i *implValue) String() string { return string(*i) }
+func (i *implValue) Type() string   { return "impl" }
+func (i *implValue) Set(s string) error {
+	impl, err := catalog.ParseImpl(s)
+	if err != nil {
+		return err
+	}
+	*i = implValue(impl)
+	return nil
 }
