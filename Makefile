@@ -33,7 +33,7 @@ test: fmt-check vet staticcheck test-race test-full test-cli test-addop test-pyt
 ## Go adapter, fixtures over exec, sharded runs merged): they re-execute the test binary as
 ## adapters, so they run here without -race. The other audits through subprocesses (the Python kit's
 ## example, adapter check, kvtwin serve over HTTP) run under -race in test-race and not again.
-E2E_TESTS := ^(TestAuditOfABrokenAdapterReportsSeedFixtureDiffAndMinimalCase|TestFixturesCheckReplaysOverExec|TestShardReportsMergeIntoTheVerdictOfAnUnshardedRun)$$
+E2E_TESTS := ^(TestVerifyReportsEveryBugZooFaultOnTheFixtureCorpus|TestAuditOfABrokenAdapterReportsSeedFixtureDiffAndMinimalCase|TestFixturesCheckReplaysOverExec|TestShardReportsMergeIntoTheVerdictOfAnUnshardedRun)$$
 test-e2e:
 	$(GO) test -count=1 -run '$(E2E_TESTS)' ./cmd/kvtwin/
 

@@ -229,7 +229,9 @@ func (s *Server) runOne(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		sl.release()
 		s.writeError(w, r, s.runError(c, c.impl, err, out))
-		if _, ok := spec.AsInputError(err); ok { // a rejection is an answer too
+		// A rejection, or a 500 carrying an error object, is an answer too;
+		// a deadline or a missing implementation is not an answer of the op.
+		if !errors.Is(err, spec.ErrCanceled) && !errors.Is(err, catalog.ErrImplUnavailable) {
 			s.verify.offer(r, c.op.entry, c.impl, body, out, true)
 		}
 		return

@@ -275,7 +275,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	served := make(chan error, 1)
 	go func() { served <- s.serveConns(hs, netutil.LimitListener(ln, s.cfg.MaxConnections)) }()
 	s.log.Info("serving", "addr", ln.Addr().String(), "impl", string(s.cfg.Impl), "ops", len(s.ops),
-		"tls", s.auth.tls != nil, "auth", s.cfg.Auth.mode())
+		"tls", s.auth.tls != nil, "auth", s.cfg.Auth.mode(), "verify", s.cfg.Verify.Rate)
 	select {
 	case err := <-served:
 		hs.Close() // the listener failed; do not leave its connections behind

@@ -351,8 +351,8 @@ func (v *verifier) diverged(j *verifyJob, want fixtures.Result) {
 	got := fixtures.Result{Bytes: j.out, Rejected: j.rejected}
 	name := "verify/sha256-" + d.InputSHA256[:16]
 	c := fixtures.NewCase(op, j.entry.Spec(), name, 0, j.in, want)
-	line, err := json.Marshal(divergenceLine{Case: c, Impl: d.Impl, Got: jsonOrString(j.out), GotRejected: j.rejected,
-		Diff: fixtures.DiffJSON(want, got), RequestID: j.id})
+	line, err := catalog.Marshal(divergenceLine{Case: c, Impl: d.Impl, Got: jsonOrString(j.out), GotRejected: j.rejected,
+		Diff: divergenceDiff(want, got), RequestID: j.id})
 	if err != nil { // the canonical results are JSON; an encoding failure is reported, not kept
 		line = nil
 	}
@@ -369,6 +369,26 @@ func (v *verifier) diverged(j *verifyJob, want fixtures.Result) {
 			v.log.Warn("verify: writing a divergence to Verify.Dir failed", "dir", v.cfg.Dir, "err", err)
 		}
 	}
+}
+
+// maxCmpDiffBytes bounds the results go-cmp diffs: its diff of two long
+// lists aligns them (quadratic in the worst case), which on a 1 MB output
+// took seconds of a verify worker.
+const maxCmpDiffBytes = 64 << 10
+
+// divergenceDiff is fixtures.DiffJSON's go-cmp diff for results up to
+// maxCmpDiffBytes, else where the bytes first differ, with context.
+func divergenceDiff(want, got fixtures.Result) string {
+	if len(want.Bytes) <= maxCmpDiffBytes && len(got.Bytes) <= maxCmpDiffBytes {
+		return fixtures.DiffJSON(want, got)
+	}
+	i := 0
+	for i < len(want.Bytes) && i < len(got.Bytes) && want.Bytes[i] == got.Bytes[i] {
+		i++
+	}
+	around := func(b []byte) []byte { return b[max(0, i-80):min(len(b), i+80)] }
+	return fmt.Sprintf("results of %d (rejected %t) and %d bytes (rejected %t), too long for a structural diff (over %d bytes); they first differ at byte %d:\nwant …%s…\n got …%s…",
+		len(want.Bytes), want.Rejected, len(got.Bytes), got.Rejected, maxCmpDiffBytes, i, around(want.Bytes), around(got.Bytes))
 }
 
 // jsonOrString is b when it is JSON, else b as a JSON string.
