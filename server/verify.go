@@ -45,6 +45,11 @@ type VerifyConfig struct {
 	// QueueBytes bounds the bytes the waiting samples hold together (each
 	// holds a copy of its input and of its answer); beyond it, dropped.
 	QueueBytes int64
+	// CPUShare is the share of one CPU each worker may use, in (0, 1]:
+	// after a re-run that took d, a worker rests d·(1/CPUShare − 1) before
+	// the next, so verification at any rate takes at most Workers ×
+	// CPUShare CPUs from serving, and what it cannot reach is dropped.
+	CPUShare float64
 	// Timeout bounds one re-run; past it the sample's result is "error".
 	Timeout time.Duration
 	// Keep is how many divergences GET /v1/verify/divergences keeps, the
@@ -66,7 +71,7 @@ type VerifyConfig struct {
 // DefaultVerifyConfig is VerifyConfig with Rate 0 (off) and the bounds
 // `kvtwin serve` starts from.
 func DefaultVerifyConfig() VerifyConfig {
-	return VerifyConfig{Workers: 1, Queue: 256, QueueBytes: 64 << 20, Timeout: time.Minute,
+	return VerifyConfig{Workers: 1, CPUShare: 0.1, Queue: 256, QueueBytes: 64 << 20, Timeout: time.Minute,
 		Keep: 1000, KeepBytes: 64 << 20, FileBytes: 64 << 20, Files: 8, Against: catalog.Ref}
 }
 
@@ -82,6 +87,8 @@ func (v VerifyConfig) validate(served catalog.Impl) error {
 	switch {
 	case v.Workers < 1 || v.Workers > 1024:
 		return spec.Reject(ErrBadConfig, "Verify.Workers", v.Workers, "in [1, 1024]")
+	case math.IsNaN(v.CPUShare) || v.CPUShare <= 0 || v.CPUShare > 1:
+		return spec.Reject(ErrBadConfig, "Verify.CPUShare", v.CPUShare, "in (0, 1]")
 	case v.Queue < 1 || v.Queue > max:
 		return spec.Reject(ErrBadConfig, "Verify.Queue", v.Queue, fmt.Sprintf("in [1, %d]", max))
 	case v.QueueBytes < 1:
@@ -250,8 +257,10 @@ func (v *verifier) run(ctx context.Context) (wait func()) {
 				case <-ctx.Done():
 					return
 				case j := <-v.jobs:
+					t0 := time.Now()
 					v.check(ctx, j)
 					v.held.Add(-j.bytes())
+					v.rest(ctx, time.Since(t0))
 				}
 			}
 		})
@@ -271,6 +280,19 @@ func (v *verifier) run(ctx context.Context) (wait func()) {
 				return
 			}
 		}
+	}
+}
+
+// rest keeps a worker to its CPUShare after a re-run that took d.
+func (v *verifier) rest(ctx context.Context, d time.Duration) {
+	if v.cfg.CPUShare >= 1 {
+		return
+	}
+	t := time.NewTimer(time.Duration(float64(d) * (1/v.cfg.CPUShare - 1)))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 

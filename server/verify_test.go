@@ -25,6 +25,7 @@ func verifying(t *testing.T, edit func(*server.Config)) (string, *logBuffer) {
 	logs := &logBuffer{}
 	cfg := testConfig(logs)
 	cfg.Verify.Rate = 1
+	cfg.Verify.CPUShare = 1
 	edit(&cfg)
 	s, err := server.New(cfg)
 	if err != nil {
@@ -225,6 +226,7 @@ func TestVerifyConfigNamesTheFieldAndBound(t *testing.T) {
 		{func(v *server.VerifyConfig) { v.Rate = -0.1 }, "Verify.Rate = -0.1: want in [0, 1]"},
 		{func(v *server.VerifyConfig) { v.Workers = 0 }, "Verify.Workers = 0: want in [1, 1024]"},
 		{func(v *server.VerifyConfig) { v.Queue = 0 }, "Verify.Queue = 0: want in [1, 1048576]"},
+		{func(v *server.VerifyConfig) { v.CPUShare = 0 }, "Verify.CPUShare = 0: want in (0, 1]"},
 		{func(v *server.VerifyConfig) { v.QueueBytes = 0 }, "Verify.QueueBytes = 0: want >= 1"},
 		{func(v *server.VerifyConfig) { v.Timeout = 0 }, "Verify.Timeout = 0s: want > 0"},
 		{func(v *server.VerifyConfig) { v.Keep = -1 }, "Verify.Keep = -1"},
@@ -261,4 +263,29 @@ func TestVerifyRoutesAnswer404WhenOff(t *testing.T) {
 			t.Errorf("%s: %d %s", path, resp.StatusCode, body)
 		}
 	}
+}
+
+// TestVerifyWorkersKeepToTheirCPUShare: a worker at share 0.25 whose
+// re-runs take 50 ms rests 150 ms after each, so 250 ms after four samples
+// arrive at most two have been checked (a slower machine checks fewer).
+func TestVerifyWorkersKeepToTheirCPUShare(t *testing.T) {
+	op := *catalog.TransferGroupContiguous()
+	ref := op.Ref
+	op.Ref = func(lim spec.Limits, in spec.TransferGroupContiguousInput) (spec.TransferGroupContiguousOutput, error) {
+		time.Sleep(50 * time.Millisecond)
+		return ref(lim, in)
+	}
+	base, _ := verifying(t, func(c *server.Config) {
+		c.Entries = []catalog.Entry{&op}
+		c.Verify.CPUShare = 0.25
+	})
+	start := time.Now()
+	for i := range 4 {
+		postOp(t, base, "transfer.group_contiguous", fmt.Sprint("s", i), `{"src":[1],"dst":[2]}`)
+	}
+	time.Sleep(250*time.Millisecond - time.Since(start))
+	if n := summaryOf(t, base).Total.Agree; n > 2 {
+		t.Errorf("%d samples checked in 250 ms at share 0.25 with 50 ms re-runs; want at most 2", n)
+	}
+	settled(t, base, 4)
 }

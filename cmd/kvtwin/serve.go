@@ -132,6 +132,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 func verifyFlags(f *pflag.FlagSet, v *server.VerifyConfig) {
 	f.Float64Var(&v.Rate, "verify", v.Rate, "share of op requests (0 to 1) re-run on --verify-against after they are answered, compared byte for byte; the same X-Request-Id is always sampled alike (docs/verify.md). 0 turns it off")
 	f.IntVar(&v.Workers, "verify-workers", v.Workers, "goroutines re-running samples: the most CPUs verification takes from serving")
+	f.Float64Var(&v.CPUShare, "verify-cpu", v.CPUShare, "share of one CPU each verify worker may use, in (0, 1]: a worker rests after each re-run so that verification takes at most --verify-workers × this from serving; samples it cannot reach are dropped")
 	f.IntVar(&v.Queue, "verify-queue", v.Queue, "samples waiting for a worker; a sample that finds the queue full is dropped and counted, never waited for")
 	f.Int64Var(&v.QueueBytes, "verify-queue-bytes", v.QueueBytes, "bytes the waiting samples may hold together (copies of their inputs and answers); beyond it a sample is dropped")
 	f.DurationVar(&v.Timeout, "verify-timeout", v.Timeout, "deadline of one re-run; past it the sample counts as an error")
