@@ -44,7 +44,7 @@ ${GO:-go} test -tags cuda -count=1 ${CUDA_TEST_FLAGS:-} -run "$EQUIV_IMPL_TESTS"
 log=$(mktemp)
 rc=0
 KVTWIN_GPU_LOAD_CLIENTS=8 KVTWIN_GPU_LOAD_ROUNDS=1 \
-	${GO:-go} test -tags cuda -count=1 ${CUDA_TEST_FLAGS:-} -run '^TestCUDAServerUnderConcurrentLoad$' -v ./server/ >"$log" 2>&1 || rc=$?
+	${GO:-go} test -tags cuda -count=1 ${CUDA_TEST_FLAGS:-} -run '^(TestCUDAServerUnderConcurrentLoad|TestCUDACanaryReportsAFaultyDevice)$' -v ./server/ >"$log" 2>&1 || rc=$?
 grep -E '^(--- |ok|FAIL|PASS)|cuda server|_test.go' "$log" || true
 rm -f "$log"
 exit $rc

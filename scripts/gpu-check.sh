@@ -62,7 +62,7 @@ rc_kbench=$?
 grep -E '^(Benchmark|ok|PASS|FAIL)' "$out/kernel-bench.log" | head -20
 echo "== the server on --impl cuda under 64 concurrent clients (every response equal to ref's fixture; one CUDA context)"
 (cd server && KVTWIN_GPU_LOAD_CLIENTS=64 KVTWIN_GPU_LOAD_ROUNDS=4 KVTWIN_GPU_LOAD_OUT="$out/server-load.json" \
-	timeout 120 "$bin/server.test" -test.run '^TestCUDAServerUnderConcurrentLoad$' -test.v -test.count=1 -test.timeout=110s) >"$out/server-load.log" 2>&1
+	timeout 120 "$bin/server.test" -test.run '^(TestCUDAServerUnderConcurrentLoad|TestCUDACanaryReportsAFaultyDevice)$' -test.v -test.count=1 -test.timeout=110s) >"$out/server-load.log" 2>&1
 rc_load=$?
 grep -E '^(--- |ok|PASS|FAIL)|cuda server' "$out/server-load.log" | head -20
 printf '{"rc_cuda_test":%d,"rc_equiv_test":%d,"rc_bench":%d,"rc_kernel_bench":%d,"rc_server_load":%d}\n' "$rc_cuda" "$rc_equiv" "$rc_bench" "$rc_kbench" "$rc_load" | tee "$out/summary.json"

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +32,9 @@ type cudaLoadReport struct {
 	P50Micros  float64         `json:"p50_us"`
 	P99Micros  float64         `json:"p99_us"`
 	Mismatches int             `json:"mismatches"`
+	// Verify is what --verify 1 (against ref, default CPU share) found in
+	// the answers it reached; Diverge must be 0.
+	Verify server.VerifyCounts `json:"verify"`
 	Driver     cuda.DriverInfo `json:"driver"`
 }
 
@@ -55,22 +57,26 @@ func TestCUDAServerUnderConcurrentLoad(t *testing.T) {
 	cfg := server.DefaultConfig()
 	cfg.Impl = catalog.CUDA
 	cfg.MaxConcurrent = 1 << 10
+	cfg.Verify.Rate = 1 // the canary at full rate: what the workers reach must agree with ref
 	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	base := "http://" + serveLoopback(t, srv)
 	clients, rounds := envInt(t, "KVTWIN_GPU_LOAD_CLIENTS", 32), envInt(t, "KVTWIN_GPU_LOAD_ROUNDS", 2)
-	lat, mismatches, elapsed := replayConcurrently(t, ts.URL, cases, clients, rounds)
+	lat, mismatches, elapsed := replayConcurrently(t, base, cases, clients, rounds)
 	slices.Sort(lat)
 	rep := cudaLoadReport{Clients: clients, Requests: len(lat), Ops: opsOf(cases), Seconds: elapsed.Seconds(),
 		PerSecond: float64(len(lat)) / elapsed.Seconds(), P50Micros: quantile(lat, 0.50), P99Micros: quantile(lat, 0.99),
-		Mismatches: len(mismatches), Driver: info}
+		Mismatches: len(mismatches), Driver: info, Verify: settled(t, base, int64(len(lat))).Total}
 	rep.Driver.Kernels = nil
 	t.Logf("cuda server (%s, %s): %d requests from %d clients in %.2fs: %.0f req/s, p50 %.0f µs, p99 %.0f µs, %d mismatches",
 		info.Device, info.Driver, rep.Requests, rep.Clients, rep.Seconds, rep.PerSecond, rep.P50Micros, rep.P99Micros, rep.Mismatches)
+	t.Logf("verify --verify 1 against ref: %+v", rep.Verify)
 	writeLoadReport(t, rep)
+	if rep.Verify.Diverge != 0 || rep.Verify.Error != 0 {
+		t.Errorf("the canary found %d divergences and %d failed re-runs under load", rep.Verify.Diverge, rep.Verify.Error)
+	}
 	for i, m := range mismatches {
 		if i == 5 {
 			break

@@ -17,6 +17,14 @@
 // CUDA_ERROR_ILLEGAL_ADDRESS. Fresh allocations are filled with a poison
 // byte, never zeros, so a kernel that reads memory nobody wrote is caught.
 //
+// A test can make the emulated device faulty (and only the emulated device:
+// this library is never linked into a production binary, and a real driver
+// has no such switch): with KVTWIN_EMU_FAULT naming a kernel, every launch of
+// that kernel flips the lowest bit of the first byte its first parameter
+// points at (kvtwin's kernels take their output first), as a device whose
+// memory or arithmetic went bad would. serve --verify's GPU canary test
+// (TestCUDACanaryReportsAFaultyDevice) is its user.
+//
 // It never shadows a real driver: cuInit refuses to start where an NVIDIA
 // kernel driver is present (/proc/driver/nvidia or /dev/nvidiactl), and the
 // build puts it only in an ignored folder that scripts/cuda-test.sh adds to
@@ -400,6 +408,17 @@ CUresult cuModuleGetFunction(CUfunction *fn, CUmodule mod, const char *name) {
 
 // ---- launch ----
 
+// inject_fault is the test's faulty device (see the file comment): after a
+// launch of the kernel KVTWIN_EMU_FAULT names, the first byte at the first
+// parameter, when it points into a live allocation, has its lowest bit
+// flipped. Called with mu held.
+static void inject_fault(const struct function *f, void **params) {
+	const char *want = getenv("KVTWIN_EMU_FAULT");
+	if (!want || strcmp(want, f->name) != 0 || f->nparams < 1 || !params) return;
+	uintptr_t p = (uintptr_t)(*(CUdeviceptr *)params[0]);
+	if (find(p, 1)) *(unsigned char *)p ^= 1;
+}
+
 CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, CUstream stream, void **params, void **extra) {
 	pthread_mutex_lock(&mu);
@@ -427,6 +446,7 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, un
 								f->host(params);
 							}
 				}
+		inject_fault(f, params);
 		for (size_t i = 0; i < nallocs; i++) {
 			if (!redzones_intact(&allocs[i])) {
 				fprintf(stderr, "kvtwin emu: kernel %s wrote outside a device allocation of %zu bytes\n", f->name,
