@@ -63,6 +63,15 @@ func (p *Pool) Insert(tokens []int64, extra spec.ExtraKey, priority int) (Insert
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	out, err := p.insertLocked(k, priority, res)
+	if p.logged() {
+		p.log(shadowOp{kind: "insert", tokens: cloneTokens(tokens), extra: extra, priority: priority, want: answer(out, err)})
+	}
+	return out, err
+}
+
+// insertLocked is Insert's work under the write lock.
+func (p *Pool) insertLocked(k spec.RadixKey, priority int, res InsertResult) (InsertResult, error) {
 	shortfall, err := p.plan(k)
 	if err != nil {
 		return InsertResult{}, err
@@ -248,6 +257,15 @@ func (p *Pool) Match(tokens []int64, extra spec.ExtraKey, lock bool) (MatchResul
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	out, err := p.matchLocked(k, len(tokens), lock)
+	if p.logged() {
+		p.log(shadowOp{kind: "match", tokens: cloneTokens(tokens), extra: extra, lock: lock, want: answer(out, err)})
+	}
+	return out, err
+}
+
+// matchLocked is Match's work under the write lock.
+func (p *Pool) matchLocked(k spec.RadixKey, ntokens int, lock bool) (MatchResult, error) {
 	m, err := p.tree.MatchPrefix(k)
 	if err != nil {
 		return MatchResult{}, err
@@ -258,7 +276,7 @@ func (p *Pool) Match(tokens []int64, extra spec.ExtraKey, lock bool) (MatchResul
 			return MatchResult{}, fmt.Errorf("prefix: lock of the matched path: %w", err)
 		}
 	}
-	p.counters.QueryTokens += int64(len(tokens))
+	p.counters.QueryTokens += int64(ntokens)
 	p.counters.HitTokens += int64(len(m.Indices))
 	return MatchResult{MatchedTokens: len(m.Indices), Slots: m.Indices, LastNode: m.LastNode, Locked: lock}, nil
 }
@@ -276,14 +294,25 @@ func (p *Pool) PrefixLen(tokens []int64, extra spec.ExtraKey) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return p.prefixLenKey(k)
+	return p.prefixLenKey(k, tokens, extra)
 }
 
-// prefixLenKey is PrefixLen of a key already in the pool's unit space.
-func (p *Pool) prefixLenKey(k spec.RadixKey) (int, error) {
+// prefixLenKey is PrefixLen of a key already in the pool's unit space (of
+// tokens and extra, which a shadow replays).
+func (p *Pool) prefixLenKey(k spec.RadixKey, tokens []int64, extra spec.ExtraKey) (int, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return p.tree.PrefixLen(k)
+	n, err := p.tree.PrefixLen(k)
+	p.logScore(tokens, extra, false, n, err)
+	return n, err
+}
+
+// logScore hands a score to the shadow, under the read lock the score
+// held, so it is replayed between the same mutations.
+func (p *Pool) logScore(tokens []int64, extra spec.ExtraKey, hashed bool, n int, err error) {
+	if p.logged() && tokens != nil { // nil: the shadow's own replay
+		p.log(shadowOp{kind: "score", tokens: cloneTokens(tokens), extra: extra, hashed: hashed, want: answer(n, err)})
+	}
 }
 
 // prefixHashes is k's prefix-hash chain in the pool's unit space and page
@@ -296,10 +325,12 @@ func (p *Pool) prefixHashes(k spec.RadixKey) ([]spec.PrefixHash, error) {
 
 // prefixLenHashed is the hashed score of a key already in the pool's unit
 // space, given its chain from prefixHashes.
-func (p *Pool) prefixLenHashed(k spec.RadixKey, hashes []spec.PrefixHash) (int, error) {
+func (p *Pool) prefixLenHashed(k spec.RadixKey, hashes []spec.PrefixHash, tokens []int64, extra spec.ExtraKey) (int, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return p.tree.PrefixLenHashed(k, hashes)
+	n, err := p.tree.PrefixLenHashed(k, hashes)
+	p.logScore(tokens, extra, true, n, err)
+	return n, err
 }
 
 // Lock protects node and its path from eviction (docs/spec/radix-acks.md §1.7) and
@@ -309,6 +340,9 @@ func (p *Pool) Lock(node spec.NodeID) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	d, err := p.tree.IncLockRef(node)
+	if p.logged() {
+		p.log(shadowOp{kind: "lock", node: node, want: answer(-d, err)})
+	}
 	return -d, err
 }
 
@@ -320,7 +354,11 @@ func (p *Pool) Lock(node spec.NodeID) (int, error) {
 func (p *Pool) Unlock(node spec.NodeID) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.tree.DecLockRef(node)
+	n, err := p.tree.DecLockRef(node)
+	if p.logged() {
+		p.log(shadowOp{kind: "unlock", node: node, want: answer(n, err)})
+	}
+	return n, err
 }
 
 // EvictResult is what Evict freed.
@@ -337,6 +375,15 @@ type EvictResult struct {
 func (p *Pool) Evict(numTokens int) (EvictResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	out, err := p.evictLocked(numTokens)
+	if p.logged() {
+		p.log(shadowOp{kind: "evict", n: numTokens, want: answer(out, err)})
+	}
+	return out, err
+}
+
+// evictLocked is Evict's work under the write lock.
+func (p *Pool) evictLocked(numTokens int) (EvictResult, error) {
 	ev, err := p.tree.Evict(numTokens)
 	if err != nil {
 		return EvictResult{}, err

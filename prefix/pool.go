@@ -77,6 +77,9 @@ type Stats struct {
 	// It is fixed at creation, whatever the pool holds now.
 	ReservedBytes int64 `json:"reserved_bytes"`
 	Counters
+	// Shadow is the pool's reference shadow (serve --verify-state), nil
+	// without one.
+	Shadow *ShadowStatus `json:"shadow,omitempty"`
 }
 
 // Pool is one prefix index: a radix tree plus the slots it may use. It is
@@ -98,6 +101,10 @@ type Pool struct {
 	nextID   spec.NodeID
 	nodes    int
 	counters Counters
+	// shadow is the pool's reference shadow and shadower the registry's
+	// queue to it (ShadowConfig); both nil without --verify-state.
+	shadow   *poolShadow
+	shadower *Shadow
 }
 
 // NewPool builds an empty pool whose tree newTree constructs. Requests longer
@@ -185,5 +192,5 @@ func (p *Pool) statsLocked() Stats {
 	return Stats{PageSize: p.cfg.PageSize, CapacityTokens: p.cfg.CapacityTokens, Eagle: p.cfg.Eagle,
 		Policy: p.cfg.Policy, UsedTokens: used, FreeTokens: p.cfg.CapacityTokens - used,
 		EvictableTokens: p.tree.EvictableSize(), ProtectedTokens: p.tree.ProtectedSize(),
-		Nodes: p.nodes, ReservedBytes: p.reserved, Counters: p.counters}
+		Nodes: p.nodes, ReservedBytes: p.reserved, Counters: p.counters, Shadow: p.ShadowStatus()}
 }

@@ -67,6 +67,9 @@ type Registry struct {
 	pools   map[string]*Pool
 	// reserved is the sum of the pools' Stats.ReservedBytes, <= lim.MaxBytes.
 	reserved int64
+	// shadow, when EnableShadow was called, gives each new pool a
+	// reference shadow.
+	shadow *Shadow
 }
 
 // NewRegistry returns an empty registry whose pools' trees newTree builds
@@ -135,6 +138,19 @@ func (r *Registry) Create(name string, cfg Config) (*Pool, error) {
 	p, err := NewPool(r.newTree, cfg, r.lim.MaxPoolCapacity, r.lim.MaxRequestTokens)
 	if err != nil {
 		return nil, err
+	}
+	if r.shadow != nil {
+		// The shadow is a second pool of the same capacity: it reserves
+		// as much again, or the create is refused.
+		if 2*p.reserved > left {
+			return nil, spec.Reject(ErrBudget, "capacity_tokens", cfg.CapacityTokens,
+				fmt.Sprintf("a pool and its reference shadow (--verify-state) within the %d bytes left of MaxBytes (%d)", left, r.lim.MaxBytes))
+		}
+		if p.shadow, err = r.shadow.newPoolShadow(p, cfg); err != nil {
+			return nil, err
+		}
+		p.shadower = r.shadow
+		p.reserved *= 2
 	}
 	r.pools[name] = p
 	r.reserved += p.reserved
@@ -248,9 +264,9 @@ func (r *Registry) Score(tokens []int64, extra spec.ExtraKey, pools []string, ex
 		out[i].Pool = targets[i].Name
 		k := keys[eagleIndex(p.cfg.Eagle)]
 		if exact {
-			out[i].MatchedTokens, errs[i] = p.prefixLenKey(k)
+			out[i].MatchedTokens, errs[i] = p.prefixLenKey(k, tokens, extra)
 		} else {
-			out[i].MatchedTokens, errs[i] = p.prefixLenHashed(k, chains[kindOf(p.cfg)])
+			out[i].MatchedTokens, errs[i] = p.prefixLenHashed(k, chains[kindOf(p.cfg)], tokens, extra)
 		}
 	}
 	workers := min(len(targets), runtime.GOMAXPROCS(0))

@@ -134,6 +134,10 @@ type Config struct {
 	// Entries replaces catalog.All() as the ops served. It exists for tests
 	// (an op that panics or blocks); nil, the default, serves catalog.All().
 	Entries []catalog.Entry
+	// NewRadixTree replaces catalog.RadixTree(Impl) as the prefix pools'
+	// tree. It exists for tests (a tree a test corrupts, for the
+	// --verify-state shadow to find); nil, the default, is Impl's tree.
+	NewRadixTree spec.NewRadixTreeFunc
 	// Verify re-runs a sample of the op requests on a second
 	// implementation after answering them (docs/verify.md); Rate 0, the
 	// default, turns it off.

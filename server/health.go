@@ -36,6 +36,10 @@ type Readiness struct {
 	Impl catalog.Impl `json:"impl"`
 	// Impls reports ref, fast and cuda in that order.
 	Impls []ImplStatus `json:"impls"`
+	// Shadows lists the prefix pools whose reference shadow (serve
+	// --verify-state) diverged or was lost; they keep serving, and the
+	// server stays ready: the operator decides.
+	Shadows *DivergedPools `json:"shadows,omitempty"`
 }
 
 // readiness reports, per implementation, whether every op has it. Entries
@@ -57,6 +61,7 @@ func (s *Server) readiness() (Readiness, int) {
 		}
 		rd.Impls = append(rd.Impls, st)
 	}
+	rd.Shadows = s.shadowReport()
 	if s.draining.Load() {
 		rd.Status = "draining"
 		return rd, http.StatusServiceUnavailable

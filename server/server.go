@@ -110,6 +110,9 @@ func New(cfg Config) (*Server, error) {
 		s.preflight[impl] = preflightTwins{tw, err}
 	}
 	newTree, err := catalog.RadixTree(cfg.Impl)
+	if cfg.NewRadixTree != nil {
+		newTree, err = cfg.NewRadixTree, nil
+	}
 	if err != nil {
 		// Only cuda gets here (validate accepted the name, and the op check
 		// a usable device): the pools then refuse creates, naming this, and
@@ -127,6 +130,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if s.verify, err = newVerifier(cfg.Verify, cfg.Limits, cfg.Logger); err != nil {
+		return nil, err
+	}
+	if err := s.verify.enableShadows(s.pools); err != nil {
 		return nil, err
 	}
 	s.metrics = newMetrics(&s.inflight)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fixtures"
+	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/spec"
 )
 
@@ -66,13 +67,24 @@ type VerifyConfig struct {
 	// answers more cheaply. A request answered by Against itself is not
 	// sampled.
 	Against catalog.Impl
+	// State gives every prefix pool a reference shadow fed the same
+	// operations off the request path (prefix.ShadowConfig): each answer,
+	// Rate of the scores, and the state digests every DigestInterval are
+	// compared. A pool and its shadow reserve twice the pool's budget.
+	State bool
+	// StateQueue bounds the pool operations waiting for the shadows; a
+	// mutation that finds it full loses its pool's shadow.
+	StateQueue int
+	// DigestInterval is how often, at the most, a pool's digest is compared.
+	DigestInterval time.Duration
 }
 
 // DefaultVerifyConfig is VerifyConfig with Rate 0 (off) and the bounds
 // `kvtwin serve` starts from.
 func DefaultVerifyConfig() VerifyConfig {
 	return VerifyConfig{Workers: 1, CPUShare: 0.1, Queue: 256, QueueBytes: 64 << 20, Timeout: time.Minute,
-		Keep: 1000, KeepBytes: 64 << 20, FileBytes: 64 << 20, Files: 8, Against: catalog.Ref}
+		Keep: 1000, KeepBytes: 64 << 20, FileBytes: 64 << 20, Files: 8, Against: catalog.Ref,
+		StateQueue: 1 << 16, DigestInterval: 10 * time.Second}
 }
 
 // validate returns the first field out of bounds, as validate does for Config.
@@ -82,7 +94,16 @@ func (v VerifyConfig) validate(served catalog.Impl) error {
 		return spec.Reject(ErrBadConfig, "Verify.Rate", v.Rate, "in [0, 1]")
 	}
 	if v.Rate == 0 {
+		if v.State {
+			return spec.Reject(ErrBadConfig, "Verify.State", true, "with Verify.Rate > 0: the shadows compare that share of the scores")
+		}
 		return nil // off: nothing else is read
+	}
+	if v.State && (v.StateQueue < 1 || v.StateQueue > 1<<24) {
+		return spec.Reject(ErrBadConfig, "Verify.StateQueue", v.StateQueue, "in [1, 16777216]")
+	}
+	if v.State && v.DigestInterval <= 0 {
+		return spec.Reject(ErrBadConfig, "Verify.DigestInterval", v.DigestInterval.String(), "> 0")
 	}
 	switch {
 	case v.Workers < 1 || v.Workers > 1024:
@@ -145,6 +166,8 @@ type verifier struct {
 
 	total   *prometheus.CounterVec
 	latency *prometheus.HistogramVec
+
+	shadow *prefix.Shadow // the pools' reference shadows (Verify.State), or nil
 
 	mu     sync.Mutex
 	counts map[string]*[4]int64 // op → agree, diverge, dropped, error
@@ -244,12 +267,16 @@ func (v *verifier) offer(r *http.Request, e catalog.Entry, impl catalog.Impl, in
 }
 
 // run is the workers' life: they take samples until ctx ends, then count
-// what is left in the queue as dropped.
+// what is left in the queue as dropped. The pools' shadow, when on, runs
+// beside them.
 func (v *verifier) run(ctx context.Context) (wait func()) {
 	if v == nil {
 		return func() {}
 	}
 	var wg sync.WaitGroup
+	if v.shadow != nil {
+		wg.Go(func() { v.shadow.Run(ctx) })
+	}
 	for range v.cfg.Workers {
 		wg.Go(func() {
 			for {
@@ -535,6 +562,45 @@ func (s *Server) handleVerifyDivergences(w http.ResponseWriter, r *http.Request)
 		buf.WriteByte('\n')
 	}
 	s.writeAnswer(w, r, http.StatusOK, "application/jsonl", buf.Bytes())
+}
+
+// enableShadows gives the pools reference shadows (Verify.State).
+func (v *verifier) enableShadows(pools *prefix.Registry) error {
+	if v == nil || !v.cfg.State {
+		return nil
+	}
+	newRef, err := catalog.RadixTree(catalog.Ref)
+	if err != nil {
+		return err
+	}
+	v.shadow, err = pools.EnableShadow(prefix.ShadowConfig{NewTree: newRef, Queue: v.cfg.StateQueue,
+		ScoreRate: v.cfg.Rate, DigestInterval: v.cfg.DigestInterval})
+	return err
+}
+
+// DivergedPools are the pools whose reference shadow disagreed, or was
+// lost, as /readyz lists them.
+type DivergedPools struct {
+	Diverged []string `json:"diverged"`
+	Lost     []string `json:"lost"`
+}
+
+// shadowReport is /readyz's detail of the shadows, nil without them.
+func (s *Server) shadowReport() *DivergedPools {
+	if s.verify == nil || s.verify.shadow == nil {
+		return nil
+	}
+	d := &DivergedPools{Diverged: []string{}, Lost: []string{}}
+	for _, n := range s.pools.List() {
+		switch st := n.Pool.ShadowStatus(); {
+		case st == nil:
+		case st.State == prefix.ShadowDiverged:
+			d.Diverged = append(d.Diverged, n.Name)
+		case st.State == prefix.ShadowLost:
+			d.Lost = append(d.Lost, n.Name)
+		}
+	}
+	return d
 }
 
 func verifyOff() *apiError {

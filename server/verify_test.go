@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fixtures"
+	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/server"
 	"github.com/kvtwin/kvtwin/spec"
 )
@@ -288,4 +289,86 @@ func TestVerifyWorkersKeepToTheirCPUShare(t *testing.T) {
 		t.Errorf("%d samples checked in 250 ms at share 0.25 with 50 ms re-runs; want at most 2", n)
 	}
 	settled(t, base, 4)
+}
+
+// TestVerifyStateFlagsACorruptedPoolWithinOneDigestInterval: with
+// --verify-state, a pool whose fast tree a test fault corrupts behind the
+// pool's back (a lock no request took: no answer shows it yet) is flagged
+// by the first digest after one interval, in the pool's status, its metric
+// and /readyz's detail, and keeps serving (and /readyz stays 200).
+func TestVerifyStateFlagsACorruptedPoolWithinOneDigestInterval(t *testing.T) {
+	const interval = 100 * time.Millisecond
+	var mu sync.Mutex
+	var trees []spec.RadixTree
+	base, _ := verifying(t, func(c *server.Config) {
+		c.Verify.State = true
+		c.Verify.DigestInterval = interval
+		c.NewRadixTree = func(cfg spec.TreeConfig) (spec.RadixTree, error) {
+			newFast, _ := catalog.RadixTree(catalog.Fast)
+			tr, err := newFast(cfg)
+			mu.Lock()
+			trees = append(trees, tr)
+			mu.Unlock()
+			return tr, err
+		}
+	})
+	call := func(path, body string) string {
+		t.Helper()
+		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := readAll(t, resp)
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	call("/v1/prefix/p", `{"page_size":4,"capacity_tokens":256}`)
+	ins := call("/v1/prefix/p/insert", `{"tokens":[1,2,3,4,5,6,7,8,9]}`)
+	call("/v1/prefix:score", `{"tokens":[1,2,3,4,5,6,7,8]}`)
+	shadowOf := func() prefix.ShadowStatus {
+		var st prefix.Stats
+		resp, err := http.Get(base + "/v1/prefix/p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(readAll(t, resp), &st); err != nil || st.Shadow == nil {
+			t.Fatalf("pool status without its shadow: %v", err)
+		}
+		return *st.Shadow
+	}
+	eventually(t, "the shadow compares the first operations", func() bool { return shadowOf().Compared >= 2 })
+	if s := shadowOf(); s.State != prefix.ShadowAgree {
+		t.Fatalf("before the fault: %+v", s)
+	}
+	var inserted struct {
+		LastNode spec.NodeID `json:"last_node"`
+	}
+	_ = json.Unmarshal([]byte(ins), &inserted)
+	mu.Lock()
+	_, err := trees[0].IncLockRef(inserted.LastNode) // the fault: a lock no request took
+	mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(interval)
+	call("/v1/prefix/p/insert", `{"tokens":[1,2,3,4]}`) // the next operation takes the digest
+	eventually(t, "the digest flags the pool", func() bool { return shadowOf().State == prefix.ShadowDiverged })
+	if s := shadowOf(); !strings.HasPrefix(s.Detail, "digest:") {
+		t.Errorf("flagged at %q, want the digest", s.Detail)
+	}
+	if v := metricOf(t, http.DefaultClient, base, "", `kvtwin_prefix_shadow_diverged{pool="p"}`); v != 1 {
+		t.Errorf("kvtwin_prefix_shadow_diverged = %v, want 1", v)
+	}
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rd server.Readiness
+	if err := json.Unmarshal(readAll(t, resp), &rd); err != nil || resp.StatusCode != http.StatusOK ||
+		rd.Shadows == nil || len(rd.Shadows.Diverged) != 1 || rd.Shadows.Diverged[0] != "p" {
+		t.Errorf("/readyz %d %+v (%v), want ready with p listed as diverged", resp.StatusCode, rd.Shadows, err)
+	}
+	call("/v1/prefix:score", `{"tokens":[1,2,3,4]}`) // still serving
 }

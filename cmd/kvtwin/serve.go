@@ -141,6 +141,9 @@ func verifyFlags(f *pflag.FlagSet, v *server.VerifyConfig) {
 	f.StringVar(&v.Dir, "verify-dir", v.Dir, "directory receiving every divergence as a fixture line (verify-NNNNNN.jsonl, rotated at --verify-file-bytes); `kvtwin fixtures check` replays them")
 	f.Int64Var(&v.FileBytes, "verify-file-bytes", v.FileBytes, "size at which a --verify-dir file is rotated")
 	f.IntVar(&v.Files, "verify-files", v.Files, "--verify-dir files kept, the oldest removed")
+	f.BoolVar(&v.State, "verify-state", v.State, "give every prefix pool a reference shadow fed the same operations off the request path: each answer, --verify of the scores, and the state digests every --verify-digest-interval are compared; a diverged pool is flagged in its status, metrics and /readyz and keeps serving. Doubles the pools' memory reservation")
+	f.IntVar(&v.StateQueue, "verify-state-queue", v.StateQueue, "pool operations waiting for the shadows; a mutation that finds the queue full loses its pool's shadow (reported, not waited for)")
+	f.DurationVar(&v.DigestInterval, "verify-digest-interval", v.DigestInterval, "how often, at the most, a pool's state digest is compared with its shadow's")
 	f.Var((*implValue)(&v.Against), "verify-against", "implementation samples are re-run on: ref, or fast (a cheaper check of --impl cuda)")
 }
 
