@@ -138,6 +138,10 @@ type Config struct {
 	// tree. It exists for tests (a tree a test corrupts, for the
 	// --verify-state shadow to find); nil, the default, is Impl's tree.
 	NewRadixTree spec.NewRadixTreeFunc
+	// NewKVEvIndex replaces catalog.KVEvIndex(Impl) as the event-fed
+	// index. It exists for tests (an index a test corrupts, for the
+	// --verify-state shadow to find); nil, the default, is Impl's index.
+	NewKVEvIndex spec.NewKVEvIndexFunc
 	// Verify re-runs a sample of the op requests on a second
 	// implementation after answering them (docs/verify.md); Rate 0, the
 	// default, turns it off.

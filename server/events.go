@@ -29,6 +29,8 @@ type events struct {
 	rep *scaleout.Replica
 	// share is the engines each source may feed (kv-events.md §2.10 A5).
 	share int
+	// shadow is ix under --verify-state (ix is then shadow), else nil.
+	shadow *shadowIndex
 	// wg tracks the subscriber's Run, started by Serve and waited for by drain.
 	wg sync.WaitGroup
 }
@@ -47,6 +49,9 @@ func newEvents(cfg Config) (*events, error) {
 		return nil, spec.Reject(ErrBadConfig, "EventsFrom", cfg.EventsFrom.URL, "unset when Events lists ZeroMQ sources: a server is fed by one or the other")
 	}
 	newIndex, err := catalog.KVEvIndex(cfg.Impl)
+	if cfg.NewKVEvIndex != nil {
+		newIndex, err = cfg.NewKVEvIndex, nil
+	}
 	if err != nil {
 		return nil, spec.Reject(ErrBadConfig, "Events", len(cfg.Events), "no event sources under impl "+string(cfg.Impl)+": "+err.Error())
 	}
@@ -57,11 +62,15 @@ func newEvents(cfg Config) (*events, error) {
 	if err != nil {
 		return nil, err
 	}
+	ix, shadow, err := withShadow(cfg, ix, zmq.Streams(cfg.Events))
+	if err != nil {
+		return nil, err
+	}
 	sub, err := zmq.New(ix, cfg.Events, withLogger(cfg.EventsOptions, cfg))
 	if err != nil {
 		return nil, configError("Events.", err)
 	}
-	return &events{ix: ix, sub: sub, share: share}, nil
+	return &events{ix: ix, sub: sub, share: share, shadow: shadow}, nil
 }
 
 // newEventIndex builds the index over streams and returns each stream's
@@ -89,6 +98,10 @@ func newReplicaEvents(cfg Config, newIndex spec.NewKVEvIndexFunc) (*events, erro
 	if err != nil {
 		return nil, err
 	}
+	ix, shadow, err := withShadow(cfg, ix, streams)
+	if err != nil {
+		return nil, err
+	}
 	o := cfg.EventsFrom
 	if o.Logger == nil {
 		o.Logger = cfg.Logger.With("component", "events")
@@ -97,7 +110,7 @@ func newReplicaEvents(cfg Config, newIndex spec.NewKVEvIndexFunc) (*events, erro
 	if err != nil {
 		return nil, configError("EventsFrom.", err)
 	}
-	return &events{ix: ix, rep: rep, share: share}, nil
+	return &events{ix: ix, rep: rep, share: share, shadow: shadow}, nil
 }
 
 // withLogger gives the subscriber the server's logger unless one was set.
@@ -122,6 +135,9 @@ func configError(prefix string, err error) error {
 func (e *events) start(ctx context.Context) {
 	if e == nil {
 		return
+	}
+	if e.shadow != nil {
+		e.wg.Go(func() { e.shadow.run(ctx) })
 	}
 	if e.rep != nil {
 		e.wg.Go(func() { _ = e.rep.Run(ctx) })

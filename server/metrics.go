@@ -137,13 +137,10 @@ func poolMetrics() []poolMetric {
 			func(s prefix.Stats) float64 { return float64(s.ReservedBytes) }),
 		def("kvtwin_prefix_shadow_diverged", "1 when the pool's reference shadow (--verify-state) found a divergence, 0 while it agrees, -1 when it was lost or there is none, by pool.", g,
 			func(s prefix.Stats) float64 {
-				switch {
-				case s.Shadow == nil || s.Shadow.State == prefix.ShadowLost:
+				if s.Shadow == nil {
 					return -1
-				case s.Shadow.State == prefix.ShadowDiverged:
-					return 1
 				}
-				return 0
+				return shadowGauge(*s.Shadow)
 			}),
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/netutil"
 	"golang.org/x/sync/semaphore"
 
@@ -144,6 +145,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.verify != nil {
 		s.metrics.registry.MustRegister(s.verify.collectors()...)
+	}
+	if s.events != nil && s.events.shadow != nil {
+		sh := s.events.shadow
+		s.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "kvtwin_events_shadow_diverged",
+			Help: "1 when the event-fed index's reference shadow (--verify-state) found a divergence, 0 while it agrees, -1 when it was lost.",
+		}, func() float64 { return shadowGauge(sh.Status()) }))
 	}
 	s.handler = s.routes()
 	return s, nil

@@ -583,6 +583,8 @@ func (v *verifier) enableShadows(pools *prefix.Registry) error {
 type DivergedPools struct {
 	Diverged []string `json:"diverged"`
 	Lost     []string `json:"lost"`
+	// Events is the event-fed index's shadow, when there is an index.
+	Events *prefix.ShadowStatus `json:"events,omitempty"`
 }
 
 // shadowReport is /readyz's detail of the shadows, nil without them.
@@ -591,6 +593,10 @@ func (s *Server) shadowReport() *DivergedPools {
 		return nil
 	}
 	d := &DivergedPools{Diverged: []string{}, Lost: []string{}}
+	if s.events != nil && s.events.shadow != nil {
+		st := s.events.shadow.Status()
+		d.Events = &st
+	}
 	for _, n := range s.pools.List() {
 		switch st := n.Pool.ShadowStatus(); {
 		case st == nil:
@@ -601,6 +607,18 @@ func (s *Server) shadowReport() *DivergedPools {
 		}
 	}
 	return d
+}
+
+// shadowGauge is a shadow's state as the metrics give it: 1 diverged, 0
+// agreeing, -1 lost.
+func shadowGauge(st prefix.ShadowStatus) float64 {
+	switch st.State {
+	case prefix.ShadowDiverged:
+		return 1
+	case prefix.ShadowLost:
+		return -1
+	}
+	return 0
 }
 
 func verifyOff() *apiError {
