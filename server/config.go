@@ -134,6 +134,14 @@ type Config struct {
 	// Entries replaces catalog.All() as the ops served. It exists for tests
 	// (an op that panics or blocks); nil, the default, serves catalog.All().
 	Entries []catalog.Entry
+	// EventsReadyGrace is the longest /readyz waits, from Serve's start, for
+	// the event sources to catch up (EventsReadiness) before it reports
+	// ready without them: a source whose engine publishes nothing must not
+	// keep a replica out of rotation for ever. 0 does not wait.
+	EventsReadyGrace time.Duration
+	// EventsReadyLag is how many messages a JetStream replica may still
+	// have pending behind the stream head and count as caught up.
+	EventsReadyLag uint64
 	// NewRadixTree replaces catalog.RadixTree(Impl) as the prefix pools'
 	// tree. It exists for tests (a tree a test corrupts, for the
 	// --verify-state shadow to find); nil, the default, is Impl's tree.
@@ -178,6 +186,8 @@ func DefaultConfig() Config {
 		Prefix:               prefix.DefaultLimits(),
 		Auth:                 DefaultAuthConfig(),
 		Verify:               DefaultVerifyConfig(),
+		EventsReadyGrace:     2 * time.Minute,
+		EventsReadyLag:       256,
 
 		MaxResponseBytesInFlight: DefaultMaxResponseBytesInFlight,
 	}
@@ -227,6 +237,9 @@ func (cfg Config) validate() error {
 	}
 	if err := cfg.Auth.validate(cfg.Addr); err != nil {
 		return err
+	}
+	if cfg.EventsReadyGrace < 0 {
+		return spec.Reject(ErrBadConfig, "EventsReadyGrace", cfg.EventsReadyGrace.String(), ">= 0")
 	}
 	if err := cfg.Verify.validate(cfg.Impl); err != nil {
 		return err

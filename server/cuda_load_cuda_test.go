@@ -24,18 +24,18 @@ import (
 // cudaLoadReport is what TestCUDAServerUnderConcurrentLoad writes to
 // $KVTWIN_GPU_LOAD_OUT for the GPU run's record (docs/gpu.md).
 type cudaLoadReport struct {
-	Clients    int             `json:"clients"`
-	Requests   int             `json:"requests"`
-	Ops        []string        `json:"ops"`
-	Seconds    float64         `json:"seconds"`
-	PerSecond  float64         `json:"requests_per_second"`
-	P50Micros  float64         `json:"p50_us"`
-	P99Micros  float64         `json:"p99_us"`
-	Mismatches int             `json:"mismatches"`
+	Clients    int      `json:"clients"`
+	Requests   int      `json:"requests"`
+	Ops        []string `json:"ops"`
+	Seconds    float64  `json:"seconds"`
+	PerSecond  float64  `json:"requests_per_second"`
+	P50Micros  float64  `json:"p50_us"`
+	P99Micros  float64  `json:"p99_us"`
+	Mismatches int      `json:"mismatches"`
 	// Verify is what --verify 1 (against ref, default CPU share) found in
 	// the answers it reached; Diverge must be 0.
 	Verify server.VerifyCounts `json:"verify"`
-	Driver     cuda.DriverInfo `json:"driver"`
+	Driver cuda.DriverInfo     `json:"driver"`
 }
 
 // TestCUDAServerUnderConcurrentLoad runs `kvtwin serve --impl cuda` (the

@@ -30,12 +30,17 @@ type ImplStatus struct {
 
 // Readiness is the /readyz body.
 type Readiness struct {
-	// Status is "ready", or "draining" once shutdown began (then the status code is 503).
+	// Status is "ready"; "catching_up" while an event source has not
+	// applied its backlog (Events); "draining" once shutdown began. Both
+	// of the latter answer 503.
 	Status string `json:"status"`
 	// Impl is the configured default implementation.
 	Impl catalog.Impl `json:"impl"`
 	// Impls reports ref, fast and cuda in that order.
 	Impls []ImplStatus `json:"impls"`
+	// Events is the event sources' catch-up; while one lags within
+	// EventsReadyGrace, Status is "catching_up" and the code 503.
+	Events *EventsReadiness `json:"events,omitempty"`
 	// Shadows lists the prefix pools whose reference shadow (serve
 	// --verify-state) diverged or was lost; they keep serving, and the
 	// server stays ready: the operator decides.
@@ -62,8 +67,14 @@ func (s *Server) readiness() (Readiness, int) {
 		rd.Impls = append(rd.Impls, st)
 	}
 	rd.Shadows = s.shadowReport()
+	ev, hold := s.eventsReadiness()
+	rd.Events = ev
 	if s.draining.Load() {
 		rd.Status = "draining"
+		return rd, http.StatusServiceUnavailable
+	}
+	if hold {
+		rd.Status = "catching_up"
 		return rd, http.StatusServiceUnavailable
 	}
 	return rd, http.StatusOK

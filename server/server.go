@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,8 @@ type Server struct {
 	events *events
 	// verify re-runs sampled op answers (--verify); nil when off.
 	verify *verifier
+	// ready is when Serve started and whether the event sources caught up.
+	ready readyLatch
 
 	// preflight holds, per implementation, the preflight's twins or why
 	// the implementation has none (catalog.Preflight), looked up once.
@@ -271,6 +274,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	hs := s.httpServer()
+	s.ready.since.Store(time.Now().UnixNano())
 	// Rotated certificates and tokens are re-read while Serve runs.
 	rctx, stopReload := context.WithCancel(ctx)
 	waitReload := s.auth.reload.start(rctx)

@@ -73,3 +73,29 @@ func TestVerifyStateShadowsTheEventFedIndex(t *testing.T) {
 	}
 	t.Logf("flagged: %s", shadow().Detail)
 }
+
+// TestReadyzWaitsForTheEventSourcesToCatchUp: a server fed by a real
+// publisher answers /readyz 503 catching_up, naming the source and why,
+// until the source has applied a live message; then 200 for good. With
+// no grace it is ready at once and lists the lagging source.
+func TestReadyzWaitsForTheEventSourcesToCatchUp(t *testing.T) {
+	pub := startPublisher(t, "kv@engine-a@llama")
+	base := serveEventsWith(t, []zmq.Source{{Name: "engine-a", Endpoint: pub.pub, Replay: pub.replay}}, func(c *server.Config) {})
+	var rd server.Readiness
+	if code := httpJSON(t, http.MethodGet, base+"/readyz", "", &rd); code != http.StatusServiceUnavailable || rd.Status != "catching_up" ||
+		rd.Events == nil || len(rd.Events.Sources) != 1 || rd.Events.Sources[0].Name != "engine-a" {
+		t.Fatalf("before any message: %d %+v %+v, want 503 catching_up naming engine-a", code, rd.Status, rd.Events)
+	}
+	pub.send(map[string]any{"op": "await_subscribers", "n": 1, "timeout": 15})
+	pub.send(map[string]any{"op": "emit", "form": "array", "events": []any{stored([]int64{11}, nil, []int{1, 2, 3, 4})}})
+	waitApplied(t, base, 1)
+	if code := httpJSON(t, http.MethodGet, base+"/readyz", "", &rd); code != http.StatusOK || rd.Status != "ready" || !rd.Events.CaughtUp {
+		t.Fatalf("after the first message: %d %+v %+v, want 200 ready", code, rd.Status, rd.Events)
+	}
+
+	idle := startPublisher(t, "kv@engine-b@llama")
+	base = serveEventsWith(t, []zmq.Source{{Name: "engine-b", Endpoint: idle.pub, Replay: idle.replay}}, func(c *server.Config) { c.EventsReadyGrace = 0 })
+	if code := httpJSON(t, http.MethodGet, base+"/readyz", "", &rd); code != http.StatusOK || rd.Events.CaughtUp || len(rd.Events.Sources) != 1 {
+		t.Fatalf("no grace: %d %+v, want 200 with engine-b listed as lagging", code, rd.Events)
+	}
+}

@@ -95,6 +95,8 @@ func newServeCmd() *cobra.Command {
 	f.Int64Var(&cfg.EventsIndex.MaxTokensPerEngine, "events-max-tokens-per-engine", 0, "most tokens of one engine's pages, holes included (0: 4 Mi)")
 	authFlags(f, &cfg.Auth)
 	verifyFlags(f, &cfg.Verify)
+	f.DurationVar(&cfg.EventsReadyGrace, "events-ready-grace", cfg.EventsReadyGrace, "the longest /readyz answers 503 catching_up after start while an event source has not applied its backlog (ZeroMQ: connected and a live message or replay applied; JetStream: at most --events-ready-lag pending); then ready, the lagging sources listed")
+	f.Uint64Var(&cfg.EventsReadyLag, "events-ready-lag", cfg.EventsReadyLag, "messages a JetStream replica may have pending behind the stream head and count as caught up")
 	f.IntVar(&cfg.EventsIndex.MaxEnginesPerStream, "events-max-engines-per-source", 0, "most engines one source may feed, so that a source cycling through DP ranks cannot take another's; sources × this must not exceed --events-max-engines (0: --events-max-engines / the number of sources)")
 	f.IntVar(&cfg.EventsIndex.MaxHeld, "events-max-held", 0, "most live messages a source holds while its replay runs (0: 10000)")
 	addEventBoundFlags(f, &cfg.EventsIndex, &cfg.EventsOptions)

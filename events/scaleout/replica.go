@@ -262,6 +262,11 @@ type ReplicaStatus struct {
 	HistoryTruncated bool   `json:"history_truncated"`
 	// AppliedSeq is the stream sequence of the last message handled.
 	AppliedSeq uint64 `json:"applied_seq"`
+	// Pending is how many messages the durable consumer still holds for
+	// the replica: its backlog behind the stream head, from the consumer's
+	// info when consuming starts and from each message's metadata after.
+	// Only meaningful in PhaseConsuming.
+	Pending uint64 `json:"pending"`
 	// Messages counts messages handled (rebuild and consumer).
 	Messages uint64 `json:"messages"`
 	// Redelivered counts messages delivered again after they were handled:
@@ -484,7 +489,11 @@ func (r *Replica) read(ctx context.Context, js jetstream.JetStream, from, to uin
 func (r *Replica) consume(ctx context.Context, js jetstream.JetStream, cons jetstream.Consumer) {
 	bo := newBackoff(r.o.RetryMin, r.o.RetryMax)
 	for ctx.Err() == nil {
-		r.update(func(st *ReplicaStatus) { st.Phase = PhaseConsuming })
+		var pending uint64
+		if ci, err := cons.Info(ctx); err == nil {
+			pending = ci.NumPending
+		}
+		r.update(func(st *ReplicaStatus) { st.Phase, st.Pending = PhaseConsuming, pending })
 		err := r.consumeOnce(ctx, js, cons)
 		if ctx.Err() != nil {
 			return
@@ -548,6 +557,7 @@ func (r *Replica) consumeOnce(ctx context.Context, js jetstream.JetStream, cons 
 			}
 		}
 		r.handle(q, m)
+		r.update(func(st *ReplicaStatus) { st.Pending = md.NumPending })
 		r.applied = q
 		if err := m.Ack(); err != nil {
 			r.log.Debug("ack failed; the message will be redelivered and dropped", "seq", q, "err", err)
