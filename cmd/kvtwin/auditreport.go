@@ -21,6 +21,10 @@ type htmlReport struct {
 	Impls  []string
 	Matrix []matrixRow
 	Bench  []benchRatio
+	// BenchFile is --bench's file: the page has a speed section only when
+	// one is given (an audit measures no speed itself), even if the file
+	// holds no ratio.
+	BenchFile string
 	// KeptHalf is how many of an adapter's first and of its last
 	// processes the report keeps.
 	KeptHalf int
@@ -57,7 +61,7 @@ func writeHTMLReport(path string, rep auditReport, benchPath string) error {
 		if err != nil {
 			return err
 		}
-		page.Bench = ratios
+		page.Bench, page.BenchFile = ratios, benchPath
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -234,14 +238,14 @@ svg text{font:11px system-ui,sans-serif}
 <td class="{{if .RegressionKills}}pass">kills{{else}}fail">MISSES{{end}}</td><td class="{{if .Killed}}pass">killed{{else}}fail">SURVIVED{{end}}</td></tr>
 {{end}}</table>{{end}}
 
-<h2 id="bench">Speed: fast over ref</h2>
-{{if .Bench}}<p class="muted">From <code>kvtwin bench --json</code>: ref's time over fast's per shape (bar length is log-scaled), and a plain <code>copy</code> of the same bytes over fast where the shape names one.</p>
+{{if .BenchFile}}<h2 id="bench">Speed: fast over ref</h2>
+{{if .Bench}}<p class="muted">From <code>--bench</code> (<code>kvtwin bench --json</code>): ref's time over fast's per shape (bar length is log-scaled), and a plain <code>copy</code> of the same bytes over fast where the shape names one.</p>
 <table>
 <tr><th>op</th><th>shape</th><th>ref / fast</th><th>copy / fast</th></tr>
 {{range .Bench}}<tr><td><code>{{.Op}}</code></td><td>{{.Shape}}</td>
 <td><svg xmlns="http://www.w3.org/2000/svg" width="520" height="16" role="img" aria-label="{{ratio .RefOverFast}}"><rect x="0" y="2" width="{{printf "%.0f" .BarWidth}}" height="12" fill="#2da44e"/><text x="{{printf "%.0f" .BarWidth}}" dx="4" y="12">{{ratio .RefOverFast}}</text></svg></td>
 <td>{{if .CopyOverFast}}{{ratio .CopyOverFast}}{{else}}<span class="muted">—</span>{{end}}</td></tr>
-{{end}}</table>{{else}}<p class="muted">No bench ratios: pass <code>--bench FILE</code> with the output of <code>kvtwin bench --json</code>.</p>{{end}}
+{{end}}</table>{{else}}<p class="muted">No ratio: the <code>--bench</code> file times no op shape on both ref and fast.</p>{{end}}{{end}}
 </body>
 </html>
 `))
