@@ -194,6 +194,7 @@ td.fail a{color:#a40e26}code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo
 pre{background:#f6f8fa;border:1px solid #d0d7de;padding:.6rem;overflow:auto;white-space:pre-wrap;word-break:break-all}
 .ce{border:1px solid #d0d7de;border-radius:6px;padding:.5rem 1rem;margin:1rem 0}.muted{color:#6e7781}
 svg text{font:11px system-ui,sans-serif}
+del{color:#a40e26;background:#ffebe9;text-decoration:none}ins{color:#116329;background:#dafbe1;text-decoration:none}
 </style>
 </head>
 <body>
@@ -216,8 +217,8 @@ svg text{font:11px system-ui,sans-serif}
 <h3><code>{{$r.Op}}</code> on <code>{{$r.Impl}}</code>: {{$r.Mismatches}} mismatches, {{$r.TransportErrors}} transport errors</h3>
 {{if $r.Unavailable}}<p><b>UNAVAILABLE</b>: {{$r.Unavailable}}; {{$r.NotSent}} cases not sent.</p>{{end}}
 {{with $r.Shrunk}}<p><b>Minimal counterexample</b> (rapid, seed {{$.Seed}}): {{.Reason}}</p>
-<pre>{{printf "%s" .Input}}</pre>{{if .Fixture}}<p>fixture line</p><pre>{{printf "%s" .Fixture}}</pre>{{end}}{{if .Diff}}<p>diff (-ref +impl)</p><pre>{{.Diff}}</pre>{{end}}{{end}}
-{{range $r.Failures}}<details><summary>case <code>{{.Case}}</code> (seed {{.Seed}}): {{.Reason}}</summary><pre>{{printf "%s" .Input}}</pre>{{if .Diff}}<pre>{{.Diff}}</pre>{{end}}</details>
+<pre>{{printf "%s" .Input}}</pre>{{if .Fixture}}<p>fixture line</p><pre>{{printf "%s" .Fixture}}</pre>{{end}}{{template "diff" .}}{{end}}
+{{range $r.Failures}}<details><summary>case <code>{{.Case}}</code> (seed {{.Seed}}): {{.Reason}}</summary><pre>{{printf "%s" .Input}}</pre>{{template "diff" .}}</details>
 {{end}}{{range $r.Transport}}<details><summary>transport error on case <code>{{.Case}}</code>: {{.Reason}}</summary><pre>{{printf "%s" .Input}}</pre></details>
 {{end}}</div>
 {{end}}{{end}}{{if not $any}}<p>None: every implementation agreed with the reference on every case.</p>{{end}}
@@ -248,4 +249,8 @@ svg text{font:11px system-ui,sans-serif}
 {{end}}</table>{{else}}<p class="muted">No ratio: the <code>--bench</code> file times no op shape on both ref and fast.</p>{{end}}{{end}}
 </body>
 </html>
-`))
+{{define "diff"}}{{if .Paths}}<p>differences (ref → impl): <del>the reference's value</del> → <ins>the implementation's</ins></p>
+<pre class="paths">{{range .Paths}}{{.Path}}: <del>{{.Ref}}</del> → <ins>{{.Impl}}</ins>
+{{end}}{{if .MorePaths}}… and {{.MorePaths}} more
+{{end}}</pre>{{if .Diff}}<details><summary>go-cmp diff (-ref +impl)</summary><pre>{{.Diff}}</pre></details>{{end}}
+{{else if .Diff}}<p>diff (-ref +impl)</p><pre>{{.Diff}}</pre>{{end}}{{end}}`))
