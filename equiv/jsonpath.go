@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -217,17 +216,26 @@ func (d *pathDiffer) add(path, ref, impl string) {
 	d.out = append(d.out, PathDiff{Path: path, Ref: ref, Impl: impl})
 }
 
-// identifier is a member name JSONPath's dot notation can write as is.
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // memberPath is the JSONPath step to member k: `.k`, or `["k"]` (k as a
 // JSON string) where k is not an identifier.
 func memberPath(k string) string {
-	if identifier.MatchString(k) {
+	if isIdentifier(k) {
 		return "." + k
 	}
 	b, _ := json.Marshal(k) // a string always encodes
 	return "[" + string(b) + "]"
+}
+
+// isIdentifier reports whether k is a name JSONPath's dot notation writes
+// as is: an ASCII letter or underscore, then letters, digits, underscores.
+func isIdentifier(k string) bool {
+	for i, c := range k {
+		letter := c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return k != ""
 }
 
 // sameScalar reports whether two decoded JSON scalars are equal: numbers
