@@ -125,9 +125,10 @@ func TestAuditOfAnOpTheAdapterLacksFailsAsNothingAudited(t *testing.T) {
 }
 
 // TestAStatefulAdapterInItsOwnWordsPassesUnderErrorsCode: an adapter of
-// hicache.layer_done_script that gets every state and every step's error
-// code right, but words its error objects itself (another message, no
-// value or bound), passes the audit under --errors code and fails it under
+// hicache.layer_done_script that gets every state and every error code
+// right (a rejected script's and each rejected step's), but words every
+// error object itself (another message, no value or bound: nothing copied
+// from a diff), passes the audit under --errors code and fails it under
 // --errors exact.
 func TestAStatefulAdapterInItsOwnWordsPassesUnderErrorsCode(t *testing.T) {
 	for _, c := range []struct {
