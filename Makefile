@@ -135,10 +135,12 @@ generate:
 	$(GO) run ./internal/gen
 	$(MAKE) docs
 
-## docs: regenerate docs/ops.md and README.md's ops table from the catalog and the source, and
+## docs: regenerate docs/ops.md and README.md's ops table from the catalog and the source,
 ## docs/design/ARCHITECTURE.md's package graph, package table and import rules from `go list`, the
-## package doc comments and internal/importgraph's rules (internal/gen/docs); TestOpsPageIsCurrent,
-## TestReadmeOpsTableIsCurrent and TestArchitecturePageIsCurrent fail until you do.
+## package doc comments and internal/importgraph's rules, and docs/errors.md (every error ref can
+## return, per op) from the source of ref, spec and catalog (internal/gen/docs); TestOpsPageIsCurrent,
+## TestReadmeOpsTableIsCurrent, TestArchitecturePageIsCurrent and TestErrorsPageIsCurrent fail until
+## you do.
 docs:
 	$(GO) run ./internal/gen/docs
 

@@ -93,6 +93,12 @@ type Failure struct {
 	Reason string `json:"reason"`
 	// Diff is the go-cmp diff (-ref +impl) for result mismatches.
 	Diff string `json:"diff,omitempty"`
+	// Paths are, for an adapter's mismatch, the places its answer differs
+	// from the reference's under the audit's --errors mode, one JSONPath
+	// leaf each (ref → impl), the first MaxPathDiffs of them; MorePaths
+	// counts the rest (jsonpath.go).
+	Paths     []PathDiff `json:"paths,omitempty"`
+	MorePaths int        `json:"more_paths,omitempty"`
 	// Fixture is the fixture line (fixtures/testdata format) that replays
 	// the case with the reference's result; empty when ref itself failed.
 	Fixture json.RawMessage `json:"fixture,omitempty"`
@@ -105,13 +111,25 @@ type Failure struct {
 	Seq int `json:"seq"`
 }
 
-// Error renders the failure with the input as a fixture-style line.
+// Error renders the failure with the input as a fixture-style line, and
+// how the results differ: as JSON paths where the failure has them (an
+// adapter's mismatch; the go-cmp diff stays in Diff), else as the go-cmp
+// diff.
 func (f *Failure) Error() string {
 	s := fmt.Sprintf("%s on %s, case %s (seed %d): %s\ninput: %s", f.Op, f.Impl, f.Case, f.Seed, f.Reason, f.Input)
 	if len(f.Fixture) > 0 {
 		s += "\nfixture: " + string(f.Fixture)
 	}
-	if f.Diff != "" {
+	switch {
+	case len(f.Paths) > 0:
+		s += "\ndifferences (ref → " + f.Impl + "):"
+		for _, p := range f.Paths {
+			s += "\n  " + p.String()
+		}
+		if f.MorePaths > 0 {
+			s += fmt.Sprintf("\n  … and %d more", f.MorePaths)
+		}
+	case f.Diff != "":
 		s += "\ndiff (-ref +" + f.Impl + "):\n" + f.Diff
 	}
 	return s

@@ -103,12 +103,20 @@ func (s *Spec[In, Out]) remoteCheck(name string, r Remote, mode ErrorMode, caseN
 	got, reason := s.canonicalAnswer(res)
 	refRes := *fromRef.res
 	if reason != "" {
-		return fail(reason, fixtures.DiffJSON(refRes, res))
+		return withPaths(fail(reason, fixtures.DiffJSON(refRes, res)), ErrorsExact, refRes, res)
 	}
 	if !sameUnder(mode, refRes, got) {
-		return fail(fmt.Sprintf("results differ (--errors %s)", mode), fixtures.DiffJSON(refRes, got))
+		return withPaths(fail(fmt.Sprintf("results differ (--errors %s)", mode), fixtures.DiffJSON(refRes, got)), mode, refRes, got)
 	}
 	return nil
+}
+
+// withPaths adds to f where got differs from want under mode, as JSON
+// paths: an answer that does not decode is compared as sent (exactly), so
+// its unknown or mistyped members show.
+func withPaths(f *Failure, mode ErrorMode, want, got fixtures.Result) *Failure {
+	f.Paths, f.MorePaths = resultPaths(mode, want, got)
+	return f
 }
 
 // canonicalAnswer decodes a remote answer strictly (unknown members are an

@@ -67,6 +67,37 @@ func TestRemoteAnswersAreComparedCanonicallyUnderTheErrorMode(t *testing.T) {
 	}
 }
 
+// TestAnAdaptersMismatchIsShownAsJSONPaths: a wrong value in an adapter's
+// answer is reported at its JSON path (ref → impl) in the failure and its
+// text, with the go-cmp diff kept beside it; an answer with a member the
+// output lacks shows that member; a case of this build keeps the go-cmp
+// diff alone.
+func TestAnAdaptersMismatchIsShownAsJSONPaths(t *testing.T) {
+	s := TransferGroupContiguous()
+	in := spec.TransferGroupContiguousInput{Src: []int64{1, 2, 7}, Dst: []int64{5, 6, 9}}
+	for _, c := range []struct {
+		answer, want string
+	}{
+		{`{"runs":[{"src_start":1,"dst_start":5,"count":2},{"src_start":7,"dst_start":9,"count":2}]}`, "$.runs[1].count: 1 → 2"},
+		{`{"runs":[{"src_start":1,"dst_start":5,"count":2},{"src_start":7,"dst_start":9,"count":1}],"x":1}`, "$.x: (absent) → 1"},
+	} {
+		r := remoteFunc(func(string, []byte) (fixtures.Result, error) { return fixtures.Result{Bytes: []byte(c.answer)}, nil })
+		f := s.remoteCheck("exec:x", r, ErrorsCode, "c", 0, in, nil)
+		if f == nil || len(f.Paths) != 1 || f.Paths[0].String() != c.want || f.Diff == "" {
+			t.Fatalf("%s: failure %+v, want one path %q and the go-cmp diff", c.answer, f, c.want)
+		}
+		if text := f.Error(); !strings.Contains(text, "differences (ref → exec:x):\n  "+c.want) || strings.Contains(text, "diff (-ref") {
+			t.Errorf("the failure's text shows no path, or the go-cmp diff too:\n%s", text)
+		}
+	}
+	broken := func(spec.Limits, spec.TransferGroupContiguousInput) (spec.TransferGroupContiguousOutput, error) {
+		return spec.TransferGroupContiguousOutput{}, nil
+	}
+	if f := s.Trial("broken", broken, Valid, 3); f == nil || len(f.Paths) != 0 || !strings.Contains(f.Error(), "diff (-ref +broken)") {
+		t.Errorf("a case of this build: %v, want the go-cmp diff and no paths", f)
+	}
+}
+
 // remoteFunc adapts a function to Remote.
 type remoteFunc func(op string, in []byte) (fixtures.Result, error)
 

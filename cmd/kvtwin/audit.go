@@ -165,7 +165,7 @@ mismatch, transport error, unavailable op, adapter failure outside a call or sur
 	f.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&o.noProgress, "no-progress", false, "never draw a progress bar")
 	f.StringVar(&o.htmlPath, "html", "", "also write the report as one self-contained HTML page to this file")
-	f.StringVar(&o.bench, "bench", "", "with --html: chart the ratios of this `kvtwin bench --json` output")
+	f.StringVar(&o.bench, "bench", "", "with --html: add a speed section charting the ratios of this `kvtwin bench --json` output (the page has none without it)")
 	o.client.flags(f)
 	f.StringVar(&o.shardFlag, "shard", "", "run part i of n (i/n, 0-based) of the cases and mutants; default from JOB_COMPLETION_INDEX/JOB_COMPLETION_COUNT (Kubernetes Indexed Jobs) or SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT")
 	cmd.AddCommand(newAuditMergeCmd())

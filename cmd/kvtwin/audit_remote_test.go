@@ -51,8 +51,9 @@ func auditReportOf(t *testing.T, out string) auditReport {
 // TestAuditOfABrokenAdapterReportsSeedFixtureDiffAndMinimalCase is the
 // failure path end to end, in the binary as users run it: a pure op, a
 // script op and a state-machine op, each served over exec with a historic
-// bug, must each produce failures carrying the seed, a fixture line and a
-// diff, plus a shrunk counterexample, and the audit must exit 1 (it used to
+// bug, must each produce failures carrying the seed, a fixture line, a
+// go-cmp diff and the differences as JSON paths (which the text shows),
+// plus a shrunk counterexample, and the audit must exit 1 (it used to
 // panic on rapid's testing.Short before any of that was printed).
 func TestAuditOfABrokenAdapterReportsSeedFixtureDiffAndMinimalCase(t *testing.T) {
 	skipUnderRace(t)
@@ -78,8 +79,8 @@ func TestAuditOfABrokenAdapterReportsSeedFixtureDiffAndMinimalCase(t *testing.T)
 				t.Errorf("%s: no shrunk counterexample", r.Op)
 				continue
 			}
-			if len(f.Fixture) == 0 || f.Diff == "" || len(f.Input) == 0 {
-				t.Errorf("%s case %s: fixture %q, diff %q, input %q; want all three", r.Op, f.Case, f.Fixture, f.Diff, f.Input)
+			if len(f.Fixture) == 0 || f.Diff == "" || len(f.Paths) == 0 || len(f.Input) == 0 {
+				t.Errorf("%s case %s: fixture %q, diff %q, paths %v, input %q; want all four", r.Op, f.Case, f.Fixture, f.Diff, f.Paths, f.Input)
 			}
 			var fx struct {
 				Op string `json:"op"`
@@ -92,7 +93,7 @@ func TestAuditOfABrokenAdapterReportsSeedFixtureDiffAndMinimalCase(t *testing.T)
 
 	code, text, _ := kvtwinCmd(t, "audit", "--impl", selfAdapter("adapter-broken"), "--ops", `^transfer\.group_contiguous$`,
 		"--cases", "16", "--seed", "7", "--no-progress")
-	for _, want := range []string{"minimal counterexample (rapid, seed 7)", "fixture: {", "diff (-ref +exec:", "audit FAILED: seed 7"} {
+	for _, want := range []string{"minimal counterexample (rapid, seed 7)", "fixture: {", "differences (ref → exec:", "\n  $: {\"code\":\"length_mismatch\"", "audit FAILED: seed 7"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text report lacks %q (exit %d):\n%s", want, code, text)
 		}
@@ -124,9 +125,10 @@ func TestAuditOfAnOpTheAdapterLacksFailsAsNothingAudited(t *testing.T) {
 }
 
 // TestAStatefulAdapterInItsOwnWordsPassesUnderErrorsCode: an adapter of
-// hicache.layer_done_script that gets every state and every step's error
-// code right, but words its error objects itself (another message, no
-// value or bound), passes the audit under --errors code and fails it under
+// hicache.layer_done_script that gets every state and every error code
+// right (a rejected script's and each rejected step's), but words every
+// error object itself (another message, no value or bound: nothing copied
+// from a diff), passes the audit under --errors code and fails it under
 // --errors exact.
 func TestAStatefulAdapterInItsOwnWordsPassesUnderErrorsCode(t *testing.T) {
 	for _, c := range []struct {

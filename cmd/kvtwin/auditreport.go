@@ -21,6 +21,10 @@ type htmlReport struct {
 	Impls  []string
 	Matrix []matrixRow
 	Bench  []benchRatio
+	// BenchFile is --bench's file: the page has a speed section only when
+	// one is given (an audit measures no speed itself), even if the file
+	// holds no ratio.
+	BenchFile string
 	// KeptHalf is how many of an adapter's first and of its last
 	// processes the report keeps.
 	KeptHalf int
@@ -57,7 +61,7 @@ func writeHTMLReport(path string, rep auditReport, benchPath string) error {
 		if err != nil {
 			return err
 		}
-		page.Bench = ratios
+		page.Bench, page.BenchFile = ratios, benchPath
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -190,6 +194,7 @@ td.fail a{color:#a40e26}code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo
 pre{background:#f6f8fa;border:1px solid #d0d7de;padding:.6rem;overflow:auto;white-space:pre-wrap;word-break:break-all}
 .ce{border:1px solid #d0d7de;border-radius:6px;padding:.5rem 1rem;margin:1rem 0}.muted{color:#6e7781}
 svg text{font:11px system-ui,sans-serif}
+del{color:#a40e26;background:#ffebe9;text-decoration:none}ins{color:#116329;background:#dafbe1;text-decoration:none}
 </style>
 </head>
 <body>
@@ -212,8 +217,8 @@ svg text{font:11px system-ui,sans-serif}
 <h3><code>{{$r.Op}}</code> on <code>{{$r.Impl}}</code>: {{$r.Mismatches}} mismatches, {{$r.TransportErrors}} transport errors</h3>
 {{if $r.Unavailable}}<p><b>UNAVAILABLE</b>: {{$r.Unavailable}}; {{$r.NotSent}} cases not sent.</p>{{end}}
 {{with $r.Shrunk}}<p><b>Minimal counterexample</b> (rapid, seed {{$.Seed}}): {{.Reason}}</p>
-<pre>{{printf "%s" .Input}}</pre>{{if .Fixture}}<p>fixture line</p><pre>{{printf "%s" .Fixture}}</pre>{{end}}{{if .Diff}}<p>diff (-ref +impl)</p><pre>{{.Diff}}</pre>{{end}}{{end}}
-{{range $r.Failures}}<details><summary>case <code>{{.Case}}</code> (seed {{.Seed}}): {{.Reason}}</summary><pre>{{printf "%s" .Input}}</pre>{{if .Diff}}<pre>{{.Diff}}</pre>{{end}}</details>
+<pre>{{printf "%s" .Input}}</pre>{{if .Fixture}}<p>fixture line</p><pre>{{printf "%s" .Fixture}}</pre>{{end}}{{template "diff" .}}{{end}}
+{{range $r.Failures}}<details><summary>case <code>{{.Case}}</code> (seed {{.Seed}}): {{.Reason}}</summary><pre>{{printf "%s" .Input}}</pre>{{template "diff" .}}</details>
 {{end}}{{range $r.Transport}}<details><summary>transport error on case <code>{{.Case}}</code>: {{.Reason}}</summary><pre>{{printf "%s" .Input}}</pre></details>
 {{end}}</div>
 {{end}}{{end}}{{if not $any}}<p>None: every implementation agreed with the reference on every case.</p>{{end}}
@@ -234,14 +239,18 @@ svg text{font:11px system-ui,sans-serif}
 <td class="{{if .RegressionKills}}pass">kills{{else}}fail">MISSES{{end}}</td><td class="{{if .Killed}}pass">killed{{else}}fail">SURVIVED{{end}}</td></tr>
 {{end}}</table>{{end}}
 
-<h2 id="bench">Speed: fast over ref</h2>
-{{if .Bench}}<p class="muted">From <code>kvtwin bench --json</code>: ref's time over fast's per shape (bar length is log-scaled), and a plain <code>copy</code> of the same bytes over fast where the shape names one.</p>
+{{if .BenchFile}}<h2 id="bench">Speed: fast over ref</h2>
+{{if .Bench}}<p class="muted">From <code>--bench</code> (<code>kvtwin bench --json</code>): ref's time over fast's per shape (bar length is log-scaled), and a plain <code>copy</code> of the same bytes over fast where the shape names one.</p>
 <table>
 <tr><th>op</th><th>shape</th><th>ref / fast</th><th>copy / fast</th></tr>
 {{range .Bench}}<tr><td><code>{{.Op}}</code></td><td>{{.Shape}}</td>
 <td><svg xmlns="http://www.w3.org/2000/svg" width="520" height="16" role="img" aria-label="{{ratio .RefOverFast}}"><rect x="0" y="2" width="{{printf "%.0f" .BarWidth}}" height="12" fill="#2da44e"/><text x="{{printf "%.0f" .BarWidth}}" dx="4" y="12">{{ratio .RefOverFast}}</text></svg></td>
 <td>{{if .CopyOverFast}}{{ratio .CopyOverFast}}{{else}}<span class="muted">—</span>{{end}}</td></tr>
-{{end}}</table>{{else}}<p class="muted">No bench ratios: pass <code>--bench FILE</code> with the output of <code>kvtwin bench --json</code>.</p>{{end}}
+{{end}}</table>{{else}}<p class="muted">No ratio: the <code>--bench</code> file times no op shape on both ref and fast.</p>{{end}}{{end}}
 </body>
 </html>
-`))
+{{define "diff"}}{{if .Paths}}<p>differences (ref → impl): <del>the reference's value</del> → <ins>the implementation's</ins></p>
+<pre class="paths">{{range .Paths}}{{.Path}}: <del>{{.Ref}}</del> → <ins>{{.Impl}}</ins>
+{{end}}{{if .MorePaths}}… and {{.MorePaths}} more
+{{end}}</pre>{{if .Diff}}<details><summary>go-cmp diff (-ref +impl)</summary><pre>{{.Diff}}</pre></details>{{end}}
+{{else if .Diff}}<p>diff (-ref +impl)</p><pre>{{.Diff}}</pre>{{end}}{{end}}`))

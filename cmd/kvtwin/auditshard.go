@@ -130,7 +130,7 @@ bound (docs/campaigns.md). Exit status 1 when the audit failed.`,
 	cmd.Flags().IntVar(&maxFailures, "max-failures", 5, "failures kept per op × implementation")
 	cmd.Flags().Int64Var(&maxBytes, "max-report-bytes", defaultMaxReportBytes, "largest shard report read; a larger one is refused, naming the file and the line where it passes the bound")
 	cmd.Flags().StringVar(&htmlPath, "html", "", "also write the merged report as one self-contained HTML page")
-	cmd.Flags().StringVar(&bench, "bench", "", "with --html: chart the ratios of this `kvtwin bench --json` output")
+	cmd.Flags().StringVar(&bench, "bench", "", "with --html: add a speed section charting the ratios of this `kvtwin bench --json` output (the page has none without it)")
 	return cmd
 }
 

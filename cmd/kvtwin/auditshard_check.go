@@ -55,6 +55,10 @@ var reportLists = map[string]int{
 	"not_implemented.*[]": maxReportNotImplemented,
 	"adapters[]":          maxReportAdapters,
 	"adapters[].kept[]":   remote.KeptRuns,
+
+	// a failure keeps at most equiv.MaxPathDiffs differences
+	"ops[].failures[].paths[]": maxReportFailures * equiv.MaxPathDiffs,
+	"ops[].shrunk.paths[]":     maxReportRows * equiv.MaxPathDiffs,
 }
 
 // readReport reads, bounds and strictly checks the shard report at path.
@@ -192,7 +196,27 @@ func checkOpRow(o opResult, shard shardSpec, cases int) error {
 			case f.Seq < 0 || f.Seq >= tableSeqBase+cases:
 				return fmt.Errorf("%s[%d]: seq = %d: want 0..%d (a table case's index, or %d + a generated case's)", list.name, j, f.Seq, tableSeqBase+cases-1, tableSeqBase)
 			}
+			if err := checkPaths(f); err != nil {
+				return fmt.Errorf("%s[%d]: %w", list.name, j, err)
+			}
 		}
+	}
+	if o.Shrunk != nil {
+		if err := checkPaths(o.Shrunk); err != nil {
+			return fmt.Errorf("shrunk: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkPaths checks a failure's JSON-path differences against what an
+// audit keeps: at most equiv.MaxPathDiffs, and a count of the rest.
+func checkPaths(f *equiv.Failure) error {
+	switch {
+	case len(f.Paths) > equiv.MaxPathDiffs:
+		return fmt.Errorf("%d paths: want at most %d (equiv.MaxPathDiffs)", len(f.Paths), equiv.MaxPathDiffs)
+	case f.MorePaths < 0:
+		return fmt.Errorf("more_paths = %d: want >= 0", f.MorePaths)
 	}
 	return nil
 }

@@ -141,16 +141,16 @@ func crashOnGarbage(a *adapter.Adapter) int {
 }
 
 // messagesAdapter serves hicache.layer_done_script with every state and
-// error code right but the error objects inside its outputs in its own
-// words: each rejected step's message replaced, its value and bound left
-// out, as an engine's adapter written from the spec would answer.
+// error code right but every error object in its own words: a rejected
+// script's and each rejected step's message replaced, its value and bound
+// left out, as an engine's adapter written from the spec would answer.
 func messagesAdapter() *adapter.Adapter {
 	a := adapter.New()
 	lim := spec.DefaultLimits()
 	adapter.Handle(a, "hicache.layer_done_script", func(in spec.HiCacheLayerDoneScriptInput) (json.RawMessage, error) {
 		out, err := fast.HiCacheLayerDoneScript(lim, in)
 		if err != nil {
-			return nil, err
+			return nil, &adapter.Reject{Code: spec.ErrorObjectOf(err).Code, Message: "rejected by the engine"}
 		}
 		b, err := json.Marshal(out)
 		if err != nil {

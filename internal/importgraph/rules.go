@@ -49,7 +49,7 @@ var importRules = []Rule{
 	{"GeneratorBuildsWhileListsAreStale", "internal/gen/model", mayOnlyImport(),
 		"the source model is shared by the generators and must build whatever state the lists are in"},
 	{"GeneratorBuildsWhileListsAreStale", "internal/gen/docs", mayOnlyImport("catalog", "equiv", "equiv/mutants", "internal/gen/model", "internal/importgraph"),
-		"the docs generator renders the registered lists (catalog.All, mutants.All), so it runs after the list generator; it draws the architecture page from internal/importgraph"},
+		"the docs generator renders the registered lists (catalog.All, mutants.All), so it runs after the list generator; it draws the architecture page from internal/importgraph, and the errors page from the source of spec, ref and catalog, loaded with go/packages"},
 	{"FastStandsOnlyOnRef", "fast", mayOnlyImport("spec", "ref", "internal/fault", "internal/jsonscan"),
 		"the optimized twin takes and returns spec types and calls ref's validators for identical errors; it never sees the catalog, the suites, the pools or the server (internal/fault holds its switches and the table its bug-zoo hooks leave through)"},
 	{"CUDAStandsOnlyOnRefAndFast", "fast/cuda/...", mayOnlyImport("spec", "ref", "fast", "fast/cuda/..."),

@@ -1,5 +1,5 @@
-// Command docs writes the pages drawn from the code: the ops index and the
-// architecture page's package graph and rule table.
+// Command docs writes the pages drawn from the code: the ops index, the
+// errors page and the architecture page's package graph and rule table.
 //
 // The ops index is docs/ops.md (one row per op: its spec section and the
 // files of its twins, registration, spec, mutants and golden fixtures) and
@@ -15,10 +15,18 @@
 // package's doc comment (its first sentence is the package's role) and
 // internal/importgraph's rules, the rows internal/repolint checks.
 //
+// docs/errors.md lists every error ref can return, per op: the source of
+// spec, ref and catalog is loaded with its types (golang.org/x/tools/go/
+// packages) and walked from each op's ref function to every spec.Reject
+// call it can reach (errors_walk.go), each rendered as templates
+// (errors_render.go) beside an example from the golden fixtures
+// (errors_page.go).
+//
 // Run it as `make docs` (or `make generate`) from the module root; -check
 // only reports stale files. TestOpsPageIsCurrent,
-// TestReadmeOpsTableIsCurrent and TestArchitecturePageIsCurrent fail when a
-// committed page differs from what it would write.
+// TestReadmeOpsTableIsCurrent, TestArchitecturePageIsCurrent and
+// TestErrorsPageIsCurrent fail when a committed page differs from what it
+// would write.
 package main
 
 import (
@@ -61,6 +69,11 @@ func render(root string) (map[string][]byte, error) {
 		return nil, err
 	}
 	ops[Architecture] = arch
+	errs, err := buildErrors(root)
+	if err != nil {
+		return nil, err
+	}
+	ops[ErrorsPage] = []byte(errorsPageText(errs))
 	return ops, nil
 }
 
