@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -211,4 +212,72 @@ func TestKVEvBenchFixtures(t *testing.T) {
 	}
 	ix2, prompt := kxScoreIndex(t, 2, 1600, 16)
 	kxWantBlocks(t, ix2, spec.KVEvScoreQuery{Tokens: prompt}, "pod/0:100(ps16,stale=false) pod/1:100(ps16,stale=false) ")
+}
+
+// BenchmarkKVEvIndexBytesPerBlock is the event-fed index's memory per
+// indexed block, the figure docs/events.md sizes a replica by: 4 engines
+// each fed one chain of blocks (16- or 64-token blocks, about 3.2M tokens
+// per engine, under the default per-engine bound), the live heap measured
+// after a GC before and after. It reports bytes/block and blocks per GiB;
+// the timing is the build, not a figure.
+func BenchmarkKVEvIndexBytesPerBlock(b *testing.B) {
+	for _, bs := range []int{16, 64} {
+		b.Run(fmt.Sprintf("block=%d", bs), func(b *testing.B) {
+			const engines = 4
+			blocks := 3_200_000 / bs
+			for b.Loop() {
+				before := liveHeap()
+				ix := kxChains(b, engines, blocks, bs)
+				after := liveHeap()
+				per := float64(after-before) / float64(engines*blocks)
+				b.ReportMetric(per, "bytes/block")
+				b.ReportMetric(float64(1<<30)/per, "blocks/GiB")
+				runtime.KeepAlive(ix)
+			}
+		})
+	}
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// kxChains feeds engines engines one chain of blocks bs-token blocks each,
+// 500 blocks a message, generating each message as it goes so that only
+// the index stays live.
+func kxChains(tb testing.TB, engines, blocks, bs int) *kvIndex {
+	ix, err := newKVIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "vllm"}}, fault.KVEv{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	toks := make([]uint32, 500*bs)
+	var seq uint64
+	for e := range engines {
+		for m := 0; m < blocks; m += 500 {
+			n := min(500, blocks-m)
+			hs := make([]uint64, n)
+			for i := range hs {
+				hs[i] = uint64(m+i+1) | uint64(e)<<40
+			}
+			for i := range toks[:n*bs] {
+				toks[i] = rng.Uint32N(150000)
+			}
+			var parent *uint64
+			if m > 0 {
+				parent = new(uint64(m) | uint64(e)<<40)
+			}
+			p := kxBatch(new(int64(e)), kxEvStored(hs, parent, toks[:n*bs], int64(bs), kxEvOpt{}))
+			if r := ix.Live("vllm", kxLiveFrames("kv@pod@m", seq, p)); len(r.Errors) > 0 || r.Error != nil {
+				tb.Fatalf("%+v", r)
+			}
+			seq++
+		}
+	}
+	return ix
 }
