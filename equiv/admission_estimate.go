@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 
 	"pgregory.net/rapid"
 
@@ -28,7 +29,11 @@ func AdmissionEstimate() *Spec[estIn, estOut] {
 		Boundary:    estimateBoundary(),
 		Regressions: estimateRegressions(),
 		Rejects: map[string]*spec.Sentinel{"estimate-both-caps-row-wins": spec.ErrConfig, "gb-cap-key-count-past-int64-logits": spec.ErrOverflow,
-			"overflow-layer-forward-peak-prefetch-off": spec.ErrOverflow, "overflow-per-forward-terms-fit": spec.ErrOverflow},
+			"overflow-layer-forward-peak-prefetch-off": spec.ErrOverflow, "overflow-per-forward-terms-fit": spec.ErrOverflow,
+			"two-failures-page-size-then-negative-prefix": spec.ErrInvalidPageSize, "two-failures-negative-prefix-then-extend": spec.ErrNegative,
+			"two-failures-request-0-then-request-1": spec.ErrNegative, "two-overflows-mla-then-index": spec.ErrOverflow,
+			"two-overflows-remap-then-transfer": spec.ErrOverflow, "two-overflows-transfer-then-logits": spec.ErrOverflow,
+			"two-overflows-rank-0-then-rank-1": spec.ErrOverflow},
 		Props: []Prop[estIn, estOut]{
 			{"A2.4-terms", estimateTerms},
 			{"A2.6.5-zigzag-ranks", estimateRanks},
@@ -109,7 +114,54 @@ func estimateValid(t *rapid.T) estIn {
 	return in
 }
 
+// estimateInvalid draws an input with one violation and, one time in four,
+// a second independent one that A2.7's order checks later (a reach class
+// of issue 30: which of two failures is reported is part of the contract,
+// so the error compared whole must name the first).
 func estimateInvalid(t *rapid.T) Bad[estIn] {
+	b := estimateOneFailure(t)
+	if rapid.IntRange(0, 3).Draw(t, "second_failure") == 0 {
+		estimateSecondFailure(t, &b)
+	}
+	return b
+}
+
+// estimateSecondFailure adds to b a failure A2.7 checks after b's: to an
+// overflow another overflowing term (the sentinel stays overflow; the
+// field names the term A2.4 lists first); to a validation failure a
+// negative extend beside a negative prefix (prefix before extend) or a
+// negative request after every other (requests in order, after the
+// context). No field b's violation may sit in is touched.
+func estimateSecondFailure(t *rapid.T, b *Bad[estIn]) {
+	in := &b.In
+	in.Requests = slices.Clone(in.Requests)
+	if b.Want == spec.ErrOverflow {
+		ctx := &in.Context
+		switch rapid.IntRange(0, 2).Draw(t, "second_overflow") {
+		case 0: // the logits window
+			ctx.LogitRowsPerReq = max(ctx.LogitRowsPerReq, 1)
+			ctx.VocabSize = rapid.Int64Range(math.MaxInt64/4+1, math.MaxInt64).Draw(t, "second_vocab")
+		case 1: // the transfer descriptors
+			ctx.TransferEnabled = true
+			ctx.TransferLayers = rapid.Int64Range(math.MaxInt64/2, math.MaxInt64).Draw(t, "second_layers")
+			in.Requests = append(in.Requests, spec.EstimateReq{ExtendLen: 2*ctx.PageSize + 1})
+		default: // the materialization bytes of a huge prefix
+			ctx.MLARowBytes, ctx.IndexRowBytes = max(ctx.MLARowBytes, 1<<10), max(ctx.IndexRowBytes, 1<<10)
+			in.Requests = append(in.Requests, spec.EstimateReq{PrefixLen: rapid.Int64Range(math.MaxInt64/512, math.MaxInt64/64).Draw(t, "second_prefix")})
+		}
+		return
+	}
+	for i := range in.Requests {
+		if in.Requests[i].PrefixLen < 0 && rapid.Bool().Draw(t, "second_extend") {
+			in.Requests[i].ExtendLen = rapid.Int64Range(math.MinInt64, -1).Draw(t, "second_extend_len")
+			return
+		}
+	}
+	in.Requests = append(in.Requests, spec.EstimateReq{PrefixLen: rapid.Int64Range(math.MinInt64, -1).Draw(t, "second_negative")})
+}
+
+// estimateOneFailure draws an input with exactly one violation.
+func estimateOneFailure(t *rapid.T) Bad[estIn] {
 	in := estimateValid(t)
 	type bad = Bad[estIn]
 	if len(in.Requests) == 0 {
@@ -270,6 +322,7 @@ func estimateBoundary() []Case[estIn] {
 	off.TransferEnabled, off.TransferLayers, off.LogitRowsPerReq = false, math.MaxInt64, 0
 	cs = append(cs, Case[estIn]{"transfer-off-huge-layers-no-logits", estCase(off, 0, estX1)})
 	cs = append(cs, estimateGroupCases()...)
+	cs = append(cs, estimateTwoFailureCases()...)
 	for _, cp := range []int64{1, 2, 4, 8} {
 		var reqs []spec.EstimateReq
 		for _, e := range []int64{1, estPS - 1, estPS, estPS + 1, 2*cp - 1, 2 * cp, 2*cp + 1} {
@@ -318,6 +371,42 @@ func estimateGroupCases() []Case[estIn] {
 		// K past 2^63 / 4 bytes a logit under a 1 GiB cap: one row (the floor),
 		// then the remap metadata of 2^62 positions overflows (rejected)
 		{"gb-cap-key-count-past-int64-logits", estCase(small, 0, spec.EstimateReq{PrefixLen: 1 << 62, ExtendLen: 1})},
+	}
+}
+
+// estimateTwoFailureCases are inputs with two independent failures, each
+// pair in the order A2.7 checks it (a reach class of issue 30): the
+// context before the requests, a prefix before its extend, request 0
+// before request 1, and overflowing terms in A2.4's order (mla before
+// index, remap before transfer, transfer before logits, rank 0 before
+// rank 1). The unit context makes every term its request lengths.
+func estimateTwoFailureCases() []Case[estIn] {
+	unit := func(cp int64) spec.EstimatorContext {
+		ctx := catalog.EstimatorA25Context(cp)
+		ctx.PageSize, ctx.MLARowBytes, ctx.IndexRowBytes, ctx.PageDescriptorBytes, ctx.RowRemapBytes = 1, 1, 1, 1, 1
+		ctx.LogitRowsPerReq, ctx.TransferEnabled, ctx.BsGt1L1PrefetchEnabled = 0, false, false
+		ctx.Chunk = spec.MQAChunkConfig{}
+		return ctx
+	}
+	badPage := unit(1)
+	badPage.PageSize = 0
+	mlaIndex := unit(1)
+	mlaIndex.MLARowBytes, mlaIndex.IndexRowBytes = 8, 8 // rows 2^61: both products 2^64
+	remapTransfer := unit(1)
+	remapTransfer.RowRemapBytes, remapTransfer.TransferEnabled, remapTransfer.TransferLayers, remapTransfer.DescriptorBytes = 1<<23, true, 1<<23, 1
+	// One extend token: 2^62 layers × 4 bytes of descriptors and a 2^62
+	// vocabulary × 4 bytes of logits, each 2^64.
+	transferLogits := unit(1)
+	transferLogits.TransferEnabled, transferLogits.TransferLayers, transferLogits.DescriptorBytes = true, 1<<62, 4
+	transferLogits.LogitRowsPerReq, transferLogits.VocabSize = 1, 1<<62
+	return []Case[estIn]{
+		{"two-failures-page-size-then-negative-prefix", estCase(badPage, 0, spec.EstimateReq{PrefixLen: -1})},
+		{"two-failures-negative-prefix-then-extend", estCase(unit(1), 0, spec.EstimateReq{PrefixLen: -1, ExtendLen: -2})},
+		{"two-failures-request-0-then-request-1", estCase(unit(1), 0, spec.EstimateReq{ExtendLen: -1}, spec.EstimateReq{PrefixLen: -2})},
+		{"two-overflows-mla-then-index", estCase(mlaIndex, 0, spec.EstimateReq{PrefixLen: 1 << 61})},
+		{"two-overflows-remap-then-transfer", estCase(remapTransfer, 0, spec.EstimateReq{ExtendLen: 1 << 40})},
+		{"two-overflows-transfer-then-logits", estCase(transferLogits, 0, spec.EstimateReq{ExtendLen: 1})},
+		{"two-overflows-rank-0-then-rank-1", estCase(unit(2), 0, spec.EstimateReq{ExtendLen: 1 << 33})},
 	}
 }
 

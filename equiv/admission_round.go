@@ -137,7 +137,37 @@ func AdmissionValid(t *rapid.T) spec.AdmissionRoundInput {
 	if rapid.IntRange(0, 3).Draw(t, "l2_cap_on") == 0 {
 		in.L2LoadBackCapacity = p64(rapid.Int64Range(0, 10000).Draw(t, "l2_cap"))
 	}
+	if rapid.IntRange(0, 5).Draw(t, "past_limit_at_stop") == 0 {
+		pastLimitAtStop(t, &in)
+	}
 	return in
+}
+
+// pastLimitAtStop makes the first queued request (and sometimes the first
+// running one) past its own limit, output longer than max_new_tokens, and
+// sizes the pool so that its total_tokens sits at rem_total_tokens or one
+// below (§A1.3, §A1.6 steps 2-3): there a reservation that forgets the
+// clamp max(max_new − output, 0), or clamps the running offset the spec
+// leaves negative, flips the first stop. A reach class of issue 30.
+func pastLimitAtStop(t *rapid.T, in *spec.AdmissionRoundInput) {
+	if len(in.Running) > 0 && rapid.Bool().Draw(t, "running_past_limit") {
+		r := &in.Running[0]
+		r.OutputLen = r.MaxNewTokens + rapid.Int64Range(1, 300).Draw(t, "running_excess")
+	}
+	if len(in.Queue) == 0 {
+		return
+	}
+	q := &in.Queue[0]
+	q.OutputLen = q.MaxNewTokens + rapid.Int64Range(1, 50).Draw(t, "queued_excess")
+	c := in.Config
+	offset := float64(c.MixedDecodeTokens)
+	for _, r := range in.Running {
+		offset += ref.RunningOffset(r, c.NewTokenRatio)
+	}
+	// Step 3 stops when total_tokens >= Available + Evictable − offset.
+	total := float64(ref.TotalTokens(q.InputLen-q.L1Prefix, q))
+	stop := int64(math.Ceil(total + offset - float64(in.Pool.Evictable)))
+	in.Pool.Available = max(0, stop+rapid.Int64Range(-1, 1).Draw(t, "around_stop"))
 }
 
 // admissionCPDraw draws the CP knobs; each is unset about a third of the time.
@@ -304,6 +334,11 @@ func admissionFailureCases() []Case[spec.AdmissionRoundInput] {
 		// and budget_state stops with NO_TOKEN/budget_current.
 		{"budget-current-negative-running-offset", spec.AdmissionRoundInput{Config: cfg, Pool: spec.PoolState{Available: 1000},
 			Running: []spec.RunningReq{{MaxNewTokens: 0, OutputLen: 1000}}, Queue: []spec.Request{admissionReq("r1", 0, 0, 1000, 0)}}},
+		// A retracted request past its own limit (output 20 > max_new 10)
+		// reserves max(10 − 20, 0) = 0: total_tokens 1000 < rem_total_tokens
+		// 1001, admitted one token before the stop (a reach class of issue 30).
+		{"queued-past-its-limit-one-below-the-stop", spec.AdmissionRoundInput{Config: cfg, Pool: spec.PoolState{Available: 1001},
+			Queue: []spec.Request{{RID: "r1", InputLen: 1000, MaxNewTokens: 10, OutputLen: 20}}}},
 		// §A1.14's rows the invalid generator does not draw, in ValidateAdmissionRound's order.
 		{"bad-l2-load-back-capacity-negative", round(nil, func(in *spec.AdmissionRoundInput) { in.L2LoadBackCapacity = p64(-1) })},
 		{"bad-running-max-new-tokens-negative", round(nil, func(in *spec.AdmissionRoundInput) { in.Running = []spec.RunningReq{{MaxNewTokens: -1}} })},

@@ -20,7 +20,7 @@ func CPPageDescriptors() *Spec[spec.CPPageDescriptorsInput, spec.CPPageDescripto
 		}),
 		Invalid:  rapid.Custom(descInvalid),
 		Boundary: descBoundary(),
-		Rejects:  map[string]*spec.Sentinel{"far-page-repeated": spec.ErrDuplicatePageInRow},
+		Rejects:  map[string]*spec.Sentinel{"far-page-repeated": spec.ErrDuplicatePageInRow, "first-pair-repeated": spec.ErrDuplicatePageInRow},
 		Props: []Prop[spec.CPPageDescriptorsInput, spec.CPPageDescriptorsOutput]{
 			{"csr-size-is-pages", descCSRSize},
 			{"sorted-within-row", descSorted},
@@ -130,6 +130,11 @@ func descBoundary() []Case[spec.CPPageDescriptorsInput] {
 		// A page too large to pack with its window position sends fast to
 		// its pair sort, which must find the repeat of page 5 as ref does.
 		{"far-page-repeated", spec.CPPageDescriptorsInput{Pages: [][]int64{{1 << 62, 5, 5}}}},
+		// Short rows whose first pair alone is out of order or repeated (a
+		// reach class of issue 30): a check that starts at the second pair
+		// takes them for sorted.
+		{"first-pair-descending", spec.CPPageDescriptorsInput{Pages: [][]int64{{1, 0}, {2, 1, 3}}}},
+		{"first-pair-repeated", spec.CPPageDescriptorsInput{Pages: [][]int64{{5, 5}}}},
 	}
 	for _, ps := range []int{2, 4, 64} {
 		for _, l := range edgeLens(2, ps) {

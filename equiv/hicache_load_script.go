@@ -26,6 +26,10 @@ func HiCacheLoadScript() *Spec[spec.HiCacheLoadScriptInput, spec.HiCacheLoadScri
 		Invalid:     rapid.Custom(loadInvalid),
 		Boundary:    loadBoundary(),
 		Regressions: loadRegressions(),
+		Rejects: map[string]*spec.Sentinel{
+			"index-layers-first-pair-descending": spec.ErrBadLoadPools,
+			"index-layers-first-pair-repeated":   spec.ErrBadLoadPools,
+		},
 		Props: []Prop[spec.HiCacheLoadScriptInput, spec.HiCacheLoadScriptOutput]{
 			{"D1-device-bytes-equal-per-token-copy", loadDeviceBytes},
 			{"D2-one-build-per-prepared-op", loadOneBuild},
@@ -188,6 +192,9 @@ func loadInvalid(t *rapid.T) Bad[spec.HiCacheLoadScriptInput] {
 		return Bad[spec.HiCacheLoadScriptInput]{in, spec.ErrNegative}
 	case 3:
 		in.Pools.IndexBytes, in.Pools.IndexLayers = 1, []int{in.Pools.Layers}
+		if rapid.Bool().Draw(t, "first_pair") {
+			in.Pools.IndexLayers = firstPairOutOfOrder(t, in.Pools.Layers)
+		}
 		return Bad[spec.HiCacheLoadScriptInput]{in, spec.ErrBadLoadPools}
 	case 4:
 		in.Pools.HostSlots = 1 << 40
@@ -200,6 +207,25 @@ func loadInvalid(t *rapid.T) Bad[spec.HiCacheLoadScriptInput] {
 		in.Ops = append(in.Ops, spec.LoadOp{OpID: 9, PageSize: 1, Misuse: []spec.LoadMisuse{{Kind: spec.MisuseCancel, At: at}}})
 		return Bad[spec.HiCacheLoadScriptInput]{in, spec.ErrLayerOutOfOrder}
 	}
+}
+
+// firstPair is three-layer pools whose index layers are layers.
+func firstPair(layers ...int) spec.LoadPools {
+	return spec.LoadPools{Layers: 3, HostSlots: 8, DevSlots: 8, KVBytes: 1, IndexBytes: 1, IndexLayers: layers}
+}
+
+// firstPairOutOfOrder is index layers in [0, layers) out of order only in
+// their first pair (the second repeats or precedes the first), the rest
+// ascending: a short list's first pair, a reach class of issue 30.
+func firstPairOutOfOrder(t *rapid.T, layers int) []int {
+	l0 := rapid.IntRange(0, layers-1).Draw(t, "first_layer")
+	l := []int{l0, rapid.IntRange(0, l0).Draw(t, "second_layer")}
+	for x := l0 + 1; x < layers; x++ {
+		if rapid.Bool().Draw(t, "later_layer") {
+			l = append(l, x)
+		}
+	}
+	return l
 }
 
 // loadOp builds an op from page lists at page size ps.
@@ -234,6 +260,10 @@ func loadBoundary() []Case[spec.HiCacheLoadScriptInput] {
 		{"same-indices-two-ops-fresh-descriptors", spec.HiCacheLoadScriptInput{Pools: one, Ops: []spec.LoadOp{loadOp(1, 2, []int64{1}, []int64{0}), loadOp(2, 2, []int64{1}, []int64{0})}}},
 		{"strict-unavailable-refused", spec.HiCacheLoadScriptInput{Pools: one, Ops: []spec.LoadOp{{OpID: 1, PageSize: 1, HostIdx: []spec.SlotIdx{0}, DevIdx: []spec.SlotIdx{1}, Unavailable: true}}}},
 		{"page-outside-the-pool", spec.HiCacheLoadScriptInput{Pools: one, Ops: []spec.LoadOp{loadOp(1, 2, []int64{0}, []int64{2})}}},
+		// Index layers out of order in their first pair only (a reach class
+		// of issue 30): refused at index_layers[1].
+		{"index-layers-first-pair-descending", spec.HiCacheLoadScriptInput{Pools: firstPair(1, 0, 2), Ops: []spec.LoadOp{}}},
+		{"index-layers-first-pair-repeated", spec.HiCacheLoadScriptInput{Pools: firstPair(0, 0), Ops: []spec.LoadOp{}}},
 		// §5.2's BeginLoad failure paths not pinned above, each once
 		// (generated defects reach them only on some seeds): unequal lengths,
 		// a partial page, a page whose slots do not step by one, page size 0,

@@ -15,11 +15,11 @@ import (
 
 // kvApplyBoundary is kvev.apply's boundary table, in this order: §5's
 // worked examples, the cursor's corners, engines, pools, chains and
-// copies, the hold queue's and one message's bounds, and the scripts
-// refused whole.
+// copies, the hold queue's and one message's bounds, the scripts refused
+// whole, and the reach classes' cases (kvev_apply_reach.go).
 func kvApplyBoundary() []Case[spec.KVEvApplyInput] {
 	return slices.Concat(kvWorkedExampleCases(), kvCursorCases(), kvEngineCases(), kvPoolCases(),
-		kvChainAndCopyCases(), kvHoldAndMessageBoundCases(), kvScriptRejectCases())
+		kvChainAndCopyCases(), kvHoldAndMessageBoundCases(), kvScriptRejectCases(), kvReachCases())
 }
 
 // kvWorkedExampleCases are §5.1's payloads E1-E6 through the index, §5.2's

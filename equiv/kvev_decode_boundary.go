@@ -130,6 +130,11 @@ func kvDecodeAcceptedCases() []Case[spec.KVEvDecodeInput] {
 			mpS("session_id"), mpS("s"), mpS("type"), mpS(spec.EventStored), mpS("token_ids"), mpA(mpU(3)), mpS("block_size"), mpU(1),
 			mpS("block_hashes"), mpA(mpU(9)), mpS("locality"), mpNil(), mpS("ownership"), mpA(mpA()), mpS("cache_salt"), mpS("x"))))},
 		{"removed-array-4-with-group", kvMsg("t", 0, batch(mpA(mpS(spec.EventRemoved), mpA(mpU(9)), mpNil(), mpU(1))))},
+		// §1.4 rule 3's extra trailing positions after a BlockRemoved's four,
+		// and unknown keys of a map-shaped batch (reach classes of issue 30).
+		{"removed-array-6-trailing-ignored", kvMsg("t", 0, batch(mpA(mpS(spec.EventRemoved), mpA(mpU(9)), mpS("GPU"), mpU(1), mpS("x"), mpA(mpNil()))))},
+		{"map-shaped-batch-unknown-keys-ignored", kvMsg("t", 0, kvPayload(mpM(mpS("heartbeat"), mpU(7), mpS("ts"), ts, mpS("x_origin"), mpM(mpS("k"), mpA()),
+			mpS("events"), mpA(mpA(mpS(spec.EventCleared))))))},
 		{"removed-map-omitting-medium", kvMsg("t", 0, batch(mpM(mpS("type"), mpS(spec.EventRemoved), mpS("block_hashes"), mpA(mpU(9)), mpS("locality"), mpS("x"))))},
 		{"cleared-with-trailing-elements", kvMsg("t", 0, batch(mpA(mpS(spec.EventCleared), mpNil(), mpS("GPU")), mpM(mpS("type"), mpS(spec.EventCleared), mpS("medium"), mpS("GPU"))))},
 		{"unknown-tags-skipped", kvMsg("t", 0, batch(mpA(mpS("BlockEvicted"), mpA(mpU(1)), mpM(mpU(1), mpU(2))), mpM(mpS("type"), mpS(""), mpS("x"), mpRawV([]byte{0xc7, 3, 1, 0xaa, 0xbb, 0xcc}))))},

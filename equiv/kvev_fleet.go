@@ -68,6 +68,9 @@ type kvPub struct {
 	engines        map[int64]*kvEng
 	reply          *kvReply
 	incarn         int
+	// lastLive and lastReply are the frames last delivered live and as a
+	// replay reply, for redelivery at the same seq.
+	lastLive, lastReply []spec.HexBytes
 }
 
 type kvPubMsg struct {
@@ -237,6 +240,24 @@ func (f *kvFleet) step() {
 			return
 		}
 		f.publish(p)
+	case op < 885:
+		f.redeliver(p)
+	default:
+		f.publish(p)
+	}
+}
+
+// redeliver delivers p's last message again at the seq it had (a reach
+// class of issue 30): the last reply of the outstanding replay (§3.1 step
+// 3: a duplicate), or the last live message (step 2: a new publisher
+// incarnation as far as the subscriber can tell).
+func (f *kvFleet) redeliver(p *kvPub) {
+	name := p.cfg.Name
+	switch {
+	case f.cursors[name].replaying && p.lastReply != nil:
+		f.after(p, f.emit(spec.KVEvStep{Op: spec.KVStepReplay, Stream: name, Frames: p.lastReply}))
+	case p.lastLive != nil:
+		f.after(p, f.emit(spec.KVEvStep{Op: spec.KVStepLive, Stream: name, Frames: p.lastLive}))
 	default:
 		f.publish(p)
 	}
@@ -269,7 +290,8 @@ func (f *kvFleet) answer(p *kvPub) {
 	default:
 		m := r.snap[0]
 		r.snap = r.snap[1:]
-		f.after(p, f.emit(spec.KVEvStep{Op: spec.KVStepReplay, Stream: name, Frames: p.replyFrames(m)}))
+		p.lastReply = p.replyFrames(m)
+		f.after(p, f.emit(spec.KVEvStep{Op: spec.KVStepReplay, Stream: name, Frames: p.lastReply}))
 	}
 }
 
@@ -381,7 +403,8 @@ func (f *kvFleet) send(p *kvPub, rank int64, evs []*mpVal) {
 	if fate < 15 {
 		return // lost on the live socket
 	}
-	f.after(p, f.emit(spec.KVEvStep{Op: spec.KVStepLive, Stream: p.cfg.Name, Frames: p.liveFrames(m)}))
+	p.lastLive = p.liveFrames(m)
+	f.after(p, f.emit(spec.KVEvStep{Op: spec.KVStepLive, Stream: p.cfg.Name, Frames: p.lastLive}))
 }
 
 // batch encodes events as p's producer version does (§1.3).

@@ -24,7 +24,7 @@ func RadixScript() *Spec[spec.RadixScriptInput, spec.RadixScriptOutput] {
 		Op:          catalog.RadixScript(),
 		Valid:       rapid.Custom(func(t *rapid.T) spec.RadixScriptInput { return RadixSteps(t, 24) }),
 		Invalid:     rapid.Custom(radixInvalid),
-		Boundary:    radixBoundary(),
+		Boundary:    append(radixBoundary(), radixEvictOrderCases()...),
 		Regressions: radixRegressions(),
 		Rejects:     radixRejects,
 		Props: []Prop[spec.RadixScriptInput, spec.RadixScriptOutput]{

@@ -56,6 +56,9 @@ func chatRequest(t *rapid.T) json.RawMessage {
 	if tc := rapid.SampledFrom([]string{"", "null", `"auto"`, `"none"`, `"required"`, `" Any "`, `"AUTO"`, `"search"`, `"Search"`, `"missing"`,
 		`{"type":"function","function":{"name":"search"}}`, `{"name":"run"}`, `{"function":{"name":"a<b"}}`, `{"type":"function","name":"get_weather"}`,
 		`{"type":"tool","name":"run"}`, `{"type":null}`, `{"name":"nope"}`, `{}`, `7`, `["auto"]`}).Draw(t, "tool_choice"); tc != "" {
+		if strings.HasPrefix(tc, "{") && rapid.IntRange(0, 2).Draw(t, "tool_choice_unnamed") == 0 {
+			tc = chatUnnamedToolChoice(t, tc)
+		}
 		add("tool_choice", tc)
 	}
 	if mt := rapid.SampledFrom([]string{"", "", "null", "128"}).Draw(t, "max_tokens"); mt != "" {
@@ -73,6 +76,21 @@ func chatRequest(t *rapid.T) json.RawMessage {
 		members[i], members[j] = members[j], members[i]
 	}
 	return json.RawMessage("{" + sp + strings.Join(members, ","+sp) + sp + "}")
+}
+
+// chatUnnamedToolChoice gives an object tool_choice members S2.3 does not
+// name, in the object or in its function (a reach class of issue 30):
+// normalization drops them with the rest of the object, upstream's
+// validation keeps them.
+func chatUnnamedToolChoice(t *rapid.T, tc string) string {
+	if strings.Contains(tc, `"function":{`) && rapid.Bool().Draw(t, "unnamed_in_function") {
+		tc = strings.Replace(tc, `"function":{`, `"function":{"x_fn":[1,"é"],`, 1)
+	}
+	if rapid.Bool().Draw(t, "unnamed_in_object") {
+		tc = `{"x_choice":{"why":null},` + tc[1:]
+		tc = strings.Replace(tc, `,}`, `}`, 1) // {} becomes {"x_choice":…}
+	}
+	return tc
 }
 
 func chatTools(t *rapid.T) string {
@@ -198,6 +216,17 @@ func chatBoundary() []Case[spec.ServingChatNormalizeInput] {
 		{"duplicate-tool-choice-last-wins", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"messages":[],"tools":[{"function":{"name":"f"}}],"tool_choice":"f","tool_choice":"any"}`), ContextLen: 10, Flags: spec.CompatFlags{NormalizeToolChoice: true}}},
 		{"escaped-key", spec.ServingChatNormalizeInput{Endpoint: "chat", Request: req(`{"m\u0065ssages":[{"role":"user","content":[{"type":"image_url","image_url":"u"}]}]}`), ContextLen: 10}},
 		{"completions-untouched", spec.ServingChatNormalizeInput{Endpoint: "completions", Request: req(`{"prompt":"hi","tool_choice":7}`), ContextLen: 10, Flags: spec.CompatFlags{ParaChatDefaultMaxTokens: d, NormalizeToolChoice: true}}},
+		// Members S2.3 does not name in upstream's tool_choice object and its
+		// function ride along untouched with the flags off (a reach class of
+		// issue 30); normalization replaces the whole object.
+		// Members S2 does not name in a text part and in an image part's
+		// object ride along untouched (a reach class of issue 30).
+		{"content-parts-with-unnamed-members", spec.ServingChatNormalizeInput{Endpoint: "chat", ContextLen: 10,
+			Request: req(`{"messages":[{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"type":"image_url","image_url":{"url":"https://x/y.png","x_size":[3]}}]}]}`)}},
+		{"tool-choice-unnamed-members-flags-off", spec.ServingChatNormalizeInput{Endpoint: "chat", ContextLen: 10,
+			Request: req(`{"messages":[],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"x_choice":1,"type":"function","function":{"name":"f","x_fn":[2]}}}`)}},
+		{"tool-choice-unnamed-members-normalized", spec.ServingChatNormalizeInput{Endpoint: "chat", ContextLen: 10, Flags: spec.CompatFlags{NormalizeToolChoice: true},
+			Request: req(`{"messages":[],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"x_choice":1,"function":{"x_fn":[2],"name":"f"}}}`)}},
 	}, chatPathCases()...)
 }
 

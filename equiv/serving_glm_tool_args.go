@@ -36,6 +36,11 @@ func ServingGLMToolArgs() *Spec[spec.ServingGLMToolArgsInput, spec.ServingGLMToo
 			// An unclosed key, and a value open without its close, end the call's pairs.
 			{"key-close-missing", spec.ServingGLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a<arg_value>1</arg_value></tool_call>"}},
 			{"value-close-missing", spec.ServingGLMToolArgsInput{Text: "<tool_call>f\n<arg_key>a</arg_key><arg_value>1</tool_call>"}},
+			// Members S2.8 does not name, in the tool, its function, its
+			// parameters and a property's schema, change no type (a reach
+			// class of issue 30): "42" stays a string for code, becomes 42 for n.
+			{"tools-with-unnamed-members-everywhere", spec.ServingGLMToolArgsInput{Tools: glmToolsUnnamed(glmUnnamedAll),
+				Text: "<tool_call>run\n<arg_key>code</arg_key><arg_value>42</arg_value><arg_key>n</arg_key><arg_value>\"42\"</arg_value></tool_call>"}},
 		},
 		Regressions: []Case[spec.ServingGLMToolArgsInput]{
 			{"s2-b2-glm-args-stripped", spec.ServingGLMToolArgsInput{Tools: glmTools(),
@@ -50,6 +55,31 @@ func ServingGLMToolArgs() *Spec[spec.ServingGLMToolArgsInput, spec.ServingGLMToo
 
 func glmTools() json.RawMessage {
 	return json.RawMessage(`[{"type":"function","function":{"name":"run","parameters":{"type":"object","properties":{"code":{"type":"string"},"n":{"type":"number"},"k":{"type":"integer"},"flag":{"type":"boolean"},"cfg":{"type":"object"}}}}}]`)
+}
+
+// The places of a tools list a member S2.8 does not name may sit in.
+const (
+	glmUnnamedTool = 1 << iota
+	glmUnnamedFunction
+	glmUnnamedParameters
+	glmUnnamedSchema
+	glmUnnamedAll = glmUnnamedTool | glmUnnamedFunction | glmUnnamedParameters | glmUnnamedSchema
+)
+
+// glmToolsUnnamed is glmTools with members S2.8 does not name (vendor
+// extensions, JSON-schema keywords) at the places set in where; each goes
+// first in its object, before the members S2.8 reads.
+func glmToolsUnnamed(where int) json.RawMessage {
+	x := func(bit int, member string) string {
+		if where&bit != 0 {
+			return member + ","
+		}
+		return ""
+	}
+	return json.RawMessage(`[{` + x(glmUnnamedTool, `"x_cache":{"ttl":3}`) + `"type":"function","function":{` + x(glmUnnamedFunction, `"strict_mode":true`) +
+		`"name":"run","parameters":{` + x(glmUnnamedParameters, `"additionalProperties":false`) + `"type":"object","properties":{` +
+		`"code":{` + x(glmUnnamedSchema, `"minLength":1`) + `"type":"string"},"n":{` + x(glmUnnamedSchema, `"enum":[1,2]`) + `"type":"number"},` +
+		`"k":{"type":"integer"},"flag":{"type":"boolean"},"cfg":{"type":"object"}}}}}]`)
 }
 
 var glmValues = []string{
@@ -76,6 +106,9 @@ func glmValid(t *rapid.T) spec.ServingGLMToolArgsInput {
 	in := spec.ServingGLMToolArgsInput{Text: b.String()}
 	if rapid.Bool().Draw(t, "has_tools") {
 		in.Tools = glmTools()
+	}
+	if in.Tools != nil && rapid.Bool().Draw(t, "unnamed_members") {
+		in.Tools = glmToolsUnnamed(rapid.IntRange(1, glmUnnamedAll).Draw(t, "unnamed_places"))
 	}
 	return in
 }

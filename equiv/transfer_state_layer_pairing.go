@@ -26,6 +26,7 @@ func TransferStateLayerPairing() *Spec[spec.TransferStateLayerPairingInput, spec
 			"state-layers-paired-by-count": spec.ErrStateLayerIdentityMismatch,
 			"positional-item-len-differs":  spec.ErrItemLenMismatch,
 			"pp2-dst-only-layer-no-slot":   spec.ErrNoIndexSlot,
+			"active-first-pair-repeated":   spec.ErrBadIndexPattern,
 		},
 		Props: []Prop[spec.TransferStateLayerPairingInput, spec.TransferStateLayerPairingOutput]{
 			{"pairing-is-a-bijection-onto-its-image", stateBijection},
@@ -387,6 +388,9 @@ func stateBoundary() []Case[spec.TransferStateLayerPairingInput] {
 		{"largest-L-ids-straddle-draft-base", in{PPSize: 1, Src: idReg(999_999, 1_000_000, 0), Dst: idReg(0, 999_999, 1_000_000),
 			Index: &spec.IndexConfig{NumHiddenLayers: spec.DraftLayerIDBase, Active: []int64{0, 999_999}, Capacity: glm}}},
 		{"pp1-identical-lists", in{PPSize: 1, Src: idReg(0, 4, 0, 4), Dst: idReg(0, 4, 0, 4)}},
+		// The shortest active list out of order in its first pair (a reach
+		// class of issue 30): [0, 0] repeats layer 0.
+		{"active-first-pair-repeated", in{PPSize: 1, Src: idReg(0), Dst: idReg(0), Index: &spec.IndexConfig{NumHiddenLayers: 2, Active: []int64{0, 0}}}},
 		{"pp2-identical-lists", in{PPSize: 2, Src: idReg(0, 4, 0, 4), Dst: idReg(0, 4, 0, 4)}},
 		{"pp2-draft-only-stage", in{PPSize: 2, Src: idReg(1_000_000), Dst: idReg(0, 4, 1_000_000)}},
 		{"spec-example-FSSSFSSS", in{PPSize: 1, Src: idReg(0, 4), Dst: idReg(0, 4), Index: fsss}},

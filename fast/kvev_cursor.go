@@ -149,7 +149,7 @@ func kvLiveFrames(frames [][]byte) error {
 // frames are already owned by the hold queue's copy.
 func (ix *kvIndex) liveRules(st *kvStream, frames [][]byte, held bool, r *spec.KVEvStepResult) {
 	s := binary.BigEndian.Uint64(frames[1])
-	if st.known && s <= st.lastLive {
+	if st.known && (s < st.lastLive || s == st.lastLive && !ix.f.LiveRepeatIsDuplicate) {
 		ix.restart(st, r)
 	}
 	if !st.known {
@@ -322,6 +322,8 @@ func (ix *kvIndex) Replay(name string, frames [][]byte) spec.KVEvStepResult {
 		st.c.ReplaysOK++
 		r.ReplayDone = true
 		ix.endReplay(st, &r)
+	case ix.f.ReplayRedeliveryApplied && !st.pastEnd && s+1 == st.next:
+		ix.apply(st, s, topic, seqFrame, payload, &r) // the reach plant: applied again
 	case st.below(s):
 		st.c.Duplicates++
 		r.Duplicates = append(r.Duplicates, s)

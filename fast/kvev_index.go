@@ -633,7 +633,7 @@ func (pl *kvPool) walkRun(q spec.KVEvScoreQuery, chain []uint64, slot int32, d i
 				c = f
 			}
 			want := chain[d]
-			if prefix[c] != want || kvLinkNSHole(link[c]) != qid {
+			if prefix[c] != want || kvLinkNSHole(link[c]) != qid && !pl.faults.WalkNextSlotHoleUnchecked {
 				c = pl.child(slot, want, qid)
 				if c == 0 || kvLinkNSHole(link[c]) != qid {
 					return slot, d, true // missing, or a hole
@@ -678,7 +678,14 @@ func (pl *kvPool) walkBlock(want []uint64, slot int32, qid uint32) bool {
 		a0 |= links[j] ^ exp
 		exp++
 	}
-	if a0|a1|uint64(kvLinkNSHole(links[n-1])^qid) != 0 {
+	last := uint64(kvLinkNSHole(links[n-1]) ^ qid)
+	if pl.faults.WalkBlockLastPageUnchecked {
+		last = 0
+	}
+	if pl.faults.WalkBlockOddPagesUnchecked {
+		a1 = 0
+	}
+	if a0|a1|last != 0 {
 		return false
 	}
 	return equalWords(pl.prefix[x:x+n], want)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/spec"
 	"github.com/zeebo/xxh3"
@@ -111,6 +112,10 @@ type kvPool struct {
 	free    []*kvPage
 	slab    []kvPage
 	tokSlab []uint32
+
+	// faults are the index's reach plants that live in a pool's walk and
+	// pruning (internal/fault.KVEv); always zero in production.
+	faults fault.KVEv
 }
 
 func newKVPool(group int64, tier string, pageSize int64) *kvPool {
@@ -263,7 +268,11 @@ func (pl *kvPool) detach(p *kvPage) {
 		p.next.prev = p.prev
 	}
 	parent.nkids--
-	for _, b := range p.bind {
+	bound := p.bind
+	if pl.faults.PruneUnbindsFirstOnly && len(bound) > 1 {
+		bound = bound[:1]
+	}
+	for _, b := range bound {
 		if pl.byHash[b.hash] == p {
 			delete(pl.byHash, b.hash)
 		}
@@ -492,6 +501,7 @@ func (ix *kvIndex) store(e *kvEngine, a *kvStoreArgs, h *kvHasher) (orphans uint
 	e.log = e.log[:0]
 	if pl == nil {
 		pl = newKVPool(a.key.group, a.key.tier, a.bs)
+		pl.faults = ix.f
 		e.pools[a.key] = pl
 		e.log = append(e.log, kvUndo{kind: undoPool, pl: pl})
 	}
@@ -564,6 +574,7 @@ func (ix *kvIndex) storeTokenless(e *kvEngine, pl *kvPool, a *kvStoreArgs, h *kv
 		}
 		if pl == nil {
 			pl = newKVPool(a.key.group, a.key.tier, a.bs)
+			pl.faults = ix.f
 			e.pools[a.key] = pl
 			e.log = append(e.log, kvUndo{kind: undoPool, pl: pl})
 		}
@@ -650,7 +661,11 @@ func (e *kvEngine) remove(key kvPoolKey, hashes []spec.EvHash) (unknown uint64) 
 			unknown++
 			continue
 		}
-		b := &p.bind[p.binding(uint64(hv))]
+		j := p.binding(uint64(hv))
+		if pl.faults.RemoveDecrementsFirstBinding {
+			j = 0
+		}
+		b := &p.bind[j]
 		if b.count > 0 {
 			b.count--
 			pl.setResident(p, p.resident-1)

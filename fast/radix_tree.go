@@ -692,7 +692,11 @@ func (t *RadixTree) popVictim() *node {
 
 // victimOf is x's heap entry under the tree's policy.
 func (t *RadixTree) victimOf(x *node) victim {
-	return victim{ord: ref.EvictOrder(t.cfg.Policy, x.lastAccess, x.created, x.hitCount, x.priority), n: x, gen: x.heapGen}
+	ord := ref.EvictOrder(t.cfg.Policy, x.lastAccess, x.created, x.hitCount, x.priority)
+	if k := t.faults.EvictKeyDropped; k == 1 || k == 2 {
+		ord[k-1] = 0
+	}
+	return victim{ord: ord, n: x, gen: x.heapGen}
 }
 
 // deleteLeaf unlinks the evictable leaf x and returns its parent, whose leaf

@@ -14,6 +14,12 @@
 // Serving, IndexTopK, KVEv). Each flag's doc comment cites the spec section
 // (docs/spec/<file>.md §N) whose buggy variant it re-introduces.
 //
+// A few switches are reach plants instead (issue 30 item 7, marked so in
+// their doc comments): plausible bugs, not historic ones, in the places the
+// generators used to reach least. No mutant of the zoo sets them; the reach
+// tests of equiv/mutants (reach_classes_test.go) do, and require the suite
+// to catch each one.
+//
 // The zero value of every struct is production: every bug fixed. Only the
 // bug zoo (equiv/mutants) and the tests that narrate a bug construct
 // non-zero values; the package is internal, so nothing outside kvtwin can,

@@ -32,4 +32,37 @@ type KVEv struct {
 	// as a signed 64-bit int only, so vLLM's hashes >= 2^63 (msgpack uint64)
 	// are rejected instead of taken as they are.
 	SignedHashesOnly bool
+
+	// The switches below are reach plants (issue 30 item 7), not historic
+	// bugs: plausible mistakes in the places the generators used to reach
+	// least, each of which equiv/mutants' reach tests require the suite to
+	// catch.
+
+	// ReplayRedeliveryApplied (§3.1 step 3, §3.2): a replayed batch at the
+	// seq applied last (next − 1) is applied again instead of dropped as a
+	// duplicate: its stores count twice.
+	ReplayRedeliveryApplied bool
+	// LiveRepeatIsDuplicate (§3.1 step 2): a live batch at the seq seen
+	// last (lastLive) is dropped as a duplicate instead of taken for a new
+	// publisher incarnation.
+	LiveRepeatIsDuplicate bool
+	// WalkBlockLastPageUnchecked (§2.8): the score walk's block fast path
+	// does not check its last page's namespace-and-hole word, so a hole
+	// there is counted as resident.
+	WalkBlockLastPageUnchecked bool
+	// WalkBlockOddPagesUnchecked (§2.8): the block fast path checks the
+	// link words of the even pages only, so a hole at an odd offset inside
+	// the block is counted as resident.
+	WalkBlockOddPagesUnchecked bool
+	// WalkNextSlotHoleUnchecked (§2.8): the page-by-page walk, guessing
+	// that the next page is at the next slot, compares its prefix hash but
+	// not its namespace-and-hole word, so a hole there is counted.
+	WalkNextSlotHoleUnchecked bool
+	// PruneUnbindsFirstOnly (§2.4 pruning): a pruned page unbinds only its
+	// first hash, so a second hash bound to it still names a page that is
+	// gone.
+	PruneUnbindsFirstOnly bool
+	// RemoveDecrementsFirstBinding (§2.4, A4): a removal decrements the
+	// page's first binding instead of the one its hash names.
+	RemoveDecrementsFirstBinding bool
 }

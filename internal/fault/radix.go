@@ -26,4 +26,12 @@ type Radix struct {
 	// them, so the suffix of a [2,2] node split at one page claims [2,2] for
 	// its 3 pages.
 	SplitKeepsOwnerCounts bool
+
+	// EvictKeyDropped is a reach plant (issue 30 item 7), not a historic
+	// bug: k in {1, 2} zeroes the k-th key of the policy tuple that
+	// ref.EvictOrder returns (docs/spec/radix-acks.md §0.2 rule 3), as if
+	// the tuple forgot that key; 0 is production. Run alone it is a fast
+	// heap that forgets the key; run as both twins (the reach test's
+	// "shared" plant) it is the helper both twins call getting it wrong.
+	EvictKeyDropped int
 }

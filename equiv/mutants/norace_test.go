@@ -1,0 +1,6 @@
+//go:build !race
+
+package mutants
+
+// raceEnabled is false without -race.
+const raceEnabled = false
