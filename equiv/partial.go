@@ -328,3 +328,29 @@ func dropPath(v any, path []string) {
 		dropPath(m[name], path[1:])
 	}
 }
+
+// docRow is the op's row of docs/adapters.md's table of what a partial
+// declaration may name: the op, its step kinds (required ones in bold) and
+// its options; "" for an op without a Vocabulary.
+func (s *Spec[In, Out]) docRow() string {
+	v := s.Vocabulary
+	if v == nil {
+		return ""
+	}
+	kinds := make([]string, len(v.Steps))
+	for i, k := range v.Steps {
+		kinds[i] = "`" + k + "`"
+		if slices.Contains(v.Required, k) {
+			kinds[i] = "**" + kinds[i] + "**"
+		}
+	}
+	options := "—"
+	if len(v.Options) > 0 {
+		names := make([]string, len(v.Options))
+		for i, o := range v.Options {
+			names[i] = "`" + o.Name + "`"
+		}
+		options = strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("| `%s` | %s | %s |", s.Op.OpName, strings.Join(kinds, ", "), options)
+}

@@ -3,6 +3,7 @@ package equiv
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -336,5 +337,37 @@ func TestARestrictedSampleStaysInsideTheDeclaration(t *testing.T) {
 		if !slices.Contains([]string{"create", "insert", "match", "evict"}, st.Op) {
 			t.Errorf("the restricted sample holds a %s step", st.Op)
 		}
+	}
+}
+
+// TestAdaptersDocListsEveryVocabulary: docs/adapters.md's table of what a
+// partial declaration may name has one row per op with a vocabulary,
+// exactly as the vocabulary reads (kinds in order, required ones in bold,
+// options), and no row for an op without one.
+func TestAdaptersDocListsEveryVocabulary(t *testing.T) {
+	page, err := os.ReadFile("../docs/adapters.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]bool{}
+	for _, l := range strings.Split(string(page), "\n") {
+		lines[strings.TrimSpace(l)] = true
+	}
+	rows := 0
+	for _, s := range Suites() {
+		row := s.(interface{ docRow() string }).docRow()
+		if row == "" {
+			if strings.Contains(string(page), "| `"+s.Name()+"` |") {
+				t.Errorf("docs/adapters.md has a row for %s, which takes no declaration", s.Name())
+			}
+			continue
+		}
+		rows++
+		if !lines[row] {
+			t.Errorf("docs/adapters.md lacks the row\n%s", row)
+		}
+	}
+	if rows < 6 {
+		t.Errorf("%d ops have a vocabulary, want every script op with step kinds (6)", rows)
 	}
 }

@@ -148,6 +148,10 @@ func (u suite[In, Out]) Sample() json.RawMessage {
 	return b
 }
 
+// docRow is the Spec's docRow, for the test that holds docs/adapters.md
+// to the vocabularies.
+func (u suite[In, Out]) docRow() string { return u.s.docRow() }
+
 func (u suite[In, Out]) CanonicalAnswer(res fixtures.Result) (fixtures.Result, string) {
 	return u.s.canonicalAnswer(res)
 }
