@@ -40,13 +40,32 @@ const (
 // Adapter is a set of op implementations. Register with Handle before
 // serving; serving is safe for concurrent use.
 type Adapter struct {
-	ops map[string]func(json.RawMessage) (json.RawMessage, *spec.ErrorObject)
+	ops   map[string]func(json.RawMessage) (json.RawMessage, *spec.ErrorObject)
+	decls map[string]Declaration
 }
 
 // New returns an adapter implementing no op.
 func New() *Adapter {
-	return &Adapter{ops: map[string]func(json.RawMessage) (json.RawMessage, *spec.ErrorObject){}}
+	return &Adapter{ops: map[string]func(json.RawMessage) (json.RawMessage, *spec.ErrorObject){}, decls: map[string]Declaration{}}
 }
+
+// Declaration is the part of a script op an adapter implements
+// (docs/adapters.md "Partial declarations"): kvtwin audit then generates
+// only scripts inside it and reports the rest as not audited.
+type Declaration struct {
+	// Steps are the step kinds implemented; nil for every kind. A script
+	// op's kinds are listed in docs/adapters.md.
+	Steps []string
+	// Options are the op's options set off (false) or on; an option not
+	// named is on (radix.script's hashed_score: false means no score step
+	// without exact is sent).
+	Options map[string]bool
+}
+
+// Declare lists op (registered with Handle) as implemented in part, as d
+// says. kvtwin audit rejects a declaration naming a kind or option the op
+// lacks; declaring an op again replaces the first declaration.
+func (a *Adapter) Declare(op string, d Declaration) { a.decls[op] = d }
 
 // Handle registers f as a's implementation of op: its input is decoded from
 // the call's JSON into In, and its output encoded as the reply. Registering
@@ -116,9 +135,16 @@ func (a *Adapter) Ops() []string { return slices.Sorted(maps.Keys(a.ops)) }
 // answers with (not_implemented for an unknown op).
 func (a *Adapter) Call(op string, in json.RawMessage) (json.RawMessage, *spec.ErrorObject) {
 	if op == OpsCall {
-		list := make([]map[string]string, 0, len(a.ops))
+		list := make([]map[string]any, 0, len(a.ops))
 		for _, name := range a.Ops() {
-			list = append(list, map[string]string{"name": name})
+			item := map[string]any{"name": name}
+			if d, ok := a.decls[name]; ok && d.Steps != nil {
+				item["steps"] = d.Steps
+			}
+			if d, ok := a.decls[name]; ok && d.Options != nil {
+				item["options"] = d.Options
+			}
+			list = append(list, item)
 		}
 		b, _ := json.Marshal(list)
 		return b, nil

@@ -109,3 +109,21 @@ func Example() {
 	_ = a.ServeExec(context.Background(), strings.NewReader(req), os.Stdout) // os.Stdin in a real adapter
 	// Output: {"id":1,"out":{"runs":[{"src_start":4,"dst_start":9,"count":2}]}}
 }
+
+// TestDeclareListsThePartOfAScriptOpImplemented: a declared op's listing
+// object carries its steps (an empty list kept: no kind at all) and
+// options; an undeclared op's carries its name alone.
+func TestDeclareListsThePartOfAScriptOpImplemented(t *testing.T) {
+	a := kit()
+	a.Declare("rejects", adapter.Declaration{Steps: []string{"create", "insert"}, Options: map[string]bool{"hashed_score": false}})
+	a.Declare("fails", adapter.Declaration{Steps: []string{}})
+	out, errObj := a.Call(adapter.OpsCall, json.RawMessage(`{}`))
+	if errObj != nil {
+		t.Fatal(errObj)
+	}
+	want := `[{"name":"fails","steps":[]},{"name":"panics"},` +
+		`{"name":"rejects","options":{"hashed_score":false},"steps":["create","insert"]},{"name":"transfer.group_contiguous"}]`
+	if string(out) != want {
+		t.Errorf("kvtwin.ops = %s, want %s", out, want)
+	}
+}

@@ -75,6 +75,13 @@ type Spec[In, Out any] struct {
 	// must be accepted. A historic bug that accepted bad input (a silent
 	// corruption the fix turned into an error) is caught on such a case.
 	Rejects map[string]*spec.Sentinel
+	// Vocabulary, for a script op, is what an adapter may declare part of
+	// (its step kinds and options) and how the generators honour such a
+	// declaration (Restrict); nil for an op that takes none.
+	Vocabulary *Vocabulary[In]
+	// cover is the declared part a Restrict-ed spec stays inside (nil: the
+	// whole op).
+	cover *Coverage
 }
 
 // Failure is a counterexample: the input, what went wrong, and a diff.

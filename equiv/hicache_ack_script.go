@@ -17,10 +17,12 @@ import (
 // generators, the §3.4 worked examples and §3.5 minimal inputs, and the
 // §3.3 properties read off a trace and the final states.
 func HiCacheAckScript() *Spec[spec.HiCacheAckScriptInput, spec.HiCacheAckScriptOutput] {
+	valid, invalid := ackGenerators(Coverage{})
 	return &Spec[spec.HiCacheAckScriptInput, spec.HiCacheAckScriptOutput]{
 		Op:          catalog.HiCacheAckScript(),
-		Valid:       rapid.Custom(func(t *rapid.T) spec.HiCacheAckScriptInput { return AckSteps(t, 32) }),
-		Invalid:     rapid.Custom(ackInvalid),
+		Valid:       valid,
+		Invalid:     invalid,
+		Vocabulary:  ackVocabulary(),
 		Boundary:    ackBoundary(),
 		Regressions: ackRegressions(),
 		Props: []Prop[spec.HiCacheAckScriptInput, spec.HiCacheAckScriptOutput]{
@@ -33,6 +35,34 @@ func HiCacheAckScript() *Spec[spec.HiCacheAckScriptInput, spec.HiCacheAckScriptO
 	}
 }
 
+// ackVocabulary is what an adapter may declare part of: the step kinds
+// (create required: it must come first).
+func ackVocabulary() *Vocabulary[spec.HiCacheAckScriptInput] {
+	kinds := []string{spec.AckCreate, spec.AckNode, spec.AckEvictDevice, spec.AckLock, spec.AckUnlock, spec.AckReserve,
+		spec.AckLayerStep, spec.AckWriteBackup, spec.AckWriteNonCP, spec.AckEventsComplete, spec.AckWritingCheck,
+		spec.AckRollback, spec.AckRollbackPrepared, spec.AckHas, spec.AckAppend, spec.AckInjectDuplicate, spec.AckReset}
+	return &Vocabulary[spec.HiCacheAckScriptInput]{
+		Steps:    kinds,
+		Required: []string{spec.AckCreate},
+		Uses: func(in spec.HiCacheAckScriptInput) ([]string, []string) {
+			return stepKinds(kinds, func(yield func(string) bool) {
+				for _, s := range in.Steps {
+					if !yield(s.Op) {
+						return
+					}
+				}
+			}), nil
+		},
+		Generate: ackGenerators,
+	}
+}
+
+// ackGenerators are hicache.ack_script's generators under c.
+func ackGenerators(c Coverage) (*rapid.Generator[spec.HiCacheAckScriptInput], *rapid.Generator[Bad[spec.HiCacheAckScriptInput]]) {
+	return rapid.Custom(func(t *rapid.T) spec.HiCacheAckScriptInput { return ackSteps(t, 32, c) }),
+		rapid.Custom(func(t *rapid.T) Bad[spec.HiCacheAckScriptInput] { return ackInvalid(t, c) })
+}
+
 // AckSteps draws a script of up to maxSteps steps shaped like a CP
 // scheduler's write-through: a group of 1–4 ranks; nodes declared as
 // requests arrive; reservations with per-rank owned pages (zero-owned
@@ -42,7 +72,14 @@ func HiCacheAckScript() *Spec[spec.HiCacheAckScriptInput, spec.HiCacheAckScriptO
 // occasional bad steps and injected faults (duplicates, unknown acks).
 // A terminal consumer error ends the script.
 func AckSteps(t *rapid.T, maxSteps int) spec.HiCacheAckScriptInput {
+	return ackSteps(t, maxSteps, Coverage{})
+}
+
+// ackSteps is AckSteps inside c: a step of a kind c leaves out is drawn
+// and dropped, neither kept nor run on the generator's group.
+func ackSteps(t *rapid.T, maxSteps int, c Coverage) spec.HiCacheAckScriptInput {
 	g := newAckGen(t)
+	g.cover = c
 	n := rapid.IntRange(0, maxSteps).Draw(t, "steps")
 	for range n {
 		if g.halted {
@@ -61,6 +98,7 @@ type ackGen struct {
 	results []spec.AckStepResult
 	group   []spec.AckQueue
 	halted  bool
+	cover   Coverage // the part of hicache.ack_script the steps stay inside
 }
 
 func newAckGen(t *rapid.T) *ackGen {
@@ -75,8 +113,13 @@ func newAckGen(t *rapid.T) *ackGen {
 	return g
 }
 
-// apply appends s and runs it on the generator's group, returning its result.
+// apply appends s and runs it on the generator's group, returning its
+// result; a step of a kind the coverage leaves out is dropped (the zero
+// result).
 func (g *ackGen) apply(s spec.AckStep) spec.AckStepResult {
+	if !g.cover.Step(s.Op) {
+		return spec.AckStepResult{}
+	}
 	if s.Op == spec.AckCreate {
 		g.group = make([]spec.AckQueue, s.Ranks)
 		for r := range g.group {
@@ -292,16 +335,36 @@ func (g *ackGen) drain() spec.AckStep {
 	return s
 }
 
-func ackInvalid(t *rapid.T) Bad[spec.HiCacheAckScriptInput] {
-	in := AckSteps(t, 8)
+// ackViolationStep is the step kind violation v of ackInvalid inserts
+// ("": none).
+func ackViolationStep(v int) string {
+	switch v {
+	case 6, 8:
+		return spec.AckReserve
+	case 7:
+		return spec.AckWriteBackup
+	case 9:
+		return spec.AckEventsComplete
+	}
+	return ""
+}
+
+// ackInvalid draws a script inside c and breaks it once; a violation whose
+// step c leaves out becomes an unknown op instead.
+func ackInvalid(t *rapid.T, c Coverage) Bad[spec.HiCacheAckScriptInput] {
+	in := ackSteps(t, 8, c)
 	at := rapid.IntRange(0, len(in.Steps)).Draw(t, "at")
 	insert := func(s spec.AckStep) {
 		in.Steps = slices.Insert(in.Steps, max(at, 1), s)
 	}
 	ranks := in.Steps[0].Ranks
-	switch rapid.IntRange(0, 9).Draw(t, "violation") {
+	violation := rapid.IntRange(0, 9).Draw(t, "violation")
+	if k := ackViolationStep(violation); k != "" && !c.Step(k) {
+		violation = 1
+	}
+	switch violation {
 	case 0:
-		in.Steps[0].Op = rapid.SampledFrom([]string{spec.AckReserve, spec.AckWritingCheck, ""}).Draw(t, "first_op")
+		in.Steps[0].Op = rapid.SampledFrom(append(c.Allowed([]string{spec.AckReserve, spec.AckWritingCheck}), "")).Draw(t, "first_op")
 		return Bad[spec.HiCacheAckScriptInput]{in, spec.ErrScriptOrder}
 	case 1:
 		insert(spec.AckStep{Op: rapid.SampledFrom([]string{"drain", "Reserve", "evict_host"}).Draw(t, "bad_op")})

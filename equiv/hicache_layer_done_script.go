@@ -15,10 +15,12 @@ import (
 // out-of-order completions, busy wraps and bad slots mixed in), the worked
 // example, and C1–C5 read off the trace against a model of the done counts.
 func HiCacheLayerDoneScript() *Spec[spec.HiCacheLayerDoneScriptInput, spec.HiCacheLayerDoneScriptOutput] {
+	valid, invalid := counterGenerators(Coverage{})
 	return &Spec[spec.HiCacheLayerDoneScriptInput, spec.HiCacheLayerDoneScriptOutput]{
 		Op:          catalog.HiCacheLayerDoneScript(),
-		Valid:       rapid.Custom(func(t *rapid.T) spec.HiCacheLayerDoneScriptInput { return CounterSteps(t, 40) }),
-		Invalid:     rapid.Custom(counterInvalid),
+		Valid:       valid,
+		Invalid:     invalid,
+		Vocabulary:  counterVocabulary(),
 		Boundary:    counterBoundary(),
 		Regressions: counterRegressions(),
 		Props: []Prop[spec.HiCacheLayerDoneScriptInput, spec.HiCacheLayerDoneScriptOutput]{
@@ -31,11 +33,42 @@ func HiCacheLayerDoneScript() *Spec[spec.HiCacheLayerDoneScriptInput, spec.HiCac
 	}
 }
 
+// counterVocabulary is what an adapter may declare part of: the step kinds
+// (none required: the layer count is the input's, not a step's).
+func counterVocabulary() *Vocabulary[spec.HiCacheLayerDoneScriptInput] {
+	kinds := []string{spec.CounterUpdateProducer, spec.CounterComplete, spec.CounterSetConsumer, spec.CounterReady, spec.CounterReset}
+	return &Vocabulary[spec.HiCacheLayerDoneScriptInput]{
+		Steps: kinds,
+		Uses: func(in spec.HiCacheLayerDoneScriptInput) ([]string, []string) {
+			return stepKinds(kinds, func(yield func(string) bool) {
+				for _, s := range in.Steps {
+					if !yield(s.Op) {
+						return
+					}
+				}
+			}), nil
+		},
+		Generate: counterGenerators,
+	}
+}
+
+// counterGenerators are hicache.layer_done_script's generators under c.
+func counterGenerators(c Coverage) (*rapid.Generator[spec.HiCacheLayerDoneScriptInput], *rapid.Generator[Bad[spec.HiCacheLayerDoneScriptInput]]) {
+	return rapid.Custom(func(t *rapid.T) spec.HiCacheLayerDoneScriptInput { return counterSteps(t, 40, c) }),
+		rapid.Custom(func(t *rapid.T) Bad[spec.HiCacheLayerDoneScriptInput] { return counterInvalid(t, c) })
+}
+
 // CounterSteps draws a counter script of up to maxSteps steps. A model of
 // the state steers the draw toward the steps a loader makes (complete the
 // producer's next layer, ask Ready of a layer near the frontier) while
 // keeping some wrong ones.
 func CounterSteps(t *rapid.T, maxSteps int) spec.HiCacheLayerDoneScriptInput {
+	return counterSteps(t, maxSteps, Coverage{})
+}
+
+// counterSteps is CounterSteps inside c: a step of a kind c leaves out is
+// drawn and dropped, neither kept nor run on the model.
+func counterSteps(t *rapid.T, maxSteps int, c Coverage) spec.HiCacheLayerDoneScriptInput {
 	L := rapid.IntRange(1, 5).Draw(t, "layers")
 	in := spec.HiCacheLayerDoneScriptInput{Layers: L, Steps: []spec.CounterStep{}}
 	m := newCounterModel(L)
@@ -57,6 +90,9 @@ func CounterSteps(t *rapid.T, maxSteps int) spec.HiCacheLayerDoneScriptInput {
 			if rapid.IntRange(0, 9).Draw(t, "odd_layer") == 0 {
 				s.Layer = rapid.SampledFrom([]int{-1, L}).Draw(t, "bad_layer")
 			}
+		}
+		if !c.Step(s.Op) {
+			continue
 		}
 		m.apply(s)
 		in.Steps = append(in.Steps, s)
@@ -118,8 +154,10 @@ func (m *counterModel) apply(s spec.CounterStep) (ok, ready bool) {
 	return true, false
 }
 
-func counterInvalid(t *rapid.T) Bad[spec.HiCacheLayerDoneScriptInput] {
-	in := CounterSteps(t, 6)
+// counterInvalid draws a script inside c and breaks it once: a bad layer
+// count or an unknown op, neither of which needs a declared kind.
+func counterInvalid(t *rapid.T, c Coverage) Bad[spec.HiCacheLayerDoneScriptInput] {
+	in := counterSteps(t, 6, c)
 	if rapid.Bool().Draw(t, "bad_layers") {
 		in.Layers = rapid.SampledFrom([]int{-1, 0, spec.MaxCounterLayers + 1}).Draw(t, "layers_value")
 		return Bad[spec.HiCacheLayerDoneScriptInput]{in, spec.ErrBadLoadPools}

@@ -20,10 +20,12 @@ import (
 // op's indices; unavailable backends under both policies; misuse steps;
 // ops the loader must refuse), the worked example, and D1–D6.
 func HiCacheLoadScript() *Spec[spec.HiCacheLoadScriptInput, spec.HiCacheLoadScriptOutput] {
+	valid, invalid := loadGenerators(Coverage{})
 	return &Spec[spec.HiCacheLoadScriptInput, spec.HiCacheLoadScriptOutput]{
 		Op:          catalog.HiCacheLoadScript(),
-		Valid:       rapid.Custom(func(t *rapid.T) spec.HiCacheLoadScriptInput { return LoadSteps(t, 4) }),
-		Invalid:     rapid.Custom(loadInvalid),
+		Valid:       valid,
+		Invalid:     invalid,
+		Vocabulary:  loadVocabulary(),
 		Boundary:    loadBoundary(),
 		Regressions: loadRegressions(),
 		Rejects: map[string]*spec.Sentinel{
@@ -42,9 +44,48 @@ func HiCacheLoadScript() *Spec[spec.HiCacheLoadScriptInput, spec.HiCacheLoadScri
 	}
 }
 
+// loadMisuseKinds are hicache.load_script's step kinds: the misuse steps an
+// op may carry (its regular begin, submits and end are not declarable:
+// every load runs them).
+func loadMisuseKinds() []string {
+	return []string{spec.MisuseOtherOp, spec.MisuseSkipLayer, spec.MisuseEndEarly, spec.MisuseCancel, spec.MisuseReusePrevious}
+}
+
+// loadVocabulary is what an adapter may declare part of: the misuse kinds.
+func loadVocabulary() *Vocabulary[spec.HiCacheLoadScriptInput] {
+	kinds := loadMisuseKinds()
+	return &Vocabulary[spec.HiCacheLoadScriptInput]{
+		Steps: kinds,
+		Uses: func(in spec.HiCacheLoadScriptInput) ([]string, []string) {
+			return stepKinds(kinds, func(yield func(string) bool) {
+				for _, op := range in.Ops {
+					for _, m := range op.Misuse {
+						if !yield(m.Kind) {
+							return
+						}
+					}
+				}
+			}), nil
+		},
+		Generate: loadGenerators,
+	}
+}
+
+// loadGenerators are hicache.load_script's generators under c.
+func loadGenerators(c Coverage) (*rapid.Generator[spec.HiCacheLoadScriptInput], *rapid.Generator[Bad[spec.HiCacheLoadScriptInput]]) {
+	return rapid.Custom(func(t *rapid.T) spec.HiCacheLoadScriptInput { return loadSteps(t, 4, c) }),
+		rapid.Custom(func(t *rapid.T) Bad[spec.HiCacheLoadScriptInput] { return loadInvalid(t, c) })
+}
+
 // LoadSteps draws a load script of up to maxOps ops over arenas small
 // enough that the output carries the device bytes.
 func LoadSteps(t *rapid.T, maxOps int) spec.HiCacheLoadScriptInput {
+	return loadSteps(t, maxOps, Coverage{})
+}
+
+// loadSteps is LoadSteps inside c: a misuse step of a kind c leaves out is
+// drawn and dropped.
+func loadSteps(t *rapid.T, maxOps int, c Coverage) spec.HiCacheLoadScriptInput {
 	p := spec.LoadPools{
 		Layers:    rapid.IntRange(1, 4).Draw(t, "layers"),
 		HostSlots: rapid.SampledFrom([]int64{0, 8, 16, 24}).Draw(t, "host_slots"),
@@ -62,7 +103,7 @@ func LoadSteps(t *rapid.T, maxOps int) spec.HiCacheLoadScriptInput {
 	in := spec.HiCacheLoadScriptInput{Pools: p, Ops: []spec.LoadOp{}}
 	n := rapid.IntRange(0, maxOps).Draw(t, "ops")
 	for i := range n {
-		in.Ops = append(in.Ops, drawLoadOp(t, p, in.Ops, uint64(i+1)))
+		in.Ops = append(in.Ops, drawLoadOp(t, p, in.Ops, uint64(i+1), c))
 	}
 	return in
 }
@@ -70,7 +111,7 @@ func LoadSteps(t *rapid.T, maxOps int) spec.HiCacheLoadScriptInput {
 // drawLoadOp draws one op: page lists of a drawn shape (or the previous
 // op's indices again), a backend, misuse steps, and rarely a defect the
 // loader must refuse.
-func drawLoadOp(t *rapid.T, p spec.LoadPools, prev []spec.LoadOp, id uint64) spec.LoadOp {
+func drawLoadOp(t *rapid.T, p spec.LoadPools, prev []spec.LoadOp, id uint64, c Coverage) spec.LoadOp {
 	var op spec.LoadOp
 	if len(prev) > 0 && rapid.IntRange(0, 4).Draw(t, "repeat") == 0 {
 		last := prev[len(prev)-1]
@@ -89,10 +130,13 @@ func drawLoadOp(t *rapid.T, p spec.LoadPools, prev []spec.LoadOp, id uint64) spe
 	op.Unavailable = rapid.IntRange(0, 3).Draw(t, "unavailable") == 0
 	op.Policy = rapid.SampledFrom([]spec.LoadPolicy{"", spec.LoadStrict, spec.LoadAllowFallback, spec.LoadAllowFallback}).Draw(t, "policy")
 	for range rapid.IntRange(0, 2).Draw(t, "misuses") {
-		op.Misuse = append(op.Misuse, spec.LoadMisuse{
-			Kind: rapid.SampledFrom([]string{spec.MisuseOtherOp, spec.MisuseSkipLayer, spec.MisuseEndEarly, spec.MisuseCancel, spec.MisuseReusePrevious}).Draw(t, "misuse"),
+		m := spec.LoadMisuse{
+			Kind: rapid.SampledFrom(loadMisuseKinds()).Draw(t, "misuse"),
 			At:   rapid.IntRange(0, p.Layers).Draw(t, "at"),
-		})
+		}
+		if c.Step(m.Kind) {
+			op.Misuse = append(op.Misuse, m)
+		}
 	}
 	if rapid.IntRange(0, 7).Draw(t, "defect") == 0 {
 		op = loadDefect(t, op)
@@ -178,9 +222,17 @@ func loadDefect(t *rapid.T, op spec.LoadOp) spec.LoadOp {
 	return op
 }
 
-func loadInvalid(t *rapid.T) Bad[spec.HiCacheLoadScriptInput] {
-	in := LoadSteps(t, 2)
-	switch rapid.IntRange(0, 6).Draw(t, "violation") {
+// loadInvalid draws a script inside c and breaks it once; a misuse step at
+// a bad layer is of a kind c allows (cancel when it does), else the
+// violation is an unknown misuse kind instead.
+func loadInvalid(t *rapid.T, c Coverage) Bad[spec.HiCacheLoadScriptInput] {
+	in := loadSteps(t, 2, c)
+	violation := rapid.IntRange(0, 6).Draw(t, "violation")
+	atKinds := c.Allowed([]string{spec.MisuseCancel, spec.MisuseOtherOp, spec.MisuseSkipLayer, spec.MisuseEndEarly, spec.MisuseReusePrevious})
+	if violation == 6 && len(atKinds) == 0 {
+		violation = 5
+	}
+	switch violation {
 	case 0:
 		in.Pools.Layers = rapid.IntRange(-1, 0).Draw(t, "bad_layers")
 		return Bad[spec.HiCacheLoadScriptInput]{in, spec.ErrBadLoadPools}
@@ -204,7 +256,7 @@ func loadInvalid(t *rapid.T) Bad[spec.HiCacheLoadScriptInput] {
 		return Bad[spec.HiCacheLoadScriptInput]{in, spec.ErrBadEnum}
 	default:
 		at := rapid.SampledFrom([]int{-1, in.Pools.Layers + 1}).Draw(t, "bad_at")
-		in.Ops = append(in.Ops, spec.LoadOp{OpID: 9, PageSize: 1, Misuse: []spec.LoadMisuse{{Kind: spec.MisuseCancel, At: at}}})
+		in.Ops = append(in.Ops, spec.LoadOp{OpID: 9, PageSize: 1, Misuse: []spec.LoadMisuse{{Kind: atKinds[0], At: at}}})
 		return Bad[spec.HiCacheLoadScriptInput]{in, spec.ErrLayerOutOfOrder}
 	}
 }

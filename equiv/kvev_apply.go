@@ -28,10 +28,12 @@ import (
 // kvev_apply_invariants.go; the scenario files testdata/kvev_*.txt tell
 // the cursor's and the index's stories step by step on both twins.
 func KVEvApply() *Spec[spec.KVEvApplyInput, spec.KVEvApplyOutput] {
+	valid, invalid := kvApplyGenerators(Coverage{})
 	return &Spec[spec.KVEvApplyInput, spec.KVEvApplyOutput]{
 		Op:          catalog.KVEvApply(),
-		Valid:       rapid.Custom(func(t *rapid.T) spec.KVEvApplyInput { return KVEvFleet(t, 40) }),
-		Invalid:     rapid.Custom(kvApplyInvalid),
+		Valid:       valid,
+		Invalid:     invalid,
+		Vocabulary:  kvApplyVocabulary(),
 		Boundary:    kvApplyBoundary(),
 		Regressions: kvApplyRegressions(),
 		Rejects:     kvApplyRejects,
@@ -51,18 +53,62 @@ func KVEvApply() *Spec[spec.KVEvApplyInput, spec.KVEvApplyOutput] {
 	}
 }
 
+// kvHashedScore is kvev.apply's option for scores by prefix hashes: a
+// score step without exact.
+const kvHashedScore = "hashed_score"
+
+// kvApplyVocabulary is what an adapter may declare part of: the score
+// steps and hashed scores. The cursor's four step kinds are required: the
+// generator's publishers answer the replays the cursor asks for, so a
+// stream without one of them is not a stream the spec describes.
+func kvApplyVocabulary() *Vocabulary[spec.KVEvApplyInput] {
+	kinds := []string{spec.KVStepLive, spec.KVStepReplay, spec.KVStepReplayFailed, spec.KVStepRestart, spec.KVStepScore}
+	return &Vocabulary[spec.KVEvApplyInput]{
+		Steps:    kinds,
+		Required: kinds[:4],
+		Options:  []Option{{Name: kvHashedScore, About: "score steps without exact (prefix-hash lookups, §2.8); off, every score is exact"}},
+		Uses: func(in spec.KVEvApplyInput) (steps, options []string) {
+			hashed := false
+			steps = stepKinds(kinds, func(yield func(string) bool) {
+				for _, s := range in.Steps {
+					hashed = hashed || s.Op == spec.KVStepScore && !s.Exact
+					if !yield(s.Op) {
+						return
+					}
+				}
+			})
+			if hashed {
+				options = []string{kvHashedScore}
+			}
+			return steps, options
+		},
+		Generate: kvApplyGenerators,
+	}
+}
+
+// kvApplyGenerators are kvev.apply's generators under c.
+func kvApplyGenerators(c Coverage) (*rapid.Generator[spec.KVEvApplyInput], *rapid.Generator[Bad[spec.KVEvApplyInput]]) {
+	return rapid.Custom(func(t *rapid.T) spec.KVEvApplyInput { return kvEvFleet(t, 40, c) }),
+		rapid.Custom(func(t *rapid.T) Bad[spec.KVEvApplyInput] { return kvApplyInvalid(t, c) })
+}
+
 // kvApplyInvalid draws a fleet script and breaks it once in a way §2.10 A1
 // refuses whole: an unknown op, a stream not configured, a bad replay
 // failure reason, a score token outside [0, 2^32), a bad config, a bad
-// stream list.
-func kvApplyInvalid(t *rapid.T) Bad[spec.KVEvApplyInput] {
-	in := KVEvFleet(t, 12)
+// stream list. Under a coverage without score steps, the bad score token
+// is an unknown op instead.
+func kvApplyInvalid(t *rapid.T, c Coverage) Bad[spec.KVEvApplyInput] {
+	in := kvEvFleet(t, 12, c)
 	at := rapid.IntRange(0, len(in.Steps)).Draw(t, "at")
 	insert := func(s spec.KVEvStep) {
 		in.Steps = slices.Insert(slices.Clone(in.Steps), at, s)
 	}
 	name := in.Streams[0].Name
-	switch uniform(t, 7, "violation") {
+	violation := uniform(t, 7, "violation")
+	if violation == 3 && !c.Step(spec.KVStepScore) {
+		violation = 0
+	}
+	switch violation {
 	case 0:
 		insert(spec.KVEvStep{Op: rapid.SampledFrom([]string{"", "Live", "snapshot", "replay_request", "scores"}).Draw(t, "bad_op"), Stream: name})
 		return Bad[spec.KVEvApplyInput]{in, spec.ErrBadEnum}
@@ -80,7 +126,7 @@ func kvApplyInvalid(t *rapid.T) Bad[spec.KVEvApplyInput] {
 	case 3:
 		toks := []int64{1, 2}
 		toks = slices.Insert(toks, rapid.IntRange(0, 2).Draw(t, "bad_tok_at"), rapid.SampledFrom([]int64{-1, 1 << 32, math.MaxInt64, math.MinInt64}).Draw(t, "bad_tok"))
-		insert(spec.KVEvStep{Op: spec.KVStepScore, Tokens: toks})
+		insert(spec.KVEvStep{Op: spec.KVStepScore, Tokens: toks, Exact: !c.Option(kvHashedScore)})
 		return Bad[spec.KVEvApplyInput]{in, spec.ErrTokenRange}
 	case 4:
 		bad := rapid.SampledFrom([]int64{-1, -1 << 40}).Draw(t, "negative")

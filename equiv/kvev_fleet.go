@@ -49,6 +49,8 @@ type kvFleet struct {
 	offTier   []string
 	// cursors are the model's, by stream (the generator's own copy).
 	cursors map[string]*kvCursor
+	// cover is the part of kvev.apply the steps stay inside.
+	cover Coverage
 }
 
 // kvPub is one publisher stream: its configuration, publisher state,
@@ -112,7 +114,14 @@ type kvBlock struct {
 // KVEvFleet draws a kvev.apply script of about maxSteps steps (replies to
 // an outstanding replay may add a few).
 func KVEvFleet(t *rapid.T, maxSteps int) spec.KVEvApplyInput {
+	return kvEvFleet(t, maxSteps, Coverage{})
+}
+
+// kvEvFleet is KVEvFleet inside c: without score steps a publish takes a
+// score's place, and without hashed scores every score is exact.
+func kvEvFleet(t *rapid.T, maxSteps int, c Coverage) spec.KVEvApplyInput {
 	f := newKVFleet(t)
+	f.cover = c
 	n := uniform(t, maxSteps+1, "steps")
 	for len(f.in.Steps) < n {
 		f.step()
@@ -224,8 +233,10 @@ func (f *kvFleet) step() {
 	switch op := uniform(t, 1000, "op"); {
 	case op < 640:
 		f.publish(p)
-	case op < 790:
+	case op < 790 && f.cover.Step(spec.KVStepScore):
 		f.score()
+	case op < 790:
+		f.publish(p)
 	case op < 820:
 		f.restartPublisher(p)
 	case op < 830:
@@ -482,6 +493,7 @@ func (f *kvFleet) score() {
 		toks = append(toks, rapid.Int64Range(1, 5).Draw(t, "score_token"))
 	}
 	s := spec.KVEvStep{Op: spec.KVStepScore, Tokens: toks, Exact: rapid.Bool().Draw(t, "exact")}
+	s.Exact = s.Exact || !f.cover.Option(kvHashedScore)
 	if len(f.offloaded) > 0 && oneIn(t, 4, "score_offloaded") {
 		s.Tokens = nil
 		for _, x := range f.offloaded[rapid.IntRange(0, len(f.offloaded)-1).Draw(t, "offloaded")] {

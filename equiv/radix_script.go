@@ -20,10 +20,12 @@ import (
 // TestRadixTwinsAgreeAfterEveryStep; this spec holds the script-level
 // generators, tables and the §1.9 properties read off a trace.
 func RadixScript() *Spec[spec.RadixScriptInput, spec.RadixScriptOutput] {
+	valid, invalid := radixGenerators(Coverage{})
 	return &Spec[spec.RadixScriptInput, spec.RadixScriptOutput]{
 		Op:          catalog.RadixScript(),
-		Valid:       rapid.Custom(func(t *rapid.T) spec.RadixScriptInput { return RadixSteps(t, 24) }),
-		Invalid:     rapid.Custom(radixInvalid),
+		Valid:       valid,
+		Invalid:     invalid,
+		Vocabulary:  radixVocabulary(),
 		Boundary:    append(radixBoundary(), radixEvictOrderCases()...),
 		Regressions: radixRegressions(),
 		Rejects:     radixRejects,
@@ -41,6 +43,46 @@ func RadixScript() *Spec[spec.RadixScriptInput, spec.RadixScriptOutput] {
 	}
 }
 
+// radixHashedScore is radix.script's option for scores by the prefix-hash
+// chain (docs/spec/radix-acks.md §1.14): a score step without exact.
+const radixHashedScore = "hashed_score"
+
+// radixVocabulary is what an adapter may declare part of: the step kinds
+// (create required: it must come first) and hashed scores, which need the
+// §1.14 XXH3 prefix-hash chain.
+func radixVocabulary() *Vocabulary[spec.RadixScriptInput] {
+	kinds := []string{spec.StepCreate, spec.StepInsert, spec.StepMatch, spec.StepScore, spec.StepLock, spec.StepUnlock, spec.StepEvict, spec.StepPlanEvict}
+	return &Vocabulary[spec.RadixScriptInput]{
+		Steps:    kinds,
+		Required: []string{spec.StepCreate},
+		Options: []Option{{Name: radixHashedScore,
+			About:     "score steps without exact (PrefixLenHashed over the XXH3 prefix-hash chain, §1.14), and the chain itself in the tree state; off, every score is exact and the state's prefix_hashes are not compared",
+			Unchecked: []string{"tree.nodes[].prefix_hashes"}}},
+		Uses: func(in spec.RadixScriptInput) (steps, options []string) {
+			hashed := false
+			steps = stepKinds(kinds, func(yield func(string) bool) {
+				for _, st := range in.Steps {
+					hashed = hashed || st.Op == spec.StepScore && !st.Exact
+					if !yield(st.Op) {
+						return
+					}
+				}
+			})
+			if hashed {
+				options = []string{radixHashedScore}
+			}
+			return steps, options
+		},
+		Generate: radixGenerators,
+	}
+}
+
+// radixGenerators are radix.script's generators under c.
+func radixGenerators(c Coverage) (*rapid.Generator[spec.RadixScriptInput], *rapid.Generator[Bad[spec.RadixScriptInput]]) {
+	return rapid.Custom(func(t *rapid.T) spec.RadixScriptInput { return radixSteps(t, 24, c) }),
+		rapid.Custom(func(t *rapid.T) Bad[spec.RadixScriptInput] { return radixInvalid(t, c) })
+}
+
 // RadixSteps draws a script of up to maxSteps steps shaped like a cache's
 // life: keys from a small alphabet that share prefixes, extending earlier
 // keys; locks and unlocks of live nodes (tracked on a reference tree while
@@ -50,6 +92,13 @@ func RadixScript() *Spec[spec.RadixScriptInput, spec.RadixScriptOutput] {
 // CP owner metadata (docs/spec/radix-acks.md §4.2) and some steps plan owner-lane
 // evictions (§4.4), sometimes for a CP size the tree has no metadata for.
 func RadixSteps(t *rapid.T, maxSteps int) spec.RadixScriptInput {
+	return radixSteps(t, maxSteps, Coverage{})
+}
+
+// radixSteps is RadixSteps inside c: a step of a kind c leaves out is
+// drawn and dropped (neither kept nor run on the generator's tree), and a
+// score is made exact when c leaves hashed scores out.
+func radixSteps(t *rapid.T, maxSteps int, c Coverage) spec.RadixScriptInput {
 	create := spec.RadixStep{
 		Op:       spec.StepCreate,
 		PageSize: rapid.SampledFrom([]int{1, 1, 2, 4, 64}).Draw(t, "page_size"),
@@ -61,7 +110,7 @@ func RadixSteps(t *rapid.T, maxSteps int) spec.RadixScriptInput {
 	if draft := rapid.SampledFrom([]int{0, 0, 0, 2, 5}).Draw(t, "cp_draft_size"); create.CPSize > 0 && draft != create.CPSize {
 		create.CPDraftSize = draft
 	}
-	g := &scriptGen{t: t, steps: []spec.RadixStep{create}}
+	g := &scriptGen{t: t, steps: []spec.RadixStep{create}, cover: c}
 	g.reset(create)
 	n := rapid.IntRange(0, maxSteps).Draw(t, "steps")
 	for range n {
@@ -79,6 +128,7 @@ type scriptGen struct {
 	keys   [][]int64
 	nextVS spec.SlotIdx
 	buf    []spec.Unit
+	cover  Coverage // the part of radix.script the steps stay inside
 }
 
 func (g *scriptGen) reset(create spec.RadixStep) {
@@ -110,6 +160,7 @@ func (g *scriptGen) step() (spec.RadixStep, []byte) {
 			s = last
 		} else if rapid.IntRange(0, 2).Draw(t, "score") == 0 {
 			s.Op, s.Exact = spec.StepScore, rapid.Bool().Draw(t, "exact")
+			s.Exact = s.Exact || !g.cover.Option(radixHashedScore)
 		}
 	case op < 76:
 		s = spec.RadixStep{Op: spec.StepLock, Node: g.node(false)}
@@ -126,6 +177,9 @@ func (g *scriptGen) step() (spec.RadixStep, []byte) {
 		return s, nil
 	default:
 		s = g.plan()
+	}
+	if !g.cover.Step(s.Op) {
+		return s, nil // a kind the declaration leaves out: dropped
 	}
 	g.steps = append(g.steps, s)
 	return s, g.apply(s)
@@ -270,12 +324,20 @@ func (g *scriptGen) node(locked bool) spec.NodeID {
 	return rapid.SampledFrom(ids).Draw(g.t, "node")
 }
 
-func radixInvalid(t *rapid.T) Bad[spec.RadixScriptInput] {
-	in := RadixSteps(t, 8)
+// radixInvalid draws a script inside c and breaks it once; a violation
+// that needs a step kind c leaves out (a key with a bad token rides on a
+// match, or an insert) becomes an unknown op instead.
+func radixInvalid(t *rapid.T, c Coverage) Bad[spec.RadixScriptInput] {
+	in := radixSteps(t, 8, c)
 	at := rapid.IntRange(0, len(in.Steps)-1).Draw(t, "at")
-	switch rapid.IntRange(0, 5).Draw(t, "violation") {
+	violation := rapid.IntRange(0, 5).Draw(t, "violation")
+	keyed := c.Allowed([]string{spec.StepMatch, spec.StepInsert})
+	if violation == 5 && len(keyed) == 0 {
+		violation = 1
+	}
+	switch violation {
 	case 0:
-		in.Steps[0].Op = rapid.SampledFrom([]string{spec.StepInsert, spec.StepMatch, spec.StepEvict, ""}).Draw(t, "first_op")
+		in.Steps[0].Op = rapid.SampledFrom(append(c.Allowed([]string{spec.StepInsert, spec.StepMatch, spec.StepEvict}), "")).Draw(t, "first_op")
 		return Bad[spec.RadixScriptInput]{in, spec.ErrScriptOrder}
 	case 1:
 		bad := rapid.SampledFrom([]string{"split", "Insert", "reset"}).Draw(t, "bad_op")
@@ -297,7 +359,7 @@ func radixInvalid(t *rapid.T) Bad[spec.RadixScriptInput] {
 	default:
 		bad := rapid.SampledFrom([]int64{-1, 1 << 32, -1 << 40}).Draw(t, "bad_token")
 		key := append(slices.Clone(in.Steps[at].Key), bad)
-		in.Steps = slices.Insert(in.Steps, at+1, spec.RadixStep{Op: spec.StepMatch, Key: key})
+		in.Steps = slices.Insert(in.Steps, at+1, spec.RadixStep{Op: keyed[0], Key: key})
 		return Bad[spec.RadixScriptInput]{in, spec.ErrTokenRange}
 	}
 }

@@ -51,6 +51,13 @@ type Suite interface {
 	// canonically, so member order, whitespace and string escapes are the
 	// adapter's own business; reason says why an answer does not decode.
 	CanonicalAnswer(res fixtures.Result) (got fixtures.Result, reason string)
+	// Restrict is the suite audited under an adapter's partial
+	// declaration d (Spec.Restrict): generators and tables inside the
+	// declared part, and what was left out; the suite itself for a zero d.
+	Restrict(d Declaration) (Suite, Restriction, error)
+	// Sample is a small valid input as canonical JSON, inside the part of
+	// the op a Restrict-ed suite audits (Spec.Sample).
+	Sample() json.RawMessage
 }
 
 type suite[In, Out any] struct{ s *Spec[In, Out] }
@@ -124,6 +131,26 @@ func (u suite[In, Out]) RemoteTables(name string, r Remote, mode ErrorMode) []*F
 func (u suite[In, Out]) RemoteShrink(name string, r Remote, mode ErrorMode, kind Kind) *Failure {
 	return u.s.RemoteShrink(name, r, mode, kind)
 }
+
+func (u suite[In, Out]) Restrict(d Declaration) (Suite, Restriction, error) {
+	s, r, err := u.s.Restrict(d)
+	if err != nil {
+		return nil, Restriction{}, err
+	}
+	return suite[In, Out]{s}, r, nil
+}
+
+func (u suite[In, Out]) Sample() json.RawMessage {
+	b, err := catalog.Marshal(u.s.Sample())
+	if err != nil {
+		panic(fmt.Sprintf("%s: sample input does not encode: %v", u.s.Op.OpName, err))
+	}
+	return b
+}
+
+// docRow is the Spec's docRow, for the test that holds docs/adapters.md
+// to the vocabularies.
+func (u suite[In, Out]) docRow() string { return u.s.docRow() }
 
 func (u suite[In, Out]) CanonicalAnswer(res fixtures.Result) (fixtures.Result, string) {
 	return u.s.canonicalAnswer(res)

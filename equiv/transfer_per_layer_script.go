@@ -22,10 +22,12 @@ import (
 // and the §4.8 invariants read off a trace, the engine log and the final
 // state.
 func TransferPerLayerScript() *Spec[spec.TransferPerLayerScriptInput, spec.TransferPerLayerScriptOutput] {
+	valid, invalid := perLayerGenerators(Coverage{})
 	return &Spec[spec.TransferPerLayerScriptInput, spec.TransferPerLayerScriptOutput]{
 		Op:          catalog.TransferPerLayerScript(),
-		Valid:       rapid.Custom(func(t *rapid.T) spec.TransferPerLayerScriptInput { return PerLayerSteps(t, 40) }),
-		Invalid:     rapid.Custom(perLayerInvalid),
+		Valid:       valid,
+		Invalid:     invalid,
+		Vocabulary:  perLayerVocabulary(),
 		Boundary:    perLayerBoundary(),
 		Regressions: perLayerRegressions(),
 		Props: []Prop[spec.TransferPerLayerScriptInput, spec.TransferPerLayerScriptOutput]{
@@ -40,6 +42,34 @@ func TransferPerLayerScript() *Spec[spec.TransferPerLayerScriptInput, spec.Trans
 	}
 }
 
+// perLayerVocabulary is what an adapter may declare part of: the step
+// kinds (create required: it must come first).
+func perLayerVocabulary() *Vocabulary[spec.TransferPerLayerScriptInput] {
+	kinds := []string{spec.PerLayerCreate, spec.PerLayerRegister, spec.PerLayerForwardBegin, spec.PerLayerForwardEnd,
+		spec.PerLayerLayerEnd, spec.PerLayerCompleteEvent, spec.PerLayerWorkerStep, spec.PerLayerEngineComplete,
+		spec.PerLayerInject, spec.PerLayerFinish, spec.PerLayerRefinish, spec.PerLayerDrop, spec.PerLayerHas, spec.PerLayerMonolithic}
+	return &Vocabulary[spec.TransferPerLayerScriptInput]{
+		Steps:    kinds,
+		Required: []string{spec.PerLayerCreate},
+		Uses: func(in spec.TransferPerLayerScriptInput) ([]string, []string) {
+			return stepKinds(kinds, func(yield func(string) bool) {
+				for _, s := range in.Steps {
+					if !yield(s.Op) {
+						return
+					}
+				}
+			}), nil
+		},
+		Generate: perLayerGenerators,
+	}
+}
+
+// perLayerGenerators are transfer.per_layer_script's generators under c.
+func perLayerGenerators(c Coverage) (*rapid.Generator[spec.TransferPerLayerScriptInput], *rapid.Generator[Bad[spec.TransferPerLayerScriptInput]]) {
+	return rapid.Custom(func(t *rapid.T) spec.TransferPerLayerScriptInput { return perLayerSteps(t, 40, c) }),
+		rapid.Custom(func(t *rapid.T) Bad[spec.TransferPerLayerScriptInput] { return perLayerInvalid(t, c) })
+}
+
 // PerLayerSteps draws a script of up to maxSteps steps shaped like a prefill
 // scheduler: 1–3 rooms registering chunks in send order (mostly with one
 // non-dummy info), forwards firing the hooks in layer order, events and
@@ -49,8 +79,15 @@ func TransferPerLayerScript() *Spec[spec.TransferPerLayerScriptInput, spec.Trans
 // steps. A reference run follows the steps so they name live events,
 // batches and chunks.
 func PerLayerSteps(t *rapid.T, maxSteps int) spec.TransferPerLayerScriptInput {
+	return perLayerSteps(t, maxSteps, Coverage{})
+}
+
+// perLayerSteps is PerLayerSteps inside c: a step of a kind c leaves out
+// is drawn and dropped, neither kept nor run on the reference.
+func perLayerSteps(t *rapid.T, maxSteps int, c Coverage) spec.TransferPerLayerScriptInput {
 	create := perLayerDrawCreate(t)
 	g := newPerLayerGen(t, create, nil)
+	g.cover = c
 	for range rapid.IntRange(0, maxSteps).Draw(t, "steps") {
 		g.step()
 	}
@@ -81,6 +118,7 @@ type perLayerGen struct {
 	results []spec.PerLayerStepResult
 	next    map[uint64]int64 // each room's next chunk key
 	layer   int              // the next layer a forward hooks
+	cover   Coverage         // the part of the op the steps stay inside
 }
 
 func newPerLayerGen(t *rapid.T, create spec.PerLayerStep, logger *slog.Logger) *perLayerGen {
@@ -93,6 +131,9 @@ func newPerLayerGen(t *rapid.T, create spec.PerLayerStep, logger *slog.Logger) *
 }
 
 func (g *perLayerGen) apply(s spec.PerLayerStep) {
+	if !g.cover.Step(s.Op) {
+		return // a kind the declaration leaves out: dropped
+	}
 	g.results = append(g.results, g.run.Step(s, len(g.steps)))
 	g.steps = append(g.steps, s)
 }
@@ -182,12 +223,19 @@ func (g *perLayerGen) step() {
 // perLayerInvalid draws a valid script and breaks it once: the create step,
 // the op of a step, or a register/monolithic step appended at the end
 // with mismatched lengths, a page outside the arena or a repeated dst page.
-func perLayerInvalid(t *rapid.T) Bad[spec.TransferPerLayerScriptInput] {
-	in := PerLayerSteps(t, 8)
+//
+// Under a coverage that leaves out the kind a violation appends (register,
+// monolithic, inject), the violation is an unknown op instead.
+func perLayerInvalid(t *rapid.T, cover Coverage) Bad[spec.TransferPerLayerScriptInput] {
+	in := perLayerSteps(t, 8, cover)
 	steps := slices.Clone(in.Steps)
 	c := &steps[0]
 	var want *spec.Sentinel
-	switch rapid.IntRange(0, 10).Draw(t, "violation") {
+	violation := rapid.IntRange(0, 10).Draw(t, "violation")
+	if k := perLayerViolationStep(violation); k != "" && !cover.Step(k) {
+		violation = 6
+	}
+	switch violation {
 	case 0:
 		steps = steps[1:]
 		want = spec.ErrScriptOrder
@@ -216,6 +264,20 @@ func perLayerInvalid(t *rapid.T) Bad[spec.TransferPerLayerScriptInput] {
 		steps, want = append(steps, spec.PerLayerStep{Op: spec.PerLayerInject, Fault: "cosmic_ray"}), spec.ErrBadEnum
 	}
 	return Bad[spec.TransferPerLayerScriptInput]{In: spec.TransferPerLayerScriptInput{Steps: steps}, Want: want}
+}
+
+// perLayerViolationStep is the step kind violation v of perLayerInvalid
+// appends ("": none).
+func perLayerViolationStep(v int) string {
+	switch v {
+	case 7, 8:
+		return spec.PerLayerRegister
+	case 9:
+		return spec.PerLayerMonolithic
+	case 10:
+		return spec.PerLayerInject
+	}
+	return ""
 }
 
 // perLayerForward is the steps of one forward over layers [0, h): the hooks,

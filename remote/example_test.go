@@ -29,7 +29,9 @@ func Example() {
 	}
 	defer impl.Close()
 	ops, _ := impl.Ops()
-	fmt.Println(ops)
+	for _, op := range ops { // Steps is nil: every step kind (docs/adapters.md "Partial declarations")
+		fmt.Println(op.Name, op.Steps == nil)
+	}
 	for _, in := range []string{`{"src":[4,5,9],"dst":[1,2,3]}`, `{"src":[4,5],"dst":[1]}`} {
 		res, err := impl.Run("transfer.group_contiguous", []byte(in))
 		if err != nil { // a transport failure: no usable answer
@@ -39,7 +41,7 @@ func Example() {
 		fmt.Printf("rejected=%v %s\n", res.Rejected, res.Bytes)
 	}
 	// Output:
-	// [transfer.group_contiguous]
+	// transfer.group_contiguous true
 	// rejected=false {"runs":[{"src_start":4,"dst_start":1,"count":2},{"src_start":9,"dst_start":3,"count":1}]}
 	// rejected=true {"code":"length_mismatch","field":"dst","value":1,"bound":"== len(src) (2)","message":"dst = 1: want == len(src) (2) (parallel lists differ in length)"}
 }

@@ -87,7 +87,7 @@ func (e *execImpl) Unavailable(op string) (string, bool) { return e.brk.unavaila
 func (e *execImpl) Log() Log { return e.log.snapshot() }
 
 // Ops implements Impl: the kvtwin.ops call.
-func (e *execImpl) Ops() ([]string, error) {
+func (e *execImpl) Ops() ([]Listed, error) {
 	res, err := e.Run("kvtwin.ops", []byte("{}"))
 	if err != nil {
 		return nil, err

@@ -125,7 +125,7 @@ func openRole(t *testing.T, o Options) Impl {
 func TestExecRoundTripsOutputsRejectionsAndTheOpList(t *testing.T) {
 	r := openRole(t, Options{})
 	ops, err := r.Ops()
-	if err != nil || strings.Join(ops, ",") != "echo,other" {
+	if err != nil || strings.Join(Names(ops), ",") != "echo,other" {
 		t.Fatalf("Ops() = %v, %v; want [echo other]", ops, err)
 	}
 	res, err := r.Run("echo", []byte(`{"a":[1,2]}`))

@@ -44,7 +44,7 @@ func (h *httpImpl) Close() error {
 }
 
 // Ops implements Impl: GET {base}/v1/ops.
-func (h *httpImpl) Ops() ([]string, error) {
+func (h *httpImpl) Ops() ([]Listed, error) {
 	resp, err := h.do(http.MethodGet, h.base+"/v1/ops", nil)
 	if err != nil {
 		return nil, transportError("GET /v1/ops", requestFailure(err))

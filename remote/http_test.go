@@ -31,7 +31,7 @@ func TestHTTPSpeaksTheGoKitsProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if ops, err := r.Ops(); err != nil || len(ops) != 1 || ops[0] != "transfer.group_contiguous" {
+	if ops, err := r.Ops(); err != nil || len(ops) != 1 || ops[0].Name != "transfer.group_contiguous" {
 		t.Errorf("Ops() = %v, %v", ops, err)
 	}
 	res, err := r.Run("transfer.group_contiguous", []byte(`{"src":[4],"dst":[9]}`))

@@ -29,8 +29,9 @@ import (
 type Impl interface {
 	fixtures.Runner
 	// Ops lists the ops the implementation declares (docs/adapters.md
-	// "kvtwin.ops", GET /v1/ops), in its order.
-	Ops() ([]string, error)
+	// "kvtwin.ops", GET /v1/ops), in its order, each with the part of it
+	// declared when the listing declares only part of a script op.
+	Ops() ([]Listed, error)
 	// Name is the target the Impl was opened with.
 	Name() string
 	// Unavailable reports whether op's breaker is open (Options.
@@ -144,9 +145,34 @@ func IsTarget(s string) bool {
 	return strings.HasPrefix(s, "exec:") || strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
 }
 
+// Listed is one op of an implementation's op list (docs/adapters.md
+// "kvtwin.ops" and "Partial declarations").
+type Listed struct {
+	// Name is the op's name.
+	Name string
+	// Steps are the step kinds the listing declares the implementation
+	// supports, in its order; nil when the listing has no steps member
+	// (every kind).
+	Steps []string
+	// Options are the options the listing names, with their values; nil
+	// when it has no options member.
+	Options map[string]bool
+}
+
+// Names is the names of ls, in order.
+func Names(ls []Listed) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.Name
+	}
+	return out
+}
+
 // parseOpList reads an op list: a JSON array of strings or of objects with
-// a "name" member, checked as every reply is (checkJSON).
-func parseOpList(b []byte) ([]string, error) {
+// a "name" member (and optionally "steps", an array of strings, and
+// "options", an object of booleans; other members are ignored), checked as
+// every reply is (checkJSON).
+func parseOpList(b []byte) ([]Listed, error) {
 	if f := checkJSON(b, "op list"); f != nil {
 		return nil, f
 	}
@@ -154,19 +180,42 @@ func parseOpList(b []byte) ([]string, error) {
 	if err := json.Unmarshal(b, &items); err != nil {
 		return nil, fmt.Errorf("op list is not a JSON array: %w", err)
 	}
-	ops := make([]string, 0, len(items))
+	ops := make([]Listed, 0, len(items))
 	for i, it := range items {
 		var name string
-		if json.Unmarshal(it, &name) != nil {
-			var obj struct {
-				Name string `json:"name"`
-			}
-			if err := json.Unmarshal(it, &obj); err != nil || obj.Name == "" {
-				return nil, fmt.Errorf("op list item %d is neither a name nor an object with a name: %.80s", i, it)
-			}
-			name = obj.Name
+		if json.Unmarshal(it, &name) == nil {
+			ops = append(ops, Listed{Name: name})
+			continue
 		}
-		ops = append(ops, name)
+		l, err := parseListed(it)
+		if err != nil {
+			return nil, fmt.Errorf("op list item %d: %w", i, err)
+		}
+		ops = append(ops, l)
 	}
 	return ops, nil
+}
+
+// parseListed reads one object of an op list.
+func parseListed(it json.RawMessage) (Listed, error) {
+	var obj struct {
+		Name    string          `json:"name"`
+		Steps   json.RawMessage `json:"steps"`
+		Options json.RawMessage `json:"options"`
+	}
+	if err := json.Unmarshal(it, &obj); err != nil || obj.Name == "" {
+		return Listed{}, fmt.Errorf("neither a name nor an object with a name: %.80s", it)
+	}
+	l := Listed{Name: obj.Name}
+	if obj.Steps != nil {
+		if err := json.Unmarshal(obj.Steps, &l.Steps); err != nil || l.Steps == nil {
+			return Listed{}, fmt.Errorf("%s: steps %.80s: want an array of step-kind strings", obj.Name, obj.Steps)
+		}
+	}
+	if obj.Options != nil {
+		if err := json.Unmarshal(obj.Options, &l.Options); err != nil || l.Options == nil {
+			return Listed{}, fmt.Errorf("%s: options %.80s: want an object of booleans, e.g. {\"hashed_score\":false}", obj.Name, obj.Options)
+		}
+	}
+	return l, nil
 }

@@ -21,6 +21,12 @@ Usage:
     if __name__ == "__main__":
         adapter.main()
 
+A script op implemented in part is declared with the step kinds and options it supports
+(docs/adapters.md, "Partial declarations"); the audit then sends only scripts inside them:
+
+    @adapter.op("radix.script", steps=["create", "insert", "match", "evict"],
+                options={"hashed_score": False})
+
 A registered function answers an input with its output object, or rejects it by raising
 `Reject(code, ...)`; `code` is one of the sentinel codes of kvtwin's `ref` package
 (`grep -h NewSentinel ref/*.go`). Any other exception is answered as the error object
@@ -274,24 +280,43 @@ class Adapter(object):
 
     def __init__(self):
         self._ops = {}  # name -> fn, in registration order
+        self._decls = {}  # name -> the listing's steps and options members, if declared
         self._exc_codes = {}  # exception type -> code
 
     # registration
 
-    def op(self, name):
-        """Decorator: @adapter.op("transfer.group_contiguous") registers fn(in_obj) -> out_obj."""
+    def op(self, name, steps=None, options=None):
+        """Decorator: @adapter.op("transfer.group_contiguous") registers fn(in_obj) -> out_obj.
+
+        steps and options declare a script op in part (see register)."""
         def register(fn):
-            self.register(name, fn)
+            self.register(name, fn, steps=steps, options=options)
             return fn
         return register
 
-    def register(self, name, fn):
-        """Registers fn(in_obj: dict) -> dict as the implementation of op `name`."""
+    def register(self, name, fn, steps=None, options=None):
+        """Registers fn(in_obj: dict) -> dict as the implementation of op `name`.
+
+        For a script op implemented in part, steps lists the step kinds fn supports and
+        options maps option names to booleans (e.g. {"hashed_score": False}); kvtwin audit
+        then sends only scripts inside them and reports the rest as not audited, and
+        refuses a kind or option the op does not have (docs/adapters.md)."""
         if not isinstance(name, str) or not name:
             raise ValueError("op name must be a non-empty string")
         if name == "kvtwin.ops":
             raise ValueError("kvtwin.ops is the protocol's op list; it cannot be registered")
+        decl = {}
+        if steps is not None:
+            if isinstance(steps, str) or not all(isinstance(k, str) for k in steps):
+                raise ValueError("steps must be a list of step-kind strings")
+            decl["steps"] = list(steps)
+        if options is not None:
+            if not isinstance(options, dict) or not all(
+                    isinstance(k, str) and isinstance(v, bool) for k, v in options.items()):
+                raise ValueError("options must be a dict of option names to booleans")
+            decl["options"] = dict(options)
         self._ops[name] = fn
+        self._decls[name] = decl
 
     def map_exception(self, exc_type, code):
         """Answers exceptions of exc_type (and subclasses) from any op with error `code`
@@ -335,7 +360,7 @@ class Adapter(object):
         return {"code": code, "message": "%s: %s" % (type(e).__name__, e)}
 
     def _ops_list(self):
-        return [{"name": n} for n in self._ops]
+        return [dict({"name": n}, **self._decls.get(n, {})) for n in self._ops]
 
     def _reply(self, rid, op, in_obj):
         """The encoded reply line (without the newline) for one request."""

@@ -117,6 +117,22 @@ class GoldenFixtures(unittest.TestCase):
     def test_ops_are_registered(self):
         self.assertEqual(sorted(example.adapter.ops()), sorted(FIXTURE_OPS))
 
+    def test_a_partial_declaration_is_listed(self):
+        a = ka.Adapter()
+        a.register("transfer.group_contiguous", lambda x: {"runs": []})
+        a.register("radix.script", lambda x: {}, steps=["create", "insert", "match", "evict"],
+                   options={"hashed_score": False})
+        a.register("hicache.load_script", lambda x: {}, steps=[])
+        self.assertEqual(a._ops_list(), [
+            {"name": "transfer.group_contiguous"},
+            {"name": "radix.script", "steps": ["create", "insert", "match", "evict"],
+             "options": {"hashed_score": False}},
+            {"name": "hicache.load_script", "steps": []},
+        ])
+        for bad in [dict(steps="create"), dict(steps=[1]), dict(options={"hashed_score": 0}), dict(options=["x"])]:
+            with self.assertRaises(ValueError):
+                a.register("radix.script", lambda x: {}, **bad)
+
 
 class Bugs(unittest.TestCase):
     """Each --bug makes its regression fixture case disagree, and only that bug does."""

@@ -107,23 +107,22 @@ func checkAdapter(target string, timeout time.Duration) []conformanceCheck {
 	}
 	defer r.Close()
 	ops, err := r.Ops()
-	var known []equiv.Suite
-	for _, op := range ops {
-		if s, ok := equiv.Lookup(op); ok {
-			known = append(known, s)
-		}
+	if err != nil {
+		add("op list", err, "")
+		return checks
 	}
+	known, err := knownOps(ops)
 	switch {
 	case err != nil:
 		add("op list", err, "")
 		return checks
 	case len(known) == 0:
-		add("op list", fmt.Errorf("declares %d ops, none of them kvtwin's: %v", len(ops), ops), "")
+		add("op list", fmt.Errorf("declares %d ops, none of them kvtwin's: %v", len(ops), remote.Names(ops)), "")
 		return checks
 	}
 	add("op list", nil, fmt.Sprintf("%d ops declared, %d of them kvtwin's", len(ops), len(known)))
 	add("sample inputs", forEachOp(known, func(s equiv.Suite) error {
-		_, err := r.Run(s.Name(), s.Entry().Example())
+		_, err := r.Run(s.Name(), s.Sample())
 		return err
 	}), fmt.Sprintf("each of %d ops answered its sample", len(known)))
 	add("error objects", forEachOp(known, func(s equiv.Suite) error { return checkErrorObject(r, s) }),
@@ -143,6 +142,31 @@ func checkAdapter(target string, timeout time.Duration) []conformanceCheck {
 		add("malformed request", checkHTTPMalformed(target, known[0], timeout), "a body that is not JSON is answered 400 with a detail object")
 	}
 	return checks
+}
+
+// knownOps is the suites of the listed ops kvtwin has, in the listing's
+// order, each restricted to the part its listing declares (so its sample
+// and invalid input lie inside it); a declaration that names what its op
+// lacks is an error.
+func knownOps(ops []remote.Listed) ([]equiv.Suite, error) {
+	restricted, _, err := declaredSuites(ops)
+	if err != nil {
+		return nil, err
+	}
+	var known []equiv.Suite
+	for _, l := range ops {
+		if s, ok := restricted[l.Name]; ok {
+			known = append(known, s)
+			delete(restricted, l.Name)
+		}
+	}
+	return known, nil
+}
+
+// declared is s restricted to what its listing l declares
+// (docs/adapters.md "Partial declarations"), and what that leaves out.
+func declared(s equiv.Suite, l remote.Listed) (equiv.Suite, equiv.Restriction, error) {
+	return s.Restrict(equiv.Declaration{Steps: l.Steps, Options: l.Options})
 }
 
 func forEachOp(ss []equiv.Suite, f func(equiv.Suite) error) error {
@@ -181,7 +205,7 @@ func checkPipelining(r remote.Impl, s equiv.Suite) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = r.Run(s.Name(), s.Entry().Example())
+			_, errs[i] = r.Run(s.Name(), s.Sample())
 		}()
 	}
 	wg.Wait()
@@ -268,7 +292,7 @@ func checkExecMalformed(target string, s equiv.Suite, timeout time.Duration) err
 		return err
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	req, _ := json.Marshal(map[string]any{"id": 7, "op": s.Name(), "in": s.Entry().Example()})
+	req, _ := json.Marshal(map[string]any{"id": 7, "op": s.Name(), "in": s.Sample()})
 	if _, err := fmt.Fprintf(stdin, "this is not a request\n{\"id\":\"x\"}\n%s\n", req); err != nil {
 		return err
 	}

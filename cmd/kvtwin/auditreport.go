@@ -28,6 +28,9 @@ type htmlReport struct {
 	// KeptHalf is how many of an adapter's first and of its last
 	// processes the report keeps.
 	KeptHalf int
+	// AnyPartial is set when some row is partially covered (an adapter
+	// declared part of a script op), so the page says what was left out.
+	AnyPartial bool
 }
 
 // matrixRow is one op's line of the matrix: a cell per implementation.
@@ -56,6 +59,7 @@ type benchRatio struct {
 func writeHTMLReport(path string, rep auditReport, benchPath string) error {
 	page := htmlReport{auditReport: rep, KeptHalf: remote.KeptRuns / 2}
 	page.Impls, page.Matrix = matrix(rep)
+	page.AnyPartial = slices.ContainsFunc(rep.Ops, func(r opResult) bool { return r.Partial != nil })
 	if benchPath != "" {
 		ratios, err := benchRatios(benchPath)
 		if err != nil {
@@ -91,6 +95,12 @@ func matrix(rep auditReport) ([]string, []matrixRow) {
 			}
 			if r.Unavailable != "" {
 				c.Text = fmt.Sprintf("UNAVAILABLE · %d not sent · %s", r.NotSent, c.Text)
+			}
+		}
+		if r.Partial != nil {
+			c.Text += " · partially covered"
+			if r.Passed {
+				c.Class, c.Anchor = "partial", fmt.Sprintf("partial-%d", i)
 			}
 		}
 		cells[[2]string{r.Op, r.Impl}] = c
@@ -190,7 +200,7 @@ h1{font-size:1.6rem;margin:.2rem 0}h2{font-size:1.2rem;margin-top:2rem;border-bo
 .verdict.pass{background:#dafbe1;color:#116329}.verdict.fail{background:#ffebe9;color:#a40e26}
 table{border-collapse:collapse;width:100%;margin:.5rem 0}th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f6f8fa;font-weight:600}td.pass{background:#eefbf1}td.fail{background:#ffebe9;font-weight:600}td.none{color:#6e7781;background:#f6f8fa}
-td.fail a{color:#a40e26}code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}
+td.partial{background:#fff8c5}td.fail a{color:#a40e26}code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}
 pre{background:#f6f8fa;border:1px solid #d0d7de;padding:.6rem;overflow:auto;white-space:pre-wrap;word-break:break-all}
 .ce{border:1px solid #d0d7de;border-radius:6px;padding:.5rem 1rem;margin:1rem 0}.muted{color:#6e7781}
 svg text{font:11px system-ui,sans-serif}
@@ -211,6 +221,16 @@ del{color:#a40e26;background:#ffebe9;text-decoration:none}ins{color:#116329;back
 <p><b>FAILED</b>: the audit was asked for these and ran no case of them.</p>
 <ul>{{range .NotAudited}}<li>{{.}}</li>{{end}}</ul>{{end}}
 
+{{if .AnyPartial}}
+<h2 id="partial">Partially covered</h2>
+<p>The adapter declared only part of these script ops (docs/adapters.md, "Partial declarations"); the generated cases stayed inside that part, and what it left out was <b>not audited</b>.</p>
+{{range $i, $r := .Ops}}{{with $r.Partial}}<div class="ce" id="partial-{{$i}}">
+<h3><code>{{$r.Op}}</code> on <code>{{$r.Impl}}</code>: {{if $r.Passed}}passed{{else}}FAILED{{end}} on the declared part</h3>
+<ul>{{if .StepsNotAudited}}<li>step kinds not audited: {{range $j, $k := .StepsNotAudited}}{{if $j}}, {{end}}<code>{{$k}}</code>{{end}}</li>{{end}}
+{{if .OptionsNotAudited}}<li>options not audited: {{range $j, $k := .OptionsNotAudited}}{{if $j}}, {{end}}<code>{{$k}}</code>{{end}}</li>{{end}}
+<li>{{len .TablesSkipped}} table cases skipped{{if .TablesSkipped}}: <details><summary>which</summary><ul>{{range .TablesSkipped}}<li><code>{{.}}</code></li>{{end}}</ul></details>{{end}}</li></ul>
+</div>
+{{end}}{{end}}{{end}}
 <h2 id="counterexamples">Counterexamples</h2>
 {{$any := false}}{{range $i, $r := .Ops}}{{if not $r.Passed}}{{$any = true}}
 <div class="ce" id="op-{{$i}}">

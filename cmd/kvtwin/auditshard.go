@@ -305,6 +305,9 @@ func mergeOp(m *opResult, o opResult) {
 	if o.Shrunk != nil && (m.Shrunk == nil || o.ShrunkFrom < m.ShrunkFrom) {
 		m.Shrunk, m.ShrunkFrom = o.Shrunk, o.ShrunkFrom
 	}
+	if m.Partial == nil { // every shard audits the same declaration
+		m.Partial = o.Partial
+	}
 }
 
 // sortFailures orders fs as an unsharded run meets them and keeps the

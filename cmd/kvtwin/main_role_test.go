@@ -30,7 +30,10 @@ import (
 //     bug-zoo mutants): a pure op, a script op and a state-machine op;
 //   - "adapter-hostile" serves them as "adapter-fast" does, except for the
 //     ops KVTWIN_TEST_HOSTILE names, which break the protocol each in one
-//     way (hostile_adapter_role_test.go).
+//     way (hostile_adapter_role_test.go);
+//   - "adapter-declared" serves radix.script and transfer.group_contiguous
+//     declared in part as KVTWIN_TEST_DECLARE says, and answers a script
+//     outside the declaration as not implemented (audit_partial_test.go).
 const roleEnv = "KVTWIN_TEST_ROLE"
 
 func TestMain(m *testing.M) {
@@ -48,6 +51,8 @@ func TestMain(m *testing.M) {
 		os.Exit(crashOnGarbage(fastAdapter()))
 	case "adapter-hostile":
 		os.Exit(serveHostileAdapter())
+	case "adapter-declared":
+		os.Exit(serveAdapter(declaredAdapter()))
 	}
 	dir, err := os.MkdirTemp("", "kvtwin-test-bin-")
 	if err != nil {
