@@ -26,6 +26,7 @@ func HiCacheLoadScript() *Spec[spec.HiCacheLoadScriptInput, spec.HiCacheLoadScri
 		Invalid:     rapid.Custom(loadInvalid),
 		Boundary:    loadBoundary(),
 		Regressions: loadRegressions(),
+		Script:      stepsOf(func(in *spec.HiCacheLoadScriptInput) *[]spec.LoadOp { return &in.Ops }),
 		Props: []Prop[spec.HiCacheLoadScriptInput, spec.HiCacheLoadScriptOutput]{
 			{"D1-device-bytes-equal-per-token-copy", loadDeviceBytes},
 			{"D2-one-build-per-prepared-op", loadOneBuild},

@@ -125,6 +125,10 @@ func (u suite[In, Out]) RemoteShrink(name string, r Remote, mode ErrorMode, kind
 	return u.s.RemoteShrink(name, r, mode, kind)
 }
 
+// hasScript reports whether the spec registers its input's steps for
+// step deletion (Spec.Script).
+func (u suite[In, Out]) hasScript() bool { return u.s.Script != nil }
+
 func (u suite[In, Out]) CanonicalAnswer(res fixtures.Result) (fixtures.Result, string) {
 	return u.s.canonicalAnswer(res)
 }
