@@ -211,7 +211,8 @@ svg text{font:11px system-ui,sans-serif}
 <div class="ce" id="op-{{$i}}">
 <h3><code>{{$r.Op}}</code> on <code>{{$r.Impl}}</code>: {{$r.Mismatches}} mismatches, {{$r.TransportErrors}} transport errors</h3>
 {{if $r.Unavailable}}<p><b>UNAVAILABLE</b>: {{$r.Unavailable}}; {{$r.NotSent}} cases not sent.</p>{{end}}
-{{with $r.Shrunk}}<p><b>Minimal counterexample</b> (rapid, seed {{$.Seed}}): {{.Reason}}</p>
+{{with $r.Shrunk}}<p><b>Minimal counterexample</b> (rapid, seed {{$.Seed}}): {{.Reason}}</p>{{with .StepDeletion}}
+<p>{{.}}</p>{{end}}
 <pre>{{printf "%s" .Input}}</pre>{{if .Fixture}}<p>fixture line</p><pre>{{printf "%s" .Fixture}}</pre>{{end}}{{if .Diff}}<p>diff (-ref +impl)</p><pre>{{.Diff}}</pre>{{end}}{{end}}
 {{range $r.Failures}}<details><summary>case <code>{{.Case}}</code> (seed {{.Seed}}): {{.Reason}}</summary><pre>{{printf "%s" .Input}}</pre>{{if .Diff}}<pre>{{.Diff}}</pre>{{end}}</details>
 {{end}}{{range $r.Transport}}<details><summary>transport error on case <code>{{.Case}}</code>: {{.Reason}}</summary><pre>{{printf "%s" .Input}}</pre></details>
