@@ -23,6 +23,7 @@ func AdmissionScript() *Spec[spec.AdmissionScriptInput, spec.AdmissionScriptOutp
 			return Bad[spec.AdmissionScriptInput]{spec.AdmissionScriptInput{Steps: make([]spec.AdmissionStep, spec.MaxAdmissionSteps+1+rapid.IntRange(0, 3).Draw(t, "extra"))}, spec.ErrTooLarge}
 		}),
 		Boundary: admissionScriptBoundary(),
+		Script:   stepsOf(func(in *spec.AdmissionScriptInput) *[]spec.AdmissionStep { return &in.Steps }),
 		Props: []Prop[spec.AdmissionScriptInput, spec.AdmissionScriptOutput]{
 			{"rounds-satisfy-round-properties", admissionScriptRoundProps},
 		},

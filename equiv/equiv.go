@@ -82,6 +82,10 @@ type Spec[In, Out any] struct {
 	// cover is the declared part a Restrict-ed spec stays inside (nil: the
 	// whole op).
 	cover *Coverage
+	// Script presents a stateful op's input as its list of steps, so that
+	// Shrink and RemoteShrink make a failing script 1-minimal by deleting
+	// steps after rapid's shrink; nil for an op without steps.
+	Script *ScriptSteps[In]
 }
 
 // Failure is a counterexample: the input, what went wrong, and a diff.
@@ -116,6 +120,9 @@ type Failure struct {
 	// first, then generated cases by index), so shard reports merge into
 	// the same list; set by the audit.
 	Seq int `json:"seq"`
+	// StepDeletion is what the step-deletion pass did to a shrunk
+	// stateful counterexample; nil for other failures.
+	StepDeletion *StepDeletion `json:"step_deletion,omitempty"`
 }
 
 // Error renders the failure with the input as a fixture-style line, and
@@ -126,6 +133,9 @@ func (f *Failure) Error() string {
 	s := fmt.Sprintf("%s on %s, case %s (seed %d): %s\ninput: %s", f.Op, f.Impl, f.Case, f.Seed, f.Reason, f.Input)
 	if len(f.Fixture) > 0 {
 		s += "\nfixture: " + string(f.Fixture)
+	}
+	if f.StepDeletion != nil {
+		s += "\n" + f.StepDeletion.String()
 	}
 	switch {
 	case len(f.Paths) > 0:
@@ -242,10 +252,7 @@ func errorIs(err error, target *spec.Sentinel) bool { return target != nil && er
 // Trial checks impl on the seed-th generated case of kind.
 func (s *Spec[In, Out]) Trial(implName string, impl catalog.Func[In, Out], kind Kind, seed int) *Failure {
 	in, want := s.draw(kind, seed)
-	if reason, diff, refRes := s.check(implName, impl, in, want); reason != "" {
-		return s.failure(implName, fmt.Sprintf("%s/%d", kind, seed), int64(seed), in, reason, diff, refRes)
-	}
-	return nil
+	return s.checkFailure(implName, impl, fmt.Sprintf("%s/%d", kind, seed), int64(seed), in, want)
 }
 
 func (s *Spec[In, Out]) draw(kind Kind, seed int) (In, *spec.Sentinel) {
@@ -288,20 +295,20 @@ func (s *Spec[In, Out]) tableCases() []tableCase[In] {
 // Property returns the rapid property for impl over kind; rapid shrinks any
 // counterexample and the failure message carries it as a fixture-style line.
 func (s *Spec[In, Out]) Property(implName string, impl catalog.Func[In, Out], kind Kind) func(*rapid.T) {
-	return s.recordingProperty(implName, impl, kind, func(*Failure) {})
-}
-
-// recordingProperty is Property that also hands every failure to record;
-// after rapid has shrunk, the last one recorded is the minimal counterexample.
-func (s *Spec[In, Out]) recordingProperty(implName string, impl catalog.Func[In, Out], kind Kind, record func(*Failure)) func(*rapid.T) {
 	return func(t *rapid.T) {
 		in, want := s.drawFrom(t, kind)
-		if reason, diff, refRes := s.check(implName, impl, in, want); reason != "" {
-			f := s.failure(implName, "shrunk", 0, in, reason, diff, refRes)
-			record(f)
+		if f := s.checkFailure(implName, impl, "shrunk", 0, in, want); f != nil {
 			t.Fatal(f.Error())
 		}
 	}
+}
+
+// checkFailure is check's failure on in, named caseName, or nil.
+func (s *Spec[In, Out]) checkFailure(implName string, impl catalog.Func[In, Out], caseName string, seed int64, in In, want *spec.Sentinel) *Failure {
+	if reason, diff, refRes := s.check(implName, impl, in, want); reason != "" {
+		return s.failure(implName, caseName, seed, in, reason, diff, refRes)
+	}
+	return nil
 }
 
 // drawFrom draws a case of kind under rapid, with the sentinel ref must

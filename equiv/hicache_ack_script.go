@@ -25,6 +25,7 @@ func HiCacheAckScript() *Spec[spec.HiCacheAckScriptInput, spec.HiCacheAckScriptO
 		Vocabulary:  ackVocabulary(),
 		Boundary:    ackBoundary(),
 		Regressions: ackRegressions(),
+		Script:      stepsOf(func(in *spec.HiCacheAckScriptInput) *[]spec.AckStep { return &in.Steps }),
 		Props: []Prop[spec.HiCacheAckScriptInput, spec.HiCacheAckScriptOutput]{
 			{"write-invariants", ackWriteInvariants},
 			{"spmd-consistency", ackSPMDConsistency},

@@ -23,6 +23,7 @@ func HiCacheLayerDoneScript() *Spec[spec.HiCacheLayerDoneScriptInput, spec.HiCac
 		Vocabulary:  counterVocabulary(),
 		Boundary:    counterBoundary(),
 		Regressions: counterRegressions(),
+		Script:      stepsOf(func(in *spec.HiCacheLayerDoneScriptInput) *[]spec.CounterStep { return &in.Steps }),
 		Props: []Prop[spec.HiCacheLayerDoneScriptInput, spec.HiCacheLayerDoneScriptOutput]{
 			{"C1-ready-implies-completed", counterReadyImpliesCompleted},
 			{"C2-ready-needs-no-later-layer", counterReadyPerLayer},

@@ -32,6 +32,7 @@ func HiCacheLoadScript() *Spec[spec.HiCacheLoadScriptInput, spec.HiCacheLoadScri
 			"index-layers-first-pair-descending": spec.ErrBadLoadPools,
 			"index-layers-first-pair-repeated":   spec.ErrBadLoadPools,
 		},
+		Script: stepsOf(func(in *spec.HiCacheLoadScriptInput) *[]spec.LoadOp { return &in.Ops }),
 		Props: []Prop[spec.HiCacheLoadScriptInput, spec.HiCacheLoadScriptOutput]{
 			{"D1-device-bytes-equal-per-token-copy", loadDeviceBytes},
 			{"D2-one-build-per-prepared-op", loadOneBuild},

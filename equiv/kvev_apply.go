@@ -37,6 +37,7 @@ func KVEvApply() *Spec[spec.KVEvApplyInput, spec.KVEvApplyOutput] {
 		Boundary:    kvApplyBoundary(),
 		Regressions: kvApplyRegressions(),
 		Rejects:     kvApplyRejects,
+		Script:      stepsOf(func(in *spec.KVEvApplyInput) *[]spec.KVEvStep { return &in.Steps }),
 		Props: []Prop[spec.KVEvApplyInput, spec.KVEvApplyOutput]{
 			{"state-invariants", kvStateInvariants},
 			{"digest-is-a8", kvDigestIsA8},

@@ -29,6 +29,7 @@ func RadixScript() *Spec[spec.RadixScriptInput, spec.RadixScriptOutput] {
 		Boundary:    append(radixBoundary(), radixEvictOrderCases()...),
 		Regressions: radixRegressions(),
 		Rejects:     radixRejects,
+		Script:      stepsOf(func(in *spec.RadixScriptInput) *[]spec.RadixStep { return &in.Steps }),
 		Props: []Prop[spec.RadixScriptInput, spec.RadixScriptOutput]{
 			{"tree-invariants", radixTreeInvariants},
 			{"model-equivalence", radixModelEquivalence},

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"pgregory.net/rapid"
-
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fixtures"
 	"github.com/kvtwin/kvtwin/spec"
@@ -63,19 +61,14 @@ func (s *Spec[In, Out]) RemoteTables(name string, r Remote, mode ErrorMode) []*F
 
 // RemoteShrink runs the rapid property of r over kind and returns the
 // minimal counterexample rapid shrank to (against r itself), or nil when
-// rapid finds none. A transport failure (a crash, a hang) is shrunk like a
-// mismatch, to the smallest input that causes it.
+// rapid finds none; a stateful op's counterexample is then made 1-minimal
+// by step deletion against r (minimalScript). A transport failure (a
+// crash, a hang) is shrunk like a mismatch, to the smallest input that
+// causes it.
 func (s *Spec[In, Out]) RemoteShrink(name string, r Remote, mode ErrorMode, kind Kind) *Failure {
-	tb := &recordingTB{name: fmt.Sprintf("%s/%s/%s", s.Op.OpName, name, kind)}
-	prop := func(t *rapid.T) {
-		in, want := s.drawFrom(t, kind)
-		if f := s.remoteCheck(name, r, mode, "shrunk", 0, in, want); f != nil {
-			tb.record(f)
-			t.Fatal(f.Error())
-		}
-	}
-	runRecording(tb, prop)
-	return tb.last
+	return s.shrink(fmt.Sprintf("%s/%s/%s", s.Op.OpName, name, kind), kind, func(in In, want *spec.Sentinel) *Failure {
+		return s.remoteCheck(name, r, mode, "shrunk", 0, in, want)
+	})
 }
 
 // remoteCheck is Check for a Remote: the reference (protected) against r's

@@ -152,6 +152,10 @@ func (u suite[In, Out]) Sample() json.RawMessage {
 // to the vocabularies.
 func (u suite[In, Out]) docRow() string { return u.s.docRow() }
 
+// hasScript reports whether the spec registers its input's steps for
+// step deletion (Spec.Script).
+func (u suite[In, Out]) hasScript() bool { return u.s.Script != nil }
+
 func (u suite[In, Out]) CanonicalAnswer(res fixtures.Result) (fixtures.Result, string) {
 	return u.s.canonicalAnswer(res)
 }

@@ -30,6 +30,7 @@ func TransferPerLayerScript() *Spec[spec.TransferPerLayerScriptInput, spec.Trans
 		Vocabulary:  perLayerVocabulary(),
 		Boundary:    perLayerBoundary(),
 		Regressions: perLayerRegressions(),
+		Script:      stepsOf(func(in *spec.TransferPerLayerScriptInput) *[]spec.PerLayerStep { return &in.Steps }),
 		Props: []Prop[spec.TransferPerLayerScriptInput, spec.TransferPerLayerScriptOutput]{
 			{"enqueued-bounded", perLayerEnqueuedBounded},
 			{"no-double-send", perLayerNoDoubleSend},

@@ -236,7 +236,8 @@ del{color:#a40e26;background:#ffebe9;text-decoration:none}ins{color:#116329;back
 <div class="ce" id="op-{{$i}}">
 <h3><code>{{$r.Op}}</code> on <code>{{$r.Impl}}</code>: {{$r.Mismatches}} mismatches, {{$r.TransportErrors}} transport errors</h3>
 {{if $r.Unavailable}}<p><b>UNAVAILABLE</b>: {{$r.Unavailable}}; {{$r.NotSent}} cases not sent.</p>{{end}}
-{{with $r.Shrunk}}<p><b>Minimal counterexample</b> (rapid, seed {{$.Seed}}): {{.Reason}}</p>
+{{with $r.Shrunk}}<p><b>Minimal counterexample</b> (rapid, seed {{$.Seed}}): {{.Reason}}</p>{{with .StepDeletion}}
+<p>{{.}}</p>{{end}}
 <pre>{{printf "%s" .Input}}</pre>{{if .Fixture}}<p>fixture line</p><pre>{{printf "%s" .Fixture}}</pre>{{end}}{{template "diff" .}}{{end}}
 {{range $r.Failures}}<details><summary>case <code>{{.Case}}</code> (seed {{.Seed}}): {{.Reason}}</summary><pre>{{printf "%s" .Input}}</pre>{{template "diff" .}}</details>
 {{end}}{{range $r.Transport}}<details><summary>transport error on case <code>{{.Case}}</code>: {{.Reason}}</summary><pre>{{printf "%s" .Input}}</pre></details>
