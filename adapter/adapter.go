@@ -41,6 +41,8 @@ const (
 // serving; serving is safe for concurrent use.
 type Adapter struct {
 	ops map[string]func(json.RawMessage) (json.RawMessage, *spec.ErrorObject)
+	// maxLineBytes is 0 (MaxLineBytes) outside this package's tests.
+	maxLineBytes int
 }
 
 // New returns an adapter implementing no op.
