@@ -340,10 +340,12 @@ func goKitHTTPMutants(h http.Handler) map[string]http.Handler {
 		})
 	}
 	return map[string]http.Handler{
-		// an op not implemented is a 400 rejection, not a 404
-		"go-kit-http-not-implemented-as-400": rewrite(func(status int, body []byte) (int, []byte) {
+		// an op not implemented is answered as a failure of the call (400,
+		// internal), which kvtwin takes for a wrong answer, not for an op
+		// the adapter lacks
+		"go-kit-http-not-implemented-as-internal": rewrite(func(status int, body []byte) (int, []byte) {
 			if status == http.StatusNotFound && bytes.Contains(body, []byte(adapter.CodeNotImplemented)) {
-				status = http.StatusBadRequest
+				return http.StatusBadRequest, []byte(`{"detail":{"code":"internal","message":"KeyError"}}`)
 			}
 			return status, body
 		}),

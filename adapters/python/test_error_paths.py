@@ -257,14 +257,20 @@ class _AnyOp(dict):
         return True
 
 
-class NotImplementedAs400(Adapter):
-    """The HTTP route takes every op for registered: an unknown op is answered 400 with
-    not_implemented, not 404."""
+class UnknownOpAsInternal(Adapter):
+    """The HTTP route takes every op for registered and the call of an unknown one fails
+    as internal (a KeyError), which kvtwin takes for a wrong answer, not for an op the
+    adapter lacks."""
 
     def make_http_server(self, *args, **kwargs):
         srv = Adapter.make_http_server(self, *args, **kwargs)
         self._ops = _AnyOp(self._ops)
         return srv
+
+    def call(self, op, in_obj):
+        if op not in dict.keys(self._ops):
+            return False, {"code": "internal", "message": "KeyError: %r" % op}
+        return Adapter.call(self, op, in_obj)
 
 
 class BoundIgnored(Adapter):
@@ -299,7 +305,7 @@ EXEC_MUTANTS = {
 }
 HTTP_MUTANTS = {
     "py-kit-exception-escapes-http": ExceptionEscapes,
-    "py-kit-http-not-implemented-as-400": NotImplementedAs400,
+    "py-kit-http-unknown-op-as-internal": UnknownOpAsInternal,
     "py-kit-http-body-bound-ignored": BoundIgnored,
     "py-kit-http-rejection-as-200": RejectionAs200,
 }
