@@ -42,6 +42,8 @@ const (
 type Adapter struct {
 	ops   map[string]func(json.RawMessage) (json.RawMessage, *spec.ErrorObject)
 	decls map[string]Declaration
+	// maxLineBytes is 0 (MaxLineBytes) outside this package's tests.
+	maxLineBytes int
 }
 
 // New returns an adapter implementing no op.

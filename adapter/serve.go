@@ -19,53 +19,106 @@ import (
 // MaxLineBytes bounds one request line or body the adapter reads.
 const MaxLineBytes = 64 << 20
 
+// lineBound is MaxLineBytes, or the smaller bound a test of this package
+// set (export_test.go), so that an oversized line costs a test kilobytes.
+func (a *Adapter) lineBound() int {
+	if a.maxLineBytes > 0 {
+		return a.maxLineBytes
+	}
+	return MaxLineBytes
+}
+
 // ServeExec answers requests read from r as JSON Lines on w
 // (docs/adapters.md "exec:") until r ends or ctx is done. Calls run
 // concurrently (GOMAXPROCS at a time) and replies go out as they finish.
-// A line that is not a request is logged to the standard logger and
-// skipped: without an id it cannot be answered. ServeExec returns when
-// every call it started has replied.
+// A line that is not a request (not JSON, not an object, no positive
+// integer id, no op) or is longer than MaxLineBytes is logged to the
+// standard logger and skipped: without an id it cannot be answered, and
+// the calls before and after it are answered as if it were not there.
+// ServeExec returns when every call it started has replied.
 func (a *Adapter) ServeExec(ctx context.Context, r io.Reader, w io.Writer) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), MaxLineBytes)
+	br := bufio.NewReaderSize(r, 64<<10)
 	bw := bufio.NewWriter(w)
 	var wmu sync.Mutex
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	sem := semaphore.NewWeighted(int64(runtime.GOMAXPROCS(0)))
 	var werr error
-	for sc.Scan() {
-		var req struct {
-			ID *uint64         `json:"id"`
-			Op string          `json:"op"`
-			In json.RawMessage `json:"in"`
+	for {
+		line, skipped, rerr := readLine(br, a.lineBound())
+		if skipped > 0 {
+			log.Printf("adapter: skipping a line of %d bytes, over MaxLineBytes (%d)", skipped, a.lineBound())
 		}
-		if err := json.Unmarshal(sc.Bytes(), &req); err != nil || req.ID == nil || req.Op == "" {
-			log.Printf("adapter: skipping a line that is not a request (%v): %.120s", err, sc.Bytes())
-			continue
-		}
-		if err := sem.Acquire(ctx, 1); err != nil {
-			return err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer sem.Release(1)
-			line := replyLine(*req.ID, a, req.Op, req.In)
-			wmu.Lock()
-			defer wmu.Unlock()
-			if werr == nil {
-				if _, werr = bw.Write(line); werr == nil {
-					werr = bw.Flush()
-				}
+		if id, op, in, ok := parseRequest(line); ok {
+			if err := sem.Acquire(ctx, 1); err != nil {
+				return err
 			}
-		}()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer sem.Release(1)
+				reply := replyLine(id, a, op, in)
+				wmu.Lock()
+				defer wmu.Unlock()
+				if werr == nil {
+					if _, werr = bw.Write(reply); werr == nil {
+						werr = bw.Flush()
+					}
+				}
+			}()
+		}
+		if rerr != nil {
+			wg.Wait()
+			if werr != nil {
+				return fmt.Errorf("write reply: %w", werr)
+			}
+			if rerr == io.EOF {
+				return nil
+			}
+			return rerr
+		}
 	}
-	wg.Wait()
-	if werr != nil {
-		return fmt.Errorf("write reply: %w", werr)
+}
+
+// readLine reads one line, its newline dropped, of at most max bytes. A
+// longer line is read to its end and dropped: line is nil and skipped is
+// its length. err is io.EOF after the last line.
+func readLine(br *bufio.Reader, max int) (line []byte, skipped int, err error) {
+	n := 0
+	for {
+		chunk, err := br.ReadSlice('\n') // a chunk is valid until the next read: append copies it
+		body := bytes.TrimSuffix(chunk, []byte("\n"))
+		if n += len(body); n <= max {
+			line = append(line, body...)
+		} else {
+			line = nil
+		}
+		if err != bufio.ErrBufferFull {
+			if n > max {
+				return nil, n, err
+			}
+			return line, 0, err
+		}
 	}
-	return sc.Err()
+}
+
+// parseRequest decodes one line as a request; ok is false for a line that
+// is not one (docs/adapters.md: skipped without a reply), and for a line
+// that holds only spaces.
+func parseRequest(line []byte) (id uint64, op string, in json.RawMessage, ok bool) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return 0, "", nil, false
+	}
+	var req struct {
+		ID *uint64         `json:"id"`
+		Op string          `json:"op"`
+		In json.RawMessage `json:"in"`
+	}
+	if err := json.Unmarshal(line, &req); err != nil || req.ID == nil || *req.ID == 0 || req.Op == "" {
+		log.Printf("adapter: skipping a line that is not a request (%v): %.120s", err, line)
+		return 0, "", nil, false
+	}
+	return *req.ID, req.Op, req.In, true
 }
 
 // replyLine is the reply to one call, newline-terminated.
@@ -111,8 +164,8 @@ func (a *Adapter) Handler(prefix string) http.Handler {
 }
 
 func (a *Adapter) serveOp(w http.ResponseWriter, r *http.Request, op string) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxLineBytes+1))
-	if err != nil || len(body) > MaxLineBytes {
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(a.lineBound())+1))
+	if err != nil || len(body) > a.lineBound() {
 		http.Error(w, "body unreadable or over the limit", http.StatusRequestEntityTooLarge)
 		return
 	}

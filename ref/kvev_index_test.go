@@ -1049,6 +1049,25 @@ func TestKVEvIndexEventsPickTheirPoolByGroupAndTier(t *testing.T) {
 	}
 }
 
+// TestKVEvIndexANilMediumAndGroupAreTheGPUPoolOfGroup0 pins the defaults
+// of two optional event fields, derived by hand from
+// docs/spec/kv-events.md §2.1: GroupIdx is group_idx "or 0 when nil" and
+// Tier the upper-cased medium, "GPU" when nil. A BlockStored whose medium
+// and group_idx are both nil (msgpack nil at positions 6 and 9, §1.4
+// form A) lands in pool (0, "GPU") with its one page, and a removal naming
+// "gpu" and group 0 explicitly finds it there (removed, not unknown).
+func TestKVEvIndexANilMediumAndGroupAreTheGPUPoolOfGroup0(t *testing.T) {
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
+	feedOK(t, ix, "s", "", 0, batchBytes(t, nil, withMedium(evStored([]uint64{7}, nil, []uint32{1, 2}, 2), nil)))
+	if got := poolString(t, ix, "s", 0, 0, "GPU"); got != "0:[1 2]=1{7:1}" {
+		t.Fatalf("pool (0, GPU) = %s, want the stored page", got)
+	}
+	feedOK(t, ix, "s", "", 1, batchBytes(t, nil, evRemovedGroup([]uint64{7}, "gpu", 0)))
+	if e := engineState(t, ix, "s", 0); e.Counters.Removed != 1 || e.Counters.UnknownRemovals != 0 {
+		t.Fatalf("after removing it from (0, gpu): %+v, want it removed, not unknown", e)
+	}
+}
+
 func TestKVEvIndexUnknownEventsAreCountedAndSkipped(t *testing.T) {
 	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil,

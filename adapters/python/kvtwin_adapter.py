@@ -380,8 +380,9 @@ class Adapter(object):
         """Serves JSON Lines requests from stdin until EOF, one reply line per request.
 
         stdin/stdout default to sys.stdin.buffer/sys.stdout.buffer; binary or text streams
-        both work. A line that is not a JSON object with an integer id and a string op
-        cannot be answered (there is no id to answer): it is logged to stderr and skipped."""
+        both work. A line that is not a JSON object with a positive integer id and a string
+        op cannot be answered (there is no id to answer): it is logged to stderr and
+        skipped (docs/adapters.md). Lines are not bounded: kvtwin's requests are small."""
         if stdin is None:
             stdin = sys.stdin.buffer
         if stdout is None:
@@ -405,8 +406,8 @@ class Adapter(object):
                 _log(stderr, "line %d: not a JSON object, skipped: %s" % (lineno, _short(line)))
                 continue
             rid, op = req.get("id"), req.get("op")
-            if type(rid) is not int or type(op) is not str:
-                _log(stderr, "line %d: no integer id and string op, skipped: %s" % (lineno, _short(line)))
+            if type(rid) is not int or rid < 1 or type(op) is not str:
+                _log(stderr, "line %d: no positive integer id and string op, skipped: %s" % (lineno, _short(line)))
                 continue
             data = reply(rid, op, req.get("in"))
             try:

@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/equiv"
@@ -249,6 +252,35 @@ func requirePython(t *testing.T) string {
 	return p
 }
 
+// pythonKitHTTP serves the Python kit's example over HTTP under prefix on
+// a free port, until the test ends, and returns its URL once it answers.
+func pythonKitHTTP(t *testing.T, prefix string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // the port is free again for the child; nothing else here binds ports
+	cmd := exec.Command(requirePython(t), "../../adapters/python/example.py", "--http", addr, "--prefix", prefix)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	url := "http://" + addr + prefix
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if r, err := http.Get(url + "/v1/ops"); err == nil {
+			r.Body.Close()
+			if r.StatusCode == http.StatusOK {
+				return url
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Python kit did not serve %s within 20 s", url)
+		}
+	}
+}
+
 // listElements counts the elements of every JSON array in a document.
 func listElements(t *testing.T, doc []byte) int {
 	t.Helper()
@@ -276,8 +308,8 @@ func listElements(t *testing.T, doc []byte) int {
 }
 
 // TestAdapterCheckPassesOnBothKitsAndOnServe runs the conformance command
-// against the Python kit's example and the Go kit over exec, the Go kit
-// over HTTP, and kvtwin's own server.
+// against each kit over each transport (the Python kit's example and the Go
+// kit, over exec and over HTTP) and against kvtwin's own server.
 func TestAdapterCheckPassesOnBothKitsAndOnServe(t *testing.T) {
 	srv, err := server.New(server.DefaultConfig())
 	if err != nil {
@@ -291,6 +323,7 @@ func TestAdapterCheckPassesOnBothKitsAndOnServe(t *testing.T) {
 		"exec:" + requirePython(t) + " ../../adapters/python/example.py",
 		selfAdapter("adapter-fast"),
 		goKitHTTP.URL + "/kit",
+		pythonKitHTTP(t, "/kit"),
 		kvtwinServe.URL,
 	} {
 		code, out, stderr := runCLI(t, "adapter", "check", "--impl", target)

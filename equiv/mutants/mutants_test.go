@@ -2,6 +2,9 @@ package mutants_test
 
 import (
 	"os"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -74,6 +77,84 @@ func TestScenarioFilesExist(t *testing.T) {
 			if _, err := os.Stat("../../" + s); err != nil {
 				t.Errorf("%s: scenario %s: %v", m.Name(), s, err)
 			}
+		}
+	}
+}
+
+// TestPythonKitComponentMutantsAreRegistered keeps the Python kit's
+// component mutants, which its own unittest runs (EXEC_MUTANTS and
+// HTTP_MUTANTS of the file each names), equal to the ones
+// mutants.Components lists for the test that kills them: the Go tests of
+// the other components check their own, and docs/bugzoo.md lists them all.
+func TestPythonKitComponentMutantsAreRegistered(t *testing.T) {
+	for killedBy, dict := range map[string]string{
+		"test_every_error_path_over_exec": "EXEC_MUTANTS",
+		"test_every_error_path_over_http": "HTTP_MUTANTS",
+	} {
+		var registered []string
+		file := ""
+		for _, c := range mutants.Components() {
+			if c.KilledBy == killedBy {
+				registered, file = append(registered, c.Name), c.In
+			}
+		}
+		if file == "" {
+			t.Fatalf("no component mutant is killed by %s", killedBy)
+		}
+		src, err := os.ReadFile("../../" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, ok := pythonDict(string(src), dict)
+		if !ok {
+			t.Fatalf("%s has no %s = {…}", file, dict)
+		}
+		names := regexp.MustCompile(`(?m)^\s+"([a-z0-9-]+)":`).FindAllStringSubmatch(body, -1)
+		var run []string
+		for _, m := range names {
+			run = append(run, m[1])
+		}
+		slices.Sort(registered)
+		slices.Sort(run)
+		if !slices.Equal(registered, run) {
+			t.Errorf("mutants.Components lists %v as killed by %s; %s's %s runs %v", registered, killedBy, file, dict, run)
+		}
+	}
+}
+
+// pythonDict is the body of the top-level `name = {…}` of src.
+func pythonDict(src, name string) (string, bool) {
+	_, rest, ok := strings.Cut(src, "\n"+name+" = {\n")
+	if !ok {
+		return "", false
+	}
+	body, _, ok := strings.Cut(rest, "\n}\n")
+	return body, ok
+}
+
+// TestComponentMutantsAreDefinedBesideTheTestThatKillsThem: every
+// component mutant is named in the file it gives, beside the test that
+// kills it, and no two mutants of the zoo share a name.
+func TestComponentMutantsAreDefinedBesideTheTestThatKillsThem(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range mutants.All() {
+		seen[m.Name()] = true
+	}
+	for _, c := range mutants.Components() {
+		if seen[c.Name] {
+			t.Errorf("component mutant %s: the name is taken", c.Name)
+		}
+		seen[c.Name] = true
+		src, err := os.ReadFile("../../" + c.In)
+		if err != nil {
+			t.Errorf("component mutant %s: %v", c.Name, err)
+			continue
+		}
+		if !strings.Contains(string(src), `"`+c.Name+`"`) {
+			t.Errorf("component mutant %s is not defined in %s", c.Name, c.In)
+		}
+		if !regexp.MustCompile(`(?m)^\s*(func|def) ` + regexp.QuoteMeta(c.KilledBy) + `\(`).Match(src) {
+			t.Errorf("component mutant %s: %s has no test %s", c.Name, c.In, c.KilledBy)
 		}
 	}
 }

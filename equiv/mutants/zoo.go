@@ -83,6 +83,7 @@ func RenderZoo(ms []Measured) (string, error) {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s | %s | %s | %d | %s |\n", m.Name(), m.SpecRef(), m.Op(), cell(m.Bug()), fixture, scenario, n, cell(f.Reason))
 	}
+	renderComponents(&b)
 	b.WriteString("\n## Historic bugs whose op has not landed yet\n\n")
 	b.WriteString("| bug | spec | what went wrong | modeled in |\n|---|---|---|---|\n")
 	for _, p := range pending() {
@@ -93,3 +94,20 @@ func RenderZoo(ms []Measured) (string, error) {
 
 // cell escapes the pipes of a Markdown table cell ("the |A| active ones").
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// renderComponents writes the table of component mutants (Components):
+// what each breaks and the named test that kills it.
+func renderComponents(b *strings.Builder) {
+	b.WriteString("\n## Component mutants\n\n")
+	b.WriteString("The event consumers, `kvtwin audit merge` and its reports, and the adapter kits are not ops, so the\n")
+	b.WriteString("differential suite cannot hunt their bugs. Each mutant below is a wrapper around the component's\n")
+	b.WriteString("production code, in its package's test files (a test build only: no production code has a switch for\n")
+	b.WriteString("it), that puts one plausible bug back. The test in the last column, named for the class of behaviour it\n")
+	b.WriteString("checks (issue 30 item 7), runs one check on the component and on each of its mutants: it fails when the\n")
+	b.WriteString("component fails the check, when a mutant passes it, or when its mutants are not exactly the ones listed\n")
+	b.WriteString("here (the Python kit's lists are kept equal by `TestPythonKitComponentMutantsAreRegistered`).\n\n")
+	b.WriteString("| mutant | component | spec | bug | killed by |\n|---|---|---|---|---|\n")
+	for _, c := range Components() {
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s | `%s` (`%s`) |\n", c.Name, c.Component, c.Spec, cell(c.Bug), c.KilledBy, c.In)
+	}
+}

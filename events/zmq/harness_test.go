@@ -141,13 +141,26 @@ type env struct {
 
 func newEnv(t *testing.T, src Source, opts Options) *env {
 	t.Helper()
+	return newWrappedEnv(t, src, opts, nil)
+}
+
+// newWrappedEnv is newEnv whose subscriber calls wrap(recording index)
+// instead of the recording index (wrap nil: the index itself): a component
+// mutant of the consumer (consumer_test.go) wraps it to call the index as
+// a buggy consumer would, and the recording shows what reached it.
+func newWrappedEnv(t *testing.T, src Source, opts Options, wrap func(spec.KVEvIndex) spec.KVEvIndex) *env {
+	t.Helper()
 	streams := Streams([]Source{src})
 	inner, err := ref.NewKVEvIndex(spec.KVEvConfig{}, streams)
 	if err != nil {
 		t.Fatalf("ref.NewKVEvIndex: %v", err)
 	}
 	e := &env{t: t, src: src, streams: streams, ix: &recIndex{KVEvIndex: inner}, done: make(chan error, 1)}
-	if e.sub, err = New(e.ix, []Source{src}, opts); err != nil {
+	var ix spec.KVEvIndex = e.ix
+	if wrap != nil {
+		ix = wrap(e.ix)
+	}
+	if e.sub, err = New(ix, []Source{src}, opts); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
