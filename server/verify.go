@@ -331,7 +331,7 @@ func (v *verifier) check(ctx context.Context, j *verifyJob) {
 	defer cancel()
 	lim := v.lim
 	lim.Done = rctx.Done()
-	want, err, panicked := runEntry(j.entry, v.cfg.Against, lim, j.in)
+	want, panicked, err := runEntry(j.entry, v.cfg.Against, lim, j.in)
 	v.latency.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	_, isInput := spec.AsInputError(err)
 	switch {
@@ -355,14 +355,14 @@ func firstNonNil(a, b any) any {
 }
 
 // runEntry is e.Run with a panic caught and returned.
-func runEntry(e catalog.Entry, impl catalog.Impl, lim spec.Limits, in []byte) (out []byte, err error, panicked any) {
+func runEntry(e catalog.Entry, impl catalog.Impl, lim spec.Limits, in []byte) (out []byte, panicked any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			panicked = fmt.Sprintf("panic: %v", p)
 		}
 	}()
 	out, err = e.Run(impl, lim, in)
-	return out, err, nil
+	return out, nil, err
 }
 
 // Divergence is one sampled answer the verifying implementation did not
