@@ -148,9 +148,12 @@ func startEvents(cfg eventsConfig, seed uint64) (*soakEvents, error) {
 }
 
 // serveArgs are the child's --events flags: every source with its replay
-// endpoint, subscribed to the kv@ topic prefix.
+// endpoint, subscribed to the kv@ topic prefix. The publishers start
+// sending once the child is ready, so its /readyz must not wait for them
+// to catch up (--events-ready-grace 0: ready at once, lagging sources
+// listed).
 func (ev *soakEvents) serveArgs() []string {
-	var out []string
+	out := []string{"--events-ready-grace", "0s"}
 	for _, s := range ev.sources {
 		out = append(out, "--events", fmt.Sprintf("%s=%s,replay=%s,topic=kv@", s.role.name(), s.pub.pub, s.pub.replay))
 	}
