@@ -52,9 +52,9 @@ type ShadowStatus struct {
 
 // Shadow runs a Registry's shadows: Run applies the logged operations.
 type Shadow struct {
-	cfg  ShadowConfig
-	ops  chan shadowOp
-	seed atomic.Uint64
+	cfg    ShadowConfig
+	ops    chan shadowOp
+	scores Sampler
 }
 
 // shadowOp is one operation a pool applied, with its answer, for its
@@ -93,7 +93,7 @@ func (r *Registry) EnableShadow(cfg ShadowConfig) (*Shadow, error) {
 	case cfg.DigestInterval <= 0:
 		return nil, spec.Reject(ErrBadLimits, "Shadow.DigestInterval", cfg.DigestInterval.String(), "> 0")
 	}
-	sh := &Shadow{cfg: cfg, ops: make(chan shadowOp, cfg.Queue)}
+	sh := &Shadow{cfg: cfg, ops: make(chan shadowOp, cfg.Queue), scores: Sampler{Rate: cfg.ScoreRate}}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.shadow = sh
@@ -165,16 +165,7 @@ func (sh *Shadow) offer(op shadowOp) bool {
 }
 
 // sampled decides whether a score is compared.
-func (sh *Shadow) sampled() bool {
-	if sh.cfg.ScoreRate >= 1 {
-		return true
-	}
-	x := sh.seed.Add(0x9e3779b97f4a7c15) // splitmix64 over a counter
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	x ^= x >> 31
-	return float64(x>>11)/(1<<53) < sh.cfg.ScoreRate
-}
+func (sh *Shadow) sampled() bool { return sh.scores.Take() }
 
 // apply runs op on the reference pool and compares.
 func (ps *poolShadow) apply(op shadowOp) {
@@ -248,19 +239,45 @@ func (ps *poolShadow) Status() ShadowStatus {
 }
 
 // answer encodes an operation's result and error for comparison.
-func answer[T any](v T, err error) []byte {
+func answer[T any](v T, err error) []byte { return EncodeAnswer(v, err) }
+
+// EncodeAnswer is the bytes a shadow compares for one call: the result's
+// JSON and the error's text (a served index and its reference shadow
+// answer alike exactly when these are equal). A result that does not
+// encode gives the encoder's error, which no real answer equals.
+func EncodeAnswer(v any, err error) []byte {
 	e := ""
 	if err != nil {
 		e = err.Error()
 	}
 	b, jerr := json.Marshal(struct {
-		Result T
+		Result any
 		Err    string
 	}{v, e})
 	if jerr != nil {
 		return []byte("unencodable: " + jerr.Error())
 	}
 	return b
+}
+
+// Sampler takes Rate of the calls it is asked about, deterministically
+// from a counter (splitmix64), without locks: the shadows' share of scores.
+type Sampler struct {
+	// Rate is the share taken, in [0, 1].
+	Rate float64
+	n    atomic.Uint64
+}
+
+// Take reports whether this call is sampled.
+func (s *Sampler) Take() bool {
+	if s.Rate >= 1 {
+		return true
+	}
+	x := s.n.Add(0x9e3779b97f4a7c15)
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11)/(1<<53) < s.Rate
 }
 
 // digestLocked is the SHA-256 of the pool's observable state: the tree's

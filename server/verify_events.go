@@ -2,11 +2,9 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/kvtwin/kvtwin/catalog"
@@ -24,13 +22,12 @@ import (
 // the price of a shadow that sees the served index's order.
 type shadowIndex struct {
 	served, ref spec.KVEvIndex
-	rate        float64
+	scores      prefix.Sampler
 	interval    time.Duration
 
 	mu   sync.RWMutex
 	last time.Time // the last digest; written under mu held exclusively
 	ops  chan evOp
-	seq  atomic.Uint64
 
 	smu    sync.Mutex
 	status prefix.ShadowStatus
@@ -48,7 +45,7 @@ type evOp struct {
 
 // newShadowIndex wraps served with a reference index built like it.
 func newShadowIndex(served, ref spec.KVEvIndex, v VerifyConfig) *shadowIndex {
-	return &shadowIndex{served: served, ref: ref, rate: v.Rate, interval: v.DigestInterval,
+	return &shadowIndex{served: served, ref: ref, scores: prefix.Sampler{Rate: v.Rate}, interval: v.DigestInterval,
 		last: time.Now(), ops: make(chan evOp, v.StateQueue), status: prefix.ShadowStatus{State: prefix.ShadowAgree}}
 }
 
@@ -82,7 +79,7 @@ func (s *shadowIndex) ingest(op evOp, apply func() spec.KVEvStepResult) spec.KVE
 		return res
 	}
 	op.frames = cloneFrames(op.frames)
-	op.want = encodeAnswer(res, nil)
+	op.want = prefix.EncodeAnswer(res, nil)
 	s.queue(op)
 	if now := time.Now(); now.Sub(s.last) >= s.interval {
 		s.last = now
@@ -99,7 +96,7 @@ func (s *shadowIndex) Score(q spec.KVEvScoreQuery) ([]spec.KVEvScore, error) {
 	out, err := s.served.Score(q)
 	if !s.lost() && s.sampled() {
 		q.Tokens = slices.Clone(q.Tokens)
-		s.queue(evOp{kind: "score", query: q, want: encodeAnswer(out, err)})
+		s.queue(evOp{kind: "score", query: q, want: prefix.EncodeAnswer(out, err)})
 	}
 	return out, err
 }
@@ -110,16 +107,7 @@ func (s *shadowIndex) State() spec.KVEvState { return s.served.State() }
 // Digest implements spec.KVEvIndex: the served index's.
 func (s *shadowIndex) Digest() [32]byte { return s.served.Digest() }
 
-func (s *shadowIndex) sampled() bool {
-	if s.rate >= 1 {
-		return true
-	}
-	x := s.seq.Add(0x9e3779b97f4a7c15)
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	x ^= x >> 31
-	return float64(x>>11)/(1<<53) < s.rate
-}
+func (s *shadowIndex) sampled() bool { return s.scores.Take() }
 
 // queue offers op; a full queue loses the shadow (a call cannot be
 // skipped without making the reference wrong).
@@ -152,15 +140,15 @@ func (s *shadowIndex) run(ctx context.Context) {
 func (s *shadowIndex) repeat(op evOp) []byte {
 	switch op.kind {
 	case "live":
-		return encodeAnswer(s.ref.Live(op.stream, op.frames), nil)
+		return prefix.EncodeAnswer(s.ref.Live(op.stream, op.frames), nil)
 	case "replay":
-		return encodeAnswer(s.ref.Replay(op.stream, op.frames), nil)
+		return prefix.EncodeAnswer(s.ref.Replay(op.stream, op.frames), nil)
 	case "replay_failed":
-		return encodeAnswer(s.ref.ReplayFailed(op.stream, op.reason), nil)
+		return prefix.EncodeAnswer(s.ref.ReplayFailed(op.stream, op.reason), nil)
 	case "restart":
-		return encodeAnswer(s.ref.Restart(op.stream), nil)
+		return prefix.EncodeAnswer(s.ref.Restart(op.stream), nil)
 	case "score":
-		return encodeAnswer(s.ref.Score(op.query))
+		return prefix.EncodeAnswer(s.ref.Score(op.query))
 	}
 	d := s.ref.Digest()
 	return d[:]
@@ -220,20 +208,4 @@ func cloneFrames(frames [][]byte) [][]byte {
 		out[i] = slices.Clone(f)
 	}
 	return out
-}
-
-// encodeAnswer encodes a call's answer and error for comparison.
-func encodeAnswer(v any, err error) []byte {
-	e := ""
-	if err != nil {
-		e = err.Error()
-	}
-	b, jerr := json.Marshal(struct {
-		Result any
-		Err    string
-	}{v, e})
-	if jerr != nil {
-		return []byte("unencodable: " + jerr.Error())
-	}
-	return b
 }
