@@ -1,19 +1,14 @@
 package server_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/kvtwin/kvtwin/fixtures"
 	"github.com/kvtwin/kvtwin/prefix"
@@ -110,54 +105,13 @@ func verifyServer(b *testing.B, rate float64) string {
 // verifyBurst sends b.N requests of the load, round robin, from 16
 // clients, and reports throughput, latency and the drop share.
 func verifyBurst(b *testing.B, base string, load []verifyRequest, score []byte) {
-	const clients = 16
-	tr := &http.Transport{MaxIdleConnsPerHost: clients, DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-	lat := make([]time.Duration, b.N)
-	var next atomic.Int64
-	var failed atomic.Value
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	start := time.Now()
-	for c := range clients {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(b.N) || failed.Load() != nil {
-					return
-				}
-				r := load[(int(i)+c)%len(load)]
-				body := r.body
-				if body == nil {
-					body = score
-				}
-				t0 := time.Now()
-				resp, err := client.Post(base+r.path, "application/json", bytes.NewReader(body))
-				if err != nil {
-					failed.Store(err.Error())
-					return
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				lat[i] = time.Since(t0)
-				if resp.StatusCode != http.StatusOK {
-					failed.Store(fmt.Sprintf("%s: %d", r.path, resp.StatusCode))
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if f := failed.Load(); f != nil {
-		b.Fatal(f)
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	loadRun(b, 16, func(i int) (string, string, []byte) {
+		r := load[i%len(load)]
+		if r.body == nil {
+			return base + r.path, "application/json", score
+		}
+		return base + r.path, "application/json", r.body
+	}, func([]byte) bool { return true })
 	resp, err := http.Get(base + "/v1/verify")
 	if err != nil {
 		b.Fatal(err)
