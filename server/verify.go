@@ -252,7 +252,11 @@ func (v *verifier) offer(r *http.Request, e catalog.Entry, impl catalog.Impl, in
 		return
 	}
 	size := int64(len(in) + len(out))
-	if v.closed.Load() || v.held.Add(size) > v.cfg.QueueBytes {
+	if v.closed.Load() {
+		v.record(e.Name(), verifyDropped)
+		return
+	}
+	if v.held.Add(size) > v.cfg.QueueBytes {
 		v.held.Add(-size)
 		v.record(e.Name(), verifyDropped)
 		return

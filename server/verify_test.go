@@ -372,3 +372,17 @@ func TestVerifyStateFlagsACorruptedPoolWithinOneDigestInterval(t *testing.T) {
 	}
 	call("/v1/prefix:score", `{"tokens":[1,2,3,4]}`) // still serving
 }
+
+// TestVerifyDropsWhatExceedsTheQueueBytes: a sample whose input and answer
+// would take the waiting samples past Verify.QueueBytes is dropped and
+// counted, and a small one after it still queues (the budget is given
+// back, never left short).
+func TestVerifyDropsWhatExceedsTheQueueBytes(t *testing.T) {
+	base, _ := verifying(t, func(c *server.Config) { c.Verify.QueueBytes = 200 })
+	big := `{"src":[` + strings.Repeat("1,", 100) + `1],"dst":[` + strings.Repeat("2,", 100) + `2]}`
+	postOp(t, base, "transfer.group_contiguous", "big", big)
+	postOp(t, base, "transfer.group_contiguous", "small", `{"src":[1],"dst":[2]}`)
+	if s := settled(t, base, 2); s.Total != (server.VerifyCounts{Agree: 1, Dropped: 1}) {
+		t.Errorf("%+v, want the large sample dropped and the small one checked", s.Total)
+	}
+}
