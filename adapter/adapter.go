@@ -13,6 +13,7 @@
 package adapter
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,9 +33,11 @@ const (
 	// CodeInternal answers a function that failed other than by rejecting
 	// its input (an unmapped error or a panic).
 	CodeInternal = "internal"
-	// CodeBadRequest answers an input that does not decode as the op's
-	// input type.
-	CodeBadRequest = "bad_request"
+	// CodeBadJSON answers an input that does not decode as the op's input
+	// type, strictly (an unknown member, a wrong type, trailing data): the
+	// reference's own code for it (catalog.ErrBadJSON), so an audit under
+	// --errors code compares it like any other rejection.
+	CodeBadJSON = "bad_json"
 )
 
 // Adapter is a set of op implementations. Register with Handle before
@@ -74,9 +77,9 @@ func (a *Adapter) Declare(op string, d Declaration) { a.decls[op] = d }
 // an op twice replaces the first.
 func Handle[In, Out any](a *Adapter, op string, f func(In) (Out, error)) {
 	a.ops[op] = func(raw json.RawMessage) (json.RawMessage, *spec.ErrorObject) {
-		var in In
-		if err := json.Unmarshal(raw, &in); err != nil {
-			return nil, &spec.ErrorObject{Code: CodeBadRequest, Message: fmt.Sprintf("input does not decode as %T: %v", in, err)}
+		in, err := decodeStrict[In](raw)
+		if err != nil {
+			return nil, &spec.ErrorObject{Code: CodeBadJSON, Message: fmt.Sprintf("input does not decode as %T: %v", in, err)}
 		}
 		out, err := call(f, in)
 		if err != nil {
@@ -88,6 +91,23 @@ func Handle[In, Out any](a *Adapter, op string, f func(In) (Out, error)) {
 		}
 		return b, nil
 	}
+}
+
+// decodeStrict decodes raw into an In as the reference does: unknown
+// members and anything after the value are refused, not ignored (an
+// engine that accepted what the reference rejects would fail its audit
+// for its kit's leniency).
+func decodeStrict[In any](raw json.RawMessage) (In, error) {
+	var in In
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return in, err
+	}
+	if dec.More() {
+		return in, errors.New("trailing data after the input object")
+	}
+	return in, nil
 }
 
 // call runs f, turning a panic into an error so one bad input never takes

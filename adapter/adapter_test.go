@@ -77,7 +77,7 @@ func TestServeExecAnswersEveryRequestByID(t *testing.T) {
 		3: `{"code":"bad_cp_rank","field":"cp_rank","value":9,"bound":"\u003c 4","message":"cp_rank out of range"}`,
 		4: `"code":"internal","message":"unexpected EOF"`,
 		5: `"code":"internal","message":"panic: runtime error: index out of range`,
-		6: `"code":"bad_request"`,
+		6: `"code":"bad_json"`,
 		7: `"code":"not_implemented"`,
 		8: `[{"name":"fails"},{"name":"panics"},{"name":"rejects"},{"name":"transfer.group_contiguous"}]`,
 	}

@@ -86,7 +86,7 @@ func errorPathCalls() []errorPathCall {
 		{name: "an unmapped error", op: "fails", in: `{}`, err: map[string]string{"code": "internal", "message": "unexpected EOF"}},
 		{name: "a panic", op: "panics", in: `{"n":3}`, err: map[string]string{"code": "internal", "message": "panic: runtime error: index out of range…"}},
 		{name: "an output that does not encode", op: "unencodable", in: `{}`, err: map[string]string{"code": "internal", "message": "output does not encode: …"}},
-		{name: "an input that does not decode", op: "echo", in: `{"n":"three"}`, err: map[string]string{"code": "bad_request", "message": "input does not decode as …"}},
+		{name: "an input that does not decode", op: "echo", in: `{"n":"three"}`, err: map[string]string{"code": "bad_json", "message": "input does not decode as …"}},
 		{name: "an op not implemented", op: "no.such_op", in: `{}`, err: map[string]string{"code": "not_implemented", "message": `op "no.such_op" is not implemented by this adapter`}},
 	}
 }
@@ -263,7 +263,7 @@ func goKitExecMutants(a *adapter.Adapter) map[string]serveExec {
 			in, _ := io.ReadAll(r)
 			for _, l := range strings.Split(string(in), "\n") {
 				if l != "" && !strings.HasPrefix(l, `{"id":`) {
-					fmt.Fprintln(w, `{"id":0,"err":{"code":"bad_request","message":"not a request"}}`)
+					fmt.Fprintln(w, `{"id":0,"err":{"code":"bad_json","message":"not a request"}}`)
 				}
 			}
 			return a.ServeExec(ctx, bytes.NewReader(in), w)
@@ -316,11 +316,11 @@ func goKitExecMutants(a *adapter.Adapter) map[string]serveExec {
 			return err
 		},
 		// an input that does not decode is answered as internal (a failure
-		// of the adapter), not bad_request
+		// of the adapter), not bad_json
 		"go-kit-bad-input-as-internal": func(ctx context.Context, r io.Reader, w io.Writer) error {
 			var out bytes.Buffer
 			err := a.ServeExec(ctx, r, &out)
-			io.WriteString(w, strings.ReplaceAll(out.String(), `"code":"bad_request"`, `"code":"internal"`))
+			io.WriteString(w, strings.ReplaceAll(out.String(), `"code":"bad_json"`, `"code":"internal"`))
 			return err
 		},
 	}
@@ -370,7 +370,7 @@ func goKitHTTPMutants(h http.Handler) map[string]http.Handler {
 		// does not decode
 		"go-kit-http-oversized-body-as-bad-request": rewrite(func(status int, body []byte) (int, []byte) {
 			if status == http.StatusRequestEntityTooLarge {
-				return http.StatusBadRequest, []byte(`{"detail":{"code":"bad_request","message":"input does not decode"}}`)
+				return http.StatusBadRequest, []byte(`{"detail":{"code":"bad_json","message":"input does not decode"}}`)
 			}
 			return status, body
 		}),
