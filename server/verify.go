@@ -54,15 +54,19 @@ type VerifyConfig struct {
 	// Timeout bounds one re-run; past it the sample's result is "error".
 	Timeout time.Duration
 	// Keep is how many divergences GET /v1/verify/divergences keeps, the
-	// newest; KeepBytes bounds their fixture lines together.
-	Keep      int
+	// newest.
+	Keep int
+	// KeepBytes bounds the kept divergences' fixture lines together; a
+	// line over it is counted and logged but not kept.
 	KeepBytes int64
 	// Dir, when set, receives every divergence as a fixture line in JSON
-	// Lines files (verify-NNNNNN.jsonl) rotated at FileBytes, the newest
-	// Files kept.
-	Dir       string
+	// Lines files (verify-NNNNNN.jsonl).
+	Dir string
+	// FileBytes is the size at which a file in Dir is rotated (a longer
+	// line gets a file of its own).
 	FileBytes int64
-	Files     int
+	// Files is how many files Dir keeps, the newest.
+	Files int
 	// Against is what samples are re-run on: ref, or fast to check cuda
 	// answers more cheaply. A request answered by Against itself is not
 	// sampled.
