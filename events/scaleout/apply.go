@@ -3,6 +3,7 @@ package scaleout
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kvtwin/kvtwin/spec"
 )
@@ -56,6 +57,10 @@ type sourceState struct {
 	seqKnown bool
 	seq      uint64
 	c        SourceCounters
+	// snap is the state as of the last message applied, published under
+	// mu for readers that must not wait for an index call in progress
+	// (Status, and through it /readyz).
+	snap atomic.Pointer[SourceState]
 }
 
 // SourceCounters count what a stream reader did with one source's messages.
@@ -104,7 +109,9 @@ func newApplier(ix spec.KVEvIndex, log *slog.Logger, streams []spec.KVEvStream) 
 	a := &applier{ix: ix, log: log, sources: make(map[string]*sourceState, len(streams))}
 	for _, s := range streams {
 		tok := Token(s.Name)
-		a.sources[tok] = &sourceState{name: s.Name, token: tok, rank: s.Rank}
+		st := &sourceState{name: s.Name, token: tok, rank: s.Rank}
+		st.publish()
+		a.sources[tok] = st
 	}
 	return a
 }
@@ -120,6 +127,7 @@ func (a *applier) apply(m wireMsg) bool {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	defer st.publish() // before the unlock: snapshots follow the order of applies
 	if m.hasRank && m.rank != st.rank {
 		if st.c.RankMismatches == 0 {
 			a.log.Warn("the relay's rank for the source differs from this reader's: batches without a rank are indexed under different engines",
@@ -192,15 +200,18 @@ const maxReplayRounds = 4
 func (a *applier) states(order []string) []SourceState {
 	out := make([]SourceState, 0, len(order))
 	for _, tok := range order {
-		st := a.sources[tok]
-		st.mu.Lock()
-		out = append(out, SourceState{
-			Name: st.name, Token: st.token, Rank: st.rank,
-			EpochKnown: st.known, Epoch: st.epoch, SeqKnown: st.seqKnown, Seq: st.seq, Counters: st.c,
-		})
-		st.mu.Unlock()
+		out = append(out, *a.sources[tok].snap.Load())
 	}
 	return out
+}
+
+// publish stores the source's state for states. Called with mu held (or
+// before the source is shared).
+func (st *sourceState) publish() {
+	st.snap.Store(&SourceState{
+		Name: st.name, Token: st.token, Rank: st.rank,
+		EpochKnown: st.known, Epoch: st.epoch, SeqKnown: st.seqKnown, Seq: st.seq, Counters: st.c,
+	})
 }
 
 func (a *applier) ignoredCount() uint64 {

@@ -1,6 +1,7 @@
 package scaleout
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -62,5 +63,67 @@ func TestReplicaReportsItsBacklogAsPending(t *testing.T) {
 	if most < 20 {
 		t.Errorf("at most %d pending seen while 40 messages were applied at 20 ms each, want the backlog", most)
 	}
+	rr.stop(t)
+}
+
+// heldIndex holds its first live message until released, saying when it
+// has it.
+type heldIndex struct {
+	spec.KVEvIndex
+	holding chan struct{}
+	release chan struct{}
+	once    *sync.Once
+}
+
+func (h heldIndex) Live(stream string, frames [][]byte) spec.KVEvStepResult {
+	h.once.Do(func() { close(h.holding); <-h.release })
+	return h.KVEvIndex.Live(stream, frames)
+}
+
+// TestStatusDoesNotWaitForAnApplyInProgress: while the index takes its
+// time over a message, Status (and /readyz, which reads it) still answers
+// at once, with the source as of the last message applied.
+func TestStatusDoesNotWaitForAnApplyInProgress(t *testing.T) {
+	defer goleak.VerifyNone(t, goleakOpts...)
+	ns := startNATS(t)
+	defer ns.stop()
+	nc, js := ns.connect(t)
+	defer nc.Close()
+	createStream(t, js, StreamOptions{})
+	g := newGen(6, 4, new(int64), 50)
+	publishAll(t, js, []relayed{{token: "a", seq: 0, payload: g.batch(2)}})
+	streams, _ := ReplicaStreams([]string{"a"})
+	ix, err := fast.NewKVEvIndex(spec.KVEvConfig{}, streams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := heldIndex{ix, make(chan struct{}), make(chan struct{}), new(sync.Once)}
+	r, err := NewReplica(h, ReplicaOptions{URL: ns.url, ID: "held", Sources: []string{"a"}, Logger: quietLogger(t),
+		RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond, ReadIdle: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := &runningReplica{r: r, ix: ix, running: goRun(r.Run)}
+	defer rr.cancel()
+	var once sync.Once
+	release := func() { once.Do(func() { close(h.release) }) }
+	defer release() // before cancel: a held Live would keep Run from returning
+	select {
+	case <-h.holding:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the message never reached the index")
+	}
+	got := make(chan ReplicaStatus, 1)
+	go func() { got <- r.Status() }()
+	select {
+	case st := <-got:
+		if len(st.Sources) != 1 || st.Sources[0].SeqKnown {
+			t.Errorf("sources %+v, want the source as before its first message", st.Sources)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Status waited for the apply in progress")
+	}
+	release()
+	waitApplied(t, rr, 1, 10*time.Second)
 	rr.stop(t)
 }
