@@ -65,7 +65,7 @@ func (p *Pool) Insert(tokens []int64, extra spec.ExtraKey, priority int) (Insert
 	defer p.mu.Unlock()
 	out, err := p.insertLocked(k, priority, res)
 	if p.logged() {
-		p.log(shadowOp{kind: "insert", tokens: cloneTokens(tokens), extra: extra, priority: priority, want: answer(out, err)})
+		p.log(shadowOp{kind: "insert", tokens: tokens, extra: extra, priority: priority, want: answer(out, err)})
 	}
 	return out, err
 }
@@ -259,7 +259,7 @@ func (p *Pool) Match(tokens []int64, extra spec.ExtraKey, lock bool) (MatchResul
 	defer p.mu.Unlock()
 	out, err := p.matchLocked(k, len(tokens), lock)
 	if p.logged() {
-		p.log(shadowOp{kind: "match", tokens: cloneTokens(tokens), extra: extra, lock: lock, want: answer(out, err)})
+		p.log(shadowOp{kind: "match", tokens: tokens, extra: extra, lock: lock, want: answer(out, err)})
 	}
 	return out, err
 }
@@ -311,7 +311,7 @@ func (p *Pool) prefixLenKey(k spec.RadixKey, tokens []int64, extra spec.ExtraKey
 // held, so it is replayed between the same mutations.
 func (p *Pool) logScore(tokens []int64, extra spec.ExtraKey, hashed bool, n int, err error) {
 	if p.logged() && tokens != nil { // nil: the shadow's own replay
-		p.log(shadowOp{kind: "score", tokens: cloneTokens(tokens), extra: extra, hashed: hashed, want: answer(n, err)})
+		p.log(shadowOp{kind: "score", tokens: tokens, extra: extra, hashed: hashed, want: answer(n, err)})
 	}
 }
 

@@ -25,6 +25,10 @@ type ShadowConfig struct {
 	// mutation that finds it full cannot be skipped (the shadow would then
 	// differ for no fault), so its pool's shadow is marked lost and stops.
 	Queue int
+	// QueueBytes bounds the bytes those operations hold together (their
+	// tokens and answers): a full byte budget loses the shadow as a full
+	// queue does.
+	QueueBytes int64
 	// ScoreRate is the share of read-only scores (PrefixLen) compared, in
 	// [0, 1]; every mutation and match is applied, since they change state.
 	ScoreRate float64
@@ -53,7 +57,7 @@ type ShadowStatus struct {
 // Shadow runs a Registry's shadows: Run applies the logged operations.
 type Shadow struct {
 	cfg    ShadowConfig
-	ops    chan shadowOp
+	ops    *ShadowQueue[shadowOp]
 	scores Sampler
 }
 
@@ -88,12 +92,14 @@ func (r *Registry) EnableShadow(cfg ShadowConfig) (*Shadow, error) {
 		return nil, spec.Reject(ErrBadLimits, "Shadow.NewTree", "nil", "a reference tree constructor")
 	case cfg.Queue < 1 || cfg.Queue > 1<<24:
 		return nil, spec.Reject(ErrBadLimits, "Shadow.Queue", cfg.Queue, "in [1, 16777216]")
+	case cfg.QueueBytes < 1:
+		return nil, spec.Reject(ErrBadLimits, "Shadow.QueueBytes", cfg.QueueBytes, ">= 1")
 	case !(cfg.ScoreRate >= 0 && cfg.ScoreRate <= 1):
 		return nil, spec.Reject(ErrBadLimits, "Shadow.ScoreRate", cfg.ScoreRate, "in [0, 1]")
 	case cfg.DigestInterval <= 0:
 		return nil, spec.Reject(ErrBadLimits, "Shadow.DigestInterval", cfg.DigestInterval.String(), "> 0")
 	}
-	sh := &Shadow{cfg: cfg, ops: make(chan shadowOp, cfg.Queue), scores: Sampler{Rate: cfg.ScoreRate}}
+	sh := &Shadow{cfg: cfg, ops: NewShadowQueue[shadowOp](cfg.Queue, cfg.QueueBytes), scores: Sampler{Rate: cfg.ScoreRate}}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.shadow = sh
@@ -103,12 +109,11 @@ func (r *Registry) EnableShadow(cfg ShadowConfig) (*Shadow, error) {
 // Run applies logged operations to the shadows until ctx ends.
 func (sh *Shadow) Run(ctx context.Context) {
 	for {
-		select {
-		case <-ctx.Done():
+		op, ok := sh.ops.Next(ctx)
+		if !ok {
 			return
-		case op := <-sh.ops:
-			op.pool.shadow.apply(op)
 		}
+		op.pool.shadow.apply(op)
 	}
 }
 
@@ -138,8 +143,9 @@ func (p *Pool) log(op shadowOp) {
 		return
 	}
 	op.pool = p
-	if !p.shadower.offer(op) {
-		ps.lose(fmt.Sprintf("the shadow queue (%d operations) was full at a %s", p.shadower.cfg.Queue, op.kind))
+	op.tokens = slices.Clone(op.tokens) // only now: a lost shadow or an unsampled score copies nothing
+	if !p.shadower.ops.Offer(op, int64(8*len(op.tokens)+len(op.want))) {
+		ps.lose(p.shadower.ops.FullAt(op.kind))
 		return
 	}
 	// Scores run under the read lock: only operations holding the write
@@ -149,20 +155,72 @@ func (p *Pool) log(op shadowOp) {
 	}
 	if now := time.Now(); now.Sub(ps.lastTake) >= p.shadower.cfg.DigestInterval {
 		ps.lastTake = now
-		if !p.shadower.offer(shadowOp{pool: p, kind: "digest", want: p.digestLocked()}) {
+		d := p.digestLocked()
+		if !p.shadower.ops.Offer(shadowOp{pool: p, kind: "digest", want: d}, int64(len(d))) {
 			ps.lose("the shadow queue was full at a digest")
 		}
 	}
 }
 
-func (sh *Shadow) offer(op shadowOp) bool {
+// ShadowQueue is a shadow's queue: at most n items holding at most b
+// bytes together wait for its one consumer. Offer never blocks; an item
+// gives its bytes back when Next hands it over.
+type ShadowQueue[T any] struct {
+	ch       chan shadowItem[T]
+	held     atomic.Int64
+	maxBytes int64
+}
+
+type shadowItem[T any] struct {
+	v    T
+	size int64
+}
+
+// NewShadowQueue returns an empty queue of n items and b bytes.
+// Preconditions: n >= 1, b >= 1.
+func NewShadowQueue[T any](n int, b int64) *ShadowQueue[T] {
+	return &ShadowQueue[T]{ch: make(chan shadowItem[T], n), maxBytes: b}
+}
+
+// Offer queues v, which holds size bytes, when both bounds leave room,
+// and reports whether it did.
+func (q *ShadowQueue[T]) Offer(v T, size int64) bool {
+	if q.held.Add(size) > q.maxBytes {
+		q.held.Add(-size)
+		return false
+	}
 	select {
-	case sh.ops <- op:
+	case q.ch <- shadowItem[T]{v, size}:
 		return true
 	default:
+		q.held.Add(-size)
 		return false
 	}
 }
+
+// Next waits for an item, or for ctx to end (false).
+func (q *ShadowQueue[T]) Next(ctx context.Context) (T, bool) {
+	select {
+	case <-ctx.Done():
+		var zero T
+		return zero, false
+	case it := <-q.ch:
+		q.held.Add(-it.size)
+		return it.v, true
+	}
+}
+
+// FullAt says which bound refused an item of kind, for the shadow's
+// status.
+func (q *ShadowQueue[T]) FullAt(kind string) string {
+	if n := cap(q.ch); len(q.ch) == n {
+		return fmt.Sprintf("the shadow queue (%d operations) was full at a %s", n, kind)
+	}
+	return fmt.Sprintf("the shadow queue's %d bytes were spent at a %s", q.maxBytes, kind)
+}
+
+// Len is the items waiting.
+func (q *ShadowQueue[T]) Len() int { return len(q.ch) }
 
 // sampled decides whether a score is compared.
 func (sh *Shadow) sampled() bool { return sh.scores.Take() }
@@ -296,7 +354,7 @@ func (p *Pool) digestLocked() []byte {
 }
 
 // logged is whether p has a shadow to log to; callers skip building a
-// record (and copying its tokens) otherwise.
+// record otherwise.
 func (p *Pool) logged() bool { return p.shadow != nil }
 
 // ShadowStatus is p's shadow state, or nil when p has no shadow.
@@ -308,9 +366,5 @@ func (p *Pool) ShadowStatus() *ShadowStatus {
 	return &s
 }
 
-// cloneTokens copies what a record keeps of its request: the caller's
-// token buffer is reused after the request.
-func cloneTokens(tokens []int64) []int64 { return slices.Clone(tokens) }
-
 // Pending is the operations waiting for Run.
-func (sh *Shadow) Pending() int { return len(sh.ops) }
+func (sh *Shadow) Pending() int { return sh.ops.Len() }

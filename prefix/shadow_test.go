@@ -14,6 +14,11 @@ import (
 // shadowed is a registry of fast pools with reference shadows run until the
 // test ends; trees receives each fast tree built, for a test to corrupt.
 func shadowed(t *testing.T, queue int, interval time.Duration, wrap func(spec.RadixTree) spec.RadixTree) (*Registry, *Shadow, *[]spec.RadixTree) {
+	return shadowedBytes(t, queue, 1<<30, interval, wrap)
+}
+
+// shadowedBytes is shadowed with a byte budget on the queue.
+func shadowedBytes(t *testing.T, queue int, queueBytes int64, interval time.Duration, wrap func(spec.RadixTree) spec.RadixTree) (*Registry, *Shadow, *[]spec.RadixTree) {
 	t.Helper()
 	var trees []spec.RadixTree
 	newTree := func(cfg spec.TreeConfig) (spec.RadixTree, error) {
@@ -28,7 +33,7 @@ func shadowed(t *testing.T, queue int, interval time.Duration, wrap func(spec.Ra
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh, err := r.EnableShadow(ShadowConfig{NewTree: ref.NewRadixTree, Queue: queue, ScoreRate: 1, DigestInterval: interval})
+	sh, err := r.EnableShadow(ShadowConfig{NewTree: ref.NewRadixTree, Queue: queue, QueueBytes: queueBytes, ScoreRate: 1, DigestInterval: interval})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,5 +199,22 @@ func TestShadowIsLostWhenItsQueueOverflows(t *testing.T) {
 	}
 	if s := p.ShadowStatus(); s.State != ShadowLost || !strings.Contains(s.Detail, "queue (1 operations) was full") {
 		t.Fatalf("%+v, want lost", s)
+	}
+}
+
+// TestShadowIsLostWhenItsQueueBytesRunOut: the queue also bounds the bytes
+// its operations hold (each keeps a copy of its tokens), so one large
+// insert past the budget loses the shadow however few operations wait.
+func TestShadowIsLostWhenItsQueueBytesRunOut(t *testing.T) {
+	r, _, _ := shadowedBytes(t, 1<<10, 4096, time.Hour, nil)
+	p, err := r.Create("p", Config{PageSize: 4, CapacityTokens: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Insert(seq(0, 1024), spec.ExtraKey{}, 0); err != nil { // 8 KiB of tokens
+		t.Fatal(err)
+	}
+	if s := p.ShadowStatus(); s.State != ShadowLost || !strings.Contains(s.Detail, "queue's 4096 bytes were spent at a insert") {
+		t.Fatalf("%+v, want lost at the insert", s)
 	}
 }

@@ -79,6 +79,9 @@ type VerifyConfig struct {
 	// StateQueue bounds the pool operations waiting for the shadows; a
 	// mutation that finds it full loses its pool's shadow.
 	StateQueue int
+	// StateQueueBytes bounds the bytes those operations hold together
+	// (each keeps a copy of its tokens or frames), the same way.
+	StateQueueBytes int64
 	// DigestInterval is how often, at the most, a pool's digest is compared.
 	DigestInterval time.Duration
 }
@@ -88,7 +91,7 @@ type VerifyConfig struct {
 func DefaultVerifyConfig() VerifyConfig {
 	return VerifyConfig{Workers: 1, CPUShare: 0.1, Queue: 256, QueueBytes: 64 << 20, Timeout: time.Minute,
 		Keep: 1000, KeepBytes: 64 << 20, FileBytes: 64 << 20, Files: 8, Against: catalog.Ref,
-		StateQueue: 1 << 16, DigestInterval: 10 * time.Second}
+		StateQueue: 1 << 16, StateQueueBytes: 64 << 20, DigestInterval: 10 * time.Second}
 }
 
 // validate returns the first field out of bounds, as validate does for Config.
@@ -105,6 +108,9 @@ func (v VerifyConfig) validate(served catalog.Impl) error {
 	}
 	if v.State && (v.StateQueue < 1 || v.StateQueue > 1<<24) {
 		return spec.Reject(ErrBadConfig, "Verify.StateQueue", v.StateQueue, "in [1, 16777216]")
+	}
+	if v.State && v.StateQueueBytes < 1 {
+		return spec.Reject(ErrBadConfig, "Verify.StateQueueBytes", v.StateQueueBytes, ">= 1")
 	}
 	if v.State && v.DigestInterval <= 0 {
 		return spec.Reject(ErrBadConfig, "Verify.DigestInterval", v.DigestInterval.String(), "> 0")
@@ -581,7 +587,7 @@ func (v *verifier) enableShadows(pools *prefix.Registry) error {
 	if err != nil {
 		return err
 	}
-	v.shadow, err = pools.EnableShadow(prefix.ShadowConfig{NewTree: newRef, Queue: v.cfg.StateQueue,
+	v.shadow, err = pools.EnableShadow(prefix.ShadowConfig{NewTree: newRef, Queue: v.cfg.StateQueue, QueueBytes: v.cfg.StateQueueBytes,
 		ScoreRate: v.cfg.Rate, DigestInterval: v.cfg.DigestInterval})
 	return err
 }

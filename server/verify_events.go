@@ -27,7 +27,7 @@ type shadowIndex struct {
 
 	mu   sync.RWMutex
 	last time.Time // the last digest; written under mu held exclusively
-	ops  chan evOp
+	ops  *prefix.ShadowQueue[evOp]
 
 	smu    sync.Mutex
 	status prefix.ShadowStatus
@@ -46,7 +46,7 @@ type evOp struct {
 // newShadowIndex wraps served with a reference index built like it.
 func newShadowIndex(served, ref spec.KVEvIndex, v VerifyConfig) *shadowIndex {
 	return &shadowIndex{served: served, ref: ref, scores: prefix.Sampler{Rate: v.Rate}, interval: v.DigestInterval,
-		last: time.Now(), ops: make(chan evOp, v.StateQueue), status: prefix.ShadowStatus{State: prefix.ShadowAgree}}
+		last: time.Now(), ops: prefix.NewShadowQueue[evOp](v.StateQueue, v.StateQueueBytes), status: prefix.ShadowStatus{State: prefix.ShadowAgree}}
 }
 
 // Live implements spec.KVEvIndex.
@@ -112,27 +112,29 @@ func (s *shadowIndex) sampled() bool { return s.scores.Take() }
 // queue offers op; a full queue loses the shadow (a call cannot be
 // skipped without making the reference wrong).
 func (s *shadowIndex) queue(op evOp) {
-	select {
-	case s.ops <- op:
-	default:
-		s.smu.Lock()
-		if s.status.State == prefix.ShadowAgree {
-			s.status.State = prefix.ShadowLost
-			s.status.Detail = fmt.Sprintf("the shadow queue (%d calls) was full at a %s", cap(s.ops), op.kind)
-		}
-		s.smu.Unlock()
+	size := int64(len(op.want) + 8*len(op.query.Tokens))
+	for _, f := range op.frames {
+		size += int64(len(f))
+	}
+	if s.ops.Offer(op, size) {
+		return
+	}
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.status.State == prefix.ShadowAgree {
+		s.status.State = prefix.ShadowLost
+		s.status.Detail = s.ops.FullAt(op.kind)
 	}
 }
 
 // run applies the queued calls to the reference until ctx ends.
 func (s *shadowIndex) run(ctx context.Context) {
 	for {
-		select {
-		case <-ctx.Done():
+		op, ok := s.ops.Next(ctx)
+		if !ok {
 			return
-		case op := <-s.ops:
-			s.compare(op, s.repeat(op))
 		}
+		s.compare(op, s.repeat(op))
 	}
 }
 

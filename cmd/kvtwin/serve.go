@@ -145,6 +145,7 @@ func verifyFlags(f *pflag.FlagSet, v *server.VerifyConfig) {
 	f.IntVar(&v.Files, "verify-files", v.Files, "--verify-dir files kept, the oldest removed")
 	f.BoolVar(&v.State, "verify-state", v.State, "give every prefix pool a reference shadow fed the same operations off the request path: each answer, --verify of the scores, and the state digests every --verify-digest-interval are compared; a diverged pool is flagged in its status, metrics and /readyz and keeps serving. Doubles the pools' memory reservation")
 	f.IntVar(&v.StateQueue, "verify-state-queue", v.StateQueue, "pool operations waiting for the shadows; a mutation that finds the queue full loses its pool's shadow (reported, not waited for)")
+	f.Int64Var(&v.StateQueueBytes, "verify-state-queue-bytes", v.StateQueueBytes, "bytes the pool operations and event messages waiting for the shadows may hold together (copies of their tokens and frames); past it the shadow is lost, as with a full queue")
 	f.DurationVar(&v.DigestInterval, "verify-digest-interval", v.DigestInterval, "how often, at the most, a pool's state digest is compared with its shadow's")
 	f.Var((*implValue)(&v.Against), "verify-against", "implementation samples are re-run on: ref, or fast (a cheaper check of --impl cuda)")
 }
