@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/spec"
 )
 
@@ -35,17 +34,9 @@ func TestReplicaReportsItsBacklogAsPending(t *testing.T) {
 		msgs = append(msgs, relayed{token: "a", seq: i, payload: g.batch(2)})
 	}
 	publishAll(t, js, msgs)
-	streams, _ := ReplicaStreams([]string{"a"})
-	ix, err := fast.NewKVEvIndex(spec.KVEvConfig{}, streams)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewReplica(slowIndex{ix}, ReplicaOptions{URL: ns.url, ID: "backlog", Sources: []string{"a"}, Logger: quietLogger(t),
-		RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond, ReadIdle: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr := &runningReplica{r: r, ix: ix, running: goRun(r.Run)}
+	rr := startReplicaWith(t, ns.url, "backlog", []string{"a"}, func(ix spec.KVEvIndex) spec.KVEvIndex { return slowIndex{ix} },
+		func(o *ReplicaOptions) { o.Logger = quietLogger(t) })
+	r := rr.r
 	defer rr.cancel()
 	var most uint64
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
@@ -92,18 +83,10 @@ func TestStatusDoesNotWaitForAnApplyInProgress(t *testing.T) {
 	createStream(t, js, StreamOptions{})
 	g := newGen(6, 4, new(int64), 50)
 	publishAll(t, js, []relayed{{token: "a", seq: 0, payload: g.batch(2)}})
-	streams, _ := ReplicaStreams([]string{"a"})
-	ix, err := fast.NewKVEvIndex(spec.KVEvConfig{}, streams)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := heldIndex{ix, make(chan struct{}), make(chan struct{}), new(sync.Once)}
-	r, err := NewReplica(h, ReplicaOptions{URL: ns.url, ID: "held", Sources: []string{"a"}, Logger: quietLogger(t),
-		RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond, ReadIdle: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr := &runningReplica{r: r, ix: ix, running: goRun(r.Run)}
+	h := heldIndex{nil, make(chan struct{}), make(chan struct{}), new(sync.Once)}
+	rr := startReplicaWith(t, ns.url, "held", []string{"a"}, func(ix spec.KVEvIndex) spec.KVEvIndex { h.KVEvIndex = ix; return h },
+		func(o *ReplicaOptions) { o.Logger = quietLogger(t) })
+	r := rr.r
 	defer rr.cancel()
 	var once sync.Once
 	release := func() { once.Do(func() { close(h.release) }) }

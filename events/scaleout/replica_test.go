@@ -125,6 +125,13 @@ type runningReplica struct {
 
 func startReplica(t testing.TB, url, id string, sources []string, tune func(*ReplicaOptions)) *runningReplica {
 	t.Helper()
+	return startReplicaWith(t, url, id, sources, nil, tune)
+}
+
+// startReplicaWith is startReplica feeding wrap(ix) (ix itself when wrap
+// is nil): a test's index that takes its time or holds a message.
+func startReplicaWith(t testing.TB, url, id string, sources []string, wrap func(spec.KVEvIndex) spec.KVEvIndex, tune func(*ReplicaOptions)) *runningReplica {
+	t.Helper()
 	streams, err := ReplicaStreams(sources)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +144,11 @@ func startReplica(t testing.TB, url, id string, sources []string, tune func(*Rep
 	if tune != nil {
 		tune(&o)
 	}
-	r, err := NewReplica(ix, o)
+	fed := spec.KVEvIndex(ix)
+	if wrap != nil {
+		fed = wrap(ix)
+	}
+	r, err := NewReplica(fed, o)
 	if err != nil {
 		t.Fatal(err)
 	}
