@@ -245,7 +245,10 @@ func (v *verifier) sampled(id string) bool {
 	if id != "" {
 		h = xxh3.HashString(id)
 	} else {
-		h = xxh3.Hash(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, v.salt), v.seq.Add(1)))
+		var b [16]byte // on the stack: every id-less op request passes here
+		binary.LittleEndian.PutUint64(b[:], v.salt)
+		binary.LittleEndian.PutUint64(b[8:], v.seq.Add(1))
+		h = xxh3.Hash(b[:])
 	}
 	return float64(h>>11)/(1<<53) < v.cfg.Rate
 }

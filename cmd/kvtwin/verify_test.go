@@ -74,8 +74,8 @@ func TestVerifyReportsEveryBugZooFaultOnTheFixtureCorpus(t *testing.T) {
 // any answer of the corpus.
 func verifyFault(t *testing.T, m equiv.Killable) bool {
 	corpus := goldenCorpus(t, m.Op())
-	got, lines, answered := verifyCorpus(t, m.Entry(), corpus)
-	want := changedAnswers(t, m.Entry(), corpus, answered)
+	got, lines, offered := verifyCorpus(t, m.Entry(), corpus)
+	want := changedAnswers(t, m.Entry(), corpus, offered)
 	if !slices.Equal(got, want) {
 		t.Fatalf("diverging requests %v, want exactly the cases whose answer the fault changes %v", got, want)
 	}
@@ -110,16 +110,16 @@ func goldenCorpus(t *testing.T, op string) []fixtures.Case {
 	return cases
 }
 
-// changedAnswers are the names of the corpus cases the server answered
-// (not past its deadline) on which e's fast twin answers, without
-// panicking, other than its ref twin, sorted.
-func changedAnswers(t *testing.T, e catalog.Entry, corpus []fixtures.Case, answered map[string]bool) []string {
+// changedAnswers are the names of the corpus cases whose answer was
+// offered for verification (offered: fast's answer by case) on which e's
+// ref twin answers otherwise, sorted.
+func changedAnswers(t *testing.T, e catalog.Entry, corpus []fixtures.Case, offered map[string]string) []string {
 	t.Helper()
 	var names []string
 	for _, c := range corpus {
-		f, ok := runQuiet(e, catalog.Fast, c.In)
-		if !ok || !answered[c.Case] {
-			continue // a panic (500) or the op deadline (503) sends no answer of the op to verify
+		f, ok := offered[c.Case]
+		if !ok {
+			continue
 		}
 		if r, _ := runQuiet(e, catalog.Ref, c.In); r != f {
 			names = append(names, c.Case)
@@ -144,9 +144,10 @@ func runQuiet(e catalog.Entry, impl catalog.Impl, in []byte) (res string, ok boo
 
 // verifyCorpus serves e alone with --verify 1, posts every case with its
 // name as X-Request-Id, and returns the diverging request ids (sorted),
-// the divergences' fixture lines, and the cases answered before the op
-// deadline.
-func verifyCorpus(t *testing.T, e catalog.Entry, corpus []fixtures.Case) ([]string, []byte, map[string]bool) {
+// the divergences' fixture lines, and, by case, fast's answer for every
+// case whose answer was offered for verification: answered before the op
+// deadline (a 503 sends none) without a panic (a 500 without an answer).
+func verifyCorpus(t *testing.T, e catalog.Entry, corpus []fixtures.Case) ([]string, []byte, map[string]string) {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
@@ -170,7 +171,7 @@ func verifyCorpus(t *testing.T, e catalog.Entry, corpus []fixtures.Case) ([]stri
 	go func() { done <- srv.Serve(ctx, ln) }()
 	defer func() { cancel(); <-done }()
 	base := "http://" + ln.Addr().String()
-	sent, answered := 0, map[string]bool{}
+	offered := map[string]string{}
 	for _, c := range corpus {
 		req, _ := http.NewRequest(http.MethodPost, base+"/v1/ops/"+e.Name(), bytes.NewReader(c.In))
 		req.Header.Set("X-Request-Id", c.Case)
@@ -184,9 +185,8 @@ func verifyCorpus(t *testing.T, e catalog.Entry, corpus []fixtures.Case) ([]stri
 			t.Logf("%s: %d, %d bytes", c.Case, resp.StatusCode, nb)
 		}
 		if resp.StatusCode != http.StatusServiceUnavailable {
-			answered[c.Case] = true
-			if _, ok := runQuiet(e, catalog.Fast, c.In); ok {
-				sent++ // an answer of the op, verified
+			if f, ok := runQuiet(e, catalog.Fast, c.In); ok {
+				offered[c.Case] = f
 			}
 		}
 	}
@@ -194,11 +194,11 @@ func verifyCorpus(t *testing.T, e catalog.Entry, corpus []fixtures.Case) ([]stri
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		sum = getJSON[server.VerifySummary](t, base+"/v1/verify")
 		n := sum.Total.Agree + sum.Total.Diverge + sum.Total.Error + sum.Total.Dropped
-		if n >= int64(sent) {
+		if n >= int64(len(offered)) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d of %d answers verified within 30 s", e.Name(), n, sent)
+			t.Fatalf("%s: %d of %d answers verified within 30 s", e.Name(), n, len(offered))
 		}
 	}
 	if sum.Total.Dropped != 0 || sum.Total.Error != 0 {
@@ -219,7 +219,7 @@ func verifyCorpus(t *testing.T, e catalog.Entry, corpus []fixtures.Case) ([]stri
 	if int64(len(ids)) != sum.Total.Diverge {
 		t.Fatalf("%s: %d divergences counted, %d lines kept", e.Name(), sum.Total.Diverge, len(ids))
 	}
-	return ids, lines, answered
+	return ids, lines, offered
 }
 
 func getBody(t *testing.T, url string) []byte {
