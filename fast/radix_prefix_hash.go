@@ -2,6 +2,7 @@ package fast
 
 import (
 	"encoding/binary"
+	"math"
 	"unsafe"
 
 	"github.com/kvtwin/kvtwin/ref"
@@ -118,18 +119,70 @@ func hashedPages(c *node, qh []spec.PrefixHash, qPages int) int {
 // naming field[i]); ps < 1 is ErrInvalidPageSize. The key aliases tokens,
 // as TokenKeyView's does.
 func TokenKeyChain(field string, tokens []int64, extra spec.ExtraKey, ps int) (spec.RadixKey, []spec.PrefixHash, error) {
+	h, err := NewPageHasher(ps, make([]spec.PrefixHash, 0, len(tokens)/max(ps, 1)))
+	if err != nil {
+		return spec.RadixKey{}, nil, err
+	}
+	return h.Chain(field, tokens, extra)
+}
+
+// PageHasher computes a prompt's page hashes pᵢ (docs/spec/radix-acks.md
+// §1.14, unseeded, not yet folded) while the prompt is still arriving, so
+// that hashing a long prompt overlaps its transfer: §1.14 makes each page's
+// hash independent of the pages before it, and only the cheap fold is
+// sequential. Chain finishes what Add began and equals TokenKeyChain.
+// A PageHasher is used by one goroutine at a time.
+type PageHasher struct {
+	ps    int
+	pages []spec.PrefixHash
+	acc   uint64 // the OR of every unit hashed (a bit past 32: a bad id)
+	buf   []byte
+}
+
+// NewPageHasher is an empty PageHasher for pages of ps units that appends
+// the page hashes to pages[:0] (its capacity is reused; nil is fine). ps <
+// 1 is ErrInvalidPageSize.
+func NewPageHasher(ps int, pages []spec.PrefixHash) (*PageHasher, error) {
 	if ps < 1 {
-		return spec.RadixKey{}, nil, spec.Reject(spec.ErrInvalidPageSize, "page_size", ps, ">= 1")
+		return nil, spec.Reject(spec.ErrInvalidPageSize, "page_size", ps, ">= 1")
 	}
-	units := []spec.Unit{}
-	if len(tokens) > 0 {
-		units = unsafe.Slice((*spec.Unit)(unsafe.Pointer(unsafe.SliceData(tokens))), len(tokens))
+	return &PageHasher{ps: ps, pages: pages[:0]}, nil
+}
+
+// PageSize is the page size h hashes.
+func (h *PageHasher) PageSize() int { return h.ps }
+
+// Pages is how many whole pages h has hashed so far.
+func (h *PageHasher) Pages() int { return len(h.pages) }
+
+// Add hashes the whole pages of tokens that earlier calls did not. tokens
+// is the prompt so far: each call's tokens must extend the previous call's
+// (the same ids in front), which is what lets it hash only the new pages.
+// Ids past 2^32-1 are not refused here; Chain reports them.
+func (h *PageHasher) Add(tokens []int64) {
+	done := len(h.pages)
+	n := len(tokens)/h.ps - done
+	if n <= 0 {
+		return
 	}
-	chain := make([]spec.PrefixHash, len(units)/ps)
-	acc := hashPages(units, ps, chain)
-	acc |= orUnits(units[len(chain)*ps:])
-	if acc>>32 != 0 {
+	units := unitsOf(tokens[done*h.ps : (done+n)*h.ps])
+	h.pages = append(h.pages, make([]spec.PrefixHash, n)...)
+	h.acc |= hashPages(units, h.ps, h.pages[done:], &h.buf)
+}
+
+// Chain is TokenKeyChain(field, tokens, extra, h.PageSize()) for the whole
+// prompt tokens, whose prefixes were given to Add: it hashes the pages Add
+// did not see, checks every id, and folds the page hashes in place (so h
+// holds the chain afterwards and is not to be fed again).
+func (h *PageHasher) Chain(field string, tokens []int64, extra spec.ExtraKey) (spec.RadixKey, []spec.PrefixHash, error) {
+	h.Add(tokens)
+	units := unitsOf(tokens)
+	if h.acc|orUnits(units[len(h.pages)*h.ps:]) > math.MaxUint32 {
 		return spec.RadixKey{}, nil, ref.CheckTokens(field, tokens)
+	}
+	chain := h.pages
+	if chain == nil {
+		chain = []spec.PrefixHash{} // as TokenKeyChain's: empty, not absent
 	}
 	prev := uint64(ref.PrefixHashSeed(extra, false))
 	for i, p := range chain {
@@ -137,6 +190,15 @@ func TokenKeyChain(field string, tokens []int64, extra spec.ExtraKey, ps int) (s
 		chain[i] = spec.PrefixHash(prev)
 	}
 	return spec.RadixKey{Units: units, Extra: extra}, chain, nil
+}
+
+// unitsOf is tokens as units, without a copy: a token id in [0, 2^32-1]
+// is the unit of the same value (§1.1).
+func unitsOf(tokens []int64) []spec.Unit {
+	if len(tokens) == 0 {
+		return []spec.Unit{}
+	}
+	return unsafe.Slice((*spec.Unit)(unsafe.Pointer(unsafe.SliceData(tokens))), len(tokens))
 }
 
 // hashPages sets out[i] to page i's unseeded hash pᵢ (not yet folded) for
@@ -148,13 +210,12 @@ func TokenKeyChain(field string, tokens []int64, extra spec.ExtraKey, ps int) (s
 // this project's 2-vCPU VMs, waking the second core costs more than half
 // of a 240K-token prompt's hashing (docs/perf.md, "The chain in
 // parallel"), so they are not.
-func hashPages(units []spec.Unit, ps int, out []spec.PrefixHash) uint64 {
+func hashPages(units []spec.Unit, ps int, out []spec.PrefixHash, buf *[]byte) uint64 {
 	var acc uint64
-	var buf []byte
 	for i := range out {
 		page := units[i*ps : (i+1)*ps : (i+1)*ps]
 		acc |= orUnits(page)
-		out[i] = spec.PrefixHash(xxh3.Hash(pageBytes(page, &buf)))
+		out[i] = spec.PrefixHash(xxh3.Hash(pageBytes(page, buf)))
 	}
 	return acc
 }

@@ -585,3 +585,42 @@ func TestTokenKeyChainIsCheckThenHash(t *testing.T) {
 		}
 	}
 }
+
+// TestPageHasherFedInPiecesIsCheckThenHash: hashing a prompt's pages as
+// its prefixes arrive (any lengths, page-aligned or not, repeated) and
+// finishing with Chain gives ref.TokenKey then ref.PrefixHashes, a bad id
+// in a page hashed early included, as TokenKeyChain does in one call.
+func TestPageHasherFedInPiecesIsCheckThenHash(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 7))
+	salt := "s"
+	for i := range 200 {
+		ps := []int{1, 5, 64}[i%3]
+		tokens := make([]int64, rng.IntN(1500))
+		for j := range tokens {
+			tokens[j] = rng.Int64N(1 << 32)
+		}
+		if len(tokens) > 0 && i%4 == 0 {
+			tokens[rng.IntN(len(tokens))] = []int64{-7, 1<<32 + 3}[i%8/4]
+		}
+		extra := spec.ExtraKeyOf(nil, &salt)
+		wantKey, wantErr := ref.TokenKey("tokens", tokens, extra)
+		var wantChain []spec.PrefixHash
+		if wantErr == nil {
+			wantChain = ref.PrefixHashes(wantKey, ps)
+		}
+		h, err := fast.NewPageHasher(ps, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := 0; n < len(tokens); n += rng.IntN(3 * ps) {
+			h.Add(tokens[:n])
+		}
+		key, chain, err := h.Chain("tokens", tokens, extra)
+		if !reflect.DeepEqual(err, wantErr) || !reflect.DeepEqual(chain, wantChain) || (err == nil && !reflect.DeepEqual(key, wantKey)) {
+			t.Fatalf("case %d (ps %d): got %v, %v; want %v, %v", i, ps, chain, err, wantChain, wantErr)
+		}
+	}
+	if _, err := fast.NewPageHasher(0, nil); !errors.Is(err, spec.ErrInvalidPageSize) {
+		t.Errorf("page size 0: %v, want ErrInvalidPageSize", err)
+	}
+}

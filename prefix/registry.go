@@ -240,6 +240,16 @@ type Score struct {
 // Errors: ErrRequestTooLong, ErrTokenRange (tokens[i]), ErrBadPoolName,
 // ErrDuplicatePool and ErrUnknownPool (pools[i]).
 func (r *Registry) Score(tokens []int64, extra spec.ExtraKey, pools []string, exact bool) ([]Score, error) {
+	return r.ScoreHashed(tokens, extra, pools, exact, nil)
+}
+
+// ScoreHashed is Score with some of the prompt's page hashes computed
+// ahead: a hashed score takes a token-space chain of page size ps from the
+// hasher in pre of that page size, which must have been fed prefixes of
+// tokens only (fast.PageHasher.Add), and hashes the rest itself. The answer
+// and errors are Score's. A hasher it uses holds the folded chain after it,
+// and is not to be used again.
+func (r *Registry) ScoreHashed(tokens []int64, extra spec.ExtraKey, pools []string, exact bool, pre []*PageHasher) ([]Score, error) {
 	if err := checkLength(tokens, r.lim.MaxRequestTokens); err != nil {
 		return nil, err
 	}
@@ -252,7 +262,7 @@ func (r *Registry) Score(tokens []int64, extra spec.ExtraKey, pools []string, ex
 	if exact {
 		keys, err = unitKeys(tokens, extra, targets)
 	} else {
-		keys, chains, err = hashedKeys(tokens, extra, targets)
+		keys, chains, err = hashedKeys(tokens, extra, targets, pre)
 	}
 	if err != nil {
 		return nil, err
@@ -300,7 +310,7 @@ func kindOf(c Config) chainKind { return chainKind{pageSize: c.PageSize, eagle: 
 // comes from fast.TokenKeyChain, which range-checks each page as it hashes
 // it, so a long prompt is read from memory once; a bigram chain from the
 // first Eagle pool's tree, over the checked bigram key.
-func hashedKeys(tokens []int64, extra spec.ExtraKey, targets []Named) ([2]spec.RadixKey, map[chainKind][]spec.PrefixHash, error) {
+func hashedKeys(tokens []int64, extra spec.ExtraKey, targets []Named, pre []*PageHasher) ([2]spec.RadixKey, map[chainKind][]spec.PrefixHash, error) {
 	var keys [2]spec.RadixKey
 	var built [2]bool
 	chains := map[chainKind][]spec.PrefixHash{}
@@ -313,7 +323,11 @@ func hashedKeys(tokens []int64, extra spec.ExtraKey, targets []Named) ([2]spec.R
 		var c []spec.PrefixHash
 		var err error
 		if !kind.eagle {
-			keys[i], c, err = fast.TokenKeyChain("tokens", tokens, extra, kind.pageSize)
+			if h := hasherFor(pre, kind.pageSize); h != nil {
+				keys[i], c, err = h.Chain("tokens", tokens, extra)
+			} else {
+				keys[i], c, err = fast.TokenKeyChain("tokens", tokens, extra, kind.pageSize)
+			}
 		} else {
 			if !built[i] {
 				keys[i], err = unitKey(tokens, extra, true)
@@ -328,6 +342,48 @@ func hashedKeys(tokens []int64, extra spec.ExtraKey, targets []Named) ([2]spec.R
 		built[i], chains[kind] = true, c
 	}
 	return keys, chains, nil
+}
+
+// PageHasher hashes a prompt's pages while it arrives, for ScoreHashed
+// (fast.PageHasher): the server's route to the fast twin's hasher.
+type PageHasher = fast.PageHasher
+
+// NewPageHasher is fast.NewPageHasher: an empty hasher for pages of ps
+// units appending to pages[:0].
+func NewPageHasher(ps int, pages []spec.PrefixHash) (*PageHasher, error) {
+	return fast.NewPageHasher(ps, pages)
+}
+
+// hasherFor is the hasher of pre for pages of ps units, or nil.
+func hasherFor(pre []*PageHasher, ps int) *PageHasher {
+	for _, h := range pre {
+		if h != nil && h.PageSize() == ps {
+			return h
+		}
+	}
+	return nil
+}
+
+// HashedPageSizes is the page sizes of the token-space chains a hashed
+// score of the named pools (all pools for none) would compute, at most
+// limit of them, in the order the pools list them: what a caller may hash
+// ahead for ScoreHashed. Pools that do not resolve give none (the score
+// itself reports them).
+func (r *Registry) HashedPageSizes(pools []string, limit int) []int {
+	targets, err := r.resolve(pools)
+	if err != nil {
+		return nil
+	}
+	var sizes []int
+	for _, t := range targets {
+		if c := t.Pool.cfg; !c.Eagle && !slices.Contains(sizes, c.PageSize) {
+			if len(sizes) == limit {
+				break
+			}
+			sizes = append(sizes, c.PageSize)
+		}
+	}
+	return sizes
 }
 
 // parallelScoreTokens is the prompt length from which Score spreads pools

@@ -83,6 +83,16 @@ const bodyChunk = 64 << 10
 // reserving what it holds from the body budget before it allocates it. A
 // declared Content-Length over the limit is refused before a byte is read.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (intake, *apiError) {
+	return s.readBodyFeeding(w, r, nil)
+}
+
+// readBodyFeeding is readBody calling feed, when not nil, with the body
+// read so far after each read that adds to it: work that depends only on
+// the bytes already here (a binary prompt's page hashes) then overlaps the
+// rest of the transfer instead of following it. feed runs on the reading
+// goroutine, holding no compute slot, so it must cost no more than a
+// bounded amount per byte it is given.
+func (s *Server) readBodyFeeding(w http.ResponseWriter, r *http.Request, feed func([]byte)) (intake, *apiError) {
 	limit := s.cfg.MaxBodyBytes
 	tooLarge := &apiError{status: http.StatusRequestEntityTooLarge,
 		message: fmt.Sprintf("request body exceeds MaxBodyBytes (%d bytes)", limit)}
@@ -119,6 +129,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (intake, *apiE
 		}
 		n, err := rd.Read(in.body[len(in.body):cap(in.body)])
 		in.body = in.body[:len(in.body)+n]
+		if feed != nil && n > 0 {
+			feed(in.body)
+		}
 		if err == io.EOF {
 			// Lift the rate deadline: net/http's background read of the
 			// idle connection would take it for a hang-up and cancel the

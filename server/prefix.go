@@ -102,6 +102,9 @@ type (
 		// Group and Tier select the event-fed pools scored (docs/events.md).
 		Group int64  `json:"group"`
 		Tier  string `json:"tier"`
+		// pre holds page hashes of Tokens computed while the body
+		// arrived (tokenStream), for Registry.ScoreHashed.
+		pre []*prefix.PageHasher
 	}
 	nodeBody struct {
 		Node *spec.NodeID `json:"node"`
@@ -168,7 +171,13 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 	var probe In
 	tb, onePass := any(&probe).(tokenBody)
 	return func(w http.ResponseWriter, r *http.Request) {
-		got, aerr := s.readBody(w, r)
+		ts := s.streamTokens(r, tb)
+		var feed func([]byte)
+		if ts != nil {
+			defer s.bodies.Release(ts.reserved)
+			feed = ts.feed
+		}
+		got, aerr := s.readBodyFeeding(w, r, feed)
 		if aerr != nil {
 			s.writeError(w, r, aerr)
 			return
@@ -197,7 +206,12 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 			if sl == nil {
 				return
 			}
-			f.fillTokens(got.body, s.tokenBuf(tb))
+			if ts != nil && len(ts.toks) == len(got.body)/4 {
+				f.tokens, f.pre = ts.toks, ts.hashers
+				f.seen |= mTokens
+			} else {
+				f.fillTokens(got.body, s.tokenBuf(tb))
+			}
 			defer s.recycleTokens(tb, f.tokens)
 			runFields(sl, &f)
 			return
@@ -454,7 +468,7 @@ func (s *Server) score(_ *http.Request, in *scoreBody) (any, error) {
 	if in.Tokens == nil {
 		return nil, missing("tokens", tokensWant)
 	}
-	scores, err := s.pools.Score(in.Tokens, spec.ExtraKeyOf(in.Extra, in.Salt), in.Pools, in.Exact)
+	scores, err := s.pools.ScoreHashed(in.Tokens, spec.ExtraKeyOf(in.Extra, in.Salt), in.Pools, in.Exact, in.pre)
 	if err != nil {
 		return nil, err
 	}

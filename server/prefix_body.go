@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/spec"
 )
 
@@ -88,6 +89,7 @@ type prefixFields struct {
 	tier     string
 	lock     bool
 	priority int
+	pre      []*prefix.PageHasher // a binary score's page hashes (tokenStream)
 }
 
 // tokenBody is a request body the one-pass decoders fill: the score, match
@@ -139,7 +141,7 @@ func (*scoreBody) members() prefixMember {
 }
 
 func (b *scoreBody) fill(f *prefixFields) {
-	*b = scoreBody{Tokens: f.tokens, Extra: f.extra, Salt: f.salt, Pools: f.pools, Exact: f.exact, Group: f.group, Tier: f.tier}
+	*b = scoreBody{Tokens: f.tokens, Extra: f.extra, Salt: f.salt, Pools: f.pools, Exact: f.exact, Group: f.group, Tier: f.tier, pre: f.pre}
 }
 
 func (*matchBody) members() prefixMember { return mTokens | mExtra | mSalt | mLock }
@@ -555,7 +557,14 @@ func checkTokensBinary(body []byte, query url.Values, allowed prefixMember, maxT
 func (f *prefixFields) fillTokens(body []byte, dst []int64) {
 	n := len(body) / 4
 	f.tokens = sized(dst, n)[:n]
-	toks, b := f.tokens, body[:4*n]
+	decodeU32(f.tokens, body)
+	f.seen |= mTokens
+}
+
+// decodeU32 sets each of toks to the little-endian u32 at its place in b,
+// which holds at least 4·len(toks) bytes.
+func decodeU32(toks []int64, b []byte) {
+	b = b[:4*len(toks)]
 	// Two tokens from each 8-byte load, the slices shortened as they go so
 	// the compiler drops the bounds checks: about 3× the one-at-a-time loop.
 	for len(toks) >= 2 && len(b) >= 8 {
@@ -566,7 +575,90 @@ func (f *prefixFields) fillTokens(body []byte, dst []int64) {
 	if len(toks) == 1 && len(b) >= 4 {
 		toks[0] = int64(binary.LittleEndian.Uint32(b))
 	}
-	f.seen |= mTokens
+}
+
+// tokenStream decodes a binary token list while the body arrives and, for
+// a hashed score, hashes its whole pages for the page sizes the score will
+// chain (prefix.PageHasher): a long prompt's decoding and hashing then
+// overlap its transfer, and the score that follows only folds the page
+// hashes and walks the pools (docs/perf.md, "End to end"). Its buffers
+// are reserved from the body budget, since they are held while a client
+// sends; the work per byte is bounded (a conversion and at most
+// maxStreamHashers hashes), as the read's own is.
+type tokenStream struct {
+	n        int // the declared tokens
+	toks     []int64
+	hashers  []*prefix.PageHasher
+	reserved int64
+}
+
+// streamTokenBytes is the smallest binary body decoded while it arrives:
+// below it the whole transfer takes less than a scheduling quantum of
+// overlap is worth.
+const streamTokenBytes = 64 << 10
+
+// maxStreamHashers bounds the page sizes hashed ahead for one score: more
+// kinds of pool than this are hashed after the body, by the score.
+const maxStreamHashers = 4
+
+// streamTokens is the tokenStream for r's body when r sends a binary
+// token list of a declared length from streamTokenBytes up to the token
+// limit and its buffers fit the body budget; nil otherwise (the body is
+// then decoded after it is read, as before, and every refusal stays that
+// path's). The query is only peeked at here: checkTokensBinary still
+// judges it once the body is in.
+func (s *Server) streamTokens(r *http.Request, tb tokenBody) *tokenStream {
+	cl := r.ContentLength
+	if tb == nil || cl < streamTokenBytes || cl%4 != 0 || cl/4 > int64(s.cfg.Prefix.MaxRequestTokens) || !isTokensBody(r) {
+		return nil
+	}
+	n := int(cl / 4)
+	ts := &tokenStream{n: n, toks: sized(s.tokenBuf(tb), n)}
+	want := 8 * int64(cap(ts.toks))
+	var sizes []int
+	if _, ok := tb.(*scoreBody); ok {
+		q := r.URL.Query()
+		if q.Get("exact") != "true" {
+			var pools []string
+			if v := q.Get("pools"); v != "" {
+				pools = strings.Split(v, ",")
+			}
+			sizes = s.pools.HashedPageSizes(pools, maxStreamHashers)
+		}
+	}
+	for _, ps := range sizes {
+		want += 8 * int64(n/ps)
+	}
+	// Only when the body would still fit beside them: taking the budget's
+	// last room for buffers would refuse a body the old path reads.
+	if !s.bodies.TryAcquire(want + cl + 1) {
+		s.recycleTokens(tb, ts.toks)
+		return nil
+	}
+	s.bodies.Release(cl + 1)
+	ts.reserved = want
+	for _, ps := range sizes {
+		h, err := prefix.NewPageHasher(ps, make([]spec.PrefixHash, 0, n/ps))
+		if err == nil { // a pool's page size is >= 1
+			ts.hashers = append(ts.hashers, h)
+		}
+	}
+	return ts
+}
+
+// feed decodes the whole tokens of body (the body so far) not yet decoded
+// and hashes the pages they complete; bytes past the declared length are
+// left to the read, which refuses them.
+func (ts *tokenStream) feed(body []byte) {
+	have, n := len(ts.toks), min(len(body)/4, ts.n)
+	if n <= have {
+		return
+	}
+	ts.toks = ts.toks[:n]
+	decodeU32(ts.toks[have:], body[4*have:])
+	for _, h := range ts.hashers {
+		h.Add(ts.toks)
+	}
 }
 
 // setQuery sets member m from its query parameter's value.

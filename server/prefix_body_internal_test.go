@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
@@ -13,10 +15,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/tidwall/gjson"
 	"pgregory.net/rapid"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/prefix"
+	"github.com/kvtwin/kvtwin/spec"
 )
 
 // fullPath is what the full path makes of a body: the gate, the gjson
@@ -61,7 +66,7 @@ func onePassAgrees[In any, P interface {
 	}
 	var got In
 	P(&got).fill(&f)
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(scoreBody{})); diff != "" {
 		t.Fatalf("%q decodes differently (-full +one-pass):\n%s", body, diff)
 	}
 	return true
@@ -257,7 +262,7 @@ func TestBinaryTokenListsDecodeWithTheirQuery(t *testing.T) {
 	got.fill(&f)
 	x := "x"
 	want := scoreBody{Tokens: []int64{7, math.MaxUint32}, Pools: []string{"a", "b"}, Exact: true, Group: -3, Tier: "gpu", Extra: &x}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(scoreBody{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	for _, c := range []struct {
@@ -356,4 +361,90 @@ func BenchmarkDecodeTokensJSON(b *testing.B) {
 			copy(dst, body)
 		}
 	})
+}
+
+// TestALongBinaryScoreIsHashedBeforeItsBodyEnds shows the early path is
+// taken: for a binary score of a declared length past streamTokenBytes,
+// the first half of the body, fed in uneven pieces, already has its pages
+// hashed for each pool page size (at most maxStreamHashers, Eagle pools
+// excluded), the whole body decodes to its tokens, and the score with
+// those hashes equals the score without; a short body, an exact score, a
+// JSON body and a budget without room take the old path.
+func TestALongBinaryScoreIsHashedBeforeItsBodyEnds(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ps := range []int{2, 3, 5, 7, 11, 16} {
+		if _, err := s.pools.Create(fmt.Sprintf("p%d", i), prefix.Config{PageSize: ps, CapacityTokens: 1 << 15, Eagle: ps == 16}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 30000
+	body := make([]byte, 4*n)
+	tokens := make([]int64, n)
+	for i := range tokens {
+		tokens[i] = int64(i * 7919 % 100003)
+		binary.LittleEndian.PutUint32(body[4*i:], uint32(tokens[i]))
+	}
+	req := func(query, ctype string, size int) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/v1/prefix:score"+query, nil)
+		r.Header.Set("Content-Type", ctype)
+		r.ContentLength = int64(size)
+		return r
+	}
+	ts := s.streamTokens(req("", TokensContentType, len(body)), (*scoreBody)(nil))
+	if ts == nil {
+		t.Fatal("a 120,000-byte binary score is not decoded while it arrives")
+	}
+	if got := len(ts.hashers); got != maxStreamHashers {
+		t.Fatalf("%d page sizes hashed ahead, want %d (five non-Eagle sizes, capped)", got, maxStreamHashers)
+	}
+	for at := 0; at < len(body)/2; at += 1 + at%4093 {
+		ts.feed(body[:at])
+	}
+	ts.feed(body[:len(body)/2])
+	if len(ts.toks) != n/2 {
+		t.Fatalf("%d tokens decoded from half the body, want %d", len(ts.toks), n/2)
+	}
+	for _, h := range ts.hashers {
+		if least := (n/2)/h.PageSize() - 1; h.Pages() < least {
+			t.Errorf("page size %d: %d pages hashed from half the body, want >= %d", h.PageSize(), h.Pages(), least)
+		}
+	}
+	ts.feed(body)
+	if !slices.Equal(ts.toks, tokens) {
+		t.Fatal("the tokens decoded while arriving differ from the body's")
+	}
+	want, err := s.pools.Score(tokens, spec.ExtraKey{}, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.pools.ScoreHashed(ts.toks, spec.ExtraKey{}, nil, false, ts.hashers)
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("score with the early hashes %v %v, without %v", got, err, want)
+	}
+	s.bodies.Release(ts.reserved)
+	for _, r := range []*http.Request{
+		req("", TokensContentType, streamTokenBytes-4),
+		req("", "application/json", len(body)),
+		req("", TokensContentType, len(body)+1),
+	} {
+		if s.streamTokens(r, (*scoreBody)(nil)) != nil {
+			t.Errorf("%s %d bytes: decoded while arriving", r.Header.Get("Content-Type"), r.ContentLength)
+		}
+	}
+	if ts := s.streamTokens(req("?exact=true", TokensContentType, len(body)), (*scoreBody)(nil)); ts == nil || len(ts.hashers) != 0 {
+		t.Error("an exact score hashes pages ahead, or is not decoded early")
+	} else {
+		s.bodies.Release(ts.reserved)
+	}
+	if !s.bodies.TryAcquire(cfg.MaxBodyBytesInFlight - int64(len(body))) {
+		t.Fatal("the body budget is not whole after the streams released it")
+	}
+	if s.streamTokens(req("", TokensContentType, len(body)), (*scoreBody)(nil)) != nil {
+		t.Error("decoded early with no room for its buffers beside the body")
+	}
 }
