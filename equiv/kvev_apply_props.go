@@ -35,9 +35,23 @@ func kvRunStep(ix spec.KVEvIndex, s spec.KVEvStep) spec.KVEvStepResult {
 		return ix.ReplayFailed(s.Stream, s.Reason)
 	case spec.KVStepRestart:
 		return ix.Restart(s.Stream)
+	case spec.KVStepAddStream:
+		return kvOutcomeOf(s.Op, ix.AddStream(*s.Config))
+	case spec.KVStepRemoveStream:
+		return kvOutcomeOf(s.Op, ix.RemoveStream(s.Stream))
 	}
 	scores, err := ix.Score(spec.KVEvScoreQuery{Tokens: s.Tokens, Namespace: s.Namespace, Group: s.Group, Tier: s.Tier, Exact: s.Exact})
 	r := spec.KVEvStepResult{Op: s.Op, Scores: scores}
+	if err != nil {
+		r.Error = new(spec.ErrorObjectOf(err))
+	}
+	return r
+}
+
+// kvOutcomeOf is an add's or a removal's result as the interpreter
+// writes it: the op, and the refusal if any.
+func kvOutcomeOf(op string, err error) spec.KVEvStepResult {
+	r := spec.KVEvStepResult{Op: op}
 	if err != nil {
 		r.Error = new(spec.ErrorObjectOf(err))
 	}

@@ -38,24 +38,7 @@ func (s *kvScenario) handleIndex(t *testing.T, td *datadriven.TestData) string {
 		if name == "" {
 			continue
 		}
-		st := spec.KVEvStream{Name: name}
-		p := &kvScenarioPub{}
-		for _, a := range args {
-			switch a.Key {
-			case "replay":
-				st.Replay, p.replay = true, true
-			case "rank":
-				st.Rank = int64(kvParseUint(t, td, a.SingleVal(t)))
-			case "topic":
-				p.topic = a.SingleVal(t)
-			case "reply_topic":
-				p.replyTopic = true
-			case "buffer":
-				p.bufferSteps = int(kvParseUint(t, td, a.SingleVal(t)))
-			default:
-				td.Fatalf(t, "stream %s: unknown argument %s", name, a.Key)
-			}
-		}
+		st, p := kvScenarioStream(t, td, name, args)
 		streams = append(streams, st)
 		pubs[name] = p
 	}
@@ -63,18 +46,48 @@ func (s *kvScenario) handleIndex(t *testing.T, td *datadriven.TestData) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	s.ix, s.pubs = ix, pubs
 	share, err := cfg.EngineShare(len(streams))
+	s.ix, s.pubs, s.share = ix, pubs, share
 	if err != nil {
 		td.Fatalf(t, "the index was built but its share is refused: %v", err)
 	}
 	var out []string
 	for _, st := range streams {
-		replay := "no replay endpoint"
-		if st.Replay {
-			replay = "replay endpoint"
-		}
-		out = append(out, fmt.Sprintf("%s: rank %d, %s, share %d engines", st.Name, st.Rank, replay, share))
+		out = append(out, kvScenarioStreamLine(st, share))
 	}
 	return strings.Join(out, "\n")
+}
+
+// kvScenarioStream is a stream line's stream and its publisher:
+//
+//	NAME [replay] [rank=R] [topic=T] [reply_topic] [buffer=N]
+func kvScenarioStream(t *testing.T, td *datadriven.TestData, name string, args []datadriven.CmdArg) (spec.KVEvStream, *kvScenarioPub) {
+	st := spec.KVEvStream{Name: name}
+	p := &kvScenarioPub{}
+	for _, a := range args {
+		switch a.Key {
+		case "replay":
+			st.Replay, p.replay = true, true
+		case "rank":
+			st.Rank = int64(kvParseUint(t, td, a.SingleVal(t)))
+		case "topic":
+			p.topic = a.SingleVal(t)
+		case "reply_topic":
+			p.replyTopic = true
+		case "buffer":
+			p.bufferSteps = int(kvParseUint(t, td, a.SingleVal(t)))
+		default:
+			td.Fatalf(t, "stream %s: unknown argument %s", name, a.Key)
+		}
+	}
+	return st, p
+}
+
+// kvScenarioStreamLine describes a stream of the index and its share.
+func kvScenarioStreamLine(st spec.KVEvStream, share int) string {
+	replay := "no replay endpoint"
+	if st.Replay {
+		replay = "replay endpoint"
+	}
+	return fmt.Sprintf("%s: rank %d, %s, share %d engines", st.Name, st.Rank, replay, share)
 }

@@ -38,6 +38,8 @@ import (
 //	gap stream=S [rank=R|nil] [unsent]                            then one event a line
 //	replay stream=S [n=K] [seq=N] [sentinel] [fail=REASON] [bad=delimiter|seq]
 //	restart stream=S [discovered]
+//	add                                                           then one stream line, as index's
+//	remove stream=S
 //	clear stream=S [rank=R|nil]
 //	score tokens=(…) [tier=T] [ns=NS] [group=G] [exact]
 //	state
@@ -118,6 +120,8 @@ type kvScenario struct {
 	newIndex spec.NewKVEvIndexFunc
 	ix       spec.KVEvIndex
 	pubs     map[string]*kvScenarioPub
+	// share is every stream's engine share, fixed when the index was built.
+	share int
 }
 
 // kvScenarioPub is a publisher as the scenario drives it (§1.1-§1.2, §3.2):
@@ -154,6 +158,10 @@ func (s *kvScenario) run(t *testing.T, td *datadriven.TestData) string {
 		return s.handleReplay(t, td)
 	case "restart":
 		return s.handleRestart(t, td)
+	case "add":
+		return s.handleAdd(t, td)
+	case "remove":
+		return s.handleRemove(t, td)
 	case "clear":
 		return s.handleClear(t, td)
 	case "score":

@@ -156,7 +156,7 @@ func TestFastCursorHeldBytesOverflowIsACountOverflow(t *testing.T) {
 			t.Fatalf("seq %d: %+v", c.seq, r)
 		}
 	}
-	st := ix.byName["r"]
+	st := ix.streams.Load().byName["r"]
 	if st.heldBytes != 24 || st.c.HeldOverflow != 1 || !st.staleSet || st.staleSince != 5 {
 		t.Fatalf("stream: %d bytes, %+v, stale %v since %d", st.heldBytes, st.c, st.staleSet, st.staleSince)
 	}

@@ -57,8 +57,11 @@ type kvStream struct {
 
 	staleSet   bool
 	staleSince uint64
-	engines    map[spec.KVEvEngineKey]*kvEngine
-	c          spec.KVEvStreamCounters
+	// removed is set, under mu, by RemoveStream (A11): a call that found
+	// the stream before then answers as for an unknown stream.
+	removed bool
+	engines map[spec.KVEvEngineKey]*kvEngine
+	c       spec.KVEvStreamCounters
 
 	hasher kvHasher
 }
@@ -90,21 +93,27 @@ func (st *kvStream) state() spec.KVEvStreamState {
 	return s
 }
 
-func (ix *kvIndex) stream(name string, op string) (*kvStream, *spec.KVEvStepResult) {
-	st := ix.byName[name]
-	if st == nil {
-		return nil, &spec.KVEvStepResult{Op: op, Error: new(spec.ErrorObjectOf(ref.KVUnknownStreamError(name)))}
+// lockStream returns the stream named name with its mutex held, or op's
+// unknown-stream result when the index has no such stream (never had it,
+// or RemoveStream took it before the lock was won).
+func (ix *kvIndex) lockStream(name string, op string) (*kvStream, *spec.KVEvStepResult) {
+	st := ix.streams.Load().byName[name]
+	if st != nil {
+		st.mu.Lock()
+		if !st.removed {
+			return st, nil
+		}
+		st.mu.Unlock()
 	}
-	return st, nil
+	return nil, &spec.KVEvStepResult{Op: op, Error: new(spec.ErrorObjectOf(ref.KVUnknownStreamError(name)))}
 }
 
 // Live handles a message received on the stream's SUB socket (§3.1, A7).
 func (ix *kvIndex) Live(name string, frames [][]byte) spec.KVEvStepResult {
-	st, bad := ix.stream(name, spec.KVStepLive)
+	st, bad := ix.lockStream(name, spec.KVStepLive)
 	if bad != nil {
 		return *bad
 	}
-	st.mu.Lock()
 	defer st.mu.Unlock()
 	r := spec.KVEvStepResult{Op: spec.KVStepLive}
 	// §1.2: a malformed message is dropped and counted; its seq is not
@@ -284,11 +293,10 @@ func (ix *kvIndex) restart(st *kvStream, r *spec.KVEvStepResult) {
 
 // Restart handles an operator's signal that the publisher was replaced.
 func (ix *kvIndex) Restart(name string) spec.KVEvStepResult {
-	st, bad := ix.stream(name, spec.KVStepRestart)
+	st, bad := ix.lockStream(name, spec.KVStepRestart)
 	if bad != nil {
 		return *bad
 	}
-	st.mu.Lock()
 	defer st.mu.Unlock()
 	r := spec.KVEvStepResult{Op: spec.KVStepRestart}
 	ix.restart(st, &r)
@@ -298,11 +306,10 @@ func (ix *kvIndex) Restart(name string) spec.KVEvStepResult {
 
 // Replay handles one DEALER reply (§3.2, A7).
 func (ix *kvIndex) Replay(name string, frames [][]byte) spec.KVEvStepResult {
-	st, bad := ix.stream(name, spec.KVStepReplay)
+	st, bad := ix.lockStream(name, spec.KVStepReplay)
 	if bad != nil {
 		return *bad
 	}
-	st.mu.Lock()
 	defer st.mu.Unlock()
 	r := spec.KVEvStepResult{Op: spec.KVStepReplay}
 	if err := kvReplayFrames(st.replaying, frames); err != nil {
@@ -358,11 +365,10 @@ func kvReplayFrames(replaying bool, frames [][]byte) error {
 
 // ReplayFailed ends the outstanding replay without its sentinel (A7).
 func (ix *kvIndex) ReplayFailed(name string, reason string) spec.KVEvStepResult {
-	st, bad := ix.stream(name, spec.KVStepReplayFailed)
+	st, bad := ix.lockStream(name, spec.KVStepReplayFailed)
 	if bad != nil {
 		return *bad
 	}
-	st.mu.Lock()
 	defer st.mu.Unlock()
 	r := spec.KVEvStepResult{Op: spec.KVStepReplayFailed}
 	var err error

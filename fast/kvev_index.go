@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -28,7 +29,7 @@ import (
 //
 // Concurrency. Calls for one stream are serialized by the stream's mutex;
 // calls for different streams, Score, State and Digest run in parallel.
-// Lock order: stream < index < engine. The index mutex guards the engine
+// Lock order: streamsMu < stream < index < engine. The index mutex guards the engine
 // map and is held only to create or drop engines; Score reads an immutable
 // sorted engine list through an atomic pointer. Each engine has an
 // RWMutex: a batch is applied under its write lock (so a score never sees
@@ -68,8 +69,11 @@ type kvIndex struct {
 	chainBufs sync.Pool
 	cfg       spec.KVEvConfig
 	f         fault.KVEv
-	streams   []*kvStream
-	byName    map[string]*kvStream
+	// streams is the current set, replaced whole (under streamsMu) by
+	// AddStream and RemoveStream so that the calls of a stream read it
+	// without a lock (A11).
+	streams   atomic.Pointer[kvStreamSet]
+	streamsMu sync.Mutex
 
 	mu      sync.Mutex
 	engines map[spec.KVEvEngineKey]*kvEngine
@@ -92,16 +96,76 @@ func newKVIndex(cfg spec.KVEvConfig, streams []spec.KVEvStream, f fault.KVEv) (*
 	ix := &kvIndex{
 		cfg:     cfg,
 		f:       f,
-		byName:  make(map[string]*kvStream, len(streams)),
 		engines: make(map[spec.KVEvEngineKey]*kvEngine),
 	}
+	set := &kvStreamSet{byName: make(map[string]*kvStream, len(streams))}
 	for _, s := range streams {
-		st := &kvStream{name: s.Name, rank: s.Rank, replay: s.Replay, engines: make(map[spec.KVEvEngineKey]*kvEngine)}
-		ix.streams = append(ix.streams, st)
-		ix.byName[s.Name] = st
+		set = set.with(newKVStream(s))
 	}
+	ix.streams.Store(set)
 	ix.sorted.Store(new([]*kvEngine{}))
 	return ix, nil
+}
+
+// kvStreamSet is the index's streams at one time, never changed once
+// published: list in configuration order (the build list, then adds) and
+// byName.
+type kvStreamSet struct {
+	list   []*kvStream
+	byName map[string]*kvStream
+}
+
+// newKVStream is a stream that has received nothing.
+func newKVStream(s spec.KVEvStream) *kvStream {
+	return &kvStream{name: s.Name, rank: s.Rank, replay: s.Replay, engines: make(map[spec.KVEvEngineKey]*kvEngine)}
+}
+
+// with is the set with st added last, set itself unchanged (unless it is
+// still being built and unpublished, which is the same to every reader).
+func (set *kvStreamSet) with(st *kvStream) *kvStreamSet {
+	out := &kvStreamSet{list: append(slices.Clip(set.list), st), byName: maps.Clone(set.byName)}
+	out.byName[st.name] = st
+	return out
+}
+
+// AddStream implements spec.KVEvIndex (§2.10 A11): the stream joins last
+// with the share fixed when the index was built.
+func (ix *kvIndex) AddStream(s spec.KVEvStream) error {
+	ix.streamsMu.Lock()
+	defer ix.streamsMu.Unlock()
+	set := ix.streams.Load()
+	taken := func(name string) bool { return set.byName[name] != nil }
+	if err := ref.CheckKVEvAddStream(s, taken, len(set.list), ix.cfg.MaxEnginesPerStream, ix.cfg.MaxEngines); err != nil {
+		return err
+	}
+	ix.streams.Store(set.with(newKVStream(s)))
+	return nil
+}
+
+// RemoveStream implements spec.KVEvIndex (§2.10 A11). It waits for the
+// stream's call in flight, marks it removed (so a call that already found
+// it answers as for an unknown stream), drops its engines and publishes
+// the set without it.
+func (ix *kvIndex) RemoveStream(name string) error {
+	ix.streamsMu.Lock()
+	defer ix.streamsMu.Unlock()
+	set := ix.streams.Load()
+	st := set.byName[name]
+	if st == nil {
+		return ref.KVUnknownStreamError(name)
+	}
+	st.mu.Lock()
+	st.removed = true
+	ix.dropEngines(st)
+	st.held, st.heldBytes = nil, 0
+	st.mu.Unlock()
+	out := &kvStreamSet{
+		list:   slices.DeleteFunc(slices.Clone(set.list), func(x *kvStream) bool { return x == st }),
+		byName: maps.Clone(set.byName),
+	}
+	delete(out.byName, name)
+	ix.streams.Store(out)
+	return nil
 }
 
 func kvEngineLess(a, b spec.KVEvEngineKey) int {
@@ -790,16 +854,21 @@ const (
 )
 
 func (ix *kvIndex) state(mode int) spec.KVEvState {
-	for _, st := range ix.streams {
+	// The set cannot change while every stream is held: AddStream and
+	// RemoveStream wait for streamsMu.
+	ix.streamsMu.Lock()
+	defer ix.streamsMu.Unlock()
+	streams := ix.streams.Load().list
+	for _, st := range streams {
 		st.mu.Lock()
 	}
 	defer func() {
-		for _, st := range ix.streams {
+		for _, st := range streams {
 			st.mu.Unlock()
 		}
 	}()
-	out := spec.KVEvState{Streams: make([]spec.KVEvStreamState, 0, len(ix.streams))}
-	for _, st := range ix.streams {
+	out := spec.KVEvState{Streams: make([]spec.KVEvStreamState, 0, len(streams))}
+	for _, st := range streams {
 		out.Streams = append(out.Streams, st.state())
 	}
 	var d kvDigest

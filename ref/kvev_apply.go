@@ -25,9 +25,9 @@ func ValidateKVEvApply(in spec.KVEvApplyInput) error {
 	for i, s := range in.Steps {
 		at := spec.Idx("steps", i)
 		switch s.Op {
-		case spec.KVStepLive, spec.KVStepReplay, spec.KVStepReplayFailed, spec.KVStepRestart:
+		case spec.KVStepLive, spec.KVStepReplay, spec.KVStepReplayFailed, spec.KVStepRestart, spec.KVStepRemoveStream:
 			if !names[s.Stream] {
-				return spec.Reject(spec.ErrUnknownStream, at+".stream", s.Stream, "the name of a configured stream")
+				return spec.Reject(spec.ErrUnknownStream, at+".stream", s.Stream, "the name of a configured stream or of an earlier add_stream")
 			}
 			if s.Op == spec.KVStepReplayFailed && !validReplayReason(s.Reason) {
 				return spec.Reject(spec.ErrBadEnum, at+".reason", s.Reason, "one of timeout, protocol, unavailable")
@@ -36,8 +36,21 @@ func ValidateKVEvApply(in spec.KVEvApplyInput) error {
 			if err := CheckTokens(at+".tokens", s.Tokens); err != nil {
 				return err
 			}
+		case spec.KVStepAddStream:
+			if s.Config == nil {
+				return spec.Reject(spec.ErrBadEnum, at+".config", "missing", "a stream object (name, rank, replay)")
+			}
+			// A name already taken, or no room for its share, is the
+			// step's own result when it runs; the name counts from here on.
+			if s.Config.Name == "" {
+				return spec.Reject(spec.ErrBadEnum, at+".config.name", s.Config.Name, "a non-empty name")
+			}
+			if s.Config.Rank < 0 {
+				return spec.Reject(spec.ErrNegative, at+".config.rank", s.Config.Rank, ">= 0")
+			}
+			names[s.Config.Name] = true
 		default:
-			return spec.Reject(spec.ErrBadEnum, at+".op", s.Op, "one of live, replay, replay_failed, restart, score")
+			return spec.Reject(spec.ErrBadEnum, at+".op", s.Op, "one of live, replay, replay_failed, restart, score, add_stream, remove_stream")
 		}
 	}
 	return nil
@@ -86,6 +99,15 @@ func RunKVEvApply(lim spec.Limits, in spec.KVEvApplyInput, newIndex spec.NewKVEv
 	return out, nil
 }
 
+// stepOutcome is the result of a step that only succeeds or is refused.
+func stepOutcome(op string, err error) spec.KVEvStepResult {
+	r := spec.KVEvStepResult{Op: op}
+	if err != nil {
+		r.Error = new(spec.ErrorObjectOf(err))
+	}
+	return r
+}
+
 // kvevScoreBytes is the JSON size of one score entry, a short source name included.
 const kvevScoreBytes = 96
 
@@ -100,6 +122,10 @@ func runKVEvStep(ix spec.KVEvIndex, s spec.KVEvStep) spec.KVEvStepResult {
 		return ix.ReplayFailed(s.Stream, s.Reason)
 	case spec.KVStepRestart:
 		return ix.Restart(s.Stream)
+	case spec.KVStepAddStream:
+		return stepOutcome(s.Op, ix.AddStream(*s.Config))
+	case spec.KVStepRemoveStream:
+		return stepOutcome(s.Op, ix.RemoveStream(s.Stream))
 	}
 	scores, err := ix.Score(spec.KVEvScoreQuery{Tokens: s.Tokens, Namespace: s.Namespace, Group: s.Group, Tier: s.Tier, Exact: s.Exact})
 	r := spec.KVEvStepResult{Op: s.Op, Scores: scores}

@@ -199,6 +199,62 @@ func NewKVEvIndex(cfg spec.KVEvConfig, streams []spec.KVEvStream) (spec.KVEvInde
 	return ix, nil
 }
 
+// AddStream implements KVEvIndex (§2.10 A11): the stream joins last, as a
+// build-list stream that has received nothing, with the share every
+// stream has.
+func (ix *refKVEvIndex) AddStream(s spec.KVEvStream) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	taken := func(name string) bool { return ix.byName[name] != nil }
+	if err := CheckKVEvAddStream(s, taken, len(ix.streams), ix.cfg.MaxEnginesPerStream, ix.cfg.MaxEngines); err != nil {
+		return err
+	}
+	st := &kvevStream{cfg: s}
+	ix.streams = append(ix.streams, st)
+	ix.byName[s.Name] = st
+	return nil
+}
+
+// RemoveStream implements KVEvIndex (§2.10 A11): the stream's engines go
+// with all their pools, and the stream with its cursor, counters and held
+// messages.
+func (ix *refKVEvIndex) RemoveStream(name string) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	st := ix.byName[name]
+	if st == nil {
+		return KVUnknownStreamError(name)
+	}
+	for k, e := range ix.engines {
+		if e.stream == name {
+			delete(ix.engines, k)
+		}
+	}
+	delete(ix.byName, name)
+	ix.streams = slices.DeleteFunc(ix.streams, func(x *kvevStream) bool { return x == st })
+	return nil
+}
+
+// CheckKVEvAddStream is §2.10 A11's refusal of adding s to an index of
+// streams streams (taken says which names they have) whose share, fixed
+// when it was built, is share engines out of maxEngines: the name, the
+// rank, then room for one more share, in that order. Both twins call it.
+func CheckKVEvAddStream(s spec.KVEvStream, taken func(string) bool, streams, share, maxEngines int) error {
+	if s.Name == "" || taken(s.Name) {
+		return spec.Reject(spec.ErrBadEnum, "stream.name", s.Name, "a non-empty name no other stream has")
+	}
+	if s.Rank < 0 {
+		return spec.Reject(spec.ErrNegative, "stream.rank", s.Rank, ">= 0")
+	}
+	// Both factors are at most 2^16 (Validate, EngineShare): no overflow.
+	if need := int64(streams+1) * int64(share); need > int64(maxEngines) {
+		return spec.Reject(spec.ErrTooLarge, "config.max_engines", maxEngines, fmt.Sprintf(
+			">= %d = %d streams × %d engines each (the share fixed when the index was built; a lower max_engines_per_stream serves more streams)",
+			need, streams+1, share))
+	}
+	return nil
+}
+
 // kvevSeed is the chain seed of a page in namespace ns (§2.10 A4): the
 // extra key is set iff ns is non-empty; no salt; token units.
 func kvevSeed(ns string) spec.PrefixHash {

@@ -35,8 +35,9 @@ type shadowIndex struct {
 
 // evOp is one call the served index answered, for the reference to repeat.
 type evOp struct {
-	kind   string // live, replay, replay_failed, restart, score, digest
+	kind   string // live, replay, replay_failed, restart, add_stream, remove_stream, score, digest
 	stream string
+	config spec.KVEvStream // add_stream
 	frames [][]byte
 	reason string
 	query  spec.KVEvScoreQuery
@@ -67,6 +68,37 @@ func (s *shadowIndex) ReplayFailed(stream, reason string) spec.KVEvStepResult {
 // Restart implements spec.KVEvIndex.
 func (s *shadowIndex) Restart(stream string) spec.KVEvStepResult {
 	return s.ingest(evOp{kind: "restart", stream: stream}, func() spec.KVEvStepResult { return s.served.Restart(stream) })
+}
+
+// AddStream implements spec.KVEvIndex; the reference adds the stream at
+// the same point of the sequence.
+func (s *shadowIndex) AddStream(st spec.KVEvStream) error {
+	var err error
+	s.ingest(evOp{kind: spec.KVStepAddStream, stream: st.Name, config: st}, func() spec.KVEvStepResult {
+		err = s.served.AddStream(st)
+		return outcome(spec.KVStepAddStream, err)
+	})
+	return err
+}
+
+// RemoveStream implements spec.KVEvIndex, as AddStream.
+func (s *shadowIndex) RemoveStream(name string) error {
+	var err error
+	s.ingest(evOp{kind: spec.KVStepRemoveStream, stream: name}, func() spec.KVEvStepResult {
+		err = s.served.RemoveStream(name)
+		return outcome(spec.KVStepRemoveStream, err)
+	})
+	return err
+}
+
+// outcome is a stream add's or removal's answer as a step result (the
+// form kvev.apply gives it), for comparing with the reference's.
+func outcome(op string, err error) spec.KVEvStepResult {
+	r := spec.KVEvStepResult{Op: op}
+	if err != nil {
+		r.Error = new(spec.ErrorObjectOf(err))
+	}
+	return r
 }
 
 // ingest applies one call to the served index and queues it, with a
@@ -149,6 +181,10 @@ func (s *shadowIndex) repeat(op evOp) []byte {
 		return prefix.EncodeAnswer(s.ref.ReplayFailed(op.stream, op.reason), nil)
 	case "restart":
 		return prefix.EncodeAnswer(s.ref.Restart(op.stream), nil)
+	case spec.KVStepAddStream:
+		return prefix.EncodeAnswer(outcome(op.kind, s.ref.AddStream(op.config)), nil)
+	case spec.KVStepRemoveStream:
+		return prefix.EncodeAnswer(outcome(op.kind, s.ref.RemoveStream(op.stream)), nil)
 	case "score":
 		return prefix.EncodeAnswer(s.ref.Score(op.query))
 	}

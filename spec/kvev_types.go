@@ -211,6 +211,11 @@ const (
 	KVStepRestart = "restart"
 	// KVStepScore scores tokens against every engine (§2.8).
 	KVStepScore = "score"
+	// KVStepAddStream adds the stream config describes at run time (§2.10 A11).
+	KVStepAddStream = "add_stream"
+	// KVStepRemoveStream removes the named stream and drops its engines
+	// (§2.10 A11).
+	KVStepRemoveStream = "remove_stream"
 )
 
 // Replay failure reasons of a replay_failed step.
@@ -222,10 +227,14 @@ const (
 
 // KVEvStep is one step of a kvev.apply script. Which fields apply depends on Op.
 type KVEvStep struct {
-	// Op is live, replay, replay_failed, restart or score.
+	// Op is live, replay, replay_failed, restart, score, add_stream or
+	// remove_stream.
 	Op string `json:"op"`
-	// Stream names the configured stream (live, replay, replay_failed, restart).
+	// Stream names the configured stream (live, replay, replay_failed,
+	// restart, remove_stream).
 	Stream string `json:"stream,omitzero"`
+	// Config is the stream to add (add_stream; §2.10 A11).
+	Config *KVEvStream `json:"config,omitzero"`
 	// Frames are the received frames (live, replay).
 	Frames []HexBytes `json:"frames,omitzero"`
 	// Reason is why a replay failed (replay_failed).
@@ -493,6 +502,12 @@ type KVEvIndex interface {
 	State() KVEvState
 	// Digest returns the SHA-256 of the canonical encoding (§4.3).
 	Digest() [32]byte
+	// AddStream adds a stream at run time with the share every stream
+	// has, fixed when the index was built (§2.10 A11).
+	AddStream(s KVEvStream) error
+	// RemoveStream removes a stream, dropping its engines, cursor and
+	// held messages (§2.10 A11).
+	RemoveStream(name string) error
 }
 
 // NewKVEvIndexFunc builds an index over the given streams.

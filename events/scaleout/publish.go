@@ -192,6 +192,22 @@ func (p *pubIndex) Restart(stream string) spec.KVEvStepResult {
 	return r
 }
 
+// AddStream implements spec.KVEvIndex: refused, because a relay's sources
+// are fixed when it starts (its mirror of each source's hold queue, and
+// the replicas' source lists, are built from them); restart the relay
+// with the new list.
+func (p *pubIndex) AddStream(s spec.KVEvStream) error {
+	return errRelaySourcesFixed
+}
+
+// RemoveStream implements spec.KVEvIndex: refused, as AddStream.
+func (p *pubIndex) RemoveStream(name string) error {
+	return errRelaySourcesFixed
+}
+
+// errRelaySourcesFixed refuses a change of a relay's sources at run time.
+var errRelaySourcesFixed = errors.New("a relay's sources are fixed when it starts; restart it with the new list")
+
 // resync checks the mirror against the index's hold queue length; a
 // mismatch (never expected) keeps the newest messages, or clears it.
 func (p *pubIndex) resync(rs *relayStream, held int) {
