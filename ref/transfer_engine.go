@@ -50,6 +50,9 @@ type MemEngine struct {
 	batches map[uint64]*memBatch
 	calls   []spec.EngineCall
 	record  bool
+	// recorded counts the items of the call log: a call, its blocks and
+	// the batch ids a wait listed (Recorded).
+	recorded int64
 	armed   map[spec.EngineFault]int
 	// Faulter, when set, is asked once per call whether the call fails
 	// (random fault schedules); it runs under the engine lock.
@@ -100,8 +103,24 @@ func (e *MemEngine) apply(blocks []spec.Block) {
 func (e *MemEngine) log(c spec.EngineCall) {
 	if e.record {
 		e.calls = append(e.calls, c)
+		e.recorded += int64(1 + len(c.Blocks) + len(c.Batches))
 	}
 }
+
+// Recorded is how many items the call log holds: one per call, block and
+// listed batch id. The log is an output, and a script can make it grow
+// with the product of its layers and pages, far faster than the script's
+// own bytes; its interpreter bounds it after every step.
+func (e *MemEngine) Recorded() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.recorded
+}
+
+// EngineLogItemBytes is what one item of the call log costs against the
+// output bound: a spec.Block in memory (three uint64s) and its slice's
+// share of a call's header, rounded up.
+const EngineLogItemBytes = 32
 
 // SyncTransfer copies blocks now (docs/spec/transfer.md §0). It fails with -1, copying
 // nothing, on an injected fault or a block outside an arena.

@@ -263,7 +263,17 @@ func RunTransferPerLayerScript(lim spec.Limits, in spec.TransferPerLayerScriptIn
 	out := spec.TransferPerLayerScriptOutput{Trace: make([]spec.PerLayerStepResult, 0, len(in.Steps))}
 	out.Trace = append(out.Trace, spec.PerLayerStepResult{Op: spec.PerLayerCreate})
 	for i, s := range in.Steps[1:] {
+		field := spec.Idx("steps", i+1)
+		if err := lim.Poll(i+1, field); err != nil {
+			return spec.TransferPerLayerScriptOutput{}, err
+		}
 		out.Trace = append(out.Trace, run.Step(s, i+1))
+		// Every layer end hands the engine every registered page: the
+		// log grows with layers × pages, so it is bounded as it grows
+		// (by one step's blocks past the bound at most), not at the end.
+		if err := lim.CheckOutput(field, run.Engine.Recorded(), EngineLogItemBytes); err != nil {
+			return spec.TransferPerLayerScriptOutput{}, err
+		}
 	}
 	out.State = run.Manager.State()
 	out.Calls = run.Engine.Calls()
