@@ -63,7 +63,8 @@ const kvHashedScore = "hashed_score"
 // generator's publishers answer the replays the cursor asks for, so a
 // stream without one of them is not a stream the spec describes.
 func kvApplyVocabulary() *Vocabulary[spec.KVEvApplyInput] {
-	kinds := []string{spec.KVStepLive, spec.KVStepReplay, spec.KVStepReplayFailed, spec.KVStepRestart, spec.KVStepScore}
+	kinds := []string{spec.KVStepLive, spec.KVStepReplay, spec.KVStepReplayFailed, spec.KVStepRestart, spec.KVStepScore,
+		spec.KVStepAddStream, spec.KVStepRemoveStream}
 	return &Vocabulary[spec.KVEvApplyInput]{
 		Steps:    kinds,
 		Required: kinds[:4],

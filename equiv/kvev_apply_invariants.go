@@ -21,16 +21,39 @@ import (
 // hash bound once per pool, no hole without a resident descendant
 // (pruning), an engine's tokens = its pages × page size within the
 // budget, and streams naming exactly the engines they feed.
+// kvStreamNamesAfter is the configuration order after in's steps (A11):
+// the build list, each successful removal taken out, each successful add
+// appended; a step without its trace entry is taken to have succeeded.
+func kvStreamNamesAfter(in spec.KVEvApplyInput, out spec.KVEvApplyOutput) []string {
+	var names []string
+	for _, s := range in.Streams {
+		names = append(names, s.Name)
+	}
+	for i, s := range in.Steps {
+		if i < len(out.Trace) && out.Trace[i].Error != nil {
+			continue
+		}
+		switch s.Op {
+		case spec.KVStepAddStream:
+			names = append(names, s.Config.Name)
+		case spec.KVStepRemoveStream:
+			names = slices.DeleteFunc(names, func(n string) bool { return n == s.Stream })
+		}
+	}
+	return names
+}
+
 func kvStateInvariants(_ spec.Limits, in spec.KVEvApplyInput, out spec.KVEvApplyOutput) error {
 	st := out.State
 	budget := in.Config.WithDefaults().MaxTokensPerEngine
-	if len(st.Streams) != len(in.Streams) {
-		return fmt.Errorf("%d streams in the state, %d configured", len(st.Streams), len(in.Streams))
+	names := kvStreamNamesAfter(in, out)
+	if len(st.Streams) != len(names) {
+		return fmt.Errorf("%d streams in the state, %d configured (A11: the build list, less removals, then adds)", len(st.Streams), len(names))
 	}
 	fed := map[spec.KVEvEngineKey]string{}
 	for i, s := range st.Streams {
-		if s.Name != in.Streams[i].Name {
-			return fmt.Errorf("streams[%d] is %q, configured %q", i, s.Name, in.Streams[i].Name)
+		if s.Name != names[i] {
+			return fmt.Errorf("streams[%d] is %q, configured %q", i, s.Name, names[i])
 		}
 		if !s.Replaying && s.Held != 0 {
 			return fmt.Errorf("stream %s holds %d messages without a replay", s.Name, s.Held)

@@ -28,6 +28,8 @@ type kvMachine struct {
 	ref, fast spec.KVEvIndex
 	// ran is how many of the fleet's steps both indexes have run.
 	ran int
+	// trace is the fast index's result of each step run.
+	trace []spec.KVEvStepResult
 }
 
 func newKVMachine(t *rapid.T) *kvMachine {
@@ -51,6 +53,7 @@ func (m *kvMachine) step(t *rapid.T) {
 		s := m.f.in.Steps[m.ran]
 		before := kvPools(m.fast.State())
 		rr, fr := kvRunStep(m.ref, s), kvRunStep(m.fast, s)
+		m.trace = append(m.trace, fr)
 		rb, fb := catalog.Canonical(rr, nil), catalog.Canonical(fr, nil)
 		if !bytes.Equal(rb, fb) {
 			t.Fatalf("step %d %s %s: results differ (-ref +fast):\n%s\nframes: %x", m.ran, s.Op, s.Stream, cmp.Diff(string(rb), string(fb)), s.Frames)
@@ -110,8 +113,8 @@ func (m *kvMachine) compare(t *rapid.T) {
 	if rb, fb := catalog.Canonical(rs, nil), catalog.Canonical(fs, nil); !bytes.Equal(rb, fb) {
 		t.Fatalf("after step %d the states differ (-ref +fast):\n%s", m.ran, cmp.Diff(rs, fs))
 	}
-	in := spec.KVEvApplyInput{Config: m.f.in.Config, Streams: m.f.in.Streams}
-	if err := kvStateInvariants(spec.DefaultLimits(), in, spec.KVEvApplyOutput{State: fs}); err != nil {
+	in := spec.KVEvApplyInput{Config: m.f.in.Config, Streams: m.f.in.Streams, Steps: m.f.in.Steps[:min(m.ran+1, len(m.f.in.Steps))]}
+	if err := kvStateInvariants(spec.DefaultLimits(), in, spec.KVEvApplyOutput{State: fs, Trace: m.trace}); err != nil {
 		t.Fatalf("after step %d: %v", m.ran, err)
 	}
 	if want := kvDigest(fs); fs.Digest != want {

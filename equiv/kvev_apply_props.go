@@ -93,7 +93,23 @@ func kvCursorFollows(_ spec.Limits, in spec.KVEvApplyInput, out spec.KVEvApplyOu
 		cur[s.Name] = newKVCursor(s, in.Config)
 	}
 	for i, s := range in.Steps {
+		r := out.Trace[i]
+		switch {
+		case s.Op == spec.KVStepAddStream && r.Error == nil:
+			cur[s.Config.Name] = newKVCursor(*s.Config, in.Config)
+			continue
+		case s.Op == spec.KVStepRemoveStream && r.Error == nil:
+			delete(cur, s.Stream)
+			continue
+		}
 		c := cur[s.Stream]
+		if c == nil && s.Op != spec.KVStepScore && s.Op != spec.KVStepAddStream {
+			// A11: a stream removed (or never added) answers only that.
+			if r.Error == nil || r.Error.Code != spec.ErrUnknownStream.Code() || len(r.Applied)+len(r.Duplicates)+r.Held > 0 {
+				return fmt.Errorf("step %d (%s %s): the stream was removed, yet the trace has %s", i, s.Op, s.Stream, kvJSON(r))
+			}
+			continue
+		}
 		var o kvCursorOut
 		switch s.Op {
 		case spec.KVStepLive:
@@ -107,7 +123,6 @@ func kvCursorFollows(_ spec.Limits, in spec.KVEvApplyInput, out spec.KVEvApplyOu
 		default:
 			continue
 		}
-		r := out.Trace[i]
 		var req *uint64
 		if len(r.ReplayRequest) > 0 {
 			if len(r.ReplayRequest) != 2 || len(r.ReplayRequest[0]) != 0 || len(r.ReplayRequest[1]) != 8 {
@@ -154,7 +169,9 @@ func kvAppliedAtMostOnce(_ spec.Limits, in spec.KVEvApplyInput, out spec.KVEvApp
 	pending := map[string]int{}
 	for i, s := range in.Steps {
 		r := out.Trace[i]
-		if s.Op == spec.KVStepRestart {
+		if s.Op == spec.KVStepAddStream {
+			seen[s.Config.Name], pending[s.Config.Name] = false, 0 // a new stream (A11)
+		} else if s.Op == spec.KVStepRestart {
 			seen[s.Stream], pending[s.Stream] = false, 0
 		} else if r.Restart {
 			pending[s.Stream]++
@@ -385,7 +402,7 @@ func kvReplayTwiceIsDuplicate(lim spec.Limits, in spec.KVEvApplyInput, out spec.
 	want := out.State
 	want.Streams = slices.Clone(out.State.Streams)
 	for j := range want.Streams {
-		if want.Streams[j].Name == in.Steps[at].Stream {
+		if want.Streams[j].Name == in.Steps[at].Stream && !kvRemovedAfter(in, out, at) {
 			want.Streams[j].Counters.Duplicates++
 		}
 	}
@@ -393,6 +410,18 @@ func kvReplayTwiceIsDuplicate(lim spec.Limits, in spec.KVEvApplyInput, out spec.
 		return fmt.Errorf("step %d repeated: the state differs by more than one duplicate:\n%s\nwant\n%s", at, kvJSON(got.State), kvJSON(want))
 	}
 	return nil
+}
+
+// kvRemovedAfter reports whether step at's stream is removed by a later
+// step (A11): its counters then start over and the final state keeps no
+// count from step at.
+func kvRemovedAfter(in spec.KVEvApplyInput, out spec.KVEvApplyOutput, at int) bool {
+	for i := at + 1; i < len(in.Steps); i++ {
+		if s := in.Steps[i]; s.Op == spec.KVStepRemoveStream && s.Stream == in.Steps[at].Stream && out.Trace[i].Error == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // kvDigestInterleaving is §4.3's convergence criterion: the same streams'
@@ -407,7 +436,7 @@ func kvDigestInterleaving(lim spec.Limits, in spec.KVEvApplyInput, out spec.KVEv
 	queues := map[string][]spec.KVEvStep{}
 	for _, s := range in.Steps {
 		if s.Op != spec.KVStepScore {
-			queues[s.Stream] = append(queues[s.Stream], s)
+			queues[kvStepStream(s)] = append(queues[kvStepStream(s)], s)
 		}
 	}
 	variant := spec.KVEvApplyInput{Config: in.Config, Streams: in.Streams}
@@ -439,6 +468,15 @@ func kvDigestInterleaving(lim spec.Limits, in spec.KVEvApplyInput, out spec.KVEv
 	return nil
 }
 
+// kvStepStream is the stream a step belongs to: an add's is the stream it
+// adds (A11).
+func kvStepStream(s spec.KVEvStep) string {
+	if s.Op == spec.KVStepAddStream && s.Config != nil {
+		return s.Config.Name
+	}
+	return s.Stream
+}
+
 func kvOrderDependent(out spec.KVEvApplyOutput) bool {
 	for _, r := range out.Trace {
 		for _, e := range r.Errors {
@@ -459,7 +497,7 @@ func kvOrderDependent(out spec.KVEvApplyOutput) bool {
 // when a batch was refused for engine ownership, which is one stream's
 // engine taken by another by design.
 func kvStreamsAreIndependent(lim spec.Limits, in spec.KVEvApplyInput, out spec.KVEvApplyOutput) error {
-	if len(in.Streams) < 2 || kvOrderDependent(out) {
+	if len(in.Streams) < 2 || len(out.State.Streams) == 0 || kvOrderDependent(out) {
 		return nil
 	}
 	drop := out.State.Streams[0]
@@ -471,7 +509,7 @@ func kvStreamsAreIndependent(lim spec.Limits, in spec.KVEvApplyInput, out spec.K
 	variant := spec.KVEvApplyInput{Config: in.Config, Streams: in.Streams}
 	var kept []int // indexes in in.Steps of the variant's steps
 	for i, s := range in.Steps {
-		if s.Op != spec.KVStepScore && s.Stream != drop.Name {
+		if s.Op != spec.KVStepScore && kvStepStream(s) != drop.Name {
 			variant.Steps = append(variant.Steps, s)
 			kept = append(kept, i)
 		}

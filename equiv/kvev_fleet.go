@@ -73,6 +73,9 @@ type kvPub struct {
 	// lastLive and lastReply are the frames last delivered live and as a
 	// replay reply, for redelivery at the same seq.
 	lastLive, lastReply []spec.HexBytes
+	// removed: the operator removed the stream (A11); the publisher goes
+	// on, and the index answers it as a stream it does not have.
+	removed bool
 }
 
 type kvPubMsg struct {
@@ -193,6 +196,9 @@ func newKVFleet(t *rapid.T) *kvFleet {
 func (f *kvFleet) emit(s spec.KVEvStep) kvCursorOut {
 	f.in.Steps = append(f.in.Steps, s)
 	c := f.cursors[s.Stream]
+	if p := f.pub(s.Stream); p != nil && p.removed {
+		return kvCursorOut{} // the index has no such stream now
+	}
 	switch s.Op {
 	case spec.KVStepLive:
 		return c.live(s.Frames)
@@ -204,6 +210,31 @@ func (f *kvFleet) emit(s spec.KVEvStep) kvCursorOut {
 		return c.restart()
 	}
 	return kvCursorOut{}
+}
+
+// pub is the publisher of stream name, or nil.
+func (f *kvFleet) pub(name string) *kvPub {
+	for _, p := range f.pubs {
+		if p.cfg.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// removeStream is the operator removing p's stream (A11): the index forgets its
+// cursor and engines, so the cursor model starts over too.
+func (f *kvFleet) removeStream(p *kvPub) {
+	f.emit(spec.KVEvStep{Op: spec.KVStepRemoveStream, Stream: p.cfg.Name})
+	p.removed, p.reply = true, nil
+	f.cursors[p.cfg.Name] = newKVCursor(p.cfg, f.in.Config)
+}
+
+// readdStream is the operator adding p's stream again (A11): new to the index,
+// with the share it had.
+func (f *kvFleet) readdStream(p *kvPub) {
+	f.emit(spec.KVEvStep{Op: spec.KVStepAddStream, Config: new(p.cfg)})
+	p.removed = false
 }
 
 // after notes a replay the last step asked for.
@@ -220,6 +251,10 @@ func (f *kvFleet) after(p *kvPub, o kvCursorOut) {
 func (f *kvFleet) step() {
 	t := f.t
 	p := f.pubs[rapid.IntRange(0, len(f.pubs)-1).Draw(t, "stream")]
+	if p.removed && f.cover.Step(spec.KVStepAddStream) && rapid.Bool().Draw(t, "readd") {
+		f.readdStream(p)
+		return
+	}
 	c := f.cursors[p.cfg.Name]
 	if c.replaying && p.reply == nil {
 		// The publisher that was asked restarted: its answer never comes.
@@ -253,6 +288,11 @@ func (f *kvFleet) step() {
 		f.publish(p)
 	case op < 885:
 		f.redeliver(p)
+	case op < 893 && !p.removed && f.cover.Step(spec.KVStepRemoveStream):
+		f.removeStream(p)
+	case op < 896 && !p.removed && f.cover.Step(spec.KVStepAddStream):
+		// An add of a name the index has (A11: refused, nothing changes).
+		f.emit(spec.KVEvStep{Op: spec.KVStepAddStream, Config: new(p.cfg)})
 	default:
 		f.publish(p)
 	}

@@ -156,7 +156,9 @@ func (ix *kvIndex) RemoveStream(name string) error {
 	}
 	st.mu.Lock()
 	st.removed = true
-	ix.dropEngines(st)
+	if !ix.f.RemoveStreamKeepsEngines {
+		ix.dropEngines(st)
+	}
 	st.held, st.heldBytes = nil, 0
 	st.mu.Unlock()
 	out := &kvStreamSet{

@@ -178,3 +178,11 @@ func TestReachPrunedPageWhoseHashWasBoundMoreThanOnce(t *testing.T) {
 		"a removal decrements the page's first binding": {RemoveDecrementsFirstBinding: true},
 	})}.run(t)
 }
+
+// TestReachAStreamRemovedAtRunTime: a stream removed while the index runs
+// (§2.10 A11), its publisher going on, the stream added again later.
+func TestReachAStreamRemovedAtRunTime(t *testing.T) {
+	reachClass[spec.KVEvApplyInput, spec.KVEvApplyOutput]{spec: equiv.KVEvApply(), cases: 150, plants: kvApplyPlants(map[string]fault.KVEv{
+		"a removed stream's engines stay in the index": {RemoveStreamKeepsEngines: true},
+	})}.run(t)
+}

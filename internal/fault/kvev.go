@@ -65,4 +65,8 @@ type KVEv struct {
 	// RemoveDecrementsFirstBinding (§2.4, A4): a removal decrements the
 	// page's first binding instead of the one its hash names.
 	RemoveDecrementsFirstBinding bool
+	// RemoveStreamKeepsEngines (§2.10 A11): removing a stream forgets its
+	// cursor but leaves its engines in the index, so a pod that is gone
+	// keeps scoring its old blocks and holding its engine keys.
+	RemoveStreamKeepsEngines bool
 }
