@@ -73,6 +73,7 @@ type lockedLines struct {
 	lines []string
 }
 
+// add appends one line.
 func (l *lockedLines) add(line string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

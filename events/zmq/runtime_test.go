@@ -36,6 +36,7 @@ type runtimeEnv struct {
 	done    chan error
 }
 
+// newRuntimeEnv builds the env over sources; Run is not started.
 func newRuntimeEnv(t *testing.T, sources []Source) *runtimeEnv {
 	t.Helper()
 	streams := Streams(sources)
@@ -122,6 +123,7 @@ func (e *runtimeEnv) checkRecorded() {
 	}
 }
 
+// streamOf is the named stream's state in st, and whether st has it.
 func streamOf(st spec.KVEvState, name string) (spec.KVEvStreamState, bool) {
 	i := slices.IndexFunc(st.Streams, func(s spec.KVEvStreamState) bool { return s.Name == name })
 	if i < 0 {
@@ -423,6 +425,7 @@ func TestSourcesChangedBeforeAndDuringRunEndWithRun(t *testing.T) {
 	}
 }
 
+// sourceNames is the names of ss, in order.
 func sourceNames(ss []SourceStatus) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
