@@ -279,7 +279,7 @@ func (e *events) sources() EventSources {
 func (s *Server) handleEventSources(w http.ResponseWriter, r *http.Request) {
 	if s.events == nil {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound,
-			message: "no event sources are configured (kvtwin serve --events NAME=tcp://HOST:PORT, or --events-from nats://HOST:PORT; docs/events.md)"})
+			message: "no event sources are configured (kvtwin serve --events NAME=tcp://HOST:PORT, --events-file FILE, or --events-from nats://HOST:PORT; --events-max-engines-per-source N to add them at run time; docs/events.md)"})
 		return
 	}
 	s.writeJSON(w, r, http.StatusOK, s.events.sources())
