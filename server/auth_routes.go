@@ -22,7 +22,7 @@ const scopeOfMetrics Scope = 255
 // route, which only answers 405, is open. docs/api.md
 // ("Authentication") lists the same table.
 func routeScopes() map[routeKey]Scope {
-	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+	get, post, put, del := http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete
 	return map[routeKey]Scope{
 		// Probes: a kubelet holds no token and no client certificate.
 		{get, "/healthz"}: ScopeOpen,
@@ -48,8 +48,11 @@ func routeScopes() map[routeKey]Scope {
 		{post, "/v1/prefix/{pool}/unlock"}: ScopeWrite,
 		{post, "/v1/prefix/{pool}/evict"}:  ScopeWrite,
 
-		// Admin: what destroys state others rely on.
-		{del, "/v1/prefix/{pool}"}: ScopeAdmin,
+		// Admin: what destroys state others rely on; changing an event
+		// source drops its engines, which every router's scores rely on.
+		{del, "/v1/prefix/{pool}"}:         ScopeAdmin,
+		{put, "/v1/events/sources/{name}"}: ScopeAdmin,
+		{del, "/v1/events/sources/{name}"}: ScopeAdmin,
 		// Sampled requests' inputs, whoever sent them.
 		{get, "/v1/verify/divergences"}: ScopeAdmin,
 	}

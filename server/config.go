@@ -113,6 +113,17 @@ type Config struct {
 	// subscribes to, feeding the event-fed index scored by /v1/prefix:score
 	// and listed by /v1/events/sources (docs/events.md); none by default.
 	Events []zmq.Source
+	// EventsRuntime builds the event-fed index and its ZeroMQ subscriber
+	// even when Events is empty, so that sources can be added while the
+	// server runs (PUT /v1/events/sources/{name}; docs/events.md "Sources
+	// at run time"). The index's engine share is fixed when it is built
+	// (docs/spec/kv-events.md §2.10 A11): set EventsIndex.MaxEnginesPerStream
+	// so that more than one source fits. Without EventsFrom it changes
+	// nothing when Events lists sources (their index takes adds anyway);
+	// with EventsFrom it is ignored: a replica's sources are the relay's.
+	// `kvtwin serve` sets it with --events-file or
+	// --events-max-engines-per-source.
+	EventsRuntime bool
 	// EventsFrom, when its URL is set, feeds the event-fed index from a
 	// NATS JetStream stream that `kvtwin events relay` fills instead of
 	// from ZeroMQ (docs/spec/kv-events.md §4.3): any number of replicas

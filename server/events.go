@@ -33,16 +33,21 @@ type events struct {
 	shadow *shadowIndex
 	// wg tracks the subscriber's Run, started by Serve and waited for by drain.
 	wg sync.WaitGroup
+	// change serializes the source changes of events_runtime.go, so that
+	// a PUT's comparison with the source in force and the change it
+	// decides on are one step.
+	change sync.Mutex
 }
 
 // newEvents builds the index on cfg.Impl's twin (catalog.KVEvIndex: ref or
 // fast; cuda has none and is refused, never silently replaced) and the
-// subscriber over cfg.Events or the replica of cfg.EventsFrom; nil when
-// neither is configured. Errors are *spec.InputError wrapping ErrBadConfig
+// subscriber over cfg.Events (none, with EventsRuntime: the sources come
+// at run time) or the replica of cfg.EventsFrom; nil when none of the
+// three is configured. Errors are *spec.InputError wrapping ErrBadConfig
 // naming the Events field.
 func newEvents(cfg Config) (*events, error) {
 	fromNATS := cfg.EventsFrom.URL != "" || cfg.EventsFrom.Conn != nil
-	if len(cfg.Events) == 0 && !fromNATS {
+	if len(cfg.Events) == 0 && !fromNATS && !cfg.EventsRuntime {
 		return nil, nil
 	}
 	if len(cfg.Events) > 0 && fromNATS {
@@ -230,10 +235,13 @@ func (e *events) summary() spec.KVEvState {
 	return e.ix.State()
 }
 
-// sources builds the GET /v1/events/sources body.
+// sources builds the GET /v1/events/sources body. The subscriber's
+// statuses are matched to the index's streams by name: while a source is
+// added or removed (events_runtime.go) one may list it a moment before
+// the other, and the stream is then listed without its subscriber.
 func (e *events) sources() EventSources {
 	st := e.summary()
-	out := EventSources{Digest: st.Digest}
+	out := EventSources{Digest: st.Digest, Sources: []EventSource{}}
 	byStream := map[string][]EventEngine{}
 	for _, en := range st.Engines {
 		v := EventEngine{KVEvEngineKey: spec.KVEvEngineKey{Source: en.Source, DPRank: en.DPRank}, Model: en.Model,
@@ -254,19 +262,24 @@ func (e *events) sources() EventSources {
 		out.Replica = new(e.rep.Status())
 		return out
 	}
-	for i, ss := range e.sub.Status() {
-		out.Sources[i].Subscriber = &ss
+	byName := map[string]*zmq.SourceStatus{}
+	for _, ss := range e.sub.Status() {
+		byName[ss.Name] = &ss
+	}
+	for i := range out.Sources {
+		out.Sources[i].Subscriber = byName[out.Sources[i].Name]
 	}
 	return out
 }
 
 // handleEventSources answers GET /v1/events/sources: 404 when the server
-// has no event source, so a router can tell "none configured" from "none
-// connected".
+// has no event index, so a router can tell "none configured" from "none
+// connected" (a server built with EventsRuntime and no source yet answers
+// 200 with an empty list).
 func (s *Server) handleEventSources(w http.ResponseWriter, r *http.Request) {
 	if s.events == nil {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound,
-			message: "no event sources are configured (kvtwin serve --events NAME=tcp://HOST:PORT, or --events-from nats://HOST:PORT; docs/events.md)"})
+			message: "no event sources are configured (kvtwin serve --events NAME=tcp://HOST:PORT, --events-file FILE, or --events-from nats://HOST:PORT; --events-max-engines-per-source N to add them at run time; docs/events.md)"})
 		return
 	}
 	s.writeJSON(w, r, http.StatusOK, s.events.sources())

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -21,6 +23,7 @@ func newServeCmd() *cobra.Command {
 	cfg := server.DefaultConfig()
 	var impl, prefixMaxBytes, logLevel, logFormat, eventsFile string
 	var eventSpecs, fromSources []string
+	var eventsFilePoll time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the catalog over HTTP (127.0.0.1:8080, fast path) until SIGTERM or SIGINT, then drain",
@@ -39,9 +42,16 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			cfg.Logger = logger
-			if cfg.Events, err = eventSources(eventSpecs, eventsFile, &cfg.EventsIndex); err != nil {
+			var fileDoc eventsFileDoc
+			if cfg.Events, fileDoc, err = eventSourcesAndFile(eventSpecs, eventsFile, &cfg.EventsIndex); err != nil {
 				return err
 			}
+			if eventsFilePoll < 0 {
+				return fmt.Errorf("--events-file-poll %v: want >= 0 (0: re-read on SIGHUP only)", eventsFilePoll)
+			}
+			// An index that can take sources at run time: docs/decisions.md,
+			// "Event sources at run time".
+			cfg.EventsRuntime = cfg.EventsFrom.URL == "" && (eventsFile != "" || cfg.EventsIndex.MaxEnginesPerStream > 0)
 			if cfg.EventsFrom.URL != "" {
 				cfg.EventsFrom.Sources = fromSources
 				if cfg.EventsFrom.ID == "" {
@@ -54,6 +64,11 @@ func newServeCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
+			if eventsFile != "" && cfg.EventsFrom.URL == "" {
+				wctx, stopWatch := context.WithCancel(ctx)
+				wait := newEventsFileWatch(eventsFile, fileDoc, eventSpecs, srv, logger).start(wctx, eventsFilePoll)
+				defer func() { stopWatch(); wait() }()
+			}
 			if err := srv.ListenAndServe(ctx); err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
@@ -86,7 +101,8 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&prefixMaxBytes, "prefix-max-bytes", strconv.FormatInt(cfg.Prefix.MaxBytes, 10),
 		"memory all prefix pools together may reserve, bytes or <n>{KB,MB,GB,KiB,MiB,GiB} (binary); a pool create beyond it gets 409. Default: 1/4 of the cgroup or physical memory")
 	f.StringArrayVar(&eventSpecs, "events", nil, "subscribe to a vLLM or SGLang KV-event publisher: NAME=tcp://HOST:PORT[,replay=tcp://HOST:PORT][,rank=N][,topic=PREFIX] (repeatable; docs/events.md)")
-	f.StringVar(&eventsFile, "events-file", "", "YAML or JSON file of event sources and index bounds ({sources: [{name, endpoint, replay, rank, topic}], index: {max_engines, max_engines_per_stream, max_tokens_per_engine, max_held, max_held_bytes, max_events, max_decode_ratio}}), added to --events")
+	f.StringVar(&eventsFile, "events-file", "", "YAML or JSON file of event sources and index bounds ({sources: [{name, endpoint, replay, rank, topic}], index: {max_engines, max_engines_per_stream, max_tokens_per_engine, max_held, max_held_bytes, max_events, max_decode_ratio}}), added to --events; its sources are re-read on SIGHUP and when it changes (--events-file-poll), its index bounds only at start")
+	f.DurationVar(&eventsFilePoll, "events-file-poll", 5*time.Second, "how often --events-file is re-read to notice a change, applied as a diff of its sources (0: on SIGHUP only)")
 	f.StringVar(&cfg.EventsFrom.URL, "events-from", "", "feed the event-fed index from the NATS JetStream stream `kvtwin events relay` fills (nats://HOST:PORT) instead of --events; every replica then serves the same index (docs/events.md)")
 	f.StringArrayVar(&fromSources, "events-from-source", nil, "a relay source this replica serves: TOKEN[,rank=N] (repeatable; with --events-from)")
 	f.StringVar(&cfg.EventsFrom.ID, "events-from-id", "", "this replica's durable consumer name; keep it across restarts to resume (default: the host name)")
@@ -97,7 +113,7 @@ func newServeCmd() *cobra.Command {
 	verifyFlags(f, &cfg.Verify)
 	f.DurationVar(&cfg.EventsReadyGrace, "events-ready-grace", cfg.EventsReadyGrace, "the longest /readyz answers 503 catching_up after start while an event source has not applied its backlog (ZeroMQ: connected and a live message or replay applied; JetStream: at most --events-ready-lag pending); then ready, the lagging sources listed")
 	f.Uint64Var(&cfg.EventsReadyLag, "events-ready-lag", cfg.EventsReadyLag, "messages a JetStream replica may have pending behind the stream head and count as caught up")
-	f.IntVar(&cfg.EventsIndex.MaxEnginesPerStream, "events-max-engines-per-source", 0, "most engines one source may feed, so that a source cycling through DP ranks cannot take another's; sources × this must not exceed --events-max-engines (0: --events-max-engines / the number of sources)")
+	f.IntVar(&cfg.EventsIndex.MaxEnginesPerStream, "events-max-engines-per-source", 0, "most engines one source may feed, so that a source cycling through DP ranks cannot take another's; sources × this must not exceed --events-max-engines (0: --events-max-engines / the number of sources at start). Fixed at start: sources added at run time (PUT /v1/events/sources/NAME, --events-file) get the same share, so set it to take more than --events-max-engines / share sources; set, it also builds the event index with no source")
 	f.IntVar(&cfg.EventsIndex.MaxHeld, "events-max-held", 0, "most live messages a source holds while its replay runs (0: 10000)")
 	addEventBoundFlags(f, &cfg.EventsIndex, &cfg.EventsOptions)
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -56,31 +57,33 @@ const maxEventsFileBytes = 1 << 20
 // (flags first, then the file's sources) and fills the index bounds the
 // command line left at zero from the file.
 func eventSources(specs []string, file string, idx *spec.KVEvConfig) ([]zmq.Source, error) {
+	srcs, _, err := eventSourcesAndFile(specs, file, idx)
+	return srcs, err
+}
+
+// eventSourcesAndFile is eventSources that also returns the file as read
+// (its zero value without --events-file), for serve's reload of it.
+func eventSourcesAndFile(specs []string, file string, idx *spec.KVEvConfig) ([]zmq.Source, eventsFileDoc, error) {
 	var out []zmq.Source
 	for _, sp := range specs {
 		src, err := zmq.ParseSource(sp)
 		if err != nil {
-			return nil, fmt.Errorf("--events %q: %w", sp, err)
+			return nil, eventsFileDoc{}, fmt.Errorf("--events %q: %w", sp, err)
 		}
 		out = append(out, src)
 	}
 	if file == "" {
-		return out, nil
+		return out, eventsFileDoc{}, nil
 	}
-	doc, err := readEventsFile(file)
+	b, err := readEventsFileBytes(file)
 	if err != nil {
-		return nil, err
+		return nil, eventsFileDoc{}, err
 	}
-	for i, src := range doc.Sources {
-		if err := src.Validate(); err != nil {
-			return nil, fmt.Errorf("--events-file %s: sources[%d]: %w", file, i, err)
-		}
-	}
-	fileIdx, err := doc.indexConfig()
+	doc, err := loadEventsFile(file, b)
 	if err != nil {
-		return nil, fmt.Errorf("--events-file %s: %w", file, err)
+		return nil, eventsFileDoc{}, err
 	}
-	if fileIdx != nil {
+	if fileIdx := doc.index; fileIdx != nil {
 		fillZero(&idx.MaxEngines, fileIdx.MaxEngines)
 		fillZero(&idx.MaxTokensPerEngine, fileIdx.MaxTokensPerEngine)
 		fillZero(&idx.MaxHeld, fileIdx.MaxHeld)
@@ -89,7 +92,45 @@ func eventSources(specs []string, file string, idx *spec.KVEvConfig) ([]zmq.Sour
 		fillZero(&idx.MaxHeldBytes, fileIdx.MaxHeldBytes)
 		fillZero(&idx.MaxEnginesPerStream, fileIdx.MaxEnginesPerStream)
 	}
-	return append(out, doc.Sources...), nil
+	return append(out, doc.sources...), doc, nil
+}
+
+// eventsFileDoc is an --events-file read and checked: its sources, its
+// index mapping (nil when it has none) and the digest of its bytes, which
+// serve's reload compares to notice a change.
+type eventsFileDoc struct {
+	sources []zmq.Source
+	index   *spec.KVEvConfig
+	digest  [sha256.Size]byte
+}
+
+// loadEventsFile decodes b, the bytes of file, and checks every part of
+// it before any is used: each source valid (zmq.Source.Validate), no two
+// sources with one name, the index mapping's keys known. At start a
+// failure stops serve; on a reload it changes nothing.
+func loadEventsFile(file string, b []byte) (eventsFileDoc, error) {
+	raw, err := decodeEventsFile(file, b)
+	if err != nil {
+		return eventsFileDoc{}, err
+	}
+	seen := make(map[string]int, len(raw.Sources))
+	for i, src := range raw.Sources {
+		if err := src.Validate(); err != nil {
+			return eventsFileDoc{}, fmt.Errorf("--events-file %s: sources[%d]: %w", file, i, err)
+		}
+		if j, dup := seen[src.Name]; dup {
+			return eventsFileDoc{}, fmt.Errorf("--events-file %s: sources[%d].name = %s: want a name no other source has (sources[%d] has it)", file, i, src.Name, j)
+		}
+		seen[src.Name] = i
+	}
+	if len(raw.Sources) > zmq.MaxSources {
+		return eventsFileDoc{}, fmt.Errorf("--events-file %s: sources: %d sources: want at most %d", file, len(raw.Sources), zmq.MaxSources)
+	}
+	idx, err := raw.indexConfig()
+	if err != nil {
+		return eventsFileDoc{}, fmt.Errorf("--events-file %s: %w", file, err)
+	}
+	return eventsFileDoc{sources: raw.Sources, index: idx, digest: sha256.Sum256(b)}, nil
 }
 
 // maxEventsFileDepth bounds the nesting of an --events-file written as
@@ -147,16 +188,24 @@ func (f byteSizeFlag) Set(s string) error {
 
 func (f byteSizeFlag) Type() string { return "bytes" }
 
-// readEventsFile reads and strictly decodes file (unknown keys are errors,
-// so a misspelt bound is never silently ignored). The file is read with a
-// one-byte probe past maxEventsFileBytes, so a FIFO or /dev/zero is
-// refused as surely as a large regular file.
-func readEventsFile(file string) (eventsFile, error) {
-	var doc eventsFile
+// readEventsFileBytes reads file under the --events-file bounds: at most
+// maxEventsFileBytes, read with a one-byte probe past it, so a FIFO or
+// /dev/zero is refused as surely as a large regular file; UTF-8; JSON
+// nesting at most maxEventsFileDepth.
+func readEventsFileBytes(file string) ([]byte, error) {
 	b, err := bounded.ReadFile(file, bounded.Limits{MaxBytes: maxEventsFileBytes, MaxDepth: maxEventsFileDepth, BytesName: "the --events-file bound"})
 	if err != nil {
-		return doc, fmt.Errorf("--events-file: %w", err)
+		return nil, fmt.Errorf("--events-file: %w", err)
 	}
+	return b, nil
+}
+
+// decodeEventsFile strictly decodes b, the bytes of file (unknown keys are
+// errors, so a misspelt bound is never silently ignored). An empty file is
+// an error too (io.EOF), not a file without sources: on a reload, a file
+// caught half written would otherwise remove every source it gave.
+func decodeEventsFile(file string, b []byte) (eventsFile, error) {
+	var doc eventsFile
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&doc); err != nil {

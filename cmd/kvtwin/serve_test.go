@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,6 +53,49 @@ func TestRealBinaryServesAndExitsCleanlyOnSIGTERM(t *testing.T) {
 // if the test ends first.
 func serveBinary(t *testing.T, flags ...string) (string, func()) {
 	t.Helper()
+	sb := startServeBinary(t, flags...)
+	return sb.base, sb.stop
+}
+
+// servedBinary is a running `kvtwin serve`: its base URL, its process (to
+// signal), every line it logged, and stop (SIGTERM, then a clean exit).
+type servedBinary struct {
+	base string
+	proc *os.Process
+	logs *lockedLines
+	stop func()
+}
+
+// lockedLines collects a child's log lines, read by the test while the
+// child writes them.
+type lockedLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// add appends one line.
+func (l *lockedLines) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, line)
+}
+
+// find returns the first JSON line logged at level with msg, decoded, or nil.
+func (l *lockedLines) find(level, msg string) map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["level"] == level && rec["msg"] == msg {
+			return rec
+		}
+	}
+	return nil
+}
+
+// startServeBinary is serveBinary that also returns the process and its logs.
+func startServeBinary(t *testing.T, flags ...string) servedBinary {
+	t.Helper()
 	bin := builtKvtwin(t)
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--shutdown-timeout", "10s", "--op-timeout", "5s"}, flags...)
 	cmd := exec.Command(bin, args...)
@@ -64,9 +109,11 @@ func serveBinary(t *testing.T, flags ...string) (string, func()) {
 	exited := make(chan error, 1)
 	waited := make(chan struct{})
 	logs := make(chan string, 64)
+	all := &lockedLines{}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			all.add(sc.Text())
 			select {
 			case logs <- sc.Text():
 			default:
@@ -94,7 +141,7 @@ func serveBinary(t *testing.T, flags ...string) (string, func()) {
 			t.Fatal("kvtwin serve did not exit within 15s of SIGTERM")
 		}
 	}
-	return base, stop
+	return servedBinary{base: base, proc: cmd.Process, logs: all, stop: stop}
 }
 
 // listenAddr reads the server's JSON logs until the "serving" record and

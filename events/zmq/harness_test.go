@@ -72,6 +72,29 @@ func (r *recIndex) Restart(stream string) spec.KVEvStepResult {
 	return r.KVEvIndex.Restart(stream)
 }
 
+// AddStream records an add_stream step when the index takes the stream (a
+// refused add changes nothing, so the script leaves it out).
+func (r *recIndex) AddStream(st spec.KVEvStream) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.KVEvIndex.AddStream(st)
+	if err == nil {
+		r.steps = append(r.steps, spec.KVEvStep{Op: spec.KVStepAddStream, Config: &st})
+	}
+	return err
+}
+
+// RemoveStream records a remove_stream step when the index had the stream.
+func (r *recIndex) RemoveStream(name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.KVEvIndex.RemoveStream(name)
+	if err == nil {
+		r.steps = append(r.steps, spec.KVEvStep{Op: spec.KVStepRemoveStream, Stream: name})
+	}
+	return err
+}
+
 func (r *recIndex) script() []spec.KVEvStep {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -13,6 +13,11 @@ import (
 // New and Options name the part, its value and the bound.
 var ErrBadSource = spec.NewSentinel("bad_source", "invalid KV-event source")
 
+// ErrUnknownSource is RemoveSource's error for a name that is not one of
+// the subscriber's current sources (a caller answers it as "not found",
+// unlike ErrBadSource's invalid input).
+var ErrUnknownSource = spec.NewSentinel("unknown_source", "no such KV-event source")
+
 // Bounds of a source.
 const (
 	// MaxNameLen bounds a source name, in bytes.
@@ -21,7 +26,8 @@ const (
 	MaxTopicLen = 255
 	// MaxRank bounds a configured DP rank.
 	MaxRank = 65535
-	// MaxSources bounds the sources of one Subscriber.
+	// MaxSources bounds the sources of one Subscriber, those added at run
+	// time included.
 	MaxSources = 1024
 )
 
@@ -139,9 +145,12 @@ func (s Source) Validate() error {
 	return nil
 }
 
+// validateSources checks each source and that no two share a name. No
+// sources is allowed: a subscriber built empty takes its sources at run
+// time (Subscriber.AddSource; §2.10 A11).
 func validateSources(sources []Source) error {
-	if len(sources) == 0 || len(sources) > MaxSources {
-		return spec.Reject(ErrBadSource, "sources", len(sources), fmt.Sprintf("1 to %d sources", MaxSources))
+	if len(sources) > MaxSources {
+		return spec.Reject(ErrBadSource, "sources", len(sources), fmt.Sprintf("at most %d sources", MaxSources))
 	}
 	seen := make(map[string]bool, len(sources))
 	for _, s := range sources {

@@ -3,6 +3,7 @@ package zmq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -69,6 +70,10 @@ func TestNewRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tooMany := make([]Source, MaxSources+1)
+	for i := range tooMany {
+		tooMany[i] = Source{Name: fmt.Sprintf("s%d", i), Endpoint: "tcp://127.0.0.1:1"}
+	}
 	cases := []struct {
 		name    string
 		ix      spec.KVEvIndex
@@ -77,7 +82,8 @@ func TestNewRejects(t *testing.T) {
 		want    string
 	}{
 		{"nil index", nil, []Source{src}, Options{}, "nil index"},
-		{"no sources", ix, nil, Options{}, "sources = 0"},
+		// No sources is accepted: they can come at run time (AddSource).
+		{"too many sources", ix, tooMany, Options{}, "sources = 1025"},
 		{"unknown stream", ix, []Source{{Name: "b", Endpoint: "tcp://h:1"}}, Options{}, "the index's streams"},
 		{"bad source", ix, []Source{{Name: "a", Endpoint: "tcp://h:0"}}, Options{}, "source[a].endpoint"},
 		{"duplicate", ix, []Source{src, src}, Options{}, "a name no other source has"},

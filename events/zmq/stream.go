@@ -36,6 +36,11 @@ type stream struct {
 	// restart carries Subscriber.Restart's signal to run's goroutine;
 	// signals that arrive before it is taken coalesce.
 	restart chan struct{}
+	// cancel ends the stream's goroutines and done is closed once they
+	// have ended; both nil until Subscriber.start runs them (set and read
+	// under the Subscriber's mu).
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	// Owned by run's goroutine.
 	dealer    *dealerConn

@@ -17,6 +17,11 @@
 // ReplayFailed("unavailable"). Live messages that arrive during a replay are
 // passed to Live as well: the index holds them (bounded by its max_held).
 //
+// Sources can be added and removed while the subscriber runs (AddSource,
+// RemoveSource; §2.10 A11): an add starts the source's goroutines under
+// Run's context, a removal ends them and closes the source's sockets
+// before its stream leaves the index; the other sources are not touched.
+//
 // Sockets are go-zeromq's (pure Go). See sockets.go for its queueing,
 // guard.go for the bounds the subscriber adds to it, and budget.go for the
 // one byte budget over everything the subscriber holds (MaxBufferedBytes).
@@ -32,6 +37,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,21 +45,37 @@ import (
 	"github.com/kvtwin/kvtwin/spec"
 )
 
-// Subscriber feeds one index from a fixed set of sources. Build it with
-// New; Run it once.
+// Subscriber feeds one index from a set of sources that can change while
+// it runs (AddSource, RemoveSource; docs/spec/kv-events.md §2.10 A11).
+// Build it with New; Run it once.
 type Subscriber struct {
-	ix      spec.KVEvIndex
-	opts    Options
-	scheme  string
-	budget  *byteBudget
-	streams []*stream
-	ran     atomic.Bool
+	ix     spec.KVEvIndex
+	opts   Options
+	scheme string
+	budget *byteBudget
+	ran    atomic.Bool
+
+	// change serializes AddSource and RemoveSource: each holds it across
+	// its index call and the start or end of the source's goroutines, so
+	// the index's streams and the subscriber's sources change together.
+	change sync.Mutex
+
+	// mu guards what follows; it is never held while waiting for a
+	// source's goroutines, so Status answers during a removal.
+	mu      sync.Mutex
+	streams []*stream // configuration order: New's, then the adds
+	// runCtx is Run's context once Run has started (nil before), under
+	// which every source's goroutines run; stopped says Run's context
+	// ended, after which no goroutine is started (wg.Wait has begun).
+	runCtx  context.Context
+	stopped bool
+	wg      sync.WaitGroup
 }
 
 // New checks the sources and options and builds a Subscriber over ix. Every
 // source must name a stream of ix; build ix over Streams(sources) so its
-// streams' Rank and Replay match. Errors are *spec.InputError wrapping
-// ErrBadSource.
+// streams' Rank and Replay match. sources may be empty: AddSource adds
+// them later. Errors are *spec.InputError wrapping ErrBadSource.
 func New(ix spec.KVEvIndex, sources []Source, opts Options) (*Subscriber, error) {
 	if ix == nil {
 		return nil, errors.New("kvevsub: nil index")
@@ -80,9 +102,15 @@ func New(ix spec.KVEvIndex, sources []Source, opts Options) (*Subscriber, error)
 	}
 	sub := &Subscriber{ix: ix, opts: o, scheme: scheme, budget: newByteBudget(o.MaxBufferedBytes, o.BufferWait)}
 	for _, s := range sources {
-		sub.streams = append(sub.streams, newStream(s, ix, o, scheme, sub.budget))
+		sub.streams = append(sub.streams, sub.newStream(s))
 	}
 	return sub, nil
+}
+
+// newStream builds the stream of src over the subscriber's index, options
+// and budget; it is not started.
+func (s *Subscriber) newStream(src Source) *stream {
+	return newStream(src, s.ix, s.opts, s.scheme, s.budget)
 }
 
 // Buffered reports the byte budget (Options.MaxBufferedBytes) and the
@@ -92,18 +120,143 @@ func (s *Subscriber) Buffered() (budget, inUse int64) {
 }
 
 // Run connects every source and feeds the index until ctx ends, then
-// closes every socket and returns nil once all its goroutines have ended.
-// It runs once; a second call returns an error at once.
+// closes every socket and returns nil once all its goroutines have ended,
+// those of sources added while it ran included. It runs once; a second
+// call returns an error at once.
 func (s *Subscriber) Run(ctx context.Context) error {
 	if !s.ran.CompareAndSwap(false, true) {
 		return errors.New("kvevsub: Run called twice")
 	}
-	var wg sync.WaitGroup
+	s.mu.Lock()
+	s.runCtx = ctx
 	for _, st := range s.streams {
-		wg.Go(func() { st.run(ctx) })
+		s.start(st)
 	}
-	wg.Wait()
+	s.mu.Unlock()
+	<-ctx.Done()
+	// Once stopped is set no goroutine is added, so every wg.Go happened
+	// before this Wait, as sync.WaitGroup requires.
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.wg.Wait()
 	return nil
+}
+
+// start runs st's goroutines under a context of its own, derived from
+// Run's, so RemoveSource can end them alone and Run's end ends them all.
+// The caller holds s.mu; Run has started and not stopped.
+func (s *Subscriber) start(st *stream) {
+	ctx, cancel := context.WithCancel(s.runCtx)
+	st.cancel, st.done = cancel, make(chan struct{})
+	s.wg.Go(func() {
+		defer close(st.done)
+		defer cancel()
+		st.run(ctx)
+	})
+}
+
+// AddSource adds src while Run runs, or before it starts (§2.10 A11). It
+// checks src as New does (Source.Validate, a name no current source has, at
+// most MaxSources sources), then adds its stream to the index: the index's
+// refusal (a name it has, no room for one more engine share:
+// spec.ErrTooLarge at config.max_engines) is returned unchanged and leaves
+// the subscriber unchanged. Once added, the source's SUB (and, for its
+// replays, DEALER) goroutines start under Run's context, so they end with
+// Run. Other sources are not touched. Errors of the checks are
+// *spec.InputError wrapping ErrBadSource, or spec.ErrTooLarge at "sources"
+// for one source too many; adding after Run returned is an error.
+func (s *Subscriber) AddSource(src Source) error {
+	if err := src.Validate(); err != nil {
+		return err
+	}
+	s.change.Lock()
+	defer s.change.Unlock()
+	if err := s.checkAdd(src.Name); err != nil {
+		return err
+	}
+	if err := s.ix.AddStream(src.Stream()); err != nil {
+		return err
+	}
+	st := s.newStream(src)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.streams = append(s.streams, st)
+	if s.runCtx != nil && !s.stopped {
+		s.start(st)
+	}
+	return nil
+}
+
+// checkAdd refuses a source named name when the subscriber has stopped,
+// has a source of that name, or has MaxSources sources already.
+func (s *Subscriber) checkAdd(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.stopped:
+		return fmt.Errorf("kvevsub: source %s not added: the subscriber has stopped (its Run ended)", name)
+	case s.find(name) >= 0:
+		return spec.Reject(ErrBadSource, "source.name", name, "a name no other source has")
+	case len(s.streams) >= MaxSources:
+		return spec.Reject(spec.ErrTooLarge, "sources", len(s.streams)+1, fmt.Sprintf("at most %d sources", MaxSources))
+	}
+	return nil
+}
+
+// RemoveSource removes the named source (§2.10 A11): its goroutines are
+// stopped and its sockets closed, and only once they have ended is its
+// stream removed from the index (RemoveStream), so no message of the
+// source reaches the index afterwards; the bytes it held in the buffer
+// budget are released as its sockets close. Other sources keep their
+// connections and their index state. An unknown name is a
+// *spec.InputError wrapping ErrUnknownSource.
+func (s *Subscriber) RemoveSource(name string) error {
+	s.change.Lock()
+	defer s.change.Unlock()
+	st, err := s.take(name)
+	if err != nil {
+		return err
+	}
+	if st.cancel != nil {
+		st.cancel()
+		<-st.done
+	}
+	if err := s.ix.RemoveStream(name); err != nil {
+		return fmt.Errorf("kvevsub: source %s stopped but its index stream was not removed: %w", name, err)
+	}
+	return nil
+}
+
+// take removes the named stream from the configuration and returns it,
+// with the cancel and done of its goroutines when they were started
+// (read under mu, where start sets them).
+func (s *Subscriber) take(name string) (*stream, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.find(name)
+	if i < 0 {
+		return nil, spec.Reject(ErrUnknownSource, "source.name", name, "the name of a current source")
+	}
+	st := s.streams[i]
+	s.streams = slices.Delete(s.streams, i, i+1)
+	return st, nil
+}
+
+// find is the position of the source named name, or -1. The caller holds s.mu.
+func (s *Subscriber) find(name string) int {
+	return slices.IndexFunc(s.streams, func(st *stream) bool { return st.src.Name == name })
+}
+
+// Source returns the configuration of the source named name, and whether
+// there is one.
+func (s *Subscriber) Source(name string) (Source, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := s.find(name); i >= 0 {
+		return s.streams[i].src, true
+	}
+	return Source{}, false
 }
 
 // Restart tells the index that the named source's publisher was replaced
@@ -113,22 +266,27 @@ func (s *Subscriber) Run(ctx context.Context) error {
 // once Run is running; signals not yet applied coalesce. It returns an
 // error for a name that is not a source.
 func (s *Subscriber) Restart(name string) error {
-	for _, st := range s.streams {
-		if st.src.Name == name {
-			select {
-			case st.restart <- struct{}{}:
-			default:
-			}
-			return nil
-		}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.find(name)
+	if i < 0 {
+		return spec.Reject(ErrBadSource, "source.name", name, "the name of a configured source")
 	}
-	return spec.Reject(ErrBadSource, "source.name", name, "the name of a configured source")
+	select {
+	case s.streams[i].restart <- struct{}{}:
+	default:
+	}
+	return nil
 }
 
-// Status returns every source's status, in configuration order.
+// Status returns every current source's status, in configuration order
+// (New's sources, then the adds in the order they happened).
 func (s *Subscriber) Status() []SourceStatus {
-	out := make([]SourceStatus, len(s.streams))
-	for i, st := range s.streams {
+	s.mu.Lock()
+	streams := slices.Clone(s.streams)
+	s.mu.Unlock()
+	out := make([]SourceStatus, len(streams))
+	for i, st := range streams {
 		out[i] = st.status()
 	}
 	return out
