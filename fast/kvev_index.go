@@ -59,6 +59,9 @@ type kvEngine struct {
 	// Scratch of the applying stream (under mu), pointer-free.
 	log   []kvUndo
 	holes []int32
+	// spare is the pool removed last, emptied, whose memory the next new
+	// pool reuses (dropPool).
+	spare *kvPool
 }
 
 // kvIndex implements spec.KVEvIndex.

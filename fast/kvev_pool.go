@@ -157,6 +157,21 @@ func newKVPool(group int64, tier string, pageSize int64) *kvPool {
 	return pl
 }
 
+// reuse empties pl for a new (group, tier, pageSize), keeping the memory
+// of its arrays and tables (see kvEngine.spare) and drawing its tables'
+// seeds afresh: the result is a new pool but for capacity.
+func (pl *kvPool) reuse(group int64, tier string, pageSize int64) {
+	pl.group, pl.tier, pl.pageSize, pl.pages = group, tier, pageSize, 0
+	pl.byHash.reset()
+	pl.byPrefix.reset()
+	pl.prefix, pl.link, pl.page = pl.prefix[:1], pl.link[:1], pl.page[:1]
+	pl.prefix[0], pl.link[0], pl.page[0] = 0, 0, kvPage{parent: kvNoSlot}
+	pl.toks, pl.binds, pl.bindFree, pl.free = pl.toks[:0], pl.binds[:0], 0, pl.free[:0]
+	clear(pl.nsIDs)
+	clear(pl.nsNames)
+	pl.nsNames, pl.nsRefs, pl.nsFree, pl.nsLast = pl.nsNames[:0], pl.nsRefs[:0], pl.nsFree[:0], 0
+}
+
 // tokensOf is slot s's tokens (s ≥ 1), a view of the pool's token array.
 func (pl *kvPool) tokensOf(s int32) []uint32 {
 	ps := int(pl.pageSize)
@@ -488,7 +503,7 @@ func (e *kvEngine) rollback(pl *kvPool) {
 			pl.setResident(u.slot, pl.page[u.slot].resident+u.old-b.count)
 			b.count = u.old
 		case undoPool:
-			delete(e.pools, kvPoolKey{pl.group, pl.tier})
+			e.dropPool(pl)
 		}
 	}
 }
@@ -561,9 +576,16 @@ type kvStoreArgs struct {
 	event  int
 }
 
-// newPool creates a's pool in e, logging it for a rollback.
+// newPool creates a's pool in e (from e's spare if it has one), logging
+// it for a rollback.
 func (ix *kvIndex) newPool(e *kvEngine, a *kvStoreArgs) *kvPool {
-	pl := newKVPool(a.key.group, a.key.tier, a.bs)
+	pl := e.spare
+	if pl != nil {
+		e.spare = nil
+		pl.reuse(a.key.group, a.key.tier, a.bs)
+	} else {
+		pl = newKVPool(a.key.group, a.key.tier, a.bs)
+	}
 	pl.faults = ix.f
 	e.pools[a.key] = pl
 	e.log = append(e.log, kvUndo{kind: undoPool})
@@ -790,9 +812,17 @@ func (e *kvEngine) remove(key kvPoolKey, hashes []spec.EvHash) (unknown uint64) 
 	}
 	e.holes = holes[:0]
 	if pl.pages == 0 {
-		delete(e.pools, key)
+		e.dropPool(pl)
 	}
 	return unknown
+}
+
+// dropPool removes pl, now empty, from e and keeps it as e's spare: a
+// pool that empties and fills again (a cache cycling through requests)
+// then regrows neither its arrays nor its tables.
+func (e *kvEngine) dropPool(pl *kvPool) {
+	delete(e.pools, kvPoolKey{pl.group, pl.tier})
+	e.spare = pl
 }
 
 // prune releases slot s and then its ancestors, each while it is in the

@@ -182,6 +182,16 @@ func (t *kvTable) deleteAt(i int) {
 	t.n--
 }
 
+// reset empties the table, keeping its cells, with fresh seeds (the old
+// layout says nothing about the new keys).
+func (t *kvTable) reset() {
+	if t.n != 0 {
+		clear(t.cells)
+	}
+	t.n = 0
+	t.k0, t.k1 = rand.Uint64(), rand.Uint64()|1
+}
+
 // len is the number of keys in the table.
 func (t *kvTable) len() int { return t.n }
 
