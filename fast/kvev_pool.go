@@ -218,6 +218,15 @@ func (pl *kvPool) nsUnref(id uint32) {
 	}
 }
 
+// nextSlot is the slot alloc returns next, so a store can enter it in
+// the tables before it allocates.
+func (pl *kvPool) nextSlot() int32 {
+	if n := len(pl.free); n > 0 {
+		return pl.free[n-1]
+	}
+	return int32(len(pl.page))
+}
+
 // alloc returns a detached, zeroed slot whose tokens hold a copy of toks
 // (pageSize tokens): the last freed slot first, so a chain pruned and
 // stored again gets its consecutive slots back, else a new one.
@@ -348,7 +357,7 @@ func (pl *kvPool) setFirst(slot, first int32) {
 }
 
 // attach makes s (a hole) the first child of parent, in namespace ns,
-// and registers its prefix hash.
+// with prefix hash prefix (the caller enters it in byPrefix).
 func (pl *kvPool) attach(parent, s int32, ns string, prefix uint64) {
 	id := pl.nsRef(ns)
 	first := kvLinkFirst(pl.link[parent])
@@ -361,7 +370,6 @@ func (pl *kvPool) attach(parent, s int32, ns string, prefix uint64) {
 	pl.prefix[s] = prefix
 	pl.link[s] = kvLink(0, id|kvHoleBit)
 	pl.setFirst(parent, s)
-	pl.byPrefix.set(prefix, s)
 	pl.pages++
 }
 
@@ -527,11 +535,11 @@ func (e *kvEngine) incr(pl *kvPool, s int32, b *kvBinding, asSet bool) {
 	pl.setResident(s, satAdd(pl.page[s].resident, nc-old))
 }
 
-// bindNew binds unbound hash h to slot s with count 1.
+// bindNew binds unbound hash h to slot s with count 1 (the caller enters
+// it in byHash).
 func (e *kvEngine) bindNew(pl *kvPool, s int32, h uint64) {
 	pl.addBinding(s, h)
 	pl.setResident(s, satAdd(pl.page[s].resident, 1))
-	pl.byHash.set(h, s)
 	e.log = append(e.log, kvUndo{kind: undoBound, slot: s, hash: h})
 }
 
@@ -539,19 +547,20 @@ func (e *kvEngine) bindNew(pl *kvPool, s int32, h uint64) {
 func (e *kvEngine) create(pl *kvPool, parent int32, ns string, toks []uint32, prefix uint64) int32 {
 	s := pl.alloc(toks)
 	pl.attach(parent, s, ns, prefix)
+	pl.byPrefix.set(prefix, s)
 	e.tokens += int64(len(toks))
 	e.log = append(e.log, kvUndo{kind: undoCreated, slot: s})
 	return s
 }
 
-// createBound attaches a new page under parent with hv bound to it, count 1;
-// its one undo entry (undoCreated) also unbinds hv.
+// createBound attaches a new page under parent with hv bound to it, count
+// 1, at the slot the caller entered in byHash and byPrefix (nextSlot); its
+// one undo entry (undoCreated) also removes those entries.
 func (e *kvEngine) createBound(pl *kvPool, parent int32, ns string, toks []uint32, prefix, hv uint64) int32 {
 	s := pl.alloc(toks)
 	pl.addBinding(s, hv)
 	pl.attach(parent, s, ns, prefix)
 	pl.setResident(s, 1)
-	pl.byHash.set(hv, s)
 	e.tokens += int64(len(toks))
 	e.log = append(e.log, kvUndo{kind: undoCreated, slot: s})
 	return s
@@ -629,12 +638,17 @@ func (ix *kvIndex) store(e *kvEngine, a *kvStoreArgs, h *kvHasher) (orphans uint
 	if cur == kvNoSlot {
 		cur = 0
 	}
-	// 4. Walk and insert.
+	// 4. Walk and insert. Each block's hash, then its prefix hash, is
+	// looked up by inserting it for the slot a new page would get: a miss
+	// (the common case, a new block) is then already entered.
 	bs := int(a.bs)
 	for i := range a.hashes {
 		toks := a.tokens[i*bs : (i+1)*bs]
 		hv := uint64(a.hashes[i])
-		if x := pl.byHash.get(hv); x != kvNoSlot {
+		next := pl.nextSlot()
+		hc, found := pl.byHash.insert(hv, next)
+		if found {
+			x := pl.byHash.slotAt(hc)
 			if pl.page[x].parent != cur || pl.nsOf(x) != a.ns || !equalTokens(pl.tokensOf(x), toks) {
 				e.rollback(pl)
 				return 0, ref.KVHashConflictError(a.event, i, a.hashes[i])
@@ -644,11 +658,14 @@ func (ix *kvIndex) store(e *kvEngine, a *kvStoreArgs, h *kvHasher) (orphans uint
 			continue
 		}
 		ph := h.childPrefix(pl, cur, a.ns, toks)
-		if c := pl.byPrefix.get(ph); c != kvNoSlot {
+		if pc, found := pl.byPrefix.insert(ph, next); found {
+			c := pl.byPrefix.slotAt(pc)
 			if pl.page[c].parent != cur || pl.nsOf(c) != a.ns || !equalTokens(pl.tokensOf(c), toks) {
+				pl.byHash.deleteAt(hc) // not logged yet
 				e.rollback(pl)
 				return 0, ref.KVChainCollisionError(a.event, i, spec.PrefixHash(ph))
 			}
+			pl.byHash.setSlotAt(hc, c)
 			e.bindNew(pl, c, hv)
 			cur = c
 			continue
@@ -712,6 +729,7 @@ func (ix *kvIndex) storeTokenless(e *kvEngine, pl *kvPool, a *kvStoreArgs, h *kv
 			return 0, ref.KVChainCollisionError(a.event, i, spec.PrefixHash(err.prefix))
 		}
 		e.bindNew(pl, cur, uint64(hv))
+		pl.byHash.set(uint64(hv), cur)
 	}
 	return orphans, ix.checkBudget(e, pl, a)
 }

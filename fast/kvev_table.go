@@ -121,31 +121,65 @@ func (t *kvTable) get(k uint64) int32 {
 
 // set maps k to slot v, replacing k's slot if it has one.
 func (t *kvTable) set(k uint64, v int32) {
+	if at, found := t.insert(k, v); found {
+		t.cells[at].val = v
+	}
+}
+
+// insert maps k to slot v unless k is in the table, and returns k's cell
+// (valid until the table's next insertion or deletion) and whether k was
+// there, its slot then unchanged. A store that looks a key up and, when
+// it is missing, adds it pays one probe instead of two: the cell where a
+// lookup of a missing key stops is the cell it is inserted at.
+func (t *kvTable) insert(k uint64, v int32) (cell int, found bool) {
 	if (t.n+1)*kvTableLoadDen > len(t.cells)*kvTableLoadNum {
 		t.resize(2 * len(t.cells))
 	}
-	mask := uint64(len(t.cells) - 1)
-	in := kvCell{key: k, val: v, dist: 1}
+	cells := t.cells
+	mask := uint64(len(cells) - 1)
 	i := t.home(k)
-	for {
-		c := &t.cells[i&mask]
-		switch {
-		case c.dist == 0:
-			*c = in
+	for d := uint32(1); ; d++ {
+		c := &cells[i&mask]
+		if c.dist < d {
+			out := *c
+			*c = kvCell{key: k, val: v, dist: d}
 			t.n++
-			return
-		case c.dist == in.dist && c.key == in.key:
-			// Only k can match: every key the loop carries after a
-			// swap is already unique in the table.
-			c.val = in.val
-			return
-		case c.dist < in.dist:
-			*c, in = in, *c
+			if out.dist != 0 {
+				t.place(out, i+1)
+			}
+			return int(i & mask), false
+		}
+		if c.key == k {
+			return int(i & mask), true
 		}
 		i++
-		in.dist++
 	}
 }
+
+// place puts the key of cell in, displaced from the cell before i, back
+// into the run from i on: Robin Hood order, each key it passes nearer its
+// home than in is displaced in turn, until an empty cell.
+func (t *kvTable) place(in kvCell, i uint64) {
+	cells := t.cells
+	mask := uint64(len(cells) - 1)
+	for ; ; i++ {
+		in.dist++
+		c := &cells[i&mask]
+		if c.dist == 0 {
+			*c = in
+			return
+		}
+		if c.dist < in.dist {
+			*c, in = in, *c
+		}
+	}
+}
+
+// slotAt is the slot in cell i (from insert).
+func (t *kvTable) slotAt(i int) int32 { return t.cells[i].val }
+
+// setSlotAt maps cell i's key (from insert) to slot v.
+func (t *kvTable) setSlotAt(i int, v int32) { t.cells[i].val = v }
 
 // deleteIf removes k if it maps to slot v: a pruned page drops the
 // entries that still name it and leaves one that names another page.
