@@ -1,14 +1,17 @@
 package fast
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/spec"
 )
@@ -292,6 +295,8 @@ func kxCheckPool(t testing.TB, e *kvEngine, key kvPoolKey, pl *kvPool) (tokens i
 	}
 	kxCheckTable(t, "byHash", &pl.byHash, hashes)
 	kxCheckTable(t, "byPrefix", &pl.byPrefix, prefixes)
+	kxCheckTableCells(t, &pl.byHash)
+	kxCheckTableCells(t, &pl.byPrefix)
 	return tokens
 }
 
@@ -358,4 +363,55 @@ func kxFmtScores(s []spec.KVEvScore) string {
 		fmt.Fprintf(&b, "%s/%d:%d(ps%d,stale=%v) ", x.Source, x.DPRank, x.Blocks, x.PageSize, x.Stale)
 	}
 	return b.String()
+}
+
+// TestKVEvEmptiedPoolsMemoryServesTheNextPoolAsNew empties a pool (its
+// memory kept as the engine's spare), then creates pools of other page
+// sizes, tiers and namespaces from it, under each fault that leaves
+// stale entries in a pool, and requires the reference's state and digest
+// after every message.
+func TestKVEvEmptiedPoolsMemoryServesTheNextPoolAsNew(t *testing.T) {
+	for _, f := range []fault.KVEv{{}, {PruneUnbindsFirstOnly: true}} {
+		streams := []spec.KVEvStream{{Name: "s"}}
+		rx, err := ref.NewKVEvIndex(spec.KVEvConfig{}, streams)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fx := kxNewTestIx(t, spec.KVEvConfig{}, f, streams...)
+		var seq uint64
+		live := func(evs ...kxMp) {
+			fr := kxLiveFrames("kv@pod@m", seq, kxBatch(nil, evs...))
+			seq++
+			rr, fr2 := rx.Live("s", fr), fx.Live("s", fr)
+			rb, _ := json.Marshal(rr)
+			fb, _ := json.Marshal(fr2)
+			if !bytes.Equal(rb, fb) {
+				t.Fatalf("%+v, message %d: ref %s, fast %s", f, seq-1, rb, fb)
+			}
+			rs, fs := rx.State(), fx.State()
+			rb, _ = json.Marshal(rs)
+			fb, _ = json.Marshal(fs)
+			if !bytes.Equal(rb, fb) {
+				t.Fatalf("%+v, message %d: states differ:\nref  %s\nfast %s", f, seq-1, rb, fb)
+			}
+			// No pool keeps a stale entry here, even under the fault: the
+			// pool that had one was dropped.
+			kxCheckKVInvariants(t, fx)
+		}
+		lora := "adapter"
+		// A page with two hashes (the second bound by a re-store under
+		// another hash), removed whole: the pool empties.
+		live(kxEvStored([]uint64{1, 2}, nil, kxSeqTokens(10, 8), 4, kxEvOpt{}))
+		live(kxEvStored([]uint64{3}, nil, kxSeqTokens(10, 4), 4, kxEvOpt{}))
+		live(kxEvRemoved([]uint64{2, 1, 3}, kxEvOpt{}))
+		// The next pools: another page size, tier and namespace, the
+		// first reusing the emptied pool's memory with hash 3 (a stale
+		// entry there under the fault, which must not survive).
+		live(kxEvStored([]uint64{3, 8, 9}, nil, kxSeqTokens(50, 6), 2, kxEvOpt{medium: new("cpu"), loraName: &lora}))
+		live(kxEvStored([]uint64{3, 4}, nil, kxSeqTokens(10, 8), 4, kxEvOpt{}))
+		live(kxEvRemoved([]uint64{9, 8, 3}, kxEvOpt{medium: new("cpu")}))
+		live(kxEvStored([]uint64{1}, nil, kxSeqTokens(10, 4), 4, kxEvOpt{medium: new("cpu")}))
+		live(kxEvRemoved([]uint64{3, 4}, kxEvOpt{}))
+		live(kxEvStored([]uint64{2, 5}, nil, kxSeqTokens(10, 8), 4, kxEvOpt{}))
+	}
 }
