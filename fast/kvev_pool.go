@@ -44,15 +44,22 @@ import (
 //     counted, ids reused), kept in the link word only.
 //
 // A pruned page's slot goes to a free list with its tokens' room and is
-// reused by the next store, so the arrays grow only to the pool's peak.
+// reused by the next store, so the arrays grow only to the pool's peak. A
+// pool that empties leaves its engine's map (the state shows no empty
+// pool) but its memory stays with the engine as its spare, which the
+// engine's next new pool takes over instead of regrowing from nothing
+// (kvEngine.dropPool, kvPool.reuse).
 //
 // Lookups. byHash finds a block hash's page; byPrefix finds a page by its
 // prefix hash (unique in a pool, A4), which also answers "does this parent
 // already have a child with these tokens in this namespace" without a
 // children index: that child, if it exists, has exactly the prefix hash
-// the new page would get. Both are kvTables (kvev_table.go): open
-// addressing from the 64-bit key to the slot, keyed against publishers
-// that pick their hashes.
+// the new page would get. Both are kvTables (kvev_table.go): Robin Hood
+// open addressing from the 64-bit key to the slot in 16-byte cells, at
+// most half full, keyed against publishers that pick their hashes. A
+// store looks a new block's hash and prefix hash up by inserting them for
+// the slot the page would get (kvPool.nextSlot), so the common case, a
+// new block, costs one probe per table.
 //
 // Pruning (§2.4) is incremental: between events every hole has a resident
 // descendant, so a page is prunable exactly when it is a hole without
@@ -65,9 +72,10 @@ import (
 // application would, and the pool ends exactly as before the event. A
 // store touches one pool, so the log names slots only.
 //
-// Slots are int32 as the link word's half is: a pool reaches 2^31 pages
-// only past 2^31 tokens in a few hundred GiB, beyond any engine budget's
-// memory.
+// Slots are int32, as the link word's half was before the pages lost
+// their pointers: a pool of 2^31 pages would hold at least 2^31 tokens
+// (the budget's cap allows 2^32) in about 300 GiB of index, far past any
+// machine this runs on.
 
 // kvNoSlot is the parent of the root and of a slot out of the pool, and
 // the lookups' "none": slot 0 is the root, a real slot, so none is below.
