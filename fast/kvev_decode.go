@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
+	"unsafe"
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
@@ -121,7 +122,11 @@ func DecodeKVBatchWithin(payload []byte, lim spec.KVDecodeLimits) (spec.KVBatch,
 func decodeKVBatchScratch(payload []byte, f fault.KVEv, lim spec.KVDecodeLimits, sc *kvDecScratch) (spec.KVBatch, error) {
 	sc.reset()
 	d := kvDec{b: payload, f: f, budget: spec.NewKVDecodeBudget(lim, len(payload)), sc: sc}
-	return d.batch()
+	b, err := d.batch()
+	if err == nil {
+		sc.evs = b.Events // the scratch's array, its length for the next reset's clear
+	}
+	return b, err
 }
 
 // decodeKVMessage is DecodeKVMessageWithin with the decoder bugs f selects;
@@ -235,26 +240,27 @@ type kvDecScratch struct {
 	rank   int64
 }
 
-// kvScratchKeep is the most elements a scratch slice keeps between
+// kvScratchKeepBytes is the most memory each scratch slice keeps between
 // messages: a message past it (a large replay batch) is decoded into
-// memory dropped after it, so one outlier does not pin its size forever.
-const kvScratchKeep = 1 << 16
+// memory dropped after it, so one outlier does not pin its size for the
+// stream's life (a stream keeps at most four such slices). 64 KiB holds a
+// 500-block batch of 16-token blocks.
+const kvScratchKeepBytes = 64 << 10
 
-// reset readies sc for the next message.
+// reset readies sc for the next message, dropping the last one's events'
+// references (their slices and strings).
 func (sc *kvDecScratch) reset() {
-	if cap(sc.evs) > kvScratchKeep {
-		sc.evs = nil
-	}
-	clear(sc.evs[:cap(sc.evs)]) // drop the last message's strings
-	sc.evs = sc.evs[:0]
+	clear(sc.evs)
+	sc.evs = kvScratchTrim(sc.evs)
 	sc.hashes = kvScratchTrim(sc.hashes)
 	sc.tokens = kvScratchTrim(sc.tokens)
 	sc.opts = kvScratchTrim(sc.opts)
 }
 
-// kvScratchTrim empties a scratch slice, dropping it past kvScratchKeep.
+// kvScratchTrim empties a scratch slice, dropping it past
+// kvScratchKeepBytes.
 func kvScratchTrim[T any](s []T) []T {
-	if cap(s) > kvScratchKeep {
+	if uintptr(cap(s))*unsafe.Sizeof(*new(T)) > kvScratchKeepBytes {
 		return nil
 	}
 	return s[:0]
