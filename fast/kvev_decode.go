@@ -1159,8 +1159,8 @@ func (d *kvDec) hash(pl kvPlace, nilOK bool) (h spec.EvHash, ok bool, err error)
 	return 0, false, d.typeErr(spec.ErrHashEncoding, pl, st, spec.WantHash)
 }
 
-// hashBuf and tokenBuf are the scratch's hash and token buffers (nil
-// without a scratch).
+// hashBuf is the scratch's hash buffer (nil without a scratch: the
+// hashes are then allocated).
 func (d *kvDec) hashBuf() *[]spec.EvHash {
 	if d.sc == nil {
 		return nil
@@ -1168,6 +1168,8 @@ func (d *kvDec) hashBuf() *[]spec.EvHash {
 	return &d.sc.hashes
 }
 
+// tokenBuf is the scratch's token buffer (nil without a scratch: the
+// tokens are then allocated).
 func (d *kvDec) tokenBuf() *[]uint32 {
 	if d.sc == nil {
 		return nil
