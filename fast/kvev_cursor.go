@@ -1,6 +1,7 @@
 package fast
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -64,6 +65,14 @@ type kvStream struct {
 	c       spec.KVEvStreamCounters
 
 	hasher kvHasher
+	dec    kvDecScratch
+
+	// The last topic's engine key (without the batch's rank) and model,
+	// for engineKeyOf.
+	topicSet   bool
+	topic      []byte
+	topicKey   spec.KVEvEngineKey
+	topicModel string
 }
 
 // setHeld makes q the hold queue and counts its bytes (A7).
@@ -256,20 +265,38 @@ func (ix *kvIndex) apply(st *kvStream, s uint64, topic, seqFrame, payload []byte
 	}
 	st.c.Batches++
 	r.Applied = append(r.Applied, s)
-	msg, err := decodeKVMessage([][]byte{topic, seqFrame, payload}, ix.f, ix.cfg.DecodeLimits())
+	// The frames were checked (kvLiveFrames, kvReplayFrames), so the
+	// payload's decode is decodeKVMessage's, into the stream's scratch.
+	batch, err := decodeKVBatchScratch(payload, ix.f, ix.cfg.DecodeLimits(), &st.dec)
 	if err != nil {
 		ix.refuseBatch(st, s, err, r)
 		return
 	}
-	key, model := kvEngineKeyOf(st, string(topic), msg.Batch.DPRank) // the raw bytes (A2), not the UTF-8-safe Topic
+	key, model := st.engineKeyOf(topic, batch.DPRank) // the raw bytes (A2), not the UTF-8-safe Topic
 	e, err := ix.engineFor(st, key, model)
 	if err != nil {
 		ix.refuseEngine(st, s, key, err, r)
 		return
 	}
 	e.mu.Lock()
-	ix.applyEvents(e, st, s, msg.Batch.Events, r)
+	ix.applyEvents(e, st, s, batch.Events, r)
 	e.mu.Unlock()
+}
+
+// engineKeyOf is kvEngineKeyOf of the topic's raw bytes, remembering the
+// last topic's answer: a stream's messages almost always share one topic,
+// and converting it to a string for each message was an allocation.
+func (st *kvStream) engineKeyOf(topic []byte, rank *int64) (spec.KVEvEngineKey, string) {
+	if !st.topicSet || !bytes.Equal(topic, st.topic) {
+		st.topicKey, st.topicModel = kvEngineKeyOf(st, string(topic), nil)
+		st.topic = append(st.topic[:0], topic...)
+		st.topicSet = true
+	}
+	k := st.topicKey
+	if rank != nil {
+		k.DPRank = *rank
+	}
+	return k, st.topicModel
 }
 
 func (ix *kvIndex) refuseBatch(st *kvStream, s uint64, err error, r *spec.KVEvStepResult) {

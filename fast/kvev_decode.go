@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
+	"unsafe"
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
@@ -115,6 +116,19 @@ func DecodeKVBatchWithin(payload []byte, lim spec.KVDecodeLimits) (spec.KVBatch,
 	return d.batch()
 }
 
+// decodeKVBatchScratch is the index's decode of a live message's payload
+// (its frames already checked): the batch, with the decoder bugs f
+// selects, carved from sc, valid until sc's next reset.
+func decodeKVBatchScratch(payload []byte, f fault.KVEv, lim spec.KVDecodeLimits, sc *kvDecScratch) (spec.KVBatch, error) {
+	sc.reset()
+	d := kvDec{b: payload, f: f, budget: spec.NewKVDecodeBudget(lim, len(payload)), sc: sc}
+	b, err := d.batch()
+	if err == nil {
+		sc.evs = b.Events // the scratch's array, its length for the next reset's clear
+	}
+	return b, err
+}
+
 // decodeKVMessage is DecodeKVMessageWithin with the decoder bugs f selects;
 // the fast index calls it with its own switches and bounds.
 func decodeKVMessage(frames [][]byte, f fault.KVEv, lim spec.KVDecodeLimits) (spec.KVMessage, error) {
@@ -206,6 +220,67 @@ type kvDec struct {
 	opt *kvOpt // the current event's optional values
 	// budget is the payload's A10 decoded cost so far.
 	budget spec.KVDecodeBudget
+	// sc, when set, is where the output's slices and optional values are
+	// carved from instead of allocated: the index's own decode, whose
+	// output is applied and dropped before the stream's next message.
+	sc *kvDecScratch
+}
+
+// kvDecScratch is a stream's decode output memory, reused message after
+// message: the events, their hashes and tokens, their optional values and
+// the batch's rank. An ingest that allocated them afresh spent a sixth of
+// its time in the allocator and the GC; reused, a message allocates
+// nothing here. Decoded strings are still allocated (or interned), so
+// nothing the index keeps, such as a namespace name, points into it.
+type kvDecScratch struct {
+	evs    []spec.KVEvent
+	hashes []spec.EvHash
+	tokens []uint32
+	opts   []kvOpt
+	rank   int64
+}
+
+// kvScratchKeepBytes is the most memory each scratch slice keeps between
+// messages: a message past it (a large replay batch) is decoded into
+// memory dropped after it, so one outlier does not pin its size for the
+// stream's life (a stream keeps at most four such slices). 64 KiB holds a
+// 500-block batch of 16-token blocks.
+const kvScratchKeepBytes = 64 << 10
+
+// reset readies sc for the next message, dropping the last one's events'
+// references (their slices and strings).
+func (sc *kvDecScratch) reset() {
+	clear(sc.evs)
+	sc.evs = kvScratchTrim(sc.evs)
+	sc.hashes = kvScratchTrim(sc.hashes)
+	sc.tokens = kvScratchTrim(sc.tokens)
+	sc.opts = kvScratchTrim(sc.opts)
+}
+
+// kvScratchTrim empties a scratch slice, dropping it past
+// kvScratchKeepBytes.
+func kvScratchTrim[T any](s []T) []T {
+	if uintptr(cap(s))*unsafe.Sizeof(*new(T)) > kvScratchKeepBytes {
+		return nil
+	}
+	return s[:0]
+}
+
+// kvScratchTake returns n elements carved from *buf (growing it into a
+// new array when it lacks room, the slices already carved keeping the
+// old one), or a new slice when buf is nil (no scratch). The elements are
+// not zeroed: every caller writes all of them.
+func kvScratchTake[T any](buf *[]T, n int) []T {
+	if buf == nil {
+		return make([]T, n)
+	}
+	b := *buf
+	if cap(b)-len(b) < n {
+		b = make([]T, 0, max(2*cap(b), n, 64))
+	}
+	l := len(b)
+	*buf = b[:l+n]
+	return b[l : l+n : l+n]
 }
 
 // left is the number of bytes after the read position.
@@ -660,6 +735,10 @@ func (d *kvDec) rank() (*int64, error) {
 	case u > math.MaxInt64:
 		return nil, ref.KVRangeError(spec.ErrBatchShape, "payload.data_parallel_rank", u, spec.WantRank)
 	}
+	if d.sc != nil {
+		d.sc.rank = int64(u)
+		return &d.sc.rank, nil
+	}
 	v := int64(u)
 	return &v, nil
 }
@@ -694,7 +773,15 @@ func (d *kvDec) events() ([]spec.KVEvent, error) {
 	if err := d.budget.Events("payload.events", n); err != nil {
 		return nil, err
 	}
-	evs := make([]spec.KVEvent, 0, n)
+	var evs []spec.KVEvent
+	if d.sc != nil && d.sc.evs != nil && uint64(cap(d.sc.evs)) >= n {
+		evs = d.sc.evs[:0]
+	} else {
+		evs = make([]spec.KVEvent, 0, n)
+		if d.sc != nil {
+			d.sc.evs = evs
+		}
+	}
 	for i := 0; i < int(n); i++ {
 		evs = append(evs, spec.KVEvent{})
 		d.opt = nil
@@ -972,10 +1059,16 @@ type kvOpt struct {
 	strs          [3]string // medium, lora_name, kv_cache_spec_kind
 }
 
-// box is the current event's kvOpt, allocated on first use.
+// box is the current event's kvOpt, allocated (or taken from the
+// scratch) on first use.
 func (d *kvDec) box() *kvOpt {
 	if d.opt == nil {
-		d.opt = new(kvOpt)
+		if d.sc == nil {
+			d.opt = new(kvOpt)
+		} else {
+			d.opt = &kvScratchTake(&d.sc.opts, 1)[0]
+			*d.opt = kvOpt{}
+		}
 	}
 	return d.opt
 }
@@ -1066,6 +1159,24 @@ func (d *kvDec) hash(pl kvPlace, nilOK bool) (h spec.EvHash, ok bool, err error)
 	return 0, false, d.typeErr(spec.ErrHashEncoding, pl, st, spec.WantHash)
 }
 
+// hashBuf is the scratch's hash buffer (nil without a scratch: the
+// hashes are then allocated).
+func (d *kvDec) hashBuf() *[]spec.EvHash {
+	if d.sc == nil {
+		return nil
+	}
+	return &d.sc.hashes
+}
+
+// tokenBuf is the scratch's token buffer (nil without a scratch: the
+// tokens are then allocated).
+func (d *kvDec) tokenBuf() *[]uint32 {
+	if d.sc == nil {
+		return nil
+	}
+	return &d.sc.tokens
+}
+
 // hashes reads block_hashes: a non-empty array of hashes.
 func (d *kvDec) hashes(i int) ([]spec.EvHash, error) {
 	n, st := d.arrayHeader()
@@ -1084,7 +1195,7 @@ func (d *kvDec) hashes(i int) ([]spec.EvHash, error) {
 	if n == 0 {
 		return nil, ref.KVEmptyHashesError(kvFieldPlace(i, kfHashes).String())
 	}
-	out := make([]spec.EvHash, n)
+	out := kvScratchTake(d.hashBuf(), int(n))
 	b := d.b
 	for j := range out {
 		p := d.p
@@ -1118,7 +1229,7 @@ func (d *kvDec) tokens(i int) ([]uint32, error) {
 	if !d.budget.Charge(n, spec.KVTokenCost) {
 		return nil, d.budget.CostError(kvFieldPlace(i, kfTokens).String())
 	}
-	out := make([]uint32, n)
+	out := kvScratchTake(d.tokenBuf(), int(n))
 	b, p := d.b, d.p
 	for j := range out {
 		if p >= len(b) {

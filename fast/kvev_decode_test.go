@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
@@ -499,4 +501,34 @@ func FuzzKVEvDecodeMatchesRef(f *testing.F) {
 			t.Fatal("a decoder wrote to its input")
 		}
 	})
+}
+
+// TestKVEvDecodeIntoTheScratchMatchesDecodeKVBatch decodes the payloads of
+// TestKVEvDecodeMatchesRef one after another into one reused scratch, the
+// index's decode, with a large batch (past what a scratch keeps) among
+// them: each result, read before the next decode, must be the allocating
+// decoder's, output and first error.
+func TestKVEvDecodeIntoTheScratchMatchesDecodeKVBatch(t *testing.T) {
+	topic := kvdHex(t, kvdTopic52)
+	payloads := kvdDiffPayloads(t)
+	big, _ := kxStoredRing(1)
+	hs := make([]uint64, 3000)
+	for i := range hs {
+		hs[i] = uint64(i + 1)
+	}
+	large := kxBatch(nil, kxEvStored(hs, nil, kxSeqTokens(0, 16*len(hs)), 16, kxEvOpt{}), kxEvRemoved(hs, kxEvOpt{}))
+	payloads = slices.Insert(payloads, len(payloads)/2, append(big, large)...)
+	payloads = append(payloads, big...)
+	var sc kvDecScratch
+	for _, p := range payloads {
+		b, err := DecodeKVBatchWithin(p, spec.KVDecodeLimits{})
+		want := kvdCanon(ref.KVMessageOf(topic, 1, b), err)
+		b, err = decodeKVBatchScratch(p, fault.KVEv{}, spec.KVDecodeLimits{}, &sc)
+		if got := kvdCanon(ref.KVMessageOf(topic, 1, b), err); got != want {
+			t.Fatalf("payload %x:\n scratch %s\n    want %s", p, got, want)
+		}
+	}
+	if n := uintptr(cap(sc.tokens)) * unsafe.Sizeof(uint32(0)); n > kvScratchKeepBytes {
+		t.Errorf("the scratch kept %d bytes of tokens", n)
+	}
 }

@@ -57,9 +57,12 @@ type kvEngine struct {
 	c          spec.KVEvEngineCounters
 	pools      map[kvPoolKey]*kvPool
 
-	// Scratch of the applying stream (under mu).
+	// Scratch of the applying stream (under mu), pointer-free.
 	log   []kvUndo
-	holes []*kvPage
+	holes []int32
+	// spare is the pool removed last, emptied, whose memory the next new
+	// pool reuses (dropPool).
+	spare *kvPool
 }
 
 // kvIndex implements spec.KVEvIndex.
@@ -292,7 +295,6 @@ func (ix *kvIndex) applyEvents(e *kvEngine, st *kvStream, seq uint64, evs []spec
 				ns: kvNamespace(ev), key: kvPoolKey{kvGroup(ev.GroupIdx), kvTier(ev.Medium)}, event: i,
 			}
 			orphans, err := ix.store(e, &a, &st.hasher)
-			clear(e.log) // the undo log must not pin pages or pools
 			e.log = e.log[:0]
 			if err != nil {
 				e.c.Refused++
@@ -705,7 +707,7 @@ func (pl *kvPool) walkRun(q spec.KVEvScoreQuery, chain []uint64, slot int32, d i
 					return slot, d, true // missing, or a hole
 				}
 			}
-			if q.Exact && !equalPromptPage(pl.pageOf[c].tokens, q.Tokens[d*ps:(d+1)*ps]) {
+			if q.Exact && !equalPromptPage(pl.tokensOf(c), q.Tokens[d*ps:(d+1)*ps]) {
 				return slot, d, true
 			}
 			slot = c
@@ -774,16 +776,15 @@ func equalWords(a, b []uint64) bool {
 // child is the slot of the child of slot with prefix hash want in
 // namespace qid (hole or not), 0 when there is none.
 func (pl *kvPool) child(slot int32, want uint64, qid uint32) int32 {
-	cur := pl.pageOf[slot]
-	if cur.nkids > 8 {
-		if k := pl.byPrefix[want]; k != nil && k.parent == cur && k.nsID == qid {
-			return k.slot
+	if pl.page[slot].nkids > 8 {
+		if k := pl.byPrefix.get(want); k != kvNoSlot && pl.page[k].parent == slot && pl.nsID(k) == qid {
+			return k
 		}
 		return 0
 	}
-	for k := cur.first; k != nil; k = k.next {
-		if k.prefix == want && k.nsID == qid {
-			return k.slot
+	for k := kvLinkFirst(pl.link[slot]); k != 0; k = pl.page[k].next {
+		if pl.prefix[k] == want && pl.nsID(k) == qid {
+			return k
 		}
 	}
 	return 0
@@ -992,34 +993,34 @@ func (pl *kvPool) walkState(d *kvDigest, full bool) []spec.KVEvPageState {
 		out = make([]spec.KVEvPageState, 0, pl.pages)
 	}
 	type frame struct {
-		p     *kvPage
+		s     int32
 		depth int
 	}
 	stack := []frame{}
-	push := func(parent *kvPage, depth int) {
+	push := func(parent int32, depth int) {
 		start := len(stack)
-		for k := parent.first; k != nil; k = k.next {
+		for k := kvLinkFirst(pl.link[parent]); k != 0; k = pl.page[k].next {
 			stack = append(stack, frame{k, depth})
 		}
 		kids := stack[start:]
 		if len(kids) > 1 {
 			// Reverse order so the smallest is popped first.
-			slices.SortFunc(kids, func(a, b frame) int { return -kvPageCompare(a.p, b.p) })
+			slices.SortFunc(kids, func(a, b frame) int { return -pl.pageCompare(a.s, b.s) })
 		}
 	}
-	push(&pl.root, 0)
+	push(0, 0)
 	var binds []kvBinding
 	for len(stack) > 0 {
 		f := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		p := f.p
+		ns, toks := pl.nsOf(f.s), pl.tokensOf(f.s)
 		d.u64(uint64(f.depth))
-		d.str(p.ns)
-		d.u64(uint64(len(p.tokens)))
-		for _, t := range p.tokens {
+		d.str(ns)
+		d.u64(uint64(len(toks)))
+		for _, t := range toks {
 			d.u32(t)
 		}
-		binds = append(binds[:0], p.bind...)
+		binds = pl.appendBindings(binds[:0], f.s)
 		if len(binds) > 1 {
 			slices.SortFunc(binds, func(a, b kvBinding) int { return cmp.Compare(a.hash, b.hash) })
 		}
@@ -1030,7 +1031,7 @@ func (pl *kvPool) walkState(d *kvDigest, full bool) []spec.KVEvPageState {
 		}
 		d.flush(false)
 		if full {
-			ps := spec.KVEvPageState{Depth: f.depth, Namespace: p.ns, Tokens: slices.Clone(p.tokens), Resident: p.resident}
+			ps := spec.KVEvPageState{Depth: f.depth, Namespace: ns, Tokens: slices.Clone(toks), Resident: pl.page[f.s].resident}
 			if ps.Tokens == nil {
 				ps.Tokens = []uint32{}
 			}
@@ -1042,16 +1043,18 @@ func (pl *kvPool) walkState(d *kvDigest, full bool) []spec.KVEvPageState {
 			}
 			out = append(out, ps)
 		}
-		push(p, f.depth+1)
+		push(f.s, f.depth+1)
 	}
 	return out
 }
 
-func kvPageCompare(a, b *kvPage) int {
-	if c := strings.Compare(a.ns, b.ns); c != 0 {
+// pageCompare orders sibling slots a and b for the canonical walk (A8):
+// by namespace, then tokens.
+func (pl *kvPool) pageCompare(a, b int32) int {
+	if c := strings.Compare(pl.nsOf(a), pl.nsOf(b)); c != 0 {
 		return c
 	}
-	return slices.Compare(a.tokens, b.tokens)
+	return slices.Compare(pl.tokensOf(a), pl.tokensOf(b))
 }
 
 func isPoolBudget(err error) bool {

@@ -13,25 +13,53 @@ import (
 // The pools of the fast event-fed index (docs/spec/kv-events.md §2.1-§2.6,
 // §2.10 A4-A5): one per (engine, group, tier), a tree of one-block pages.
 //
-// Layout. Each page has a slot. What the score walk reads lives in two
-// pointer-free arrays indexed by slot, 16 bytes a slot: prefix (the prefix
-// hash) and link (the first child's slot and the namespace id with a hole
-// bit). A long prompt's walk is therefore a scan of dense arrays (8
-// engines' 15K-page chains fit in L2) instead of one cache line per page,
-// and where a chain's pages have consecutive slots (a store allocates them
-// in order) it compares a block of prefix hashes at once, as the HTTP
-// pools compare a compressed node's hashes. Everything else
-// (links, tokens, bindings) is in the page struct, allocated from per-pool
-// slabs and recycled with its slot through a free list, so a pruned page's
-// memory is reused by the next store instead of pinning a slab. Tokens
-// are a slice of a per-pool token slab; bindings an inline one-element
-// slice (a page almost always has one hash).
+// Storage. A page is a slot, an int32 index into the pool's arrays; no
+// part of a page is a Go pointer, so the GC neither scans a pool's pages
+// nor takes a write barrier when they change (a pointer-linked page made
+// the GC a fifth of an ingest's time), and a pool is a handful of large
+// pointer-free allocations however many pages it holds. Slot 0 is the
+// root. The arrays, all indexed by slot:
+//
+//   - prefix and link, 16 bytes a slot, what the score walk reads: the
+//     page's prefix hash, and its link word (the first child's slot, and
+//     the namespace id with a hole bit). A long prompt's walk is a scan of
+//     dense arrays (8 engines' 15K-page chains fit in L2) instead of one
+//     cache line per page, and where a chain's pages have consecutive
+//     slots (a store allocates them in order) it compares a block of
+//     prefix hashes at once, as the HTTP pools compare a compressed node's
+//     hashes.
+//   - page, a kvPage of 48 bytes: the parent, the next and previous
+//     siblings (int32 slots; kvNoSlot is the root's parent and marks a
+//     slot out of the pool), the child count, the residency, and the first
+//     binding inline. A page almost always has one hash; the later ones
+//     of a page that has more are nodes of binds, a per-pool pointer-free
+//     list chained from the page newest first (so an undo pops the head),
+//     recycled through their own free list.
+//   - toks, the tokens: every page of a pool has exactly pageSize tokens
+//     (a store's blocks are cut at the pool's page size, a tokenless copy
+//     comes from a pool of the same size), so page s's tokens are
+//     toks[(s-1)·pageSize, s·pageSize) with no offset or length stored.
+//     The root has none.
+//   - The namespace is an id into nsNames (interned per pool, reference
+//     counted, ids reused), kept in the link word only.
+//
+// A pruned page's slot goes to a free list with its tokens' room and is
+// reused by the next store, so the arrays grow only to the pool's peak. A
+// pool that empties leaves its engine's map (the state shows no empty
+// pool) but its memory stays with the engine as its spare, which the
+// engine's next new pool takes over instead of regrowing from nothing
+// (kvEngine.dropPool, kvPool.reuse).
 //
 // Lookups. byHash finds a block hash's page; byPrefix finds a page by its
 // prefix hash (unique in a pool, A4), which also answers "does this parent
 // already have a child with these tokens in this namespace" without a
 // children index: that child, if it exists, has exactly the prefix hash
-// the new page would get.
+// the new page would get. Both are kvTables (kvev_table.go): Robin Hood
+// open addressing from the 64-bit key to the slot in 16-byte cells, at
+// most half full, keyed against publishers that pick their hashes. A
+// store looks a new block's hash and prefix hash up by inserting them for
+// the slot the page would get (kvPool.nextSlot), so the common case, a
+// new block, costs one probe per table.
 //
 // Pruning (§2.4) is incremental: between events every hole has a resident
 // descendant, so a page is prunable exactly when it is a hole without
@@ -41,12 +69,30 @@ import (
 // Atomicity (§2.7): a store applies block by block, logging what it did;
 // a refusal (conflict, collision, budget) undoes the log in reverse, so
 // the checks see the store's own earlier blocks exactly as a sequential
-// application would, and the pool ends exactly as before the event.
+// application would, and the pool ends exactly as before the event. A
+// store touches one pool, so the log names slots only.
+//
+// Slots are int32, as the link word's half was before the pages lost
+// their pointers: a pool of 2^31 pages would hold at least 2^31 tokens
+// (the budget's cap allows 2^32) in about 300 GiB of index, far past any
+// machine this runs on.
+
+// kvNoSlot is the parent of the root and of a slot out of the pool, and
+// the lookups' "none": slot 0 is the root, a real slot, so none is below.
+const kvNoSlot int32 = -1
 
 // kvBinding is one block hash bound to a page and its residency count (A4).
 type kvBinding struct {
 	hash  uint64
 	count int64
+}
+
+// kvBindNode is a binding of a page after its first, in the pool's
+// overflow list: pages with more than one hash are rare, so they pay a
+// list walk and the common page keeps one inline binding.
+type kvBindNode struct {
+	b    kvBinding
+	next int32 // the page's next (older) overflow binding, 0: none
 }
 
 // kvLink is a slot's link word: its first child's slot (0: none; slot 0
@@ -60,34 +106,21 @@ func kvLink(first int32, nsHole uint32) uint64 {
 func kvLinkFirst(l uint64) int32   { return int32(uint32(l)) }
 func kvLinkNSHole(l uint64) uint32 { return uint32(l >> 32) }
 
+// kvHoleBit marks a hole in a link word's namespace half, so the walk
+// checks "resident in this namespace" with one compare.
 const kvHoleBit = 1 << 31
 
-// kvPage is one page: one block of a pool.
+// kvPage is one page's links, residency and first binding: pointer-free,
+// so the pool's page array is never scanned by the GC.
 type kvPage struct {
-	first    *kvPage // first child
-	next     *kvPage // next sibling
-	prev     *kvPage // previous sibling
-	parent   *kvPage
-	prefix   uint64 // A4 prefix hash
-	resident int64  // sum of the bindings' counts; 0 is a hole
-	ns       string // namespace (§2.2)
-	nsID     uint32
-	slot     int32
+	bind0    kvBinding // the first binding, while nbind >= 1
+	resident int64     // sum of the bindings' counts; 0 is a hole
+	parent   int32     // kvNoSlot: the root, or a slot out of the pool
+	next     int32     // next sibling, 0: none
+	prev     int32     // previous sibling, 0: none
 	nkids    int32
-	attached bool // in the pool (false once pruned, undone or freed)
-	tokens   []uint32
-	bind     []kvBinding // inline[:n] while n <= 1
-	inline   [1]kvBinding
-}
-
-// binding returns the index of h in p's bindings, or -1.
-func (p *kvPage) binding(h uint64) int {
-	for i := range p.bind {
-		if p.bind[i].hash == h {
-			return i
-		}
-	}
-	return -1
+	more     int32 // the newest overflow binding (kvPool.binds), 0: none
+	nbind    int32
 }
 
 // kvPool is one (group, tier) of an engine.
@@ -95,13 +128,16 @@ type kvPool struct {
 	group    int64
 	tier     string
 	pageSize int64
-	root     kvPage // slot 0, never attached to anything
 	pages    int
-	byHash   map[uint64]*kvPage
-	byPrefix map[uint64]*kvPage
-	prefix   []uint64  // slot → prefix hash
-	link     []uint64  // slot → kvLink(first child's slot, namespace id | hole bit)
-	pageOf   []*kvPage // slot → page
+	byHash   kvTable
+	byPrefix kvTable
+	prefix   []uint64     // slot → prefix hash
+	link     []uint64     // slot → kvLink(first child's slot, namespace id | hole bit)
+	page     []kvPage     // slot → the rest of the page; [0] is the root
+	toks     []uint32     // slot s ≥ 1 → its tokens at [(s-1)·pageSize, s·pageSize)
+	binds    []kvBindNode // overflow bindings; [0] unused, so 0 is "none"
+	bindFree int32        // the first free node of binds, 0: none
+	free     []int32      // free slots, the last freed on top
 
 	nsIDs   map[string]uint32
 	nsNames []string
@@ -109,28 +145,53 @@ type kvPool struct {
 	nsFree  []uint32
 	nsLast  uint32 // the last id taken, tried first
 
-	free    []*kvPage
-	slab    []kvPage
-	tokSlab []uint32
-
 	// faults are the index's reach plants that live in a pool's walk and
 	// pruning (internal/fault.KVEv); always zero in production.
 	faults fault.KVEv
 }
 
+// newKVPool is an empty pool: the root alone.
 func newKVPool(group int64, tier string, pageSize int64) *kvPool {
 	pl := &kvPool{
 		group: group, tier: tier, pageSize: pageSize,
-		byHash:   make(map[uint64]*kvPage),
-		byPrefix: make(map[uint64]*kvPage),
+		byHash:   newKVTable(),
+		byPrefix: newKVTable(),
 		nsIDs:    make(map[string]uint32),
 		prefix:   make([]uint64, 1, 16),
 		link:     make([]uint64, 1, 16),
-		pageOf:   make([]*kvPage, 1, 16),
+		page:     make([]kvPage, 1, 16),
 	}
-	pl.pageOf[0] = &pl.root
+	pl.page[0].parent = kvNoSlot
 	return pl
 }
+
+// reuse empties pl for a new (group, tier, pageSize), keeping the memory
+// of its arrays and tables (see kvEngine.spare) and drawing its tables'
+// seeds afresh: the result is a new pool but for capacity.
+func (pl *kvPool) reuse(group int64, tier string, pageSize int64) {
+	pl.group, pl.tier, pl.pageSize, pl.pages = group, tier, pageSize, 0
+	pl.byHash.reset()
+	pl.byPrefix.reset()
+	pl.prefix, pl.link, pl.page = pl.prefix[:1], pl.link[:1], pl.page[:1]
+	pl.prefix[0], pl.link[0], pl.page[0] = 0, 0, kvPage{parent: kvNoSlot}
+	pl.toks, pl.binds, pl.bindFree, pl.free = pl.toks[:0], pl.binds[:0], 0, pl.free[:0]
+	clear(pl.nsIDs)
+	clear(pl.nsNames)
+	pl.nsNames, pl.nsRefs, pl.nsFree, pl.nsLast = pl.nsNames[:0], pl.nsRefs[:0], pl.nsFree[:0], 0
+}
+
+// tokensOf is slot s's tokens (s ≥ 1), a view of the pool's token array.
+func (pl *kvPool) tokensOf(s int32) []uint32 {
+	ps := int(pl.pageSize)
+	o := (int(s) - 1) * ps
+	return pl.toks[o : o+ps : o+ps]
+}
+
+// nsID is slot s's namespace id, read from its link word.
+func (pl *kvPool) nsID(s int32) uint32 { return kvLinkNSHole(pl.link[s]) &^ kvHoleBit }
+
+// nsOf is slot s's namespace (§2.2).
+func (pl *kvPool) nsOf(s int32) string { return pl.nsNames[pl.nsID(s)] }
 
 // nsRef returns ns's id, taking a reference.
 func (pl *kvPool) nsRef(ns string) uint32 {
@@ -156,6 +217,7 @@ func (pl *kvPool) nsRef(ns string) uint32 {
 	return id
 }
 
+// nsUnref drops a reference to namespace id, freeing the id with the last.
 func (pl *kvPool) nsUnref(id uint32) {
 	if pl.nsRefs[id]--; pl.nsRefs[id] == 0 {
 		delete(pl.nsIDs, pl.nsNames[id])
@@ -164,70 +226,137 @@ func (pl *kvPool) nsUnref(id uint32) {
 	}
 }
 
-// alloc returns a detached, zeroed page with a slot whose tokens hold a
-// copy of toks.
-func (pl *kvPool) alloc(toks []uint32) *kvPage {
-	var p *kvPage
+// nextSlot is the slot alloc returns next, so a store can enter it in
+// the tables before it allocates.
+func (pl *kvPool) nextSlot() int32 {
 	if n := len(pl.free); n > 0 {
-		p = pl.free[n-1]
+		return pl.free[n-1]
+	}
+	return int32(len(pl.page))
+}
+
+// alloc returns a detached, zeroed slot whose tokens hold a copy of toks
+// (pageSize tokens): the last freed slot first, so a chain pruned and
+// stored again gets its consecutive slots back, else a new one.
+func (pl *kvPool) alloc(toks []uint32) int32 {
+	if n := len(pl.free); n > 0 {
+		s := pl.free[n-1]
 		pl.free = pl.free[:n-1]
+		copy(pl.tokensOf(s), toks)
+		return s
+	}
+	s := int32(len(pl.page))
+	pl.page = append(pl.page, kvPage{parent: kvNoSlot})
+	pl.prefix = append(pl.prefix, 0)
+	pl.link = append(pl.link, 0)
+	pl.toks = append(pl.toks, toks...)
+	return s
+}
+
+// release returns a detached slot to the free list, its overflow
+// bindings to theirs and its namespace reference.
+func (pl *kvPool) release(s int32) {
+	pl.nsUnref(pl.nsID(s))
+	for i := pl.page[s].more; i != 0; {
+		next := pl.binds[i].next
+		pl.freeBindNode(i)
+		i = next
+	}
+	pl.page[s] = kvPage{parent: kvNoSlot}
+	pl.prefix[s], pl.link[s] = 0, 0
+	pl.free = append(pl.free, s)
+}
+
+// newBindNode returns a free overflow node, growing binds if none is.
+func (pl *kvPool) newBindNode() int32 {
+	if i := pl.bindFree; i != 0 {
+		pl.bindFree = pl.binds[i].next
+		return i
+	}
+	if len(pl.binds) == 0 {
+		pl.binds = append(pl.binds, kvBindNode{}) // node 0 is "none"
+	}
+	pl.binds = append(pl.binds, kvBindNode{})
+	return int32(len(pl.binds) - 1)
+}
+
+// freeBindNode puts overflow node i on the free list.
+func (pl *kvPool) freeBindNode(i int32) {
+	pl.binds[i] = kvBindNode{next: pl.bindFree}
+	pl.bindFree = i
+}
+
+// binding returns s's binding of h, or nil: a pointer into the pool's
+// arrays, valid until the next binding or slot is added.
+func (pl *kvPool) binding(s int32, h uint64) *kvBinding {
+	pg := &pl.page[s]
+	if pg.nbind == 0 {
+		return nil
+	}
+	if pg.bind0.hash == h {
+		return &pg.bind0
+	}
+	for i := pg.more; i != 0; i = pl.binds[i].next {
+		if pl.binds[i].b.hash == h {
+			return &pl.binds[i].b
+		}
+	}
+	return nil
+}
+
+// addBinding binds h to s with count 1 (it does not touch byHash or the
+// residency).
+func (pl *kvPool) addBinding(s int32, h uint64) {
+	b := kvBinding{hash: h, count: 1}
+	if pl.page[s].nbind == 0 {
+		pl.page[s].bind0 = b
 	} else {
-		if len(pl.slab) == 0 {
-			pl.slab = make([]kvPage, min(max(pl.pages/4, 16), 1024))
-		}
-		p = &pl.slab[0]
-		pl.slab = pl.slab[1:]
-		p.slot = int32(len(pl.prefix))
-		pl.prefix = append(pl.prefix, 0)
-		pl.link = append(pl.link, 0)
-		pl.pageOf = append(pl.pageOf, p)
+		i := pl.newBindNode()
+		pl.binds[i] = kvBindNode{b: b, next: pl.page[s].more}
+		pl.page[s].more = i
 	}
-	buf := p.tokens[:0]
-	if cap(buf) < len(toks) {
-		if int64(len(toks)) == pl.pageSize && pl.pageSize <= 4096 {
-			ps := int(pl.pageSize)
-			if len(pl.tokSlab) < ps {
-				pl.tokSlab = make([]uint32, ps*min(max(pl.pages/4, 16), 1024))
-			}
-			buf = pl.tokSlab[:0:ps]
-			pl.tokSlab = pl.tokSlab[ps:]
-		} else {
-			buf = make([]uint32, 0, len(toks))
-		}
-	}
-	p.tokens = append(buf, toks...)
-	p.bind = p.inline[:0]
-	return p
+	pl.page[s].nbind++
 }
 
-// release returns a detached page (and its slot) to the free list.
-func (pl *kvPool) release(p *kvPage) {
-	pl.nsUnref(p.nsID)
-	p.first, p.next, p.prev, p.parent = nil, nil, nil, nil
-	p.prefix, p.resident, p.ns, p.nsID, p.nkids, p.attached = 0, 0, "", 0, 0, false
-	p.tokens = p.tokens[:0]
-	p.inline[0] = kvBinding{}
-	p.bind = nil
-	pl.prefix[p.slot], pl.link[p.slot] = 0, 0
-	pl.free = append(pl.free, p)
-}
-
-// slotOf is p's slot, 0 for nil.
-func slotOf(p *kvPage) int32 {
-	if p == nil {
-		return 0
+// popBinding unbinds s's newest binding (undoing addBinding) and returns
+// its count.
+func (pl *kvPool) popBinding(s int32) int64 {
+	pg := &pl.page[s]
+	pg.nbind--
+	if pg.nbind == 0 {
+		c := pg.bind0.count
+		pg.bind0 = kvBinding{}
+		return c
 	}
-	return p.slot
+	i := pg.more
+	c := pl.binds[i].b.count
+	pg.more = pl.binds[i].next
+	pl.freeBindNode(i)
+	return c
 }
 
-// setResident sets p's residency and its hot hole bit.
-func (pl *kvPool) setResident(p *kvPage, v int64) {
-	p.resident = v
-	ns := p.nsID
+// appendBindings appends s's bindings to dst, the first one first.
+func (pl *kvPool) appendBindings(dst []kvBinding, s int32) []kvBinding {
+	pg := &pl.page[s]
+	if pg.nbind == 0 {
+		return dst
+	}
+	dst = append(dst, pg.bind0)
+	for i := pg.more; i != 0; i = pl.binds[i].next {
+		dst = append(dst, pl.binds[i].b)
+	}
+	return dst
+}
+
+// setResident sets s's residency and its hot hole bit.
+func (pl *kvPool) setResident(s int32, v int64) {
+	pl.page[s].resident = v
+	l := pl.link[s]
+	ns := kvLinkNSHole(l) &^ kvHoleBit
 	if v == 0 {
 		ns |= kvHoleBit
 	}
-	pl.link[p.slot] = kvLink(kvLinkFirst(pl.link[p.slot]), ns)
+	pl.link[s] = kvLink(kvLinkFirst(l), ns)
 }
 
 // setFirst records slot's first child's slot in its link word.
@@ -235,53 +364,48 @@ func (pl *kvPool) setFirst(slot, first int32) {
 	pl.link[slot] = kvLink(first, kvLinkNSHole(pl.link[slot]))
 }
 
-// attach makes p (a hole) a child of parent and registers its prefix hash.
-func (pl *kvPool) attach(parent, p *kvPage, ns string, prefix uint64) {
-	p.parent = parent
-	p.ns = ns
-	p.nsID = pl.nsRef(ns)
-	p.prefix = prefix
-	p.attached = true
-	p.next = parent.first
-	if parent.first != nil {
-		parent.first.prev = p
+// attach makes s (a hole) the first child of parent, in namespace ns,
+// with prefix hash prefix (the caller enters it in byPrefix).
+func (pl *kvPool) attach(parent, s int32, ns string, prefix uint64) {
+	id := pl.nsRef(ns)
+	first := kvLinkFirst(pl.link[parent])
+	pg := &pl.page[s]
+	pg.parent, pg.next, pg.prev = parent, first, 0
+	if first != 0 {
+		pl.page[first].prev = s
 	}
-	parent.first = p
-	parent.nkids++
-	pl.prefix[p.slot] = prefix
-	pl.link[p.slot] = kvLink(0, p.nsID|kvHoleBit)
-	pl.setFirst(parent.slot, p.slot)
-	pl.byPrefix[prefix] = p
+	pl.page[parent].nkids++
+	pl.prefix[s] = prefix
+	pl.link[s] = kvLink(0, id|kvHoleBit)
+	pl.setFirst(parent, s)
 	pl.pages++
 }
 
-// detach removes a childless page from the pool, unbinding its hashes.
-func (pl *kvPool) detach(p *kvPage) {
-	parent := p.parent
-	if p.prev != nil {
-		p.prev.next = p.next
+// detach removes a childless slot from the pool, unbinding its hashes
+// (those that still name it).
+func (pl *kvPool) detach(s int32) {
+	pg := &pl.page[s]
+	parent := pg.parent
+	if pg.prev != 0 {
+		pl.page[pg.prev].next = pg.next
 	} else {
-		parent.first = p.next
-		pl.setFirst(parent.slot, slotOf(p.next))
+		pl.setFirst(parent, pg.next)
 	}
-	if p.next != nil {
-		p.next.prev = p.prev
+	if pg.next != 0 {
+		pl.page[pg.next].prev = pg.prev
 	}
-	parent.nkids--
-	bound := p.bind
-	if pl.faults.PruneUnbindsFirstOnly && len(bound) > 1 {
-		bound = bound[:1]
+	pl.page[parent].nkids--
+	if pg.nbind > 0 {
+		pl.byHash.deleteIf(pg.bind0.hash, s)
 	}
-	for _, b := range bound {
-		if pl.byHash[b.hash] == p {
-			delete(pl.byHash, b.hash)
+	if !pl.faults.PruneUnbindsFirstOnly {
+		for i := pg.more; i != 0; i = pl.binds[i].next {
+			pl.byHash.deleteIf(pl.binds[i].b.hash, s)
 		}
 	}
-	if pl.byPrefix[p.prefix] == p {
-		delete(pl.byPrefix, p.prefix)
-	}
+	pl.byPrefix.deleteIf(pl.prefix[s], s)
 	pl.pages--
-	p.attached = false
+	pg.parent = kvNoSlot
 }
 
 // kvHasher computes A4 prefix hashes of token pages: each token as one
@@ -289,7 +413,7 @@ func (pl *kvPool) detach(p *kvPage) {
 type kvHasher struct {
 	buf   []byte
 	seeds map[string]uint64
-	path  []*kvPage
+	path  []int32
 }
 
 var kvSeedBase = uint64(ref.PrefixHashSeed(spec.ExtraKey{}, false))
@@ -327,26 +451,26 @@ func (h *kvHasher) next(prev uint64, toks []uint32) uint64 {
 // gets under parent (A4): the chain seeded with ns over the tokens of every
 // page from the root down to it, whatever the ancestors' namespaces. Under
 // a parent of the same namespace that is the parent's hash chained once.
-func (h *kvHasher) childPrefix(pl *kvPool, parent *kvPage, ns string, toks []uint32) uint64 {
-	if parent == &pl.root {
+func (h *kvHasher) childPrefix(pl *kvPool, parent int32, ns string, toks []uint32) uint64 {
+	if parent == 0 {
 		return h.next(h.seed(ns), toks)
 	}
-	if parent.ns == ns {
-		return h.next(parent.prefix, toks)
+	if pl.nsOf(parent) == ns {
+		return h.next(pl.prefix[parent], toks)
 	}
 	path := h.path[:0]
-	for q := parent; q != &pl.root; q = q.parent {
+	for q := parent; q != 0; q = pl.page[q].parent {
 		path = append(path, q)
 	}
 	v := h.seed(ns)
 	for i := len(path) - 1; i >= 0; i-- {
-		v = h.next(v, path[i].tokens)
+		v = h.next(v, pl.tokensOf(path[i]))
 	}
-	clear(path)
 	h.path = path[:0]
 	return h.next(v, toks)
 }
 
+// equalTokens is slices.Equal for token pages.
 func equalTokens(a, b []uint32) bool {
 	if len(a) != len(b) {
 		return false
@@ -367,43 +491,42 @@ const (
 	undoPool           // pool created
 )
 
+// kvUndo is one step of a store, as rollback needs it: a store touches
+// one pool, so the entry names a slot of it and holds no pointer.
 type kvUndo struct {
-	kind int
-	pl   *kvPool
-	p    *kvPage
+	kind uint8
+	slot int32
 	hash uint64
 	old  int64
 }
 
-// rollback undoes log in reverse and releases created pages.
-func (e *kvEngine) rollback(log []kvUndo) {
-	for i := len(log) - 1; i >= 0; i-- {
-		u := log[i]
+// rollback undoes e.log, a store's steps on pl, in reverse and releases
+// the slots it created.
+func (e *kvEngine) rollback(pl *kvPool) {
+	for i := len(e.log) - 1; i >= 0; i-- {
+		u := e.log[i]
 		switch u.kind {
 		case undoCreated:
-			e.tokens -= int64(len(u.p.tokens))
-			u.pl.detach(u.p)
-			u.pl.release(u.p)
+			e.tokens -= pl.pageSize
+			pl.detach(u.slot)
+			pl.release(u.slot)
 		case undoBound:
-			p := u.p
-			u.pl.setResident(p, p.resident-p.bind[len(p.bind)-1].count)
-			p.bind = p.bind[:len(p.bind)-1]
-			delete(u.pl.byHash, u.hash)
+			c := pl.popBinding(u.slot)
+			pl.setResident(u.slot, pl.page[u.slot].resident-c)
+			pl.byHash.delete(u.hash)
 		case undoCount:
-			p := u.p
-			j := p.binding(u.hash)
-			u.pl.setResident(p, p.resident+u.old-p.bind[j].count)
-			p.bind[j].count = u.old
+			b := pl.binding(u.slot, u.hash)
+			pl.setResident(u.slot, pl.page[u.slot].resident+u.old-b.count)
+			b.count = u.old
 		case undoPool:
-			delete(e.pools, kvPoolKey{u.pl.group, u.pl.tier})
+			e.dropPool(pl)
 		}
 	}
 }
 
-// incr adds one copy of binding j of p (A4, §2.5); asSet caps it at 1
-// (the CountsAsSet bug).
-func (e *kvEngine) incr(pl *kvPool, p *kvPage, j int, asSet bool) {
-	b := &p.bind[j]
+// incr adds one copy of binding b of slot s (A4, §2.5); asSet caps it at
+// 1 (the CountsAsSet bug).
+func (e *kvEngine) incr(pl *kvPool, s int32, b *kvBinding, asSet bool) {
 	old := b.count
 	nc := old
 	switch {
@@ -415,41 +538,43 @@ func (e *kvEngine) incr(pl *kvPool, p *kvPage, j int, asSet bool) {
 	if nc == old {
 		return
 	}
-	e.log = append(e.log, kvUndo{kind: undoCount, pl: pl, p: p, hash: b.hash, old: old})
+	e.log = append(e.log, kvUndo{kind: undoCount, slot: s, hash: b.hash, old: old})
 	b.count = nc
-	pl.setResident(p, satAdd(p.resident, nc-old))
+	pl.setResident(s, satAdd(pl.page[s].resident, nc-old))
 }
 
-// bindNew binds unbound hash h to p with count 1.
-func (e *kvEngine) bindNew(pl *kvPool, p *kvPage, h uint64) {
-	p.bind = append(p.bind, kvBinding{hash: h, count: 1})
-	pl.setResident(p, satAdd(p.resident, 1))
-	pl.byHash[h] = p
-	e.log = append(e.log, kvUndo{kind: undoBound, pl: pl, p: p, hash: h})
+// bindNew binds unbound hash h to slot s with count 1 (the caller enters
+// it in byHash).
+func (e *kvEngine) bindNew(pl *kvPool, s int32, h uint64) {
+	pl.addBinding(s, h)
+	pl.setResident(s, satAdd(pl.page[s].resident, 1))
+	e.log = append(e.log, kvUndo{kind: undoBound, slot: s, hash: h})
 }
 
 // create attaches a new page (a hole until bound) under parent.
-func (e *kvEngine) create(pl *kvPool, parent *kvPage, ns string, toks []uint32, prefix uint64) *kvPage {
-	p := pl.alloc(toks)
-	pl.attach(parent, p, ns, prefix)
+func (e *kvEngine) create(pl *kvPool, parent int32, ns string, toks []uint32, prefix uint64) int32 {
+	s := pl.alloc(toks)
+	pl.attach(parent, s, ns, prefix)
+	pl.byPrefix.set(prefix, s)
 	e.tokens += int64(len(toks))
-	e.log = append(e.log, kvUndo{kind: undoCreated, pl: pl, p: p})
-	return p
+	e.log = append(e.log, kvUndo{kind: undoCreated, slot: s})
+	return s
 }
 
-// createBound attaches a new page under parent with hv bound to it, count 1;
-// its one undo entry (undoCreated) also unbinds hv.
-func (e *kvEngine) createBound(pl *kvPool, parent *kvPage, ns string, toks []uint32, prefix, hv uint64) *kvPage {
-	p := pl.alloc(toks)
-	p.bind = append(p.bind, kvBinding{hash: hv, count: 1})
-	pl.attach(parent, p, ns, prefix)
-	pl.setResident(p, 1)
-	pl.byHash[hv] = p
+// createBound attaches a new page under parent with hv bound to it, count
+// 1, at the slot the caller entered in byHash and byPrefix (nextSlot); its
+// one undo entry (undoCreated) also removes those entries.
+func (e *kvEngine) createBound(pl *kvPool, parent int32, ns string, toks []uint32, prefix, hv uint64) int32 {
+	s := pl.alloc(toks)
+	pl.addBinding(s, hv)
+	pl.attach(parent, s, ns, prefix)
+	pl.setResident(s, 1)
 	e.tokens += int64(len(toks))
-	e.log = append(e.log, kvUndo{kind: undoCreated, pl: pl, p: p})
-	return p
+	e.log = append(e.log, kvUndo{kind: undoCreated, slot: s})
+	return s
 }
 
+// satAdd is a+b saturated at MaxInt64 (b >= 0 or no overflow).
 func satAdd(a, b int64) int64 {
 	if b > 0 && a > math.MaxInt64-b {
 		return math.MaxInt64
@@ -466,6 +591,22 @@ type kvStoreArgs struct {
 	ns     string
 	key    kvPoolKey
 	event  int
+}
+
+// newPool creates a's pool in e (from e's spare if it has one), logging
+// it for a rollback.
+func (ix *kvIndex) newPool(e *kvEngine, a *kvStoreArgs) *kvPool {
+	pl := e.spare
+	if pl != nil {
+		e.spare = nil
+		pl.reuse(a.key.group, a.key.tier, a.bs)
+	} else {
+		pl = newKVPool(a.key.group, a.key.tier, a.bs)
+	}
+	pl.faults = ix.f
+	e.pools[a.key] = pl
+	e.log = append(e.log, kvUndo{kind: undoPool})
+	return pl
 }
 
 // store applies one BlockStored (§2.3, A4, A5) and returns its refusal,
@@ -489,63 +630,68 @@ func (ix *kvIndex) store(e *kvEngine, a *kvStoreArgs, h *kvHasher) (orphans uint
 		return ix.storeTokenless(e, pl, a, h)
 	}
 	// 3. Locate the prefix.
-	var cur *kvPage
+	cur := kvNoSlot
 	if a.parent != nil {
 		if pl != nil {
-			cur = pl.byHash[uint64(*a.parent)]
+			cur = pl.byHash.get(uint64(*a.parent))
 		}
-		if cur == nil && !ix.f.OrphanAtRoot {
+		if cur == kvNoSlot && !ix.f.OrphanAtRoot {
 			return 1, nil
 		}
 	}
 	e.log = e.log[:0]
 	if pl == nil {
-		pl = newKVPool(a.key.group, a.key.tier, a.bs)
-		pl.faults = ix.f
-		e.pools[a.key] = pl
-		e.log = append(e.log, kvUndo{kind: undoPool, pl: pl})
+		pl = ix.newPool(e, a)
 	}
-	if cur == nil {
-		cur = &pl.root
+	if cur == kvNoSlot {
+		cur = 0
 	}
-	// 4. Walk and insert.
+	// 4. Walk and insert. Each block's hash, then its prefix hash, is
+	// looked up by inserting it for the slot a new page would get: a miss
+	// (the common case, a new block) is then already entered.
 	bs := int(a.bs)
 	for i := range a.hashes {
 		toks := a.tokens[i*bs : (i+1)*bs]
 		hv := uint64(a.hashes[i])
-		if x := pl.byHash[hv]; x != nil {
-			if x.parent != cur || x.ns != a.ns || !equalTokens(x.tokens, toks) {
-				e.rollback(e.log)
+		next := pl.nextSlot()
+		hc, found := pl.byHash.insert(hv, next)
+		if found {
+			x := pl.byHash.slotAt(hc)
+			if pl.page[x].parent != cur || pl.nsOf(x) != a.ns || !equalTokens(pl.tokensOf(x), toks) {
+				e.rollback(pl)
 				return 0, ref.KVHashConflictError(a.event, i, a.hashes[i])
 			}
-			e.incr(pl, x, x.binding(hv), ix.f.CountsAsSet)
+			e.incr(pl, x, pl.binding(x, hv), ix.f.CountsAsSet)
 			cur = x
 			continue
 		}
 		ph := h.childPrefix(pl, cur, a.ns, toks)
-		if c := pl.byPrefix[ph]; c != nil {
-			if c.parent != cur || c.ns != a.ns || !equalTokens(c.tokens, toks) {
-				e.rollback(e.log)
+		if pc, found := pl.byPrefix.insert(ph, next); found {
+			c := pl.byPrefix.slotAt(pc)
+			if pl.page[c].parent != cur || pl.nsOf(c) != a.ns || !equalTokens(pl.tokensOf(c), toks) {
+				pl.byHash.deleteAt(hc) // not logged yet
+				e.rollback(pl)
 				return 0, ref.KVChainCollisionError(a.event, i, spec.PrefixHash(ph))
 			}
+			pl.byHash.setSlotAt(hc, c)
 			e.bindNew(pl, c, hv)
 			cur = c
 			continue
 		}
 		cur = e.createBound(pl, cur, a.ns, toks, ph, hv)
 	}
-	return 0, ix.checkBudget(e, a)
+	return 0, ix.checkBudget(e, pl, a)
 }
 
-// checkBudget is A5 at the end of a store, e.tokens being the engine's
-// tokens after it (the reference's "after"): past the budget the store is
-// undone and refused.
-func (ix *kvIndex) checkBudget(e *kvEngine, a *kvStoreArgs) error {
+// checkBudget is A5 at the end of a store on pl, e.tokens being the
+// engine's tokens after it (the reference's "after"): past the budget the
+// store is undone and refused.
+func (ix *kvIndex) checkBudget(e *kvEngine, pl *kvPool, a *kvStoreArgs) error {
 	if e.tokens <= ix.cfg.MaxTokensPerEngine {
 		return nil
 	}
 	after := e.tokens
-	e.rollback(e.log)
+	e.rollback(pl)
 	return ref.KVPoolBudgetError(a.event, after, ix.cfg.MaxTokensPerEngine)
 }
 
@@ -558,70 +704,83 @@ func (ix *kvIndex) storeTokenless(e *kvEngine, pl *kvPool, a *kvStoreArgs, h *kv
 	srcs := e.tierOrder(a.key)
 	e.log = e.log[:0]
 	for i, hv := range a.hashes {
-		var src *kvPage
-		for _, sp := range srcs {
-			if src = sp.byHash[uint64(hv)]; src != nil {
-				if sp.pageSize != a.bs {
-					e.rollback(e.log)
-					return 0, ref.KVBlockSizeChangeError(a.event, a.bs, sp.pageSize, sp.group, sp.tier)
+		var sp *kvPool
+		src := kvNoSlot
+		for _, p := range srcs {
+			if src = p.byHash.get(uint64(hv)); src != kvNoSlot {
+				if p.pageSize != a.bs {
+					e.rollback(pl)
+					return 0, ref.KVBlockSizeChangeError(a.event, a.bs, p.pageSize, p.group, p.tier)
 				}
+				sp = p
 				break
 			}
 		}
-		if src == nil {
+		if src == kvNoSlot {
 			orphans++
 			continue
 		}
 		if pl == nil {
-			pl = newKVPool(a.key.group, a.key.tier, a.bs)
-			pl.faults = ix.f
-			e.pools[a.key] = pl
-			e.log = append(e.log, kvUndo{kind: undoPool, pl: pl})
+			pl = ix.newPool(e, a)
 		}
-		if x := pl.byHash[uint64(hv)]; x != nil {
-			if !samePath(x, src) {
-				e.rollback(e.log)
+		if x := pl.byHash.get(uint64(hv)); x != kvNoSlot {
+			if !samePath(pl, x, sp, src) {
+				e.rollback(pl)
 				return 0, ref.KVHashConflictError(a.event, i, hv)
 			}
-			e.incr(pl, x, x.binding(uint64(hv)), ix.f.CountsAsSet)
+			e.incr(pl, x, pl.binding(x, uint64(hv)), ix.f.CountsAsSet)
 			continue
 		}
-		path := h.path[:0]
-		for q := src; q.parent != nil; q = q.parent {
-			path = append(path, q)
+		cur, err := ix.copyPath(e, pl, sp, src, h)
+		if err != nil {
+			e.rollback(pl)
+			return 0, ref.KVChainCollisionError(a.event, i, spec.PrefixHash(err.prefix))
 		}
-		cur := &pl.root
-		for k := len(path) - 1; k >= 0; k-- {
-			q := path[k]
-			if c := pl.byPrefix[q.prefix]; c != nil {
-				if c.parent != cur || c.ns != q.ns || !equalTokens(c.tokens, q.tokens) {
-					clear(path)
-					h.path = path[:0]
-					e.rollback(e.log)
-					return 0, ref.KVChainCollisionError(a.event, i, spec.PrefixHash(q.prefix))
-				}
-				cur = c
-				continue
-			}
-			cur = e.create(pl, cur, q.ns, q.tokens, q.prefix)
-		}
-		clear(path)
-		h.path = path[:0]
 		e.bindNew(pl, cur, uint64(hv))
+		pl.byHash.set(uint64(hv), cur)
 	}
-	return orphans, ix.checkBudget(e, a)
+	return orphans, ix.checkBudget(e, pl, a)
 }
 
-// samePath reports whether pages a and b (of two pools) have the same
-// path from their roots: namespaces and tokens page by page.
-func samePath(a, b *kvPage) bool {
-	for a.parent != nil && b.parent != nil {
-		if a.prefix != b.prefix || a.ns != b.ns || !equalTokens(a.tokens, b.tokens) {
+// kvCollision is the page a tokenless copy found in the way: its prefix
+// hash names a page of another path (A4's chain collision).
+type kvCollision struct{ prefix uint64 }
+
+// copyPath makes sure pl has src's path (src a slot of sp, root first),
+// creating the missing pages as holes, and returns the slot of src's
+// copy; a page of another path in the way is a collision.
+func (ix *kvIndex) copyPath(e *kvEngine, pl, sp *kvPool, src int32, h *kvHasher) (int32, *kvCollision) {
+	path := h.path[:0]
+	for q := src; sp.page[q].parent != kvNoSlot; q = sp.page[q].parent {
+		path = append(path, q)
+	}
+	defer func() { h.path = path[:0] }()
+	cur := int32(0)
+	for k := len(path) - 1; k >= 0; k-- {
+		q := path[k]
+		qp, qns, qt := sp.prefix[q], sp.nsOf(q), sp.tokensOf(q)
+		if c := pl.byPrefix.get(qp); c != kvNoSlot {
+			if pl.page[c].parent != cur || pl.nsOf(c) != qns || !equalTokens(pl.tokensOf(c), qt) {
+				return 0, &kvCollision{prefix: qp}
+			}
+			cur = c
+			continue
+		}
+		cur = e.create(pl, cur, qns, qt, qp)
+	}
+	return cur, nil
+}
+
+// samePath reports whether slot a of pool pa and slot b of pool pb have
+// the same path from their roots: namespaces and tokens page by page.
+func samePath(pa *kvPool, a int32, pb *kvPool, b int32) bool {
+	for pa.page[a].parent != kvNoSlot && pb.page[b].parent != kvNoSlot {
+		if pa.prefix[a] != pb.prefix[b] || pa.nsOf(a) != pb.nsOf(b) || !equalTokens(pa.tokensOf(a), pb.tokensOf(b)) {
 			return false
 		}
-		a, b = a.parent, b.parent
+		a, b = pa.page[a].parent, pb.page[b].parent
 	}
-	return a.parent == nil && b.parent == nil
+	return pa.page[a].parent == kvNoSlot && pb.page[b].parent == kvNoSlot
 }
 
 // tierOrder is the pools a tokenless update of key searches: the same
@@ -641,6 +800,7 @@ func (e *kvEngine) tierOrder(key kvPoolKey) []*kvPool {
 	return out
 }
 
+// kvTierLess orders tiers for tierOrder: GPU first, then by name.
 func kvTierLess(a, b string) bool {
 	if a == kvTierGPU || b == kvTierGPU {
 		return a == kvTierGPU && b != kvTierGPU
@@ -656,40 +816,57 @@ func (e *kvEngine) remove(key kvPoolKey, hashes []spec.EvHash) (unknown uint64) 
 	}
 	holes := e.holes[:0]
 	for _, hv := range hashes {
-		p := pl.byHash[uint64(hv)]
-		if p == nil {
+		s := pl.byHash.get(uint64(hv))
+		if s == kvNoSlot {
 			unknown++
 			continue
 		}
-		j := p.binding(uint64(hv))
+		b := pl.binding(s, uint64(hv))
 		if pl.faults.RemoveDecrementsFirstBinding {
-			j = 0
+			b = &pl.page[s].bind0
 		}
-		b := &p.bind[j]
 		if b.count > 0 {
 			b.count--
-			pl.setResident(p, p.resident-1)
-			if p.resident == 0 {
-				holes = append(holes, p)
+			pl.setResident(s, pl.page[s].resident-1)
+			if pl.page[s].resident == 0 {
+				holes = append(holes, s)
 			}
 		}
 	}
-	for _, p := range holes {
-		for p.attached && p.resident == 0 && p.first == nil {
-			parent := p.parent
-			e.tokens -= int64(len(p.tokens))
-			pl.detach(p)
-			pl.release(p)
-			if parent == &pl.root {
-				break
-			}
-			p = parent
-		}
+	for _, s := range holes {
+		e.prune(pl, s)
 	}
-	clear(holes)
 	e.holes = holes[:0]
 	if pl.pages == 0 {
-		delete(e.pools, key)
+		e.dropPool(pl)
 	}
 	return unknown
+}
+
+// dropPool removes pl, now empty, from e and keeps it as e's spare: a
+// pool that empties and fills again (a cache cycling through requests)
+// then regrows neither its arrays nor its tables.
+func (e *kvEngine) dropPool(pl *kvPool) {
+	delete(e.pools, kvPoolKey{pl.group, pl.tier})
+	e.spare = pl
+}
+
+// prune releases slot s and then its ancestors, each while it is in the
+// pool, a hole and childless (§2.4): a slot pruned earlier in the same
+// event (an ancestor of another hole) is out of the pool and skipped.
+func (e *kvEngine) prune(pl *kvPool, s int32) {
+	for {
+		pg := &pl.page[s]
+		if pg.parent == kvNoSlot || pg.resident != 0 || kvLinkFirst(pl.link[s]) != 0 {
+			return
+		}
+		parent := pg.parent
+		e.tokens -= pl.pageSize
+		pl.detach(s)
+		pl.release(s)
+		if parent == 0 {
+			return
+		}
+		s = parent
+	}
 }

@@ -1,14 +1,17 @@
 package fast
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/spec"
 )
@@ -156,126 +159,193 @@ func kxSeqTokens(start uint32, n int) []uint32 {
 }
 
 // kxCheckKVInvariants verifies the fast index's internal bookkeeping against
-// a full recount: maps, children, counts, tokens, pruning.
+// a full recount: tables, children, counts, tokens, pruning, free lists.
 func kxCheckKVInvariants(t testing.TB, ix *kvIndex) {
 	t.Helper()
 	for _, e := range *ix.sorted.Load() {
 		e.mu.RLock()
 		var tokens int64
 		for key, pl := range e.pools {
-			if key.group != pl.group || key.tier != pl.tier {
-				t.Fatalf("%v: pool key %v names pool %d/%s", e.key, key, pl.group, pl.tier)
-			}
-			if pl.pages == 0 {
-				t.Fatalf("%v %v: empty pool kept", e.key, key)
-			}
-			var pages int
-			hashes := map[uint64]*kvPage{}
-			nsCount := map[uint32]int32{}
-			prefixes := map[uint64]*kvPage{}
-			var walk func(p *kvPage, depth int) bool // returns: subtree has a resident page
-			walk = func(p *kvPage, depth int) bool {
-				var n int32
-				any := false
-				var prev *kvPage
-				for k := p.first; k != nil; k = k.next {
-					if k.parent != p || k.prev != prev || !k.attached {
-						t.Fatalf("%v: bad sibling links at depth %d", e.key, depth)
-					}
-					prev = k
-					n++
-					pages++
-					tokens += int64(len(k.tokens))
-					var res int64
-					for _, b := range k.bind {
-						if b.count < 0 {
-							t.Fatalf("negative count")
-						}
-						res += b.count
-						if hashes[b.hash] != nil {
-							t.Fatalf("hash %x bound twice", b.hash)
-						}
-						hashes[b.hash] = k
-					}
-					if res != k.resident {
-						t.Fatalf("%v: resident %d != sum %d", e.key, k.resident, res)
-					}
-					wantNS := k.nsID
-					if k.resident == 0 {
-						wantNS |= kvHoleBit
-					}
-					if pl.pageOf[k.slot] != k || pl.prefix[k.slot] != k.prefix || pl.link[k.slot] != kvLink(slotOf(k.first), wantNS) ||
-						pl.nsNames[k.nsID] != k.ns || pl.nsIDs[k.ns] != k.nsID {
-						t.Fatalf("%v: hot slot %d out of date: prefix %x link %x", e.key, k.slot, pl.prefix[k.slot], pl.link[k.slot])
-					}
-					nsCount[k.nsID]++
-					if prefixes[k.prefix] != nil {
-						t.Fatalf("prefix %x twice", k.prefix)
-					}
-					prefixes[k.prefix] = k
-					// The prefix hash is the chain over the path, seeded
-					// with the page's own namespace (A4).
-					var want spec.PrefixHash
-					if p != &pl.root && p.ns == k.ns {
-						want = ref.NextPrefixHash(spec.PrefixHash(p.prefix), kxUnits(k.tokens))
-					} else {
-						var path []*kvPage
-						for q := k; q != &pl.root; q = q.parent {
-							path = append(path, q)
-						}
-						slices.Reverse(path)
-						want = ref.PrefixHashSeed(spec.ExtraKey{Extra: k.ns, HasExtra: k.ns != ""}, false)
-						for _, q := range path {
-							want = ref.NextPrefixHash(want, kxUnits(q.tokens))
-						}
-					}
-					if uint64(want) != k.prefix {
-						t.Fatalf("%v: prefix of page is %x, want %x", e.key, k.prefix, uint64(want))
-					}
-					sub := walk(k, depth+1)
-					if k.resident == 0 && !sub {
-						t.Fatalf("%v: hole without resident descendant at depth %d", e.key, depth)
-					}
-					any = any || sub || k.resident > 0
-				}
-				if n != p.nkids {
-					t.Fatalf("%v: nkids %d != %d", e.key, p.nkids, n)
-				}
-				return any
-			}
-			if kvLinkFirst(pl.link[0]) != slotOf(pl.root.first) {
-				t.Fatalf("%v: root's hot first out of date", e.key)
-			}
-			walk(&pl.root, 0)
-			for id, n := range nsCount {
-				if pl.nsRefs[id] != n {
-					t.Fatalf("%v: namespace %d refs %d, pages %d", e.key, id, pl.nsRefs[id], n)
-				}
-			}
-			if len(nsCount) != len(pl.nsIDs) {
-				t.Fatalf("%v: %d namespaces interned, %d used", e.key, len(pl.nsIDs), len(nsCount))
-			}
-			if pages != pl.pages {
-				t.Fatalf("%v %v: pages %d != %d", e.key, key, pl.pages, pages)
-			}
-			if len(hashes) != len(pl.byHash) || len(prefixes) != len(pl.byPrefix) {
-				t.Fatalf("%v %v: map sizes %d/%d vs %d/%d", e.key, key, len(pl.byHash), len(pl.byPrefix), len(hashes), len(prefixes))
-			}
-			for h, p := range hashes {
-				if pl.byHash[h] != p {
-					t.Fatalf("byHash[%x] wrong", h)
-				}
-			}
-			for h, p := range prefixes {
-				if pl.byPrefix[h] != p {
-					t.Fatalf("byPrefix[%x] wrong", h)
-				}
-			}
+			tokens += kxCheckPool(t, e, key, pl)
 		}
 		if tokens != e.tokens {
 			t.Fatalf("%v: tokens %d != %d", e.key, e.tokens, tokens)
 		}
 		e.mu.RUnlock()
+	}
+}
+
+// kxCheckPool is kxCheckKVInvariants for one pool; it returns the pool's
+// tokens.
+func kxCheckPool(t testing.TB, e *kvEngine, key kvPoolKey, pl *kvPool) (tokens int64) {
+	t.Helper()
+	if key.group != pl.group || key.tier != pl.tier {
+		t.Fatalf("%v: pool key %v names pool %d/%s", e.key, key, pl.group, pl.tier)
+	}
+	if pl.pages == 0 {
+		t.Fatalf("%v %v: empty pool kept", e.key, key)
+	}
+	n := len(pl.page)
+	if len(pl.prefix) != n || len(pl.link) != n || len(pl.toks) != (n-1)*int(pl.pageSize) {
+		t.Fatalf("%v: arrays of %d slots: prefix %d link %d toks %d", e.key, n, len(pl.prefix), len(pl.link), len(pl.toks))
+	}
+	if r := pl.page[0]; r.parent != kvNoSlot || r.nbind != 0 || r.resident != 0 {
+		t.Fatalf("%v: root %+v", e.key, r)
+	}
+	var pages int
+	hashes := map[uint64]int32{}
+	nsCount := map[uint32]int32{}
+	prefixes := map[uint64]int32{}
+	inPool := make([]bool, n)
+	usedNodes := map[int32]bool{}
+	var walk func(p int32, depth int) bool // returns: subtree has a resident page
+	walk = func(p int32, depth int) bool {
+		var kids int32
+		any := false
+		prev := int32(0)
+		for k := kvLinkFirst(pl.link[p]); k != 0; k = pl.page[k].next {
+			pg := pl.page[k]
+			if pg.parent != p || pg.prev != prev || inPool[k] {
+				t.Fatalf("%v: bad sibling links at depth %d", e.key, depth)
+			}
+			inPool[k] = true
+			prev = k
+			kids++
+			pages++
+			tokens += int64(len(pl.tokensOf(k)))
+			var res int64
+			binds := pl.appendBindings(nil, k)
+			if len(binds) != int(pg.nbind) {
+				t.Fatalf("%v: slot %d has %d bindings, nbind %d", e.key, k, len(binds), pg.nbind)
+			}
+			for i := pg.more; i != 0; i = pl.binds[i].next {
+				if usedNodes[i] {
+					t.Fatalf("%v: binding node %d used twice", e.key, i)
+				}
+				usedNodes[i] = true
+			}
+			for _, b := range binds {
+				if b.count < 0 {
+					t.Fatalf("negative count")
+				}
+				res += b.count
+				if _, ok := hashes[b.hash]; ok {
+					t.Fatalf("hash %x bound twice", b.hash)
+				}
+				hashes[b.hash] = k
+			}
+			if res != pg.resident {
+				t.Fatalf("%v: resident %d != sum %d", e.key, pg.resident, res)
+			}
+			id := pl.nsID(k)
+			wantNS := id
+			if pg.resident == 0 {
+				wantNS |= kvHoleBit
+			}
+			if kvLinkNSHole(pl.link[k]) != wantNS || pl.nsIDs[pl.nsOf(k)] != id {
+				t.Fatalf("%v: hot slot %d out of date: prefix %x link %x", e.key, k, pl.prefix[k], pl.link[k])
+			}
+			nsCount[id]++
+			if _, ok := prefixes[pl.prefix[k]]; ok {
+				t.Fatalf("prefix %x twice", pl.prefix[k])
+			}
+			prefixes[pl.prefix[k]] = k
+			// The prefix hash is the chain over the path, seeded
+			// with the page's own namespace (A4).
+			var want spec.PrefixHash
+			if p != 0 && pl.nsOf(p) == pl.nsOf(k) {
+				want = ref.NextPrefixHash(spec.PrefixHash(pl.prefix[p]), kxUnits(pl.tokensOf(k)))
+			} else {
+				var path []int32
+				for q := k; q != 0; q = pl.page[q].parent {
+					path = append(path, q)
+				}
+				slices.Reverse(path)
+				want = ref.PrefixHashSeed(spec.ExtraKey{Extra: pl.nsOf(k), HasExtra: pl.nsOf(k) != ""}, false)
+				for _, q := range path {
+					want = ref.NextPrefixHash(want, kxUnits(pl.tokensOf(q)))
+				}
+			}
+			if uint64(want) != pl.prefix[k] {
+				t.Fatalf("%v: prefix of page is %x, want %x", e.key, pl.prefix[k], uint64(want))
+			}
+			sub := walk(k, depth+1)
+			if pg.resident == 0 && !sub {
+				t.Fatalf("%v: hole without resident descendant at depth %d", e.key, depth)
+			}
+			any = any || sub || pg.resident > 0
+		}
+		if kids != pl.page[p].nkids {
+			t.Fatalf("%v: nkids %d != %d", e.key, pl.page[p].nkids, kids)
+		}
+		return any
+	}
+	walk(0, 0)
+	kxCheckFree(t, e, pl, inPool, usedNodes)
+	for id, c := range nsCount {
+		if pl.nsRefs[id] != c {
+			t.Fatalf("%v: namespace %d refs %d, pages %d", e.key, id, pl.nsRefs[id], c)
+		}
+	}
+	if len(nsCount) != len(pl.nsIDs) {
+		t.Fatalf("%v: %d namespaces interned, %d used", e.key, len(pl.nsIDs), len(nsCount))
+	}
+	if pages != pl.pages {
+		t.Fatalf("%v %v: pages %d != %d", e.key, key, pl.pages, pages)
+	}
+	kxCheckTable(t, "byHash", &pl.byHash, hashes)
+	kxCheckTable(t, "byPrefix", &pl.byPrefix, prefixes)
+	kxCheckTableCells(t, &pl.byHash)
+	kxCheckTableCells(t, &pl.byPrefix)
+	return tokens
+}
+
+// kxCheckFree checks that every slot is in the pool or free (once, and
+// reset), and every overflow binding node used by one page or free.
+func kxCheckFree(t testing.TB, e *kvEngine, pl *kvPool, inPool []bool, usedNodes map[int32]bool) {
+	t.Helper()
+	free := make([]bool, len(pl.page))
+	for _, s := range pl.free {
+		if s <= 0 || int(s) >= len(pl.page) || inPool[s] || free[s] {
+			t.Fatalf("%v: free slot %d in the pool or freed twice", e.key, s)
+		}
+		free[s] = true
+		if pl.page[s] != (kvPage{parent: kvNoSlot}) || pl.prefix[s] != 0 || pl.link[s] != 0 {
+			t.Fatalf("%v: free slot %d not reset: %+v", e.key, s, pl.page[s])
+		}
+	}
+	for s := 1; s < len(pl.page); s++ {
+		if !inPool[s] && !free[s] {
+			t.Fatalf("%v: slot %d neither in the pool nor free", e.key, s)
+		}
+	}
+	nodes := len(usedNodes)
+	for i := pl.bindFree; i != 0; i = pl.binds[i].next {
+		if usedNodes[i] {
+			t.Fatalf("%v: binding node %d both used and free", e.key, i)
+		}
+		usedNodes[i] = true
+		nodes++
+	}
+	if len(pl.binds) > 0 && nodes != len(pl.binds)-1 {
+		t.Fatalf("%v: %d binding nodes used or free of %d", e.key, nodes, len(pl.binds)-1)
+	}
+}
+
+// kxCheckTable checks that table tb holds exactly want, and that every
+// key is reachable from its home cell without crossing an empty cell.
+func kxCheckTable(t testing.TB, name string, tb *kvTable, want map[uint64]int32) {
+	t.Helper()
+	if tb.len() != len(want) {
+		t.Fatalf("%s: %d keys, want %d", name, tb.len(), len(want))
+	}
+	for k, v := range want {
+		if got := tb.get(k); got != v {
+			t.Fatalf("%s[%x] = %d, want %d", name, k, got, v)
+		}
+	}
+	if tb.n*kvTableLoadDen > len(tb.cells)*kvTableLoadNum {
+		t.Fatalf("%s: %d keys in %d cells, past the load bound", name, tb.n, len(tb.cells))
 	}
 }
 
@@ -293,4 +363,55 @@ func kxFmtScores(s []spec.KVEvScore) string {
 		fmt.Fprintf(&b, "%s/%d:%d(ps%d,stale=%v) ", x.Source, x.DPRank, x.Blocks, x.PageSize, x.Stale)
 	}
 	return b.String()
+}
+
+// TestKVEvEmptiedPoolsMemoryServesTheNextPoolAsNew empties a pool (its
+// memory kept as the engine's spare), then creates pools of other page
+// sizes, tiers and namespaces from it, under each fault that leaves
+// stale entries in a pool, and requires the reference's state and digest
+// after every message.
+func TestKVEvEmptiedPoolsMemoryServesTheNextPoolAsNew(t *testing.T) {
+	for _, f := range []fault.KVEv{{}, {PruneUnbindsFirstOnly: true}} {
+		streams := []spec.KVEvStream{{Name: "s"}}
+		rx, err := ref.NewKVEvIndex(spec.KVEvConfig{}, streams)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fx := kxNewTestIx(t, spec.KVEvConfig{}, f, streams...)
+		var seq uint64
+		live := func(evs ...kxMp) {
+			fr := kxLiveFrames("kv@pod@m", seq, kxBatch(nil, evs...))
+			seq++
+			rr, fr2 := rx.Live("s", fr), fx.Live("s", fr)
+			rb, _ := json.Marshal(rr)
+			fb, _ := json.Marshal(fr2)
+			if !bytes.Equal(rb, fb) {
+				t.Fatalf("%+v, message %d: ref %s, fast %s", f, seq-1, rb, fb)
+			}
+			rs, fs := rx.State(), fx.State()
+			rb, _ = json.Marshal(rs)
+			fb, _ = json.Marshal(fs)
+			if !bytes.Equal(rb, fb) {
+				t.Fatalf("%+v, message %d: states differ:\nref  %s\nfast %s", f, seq-1, rb, fb)
+			}
+			// No pool keeps a stale entry here, even under the fault: the
+			// pool that had one was dropped.
+			kxCheckKVInvariants(t, fx)
+		}
+		lora := "adapter"
+		// A page with two hashes (the second bound by a re-store under
+		// another hash), removed whole: the pool empties.
+		live(kxEvStored([]uint64{1, 2}, nil, kxSeqTokens(10, 8), 4, kxEvOpt{}))
+		live(kxEvStored([]uint64{3}, nil, kxSeqTokens(10, 4), 4, kxEvOpt{}))
+		live(kxEvRemoved([]uint64{2, 1, 3}, kxEvOpt{}))
+		// The next pools: another page size, tier and namespace, the
+		// first reusing the emptied pool's memory with hash 3 (a stale
+		// entry there under the fault, which must not survive).
+		live(kxEvStored([]uint64{3, 8, 9}, nil, kxSeqTokens(50, 6), 2, kxEvOpt{medium: new("cpu"), loraName: &lora}))
+		live(kxEvStored([]uint64{3, 4}, nil, kxSeqTokens(10, 8), 4, kxEvOpt{}))
+		live(kxEvRemoved([]uint64{9, 8, 3}, kxEvOpt{medium: new("cpu")}))
+		live(kxEvStored([]uint64{1}, nil, kxSeqTokens(10, 4), 4, kxEvOpt{medium: new("cpu")}))
+		live(kxEvRemoved([]uint64{3, 4}, kxEvOpt{}))
+		live(kxEvStored([]uint64{2, 5}, nil, kxSeqTokens(10, 8), 4, kxEvOpt{}))
+	}
 }
