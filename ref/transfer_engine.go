@@ -53,7 +53,7 @@ type MemEngine struct {
 	// recorded counts the items of the call log: a call, its blocks and
 	// the batch ids a wait listed (Recorded).
 	recorded int64
-	armed   map[spec.EngineFault]int
+	armed    map[spec.EngineFault]int
 	// Faulter, when set, is asked once per call whether the call fails
 	// (random fault schedules); it runs under the engine lock.
 	Faulter func(spec.EngineFault) bool
