@@ -93,6 +93,14 @@ func kvCursorCases() []Case[spec.KVEvApplyInput] {
 		{"restart-step-then-first-message-zero", kvScript(kvOne(v, false), append(kvChain(v, "", 0, 3), spec.KVEvStep{Op: spec.KVStepRestart, Stream: v},
 			kvLive(v, "", 0, kvChainBatch(0)), kvChainScore(3))...)},
 		{"replay-failed-without-a-replay", kvScript(kvOne(v, true), kvLive(v, "", 0, kvChainBatch(0)), kvFailed(v, spec.ReplayReasonTimeout), kvLive(v, "", 1, kvChainBatch(1)), kvChainScore(2))},
+		// A11: a removed stream's engines go with it; its publisher's next
+		// batch is refused as an unknown stream's; added again, it starts new.
+		{"remove-stream-drops-its-engines-then-add-starts-new", kvScript(kvOne(v, false), append(kvChain(v, "", 0, 3),
+			spec.KVEvStep{Op: spec.KVStepRemoveStream, Stream: v}, kvChainScore(3), kvLive(v, "", 3, kvChainBatch(3)),
+			spec.KVEvStep{Op: spec.KVStepAddStream, Config: &spec.KVEvStream{Name: v}}, kvLive(v, "", 4, kvChainBatch(0)), kvChainScore(3))...)},
+		{"add-stream-refused-for-a-taken-name-or-no-share", spec.KVEvApplyInput{Config: spec.KVEvConfig{MaxEngines: 2}, Streams: kvOne(v, false), Steps: []spec.KVEvStep{
+			{Op: spec.KVStepAddStream, Config: &spec.KVEvStream{Name: v, Rank: 1}},
+			{Op: spec.KVStepAddStream, Config: &spec.KVEvStream{Name: "other"}}, kvLive(v, "", 0, kvChainBatch(0)), kvChainScore(1)}}},
 	}
 }
 
