@@ -129,6 +129,18 @@ func (s *Server) DeleteEventSource(name string) (SourceChange, error) {
 	return SourceChange{Name: name, Action: SourceRemoved, Source: old}, nil
 }
 
+// EventSourceConfig is the configuration of the named ZeroMQ source and
+// whether it is one now; false on a server whose sources cannot change
+// (no event index, a JetStream replica). serve's --events-dns reads it to
+// leave alone the sources it did not put.
+func (s *Server) EventSourceConfig(name string) (zmq.Source, bool) {
+	e, err := s.runtimeEvents()
+	if err != nil {
+		return zmq.Source{}, false
+	}
+	return e.sub.Source(name)
+}
+
 // runtimeEvents is the server's events when their sources can change: a
 // ZeroMQ subscriber, not a replica, not none.
 func (s *Server) runtimeEvents() (*events, error) {

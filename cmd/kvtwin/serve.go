@@ -24,6 +24,7 @@ func newServeCmd() *cobra.Command {
 	var impl, prefixMaxBytes, logLevel, logFormat, eventsFile string
 	var eventSpecs, fromSources []string
 	var eventsFilePoll time.Duration
+	var dns dnsFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the catalog over HTTP (127.0.0.1:8080, fast path) until SIGTERM or SIGINT, then drain",
@@ -51,7 +52,11 @@ func newServeCmd() *cobra.Command {
 			}
 			// An index that can take sources at run time: docs/decisions.md,
 			// "Event sources at run time".
-			cfg.EventsRuntime = cfg.EventsFrom.URL == "" && (eventsFile != "" || cfg.EventsIndex.MaxEnginesPerStream > 0)
+			cfg.EventsRuntime = cfg.EventsFrom.URL == "" && (eventsFile != "" || cfg.EventsIndex.MaxEnginesPerStream > 0 || len(dns.specs) > 0)
+			dnsTargets, err := dns.targets(cfg.EventsFrom.URL != "", cfg.EventsIndex.MaxEnginesPerStream)
+			if err != nil {
+				return err
+			}
 			if cfg.EventsFrom.URL != "" {
 				cfg.EventsFrom.Sources = fromSources
 				if cfg.EventsFrom.ID == "" {
@@ -68,6 +73,11 @@ func newServeCmd() *cobra.Command {
 				wctx, stopWatch := context.WithCancel(ctx)
 				wait := newEventsFileWatch(eventsFile, fileDoc, eventSpecs, srv, logger).start(wctx, eventsFilePoll)
 				defer func() { stopWatch(); wait() }()
+			}
+			if len(dnsTargets) > 0 {
+				dctx, stopDNS := context.WithCancel(ctx)
+				wait := newDNSDiscovery(dnsTargets, newDNSResolver(dns.server), srv, logger).start(dctx, dns.interval)
+				defer func() { stopDNS(); wait() }()
 			}
 			if err := srv.ListenAndServe(ctx); err != nil {
 				return &exitError{code: 1, msg: err.Error()}
@@ -103,6 +113,9 @@ func newServeCmd() *cobra.Command {
 	f.StringArrayVar(&eventSpecs, "events", nil, "subscribe to a vLLM or SGLang KV-event publisher: NAME=tcp://HOST:PORT[,replay=tcp://HOST:PORT][,rank=N][,topic=PREFIX] (repeatable; docs/events.md)")
 	f.StringVar(&eventsFile, "events-file", "", "YAML or JSON file of event sources and index bounds ({sources: [{name, endpoint, replay, rank, topic}], index: {max_engines, max_engines_per_stream, max_tokens_per_engine, max_held, max_held_bytes, max_events, max_decode_ratio}}), added to --events; its sources are re-read on SIGHUP and when it changes (--events-file-poll), its index bounds only at start")
 	f.DurationVar(&eventsFilePoll, "events-file-poll", 5*time.Second, "how often --events-file is re-read to notice a change, applied as a diff of its sources (0: on SIGHUP only)")
+	f.StringArrayVar(&dns.specs, "events-dns", nil, "discover event sources in DNS, one per resolved address, re-resolved every --events-dns-interval: NAME=_SRV.NAME (each SRV record's target's addresses and port) or NAME=HOST:PORT (HOST's A/AAAA addresses), then [,replay-port=N][,rank=N][,topic=T]; sources are named NAME-<address>-<port> with '.' and ':' made '-' (repeatable; needs --events-max-engines-per-source; docs/events.md)")
+	f.DurationVar(&dns.interval, "events-dns-interval", 10*time.Second, "how often --events-dns names are resolved and the sources made to follow them (> 0)")
+	f.StringVar(&dns.server, "events-dns-server", "", "the DNS server (HOST:PORT) --events-dns asks, with Go's resolver, instead of the system's (e.g. the cluster DNS when it is not the host's)")
 	f.StringVar(&cfg.EventsFrom.URL, "events-from", "", "feed the event-fed index from the NATS JetStream stream `kvtwin events relay` fills (nats://HOST:PORT) instead of --events; every replica then serves the same index (docs/events.md)")
 	f.StringArrayVar(&fromSources, "events-from-source", nil, "a relay source this replica serves: TOKEN[,rank=N] (repeatable; with --events-from)")
 	f.StringVar(&cfg.EventsFrom.ID, "events-from-id", "", "this replica's durable consumer name; keep it across restarts to resume (default: the host name)")

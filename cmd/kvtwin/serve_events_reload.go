@@ -77,9 +77,17 @@ func (w *eventsFileWatch) start(ctx context.Context, poll time.Duration) (wait f
 
 // run is the watcher's loop.
 func (w *eventsFileWatch) run(ctx context.Context, poll time.Duration, hup <-chan os.Signal) {
+	runEvery(ctx, poll, hup, w.reload)
+}
+
+// runEvery calls step(false) every every when every > 0, and step(true)
+// on each signal from hup (nil: none), until ctx ends: the loop of the
+// --events-file watch and of --events-dns discovery, one step at a time
+// on the caller's goroutine.
+func runEvery(ctx context.Context, every time.Duration, hup <-chan os.Signal, step func(forced bool)) {
 	var tick <-chan time.Time
-	if poll > 0 {
-		t := time.NewTicker(poll)
+	if every > 0 {
+		t := time.NewTicker(every)
 		defer t.Stop()
 		tick = t.C
 	}
@@ -88,9 +96,9 @@ func (w *eventsFileWatch) run(ctx context.Context, poll time.Duration, hup <-cha
 		case <-ctx.Done():
 			return
 		case <-hup:
-			w.reload(true)
+			step(true)
 		case <-tick:
-			w.reload(false)
+			step(false)
 		}
 	}
 }
