@@ -1002,19 +1002,24 @@ func (ix *refKVEvIndex) State() spec.KVEvState {
 		out.Streams = append(out.Streams, ix.streamState(st))
 	}
 	for _, e := range ix.sortedEngines() {
-		es := spec.KVEvEngineState{
-			Source: e.key.Source, DPRank: e.key.DPRank, Stream: e.stream, Model: e.model,
-			Stale: e.stale, StaleSince: e.staleSince, Tokens: e.tokens(), Counters: e.counters,
-			Pools: []spec.KVEvPoolState{},
-		}
-		for _, k := range e.sortedPoolKeys() {
-			es.Pools = append(es.Pools, poolState(k, e.pools[k]))
-		}
-		out.Engines = append(out.Engines, es)
+		out.Engines = append(out.Engines, snapEngineState(e))
 	}
 	d := ix.digest()
 	out.Digest = fmt.Sprintf("%x", d[:])
 	return out
+}
+
+// snapEngineState is e's observable state, its pools sorted by (group, tier).
+func snapEngineState(e *kvevEngine) spec.KVEvEngineState {
+	es := spec.KVEvEngineState{
+		Source: e.key.Source, DPRank: e.key.DPRank, Stream: e.stream, Model: e.model,
+		Stale: e.stale, StaleSince: e.staleSince, Tokens: e.tokens(), Counters: e.counters,
+		Pools: []spec.KVEvPoolState{},
+	}
+	for _, k := range e.sortedPoolKeys() {
+		es.Pools = append(es.Pools, poolState(k, e.pools[k]))
+	}
+	return es
 }
 
 // Digest implements KVEvIndex (§2.10 A8).

@@ -1,0 +1,133 @@
+package fast
+
+import (
+	"github.com/kvtwin/kvtwin/internal/fault"
+	"github.com/kvtwin/kvtwin/ref"
+	"github.com/kvtwin/kvtwin/spec"
+)
+
+// The fast twin of kvev.snapshot (docs/spec/kv-events.md §2.10 A12). The
+// bytes are ref's (EncodeKVEvSnapshot, DecodeKVEvSnapshot: one format,
+// one set of refusals); what is the fast index's own is how its state is
+// read out of the slot arrays and how a decoded snapshot is built back
+// into them, slot by slot, without replaying any event.
+
+var _ spec.KVEvSnapshotter = (*kvIndex)(nil)
+
+// Snapshot implements spec.KVEvSnapshotter (§2.10 A12). It holds every
+// stream like State, so it sees one consistent state; the caller (a
+// replica pausing its consumer at sequence covers) makes no other call
+// meanwhile only so that covers is exact.
+func (ix *kvIndex) Snapshot(covers uint64) ([]byte, error) {
+	ix.streamsMu.Lock()
+	defer ix.streamsMu.Unlock()
+	streams := ix.streams.Load().list
+	for _, st := range streams {
+		st.mu.Lock()
+	}
+	defer func() {
+		for _, st := range streams {
+			st.mu.Unlock()
+		}
+	}()
+	c := spec.KVEvSnapshotContent{Covers: covers, Config: ix.cfg}
+	for _, st := range streams {
+		s := spec.KVEvSnapshotStream{
+			Config:  spec.KVEvStream{Name: st.name, Rank: st.rank, Replay: st.replay},
+			State:   st.state(),
+			PastEnd: st.pastEnd,
+		}
+		for _, m := range st.held {
+			s.Held = append(s.Held, m.frames)
+		}
+		c.Streams = append(c.Streams, s)
+	}
+	var d kvDigest
+	for _, e := range *ix.sorted.Load() {
+		e.mu.RLock()
+		c.Engines = append(c.Engines, e.state(&d, kvStatePages))
+		e.mu.RUnlock()
+	}
+	return ref.EncodeKVEvSnapshot(c), nil
+}
+
+// RestoreKVEvIndex builds the production index a snapshot encodes, under
+// cfg (§2.10 A12), with the sequence the snapshot covers; the contract is
+// ref.RestoreKVEvIndex's, and so are the refusals.
+func RestoreKVEvIndex(cfg spec.KVEvConfig, snapshot []byte) (spec.KVEvIndex, uint64, error) {
+	c, err := ref.DecodeKVEvSnapshot(cfg, snapshot)
+	if err != nil {
+		return nil, 0, err
+	}
+	streams := make([]spec.KVEvStream, len(c.Streams))
+	for i, s := range c.Streams {
+		streams[i] = s.Config
+	}
+	ix, err := newKVIndex(c.Config, streams, fault.KVEv{})
+	if err != nil {
+		return nil, 0, err // unreachable: the decoder checked the config and streams
+	}
+	set := ix.streams.Load()
+	for _, s := range c.Streams {
+		restoreKVStream(set.byName[s.Config.Name], s)
+	}
+	for _, es := range c.Engines {
+		st := set.byName[es.Stream]
+		e := ix.restoreEngine(es, st)
+		ix.engines[e.key] = e
+		st.engines[e.key] = e
+	}
+	ix.publish()
+	return ix, c.Covers, nil
+}
+
+// restoreKVStream sets st's cursor, counters and hold queue from s.
+func restoreKVStream(st *kvStream, s spec.KVEvSnapshotStream) {
+	st.known, st.next, st.pastEnd, st.lastLive = s.State.Known, s.State.Next, s.PastEnd, s.State.LastLive
+	st.replaying, st.target, st.c = s.State.Replaying, s.State.ReplayTarget, s.State.Counters
+	if s.State.StaleSince != nil {
+		st.staleSet, st.staleSince = true, *s.State.StaleSince
+	}
+	q := make([]kvHeld, 0, len(s.Held))
+	for _, m := range s.Held {
+		q = append(q, kvHoldCopy(m))
+	}
+	st.setHeld(q)
+}
+
+// restoreEngine builds an engine's pools from their pre-order pages: each
+// page is attached under the last slot one level up, its prefix hash
+// chained as a store chains it, its bindings entered in byHash.
+func (ix *kvIndex) restoreEngine(es spec.KVEvEngineState, st *kvStream) *kvEngine {
+	e := &kvEngine{
+		key:    spec.KVEvEngineKey{Source: es.Source, DPRank: es.DPRank},
+		stream: st, model: es.Model, stale: es.Stale, staleSince: es.StaleSince,
+		c: es.Counters, pools: make(map[kvPoolKey]*kvPool, len(es.Pools)),
+	}
+	var h kvHasher
+	for _, ps := range es.Pools {
+		pl := newKVPool(ps.Group, ps.Tier, ps.PageSize)
+		pl.faults = ix.f
+		path := []int32{0}
+		for _, pg := range ps.Pages {
+			parent := path[pg.Depth]
+			s := e.create(pl, parent, pg.Namespace, pg.Tokens, h.childPrefix(pl, parent, pg.Namespace, pg.Tokens))
+			for _, b := range pg.Bindings {
+				pl.addBinding(s, uint64(b.Hash))
+				pl.binding(s, uint64(b.Hash)).count = b.Count
+				pl.byHash.set(uint64(b.Hash), s)
+			}
+			pl.setResident(s, pg.Resident)
+			path = append(path[:pg.Depth+1], s)
+		}
+		e.pools[kvPoolKey{group: ps.Group, tier: ps.Tier}] = pl
+	}
+	e.log = e.log[:0] // nothing to undo: the pages are the state
+	return e
+}
+
+// KVEvSnapshot is the fast twin of kvev.snapshot (§2.10 A12): the shared
+// script interpreter run on the fast index, snapshotted and restored.
+func KVEvSnapshot(lim spec.Limits, in spec.KVEvSnapshotInput) (spec.KVEvSnapshotOutput, error) {
+	return ref.RunKVEvSnapshot(lim, in, NewKVEvIndex, RestoreKVEvIndex)
+}
