@@ -34,6 +34,7 @@ func generatedOps() []Entry {
 		HiCacheOwnerCounts(),         // hicache.owner_counts (hicache_owner_counts.go)
 		KVEvApply(),                  // kvev.apply (kvev_apply.go)
 		KVEvDecode(),                 // kvev.decode (kvev_decode.go)
+		KVEvSnapshot(),               // kvev.snapshot (kvev_snapshot.go)
 		LayoutConvert(),              // layout.convert (layout_convert.go)
 		LayoutHostOffsets(),          // layout.host_offsets (layout_host_offsets.go)
 		MQAChunkRows(),               // mqa.chunk_rows (mqa_chunk_rows.go)

@@ -34,6 +34,7 @@ func generatedSuites() []Suite {
 		Erase(HiCacheOwnerCounts()),         // hicache.owner_counts (hicache_owner_counts.go)
 		Erase(KVEvApply()),                  // kvev.apply (kvev_apply.go)
 		Erase(KVEvDecode()),                 // kvev.decode (kvev_decode.go)
+		Erase(KVEvSnapshot()),               // kvev.snapshot (kvev_snapshot.go)
 		Erase(LayoutConvert()),              // layout.convert (layout_convert.go)
 		Erase(LayoutHostOffsets()),          // layout.host_offsets (layout_host_offsets.go)
 		Erase(MQAChunkRows()),               // mqa.chunk_rows (mqa_chunk_rows.go)
