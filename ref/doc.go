@@ -28,7 +28,7 @@
 //     RadixBigramKey §2.1, RadixPageHashes §2.4, HiCacheAckScript §3,
 //     HiCacheOwnerCounts §4.3, HiCacheLoadScript §5.2,
 //     HiCacheLayerDoneScript §5.3.
-//   - KV events (kv-events.md): KVEvDecode §1, KVEvApply §2.
+//   - KV events (kv-events.md): KVEvDecode §1, KVEvApply §2, KVEvSnapshot §2.10 (A12: RestoreKVEvIndex).
 //   - Admission (admission-serving.md): AdmissionRound §A1, AdmissionScript
 //     §A1.7, AdmissionEstimate A2, AdmissionBench §A3.
 //   - Serving (admission-serving.md): ServingValidateInputLength S1.2,
