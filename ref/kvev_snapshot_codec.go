@@ -148,8 +148,8 @@ func engineCounterList(c *spec.KVEvEngineCounters) []*uint64 {
 	return []*uint64{&c.Stored, &c.Removed, &c.Cleared, &c.Refused, &c.OrphanStores, &c.UnknownRemovals, &c.UnknownEvents}
 }
 
-// KVBadSnapshotError is A12's refusal of a snapshot at field.
-func KVBadSnapshotError(field string, value any, bound string) error {
+// badSnapshotError is A12's refusal of a snapshot at field.
+func badSnapshotError(field string, value any, bound string) error {
 	return spec.Reject(spec.ErrBadSnapshot, field, value, bound)
 }
 
@@ -163,7 +163,7 @@ type snapReader struct {
 
 func (r *snapReader) fail(field string, value any, bound string) {
 	if r.err == nil {
-		r.err = KVBadSnapshotError(field, value, bound)
+		r.err = badSnapshotError(field, value, bound)
 	}
 }
 
@@ -276,17 +276,17 @@ func DecodeKVEvSnapshot(cfg spec.KVEvConfig, b []byte) (spec.KVEvSnapshotContent
 // checkSnapFraming checks the size, magic, version and checksum.
 func checkSnapFraming(b []byte) error {
 	if len(b) < spec.KVEvSnapshotMinBytes {
-		return KVBadSnapshotError("snapshot", len(b), fmt.Sprintf("at least %d bytes", spec.KVEvSnapshotMinBytes))
+		return badSnapshotError("snapshot", len(b), fmt.Sprintf("at least %d bytes", spec.KVEvSnapshotMinBytes))
 	}
 	if string(b[:8]) != spec.KVEvSnapshotMagic {
-		return KVBadSnapshotError("magic", fmt.Sprintf("%x", b[:8]), fmt.Sprintf("%x (%q)", spec.KVEvSnapshotMagic, spec.KVEvSnapshotMagic))
+		return badSnapshotError("magic", fmt.Sprintf("%x", b[:8]), fmt.Sprintf("%x (%q)", spec.KVEvSnapshotMagic, spec.KVEvSnapshotMagic))
 	}
 	if v := binary.LittleEndian.Uint32(b[8:12]); v != spec.KVEvSnapshotVersion {
-		return KVBadSnapshotError("version", v, fmt.Sprint(spec.KVEvSnapshotVersion))
+		return badSnapshotError("version", v, fmt.Sprint(spec.KVEvSnapshotVersion))
 	}
 	body := b[:len(b)-sha256.Size]
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], b[len(body):]) {
-		return KVBadSnapshotError("checksum", fmt.Sprintf("%x", b[len(body):]), fmt.Sprintf("%x, the SHA-256 of the bytes before it", sum))
+		return badSnapshotError("checksum", fmt.Sprintf("%x", b[len(body):]), fmt.Sprintf("%x, the SHA-256 of the bytes before it", sum))
 	}
 	return nil
 }

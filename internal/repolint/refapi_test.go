@@ -19,9 +19,11 @@ import (
 // twins call from it for identical errors (Validate…, Check…, the …Error
 // words); the spec's vocabulary (inputs, outputs, sentinels, Limits) is
 // package spec's (docs/decisions.md, "The spec's vocabulary leaves ref").
-// It sits a few identifiers above the count so that one new op fits; lower
+// It sits a few identifiers above the count so that one new op fits (raised
+// from 400 to 408 for kvev.snapshot, whose format both twins share:
+// docs/decisions.md, "Index snapshots"); lower
 // it when ref's API shrinks, and argue a raise in docs/decisions.md.
-const refExportCeiling = 400
+const refExportCeiling = 408
 
 // refKeptUnused are exported identifiers of ref that no Go file outside ref
 // names, each with the reason it stays exported.
