@@ -219,6 +219,7 @@ func plantedScriptBugs() map[string]func(*testing.T) {
 		"transfer.per_layer_script": plantedPerLayerHasForgetsRooms().requireDeletesToShortest,
 		"admission.script":          plantedAdmissionDropsCarriedChunk().requireDeletesToShortest,
 		"kvev.apply":                plantedKVEvReplayFailureLosesNothing().requireDeletesToShortest,
+		"kvev.snapshot":             plantedKVEvSnapshotLosesABatchCount().requireDeletesToShortest,
 	}
 }
 
@@ -389,6 +390,25 @@ func plantedKVEvReplayFailureLosesNothing() plantedScriptBug[spec.KVEvApplyInput
 	const v = "vllm-0"
 	return plantedScriptBug[spec.KVEvApplyInput, spec.KVEvApplyOutput]{KVEvApply(), bug, 2,
 		kvScript(kvOne(v, true), kvLive(v, "", 3, kvChainBatch(3)), kvFailed(v, spec.ReplayReasonTimeout))}
+}
+
+// plantedKVEvSnapshotLosesABatchCount: the restored index counts one
+// batch fewer on every stream that applied one (a counter dropped by the
+// snapshot). Shortest script, 1 step: one live batch; with none, every
+// count is 0 and there is nothing to lose.
+func plantedKVEvSnapshotLosesABatchCount() plantedScriptBug[spec.KVEvSnapshotInput, spec.KVEvSnapshotOutput] {
+	bug := func(lim spec.Limits, in spec.KVEvSnapshotInput) (spec.KVEvSnapshotOutput, error) {
+		out, err := fast.KVEvSnapshot(lim, in)
+		for i := range out.State.Streams {
+			if c := &out.State.Streams[i].Counters; c.Batches > 0 {
+				c.Batches--
+			}
+		}
+		return out, err
+	}
+	const v = "vllm-0"
+	return plantedScriptBug[spec.KVEvSnapshotInput, spec.KVEvSnapshotOutput]{KVEvSnapshot(), bug, 1,
+		spec.KVEvSnapshotInput{Streams: kvOne(v, false), Steps: []spec.KVEvStep{kvLive(v, "", 0, kvChainBatch(0))}}}
 }
 
 // PlantedCounterResetBug is plantedCounterResetKeepsConsumer for the

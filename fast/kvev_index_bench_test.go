@@ -281,3 +281,45 @@ func kxChains(tb testing.TB, engines, blocks, bs int) *kvIndex {
 	}
 	return ix
 }
+
+// BenchmarkKVEvStoreAlternatingNamespaces is ingest of one chain whose
+// pages alternate between two LoRA namespaces (A4: each page's prefix hash
+// is seeded with its own namespace over its whole path), one-token pages
+// 64 a message, to the depth given: per page it must cost the same at every
+// depth (it once walked the whole path, which made the chain quadratic).
+func BenchmarkKVEvStoreAlternatingNamespaces(b *testing.B) {
+	for _, depth := range []int{2048, 8192} {
+		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+			const per = 64
+			var payloads [][]byte
+			var prev *uint64
+			for m := 0; m < depth/per; m++ {
+				var evs []kxMp
+				for j := range per {
+					h := uint64(m*per+j) | 1<<40
+					id := int64((m*per + j) % 2)
+					evs = append(evs, kxEvStored([]uint64{h}, prev, []uint32{uint32(m*per + j)}, 1, kxEvOpt{loraID: &id}))
+					prev = new(h)
+				}
+				payloads = append(payloads, kxBatch(new(int64(0)), evs...))
+			}
+			seq := make([]byte, 8)
+			frames := [][]byte{[]byte("kv@p@m"), seq, nil}
+			b.ReportAllocs()
+			for b.Loop() {
+				ix, err := newKVIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "v"}}, fault.KVEv{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for m, p := range payloads {
+					binary.BigEndian.PutUint64(seq, uint64(m))
+					frames[2] = p
+					if r := ix.Live("v", frames); r.Error != nil || len(r.Errors) > 0 {
+						b.Fatalf("%+v", r)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(depth), "ns/page")
+		})
+	}
+}

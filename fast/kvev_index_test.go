@@ -852,3 +852,69 @@ func TestKVEvBlockWalkIsTakenOnAChainInConsecutiveSlots(t *testing.T) {
 		t.Fatal("a block with a wrong last hash was accepted")
 	}
 }
+
+// TestAChainSwitchingNamespacesHashesAsTheReferenceDoes: pages whose
+// namespace differs from their parent's take their prefix hash from the
+// nearest ancestor in their own namespace (A4), which must give the chain
+// over the whole path: a chain cycling through three LoRA namespaces and
+// the base model, with a page returning to a namespace last seen several
+// pages up, leaves the same state and digest as the reference, and the
+// whole prompt scores alike in each namespace, by hashes and exactly.
+func TestAChainSwitchingNamespacesHashesAsTheReferenceDoes(t *testing.T) {
+	f, err := newKVIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "v"}}, fault.KVEv{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ref.NewKVEvIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lora := []*int64{nil, new(int64(1)), new(int64(2)), new(int64(3))}
+	pattern := []int{0, 1, 1, 2, 0, 3, 3, 1, 2, 2, 0, 1}
+	var evs []kxMp
+	var prev *uint64
+	for i, k := range pattern {
+		h := uint64(0x100 + i)
+		evs = append(evs, kxEvStored([]uint64{h}, prev, []uint32{uint32(10 + i), uint32(20 + i)}, 2, kxEvOpt{loraID: lora[k]}))
+		prev = new(h)
+	}
+	// A second chain in the base model over pages 1-4's tokens: its 4th
+	// page's chain is seed("") over those four pages, which a hash of
+	// page 4 started from the seed instead of page 0's hash would equal
+	// (a false chain collision, A4).
+	prev = nil
+	for i := 1; i <= 4; i++ {
+		h := uint64(0x200 + i)
+		evs = append(evs, kxEvStored([]uint64{h}, prev, []uint32{uint32(10 + i), uint32(20 + i)}, 2, kxEvOpt{}))
+		prev = new(h)
+	}
+	frames := [][]byte{[]byte("kv@p@m"), make([]byte, 8), kxBatch(new(int64(0)), evs...)}
+	for name, ix := range map[string]spec.KVEvIndex{"fast": f, "ref": r} {
+		if res := ix.Live("v", frames); res.Error != nil || len(res.Errors) > 0 {
+			t.Fatalf("%s: %+v", name, res)
+		}
+	}
+	fs, rs := f.State(), r.State()
+	fb, _ := json.Marshal(fs)
+	rb, _ := json.Marshal(rs)
+	if !bytes.Equal(fb, rb) {
+		t.Fatalf("states differ:\nfast %s\nref  %s", fb, rb)
+	}
+	if len(fs.Engines) != 1 || len(fs.Engines[0].Pools) != 1 || len(fs.Engines[0].Pools[0].Pages) != len(pattern)+4 {
+		t.Fatalf("want chains of %d and 4 pages: %s", len(pattern), fb)
+	}
+	var prompt []int64
+	for i := range pattern {
+		prompt = append(prompt, int64(10+i), int64(20+i))
+	}
+	for _, ns := range []string{"", "#1", "#2", "#3"} {
+		for _, exact := range []bool{false, true} {
+			q := spec.KVEvScoreQuery{Tokens: prompt, Namespace: ns, Exact: exact}
+			fsc, ferr := f.Score(q)
+			rsc, rerr := r.Score(q)
+			if ferr != nil || rerr != nil || !slices.Equal(fsc, rsc) {
+				t.Errorf("namespace %q exact %v: fast %v %v, ref %v %v", ns, exact, fsc, ferr, rsc, rerr)
+			}
+		}
+	}
+}

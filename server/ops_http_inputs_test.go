@@ -150,6 +150,11 @@ var largeInputs = map[string]func() any{
 		in.Steps = in.Steps[:len(in.Steps)/4]
 		return in
 	},
+	"kvev.snapshot": func() any {
+		// kvev.apply's large script, snapshotted at its end.
+		in := shapeInput(catalog.KVEvApply(), "ingest-4096-blocks-8-per-batch-with-removals")
+		return spec.KVEvSnapshotInput{Config: in.Config, Streams: in.Streams, Steps: in.Steps[:len(in.Steps)/4], Covers: 7}
+	},
 	"kvev.decode":         func() any { return shapeInput(catalog.KVEvDecode(), "stored-4096-blocks-x16-tokens") },
 	"layout.convert":      func() any { return relayoutPool(4, 4, 16, 1152) },
 	"layout.host_offsets": func() any { return shapeInput(catalog.LayoutHostOffsets(), "4096-points-pfd-mla") },
