@@ -593,8 +593,7 @@ type tokenStream struct {
 }
 
 // streamTokenBytes is the smallest binary body decoded while it arrives:
-// below it the whole transfer takes less than a scheduling quantum of
-// overlap is worth.
+// a shorter one arrives in one or two reads, leaving nothing to overlap.
 const streamTokenBytes = 64 << 10
 
 // maxStreamHashers bounds the page sizes hashed ahead for one score: more
