@@ -234,8 +234,8 @@ type Score struct {
 // space), in one pass, and each pool compares 8 bytes a page after each
 // node's first page; the answer is the exact one unless two different
 // prefixes share a 64-bit hash. exact compares every page's units instead
-// (spec.RadixTree.PrefixLen). A long prompt is scored against several pools
-// in parallel, up to GOMAXPROCS at once.
+// (spec.RadixTree.PrefixLen). A long prompt scored exactly is scored
+// against several pools in parallel, up to GOMAXPROCS at once.
 //
 // Errors: ErrRequestTooLong, ErrTokenRange (tokens[i]), ErrBadPoolName,
 // ErrDuplicatePool and ErrUnknownPool (pools[i]).
@@ -280,7 +280,7 @@ func (r *Registry) ScoreHashed(tokens []int64, extra spec.ExtraKey, pools []stri
 		}
 	}
 	workers := min(len(targets), runtime.GOMAXPROCS(0))
-	if len(tokens) < parallelScoreTokens || workers < 2 {
+	if !exact || len(tokens) < parallelScoreTokens || workers < 2 {
 		for i := range targets {
 			score(i)
 		}
@@ -386,10 +386,14 @@ func (r *Registry) HashedPageSizes(pools []string, limit int) []int {
 	return sizes
 }
 
-// parallelScoreTokens is the prompt length from which Score spreads pools
-// over goroutines: matching a long prompt is bound by memory reads (a
-// 240K-token prompt compares ~2 MB per pool), while a short one costs less
-// than starting a goroutine.
+// parallelScoreTokens is the prompt length from which an exact Score
+// spreads pools over goroutines: matching a long prompt exactly is bound by
+// memory reads (a 240K-token prompt compares ~2 MB per pool), while a short
+// one costs less than starting a goroutine. A hashed score walks its pools
+// on one goroutine whatever the length: its walks compare 8 bytes a page
+// (about 4 µs a pool at 240K tokens), less than waking a second core
+// costs (240K × 8 pools on two cores: 191–193 µs in parallel, 159–162 µs
+// walked in turn; docs/perf.md).
 const parallelScoreTokens = 16 << 10
 
 // parallel runs f(0..n-1) on workers goroutines and returns when all are done.
