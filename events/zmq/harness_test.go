@@ -155,8 +155,7 @@ type env struct {
 	streams []spec.KVEvStream
 	ix      *recIndex
 	sub     *Subscriber
-	cancel  context.CancelFunc
-	done    chan error
+	run     subRun
 	// published is every batch the publisher numbered, in order: the script
 	// of the ideal subscriber that received all of them.
 	published []spec.KVEvStep
@@ -178,7 +177,7 @@ func newWrappedEnv(t *testing.T, src Source, opts Options, wrap func(spec.KVEvIn
 	if err != nil {
 		t.Fatalf("ref.NewKVEvIndex: %v", err)
 	}
-	e := &env{t: t, src: src, streams: streams, ix: &recIndex{KVEvIndex: inner}, done: make(chan error, 1)}
+	e := &env{t: t, src: src, streams: streams, ix: &recIndex{KVEvIndex: inner}}
 	var ix spec.KVEvIndex = e.ix
 	if wrap != nil {
 		ix = wrap(e.ix)
@@ -186,27 +185,43 @@ func newWrappedEnv(t *testing.T, src Source, opts Options, wrap func(spec.KVEvIn
 	if e.sub, err = New(ix, []Source{src}, opts); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e.cancel = cancel
-	go func() { e.done <- e.sub.Run(ctx) }()
+	e.run.start(e.sub)
 	t.Cleanup(e.stop)
 	return e
 }
 
 // stop ends Run and waits for it.
-func (e *env) stop() {
-	if e.cancel == nil {
+func (e *env) stop() { e.run.stop(e.t) }
+
+// subRun is a subscriber's Run on a goroutine of its own, which stop ends
+// and waits for: the harness's and the run-time source tests' alike.
+type subRun struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// start runs sub until stop.
+func (r *subRun) start(sub *Subscriber) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done = cancel, make(chan error, 1)
+	go func() { r.done <- sub.Run(ctx) }()
+}
+
+// stop ends Run and waits for it (10 s at most); before start or after
+// a stop it does nothing.
+func (r *subRun) stop(t *testing.T) {
+	if r.cancel == nil {
 		return
 	}
-	e.cancel()
-	e.cancel = nil
+	r.cancel()
+	r.cancel = nil
 	select {
-	case err := <-e.done:
+	case err := <-r.done:
 		if err != nil {
-			e.t.Errorf("Run: %v", err)
+			t.Errorf("Run: %v", err)
 		}
 	case <-time.After(10 * time.Second):
-		e.t.Fatal("Run did not return 10 s after its context ended")
+		t.Fatal("Run did not return 10 s after its context ended")
 	}
 }
 

@@ -1,7 +1,6 @@
 package zmq
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -32,8 +31,7 @@ type runtimeEnv struct {
 	streams []spec.KVEvStream // the index's build list
 	ix      *recIndex
 	sub     *Subscriber
-	cancel  context.CancelFunc
-	done    chan error
+	runner  subRun
 }
 
 // newRuntimeEnv builds the env over sources; Run is not started.
@@ -44,7 +42,7 @@ func newRuntimeEnv(t *testing.T, sources []Source) *runtimeEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &runtimeEnv{t: t, streams: streams, ix: &recIndex{KVEvIndex: inner}, done: make(chan error, 1)}
+	e := &runtimeEnv{t: t, streams: streams, ix: &recIndex{KVEvIndex: inner}}
 	if e.sub, err = New(e.ix, sources, testOptions(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -53,28 +51,10 @@ func newRuntimeEnv(t *testing.T, sources []Source) *runtimeEnv {
 }
 
 // run starts Run.
-func (e *runtimeEnv) run() {
-	ctx, cancel := context.WithCancel(context.Background())
-	e.cancel = cancel
-	go func() { e.done <- e.sub.Run(ctx) }()
-}
+func (e *runtimeEnv) run() { e.runner.start(e.sub) }
 
 // stop ends Run and waits for it.
-func (e *runtimeEnv) stop() {
-	if e.cancel == nil {
-		return
-	}
-	e.cancel()
-	e.cancel = nil
-	select {
-	case err := <-e.done:
-		if err != nil {
-			e.t.Errorf("Run: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		e.t.Fatal("Run did not return 10 s after its context ended")
-	}
-}
+func (e *runtimeEnv) stop() { e.runner.stop(e.t) }
 
 // waitFor polls cond until it holds or 15 s pass.
 func (e *runtimeEnv) waitFor(what string, cond func() bool) {
