@@ -395,22 +395,8 @@ func TestDNSDiscoveryFollowsRealPublishers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	wait := newDNSDiscovery(mustTargets(t, "vllm=_kv._tcp.vllm.test"), newDNSResolver(d.addr), srv, logger).start(ctx, 100*time.Millisecond)
-	t.Cleanup(func() {
-		cancel()
-		wait()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	disc := newDNSDiscovery(mustTargets(t, "vllm=_kv._tcp.vllm.test"), newDNSResolver(d.addr), srv, logger)
+	base := serveAlongside(t, srv, func(ctx context.Context) func() { return disc.start(ctx, 100*time.Millisecond) })
 
 	want := []string{name("a") + "=" + pubs["a"].Pub, name("b") + "=" + pubs["b"].Pub}
 	slices.Sort(want)

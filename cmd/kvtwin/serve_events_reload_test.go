@@ -85,6 +85,16 @@ func serveWithEventsFile(t *testing.T, file string, flagSpecs []string, poll tim
 	if err != nil {
 		t.Fatal(err)
 	}
+	w := newEventsFileWatch(file, doc, flagSpecs, srv, logger)
+	return serveAlongside(t, srv, func(ctx context.Context) func() { return w.start(ctx, poll) }), logs
+}
+
+// serveAlongside serves srv on a loopback port in this process, with
+// watcher (a file watch, a DNS discovery) started under the same context,
+// as serve runs them, until the test ends; it returns the base URL. At the
+// end the context is cancelled, the watcher waited for, then Serve.
+func serveAlongside(t *testing.T, srv *server.Server, watcher func(context.Context) (wait func())) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +102,7 @@ func serveWithEventsFile(t *testing.T, file string, flagSpecs []string, poll tim
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()
-	wait := newEventsFileWatch(file, doc, flagSpecs, srv, logger).start(ctx, poll)
+	wait := watcher(ctx)
 	t.Cleanup(func() {
 		cancel()
 		wait()
@@ -100,7 +110,7 @@ func serveWithEventsFile(t *testing.T, file string, flagSpecs []string, poll tim
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return "http://" + ln.Addr().String(), logs
+	return "http://" + ln.Addr().String()
 }
 
 // sourcesNow is GET /v1/events/sources by name.
