@@ -372,13 +372,7 @@ func TestTheVerifyStateShadowFollowsSourcesChangedAtRunTime(t *testing.T) {
 	pub.send(map[string]any{"op": "await_subscribers", "n": 2, "timeout": 15})
 	pub.send(map[string]any{"op": "emit", "events": []any{stored([]int64{13}, 12, []int{9, 10, 11, 12})}})
 	shareSources(t, base, map[string]uint64{"a": 2})
-	shadow := func() prefix.ShadowStatus {
-		var rd server.Readiness
-		if code := httpJSON(t, http.MethodGet, base+"/readyz", "", &rd); code != http.StatusOK || rd.Shadows == nil || rd.Shadows.Events == nil {
-			t.Fatalf("/readyz %d %+v: want ready with the events shadow", code, rd.Shadows)
-		}
-		return *rd.Shadows.Events
-	}
+	shadow := func() prefix.ShadowStatus { return eventsShadow(t, base) }
 	// add, live, remove, add, live (gap), replay..., each with a digest.
 	eventually(t, "the shadow compares every call", func() bool { return shadow().Compared >= 10 })
 	if st := shadow(); st.State != prefix.ShadowAgree {

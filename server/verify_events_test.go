@@ -52,13 +52,7 @@ func TestVerifyStateShadowsTheEventFedIndex(t *testing.T) {
 	if code := httpJSON(t, http.MethodPost, base+"/v1/prefix:score", `{"tokens":[1,2,3,4,5,6,7,8,9]}`, nil); code != http.StatusOK {
 		t.Fatalf("score: %d", code)
 	}
-	shadow := func() prefix.ShadowStatus {
-		var rd server.Readiness
-		if code := httpJSON(t, http.MethodGet, base+"/readyz", "", &rd); code != http.StatusOK || rd.Shadows == nil || rd.Shadows.Events == nil {
-			t.Fatalf("/readyz %d %+v: want ready with the events shadow", code, rd.Shadows)
-		}
-		return *rd.Shadows.Events
-	}
+	shadow := func() prefix.ShadowStatus { return eventsShadow(t, base) }
 	// Two messages, their two digests and the score.
 	eventually(t, "the shadow compares every call", func() bool { return shadow().Compared >= 5 })
 	if s := shadow(); s.State != prefix.ShadowAgree {
@@ -98,4 +92,15 @@ func TestReadyzWaitsForTheEventSourcesToCatchUp(t *testing.T) {
 	if code := httpJSON(t, http.MethodGet, base+"/readyz", "", &rd); code != http.StatusOK || rd.Events.CaughtUp || len(rd.Events.Sources) != 1 {
 		t.Fatalf("no grace: %d %+v, want 200 with engine-b listed as lagging", code, rd.Events)
 	}
+}
+
+// eventsShadow is the event-fed index's reference shadow as /readyz
+// reports it; the server must be ready and have one.
+func eventsShadow(t *testing.T, base string) prefix.ShadowStatus {
+	t.Helper()
+	var rd server.Readiness
+	if code := httpJSON(t, http.MethodGet, base+"/readyz", "", &rd); code != http.StatusOK || rd.Shadows == nil || rd.Shadows.Events == nil {
+		t.Fatalf("/readyz %d %+v: want ready with the events shadow", code, rd.Shadows)
+	}
+	return *rd.Shadows.Events
 }
