@@ -82,8 +82,9 @@ func newBenchCmd() *cobra.Command {
 	f.StringVar(&implList, "impls", "", "comma-separated implementations (default: all in this build)")
 	f.BoolVar(&asJSON, "json", false, "print [{op, shape, impl, ns_per_op, bytes_per_op, allocs_per_op}]")
 	f.DurationVar(&benchtime, "benchtime", time.Second, "target run time per measurement")
-	cmd.AddCommand(newBenchAdmissionCmd()) // `kvtwin bench admission`; plain `kvtwin bench` is unchanged
-	cmd.AddCommand(newBenchEventsCmd())    // `kvtwin bench events FILE` (bench_events.go)
+	cmd.AddCommand(newBenchAdmissionCmd())   // `kvtwin bench admission`; plain `kvtwin bench` is unchanged
+	cmd.AddCommand(newBenchEventsCmd())      // `kvtwin bench events FILE` (bench_events.go)
+	cmd.AddCommand(newBenchEventsScaleCmd()) // `kvtwin bench events-scale` (bench_events_scale.go)
 	// `kvtwin bench record|text|chart`: runs kept in docs/bench/ (benchrecord.go)
 	cmd.AddCommand(newBenchRecordCmd(), newBenchTextCmd(), newBenchChartCmd())
 	return cmd
