@@ -368,3 +368,54 @@ func encodeRaw(body []byte) []byte {
 	sum := sha256.Sum256(body)
 	return append(bytes.Clone(body), sum[:]...)
 }
+
+// TestRestoredApplyStateDropsAResetAlreadyApplied: the envelope's apply
+// state travels with the index. After the snapshot, the stream carries
+// src-c's epoch-1 reset again (a relay's publish retried past the
+// duplicate window): the writer's rule drops it as a duplicate, and so
+// must a replica restored from the snapshot, or it would restart src-c and
+// lose its engine. A replica that read the whole stream is the reference.
+func TestRestoredApplyStateDropsAResetAlreadyApplied(t *testing.T) {
+	defer goleak.VerifyNone(t, goleakOpts...)
+	ns := startNATS(t)
+	defer ns.stop()
+	nc, js := ns.connect(t)
+	defer nc.Close()
+	createStream(t, js, StreamOptions{})
+
+	sources, msgs, _ := genRelayStream(10, 3000, 20)
+	w := startReplica(t, ns.url, "writer", sources, withSnapshots("snaps", -1, 100*time.Millisecond, 2))
+	defer w.cancel()
+	publishAll(t, js, msgs)
+	waitApplied(t, w, uint64(len(msgs)), 20*time.Second)
+	waitSnapshotAt(t, w, uint64(len(msgs)))
+	w.stop(t)
+
+	dup := resetMsg("src-c", 2, 1)
+	dup.Header.Set("Nats-Msg-Id", "src-c.1.reset.retried")
+	if _, err := js.PublishMsg(context.Background(), dup); err != nil {
+		t.Fatal(err)
+	}
+	last := lastSeq(t, js)
+	warm := startReplica(t, ns.url, "warm", sources, withSnapshots("snaps", -1, time.Hour, 2))
+	defer warm.cancel()
+	full := startReplica(t, ns.url, "full", sources, nil)
+	defer full.cancel()
+	waitApplied(t, warm, last, 20*time.Second)
+	waitApplied(t, full, last, 20*time.Second)
+	if snapStatus(warm).RestoredCovers != uint64(len(msgs)) {
+		t.Fatalf("warm replica restored %+v, want covers %d", snapStatus(warm), len(msgs))
+	}
+	for _, rr := range []*runningReplica{warm, full} {
+		for _, s := range rr.r.Status().Sources {
+			if s.Token == "src-c" && s.Counters.Duplicates != 1 {
+				t.Errorf("%s: src-c counters %+v, want the retried reset dropped as a duplicate", rr.r.o.ID, s.Counters)
+			}
+		}
+	}
+	if got, want := warm.r.Index().Digest(), full.r.Index().Digest(); got != want {
+		t.Errorf("warm replica digest %x, full replica %x", got, want)
+	}
+	warm.stop(t)
+	full.stop(t)
+}
