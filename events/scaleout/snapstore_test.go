@@ -419,3 +419,53 @@ func TestRestoredApplyStateDropsAResetAlreadyApplied(t *testing.T) {
 	warm.stop(t)
 	full.stop(t)
 }
+
+// TestSnapshotOptionsDefaultsAndBounds pins §4.5's defaults (a snapshot
+// every 1,000,000 messages or 5 min, 3 kept, objects up to 1 GiB, 10 min
+// an upload) and refuses bad values naming the field.
+func TestSnapshotOptionsDefaultsAndBounds(t *testing.T) {
+	r := fast.RestoreKVEvIndex
+	got, err := SnapshotOptions{Bucket: "b", Restore: r}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Every != 1_000_000 || got.Interval != 5*time.Minute || got.Keep != 3 || got.MaxBytes != 1<<30 || got.UploadTimeout != 10*time.Minute {
+		t.Errorf("defaults %+v", got)
+	}
+	if got, err := (SnapshotOptions{}).withDefaults(); err != nil || got.Every != 0 {
+		t.Errorf("no bucket: %+v %v, want nothing filled", got, err)
+	}
+	for _, c := range []struct {
+		o     SnapshotOptions
+		field string
+	}{
+		{SnapshotOptions{Bucket: "a.b", Restore: r}, "snapshots.bucket"},
+		{SnapshotOptions{Bucket: "b", Every: -1, Interval: -1, Restore: r}, "snapshots.every"},
+		{SnapshotOptions{Bucket: "b", Interval: time.Millisecond, Restore: r}, "snapshots.interval"},
+		{SnapshotOptions{Bucket: "b", Keep: 101, Restore: r}, "snapshots.keep"},
+		{SnapshotOptions{Bucket: "b", Keep: -1, Restore: r}, "snapshots.keep"},
+		{SnapshotOptions{Bucket: "b", MaxBytes: 75, Restore: r}, "snapshots.max_bytes"},
+		{SnapshotOptions{Bucket: "b", MaxBytes: 1<<40 + 1, Restore: r}, "snapshots.max_bytes"},
+		{SnapshotOptions{Bucket: "b", UploadTimeout: time.Millisecond, Restore: r}, "snapshots.upload_timeout"},
+		{SnapshotOptions{Bucket: "b"}, "snapshots.restore"},
+	} {
+		_, err := c.o.withDefaults()
+		if ie, ok := spec.AsInputError(err); !ok || ie.Field != c.field || ie.Err != ErrBadOption {
+			t.Errorf("%+v: %v, want bad_option at %s", c.o, err, c.field)
+		}
+	}
+	// A replica over an index that cannot write a snapshot is refused.
+	ix := slowIndex{mustFastIndex(t)}
+	if _, err := NewReplica(ix, ReplicaOptions{URL: "nats://127.0.0.1:1", ID: "r", Sources: []string{"a"}, Snapshots: SnapshotOptions{Bucket: "b", Restore: r}}); err == nil || !strings.Contains(err.Error(), "KVEvSnapshotter") {
+		t.Errorf("replica over a non-snapshotter: %v", err)
+	}
+}
+
+func mustFastIndex(t *testing.T) spec.KVEvIndex {
+	t.Helper()
+	ix, err := fast.NewKVEvIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
