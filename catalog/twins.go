@@ -129,3 +129,12 @@ func Preflight(impl Impl) (PreflightTwins, error) {
 	}
 	return tw, nil
 }
+
+// KVEvRestore returns impl's restore of the event-fed index from an A12
+// snapshot (docs/spec/kv-events.md §2.10 A12): ref.RestoreKVEvIndex or
+// fast.RestoreKVEvIndex, one byte format and one set of refusals. A
+// replica's warm start (§4.3 option (a)) restores with the twin it
+// serves. Cuda and unknown names are errors, as for RadixTree.
+func KVEvRestore(impl Impl) (spec.RestoreKVEvIndexFunc, error) {
+	return stateTwin[spec.RestoreKVEvIndexFunc]{"event-fed index restore", "kvev.snapshot", ref.RestoreKVEvIndex, fast.RestoreKVEvIndex}.get(impl)
+}

@@ -111,11 +111,24 @@ func newReplicaEvents(cfg Config, newIndex spec.NewKVEvIndexFunc) (*events, erro
 	if o.Logger == nil {
 		o.Logger = cfg.Logger.With("component", "events")
 	}
+	if o.Snapshots.Bucket != "" {
+		if shadow != nil {
+			return nil, spec.Reject(ErrBadConfig, "EventsFrom.Snapshots.Bucket", o.Snapshots.Bucket, "unset under --verify-state: the shadowed index is restored from no snapshot")
+		}
+		if o.Snapshots.Restore == nil {
+			if o.Snapshots.Restore, err = catalog.KVEvRestore(cfg.Impl); err != nil {
+				return nil, spec.Reject(ErrBadConfig, "EventsFrom.Snapshots.Bucket", o.Snapshots.Bucket, "no snapshot restore under impl "+string(cfg.Impl)+": "+err.Error())
+			}
+		}
+		o.Snapshots.IndexConfig = cfg.EventsIndex
+	}
 	rep, err := scaleout.NewReplica(ix, o)
 	if err != nil {
 		return nil, configError("EventsFrom.", err)
 	}
-	return &events{ix: ix, rep: rep, share: share, shadow: shadow}, nil
+	// Serve through the replica's index: a warm start (§4.3 option (a))
+	// replaces the index it was given by the one its snapshot restores.
+	return &events{ix: rep.Index(), rep: rep, share: share, shadow: shadow}, nil
 }
 
 // withLogger gives the subscriber the server's logger unless one was set.

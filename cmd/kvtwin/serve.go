@@ -25,6 +25,7 @@ func newServeCmd() *cobra.Command {
 	var eventSpecs, fromSources []string
 	var eventsFilePoll time.Duration
 	var dns dnsFlags
+	var snap snapshotFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the catalog over HTTP (127.0.0.1:8080, fast path) until SIGTERM or SIGINT, then drain",
@@ -55,6 +56,9 @@ func newServeCmd() *cobra.Command {
 			cfg.EventsRuntime = cfg.EventsFrom.URL == "" && (eventsFile != "" || cfg.EventsIndex.MaxEnginesPerStream > 0 || len(dns.specs) > 0)
 			dnsTargets, err := dns.targets(cfg.EventsFrom.URL != "", cfg.EventsIndex.MaxEnginesPerStream)
 			if err != nil {
+				return err
+			}
+			if err := snap.apply(&cfg.EventsFrom); err != nil {
 				return err
 			}
 			if cfg.EventsFrom.URL != "" {
@@ -120,6 +124,7 @@ func newServeCmd() *cobra.Command {
 	f.StringArrayVar(&fromSources, "events-from-source", nil, "a relay source this replica serves: TOKEN[,rank=N] (repeatable; with --events-from)")
 	f.StringVar(&cfg.EventsFrom.ID, "events-from-id", "", "this replica's durable consumer name; keep it across restarts to resume (default: the host name)")
 	f.StringVar(&cfg.EventsFrom.Stream, "events-from-stream", "", "the JetStream stream (default KVTWIN_KV)")
+	snap.flags(f)
 	f.IntVar(&cfg.EventsIndex.MaxEngines, "events-max-engines", 0, "most engines the event-fed index holds (0: 256)")
 	f.Int64Var(&cfg.EventsIndex.MaxTokensPerEngine, "events-max-tokens-per-engine", 0, "most tokens of one engine's pages, holes included (0: 4 Mi)")
 	authFlags(f, &cfg.Auth)

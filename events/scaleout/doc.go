@@ -43,8 +43,8 @@
 // the index as a gap and marks the source's engines stale (§3.3, A3).
 // Messages for sources the replica does not serve are acked and counted.
 //
-// Resume after a restart (§4.3 option (b); the snapshot of option (a) is a
-// follow-up): the index lives in memory, so when the durable consumer
+// Resume after a restart (§4.3 option (b); option (a), the snapshot, is
+// below): the index lives in memory, so when the durable consumer
 // already exists the replica first rebuilds the index by reading the
 // stream, from its first retained message up to the last message the
 // consumer delivered, with an ordered consumer and no acks; then it
@@ -58,6 +58,19 @@
 // epoch's reset or seq 0 is complete; any other is stale (the index sees
 // its first batch at a seq past 0, §3.1 step 1, without replay); a source
 // with no retained message has no engines.
+//
+// # Warm replicas (§4.3 option (a), §4.5)
+//
+// With ReplicaOptions.Snapshots.Bucket set, a replica stores its index's
+// A12 snapshot in a JetStream object store every Every messages or
+// Interval (snapstore.go), taken under the apply lock between two
+// messages and uploaded on its own goroutine, in an envelope that carries
+// the apply rule's per-source state and a SHA-256 trailer (snapshot.go);
+// the newest Keep are kept. A starting replica restores the newest usable
+// snapshot of its stream and sources (refusing, with a WARN line, a
+// corrupt, cut, foreign or unrestorable one and trying the previous),
+// serves the restored index through Index, and resumes at covers+1; with
+// none usable it resumes as above.
 //
 // The package is named for spec §4's job, not for JetStream: nats.go's own
 // client package is jetstream, and most files here import it. Its errors

@@ -14,10 +14,18 @@ import (
 // goleakOpts: goroutines of libraries that outlive their objects by design.
 //   - go-zeromq's PUB writer (pubMWriter.run), never stopped by Close
 //     (v0.17.0), as in events/zmq's tests;
-//   - nats-server's process-wide helpers, started once and never stopped.
+//   - nats-server's process-wide helpers, started once and never stopped;
+//   - nats.go's resetPendingAcksOnReconnect (v1.55.0, jetstream/publish.go):
+//     ObjectStore.Put publishes through its own JetStream context, whose
+//     first async publish starts this goroutine to read the status channel,
+//     and defers cleanupReplySub, which sets that channel to nil; when the
+//     Put ends before the goroutine first runs, it reads a nil channel and
+//     blocks for good. A library race, one goroutine per unlucky Put (a
+//     snapshot upload, minutes apart), not a goroutine of this package.
 var goleakOpts = []goleak.Option{
 	goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*pubMWriter).run"),
 	goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*fileStore).expireMsgs"),
+	goleak.IgnoreAnyFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"),
 }
 
 // natsServer is an embedded JetStream server on a random loopback port.

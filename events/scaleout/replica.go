@@ -59,6 +59,10 @@ type ReplicaOptions struct {
 	// ReadIdle is how long reading the stream's history waits for a message
 	// before it takes the history as read.
 	ReadIdle time.Duration
+	// Snapshots, with a Bucket, make the replica warm (§4.3 option (a),
+	// amendment 2026-12-06): it stores snapshots of its index in a
+	// JetStream object store and starts from the newest usable one.
+	Snapshots SnapshotOptions
 }
 
 // DefaultReplicaOptions: stream KVTWIN_KV, 30 s ack wait, consumers of gone
@@ -163,13 +167,17 @@ func (o ReplicaOptions) withDefaults() (ReplicaOptions, error) {
 	if !validToken(o.ID) {
 		return o, spec.Reject(ErrBadOption, "id", strconv.Quote(o.ID), fmt.Sprintf("1 to %d characters of [A-Za-z0-9_-] (the durable consumer's name)", maxTokenLen))
 	}
-	if err := fillDurations([]durOption{
+	err := fillDurations([]durOption{
 		{"ack_wait", &o.AckWait, d.AckWait, time.Second},
 		{"inactive_threshold", &o.InactiveThreshold, d.InactiveThreshold, time.Second},
 		{"retry_min", &o.RetryMin, d.RetryMin, time.Millisecond},
 		{"retry_max", &o.RetryMax, d.RetryMax, time.Millisecond},
 		{"read_idle", &o.ReadIdle, d.ReadIdle, time.Millisecond},
-	}); err != nil {
+	})
+	if err != nil {
+		return o, err
+	}
+	if o.Snapshots, err = o.Snapshots.withDefaults(); err != nil {
 		return o, err
 	}
 	if o.RetryMax < o.RetryMin {
@@ -221,17 +229,28 @@ func (o ReplicaOptions) withDefaults() (ReplicaOptions, error) {
 // and Status says the history was truncated. See applier for the rule per
 // message.
 type Replica struct {
-	ix      spec.KVEvIndex
+	ix      *swapIndex
 	o       ReplicaOptions
 	log     *slog.Logger
 	ap      *applier
+	sources []ReplicaSource
 	order   []string // source tokens in configuration order
 	filter  []string
 	ran     atomic.Bool
 	nc      atomic.Pointer[nats.Conn] // the connection Run uses, for Status
 	mu      sync.Mutex
 	st      ReplicaStatus
-	applied uint64 // stream seq of the last message handled; owned by Run
+
+	// applyMu is held while a message is applied and while a snapshot
+	// is taken, so that a snapshot covers exactly applied. applied is the
+	// stream seq of the last message handled: written by Run under
+	// applyMu, read by the snapshot writer under it.
+	applyMu sync.Mutex
+	applied uint64
+	// snap writes and names snapshots; nil without a bucket. triedSnap
+	// says a start already read the bucket (start is retried).
+	snap      *snapWriter
+	triedSnap bool
 
 	// afterStart, when set (tests), runs between the rebuild and the
 	// first pull from the durable consumer.
@@ -289,6 +308,9 @@ type ReplicaStatus struct {
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 	// Sources are the served sources in configuration order.
 	Sources []SourceState `json:"sources"`
+	// Snapshot is the snapshot state when a bucket is configured (§4.3
+	// option (a)).
+	Snapshot *SnapshotStatus `json:"snapshot,omitzero"`
 }
 
 // Phases of a replica.
@@ -316,26 +338,45 @@ func NewReplica(ix spec.KVEvIndex, opts ReplicaOptions) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, ok := ix.(spec.KVEvSnapshotter); !ok && o.Snapshots.Bucket != "" {
+		return nil, spec.Reject(ErrBadOption, "snapshots.bucket", o.Snapshots.Bucket, "unset, or an index that implements spec.KVEvSnapshotter (A12)")
+	}
 	have := map[string]bool{}
 	for _, st := range ix.State().Streams {
 		have[st.Name] = true
 	}
-	r := &Replica{ix: ix, o: o, log: o.Logger.With("replica", o.ID), filter: []string{SubjectFilter}}
+	sources, err := ParseReplicaSources(o.Sources)
+	if err != nil {
+		return nil, err
+	}
+	r := &Replica{ix: newSwapIndex(ix), o: o, log: o.Logger.With("replica", o.ID), filter: []string{SubjectFilter}, sources: sources}
 	for _, s := range streams {
 		if !have[s.Name] {
 			return nil, spec.Reject(ErrBadOption, "sources", s.Name, "a stream of the index (build it over ReplicaStreams(sources))")
 		}
 		r.order = append(r.order, s.Name)
 	}
-	r.ap = newApplier(ix, r.log, streams)
+	r.ap = newApplier(r.ix, r.log, streams)
 	r.st = ReplicaStatus{ID: o.ID, Stream: o.Stream, Consumer: o.ID, Phase: PhaseStarting}
+	if o.Snapshots.Bucket != "" {
+		r.snap = newSnapWriter(r, o.Snapshots, sources)
+		r.st.Snapshot = &SnapshotStatus{Bucket: o.Snapshots.Bucket}
+	}
 	return r, nil
 }
+
+// Index is the index the replica feeds, to serve from: the one NewReplica
+// was given until a snapshot restores another in its place (§4.3 option
+// (a)); calls made through Index always reach the current one.
+func (r *Replica) Index() spec.KVEvIndex { return r.ix }
 
 // Status returns the replica's state.
 func (r *Replica) Status() ReplicaStatus {
 	r.mu.Lock()
 	st := r.st
+	if st.Snapshot != nil {
+		st.Snapshot = new(*st.Snapshot)
+	}
 	r.mu.Unlock()
 	if nc := r.nc.Load(); nc != nil && st.Phase != PhaseStopped {
 		st.Connected = nc.IsConnected()
@@ -403,6 +444,13 @@ func (r *Replica) Run(ctx context.Context) error {
 	if r.afterStart != nil {
 		r.afterStart()
 	}
+	if r.snap != nil {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		wg.Go(func() { r.snap.run(wctx, js) })
+	}
 	r.consume(ctx, js, cons)
 	return nil
 }
@@ -415,30 +463,49 @@ func (r *Replica) start(ctx context.Context, js jetstream.JetStream) (jetstream.
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", r.o.Stream, err)
 	}
-	first := s.CachedInfo().State.FirstSeq
-	r.update(func(st *ReplicaStatus) { st.FirstSeq, st.HistoryTruncated = first, first > 1 })
-	if first > 1 {
-		r.log.Warn("the stream's history before its first retained message has expired or was purged: sources whose retained history does not start at an epoch's first batch will be stale",
-			"stream", r.o.Stream, "first_seq", first)
+	info := s.CachedInfo().State
+	if r.snap != nil && !r.triedSnap {
+		restored, err := r.restore(ctx, js, info.LastSeq)
+		if err != nil {
+			return nil, err
+		}
+		r.triedSnap = true
+		if restored {
+			r.updateSnap(func(st *SnapshotStatus) { st.TailExpired = info.FirstSeq > r.applied+1 })
+		}
+	}
+	// The history the index lacks starts at applied+1 (1 without a
+	// snapshot): truncated when the stream no longer holds it.
+	first, from := info.FirstSeq, r.applied+1
+	r.update(func(st *ReplicaStatus) { st.FirstSeq, st.HistoryTruncated = first, first > from })
+	if first > from {
+		r.log.Warn("the stream's history the index needs has expired or was purged: sources whose retained history does not start at an epoch's first batch will be stale",
+			"stream", r.o.Stream, "first_seq", first, "needed_from", from)
+	}
+	if from == 1 {
+		from = 0 // deliver all
 	}
 	cons, err := s.Consumer(ctx, r.o.ID)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		r.log.Info("creating the durable consumer; reading the stream from its first message", "consumer", r.o.ID)
-		return s.CreateConsumer(ctx, r.consumerConfig(0))
+		r.log.Info("creating the durable consumer", "consumer", r.o.ID, "from_seq", max(from, 1))
+		return s.CreateConsumer(ctx, r.consumerConfig(from))
 	case err != nil:
 		return nil, fmt.Errorf("consumer %s: %w", r.o.ID, err)
 	}
 	if c := cons.CachedInfo().Config; c.AckPolicy != jetstream.AckExplicitPolicy || c.FilterSubject != SubjectFilter || len(c.FilterSubjects) > 0 {
 		// Not a consumer this code made: replace it.
 		r.log.Warn("the durable consumer has another configuration; recreating it", "consumer", r.o.ID, "ack_policy", c.AckPolicy, "filter", c.FilterSubject)
-		if err := s.DeleteConsumer(ctx, r.o.ID); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return nil, fmt.Errorf("delete consumer %s: %w", r.o.ID, err)
-		}
-		return s.CreateConsumer(ctx, r.consumerConfig(0))
+		return r.recreateConsumer(ctx, s, from)
 	}
 	// Resume: rebuild up to what the consumer delivered to the previous run.
 	upTo := cons.CachedInfo().Delivered.Stream
+	if r.applied > upTo {
+		// A snapshot covers more than the consumer delivered: start it
+		// after the snapshot rather than drop what it would redeliver.
+		r.log.Info("the snapshot is ahead of the durable consumer; recreating it after the snapshot", "consumer", r.o.ID, "delivered", upTo, "from_seq", from)
+		return r.recreateConsumer(ctx, s, from)
+	}
 	r.update(func(st *ReplicaStatus) { st.Phase = PhaseRebuild; st.Resumed = true })
 	r.log.Info("resuming: rebuilding the index from the stream", "consumer", r.o.ID, "first_seq", first, "up_to", upTo)
 	t0 := time.Now()
@@ -446,7 +513,9 @@ func (r *Replica) start(ctx context.Context, js jetstream.JetStream) (jetstream.
 	if err != nil {
 		return nil, fmt.Errorf("rebuild from %s: %w", r.o.Stream, err)
 	}
+	r.applyMu.Lock()
 	r.applied = max(r.applied, upTo)
+	r.applyMu.Unlock()
 	took := time.Since(t0)
 	r.update(func(st *ReplicaStatus) {
 		st.RebuildMessages += n
@@ -455,6 +524,14 @@ func (r *Replica) start(ctx context.Context, js jetstream.JetStream) (jetstream.
 	})
 	r.log.Info("index rebuilt", "messages", n, "took", took)
 	return cons, nil
+}
+
+// recreateConsumer deletes the durable consumer and creates it from from.
+func (r *Replica) recreateConsumer(ctx context.Context, s jetstream.Stream, from uint64) (jetstream.Consumer, error) {
+	if err := s.DeleteConsumer(ctx, r.o.ID); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("delete consumer %s: %w", r.o.ID, err)
+	}
+	return s.CreateConsumer(ctx, r.consumerConfig(from))
 }
 
 // consumerConfig is the durable consumer's configuration; from > 0 starts
@@ -479,10 +556,19 @@ func (r *Replica) consumerConfig(from uint64) jetstream.ConsumerConfig {
 
 // read applies the stream's messages in [from, to] (rebuild and fills).
 func (r *Replica) read(ctx context.Context, js jetstream.JetStream, from, to uint64) (uint64, error) {
-	return readRange(ctx, js, r.o.Stream, r.filter, from, to, r.o.ReadIdle, func(seq uint64, m jetstream.Msg) {
-		r.handle(seq, m)
-		r.applied = seq
-	})
+	return readRange(ctx, js, r.o.Stream, r.filter, from, to, r.o.ReadIdle, r.applyOne)
+}
+
+// applyOne applies the message at stream sequence seq and makes it the
+// last applied, as one step for the snapshot writer.
+func (r *Replica) applyOne(seq uint64, m jetstream.Msg) {
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	r.handle(seq, m)
+	r.applied = seq
+	if r.snap != nil {
+		r.snap.applied()
+	}
 }
 
 // consume applies the durable consumer's messages until ctx ends.
@@ -556,9 +642,8 @@ func (r *Replica) consumeOnce(ctx context.Context, js jetstream.JetStream, cons 
 				return err // the message is redelivered after AckWait; the rest follow
 			}
 		}
-		r.handle(q, m)
+		r.applyOne(q, m)
 		r.update(func(st *ReplicaStatus) { st.Pending = md.NumPending })
-		r.applied = q
 		if err := m.Ack(); err != nil {
 			r.log.Debug("ack failed; the message will be redelivered and dropped", "seq", q, "err", err)
 		}
