@@ -85,14 +85,6 @@ func KVEvIndex(impl Impl) (spec.NewKVEvIndexFunc, error) {
 	return stateTwin[spec.NewKVEvIndexFunc]{"event-fed index", "kvev.apply", ref.NewKVEvIndex, fast.NewKVEvIndex}.get(impl)
 }
 
-// KVEvRestore returns impl's restore of an event-fed index from its
-// snapshot (docs/spec/kv-events.md §2.10 A12): ref.RestoreKVEvIndex or
-// fast.RestoreKVEvIndex. Cuda and unknown names are errors, as for
-// RadixTree.
-func KVEvRestore(impl Impl) (spec.RestoreKVEvIndexFunc, error) {
-	return stateTwin[spec.RestoreKVEvIndexFunc]{"event-fed index restore", "kvev.snapshot", ref.RestoreKVEvIndex, fast.RestoreKVEvIndex}.get(impl)
-}
-
 // PreflightTwins are the serving functions of one implementation that the
 // OpenAI preflight (docs/api.md, POST /v1/openai/preflight) chains: normalize
 // the request, bound its input length, render the error body.
