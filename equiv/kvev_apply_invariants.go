@@ -55,8 +55,11 @@ func kvStateInvariants(_ spec.Limits, in spec.KVEvApplyInput, out spec.KVEvApply
 		if s.Name != names[i] {
 			return fmt.Errorf("streams[%d] is %q, configured %q", i, s.Name, names[i])
 		}
-		if !s.Replaying && s.Held != 0 {
-			return fmt.Errorf("stream %s holds %d messages without a replay", s.Name, s.Held)
+		if !s.Replaying && !s.Snapshotting && s.Held != 0 {
+			return fmt.Errorf("stream %s holds %d messages without a replay or snapshot request", s.Name, s.Held)
+		}
+		if s.Replaying && s.Snapshotting {
+			return fmt.Errorf("stream %s waits for a replay and a snapshot at once (A13)", s.Name)
 		}
 		if s.Held > in.Config.WithDefaults().MaxHeld {
 			return fmt.Errorf("stream %s holds %d messages, max_held %d", s.Name, s.Held, in.Config.WithDefaults().MaxHeld)

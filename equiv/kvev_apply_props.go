@@ -39,6 +39,12 @@ func kvRunStep(ix spec.KVEvIndex, s spec.KVEvStep) spec.KVEvStepResult {
 		return kvOutcomeOf(s.Op, ix.AddStream(*s.Config))
 	case spec.KVStepRemoveStream:
 		return kvOutcomeOf(s.Op, ix.RemoveStream(s.Stream))
+	case spec.KVStepSnapshotReply:
+		return ix.(spec.KVEvBootstrapper).SnapshotReply(s.Stream, fb(s.Frames))
+	case spec.KVStepSnapshotFailed:
+		return ix.(spec.KVEvBootstrapper).SnapshotFailed(s.Stream, s.Reason)
+	case spec.KVStepHeartbeatLost:
+		return ix.(spec.KVEvBootstrapper).HeartbeatLost(s.Stream)
 	}
 	scores, err := ix.Score(spec.KVEvScoreQuery{Tokens: s.Tokens, Namespace: s.Namespace, Group: s.Group, Tier: s.Tier, Exact: s.Exact})
 	r := spec.KVEvStepResult{Op: s.Op, Scores: scores}
@@ -89,14 +95,22 @@ func kvEqual(a, b any) bool { return kvJSON(a) == kvJSON(b) }
 // (§3.1, §3.2, A7).
 func kvCursorFollows(_ spec.Limits, in spec.KVEvApplyInput, out spec.KVEvApplyOutput) error {
 	cur := map[string]*kvCursor{}
+	// The model is §3.1-§3.4 and A7; a stream with a snapshot endpoint
+	// follows A13 too, which the narrated scenario pins and the twins'
+	// comparison checks, so its steps are not modelled here.
+	a13 := map[string]bool{}
 	for _, s := range in.Streams {
 		cur[s.Name] = newKVCursor(s, in.Config)
+		a13[s.Name] = s.Snapshot
 	}
 	for i, s := range in.Steps {
 		r := out.Trace[i]
 		switch {
 		case s.Op == spec.KVStepAddStream && r.Error == nil:
 			cur[s.Config.Name] = newKVCursor(*s.Config, in.Config)
+			a13[s.Config.Name] = s.Config.Snapshot
+			continue
+		case a13[s.Stream] && cur[s.Stream] != nil:
 			continue
 		case s.Op == spec.KVStepRemoveStream && r.Error == nil:
 			delete(cur, s.Stream)

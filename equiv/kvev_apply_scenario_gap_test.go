@@ -19,7 +19,7 @@ import (
 func (s *kvScenario) handleGap(t *testing.T, td *datadriven.TestData) string {
 	_, p := s.pub(t, td)
 	unsent := td.HasArg("unsent")
-	m := p.publish(kvScenarioBatch(t, td), unsent)
+	m := p.publish(kvScenarioPubBatch(t, td, p), unsent)
 	out := fmt.Sprintf("seq %d lost on the live socket", m.seq)
 	if unsent {
 		out = fmt.Sprintf("seq %d never sent", m.seq)

@@ -60,7 +60,10 @@ func (s *kvScenario) handleIndex(t *testing.T, td *datadriven.TestData) string {
 
 // kvScenarioStream is a stream line's stream and its publisher:
 //
-//	NAME [replay] [rank=R] [topic=T] [reply_topic] [buffer=N]
+//	NAME [replay] [snapshot] [pid=XX] [rank=R] [topic=T] [reply_topic] [buffer=N]
+//
+// pid=XX gives the publisher a publisher id, the byte XX (hex) 16 times,
+// which every batch it publishes carries as field 3 (§1.3, §3.5).
 func kvScenarioStream(t *testing.T, td *datadriven.TestData, name string, args []datadriven.CmdArg) (spec.KVEvStream, *kvScenarioPub) {
 	st := spec.KVEvStream{Name: name}
 	p := &kvScenarioPub{}
@@ -68,6 +71,10 @@ func kvScenarioStream(t *testing.T, td *datadriven.TestData, name string, args [
 		switch a.Key {
 		case "replay":
 			st.Replay, p.replay = true, true
+		case "snapshot":
+			st.Snapshot = true
+		case "pid":
+			p.pid = kvScenarioPID(t, td, a.SingleVal(t))
 		case "rank":
 			st.Rank = int64(kvParseUint(t, td, a.SingleVal(t)))
 		case "topic":
@@ -88,6 +95,9 @@ func kvScenarioStreamLine(st spec.KVEvStream, share int) string {
 	replay := "no replay endpoint"
 	if st.Replay {
 		replay = "replay endpoint"
+	}
+	if st.Snapshot {
+		replay += ", snapshot endpoint"
 	}
 	return fmt.Sprintf("%s: rank %d, %s, share %d engines", st.Name, st.Rank, replay, share)
 }

@@ -18,7 +18,7 @@ import (
 //	  EVENT…
 func (s *kvScenario) handleLive(t *testing.T, td *datadriven.TestData) string {
 	name, p := s.pub(t, td)
-	payload := kvScenarioBatch(t, td)
+	payload := kvScenarioPubBatch(t, td, p)
 	if td.HasArg("frames") || td.HasArg("seq_bytes") {
 		fr := [][]byte{[]byte(p.topic), seqFrame(p.seq), payload}
 		if td.HasArg("frames") {

@@ -1,6 +1,7 @@
 package equiv
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
@@ -11,11 +12,17 @@ import (
 // the seqs that follow, unless discovered, when the operator's or the
 // discovery's signal reaches it too (A1's restart step).
 //
-//	restart stream=S [discovered]
+// pid=XX gives the new process a new publisher id (§3.5).
+//
+//	restart stream=S [discovered] [pid=XX]
 func (s *kvScenario) handleRestart(t *testing.T, td *datadriven.TestData) string {
 	name, p := s.pub(t, td)
 	p.seq, p.buffer, p.reply = 0, nil, nil
 	out := "publisher restarted: next seq 0, replay buffer empty"
+	if td.HasArg("pid") {
+		p.pid = kvScenarioPID(t, td, kvArgString(t, td, "pid", ""))
+		out += fmt.Sprintf(", publisher id %x", p.pid)
+	}
 	if td.HasArg("discovered") {
 		out += "\nindex: " + s.step(name, s.ix.Restart(name))
 	}

@@ -49,8 +49,17 @@ func kvRenderCursor(ss spec.KVEvStreamState) string {
 	if ss.Replaying {
 		parts = append(parts, fmt.Sprintf("replaying up to %d, held %d", ss.ReplayTarget, ss.Held))
 	}
+	if ss.Snapshotting {
+		parts = append(parts, fmt.Sprintf("snapshot requested at %d, held %d", ss.ReplayTarget, ss.Held))
+	}
+	if ss.Resync {
+		parts = append(parts, "resync at the next message")
+	}
 	if ss.StaleSince != nil {
 		parts = append(parts, fmt.Sprintf("stale since %d", *ss.StaleSince))
+	}
+	if len(ss.PublisherID) > 0 {
+		parts = append(parts, fmt.Sprintf("publisher %x", ss.PublisherID))
 	}
 	return strings.Join(parts, ", ")
 }

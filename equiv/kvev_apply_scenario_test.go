@@ -85,6 +85,7 @@ var kvScenarioBugs = []struct {
 	{"residency-as-set", fault.KVEv{CountsAsSet: true}},
 	{"unsigned-hashes-only-index", fault.KVEv{UnsignedHashesOnly: true}},
 	{"signed-hashes-only-index", fault.KVEv{SignedHashesOnly: true}},
+	{"snapshot-seq-applied-again", fault.KVEv{SnapshotSeqAppliedAgain: true}},
 }
 
 // TestKVEvScenariosShowTheirBug runs each scenario file named for a mutant
@@ -133,6 +134,8 @@ type kvScenarioPub struct {
 	topic  string
 	// replyTopic: replies carry the topic frame (vLLM after #45177).
 	replyTopic bool
+	// pid is the publisher id its batches carry (nil: none; §3.5).
+	pid []byte
 	// bufferSteps bounds the replay buffer (0: unbounded).
 	bufferSteps int
 	seq         uint64
@@ -168,6 +171,10 @@ func (s *kvScenario) run(t *testing.T, td *datadriven.TestData) string {
 		return s.handleScore(t, td)
 	case "state":
 		return s.handleState(t, td)
+	case "snapshot":
+		return s.handleSnapshot(t, td)
+	case "silence":
+		return s.handleSilence(t, td)
 	}
 	td.Fatalf(t, "unknown command %q", td.Cmd)
 	return ""
@@ -230,6 +237,25 @@ func kvScenarioBatch(t *testing.T, td *datadriven.TestData) []byte {
 		evs = append(evs, kvScenarioEvent(t, td, line))
 	}
 	return kvB(kvArgRank(t, td), evs...)
+}
+
+// kvScenarioPubBatch is the directive's batch as p publishes it: with its
+// publisher id as field 4 when it has one (§1.3, §3.5).
+func kvScenarioPubBatch(t *testing.T, td *datadriven.TestData, p *kvScenarioPub) []byte {
+	if p.pid == nil {
+		return kvScenarioBatch(t, td)
+	}
+	var evs []*mpVal
+	for line := range strings.SplitSeq(td.Input, "\n") {
+		if strings.TrimSpace(line) != "" {
+			evs = append(evs, kvScenarioEvent(t, td, line))
+		}
+	}
+	r := mpNil()
+	if rank := kvArgRank(t, td); rank >= 0 {
+		r = mpI(rank)
+	}
+	return mpA(mpF64(1757500000.25), mpA(evs...), r, mpB(p.pid)).bytes()
 }
 
 // kvScenarioEvent is one event line in the encoding of kvSt, kvStX and kvRm
@@ -364,11 +390,19 @@ func kvRenderStep(r spec.KVEvStepResult) string {
 			add("replay requested with frames %x", rq)
 		}
 	}
+	if len(r.SnapshotRequest) == 1 && string(r.SnapshotRequest[0]) == spec.KVSnapshotRequestFrame {
+		add("snapshot requested")
+	} else if len(r.SnapshotRequest) > 0 {
+		add("snapshot requested with frames %x", r.SnapshotRequest)
+	}
 	if r.Held > 0 {
 		add("held %d", r.Held)
 	}
 	if r.ReplayDone {
 		add("replay done")
+	}
+	if r.SnapshotDone {
+		add("snapshot installed")
 	}
 	if r.Error != nil {
 		add("error %s: %s", r.Error.Code, r.Error.Message)

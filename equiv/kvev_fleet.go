@@ -2,6 +2,7 @@ package equiv
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strings"
@@ -162,7 +163,8 @@ func newKVFleet(t *rapid.T) *kvFleet {
 	sharedPod := ns > 1 && oneIn(t, 6, "shared_pod")
 	for i := range ns {
 		p := &kvPub{
-			cfg:            spec.KVEvStream{Name: kvStreamNames[i], Rank: rapid.Int64Range(0, 2).Draw(t, "rank"), Replay: rapid.IntRange(0, 2).Draw(t, "replay") > 0},
+			cfg: spec.KVEvStream{Name: kvStreamNames[i], Rank: rapid.Int64Range(0, 2).Draw(t, "rank"), Replay: rapid.IntRange(0, 2).Draw(t, "replay") > 0,
+				Snapshot: oneIn(t, 3, "snapshot")},
 			prof:           uniform(t, kvProfiles, "profile"),
 			layout3:        rapid.Bool().Draw(t, "layout3"),
 			replyTopicless: oneIn(t, 16, "reply_topicless"),
@@ -293,6 +295,8 @@ func (f *kvFleet) step() {
 	case op < 896 && !p.removed && f.cover.Step(spec.KVStepAddStream):
 		// An add of a name the index has (A11: refused, nothing changes).
 		f.emit(spec.KVEvStep{Op: spec.KVStepAddStream, Config: new(p.cfg)})
+	case op < 950 && p.cfg.Snapshot && !p.removed:
+		f.snapshot(p)
 	default:
 		f.publish(p)
 	}
@@ -422,6 +426,43 @@ func (f *kvFleet) restartPublisher(p *kvPub) {
 	}
 }
 
+// pid is p's publisher id: its incarnation's byte, 16 times (§3.5).
+func (p *kvPub) pid() []byte { return bytes.Repeat([]byte{byte(p.incarn)}, spec.KVPublisherIDBytes) }
+
+// snapshot is p's snapshot endpoint or its subscriber at work (§3.5, A13):
+// a reply covering the last seq published whose chunks are the payloads
+// of up to the last four buffered batches (a differential input, not the
+// publisher's block set), an unavailable or malformed reply, a
+// snapshot_failed, or a heartbeat loss. The cursor model does not follow
+// snapshots; the twins are compared step by step all the same.
+func (f *kvFleet) snapshot(p *kvPub) {
+	t, name := f.t, p.cfg.Name
+	seq := int64(p.seq) - 1
+	pid := p.pid()
+	switch k := uniform(t, 100, "snapshot"); {
+	case k < 10:
+		f.emit(spec.KVEvStep{Op: spec.KVStepSnapshotFailed, Stream: name, Reason: spec.ReplayReasonTimeout})
+		return
+	case k < 20:
+		f.emit(spec.KVEvStep{Op: spec.KVStepHeartbeatLost, Stream: name})
+		return
+	case k < 28:
+		seq = -2 // unavailable
+	case k < 33:
+		pid = pid[:15] // malformed
+	case k < 40:
+		pid = bytes.Repeat([]byte{0xee}, spec.KVPublisherIDBytes) // another publisher's
+	}
+	frames := []spec.HexBytes{binary.BigEndian.AppendUint64(nil, uint64(seq)), pid}
+	if seq >= 0 {
+		n := rapid.IntRange(0, min(4, len(p.buffer))).Draw(t, "chunks")
+		for _, m := range p.buffer[len(p.buffer)-n:] {
+			frames = append(frames, m.payload)
+		}
+	}
+	f.emit(spec.KVEvStep{Op: spec.KVStepSnapshotReply, Stream: name, Frames: frames})
+}
+
 // publish draws a batch of one engine of p and sends it.
 func (f *kvFleet) publish(p *kvPub) {
 	t := f.t
@@ -478,8 +519,10 @@ func (p *kvPub) batch(t *rapid.T, rank int64, evs []*mpVal) []byte {
 			kv = append(kv, mpS("data_parallel_rank"), r)
 		}
 		return mpM(kv...).bytes()
-	case k == 1:
-		return mpA(ts, events, r, mpB(bytes.Repeat([]byte{byte(p.incarn)}, 16))).bytes()
+	case k == 1 || p.cfg.Snapshot && k > 1:
+		// A publisher id (§3.5); a stream with a snapshot endpoint's
+		// batches carry it unless map-shaped (A13).
+		return mpA(ts, events, r, mpB(p.pid())).bytes()
 	}
 	return mpA(ts, events, r).bytes()
 }

@@ -39,10 +39,11 @@ func kvHoldCopy(frames [][]byte) kvHeld {
 
 // kvStream is one publisher stream.
 type kvStream struct {
-	mu     sync.Mutex
-	name   string
-	rank   int64
-	replay bool
+	mu       sync.Mutex
+	name     string
+	rank     int64
+	replay   bool
+	snapshot bool
 
 	known bool
 	// next is the first seq not yet applied; pastEnd says seq 2^64-1 was
@@ -55,6 +56,12 @@ type kvStream struct {
 	held      []kvHeld
 	// heldBytes is the held messages' frames' bytes together (A7).
 	heldBytes int64
+	// A13: the publisher id recorded (snapshot streams), a snapshot
+	// request outstanding (it shares target and held with a replay), and
+	// a resync asked for by heartbeat_lost.
+	pid          []byte
+	snapshotting bool
+	resync       bool
 
 	staleSet   bool
 	staleSince uint64
@@ -87,9 +94,10 @@ func (st *kvStream) state() spec.KVEvStreamState {
 	s := spec.KVEvStreamState{
 		Name: st.name, Known: st.known, Next: st.next, LastLive: st.lastLive,
 		Replaying: st.replaying, Held: len(st.held), Counters: st.c,
-		Engines: make([]spec.KVEvEngineKey, 0, len(st.engines)),
+		Engines:      make([]spec.KVEvEngineKey, 0, len(st.engines)),
+		Snapshotting: st.snapshotting, Resync: st.resync, PublisherID: bytes.Clone(st.pid),
 	}
-	if st.replaying {
+	if st.replaying || st.snapshotting {
 		s.ReplayTarget = st.target
 	}
 	if st.staleSet {
@@ -133,8 +141,8 @@ func (ix *kvIndex) Live(name string, frames [][]byte) spec.KVEvStepResult {
 		r.Held = len(st.held)
 		return r
 	}
-	if st.replaying {
-		// A7: held unread; on a full queue (max_held messages, or
+	if st.replaying || st.snapshotting {
+		// A7 (A13 while a snapshot is outstanding): held unread; on a full queue (max_held messages, or
 		// max_held_bytes passed with this one) dropped, its batch lost.
 		size := ref.KVMessageBytes(frames)
 		if len(st.held) >= ix.cfg.MaxHeld || st.heldBytes+size > ix.cfg.MaxHeldBytes {
@@ -167,13 +175,29 @@ func kvLiveFrames(frames [][]byte) error {
 // frames are already owned by the hold queue's copy.
 func (ix *kvIndex) liveRules(st *kvStream, frames [][]byte, held bool, r *spec.KVEvStepResult) {
 	s := binary.BigEndian.Uint64(frames[1])
-	if st.known && (s < st.lastLive || s == st.lastLive && !ix.f.LiveRepeatIsDuplicate) {
+	// A13: a publisher id other than the recorded one is a restart; the
+	// recorded one rules out a restart by seq.
+	pid := ix.publisherID(st, frames[2])
+	if pid != nil && st.pid != nil && !bytes.Equal(pid, st.pid) {
 		ix.restart(st, r)
+	}
+	same := pid != nil && st.pid != nil
+	if st.known && !same && (s < st.lastLive || s == st.lastLive && !ix.f.LiveRepeatIsDuplicate) {
+		ix.restart(st, r)
+	}
+	if pid != nil && st.pid == nil {
+		st.pid = bytes.Clone(pid)
 	}
 	if !st.known {
 		st.known, st.lastLive, st.next, st.pastEnd = true, s, 0, false
-	} else {
-		st.lastLive = s
+		ix.advance(st, s, frames, held, r)
+		return
+	}
+	st.lastLive = max(st.lastLive, s)
+	if st.resync {
+		st.resync = false
+		ix.holdForSnapshot(st, s, frames, held, r)
+		return
 	}
 	ix.advance(st, s, frames, held, r)
 }
@@ -214,6 +238,10 @@ func (ix *kvIndex) gap(st *kvStream, s uint64, frames [][]byte, held bool, r *sp
 		st.replaying = true
 		st.target = s
 		r.ReplayRequest = kvReplayRequest(st.next, ix.f.ReplayNoDelimiter)
+		return
+	}
+	if st.snapshot {
+		ix.holdForSnapshot(st, s, frames, held, r)
 		return
 	}
 	ix.lose(st, st.next, s, r)
@@ -312,6 +340,7 @@ func (ix *kvIndex) restart(st *kvStream, r *spec.KVEvStepResult) {
 	st.known, st.next, st.pastEnd, st.lastLive = false, 0, false, 0
 	st.staleSet, st.staleSince = false, 0
 	st.replaying, st.target = false, 0
+	st.snapshotting, st.resync, st.pid = false, false, nil
 	clear(st.held)
 	st.setHeld(st.held[:0])
 	st.c.Restarts++
@@ -424,21 +453,16 @@ func (ix *kvIndex) endReplay(st *kvStream, r *spec.KVEvStepResult) {
 	if !st.pastEnd && st.next < st.target {
 		ix.lose(st, st.next, st.target, r)
 	}
+	if st.snapshot && st.staleSet {
+		// A13: a replay that leaves the stream stale asks for a snapshot.
+		st.replaying, st.snapshotting = false, true
+		r.SnapshotRequest = kvSnapshotRequest()
+		return
+	}
 	q := st.held
 	st.replaying, st.target = false, 0
 	st.setHeld(nil)
-	for i, m := range q {
-		if i == 0 {
-			ix.advance(st, binary.BigEndian.Uint64(m.frames[1]), m.frames, true, r)
-		} else {
-			ix.liveRules(st, m.frames, true, r)
-		}
-		if st.replaying {
-			// m revealed another gap and is held first; the rest stay held.
-			st.setHeld(append(st.held, q[i+1:]...))
-			return
-		}
-	}
+	ix.drain(st, q, false, r)
 }
 
 // kvUnits views int64 tokens as the 8-byte units they are hashed as; a

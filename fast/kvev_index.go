@@ -120,7 +120,7 @@ type kvStreamSet struct {
 
 // newKVStream is a stream that has received nothing.
 func newKVStream(s spec.KVEvStream) *kvStream {
-	return &kvStream{name: s.Name, rank: s.Rank, replay: s.Replay, engines: make(map[spec.KVEvEngineKey]*kvEngine)}
+	return &kvStream{name: s.Name, rank: s.Rank, replay: s.Replay, snapshot: s.Snapshot, engines: make(map[spec.KVEvEngineKey]*kvEngine)}
 }
 
 // with is the set with st added last, set itself unchanged (unless it is

@@ -1,6 +1,7 @@
 package fast
 
 import (
+	"bytes"
 	"github.com/kvtwin/kvtwin/internal/fault"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/spec"
@@ -33,7 +34,7 @@ func (ix *kvIndex) Snapshot(covers uint64) ([]byte, error) {
 	c := spec.KVEvSnapshotContent{Covers: covers, Config: ix.cfg}
 	for _, st := range streams {
 		s := spec.KVEvSnapshotStream{
-			Config:  spec.KVEvStream{Name: st.name, Rank: st.rank, Replay: st.replay},
+			Config:  spec.KVEvStream{Name: st.name, Rank: st.rank, Replay: st.replay, Snapshot: st.snapshot},
 			State:   st.state(),
 			PastEnd: st.pastEnd,
 		}
@@ -85,6 +86,7 @@ func RestoreKVEvIndex(cfg spec.KVEvConfig, snapshot []byte) (spec.KVEvIndex, uin
 func restoreKVStream(st *kvStream, s spec.KVEvSnapshotStream) {
 	st.known, st.next, st.pastEnd, st.lastLive = s.State.Known, s.State.Next, s.PastEnd, s.State.LastLive
 	st.replaying, st.target, st.c = s.State.Replaying, s.State.ReplayTarget, s.State.Counters
+	st.snapshotting, st.resync, st.pid = s.State.Snapshotting, s.State.Resync, bytes.Clone(s.State.PublisherID)
 	if s.State.StaleSince != nil {
 		st.staleSet, st.staleSince = true, *s.State.StaleSince
 	}

@@ -1,6 +1,10 @@
 package ref
 
-import "github.com/kvtwin/kvtwin/spec"
+import (
+	"fmt"
+
+	"github.com/kvtwin/kvtwin/spec"
+)
 
 // The kvev.apply op (docs/spec/kv-events.md §2.10 A1): a script of what a
 // subscriber observed on its sockets, run against one event-fed index,
@@ -25,11 +29,12 @@ func ValidateKVEvApply(in spec.KVEvApplyInput) error {
 	for i, s := range in.Steps {
 		at := spec.Idx("steps", i)
 		switch s.Op {
-		case spec.KVStepLive, spec.KVStepReplay, spec.KVStepReplayFailed, spec.KVStepRestart, spec.KVStepRemoveStream:
+		case spec.KVStepLive, spec.KVStepReplay, spec.KVStepReplayFailed, spec.KVStepRestart, spec.KVStepRemoveStream,
+			spec.KVStepSnapshotReply, spec.KVStepSnapshotFailed, spec.KVStepHeartbeatLost:
 			if !names[s.Stream] {
 				return spec.Reject(spec.ErrUnknownStream, at+".stream", s.Stream, "the name of a configured stream or of an earlier add_stream")
 			}
-			if s.Op == spec.KVStepReplayFailed && !validReplayReason(s.Reason) {
+			if (s.Op == spec.KVStepReplayFailed || s.Op == spec.KVStepSnapshotFailed) && !validReplayReason(s.Reason) {
 				return spec.Reject(spec.ErrBadEnum, at+".reason", s.Reason, "one of timeout, protocol, unavailable")
 			}
 		case spec.KVStepScore:
@@ -50,7 +55,7 @@ func ValidateKVEvApply(in spec.KVEvApplyInput) error {
 			}
 			names[s.Config.Name] = true
 		default:
-			return spec.Reject(spec.ErrBadEnum, at+".op", s.Op, "one of live, replay, replay_failed, restart, score, add_stream, remove_stream")
+			return spec.Reject(spec.ErrBadEnum, at+".op", s.Op, "one of live, replay, replay_failed, restart, score, add_stream, remove_stream, snapshot_reply, snapshot_failed, heartbeat_lost")
 		}
 	}
 	return nil
@@ -126,6 +131,8 @@ func runKVEvStep(ix spec.KVEvIndex, s spec.KVEvStep) spec.KVEvStepResult {
 		return stepOutcome(s.Op, ix.AddStream(*s.Config))
 	case spec.KVStepRemoveStream:
 		return stepOutcome(s.Op, ix.RemoveStream(s.Stream))
+	case spec.KVStepSnapshotReply, spec.KVStepSnapshotFailed, spec.KVStepHeartbeatLost:
+		return runKVEvBootstrapStep(ix, s)
 	}
 	scores, err := ix.Score(spec.KVEvScoreQuery{Tokens: s.Tokens, Namespace: s.Namespace, Group: s.Group, Tier: s.Tier, Exact: s.Exact})
 	r := spec.KVEvStepResult{Op: s.Op, Scores: scores}
@@ -133,6 +140,22 @@ func runKVEvStep(ix spec.KVEvIndex, s spec.KVEvStep) spec.KVEvStepResult {
 		r.Error = new(spec.ErrorObjectOf(err))
 	}
 	return r
+}
+
+// runKVEvBootstrapStep dispatches an A13 step to an index that serves
+// the snapshot bootstrap (both twins do).
+func runKVEvBootstrapStep(ix spec.KVEvIndex, s spec.KVEvStep) spec.KVEvStepResult {
+	b, ok := ix.(spec.KVEvBootstrapper)
+	if !ok {
+		return stepOutcome(s.Op, fmt.Errorf("kvev.apply: the index does not serve the snapshot bootstrap (%s)", s.Op))
+	}
+	switch s.Op {
+	case spec.KVStepSnapshotReply:
+		return b.SnapshotReply(s.Stream, spec.FrameBytes(s.Frames))
+	case spec.KVStepSnapshotFailed:
+		return b.SnapshotFailed(s.Stream, s.Reason)
+	}
+	return b.HeartbeatLost(s.Stream)
 }
 
 // KVEvApply is the reference twin of kvev.apply (docs/spec/kv-events.md

@@ -1,6 +1,7 @@
 package ref
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -36,7 +37,14 @@ type kvevStream struct {
 	heldBytes int64
 	// staleSince is set once the stream lost a batch (A3).
 	staleSince *uint64
-	counters   spec.KVEvStreamCounters
+	// A13 (streams with a snapshot endpoint): pid is the publisher id
+	// recorded, snapshotting says a snapshot request is outstanding
+	// (target, targetTopic and held serve it as they serve a replay), and
+	// resync that the next live message asks for one (heartbeat_lost).
+	pid          []byte
+	snapshotting bool
+	resync       bool
+	counters     spec.KVEvStreamCounters
 }
 
 // kvevLiveMsg is a live message whose frames passed §1.2's checks: three
@@ -127,8 +135,8 @@ func (ix *refKVEvIndex) Live(stream string, frames [][]byte) (r spec.KVEvStepRes
 		return r
 	}
 	m := kvevLiveMsg{frames: cloneFrames(frames), seq: binary.BigEndian.Uint64(frames[1])}
-	if st.replaying {
-		// A7: held unread; on a full queue (max_held messages, or
+	if st.replaying || st.snapshotting {
+		// A7 (and A13 while a snapshot is outstanding): held unread; on a full queue (max_held messages, or
 		// max_held_bytes passed with this one) dropped, and its batch is
 		// lost at its seq. The frame checks above run first ("even while
 		// replaying"), so a dropped message always has its 8-byte seq and
@@ -159,9 +167,20 @@ func cloneFrames(frames [][]byte) [][]byte {
 // duplicate, apply, gap.
 func (ix *refKVEvIndex) liveRules(st *kvevStream, r *spec.KVEvStepResult, m kvevLiveMsg) {
 	s := m.seq
-	if st.known && s <= st.lastLive {
+	// A13: on a stream with a snapshot endpoint, a publisher id other than
+	// the recorded one is a restart (§3.4), and the recorded one says the
+	// publisher is the same whatever the seq.
+	pid := ix.livePublisherID(st, m)
+	if pid != nil && st.pid != nil && !bytes.Equal(pid, st.pid) {
+		ix.restart(st, r)
+	}
+	same := pid != nil && st.pid != nil
+	if st.known && !same && s <= st.lastLive {
 		// Step 2: a new publisher incarnation (§3.4); m is its first message.
 		ix.restart(st, r)
+	}
+	if pid != nil && st.pid == nil {
+		st.pid = slices.Clone(pid)
 	}
 	if !st.known {
 		// Step 1.
@@ -174,7 +193,13 @@ func (ix *refKVEvIndex) liveRules(st *kvevStream, r *spec.KVEvStepResult, m kvev
 		return
 	}
 	// Step 3.
-	st.lastLive = s
+	st.lastLive = max(st.lastLive, s)
+	if st.resync {
+		// A13: heartbeat_lost asked for a snapshot at the next message.
+		st.resync = false
+		ix.requestSnapshot(st, r, m)
+		return
+	}
 	ix.nextRule(st, r, m)
 }
 
@@ -199,6 +224,11 @@ func (ix *refKVEvIndex) gap(st *kvevStream, r *spec.KVEvStepResult, m kvevLiveMs
 		st.replaying, st.target, st.targetTopic = true, m.seq, m.topic()
 		st.setHeld([]kvevLiveMsg{m})
 		r.ReplayRequest = kvEvReplayRequest(st.next)
+		return
+	}
+	if st.cfg.Snapshot {
+		// A13: without replay, a snapshot fills the gap.
+		ix.requestSnapshot(st, r, m)
 		return
 	}
 	ix.lose(st, r, st.next, m.seq)
@@ -326,22 +356,17 @@ func (ix *refKVEvIndex) endReplay(st *kvevStream, r *spec.KVEvStepResult) {
 	if !st.pastEnd && st.next < st.target {
 		ix.lose(st, r, st.next, st.target)
 	}
+	if st.cfg.Snapshot && st.staleSince != nil {
+		// A13: the replay left the stream stale; a snapshot resyncs it,
+		// and the held messages wait for it.
+		st.replaying, st.snapshotting = false, true
+		r.SnapshotRequest = kvEvSnapshotRequest()
+		return
+	}
 	q := st.held
 	st.replaying, st.target, st.targetTopic = false, 0, ""
 	st.setHeld(nil)
-	for i, m := range q {
-		if i == 0 {
-			// The triggering message: its lastLive was set when it came.
-			ix.nextRule(st, r, m)
-		} else {
-			ix.liveRules(st, r, m)
-		}
-		if st.replaying {
-			// m revealed another gap and is held first; the rest stay held.
-			st.setHeld(append(st.held, q[i+1:]...))
-			return
-		}
-	}
+	ix.drain(st, r, q, false)
 }
 
 // Restart implements KVEvIndex (§3.4, A7).
@@ -369,6 +394,7 @@ func (ix *refKVEvIndex) restart(st *kvevStream, r *spec.KVEvStepResult) {
 	}
 	st.known, st.next, st.pastEnd, st.lastLive = false, 0, false, 0
 	st.replaying, st.target, st.targetTopic = false, 0, ""
+	st.snapshotting, st.resync, st.pid = false, false, nil
 	st.setHeld(nil)
 	st.staleSince = nil
 	st.counters.Restarts = satAddU64(st.counters.Restarts, 1)
@@ -380,6 +406,7 @@ func (ix *refKVEvIndex) streamState(st *kvevStream) spec.KVEvStreamState {
 	out := spec.KVEvStreamState{
 		Name: st.cfg.Name, Known: st.known, Next: st.next, LastLive: st.lastLive,
 		Replaying: st.replaying, ReplayTarget: st.target, Held: len(st.held),
+		Snapshotting: st.snapshotting, Resync: st.resync, PublisherID: slices.Clone(st.pid),
 		Engines: []spec.KVEvEngineKey{}, Counters: st.counters,
 	}
 	if st.staleSince != nil {

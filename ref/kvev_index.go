@@ -407,6 +407,12 @@ func (ix *refKVEvIndex) applyBatch(st *kvevStream, r *spec.KVEvStepResult, seq u
 		ix.refuseBatch(st, r, seq, decodeErr)
 		return
 	}
+	ix.applyDecoded(st, r, seq, topic, b)
+}
+
+// applyDecoded applies a decoded batch to its engine (A2): a live or
+// replayed batch, or a snapshot's chunk (A13), whose errors name seq.
+func (ix *refKVEvIndex) applyDecoded(st *kvevStream, r *spec.KVEvStepResult, seq uint64, topic string, b spec.KVBatch) {
 	key, model := kvEvEngineOf(st.cfg, topic, b.DPRank)
 	e := ix.engines[key]
 	if e != nil && e.stream != st.cfg.Name {

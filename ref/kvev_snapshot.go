@@ -67,7 +67,10 @@ func restoreStream(s spec.KVEvSnapshotStream) *kvevStream {
 	st := &kvevStream{
 		cfg: s.Config, known: s.State.Known, next: s.State.Next, pastEnd: s.PastEnd,
 		lastLive: s.State.LastLive, replaying: s.State.Replaying, target: s.State.ReplayTarget,
-		counters: s.State.Counters,
+		counters: s.State.Counters, snapshotting: s.State.Snapshotting, resync: s.State.Resync,
+	}
+	if len(s.State.PublisherID) > 0 {
+		st.pid = s.State.PublisherID
 	}
 	if s.State.StaleSince != nil {
 		st.staleSince = new(*s.State.StaleSince)
@@ -77,7 +80,7 @@ func restoreStream(s spec.KVEvSnapshotStream) *kvevStream {
 		q = append(q, kvevLiveMsg{frames: m, seq: beSeq(m[1])})
 	}
 	st.setHeld(q)
-	if st.replaying {
+	if st.replaying || st.snapshotting {
 		st.targetTopic = q[0].topic()
 	}
 	return st

@@ -25,7 +25,7 @@ import (
 // Minimal encoded sizes, which bound what a declared count may claim by
 // the bytes left (A12): no hostile count sizes an allocation.
 const (
-	snapStreamMin  = 8 + 8 + 1 + 1 + 8 + 1 + 8 + 1 + 8 + 1 + 8 + 11*8 + 8
+	snapStreamMin  = 8 + 8 + 1 + 1 + 1 + 8 + 1 + 8 + 1 + 8 + 1 + 1 + 8 + 1 + 8 + 14*8 + 8
 	snapHeldMin    = 3 * 8
 	snapEngineMin  = 8 + 8 + 8 + 8 + 1 + 8 + 7*8 + 8
 	snapPoolMin    = 8 + 8 + 8 + 8
@@ -62,11 +62,15 @@ func encodeSnapStream(w *kvevCanon, s spec.KVEvSnapshotStream) {
 	w.str(s.Config.Name)
 	w.i64(s.Config.Rank)
 	w.flag(s.Config.Replay)
+	w.flag(s.Config.Snapshot)
+	w.str(string(st.PublisherID))
 	w.flag(st.Known)
 	w.u64(st.Next)
 	w.flag(s.PastEnd)
 	w.u64(st.LastLive)
 	w.flag(st.Replaying)
+	w.flag(st.Snapshotting)
+	w.flag(st.Resync)
 	w.u64(st.ReplayTarget)
 	w.flag(st.StaleSince != nil)
 	if st.StaleSince != nil {
@@ -140,7 +144,8 @@ func snapConfigFields(c spec.KVEvConfig) []snapConfigField {
 // declaration order).
 func streamCounterList(c *spec.KVEvStreamCounters) []*uint64 {
 	return []*uint64{&c.Batches, &c.Duplicates, &c.Malformed, &c.DecodeErrors, &c.Gaps,
-		&c.GapBatchesLost, &c.ReplaysOK, &c.ReplaysFailed, &c.HeldOverflow, &c.Restarts, &c.EnginesRefused}
+		&c.GapBatchesLost, &c.ReplaysOK, &c.ReplaysFailed, &c.HeldOverflow, &c.Restarts, &c.EnginesRefused,
+		&c.SnapshotsOK, &c.SnapshotsFailed, &c.OtherPublisher}
 }
 
 // engineCounterList lists an engine's counters in A12's order.
@@ -344,12 +349,18 @@ func readSnapStream(r *snapReader, cfg spec.KVEvConfig, at string) spec.KVEvSnap
 	s.Config.Name = r.str(at + ".name")
 	s.Config.Rank = r.i64(at + ".rank")
 	s.Config.Replay = r.flag(at + ".replay")
+	s.Config.Snapshot = r.flag(at + ".snapshot")
+	if pid := r.bytes(at + ".publisher_id"); len(pid) > 0 {
+		st.PublisherID = pid
+	}
 	st.Name = s.Config.Name
 	st.Known = r.flag(at + ".known")
 	st.Next = r.u64(at + ".next")
 	s.PastEnd = r.flag(at + ".past_end")
 	st.LastLive = r.u64(at + ".last_live")
 	st.Replaying = r.flag(at + ".replaying")
+	st.Snapshotting = r.flag(at + ".snapshotting")
+	st.Resync = r.flag(at + ".resync")
 	st.ReplayTarget = r.u64(at + ".replay_target")
 	staleSet := r.flag(at + ".stale_set")
 	staleSince := r.u64(at + ".stale_since")
@@ -374,6 +385,7 @@ func readSnapStream(r *snapReader, cfg spec.KVEvConfig, at string) spec.KVEvSnap
 // checkSnapStream refuses a cursor no stream can be in (A7, A9).
 func checkSnapStream(r *snapReader, s spec.KVEvSnapshotStream, staleSet bool, staleSince uint64, at string) {
 	st := s.State
+	waiting := st.Replaying || st.Snapshotting
 	switch {
 	case s.Config.Name == "":
 		r.fail(at+".name", "", "a non-empty name no other stream has")
@@ -385,17 +397,23 @@ func checkSnapStream(r *snapReader, s spec.KVEvSnapshotStream, staleSet bool, st
 		r.fail(at+".next", st.Next, "2^64-1 when past_end is 1")
 	case st.Replaying && !s.Config.Replay:
 		r.fail(at+".replaying", 1, "0 for a stream without a replay endpoint")
-	case !st.Replaying && (st.ReplayTarget != 0 || len(s.Held) != 0):
-		r.fail(at+".held", len(s.Held), "0, and replay_target 0, while not replaying")
-	case st.Replaying && len(s.Held) == 0:
-		r.fail(at+".held", 0, "at least 1 while replaying: the triggering message")
+	case !s.Config.Snapshot && (st.Snapshotting || st.Resync || len(st.PublisherID) > 0):
+		r.fail(at+".snapshot", 0, "1 for a stream that records a publisher id, resyncs or waits for a snapshot (A13)")
+	case st.Replaying && st.Snapshotting:
+		r.fail(at+".snapshotting", 1, "0 while replaying (A13)")
+	case st.Resync && (!st.Known || waiting):
+		r.fail(at+".resync", 1, "0 while the cursor is unknown or a reply is outstanding (A13)")
+	case !waiting && (st.ReplayTarget != 0 || len(s.Held) != 0):
+		r.fail(at+".held", len(s.Held), "0, and replay_target 0, while neither replaying nor snapshotting")
+	case waiting && len(s.Held) == 0:
+		r.fail(at+".held", 0, "at least 1 while replaying or snapshotting: the triggering message")
 	}
 	for i, m := range s.Held {
 		if len(m[1]) != 8 {
 			r.fail(spec.Idx(at+".held", i)+".seq", len(m[1]), "8 bytes")
 		}
 	}
-	if r.err == nil && st.Replaying && binary.BigEndian.Uint64(s.Held[0][1]) != st.ReplayTarget {
+	if r.err == nil && waiting && binary.BigEndian.Uint64(s.Held[0][1]) != st.ReplayTarget {
 		r.fail(at+".held[0].seq", binary.BigEndian.Uint64(s.Held[0][1]), fmt.Sprintf("%d, the replay target", st.ReplayTarget))
 	}
 }

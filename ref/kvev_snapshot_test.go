@@ -70,9 +70,11 @@ func TestKVEvSnapshotBodyIsA12(t *testing.T) {
 		"0001000000000000 0001000000000000 0000400000000000 1027000000000000 0000000400000000 0000040000000000 1000000000000000"
 	stream := "0100000000000000 73" + // name "s"
 		"0200000000000000 00" + // rank 2, replay 0
+		"00 0000000000000000" + // snapshot 0, publisher_id "" (A13)
 		"01 0100000000000000 00 0000000000000000" + // known, next 1, past_end 0, last_live 0
-		"00 0000000000000000 00 0000000000000000" + // replaying 0, target 0, stale_set 0, stale_since 0
-		"0100000000000000" + strings.Repeat("0000000000000000", 10) + // batches 1, ten zero counters
+		"00 00 00" + // replaying 0, snapshotting 0, resync 0 (A13)
+		"0000000000000000 00 0000000000000000" + // target 0, stale_set 0, stale_since 0
+		"0100000000000000" + strings.Repeat("0000000000000000", 13) + // batches 1, thirteen zero counters
 		"0000000000000000" // held 0
 	engine := "0100000000000000 73 0000000000000000 0100000000000000 73 0000000000000000" + // source s, rank 0, stream s, model ""
 		"00 0000000000000000" + // stale 0, stale_since 0

@@ -41,6 +41,10 @@ var (
 	ErrEngineOwner = NewSentinel("engine_owner", "one stream feeds each engine")
 	// ErrUnknownStream: a step naming a stream the index was not configured with.
 	ErrUnknownStream = NewSentinel("unknown_stream", "the stream is one of the configured streams")
+	// ErrSnapshotProtocol: a snapshot reply with the wrong frame layout,
+	// past the reply bounds, or while no snapshot is outstanding (§3.5,
+	// §2.10 A13).
+	ErrSnapshotProtocol = NewSentinel("snapshot_protocol", "malformed snapshot reply")
 )
 
 // MaxMsgpackDepth bounds the nesting of any msgpack value a decoder walks
@@ -193,6 +197,10 @@ type KVEvStream struct {
 	Rank int64 `json:"rank,omitzero"`
 	// Replay says the stream has a replay endpoint (§3.2).
 	Replay bool `json:"replay,omitzero"`
+	// Snapshot says the stream has vLLM's snapshot endpoint (§3.5, §2.10
+	// A13): the index then tracks the publisher id and answers a gap that
+	// replay cannot fill with a snapshot request.
+	Snapshot bool `json:"snapshot,omitzero"`
 }
 
 // Script step kinds of kvev.apply (§2.10 A1): what a subscriber observes on
@@ -216,7 +224,25 @@ const (
 	// KVStepRemoveStream removes the named stream and drops its engines
 	// (§2.10 A11).
 	KVStepRemoveStream = "remove_stream"
+	// KVStepSnapshotReply is the reply received on the stream's snapshot
+	// (REQ) socket: all of its frames, [seq, publisher id, chunk…]
+	// (§3.5, §2.10 A13).
+	KVStepSnapshotReply = "snapshot_reply"
+	// KVStepSnapshotFailed is an outstanding snapshot request that got no
+	// usable reply (reason: timeout, protocol, unavailable; §2.10 A13).
+	KVStepSnapshotFailed = "snapshot_failed"
+	// KVStepHeartbeatLost is the subscriber's observation that the
+	// stream's live socket was silent past the heartbeat bound (§3.5,
+	// §2.10 A13).
+	KVStepHeartbeatLost = "heartbeat_lost"
 )
+
+// KVSnapshotRequestFrame is the single frame a subscriber sends on its
+// snapshot (REQ) socket (§3.5).
+const KVSnapshotRequestFrame = "snapshot"
+
+// KVPublisherIDBytes is the length of a publisher id (§1.3 field 3, §3.5).
+const KVPublisherIDBytes = 16
 
 // Replay failure reasons of a replay_failed step.
 const (
@@ -227,17 +253,17 @@ const (
 
 // KVEvStep is one step of a kvev.apply script. Which fields apply depends on Op.
 type KVEvStep struct {
-	// Op is live, replay, replay_failed, restart, score, add_stream or
-	// remove_stream.
+	// Op is live, replay, replay_failed, restart, score, add_stream,
+	// remove_stream, snapshot_reply, snapshot_failed or heartbeat_lost.
 	Op string `json:"op"`
 	// Stream names the configured stream (live, replay, replay_failed,
 	// restart, remove_stream).
 	Stream string `json:"stream,omitzero"`
 	// Config is the stream to add (add_stream; §2.10 A11).
 	Config *KVEvStream `json:"config,omitzero"`
-	// Frames are the received frames (live, replay).
+	// Frames are the received frames (live, replay, snapshot_reply).
 	Frames []HexBytes `json:"frames,omitzero"`
-	// Reason is why a replay failed (replay_failed).
+	// Reason is why a replay or snapshot failed (replay_failed, snapshot_failed).
 	Reason string `json:"reason,omitzero"`
 	// Tokens are the prompt's token ids, each in [0, 2^32) (score).
 	Tokens []int64 `json:"tokens,omitzero"`
@@ -305,6 +331,11 @@ type KVEvStepResult struct {
 	ReplayRequest []HexBytes `json:"replay_request,omitzero"`
 	// ReplayDone is set when this step completed the outstanding replay.
 	ReplayDone bool `json:"replay_done,omitzero"`
+	// SnapshotRequest are the frames the subscriber must send on its
+	// snapshot (REQ) socket now: the single frame "snapshot" (§3.5, §2.10 A13).
+	SnapshotRequest []HexBytes `json:"snapshot_request,omitzero"`
+	// SnapshotDone is set when this step installed a snapshot (§2.10 A13).
+	SnapshotDone bool `json:"snapshot_done,omitzero"`
 	// Lost are the runs of seqs this step found unrecoverable (§3.3).
 	Lost []KVEvGap `json:"lost,omitzero"`
 	// Restart is set when this step dropped the stream's engines (§3.4).
@@ -330,8 +361,17 @@ type KVEvStreamState struct {
 	LastLive uint64 `json:"last_live"`
 	// Replaying is set while a replay is outstanding.
 	Replaying bool `json:"replaying"`
-	// ReplayTarget is the held live seq that triggered the replay.
+	// ReplayTarget is the held live seq that triggered the replay or the
+	// snapshot request.
 	ReplayTarget uint64 `json:"replay_target,omitzero"`
+	// Snapshotting is set while a snapshot request is outstanding (§2.10 A13).
+	Snapshotting bool `json:"snapshotting,omitzero"`
+	// Resync is set by heartbeat_lost: the next live message asks for a
+	// snapshot (§2.10 A13).
+	Resync bool `json:"resync,omitzero"`
+	// PublisherID is the publisher id the stream recorded (streams with a
+	// snapshot endpoint only; §2.10 A13).
+	PublisherID HexBytes `json:"publisher_id,omitzero"`
 	// Held is the number of live messages held during the replay.
 	Held int `json:"held"`
 	// StaleSince is set once the stream lost batches: engines it creates
@@ -369,6 +409,14 @@ type KVEvStreamCounters struct {
 	// the stream's share (ErrEngineBudget) or fed by another stream
 	// (ErrEngineOwner). They decoded, so they are not DecodeErrors (§2.10 A2).
 	EnginesRefused uint64 `json:"engines_refused"`
+	// SnapshotsOK counts snapshots installed (§2.10 A13).
+	SnapshotsOK uint64 `json:"snapshots_ok,omitzero"`
+	// SnapshotsFailed counts snapshot requests that ended without one
+	// (snapshot_failed, an unavailable reply, a chunk that did not decode).
+	SnapshotsFailed uint64 `json:"snapshots_failed,omitzero"`
+	// OtherPublisher counts held messages dropped after a snapshot because
+	// another publisher id sent them (§2.10 A13).
+	OtherPublisher uint64 `json:"other_publisher,omitzero"`
 }
 
 // KVEvEngineKey identifies an engine (§2.1).
@@ -508,6 +556,22 @@ type KVEvIndex interface {
 	// RemoveStream removes a stream, dropping its engines, cursor and
 	// held messages (§2.10 A11).
 	RemoveStream(name string) error
+}
+
+// KVEvBootstrapper is an index that serves vLLM's snapshot bootstrap
+// (§3.5, §2.10 A13). It is separate from KVEvIndex so that wrappers (the
+// relay's, the state verifier's) need not forward it; a subscriber
+// refuses a snapshot= source when its index does not implement it.
+type KVEvBootstrapper interface {
+	// SnapshotReply handles the reply received on the stream's snapshot
+	// socket: all of its frames.
+	SnapshotReply(stream string, frames [][]byte) KVEvStepResult
+	// SnapshotFailed ends the outstanding snapshot request without a reply
+	// (reason: timeout, protocol, unavailable).
+	SnapshotFailed(stream string, reason string) KVEvStepResult
+	// HeartbeatLost tells the index that the stream's live socket was
+	// silent past the heartbeat bound.
+	HeartbeatLost(stream string) KVEvStepResult
 }
 
 // NewKVEvIndexFunc builds an index over the given streams.

@@ -179,6 +179,15 @@ func TestReachPrunedPageWhoseHashWasBoundMoreThanOnce(t *testing.T) {
 	})}.run(t)
 }
 
+// TestReachASnapshotBootstrap: streams with vLLM's snapshot endpoint
+// (§3.5, §2.10 A13) answered with snapshot replies, failures and
+// heartbeat losses while their publishers lose batches.
+func TestReachASnapshotBootstrap(t *testing.T) {
+	reachClass[spec.KVEvApplyInput, spec.KVEvApplyOutput]{spec: equiv.KVEvApply(), cases: 150, plants: kvApplyPlants(map[string]fault.KVEv{
+		"an installed snapshot applies the held batch at its seq again": {SnapshotSeqAppliedAgain: true},
+	})}.run(t)
+}
+
 // TestReachAStreamRemovedAtRunTime: a stream removed while the index runs
 // (§2.10 A11), its publisher going on, the stream added again later.
 func TestReachAStreamRemovedAtRunTime(t *testing.T) {

@@ -69,4 +69,8 @@ type KVEv struct {
 	// cursor but leaves its engines in the index, so a pod that is gone
 	// keeps scoring its old blocks and holding its engine keys.
 	RemoveStreamKeepsEngines bool
+	// SnapshotSeqAppliedAgain (§2.10 A13): an installed snapshot sets next
+	// to its seq instead of seq + 1, so the held batch at the seq the
+	// snapshot covers is applied on top of it: its stores count twice.
+	SnapshotSeqAppliedAgain bool
 }
