@@ -31,11 +31,11 @@ func TestBenchEventsScaleRestoresTheSameIndexOnBothTwins(t *testing.T) {
 			if r.Blocks != 4096 || r.Batches != 64 || r.TailBlocks != 192 || !r.RestoredDigestOK {
 				t.Errorf("%v: blocks %d batches %d tail %d digest ok %v", args, r.Blocks, r.Batches, r.TailBlocks, r.RestoredDigestOK)
 			}
-			// A12: 124 fixed bytes, three streams of 149 bytes and 5 bytes of
+			// A12: 124 fixed bytes, three streams of 184 bytes and 5 bytes of
 			// name ("pod-N") each, three engines of 105 bytes, 5 of source,
 			// 5 of stream name and one pool of 32 bytes (group, tier "GPU"
 			// as 8+3, page size) each, 112 bytes a page.
-			want := int64(124 + 3*(149+5) + 3*(105+5+5+8+8+3+8+8) + 4096*112)
+			want := int64(124 + 3*(184+5) + 3*(105+5+5+8+8+3+8+8) + 4096*112)
 			if r.SnapshotBytes != want {
 				t.Errorf("%v: snapshot %d bytes, want %d", args, r.SnapshotBytes, want)
 			}
