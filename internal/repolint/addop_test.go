@@ -264,7 +264,8 @@ func TestAddOpRecipeParses(t *testing.T) {
 // recipe's count, its table of hand-written files, its worked example and
 // README's count disagree, when the example touches a file the tables do
 // not name, or when the op does not pass its gates. It compiles the module
-// in the copy (with -trimpath, so that repeated runs hit the build cache):
+// in the copy (in a directory fixed per checkout, so that repeated runs hit
+// the build cache):
 // `make test-addop` runs it, -short and `make test-race` skip it.
 func TestAddingAnOpTakesTheFilesTheDocCounts(t *testing.T) {
 	if testing.Short() {
@@ -289,17 +290,20 @@ func TestAddingAnOpTakesTheFilesTheDocCounts(t *testing.T) {
 		return
 	}
 
-	dst := filepath.Join(t.TempDir(), "repo")
+	dst := addOpCopyDir(t, root)
 	copyTrackedTree(t, root, dst)
 	before := hashTree(t, dst)
 	for _, s := range r.steps {
 		applyAddOpStep(t, dst, s)
 	}
 	written := hashTree(t, dst)
-	// -trimpath keeps the copy's directory out of the build cache's keys,
-	// so a second run reuses the first one's compiles; the parent make's
-	// flags (a jobserver) mean nothing to a make in the copy.
-	env := []string{"GOFLAGS=-trimpath " + os.Getenv("GOFLAGS"), "GOWORK=off", "MAKEFLAGS=", "MAKELEVEL="}
+	// The copy builds with the parent's flags, so the standard library and
+	// the dependencies come from the build cache the rest of make test
+	// filled (-trimpath, used before, rebuilt all of them: about 90 CPU
+	// seconds of a cold CI run); its fixed directory lets a second run reuse
+	// the first one's compiles of the module. The parent make's flags (a
+	// jobserver) mean nothing to a make in the copy.
+	env := []string{"GOWORK=off", "MAKEFLAGS=", "MAKELEVEL="}
 	for _, target := range r.make {
 		runInCopy(t, dst, env, "make", "--no-print-directory", target)
 	}
@@ -331,6 +335,21 @@ func TestAddingAnOpTakesTheFilesTheDocCounts(t *testing.T) {
 		"./ref/", "./catalog/", "./fixtures/", "./equiv/mutants/")
 	// The differential suite of the new op alone: every op's takes minutes.
 	runInCopy(t, dst, env, "go", "test", "-count=1", "-run", "^(TestAllImplementations|TestSuitesCoverTheCatalog)$/^"+regexp.QuoteMeta(opName)+"$", "./equiv/")
+}
+
+// addOpCopyDir is the directory the recipe is followed in: the same one
+// for every run from root (the build cache keys the module's compiles by
+// their directory), a different one for each checkout, emptied before the
+// run and removed after it.
+func addOpCopyDir(t *testing.T, root string) string {
+	t.Helper()
+	sum := sha256.Sum256([]byte(root))
+	dst := filepath.Join(os.TempDir(), fmt.Sprintf("kvtwin-addop-%x", sum[:6]))
+	if err := os.RemoveAll(dst); err != nil {
+		t.Fatalf("empty %s: %v", dst, err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dst) })
+	return dst
 }
 
 // addOpName is the op the worked example registers: its catalog entry's
