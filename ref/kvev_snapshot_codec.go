@@ -172,15 +172,51 @@ func (r *snapReader) fail(field string, value any, bound string) {
 	}
 }
 
+// snapAt is a field's path built only when an error names it,
+// base[k]sub[i]leaf with k or i left out when negative: a restore reads
+// millions of pages, and building every page's paths eagerly took about a
+// third of its time.
+type snapAt struct {
+	base string
+	k    int
+	sub  string
+	i    int
+	leaf string
+}
+
+// field is a plain path as a snapAt.
+func field(s string) snapAt { return snapAt{base: s, k: -1, i: -1} }
+
+func (a snapAt) String() string {
+	s := a.base
+	if a.k >= 0 {
+		s = spec.Idx(s, a.k)
+	}
+	s += a.sub
+	if a.i >= 0 {
+		s = spec.Idx(s, a.i)
+	}
+	return s + a.leaf
+}
+
+// with is a's path with leaf as its last part.
+func (a snapAt) with(leaf string) snapAt { a.leaf = leaf; return a }
+
+func (r *snapReader) failAt(f snapAt, value any, bound string) {
+	if r.err == nil {
+		r.fail(f.String(), value, bound)
+	}
+}
+
 func (r *snapReader) left() int { return len(r.b) - r.off }
 
-// take returns the next n bytes, or fails at field with Truncated.
-func (r *snapReader) take(field string, n int) []byte {
+// take returns the next n bytes, or fails at f with Truncated.
+func (r *snapReader) takeAt(f snapAt, n int) []byte {
 	if r.err != nil {
 		return nil
 	}
 	if n > r.left() {
-		r.fail(field, spec.Truncated, fmt.Sprintf("%d more bytes", n))
+		r.failAt(f, spec.Truncated, fmt.Sprintf("%d more bytes", n))
 		return nil
 	}
 	out := r.b[r.off : r.off+n]
@@ -188,61 +224,67 @@ func (r *snapReader) take(field string, n int) []byte {
 	return out
 }
 
-func (r *snapReader) u64(field string) uint64 {
-	if b := r.take(field, 8); b != nil {
+func (r *snapReader) take(f string, n int) []byte { return r.takeAt(field(f), n) }
+
+func (r *snapReader) u64At(f snapAt) uint64 {
+	if b := r.takeAt(f, 8); b != nil {
 		return binary.LittleEndian.Uint64(b)
 	}
 	return 0
 }
 
-func (r *snapReader) i64(field string) int64 { return int64(r.u64(field)) }
+func (r *snapReader) u64(f string) uint64 { return r.u64At(field(f)) }
 
-func (r *snapReader) u32(field string) uint32 {
-	if b := r.take(field, 4); b != nil {
-		return binary.LittleEndian.Uint32(b)
-	}
-	return 0
-}
+func (r *snapReader) i64At(f snapAt) int64 { return int64(r.u64At(f)) }
+
+func (r *snapReader) i64(f string) int64 { return int64(r.u64(f)) }
 
 // flag reads one byte that must be 0 or 1, so that every state has one
 // encoding.
-func (r *snapReader) flag(field string) bool {
-	b := r.take(field, 1)
+func (r *snapReader) flag(f string) bool {
+	b := r.take(f, 1)
 	if b == nil {
 		return false
 	}
 	if b[0] > 1 {
-		r.fail(field, int(b[0]), "0 or 1")
+		r.fail(f, int(b[0]), "0 or 1")
 	}
 	return b[0] == 1
 }
 
-// length reads a declared count of elements of at least minBytes bytes
+// lengthAt reads a declared count of elements of at least minBytes bytes
 // each and checks it against the bytes left, then against bound (a
-// negative bound: none), before the caller allocates anything for it.
-func (r *snapReader) length(field string, minBytes int, bound int64, boundText string) int {
-	n := r.u64(field)
+// negative bound: none; boundText(n) says it), before the caller
+// allocates anything for it.
+func (r *snapReader) lengthAt(f snapAt, minBytes int, bound int64, boundText func() string) int {
+	n := r.u64At(f)
 	if r.err != nil {
 		return 0
 	}
 	if fit := uint64(r.left() / minBytes); n > fit {
-		r.fail(field, n, fmt.Sprintf("at most %d, what the %d bytes left can hold", fit, r.left()))
+		r.failAt(f, n, fmt.Sprintf("at most %d, what the %d bytes left can hold", fit, r.left()))
 		return 0
 	}
 	if bound >= 0 && n > uint64(bound) {
-		r.fail(field, n, boundText)
+		r.failAt(f, n, boundText())
 		return 0
 	}
 	return int(n)
 }
 
-// bytes reads a u64 length and that many bytes, copied.
-func (r *snapReader) bytes(field string) []byte {
-	n := r.length(field, 1, -1, "")
-	return bytes.Clone(r.take(field, n))
+func (r *snapReader) length(f string, minBytes int, bound int64, boundText string) int {
+	return r.lengthAt(field(f), minBytes, bound, func() string { return boundText })
 }
 
-func (r *snapReader) str(field string) string { return string(r.bytes(field)) }
+// bytesAt reads a u64 length and that many bytes, copied.
+func (r *snapReader) bytesAt(f snapAt) []byte {
+	n := r.lengthAt(f, 1, -1, nil)
+	return bytes.Clone(r.takeAt(f, n))
+}
+
+func (r *snapReader) bytes(f string) []byte { return r.bytesAt(field(f)) }
+
+func (r *snapReader) str(f string) string { return string(r.bytes(f)) }
 
 // DecodeKVEvSnapshot reads and checks a snapshot for an index configured
 // with cfg (§2.10 A12): the framing first (size, magic, version,
@@ -496,8 +538,9 @@ func readSnapPool(r *snapReader, budget int64, at string) spec.KVEvPoolState {
 		r.fail(at+".pages", 0, "at least 1: a pool exists while it has a page (A5)")
 	}
 	p.Pages = make([]spec.KVEvPageState, 0, n)
+	pages := at + ".pages"
 	for k := 0; k < n && r.err == nil; k++ {
-		p.Pages = append(p.Pages, readSnapPage(r, p.PageSize, spec.Idx(at+".pages", k)))
+		p.Pages = append(p.Pages, readSnapPage(r, p.PageSize, snapAt{base: pages, k: k, i: -1}))
 	}
 	if r.err == nil {
 		checkSnapPool(r, p, at)
@@ -505,35 +548,41 @@ func readSnapPool(r *snapReader, budget int64, at string) spec.KVEvPoolState {
 	return p
 }
 
-func readSnapPage(r *snapReader, pageSize int64, at string) spec.KVEvPageState {
+// readSnapPage reads the page at (its path, built only for an error).
+func readSnapPage(r *snapReader, pageSize int64, at snapAt) spec.KVEvPageState {
 	var pg spec.KVEvPageState
-	depth := r.u64(at + ".depth")
+	depth := r.u64At(at.with(".depth"))
 	pg.Depth = int(min(depth, math.MaxInt32)) // checked against its parent's in checkSnapPool
-	pg.Namespace = r.str(at + ".namespace")
-	n := r.length(at+".tokens", snapTokenBytes, pageSize, fmt.Sprintf("%d, the pool's page_size", pageSize))
+	pg.Namespace = string(r.bytesAt(at.with(".namespace")))
+	pageSizeText := func() string { return fmt.Sprintf("%d, the pool's page_size", pageSize) }
+	n := r.lengthAt(at.with(".tokens"), snapTokenBytes, pageSize, pageSizeText)
 	if r.err == nil && int64(n) != pageSize {
-		r.fail(at+".tokens", n, fmt.Sprintf("%d, the pool's page_size", pageSize))
+		r.failAt(at.with(".tokens"), n, pageSizeText())
 	}
 	if r.err != nil {
 		return pg
 	}
+	// lengthAt checked that the n tokens' bytes are there.
+	raw := r.takeAt(at.with(".tokens"), n*snapTokenBytes)
 	pg.Tokens = make([]uint32, n)
 	for i := range pg.Tokens {
-		pg.Tokens[i] = r.u32(at + ".tokens")
+		pg.Tokens[i] = binary.LittleEndian.Uint32(raw[i*snapTokenBytes:])
 	}
-	nb := r.length(at+".bindings", snapBindingMin, -1, "")
+	nb := r.lengthAt(at.with(".bindings"), snapBindingMin, -1, nil)
 	if nb > 0 {
 		pg.Bindings = make([]spec.KVEvBinding, 0, nb)
 	}
+	bat := at
+	bat.sub = ".bindings"
 	for i := 0; i < nb && r.err == nil; i++ {
-		bat := spec.Idx(at+".bindings", i)
-		b := spec.KVEvBinding{Hash: spec.EvHash(r.u64(bat + ".hash")), Count: r.i64(bat + ".count")}
+		bat.i = i
+		b := spec.KVEvBinding{Hash: spec.EvHash(r.u64At(bat.with(".hash"))), Count: r.i64At(bat.with(".count"))}
 		switch {
 		case r.err != nil:
 		case b.Count < 0:
-			r.fail(bat+".count", b.Count, ">= 0")
+			r.failAt(bat.with(".count"), b.Count, ">= 0")
 		case i > 0 && b.Hash <= pg.Bindings[i-1].Hash:
-			r.fail(bat+".hash", fmt.Sprintf("%016x", uint64(b.Hash)), "a hash above the binding before's")
+			r.failAt(bat.with(".hash"), fmt.Sprintf("%016x", uint64(b.Hash)), "a hash above the binding before's")
 		}
 		pg.Resident = satAddI64(pg.Resident, b.Count)
 		pg.Bindings = append(pg.Bindings, b)
@@ -551,14 +600,15 @@ func checkSnapPool(r *snapReader, p spec.KVEvPoolState, at string) {
 	bound := make(map[spec.EvHash]bool)
 	prefixes := make(map[spec.PrefixHash]bool, len(p.Pages))
 	chains := make([]spec.PrefixHash, len(p.Pages))
+	pages := at + ".pages"
 	for k, pg := range p.Pages {
-		pat := spec.Idx(at+".pages", k)
+		pat := snapAt{base: pages, k: k, i: -1}
 		if pg.Depth > len(path) {
-			r.fail(pat+".depth", pg.Depth, fmt.Sprintf("at most %d: a page's parent comes before it", len(path)))
+			r.failAt(pat.with(".depth"), pg.Depth, fmt.Sprintf("at most %d: a page's parent comes before it", len(path)))
 			return
 		}
 		if pg.Depth < len(path) && compareSnapPages(p.Pages[path[pg.Depth]], pg) >= 0 {
-			r.fail(pat, pg.Namespace, "a page after its previous sibling in (namespace, tokens) order")
+			r.failAt(pat, pg.Namespace, "a page after its previous sibling in (namespace, tokens) order")
 			return
 		}
 		path = append(path[:pg.Depth], k)
@@ -572,13 +622,13 @@ func checkSnapPool(r *snapReader, p spec.KVEvPoolState, at string) {
 			chains[k] = snapPrefixHash(p.Pages, path)
 		}
 		if prefixes[chains[k]] {
-			r.fail(pat, fmt.Sprintf("%016x", uint64(chains[k])), "a prefix hash no other page of the pool has (A4)")
+			r.failAt(pat, fmt.Sprintf("%016x", uint64(chains[k])), "a prefix hash no other page of the pool has (A4)")
 			return
 		}
 		prefixes[chains[k]] = true
 		for _, b := range pg.Bindings {
 			if bound[b.Hash] {
-				r.fail(pat+".bindings", fmt.Sprintf("%016x", uint64(b.Hash)), "a hash bound to no other page of the pool (A4)")
+				r.failAt(pat.with(".bindings"), fmt.Sprintf("%016x", uint64(b.Hash)), "a hash bound to no other page of the pool (A4)")
 				return
 			}
 			bound[b.Hash] = true
