@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kvtwin/kvtwin/internal/fault"
+	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/spec"
 )
 
@@ -280,6 +281,123 @@ func kxChains(tb testing.TB, engines, blocks, bs int) *kvIndex {
 		}
 	}
 	return ix
+}
+
+// kxNamespaceChain is one chain of depth one-token pages, SGLang-style
+// (one BlockStored a page, chained by parent hash), 64 a message; page i
+// has lora_id i mod namespaces, so namespaces = depth gives every page a
+// namespace none of its ancestors has.
+func kxNamespaceChain(depth, namespaces int) [][]byte {
+	const per = 64
+	var payloads [][]byte
+	var prev *uint64
+	for m := 0; m < depth/per; m++ {
+		var evs []kxMp
+		for j := range per {
+			h := uint64(m*per+j) | 1<<40
+			id := int64((m*per + j) % namespaces)
+			evs = append(evs, kxEvStored([]uint64{h}, prev, []uint32{uint32(m*per + j)}, 1, kxEvOpt{loraID: &id}))
+			prev = new(h)
+		}
+		payloads = append(payloads, kxBatch(new(int64(0)), evs...))
+	}
+	return payloads
+}
+
+// benchKVEvLive applies payloads as live messages to a new index of the
+// twin newIndex builds, b.N times, and reports the time a page.
+func benchKVEvLive(b *testing.B, newIndex func() (spec.KVEvIndex, error), payloads [][]byte, pages int) {
+	seq := make([]byte, 8)
+	frames := [][]byte{[]byte("kv@p@m"), seq, nil}
+	b.ReportAllocs()
+	for b.Loop() {
+		ix, err := newIndex()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for m, p := range payloads {
+			binary.BigEndian.PutUint64(seq, uint64(m))
+			frames[2] = p
+			if r := ix.Live("v", frames); r.Error != nil || len(r.Errors) > 0 {
+				b.Fatalf("%+v", r)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(pages), "ns/page")
+}
+
+// kvevTwins are the two twins' constructors for the benchmarks that
+// compare them: one stream "v", the default config.
+var kvevTwins = []struct {
+	name string
+	new  func() (spec.KVEvIndex, error)
+}{
+	{"fast", func() (spec.KVEvIndex, error) {
+		return newKVIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "v"}}, fault.KVEv{})
+	}},
+	{"ref", func() (spec.KVEvIndex, error) {
+		return ref.NewKVEvIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "v"}})
+	}},
+}
+
+// BenchmarkKVEvStoreFreshNamespaces is ingest of one chain whose every page
+// has a namespace none of its ancestors has (a new lora_id a page), on both
+// twins, to the depth given (A14: per page it must cost the same at every
+// depth; before A14 each page chained its namespace's hash over its whole
+// path, so the chain was quadratic).
+func BenchmarkKVEvStoreFreshNamespaces(b *testing.B) {
+	for _, tw := range kvevTwins {
+		for _, depth := range []int{2048, 8192} {
+			b.Run(fmt.Sprintf("twin=%s/depth=%d", tw.name, depth), func(b *testing.B) {
+				benchKVEvLive(b, tw.new, kxNamespaceChain(depth, depth), depth)
+			})
+		}
+	}
+}
+
+// BenchmarkKVEvTokenlessDeepChain is vLLM's CPU offloading of one chain
+// (§2.3 step 6): the chain's one-token pages stored on the GPU, 64 a
+// message, then one tokenless CPU store a page, root first, 64 a message;
+// the time is a tokenless store's, per page, at the depth given, on both
+// twins (A14: it must not grow with the depth).
+func BenchmarkKVEvTokenlessDeepChain(b *testing.B) {
+	cpu := "CPU"
+	for _, tw := range kvevTwins {
+		for _, depth := range []int{2048, 8192} {
+			b.Run(fmt.Sprintf("twin=%s/depth=%d", tw.name, depth), func(b *testing.B) {
+				gpu := kxNamespaceChain(depth, 1)
+				var payloads [][]byte
+				for m := 0; m < depth/64; m++ {
+					var evs []kxMp
+					for j := range 64 {
+						evs = append(evs, kxEvStored([]uint64{uint64(m*64+j) | 1<<40}, nil, nil, 1, kxEvOpt{medium: &cpu}))
+					}
+					payloads = append(payloads, kxBatch(new(int64(0)), evs...))
+				}
+				seq := make([]byte, 8)
+				frames := [][]byte{[]byte("kv@p@m"), seq, nil}
+				var spent time.Duration
+				for b.Loop() {
+					ix, err := tw.new()
+					if err != nil {
+						b.Fatal(err)
+					}
+					for m, p := range append(gpu, payloads...) {
+						if m == len(gpu) {
+							spent -= time.Duration(b.Elapsed())
+						}
+						binary.BigEndian.PutUint64(seq, uint64(m))
+						frames[2] = p
+						if r := ix.Live("v", frames); r.Error != nil || len(r.Errors) > 0 {
+							b.Fatalf("%+v", r)
+						}
+					}
+					spent += b.Elapsed()
+				}
+				b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N)/float64(depth), "ns/tokenless-page")
+			})
+		}
+	}
 }
 
 // BenchmarkKVEvStoreAlternatingNamespaces is ingest of one chain whose

@@ -270,19 +270,52 @@ func kvevNext(prev spec.PrefixHash, tokens []uint32) spec.PrefixHash {
 	return NextPrefixHash(prev, units)
 }
 
-// pagePrefixHash is page p's prefix hash by definition (§2.10 A4): the
-// chain seeded with p's own namespace over the tokens of every page from
-// the root's child down to p, whatever their namespaces.
+// kvevSwitch is the base a page in namespace ns chains from when its
+// parent is in another namespace (§2.10 A14): ns's chain started over one
+// unit, the parent's prefix hash.
+func kvevSwitch(seed, parent spec.PrefixHash) spec.PrefixHash {
+	return NextPrefixHash(seed, []spec.Unit{spec.Unit(parent)})
+}
+
+// pagePrefixHash is page p's prefix hash by definition (§2.10 A4 as
+// amended by A14), computed root first over p's path: a page directly
+// under the root chains from its namespace's seed, a page under a parent
+// of its namespace from the parent's hash, and a page under a parent of
+// another namespace from kvevSwitch of the two. Each step hashes the
+// page's tokens.
 func (ix *refKVEvIndex) pagePrefixHash(p *kvevPage) spec.PrefixHash {
 	var path []*kvevPage
 	for q := p; !q.isRoot(); q = q.parent {
 		path = append(path, q)
 	}
-	h := ix.seed(p.ns)
+	var h spec.PrefixHash
 	for i := len(path) - 1; i >= 0; i-- {
-		h = ix.next(h, path[i].tokens)
+		q := path[i]
+		switch {
+		case i == len(path)-1:
+			h = ix.seed(q.ns)
+		case path[i+1].ns != q.ns:
+			h = kvevSwitch(ix.seed(q.ns), h)
+		}
+		h = ix.next(h, q.tokens)
 	}
 	return h
+}
+
+// childPrefix is the prefix hash of page k under p (A4, A14): one step
+// from p's, whatever p's depth, so a store, a tokenless copy and a restore
+// cost a page its own tokens.
+func (ix *refKVEvIndex) childPrefix(p *kvevPage, k kvevPageKey) spec.PrefixHash {
+	var base spec.PrefixHash
+	switch {
+	case p.isRoot():
+		base = ix.seed(k.ns)
+	case p.ns == k.ns:
+		base = p.prefix
+	default:
+		base = kvevSwitch(ix.seed(k.ns), p.prefix)
+	}
+	return ix.next(base, k.tokens)
 }
 
 // kvevTier is the pool tier of a medium (§2.1): upper-cased, GPU when nil
@@ -622,7 +655,6 @@ type kvevPlan struct {
 	binds    []kvevBind
 	boundTo  map[spec.EvHash]*kvevPage // the bindings of binds
 	taken    map[spec.PrefixHash]bool  // prefix hashes of created pages
-	chains   map[kvevChainKey]spec.PrefixHash
 }
 
 type kvevBind struct {
@@ -630,18 +662,11 @@ type kvevBind struct {
 	hash spec.EvHash
 }
 
-// kvevChainKey names the chain seeded with namespace ns over page's path.
-type kvevChainKey struct {
-	page *kvevPage
-	ns   string
-}
-
 func (ix *refKVEvIndex) newPlan(pool *kvevPool, pageSize int64, event int) *kvevPlan {
 	plan := &kvevPlan{
 		ix: ix, event: event, pageSize: pageSize, pool: pool,
 		pending: map[*kvevPage]map[kvevChildKey]*kvevPage{},
 		boundTo: map[spec.EvHash]*kvevPage{}, taken: map[spec.PrefixHash]bool{},
-		chains: map[kvevChainKey]spec.PrefixHash{},
 	}
 	if pool == nil {
 		plan.fresh = true
@@ -698,7 +723,7 @@ func (plan *kvevPlan) bind(page *kvevPage, h spec.EvHash) {
 // create plans page k under p, refusing it when its prefix hash is one of
 // the pool's pages' or of a page the plan creates (§2.10 A4).
 func (plan *kvevPlan) create(p *kvevPage, k kvevPageKey, j int) (*kvevPage, error) {
-	ph := plan.ix.next(plan.chain(p, k.ns), k.tokens)
+	ph := plan.ix.childPrefix(p, k)
 	if plan.pool.byPrefix[ph] != nil || plan.taken[ph] {
 		return nil, KVChainCollisionError(plan.event, j, ph)
 	}
@@ -710,35 +735,6 @@ func (plan *kvevPlan) create(p *kvevPage, k kvevPageKey, j int) (*kvevPage, erro
 	plan.created = append(plan.created, c)
 	plan.taken[ph] = true
 	return c, nil
-}
-
-// chain is the chain seeded with ns over the tokens of p's path (the seed
-// itself for the root): a page's own prefix hash when it is in ns,
-// otherwise computed down from the nearest such ancestor (or the root) and
-// remembered for the pages the plan walks.
-func (plan *kvevPlan) chain(p *kvevPage, ns string) spec.PrefixHash {
-	var path []*kvevPage
-	q := p
-	for !q.isRoot() && q.ns != ns {
-		if _, ok := plan.chains[kvevChainKey{q, ns}]; ok {
-			break
-		}
-		path = append(path, q)
-		q = q.parent
-	}
-	h := plan.ix.seed(ns)
-	if !q.isRoot() {
-		if q.ns == ns {
-			h = q.prefix
-		} else {
-			h = plan.chains[kvevChainKey{q, ns}]
-		}
-	}
-	for i := len(path) - 1; i >= 0; i-- {
-		h = plan.ix.next(h, path[i].tokens)
-		plan.chains[kvevChainKey{path[i], ns}] = h
-	}
-	return h
 }
 
 // commit makes the plan's pages and bindings part of the pool, and a new

@@ -69,4 +69,9 @@ type KVEv struct {
 	// cursor but leaves its engines in the index, so a pod that is gone
 	// keeps scoring its old blocks and holding its engine keys.
 	RemoveStreamKeepsEngines bool
+	// SwitchChainsFromSeed (§2.10 A14): a page under a parent of another
+	// namespace chains from its namespace's seed alone, not over its
+	// parent's prefix hash, so two pages of one namespace and tokens
+	// under different parents collide and the second store is refused.
+	SwitchChainsFromSeed bool
 }
