@@ -256,6 +256,24 @@ func kvChainAndCopyCases() []Case[spec.KVEvApplyInput] {
 			kvLive(v, "", 0, kvB(0, kvSt([]uint64{kvHA, kvHB}, 0, toks(1, 1, 2, 2), 2, "GPU"))),
 			kvLive(v, "", 1, kvB(0, kvSt([]uint64{kvHA, kvHB}, 0, toks(1, 1, 9, 9), 2, "GPU"))),
 			kvLive(v, "", 2, kvB(0, kvRm("GPU", kvHA))), kvScoreStep(1, 1, 2, 2))},
+		// A14: a tokenless update creates at most KVEvMaxCopyWalk (64)
+		// pages for one hash, the named page and its ancestors without a
+		// copy in the tier. GPU holds a chain of 65 one-token pages
+		// (hashes 1..65, tokens 1..65). The CPU copy of page 64 creates
+		// pages 1..64 (63 holes, page 64 bound): the bound exactly.
+		{"tokenless-copy-of-64-pages-for-one-hash", kvScript(kvOne(v, false),
+			kvLive(v, "", 0, kvB(0, kvSt(kvSeq(1, 65), 0, kvSeqToks(1, 65), 1, "GPU"))),
+			kvLive(v, "", 1, kvB(0, kvSt([]uint64{64}, 0, nil, 1, "CPU"))),
+			spec.KVEvStep{Op: spec.KVStepScore, Tokens: kvSeqPrompt(1, 64), Tier: "CPU", Exact: true})},
+		// The copy of page 65 would create 65 pages: the hash is an orphan
+		// (orphan_stores 1, no CPU pool, the engine not stale). Once page
+		// 1 has its CPU copy, page 65 needs 64 pages (65 down to 2) and is
+		// copied.
+		{"tokenless-copy-of-65-pages-is-an-orphan", kvScript(kvOne(v, false),
+			kvLive(v, "", 0, kvB(0, kvSt(kvSeq(1, 65), 0, kvSeqToks(1, 65), 1, "GPU"))),
+			kvLive(v, "", 1, kvB(0, kvSt([]uint64{65}, 0, nil, 1, "CPU"))),
+			kvLive(v, "", 2, kvB(0, kvSt([]uint64{1, 65}, 0, nil, 1, "CPU"))),
+			spec.KVEvStep{Op: spec.KVStepScore, Tokens: kvSeqPrompt(1, 65), Tier: "CPU", Exact: true})},
 		{"store-block-size-4097", kvScript(kvOne(v, false),
 			kvLive(v, "", 0, kvB(0, kvSt([]uint64{1}, 0, big, 4097, "GPU"))), kvScoreStep(bigPrompt...))},
 	}
@@ -346,4 +364,31 @@ func kvRanks(a, b string) []spec.KVEvStep {
 		st = append(st, kvLive(b, "", uint64(r), kvRankBatch(r)))
 	}
 	return append(st, kvScoreStep(1, 2))
+}
+
+// kvSeq is the hashes from, from+1, …, to.
+func kvSeq(from, to uint64) []uint64 {
+	var out []uint64
+	for h := from; h <= to; h++ {
+		out = append(out, h)
+	}
+	return out
+}
+
+// kvSeqToks is the tokens from, from+1, …, to.
+func kvSeqToks(from, to uint32) []uint32 {
+	var out []uint32
+	for t := from; t <= to; t++ {
+		out = append(out, t)
+	}
+	return out
+}
+
+// kvSeqPrompt is the prompt from, from+1, …, to.
+func kvSeqPrompt(from, to int64) []int64 {
+	var out []int64
+	for t := from; t <= to; t++ {
+		out = append(out, t)
+	}
+	return out
 }

@@ -697,11 +697,12 @@ func (ix *kvIndex) checkBudget(e *kvEngine, pl *kvPool, a *kvStoreArgs) error {
 	return ref.KVPoolBudgetError(a.event, after, ix.cfg.MaxTokensPerEngine)
 }
 
-// storeTokenless is §2.3 step 6: each hash's page is copied, with its
-// path, from another tier of the same engine and group whose page size is
-// the event's. Hash by hash, in the reference's order: its source (a
-// source of another page size refuses the event), its binding, then the
-// pages missing on its path, root first.
+// storeTokenless is §2.3 step 6 (as amended by A14): each hash's page is
+// copied, with its path, from another tier of the same engine and group
+// whose page size is the event's. Hash by hash, in the reference's order:
+// its source (a source of another page size refuses the event), its
+// binding (which must name the source's copy), then the pages without a
+// copy on its path, root first (past spec.KVEvMaxCopyWalk, an orphan).
 func (ix *kvIndex) storeTokenless(e *kvEngine, pl *kvPool, a *kvStoreArgs, h *kvHasher) (orphans uint64, err error) {
 	srcs := e.tierOrder(a.key)
 	e.log = e.log[:0]
@@ -726,20 +727,28 @@ func (ix *kvIndex) storeTokenless(e *kvEngine, pl *kvPool, a *kvStoreArgs, h *kv
 			pl = ix.newPool(e, a)
 		}
 		if x := pl.byHash.get(uint64(hv)); x != kvNoSlot {
-			if !samePath(pl, x, sp, src) {
+			if !isCopyOf(pl, x, sp, src) {
 				e.rollback(pl)
 				return 0, ref.KVHashConflictError(a.event, i, hv)
 			}
 			e.incr(pl, x, pl.binding(x, uint64(hv)), ix.f.CountsAsSet)
 			continue
 		}
-		cur, err := ix.copyPath(e, pl, sp, src, h)
+		cur, deep, err := ix.copyPath(e, pl, sp, src, h)
+		if deep {
+			orphans++ // A14: too many pages to create for one hash
+			continue
+		}
 		if err != nil {
 			e.rollback(pl)
 			return 0, ref.KVChainCollisionError(a.event, i, spec.PrefixHash(err.prefix))
 		}
 		e.bindNew(pl, cur, uint64(hv))
 		pl.byHash.set(uint64(hv), cur)
+	}
+	if pl != nil && pl.pages == 0 {
+		e.dropPool(pl) // new, and every hash an orphan: no pool (A5)
+		return orphans, nil
 	}
 	return orphans, ix.checkBudget(e, pl, a)
 }
@@ -748,41 +757,45 @@ func (ix *kvIndex) storeTokenless(e *kvEngine, pl *kvPool, a *kvStoreArgs, h *kv
 // hash names a page of another path (A4's chain collision).
 type kvCollision struct{ prefix uint64 }
 
-// copyPath makes sure pl has src's path (src a slot of sp, root first),
-// creating the missing pages as holes, and returns the slot of src's
-// copy; a page of another path in the way is a collision.
-func (ix *kvIndex) copyPath(e *kvEngine, pl, sp *kvPool, src int32, h *kvHasher) (int32, *kvCollision) {
+// copyPath makes sure pl has src's path (src a slot of sp) and returns
+// the slot of src's copy (A14: the copy of a page is the page of pl with
+// its prefix hash). It walks from src up to its nearest ancestor that has
+// a copy (the root at the latest), which must have the ancestor's
+// namespace and tokens (else a collision), and creates the pages below it
+// root first, as holes: the work is the pages created, never the depth
+// (walking the whole path made one tokenless store a page of a chain 8,192
+// pages deep cost 121 us a page). More than spec.KVEvMaxCopyWalk pages to
+// create is deep: nothing is created and the caller counts an orphan.
+func (ix *kvIndex) copyPath(e *kvEngine, pl, sp *kvPool, src int32, h *kvHasher) (cur int32, deep bool, _ *kvCollision) {
 	path := h.path[:0]
-	for q := src; sp.page[q].parent != kvNoSlot; q = sp.page[q].parent {
-		path = append(path, q)
-	}
 	defer func() { h.path = path[:0] }()
-	cur := int32(0)
-	for k := len(path) - 1; k >= 0; k-- {
-		q := path[k]
-		qp, qns, qt := sp.prefix[q], sp.nsOf(q), sp.tokensOf(q)
-		if c := pl.byPrefix.get(qp); c != kvNoSlot {
-			if pl.page[c].parent != cur || pl.nsOf(c) != qns || !equalTokens(pl.tokensOf(c), qt) {
-				return 0, &kvCollision{prefix: qp}
+	limit := spec.KVEvMaxCopyWalk
+	if pl.faults.CopyWalkOneShort {
+		limit--
+	}
+	for q := src; sp.page[q].parent != kvNoSlot; q = sp.page[q].parent {
+		if c := pl.byPrefix.get(sp.prefix[q]); c != kvNoSlot {
+			if !isCopyOf(pl, c, sp, q) {
+				return 0, false, &kvCollision{prefix: sp.prefix[q]}
 			}
 			cur = c
-			continue
+			break
 		}
-		cur = e.create(pl, cur, qns, qt, qp)
+		if path = append(path, q); len(path) > limit {
+			return 0, true, nil
+		}
 	}
-	return cur, nil
+	for k := len(path) - 1; k >= 0; k-- {
+		q := path[k]
+		cur = e.create(pl, cur, sp.nsOf(q), sp.tokensOf(q), sp.prefix[q])
+	}
+	return cur, false, nil
 }
 
-// samePath reports whether slot a of pool pa and slot b of pool pb have
-// the same path from their roots: namespaces and tokens page by page.
-func samePath(pa *kvPool, a int32, pb *kvPool, b int32) bool {
-	for pa.page[a].parent != kvNoSlot && pb.page[b].parent != kvNoSlot {
-		if pa.prefix[a] != pb.prefix[b] || pa.nsOf(a) != pb.nsOf(b) || !equalTokens(pa.tokensOf(a), pb.tokensOf(b)) {
-			return false
-		}
-		a, b = pa.page[a].parent, pb.page[b].parent
-	}
-	return pa.page[a].parent == kvNoSlot && pb.page[b].parent == kvNoSlot
+// isCopyOf reports whether slot a of pool pa is the copy of slot b of pool
+// pb (A14): the same prefix hash, namespace and tokens.
+func isCopyOf(pa *kvPool, a int32, pb *kvPool, b int32) bool {
+	return pa.prefix[a] == pb.prefix[b] && pa.nsOf(a) == pb.nsOf(b) && equalTokens(pa.tokensOf(a), pb.tokensOf(b))
 }
 
 // tierOrder is the pools a tokenless update of key searches: the same

@@ -74,4 +74,8 @@ type KVEv struct {
 	// parent's prefix hash, so two pages of one namespace and tokens
 	// under different parents collide and the second store is refused.
 	SwitchChainsFromSeed bool
+	// CopyWalkOneShort (§2.10 A14): a tokenless update's copy bound is
+	// taken one page short, so a hash whose copy needs exactly
+	// KVEvMaxCopyWalk pages is counted as an orphan instead of copied.
+	CopyWalkOneShort bool
 }
