@@ -384,7 +384,7 @@ func BenchmarkKVEvTokenlessDeepChain(b *testing.B) {
 					}
 					for m, p := range append(gpu, payloads...) {
 						if m == len(gpu) {
-							spent -= time.Duration(b.Elapsed())
+							spent -= b.Elapsed()
 						}
 						binary.BigEndian.PutUint64(seq, uint64(m))
 						frames[2] = p
@@ -395,6 +395,57 @@ func BenchmarkKVEvTokenlessDeepChain(b *testing.B) {
 					spent += b.Elapsed()
 				}
 				b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N)/float64(depth), "ns/tokenless-page")
+			})
+		}
+	}
+}
+
+// BenchmarkKVEvTokenlessCopyCycle is a hostile publisher's cycle on the
+// CPU tier of a GPU chain of one-token pages, the depth given: a tokenless
+// store of the chain's last hash, then its removal, 32 pairs a message.
+// Before A14 each store created the whole chain in CPU as holes and each
+// removal pruned it; A14 makes such a hash an orphan past
+// spec.KVEvMaxCopyWalk pages, so a pair costs the same at every depth.
+// Depth 64 is the bound exactly: each pair creates and prunes 64 pages,
+// the most a pair can cost.
+func BenchmarkKVEvTokenlessCopyCycle(b *testing.B) {
+	cpu := "CPU"
+	for _, tw := range kvevTwins {
+		for _, depth := range []int{64, 2048, 8192} {
+			b.Run(fmt.Sprintf("twin=%s/depth=%d", tw.name, depth), func(b *testing.B) {
+				gpu := kxNamespaceChain(depth, 1)
+				last := uint64(depth-1) | 1<<40
+				var evs []kxMp
+				for range 32 {
+					evs = append(evs, kxEvStored([]uint64{last}, nil, nil, 1, kxEvOpt{medium: &cpu}),
+						kxEvRemoved([]uint64{last}, kxEvOpt{medium: &cpu}))
+				}
+				cycle := kxBatch(new(int64(0)), evs...)
+				const rounds = 16
+				seq := make([]byte, 8)
+				frames := [][]byte{[]byte("kv@p@m"), seq, nil}
+				var spent time.Duration
+				for b.Loop() {
+					ix, err := tw.new()
+					if err != nil {
+						b.Fatal(err)
+					}
+					for m := range len(gpu) + rounds {
+						if m == len(gpu) {
+							spent -= b.Elapsed()
+						}
+						binary.BigEndian.PutUint64(seq, uint64(m))
+						frames[2] = cycle
+						if m < len(gpu) {
+							frames[2] = gpu[m]
+						}
+						if r := ix.Live("v", frames); r.Error != nil || len(r.Errors) > 0 {
+							b.Fatalf("%+v", r)
+						}
+					}
+					spent += b.Elapsed()
+				}
+				b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N)/float64(rounds*32), "ns/pair")
 			})
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -432,6 +433,50 @@ func TestKVEvChainsAcrossNamespacesStayApart(t *testing.T) {
 	if got := pl.byHash.get(2); got == kvNoSlot || pl.prefix[got] != uint64(want) {
 		t.Fatalf("[2]'s prefix hash: slot %d, want %x", got, uint64(want))
 	}
+}
+
+// TestKVEvChainCollisionsRefuseTheStoreAndUndoIt: since A14 a chain
+// collision needs a 64-bit prefix-hash collision, so the test plants one in
+// byPrefix (the hash a page will get, entered for another page), then
+// removes it. A full store is refused at the colliding block with that
+// hash, its first block (created before) undone; a tokenless copy whose
+// walk meets the planted page is refused at its hash with the ancestor's
+// prefix hash. Neither changes the pools; each counts one refusal.
+func TestKVEvChainCollisionsRefuseTheStoreAndUndoIt(t *testing.T) {
+	ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "s"})
+	cpu := "CPU"
+	kxMustLive(t, ix, "s", kxLiveFrames("", 0, kxBatch(nil,
+		kxEvStored([]uint64{1, 2}, nil, []uint32{1, 2, 3, 4}, 2, kxEvOpt{}),
+		kxEvStored([]uint64{9}, nil, []uint32{9, 9}, 2, kxEvOpt{medium: &cpu}))))
+	e := ix.engines[spec.KVEvEngineKey{Source: "s"}]
+	gpu, cpuPool := e.pools[kvPoolKey{tier: "GPU"}], e.pools[kvPoolKey{tier: "CPU"}]
+	seed := ref.PrefixHashSeed(spec.ExtraKey{}, false)
+	check := func(seq uint64, ev kxMp, pl *kvPool, planted spec.PrefixHash, on int32, want error) {
+		t.Helper()
+		before := ix.State()
+		pl.byPrefix.set(uint64(planted), on)
+		r := ix.Live("s", kxLiveFrames("", seq, kxBatch(nil, ev)))
+		pl.byPrefix.deleteIf(uint64(planted), on)
+		if len(r.Errors) != 1 || !reflect.DeepEqual(r.Errors[0].Error, spec.ErrorObjectOf(want)) {
+			t.Fatalf("errors %+v, want %v", r.Errors, want)
+		}
+		kxCheckKVInvariants(t, ix)
+		got := ix.State().Engines[0]
+		if !reflect.DeepEqual(got.Pools, before.Engines[0].Pools) || got.Tokens != before.Engines[0].Tokens {
+			t.Fatalf("a refused store changed the pools:\n%+v\nwant\n%+v", got.Pools, before.Engines[0].Pools)
+		}
+		if got.Counters.Refused != before.Engines[0].Counters.Refused+1 || got.Stale {
+			t.Fatalf("counters %+v stale %v: want one more refusal, not stale", got.Counters, got.Stale)
+		}
+	}
+	// [5 6][7 8] from the root: block 1's hash planted on page [1 2].
+	ph := ref.NextPrefixHash(ref.NextPrefixHash(seed, []spec.Unit{5, 6}), []spec.Unit{7, 8})
+	check(1, kxEvStored([]uint64{5, 6}, nil, []uint32{5, 6, 7, 8}, 2, kxEvOpt{}), gpu, ph, gpu.byHash.get(1),
+		ref.KVChainCollisionError(0, 1, ph))
+	// A CPU copy of hash 2: its walk finds [1 2]'s hash planted on CPU's [9 9].
+	ph = ref.NextPrefixHash(seed, []spec.Unit{1, 2})
+	check(2, kxEvStored([]uint64{2}, nil, nil, 2, kxEvOpt{medium: &cpu}), cpuPool, ph, cpuPool.byHash.get(9),
+		ref.KVChainCollisionError(0, 0, ph))
 }
 
 func TestKVEvOrphan(t *testing.T) {

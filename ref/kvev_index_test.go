@@ -679,6 +679,35 @@ func TestKVEvIndexChainCollisionIsRefusedBeforeAnyMutation(t *testing.T) {
 	}
 }
 
+// TestKVEvIndexTokenlessCopyMeetingACollisionIsRefused: a tokenless copy
+// (§2.3 step 6, A14) walks up to the nearest ancestor whose prefix hash the
+// tier has; a page there with other tokens is a chain collision, refused
+// with the ancestor's hash before any mutation. A weak chain (the sum of
+// the tokens) makes CPU's [3 0] collide with GPU's [1 2].
+func TestKVEvIndexTokenlessCopyMeetingACollisionIsRefused(t *testing.T) {
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
+	ix.next = func(prev spec.PrefixHash, tokens []uint32) spec.PrefixHash {
+		for _, t := range tokens {
+			prev += spec.PrefixHash(t)
+		}
+		return prev
+	}
+	ix.seed = func(string) spec.PrefixHash { return 0 }
+	feedOK(t, ix, "s", "", 0, batchBytes(t, nil, evStored([]uint64{1, 2}, nil, []uint32{1, 2, 3, 4}, 2),
+		withMedium(evStored([]uint64{9}, nil, []uint32{3, 0}, 2), "CPU")))
+	before := poolString(t, ix, "s", 0, 0, "CPU")
+	r := feed(t, ix, "s", "", 1, batchBytes(t, nil, withMedium(evStored([]uint64{2}, nil, nil, 2), "CPU")))
+	if d := cmp.Diff([]string{"1/0:chain_collision"}, errCodes(r.Errors)); d != "" {
+		t.Fatal(d)
+	}
+	if d := cmp.Diff(spec.ErrorObjectOf(KVChainCollisionError(0, 0, 3)), r.Errors[0].Error); d != "" {
+		t.Fatal(d)
+	}
+	if got := poolString(t, ix, "s", 0, 0, "CPU"); got != before {
+		t.Fatalf("refused copy changed the pool:\n%s\nwant\n%s", got, before)
+	}
+}
+
 // TestKVEvIndexPrefixHashesRestartAtANamespaceSwitch is A4 as amended by
 // A14, derived from the text with the §1.14 primitives: a page under the
 // root chains its namespace's seed over its tokens, a page under a parent
