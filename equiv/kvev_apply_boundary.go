@@ -200,13 +200,13 @@ func kvChainAndCopyCases() []Case[spec.KVEvApplyInput] {
 	}
 	bigPrompt = append(bigPrompt, 1)
 	return []Case[spec.KVEvApplyInput]{
-		// A4: a page's prefix hash is the chain seeded with its own
-		// namespace over the tokens of its whole path, whatever its
-		// ancestors' namespaces. [10] (LoRA 7 under the base model's [1])
-		// and [11] (LoRA 7 under LoRA 3's [2]) have different parents but
-		// the same tokens 1 2 3 4, so the same prefix hash: [11] is refused
-		// with no hash bound twice.
-		{"chain-collision-without-hash-collision-lora-7-under-two-namespaces", kvScript(kvOne(v, false),
+		// A4 as amended by A14: a page under a parent of another
+		// namespace chains its namespace's seed over its parent's prefix
+		// hash, then its tokens. [10] (LoRA 7 under the base model's [1])
+		// and [11] (LoRA 7 under LoRA 3's [2]) have the same tokens 1 2 3 4
+		// along their paths but different parents' hashes, so both hold
+		// (A4's first form gave them one chain and refused [11]).
+		{"lora-7-under-two-namespaces-two-chains", kvScript(kvOne(v, false),
 			kvLive(v, "", 0, kvB(0, kvStX([]uint64{1}, 0, toks(1, 2), 2, "GPU", 0, "", -1), kvStX([]uint64{2}, 0, toks(1, 2), 2, "GPU", 0, "", 3),
 				kvStX([]uint64{10}, 1, toks(3, 4), 2, "GPU", 0, "", 7), kvStX([]uint64{11}, 2, toks(3, 4), 2, "GPU", 0, "", 7))),
 			spec.KVEvStep{Op: spec.KVStepScore, Tokens: []int64{1, 2, 3, 4}, Namespace: "#7"},
@@ -220,10 +220,11 @@ func kvChainAndCopyCases() []Case[spec.KVEvApplyInput] {
 			kvLive(v, "", 0, kvB(0, kvSt([]uint64{kvHA}, 0, toks(1, 1), 2, "GPU"), kvSt([]uint64{kvHA}, 0, toks(5, 5), 2, "CPU"))),
 			kvLive(v, "", 1, kvB(0, kvSt([]uint64{kvHA}, 0, nil, 2, "CPU"))),
 			spec.KVEvStep{Op: spec.KVStepScore, Tokens: []int64{1, 1}, Tier: "CPU"}, spec.KVEvStep{Op: spec.KVStepScore, Tokens: []int64{5, 5}, Tier: "CPU"})},
-		// The copy of GPU's [10] (LoRA 7 over 1 2 | 3 4 under a base-model
-		// page) would get the prefix hash of CPU's [11] (LoRA 7 over the
-		// same tokens under a LoRA-3 page): a chain collision.
-		{"tokenless-copy-chain-collides-with-a-cpu-page", kvScript(kvOne(v, false),
+		// The copy of GPU's [10] (LoRA 7's 3 4 under a base-model page)
+		// and CPU's [11] (LoRA 7's 3 4 under a LoRA-3 page, the same
+		// tokens along the path) have different chains (A14): the copy
+		// holds beside [11] (A4's first form refused it).
+		{"tokenless-copy-beside-a-cpu-page-of-the-same-tokens", kvScript(kvOne(v, false),
 			kvLive(v, "", 0, kvB(0, kvStX([]uint64{1}, 0, toks(1, 2), 2, "GPU", 0, "", -1), kvStX([]uint64{10}, 1, toks(3, 4), 2, "GPU", 0, "", 7),
 				kvStX([]uint64{2}, 0, toks(1, 2), 2, "CPU", 0, "", 3), kvStX([]uint64{11}, 2, toks(3, 4), 2, "CPU", 0, "", 7))),
 			kvLive(v, "", 1, kvB(0, kvSt([]uint64{10}, 0, nil, 2, "CPU"))),
@@ -255,6 +256,24 @@ func kvChainAndCopyCases() []Case[spec.KVEvApplyInput] {
 			kvLive(v, "", 0, kvB(0, kvSt([]uint64{kvHA, kvHB}, 0, toks(1, 1, 2, 2), 2, "GPU"))),
 			kvLive(v, "", 1, kvB(0, kvSt([]uint64{kvHA, kvHB}, 0, toks(1, 1, 9, 9), 2, "GPU"))),
 			kvLive(v, "", 2, kvB(0, kvRm("GPU", kvHA))), kvScoreStep(1, 1, 2, 2))},
+		// A14: a tokenless update creates at most KVEvMaxCopyWalk (64)
+		// pages for one hash, the named page and its ancestors without a
+		// copy in the tier. GPU holds a chain of 65 one-token pages
+		// (hashes 1..65, tokens 1..65). The CPU copy of page 64 creates
+		// pages 1..64 (63 holes, page 64 bound): the bound exactly.
+		{"tokenless-copy-of-64-pages-for-one-hash", kvScript(kvOne(v, false),
+			kvLive(v, "", 0, kvB(0, kvSt(kvSeq(1, 65), 0, kvSeqToks(1, 65), 1, "GPU"))),
+			kvLive(v, "", 1, kvB(0, kvSt([]uint64{64}, 0, nil, 1, "CPU"))),
+			spec.KVEvStep{Op: spec.KVStepScore, Tokens: kvSeqPrompt(1, 64), Tier: "CPU", Exact: true})},
+		// The copy of page 65 would create 65 pages: the hash is an orphan
+		// (orphan_stores 1, no CPU pool, the engine not stale). Once page
+		// 1 has its CPU copy, page 65 needs 64 pages (65 down to 2) and is
+		// copied.
+		{"tokenless-copy-of-65-pages-is-an-orphan", kvScript(kvOne(v, false),
+			kvLive(v, "", 0, kvB(0, kvSt(kvSeq(1, 65), 0, kvSeqToks(1, 65), 1, "GPU"))),
+			kvLive(v, "", 1, kvB(0, kvSt([]uint64{65}, 0, nil, 1, "CPU"))),
+			kvLive(v, "", 2, kvB(0, kvSt([]uint64{1, 65}, 0, nil, 1, "CPU"))),
+			spec.KVEvStep{Op: spec.KVStepScore, Tokens: kvSeqPrompt(1, 65), Tier: "CPU", Exact: true})},
 		{"store-block-size-4097", kvScript(kvOne(v, false),
 			kvLive(v, "", 0, kvB(0, kvSt([]uint64{1}, 0, big, 4097, "GPU"))), kvScoreStep(bigPrompt...))},
 	}
@@ -345,4 +364,31 @@ func kvRanks(a, b string) []spec.KVEvStep {
 		st = append(st, kvLive(b, "", uint64(r), kvRankBatch(r)))
 	}
 	return append(st, kvScoreStep(1, 2))
+}
+
+// kvSeq is the hashes from, from+1, …, to.
+func kvSeq(from, to uint64) []uint64 {
+	var out []uint64
+	for h := from; h <= to; h++ {
+		out = append(out, h)
+	}
+	return out
+}
+
+// kvSeqToks is the tokens from, from+1, …, to.
+func kvSeqToks(from, to uint32) []uint32 {
+	var out []uint32
+	for t := from; t <= to; t++ {
+		out = append(out, t)
+	}
+	return out
+}
+
+// kvSeqPrompt is the prompt from, from+1, …, to.
+func kvSeqPrompt(from, to int64) []int64 {
+	var out []int64
+	for t := from; t <= to; t++ {
+		out = append(out, t)
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kvtwin/kvtwin/internal/fault"
+	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/spec"
 )
 
@@ -280,6 +281,174 @@ func kxChains(tb testing.TB, engines, blocks, bs int) *kvIndex {
 		}
 	}
 	return ix
+}
+
+// kxNamespaceChain is one chain of depth one-token pages, SGLang-style
+// (one BlockStored a page, chained by parent hash), 64 a message; page i
+// has lora_id i mod namespaces, so namespaces = depth gives every page a
+// namespace none of its ancestors has.
+func kxNamespaceChain(depth, namespaces int) [][]byte {
+	const per = 64
+	var payloads [][]byte
+	var prev *uint64
+	for m := 0; m < depth/per; m++ {
+		var evs []kxMp
+		for j := range per {
+			h := uint64(m*per+j) | 1<<40
+			id := int64((m*per + j) % namespaces)
+			evs = append(evs, kxEvStored([]uint64{h}, prev, []uint32{uint32(m*per + j)}, 1, kxEvOpt{loraID: &id}))
+			prev = new(h)
+		}
+		payloads = append(payloads, kxBatch(new(int64(0)), evs...))
+	}
+	return payloads
+}
+
+// benchKVEvLive applies payloads as live messages to a new index of the
+// twin newIndex builds, b.N times, and reports the time a page.
+func benchKVEvLive(b *testing.B, newIndex func() (spec.KVEvIndex, error), payloads [][]byte, pages int) {
+	seq := make([]byte, 8)
+	frames := [][]byte{[]byte("kv@p@m"), seq, nil}
+	b.ReportAllocs()
+	for b.Loop() {
+		ix, err := newIndex()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for m, p := range payloads {
+			binary.BigEndian.PutUint64(seq, uint64(m))
+			frames[2] = p
+			if r := ix.Live("v", frames); r.Error != nil || len(r.Errors) > 0 {
+				b.Fatalf("%+v", r)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(pages), "ns/page")
+}
+
+// kvevTwins are the two twins' constructors for the benchmarks that
+// compare them: one stream "v", the default config.
+var kvevTwins = []struct {
+	name string
+	new  func() (spec.KVEvIndex, error)
+}{
+	{"fast", func() (spec.KVEvIndex, error) {
+		return newKVIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "v"}}, fault.KVEv{})
+	}},
+	{"ref", func() (spec.KVEvIndex, error) {
+		return ref.NewKVEvIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "v"}})
+	}},
+}
+
+// BenchmarkKVEvStoreFreshNamespaces is ingest of one chain whose every page
+// has a namespace none of its ancestors has (a new lora_id a page), on both
+// twins, to the depth given (A14: per page it must cost the same at every
+// depth; before A14 each page chained its namespace's hash over its whole
+// path, so the chain was quadratic).
+func BenchmarkKVEvStoreFreshNamespaces(b *testing.B) {
+	for _, tw := range kvevTwins {
+		for _, depth := range []int{2048, 8192} {
+			b.Run(fmt.Sprintf("twin=%s/depth=%d", tw.name, depth), func(b *testing.B) {
+				benchKVEvLive(b, tw.new, kxNamespaceChain(depth, depth), depth)
+			})
+		}
+	}
+}
+
+// BenchmarkKVEvTokenlessDeepChain is vLLM's CPU offloading of one chain
+// (§2.3 step 6): the chain's one-token pages stored on the GPU, 64 a
+// message, then one tokenless CPU store a page, root first, 64 a message;
+// the time is a tokenless store's, per page, at the depth given, on both
+// twins (A14: it must not grow with the depth).
+func BenchmarkKVEvTokenlessDeepChain(b *testing.B) {
+	cpu := "CPU"
+	for _, tw := range kvevTwins {
+		for _, depth := range []int{2048, 8192} {
+			b.Run(fmt.Sprintf("twin=%s/depth=%d", tw.name, depth), func(b *testing.B) {
+				gpu := kxNamespaceChain(depth, 1)
+				var payloads [][]byte
+				for m := 0; m < depth/64; m++ {
+					var evs []kxMp
+					for j := range 64 {
+						evs = append(evs, kxEvStored([]uint64{uint64(m*64+j) | 1<<40}, nil, nil, 1, kxEvOpt{medium: &cpu}))
+					}
+					payloads = append(payloads, kxBatch(new(int64(0)), evs...))
+				}
+				seq := make([]byte, 8)
+				frames := [][]byte{[]byte("kv@p@m"), seq, nil}
+				var spent time.Duration
+				for b.Loop() {
+					ix, err := tw.new()
+					if err != nil {
+						b.Fatal(err)
+					}
+					for m, p := range append(gpu, payloads...) {
+						if m == len(gpu) {
+							spent -= b.Elapsed()
+						}
+						binary.BigEndian.PutUint64(seq, uint64(m))
+						frames[2] = p
+						if r := ix.Live("v", frames); r.Error != nil || len(r.Errors) > 0 {
+							b.Fatalf("%+v", r)
+						}
+					}
+					spent += b.Elapsed()
+				}
+				b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N)/float64(depth), "ns/tokenless-page")
+			})
+		}
+	}
+}
+
+// BenchmarkKVEvTokenlessCopyCycle is a hostile publisher's cycle on the
+// CPU tier of a GPU chain of one-token pages, the depth given: a tokenless
+// store of the chain's last hash, then its removal, 32 pairs a message.
+// Before A14 each store created the whole chain in CPU as holes and each
+// removal pruned it; A14 makes such a hash an orphan past
+// spec.KVEvMaxCopyWalk pages, so a pair costs the same at every depth.
+// Depth 64 is the bound exactly: each pair creates and prunes 64 pages,
+// the most a pair can cost.
+func BenchmarkKVEvTokenlessCopyCycle(b *testing.B) {
+	cpu := "CPU"
+	for _, tw := range kvevTwins {
+		for _, depth := range []int{64, 2048, 8192} {
+			b.Run(fmt.Sprintf("twin=%s/depth=%d", tw.name, depth), func(b *testing.B) {
+				gpu := kxNamespaceChain(depth, 1)
+				last := uint64(depth-1) | 1<<40
+				var evs []kxMp
+				for range 32 {
+					evs = append(evs, kxEvStored([]uint64{last}, nil, nil, 1, kxEvOpt{medium: &cpu}),
+						kxEvRemoved([]uint64{last}, kxEvOpt{medium: &cpu}))
+				}
+				cycle := kxBatch(new(int64(0)), evs...)
+				const rounds = 16
+				seq := make([]byte, 8)
+				frames := [][]byte{[]byte("kv@p@m"), seq, nil}
+				var spent time.Duration
+				for b.Loop() {
+					ix, err := tw.new()
+					if err != nil {
+						b.Fatal(err)
+					}
+					for m := range len(gpu) + rounds {
+						if m == len(gpu) {
+							spent -= b.Elapsed()
+						}
+						binary.BigEndian.PutUint64(seq, uint64(m))
+						frames[2] = cycle
+						if m < len(gpu) {
+							frames[2] = gpu[m]
+						}
+						if r := ix.Live("v", frames); r.Error != nil || len(r.Errors) > 0 {
+							b.Fatalf("%+v", r)
+						}
+					}
+					spent += b.Elapsed()
+				}
+				b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N)/float64(rounds*32), "ns/pair")
+			})
+		}
+	}
 }
 
 // BenchmarkKVEvStoreAlternatingNamespaces is ingest of one chain whose

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -403,25 +404,79 @@ func TestKVEvRefusals(t *testing.T) {
 
 // A4's chain collision: a page whose ancestors are in another namespace
 // has the prefix hash of the same tokens' path in its own namespace.
-func TestKVEvChainCollision(t *testing.T) {
+// TestKVEvChainsAcrossNamespacesStayApart is A14's example: [2] (LoRA A's
+// 3 4 under the base model's [1]) and [4] (LoRA A's 1 2 | 3 4 from the
+// root) have the same tokens along their paths; A4's first form gave them
+// one prefix hash and refused [3 4] as a chain collision. A14 chains [2]
+// from its parent's hash, so both stores hold, and each prompt reaches only
+// its own path.
+func TestKVEvChainsAcrossNamespacesStayApart(t *testing.T) {
 	ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "s"})
 	lora := "A"
-	r := ix.Live("s", kxLiveFrames("", 0, kxBatch(nil,
+	kxMustLive(t, ix, "s", kxLiveFrames("", 0, kxBatch(nil,
 		kxEvStored([]uint64{1}, nil, []uint32{1, 2}, 2, kxEvOpt{}),
 		kxEvStored([]uint64{2}, kxU64p(1), []uint32{3, 4}, 2, kxEvOpt{loraName: &lora}),
 		kxEvStored([]uint64{3, 4}, nil, []uint32{1, 2, 3, 4}, 2, kxEvOpt{loraName: &lora}),
 	)))
-	if got := kxErrCodes(r); !slices.Equal(got, []string{"chain_collision"}) {
-		t.Fatalf("errors %v", got)
-	}
 	kxCheckKVInvariants(t, ix)
-	// Nothing of the refused store stayed (its first page was new).
-	if p := ix.State().Engines[0].Pools[0].Pages; len(p) != 2 {
+	if p := ix.State().Engines[0].Pools[0].Pages; len(p) != 4 {
 		t.Fatalf("pages %+v", p)
 	}
-	// The namespace-A prompt does not reach the mixed path.
-	kxWantBlocks(t, ix, spec.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4}, Namespace: "A"}, "s/0:0(ps2,stale=false) ")
+	kxWantBlocks(t, ix, spec.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4}, Namespace: "A"}, "s/0:2(ps2,stale=false) ")
 	kxWantBlocks(t, ix, spec.KVEvScoreQuery{Tokens: []int64{1, 2, 3, 4}}, "s/0:1(ps2,stale=false) ")
+	// [2]'s prefix hash, from A14's text: A's seed chained over [1]'s
+	// hash (the base model's seed over 1 2), then over 3 4.
+	seedA := ref.PrefixHashSeed(spec.ExtraKey{Extra: "A", HasExtra: true}, false)
+	h1 := ref.NextPrefixHash(ref.PrefixHashSeed(spec.ExtraKey{}, false), []spec.Unit{1, 2})
+	want := ref.NextPrefixHash(ref.NextPrefixHash(seedA, []spec.Unit{spec.Unit(h1)}), []spec.Unit{3, 4})
+	pl := ix.engines[spec.KVEvEngineKey{Source: "s"}].pools[kvPoolKey{tier: "GPU"}]
+	if got := pl.byHash.get(2); got == kvNoSlot || pl.prefix[got] != uint64(want) {
+		t.Fatalf("[2]'s prefix hash: slot %d, want %x", got, uint64(want))
+	}
+}
+
+// TestKVEvChainCollisionsRefuseTheStoreAndUndoIt: since A14 a chain
+// collision needs a 64-bit prefix-hash collision, so the test plants one in
+// byPrefix (the hash a page will get, entered for another page), then
+// removes it. A full store is refused at the colliding block with that
+// hash, its first block (created before) undone; a tokenless copy whose
+// walk meets the planted page is refused at its hash with the ancestor's
+// prefix hash. Neither changes the pools; each counts one refusal.
+func TestKVEvChainCollisionsRefuseTheStoreAndUndoIt(t *testing.T) {
+	ix := kxNewTestIx(t, spec.KVEvConfig{}, fault.KVEv{}, spec.KVEvStream{Name: "s"})
+	cpu := "CPU"
+	kxMustLive(t, ix, "s", kxLiveFrames("", 0, kxBatch(nil,
+		kxEvStored([]uint64{1, 2}, nil, []uint32{1, 2, 3, 4}, 2, kxEvOpt{}),
+		kxEvStored([]uint64{9}, nil, []uint32{9, 9}, 2, kxEvOpt{medium: &cpu}))))
+	e := ix.engines[spec.KVEvEngineKey{Source: "s"}]
+	gpu, cpuPool := e.pools[kvPoolKey{tier: "GPU"}], e.pools[kvPoolKey{tier: "CPU"}]
+	seed := ref.PrefixHashSeed(spec.ExtraKey{}, false)
+	check := func(seq uint64, ev kxMp, pl *kvPool, planted spec.PrefixHash, on int32, want error) {
+		t.Helper()
+		before := ix.State()
+		pl.byPrefix.set(uint64(planted), on)
+		r := ix.Live("s", kxLiveFrames("", seq, kxBatch(nil, ev)))
+		pl.byPrefix.deleteIf(uint64(planted), on)
+		if len(r.Errors) != 1 || !reflect.DeepEqual(r.Errors[0].Error, spec.ErrorObjectOf(want)) {
+			t.Fatalf("errors %+v, want %v", r.Errors, want)
+		}
+		kxCheckKVInvariants(t, ix)
+		got := ix.State().Engines[0]
+		if !reflect.DeepEqual(got.Pools, before.Engines[0].Pools) || got.Tokens != before.Engines[0].Tokens {
+			t.Fatalf("a refused store changed the pools:\n%+v\nwant\n%+v", got.Pools, before.Engines[0].Pools)
+		}
+		if got.Counters.Refused != before.Engines[0].Counters.Refused+1 || got.Stale {
+			t.Fatalf("counters %+v stale %v: want one more refusal, not stale", got.Counters, got.Stale)
+		}
+	}
+	// [5 6][7 8] from the root: block 1's hash planted on page [1 2].
+	ph := ref.NextPrefixHash(ref.NextPrefixHash(seed, []spec.Unit{5, 6}), []spec.Unit{7, 8})
+	check(1, kxEvStored([]uint64{5, 6}, nil, []uint32{5, 6, 7, 8}, 2, kxEvOpt{}), gpu, ph, gpu.byHash.get(1),
+		ref.KVChainCollisionError(0, 1, ph))
+	// A CPU copy of hash 2: its walk finds [1 2]'s hash planted on CPU's [9 9].
+	ph = ref.NextPrefixHash(seed, []spec.Unit{1, 2})
+	check(2, kxEvStored([]uint64{2}, nil, nil, 2, kxEvOpt{medium: &cpu}), cpuPool, ph, cpuPool.byHash.get(9),
+		ref.KVChainCollisionError(0, 0, ph))
 }
 
 func TestKVEvOrphan(t *testing.T) {

@@ -448,28 +448,27 @@ func (h *kvHasher) next(prev uint64, toks []uint32) uint64 {
 }
 
 // childPrefix is the prefix hash a page of namespace ns and tokens toks
-// gets under parent (A4): the chain seeded with ns over the tokens of every
-// page from the root down to it, whatever the ancestors' namespaces. It
-// starts from the nearest ancestor in ns, whose own prefix hash is that
-// chain down to it (the seed at the root), so a chain whose pages switch
-// between namespaces costs the pages since the last one in ns, not the
-// whole path: walking to the root made a chain alternating two LoRAs
-// quadratic (8,000 one-token pages took 0.59 s, 2,000 took 38 ms).
+// gets under parent (A4 as amended by A14): one step from the parent's
+// hash when the parent is in ns, from ns's seed under the root, and from
+// ns's seed chained over the parent's hash (one unit) under a parent of
+// another namespace. It never looks past the parent: A4's first form
+// chained ns's seed over the tokens of the whole path, which made a chain
+// whose every page has a new namespace quadratic (8,192 one-token pages
+// took 0.8 s, 2,048 took 47 ms).
 func (h *kvHasher) childPrefix(pl *kvPool, parent int32, ns string, toks []uint32) uint64 {
-	path := h.path[:0]
-	q := parent
-	for q != 0 && pl.nsOf(q) != ns {
-		path = append(path, q)
-		q = pl.page[q].parent
+	var v uint64
+	switch {
+	case parent == 0:
+		v = h.seed(ns)
+	case pl.nsOf(parent) == ns:
+		v = pl.prefix[parent]
+	case pl.faults.SwitchChainsFromSeed:
+		v = h.seed(ns)
+	default:
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], pl.prefix[parent])
+		v = foldHash(h.seed(ns), xxh3.Hash(b[:]))
 	}
-	v := h.seed(ns)
-	if q != 0 {
-		v = pl.prefix[q]
-	}
-	for i := len(path) - 1; i >= 0; i-- {
-		v = h.next(v, pl.tokensOf(path[i]))
-	}
-	h.path = path[:0]
 	return h.next(v, toks)
 }
 
@@ -698,11 +697,12 @@ func (ix *kvIndex) checkBudget(e *kvEngine, pl *kvPool, a *kvStoreArgs) error {
 	return ref.KVPoolBudgetError(a.event, after, ix.cfg.MaxTokensPerEngine)
 }
 
-// storeTokenless is §2.3 step 6: each hash's page is copied, with its
-// path, from another tier of the same engine and group whose page size is
-// the event's. Hash by hash, in the reference's order: its source (a
-// source of another page size refuses the event), its binding, then the
-// pages missing on its path, root first.
+// storeTokenless is §2.3 step 6 (as amended by A14): each hash's page is
+// copied, with its path, from another tier of the same engine and group
+// whose page size is the event's. Hash by hash, in the reference's order:
+// its source (a source of another page size refuses the event), its
+// binding (which must name the source's copy), then the pages without a
+// copy on its path, root first (past spec.KVEvMaxCopyWalk, an orphan).
 func (ix *kvIndex) storeTokenless(e *kvEngine, pl *kvPool, a *kvStoreArgs, h *kvHasher) (orphans uint64, err error) {
 	srcs := e.tierOrder(a.key)
 	e.log = e.log[:0]
@@ -727,20 +727,28 @@ func (ix *kvIndex) storeTokenless(e *kvEngine, pl *kvPool, a *kvStoreArgs, h *kv
 			pl = ix.newPool(e, a)
 		}
 		if x := pl.byHash.get(uint64(hv)); x != kvNoSlot {
-			if !samePath(pl, x, sp, src) {
+			if !isCopyOf(pl, x, sp, src) {
 				e.rollback(pl)
 				return 0, ref.KVHashConflictError(a.event, i, hv)
 			}
 			e.incr(pl, x, pl.binding(x, uint64(hv)), ix.f.CountsAsSet)
 			continue
 		}
-		cur, err := ix.copyPath(e, pl, sp, src, h)
+		cur, deep, err := ix.copyPath(e, pl, sp, src, h)
+		if deep {
+			orphans++ // A14: too many pages to create for one hash
+			continue
+		}
 		if err != nil {
 			e.rollback(pl)
 			return 0, ref.KVChainCollisionError(a.event, i, spec.PrefixHash(err.prefix))
 		}
 		e.bindNew(pl, cur, uint64(hv))
 		pl.byHash.set(uint64(hv), cur)
+	}
+	if pl != nil && pl.pages == 0 {
+		e.dropPool(pl) // new, and every hash an orphan: no pool (A5)
+		return orphans, nil
 	}
 	return orphans, ix.checkBudget(e, pl, a)
 }
@@ -749,41 +757,45 @@ func (ix *kvIndex) storeTokenless(e *kvEngine, pl *kvPool, a *kvStoreArgs, h *kv
 // hash names a page of another path (A4's chain collision).
 type kvCollision struct{ prefix uint64 }
 
-// copyPath makes sure pl has src's path (src a slot of sp, root first),
-// creating the missing pages as holes, and returns the slot of src's
-// copy; a page of another path in the way is a collision.
-func (ix *kvIndex) copyPath(e *kvEngine, pl, sp *kvPool, src int32, h *kvHasher) (int32, *kvCollision) {
+// copyPath makes sure pl has src's path (src a slot of sp) and returns
+// the slot of src's copy (A14: the copy of a page is the page of pl with
+// its prefix hash). It walks from src up to its nearest ancestor that has
+// a copy (the root at the latest), which must have the ancestor's
+// namespace and tokens (else a collision), and creates the pages below it
+// root first, as holes: the work is the pages created, never the depth
+// (walking the whole path made one tokenless store a page of a chain 8,192
+// pages deep cost 121 us a page). More than spec.KVEvMaxCopyWalk pages to
+// create is deep: nothing is created and the caller counts an orphan.
+func (ix *kvIndex) copyPath(e *kvEngine, pl, sp *kvPool, src int32, h *kvHasher) (cur int32, deep bool, _ *kvCollision) {
 	path := h.path[:0]
-	for q := src; sp.page[q].parent != kvNoSlot; q = sp.page[q].parent {
-		path = append(path, q)
-	}
 	defer func() { h.path = path[:0] }()
-	cur := int32(0)
-	for k := len(path) - 1; k >= 0; k-- {
-		q := path[k]
-		qp, qns, qt := sp.prefix[q], sp.nsOf(q), sp.tokensOf(q)
-		if c := pl.byPrefix.get(qp); c != kvNoSlot {
-			if pl.page[c].parent != cur || pl.nsOf(c) != qns || !equalTokens(pl.tokensOf(c), qt) {
-				return 0, &kvCollision{prefix: qp}
+	limit := spec.KVEvMaxCopyWalk
+	if pl.faults.CopyWalkOneShort {
+		limit--
+	}
+	for q := src; sp.page[q].parent != kvNoSlot; q = sp.page[q].parent {
+		if c := pl.byPrefix.get(sp.prefix[q]); c != kvNoSlot {
+			if !isCopyOf(pl, c, sp, q) {
+				return 0, false, &kvCollision{prefix: sp.prefix[q]}
 			}
 			cur = c
-			continue
+			break
 		}
-		cur = e.create(pl, cur, qns, qt, qp)
+		if path = append(path, q); len(path) > limit {
+			return 0, true, nil
+		}
 	}
-	return cur, nil
+	for k := len(path) - 1; k >= 0; k-- {
+		q := path[k]
+		cur = e.create(pl, cur, sp.nsOf(q), sp.tokensOf(q), sp.prefix[q])
+	}
+	return cur, false, nil
 }
 
-// samePath reports whether slot a of pool pa and slot b of pool pb have
-// the same path from their roots: namespaces and tokens page by page.
-func samePath(pa *kvPool, a int32, pb *kvPool, b int32) bool {
-	for pa.page[a].parent != kvNoSlot && pb.page[b].parent != kvNoSlot {
-		if pa.prefix[a] != pb.prefix[b] || pa.nsOf(a) != pb.nsOf(b) || !equalTokens(pa.tokensOf(a), pb.tokensOf(b)) {
-			return false
-		}
-		a, b = pa.page[a].parent, pb.page[b].parent
-	}
-	return pa.page[a].parent == kvNoSlot && pb.page[b].parent == kvNoSlot
+// isCopyOf reports whether slot a of pool pa is the copy of slot b of pool
+// pb (A14): the same prefix hash, namespace and tokens.
+func isCopyOf(pa *kvPool, a int32, pb *kvPool, b int32) bool {
+	return pa.prefix[a] == pb.prefix[b] && pa.nsOf(a) == pb.nsOf(b) && equalTokens(pa.tokensOf(a), pb.tokensOf(b))
 }
 
 // tierOrder is the pools a tokenless update of key searches: the same

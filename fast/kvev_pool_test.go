@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 
@@ -250,22 +249,19 @@ func kxCheckPool(t testing.TB, e *kvEngine, key kvPoolKey, pl *kvPool) (tokens i
 				t.Fatalf("prefix %x twice", pl.prefix[k])
 			}
 			prefixes[pl.prefix[k]] = k
-			// The prefix hash is the chain over the path, seeded
-			// with the page's own namespace (A4).
-			var want spec.PrefixHash
-			if p != 0 && pl.nsOf(p) == pl.nsOf(k) {
-				want = ref.NextPrefixHash(spec.PrefixHash(pl.prefix[p]), kxUnits(pl.tokensOf(k)))
-			} else {
-				var path []int32
-				for q := k; q != 0; q = pl.page[q].parent {
-					path = append(path, q)
-				}
-				slices.Reverse(path)
-				want = ref.PrefixHashSeed(spec.ExtraKey{Extra: pl.nsOf(k), HasExtra: pl.nsOf(k) != ""}, false)
-				for _, q := range path {
-					want = ref.NextPrefixHash(want, kxUnits(pl.tokensOf(q)))
-				}
+			// The prefix hash is one step from the parent's (A4 as
+			// amended by A14): from the namespace's seed under the
+			// root, from the parent's hash in the parent's namespace,
+			// else from the seed chained over the parent's hash.
+			seed := ref.PrefixHashSeed(spec.ExtraKey{Extra: pl.nsOf(k), HasExtra: pl.nsOf(k) != ""}, false)
+			base := seed
+			switch {
+			case p != 0 && pl.nsOf(p) == pl.nsOf(k):
+				base = spec.PrefixHash(pl.prefix[p])
+			case p != 0:
+				base = ref.NextPrefixHash(seed, []spec.Unit{spec.Unit(pl.prefix[p])})
 			}
+			want := ref.NextPrefixHash(base, kxUnits(pl.tokensOf(k)))
 			if uint64(want) != pl.prefix[k] {
 				t.Fatalf("%v: prefix of page is %x, want %x", e.key, pl.prefix[k], uint64(want))
 			}

@@ -270,19 +270,52 @@ func kvevNext(prev spec.PrefixHash, tokens []uint32) spec.PrefixHash {
 	return NextPrefixHash(prev, units)
 }
 
-// pagePrefixHash is page p's prefix hash by definition (§2.10 A4): the
-// chain seeded with p's own namespace over the tokens of every page from
-// the root's child down to p, whatever their namespaces.
+// kvevSwitch is the base a page in namespace ns chains from when its
+// parent is in another namespace (§2.10 A14): ns's chain started over one
+// unit, the parent's prefix hash.
+func kvevSwitch(seed, parent spec.PrefixHash) spec.PrefixHash {
+	return NextPrefixHash(seed, []spec.Unit{spec.Unit(parent)})
+}
+
+// pagePrefixHash is page p's prefix hash by definition (§2.10 A4 as
+// amended by A14), computed root first over p's path: a page directly
+// under the root chains from its namespace's seed, a page under a parent
+// of its namespace from the parent's hash, and a page under a parent of
+// another namespace from kvevSwitch of the two. Each step hashes the
+// page's tokens.
 func (ix *refKVEvIndex) pagePrefixHash(p *kvevPage) spec.PrefixHash {
 	var path []*kvevPage
 	for q := p; !q.isRoot(); q = q.parent {
 		path = append(path, q)
 	}
-	h := ix.seed(p.ns)
+	var h spec.PrefixHash
 	for i := len(path) - 1; i >= 0; i-- {
-		h = ix.next(h, path[i].tokens)
+		q := path[i]
+		switch {
+		case i == len(path)-1:
+			h = ix.seed(q.ns)
+		case path[i+1].ns != q.ns:
+			h = kvevSwitch(ix.seed(q.ns), h)
+		}
+		h = ix.next(h, q.tokens)
 	}
 	return h
+}
+
+// childPrefix is the prefix hash of page k under p (A4, A14): one step
+// from p's, whatever p's depth, so a store, a tokenless copy and a restore
+// cost a page its own tokens.
+func (ix *refKVEvIndex) childPrefix(p *kvevPage, k kvevPageKey) spec.PrefixHash {
+	var base spec.PrefixHash
+	switch {
+	case p.isRoot():
+		base = ix.seed(k.ns)
+	case p.ns == k.ns:
+		base = p.prefix
+	default:
+		base = kvevSwitch(ix.seed(k.ns), p.prefix)
+	}
+	return ix.next(base, k.tokens)
 }
 
 // kvevTier is the pool tier of a medium (§2.1): upper-cased, GPU when nil
@@ -558,13 +591,20 @@ func (ix *refKVEvIndex) store(e *kvevEngine, seq uint64, i int, ev spec.KVEvent)
 	return nil
 }
 
-// planTokenless plans a tokenless tier update (§2.3 step 6): each hash's
-// page, found in another tier, is copied into the plan's pool with its
-// whole path, missing ancestors as holes without bindings. It returns the
-// hashes found in no tier.
+// planTokenless plans a tokenless tier update (§2.3 step 6 as amended by
+// §2.10 A14): each hash's page src, found in another tier, is copied into
+// the plan's pool, where the copy of a page is the page with its prefix
+// hash (A4: unique in a pool, and a function of the page's whole path). A
+// hash already bound must name src's copy (errHashConflict); otherwise the
+// walk from src goes up only to its nearest ancestor that has a copy (the
+// root at the latest), which must have that ancestor's namespace and
+// tokens (errChainCollision), and the pages below it are created root
+// first, the ancestors as holes without bindings; a hash that would
+// create more than spec.KVEvMaxCopyWalk pages is an orphan instead. A
+// hash's work is the pages it creates, never its depth. It returns the
+// orphans: the hashes found in no tier or too deep to copy.
 func (ix *refKVEvIndex) planTokenless(e *kvevEngine, pk kvevPoolKey, plan *kvevPlan, hashes []spec.EvHash) (uint64, error) {
 	var orphans uint64
-	copied := map[*kvevPage]*kvevPage{} // a source page → its copy in the plan's pool
 	for j, h := range hashes {
 		src, srcKey := ix.findInOtherTier(e, pk, h)
 		if src == nil {
@@ -574,44 +614,59 @@ func (ix *refKVEvIndex) planTokenless(e *kvevEngine, pk kvevPoolKey, plan *kvevP
 		if srcPool := e.pools[srcKey]; srcPool.pageSize != plan.pageSize {
 			return 0, KVBlockSizeChangeError(plan.event, plan.pageSize, srcPool.pageSize, srcKey.group, srcKey.tier)
 		}
-		// src's path below its deepest ancestor already copied (or the root).
-		var path []*kvevPage
-		q := src
-		for !q.isRoot() && copied[q] == nil {
-			path = append(path, q)
-			q = q.parent
-		}
-		slices.Reverse(path)
-		at := plan.pool.root
-		if !q.isRoot() {
-			at = copied[q]
-		}
-		// The named page is checked first (errHashConflict), then the
-		// pages missing on its path are created root first.
-		target := at
-		for _, p := range path {
-			if target = plan.child(target, p.key()); target == nil {
-				break
+		if x := plan.boundPage(h); x != nil {
+			if !isCopyOf(x, src) {
+				return 0, KVHashConflictError(plan.event, j, h)
 			}
+			plan.bind(x, h)
+			continue
 		}
-		if err := plan.checkBinding(target, h, j); err != nil {
+		// src's pages without a copy, src first, and the copy they go under.
+		path, at, err := plan.uncopied(src, j)
+		if err != nil {
 			return 0, err
 		}
+		if len(path) > spec.KVEvMaxCopyWalk {
+			orphans++ // A14: too many pages to create for one hash
+			continue
+		}
 		cur := at
-		for _, p := range path {
-			c := plan.child(cur, p.key())
-			if c == nil {
-				var err error
-				if c, err = plan.create(cur, p.key(), j); err != nil {
-					return 0, err
-				}
+		for i := len(path) - 1; i >= 0; i-- {
+			if cur, err = plan.create(cur, path[i].key(), j); err != nil {
+				return 0, err
 			}
-			copied[p] = c
-			cur = c
 		}
 		plan.bind(cur, h)
 	}
 	return orphans, nil
+}
+
+// uncopied walks from src (a page of another tier) up to its nearest
+// ancestor-or-self that has a copy in the plan's pool, and returns the
+// pages it passed, src first, and that copy (the root when it reached the
+// root). The copy must have its page's namespace and tokens
+// (errChainCollision for block j). It stops after spec.KVEvMaxCopyWalk+1
+// pages without a copy (A14): the caller then makes the hash an orphan.
+func (plan *kvevPlan) uncopied(src *kvevPage, j int) ([]*kvevPage, *kvevPage, error) {
+	var path []*kvevPage
+	for q := src; !q.isRoot(); q = q.parent {
+		if c := plan.prefixPage(q.prefix); c != nil {
+			if !isCopyOf(c, q) {
+				return nil, nil, KVChainCollisionError(plan.event, j, q.prefix)
+			}
+			return path, c, nil
+		}
+		if path = append(path, q); len(path) > spec.KVEvMaxCopyWalk {
+			break
+		}
+	}
+	return path, plan.pool.root, nil
+}
+
+// isCopyOf reports whether page c (of one pool) is the copy of page q (of
+// another) as A14 defines it: the same prefix hash, namespace and tokens.
+func isCopyOf(c, q *kvevPage) bool {
+	return c.prefix == q.prefix && c.ns == q.ns && slices.Equal(c.tokens, q.tokens)
 }
 
 // kvevPlan is one store's effect, planned and checked before anything
@@ -626,9 +681,8 @@ type kvevPlan struct {
 	created  []*kvevPage
 	pending  map[*kvevPage]map[kvevChildKey]*kvevPage // created pages by parent
 	binds    []kvevBind
-	boundTo  map[spec.EvHash]*kvevPage // the bindings of binds
-	taken    map[spec.PrefixHash]bool  // prefix hashes of created pages
-	chains   map[kvevChainKey]spec.PrefixHash
+	boundTo  map[spec.EvHash]*kvevPage     // the bindings of binds
+	taken    map[spec.PrefixHash]*kvevPage // created pages by prefix hash
 }
 
 type kvevBind struct {
@@ -636,18 +690,11 @@ type kvevBind struct {
 	hash spec.EvHash
 }
 
-// kvevChainKey names the chain seeded with namespace ns over page's path.
-type kvevChainKey struct {
-	page *kvevPage
-	ns   string
-}
-
 func (ix *refKVEvIndex) newPlan(pool *kvevPool, pageSize int64, event int) *kvevPlan {
 	plan := &kvevPlan{
 		ix: ix, event: event, pageSize: pageSize, pool: pool,
 		pending: map[*kvevPage]map[kvevChildKey]*kvevPage{},
-		boundTo: map[spec.EvHash]*kvevPage{}, taken: map[spec.PrefixHash]bool{},
-		chains: map[kvevChainKey]spec.PrefixHash{},
+		boundTo: map[spec.EvHash]*kvevPage{}, taken: map[spec.PrefixHash]*kvevPage{},
 	}
 	if pool == nil {
 		plan.fresh = true
@@ -686,11 +733,7 @@ func (plan *kvevPlan) place(cur *kvevPage, k kvevPageKey, h spec.EvHash, j int) 
 // created) when the pool or an earlier block of the store binds h to
 // another page.
 func (plan *kvevPlan) checkBinding(page *kvevPage, h spec.EvHash, j int) error {
-	b := plan.pool.byHash[h]
-	if b == nil {
-		b = plan.boundTo[h]
-	}
-	if b != nil && b != page {
+	if b := plan.boundPage(h); b != nil && b != page {
 		return KVHashConflictError(plan.event, j, h)
 	}
 	return nil
@@ -704,8 +747,8 @@ func (plan *kvevPlan) bind(page *kvevPage, h spec.EvHash) {
 // create plans page k under p, refusing it when its prefix hash is one of
 // the pool's pages' or of a page the plan creates (§2.10 A4).
 func (plan *kvevPlan) create(p *kvevPage, k kvevPageKey, j int) (*kvevPage, error) {
-	ph := plan.ix.next(plan.chain(p, k.ns), k.tokens)
-	if plan.pool.byPrefix[ph] != nil || plan.taken[ph] {
+	ph := plan.ix.childPrefix(p, k)
+	if plan.prefixPage(ph) != nil {
 		return nil, KVChainCollisionError(plan.event, j, ph)
 	}
 	c := newKVEvPage(p, k, ph)
@@ -714,37 +757,26 @@ func (plan *kvevPlan) create(p *kvevPage, k kvevPageKey, j int) (*kvevPage, erro
 	}
 	plan.pending[p][childKeyOf(k)] = c
 	plan.created = append(plan.created, c)
-	plan.taken[ph] = true
+	plan.taken[ph] = c
 	return c, nil
 }
 
-// chain is the chain seeded with ns over the tokens of p's path (the seed
-// itself for the root): a page's own prefix hash when it is in ns,
-// otherwise computed down from the nearest such ancestor (or the root) and
-// remembered for the pages the plan walks.
-func (plan *kvevPlan) chain(p *kvevPage, ns string) spec.PrefixHash {
-	var path []*kvevPage
-	q := p
-	for !q.isRoot() && q.ns != ns {
-		if _, ok := plan.chains[kvevChainKey{q, ns}]; ok {
-			break
-		}
-		path = append(path, q)
-		q = q.parent
+// prefixPage is the page with prefix hash ph, in the pool or created by
+// the plan; nil when neither.
+func (plan *kvevPlan) prefixPage(ph spec.PrefixHash) *kvevPage {
+	if p := plan.pool.byPrefix[ph]; p != nil {
+		return p
 	}
-	h := plan.ix.seed(ns)
-	if !q.isRoot() {
-		if q.ns == ns {
-			h = q.prefix
-		} else {
-			h = plan.chains[kvevChainKey{q, ns}]
-		}
+	return plan.taken[ph]
+}
+
+// boundPage is the page hash h is bound to, in the pool or by the plan;
+// nil when neither.
+func (plan *kvevPlan) boundPage(h spec.EvHash) *kvevPage {
+	if p := plan.pool.byHash[h]; p != nil {
+		return p
 	}
-	for i := len(path) - 1; i >= 0; i-- {
-		h = plan.ix.next(h, path[i].tokens)
-		plan.chains[kvevChainKey{path[i], ns}] = h
-	}
-	return h
+	return plan.boundTo[h]
 }
 
 // commit makes the plan's pages and bindings part of the pool, and a new

@@ -679,18 +679,57 @@ func TestKVEvIndexChainCollisionIsRefusedBeforeAnyMutation(t *testing.T) {
 	}
 }
 
-func TestKVEvIndexPrefixHashesAreSeededWithThePagesOwnNamespace(t *testing.T) {
+// TestKVEvIndexTokenlessCopyMeetingACollisionIsRefused: a tokenless copy
+// (§2.3 step 6, A14) walks up to the nearest ancestor whose prefix hash the
+// tier has; a page there with other tokens is a chain collision, refused
+// with the ancestor's hash before any mutation. A weak chain (the sum of
+// the tokens) makes CPU's [3 0] collide with GPU's [1 2].
+func TestKVEvIndexTokenlessCopyMeetingACollisionIsRefused(t *testing.T) {
+	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
+	ix.next = func(prev spec.PrefixHash, tokens []uint32) spec.PrefixHash {
+		for _, t := range tokens {
+			prev += spec.PrefixHash(t)
+		}
+		return prev
+	}
+	ix.seed = func(string) spec.PrefixHash { return 0 }
+	feedOK(t, ix, "s", "", 0, batchBytes(t, nil, evStored([]uint64{1, 2}, nil, []uint32{1, 2, 3, 4}, 2),
+		withMedium(evStored([]uint64{9}, nil, []uint32{3, 0}, 2), "CPU")))
+	before := poolString(t, ix, "s", 0, 0, "CPU")
+	r := feed(t, ix, "s", "", 1, batchBytes(t, nil, withMedium(evStored([]uint64{2}, nil, nil, 2), "CPU")))
+	if d := cmp.Diff([]string{"1/0:chain_collision"}, errCodes(r.Errors)); d != "" {
+		t.Fatal(d)
+	}
+	if d := cmp.Diff(spec.ErrorObjectOf(KVChainCollisionError(0, 0, 3)), r.Errors[0].Error); d != "" {
+		t.Fatal(d)
+	}
+	if got := poolString(t, ix, "s", 0, 0, "CPU"); got != before {
+		t.Fatalf("refused copy changed the pool:\n%s\nwant\n%s", got, before)
+	}
+}
+
+// TestKVEvIndexPrefixHashesRestartAtANamespaceSwitch is A4 as amended by
+// A14, derived from the text with the §1.14 primitives: a page under the
+// root chains its namespace's seed over its tokens, a page under a parent
+// of its namespace the parent's hash, and a page under a parent of another
+// namespace its namespace's seed chained over the parent's hash (one unit)
+// and then its tokens.
+func TestKVEvIndexPrefixHashesRestartAtANamespaceSwitch(t *testing.T) {
 	ix := newTestIndex(t, spec.KVEvConfig{}, spec.KVEvStream{Name: "s"})
 	feedOK(t, ix, "s", "", 0, batchBytes(t, nil,
 		evStored([]uint64{1}, nil, []uint32{1, 2}, 2),
 		withLoraName(evStored([]uint64{2}, uint64(1), []uint32{3, 4}, 2), "a"),
-		evStored([]uint64{3}, uint64(2), []uint32{5, 6}, 2)))
-	k := func(ns string, units ...spec.Unit) spec.PrefixHash {
-		hs := PrefixHashes(spec.RadixKey{Units: units, Extra: spec.ExtraKey{Extra: ns, HasExtra: ns != ""}}, 2)
-		return hs[len(hs)-1]
+		evStored([]uint64{3}, uint64(2), []uint32{5, 6}, 2),
+		evStored([]uint64{4}, uint64(3), []uint32{7, 8}, 2)))
+	seed := func(ns string) spec.PrefixHash {
+		return PrefixHashSeed(spec.ExtraKey{Extra: ns, HasExtra: ns != ""}, false)
 	}
+	h1 := NextPrefixHash(seed(""), []spec.Unit{1, 2})
+	h2 := NextPrefixHash(NextPrefixHash(seed("a"), []spec.Unit{spec.Unit(h1)}), []spec.Unit{3, 4})
+	h3 := NextPrefixHash(NextPrefixHash(seed(""), []spec.Unit{spec.Unit(h2)}), []spec.Unit{5, 6})
+	h4 := NextPrefixHash(h3, []spec.Unit{7, 8})
 	pool := ix.engines[spec.KVEvEngineKey{Source: "s", DPRank: 0}].pools[kvevPoolKey{0, "GPU"}]
-	want := map[spec.EvHash]spec.PrefixHash{1: k("", 1, 2), 2: k("a", 1, 2, 3, 4), 3: k("", 1, 2, 3, 4, 5, 6)}
+	want := map[spec.EvHash]spec.PrefixHash{1: h1, 2: h2, 3: h3, 4: h4}
 	for h, ph := range want {
 		if got := ix.pagePrefixHash(pool.byHash[h]); got != ph {
 			t.Errorf("hash %d: prefix hash %x, want %x", h, got, ph)

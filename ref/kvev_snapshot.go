@@ -110,8 +110,7 @@ func (ix *refKVEvIndex) restoreEngine(es spec.KVEvEngineState) *kvevEngine {
 		for _, pg := range ps.Pages {
 			parent := path[pg.Depth]
 			k := kvevPageKey{ns: pg.Namespace, tokens: pg.Tokens}
-			p := newKVEvPage(parent, k, 0)
-			p.prefix = ix.pagePrefixHash(p)
+			p := newKVEvPage(parent, k, ix.childPrefix(parent, k))
 			parent.children[childKeyOf(k)] = p
 			for _, b := range pg.Bindings {
 				p.bindings[b.Hash] = b.Count

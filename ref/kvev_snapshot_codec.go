@@ -616,11 +616,7 @@ func checkSnapPool(r *snapReader, p spec.KVEvPoolState, at string) {
 		if pg.Depth > 0 {
 			parents[k] = path[pg.Depth-1]
 		}
-		if q := parents[k]; q >= 0 && p.Pages[q].Namespace == pg.Namespace {
-			chains[k] = kvevNext(chains[q], pg.Tokens) // the usual case: one step
-		} else {
-			chains[k] = snapPrefixHash(p.Pages, path)
-		}
+		chains[k] = snapPrefixHash(p.Pages, chains, parents[k], pg)
 		if prefixes[chains[k]] {
 			r.failAt(pat, fmt.Sprintf("%016x", uint64(chains[k])), "a prefix hash no other page of the pool has (A4)")
 			return
@@ -642,14 +638,19 @@ func compareSnapPages(a, b spec.KVEvPageState) int {
 	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), slices.Compare(a.Tokens, b.Tokens))
 }
 
-// snapPrefixHash is A4's prefix hash of the last page of path: the chain
-// seeded with its own namespace over the tokens of every page on it.
-func snapPrefixHash(pages []spec.KVEvPageState, path []int) spec.PrefixHash {
-	h := kvevSeed(pages[path[len(path)-1]].Namespace)
-	for _, k := range path {
-		h = kvevNext(h, pages[k].Tokens)
+// snapPrefixHash is A4's prefix hash of page pg (as amended by A14), one
+// step from its parent's, chains[q] (q < 0: the root).
+func snapPrefixHash(pages []spec.KVEvPageState, chains []spec.PrefixHash, q int, pg spec.KVEvPageState) spec.PrefixHash {
+	var base spec.PrefixHash
+	switch {
+	case q < 0:
+		base = kvevSeed(pg.Namespace)
+	case pages[q].Namespace == pg.Namespace:
+		base = chains[q]
+	default:
+		base = kvevSwitch(kvevSeed(pg.Namespace), chains[q])
 	}
-	return h
+	return kvevNext(base, pg.Tokens)
 }
 
 // checkSnapHoles refuses a hole none of whose descendants is resident:

@@ -52,6 +52,14 @@ var (
 // ErrBatchShape, so a publisher cannot make a decoder recurse without bound.
 const MaxMsgpackDepth = 32
 
+// KVEvMaxCopyWalk bounds the pages a tokenless tier update (§2.3 step 6)
+// creates for one hash (§2.10 A14): the named page and its ancestors
+// that have no copy in the target tier. A hash whose page has more is an
+// orphan (counted, nothing changed, not stale), so a hash costs at most
+// this many pages whatever the chain's depth. vLLM offloads a request's
+// blocks in order, so each hash's parent has its copy already (one page).
+const KVEvMaxCopyWalk = 64
+
 // Event type names of §1.4; an unknown tag decodes as EventUnknown.
 const (
 	EventStored  = "BlockStored"

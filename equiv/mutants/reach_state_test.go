@@ -195,3 +195,20 @@ func TestReachAStreamRemovedAtRunTime(t *testing.T) {
 		"a removed stream's engines stay in the index": {RemoveStreamKeepsEngines: true},
 	})}.run(t)
 }
+
+// TestReachAChainThatSwitchesNamespaces: a page stored under a parent of
+// another namespace (§2.10 A14), where its prefix hash starts over its
+// parent's.
+func TestReachAChainThatSwitchesNamespaces(t *testing.T) {
+	reachClass[spec.KVEvApplyInput, spec.KVEvApplyOutput]{spec: equiv.KVEvApply(), cases: 150, plants: kvApplyPlants(map[string]fault.KVEv{
+		"a namespace switch chains from the seed alone": {SwitchChainsFromSeed: true},
+	})}.run(t)
+}
+
+// TestReachATokenlessCopyAtItsBound: a tokenless update whose hash needs
+// exactly KVEvMaxCopyWalk pages, and one more (§2.10 A14).
+func TestReachATokenlessCopyAtItsBound(t *testing.T) {
+	reachClass[spec.KVEvApplyInput, spec.KVEvApplyOutput]{spec: equiv.KVEvApply(), cases: 150, plants: kvApplyPlants(map[string]fault.KVEv{
+		"the copy bound is one page short": {CopyWalkOneShort: true},
+	})}.run(t)
+}

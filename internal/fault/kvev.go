@@ -73,4 +73,13 @@ type KVEv struct {
 	// to its seq instead of seq + 1, so the held batch at the seq the
 	// snapshot covers is applied on top of it: its stores count twice.
 	SnapshotSeqAppliedAgain bool
+	// SwitchChainsFromSeed (§2.10 A14): a page under a parent of another
+	// namespace chains from its namespace's seed alone, not over its
+	// parent's prefix hash, so two pages of one namespace and tokens
+	// under different parents collide and the second store is refused.
+	SwitchChainsFromSeed bool
+	// CopyWalkOneShort (§2.10 A14): a tokenless update's copy bound is
+	// taken one page short, so a hash whose copy needs exactly
+	// KVEvMaxCopyWalk pages is counted as an orphan instead of copied.
+	CopyWalkOneShort bool
 }
