@@ -56,30 +56,42 @@ func (ix *kvIndex) Snapshot(covers uint64) ([]byte, error) {
 // cfg (§2.10 A12), with the sequence the snapshot covers; the contract is
 // ref.RestoreKVEvIndex's, and so are the refusals.
 func RestoreKVEvIndex(cfg spec.KVEvConfig, snapshot []byte) (spec.KVEvIndex, uint64, error) {
-	c, err := ref.DecodeKVEvSnapshot(cfg, snapshot)
-	if err != nil {
-		return nil, 0, err
+	var ix *kvIndex
+	var set *kvStreamSet
+	var covers uint64
+	var buildErr error
+	head := func(c spec.KVEvSnapshotContent) {
+		streams := make([]spec.KVEvStream, len(c.Streams))
+		for i, s := range c.Streams {
+			streams[i] = s.Config
+		}
+		if ix, buildErr = newKVIndex(c.Config, streams, fault.KVEv{}); buildErr != nil {
+			return // unreachable: the decoder checked the config and streams
+		}
+		set, covers = ix.streams.Load(), c.Covers
+		for _, s := range c.Streams {
+			restoreKVStream(set.byName[s.Config.Name], s)
+		}
 	}
-	streams := make([]spec.KVEvStream, len(c.Streams))
-	for i, s := range c.Streams {
-		streams[i] = s.Config
-	}
-	ix, err := newKVIndex(c.Config, streams, fault.KVEv{})
-	if err != nil {
-		return nil, 0, err // unreachable: the decoder checked the config and streams
-	}
-	set := ix.streams.Load()
-	for _, s := range c.Streams {
-		restoreKVStream(set.byName[s.Config.Name], s)
-	}
-	for _, es := range c.Engines {
+	// Each engine is built as soon as it is read and checked, so the
+	// decoded pages of one engine at a time are alive, not the snapshot's.
+	engine := func(es spec.KVEvEngineState) {
+		if buildErr != nil {
+			return
+		}
 		st := set.byName[es.Stream]
 		e := ix.restoreEngine(es, st)
 		ix.engines[e.key] = e
 		st.engines[e.key] = e
 	}
+	if err := ref.DecodeKVEvSnapshotEach(cfg, snapshot, head, engine); err != nil {
+		return nil, 0, err
+	}
+	if buildErr != nil {
+		return nil, 0, buildErr
+	}
 	ix.publish()
-	return ix, c.Covers, nil
+	return ix, covers, nil
 }
 
 // restoreKVStream sets st's cursor, counters and hold queue from s.

@@ -294,11 +294,28 @@ func (r *snapReader) str(f string) string { return string(r.bytes(f)) }
 // failure is ErrBadSnapshot naming the field, the value and the bound.
 // Precondition: none; cfg is validated here.
 func DecodeKVEvSnapshot(cfg spec.KVEvConfig, b []byte) (spec.KVEvSnapshotContent, error) {
-	if err := cfg.Validate(); err != nil {
+	var c spec.KVEvSnapshotContent
+	err := DecodeKVEvSnapshotEach(cfg, b, func(head spec.KVEvSnapshotContent) { c = head },
+		func(e spec.KVEvEngineState) { c.Engines = append(c.Engines, e) })
+	if err != nil {
 		return spec.KVEvSnapshotContent{}, err
 	}
+	fillSnapStreamEngines(&c)
+	return c, nil
+}
+
+// DecodeKVEvSnapshotEach is DecodeKVEvSnapshot for a restore that builds
+// as it reads, so that a snapshot of millions of pages is never held
+// decoded whole: head receives the covers, config and streams (streams'
+// Engines not filled), then engine each engine once its own checks pass,
+// in order. The snapshot is accepted only when it returns nil; after an
+// error the caller discards what it built.
+func DecodeKVEvSnapshotEach(cfg spec.KVEvConfig, b []byte, head func(spec.KVEvSnapshotContent), engine func(spec.KVEvEngineState)) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	if err := checkSnapFraming(b); err != nil {
-		return spec.KVEvSnapshotContent{}, err
+		return err
 	}
 	r := &snapReader{b: b[:len(b)-sha256.Size], off: 8 + 4}
 	var c spec.KVEvSnapshotContent
@@ -308,16 +325,13 @@ func DecodeKVEvSnapshot(cfg spec.KVEvConfig, b []byte) (spec.KVEvSnapshotContent
 		c.Streams = readSnapStreams(r, c.Config)
 	}
 	if r.err == nil {
-		c.Engines = readSnapEngines(r, c.Config, c.Streams)
+		head(c)
+		readSnapEngines(r, c.Config, c.Streams, engine)
 	}
 	if r.err == nil && r.left() > 0 {
 		r.fail("snapshot", r.left(), "no bytes between the last engine and the checksum")
 	}
-	if r.err != nil {
-		return spec.KVEvSnapshotContent{}, r.err
-	}
-	fillSnapStreamEngines(&c)
-	return c, nil
+	return r.err
 }
 
 // checkSnapFraming checks the size, magic, version and checksum.
@@ -461,14 +475,15 @@ func checkSnapStream(r *snapReader, s spec.KVEvSnapshotStream, staleSet bool, st
 }
 
 // readSnapEngines reads the engines, strictly ascending by (source,
-// dp_rank), each fed by a stream of the snapshot within its share.
-func readSnapEngines(r *snapReader, cfg spec.KVEvConfig, streams []spec.KVEvSnapshotStream) []spec.KVEvEngineState {
+// dp_rank), each fed by a stream of the snapshot within its share, and
+// hands each to emit once its checks pass.
+func readSnapEngines(r *snapReader, cfg spec.KVEvConfig, streams []spec.KVEvSnapshotStream, emit func(spec.KVEvEngineState)) {
 	n := r.length("engines", snapEngineMin, int64(cfg.MaxEngines), fmt.Sprintf("at most %d (max_engines)", cfg.MaxEngines))
 	fed := make(map[string]int, len(streams))
 	for _, s := range streams {
 		fed[s.Config.Name] = 0
 	}
-	out := make([]spec.KVEvEngineState, 0, n)
+	var prev spec.KVEvEngineKey
 	for i := 0; i < n && r.err == nil; i++ {
 		at := spec.Idx("engines", i)
 		e := readSnapEngine(r, cfg, at)
@@ -478,7 +493,7 @@ func readSnapEngines(r *snapReader, cfg spec.KVEvConfig, streams []spec.KVEvSnap
 		key := spec.KVEvEngineKey{Source: e.Source, DPRank: e.DPRank}
 		count, ok := fed[e.Stream]
 		switch {
-		case i > 0 && compareEngineKeys(spec.KVEvEngineKey{Source: out[i-1].Source, DPRank: out[i-1].DPRank}, key) >= 0:
+		case i > 0 && compareEngineKeys(prev, key) >= 0:
 			r.fail(at, fmt.Sprintf("%s/%d", e.Source, e.DPRank), "an engine after the one before in (source, dp_rank) order")
 		case e.Source == "" || e.DPRank < 0:
 			r.fail(at, fmt.Sprintf("%s/%d", e.Source, e.DPRank), "a non-empty source and a dp_rank >= 0")
@@ -488,9 +503,11 @@ func readSnapEngines(r *snapReader, cfg spec.KVEvConfig, streams []spec.KVEvSnap
 			r.fail(at+".stream", e.Stream, fmt.Sprintf("a stream feeding at most %d engines (max_engines_per_stream)", cfg.MaxEnginesPerStream))
 		}
 		fed[e.Stream] = count + 1
-		out = append(out, e)
+		prev = key
+		if r.err == nil {
+			emit(e)
+		}
 	}
-	return out
 }
 
 func readSnapEngine(r *snapReader, cfg spec.KVEvConfig, at string) spec.KVEvEngineState {
