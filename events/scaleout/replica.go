@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -349,7 +350,7 @@ func NewReplica(ix spec.KVEvIndex, opts ReplicaOptions) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Replica{ix: newSwapIndex(ix), o: o, log: o.Logger.With("replica", o.ID), filter: []string{SubjectFilter}, sources: sources}
+	r := &Replica{ix: newSwapIndex(ix), o: o, log: o.Logger.With("replica", o.ID), filter: sourceSubjects(sources), sources: sources}
 	for _, s := range streams {
 		if !have[s.Name] {
 			return nil, spec.Reject(ErrBadOption, "sources", s.Name, "a stream of the index (build it over ReplicaStreams(sources))")
@@ -493,9 +494,10 @@ func (r *Replica) start(ctx context.Context, js jetstream.JetStream) (jetstream.
 	case err != nil:
 		return nil, fmt.Errorf("consumer %s: %w", r.o.ID, err)
 	}
-	if c := cons.CachedInfo().Config; c.AckPolicy != jetstream.AckExplicitPolicy || c.FilterSubject != SubjectFilter || len(c.FilterSubjects) > 0 {
-		// Not a consumer this code made: replace it.
-		r.log.Warn("the durable consumer has another configuration; recreating it", "consumer", r.o.ID, "ack_policy", c.AckPolicy, "filter", c.FilterSubject)
+	if c := cons.CachedInfo().Config; c.AckPolicy != jetstream.AckExplicitPolicy || c.FilterSubject != "" || !sameSubjects(c.FilterSubjects, r.filter) {
+		// Not a consumer this code made for these sources (or one an
+		// earlier version made, filtering every subject): replace it.
+		r.log.Warn("the durable consumer has another configuration; recreating it", "consumer", r.o.ID, "ack_policy", c.AckPolicy, "filter", c.FilterSubject, "filters", len(c.FilterSubjects))
 		return r.recreateConsumer(ctx, s, from)
 	}
 	// Resume: rebuild up to what the consumer delivered to the previous run.
@@ -526,6 +528,23 @@ func (r *Replica) start(ctx context.Context, js jetstream.JetStream) (jetstream.
 	return cons, nil
 }
 
+// sourceSubjects are the subjects of sources, the replica's consumers'
+// filters: JetStream sends a replica only its sources' messages, so that
+// replicas partitioned by engine subset (docs/events.md, "Past one
+// machine") each read their own share of the stream, not all of it.
+func sourceSubjects(sources []ReplicaSource) []string {
+	out := make([]string, len(sources))
+	for i, s := range sources {
+		out[i] = Subject(s.Token)
+	}
+	return out
+}
+
+// sameSubjects reports whether a and b hold the same subjects in any order.
+func sameSubjects(a, b []string) bool {
+	return len(a) == len(b) && slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+}
+
 // recreateConsumer deletes the durable consumer and creates it from from.
 func (r *Replica) recreateConsumer(ctx context.Context, s jetstream.Stream, from uint64) (jetstream.Consumer, error) {
 	if err := s.DeleteConsumer(ctx, r.o.ID); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -545,7 +564,7 @@ func (r *Replica) consumerConfig(from uint64) jetstream.ConsumerConfig {
 		AckWait:           r.o.AckWait,
 		MaxDeliver:        -1,
 		MaxAckPending:     r.o.MaxAckPending,
-		FilterSubject:     SubjectFilter,
+		FilterSubjects:    r.filter,
 		InactiveThreshold: r.o.InactiveThreshold,
 	}
 	if from > 0 {

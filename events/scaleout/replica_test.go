@@ -445,7 +445,7 @@ func TestReplicaFillsDeliveredToAPreviousRun(t *testing.T) {
 	ctx := context.Background()
 	const ackWait = 2 * time.Second
 	dead, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable: "r", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, FilterSubject: SubjectFilter,
+		Durable: "r", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, FilterSubjects: []string{Subject("a")},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -592,5 +592,55 @@ func TestReplicaWaitsForStream(t *testing.T) {
 	rep.stop(t)
 	if st := rep.r.Status(); st.Phase != PhaseStopped || st.Connected {
 		t.Fatalf("status after Run %+v: want stopped, not connected", st)
+	}
+}
+
+// TestAReplicaReadsOnlyItsSourcesSubjects: a replica's durable consumer
+// filters its sources' subjects, so a replica serving engines a and c of
+// a stream that also carries b is sent none of b's messages (nothing to
+// ignore), and its index is a reference fed a's and c's alone. A durable
+// left by a replica that filtered every subject is recreated, not resumed.
+func TestAReplicaReadsOnlyItsSourcesSubjects(t *testing.T) {
+	defer goleak.VerifyNone(t, goleakOpts...)
+	ns := startNATS(t)
+	defer ns.stop()
+	nc, js := ns.connect(t)
+	defer nc.Close()
+	s := createStream(t, js, StreamOptions{})
+	if _, err := s.CreateConsumer(context.Background(), jetstream.ConsumerConfig{
+		Durable: "part-1", AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: SubjectFilter,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	gens := map[string]*gen{"a": newGen(1, 4, new(int64), 100), "b": newGen(2, 4, new(int64), 100), "c": newGen(3, 4, new(int64), 100)}
+	var msgs, mine []relayed
+	for i := range uint64(12) {
+		for _, tok := range []string{"a", "b", "c"} {
+			m := relayed{token: tok, seq: i, payload: gens[tok].batch(5)}
+			msgs = append(msgs, m)
+			if tok != "b" {
+				mine = append(mine, m)
+			}
+		}
+	}
+	publishAll(t, js, msgs)
+	want := feedRef(t, []string{"a", "c"}, mine)
+
+	rr := startReplica(t, ns.url, "part-1", []string{"a", "c"}, nil)
+	defer rr.stop(t)
+	waitFor(t, 10*time.Second, "the replica to apply a's and c's messages", func() bool { return rr.r.Status().Messages >= uint64(len(mine)) })
+	st := rr.r.Status()
+	if st.Messages != uint64(len(mine)) || st.Ignored != 0 || st.Resumed {
+		t.Errorf("status: %d messages, %d ignored, resumed %v; want %d, 0, false (b's never sent, the old durable recreated)", st.Messages, st.Ignored, st.Resumed, len(mine))
+	}
+	info, err := js.Consumer(context.Background(), DefaultStream, "part-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.CachedInfo().Config.FilterSubjects; !sameSubjects(got, []string{"kvtwin.kv.a", "kvtwin.kv.c"}) {
+		t.Errorf("the durable filters %q, want kvtwin.kv.a and kvtwin.kv.c", got)
+	}
+	if rr.ix.Digest() != want.Digest() {
+		t.Error("digest differs from a reference fed a's and c's messages")
 	}
 }
