@@ -85,8 +85,12 @@ test-addop:
 ## no goroutine of their own and only type-check the module (NORACE_PKGS: the docs generator's
 ## staleness tests, 67 s under -race and 10 s without on 2 cores), which test-race leaves out.
 NORACE_PKGS := github.com/kvtwin/kvtwin/internal/gen/docs
+## HEAP_TESTS: the prefix pools' heap measurements, which skip under -race (23 s there, the churn
+## test quadratic by design).
+HEAP_TESTS := ^(TestChurnNeverHoldsMoreThanTheReservation|TestBytesPerTokenAndNodeBoundTheMeasuredHeap)$$
 test-full:
 	$(GO) test -count=1 ./equiv/ $(NORACE_PKGS)
+	$(GO) test -count=1 -run '$(HEAP_TESTS)' ./prefix/
 	$(GO) test -count=1 -run 'TestReplicasConverge' ./events/scaleout/
 
 ## test-edges: the surfaces that face other people's systems, each bound measured on a real child

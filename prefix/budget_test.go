@@ -147,6 +147,9 @@ func noNamespace() spec.ExtraKey { return noExtra }
 // each constant must be at least the largest per-unit or per-node figure it
 // stands for, and at most 3× it, so the bound is not a guess either.
 func TestBytesPerTokenAndNodeBoundTheMeasuredHeap(t *testing.T) {
+	if raceEnabled {
+		t.Skip("measures the heap: make test-full runs it without -race")
+	}
 	var perUnit, perNode [2]float64 // fast, ref
 	for i, name := range []string{"fast", "ref"} {
 		newTree := trees()[name]
@@ -212,6 +215,9 @@ var knownRetention = map[string]string{
 // enough for that to exceed the linear reservation; the fan-out pattern
 // pins a constant multiple at any size.
 func TestChurnNeverHoldsMoreThanTheReservation(t *testing.T) {
+	if raceEnabled {
+		t.Skip("measures the heap: make test-full runs it without -race")
+	}
 	for _, name := range []string{"fast", "ref"} {
 		for _, c := range []struct {
 			pattern  string
