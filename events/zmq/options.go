@@ -123,6 +123,24 @@ func DefaultOptions() Options {
 	}
 }
 
+// WithIndexBounds returns o with SnapshotMaxBytes and SnapshotMaxChunks,
+// when zero, set from the index's configuration (zero fields of c taking
+// spec.DefaultKVEvConfig's): max_held_bytes and max_held, which bound a
+// snapshot reply in the index (§2.10 A13), so the subscriber receives
+// every reply the index would take and none it would refuse. A
+// max_held_bytes past the subscriber's cap on one message (1 GiB) gives
+// that cap: the reply is held whole in memory while it is read.
+func (o Options) WithIndexBounds(c spec.KVEvConfig) Options {
+	c = c.WithDefaults()
+	if o.SnapshotMaxBytes == 0 {
+		o.SnapshotMaxBytes = min(c.MaxHeldBytes, maxMaxMessageBytes)
+	}
+	if o.SnapshotMaxChunks == 0 {
+		o.SnapshotMaxChunks = c.MaxHeld
+	}
+	return o
+}
+
 // withDefaults fills zero fields and validates the rest.
 func (o Options) withDefaults() (Options, error) {
 	d := DefaultOptions()

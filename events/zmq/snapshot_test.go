@@ -317,3 +317,52 @@ func TestSnapshotNeedsABootstrapper(t *testing.T) {
 		t.Errorf("New over the reference index: %v", err)
 	}
 }
+
+// TestSnapshotReplyPastItsBoundsIsCut: a reply of more chunks than
+// SnapshotMaxChunks closes the snapshot connection at the frame past the
+// bound (before its body is read), the request fails, the gap stays lost.
+func TestSnapshotReplyPastItsBoundsIsCut(t *testing.T) {
+	defer goleak.VerifyNone(t, goleakOpts...)
+	p := snapPublisher(t, pubConfig{NoReplay: true, SnapshotChunkEvents: 1})
+	defer p.close()
+	o := snapOptions(t)
+	o.SnapshotMaxChunks = 2 // the publisher's snapshot of 3 blocks is 3 one-event chunks
+	e := newEnv(t, snapSource(p, true), o)
+	p.do(awaitSub)
+	publishGapped(e, p)
+	e.settle(6)
+	e.stop()
+	e.checkRecorded()
+	if s := staleEngines(e.ix.State()); len(s) != 1 {
+		t.Errorf("stale %v, want [src-a]", s)
+	}
+	if got, want := e.ix.ops(), "live:0h live:1h live:2h live:5h snapshot_failed(unavailable) "; got != want {
+		t.Errorf("calls %q, want %q", got, want)
+	}
+	if s := e.status(); s.SnapshotRequests != 1 || s.SnapshotReplies != 0 || s.SnapshotUnavailable != 1 || !strings.Contains(s.LastError, "max frames") {
+		t.Errorf("status %+v", s)
+	}
+}
+
+// TestWithIndexBoundsTakesTheIndexsReplyBounds: the snapshot reply's
+// bounds default to the index's max_held and max_held_bytes (their own
+// defaults when zero), the bytes capped at one message's cap; set values
+// are kept.
+func TestWithIndexBoundsTakesTheIndexsReplyBounds(t *testing.T) {
+	for _, c := range []struct {
+		o      Options
+		ix     spec.KVEvConfig
+		bytes  int64
+		chunks int
+	}{
+		{Options{}, spec.KVEvConfig{}, 64 << 20, 10000},
+		{Options{}, spec.KVEvConfig{MaxHeld: 5, MaxHeldBytes: 1 << 20}, 1 << 20, 5},
+		{Options{}, spec.KVEvConfig{MaxHeldBytes: 1 << 40}, 1 << 30, 10000},
+		{Options{SnapshotMaxBytes: 7, SnapshotMaxChunks: 3}, spec.KVEvConfig{MaxHeld: 5}, 7, 3},
+	} {
+		got := c.o.WithIndexBounds(c.ix)
+		if got.SnapshotMaxBytes != c.bytes || got.SnapshotMaxChunks != c.chunks {
+			t.Errorf("%+v over %+v: %d bytes, %d chunks; want %d, %d", c.o, c.ix, got.SnapshotMaxBytes, got.SnapshotMaxChunks, c.bytes, c.chunks)
+		}
+	}
+}
