@@ -8,9 +8,22 @@ sentinel, and a buffer of the last N batches. Malformed replay requests are
 ignored without a reply, exactly as vLLM does (only 3-frame requests are
 answered).
 
+With --snapshot it also serves vLLM's snapshot service as the open vLLM PR
+#57789's example subscriber describes it (docs/spec/kv-events.md §3.5,
+§2.10 A13): a random 16-byte publisher id per incarnation in batch field 3
+of every batch it encodes, a REP socket answering the single frame
+"snapshot" with [seq (8 bytes signed BE), publisher_id, chunk...] where the
+chunks are ordinary batch payloads that re-create its current blocks (it
+tracks the stores, removals and clears it publishes, §2.3-2.6: one store
+per block and residency count, holes stored then removed) and seq is the
+last seq they cover (-1: none yet); and, with --heartbeat-ms, a heartbeat
+batch (no events, its own seq) whenever it has published nothing for that
+long.
+
 Commands (one JSON object each) come from --scenario FILE (a JSON list),
 then from stdin, one per line, until EOF or {"op": "exit"}. The first line
-on stdout is {"pub": ..., "replay": ..., "pub_port": ..., "replay_port": ...};
+on stdout is {"pub": ..., "replay": ..., "pub_port": ..., "replay_port": ...}
+(and "snapshot", "snapshot_port", "publisher_id" with --snapshot);
 then one JSON line per command (its ack, or {"error": ...}).
 
   emit   {"events": [EVENT...], "form": "array"|"map", "batch": "array"|"map",
@@ -35,7 +48,11 @@ then one JSON line per command (its ack, or {"error": ...}).
          again and again until the mode changes (a replier that never ends)
   down   close both sockets (state kept); emits while down are buffered only
   up     bind both sockets again on the same ports
-  restart  a new publisher: seq back to 0, empty buffer, sockets rebound
+  restart  a new publisher: seq back to 0, empty buffer, sockets rebound, a
+         new publisher id and no blocks
+  snapshot_mode {"mode": "normal"|"unavailable"}: how the snapshot socket
+         answers: normal, or seq -2 and no chunk (the publisher has no snapshot)
+  heartbeat {"ms": N}: heartbeat interval from now on (0: none)
   sleep  {"seconds": F}: serve replay requests meanwhile
   await_subscribers {"n": N, "timeout": F}: with --socket xpub only
   stats  -> counters
@@ -106,7 +123,7 @@ def frame_bytes(f):
     return b"".join(bytes.fromhex(h) * int(n) for h, n in f)
 
 
-def encode_batch(cmd, rank):
+def encode_batch(cmd, rank, pid=None):
     if "payload" in cmd:
         return bytes.fromhex(cmd["payload"])
     if "repeat" in cmd:
@@ -117,8 +134,105 @@ def encode_batch(cmd, rank):
     ts = float(cmd.get("ts", 1757500000.25))
     r = cmd["rank"] if "rank" in cmd else rank
     if cmd.get("batch", "array") == "map":
-        return msgpack.packb({"ts": ts, "events": events, "data_parallel_rank": r}, use_bin_type=True)
+        m = {"ts": ts, "events": events, "data_parallel_rank": r}
+        if pid is not None:
+            m["publisher_id"] = pid
+        return msgpack.packb(m, use_bin_type=True)
+    if pid is not None:
+        # vLLM PR #57789 (revision 2c481a4b): publisher_id after data_parallel_rank.
+        return msgpack.packb([ts, events, r, pid], use_bin_type=True)
     return msgpack.packb([ts, events, r], use_bin_type=True)
+
+
+class Blocks:
+    """The blocks a publisher's stores, removals and clears leave, as the
+    index keeps them (docs/spec/kv-events.md §2.3-2.6): per pool (rank,
+    group, tier), each block's parent, tokens, namespace fields and
+    residency count, a count of 0 being a hole kept for its resident
+    descendants. Events the index would refuse or ignore (orphans, token
+    counts that do not fit, tokenless tier updates) are not tracked. Blocks
+    are kept in creation order, which puts every parent before its children
+    (a child is only created under a block that exists)."""
+
+    def __init__(self):
+        self.pools = {}  # (rank, group, tier) -> {hash: record}
+
+    def apply(self, rank, events):
+        for ev in events:
+            tag = ev.get("type")
+            if tag == "AllBlocksCleared":
+                for key in [k for k in self.pools if k[0] == rank]:
+                    del self.pools[key]
+            elif tag in ("BlockStored", "BlockRemoved"):
+                key = (rank, ev.get("group_idx") or 0, (ev.get("medium") or "GPU").upper())
+                pool = self.pools.setdefault(key, {})
+                if tag == "BlockStored":
+                    self.store(pool, ev)
+                else:
+                    for h in ev.get("block_hashes", []):
+                        rec = pool.get(hash_key(hash_value(h)))
+                        if rec is not None and rec["count"] > 0:
+                            rec["count"] -= 1
+                self.prune(pool)
+
+    @staticmethod
+    def store(pool, ev):
+        hashes = [hash_value(h) for h in ev.get("block_hashes", [])]
+        tokens, bs = ev.get("token_ids") or [], ev.get("block_size") or 0
+        if not hashes or bs <= 0 or len(tokens) != len(hashes) * bs:
+            return  # tokenless, or refused (ErrTokenCount)
+        parent = ev.get("parent_block_hash")
+        parent = None if parent is None else hash_value(parent)
+        if parent is not None and hash_key(parent) not in pool:
+            return  # an orphan: the index changes nothing
+        for i, h in enumerate(hashes):
+            rec = pool.get(hash_key(h))
+            if rec is not None:
+                rec["count"] += 1
+            else:
+                pool[hash_key(h)] = {
+                    "hash": h, "parent": parent, "tokens": tokens[i * bs:(i + 1) * bs], "bs": bs,
+                    "lora_id": ev.get("lora_id"), "lora_name": ev.get("lora_name"),
+                    "medium": ev.get("medium"), "group_idx": ev.get("group_idx"), "count": 1,
+                }
+            parent = h
+
+    @staticmethod
+    def prune(pool):
+        """Delete the holes with no resident descendant (§2.4)."""
+        keep = set()
+        for k, rec in reversed(list(pool.items())):
+            if rec["count"] > 0 or k in keep:
+                if rec["parent"] is not None:
+                    keep.add(hash_key(rec["parent"]))
+                keep.add(k)
+        for k in [k for k in pool if k not in keep]:
+            del pool[k]
+
+    def events(self):
+        """(rank, events) per pool: one single-block store per block and
+        residency (a hole stored once), parents first, then one removal per
+        hole, which leaves it a hole under its resident descendants."""
+        out = []
+        for (rank, _, _), pool in self.pools.items():
+            evs, holes = [], []
+            for rec in pool.values():
+                ev = {"type": "BlockStored", "block_hashes": [rec["hash"]], "parent_block_hash": rec["parent"],
+                      "token_ids": rec["tokens"], "block_size": rec["bs"], "lora_id": rec["lora_id"],
+                      "medium": rec["medium"], "lora_name": rec["lora_name"], "extra_keys": None,
+                      "group_idx": rec["group_idx"]}
+                evs.extend([ev] * max(1, rec["count"]))
+                if rec["count"] == 0:
+                    holes.append({"type": "BlockRemoved", "block_hashes": [rec["hash"]],
+                                  "medium": rec["medium"], "group_idx": rec["group_idx"]})
+            out.append((rank, evs + holes))
+        return out
+
+
+def hash_key(h):
+    """A hashable, type-tagged key of a block hash (an int and the bytes of
+    the same value are different hashes on the wire)."""
+    return (type(h).__name__, h)
 
 
 class Publisher:
@@ -126,13 +240,18 @@ class Publisher:
         self.args = args
         self.ctx = zmq.Context()
         self.topic = args.topic.encode()
-        self.pub = self.router = None
+        self.pub = self.router = self.rep = None
         self.pub_port, self.replay_port = args.pub_port, args.replay_port
+        self.snapshot_port = args.snapshot_port
         self.subscribers = 0
         self.stats = {"sent": 0, "lost": 0, "dropped": 0, "replay_answered": 0,
                       "replay_ignored": 0, "replayed_batches": 0, "restarts": 0, "frames": 0,
-                      "endless_replies": 0}
+                      "endless_replies": 0, "heartbeats": 0, "snapshots_answered": 0,
+                      "snapshot_chunks": 0, "snapshot_bad_requests": 0}
         self.replay_mode, self.replay_bytes = "normal", 0
+        self.snapshot_mode = "normal"
+        self.heartbeat = args.heartbeat_ms / 1000.0
+        self.last_publish = time.monotonic()
         self.endless = None  # (ident, frames) of the reply an endless replier repeats
         self.new_incarnation()
         self.bind()
@@ -140,6 +259,9 @@ class Publisher:
     def new_incarnation(self):
         self.seq = 0
         self.buffer = []  # (seq, payload), the last --buffer batches
+        self.blocks = Blocks()
+        # A publisher lifetime id (vLLM PR #57789: a UUID), only with the service.
+        self.pid = os.urandom(16) if self.args.snapshot else None
 
     def bind(self):
         host = self.args.host
@@ -151,6 +273,10 @@ class Publisher:
             self.router = self.ctx.socket(zmq.ROUTER)
             self.router.setsockopt(zmq.LINGER, 0)
             self.replay_port = self.bind_port(self.router, host, self.replay_port)
+        if self.args.snapshot:
+            self.rep = self.ctx.socket(zmq.REP)
+            self.rep.setsockopt(zmq.LINGER, 0)
+            self.snapshot_port = self.bind_port(self.rep, host, self.snapshot_port)
 
     @staticmethod
     def bind_port(sock, host, port):
@@ -168,22 +294,29 @@ class Publisher:
         return sock.bind_to_random_port("tcp://" + host)
 
     def close(self):
-        for s in (self.pub, self.router):
+        for s in (self.pub, self.router, self.rep):
             if s is not None:
                 s.close(linger=0)
-        self.pub = self.router = None
+        self.pub = self.router = self.rep = None
         self.subscribers = 0
 
     def endpoints(self):
         out = {"pub": "tcp://%s:%d" % (self.args.host, self.pub_port), "pub_port": self.pub_port}
         if not self.args.no_replay:
             out.update(replay="tcp://%s:%d" % (self.args.host, self.replay_port), replay_port=self.replay_port)
+        if self.args.snapshot:
+            out.update(snapshot="tcp://%s:%d" % (self.args.host, self.snapshot_port),
+                       snapshot_port=self.snapshot_port, publisher_id=self.pid.hex())
         return out
 
     def publish(self, cmd, send):
         seq = self.seq
         self.seq += 1  # drawn before encoding, as vLLM does
-        payload = encode_batch(cmd, self.args.rank)
+        payload = encode_batch(cmd, self.args.rank, self.pid)
+        self.last_publish = time.monotonic()
+        if "payload" not in cmd and "repeat" not in cmd:
+            r = cmd["rank"] if "rank" in cmd else self.args.rank
+            self.blocks.apply(self.args.rank if r is None else r, cmd.get("events", []))
         if send and self.pub is not None:
             self.pub.send_multipart((self.topic, seq.to_bytes(8, "big"), payload))
             self.stats["sent"] += 1
@@ -202,6 +335,54 @@ class Publisher:
         self.pub.send_multipart(frames)
         self.stats["frames"] += 1
         return {"frames": len(frames), "bytes": sum(len(f) for f in frames)}
+
+    def beat(self):
+        """Publish a heartbeat batch when idle for the heartbeat interval;
+        return the seconds until the next one is due (None: no heartbeats)."""
+        if self.heartbeat <= 0 or self.pub is None:
+            return None
+        left = self.last_publish + self.heartbeat - time.monotonic()
+        if left <= 0:
+            self.publish({"events": [], "quiet": True}, True)
+            self.stats["heartbeats"] += 1
+            left = self.heartbeat
+        return left
+
+    def snapshot_reply(self):
+        """[seq, publisher_id, chunk...]: the blocks now, as batches of at
+        most --snapshot-chunk-events events, covering every seq drawn."""
+        if self.snapshot_mode == "unavailable":
+            return [(-2).to_bytes(8, "big", signed=True), self.pid]
+        chunks, n = [], self.args.snapshot_chunk_events
+        for rank, evs in self.blocks.events():
+            for i in range(0, len(evs), n):
+                chunks.append(encode_batch({"events": evs[i:i + n]}, rank, self.pid))
+        self.stats["snapshot_chunks"] += len(chunks)
+        return [(self.seq - 1).to_bytes(8, "big", signed=True), self.pid] + chunks
+
+    def service_snapshot(self):
+        frames = self.rep.recv_multipart()
+        if frames != [b"snapshot"]:
+            # REP must answer before it can receive again: unavailable.
+            self.stats["snapshot_bad_requests"] += 1
+            self.rep.send_multipart([(-2).to_bytes(8, "big", signed=True), self.pid])
+            return
+        self.rep.send_multipart(self.snapshot_reply())
+        self.stats["snapshots_answered"] += 1
+
+    def sockets(self):
+        """The sockets to poll for requests (replay, snapshot, XPUB)."""
+        return [s for s in (self.router, self.rep, self.pub if self.args.socket == "xpub" else None) if s is not None]
+
+    def ready(self, sock):
+        if sock is self.router:
+            self.service_replay()
+        elif sock is self.rep:
+            self.service_snapshot()
+        elif sock is self.pub:
+            msg = self.pub.recv()
+            if msg[:1] == b"\x01":
+                self.subscribers += 1
 
     def serve(self, seconds):
         """Serve replay requests (and XPUB subscriptions) for `seconds`."""
@@ -224,20 +405,17 @@ class Publisher:
         if self.endless is not None:
             timeout = min(timeout, 0.005)
             self.drip()
+        due = self.beat()
+        if due is not None:
+            timeout = min(timeout, due)
         poller = zmq.Poller()
-        for s in (self.router, self.pub if self.args.socket == "xpub" else None):
-            if s is not None:
-                poller.register(s, zmq.POLLIN)
+        for s in self.sockets():
+            poller.register(s, zmq.POLLIN)
         if not poller.sockets:
             time.sleep(timeout)
             return
         for sock, _ in poller.poll(int(timeout * 1000)):
-            if sock is self.router:
-                self.service_replay()
-            else:
-                msg = self.pub.recv()
-                if msg[:1] == b"\x01":
-                    self.subscribers += 1
+            self.ready(sock)
 
     def service_replay(self):
         frames = self.router.recv_multipart()
@@ -296,6 +474,15 @@ class Publisher:
             if self.replay_mode != "endless":
                 self.endless = None
             return {}
+        if op == "snapshot_mode":
+            if cmd["mode"] not in ("normal", "unavailable"):
+                raise ValueError("unknown snapshot mode %r" % (cmd["mode"],))
+            self.snapshot_mode = cmd["mode"]
+            return {}
+        if op == "heartbeat":
+            self.heartbeat = float(cmd.get("ms", 0)) / 1000.0
+            self.last_publish = time.monotonic()
+            return {}
         if op == "down":
             self.close()
             return {}
@@ -338,15 +525,18 @@ def stdin_lines(pub):
         while b"\n" not in buf:
             poller = zmq.Poller()
             poller.register(fd, zmq.POLLIN)
-            for s in (pub.router, pub.pub if pub.args.socket == "xpub" else None):
-                if s is not None:
-                    poller.register(s, zmq.POLLIN)
+            socks = pub.sockets()
+            for s in socks:
+                poller.register(s, zmq.POLLIN)
             pub.drip()
-            ready = dict(poller.poll(5 if pub.endless is not None else None))
-            if pub.router is not None and pub.router in ready:
-                pub.service_replay()
-            if pub.pub is not None and pub.args.socket == "xpub" and pub.pub in ready:
-                pub.poll(0)
+            timeout = 5 if pub.endless is not None else None
+            due = pub.beat()
+            if due is not None:
+                timeout = max(1, int(due * 1000)) if timeout is None else min(timeout, max(1, int(due * 1000)))
+            ready = dict(poller.poll(timeout))
+            for s in socks:
+                if s in ready:
+                    pub.ready(s)
             if fd in ready:
                 chunk = os.read(fd, 65536)
                 if not chunk:
@@ -375,6 +565,12 @@ def main():
                     help="3-frame sentinel's topic frame: empty or the topic; none: send no sentinel")
     ap.add_argument("--socket", choices=("pub", "xpub"), default="pub",
                     help="xpub: same wire behaviour, and await_subscribers works")
+    ap.add_argument("--snapshot", action="store_true",
+                    help="serve vLLM's snapshot service: publisher id in every batch, a REP snapshot socket")
+    ap.add_argument("--snapshot-port", type=int, default=0, help="0: a random free port")
+    ap.add_argument("--snapshot-chunk-events", type=int, default=64, help="most events of one snapshot chunk")
+    ap.add_argument("--heartbeat-ms", type=float, default=0,
+                    help="publish an empty batch after this long without one (0: no heartbeats)")
     ap.add_argument("--scenario", help="JSON file: a list of commands, run before stdin's")
     args = ap.parse_args()
 

@@ -71,7 +71,9 @@ func newEvents(cfg Config) (*events, error) {
 	if err != nil {
 		return nil, err
 	}
-	sub, err := zmq.New(ix, cfg.Events, withLogger(cfg.EventsOptions, cfg))
+	// A snapshot reply (§2.10 A13) is bounded by the index's max_held and
+	// max_held_bytes: the subscriber's snapshot socket takes the same.
+	sub, err := zmq.New(ix, cfg.Events, withLogger(cfg.EventsOptions, cfg).WithIndexBounds(cfg.EventsIndex))
 	if err != nil {
 		return nil, configError("Events.", err)
 	}

@@ -155,7 +155,7 @@ func (s *Server) runtimeEvents() (*events, error) {
 
 // handleEventSourcePut answers PUT /v1/events/sources/{name}: the body is
 // one source object as an --events-file `sources` entry (endpoint, replay,
-// rank, topic; a name, if given, must be the path's); 201 when added, 200
+// snapshot, rank, topic; a name, if given, must be the path's); 201 when added, 200
 // when replaced or unchanged.
 func (s *Server) handleEventSourcePut(w http.ResponseWriter, r *http.Request) {
 	name := mux.Vars(r)["name"]

@@ -160,6 +160,8 @@ func addEventBoundFlags(f *pflag.FlagSet, idx *spec.KVEvConfig, sub *zmq.Options
 	f.DurationVar(&sub.LogInterval, "events-log-interval", 0, "least time between two log lines of one source about refused messages and step errors; the rest are counted (0: 10s)")
 	f.DurationVar(&sub.ReplayTimeout, "events-replay-timeout", 0, "how long a replay may go without a reply before it fails and the source is marked stale (0: 5s)")
 	f.DurationVar(&sub.ReplayMaxDuration, "events-replay-max-duration", 0, "longest a replay may run without its sentinel, however often the replay endpoint answers (0: 1m)")
+	f.DurationVar(&sub.SnapshotTimeout, "events-snapshot-timeout", 0, "how long a snapshot request (a source's snapshot=) may wait for its reply before it fails and the source stays stale (0: 5s)")
+	f.DurationVar(&sub.HeartbeatTimeout, "events-heartbeat-timeout", 0, "how long the live socket of a source with snapshot= may stay silent before its next message asks for a snapshot (0: 5s; the publisher's heartbeats must come more often)")
 }
 
 // byteSizeFlag is a flag of bytes, plain or with a binary unit

@@ -1,7 +1,8 @@
 // Package pypub drives the real KV-event publisher, scripts/kvev_publisher.py,
 // in a child process, for tests. The script uses python3-zmq and
-// python3-msgpack (vLLM's PUB and replay ROUTER) and is driven over its stdin
-// and stdout. It is a normal package only
+// python3-msgpack (vLLM's PUB and replay ROUTER, and with --snapshot the
+// snapshot service of docs/spec/kv-events.md §3.5) and is driven over its
+// stdin and stdout. It is a normal package only
 // so that the test packages that need a real publisher (events/zmq,
 // events/scaleout, server, cmd/kvtwin) share one driver instead of each keeping a copy; it is used by
 // tests alone, links testing, and production code never imports it
@@ -69,6 +70,13 @@ type Publisher struct {
 	// Replay is the replay ROUTER's endpoint ("" with --no-replay), kept
 	// like Pub.
 	Replay string
+	// Snapshot is the snapshot REP socket's endpoint ("" without
+	// --snapshot), kept like Pub.
+	Snapshot string
+	// PublisherID is the hex of the publisher id of the current
+	// incarnation ("" without --snapshot), kept like Pub: a "restart"
+	// draws a new one.
+	PublisherID string
 
 	t       testing.TB
 	cmd     *exec.Cmd
@@ -81,8 +89,15 @@ type Publisher struct {
 
 // endpoints is the publisher's first line and its answer to "up" and "restart".
 type endpoints struct {
-	Pub    string `json:"pub"`
-	Replay string `json:"replay"`
+	Pub         string `json:"pub"`
+	Replay      string `json:"replay"`
+	Snapshot    string `json:"snapshot"`
+	PublisherID string `json:"publisher_id"`
+}
+
+// set keeps the endpoints and publisher id of an answer that has them.
+func (p *Publisher) set(eps endpoints) {
+	p.Pub, p.Replay, p.Snapshot, p.PublisherID = eps.Pub, eps.Replay, eps.Snapshot, eps.PublisherID
 }
 
 // Start runs Python on scriptPath with args (after Require), reads the
@@ -118,7 +133,7 @@ func Start(t testing.TB, scriptPath string, args ...string) *Publisher {
 	if err == nil {
 		var eps endpoints
 		if err = json.Unmarshal([]byte(line), &eps); err == nil {
-			p.Pub, p.Replay = eps.Pub, eps.Replay
+			p.set(eps)
 		} else {
 			err = fmt.Errorf("publisher said %q: %v", line, err)
 		}
@@ -158,7 +173,7 @@ func (p *Publisher) Do(cmd any, answer any) {
 		p.t.Fatalf("publisher refused %s: %s; stderr:\n%s", b, ack.Error, p.stderr)
 	}
 	if ack.Pub != "" {
-		p.Pub, p.Replay = ack.Pub, ack.Replay
+		p.set(ack.endpoints)
 	}
 	if answer != nil {
 		if err := json.Unmarshal([]byte(line), answer); err != nil {

@@ -206,6 +206,13 @@ func NewRelay(opts RelayOptions) (*Relay, error) {
 		if err := s.Validate(); err != nil {
 			return nil, err
 		}
+		if s.Snapshot != "" {
+			// A snapshot replaces the stream's engines wholesale (§2.10
+			// A13), which the relay's per-batch JetStream messages
+			// (§4.2) cannot carry to the replicas.
+			return nil, spec.Reject(zmq.ErrBadSource, "source["+s.Name+"].snapshot", s.Snapshot,
+				"unset: the relay does not relay vLLM's snapshot bootstrap (replicas apply batches, §4.2); use replay=, or feed the source to kvtwin serve directly")
+		}
 		tok := Token(s.Name)
 		if prev, ok := byToken[tok]; ok && prev == s.Name {
 			return nil, spec.Reject(zmq.ErrBadSource, "source.name", s.Name, "a name no other source has")

@@ -334,6 +334,9 @@ func TestRelayOptions(t *testing.T) {
 		{RelayOptions{URL: "nats://x:1", Sources: []zmq.Source{src}, Stream: StreamOptions{Replicas: 7}}, "--stream-replicas"},
 		{RelayOptions{URL: "nats://x:1", Sources: []zmq.Source{src}, Index: spec.KVEvConfig{MaxHeld: -1}}, "max_held"},
 		{RelayOptions{URL: "nats://x:1", Sources: []zmq.Source{src}}, "new_index"},
+		// The relay would otherwise be refused by the subscriber for its
+		// index wrapper, with no word of why it cannot relay a snapshot.
+		{RelayOptions{URL: "nats://x:1", Sources: []zmq.Source{{Name: "a", Endpoint: "tcp://h:1", Snapshot: "tcp://h:2"}}, NewIndex: fast.NewKVEvIndex}, "source[a].snapshot = tcp://h:2: want unset: the relay does not relay"},
 	} {
 		_, err := NewRelay(c.o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -25,6 +25,12 @@ type pubConfig struct {
 	Rank     int64 // rank of batches that set none
 	PlainPub bool  // Python: a PUB instead of an XPUB (await_subscribers then fails)
 	PubPort  int   // Go: the PUB port (0: a free one)
+	// Python only (the Go publisher has no snapshot service): serve vLLM's
+	// snapshot service (§3.5), with chunks of at most SnapshotChunkEvents
+	// events (0: 64) and heartbeats after HeartbeatMS idle ms (0: none).
+	Snapshot            bool
+	SnapshotChunkEvents int
+	HeartbeatMS         int
 }
 
 // publisher is a real publisher process or goroutine set the tests drive.

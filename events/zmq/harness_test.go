@@ -72,6 +72,29 @@ func (r *recIndex) Restart(stream string) spec.KVEvStepResult {
 	return r.KVEvIndex.Restart(stream)
 }
 
+// SnapshotReply records a snapshot_reply step (the recorded index wraps
+// the reference index, a spec.KVEvBootstrapper).
+func (r *recIndex) SnapshotReply(stream string, frames [][]byte) spec.KVEvStepResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps = append(r.steps, spec.KVEvStep{Op: spec.KVStepSnapshotReply, Stream: stream, Frames: copyFrames(frames)})
+	return r.KVEvIndex.(spec.KVEvBootstrapper).SnapshotReply(stream, frames)
+}
+
+func (r *recIndex) SnapshotFailed(stream, reason string) spec.KVEvStepResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps = append(r.steps, spec.KVEvStep{Op: spec.KVStepSnapshotFailed, Stream: stream, Reason: reason})
+	return r.KVEvIndex.(spec.KVEvBootstrapper).SnapshotFailed(stream, reason)
+}
+
+func (r *recIndex) HeartbeatLost(stream string) spec.KVEvStepResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps = append(r.steps, spec.KVEvStep{Op: spec.KVStepHeartbeatLost, Stream: stream})
+	return r.KVEvIndex.(spec.KVEvBootstrapper).HeartbeatLost(stream)
+}
+
 // AddStream records an add_stream step when the index takes the stream (a
 // refused add changes nothing, so the script leaves it out).
 func (r *recIndex) AddStream(st spec.KVEvStream) error {
@@ -105,10 +128,14 @@ func (r *recIndex) ops() string {
 	var b strings.Builder
 	for _, s := range r.script() {
 		b.WriteString(s.Op)
-		if s.Op == spec.KVStepReplayFailed {
+		if s.Op == spec.KVStepReplayFailed || s.Op == spec.KVStepSnapshotFailed {
 			b.WriteString("(" + s.Reason + ")")
 		}
-		if len(s.Frames) >= 2 {
+		if s.Op == spec.KVStepSnapshotReply {
+			if len(s.Frames) >= 1 && len(s.Frames[0]) == 8 {
+				fmt.Fprintf(&b, ":%d/%d", int64(binary.BigEndian.Uint64(s.Frames[0])), max(0, len(s.Frames)-2))
+			}
+		} else if len(s.Frames) >= 2 {
 			if sq := s.Frames[len(s.Frames)-2]; len(sq) == 8 {
 				b.WriteString(":" + seqString(binary.BigEndian.Uint64(sq)))
 			}

@@ -53,6 +53,28 @@ type Options struct {
 	// ReplayTimeout) without ever sending the sentinel fails with
 	// "timeout" when it has run this long.
 	ReplayMaxDuration time.Duration
+	// HeartbeatTimeout is how long the live socket of a source with a
+	// snapshot endpoint may stay silent before the subscriber tells the
+	// index (spec.KVEvBootstrapper.HeartbeatLost; §3.5: 5 s). A publisher
+	// with vLLM's snapshot service sends heartbeats when idle, so silence
+	// means lost messages or a lost publisher; the next live message then
+	// asks for a snapshot (§2.10 A13).
+	HeartbeatTimeout time.Duration
+	// SnapshotTimeout is how long a snapshot request may wait for its
+	// reply before it fails with "timeout" (§3.5's example: 5 s). A
+	// snapshot failure starts a cooldown of ReplayCooldown, of its own,
+	// during which snapshot requests are answered "unavailable".
+	SnapshotTimeout time.Duration
+	// SnapshotMaxBytes bounds one snapshot reply, frames together (the
+	// index refuses a larger one: max_held_bytes, §2.10 A13); a larger
+	// one closes the snapshot connection before its body is read, and the
+	// request fails. Set it to the index's max_held_bytes.
+	SnapshotMaxBytes int64
+	// SnapshotMaxChunks bounds the chunks (batch payloads) of one snapshot
+	// reply (the index refuses more: max_held, §2.10 A13); the reply's
+	// frames are bounded by it plus 3 (delimiter, seq, publisher id). Set
+	// it to the index's max_held.
+	SnapshotMaxChunks int
 }
 
 // Defaults and caps of Options.
@@ -63,14 +85,24 @@ const (
 	maxMaxFrames            = 1024
 	defaultMaxBufferedBytes = 256 << 20
 	maxMaxBufferedBytes     = 1 << 40
+	// The snapshot reply's defaults are the index's defaults of
+	// max_held_bytes and max_held (spec.DefaultKVEvConfig); its caps are
+	// the index's caps of them, the byte cap lowered to maxMaxMessageBytes
+	// (one message held whole in memory).
+	defaultSnapshotMaxBytes  = 64 << 20
+	defaultSnapshotMaxChunks = 10000
+	// snapshotEnvelopeFrames are the reply's frames besides its chunks:
+	// the DEALER's empty delimiter, the seq and the publisher id.
+	snapshotEnvelopeFrames = 3
 )
 
 // DefaultOptions are the options zero fields take: reconnect backoff 100 ms
 // doubling to 5 s, 5 s dial and replay timeouts, a 30 s replay cooldown
 // and a 60 s bound on one replay, messages up to 64 MiB and 16 frames, a
 // 256 MiB buffer budget (raised to MaxMessageBytes when that is larger)
-// whose frames wait up to 2 s for room, and one log line per source about
-// refusals every 10 s.
+// whose frames wait up to 2 s for room, one log line per source about
+// refusals every 10 s, a 5 s heartbeat bound and snapshot timeout, and
+// snapshot replies up to 64 MiB and 10000 chunks (the index's defaults).
 func DefaultOptions() Options {
 	return Options{
 		ReconnectMin:      100 * time.Millisecond,
@@ -84,7 +116,29 @@ func DefaultOptions() Options {
 		BufferWait:        2 * time.Second,
 		LogInterval:       10 * time.Second,
 		ReplayMaxDuration: time.Minute,
+		HeartbeatTimeout:  5 * time.Second,
+		SnapshotTimeout:   5 * time.Second,
+		SnapshotMaxBytes:  defaultSnapshotMaxBytes,
+		SnapshotMaxChunks: defaultSnapshotMaxChunks,
 	}
+}
+
+// WithIndexBounds returns o with SnapshotMaxBytes and SnapshotMaxChunks,
+// when zero, set from the index's configuration (zero fields of c taking
+// spec.DefaultKVEvConfig's): max_held_bytes and max_held, which bound a
+// snapshot reply in the index (§2.10 A13), so the subscriber receives
+// every reply the index would take and none it would refuse. A
+// max_held_bytes past the subscriber's cap on one message (1 GiB) gives
+// that cap: the reply is held whole in memory while it is read.
+func (o Options) WithIndexBounds(c spec.KVEvConfig) Options {
+	c = c.WithDefaults()
+	if o.SnapshotMaxBytes == 0 {
+		o.SnapshotMaxBytes = min(c.MaxHeldBytes, maxMaxMessageBytes)
+	}
+	if o.SnapshotMaxChunks == 0 {
+		o.SnapshotMaxChunks = c.MaxHeld
+	}
+	return o
 }
 
 // withDefaults fills zero fields and validates the rest.
@@ -106,6 +160,8 @@ func (o Options) withDefaults() (Options, error) {
 		{"BufferWait", &o.BufferWait, d.BufferWait},
 		{"LogInterval", &o.LogInterval, d.LogInterval},
 		{"ReplayMaxDuration", &o.ReplayMaxDuration, d.ReplayMaxDuration},
+		{"HeartbeatTimeout", &o.HeartbeatTimeout, d.HeartbeatTimeout},
+		{"SnapshotTimeout", &o.SnapshotTimeout, d.SnapshotTimeout},
 	}
 	for _, f := range durs {
 		if *f.v < 0 {
@@ -129,6 +185,18 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxFrames == 0 {
 		o.MaxFrames = d.MaxFrames
+	}
+	if o.SnapshotMaxBytes < 0 || o.SnapshotMaxBytes > maxMaxMessageBytes {
+		return o, spec.Reject(ErrBadSource, "options.SnapshotMaxBytes", o.SnapshotMaxBytes, fmt.Sprintf("in [0, %d] (0: the default)", maxMaxMessageBytes))
+	}
+	if o.SnapshotMaxBytes == 0 {
+		o.SnapshotMaxBytes = d.SnapshotMaxBytes
+	}
+	if o.SnapshotMaxChunks < 0 || o.SnapshotMaxChunks > spec.MaxKVEvHeld {
+		return o, spec.Reject(ErrBadSource, "options.SnapshotMaxChunks", o.SnapshotMaxChunks, fmt.Sprintf("in [0, %d] (0: the default)", spec.MaxKVEvHeld))
+	}
+	if o.SnapshotMaxChunks == 0 {
+		o.SnapshotMaxChunks = d.SnapshotMaxChunks
 	}
 	return o.bufferDefaults()
 }

@@ -34,6 +34,15 @@ func startPyPublisher(t testing.TB, cfg pubConfig) *pyPublisher {
 	if cfg.Buffer != 0 {
 		args = append(args, "--buffer", strconv.Itoa(cfg.Buffer))
 	}
+	if cfg.Snapshot {
+		args = append(args, "--snapshot")
+	}
+	if cfg.SnapshotChunkEvents != 0 {
+		args = append(args, "--snapshot-chunk-events", strconv.Itoa(cfg.SnapshotChunkEvents))
+	}
+	if cfg.HeartbeatMS != 0 {
+		args = append(args, "--heartbeat-ms", strconv.Itoa(cfg.HeartbeatMS))
+	}
 	p := pypub.Start(t, filepath.Join("..", "..", "scripts", "kvev_publisher.py"), args...)
 	return &pyPublisher{t: t, p: p, topicStr: cfg.Topic}
 }
@@ -41,6 +50,11 @@ func startPyPublisher(t testing.TB, cfg pubConfig) *pyPublisher {
 func (p *pyPublisher) topic() string          { return p.topicStr }
 func (p *pyPublisher) pubEndpoint() string    { return p.p.Pub }
 func (p *pyPublisher) replayEndpoint() string { return p.p.Replay }
+
+// snapshotEndpoint is the snapshot REP socket's endpoint ("" without
+// cfg.Snapshot); publisherID the current incarnation's id, in hex.
+func (p *pyPublisher) snapshotEndpoint() string { return p.p.Snapshot }
+func (p *pyPublisher) publisherID() string      { return p.p.PublisherID }
 
 // do runs c; pypub keeps the endpoints an "up" or "restart" answers with.
 func (p *pyPublisher) do(c pubCmd) pubAck {

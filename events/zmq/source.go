@@ -32,7 +32,8 @@ const (
 )
 
 // Source is one publisher stream (docs/spec/kv-events.md §1.1): one PUB
-// socket of one engine process, and its optional replay ROUTER.
+// socket of one engine process, its optional replay ROUTER, and its
+// optional snapshot service (§3.5, §2.10 A13).
 type Source struct {
 	// Name is the stream's name: the index's stream and, unless the topic
 	// has the kv@<source>@<model> form, its engines' source (§2.10 A2).
@@ -43,6 +44,13 @@ type Source struct {
 	// Replay is the publisher's replay ROUTER socket, tcp://HOST:PORT, or ""
 	// when the publisher has none (§3.2).
 	Replay string `json:"replay,omitzero"`
+	// Snapshot is the publisher's snapshot service (vLLM's REP socket,
+	// §3.5 [uncertain]), tcp://HOST:PORT, or "" when it has none. With it
+	// the index tracks the publisher id, asks for a snapshot when a gap
+	// cannot be replayed, and the subscriber reports a live socket silent
+	// past Options.HeartbeatTimeout (§2.10 A13). It needs an index that
+	// implements spec.KVEvBootstrapper.
+	Snapshot string `json:"snapshot,omitzero"`
 	// Rank is the DP rank of batches whose data_parallel_rank is nil.
 	Rank int64 `json:"rank,omitzero"`
 	// Topic is the SUB prefix; "" receives every message.
@@ -51,9 +59,10 @@ type Source struct {
 
 // Stream is the index's configuration of the source (spec.KVEvStream): build
 // the index over Streams(sources) so the index emits replay requests only
-// for sources that have a replay endpoint.
+// for sources that have a replay endpoint, and snapshot requests only for
+// sources that have a snapshot endpoint.
 func (s Source) Stream() spec.KVEvStream {
-	return spec.KVEvStream{Name: s.Name, Rank: s.Rank, Replay: s.Replay != ""}
+	return spec.KVEvStream{Name: s.Name, Rank: s.Rank, Replay: s.Replay != "", Snapshot: s.Snapshot != ""}
 }
 
 // Streams returns the index streams of sources, in order.
@@ -67,15 +76,16 @@ func Streams(sources []Source) []spec.KVEvStream {
 
 // ParseSource reads the flag form
 //
-//	NAME=tcp://HOST:PORT[,replay=tcp://HOST:PORT][,rank=N][,topic=PREFIX]
+//	NAME=tcp://HOST:PORT[,replay=tcp://HOST:PORT][,snapshot=tcp://HOST:PORT][,rank=N][,topic=PREFIX]
 //
 // Options may come in any order, each at most once. A topic cannot contain
 // a comma. Errors are *spec.InputError wrapping ErrBadSource and name the
-// part (source.name, source[NAME].endpoint, .replay, .rank, .topic).
+// part (source.name, source[NAME].endpoint, .replay, .snapshot, .rank,
+// .topic).
 func ParseSource(sp string) (Source, error) {
 	name, rest, ok := strings.Cut(sp, "=")
 	if !ok {
-		return Source{}, spec.Reject(ErrBadSource, "source", sp, "NAME=tcp://HOST:PORT[,replay=tcp://HOST:PORT][,rank=N][,topic=PREFIX]")
+		return Source{}, spec.Reject(ErrBadSource, "source", sp, sourceForm)
 	}
 	if err := checkName(name); err != nil {
 		return Source{}, err
@@ -86,7 +96,7 @@ func ParseSource(sp string) (Source, error) {
 	for _, p := range parts[1:] {
 		key, val, ok := strings.Cut(p, "=")
 		if !ok || seen[key] {
-			return Source{}, spec.Reject(ErrBadSource, fieldOf(name, "option"), p, "one of replay=, rank=, topic=, each at most once")
+			return Source{}, spec.Reject(ErrBadSource, fieldOf(name, "option"), p, optionsBound)
 		}
 		seen[key] = true
 		switch key {
@@ -94,6 +104,11 @@ func ParseSource(sp string) (Source, error) {
 			s.Replay = val
 			if val == "" {
 				return Source{}, spec.Reject(ErrBadSource, fieldOf(name, "replay"), val, "tcp://HOST:PORT with PORT in [1, 65535]")
+			}
+		case "snapshot":
+			s.Snapshot = val
+			if val == "" {
+				return Source{}, spec.Reject(ErrBadSource, fieldOf(name, "snapshot"), val, "tcp://HOST:PORT with PORT in [1, 65535]")
 			}
 		case "rank":
 			r, err := strconv.ParseInt(val, 10, 64)
@@ -104,11 +119,17 @@ func ParseSource(sp string) (Source, error) {
 		case "topic":
 			s.Topic = val
 		default:
-			return Source{}, spec.Reject(ErrBadSource, fieldOf(name, "option"), p, "one of replay=, rank=, topic=, each at most once")
+			return Source{}, spec.Reject(ErrBadSource, fieldOf(name, "option"), p, optionsBound)
 		}
 	}
 	return s, s.Validate()
 }
+
+// The flag form of a source and its options, for errors.
+const (
+	sourceForm   = "NAME=tcp://HOST:PORT[,replay=tcp://HOST:PORT][,snapshot=tcp://HOST:PORT][,rank=N][,topic=PREFIX]"
+	optionsBound = "one of replay=, snapshot=, rank=, topic=, each at most once"
+)
 
 // ParseSources parses each spec and rejects duplicate names.
 func ParseSources(specs []string) ([]Source, error) {
@@ -133,6 +154,11 @@ func (s Source) Validate() error {
 	}
 	if s.Replay != "" {
 		if err := checkEndpoint(fieldOf(s.Name, "replay"), s.Replay); err != nil {
+			return err
+		}
+	}
+	if s.Snapshot != "" {
+		if err := checkEndpoint(fieldOf(s.Name, "snapshot"), s.Snapshot); err != nil {
 			return err
 		}
 	}

@@ -24,6 +24,7 @@ func TestParseSource(t *testing.T) {
 			Source{Name: "pod-1.dp0", Endpoint: "tcp://vllm-0:5557", Replay: "tcp://vllm-0:5558", Rank: 3, Topic: "kv@"}},
 		{"x:y_Z=tcp://[::1]:1,topic=,rank=0", Source{Name: "x:y_Z", Endpoint: "tcp://[::1]:1"}},
 		{"a=tcp://h:65535,topic=kv@pod=1@m", Source{Name: "a", Endpoint: "tcp://h:65535", Topic: "kv@pod=1@m"}},
+		{"v=tcp://vllm-0:5557,snapshot=tcp://vllm-0:5559", Source{Name: "v", Endpoint: "tcp://vllm-0:5557", Snapshot: "tcp://vllm-0:5559"}},
 	}
 	for _, g := range good {
 		got, err := ParseSource(g.spec)
@@ -47,7 +48,10 @@ func TestParseSource(t *testing.T) {
 		{"a=tcp://h:1,rank=65536", "source[a].rank", "[0, 65535]"},
 		{"a=tcp://h:1,rank=x", "source[a].rank", "an integer"},
 		{"a=tcp://h:1,rank=1,rank=2", "source[a].option", "each at most once"},
-		{"a=tcp://h:1,hwm=3", "source[a].option", "one of replay=, rank=, topic="},
+		{"a=tcp://h:1,hwm=3", "source[a].option", "one of replay=, snapshot=, rank=, topic="},
+		{"a=tcp://h:1,snapshot=", "source[a].snapshot", "tcp://HOST:PORT"},
+		{"a=tcp://h:1,snapshot=tcp://*:1", "source[a].snapshot", "HOST to connect to"},
+		{"a=tcp://h:1,snapshot=tcp://h:1,snapshot=tcp://h:2", "source[a].option", "each at most once"},
 		{"a=tcp://h:1,topic", "source[a].option", "one of"},
 		{"a=tcp://h:1,topic=" + strings.Repeat("t", 256), "source[a].topic", "at most 255 bytes"},
 	}

@@ -17,7 +17,8 @@ import (
 // stream runs one source: a SUB goroutine (connect, receive, reconnect with
 // backoff) hands messages over an unbuffered channel to the stream's own
 // goroutine, which alone calls the index for this stream (in order, as
-// spec.KVEvIndex requires) and owns the DEALER and the replay state.
+// spec.KVEvIndex requires) and owns the DEALERs and the replay and
+// snapshot state (snapshot.go).
 type stream struct {
 	src    Source
 	ix     spec.KVEvIndex
@@ -25,6 +26,10 @@ type stream struct {
 	log    *slog.Logger
 	subEP  string // the PUB endpoint in the guarded scheme
 	replEP string // the replay endpoint in the guarded scheme, "" when none
+	snapEP string // the snapshot endpoint in its guarded scheme, "" when none
+	// boot is the index as a bootstrapper, nil when it is not one (New
+	// then refused a snapshot endpoint).
+	boot spec.KVEvBootstrapper
 	// acct is the source's share of the subscriber's byte budget, rl the
 	// limiter of its log lines about refusals.
 	acct *account
@@ -50,6 +55,16 @@ type stream struct {
 	// replayEnd is when the outstanding replay fails whatever it receives
 	// (ReplayMaxDuration after its request).
 	replayEnd time.Time
+	// The snapshot request's state (snapshot.go): a fresh DEALER per
+	// request, whether one is outstanding, its timer, the cooldown after a
+	// failure, the heartbeat timer of the live socket, and whether the
+	// current silence was reported.
+	snapDealer   *dealerConn
+	snapshotting bool
+	snapTimer    *time.Timer
+	snapCooldown time.Time
+	heartbeat    *time.Timer
+	silent       bool
 	// held mirrors the index's hold queue: the bytes of each message it
 	// holds for this stream, oldest first (budget.go).
 	held []int64
@@ -62,7 +77,7 @@ type liveMsg struct {
 	n int64
 }
 
-func newStream(src Source, ix spec.KVEvIndex, o Options, scheme string, b *byteBudget) *stream {
+func newStream(src Source, ix spec.KVEvIndex, o Options, scheme, snapScheme string, b *byteBudget) *stream {
 	s := &stream{
 		src:     src,
 		ix:      ix,
@@ -72,11 +87,15 @@ func newStream(src Source, ix spec.KVEvIndex, o Options, scheme string, b *byteB
 		acct:    &account{b: b},
 		rl:      &rateLimit{interval: o.LogInterval},
 		restart: make(chan struct{}, 1),
-		st:      SourceStatus{Name: src.Name, Endpoint: src.Endpoint, Replay: src.Replay, Rank: src.Rank, Topic: src.Topic},
+		st:      SourceStatus{Name: src.Name, Endpoint: src.Endpoint, Replay: src.Replay, Snapshot: src.Snapshot, Rank: src.Rank, Topic: src.Topic},
 	}
 	if src.Replay != "" {
 		s.replEP = guardedEndpoint(scheme, src.Replay)
 	}
+	if src.Snapshot != "" {
+		s.snapEP = guardedEndpoint(snapScheme, src.Snapshot)
+	}
+	s.boot, _ = ix.(spec.KVEvBootstrapper)
 	return s
 }
 
@@ -127,18 +146,36 @@ func (s *stream) run(ctx context.Context) {
 	defer s.releaseHeld()
 	defer wg.Wait()
 	defer s.closeDealer()
+	defer s.closeSnapDealer()
 
 	s.timer = time.NewTimer(time.Hour)
 	s.timer.Stop()
 	defer s.timer.Stop()
+	s.snapTimer = time.NewTimer(time.Hour)
+	s.snapTimer.Stop()
+	defer s.snapTimer.Stop()
+	// The heartbeat bound runs from the start: a source that never says
+	// anything is silent too (the index ignores the loss until its cursor
+	// is known).
+	s.heartbeat = time.NewTimer(s.o.HeartbeatTimeout)
+	defer s.heartbeat.Stop()
 	for {
-		var replies <-chan received
+		var replies, snapReplies <-chan received
 		if s.dealer != nil {
 			replies = s.dealer.msgs
 		}
-		var timeout <-chan time.Time
+		if s.snapDealer != nil {
+			snapReplies = s.snapDealer.msgs
+		}
+		var timeout, snapTimeout, silence <-chan time.Time
 		if s.replaying {
 			timeout = s.timer.C
+		}
+		if s.snapshotting {
+			snapTimeout = s.snapTimer.C
+		}
+		if s.snapEP != "" && !s.silent {
+			silence = s.heartbeat.C
 		}
 		select {
 		case <-ctx.Done():
@@ -147,6 +184,14 @@ func (s *stream) run(ctx context.Context) {
 			s.onLive(ctx, m)
 		case r := <-replies:
 			s.onReply(ctx, r)
+		case r := <-snapReplies:
+			s.onSnapshotReply(ctx, r)
+		case <-snapTimeout:
+			s.log.Warn("snapshot request timed out", "after", s.o.SnapshotTimeout)
+			s.setError("snapshot: no reply within " + s.o.SnapshotTimeout.String())
+			s.failSnapshot(ctx, spec.ReplayReasonTimeout)
+		case <-silence:
+			s.onSilence(ctx)
 		case <-s.restart:
 			s.onRestart(ctx)
 		case <-timeout:
@@ -311,6 +356,7 @@ func (s *stream) onLive(ctx context.Context, lm liveMsg) {
 		s.update(func(st *SourceStatus) { st.Filtered++ })
 		return
 	}
+	s.heard()
 	s.update(func(st *SourceStatus) {
 		st.Messages++
 		if len(m.Frames) == 3 && len(m.Frames[1]) == 8 {
@@ -330,6 +376,10 @@ func (s *stream) onRestart(ctx context.Context) {
 		s.replaying = false
 		s.timer.Stop()
 		s.update(func(st *SourceStatus) { st.Replaying = false })
+	}
+	if s.snapshotting {
+		// The index abandons the snapshot request too (§3.4).
+		s.abandonSnapshot()
 	}
 	s.log.Info("restart signal")
 	s.handle(ctx, s.ix.Restart(s.src.Name), 0)
@@ -373,8 +423,10 @@ func (s *stream) onReply(ctx context.Context, r received) {
 }
 
 // handle acts on one index result for a call that was passed cur bytes of
-// message (0: none): the budget, a finished replay, and a replay request
-// (which may come from a result that also finished one).
+// message (0: none): the budget, a finished replay, and a replay or
+// snapshot request (which may come from a result that also finished a
+// replay or a snapshot); a request that cannot go out is reported failed
+// at once, and the index's answer to that acted on in turn.
 func (s *stream) handle(ctx context.Context, r spec.KVEvStepResult, cur int64) {
 	for {
 		s.settle(r, cur)
@@ -391,14 +443,31 @@ func (s *stream) handle(ctx context.Context, r spec.KVEvStepResult, cur int64) {
 			})
 			s.log.Info("replay done", "applied", len(r.Applied), "lost", len(r.Lost))
 		}
-		if len(r.ReplayRequest) == 0 {
+		if r.SnapshotDone {
+			s.log.Info("snapshot installed", "applied", len(r.Applied), "lost", len(r.Lost))
+		}
+		switch {
+		case len(r.ReplayRequest) > 0:
+			reason := s.request(ctx, r.ReplayRequest)
+			if reason == "" {
+				return
+			}
+			r = s.replayFailed(reason)
+		case len(r.SnapshotRequest) > 0:
+			if s.boot == nil {
+				// New refuses a snapshot endpoint over such an index; an
+				// index whose stream has the flag anyway cannot be answered.
+				s.log.Error("the index asked for a snapshot but does not implement spec.KVEvBootstrapper; its held messages wait for a restart")
+				return
+			}
+			reason := s.requestSnapshot(ctx, r.SnapshotRequest)
+			if reason == "" {
+				return
+			}
+			r = s.snapshotFailed(reason)
+		default:
 			return
 		}
-		reason := s.request(ctx, r.ReplayRequest)
-		if reason == "" {
-			return
-		}
-		r = s.replayFailed(reason)
 	}
 }
 

@@ -17,6 +17,21 @@
 // ReplayFailed("unavailable"). Live messages that arrive during a replay are
 // passed to Live as well: the index holds them (bounded by its max_held).
 //
+// A source with a snapshot endpoint (vLLM's snapshot service, §3.5
+// [uncertain], §2.10 A13) also has a snapshot DEALER: when a result carries
+// a SnapshotRequest the subscriber dials a fresh DEALER, sends REQ's
+// envelope ["", "snapshot"] (a REP socket answers a DEALER that sends the
+// empty delimiter as it answers a REQ), and passes the reply's frames
+// after the delimiter to the index's SnapshotReply, or SnapshotFailed with
+// "timeout" (SnapshotTimeout without the reply), "protocol" (a reply the
+// index calls snapshot_protocol, or one without the delimiter) or
+// "unavailable" (no connection, the connection lost, or the cooldown of
+// ReplayCooldown after a failure). A live socket silent past
+// HeartbeatTimeout is reported with HeartbeatLost, once per silence. Such
+// a source needs an index that implements spec.KVEvBootstrapper: New and
+// AddSource refuse it otherwise, since the index would hold the source's
+// messages for a reply nobody could report.
+//
 // Sources can be added and removed while the subscriber runs (AddSource,
 // RemoveSource; §2.10 A11): an add starts the source's goroutines under
 // Run's context, a removal ends them and closes the source's sockets
@@ -52,8 +67,11 @@ type Subscriber struct {
 	ix     spec.KVEvIndex
 	opts   Options
 	scheme string
-	budget *byteBudget
-	ran    atomic.Bool
+	// snapScheme is the guarded scheme of snapshot connections, whose
+	// bounds are the snapshot reply's (SnapshotMaxBytes, SnapshotMaxChunks).
+	snapScheme string
+	budget     *byteBudget
+	ran        atomic.Bool
 
 	// change serializes AddSource and RemoveSource: each holds it across
 	// its index call and the start or end of the source's goroutines, so
@@ -83,6 +101,11 @@ func New(ix spec.KVEvIndex, sources []Source, opts Options) (*Subscriber, error)
 	if err := validateSources(sources); err != nil {
 		return nil, err
 	}
+	for _, s := range sources {
+		if err := checkBootstrapper(ix, s); err != nil {
+			return nil, err
+		}
+	}
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -100,7 +123,11 @@ func New(ix spec.KVEvIndex, sources []Source, opts Options) (*Subscriber, error)
 	if err != nil {
 		return nil, fmt.Errorf("kvevsub: %w", err)
 	}
-	sub := &Subscriber{ix: ix, opts: o, scheme: scheme, budget: newByteBudget(o.MaxBufferedBytes, o.BufferWait)}
+	snapScheme, err := guardedScheme(o.SnapshotMaxBytes, o.SnapshotMaxChunks+snapshotEnvelopeFrames)
+	if err != nil {
+		return nil, fmt.Errorf("kvevsub: %w", err)
+	}
+	sub := &Subscriber{ix: ix, opts: o, scheme: scheme, snapScheme: snapScheme, budget: newByteBudget(o.MaxBufferedBytes, o.BufferWait)}
 	for _, s := range sources {
 		sub.streams = append(sub.streams, sub.newStream(s))
 	}
@@ -110,7 +137,22 @@ func New(ix spec.KVEvIndex, sources []Source, opts Options) (*Subscriber, error)
 // newStream builds the stream of src over the subscriber's index, options
 // and budget; it is not started.
 func (s *Subscriber) newStream(src Source) *stream {
-	return newStream(src, s.ix, s.opts, s.scheme, s.budget)
+	return newStream(src, s.ix, s.opts, s.scheme, s.snapScheme, s.budget)
+}
+
+// checkBootstrapper refuses a source with a snapshot endpoint over an
+// index that does not implement spec.KVEvBootstrapper: the index would ask
+// for snapshots (its stream has the snapshot flag) and hold the source's
+// live messages until a reply or failure the subscriber could not report.
+func checkBootstrapper(ix spec.KVEvIndex, src Source) error {
+	if src.Snapshot == "" {
+		return nil
+	}
+	if _, ok := ix.(spec.KVEvBootstrapper); ok {
+		return nil
+	}
+	return spec.Reject(ErrBadSource, fieldOf(src.Name, "snapshot"), src.Snapshot,
+		fmt.Sprintf("unset: the index (%T) does not implement spec.KVEvBootstrapper, so it cannot take a snapshot bootstrap (§2.10 A13)", ix))
 }
 
 // Buffered reports the byte budget (Options.MaxBufferedBytes) and the
@@ -168,6 +210,9 @@ func (s *Subscriber) start(st *stream) {
 // for one source too many; adding after Run returned is an error.
 func (s *Subscriber) AddSource(src Source) error {
 	if err := src.Validate(); err != nil {
+		return err
+	}
+	if err := checkBootstrapper(s.ix, src); err != nil {
 		return err
 	}
 	s.change.Lock()
@@ -295,10 +340,11 @@ func (s *Subscriber) Status() []SourceStatus {
 // SourceStatus is a source's connection and replay state, for
 // /v1/events/sources and per-source metrics. Counters only grow.
 type SourceStatus struct {
-	// Name, Endpoint, Replay, Rank and Topic echo the source.
+	// Name, Endpoint, Replay, Snapshot, Rank and Topic echo the source.
 	Name     string `json:"name"`
 	Endpoint string `json:"endpoint"`
 	Replay   string `json:"replay,omitzero"`
+	Snapshot string `json:"snapshot,omitzero"`
 	Rank     int64  `json:"rank"`
 	Topic    string `json:"topic"`
 
@@ -359,6 +405,28 @@ type SourceStatus struct {
 	ReplayProtocol     uint64    `json:"replay_protocol_errors"`
 	ReplayUnavailable  uint64    `json:"replay_unavailable"`
 	ReplayCooldownTill time.Time `json:"replay_cooldown_until,omitzero"`
+
+	// Snapshotting says a snapshot request is outstanding (sources with a
+	// snapshot endpoint; these fields are omitted while zero).
+	Snapshotting bool `json:"snapshotting,omitzero"`
+	// SnapshotRequests counts snapshot requests sent; SnapshotReplies the
+	// replies received.
+	SnapshotRequests uint64 `json:"snapshot_requests,omitzero"`
+	SnapshotReplies  uint64 `json:"snapshot_replies,omitzero"`
+	// SnapshotsOK counts snapshots the index installed.
+	SnapshotsOK uint64 `json:"snapshots_ok,omitzero"`
+	// SnapshotsFailed counts snapshot requests that ended without one; the
+	// three after it split them: no reply in time, a malformed reply or
+	// chunk, and unavailable (the publisher said so with seq < -1, no
+	// connection, or the cooldown).
+	SnapshotsFailed      uint64    `json:"snapshots_failed,omitzero"`
+	SnapshotTimeouts     uint64    `json:"snapshot_timeouts,omitzero"`
+	SnapshotProtocol     uint64    `json:"snapshot_protocol_errors,omitzero"`
+	SnapshotUnavailable  uint64    `json:"snapshot_unavailable,omitzero"`
+	SnapshotCooldownTill time.Time `json:"snapshot_cooldown_until,omitzero"`
+	// HeartbeatsLost counts the times the live socket stayed silent past
+	// Options.HeartbeatTimeout (sources with a snapshot endpoint only).
+	HeartbeatsLost uint64 `json:"heartbeats_lost,omitzero"`
 
 	// LastError is the last connection, replay or index error, and when.
 	LastError   string    `json:"last_error,omitzero"`
