@@ -488,3 +488,40 @@ func mustFastIndex(t *testing.T) spec.KVEvIndex {
 	}
 	return ix
 }
+
+// snapshotOnly is an index that writes whole snapshots but cannot freeze.
+type snapshotOnly struct {
+	spec.KVEvIndex
+	sn spec.KVEvSnapshotter
+}
+
+func (s snapshotOnly) Snapshot(covers uint64) ([]byte, error) { return s.sn.Snapshot(covers) }
+
+// TestFreezeOfAnIndexThatCannotFreezeEncodesAtOnce: through the replica's
+// index, an index that implements spec.KVEvSnapshotter but not
+// spec.KVEvFreezer is snapshotted at the freeze (the bytes are its
+// Snapshot's, whatever it does after), and one that implements neither
+// is refused.
+func TestFreezeOfAnIndexThatCannotFreezeEncodesAtOnce(t *testing.T) {
+	ix, err := fast.NewKVEvIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := ix.(spec.KVEvSnapshotter).Snapshot(3)
+	fz, err := newSwapIndex(snapshotOnly{ix, ix.(spec.KVEvSnapshotter)}).Freeze(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.Restart("a") // after the freeze: not in its bytes
+	if now, _ := ix.(spec.KVEvSnapshotter).Snapshot(3); bytes.Equal(now, want) {
+		t.Fatal("the restart changed nothing: the test proves nothing")
+	}
+	got, _ := fz.Encode()
+	var streamed bytes.Buffer
+	if _, err := fz.WriteTo(&streamed); err != nil || !bytes.Equal(got, want) || !bytes.Equal(streamed.Bytes(), want) || fz.Covers() != 3 {
+		t.Fatalf("frozen through Snapshot: %d bytes (streamed %d, %v), want %d; covers %d", len(got), streamed.Len(), err, len(want), fz.Covers())
+	}
+	if _, err := newSwapIndex(struct{ spec.KVEvIndex }{ix}).Freeze(3); err != errNoSnapshotter {
+		t.Fatalf("an index without Snapshot: %v, want errNoSnapshotter", err)
+	}
+}
