@@ -8,18 +8,36 @@ import (
 )
 
 // The fast twin of kvev.snapshot (docs/spec/kv-events.md §2.10 A12). The
-// bytes are ref's (EncodeKVEvSnapshot, DecodeKVEvSnapshot: one format,
-// one set of refusals); what is the fast index's own is how its state is
-// read out of the slot arrays and how a decoded snapshot is built back
-// into them, slot by slot, without replaying any event.
+// bytes are written by fast's own encoder (kvev_snapshot_encode.go) from
+// a frozen copy of the pools, so that an encoder bug is not shared with
+// ref and the differential suite sees it; they are read by ref's decoder
+// (DecodeKVEvSnapshot: one set of refusals), and what is the fast index's
+// own on restore is how a decoded snapshot is built back into the slot
+// arrays, slot by slot, without replaying any event.
 
-var _ spec.KVEvSnapshotter = (*kvIndex)(nil)
+var (
+	_ spec.KVEvSnapshotter = (*kvIndex)(nil)
+	_ spec.KVEvFreezer     = (*kvIndex)(nil)
+)
 
-// Snapshot implements spec.KVEvSnapshotter (§2.10 A12). It holds every
-// stream like State, so it sees one consistent state; the caller (a
-// replica pausing its consumer at sequence covers) makes no other call
-// meanwhile only so that covers is exact.
+// Snapshot implements spec.KVEvSnapshotter (§2.10 A12): Freeze, then
+// Encode. The caller (a replica pausing its consumer at sequence covers)
+// makes no other call meanwhile only so that covers is exact.
 func (ix *kvIndex) Snapshot(covers uint64) ([]byte, error) {
+	fz, err := ix.Freeze(covers)
+	if err != nil {
+		return nil, err
+	}
+	return fz.Encode()
+}
+
+// Freeze implements spec.KVEvFreezer (§2.10 A12). It holds every stream
+// like State, so it sees one consistent state, and copies what the
+// encoding needs: each stream's cursor and counters, each engine's flags
+// and counters, and each pool's pointer-free arrays whole (kvPool.frozen),
+// with no per-page work; the slow part, the canonical walk, runs later
+// in Encode, without a lock.
+func (ix *kvIndex) Freeze(covers uint64) (spec.KVEvFrozen, error) {
 	ix.streamsMu.Lock()
 	defer ix.streamsMu.Unlock()
 	streams := ix.streams.Load().list
@@ -31,25 +49,18 @@ func (ix *kvIndex) Snapshot(covers uint64) ([]byte, error) {
 			st.mu.Unlock()
 		}
 	}()
-	c := spec.KVEvSnapshotContent{Covers: covers, Config: ix.cfg}
+	fz := &kvFrozen{covers: covers, cfg: ix.cfg, f: ix.f, streams: make([]kvFrozenStream, 0, len(streams))}
 	for _, st := range streams {
-		s := spec.KVEvSnapshotStream{
-			Config:  spec.KVEvStream{Name: st.name, Rank: st.rank, Replay: st.replay, Snapshot: st.snapshot},
-			State:   st.state(),
-			PastEnd: st.pastEnd,
-		}
-		for _, m := range st.held {
-			s.Held = append(s.Held, m.frames)
-		}
-		c.Streams = append(c.Streams, s)
+		fz.streams = append(fz.streams, st.frozen())
 	}
-	var d kvDigest
-	for _, e := range *ix.sorted.Load() {
+	engines := *ix.sorted.Load()
+	fz.engines = make([]kvFrozenEngine, 0, len(engines))
+	for _, e := range engines {
 		e.mu.RLock()
-		c.Engines = append(c.Engines, e.state(&d, kvStatePages))
+		fz.engines = append(fz.engines, e.frozen())
 		e.mu.RUnlock()
 	}
-	return ref.EncodeKVEvSnapshot(c), nil
+	return fz, nil
 }
 
 // RestoreKVEvIndex builds the production index a snapshot encodes, under

@@ -2,6 +2,7 @@ package ref
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/kvtwin/kvtwin/spec"
 )
@@ -11,11 +12,25 @@ import (
 // EncodeKVEvSnapshot, and a restore that builds the plain index from a
 // decoded snapshot page by page.
 
-var _ spec.KVEvSnapshotter = (*refKVEvIndex)(nil)
+var (
+	_ spec.KVEvSnapshotter = (*refKVEvIndex)(nil)
+	_ spec.KVEvFreezer     = (*refKVEvIndex)(nil)
+)
 
 // Snapshot implements spec.KVEvSnapshotter (§2.10 A12): the index's
 // state, held messages included, tagged with covers.
 func (ix *refKVEvIndex) Snapshot(covers uint64) ([]byte, error) {
+	f, err := ix.Freeze(covers)
+	if err != nil {
+		return nil, err
+	}
+	return f.Encode()
+}
+
+// Freeze implements spec.KVEvFreezer (§2.10 A12) plainly: the state is
+// copied as a spec.KVEvSnapshotContent under the index's lock (pages and
+// tokens cloned; held frames are copies the index never writes again).
+func (ix *refKVEvIndex) Freeze(covers uint64) (spec.KVEvFrozen, error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	c := spec.KVEvSnapshotContent{Covers: covers, Config: ix.cfg}
@@ -29,7 +44,23 @@ func (ix *refKVEvIndex) Snapshot(covers uint64) ([]byte, error) {
 	for _, e := range ix.sortedEngines() {
 		c.Engines = append(c.Engines, snapEngineState(e))
 	}
-	return EncodeKVEvSnapshot(c), nil
+	return refKVEvFrozen{c}, nil
+}
+
+// refKVEvFrozen is the reference index's frozen state: the content
+// EncodeKVEvSnapshot writes. It is never written after Freeze.
+type refKVEvFrozen struct{ c spec.KVEvSnapshotContent }
+
+// Covers implements spec.KVEvFrozen.
+func (f refKVEvFrozen) Covers() uint64 { return f.c.Covers }
+
+// Encode implements spec.KVEvFrozen: A12's bytes of the content.
+func (f refKVEvFrozen) Encode() ([]byte, error) { return EncodeKVEvSnapshot(f.c), nil }
+
+// WriteTo implements spec.KVEvFrozen: Encode's bytes written to w.
+func (f refKVEvFrozen) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(EncodeKVEvSnapshot(f.c))
+	return int64(n), err
 }
 
 // RestoreKVEvIndex builds the reference index a snapshot encodes, under

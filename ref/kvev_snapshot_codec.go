@@ -13,10 +13,12 @@ import (
 	"github.com/kvtwin/kvtwin/spec"
 )
 
-// The snapshot format of docs/spec/kv-events.md §2.10 A12, written and
-// read once for both twins: each twin turns its own structures into a
-// spec.KVEvSnapshotContent and back, and this file owns the bytes, so a
-// snapshot's bytes and a refusal's words cannot differ between them.
+// The snapshot format of docs/spec/kv-events.md §2.10 A12: the
+// reference's encoder, and the decoder both twins restore with (one set
+// of refusals, so a refusal's words cannot differ between them). The fast
+// twin writes the bytes with its own encoder (fast/kvev_snapshot_encode.go),
+// from a frozen copy of its pools, so that the differential suite compares
+// two encoders byte for byte.
 // Decoding checks every declared length against the bytes left before it
 // allocates, every count against the restoring config's bounds, and the
 // state's own consistency, so that a restore never builds a state that

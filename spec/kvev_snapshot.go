@@ -1,5 +1,7 @@
 package spec
 
+import "io"
+
 // ErrBadSnapshot: an index snapshot that is truncated, has a bad magic,
 // version or checksum, declares a length past its bytes or a count past
 // the restoring index's bounds, or encodes a state no index can reach
@@ -27,6 +29,34 @@ type KVEvSnapshotter interface {
 	// Snapshot returns the canonical encoding of the index's state,
 	// tagged with covers, the JetStream stream sequence it covers.
 	Snapshot(covers uint64) ([]byte, error)
+}
+
+// KVEvFreezer is an index whose snapshot is taken in two phases (§2.10
+// A12, "Taking a snapshot without stopping ingest"): Freeze copies the
+// state a snapshot encodes, under the index's locks, in time linear in the
+// index's memory but with no per-page work (bulk copies of its arrays);
+// the returned KVEvFrozen encodes it later, on any goroutine, while the
+// index goes on changing. Snapshot(covers) is Freeze(covers) then Encode.
+type KVEvFreezer interface {
+	KVEvSnapshotter
+	// Freeze copies the index's state, held messages included, tagged
+	// with covers. It sees one consistent state: no call on the index is
+	// half applied in it.
+	Freeze(covers uint64) (KVEvFrozen, error)
+}
+
+// KVEvFrozen is an index's state as Freeze copied it (§2.10 A12): nothing
+// the index does after Freeze returned changes its bytes. Its methods may
+// be called any number of times, from any goroutines, at once.
+type KVEvFrozen interface {
+	// Covers is the sequence the frozen state is tagged with.
+	Covers() uint64
+	// Encode returns the frozen state's snapshot: the bytes Snapshot
+	// would have returned at the freeze.
+	Encode() ([]byte, error)
+	// WriteTo streams the same bytes to w (io.WriterTo), in chunks, and
+	// returns how many it wrote and w's first error.
+	WriteTo(w io.Writer) (int64, error)
 }
 
 // RestoreKVEvIndexFunc builds an index from a snapshot under cfg (§2.10

@@ -77,6 +77,6 @@ func TestSnapshotCostAtScale(t *testing.T) {
 		t.Errorf("restored %+v: want covers 1 and the writer's digest", ls)
 	}
 	late.stop(t)
-	t.Logf("%d blocks: snapshot %d bytes (%.1f a block; index %d), ingest pause (encode) %.3f s, upload %.3f s, download+check+restore %.3f s",
-		blocks, sn.LastBytes, float64(sn.LastBytes)/blocks, sn.LastIndexBytes, sn.LastEncodeSeconds, sn.LastUploadSeconds, ls.RestoreSeconds)
+	t.Logf("%d blocks: snapshot %d bytes (%.1f a block; index %d), ingest pause (freeze) %.3f s, encode %.3f s, upload %.3f s, download+check+restore %.3f s",
+		blocks, sn.LastBytes, float64(sn.LastBytes)/blocks, sn.LastIndexBytes, sn.LastPauseSeconds, sn.LastEncodeSeconds, sn.LastUploadSeconds, ls.RestoreSeconds)
 }

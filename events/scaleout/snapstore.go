@@ -31,13 +31,16 @@ type SnapshotStatus struct {
 	// Pruned counts older snapshots deleted to keep the newest Keep.
 	Pruned uint64 `json:"pruned"`
 	// LastObject, LastCovers and LastBytes describe the last snapshot
-	// stored (LastIndexBytes: its A12 part); LastEncodeSeconds is how
-	// long ingest paused to take it (the index's Snapshot and the apply
-	// state), LastUploadSeconds how long its upload took, beside ingest.
+	// stored (LastIndexBytes: its A12 part); LastPauseSeconds is how long
+	// ingest paused to take it (the index's Freeze and the apply state,
+	// §2.10 A12), LastEncodeSeconds how long encoding the frozen state
+	// took and LastUploadSeconds how long its upload took, both beside
+	// ingest.
 	LastObject        string    `json:"last_object,omitzero"`
 	LastCovers        uint64    `json:"last_covers"`
 	LastBytes         uint64    `json:"last_bytes"`
 	LastIndexBytes    uint64    `json:"last_index_bytes"`
+	LastPauseSeconds  float64   `json:"last_pause_seconds"`
 	LastEncodeSeconds float64   `json:"last_encode_seconds"`
 	LastUploadSeconds float64   `json:"last_upload_seconds"`
 	LastWrittenAt     time.Time `json:"last_written_at,omitzero"`
@@ -59,7 +62,8 @@ type SnapshotStatus struct {
 }
 
 // snapWriter takes the replica's snapshots and uploads them, on its own
-// goroutine, so that ingest pauses only while the index is encoded.
+// goroutine, so that ingest pauses only while the index is frozen (§2.10
+// A12): the encoding and the upload run beside ingest.
 type snapWriter struct {
 	r      *Replica
 	o      SnapshotOptions
@@ -73,9 +77,10 @@ type snapWriter struct {
 	lastCovers uint64
 	store      jetstream.ObjectStore // the bucket, once created; writer goroutine only
 
-	// beforeUpload, when set (tests), runs after a snapshot is taken and
-	// before it is uploaded.
-	beforeUpload func(covers uint64)
+	// beforeEncode, when set (tests), runs after a snapshot is frozen and
+	// before it is encoded; encoded, when set, gets its A12 bytes.
+	beforeEncode func(covers uint64)
+	encoded      func(covers uint64, index []byte)
 }
 
 func newSnapWriter(r *Replica, o SnapshotOptions, sources []ReplicaSource) *snapWriter {
@@ -126,15 +131,19 @@ func (w *snapWriter) run(ctx context.Context, js jetstream.JetStream) {
 	}
 }
 
-// taken is a snapshot taken between two applied messages.
+// taken is a snapshot taken between two applied messages: the index
+// frozen, and the apply state (env, its Index not yet encoded).
 type taken struct {
-	env   envelope
-	pause time.Duration
+	env    envelope
+	frozen spec.KVEvFrozen
+	pause  time.Duration
+	// indexBytes is the A12 part's size, once encoded.
+	indexBytes int
 }
 
-// take encodes the index and copies the apply state between two applied
-// messages (under applyMu: ingest waits for it); nil when nothing was
-// applied since the last snapshot.
+// take freezes the index and copies the apply state between two applied
+// messages (under applyMu: ingest waits for it, the freeze's bulk copies
+// only); nil when nothing was applied since the last snapshot.
 func (w *snapWriter) take() (*taken, error) {
 	r := w.r
 	r.applyMu.Lock()
@@ -144,16 +153,74 @@ func (w *snapWriter) take() (*taken, error) {
 		return nil, nil
 	}
 	t0 := time.Now()
-	ix, err := r.ix.Snapshot(covers)
+	fz, err := r.ix.Freeze(covers)
 	if err != nil {
 		return nil, err
 	}
-	env := envelope{Covers: covers, Stream: r.o.Stream, Index: ix}
+	env := envelope{Covers: covers, Stream: r.o.Stream}
 	for _, s := range r.ap.states(r.order) {
 		env.Sources = append(env.Sources, ruleState{Token: s.Token, Rank: s.Rank, EpochKnown: s.EpochKnown, Epoch: s.Epoch, SeqKnown: s.SeqKnown, Seq: s.Seq})
 	}
 	w.since, w.lastCovers = 0, covers
-	return &taken{env: env, pause: time.Since(t0)}, nil
+	return &taken{env: env, frozen: fz, pause: time.Since(t0)}, nil
+}
+
+// Freeze implements spec.KVEvFreezer through the current index. An index
+// that writes only whole snapshots (a spec.KVEvSnapshotter that is no
+// spec.KVEvFreezer) is encoded here and now, so that ingest pauses for
+// its whole encoding, as before freezing existed.
+func (s *swapIndex) Freeze(covers uint64) (spec.KVEvFrozen, error) {
+	ix := s.get()
+	if fr, ok := ix.(spec.KVEvFreezer); ok {
+		return fr.Freeze(covers)
+	}
+	sn, ok := ix.(spec.KVEvSnapshotter)
+	if !ok {
+		return nil, errNoSnapshotter
+	}
+	b, err := sn.Snapshot(covers)
+	if err != nil {
+		return nil, err
+	}
+	return encodedSnapshot{covers: covers, b: b}, nil
+}
+
+// encodedSnapshot is a snapshot encoded when it was taken, as a
+// spec.KVEvFrozen.
+type encodedSnapshot struct {
+	covers uint64
+	b      []byte
+}
+
+func (e encodedSnapshot) Covers() uint64          { return e.covers }
+func (e encodedSnapshot) Encode() ([]byte, error) { return e.b, nil }
+func (e encodedSnapshot) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(e.b)
+	return int64(n), err
+}
+
+// encode encodes tk's frozen index into its envelope, beside ingest, and
+// drops the frozen copy (the envelope's bytes are built after it is
+// garbage): it returns the envelope's bytes and how long the index's
+// encoding took.
+func (w *snapWriter) encode(tk *taken) ([]byte, time.Duration, error) {
+	if w.beforeEncode != nil {
+		w.beforeEncode(tk.env.Covers)
+	}
+	t0 := time.Now()
+	ix, err := tk.frozen.Encode()
+	took := time.Since(t0)
+	tk.frozen = nil
+	if err != nil {
+		return nil, took, fmt.Errorf("encode the frozen index: %w", err)
+	}
+	if w.encoded != nil {
+		w.encoded(tk.env.Covers, ix)
+	}
+	tk.env.Index, tk.indexBytes = ix, len(ix)
+	b := encodeEnvelope(tk.env)
+	tk.env.Index = nil
+	return b, took, nil
 }
 
 // once takes a snapshot and uploads it, then deletes the older ones past
@@ -169,10 +236,12 @@ func (w *snapWriter) once(ctx context.Context, js jetstream.JetStream) {
 		}
 		return
 	}
-	if w.beforeUpload != nil {
-		w.beforeUpload(tk.env.Covers)
+	b, encodeTook, err := w.encode(tk)
+	if err != nil {
+		w.r.log.Warn("snapshot not encoded", "covers", tk.env.Covers, "err", err)
+		w.r.updateSnap(func(s *SnapshotStatus) { s.UploadsFailed++ })
+		return
 	}
-	b := encodeEnvelope(tk.env)
 	name := snapshotName(w.prefix, tk.env.Covers)
 	uctx, cancel := context.WithTimeout(ctx, w.o.UploadTimeout)
 	defer cancel()
@@ -190,10 +259,11 @@ func (w *snapWriter) once(ctx context.Context, js jetstream.JetStream) {
 	}
 	w.r.updateSnap(func(s *SnapshotStatus) {
 		s.Uploads++
-		s.LastObject, s.LastCovers, s.LastBytes, s.LastIndexBytes = name, tk.env.Covers, uint64(len(b)), uint64(len(tk.env.Index))
-		s.LastEncodeSeconds, s.LastUploadSeconds, s.LastWrittenAt = tk.pause.Seconds(), took.Seconds(), time.Now()
+		s.LastObject, s.LastCovers, s.LastBytes, s.LastIndexBytes = name, tk.env.Covers, uint64(len(b)), uint64(tk.indexBytes)
+		s.LastPauseSeconds, s.LastEncodeSeconds = tk.pause.Seconds(), encodeTook.Seconds()
+		s.LastUploadSeconds, s.LastWrittenAt = took.Seconds(), time.Now()
 	})
-	w.r.log.Info("snapshot stored", "object", name, "covers", tk.env.Covers, "bytes", len(b), "ingest_pause", tk.pause, "upload", took)
+	w.r.log.Info("snapshot stored", "object", name, "covers", tk.env.Covers, "bytes", len(b), "ingest_pause", tk.pause, "encode", encodeTook, "upload", took)
 	if n, err := w.prune(uctx); err != nil {
 		w.r.log.Warn("deleting older snapshots failed", "bucket", w.o.Bucket, "err", err)
 	} else if n > 0 {

@@ -239,11 +239,14 @@ func TestCorruptSnapshotIsRefusedAndThePreviousUsed(t *testing.T) {
 }
 
 // TestSnapshotsAreWrittenWhileMessagesFlow: snapshots every 100 messages
-// while a publisher keeps publishing; an upload is held until the replica
-// has applied 200 more messages (ingest does not wait for uploads), and
-// the snapshots due meanwhile are skipped and counted. Every snapshot
-// covers a message boundary: the replica's digest at the end is the
-// reference's, and a replica restored from the last one agrees.
+// while a publisher keeps publishing; the first snapshot, frozen, is held
+// before its encoding until the replica has applied 200 more messages
+// (ingest waits neither for the encoding nor for the upload, §2.10 A12),
+// and the snapshots due meanwhile are skipped and counted. The index
+// encoded after those 200 messages is the index at the freeze: it
+// restores to the reference fed the messages up to its covers. Every
+// snapshot covers a message boundary: the replica's digest at the end is
+// the reference's, and a replica restored from the last one agrees.
 func TestSnapshotsAreWrittenWhileMessagesFlow(t *testing.T) {
 	defer goleak.VerifyNone(t, goleakOpts...)
 	ns := startNATS(t)
@@ -255,11 +258,19 @@ func TestSnapshotsAreWrittenWhileMessagesFlow(t *testing.T) {
 	sources, msgs, _ := genRelayStream(9, 20000, 10)
 	w := startReplica(t, ns.url, "writer", sources, withSnapshots("snaps", 100, -1, 2))
 	defer w.cancel()
-	var held sync.Once
+	var held, first sync.Once
 	heldOK := make(chan bool, 1)
-	w.r.snap.beforeUpload = func(covers uint64) {
+	type encoded struct {
+		covers uint64
+		index  []byte
+	}
+	firstEncoded := make(chan encoded, 1)
+	w.r.snap.encoded = func(covers uint64, index []byte) {
+		first.Do(func() { firstEncoded <- encoded{covers, index} })
+	}
+	w.r.snap.beforeEncode = func(covers uint64) {
 		held.Do(func() {
-			// The first upload waits for ingest to move 200 messages on.
+			// The first encoding waits for ingest to move 200 messages on.
 			deadline := time.Now().Add(20 * time.Second)
 			for w.r.Status().AppliedSeq < covers+200 && time.Now().Before(deadline) {
 				time.Sleep(5 * time.Millisecond)
@@ -277,7 +288,15 @@ func TestSnapshotsAreWrittenWhileMessagesFlow(t *testing.T) {
 	last := lastSeq(t, js)
 	waitApplied(t, w, last, 30*time.Second)
 	if !<-heldOK {
-		t.Fatal("ingest stopped while a snapshot was uploading")
+		t.Fatal("ingest stopped while a frozen snapshot waited for its encoding")
+	}
+	fe := <-firstEncoded
+	rx, covers, err := fast.RestoreKVEvIndex(spec.KVEvConfig{}, fe.index)
+	if err != nil || covers != fe.covers {
+		t.Fatalf("the first snapshot's index: restore %v, covers %d want %d", err, covers, fe.covers)
+	}
+	if got, want := rx.Digest(), feedRef(t, sources, msgs[:fe.covers]).Digest(); got != want {
+		t.Fatalf("the first snapshot, encoded 200 messages after its freeze at %d, has digest %x; the index at %d has %x", fe.covers, got, fe.covers, want)
 	}
 	waitFor(t, 20*time.Second, "uploads to settle", func() bool { return !w.r.snap.uploading.Load() })
 	sn := snapStatus(w)
@@ -302,8 +321,8 @@ func TestSnapshotsAreWrittenWhileMessagesFlow(t *testing.T) {
 		t.Errorf("replica restored from %+v: digest %x, want %x", snapStatus(late), got, want)
 	}
 	late.stop(t)
-	t.Logf("last snapshot: %d bytes (index %d) covering %d messages, ingest pause %.3f ms, upload %.3f ms",
-		sn.LastBytes, sn.LastIndexBytes, sn.LastCovers, sn.LastEncodeSeconds*1e3, sn.LastUploadSeconds*1e3)
+	t.Logf("last snapshot: %d bytes (index %d) covering %d messages, ingest pause %.3f ms, encode %.3f ms, upload %.3f ms",
+		sn.LastBytes, sn.LastIndexBytes, sn.LastCovers, sn.LastPauseSeconds*1e3, sn.LastEncodeSeconds*1e3, sn.LastUploadSeconds*1e3)
 }
 
 // TestEnvelopeRoundTripsAndRefusesDamage: the envelope decodes to what was
@@ -468,4 +487,41 @@ func mustFastIndex(t *testing.T) spec.KVEvIndex {
 		t.Fatal(err)
 	}
 	return ix
+}
+
+// snapshotOnly is an index that writes whole snapshots but cannot freeze.
+type snapshotOnly struct {
+	spec.KVEvIndex
+	sn spec.KVEvSnapshotter
+}
+
+func (s snapshotOnly) Snapshot(covers uint64) ([]byte, error) { return s.sn.Snapshot(covers) }
+
+// TestFreezeOfAnIndexThatCannotFreezeEncodesAtOnce: through the replica's
+// index, an index that implements spec.KVEvSnapshotter but not
+// spec.KVEvFreezer is snapshotted at the freeze (the bytes are its
+// Snapshot's, whatever it does after), and one that implements neither
+// is refused.
+func TestFreezeOfAnIndexThatCannotFreezeEncodesAtOnce(t *testing.T) {
+	ix, err := fast.NewKVEvIndex(spec.KVEvConfig{}, []spec.KVEvStream{{Name: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := ix.(spec.KVEvSnapshotter).Snapshot(3)
+	fz, err := newSwapIndex(snapshotOnly{ix, ix.(spec.KVEvSnapshotter)}).Freeze(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.Restart("a") // after the freeze: not in its bytes
+	if now, _ := ix.(spec.KVEvSnapshotter).Snapshot(3); bytes.Equal(now, want) {
+		t.Fatal("the restart changed nothing: the test proves nothing")
+	}
+	got, _ := fz.Encode()
+	var streamed bytes.Buffer
+	if _, err := fz.WriteTo(&streamed); err != nil || !bytes.Equal(got, want) || !bytes.Equal(streamed.Bytes(), want) || fz.Covers() != 3 {
+		t.Fatalf("frozen through Snapshot: %d bytes (streamed %d, %v), want %d; covers %d", len(got), streamed.Len(), err, len(want), fz.Covers())
+	}
+	if _, err := newSwapIndex(struct{ spec.KVEvIndex }{ix}).Freeze(3); err != errNoSnapshotter {
+		t.Fatalf("an index without Snapshot: %v, want errNoSnapshotter", err)
+	}
 }

@@ -82,4 +82,13 @@ type KVEv struct {
 	// taken one page short, so a hash whose copy needs exactly
 	// KVEvMaxCopyWalk pages is counted as an orphan instead of copied.
 	CopyWalkOneShort bool
+	// SnapshotSiblingsUnsorted (§2.10 A12, A8's pre-order): fast's
+	// snapshot encoder writes a page's children in the pool's sibling
+	// order (newest first) instead of sorted by (namespace, tokens), so
+	// the bytes differ from the canonical ones (and a restore refuses them).
+	SnapshotSiblingsUnsorted bool
+	// SnapshotBindingsUnsorted (§2.10 A12): fast's snapshot encoder writes
+	// a page's bindings in the pool's order (the first, then the newest)
+	// instead of sorted by hash.
+	SnapshotBindingsUnsorted bool
 }
