@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -56,6 +57,7 @@ type scaleResult struct {
 	DigestSeconds      float64 `json:"digest_seconds"`
 	SnapshotBytes      int64   `json:"snapshot_bytes"`
 	SnapshotPerBlock   float64 `json:"snapshot_bytes_per_block"`
+	FreezeSeconds      float64 `json:"freeze_seconds"`
 	EncodeSeconds      float64 `json:"encode_seconds"`
 	WriteSeconds       float64 `json:"write_seconds,omitempty"`
 	ReadSeconds        float64 `json:"read_seconds,omitempty"`
@@ -76,8 +78,9 @@ func newBenchEventsScaleCmd() *cobra.Command {
 		Long: "Builds an event-fed index of --blocks blocks of --block-size tokens over --engines engines (one\n" +
 			"publisher stream each), fed as vLLM batches of one BlockStored of --per-request chained blocks of\n" +
 			"random tokens (every page distinct: no prefix sharing, the most a block can cost), timing only\n" +
-			"the index's Live calls. Then it measures the heap the index holds, writes its snapshot (spec\n" +
-			"§2.10 A12; to --snapshot-file if given), drops the index, restores one from the snapshot, checks\n" +
+			"the index's Live calls. Then it measures the heap the index holds, freezes and writes its snapshot\n" +
+			"(spec §2.10 A12; streamed to --snapshot-file if given), drops the index, restores one from the\n" +
+			"snapshot, checks\n" +
 			"that its digest equals the original's, and applies --tail more blocks to the restored index (the\n" +
 			"catch-up from a snapshot plus a stream tail). Exits 1 when the restored digest differs. Peak RSS is\n" +
 			"this process's VmHWM: the index and its snapshot are both in memory while it is written.",
@@ -297,48 +300,66 @@ func benchEventsScale(o scaleOptions) (scaleResult, error) {
 	return res, nil
 }
 
-// writeScaleSnapshot encodes ix's snapshot and, when path is set, writes
-// it there (timed apart) and returns nil: the restore then reads the file.
+// writeScaleSnapshot freezes ix (the ingest pause a replica sees, spec
+// A12) and encodes the frozen state: into memory, or, when path is set,
+// streamed into the file (encode and write timed together, then fsync)
+// so that the bytes are never held whole; then it returns nil and the
+// restore reads the file.
 func writeScaleSnapshot(ix spec.KVEvIndex, covers uint64, path string, res *scaleResult) ([]byte, error) {
-	sn, ok := ix.(spec.KVEvSnapshotter)
+	fr, ok := ix.(spec.KVEvFreezer)
 	if !ok {
-		return nil, fmt.Errorf("--impl %s: the index writes no snapshot", res.Impl)
+		return nil, fmt.Errorf("--impl %s: the index cannot freeze a snapshot", res.Impl)
 	}
 	start := time.Now()
-	snap, err := sn.Snapshot(covers)
-	res.EncodeSeconds = time.Since(start).Seconds()
+	fz, err := fr.Freeze(covers)
+	res.FreezeSeconds = time.Since(start).Seconds()
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return nil, fmt.Errorf("freeze: %w", err)
 	}
-	res.SnapshotBytes = int64(len(snap))
-	res.SnapshotPerBlock = float64(len(snap)) / float64(res.Blocks)
 	if path == "" {
+		start = time.Now()
+		snap, err := fz.Encode()
+		res.EncodeSeconds = time.Since(start).Seconds()
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err)
+		}
+		res.SnapshotBytes = int64(len(snap))
+		res.SnapshotPerBlock = float64(len(snap)) / float64(res.Blocks)
 		return snap, nil
 	}
 	start = time.Now()
-	if err := writeFileSynced(path, snap); err != nil {
+	n, err := writeFrozen(path, fz)
+	res.WriteSeconds = time.Since(start).Seconds()
+	if err != nil {
 		return nil, err
 	}
-	res.WriteSeconds = time.Since(start).Seconds()
+	res.SnapshotBytes = n
+	res.SnapshotPerBlock = float64(n) / float64(res.Blocks)
 	return nil, nil
 }
 
-// writeFileSynced writes b to path and fsyncs it, so that the time counts
-// the disk and not only the page cache.
-func writeFileSynced(path string, b []byte) error {
+// writeFrozen streams fz's snapshot into path through a buffer and fsyncs
+// it, so that the time counts the disk and not only the page cache.
+func writeFrozen(path string, fz spec.KVEvFrozen) (int64, error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+	w := bufio.NewWriterSize(f, 1<<20)
+	n, err := fz.WriteTo(w)
+	if err == nil {
+		err = w.Flush()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
+	if err == nil {
+		err = f.Sync()
 	}
-	return f.Close()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, fmt.Errorf("write %s: %w", path, err)
+	}
+	return n, nil
 }
 
 func printScale(w io.Writer, r scaleResult) {
@@ -350,10 +371,12 @@ func printScale(w io.Writer, r scaleResult) {
 		{"ingest", fmt.Sprintf("%.2f s, %.2f M blocks/s", r.IngestSeconds, r.IngestBlocksPerSec/1e6)},
 		{"heap held", fmt.Sprintf("%s, %.0f bytes a block, %.1f M blocks per GiB", fmtBytes(r.HeapBytes), r.HeapBytesPerBlock, r.BlocksPerGiB/1e6)},
 		{"digest", fmt.Sprintf("%.2f s", r.DigestSeconds)},
-		{"snapshot", fmt.Sprintf("%s, %.0f bytes a block, encode %.2f s", fmtBytes(r.SnapshotBytes), r.SnapshotPerBlock, r.EncodeSeconds)},
+		{"snapshot", fmt.Sprintf("%s, %.0f bytes a block, freeze (the ingest pause) %.2f s", fmtBytes(r.SnapshotBytes), r.SnapshotPerBlock, r.FreezeSeconds)},
 	}
 	if r.WriteSeconds > 0 || r.ReadSeconds > 0 {
-		rows = append(rows, [2]string{"snapshot file", fmt.Sprintf("write+fsync %.2f s, read %.2f s", r.WriteSeconds, r.ReadSeconds)})
+		rows = append(rows, [2]string{"snapshot file", fmt.Sprintf("encode+write+fsync %.2f s, read %.2f s", r.WriteSeconds, r.ReadSeconds)})
+	} else {
+		rows = append(rows, [2]string{"snapshot encode", fmt.Sprintf("%.2f s", r.EncodeSeconds)})
 	}
 	rows = append(rows,
 		[2]string{"restore", fmt.Sprintf("%.2f s, digest equal: %v", r.RestoreSeconds, r.RestoredDigestOK)},
