@@ -1,7 +1,6 @@
 package scaleout
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -200,10 +199,9 @@ func (e encodedSnapshot) WriteTo(w io.Writer) (int64, error) {
 }
 
 // encode encodes tk's frozen index into its envelope, beside ingest, and
-// drops the frozen copy (the envelope's bytes are built after it is
-// garbage): it returns the envelope's bytes and how long the index's
-// encoding took.
-func (w *snapWriter) encode(tk *taken) ([]byte, time.Duration, error) {
+// drops the frozen copy: it returns the envelope's parts (the index's
+// bytes not copied) and how long the index's encoding took.
+func (w *snapWriter) encode(tk *taken) (envelopeParts, time.Duration, error) {
 	if w.beforeEncode != nil {
 		w.beforeEncode(tk.env.Covers)
 	}
@@ -212,15 +210,15 @@ func (w *snapWriter) encode(tk *taken) ([]byte, time.Duration, error) {
 	took := time.Since(t0)
 	tk.frozen = nil
 	if err != nil {
-		return nil, took, fmt.Errorf("encode the frozen index: %w", err)
+		return envelopeParts{}, took, fmt.Errorf("encode the frozen index: %w", err)
 	}
 	if w.encoded != nil {
 		w.encoded(tk.env.Covers, ix)
 	}
 	tk.env.Index, tk.indexBytes = ix, len(ix)
-	b := encodeEnvelope(tk.env)
+	p := envelopeOf(tk.env)
 	tk.env.Index = nil
-	return b, took, nil
+	return p, took, nil
 }
 
 // once takes a snapshot and uploads it, then deletes the older ones past
@@ -236,7 +234,7 @@ func (w *snapWriter) once(ctx context.Context, js jetstream.JetStream) {
 		}
 		return
 	}
-	b, encodeTook, err := w.encode(tk)
+	env, encodeTook, err := w.encode(tk)
 	if err != nil {
 		w.r.log.Warn("snapshot not encoded", "covers", tk.env.Covers, "err", err)
 		w.r.updateSnap(func(s *SnapshotStatus) { s.UploadsFailed++ })
@@ -246,24 +244,24 @@ func (w *snapWriter) once(ctx context.Context, js jetstream.JetStream) {
 	uctx, cancel := context.WithTimeout(ctx, w.o.UploadTimeout)
 	defer cancel()
 	t0 := time.Now()
-	err = w.put(uctx, js, name, tk.env.Covers, b)
+	err = w.put(uctx, js, name, tk.env.Covers, env.reader())
 	took := time.Since(t0)
 	if err != nil {
 		if ctx.Err() != nil {
 			return
 		}
-		w.r.log.Warn("snapshot upload failed", "object", name, "bytes", len(b), "err", err)
+		w.r.log.Warn("snapshot upload failed", "object", name, "bytes", env.size(), "err", err)
 		w.r.updateSnap(func(s *SnapshotStatus) { s.UploadsFailed++ })
 		w.r.setError(fmt.Errorf("snapshot %s: %w", name, err))
 		return
 	}
 	w.r.updateSnap(func(s *SnapshotStatus) {
 		s.Uploads++
-		s.LastObject, s.LastCovers, s.LastBytes, s.LastIndexBytes = name, tk.env.Covers, uint64(len(b)), uint64(tk.indexBytes)
+		s.LastObject, s.LastCovers, s.LastBytes, s.LastIndexBytes = name, tk.env.Covers, uint64(env.size()), uint64(tk.indexBytes)
 		s.LastPauseSeconds, s.LastEncodeSeconds = tk.pause.Seconds(), encodeTook.Seconds()
 		s.LastUploadSeconds, s.LastWrittenAt = took.Seconds(), time.Now()
 	})
-	w.r.log.Info("snapshot stored", "object", name, "covers", tk.env.Covers, "bytes", len(b), "ingest_pause", tk.pause, "encode", encodeTook, "upload", took)
+	w.r.log.Info("snapshot stored", "object", name, "covers", tk.env.Covers, "bytes", env.size(), "ingest_pause", tk.pause, "encode", encodeTook, "upload", took)
 	if n, err := w.prune(uctx); err != nil {
 		w.r.log.Warn("deleting older snapshots failed", "bucket", w.o.Bucket, "err", err)
 	} else if n > 0 {
@@ -272,7 +270,7 @@ func (w *snapWriter) once(ctx context.Context, js jetstream.JetStream) {
 }
 
 // put uploads one envelope, creating the bucket first if needed.
-func (w *snapWriter) put(ctx context.Context, js jetstream.JetStream, name string, covers uint64, b []byte) error {
+func (w *snapWriter) put(ctx context.Context, js jetstream.JetStream, name string, covers uint64, r io.Reader) error {
 	if w.store == nil {
 		os, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 			Bucket:      w.o.Bucket,
@@ -292,7 +290,7 @@ func (w *snapWriter) put(ctx context.Context, js jetstream.JetStream, name strin
 			"kvtwin-covers": strconv.FormatUint(covers, 10),
 			"kvtwin-writer": w.r.o.ID,
 		},
-	}, bytes.NewReader(b))
+	}, r)
 	return err
 }
 
