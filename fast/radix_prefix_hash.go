@@ -170,6 +170,21 @@ func (h *PageHasher) Add(tokens []int64) {
 	h.acc |= hashPages(units, h.ps, h.pages[done:], &h.buf)
 }
 
+// Join appends the page hashes next computed to h's, so a long prompt's
+// halves can be hashed on two goroutines: next must have been fed the
+// tokens from token index at on (its first page is the prompt's page
+// at/ps), and at must be where h's hashed pages end. It reports false,
+// changing nothing, when at is not h.Pages()·PageSize() or the page sizes
+// differ.
+func (h *PageHasher) Join(next *PageHasher, at int) bool {
+	if next.ps != h.ps || at != len(h.pages)*h.ps {
+		return false
+	}
+	h.pages = append(h.pages, next.pages...)
+	h.acc |= next.acc
+	return true
+}
+
 // Chain is TokenKeyChain(field, tokens, extra, h.PageSize()) for the whole
 // prompt tokens, whose prefixes were given to Add: it hashes the pages Add
 // did not see, checks every id, and folds the page hashes in place (so h

@@ -624,3 +624,48 @@ func TestPageHasherFedInPiecesIsCheckThenHash(t *testing.T) {
 		t.Errorf("page size 0: %v, want ErrInvalidPageSize", err)
 	}
 }
+
+// TestPageHashersJoinedAtAPageBoundaryHashAsOne: a prompt's pages hashed
+// in two halves (the first hasher up to a page boundary, the second from
+// it, each fed in pieces) and joined give TokenKeyChain's chain and its
+// refusal of a bad id in either half; a join at any other token index or
+// of another page size is refused and changes nothing.
+func TestPageHashersJoinedAtAPageBoundaryHashAsOne(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	for i := range 300 {
+		ps := []int{1, 3, 64}[i%3]
+		tokens := make([]int64, rng.IntN(2000))
+		for j := range tokens {
+			tokens[j] = rng.Int64N(1 << 32)
+		}
+		if len(tokens) > 0 && i%5 == 0 {
+			tokens[rng.IntN(len(tokens))] = 1<<32 + 1
+		}
+		_, wantChain, wantErr := fast.TokenKeyChain("tokens", tokens, spec.ExtraKey{}, ps)
+		at := min(len(tokens), rng.IntN(len(tokens)+1)/ps*ps)
+		first, _ := fast.NewPageHasher(ps, nil)
+		second, _ := fast.NewPageHasher(ps, nil)
+		for n := 0; n < at; n += 1 + rng.IntN(2*ps) {
+			first.Add(tokens[:n])
+		}
+		first.Add(tokens[:at])
+		for n := at; n < len(tokens); n += 1 + rng.IntN(2*ps) {
+			second.Add(tokens[at:n])
+		}
+		second.Add(tokens[at:])
+		if at >= ps && first.Join(second, at-ps) {
+			t.Fatalf("case %d: a join one page early was taken", i)
+		}
+		other, _ := fast.NewPageHasher(ps+1, nil)
+		if first.Join(other, at) {
+			t.Fatalf("case %d: a join of page size %d onto %d was taken", i, ps+1, ps)
+		}
+		if !first.Join(second, at) {
+			t.Fatalf("case %d: the join at token %d (page size %d, %d pages) was refused", i, at, ps, first.Pages())
+		}
+		_, chain, err := first.Chain("tokens", tokens, spec.ExtraKey{})
+		if !reflect.DeepEqual(err, wantErr) || !reflect.DeepEqual(chain, wantChain) {
+			t.Fatalf("case %d (ps %d, joined at %d): got %v, %v; want %v, %v", i, ps, at, chain, err, wantChain, wantErr)
+		}
+	}
+}

@@ -222,8 +222,12 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 				return
 			}
 			buf := s.tokenBuf(tb)
-			if f, ok := decodeTokensJSON(got.body, tb.members(),
-				tokenLimits{s.cfg.Prefix.MaxRequestTokens, s.cfg.MaxJSONDepth, parallelTokenBytes}, buf); ok {
+			lim := tokenLimits{maxTokens: s.cfg.Prefix.MaxRequestTokens, maxDepth: s.cfg.MaxJSONDepth,
+				parallelBytes: parallelTokenBytes}
+			if _, ok := tb.(*scoreBody); ok && len(got.body) >= parallelTokenBytes {
+				lim.hash = s.pools.HashedPageSizes(nil, maxStreamHashers)
+			}
+			if f, ok := decodeTokensJSON(got.body, tb.members(), lim, buf); ok {
 				defer s.recycleTokens(tb, f.tokens)
 				runFields(sl, &f)
 				return

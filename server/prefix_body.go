@@ -66,9 +66,13 @@ func memberOf(name []byte) prefixMember {
 
 // tokenLimits are the bounds decodeTokensJSON keeps: the request's token
 // limit and the JSON depth limit (the full path's), and the list length in
-// bytes from which two goroutines read it (0: never).
+// bytes from which two goroutines read it (0: never). A list read in two
+// halves also has its pages hashed for each page size in hash, each half
+// on its own goroutine (prefixFields.pre), and its first half is given to
+// helper when that one is still waiting.
 type tokenLimits struct {
 	maxTokens, maxDepth, parallelBytes int
+	hash                               []int
 }
 
 // parallelTokenBytes is where a JSON token list is read in two halves: at
@@ -321,12 +325,17 @@ func (p *tokenScan) tokens(f *prefixFields, lim tokenLimits) bool {
 	if lim.parallelBytes > 0 && len(p.b)-p.i >= lim.parallelBytes {
 		if sp := p.i + (len(p.b)-p.i)/2; sp < len(p.b) {
 			if c := bytes.IndexByte(p.b[sp:min(sp+64, len(p.b))], ','); c >= 0 {
-				return p.splitScan(f, lim.maxTokens, sp+c)
+				return p.splitScan(f, lim, sp+c)
 			}
 		}
 	}
-	toks := sized(f.tokens, min(bytes.Count(p.b[p.i:], []byte{','})+1, lim.maxTokens+1))
-	toks, next, end, ok := scanTokens(p.b, p.i, -1, toks, lim.maxTokens)
+	return p.oneRun(f, lim.maxTokens)
+}
+
+// oneRun reads the token list from p.i to its ']' in one run.
+func (p *tokenScan) oneRun(f *prefixFields, maxTokens int) bool {
+	toks := sized(f.tokens, min(bytes.Count(p.b[p.i:], []byte{','})+1, maxTokens+1))
+	toks, next, end, ok := scanTokens(p.b, p.i, -1, toks, maxTokens)
 	if !ok || !end {
 		return false
 	}
@@ -335,44 +344,49 @@ func (p *tokenScan) tokens(f *prefixFields, lim tokenLimits) bool {
 }
 
 // splitScan reads the token list from p.i in two halves on two
-// goroutines: the first up to the comma at sp, the second from after it to
-// the ']'. The first half's tokens are exactly its commas plus one, so
-// the halves fill adjacent parts of one list. If the list ends before sp
-// (the split fell in a later member), the first half has read it whole
-// and the second's work is dropped.
-func (p *tokenScan) splitScan(f *prefixFields, maxTokens, sp int) bool {
+// goroutines (the first on lim.helper when it is waiting): the first up to
+// the comma at sp, the second from after it to the ']'. The first half's
+// tokens are exactly its commas plus one, so the halves fill adjacent
+// parts of one list. Each half then hashes its whole pages for the page
+// sizes of lim.hash while they are in cache, and the two are joined after
+// the page they share (tokenHashers). If the list ends before sp (the
+// split fell in a later member), the first half has read it whole and the
+// second's work is dropped.
+func (p *tokenScan) splitScan(f *prefixFields, lim tokenLimits, sp int) bool {
+	maxTokens := lim.maxTokens
 	cA := bytes.Count(p.b[p.i:sp], []byte{','})
 	cB := bytes.Count(p.b[sp+1:], []byte{','})
 	if cA+1 > maxTokens {
-		return false // the full path answers 413 from its count
+		// Too long, or the split fell past the list's end and counted
+		// other members' commas: one run tells which.
+		return p.oneRun(f, maxTokens)
 	}
 	toks := sized(f.tokens, min(cA+1+cB+1, maxTokens+1))
 	type half struct {
 		toks    []int64
 		next    int
 		end, ok bool
+		hashers []*prefix.PageHasher
 	}
-	var a half
-	var crash any
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer func() { crash = recover() }() // re-raised below, where the server's recovery sees it
-		a.toks, a.next, a.end, a.ok = scanTokens(p.b, p.i, sp, toks[:0:cA+1], maxTokens)
-	}()
 	second := tokenScan{b: p.b, i: sp + 1}
 	second.ws()
-	var bh half
-	bh.toks, bh.next, bh.end, bh.ok = scanTokens(p.b, second.i, -1, toks[cA+1:cA+1], maxTokens-(cA+1))
-	<-done
-	if crash != nil {
-		panic(crash)
+	x := tokenCursor{i: p.i, stop: sp, limit: min(cA+1, maxTokens), toks: toks[: 0 : cA+1]}
+	y := tokenCursor{i: second.i, stop: -1, limit: min(cap(toks)-(cA+1), maxTokens-(cA+1)), toks: toks[cA+1 : cA+1]}
+	scanPair(p.b, &x, &y)
+	var a, bh half
+	a.toks, a.next, a.end, a.ok = scanTokens(p.b, x.i, sp, x.toks, maxTokens)
+	if a.ok {
+		a.hashers = tokenHashers(lim.hash, a.toks, 0)
+	}
+	bh.toks, bh.next, bh.end, bh.ok = scanTokens(p.b, y.i, -1, y.toks, maxTokens-(cA+1))
+	if bh.ok && bh.end {
+		bh.hashers = tokenHashers(lim.hash, bh.toks, cA+1)
 	}
 	switch {
 	case !a.ok:
 		return false
 	case a.end: // the list ended before the split
-		f.tokens, p.i = a.toks, a.next
+		f.tokens, p.i, f.pre = a.toks, a.next, a.hashers
 		return true
 	case !bh.ok || !bh.end || len(a.toks) != cA+1:
 		return false
@@ -384,7 +398,46 @@ func (p *tokenScan) splitScan(f *prefixFields, maxTokens, sp int) bool {
 		return false
 	}
 	f.tokens, p.i = toks[:cA+1+len(bh.toks)], bh.next
+	f.pre = joinHashers(a.hashers, bh.hashers, f.tokens, cA+1)
 	return true
+}
+
+// tokenHashers hashes the whole pages of toks, the prompt's tokens from
+// index at on, for each page size of sizes: a page is the prompt's, so
+// hashing starts at the first page boundary at or after at.
+func tokenHashers(sizes []int, toks []int64, at int) []*prefix.PageHasher {
+	var hs []*prefix.PageHasher
+	for _, ps := range sizes {
+		skip := (ps - at%ps) % ps
+		h, err := prefix.NewPageHasher(ps, make([]spec.PrefixHash, 0, max(len(toks)-skip, 0)/ps))
+		if err != nil {
+			return nil // a pool's page size is >= 1
+		}
+		if skip <= len(toks) {
+			h.Add(toks[skip:])
+		}
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+// joinHashers is the first half's hashers (tokenHashers from 0) completed
+// for the whole list toks: each hashes the page the halves share, then
+// takes the second half's pages (tokenHashers from at). Nil, so that the
+// score hashes the prompt itself, if any join is refused.
+func joinHashers(first, second []*prefix.PageHasher, toks []int64, at int) []*prefix.PageHasher {
+	if len(first) != len(second) {
+		return nil
+	}
+	for k, h := range first {
+		ps := h.PageSize()
+		b := min((at+ps-1)/ps*ps, len(toks))
+		h.Add(toks[:b])
+		if b%ps == 0 && !h.Join(second[k], b) {
+			return nil
+		}
+	}
+	return first
 }
 
 // scanTokens appends to toks the tokens of b from i, each a plain decimal
@@ -418,8 +471,8 @@ func scanTokens(b []byte, i, stop int, toks []int64, maxTokens int) (out []int64
 		toks = append(toks, int64(v))
 		if i < len(b) && b[i] == ',' && i != stop { // the common case: a bare comma
 			i++
-			if i < len(b) && b[i] == ' ' {
-				i++
+			if i < len(b) && b[i] <= ' ' {
+				i = skipWS(b, i)
 			}
 			continue
 		}
@@ -438,6 +491,93 @@ func scanTokens(b []byte, i, stop int, toks []int64, maxTokens int) (out []int64
 	}
 }
 
+// tokenCursor is one run of a token list being read by scanPair: where it
+// is in the body, the tokens read so far, how many it may hold in place,
+// and the comma it must stop at (-1: none).
+type tokenCursor struct {
+	i, stop, limit int
+	toks           []int64
+}
+
+// scanPair advances two cursors over the same body in one loop, a token
+// from each per round, while both meet the common case of scanTokens: up
+// to 7 digits with no leading zero, a bare comma after them that is not
+// the cursor's stop (then an optional space), and room in place. Reading
+// one token waits on the end of the one before, so a single run is bound
+// by that chain; two independent runs interleaved keep the core busy with
+// both, with no second goroutine (docs/perf.md, "Two runs in one loop").
+// A token outside the common case is read alone (step) and the loop goes
+// on; it returns when either cursor reaches its stop, its ']', its limit
+// or a token scanTokens refuses, leaving both where scanTokens then
+// finishes each exactly as it would have from the start.
+func scanPair(b []byte, x, y *tokenCursor) {
+	for {
+		xi, yi, xt, yt := x.i, y.i, x.toks, y.toks
+		for xi+8 <= len(b) && yi+8 <= len(b) && len(xt) < x.limit && len(yt) < y.limit {
+			xw, yw := binary.LittleEndian.Uint64(b[xi:]), binary.LittleEndian.Uint64(b[yi:])
+			xn, yn := digitsIn(xw), digitsIn(yw)
+			if xn == 0 || xn == 8 || yn == 0 || yn == 8 || xn > 1 && byte(xw) == '0' || yn > 1 && byte(yw) == '0' {
+				break
+			}
+			xe, ye := xi+xn, yi+yn
+			if b[xe] != ',' || xe == x.stop || b[ye] != ',' || ye == y.stop {
+				break
+			}
+			xt, yt = append(xt, int64(parse8(xw, xn))), append(yt, int64(parse8(yw, yn)))
+			xi, yi = xe+1, ye+1
+			if xi < len(b) && b[xi] == ' ' {
+				xi++
+			}
+			if yi < len(b) && b[yi] == ' ' {
+				yi++
+			}
+		}
+		x.i, y.i, x.toks, y.toks = xi, yi, xt, yt
+		if !x.step(b) || !y.step(b) {
+			x.i, y.i = skipWS(b, x.i), skipWS(b, y.i) // scanTokens starts at a token
+			return
+		}
+	}
+}
+
+// step reads c's next token alone when the pair loop would not (a long
+// token, whitespace, the body's last 8 bytes), with scanTokens told to
+// stop at the comma after it, and reports whether c may go on pairing.
+// It leaves c at that token, and reports false, when the token ends c's
+// run (its stop, its ']'), is refused, or would pass c's limit:
+// scanTokens then reads it again from c.i when it finishes the run.
+func (c *tokenCursor) step(b []byte) bool {
+	c.i = skipWS(b, c.i) // the pair loop skips one space at most
+	if len(c.toks) >= c.limit {
+		return false
+	}
+	if c.i+8 <= len(b) {
+		w := binary.LittleEndian.Uint64(b[c.i:])
+		if n := digitsIn(w); n > 0 && n < 8 && (n == 1 || byte(w) != '0') && b[c.i+n] == ',' && c.i+n != c.stop {
+			return true // the common case: the pair loop reads it
+		}
+	}
+	comma := bytes.IndexByte(b[c.i:], ',')
+	if comma < 0 || c.i+comma == c.stop {
+		return false
+	}
+	comma += c.i
+	toks, next, end, ok := scanTokens(b, c.i, comma, c.toks, c.limit)
+	if !ok || end || next != comma+1 {
+		return false
+	}
+	c.i, c.toks = next, toks
+	return true
+}
+
+// skipWS is the index of the first byte of b from i on that is not JSON
+// whitespace.
+func skipWS(b []byte, i int) int {
+	p := tokenScan{b: b, i: i}
+	p.ws()
+	return p.i
+}
+
 // digits8 is how many of b's first 8 bytes are ASCII digits before the
 // first that is not (8 when all are), or 0 when b is shorter than 8. A
 // byte is a digit when neither b - '0' nor b + 0x46 sets its top bit;
@@ -447,7 +587,11 @@ func digits8(b []byte) int {
 	if len(b) < 8 {
 		return 0
 	}
-	x := binary.LittleEndian.Uint64(b)
+	return digitsIn(binary.LittleEndian.Uint64(b))
+}
+
+// digitsIn is digits8 of the 8 bytes x holds, the first lowest.
+func digitsIn(x uint64) int {
 	m := ((x + 0x4646464646464646) | (x - 0x3030303030303030)) & 0x8080808080808080
 	return bits.TrailingZeros64(m) / 8
 }

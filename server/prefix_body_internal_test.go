@@ -1,11 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -20,6 +22,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/spec"
 )
@@ -56,6 +59,14 @@ func onePassAgrees[In any, P interface {
 	f, ok := decodeTokensJSON(body, P(&probe).members(), lim, dirty[:0])
 	if f2, ok2 := decodeTokensJSON(body, P(&probe).members(), lim, nil); ok2 != ok || ok && !slices.Equal(f.tokens, f2.tokens) {
 		t.Fatalf("%q: into a recycled list %v %v, into none %v %v", body, ok, f.tokens, ok2, f2.tokens)
+	}
+	// Reading the list in two runs takes exactly the bodies one run takes:
+	// a refusal is only slower (the full path answers), so the contract
+	// below cannot see a split that refuses what it should take.
+	one := lim
+	one.parallelBytes = 0
+	if f1, ok1 := decodeTokensJSON(body, P(&probe).members(), one, nil); ok1 != ok || ok && !slices.Equal(f.tokens, f1.tokens) {
+		t.Fatalf("%q: in two runs %v %v, in one %v %v", body, ok, f.tokens, ok1, f1.tokens)
 	}
 	if !ok {
 		return false
@@ -108,7 +119,9 @@ func kindOf(name string) string {
 // drawValue is a plain JSON value for member name.
 func drawValue(t *rapid.T, name string) string {
 	if name == "tokens" {
-		parts := make([]string, rapid.IntRange(0, 8).Draw(t, "n"))
+		// up to 40 tokens, so that both runs of a split list often have the
+		// 8 bytes scanPair reads ahead
+		parts := make([]string, rapid.IntRange(0, 40).Draw(t, "n"))
 		for i := range parts {
 			parts[i] = rapid.SampledFrom(append(plainValues["tokens"], fmt.Sprint(rapid.Uint32().Draw(t, "tok")))).Draw(t, "tok")
 		}
@@ -218,8 +231,9 @@ func TestOnePassTakesOrdinaryBodiesAndLeavesTheRest(t *testing.T) {
 		{`{"tokens":[1,2,3]}`, true},
 		{` {"tokens": [0, 4294967295] , "pools":["a","b"],"exact":true,"group":-2,"tier":"gpu","extra":"é","salt":""} `, true},
 		{`{"tokens":[]}`, true},
-		{`{"tokens":[4294967296]}`, false}, // out of range: the pool's error
-		{`{"tokens":[01]}`, false},         // not JSON
+		{"{\"tokens\":[1,\n  2,\t3 ,\r\n4]}", true}, // any JSON whitespace around the commas
+		{`{"tokens":[4294967296]}`, false},          // out of range: the pool's error
+		{`{"tokens":[01]}`, false},                  // not JSON
 		{`{"tokens":[-1]}`, false},
 		{`{"tokens":[1.0]}`, false},
 		{`{"tokens":[1],"tokens":[2]}`, false}, // a duplicate
@@ -231,9 +245,11 @@ func TestOnePassTakesOrdinaryBodiesAndLeavesTheRest(t *testing.T) {
 		{`{"pools":["a"]}`, false},                // no tokens: the full path names what is missing
 		{`{"tokens":[1,2,3,4,5,6,7,8,9]}`, false}, // over the limit of 8: the full path's 413
 	} {
-		_, ok := decodeTokensJSON([]byte(c.body), score, tokenLimits{maxTokens: 8, maxDepth: 512}, nil)
-		if ok != c.take {
-			t.Errorf("%s: taken = %v, want %v", c.body, ok, c.take)
+		for _, pb := range []int{0, 1} { // in one run, and in two
+			_, ok := decodeTokensJSON([]byte(c.body), score, tokenLimits{maxTokens: 8, maxDepth: 512, parallelBytes: pb}, nil)
+			if ok != c.take {
+				t.Errorf("%s (parallelBytes %d): taken = %v, want %v", c.body, pb, ok, c.take)
+			}
 		}
 	}
 }
@@ -348,7 +364,7 @@ func BenchmarkDecodeTokensJSON(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		buf := make([]int64, 0, len(toks))
 		for b.Loop() {
-			f, ok := decodeTokensJSON(body, (*scoreBody)(nil).members(), tokenLimits{len(toks), 512, parallelTokenBytes}, buf)
+			f, ok := decodeTokensJSON(body, (*scoreBody)(nil).members(), tokenLimits{maxTokens: len(toks), maxDepth: 512, parallelBytes: parallelTokenBytes}, buf)
 			if !ok || len(f.tokens) != len(toks) {
 				b.Fatal("not taken")
 			}
@@ -361,6 +377,53 @@ func BenchmarkDecodeTokensJSON(b *testing.B) {
 			copy(dst, body)
 		}
 	})
+}
+
+// TestTwoRunsOfALongListAreReadInOneLoop shows the split read's fast path
+// is taken and exact: scanPair alone reads nearly all of a long compact
+// list split at a comma near its middle (it stops only near the split
+// and the end), and decodeTokensJSON, reading any list in two runs, gives
+// encoding/json's tokens and, for each page size asked, the page hashes
+// fast.TokenKeyChain chains, whichever page the two runs share.
+func TestTwoRunsOfALongListAreReadInOneLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 3))
+	for c := range 60 {
+		tokens := make([]int64, 1+rng.IntN(3000))
+		for i := range tokens {
+			tokens[i] = rng.Int64N([]int64{10, 1e4, 1e7, 1 << 32}[rng.IntN(4)])
+		}
+		sep := []string{",", ", "}[c%2]
+		parts := make([]string, len(tokens))
+		for i, v := range tokens {
+			parts[i] = strconv.FormatInt(v, 10)
+		}
+		body := []byte(`{"tokens":[` + strings.Join(parts, sep) + `]}`)
+		if len(tokens) > 1000 && c%2 == 0 {
+			start := len(`{"tokens":[`)
+			sp := start + (len(body)-start)/2
+			sp += bytes.IndexByte(body[sp:], ',')
+			x := tokenCursor{i: start, stop: sp, limit: len(tokens)}
+			y := tokenCursor{i: sp + 1, stop: -1, limit: len(tokens)}
+			scanPair(body, &x, &y)
+			if read := len(x.toks) + len(y.toks); read < len(tokens)*8/10 {
+				t.Fatalf("case %d: scanPair read %d of %d tokens", c, read, len(tokens))
+			}
+		}
+		sizes := []int{1, 3, 64, 1 + rng.IntN(200)}
+		f, ok := decodeTokensJSON(body, (*scoreBody)(nil).members(), tokenLimits{maxTokens: len(tokens), maxDepth: 8, parallelBytes: 1, hash: sizes}, nil)
+		if !ok || !slices.Equal(f.tokens, tokens) {
+			t.Fatalf("case %d: one pass %v, %d tokens, want %d", c, ok, len(f.tokens), len(tokens))
+		}
+		if len(f.pre) != len(sizes) && len(tokens) >= 100 { // a shorter list may have no comma near its middle
+			t.Fatalf("case %d: %d page sizes hashed of a %d-token list, want %d", c, len(f.pre), len(tokens), len(sizes))
+		}
+		for k, h := range f.pre {
+			_, want, _ := fast.TokenKeyChain("tokens", tokens, spec.ExtraKey{}, sizes[k])
+			if _, got, err := h.Chain("tokens", f.tokens, spec.ExtraKey{}); err != nil || !slices.Equal(got, want) {
+				t.Fatalf("case %d, page size %d: chain from the halves' hashes %v (%v), want %v", c, sizes[k], got, err, want)
+			}
+		}
+	}
 }
 
 // TestALongBinaryScoreIsHashedBeforeItsBodyEnds shows the early path is
