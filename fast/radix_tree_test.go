@@ -557,6 +557,39 @@ func TestPrefixHashesEqualTheReference(t *testing.T) {
 	}
 }
 
+// TestHashedScoreStopsAtTheFirstDifferingPageAnywhereInABlock: a query
+// that leaves a 400-page stored node at page d, for d around every
+// boundary of the hashes compared a block at a time (and at none), scores
+// d pages hashed as exactly; and the hashed score never reads past the
+// query's pages.
+func TestHashedScoreStopsAtTheFirstDifferingPageAnywhereInABlock(t *testing.T) {
+	const pages = 400
+	tr := tree(t, spec.TreeConfig{PageSize: 1})
+	stored := make([]spec.Unit, pages)
+	for i := range stored {
+		stored[i] = spec.Unit(i + 1)
+	}
+	mustInsert(t, tr, key(stored...), nil, 0)
+	for _, d := range []int{1, 2, 63, 64, 65, 66, 127, 128, 129, 130, 193, 257, 320, 321, 399, pages} {
+		for _, qlen := range []int{d, pages, pages + 7} {
+			q := make([]spec.Unit, qlen)
+			copy(q, stored)
+			for i := d; i < qlen; i++ {
+				q[i] = spec.Unit(1<<20 + i) // differs from page d on
+			}
+			hs, err := tr.PrefixHashes(key(q...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tr.PrefixLenHashed(key(q...), hs)
+			exact, _ := tr.PrefixLen(key(q...))
+			if err != nil || got != min(d, qlen) || got != exact {
+				t.Errorf("differing from page %d of a %d-page query: hashed %d (%v), exact %d, want %d", d, qlen, got, err, exact, min(d, qlen))
+			}
+		}
+	}
+}
+
 // TestTokenKeyChainIsCheckThenHash pins the fused pass the prefix pools
 // score with: the key, chain and error equal ref.TokenKey followed by
 // ref.PrefixHashes, with a bad id in a whole page, in the partial tail or
@@ -666,6 +699,20 @@ func TestPageHashersJoinedAtAPageBoundaryHashAsOne(t *testing.T) {
 		_, chain, err := first.Chain("tokens", tokens, spec.ExtraKey{})
 		if !reflect.DeepEqual(err, wantErr) || !reflect.DeepEqual(chain, wantChain) {
 			t.Fatalf("case %d (ps %d, joined at %d): got %v, %v; want %v, %v", i, ps, at, chain, err, wantChain, wantErr)
+		}
+		if wantErr != nil {
+			continue
+		}
+		// Told the ids are in range, the halves skip the check and hash alike.
+		first, _ = fast.NewPageHasher(ps, nil)
+		second, _ = fast.NewPageHasher(ps, nil)
+		first.InRange().Add(tokens[:at])
+		second.InRange().Add(tokens[at:])
+		if !first.Join(second, at) {
+			t.Fatalf("case %d: the in-range join at %d was refused", i, at)
+		}
+		if _, chain, err := first.Chain("tokens", tokens, spec.ExtraKey{}); err != nil || !reflect.DeepEqual(chain, wantChain) {
+			t.Fatalf("case %d (ps %d, in range): got %v, %v; want %v", i, ps, chain, err, wantChain)
 		}
 	}
 }

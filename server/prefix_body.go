@@ -413,6 +413,7 @@ func tokenHashers(sizes []int, toks []int64, at int) []*prefix.PageHasher {
 		if err != nil {
 			return nil // a pool's page size is >= 1
 		}
+		h.InRange() // scanTokens keeps ids within [0, 2^32-1]
 		if skip <= len(toks) {
 			h.Add(toks[skip:])
 		}
@@ -783,7 +784,7 @@ func (s *Server) streamTokens(r *http.Request, tb tokenBody) *tokenStream {
 	for _, ps := range sizes {
 		h, err := prefix.NewPageHasher(ps, make([]spec.PrefixHash, 0, n/ps))
 		if err == nil { // a pool's page size is >= 1
-			ts.hashers = append(ts.hashers, h)
+			ts.hashers = append(ts.hashers, h.InRange()) // u32 ids
 		}
 	}
 	return ts
