@@ -47,8 +47,8 @@ func BenchmarkScore240K8Pools(b *testing.B) {
 		})
 	}
 	// The floor of a hashed score by the spec: the prompt's chain of page
-	// hashes (radix-acks.md §1.14: each page's XXH3 seeded with the previous
-	// hash, so sequential) and its token range check, with no pool walked.
+	// hashes (radix-acks.md §1.14: each page's unseeded XXH3, folded in
+	// order) and its token range check, with no pool walked.
 	b.Run("yardstick=check+hash-chain", func(b *testing.B) {
 		prompt := seq(1, 240_000)
 		b.ReportAllocs()
