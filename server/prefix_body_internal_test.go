@@ -426,6 +426,51 @@ func TestTwoRunsOfALongListAreReadInOneLoop(t *testing.T) {
 	}
 }
 
+// BenchmarkTokenStreamFeed240K is what a 240K-token binary score costs the
+// reading goroutine once its body is in: tokenStream.feed decoding the u32
+// tokens and hashing their 3,750 pages of 64 (one page size), and each
+// half alone (decode=only: decodeU32; hash=only: the page hashes of the
+// decoded list). With the read-only transfer of BenchmarkPrefixScoreHTTP
+// it is the floor of the binary row (docs/perf.md).
+func BenchmarkTokenStreamFeed240K(b *testing.B) {
+	const n = 240_000
+	body := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(body[4*i:], uint32(i+1))
+	}
+	toks := make([]int64, n)
+	pages := make([]spec.PrefixHash, 0, n/64)
+	hasher := func() *prefix.PageHasher {
+		h, err := prefix.NewPageHasher(64, pages)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return h.InRange()
+	}
+	b.Run("feed", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			ts := tokenStream{n: n, toks: toks[:0], hashers: []*prefix.PageHasher{hasher()}}
+			ts.feed(body)
+			if len(ts.toks) != n || ts.hashers[0].Pages() != n/64 {
+				b.Fatal("not fed whole")
+			}
+		}
+	})
+	b.Run("decode=only", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			decodeU32(toks, body)
+		}
+	})
+	b.Run("hash=only", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			hasher().Add(toks)
+		}
+	})
+}
+
 // TestALongBinaryScoreIsHashedBeforeItsBodyEnds shows the early path is
 // taken: for a binary score of a declared length past streamTokenBytes,
 // the first half of the body, fed in uneven pieces, already has its pages
