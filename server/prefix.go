@@ -223,8 +223,8 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 			}
 			buf := s.tokenBuf(tb)
 			lim := tokenLimits{maxTokens: s.cfg.Prefix.MaxRequestTokens, maxDepth: s.cfg.MaxJSONDepth,
-				parallelBytes: parallelTokenBytes}
-			if _, ok := tb.(*scoreBody); ok && len(got.body) >= parallelTokenBytes {
+				splitBytes: splitTokenBytes}
+			if _, ok := tb.(*scoreBody); ok && len(got.body) >= splitTokenBytes {
 				lim.hash = s.pools.HashedPageSizes(nil, maxStreamHashers)
 			}
 			if f, ok := decodeTokensJSON(got.body, tb.members(), lim, buf); ok {

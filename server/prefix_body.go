@@ -66,19 +66,18 @@ func memberOf(name []byte) prefixMember {
 
 // tokenLimits are the bounds decodeTokensJSON keeps: the request's token
 // limit and the JSON depth limit (the full path's), and the list length in
-// bytes from which two goroutines read it (0: never). A list read in two
-// halves also has its pages hashed for each page size in hash, each half
-// on its own goroutine (prefixFields.pre), and its first half is given to
-// helper when that one is still waiting.
+// bytes from which it is read as two runs in one loop (0: never;
+// splitScan). A list read that way also has its pages hashed, run by run,
+// for each page size in hash (prefixFields.pre).
 type tokenLimits struct {
-	maxTokens, maxDepth, parallelBytes int
-	hash                               []int
+	maxTokens, maxDepth, splitBytes int
+	hash                            []int
 }
 
-// parallelTokenBytes is where a JSON token list is read in two halves: at
-// 256 KiB (about 37,000 tokens) a half takes ~120 µs, far above the cost
-// of starting a goroutine.
-const parallelTokenBytes = 256 << 10
+// splitTokenBytes is where a JSON token list is read as two runs: below
+// it the two comma counts and the pair loop's start cost about what the
+// overlap saves.
+const splitTokenBytes = 4 << 10
 
 // prefixFields is a token-carrying body decoded: the union of the members
 // of the score, match and insert bodies, and which of them were present.
@@ -309,7 +308,7 @@ func (p *tokenScan) member(m prefixMember, f *prefixFields, lim tokenLimits) boo
 // tokens reads the token list: '[' plain integers ']'. Its capacity is
 // the commas left in the body (at least the count), bounded by
 // maxTokens+1, so a list is sized once and never past the limit. A list
-// of at least lim.parallelBytes is read in two halves at once, split at a
+// of at least lim.splitBytes is read as two runs in one loop, split at a
 // comma near its middle (splitScan).
 func (p *tokenScan) tokens(f *prefixFields, lim tokenLimits) bool {
 	if !p.eat('[') {
@@ -322,7 +321,7 @@ func (p *tokenScan) tokens(f *prefixFields, lim tokenLimits) bool {
 		}
 		return true
 	}
-	if lim.parallelBytes > 0 && len(p.b)-p.i >= lim.parallelBytes {
+	if lim.splitBytes > 0 && len(p.b)-p.i >= lim.splitBytes {
 		if sp := p.i + (len(p.b)-p.i)/2; sp < len(p.b) {
 			if c := bytes.IndexByte(p.b[sp:min(sp+64, len(p.b))], ','); c >= 0 {
 				return p.splitScan(f, lim, sp+c)
@@ -343,15 +342,15 @@ func (p *tokenScan) oneRun(f *prefixFields, maxTokens int) bool {
 	return true
 }
 
-// splitScan reads the token list from p.i in two halves on two
-// goroutines (the first on lim.helper when it is waiting): the first up to
-// the comma at sp, the second from after it to the ']'. The first half's
-// tokens are exactly its commas plus one, so the halves fill adjacent
-// parts of one list. Each half then hashes its whole pages for the page
-// sizes of lim.hash while they are in cache, and the two are joined after
-// the page they share (tokenHashers). If the list ends before sp (the
-// split fell in a later member), the first half has read it whole and the
-// second's work is dropped.
+// splitScan reads the token list from p.i as two runs interleaved in one
+// loop (scanPair), each finished by scanTokens: the first up to the comma
+// at sp, the second from after it to the ']'. The first run's tokens are
+// exactly its commas plus one, so the runs fill adjacent parts of one
+// list. Each run then hashes its whole pages for the page sizes of
+// lim.hash while they are in cache, and the two are joined after the page
+// they share (joinHashers). If the list ends before sp (the split fell in
+// a later member), the first run has read it whole and the second's work
+// is dropped.
 func (p *tokenScan) splitScan(f *prefixFields, lim tokenLimits, sp int) bool {
 	maxTokens := lim.maxTokens
 	cA := bytes.Count(p.b[p.i:sp], []byte{','})
@@ -362,7 +361,7 @@ func (p *tokenScan) splitScan(f *prefixFields, lim tokenLimits, sp int) bool {
 		return p.oneRun(f, maxTokens)
 	}
 	toks := sized(f.tokens, min(cA+1+cB+1, maxTokens+1))
-	type half struct {
+	type run struct {
 		toks    []int64
 		next    int
 		end, ok bool
@@ -373,7 +372,7 @@ func (p *tokenScan) splitScan(f *prefixFields, lim tokenLimits, sp int) bool {
 	x := tokenCursor{i: p.i, stop: sp, limit: min(cA+1, maxTokens), toks: toks[: 0 : cA+1]}
 	y := tokenCursor{i: second.i, stop: -1, limit: min(cap(toks)-(cA+1), maxTokens-(cA+1)), toks: toks[cA+1 : cA+1]}
 	scanPair(p.b, &x, &y)
-	var a, bh half
+	var a, bh run
 	a.toks, a.next, a.end, a.ok = scanTokens(p.b, x.i, sp, x.toks, maxTokens)
 	if a.ok {
 		a.hashers = tokenHashers(lim.hash, a.toks, 0)
@@ -391,7 +390,7 @@ func (p *tokenScan) splitScan(f *prefixFields, lim tokenLimits, sp int) bool {
 	case !bh.ok || !bh.end || len(a.toks) != cA+1:
 		return false
 	}
-	// The second half's tokens are at most its commas plus one and at most
+	// The second run's tokens are at most its commas plus one and at most
 	// maxTokens-(cA+1), so they fill its room in place; a list that did not
 	// would have moved, and is left to the full path rather than joined.
 	if len(bh.toks) > cap(toks)-(cA+1) {
@@ -422,9 +421,9 @@ func tokenHashers(sizes []int, toks []int64, at int) []*prefix.PageHasher {
 	return hs
 }
 
-// joinHashers is the first half's hashers (tokenHashers from 0) completed
-// for the whole list toks: each hashes the page the halves share, then
-// takes the second half's pages (tokenHashers from at). Nil, so that the
+// joinHashers is the first run's hashers (tokenHashers from 0) completed
+// for the whole list toks: each hashes the page the runs share, then
+// takes the second run's pages (tokenHashers from at). Nil, so that the
 // score hashes the prompt itself, if any join is refused.
 func joinHashers(first, second []*prefix.PageHasher, toks []int64, at int) []*prefix.PageHasher {
 	if len(first) != len(second) {

@@ -64,7 +64,7 @@ func onePassAgrees[In any, P interface {
 	// a refusal is only slower (the full path answers), so the contract
 	// below cannot see a split that refuses what it should take.
 	one := lim
-	one.parallelBytes = 0
+	one.splitBytes = 0
 	if f1, ok1 := decodeTokensJSON(body, P(&probe).members(), one, nil); ok1 != ok || ok && !slices.Equal(f.tokens, f1.tokens) {
 		t.Fatalf("%q: in two runs %v %v, in one %v %v", body, ok, f.tokens, ok1, f1.tokens)
 	}
@@ -198,7 +198,7 @@ func TestOnePassDecodesAsTheFullPath(t *testing.T) {
 			maxTokens: rapid.SampledFrom([]int{0, 3, 8, 1 << 20}).Draw(t, "maxTokens"),
 			maxDepth:  rapid.SampledFrom([]int{1, 2, 512}).Draw(t, "maxDepth"),
 			// small lists read in two halves too, split anywhere
-			parallelBytes: rapid.SampledFrom([]int{0, 1, 8, 24}).Draw(t, "parallelBytes"),
+			splitBytes: rapid.SampledFrom([]int{0, 1, 8, 24}).Draw(t, "splitBytes"),
 		}
 		for range 16 { // many small bodies a check: each fault is rare on its own
 			body := drawBody(t)
@@ -246,9 +246,9 @@ func TestOnePassTakesOrdinaryBodiesAndLeavesTheRest(t *testing.T) {
 		{`{"tokens":[1,2,3,4,5,6,7,8,9]}`, false}, // over the limit of 8: the full path's 413
 	} {
 		for _, pb := range []int{0, 1} { // in one run, and in two
-			_, ok := decodeTokensJSON([]byte(c.body), score, tokenLimits{maxTokens: 8, maxDepth: 512, parallelBytes: pb}, nil)
+			_, ok := decodeTokensJSON([]byte(c.body), score, tokenLimits{maxTokens: 8, maxDepth: 512, splitBytes: pb}, nil)
 			if ok != c.take {
-				t.Errorf("%s (parallelBytes %d): taken = %v, want %v", c.body, pb, ok, c.take)
+				t.Errorf("%s (splitBytes %d): taken = %v, want %v", c.body, pb, ok, c.take)
 			}
 		}
 	}
@@ -364,7 +364,7 @@ func BenchmarkDecodeTokensJSON(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		buf := make([]int64, 0, len(toks))
 		for b.Loop() {
-			f, ok := decodeTokensJSON(body, (*scoreBody)(nil).members(), tokenLimits{maxTokens: len(toks), maxDepth: 512, parallelBytes: parallelTokenBytes}, buf)
+			f, ok := decodeTokensJSON(body, (*scoreBody)(nil).members(), tokenLimits{maxTokens: len(toks), maxDepth: 512, splitBytes: splitTokenBytes}, buf)
 			if !ok || len(f.tokens) != len(toks) {
 				b.Fatal("not taken")
 			}
@@ -410,7 +410,7 @@ func TestTwoRunsOfALongListAreReadInOneLoop(t *testing.T) {
 			}
 		}
 		sizes := []int{1, 3, 64, 1 + rng.IntN(200)}
-		f, ok := decodeTokensJSON(body, (*scoreBody)(nil).members(), tokenLimits{maxTokens: len(tokens), maxDepth: 8, parallelBytes: 1, hash: sizes}, nil)
+		f, ok := decodeTokensJSON(body, (*scoreBody)(nil).members(), tokenLimits{maxTokens: len(tokens), maxDepth: 8, splitBytes: 1, hash: sizes}, nil)
 		if !ok || !slices.Equal(f.tokens, tokens) {
 			t.Fatalf("case %d: one pass %v, %d tokens, want %d", c, ok, len(f.tokens), len(tokens))
 		}
