@@ -66,7 +66,7 @@ staticcheck:
 # test-race skips what another target runs without -race (ADDOP_TEST: test-addop; NORACE_PKGS:
 # test-full).
 test-race:
-	$(GO) test -race -count=1 -skip '$(ADDOP_TEST)' $$($(GO) list ./... | grep -v -x -F '$(NORACE_PKGS)')
+	$(GO) test -race -count=1 -skip '$(ADDOP_TEST)' $$($(GO) list ./... | grep -v -x -F $(foreach p,$(NORACE_PKGS),-e $(p)))
 
 ## test-addop: docs/adding-an-op.md's recipe, followed in a copy of the repository: its trivial op
 ## written file by file as the page shows it, make generate fixtures bugzoo run, the module built and
@@ -81,10 +81,14 @@ test-addop:
 
 ## test-full: what test-race runs smaller, at full size without -race: the differential suite
 ## (equiv, which under -race runs a fifth of rapid's checks; it includes hostile-short's harness)
-## and the 100,000-event JetStream acceptance test (20,000 under -race); and the packages that start
-## no goroutine of their own and only type-check the module (NORACE_PKGS: the docs generator's
-## staleness tests, 67 s under -race and 10 s without on 2 cores), which test-race leaves out.
-NORACE_PKGS := github.com/kvtwin/kvtwin/internal/gen/docs
+## and the 100,000-event JetStream acceptance test (20,000 under -race); and the packages whose
+## tests start no goroutine and drive no concurrent path that equiv's race run does not
+## (NORACE_PKGS), which test-race leaves out: the docs generator's staleness tests (they only
+## type-check the module: 67 s under -race, 10 s without), the mutants (25 s under -race, 8 s
+## without: each plant is killed by the same sequential suites), the trace generator (13 s, 1 s),
+## the catalog's per-entry checks (10 s, 2 s) and the golden fixtures' replays (7 s, 1 s).
+NORACE_PKGS := github.com/kvtwin/kvtwin/internal/gen/docs github.com/kvtwin/kvtwin/equiv/mutants \
+	github.com/kvtwin/kvtwin/events/tracegen github.com/kvtwin/kvtwin/catalog github.com/kvtwin/kvtwin/fixtures
 ## HEAP_TESTS: the prefix pools' heap measurements, which skip under -race (23 s there, the churn
 ## test quadratic by design).
 HEAP_TESTS := ^(TestChurnNeverHoldsMoreThanTheReservation|TestBytesPerTokenAndNodeBoundTheMeasuredHeap)$$
