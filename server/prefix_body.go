@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/internal/u32le"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/spec"
 )
@@ -701,24 +702,8 @@ func checkTokensBinary(body []byte, query url.Values, allowed prefixMember, maxT
 func (f *prefixFields) fillTokens(body []byte, dst []int64) {
 	n := len(body) / 4
 	f.tokens = sized(dst, n)[:n]
-	decodeU32(f.tokens, body)
+	u32le.Widen(f.tokens, body)
 	f.seen |= mTokens
-}
-
-// decodeU32 sets each of toks to the little-endian u32 at its place in b,
-// which holds at least 4·len(toks) bytes.
-func decodeU32(toks []int64, b []byte) {
-	b = b[:4*len(toks)]
-	// Two tokens from each 8-byte load, the slices shortened as they go so
-	// the compiler drops the bounds checks: about 3× the one-at-a-time loop.
-	for len(toks) >= 2 && len(b) >= 8 {
-		x := binary.LittleEndian.Uint64(b)
-		toks[0], toks[1] = int64(uint32(x)), int64(x>>32)
-		toks, b = toks[2:], b[8:]
-	}
-	if len(toks) == 1 && len(b) >= 4 {
-		toks[0] = int64(binary.LittleEndian.Uint32(b))
-	}
 }
 
 // tokenStream decodes a binary token list while the body arrives and, for
@@ -798,7 +783,7 @@ func (ts *tokenStream) feed(body []byte) {
 		return
 	}
 	ts.toks = ts.toks[:n]
-	decodeU32(ts.toks[have:], body[4*have:])
+	u32le.Widen(ts.toks[have:], body[4*have:])
 	for _, h := range ts.hashers {
 		h.Add(ts.toks)
 	}

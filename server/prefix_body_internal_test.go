@@ -23,6 +23,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/u32le"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/spec"
 )
@@ -429,7 +430,7 @@ func TestTwoRunsOfALongListAreReadInOneLoop(t *testing.T) {
 // BenchmarkTokenStreamFeed240K is what a 240K-token binary score costs the
 // reading goroutine once its body is in: tokenStream.feed decoding the u32
 // tokens and hashing their 3,750 pages of 64 (one page size), and each
-// half alone (decode=only: decodeU32; hash=only: the page hashes of the
+// half alone (decode=only: u32le.Widen; hash=only: the page hashes of the
 // decoded list). With the read-only transfer of BenchmarkPrefixScoreHTTP
 // it is the floor of the binary row (docs/perf.md).
 func BenchmarkTokenStreamFeed240K(b *testing.B) {
@@ -460,7 +461,7 @@ func BenchmarkTokenStreamFeed240K(b *testing.B) {
 	b.Run("decode=only", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			decodeU32(toks, body)
+			u32le.Widen(toks, body)
 		}
 	})
 	b.Run("hash=only", func(b *testing.B) {
