@@ -33,20 +33,25 @@ import (
 // run of cells would make every probe walk it. So a key's home cell is not
 // its top bits (which a publisher picks) but the top bits of a keyed mix:
 // the 128-bit product of (key XOR k0) and k1, its halves folded with XOR,
-// both k0 and k1 drawn at random for each table. A plain multiply-shift
-// (a·key >> s) would be cheaper, but it is only 2-independent, and such
-// families have input sets on which linear probing degrades (structured
-// keys, arithmetic progressions among them); the folded full product
-// spreads every key bit over the home bits, as the runtime's own map hash
-// does, at the cost of one widening multiply. Without the seeds, which are
-// never observable (lookups answer the same whatever the layout), a
-// publisher cannot aim its keys.
+// then the same again with k2 and k3, all four drawn at random for each
+// table. A plain multiply-shift (a·key >> s) would be cheaper, but it is
+// only 2-independent, and such families have input sets on which linear
+// probing degrades (structured keys, arithmetic progressions among them).
+// One folded product was not enough either: for keys that differ only in
+// a few middle bits (a stride of 2^16, or only the top bits), its home
+// bits come from the low half of the product, a multiply-shift of those
+// bits, and about one seed in fifteen put a key 150-250 cells from its
+// home (TestKVTableStructuredKeysKeepShortRuns failed 5 to 8 runs in
+// 100); the second round spreads every bit of the first over the home
+// bits, as the runtime's own map hash chains its rounds. Without the
+// seeds, which are never observable (lookups answer the same whatever the
+// layout), a publisher cannot aim its keys.
 type kvTable struct {
-	cells []kvCell
-	n     int  // keys in the table
-	shift uint // 64 - log2(len(cells)): the home is the mix's top bits
-	k0    uint64
-	k1    uint64 // the mix's seeds, random per table (k1 odd)
+	cells  []kvCell
+	n      int    // keys in the table
+	shift  uint   // 64 - log2(len(cells)): the home is the mix's top bits
+	k0, k1 uint64 // the mix's first round's seeds, random per table (k1 odd)
+	k2, k3 uint64 // its second round's (k3 odd)
 }
 
 // kvCell is one cell of a kvTable: a key, its slot, and its distance from
@@ -74,14 +79,21 @@ const kvTableMinCells = 16
 
 // newKVTable returns an empty table with fresh random seeds.
 func newKVTable() kvTable {
-	t := kvTable{k0: rand.Uint64(), k1: rand.Uint64() | 1}
+	var t kvTable
+	t.seed()
 	t.resize(kvTableMinCells)
 	return t
+}
+
+// seed draws the mix's four seeds afresh.
+func (t *kvTable) seed() {
+	t.k0, t.k1, t.k2, t.k3 = rand.Uint64(), rand.Uint64()|1, rand.Uint64(), rand.Uint64()|1
 }
 
 // home is k's first cell: the keyed mix's top bits (see kvTable).
 func (t *kvTable) home(k uint64) uint64 {
 	hi, lo := bits.Mul64(k^t.k0, t.k1)
+	hi, lo = bits.Mul64(hi^lo^t.k2, t.k3)
 	return (hi ^ lo) >> t.shift
 }
 
@@ -223,7 +235,7 @@ func (t *kvTable) reset() {
 		clear(t.cells)
 	}
 	t.n = 0
-	t.k0, t.k1 = rand.Uint64(), rand.Uint64()|1
+	t.seed()
 }
 
 // len is the number of keys in the table.
