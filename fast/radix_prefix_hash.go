@@ -255,6 +255,16 @@ func unitsOf(tokens []int64) []spec.Unit {
 // parallel"), so they are not.
 func hashPages(units []spec.Unit, ps int, out []spec.PrefixHash, buf *[]byte, check bool) uint64 {
 	var acc uint64
+	if ps == 64 && littleEndian && useHash512 && len(out) > 0 {
+		// 64-unit pages are 512 bytes: hashed in one vector call, checked
+		// in one pass (radix_prefix_hash_amd64.s).
+		units = units[:64*len(out)]
+		if check {
+			acc = orUnits(units)
+		}
+		hash512(out, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(units))), 8*len(units)))
+		return acc
+	}
 	for i := range out {
 		page := units[i*ps : (i+1)*ps : (i+1)*ps]
 		if check {

@@ -783,11 +783,22 @@ func (ts *tokenStream) feed(body []byte) {
 		return
 	}
 	ts.toks = ts.toks[:n]
-	u32le.Widen(ts.toks[have:], body[4*have:])
-	for _, h := range ts.hashers {
-		h.Add(ts.toks)
+	// In blocks, each hashed just after it is widened, while its 32 KiB are
+	// in the first-level cache, so the hashing does not read the list back
+	// from memory.
+	for at := have; at < n; {
+		end := min(at+streamBlockTokens, n)
+		u32le.Widen(ts.toks[at:end], body[4*at:])
+		for _, h := range ts.hashers {
+			h.Add(ts.toks[:end])
+		}
+		at = end
 	}
 }
+
+// streamBlockTokens is how many tokens tokenStream.feed widens before it
+// hashes them: 32 KiB of 8-byte units.
+const streamBlockTokens = 4096
 
 // setQuery sets member m from its query parameter's value.
 func (f *prefixFields) setQuery(m prefixMember, key, v string) *apiError {

@@ -1,0 +1,126 @@
+#include "textflag.h"
+
+// XXH3-64 of 512-byte inputs (docs/spec/radix-acks.md §1.14's page hash
+// of 64 units), with AVX-512: the xxHash specification's long-input path,
+// which for 512 bytes is seven stripes and the last one accumulated
+// (no scramble: a block is 1,024 bytes), then the accumulators merged and
+// avalanched. TestHash512IsXXH3 checks it against github.com/zeebo/xxh3.
+
+// The default secret (the specification's kSecret), 192 bytes.
+DATA xxhSecret<>+0(SB)/8, $0xbe4ba423396cfeb8
+DATA xxhSecret<>+8(SB)/8, $0x1cad21f72c81017c
+DATA xxhSecret<>+16(SB)/8, $0xdb979083e96dd4de
+DATA xxhSecret<>+24(SB)/8, $0x1f67b3b7a4a44072
+DATA xxhSecret<>+32(SB)/8, $0x78e5c0cc4ee679cb
+DATA xxhSecret<>+40(SB)/8, $0x2172ffcc7dd05a82
+DATA xxhSecret<>+48(SB)/8, $0x8e2443f7744608b8
+DATA xxhSecret<>+56(SB)/8, $0x4c263a81e69035e0
+DATA xxhSecret<>+64(SB)/8, $0xcb00c391bb52283c
+DATA xxhSecret<>+72(SB)/8, $0xa32e531b8b65d088
+DATA xxhSecret<>+80(SB)/8, $0x4ef90da297486471
+DATA xxhSecret<>+88(SB)/8, $0xd8acdea946ef1938
+DATA xxhSecret<>+96(SB)/8, $0x3f349ce33f76faa8
+DATA xxhSecret<>+104(SB)/8, $0x1d4f0bc7c7bbdcf9
+DATA xxhSecret<>+112(SB)/8, $0x3159b4cd4be0518a
+DATA xxhSecret<>+120(SB)/8, $0x647378d9c97e9fc8
+DATA xxhSecret<>+128(SB)/8, $0xc3ebd33483acc5ea
+DATA xxhSecret<>+136(SB)/8, $0xeb6313faffa081c5
+DATA xxhSecret<>+144(SB)/8, $0x49daf0b751dd0d17
+DATA xxhSecret<>+152(SB)/8, $0x9e68d429265516d3
+DATA xxhSecret<>+160(SB)/8, $0xfca1477d58be162b
+DATA xxhSecret<>+168(SB)/8, $0xce31d07ad1b8f88f
+DATA xxhSecret<>+176(SB)/8, $0x280416958f3acb45
+DATA xxhSecret<>+184(SB)/8, $0x7e404bbbcafbd7af
+GLOBL xxhSecret<>(SB), RODATA|NOPTR, $192
+
+// The initial accumulators (PRIME32_3, PRIME64_1..3, PRIME64_4, PRIME32_2,
+// PRIME64_5, PRIME32_1).
+DATA xxhInit<>+0(SB)/8, $0x00000000C2B2AE3D
+DATA xxhInit<>+8(SB)/8, $0x9E3779B185EBCA87
+DATA xxhInit<>+16(SB)/8, $0xC2B2AE3D27D4EB4F
+DATA xxhInit<>+24(SB)/8, $0x165667B19E3779F9
+DATA xxhInit<>+32(SB)/8, $0x85EBCA77C2B2AE63
+DATA xxhInit<>+40(SB)/8, $0x0000000085EBCA77
+DATA xxhInit<>+48(SB)/8, $0x27D4EB2F165667C5
+DATA xxhInit<>+56(SB)/8, $0x000000009E3779B1
+GLOBL xxhInit<>(SB), RODATA|NOPTR, $64
+
+// func hash512AVX512(dst []spec.PrefixHash, src []byte)
+// dst[i] = XXH3-64(src[512i:512i+512]); src holds 512·len(dst) bytes.
+TEXT ·hash512AVX512(SB), NOSPLIT, $64-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	TESTQ CX, CX
+	JZ   done
+	VMOVDQU64 xxhInit<>+0(SB), Z16
+	VMOVDQU64 xxhSecret<>+0(SB), Z8
+	VMOVDQU64 xxhSecret<>+8(SB), Z9
+	VMOVDQU64 xxhSecret<>+16(SB), Z10
+	VMOVDQU64 xxhSecret<>+24(SB), Z11
+	VMOVDQU64 xxhSecret<>+32(SB), Z12
+	VMOVDQU64 xxhSecret<>+40(SB), Z13
+	VMOVDQU64 xxhSecret<>+48(SB), Z14
+	VMOVDQU64 xxhSecret<>+121(SB), Z15
+
+page:
+	VMOVDQA64 Z16, Z0
+
+// STRIPE accumulates the 64 bytes at off(SI) with the secret in key:
+// acc[i^1] += data[i]; acc[i] += lo32(data[i]^key[i]) * hi32(data[i]^key[i]).
+#define STRIPE(off, key) \
+	VMOVDQU64 off(SI), Z1 \
+	VPXORQ    key, Z1, Z2 \
+	VPSHUFD   $0x4e, Z1, Z3 \
+	VPADDQ    Z3, Z0, Z0 \
+	VPSRLQ    $32, Z2, Z4 \
+	VPMULUDQ  Z4, Z2, Z5 \
+	VPADDQ    Z5, Z0, Z0
+
+	STRIPE(0, Z8)
+	STRIPE(64, Z9)
+	STRIPE(128, Z10)
+	STRIPE(192, Z11)
+	STRIPE(256, Z12)
+	STRIPE(320, Z13)
+	STRIPE(384, Z14)
+	STRIPE(448, Z15) // the last stripe: the input's last 64 bytes, the secret from 121
+
+	VMOVDQU64 Z0, 0(SP)
+	MOVQ $0x9E3779B185EBCA87, R8
+	SHLQ $9, R8 // len(512) * PRIME64_1
+
+// MIX adds the folded 128-bit product of accumulators 2i and 2i+1, each
+// XORed with the secret from 11+16i.
+#define MIX(i) \
+	MOVQ (16*i)(SP), AX \
+	XORQ xxhSecret<>+(11+16*i)(SB), AX \
+	MOVQ (16*i+8)(SP), R9 \
+	XORQ xxhSecret<>+(19+16*i)(SB), R9 \
+	MULQ R9 \
+	XORQ DX, AX \
+	ADDQ AX, R8
+
+	MIX(0)
+	MIX(1)
+	MIX(2)
+	MIX(3)
+
+	MOVQ R8, AX
+	SHRQ $37, AX
+	XORQ AX, R8
+	MOVQ $0x165667919E3779F9, AX
+	IMULQ AX, R8
+	MOVQ R8, AX
+	SHRQ $32, AX
+	XORQ AX, R8
+	MOVQ R8, (DI)
+
+	ADDQ $512, SI
+	ADDQ $8, DI
+	DECQ CX
+	JNZ  page
+	VZEROUPPER
+
+done:
+	RET
