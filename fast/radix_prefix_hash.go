@@ -255,14 +255,19 @@ func unitsOf(tokens []int64) []spec.Unit {
 // parallel"), so they are not.
 func hashPages(units []spec.Unit, ps int, out []spec.PrefixHash, buf *[]byte, check bool) uint64 {
 	var acc uint64
-	if ps == 64 && littleEndian && useHash512 && len(out) > 0 {
-		// 64-unit pages are 512 bytes: hashed in one vector call, checked
-		// in one pass (radix_prefix_hash_amd64.s).
-		units = units[:64*len(out)]
-		if check {
-			acc = orUnits(units)
+	if ps == 64 && littleEndian && useHash512 {
+		// 64-unit pages are 512 bytes, hashed by the vector code
+		// (radix_prefix_hash_amd64.s) 64 pages a call, each block checked
+		// just before, while its 32 KiB are in cache.
+		for len(out) > 0 {
+			k := min(len(out), 64)
+			block := units[:64*k]
+			if check {
+				acc |= orUnits(block)
+			}
+			hash512(out[:k], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(block))), 8*len(block)))
+			units, out = units[64*k:], out[k:]
 		}
-		hash512(out, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(units))), 8*len(units)))
 		return acc
 	}
 	for i := range out {
