@@ -856,20 +856,27 @@ const (
 	kvStatePages
 )
 
-func (ix *kvIndex) state(mode int) spec.KVEvState {
-	// The set cannot change while every stream is held: AddStream and
-	// RemoveStream wait for streamsMu.
+// holdAll locks the stream set and every stream in it, so that what is
+// read next is one consistent state: the set cannot change while it is
+// held (AddStream and RemoveStream wait for streamsMu), nor can any
+// stream's cursor or engines. It returns the streams and the release.
+func (ix *kvIndex) holdAll() ([]*kvStream, func()) {
 	ix.streamsMu.Lock()
-	defer ix.streamsMu.Unlock()
 	streams := ix.streams.Load().list
 	for _, st := range streams {
 		st.mu.Lock()
 	}
-	defer func() {
+	return streams, func() {
 		for _, st := range streams {
 			st.mu.Unlock()
 		}
-	}()
+		ix.streamsMu.Unlock()
+	}
+}
+
+func (ix *kvIndex) state(mode int) spec.KVEvState {
+	streams, release := ix.holdAll()
+	defer release()
 	out := spec.KVEvState{Streams: make([]spec.KVEvStreamState, 0, len(streams))}
 	for _, st := range streams {
 		out.Streams = append(out.Streams, st.state())

@@ -38,17 +38,8 @@ func (ix *kvIndex) Snapshot(covers uint64) ([]byte, error) {
 // with no per-page work; the slow part, the canonical walk, runs later
 // in Encode, without a lock.
 func (ix *kvIndex) Freeze(covers uint64) (spec.KVEvFrozen, error) {
-	ix.streamsMu.Lock()
-	defer ix.streamsMu.Unlock()
-	streams := ix.streams.Load().list
-	for _, st := range streams {
-		st.mu.Lock()
-	}
-	defer func() {
-		for _, st := range streams {
-			st.mu.Unlock()
-		}
-	}()
+	streams, release := ix.holdAll()
+	defer release()
 	fz := &kvFrozen{covers: covers, cfg: ix.cfg, f: ix.f, streams: make([]kvFrozenStream, 0, len(streams))}
 	for _, st := range streams {
 		fz.streams = append(fz.streams, st.frozen())

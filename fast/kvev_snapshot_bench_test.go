@@ -127,17 +127,8 @@ func BenchmarkKVEvSnapshot(b *testing.B) {
 // encoding, the pages materialized as spec structs and written by ref's
 // encoder.
 func kxSnapshotBefore(ix *kvIndex, covers uint64) []byte {
-	ix.streamsMu.Lock()
-	defer ix.streamsMu.Unlock()
-	streams := ix.streams.Load().list
-	for _, st := range streams {
-		st.mu.Lock()
-	}
-	defer func() {
-		for _, st := range streams {
-			st.mu.Unlock()
-		}
-	}()
+	streams, release := ix.holdAll()
+	defer release()
 	c := spec.KVEvSnapshotContent{Covers: covers, Config: ix.cfg}
 	for _, st := range streams {
 		s := spec.KVEvSnapshotStream{
