@@ -35,7 +35,7 @@ type scaleOptions struct {
 // Bounds of the events-scale flags: the index's own bounds, and one
 // BlockStored per request whose hashes are numbered within 16 bits.
 const (
-	maxScaleEngines   = 1 << 16
+	maxScaleEngines   = spec.MaxKVEvEngines // one engine a stream
 	maxScaleBlockSize = 1 << 12
 	maxScalePerReq    = 1 << 16
 	maxScaleBlocks    = 1 << 40

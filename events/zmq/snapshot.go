@@ -133,17 +133,16 @@ func (s *stream) onSnapshotReply(ctx context.Context, r received) {
 	} else {
 		// seq < -1 (the publisher has none), or a chunk that did not
 		// decode (reported in res.Errors): a failure like any other.
-		protocol := len(res.Errors) > 0
-		s.log.Warn("snapshot not installed", "unavailable", !protocol, "errors", len(res.Errors))
+		reason := spec.ReplayReasonUnavailable
+		if len(res.Errors) > 0 {
+			reason = spec.ReplayReasonProtocol
+		}
+		s.log.Warn("snapshot not installed", "unavailable", reason == spec.ReplayReasonUnavailable, "errors", len(res.Errors))
 		s.startSnapCooldown()
 		s.update(func(st *SourceStatus) {
 			st.Snapshotting = false
 			st.SnapshotsFailed++
-			if protocol {
-				st.SnapshotProtocol++
-			} else {
-				st.SnapshotUnavailable++
-			}
+			countReason(reason, &st.SnapshotTimeouts, &st.SnapshotProtocol, &st.SnapshotUnavailable)
 		})
 	}
 	s.handle(ctx, res, r.n)
@@ -165,14 +164,7 @@ func (s *stream) snapshotFailed(reason string) spec.KVEvStepResult {
 	s.update(func(st *SourceStatus) {
 		st.Snapshotting = false
 		st.SnapshotsFailed++
-		switch reason {
-		case spec.ReplayReasonTimeout:
-			st.SnapshotTimeouts++
-		case spec.ReplayReasonProtocol:
-			st.SnapshotProtocol++
-		default:
-			st.SnapshotUnavailable++
-		}
+		countReason(reason, &st.SnapshotTimeouts, &st.SnapshotProtocol, &st.SnapshotUnavailable)
 	})
 	return s.boot.SnapshotFailed(s.src.Name, reason)
 }

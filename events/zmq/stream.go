@@ -587,16 +587,23 @@ func (s *stream) replayFailed(reason string) spec.KVEvStepResult {
 	s.update(func(st *SourceStatus) {
 		st.Replaying = false
 		st.ReplaysFailed++
-		switch reason {
-		case spec.ReplayReasonTimeout:
-			st.ReplayTimeouts++
-		case spec.ReplayReasonProtocol:
-			st.ReplayProtocol++
-		default:
-			st.ReplayUnavailable++
-		}
+		countReason(reason, &st.ReplayTimeouts, &st.ReplayProtocol, &st.ReplayUnavailable)
 	})
 	return s.ix.ReplayFailed(s.src.Name, reason)
+}
+
+// countReason adds one to the counter of a failed request's reason: a
+// timeout, a protocol error, or (any other reason) the source unavailable.
+// The replay and the snapshot requests each keep the three.
+func countReason(reason string, timeouts, protocol, unavailable *uint64) {
+	switch reason {
+	case spec.ReplayReasonTimeout:
+		*timeouts++
+	case spec.ReplayReasonProtocol:
+		*protocol++
+	default:
+		*unavailable++
+	}
 }
 
 func (s *stream) startCooldown() {
