@@ -280,6 +280,14 @@ func hashPages(units []spec.Unit, ps int, out []spec.PrefixHash, buf *[]byte, ch
 	return acc
 }
 
+// hash512Generic sets dst[i] to the XXH3-64 of src[512i:512i+512], one
+// library call a page: hash512 where the CPU has no vector path.
+func hash512Generic(dst []spec.PrefixHash, src []byte) {
+	for i := range dst {
+		dst[i] = spec.PrefixHash(xxh3.Hash(src[512*i : 512*i+512]))
+	}
+}
+
 // pageBytes is a page's units as the little-endian bytes the hash is
 // defined over: the units themselves on a little-endian machine, packed
 // into *buf otherwise.

@@ -12,8 +12,13 @@ import (
 var useHash512 = cpu.X86.HasAVX512F
 
 // hash512 sets dst[i] to the XXH3-64 of src[512i:512i+512]: §1.14's page
-// hash of 64 units. src holds 512·len(dst) bytes.
+// hash of 64 units. src holds 512·len(dst) bytes. Without AVX-512 it is
+// hash512Generic.
 func hash512(dst []spec.PrefixHash, src []byte) {
+	if !useHash512 {
+		hash512Generic(dst, src)
+		return
+	}
 	hash512AVX512(dst, src[:512*len(dst)])
 }
 

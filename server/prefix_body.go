@@ -376,11 +376,11 @@ func (p *tokenScan) splitScan(f *prefixFields, lim tokenLimits, sp int) bool {
 	var a, bh run
 	a.toks, a.next, a.end, a.ok = scanTokens(p.b, x.i, sp, x.toks, maxTokens)
 	if a.ok {
-		a.hashers = tokenHashers(lim.hash, a.toks, 0)
+		a.hashers = tokenHashers(lim.hash, a.toks, 0, cap(toks)) // joinHashers completes it
 	}
 	bh.toks, bh.next, bh.end, bh.ok = scanTokens(p.b, y.i, -1, y.toks, maxTokens-(cA+1))
 	if bh.ok && bh.end {
-		bh.hashers = tokenHashers(lim.hash, bh.toks, cA+1)
+		bh.hashers = tokenHashers(lim.hash, bh.toks, cA+1, len(bh.toks))
 	}
 	switch {
 	case !a.ok:
@@ -404,12 +404,14 @@ func (p *tokenScan) splitScan(f *prefixFields, lim tokenLimits, sp int) bool {
 
 // tokenHashers hashes the whole pages of toks, the prompt's tokens from
 // index at on, for each page size of sizes: a page is the prompt's, so
-// hashing starts at the first page boundary at or after at.
-func tokenHashers(sizes []int, toks []int64, at int) []*prefix.PageHasher {
+// hashing starts at the first page boundary at or after at. Each hasher
+// has room for the pages of room tokens from at, so one that is completed
+// later (joinHashers) does not grow.
+func tokenHashers(sizes []int, toks []int64, at, room int) []*prefix.PageHasher {
 	var hs []*prefix.PageHasher
 	for _, ps := range sizes {
 		skip := (ps - at%ps) % ps
-		h, err := prefix.NewPageHasher(ps, make([]spec.PrefixHash, 0, max(len(toks)-skip, 0)/ps))
+		h, err := prefix.NewPageHasher(ps, make([]spec.PrefixHash, 0, max(room-skip, 0)/ps))
 		if err != nil {
 			return nil // a pool's page size is >= 1
 		}

@@ -4,10 +4,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"runtime"
-	"slices"
 	"testing"
-
-	"golang.org/x/sys/cpu"
 )
 
 // TestWidenIsEachTokenItsU32 pins Widen by hand against
@@ -39,28 +36,27 @@ func TestWidenIsEachTokenItsU32(t *testing.T) {
 	}
 }
 
-// TestTheVectorPathIsTakenWhereTheCPUHasIt: on amd64 with AVX2 the vector
-// path is chosen, and it alone widens a whole number of rounds exactly as
-// the generic loop does.
-func TestTheVectorPathIsTakenWhereTheCPUHasIt(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("amd64 only")
+// TestTheVectorRoundsWidenEachTokenItsU32 checks the assembly alone, where
+// the CPU has AVX2, on every whole number of rounds up to 32 against
+// binary.LittleEndian.Uint32, the top bit of each u32 set half the time.
+func TestTheVectorRoundsWidenEachTokenItsU32(t *testing.T) {
+	if runtime.GOARCH != "amd64" || !useVector {
+		t.Skip("no vector path on this CPU")
 	}
-	if useVector != cpu.X86.HasAVX2 {
-		t.Fatalf("useVector = %v on a CPU with AVX2 %v", useVector, cpu.X86.HasAVX2)
-	}
-	if !useVector {
-		t.Skip("no AVX2 on this CPU")
-	}
-	src := make([]byte, 4*64)
-	for i := range src {
-		src[i] = byte(i * 37)
-	}
-	got, want := make([]int64, 64), make([]int64, 64)
-	widenVector(got, src)
-	widenGeneric(want, src)
-	if !slices.Equal(got, want) {
-		t.Fatalf("vector %v, generic %v", got, want)
+	rng := rand.New(rand.NewPCG(33, 5))
+	for rounds := range 33 {
+		n := rounds * vectorTokens
+		src := make([]byte, 4*n)
+		for i := range src {
+			src[i] = byte(rng.IntN(256))
+		}
+		dst := make([]int64, n)
+		widenVector(dst, src)
+		for i := range n {
+			if want := int64(binary.LittleEndian.Uint32(src[4*i:])); dst[i] != want {
+				t.Fatalf("%d rounds: dst[%d] = %d, want %d", rounds, i, dst[i], want)
+			}
+		}
 	}
 }
 

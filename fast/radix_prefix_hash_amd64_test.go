@@ -1,0 +1,17 @@
+package fast
+
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/kvtwin/kvtwin/spec"
+)
+
+// hash512Impls are the page hashes TestHash512IsXXH3 checks on amd64: the
+// generic one, and the assembly where the CPU has AVX-512F.
+func hash512Impls() map[string]func([]spec.PrefixHash, []byte) {
+	impls := map[string]func([]spec.PrefixHash, []byte){"generic": hash512Generic}
+	if cpu.X86.HasAVX512F {
+		impls["avx512"] = hash512AVX512
+	}
+	return impls
+}

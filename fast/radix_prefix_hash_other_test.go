@@ -1,0 +1,10 @@
+//go:build !amd64
+
+package fast
+
+import "github.com/kvtwin/kvtwin/spec"
+
+// hash512Impls is the one page hash there is without amd64.
+func hash512Impls() map[string]func([]spec.PrefixHash, []byte) {
+	return map[string]func([]spec.PrefixHash, []byte){"generic": hash512Generic}
+}
