@@ -61,7 +61,7 @@ func (m *kvMachine) step(t *rapid.T) {
 		m.compare(t)
 		// §2.7 on the fast index itself: a batch refused whole (decode
 		// error, engine owner or budget) changes no pool.
-		if len(fr.Applied) == 1 && len(fr.Errors) == 1 && fr.Errors[0].Event == -1 && !fr.Restart {
+		if kvRefusedWhole(s, fr) {
 			if after := kvPools(m.fast.State()); after != before {
 				t.Fatalf("step %d: batch %d refused whole (%s), yet the pools changed", m.ran, fr.Applied[0], fr.Errors[0].Error.Code)
 			}

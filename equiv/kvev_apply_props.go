@@ -361,6 +361,18 @@ func kvRefusedEventAtomic(lim spec.Limits, in spec.KVEvApplyInput, _ spec.KVEvAp
 	return nil
 }
 
+// kvRefusedWhole says whether step s ran one live or replayed batch and
+// refused it whole (§2.7: decode error, engine owner or budget), the
+// case in which no pool may change. Only those ops: a snapshot reply
+// (A13) whose chunk fails reports that error at the snapshot's seq while
+// the held messages it then drains apply and change the pools, and its
+// seq can equal a drained message's.
+func kvRefusedWhole(s spec.KVEvStep, r spec.KVEvStepResult) bool {
+	batch := s.Op == spec.KVStepLive || s.Op == spec.KVStepReplay
+	whole := len(r.Errors) == 1 && r.Errors[0].Event == -1
+	return batch && whole && len(r.Applied) == 1 && r.Errors[0].Seq == r.Applied[0] && !r.Restart
+}
+
 // kvDecodeErrorChangesNothing is §2.7 (and A2's refusals): a batch
 // refused whole leaves every pool as it was.
 func kvDecodeErrorChangesNothing(_ spec.Limits, in spec.KVEvApplyInput, _ spec.KVEvApplyOutput) error {
@@ -374,12 +386,7 @@ func kvDecodeErrorChangesNothing(_ spec.Limits, in spec.KVEvApplyInput, _ spec.K
 	for i, s := range in.Steps {
 		r := kvRunStep(ix0, s)
 		after := kvPools(ix0.State())
-		// Only a live or replayed batch: a snapshot reply (A13) whose chunk
-		// fails reports that error at the snapshot's seq while the held
-		// messages it then drains apply and change the pools.
-		batch := s.Op == spec.KVStepLive || s.Op == spec.KVStepReplay
-		whole := len(r.Errors) == 1 && r.Errors[0].Event == -1
-		if batch && whole && len(r.Applied) == 1 && r.Errors[0].Seq == r.Applied[0] && !r.Restart && before != after {
+		if kvRefusedWhole(s, r) && before != after {
 			ferr = fmt.Errorf("step %d: the batch was refused whole (%s) but the pools changed:\n%s\nto\n%s", i, r.Errors[0].Error.Code, before, after)
 			break
 		}
