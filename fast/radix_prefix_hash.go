@@ -6,6 +6,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/kvtwin/kvtwin/internal/u32le"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/spec"
 	"github.com/zeebo/xxh3"
@@ -196,6 +197,34 @@ func (h *PageHasher) Add(tokens []int64) {
 	h.acc |= hashPages(units, h.ps, h.pages[done:], &h.buf, !h.inRange)
 }
 
+// AddLE32 is Add for a prompt that arrives as little-endian u32 ids (the
+// binary token list of docs/api.md): it sets tokens[i] to the id at
+// le[4i:4i+4] for each i in [from, len(tokens)) and hashes the whole pages
+// of tokens not yet hashed. For 64-unit pages on a CPU with AVX-512 the
+// ids are widened and hashed in one pass (hash512Widen), so the hash does
+// not read the widened ids back; otherwise it is u32le.Widen then Add.
+// tokens[:from] must hold the ids earlier calls set, le at least
+// 4·len(tokens) bytes. The ids are in [0, 2^32-1] by construction.
+func (h *PageHasher) AddLE32(tokens []int64, from int, le []byte) {
+	le = le[:4*len(tokens)]
+	if h.ps == 64 && useHash512 {
+		// Up to the next page boundary the ordinary way, then whole pages
+		// fused, when the hashed pages end exactly where the ids do.
+		b := min((from+63)/64*64, len(tokens))
+		u32le.Widen(tokens[from:b], le[4*from:])
+		h.Add(tokens[:b])
+		if k := (len(tokens) - b) / 64; k > 0 && len(h.pages)*64 == b {
+			done := len(h.pages)
+			h.pages = append(h.pages, make([]spec.PrefixHash, k)...)
+			hash512Widen(h.pages[done:], tokens[b:], le[4*b:])
+			b += 64 * k
+		}
+		from = b
+	}
+	u32le.Widen(tokens[from:], le[4*from:])
+	h.Add(tokens)
+}
+
 // Join appends the page hashes next computed to h's, so a long prompt's
 // halves can be hashed on two goroutines: next must have been fed the
 // tokens from token index at on (its first page is the prompt's page
@@ -285,6 +314,17 @@ func hashPages(units []spec.Unit, ps int, out []spec.PrefixHash, buf *[]byte, ch
 func hash512Generic(dst []spec.PrefixHash, src []byte) {
 	for i := range dst {
 		dst[i] = spec.PrefixHash(xxh3.Hash(src[512*i : 512*i+512]))
+	}
+}
+
+// hash512WidenGeneric is hash512Widen without the vector code: the
+// widening (u32le.Widen), then one library hash a page.
+func hash512WidenGeneric(dst []spec.PrefixHash, units []int64, src []byte) {
+	units = units[:64*len(dst)]
+	u32le.Widen(units, src)
+	var buf []byte
+	for i := range dst {
+		dst[i] = spec.PrefixHash(xxh3.Hash(pageBytes(unitsOf(units[64*i:64*i+64]), &buf)))
 	}
 }
 

@@ -22,6 +22,25 @@ func hash512(dst []spec.PrefixHash, src []byte) {
 	hash512AVX512(dst, src[:512*len(dst)])
 }
 
+// hash512Widen sets units[j] to the little-endian u32 at src[4j:4j+4] for
+// the 64·len(dst) units and dst[i] to the page hash of units[64i:64i+64]:
+// u32le.Widen then hash512, in one pass where the CPU has AVX-512 (the
+// hash then never reads the widened units back). units holds at least
+// 64·len(dst) ids, src 256·len(dst) bytes.
+func hash512Widen(dst []spec.PrefixHash, units []int64, src []byte) {
+	units, src = units[:64*len(dst)], src[:256*len(dst)]
+	if !useHash512 {
+		hash512WidenGeneric(dst, units, src)
+		return
+	}
+	hash512WidenAVX512(dst, units, src)
+}
+
+// hash512WidenAVX512 is hash512Widen in amd64 assembly with AVX-512F.
+//
+//go:noescape
+func hash512WidenAVX512(dst []spec.PrefixHash, units []int64, src []byte)
+
 // hash512AVX512 is hash512 in amd64 assembly with AVX-512F.
 //
 //go:noescape

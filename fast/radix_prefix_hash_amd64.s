@@ -124,3 +124,80 @@ page:
 
 done:
 	RET
+
+// func hash512WidenAVX512(dst []spec.PrefixHash, units []int64, src []byte)
+// units[j] = the little-endian u32 at src[4j:4j+4] for the 64·len(dst)
+// units, and dst[i] = XXH3-64 of units[64i:64i+64]'s 512 bytes: the
+// widening and hash512AVX512 in one pass. Each 32 bytes of ids are
+// widened in a register that is both stored and hashed, so the hash never
+// reads the widened units back (a 240K-token binary prompt: 124 → 88 µs
+// here, docs/perf.md "The binary row's floor").
+TEXT ·hash512WidenAVX512(SB), NOSPLIT, $64-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ units_base+24(FP), BX
+	MOVQ src_base+48(FP), SI
+	TESTQ CX, CX
+	JZ   wdone
+	VMOVDQU64 xxhInit<>+0(SB), Z16
+	VMOVDQU64 xxhSecret<>+0(SB), Z8
+	VMOVDQU64 xxhSecret<>+8(SB), Z9
+	VMOVDQU64 xxhSecret<>+16(SB), Z10
+	VMOVDQU64 xxhSecret<>+24(SB), Z11
+	VMOVDQU64 xxhSecret<>+32(SB), Z12
+	VMOVDQU64 xxhSecret<>+40(SB), Z13
+	VMOVDQU64 xxhSecret<>+48(SB), Z14
+	VMOVDQU64 xxhSecret<>+121(SB), Z15
+
+wpage:
+	VMOVDQA64 Z16, Z0
+
+// WSTRIPE is STRIPE for stripe k of the page: its 8 ids at 32k(SI),
+// widened into Z1 and stored at 64k(BX) before they are accumulated.
+#define WSTRIPE(k, key) \
+	VPMOVZXDQ (32*k)(SI), Z1 \
+	VMOVDQU64 Z1, (64*k)(BX) \
+	VPXORQ    key, Z1, Z2 \
+	VPSHUFD   $0x4e, Z1, Z3 \
+	VPADDQ    Z3, Z0, Z0 \
+	VPSRLQ    $32, Z2, Z4 \
+	VPMULUDQ  Z4, Z2, Z5 \
+	VPADDQ    Z5, Z0, Z0
+
+	WSTRIPE(0, Z8)
+	WSTRIPE(1, Z9)
+	WSTRIPE(2, Z10)
+	WSTRIPE(3, Z11)
+	WSTRIPE(4, Z12)
+	WSTRIPE(5, Z13)
+	WSTRIPE(6, Z14)
+	WSTRIPE(7, Z15) // the last stripe: the page's last 64 bytes, the secret from 121
+
+	VMOVDQU64 Z0, 0(SP)
+	MOVQ $0x9E3779B185EBCA87, R8
+	SHLQ $9, R8 // len(512) * PRIME64_1
+
+	MIX(0)
+	MIX(1)
+	MIX(2)
+	MIX(3)
+
+	MOVQ R8, AX
+	SHRQ $37, AX
+	XORQ AX, R8
+	MOVQ $0x165667919E3779F9, AX
+	IMULQ AX, R8
+	MOVQ R8, AX
+	SHRQ $32, AX
+	XORQ AX, R8
+	MOVQ R8, (DI)
+
+	ADDQ $256, SI
+	ADDQ $512, BX
+	ADDQ $8, DI
+	DECQ CX
+	JNZ  wpage
+	VZEROUPPER
+
+wdone:
+	RET

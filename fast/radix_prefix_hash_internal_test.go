@@ -1,11 +1,14 @@
 package fast
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/kvtwin/kvtwin/internal/u32le"
 	"github.com/kvtwin/kvtwin/spec"
 )
 
@@ -47,6 +50,55 @@ func checkHash512(t *testing.T, hash func([]spec.PrefixHash, []byte)) {
 	}
 }
 
+// TestHash512WidenIsWidenThenXXH3 checks the fused decode and page hash of
+// binary prompts, each implementation this CPU runs (hash512WidenImpls),
+// against widening the little-endian u32 ids one by one and hashing each
+// page's 512 bytes with github.com/zeebo/xxh3: batches of 0 to 40 pages of
+// random ids, of ids all zero and all 0xffffffff, at every 4-byte offset
+// of the source up to 60; nothing past the pages is written.
+func TestHash512WidenIsWidenThenXXH3(t *testing.T) {
+	for name, hash := range hash512WidenImpls() {
+		t.Run(name, func(t *testing.T) { checkHash512Widen(t, hash) })
+	}
+}
+
+// checkHash512Widen is TestHash512WidenIsWidenThenXXH3 for one
+// implementation.
+func checkHash512Widen(t *testing.T, hash func([]spec.PrefixHash, []int64, []byte)) {
+	rng := rand.New(rand.NewPCG(52, 3))
+	for n := range 41 {
+		for fill := range 3 {
+			off := 4 * (n % 16)
+			src := make([]byte, off+256*n)
+			for i := range src {
+				src[i] = [3]byte{byte(rng.IntN(256)), 0, 0xff}[fill]
+			}
+			src = src[off:]
+			units := make([]int64, 64*n+1)
+			units[64*n] = -9
+			got := make([]spec.PrefixHash, n+1)
+			got[n] = 7
+			hash(got[:n], units, src)
+			page := make([]byte, 512)
+			for i := range n {
+				for j := range 64 {
+					id := int64(binary.LittleEndian.Uint32(src[4*(64*i+j):]))
+					if units[64*i+j] != id {
+						t.Fatalf("%d pages, fill %d: unit %d is %d, want %d", n, fill, 64*i+j, units[64*i+j], id)
+					}
+					binary.LittleEndian.PutUint64(page[8*j:], uint64(id))
+				}
+				if want := spec.PrefixHash(xxh3.Hash(page)); got[i] != want {
+					t.Fatalf("%d pages, fill %d: page %d hashes to %x, want %x", n, fill, i, got[i], want)
+				}
+			}
+			if got[n] != 7 || units[64*n] != -9 {
+				t.Fatalf("%d pages: wrote past the pages", n)
+			}
+		}
+	}
+}
+
 // BenchmarkHash512 is a 240K-token prompt's 3,750 pages hashed by hash512
 // and by xxh3.Hash one page at a time, in the same run.
 func BenchmarkHash512(b *testing.B) {
@@ -67,6 +119,38 @@ func BenchmarkHash512(b *testing.B) {
 			for i := range dst {
 				dst[i] = spec.PrefixHash(xxh3.Hash(src[512*i : 512*i+512]))
 			}
+		}
+	})
+}
+
+// BenchmarkHash512Widen is a 240K-token binary prompt decoded and its
+// 3,750 pages hashed by hash512Widen, against u32le.Widen then hash512 and
+// a plain copy of the same 960,000 bytes, in the same run.
+func BenchmarkHash512Widen(b *testing.B) {
+	src := make([]byte, 256*3750)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	units := make([]int64, 64*3750)
+	dst := make([]spec.PrefixHash, 3750)
+	b.Run("impl=fused", func(b *testing.B) {
+		b.SetBytes(int64(len(src)))
+		for b.Loop() {
+			hash512Widen(dst, units, src)
+		}
+	})
+	b.Run("impl=widen+hash512", func(b *testing.B) {
+		b.SetBytes(int64(len(src)))
+		for b.Loop() {
+			u32le.Widen(units, src)
+			hash512(dst, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(units))), 8*len(units)))
+		}
+	})
+	b.Run("yardstick=copy", func(b *testing.B) {
+		out := make([]byte, len(src))
+		b.SetBytes(int64(len(src)))
+		for b.Loop() {
+			copy(out, src)
 		}
 	})
 }

@@ -9,3 +9,8 @@ const useHash512 = false
 
 // hash512 is hash512Generic where there is no vector page hash.
 func hash512(dst []spec.PrefixHash, src []byte) { hash512Generic(dst, src) }
+
+// hash512Widen is hash512WidenGeneric where there is no vector page hash.
+func hash512Widen(dst []spec.PrefixHash, units []int64, src []byte) {
+	hash512WidenGeneric(dst, units, src)
+}

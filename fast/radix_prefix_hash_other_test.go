@@ -8,3 +8,9 @@ import "github.com/kvtwin/kvtwin/spec"
 func hash512Impls() map[string]func([]spec.PrefixHash, []byte) {
 	return map[string]func([]spec.PrefixHash, []byte){"generic": hash512Generic}
 }
+
+// hash512WidenImpls is the one fused decode and page hash there is
+// without amd64.
+func hash512WidenImpls() map[string]func([]spec.PrefixHash, []int64, []byte) {
+	return map[string]func([]spec.PrefixHash, []int64, []byte){"generic": hash512WidenGeneric}
+}

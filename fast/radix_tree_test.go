@@ -1,8 +1,10 @@
 package fast_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -655,6 +657,60 @@ func TestPageHasherFedInPiecesIsCheckThenHash(t *testing.T) {
 	}
 	if _, err := fast.NewPageHasher(0, nil); !errors.Is(err, spec.ErrInvalidPageSize) {
 		t.Errorf("page size 0: %v, want ErrInvalidPageSize", err)
+	}
+}
+
+// TestPageHasherAddLE32IsDecodeThenAdd: a binary prompt (little-endian
+// u32 ids) decoded and hashed by AddLE32 in pieces of any length (page-
+// aligned or not, empty, repeated) sets every token to its id and, after
+// Chain, gives ref.TokenKey then ref.PrefixHashes of the decoded prompt,
+// for 64-unit pages (fused with the decode on AVX-512 CPUs) and others;
+// pieces fed through Add in between, and ids at 2^32-1, included.
+func TestPageHasherAddLE32IsDecodeThenAdd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 11))
+	for i := range 300 {
+		ps := []int{64, 1, 7, 64, 128}[i%5]
+		n := rng.IntN(3000)
+		le := make([]byte, 4*n)
+		want := make([]int64, n)
+		for j := range n {
+			id := rng.Uint32()
+			if j%97 == 5 {
+				id = math.MaxUint32
+			}
+			binary.LittleEndian.PutUint32(le[4*j:], id)
+			want[j] = int64(id)
+		}
+		key, wantErr := ref.TokenKey("tokens", want, spec.ExtraKey{})
+		if wantErr != nil {
+			t.Fatal(wantErr)
+		}
+		wantChain := ref.PrefixHashes(key, ps)
+		h, err := fast.NewPageHasher(ps, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens := make([]int64, n)
+		for from := 0; from < n; {
+			to := min(n, from+rng.IntN(4*ps+300))
+			if i%3 == 1 && rng.IntN(2) == 0 {
+				// A piece the caller decoded itself, then Add.
+				for j := from; j < to; j++ {
+					tokens[j] = want[j]
+				}
+				h.Add(tokens[:to])
+			} else {
+				h.AddLE32(tokens[:to], from, le)
+			}
+			from = to
+		}
+		h.AddLE32(tokens, n, le) // nothing left: changes nothing
+		if !slices.Equal(tokens, want) {
+			t.Fatalf("case %d (ps %d, %d ids): the decoded tokens differ", i, ps, n)
+		}
+		if _, chain, err := h.Chain("tokens", tokens, spec.ExtraKey{}); err != nil || !slices.Equal(chain, wantChain) {
+			t.Fatalf("case %d (ps %d, %d ids): chain %v (%v), want %v", i, ps, n, chain, err, wantChain)
+		}
 	}
 }
 
