@@ -149,8 +149,13 @@ func TokenKeyChain(field string, tokens []int64, extra spec.ExtraKey, ps int) (s
 // sequential. Chain finishes what Add began and equals TokenKeyChain.
 // A PageHasher is used by one goroutine at a time.
 type PageHasher struct {
-	ps      int
+	ps int
+	// pages[:folded] are chain hashes hᵢ (folded as they were hashed, after
+	// Seed), pages[folded:] page hashes pᵢ not yet folded.
 	pages   []spec.PrefixHash
+	folded  int
+	seeded  bool   // Seed was called: seed is h₋₁
+	seed    uint64 // ref.PrefixHashSeed of the namespace Seed was given
 	acc     uint64 // the OR of every unit hashed (a bit past 32: a bad id)
 	buf     []byte
 	inRange bool // every id given is known to be in [0, 2^32-1] (InRange)
@@ -173,6 +178,16 @@ func NewPageHasher(ps int, pages []spec.PrefixHash) (*PageHasher, error) {
 // returns h.
 func (h *PageHasher) InRange() *PageHasher {
 	h.inRange = true
+	return h
+}
+
+// Seed tells h the namespace Chain will be given (extra), so that AddLE32
+// folds each page into the chain as it hashes it, in the same pass: the
+// fold's sequential dependency then runs beside the hashing instead of
+// after it (docs/perf.md, "The binary row's floor"). Chain given another
+// namespace is still right: it hashes the prompt again. It returns h.
+func (h *PageHasher) Seed(extra spec.ExtraKey) *PageHasher {
+	h.seeded, h.seed = true, uint64(ref.PrefixHashSeed(extra, false))
 	return h
 }
 
@@ -214,9 +229,15 @@ func (h *PageHasher) AddLE32(tokens []int64, from int, le []byte) {
 		u32le.Widen(tokens[from:b], le[4*from:])
 		h.Add(tokens[:b])
 		if k := (len(tokens) - b) / 64; k > 0 && len(h.pages)*64 == b {
+			if h.seeded {
+				h.foldFrom(h.seed) // the pages so far, so the kernel folds on
+			}
 			done := len(h.pages)
 			h.pages = append(h.pages, make([]spec.PrefixHash, k)...)
-			hash512Widen(h.pages[done:], tokens[b:], le[4*b:])
+			hash512Widen(h.pages[done:], tokens[b:], le[4*b:], h.last(h.seed), h.seeded)
+			if h.seeded {
+				h.folded = len(h.pages)
+			}
 			b += 64 * k
 		}
 		from = b
@@ -230,9 +251,9 @@ func (h *PageHasher) AddLE32(tokens []int64, from int, le []byte) {
 // tokens from token index at on (its first page is the prompt's page
 // at/ps), and at must be where h's hashed pages end. It reports false,
 // changing nothing, when at is not h.Pages()·PageSize() or the page sizes
-// differ.
+// differ, or when next has folded pages of its own (it was seeded).
 func (h *PageHasher) Join(next *PageHasher, at int) bool {
-	if next.ps != h.ps || at != len(h.pages)*h.ps {
+	if next.ps != h.ps || at != len(h.pages)*h.ps || next.folded > 0 {
 		return false
 	}
 	h.pages = append(h.pages, next.pages...)
@@ -251,16 +272,38 @@ func (h *PageHasher) Chain(field string, tokens []int64, extra spec.ExtraKey) (s
 	if !h.inRange && h.acc|orUnits(units[len(h.pages)*h.ps:]) > math.MaxUint32 {
 		return spec.RadixKey{}, nil, ref.CheckTokens(field, tokens)
 	}
+	seed := uint64(ref.PrefixHashSeed(extra, false))
+	if h.folded > 0 && seed != h.seed {
+		// Folded from another namespace's seed: the page hashes are gone.
+		fresh, _ := NewPageHasher(h.ps, h.pages)
+		fresh.inRange = h.inRange
+		return fresh.Chain(field, tokens, extra)
+	}
+	h.foldFrom(seed)
 	chain := h.pages
 	if chain == nil {
 		chain = []spec.PrefixHash{} // as TokenKeyChain's: empty, not absent
 	}
-	prev := uint64(ref.PrefixHashSeed(extra, false))
-	for i, p := range chain {
-		prev = foldHash(prev, uint64(p))
-		chain[i] = spec.PrefixHash(prev)
-	}
 	return spec.RadixKey{Units: units, Extra: extra}, chain, nil
+}
+
+// foldFrom folds the pages not yet folded into the chain, from the seed
+// when none is.
+func (h *PageHasher) foldFrom(seed uint64) {
+	prev := h.last(seed)
+	for i := h.folded; i < len(h.pages); i++ {
+		prev = foldHash(prev, uint64(h.pages[i]))
+		h.pages[i] = spec.PrefixHash(prev)
+	}
+	h.folded = len(h.pages)
+}
+
+// last is the chain's last folded hash, or seed when none is.
+func (h *PageHasher) last(seed uint64) uint64 {
+	if h.folded == 0 {
+		return seed
+	}
+	return uint64(h.pages[h.folded-1])
 }
 
 // unitsOf is tokens as units, without a copy: a token id in [0, 2^32-1]
@@ -318,13 +361,19 @@ func hash512Generic(dst []spec.PrefixHash, src []byte) {
 }
 
 // hash512WidenGeneric is hash512Widen without the vector code: the
-// widening (u32le.Widen), then one library hash a page.
-func hash512WidenGeneric(dst []spec.PrefixHash, units []int64, src []byte) {
+// widening (u32le.Widen), then one library hash a page, each folded in
+// turn with fold.
+func hash512WidenGeneric(dst []spec.PrefixHash, units []int64, src []byte, prev uint64, fold bool) {
 	units = units[:64*len(dst)]
 	u32le.Widen(units, src)
 	var buf []byte
 	for i := range dst {
-		dst[i] = spec.PrefixHash(xxh3.Hash(pageBytes(unitsOf(units[64*i:64*i+64]), &buf)))
+		p := xxh3.Hash(pageBytes(unitsOf(units[64*i:64*i+64]), &buf))
+		if fold {
+			prev = foldHash(prev, p)
+			p = prev
+		}
+		dst[i] = spec.PrefixHash(p)
 	}
 }
 

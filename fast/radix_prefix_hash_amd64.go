@@ -23,23 +23,24 @@ func hash512(dst []spec.PrefixHash, src []byte) {
 }
 
 // hash512Widen sets units[j] to the little-endian u32 at src[4j:4j+4] for
-// the 64·len(dst) units and dst[i] to the page hash of units[64i:64i+64]:
-// u32le.Widen then hash512, in one pass where the CPU has AVX-512 (the
-// hash then never reads the widened units back). units holds at least
-// 64·len(dst) ids, src 256·len(dst) bytes.
-func hash512Widen(dst []spec.PrefixHash, units []int64, src []byte) {
+// the 64·len(dst) units and dst[i] to the page hash pᵢ of
+// units[64i:64i+64] or, with fold, to the chain hᵢ = foldHash(hᵢ₋₁, pᵢ)
+// from h₋₁ = prev: u32le.Widen then hash512 (and the fold), in one pass
+// where the CPU has AVX-512 (the hash then never reads the widened units
+// back). units holds at least 64·len(dst) ids, src 256·len(dst) bytes.
+func hash512Widen(dst []spec.PrefixHash, units []int64, src []byte, prev uint64, fold bool) {
 	units, src = units[:64*len(dst)], src[:256*len(dst)]
 	if !useHash512 {
-		hash512WidenGeneric(dst, units, src)
+		hash512WidenGeneric(dst, units, src, prev, fold)
 		return
 	}
-	hash512WidenAVX512(dst, units, src)
+	hash512WidenAVX512(dst, units, src, prev, fold)
 }
 
 // hash512WidenAVX512 is hash512Widen in amd64 assembly with AVX-512F.
 //
 //go:noescape
-func hash512WidenAVX512(dst []spec.PrefixHash, units []int64, src []byte)
+func hash512WidenAVX512(dst []spec.PrefixHash, units []int64, src []byte, prev uint64, fold bool)
 
 // hash512AVX512 is hash512 in amd64 assembly with AVX-512F.
 //

@@ -125,20 +125,27 @@ page:
 done:
 	RET
 
-// func hash512WidenAVX512(dst []spec.PrefixHash, units []int64, src []byte)
+// func hash512WidenAVX512(dst []spec.PrefixHash, units []int64, src []byte, prev uint64, fold bool)
 // units[j] = the little-endian u32 at src[4j:4j+4] for the 64·len(dst)
-// units, and dst[i] = XXH3-64 of units[64i:64i+64]'s 512 bytes: the
-// widening and hash512AVX512 in one pass. Each 32 bytes of ids are
+// units, and dst[i] = the XXH3-64 pᵢ of units[64i:64i+64]'s 512 bytes:
+// the widening and hash512AVX512 in one pass. Each 32 bytes of ids are
 // widened in a register that is both stored and hashed, so the hash never
-// reads the widened units back (a 240K-token binary prompt: 124 → 88 µs
-// here, docs/perf.md "The binary row's floor").
-TEXT ·hash512WidenAVX512(SB), NOSPLIT, $64-72
+// reads the widened units back. With fold set, dst[i] is instead the
+// chain hᵢ = XXH3-64(hᵢ₋₁ ‖ pᵢ) of §1.14 (h₋₁ = prev): the fold's
+// dependency chain runs beside the next page's vector work.
+TEXT ·hash512WidenAVX512(SB), NOSPLIT, $64-81
 	MOVQ dst_base+0(FP), DI
 	MOVQ dst_len+8(FP), CX
 	MOVQ units_base+24(FP), BX
 	MOVQ src_base+48(FP), SI
+	MOVQ prev+72(FP), R10
+	MOVBLZX fold+80(FP), R12
 	TESTQ CX, CX
 	JZ   wdone
+	// The 16-byte XXH3's bitflips: secret[24:32]^secret[32:40] and
+	// secret[40:48]^secret[48:56] (seed 0).
+	MOVQ $0x6782737bea4239b9, R11
+	MOVQ $0xaf56bc3b0996523a, R13
 	VMOVDQU64 xxhInit<>+0(SB), Z16
 	VMOVDQU64 xxhSecret<>+0(SB), Z8
 	VMOVDQU64 xxhSecret<>+8(SB), Z9
@@ -190,6 +197,33 @@ wpage:
 	MOVQ R8, AX
 	SHRQ $32, AX
 	XORQ AX, R8
+	TESTQ R12, R12
+	JZ   wstore
+
+	// R8 = XXH3-64 of prev ‖ R8 (16 bytes): lo = prev^bitflip1,
+	// hi = R8^bitflip2, acc = 16 + bswap(lo) + hi + fold(lo·hi), avalanched.
+	MOVQ R10, AX
+	XORQ R11, AX
+	XORQ R13, R8
+	MOVQ AX, R9
+	BSWAPQ R9
+	ADDQ R8, R9
+	ADDQ $16, R9
+	MULQ R8
+	XORQ DX, AX
+	ADDQ AX, R9
+	MOVQ R9, AX
+	SHRQ $37, AX
+	XORQ AX, R9
+	MOVQ $0x165667919E3779F9, AX
+	IMULQ AX, R9
+	MOVQ R9, AX
+	SHRQ $32, AX
+	XORQ AX, R9
+	MOVQ R9, R8
+	MOVQ R9, R10
+
+wstore:
 	MOVQ R8, (DI)
 
 	ADDQ $256, SI

@@ -19,8 +19,8 @@ func hash512Impls() map[string]func([]spec.PrefixHash, []byte) {
 // hash512WidenImpls are the fused decode and page hashes
 // TestHash512WidenIsWidenThenXXH3 checks on amd64: the generic one, and
 // the assembly where the CPU has AVX-512F.
-func hash512WidenImpls() map[string]func([]spec.PrefixHash, []int64, []byte) {
-	impls := map[string]func([]spec.PrefixHash, []int64, []byte){"generic": hash512WidenGeneric}
+func hash512WidenImpls() map[string]func([]spec.PrefixHash, []int64, []byte, uint64, bool) {
+	impls := map[string]func([]spec.PrefixHash, []int64, []byte, uint64, bool){"generic": hash512WidenGeneric}
 	if cpu.X86.HasAVX512F {
 		impls["avx512"] = hash512WidenAVX512
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/kvtwin/kvtwin/internal/u32le"
+	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/spec"
 )
 
@@ -52,19 +53,24 @@ func checkHash512(t *testing.T, hash func([]spec.PrefixHash, []byte)) {
 
 // TestHash512WidenIsWidenThenXXH3 checks the fused decode and page hash of
 // binary prompts, each implementation this CPU runs (hash512WidenImpls),
-// against widening the little-endian u32 ids one by one and hashing each
-// page's 512 bytes with github.com/zeebo/xxh3: batches of 0 to 40 pages of
-// random ids, of ids all zero and all 0xffffffff, at every 4-byte offset
-// of the source up to 60; nothing past the pages is written.
+// against widening the little-endian u32 ids one by one, hashing each
+// page's 512 bytes with github.com/zeebo/xxh3 and, with fold, chaining
+// each page from prev with ref.NextPrefixHash (§1.14): batches of 0
+// to 40 pages of random ids, of ids all zero and all 0xffffffff, at every
+// 4-byte offset of the source up to 60; nothing past the pages is written.
 func TestHash512WidenIsWidenThenXXH3(t *testing.T) {
 	for name, hash := range hash512WidenImpls() {
-		t.Run(name, func(t *testing.T) { checkHash512Widen(t, hash) })
+		t.Run(name, func(t *testing.T) {
+			for _, fold := range []bool{false, true} {
+				checkHash512Widen(t, hash, fold)
+			}
+		})
 	}
 }
 
 // checkHash512Widen is TestHash512WidenIsWidenThenXXH3 for one
-// implementation.
-func checkHash512Widen(t *testing.T, hash func([]spec.PrefixHash, []int64, []byte)) {
+// implementation, folding or not.
+func checkHash512Widen(t *testing.T, hash func([]spec.PrefixHash, []int64, []byte, uint64, bool), fold bool) {
 	rng := rand.New(rand.NewPCG(52, 3))
 	for n := range 41 {
 		for fill := range 3 {
@@ -78,8 +84,10 @@ func checkHash512Widen(t *testing.T, hash func([]spec.PrefixHash, []int64, []byt
 			units[64*n] = -9
 			got := make([]spec.PrefixHash, n+1)
 			got[n] = 7
-			hash(got[:n], units, src)
+			prev := rng.Uint64()
+			hash(got[:n], units, src, prev, fold)
 			page := make([]byte, 512)
+			pageUnits := make([]spec.Unit, 64)
 			for i := range n {
 				for j := range 64 {
 					id := int64(binary.LittleEndian.Uint32(src[4*(64*i+j):]))
@@ -87,9 +95,15 @@ func checkHash512Widen(t *testing.T, hash func([]spec.PrefixHash, []int64, []byt
 						t.Fatalf("%d pages, fill %d: unit %d is %d, want %d", n, fill, 64*i+j, units[64*i+j], id)
 					}
 					binary.LittleEndian.PutUint64(page[8*j:], uint64(id))
+					pageUnits[j] = spec.Unit(id)
 				}
-				if want := spec.PrefixHash(xxh3.Hash(page)); got[i] != want {
-					t.Fatalf("%d pages, fill %d: page %d hashes to %x, want %x", n, fill, i, got[i], want)
+				want := spec.PrefixHash(xxh3.Hash(page))
+				if fold {
+					want = ref.NextPrefixHash(spec.PrefixHash(prev), pageUnits)
+					prev = uint64(want)
+				}
+				if got[i] != want {
+					t.Fatalf("%d pages, fill %d, fold %t: page %d hashes to %x, want %x", n, fill, fold, i, got[i], want)
 				}
 			}
 			if got[n] != 7 || units[64*n] != -9 {
@@ -136,7 +150,7 @@ func BenchmarkHash512Widen(b *testing.B) {
 	b.Run("impl=fused", func(b *testing.B) {
 		b.SetBytes(int64(len(src)))
 		for b.Loop() {
-			hash512Widen(dst, units, src)
+			hash512Widen(dst, units, src, 0, false)
 		}
 	})
 	b.Run("impl=widen+hash512", func(b *testing.B) {

@@ -11,6 +11,6 @@ const useHash512 = false
 func hash512(dst []spec.PrefixHash, src []byte) { hash512Generic(dst, src) }
 
 // hash512Widen is hash512WidenGeneric where there is no vector page hash.
-func hash512Widen(dst []spec.PrefixHash, units []int64, src []byte) {
-	hash512WidenGeneric(dst, units, src)
+func hash512Widen(dst []spec.PrefixHash, units []int64, src []byte, prev uint64, fold bool) {
+	hash512WidenGeneric(dst, units, src, prev, fold)
 }

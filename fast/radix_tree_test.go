@@ -665,7 +665,11 @@ func TestPageHasherFedInPiecesIsCheckThenHash(t *testing.T) {
 // aligned or not, empty, repeated) sets every token to its id and, after
 // Chain, gives ref.TokenKey then ref.PrefixHashes of the decoded prompt,
 // for 64-unit pages (fused with the decode on AVX-512 CPUs) and others;
-// pieces fed through Add in between, and ids at 2^32-1, included.
+// pieces fed through Add in between, and ids at 2^32-1, included. A
+// hasher seeded with the namespace (Seed: folded as it hashes) gives the
+// same chain, and so does one seeded with another namespace (Chain then
+// hashes again); joined onto an empty hasher, any of them chains alike
+// (one with folded pages refuses the join).
 func TestPageHasherAddLE32IsDecodeThenAdd(t *testing.T) {
 	rng := rand.New(rand.NewPCG(10, 11))
 	for i := range 300 {
@@ -681,7 +685,9 @@ func TestPageHasherAddLE32IsDecodeThenAdd(t *testing.T) {
 			binary.LittleEndian.PutUint32(le[4*j:], id)
 			want[j] = int64(id)
 		}
-		key, wantErr := ref.TokenKey("tokens", want, spec.ExtraKey{})
+		salt := "s"
+		extra := []spec.ExtraKey{{}, spec.ExtraKeyOf(nil, &salt)}[i%2]
+		key, wantErr := ref.TokenKey("tokens", want, extra)
 		if wantErr != nil {
 			t.Fatal(wantErr)
 		}
@@ -689,6 +695,12 @@ func TestPageHasherAddLE32IsDecodeThenAdd(t *testing.T) {
 		h, err := fast.NewPageHasher(ps, nil)
 		if err != nil {
 			t.Fatal(err)
+		}
+		switch i % 4 {
+		case 1:
+			h.Seed(extra)
+		case 2:
+			h.Seed(spec.ExtraKeyOf(&salt, nil)) // not the namespace Chain gets
 		}
 		tokens := make([]int64, n)
 		for from := 0; from < n; {
@@ -708,8 +720,15 @@ func TestPageHasherAddLE32IsDecodeThenAdd(t *testing.T) {
 		if !slices.Equal(tokens, want) {
 			t.Fatalf("case %d (ps %d, %d ids): the decoded tokens differ", i, ps, n)
 		}
-		if _, chain, err := h.Chain("tokens", tokens, spec.ExtraKey{}); err != nil || !slices.Equal(chain, wantChain) {
-			t.Fatalf("case %d (ps %d, %d ids): chain %v (%v), want %v", i, ps, n, chain, err, wantChain)
+		// Joined onto an empty hasher, h's pages must chain as before: a
+		// hasher whose pages are folded already (seeded, fused) refuses.
+		if other, _ := fast.NewPageHasher(ps, nil); other.Join(h, 0) {
+			if _, chain, err := other.Chain("tokens", tokens, extra); err != nil || !slices.Equal(chain, wantChain) {
+				t.Fatalf("case %d (ps %d, %d ids, seed %d): joined, chain %v (%v), want %v", i, ps, n, i%4, chain, err, wantChain)
+			}
+		}
+		if _, chain, err := h.Chain("tokens", tokens, extra); err != nil || !slices.Equal(chain, wantChain) {
+			t.Fatalf("case %d (ps %d, %d ids, seed %d): chain %v (%v), want %v", i, ps, n, i%4, chain, err, wantChain)
 		}
 	}
 }

@@ -746,8 +746,8 @@ func (s *Server) streamTokens(r *http.Request, tb tokenBody) *tokenStream {
 	ts := &tokenStream{n: n, toks: sized(s.tokenBuf(tb), n)}
 	want := 8 * int64(cap(ts.toks))
 	var sizes []int
+	q := r.URL.Query()
 	if _, ok := tb.(*scoreBody); ok {
-		q := r.URL.Query()
 		if q.Get("exact") != "true" {
 			var pools []string
 			if v := q.Get("pools"); v != "" {
@@ -767,13 +767,27 @@ func (s *Server) streamTokens(r *http.Request, tb tokenBody) *tokenStream {
 	}
 	s.bodies.Release(cl + 1)
 	ts.reserved = want
+	// The namespace as checkTokensBinary will read it, so the page hashes
+	// fold as they are hashed; a query it then refuses, or reads
+	// otherwise, only costs the score a second hashing.
+	extra := spec.ExtraKeyOf(queryPtr(q, "extra"), queryPtr(q, "salt"))
 	for _, ps := range sizes {
 		h, err := prefix.NewPageHasher(ps, make([]spec.PrefixHash, 0, n/ps))
 		if err == nil { // a pool's page size is >= 1
-			ts.hashers = append(ts.hashers, h.InRange()) // u32 ids
+			ts.hashers = append(ts.hashers, h.InRange().Seed(extra)) // u32 ids
 		}
 	}
 	return ts
+}
+
+// queryPtr is the first value of the query parameter key, or nil when the
+// query has none.
+func queryPtr(q url.Values, key string) *string {
+	if !q.Has(key) {
+		return nil
+	}
+	v := q.Get(key)
+	return &v
 }
 
 // feed decodes the whole tokens of body (the body so far) not yet decoded

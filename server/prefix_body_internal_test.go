@@ -458,6 +458,25 @@ func BenchmarkTokenStreamFeed240K(b *testing.B) {
 			}
 		}
 	})
+	// What the score then still does before its walks: the chain, from a
+	// hasher told the namespace (as streamTokens does: folded while
+	// hashed) and from one not told (folded after).
+	for _, seeded := range []bool{true, false} {
+		b.Run(fmt.Sprintf("feed+chain/seeded=%t", seeded), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				h := hasher()
+				if seeded {
+					h.Seed(spec.ExtraKey{})
+				}
+				ts := tokenStream{n: n, toks: toks[:0], hashers: []*prefix.PageHasher{h}}
+				ts.feed(body)
+				if _, c, err := h.Chain("tokens", ts.toks, spec.ExtraKey{}); err != nil || len(c) != n/64 {
+					b.Fatal("no chain", err)
+				}
+			}
+		})
+	}
 	b.Run("decode=only", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {

@@ -116,9 +116,14 @@ func TestLongBinaryPromptsDecodedWhileTheyArriveAnswerAsJSONDoes(t *testing.T) {
 			{"p7", `{"page_size":7,"capacity_tokens":32768}`}, {"p16", `{"page_size":16,"capacity_tokens":32768}`},
 			{"p64", `{"page_size":64,"capacity_tokens":32768}`}, {"q64", `{"page_size":64,"capacity_tokens":32768}`},
 			{"e16", `{"page_size":16,"capacity_tokens":32768,"eagle":true}`},
+			{"x64", `{"page_size":64,"capacity_tokens":32768}`}, // the prompt under extra "x"
 		} {
 			createPool(t, ts, p.name, p.cfg)
-			if r := post(t, ts, "/v1/prefix/"+p.name+"/insert", js(prompt[:15000+len(p.name)*100], "")); r.status != http.StatusOK {
+			ns := ""
+			if p.name == "x64" {
+				ns = `,"extra":"x"`
+			}
+			if r := post(t, ts, "/v1/prefix/"+p.name+"/insert", js(prompt[:15000+len(p.name)*100], ns)); r.status != http.StatusOK {
 				t.Fatalf("insert into %s: %d %s", p.name, r.status, r.body)
 			}
 		}
@@ -128,6 +133,8 @@ func TestLongBinaryPromptsDecodedWhileTheyArriveAnswerAsJSONDoes(t *testing.T) {
 			{"?pools=p7,p3", `,"pools":["p7","p3"]`},
 			{"?exact=true", `,"exact":true`},
 			{"?extra=x", `,"extra":"x"`},
+			{"?extra=x&pools=x64,p64", `,"extra":"x","pools":["x64","p64"]`},
+			{"?salt=s&pools=x64", `,"salt":"s","pools":["x64"]`},
 			{"?salt=s&pools=p2", `,"salt":"s","pools":["p2"]`},
 			{"?pools=nope", `,"pools":["nope"]`},
 			{"?pools=p64,p64", `,"pools":["p64","p64"]`},
