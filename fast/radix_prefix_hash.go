@@ -100,6 +100,55 @@ func (t *RadixTree) PrefixLenHashed(k spec.RadixKey, hashes []spec.PrefixHash) (
 	return t.readLen(k, hashes, true)
 }
 
+// PrefixLenHashedLE32 is PrefixLenHashed for the prompt whose token ids
+// are the little-endian u32 values of le (a binary token list) in the
+// namespace extra, with hashes its chain (PageHasher.ChainLE32): the walk
+// widens only the page each child is chosen by, so a long binary prompt is
+// scored without its 8-byte ids ever being written. On an Eagle tree,
+// whose keys are bigrams of the whole list, it widens the list and is
+// PrefixLenHashed. A length that is not a multiple of 4 is
+// ErrLengthMismatch; a hash count other than the whole pages' is
+// CheckPrefixHashCount's error.
+func (t *RadixTree) PrefixLenHashedLE32(le []byte, extra spec.ExtraKey, hashes []spec.PrefixHash) (int, error) {
+	if len(le)%4 != 0 {
+		return 0, spec.Reject(spec.ErrLengthMismatch, "le", len(le), "a multiple of 4 bytes")
+	}
+	if t.cfg.Disable {
+		return 0, nil
+	}
+	n := len(le) / 4
+	if t.cfg.Eagle {
+		tokens := make([]int64, n)
+		u32le.Widen(tokens, le)
+		return t.PrefixLenHashed(spec.RadixKey{Units: unitsOf(tokens), Extra: extra}, hashes)
+	}
+	pages := n / t.ps
+	if err := ref.CheckPrefixHashCount(len(hashes), pages); err != nil {
+		return 0, err
+	}
+	var buf [pageBuf]int64
+	page := buf[:]
+	if t.ps > len(buf) {
+		page = make([]int64, t.ps)
+	}
+	page = page[:t.ps]
+	total := 0 // pages matched
+	for nd := t.root; total < pages && len(nd.children) > 0; {
+		u32le.Widen(page, le[4*total*t.ps:])
+		c := t.child(nd, ChildKey{Extra: extra, Page: unitString(unitsOf(page))})
+		if c == nil {
+			break
+		}
+		p := hashedPages(c, hashes[total:], pages-total)
+		total += p
+		if p*t.ps < c.key.n {
+			break
+		}
+		nd = c
+	}
+	return total * t.ps, nil
+}
+
 // hashedPages is how many of c's pages match the query whose chain from
 // c's depth on is qh, with qPages whole pages left: the first page always
 // (the child key chose c by it), then each while the prefix hashes agree.
@@ -246,6 +295,57 @@ func (h *PageHasher) AddLE32(tokens []int64, from int, le []byte) {
 	h.Add(tokens)
 }
 
+// HashLE32 hashes the whole pages of a binary prompt's little-endian u32
+// ids that earlier calls did not, without keeping the 8-byte ids: le is the
+// prompt so far (each call's le extends the previous call's), and Chain is
+// then ChainLE32. For 64-unit pages on a CPU with AVX-512 each page's ids
+// are widened in registers only (hash512LE32), and folded as they are
+// hashed after Seed; otherwise each page is widened into a buffer of its
+// own. The ids are in [0, 2^32-1] by construction.
+func (h *PageHasher) HashLE32(le []byte) {
+	done := len(h.pages)
+	n := len(le)/4/h.ps - done
+	if n <= 0 {
+		return
+	}
+	src := le[4*done*h.ps : 4*(done+n)*h.ps]
+	if h.ps == 64 && h.seeded {
+		h.foldFrom(h.seed) // the pages so far, so the kernel folds on
+	}
+	h.pages = append(h.pages, make([]spec.PrefixHash, n)...)
+	if h.ps == 64 {
+		hash512LE32(h.pages[done:], src, h.last(h.seed), h.seeded)
+		if h.seeded {
+			h.folded = len(h.pages)
+		}
+		return
+	}
+	page := make([]int64, h.ps)
+	for i := range n {
+		u32le.Widen(page, src[4*h.ps*i:])
+		h.pages[done+i] = spec.PrefixHash(xxh3.Hash(pageBytes(unitsOf(page), &h.buf)))
+	}
+}
+
+// ChainLE32 is the prefix-hash chain of the binary prompt le (little-endian
+// u32 ids, len(le) a multiple of 4) in the namespace extra, for pages of
+// h.PageSize(): what Chain gives for the decoded ids. It hashes the pages
+// HashLE32 did not see and folds them, so h holds the chain afterwards and
+// is not to be fed again.
+func (h *PageHasher) ChainLE32(le []byte, extra spec.ExtraKey) []spec.PrefixHash {
+	seed := uint64(ref.PrefixHashSeed(extra, false))
+	if !h.unseed(seed) {
+		fresh, _ := NewPageHasher(h.ps, h.pages)
+		return fresh.ChainLE32(le, extra)
+	}
+	h.HashLE32(le)
+	h.foldFrom(seed)
+	if h.pages == nil {
+		return []spec.PrefixHash{} // as TokenKeyChain's: empty, not absent
+	}
+	return h.pages
+}
+
 // Join appends the page hashes next computed to h's, so a long prompt's
 // halves can be hashed on two goroutines: next must have been fed the
 // tokens from token index at on (its first page is the prompt's page
@@ -273,8 +373,7 @@ func (h *PageHasher) Chain(field string, tokens []int64, extra spec.ExtraKey) (s
 		return spec.RadixKey{}, nil, ref.CheckTokens(field, tokens)
 	}
 	seed := uint64(ref.PrefixHashSeed(extra, false))
-	if h.folded > 0 && seed != h.seed {
-		// Folded from another namespace's seed: the page hashes are gone.
+	if !h.unseed(seed) {
 		fresh, _ := NewPageHasher(h.ps, h.pages)
 		fresh.inRange = h.inRange
 		return fresh.Chain(field, tokens, extra)
@@ -285,6 +384,18 @@ func (h *PageHasher) Chain(field string, tokens []int64, extra spec.ExtraKey) (s
 		chain = []spec.PrefixHash{} // as TokenKeyChain's: empty, not absent
 	}
 	return spec.RadixKey{Units: units, Extra: extra}, chain, nil
+}
+
+// unseed makes h fold from seed, the chain's true seed, from here on: a
+// hasher Seed gave another namespace stops folding as it hashes. It
+// reports false when pages are folded from that other seed already (their
+// page hashes are gone, and the prompt must be hashed again).
+func (h *PageHasher) unseed(seed uint64) bool {
+	if !h.seeded || seed == h.seed {
+		return true
+	}
+	h.seeded = false
+	return h.folded == 0
 }
 
 // foldFrom folds the pages not yet folded into the chain, from the seed
@@ -369,6 +480,22 @@ func hash512WidenGeneric(dst []spec.PrefixHash, units []int64, src []byte, prev 
 	var buf []byte
 	for i := range dst {
 		p := xxh3.Hash(pageBytes(unitsOf(units[64*i:64*i+64]), &buf))
+		if fold {
+			prev = foldHash(prev, p)
+			p = prev
+		}
+		dst[i] = spec.PrefixHash(p)
+	}
+}
+
+// hash512LE32Generic is hash512LE32 without the vector code: each page's
+// ids widened into one 64-unit buffer and hashed by the library.
+func hash512LE32Generic(dst []spec.PrefixHash, src []byte, prev uint64, fold bool) {
+	var page [64]int64
+	var buf []byte
+	for i := range dst {
+		u32le.Widen(page[:], src[256*i:])
+		p := xxh3.Hash(pageBytes(unitsOf(page[:]), &buf))
 		if fold {
 			prev = foldHash(prev, p)
 			p = prev

@@ -46,3 +46,20 @@ func hash512WidenAVX512(dst []spec.PrefixHash, units []int64, src []byte, prev u
 //
 //go:noescape
 func hash512AVX512(dst []spec.PrefixHash, src []byte)
+
+// hash512LE32 is hash512Widen without storing the widened ids: dst[i] is
+// the page hash (or, with fold, the chain hash) of the 64 little-endian
+// u32 ids at src[256i:256i+256]. src holds 256·len(dst) bytes.
+func hash512LE32(dst []spec.PrefixHash, src []byte, prev uint64, fold bool) {
+	src = src[:256*len(dst)]
+	if !useHash512 {
+		hash512LE32Generic(dst, src, prev, fold)
+		return
+	}
+	hash512LE32AVX512(dst, src, prev, fold)
+}
+
+// hash512LE32AVX512 is hash512LE32 in amd64 assembly with AVX-512F.
+//
+//go:noescape
+func hash512LE32AVX512(dst []spec.PrefixHash, src []byte, prev uint64, fold bool)

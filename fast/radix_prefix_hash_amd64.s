@@ -235,3 +235,108 @@ wstore:
 
 wdone:
 	RET
+
+// func hash512LE32AVX512(dst []spec.PrefixHash, src []byte, prev uint64, fold bool)
+// hash512WidenAVX512 without storing the widened ids: dst[i] is the page
+// hash pᵢ (or, with fold, the chain hᵢ from h₋₁ = prev) of the 64
+// little-endian u32 ids at src[256i:256i+256], each widened to its 8-byte
+// unit in a register only. A binary prompt's score hashes and walks from
+// the ids as they arrived and never writes the 8-byte list.
+TEXT ·hash512LE32AVX512(SB), NOSPLIT, $64-57
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	MOVQ prev+48(FP), R10
+	MOVBLZX fold+56(FP), R12
+	TESTQ CX, CX
+	JZ   ldone
+	// The 16-byte XXH3's bitflips: secret[24:32]^secret[32:40] and
+	// secret[40:48]^secret[48:56] (seed 0).
+	MOVQ $0x6782737bea4239b9, R11
+	MOVQ $0xaf56bc3b0996523a, R13
+	VMOVDQU64 xxhInit<>+0(SB), Z16
+	VMOVDQU64 xxhSecret<>+0(SB), Z8
+	VMOVDQU64 xxhSecret<>+8(SB), Z9
+	VMOVDQU64 xxhSecret<>+16(SB), Z10
+	VMOVDQU64 xxhSecret<>+24(SB), Z11
+	VMOVDQU64 xxhSecret<>+32(SB), Z12
+	VMOVDQU64 xxhSecret<>+40(SB), Z13
+	VMOVDQU64 xxhSecret<>+48(SB), Z14
+	VMOVDQU64 xxhSecret<>+121(SB), Z15
+
+lpage:
+	VMOVDQA64 Z16, Z0
+
+// LSTRIPE is WSTRIPE without the store.
+#define LSTRIPE(k, key) \
+	VPMOVZXDQ (32*k)(SI), Z1 \
+	VPXORQ    key, Z1, Z2 \
+	VPSHUFD   $0x4e, Z1, Z3 \
+	VPADDQ    Z3, Z0, Z0 \
+	VPSRLQ    $32, Z2, Z4 \
+	VPMULUDQ  Z4, Z2, Z5 \
+	VPADDQ    Z5, Z0, Z0
+
+	LSTRIPE(0, Z8)
+	LSTRIPE(1, Z9)
+	LSTRIPE(2, Z10)
+	LSTRIPE(3, Z11)
+	LSTRIPE(4, Z12)
+	LSTRIPE(5, Z13)
+	LSTRIPE(6, Z14)
+	LSTRIPE(7, Z15) // the last stripe: the page's last 64 bytes, the secret from 121
+
+	VMOVDQU64 Z0, 0(SP)
+	MOVQ $0x9E3779B185EBCA87, R8
+	SHLQ $9, R8 // len(512) * PRIME64_1
+
+	MIX(0)
+	MIX(1)
+	MIX(2)
+	MIX(3)
+
+	MOVQ R8, AX
+	SHRQ $37, AX
+	XORQ AX, R8
+	MOVQ $0x165667919E3779F9, AX
+	IMULQ AX, R8
+	MOVQ R8, AX
+	SHRQ $32, AX
+	XORQ AX, R8
+	TESTQ R12, R12
+	JZ   lstore
+
+	// R8 = XXH3-64 of prev ‖ R8 (16 bytes): lo = prev^bitflip1,
+	// hi = R8^bitflip2, acc = 16 + bswap(lo) + hi + fold(lo·hi), avalanched.
+	MOVQ R10, AX
+	XORQ R11, AX
+	XORQ R13, R8
+	MOVQ AX, R9
+	BSWAPQ R9
+	ADDQ R8, R9
+	ADDQ $16, R9
+	MULQ R8
+	XORQ DX, AX
+	ADDQ AX, R9
+	MOVQ R9, AX
+	SHRQ $37, AX
+	XORQ AX, R9
+	MOVQ $0x165667919E3779F9, AX
+	IMULQ AX, R9
+	MOVQ R9, AX
+	SHRQ $32, AX
+	XORQ AX, R9
+	MOVQ R9, R8
+	MOVQ R9, R10
+
+lstore:
+	MOVQ R8, (DI)
+
+	ADDQ $256, SI
+	ADDQ $8, DI
+	DECQ CX
+	JNZ  lpage
+	VZEROUPPER
+
+ldone:
+	RET

@@ -52,7 +52,8 @@ func checkHash512(t *testing.T, hash func([]spec.PrefixHash, []byte)) {
 }
 
 // TestHash512WidenIsWidenThenXXH3 checks the fused decode and page hash of
-// binary prompts, each implementation this CPU runs (hash512WidenImpls),
+// binary prompts, each implementation this CPU runs (hash512WidenImpls,
+// those of hash512LE32 too),
 // against widening the little-endian u32 ids one by one, hashing each
 // page's 512 bytes with github.com/zeebo/xxh3 and, with fold, chaining
 // each page from prev with ref.NextPrefixHash (§1.14): batches of 0
@@ -65,6 +66,16 @@ func TestHash512WidenIsWidenThenXXH3(t *testing.T) {
 				checkHash512Widen(t, hash, fold)
 			}
 		})
+	}
+}
+
+// keepingIDs is a page hash of u32 ids that keeps none (hash512LE32's)
+// with the ids widened by u32le.Widen beside it, so that
+// TestHash512WidenIsWidenThenXXH3 checks its hashes like the fused ones'.
+func keepingIDs(hash func([]spec.PrefixHash, []byte, uint64, bool)) func([]spec.PrefixHash, []int64, []byte, uint64, bool) {
+	return func(dst []spec.PrefixHash, units []int64, src []byte, prev uint64, fold bool) {
+		hash(dst, src, prev, fold)
+		u32le.Widen(units[:64*len(dst)], src)
 	}
 }
 

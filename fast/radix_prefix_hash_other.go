@@ -14,3 +14,8 @@ func hash512(dst []spec.PrefixHash, src []byte) { hash512Generic(dst, src) }
 func hash512Widen(dst []spec.PrefixHash, units []int64, src []byte, prev uint64, fold bool) {
 	hash512WidenGeneric(dst, units, src, prev, fold)
 }
+
+// hash512LE32 is hash512LE32Generic where there is no vector page hash.
+func hash512LE32(dst []spec.PrefixHash, src []byte, prev uint64, fold bool) {
+	hash512LE32Generic(dst, src, prev, fold)
+}

@@ -12,5 +12,6 @@ func hash512Impls() map[string]func([]spec.PrefixHash, []byte) {
 // hash512WidenImpls is the one fused decode and page hash there is
 // without amd64.
 func hash512WidenImpls() map[string]func([]spec.PrefixHash, []int64, []byte, uint64, bool) {
-	return map[string]func([]spec.PrefixHash, []int64, []byte, uint64, bool){"generic": hash512WidenGeneric}
+	return map[string]func([]spec.PrefixHash, []int64, []byte, uint64, bool){
+		"generic": hash512WidenGeneric, "le32-generic": keepingIDs(hash512LE32Generic)}
 }

@@ -173,7 +173,11 @@ func (t *RadixTree) lookup(n *node, q RadixKey, scratch []spec.Unit) *node {
 	if len(n.children) == 0 {
 		return nil
 	}
-	ck := t.queryChildKey(q, scratch)
+	return t.child(n, t.queryChildKey(q, scratch))
+}
+
+// child returns node's child under ck, or nil; node has children.
+func (t *RadixTree) child(n *node, ck ChildKey) *node {
 	if c := n.only; c != nil {
 		if ck.Extra == c.key.Extra && ck.Page == unitString(c.key.plain()[:t.ps]) {
 			return c

@@ -559,6 +559,126 @@ func TestPrefixHashesEqualTheReference(t *testing.T) {
 	}
 }
 
+// TestHashedScoreOfABinaryPromptIsTheDecodedPromptsScore: on trees of
+// page sizes 1, 3, 64 and 100 (past the lookup's stack page) holding
+// branching paths in two namespaces, a prompt given as little-endian u32
+// ids scores, by PageHasher.ChainLE32 (seeded with the namespace or not)
+// and PrefixLenHashedLE32, exactly what the decoded prompt scores by
+// ref.PrefixHashes and PrefixLenHashed, and what PrefixLen gives; an Eagle
+// tree takes the decoded path. A length that is not whole ids, and a chain
+// of the wrong length, are refused.
+func TestHashedScoreOfABinaryPromptIsTheDecodedPromptsScore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 13))
+	salt := "s"
+	spaces := []spec.ExtraKey{{}, spec.ExtraKeyOf(nil, &salt)}
+	unitsOf := func(ids []int64) []spec.Unit {
+		u := make([]spec.Unit, len(ids))
+		for i, id := range ids {
+			u[i] = spec.Unit(id)
+		}
+		return u
+	}
+	for _, cfg := range []spec.TreeConfig{{PageSize: 1}, {PageSize: 3}, {PageSize: 64}, {PageSize: 100}, {PageSize: 2, Eagle: true}} {
+		tr := tree(t, cfg)
+		ps := cfg.PageSize
+		var stored [][]int64
+		for i := range 30 {
+			ids := make([]int64, (1+rng.IntN(12))*ps)
+			for j := range ids {
+				ids[j] = int64(rng.IntN(3)) << (30 * (j % 2)) // a few ids, some 2^31
+			}
+			if i > 0 && rng.IntN(2) == 0 { // share a prefix with an earlier path
+				prev := stored[rng.IntN(len(stored))]
+				copy(ids, prev[:min(len(prev), rng.IntN(len(ids)+1)/ps*ps)])
+			}
+			stored = append(stored, ids)
+			n := len(ids)
+			if cfg.Eagle {
+				n = (len(ids)-1)/ps*ps + 1
+			}
+			if _, err := tr.Insert(spec.RadixKey{Units: unitsOf(ids[:n]), Extra: spaces[i%2]}, nil, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 200 {
+			q := slices.Clone(stored[rng.IntN(len(stored))])
+			q = append(q, make([]int64, 2*ps+2)...)
+			q = q[:rng.IntN(len(q)+1)]
+			if len(q) > 0 && i%3 == 0 {
+				q[rng.IntN(len(q))] = 7 // differs somewhere
+			}
+			le := make([]byte, 4*len(q))
+			for j, id := range q {
+				binary.LittleEndian.PutUint32(le[4*j:], uint32(id))
+			}
+			extra := spaces[i%2]
+			k := spec.RadixKey{Units: unitsOf(q), Extra: extra}
+			exact, err := tr.PrefixLen(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var chain []spec.PrefixHash
+			if cfg.Eagle {
+				chain, _ = tr.PrefixHashes(k)
+			} else {
+				h, _ := fast.NewPageHasher(ps, nil)
+				if i%4 < 2 {
+					h.Seed(spaces[i%4])
+				}
+				for n := 0; n < len(le); n += 4 * rng.IntN(3*ps+1) {
+					h.HashLE32(le[:n])
+				}
+				chain = h.ChainLE32(le, extra)
+				if want := ref.PrefixHashes(k, ps); !slices.Equal(chain, want) {
+					t.Fatalf("%+v query %d: ChainLE32 %v, want %v", cfg, i, chain, want)
+				}
+			}
+			hashed, err := tr.PrefixLenHashed(k, chain)
+			if err != nil || hashed != exact {
+				t.Fatalf("%+v query %d: hashed %d (%v), exact %d", cfg, i, hashed, err, exact)
+			}
+			if got, err := tr.PrefixLenHashedLE32(le, extra, chain); err != nil || got != exact {
+				t.Fatalf("%+v query %d (%d ids): from u32 ids %d (%v), want %d", cfg, i, len(q), got, err, exact)
+			}
+		}
+		if _, err := tr.PrefixLenHashedLE32(make([]byte, 4*ps+2), spec.ExtraKey{}, make([]spec.PrefixHash, 1)); !errors.Is(err, spec.ErrLengthMismatch) {
+			t.Errorf("%+v: a length of whole ids and 2 bytes: %v, want ErrLengthMismatch", cfg, err)
+		}
+		if !cfg.Eagle {
+			if _, err := tr.PrefixLenHashedLE32(make([]byte, 8*ps), spec.ExtraKey{}, make([]spec.PrefixHash, 1)); err == nil {
+				t.Errorf("%+v: one hash for two pages was taken", cfg)
+			}
+		}
+	}
+}
+
+// TestHashedScoreOfABinaryPromptStopsInsideANode pins by hand where the
+// walk from u32 ids ends, on a one-unit-page tree holding 1 2 3 4 and
+// 1 2 3 5 (a node 1 2 3 with children 4 and 5): 1 4 matches 1 (the walk
+// must not go on to the child 4 after leaving the node at its second
+// page), 1 2 3 5 all 4, 1 2 9 matches 2, 1 matches 1, the empty prompt 0.
+func TestHashedScoreOfABinaryPromptStopsInsideANode(t *testing.T) {
+	tr := tree(t, spec.TreeConfig{PageSize: 1})
+	mustInsert(t, tr, key(1, 2, 3, 4), nil, 0)
+	mustInsert(t, tr, key(1, 2, 3, 5), nil, 3)
+	for _, c := range []struct {
+		q    []spec.Unit
+		want int
+	}{{[]spec.Unit{1, 4}, 1}, {[]spec.Unit{1, 2, 3, 5}, 4}, {[]spec.Unit{1, 2, 9}, 2}, {[]spec.Unit{1}, 1}, {nil, 0}} {
+		le := make([]byte, 4*len(c.q))
+		for j, u := range c.q {
+			binary.LittleEndian.PutUint32(le[4*j:], uint32(u))
+		}
+		hs, err := tr.PrefixHashes(key(c.q...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := tr.PrefixLenHashedLE32(le, spec.ExtraKey{}, hs); err != nil || got != c.want {
+			t.Errorf("%v: %d (%v), want %d", c.q, got, err, c.want)
+		}
+	}
+}
+
 // TestHashedScoreStopsAtTheFirstDifferingPageAnywhereInABlock: a query
 // that leaves a 400-page stored node at page d, for d around every
 // boundary of the hashes compared a block at a time (and at none), scores

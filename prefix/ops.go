@@ -333,6 +333,28 @@ func (p *Pool) prefixLenHashed(k spec.RadixKey, hashes []spec.PrefixHash, tokens
 	return n, err
 }
 
+// le32Tree is a tree that walks a binary prompt where it lies
+// (fast.RadixTree.PrefixLenHashedLE32).
+type le32Tree interface {
+	PrefixLenHashedLE32(le []byte, extra spec.ExtraKey, hashes []spec.PrefixHash) (int, error)
+}
+
+// scoresLE32 says whether Registry.ScoreLE32 may score p: a token-space
+// pool whose tree walks binary prompts, with no shadow to log the score to
+// (the shadow replays the decoded tokens).
+func (p *Pool) scoresLE32() bool {
+	_, ok := p.tree.(le32Tree)
+	return ok && !p.cfg.Eagle && !p.logged()
+}
+
+// prefixLenHashedLE32 is prefixLenHashed for a binary prompt le (its ids as
+// little-endian u32) and its chain, on a pool scoresLE32 allows.
+func (p *Pool) prefixLenHashedLE32(le []byte, hashes []spec.PrefixHash, extra spec.ExtraKey) (int, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.tree.(le32Tree).PrefixLenHashedLE32(le, extra, hashes)
+}
+
 // Lock protects node and its path from eviction (docs/spec/radix-acks.md §1.7) and
 // returns the units newly protected. Each Lock is released by one Unlock of
 // the same node. Errors: spec.ErrForeignNode.

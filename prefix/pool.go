@@ -143,8 +143,13 @@ func (p *Pool) Config() Config { return p.cfg }
 // checkLength rejects a request over the per-request limit before anything
 // is allocated for it.
 func checkLength(tokens []int64, limit int) error {
-	if len(tokens) > limit {
-		return spec.Reject(ErrRequestTooLong, "tokens", len(tokens), fmt.Sprintf("<= %d tokens", limit))
+	return checkCount(len(tokens), limit)
+}
+
+// checkCount is checkLength for a list of n tokens not decoded yet.
+func checkCount(n, limit int) error {
+	if n > limit {
+		return spec.Reject(ErrRequestTooLong, "tokens", n, fmt.Sprintf("<= %d tokens", limit))
 	}
 	return nil
 }

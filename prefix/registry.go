@@ -295,6 +295,66 @@ func (r *Registry) ScoreHashed(tokens []int64, extra spec.ExtraKey, pools []stri
 	return out, nil
 }
 
+// ScoreLE32 is ScoreHashed(tokens, extra, pools, false, pre) for a binary
+// prompt whose ids are the little-endian u32 values of le, with pre fed by
+// PageHasher.HashLE32 while it arrived: each pool is walked from the ids
+// where they lie (fast.RadixTree.PrefixLenHashedLE32), so a long prompt's
+// 8-byte list is never written. The answer and errors are ScoreHashed's.
+// ok is false, with nothing done and pre untouched, where this path does
+// not apply: len(le) not a multiple of 4, a pool to score that is an Eagle
+// pool, has a shadow or runs the reference tree, or a page size with no
+// hasher in pre. The caller then decodes the ids and calls ScoreHashed,
+// with pre.
+func (r *Registry) ScoreLE32(le []byte, extra spec.ExtraKey, pools []string, pre []*PageHasher) (scores []Score, ok bool, err error) {
+	if len(le)%4 != 0 {
+		return nil, false, nil
+	}
+	if err := checkCount(len(le)/4, r.lim.MaxRequestTokens); err != nil {
+		return nil, true, err
+	}
+	targets, err := r.resolve(pools)
+	if err != nil {
+		return nil, true, err
+	}
+	for _, t := range targets {
+		if !t.Pool.scoresLE32() || hasherFor(pre, t.Pool.cfg.PageSize) == nil {
+			return nil, false, nil
+		}
+	}
+	chains := map[int][]spec.PrefixHash{}
+	out := make([]Score, len(targets))
+	for i, t := range targets {
+		ps := t.Pool.cfg.PageSize
+		c, done := chains[ps]
+		if !done {
+			c = hasherFor(pre, ps).ChainLE32(le, extra)
+			chains[ps] = c
+		}
+		out[i].Pool = t.Name
+		if out[i].MatchedTokens, err = t.Pool.prefixLenHashedLE32(le, c, extra); err != nil {
+			return nil, true, err
+		}
+	}
+	return out, true, nil
+}
+
+// ScoresLE32 says whether ScoreLE32 takes a score of the named pools (all
+// pools for none) given hashers for their page sizes: they resolve, and
+// none is an Eagle pool, has a shadow or runs the reference tree. A caller
+// reads the prompt's ids into their 8-byte list only when it does not.
+func (r *Registry) ScoresLE32(pools []string) bool {
+	targets, err := r.resolve(pools)
+	if err != nil {
+		return false
+	}
+	for _, t := range targets {
+		if !t.Pool.scoresLE32() {
+			return false
+		}
+	}
+	return true
+}
+
 // chainKind is what a prompt's prefix-hash chain depends on besides the
 // prompt: the pool's page size and unit space.
 type chainKind struct {

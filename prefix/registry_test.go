@@ -1,12 +1,14 @@
 package prefix_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/ref"
 	"github.com/kvtwin/kvtwin/spec"
@@ -199,5 +201,112 @@ func TestScoreOfALongPromptAgreesWithEachPool(t *testing.T) {
 	}
 	if got[0].MatchedTokens != 20<<10 || got[4].MatchedTokens != 20<<10-16 {
 		t.Errorf("scores %v", got)
+	}
+}
+
+// TestScoreOfABinaryPromptIsTheDecodedPromptsScore: ScoreLE32, with the
+// hashers fed the prompt's little-endian u32 ids in pieces (told the
+// namespace or not), answers what ScoreHashed answers for the decoded
+// prompt on fast-tree pools of page sizes 1, 16 and 64 holding prefixes of
+// it in two namespaces, for every pool subset tried, and refuses alike a
+// prompt over the token limit, an unknown and a duplicate pool. It
+// declines (ok false, nothing done) an Eagle pool, a page size without a
+// hasher, a pool on the reference tree and a length that is not whole ids.
+func TestScoreOfABinaryPromptIsTheDecodedPromptsScore(t *testing.T) {
+	lim := prefix.Limits{MaxPools: 8, MaxPoolCapacity: 1 << 14, MaxRequestTokens: 1 << 13, MaxBytes: 1 << 30}
+	r, err := prefix.NewRegistry(fast.NewRadixTree, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	salt := "x"
+	spaces := []spec.ExtraKey{noExtra, spec.ExtraKeyOf(nil, &salt)}
+	prompt := seq(11, 5000)
+	for i, c := range []struct {
+		ps, held int
+		eagle    bool
+	}{{1, 5000, false}, {16, 3000, false}, {64, 4990, false}, {64, 64, false}, {16, 2000, true}} {
+		p, err := r.Create(fmt.Sprintf("p%d", i), prefix.Config{PageSize: c.ps, CapacityTokens: 1 << 14, Eagle: c.eagle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Insert(prompt[:c.held], spaces[i%2], 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	le := make([]byte, 4*len(prompt))
+	for i, id := range prompt {
+		binary.LittleEndian.PutUint32(le[4*i:], uint32(id))
+	}
+	hashers := func(seeded bool, extra spec.ExtraKey, sizes ...int) []*prefix.PageHasher {
+		var pre []*prefix.PageHasher
+		for _, ps := range sizes {
+			h, err := prefix.NewPageHasher(ps, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seeded {
+				h.Seed(extra)
+			}
+			for n := 0; n < len(le); n += 4 * 777 {
+				h.HashLE32(le[:n])
+			}
+			pre = append(pre, h)
+		}
+		return pre
+	}
+	for _, pools := range [][]string{nil, {"p2", "p0"}, {"p1", "p3", "p2"}, {"p3"}} {
+		if pools == nil {
+			pools = []string{"p0", "p1", "p2", "p3"} // all but the Eagle pool
+		}
+		for _, extra := range spaces {
+			for _, seeded := range []bool{false, true} {
+				want, err := r.ScoreHashed(prompt, extra, pools, false, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, ok, err := r.ScoreLE32(le, extra, pools, hashers(seeded, extra, 64, 16, 1))
+				if !ok || err != nil || !cmp.Equal(got, want) {
+					t.Errorf("pools %v, extra %+v, seeded %t: %v (ok %t, %v), want %v", pools, extra, seeded, got, ok, err, want)
+				}
+			}
+		}
+	}
+	for name, pools := range map[string][]string{"unknown": {"p0", "nope"}, "duplicate": {"p1", "p1"}} {
+		_, want := r.ScoreHashed(prompt, noExtra, pools, false, nil)
+		if _, ok, err := r.ScoreLE32(le, noExtra, pools, hashers(false, noExtra, 1, 16)); !ok || err == nil || err.Error() != want.Error() {
+			t.Errorf("%s pool: ok %t, %v; want %v", name, ok, err, want)
+		}
+	}
+	long := make([]byte, 4*(lim.MaxRequestTokens+1))
+	_, want := r.ScoreHashed(make([]int64, lim.MaxRequestTokens+1), noExtra, nil, false, nil)
+	if _, ok, err := r.ScoreLE32(long, noExtra, nil, nil); !ok || want == nil || err == nil || err.Error() != want.Error() {
+		t.Errorf("a prompt over the limit: ok %t, %v; want %v", ok, err, want)
+	}
+	declined := map[string]func() (bool, error){
+		"an Eagle pool": func() (bool, error) {
+			_, ok, err := r.ScoreLE32(le, noExtra, []string{"p0", "p4"}, hashers(false, noExtra, 1, 16))
+			return ok, err
+		},
+		"no hasher for 16": func() (bool, error) {
+			_, ok, err := r.ScoreLE32(le, noExtra, []string{"p0", "p1"}, hashers(false, noExtra, 1))
+			return ok, err
+		},
+		"a partial id": func() (bool, error) {
+			_, ok, err := r.ScoreLE32(le[:len(le)-1], noExtra, []string{"p0"}, hashers(false, noExtra, 1))
+			return ok, err
+		},
+		"the reference tree": func() (bool, error) {
+			rr := newRegistry(t, lim)
+			if _, err := rr.Create("r", prefix.Config{PageSize: 1, CapacityTokens: 64}); err != nil {
+				t.Fatal(err)
+			}
+			_, ok, err := rr.ScoreLE32(le, noExtra, nil, hashers(false, noExtra, 1))
+			return ok, err
+		},
+	}
+	for name, f := range declined {
+		if ok, err := f(); ok || err != nil {
+			t.Errorf("%s: ok %t, %v; want declined", name, ok, err)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/internal/u32le"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/spec"
 )
@@ -103,8 +104,11 @@ type (
 		Group int64  `json:"group"`
 		Tier  string `json:"tier"`
 		// pre holds page hashes of Tokens computed while the body
-		// arrived (tokenStream), for Registry.ScoreHashed.
+		// arrived (tokenStream), for Registry.ScoreHashed; le, when set
+		// instead of Tokens, is the binary body whose ids those hashers
+		// read where they lie, for Registry.ScoreLE32.
 		pre []*prefix.PageHasher
+		le  []byte
 	}
 	nodeBody struct {
 		Node *spec.NodeID `json:"node"`
@@ -206,8 +210,11 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 			if sl == nil {
 				return
 			}
-			if ts != nil && len(ts.toks) == len(got.body)/4 {
+			if ts != nil && ts.fed == len(got.body)/4 {
 				f.tokens, f.pre = ts.toks, ts.hashers
+				if ts.lazy {
+					f.le = got.body
+				}
 				f.seen |= mTokens
 			} else {
 				f.fillTokens(got.body, s.tokenBuf(tb))
@@ -469,6 +476,20 @@ func (s *Server) evict(r *http.Request, in *evictBody) (any, error) {
 }
 
 func (s *Server) score(_ *http.Request, in *scoreBody) (any, error) {
+	if in.le != nil && s.events == nil {
+		scores, ok, err := s.pools.ScoreLE32(in.le, spec.ExtraKeyOf(in.Extra, in.Salt), in.Pools, in.pre)
+		if ok {
+			if err != nil {
+				return nil, err
+			}
+			return ScoreResult{Scores: scores}, nil
+		}
+	}
+	if in.le != nil && in.Tokens == nil {
+		// The pools changed since the body arrived: read the ids after all.
+		in.Tokens = make([]int64, len(in.le)/4)
+		u32le.Widen(in.Tokens, in.le)
+	}
 	if in.Tokens == nil {
 		return nil, missing("tokens", tokensWant)
 	}

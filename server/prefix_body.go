@@ -94,6 +94,7 @@ type prefixFields struct {
 	lock     bool
 	priority int
 	pre      []*prefix.PageHasher // a binary score's page hashes (tokenStream)
+	le       []byte               // a binary score's body, its ids read where they lie (tokenStream.lazy)
 }
 
 // tokenBody is a request body the one-pass decoders fill: the score, match
@@ -145,7 +146,7 @@ func (*scoreBody) members() prefixMember {
 }
 
 func (b *scoreBody) fill(f *prefixFields) {
-	*b = scoreBody{Tokens: f.tokens, Extra: f.extra, Salt: f.salt, Pools: f.pools, Exact: f.exact, Group: f.group, Tier: f.tier, pre: f.pre}
+	*b = scoreBody{Tokens: f.tokens, Extra: f.extra, Salt: f.salt, Pools: f.pools, Exact: f.exact, Group: f.group, Tier: f.tier, pre: f.pre, le: f.le}
 }
 
 func (*matchBody) members() prefixMember { return mTokens | mExtra | mSalt | mLock }
@@ -712,12 +713,17 @@ func (f *prefixFields) fillTokens(body []byte, dst []int64) {
 // a hashed score, hashes its whole pages for the page sizes the score will
 // chain (prefix.PageHasher): a long prompt's decoding and hashing then
 // overlap its transfer, and the score that follows only folds the page
-// hashes and walks the pools (docs/perf.md, "End to end"). Its buffers
-// are reserved from the body budget, since they are held while a client
-// sends; the work per byte is bounded (a conversion and at most
+// hashes and walks the pools (docs/perf.md, "End to end"). A lazy stream
+// (a hashed score of pools prefix.Registry.ScoreLE32 takes, no event
+// index) keeps no 8-byte ids at all: its hashers read the u32 ids where
+// they lie (PageHasher.HashLE32), and so does the score's walk. Its
+// buffers are reserved from the body budget, since they are held while a
+// client sends; the work per byte is bounded (a conversion and at most
 // maxStreamHashers hashes), as the read's own is.
 type tokenStream struct {
 	n        int // the declared tokens
+	fed      int // the tokens fed so far: len(toks) unless lazy
+	lazy     bool
 	toks     []int64
 	hashers  []*prefix.PageHasher
 	reserved int64
@@ -743,10 +749,9 @@ func (s *Server) streamTokens(r *http.Request, tb tokenBody) *tokenStream {
 		return nil
 	}
 	n := int(cl / 4)
-	ts := &tokenStream{n: n, toks: sized(s.tokenBuf(tb), n)}
-	want := 8 * int64(cap(ts.toks))
 	var sizes []int
 	q := r.URL.Query()
+	lazy := false
 	if _, ok := tb.(*scoreBody); ok {
 		if q.Get("exact") != "true" {
 			var pools []string
@@ -754,8 +759,16 @@ func (s *Server) streamTokens(r *http.Request, tb tokenBody) *tokenStream {
 				pools = strings.Split(v, ",")
 			}
 			sizes = s.pools.HashedPageSizes(pools, maxStreamHashers)
+			// Fewer sizes than the bound: each has its hasher, so
+			// ScoreLE32 will not decline for want of one.
+			lazy = len(sizes) > 0 && len(sizes) < maxStreamHashers && s.events == nil && s.pools.ScoresLE32(pools)
 		}
 	}
+	ts := &tokenStream{n: n, lazy: lazy}
+	if !lazy {
+		ts.toks = sized(s.tokenBuf(tb), n)
+	}
+	want := 8 * int64(cap(ts.toks))
 	for _, ps := range sizes {
 		want += 8 * int64(n/ps)
 	}
@@ -794,8 +807,15 @@ func queryPtr(q url.Values, key string) *string {
 // and hashes the pages they complete; bytes past the declared length are
 // left to the read, which refuses them.
 func (ts *tokenStream) feed(body []byte) {
-	have, n := len(ts.toks), min(len(body)/4, ts.n)
+	have, n := ts.fed, min(len(body)/4, ts.n)
 	if n <= have {
+		return
+	}
+	ts.fed = n
+	if ts.lazy {
+		for _, h := range ts.hashers {
+			h.HashLE32(body[:4*n])
+		}
 		return
 	}
 	ts.toks = ts.toks[:n]

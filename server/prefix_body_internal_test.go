@@ -427,6 +427,102 @@ func TestTwoRunsOfALongListAreReadInOneLoop(t *testing.T) {
 	}
 }
 
+// TestALongBinaryScoreOfTokenPoolsKeepsNoEightByteIDs shows the lazy path
+// is taken, and when not: a binary score of token pools (no Eagle pool,
+// fewer page sizes than maxStreamHashers, no event index) keeps no 8-byte
+// list and reserves only its page hashes; fed in uneven pieces, its
+// hashers hash the ids where they lie, and the score from the body
+// answers what the score of the decoded tokens answers. When a pool is
+// replaced by an Eagle pool after the body arrived, ScoreLE32 declines
+// and the route decodes the ids and still answers right. A score naming
+// an Eagle pool, or an exact one, keeps its list.
+func TestALongBinaryScoreOfTokenPoolsKeepsNoEightByteIDs(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30000
+	body := make([]byte, 4*n)
+	tokens := make([]int64, n)
+	for i := range tokens {
+		tokens[i] = int64(i * 7919 % 100003)
+		binary.LittleEndian.PutUint32(body[4*i:], uint32(tokens[i]))
+	}
+	for i, ps := range []int{2, 64, 64, 16} {
+		p, err := s.pools.Create(fmt.Sprintf("p%d", i), prefix.Config{PageSize: ps, CapacityTokens: 1 << 15, Eagle: i == 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Insert(tokens[:n/(i+1)], spec.ExtraKey{}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := func(query string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/v1/prefix:score"+query, nil)
+		r.Header.Set("Content-Type", TokensContentType)
+		r.ContentLength = int64(len(body))
+		return r
+	}
+	ts := s.streamTokens(req("?pools=p0,p1,p2"), (*scoreBody)(nil))
+	if ts == nil || !ts.lazy || ts.toks != nil || len(ts.hashers) != 2 {
+		t.Fatalf("a binary score of token pools: %+v, want lazy with 2 hashers and no list", ts)
+	}
+	if want := int64(8 * (n/2 + n/64)); ts.reserved != want {
+		t.Errorf("reserved %d bytes, want the page hashes' %d", ts.reserved, want)
+	}
+	for at := 0; at < len(body); at += 1 + at%4093 {
+		ts.feed(body[:at])
+	}
+	ts.feed(body)
+	if ts.fed != n || ts.hashers[0].Pages() != n/2 || ts.hashers[1].Pages() != n/64 {
+		t.Fatalf("fed %d ids, hashed %d and %d pages; want %d, %d and %d", ts.fed, ts.hashers[0].Pages(), ts.hashers[1].Pages(), n, n/2, n/64)
+	}
+	want, err := s.pools.Score(tokens, spec.ExtraKey{}, []string{"p0", "p1", "p2"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.score(nil, &scoreBody{le: body, pre: ts.hashers, Pools: []string{"p0", "p1", "p2"}})
+	if err != nil || !slices.Equal(got.(ScoreResult).Scores, want) {
+		t.Fatalf("the score from the body %v (%v), want %v", got, err, want)
+	}
+	s.bodies.Release(ts.reserved)
+
+	// The pools change between the body and the score: p2 becomes an
+	// Eagle pool, which ScoreLE32 declines.
+	ts = s.streamTokens(req("?pools=p1,p2"), (*scoreBody)(nil))
+	if ts == nil || !ts.lazy {
+		t.Fatal("not lazy")
+	}
+	ts.feed(body)
+	if err := s.pools.Delete("p2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pools.Create("p2", prefix.Config{PageSize: 64, CapacityTokens: 1 << 15, Eagle: true}); err != nil {
+		t.Fatal(err)
+	}
+	want, err = s.pools.Score(tokens, spec.ExtraKey{}, []string{"p1", "p2"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.score(nil, &scoreBody{le: body, pre: ts.hashers, Pools: []string{"p1", "p2"}})
+	if err != nil || !slices.Equal(got.(ScoreResult).Scores, want) {
+		t.Fatalf("declined, then decoded: %v (%v), want %v", got, err, want)
+	}
+	s.bodies.Release(ts.reserved)
+
+	for _, q := range []string{"?pools=p0,p3", "", "?exact=true&pools=p0"} {
+		ts := s.streamTokens(req(q), (*scoreBody)(nil))
+		if ts == nil || ts.lazy || ts.toks == nil {
+			t.Errorf("%q: %+v, want a stream that keeps its list", q, ts)
+		}
+		if ts != nil {
+			s.bodies.Release(ts.reserved)
+		}
+	}
+}
+
 // BenchmarkTokenStreamFeed240K is what a 240K-token binary score costs the
 // reading goroutine once its body is in: tokenStream.feed decoding the u32
 // tokens and hashing their 3,750 pages of 64 (one page size), and each
@@ -477,6 +573,19 @@ func BenchmarkTokenStreamFeed240K(b *testing.B) {
 			}
 		})
 	}
+	// A lazy stream (the route's path for token pools): the ids hashed
+	// where they lie, folded as hashed, no 8-byte list.
+	b.Run("feed+chain/lazy", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			h := hasher().Seed(spec.ExtraKey{})
+			ts := tokenStream{n: n, lazy: true, hashers: []*prefix.PageHasher{h}}
+			ts.feed(body)
+			if c := h.ChainLE32(body, spec.ExtraKey{}); len(c) != n/64 {
+				b.Fatal("no chain")
+			}
+		}
+	})
 	b.Run("decode=only", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
