@@ -178,7 +178,7 @@ audit: build
 ## bench: Go benchmarks of every op shape, with fast/ref and plain-copy ratios, then the radix
 ## tree, prefix-pool, trace-replay and HiCache benchmarks (docs/perf.md records both). Both are
 ## also kept in docs/bench/DATE-COMMIT[-dirty].json and the history chart is redrawn (bench-chart).
-GO_BENCH ?= MatchFullHit|PrefixLen240K|KVEvApplyStored|DecodeTokensJSON|TokenStreamFeed240K|InsertRewalk|Bigram64K|Score240K|ReplayBlocks|OwnerCounts64K|OwnerPlan10K|HasUndrained|LoadDescriptorBuild|LoadSubmitLayer|CounterWaitLanded|CounterLoadOp|EstimateTotalWith|EstimateBatch64|AdmissionRound1000|Preflight32K|PreflightHandler|PerLayerForwardGLM5|OnLayerEnd|Move(Copy|Monolithic|PerLayer)256MiB|AdmissionBenchTrace
+GO_BENCH ?= MatchFullHit|PrefixLen240K|KVEvApplyStored|DecodeTokensJSON|TokenStreamFeed240K|Hash512|InsertRewalk|Bigram64K|Score240K|ReplayBlocks|OwnerCounts64K|OwnerPlan10K|HasUndrained|LoadDescriptorBuild|LoadSubmitLayer|CounterWaitLanded|CounterLoadOp|EstimateTotalWith|EstimateBatch64|AdmissionRound1000|Preflight32K|PreflightHandler|PerLayerForwardGLM5|OnLayerEnd|Move(Copy|Monolithic|PerLayer)256MiB|AdmissionBenchTrace
 BENCH_PKGS := ./fast/ ./prefix/ ./replay/ ./admissiontrace/ ./server/
 BENCH_RECORD_COUNT ?= 1
 bench: build
