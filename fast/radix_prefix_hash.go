@@ -188,7 +188,7 @@ func TokenKeyChain(field string, tokens []int64, extra spec.ExtraKey, ps int) (s
 	if err != nil {
 		return spec.RadixKey{}, nil, err
 	}
-	return h.Chain(field, tokens, extra)
+	return h.Seed(extra).Chain(field, tokens, extra)
 }
 
 // PageHasher computes a prompt's page hashes pᵢ (docs/spec/radix-acks.md
@@ -257,6 +257,20 @@ func (h *PageHasher) Add(tokens []int64) {
 		return
 	}
 	units := unitsOf(tokens[done*h.ps : (done+n)*h.ps])
+	if h.ps == 64 && littleEndian && useHash512 {
+		// 64-unit pages are 512 bytes, hashed by the vector code
+		// (radix_prefix_hash_amd64.s), which ORs every unit for the range
+		// check and, after Seed, folds each page as it ends: one pass.
+		if h.seeded {
+			h.foldFrom(h.seed) // the pages so far, so the kernel folds on
+		}
+		h.pages = append(h.pages, make([]spec.PrefixHash, n)...)
+		h.acc |= hash512(h.pages[done:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(units))), 8*len(units)), h.last(h.seed), h.seeded)
+		if h.seeded {
+			h.folded = len(h.pages)
+		}
+		return
+	}
 	h.pages = append(h.pages, make([]spec.PrefixHash, n)...)
 	h.acc |= hashPages(units, h.ps, h.pages[done:], &h.buf, !h.inRange)
 }
@@ -430,7 +444,7 @@ func unitsOf(tokens []int64) []spec.Unit {
 // each of len(out) whole pages of ps units and, when check is set, returns
 // the OR of every unit it hashed (a token id past 2^32-1 sets a high bit;
 // 0 without check). Each page is checked as it is hashed, while it is in
-// cache.
+// cache. 64-unit pages on an AVX-512 CPU take hash512 instead (Add).
 //
 // The page hashes could be computed in two halves at once; measured on
 // this project's 2-vCPU VMs, waking the second core costs more than half
@@ -438,21 +452,6 @@ func unitsOf(tokens []int64) []spec.Unit {
 // parallel"), so they are not.
 func hashPages(units []spec.Unit, ps int, out []spec.PrefixHash, buf *[]byte, check bool) uint64 {
 	var acc uint64
-	if ps == 64 && littleEndian && useHash512 {
-		// 64-unit pages are 512 bytes, hashed by the vector code
-		// (radix_prefix_hash_amd64.s) 64 pages a call, each block checked
-		// just before, while its 32 KiB are in cache.
-		for len(out) > 0 {
-			k := min(len(out), 64)
-			block := units[:64*k]
-			if check {
-				acc |= orUnits(block)
-			}
-			hash512(out[:k], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(block))), 8*len(block)))
-			units, out = units[64*k:], out[k:]
-		}
-		return acc
-	}
 	for i := range out {
 		page := units[i*ps : (i+1)*ps : (i+1)*ps]
 		if check {
@@ -463,12 +462,23 @@ func hashPages(units []spec.Unit, ps int, out []spec.PrefixHash, buf *[]byte, ch
 	return acc
 }
 
-// hash512Generic sets dst[i] to the XXH3-64 of src[512i:512i+512], one
-// library call a page: hash512 where the CPU has no vector path.
-func hash512Generic(dst []spec.PrefixHash, src []byte) {
+// hash512Generic is hash512 without the vector code: one library call a
+// page, the OR of its units, and the fold with fold.
+func hash512Generic(dst []spec.PrefixHash, src []byte, prev uint64, fold bool) uint64 {
+	var acc uint64
 	for i := range dst {
-		dst[i] = spec.PrefixHash(xxh3.Hash(src[512*i : 512*i+512]))
+		page := src[512*i : 512*i+512]
+		for j := 0; j < 512; j += 8 {
+			acc |= binary.LittleEndian.Uint64(page[j:])
+		}
+		p := xxh3.Hash(page)
+		if fold {
+			prev = foldHash(prev, p)
+			p = prev
+		}
+		dst[i] = spec.PrefixHash(p)
 	}
+	return acc
 }
 
 // hash512WidenGeneric is hash512Widen without the vector code: the

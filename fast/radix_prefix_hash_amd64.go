@@ -11,15 +11,17 @@ import (
 // page at a time (docs/perf.md, "The binary row's floor").
 var useHash512 = cpu.X86.HasAVX512F
 
-// hash512 sets dst[i] to the XXH3-64 of src[512i:512i+512]: §1.14's page
-// hash of 64 units. src holds 512·len(dst) bytes. Without AVX-512 it is
-// hash512Generic.
-func hash512(dst []spec.PrefixHash, src []byte) {
+// hash512 sets dst[i] to the XXH3-64 of src[512i:512i+512] (§1.14's page
+// hash of 64 units) or, with fold, to the chain hash foldHash(hᵢ₋₁, pᵢ)
+// from h₋₁ = prev, and returns the OR of every 8-byte unit of src (a bit
+// past 32: a token id out of range). src holds 512·len(dst) bytes.
+// Without AVX-512 it is hash512Generic.
+func hash512(dst []spec.PrefixHash, src []byte, prev uint64, fold bool) uint64 {
+	src = src[:512*len(dst)]
 	if !useHash512 {
-		hash512Generic(dst, src)
-		return
+		return hash512Generic(dst, src, prev, fold)
 	}
-	hash512AVX512(dst, src[:512*len(dst)])
+	return hash512AVX512(dst, src, prev, fold)
 }
 
 // hash512Widen sets units[j] to the little-endian u32 at src[4j:4j+4] for
@@ -45,7 +47,7 @@ func hash512WidenAVX512(dst []spec.PrefixHash, units []int64, src []byte, prev u
 // hash512AVX512 is hash512 in amd64 assembly with AVX-512F.
 //
 //go:noescape
-func hash512AVX512(dst []spec.PrefixHash, src []byte)
+func hash512AVX512(dst []spec.PrefixHash, src []byte, prev uint64, fold bool) (acc uint64)
 
 // hash512LE32 is hash512Widen without storing the widened ids: dst[i] is
 // the page hash (or, with fold, the chain hash) of the 64 little-endian

@@ -4,7 +4,11 @@
 // of 64 units), with AVX-512: the xxHash specification's long-input path,
 // which for 512 bytes is seven stripes and the last one accumulated
 // (no scramble: a block is 1,024 bytes), then the accumulators merged and
-// avalanched. TestHash512IsXXH3 checks it against github.com/zeebo/xxh3.
+// avalanched. TestHash512IsXXH3 and TestHash512WidenIsWidenThenXXH3 check
+// the three kernels below against github.com/zeebo/xxh3 and ref. Each can
+// also fold each page hash into the chain (§1.14: hᵢ = XXH3-64 of hᵢ₋₁ ‖
+// pᵢ, 16 bytes) as the page ends, its scalar chain running beside the next
+// page's vector work.
 
 // The default secret (the specification's kSecret), 192 bytes.
 DATA xxhSecret<>+0(SB)/8, $0xbe4ba423396cfeb8
@@ -45,31 +49,9 @@ DATA xxhInit<>+48(SB)/8, $0x27D4EB2F165667C5
 DATA xxhInit<>+56(SB)/8, $0x000000009E3779B1
 GLOBL xxhInit<>(SB), RODATA|NOPTR, $64
 
-// func hash512AVX512(dst []spec.PrefixHash, src []byte)
-// dst[i] = XXH3-64(src[512i:512i+512]); src holds 512·len(dst) bytes.
-TEXT ·hash512AVX512(SB), NOSPLIT, $64-48
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ src_base+24(FP), SI
-	TESTQ CX, CX
-	JZ   done
-	VMOVDQU64 xxhInit<>+0(SB), Z16
-	VMOVDQU64 xxhSecret<>+0(SB), Z8
-	VMOVDQU64 xxhSecret<>+8(SB), Z9
-	VMOVDQU64 xxhSecret<>+16(SB), Z10
-	VMOVDQU64 xxhSecret<>+24(SB), Z11
-	VMOVDQU64 xxhSecret<>+32(SB), Z12
-	VMOVDQU64 xxhSecret<>+40(SB), Z13
-	VMOVDQU64 xxhSecret<>+48(SB), Z14
-	VMOVDQU64 xxhSecret<>+121(SB), Z15
-
-page:
-	VMOVDQA64 Z16, Z0
-
-// STRIPE accumulates the 64 bytes at off(SI) with the secret in key:
+// ACC accumulates the stripe in Z1 with the secret in key:
 // acc[i^1] += data[i]; acc[i] += lo32(data[i]^key[i]) * hi32(data[i]^key[i]).
-#define STRIPE(off, key) \
-	VMOVDQU64 off(SI), Z1 \
+#define ACC(key) \
 	VPXORQ    key, Z1, Z2 \
 	VPSHUFD   $0x4e, Z1, Z3 \
 	VPADDQ    Z3, Z0, Z0 \
@@ -77,18 +59,40 @@ page:
 	VPMULUDQ  Z4, Z2, Z5 \
 	VPADDQ    Z5, Z0, Z0
 
-	STRIPE(0, Z8)
-	STRIPE(64, Z9)
-	STRIPE(128, Z10)
-	STRIPE(192, Z11)
-	STRIPE(256, Z12)
-	STRIPE(320, Z13)
-	STRIPE(384, Z14)
-	STRIPE(448, Z15) // the last stripe: the input's last 64 bytes, the secret from 121
+// STRIPE accumulates the 64 bytes at off(SI), ORing them into Z6 (a unit
+// past 2^32-1 sets a high bit: the range check of §1.1, for free).
+#define STRIPE(off, key) \
+	VMOVDQU64 off(SI), Z1 \
+	VPORQ     Z1, Z6, Z6 \
+	ACC(key)
 
-	VMOVDQU64 Z0, 0(SP)
-	MOVQ $0x9E3779B185EBCA87, R8
-	SHLQ $9, R8 // len(512) * PRIME64_1
+// WSTRIPE is stripe k of a page of u32 ids: its 8 ids at 32k(SI), widened
+// into Z1 and stored at 64k(BX) before they are accumulated.
+#define WSTRIPE(k, key) \
+	VPMOVZXDQ (32*k)(SI), Z1 \
+	VMOVDQU64 Z1, (64*k)(BX) \
+	ACC(key)
+
+// LSTRIPE is WSTRIPE without the store.
+#define LSTRIPE(k, key) \
+	VPMOVZXDQ (32*k)(SI), Z1 \
+	ACC(key)
+
+// SETUP loads the initial accumulators (Z16), the secret's stripes (Z8-Z15,
+// the last stripe's from 121) and the 16-byte hash's bitflips
+// secret[24:32]^secret[32:40] (R11) and secret[40:48]^secret[48:56] (R13).
+#define SETUP \
+	VMOVDQU64 xxhInit<>+0(SB), Z16 \
+	VMOVDQU64 xxhSecret<>+0(SB), Z8 \
+	VMOVDQU64 xxhSecret<>+8(SB), Z9 \
+	VMOVDQU64 xxhSecret<>+16(SB), Z10 \
+	VMOVDQU64 xxhSecret<>+24(SB), Z11 \
+	VMOVDQU64 xxhSecret<>+32(SB), Z12 \
+	VMOVDQU64 xxhSecret<>+40(SB), Z13 \
+	VMOVDQU64 xxhSecret<>+48(SB), Z14 \
+	VMOVDQU64 xxhSecret<>+121(SB), Z15 \
+	MOVQ $0x6782737bea4239b9, R11 \
+	MOVQ $0xaf56bc3b0996523a, R13
 
 // MIX adds the folded 128-bit product of accumulators 2i and 2i+1, each
 // XORed with the secret from 11+16i.
@@ -101,38 +105,104 @@ page:
 	XORQ DX, AX \
 	ADDQ AX, R8
 
-	MIX(0)
-	MIX(1)
-	MIX(2)
-	MIX(3)
+// AVALANCHE is XXH3's final mix of r: r ^= r>>37; r *= 0x165667919E3779F9;
+// r ^= r>>32.
+#define AVALANCHE(r) \
+	MOVQ r, AX \
+	SHRQ $37, AX \
+	XORQ AX, r \
+	MOVQ $0x165667919E3779F9, AX \
+	IMULQ AX, r \
+	MOVQ r, AX \
+	SHRQ $32, AX \
+	XORQ AX, r
 
-	MOVQ R8, AX
-	SHRQ $37, AX
-	XORQ AX, R8
-	MOVQ $0x165667919E3779F9, AX
-	IMULQ AX, R8
-	MOVQ R8, AX
-	SHRQ $32, AX
-	XORQ AX, R8
+// MERGE is the page's hash in R8 from the accumulators in Z0: merged from
+// len(512)·PRIME64_1 with the secret from 11, then avalanched.
+#define MERGE \
+	VMOVDQU64 Z0, 0(SP) \
+	MOVQ $0x9E3779B185EBCA87, R8 \
+	SHLQ $9, R8 \
+	MIX(0) \
+	MIX(1) \
+	MIX(2) \
+	MIX(3) \
+	AVALANCHE(R8)
+
+// FOLD sets R8 and R10 to the 16-byte XXH3-64 of R10 ‖ R8 (seed 0):
+// lo = R10^bitflip1, hi = R8^bitflip2, acc = 16 + bswap(lo) + hi +
+// fold(lo·hi), avalanched.
+#define FOLD \
+	MOVQ R10, AX \
+	XORQ R11, AX \
+	XORQ R13, R8 \
+	MOVQ AX, R9 \
+	BSWAPQ R9 \
+	ADDQ R8, R9 \
+	ADDQ $16, R9 \
+	MULQ R8 \
+	XORQ DX, AX \
+	ADDQ AX, R9 \
+	AVALANCHE(R9) \
+	MOVQ R9, R8 \
+	MOVQ R9, R10
+
+// func hash512AVX512(dst []spec.PrefixHash, src []byte, prev uint64, fold bool) (acc uint64)
+// dst[i] = XXH3-64(src[512i:512i+512]) (with fold, the chain from prev);
+// src holds 512·len(dst) bytes. acc is the OR of every 8-byte unit.
+TEXT ·hash512AVX512(SB), NOSPLIT, $64-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	MOVQ prev+48(FP), R10
+	MOVBLZX fold+56(FP), R12
+	VPXORQ Z6, Z6, Z6
+	TESTQ CX, CX
+	JZ   done
+	SETUP
+
+page:
+	VMOVDQA64 Z16, Z0
+	STRIPE(0, Z8)
+	STRIPE(64, Z9)
+	STRIPE(128, Z10)
+	STRIPE(192, Z11)
+	STRIPE(256, Z12)
+	STRIPE(320, Z13)
+	STRIPE(384, Z14)
+	STRIPE(448, Z15) // the last stripe: the input's last 64 bytes, the secret from 121
+	MERGE
+	TESTQ R12, R12
+	JZ   store
+	FOLD
+
+store:
 	MOVQ R8, (DI)
-
 	ADDQ $512, SI
 	ADDQ $8, DI
 	DECQ CX
 	JNZ  page
-	VZEROUPPER
 
 done:
+	// The OR of Z6's eight lanes.
+	VEXTRACTI64X4 $1, Z6, Y7
+	VPOR          Y7, Y6, Y6
+	VEXTRACTI128  $1, Y6, X7
+	VPOR          X7, X6, X6
+	VPSHUFD       $0x4e, X6, X7
+	VPOR          X7, X6, X6
+	VMOVQ         X6, AX
+	MOVQ          AX, acc+64(FP)
+	VZEROUPPER
 	RET
 
 // func hash512WidenAVX512(dst []spec.PrefixHash, units []int64, src []byte, prev uint64, fold bool)
 // units[j] = the little-endian u32 at src[4j:4j+4] for the 64·len(dst)
-// units, and dst[i] = the XXH3-64 pᵢ of units[64i:64i+64]'s 512 bytes:
-// the widening and hash512AVX512 in one pass. Each 32 bytes of ids are
-// widened in a register that is both stored and hashed, so the hash never
-// reads the widened units back. With fold set, dst[i] is instead the
-// chain hᵢ = XXH3-64(hᵢ₋₁ ‖ pᵢ) of §1.14 (h₋₁ = prev): the fold's
-// dependency chain runs beside the next page's vector work.
+// units, and dst[i] = the XXH3-64 pᵢ of units[64i:64i+64]'s 512 bytes
+// (with fold, the chain hᵢ from h₋₁ = prev): the widening and
+// hash512AVX512 in one pass. Each 32 bytes of ids are widened in a
+// register that is both stored and hashed, so the hash never reads the
+// widened units back.
 TEXT ·hash512WidenAVX512(SB), NOSPLIT, $64-81
 	MOVQ dst_base+0(FP), DI
 	MOVQ dst_len+8(FP), CX
@@ -142,35 +212,10 @@ TEXT ·hash512WidenAVX512(SB), NOSPLIT, $64-81
 	MOVBLZX fold+80(FP), R12
 	TESTQ CX, CX
 	JZ   wdone
-	// The 16-byte XXH3's bitflips: secret[24:32]^secret[32:40] and
-	// secret[40:48]^secret[48:56] (seed 0).
-	MOVQ $0x6782737bea4239b9, R11
-	MOVQ $0xaf56bc3b0996523a, R13
-	VMOVDQU64 xxhInit<>+0(SB), Z16
-	VMOVDQU64 xxhSecret<>+0(SB), Z8
-	VMOVDQU64 xxhSecret<>+8(SB), Z9
-	VMOVDQU64 xxhSecret<>+16(SB), Z10
-	VMOVDQU64 xxhSecret<>+24(SB), Z11
-	VMOVDQU64 xxhSecret<>+32(SB), Z12
-	VMOVDQU64 xxhSecret<>+40(SB), Z13
-	VMOVDQU64 xxhSecret<>+48(SB), Z14
-	VMOVDQU64 xxhSecret<>+121(SB), Z15
+	SETUP
 
 wpage:
 	VMOVDQA64 Z16, Z0
-
-// WSTRIPE is STRIPE for stripe k of the page: its 8 ids at 32k(SI),
-// widened into Z1 and stored at 64k(BX) before they are accumulated.
-#define WSTRIPE(k, key) \
-	VPMOVZXDQ (32*k)(SI), Z1 \
-	VMOVDQU64 Z1, (64*k)(BX) \
-	VPXORQ    key, Z1, Z2 \
-	VPSHUFD   $0x4e, Z1, Z3 \
-	VPADDQ    Z3, Z0, Z0 \
-	VPSRLQ    $32, Z2, Z4 \
-	VPMULUDQ  Z4, Z2, Z5 \
-	VPADDQ    Z5, Z0, Z0
-
 	WSTRIPE(0, Z8)
 	WSTRIPE(1, Z9)
 	WSTRIPE(2, Z10)
@@ -179,53 +224,13 @@ wpage:
 	WSTRIPE(5, Z13)
 	WSTRIPE(6, Z14)
 	WSTRIPE(7, Z15) // the last stripe: the page's last 64 bytes, the secret from 121
-
-	VMOVDQU64 Z0, 0(SP)
-	MOVQ $0x9E3779B185EBCA87, R8
-	SHLQ $9, R8 // len(512) * PRIME64_1
-
-	MIX(0)
-	MIX(1)
-	MIX(2)
-	MIX(3)
-
-	MOVQ R8, AX
-	SHRQ $37, AX
-	XORQ AX, R8
-	MOVQ $0x165667919E3779F9, AX
-	IMULQ AX, R8
-	MOVQ R8, AX
-	SHRQ $32, AX
-	XORQ AX, R8
+	MERGE
 	TESTQ R12, R12
 	JZ   wstore
-
-	// R8 = XXH3-64 of prev ‖ R8 (16 bytes): lo = prev^bitflip1,
-	// hi = R8^bitflip2, acc = 16 + bswap(lo) + hi + fold(lo·hi), avalanched.
-	MOVQ R10, AX
-	XORQ R11, AX
-	XORQ R13, R8
-	MOVQ AX, R9
-	BSWAPQ R9
-	ADDQ R8, R9
-	ADDQ $16, R9
-	MULQ R8
-	XORQ DX, AX
-	ADDQ AX, R9
-	MOVQ R9, AX
-	SHRQ $37, AX
-	XORQ AX, R9
-	MOVQ $0x165667919E3779F9, AX
-	IMULQ AX, R9
-	MOVQ R9, AX
-	SHRQ $32, AX
-	XORQ AX, R9
-	MOVQ R9, R8
-	MOVQ R9, R10
+	FOLD
 
 wstore:
 	MOVQ R8, (DI)
-
 	ADDQ $256, SI
 	ADDQ $512, BX
 	ADDQ $8, DI
@@ -250,33 +255,10 @@ TEXT ·hash512LE32AVX512(SB), NOSPLIT, $64-57
 	MOVBLZX fold+56(FP), R12
 	TESTQ CX, CX
 	JZ   ldone
-	// The 16-byte XXH3's bitflips: secret[24:32]^secret[32:40] and
-	// secret[40:48]^secret[48:56] (seed 0).
-	MOVQ $0x6782737bea4239b9, R11
-	MOVQ $0xaf56bc3b0996523a, R13
-	VMOVDQU64 xxhInit<>+0(SB), Z16
-	VMOVDQU64 xxhSecret<>+0(SB), Z8
-	VMOVDQU64 xxhSecret<>+8(SB), Z9
-	VMOVDQU64 xxhSecret<>+16(SB), Z10
-	VMOVDQU64 xxhSecret<>+24(SB), Z11
-	VMOVDQU64 xxhSecret<>+32(SB), Z12
-	VMOVDQU64 xxhSecret<>+40(SB), Z13
-	VMOVDQU64 xxhSecret<>+48(SB), Z14
-	VMOVDQU64 xxhSecret<>+121(SB), Z15
+	SETUP
 
 lpage:
 	VMOVDQA64 Z16, Z0
-
-// LSTRIPE is WSTRIPE without the store.
-#define LSTRIPE(k, key) \
-	VPMOVZXDQ (32*k)(SI), Z1 \
-	VPXORQ    key, Z1, Z2 \
-	VPSHUFD   $0x4e, Z1, Z3 \
-	VPADDQ    Z3, Z0, Z0 \
-	VPSRLQ    $32, Z2, Z4 \
-	VPMULUDQ  Z4, Z2, Z5 \
-	VPADDQ    Z5, Z0, Z0
-
 	LSTRIPE(0, Z8)
 	LSTRIPE(1, Z9)
 	LSTRIPE(2, Z10)
@@ -285,53 +267,13 @@ lpage:
 	LSTRIPE(5, Z13)
 	LSTRIPE(6, Z14)
 	LSTRIPE(7, Z15) // the last stripe: the page's last 64 bytes, the secret from 121
-
-	VMOVDQU64 Z0, 0(SP)
-	MOVQ $0x9E3779B185EBCA87, R8
-	SHLQ $9, R8 // len(512) * PRIME64_1
-
-	MIX(0)
-	MIX(1)
-	MIX(2)
-	MIX(3)
-
-	MOVQ R8, AX
-	SHRQ $37, AX
-	XORQ AX, R8
-	MOVQ $0x165667919E3779F9, AX
-	IMULQ AX, R8
-	MOVQ R8, AX
-	SHRQ $32, AX
-	XORQ AX, R8
+	MERGE
 	TESTQ R12, R12
 	JZ   lstore
-
-	// R8 = XXH3-64 of prev ‖ R8 (16 bytes): lo = prev^bitflip1,
-	// hi = R8^bitflip2, acc = 16 + bswap(lo) + hi + fold(lo·hi), avalanched.
-	MOVQ R10, AX
-	XORQ R11, AX
-	XORQ R13, R8
-	MOVQ AX, R9
-	BSWAPQ R9
-	ADDQ R8, R9
-	ADDQ $16, R9
-	MULQ R8
-	XORQ DX, AX
-	ADDQ AX, R9
-	MOVQ R9, AX
-	SHRQ $37, AX
-	XORQ AX, R9
-	MOVQ $0x165667919E3779F9, AX
-	IMULQ AX, R9
-	MOVQ R9, AX
-	SHRQ $32, AX
-	XORQ AX, R9
-	MOVQ R9, R8
-	MOVQ R9, R10
+	FOLD
 
 lstore:
 	MOVQ R8, (DI)
-
 	ADDQ $256, SI
 	ADDQ $8, DI
 	DECQ CX

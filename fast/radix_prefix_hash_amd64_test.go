@@ -8,8 +8,8 @@ import (
 
 // hash512Impls are the page hashes TestHash512IsXXH3 checks on amd64: the
 // generic one, and the assembly where the CPU has AVX-512F.
-func hash512Impls() map[string]func([]spec.PrefixHash, []byte) {
-	impls := map[string]func([]spec.PrefixHash, []byte){"generic": hash512Generic}
+func hash512Impls() map[string]func([]spec.PrefixHash, []byte, uint64, bool) uint64 {
+	impls := map[string]func([]spec.PrefixHash, []byte, uint64, bool) uint64{"generic": hash512Generic}
 	if cpu.X86.HasAVX512F {
 		impls["avx512"] = hash512AVX512
 	}

@@ -8,7 +8,9 @@ import "github.com/kvtwin/kvtwin/spec"
 const useHash512 = false
 
 // hash512 is hash512Generic where there is no vector page hash.
-func hash512(dst []spec.PrefixHash, src []byte) { hash512Generic(dst, src) }
+func hash512(dst []spec.PrefixHash, src []byte, prev uint64, fold bool) uint64 {
+	return hash512Generic(dst, src, prev, fold)
+}
 
 // hash512Widen is hash512WidenGeneric where there is no vector page hash.
 func hash512Widen(dst []spec.PrefixHash, units []int64, src []byte, prev uint64, fold bool) {

@@ -5,8 +5,8 @@ package fast
 import "github.com/kvtwin/kvtwin/spec"
 
 // hash512Impls is the one page hash there is without amd64.
-func hash512Impls() map[string]func([]spec.PrefixHash, []byte) {
-	return map[string]func([]spec.PrefixHash, []byte){"generic": hash512Generic}
+func hash512Impls() map[string]func([]spec.PrefixHash, []byte, uint64, bool) uint64 {
+	return map[string]func([]spec.PrefixHash, []byte, uint64, bool) uint64{"generic": hash512Generic}
 }
 
 // hash512WidenImpls is the one fused decode and page hash there is
