@@ -264,14 +264,14 @@ func (h *PageHasher) Add(tokens []int64) {
 		if h.seeded {
 			h.foldFrom(h.seed) // the pages so far, so the kernel folds on
 		}
-		h.pages = append(h.pages, make([]spec.PrefixHash, n)...)
+		h.pages = grow(h.pages, n)
 		h.acc |= hash512(h.pages[done:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(units))), 8*len(units)), h.last(h.seed), h.seeded)
 		if h.seeded {
 			h.folded = len(h.pages)
 		}
 		return
 	}
-	h.pages = append(h.pages, make([]spec.PrefixHash, n)...)
+	h.pages = grow(h.pages, n)
 	h.acc |= hashPages(units, h.ps, h.pages[done:], &h.buf, !h.inRange)
 }
 
@@ -296,7 +296,7 @@ func (h *PageHasher) AddLE32(tokens []int64, from int, le []byte) {
 				h.foldFrom(h.seed) // the pages so far, so the kernel folds on
 			}
 			done := len(h.pages)
-			h.pages = append(h.pages, make([]spec.PrefixHash, k)...)
+			h.pages = grow(h.pages, k)
 			hash512Widen(h.pages[done:], tokens[b:], le[4*b:], h.last(h.seed), h.seeded)
 			if h.seeded {
 				h.folded = len(h.pages)
@@ -326,7 +326,7 @@ func (h *PageHasher) HashLE32(le []byte) {
 	if h.ps == 64 && h.seeded {
 		h.foldFrom(h.seed) // the pages so far, so the kernel folds on
 	}
-	h.pages = append(h.pages, make([]spec.PrefixHash, n)...)
+	h.pages = grow(h.pages, n)
 	if h.ps == 64 {
 		hash512LE32(h.pages[done:], src, h.last(h.seed), h.seeded)
 		if h.seeded {
@@ -398,6 +398,16 @@ func (h *PageHasher) Chain(field string, tokens []int64, extra spec.ExtraKey) (s
 		chain = []spec.PrefixHash{} // as TokenKeyChain's: empty, not absent
 	}
 	return spec.RadixKey{Units: units, Extra: extra}, chain, nil
+}
+
+// grow is pages extended by n entries for the hashing to set: within its
+// capacity without clearing them (every one is written next; clearing a
+// 240K-token prompt's 30 KB measured 3 µs of a 100 µs score).
+func grow(pages []spec.PrefixHash, n int) []spec.PrefixHash {
+	if len(pages)+n <= cap(pages) {
+		return pages[:len(pages)+n]
+	}
+	return append(pages, make([]spec.PrefixHash, n)...)
 }
 
 // unseed makes h fold from seed, the chain's true seed, from here on: a

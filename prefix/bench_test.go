@@ -1,8 +1,11 @@
 package prefix_test
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/kvtwin/kvtwin/fast"
 	"github.com/kvtwin/kvtwin/prefix"
@@ -58,4 +61,37 @@ func BenchmarkScore240K8Pools(b *testing.B) {
 			}
 		}
 	})
+	// The floor with what the walks must read: the chain, then for each of
+	// the eight pools' 16 nodes a stored first page (64 units, compared
+	// with the query's page as a child key is) and the node's stored page
+	// hashes (compared with the chain), as bytes, in separate arrays, no
+	// tree.
+	b.Run("yardstick=check+hash-chain+compare", func(b *testing.B) {
+		prompt := seq(1, 240_000)
+		_, want, _ := fast.TokenKeyChain("tokens", prompt, spec.ExtraKey{}, 64)
+		var pages [][]int64
+		var hashes [][]spec.PrefixHash
+		for range 8 * 16 {
+			pages = append(pages, slices.Clone(prompt[:64]))
+			hashes = append(hashes, slices.Clone(want[:3750/16]))
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			_, chain, err := fast.TokenKeyChain("tokens", prompt, spec.ExtraKey{}, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			qp, qh := asBytes(prompt[:64]), asBytes(chain[:3750/16])
+			for i := range hashes {
+				if !bytes.Equal(asBytes(pages[i]), qp) || !bytes.Equal(asBytes(hashes[i]), qh) {
+					b.Fatal("differs")
+				}
+			}
+		}
+	})
+}
+
+// asBytes is s's memory as bytes, for a comparison of equality.
+func asBytes[T int64 | spec.PrefixHash](s []T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 8*len(s))
 }
