@@ -195,8 +195,10 @@ func TokenKeyChain(field string, tokens []int64, extra spec.ExtraKey, ps int) (s
 // §1.14, unseeded, not yet folded) while the prompt is still arriving, so
 // that hashing a long prompt overlaps its transfer: §1.14 makes each page's
 // hash independent of the pages before it, and only the cheap fold is
-// sequential. Chain finishes what Add began and equals TokenKeyChain.
-// A PageHasher is used by one goroutine at a time.
+// sequential. Chain finishes what Add began and equals TokenKeyChain
+// (ChainLE32 what HashLE32 began). Told the namespace first (Seed), the
+// vector page hash folds each page as it hashes it, and the chain is then
+// mostly folded already. A PageHasher is used by one goroutine at a time.
 type PageHasher struct {
 	ps int
 	// pages[:folded] are chain hashes hᵢ (folded as they were hashed, after
@@ -230,11 +232,13 @@ func (h *PageHasher) InRange() *PageHasher {
 	return h
 }
 
-// Seed tells h the namespace Chain will be given (extra), so that AddLE32
-// folds each page into the chain as it hashes it, in the same pass: the
-// fold's sequential dependency then runs beside the hashing instead of
-// after it (docs/perf.md, "The binary row's floor"). Chain given another
-// namespace is still right: it hashes the prompt again. It returns h.
+// Seed tells h the namespace Chain will be given (extra), so that the
+// vector page hash of 64-unit pages (Add, AddLE32, HashLE32 on AVX-512
+// CPUs) folds each page into the chain as it hashes it, in the same pass:
+// the fold's sequential dependency then runs beside the hashing instead of
+// after it (docs/perf.md, "Then the ids read where they lie"). Chain given
+// another namespace is still right: it hashes the prompt again. It
+// returns h.
 func (h *PageHasher) Seed(extra spec.ExtraKey) *PageHasher {
 	h.seeded, h.seed = true, uint64(ref.PrefixHashSeed(extra, false))
 	return h
