@@ -205,9 +205,10 @@ type PageHasher struct {
 	// Seed), pages[folded:] page hashes pᵢ not yet folded.
 	pages   []spec.PrefixHash
 	folded  int
-	seeded  bool   // Seed was called: seed is h₋₁
-	seed    uint64 // ref.PrefixHashSeed of the namespace Seed was given
-	acc     uint64 // the OR of every unit hashed (a bit past 32: a bad id)
+	seeded  bool          // Seed was called: seed is h₋₁
+	extra   spec.ExtraKey // the namespace Seed was given
+	seed    uint64        // its ref.PrefixHashSeed
+	acc     uint64        // the OR of every unit hashed (a bit past 32: a bad id)
 	buf     []byte
 	inRange bool // every id given is known to be in [0, 2^32-1] (InRange)
 }
@@ -240,8 +241,17 @@ func (h *PageHasher) InRange() *PageHasher {
 // another namespace is still right: it hashes the prompt again. It
 // returns h.
 func (h *PageHasher) Seed(extra spec.ExtraKey) *PageHasher {
-	h.seeded, h.seed = true, uint64(ref.PrefixHashSeed(extra, false))
+	h.seeded, h.extra, h.seed = true, extra, uint64(ref.PrefixHashSeed(extra, false))
 	return h
+}
+
+// seedOf is the chain seed of the namespace extra, Seed's without
+// deriving it again when it is Seed's namespace.
+func (h *PageHasher) seedOf(extra spec.ExtraKey) uint64 {
+	if h.seeded && extra == h.extra {
+		return h.seed
+	}
+	return uint64(ref.PrefixHashSeed(extra, false))
 }
 
 // PageSize is the page size h hashes.
@@ -265,14 +275,10 @@ func (h *PageHasher) Add(tokens []int64) {
 		// 64-unit pages are 512 bytes, hashed by the vector code
 		// (radix_prefix_hash_amd64.s), which ORs every unit for the range
 		// check and, after Seed, folds each page as it ends: one pass.
-		if h.seeded {
-			h.foldFrom(h.seed) // the pages so far, so the kernel folds on
-		}
+		prev, fold := h.foldStart()
 		h.pages = grow(h.pages, n)
-		h.acc |= hash512(h.pages[done:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(units))), 8*len(units)), h.last(h.seed), h.seeded)
-		if h.seeded {
-			h.folded = len(h.pages)
-		}
+		h.acc |= hash512(h.pages[done:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(units))), 8*len(units)), prev, fold)
+		h.foldEnd()
 		return
 	}
 	h.pages = grow(h.pages, n)
@@ -296,15 +302,10 @@ func (h *PageHasher) AddLE32(tokens []int64, from int, le []byte) {
 		u32le.Widen(tokens[from:b], le[4*from:])
 		h.Add(tokens[:b])
 		if k := (len(tokens) - b) / 64; k > 0 && len(h.pages)*64 == b {
-			if h.seeded {
-				h.foldFrom(h.seed) // the pages so far, so the kernel folds on
-			}
-			done := len(h.pages)
+			prev, fold := h.foldStart()
 			h.pages = grow(h.pages, k)
-			hash512Widen(h.pages[done:], tokens[b:], le[4*b:], h.last(h.seed), h.seeded)
-			if h.seeded {
-				h.folded = len(h.pages)
-			}
+			hash512Widen(h.pages[b/64:], tokens[b:], le[4*b:], prev, fold)
+			h.foldEnd()
 			b += 64 * k
 		}
 		from = b
@@ -327,17 +328,14 @@ func (h *PageHasher) HashLE32(le []byte) {
 		return
 	}
 	src := le[4*done*h.ps : 4*(done+n)*h.ps]
-	if h.ps == 64 && h.seeded {
-		h.foldFrom(h.seed) // the pages so far, so the kernel folds on
-	}
-	h.pages = grow(h.pages, n)
 	if h.ps == 64 {
-		hash512LE32(h.pages[done:], src, h.last(h.seed), h.seeded)
-		if h.seeded {
-			h.folded = len(h.pages)
-		}
+		prev, fold := h.foldStart()
+		h.pages = grow(h.pages, n)
+		hash512LE32(h.pages[done:], src, prev, fold)
+		h.foldEnd()
 		return
 	}
+	h.pages = grow(h.pages, n)
 	page := make([]int64, h.ps)
 	for i := range n {
 		u32le.Widen(page, src[4*h.ps*i:])
@@ -351,7 +349,7 @@ func (h *PageHasher) HashLE32(le []byte) {
 // HashLE32 did not see and folds them, so h holds the chain afterwards and
 // is not to be fed again.
 func (h *PageHasher) ChainLE32(le []byte, extra spec.ExtraKey) []spec.PrefixHash {
-	seed := uint64(ref.PrefixHashSeed(extra, false))
+	seed := h.seedOf(extra)
 	if !h.unseed(seed) {
 		fresh, _ := NewPageHasher(h.ps, h.pages)
 		return fresh.ChainLE32(le, extra)
@@ -390,7 +388,7 @@ func (h *PageHasher) Chain(field string, tokens []int64, extra spec.ExtraKey) (s
 	if !h.inRange && h.acc|orUnits(units[len(h.pages)*h.ps:]) > math.MaxUint32 {
 		return spec.RadixKey{}, nil, ref.CheckTokens(field, tokens)
 	}
-	seed := uint64(ref.PrefixHashSeed(extra, false))
+	seed := h.seedOf(extra)
 	if !h.unseed(seed) {
 		fresh, _ := NewPageHasher(h.ps, h.pages)
 		fresh.inRange = h.inRange
@@ -402,6 +400,25 @@ func (h *PageHasher) Chain(field string, tokens []int64, extra spec.ExtraKey) (s
 		chain = []spec.PrefixHash{} // as TokenKeyChain's: empty, not absent
 	}
 	return spec.RadixKey{Units: units, Extra: extra}, chain, nil
+}
+
+// foldStart is what a 64-unit page kernel hashing h's next pages is
+// given: the chain's last hash and, after Seed, to fold. The pages before
+// are folded first (a join may have appended unfolded ones), so the kernel
+// folds on from them; foldEnd records its pages as folded.
+func (h *PageHasher) foldStart() (prev uint64, fold bool) {
+	if h.seeded {
+		h.foldFrom(h.seed)
+	}
+	return h.last(h.seed), h.seeded
+}
+
+// foldEnd records the pages a kernel foldStart prepared just hashed as
+// folded, when it folded them.
+func (h *PageHasher) foldEnd() {
+	if h.seeded {
+		h.folded = len(h.pages)
+	}
 }
 
 // grow is pages extended by n entries for the hashing to set: within its
@@ -480,36 +497,20 @@ func hashPages(units []spec.Unit, ps int, out []spec.PrefixHash, buf *[]byte, ch
 // page, the OR of its units, and the fold with fold.
 func hash512Generic(dst []spec.PrefixHash, src []byte, prev uint64, fold bool) uint64 {
 	var acc uint64
-	for i := range dst {
-		page := src[512*i : 512*i+512]
-		for j := 0; j < 512; j += 8 {
-			acc |= binary.LittleEndian.Uint64(page[j:])
-		}
-		p := xxh3.Hash(page)
-		if fold {
-			prev = foldHash(prev, p)
-			p = prev
-		}
-		dst[i] = spec.PrefixHash(p)
+	for j := 0; j < 512*len(dst); j += 8 {
+		acc |= binary.LittleEndian.Uint64(src[j:])
 	}
+	hashEach(dst, func(i int) []byte { return src[512*i : 512*i+512] }, prev, fold)
 	return acc
 }
 
 // hash512WidenGeneric is hash512Widen without the vector code: the
-// widening (u32le.Widen), then one library hash a page, each folded in
-// turn with fold.
+// widening (u32le.Widen), then one library hash a page.
 func hash512WidenGeneric(dst []spec.PrefixHash, units []int64, src []byte, prev uint64, fold bool) {
 	units = units[:64*len(dst)]
 	u32le.Widen(units, src)
 	var buf []byte
-	for i := range dst {
-		p := xxh3.Hash(pageBytes(unitsOf(units[64*i:64*i+64]), &buf))
-		if fold {
-			prev = foldHash(prev, p)
-			p = prev
-		}
-		dst[i] = spec.PrefixHash(p)
-	}
+	hashEach(dst, func(i int) []byte { return pageBytes(unitsOf(units[64*i:64*i+64]), &buf) }, prev, fold)
 }
 
 // hash512LE32Generic is hash512LE32 without the vector code: each page's
@@ -517,9 +518,17 @@ func hash512WidenGeneric(dst []spec.PrefixHash, units []int64, src []byte, prev 
 func hash512LE32Generic(dst []spec.PrefixHash, src []byte, prev uint64, fold bool) {
 	var page [64]int64
 	var buf []byte
-	for i := range dst {
+	hashEach(dst, func(i int) []byte {
 		u32le.Widen(page[:], src[256*i:])
-		p := xxh3.Hash(pageBytes(unitsOf(page[:]), &buf))
+		return pageBytes(unitsOf(page[:]), &buf)
+	}, prev, fold)
+}
+
+// hashEach sets dst[i] to the library's XXH3-64 of page(i) or, with fold,
+// to the chain hash from h₋₁ = prev: the generic kernels' shared loop.
+func hashEach(dst []spec.PrefixHash, page func(i int) []byte, prev uint64, fold bool) {
+	for i := range dst {
+		p := xxh3.Hash(page(i))
 		if fold {
 			prev = foldHash(prev, p)
 			p = prev

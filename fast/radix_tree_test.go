@@ -857,7 +857,8 @@ func TestPageHasherAddLE32IsDecodeThenAdd(t *testing.T) {
 // in two halves (the first hasher up to a page boundary, the second from
 // it, each fed in pieces) and joined give TokenKeyChain's chain and its
 // refusal of a bad id in either half; a join at any other token index or
-// of another page size is refused and changes nothing.
+// of another page size is refused and changes nothing; a seeded first
+// half joined with a partly fed second still chains alike.
 func TestPageHashersJoinedAtAPageBoundaryHashAsOne(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 9))
 	for i := range 300 {
@@ -908,6 +909,19 @@ func TestPageHashersJoinedAtAPageBoundaryHashAsOne(t *testing.T) {
 		}
 		if _, chain, err := first.Chain("tokens", tokens, spec.ExtraKey{}); err != nil || !reflect.DeepEqual(chain, wantChain) {
 			t.Fatalf("case %d (ps %d, in range): got %v, %v; want %v", i, ps, chain, err, wantChain)
+		}
+		// A first half told the namespace (folded as hashed), joined with a
+		// second that saw only part of its half: the pages Chain then hashes
+		// fold on from the joined, unfolded ones.
+		first, _ = fast.NewPageHasher(ps, nil)
+		second, _ = fast.NewPageHasher(ps, nil)
+		first.Seed(spec.ExtraKey{}).Add(tokens[:at])
+		second.Add(tokens[at : at+(len(tokens)-at)/2])
+		if !first.Join(second, at) {
+			t.Fatalf("case %d: the join of a seeded first half at %d was refused", i, at)
+		}
+		if _, chain, err := first.Chain("tokens", tokens, spec.ExtraKey{}); err != nil || !reflect.DeepEqual(chain, wantChain) {
+			t.Fatalf("case %d (ps %d, seeded, half the second half): got %v, %v; want %v", i, ps, chain, err, wantChain)
 		}
 	}
 }

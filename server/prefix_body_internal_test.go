@@ -444,12 +444,7 @@ func TestALongBinaryScoreOfTokenPoolsKeepsNoEightByteIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 30000
-	body := make([]byte, 4*n)
-	tokens := make([]int64, n)
-	for i := range tokens {
-		tokens[i] = int64(i * 7919 % 100003)
-		binary.LittleEndian.PutUint32(body[4*i:], uint32(tokens[i]))
-	}
+	body, tokens := binaryPrompt(n)
 	for i, ps := range []int{2, 64, 64, 16} {
 		p, err := s.pools.Create(fmt.Sprintf("p%d", i), prefix.Config{PageSize: ps, CapacityTokens: 1 << 15, Eagle: i == 3})
 		if err != nil {
@@ -459,12 +454,7 @@ func TestALongBinaryScoreOfTokenPoolsKeepsNoEightByteIDs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	req := func(query string) *http.Request {
-		r := httptest.NewRequest(http.MethodPost, "/v1/prefix:score"+query, nil)
-		r.Header.Set("Content-Type", TokensContentType)
-		r.ContentLength = int64(len(body))
-		return r
-	}
+	req := func(query string) *http.Request { return scoreRequest(query, TokensContentType, len(body)) }
 	ts := s.streamTokens(req("?pools=p0,p1,p2"), (*scoreBody)(nil))
 	if ts == nil || !ts.lazy || ts.toks != nil || len(ts.hashers) != 2 {
 		t.Fatalf("a binary score of token pools: %+v, want lazy with 2 hashers and no list", ts)
@@ -620,18 +610,8 @@ func TestALongBinaryScoreIsHashedBeforeItsBodyEnds(t *testing.T) {
 		}
 	}
 	const n = 30000
-	body := make([]byte, 4*n)
-	tokens := make([]int64, n)
-	for i := range tokens {
-		tokens[i] = int64(i * 7919 % 100003)
-		binary.LittleEndian.PutUint32(body[4*i:], uint32(tokens[i]))
-	}
-	req := func(query, ctype string, size int) *http.Request {
-		r := httptest.NewRequest(http.MethodPost, "/v1/prefix:score"+query, nil)
-		r.Header.Set("Content-Type", ctype)
-		r.ContentLength = int64(size)
-		return r
-	}
+	body, tokens := binaryPrompt(n)
+	req := scoreRequest
 	ts := s.streamTokens(req("", TokensContentType, len(body)), (*scoreBody)(nil))
 	if ts == nil {
 		t.Fatal("a 120,000-byte binary score is not decoded while it arrives")
@@ -684,4 +664,25 @@ func TestALongBinaryScoreIsHashedBeforeItsBodyEnds(t *testing.T) {
 	if s.streamTokens(req("", TokensContentType, len(body)), (*scoreBody)(nil)) != nil {
 		t.Error("decoded early with no room for its buffers beside the body")
 	}
+}
+
+// binaryPrompt is a prompt of n token ids below 100,003, as the binary
+// token list's bytes and as the ids they decode to.
+func binaryPrompt(n int) ([]byte, []int64) {
+	body := make([]byte, 4*n)
+	tokens := make([]int64, n)
+	for i := range tokens {
+		tokens[i] = int64(i * 7919 % 100003)
+		binary.LittleEndian.PutUint32(body[4*i:], uint32(tokens[i]))
+	}
+	return body, tokens
+}
+
+// scoreRequest is a score request of content type ctype declaring size
+// bytes, with no body: what streamTokens looks at.
+func scoreRequest(query, ctype string, size int) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/v1/prefix:score"+query, nil)
+	r.Header.Set("Content-Type", ctype)
+	r.ContentLength = int64(size)
+	return r
 }
