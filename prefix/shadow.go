@@ -144,8 +144,8 @@ func (p *Pool) log(op shadowOp) {
 	}
 	op.pool = p
 	op.tokens = slices.Clone(op.tokens) // only now: a lost shadow or an unsampled score copies nothing
-	if !p.shadower.ops.Offer(op, int64(8*len(op.tokens)+len(op.want))) {
-		ps.lose(p.shadower.ops.FullAt(op.kind))
+	if err := p.shadower.ops.Offer(op, int64(8*len(op.tokens)+len(op.want)), op.kind); err != nil {
+		ps.lose(err.Error())
 		return
 	}
 	// Scores run under the read lock: only operations holding the write
@@ -156,8 +156,8 @@ func (p *Pool) log(op shadowOp) {
 	if now := time.Now(); now.Sub(ps.lastTake) >= p.shadower.cfg.DigestInterval {
 		ps.lastTake = now
 		d := p.digestLocked()
-		if !p.shadower.ops.Offer(shadowOp{pool: p, kind: "digest", want: d}, int64(len(d))) {
-			ps.lose("the shadow queue was full at a digest")
+		if err := p.shadower.ops.Offer(shadowOp{pool: p, kind: "digest", want: d}, int64(len(d)), "digest"); err != nil {
+			ps.lose(err.Error())
 		}
 	}
 }
@@ -182,19 +182,22 @@ func NewShadowQueue[T any](n int, b int64) *ShadowQueue[T] {
 	return &ShadowQueue[T]{ch: make(chan shadowItem[T], n), maxBytes: b}
 }
 
-// Offer queues v, which holds size bytes, when both bounds leave room,
-// and reports whether it did.
-func (q *ShadowQueue[T]) Offer(v T, size int64) bool {
+// Offer queues v, which holds size bytes, when both bounds leave room.
+// It returns nil when v waits, or an error naming the bound that refused
+// it, for an item of kind (the shadow's status). The bound is named here,
+// at the refusal: read later, the consumer may already have drained the
+// queue.
+func (q *ShadowQueue[T]) Offer(v T, size int64, kind string) error {
 	if q.held.Add(size) > q.maxBytes {
 		q.held.Add(-size)
-		return false
+		return fmt.Errorf("the shadow queue's %d bytes were spent at a %s", q.maxBytes, kind)
 	}
 	select {
 	case q.ch <- shadowItem[T]{v, size}:
-		return true
+		return nil
 	default:
 		q.held.Add(-size)
-		return false
+		return fmt.Errorf("the shadow queue (%d operations) was full at a %s", cap(q.ch), kind)
 	}
 }
 
@@ -208,15 +211,6 @@ func (q *ShadowQueue[T]) Next(ctx context.Context) (T, bool) {
 		q.held.Add(-it.size)
 		return it.v, true
 	}
-}
-
-// FullAt says which bound refused an item of kind, for the shadow's
-// status.
-func (q *ShadowQueue[T]) FullAt(kind string) string {
-	if n := cap(q.ch); len(q.ch) == n {
-		return fmt.Sprintf("the shadow queue (%d operations) was full at a %s", n, kind)
-	}
-	return fmt.Sprintf("the shadow queue's %d bytes were spent at a %s", q.maxBytes, kind)
 }
 
 // Len is the items waiting.

@@ -218,3 +218,28 @@ func TestShadowIsLostWhenItsQueueBytesRunOut(t *testing.T) {
 		t.Fatalf("%+v, want lost at the insert", s)
 	}
 }
+
+// TestShadowQueueNamesTheBoundThatRefusedEvenOnceDrained: the refusal
+// names its bound when it happens; a consumer that drains the queue right
+// after (the shadow's goroutine does, concurrently) cannot turn a full
+// queue of operations into a spent byte budget in the status.
+func TestShadowQueueNamesTheBoundThatRefusedEvenOnceDrained(t *testing.T) {
+	q := NewShadowQueue[int](1, 100)
+	if err := q.Offer(1, 10, "insert"); err != nil {
+		t.Fatalf("first offer: %v", err)
+	}
+	err := q.Offer(2, 10, "insert")
+	if _, ok := q.Next(context.Background()); !ok {
+		t.Fatal("Next found nothing")
+	}
+	if err == nil || err.Error() != "the shadow queue (1 operations) was full at a insert" {
+		t.Fatalf("second offer: %v, want the operations bound", err)
+	}
+	err = q.Offer(3, 101, "match")
+	if err == nil || err.Error() != "the shadow queue's 100 bytes were spent at a match" {
+		t.Fatalf("oversized offer: %v, want the byte bound", err)
+	}
+	if err := q.Offer(4, 100, "match"); err != nil {
+		t.Fatalf("an offer of exactly the budget, queue empty: %v", err)
+	}
+}

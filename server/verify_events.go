@@ -148,14 +148,15 @@ func (s *shadowIndex) queue(op evOp) {
 	for _, f := range op.frames {
 		size += int64(len(f))
 	}
-	if s.ops.Offer(op, size) {
+	err := s.ops.Offer(op, size, op.kind)
+	if err == nil {
 		return
 	}
 	s.smu.Lock()
 	defer s.smu.Unlock()
 	if s.status.State == prefix.ShadowAgree {
 		s.status.State = prefix.ShadowLost
-		s.status.Detail = s.ops.FullAt(op.kind)
+		s.status.Detail = err.Error()
 	}
 }
 
