@@ -20,6 +20,18 @@ func shadowed(t *testing.T, queue int, interval time.Duration, wrap func(spec.Ra
 // shadowedBytes is shadowed with a byte budget on the queue.
 func shadowedBytes(t *testing.T, queue int, queueBytes int64, interval time.Duration, wrap func(spec.RadixTree) spec.RadixTree) (*Registry, *Shadow, *[]spec.RadixTree) {
 	t.Helper()
+	r, sh, trees := shadowedIdle(t, queue, queueBytes, interval, wrap)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); sh.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return r, sh, trees
+}
+
+// shadowedIdle is shadowedBytes with no consumer running: the queue only
+// fills, so a test of its bounds does not race the shadow's goroutine.
+func shadowedIdle(t *testing.T, queue int, queueBytes int64, interval time.Duration, wrap func(spec.RadixTree) spec.RadixTree) (*Registry, *Shadow, *[]spec.RadixTree) {
+	t.Helper()
 	var trees []spec.RadixTree
 	newTree := func(cfg spec.TreeConfig) (spec.RadixTree, error) {
 		tr, err := fast.NewRadixTree(cfg)
@@ -37,10 +49,6 @@ func shadowedBytes(t *testing.T, queue int, queueBytes int64, interval time.Dura
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); sh.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 	return r, sh, &trees
 }
 
@@ -186,18 +194,25 @@ func TestShadowFlagsAWrongScore(t *testing.T) {
 // TestShadowIsLostWhenItsQueueOverflows: a mutation that finds the queue
 // full cannot be skipped, so the shadow says it is lost rather than
 // report divergences that are not there.
+// No consumer runs, so the second insert is the one that finds it full.
 func TestShadowIsLostWhenItsQueueOverflows(t *testing.T) {
-	r, _, _ := shadowed(t, 1, time.Hour, nil)
+	r, sh, _ := shadowedIdle(t, 1, 1<<30, time.Hour, nil)
 	p, err := r.Create("p", Config{PageSize: 4, CapacityTokens: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range int64(200) {
+	for i := range int64(2) {
 		if _, err := p.Insert(seq(i*8, i*8+8), spec.ExtraKey{}, 0); err != nil {
 			t.Fatal(err)
 		}
+		if want := ShadowAgree; i == 0 && p.ShadowStatus().State != want {
+			t.Fatalf("after one insert into a queue of one: %+v, want %s", p.ShadowStatus(), want)
+		}
 	}
-	if s := p.ShadowStatus(); s.State != ShadowLost || !strings.Contains(s.Detail, "queue (1 operations) was full") {
+	if n := sh.Pending(); n != 1 {
+		t.Errorf("%d operations wait, want the first insert alone", n)
+	}
+	if s := p.ShadowStatus(); s.State != ShadowLost || s.Detail != "the shadow queue (1 operations) was full at a insert" {
 		t.Fatalf("%+v, want lost", s)
 	}
 }
