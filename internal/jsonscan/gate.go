@@ -4,6 +4,10 @@ package jsonscan
 // encoding/json's own limit, past which json.Unmarshal fails anyway.
 const MaxDepthLimit = maxJSONDepth
 
+// ReasonDuplicate is Gate.Reason for a document CheckUnique refused for
+// naming a member twice in one object.
+const ReasonDuplicate = "member name given twice"
+
 // Gate is the verdict of Check on one document: why it was refused, if it
 // was.
 type Gate struct {
@@ -14,6 +18,9 @@ type Gate struct {
 	Offset int
 	// Reason says why it was refused ("" when accepted).
 	Reason string
+	// Member is the decoded name given twice, when a CheckUnique document
+	// was refused for it (Offset is then its second key's quote).
+	Member string
 }
 
 // OK reports whether the document was accepted.
@@ -26,7 +33,35 @@ func (g Gate) OK() bool { return g.Offset < 0 }
 // which no recover can catch). It is the gate every request body passes
 // before anything recursive (encoding/json, the serving scanners) sees it.
 // maxDepth must be in [1, MaxDepthLimit]; larger is treated as the limit.
-func Check(b []byte, maxDepth int) Gate {
+func Check(b []byte, maxDepth int) Gate { return check(b, maxDepth, nil) }
+
+// CheckUnique is Check that also refuses an object naming a member twice,
+// I-JSON's rule (RFC 7493 §2.3; RFC 8259 §4 leaves it to the receiver):
+// two names are the same when they decode to the same string, as
+// encoding/json decodes them (escapes resolved, invalid UTF-8 and lone
+// surrogates as U+FFFD), so no decoder behind the gate has a last-wins
+// choice to make. A duplicate is met when its object closes; the
+// refusal is the first one a left-to-right scan meets. Work is
+// O(n log n) in the names of one object and memory linear in the names
+// of the objects open at once, both bounded by len(b).
+func CheckUnique(b []byte, maxDepth int) Gate { return CheckSchema(b, maxDepth, anyValue()) }
+
+// CheckSchema is CheckUnique for the objects s says are decoded member by
+// member (SchemaOf the type the document decodes into): a struct's
+// members are the fields names set, as encoding/json matches them
+// (case-insensitively), and a field set twice is met at its second name;
+// a name that sets no field is left to the decoder, which refuses it as
+// unknown. A map's keys are checked as CheckUnique checks names. Objects
+// inside values decoded whole (json.RawMessage, any) are data and are not
+// checked. A nil s checks no names: it is Check.
+func CheckSchema(b []byte, maxDepth int, s *Schema) Gate {
+	if s == nil {
+		return check(b, maxDepth, nil)
+	}
+	return check(b, maxDepth, &names{root: s})
+}
+
+func check(b []byte, maxDepth int, u *names) Gate {
 	maxDepth = min(max(maxDepth, 1), MaxDepthLimit)
 	var stack [MaxDepthLimit/64 + 1]uint64 // bit d set: level d is an object
 	p := Scanner{b: b}
@@ -34,6 +69,10 @@ func Check(b []byte, maxDepth int) Gate {
 	g := Gate{Offset: -1}
 	refuse := func(reason string) Gate {
 		g.Offset, g.Reason = p.i, reason
+		return g
+	}
+	refuseDup := func() Gate {
+		g.Offset, g.Reason, g.Member = u.dupAt, ReasonDuplicate, u.dupName
 		return g
 	}
 	depth := 0
@@ -62,8 +101,14 @@ func Check(b []byte, maxDepth int) Gate {
 				depth--
 				break
 			}
-			if isObj && !p.key() {
-				return refuse("invalid object key")
+			u.open(depth-1, isObj)
+			if isObj {
+				if !p.namedKey(u, depth) {
+					return refuse("invalid object key")
+				}
+				if u.dup() {
+					return refuseDup()
+				}
 			}
 			continue
 		case '"':
@@ -92,12 +137,20 @@ func Check(b []byte, maxDepth int) Gate {
 			if p.At(',') {
 				p.i++
 				p.WS()
-				if isObj && !p.key() {
-					return refuse("invalid object key")
+				if isObj {
+					if !p.namedKey(u, depth) {
+						return refuse("invalid object key")
+					}
+					if u.dup() {
+						return refuseDup()
+					}
 				}
 				break
 			}
 			if (isObj && p.At('}')) || (!isObj && p.At(']')) {
+				if u.close(depth, b) {
+					return refuseDup()
+				}
 				p.i++
 				depth--
 				continue
@@ -107,11 +160,15 @@ func Check(b []byte, maxDepth int) Gate {
 	}
 }
 
-// key scans an object key and its colon, leaving Pos at the value.
-func (p *Scanner) key() bool {
+// namedKey scans an object key and its colon, leaving Pos at the value,
+// and records the key's name in u (when u is not nil) for the object
+// innermost at depth.
+func (p *Scanner) namedKey(u *names, depth int) bool {
+	start := p.i
 	if !p.At('"') || !p.str() {
 		return false
 	}
+	u.add(depth, p.b, start, p.i)
 	p.WS()
 	if !p.At(':') {
 		return false

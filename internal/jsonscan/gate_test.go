@@ -113,8 +113,9 @@ func FuzzGateAgreesWithJSONValid(f *testing.F) {
 	})
 }
 
-// BenchmarkGate measures the gate on a 32 KiB chat request and on 12 MB of
-// nesting, beside json.Valid on the same bytes (the yardstick it replaces
+// BenchmarkGate measures the gate (and CheckUnique, which also tracks
+// member names) on a 32 KiB chat request and on 12 MB of nesting, beside
+// json.Valid on the same bytes (the yardstick it replaces
 // in front of encoding/json).
 func BenchmarkGate(b *testing.B) {
 	chat := []byte(`{"messages":[` + strings.Repeat(`{"role":"user","content":"lorem ipsum dolor sit amet, consectetur"},`, 500) + `{}]}`)
@@ -127,6 +128,12 @@ func BenchmarkGate(b *testing.B) {
 			b.SetBytes(int64(len(tc.doc)))
 			for b.Loop() {
 				Check(tc.doc, 512)
+			}
+		})
+		b.Run(tc.name+"/gate-unique", func(b *testing.B) {
+			b.SetBytes(int64(len(tc.doc)))
+			for b.Loop() {
+				CheckUnique(tc.doc, 512)
 			}
 		})
 		b.Run(tc.name+"/json.Valid", func(b *testing.B) {
