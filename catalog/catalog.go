@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -65,6 +66,9 @@ type Entry interface {
 	Benchmarks() []Bench
 	// Cost is the op's stated bound on what one run may allocate.
 	Cost() Cost
+	// InputType is the Go type Run decodes a request into: the server's
+	// JSON gate reads from it which objects are decoded member by member.
+	InputType() reflect.Type
 }
 
 // Func is the signature every twin of an op has.
@@ -167,6 +171,9 @@ func (o *Op[In, Out]) Run(impl Impl, lim spec.Limits, in []byte) ([]byte, error)
 	out, err := f(lim, x)
 	return Canonical(out, err), err
 }
+
+// InputType implements Entry.
+func (o *Op[In, Out]) InputType() reflect.Type { return reflect.TypeFor[In]() }
 
 // Benchmarks implements Entry.
 func (o *Op[In, Out]) Benchmarks() []Bench {

@@ -218,6 +218,7 @@ func TestAPutOfAnInvalidSourceIs400WithTheCanonicalError(t *testing.T) {
 		{"e", `{"endpoint":"tcp://127.0.0.1:5557","port":1}`, "port", "bad_json"},
 		{"e", `{"name":"f","endpoint":"tcp://127.0.0.1:5557"}`, "name", "bad_source"},
 		{"e", `[]`, "$", "bad_json"},
+		{"e", `{"endpoint":"tcp://127.0.0.1:5557","Endpoint":"tcp://127.0.0.1:5558"}`, "$", "bad_json"}, // one member, twice
 		{"e%20f", `{"endpoint":"tcp://127.0.0.1:5557"}`, "source.name", "bad_source"},
 	} {
 		r := do(t, ts, http.MethodPut, "/v1/events/sources/"+c.name, c.body)

@@ -314,3 +314,44 @@ func TestBodiesBeyondTheInFlightBudgetGet503(t *testing.T) {
 		t.Errorf("a body beyond the budget: %d %s; want 503 naming MaxBodyBytesInFlight", r.status, r.body)
 	}
 }
+
+// A member given twice was taken last-wins by every op route's decoder
+// (encoding/json), while a binary score refuses a repeated parameter.
+// Every gated route now refuses a member the decoder would set twice,
+// whatever its spelling (encoding/json matches field names
+// case-insensitively), naming it; a request's payloads decoded whole (a
+// chat request in serving.chat_normalize) are data, whose duplicates the
+// op itself judges by the engine's rules.
+func TestAMemberGivenTwiceIsRefusedOnEveryGatedRoute(t *testing.T) {
+	sv := serve(t, nil)
+	if r := postNoFatal(sv.client, sv.url+"/v1/prefix/p", `{"page_size":1,"capacity_tokens":64}`); r.status != http.StatusCreated {
+		t.Fatalf("create pool: %d %s", r.status, r.body)
+	}
+	chat := `{"endpoint":"chat","request":{"messages":[],"tool_choice":"auto","tool_choice":"none"},"context_len":10,`
+	for _, c := range []struct {
+		path, body, member string
+		at                 int
+	}{
+		{"/v1/prefix:score", `{"tokens":[1,2,3],"extra":"x","extra":"y"}`, "extra", 30},
+		{"/v1/prefix:score", `{"tokens":[1,2,3],"Tokens":[4]}`, "tokens", 18},
+		{"/v1/prefix/p/insert", `{"tokens":[1],"priority":1,"priority":2}`, "priority", 27},
+		{"/v1/prefix/p/match", `{"tokens":[1],"lock":true,"LOCK":false}`, "lock", 26},
+		{"/v1/prefix/p", `{"page_size":1,"page_size":2,"capacity_tokens":64}`, "page_size", 15},
+		{"/v1/ops/serving.chat_normalize", chat + `"flags":{"normalize_tool_choice":true,"normalize_tool_choice":false}}`, "normalize_tool_choice", len(chat) + 38},
+		{"/v1/ops/serving.chat_normalize", chat + `"context_len":11,"flags":{}}`, "context_len", len(chat)},
+	} {
+		r := postNoFatal(sv.client, sv.url+c.path, c.body)
+		if r.status != http.StatusBadRequest {
+			t.Errorf("%s %s: %d %s, want 400", c.path, c.body, r.status, r.body)
+			continue
+		}
+		want := fmt.Sprintf("member %q given twice (the second at offset %d)", c.member, c.at)
+		if d := detailOf(t, r); d["code"] != "bad_json" || d["field"] != "$" || d["value"] != want || d["bound"] != "each member at most once in an object" {
+			t.Errorf("%s %s: detail %v, want bad_json at $ with value %q", c.path, c.body, d, want)
+		}
+	}
+	// The chat request's own duplicate is the op's to judge: 200.
+	if r := postNoFatal(sv.client, sv.url+"/v1/ops/serving.chat_normalize", chat+`"flags":{}}`); r.status != http.StatusOK {
+		t.Errorf("a duplicate inside the chat request: %d %s, want the op's 200", r.status, r.body)
+	}
+}

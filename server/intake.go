@@ -30,15 +30,16 @@ type intake struct {
 // bounds: MaxBodyBytes (413), the bytes of all bodies being held at once
 // (MaxBodyBytesInFlight, 503), and the minimum transfer rate (408: after
 // TransferGrace the body must keep arriving at MinTransferRate on
-// average). Then it passes the JSON gate: one iterative pass that refuses
-// invalid JSON and nesting deeper than MaxJSONDepth, so nothing recursive
-// sees an unchecked body. The caller must call s.releaseBody(in) when done.
-func (s *Server) readGated(w http.ResponseWriter, r *http.Request) (intake, *apiError) {
+// average). Then it passes the JSON gate for a body decoded as schema
+// describes: one iterative pass that refuses invalid JSON, nesting deeper
+// than MaxJSONDepth and a member given twice, so nothing recursive sees an
+// unchecked body. The caller must call s.releaseBody(in) when done.
+func (s *Server) readGated(w http.ResponseWriter, r *http.Request, schema *jsonscan.Schema) (intake, *apiError) {
 	in, aerr := s.readBody(w, r)
 	if aerr != nil {
 		return in, aerr
 	}
-	if aerr := gate(in.body, s.cfg.MaxJSONDepth); aerr != nil {
+	if aerr := gate(in.body, s.cfg.MaxJSONDepth, schema); aerr != nil {
 		s.releaseBody(in)
 		return intake{}, aerr
 	}
@@ -168,11 +169,24 @@ func (s *Server) bodyBudgetError() *apiError {
 		"the server is holding MaxBodyBytesInFlight (%d bytes) of request bodies; retry later", s.cfg.MaxBodyBytesInFlight)}
 }
 
-// gate refuses a body that is not one JSON object, or nests deeper than
-// maxDepth, with the canonical bad_json error object an op's own decoder
-// would return, naming $, the depth and the bound.
-func gate(body []byte, maxDepth int) *apiError {
-	g := jsonscan.Check(body, maxDepth)
+// gate refuses a body that is not one JSON object, nests deeper than
+// maxDepth, or names a member twice in an object that schema (the type
+// the body decodes into) decodes member by member (so no decoder behind
+// it makes a last-wins choice), with the canonical bad_json error object
+// an op's own decoder would return, naming $, what was found and the
+// bound.
+func gate(body []byte, maxDepth int, schema *jsonscan.Schema) *apiError {
+	return gateVerdict(body, maxDepth, jsonscan.CheckSchema(body, maxDepth, schema))
+}
+
+// gateSyntax is gate without the member-name rule, for preflight, which
+// judges a chat request as the engine behind it parses it.
+func gateSyntax(body []byte, maxDepth int) *apiError {
+	return gateVerdict(body, maxDepth, jsonscan.Check(body, maxDepth))
+}
+
+// gateVerdict is the answer for g, the gate's verdict on body.
+func gateVerdict(body []byte, maxDepth int, g jsonscan.Gate) *apiError {
 	kind := ""
 	if g.OK() { // a valid document: a value starts after the whitespace
 		kind = ref.JSONKind(bytes.TrimLeft(body, " \t\n\r"))
@@ -182,6 +196,9 @@ func gate(body []byte, maxDepth int) *apiError {
 	case g.Depth > 0:
 		err = spec.Reject(catalog.ErrBadJSON, "$", fmt.Sprintf("nesting depth %d at offset %d", g.Depth, g.Offset),
 			fmt.Sprintf("at most %d nested arrays and objects (MaxJSONDepth)", maxDepth))
+	case g.Reason == jsonscan.ReasonDuplicate:
+		err = spec.Reject(catalog.ErrBadJSON, "$", fmt.Sprintf("member %.64q given twice (the second at offset %d)", g.Member, g.Offset),
+			"each member at most once in an object")
 	case !g.OK():
 		err = spec.Reject(catalog.ErrBadJSON, "$", fmt.Sprintf("not valid JSON (%s at offset %d)", g.Reason, g.Offset), "a JSON object")
 	case kind != "object":

@@ -141,7 +141,7 @@ func (s *Server) checkCallable(c call) *apiError {
 // before the slot is freed, and the slot is freed before the answer is
 // written.
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c call, start time.Time) {
-	in, aerr := s.readGated(w, r)
+	in, aerr := s.readGated(w, r, c.op.schema)
 	if aerr != nil {
 		s.writeError(w, r, aerr)
 		return

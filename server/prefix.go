@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 
 	"github.com/gorilla/mux"
 	"github.com/tidwall/gjson"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/internal/jsonscan"
 	"github.com/kvtwin/kvtwin/internal/u32le"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/spec"
@@ -174,6 +176,7 @@ const tokensWant = "a list of token ids in [0, 4294967295]"
 func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any, error)) http.HandlerFunc {
 	var probe In
 	tb, onePass := any(&probe).(tokenBody)
+	schema := jsonscan.SchemaOf(reflect.TypeFor[In]())
 	return func(w http.ResponseWriter, r *http.Request) {
 		ts := s.streamTokens(r, tb)
 		var feed func([]byte)
@@ -242,7 +245,7 @@ func prefixPost[In any](s *Server, status int, run func(*http.Request, *In) (any
 			s.recycleTokens(tb, buf)
 			sl.release() // the full path below takes its slot after its checks
 		}
-		if aerr := gate(got.body, s.cfg.MaxJSONDepth); aerr != nil {
+		if aerr := gate(got.body, s.cfg.MaxJSONDepth, schema); aerr != nil {
 			s.writeError(w, r, aerr)
 			return
 		}

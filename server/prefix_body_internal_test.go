@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/fast"
+	"github.com/kvtwin/kvtwin/internal/jsonscan"
 	"github.com/kvtwin/kvtwin/internal/u32le"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/spec"
@@ -33,7 +35,7 @@ import (
 // when any of them refuses it.
 func fullPath[In any](body []byte, maxTokens, maxDepth int) (In, bool) {
 	var zero In
-	if gate(body, maxDepth) != nil {
+	if gate(body, maxDepth, jsonscan.SchemaOf(reflect.TypeFor[In]())) != nil {
 		return zero, false
 	}
 	if t := gjson.GetBytes(body, "tokens"); t.IsArray() && int(t.Get("#").Int()) > maxTokens {

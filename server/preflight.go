@@ -110,7 +110,7 @@ func scanEnvelope(body []byte, maxDepth int) (preflightSpans, *apiError) {
 	}
 	// The scan failed: the iterative gate says why (invalid JSON, not an
 	// object, or nested past MaxJSONDepth), as every other route does.
-	if aerr := gate(body, maxDepth); aerr != nil {
+	if aerr := gateSyntax(body, maxDepth); aerr != nil {
 		return sp, aerr
 	}
 	err := spec.Reject(catalog.ErrBadJSON, "$", "not valid JSON", "a JSON object")

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/internal/jsonscan"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/spec"
 )
@@ -78,6 +79,7 @@ type Server struct {
 type opInfo struct {
 	entry       catalog.Entry
 	unavailable map[catalog.Impl]error
+	schema      *jsonscan.Schema // the gate's view of the op's input type
 }
 
 // New validates cfg and builds a Server over cfg.Entries (catalog.All() when
@@ -96,7 +98,7 @@ func New(cfg Config) (*Server, error) {
 		bodies: semaphore.NewWeighted(cfg.MaxBodyBytesInFlight)}
 	s.answers = newResponseBudget(cfg.MaxResponseBytesInFlight, cfg.MaxConcurrent)
 	for _, e := range entries {
-		o := &opInfo{entry: e, unavailable: unavailableImpls(e, cfg)}
+		o := &opInfo{entry: e, unavailable: unavailableImpls(e, cfg), schema: jsonscan.SchemaOf(e.InputType())}
 		s.ops = append(s.ops, o)
 		s.byName[e.Name()] = o
 	}
