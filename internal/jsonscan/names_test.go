@@ -85,6 +85,31 @@ func TestCheckUniqueAgreesWithEncodingJSONsTokens(t *testing.T) {
 	})
 }
 
+// FuzzCheckUniqueAgreesWithEncodingJSONsTokens explores arbitrary
+// documents: CheckUnique never panics, refuses what Check refuses (for the
+// same reason, unless a name given twice comes first), and on
+// a valid document refuses exactly when encoding/json's tokenizer sees a
+// name twice in one object, naming the same one.
+func FuzzCheckUniqueAgreesWithEncodingJSONsTokens(f *testing.F) {
+	for _, c := range append(gateCases, `{"a":1,"\u0061":2}`, `{"a":{"b":1,"b":2},"a":3}`, "{\"\xff\":1,\"\xfe\":2}", `[{"x":1},{"x":1,"y":[{"x":1}],"x":2}]`) {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		g := CheckUnique(b, MaxDepthLimit)
+		if plain := Check(b, MaxDepthLimit); !plain.OK() {
+			// The same refusal, or a name given twice met before it.
+			if g != plain && (g.Reason != ReasonDuplicate || g.Offset >= plain.Offset) {
+				t.Fatalf("CheckUnique(%q) = %+v, Check refused it as %+v", b, g, plain)
+			}
+			return
+		}
+		member, dup := firstDuplicate(t, string(b))
+		if g.OK() == dup || (dup && g.Member != member) {
+			t.Fatalf("CheckUnique(%q) = %+v; encoding/json's tokens: duplicate %v of %q", b, g, dup, member)
+		}
+	})
+}
+
 // spellings are literal names, several of which decode alike.
 var spellings = []string{`"a"`, `"\u0061"`, `"A"`, `"b"`, `"\u0062"`, `"ab"`, `"a\u0062"`, `""`, `"\ud800"`, `"\udfff"`, "\"\xff\"", `"\u00e9"`, `"é"`}
 
@@ -123,8 +148,9 @@ func genDoc(t *rapid.T, depth int) string {
 // the first duplicate a scan meets at an object's close: among the
 // objects holding one, the one closing first, and in it the name whose
 // second occurrence comes first.
-func firstDuplicate(t *rapid.T, doc string) (string, bool) {
+func firstDuplicate(t interface{ Fatalf(string, ...any) }, doc string) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader([]byte(doc)))
+	dec.UseNumber() // a valid number too large for a float64 is still valid JSON
 	var stack []*dupFrame
 	// afterValue: the innermost object's member value ended.
 	afterValue := func() {
