@@ -4,13 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 
 	"github.com/gorilla/mux"
 
 	"github.com/kvtwin/kvtwin/catalog"
 	"github.com/kvtwin/kvtwin/events/zmq"
-	"github.com/kvtwin/kvtwin/internal/jsonscan"
 	"github.com/kvtwin/kvtwin/spec"
 )
 
@@ -161,7 +159,7 @@ func (s *Server) runtimeEvents() (*events, error) {
 // when replaced or unchanged.
 func (s *Server) handleEventSourcePut(w http.ResponseWriter, r *http.Request) {
 	name := mux.Vars(r)["name"]
-	in, aerr := s.readGated(w, r, jsonscan.SchemaOf(reflect.TypeFor[zmq.Source]()))
+	in, aerr := s.readGated(w, r, s.sourceSchema)
 	if aerr != nil {
 		s.writeError(w, r, aerr)
 		return

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/kvtwin/kvtwin/catalog"
+	"github.com/kvtwin/kvtwin/events/zmq"
 	"github.com/kvtwin/kvtwin/internal/jsonscan"
 	"github.com/kvtwin/kvtwin/prefix"
 	"github.com/kvtwin/kvtwin/spec"
@@ -69,6 +71,8 @@ type Server struct {
 	// answers is the MaxResponseBytesInFlight budget of answers being
 	// written (responses.go).
 	answers *responseBudget
+	// sourceSchema is the gate's view of an event source's body.
+	sourceSchema *jsonscan.Schema
 
 	draining atomic.Bool
 	inflight atomic.Int64
@@ -97,6 +101,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, byName: make(map[string]*opInfo, len(entries)),
 		bodies: semaphore.NewWeighted(cfg.MaxBodyBytesInFlight)}
 	s.answers = newResponseBudget(cfg.MaxResponseBytesInFlight, cfg.MaxConcurrent)
+	s.sourceSchema = jsonscan.SchemaOf(reflect.TypeFor[zmq.Source]())
 	for _, e := range entries {
 		o := &opInfo{entry: e, unavailable: unavailableImpls(e, cfg), schema: jsonscan.SchemaOf(e.InputType())}
 		s.ops = append(s.ops, o)
