@@ -4,7 +4,7 @@ package jsonscan
 // encoding/json's own limit, past which json.Unmarshal fails anyway.
 const MaxDepthLimit = maxJSONDepth
 
-// ReasonDuplicate is Gate.Reason for a document CheckUnique refused for
+// ReasonDuplicate is Gate.Reason for a document CheckSchema refused for
 // naming a member twice in one object.
 const ReasonDuplicate = "member name given twice"
 
@@ -18,8 +18,8 @@ type Gate struct {
 	Offset int
 	// Reason says why it was refused ("" when accepted).
 	Reason string
-	// Member is the decoded name given twice, when a CheckUnique document
-	// was refused for it (Offset is then its second key's quote).
+	// Member is the member given twice, when CheckSchema refused a
+	// document for it (Offset is then its second key's quote).
 	Member string
 }
 
@@ -35,25 +35,20 @@ func (g Gate) OK() bool { return g.Offset < 0 }
 // maxDepth must be in [1, MaxDepthLimit]; larger is treated as the limit.
 func Check(b []byte, maxDepth int) Gate { return check(b, maxDepth, nil) }
 
-// CheckUnique is Check that also refuses an object naming a member twice,
-// I-JSON's rule (RFC 7493 §2.3; RFC 8259 §4 leaves it to the receiver):
-// two names are the same when they decode to the same string, as
-// encoding/json decodes them (escapes resolved, invalid UTF-8 and lone
-// surrogates as U+FFFD), so no decoder behind the gate has a last-wins
-// choice to make. A duplicate is met when its object closes; the
-// refusal is the first one a left-to-right scan meets. Work is
-// O(n log n) in the names of one object and memory linear in the names
-// of the objects open at once, both bounded by len(b).
-func CheckUnique(b []byte, maxDepth int) Gate { return CheckSchema(b, maxDepth, anyValue()) }
-
-// CheckSchema is CheckUnique for the objects s says are decoded member by
-// member (SchemaOf the type the document decodes into): a struct's
-// members are the fields names set, as encoding/json matches them
-// (case-insensitively), and a field set twice is met at its second name;
-// a name that sets no field is left to the decoder, which refuses it as
-// unknown. A map's keys are checked as CheckUnique checks names. Objects
+// CheckSchema is Check that also refuses a member given twice in the
+// objects s says are decoded member by member (SchemaOf the type the
+// document decodes into), so no decoder behind the gate has a last-wins
+// choice to make. A struct's members are the fields names set, as
+// encoding/json matches them (case-insensitively), and a field set twice
+// is met at its second name; a name that sets no field is left to the
+// decoder, which refuses it as unknown. A map's keys are one member when
+// they decode to the same string, as encoding/json decodes them (escapes
+// resolved, invalid UTF-8 and lone surrogates as U+FFFD), met when the
+// map closes. The refusal is the first a left-to-right scan meets. Objects
 // inside values decoded whole (json.RawMessage, any) are data and are not
-// checked. A nil s checks no names: it is Check.
+// checked. Work is O(n log n) in the names of one map and memory linear in
+// the names of the maps open at once, both bounded by len(b). A nil s
+// checks no names: it is Check.
 func CheckSchema(b []byte, maxDepth int, s *Schema) Gate {
 	if s == nil {
 		return check(b, maxDepth, nil)

@@ -41,14 +41,6 @@ type nameSpan struct {
 	inArena      bool
 }
 
-// anyValue is the Schema of CheckUnique: every object is a map of names,
-// and every value in it is any value again.
-func anyValue() *Schema {
-	s := &Schema{kind: schemaAny}
-	s.elem = s
-	return s
-}
-
 // dup reports whether a member given twice was found.
 func (u *names) dup() bool { return u != nil && u.hasDup }
 

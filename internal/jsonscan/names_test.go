@@ -13,6 +13,17 @@ import (
 	"pgregory.net/rapid"
 )
 
+// checkUnique is CheckSchema with I-JSON's rule (RFC 7493 §2.3) on every
+// object: each is a map of names, each value any value. It drives the
+// map-name machinery on arbitrary documents, which the tests compare with
+// encoding/json's own tokenizer; served routes read the op's type instead,
+// as the engine's payloads keep last-wins semantics.
+func checkUnique(b []byte, maxDepth int) Gate {
+	s := &Schema{kind: schemaAny}
+	s.elem = s
+	return CheckSchema(b, maxDepth, s)
+}
+
 // TestCheckUniqueRefusesANameGivenTwice pins, by hand, which documents
 // name a member twice, where the refusal points (the second key's quote)
 // and the decoded name it reports.
@@ -40,9 +51,9 @@ func TestCheckUniqueRefusesANameGivenTwice(t *testing.T) {
 		{`{"a":[1,{"a":2}],"b":{}}`, -1, ""},
 		{`{"k":1,"k":2} x`, 7, "k"}, // the duplicate is met before the trailing data
 	} {
-		g := CheckUnique([]byte(c.doc), 64)
+		g := checkUnique([]byte(c.doc), 64)
 		if g.Offset != c.at || g.Member != c.member {
-			t.Errorf("CheckUnique(%q) = %+v, want offset %d, member %q", c.doc, g, c.at, c.member)
+			t.Errorf("checkUnique(%q) = %+v, want offset %d, member %q", c.doc, g, c.at, c.member)
 		}
 		if plain := Check([]byte(c.doc), 64); plain.Member != "" || (plain.OK() != json.Valid([]byte(c.doc))) {
 			t.Errorf("Check(%q) = %+v: the plain gate judges names", c.doc, plain)
@@ -60,33 +71,33 @@ func TestCheckUniqueFindsADuplicateAmongManyNames(t *testing.T) {
 		fmt.Fprintf(&b, `"k%d":0,`, i)
 	}
 	ok := b.String()[:b.Len()-1] + `}}`
-	if g := CheckUnique([]byte(ok), 64); !g.OK() {
+	if g := checkUnique([]byte(ok), 64); !g.OK() {
 		t.Fatalf("200,000 distinct names: %+v", g)
 	}
 	dup := b.String() + `"k123456":1}}`
-	if g := CheckUnique([]byte(dup), 64); g.Member != "k123456" || g.Offset != len(b.String()) {
+	if g := checkUnique([]byte(dup), 64); g.Member != "k123456" || g.Offset != len(b.String()) {
 		t.Fatalf("a repeat at the end: %+v, want k123456 at %d", g, len(b.String()))
 	}
 }
 
 // TestCheckUniqueAgreesWithEncodingJSONsTokens: on generated documents
 // whose names are drawn from a few spellings (escaped and plain) of a few
-// strings, CheckUnique refuses exactly those in which encoding/json's own
+// strings, checkUnique refuses exactly those in which encoding/json's own
 // tokenizer sees one object give a decoded name twice, and names the same
 // member.
 func TestCheckUniqueAgreesWithEncodingJSONsTokens(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		doc := genDoc(t, 0)
-		g := CheckUnique([]byte(doc), 64)
+		g := checkUnique([]byte(doc), 64)
 		member, dup := firstDuplicate(t, doc)
 		if g.OK() == dup || (dup && g.Member != member) {
-			t.Fatalf("CheckUnique(%s) = %+v; encoding/json's tokens: duplicate %v of %q", doc, g, dup, member)
+			t.Fatalf("checkUnique(%s) = %+v; encoding/json's tokens: duplicate %v of %q", doc, g, dup, member)
 		}
 	})
 }
 
 // FuzzCheckUniqueAgreesWithEncodingJSONsTokens explores arbitrary
-// documents: CheckUnique never panics, refuses what Check refuses (for the
+// documents: checkUnique never panics, refuses what Check refuses (for the
 // same reason, unless a name given twice comes first), and on
 // a valid document refuses exactly when encoding/json's tokenizer sees a
 // name twice in one object, naming the same one.
@@ -95,17 +106,17 @@ func FuzzCheckUniqueAgreesWithEncodingJSONsTokens(f *testing.F) {
 		f.Add([]byte(c))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		g := CheckUnique(b, MaxDepthLimit)
+		g := checkUnique(b, MaxDepthLimit)
 		if plain := Check(b, MaxDepthLimit); !plain.OK() {
 			// The same refusal, or a name given twice met before it.
 			if g != plain && (g.Reason != ReasonDuplicate || g.Offset >= plain.Offset) {
-				t.Fatalf("CheckUnique(%q) = %+v, Check refused it as %+v", b, g, plain)
+				t.Fatalf("checkUnique(%q) = %+v, Check refused it as %+v", b, g, plain)
 			}
 			return
 		}
 		member, dup := firstDuplicate(t, string(b))
 		if g.OK() == dup || (dup && g.Member != member) {
-			t.Fatalf("CheckUnique(%q) = %+v; encoding/json's tokens: duplicate %v of %q", b, g, dup, member)
+			t.Fatalf("checkUnique(%q) = %+v; encoding/json's tokens: duplicate %v of %q", b, g, dup, member)
 		}
 	})
 }

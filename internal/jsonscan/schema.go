@@ -27,7 +27,7 @@ const (
 	schemaStruct schemaKind = iota + 1 // an object of named fields
 	schemaMap                          // an object of any names
 	schemaList                         // an array
-	schemaAny                          // any JSON value, every object checked (CheckUnique)
+	schemaAny                          // any JSON value, every object a map (I-JSON's rule; the tests' checkUnique)
 )
 
 // schemaField is one field of a struct: the JSON name it is encoded as,
